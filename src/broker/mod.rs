@@ -1,0 +1,51 @@
+//! The broker: one process per command, between a front end and the command.
+//!
+//! It runs in its own session as a child subreaper, spawns the command in its own process
+//! group, journals everything, and stops the whole tree when asked, when a watchdog fires,
+//! or when its parent dies (even by SIGKILL).
+
+mod parent;
+mod run;
+pub mod signaller;
+pub mod spawn;
+mod state;
+mod stop;
+mod tree;
+
+use std::io::Write;
+
+/// Environment variable that marks a process as a broker started by tether.
+pub const BROKER_ENV: &str = "TETHER_BROKER";
+
+/// Entry point of `tether broker`. Returns the process exit code: 0 when the command ran its
+/// course, 1 when the parent was lost or the broker could not work.
+pub fn main() -> i32 {
+    if std::env::var_os(BROKER_ENV).is_none_or(|v| v != "1") {
+        eprintln!(
+            "tether: `tether broker` is started by tether itself (it reads a launch request on stdin); \
+             to run a command use `tether exec -- CMD` or `tether run -- CMD`"
+        );
+        return 2;
+    }
+    // A broker is its own session so that terminal signals meant for the front end do not
+    // reach it; it fails harmlessly if the spawner already made it a session leader.
+    let _ = rustix::process::setsid();
+    if let Err(err) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+        // Without it escapees would be re-parented away from us; refuse to run half-blind.
+        eprintln!("tether broker: cannot become a child subreaper: {err}");
+        return 1;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("tether broker: cannot start its event loop: {err}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(run::run());
+    let _ = std::io::stderr().flush();
+    code
+}

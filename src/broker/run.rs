@@ -1,0 +1,354 @@
+//! The broker's event loop: one `select!` over the parent's pipe, the command's pipes,
+//! SIGCHLD, the parent's pidfd, signals and the next deadline.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::{Instant, sleep_until};
+
+use super::parent::ParentWatch;
+use super::spawn::spawn;
+use super::state::Broker;
+use crate::clock::now_ms;
+use crate::fdio::AsyncPipe;
+use crate::journal::writer::{EventLog, StreamLog, create_command_dir};
+use crate::protocol::{
+    Event, EventKind, Frame, LaunchRequest, LineSplitter, MAX_LINE, PROTOCOL_VERSION,
+    ParentLossCause, Stage, Stream, ToBroker,
+};
+
+const READ_CHUNK: usize = 256 * 1024;
+/// Reads taken from one pipe per wake-up before the loop looks at everything else again.
+const READS_PER_WAKE: usize = 8;
+
+/// The signal `PR_SET_PDEATHSIG` delivers: a hint to be confirmed, never acted on alone.
+fn pdeath_signal() -> SignalKind {
+    SignalKind::user_defined1()
+}
+
+pub async fn run() -> i32 {
+    let start = Instant::now();
+    match run_inner(start).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("tether broker: {err}");
+            1
+        }
+    }
+}
+
+/// The parent's end of things: requests in on stdin, events out on stdout.
+struct ParentLink {
+    input: Option<AsyncPipe>,
+    output: AsyncPipe,
+    lines: LineSplitter,
+    buf: Vec<u8>,
+    /// Event lines not yet taken by the parent.
+    queue: Vec<u8>,
+}
+
+impl ParentLink {
+    fn take_stdio() -> io::Result<ParentLink> {
+        // SAFETY: the broker owns its stdin and stdout and nothing else in the process uses
+        // them once they are taken here.
+        let (stdin, stdout) = unsafe { (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1)) };
+        Ok(ParentLink {
+            input: Some(AsyncPipe::new(stdin)?),
+            output: AsyncPipe::new(stdout)?,
+            lines: LineSplitter::new(MAX_LINE),
+            buf: vec![0; 64 * 1024],
+            queue: Vec::new(),
+        })
+    }
+
+    /// Writes as much of the queue as the pipe takes now. `Err` means the parent is gone.
+    fn push(&mut self) -> io::Result<()> {
+        let mut written = 0;
+        while written < self.queue.len() {
+            match self.output.try_write(&self.queue[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) => {
+                    self.queue.clear();
+                    return Err(err);
+                }
+            }
+        }
+        self.queue.drain(..written);
+        Ok(())
+    }
+}
+
+/// Waits until the parent's pipe takes some of `queue`, and writes it.
+async fn write_some(output: &AsyncPipe, queue: &mut Vec<u8>) -> io::Result<()> {
+    let n = output.write(queue).await?;
+    queue.drain(..n);
+    Ok(())
+}
+
+/// Parses one request line; `Err` carries a protocol failure code and message.
+fn parse_request(frame: Frame) -> Result<ToBroker, (&'static str, String)> {
+    match frame {
+        Frame::TooLong { len } => Err((
+            "line_too_long",
+            format!(
+                "a request line of {len} bytes exceeds the {MAX_LINE}-byte limit; it was skipped"
+            ),
+        )),
+        Frame::Line(line) => serde_json::from_slice::<ToBroker>(&line).map_err(|err| {
+            let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+            (
+                "malformed",
+                format!("cannot parse request `{shown}`: {err}; it was skipped"),
+            )
+        }),
+    }
+}
+
+/// Sends an event straight to the parent, before a journal exists.
+async fn tell_parent(link: &ParentLink, start: Instant, kind: EventKind) {
+    let event = Event {
+        ts_ms: now_ms(),
+        mono_us: start.elapsed().as_micros() as u64,
+        kind,
+    };
+    let mut line = serde_json::to_vec(&event).unwrap_or_default();
+    line.push(b'\n');
+    let _ = link.output.write_all(&line).await;
+}
+
+/// Waits for the launch request, answering pings and refusing anything else meanwhile.
+async fn await_launch(link: &mut ParentLink, start: Instant) -> Option<LaunchRequest> {
+    loop {
+        let input = link.input.as_ref()?;
+        let n = match input.read(&mut link.buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => n,
+        };
+        let frames = link.lines.push(&link.buf[..n]);
+        for frame in frames {
+            let failure = match parse_request(frame) {
+                Ok(ToBroker::Launch(request)) if request.v == PROTOCOL_VERSION => {
+                    return Some(request);
+                }
+                Ok(ToBroker::Launch(request)) => (
+                    "version_mismatch",
+                    format!(
+                        "launch request speaks protocol v{}, this broker v{PROTOCOL_VERSION}; use the same tether binary for both",
+                        request.v
+                    ),
+                ),
+                Ok(ToBroker::Ping) => {
+                    tell_parent(link, start, EventKind::Pong).await;
+                    continue;
+                }
+                Ok(_) => (
+                    "not_launched",
+                    "no command is launched yet; the first request must be `launch`".into(),
+                ),
+                Err(failure) => failure,
+            };
+            tell_parent(
+                link,
+                start,
+                EventKind::BrokerFailure {
+                    stage: Stage::Protocol,
+                    code: failure.0.into(),
+                    message: failure.1,
+                },
+            )
+            .await;
+        }
+    }
+}
+
+async fn run_inner(start: Instant) -> io::Result<i32> {
+    // Handlers first: the death signal must never find its default action (termination).
+    let mut sigchld = signal(SignalKind::child())?;
+    let mut sigpdeath = signal(pdeath_signal())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let pdeath = rustix::process::Signal::from_named_raw(pdeath_signal().as_raw_value());
+    rustix::process::set_parent_process_death_signal(pdeath)?;
+
+    let mut link = ParentLink::take_stdio()?;
+    let Some(request) = await_launch(&mut link, start).await else {
+        // The parent went away before saying what to run: nothing was started.
+        return Ok(1);
+    };
+
+    let logs = create_command_dir(&request).and_then(|()| {
+        Ok((
+            EventLog::create(&request.journal_dir)?,
+            [
+                StreamLog::create(&request.journal_dir, Stream::Stdout, request.max_output)?,
+                StreamLog::create(&request.journal_dir, Stream::Stderr, request.max_output)?,
+            ],
+        ))
+    });
+    let (events, streams) = match logs {
+        Ok(logs) => logs,
+        Err(err) => {
+            let kind = EventKind::BrokerFailure {
+                stage: Stage::Internal,
+                code: "journal_create".into(),
+                message: format!(
+                    "cannot create the journal in {}: {err}; choose a writable --state-dir",
+                    request.journal_dir.display()
+                ),
+            };
+            tell_parent(&link, start, kind).await;
+            return Ok(1);
+        }
+    };
+
+    let parent = ParentWatch::open(request.parent_pid);
+    let mut broker = Broker::new(start, request.clone(), events, streams);
+    broker.emit(EventKind::BrokerStarted {
+        v: PROTOCOL_VERSION,
+        broker_pid: std::process::id() as i32,
+    });
+    let parent = match parent {
+        Ok(watch) => Some(watch),
+        Err(cause) => {
+            // Running a command nobody owns would orphan it by design: refuse.
+            broker.parent_lost(cause);
+            None
+        }
+    };
+
+    let mut pipes: [Option<AsyncPipe>; 2] = [None, None];
+    if parent.is_some() {
+        match spawn(&request) {
+            Ok(child) => {
+                pipes = [
+                    Some(AsyncPipe::new(child.stdout)?),
+                    Some(AsyncPipe::new(child.stderr)?),
+                ];
+                broker.spawned(child.pid, child.argv);
+            }
+            Err(failure) => broker.spawn_failed(failure.code, failure.message),
+        }
+    } else {
+        broker.spawn_failed(
+            "parent_lost".into(),
+            "the process that launched this command was gone before it could start".into(),
+        );
+    }
+
+    let mut bufs = [vec![0u8; READ_CHUNK], vec![0u8; READ_CHUNK]];
+    broker.reap();
+    while !broker.is_done() {
+        let deadline = broker
+            .next_deadline()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        let [out_buf, err_buf] = &mut bufs;
+        let parent_alive = !broker.is_parent_lost();
+        tokio::select! {
+            _ = sigchld.recv() => broker.reap(),
+            r = read_pipe(&pipes[0], out_buf) => {
+                on_read(&mut broker, &mut pipes[0], Stream::Stdout, r, out_buf);
+            }
+            r = read_pipe(&pipes[1], err_buf) => {
+                on_read(&mut broker, &mut pipes[1], Stream::Stderr, r, err_buf);
+            }
+            r = read_pipe(&link.input, &mut link.buf), if parent_alive => match r {
+                Ok(0) | Err(_) => {
+                    link.input = None;
+                    broker.parent_lost(ParentLossCause::StdinEof);
+                }
+                Ok(n) => {
+                    for frame in link.lines.push(&link.buf[..n]) {
+                        match parse_request(frame) {
+                            Ok(message) => broker.request(message),
+                            Err((code, message)) => broker.protocol_error(code, message),
+                        }
+                    }
+                }
+            },
+            _ = watch_parent(&parent), if parent_alive => {
+                broker.parent_lost(ParentLossCause::Pidfd);
+            }
+            _ = sigpdeath.recv() => {
+                if parent.as_ref().is_none_or(|p| !p.confirm_alive()) {
+                    broker.parent_lost(ParentLossCause::Pdeathsig);
+                }
+            }
+            _ = sigterm.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
+            _ = sigint.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
+            _ = sighup.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
+            r = write_some(&link.output, &mut link.queue), if parent_alive && !link.queue.is_empty() => {
+                if r.is_err() {
+                    broker.parent_lost(ParentLossCause::Epipe);
+                }
+            }
+            _ = sleep_until(deadline) => {}
+        }
+        broker.tick(pipes.iter().any(Option::is_some));
+        broker.flush_journal();
+        link.queue.append(&mut broker.to_parent);
+        if broker.is_parent_lost() {
+            link.queue.clear();
+        } else if link.push().is_err() {
+            broker.parent_lost(ParentLossCause::Epipe);
+        }
+        broker.parent_backlog = link.queue.len();
+    }
+    let code = broker.finish();
+    link.queue.append(&mut broker.to_parent);
+    if !broker.is_parent_lost() {
+        let _ =
+            tokio::time::timeout(Duration::from_secs(1), link.output.write_all(&link.queue)).await;
+    }
+    Ok(code)
+}
+
+/// Reads from a pipe if it is open; never resolves for a closed one.
+async fn read_pipe(pipe: &Option<AsyncPipe>, buf: &mut [u8]) -> io::Result<usize> {
+    match pipe {
+        Some(pipe) => pipe.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn watch_parent(parent: &Option<ParentWatch>) {
+    match parent {
+        Some(watch) => {
+            if watch.exited().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Stores what a read returned, then keeps reading while the pipe has more, a few times.
+fn on_read(
+    broker: &mut Broker,
+    pipe: &mut Option<AsyncPipe>,
+    stream: Stream,
+    first: io::Result<usize>,
+    buf: &mut [u8],
+) {
+    let mut result = first;
+    for _ in 0..READS_PER_WAKE {
+        match result {
+            Ok(0) => {
+                *pipe = None;
+                return;
+            }
+            Ok(n) => broker.output(stream, &buf[..n]),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
+            Err(err) => {
+                broker.stdio_failed(stream, &err);
+                *pipe = None;
+                return;
+            }
+        }
+        let Some(open) = pipe.as_ref() else { return };
+        result = open.try_read(buf);
+    }
+}

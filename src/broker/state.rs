@@ -1,0 +1,650 @@
+//! Everything a broker knows about its command, and how each happening changes it.
+//! The event loop in `run.rs` feeds this; nothing here waits.
+
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use tokio::time::Instant;
+
+use super::signaller::{self, live_descendants, signal_name};
+use super::stop::{Delivery, StopSequence};
+use super::tree::TreeRecorder;
+use crate::clock::now_ms;
+use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog, write_json_atomic};
+use crate::protocol::{
+    CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Origin, ParentLossCause,
+    Scope, Stage, Stream, StreamTotals, ToBroker,
+};
+
+/// After the command exits, output is still read until the pipes are quiet this long...
+const DRAIN_IDLE: Duration = Duration::from_millis(100);
+/// ...but no longer than this in all, before stragglers holding the pipes are stopped.
+const DRAIN_CAP: Duration = Duration::from_secs(2);
+/// Once nothing is left running, how long to wait for the pipes to report end of file.
+const EOF_WAIT: Duration = Duration::from_secs(1);
+/// Consecutive chunks of one stream are journaled as one `output` event within this window.
+const OUTPUT_COALESCE: Duration = Duration::from_millis(10);
+const TREE_INTERVAL: Duration = Duration::from_secs(1);
+/// Events not yet taken by a parent beyond this are journaled only (output events).
+const PARENT_BACKLOG_CAP: usize = 8 << 20;
+
+/// Where the broker is in a command's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// The command exited; reading what its pipes still hold.
+    Draining {
+        since: Instant,
+    },
+    /// Stopping what is left of the tree.
+    TearingDown,
+    /// Nothing is running; waiting for end of file on the pipes.
+    Closing {
+        until: Instant,
+    },
+    Done,
+}
+
+struct PendingOutput {
+    stream: Stream,
+    offset: u64,
+    len: u64,
+    ts_ms: u64,
+    mono_us: u64,
+    since: Instant,
+}
+
+struct Child {
+    pid: i32,
+    status: Option<ExitStatus>,
+}
+
+pub struct Broker {
+    start: Instant,
+    started_ms: u64,
+    pid: i32,
+    request: LaunchRequest,
+    events: Option<EventLog>,
+    logs: [StreamLog; 2],
+    /// Lines for the parent produced since the loop last took them.
+    pub to_parent: Vec<u8>,
+    /// Bytes the parent has not taken yet, as the loop last saw.
+    pub parent_backlog: usize,
+    parent_gone: bool,
+    child: Option<Child>,
+    failure: Option<Failure>,
+    phase: Phase,
+    stop: Option<StopSequence>,
+    stop_done: bool,
+    pending: Option<PendingOutput>,
+    last_output: Instant,
+    drain_until: Option<Instant>,
+    last_ping: Instant,
+    unresponsive: bool,
+    tree: TreeRecorder,
+    next_tree: Instant,
+    result: CommandResult,
+}
+
+fn exit_status(status: WaitStatus) -> Option<(i32, ExitStatus)> {
+    match status {
+        WaitStatus::Exited(pid, code) => Some((
+            pid.as_raw(),
+            ExitStatus {
+                code: Some(code),
+                signal: None,
+                core_dumped: false,
+            },
+        )),
+        WaitStatus::Signaled(pid, sig, core) => Some((
+            pid.as_raw(),
+            ExitStatus {
+                code: None,
+                signal: Some(sig as i32),
+                core_dumped: core,
+            },
+        )),
+        _ => None,
+    }
+}
+
+impl Broker {
+    pub fn new(
+        start: Instant,
+        request: LaunchRequest,
+        events: EventLog,
+        logs: [StreamLog; 2],
+    ) -> Broker {
+        let now = Instant::now();
+        Broker {
+            start,
+            started_ms: now_ms(),
+            pid: std::process::id() as i32,
+            request,
+            events: Some(events),
+            logs,
+            to_parent: Vec::new(),
+            parent_backlog: 0,
+            parent_gone: false,
+            child: None,
+            failure: None,
+            phase: Phase::Running,
+            stop: None,
+            stop_done: false,
+            pending: None,
+            last_output: now,
+            drain_until: None,
+            last_ping: now,
+            unresponsive: false,
+            tree: TreeRecorder::default(),
+            next_tree: now,
+            result: CommandResult::default(),
+        }
+    }
+
+    fn mono_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    /// Journals an event and queues the same line for the parent.
+    pub fn emit(&mut self, kind: EventKind) {
+        if !matches!(kind, EventKind::Output { .. }) {
+            self.flush_output();
+        }
+        let event = Event {
+            ts_ms: now_ms(),
+            mono_us: self.mono_us(),
+            kind,
+        };
+        self.record(&event);
+    }
+
+    fn record(&mut self, event: &Event) {
+        let journaled = match (&event.kind, self.events.as_mut()) {
+            (EventKind::Pong, _) | (_, None) => None,
+            (_, Some(log)) => Some(log.append(event).map(<[u8]>::to_vec)),
+        };
+        let line = match journaled {
+            Some(Ok(line)) => line,
+            Some(Err(err)) => {
+                self.journal_failed(&err);
+                encode(event)
+            }
+            None => encode(event),
+        };
+        self.send_to_parent(&line, matches!(event.kind, EventKind::Output { .. }));
+    }
+
+    fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
+        if self.parent_gone
+            || (droppable && self.to_parent.len() + self.parent_backlog > PARENT_BACKLOG_CAP)
+        {
+            return;
+        }
+        self.to_parent.extend_from_slice(line);
+    }
+
+    /// The event log cannot be written (disk full, I/O error): say so to the parent and keep
+    /// the command running; output files are handled by their own cap.
+    fn journal_failed(&mut self, err: &std::io::Error) {
+        self.events = None;
+        let event = Event {
+            ts_ms: now_ms(),
+            mono_us: self.mono_us(),
+            kind: EventKind::BrokerFailure {
+                stage: Stage::Internal,
+                code: "journal_write".into(),
+                message: format!(
+                    "cannot append to the event log in {}: {err}; events are still sent live",
+                    self.request.journal_dir.display()
+                ),
+            },
+        };
+        let line = encode(&event);
+        self.send_to_parent(&line, false);
+    }
+
+    pub fn flush_journal(&mut self) {
+        if let Some(Err(err)) = self.events.as_mut().map(EventLog::flush) {
+            self.journal_failed(&err);
+        }
+    }
+
+    pub fn mark_parent_gone(&mut self) {
+        self.parent_gone = true;
+        self.to_parent.clear();
+    }
+
+    // ---- the command ------------------------------------------------------------------
+
+    pub fn spawned(&mut self, pid: i32, argv: Vec<String>) {
+        self.child = Some(Child { pid, status: None });
+        self.result.pid = Some(pid);
+        let now = Instant::now();
+        self.last_output = now;
+        self.next_tree = now + Duration::from_millis(50);
+        self.emit(EventKind::Spawned {
+            pid,
+            pgid: pid,
+            argv,
+        });
+    }
+
+    pub fn spawn_failed(&mut self, code: String, message: String) {
+        self.failure = Some(Failure {
+            stage: Stage::Spawn,
+            code: code.clone(),
+            message: message.clone(),
+        });
+        self.emit(EventKind::SpawnError { code, message });
+        self.phase = Phase::Done;
+    }
+
+    /// The command's process group, while its leader is unreaped (so the pgid is still ours).
+    fn live_group(&self) -> Option<i32> {
+        self.child
+            .as_ref()
+            .filter(|c| c.status.is_none())
+            .map(|c| c.pid)
+    }
+
+    fn child_reaped(&self) -> bool {
+        self.child.as_ref().is_none_or(|c| c.status.is_some())
+    }
+
+    /// Reaps every child that has ended: the command itself, or a descendant re-parented to
+    /// this subreaper.
+    pub fn reap(&mut self) {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => break,
+                Err(Errno::EINTR) => continue,
+                Err(_) => break,
+                Ok(status) => {
+                    let Some((pid, status)) = exit_status(status) else {
+                        continue;
+                    };
+                    match self.child.as_mut() {
+                        Some(child) if child.pid == pid => {
+                            child.status = Some(status);
+                            self.result.exit = Some(status);
+                            self.phase = Phase::Draining {
+                                since: Instant::now(),
+                            };
+                            self.emit(EventKind::Exit { pid, status });
+                        }
+                        _ => {
+                            self.result.orphans_reaped += 1;
+                            self.emit(EventKind::OrphanReaped { pid, status });
+                        }
+                    }
+                }
+            }
+        }
+        self.check_stop_done();
+    }
+
+    pub fn output(&mut self, stream: Stream, bytes: &[u8]) {
+        let now = Instant::now();
+        self.last_output = now;
+        if matches!(self.phase, Phase::Draining { .. }) {
+            self.drain_until = Some(now + DRAIN_IDLE);
+        }
+        let stored = self.logs[stream as usize].write(bytes);
+        let len = bytes.len() as u64;
+        match self.pending.as_mut() {
+            Some(p) if p.stream == stream && p.offset + p.len == stored.offset => p.len += len,
+            _ => {
+                self.flush_output();
+                self.pending = Some(PendingOutput {
+                    stream,
+                    offset: stored.offset,
+                    len,
+                    ts_ms: now_ms(),
+                    mono_us: self.mono_us(),
+                    since: now,
+                });
+            }
+        }
+        if let Some((reason, message)) = stored.capped {
+            let stored = self.logs[stream as usize].stored();
+            self.emit(EventKind::OutputCapped {
+                stream,
+                reason,
+                stored,
+                message,
+            });
+        }
+    }
+
+    fn flush_output(&mut self) {
+        if let Some(p) = self.pending.take() {
+            let event = Event {
+                ts_ms: p.ts_ms,
+                mono_us: p.mono_us,
+                kind: EventKind::Output {
+                    stream: p.stream,
+                    offset: p.offset,
+                    len: p.len,
+                },
+            };
+            self.record(&event);
+        }
+    }
+
+    pub fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
+        self.emit(EventKind::BrokerFailure {
+            stage: Stage::Stdio,
+            code: "read".into(),
+            message: format!("reading the command's {stream:?} failed: {err}"),
+        });
+    }
+
+    // ---- requests from the parent -----------------------------------------------------
+
+    pub fn request(&mut self, message: ToBroker) {
+        match message {
+            ToBroker::Launch(_) => self.protocol_error(
+                "already_launched",
+                "a launch request arrived after the command was launched; it was ignored".into(),
+            ),
+            ToBroker::Ping => {
+                self.last_ping = Instant::now();
+                self.unresponsive = false;
+                self.emit(EventKind::Pong);
+            }
+            ToBroker::Stop { origin } => self.start_stop(origin.unwrap_or(Origin::Operator)),
+            ToBroker::Signal { signal, scope, pid } => self.operator_signal(&signal, scope, pid),
+        }
+    }
+
+    pub fn protocol_error(&mut self, code: &str, message: String) {
+        self.emit(EventKind::BrokerFailure {
+            stage: Stage::Protocol,
+            code: code.into(),
+            message,
+        });
+    }
+
+    fn operator_signal(&mut self, name: &str, scope: Scope, pid: Option<i32>) {
+        let Some(signal) = signaller::parse_signal(name) else {
+            return self.protocol_error(
+                "unknown_signal",
+                format!("`{name}` is not a signal; use a name like TERM or a number"),
+            );
+        };
+        if self.child.is_none() || self.phase == Phase::Done {
+            return self.protocol_error(
+                "not_running",
+                format!("nothing is running to send {name} to"),
+            );
+        }
+        let targets = match scope {
+            Scope::Group => {
+                let mut reached = Default::default();
+                signaller::signal_tree(self.pid, self.live_group(), signal, false, &mut reached)
+            }
+            Scope::Pid => {
+                let Some(target) = pid else {
+                    return self.protocol_error(
+                        "missing_pid",
+                        "a signal with scope `pid` needs a `pid`".into(),
+                    );
+                };
+                match live_descendants(self.pid).iter().find(|p| p.pid == target) {
+                    Some(stat) if signaller::signal_process(stat, signal) => vec![target],
+                    Some(_) => vec![],
+                    None => {
+                        return self.protocol_error(
+                            "not_a_descendant",
+                            format!(
+                                "pid {target} is not part of this command's tree; nothing was signalled"
+                            ),
+                        );
+                    }
+                }
+            }
+        };
+        self.emit(EventKind::SignalSent {
+            signal: signal_name(signal),
+            scope,
+            origin: Origin::Operator,
+            targets,
+        });
+    }
+
+    // ---- stopping ---------------------------------------------------------------------
+
+    pub fn start_stop(&mut self, origin: Origin) {
+        if self.stop.is_some() || self.child.is_none() || self.phase == Phase::Done {
+            return;
+        }
+        self.result.stopped_by = Some(origin);
+        let grace = Duration::from_millis(self.request.grace_ms);
+        let (sequence, delivery) =
+            StopSequence::start(origin, grace, self.pid, self.live_group(), Instant::now());
+        self.stop = Some(sequence);
+        let cont = Delivery {
+            signal: nix::sys::signal::Signal::SIGCONT,
+            targets: delivery.targets.clone(),
+        };
+        self.report(delivery, origin);
+        self.report(cont, origin);
+        self.check_stop_done();
+    }
+
+    fn report(&mut self, delivery: Delivery, origin: Origin) {
+        self.emit(EventKind::SignalSent {
+            signal: signal_name(delivery.signal),
+            scope: Scope::Group,
+            origin,
+            targets: delivery.targets,
+        });
+    }
+
+    fn check_stop_done(&mut self) {
+        if self.stop.is_some()
+            && !self.stop_done
+            && self.child_reaped()
+            && live_descendants(self.pid).is_empty()
+        {
+            self.stop_done = true;
+        }
+    }
+
+    pub fn parent_lost(&mut self, cause: ParentLossCause) {
+        if self.result.parent_lost {
+            return;
+        }
+        self.result.parent_lost = true;
+        self.mark_parent_gone();
+        self.emit(EventKind::ParentLost { cause });
+        self.start_stop(Origin::ParentLost);
+    }
+
+    pub fn is_parent_lost(&self) -> bool {
+        self.result.parent_lost
+    }
+
+    // ---- time -------------------------------------------------------------------------
+
+    /// The next moment at which [`Broker::tick`] has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let mut next: Vec<Instant> = Vec::new();
+        if let Some(p) = &self.pending {
+            next.push(p.since + OUTPUT_COALESCE);
+        }
+        if let (Some(hb), false) = (self.request.heartbeat_ms, self.unresponsive) {
+            next.push(self.last_ping + Duration::from_millis(hb * 3));
+        }
+        if let (Some(ms), Phase::Running, None) =
+            (self.request.no_output_timeout_ms, self.phase, &self.stop)
+        {
+            next.push(self.last_output + Duration::from_millis(ms));
+        }
+        if let (Some(stop), false) = (&self.stop, self.stop_done) {
+            next.push(stop.next_sweep);
+            if !stop.killed {
+                next.push(stop.kill_at);
+            }
+        }
+        if self.child.is_some() && self.phase != Phase::Done {
+            next.push(self.next_tree);
+        }
+        match self.phase {
+            Phase::Draining { since } => {
+                next.push(
+                    self.drain_until
+                        .unwrap_or(since + DRAIN_IDLE)
+                        .min(since + DRAIN_CAP),
+                );
+            }
+            Phase::Closing { until } => next.push(until),
+            _ => {}
+        }
+        next.into_iter().min()
+    }
+
+    /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open.
+    pub fn tick(&mut self, pipes_open: bool) {
+        let now = Instant::now();
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| now >= p.since + OUTPUT_COALESCE)
+        {
+            self.flush_output();
+        }
+        if let Some(hb) = self.request.heartbeat_ms {
+            let silent = now.saturating_duration_since(self.last_ping);
+            if !self.unresponsive && silent >= Duration::from_millis(hb * 3) {
+                self.unresponsive = true;
+                self.emit(EventKind::ParentUnresponsive {
+                    silent_ms: silent.as_millis() as u64,
+                });
+            }
+        }
+        if let (Some(ms), Phase::Running, None) =
+            (self.request.no_output_timeout_ms, self.phase, &self.stop)
+        {
+            let silent = now.saturating_duration_since(self.last_output);
+            if silent >= Duration::from_millis(ms) {
+                self.result.response_timeout = true;
+                self.emit(EventKind::ResponseTimeout {
+                    silent_ms: silent.as_millis() as u64,
+                });
+                self.start_stop(Origin::Watchdog);
+            }
+        }
+        self.advance_stop(now);
+        if self.child.is_some() && self.phase != Phase::Done && now >= self.next_tree {
+            self.next_tree = now + TREE_INTERVAL;
+            self.sample_tree();
+        }
+        self.advance_phase(now, pipes_open);
+    }
+
+    fn advance_stop(&mut self, now: Instant) {
+        if self.stop_done {
+            return;
+        }
+        let (root, group) = (self.pid, self.live_group());
+        let Some(stop) = self.stop.as_mut() else {
+            return;
+        };
+        let origin = stop.origin;
+        if !stop.killed && now >= stop.kill_at {
+            let after_ms = now.saturating_duration_since(stop.started).as_millis() as u64;
+            let delivery = stop.escalate(root, group, now);
+            if !delivery.targets.is_empty() {
+                self.result.hard_killed = true;
+                self.emit(EventKind::HardKill { after_ms });
+                self.report(delivery, origin);
+            }
+        } else if now >= stop.next_sweep {
+            if let Some(delivery) = stop.sweep(root, group, now) {
+                self.report(delivery, origin);
+            }
+        }
+        self.check_stop_done();
+    }
+
+    fn sample_tree(&mut self) {
+        let Some(group) = self.child.as_ref().map(|c| c.pid) else {
+            return;
+        };
+        if let Some(processes) = self.tree.sample(self.pid, group) {
+            self.emit(EventKind::Tree { processes });
+        }
+    }
+
+    fn advance_phase(&mut self, now: Instant, pipes_open: bool) {
+        if let Phase::Draining { since } = self.phase {
+            let idle_over = now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
+            if !pipes_open || idle_over || now >= since + DRAIN_CAP {
+                self.phase = Phase::TearingDown;
+                if !live_descendants(self.pid).is_empty() {
+                    self.start_stop(Origin::Shutdown);
+                }
+            }
+        }
+        if self.phase == Phase::TearingDown
+            && (self.stop.is_none() || self.stop_done)
+            && live_descendants(self.pid).is_empty()
+        {
+            self.phase = Phase::Closing {
+                until: now + EOF_WAIT,
+            };
+        }
+        if let Phase::Closing { until } = self.phase {
+            if !pipes_open || now >= until {
+                self.phase = Phase::Done;
+            }
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// Journals the end of the command and writes `result.json`. Returns the broker's exit
+    /// code.
+    pub fn finish(&mut self) -> i32 {
+        self.reap();
+        self.flush_output();
+        if let Some(processes) = self.tree.close() {
+            self.emit(EventKind::Tree { processes });
+        }
+        let totals = |log: &StreamLog| StreamTotals {
+            bytes: log.total(),
+            stored: log.stored(),
+        };
+        self.result.stdout = totals(&self.logs[0]);
+        self.result.stderr = totals(&self.logs[1]);
+        self.result.failure = self.failure.clone();
+        self.result.started_ms = self.started_ms;
+        self.result.ended_ms = now_ms();
+        self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
+        let result_path = self.request.journal_dir.join(RESULT_FILE);
+        if let Err(err) = write_json_atomic(&result_path, &self.result) {
+            self.emit(EventKind::BrokerFailure {
+                stage: Stage::Internal,
+                code: "result_write".into(),
+                message: format!("cannot write {}: {err}", result_path.display()),
+            });
+        }
+        self.emit(EventKind::Close {
+            stdout_bytes: self.result.stdout.bytes,
+            stderr_bytes: self.result.stderr.bytes,
+        });
+        self.flush_journal();
+        i32::from(self.result.parent_lost)
+    }
+}
+
+fn encode(event: &Event) -> Vec<u8> {
+    let mut line = serde_json::to_vec(event).unwrap_or_default();
+    line.push(b'\n');
+    line
+}

@@ -1,0 +1,96 @@
+//! The stop sequence: SIGTERM and SIGCONT to the whole tree, a grace period during which new
+//! processes are signalled too, then SIGKILL until nothing is left.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tokio::time::Instant;
+
+use super::signaller::{ProcessKey, signal_tree};
+use crate::protocol::Origin;
+
+/// How often the tree is walked again while a stop sequence runs.
+pub const SWEEP_INTERVAL: Duration = Duration::from_millis(25);
+
+pub struct StopSequence {
+    pub origin: Origin,
+    pub started: Instant,
+    pub kill_at: Instant,
+    pub killed: bool,
+    pub next_sweep: Instant,
+    /// Processes already sent the current signal (TERM, then KILL).
+    reached: HashSet<ProcessKey>,
+}
+
+/// What one step of the sequence did, for the journal.
+pub struct Delivery {
+    pub signal: Signal,
+    pub targets: Vec<i32>,
+}
+
+impl StopSequence {
+    /// Starts the sequence: TERM (and CONT, so stopped processes can act on it) to the group
+    /// and every descendant.
+    pub fn start(
+        origin: Origin,
+        grace: Duration,
+        root: i32,
+        group: Option<i32>,
+        now: Instant,
+    ) -> (StopSequence, Delivery) {
+        let mut reached = HashSet::new();
+        let targets = signal_tree(root, group, Signal::SIGTERM, true, &mut reached);
+        let sequence = StopSequence {
+            origin,
+            started: now,
+            kill_at: now + grace,
+            killed: false,
+            next_sweep: now + SWEEP_INTERVAL,
+            reached,
+        };
+        (
+            sequence,
+            Delivery {
+                signal: Signal::SIGTERM,
+                targets,
+            },
+        )
+    }
+
+    /// Signals processes that appeared since the last walk (TERM and CONT during grace); after
+    /// grace, repeats KILL to everything still there. Reports only processes not reached before.
+    pub fn sweep(&mut self, root: i32, group: Option<i32>, now: Instant) -> Option<Delivery> {
+        self.next_sweep = now + SWEEP_INTERVAL;
+        if !self.killed {
+            let targets = signal_tree(root, group, Signal::SIGTERM, true, &mut self.reached);
+            return (!targets.is_empty()).then_some(Delivery {
+                signal: Signal::SIGTERM,
+                targets,
+            });
+        }
+        let mut round = HashSet::new();
+        let targets = signal_tree(root, group, Signal::SIGKILL, false, &mut round);
+        let fresh: Vec<i32> = targets
+            .into_iter()
+            .filter(|pid| !self.reached.iter().any(|(p, _)| p == pid))
+            .collect();
+        self.reached.extend(round);
+        (!fresh.is_empty()).then_some(Delivery {
+            signal: Signal::SIGKILL,
+            targets: fresh,
+        })
+    }
+
+    /// Grace is over: SIGKILL the group and every descendant.
+    pub fn escalate(&mut self, root: i32, group: Option<i32>, now: Instant) -> Delivery {
+        self.killed = true;
+        self.reached.clear();
+        self.next_sweep = now + SWEEP_INTERVAL;
+        let targets = signal_tree(root, group, Signal::SIGKILL, false, &mut self.reached);
+        Delivery {
+            signal: Signal::SIGKILL,
+            targets,
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Non-blocking pipe ends driven by tokio, without tokio's process machinery (whose pidfd
+//! reaper would race a subreaper's `waitpid(-1)`).
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+pub struct AsyncPipe {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl AsyncPipe {
+    /// Takes a pipe end and makes it non-blocking. Only for descriptors this process owns
+    /// alone: the flag is shared by every holder of the open file.
+    pub fn new(fd: OwnedFd) -> io::Result<Self> {
+        set_nonblocking(&fd)?;
+        Ok(AsyncPipe {
+            fd: register(fd, Interest::READABLE | Interest::WRITABLE)?,
+        })
+    }
+
+    /// Waits until something can be read and reads it; `Ok(0)` is end of file.
+    /// Cancel-safe: bytes are only taken in the poll that returns them.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.try_io(|fd| read_fd(fd.get_ref(), buf)) {
+                Ok(result) => return result,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    /// Reads what is there without waiting; `WouldBlock` when nothing is.
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        read_fd(self.fd.get_ref(), buf)
+    }
+
+    /// Writes what the pipe takes now; `WouldBlock` when it takes nothing.
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        write_fd(self.fd.get_ref(), buf)
+    }
+
+    /// Waits until the pipe takes bytes and writes some of `buf`.
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            let mut guard = self.fd.writable().await?;
+            match guard.try_io(|fd| write_fd(fd.get_ref(), buf)) {
+                Ok(result) => return result,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.write(buf).await?;
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    pub fn as_raw_fd(&self) -> i32 {
+        self.fd.get_ref().as_raw_fd()
+    }
+}
+
+/// Registers an owned descriptor with tokio's reactor.
+pub fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: an `OwnedFd` is a valid descriptor that stays open, unchanged, until the
+    // `AsyncFd` that owns it drops it.
+    unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(io::Error::from)
+}
+
+pub fn set_nonblocking(fd: &impl AsFd) -> io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+    Ok(())
+}
+
+fn read_fd(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match rustix::io::read(fd, &mut *buf) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => return other.map_err(io::Error::from),
+        }
+    }
+}
+
+fn write_fd(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        match rustix::io::write(fd, buf) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => return other.map_err(io::Error::from),
+        }
+    }
+}

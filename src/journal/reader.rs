@@ -1,0 +1,305 @@
+//! Reading journals back: whole sessions for a post-mortem, or the tail of a live event log.
+//! A journal cut short by a crash opens; what is missing is reported, never a panic.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
+use crate::protocol::{CommandResult, Event, LaunchRequest};
+
+/// Who started a session, when and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub started_ms: u64,
+    pub cwd: PathBuf,
+    pub user: String,
+    pub host: String,
+    pub pid: u32,
+    pub tether_version: String,
+    /// How tether was invoked.
+    pub argv: Vec<String>,
+}
+
+/// Something a reader found missing or broken in a journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// The event log ends in the middle of a line (a crash while writing it).
+    PartialLastLine {
+        bytes: usize,
+    },
+    /// A complete line that is not an event.
+    BadLine {
+        line: usize,
+        error: String,
+    },
+    /// No `result.json`: the broker is still running, or it died before finishing.
+    MissingResult,
+    Unreadable {
+        file: &'static str,
+        error: String,
+    },
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::PartialLastLine { bytes } => write!(
+                f,
+                "{EVENTS_FILE} ends in a partial line ({bytes} bytes): the journal was cut short"
+            ),
+            Damage::BadLine { line, error } => {
+                write!(f, "{EVENTS_FILE} line {line} is not an event: {error}")
+            }
+            Damage::MissingResult => write!(
+                f,
+                "no {RESULT_FILE}: the command is still running or its broker was killed"
+            ),
+            Damage::Unreadable { file, error } => write!(f, "cannot read {file}: {error}"),
+        }
+    }
+}
+
+/// Follows an event log as it grows: each call returns the events completed since the last.
+#[derive(Debug)]
+pub struct EventTail {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+    lines_read: usize,
+}
+
+impl EventTail {
+    pub fn new(path: PathBuf) -> Self {
+        EventTail {
+            path,
+            offset: 0,
+            partial: Vec::new(),
+            lines_read: 0,
+        }
+    }
+
+    /// Reads what was appended since the last call.
+    pub fn poll(&mut self) -> io::Result<(Vec<Event>, Vec<Damage>)> {
+        let mut file = File::open(&self.path)?;
+        file.seek(SeekFrom::Start(self.offset))?;
+        let mut fresh = Vec::new();
+        file.read_to_end(&mut fresh)?;
+        self.offset += fresh.len() as u64;
+        self.partial.extend_from_slice(&fresh);
+        let mut events = Vec::new();
+        let mut damage = Vec::new();
+        let complete = match self.partial.iter().rposition(|&b| b == b'\n') {
+            Some(i) => i + 1,
+            None => return Ok((events, damage)),
+        };
+        for line in self.partial[..complete].split(|&b| b == b'\n') {
+            if line.is_empty() {
+                continue;
+            }
+            self.lines_read += 1;
+            match serde_json::from_slice::<Event>(line) {
+                Ok(event) => events.push(event),
+                Err(err) => damage.push(Damage::BadLine {
+                    line: self.lines_read,
+                    error: err.to_string(),
+                }),
+            }
+        }
+        self.partial.drain(..complete);
+        Ok((events, damage))
+    }
+
+    /// Bytes of an unfinished last line, if the log currently ends mid-line.
+    pub fn pending(&self) -> usize {
+        self.partial.len()
+    }
+}
+
+/// A command's journal as found on disk.
+#[derive(Debug, Clone)]
+pub struct CommandRecord {
+    pub dir: PathBuf,
+    /// The directory name, e.g. `01-build`.
+    pub id: String,
+    pub request: Option<LaunchRequest>,
+    pub events: Vec<Event>,
+    pub result: Option<CommandResult>,
+    pub damage: Vec<Damage>,
+}
+
+impl CommandRecord {
+    pub fn load(dir: &Path) -> CommandRecord {
+        let mut damage = Vec::new();
+        let request = read_json::<LaunchRequest>(&dir.join(COMMAND_FILE), COMMAND_FILE)
+            .unwrap_or_else(|d| {
+                damage.push(d);
+                None
+            });
+        let mut tail = EventTail::new(dir.join(EVENTS_FILE));
+        let events = match tail.poll() {
+            Ok((events, mut bad)) => {
+                damage.append(&mut bad);
+                if tail.pending() > 0 {
+                    damage.push(Damage::PartialLastLine {
+                        bytes: tail.pending(),
+                    });
+                }
+                events
+            }
+            Err(err) => {
+                damage.push(Damage::Unreadable {
+                    file: EVENTS_FILE,
+                    error: err.to_string(),
+                });
+                Vec::new()
+            }
+        };
+        let result = read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE)
+            .unwrap_or_else(|d| {
+                damage.push(d);
+                None
+            });
+        if result.is_none()
+            && !damage
+                .iter()
+                .any(|d| matches!(d, Damage::Unreadable { file, .. } if *file == RESULT_FILE))
+        {
+            damage.push(Damage::MissingResult);
+        }
+        CommandRecord {
+            dir: dir.to_path_buf(),
+            id: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            request,
+            events,
+            result,
+            damage,
+        }
+    }
+
+    pub fn is_truncated(&self) -> bool {
+        !self.damage.is_empty()
+    }
+}
+
+/// A session directory and every command in it.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    pub dir: PathBuf,
+    pub info: Option<SessionInfo>,
+    pub damage: Vec<Damage>,
+    pub commands: Vec<CommandRecord>,
+}
+
+impl SessionRecord {
+    pub fn load(dir: &Path) -> io::Result<SessionRecord> {
+        let mut damage = Vec::new();
+        let info =
+            read_json::<SessionInfo>(&dir.join(SESSION_FILE), SESSION_FILE).unwrap_or_else(|d| {
+                damage.push(d);
+                None
+            });
+        let mut command_dirs: Vec<PathBuf> = fs::read_dir(dir)?
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|entry| entry.path())
+            .collect();
+        command_dirs.sort();
+        Ok(SessionRecord {
+            dir: dir.to_path_buf(),
+            info,
+            damage,
+            commands: command_dirs
+                .iter()
+                .map(|d| CommandRecord::load(d))
+                .collect(),
+        })
+    }
+}
+
+/// Session directories under `sessions_dir`, oldest first (their names sort by start time).
+pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = match fs::read_dir(sessions_dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect(),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(err) => return Err(err),
+    };
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// `Ok(None)` when the file does not exist; `Err` when it exists but cannot be used.
+fn read_json<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    file: &'static str,
+) -> Result<Option<T>, Damage> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => {
+            return Err(Damage::Unreadable {
+                file,
+                error: err.to_string(),
+            });
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|err| Damage::Unreadable {
+            file,
+            error: err.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const LINE: &str =
+        r#"{"ts_ms":1,"mono_us":2,"kind":"output","stream":"stdout","offset":0,"len":3}"#;
+
+    #[test]
+    fn tail_returns_only_complete_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        let mut file = File::create(&path).unwrap();
+        write!(file, "{LINE}\n{}", &LINE[..20]).unwrap();
+        let mut tail = EventTail::new(path);
+        let (events, damage) = tail.poll().unwrap();
+        assert_eq!((events.len(), damage.len(), tail.pending()), (1, 0, 20));
+        writeln!(file, "{}", &LINE[20..]).unwrap();
+        let (events, _) = tail.poll().unwrap();
+        assert_eq!((events.len(), tail.pending()), (1, 0));
+    }
+
+    #[test]
+    fn cut_journal_reports_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(EVENTS_FILE),
+            format!("{LINE}\nnot json\n{}", &LINE[..30]),
+        )
+        .unwrap();
+        let record = CommandRecord::load(dir.path());
+        assert_eq!(record.events.len(), 1);
+        assert!(record.is_truncated());
+        assert!(
+            record
+                .damage
+                .contains(&Damage::PartialLastLine { bytes: 30 })
+        );
+        assert!(record.damage.contains(&Damage::MissingResult));
+        assert!(matches!(record.damage[0], Damage::BadLine { line: 2, .. }));
+    }
+}

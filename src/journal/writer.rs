@@ -1,0 +1,199 @@
+//! Appending to a command's journal: events, raw output and the final result.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::protocol::{CapReason, Event, LaunchRequest, Stream};
+
+pub const COMMAND_FILE: &str = "command.json";
+pub const EVENTS_FILE: &str = "events.jsonl";
+pub const RESULT_FILE: &str = "result.json";
+pub const SESSION_FILE: &str = "session.json";
+
+/// Writes `value` as pretty JSON to `path` so that readers see either nothing or all of it.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    {
+        let mut file = File::create(&tmp)?;
+        serde_json::to_writer_pretty(&mut file, value)?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, path)
+}
+
+/// The event log of one command: one JSON object a line, appended, flushed per batch.
+pub struct EventLog {
+    out: BufWriter<File>,
+    line: Vec<u8>,
+}
+
+impl EventLog {
+    pub fn create(dir: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(EVENTS_FILE))?;
+        Ok(EventLog {
+            out: BufWriter::with_capacity(64 * 1024, file),
+            line: Vec::with_capacity(256),
+        })
+    }
+
+    /// Serializes `event` as one line and buffers it; returns the line (with its newline) so
+    /// the caller can send the very same bytes elsewhere.
+    pub fn append(&mut self, event: &Event) -> io::Result<&[u8]> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, event)?;
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
+        Ok(&self.line)
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// What happened to one chunk written to a [`StreamLog`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Stored {
+    /// Position of the chunk in the command's stream.
+    pub offset: u64,
+    /// Set when this chunk is the one at which storing stopped.
+    pub capped: Option<(CapReason, String)>,
+}
+
+/// The raw bytes of one stream. Everything is counted; bytes are stored until the cap or
+/// until the disk refuses them, and never block the command.
+pub struct StreamLog {
+    stream: Stream,
+    file: File,
+    max: u64,
+    total: u64,
+    stored: u64,
+    capped: bool,
+}
+
+impl StreamLog {
+    pub fn create(dir: &Path, stream: Stream, max: u64) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(dir.join(stream.file_name()))?;
+        Ok(StreamLog {
+            stream,
+            file,
+            max,
+            total: 0,
+            stored: 0,
+            capped: false,
+        })
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    pub fn stored(&self) -> u64 {
+        self.stored
+    }
+
+    pub fn write(&mut self, chunk: &[u8]) -> Stored {
+        let offset = self.total;
+        self.total += chunk.len() as u64;
+        if self.capped {
+            return Stored {
+                offset,
+                capped: None,
+            };
+        }
+        let room = self.max.saturating_sub(self.stored);
+        let keep = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        let capped = match self.write_fully(keep) {
+            Err(err) => Some(match err.raw_os_error() {
+                Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => (
+                    CapReason::DiskFull,
+                    format!(
+                        "{} is no longer stored: the disk is full ({err}); the command keeps running and its bytes are counted",
+                        self.stream.file_name()
+                    ),
+                ),
+                _ => (
+                    CapReason::WriteError,
+                    format!(
+                        "{} is no longer stored: writing failed ({err}); the command keeps running and its bytes are counted",
+                        self.stream.file_name()
+                    ),
+                ),
+            }),
+            Ok(()) if keep.len() < chunk.len() => Some((
+                CapReason::Limit,
+                format!(
+                    "{} reached its cap of {} bytes; further bytes are counted, not stored (raise it with --max-output)",
+                    self.stream.file_name(),
+                    self.max
+                ),
+            )),
+            Ok(()) => None,
+        };
+        self.capped = capped.is_some();
+        Stored { offset, capped }
+    }
+
+    fn write_fully(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match self.file.write(bytes) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => {
+                    self.stored += n as u64;
+                    bytes = &bytes[n..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Creates a command's journal directory and records its launch request.
+pub fn create_command_dir(request: &LaunchRequest) -> io::Result<()> {
+    fs::create_dir_all(&request.journal_dir)?;
+    write_json_atomic(&request.journal_dir.join(COMMAND_FILE), request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_log_caps_mid_chunk_and_keeps_counting() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = StreamLog::create(dir.path(), Stream::Stdout, 5).unwrap();
+        assert_eq!(log.write(b"abc"), Stored::default());
+        let second = log.write(b"defg");
+        assert_eq!(second.offset, 3);
+        assert_eq!(second.capped.map(|c| c.0), Some(CapReason::Limit));
+        assert_eq!(log.write(b"hij").offset, 7);
+        assert_eq!((log.total(), log.stored()), (10, 5));
+        assert_eq!(fs::read(dir.path().join("stdout.log")).unwrap(), b"abcde");
+    }
+
+    #[test]
+    fn full_disk_stops_storing_without_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = StreamLog::create(dir.path(), Stream::Stderr, 100).unwrap();
+        log.file = OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let stored = log.write(b"bytes");
+        assert_eq!(stored.capped.map(|c| c.0), Some(CapReason::DiskFull));
+        assert_eq!(log.write(b"more").capped, None);
+        assert_eq!((log.total(), log.stored()), (9, 0));
+    }
+}

@@ -1,0 +1,179 @@
+//! Reading processes from `/proc`: enough to walk a broker's descendants and name them.
+//!
+//! This kernel may lack `/proc/PID/task/TID/children`, so descendants are found from one scan
+//! of every `/proc/PID/stat`, which always works.
+
+use std::collections::HashMap;
+use std::fs;
+
+/// The fields of `/proc/PID/stat` that tether uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgid: i32,
+    pub sid: i32,
+    /// `R`, `S`, `D`, `Z`, `T`, ...
+    pub state: u8,
+    /// Start time in clock ticks after boot: with the pid, it names one process for good.
+    pub start_ticks: u64,
+}
+
+impl ProcStat {
+    pub fn is_zombie(&self) -> bool {
+        self.state == b'Z' || self.state == b'X'
+    }
+}
+
+/// Parses the contents of `/proc/PID/stat`. The command name may hold spaces and
+/// parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let mut fields = text.get(close + 1..)?.split_ascii_whitespace();
+    let state = fields.next()?.bytes().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    let sid = fields.next()?.parse().ok()?;
+    // Fields 7..=21 lie between the session (field 6) and starttime (field 22).
+    let start_ticks = fields.nth(15)?.parse().ok()?;
+    Some(ProcStat {
+        pid,
+        ppid,
+        pgid,
+        sid,
+        state,
+        start_ticks,
+    })
+}
+
+pub fn read_stat(pid: i32) -> Option<ProcStat> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process on the machine, as far as `/proc` shows it at this instant.
+pub fn all_processes() -> Vec<ProcStat> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(read_stat)
+        .collect()
+}
+
+/// Every descendant of `root`, parents before children.
+pub fn descendants(root: i32) -> Vec<ProcStat> {
+    descendants_in(&all_processes(), root)
+}
+
+/// Pure part of [`descendants`], over a given process list.
+pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
+    let mut children: HashMap<i32, Vec<&ProcStat>> = HashMap::new();
+    for p in processes {
+        children.entry(p.ppid).or_default().push(p);
+    }
+    let mut out = Vec::new();
+    let mut queue = vec![root];
+    while let Some(pid) = queue.pop() {
+        if let Some(kids) = children.get(&pid) {
+            for kid in kids {
+                if kid.pid != root && kid.pid != pid {
+                    out.push(**kid);
+                    queue.push(kid.pid);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A process's argv; a kernel thread or an exited process gives `[comm]` or nothing.
+pub fn cmdline(pid: i32) -> Vec<String> {
+    let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return Vec::new();
+    };
+    let mut argv: Vec<String> = raw
+        .split(|&b| b == 0)
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if argv.last().is_some_and(|s| s.is_empty()) {
+        argv.pop();
+    }
+    if argv.is_empty() {
+        if let Ok(comm) = fs::read_to_string(format!("/proc/{pid}/comm")) {
+            argv.push(format!("[{}]", comm.trim_end()));
+        }
+    }
+    argv
+}
+
+/// True when `pid` no longer runs: absent, or a zombie nobody has reaped yet.
+pub fn is_gone(pid: i32) -> bool {
+    read_stat(pid).is_none_or(|s| s.is_zombie())
+}
+
+fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as u64 } else { 100 }
+}
+
+/// Wall-clock start of a process, milliseconds since the Unix epoch. Computed against
+/// `CLOCK_BOOTTIME` (the clock `starttime` counts in) rather than `btime`, which drifts from
+/// the wall clock on machines whose clock was set after boot.
+pub fn start_time_ms(stat: &ProcStat) -> u64 {
+    let since_boot_ms =
+        |ts: rustix::time::Timespec| ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000;
+    let boot_now = since_boot_ms(rustix::time::clock_gettime(rustix::time::ClockId::Boottime));
+    let started = stat.start_ticks * 1000 / clock_ticks_per_second();
+    crate::clock::now_ms().saturating_sub(boot_now.saturating_sub(started))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(pid: i32, ppid: i32) -> ProcStat {
+        ProcStat {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state: b'S',
+            start_ticks: 0,
+        }
+    }
+
+    #[test]
+    fn parses_names_with_spaces_and_parens() {
+        let line = "4242 (evil) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 50";
+        let s = parse_stat(line).unwrap();
+        assert_eq!((s.pid, s.ppid, s.pgid, s.sid), (4242, 1, 4242, 4242));
+        assert_eq!((s.state, s.start_ticks), (b'S', 987654));
+    }
+
+    #[test]
+    fn finds_all_descendants_and_nothing_else() {
+        let procs = [
+            stat(10, 1),
+            stat(11, 10),
+            stat(12, 11),
+            stat(13, 10),
+            stat(20, 1),
+        ];
+        let mut found: Vec<i32> = descendants_in(&procs, 10).iter().map(|p| p.pid).collect();
+        found.sort();
+        assert_eq!(found, [11, 12, 13]);
+    }
+
+    #[test]
+    fn reads_own_process() {
+        let me = read_stat(std::process::id() as i32).unwrap();
+        assert_eq!(me.pid, std::process::id() as i32);
+        assert!(!is_gone(me.pid));
+        let started = start_time_ms(&me);
+        assert!(started <= crate::clock::now_ms() && started > crate::clock::now_ms() - 600_000);
+    }
+}

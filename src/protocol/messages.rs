@@ -1,0 +1,340 @@
+//! The messages that cross the pipe between a front end (TUI or `tether exec`) and a broker.
+//!
+//! Every event the broker emits is also a journal line: the same JSON, byte for byte, so a
+//! live view and a post-mortem view parse one format.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever a message changes shape in a way an older peer would misread.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Default per-stream storage cap: past it bytes are drained and counted, not stored.
+pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
+
+/// Default time between SIGTERM and SIGKILL in a stop sequence.
+pub const DEFAULT_GRACE_MS: u64 = 2_000;
+
+/// What the command is: an argv run directly, or a string handed to `/bin/sh -c`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandSpec {
+    Argv(Vec<String>),
+    Shell(String),
+}
+
+impl CommandSpec {
+    /// The argv that is actually executed.
+    pub fn argv(&self) -> Vec<String> {
+        match self {
+            CommandSpec::Argv(argv) => argv.clone(),
+            CommandSpec::Shell(script) => vec!["/bin/sh".into(), "-c".into(), script.clone()],
+        }
+    }
+
+    /// A one-line rendering for people: the shell string, or the argv joined by spaces.
+    pub fn display(&self) -> String {
+        match self {
+            CommandSpec::Argv(argv) => argv.join(" "),
+            CommandSpec::Shell(script) => script.clone(),
+        }
+    }
+}
+
+/// The first line a broker reads: everything it needs to run and journal one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchRequest {
+    pub v: u32,
+    pub name: String,
+    pub command: CommandSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Variables set on top of the broker's own environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The command's journal directory (`sessions/<session>/<command>/`).
+    pub journal_dir: PathBuf,
+    /// The front end that owns this broker; its death stops the command.
+    pub parent_pid: i32,
+    #[serde(default = "default_grace_ms")]
+    pub grace_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_output_timeout_ms: Option<u64>,
+    #[serde(default = "default_max_output")]
+    pub max_output: u64,
+    /// How often the parent promises a `ping`; silence for three intervals is recorded as
+    /// `parent_unresponsive` (never a reason to kill).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_ms: Option<u64>,
+}
+
+fn default_grace_ms() -> u64 {
+    DEFAULT_GRACE_MS
+}
+
+fn default_max_output() -> u64 {
+    DEFAULT_MAX_OUTPUT
+}
+
+/// Lines a broker accepts after the launch request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToBroker {
+    Launch(LaunchRequest),
+    Ping,
+    Signal {
+        signal: String,
+        scope: Scope,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<i32>,
+    },
+    /// Run the stop sequence; `origin` says on whose behalf (default: operator).
+    Stop {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<Origin>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The command's process group and every descendant, escapees included.
+    Group,
+    /// One descendant process.
+    Pid,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub const BOTH: [Stream; 2] = [Stream::Stdout, Stream::Stderr];
+
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout.log",
+            Stream::Stderr => "stderr.log",
+        }
+    }
+}
+
+/// Who asked for a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Operator,
+    Watchdog,
+    ParentLost,
+    Shutdown,
+}
+
+/// Where a broker failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Spawn,
+    Stdio,
+    Protocol,
+    Execution,
+    Internal,
+}
+
+/// Why bytes stopped being stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapReason {
+    Limit,
+    DiskFull,
+    WriteError,
+}
+
+/// How the broker learned that its parent is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParentLossCause {
+    Pidfd,
+    Reparented,
+    StdinEof,
+    Epipe,
+    Pdeathsig,
+}
+
+/// One process of the command's tree at a moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEntry {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgid: i32,
+    pub argv: Vec<String>,
+    /// Wall-clock start time, milliseconds since the Unix epoch.
+    pub start_ms: u64,
+    /// Left the command's process group (`setsid`, `setpgid`): found only through the
+    /// broker's subreaper walk.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub escaped: bool,
+}
+
+/// How a process ended, as `waitpid` reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub core_dumped: bool,
+}
+
+/// Every journal line and every line on the broker's stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Wall clock, milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    /// Monotonic microseconds since the broker started.
+    pub mono_us: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// First event of every broker: who it is and which protocol it speaks.
+    BrokerStarted {
+        v: u32,
+        broker_pid: i32,
+    },
+    Spawned {
+        pid: i32,
+        pgid: i32,
+        argv: Vec<String>,
+    },
+    SpawnError {
+        code: String,
+        message: String,
+    },
+    /// `len` bytes of `stream` arrived; in the stream's log they start at `offset` (when
+    /// stored).
+    Output {
+        stream: Stream,
+        offset: u64,
+        len: u64,
+    },
+    OutputCapped {
+        stream: Stream,
+        reason: CapReason,
+        /// Bytes stored when storing stopped.
+        stored: u64,
+        message: String,
+    },
+    ResponseTimeout {
+        silent_ms: u64,
+    },
+    SignalSent {
+        signal: String,
+        scope: Scope,
+        origin: Origin,
+        /// Processes the signal reached.
+        targets: Vec<i32>,
+    },
+    HardKill {
+        after_ms: u64,
+    },
+    OrphanReaped {
+        pid: i32,
+        status: ExitStatus,
+    },
+    ParentLost {
+        cause: ParentLossCause,
+    },
+    ParentUnresponsive {
+        silent_ms: u64,
+    },
+    Tree {
+        processes: Vec<ProcessEntry>,
+    },
+    Exit {
+        pid: i32,
+        status: ExitStatus,
+    },
+    /// The broker is done: both streams read to the end, nothing left running.
+    Close {
+        stdout_bytes: u64,
+        stderr_bytes: u64,
+    },
+    BrokerFailure {
+        stage: Stage,
+        code: String,
+        message: String,
+    },
+    /// Answer to `ping`; sent to the parent only, never journaled.
+    Pong,
+}
+
+impl EventKind {
+    /// The `kind` tag as it appears in JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::BrokerStarted { .. } => "broker_started",
+            EventKind::Spawned { .. } => "spawned",
+            EventKind::SpawnError { .. } => "spawn_error",
+            EventKind::Output { .. } => "output",
+            EventKind::OutputCapped { .. } => "output_capped",
+            EventKind::ResponseTimeout { .. } => "response_timeout",
+            EventKind::SignalSent { .. } => "signal_sent",
+            EventKind::HardKill { .. } => "hard_kill",
+            EventKind::OrphanReaped { .. } => "orphan_reaped",
+            EventKind::ParentLost { .. } => "parent_lost",
+            EventKind::ParentUnresponsive { .. } => "parent_unresponsive",
+            EventKind::Tree { .. } => "tree",
+            EventKind::Exit { .. } => "exit",
+            EventKind::Close { .. } => "close",
+            EventKind::BrokerFailure { .. } => "broker_failure",
+            EventKind::Pong => "pong",
+        }
+    }
+}
+
+/// Written once, atomically, when a broker finishes: the command's outcome in one file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CommandResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    pub stdout: StreamTotals,
+    pub stderr: StreamTotals,
+    pub started_ms: u64,
+    pub ended_ms: u64,
+    pub duration_ms: u64,
+    pub orphans_reaped: u32,
+    pub parent_lost: bool,
+    pub response_timeout: bool,
+    pub hard_killed: bool,
+    /// Origin of the first stop sequence, if one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<Origin>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub stage: Stage,
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StreamTotals {
+    /// Bytes the command wrote.
+    pub bytes: u64,
+    /// Bytes kept in the stream's log (less than `bytes` once capped).
+    pub stored: u64,
+}

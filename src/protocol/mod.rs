@@ -1,0 +1,7 @@
+//! Messages between a front end and its brokers, and how they are framed on the wire.
+
+pub mod framing;
+pub mod messages;
+
+pub use framing::{Frame, LineSplitter, MAX_LINE};
+pub use messages::*;

@@ -1,0 +1,102 @@
+//! Durations (`500ms`, `2s`, `5m`) and sizes (`64K`, `1G`) as people type them.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum UnitError {
+    #[error("`{0}` is not a duration; write it like 500ms, 2s, 1.5s, 5m or 1h")]
+    Duration(String),
+    #[error("`{0}` is not a size; write it like 1048576, 64K, 512M or 1G")]
+    Size(String),
+}
+
+/// Splits `1.5s` into (1.5, "s").
+fn split_number(text: &str) -> Option<(f64, &str)> {
+    let text = text.trim();
+    let end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let value: f64 = text[..end].parse().ok()?;
+    (value.is_finite() && value >= 0.0).then_some((value, text[end..].trim()))
+}
+
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    let err = || UnitError::Duration(text.to_string());
+    let (value, unit) = split_number(text).ok_or_else(err)?;
+    let scale = match unit {
+        "ms" => 0.001,
+        "s" | "" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(err()),
+    };
+    Duration::try_from_secs_f64(value * scale).map_err(|_| err())
+}
+
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let err = || UnitError::Size(text.to_string());
+    let (value, unit) = split_number(text).ok_or_else(err)?;
+    let scale: u64 = match unit
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        "T" => 1 << 40,
+        _ => return Err(err()),
+    };
+    let bytes = value * scale as f64;
+    if bytes > u64::MAX as f64 {
+        return Err(err());
+    }
+    Ok(bytes as u64)
+}
+
+/// `1536` → `1.5 KiB`: compact sizes for people.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("2 fortnights").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("2MiB"), Ok(2 << 20));
+        assert!(parse_size("lots").is_err());
+        assert_eq!(format_size(512), "512 B");
+        assert_eq!(format_size(1536), "1.5 KiB");
+    }
+}
