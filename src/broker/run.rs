@@ -334,7 +334,7 @@ fn on_read(
     buf: &mut [u8],
 ) {
     let mut result = first;
-    for _ in 0..READS_PER_WAKE {
+    for reads in 1.. {
         match result {
             Ok(0) => {
                 *pipe = None;
@@ -347,6 +347,11 @@ fn on_read(
                 *pipe = None;
                 return;
             }
+        }
+        // Every read taken is stored above; stop taking more after a few so the loop can
+        // look at everything else.
+        if reads == READS_PER_WAKE {
+            return;
         }
         let Some(open) = pipe.as_ref() else { return };
         result = open.try_read(buf);
