@@ -1,12 +1,17 @@
 //! tether: run commands through brokers that never orphan a process and never lose a byte,
 //! journal everything, and show it live or after the fact.
 
+pub mod app;
 pub mod broker;
 pub mod clock;
+pub mod config;
 pub mod exec;
 pub mod fdio;
 pub mod journal;
+pub mod model;
 pub mod procfs;
 pub mod protocol;
+pub mod sampler;
 pub mod supervisor;
+pub mod ui;
 pub mod units;

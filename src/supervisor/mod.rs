@@ -1,5 +1,6 @@
 //! The front end's side of brokers: sessions on disk, starting a broker, talking to it.
 
+pub mod fleet;
 mod session;
 
 pub use session::Session;

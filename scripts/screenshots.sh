@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Makes screenshots/*.svg from the real app: runs `tether demo` in a 160x45 tmux window,
+# visits its screens with send-keys, captures each with its colours and converts it to SVG.
+# Usage: bash scripts/screenshots.sh   (needs tmux and python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+bin="$PWD/target/release/tether"
+out="$PWD/screenshots"
+mkdir -p "$out"
+state=$(mktemp -d)
+sock="tether-shots-$$"
+tm() { tmux -L "$sock" "$@"; }
+cleanup() { tm kill-server 2>/dev/null || true; rm -rf "$state"; }
+trap cleanup EXIT
+
+shot() { # name
+  sleep "${2:-1}"
+  tm capture-pane -e -p -t 0 > "$state/$1.ansi"
+  python3 scripts/ansi2svg.py "$state/$1.ansi" "$out/$1.svg" 160 45
+  echo "screenshots/$1.svg"
+}
+
+TERM=xterm-256color tm new-session -d -x 160 -y 45 "$bin --state-dir $state demo"
+sleep 6
+shot main 0
+tm send-keys -t 0 j                 # workers: a tree with children and grandchildren
+tm send-keys -t 0 Tab               # focus the tree
+shot tree 2
+tm send-keys -t 0 BTab j j          # the runaway: SIGTERM it, then look at its timeline
+tm send-keys -t 0 t
+sleep 1
+tm send-keys -t 0 Tab Tab Tab Tab   # focus the timeline
+shot timeline 2
+tm send-keys -t 0 K                 # SIGKILL asks first
+shot confirm-kill 1
+tm send-keys -t 0 y
+tm send-keys -t 0 BTab BTab         # stdout of the runaway; search it
+tm send-keys -t 0 / y e s Enter
+shot search 1
+tm send-keys -t 0 '?'
+shot help 1
+tm send-keys -t 0 Escape a
+tm send-keys -t 0 -l 'cargo test --release'
+shot new-command 1
+tm send-keys -t 0 Escape
+tm resize-window -t 0 -x 70 -y 20 2>/dev/null || true
+shot too-small 1
+tm resize-window -t 0 -x 160 -y 45 2>/dev/null || true
+tm send-keys -t 0 q
+sleep 0.5
+tm send-keys -t 0 y
+sleep 4

@@ -1,0 +1,222 @@
+//! The key map is data: which key does what in which mode, with the text the help screen
+//! shows. Nothing else decides what a key means.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::Action;
+
+/// Which key bindings apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyContext {
+    Normal,
+    /// A yes/no question is open.
+    Confirm,
+    /// A text prompt is open (new command, search, signal name).
+    Prompt,
+    Help,
+}
+
+pub struct Binding {
+    pub context: KeyContext,
+    pub code: KeyCode,
+    pub modifiers: KeyModifiers,
+    /// How the help screen names the key.
+    pub label: &'static str,
+    pub action: Action,
+    pub description: &'static str,
+}
+
+const fn bind(
+    context: KeyContext,
+    code: KeyCode,
+    label: &'static str,
+    action: Action,
+    description: &'static str,
+) -> Binding {
+    Binding {
+        context,
+        code,
+        modifiers: KeyModifiers::NONE,
+        label,
+        action,
+        description,
+    }
+}
+
+pub fn bindings() -> Vec<Binding> {
+    use Action as A;
+    use KeyCode as K;
+    use KeyContext::Normal as N;
+    vec![
+        bind(N, K::Down, "↓ j", A::Down, "select next / scroll down"),
+        bind(N, K::Char('j'), "↓ j", A::Down, ""),
+        bind(N, K::Up, "↑ k", A::Up, "select previous / scroll up"),
+        bind(N, K::Char('k'), "↑ k", A::Up, ""),
+        bind(N, K::Tab, "Tab", A::FocusNext, "focus next pane"),
+        bind(N, K::BackTab, "S-Tab", A::FocusPrev, "focus previous pane"),
+        bind(N, K::PageDown, "PgDn", A::PageDown, "page down"),
+        bind(N, K::PageUp, "PgUp", A::PageUp, "page up"),
+        bind(N, K::Home, "Home g", A::Top, "go to the top"),
+        bind(N, K::Char('g'), "Home g", A::Top, ""),
+        bind(N, K::End, "End G", A::Bottom, "go to the bottom"),
+        bind(N, K::Char('G'), "End G", A::Bottom, ""),
+        bind(
+            N,
+            K::Char('f'),
+            "f",
+            A::ToggleFollow,
+            "follow output on/off",
+        ),
+        bind(
+            N,
+            K::Char('w'),
+            "w",
+            A::ToggleWrap,
+            "wrap long lines on/off",
+        ),
+        bind(N, K::Char('z'), "z", A::Zoom, "zoom the focused pane"),
+        bind(N, K::Char('/'), "/", A::Search, "search the focused output"),
+        bind(N, K::Char('n'), "n", A::SearchNext, "next match"),
+        bind(N, K::Char('N'), "N", A::SearchPrev, "previous match"),
+        bind(N, K::Char('t'), "t", A::Term, "SIGTERM the command's group"),
+        bind(
+            N,
+            K::Char('K'),
+            "K",
+            A::Kill,
+            "SIGKILL the command's group (asks)",
+        ),
+        bind(N, K::Char('s'), "s", A::Stop, "stop: TERM, grace, KILL"),
+        bind(
+            N,
+            K::Char('x'),
+            "x",
+            A::SignalProcess,
+            "signal the process selected in the tree",
+        ),
+        bind(N, K::Char('r'), "r", A::Restart, "restart the command"),
+        bind(N, K::Char('a'), "a", A::NewCommand, "launch a new command"),
+        bind(N, K::Char('?'), "?", A::Help, "help"),
+        bind(
+            N,
+            K::Char('q'),
+            "q",
+            A::Quit,
+            "quit (asks about running commands)",
+        ),
+        bind(
+            KeyContext::Confirm,
+            K::Char('y'),
+            "y Enter",
+            A::Confirm,
+            "yes",
+        ),
+        bind(KeyContext::Confirm, K::Enter, "y Enter", A::Confirm, ""),
+        bind(
+            KeyContext::Confirm,
+            K::Char('n'),
+            "n Esc",
+            A::Cancel,
+            "no, cancel",
+        ),
+        bind(KeyContext::Confirm, K::Esc, "n Esc", A::Cancel, ""),
+        bind(KeyContext::Prompt, K::Enter, "Enter", A::Submit, "accept"),
+        bind(KeyContext::Prompt, K::Esc, "Esc", A::Cancel, "cancel"),
+        bind(
+            KeyContext::Prompt,
+            K::Backspace,
+            "Backspace",
+            A::Backspace,
+            "delete a character",
+        ),
+        bind(KeyContext::Help, K::Esc, "Esc ? q", A::Cancel, "close help"),
+        bind(KeyContext::Help, K::Char('?'), "Esc ? q", A::Cancel, ""),
+        bind(KeyContext::Help, K::Char('q'), "Esc ? q", A::Cancel, ""),
+    ]
+}
+
+/// The action for a key in a context, if any. In a prompt, printable keys are text.
+pub fn action_for(bindings: &[Binding], context: KeyContext, key: KeyEvent) -> Option<Action> {
+    if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        return Some(match context {
+            KeyContext::Normal => Action::Quit,
+            _ => Action::Cancel,
+        });
+    }
+    // Shift is implied by the character itself ('G', 'K', 'N', '?').
+    let modifiers = key.modifiers - KeyModifiers::SHIFT;
+    let found = bindings
+        .iter()
+        .find(|b| b.context == context && b.code == key.code && b.modifiers == modifiers)
+        .map(|b| b.action.clone());
+    match (found, context, key.code) {
+        (Some(action), _, _) => Some(action),
+        (None, KeyContext::Prompt, KeyCode::Char(c))
+            if !modifiers.contains(KeyModifiers::CONTROL) =>
+        {
+            Some(Action::Input(c))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn keys_map_to_actions_by_context() {
+        let b = bindings();
+        let plain = |c| key(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(
+            action_for(&b, KeyContext::Normal, plain('t')),
+            Some(Action::Term)
+        );
+        assert_eq!(
+            action_for(
+                &b,
+                KeyContext::Normal,
+                key(KeyCode::Char('K'), KeyModifiers::SHIFT)
+            ),
+            Some(Action::Kill)
+        );
+        assert_eq!(action_for(&b, KeyContext::Normal, plain('Z')), None);
+        assert_eq!(
+            action_for(&b, KeyContext::Prompt, plain('t')),
+            Some(Action::Input('t'))
+        );
+        assert_eq!(
+            action_for(&b, KeyContext::Confirm, plain('y')),
+            Some(Action::Confirm)
+        );
+        assert_eq!(action_for(&b, KeyContext::Confirm, plain('t')), None);
+        assert_eq!(
+            action_for(
+                &b,
+                KeyContext::Normal,
+                key(KeyCode::Char('c'), KeyModifiers::CONTROL)
+            ),
+            Some(Action::Quit)
+        );
+    }
+
+    #[test]
+    fn every_normal_action_is_described_once() {
+        let b = bindings();
+        for binding in b.iter().filter(|b| b.context == KeyContext::Normal) {
+            let described = b
+                .iter()
+                .filter(|o| o.action == binding.action && !o.description.is_empty())
+                .count();
+            assert_eq!(
+                described, 1,
+                "{:?} must have exactly one description",
+                binding.action
+            );
+        }
+    }
+}

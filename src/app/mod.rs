@@ -1,0 +1,300 @@
+//! The TUI's state machine: the model, the view state, and what is read from disk for the
+//! next frame. `run` drives it from one event loop.
+
+pub mod action;
+pub mod keymap;
+mod run;
+pub mod update;
+pub mod view;
+
+use std::collections::HashMap;
+
+use ratatui::layout::Rect;
+
+pub use run::{Launch, run_tui};
+
+use self::action::Action;
+use self::keymap::{Binding, KeyContext};
+use self::update::{Effect, Geometry, update};
+use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
+use crate::model::output::{StreamFile, StyledLine, plain_text};
+use crate::model::{CommandId, Model};
+use crate::protocol::{Event, ProcessEntry, Stream};
+use crate::sampler::{ProcessInfo, Snapshot, build_tree};
+use crate::ui::layout;
+
+pub struct App {
+    pub model: Model,
+    pub view: ViewState,
+    pub bindings: Vec<Binding>,
+    pub content: FrameContent,
+    geometry: Geometry,
+    /// Open log files of each command's current run.
+    streams: HashMap<(CommandId, u32), [StreamFile; 2]>,
+    snapshot: Snapshot,
+    size: Rect,
+}
+
+impl App {
+    pub fn new(model: Model) -> App {
+        App {
+            model,
+            view: ViewState::default(),
+            bindings: keymap::bindings(),
+            content: FrameContent::default(),
+            geometry: Geometry::default(),
+            streams: HashMap::new(),
+            snapshot: Snapshot::default(),
+            size: Rect::default(),
+        }
+    }
+
+    pub fn key_context(&self) -> KeyContext {
+        match &self.view.dialog {
+            None => KeyContext::Normal,
+            Some(Dialog::Help) => KeyContext::Help,
+            Some(Dialog::ConfirmKill { .. } | Dialog::ConfirmQuit { .. }) => KeyContext::Confirm,
+            Some(_) => KeyContext::Prompt,
+        }
+    }
+
+    /// Applies an action; returns what must be done outside (launching, sending, quitting).
+    pub fn handle(&mut self, action: Action) -> Vec<Effect> {
+        if self.view.dialog.is_none() {
+            self.view.message = None;
+        }
+        if let Action::ScrollAt { column, row, .. } | Action::ClickAt { column, row } = action {
+            let areas = layout::areas(self.size, self.view.zoom.then_some(self.view.focus));
+            let Some(pane) = areas.and_then(|a| a.pane_at(column, row)) else {
+                return Vec::new();
+            };
+            self.view.focus = pane;
+            if let (Action::ClickAt { .. }, Pane::Commands, Some(a)) = (&action, pane, areas) {
+                // Rows start below the border and the header.
+                let index = row.saturating_sub(a.commands.y + 2) as usize;
+                if index < self.model.commands.len() && index != self.view.selected {
+                    self.view.selected = index;
+                    self.view.outputs = Default::default();
+                    self.view.tree_selected = 0;
+                }
+            }
+        }
+        update(&self.model, &mut self.view, &self.geometry, action)
+    }
+
+    /// An event from the broker of `command`'s run `run`; stale runs are ignored.
+    pub fn apply_event(&mut self, command: CommandId, run: u32, event: &Event) {
+        if let Some(c) = self.model.commands.get_mut(command) {
+            if c.run == run {
+                c.apply(event);
+            }
+        }
+    }
+
+    pub fn set_snapshot(&mut self, snapshot: Snapshot) {
+        self.snapshot = snapshot;
+    }
+
+    /// Brokers whose trees the sampler should watch.
+    pub fn brokers(&self) -> Vec<i32> {
+        self.model
+            .commands
+            .iter()
+            .filter(|c| c.status.is_active())
+            .filter_map(|c| c.broker_pid)
+            .collect()
+    }
+
+    /// Searches the stream for the current needle from the current match (or the end).
+    pub fn search(&mut self, stream: Stream, forward: bool) {
+        let i = stream as usize;
+        let Some(needle) = self.view.outputs[i].search.clone() else {
+            return;
+        };
+        let matched = self.view.outputs[i].matched;
+        let Some(files) = self.current_streams() else {
+            return;
+        };
+        let file = &mut files[i];
+        let total = file.line_count();
+        let found = match (matched, forward) {
+            (Some(0), false) => Ok(None),
+            (Some(line), true) => file.find(&needle, line + 1, true),
+            (Some(line), false) => file.find(&needle, line - 1, false),
+            (None, _) => file.find(&needle, total.saturating_sub(1), false),
+        };
+        match found {
+            Ok(Some(line)) => {
+                let rows = self.geometry.output_rows[i];
+                let view = &mut self.view.outputs[i];
+                view.matched = Some(line);
+                view.follow = false;
+                view.top = line.saturating_sub(rows / 2);
+            }
+            Ok(None) => {
+                self.view.message = Some(format!(
+                    "`{needle}` not found {}",
+                    if forward { "below" } else { "above" }
+                ));
+            }
+            Err(err) => self.view.message = Some(format!("search failed: {err}")),
+        }
+    }
+
+    fn current_streams(&mut self) -> Option<&mut [StreamFile; 2]> {
+        let id = self.view.selected;
+        let command = self.model.commands.get(id)?;
+        let dir = command.journal_dir.clone()?;
+        Some(
+            self.streams
+                .entry((id, command.run))
+                .or_insert_with(|| Stream::BOTH.map(|s| StreamFile::new(dir.join(s.file_name())))),
+        )
+    }
+
+    /// Reads what the next frame shows: visible output lines and the selected tree.
+    pub fn prepare(&mut self, size: Rect, now_ms: u64) {
+        self.size = size;
+        self.content.now_ms = now_ms;
+        let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
+        let wrap = self.view.wrap;
+        let lens = self
+            .model
+            .commands
+            .get(self.view.selected)
+            .map(|c| [c.bytes[0], c.bytes[1]]);
+        let mut outputs: [PaneLines; 2] = Default::default();
+        let mut rows_of = [0usize; 2];
+        let mut totals = [0usize; 2];
+        let views = self.view.outputs.clone();
+        if let (Some(lens), Some(files)) = (lens, self.current_streams()) {
+            for stream in Stream::BOTH {
+                let i = stream as usize;
+                let file = &mut files[i];
+                if file.len() < lens[i] {
+                    let _ = file.refresh(lens[i]);
+                }
+                let area = areas
+                    .map(|a| a.of(Pane::of_stream(stream)))
+                    .unwrap_or_default();
+                let rows = area.height.saturating_sub(2) as usize;
+                let width = area.width.saturating_sub(2) as usize;
+                rows_of[i] = rows;
+                totals[i] = file.line_count();
+                outputs[i] = visible_lines(file, &views[i], rows, width, wrap);
+                outputs[i].bytes = file.len();
+            }
+        }
+        self.content.outputs = outputs;
+        self.geometry.output_rows = rows_of;
+        self.geometry.total_lines = totals;
+        self.content.tree = self.tree_rows();
+        self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
+        if !self.content.tree.is_empty() {
+            self.view.tree_selected = self.view.tree_selected.min(self.content.tree.len() - 1);
+        }
+        self.geometry.selected_process = self
+            .content
+            .tree
+            .get(self.view.tree_selected)
+            .filter(|row| row.depth > 0)
+            .map(|row| (row.process.pid, row.process.argv.join(" ")));
+    }
+
+    /// The selected command's tree: sampled if the sampler has it, else the broker's own
+    /// record (without CPU and memory).
+    fn tree_rows(&self) -> Vec<crate::sampler::TreeRow> {
+        let Some(command) = self.model.commands.get(self.view.selected) else {
+            return Vec::new();
+        };
+        let Some(broker) = command.broker_pid.filter(|_| command.status.is_active()) else {
+            return Vec::new();
+        };
+        let group = command.pid;
+        match self.snapshot.trees.get(&broker) {
+            Some(processes) if !processes.is_empty() => build_tree(broker, processes, group),
+            _ => {
+                let processes: Vec<ProcessInfo> =
+                    command.tree.iter().map(info_from_entry).collect();
+                build_tree(broker, &processes, group)
+            }
+        }
+    }
+}
+
+fn info_from_entry(entry: &ProcessEntry) -> ProcessInfo {
+    ProcessInfo {
+        pid: entry.pid,
+        ppid: entry.ppid,
+        pgid: entry.pgid,
+        state: '?',
+        cpu_percent: 0.0,
+        rss_bytes: 0,
+        start_ms: entry.start_ms,
+        argv: entry.argv.clone(),
+    }
+}
+
+/// How many screen rows a line takes at `width` columns when wrapped.
+fn rows_for(line: &StyledLine, width: usize) -> usize {
+    let chars = plain_text(line).chars().count();
+    chars.div_ceil(width.max(1)).max(1)
+}
+
+/// The lines an output pane shows: the end when following, else from its top line; with
+/// wrapping, as many as fit once wrapped.
+fn visible_lines(
+    file: &mut StreamFile,
+    view: &view::OutputView,
+    rows: usize,
+    width: usize,
+    wrap: bool,
+) -> PaneLines {
+    let total = file.line_count();
+    let mut lines = Vec::new();
+    if rows == 0 || total == 0 {
+        return PaneLines {
+            first: 0,
+            lines,
+            total,
+            bytes: 0,
+        };
+    }
+    if view.follow {
+        let mut used = 0;
+        let mut first = total;
+        while first > 0 && used < rows {
+            let line = file.line(first - 1).unwrap_or_default();
+            let need = if wrap { rows_for(&line, width) } else { 1 };
+            if used + need > rows && !lines.is_empty() {
+                break;
+            }
+            used += need;
+            first -= 1;
+            lines.push(line);
+        }
+        lines.reverse();
+        return PaneLines {
+            first,
+            lines,
+            total,
+            bytes: 0,
+        };
+    }
+    let first = view.top.min(total.saturating_sub(1));
+    let mut used = 0;
+    for i in first..total {
+        let line = file.line(i).unwrap_or_default();
+        used += if wrap { rows_for(&line, width) } else { 1 };
+        lines.push(line);
+        if used >= rows {
+            break;
+        }
+    }
+    PaneLines {
+        first,
+        lines,
+        total,
+        bytes: 0,
+    }
+}

@@ -1,0 +1,372 @@
+//! The TUI's event loop: one `select!` over keys, broker events, process samples, signals and
+//! the next frame. It draws only when something changed, at most 60 times a second.
+
+use std::io::{self, IsTerminal, Stdout};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use crossterm::event::{
+    DisableMouseCapture, EnableMouseCapture, Event as TermEvent, KeyEventKind, MouseEventKind,
+};
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::time::{Instant, sleep_until};
+
+use super::App;
+use super::action::Action;
+use super::keymap::action_for;
+use super::update::Effect;
+use crate::clock::now_ms;
+use crate::config::CommandConfig;
+use crate::model::{CommandState, Model, Status};
+use crate::protocol::{
+    DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
+    ToBroker,
+};
+use crate::sampler::spawn_sampler;
+use crate::supervisor::Session;
+use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
+
+const FRAME: Duration = Duration::from_micros(16_667);
+/// After asking every broker to stop, how long to wait beyond the longest grace.
+const QUIT_SLACK: Duration = Duration::from_secs(3);
+
+/// What the TUI starts with.
+pub struct Launch {
+    pub commands: Vec<CommandConfig>,
+    pub state_dir: PathBuf,
+}
+
+/// Puts the terminal back however the TUI ends: normally, on error, or in a panic.
+struct TerminalGuard;
+
+impl TerminalGuard {
+    fn enter() -> io::Result<TerminalGuard> {
+        enable_raw_mode()?;
+        let guard = TerminalGuard;
+        crossterm::execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+fn restore_terminal() {
+    let _ = crossterm::execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+}
+
+/// Restores the terminal before the panic message prints, so it is readable.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        previous(info);
+    }));
+}
+
+pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
+    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the TUI needs a terminal; for scripts and pipelines use `tether exec -- CMD` (add --json for events)"
+        );
+    }
+    let session = Session::create(&launch.state_dir).with_context(|| {
+        format!(
+            "cannot create a session journal under {}; set --state-dir or TETHER_STATE_DIR to a writable directory",
+            launch.state_dir.display()
+        )
+    })?;
+    let session_dir = session.dir.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    install_panic_hook();
+    let guard = TerminalGuard::enter().context("cannot switch the terminal to full screen")?;
+    let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    let result = runtime.block_on(event_loop(terminal, session, launch.commands));
+    drop(guard);
+    eprintln!("tether: session journal in {}", session_dir.display());
+    result
+}
+
+/// Reads terminal events on a thread of their own (crossterm's read blocks).
+fn terminal_events() -> UnboundedReceiver<TermEvent> {
+    let (tx, rx) = unbounded_channel();
+    std::thread::spawn(move || {
+        while let Ok(event) = crossterm::event::read() {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn action_of(app: &App, event: TermEvent) -> Option<Action> {
+    match event {
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            action_for(&app.bindings, app.key_context(), key)
+        }
+        TermEvent::Mouse(mouse) => match mouse.kind {
+            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => Some(Action::ScrollAt {
+                up: mouse.kind == MouseEventKind::ScrollUp,
+                column: mouse.column,
+                row: mouse.row,
+            }),
+            MouseEventKind::Down(_) => Some(Action::ClickAt {
+                column: mouse.column,
+                row: mouse.row,
+            }),
+            _ => None,
+        },
+        TermEvent::Resize(..) => Some(Action::Resize),
+        _ => None,
+    }
+}
+
+struct Runner {
+    app: App,
+    session: Session,
+    fleet: Fleet,
+    quit_deadline: Option<Instant>,
+    quit_now: bool,
+}
+
+impl Runner {
+    fn launch(&mut self, id: usize) {
+        let Some(command) = self.app.model.commands.get_mut(id) else {
+            return;
+        };
+        let dir = self.session.next_command_dir(&command.config.name);
+        command.begin_run(dir.clone(), now_ms());
+        let config = &command.config;
+        let request = LaunchRequest {
+            v: PROTOCOL_VERSION,
+            name: config.name.clone(),
+            command: config.command.clone(),
+            cwd: config.cwd.clone().or_else(|| std::env::current_dir().ok()),
+            env: config.env.clone(),
+            journal_dir: dir,
+            parent_pid: std::process::id() as i32,
+            grace_ms: config
+                .grace
+                .map_or(DEFAULT_GRACE_MS, |d| d.as_millis() as u64),
+            no_output_timeout_ms: config.no_output_timeout.map(|d| d.as_millis() as u64),
+            max_output: DEFAULT_MAX_OUTPUT,
+            heartbeat_ms: Some(1000),
+        };
+        self.fleet.launch(
+            RunId {
+                command: id,
+                run: command.run,
+            },
+            request,
+        );
+    }
+
+    fn stop_all(&mut self) {
+        let mut longest = Duration::ZERO;
+        for (id, command) in self.app.model.commands.iter().enumerate() {
+            if command.status.is_active() {
+                longest = longest.max(
+                    command
+                        .config
+                        .grace
+                        .unwrap_or(Duration::from_millis(DEFAULT_GRACE_MS)),
+                );
+                self.fleet.send(
+                    id,
+                    ToBroker::Stop {
+                        origin: Some(Origin::Shutdown),
+                    },
+                );
+            }
+        }
+        self.app.view.quitting = true;
+        self.quit_deadline = Some(Instant::now() + longest + QUIT_SLACK);
+    }
+
+    fn effect(&mut self, effect: Effect) {
+        match effect {
+            Effect::Launch(id) => self.launch(id),
+            Effect::Add(config) => {
+                self.app.model.commands.push(CommandState::new(config));
+                let id = self.app.model.commands.len() - 1;
+                self.app.view.selected = id;
+                self.app.view.outputs = Default::default();
+                self.launch(id);
+            }
+            Effect::Send(id, message) => {
+                if !self.fleet.send(id, message) {
+                    self.app.view.message = Some("that command has no broker any more".into());
+                }
+            }
+            Effect::Search { stream, forward } => self.app.search(stream, forward),
+            Effect::StopAllAndQuit => self.stop_all(),
+            Effect::Quit => self.quit_now = true,
+        }
+    }
+
+    fn fleet_event(&mut self, event: FleetEvent) {
+        match event {
+            FleetEvent::Event(id, event) => self.app.apply_event(id.command, id.run, &event),
+            FleetEvent::Fallback(id, text) => {
+                if let Some(c) = self.app.model.commands.get_mut(id.command) {
+                    c.notice = Some(text.clone());
+                }
+                self.app.view.message = Some(text);
+            }
+            FleetEvent::SpawnFailed(id, text) => {
+                if let Some(c) = self.app.model.commands.get_mut(id.command) {
+                    if c.run == id.run {
+                        c.status = Status::FailedToStart;
+                        c.notice = Some(text.clone());
+                    }
+                }
+                self.app.view.message = Some(text);
+            }
+            FleetEvent::Ended(id) => {
+                self.fleet.ended(id);
+                if let Some(c) = self.app.model.commands.get_mut(id.command) {
+                    if c.run == id.run {
+                        c.broker_gone(now_ms());
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn event_loop(
+    mut terminal: Terminal<CrosstermBackend<Stdout>>,
+    session: Session,
+    commands: Vec<CommandConfig>,
+) -> anyhow::Result<i32> {
+    let model = Model {
+        session_id: session.id.clone(),
+        session_dir: session.dir.clone(),
+        started_ms: now_ms(),
+        commands: commands.into_iter().map(CommandState::new).collect(),
+    };
+    let (fleet, mut fleet_events) = Fleet::new();
+    let mut runner = Runner {
+        app: App::new(model),
+        session,
+        fleet,
+        quit_deadline: None,
+        quit_now: false,
+    };
+    let mut keys = terminal_events();
+    let (sampler, mut samples) = spawn_sampler(Duration::from_secs(1));
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+
+    let autostart: Vec<usize> = runner
+        .app
+        .model
+        .commands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.config.autostart)
+        .map(|(i, _)| i)
+        .collect();
+    for id in autostart {
+        runner.launch(id);
+    }
+    if runner.app.model.commands.is_empty() {
+        runner.app.view.dialog = Some(super::view::Dialog::NewCommand {
+            input: String::new(),
+        });
+    }
+
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    let mut watched: Vec<i32> = Vec::new();
+    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    loop {
+        let now = Instant::now();
+        if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
+            let size = terminal.size()?;
+            runner.app.prepare(
+                ratatui::layout::Rect::new(0, 0, size.width, size.height),
+                now_ms(),
+            );
+            let app = &runner.app;
+            terminal.draw(|frame| {
+                crate::ui::draw(frame, &app.model, &app.view, &app.content, &app.bindings)
+            })?;
+            dirty = false;
+            last_draw = Some(now);
+        }
+        if runner.quit_now
+            || (runner.app.view.quitting
+                && (runner.fleet.active() == 0
+                    || runner.quit_deadline.is_some_and(|d| Instant::now() >= d)))
+        {
+            break;
+        }
+        let brokers = runner.app.brokers();
+        if brokers != watched {
+            sampler.set_brokers(brokers.clone());
+            if brokers.len() > watched.len() {
+                sampler.sample_now();
+            }
+            watched = brokers;
+        }
+        let frame_at = last_draw.map_or(now, |t| t + FRAME);
+        // Runtimes on screen change every second while anything runs.
+        let ticking = runner.app.model.running() > 0;
+        if !ticking || next_tick < now {
+            next_tick = now + Duration::from_secs(1);
+        }
+        tokio::select! {
+            event = keys.recv() => {
+                let Some(event) = event else { break };
+                if let Some(action) = action_of(&runner.app, event) {
+                    for effect in runner.app.handle(action) {
+                        runner.effect(effect);
+                    }
+                }
+                dirty = true;
+            }
+            Some(event) = fleet_events.recv() => {
+                let selected_output = matches!(&event, FleetEvent::Event(id, e)
+                    if id.command != runner.app.view.selected && matches!(e.kind, EventKind::Output { .. }));
+                runner.fleet_event(event);
+                // Output of a command not on screen changes only the strip: a tick redraws it.
+                dirty |= !selected_output;
+            }
+            Some(snapshot) = samples.recv() => {
+                runner.app.set_snapshot(snapshot);
+                dirty = true;
+            }
+            _ = sigint.recv() => { runner.stop_all(); dirty = true; }
+            _ = sigterm.recv() => { runner.stop_all(); dirty = true; }
+            _ = sighup.recv() => { runner.stop_all(); dirty = true; }
+            _ = sleep_until(frame_at), if dirty => {}
+            _ = sleep_until(next_tick), if ticking => {
+                next_tick += Duration::from_secs(1);
+                dirty = true;
+            }
+        }
+    }
+    Ok(0)
+}

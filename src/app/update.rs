@@ -1,0 +1,353 @@
+//! `update`: the one place where an action changes the view or asks for something to be
+//! done. It does no I/O; what must happen outside comes back as [`Effect`]s.
+
+use super::action::Action;
+use super::view::{Dialog, Pane, ViewState};
+use crate::config::CommandConfig;
+use crate::model::{CommandId, Model};
+use crate::protocol::{CommandSpec, Origin, Scope, Stream, ToBroker};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Start (or restart) a command with a fresh journal directory.
+    Launch(CommandId),
+    Send(CommandId, ToBroker),
+    /// Add a command to the session and launch it.
+    Add(CommandConfig),
+    Search {
+        stream: Stream,
+        forward: bool,
+    },
+    /// Stop everything still running, then leave.
+    StopAllAndQuit,
+    Quit,
+}
+
+/// What the update needs from the last frame: sizes, and the process selected in the tree.
+#[derive(Debug, Clone, Default)]
+pub struct Geometry {
+    pub output_rows: [usize; 2],
+    pub tree_rows: usize,
+    pub total_lines: [usize; 2],
+    /// pid and command line of the tree row under the selection.
+    pub selected_process: Option<(i32, String)>,
+}
+
+pub fn update(
+    model: &Model,
+    view: &mut ViewState,
+    geometry: &Geometry,
+    action: Action,
+) -> Vec<Effect> {
+    if let Some(dialog) = view.dialog.clone() {
+        return update_dialog(model, view, dialog, action);
+    }
+    let selected = view.selected;
+    let command = model.commands.get(selected);
+    let mut effects = Vec::new();
+    match action {
+        Action::Quit => {
+            let running = model.running();
+            if running == 0 {
+                effects.push(Effect::Quit);
+            } else {
+                view.dialog = Some(Dialog::ConfirmQuit { running });
+            }
+        }
+        Action::Down | Action::Up => {
+            let down = action == Action::Down;
+            move_in_focus(model, view, geometry, if down { 1 } else { -1 });
+        }
+        Action::PageDown | Action::PageUp => {
+            let page = page_size(view.focus, geometry) as i64;
+            let delta = if action == Action::PageDown {
+                page
+            } else {
+                -page
+            };
+            move_in_focus(model, view, geometry, delta);
+        }
+        Action::Top => move_in_focus(model, view, geometry, i64::MIN / 2),
+        Action::Bottom => {
+            if let Some(stream) = view.focus.stream() {
+                view.outputs[stream as usize].follow = true;
+            } else {
+                move_in_focus(model, view, geometry, i64::MAX / 2);
+            }
+        }
+        Action::FocusNext | Action::FocusPrev => {
+            let i = Pane::ORDER
+                .iter()
+                .position(|p| *p == view.focus)
+                .unwrap_or(0);
+            let n = Pane::ORDER.len();
+            let next = if action == Action::FocusNext {
+                (i + 1) % n
+            } else {
+                (i + n - 1) % n
+            };
+            view.focus = Pane::ORDER[next];
+        }
+        Action::ToggleFollow => {
+            let stream = focused_stream(view);
+            let out = &mut view.outputs[stream as usize];
+            out.follow = !out.follow;
+            if !out.follow {
+                let rows = geometry.output_rows[stream as usize];
+                out.top = geometry.total_lines[stream as usize].saturating_sub(rows);
+            }
+            view.message = Some(format!(
+                "{}: follow {}",
+                stream_name(stream),
+                if out.follow { "on" } else { "off" }
+            ));
+        }
+        Action::ToggleWrap => {
+            view.wrap = !view.wrap;
+            view.message = Some(format!("wrap {}", if view.wrap { "on" } else { "off" }));
+        }
+        Action::Zoom => view.zoom = !view.zoom,
+        Action::Search => {
+            let stream = focused_stream(view);
+            let input = view.outputs[stream as usize]
+                .search
+                .clone()
+                .unwrap_or_default();
+            view.dialog = Some(Dialog::Search { stream, input });
+        }
+        Action::SearchNext | Action::SearchPrev => {
+            let stream = focused_stream(view);
+            if view.outputs[stream as usize].search.is_some() {
+                effects.push(Effect::Search {
+                    stream,
+                    forward: action == Action::SearchNext,
+                });
+            } else {
+                view.message = Some("no search yet: press / to search".into());
+            }
+        }
+        Action::Term | Action::Kill | Action::Stop | Action::Restart => {
+            let Some(command) = command else {
+                view.message = Some("no command selected: press a to launch one".into());
+                return effects;
+            };
+            let active = command.status.is_active();
+            match action {
+                Action::Term if active => {
+                    effects.push(Effect::Send(selected, signal("TERM")));
+                    view.message = Some(format!("SIGTERM sent to {}", command.config.name));
+                }
+                Action::Kill if active => {
+                    view.dialog = Some(Dialog::ConfirmKill { command: selected })
+                }
+                Action::Stop if active => {
+                    effects.push(Effect::Send(
+                        selected,
+                        ToBroker::Stop {
+                            origin: Some(Origin::Operator),
+                        },
+                    ));
+                    view.message = Some(format!("stopping {}", command.config.name));
+                }
+                Action::Restart if active => {
+                    view.message = Some(format!(
+                        "{} is still running: stop it first (s)",
+                        command.config.name
+                    ));
+                }
+                Action::Restart => {
+                    view.outputs = Default::default();
+                    effects.push(Effect::Launch(selected));
+                }
+                _ => {
+                    view.message = Some(format!("{} is not running", command.config.name));
+                }
+            }
+        }
+        Action::SignalProcess => match (command, &geometry.selected_process) {
+            (Some(c), Some((pid, argv))) if c.status.is_active() => {
+                view.dialog = Some(Dialog::SignalProcess {
+                    pid: *pid,
+                    argv: argv.clone(),
+                    input: "TERM".into(),
+                });
+            }
+            (Some(c), None) if c.status.is_active() => {
+                view.focus = Pane::Tree;
+                view.message = Some("select a process in the tree first (Tab, ↑ ↓)".into());
+            }
+            _ => view.message = Some("nothing is running to signal".into()),
+        },
+        Action::NewCommand => {
+            view.dialog = Some(Dialog::NewCommand {
+                input: String::new(),
+            })
+        }
+        Action::Help => view.dialog = Some(Dialog::Help),
+        Action::ScrollAt { up, .. } => {
+            move_in_focus(model, view, geometry, if up { -3 } else { 3 });
+        }
+        Action::ClickAt { .. }
+        | Action::Resize
+        | Action::Confirm
+        | Action::Cancel
+        | Action::Input(_)
+        | Action::Backspace
+        | Action::Submit => {}
+    }
+    effects
+}
+
+fn signal(name: &str) -> ToBroker {
+    ToBroker::Signal {
+        signal: name.into(),
+        scope: Scope::Group,
+        pid: None,
+    }
+}
+
+fn stream_name(stream: Stream) -> &'static str {
+    match stream {
+        Stream::Stdout => "stdout",
+        Stream::Stderr => "stderr",
+    }
+}
+
+/// The output pane an action about output applies to: the focused one, else stdout.
+fn focused_stream(view: &ViewState) -> Stream {
+    view.focus.stream().unwrap_or(Stream::Stdout)
+}
+
+fn page_size(focus: Pane, geometry: &Geometry) -> usize {
+    match focus.stream() {
+        Some(stream) => geometry.output_rows[stream as usize].max(1),
+        None => geometry.tree_rows.max(1),
+    }
+}
+
+fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta: i64) {
+    let step = |value: usize, max: usize| -> usize {
+        (value as i64).saturating_add(delta).clamp(0, max as i64) as usize
+    };
+    match view.focus {
+        Pane::Commands => {
+            let last = model.commands.len().saturating_sub(1);
+            let next = step(view.selected, last);
+            if next != view.selected {
+                view.selected = next;
+                view.outputs = Default::default();
+                view.tree_selected = 0;
+                view.timeline_back = 0;
+            }
+        }
+        Pane::Tree => view.tree_selected = step(view.tree_selected, usize::MAX / 4),
+        // Up in the timeline goes back in time.
+        Pane::Timeline => {
+            view.timeline_back = (view.timeline_back as i64)
+                .saturating_sub(delta)
+                .clamp(0, i64::MAX / 4) as usize;
+        }
+        Pane::Stdout | Pane::Stderr => {
+            let stream = view.focus.stream().unwrap_or(Stream::Stdout) as usize;
+            let rows = geometry.output_rows[stream];
+            let total = geometry.total_lines[stream];
+            let last_top = total.saturating_sub(rows);
+            let out = &mut view.outputs[stream];
+            let current = if out.follow { last_top } else { out.top };
+            let next = step(current, last_top);
+            out.top = next;
+            out.follow = next >= last_top && delta > 0;
+        }
+    }
+}
+
+fn update_dialog(
+    model: &Model,
+    view: &mut ViewState,
+    dialog: Dialog,
+    action: Action,
+) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    match (dialog, action) {
+        (_, Action::Cancel) => view.dialog = None,
+        (Dialog::Help, _) => {}
+        (Dialog::ConfirmKill { command }, Action::Confirm) => {
+            view.dialog = None;
+            effects.push(Effect::Send(command, signal("KILL")));
+            if let Some(c) = model.commands.get(command) {
+                view.message = Some(format!("SIGKILL sent to {}", c.config.name));
+            }
+        }
+        (Dialog::ConfirmQuit { .. }, Action::Confirm) => {
+            view.dialog = None;
+            view.quitting = true;
+            view.message = Some(format!("stopping {} command(s)…", model.running()));
+            effects.push(Effect::StopAllAndQuit);
+        }
+        (mut dialog, Action::Input(c)) => {
+            if let Some(input) = input_of(&mut dialog) {
+                input.push(c);
+            }
+            view.dialog = Some(dialog);
+        }
+        (mut dialog, Action::Backspace) => {
+            if let Some(input) = input_of(&mut dialog) {
+                input.pop();
+            }
+            view.dialog = Some(dialog);
+        }
+        (Dialog::NewCommand { input }, Action::Submit) => {
+            view.dialog = None;
+            let line = input.trim();
+            if line.is_empty() {
+                view.message = Some("nothing to launch: type a shell command".into());
+            } else {
+                effects.push(Effect::Add(CommandConfig {
+                    name: line.split_whitespace().next().unwrap_or(line).to_string(),
+                    command: CommandSpec::Shell(line.to_string()),
+                    cwd: None,
+                    env: Default::default(),
+                    grace: None,
+                    no_output_timeout: None,
+                    autostart: true,
+                }));
+            }
+        }
+        (Dialog::Search { stream, input }, Action::Submit) => {
+            view.dialog = None;
+            if input.is_empty() {
+                view.outputs[stream as usize].search = None;
+                view.outputs[stream as usize].matched = None;
+            } else {
+                view.outputs[stream as usize].search = Some(input);
+                effects.push(Effect::Search {
+                    stream,
+                    forward: false,
+                });
+            }
+        }
+        (Dialog::SignalProcess { pid, input, .. }, Action::Submit) => {
+            view.dialog = None;
+            effects.push(Effect::Send(
+                view.selected,
+                ToBroker::Signal {
+                    signal: input.trim().to_string(),
+                    scope: Scope::Pid,
+                    pid: Some(pid),
+                },
+            ));
+            view.message = Some(format!("{} sent to pid {pid}", input.trim()));
+        }
+        (dialog, _) => view.dialog = Some(dialog),
+    }
+    effects
+}
+
+fn input_of(dialog: &mut Dialog) -> Option<&mut String> {
+    match dialog {
+        Dialog::NewCommand { input }
+        | Dialog::Search { input, .. }
+        | Dialog::SignalProcess { input, .. } => Some(input),
+        _ => None,
+    }
+}

@@ -1,0 +1,139 @@
+//! View state: what is selected, focused, scrolled and open. Small, and separate from the
+//! model it looks at.
+
+use crate::model::CommandId;
+use crate::model::output::StyledLine;
+use crate::protocol::Stream;
+use crate::sampler::TreeRow;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Commands,
+    Tree,
+    Stdout,
+    Stderr,
+    Timeline,
+}
+
+impl Pane {
+    pub const ORDER: [Pane; 5] = [
+        Pane::Commands,
+        Pane::Tree,
+        Pane::Stdout,
+        Pane::Stderr,
+        Pane::Timeline,
+    ];
+
+    pub fn stream(self) -> Option<Stream> {
+        match self {
+            Pane::Stdout => Some(Stream::Stdout),
+            Pane::Stderr => Some(Stream::Stderr),
+            _ => None,
+        }
+    }
+
+    pub fn of_stream(stream: Stream) -> Pane {
+        match stream {
+            Stream::Stdout => Pane::Stdout,
+            Stream::Stderr => Pane::Stderr,
+        }
+    }
+}
+
+/// Scrolling and search in one output pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputView {
+    /// Stick to the end as output arrives.
+    pub follow: bool,
+    /// First line shown when not following.
+    pub top: usize,
+    pub search: Option<String>,
+    /// The line of the current match.
+    pub matched: Option<usize>,
+}
+
+impl Default for OutputView {
+    fn default() -> Self {
+        OutputView {
+            follow: true,
+            top: 0,
+            search: None,
+            matched: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dialog {
+    Help,
+    ConfirmKill {
+        command: CommandId,
+    },
+    ConfirmQuit {
+        running: usize,
+    },
+    NewCommand {
+        input: String,
+    },
+    Search {
+        stream: Stream,
+        input: String,
+    },
+    SignalProcess {
+        pid: i32,
+        argv: String,
+        input: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewState {
+    pub selected: CommandId,
+    pub focus: Pane,
+    pub zoom: bool,
+    pub wrap: bool,
+    pub outputs: [OutputView; 2],
+    pub tree_selected: usize,
+    /// Timeline lines scrolled up from the newest.
+    pub timeline_back: usize,
+    pub dialog: Option<Dialog>,
+    /// One line for the status bar: what just happened or what went wrong.
+    pub message: Option<String>,
+    /// Stopping everything before leaving.
+    pub quitting: bool,
+}
+
+impl Default for ViewState {
+    fn default() -> Self {
+        ViewState {
+            selected: 0,
+            focus: Pane::Commands,
+            zoom: false,
+            wrap: false,
+            outputs: Default::default(),
+            tree_selected: 0,
+            timeline_back: 0,
+            dialog: None,
+            message: None,
+            quitting: false,
+        }
+    }
+}
+
+/// Lines read for one output pane this frame.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PaneLines {
+    pub first: usize,
+    pub lines: Vec<StyledLine>,
+    pub total: usize,
+    pub bytes: u64,
+}
+
+/// What a frame shows that is read from disk or sampled, prepared before drawing so that
+/// drawing does no I/O.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FrameContent {
+    pub now_ms: u64,
+    pub outputs: [PaneLines; 2],
+    pub tree: Vec<TreeRow>,
+}

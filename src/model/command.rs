@@ -1,0 +1,330 @@
+//! What the UI knows of one command: its configuration, its current run, and that run's
+//! lifecycle as reported by its broker (live) or read from its journal (post-mortem).
+
+use std::path::PathBuf;
+
+use crate::config::CommandConfig;
+use crate::protocol::{
+    CapReason, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream,
+};
+
+/// Index of a command in the session's list.
+pub type CommandId = usize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Configured but not started (autostart = false), or waiting for its broker.
+    Idle,
+    Starting,
+    Running,
+    /// A stop sequence is under way.
+    Stopping,
+    Exited(ExitStatus),
+    /// The command could not be started (not found, not executable, ...).
+    FailedToStart,
+    /// The broker vanished without saying how the command ended.
+    Lost,
+}
+
+impl Status {
+    pub fn is_active(self) -> bool {
+        matches!(self, Status::Starting | Status::Running | Status::Stopping)
+    }
+
+    /// A short label for the command list.
+    pub fn label(self) -> String {
+        match self {
+            Status::Idle => "idle".into(),
+            Status::Starting => "starting".into(),
+            Status::Running => "running".into(),
+            Status::Stopping => "stopping".into(),
+            Status::Exited(status) => exit_label(status),
+            Status::FailedToStart => "failed".into(),
+            Status::Lost => "lost".into(),
+        }
+    }
+}
+
+/// `exit 0`, `exit 3`, `SIGKILL`.
+pub fn exit_label(status: ExitStatus) -> String {
+    match (status.code, status.signal) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(sig)) => signal_label(sig),
+        (None, None) => "ended".into(),
+    }
+}
+
+pub fn signal_label(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// One event worth showing on the timeline (everything but output and tree updates).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineEntry {
+    pub ts_ms: u64,
+    pub kind: EventKind,
+}
+
+/// A marker on the Gantt strip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Signal,
+    Timeout,
+    Exit,
+    Failure,
+}
+
+#[derive(Debug, Clone)]
+pub struct CommandState {
+    pub config: CommandConfig,
+    /// How many times it has been started (1 for the first run).
+    pub run: u32,
+    pub journal_dir: Option<PathBuf>,
+    pub status: Status,
+    pub broker_pid: Option<i32>,
+    pub pid: Option<i32>,
+    pub started_ms: Option<u64>,
+    pub ended_ms: Option<u64>,
+    /// Bytes the broker reported per stream (stdout, stderr).
+    pub bytes: [u64; 2],
+    /// Bytes stored per stream once storing stopped.
+    pub capped: [Option<(CapReason, u64)>; 2],
+    pub timeline: Vec<TimelineEntry>,
+    /// The broker's latest record of the tree (pid, ppid, argv, start).
+    pub tree: Vec<ProcessEntry>,
+    pub response_timeout: bool,
+    pub parent_lost: Option<ParentLossCause>,
+    pub orphans_reaped: u32,
+    pub hard_killed: bool,
+    /// A message for the operator: a spawn error, a broker failure, a fallback taken.
+    pub notice: Option<String>,
+    /// Moments (ms) at which output arrived, one per 250 ms at most, for the Gantt strip.
+    pub activity: Vec<u64>,
+    pub markers: Vec<(u64, Marker)>,
+}
+
+impl CommandState {
+    pub fn new(config: CommandConfig) -> CommandState {
+        CommandState {
+            config,
+            run: 0,
+            journal_dir: None,
+            status: Status::Idle,
+            broker_pid: None,
+            pid: None,
+            started_ms: None,
+            ended_ms: None,
+            bytes: [0; 2],
+            capped: [None; 2],
+            timeline: Vec::new(),
+            tree: Vec::new(),
+            response_timeout: false,
+            parent_lost: None,
+            orphans_reaped: 0,
+            hard_killed: false,
+            notice: None,
+            activity: Vec::new(),
+            markers: Vec::new(),
+        }
+    }
+
+    /// Forgets the previous run: a new one starts with a fresh journal directory.
+    pub fn begin_run(&mut self, journal_dir: PathBuf, now_ms: u64) {
+        let config = self.config.clone();
+        let run = self.run + 1;
+        *self = CommandState::new(config);
+        self.run = run;
+        self.journal_dir = Some(journal_dir);
+        self.status = Status::Starting;
+        self.started_ms = Some(now_ms);
+    }
+
+    pub fn stream_len(&self, stream: Stream) -> u64 {
+        self.bytes[stream as usize]
+    }
+
+    /// Applies one event from the broker or the journal.
+    pub fn apply(&mut self, event: &Event) {
+        let ts = event.ts_ms;
+        match &event.kind {
+            EventKind::Output {
+                stream,
+                offset,
+                len,
+            } => {
+                let end = offset + len;
+                let slot = &mut self.bytes[*stream as usize];
+                *slot = (*slot).max(end);
+                if self.activity.last().is_none_or(|last| ts >= last + 250) {
+                    self.activity.push(ts);
+                }
+                return;
+            }
+            EventKind::Tree { processes } => {
+                self.tree = processes.clone();
+                return;
+            }
+            EventKind::Pong => return,
+            EventKind::BrokerStarted { broker_pid, .. } => {
+                self.broker_pid = Some(*broker_pid);
+                self.started_ms.get_or_insert(ts);
+            }
+            EventKind::Spawned { pid, .. } => {
+                self.pid = Some(*pid);
+                self.status = Status::Running;
+                self.started_ms = Some(ts);
+            }
+            EventKind::SpawnError { message, .. } => {
+                self.status = Status::FailedToStart;
+                self.notice = Some(message.clone());
+                self.ended_ms = Some(ts);
+                self.markers.push((ts, Marker::Failure));
+            }
+            EventKind::OutputCapped {
+                stream,
+                reason,
+                stored,
+                ..
+            } => {
+                self.capped[*stream as usize] = Some((*reason, *stored));
+            }
+            EventKind::ResponseTimeout { .. } => {
+                self.response_timeout = true;
+                self.markers.push((ts, Marker::Timeout));
+            }
+            EventKind::SignalSent { signal, .. } => {
+                if signal != "CONT" {
+                    self.markers.push((ts, Marker::Signal));
+                }
+                if (signal == "TERM" || signal == "KILL") && self.status == Status::Running {
+                    self.status = Status::Stopping;
+                }
+            }
+            EventKind::HardKill { .. } => self.hard_killed = true,
+            EventKind::OrphanReaped { .. } => self.orphans_reaped += 1,
+            EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
+            EventKind::ParentUnresponsive { .. } => {}
+            EventKind::Exit { status, .. } => {
+                self.status = Status::Exited(*status);
+                self.ended_ms = Some(ts);
+                self.markers.push((ts, Marker::Exit));
+            }
+            EventKind::Close {
+                stdout_bytes,
+                stderr_bytes,
+            } => {
+                self.bytes = [*stdout_bytes, *stderr_bytes];
+                self.tree.clear();
+                self.ended_ms.get_or_insert(ts);
+                if self.status.is_active() {
+                    self.status = Status::Lost;
+                }
+            }
+            EventKind::BrokerFailure { message, .. } => {
+                self.notice = Some(message.clone());
+                self.markers.push((ts, Marker::Failure));
+            }
+        }
+        self.timeline.push(TimelineEntry {
+            ts_ms: ts,
+            kind: event.kind.clone(),
+        });
+    }
+
+    /// The broker went away; if it never said how the command ended, say so.
+    pub fn broker_gone(&mut self, now_ms: u64) {
+        if self.status.is_active() {
+            self.status = Status::Lost;
+            self.ended_ms = Some(now_ms);
+            self.notice
+                .get_or_insert_with(|| "the broker ended without a result; see the journal".into());
+        }
+        self.tree.clear();
+    }
+
+    /// Milliseconds the current run has lasted (up to `now_ms` while it runs).
+    pub fn runtime_ms(&self, now_ms: u64) -> Option<u64> {
+        let start = self.started_ms?;
+        Some(self.ended_ms.unwrap_or(now_ms).saturating_sub(start))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{CommandSpec, Origin, Scope};
+
+    fn config() -> CommandConfig {
+        CommandConfig {
+            name: "t".into(),
+            command: CommandSpec::Shell("true".into()),
+            cwd: None,
+            env: Default::default(),
+            grace: None,
+            no_output_timeout: None,
+            autostart: true,
+        }
+    }
+
+    fn ev(ts_ms: u64, kind: EventKind) -> Event {
+        Event {
+            ts_ms,
+            mono_us: 0,
+            kind,
+        }
+    }
+
+    #[test]
+    fn follows_a_run_from_spawn_to_close() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        c.apply(&ev(
+            2,
+            EventKind::Spawned {
+                pid: 10,
+                pgid: 10,
+                argv: vec![],
+            },
+        ));
+        assert_eq!(c.status, Status::Running);
+        c.apply(&ev(
+            3,
+            EventKind::Output {
+                stream: Stream::Stderr,
+                offset: 0,
+                len: 5,
+            },
+        ));
+        c.apply(&ev(
+            4,
+            EventKind::SignalSent {
+                signal: "TERM".into(),
+                scope: Scope::Group,
+                origin: Origin::Watchdog,
+                targets: vec![10],
+            },
+        ));
+        assert_eq!(c.status, Status::Stopping);
+        let status = ExitStatus {
+            code: None,
+            signal: Some(15),
+            core_dumped: false,
+        };
+        c.apply(&ev(5, EventKind::Exit { pid: 10, status }));
+        c.apply(&ev(
+            6,
+            EventKind::Close {
+                stdout_bytes: 0,
+                stderr_bytes: 5,
+            },
+        ));
+        assert_eq!(c.status, Status::Exited(status));
+        assert_eq!(c.status.label(), "SIGTERM");
+        assert_eq!(c.stream_len(Stream::Stderr), 5);
+        assert_eq!(c.runtime_ms(100), Some(3));
+        // spawned, signal, exit, close: output is not a timeline entry
+        assert_eq!(c.timeline.len(), 4);
+    }
+}

@@ -1,0 +1,25 @@
+//! The session state the UI shows. No terminal code here: the same model is filled live from
+//! brokers or after the fact from a journal.
+
+pub mod command;
+pub mod output;
+
+use std::path::PathBuf;
+
+pub use command::{CommandId, CommandState, Marker, Status, TimelineEntry};
+
+pub struct Model {
+    pub session_id: String,
+    pub session_dir: PathBuf,
+    pub started_ms: u64,
+    pub commands: Vec<CommandState>,
+}
+
+impl Model {
+    pub fn running(&self) -> usize {
+        self.commands
+            .iter()
+            .filter(|c| c.status.is_active())
+            .count()
+    }
+}

@@ -1,0 +1,330 @@
+//! One terminal row of unbounded width: the cells a line's characters land in, and the cursor
+//! that `\r`, `\t`, backspace and erase-in-line move about in it.
+
+use super::style::{Span, Style, StyledLine};
+
+/// The most combining marks one cell keeps; more would only let a line of "zalgo" text grow
+/// a cell without limit.
+const MAX_MARKS: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// A character one column wide (or a blank).
+    Narrow,
+    /// The left column of a two-column character.
+    WideLead,
+    /// The right column of the two-column character to its left; shows nothing of its own.
+    WideTail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cell {
+    ch: char,
+    /// Zero-width characters (combining marks, joiners, variation selectors) drawn with `ch`.
+    marks: String,
+    style: Style,
+    shape: Shape,
+}
+
+impl Cell {
+    fn blank(style: Style) -> Self {
+        Cell {
+            ch: ' ',
+            marks: String::new(),
+            style,
+            shape: Shape::Narrow,
+        }
+    }
+}
+
+/// Invariant: every `WideTail` directly follows a `WideLead` and every `WideLead` is directly
+/// followed by a `WideTail`.
+#[derive(Debug, Default)]
+pub(crate) struct LineCells {
+    cells: Vec<Cell>,
+    cursor: usize,
+}
+
+impl LineCells {
+    /// Writes `ch`, `width` (1 or 2) columns wide, at the cursor and moves past it. Whatever
+    /// it overwrites goes; a wide character cut in half leaves a blank in its other half.
+    pub(crate) fn put(&mut self, ch: char, width: usize, style: Style) {
+        let start = self.cursor;
+        let end = start + width.clamp(1, 2);
+        self.pad_to(end);
+        self.split_wide_at(start);
+        self.split_wide_at(end);
+        if end - start == 2 {
+            self.cells[start] = Cell {
+                ch,
+                marks: String::new(),
+                style,
+                shape: Shape::WideLead,
+            };
+            self.cells[start + 1] = Cell {
+                shape: Shape::WideTail,
+                ..Cell::blank(style)
+            };
+        } else {
+            self.cells[start] = Cell {
+                ch,
+                marks: String::new(),
+                style,
+                shape: Shape::Narrow,
+            };
+        }
+        self.cursor = end;
+    }
+
+    /// Adds a zero-width character to the character left of the cursor, if there is one.
+    pub(crate) fn attach(&mut self, mark: char) {
+        let Some(mut at) = self.cursor.checked_sub(1) else {
+            return;
+        };
+        if at >= self.cells.len() {
+            return;
+        }
+        if self.cells[at].shape == Shape::WideTail {
+            at -= 1;
+        }
+        let cell = &mut self.cells[at];
+        if cell.marks.chars().count() < MAX_MARKS {
+            cell.marks.push(mark);
+        }
+    }
+
+    pub(crate) fn carriage_return(&mut self) {
+        self.cursor = 0;
+    }
+
+    pub(crate) fn backspace(&mut self) {
+        self.cursor = self.cursor.saturating_sub(1);
+    }
+
+    /// Moves to the next multiple of 8, filling with blanks where the line has no cells yet.
+    pub(crate) fn tab(&mut self) {
+        self.cursor = (self.cursor / 8 + 1) * 8;
+        self.pad_to(self.cursor);
+    }
+
+    /// Erase in line (`CSI n K`): 0 from the cursor to the end, 1 from the start through the
+    /// cursor, 2 the whole line. The cursor stays where it is.
+    pub(crate) fn erase(&mut self, mode: u16) {
+        match mode {
+            0 => {
+                self.split_wide_at(self.cursor);
+                self.cells.truncate(self.cursor);
+            }
+            1 => {
+                let end = (self.cursor + 1).min(self.cells.len());
+                self.split_wide_at(end);
+                for cell in &mut self.cells[..end] {
+                    *cell = Cell::blank(Style::default());
+                }
+            }
+            2 => self.cells.clear(),
+            _ => {}
+        }
+    }
+
+    /// The line as spans, adjacent cells of one style merged into one span.
+    pub(crate) fn into_line(self) -> StyledLine {
+        let mut line: StyledLine = Vec::new();
+        for cell in self.cells {
+            let (ch, marks) = match cell.shape {
+                Shape::WideTail => continue,
+                _ => (cell.ch, cell.marks.as_str()),
+            };
+            match line.last_mut() {
+                Some(span) if span.style == cell.style => {
+                    span.text.push(ch);
+                    span.text.push_str(marks);
+                }
+                _ => {
+                    let mut text = String::with_capacity(ch.len_utf8() + marks.len());
+                    text.push(ch);
+                    text.push_str(marks);
+                    line.push(Span {
+                        text,
+                        style: cell.style,
+                    });
+                }
+            }
+        }
+        line
+    }
+
+    fn pad_to(&mut self, len: usize) {
+        if self.cells.len() < len {
+            self.cells.resize(len, Cell::blank(Style::default()));
+        }
+    }
+
+    /// Makes `column` the start of a character: if a wide character straddles the boundary
+    /// between `column - 1` and `column`, both its halves become blanks in its style.
+    fn split_wide_at(&mut self, column: usize) {
+        if column == 0 || column >= self.cells.len() {
+            return;
+        }
+        if self.cells[column].shape == Shape::WideTail {
+            let style = self.cells[column].style;
+            self.cells[column - 1] = Cell::blank(style);
+            self.cells[column] = Cell::blank(style);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::output::style::plain_text;
+
+    fn text(cells: LineCells) -> String {
+        plain_text(&cells.into_line())
+    }
+
+    fn put_str(cells: &mut LineCells, s: &str) {
+        for ch in s.chars() {
+            let width = if ch == '中' || ch == '文' { 2 } else { 1 };
+            cells.put(ch, width, Style::default());
+        }
+    }
+
+    #[test]
+    fn empty_line_has_no_spans() {
+        assert!(LineCells::default().into_line().is_empty());
+    }
+
+    #[test]
+    fn carriage_return_overwrites() {
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "abcdef");
+        cells.carriage_return();
+        put_str(&mut cells, "XY");
+        assert_eq!(text(cells), "XYcdef");
+    }
+
+    #[test]
+    fn tab_pads_to_next_stop_but_keeps_what_is_there() {
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "ab");
+        cells.tab();
+        put_str(&mut cells, "c");
+        assert_eq!(text(cells), "ab      c");
+
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "abcdefghij");
+        cells.carriage_return();
+        cells.tab();
+        put_str(&mut cells, "X");
+        assert_eq!(text(cells), "abcdefghXj");
+    }
+
+    #[test]
+    fn backspace_moves_left_and_stops_at_zero() {
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "ab");
+        cells.backspace();
+        cells.backspace();
+        cells.backspace();
+        put_str(&mut cells, "X");
+        assert_eq!(text(cells), "Xb");
+    }
+
+    #[test]
+    fn overwriting_half_a_wide_char_blanks_the_other_half() {
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "中文");
+        cells.carriage_return();
+        cells.backspace();
+        put_str(&mut cells, "a");
+        assert_eq!(text(cells), "a 文");
+
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "中文");
+        cells.carriage_return();
+        put_str(&mut cells, "ab");
+        assert_eq!(text(cells), "ab文");
+
+        // Starting on the right half of 中 and spilling onto 文's left half.
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "中文x");
+        cells.carriage_return();
+        put_str(&mut cells, "a");
+        put_str(&mut cells, "中");
+        assert_eq!(text(cells), "a中 x");
+    }
+
+    #[test]
+    fn marks_attach_to_the_previous_character() {
+        let mut cells = LineCells::default();
+        cells.attach('\u{301}'); // nothing to attach to
+        put_str(&mut cells, "e");
+        cells.attach('\u{301}');
+        put_str(&mut cells, "中");
+        cells.attach('\u{fe0f}');
+        assert_eq!(text(cells), "e\u{301}中\u{fe0f}");
+    }
+
+    #[test]
+    fn marks_per_cell_are_capped() {
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "a");
+        for _ in 0..1000 {
+            cells.attach('\u{301}');
+        }
+        assert_eq!(text(cells).chars().count(), 1 + MAX_MARKS);
+    }
+
+    #[test]
+    fn erase_modes() {
+        let line = |mode: u16, back: usize| {
+            let mut cells = LineCells::default();
+            put_str(&mut cells, "abcdef");
+            for _ in 0..back {
+                cells.backspace();
+            }
+            cells.erase(mode);
+            put_str(&mut cells, "X");
+            text(cells)
+        };
+        assert_eq!(line(0, 3), "abcX");
+        assert_eq!(line(1, 3), "   Xef");
+        assert_eq!(line(2, 3), "   X");
+        assert_eq!(line(0, 0), "abcdefX");
+    }
+
+    #[test]
+    fn erase_through_half_a_wide_char_blanks_it() {
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "a中");
+        cells.backspace();
+        cells.erase(0);
+        assert_eq!(text(cells), "a ");
+
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "a中b");
+        cells.carriage_return();
+        cells.put('x', 1, Style::default());
+        cells.erase(1);
+        assert_eq!(text(cells), "   b");
+    }
+
+    #[test]
+    fn equal_styles_merge_into_one_span() {
+        let bold = Style {
+            bold: true,
+            ..Style::default()
+        };
+        let mut cells = LineCells::default();
+        cells.put('a', 1, Style::default());
+        cells.put('b', 1, bold);
+        cells.put('中', 2, bold);
+        cells.put('c', 1, Style::default());
+        let line = cells.into_line();
+        assert_eq!(
+            line,
+            vec![Span::plain("a"), Span::new("b中", bold), Span::plain("c")]
+        );
+    }
+}

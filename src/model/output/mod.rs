@@ -1,0 +1,18 @@
+//! A command's output as the TUI shows it. The broker stores each stream byte for byte in a
+//! log file that keeps growing; this indexes its lines, reads back the ones on screen, and
+//! renders them as a terminal would (colours, `\r` progress lines) while letting no control
+//! character or escape sequence through.
+
+mod cells;
+pub mod index;
+pub mod sanitize;
+mod search;
+mod sgr;
+pub mod stream;
+pub mod style;
+mod width;
+
+pub use index::LineIndex;
+pub use sanitize::{LineRenderer, render_line};
+pub use stream::{MAX_LINE_BYTES, StreamFile};
+pub use style::{Color, Span, Style, StyledLine, plain_text};

@@ -1,0 +1,471 @@
+//! Turns the raw bytes of one output line into what a terminal would show for it, keeping only
+//! printable text and styles. This is a security boundary: whatever a command writes, nothing
+//! in a rendered line can move the operator's cursor, retitle the window, write the clipboard,
+//! or otherwise reach the terminal as anything but text.
+//!
+//! Each line is rendered on its own, from a fresh parser, so an unterminated escape sequence
+//! can swallow at most the rest of its own line.
+
+use vte::{Params, Parser, Perform};
+
+use super::cells::LineCells;
+use super::sgr::apply_sgr;
+use super::style::{Style, StyledLine, is_control};
+use super::width::char_width;
+
+/// Renders the bytes of one output line (without its trailing '\n') as a terminal would show it.
+pub fn render_line(bytes: &[u8]) -> StyledLine {
+    let mut renderer = LineRenderer::new();
+    renderer.feed(bytes);
+    renderer.finish()
+}
+
+/// Streaming form: feeding the same bytes in any chunking gives the same result as render_line.
+#[derive(Default)]
+pub struct LineRenderer {
+    parser: Parser,
+    screen: Screen,
+    /// The start of a UTF-8 character that the last feed cut short, held back for the next.
+    held: HeldUtf8,
+}
+
+impl LineRenderer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        // vte's own handling of a character split between two feeds can skip the bytes after
+        // it (vte 0.15, `advance_partial_utf8`), so the parser is only ever handed feeds that
+        // end on a character boundary. Holding bytes back changes no result: the parser sees
+        // the same bytes in the same order.
+        while !self.held.is_empty() {
+            if bytes.is_empty() {
+                return;
+            }
+            let (head, rest) = bytes.split_at(bytes.len().min(3));
+            let mut joined = [0; 6];
+            let len = self.held.len() + head.len();
+            joined[..self.held.len()].copy_from_slice(self.held.bytes());
+            joined[self.held.len()..len].copy_from_slice(head);
+            self.held = HeldUtf8::default();
+            self.advance_holding_back(&joined[..len]);
+            bytes = rest;
+        }
+        self.advance_holding_back(bytes);
+    }
+
+    pub fn finish(mut self) -> StyledLine {
+        // CAN aborts any sequence in progress and shows a UTF-8 character cut short by the end
+        // of the line as U+FFFD, without printing anything itself.
+        let mut last = [0; 4];
+        let len = self.held.len() + 1;
+        last[..self.held.len()].copy_from_slice(self.held.bytes());
+        last[len - 1] = CAN;
+        self.parser.advance(&mut self.screen, &last[..len]);
+        self.screen.cells.into_line()
+    }
+
+    fn advance_holding_back(&mut self, bytes: &[u8]) {
+        let (now, later) = bytes.split_at(bytes.len() - incomplete_utf8_suffix(bytes));
+        self.parser.advance(&mut self.screen, now);
+        self.held = HeldUtf8::new(later);
+    }
+}
+
+/// Up to three bytes that begin a UTF-8 character.
+#[derive(Debug, Default, Clone, Copy)]
+struct HeldUtf8 {
+    bytes: [u8; 3],
+    len: u8,
+}
+
+impl HeldUtf8 {
+    fn new(bytes: &[u8]) -> Self {
+        let mut held = HeldUtf8::default();
+        held.bytes[..bytes.len()].copy_from_slice(bytes);
+        held.len = bytes.len() as u8;
+        held
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// How many bytes at the end of `bytes` are the start of a UTF-8 character that more bytes
+/// could still complete (0 to 3).
+fn incomplete_utf8_suffix(bytes: &[u8]) -> usize {
+    for len in 1..=bytes.len().min(3) {
+        let suffix = &bytes[bytes.len() - len..];
+        match suffix[0] {
+            0x80..=0xbf => continue,
+            0xc2..=0xf4 => {
+                let incomplete =
+                    matches!(std::str::from_utf8(suffix), Err(e) if e.error_len().is_none());
+                return if incomplete { len } else { 0 };
+            }
+            _ => return 0,
+        }
+    }
+    0
+}
+
+const CAN: u8 = 0x18;
+
+/// What the parser's actions do to the line: everything not handled here is dropped.
+#[derive(Default)]
+struct Screen {
+    cells: LineCells,
+    style: Style,
+}
+
+impl Perform for Screen {
+    fn print(&mut self, c: char) {
+        // The parser hands most controls to `execute`, but not DEL, and a C1 control whose
+        // UTF-8 encoding was split between two feeds arrives here.
+        if is_control(c) {
+            if c < ' ' {
+                self.execute(c as u8);
+            }
+            return;
+        }
+        if is_bidi_control(c) {
+            return;
+        }
+        match char_width(c) {
+            0 => self.cells.attach(c),
+            width => self.cells.put(c, width, self.style),
+        }
+    }
+
+    fn execute(&mut self, byte: u8) {
+        match byte {
+            b'\r' => self.cells.carriage_return(),
+            b'\t' => self.cells.tab(),
+            0x08 => self.cells.backspace(),
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(&mut self, params: &Params, intermediates: &[u8], ignore: bool, action: char) {
+        // Private and intermediate forms (`CSI ? ... K`, `CSI > ... m`) mean something else.
+        if ignore || !intermediates.is_empty() {
+            return;
+        }
+        match action {
+            'm' => apply_sgr(&mut self.style, params),
+            'K' => {
+                let mode = params.iter().next().and_then(|p| p.first().copied());
+                self.cells.erase(mode.unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Characters that reorder the text around them in terminals that do bidirectional layout,
+/// which would let a line show something other than what it holds.
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::output::style::{Color, Span, plain_text};
+    use proptest::prelude::*;
+
+    fn text(bytes: &[u8]) -> String {
+        plain_text(&render_line(bytes))
+    }
+
+    fn styled(fg: Color, bold: bool) -> Style {
+        Style {
+            fg,
+            bold,
+            ..Style::default()
+        }
+    }
+
+    #[test]
+    fn plain_text_passes_through() {
+        assert_eq!(
+            render_line(b"hello world"),
+            vec![Span::plain("hello world")]
+        );
+        assert_eq!(text("héllo 中文 😀".as_bytes()), "héllo 中文 😀");
+    }
+
+    #[test]
+    fn empty_and_invisible_lines_have_no_spans() {
+        assert!(render_line(b"").is_empty());
+        assert!(render_line(b"\x1b[31m\x1b]0;title\x07\x07").is_empty());
+    }
+
+    #[test]
+    fn sgr_styles_spans() {
+        let line = render_line(b"a\x1b[1;31mred\x1b[0m b\x1b[38;5;208mc\x1b[38;2;1;2;3md");
+        assert_eq!(
+            line,
+            vec![
+                Span::plain("a"),
+                Span::new("red", styled(Color::Indexed(1), true)),
+                Span::plain(" b"),
+                Span::new("c", styled(Color::Indexed(208), false)),
+                Span::new("d", styled(Color::Rgb(1, 2, 3), false)),
+            ]
+        );
+    }
+
+    #[test]
+    fn sgr_with_private_marker_is_not_sgr() {
+        assert_eq!(render_line(b"\x1b[>4;2mx"), vec![Span::plain("x")]);
+    }
+
+    #[test]
+    fn carriage_return_overwrites() {
+        assert_eq!(text(b"50%\r100%"), "100%");
+        assert_eq!(text(b"abcdef\rXY"), "XYcdef");
+        assert_eq!(text(b"done\r"), "done");
+        // A progress bar that clears the rest of the line as it redraws.
+        assert_eq!(text(b"[#####   ] long text\r\x1b[K[###]"), "[###]");
+        assert_eq!(text(b"abcdef\r\x1b[2KXY"), "XY");
+    }
+
+    #[test]
+    fn carriage_return_overwrites_keeping_new_style() {
+        let line = render_line(b"\x1b[31mabc\x1b[0m\rX");
+        assert_eq!(
+            line,
+            vec![
+                Span::plain("X"),
+                Span::new("bc", styled(Color::Indexed(1), false))
+            ]
+        );
+    }
+
+    #[test]
+    fn tabs_and_backspace() {
+        assert_eq!(text(b"a\tb"), "a       b");
+        assert_eq!(text(b"12345678\tb"), "12345678        b");
+        assert_eq!(text(b"ab\x08X"), "aX");
+        assert_eq!(text(b"\x08\x08a"), "a");
+    }
+
+    #[test]
+    fn wide_characters_take_two_columns() {
+        assert_eq!(text("中文\rab".as_bytes()), "ab文");
+        assert_eq!(text("中文\rx".as_bytes()), "x 文");
+        assert_eq!(text("ab\r中".as_bytes()), "中");
+        assert_eq!(text("😀\t|".as_bytes()), "😀      |");
+    }
+
+    #[test]
+    fn clear_screen_and_cursor_moves_are_dropped() {
+        assert_eq!(text(b"\x1b[2Ja\x1b[Hb\x1b[3;4Hc"), "abc");
+        assert_eq!(text(b"a\x1b[2Ab\x1b[5Cc\x1b[1Dd\x1b[10Ge"), "abcde");
+        assert_eq!(text(b"\x1b[?1049h\x1b[?25lx\x1b[1;24r\x1b[?1049l"), "x");
+        assert_eq!(text(b"a\x1b[6nb\x1b[cc\x1b[0;0;0tz"), "abcz");
+    }
+
+    #[test]
+    fn osc_is_dropped() {
+        // Clipboard write, BEL- and ST-terminated.
+        assert_eq!(text(b"a\x1b]52;c;ZXZpbA==\x07b"), "ab");
+        assert_eq!(text(b"a\x1b]52;c;ZXZpbA==\x1b\\b"), "ab");
+        // Window title.
+        assert_eq!(text(b"\x1b]0;pwned\x07x\x1b]2;t\x1b\\y"), "xy");
+        // Hyperlink: the text stays, the link goes.
+        assert_eq!(
+            text(b"see \x1b]8;;https://evil.example/\x1b\\the docs\x1b]8;;\x1b\\."),
+            "see the docs."
+        );
+        // An OSC left open swallows the rest of its line only.
+        assert_eq!(text(b"a\x1b]0;never ends"), "a");
+    }
+
+    #[test]
+    fn dcs_apc_pm_sos_are_dropped() {
+        assert_eq!(text(b"a\x1bP1$tx\x1b\\b"), "ab");
+        assert_eq!(text(b"a\x1bPq#0;2;0;0;0#0~~@@\x1b\\b"), "ab");
+        assert_eq!(text(b"a\x1b_Gf=100;AAAA\x1b\\b"), "ab");
+        assert_eq!(text(b"a\x1b^pm\x1b\\b\x1bXsos\x1b\\c"), "abc");
+    }
+
+    #[test]
+    fn other_escapes_and_bells_are_dropped() {
+        assert_eq!(text(b"a\x07b\x1bcc\x1b7d\x1b8e\x1b(0f\x1b=g"), "abcdefg");
+        assert_eq!(text(b"\x00\x01\x0b\x0c\x0e\x1a\x1c\x7fx"), "x");
+        assert_eq!(
+            text(b"bare escape at the end\x1b"),
+            "bare escape at the end"
+        );
+    }
+
+    #[test]
+    fn c1_controls_are_dropped() {
+        // 0x9b (CSI) and friends as raw bytes in an invalid-UTF-8 position.
+        assert_eq!(text(b"a\x9b2Jb"), "a2Jb");
+        assert_eq!(text(b"a\x9d0;t\x9cb\x90q\x9c\x85c"), "a0;tbqc");
+        // The same controls correctly encoded as U+0080..U+009F.
+        assert_eq!(text("a\u{9b}2Jb\u{85}\u{9c}".as_bytes()), "a2Jb");
+    }
+
+    #[test]
+    fn bidi_controls_are_dropped() {
+        assert_eq!(
+            text("abc\u{202e}def\u{2066}g\u{200f}".as_bytes()),
+            "abcdefg"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_shows_replacement_characters() {
+        assert_eq!(text(b"a\xffb"), "a\u{fffd}b");
+        assert_eq!(text(b"a\xe2\x82b"), "a\u{fffd}b");
+        assert_eq!(text(b"cut short \xe2\x82"), "cut short \u{fffd}");
+        assert_eq!(text(b"a\xe2\x1b[1mb"), "a\u{fffd}b");
+        assert_eq!(text(b"\xed\xa0\x80"), "\u{fffd}\u{fffd}");
+    }
+
+    #[test]
+    fn multibyte_character_split_across_feeds() {
+        let bytes = "€ 中 😀".as_bytes();
+        for cut in 0..bytes.len() {
+            let mut renderer = LineRenderer::new();
+            renderer.feed(&bytes[..cut]);
+            renderer.feed(&bytes[cut..]);
+            assert_eq!(plain_text(&renderer.finish()), "€ 中 😀", "cut at {cut}");
+        }
+        let mut renderer = LineRenderer::new();
+        for &byte in "😀".as_bytes() {
+            renderer.feed(&[byte]);
+        }
+        assert_eq!(plain_text(&renderer.finish()), "😀");
+    }
+
+    #[test]
+    fn split_character_followed_by_invalid_bytes_loses_nothing() {
+        // Found by the property below: vte alone drops the space here.
+        let bytes = b"\xc2\x9b \x9b";
+        let mut renderer = LineRenderer::new();
+        renderer.feed(&bytes[..1]);
+        renderer.feed(&bytes[1..]);
+        assert_eq!(renderer.finish(), render_line(bytes));
+        assert_eq!(text(bytes), " ");
+
+        let bytes = "\u{a9}A\u{ff}".as_bytes();
+        let mut renderer = LineRenderer::new();
+        renderer.feed(&bytes[..1]);
+        renderer.feed(&bytes[1..]);
+        assert_eq!(plain_text(&renderer.finish()), "\u{a9}A\u{ff}");
+    }
+
+    #[test]
+    fn incomplete_suffixes() {
+        assert_eq!(incomplete_utf8_suffix(b""), 0);
+        assert_eq!(incomplete_utf8_suffix(b"abc"), 0);
+        assert_eq!(incomplete_utf8_suffix(b"a\xe2"), 1);
+        assert_eq!(incomplete_utf8_suffix(b"a\xe2\x82"), 2);
+        assert_eq!(incomplete_utf8_suffix("a\u{20ac}".as_bytes()), 0);
+        assert_eq!(incomplete_utf8_suffix(b"\xf0\x9f\x98"), 3);
+        assert_eq!(incomplete_utf8_suffix(b"\xe2\x41"), 0);
+        assert_eq!(incomplete_utf8_suffix(b"\xe0\x80"), 0);
+        assert_eq!(incomplete_utf8_suffix(b"\x82\x82"), 0);
+        assert_eq!(incomplete_utf8_suffix(b"\xc0"), 0);
+    }
+
+    #[test]
+    fn escape_split_across_feeds() {
+        let mut renderer = LineRenderer::new();
+        renderer.feed(b"a\x1b");
+        renderer.feed(b"[3");
+        renderer.feed(b"1mb\x1b]0;ti");
+        renderer.feed(b"tle\x07c");
+        assert_eq!(
+            renderer.finish(),
+            vec![
+                Span::plain("a"),
+                Span::new("bc", styled(Color::Indexed(1), false))
+            ]
+        );
+    }
+
+    #[test]
+    fn combining_marks_stay_with_their_character() {
+        assert_eq!(text("e\u{301}x".as_bytes()), "e\u{301}x");
+        // Overwriting the cell replaces its marks too.
+        assert_eq!(text("e\u{301}x\re".as_bytes()), "ex");
+        assert_eq!(text("\u{301}a".as_bytes()), "a");
+    }
+
+    fn interesting_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            any::<u8>(),
+            prop::sample::select(vec![
+                0x1b, b'[', b']', b';', b':', b'?', b'm', b'K', b'P', b'X', b'^', b'_', b'\\',
+                b'0', b'1', b'2', b'3', b'5', b'8', b'\r', b'\t', b'\n', 0x08, 0x07, 0x18, 0x7f,
+                0x9b, 0x9c, 0xc2, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80, 0xed, 0xa0, 0xff,
+            ]),
+        ]
+    }
+
+    fn assert_clean(line: &StyledLine) -> Result<(), TestCaseError> {
+        for span in line {
+            prop_assert!(!span.text.is_empty(), "empty span in {line:?}");
+            for c in span.text.chars() {
+                prop_assert!(!is_control(c), "control {c:?} in {line:?}");
+            }
+        }
+        for pair in line.windows(2) {
+            prop_assert_ne!(pair[0].style, pair[1].style, "unmerged spans in {:?}", line);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 2000,
+            // Failures are kept as unit tests above, not in files beside the crate.
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn any_chunking_renders_the_same_clean_line(
+            bytes in prop::collection::vec(interesting_byte(), 0..160),
+            cuts in prop::collection::vec(0usize..160, 0..12),
+        ) {
+            let whole = render_line(&bytes);
+            assert_clean(&whole)?;
+
+            let mut one_by_one = LineRenderer::new();
+            for &byte in &bytes {
+                one_by_one.feed(&[byte]);
+            }
+            prop_assert_eq!(&one_by_one.finish(), &whole);
+
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            cuts.sort_unstable();
+            let mut chunked = LineRenderer::new();
+            let mut start = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                chunked.feed(&bytes[start..cut]);
+                start = cut;
+            }
+            prop_assert_eq!(&chunked.finish(), &whole);
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! One command's output stream as the UI reads it: the broker appends raw bytes to the log
+//! file, and this reads back only the lines that are looked at. Memory is the line index and
+//! the line being read, never the file.
+
+use std::fs::File;
+use std::io;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::index::LineIndex;
+use super::sanitize::render_line;
+use super::search::Needle;
+use super::style::StyledLine;
+
+/// A line longer than this is rendered from its last this-many bytes.
+pub const MAX_LINE_BYTES: u64 = 64 * 1024;
+
+/// How much is read from the file at once while indexing.
+const INDEX_CHUNK: u64 = 64 * 1024;
+
+/// How much `find` reads at once: many short lines in one read rather than one read a line.
+const SEARCH_BATCH: u64 = 1024 * 1024;
+
+/// A growing log file (stdout.log or stderr.log) read through a LineIndex.
+#[derive(Debug)]
+pub struct StreamFile {
+    path: PathBuf,
+    /// Opened on the first refresh that finds the file.
+    file: Option<File>,
+    index: LineIndex,
+}
+
+impl StreamFile {
+    /// The file may not exist yet (treated as empty until it does).
+    pub fn new(path: PathBuf) -> Self {
+        StreamFile {
+            path,
+            file: None,
+            index: LineIndex::new(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Indexes bytes up to `len` (as told by the broker's output events; pass the file size when unknown). Reads only the new bytes.
+    ///
+    /// A `len` at or below what is already indexed does nothing; bytes that `len` promises
+    /// but the file does not hold yet are left for a later refresh.
+    pub fn refresh(&mut self, len: u64) -> io::Result<()> {
+        let mut pos = self.index.indexed_len();
+        if len <= pos {
+            return Ok(());
+        }
+        let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
+            return Ok(());
+        };
+        let mut buf = vec![0; (len - pos).min(INDEX_CHUNK) as usize];
+        while pos < len {
+            let want = (len - pos).min(INDEX_CHUNK) as usize;
+            match file.read_at(&mut buf[..want], pos) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.index.extend(&buf[..n]);
+                    pos += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_error(&self.path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Indexes everything the file holds now: for a journal read after the fact, or when no
+    /// output event said how far the stream has grown.
+    pub fn refresh_to_end(&mut self) -> io::Result<()> {
+        let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
+            return Ok(());
+        };
+        let len = file
+            .metadata()
+            .map_err(|e| read_error(&self.path, e))?
+            .len();
+        self.refresh(len)
+    }
+
+    pub fn len(&self) -> u64 {
+        self.index.indexed_len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.index.line_count()
+    }
+
+    pub fn index(&self) -> &LineIndex {
+        &self.index
+    }
+
+    /// Rendered line `i`; a line longer than 64 KiB is rendered from its last 64 KiB (a `\r` progress line keeps its final state).
+    ///
+    /// Fails with `InvalidInput` if there is no line `i`.
+    pub fn line(&mut self, i: usize) -> io::Result<StyledLine> {
+        self.check_line(i)?;
+        let shown = shown_range(&self.index, i);
+        let bytes = self.read(shown.clone())?;
+        Ok(render_line(shown_bytes(
+            &self.index,
+            i,
+            &bytes,
+            shown.start,
+        )))
+    }
+
+    /// The first line at or after `from` (forward) or at or before `from` (backward) whose rendered text contains `needle` (case-insensitive for ASCII); None if none.
+    ///
+    /// Backward from past the last line starts at the last line. An empty needle matches
+    /// every line.
+    pub fn find(&mut self, needle: &str, from: usize, forward: bool) -> io::Result<Option<usize>> {
+        let count = self.line_count();
+        if count == 0 || (forward && from >= count) {
+            return Ok(None);
+        }
+        let needle = Needle::new(needle);
+        if forward {
+            let mut first = from;
+            while first < count {
+                let start = shown_range(&self.index, first).start;
+                let mut end = first + 1;
+                while end < count && shown_range(&self.index, end).end - start <= SEARCH_BATCH {
+                    end += 1;
+                }
+                if let Some(found) = self.find_in(&needle, first..end, false)? {
+                    return Ok(Some(found));
+                }
+                first = end;
+            }
+        } else {
+            let mut end = from.min(count - 1) + 1;
+            while end > 0 {
+                let stop = shown_range(&self.index, end - 1).end;
+                let mut first = end - 1;
+                while first > 0 && stop - shown_range(&self.index, first - 1).start <= SEARCH_BATCH
+                {
+                    first -= 1;
+                }
+                if let Some(found) = self.find_in(&needle, first..end, true)? {
+                    return Ok(Some(found));
+                }
+                end = first;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Searches consecutive `lines` with one read.
+    fn find_in(
+        &self,
+        needle: &Needle,
+        lines: Range<usize>,
+        backward: bool,
+    ) -> io::Result<Option<usize>> {
+        let span = shown_range(&self.index, lines.start).start
+            ..shown_range(&self.index, lines.end - 1).end;
+        let bytes = self.read(span.clone())?;
+        let matches = |i: &usize| {
+            let shown = shown_range(&self.index, *i);
+            let raw =
+                &bytes[(shown.start - span.start) as usize..(shown.end - span.start) as usize];
+            needle.matches(shown_bytes(&self.index, *i, raw, shown.start))
+        };
+        Ok(if backward {
+            lines.rev().find(matches)
+        } else {
+            lines.clone().find(matches)
+        })
+    }
+
+    fn check_line(&self, i: usize) -> io::Result<()> {
+        let count = self.line_count();
+        if i < count {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} has no line {i}: {count} lines indexed",
+                self.path.display()
+            ),
+        ))
+    }
+
+    fn read(&self, range: Range<u64>) -> io::Result<Vec<u8>> {
+        let mut bytes = vec![0; (range.end - range.start) as usize];
+        if bytes.is_empty() {
+            return Ok(bytes);
+        }
+        let file = self.file.as_ref().ok_or_else(|| {
+            read_error(
+                &self.path,
+                io::Error::new(io::ErrorKind::NotFound, "not opened"),
+            )
+        })?;
+        file.read_exact_at(&mut bytes, range.start)
+            .map_err(|e| read_error(&self.path, e))?;
+        Ok(bytes)
+    }
+}
+
+/// The bytes of line `i` that are rendered: all of it, or its last [`MAX_LINE_BYTES`].
+fn shown_range(index: &LineIndex, i: usize) -> Range<u64> {
+    let line = index.line_range(i);
+    line.start.max(line.end.saturating_sub(MAX_LINE_BYTES))..line.end
+}
+
+/// `bytes` read from `shown_range(index, i)` (which starts at `start`), less what a cut through
+/// a long line left at the front. What precedes the window's first `\r` sat at columns that
+/// are unknown here, so rendering starts at that `\r` (a progress line then shows its final
+/// state, not that state with a fragment of an older one); without a `\r`, rendering starts
+/// after the tail of any UTF-8 character cut in two.
+fn shown_bytes<'a>(index: &LineIndex, i: usize, bytes: &'a [u8], start: u64) -> &'a [u8] {
+    if index.line_range(i).start == start {
+        return bytes;
+    }
+    if let Some(cr) = memchr::memchr(b'\r', bytes) {
+        return &bytes[cr..];
+    }
+    let partial = bytes
+        .iter()
+        .take(3)
+        .take_while(|&&b| (0x80..0xc0).contains(&b))
+        .count();
+    &bytes[partial..]
+}
+
+fn open_if_exists<'a>(path: &Path, slot: &'a mut Option<File>) -> io::Result<Option<&'a File>> {
+    if slot.is_none() {
+        match File::open(path) {
+            Ok(file) => *slot = Some(file),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(read_error(path, e)),
+        }
+    }
+    Ok(slot.as_ref())
+}
+
+fn read_error(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::output::style::plain_text;
+    use std::fs::OpenOptions;
+    use std::io::Write;
+
+    fn append(path: &Path, bytes: &[u8]) -> u64 {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("open log for appending");
+        file.write_all(bytes).expect("append to log");
+        file.metadata().expect("log metadata").len()
+    }
+
+    fn texts(stream: &mut StreamFile) -> Vec<String> {
+        (0..stream.line_count())
+            .map(|i| plain_text(&stream.line(i).expect("read line")))
+            .collect()
+    }
+
+    fn stream_of(bytes: &[u8]) -> (tempfile::TempDir, StreamFile) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stdout.log");
+        let len = append(&path, bytes);
+        let mut stream = StreamFile::new(path);
+        stream.refresh(len).expect("refresh");
+        (dir, stream)
+    }
+
+    #[test]
+    fn missing_file_reads_as_empty_until_it_appears() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stdout.log");
+        let mut stream = StreamFile::new(path.clone());
+        stream.refresh(10).expect("refresh of a missing file");
+        stream
+            .refresh_to_end()
+            .expect("refresh_to_end of a missing file");
+        assert!(stream.is_empty());
+        assert_eq!(stream.line_count(), 0);
+        assert_eq!(stream.find("x", 0, true).expect("find"), None);
+
+        let len = append(&path, b"hello\n");
+        stream.refresh(len).expect("refresh");
+        assert_eq!(texts(&mut stream), vec!["hello"]);
+    }
+
+    #[test]
+    fn file_growing_between_refreshes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stderr.log");
+        let mut stream = StreamFile::new(path.clone());
+
+        let len = append(&path, b"one\ntw");
+        stream.refresh(len).expect("refresh");
+        assert_eq!(texts(&mut stream), vec!["one", "tw"]);
+
+        let len = append(&path, b"o\n\x1b[1mthree\x1b[0m\r\n");
+        stream.refresh(len).expect("refresh");
+        assert_eq!(texts(&mut stream), vec!["one", "two", "three"]);
+        assert_eq!(stream.len(), len);
+
+        // Told of more than the file holds yet: indexes what is there, the rest comes later.
+        let len = append(&path, b"four");
+        stream.refresh(len + 100).expect("refresh past the end");
+        assert_eq!(stream.len(), len);
+        let len = append(&path, b"!\n");
+        stream.refresh_to_end().expect("refresh_to_end");
+        assert_eq!(stream.len(), len);
+        assert_eq!(texts(&mut stream), vec!["one", "two", "three", "four!"]);
+
+        // A stale length changes nothing.
+        stream.refresh(3).expect("stale refresh");
+        assert_eq!(stream.line_count(), 4);
+    }
+
+    #[test]
+    fn refresh_reads_only_new_bytes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stdout.log");
+        let mut stream = StreamFile::new(path.clone());
+        append(&path, b"aaaa");
+        stream.refresh(4).expect("refresh");
+
+        // Rewriting indexed bytes (which the broker never does) goes unnoticed.
+        let file = OpenOptions::new().write(true).open(&path).expect("open");
+        file.write_all_at(b"\n", 1).expect("rewrite");
+        let len = append(&path, b"b\n");
+        stream.refresh(len).expect("refresh");
+        assert_eq!(stream.line_count(), 1);
+        assert_eq!(texts(&mut stream), vec!["aaab"]);
+    }
+
+    #[test]
+    fn crlf_and_empty_lines() {
+        let (_dir, mut stream) = stream_of(b"a\r\n\r\n\nb");
+        assert_eq!(texts(&mut stream), vec!["a", "", "", "b"]);
+        assert!(stream.line(1).expect("empty line").is_empty());
+    }
+
+    #[test]
+    fn line_out_of_range_is_an_error() {
+        let (_dir, mut stream) = stream_of(b"a\n");
+        let err = stream.line(1).expect_err("no line 1");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn long_line_renders_its_tail() {
+        let mut bytes = vec![b'x'; 100_000];
+        bytes.extend_from_slice(b"END\nnext\n");
+        let (_dir, mut stream) = stream_of(&bytes);
+        let text = plain_text(&stream.line(0).expect("long line"));
+        assert_eq!(text.len() as u64, MAX_LINE_BYTES);
+        assert!(text.ends_with("xEND"));
+        assert_eq!(texts(&mut stream)[1], "next");
+    }
+
+    #[test]
+    fn long_progress_line_keeps_its_final_state() {
+        let mut bytes = Vec::new();
+        for n in 0..10_000 {
+            bytes.extend_from_slice(format!("\r\x1b[32mprogress {n:>6}\x1b[0m").as_bytes());
+        }
+        bytes.extend_from_slice(b"\r\x1b[Kdone\n");
+        assert!(bytes.len() as u64 > 2 * MAX_LINE_BYTES);
+        let (_dir, mut stream) = stream_of(&bytes[..bytes.len() - 9]);
+        assert_eq!(texts(&mut stream), vec!["progress   9999"]);
+        let (_dir, mut stream) = stream_of(&bytes);
+        assert_eq!(texts(&mut stream), vec!["done"]);
+    }
+
+    #[test]
+    fn long_line_cut_inside_a_character_shows_no_replacement() {
+        let mut line = "é".repeat(40_000);
+        line.push('!');
+        assert_eq!(
+            (line.len() as u64 - MAX_LINE_BYTES) % 2,
+            1,
+            "cut must land mid-char"
+        );
+        let (_dir, mut stream) = stream_of(line.as_bytes());
+        let text = plain_text(&stream.line(0).expect("long line"));
+        assert!(!text.contains(char::REPLACEMENT_CHARACTER));
+        assert!(text.ends_with("éé!"));
+        assert_eq!(text.len() as u64, MAX_LINE_BYTES - 1);
+    }
+
+    #[test]
+    fn find_forward_and_backward() {
+        let (_dir, mut stream) = stream_of(
+            b"alpha\n\x1b[31mErr\x1b[0mor one\nbeta\nerror two\ngamma\n\x1b]0;error\x07hidden",
+        );
+        let mut find = |needle: &str, from: usize, forward: bool| {
+            stream.find(needle, from, forward).expect("find")
+        };
+        assert_eq!(find("error", 0, true), Some(1));
+        assert_eq!(find("error", 1, true), Some(1));
+        assert_eq!(find("error", 2, true), Some(3));
+        assert_eq!(find("error", 4, true), None);
+        assert_eq!(find("ERROR", 4, false), Some(3));
+        assert_eq!(find("error", 3, false), Some(3));
+        assert_eq!(find("error", 2, false), Some(1));
+        assert_eq!(find("error", 0, false), None);
+        assert_eq!(find("error", 100, false), Some(3));
+        assert_eq!(find("error", 100, true), None);
+        assert_eq!(find("r one", 0, true), Some(1));
+        assert_eq!(find("", 2, true), Some(2));
+        assert_eq!(find("hidden", 0, true), Some(5));
+        assert_eq!(find("nowhere", 0, true), None);
+    }
+
+    #[test]
+    fn find_across_many_reads() {
+        let mut bytes = Vec::new();
+        for n in 0..150_000 {
+            match n {
+                10 | 120_000 => bytes.extend_from_slice(b"the Needle is here\n"),
+                70_000 => {
+                    // A line longer than a search read: only its tail is searched.
+                    bytes.extend_from_slice(b"needle at the start ");
+                    bytes.resize(bytes.len() + 2 * SEARCH_BATCH as usize, b'.');
+                    bytes.extend_from_slice(b" needle at the end\n");
+                }
+                _ => bytes.extend_from_slice(format!("line {n}\n").as_bytes()),
+            }
+        }
+        assert!(bytes.len() as u64 > 3 * SEARCH_BATCH);
+        let (_dir, mut stream) = stream_of(&bytes);
+        let mut find =
+            |from: usize, forward: bool| stream.find("needle", from, forward).expect("find");
+        assert_eq!(find(0, true), Some(10));
+        assert_eq!(find(11, true), Some(70_000));
+        assert_eq!(find(70_001, true), Some(120_000));
+        assert_eq!(find(120_001, true), None);
+        assert_eq!(find(149_999, false), Some(120_000));
+        assert_eq!(find(119_999, false), Some(70_000));
+        assert_eq!(find(69_999, false), Some(10));
+        assert_eq!(find(9, false), None);
+    }
+}

@@ -1,0 +1,241 @@
+//! Process sampling for the process-tree pane: which processes each broker has below it, and
+//! what they cost (CPU, memory). Sampling runs on its own thread and sends whole snapshots;
+//! turning one into rows is the pure [`tree::build_tree`].
+
+mod scan;
+mod thread;
+pub mod tree;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Once;
+use std::time::Instant;
+
+use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+
+pub use thread::{SamplerHandle, spawn_sampler};
+pub use tree::{TreeRow, build_tree};
+
+use crate::procfs::{self, ProcStat};
+use scan::ScannedProcess;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgid: i32,
+    /// As in `/proc/PID/stat`: `R`, `S`, `D`, `T`, `Z` (zombies are included), ...
+    pub state: char,
+    /// Per core: 100 is one full core. Measured between successive samples; the first
+    /// sample that sees a process gives its average since it started.
+    pub cpu_percent: f32,
+    pub rss_bytes: u64,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub start_ms: u64,
+    pub argv: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub taken_ms: u64,
+    /// broker pid -> the broker itself (first) and all its live descendants, parents before
+    /// children. A broker that no longer exists has no entry.
+    pub trees: HashMap<i32, Vec<ProcessInfo>>,
+}
+
+/// What is remembered about one process (a pid and start time name it for good).
+struct Known {
+    /// The command name when `argv` was read: it changes on `execve`, which says when a
+    /// cached argv (maybe read between fork and exec) has gone stale.
+    comm: String,
+    argv: Vec<String>,
+    start_ms: u64,
+    /// CPU time used (ms) and when that was read: the baseline of the next measurement.
+    cpu_baseline: Option<(u64, Instant)>,
+    cpu_percent: f32,
+}
+
+/// Samples the trees below a set of brokers. Costs one `/proc/*/stat` scan per sample plus
+/// a `stat` and `statm` read per watched process; each argv is read once.
+pub struct Sampler {
+    system: System,
+    known: HashMap<(i32, u64), Known>,
+    /// The pids refreshed last time: refreshing them again lets sysinfo drop the dead ones.
+    tracked: Vec<Pid>,
+}
+
+impl Default for Sampler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sampler {
+    pub fn new() -> Self {
+        keep_no_files_open();
+        Self {
+            system: System::new(),
+            known: HashMap::new(),
+            tracked: Vec::new(),
+        }
+    }
+
+    pub fn sample(&mut self, brokers: &[i32]) -> Snapshot {
+        let scanned = scan::all_processes();
+        let stats: Vec<ProcStat> = scanned.iter().map(|p| p.stat).collect();
+        let by_pid: HashMap<i32, &ScannedProcess> =
+            scanned.iter().map(|p| (p.stat.pid, p)).collect();
+
+        let mut members: Vec<(i32, Vec<&ScannedProcess>)> = Vec::new();
+        let mut seen_brokers = HashSet::new();
+        for &broker in brokers {
+            if !seen_brokers.insert(broker) {
+                continue;
+            }
+            let Some(&root) = by_pid.get(&broker) else {
+                continue;
+            };
+            let mut tree = vec![root];
+            tree.extend(
+                procfs::descendants_in(&stats, broker)
+                    .iter()
+                    .filter_map(|s| by_pid.get(&s.pid).copied()),
+            );
+            members.push((broker, tree));
+        }
+
+        self.refresh_usage(&members);
+        let refreshed = Instant::now();
+        let taken_ms = crate::clock::now_ms();
+
+        let mut live = HashSet::new();
+        let mut trees = HashMap::with_capacity(members.len());
+        for (broker, tree) in members {
+            let infos = tree
+                .into_iter()
+                .map(|process| {
+                    live.insert((process.stat.pid, process.stat.start_ticks));
+                    self.describe(process, refreshed, taken_ms)
+                })
+                .collect();
+            trees.insert(broker, infos);
+        }
+        self.known.retain(|key, _| live.contains(key));
+        Snapshot { taken_ms, trees }
+    }
+
+    /// Refreshes CPU and memory of exactly the watched processes through sysinfo.
+    fn refresh_usage(&mut self, members: &[(i32, Vec<&ScannedProcess>)]) {
+        let mut wanted: HashSet<Pid> = HashSet::new();
+        let mut pids = Vec::new();
+        for (_, tree) in members {
+            for process in tree {
+                let pid = Pid::from(process.stat.pid as usize);
+                if wanted.insert(pid) {
+                    pids.push(pid);
+                }
+            }
+        }
+        let mut refresh = pids.clone();
+        refresh.extend(self.tracked.iter().filter(|pid| !wanted.contains(pid)));
+        // sysinfo never forgets a live process it stopped being asked about (one that left
+        // every tree); start afresh if such leftovers pile up. This costs one sample of CPU
+        // figures.
+        if self.system.processes().len() > 2 * refresh.len() + 256 {
+            self.system = System::new();
+        }
+        if !refresh.is_empty() {
+            self.system.refresh_processes_specifics(
+                ProcessesToUpdate::Some(&refresh),
+                true,
+                ProcessRefreshKind::nothing()
+                    .without_tasks()
+                    .with_cpu()
+                    .with_memory(),
+            );
+        }
+        self.tracked = pids;
+    }
+
+    fn describe(&mut self, process: &ScannedProcess, now: Instant, now_ms: u64) -> ProcessInfo {
+        let stat = &process.stat;
+        let known = self
+            .known
+            .entry((stat.pid, stat.start_ticks))
+            .or_insert_with(|| Known {
+                comm: String::new(),
+                argv: Vec::new(),
+                start_ms: procfs::start_time_ms(stat),
+                cpu_baseline: None,
+                cpu_percent: 0.0,
+            });
+        if known.argv.is_empty() || known.comm != process.comm {
+            let argv = procfs::cmdline(stat.pid);
+            if !argv.is_empty() {
+                known.argv = argv;
+                known.comm.clone_from(&process.comm);
+            }
+        }
+        let argv = if known.argv.is_empty() {
+            vec![format!("[{}]", process.comm)]
+        } else {
+            known.argv.clone()
+        };
+        let usage = self.system.process(Pid::from(stat.pid as usize));
+        if let Some(used) = usage.map(|p| p.accumulated_cpu_time()) {
+            known.measure_cpu(used, now, now_ms);
+        }
+        ProcessInfo {
+            pid: stat.pid,
+            ppid: stat.ppid,
+            pgid: stat.pgid,
+            state: char::from(stat.state),
+            cpu_percent: known.cpu_percent,
+            rss_bytes: usage.map_or(0, |p| p.memory()),
+            start_ms: known.start_ms,
+            argv,
+        }
+    }
+}
+
+impl Known {
+    /// Updates `cpu_percent` from the CPU time used so far. A span under 100 ms (a
+    /// `sample_now` right after a tick) says too little: the last figure stands and the
+    /// baseline stays. On first sight the figure is the average since the process started.
+    fn measure_cpu(&mut self, used_ms: u64, now: Instant, now_ms: u64) {
+        const SHORTEST_MS: u128 = 100;
+        let (used, wall_ms) = match self.cpu_baseline {
+            Some((before, then)) => (
+                used_ms.saturating_sub(before),
+                now.duration_since(then).as_millis(),
+            ),
+            None => (used_ms, u128::from(now_ms.saturating_sub(self.start_ms))),
+        };
+        if wall_ms >= SHORTEST_MS {
+            self.cpu_percent = (used as f64 * 100.0 / wall_ms as f64) as f32;
+        } else if self.cpu_baseline.is_some() {
+            return;
+        }
+        self.cpu_baseline = Some((used_ms, now));
+    }
+}
+
+/// sysinfo keeps a `/proc/PID/stat` file open per process it knows, up to half the file
+/// limit, and raises the soft `RLIMIT_NOFILE` to the hard one the first time it counts them.
+/// Neither suits tether: the file descriptors are better left to brokers and journals, and
+/// every command launched afterwards would inherit the raised limit. So ask it to keep no
+/// files open, and put the soft limit back.
+fn keep_no_files_open() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let before = getrlimit(Resource::Nofile);
+        sysinfo::set_open_files_limit(0);
+        if getrlimit(Resource::Nofile) != before {
+            // Failing leaves the raised limit, which is harmless to tether itself.
+            let _ = setrlimit(Resource::Nofile, before);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,291 @@
+//! Sampling real processes: each test starts its own children, samples with the test
+//! process as the "broker", and kills and reaps everything it started.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid as NixPid;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::error::TryRecvError;
+
+use super::*;
+
+fn me() -> i32 {
+    std::process::id() as i32
+}
+
+/// Samples until `found` accepts the test process's tree, for up to five seconds.
+fn sample_until(sampler: &mut Sampler, found: impl Fn(&[ProcessInfo]) -> bool) -> Vec<ProcessInfo> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let snapshot = sampler.sample(&[me()]);
+        let tree = snapshot.trees.get(&me()).cloned().unwrap_or_default();
+        if found(&tree) {
+            return tree;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never matched; last tree: {tree:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn children_of(tree: &[ProcessInfo], ppid: i32) -> Vec<&ProcessInfo> {
+    tree.iter().filter(|p| p.ppid == ppid).collect()
+}
+
+/// SIGKILLs `descendants` by pid, lets `child` (their parent shell) reap them and exit, or
+/// kills it too, reaps it, and checks that nothing started by the test is left.
+fn kill_and_reap(mut child: Child, descendants: &[(i32, u64)]) {
+    for &(pid, _) in descendants {
+        let _ = kill(NixPid::from_raw(pid), Signal::SIGKILL);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    child.wait().expect("the test's child can be reaped");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for &(pid, start_ms) in descendants {
+        while still_running(pid, start_ms) {
+            assert!(Instant::now() < deadline, "pid {pid} outlived the test");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The process `pid` that started at `start_ms` still runs (a zombie does not count; a
+/// reused pid belongs to another process).
+fn still_running(pid: i32, start_ms: u64) -> bool {
+    crate::procfs::read_stat(pid).is_some_and(|s| {
+        !s.is_zombie() && crate::procfs::start_time_ms(&s).abs_diff(start_ms) < 1000
+    })
+}
+
+#[test]
+fn finds_a_shell_and_its_two_sleeps() {
+    let started = crate::clock::now_ms();
+    let child = Command::new("sh")
+        .args(["-c", "sleep 5 & sleep 5 & wait"])
+        .spawn()
+        .expect("sh runs");
+    let sh = child.id() as i32;
+    let mut sampler = Sampler::new();
+    let tree = sample_until(&mut sampler, |tree| {
+        let sleeps = children_of(tree, sh);
+        sleeps.len() == 2 && sleeps.iter().all(|p| p.argv == ["sleep", "5"])
+    });
+
+    assert_eq!(tree[0].pid, me(), "the broker comes first");
+    let shell = tree
+        .iter()
+        .find(|p| p.pid == sh)
+        .expect("sh is in the tree");
+    let sleeps = children_of(&tree, sh);
+    let my_group = nix::unistd::getpgrp().as_raw();
+    assert_eq!(shell.ppid, me());
+    assert_eq!(shell.pgid, my_group);
+    assert_eq!(shell.argv, ["sh", "-c", "sleep 5 & sleep 5 & wait"]);
+    for p in std::iter::once(shell).chain(sleeps.iter().copied()) {
+        assert!(matches!(p.state, 'S' | 'R'), "{p:?}");
+        assert!(p.rss_bytes > 0 && p.rss_bytes < 1 << 30, "{p:?}");
+        assert!(
+            p.cpu_percent.is_finite() && (0.0..=5.0).contains(&p.cpu_percent),
+            "{p:?}"
+        );
+        assert!(
+            p.start_ms + 2_000 >= started && p.start_ms <= crate::clock::now_ms(),
+            "{p:?}"
+        );
+        assert_eq!(p.pgid, my_group);
+    }
+    // A second sample gives the same processes the same start times.
+    let again = sampler.sample(&[me()]);
+    let again_sh = again.trees[&me()].iter().find(|p| p.pid == sh).unwrap();
+    assert_eq!(again_sh.start_ms, shell.start_ms);
+
+    let sleeps: Vec<(i32, u64)> = sleeps.iter().map(|p| (p.pid, p.start_ms)).collect();
+    kill_and_reap(child, &sleeps);
+    assert!(!still_running(sh, shell.start_ms));
+    let pids: Vec<i32> = sleeps.iter().map(|&(pid, _)| pid).chain([sh]).collect();
+    let after = sampler.sample(&[me()]);
+    assert!(
+        after.trees[&me()].iter().all(|p| !pids.contains(&p.pid)),
+        "killed processes are no longer sampled"
+    );
+}
+
+#[test]
+fn measures_cpu_per_core() {
+    let child = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .expect("sh runs");
+    let pid = child.id() as i32;
+    let mut sampler = Sampler::new();
+    let first = sample_until(&mut sampler, |tree| tree.iter().any(|p| p.pid == pid));
+    let start_ms = first.iter().find(|p| p.pid == pid).unwrap().start_ms;
+    std::thread::sleep(Duration::from_millis(500));
+    let snapshot = sampler.sample(&[me()]);
+    let busy = snapshot.trees[&me()].iter().find(|p| p.pid == pid).cloned();
+    kill_and_reap(child, &[(pid, start_ms)]);
+    let busy = busy.expect("the busy loop is sampled");
+    // One spinning process is about one core, however many cores there are.
+    assert!(
+        busy.cpu_percent > 20.0 && busy.cpu_percent <= 110.0,
+        "{busy:?}"
+    );
+}
+
+#[test]
+fn includes_zombies() {
+    let mut child = Command::new("true").spawn().expect("true runs");
+    let pid = child.id() as i32;
+    let mut sampler = Sampler::new();
+    let tree = sample_until(&mut sampler, |tree| {
+        tree.iter().any(|p| p.pid == pid && p.state == 'Z')
+    });
+    let zombie = tree.iter().find(|p| p.pid == pid).unwrap();
+    assert!(!zombie.argv.is_empty(), "{zombie:?}");
+    child.wait().expect("the zombie can be reaped");
+}
+
+#[test]
+fn argv_follows_an_exec() {
+    let child = Command::new("sh")
+        .args(["-c", "sleep 0.3; exec sleep 5"])
+        .spawn()
+        .expect("sh runs");
+    let pid = child.id() as i32;
+    let mut sampler = Sampler::new();
+    let before = sample_until(&mut sampler, |tree| {
+        tree.iter().any(|p| p.pid == pid && p.argv[0] == "sh")
+    });
+    let start_ms = before.iter().find(|p| p.pid == pid).unwrap().start_ms;
+    sample_until(&mut sampler, |tree| {
+        tree.iter()
+            .any(|p| p.pid == pid && p.argv == ["sleep", "5"])
+    });
+    kill_and_reap(child, &[(pid, start_ms)]);
+}
+
+#[test]
+fn absent_brokers_have_no_tree() {
+    let mut sampler = Sampler::new();
+    // Pid 0 is never a process in /proc.
+    let snapshot = sampler.sample(&[0, me(), me()]);
+    assert!(!snapshot.trees.contains_key(&0));
+    assert_eq!(snapshot.trees[&me()][0].pid, me());
+    assert!(snapshot.taken_ms > 0);
+}
+
+#[test]
+fn thread_samples_on_request_and_stops_on_drop() {
+    let (handle, mut snapshots) = spawn_sampler(Duration::from_millis(50));
+    let next = |snapshots: &mut UnboundedReceiver<Snapshot>| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match snapshots.try_recv() {
+                Ok(snapshot) => return snapshot,
+                Err(e) => assert!(
+                    Instant::now() < deadline && e == TryRecvError::Empty,
+                    "no snapshot: {e:?}"
+                ),
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    handle.set_brokers(vec![me()]);
+    assert!(next(&mut snapshots).trees.contains_key(&me()));
+    // Periodic samples keep coming while something is watched.
+    assert!(next(&mut snapshots).trees.contains_key(&me()));
+
+    handle.set_brokers(Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !next(&mut snapshots).trees.is_empty() {
+        assert!(Instant::now() < deadline);
+    }
+    // Idle: nothing is sampled until asked.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(snapshots.try_recv().is_err());
+    handle.sample_now();
+    assert!(next(&mut snapshots).trees.is_empty());
+
+    drop(handle);
+    while let Ok(_late) = snapshots.try_recv() {}
+    assert_eq!(
+        snapshots.try_recv().unwrap_err(),
+        TryRecvError::Disconnected
+    );
+}
+
+/// The cost budget: a 1,000-process tree sampled at 1 Hz must take well under 5 % of a
+/// core, i.e. well under 50 ms a sample. Slow and heavy, so run it by hand:
+/// `cargo test --release --lib sampler -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn a_thousand_process_tree_is_cheap_to_sample() {
+    let child = Command::new("sh")
+        .args([
+            "-c",
+            "i=0; while [ $i -lt 1000 ]; do sleep 60 & i=$((i+1)); done; wait",
+        ])
+        .spawn()
+        .expect("sh runs");
+    let sh = child.id() as i32;
+    let mut sampler = Sampler::new();
+    let tree = sample_until(&mut sampler, |tree| children_of(tree, sh).len() == 1000);
+    let rounds = 10;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        let snapshot = sampler.sample(&[me()]);
+        assert!(snapshot.trees[&me()].len() > 1000);
+    }
+    let each = started.elapsed() / rounds;
+    println!("one sample of {} processes: {each:?}", tree.len());
+    let pids: Vec<(i32, u64)> = children_of(&tree, sh)
+        .iter()
+        .map(|p| (p.pid, p.start_ms))
+        .collect();
+    kill_and_reap(child, &pids);
+    assert!(each < Duration::from_millis(25), "{each:?} per sample");
+}
+
+#[test]
+fn cpu_is_measured_between_samples_per_core() {
+    let t0 = Instant::now();
+    let mut known = Known {
+        comm: String::new(),
+        argv: Vec::new(),
+        start_ms: 10_000,
+        cpu_baseline: None,
+        cpu_percent: 0.0,
+    };
+    // First sight, 2 s after start with 500 ms of CPU: 25 % on average.
+    known.measure_cpu(500, t0, 12_000);
+    assert_eq!(known.cpu_percent, 25.0);
+    // Two threads busy for a whole second: 200 %.
+    known.measure_cpu(2_500, t0 + Duration::from_secs(1), 13_000);
+    assert_eq!(known.cpu_percent, 200.0);
+    // 50 ms later is too soon to tell: the figure and baseline stand...
+    known.measure_cpu(2_550, t0 + Duration::from_millis(1_050), 13_050);
+    assert_eq!(known.cpu_percent, 200.0);
+    // ...so the next figure spans the whole second since the last one.
+    known.measure_cpu(2_600, t0 + Duration::from_secs(2), 14_000);
+    assert_eq!(known.cpu_percent, 10.0);
+    // A process seen within 100 ms of its start shows 0 until there is a real span.
+    let mut young = Known {
+        start_ms: 10_000,
+        cpu_baseline: None,
+        cpu_percent: 0.0,
+        comm: String::new(),
+        argv: Vec::new(),
+    };
+    young.measure_cpu(10, t0, 10_050);
+    assert_eq!(young.cpu_percent, 0.0);
+    young.measure_cpu(210, t0 + Duration::from_millis(200), 10_250);
+    assert_eq!(young.cpu_percent, 100.0);
+}

@@ -1,0 +1,120 @@
+//! The sampler's own thread: it samples the watch list on its own clock and sends whole
+//! snapshots, so the UI loop never waits on `/proc`.
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use super::{Sampler, Snapshot};
+
+/// Below this the thread would spin rather than sample.
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+enum Control {
+    SetBrokers(Vec<i32>),
+    SampleNow,
+}
+
+/// Runs a Sampler on its own std thread, sampling the current watch list every `interval`
+/// and sending whole snapshots. Dropping the handle stops the thread.
+///
+/// With an empty watch list the thread sleeps until told otherwise (an idle TUI uses no
+/// CPU); emptying the list sends one last, empty snapshot.
+pub struct SamplerHandle {
+    control: Option<Sender<Control>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SamplerHandle {
+    /// Replaces the watch list; a changed list is sampled at once, so a new command's tree
+    /// shows without waiting for the next tick.
+    pub fn set_brokers(&self, brokers: Vec<i32>) {
+        self.send(Control::SetBrokers(brokers));
+    }
+
+    /// Samples as soon as possible (say after a signal, to show its effect) and restarts the
+    /// interval from there. Requests that pile up during a sample are merged.
+    pub fn sample_now(&self) {
+        self.send(Control::SampleNow);
+    }
+
+    fn send(&self, message: Control) {
+        if let Some(control) = &self.control {
+            // An error means the thread ended because nobody receives snapshots any more.
+            let _ = control.send(message);
+        }
+    }
+}
+
+impl Drop for SamplerHandle {
+    fn drop(&mut self) {
+        drop(self.control.take());
+        if let Some(thread) = self.thread.take() {
+            // Waits for at most the sample in progress; a panic there was already reported.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Starts the sampling thread. Should the OS refuse a thread, the receiver is closed at once
+/// and the handle does nothing: the tree pane stays empty, the rest of tether works.
+pub fn spawn_sampler(interval: Duration) -> (SamplerHandle, UnboundedReceiver<Snapshot>) {
+    let (control, requests) = mpsc::channel();
+    let (snapshots, receiver) = unbounded_channel();
+    let interval = interval.max(MIN_INTERVAL);
+    let thread = std::thread::Builder::new()
+        .name("tether-sampler".into())
+        .spawn(move || run(interval, &requests, &snapshots))
+        .ok();
+    let handle = SamplerHandle {
+        control: thread.is_some().then_some(control),
+        thread,
+    };
+    (handle, receiver)
+}
+
+fn run(interval: Duration, requests: &Receiver<Control>, snapshots: &UnboundedSender<Snapshot>) {
+    let mut sampler = Sampler::new();
+    let mut brokers: Vec<i32> = Vec::new();
+    // When the next periodic sample is due; `None` while there is nothing to watch.
+    let mut next: Option<Instant> = None;
+    loop {
+        let first = match next {
+            Some(at) => requests.recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => requests.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        let mut due = match first {
+            Ok(message) => apply(message, &mut brokers),
+            Err(RecvTimeoutError::Timeout) => true,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        loop {
+            match requests.try_recv() {
+                Ok(message) => due |= apply(message, &mut brokers),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return,
+            }
+        }
+        if !due {
+            continue;
+        }
+        if snapshots.send(sampler.sample(&brokers)).is_err() {
+            return;
+        }
+        next = (!brokers.is_empty()).then(|| Instant::now() + interval);
+    }
+}
+
+/// Applies one request; true when it calls for a sample now.
+fn apply(message: Control, brokers: &mut Vec<i32>) -> bool {
+    match message {
+        Control::SampleNow => true,
+        Control::SetBrokers(list) => {
+            let changed = list != *brokers;
+            *brokers = list;
+            changed
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Questions and prompts drawn over the main view.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+
+use super::{centered, format, pane_block, style};
+use crate::app::view::Dialog;
+use crate::model::Model;
+use crate::protocol::Stream;
+
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
+    let (title, body): (&str, Vec<Line>) = match dialog {
+        Dialog::Help => return,
+        Dialog::ConfirmKill { command } => {
+            let name = model
+                .commands
+                .get(*command)
+                .map_or("?", |c| c.config.name.as_str());
+            (
+                "Confirm SIGKILL",
+                vec![
+                    Line::raw(format!("Send SIGKILL to every process of `{name}`?")),
+                    Line::styled("Processes get no chance to clean up.", style::DIM),
+                    Line::raw(""),
+                    answer_keys(),
+                ],
+            )
+        }
+        Dialog::ConfirmQuit { running } => (
+            "Quit",
+            vec![
+                Line::raw(format!(
+                    "{running} command{} still running.",
+                    if *running == 1 { " is" } else { "s are" }
+                )),
+                Line::raw("Stop them all (TERM, grace, KILL) and quit?"),
+                Line::raw(""),
+                answer_keys(),
+            ],
+        ),
+        Dialog::NewCommand { input } => (
+            "Launch a command",
+            prompt(
+                "Shell command:",
+                input,
+                "run by /bin/sh -c in the current directory",
+            ),
+        ),
+        Dialog::Search { stream, input } => (
+            "Search",
+            prompt(
+                match stream {
+                    Stream::Stdout => "Search stdout for:",
+                    Stream::Stderr => "Search stderr for:",
+                },
+                input,
+                "case-insensitive; n / N for next and previous; empty clears",
+            ),
+        ),
+        Dialog::SignalProcess { pid, argv, input } => (
+            "Signal one process",
+            prompt(
+                &format!("Signal for pid {pid} ({}):", format::truncate(argv, 30)),
+                input,
+                "a name (TERM, KILL, INT, HUP, STOP, CONT, USR1) or a number",
+            ),
+        ),
+    };
+    let height = body.len() as u16 + 2;
+    let popup = centered(area, 64, height);
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(body)
+            .wrap(Wrap { trim: false })
+            .block(pane_block(title, true)),
+        popup,
+    );
+}
+
+fn answer_keys() -> Line<'static> {
+    Line::from(vec![
+        Span::styled(" y ", style::KEY),
+        Span::raw(" yes   "),
+        Span::styled(" n ", style::KEY),
+        Span::raw(" no"),
+    ])
+}
+
+fn prompt(label: &str, input: &str, hint: &str) -> Vec<Line<'static>> {
+    vec![
+        Line::raw(label.to_string()),
+        Line::from(vec![
+            Span::raw("> "),
+            Span::raw(input.to_string()),
+            Span::styled("█", style::DIM),
+        ]),
+        Line::styled(hint.to_string(), style::DIM),
+    ]
+}

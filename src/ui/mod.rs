@@ -1,0 +1,91 @@
+//! Rendering only: every function here borrows the model and the view state and draws.
+//! Nothing here changes state or does I/O.
+
+pub mod command_list;
+pub mod dialog;
+pub mod format;
+pub mod help;
+pub mod layout;
+pub mod output;
+pub mod status_bar;
+pub mod style;
+pub mod timeline;
+pub mod too_small;
+pub mod tree;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Span;
+use ratatui::widgets::{Block, BorderType, Borders};
+
+use crate::app::keymap::Binding;
+use crate::app::view::{Dialog, FrameContent, ViewState};
+use crate::model::Model;
+use crate::protocol::Stream;
+
+pub fn draw(
+    frame: &mut Frame,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+    bindings: &[Binding],
+) {
+    let size = frame.area();
+    let Some(areas) = layout::areas(size, view.zoom.then_some(view.focus)) else {
+        too_small::draw(frame, size, model.running());
+        return;
+    };
+    if areas.commands.width > 0 {
+        command_list::draw(frame, areas.commands, model, view, content.now_ms);
+    }
+    if areas.tree.width > 0 {
+        tree::draw(frame, areas.tree, model, view, content);
+    }
+    for stream in Stream::BOTH {
+        let area = match stream {
+            Stream::Stdout => areas.stdout,
+            Stream::Stderr => areas.stderr,
+        };
+        if area.width > 0 {
+            output::draw(frame, area, view, stream, &content.outputs[stream as usize]);
+        }
+    }
+    if areas.timeline.width > 0 {
+        timeline::draw(frame, areas.timeline, model, view, content.now_ms);
+    }
+    status_bar::draw(frame, areas.status, view);
+    match &view.dialog {
+        Some(Dialog::Help) => help::draw(frame, size, bindings),
+        Some(dialog) => dialog::draw(frame, size, model, dialog),
+        None => {}
+    }
+}
+
+/// A pane's frame, brighter when it has the focus.
+pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
+    Block::new()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Rounded
+        })
+        .border_style(if focused {
+            style::FOCUSED_BORDER
+        } else {
+            style::BORDER
+        })
+        .title(Span::raw(format!(" {} ", format::truncate(title, 200))))
+}
+
+/// A rectangle of at most `width`×`height` in the middle of `area`.
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    )
+}

@@ -1,0 +1,200 @@
+//! The timeline: the selected command's events with their times, and a strip of every
+//! command over the session with markers for signals, timeouts and exits.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::{format, pane_block, style};
+use crate::app::view::{Pane, ViewState};
+use crate::model::{CommandState, Marker, Model, TimelineEntry};
+use crate::protocol::EventKind;
+
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
+    let block = pane_block("Timeline", view.focus == Pane::Timeline);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let strip_rows = (model.commands.len() as u16 + 1).min(inner.height / 2);
+    let [events_area, strip_area] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(strip_rows)]).areas(inner);
+
+    let Some(command) = model.commands.get(view.selected) else {
+        return;
+    };
+    let height = events_area.height as usize;
+    let entries = &command.timeline;
+    let end = entries
+        .len()
+        .saturating_sub(view.timeline_back.min(entries.len()));
+    let start = end.saturating_sub(height);
+    let lines: Vec<Line> = entries[start..end]
+        .iter()
+        .map(|e| entry_line(e, model.started_ms))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), events_area);
+    if strip_rows > 0 {
+        draw_strip(frame, strip_area, model, view, now_ms);
+    }
+}
+
+fn entry_line(entry: &TimelineEntry, session_start: u64) -> Line<'static> {
+    let time = Span::styled(
+        format::offset_ms(entry.ts_ms.saturating_sub(session_start)),
+        style::DIM,
+    );
+    let (text, color) = describe(&entry.kind);
+    Line::from(vec![
+        time,
+        Span::raw(" "),
+        Span::styled(entry.kind.name().to_string(), Style::new().fg(color)),
+        Span::raw(" "),
+        Span::raw(text),
+    ])
+}
+
+/// The details of an event, in a few words, and the colour of its kind.
+pub fn describe(kind: &EventKind) -> (String, Color) {
+    match kind {
+        EventKind::BrokerStarted { broker_pid, .. } => {
+            (format!("broker {broker_pid}"), Color::DarkGray)
+        }
+        EventKind::Spawned { pid, .. } => (format!("pid {pid}"), Color::Green),
+        EventKind::SpawnError { message, .. } => (message.clone(), Color::Red),
+        EventKind::OutputCapped { message, .. } => (message.clone(), Color::Yellow),
+        EventKind::ResponseTimeout { silent_ms } => (
+            format!("silent {}", format::duration_ms(*silent_ms)),
+            Color::Yellow,
+        ),
+        EventKind::SignalSent {
+            signal,
+            origin,
+            targets,
+            ..
+        } => (
+            format!(
+                "SIG{signal} by {} → {} process{}",
+                serde_json::to_value(origin)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                targets.len(),
+                if targets.len() == 1 { "" } else { "es" }
+            ),
+            Color::Magenta,
+        ),
+        EventKind::HardKill { after_ms } => (
+            format!("after {}", format::duration_ms(*after_ms)),
+            Color::Red,
+        ),
+        EventKind::OrphanReaped { pid, status } => (
+            format!("pid {pid} {}", crate::model::command::exit_label(*status)),
+            Color::Magenta,
+        ),
+        EventKind::ParentLost { cause } => (format!("{cause:?}").to_lowercase(), Color::Red),
+        EventKind::ParentUnresponsive { silent_ms } => (
+            format!("silent {}", format::duration_ms(*silent_ms)),
+            Color::Yellow,
+        ),
+        EventKind::Exit { status, .. } => (
+            crate::model::command::exit_label(*status),
+            if status.code == Some(0) {
+                Color::Blue
+            } else {
+                Color::Red
+            },
+        ),
+        EventKind::Close {
+            stdout_bytes,
+            stderr_bytes,
+        } => (
+            format!("stdout {stdout_bytes} B, stderr {stderr_bytes} B"),
+            Color::DarkGray,
+        ),
+        EventKind::BrokerFailure { message, .. } => (message.clone(), Color::Red),
+        EventKind::Output { .. } | EventKind::Tree { .. } | EventKind::Pong => {
+            (String::new(), Color::DarkGray)
+        }
+    }
+}
+
+fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
+    let [rule, rows] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    frame.render_widget(
+        Block::new()
+            .borders(Borders::TOP)
+            .border_style(style::BORDER)
+            .title(Span::styled(" all commands ", style::DIM)),
+        rule,
+    );
+    let label_width = 10usize;
+    let bar_width = (rows.width as usize).saturating_sub(label_width + 1).max(1);
+    let span_ms = now_ms.saturating_sub(model.started_ms).max(1);
+    let column = |ts: u64| -> usize {
+        (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
+            .round() as usize
+    };
+    let lines: Vec<Line> = model
+        .commands
+        .iter()
+        .enumerate()
+        .take(rows.height as usize)
+        .map(|(i, c)| {
+            let label = format!(
+                "{:<w$}",
+                format::truncate(&c.config.name, label_width),
+                w = label_width
+            );
+            let label_style = if i == view.selected {
+                style::SELECTED
+            } else {
+                Style::new()
+            };
+            let mut spans = vec![Span::styled(label, label_style), Span::raw(" ")];
+            spans.extend(bar(c, bar_width, now_ms, &column));
+            Line::from(spans)
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), rows);
+}
+
+/// One command's bar: `─` while it ran, `▪` where it printed, and markers.
+fn bar(
+    c: &CommandState,
+    width: usize,
+    now_ms: u64,
+    column: &dyn Fn(u64) -> usize,
+) -> Vec<Span<'static>> {
+    let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
+    if let Some(start) = c.started_ms {
+        let end = c.ended_ms.unwrap_or(now_ms);
+        for cell in cells
+            .iter_mut()
+            .take(column(end).min(width - 1) + 1)
+            .skip(column(start))
+        {
+            *cell = ('─', Color::DarkGray);
+        }
+    }
+    for ts in &c.activity {
+        if let Some(cell) = cells.get_mut(column(*ts)) {
+            *cell = ('▪', Color::Green);
+        }
+    }
+    for (ts, marker) in &c.markers {
+        let mark = match marker {
+            Marker::Signal => ('!', Color::Magenta),
+            Marker::Timeout => ('T', Color::Yellow),
+            Marker::Exit => ('|', Color::Blue),
+            Marker::Failure => ('x', Color::Red),
+        };
+        if let Some(cell) = cells.get_mut(column(*ts)) {
+            *cell = mark;
+        }
+    }
+    cells
+        .into_iter()
+        .map(|(ch, color)| Span::styled(ch.to_string(), Style::new().fg(color)))
+        .collect()
+}

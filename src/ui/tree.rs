@@ -1,0 +1,87 @@
+//! The process tree of the selected command: the broker, the command, its descendants and
+//! any escapees, with what the sampler measured.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::Span;
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+
+use super::{format, pane_block, style};
+use crate::app::view::{FrameContent, Pane, ViewState};
+use crate::model::Model;
+
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+) {
+    let focused = view.focus == Pane::Tree;
+    let name = model
+        .commands
+        .get(view.selected)
+        .map_or("", |c| c.config.name.as_str());
+    let block = pane_block(&format!("Process tree: {name}"), focused);
+    if content.tree.is_empty() {
+        let text = match model.commands.get(view.selected) {
+            Some(c) if c.status.is_active() => "sampling…",
+            Some(_) => "no processes: the command is not running",
+            None => "",
+        };
+        frame.render_widget(
+            Paragraph::new(Span::styled(text, style::DIM)).block(block),
+            area,
+        );
+        return;
+    }
+    let visible = area.height.saturating_sub(3) as usize;
+    let selected = view.tree_selected.min(content.tree.len() - 1);
+    let skip = selected.saturating_sub(visible.saturating_sub(1));
+    let rows = content.tree.iter().enumerate().skip(skip).map(|(i, row)| {
+        let p = &row.process;
+        let elapsed = content.now_ms.saturating_sub(p.start_ms);
+        let mut command = "  ".repeat(row.depth);
+        if row.depth > 0 {
+            command.push_str("└ ");
+        }
+        command.push_str(&p.argv.join(" "));
+        let command_cell = if row.escaped {
+            Cell::from(ratatui::text::Line::from(vec![
+                Span::raw(command),
+                Span::styled(" (escaped)", Style::new().fg(Color::Magenta)),
+            ]))
+        } else {
+            Cell::from(command)
+        };
+        let cells = vec![
+            Cell::from(p.pid.to_string()),
+            Cell::from(p.state.to_string()),
+            Cell::from(format!("{:.1}", p.cpu_percent)),
+            Cell::from(format::compact_bytes(p.rss_bytes)),
+            Cell::from(format::duration_ms(elapsed)),
+            command_cell,
+        ];
+        let row_widget = Row::new(cells);
+        if focused && i == selected {
+            row_widget.style(style::SELECTED)
+        } else {
+            row_widget
+        }
+    });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(7),
+            Constraint::Length(2),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(7),
+            Constraint::Min(10),
+        ],
+    )
+    .header(Row::new(vec!["PID", "S", "CPU%", "RSS", "AGE", "COMMAND"]).style(style::DIM))
+    .block(block);
+    frame.render_widget(table, area);
+}

@@ -1,0 +1,247 @@
+//! Helpers shared by the end-to-end tests: a per-test environment (temp state dir, unique
+//! process tag), running `tether exec` with deadlines, and reading journals back.
+//!
+//! Each test binary uses only some of these.
+#![allow(dead_code)]
+
+pub mod direct;
+pub mod journal;
+pub mod procs;
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tempfile::TempDir;
+
+pub use procs::{TAG_VAR, assert_none_left};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tether");
+
+/// Upper bound for anything a test waits on; reaching it means the test is broken, not slow.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// One test's world: a temp directory holding the state dir and captured output, and the tag
+/// that marks every process the test starts. Dropping it kills, by pid, whatever still carries
+/// the tag, so a failing test does not leak processes into the next.
+pub struct TestEnv {
+    pub tag: String,
+    pub dir: TempDir,
+    runs: AtomicUsize,
+}
+
+impl TestEnv {
+    pub fn new(name: &str) -> TestEnv {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let tag = format!(
+            "{name}-{}-{nanos}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("tether-e2e-")
+            .tempdir()
+            .expect("create a temp dir");
+        fs::create_dir(dir.path().join("state")).expect("create the state dir");
+        TestEnv {
+            tag,
+            dir,
+            runs: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// A path in the test's scratch space (outside the state dir).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `tether exec --state-dir <state> OPTIONS -- ARGV`, tagged, stdin from /dev/null.
+    pub fn exec_command(&self, options: &[&str], argv: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .arg("exec")
+            .arg("--state-dir")
+            .arg(self.state_dir())
+            .args(options)
+            .arg("--")
+            .args(argv)
+            .env(TAG_VAR, &self.tag)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Starts `tether exec` with its stdout and stderr captured to files.
+    pub fn spawn_exec(&self, options: &[&str], argv: &[&str]) -> RunningExec {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
+        let stdout_path = self.path(&format!("exec-{n}.stdout"));
+        let stderr_path = self.path(&format!("exec-{n}.stderr"));
+        let stdout = File::create(&stdout_path).expect("create the stdout capture");
+        let stderr = File::create(&stderr_path).expect("create the stderr capture");
+        let child = self
+            .exec_command(options, argv)
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .expect("start tether exec");
+        RunningExec {
+            child,
+            started: Instant::now(),
+            stdout_path,
+            stderr_path,
+        }
+    }
+
+    /// Runs `tether exec` to completion (within [`DEADLINE`]).
+    pub fn exec(&self, options: &[&str], argv: &[&str]) -> ExecRun {
+        self.spawn_exec(options, argv).wait(self)
+    }
+
+    /// Every command directory under the state dir.
+    pub fn command_dirs(&self) -> Vec<PathBuf> {
+        journal::command_dirs(&self.state_dir())
+    }
+
+    /// The one command directory this test's single `tether exec` created.
+    pub fn command_dir(&self) -> PathBuf {
+        let dirs = self.command_dirs();
+        assert_eq!(
+            dirs.len(),
+            1,
+            "expected exactly one command journal: {dirs:?}"
+        );
+        dirs.into_iter().next().unwrap()
+    }
+
+    /// Waits until the single command's journal directory exists (the command is starting).
+    pub fn wait_command_dir(&self) -> PathBuf {
+        wait_until(self, "the command's journal directory", || {
+            self.command_dirs().len() == 1
+        });
+        self.command_dir()
+    }
+
+    /// Checks that nothing the test started is still alive (with a short retry window).
+    pub fn finish(self) {
+        assert_none_left(&self.tag);
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        procs::kill_tagged(&self.tag);
+    }
+}
+
+/// A `tether exec` still running.
+pub struct RunningExec {
+    pub child: Child,
+    pub started: Instant,
+    pub stdout_path: PathBuf,
+    pub stderr_path: PathBuf,
+}
+
+impl RunningExec {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn wait(self, env: &TestEnv) -> ExecRun {
+        self.wait_within(env, DEADLINE)
+    }
+
+    /// Waits for tether exec to exit; past `timeout` kills it and everything tagged, and fails.
+    pub fn wait_within(mut self, env: &TestEnv, timeout: Duration) -> ExecRun {
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => {}
+                Err(err) => panic!("waiting for tether exec failed: {err}"),
+            }
+            if self.started.elapsed() > timeout {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let killed = procs::kill_tagged(&env.tag);
+                panic!(
+                    "tether exec did not exit within {timeout:?}; killed it and {killed:?}\nstderr: {}",
+                    String::from_utf8_lossy(&fs::read(&self.stderr_path).unwrap_or_default())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        ExecRun {
+            status,
+            elapsed: self.started.elapsed(),
+            stdout_path: self.stdout_path,
+            stderr_path: self.stderr_path,
+        }
+    }
+}
+
+/// A finished `tether exec`.
+pub struct ExecRun {
+    pub status: std::process::ExitStatus,
+    pub elapsed: Duration,
+    pub stdout_path: PathBuf,
+    pub stderr_path: PathBuf,
+}
+
+impl ExecRun {
+    /// tether's exit code; fails if tether itself died of a signal.
+    pub fn code(&self) -> i32 {
+        self.status.code().unwrap_or_else(|| {
+            panic!(
+                "tether exec ended by a signal ({:?}); stderr: {}",
+                self.status,
+                self.stderr_text()
+            )
+        })
+    }
+
+    pub fn stdout(&self) -> Vec<u8> {
+        fs::read(&self.stdout_path).expect("read captured stdout")
+    }
+
+    pub fn stderr(&self) -> Vec<u8> {
+        fs::read(&self.stderr_path).expect("read captured stderr")
+    }
+
+    /// Captured stderr for messages; empty if it cannot be read.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&fs::read(&self.stderr_path).unwrap_or_default()).into_owned()
+    }
+
+    /// The lines `tether exec --json` printed, parsed.
+    pub fn json_events(&self) -> Vec<tether::protocol::Event> {
+        journal::parse_lines(&self.stdout())
+    }
+}
+
+/// Polls `done` every 10 ms until it holds; past [`DEADLINE`] kills everything tagged and
+/// fails, naming `what` was awaited.
+pub fn wait_until(env: &TestEnv, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done() {
+        if Instant::now() >= deadline {
+            let killed = procs::kill_tagged(&env.tag);
+            panic!("timed out after {DEADLINE:?} waiting for {what}; killed {killed:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until the file at `path` contains `needle`.
+pub fn wait_for_text(env: &TestEnv, path: &Path, needle: &str) {
+    wait_until(env, &format!("`{needle}` in {}", path.display()), || {
+        fs::read(path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+    });
+}

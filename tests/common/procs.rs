@@ -1,0 +1,135 @@
+//! Finding, and if need be killing, every process a test started.
+//!
+//! Each test sets a unique `TETHER_TEST_TAG` on the process it starts; the broker and the whole
+//! command tree inherit it. A process counts as alive unless `/proc/PID/stat` is gone or says
+//! `Z`/`X`: PID 1 on the test machine does not reap orphans, so zombies linger.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+pub const TAG_VAR: &str = "TETHER_TEST_TAG";
+
+/// How long processes get to disappear before a leftover is a failure.
+pub const LEFTOVER_WINDOW: Duration = Duration::from_secs(3);
+
+/// A live process carrying a test's tag.
+#[derive(Debug, Clone)]
+pub struct Tagged {
+    pub pid: i32,
+    pub cmdline: String,
+}
+
+/// The state letter of `/proc/PID/stat`, or `None` when the process is gone.
+pub fn state(pid: i32) -> Option<u8> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let close = text.rfind(')')?;
+    text.get(close + 1..)?.trim_start().bytes().next()
+}
+
+/// True when `pid` no longer runs: absent, or a zombie nobody reaped.
+pub fn is_gone(pid: i32) -> bool {
+    state(pid).is_none_or(|s| s == b'Z' || s == b'X')
+}
+
+pub fn cmdline(pid: i32) -> String {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            String::from_utf8_lossy(&raw)
+                .trim_end_matches('\0')
+                .replace('\0', " ")
+        })
+        .unwrap_or_default()
+}
+
+/// Every live process whose environment holds `TETHER_TEST_TAG=<tag>`.
+pub fn tagged(tag: &str) -> Vec<Tagged> {
+    let needle = format!("{TAG_VAR}={tag}");
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) && !is_gone(pid) {
+            found.push(Tagged {
+                pid,
+                cmdline: cmdline(pid),
+            });
+        }
+    }
+    found
+}
+
+/// SIGKILLs, by pid, every live process carrying `tag`; returns what it found.
+pub fn kill_tagged(tag: &str) -> Vec<Tagged> {
+    let mut all = Vec::new();
+    // A process forking as it dies may leave a fresh child; a few rounds catch those.
+    for _ in 0..10 {
+        let round = tagged(tag);
+        if round.is_empty() {
+            break;
+        }
+        for p in &round {
+            signal(p.pid, Signal::SIGKILL);
+        }
+        all.extend(round);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    all
+}
+
+/// Sends `sig` to one process, by pid. Errors (the process already went) are ignored.
+pub fn signal(pid: i32, sig: Signal) {
+    let _ = kill(Pid::from_raw(pid), sig);
+}
+
+/// Fails the test if a process carrying `tag` is still alive after [`LEFTOVER_WINDOW`];
+/// leftovers are killed first so that a failing test leaves nothing behind either.
+pub fn assert_none_left(tag: &str) {
+    let deadline = Instant::now() + LEFTOVER_WINDOW;
+    loop {
+        if tagged(tag).is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let leftovers = kill_tagged(tag);
+    if leftovers.is_empty() {
+        return;
+    }
+    let list: Vec<String> = leftovers
+        .iter()
+        .map(|p| format!("{} `{}`", p.pid, p.cmdline))
+        .collect();
+    panic!(
+        "processes still alive {LEFTOVER_WINDOW:?} after the test (now killed): {}",
+        list.join(", ")
+    );
+}
+
+/// Waits until every pid in `pids` is gone; returns those still alive at `timeout`.
+pub fn wait_gone(pids: &[i32], timeout: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let alive: Vec<i32> = pids.iter().copied().filter(|&p| !is_gone(p)).collect();
+        if alive.is_empty() || Instant::now() >= deadline {
+            return alive;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

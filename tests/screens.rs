@@ -1,0 +1,386 @@
+//! Every screen of the TUI, drawn into a fixed-size TestBackend and compared with an insta
+//! snapshot. The model is built from events, with fixed pids and times, so snapshots are
+//! stable.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use tether::app::keymap::bindings;
+use tether::app::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
+use tether::config::CommandConfig;
+use tether::model::output::render_line;
+use tether::model::{CommandState, Model};
+use tether::protocol::{CommandSpec, Event, EventKind, ExitStatus, Origin, Scope, Stream};
+use tether::sampler::{ProcessInfo, TreeRow};
+
+const T0: u64 = 1_796_000_000_000;
+
+fn config(name: &str, shell: &str) -> CommandConfig {
+    CommandConfig {
+        name: name.into(),
+        command: CommandSpec::Shell(shell.into()),
+        cwd: None,
+        env: Default::default(),
+        grace: None,
+        no_output_timeout: None,
+        autostart: true,
+    }
+}
+
+fn ev(ms: u64, kind: EventKind) -> Event {
+    Event {
+        ts_ms: T0 + ms,
+        mono_us: ms * 1000,
+        kind,
+    }
+}
+
+fn run(command: &mut CommandState, events: Vec<Event>) {
+    command.begin_run("/nonexistent".into(), T0);
+    for e in &events {
+        command.apply(e);
+    }
+}
+
+fn model() -> Model {
+    let mut build = CommandState::new(config("build", "make"));
+    run(
+        &mut build,
+        vec![
+            ev(
+                0,
+                EventKind::BrokerStarted {
+                    v: 1,
+                    broker_pid: 100,
+                },
+            ),
+            ev(
+                2,
+                EventKind::Spawned {
+                    pid: 101,
+                    pgid: 101,
+                    argv: vec!["sh".into(), "-c".into(), "make".into()],
+                },
+            ),
+            ev(
+                500,
+                EventKind::Output {
+                    stream: Stream::Stdout,
+                    offset: 0,
+                    len: 120,
+                },
+            ),
+        ],
+    );
+    let mut runaway = CommandState::new(config("runaway", "trap '' TERM; yes"));
+    run(
+        &mut runaway,
+        vec![
+            ev(
+                0,
+                EventKind::BrokerStarted {
+                    v: 1,
+                    broker_pid: 200,
+                },
+            ),
+            ev(
+                3,
+                EventKind::Spawned {
+                    pid: 201,
+                    pgid: 201,
+                    argv: vec![],
+                },
+            ),
+            ev(
+                4_000,
+                EventKind::SignalSent {
+                    signal: "TERM".into(),
+                    scope: Scope::Group,
+                    origin: Origin::Operator,
+                    targets: vec![201],
+                },
+            ),
+            ev(6_000, EventKind::HardKill { after_ms: 2_000 }),
+            ev(
+                6_001,
+                EventKind::SignalSent {
+                    signal: "KILL".into(),
+                    scope: Scope::Group,
+                    origin: Origin::Operator,
+                    targets: vec![201],
+                },
+            ),
+            ev(
+                6_010,
+                EventKind::Exit {
+                    pid: 201,
+                    status: ExitStatus {
+                        code: None,
+                        signal: Some(9),
+                        core_dumped: false,
+                    },
+                },
+            ),
+            ev(
+                6_020,
+                EventKind::Close {
+                    stdout_bytes: 10,
+                    stderr_bytes: 0,
+                },
+            ),
+        ],
+    );
+    let mut silent = CommandState::new(config("silent", "sleep 100"));
+    run(
+        &mut silent,
+        vec![
+            ev(
+                0,
+                EventKind::BrokerStarted {
+                    v: 1,
+                    broker_pid: 300,
+                },
+            ),
+            ev(
+                1,
+                EventKind::Spawned {
+                    pid: 301,
+                    pgid: 301,
+                    argv: vec![],
+                },
+            ),
+            ev(5_000, EventKind::ResponseTimeout { silent_ms: 5_000 }),
+            ev(
+                5_001,
+                EventKind::SignalSent {
+                    signal: "TERM".into(),
+                    scope: Scope::Group,
+                    origin: Origin::Watchdog,
+                    targets: vec![301],
+                },
+            ),
+            ev(
+                5_010,
+                EventKind::Exit {
+                    pid: 301,
+                    status: ExitStatus {
+                        code: None,
+                        signal: Some(15),
+                        core_dumped: false,
+                    },
+                },
+            ),
+        ],
+    );
+    let mut missing = CommandState::new(config("missing", "no-such-command"));
+    run(
+        &mut missing,
+        vec![
+            ev(
+                0,
+                EventKind::BrokerStarted {
+                    v: 1,
+                    broker_pid: 400,
+                },
+            ),
+            ev(
+                1,
+                EventKind::SpawnError {
+                    code: "enoent".into(),
+                    message:
+                        "cannot run `no-such-command`: no such file or directory; is it on PATH?"
+                            .into(),
+                },
+            ),
+        ],
+    );
+    Model {
+        session_id: "20261130T000000Z-1".into(),
+        session_dir: "/nonexistent".into(),
+        started_ms: T0,
+        commands: vec![build, runaway, silent, missing],
+    }
+}
+
+fn process(pid: i32, ppid: i32, argv: &str, cpu: f32) -> ProcessInfo {
+    ProcessInfo {
+        pid,
+        ppid,
+        pgid: 101,
+        state: 'S',
+        cpu_percent: cpu,
+        rss_bytes: 3 << 20,
+        start_ms: T0,
+        argv: argv.split(' ').map(String::from).collect(),
+    }
+}
+
+fn content() -> FrameContent {
+    let stdout: Vec<&[u8]> = vec![
+        b"\x1b[1;32m   Compiling\x1b[0m tether v0.1.0",
+        b"\x1b[33mwarning\x1b[0m: unused variable `x`",
+        b"[#####     ] 50%\r[##########] 100%",
+        b"bad utf-8: \xff\xfe done",
+        b"\x1b]52;c;aGVsbG8=\x07\x1b[2Jclipboard and clear were dropped",
+    ];
+    let stderr: Vec<&[u8]> = vec![b"\x1b[31merror\x1b[0m: something failed"];
+    let lines = |raw: &[&[u8]]| PaneLines {
+        first: 0,
+        lines: raw.iter().map(|l| render_line(l)).collect(),
+        total: raw.len(),
+        bytes: raw.iter().map(|l| l.len() as u64 + 1).sum(),
+    };
+    let escaped = ProcessInfo {
+        pgid: 150,
+        ..process(150, 100, "sleep 1000", 0.0)
+    };
+    FrameContent {
+        now_ms: T0 + 10_000,
+        outputs: [lines(&stdout), lines(&stderr)],
+        tree: vec![
+            TreeRow {
+                depth: 0,
+                process: process(100, 1, "tether broker", 0.0),
+                escaped: false,
+            },
+            TreeRow {
+                depth: 1,
+                process: process(101, 100, "sh -c make", 0.1),
+                escaped: false,
+            },
+            TreeRow {
+                depth: 2,
+                process: process(102, 101, "cc -O2 main.c", 97.5),
+                escaped: false,
+            },
+            TreeRow {
+                depth: 1,
+                process: escaped,
+                escaped: true,
+            },
+        ],
+    }
+}
+
+fn draw(width: u16, height: u16, view: &ViewState) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    let model = model();
+    let content = content();
+    let keys = bindings();
+    terminal
+        .draw(|frame| tether::ui::draw(frame, &model, view, &content, &keys))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            out.push_str(buffer[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn main_view() {
+    insta::assert_snapshot!(draw(120, 36, &ViewState::default()));
+}
+
+#[test]
+fn tree_focused_with_selection() {
+    let view = ViewState {
+        focus: Pane::Tree,
+        tree_selected: 2,
+        ..ViewState::default()
+    };
+    insta::assert_snapshot!(draw(120, 36, &view));
+}
+
+#[test]
+fn timeline_of_a_killed_runaway() {
+    let view = ViewState {
+        selected: 1,
+        focus: Pane::Timeline,
+        ..ViewState::default()
+    };
+    insta::assert_snapshot!(draw(120, 36, &view));
+}
+
+#[test]
+fn search_prompt_and_match() {
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    view.outputs[0].search = Some("warning".into());
+    view.outputs[0].matched = Some(1);
+    view.outputs[0].follow = false;
+    view.dialog = Some(Dialog::Search {
+        stream: Stream::Stdout,
+        input: "warn".into(),
+    });
+    insta::assert_snapshot!(draw(120, 36, &view));
+}
+
+#[test]
+fn help_overlay() {
+    let view = ViewState {
+        dialog: Some(Dialog::Help),
+        ..ViewState::default()
+    };
+    insta::assert_snapshot!(draw(120, 40, &view));
+}
+
+#[test]
+fn confirm_kill_dialog() {
+    let view = ViewState {
+        dialog: Some(Dialog::ConfirmKill { command: 0 }),
+        ..ViewState::default()
+    };
+    insta::assert_snapshot!(draw(120, 36, &view));
+}
+
+#[test]
+fn confirm_quit_dialog() {
+    let view = ViewState {
+        dialog: Some(Dialog::ConfirmQuit { running: 1 }),
+        ..ViewState::default()
+    };
+    insta::assert_snapshot!(draw(120, 36, &view));
+}
+
+#[test]
+fn new_command_prompt() {
+    let view = ViewState {
+        dialog: Some(Dialog::NewCommand {
+            input: "cargo test".into(),
+        }),
+        ..ViewState::default()
+    };
+    insta::assert_snapshot!(draw(120, 36, &view));
+}
+
+#[test]
+fn zoomed_stdout() {
+    let view = ViewState {
+        focus: Pane::Stdout,
+        zoom: true,
+        ..ViewState::default()
+    };
+    insta::assert_snapshot!(draw(100, 30, &view));
+}
+
+#[test]
+fn terminal_too_small() {
+    insta::assert_snapshot!(draw(60, 16, &ViewState::default()));
+}
+
+#[test]
+fn nothing_from_a_command_reaches_the_screen_raw() {
+    let screen = draw(120, 36, &ViewState::default());
+    assert!(!screen.contains('\x1b'));
+    assert!(!screen.contains('\x07'));
+    assert!(screen.contains("clipboard and clear were dropped"));
+    assert!(screen.contains("[##########] 100%"));
+    assert!(screen.contains('\u{fffd}'));
+}

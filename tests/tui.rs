@@ -1,0 +1,288 @@
+//! End-to-end tests of the real TUI in a real terminal: tmux runs `tether`, `send-keys` types,
+//! `capture-pane` reads the screen. Each test has its own tmux server (socket) and kills it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{BIN, DEADLINE, TAG_VAR, TestEnv, procs};
+
+/// A tmux server of one test, with one 200×50 window.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts a server whose first window runs `sh`; everything in it carries the test's tag.
+    fn start(env: &TestEnv) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("tether-{}", env.tag),
+        };
+        let out = tmux.cmd(&["new-session", "-d", "-x", "200", "-y", "50", "sh"], env);
+        assert!(
+            out.status.success(),
+            "tmux failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux.cmd(&["set-option", "-g", "set-clipboard", "on"], env);
+        tmux
+    }
+
+    fn cmd(&self, args: &[&str], env: &TestEnv) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .env(TAG_VAR, &env.tag)
+            .env("TERM", "xterm-256color")
+            .env_remove("TMUX")
+            .output()
+            .expect("run tmux (is it installed? .ci/run installs it)")
+    }
+
+    fn keys(&self, env: &TestEnv, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        self.cmd(&args, env);
+    }
+
+    fn type_line(&self, env: &TestEnv, line: &str) {
+        self.cmd(&["send-keys", "-t", "0", "-l", line], env);
+        self.keys(env, &["Enter"]);
+    }
+
+    fn screen(&self, env: &TestEnv) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "0"], env).stdout)
+            .into_owned()
+    }
+
+    /// Waits until the screen satisfies `done`; fails with the screen otherwise.
+    fn wait_screen(&self, env: &TestEnv, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen(env);
+            if done(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn pane_pid(&self, env: &TestEnv) -> i32 {
+        let out = self.cmd(&["display-message", "-p", "-t", "0", "#{pane_pid}"], env);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("pane pid")
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// The shell line that runs tether in place of the pane's shell (so the pane's pid is
+/// tether's).
+fn tether_line(env: &TestEnv, args: &str) -> String {
+    format!("exec {}", tether_child_line(env, args))
+}
+
+/// The shell line that runs tether as a child of the pane's shell, which is there again
+/// when tether exits.
+fn tether_child_line(env: &TestEnv, args: &str) -> String {
+    format!("{BIN} --state-dir {} {args}", env.state_dir().display())
+}
+
+/// Every command journal directory of the (single) session.
+fn command_dirs(state: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for session in std::fs::read_dir(state.join("sessions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for entry in std::fs::read_dir(session.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.path().is_dir() {
+                dirs.push(entry.path());
+            }
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
+fn events(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default()
+}
+
+/// The pids a command's broker recorded in its latest non-empty tree event.
+fn tree_pids(dir: &Path) -> Vec<i32> {
+    let record = tether::journal::CommandRecord::load(dir);
+    record
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            tether::protocol::EventKind::Tree { processes } if !processes.is_empty() => {
+                Some(processes.iter().map(|p| p.pid).collect())
+            }
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn wait_tree(env: &TestEnv, dir: &Path, at_least: usize) -> Vec<i32> {
+    common::wait_until(env, "the tree to be recorded", || {
+        tree_pids(dir).len() >= at_least
+    });
+    tree_pids(dir)
+}
+
+#[test]
+fn sigterm_and_sigkill_from_the_keyboard() {
+    let env = TestEnv::new("tui-signals");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(
+            &env,
+            "run -c 'sleep 300 & sleep 300 & wait' -c 'trap \"\" TERM; sleep 300 & while :; do sleep 1; done'",
+        ),
+    );
+    tmux.wait_screen(&env, "the tree of the first command", |s| {
+        s.contains("Process tree: sleep") && s.contains("sleep 300")
+    });
+    let dirs = command_dirs(&env.state_dir());
+    assert_eq!(dirs.len(), 2);
+    let first = wait_tree(&env, &dirs[0], 3);
+
+    // t: SIGTERM to the first command's group; its tree vanishes.
+    tmux.keys(&env, &["t"]);
+    assert!(
+        procs::wait_gone(&first, Duration::from_secs(10)).is_empty(),
+        "SIGTERM left processes"
+    );
+    tmux.wait_screen(&env, "the operator's SIGTERM on the timeline", |s| {
+        s.contains("SIGTERM by operator")
+    });
+    assert!(events(&dirs[0]).contains(r#""signal":"TERM","scope":"group","origin":"operator""#));
+
+    // Select the TERM-ignoring command; t does not end it, K + y does.
+    tmux.keys(&env, &["j"]);
+    tmux.wait_screen(&env, "the second command selected", |s| {
+        s.contains("Process tree: trap")
+    });
+    let second = wait_tree(&env, &dirs[1], 3);
+    tmux.keys(&env, &["t"]);
+    tmux.wait_screen(&env, "SIGTERM on the second timeline", |s| {
+        s.contains("SIGTERM by operator")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        second.iter().any(|p| !procs::is_gone(*p)),
+        "a TERM-ignoring process should survive SIGTERM"
+    );
+    tmux.keys(&env, &["K"]);
+    tmux.wait_screen(&env, "the SIGKILL confirmation", |s| {
+        s.contains("Confirm SIGKILL")
+    });
+    tmux.keys(&env, &["y"]);
+    assert!(
+        procs::wait_gone(&second, Duration::from_secs(10)).is_empty(),
+        "SIGKILL left processes"
+    );
+    tmux.wait_screen(&env, "the operator's SIGKILL on the timeline", |s| {
+        s.contains("SIGKILL by operator") && s.contains("no processes")
+    });
+
+    // q with nothing running quits at once.
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the shell back", |s| !s.contains("Commands"));
+    drop(tmux);
+    env.finish();
+}
+
+#[test]
+fn kill_9_of_the_tui_leaves_nothing_and_a_complete_journal() {
+    let env = TestEnv::new("tui-kill9");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(
+            &env,
+            "run --grace 500ms -c 'sleep 300 & sleep 300 & wait' -c 'trap \"\" TERM; setsid sh -c \"trap \\\"\\\" TERM; sleep 300\" & while :; do sleep 1; done'",
+        ),
+    );
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dirs = command_dirs(&env.state_dir());
+    assert_eq!(dirs.len(), 2);
+    let mut all = wait_tree(&env, &dirs[0], 3);
+    all.extend(wait_tree(&env, &dirs[1], 3));
+    let tui = tmux.pane_pid(&env);
+    procs::signal(tui, nix::sys::signal::Signal::SIGKILL);
+    assert!(
+        procs::wait_gone(&all, Duration::from_secs(5)).is_empty(),
+        "processes outlived the TUI"
+    );
+    for dir in &dirs {
+        common::wait_until(&env, "result.json", || dir.join("result.json").exists());
+        let record = tether::journal::CommandRecord::load(dir);
+        assert!(record.damage.is_empty(), "{:?}", record.damage);
+        assert!(events(dir).contains(r#""kind":"parent_lost""#));
+        assert!(events(dir).contains(r#""kind":"close""#));
+    }
+    drop(tmux);
+    env.finish();
+}
+
+#[test]
+fn escape_sequences_from_a_command_never_reach_the_terminal() {
+    let env = TestEnv::new("tui-escapes");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(&env, "echo BEFORE-TETHER-MARKER");
+    tmux.wait_screen(&env, "the marker", |s| s.contains("BEFORE-TETHER-MARKER\n"));
+    tmux.type_line(
+        &env,
+        &tether_child_line(
+            &env,
+            r#"run -c 'printf "\033]52;c;aGVsbG8gY2xpcGJvYXJk\007\033[2J\033]0;PWNED-TITLE\007\033[5;5Hvisible-after-escapes\n"; sleep 300'"#,
+        ),
+    );
+    let screen = tmux.wait_screen(&env, "the output in the stdout pane", |s| {
+        s.contains("Commands") && s.contains("visible-after-escapes")
+    });
+    // The layout is intact: the clear screen and the cursor move did not reach the terminal.
+    assert!(
+        screen.contains("Commands") && screen.contains("Timeline"),
+        "{screen}"
+    );
+    // OSC 52 did not reach tmux's clipboard, nor the title the window.
+    let buffers = tmux.cmd(&["list-buffers"], &env);
+    assert!(
+        !String::from_utf8_lossy(&buffers.stdout).contains("hello clipboard"),
+        "OSC 52 reached the terminal"
+    );
+    let title = tmux.cmd(&["display-message", "-p", "-t", "0", "#{pane_title}"], &env);
+    assert!(!String::from_utf8_lossy(&title.stdout).contains("PWNED"));
+    // Quit (stop the running command), and the shell's screen is as it was.
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("still running"));
+    tmux.keys(&env, &["y"]);
+    let after = tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
+    assert!(after.contains("BEFORE-TETHER-MARKER"), "{after}");
+    drop(tmux);
+    env.finish();
+}
