@@ -60,10 +60,6 @@ fn term_ignoring_command_is_killed_after_grace() {
 
 /// The hard kill of a group whose members all die at once must still be journaled.
 #[test]
-#[ignore = "bug: StopSequence::escalate counts only processes its /proc walk finds alive after \
-            killpg(SIGKILL), so a group killed outright yields no hard_kill, no signal_sent \
-            KILL and result.hard_killed=false (src/broker/state.rs advance_stop, \
-            src/broker/signaller.rs signal_tree)"]
 fn hard_kill_of_a_term_ignoring_group_is_journaled() {
     let env = TestEnv::new("hard_kill_journaled");
     let (_, dir) = stop_term_ignoring_command(&env);
@@ -102,9 +98,6 @@ fn hard_kill_of_a_term_ignoring_group_is_journaled() {
 /// `signal_sent.targets` is documented as the processes the signal reached; the command's
 /// own process group is always reached by a group signal.
 #[test]
-#[ignore = "bug: signal_tree reports only processes its /proc walk finds alive after killpg, \
-            so group members the killpg already ended (usually the command itself) are \
-            missing from signal_sent targets (src/broker/signaller.rs signal_tree)"]
 fn group_signal_targets_include_the_command() {
     let env = TestEnv::new("targets_group");
     let running = env.spawn_exec(

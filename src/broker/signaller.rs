@@ -2,6 +2,7 @@
 //! the broker's subreaper walk finds, each through a pidfd so a reused pid is never hit.
 
 use std::collections::HashSet;
+use std::os::fd::OwnedFd;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -16,30 +17,35 @@ pub fn key(stat: &ProcStat) -> ProcessKey {
     (stat.pid, stat.start_ticks)
 }
 
-/// Sends `signal` to one process found by a walk, through a pidfd opened for it and checked
-/// to still be the process the walk saw. Returns whether it was delivered.
-pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(stat.pid) else {
-        return false;
-    };
-    let Ok(pidfd) = pidfd_open(pid, PidfdFlags::empty()) else {
-        return false;
-    };
-    // The pidfd now pins one process; if it is not the one the walk saw, the pid was reused.
+/// A pidfd on a process found by a walk, checked to still be that process (same start
+/// time), so a signal sent through it can never hit a reused pid.
+fn open_verified(stat: &ProcStat) -> Option<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(stat.pid)?;
+    let pidfd = pidfd_open(pid, PidfdFlags::empty()).ok()?;
     match procfs::read_stat(stat.pid) {
-        Some(now) if now.start_ticks == stat.start_ticks => {}
-        _ => return false,
+        Some(now) if now.start_ticks == stat.start_ticks => Some(pidfd),
+        _ => None,
     }
-    let Some(sig) = rustix::process::Signal::from_named_raw(signal as i32) else {
-        return false;
-    };
-    pidfd_send_signal(&pidfd, sig).is_ok()
+}
+
+fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
+    rustix::process::Signal::from_named_raw(signal as i32)
+        .is_some_and(|sig| pidfd_send_signal(pidfd, sig).is_ok())
+}
+
+/// Sends `signal` to one process found by a walk, through a verified pidfd. Returns whether
+/// it was delivered.
+pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
+    open_verified(stat).is_some_and(|pidfd| send(&pidfd, signal))
 }
 
 /// Signals the group (while its leader is unreaped, so the pgid cannot have been reused) and
 /// every live descendant of `root`, walking again until a walk finds no process not yet
 /// signalled. `already` holds processes signalled earlier in the same sequence; they are
 /// skipped and the newly reached ones are added. Returns the pids reached this time.
+///
+/// Each round pins the processes it found with pidfds *before* the group signal, so the
+/// processes that signal ends at once are still counted among those it reached.
 pub fn signal_tree(
     root: i32,
     group: Option<i32>,
@@ -48,25 +54,29 @@ pub fn signal_tree(
     already: &mut HashSet<ProcessKey>,
 ) -> Vec<i32> {
     let mut reached = Vec::new();
-    if let Some(pgid) = group {
-        if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
-        }
-    }
+    let mut group_pending = group;
     // A process forking as fast as it can may keep adding children; bound the rounds.
     for _ in 0..64 {
-        let fresh: Vec<ProcStat> = procfs::descendants(root)
+        let fresh: Vec<(ProcStat, OwnedFd)> = procfs::descendants(root)
             .into_iter()
             .filter(|p| !p.is_zombie() && !already.contains(&key(p)))
+            .filter_map(|p| open_verified(&p).map(|fd| (p, fd)))
             .collect();
+        if let Some(pgid) = group_pending.take() {
+            if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
+            }
+        }
         if fresh.is_empty() {
             break;
         }
-        for p in &fresh {
+        for (p, pidfd) in &fresh {
             already.insert(key(p));
-            if signal_process(p, signal) {
+            let in_group = group.is_some_and(|g| g == p.pgid);
+            // A member of the group got the group signal; a dead one was reached by it.
+            if send(pidfd, signal) || in_group || procfs::is_gone(p.pid) {
                 if also_cont {
-                    signal_process(p, Signal::SIGCONT);
+                    send(pidfd, Signal::SIGCONT);
                 }
                 reached.push(p.pid);
             }
