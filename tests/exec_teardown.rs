@@ -122,10 +122,14 @@ fn group_signal_targets_include_the_command() {
 
 /// A command that starts a `setsid` escapee and a double-forked daemon, each printing
 /// `LABEL PID` and touching a marker once it runs, and waits for both markers.
+///
+/// Both are started from subshells that exit at once, so they are re-parented to the broker
+/// before anything is stopped. (A `setsid` child left to the command itself may be reaped by
+/// the command's own `wait` while both die, and then no orphan_reaped is due.)
 fn escapees_script(markers: &Path) -> String {
     let m = markers.display();
     format!(
-        r#"setsid sh -c 'echo "setsid $$"; touch {m}/a; exec sleep 1000' &
+        r#"(setsid sh -c 'echo "setsid $$"; touch {m}/a; exec sleep 1000' &)
 (sh -c 'echo "daemon $$"; touch {m}/b; exec sleep 1000' &)
 while [ ! -e {m}/a ] || [ ! -e {m}/b ]; do sleep 0.02; done
 echo main ready"#

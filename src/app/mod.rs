@@ -193,12 +193,12 @@ impl App {
         if !self.content.tree.is_empty() {
             self.view.tree_selected = self.view.tree_selected.min(self.content.tree.len() - 1);
         }
-        self.geometry.selected_process = self
+        self.geometry.tree_processes = self
             .content
             .tree
-            .get(self.view.tree_selected)
-            .filter(|row| row.depth > 0)
-            .map(|row| (row.process.pid, row.process.argv.join(" ")));
+            .iter()
+            .map(|row| (row.depth > 0).then(|| (row.process.pid, row.process.argv.join(" "))))
+            .collect();
     }
 
     /// The selected command's tree: sampled if the sampler has it, else the broker's own

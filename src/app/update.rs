@@ -29,8 +29,8 @@ pub struct Geometry {
     pub output_rows: [usize; 2],
     pub tree_rows: usize,
     pub total_lines: [usize; 2],
-    /// pid and command line of the tree row under the selection.
-    pub selected_process: Option<(i32, String)>,
+    /// pid and command line of each tree row; `None` for the broker's own row.
+    pub tree_processes: Vec<Option<(i32, String)>>,
 }
 
 pub fn update(
@@ -164,11 +164,18 @@ pub fn update(
                 }
             }
         }
-        Action::SignalProcess => match (command, &geometry.selected_process) {
+        Action::SignalProcess => match (
+            command,
+            geometry
+                .tree_processes
+                .get(view.tree_selected)
+                .cloned()
+                .flatten(),
+        ) {
             (Some(c), Some((pid, argv))) if c.status.is_active() => {
                 view.dialog = Some(Dialog::SignalProcess {
-                    pid: *pid,
-                    argv: argv.clone(),
+                    pid,
+                    argv,
                     input: "TERM".into(),
                 });
             }
@@ -240,7 +247,10 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
                 view.timeline_back = 0;
             }
         }
-        Pane::Tree => view.tree_selected = step(view.tree_selected, usize::MAX / 4),
+        Pane::Tree => {
+            let last = geometry.tree_processes.len().saturating_sub(1);
+            view.tree_selected = step(view.tree_selected, last);
+        }
         // Up in the timeline goes back in time.
         Pane::Timeline => {
             view.timeline_back = (view.timeline_back as i64)

@@ -7,10 +7,7 @@ mod thread;
 pub mod tree;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Once;
 use std::time::Instant;
-
-use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 pub use thread::{SamplerHandle, spawn_sampler};
 pub use tree::{TreeRow, build_tree};
@@ -54,13 +51,13 @@ struct Known {
     cpu_percent: f32,
 }
 
-/// Samples the trees below a set of brokers. Costs one `/proc/*/stat` scan per sample plus
-/// a `stat` and `statm` read per watched process; each argv is read once.
+/// Samples the trees below a set of brokers. Costs one read of `/proc/PID/stat` per process
+/// on the machine per sample (CPU time and memory come from the same read); each argv is
+/// read once.
 pub struct Sampler {
-    system: System,
     known: HashMap<(i32, u64), Known>,
-    /// The pids refreshed last time: refreshing them again lets sysinfo drop the dead ones.
-    tracked: Vec<Pid>,
+    ticks_per_second: u64,
+    page_size: u64,
 }
 
 impl Default for Sampler {
@@ -71,16 +68,18 @@ impl Default for Sampler {
 
 impl Sampler {
     pub fn new() -> Self {
-        keep_no_files_open();
         Self {
-            system: System::new(),
             known: HashMap::new(),
-            tracked: Vec::new(),
+            ticks_per_second: sysconf(libc::_SC_CLK_TCK, 100),
+            page_size: sysconf(libc::_SC_PAGESIZE, 4096),
         }
     }
 
     pub fn sample(&mut self, brokers: &[i32]) -> Snapshot {
         let scanned = scan::all_processes();
+        // The moment the CPU times were read, near enough: the scan takes milliseconds.
+        let now = Instant::now();
+        let taken_ms = crate::clock::now_ms();
         let stats: Vec<ProcStat> = scanned.iter().map(|p| p.stat).collect();
         let by_pid: HashMap<i32, &ScannedProcess> =
             scanned.iter().map(|p| (p.stat.pid, p)).collect();
@@ -103,10 +102,6 @@ impl Sampler {
             members.push((broker, tree));
         }
 
-        self.refresh_usage(&members);
-        let refreshed = Instant::now();
-        let taken_ms = crate::clock::now_ms();
-
         let mut live = HashSet::new();
         let mut trees = HashMap::with_capacity(members.len());
         for (broker, tree) in members {
@@ -114,46 +109,13 @@ impl Sampler {
                 .into_iter()
                 .map(|process| {
                     live.insert((process.stat.pid, process.stat.start_ticks));
-                    self.describe(process, refreshed, taken_ms)
+                    self.describe(process, now, taken_ms)
                 })
                 .collect();
             trees.insert(broker, infos);
         }
         self.known.retain(|key, _| live.contains(key));
         Snapshot { taken_ms, trees }
-    }
-
-    /// Refreshes CPU and memory of exactly the watched processes through sysinfo.
-    fn refresh_usage(&mut self, members: &[(i32, Vec<&ScannedProcess>)]) {
-        let mut wanted: HashSet<Pid> = HashSet::new();
-        let mut pids = Vec::new();
-        for (_, tree) in members {
-            for process in tree {
-                let pid = Pid::from(process.stat.pid as usize);
-                if wanted.insert(pid) {
-                    pids.push(pid);
-                }
-            }
-        }
-        let mut refresh = pids.clone();
-        refresh.extend(self.tracked.iter().filter(|pid| !wanted.contains(pid)));
-        // sysinfo never forgets a live process it stopped being asked about (one that left
-        // every tree); start afresh if such leftovers pile up. This costs one sample of CPU
-        // figures.
-        if self.system.processes().len() > 2 * refresh.len() + 256 {
-            self.system = System::new();
-        }
-        if !refresh.is_empty() {
-            self.system.refresh_processes_specifics(
-                ProcessesToUpdate::Some(&refresh),
-                true,
-                ProcessRefreshKind::nothing()
-                    .without_tasks()
-                    .with_cpu()
-                    .with_memory(),
-            );
-        }
-        self.tracked = pids;
     }
 
     fn describe(&mut self, process: &ScannedProcess, now: Instant, now_ms: u64) -> ProcessInfo {
@@ -180,17 +142,18 @@ impl Sampler {
         } else {
             known.argv.clone()
         };
-        let usage = self.system.process(Pid::from(stat.pid as usize));
-        if let Some(used) = usage.map(|p| p.accumulated_cpu_time()) {
-            known.measure_cpu(used, now, now_ms);
-        }
+        known.measure_cpu(
+            process.cpu_ticks * 1000 / self.ticks_per_second,
+            now,
+            now_ms,
+        );
         ProcessInfo {
             pid: stat.pid,
             ppid: stat.ppid,
             pgid: stat.pgid,
             state: char::from(stat.state),
             cpu_percent: known.cpu_percent,
-            rss_bytes: usage.map_or(0, |p| p.memory()),
+            rss_bytes: process.rss_pages * self.page_size,
             start_ms: known.start_ms,
             argv,
         }
@@ -219,22 +182,10 @@ impl Known {
     }
 }
 
-/// sysinfo keeps a `/proc/PID/stat` file open per process it knows, up to half the file
-/// limit, and raises the soft `RLIMIT_NOFILE` to the hard one the first time it counts them.
-/// Neither suits tether: the file descriptors are better left to brokers and journals, and
-/// every command launched afterwards would inherit the raised limit. So ask it to keep no
-/// files open, and put the soft limit back.
-fn keep_no_files_open() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        use rustix::process::{Resource, getrlimit, setrlimit};
-        let before = getrlimit(Resource::Nofile);
-        sysinfo::set_open_files_limit(0);
-        if getrlimit(Resource::Nofile) != before {
-            // Failing leaves the raised limit, which is harmless to tether itself.
-            let _ = setrlimit(Resource::Nofile, before);
-        }
-    });
+fn sysconf(name: libc::c_int, fallback: u64) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let value = unsafe { libc::sysconf(name) };
+    if value > 0 { value as u64 } else { fallback }
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
-//! One pass over every `/proc/PID/stat`, keeping the command name as well as the fields
-//! `procfs` parses: the name is what tells the sampler that a process has exec'd.
+//! One pass over every `/proc/PID/stat`: the fields `procfs` parses, plus the command name
+//! (it changes on exec, which tells the argv cache when to read again) and the CPU time and
+//! resident size, so that a sample reads each process's `stat` exactly once.
 //!
-//! This is `procfs::all_processes` plus the name, with one reusable buffer and no metadata
-//! calls, since it runs over every process on the machine once a second.
+//! It runs over every process on the machine once a second, so it reads with one `read`
+//! into a reused buffer: the kernel renders `stat` whole, so a short read is all of it.
 
 use std::fs::File;
 use std::io::Read;
@@ -13,13 +14,17 @@ pub(super) struct ScannedProcess {
     pub stat: ProcStat,
     /// `comm`: at most 15 bytes of the executable's name.
     pub comm: String,
+    /// User plus system CPU time, in clock ticks.
+    pub cpu_ticks: u64,
+    /// Resident set size, in pages.
+    pub rss_pages: u64,
 }
 
 pub(super) fn all_processes() -> Vec<ScannedProcess> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut buffer = Vec::with_capacity(1024);
+    let mut buffer = vec![0u8; 4096];
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(|pid| read(pid, &mut buffer))
@@ -28,25 +33,34 @@ pub(super) fn all_processes() -> Vec<ScannedProcess> {
 
 fn read(pid: i32, buffer: &mut Vec<u8>) -> Option<ScannedProcess> {
     let mut file = File::open(format!("/proc/{pid}/stat")).ok()?;
-    buffer.clear();
-    let mut chunk = [0u8; 1024];
+    let mut filled = 0;
     loop {
-        match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            // The process exited between listing and reading.
-            Err(_) => return None,
+        // An error means the process exited between listing and reading.
+        let n = file.read(&mut buffer[filled..]).ok()?;
+        filled += n;
+        if n == 0 || filled < buffer.len() {
+            break;
         }
+        buffer.resize(buffer.len() * 2, 0);
     }
-    let text = String::from_utf8_lossy(buffer);
-    parse(&text)
+    parse(&String::from_utf8_lossy(&buffer[..filled]))
 }
 
 fn parse(text: &str) -> Option<ScannedProcess> {
     let stat = procfs::parse_stat(text)?;
-    let comm = text.get(text.find('(')? + 1..text.rfind(')')?)?.to_string();
-    Some(ScannedProcess { stat, comm })
+    let close = text.rfind(')')?;
+    let comm = text.get(text.find('(')? + 1..close)?.to_string();
+    // Counting from the state (field 3): utime is field 14, stime 15, rss 24.
+    let mut fields = text.get(close + 1..)?.split_ascii_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let rss: i64 = fields.nth(8)?.parse().ok()?;
+    Some(ScannedProcess {
+        stat,
+        comm,
+        cpu_ticks: utime + stime,
+        rss_pages: rss.max(0) as u64,
+    })
 }
 
 #[cfg(test)]
@@ -54,12 +68,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keeps_names_with_spaces_and_parens() {
-        let line = "4242 (evil) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 50";
+    fn parses_names_with_spaces_and_parens_and_the_usage_fields() {
+        let line = "4242 (evil) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 25 0 0 20 0 1 0 987654 1000 50 18446744073709551615";
         let p = parse(line).unwrap();
         assert_eq!(p.comm, "evil) (name");
         assert_eq!((p.stat.pid, p.stat.start_ticks), (4242, 987654));
+        assert_eq!((p.cpu_ticks, p.rss_pages), (42, 50));
         assert!(parse("garbage").is_none());
+        assert!(
+            parse("1 (x) S 0 1 1 0 -1 0 0 0 0 0 1").is_none(),
+            "truncated"
+        );
     }
 
     #[test]
@@ -73,5 +92,6 @@ mod tests {
             (fresh.ppid, fresh.pgid, fresh.start_ticks)
         );
         assert!(!mine.comm.is_empty());
+        assert!(mine.rss_pages > 0);
     }
 }

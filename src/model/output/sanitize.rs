@@ -36,9 +36,9 @@ impl LineRenderer {
 
     pub fn feed(&mut self, mut bytes: &[u8]) {
         // vte's own handling of a character split between two feeds can skip the bytes after
-        // it (vte 0.15, `advance_partial_utf8`), so the parser is only ever handed feeds that
-        // end on a character boundary. Holding bytes back changes no result: the parser sees
-        // the same bytes in the same order.
+        // it (vte 0.15 `advance_partial_utf8`, alacritty/vte#159), so the parser is only ever
+        // handed feeds that end on a character boundary. Holding bytes back changes no result:
+        // the parser sees the same bytes in the same order.
         while !self.held.is_empty() {
             if bytes.is_empty() {
                 return;
@@ -130,8 +130,8 @@ struct Screen {
 
 impl Perform for Screen {
     fn print(&mut self, c: char) {
-        // The parser hands most controls to `execute`, but not DEL, and a C1 control whose
-        // UTF-8 encoding was split between two feeds arrives here.
+        // The parser sends most controls to `execute`, but DEL comes here: every character
+        // is checked, since this is the only way text gets into a line.
         if is_control(c) {
             if c < ' ' {
                 self.execute(c as u8);
@@ -371,6 +371,15 @@ mod tests {
         renderer.feed(&bytes[..1]);
         renderer.feed(&bytes[1..]);
         assert_eq!(plain_text(&renderer.finish()), "\u{a9}A\u{ff}");
+
+        // Valid text is enough (alacritty/vte#159): split inside U+0301 used to lose the C.
+        let text = "B\u{301}C\u{2500}";
+        for cut in 1..text.len() {
+            let mut renderer = LineRenderer::new();
+            renderer.feed(&text.as_bytes()[..cut]);
+            renderer.feed(&text.as_bytes()[cut..]);
+            assert_eq!(plain_text(&renderer.finish()), text, "cut at {cut}");
+        }
     }
 
     #[test]

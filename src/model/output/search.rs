@@ -3,8 +3,7 @@
 
 use memchr::memmem;
 
-use super::sanitize::render_line;
-use super::style::plain_text;
+use super::style::{StyledLine, plain_text};
 
 /// A search string, compared with rendered text ignoring ASCII case.
 #[derive(Debug, Clone)]
@@ -47,23 +46,33 @@ impl Needle {
         Needle { folded, required }
     }
 
-    /// Whether the line whose raw bytes are `raw` shows the needle once rendered.
-    pub(crate) fn matches(&self, raw: &[u8]) -> bool {
-        let possible = self.required.iter().all(|req| match req {
+    /// Whether a line rendered from `raw`, or from any part of it, could show the needle:
+    /// a quick test on raw bytes that spares rendering most lines that do not match.
+    pub(crate) fn might_match(&self, raw: &[u8]) -> bool {
+        self.required.iter().all(|req| match req {
             Required::Byte(b) => memchr::memchr(*b, raw).is_some(),
             Required::Letter(lower, upper) => memchr::memchr2(*lower, *upper, raw).is_some(),
             Required::Encoded(bytes) => memmem::find(raw, bytes).is_some(),
-        });
-        possible
-            && plain_text(&render_line(raw))
-                .to_ascii_lowercase()
-                .contains(&self.folded)
+        })
+    }
+
+    /// Whether the rendered `line` shows the needle.
+    pub(crate) fn matches_line(&self, line: &StyledLine) -> bool {
+        plain_text(line).to_ascii_lowercase().contains(&self.folded)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::output::sanitize::render_line;
+
+    impl Needle {
+        /// Whether the line whose raw bytes are `raw` shows the needle once rendered.
+        fn matches(&self, raw: &[u8]) -> bool {
+            self.might_match(raw) && self.matches_line(&render_line(raw))
+        }
+    }
 
     #[test]
     fn ignores_ascii_case() {
@@ -93,6 +102,33 @@ mod tests {
     fn spaces_and_replacement_characters_come_from_rendering() {
         assert!(Needle::new("a   ").matches(b"a\tb"));
         assert!(Needle::new("x\u{fffd}y").matches(b"x\xffy"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 500,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// The quick test on raw bytes never rules out a line that shows the needle.
+        #[test]
+        fn whatever_a_line_shows_is_found(
+            raw in proptest::collection::vec(
+                proptest::sample::select(b"aB \t\r\x08\x1b[K31m;\xc3\xa9\xe4\xb8\xad\xff".to_vec()),
+                0..60,
+            ),
+            from in 0usize..60,
+            len in 0usize..10,
+        ) {
+            let text = plain_text(&render_line(&raw));
+            let chars: Vec<char> = text.chars().collect();
+            let from = from.min(chars.len());
+            let needle: String = chars[from..(from + len).min(chars.len())].iter().collect();
+            let needle = Needle::new(&needle.to_ascii_uppercase());
+            proptest::prop_assert!(needle.might_match(&raw));
+            proptest::prop_assert!(needle.matches(&raw));
+        }
     }
 
     #[test]

@@ -45,7 +45,8 @@ impl StreamFile {
         &self.path
     }
 
-    /// Indexes bytes up to `len` (as told by the broker's output events; pass the file size when unknown). Reads only the new bytes.
+    /// Indexes bytes up to `len` (as told by the broker's output events; pass the file size
+    /// when unknown). Reads only the new bytes.
     ///
     /// A `len` at or below what is already indexed does nothing; bytes that `len` promises
     /// but the file does not hold yet are left for a later refresh.
@@ -102,25 +103,22 @@ impl StreamFile {
         &self.index
     }
 
-    /// Rendered line `i`; a line longer than 64 KiB is rendered from its last 64 KiB (a `\r` progress line keeps its final state).
+    /// Rendered line `i`; a line longer than 64 KiB is rendered from its last 64 KiB (a `\r`
+    /// progress line keeps its final state).
     ///
     /// Fails with `InvalidInput` if there is no line `i`.
     pub fn line(&mut self, i: usize) -> io::Result<StyledLine> {
         self.check_line(i)?;
         let shown = shown_range(&self.index, i);
-        let bytes = self.read(shown.clone())?;
-        Ok(render_line(shown_bytes(
-            &self.index,
-            i,
-            &bytes,
-            shown.start,
-        )))
+        let window = self.read(shown)?;
+        Ok(render_shown(&self.index, i, &window))
     }
 
-    /// The first line at or after `from` (forward) or at or before `from` (backward) whose rendered text contains `needle` (case-insensitive for ASCII); None if none.
+    /// The first line at or after `from` (forward) or at or before `from` (backward) whose
+    /// rendered text contains `needle` (case-insensitive for ASCII); None if none.
     ///
     /// Backward from past the last line starts at the last line. An empty needle matches
-    /// every line.
+    /// every line. A line longer than 64 KiB is searched as [`StreamFile::line`] shows it.
     pub fn find(&mut self, needle: &str, from: usize, forward: bool) -> io::Result<Option<usize>> {
         let count = self.line_count();
         if count == 0 || (forward && from >= count) {
@@ -172,7 +170,7 @@ impl StreamFile {
             let shown = shown_range(&self.index, *i);
             let raw =
                 &bytes[(shown.start - span.start) as usize..(shown.end - span.start) as usize];
-            needle.matches(shown_bytes(&self.index, *i, raw, shown.start))
+            needle.might_match(raw) && needle.matches_line(&render_shown(&self.index, *i, raw))
         };
         Ok(if backward {
             lines.rev().find(matches)
@@ -218,24 +216,28 @@ fn shown_range(index: &LineIndex, i: usize) -> Range<u64> {
     line.start.max(line.end.saturating_sub(MAX_LINE_BYTES))..line.end
 }
 
-/// `bytes` read from `shown_range(index, i)` (which starts at `start`), less what a cut through
-/// a long line left at the front. What precedes the window's first `\r` sat at columns that
-/// are unknown here, so rendering starts at that `\r` (a progress line then shows its final
-/// state, not that state with a fragment of an older one); without a `\r`, rendering starts
-/// after the tail of any UTF-8 character cut in two.
-fn shown_bytes<'a>(index: &LineIndex, i: usize, bytes: &'a [u8], start: u64) -> &'a [u8] {
-    if index.line_range(i).start == start {
-        return bytes;
+/// Renders line `i` from `window`, the bytes read from `shown_range(index, i)`. When that is
+/// only the line's tail, what precedes the window's first `\r` sat at columns unknown here, so
+/// rendering starts at that `\r`: a progress line shows its final state, not that state with
+/// a fragment of an older one left over. If nothing visible follows that `\r` (a long CRLF
+/// line), or there is none, rendering starts at the cut, past the tail of any UTF-8
+/// character cut in two.
+fn render_shown(index: &LineIndex, i: usize, window: &[u8]) -> StyledLine {
+    if index.line_range(i) == shown_range(index, i) {
+        return render_line(window);
     }
-    if let Some(cr) = memchr::memchr(b'\r', bytes) {
-        return &bytes[cr..];
+    if let Some(cr) = memchr::memchr(b'\r', window) {
+        let line = render_line(&window[cr..]);
+        if !line.is_empty() {
+            return line;
+        }
     }
-    let partial = bytes
+    let partial = window
         .iter()
         .take(3)
         .take_while(|&&b| (0x80..0xc0).contains(&b))
         .count();
-    &bytes[partial..]
+    render_line(&window[partial..])
 }
 
 fn open_if_exists<'a>(path: &Path, slot: &'a mut Option<File>) -> io::Result<Option<&'a File>> {
@@ -386,6 +388,16 @@ mod tests {
         assert_eq!(texts(&mut stream), vec!["progress   9999"]);
         let (_dir, mut stream) = stream_of(&bytes);
         assert_eq!(texts(&mut stream), vec!["done"]);
+    }
+
+    #[test]
+    fn long_crlf_line_renders_its_tail() {
+        let mut bytes = vec![b'y'; 100_000];
+        bytes.extend_from_slice(b"END\x1b[0m\r\n");
+        let (_dir, mut stream) = stream_of(&bytes);
+        let text = plain_text(&stream.line(0).expect("long line"));
+        assert!(text.ends_with("yEND"));
+        assert_eq!(stream.find("yend", 0, true).expect("find"), Some(0));
     }
 
     #[test]

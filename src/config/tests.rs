@@ -1,0 +1,295 @@
+use super::*;
+
+fn error(text: &str) -> String {
+    match parse(text, "tether.toml") {
+        Ok(config) => panic!("expected an error, parsed {config:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn key_of(text: &str) -> String {
+    match parse(text, "tether.toml") {
+        Err(ConfigError::Invalid { key, .. }) => key,
+        other => panic!("expected an Invalid error, got {other:?}"),
+    }
+}
+
+#[test]
+fn parses_every_key_and_defaults() {
+    let text = r#"
+[[command]]
+name = "build"
+shell = "make -j2"
+cwd = "subdir"
+env = { RUST_LOG = "debug", B = "2" }
+grace = "2s"
+no_output_timeout = "1.5s"
+autostart = false
+
+[[command]]
+name = "list"
+argv = ["ls", "-l", "a b"]
+
+[command.env]
+X = "y"
+"#;
+    let config = parse(text, "tether.toml").unwrap();
+    assert_eq!(config.commands.len(), 2);
+    let build = &config.commands[0];
+    assert_eq!(build.name, "build");
+    assert_eq!(build.command, CommandSpec::Shell("make -j2".into()));
+    assert_eq!(build.cwd, Some(PathBuf::from("subdir")));
+    assert_eq!(build.env.get("RUST_LOG").map(String::as_str), Some("debug"));
+    assert_eq!(build.env.len(), 2);
+    assert_eq!(build.grace, Some(Duration::from_secs(2)));
+    assert_eq!(build.no_output_timeout, Some(Duration::from_millis(1500)));
+    assert!(!build.autostart);
+    let list = &config.commands[1];
+    assert_eq!(
+        list.command,
+        CommandSpec::Argv(vec!["ls".into(), "-l".into(), "a b".into()])
+    );
+    assert_eq!(list.cwd, None);
+    assert_eq!(list.env.get("X").map(String::as_str), Some("y"));
+    assert_eq!((list.grace, list.no_output_timeout), (None, None));
+    assert!(list.autostart, "autostart defaults to true");
+}
+
+#[test]
+fn empty_config_is_allowed() {
+    assert_eq!(parse("", "t.toml").unwrap().commands, []);
+    assert_eq!(parse("# nothing yet\n", "t.toml").unwrap().commands, []);
+}
+
+#[test]
+fn inline_array_of_tables_works_too() {
+    let text = "command = [{ name = \"a\", argv = [\"true\"] }]\n";
+    assert_eq!(parse(text, "t.toml").unwrap().commands[0].name, "a");
+}
+
+#[test]
+fn unknown_key_names_file_line_column_command_and_choices() {
+    let text = "[[command]]\nname = \"a\"\nshell = \"true\"\n\n[[command]]\nshell = \"true\"\nnmae = \"b\"\n";
+    assert_eq!(
+        error(text),
+        "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
+             name, shell, argv, cwd, env, grace, no_output_timeout, autostart"
+    );
+    assert_eq!(key_of(text), "nmae");
+}
+
+#[test]
+fn unknown_top_level_key_and_single_table_are_errors() {
+    assert_eq!(
+        error("verbose = true\n"),
+        "tether.toml:1:1: unknown key `verbose` at the top level; expected only [[command]] tables"
+    );
+    let message = error("[command]\nname = \"a\"\nshell = \"true\"\n");
+    assert!(
+        message.starts_with("tether.toml:1:1: `command` must be a list"),
+        "{message}"
+    );
+    assert!(message.contains("[[command]]"), "{message}");
+}
+
+#[test]
+fn missing_name_points_at_the_table() {
+    let text = "[[command]]\nname = \"a\"\nshell = \"true\"\n\n[[command]]\nshell = \"true\"\n";
+    let message = error(text);
+    assert!(
+        message.starts_with("tether.toml:5:1: name: [[command]] #2 has no name"),
+        "{message}"
+    );
+    assert_eq!(key_of(text), "name");
+    assert!(
+        error("[[command]]\nname = \" \"\nshell = \"x\"\n")
+            .contains("2:8: name: must not be empty")
+    );
+}
+
+#[test]
+fn shell_and_argv_are_exclusive_and_required() {
+    let both = error("[[command]]\nname = \"a\"\nshell = \"true\"\nargv = [\"true\"]\n");
+    assert!(
+        both.starts_with("tether.toml:4:8: argv: command `a` sets both"),
+        "{both}"
+    );
+    let neither = error("[[command]]\nname = \"a\"\ncwd = \"/\"\n");
+    assert!(
+        neither.starts_with("tether.toml:1:1: shell: command `a` says nothing to run"),
+        "{neither}"
+    );
+    let blank = error("[[command]]\nname = \"a\"\nshell = \"  \"\n");
+    assert!(
+        blank.starts_with("tether.toml:3:9: shell: is empty"),
+        "{blank}"
+    );
+}
+
+#[test]
+fn empty_argv_is_an_error() {
+    let message = error("[[command]]\nname = \"a\"\nargv = []\n");
+    assert!(
+        message.starts_with("tether.toml:3:8: argv: needs at least a program name"),
+        "{message}"
+    );
+    assert!(error("[[command]]\nname = \"a\"\nargv = [\"\"]\n").contains("argv: needs"));
+    let typed = error("[[command]]\nname = \"a\"\nargv = [\"ls\", 3]\n");
+    assert!(
+        typed.starts_with("tether.toml:3:15: argv[1]: expected a string, found integer"),
+        "{typed}"
+    );
+}
+
+#[test]
+fn duplicate_names_point_at_the_second_and_cite_the_first() {
+    let text =
+        "[[command]]\nname = \"a\"\nshell = \"x\"\n[[command]]\nname = \"a\"\nshell = \"y\"\n";
+    let message = error(text);
+    assert!(
+        message
+            .starts_with("tether.toml:5:8: name: `a` is already used by [[command]] #1 (line 2)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_durations_say_how_to_write_them() {
+    let text = "[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = \"fast\"\n";
+    assert_eq!(
+        error(text),
+        "tether.toml:4:9: grace: `fast` is not a duration; write it like 500ms, 2s, 1.5s, 5m or 1h"
+    );
+    assert_eq!(key_of(text), "grace");
+    let typed = error("[[command]]\nname = \"a\"\nshell = \"x\"\nno_output_timeout = true\n");
+    assert!(
+        typed.starts_with("tether.toml:4:21: no_output_timeout: expected a duration"),
+        "{typed}"
+    );
+    let seconds = parse("[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = 3\n", "t").unwrap();
+    assert_eq!(seconds.commands[0].grace, Some(Duration::from_secs(3)));
+    assert!(
+        error("[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = -1\n").contains("grace: `-1`")
+    );
+}
+
+#[test]
+fn wrong_types_are_named() {
+    let name = error("[[command]]\nname = 3\nshell = \"x\"\n");
+    assert_eq!(
+        name,
+        "tether.toml:2:8: name: expected a string, found integer"
+    );
+    let env = error("[[command]]\nname = \"a\"\nshell = \"x\"\nenv = { PORT = 8080 }\n");
+    assert!(
+        env.starts_with("tether.toml:4:16: env.PORT: expected a string, found integer"),
+        "{env}"
+    );
+    let auto = error("[[command]]\nname = \"a\"\nshell = \"x\"\nautostart = \"yes\"\n");
+    assert!(
+        auto.starts_with("tether.toml:4:13: autostart: expected true or false"),
+        "{auto}"
+    );
+    let nul = error("[[command]]\nname = \"a\"\nshell = \"x\\u0000\"\n");
+    assert!(nul.contains("shell: must not contain a NUL"), "{nul}");
+}
+
+#[test]
+fn syntax_errors_name_file_line_and_key() {
+    let message = error("[[command]]\nname = \"a\"\nshell = make\n");
+    assert!(
+        message.starts_with("tether.toml:3:9: shell: invalid TOML:"),
+        "{message}"
+    );
+    let dup = error("[[command]]\nname = \"a\"\nname = \"b\"\n");
+    assert!(
+        dup.starts_with("tether.toml:3:1: name: invalid TOML: duplicate key"),
+        "{dup}"
+    );
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    let text = "[[command]]\nname = \"é\"\nshell = \"x\"\nenv = { \"ü\" = \"1\", B = 2 }\n";
+    let message = error(text);
+    assert!(message.starts_with("tether.toml:4:24: env.B:"), "{message}");
+}
+
+#[test]
+fn load_resolves_relative_cwd_against_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tether.toml");
+    std::fs::write(
+        &path,
+        "[[command]]\nname = \"a\"\nshell = \"x\"\ncwd = \"sub\"\n\
+             [[command]]\nname = \"b\"\nshell = \"x\"\ncwd = \"/abs\"\n",
+    )
+    .unwrap();
+    let config = load(&path).unwrap();
+    assert_eq!(config.commands[0].cwd, Some(dir.path().join("sub")));
+    assert_eq!(config.commands[1].cwd, Some(PathBuf::from("/abs")));
+    std::fs::write(&path, "[[command]]\nnme = \"a\"\n").unwrap();
+    let message = load(&path).unwrap_err().to_string();
+    assert!(message.starts_with(&format!("{}:2:1: unknown key `nme`", path.display())));
+}
+
+#[test]
+fn unreadable_file_names_the_path_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("missing.toml");
+    let error = load(&path).unwrap_err();
+    assert!(
+        matches!(&error, ConfigError::Read { io, .. } if io.kind() == std::io::ErrorKind::NotFound)
+    );
+    let message = error.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("check the path"), "{message}");
+}
+
+#[test]
+fn demo_has_one_command_per_feature() {
+    let demo = demo();
+    let names: Vec<&str> = demo.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "build", "workers", "runaway", "silent", "failing", "missing"
+        ]
+    );
+    let get = |name: &str| demo.commands.iter().find(|c| c.name == name).unwrap();
+    let script = |name: &str| match &get(name).command {
+        CommandSpec::Shell(script) => script.clone(),
+        other => panic!("{name} should be a shell command, is {other:?}"),
+    };
+    assert!(demo.commands.iter().all(|c| c.autostart));
+
+    let build = script("build");
+    assert!(build.contains("\\033[1;32m") && build.contains("Compiling"));
+    assert!(build.contains("\\033[1;33m") && build.contains("warning"));
+    assert!(build.contains("'\\r"), "progress redrawn in place with \\r");
+    assert!(build.contains(">&2"), "warnings go to stderr");
+    let workers = script("workers");
+    assert!(workers.contains("do :; done") && workers.contains("kill -s STOP"));
+    assert!(script("runaway").contains("trap '' TERM"));
+    assert!(
+        get("runaway")
+            .grace
+            .is_some_and(|g| g <= Duration::from_secs(5))
+    );
+    assert!(
+        get("silent")
+            .no_output_timeout
+            .is_some_and(|t| t <= Duration::from_secs(10))
+    );
+    let failing = script("failing");
+    assert!(failing.contains(">&2") && failing.contains("exit 3"));
+    assert_eq!(
+        get("missing").command,
+        CommandSpec::Argv(vec!["tether-demo-no-such-command".into()])
+    );
+    // Self-contained: nothing but sh, coreutils and awk, and no writes outside /tmp.
+    for command in &demo.commands {
+        let text = command.command.display();
+        assert!(!text.contains("python") && !text.contains("curl"), "{text}");
+    }
+}
