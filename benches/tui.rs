@@ -150,14 +150,18 @@ fn mprocs() -> Option<String> {
 }
 
 fn seq_flood(state: &str) {
-    println!("== seq 1 2000000 in a 200x50 pane: time to exit, TUI CPU, TUI peak RSS");
+    println!(
+        "== seq 1 2000000 in a 200x50 pane: time until the exit and the last line are on screen, TUI CPU, TUI peak RSS"
+    );
     let tether = format!("{TETHER} --state-dir {state} run -c 'seq 1 2000000'");
-    let figures = flood_run("tether", &tether, |s| s.contains("exit 0"));
+    let figures = flood_run("tether", &tether, |s| {
+        s.contains("exit 0") && s.contains("│2000000 ")
+    });
     report("tether", figures);
     match mprocs() {
         Some(bin) => {
             let figures = flood_run("mprocs", &format!("{bin} 'seq 1 2000000'"), |s| {
-                s.contains("DOWN (0)") || s.contains("exited") || s.contains("[Process exited")
+                s.contains("DOWN (0)") && s.contains("│2000000 ")
             });
             report("mprocs", figures);
         }

@@ -250,7 +250,10 @@ fn content() -> FrameContent {
             },
             TreeRow {
                 depth: 2,
-                process: process(102, 101, "cc -O2 main.c", 97.5),
+                process: ProcessInfo {
+                    argv: vec!["cc".into(), "-O2\nmain.c\x1b]0;title\x07\x1b[2J".into()],
+                    ..process(102, 101, "", 97.5)
+                },
                 escaped: false,
             },
             TreeRow {
@@ -378,8 +381,13 @@ fn terminal_too_small() {
 #[test]
 fn nothing_from_a_command_reaches_the_screen_raw() {
     let screen = draw(120, 36, &ViewState::default());
-    assert!(!screen.contains('\x1b'));
-    assert!(!screen.contains('\x07'));
+    let controls: Vec<char> = screen
+        .chars()
+        .filter(|&c| c != '\n' && tether::model::output::style::is_control(c))
+        .collect();
+    assert!(controls.is_empty(), "control characters on screen: {controls:?}");
+    assert_eq!(screen.lines().count(), 36, "a line break from a command split a row");
+    assert!(screen.contains("cc -O2 main.c"));
     assert!(screen.contains("clipboard and clear were dropped"));
     assert!(screen.contains("[##########] 100%"));
     assert!(screen.contains('\u{fffd}'));

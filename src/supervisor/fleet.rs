@@ -132,6 +132,8 @@ async fn drive(
                 let Some(line) = line else { break };
                 let Ok(event) = line.event else { continue };
                 match &event.kind {
+                    // Answers to heartbeats matter to the broker's bookkeeping, not the TUI's.
+                    EventKind::Pong => continue,
                     EventKind::Spawned { pgid, .. } => group = Some(*pgid),
                     EventKind::SignalSent { .. } | EventKind::BrokerFailure { .. } => pending = None,
                     EventKind::Exit { .. } => group = None,

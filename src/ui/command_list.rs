@@ -8,6 +8,7 @@ use ratatui::widgets::{Block, Cell, Row, Table};
 
 use super::{format, pane_block, style};
 use crate::app::view::{Pane, ViewState};
+use crate::model::output::one_line;
 use crate::model::{CommandState, Model};
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
@@ -29,7 +30,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
             .unwrap_or_default();
         let row = Row::new(vec![
             Cell::from(marker),
-            Cell::from(c.config.name.clone()),
+            Cell::from(one_line(&c.config.name)),
             Cell::from(Span::styled(c.status.label(), style::status(c.status))),
             Cell::from(runtime),
             Cell::from(Line::from(badges(c))),

@@ -8,6 +8,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use super::{centered, format, pane_block, style};
 use crate::app::view::Dialog;
 use crate::model::Model;
+use crate::model::output::one_line;
 use crate::protocol::Stream;
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
@@ -21,7 +22,10 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
             (
                 "Confirm SIGKILL",
                 vec![
-                    Line::raw(format!("Send SIGKILL to every process of `{name}`?")),
+                    Line::raw(format!(
+                        "Send SIGKILL to every process of `{}`?",
+                        one_line(name)
+                    )),
                     Line::styled("Processes get no chance to clean up.", style::DIM),
                     Line::raw(""),
                     answer_keys(),
@@ -62,7 +66,10 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
         Dialog::SignalProcess { pid, argv, input } => (
             "Signal one process",
             prompt(
-                &format!("Signal for pid {pid} ({}):", format::truncate(argv, 30)),
+                &format!(
+                    "Signal for pid {pid} ({}):",
+                    format::truncate(&one_line(argv), 30)
+                ),
                 input,
                 "a name (TERM, KILL, INT, HUP, STOP, CONT, USR1) or a number",
             ),
@@ -93,7 +100,7 @@ fn prompt(label: &str, input: &str, hint: &str) -> Vec<Line<'static>> {
         Line::raw(label.to_string()),
         Line::from(vec![
             Span::raw("> "),
-            Span::raw(input.to_string()),
+            Span::raw(one_line(input)),
             Span::styled("█", style::DIM),
         ]),
         Line::styled(hint.to_string(), style::DIM),

@@ -21,6 +21,7 @@ use ratatui::widgets::{Block, BorderType, Borders};
 use crate::app::keymap::Binding;
 use crate::app::view::{Dialog, FrameContent, ViewState};
 use crate::model::Model;
+use crate::model::output::one_line;
 use crate::protocol::Stream;
 
 pub fn draw(
@@ -75,7 +76,10 @@ pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
         } else {
             style::BORDER
         })
-        .title(Span::raw(format!(" {} ", format::truncate(title, 200))))
+        .title(Span::raw(format!(
+            " {} ",
+            format::truncate(&one_line(title), 200)
+        )))
 }
 
 /// A rectangle of at most `width`×`height` in the middle of `area`.

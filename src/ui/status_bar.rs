@@ -7,6 +7,7 @@ use ratatui::widgets::Paragraph;
 
 use super::style;
 use crate::app::view::ViewState;
+use crate::model::output::one_line;
 
 const KEYS: [(&str, &str); 10] = [
     ("q", "quit"),
@@ -23,7 +24,7 @@ const KEYS: [(&str, &str); 10] = [
 
 pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState) {
     let line = match &view.message {
-        Some(message) => Line::from(Span::raw(format!(" {message}"))),
+        Some(message) => Line::from(Span::raw(format!(" {}", one_line(message)))),
         None => Line::from(
             KEYS.iter()
                 .flat_map(|(key, what)| {

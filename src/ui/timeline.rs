@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{format, pane_block, style};
 use crate::app::view::{Pane, ViewState};
+use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model, TimelineEntry};
 use crate::protocol::EventKind;
 
@@ -50,7 +51,7 @@ fn entry_line(entry: &TimelineEntry, session_start: u64) -> Line<'static> {
         Span::raw(" "),
         Span::styled(entry.kind.name().to_string(), Style::new().fg(color)),
         Span::raw(" "),
-        Span::raw(text),
+        Span::raw(one_line(&text)),
     ])
 }
 
@@ -143,7 +144,7 @@ fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, no
         .map(|(i, c)| {
             let label = format!(
                 "{:<w$}",
-                format::truncate(&c.config.name, label_width),
+                format::truncate(&one_line(&c.config.name), label_width),
                 w = label_width
             );
             let label_style = if i == view.selected {

@@ -10,6 +10,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use super::{format, pane_block, style};
 use crate::app::view::{FrameContent, Pane, ViewState};
 use crate::model::Model;
+use crate::model::output::one_line;
 
 pub fn draw(
     frame: &mut Frame,
@@ -46,7 +47,7 @@ pub fn draw(
         if row.depth > 0 {
             command.push_str("└ ");
         }
-        command.push_str(&p.argv.join(" "));
+        command.push_str(&one_line(&p.argv.join(" ")));
         let command_cell = if row.escaped {
             Cell::from(ratatui::text::Line::from(vec![
                 Span::raw(command),

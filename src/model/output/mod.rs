@@ -15,4 +15,4 @@ mod width;
 pub use index::LineIndex;
 pub use sanitize::{LineRenderer, render_line};
 pub use stream::{MAX_LINE_BYTES, StreamFile};
-pub use style::{Color, Span, Style, StyledLine, plain_text};
+pub use style::{Color, Span, Style, StyledLine, one_line, plain_text};

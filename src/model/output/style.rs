@@ -61,9 +61,29 @@ pub fn is_control(c: char) -> bool {
     matches!(c, '\0'..='\x1f' | '\x7f'..='\u{9f}')
 }
 
+/// Text from outside (a command line, a name, an error message) made safe for one screen
+/// line: line breaks and tabs become spaces, every other control character U+FFFD.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\r' | '\t' => ' ',
+            c if is_control(c) => '\u{fffd}',
+            c => c,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_neutralises_controls() {
+        assert_eq!(
+            one_line("a\nb\tc\x1b[2J\u{9b}d"),
+            "a b c\u{fffd}[2J\u{fffd}d"
+        );
+    }
 
     #[test]
     fn plain_text_joins_spans() {
