@@ -27,7 +27,7 @@ shot main 0
 tm send-keys -t 0 j                 # workers: a tree with children and grandchildren
 tm send-keys -t 0 Tab               # focus the tree
 shot tree 2
-tm send-keys -t 0 BTab j j          # the runaway: SIGTERM it, then look at its timeline
+tm send-keys -t 0 BTab j            # the runaway: SIGTERM it, then look at its timeline
 tm send-keys -t 0 t
 sleep 1
 tm send-keys -t 0 Tab Tab Tab Tab   # focus the timeline
