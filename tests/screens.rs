@@ -385,8 +385,15 @@ fn nothing_from_a_command_reaches_the_screen_raw() {
         .chars()
         .filter(|&c| c != '\n' && tether::model::output::style::is_control(c))
         .collect();
-    assert!(controls.is_empty(), "control characters on screen: {controls:?}");
-    assert_eq!(screen.lines().count(), 36, "a line break from a command split a row");
+    assert!(
+        controls.is_empty(),
+        "control characters on screen: {controls:?}"
+    );
+    assert_eq!(
+        screen.lines().count(),
+        36,
+        "a line break from a command split a row"
+    );
     assert!(screen.contains("cc -O2 main.c"));
     assert!(screen.contains("clipboard and clear were dropped"));
     assert!(screen.contains("[##########] 100%"));
