@@ -198,7 +198,13 @@ impl CommandState {
                 if signal != "CONT" {
                     self.markers.push((ts, Marker::Signal));
                 }
-                if (signal == "TERM" || signal == "KILL") && self.status == Status::Running {
+                // A stop sequence sends TERM then CONT at once; a lone TERM from the operator
+                // is only a signal, which the command may ignore or handle and go on.
+                let stop_sequence = signal == "CONT"
+                    && self.timeline.last().is_some_and(|e| {
+                        matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal == "TERM")
+                    });
+                if (stop_sequence || signal == "KILL") && self.status == Status::Running {
                     self.status = Status::Stopping;
                 }
             }
@@ -306,6 +312,16 @@ mod tests {
                 targets: vec![10],
             },
         ));
+        assert_eq!(c.status, Status::Running, "a lone TERM is only a signal");
+        c.apply(&ev(
+            4,
+            EventKind::SignalSent {
+                signal: "CONT".into(),
+                scope: Scope::Group,
+                origin: Origin::Watchdog,
+                targets: vec![10],
+            },
+        ));
         assert_eq!(c.status, Status::Stopping);
         let status = ExitStatus {
             code: None,
@@ -324,7 +340,7 @@ mod tests {
         assert_eq!(c.status.label(), "SIGTERM");
         assert_eq!(c.stream_len(Stream::Stderr), 5);
         assert_eq!(c.runtime_ms(100), Some(3));
-        // spawned, signal, exit, close: output is not a timeline entry
-        assert_eq!(c.timeline.len(), 4);
+        // spawned, TERM, CONT, exit, close: output is not a timeline entry
+        assert_eq!(c.timeline.len(), 5);
     }
 }
