@@ -286,3 +286,67 @@ fn escape_sequences_from_a_command_never_reach_the_terminal() {
     drop(tmux);
     env.finish();
 }
+
+#[test]
+fn an_unanswering_broker_is_bypassed_and_the_operator_told() {
+    let env = TestEnv::new("tui-fallback");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(&env, &tether_line(&env, "run -c 'sleep 300 & wait'"));
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dir = command_dirs(&env.state_dir()).remove(0);
+    let tree = wait_tree(&env, &dir, 2);
+    let broker = tether::journal::CommandRecord::load(&dir)
+        .events
+        .iter()
+        .find_map(|e| match e.kind {
+            tether::protocol::EventKind::BrokerStarted { broker_pid, .. } => Some(broker_pid),
+            _ => None,
+        })
+        .expect("broker_started");
+    procs::signal(broker, nix::sys::signal::Signal::SIGSTOP);
+    tmux.keys(&env, &["t"]);
+    tmux.wait_screen(&env, "the fallback message", |s| {
+        s.contains("the broker did not answer: tether sent SIGTERM to process group")
+    });
+    assert!(
+        procs::wait_gone(&tree, Duration::from_secs(10)).is_empty(),
+        "the TUI's own SIGTERM did not end the group"
+    );
+    procs::signal(broker, nix::sys::signal::Signal::SIGCONT);
+    tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM "));
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
+#[test]
+fn sigterm_to_the_tui_stops_everything_and_restores_the_terminal() {
+    let env = TestEnv::new("tui-sigterm");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(&env, "echo BEFORE-TETHER-MARKER");
+    tmux.type_line(
+        &env,
+        &tether_child_line(&env, "run -c 'sleep 300' -c 'trap \"\" TERM; sleep 300'"),
+    );
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dirs = command_dirs(&env.state_dir());
+    let mut all = wait_tree(&env, &dirs[0], 1);
+    all.extend(wait_tree(&env, &dirs[1], 1));
+    let shell = tmux.pane_pid(&env);
+    let tui = tether::procfs::all_processes()
+        .into_iter()
+        .find(|p| p.ppid == shell)
+        .expect("tether runs under the pane's shell")
+        .pid;
+    procs::signal(tui, nix::sys::signal::Signal::SIGTERM);
+    let after = tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
+    assert!(after.contains("BEFORE-TETHER-MARKER"), "{after}");
+    assert!(procs::wait_gone(&all, Duration::from_secs(10)).is_empty());
+    for dir in &dirs {
+        let events = events(dir);
+        assert!(events.contains(r#""origin":"shutdown""#), "{events}");
+        assert!(dir.join("result.json").exists());
+    }
+    drop(tmux);
+    env.finish();
+}
