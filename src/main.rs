@@ -21,9 +21,10 @@ struct Cli {
     /// ~/.local/state/tether).
     #[arg(long, global = true)]
     state_dir: Option<PathBuf>,
-    /// The config file to read when no subcommand is given.
-    #[arg(long, short = 'f', default_value = "tether.toml")]
-    file: PathBuf,
+    /// The config file to read when no subcommand is given (default: ./tether.toml when
+    /// it exists).
+    #[arg(long, short = 'f')]
+    file: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -124,10 +125,11 @@ fn main() {
             tui(cli.state_dir.as_deref(), Ok(commands))
         }
         None => {
-            let commands = if cli.file.exists() {
-                config::load(&cli.file).map(|c| c.commands)
-            } else {
-                Ok(Vec::new())
+            let default = Path::new("tether.toml");
+            let commands = match cli.file.as_deref() {
+                Some(file) => config::load(file).map(|c| c.commands),
+                None if default.exists() => config::load(default).map(|c| c.commands),
+                None => Ok(Vec::new()),
             };
             tui(
                 cli.state_dir.as_deref(),
