@@ -203,15 +203,19 @@ fn idle(state: &str) {
     );
     let pane = Pane::start("idle", &command);
     let pid = pane.pid();
+    report_cpu_over(pid, Duration::from_secs(10));
+}
+
+/// Lets the TUI settle, then prints the CPU it uses over `span`.
+fn report_cpu_over(pid: i32, span: Duration) {
     std::thread::sleep(Duration::from_secs(3));
     let (cpu0, t0) = (cpu_seconds(pid), Instant::now());
-    std::thread::sleep(Duration::from_secs(10));
+    std::thread::sleep(span);
     let cpu = cpu_seconds(pid) - cpu0;
+    let secs = t0.elapsed().as_secs_f64();
     println!(
-        "tether  TUI CPU {:.3} s over {:.1} s = {:.2} % of a core",
-        cpu,
-        t0.elapsed().as_secs_f64(),
-        100.0 * cpu / t0.elapsed().as_secs_f64()
+        "tether  TUI CPU {cpu:.3} s over {secs:.1} s = {:.2} % of a core",
+        100.0 * cpu / secs
     );
 }
 
@@ -259,14 +263,5 @@ fn big_tree(state: &str) {
         println!("tether  the tree did not show");
         return;
     }
-    std::thread::sleep(Duration::from_secs(3));
-    let (cpu0, t0) = (cpu_seconds(pid), Instant::now());
-    std::thread::sleep(Duration::from_secs(10));
-    let cpu = cpu_seconds(pid) - cpu0;
-    println!(
-        "tether  TUI CPU {:.3} s over {:.1} s = {:.2} % of a core",
-        cpu,
-        t0.elapsed().as_secs_f64(),
-        100.0 * cpu / t0.elapsed().as_secs_f64()
-    );
+    report_cpu_over(pid, Duration::from_secs(10));
 }

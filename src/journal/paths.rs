@@ -35,15 +35,16 @@ pub fn sessions_dir(state_dir: &Path) -> PathBuf {
 
 /// A session id sorts by start time and is unique per process: `20261130T064143Z-12345`.
 pub fn new_session_id(now_ms: u64, pid: u32) -> String {
-    let secs = (now_ms / 1000) as i64;
+    let (y, mo, d, h, mi, s) = utc_fields(now_ms);
+    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z-{pid}")
+}
+
+/// Year, month, day, hour, minute, second (UTC) of a wall-clock millisecond timestamp.
+fn utc_fields(ms: u64) -> (i64, u32, u32, i64, i64, i64) {
+    let secs = (ms / 1000) as i64;
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}{mo:02}{d:02}T{:02}{:02}{:02}Z-{pid}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    (y, mo, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// A command directory name: its position then a file-safe form of its name (`03-build`).
@@ -83,14 +84,9 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// Formats a wall-clock millisecond timestamp as `2026-11-30 06:41:43.123` (UTC).
 pub fn format_utc(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
+    let (y, mo, d, h, mi, s) = utc_fields(ms);
     format!(
-        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}.{:03}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
+        "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{:03}",
         ms % 1000
     )
 }
