@@ -6,7 +6,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum UnitError {
-    #[error("`{0}` is not a duration; write it like 500ms, 2s, 1.5s, 5m or 1h")]
+    #[error("`{0}` is not a duration of at most a week; write it like 500ms, 2s, 1.5s, 5m or 1h")]
     Duration(String),
     #[error("`{0}` is not a size; write it like 1048576, 64K, 512M or 1G")]
     Size(String),
@@ -32,7 +32,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         "h" => 3600.0,
         _ => return Err(err()),
     };
-    Duration::try_from_secs_f64(value * scale).map_err(|_| err())
+    // Past a week a duration is a typo, and would overflow deadline arithmetic.
+    let secs = value * scale;
+    if secs > (crate::protocol::MAX_INTERVAL_MS / 1000) as f64 {
+        return Err(err());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| err())
 }
 
 pub fn parse_size(text: &str) -> Result<u64, UnitError> {
@@ -87,6 +92,9 @@ mod tests {
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("2 fortnights").is_err());
+        assert!(parse_duration("3000000000000000h").is_err());
+        assert!(parse_duration("7d").is_err());
+        assert!(parse_duration("168h").is_ok());
     }
 
     #[test]

@@ -227,6 +227,7 @@ fn content() -> FrameContent {
     let lines = |raw: &[&[u8]]| PaneLines {
         first: 0,
         lines: raw.iter().map(|l| render_line(l)).collect(),
+        numbers: Vec::new(),
         total: raw.len(),
         bytes: raw.iter().map(|l| l.len() as u64 + 1).sum(),
     };

@@ -37,6 +37,8 @@ pub enum Action {
     Confirm,
     Cancel,
     Input(char),
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
     Backspace,
     Submit,
     /// Mouse wheel over the screen cell (column, row).

@@ -17,11 +17,14 @@ use self::action::Action;
 use self::keymap::{Binding, KeyContext};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
-use crate::model::output::{StreamFile, StyledLine, plain_text};
+use crate::model::output::{StreamFile, StyledLine};
 use crate::model::{CommandId, Model};
 use crate::protocol::{Event, ProcessEntry, Stream};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
 use crate::ui::layout;
+
+/// Bytes of output indexed per frame at most, so a flood never freezes the screen.
+const INDEX_BUDGET: u64 = 32 << 20;
 
 pub struct App {
     pub model: Model,
@@ -33,6 +36,8 @@ pub struct App {
     streams: HashMap<(CommandId, u32), [StreamFile; 2]>,
     snapshot: Snapshot,
     size: Rect,
+    /// The output on screen has more bytes than are indexed yet: draw again soon.
+    pub behind: bool,
 }
 
 impl App {
@@ -46,6 +51,7 @@ impl App {
             streams: HashMap::new(),
             snapshot: Snapshot::default(),
             size: Rect::default(),
+            behind: false,
         }
     }
 
@@ -64,6 +70,10 @@ impl App {
             self.view.message = None;
         }
         if let Action::ScrollAt { column, row, .. } | Action::ClickAt { column, row } = action {
+            // A dialog owns the screen: the mouse must not change what it acts on.
+            if self.view.dialog.is_some() {
+                return Vec::new();
+            }
             let areas = layout::areas(self.size, self.view.zoom.then_some(self.view.focus));
             let Some(pane) = areas.and_then(|a| a.pane_at(column, row)) else {
                 return Vec::new();
@@ -71,7 +81,8 @@ impl App {
             self.view.focus = pane;
             if let (Action::ClickAt { .. }, Pane::Commands, Some(a)) = (&action, pane, areas) {
                 // Rows start below the border and the header.
-                let index = row.saturating_sub(a.commands.y + 2) as usize;
+                let skip = crate::ui::command_list::first_visible(self.view.selected, a.commands);
+                let index = skip + row.saturating_sub(a.commands.y + 2) as usize;
                 if index < self.model.commands.len() && index != self.view.selected {
                     self.view.selected = index;
                     self.view.outputs = Default::default();
@@ -158,21 +169,33 @@ impl App {
         self.content.now_ms = now_ms;
         let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
         let wrap = self.view.wrap;
-        let lens = self
+        // What the files hold: past a cap, bytes are counted but not stored.
+        let lens = self.model.commands.get(self.view.selected).map(|c| {
+            Stream::BOTH.map(|s| {
+                let i = s as usize;
+                c.capped[i].map_or(c.bytes[i], |(_, stored)| c.bytes[i].min(stored))
+            })
+        });
+        let current = self
             .model
             .commands
             .get(self.view.selected)
-            .map(|c| [c.bytes[0], c.bytes[1]]);
+            .map(|c| (self.view.selected, c.run));
+        // Only the command on screen keeps its files open and indexed.
+        self.streams.retain(|key, _| Some(*key) == current);
+        self.behind = false;
         let mut outputs: [PaneLines; 2] = Default::default();
         let mut rows_of = [0usize; 2];
         let mut totals = [0usize; 2];
         let views = self.view.outputs.clone();
+        let mut behind = false;
         if let (Some(lens), Some(files)) = (lens, self.current_streams()) {
             for stream in Stream::BOTH {
                 let i = stream as usize;
                 let file = &mut files[i];
                 if file.len() < lens[i] {
-                    let _ = file.refresh(lens[i]);
+                    let caught_up = file.refresh_within(lens[i], INDEX_BUDGET).unwrap_or(true);
+                    behind |= !caught_up;
                 }
                 let area = areas
                     .map(|a| a.of(Pane::of_stream(stream)))
@@ -186,10 +209,14 @@ impl App {
             }
         }
         self.content.outputs = outputs;
+        self.behind = behind;
         self.geometry.output_rows = rows_of;
         self.geometry.total_lines = totals;
         self.content.tree = self.tree_rows();
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
+        self.geometry.timeline_rows = areas.map_or(0, |a| {
+            crate::ui::timeline::event_rows(a.timeline, self.model.commands.len())
+        });
         if !self.content.tree.is_empty() {
             self.view.tree_selected = self.view.tree_selected.min(self.content.tree.len() - 1);
         }
@@ -235,14 +262,8 @@ fn info_from_entry(entry: &ProcessEntry) -> ProcessInfo {
     }
 }
 
-/// How many screen rows a line takes at `width` columns when wrapped.
-fn rows_for(line: &StyledLine, width: usize) -> usize {
-    let chars = plain_text(line).chars().count();
-    chars.div_ceil(width.max(1)).max(1)
-}
-
-/// The lines an output pane shows: the end when following, else from its top line; with
-/// wrapping, as many as fit once wrapped.
+/// The rows an output pane shows: the end when following, else from its top line; with
+/// wrapping, each line cut into rows by display width, as many as fit.
 fn visible_lines(
     file: &mut StreamFile,
     view: &view::OutputView,
@@ -251,50 +272,46 @@ fn visible_lines(
     wrap: bool,
 ) -> PaneLines {
     let total = file.line_count();
-    let mut lines = Vec::new();
-    if rows == 0 || total == 0 {
-        return PaneLines {
-            first: 0,
-            lines,
-            total,
-            bytes: 0,
-        };
-    }
-    if view.follow {
-        let mut used = 0;
-        let mut first = total;
-        while first > 0 && used < rows {
-            let line = file.line(first - 1).unwrap_or_default();
-            let need = if wrap { rows_for(&line, width) } else { 1 };
-            if used + need > rows && !lines.is_empty() {
-                break;
-            }
-            used += need;
-            first -= 1;
-            lines.push(line);
-        }
-        lines.reverse();
-        return PaneLines {
-            first,
-            lines,
-            total,
-            bytes: 0,
-        };
-    }
-    let first = view.top.min(total.saturating_sub(1));
-    let mut used = 0;
-    for i in first..total {
-        let line = file.line(i).unwrap_or_default();
-        used += if wrap { rows_for(&line, width) } else { 1 };
-        lines.push(line);
-        if used >= rows {
-            break;
-        }
-    }
-    PaneLines {
-        first,
-        lines,
+    let mut pane = PaneLines {
         total,
-        bytes: 0,
+        ..PaneLines::default()
+    };
+    if rows == 0 || total == 0 {
+        return pane;
     }
+    let rows_of = |line: StyledLine| -> Vec<StyledLine> {
+        if wrap {
+            crate::model::output::wrap(&line, width)
+        } else {
+            vec![line]
+        }
+    };
+    let mut picked: Vec<(usize, StyledLine)> = Vec::new();
+    if view.follow {
+        let mut next = total;
+        while next > 0 && picked.len() < rows {
+            next -= 1;
+            let pieces = rows_of(file.line(next).unwrap_or_default());
+            for piece in pieces.into_iter().rev() {
+                picked.push((next, piece));
+            }
+        }
+        picked.reverse();
+        let excess = picked.len().saturating_sub(rows);
+        picked.drain(..excess);
+    } else {
+        let mut line = view.top.min(total - 1);
+        while line < total && picked.len() < rows {
+            picked.extend(
+                rows_of(file.line(line).unwrap_or_default())
+                    .into_iter()
+                    .map(|r| (line, r)),
+            );
+            line += 1;
+        }
+        picked.truncate(rows);
+    }
+    pane.first = picked.first().map_or(0, |(n, _)| *n);
+    (pane.numbers, pane.lines) = picked.into_iter().unzip();
+    pane
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use crossterm::event::{
-    DisableMouseCapture, EnableMouseCapture, Event as TermEvent, KeyEventKind, MouseEventKind,
+    DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, KeyEventKind, MouseEventKind,
 };
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -50,7 +50,10 @@ impl TerminalGuard {
     fn enter() -> io::Result<TerminalGuard> {
         enable_raw_mode()?;
         let guard = TerminalGuard;
-        crossterm::execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+        crossterm::execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+        // Clicks and the wheel only (not every mouse move), in SGR encoding.
+        io::Write::write_all(&mut io::stdout(), b"\x1b[?1000h\x1b[?1006h")?;
+        io::Write::flush(&mut io::stdout())?;
         Ok(guard)
     }
 }
@@ -62,9 +65,10 @@ impl Drop for TerminalGuard {
 }
 
 fn restore_terminal() {
+    let _ = io::Write::write_all(&mut io::stdout(), b"\x1b[?1006l\x1b[?1000l");
     let _ = crossterm::execute!(
         io::stdout(),
-        DisableMouseCapture,
+        DisableBracketedPaste,
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
@@ -137,6 +141,7 @@ fn action_of(app: &App, event: TermEvent) -> Option<Action> {
             _ => None,
         },
         TermEvent::Resize(..) => Some(Action::Resize),
+        TermEvent::Paste(text) => Some(Action::Paste(text)),
         _ => None,
     }
 }
@@ -313,7 +318,8 @@ async fn event_loop(
             terminal.draw(|frame| {
                 crate::ui::draw(frame, &app.model, &app.view, &app.content, &app.bindings)
             })?;
-            dirty = false;
+            // Output not yet indexed is caught up with over the next frames.
+            dirty = runner.app.behind;
             last_draw = Some(now);
         }
         if runner.quit_now
@@ -340,12 +346,13 @@ async fn event_loop(
         tokio::select! {
             event = keys.recv() => {
                 let Some(event) = event else { break };
+                // Events that mean nothing here (a key with no binding) draw nothing.
                 if let Some(action) = action_of(&runner.app, event) {
                     for effect in runner.app.handle(action) {
                         runner.effect(effect);
                     }
+                    dirty = true;
                 }
-                dirty = true;
             }
             Some(event) = fleet_events.recv() => {
                 let selected_output = matches!(&event, FleetEvent::Event(id, e)

@@ -28,6 +28,8 @@ pub enum Effect {
 pub struct Geometry {
     pub output_rows: [usize; 2],
     pub tree_rows: usize,
+    /// Rows of the timeline's event list.
+    pub timeline_rows: usize,
     pub total_lines: [usize; 2],
     /// pid and command line of each tree row; `None` for the broker's own row.
     pub tree_processes: Vec<Option<(i32, String)>>,
@@ -174,6 +176,7 @@ pub fn update(
         ) {
             (Some(c), Some((pid, argv))) if c.status.is_active() => {
                 view.dialog = Some(Dialog::SignalProcess {
+                    command: selected,
                     pid,
                     argv,
                     input: "TERM".into(),
@@ -199,6 +202,7 @@ pub fn update(
         | Action::Confirm
         | Action::Cancel
         | Action::Input(_)
+        | Action::Paste(_)
         | Action::Backspace
         | Action::Submit => {}
     }
@@ -253,9 +257,14 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
         }
         // Up in the timeline goes back in time.
         Pane::Timeline => {
+            let entries = model
+                .commands
+                .get(view.selected)
+                .map_or(0, |c| c.timeline.len());
+            let last = entries.saturating_sub(geometry.timeline_rows.max(1));
             view.timeline_back = (view.timeline_back as i64)
                 .saturating_sub(delta)
-                .clamp(0, i64::MAX / 4) as usize;
+                .clamp(0, last as i64) as usize;
         }
         Pane::Stdout | Pane::Stderr => {
             let stream = view.focus.stream().unwrap_or(Stream::Stdout) as usize;
@@ -294,6 +303,12 @@ fn update_dialog(
             view.message = Some(format!("stopping {} command(s)…", model.running()));
             effects.push(Effect::StopAllAndQuit);
         }
+        (mut dialog, Action::Paste(text)) => {
+            if let Some(input) = input_of(&mut dialog) {
+                input.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }));
+            }
+            view.dialog = Some(dialog);
+        }
         (mut dialog, Action::Input(c)) => {
             if let Some(input) = input_of(&mut dialog) {
                 input.push(c);
@@ -330,23 +345,33 @@ fn update_dialog(
                 view.outputs[stream as usize].matched = None;
             } else {
                 view.outputs[stream as usize].search = Some(input);
+                view.outputs[stream as usize].matched = None;
                 effects.push(Effect::Search {
                     stream,
                     forward: false,
                 });
             }
         }
-        (Dialog::SignalProcess { pid, input, .. }, Action::Submit) => {
+        (
+            Dialog::SignalProcess {
+                command,
+                pid,
+                input,
+                ..
+            },
+            Action::Submit,
+        ) => {
             view.dialog = None;
             effects.push(Effect::Send(
-                view.selected,
+                command,
                 ToBroker::Signal {
                     signal: input.trim().to_string(),
                     scope: Scope::Pid,
                     pid: Some(pid),
                 },
             ));
-            view.message = Some(format!("{} sent to pid {pid}", input.trim()));
+            // The timeline shows whether the broker delivered it.
+            view.message = Some(format!("{} asked for pid {pid}", input.trim()));
         }
         (dialog, _) => view.dialog = Some(dialog),
     }

@@ -80,6 +80,7 @@ pub enum Dialog {
         input: String,
     },
     SignalProcess {
+        command: CommandId,
         pid: i32,
         argv: String,
         input: String,
@@ -120,13 +121,23 @@ impl Default for ViewState {
     }
 }
 
-/// Lines read for one output pane this frame.
+/// Rows read for one output pane this frame.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PaneLines {
+    /// The first line shown.
     pub first: usize,
+    /// Screen rows: whole lines, or with wrapping the pieces of lines.
     pub lines: Vec<StyledLine>,
+    /// The line each row belongs to; empty means row `i` is line `first + i`.
+    pub numbers: Vec<usize>,
     pub total: usize,
     pub bytes: u64,
+}
+
+impl PaneLines {
+    pub fn line_of_row(&self, row: usize) -> usize {
+        self.numbers.get(row).copied().unwrap_or(self.first + row)
+    }
 }
 
 /// What a frame shows that is read from disk or sampled, prepared before drawing so that

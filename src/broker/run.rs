@@ -175,10 +175,11 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
     rustix::process::set_parent_process_death_signal(pdeath)?;
 
     let mut link = ParentLink::take_stdio()?;
-    let Some(request) = await_launch(&mut link, start).await else {
+    let Some(mut request) = await_launch(&mut link, start).await else {
         // The parent went away before saying what to run: nothing was started.
         return Ok(1);
     };
+    request.clamp_intervals();
 
     let logs = create_command_dir(&request).and_then(|()| {
         Ok((

@@ -158,7 +158,7 @@ fn bad_durations_say_how_to_write_them() {
     let text = "[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = \"fast\"\n";
     assert_eq!(
         error(text),
-        "tether.toml:4:9: grace: `fast` is not a duration; write it like 500ms, 2s, 1.5s, 5m or 1h"
+        "tether.toml:4:9: grace: `fast` is not a duration of at most a week; write it like 500ms, 2s, 1.5s, 5m or 1h"
     );
     assert_eq!(key_of(text), "grace");
     let typed = error("[[command]]\nname = \"a\"\nshell = \"x\"\nno_output_timeout = true\n");

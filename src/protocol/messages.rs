@@ -14,6 +14,10 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// Default per-stream storage cap: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
 
+/// The longest grace, timeout or heartbeat interval a broker honours; longer ones are cut
+/// to it (a week is "never" for a watchdog, and keeps deadline arithmetic from overflowing).
+pub const MAX_INTERVAL_MS: u64 = 7 * 24 * 3600 * 1000;
+
 /// Default time between SIGTERM and SIGKILL in a stop sequence.
 pub const DEFAULT_GRACE_MS: u64 = 2_000;
 
@@ -23,6 +27,18 @@ pub const DEFAULT_GRACE_MS: u64 = 2_000;
 pub enum CommandSpec {
     Argv(Vec<String>),
     Shell(String),
+}
+
+impl LaunchRequest {
+    /// Cuts every interval to [`MAX_INTERVAL_MS`].
+    pub fn clamp_intervals(&mut self) {
+        self.grace_ms = self.grace_ms.min(MAX_INTERVAL_MS);
+        for ms in [&mut self.no_output_timeout_ms, &mut self.heartbeat_ms] {
+            if let Some(ms) = ms.as_mut() {
+                *ms = (*ms).min(MAX_INTERVAL_MS);
+            }
+        }
+    }
 }
 
 impl CommandSpec {

@@ -22,7 +22,8 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
-    let rows = model.commands.iter().enumerate().map(|(i, c)| {
+    let skip = first_visible(view.selected, area);
+    let rows = model.commands.iter().enumerate().skip(skip).map(|(i, c)| {
         let marker = if i == view.selected { "▶" } else { " " };
         let runtime = c
             .runtime_ms(now_ms)
@@ -54,6 +55,13 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     .header(Row::new(vec!["", "NAME", "STATE", "TIME", ""]).style(style::DIM))
     .block(block);
     frame.render_widget(table, area);
+}
+
+/// The first command shown so that the selected one is on screen (border and header take
+/// three rows).
+pub fn first_visible(selected: usize, area: Rect) -> usize {
+    let visible = (area.height.saturating_sub(3) as usize).max(1);
+    selected.saturating_sub(visible - 1)
 }
 
 /// Short tags for what happened to a run beyond its exit status.

@@ -63,7 +63,9 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
                 "case-insensitive; n / N for next and previous; empty clears",
             ),
         ),
-        Dialog::SignalProcess { pid, argv, input } => (
+        Dialog::SignalProcess {
+            pid, argv, input, ..
+        } => (
             "Signal one process",
             prompt(
                 &format!(

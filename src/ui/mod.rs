@@ -34,6 +34,7 @@ pub fn draw(
     let size = frame.area();
     let Some(areas) = layout::areas(size, view.zoom.then_some(view.focus)) else {
         too_small::draw(frame, size, model.running());
+        draw_dialog(frame, size, model, view, bindings);
         return;
     };
     if areas.commands.width > 0 {
@@ -55,6 +56,16 @@ pub fn draw(
         timeline::draw(frame, areas.timeline, model, view, content.now_ms);
     }
     status_bar::draw(frame, areas.status, view);
+    draw_dialog(frame, size, model, view, bindings);
+}
+
+fn draw_dialog(
+    frame: &mut Frame,
+    size: Rect,
+    model: &Model,
+    view: &ViewState,
+    bindings: &[Binding],
+) {
     match &view.dialog {
         Some(Dialog::Help) => help::draw(frame, size, bindings),
         Some(dialog) => dialog::draw(frame, size, model, dialog),

@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
 use super::{pane_block, style};
 use crate::app::view::{PaneLines, ViewState};
@@ -38,21 +38,21 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lin
             None => title.push_str(&format!(" · /{needle} (no match)")),
         }
     }
-    let needle = state.search.as_deref().map(str::to_lowercase);
+    let needle = state.search.as_deref().map(str::to_ascii_lowercase);
     let text: Vec<Line> = lines
         .lines
         .iter()
         .enumerate()
         .map(|(i, line)| {
-            let current = state.matched == Some(lines.first + i);
+            let current = state.matched == Some(lines.line_of_row(i));
             render(line, needle.as_deref(), current)
         })
         .collect();
-    let mut paragraph = Paragraph::new(text).block(pane_block(&title, focused));
-    if view.wrap {
-        paragraph = paragraph.wrap(Wrap { trim: false });
-    }
-    frame.render_widget(paragraph, area);
+    // Rows come wrapped already (by display width), so what was measured is what is drawn.
+    frame.render_widget(
+        Paragraph::new(text).block(pane_block(&title, focused)),
+        area,
+    );
 }
 
 /// One output line with its colours, and matches of `needle` (lower-case) highlighted.
@@ -74,12 +74,9 @@ fn render(line: &StyledLine, needle: Option<&str>, current: bool) -> Line<'stati
 }
 
 fn highlight(text: &str, needle: &str, base: ratatui::style::Style, out: &mut Vec<Span<'static>>) {
-    let lower = text.to_lowercase();
-    // Lower-casing may change byte lengths outside ASCII; highlight only when it did not.
-    if lower.len() != text.len() {
-        out.push(Span::styled(text.to_string(), base));
-        return;
-    }
+    // ASCII folding keeps byte offsets identical between `text` and `lower`, so matches found
+    // in one are character boundaries in the other; it is also how search matches.
+    let lower = text.to_ascii_lowercase();
     let mut start = 0;
     for (at, _) in lower.match_indices(needle) {
         if at > start {

@@ -13,27 +13,46 @@ use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model, TimelineEntry};
 use crate::protocol::EventKind;
 
+/// Rows of the strip of all commands inside a timeline pane of `inner_height` rows.
+fn strip_rows(inner_height: u16, commands: usize) -> u16 {
+    (commands as u16 + 1).min(inner_height / 2)
+}
+
+/// Rows left for the selected command's events in a timeline pane at `area`.
+pub fn event_rows(area: Rect, commands: usize) -> usize {
+    let inner = area.height.saturating_sub(2);
+    inner.saturating_sub(strip_rows(inner, commands)) as usize
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let strip_rows = (model.commands.len() as u16 + 1).min(inner.height / 2);
+    let strip_rows = strip_rows(inner.height, model.commands.len());
     let [events_area, strip_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(strip_rows)]).areas(inner);
 
     let Some(command) = model.commands.get(view.selected) else {
         return;
     };
-    let height = events_area.height as usize;
+    // A notice (a fallback taken, a broker that could not start) stays in sight.
+    let mut height = events_area.height as usize;
+    let notice = command.notice.as_ref().filter(|_| height > 1).map(|text| {
+        height -= 1;
+        Line::styled(format!("! {}", one_line(text)), Style::new().fg(Color::Red))
+    });
     let entries = &command.timeline;
-    let end = entries
-        .len()
-        .saturating_sub(view.timeline_back.min(entries.len()));
+    let back = view.timeline_back.min(entries.len().saturating_sub(height));
+    let end = entries.len() - back;
     let start = end.saturating_sub(height);
-    let lines: Vec<Line> = entries[start..end]
+    let mut lines: Vec<Line> = entries[start..end]
         .iter()
         .map(|e| entry_line(e, model.started_ms))
         .collect();
+    if let Some(notice) = notice {
+        lines.resize(height, Line::raw(""));
+        lines.push(notice);
+    }
     frame.render_widget(Paragraph::new(lines), events_area);
     if strip_rows > 0 {
         draw_strip(frame, strip_area, model, view, now_ms);
@@ -140,6 +159,10 @@ fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, no
         .commands
         .iter()
         .enumerate()
+        .skip(
+            view.selected
+                .saturating_sub((rows.height as usize).max(1) - 1),
+        )
         .take(rows.height as usize)
         .map(|(i, c)| {
             let label = format!(

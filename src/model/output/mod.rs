@@ -11,8 +11,10 @@ mod sgr;
 pub mod stream;
 pub mod style;
 mod width;
+pub mod wrap;
 
 pub use index::LineIndex;
 pub use sanitize::{LineRenderer, render_line};
 pub use stream::{MAX_LINE_BYTES, StreamFile};
 pub use style::{Color, Span, Style, StyledLine, one_line, plain_text};
+pub use wrap::wrap;

@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::index::LineIndex;
+use super::index::{Block, LineIndex};
 use super::sanitize::render_line;
 use super::search::Needle;
 use super::style::StyledLine;
@@ -22,6 +22,9 @@ const INDEX_CHUNK: u64 = 64 * 1024;
 /// How much `find` reads at once: many short lines in one read rather than one read a line.
 const SEARCH_BATCH: u64 = 1024 * 1024;
 
+/// Blocks whose line starts are kept resolved: what a screen shows spans one or two.
+const CACHED_BLOCKS: usize = 8;
+
 /// A growing log file (stdout.log or stderr.log) read through a LineIndex.
 #[derive(Debug)]
 pub struct StreamFile {
@@ -29,6 +32,8 @@ pub struct StreamFile {
     /// Opened on the first refresh that finds the file.
     file: Option<File>,
     index: LineIndex,
+    /// Recently resolved blocks and their line starts, most recent last.
+    blocks: Vec<(Block, Vec<u64>)>,
 }
 
 impl StreamFile {
@@ -38,6 +43,7 @@ impl StreamFile {
             path,
             file: None,
             index: LineIndex::new(),
+            blocks: Vec::new(),
         }
     }
 
@@ -51,18 +57,28 @@ impl StreamFile {
     /// A `len` at or below what is already indexed does nothing; bytes that `len` promises
     /// but the file does not hold yet are left for a later refresh.
     pub fn refresh(&mut self, len: u64) -> io::Result<()> {
+        self.refresh_within(len, u64::MAX).map(|_| ())
+    }
+
+    /// Like [`StreamFile::refresh`], but indexes at most `budget` bytes, so that a flood
+    /// is caught up with over several frames instead of freezing one. Returns whether the
+    /// index reached `len`.
+    pub fn refresh_within(&mut self, len: u64, budget: u64) -> io::Result<bool> {
         let mut pos = self.index.indexed_len();
         if len <= pos {
-            return Ok(());
+            return Ok(true);
         }
+        let target = len;
+        let len = len.min(pos.saturating_add(budget));
         let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
-            return Ok(());
+            return Ok(true);
         };
         let mut buf = vec![0; (len - pos).min(INDEX_CHUNK) as usize];
         while pos < len {
             let want = (len - pos).min(INDEX_CHUNK) as usize;
             match file.read_at(&mut buf[..want], pos) {
-                Ok(0) => break,
+                // The file holds no more yet: caught up with what there is.
+                Ok(0) => return Ok(true),
                 Ok(n) => {
                     self.index.extend(&buf[..n]);
                     pos += n as u64;
@@ -71,7 +87,7 @@ impl StreamFile {
                 Err(e) => return Err(read_error(&self.path, e)),
             }
         }
-        Ok(())
+        Ok(pos >= target)
     }
 
     /// Indexes everything the file holds now: for a journal read after the fact, or when no
@@ -109,9 +125,10 @@ impl StreamFile {
     /// Fails with `InvalidInput` if there is no line `i`.
     pub fn line(&mut self, i: usize) -> io::Result<StyledLine> {
         self.check_line(i)?;
-        let shown = shown_range(&self.index, i);
-        let window = self.read(shown)?;
-        Ok(render_shown(&self.index, i, &window))
+        let full = self.line_range(i)?;
+        let shown = shown_of(&full);
+        let window = self.read(shown.clone())?;
+        Ok(render_shown(&full, &shown, &window))
     }
 
     /// The first line at or after `from` (forward) or at or before `from` (backward) whose
@@ -128,9 +145,9 @@ impl StreamFile {
         if forward {
             let mut first = from;
             while first < count {
-                let start = shown_range(&self.index, first).start;
+                let start = self.shown_range(first)?.start;
                 let mut end = first + 1;
-                while end < count && shown_range(&self.index, end).end - start <= SEARCH_BATCH {
+                while end < count && self.shown_range(end)?.end - start <= SEARCH_BATCH {
                     end += 1;
                 }
                 if let Some(found) = self.find_in(&needle, first..end, false)? {
@@ -141,10 +158,9 @@ impl StreamFile {
         } else {
             let mut end = from.min(count - 1) + 1;
             while end > 0 {
-                let stop = shown_range(&self.index, end - 1).end;
+                let stop = self.shown_range(end - 1)?.end;
                 let mut first = end - 1;
-                while first > 0 && stop - shown_range(&self.index, first - 1).start <= SEARCH_BATCH
-                {
+                while first > 0 && stop - self.shown_range(first - 1)?.start <= SEARCH_BATCH {
                     first -= 1;
                 }
                 if let Some(found) = self.find_in(&needle, first..end, true)? {
@@ -158,25 +174,73 @@ impl StreamFile {
 
     /// Searches consecutive `lines` with one read.
     fn find_in(
-        &self,
+        &mut self,
         needle: &Needle,
         lines: Range<usize>,
         backward: bool,
     ) -> io::Result<Option<usize>> {
-        let span = shown_range(&self.index, lines.start).start
-            ..shown_range(&self.index, lines.end - 1).end;
+        let mut ranges = Vec::with_capacity(lines.len());
+        for i in lines.clone() {
+            let full = self.line_range(i)?;
+            let shown = shown_of(&full);
+            ranges.push((i, full, shown));
+        }
+        let span = ranges[0].2.start..ranges[ranges.len() - 1].2.end;
         let bytes = self.read(span.clone())?;
-        let matches = |i: &usize| {
-            let shown = shown_range(&self.index, *i);
+        let matches = |(_, full, shown): &&(usize, Range<u64>, Range<u64>)| {
             let raw =
                 &bytes[(shown.start - span.start) as usize..(shown.end - span.start) as usize];
-            needle.might_match(raw) && needle.matches_line(&render_shown(&self.index, *i, raw))
+            needle.might_match(raw) && needle.matches_line(&render_shown(full, shown, raw))
         };
-        Ok(if backward {
-            lines.rev().find(matches)
+        let found = if backward {
+            ranges.iter().rev().find(matches)
         } else {
-            lines.clone().find(matches)
-        })
+            ranges.iter().find(matches)
+        };
+        Ok(found.map(|(i, _, _)| *i))
+    }
+
+    /// Byte range of line `i` (which must exist) without its '\n'.
+    fn line_range(&mut self, i: usize) -> io::Result<Range<u64>> {
+        let block = self.index.block_of(i);
+        let at = i - block.first_line as usize;
+        let starts = self.block_starts(block)?;
+        let (start, next) = (starts[at], starts.get(at + 1).copied());
+        let next = match next {
+            Some(next) => Some(next),
+            None if i + 1 < self.line_count() => Some(self.index.block_of(i + 1).start),
+            None => None,
+        };
+        Ok(self.index.line_range(i, start, next))
+    }
+
+    fn shown_range(&mut self, i: usize) -> io::Result<Range<u64>> {
+        Ok(shown_of(&self.line_range(i)?))
+    }
+
+    /// The line starts of `block`, read from the file unless recently resolved.
+    fn block_starts(&mut self, block: Block) -> io::Result<&[u64]> {
+        if let Some(at) = self.blocks.iter().position(|(b, _)| *b == block) {
+            let entry = self.blocks.remove(at);
+            self.blocks.push(entry);
+        } else {
+            let bytes = self.read(block.start..block.scan_end)?;
+            let starts = block.line_starts(&bytes);
+            if starts.len() as u64 != block.lines {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{} changed under its index (was it truncated?)",
+                        self.path.display()
+                    ),
+                ));
+            }
+            if self.blocks.len() == CACHED_BLOCKS {
+                self.blocks.remove(0);
+            }
+            self.blocks.push((block, starts));
+        }
+        Ok(&self.blocks[self.blocks.len() - 1].1)
     }
 
     fn check_line(&self, i: usize) -> io::Result<()> {
@@ -210,20 +274,19 @@ impl StreamFile {
     }
 }
 
-/// The bytes of line `i` that are rendered: all of it, or its last [`MAX_LINE_BYTES`].
-fn shown_range(index: &LineIndex, i: usize) -> Range<u64> {
-    let line = index.line_range(i);
+/// The bytes of a line that are rendered: all of it, or its last [`MAX_LINE_BYTES`].
+fn shown_of(line: &Range<u64>) -> Range<u64> {
     line.start.max(line.end.saturating_sub(MAX_LINE_BYTES))..line.end
 }
 
-/// Renders line `i` from `window`, the bytes read from `shown_range(index, i)`. When that is
+/// Renders a line from `window`, the bytes at `shown` of the line at `full`. When that is
 /// only the line's tail, what precedes the window's first `\r` sat at columns unknown here, so
 /// rendering starts at that `\r`: a progress line shows its final state, not that state with
 /// a fragment of an older one left over. If nothing visible follows that `\r` (a long CRLF
 /// line), or there is none, rendering starts at the cut, past the tail of any UTF-8
 /// character cut in two.
-fn render_shown(index: &LineIndex, i: usize, window: &[u8]) -> StyledLine {
-    if index.line_range(i) == shown_range(index, i) {
+fn render_shown(full: &Range<u64>, shown: &Range<u64>, window: &[u8]) -> StyledLine {
+    if full == shown {
         return render_line(window);
     }
     if let Some(cr) = memchr::memchr(b'\r', window) {
