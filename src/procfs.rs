@@ -49,7 +49,10 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
 }
 
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
-    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    // The name field may be cut mid-character by the kernel (15 bytes): read bytes, not a
+    // String, or such a process (and its whole subtree) would vanish from every walk.
+    let bytes = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&String::from_utf8_lossy(&bytes))
 }
 
 /// Every process on the machine, as far as `/proc` shows it at this instant.

@@ -92,7 +92,7 @@ fn bad_request_lines_are_refused_and_the_broker_carries_on() {
         (Stage::Protocol, "malformed".into())
     );
 
-    broker.send_raw(&vec![b'x'; 2 << 20]);
+    broker.send_raw(&vec![b'x'; tether::protocol::MAX_LINE + 1]);
     broker.send_raw(b"\n");
     let failure = broker.wait_for("a broker_failure", is_failure);
     assert_eq!(
@@ -270,6 +270,25 @@ fn closed_request_pipe_counts_as_parent_lost() {
     let result = record.result.expect("result.json");
     assert!(result.parent_lost);
     assert_eq!(result.stopped_by, Some(Origin::ParentLost));
+    drop(broker);
+    env.finish();
+}
+
+/// A stop written in the same burst as the launch request must not be lost.
+#[test]
+fn stop_right_behind_the_launch_is_obeyed() {
+    let env = TestEnv::new("stop_with_launch");
+    let mut broker = DirectBroker::spawn(&env, "01-sleeper");
+    let launch = broker.launch_line("sleeper", &["sleep", "1000"], 2000);
+    broker.send_raw(format!("{launch}\n{{\"type\":\"stop\"}}\n").as_bytes());
+    let events = broker.wait_close();
+    let sent = signals_sent(&events);
+    assert!(
+        sent.iter().any(|s| s.signal == "TERM"),
+        "{:?}",
+        kinds(&events)
+    );
+    assert_eq!(exit_status(&events).signal, Some(15));
     drop(broker);
     env.finish();
 }

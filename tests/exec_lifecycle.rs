@@ -221,3 +221,38 @@ fn vanished_reader_stops_the_command() {
     assert!(result.stdout.bytes >= 4);
     env.finish();
 }
+
+/// nix cannot name real-time signals; the broker must still see the command end.
+#[test]
+fn death_by_a_real_time_signal_is_seen() {
+    let env = TestEnv::new("rt_signal_exit");
+    let run = env.exec(&[], &["sh", "-c", "echo hi; kill -s RTMIN $$"]);
+    let rtmin = libc::SIGRTMIN();
+    assert_eq!(run.code(), 128 + rtmin, "stderr: {}", run.stderr_text());
+    let record = load_complete(&env.command_dir());
+    assert_eq!(exit_status(&record.events).signal, Some(rtmin));
+    env.finish();
+}
+
+/// If the broker itself dies, `tether exec` ends the command's group and says so.
+#[test]
+fn a_dead_broker_does_not_leave_its_command_running() {
+    let env = TestEnv::new("dead_broker");
+    let running = env.spawn_exec(&[], &["sh", "-c", "echo ready; sleep 1000"]);
+    let dir = env.wait_command_dir();
+    common::wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let record = tether::journal::CommandRecord::load(&dir);
+    let broker = common::journal::broker_pid(&record.events);
+    let command = common::journal::spawned_pid(&record.events);
+    common::procs::signal(broker, nix::sys::signal::Signal::SIGKILL);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
+    assert!(
+        run.stderr_text()
+            .contains("sent SIGKILL to its process group"),
+        "{}",
+        run.stderr_text()
+    );
+    assert!(common::procs::wait_gone(&[command], Duration::from_secs(5)).is_empty());
+    env.finish();
+}

@@ -320,3 +320,25 @@ fn stopped_command_is_continued_and_terminated() {
     assert!(!record.result.expect("result.json").hard_killed);
     env.finish();
 }
+
+/// The kernel cuts process names to 15 bytes, which can split a UTF-8 character; such a
+/// process must still be found and stopped.
+#[test]
+fn a_process_with_a_cut_multibyte_name_is_still_stopped() {
+    let env = TestEnv::new("cut_name");
+    let sleeper = env.path("ééééééééé");
+    std::fs::copy("/bin/sleep", &sleeper).expect("copy sleep");
+    let script = format!(
+        "(setsid '{}' 1000 &); sleep 0.3; echo done",
+        sleeper.display()
+    );
+    let run = env.exec(&["--json"], &["sh", "-c", &script]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr_text());
+    let record = load_complete(&env.command_dir());
+    assert!(
+        !orphans_reaped(&record.events).is_empty(),
+        "the escapee was not stopped and reaped: {:?}",
+        kinds(&record.events)
+    );
+    env.finish();
+}

@@ -166,7 +166,8 @@ impl Runner {
             v: PROTOCOL_VERSION,
             name: config.name.clone(),
             command: config.command.clone(),
-            cwd: config.cwd.clone().or_else(|| std::env::current_dir().ok()),
+            // None: the broker inherits the TUI's working directory.
+            cwd: config.cwd.clone(),
             env: config.env.clone(),
             journal_dir: dir,
             parent_pid: std::process::id() as i32,

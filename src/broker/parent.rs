@@ -10,9 +10,10 @@ use tokio::io::unix::AsyncFd;
 
 use crate::protocol::ParentLossCause;
 
-/// A pidfd on the parent: readable the moment the parent exits, however it dies.
+/// A pidfd on the parent: readable the moment the parent exits, however it dies. Where the
+/// kernel or a sandbox refuses pidfds, stdin EOF, EPIPE and a confirmed death signal remain.
 pub struct ParentWatch {
-    pidfd: AsyncFd<OwnedFd>,
+    pidfd: Option<AsyncFd<OwnedFd>>,
     expected: i32,
 }
 
@@ -24,20 +25,24 @@ impl ParentWatch {
             return Err(ParentLossCause::Reparented);
         }
         let pid = Pid::from_raw(expected).ok_or(ParentLossCause::Reparented)?;
-        let pidfd =
-            pidfd_open(pid, PidfdFlags::empty()).map_err(|_| ParentLossCause::Reparented)?;
+        let pidfd = match pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(pidfd) => crate::fdio::register(pidfd, Interest::READABLE).ok(),
+            Err(rustix::io::Errno::SRCH) => return Err(ParentLossCause::Reparented),
+            // ENOSYS (before Linux 5.3), EPERM (a seccomp profile): watch without a pidfd.
+            Err(_) => None,
+        };
         if parent_pid() != expected {
             return Err(ParentLossCause::Reparented);
         }
-        let pidfd =
-            crate::fdio::register(pidfd, Interest::READABLE).map_err(|_| ParentLossCause::Pidfd)?;
         Ok(ParentWatch { pidfd, expected })
     }
 
     /// Resolves when the parent has exited.
     pub async fn exited(&self) -> io::Result<()> {
-        let _guard = self.pidfd.readable().await?;
-        Ok(())
+        match &self.pidfd {
+            Some(pidfd) => pidfd.readable().await.map(|_| ()),
+            None => std::future::pending().await,
+        }
     }
 
     /// Checks, without waiting, whether the parent still lives: used to confirm a
@@ -46,7 +51,10 @@ impl ParentWatch {
         if parent_pid() != self.expected {
             return false;
         }
-        let mut fds = [PollFd::new(self.pidfd.get_ref(), PollFlags::IN)];
+        let Some(pidfd) = &self.pidfd else {
+            return true;
+        };
+        let mut fds = [PollFd::new(pidfd.get_ref(), PollFlags::IN)];
         let now = Timespec {
             tv_sec: 0,
             tv_nsec: 0,

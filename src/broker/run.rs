@@ -120,18 +120,23 @@ async fn tell_parent(link: &ParentLink, start: Instant, kind: EventKind) {
 }
 
 /// Waits for the launch request, answering pings and refusing anything else meanwhile.
-async fn await_launch(link: &mut ParentLink, start: Instant) -> Option<LaunchRequest> {
+/// Returns it with the frames that arrived after it in the same read, to be handled once the
+/// command runs (a `stop` sent right after the launch must not be lost).
+async fn await_launch(
+    link: &mut ParentLink,
+    start: Instant,
+) -> Option<(LaunchRequest, Vec<Frame>)> {
     loop {
         let input = link.input.as_ref()?;
         let n = match input.read(&mut link.buf).await {
             Ok(0) | Err(_) => return None,
             Ok(n) => n,
         };
-        let frames = link.lines.push(&link.buf[..n]);
-        for frame in frames {
+        let mut frames = link.lines.push(&link.buf[..n]).into_iter();
+        while let Some(frame) = frames.next() {
             let failure = match parse_request(frame) {
                 Ok(ToBroker::Launch(request)) if request.v == PROTOCOL_VERSION => {
-                    return Some(request);
+                    return Some((request, frames.collect()));
                 }
                 Ok(ToBroker::Launch(request)) => (
                     "version_mismatch",
@@ -175,7 +180,7 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
     rustix::process::set_parent_process_death_signal(pdeath)?;
 
     let mut link = ParentLink::take_stdio()?;
-    let Some(mut request) = await_launch(&mut link, start).await else {
+    let Some((mut request, early)) = await_launch(&mut link, start).await else {
         // The parent went away before saying what to run: nothing was started.
         return Ok(1);
     };
@@ -240,6 +245,12 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
         );
     }
 
+    for frame in early {
+        match parse_request(frame) {
+            Ok(message) => broker.request(message),
+            Err((code, message)) => broker.protocol_error(code, message),
+        }
+    }
     let mut bufs = [vec![0u8; READ_CHUNK], vec![0u8; READ_CHUNK]];
     broker.reap();
     while !broker.is_done() {

@@ -19,18 +19,33 @@ pub fn key(stat: &ProcStat) -> ProcessKey {
 
 /// A pidfd on a process found by a walk, checked to still be that process (same start
 /// time), so a signal sent through it can never hit a reused pid.
-fn open_verified(stat: &ProcStat) -> Option<OwnedFd> {
+fn open_verified(stat: &ProcStat) -> Option<Handle> {
     let pid = rustix::process::Pid::from_raw(stat.pid)?;
-    let pidfd = pidfd_open(pid, PidfdFlags::empty()).ok()?;
+    let handle = match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(pidfd) => Handle::Pidfd(pidfd),
+        Err(rustix::io::Errno::SRCH) => return None,
+        // No pidfds here (ENOSYS, EPERM): the start-time check below is all that guards
+        // against reuse, in the moment between it and kill().
+        Err(_) => Handle::Pid(stat.pid),
+    };
     match procfs::read_stat(stat.pid) {
-        Some(now) if now.start_ticks == stat.start_ticks => Some(pidfd),
+        Some(now) if now.start_ticks == stat.start_ticks => Some(handle),
         _ => None,
     }
 }
 
-fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
-    rustix::process::Signal::from_named_raw(signal as i32)
-        .is_some_and(|sig| pidfd_send_signal(pidfd, sig).is_ok())
+/// A way to signal one process: a pidfd where the kernel gives one, else its pid.
+enum Handle {
+    Pidfd(OwnedFd),
+    Pid(i32),
+}
+
+fn send(handle: &Handle, signal: Signal) -> bool {
+    match handle {
+        Handle::Pidfd(pidfd) => rustix::process::Signal::from_named_raw(signal as i32)
+            .is_some_and(|sig| pidfd_send_signal(pidfd, sig).is_ok()),
+        Handle::Pid(pid) => nix::sys::signal::kill(Pid::from_raw(*pid), signal).is_ok(),
+    }
 }
 
 /// Sends `signal` to one process found by a walk, through a verified pidfd. Returns whether
@@ -57,7 +72,7 @@ pub fn signal_tree(
     let mut group_pending = group;
     // A process forking as fast as it can may keep adding children; bound the rounds.
     for _ in 0..64 {
-        let fresh: Vec<(ProcStat, OwnedFd)> = procfs::descendants(root)
+        let fresh: Vec<(ProcStat, Handle)> = procfs::descendants(root)
             .into_iter()
             .filter(|p| !p.is_zombie() && !already.contains(&key(p)))
             .filter_map(|p| open_verified(&p).map(|fd| (p, fd)))

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use tokio::time::Instant;
 
 use super::signaller::{self, live_descendants, signal_name};
@@ -77,6 +75,8 @@ pub struct Broker {
     phase: Phase,
     stop: Option<StopSequence>,
     stop_done: bool,
+    /// Consecutive walks that found nothing left, while a stop runs.
+    empty_walks: u32,
     pending: Option<PendingOutput>,
     last_output: Instant,
     drain_until: Option<Instant>,
@@ -87,26 +87,33 @@ pub struct Broker {
     result: CommandResult,
 }
 
-fn exit_status(status: WaitStatus) -> Option<(i32, ExitStatus)> {
-    match status {
-        WaitStatus::Exited(pid, code) => Some((
-            pid.as_raw(),
-            ExitStatus {
-                code: Some(code),
-                signal: None,
-                core_dumped: false,
-            },
-        )),
-        WaitStatus::Signaled(pid, sig, core) => Some((
-            pid.as_raw(),
-            ExitStatus {
-                code: None,
-                signal: Some(sig as i32),
-                core_dumped: core,
-            },
-        )),
-        _ => None,
+/// Reaps one ended child without waiting. `libc` directly: nix turns the status into its
+/// `Signal` enum and fails (after the kernel has already reaped the child) for real-time
+/// signals, which would lose the exit for good.
+fn reap_one() -> Result<Option<(i32, ExitStatus)>, i32> {
+    let mut raw = 0;
+    // SAFETY: waitpid only writes the status into `raw`.
+    let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
     }
+    if pid == 0 {
+        return Ok(None);
+    }
+    let status = if libc::WIFEXITED(raw) {
+        ExitStatus {
+            code: Some(libc::WEXITSTATUS(raw)),
+            signal: None,
+            core_dumped: false,
+        }
+    } else {
+        ExitStatus {
+            code: None,
+            signal: Some(libc::WTERMSIG(raw)),
+            core_dumped: libc::WCOREDUMP(raw),
+        }
+    };
+    Ok(Some((pid, status)))
 }
 
 impl Broker {
@@ -132,6 +139,7 @@ impl Broker {
             phase: Phase::Running,
             stop: None,
             stop_done: false,
+            empty_walks: 0,
             pending: None,
             last_output: now,
             drain_until: None,
@@ -257,28 +265,25 @@ impl Broker {
     /// this subreaper.
     pub fn reap(&mut self) {
         loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => break,
-                Err(Errno::EINTR) => continue,
+            let (pid, status) = match reap_one() {
+                Ok(Some(reaped)) => reaped,
+                Ok(None) | Err(libc::ECHILD) => break,
+                Err(libc::EINTR) => continue,
+                // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
                 Err(_) => break,
-                Ok(status) => {
-                    let Some((pid, status)) = exit_status(status) else {
-                        continue;
+            };
+            match self.child.as_mut() {
+                Some(child) if child.pid == pid => {
+                    child.status = Some(status);
+                    self.result.exit = Some(status);
+                    self.phase = Phase::Draining {
+                        since: Instant::now(),
                     };
-                    match self.child.as_mut() {
-                        Some(child) if child.pid == pid => {
-                            child.status = Some(status);
-                            self.result.exit = Some(status);
-                            self.phase = Phase::Draining {
-                                since: Instant::now(),
-                            };
-                            self.emit(EventKind::Exit { pid, status });
-                        }
-                        _ => {
-                            self.result.orphans_reaped += 1;
-                            self.emit(EventKind::OrphanReaped { pid, status });
-                        }
-                    }
+                    self.emit(EventKind::Exit { pid, status });
+                }
+                _ => {
+                    self.result.orphans_reaped += 1;
+                    self.emit(EventKind::OrphanReaped { pid, status });
                 }
             }
         }
@@ -443,13 +448,17 @@ impl Broker {
         });
     }
 
+    /// A stop is done when the command is reaped and two walks in a row find nothing: one
+    /// walk can miss a child forked by a parent that exited while /proc was being read.
     fn check_stop_done(&mut self) {
-        if self.stop.is_some()
-            && !self.stop_done
-            && self.child_reaped()
-            && live_descendants(self.pid).is_empty()
-        {
-            self.stop_done = true;
+        if self.stop.is_none() || self.stop_done || !self.child_reaped() {
+            return;
+        }
+        if live_descendants(self.pid).is_empty() {
+            self.empty_walks += 1;
+            self.stop_done = self.empty_walks >= 2;
+        } else {
+            self.empty_walks = 0;
         }
     }
 
@@ -589,17 +598,31 @@ impl Broker {
                 }
             }
         }
-        if self.phase == Phase::TearingDown
-            && (self.stop.is_none() || self.stop_done)
-            && live_descendants(self.pid).is_empty()
-        {
-            self.phase = Phase::Closing {
-                until: now + EOF_WAIT,
-            };
+        if self.phase == Phase::TearingDown {
+            if !live_descendants(self.pid).is_empty() {
+                // Whatever is left is stopped, even if a stop had already finished.
+                if self.stop.is_none() {
+                    self.start_stop(Origin::Shutdown);
+                } else if self.stop_done {
+                    self.stop_done = false;
+                    self.empty_walks = 0;
+                }
+            } else if self.stop.is_none() || self.stop_done {
+                self.phase = Phase::Closing {
+                    until: now + EOF_WAIT,
+                };
+            }
         }
         if let Phase::Closing { until } = self.phase {
-            if !pipes_open || now >= until {
+            if !pipes_open {
                 self.phase = Phase::Done;
+            } else if now >= until {
+                // Someone still holds a pipe: if it is ours, stop it; otherwise give up.
+                self.phase = if live_descendants(self.pid).is_empty() {
+                    Phase::Done
+                } else {
+                    Phase::TearingDown
+                };
             }
         }
     }

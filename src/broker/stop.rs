@@ -10,8 +10,10 @@ use tokio::time::Instant;
 use super::signaller::{ProcessKey, signal_tree};
 use crate::protocol::Origin;
 
-/// How often the tree is walked again while a stop sequence runs.
+/// How soon the tree is walked again after a signal; the interval doubles from walk to walk
+/// (newcomers are rare after the first moments), up to `SWEEP_MAX`.
 pub const SWEEP_INTERVAL: Duration = Duration::from_millis(25);
+const SWEEP_MAX: Duration = Duration::from_millis(400);
 
 pub struct StopSequence {
     pub origin: Origin,
@@ -19,6 +21,7 @@ pub struct StopSequence {
     pub kill_at: Instant,
     pub killed: bool,
     pub next_sweep: Instant,
+    interval: Duration,
     /// Processes already sent the current signal (TERM, then KILL).
     reached: HashSet<ProcessKey>,
 }
@@ -47,6 +50,7 @@ impl StopSequence {
             kill_at: now + grace,
             killed: false,
             next_sweep: now + SWEEP_INTERVAL,
+            interval: SWEEP_INTERVAL,
             reached,
         };
         (
@@ -61,7 +65,8 @@ impl StopSequence {
     /// Signals processes that appeared since the last walk (TERM and CONT during grace); after
     /// grace, repeats KILL to everything still there. Reports only processes not reached before.
     pub fn sweep(&mut self, root: i32, group: Option<i32>, now: Instant) -> Option<Delivery> {
-        self.next_sweep = now + SWEEP_INTERVAL;
+        self.interval = (self.interval * 2).min(SWEEP_MAX);
+        self.next_sweep = now + self.interval;
         if !self.killed {
             let targets = signal_tree(root, group, Signal::SIGTERM, true, &mut self.reached);
             return (!targets.is_empty()).then_some(Delivery {
@@ -86,6 +91,7 @@ impl StopSequence {
     pub fn escalate(&mut self, root: i32, group: Option<i32>, now: Instant) -> Delivery {
         self.killed = true;
         self.reached.clear();
+        self.interval = SWEEP_INTERVAL;
         self.next_sweep = now + SWEEP_INTERVAL;
         let targets = signal_tree(root, group, Signal::SIGKILL, false, &mut self.reached);
         Delivery {

@@ -83,7 +83,8 @@ impl StreamMirror {
                         self.copied += n as u64;
                         continue;
                     }
-                    Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => continue,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(rustix::io::Errno::AGAIN) => wait_writable(out),
                     Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
                         self.no_sendfile = true;
                     }
@@ -106,9 +107,20 @@ fn write_all(out: BorrowedFd<'_>, mut bytes: &[u8]) -> io::Result<()> {
     while !bytes.is_empty() {
         match rustix::io::write(out, bytes) {
             Ok(n) => bytes = &bytes[n..],
-            Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => wait_writable(out),
             Err(err) => return Err(err.into()),
         }
     }
     Ok(())
+}
+
+/// Our stdout may have been left non-blocking by whoever shares it: wait for room rather
+/// than spin.
+fn wait_writable(out: BorrowedFd<'_>) {
+    let mut fds = [rustix::event::PollFd::new(
+        &out,
+        rustix::event::PollFlags::OUT,
+    )];
+    let _ = rustix::event::poll(&mut fds, None);
 }

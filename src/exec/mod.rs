@@ -5,19 +5,20 @@ mod mirror;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
 use self::mirror::Mirror;
-use crate::journal::{reader::Damage, state_dir};
+use crate::journal::{CommandRecord, state_dir};
 use crate::protocol::{
     CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin,
-    PROTOCOL_VERSION, ToBroker,
+    PROTOCOL_VERSION, Scope, Stage, Stream, ToBroker,
 };
 use crate::supervisor::{BrokerProcess, Session};
+use nix::sys::signal::Signal;
 
 /// tether's own failure (journal, broker), as opposed to the command's.
 pub const EXIT_TETHER_FAILED: i32 = 125;
@@ -108,7 +109,8 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         v: PROTOCOL_VERSION,
         name,
         command: CommandSpec::Argv(options.argv.clone()),
-        cwd: std::env::current_dir().ok(),
+        // The broker inherits our working directory, whatever bytes its path holds.
+        cwd: None,
         env: BTreeMap::new(),
         journal_dir: journal_dir.clone(),
         parent_pid: std::process::id() as i32,
@@ -130,9 +132,14 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let mut mirror = Mirror::new(&journal_dir);
     let mut outcome = Outcome::default();
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
-    let mut stop_sent = false;
+    let mut started = false;
+    let mut group: Option<i32> = None;
+    // Stops asked for so far: the first runs the stop sequence, a second (another Ctrl-C)
+    // SIGKILLs the group at once.
+    let mut stops = 0;
     loop {
         let mut stop: Option<Origin> = None;
+        let mut interrupted = false;
         tokio::select! {
             line = broker.next_line() => {
                 let Some(line) = line else { break };
@@ -150,6 +157,8 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
                     }
                 }
                 match event.kind {
+                    EventKind::BrokerStarted { .. } => started = true,
+                    EventKind::Spawned { pgid, .. } => group = Some(pgid),
                     EventKind::Output { stream, offset, len }
                         if !options.json && mirror.copy_to(stream, offset + len).is_err() =>
                     {
@@ -160,48 +169,91 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
                         eprintln!("tether: {message}");
                     }
                     EventKind::SpawnError { code, message } => outcome.spawn_error = Some((code, message)),
-                    EventKind::Exit { status, .. } => outcome.exit = Some(status),
+                    EventKind::Exit { status, .. } => {
+                        outcome.exit = Some(status);
+                        group = None;
+                    }
                     EventKind::BrokerFailure { message, .. } => {
                         if !options.json {
                             eprintln!("tether: {message}");
                         }
                         outcome.broker_failure = Some(message);
+                        if !started {
+                            // The launch itself was refused: nothing runs, nothing will.
+                            let _ = broker.child.kill();
+                            break;
+                        }
                     }
                     EventKind::Close { stdout_bytes, stderr_bytes } => {
                         outcome.closed = true;
                         if !options.json {
-                            let _ = mirror.copy_to(crate::protocol::Stream::Stdout, stdout_bytes);
-                            let _ = mirror.copy_to(crate::protocol::Stream::Stderr, stderr_bytes);
+                            let _ = mirror.copy_to(Stream::Stdout, stdout_bytes);
+                            let _ = mirror.copy_to(Stream::Stderr, stderr_bytes);
                         }
                     }
                     _ => {}
                 }
             }
-            _ = sigint.recv() => stop = Some(Origin::Operator),
-            _ = sigterm.recv() => stop = Some(Origin::Shutdown),
-            _ = sighup.recv() => stop = Some(Origin::Shutdown),
+            _ = sigint.recv() => { stop = Some(Origin::Operator); interrupted = true; }
+            _ = sigterm.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
+            _ = sighup.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
             _ = heartbeat.tick() => { let _ = broker.send(&ToBroker::Ping).await; }
         }
-        if let Some(origin) = stop.filter(|_| !stop_sent) {
-            stop_sent = true;
-            let _ = broker
-                .send(&ToBroker::Stop {
-                    origin: Some(origin),
-                })
-                .await;
-        }
+        let Some(origin) = stop else { continue };
+        let message = match stops {
+            0 => ToBroker::Stop {
+                origin: Some(origin),
+            },
+            _ if interrupted => ToBroker::Signal {
+                signal: "KILL".into(),
+                scope: Scope::Group,
+                pid: None,
+            },
+            _ => continue,
+        };
+        stops += 1;
+        let _ = broker.send(&message).await;
     }
     let _ = broker.child.wait();
     if !outcome.closed {
-        let record = crate::journal::CommandRecord::load(&journal_dir);
-        if record.damage.contains(&Damage::MissingResult) {
-            eprintln!(
-                "tether: the journal in {} is incomplete (no result.json)",
-                journal_dir.display()
-            );
-        }
+        recover_from_journal(&journal_dir, &mut outcome, &mut mirror, options.json, group);
     }
     Ok(outcome.exit_code(&journal_dir))
+}
+
+/// The broker ended without a `close` (its last events did not reach us, or it died): take
+/// the outcome and the rest of the output from the journal; if there is no result, the
+/// command may still run, so end its group.
+fn recover_from_journal(
+    dir: &Path,
+    outcome: &mut Outcome,
+    mirror: &mut Mirror,
+    json: bool,
+    group: Option<i32>,
+) {
+    let record = CommandRecord::load(dir);
+    let Some(result) = record.result else {
+        if let Some(pgid) = crate::supervisor::signal_group(group, Signal::SIGKILL) {
+            eprintln!(
+                "tether: the broker died before the command ended; tether sent SIGKILL to its process group {pgid}"
+            );
+        }
+        eprintln!(
+            "tether: the journal in {} is incomplete (no result.json)",
+            dir.display()
+        );
+        return;
+    };
+    outcome.exit = outcome.exit.or(result.exit);
+    if let Some(failure) = result.failure.filter(|f| f.stage == Stage::Spawn) {
+        outcome
+            .spawn_error
+            .get_or_insert((failure.code, failure.message));
+    }
+    if !json {
+        let _ = mirror.copy_to(Stream::Stdout, result.stdout.stored);
+        let _ = mirror.copy_to(Stream::Stderr, result.stderr.stored);
+    }
 }
 
 const HEARTBEAT: Duration = Duration::from_secs(1);

@@ -1,7 +1,8 @@
 //! Newline framing with a maximum line length, independent of the message types.
 
-/// Longest line either side accepts; a launch request with a large environment fits.
-pub const MAX_LINE: usize = 1 << 20;
+/// Longest line either side accepts: a launch request with arguments and an environment as
+/// large as the kernel allows for exec (a few MiB) fits.
+pub const MAX_LINE: usize = 8 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {

@@ -12,7 +12,6 @@ use tokio::time::{Instant, sleep_until};
 
 use super::BrokerProcess;
 use crate::broker::signaller::{parse_signal, signal_name};
-use crate::procfs;
 use crate::protocol::{Event, EventKind, LaunchRequest, Scope, ToBroker};
 
 /// How long a broker may take to acknowledge a signal or stop before the TUI acts itself.
@@ -132,8 +131,12 @@ async fn drive(
                 let Some(line) = line else { break };
                 let Ok(event) = line.event else { continue };
                 match &event.kind {
-                    // Answers to heartbeats matter to the broker's bookkeeping, not the TUI's.
-                    EventKind::Pong => continue,
+                    // A pong answers a ping sent after the request: the broker has read the
+                    // request, whatever it made of it. Pongs mean nothing to the TUI.
+                    EventKind::Pong => {
+                        pending = None;
+                        continue;
+                    }
                     EventKind::Spawned { pgid, .. } => group = Some(*pgid),
                     EventKind::SignalSent { .. } | EventKind::BrokerFailure { .. } => pending = None,
                     EventKind::Exit { .. } => group = None,
@@ -152,7 +155,9 @@ async fn drive(
                         ToBroker::Signal { signal, scope: Scope::Group, .. } => parse_signal(signal).map(|s| (s, None)),
                         _ => None,
                     };
-                    let sent = broker.send(&message).await.is_ok();
+                    // The ping after it proves, by its pong, that the broker read the request.
+                    let sent = broker.send(&message).await.is_ok()
+                        && broker.send(&ToBroker::Ping).await.is_ok();
                     if let Some((signal, then_kill_after)) = fallback {
                         let deadline = if sent { Instant::now() + ACK_TIMEOUT } else { Instant::now() };
                         pending = Some(PendingAck { deadline, signal, then_kill_after });
@@ -180,25 +185,21 @@ async fn drive(
     let _ = events.send(FleetEvent::Ended(id));
 }
 
-/// Signals the command's process group from the TUI, after checking through a pidfd on the
-/// group leader that the group is still the command's.
 fn signal_group_directly(group: Option<i32>, signal: Signal) -> String {
     let name = signal_name(signal);
-    let Some(pgid) = group else {
-        return format!(
-            "the broker did not answer and the command has no live group; {name} not sent"
-        );
-    };
-    let leader = procfs::read_stat(pgid).filter(|s| s.pgid == pgid && !s.is_zombie());
-    match leader {
-        Some(stat) if crate::broker::signaller::signal_process(&stat, signal) => {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+    match (group, super::signal_group(group, signal)) {
+        (_, Some(pgid)) => {
             format!(
                 "the broker did not answer: tether sent SIG{name} to process group {pgid} itself"
             )
         }
-        _ => format!(
-            "the broker did not answer and process group {pgid} is gone; SIG{name} not sent"
+        (Some(pgid), None) => {
+            format!(
+                "the broker did not answer and process group {pgid} is gone; SIG{name} not sent"
+            )
+        }
+        (None, None) => format!(
+            "the broker did not answer and the command has no live group; SIG{name} not sent"
         ),
     }
 }

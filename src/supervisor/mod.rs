@@ -90,6 +90,19 @@ impl BrokerProcess {
     }
 }
 
+/// Signals a command's process group from the front end, for when its broker cannot: only
+/// after checking through a pidfd on the group leader that the group is still the command's.
+/// Returns the group signalled, if any.
+pub fn signal_group(group: Option<i32>, signal: nix::sys::signal::Signal) -> Option<i32> {
+    let pgid = group?;
+    let leader = crate::procfs::read_stat(pgid).filter(|s| s.pgid == pgid && !s.is_zombie())?;
+    if !crate::broker::signaller::signal_process(&leader, signal) {
+        return None;
+    }
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+    Some(pgid)
+}
+
 fn decode(frame: Frame) -> BrokerLine {
     match frame {
         Frame::Line(raw) => {

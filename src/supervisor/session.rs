@@ -21,11 +21,16 @@ impl Session {
         let pid = std::process::id();
         let id = new_session_id(started_ms, pid);
         let dir = sessions_dir(state_dir).join(&id);
-        fs::create_dir_all(&dir)?;
+        fs::create_dir_all(sessions_dir(state_dir))?;
+        // Never share a directory with another session.
+        fs::create_dir(&dir)?;
         let info = SessionInfo {
             id: id.clone(),
             started_ms,
-            cwd: std::env::current_dir().unwrap_or_default(),
+            // Lossy: JSON holds text, and a session must start whatever its directory is called.
+            cwd: std::env::current_dir()
+                .map(|d| PathBuf::from(d.to_string_lossy().into_owned()))
+                .unwrap_or_default(),
             user: nix::unistd::User::from_uid(nix::unistd::getuid())
                 .ok()
                 .flatten()
