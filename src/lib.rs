@@ -9,6 +9,7 @@ pub mod exec;
 pub mod fdio;
 pub mod journal;
 pub mod model;
+pub mod postmortem;
 pub mod procfs;
 pub mod protocol;
 pub mod sampler;

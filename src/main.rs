@@ -7,6 +7,7 @@ use tether::app::{Launch, run_tui};
 use tether::config::{self, CommandConfig};
 use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions};
 use tether::journal::state_dir;
+use tether::postmortem;
 use tether::protocol::CommandSpec;
 use tether::units::{parse_duration, parse_size};
 
@@ -73,6 +74,11 @@ enum Command {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
+    /// List the journaled sessions, oldest first.
+    Sessions,
+    /// Open a journaled session in the TUI, read-only, as it looked live (default: the
+    /// latest; give an id from `tether sessions` or a session directory).
+    Open { session: Option<String> },
     /// Internal: the per-command broker, started by tether itself.
     #[command(hide = true)]
     Broker,
@@ -98,6 +104,22 @@ fn main() {
             state_dir: cli.state_dir,
             argv,
         }),
+        Some(Command::Sessions) => postmortem::list(cli.state_dir.as_deref()),
+        Some(Command::Open { session }) => {
+            match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
+                Ok(session_dir) => match run_tui(Launch::Recorded { session_dir }) {
+                    Ok(code) => code,
+                    Err(err) => {
+                        eprintln!("tether: {err:#}");
+                        EXIT_TETHER_FAILED
+                    }
+                },
+                Err(err) => {
+                    eprintln!("tether: {err}");
+                    2
+                }
+            }
+        }
         Some(Command::Demo) => tui(cli.state_dir.as_deref(), Ok(config::demo().commands)),
         Some(Command::Run {
             name,
@@ -175,7 +197,7 @@ fn tui(state: Option<&Path>, commands: Result<Vec<CommandConfig>, String>) -> i3
             return EXIT_TETHER_FAILED;
         }
     };
-    match run_tui(Launch {
+    match run_tui(Launch::Live {
         commands,
         state_dir,
     }) {

@@ -350,3 +350,52 @@ fn sigterm_to_the_tui_stops_everything_and_restores_the_terminal() {
     drop(tmux);
     env.finish();
 }
+
+#[test]
+fn a_finished_session_opens_read_only_as_it_looked() {
+    let env = TestEnv::new("tui-open");
+    let state = env.state_dir();
+    let state = state.to_str().expect("utf-8 temp path");
+    let status = Command::new(BIN)
+        .args(["--state-dir", state, "exec", "--name", "recorded-job", "--"])
+        .args([
+            "sh",
+            "-c",
+            "echo from-the-journal; sleep 1.5 & sleep 1.2; exit 4",
+        ])
+        .env(TAG_VAR, &env.tag)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("tether exec");
+    assert_eq!(status.code(), Some(4));
+
+    let listed = Command::new(BIN)
+        .args(["--state-dir", state, "sessions"])
+        .output()
+        .expect("tether sessions");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains("1 command: recorded-job exit 4"),
+        "{listed}"
+    );
+
+    let tmux = Tmux::start(&env);
+    tmux.type_line(&env, &tether_line(&env, "open"));
+    let screen = tmux.wait_screen(&env, "the recorded session", |s| {
+        s.contains("recorded-job") && s.contains("from-the-journal")
+    });
+    assert!(screen.contains("exit 4"), "{screen}");
+    assert!(
+        screen.contains("every process seen during the run"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("sleep 1.5"),
+        "the tree lists what ran: {screen}"
+    );
+    tmux.keys(&env, &["t"]);
+    tmux.wait_screen(&env, "the read-only notice", |s| s.contains("read-only"));
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}

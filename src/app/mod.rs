@@ -230,36 +230,70 @@ impl App {
 
     /// The selected command's tree: sampled if the sampler has it, else the broker's own
     /// record (without CPU and memory).
+    /// The selected command's tree: sampled if the sampler has it, else the broker's own
+    /// record (without CPU and memory); once the command has ended, every process the broker
+    /// saw during the run (state `-`).
     fn tree_rows(&self) -> Vec<crate::sampler::TreeRow> {
         let Some(command) = self.model.commands.get(self.view.selected) else {
             return Vec::new();
         };
-        let Some(broker) = command.broker_pid.filter(|_| command.status.is_active()) else {
+        let Some(broker) = command.broker_pid else {
             return Vec::new();
         };
         let group = command.pid;
+        if !command.status.is_active() || self.model.recorded {
+            let entries = if command.status.is_active() {
+                &command.tree
+            } else {
+                &command.seen
+            };
+            return recorded_tree(broker, entries, group, command.started_ms.unwrap_or(0));
+        }
         match self.snapshot.trees.get(&broker) {
             Some(processes) if !processes.is_empty() => build_tree(broker, processes, group),
-            _ => {
-                let processes: Vec<ProcessInfo> =
-                    command.tree.iter().map(info_from_entry).collect();
-                build_tree(broker, &processes, group)
-            }
+            _ => recorded_tree(
+                broker,
+                &command.tree,
+                group,
+                command.started_ms.unwrap_or(0),
+            ),
         }
     }
 }
 
-fn info_from_entry(entry: &ProcessEntry) -> ProcessInfo {
-    ProcessInfo {
-        pid: entry.pid,
-        ppid: entry.ppid,
-        pgid: entry.pgid,
-        state: '?',
+/// A tree from the broker's records, under a row for the broker itself.
+fn recorded_tree(
+    broker: i32,
+    entries: &[ProcessEntry],
+    group: Option<i32>,
+    started_ms: u64,
+) -> Vec<crate::sampler::TreeRow> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let root = ProcessInfo {
+        pid: broker,
+        ppid: 0,
+        pgid: broker,
+        state: '-',
         cpu_percent: 0.0,
         rss_bytes: 0,
-        start_ms: entry.start_ms,
-        argv: entry.argv.clone(),
-    }
+        start_ms: started_ms,
+        argv: vec!["tether".into(), "broker".into()],
+    };
+    let processes: Vec<ProcessInfo> = std::iter::once(root)
+        .chain(entries.iter().map(|entry| ProcessInfo {
+            pid: entry.pid,
+            ppid: entry.ppid,
+            pgid: entry.pgid,
+            state: '-',
+            cpu_percent: 0.0,
+            rss_bytes: 0,
+            start_ms: entry.start_ms,
+            argv: entry.argv.clone(),
+        }))
+        .collect();
+    build_tree(broker, &processes, group)
 }
 
 /// The rows an output pane shows: the end when following, else from its top line; with

@@ -24,6 +24,8 @@ use super::keymap::action_for;
 use super::update::Effect;
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
+use crate::journal::{CommandRecord, SessionRecord};
+use crate::model::replay::{command_from_record, frozen_at, model_from_session};
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
     DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
@@ -38,9 +40,14 @@ const FRAME: Duration = Duration::from_micros(16_667);
 const QUIT_SLACK: Duration = Duration::from_secs(3);
 
 /// What the TUI starts with.
-pub struct Launch {
-    pub commands: Vec<CommandConfig>,
-    pub state_dir: PathBuf,
+pub enum Launch {
+    /// A new session: these commands (those with autostart run at once).
+    Live {
+        commands: Vec<CommandConfig>,
+        state_dir: PathBuf,
+    },
+    /// A session read back from its journal, read-only.
+    Recorded { session_dir: PathBuf },
 }
 
 /// Puts the terminal back however the TUI ends: normally, on error, or in a panic.
@@ -90,13 +97,37 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
             "the TUI needs a terminal; for scripts and pipelines use `tether exec -- CMD` (add --json for events)"
         );
     }
-    let session = Session::create(&launch.state_dir).with_context(|| {
-        format!(
-            "cannot create a session journal under {}; set --state-dir or TETHER_STATE_DIR to a writable directory",
-            launch.state_dir.display()
-        )
-    })?;
-    let session_dir = session.dir.clone();
+    let (model, session) = match launch {
+        Launch::Live {
+            commands,
+            state_dir,
+        } => {
+            let session = Session::create(&state_dir).with_context(|| {
+                format!(
+                    "cannot create a session journal under {}; set --state-dir or TETHER_STATE_DIR to a writable directory",
+                    state_dir.display()
+                )
+            })?;
+            let model = Model {
+                session_id: session.id.clone(),
+                session_dir: session.dir.clone(),
+                started_ms: now_ms(),
+                commands: commands.into_iter().map(CommandState::new).collect(),
+                recorded: false,
+            };
+            (model, Some(session))
+        }
+        Launch::Recorded { session_dir } => {
+            let record = SessionRecord::load(&session_dir).with_context(|| {
+                format!(
+                    "cannot read the session journal in {}",
+                    session_dir.display()
+                )
+            })?;
+            (model_from_session(&record), None)
+        }
+    };
+    let session_dir = model.session_dir.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,7 +135,7 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
     install_panic_hook();
     let guard = TerminalGuard::enter().context("cannot switch the terminal to full screen")?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    let result = runtime.block_on(event_loop(terminal, session, launch.commands));
+    let result = runtime.block_on(event_loop(terminal, model, session));
     drop(guard);
     eprintln!("tether: session journal in {}", session_dir.display());
     result
@@ -148,7 +179,8 @@ fn action_of(app: &App, event: TermEvent) -> Option<Action> {
 
 struct Runner {
     app: App,
-    session: Session,
+    /// Where new runs are journaled; `None` for a recorded session.
+    session: Option<Session>,
     fleet: Fleet,
     quit_deadline: Option<Instant>,
     quit_now: bool,
@@ -156,10 +188,12 @@ struct Runner {
 
 impl Runner {
     fn launch(&mut self, id: usize) {
-        let Some(command) = self.app.model.commands.get_mut(id) else {
+        let (Some(command), Some(session)) =
+            (self.app.model.commands.get_mut(id), self.session.as_mut())
+        else {
             return;
         };
-        let dir = self.session.next_command_dir(&command.config.name);
+        let dir = session.next_command_dir(&command.config.name);
         command.begin_run(dir.clone(), now_ms());
         let config = &command.config;
         let request = LaunchRequest {
@@ -210,6 +244,15 @@ impl Runner {
     }
 
     fn effect(&mut self, effect: Effect) {
+        if self.app.model.recorded
+            && matches!(
+                effect,
+                Effect::Launch(_) | Effect::Add(_) | Effect::Send(..)
+            )
+        {
+            self.app.view.message = Some(super::update::READ_ONLY.into());
+            return;
+        }
         match effect {
             Effect::Launch(id) => self.launch(id),
             Effect::Add(config) => {
@@ -227,6 +270,16 @@ impl Runner {
             Effect::Search { stream, forward } => self.app.search(stream, forward),
             Effect::StopAllAndQuit => self.stop_all(),
             Effect::Quit => self.quit_now = true,
+        }
+    }
+
+    /// A recorded session whose commands still run (in another tether): read what their
+    /// journals have gained.
+    fn follow_journal(&mut self) {
+        for command in &mut self.app.model.commands {
+            if let (true, Some(dir)) = (command.status.is_active(), command.journal_dir.clone()) {
+                *command = command_from_record(&CommandRecord::load(&dir));
+            }
         }
     }
 
@@ -262,15 +315,10 @@ impl Runner {
 
 async fn event_loop(
     mut terminal: Terminal<CrosstermBackend<Stdout>>,
-    session: Session,
-    commands: Vec<CommandConfig>,
+    model: Model,
+    session: Option<Session>,
 ) -> anyhow::Result<i32> {
-    let model = Model {
-        session_id: session.id.clone(),
-        session_dir: session.dir.clone(),
-        started_ms: now_ms(),
-        commands: commands.into_iter().map(CommandState::new).collect(),
-    };
+    let recorded = model.recorded;
     let (fleet, mut fleet_events) = Fleet::new();
     let mut runner = Runner {
         app: App::new(model),
@@ -297,7 +345,7 @@ async fn event_loop(
     for id in autostart {
         runner.launch(id);
     }
-    if runner.app.model.commands.is_empty() {
+    if runner.app.model.commands.is_empty() && !recorded {
         runner.app.view.dialog = Some(super::view::Dialog::NewCommand {
             input: String::new(),
         });
@@ -311,9 +359,14 @@ async fn event_loop(
         let now = Instant::now();
         if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
             let size = terminal.size()?;
+            let at = if recorded {
+                frozen_at(&runner.app.model, now_ms())
+            } else {
+                now_ms()
+            };
             runner.app.prepare(
                 ratatui::layout::Rect::new(0, 0, size.width, size.height),
-                now_ms(),
+                at,
             );
             let app = &runner.app;
             terminal.draw(|frame| {
@@ -372,6 +425,9 @@ async fn event_loop(
             _ = sleep_until(frame_at), if dirty => {}
             _ = sleep_until(next_tick), if ticking => {
                 next_tick += Duration::from_secs(1);
+                if recorded {
+                    runner.follow_journal();
+                }
                 dirty = true;
             }
         }

@@ -7,6 +7,9 @@ use crate::config::CommandConfig;
 use crate::model::{CommandId, Model};
 use crate::protocol::{CommandSpec, Origin, Scope, Stream, ToBroker};
 
+pub const READ_ONLY: &str =
+    "a recorded session is read-only: run `tether` to launch and signal commands";
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Start (or restart) a command with a fresh journal directory.
@@ -47,10 +50,24 @@ pub fn update(
     let selected = view.selected;
     let command = model.commands.get(selected);
     let mut effects = Vec::new();
+    let acts = matches!(
+        action,
+        Action::Term
+            | Action::Kill
+            | Action::Stop
+            | Action::Restart
+            | Action::NewCommand
+            | Action::SignalProcess
+    );
+    if model.recorded && acts {
+        view.message = Some(READ_ONLY.into());
+        return effects;
+    }
     match action {
         Action::Quit => {
             let running = model.running();
-            if running == 0 {
+            // A recorded session's running commands belong to another tether.
+            if running == 0 || model.recorded {
                 effects.push(Effect::Quit);
             } else {
                 view.dialog = Some(Dialog::ConfirmQuit { running });

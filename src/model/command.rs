@@ -94,6 +94,8 @@ pub struct CommandState {
     pub timeline: Vec<TimelineEntry>,
     /// The broker's latest record of the tree (pid, ppid, argv, start).
     pub tree: Vec<ProcessEntry>,
+    /// Every process the broker ever recorded in this run's tree: who ran, for a post-mortem.
+    pub seen: Vec<ProcessEntry>,
     pub response_timeout: bool,
     pub parent_lost: Option<ParentLossCause>,
     pub orphans_reaped: u32,
@@ -120,6 +122,7 @@ impl CommandState {
             capped: [None; 2],
             timeline: Vec::new(),
             tree: Vec::new(),
+            seen: Vec::new(),
             response_timeout: false,
             parent_lost: None,
             orphans_reaped: 0,
@@ -163,6 +166,15 @@ impl CommandState {
                 return;
             }
             EventKind::Tree { processes } => {
+                for p in processes {
+                    let known = self
+                        .seen
+                        .iter()
+                        .any(|s| s.pid == p.pid && s.start_ms == p.start_ms);
+                    if !known {
+                        self.seen.push(p.clone());
+                    }
+                }
                 self.tree = processes.clone();
                 return;
             }

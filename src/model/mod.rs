@@ -3,6 +3,7 @@
 
 pub mod command;
 pub mod output;
+pub mod replay;
 
 use std::path::PathBuf;
 
@@ -13,6 +14,8 @@ pub struct Model {
     pub session_dir: PathBuf,
     pub started_ms: u64,
     pub commands: Vec<CommandState>,
+    /// Opened from a journal after the fact: nothing can be launched or signalled.
+    pub recorded: bool,
 }
 
 impl Model {

@@ -155,8 +155,11 @@ fn includes_zombies() {
 
 #[test]
 fn argv_follows_an_exec() {
-    let child = Command::new("sh")
-        .args(["-c", "sleep 0.3; exec sleep 5"])
+    // The shell waits for a line on stdin before it execs, so the first sample sees it as
+    // a shell however loaded the machine is.
+    let mut child = Command::new("sh")
+        .args(["-c", "read go; exec sleep 5"])
+        .stdin(std::process::Stdio::piped())
         .spawn()
         .expect("sh runs");
     let pid = child.id() as i32;
@@ -165,6 +168,11 @@ fn argv_follows_an_exec() {
         tree.iter().any(|p| p.pid == pid && p.argv[0] == "sh")
     });
     let start_ms = before.iter().find(|p| p.pid == pid).unwrap().start_ms;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin.write_all(b"go\n").expect("the shell reads its line");
+    }
     sample_until(&mut sampler, |tree| {
         tree.iter()
             .any(|p| p.pid == pid && p.argv == ["sleep", "5"])

@@ -95,10 +95,7 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
         } => (
             format!(
                 "SIG{signal} by {} → {} process{}",
-                serde_json::to_value(origin)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                snake(origin),
                 targets.len(),
                 if targets.len() == 1 { "" } else { "es" }
             ),
@@ -112,7 +109,7 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             format!("pid {pid} {}", crate::model::command::exit_label(*status)),
             Color::Magenta,
         ),
-        EventKind::ParentLost { cause } => (format!("{cause:?}").to_lowercase(), Color::Red),
+        EventKind::ParentLost { cause } => (snake(cause), Color::Red),
         EventKind::ParentUnresponsive { silent_ms } => (
             format!("silent {}", format::duration_ms(*silent_ms)),
             Color::Yellow,
@@ -137,6 +134,14 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             (String::new(), Color::DarkGray)
         }
     }
+}
+
+/// How an enum is written in the journal (`stdin_eof`, `parent_lost`).
+fn snake(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {

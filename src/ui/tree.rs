@@ -20,11 +20,17 @@ pub fn draw(
     content: &FrameContent,
 ) {
     let focused = view.focus == Pane::Tree;
-    let name = model
-        .commands
-        .get(view.selected)
-        .map_or("", |c| c.config.name.as_str());
-    let block = pane_block(&format!("Process tree: {name}"), focused);
+    let command = model.commands.get(view.selected);
+    let name = command.map_or("", |c| c.config.name.as_str());
+    // Once a run is over, the pane lists every process its broker saw during it.
+    let over = command.is_some_and(|c| !c.status.is_active());
+    let title = if over {
+        format!("Process tree: {name} · every process seen during the run")
+    } else {
+        format!("Process tree: {name}")
+    };
+    let block = pane_block(&title, focused);
+    let run_start = command.and_then(|c| c.started_ms).unwrap_or(0);
     if content.tree.is_empty() {
         let text = match model.commands.get(view.selected) {
             Some(c) if c.status.is_active() => "sampling…",
@@ -56,12 +62,29 @@ pub fn draw(
         } else {
             Cell::from(command)
         };
+        // A recorded process has no CPU or memory figures; its age is when it started.
+        let (cpu, rss, age) = if p.state == '-' {
+            (
+                "-".to_string(),
+                "-".to_string(),
+                format!(
+                    "+{}",
+                    format::duration_ms(p.start_ms.saturating_sub(run_start))
+                ),
+            )
+        } else {
+            (
+                format!("{:.1}", p.cpu_percent),
+                format::compact_bytes(p.rss_bytes),
+                format::duration_ms(elapsed),
+            )
+        };
         let cells = vec![
             Cell::from(p.pid.to_string()),
             Cell::from(p.state.to_string()),
-            Cell::from(format!("{:.1}", p.cpu_percent)),
-            Cell::from(format::compact_bytes(p.rss_bytes)),
-            Cell::from(format::duration_ms(elapsed)),
+            Cell::from(cpu),
+            Cell::from(rss),
+            Cell::from(age),
             command_cell,
         ];
         let row_widget = Row::new(cells);

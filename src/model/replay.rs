@@ -1,0 +1,198 @@
+//! A session read back from its journal: the same model the live TUI fills from brokers,
+//! filled from `events.jsonl` instead, so a post-mortem looks as the session looked live.
+
+use crate::config::CommandConfig;
+use crate::journal::{CommandRecord, Damage, SessionRecord};
+use crate::protocol::{CommandSpec, EventKind};
+
+use super::{CommandState, Model, Status};
+
+/// Rebuilds a command from its journal. A run whose broker is gone without a result is
+/// marked lost; what the journal lacks is said in its notice.
+pub fn command_from_record(record: &CommandRecord) -> CommandState {
+    let config = match &record.request {
+        Some(request) => CommandConfig {
+            name: request.name.clone(),
+            command: request.command.clone(),
+            cwd: request.cwd.clone(),
+            env: request.env.clone(),
+            grace: Some(std::time::Duration::from_millis(request.grace_ms)),
+            no_output_timeout: request
+                .no_output_timeout_ms
+                .map(std::time::Duration::from_millis),
+            autostart: false,
+        },
+        None => CommandConfig {
+            name: record.id.clone(),
+            command: CommandSpec::Argv(Vec::new()),
+            cwd: None,
+            env: Default::default(),
+            grace: None,
+            no_output_timeout: None,
+            autostart: false,
+        },
+    };
+    let mut command = CommandState::new(config);
+    let started = record.events.first().map_or(0, |e| e.ts_ms);
+    command.begin_run(record.dir.clone(), started);
+    for event in &record.events {
+        command.apply(event);
+    }
+    let closed = record
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Close { .. }));
+    if !closed && !broker_alive(&command) {
+        let last = record.events.last().map_or(started, |e| e.ts_ms);
+        command.broker_gone(last);
+    }
+    let damage: Vec<String> = record
+        .damage
+        .iter()
+        .filter(|d| !(closed && **d == Damage::MissingResult))
+        .map(ToString::to_string)
+        .collect();
+    if !damage.is_empty() && command.status != Status::Running {
+        command.notice = Some(damage.join("; "));
+    }
+    command
+}
+
+/// Whether the run's broker still runs (the session is live in another tether).
+fn broker_alive(command: &CommandState) -> bool {
+    command.broker_pid.is_some_and(|pid| {
+        !crate::procfs::is_gone(pid) && crate::procfs::cmdline(pid).iter().any(|a| a == "broker")
+    })
+}
+
+pub fn model_from_session(record: &SessionRecord) -> Model {
+    let commands: Vec<CommandState> = record.commands.iter().map(command_from_record).collect();
+    let started_ms = record
+        .info
+        .as_ref()
+        .map(|i| i.started_ms)
+        .or_else(|| commands.iter().filter_map(|c| c.started_ms).min())
+        .unwrap_or(0);
+    Model {
+        session_id: record
+            .info
+            .as_ref()
+            .map(|i| i.id.clone())
+            .unwrap_or_else(|| {
+                record
+                    .dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            }),
+        session_dir: record.dir.clone(),
+        started_ms,
+        commands,
+        recorded: true,
+    }
+}
+
+/// The moment a recorded session's screens are drawn at: its last event, or now while a
+/// command in it still runs.
+pub fn frozen_at(model: &Model, now_ms: u64) -> u64 {
+    if model.running() > 0 {
+        return now_ms;
+    }
+    model
+        .commands
+        .iter()
+        .filter_map(|c| c.ended_ms.or(c.started_ms))
+        .max()
+        .unwrap_or(now_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Event, ExitStatus};
+    use std::io::Write;
+
+    fn line(ms: u64, kind: EventKind) -> String {
+        serde_json::to_string(&Event {
+            ts_ms: ms,
+            mono_us: 0,
+            kind,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_finished_run_reads_back_as_it_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut events = std::fs::File::create(dir.path().join("events.jsonl")).unwrap();
+        let status = ExitStatus {
+            code: Some(2),
+            signal: None,
+            core_dumped: false,
+        };
+        for l in [
+            line(
+                10,
+                EventKind::BrokerStarted {
+                    v: 1,
+                    broker_pid: 0,
+                },
+            ),
+            line(
+                11,
+                EventKind::Spawned {
+                    pid: 5,
+                    pgid: 5,
+                    argv: vec![],
+                },
+            ),
+            line(500, EventKind::Exit { pid: 5, status }),
+            line(
+                501,
+                EventKind::Close {
+                    stdout_bytes: 0,
+                    stderr_bytes: 0,
+                },
+            ),
+        ] {
+            writeln!(events, "{l}").unwrap();
+        }
+        let command = command_from_record(&CommandRecord::load(dir.path()));
+        assert_eq!(command.status, Status::Exited(status));
+        assert_eq!(command.runtime_ms(10_000), Some(489));
+        // No result.json, but the log says the run closed: nothing to report.
+        assert_eq!(command.notice, None);
+    }
+
+    #[test]
+    fn a_journal_cut_short_is_a_lost_run_that_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let spawned = line(
+            11,
+            EventKind::Spawned {
+                pid: 5,
+                pgid: 5,
+                argv: vec![],
+            },
+        );
+        std::fs::write(
+            dir.path().join("events.jsonl"),
+            format!(
+                "{}\n{spawned}\n{{\"ts_ms\":12,",
+                line(
+                    10,
+                    EventKind::BrokerStarted {
+                        v: 1,
+                        broker_pid: 0
+                    }
+                )
+            ),
+        )
+        .unwrap();
+        let command = command_from_record(&CommandRecord::load(dir.path()));
+        assert_eq!(command.status, Status::Lost);
+        let notice = command.notice.expect("a notice");
+        assert!(notice.contains("partial line"), "{notice}");
+        assert!(notice.contains("no result.json"), "{notice}");
+    }
+}

@@ -1,0 +1,105 @@
+//! Finding and summing up journaled sessions, for `tether sessions` and `tether open`.
+
+use std::path::{Path, PathBuf};
+
+use crate::journal::paths::format_utc;
+use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
+use crate::model::replay::model_from_session;
+
+/// The session directory `wanted` names: an id from `tether sessions`, a path, or (`None`)
+/// the latest session.
+pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, String> {
+    if let Some(path) = wanted
+        .map(Path::new)
+        .filter(|p| p.join("session.json").exists())
+    {
+        return Ok(path.to_path_buf());
+    }
+    let state = state_dir(state).map_err(|e| e.to_string())?;
+    let sessions = sessions_dir(&state);
+    let all =
+        list_sessions(&sessions).map_err(|e| format!("cannot list {}: {e}", sessions.display()))?;
+    match wanted {
+        None => all.last().cloned().ok_or_else(|| {
+            format!(
+                "no sessions in {}: run `tether exec` or the TUI first, or pass --state-dir",
+                sessions.display()
+            )
+        }),
+        Some(id) => {
+            let matching: Vec<&PathBuf> = all
+                .iter()
+                .filter(|d| {
+                    d.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(id))
+                })
+                .collect();
+            match matching.as_slice() {
+                [one] => Ok((*one).clone()),
+                [] => Err(format!(
+                    "no session `{id}` in {}; `tether sessions` lists them",
+                    sessions.display()
+                )),
+                _ => Err(format!(
+                    "`{id}` names {} sessions; give more of the id",
+                    matching.len()
+                )),
+            }
+        }
+    }
+}
+
+/// One line per session: id, start, and how each command ended.
+pub fn summary(record: &SessionRecord) -> String {
+    let model = model_from_session(record);
+    let ends: Vec<String> = model
+        .commands
+        .iter()
+        .map(|c| format!("{} {}", c.config.name, c.status.label()))
+        .collect();
+    let damaged = record.commands.iter().any(|c| {
+        c.damage
+            .iter()
+            .any(|d| !matches!(d, crate::journal::Damage::MissingResult))
+    });
+    format!(
+        "{}  {}  {} command{}: {}{}",
+        model.session_id,
+        format_utc(model.started_ms),
+        model.commands.len(),
+        if model.commands.len() == 1 { "" } else { "s" },
+        ends.join(", "),
+        if damaged { "  (journal cut short)" } else { "" }
+    )
+}
+
+/// `tether sessions`: prints every session, oldest first. Returns the exit code.
+pub fn list(state: Option<&Path>) -> i32 {
+    let state = match state_dir(state) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return 2;
+        }
+    };
+    let sessions = sessions_dir(&state);
+    match list_sessions(&sessions) {
+        Ok(all) if all.is_empty() => {
+            eprintln!("tether: no sessions in {}", sessions.display());
+            0
+        }
+        Ok(all) => {
+            for dir in all {
+                match SessionRecord::load(&dir) {
+                    Ok(record) => println!("{}", crate::model::output::one_line(&summary(&record))),
+                    Err(err) => println!("{}  unreadable: {err}", dir.display()),
+                }
+            }
+            0
+        }
+        Err(err) => {
+            eprintln!("tether: cannot list {}: {err}", sessions.display());
+            1
+        }
+    }
+}
