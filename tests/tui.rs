@@ -205,7 +205,7 @@ fn sigterm_and_sigkill_from_the_keyboard() {
         "SIGKILL left processes"
     );
     tmux.wait_screen(&env, "the operator's SIGKILL on the timeline", |s| {
-        s.contains("SIGKILL by operator") && s.contains("no processes")
+        s.contains("SIGKILL by operator") && s.contains("every process seen during the run")
     });
 
     // q with nothing running quits at once.
