@@ -171,15 +171,7 @@ fn command(name: String, command: CommandSpec) -> CommandConfig {
         .next()
         .unwrap_or("command")
         .to_string();
-    CommandConfig {
-        name,
-        command,
-        cwd: None,
-        env: Default::default(),
-        grace: None,
-        no_output_timeout: None,
-        autostart: true,
-    }
+    CommandConfig::new(name, command)
 }
 
 fn tui(state: Option<&Path>, commands: Result<Vec<CommandConfig>, String>) -> i32 {

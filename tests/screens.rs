@@ -16,15 +16,7 @@ use tether::sampler::{ProcessInfo, TreeRow};
 const T0: u64 = 1_796_000_000_000;
 
 fn config(name: &str, shell: &str) -> CommandConfig {
-    CommandConfig {
-        name: name.into(),
-        command: CommandSpec::Shell(shell.into()),
-        cwd: None,
-        env: Default::default(),
-        grace: None,
-        no_output_timeout: None,
-        autostart: true,
-    }
+    CommandConfig::new(name, CommandSpec::Shell(shell.into()))
 }
 
 fn ev(ms: u64, kind: EventKind) -> Event {

@@ -344,15 +344,10 @@ fn update_dialog(
             if line.is_empty() {
                 view.message = Some("nothing to launch: type a shell command".into());
             } else {
-                effects.push(Effect::Add(CommandConfig {
-                    name: line.split_whitespace().next().unwrap_or(line).to_string(),
-                    command: CommandSpec::Shell(line.to_string()),
-                    cwd: None,
-                    env: Default::default(),
-                    grace: None,
-                    no_output_timeout: None,
-                    autostart: true,
-                }));
+                effects.push(Effect::Add(CommandConfig::new(
+                    line.split_whitespace().next().unwrap_or(line).to_string(),
+                    CommandSpec::Shell(line.to_string()),
+                )));
             }
         }
         (Dialog::Search { stream, input }, Action::Submit) => {
@@ -411,15 +406,8 @@ mod tests {
     use crate::protocol::{Event, EventKind};
 
     fn model(recorded: bool, running: bool) -> Model {
-        let mut command = CommandState::new(CommandConfig {
-            name: "job".into(),
-            command: CommandSpec::Shell("true".into()),
-            cwd: None,
-            env: Default::default(),
-            grace: None,
-            no_output_timeout: None,
-            autostart: true,
-        });
+        let mut command =
+            CommandState::new(CommandConfig::new("job", CommandSpec::Shell("true".into())));
         command.begin_run("/nonexistent".into(), 0);
         for ms in 0..40 {
             command.apply(&Event {

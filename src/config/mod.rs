@@ -47,6 +47,22 @@ pub struct CommandConfig {
     pub autostart: bool,
 }
 
+impl CommandConfig {
+    /// A command with every option at its default: started at once, in the current
+    /// directory, with the default grace and no watchdog.
+    pub fn new(name: impl Into<String>, command: CommandSpec) -> CommandConfig {
+        CommandConfig {
+            name: name.into(),
+            command,
+            cwd: None,
+            env: BTreeMap::new(),
+            grace: None,
+            no_output_timeout: None,
+            autostart: true,
+        }
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// The file could not be read at all. (`io` is in the message, not a `source`, so an

@@ -275,15 +275,7 @@ mod tests {
     use crate::protocol::{CommandSpec, Origin, Scope};
 
     fn config() -> CommandConfig {
-        CommandConfig {
-            name: "t".into(),
-            command: CommandSpec::Shell("true".into()),
-            cwd: None,
-            env: Default::default(),
-            grace: None,
-            no_output_timeout: None,
-            autostart: true,
-        }
+        CommandConfig::new("t", CommandSpec::Shell("true".into()))
     }
 
     fn ev(ts_ms: u64, kind: EventKind) -> Event {
