@@ -320,29 +320,22 @@ fn visible_lines(
             vec![line]
         }
     };
-    let mut picked: Vec<(usize, StyledLine)> = Vec::new();
+    // Every line takes at least one row, so `rows` lines always fill the pane.
+    let first = if view.follow {
+        total.saturating_sub(rows)
+    } else {
+        view.top.min(total - 1)
+    };
+    let lines = file.lines(first..first + rows).unwrap_or_default();
+    let mut picked: Vec<(usize, StyledLine)> = lines
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, line)| rows_of(line).into_iter().map(move |row| (first + i, row)))
+        .collect();
     if view.follow {
-        let mut next = total;
-        while next > 0 && picked.len() < rows {
-            next -= 1;
-            let pieces = rows_of(file.line(next).unwrap_or_default());
-            for piece in pieces.into_iter().rev() {
-                picked.push((next, piece));
-            }
-        }
-        picked.reverse();
         let excess = picked.len().saturating_sub(rows);
         picked.drain(..excess);
     } else {
-        let mut line = view.top.min(total - 1);
-        while line < total && picked.len() < rows {
-            picked.extend(
-                rows_of(file.line(line).unwrap_or_default())
-                    .into_iter()
-                    .map(|r| (line, r)),
-            );
-            line += 1;
-        }
         picked.truncate(rows);
     }
     pane.first = picked.first().map_or(0, |(n, _)| *n);

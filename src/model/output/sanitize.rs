@@ -20,6 +20,14 @@ pub fn render_line(bytes: &[u8]) -> StyledLine {
     renderer.finish()
 }
 
+/// Renders one line starting with `pen`, the style the line before left in effect (a
+/// terminal carries colours over line breaks); returns the line and the style it leaves.
+pub fn render_line_with_pen(pen: Style, bytes: &[u8]) -> (StyledLine, Style) {
+    let mut renderer = LineRenderer::with_pen(pen);
+    renderer.feed(bytes);
+    renderer.finish_with_pen()
+}
+
 /// Streaming form: feeding the same bytes in any chunking gives the same result as render_line.
 #[derive(Default)]
 pub struct LineRenderer {
@@ -32,6 +40,13 @@ pub struct LineRenderer {
 impl LineRenderer {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A renderer whose current style starts as `pen`.
+    pub fn with_pen(pen: Style) -> Self {
+        let mut renderer = Self::default();
+        renderer.screen.style = pen;
+        renderer
     }
 
     pub fn feed(&mut self, mut bytes: &[u8]) {
@@ -55,7 +70,12 @@ impl LineRenderer {
         self.advance_holding_back(bytes);
     }
 
-    pub fn finish(mut self) -> StyledLine {
+    pub fn finish(self) -> StyledLine {
+        self.finish_with_pen().0
+    }
+
+    /// The line, and the style in effect at its end.
+    pub fn finish_with_pen(mut self) -> (StyledLine, Style) {
         // CAN aborts any sequence in progress and shows a UTF-8 character cut short by the end
         // of the line as U+FFFD, without printing anything itself.
         let mut last = [0; 4];
@@ -63,7 +83,7 @@ impl LineRenderer {
         last[..self.held.len()].copy_from_slice(self.held.bytes());
         last[len - 1] = CAN;
         self.parser.advance(&mut self.screen, &last[..len]);
-        self.screen.cells.into_line()
+        (self.screen.cells.into_line(), self.screen.style)
     }
 
     fn advance_holding_back(&mut self, bytes: &[u8]) {

@@ -9,9 +9,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::index::{Block, LineIndex};
-use super::sanitize::render_line;
+use super::sanitize::{render_line, render_line_with_pen};
 use super::search::Needle;
-use super::style::StyledLine;
+use super::style::{Style, StyledLine};
 
 /// A line longer than this is rendered from its last this-many bytes.
 pub const MAX_LINE_BYTES: u64 = 64 * 1024;
@@ -21,6 +21,10 @@ const INDEX_CHUNK: u64 = 64 * 1024;
 
 /// How much `find` reads at once: many short lines in one read rather than one read a line.
 const SEARCH_BATCH: u64 = 1024 * 1024;
+
+/// Lines rendered before the first one asked for, to learn the style in effect where it
+/// starts (a colour set on one line and reset lines later).
+const PEN_LOOKBACK: usize = 64;
 
 /// Blocks whose line starts are kept resolved: what a screen shows spans one or two.
 const CACHED_BLOCKS: usize = 8;
@@ -125,10 +129,38 @@ impl StreamFile {
     /// Fails with `InvalidInput` if there is no line `i`.
     pub fn line(&mut self, i: usize) -> io::Result<StyledLine> {
         self.check_line(i)?;
+        Ok(self.lines(i..i + 1)?.pop().unwrap_or_default())
+    }
+
+    /// Rendered lines `range` (cut to the lines there are), each starting in the style the
+    /// line before it left in effect, as a terminal shows them; that style is learned from up
+    /// to [`PEN_LOOKBACK`] lines before the first.
+    pub fn lines(&mut self, range: Range<usize>) -> io::Result<Vec<StyledLine>> {
+        let range = range.start..range.end.min(self.line_count());
+        let mut pen = Style::default();
+        for i in range.start.saturating_sub(PEN_LOOKBACK)..range.start {
+            pen = self.render(i, pen)?.1;
+        }
+        let mut lines = Vec::with_capacity(range.len());
+        for i in range {
+            let (line, next) = self.render(i, pen)?;
+            pen = next;
+            lines.push(line);
+        }
+        Ok(lines)
+    }
+
+    fn render(&mut self, i: usize, pen: Style) -> io::Result<(StyledLine, Style)> {
         let full = self.line_range(i)?;
         let shown = shown_of(&full);
         let window = self.read(shown.clone())?;
-        Ok(render_shown(&full, &shown, &window))
+        if full == shown {
+            return Ok(render_line_with_pen(pen, &window));
+        }
+        // Only a tail is read: what came before it, colours included, is unknown.
+        let line = render_shown(&full, &shown, &window);
+        let pen = render_line_with_pen(Style::default(), &window).1;
+        Ok((line, pen))
     }
 
     /// The first line at or after `from` (forward) or at or before `from` (backward) whose
@@ -477,6 +509,20 @@ mod tests {
         assert!(!text.contains(char::REPLACEMENT_CHARACTER));
         assert!(text.ends_with("éé!"));
         assert_eq!(text.len() as u64, MAX_LINE_BYTES - 1);
+    }
+
+    #[test]
+    fn colours_carry_over_line_breaks_as_in_a_terminal() {
+        let (_dir, mut stream) = stream_of(b"plain\n\x1b[31mred\nstill red\n\x1b[0mplain again\n");
+        let lines = stream.lines(0..4).unwrap();
+        let fg = |line: &StyledLine| line[0].style.fg;
+        use crate::model::output::style::Color;
+        assert_eq!(fg(&lines[0]), Color::Default);
+        assert_eq!(fg(&lines[1]), Color::Indexed(1));
+        assert_eq!(fg(&lines[2]), Color::Indexed(1));
+        assert_eq!(fg(&lines[3]), Color::Default);
+        // Asked for alone, a line still learns the colour from the lines before it.
+        assert_eq!(fg(&stream.line(2).unwrap()), Color::Indexed(1));
     }
 
     #[test]
