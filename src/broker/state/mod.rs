@@ -5,14 +5,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::signaller::{self, live_descendants, signal_name};
-use super::stop::{Delivery, StopSequence};
+mod requests;
+mod time;
+
+use super::stop::StopSequence;
 use super::tree::TreeRecorder;
 use crate::clock::now_ms;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog, write_json_atomic};
 use crate::protocol::{
-    CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Origin, ParentLossCause,
-    Scope, Stage, Stream, StreamTotals, ToBroker,
+    CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Stage, Stream,
+    StreamTotals,
 };
 
 /// After the command exits, output is still read until the pipes are quiet this long...
@@ -151,7 +153,7 @@ impl Broker {
         }
     }
 
-    fn mono_us(&self) -> u64 {
+    pub(super) fn mono_us(&self) -> u64 {
         self.start.elapsed().as_micros() as u64
     }
 
@@ -168,7 +170,7 @@ impl Broker {
         self.record(&event);
     }
 
-    fn record(&mut self, event: &Event) {
+    pub(super) fn record(&mut self, event: &Event) {
         let journaled = match (&event.kind, self.events.as_mut()) {
             (EventKind::Pong, _) | (_, None) => None,
             (_, Some(log)) => Some(log.append(event).map(<[u8]>::to_vec)),
@@ -184,7 +186,7 @@ impl Broker {
         self.send_to_parent(&line, matches!(event.kind, EventKind::Output { .. }));
     }
 
-    fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
+    pub(super) fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
         if self.parent_gone
             || (droppable && self.to_parent.len() + self.parent_backlog > PARENT_BACKLOG_CAP)
         {
@@ -195,7 +197,7 @@ impl Broker {
 
     /// The event log cannot be written (disk full, I/O error): say so to the parent and keep
     /// the command running; output files are handled by their own cap.
-    fn journal_failed(&mut self, err: &std::io::Error) {
+    pub(super) fn journal_failed(&mut self, err: &std::io::Error) {
         self.events = None;
         let event = Event {
             ts_ms: now_ms(),
@@ -250,14 +252,14 @@ impl Broker {
     }
 
     /// The command's process group, while its leader is unreaped (so the pgid is still ours).
-    fn live_group(&self) -> Option<i32> {
+    pub(super) fn live_group(&self) -> Option<i32> {
         self.child
             .as_ref()
             .filter(|c| c.status.is_none())
             .map(|c| c.pid)
     }
 
-    fn child_reaped(&self) -> bool {
+    pub(super) fn child_reaped(&self) -> bool {
         self.child.as_ref().is_none_or(|c| c.status.is_some())
     }
 
@@ -323,7 +325,7 @@ impl Broker {
         }
     }
 
-    fn flush_output(&mut self) {
+    pub(super) fn flush_output(&mut self) {
         if let Some(p) = self.pending.take() {
             let event = Event {
                 ts_ms: p.ts_ms,
@@ -344,291 +346,6 @@ impl Broker {
             code: "read".into(),
             message: format!("reading the command's {stream:?} failed: {err}"),
         });
-    }
-
-    // ---- requests from the parent -----------------------------------------------------
-
-    pub fn request(&mut self, message: ToBroker) {
-        match message {
-            ToBroker::Launch(_) => self.protocol_error(
-                "already_launched",
-                "a launch request arrived after the command was launched; it was ignored".into(),
-            ),
-            ToBroker::Ping => {
-                self.last_ping = Instant::now();
-                self.unresponsive = false;
-                self.emit(EventKind::Pong);
-            }
-            ToBroker::Stop { origin } => self.start_stop(origin.unwrap_or(Origin::Operator)),
-            ToBroker::Signal { signal, scope, pid } => self.operator_signal(&signal, scope, pid),
-        }
-    }
-
-    pub fn protocol_error(&mut self, code: &str, message: String) {
-        self.emit(EventKind::BrokerFailure {
-            stage: Stage::Protocol,
-            code: code.into(),
-            message,
-        });
-    }
-
-    fn operator_signal(&mut self, name: &str, scope: Scope, pid: Option<i32>) {
-        let Some(signal) = signaller::parse_signal(name) else {
-            return self.protocol_error(
-                "unknown_signal",
-                format!("`{name}` is not a signal; use a name like TERM or a number"),
-            );
-        };
-        if self.child.is_none() || self.phase == Phase::Done {
-            return self.protocol_error(
-                "not_running",
-                format!("nothing is running to send {name} to"),
-            );
-        }
-        let targets = match scope {
-            Scope::Group => {
-                let mut reached = Default::default();
-                signaller::signal_tree(self.pid, self.live_group(), signal, false, &mut reached)
-            }
-            Scope::Pid => {
-                let Some(target) = pid else {
-                    return self.protocol_error(
-                        "missing_pid",
-                        "a signal with scope `pid` needs a `pid`".into(),
-                    );
-                };
-                match live_descendants(self.pid).iter().find(|p| p.pid == target) {
-                    Some(stat) if signaller::signal_process(stat, signal) => vec![target],
-                    Some(_) => vec![],
-                    None => {
-                        return self.protocol_error(
-                            "not_a_descendant",
-                            format!(
-                                "pid {target} is not part of this command's tree; nothing was signalled"
-                            ),
-                        );
-                    }
-                }
-            }
-        };
-        self.emit(EventKind::SignalSent {
-            signal: signal_name(signal),
-            scope,
-            origin: Origin::Operator,
-            targets,
-        });
-    }
-
-    // ---- stopping ---------------------------------------------------------------------
-
-    pub fn start_stop(&mut self, origin: Origin) {
-        if self.stop.is_some() || self.child.is_none() || self.phase == Phase::Done {
-            return;
-        }
-        self.result.stopped_by = Some(origin);
-        let grace = Duration::from_millis(self.request.grace_ms);
-        let (sequence, delivery) =
-            StopSequence::start(origin, grace, self.pid, self.live_group(), Instant::now());
-        self.stop = Some(sequence);
-        let cont = Delivery {
-            signal: nix::sys::signal::Signal::SIGCONT,
-            targets: delivery.targets.clone(),
-        };
-        self.report(delivery, origin);
-        self.report(cont, origin);
-        self.check_stop_done();
-    }
-
-    fn report(&mut self, delivery: Delivery, origin: Origin) {
-        self.emit(EventKind::SignalSent {
-            signal: signal_name(delivery.signal),
-            scope: Scope::Group,
-            origin,
-            targets: delivery.targets,
-        });
-    }
-
-    /// A stop is done when the command is reaped and two walks in a row find nothing: one
-    /// walk can miss a child forked by a parent that exited while /proc was being read.
-    fn check_stop_done(&mut self) {
-        if self.stop.is_none() || self.stop_done || !self.child_reaped() {
-            return;
-        }
-        if live_descendants(self.pid).is_empty() {
-            self.empty_walks += 1;
-            self.stop_done = self.empty_walks >= 2;
-        } else {
-            self.empty_walks = 0;
-        }
-    }
-
-    pub fn parent_lost(&mut self, cause: ParentLossCause) {
-        if self.result.parent_lost {
-            return;
-        }
-        self.result.parent_lost = true;
-        self.mark_parent_gone();
-        self.emit(EventKind::ParentLost { cause });
-        self.start_stop(Origin::ParentLost);
-    }
-
-    pub fn is_parent_lost(&self) -> bool {
-        self.result.parent_lost
-    }
-
-    // ---- time -------------------------------------------------------------------------
-
-    /// The next moment at which [`Broker::tick`] has something to do.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        let mut next: Vec<Instant> = Vec::new();
-        if let Some(p) = &self.pending {
-            next.push(p.since + OUTPUT_COALESCE);
-        }
-        if let (Some(hb), false) = (self.request.heartbeat_ms, self.unresponsive) {
-            next.push(self.last_ping + Duration::from_millis(hb * 3));
-        }
-        if let (Some(ms), Phase::Running, None) =
-            (self.request.no_output_timeout_ms, self.phase, &self.stop)
-        {
-            next.push(self.last_output + Duration::from_millis(ms));
-        }
-        if let (Some(stop), false) = (&self.stop, self.stop_done) {
-            next.push(stop.next_sweep);
-            if !stop.killed {
-                next.push(stop.kill_at);
-            }
-        }
-        if self.child.is_some() && self.phase != Phase::Done {
-            next.push(self.next_tree);
-        }
-        match self.phase {
-            Phase::Draining { since } => {
-                next.push(
-                    self.drain_until
-                        .unwrap_or(since + DRAIN_IDLE)
-                        .min(since + DRAIN_CAP),
-                );
-            }
-            Phase::Closing { until } => next.push(until),
-            _ => {}
-        }
-        next.into_iter().min()
-    }
-
-    /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open.
-    pub fn tick(&mut self, pipes_open: bool) {
-        let now = Instant::now();
-        if self
-            .pending
-            .as_ref()
-            .is_some_and(|p| now >= p.since + OUTPUT_COALESCE)
-        {
-            self.flush_output();
-        }
-        if let Some(hb) = self.request.heartbeat_ms {
-            let silent = now.saturating_duration_since(self.last_ping);
-            if !self.unresponsive && silent >= Duration::from_millis(hb * 3) {
-                self.unresponsive = true;
-                self.emit(EventKind::ParentUnresponsive {
-                    silent_ms: silent.as_millis() as u64,
-                });
-            }
-        }
-        if let (Some(ms), Phase::Running, None) =
-            (self.request.no_output_timeout_ms, self.phase, &self.stop)
-        {
-            let silent = now.saturating_duration_since(self.last_output);
-            if silent >= Duration::from_millis(ms) {
-                self.result.response_timeout = true;
-                self.emit(EventKind::ResponseTimeout {
-                    silent_ms: silent.as_millis() as u64,
-                });
-                self.start_stop(Origin::Watchdog);
-            }
-        }
-        self.advance_stop(now);
-        if self.child.is_some() && self.phase != Phase::Done && now >= self.next_tree {
-            self.next_tree = now + TREE_INTERVAL;
-            self.sample_tree();
-        }
-        self.advance_phase(now, pipes_open);
-    }
-
-    fn advance_stop(&mut self, now: Instant) {
-        if self.stop_done {
-            return;
-        }
-        let (root, group) = (self.pid, self.live_group());
-        let Some(stop) = self.stop.as_mut() else {
-            return;
-        };
-        let origin = stop.origin;
-        if !stop.killed && now >= stop.kill_at {
-            let after_ms = now.saturating_duration_since(stop.started).as_millis() as u64;
-            let delivery = stop.escalate(root, group, now);
-            if !delivery.targets.is_empty() {
-                self.result.hard_killed = true;
-                self.emit(EventKind::HardKill { after_ms });
-                self.report(delivery, origin);
-            }
-        } else if now >= stop.next_sweep {
-            if let Some(delivery) = stop.sweep(root, group, now) {
-                self.report(delivery, origin);
-            }
-        }
-        self.check_stop_done();
-    }
-
-    fn sample_tree(&mut self) {
-        let Some(group) = self.child.as_ref().map(|c| c.pid) else {
-            return;
-        };
-        if let Some(processes) = self.tree.sample(self.pid, group) {
-            self.emit(EventKind::Tree { processes });
-        }
-    }
-
-    fn advance_phase(&mut self, now: Instant, pipes_open: bool) {
-        if let Phase::Draining { since } = self.phase {
-            let idle_over = now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
-            if !pipes_open || idle_over || now >= since + DRAIN_CAP {
-                self.phase = Phase::TearingDown;
-                if !live_descendants(self.pid).is_empty() {
-                    self.start_stop(Origin::Shutdown);
-                }
-            }
-        }
-        if self.phase == Phase::TearingDown {
-            if !live_descendants(self.pid).is_empty() {
-                // Whatever is left is stopped, even if a stop had already finished.
-                if self.stop.is_none() {
-                    self.start_stop(Origin::Shutdown);
-                } else if self.stop_done {
-                    self.stop_done = false;
-                    self.empty_walks = 0;
-                }
-            } else if self.stop.is_none() || self.stop_done {
-                self.phase = Phase::Closing {
-                    until: now + EOF_WAIT,
-                };
-            }
-        }
-        if let Phase::Closing { until } = self.phase {
-            if !pipes_open {
-                self.phase = Phase::Done;
-            } else if now >= until {
-                // Someone still holds a pipe: if it is ours, stop it; otherwise give up.
-                self.phase = if live_descendants(self.pid).is_empty() {
-                    Phase::Done
-                } else {
-                    Phase::TearingDown
-                };
-            }
-        }
-    }
-
-    pub fn is_done(&self) -> bool {
-        self.phase == Phase::Done
     }
 
     /// Journals the end of the command and writes `result.json`. Returns the broker's exit

@@ -1,0 +1,166 @@
+//! The broker's clock: what is due when, and the phases a command's end goes through.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, OUTPUT_COALESCE, Phase, TREE_INTERVAL};
+use crate::broker::signaller::live_descendants;
+use crate::protocol::{EventKind, Origin};
+
+impl Broker {
+    // ---- time -------------------------------------------------------------------------
+
+    /// The next moment at which [`Broker::tick`] has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let mut next: Vec<Instant> = Vec::new();
+        if let Some(p) = &self.pending {
+            next.push(p.since + OUTPUT_COALESCE);
+        }
+        if let (Some(hb), false) = (self.request.heartbeat_ms, self.unresponsive) {
+            next.push(self.last_ping + Duration::from_millis(hb * 3));
+        }
+        if let (Some(ms), Phase::Running, None) =
+            (self.request.no_output_timeout_ms, self.phase, &self.stop)
+        {
+            next.push(self.last_output + Duration::from_millis(ms));
+        }
+        if let (Some(stop), false) = (&self.stop, self.stop_done) {
+            next.push(stop.next_sweep);
+            if !stop.killed {
+                next.push(stop.kill_at);
+            }
+        }
+        if self.child.is_some() && self.phase != Phase::Done {
+            next.push(self.next_tree);
+        }
+        match self.phase {
+            Phase::Draining { since } => {
+                next.push(
+                    self.drain_until
+                        .unwrap_or(since + DRAIN_IDLE)
+                        .min(since + DRAIN_CAP),
+                );
+            }
+            Phase::Closing { until } => next.push(until),
+            _ => {}
+        }
+        next.into_iter().min()
+    }
+
+    /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open.
+    pub fn tick(&mut self, pipes_open: bool) {
+        let now = Instant::now();
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| now >= p.since + OUTPUT_COALESCE)
+        {
+            self.flush_output();
+        }
+        if let Some(hb) = self.request.heartbeat_ms {
+            let silent = now.saturating_duration_since(self.last_ping);
+            if !self.unresponsive && silent >= Duration::from_millis(hb * 3) {
+                self.unresponsive = true;
+                self.emit(EventKind::ParentUnresponsive {
+                    silent_ms: silent.as_millis() as u64,
+                });
+            }
+        }
+        if let (Some(ms), Phase::Running, None) =
+            (self.request.no_output_timeout_ms, self.phase, &self.stop)
+        {
+            let silent = now.saturating_duration_since(self.last_output);
+            if silent >= Duration::from_millis(ms) {
+                self.result.response_timeout = true;
+                self.emit(EventKind::ResponseTimeout {
+                    silent_ms: silent.as_millis() as u64,
+                });
+                self.start_stop(Origin::Watchdog);
+            }
+        }
+        self.advance_stop(now);
+        if self.child.is_some() && self.phase != Phase::Done && now >= self.next_tree {
+            self.next_tree = now + TREE_INTERVAL;
+            self.sample_tree();
+        }
+        self.advance_phase(now, pipes_open);
+    }
+
+    pub(super) fn advance_stop(&mut self, now: Instant) {
+        if self.stop_done {
+            return;
+        }
+        let (root, group) = (self.pid, self.live_group());
+        let Some(stop) = self.stop.as_mut() else {
+            return;
+        };
+        let origin = stop.origin;
+        if !stop.killed && now >= stop.kill_at {
+            let after_ms = now.saturating_duration_since(stop.started).as_millis() as u64;
+            let delivery = stop.escalate(root, group, now);
+            if !delivery.targets.is_empty() {
+                self.result.hard_killed = true;
+                self.emit(EventKind::HardKill { after_ms });
+                self.report(delivery, origin);
+            }
+        } else if now >= stop.next_sweep {
+            if let Some(delivery) = stop.sweep(root, group, now) {
+                self.report(delivery, origin);
+            }
+        }
+        self.check_stop_done();
+    }
+
+    pub(super) fn sample_tree(&mut self) {
+        let Some(group) = self.child.as_ref().map(|c| c.pid) else {
+            return;
+        };
+        if let Some(processes) = self.tree.sample(self.pid, group) {
+            self.emit(EventKind::Tree { processes });
+        }
+    }
+
+    pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool) {
+        if let Phase::Draining { since } = self.phase {
+            let idle_over = now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
+            if !pipes_open || idle_over || now >= since + DRAIN_CAP {
+                self.phase = Phase::TearingDown;
+                if !live_descendants(self.pid).is_empty() {
+                    self.start_stop(Origin::Shutdown);
+                }
+            }
+        }
+        if self.phase == Phase::TearingDown {
+            if !live_descendants(self.pid).is_empty() {
+                // Whatever is left is stopped, even if a stop had already finished.
+                if self.stop.is_none() {
+                    self.start_stop(Origin::Shutdown);
+                } else if self.stop_done {
+                    self.stop_done = false;
+                    self.empty_walks = 0;
+                }
+            } else if self.stop.is_none() || self.stop_done {
+                self.phase = Phase::Closing {
+                    until: now + EOF_WAIT,
+                };
+            }
+        }
+        if let Phase::Closing { until } = self.phase {
+            if !pipes_open {
+                self.phase = Phase::Done;
+            } else if now >= until {
+                // Someone still holds a pipe: if it is ours, stop it; otherwise give up.
+                self.phase = if live_descendants(self.pid).is_empty() {
+                    Phase::Done
+                } else {
+                    Phase::TearingDown
+                };
+            }
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+}
