@@ -76,7 +76,11 @@ fn finds_a_shell_and_its_two_sleeps() {
     let mut sampler = Sampler::new();
     let tree = sample_until(&mut sampler, |tree| {
         let sleeps = children_of(tree, sh);
-        sleeps.len() == 2 && sleeps.iter().all(|p| p.argv == ["sleep", "5"])
+        // Right after exec a process can show no resident memory yet: wait until it has.
+        sleeps.len() == 2
+            && sleeps
+                .iter()
+                .all(|p| p.argv == ["sleep", "5"] && p.rss_bytes > 0)
     });
 
     assert_eq!(tree[0].pid, me(), "the broker comes first");
