@@ -2,7 +2,7 @@
 //! reaper would race a subreaper's `waitpid(-1)`).
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -60,10 +60,6 @@ impl AsyncPipe {
             buf = &buf[n..];
         }
         Ok(())
-    }
-
-    pub fn as_raw_fd(&self) -> i32 {
-        self.fd.get_ref().as_raw_fd()
     }
 }
 

@@ -3,10 +3,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::journal::command_dirs;
 use common::{BIN, DEADLINE, TAG_VAR, TestEnv, procs};
 
 /// A tmux server of one test, with one 200×50 window.
@@ -100,28 +101,6 @@ fn tether_line(env: &TestEnv, args: &str) -> String {
 /// when tether exits.
 fn tether_child_line(env: &TestEnv, args: &str) -> String {
     format!("{BIN} --state-dir {} {args}", env.state_dir().display())
-}
-
-/// Every command journal directory of the (single) session.
-fn command_dirs(state: &Path) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    for session in std::fs::read_dir(state.join("sessions"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        for entry in std::fs::read_dir(session.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if entry.path().is_dir() {
-                dirs.push(entry.path());
-            }
-        }
-    }
-    dirs.sort();
-    dirs
 }
 
 fn events(dir: &Path) -> String {

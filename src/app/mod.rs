@@ -183,7 +183,6 @@ impl App {
             .map(|c| (self.view.selected, c.run));
         // Only the command on screen keeps its files open and indexed.
         self.streams.retain(|key, _| Some(*key) == current);
-        self.behind = false;
         let mut outputs: [PaneLines; 2] = Default::default();
         let mut rows_of = [0usize; 2];
         let mut totals = [0usize; 2];

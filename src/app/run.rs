@@ -409,11 +409,11 @@ async fn event_loop(
                 }
             }
             Some(event) = fleet_events.recv() => {
-                let selected_output = matches!(&event, FleetEvent::Event(id, e)
+                let offscreen_output = matches!(&event, FleetEvent::Event(id, e)
                     if id.command != runner.app.view.selected && matches!(e.kind, EventKind::Output { .. }));
                 runner.fleet_event(event);
                 // Output of a command not on screen changes only the strip: a tick redraws it.
-                dirty |= !selected_output;
+                dirty |= !offscreen_output;
             }
             Some(snapshot) = samples.recv() => {
                 runner.app.set_snapshot(snapshot);

@@ -114,9 +114,7 @@ async fn tell_parent(link: &ParentLink, start: Instant, kind: EventKind) {
         mono_us: start.elapsed().as_micros() as u64,
         kind,
     };
-    let mut line = serde_json::to_vec(&event).unwrap_or_default();
-    line.push(b'\n');
-    let _ = link.output.write_all(&line).await;
+    let _ = link.output.write_all(&event.to_line()).await;
 }
 
 /// Waits for the launch request, answering pings and refusing anything else meanwhile.

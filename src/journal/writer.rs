@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::protocol::{CapReason, Event, LaunchRequest, Stream};
+use crate::protocol::{CapReason, LaunchRequest, Stream};
 
 pub const COMMAND_FILE: &str = "command.json";
 pub const EVENTS_FILE: &str = "events.jsonl";
@@ -30,7 +30,6 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()>
 /// The event log of one command: one JSON object a line, appended, flushed per batch.
 pub struct EventLog {
     out: BufWriter<File>,
-    line: Vec<u8>,
 }
 
 impl EventLog {
@@ -41,18 +40,12 @@ impl EventLog {
             .open(dir.join(EVENTS_FILE))?;
         Ok(EventLog {
             out: BufWriter::with_capacity(64 * 1024, file),
-            line: Vec::with_capacity(256),
         })
     }
 
-    /// Serializes `event` as one line and buffers it; returns the line (with its newline) so
-    /// the caller can send the very same bytes elsewhere.
-    pub fn append(&mut self, event: &Event) -> io::Result<&[u8]> {
-        self.line.clear();
-        serde_json::to_writer(&mut self.line, event)?;
-        self.line.push(b'\n');
-        self.out.write_all(&self.line)?;
-        Ok(&self.line)
+    /// Buffers one event line, as [`crate::protocol::Event::to_line`] makes it.
+    pub fn append(&mut self, line: &[u8]) -> io::Result<()> {
+        self.out.write_all(line)
     }
 
     pub fn flush(&mut self) -> io::Result<()> {

@@ -218,6 +218,15 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+impl Event {
+    /// The event as one JSON line, newline included: the form of the journal and the pipe.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {

@@ -142,10 +142,9 @@ async fn drive(
                     EventKind::Exit { .. } => group = None,
                     _ => {}
                 }
-                if events.send(FleetEvent::Event(id, event)).is_err() {
-                    // Nobody listens any more; keep the pipe open so the broker runs on
-                    // until its command ends or the TUI process exits.
-                }
+                // Nobody may listen any more; the pipe stays open all the same, so the
+                // broker runs on until its command ends or the TUI process exits.
+                let _ = events.send(FleetEvent::Event(id, event));
             }
             request = requests.recv(), if requests_open => match request {
                 None => requests_open = false,

@@ -65,10 +65,6 @@ impl BrokerProcess {
         Ok(broker)
     }
 
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
     pub async fn send(&mut self, message: &ToBroker) -> io::Result<()> {
         let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
         line.push(b'\n');

@@ -222,8 +222,15 @@ fn bar(
             *cell = mark;
         }
     }
-    cells
+    let mut spans: Vec<(String, Color)> = Vec::new();
+    for (ch, color) in cells {
+        match spans.last_mut() {
+            Some((text, c)) if *c == color => text.push(ch),
+            _ => spans.push((ch.to_string(), color)),
+        }
+    }
+    spans
         .into_iter()
-        .map(|(ch, color)| Span::styled(ch.to_string(), Style::new().fg(color)))
+        .map(|(text, color)| Span::styled(text, Style::new().fg(color)))
         .collect()
 }

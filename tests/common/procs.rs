@@ -24,15 +24,11 @@ pub struct Tagged {
 
 /// The state letter of `/proc/PID/stat`, or `None` when the process is gone.
 pub fn state(pid: i32) -> Option<u8> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let close = text.rfind(')')?;
-    text.get(close + 1..)?.trim_start().bytes().next()
+    tether::procfs::read_stat(pid).map(|s| s.state)
 }
 
 /// True when `pid` no longer runs: absent, or a zombie nobody reaped.
-pub fn is_gone(pid: i32) -> bool {
-    state(pid).is_none_or(|s| s == b'Z' || s == b'X')
-}
+pub use tether::procfs::is_gone;
 
 pub fn cmdline(pid: i32) -> String {
     fs::read(format!("/proc/{pid}/cmdline"))

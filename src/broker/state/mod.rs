@@ -71,7 +71,6 @@ pub struct Broker {
     pub to_parent: Vec<u8>,
     /// Bytes the parent has not taken yet, as the loop last saw.
     pub parent_backlog: usize,
-    parent_gone: bool,
     child: Option<Child>,
     failure: Option<Failure>,
     phase: Phase,
@@ -135,7 +134,6 @@ impl Broker {
             logs,
             to_parent: Vec::new(),
             parent_backlog: 0,
-            parent_gone: false,
             child: None,
             failure: None,
             phase: Phase::Running,
@@ -170,24 +168,19 @@ impl Broker {
         self.record(&event);
     }
 
+    /// Journals an event (pongs excepted) and queues the very same line for the parent.
     pub(super) fn record(&mut self, event: &Event) {
-        let journaled = match (&event.kind, self.events.as_mut()) {
-            (EventKind::Pong, _) | (_, None) => None,
-            (_, Some(log)) => Some(log.append(event).map(<[u8]>::to_vec)),
-        };
-        let line = match journaled {
-            Some(Ok(line)) => line,
-            Some(Err(err)) => {
+        let line = event.to_line();
+        if !matches!(event.kind, EventKind::Pong) {
+            if let Some(Err(err)) = self.events.as_mut().map(|log| log.append(&line)) {
                 self.journal_failed(&err);
-                encode(event)
             }
-            None => encode(event),
-        };
+        }
         self.send_to_parent(&line, matches!(event.kind, EventKind::Output { .. }));
     }
 
     pub(super) fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
-        if self.parent_gone
+        if self.result.parent_lost
             || (droppable && self.to_parent.len() + self.parent_backlog > PARENT_BACKLOG_CAP)
         {
             return;
@@ -211,7 +204,7 @@ impl Broker {
                 ),
             },
         };
-        let line = encode(&event);
+        let line = event.to_line();
         self.send_to_parent(&line, false);
     }
 
@@ -219,11 +212,6 @@ impl Broker {
         if let Some(Err(err)) = self.events.as_mut().map(EventLog::flush) {
             self.journal_failed(&err);
         }
-    }
-
-    pub fn mark_parent_gone(&mut self) {
-        self.parent_gone = true;
-        self.to_parent.clear();
     }
 
     // ---- the command ------------------------------------------------------------------
@@ -381,10 +369,4 @@ impl Broker {
         self.flush_journal();
         i32::from(self.result.parent_lost)
     }
-}
-
-fn encode(event: &Event) -> Vec<u8> {
-    let mut line = serde_json::to_vec(event).unwrap_or_default();
-    line.push(b'\n');
-    line
 }

@@ -131,7 +131,8 @@ impl Broker {
             return;
         }
         self.result.parent_lost = true;
-        self.mark_parent_gone();
+        // Nothing more goes to a parent that is gone.
+        self.to_parent.clear();
         self.emit(EventKind::ParentLost { cause });
         self.start_stop(Origin::ParentLost);
     }

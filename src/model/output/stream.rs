@@ -94,19 +94,6 @@ impl StreamFile {
         Ok(pos >= target)
     }
 
-    /// Indexes everything the file holds now: for a journal read after the fact, or when no
-    /// output event said how far the stream has grown.
-    pub fn refresh_to_end(&mut self) -> io::Result<()> {
-        let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
-            return Ok(());
-        };
-        let len = file
-            .metadata()
-            .map_err(|e| read_error(&self.path, e))?
-            .len();
-        self.refresh(len)
-    }
-
     pub fn len(&self) -> u64 {
         self.index.indexed_len()
     }
@@ -117,10 +104,6 @@ impl StreamFile {
 
     pub fn line_count(&self) -> usize {
         self.index.line_count()
-    }
-
-    pub fn index(&self) -> &LineIndex {
-        &self.index
     }
 
     /// Rendered line `i`; a line longer than 64 KiB is rendered from its last 64 KiB (a `\r`
@@ -388,9 +371,6 @@ mod tests {
         let path = dir.path().join("stdout.log");
         let mut stream = StreamFile::new(path.clone());
         stream.refresh(10).expect("refresh of a missing file");
-        stream
-            .refresh_to_end()
-            .expect("refresh_to_end of a missing file");
         assert!(stream.is_empty());
         assert_eq!(stream.line_count(), 0);
         assert_eq!(stream.find("x", 0, true).expect("find"), None);
@@ -420,7 +400,7 @@ mod tests {
         stream.refresh(len + 100).expect("refresh past the end");
         assert_eq!(stream.len(), len);
         let len = append(&path, b"!\n");
-        stream.refresh_to_end().expect("refresh_to_end");
+        stream.refresh(len).expect("refresh");
         assert_eq!(stream.len(), len);
         assert_eq!(texts(&mut stream), vec!["one", "two", "three", "four!"]);
 
