@@ -24,6 +24,7 @@ use super::keymap::action_for;
 use super::update::Effect;
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
+use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionRecord};
 use crate::model::replay::{command_from_record, frozen_at, model_from_session};
 use crate::model::{CommandState, Model, Status};
@@ -102,15 +103,10 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
             commands,
             state_dir,
         } => {
-            let session = Session::create(&state_dir).with_context(|| {
-                format!(
-                    "cannot create a session journal under {}; set --state-dir or TETHER_STATE_DIR to a writable directory",
-                    state_dir.display()
-                )
-            })?;
+            let session = Session::create(&state_dir)?;
             let model = Model {
                 session_id: session.id.clone(),
-                session_dir: session.dir.clone(),
+                session_dir: session.dir_path(),
                 started_ms: now_ms(),
                 commands: commands.into_iter().map(CommandState::new).collect(),
                 recorded: false,
@@ -193,7 +189,20 @@ impl Runner {
         else {
             return;
         };
-        let dir = session.next_command_dir(&command.config.name);
+        let journal = match session.next_command_dir(&command.config.name) {
+            Ok(journal) => journal,
+            Err(err) => {
+                let text = format!(
+                    "cannot create a journal directory in {}: {err}; the command was not started",
+                    session.path().display()
+                );
+                command.status = Status::FailedToStart;
+                command.notice = Some(text.clone());
+                self.app.view.message = Some(text);
+                return;
+            }
+        };
+        let dir = journal.path().to_path_buf();
         command.begin_run(dir.clone(), now_ms());
         let config = &command.config;
         let request = LaunchRequest {
@@ -203,7 +212,7 @@ impl Runner {
             // None: the broker inherits the TUI's working directory.
             cwd: config.cwd.clone(),
             env: config.env.clone(),
-            journal_dir: dir,
+            journal_dir: lossy(&dir),
             parent_pid: std::process::id() as i32,
             grace_ms: config
                 .grace
@@ -218,6 +227,7 @@ impl Runner {
                 run: command.run,
             },
             request,
+            journal,
         );
     }
 

@@ -17,6 +17,10 @@ use std::io::Write;
 /// Environment variable that marks a process as a broker started by tether.
 pub const BROKER_ENV: &str = "TETHER_BROKER";
 
+/// The descriptor on which a broker receives its command's journal directory, opened by the
+/// front end.
+pub const JOURNAL_FD: std::os::fd::RawFd = 3;
+
 /// Entry point of `tether broker`. Returns the process exit code: 0 when the command ran its
 /// course, 1 when the parent was lost or the broker could not work.
 pub fn main() -> i32 {

@@ -13,7 +13,8 @@ use super::spawn::spawn;
 use super::state::Broker;
 use crate::clock::now_ms;
 use crate::fdio::AsyncPipe;
-use crate::journal::writer::{EventLog, StreamLog, create_command_dir};
+use crate::journal::JournalDir;
+use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
     Event, EventKind, Frame, LaunchRequest, LineSplitter, MAX_LINE, PROTOCOL_VERSION,
     ParentLossCause, Stage, Stream, ToBroker,
@@ -117,9 +118,10 @@ async fn tell_parent(link: &ParentLink, start: Instant, kind: EventKind) {
     let _ = link.output.write_all(&event.to_line()).await;
 }
 
-/// Waits for the launch request, answering pings and refusing anything else meanwhile.
-/// Returns it with the frames that arrived after it in the same read, to be handled once the
-/// command runs (a `stop` sent right after the launch must not be lost).
+/// Waits for the launch request, answering pings meanwhile. Returns it with the frames that
+/// arrived after it in the same read, to be handled once the command runs (a `stop` sent
+/// right after the launch must not be lost). Other lines are refused and skipped, but a line
+/// too long to be read is taken for a launch request and ends the broker.
 async fn await_launch(
     link: &mut ParentLink,
     start: Instant,
@@ -151,6 +153,21 @@ async fn await_launch(
                     "not_launched",
                     "no command is launched yet; the first request must be `launch`".into(),
                 ),
+                // Only a launch request is that long: without an end, the front end would
+                // show its command `starting` for ever.
+                Err(("line_too_long", _)) => {
+                    let message = format!(
+                        "the launch request exceeds the {} MiB limit; shorten the command line or its environment",
+                        MAX_LINE >> 20
+                    );
+                    let kind = EventKind::BrokerFailure {
+                        stage: Stage::Protocol,
+                        code: "launch_too_long".into(),
+                        message,
+                    };
+                    tell_parent(link, start, kind).await;
+                    return None;
+                }
                 Err(failure) => failure,
             };
             tell_parent(
@@ -177,6 +194,8 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
     let pdeath = rustix::process::Signal::from_named_raw(pdeath_signal().as_raw_value());
     rustix::process::set_parent_process_death_signal(pdeath)?;
 
+    // Taken before anything is spawned, so that the command never inherits it.
+    let journal = take_journal_fd();
     let mut link = ParentLink::take_stdio()?;
     let Some((mut request, early)) = await_launch(&mut link, start).await else {
         // The parent went away before saying what to run: nothing was started.
@@ -184,16 +203,18 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
     };
     request.clamp_intervals();
 
-    let logs = create_command_dir(&request).and_then(|()| {
-        Ok((
-            EventLog::create(&request.journal_dir)?,
-            [
-                StreamLog::create(&request.journal_dir, Stream::Stdout, request.max_output)?,
-                StreamLog::create(&request.journal_dir, Stream::Stderr, request.max_output)?,
-            ],
-        ))
+    let logs = journal.and_then(|dir| {
+        let dir =
+            JournalDir::from_fd(dir, request.journal_dir.clone()).map_err(io::Error::other)?;
+        dir.write_json_atomic(COMMAND_FILE, &request)?;
+        let events = EventLog::create(&dir)?;
+        let streams = [
+            StreamLog::create(&dir, Stream::Stdout, request.max_output)?,
+            StreamLog::create(&dir, Stream::Stderr, request.max_output)?,
+        ];
+        Ok((dir, events, streams))
     });
-    let (events, streams) = match logs {
+    let (dir, events, streams) = match logs {
         Ok(logs) => logs,
         Err(err) => {
             let kind = EventKind::BrokerFailure {
@@ -210,7 +231,7 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
     };
 
     let parent = ParentWatch::open(request.parent_pid);
-    let mut broker = Broker::new(start, request.clone(), events, streams);
+    let mut broker = Broker::new(start, request.clone(), dir, events, streams);
     broker.emit(EventKind::BrokerStarted {
         v: PROTOCOL_VERSION,
         broker_pid: std::process::id() as i32,
@@ -314,6 +335,23 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
             tokio::time::timeout(Duration::from_secs(1), link.output.write_all(&link.queue)).await;
     }
     Ok(code)
+}
+
+/// The command's journal directory, which the front end opened (after checking the state
+/// directory) and handed over as [`super::JOURNAL_FD`]: the broker never resolves a journal
+/// path itself, so no link planted in one can redirect what it writes.
+fn take_journal_fd() -> io::Result<OwnedFd> {
+    let fd = super::JOURNAL_FD;
+    if rustix::io::fcntl_getfd(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).is_err() {
+        return Err(io::Error::other(format!(
+            "no journal directory was handed over as descriptor {fd}; brokers are started by tether itself"
+        )));
+    }
+    // SAFETY: the descriptor is open (checked above) and was handed to this process for it
+    // alone; nothing else in the broker uses descriptor 3.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    rustix::io::fcntl_setfd(&owned, rustix::io::FdFlags::CLOEXEC)?;
+    Ok(owned)
 }
 
 /// Reads from a pipe if it is open; never resolves for a closed one.

@@ -51,7 +51,9 @@ impl Mirror {
             return Ok(());
         }
         if state.file.is_none() {
-            state.file = Some(File::open(self.dir.join(stream.file_name()))?);
+            state.file = Some(crate::journal::secure::open_regular(
+                &self.dir.join(stream.file_name()),
+            )?);
         }
         let out = match stream {
             // SAFETY: fds 1 and 2 stay open for the life of the process.

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 use self::mirror::Mirror;
+use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, state_dir};
 use crate::protocol::{
     CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin,
@@ -93,18 +94,19 @@ impl Outcome {
 
 async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let state = state_dir(options.state_dir.as_deref())?;
-    let mut session = Session::create(&state).map_err(|err| {
-        anyhow::anyhow!(
-            "cannot create a session journal under {}: {err}; set --state-dir or TETHER_STATE_DIR to a writable directory",
-            state.display()
-        )
-    })?;
+    let mut session = Session::create(&state)?;
     let name = options
         .name
         .clone()
         .or_else(|| options.argv.first().cloned())
         .unwrap_or_default();
-    let journal_dir = session.next_command_dir(&name);
+    let journal = session.next_command_dir(&name).map_err(|err| {
+        anyhow::anyhow!(
+            "cannot create the command's journal directory in {}: {err}",
+            session.path().display()
+        )
+    })?;
+    let journal_dir = journal.path().to_path_buf();
     let request = LaunchRequest {
         v: PROTOCOL_VERSION,
         name,
@@ -112,7 +114,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         // The broker inherits our working directory, whatever bytes its path holds.
         cwd: None,
         env: BTreeMap::new(),
-        journal_dir: journal_dir.clone(),
+        journal_dir: lossy(&journal_dir),
         parent_pid: std::process::id() as i32,
         grace_ms: options
             .grace
@@ -125,7 +127,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    let mut broker = BrokerProcess::spawn(&request, Stdio::inherit())
+    let mut broker = BrokerProcess::spawn(&request, &journal, Stdio::inherit())
         .await
         .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
 

@@ -2,8 +2,10 @@
 
 pub mod paths;
 pub mod reader;
+pub mod secure;
 pub mod writer;
 
 pub use paths::{command_dir_name, new_session_id, sessions_dir, state_dir};
 pub use reader::{CommandRecord, Damage, EventTail, SessionInfo, SessionRecord, list_sessions};
-pub use writer::{EventLog, StreamLog, create_command_dir, write_json_atomic};
+pub use secure::JournalDir;
+pub use writer::{EventLog, StreamLog};

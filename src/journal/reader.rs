@@ -1,12 +1,13 @@
 //! Reading journals back: whole sessions for a post-mortem, or the tail of a live event log.
 //! A journal cut short by a crash opens; what is missing is reported, never a panic.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::secure::{open_regular, read_regular};
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
 use crate::protocol::{CommandResult, Event, LaunchRequest};
 
@@ -84,7 +85,7 @@ impl EventTail {
 
     /// Reads what was appended since the last call.
     pub fn poll(&mut self) -> io::Result<(Vec<Event>, Vec<Damage>)> {
-        let mut file = File::open(&self.path)?;
+        let mut file = open_regular(&self.path)?;
         file.seek(SeekFrom::Start(self.offset))?;
         let mut fresh = Vec::new();
         file.read_to_end(&mut fresh)?;
@@ -255,7 +256,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,
     file: &'static str,
 ) -> Result<Option<T>, Damage> {
-    let bytes = match fs::read(path) {
+    let bytes = match read_regular(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => {
@@ -276,6 +277,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::io::Write;
 
     const LINE: &str =

@@ -1,31 +1,15 @@
 //! Appending to a command's journal: events, raw output and the final result.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-use crate::protocol::{CapReason, LaunchRequest, Stream};
+use super::secure::JournalDir;
+use crate::protocol::{CapReason, Stream};
 
 pub const COMMAND_FILE: &str = "command.json";
 pub const EVENTS_FILE: &str = "events.jsonl";
 pub const RESULT_FILE: &str = "result.json";
 pub const SESSION_FILE: &str = "session.json";
-
-/// Writes `value` as pretty JSON to `path` so that readers see either nothing or all of it.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    {
-        let mut file = File::create(&tmp)?;
-        serde_json::to_writer_pretty(&mut file, value)?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
-    }
-    fs::rename(&tmp, path)
-}
 
 /// The event log of one command: one JSON object a line, appended, flushed per batch.
 pub struct EventLog {
@@ -33,11 +17,8 @@ pub struct EventLog {
 }
 
 impl EventLog {
-    pub fn create(dir: &Path) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join(EVENTS_FILE))?;
+    pub fn create(dir: &JournalDir) -> io::Result<Self> {
+        let file = dir.create_file(EVENTS_FILE, true)?;
         Ok(EventLog {
             out: BufWriter::with_capacity(64 * 1024, file),
         })
@@ -74,12 +55,8 @@ pub struct StreamLog {
 }
 
 impl StreamLog {
-    pub fn create(dir: &Path, stream: Stream, max: u64) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(dir.join(stream.file_name()))?;
+    pub fn create(dir: &JournalDir, stream: Stream, max: u64) -> io::Result<Self> {
+        let file = dir.create_file(stream.file_name(), false)?;
         Ok(StreamLog {
             stream,
             file,
@@ -156,33 +133,32 @@ impl StreamLog {
     }
 }
 
-/// Creates a command's journal directory and records its launch request.
-pub fn create_command_dir(request: &LaunchRequest) -> io::Result<()> {
-    fs::create_dir_all(&request.journal_dir)?;
-    write_json_atomic(&request.journal_dir.join(COMMAND_FILE), request)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
+
+    fn journal_dir(tmp: &tempfile::TempDir) -> JournalDir {
+        JournalDir::open_state(&tmp.path().join("j")).unwrap()
+    }
 
     #[test]
     fn stream_log_caps_mid_chunk_and_keeps_counting() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = StreamLog::create(dir.path(), Stream::Stdout, 5).unwrap();
+        let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stdout, 5).unwrap();
         assert_eq!(log.write(b"abc"), Stored::default());
         let second = log.write(b"defg");
         assert_eq!(second.offset, 3);
         assert_eq!(second.capped.map(|c| c.0), Some(CapReason::Limit));
         assert_eq!(log.write(b"hij").offset, 7);
         assert_eq!((log.total(), log.stored()), (10, 5));
-        assert_eq!(fs::read(dir.path().join("stdout.log")).unwrap(), b"abcde");
+        assert_eq!(fs::read(dir.path().join("j/stdout.log")).unwrap(), b"abcde");
     }
 
     #[test]
     fn full_disk_stops_storing_without_failing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = StreamLog::create(dir.path(), Stream::Stderr, 100).unwrap();
+        let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stderr, 100).unwrap();
         log.file = OpenOptions::new().write(true).open("/dev/full").unwrap();
         let stored = log.write(b"bytes");
         assert_eq!(stored.capped.map(|c| c.0), Some(CapReason::DiskFull));

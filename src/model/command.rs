@@ -254,7 +254,12 @@ impl CommandState {
     /// The broker went away; if it never said how the command ended, say so.
     pub fn broker_gone(&mut self, now_ms: u64) {
         if self.status.is_active() {
-            self.status = Status::Lost;
+            // A broker that refused its launch request never ran anything.
+            self.status = if self.broker_pid.is_none() {
+                Status::FailedToStart
+            } else {
+                Status::Lost
+            };
             self.ended_ms = Some(now_ms);
             self.notice
                 .get_or_insert_with(|| "the broker ended without a result; see the journal".into());

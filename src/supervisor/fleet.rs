@@ -2,7 +2,6 @@
 //! requests to it, and, if a broker stops answering, signals the command's group itself.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -12,6 +11,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::BrokerProcess;
 use crate::broker::signaller::{parse_signal, signal_name};
+use crate::journal::JournalDir;
 use crate::protocol::{Event, EventKind, LaunchRequest, Scope, ToBroker};
 
 /// How long a broker may take to acknowledge a signal or stop before the TUI acts itself.
@@ -59,7 +59,8 @@ impl Fleet {
     }
 
     /// Starts a broker for `id`. Must be called inside the tokio runtime.
-    pub fn launch(&mut self, id: RunId, request: LaunchRequest) {
+    /// `journal` is the run's journal directory, already created.
+    pub fn launch(&mut self, id: RunId, request: LaunchRequest, journal: JournalDir) {
         let (requests, rx) = unbounded_channel();
         self.links.insert(
             id.command,
@@ -71,10 +72,10 @@ impl Fleet {
         let events = self.events.clone();
         tokio::spawn(async move {
             // The broker's own diagnostics must not reach the terminal the TUI draws on.
-            let stderr = std::fs::create_dir_all(&request.journal_dir)
-                .and_then(|()| File::create(request.journal_dir.join("broker.stderr")))
+            let stderr = journal
+                .create_file("broker.stderr", false)
                 .map_or_else(|_| Stdio::null(), Stdio::from);
-            match BrokerProcess::spawn(&request, stderr).await {
+            match BrokerProcess::spawn(&request, &journal, stderr).await {
                 Ok(broker) => drive(id, broker, rx, request.grace_ms, events).await,
                 Err(err) => {
                     let _ = events.send(FleetEvent::SpawnFailed(

@@ -6,12 +6,13 @@ mod session;
 pub use session::Session;
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-use crate::broker::BROKER_ENV;
+use crate::broker::{BROKER_ENV, JOURNAL_FD};
 use crate::fdio::AsyncPipe;
+use crate::journal::JournalDir;
 use crate::protocol::{Event, Frame, LaunchRequest, LineSplitter, MAX_LINE, ToBroker};
 
 /// A running broker: requests go to its stdin, events come from its stdout.
@@ -33,7 +34,24 @@ pub struct BrokerLine {
 impl BrokerProcess {
     /// Starts `tether broker` (this very binary) in its own session and sends it `request`.
     /// Must be called inside a tokio runtime.
-    pub async fn spawn(request: &LaunchRequest, stderr: Stdio) -> io::Result<BrokerProcess> {
+    /// `journal` is the command's journal directory, created by the front end; the broker
+    /// receives it as descriptor [`JOURNAL_FD`] and writes only below it.
+    pub async fn spawn(
+        request: &LaunchRequest,
+        journal: &JournalDir,
+        stderr: Stdio,
+    ) -> io::Result<BrokerProcess> {
+        let mut launch =
+            serde_json::to_vec(&ToBroker::Launch(request.clone())).map_err(io::Error::other)?;
+        launch.push(b'\n');
+        if launch.len() > MAX_LINE {
+            return Err(io::Error::other(format!(
+                "the launch request is {} bytes, over the {}-MiB limit; shorten the command line or its environment",
+                launch.len(),
+                MAX_LINE >> 20
+            )));
+        }
+        let journal_fd = journal.try_clone_fd()?;
         let exe = std::env::current_exe()?;
         let mut command = Command::new(exe);
         command
@@ -42,18 +60,19 @@ impl BrokerProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr);
-        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        // SAFETY: setsid, dup2 and fcntl are async-signal-safe and touch no memory of the
+        // parent; `journal_fd` stays open in the parent until spawn returns.
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 rustix::process::setsid()?;
-                Ok(())
+                pass_fd(&journal_fd, JOURNAL_FD)
             });
         }
         let mut child = command.spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(io::Error::other("the broker's pipes were not created"));
         };
-        let mut broker = BrokerProcess {
+        let broker = BrokerProcess {
             child,
             requests: AsyncPipe::new(OwnedFd::from(stdin))?,
             events: AsyncPipe::new(OwnedFd::from(stdout))?,
@@ -61,7 +80,7 @@ impl BrokerProcess {
             buf: vec![0; 256 * 1024],
             pending: Default::default(),
         };
-        broker.send(&ToBroker::Launch(request.clone())).await?;
+        broker.requests.write_all(&launch).await?;
         Ok(broker)
     }
 
@@ -97,6 +116,22 @@ pub fn signal_group(group: Option<i32>, signal: nix::sys::signal::Signal) -> Opt
     }
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
     Some(pgid)
+}
+
+/// In a child between fork and exec: makes `fd` available as `target`, inherited by exec.
+fn pass_fd(fd: &OwnedFd, target: std::os::fd::RawFd) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    if fd.as_raw_fd() == target {
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+    } else {
+        // SAFETY: `target` is a descriptor number this child process gives a new meaning to;
+        // dup2 clears close-on-exec on it.
+        let mut target = unsafe { OwnedFd::from_raw_fd(target) };
+        let result = rustix::io::dup2(fd, &mut target);
+        std::mem::forget(target);
+        result?;
+    }
+    Ok(())
 }
 
 fn decode(frame: Frame) -> BrokerLine {

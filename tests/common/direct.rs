@@ -3,6 +3,9 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -29,15 +32,38 @@ impl DirectBroker {
     pub fn spawn(env: &TestEnv, id: &str) -> DirectBroker {
         let stderr = File::create(env.path(&format!("broker-{id}.stderr")))
             .expect("create the broker's stderr capture");
-        let mut child = Command::new(BIN)
+        // The front end's part: the journal directory is made private and handed over as
+        // descriptor 3.
+        let journal_dir = env.state_dir().join("sessions/direct").join(id);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&journal_dir)
+            .expect("create the journal directory");
+        for dir in ["", "sessions", "sessions/direct"] {
+            let path = env.state_dir().join(dir);
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))
+                .expect("make the state directory private");
+        }
+        let dir = File::open(&journal_dir).expect("open the journal directory");
+        let mut command = Command::new(BIN);
+        command
             .arg("broker")
             .env("TETHER_BROKER", "1")
             .env(TAG_VAR, &env.tag)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .expect("start tether broker");
+            .stderr(stderr);
+        // SAFETY: dup2 is async-signal-safe; `dir` stays open until spawn returns.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::dup2(dir.as_raw_fd(), 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().expect("start tether broker");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("the broker's stdout is piped");
         let (tx, rx) = channel();
@@ -62,7 +88,7 @@ impl DirectBroker {
             stdin,
             events: rx,
             seen: Vec::new(),
-            journal_dir: env.state_dir().join("sessions/direct").join(id),
+            journal_dir,
             tag: env.tag.clone(),
         }
     }

@@ -11,7 +11,8 @@ mod time;
 use super::stop::StopSequence;
 use super::tree::TreeRecorder;
 use crate::clock::now_ms;
-use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog, write_json_atomic};
+use crate::journal::JournalDir;
+use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
 use crate::protocol::{
     CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Stage, Stream,
     StreamTotals,
@@ -65,6 +66,8 @@ pub struct Broker {
     started_ms: u64,
     pid: i32,
     request: LaunchRequest,
+    /// The command's journal directory, as the front end handed it over.
+    dir: JournalDir,
     events: Option<EventLog>,
     logs: [StreamLog; 2],
     /// Lines for the parent produced since the loop last took them.
@@ -121,6 +124,7 @@ impl Broker {
     pub fn new(
         start: Instant,
         request: LaunchRequest,
+        dir: JournalDir,
         events: EventLog,
         logs: [StreamLog; 2],
     ) -> Broker {
@@ -130,6 +134,7 @@ impl Broker {
             started_ms: now_ms(),
             pid: std::process::id() as i32,
             request,
+            dir,
             events: Some(events),
             logs,
             to_parent: Vec::new(),
@@ -354,8 +359,8 @@ impl Broker {
         self.result.started_ms = self.started_ms;
         self.result.ended_ms = now_ms();
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
-        let result_path = self.request.journal_dir.join(RESULT_FILE);
-        if let Err(err) = write_json_atomic(&result_path, &self.result) {
+        if let Err(err) = self.dir.write_json_atomic(RESULT_FILE, &self.result) {
+            let result_path = self.dir.join(RESULT_FILE);
             self.emit(EventKind::BrokerFailure {
                 stage: Stage::Internal,
                 code: "result_write".into(),

@@ -320,7 +320,7 @@ fn render_shown(full: &Range<u64>, shown: &Range<u64>, window: &[u8]) -> StyledL
 
 fn open_if_exists<'a>(path: &Path, slot: &'a mut Option<File>) -> io::Result<Option<&'a File>> {
     if slot.is_none() {
-        match File::open(path) {
+        match crate::journal::secure::open_regular(path) {
             Ok(file) => *slot = Some(file),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(read_error(path, e)),

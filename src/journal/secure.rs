@@ -1,0 +1,373 @@
+//! Journals hold secrets (a command's environment and everything it printed), so they are
+//! private by construction: every directory is 0700 and every file 0600 whatever the umask,
+//! each directory is opened once and everything below it is created relative to that
+//! descriptor with `O_NOFOLLOW` and `O_EXCL`, so no path component can be swapped for a
+//! symbolic link between a check and its use. The state directory is checked as tmux checks
+//! its socket directory: a real directory, owned by us, writable by nobody else.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
+use serde::Serialize;
+use thiserror::Error;
+
+const DIR_MODE: u32 = 0o700;
+const FILE_MODE: u32 = 0o600;
+
+/// Why a directory cannot hold journals.
+#[derive(Debug, Error)]
+pub enum UnsafeDir {
+    #[error(
+        "{path} is a symbolic link; tether does not follow links in its state directory: point --state-dir at the real directory"
+    )]
+    Symlink { path: PathBuf },
+    #[error(
+        "{path} is owned by uid {owner}, not by you (uid {me}); journals hold secrets: use a directory of your own (--state-dir or TETHER_STATE_DIR)"
+    )]
+    NotOwned { path: PathBuf, owner: u32, me: u32 },
+    #[error(
+        "{path} is writable by other users (mode {mode:04o}); journals hold secrets: use a directory only you can write (mkdir -m 700 DIR), or `chmod go-w` it"
+    )]
+    Writable { path: PathBuf, mode: u32 },
+    #[error("{path} is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("cannot use {path} for journals: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl UnsafeDir {
+    fn io(path: &Path, source: impl Into<io::Error>) -> UnsafeDir {
+        UnsafeDir::Io {
+            path: path.to_path_buf(),
+            source: source.into(),
+        }
+    }
+}
+
+/// An opened journal directory: the state directory, `sessions/`, a session or a command.
+/// Its path is kept for messages and for readers; writes go through the descriptor.
+#[derive(Debug)]
+pub struct JournalDir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl JournalDir {
+    /// Opens the state directory, creating it (and missing parents, 0700) if needed. Its last
+    /// component must not be a symbolic link; it must be ours and writable by nobody else.
+    /// A directory of ours that others may merely read (made by an older tether) is narrowed
+    /// to 0700.
+    pub fn open_state(path: &Path) -> Result<JournalDir, UnsafeDir> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if !parent.exists() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(DIR_MODE)
+                    .create(parent)
+                    .map_err(|e| UnsafeDir::io(parent, e))?;
+            }
+        }
+        match rustix::fs::mkdir(path, Mode::from_raw_mode(DIR_MODE)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(UnsafeDir::io(path, e)),
+        }
+        let fd =
+            rustix::fs::open(path, dir_flags(), Mode::empty()).map_err(|e| open_error(path, e))?;
+        JournalDir::checked(fd, path.to_path_buf())
+    }
+
+    /// Opens the subdirectory `name`, creating it if it does not exist (`sessions/`).
+    pub fn open_or_create(&self, name: &str) -> Result<JournalDir, UnsafeDir> {
+        let path = self.path.join(name);
+        match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(UnsafeDir::io(&path, e)),
+        }
+        let fd = rustix::fs::openat(&self.fd, name, dir_flags(), Mode::empty())
+            .map_err(|e| open_error(&path, e))?;
+        JournalDir::checked(fd, path)
+    }
+
+    /// Creates the subdirectory `name`, which must not exist yet (a session or a command).
+    /// `ErrorKind::AlreadyExists` when it does.
+    pub fn create_dir(&self, name: &str) -> io::Result<JournalDir> {
+        rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE))?;
+        let path = self.path.join(name);
+        let fd = rustix::fs::openat(&self.fd, name, dir_flags(), Mode::empty())?;
+        JournalDir::checked(fd, path).map_err(io::Error::other)
+    }
+
+    /// Adopts a descriptor handed over by another process (a broker's journal directory),
+    /// after the same checks as any other.
+    pub fn from_fd(fd: OwnedFd, path: PathBuf) -> Result<JournalDir, UnsafeDir> {
+        JournalDir::checked(fd, path)
+    }
+
+    /// Removes the empty subdirectory `name` (a session whose creation failed half-way).
+    pub fn remove_dir(&self, name: &str) -> io::Result<()> {
+        Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)?)
+    }
+
+    fn checked(fd: OwnedFd, path: PathBuf) -> Result<JournalDir, UnsafeDir> {
+        let stat = rustix::fs::fstat(&fd).map_err(|e| UnsafeDir::io(&path, e))?;
+        check_dir(&stat, &path)?;
+        if stat.st_mode & 0o777 != DIR_MODE {
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE))
+                .map_err(|e| UnsafeDir::io(&path, e))?;
+        }
+        Ok(JournalDir { fd, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// A second descriptor on the same directory, to hand to a broker.
+    pub fn try_clone_fd(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+
+    /// Creates the file `name`, which must not exist (`O_EXCL`: a planted file or link is
+    /// refused, never written through), 0600, for writing; `append` for logs.
+    pub fn create_file(&self, name: &str, append: bool) -> io::Result<File> {
+        let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
+        flags |= OFlags::CLOEXEC;
+        if append {
+            flags |= OFlags::APPEND;
+        }
+        let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(FILE_MODE))?;
+        // The umask may have taken bits away; never added any.
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(FILE_MODE))?;
+        Ok(File::from(fd))
+    }
+
+    /// Opens the regular file `name` for reading: no link followed, no FIFO or device opened.
+    pub fn open_file(&self, name: &str) -> io::Result<File> {
+        let fd = rustix::fs::openat(&self.fd, name, read_flags(), Mode::empty())?;
+        regular(fd)
+    }
+
+    /// Writes `value` as pretty JSON to `name` so that readers see either nothing or all of
+    /// it. The temporary file is removed if anything fails (a full disk leaves nothing).
+    pub fn write_json_atomic<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+        let tmp = format!(".{name}.{}.tmp", std::process::id());
+        // A temporary left by a crash of a process with our pid; never one of someone else's
+        // (nobody else can write here).
+        let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+        let written = self.create_file(&tmp, false).and_then(|mut file| {
+            serde_json::to_writer_pretty(&mut file, value)?;
+            file.write_all(b"\n")?;
+            file.sync_all()
+        });
+        let renamed = written.and_then(|()| {
+            rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name).map_err(io::Error::from)
+        });
+        if renamed.is_err() {
+            let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+        }
+        renamed
+    }
+}
+
+impl AsFd for JournalDir {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Opens a journal file by path for reading, as a reader must: without following a link in
+/// its last component and without blocking on a FIFO; anything but a regular file is refused.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let fd = rustix::fs::open(path, read_flags(), Mode::empty())?;
+    regular(fd)
+}
+
+/// Reads a whole journal file through [`open_regular`].
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut open_regular(path)?, &mut bytes)?;
+    Ok(bytes)
+}
+
+fn regular(fd: OwnedFd) -> io::Result<File> {
+    let stat = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a journal never holds links, FIFOs or devices)",
+        ));
+    }
+    // Opened non-blocking so that a FIFO could not hang the open; a regular file never
+    // blocks, and readers expect plain blocking reads.
+    rustix::fs::fcntl_setfl(&fd, OFlags::empty())?;
+    Ok(File::from(fd))
+}
+
+fn dir_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+fn read_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC
+}
+
+fn open_error(path: &Path, errno: rustix::io::Errno) -> UnsafeDir {
+    match errno {
+        // O_NOFOLLOW on a link gives ELOOP; O_DIRECTORY on anything else ENOTDIR.
+        rustix::io::Errno::LOOP => UnsafeDir::Symlink {
+            path: path.to_path_buf(),
+        },
+        rustix::io::Errno::NOTDIR if is_symlink(path) => UnsafeDir::Symlink {
+            path: path.to_path_buf(),
+        },
+        rustix::io::Errno::NOTDIR => UnsafeDir::NotADirectory {
+            path: path.to_path_buf(),
+        },
+        e => UnsafeDir::io(path, e),
+    }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    path.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// The tmux rule: ours, and no one else may write to it.
+fn check_dir(stat: &Stat, path: &Path) -> Result<(), UnsafeDir> {
+    if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+        return Err(UnsafeDir::NotADirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if stat.st_uid != me {
+        return Err(UnsafeDir::NotOwned {
+            path: path.to_path_buf(),
+            owner: stat.st_uid,
+            me,
+        });
+    }
+    if stat.st_mode & 0o022 != 0 {
+        return Err(UnsafeDir::Writable {
+            path: path.to_path_buf(),
+            mode: stat.st_mode & 0o7777,
+        });
+    }
+    Ok(())
+}
+
+/// Text for a path that may not be UTF-8: JSON holds text, and a journal must start whatever
+/// its directory is called.
+pub fn lossy(path: &Path) -> PathBuf {
+    PathBuf::from(path.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn creates_private_dirs_and_files_whatever_the_umask() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("a/b/state");
+        let old = rustix::process::umask(Mode::from_raw_mode(0o000));
+        let result = (|| {
+            let dir = JournalDir::open_state(&state)?;
+            let sessions = dir.open_or_create("sessions")?;
+            let session = sessions
+                .create_dir("s1")
+                .map_err(|e| UnsafeDir::io(&state, e))?;
+            session
+                .create_file("log", true)
+                .map_err(|e| UnsafeDir::io(&state, e))?;
+            session
+                .write_json_atomic("x.json", &1)
+                .map_err(|e| UnsafeDir::io(&state, e))?;
+            Ok::<_, UnsafeDir>(())
+        })();
+        rustix::process::umask(old);
+        result.unwrap();
+        assert_eq!(mode(&state), 0o700);
+        assert_eq!(mode(&tmp.path().join("a")), 0o700);
+        assert_eq!(mode(&state.join("sessions/s1")), 0o700);
+        assert_eq!(mode(&state.join("sessions/s1/log")), 0o600);
+        assert_eq!(mode(&state.join("sessions/s1/x.json")), 0o600);
+        let names: Vec<_> = std::fs::read_dir(state.join("sessions/s1"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
+    }
+
+    #[test]
+    fn refuses_links_shared_dirs_and_planted_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(
+            JournalDir::open_state(&link),
+            Err(UnsafeDir::Symlink { .. })
+        ));
+
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let err = JournalDir::open_state(&shared).unwrap_err();
+        assert!(
+            matches!(err, UnsafeDir::Writable { mode: 0o1777, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("writable by other users"));
+
+        // Readable by others only (an older tether's 0755): narrowed, not refused.
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = JournalDir::open_state(&real).unwrap();
+        assert_eq!(mode(&real), 0o700);
+
+        std::os::unix::fs::symlink("/etc/passwd", real.join("stdout.log")).unwrap();
+        assert!(dir.create_file("stdout.log", false).is_err());
+        assert!(dir.open_file("stdout.log").is_err());
+        assert!(open_regular(&real.join("stdout.log")).is_err());
+        std::os::unix::fs::symlink(&shared, real.join("sessions")).unwrap();
+        assert!(matches!(
+            dir.open_or_create("sessions"),
+            Err(UnsafeDir::Symlink { .. })
+        ));
+    }
+
+    #[test]
+    fn readers_refuse_fifos_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("stdout.log");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = open_regular(&fifo).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(open_regular(Path::new("/dev/null")).is_err());
+    }
+}
