@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::journal::paths::format_utc;
+use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::replay::model_from_session;
 
@@ -16,6 +17,7 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
         return Ok(path.to_path_buf());
     }
     let state = state_dir(state).map_err(|e| e.to_string())?;
+    check_for_reading(&state).map_err(|e| e.to_string())?;
     let sessions = sessions_dir(&state);
     let all =
         list_sessions(&sessions).map_err(|e| format!("cannot list {}: {e}", sessions.display()))?;
@@ -65,7 +67,10 @@ pub fn summary(record: &SessionRecord) -> String {
     format!(
         "{}  {}  {} command{}: {}{}",
         model.session_id,
-        format_utc(model.started_ms),
+        match &record.info {
+            Some(info) => format_utc(info.started_ms),
+            None => "start unknown (no session.json)".into(),
+        },
         model.commands.len(),
         if model.commands.len() == 1 { "" } else { "s" },
         ends.join(", "),
@@ -82,6 +87,10 @@ pub fn list(state: Option<&Path>) -> i32 {
             return 2;
         }
     };
+    if let Err(err) = check_for_reading(&state) {
+        eprintln!("tether: {err}");
+        return 2;
+    }
     let sessions = sessions_dir(&state);
     match list_sessions(&sessions) {
         Ok(all) if all.is_empty() => {

@@ -62,6 +62,22 @@ fn forking_thread_exit_is_not_parent_death() {
 }
 
 #[test]
+fn a_launch_request_too_long_to_read_ends_the_broker() {
+    let env = TestEnv::new("launch_too_long");
+    let mut broker = DirectBroker::spawn(&env, "01-long");
+    broker.send_raw(&vec![b'x'; tether::protocol::MAX_LINE + 1]);
+    broker.send_raw(b"\n");
+    let failure = broker.wait_for("a broker_failure", is_failure);
+    assert_eq!(
+        failure_of(&failure.kind),
+        (Stage::Protocol, "launch_too_long".into())
+    );
+    // It ends rather than wait for a launch that will never come.
+    assert_eq!(broker.wait_exit(), 1);
+    env.finish();
+}
+
+#[test]
 fn bad_request_lines_are_refused_and_the_broker_carries_on() {
     let env = TestEnv::new("bad_lines");
     let mut broker = DirectBroker::spawn(&env, "01-sleeper");

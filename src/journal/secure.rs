@@ -187,6 +187,22 @@ impl AsFd for JournalDir {
     }
 }
 
+/// Checks, for a reader, the state directory and its `sessions/` as [`JournalDir::open_state`]
+/// does, without creating or changing anything: journals in a directory that someone else
+/// owns or may write are not to be trusted. Missing directories are fine (nothing to read).
+pub fn check_for_reading(state: &Path) -> Result<(), UnsafeDir> {
+    for path in [state.to_path_buf(), state.join("sessions")] {
+        let fd = match rustix::fs::open(&path, dir_flags(), Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(()),
+            Err(e) => return Err(open_error(&path, e)),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|e| UnsafeDir::io(&path, e))?;
+        check_dir(&stat, &path)?;
+    }
+    Ok(())
+}
+
 /// Opens a journal file by path for reading, as a reader must: without following a link in
 /// its last component and without blocking on a FIFO; anything but a regular file is refused.
 pub fn open_regular(path: &Path) -> io::Result<File> {
@@ -352,6 +368,20 @@ mod tests {
             dir.open_or_create("sessions"),
             Err(UnsafeDir::Symlink { .. })
         ));
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = JournalDir::open_state(&tmp.path().join("s")).unwrap();
+        // The rename onto a non-empty directory fails, as a full disk fails the write.
+        std::fs::create_dir_all(dir.join("session.json/x")).unwrap();
+        assert!(dir.write_json_atomic("session.json", &1).is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["session.json"]);
     }
 
     #[test]
