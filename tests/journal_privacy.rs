@@ -274,7 +274,7 @@ fn readers_never_open_a_fifo_from_a_journal() {
         fs::remove_file(dir.join(file)).expect("remove");
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &dir.join(file),
+            dir.join(file),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,
