@@ -220,6 +220,7 @@ impl Runner {
             no_output_timeout_ms: config.no_output_timeout.map(|d| d.as_millis() as u64),
             max_output: DEFAULT_MAX_OUTPUT,
             heartbeat_ms: Some(1000),
+            mirror: false,
         };
         self.fleet.launch(
             RunId {

@@ -4,6 +4,7 @@
 //! group, journals everything, and stops the whole tree when asked, when a watchdog fires,
 //! or when its parent dies (even by SIGKILL).
 
+pub mod mirror;
 mod parent;
 mod run;
 pub mod signaller;
@@ -39,6 +40,8 @@ pub fn main() -> i32 {
         eprintln!("tether broker: cannot become a child subreaper: {err}");
         return 1;
     }
+    // Before the event loop opens descriptors of its own at the numbers handed over.
+    let inherited = run::Inherited::take();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -49,7 +52,7 @@ pub fn main() -> i32 {
             return 1;
         }
     };
-    let code = runtime.block_on(run::run());
+    let code = runtime.block_on(run::run(inherited));
     let _ = std::io::stderr().flush();
     code
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
+use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::ParentWatch;
 use super::spawn::spawn;
 use super::state::Broker;
@@ -29,9 +30,25 @@ fn pdeath_signal() -> SignalKind {
     SignalKind::user_defined1()
 }
 
-pub async fn run() -> i32 {
+/// The descriptors a front end hands a broker, taken (and made close-on-exec) before
+/// anything else in the process opens one: their numbers are fixed.
+pub struct Inherited {
+    journal: io::Result<OwnedFd>,
+    mirrors: [Option<OwnedFd>; 2],
+}
+
+impl Inherited {
+    pub fn take() -> Inherited {
+        Inherited {
+            journal: take_journal_fd(),
+            mirrors: MIRROR_FDS.map(take_inherited),
+        }
+    }
+}
+
+pub async fn run(inherited: Inherited) -> i32 {
     let start = Instant::now();
-    match run_inner(start).await {
+    match run_inner(start, inherited).await {
         Ok(code) => code,
         Err(err) => {
             eprintln!("tether broker: {err}");
@@ -184,7 +201,7 @@ async fn await_launch(
     }
 }
 
-async fn run_inner(start: Instant) -> io::Result<i32> {
+async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     // Handlers first: the death signal must never find its default action (termination).
     let mut sigchld = signal(SignalKind::child())?;
     let mut sigpdeath = signal(pdeath_signal())?;
@@ -194,8 +211,10 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
     let pdeath = rustix::process::Signal::from_named_raw(pdeath_signal().as_raw_value());
     rustix::process::set_parent_process_death_signal(pdeath)?;
 
-    // Taken before anything is spawned, so that the command never inherits it.
-    let journal = take_journal_fd();
+    let Inherited {
+        journal,
+        mirrors: mirror_fds,
+    } = inherited;
     let mut link = ParentLink::take_stdio()?;
     let Some((mut request, early)) = await_launch(&mut link, start).await else {
         // The parent went away before saying what to run: nothing was started.
@@ -245,6 +264,12 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
         }
     };
 
+    let mut mirrors: [Option<Mirror>; 2] = [None, None];
+    if request.mirror {
+        for (slot, fd) in mirrors.iter_mut().zip(mirror_fds) {
+            *slot = fd.map(Mirror::new).transpose()?;
+        }
+    }
     let mut pipes: [Option<AsyncPipe>; 2] = [None, None];
     if parent.is_some() {
         match spawn(&request) {
@@ -278,13 +303,27 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         let [out_buf, err_buf] = &mut bufs;
         let parent_alive = !broker.is_parent_lost();
+        let behind = mirrors
+            .each_ref()
+            .map(|m| m.as_ref().is_some_and(Mirror::is_behind));
+        let [out_mirror, err_mirror] = &mut mirrors;
         tokio::select! {
             _ = sigchld.recv() => broker.reap(),
-            r = read_pipe(&pipes[0], out_buf) => {
-                on_read(&mut broker, &mut pipes[0], Stream::Stdout, r, out_buf);
+            r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
+                on_read(&mut broker, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
             }
-            r = read_pipe(&pipes[1], err_buf) => {
-                on_read(&mut broker, &mut pipes[1], Stream::Stderr, r, err_buf);
+            r = read_pipe(&pipes[1], err_buf), if !behind[1] => {
+                on_read(&mut broker, &mut pipes[1], err_mirror, Stream::Stderr, r, err_buf);
+            }
+            r = write_mirror(out_mirror), if behind[0] => {
+                if r.is_err() {
+                    *out_mirror = None;
+                }
+            }
+            r = write_mirror(err_mirror), if behind[1] => {
+                if r.is_err() {
+                    *err_mirror = None;
+                }
             }
             r = read_pipe(&link.input, &mut link.buf), if parent_alive => match r {
                 Ok(0) | Err(_) => {
@@ -318,7 +357,8 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
             }
             _ = sleep_until(deadline) => {}
         }
-        broker.tick(pipes.iter().any(Option::is_some));
+        let mirror_behind = mirrors.iter().flatten().any(Mirror::is_behind);
+        broker.tick(pipes.iter().any(Option::is_some), mirror_behind);
         broker.flush_journal();
         link.queue.append(&mut broker.to_parent);
         if broker.is_parent_lost() {
@@ -327,6 +367,10 @@ async fn run_inner(start: Instant) -> io::Result<i32> {
             broker.parent_lost(ParentLossCause::Epipe);
         }
         broker.parent_backlog = link.queue.len();
+    }
+    // The last chunks may still wait for the front end's copy; it reads until we exit.
+    for mirror in mirrors.iter_mut().flatten() {
+        let _ = mirror.flush().await;
     }
     let code = broker.finish();
     link.queue.append(&mut broker.to_parent);
@@ -373,10 +417,19 @@ async fn watch_parent(parent: &Option<ParentWatch>) {
     }
 }
 
-/// Stores what a read returned, then keeps reading while the pipe has more, a few times.
+async fn write_mirror(mirror: &mut Option<Mirror>) -> io::Result<()> {
+    match mirror {
+        Some(mirror) => mirror.write_some().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Stores what a read returned, then keeps reading while the pipe has more, a few times, and
+/// while the front end's copy keeps up.
 fn on_read(
     broker: &mut Broker,
     pipe: &mut Option<AsyncPipe>,
+    mirror: &mut Option<Mirror>,
     stream: Stream,
     first: io::Result<usize>,
     buf: &mut [u8],
@@ -388,7 +441,15 @@ fn on_read(
                 *pipe = None;
                 return;
             }
-            Ok(n) => broker.output(stream, &buf[..n]),
+            Ok(n) => {
+                broker.output(stream, &buf[..n]);
+                if let Some(copy) = mirror.as_mut() {
+                    // The front end closed its end: the journal goes on alone.
+                    if copy.push(&buf[..n]).is_err() {
+                        *mirror = None;
+                    }
+                }
+            }
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
             Err(err) => {
                 broker.stdio_failed(stream, &err);
@@ -398,7 +459,7 @@ fn on_read(
         }
         // Every read taken is stored above; stop taking more after a few so the loop can
         // look at everything else.
-        if reads == READS_PER_WAKE {
+        if reads == READS_PER_WAKE || mirror.as_ref().is_some_and(Mirror::is_behind) {
             return;
         }
         let Some(open) = pipe.as_ref() else { return };

@@ -1,7 +1,7 @@
 //! `tether exec`: one command through a broker, no TUI. Its output is copied byte for byte
 //! (or its lifecycle printed as JSON lines), and its exit status becomes ours.
 
-mod mirror;
+mod copy;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use self::mirror::Mirror;
+use self::copy::{CopyPipes, OutputCopy};
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, state_dir};
 use crate::protocol::{
@@ -122,16 +122,28 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
         heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
+        mirror: !options.json,
     };
 
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    let mut broker = BrokerProcess::spawn(&request, &journal, Stdio::inherit())
+    let pipes = if options.json {
+        None
+    } else {
+        Some(CopyPipes::new().map_err(|err| {
+            anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}")
+        })?)
+    };
+    let (copy_read, copy_write) = match pipes {
+        Some(CopyPipes { read, write }) => (Some(read), Some(write)),
+        None => (None, None),
+    };
+    let mut broker = BrokerProcess::spawn(&request, &journal, copy_write, Stdio::inherit())
         .await
         .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
-
-    let mut mirror = Mirror::new(&journal_dir);
+    // The write ends were closed when spawn returned: the copies end when the broker does.
+    let mut copy = copy_read.map(OutputCopy::start).transpose()?;
     let mut outcome = Outcome::default();
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     let mut started = false;
@@ -161,13 +173,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
                 match event.kind {
                     EventKind::BrokerStarted { .. } => started = true,
                     EventKind::Spawned { pgid, .. } => group = Some(pgid),
-                    EventKind::Output { stream, offset, len }
-                        if !options.json && mirror.copy_to(stream, offset + len).is_err() =>
-                    {
-                        stop = Some(Origin::Shutdown);
-                    }
-                    EventKind::OutputCapped { stream, stored, message, .. } => {
-                        mirror.cap(stream, stored);
+                    EventKind::OutputCapped { message, .. } => {
                         eprintln!("tether: {message}");
                     }
                     EventKind::SpawnError { code, message } => outcome.spawn_error = Some((code, message)),
@@ -186,16 +192,12 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
                             break;
                         }
                     }
-                    EventKind::Close { stdout_bytes, stderr_bytes } => {
-                        outcome.closed = true;
-                        if !options.json {
-                            let _ = mirror.copy_to(Stream::Stdout, stdout_bytes);
-                            let _ = mirror.copy_to(Stream::Stderr, stderr_bytes);
-                        }
-                    }
+                    EventKind::Close { .. } => outcome.closed = true,
                     _ => {}
                 }
             }
+            // Whoever read our output is gone: stop the command, as SIGPIPE would.
+            Some(_) = broken_pipe(&mut copy) => stop = Some(Origin::Shutdown),
             _ = sigint.recv() => { stop = Some(Origin::Operator); interrupted = true; }
             _ = sigterm.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
             _ = sighup.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
@@ -218,21 +220,41 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     }
     let _ = broker.child.wait();
     if !outcome.closed {
-        recover_from_journal(&journal_dir, &mut outcome, &mut mirror, options.json, group);
+        recover_from_journal(&journal_dir, &mut outcome, group);
     }
-    Ok(outcome.exit_code(&journal_dir))
+    // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
+    // that takes nothing more must not keep us here.
+    let reports = copy.map_or_else(Vec::new, |c| c.finish(COPY_WAIT));
+    let code = outcome.exit_code(&journal_dir);
+    let mut failed = false;
+    for report in reports {
+        if let Some((err, lost)) = report.failure {
+            failed = true;
+            eprintln!(
+                "tether: writing the command's {} failed: {err}; {lost} bytes were not copied (the journal in {} has them, up to its cap)",
+                report.stream.name(),
+                journal_dir.display()
+            );
+        }
+    }
+    Ok(if failed { EXIT_TETHER_FAILED } else { code })
 }
+
+/// The next stream whose reader went away; never resolves without a copy.
+async fn broken_pipe(copy: &mut Option<OutputCopy>) -> Option<Stream> {
+    match copy {
+        Some(copy) => copy.broken.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How long the copies may take to finish once the broker has exited.
+const COPY_WAIT: Duration = Duration::from_secs(5);
 
 /// The broker ended without a `close` (its last events did not reach us, or it died): take
 /// the outcome and the rest of the output from the journal; if there is no result, the
 /// command may still run, so end its group.
-fn recover_from_journal(
-    dir: &Path,
-    outcome: &mut Outcome,
-    mirror: &mut Mirror,
-    json: bool,
-    group: Option<i32>,
-) {
+fn recover_from_journal(dir: &Path, outcome: &mut Outcome, group: Option<i32>) {
     let record = CommandRecord::load(dir);
     let Some(result) = record.result else {
         if let Some(pgid) = crate::supervisor::signal_group(group, Signal::SIGKILL) {
@@ -251,10 +273,6 @@ fn recover_from_journal(
         outcome
             .spawn_error
             .get_or_insert((failure.code, failure.message));
-    }
-    if !json {
-        let _ = mirror.copy_to(Stream::Stdout, result.stdout.stored);
-        let _ = mirror.copy_to(Stream::Stderr, result.stderr.stored);
     }
 }
 

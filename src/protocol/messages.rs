@@ -84,6 +84,10 @@ pub struct LaunchRequest {
     /// `parent_unresponsive` (never a reason to kill).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_ms: Option<u64>,
+    /// The front end copies the output to its own streams: it hands the broker the write
+    /// ends of two pipes (see `broker::mirror`), which get every byte read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mirror: bool,
 }
 
 fn default_grace_ms() -> u64 {
@@ -136,6 +140,13 @@ impl Stream {
         match self {
             Stream::Stdout => "stdout.log",
             Stream::Stderr => "stderr.log",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
         }
     }
 }

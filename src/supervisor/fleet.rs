@@ -75,7 +75,7 @@ impl Fleet {
             let stderr = journal
                 .create_file("broker.stderr", false)
                 .map_or_else(|_| Stdio::null(), Stdio::from);
-            match BrokerProcess::spawn(&request, &journal, stderr).await {
+            match BrokerProcess::spawn(&request, &journal, None, stderr).await {
                 Ok(broker) => drive(id, broker, rx, request.grace_ms, events).await,
                 Err(err) => {
                     let _ = events.send(FleetEvent::SpawnFailed(

@@ -6,7 +6,7 @@ mod session;
 pub use session::Session;
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
@@ -35,10 +35,13 @@ impl BrokerProcess {
     /// Starts `tether broker` (this very binary) in its own session and sends it `request`.
     /// Must be called inside a tokio runtime.
     /// `journal` is the command's journal directory, created by the front end; the broker
-    /// receives it as descriptor [`JOURNAL_FD`] and writes only below it.
+    /// receives it as descriptor [`JOURNAL_FD`] and writes only below it. `mirror`, when the
+    /// request asks for a copy of the output, holds the write ends of the copy pipes, which
+    /// the broker receives as [`MIRROR_FDS`].
     pub async fn spawn(
         request: &LaunchRequest,
         journal: &JournalDir,
+        mirror: Option<[OwnedFd; 2]>,
         stderr: Stdio,
     ) -> io::Result<BrokerProcess> {
         let mut launch =
@@ -65,7 +68,10 @@ impl BrokerProcess {
         unsafe {
             command.pre_exec(move || {
                 rustix::process::setsid()?;
-                pass_fd(&journal_fd, JOURNAL_FD)
+                let [out, err] = mirror
+                    .as_ref()
+                    .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
+                pass_fds([Some(&journal_fd), out, err], JOURNAL_FD)
             });
         }
         let mut child = command.spawn()?;
@@ -118,18 +124,25 @@ pub fn signal_group(group: Option<i32>, signal: nix::sys::signal::Signal) -> Opt
     Some(pgid)
 }
 
-/// In a child between fork and exec: makes `fd` available as `target`, inherited by exec.
-fn pass_fd(fd: &OwnedFd, target: std::os::fd::RawFd) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    if fd.as_raw_fd() == target {
-        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
-    } else {
-        // SAFETY: `target` is a descriptor number this child process gives a new meaning to;
-        // dup2 clears close-on-exec on it.
-        let mut target = unsafe { OwnedFd::from_raw_fd(target) };
-        let result = rustix::io::dup2(fd, &mut target);
-        std::mem::forget(target);
-        result?;
+/// In a child between fork and exec: makes each given descriptor available at its target
+/// number (3, 4, 5, ...), inherited by exec. Each is first copied above every target, so no
+/// source is overwritten by an earlier target. No allocation: this runs after fork.
+fn pass_fds(fds: [Option<&OwnedFd>; 3], first_target: RawFd) -> io::Result<()> {
+    let mut high: [Option<OwnedFd>; 3] = [None, None, None];
+    for (slot, fd) in high.iter_mut().zip(fds) {
+        if let Some(fd) = fd {
+            *slot = Some(rustix::io::fcntl_dupfd_cloexec(fd, first_target + 16)?);
+        }
+    }
+    for (i, fd) in high.iter().enumerate() {
+        if let Some(fd) = fd {
+            // SAFETY: the target is a descriptor number this child gives a new meaning to;
+            // it is never closed here (forgotten below). dup2 clears close-on-exec on it.
+            let mut target = unsafe { OwnedFd::from_raw_fd(first_target + i as RawFd) };
+            let result = rustix::io::dup2(fd, &mut target);
+            std::mem::forget(target);
+            result?;
+        }
     }
     Ok(())
 }

@@ -48,8 +48,10 @@ impl Broker {
         next.into_iter().min()
     }
 
-    /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open.
-    pub fn tick(&mut self, pipes_open: bool) {
+    /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open;
+    /// `mirror_behind`, whether output waits for the front end's copy (and a stream is not
+    /// read meanwhile, so its quiet is not idleness).
+    pub fn tick(&mut self, pipes_open: bool, mirror_behind: bool) {
         let now = Instant::now();
         if self
             .pending
@@ -84,7 +86,7 @@ impl Broker {
             self.next_tree = now + TREE_INTERVAL;
             self.sample_tree();
         }
-        self.advance_phase(now, pipes_open);
+        self.advance_phase(now, pipes_open, mirror_behind);
     }
 
     pub(super) fn advance_stop(&mut self, now: Instant) {
@@ -121,9 +123,9 @@ impl Broker {
         }
     }
 
-    pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool) {
+    pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool, mirror_behind: bool) {
         if let Phase::Draining { since } = self.phase {
-            let idle_over = now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
+            let idle_over = !mirror_behind && now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
             if !pipes_open || idle_over || now >= since + DRAIN_CAP {
                 self.phase = Phase::TearingDown;
                 if !live_descendants(self.pid).is_empty() {
@@ -149,6 +151,12 @@ impl Broker {
         if let Phase::Closing { until } = self.phase {
             if !pipes_open {
                 self.phase = Phase::Done;
+            } else if mirror_behind {
+                // What is left in the pipes is finite and the front end is taking it: read
+                // it to the end, at its pace.
+                self.phase = Phase::Closing {
+                    until: now + EOF_WAIT,
+                };
             } else if now >= until {
                 // Someone still holds a pipe: if it is ours, stop it; otherwise give up.
                 self.phase = if live_descendants(self.pid).is_empty() {

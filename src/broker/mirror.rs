@@ -1,0 +1,79 @@
+//! The tee to a front end's own streams (`tether exec`): every byte read from the command is
+//! also written to a pipe that the front end copies to its stdout or stderr, so what exec
+//! prints never depends on the journal (a full disk or the storage cap limits the journal,
+//! not the copy). The copy runs at the pace of whoever reads exec's output, as the command
+//! would without tether: while a stream's copy is behind, the broker stops reading that
+//! stream and the command waits on its pipe. The journal and the stop sequence never wait.
+
+use std::io;
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::fdio::AsyncPipe;
+
+/// The descriptors on which a broker receives the write ends of the front end's copy pipes,
+/// stdout's then stderr's, when its launch request asks for a mirror.
+/// They follow [`super::JOURNAL_FD`], as the front end passes them.
+pub const MIRROR_FDS: [RawFd; 2] = [super::JOURNAL_FD + 1, super::JOURNAL_FD + 2];
+
+pub struct Mirror {
+    pipe: AsyncPipe,
+    /// Bytes read from the command and not yet taken by the front end.
+    queue: Vec<u8>,
+}
+
+/// Takes an inherited descriptor, if one is open there, and keeps the command from
+/// inheriting it in turn.
+pub fn take_inherited(fd: RawFd) -> Option<OwnedFd> {
+    // SAFETY: only asks whether the descriptor is open; nothing is read or closed.
+    rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(fd) }).ok()?;
+    // SAFETY: the descriptor is open and was handed to this process for it alone; the
+    // broker uses no other descriptor with this number.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    rustix::io::fcntl_setfd(&owned, rustix::io::FdFlags::CLOEXEC).ok()?;
+    Some(owned)
+}
+
+impl Mirror {
+    pub fn new(fd: OwnedFd) -> io::Result<Mirror> {
+        Ok(Mirror {
+            pipe: AsyncPipe::new(fd)?,
+            queue: Vec::new(),
+        })
+    }
+
+    /// True while bytes wait for the front end: the stream is not read meanwhile.
+    pub fn is_behind(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Queues a chunk and writes what the pipe takes now. `Err` means the front end closed
+    /// its end: the copy is over, the journal goes on.
+    pub fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.queue.extend_from_slice(bytes);
+        let mut written = 0;
+        while written < self.queue.len() {
+            match self.pipe.try_write(&self.queue[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) => return Err(err),
+            }
+        }
+        self.queue.drain(..written);
+        Ok(())
+    }
+
+    /// Waits until the pipe takes some of the queue, and writes it.
+    pub async fn write_some(&mut self) -> io::Result<()> {
+        let n = self.pipe.write(&self.queue).await?;
+        self.queue.drain(..n);
+        Ok(())
+    }
+
+    /// Writes the whole queue, at the front end's pace. `Err` means it closed its end.
+    pub async fn flush(&mut self) -> io::Result<()> {
+        while self.is_behind() {
+            self.write_some().await?;
+        }
+        Ok(())
+    }
+}

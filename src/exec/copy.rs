@@ -1,0 +1,210 @@
+//! Copies what the broker tees from the command (see `broker::mirror`) to `tether exec`'s own
+//! stdout and stderr, byte for byte, on one thread per stream: a slow or stuck reader of our
+//! output never stalls exec's event loop, so signals, pings and the fallback still work.
+//!
+//! The copy does not read the journal, so a full journal disk or the storage cap limit what
+//! is stored, never what is printed. A failed write is remembered and reported once the
+//! command ends; EPIPE (whoever read our output is gone) is reported at once, so that the
+//! command can be stopped as it would be by SIGPIPE without tether.
+
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::protocol::Stream;
+
+/// Pipe capacity asked for: fewer wake-ups per megabyte; refusal (a limit) is harmless.
+const PIPE_SIZE: usize = 1 << 20;
+const CHUNK: usize = 256 * 1024;
+
+/// The two pipes between the broker and the copy threads.
+pub struct CopyPipes {
+    pub read: [OwnedFd; 2],
+    /// Handed to the broker (stdout's, then stderr's), then closed here.
+    pub write: [OwnedFd; 2],
+}
+
+impl CopyPipes {
+    pub fn new() -> io::Result<CopyPipes> {
+        let (out_read, out_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let (err_read, err_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        for fd in [&out_write, &err_write] {
+            let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
+        }
+        Ok(CopyPipes {
+            read: [out_read, err_read],
+            write: [out_write, err_write],
+        })
+    }
+}
+
+/// How one stream's copy ended.
+#[derive(Debug)]
+pub struct CopyReport {
+    pub stream: Stream,
+    pub copied: u64,
+    /// A write error other than EPIPE, and the bytes that could not be copied after it.
+    pub failure: Option<(io::Error, u64)>,
+}
+
+pub struct OutputCopy {
+    reports: mpsc::Receiver<CopyReport>,
+    running: usize,
+    /// Streams whose reader went away (EPIPE), as they happen.
+    pub broken: UnboundedReceiver<Stream>,
+}
+
+impl OutputCopy {
+    /// Starts copying each pipe to our stream of the same name until the broker closes it.
+    pub fn start(read: [OwnedFd; 2]) -> io::Result<OutputCopy> {
+        let (reports_tx, reports) = mpsc::channel();
+        let (broken_tx, broken) = unbounded_channel();
+        for (pipe, stream) in read.into_iter().zip(Stream::BOTH) {
+            let reports_tx = reports_tx.clone();
+            let broken_tx = broken_tx.clone();
+            std::thread::Builder::new()
+                .name(format!("copy-{stream:?}"))
+                .spawn(move || {
+                    let _ = reports_tx.send(copy_stream(&pipe, stream, &broken_tx));
+                })?;
+        }
+        Ok(OutputCopy {
+            reports,
+            running: 2,
+            broken,
+        })
+    }
+
+    /// Waits until both copies have reached the end of their pipes, or until `timeout`
+    /// (our own reader is stuck and we are leaving anyway). Returns the reports received.
+    pub fn finish(mut self, timeout: Duration) -> Vec<CopyReport> {
+        let deadline = Instant::now() + timeout;
+        let mut reports = Vec::new();
+        while self.running > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.reports.recv_timeout(left) {
+                Ok(report) => {
+                    self.running -= 1;
+                    reports.push(report);
+                }
+                Err(_) => break,
+            }
+        }
+        reports
+    }
+}
+
+fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>) -> CopyReport {
+    let out = match stream {
+        // SAFETY: descriptors 1 and 2 stay open for the life of the process.
+        Stream::Stdout => unsafe { BorrowedFd::borrow_raw(1) },
+        Stream::Stderr => unsafe { BorrowedFd::borrow_raw(2) },
+    };
+    let mut report = CopyReport {
+        stream,
+        copied: 0,
+        failure: None,
+    };
+    let mut splice_works = true;
+    let mut gone = false;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let copying = !gone && report.failure.is_none();
+        if copying && splice_works {
+            match rustix::pipe::splice(
+                pipe,
+                None,
+                out,
+                None,
+                CHUNK,
+                rustix::pipe::SpliceFlags::MOVE,
+            ) {
+                Ok(0) => return report,
+                Ok(n) => {
+                    report.copied += n as u64;
+                    continue;
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::AGAIN) => {
+                    wait_writable(out);
+                    continue;
+                }
+                // Not every output takes splice (a terminal does not): copy through memory.
+                Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
+                    splice_works = false;
+                    continue;
+                }
+                Err(err) => {
+                    fail(&mut report, &mut gone, err.into(), broken);
+                    continue;
+                }
+            }
+        }
+        let n = match rustix::io::read(pipe, &mut buf) {
+            Ok(0) => return report,
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return report,
+        };
+        if !copying {
+            if let Some((_, lost)) = report.failure.as_mut() {
+                *lost += n as u64;
+            }
+            continue;
+        }
+        match write_all(out, &buf[..n]) {
+            Ok(()) => report.copied += n as u64,
+            Err((err, written)) => {
+                report.copied += written as u64;
+                fail(&mut report, &mut gone, err, broken);
+                if let Some((_, lost)) = report.failure.as_mut() {
+                    *lost += (n - written) as u64;
+                }
+            }
+        }
+    }
+}
+
+/// Records a failed write: EPIPE is told at once (and not an error to report later); any
+/// other error is kept for the end. Either way the pipe is still drained, so the broker and
+/// the command are never held up by an output that is gone.
+fn fail(
+    report: &mut CopyReport,
+    gone: &mut bool,
+    err: io::Error,
+    broken: &UnboundedSender<Stream>,
+) {
+    if err.raw_os_error() == Some(libc::EPIPE) {
+        *gone = true;
+        let _ = broken.send(report.stream);
+    } else {
+        report.failure = Some((err, 0));
+    }
+}
+
+/// Writes all of `bytes`; on failure, the error and how many bytes were written before it.
+fn write_all(out: BorrowedFd<'_>, bytes: &[u8]) -> Result<(), (io::Error, usize)> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match rustix::io::write(out, &bytes[written..]) {
+            Ok(n) => written += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => wait_writable(out),
+            Err(err) => return Err((err.into(), written)),
+        }
+    }
+    Ok(())
+}
+
+/// Our stream may have been left non-blocking by whoever shares it: wait for room rather
+/// than spin.
+fn wait_writable(out: BorrowedFd<'_>) {
+    let mut fds = [rustix::event::PollFd::new(
+        &out,
+        rustix::event::PollFlags::OUT,
+    )];
+    let _ = rustix::event::poll(&mut fds, None);
+}
