@@ -83,6 +83,7 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
         EventKind::Spawned { pid, .. } => (format!("pid {pid}"), Color::Green),
         EventKind::SpawnError { message, .. } => (message.clone(), Color::Red),
         EventKind::OutputCapped { message, .. } => (message.clone(), Color::Yellow),
+        EventKind::EventsCapped { message, .. } => (message.clone(), Color::Yellow),
         EventKind::ResponseTimeout { silent_ms } => (
             format!("silent {}", format::duration_ms(*silent_ms)),
             Color::Yellow,

@@ -9,12 +9,12 @@ mod requests;
 mod time;
 
 use super::stop::StopSequence;
-use super::tree::TreeRecorder;
+use super::tree::{TreeRecorder, tree_budget};
 use crate::clock::now_ms;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog, write_json_atomic};
 use crate::protocol::{
     CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Stage, Stream,
-    StreamTotals,
+    StreamTotals, capped_argv,
 };
 
 /// After the command exits, output is still read until the pipes are quiet this long...
@@ -125,6 +125,7 @@ impl Broker {
         logs: [StreamLog; 2],
     ) -> Broker {
         let now = Instant::now();
+        let tree_budget = tree_budget(request.max_output);
         Broker {
             start,
             started_ms: now_ms(),
@@ -145,7 +146,7 @@ impl Broker {
             drain_until: None,
             last_ping: now,
             unresponsive: false,
-            tree: TreeRecorder::default(),
+            tree: TreeRecorder::new(tree_budget),
             next_tree: now,
             result: CommandResult::default(),
         }
@@ -225,7 +226,7 @@ impl Broker {
         self.emit(EventKind::Spawned {
             pid,
             pgid: pid,
-            argv,
+            argv: capped_argv(argv),
         });
     }
 
@@ -341,8 +342,8 @@ impl Broker {
     pub fn finish(&mut self) -> i32 {
         self.reap();
         self.flush_output();
-        if let Some(processes) = self.tree.close() {
-            self.emit(EventKind::Tree { processes });
+        if let Some(event) = self.tree.close() {
+            self.record_tree(event);
         }
         let totals = |log: &StreamLog| StreamTotals {
             bytes: log.total(),
