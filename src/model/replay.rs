@@ -198,7 +198,7 @@ mod tests {
 
     /// A run of `sh` that started two `sleep`s one after the other, as the broker journals
     /// it: `argv_again` says whether a process's argv is repeated in every tree event (the
-    /// old format) or only in the first that lists it (the current one).
+    /// old format, protocol v1) or only in the first that lists it (the current one, v2).
     fn tree_journal(argv_again: bool) -> String {
         let sh = r#""pid":5,"ppid":1,"pgid":5,"start_ms":11"#;
         let sh_argv = r#","argv":["sh","-c","while :; do sleep 0.3; done"]"#;
@@ -209,7 +209,10 @@ mod tests {
         };
         let again = if argv_again { sh_argv } else { "" };
         [
-            r#"{"ts_ms":10,"mono_us":0,"kind":"broker_started","v":1,"broker_pid":0}"#.into(),
+            format!(
+                r#"{{"ts_ms":10,"mono_us":0,"kind":"broker_started","v":{},"broker_pid":0}}"#,
+                if argv_again { 1 } else { 2 }
+            ),
             r#"{"ts_ms":11,"mono_us":0,"kind":"spawned","pid":5,"pgid":5,"argv":["sh"]}"#.into(),
             format!(
                 r#"{{"ts_ms":12,"mono_us":0,"kind":"tree","processes":[{{{sh}{sh_argv}}},{}]}}"#,

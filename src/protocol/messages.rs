@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a message changes shape in a way an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// v2: a `tree` event leaves out the argv of processes an earlier one recorded, and
+/// `events_capped` exists.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Default per-stream storage cap: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
