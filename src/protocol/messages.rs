@@ -198,8 +198,9 @@ pub struct ProcessEntry {
     pub pgid: i32,
     /// The command line, carried only by the first `tree` event of a journal that lists the
     /// process (same `pid` and `start_ms`) and left out of later ones: a reader takes it from
-    /// there (see `model::command`). Cut to [`ARGV_CAP`] bytes, with [`ARGV_CUT_MARK`] at the end.
-    /// Journals written before this rule carry it in every event, which reads the same.
+    /// there (see `model::command`). A longer one is cut to [`ARGV_CAP`] bytes and ends in an
+    /// [`ARGV_CUT_MARK`] argument. Journals of protocol v1 carry it in every event; they read
+    /// the same.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
     /// Wall-clock start time, milliseconds since the Unix epoch.
