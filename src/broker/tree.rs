@@ -1,53 +1,151 @@
-//! Recording which processes made up the command's tree, whenever that set changes.
+//! Recording which processes made up the command's tree, whenever that set changes, within a
+//! budget of journal bytes.
+//!
+//! A tree event lists every process, but carries a process's command line only the first time
+//! the journal records that process: a command with a huge argv that keeps forking would
+//! otherwise write its argv again every second (7 MB in 6 s for a 1 MB argv). The events
+//! together may take [`tree_budget`] bytes; past it one `events_capped` event says so and the
+//! tree is no longer recorded, while lifecycle events still are.
 
 use std::collections::HashMap;
 
 use super::signaller::{ProcessKey, key, live_descendants};
 use crate::procfs::{self, ProcStat};
-use crate::protocol::ProcessEntry;
+use crate::protocol::{CappedKind, EventKind, ProcessEntry, capped_argv};
+use crate::units::format_size;
 
-#[derive(Default)]
+/// The least a journal's tree events may take, however small `--max-output` is: a few hundred
+/// changes of a small tree, or a dozen processes with 4 KiB command lines.
+pub const MIN_TREE_BUDGET: u64 = 64 << 10;
+/// The most they may take, however large `--max-output` is: the tree is metadata, and a
+/// post-mortem reads every event into memory; 64 MiB is hours of a tree that changes every
+/// second.
+pub const MAX_TREE_BUDGET: u64 = 64 << 20;
+
+/// What a journal line adds to an event's own JSON: `{"ts_ms":…,"mono_us":…,` and the
+/// newline, with room for any timestamp.
+const LINE_OVERHEAD: u64 = 64;
+
+/// The bytes a journal's tree events may take: the per-stream storage cap the operator chose
+/// for output (`max_output`), which says how much they are prepared to store for a command,
+/// kept within [`MIN_TREE_BUDGET`, `MAX_TREE_BUDGET`].
+pub fn tree_budget(max_output: u64) -> u64 {
+    max_output.clamp(MIN_TREE_BUDGET, MAX_TREE_BUDGET)
+}
+
 pub struct TreeRecorder {
+    /// The processes of the last tree recorded.
     last: Vec<ProcessKey>,
-    argv: HashMap<ProcessKey, Vec<String>>,
+    /// The start time recorded for each process of the last tree, whose argv is therefore in
+    /// the journal. Kept so that a process's identity in the journal (pid and start time)
+    /// never shifts by a millisecond between events; a process that left the tree cannot come
+    /// back under the same key, so it is forgotten.
+    recorded: HashMap<ProcessKey, u64>,
+    budget: u64,
+    /// Bytes the tree events recorded so far take in the journal.
+    used: u64,
+    capped: bool,
 }
 
 impl TreeRecorder {
-    /// Walks the broker's descendants; returns the tree when it differs from the last one
-    /// returned. `group` is the command's process group, to mark escapees.
-    pub fn sample(&mut self, broker_pid: i32, group: i32) -> Option<Vec<ProcessEntry>> {
+    pub fn new(budget: u64) -> TreeRecorder {
+        TreeRecorder {
+            last: Vec::new(),
+            recorded: HashMap::new(),
+            budget,
+            used: 0,
+            capped: false,
+        }
+    }
+
+    /// Walks the broker's descendants; returns the event to record when the tree differs from
+    /// the last one recorded. `group` is the command's process group, to mark escapees.
+    pub fn sample(&mut self, broker_pid: i32, group: i32) -> Option<EventKind> {
+        if self.capped {
+            return None;
+        }
         let procs = live_descendants(broker_pid);
-        self.diff(&procs, group)
+        self.update(&procs, group, |p| {
+            (procfs::cmdline(p.pid), procfs::start_time_ms(p))
+        })
     }
 
     /// Returns an empty tree if the last one recorded was not empty.
-    pub fn close(&mut self) -> Option<Vec<ProcessEntry>> {
-        self.diff(&[], 0)
+    pub fn close(&mut self) -> Option<EventKind> {
+        self.update(&[], 0, |_| (Vec::new(), 0))
     }
 
-    fn diff(&mut self, procs: &[ProcStat], group: i32) -> Option<Vec<ProcessEntry>> {
+    /// The event that records `procs`: a tree if it changed and fits the budget, the one
+    /// `events_capped` if it does not, then nothing. `details` reads the argv and start time
+    /// of a process recorded for the first time.
+    fn update(
+        &mut self,
+        procs: &[ProcStat],
+        group: i32,
+        mut details: impl FnMut(&ProcStat) -> (Vec<String>, u64),
+    ) -> Option<EventKind> {
+        if self.capped {
+            return None;
+        }
         let mut keys: Vec<ProcessKey> = procs.iter().map(key).collect();
         keys.sort_unstable();
         if keys == self.last {
             return None;
         }
-        self.argv.retain(|k, _| keys.binary_search(k).is_ok());
+        self.recorded.retain(|k, _| keys.binary_search(k).is_ok());
         self.last = keys;
-        let entries = procs
+        let processes = procs
             .iter()
-            .map(|p| ProcessEntry {
-                pid: p.pid,
-                ppid: p.ppid,
-                pgid: p.pgid,
-                argv: self
-                    .argv
-                    .entry(key(p))
-                    .or_insert_with(|| procfs::cmdline(p.pid))
-                    .clone(),
-                start_ms: procfs::start_time_ms(p),
-                escaped: p.pgid != group,
+            .map(|p| {
+                let (argv, start_ms) = match self.recorded.get(&key(p)) {
+                    Some(&start_ms) => (Vec::new(), start_ms),
+                    None => {
+                        let (argv, start_ms) = details(p);
+                        self.recorded.insert(key(p), start_ms);
+                        (capped_argv(argv), start_ms)
+                    }
+                };
+                ProcessEntry {
+                    pid: p.pid,
+                    ppid: p.ppid,
+                    pgid: p.pgid,
+                    argv,
+                    start_ms,
+                    escaped: p.pgid != group,
+                }
             })
             .collect();
-        Some(entries)
+        let tree = EventKind::Tree { processes };
+        let size = serde_json::to_vec(&tree).map_or(0, |json| json.len() as u64) + LINE_OVERHEAD;
+        if self.used + size <= self.budget {
+            self.used += size;
+            return Some(tree);
+        }
+        self.capped = true;
+        Some(EventKind::EventsCapped {
+            kind_capped: CappedKind::Tree,
+            budget: self.budget,
+            message: capped_message(self.budget),
+        })
     }
 }
+
+fn capped_message(budget: u64) -> String {
+    let raise = if budget < MAX_TREE_BUDGET {
+        format!(
+            "raise --max-output above {} to record more (up to {})",
+            format_size(budget),
+            format_size(MAX_TREE_BUDGET)
+        )
+    } else {
+        "this is the most tether records".to_string()
+    };
+    format!(
+        "events.jsonl no longer records the process tree: tree events reached their budget of \
+         {} for this run; signals, exits and reaped orphans are still recorded; {raise}",
+        format_size(budget)
+    )
+}
+
+#[cfg(test)]
+mod tests;

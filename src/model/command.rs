@@ -1,6 +1,7 @@
 //! What the UI knows of one command: its configuration, its current run, and that run's
 //! lifecycle as reported by its broker (live) or read from its journal (post-mortem).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::config::CommandConfig;
@@ -95,7 +96,10 @@ pub struct CommandState {
     /// The broker's latest record of the tree (pid, ppid, argv, start).
     pub tree: Vec<ProcessEntry>,
     /// Every process the broker ever recorded in this run's tree: who ran, for a post-mortem.
+    /// Also where a tree event's left-out argv is found (see [`ProcessEntry::argv`]).
     pub seen: Vec<ProcessEntry>,
+    /// Where each process of `seen` is, by pid and start time.
+    seen_at: HashMap<(i32, u64), usize>,
     pub response_timeout: bool,
     pub parent_lost: Option<ParentLossCause>,
     pub orphans_reaped: u32,
@@ -123,6 +127,7 @@ impl CommandState {
             timeline: Vec::new(),
             tree: Vec::new(),
             seen: Vec::new(),
+            seen_at: HashMap::new(),
             response_timeout: false,
             parent_lost: None,
             orphans_reaped: 0,
@@ -166,16 +171,7 @@ impl CommandState {
                 return;
             }
             EventKind::Tree { processes } => {
-                for p in processes {
-                    let known = self
-                        .seen
-                        .iter()
-                        .any(|s| s.pid == p.pid && s.start_ms == p.start_ms);
-                    if !known {
-                        self.seen.push(p.clone());
-                    }
-                }
-                self.tree = processes.clone();
+                self.tree = self.remember(processes);
                 return;
             }
             EventKind::Pong => return,
@@ -223,7 +219,8 @@ impl CommandState {
             EventKind::HardKill { .. } => self.hard_killed = true,
             EventKind::OrphanReaped { .. } => self.orphans_reaped += 1,
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
-            EventKind::ParentUnresponsive { .. } => {}
+            // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
+            EventKind::ParentUnresponsive { .. } | EventKind::EventsCapped { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);
@@ -249,6 +246,28 @@ impl CommandState {
             ts_ms: ts,
             kind: event.kind.clone(),
         });
+    }
+
+    /// The tree of a `tree` event with every argv: a journal carries a process's argv only in
+    /// the first event that lists it, so a process already in `seen` takes it from there.
+    /// Processes not seen before are added to `seen`. This memory is the run's, as the
+    /// journal is: `begin_run` starts it afresh.
+    fn remember(&mut self, processes: &[ProcessEntry]) -> Vec<ProcessEntry> {
+        processes
+            .iter()
+            .map(|p| match self.seen_at.get(&(p.pid, p.start_ms)) {
+                Some(&i) if p.argv.is_empty() => ProcessEntry {
+                    argv: self.seen[i].argv.clone(),
+                    ..p.clone()
+                },
+                Some(_) => p.clone(),
+                None => {
+                    self.seen_at.insert((p.pid, p.start_ms), self.seen.len());
+                    self.seen.push(p.clone());
+                    p.clone()
+                }
+            })
+            .collect()
     }
 
     /// The broker went away; if it never said how the command ended, say so.
@@ -351,5 +370,62 @@ mod tests {
         assert_eq!(c.runtime_ms(100), Some(3));
         // spawned, TERM, CONT, exit, close: output is not a timeline entry
         assert_eq!(c.timeline.len(), 5);
+    }
+
+    fn entry(pid: i32, start_ms: u64, argv: &[&str]) -> ProcessEntry {
+        ProcessEntry {
+            pid,
+            ppid: 1,
+            pgid: 10,
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            start_ms,
+            escaped: false,
+        }
+    }
+
+    fn tree(ts_ms: u64, processes: Vec<ProcessEntry>) -> Event {
+        ev(ts_ms, EventKind::Tree { processes })
+    }
+
+    #[test]
+    fn a_tree_takes_left_out_argv_from_the_runs_earlier_events() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        c.apply(&tree(2, vec![entry(10, 2, &["sh", "-c", "loop"])]));
+        c.apply(&tree(
+            3,
+            vec![entry(10, 2, &[]), entry(11, 3, &["sleep", "1"])],
+        ));
+        let argvs =
+            |c: &CommandState| -> Vec<String> { c.tree.iter().map(|p| p.argv.join(" ")).collect() };
+        assert_eq!(argvs(&c), ["sh -c loop", "sleep 1"]);
+        assert_eq!(c.seen.len(), 2);
+        // A reused pid is another process: what it carries is its own.
+        c.apply(&tree(
+            4,
+            vec![entry(10, 2, &[]), entry(11, 4, &["sleep", "2"])],
+        ));
+        assert_eq!(argvs(&c), ["sh -c loop", "sleep 2"]);
+        assert_eq!(c.seen.len(), 3);
+
+        // A restart is a new journal: nothing is remembered from the run before.
+        c.begin_run("/tmp/y".into(), 5);
+        c.apply(&tree(6, vec![entry(10, 2, &[])]));
+        assert_eq!(argvs(&c), [""]);
+    }
+
+    #[test]
+    fn events_capped_is_on_the_timeline() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        c.apply(&ev(
+            2,
+            EventKind::EventsCapped {
+                kind_capped: crate::protocol::CappedKind::Tree,
+                budget: 65536,
+                message: "no more".into(),
+            },
+        ));
+        assert_eq!(c.timeline.len(), 1);
     }
 }

@@ -195,4 +195,64 @@ mod tests {
         assert!(notice.contains("partial line"), "{notice}");
         assert!(notice.contains("no result.json"), "{notice}");
     }
+
+    /// A run of `sh` that started two `sleep`s one after the other, as the broker journals
+    /// it: `argv_again` says whether a process's argv is repeated in every tree event (the
+    /// old format, protocol v1) or only in the first that lists it (the current one, v2).
+    fn tree_journal(argv_again: bool) -> String {
+        let sh = r#""pid":5,"ppid":1,"pgid":5,"start_ms":11"#;
+        let sh_argv = r#","argv":["sh","-c","while :; do sleep 0.3; done"]"#;
+        let sleep = |pid: u64, start: u64| {
+            format!(
+                r#"{{"pid":{pid},"ppid":5,"pgid":5,"argv":["sleep","0.3"],"start_ms":{start}}}"#
+            )
+        };
+        let again = if argv_again { sh_argv } else { "" };
+        [
+            format!(
+                r#"{{"ts_ms":10,"mono_us":0,"kind":"broker_started","v":{},"broker_pid":0}}"#,
+                if argv_again { 1 } else { 2 }
+            ),
+            r#"{"ts_ms":11,"mono_us":0,"kind":"spawned","pid":5,"pgid":5,"argv":["sh"]}"#.into(),
+            format!(
+                r#"{{"ts_ms":12,"mono_us":0,"kind":"tree","processes":[{{{sh}{sh_argv}}},{}]}}"#,
+                sleep(6, 12)
+            ),
+            format!(
+                r#"{{"ts_ms":1012,"mono_us":0,"kind":"tree","processes":[{{{sh}{again}}},{}]}}"#,
+                sleep(7, 900)
+            ),
+            r#"{"ts_ms":1500,"mono_us":0,"kind":"exit","pid":5,"status":{"signal":15}}"#.into(),
+            r#"{"ts_ms":1501,"mono_us":0,"kind":"tree","processes":[]}"#.into(),
+            r#"{"ts_ms":1502,"mono_us":0,"kind":"close","stdout_bytes":0,"stderr_bytes":0}"#.into(),
+        ]
+        .join("\n")
+            + "\n"
+    }
+
+    #[test]
+    fn old_and_new_journals_give_every_process_its_whole_argv() {
+        let mut seen = Vec::new();
+        for argv_again in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("events.jsonl"), tree_journal(argv_again)).unwrap();
+            let command = command_from_record(&CommandRecord::load(dir.path()));
+            let argvs: Vec<(i32, String)> = command
+                .seen
+                .iter()
+                .map(|p| (p.pid, p.argv.join(" ")))
+                .collect();
+            assert_eq!(
+                argvs,
+                [
+                    (5, "sh -c while :; do sleep 0.3; done".to_string()),
+                    (6, "sleep 0.3".into()),
+                    (7, "sleep 0.3".into()),
+                ],
+                "argv repeated: {argv_again}"
+            );
+            seen.push(command.seen);
+        }
+        assert_eq!(seen[0], seen[1]);
+    }
 }

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a message changes shape in a way an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// v2: a `tree` event leaves out the argv of processes an earlier one recorded, and
+/// `events_capped` exists.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Default per-stream storage cap: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
@@ -181,6 +183,13 @@ pub enum CapReason {
     WriteError,
 }
 
+/// A kind of event that is recorded only up to a budget per journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CappedKind {
+    Tree,
+}
+
 /// How the broker learned that its parent is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -198,6 +207,12 @@ pub struct ProcessEntry {
     pub pid: i32,
     pub ppid: i32,
     pub pgid: i32,
+    /// The command line, carried only by the first `tree` event of a journal that lists the
+    /// process (same `pid` and `start_ms`) and left out of later ones: a reader takes it from
+    /// there (see `model::command`). A longer one is cut to [`ARGV_CAP`] bytes and ends in an
+    /// [`ARGV_CUT_MARK`] argument. Journals of protocol v1 carry it in every event; they read
+    /// the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
     /// Wall-clock start time, milliseconds since the Unix epoch.
     pub start_ms: u64,
@@ -205,6 +220,48 @@ pub struct ProcessEntry {
     /// broker's subreaper walk.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub escaped: bool,
+}
+
+/// The most of one process's command line a journal records, in bytes of argument text: one
+/// huge command line (the kernel allows a few MiB) must not dominate the journal, and 4 KiB
+/// is far more than a tree pane row shows.
+pub const ARGV_CAP: usize = 4096;
+
+/// The start of the last argument of a command line that was cut to [`ARGV_CAP`]; the rest of
+/// that argument says how many bytes were left out.
+pub const ARGV_CUT_MARK: &str = "[argv cut:";
+
+/// `argv` as a journal records it: whole when its arguments total at most [`ARGV_CAP`] bytes,
+/// else cut at a character boundary and followed by one argument saying how much was left out.
+pub fn capped_argv(mut argv: Vec<String>) -> Vec<String> {
+    let total: usize = argv.iter().map(String::len).sum();
+    if total <= ARGV_CAP {
+        return argv;
+    }
+    let mut kept = 0;
+    let mut keep_args = 0;
+    for arg in &mut argv {
+        let room = ARGV_CAP - kept;
+        if arg.len() > room {
+            let mut cut = room;
+            while !arg.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            arg.truncate(cut);
+            kept += cut;
+            keep_args += usize::from(cut > 0);
+            break;
+        }
+        kept += arg.len();
+        keep_args += 1;
+    }
+    let args = argv.len();
+    argv.truncate(keep_args);
+    argv.push(format!(
+        "{ARGV_CUT_MARK} {} more bytes not recorded, of {total} in {args} arguments]",
+        total - kept
+    ));
+    argv
 }
 
 /// How a process ended, as `waitpid` reported it.
@@ -295,6 +352,14 @@ pub enum EventKind {
     Tree {
         processes: Vec<ProcessEntry>,
     },
+    /// Events of one kind reached their budget for this journal and are no longer recorded
+    /// (lifecycle events always are).
+    EventsCapped {
+        kind_capped: CappedKind,
+        /// Bytes of journal lines the kind was allowed.
+        budget: u64,
+        message: String,
+    },
     Exit {
         pid: i32,
         status: ExitStatus,
@@ -329,6 +394,7 @@ impl EventKind {
             EventKind::ParentLost { .. } => "parent_lost",
             EventKind::ParentUnresponsive { .. } => "parent_unresponsive",
             EventKind::Tree { .. } => "tree",
+            EventKind::EventsCapped { .. } => "events_capped",
             EventKind::Exit { .. } => "exit",
             EventKind::Close { .. } => "close",
             EventKind::BrokerFailure { .. } => "broker_failure",
@@ -358,6 +424,9 @@ pub struct CommandResult {
     /// Origin of the first stop sequence, if one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<Origin>,
+    /// Kinds of events that reached their budget and stopped being recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events_capped: Vec<CappedKind>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

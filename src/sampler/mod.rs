@@ -13,6 +13,7 @@ pub use thread::{SamplerHandle, spawn_sampler};
 pub use tree::{TreeRow, build_tree};
 
 use crate::procfs::{self, ProcStat};
+use crate::protocol::capped_argv;
 use scan::ScannedProcess;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -133,7 +134,9 @@ impl Sampler {
         if known.argv.is_empty() || known.comm != process.comm {
             let argv = procfs::cmdline(stat.pid);
             if !argv.is_empty() {
-                known.argv = argv;
+                // Cut as the journal cuts it: the live pane then shows what a post-mortem
+                // shows, and a megabyte of argv is not cloned for every sample.
+                known.argv = capped_argv(argv);
                 known.comm.clone_from(&process.comm);
             }
         }

@@ -185,6 +185,34 @@ fn argv_follows_an_exec() {
 }
 
 #[test]
+fn a_huge_argv_is_cut_as_the_journal_cuts_it() {
+    let big = "z".repeat(100_000);
+    // `; :` keeps the shell from exec'ing its sleep, so it keeps its own argv.
+    let child = Command::new("sh")
+        .args(["-c", "sleep 5; :", "sh", &big])
+        .spawn()
+        .expect("sh runs");
+    let pid = child.id() as i32;
+    let mut sampler = Sampler::new();
+    // Its sleep too, so that it is killed by pid rather than left behind.
+    let tree = sample_until(&mut sampler, |tree| {
+        tree.iter().any(|p| p.pid == pid && p.argv[0] == "sh") && children_of(tree, pid).len() == 1
+    });
+    let shell = tree.iter().find(|p| p.pid == pid).unwrap().clone();
+    let sleeps: Vec<(i32, u64)> = children_of(&tree, pid)
+        .iter()
+        .map(|p| (p.pid, p.start_ms))
+        .collect();
+    kill_and_reap(child, &sleeps);
+    let expected = crate::protocol::capped_argv(
+        ["sh", "-c", "sleep 5; :", "sh", &big]
+            .map(String::from)
+            .to_vec(),
+    );
+    assert_eq!(shell.argv, expected);
+}
+
+#[test]
 fn absent_brokers_have_no_tree() {
     let mut sampler = Sampler::new();
     // Pid 0 is never a process in /proc.

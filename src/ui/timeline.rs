@@ -83,6 +83,7 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
         EventKind::Spawned { pid, .. } => (format!("pid {pid}"), Color::Green),
         EventKind::SpawnError { message, .. } => (message.clone(), Color::Red),
         EventKind::OutputCapped { message, .. } => (message.clone(), Color::Yellow),
+        EventKind::EventsCapped { message, .. } => (message.clone(), Color::Yellow),
         EventKind::ResponseTimeout { silent_ms } => (
             format!("silent {}", format::duration_ms(*silent_ms)),
             Color::Yellow,
@@ -233,4 +234,28 @@ fn bar(
         .into_iter()
         .map(|(text, color)| Span::styled(text, Style::new().fg(color)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{CapReason, CappedKind, Stream};
+
+    #[test]
+    fn events_capped_stands_out_as_output_capped_does() {
+        let output = describe(&EventKind::OutputCapped {
+            stream: Stream::Stdout,
+            reason: CapReason::Limit,
+            stored: 1024,
+            message: "stdout.log reached its cap".into(),
+        });
+        let (text, color) = describe(&EventKind::EventsCapped {
+            kind_capped: CappedKind::Tree,
+            budget: 65536,
+            message: "events.jsonl no longer records the process tree".into(),
+        });
+        assert_eq!(text, "events.jsonl no longer records the process tree");
+        assert_eq!(color, output.1);
+        assert_ne!(color, Color::DarkGray);
+    }
 }

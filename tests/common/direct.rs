@@ -11,7 +11,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use tether::protocol::{Event, EventKind};
+use tether::protocol::{Event, EventKind, PROTOCOL_VERSION};
 
 use super::{BIN, DEADLINE, TAG_VAR, TestEnv, journal, procs};
 
@@ -101,7 +101,7 @@ impl DirectBroker {
     pub fn launch_request(&self, name: &str, argv: &[&str], grace_ms: u64) -> serde_json::Value {
         serde_json::json!({
             "type": "launch",
-            "v": 1,
+            "v": PROTOCOL_VERSION,
             "name": name,
             "command": { "argv": argv },
             "journal_dir": self.journal_dir,

@@ -9,13 +9,13 @@ mod requests;
 mod time;
 
 use super::stop::StopSequence;
-use super::tree::TreeRecorder;
+use super::tree::{TreeRecorder, tree_budget};
 use crate::clock::now_ms;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
 use crate::protocol::{
     CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Stage, Stream,
-    StreamTotals,
+    StreamTotals, capped_argv,
 };
 
 /// After the command exits, output is still read until the pipes are quiet this long...
@@ -129,6 +129,7 @@ impl Broker {
         logs: [StreamLog; 2],
     ) -> Broker {
         let now = Instant::now();
+        let tree_budget = tree_budget(request.max_output);
         Broker {
             start,
             started_ms: now_ms(),
@@ -150,7 +151,7 @@ impl Broker {
             drain_until: None,
             last_ping: now,
             unresponsive: false,
-            tree: TreeRecorder::default(),
+            tree: TreeRecorder::new(tree_budget),
             next_tree: now,
             result: CommandResult::default(),
         }
@@ -230,7 +231,7 @@ impl Broker {
         self.emit(EventKind::Spawned {
             pid,
             pgid: pid,
-            argv,
+            argv: capped_argv(argv),
         });
     }
 
@@ -346,8 +347,8 @@ impl Broker {
     pub fn finish(&mut self) -> i32 {
         self.reap();
         self.flush_output();
-        if let Some(processes) = self.tree.close() {
-            self.emit(EventKind::Tree { processes });
+        if let Some(event) = self.tree.close() {
+            self.record_tree(event);
         }
         let totals = |log: &StreamLog| StreamTotals {
             bytes: log.total(),

@@ -118,9 +118,18 @@ impl Broker {
         let Some(group) = self.child.as_ref().map(|c| c.pid) else {
             return;
         };
-        if let Some(processes) = self.tree.sample(self.pid, group) {
-            self.emit(EventKind::Tree { processes });
+        if let Some(event) = self.tree.sample(self.pid, group) {
+            self.record_tree(event);
         }
+    }
+
+    /// Emits what the tree recorder produced: a tree, or the one `events_capped` that ends
+    /// the tree's record, which `result.json` lists too.
+    pub(super) fn record_tree(&mut self, event: EventKind) {
+        if let EventKind::EventsCapped { kind_capped, .. } = &event {
+            self.result.events_capped.push(*kind_capped);
+        }
+        self.emit(event);
     }
 
     pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool, mirror_behind: bool) {
