@@ -10,7 +10,7 @@ use vte::{Params, Parser, Perform};
 
 use super::cells::LineCells;
 use super::sgr::apply_sgr;
-use super::style::{Style, StyledLine, is_control};
+use super::style::{Style, StyledLine, is_bidi_control, is_control};
 use super::width::char_width;
 
 /// Renders the bytes of one output line (without its trailing '\n') as a terminal would show it.
@@ -190,15 +190,6 @@ impl Perform for Screen {
             _ => {}
         }
     }
-}
-
-/// Characters that reorder the text around them in terminals that do bidirectional layout,
-/// which would let a line show something other than what it holds.
-fn is_bidi_control(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-    )
 }
 
 #[cfg(test)]
