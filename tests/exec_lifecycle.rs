@@ -241,6 +241,11 @@ fn a_dead_broker_does_not_leave_its_command_running() {
     let running = env.spawn_exec(&[], &["sh", "-c", "echo ready; sleep 1000"]);
     let dir = env.wait_command_dir();
     common::wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    // The output file can run ahead of the event log, which is flushed per batch.
+    common::wait_until(&env, "the spawned event", || {
+        common::journal::kinds(&tether::journal::CommandRecord::load(&dir).events)
+            .contains(&"spawned")
+    });
     let record = tether::journal::CommandRecord::load(&dir);
     let broker = common::journal::broker_pid(&record.events);
     let command = common::journal::spawned_pid(&record.events);

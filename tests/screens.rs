@@ -260,12 +260,20 @@ fn content() -> FrameContent {
 }
 
 fn draw(width: u16, height: u16, view: &ViewState) -> String {
+    draw_with(width, height, &model(), &content(), view)
+}
+
+fn draw_with(
+    width: u16,
+    height: u16,
+    model: &Model,
+    content: &FrameContent,
+    view: &ViewState,
+) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    let model = model();
-    let content = content();
     let keys = bindings();
     terminal
-        .draw(|frame| tether::ui::draw(frame, &model, view, &content, &keys))
+        .draw(|frame| tether::ui::draw(frame, model, view, content, &keys))
         .unwrap();
     let buffer = terminal.backend().buffer();
     let mut out = String::new();
@@ -377,7 +385,7 @@ fn nothing_from_a_command_reaches_the_screen_raw() {
     let screen = draw(120, 36, &ViewState::default());
     let controls: Vec<char> = screen
         .chars()
-        .filter(|&c| c != '\n' && tether::model::output::style::is_control(c))
+        .filter(|&c| c != '\n' && tether::model::output::style::is_unsafe_on_screen(c))
         .collect();
     assert!(
         controls.is_empty(),
@@ -392,4 +400,75 @@ fn nothing_from_a_command_reaches_the_screen_raw() {
     assert!(screen.contains("clipboard and clear were dropped"));
     assert!(screen.contains("[##########] 100%"));
     assert!(screen.contains('\u{fffd}'));
+}
+
+/// U+202E (RIGHT-TO-LEFT OVERRIDE) in a name, an argv and a message: each shows as one
+/// placeholder column, and the strip of all commands stays aligned.
+#[test]
+fn bidi_controls_from_a_command_show_as_placeholders() {
+    let mut model = model();
+    model.commands[2].config.name = "ab\u{202e}cd".into();
+    let mut content = content();
+    content.tree[1].process.argv = vec!["sh".into(), "-c".into(), "make \u{2067}x\u{2069}".into()];
+    let view = ViewState {
+        selected: 2,
+        focus: Pane::Timeline,
+        message: Some("stopped `ab\u{202e}cd`".into()),
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model, &content, &view);
+    // Every bar of the strip starts in the column after its 10-column label and a space
+    // (cells, not characters: a zero-width character would not take a column of its own).
+    let rows: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.contains(" all commands "))
+        .skip(1)
+        .take(4)
+        .collect();
+    assert_eq!(rows.len(), 4, "no strip in\n{screen}");
+    for row in rows {
+        let cells: Vec<char> = row.chars().filter(|&c| !is_zero_width(c)).collect();
+        assert!(
+            cells[11] == ' ' && cells[12] != ' ',
+            "a bar is out of line: {row:?}"
+        );
+    }
+    assert!(screen.contains("┃ab\u{fffd}cd      ─"));
+    let bidi: Vec<char> = screen
+        .chars()
+        .filter(|&c| tether::model::output::style::is_bidi_control(c))
+        .collect();
+    assert!(bidi.is_empty(), "bidi controls on screen: {bidi:?}");
+    assert!(screen.contains("Process tree: ab\u{fffd}cd"));
+    assert!(screen.contains("make \u{fffd}x\u{fffd}"));
+    assert!(screen.contains(" stopped `ab\u{fffd}cd`"));
+    insta::assert_snapshot!(screen);
+}
+
+fn is_zero_width(c: char) -> bool {
+    tether::model::output::char_width(c) == 0
+}
+
+/// The `(escaped)` mark of a process whose command line is far wider than its column.
+#[test]
+fn escaped_mark_survives_a_long_command_line() {
+    let mut content = content();
+    content.tree[3].process.argv = std::iter::once("python3".to_string())
+        .chain((0..40).map(|i| format!("--option-{i}=value")))
+        .collect();
+    let view = ViewState {
+        focus: Pane::Tree,
+        tree_selected: 3,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model(), &content, &view);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("150 "))
+        .expect("the escaped process's row");
+    assert!(
+        row.contains("└ (escaped) python3 --option-0=value"),
+        "mark cut off: {row:?}"
+    );
+    insta::assert_snapshot!(screen);
 }

@@ -1,10 +1,16 @@
-//! Starting the command: its own process group, stdin from /dev/null, one pipe per stream.
+//! Starting the command: its own process group, stdin from /dev/null, one pipe per stream,
+//! and otherwise the start a fresh process would get: default signals, no broker marker.
 
+mod interpreter;
+mod signals;
+
+use std::ffi::OsString;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
+use super::BROKER_ENV;
 use crate::protocol::LaunchRequest;
 
 pub struct SpawnedCommand {
@@ -17,7 +23,7 @@ pub struct SpawnedCommand {
 /// Why a command could not start, classified for people and for exit codes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnFailure {
-    /// `enoent`, `eacces`, `enoexec`, `cwd_not_found`, ...
+    /// `enoent`, `bad_interpreter`, `eacces`, `enoexec`, `cwd_not_found`, ...
     pub code: String,
     pub message: String,
 }
@@ -60,6 +66,10 @@ pub fn spawn(request: &LaunchRequest) -> Result<SpawnedCommand, SpawnFailure> {
     let mut command = Command::new(program);
     command
         .args(&argv[1..])
+        // The marker is for `tether broker` alone: a command that runs tether would have its
+        // `tether broker` misbehave, or take itself for one. Set on purpose in the request's
+        // variables, it is kept.
+        .env_remove(BROKER_ENV)
         .envs(&request.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -68,7 +78,15 @@ pub fn spawn(request: &LaunchRequest) -> Result<SpawnedCommand, SpawnFailure> {
     if let Some(cwd) = &request.cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|err| classify(program, &err))?;
+    // SAFETY: `reset_in_child` makes raw system calls only, which are async-signal-safe and
+    // touch no memory shared with the parent. Having a pre_exec makes std fork and exec
+    // rather than posix_spawn, which is what leaves signals 32 and 33 ignored.
+    unsafe {
+        command.pre_exec(signals::reset_in_child);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|err| spawn_failure(program, request, &err))?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         unreachable!("both streams were asked to be piped");
     };
@@ -83,6 +101,23 @@ pub fn spawn(request: &LaunchRequest) -> Result<SpawnedCommand, SpawnFailure> {
         stdout,
         stderr,
     })
+}
+
+/// Why `program` did not start. exec's ENOENT also means a missing `#!` interpreter, so
+/// before calling it "no such file" the program is looked for where exec looked.
+fn spawn_failure(program: &str, request: &LaunchRequest, err: &io::Error) -> SpawnFailure {
+    if err.raw_os_error() == Some(libc::ENOENT) {
+        let path = match request.env.get("PATH") {
+            Some(path) => Some(OsString::from(path)),
+            None => std::env::var_os("PATH"),
+        };
+        if let Some(failure) =
+            interpreter::diagnose(program, request.cwd.as_deref(), path.as_deref())
+        {
+            return failure;
+        }
+    }
+    classify(program, err)
 }
 
 fn classify(program: &str, err: &io::Error) -> SpawnFailure {

@@ -1,4 +1,6 @@
-//! Numbers and times as the screen shows them.
+//! Numbers, times and text cut to size as the screen shows them.
+
+use crate::model::output::{char_width, text_width};
 
 /// `850ms`, `4.2s`, `1m23s`, `2h05m`.
 pub fn duration_ms(ms: u64) -> String {
@@ -31,13 +33,33 @@ pub fn compact_bytes(bytes: u64) -> String {
     }
 }
 
-/// Cuts `text` to `width` characters, ending in `…` when cut.
+/// Cuts `text` to at most `width` columns, ending in `…` when cut. Columns, not characters:
+/// a wide character takes two and a combining mark none, as on screen.
 pub fn truncate(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
+    if text_width(text) <= width {
         return text.to_string();
     }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        used += char_width(c);
+        if used > width.saturating_sub(1) {
+            break;
+        }
+        out.push(c);
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// `text` cut or padded with spaces to exactly `width` columns, for text that other text
+/// on the same row must line up after.
+pub fn fit(text: &str, width: usize) -> String {
+    let mut out = truncate(text, width);
+    let used = text_width(&out);
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
     out
 }
 
@@ -55,5 +77,17 @@ mod tests {
         assert_eq!(compact_bytes(1536 * 1024), "1.5M");
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate("abc", 4), "abc");
+    }
+
+    #[test]
+    fn cuts_and_pads_by_columns() {
+        assert_eq!(truncate("中文字", 4), "中…");
+        assert_eq!(truncate("中文字", 6), "中文字");
+        assert_eq!(truncate("ab", 0), "");
+        assert_eq!(fit("ab", 4), "ab  ");
+        assert_eq!(fit("中文字幕", 5), "中文…");
+        assert_eq!(fit("中文字幕", 4), "中… ");
+        // A mark on the last character kept stays with it; it takes no column.
+        assert_eq!(fit("e\u{301}", 3), "e\u{301}  ");
     }
 }

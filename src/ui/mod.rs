@@ -14,6 +14,7 @@ pub mod too_small;
 pub mod tree;
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 use ratatui::widgets::{Block, BorderType, Borders};
@@ -22,9 +23,21 @@ use crate::app::keymap::Binding;
 use crate::app::view::{Dialog, FrameContent, ViewState};
 use crate::model::Model;
 use crate::model::output::one_line;
+use crate::model::output::style::is_unsafe_on_screen;
 use crate::protocol::Stream;
 
 pub fn draw(
+    frame: &mut Frame,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+    bindings: &[Binding],
+) {
+    draw_screen(frame, model, view, content, bindings);
+    scrub(frame.buffer_mut());
+}
+
+fn draw_screen(
     frame: &mut Frame,
     model: &Model,
     view: &ViewState,
@@ -73,6 +86,24 @@ fn draw_dialog(
     }
 }
 
+/// The last line of defence, for text that a widget was handed without going through
+/// `one_line` (which is how text from outside is meant to arrive, shown with a placeholder):
+/// no cell reaches the terminal holding a control or bidi character. ratatui gives those no
+/// column and appends them to the cell before, so taking them out moves nothing; a cell left
+/// empty took a column and keeps it with the placeholder.
+fn scrub(buffer: &mut Buffer) {
+    for cell in &mut buffer.content {
+        if cell.symbol().chars().any(is_unsafe_on_screen) {
+            let kept: String = cell
+                .symbol()
+                .chars()
+                .filter(|&c| !is_unsafe_on_screen(c))
+                .collect();
+            cell.set_symbol(if kept.is_empty() { "\u{fffd}" } else { &kept });
+        }
+    }
+}
+
 /// A pane's frame, brighter when it has the focus.
 pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
     Block::new()
@@ -103,4 +134,27 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
         width,
         height,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::text::Line;
+    use ratatui::widgets::Widget;
+
+    #[test]
+    fn scrub_takes_controls_and_bidi_out_of_every_cell() {
+        let mut buffer = Buffer::empty(Rect::new(0, 0, 12, 1));
+        // Handed to a widget raw, as a path that forgot `one_line` would.
+        Line::raw("ab\u{202e}c\u{2066}d\u{9b}e").render(buffer.area, &mut buffer);
+        buffer[(8, 0)].set_symbol("\u{1b}");
+        scrub(&mut buffer);
+        let symbols: String = buffer.content.iter().map(|c| c.symbol()).collect();
+        assert!(
+            !symbols.chars().any(is_unsafe_on_screen),
+            "left on screen: {symbols:?}"
+        );
+        // ratatui gives bidi controls no column, and a C1 control one, which it keeps.
+        assert_eq!(symbols, "abcd\u{fffd}e  \u{fffd}   ");
+    }
 }

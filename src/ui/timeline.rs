@@ -171,11 +171,9 @@ fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, no
         )
         .take(rows.height as usize)
         .map(|(i, c)| {
-            let label = format!(
-                "{:<w$}",
-                format::truncate(&one_line(&c.config.name), label_width),
-                w = label_width
-            );
+            // Padded by columns, not characters, so every bar starts in the same column
+            // whatever the name holds.
+            let label = format::fit(&one_line(&c.config.name), label_width);
             let label_style = if i == view.selected {
                 style::SELECTED
             } else {

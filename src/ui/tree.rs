@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Style};
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{format, pane_block, style};
@@ -49,19 +49,18 @@ pub fn draw(
     let rows = content.tree.iter().enumerate().skip(skip).map(|(i, row)| {
         let p = &row.process;
         let elapsed = content.now_ms.saturating_sub(p.start_ms);
-        let mut command = "  ".repeat(row.depth);
+        let mut branch = "  ".repeat(row.depth);
         if row.depth > 0 {
-            command.push_str("└ ");
+            branch.push_str("└ ");
         }
-        command.push_str(&one_line(&p.argv.join(" ")));
-        let command_cell = if row.escaped {
-            Cell::from(ratatui::text::Line::from(vec![
-                Span::raw(command),
-                Span::styled(" (escaped)", Style::new().fg(Color::Magenta)),
-            ]))
-        } else {
-            Cell::from(command)
-        };
+        // The mark goes before the command line: the column cuts what is too long for it at
+        // the right, and a long command line must not cut the one fact that matters here.
+        let mut spans = vec![Span::raw(branch)];
+        if row.escaped {
+            spans.push(Span::styled("(escaped) ", Style::new().fg(Color::Magenta)));
+        }
+        spans.push(Span::raw(one_line(&p.argv.join(" "))));
+        let command_cell = Cell::from(Line::from(spans));
         // A recorded process has no CPU or memory figures; its age is when it started.
         let (cpu, rss, age) = if p.state == '-' {
             (

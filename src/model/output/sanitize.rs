@@ -10,7 +10,7 @@ use vte::{Params, Parser, Perform};
 
 use super::cells::LineCells;
 use super::sgr::apply_sgr;
-use super::style::{Style, StyledLine, is_control};
+use super::style::{Style, StyledLine, is_bidi_control, is_control};
 use super::width::char_width;
 
 /// Renders the bytes of one output line (without its trailing '\n') as a terminal would show it.
@@ -88,10 +88,43 @@ impl LineRenderer {
 
     fn advance_holding_back(&mut self, bytes: &[u8]) {
         let (now, later) = bytes.split_at(bytes.len() - incomplete_utf8_suffix(bytes));
-        self.parser.advance(&mut self.screen, now);
+        self.advance_showing_lone_c1(now);
         self.held = HeldUtf8::new(later);
     }
+
+    /// Advances the parser over `bytes`, which end on a character boundary, with each byte
+    /// 0x80..=0x9F that is not part of a UTF-8 character shown as U+FFFD. vte takes such a
+    /// lone byte for an 8-bit C1 control and hands it to `execute`, where it cannot be told
+    /// from a C1 control correctly encoded as U+0080..=U+009F (which must vanish); on its
+    /// own it is invalid UTF-8 and must show like any other.
+    ///
+    /// Only what vte prints changes: a lone byte's place is a character boundary for vte
+    /// too (escape sequences begin and end with ASCII), and inside a sequence vte ignores
+    /// the replacement's bytes as it ignored the one byte, except that a DCS string ends
+    /// at an 8-bit ST (0x9C), which it is still given.
+    fn advance_showing_lone_c1(&mut self, bytes: &[u8]) {
+        let mut from = 0;
+        let mut at = 0;
+        for chunk in bytes.utf8_chunks() {
+            at += chunk.valid().len();
+            if let [byte @ 0x80..=0x9f] = *chunk.invalid() {
+                self.parser.advance(&mut self.screen, &bytes[from..at]);
+                let shown: &[u8] = if self.screen.in_dcs_string {
+                    &[byte]
+                } else {
+                    REPLACEMENT
+                };
+                self.parser.advance(&mut self.screen, shown);
+                from = at + 1;
+            }
+            at += chunk.invalid().len();
+        }
+        self.parser.advance(&mut self.screen, &bytes[from..]);
+    }
 }
+
+/// The UTF-8 encoding of U+FFFD, what a terminal shows for bytes that are not UTF-8.
+const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 
 /// Up to three bytes that begin a UTF-8 character.
 #[derive(Debug, Default, Clone, Copy)]
@@ -146,6 +179,8 @@ const CAN: u8 = 0x18;
 struct Screen {
     cells: LineCells,
     style: Style,
+    /// Inside a DCS string, whose contents are dropped.
+    in_dcs_string: bool,
 }
 
 impl Perform for Screen {
@@ -176,6 +211,14 @@ impl Perform for Screen {
         }
     }
 
+    fn hook(&mut self, _params: &Params, _intermediates: &[u8], _ignore: bool, _action: char) {
+        self.in_dcs_string = true;
+    }
+
+    fn unhook(&mut self) {
+        self.in_dcs_string = false;
+    }
+
     fn csi_dispatch(&mut self, params: &Params, intermediates: &[u8], ignore: bool, action: char) {
         // Private and intermediate forms (`CSI ? ... K`, `CSI > ... m`) mean something else.
         if ignore || !intermediates.is_empty() {
@@ -190,15 +233,6 @@ impl Perform for Screen {
             _ => {}
         }
     }
-}
-
-/// Characters that reorder the text around them in terminals that do bidirectional layout,
-/// which would let a line show something other than what it holds.
-fn is_bidi_control(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-    )
 }
 
 #[cfg(test)]
@@ -336,11 +370,43 @@ mod tests {
 
     #[test]
     fn c1_controls_are_dropped() {
-        // 0x9b (CSI) and friends as raw bytes in an invalid-UTF-8 position.
-        assert_eq!(text(b"a\x9b2Jb"), "a2Jb");
-        assert_eq!(text(b"a\x9d0;t\x9cb\x90q\x9c\x85c"), "a0;tbqc");
-        // The same controls correctly encoded as U+0080..U+009F.
+        // Correctly encoded as U+0080..U+009F, they are controls: none does anything.
         assert_eq!(text("a\u{9b}2Jb\u{85}\u{9c}".as_bytes()), "a2Jb");
+        assert_eq!(text(b"a\xc2\x9b2J\xc2\x9d0;t\xc2\x9cb"), "a2J0;tb");
+    }
+
+    #[test]
+    fn lone_c1_bytes_show_as_invalid_utf8() {
+        // 0x9b (CSI) and friends as raw bytes: on their own they are not UTF-8 at all.
+        assert_eq!(text(b"\x9b"), "\u{fffd}");
+        assert_eq!(text(b"\x9d"), "\u{fffd}");
+        assert_eq!(text(b"a\x9b2Jb"), "a\u{fffd}2Jb");
+        assert_eq!(
+            text(b"a\x9d0;t\x9cb\x90q\x9c\x85c"),
+            "a\u{fffd}0;t\u{fffd}b\u{fffd}q\u{fffd}\u{fffd}c"
+        );
+        assert_eq!(text(b"\x80\x9f"), "\u{fffd}\u{fffd}");
+        // After a character, an escape sequence, or a character cut short.
+        assert_eq!(text(b"\xc3\xa9\x9b"), "é\u{fffd}");
+        assert_eq!(text(b"\x1b[1m\x9bx"), "\u{fffd}x");
+        assert_eq!(text(b"\xe2\x41\x9b"), "\u{fffd}A\u{fffd}");
+        // Inside an escape sequence it is still part of the sequence, as before.
+        assert_eq!(text(b"a\x1b]0;\x9btitle\x07b"), "ab");
+        assert_eq!(text(b"a\x1bPq\x9bdata\x9cb"), "ab");
+        // Split between feeds, before or after it.
+        let mut renderer = LineRenderer::new();
+        for part in [&b"a\xc4"[..], b"\x9b\x9b", b"b"] {
+            renderer.feed(part);
+        }
+        assert_eq!(plain_text(&renderer.finish()), "a\u{11b}\u{fffd}b");
+    }
+
+    #[test]
+    fn characters_with_continuation_bytes_below_0xa0_are_text() {
+        // é is C3 A9, ě is C4 9B, Û is C3 9B, ‚ (U+201A) is E2 80 9A, 😀 is F0 9F 98 80.
+        for word in ["é", "ě", "Û", "\u{201a}", "😀", "přes ĕ ɝ ᵛ"] {
+            assert_eq!(text(word.as_bytes()), word);
+        }
     }
 
     #[test]
@@ -357,7 +423,13 @@ mod tests {
         assert_eq!(text(b"a\xe2\x82b"), "a\u{fffd}b");
         assert_eq!(text(b"cut short \xe2\x82"), "cut short \u{fffd}");
         assert_eq!(text(b"a\xe2\x1b[1mb"), "a\u{fffd}b");
-        assert_eq!(text(b"\xed\xa0\x80"), "\u{fffd}\u{fffd}");
+        // A surrogate: three bytes, none of them part of a character (as Rust's lossy
+        // conversion and terminals count them).
+        assert_eq!(text(b"\xed\xa0\x80"), "\u{fffd}\u{fffd}\u{fffd}");
+        assert_eq!(
+            text(b"\xed\xa0\x80"),
+            String::from_utf8_lossy(b"\xed\xa0\x80")
+        );
     }
 
     #[test]
@@ -384,7 +456,7 @@ mod tests {
         renderer.feed(&bytes[..1]);
         renderer.feed(&bytes[1..]);
         assert_eq!(renderer.finish(), render_line(bytes));
-        assert_eq!(text(bytes), " ");
+        assert_eq!(text(bytes), " \u{fffd}");
 
         let bytes = "\u{a9}A\u{ff}".as_bytes();
         let mut renderer = LineRenderer::new();
@@ -446,8 +518,19 @@ mod tests {
             prop::sample::select(vec![
                 0x1b, b'[', b']', b';', b':', b'?', b'm', b'K', b'P', b'X', b'^', b'_', b'\\',
                 b'0', b'1', b'2', b'3', b'5', b'8', b'\r', b'\t', b'\n', 0x08, 0x07, 0x18, 0x7f,
-                0x9b, 0x9c, 0xc2, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80, 0xed, 0xa0, 0xff,
+                0x9b, 0x9c, 0x9d, 0x90, 0xc2, 0xc4, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80, 0xed,
+                0xa0, 0xff,
             ]),
+        ]
+    }
+
+    /// Text bytes without C0 controls or DEL: nothing in them moves the cursor or starts a
+    /// sequence, so every byte that is not part of a character must show.
+    fn text_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            0x20u8..0x7f,
+            0x80u8..=0xff,
+            prop::sample::select(vec![0x80, 0x9b, 0x9d, 0x9f, 0xc2, 0xc4, 0xe2, 0xf0, 0x9f]),
         ]
     }
 
@@ -495,6 +578,18 @@ mod tests {
                 start = cut;
             }
             prop_assert_eq!(&chunked.finish(), &whole);
+        }
+
+        #[test]
+        fn every_byte_outside_a_character_shows(
+            bytes in prop::collection::vec(text_byte(), 0..64),
+        ) {
+            let replacements = |text: &str| text.chars().filter(|&c| c == '\u{fffd}').count();
+            prop_assert_eq!(
+                replacements(&plain_text(&render_line(&bytes))),
+                replacements(&String::from_utf8_lossy(&bytes)),
+                "{:x?}", bytes
+            );
         }
     }
 }

@@ -61,13 +61,30 @@ pub fn is_control(c: char) -> bool {
     matches!(c, '\0'..='\x1f' | '\x7f'..='\u{9f}')
 }
 
+/// Characters that reorder the text around them in terminals that do bidirectional layout,
+/// which would let a line show something other than what it holds, or push what follows it
+/// on the same row out of place.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// True for every character that must not reach the terminal as it is, in any text.
+pub fn is_unsafe_on_screen(c: char) -> bool {
+    is_control(c) || is_bidi_control(c)
+}
+
 /// Text from outside (a command line, a name, an error message) made safe for one screen
-/// line: line breaks and tabs become spaces, every other control character U+FFFD.
+/// line: line breaks and tabs become spaces, every other control character and every bidi
+/// control U+FFFD. The placeholder takes one column, so what is measured is what is drawn,
+/// and it shows that something was there.
 pub fn one_line(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '\n' | '\r' | '\t' => ' ',
-            c if is_control(c) => '\u{fffd}',
+            c if is_unsafe_on_screen(c) => '\u{fffd}',
             c => c,
         })
         .collect()
@@ -83,6 +100,27 @@ mod tests {
             one_line("a\nb\tc\x1b[2J\u{9b}d"),
             "a b c\u{fffd}[2J\u{fffd}d"
         );
+    }
+
+    #[test]
+    fn one_line_neutralises_bidi_controls() {
+        let bidi = [
+            '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+            '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+        ];
+        for c in bidi {
+            assert!(is_bidi_control(c), "{c:?}");
+            assert_eq!(one_line(&format!("a{c}b")), "a\u{fffd}b", "{c:?}");
+        }
+        // A name that would read `evilexe.txt` in a bidi terminal keeps its order, and its
+        // override shows as one column.
+        assert_eq!(one_line("evil\u{202e}txt.exe"), "evil\u{fffd}txt.exe");
+        // Letters of right-to-left scripts and joiners are text, not controls.
+        for c in [
+            '\u{5d0}', '\u{627}', '\u{200d}', '\u{2065}', '\u{206a}', '\u{202f}',
+        ] {
+            assert!(!is_bidi_control(c), "{c:?}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 /// characters (they attach to the character before them), 2 for East Asian wide and
 /// full-width characters and emoji, 1 for the rest. Control characters are the caller's
 /// business; they come out as 1.
-pub(crate) fn char_width(c: char) -> usize {
+pub fn char_width(c: char) -> usize {
     let cp = u32::from(c);
     if cp < 0x300 {
         // Latin and friends: the only zero-width character below U+0300 is the soft hyphen.
@@ -19,6 +19,11 @@ pub(crate) fn char_width(c: char) -> usize {
     } else {
         1
     }
+}
+
+/// Columns taken by `text` printed on one line: the sum of its characters' widths.
+pub fn text_width(text: &str) -> usize {
+    text.chars().map(char_width).sum()
 }
 
 fn in_table(table: &[(u32, u32)], cp: u32) -> bool {
@@ -178,6 +183,12 @@ mod tests {
         ] {
             assert_eq!(char_width(c), 0, "{c:?}");
         }
+    }
+
+    #[test]
+    fn text_width_sums_columns() {
+        assert_eq!(text_width(""), 0);
+        assert_eq!(text_width("ab中e\u{301}"), 5);
     }
 
     #[test]

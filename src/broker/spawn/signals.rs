@@ -1,0 +1,118 @@
+//! The command starts with every signal at its default disposition and none blocked, as a
+//! fresh process would. Left to itself it would not: glibc's `posix_spawn`, which std uses
+//! when it can, sets glibc's own signals 32 and 33 (SIGCANCEL, SIGSETXID) to *ignored* in
+//! the child when the parent has handlers for them, and an ignored signal stays ignored
+//! across exec. Anything ignored where tether itself was started (`nohup`, a shell's `&`)
+//! would otherwise pass on to the command too.
+
+use std::io;
+
+/// Signals the kernel knows (`_NSIG` in the kernel's headers), and the size of its sigset.
+#[cfg(any(
+    target_arch = "mips",
+    target_arch = "mips32r6",
+    target_arch = "mips64",
+    target_arch = "mips64r6"
+))]
+const KERNEL_NSIG: usize = 128;
+#[cfg(not(any(
+    target_arch = "mips",
+    target_arch = "mips32r6",
+    target_arch = "mips64",
+    target_arch = "mips64r6"
+)))]
+const KERNEL_NSIG: usize = 64;
+const KERNEL_SIGSET_BYTES: usize = KERNEL_NSIG / 8;
+
+/// Sets every signal to SIG_DFL and empties the signal mask. It runs in the forked child
+/// just before exec, so it makes raw system calls only: those are async-signal-safe and
+/// touch no lock the fork may have copied held, and glibc's `sigaction` refuses 32 and 33.
+pub fn reset_in_child() -> io::Result<()> {
+    // All zeros is SIG_DFL with no flags and an empty mask in the kernel's `struct
+    // sigaction` on every architecture, whatever the order of its fields; 64 bytes is more
+    // than any architecture's.
+    let default_action = [0u64; 8];
+    let empty_set = [0u64; 2];
+    for signal in 1..=KERNEL_NSIG {
+        // SAFETY: both pointers are valid for as many bytes as the kernel reads, and setting
+        // a disposition to SIG_DFL runs no code. The kernel refuses SIGKILL and SIGSTOP,
+        // which are never anything but default, so a failure leaves nothing to reset.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal as libc::c_long,
+                default_action.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                KERNEL_SIGSET_BYTES,
+            );
+        }
+    }
+    // SAFETY: `empty_set` is valid for KERNEL_SIGSET_BYTES bytes; no old mask is asked for.
+    let unblocked = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK as libc::c_long,
+            empty_set.as_ptr(),
+            std::ptr::null_mut::<u64>(),
+            KERNEL_SIGSET_BYTES,
+        )
+    };
+    if unblocked == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    /// The SigBlk and SigIgn lines of a program's /proc status when its child, before
+    /// exec, ignores and blocks signals as glibc's posix_spawn and `nohup` leave them, then
+    /// resets them or not.
+    fn masks_of_a_program(reset: bool) -> String {
+        let mut command = Command::new("grep");
+        command.args(["-E", "^Sig(Ign|Blk):", "/proc/self/status"]);
+        // SAFETY: raw system calls only, as in `reset_in_child`.
+        unsafe {
+            command.pre_exec(move || {
+                let ignore = [libc::SIG_IGN as u64, 0, 0, 0, 0, 0, 0, 0];
+                for signal in [libc::SIGHUP, libc::SIGUSR1, 32, 33] {
+                    libc::syscall(
+                        libc::SYS_rt_sigaction,
+                        signal as libc::c_long,
+                        ignore.as_ptr(),
+                        std::ptr::null_mut::<u64>(),
+                        KERNEL_SIGSET_BYTES,
+                    );
+                }
+                let blocked = [1u64 << (libc::SIGUSR2 - 1), 0];
+                libc::syscall(
+                    libc::SYS_rt_sigprocmask,
+                    libc::SIG_BLOCK as libc::c_long,
+                    blocked.as_ptr(),
+                    std::ptr::null_mut::<u64>(),
+                    KERNEL_SIGSET_BYTES,
+                );
+                if reset { reset_in_child() } else { Ok(()) }
+            });
+        }
+        let output = command.output().expect("run grep");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    #[test]
+    fn the_program_starts_with_nothing_ignored_or_blocked() {
+        assert_eq!(
+            masks_of_a_program(false),
+            "SigBlk:\t0000000000000800\nSigIgn:\t0000000180000201\n",
+            "the test's own setup"
+        );
+        assert_eq!(
+            masks_of_a_program(true),
+            "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+        );
+    }
+}
