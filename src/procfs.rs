@@ -73,6 +73,12 @@ pub fn descendants(root: i32) -> Vec<ProcStat> {
 
 /// Pure part of [`descendants`], over a given process list.
 pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
+    descendants_pruned(processes, root, &[])
+}
+
+/// Every descendant of `root` in `processes`, parents before children, leaving out each pid
+/// in `pruned` together with everything below it.
+pub fn descendants_pruned(processes: &[ProcStat], root: i32, pruned: &[i32]) -> Vec<ProcStat> {
     let mut children: HashMap<i32, Vec<&ProcStat>> = HashMap::new();
     for p in processes {
         children.entry(p.ppid).or_default().push(p);
@@ -82,7 +88,7 @@ pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
     while let Some(pid) = queue.pop() {
         if let Some(kids) = children.get(&pid) {
             for kid in kids {
-                if kid.pid != root && kid.pid != pid {
+                if kid.pid != root && kid.pid != pid && !pruned.contains(&kid.pid) {
                     out.push(**kid);
                     queue.push(kid.pid);
                 }
@@ -169,6 +175,26 @@ mod tests {
         let mut found: Vec<i32> = descendants_in(&procs, 10).iter().map(|p| p.pid).collect();
         found.sort();
         assert_eq!(found, [11, 12, 13]);
+    }
+
+    #[test]
+    fn pruned_subtrees_are_left_out_whole() {
+        // 10 is the front end; 11 and 20 are brokers, 20 is live; 12 was left by 11.
+        let procs = [
+            stat(11, 10),
+            stat(12, 10),
+            stat(13, 12),
+            stat(20, 10),
+            stat(21, 20),
+            stat(22, 21),
+        ];
+        let mut found: Vec<i32> = descendants_pruned(&procs, 10, &[20])
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        found.sort();
+        assert_eq!(found, [11, 12, 13]);
+        assert!(descendants_pruned(&procs, 10, &[11, 12, 20]).is_empty());
     }
 
     #[test]

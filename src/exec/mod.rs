@@ -1,24 +1,25 @@
 //! `tether exec`: one command through a broker, no TUI. Its output is copied byte for byte
 //! (or its lifecycle printed as JSON lines), and its exit status becomes ours.
 
+mod conversation;
 mod mirror;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::Instant;
 
+use self::conversation::{Conversation, End, Signals};
 use self::mirror::Mirror;
 use crate::journal::{CommandRecord, state_dir};
 use crate::protocol::{
-    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin,
-    PROTOCOL_VERSION, Scope, Stage, Stream, ToBroker,
+    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, MAX_INTERVAL_MS,
+    PROTOCOL_VERSION, Stage, Stream,
 };
-use crate::supervisor::{BrokerProcess, Session};
-use nix::sys::signal::Signal;
+use crate::supervisor::leftovers::{KILL_PATIENCE, LiveBrokers, stop_leftovers};
+use crate::supervisor::{BrokerProcess, Session, become_subreaper};
 
 /// tether's own failure (journal, broker), as opposed to the command's.
 pub const EXIT_TETHER_FAILED: i32 = 125;
@@ -54,7 +55,7 @@ pub fn main(options: ExecOptions) -> i32 {
 
 /// What the events said about how the command ended.
 #[derive(Default)]
-struct Outcome {
+pub(crate) struct Outcome {
     exit: Option<crate::protocol::ExitStatus>,
     spawn_error: Option<(String, String)>,
     broker_failure: Option<String>,
@@ -105,6 +106,11 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         .or_else(|| options.argv.first().cloned())
         .unwrap_or_default();
     let journal_dir = session.next_command_dir(&name);
+    let grace = options
+        .grace
+        .map_or(Duration::from_millis(DEFAULT_GRACE_MS), |d| {
+            d.min(Duration::from_millis(MAX_INTERVAL_MS))
+        });
     let request = LaunchRequest {
         v: PROTOCOL_VERSION,
         name,
@@ -114,135 +120,86 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         env: BTreeMap::new(),
         journal_dir: journal_dir.clone(),
         parent_pid: std::process::id() as i32,
-        grace_ms: options
-            .grace
-            .map_or(DEFAULT_GRACE_MS, |d| d.as_millis() as u64),
+        grace_ms: grace.as_millis() as u64,
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
         heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
     };
 
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    let mut broker = BrokerProcess::spawn(&request, Stdio::inherit())
-        .await
-        .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
+    // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
+    become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
+    let signals = Signals::install()?;
+    let live = LiveBrokers::new();
+    let (mut broker, ticket) = {
+        let mut registry = live.lock().await;
+        let broker = BrokerProcess::spawn(&request, Stdio::inherit())
+            .await
+            .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
+        let ticket = registry.register(broker.pid());
+        (broker, ticket)
+    };
 
-    let mut mirror = Mirror::new(&journal_dir);
-    let mut outcome = Outcome::default();
-    let mut heartbeat = tokio::time::interval(HEARTBEAT);
-    let mut started = false;
-    let mut group: Option<i32> = None;
-    // Stops asked for so far: the first runs the stop sequence, a second (another Ctrl-C)
-    // SIGKILLs the group at once.
-    let mut stops = 0;
-    loop {
-        let mut stop: Option<Origin> = None;
-        let mut interrupted = false;
-        tokio::select! {
-            line = broker.next_line() => {
-                let Some(line) = line else { break };
-                let event = match line.event {
-                    Ok(event) => event,
-                    Err(err) => {
-                        eprintln!("tether: ignoring a line from the broker: {err}");
-                        continue;
-                    }
-                };
-                if options.json && !matches!(event.kind, EventKind::Pong) {
-                    let mut out = std::io::stdout().lock();
-                    if out.write_all(&line.raw).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()).is_err() {
-                        stop = Some(Origin::Shutdown);
-                    }
-                }
-                match event.kind {
-                    EventKind::BrokerStarted { .. } => started = true,
-                    EventKind::Spawned { pgid, .. } => group = Some(pgid),
-                    EventKind::Output { stream, offset, len }
-                        if !options.json && mirror.copy_to(stream, offset + len).is_err() =>
-                    {
-                        stop = Some(Origin::Shutdown);
-                    }
-                    EventKind::OutputCapped { stream, stored, message, .. } => {
-                        mirror.cap(stream, stored);
-                        eprintln!("tether: {message}");
-                    }
-                    EventKind::SpawnError { code, message } => outcome.spawn_error = Some((code, message)),
-                    EventKind::Exit { status, .. } => {
-                        outcome.exit = Some(status);
-                        group = None;
-                    }
-                    EventKind::BrokerFailure { message, .. } => {
-                        if !options.json {
-                            eprintln!("tether: {message}");
-                        }
-                        outcome.broker_failure = Some(message);
-                        if !started {
-                            // The launch itself was refused: nothing runs, nothing will.
-                            let _ = broker.child.kill();
-                            break;
-                        }
-                    }
-                    EventKind::Close { stdout_bytes, stderr_bytes } => {
-                        outcome.closed = true;
-                        if !options.json {
-                            let _ = mirror.copy_to(Stream::Stdout, stdout_bytes);
-                            let _ = mirror.copy_to(Stream::Stderr, stderr_bytes);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            _ = sigint.recv() => { stop = Some(Origin::Operator); interrupted = true; }
-            _ = sigterm.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
-            _ = sighup.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
-            _ = heartbeat.tick() => { let _ = broker.send(&ToBroker::Ping).await; }
-        }
-        let Some(origin) = stop else { continue };
-        let message = match stops {
-            0 => ToBroker::Stop {
-                origin: Some(origin),
-            },
-            _ if interrupted => ToBroker::Signal {
-                signal: "KILL".into(),
-                scope: Scope::Group,
-                pid: None,
-            },
-            _ => continue,
-        };
-        stops += 1;
-        let _ = broker.send(&message).await;
+    let mut conversation =
+        Conversation::new(broker.pid(), options.json, grace, Mirror::new(&journal_dir));
+    let end = conversation.converse(&mut broker, signals).await;
+    if end != End::Closed {
+        // Through the unreaped `Child`: its pid cannot have been reused.
+        let _ = broker.child.kill();
     }
     let _ = broker.child.wait();
+    live.lock().await.unregister(ticket);
+    let Conversation {
+        mut outcome,
+        mut mirror,
+        leader,
+        stop_asked,
+        ..
+    } = conversation;
+    let why = match end {
+        End::Closed | End::Refused => None,
+        End::Lost => Some("broker lost"),
+        End::Unresponsive => Some("the broker stopped answering and was killed; broker lost"),
+        End::StopOverdue => Some(
+            "the broker had not finished stopping the command at the end of the grace period and was killed; broker lost",
+        ),
+    };
+    if let Some(why) = why {
+        // Asked to stop, we end within grace + 1 s whatever happens: KILL when grace is over.
+        let (grace, patience) = match stop_asked {
+            Some(at) => (
+                (at + grace).saturating_duration_since(Instant::now()),
+                STOP_SLACK,
+            ),
+            None => (grace, KILL_PATIENCE),
+        };
+        let cleanup = stop_leftovers(&live, leader, grace, patience).await;
+        eprintln!("tether: {why}; {}", cleanup.describe());
+    }
     if !outcome.closed {
-        recover_from_journal(&journal_dir, &mut outcome, &mut mirror, options.json, group);
+        let complete = recover_from_journal(&journal_dir, &mut outcome, &mut mirror, options.json);
+        if why.is_some() && !complete {
+            return Ok(EXIT_TETHER_FAILED);
+        }
     }
     Ok(outcome.exit_code(&journal_dir))
 }
 
 /// The broker ended without a `close` (its last events did not reach us, or it died): take
-/// the outcome and the rest of the output from the journal; if there is no result, the
-/// command may still run, so end its group.
+/// the outcome and the rest of the output from the journal. Returns whether the journal has
+/// the result.
 fn recover_from_journal(
     dir: &Path,
     outcome: &mut Outcome,
     mirror: &mut Mirror,
     json: bool,
-    group: Option<i32>,
-) {
+) -> bool {
     let record = CommandRecord::load(dir);
     let Some(result) = record.result else {
-        if let Some(pgid) = crate::supervisor::signal_group(group, Signal::SIGKILL) {
-            eprintln!(
-                "tether: the broker died before the command ended; tether sent SIGKILL to its process group {pgid}"
-            );
-        }
         eprintln!(
             "tether: the journal in {} is incomplete (no result.json)",
             dir.display()
         );
-        return;
+        return false;
     };
     outcome.exit = outcome.exit.or(result.exit);
     if let Some(failure) = result.failure.filter(|f| f.stage == Stage::Spawn) {
@@ -254,6 +211,10 @@ fn recover_from_journal(
         let _ = mirror.copy_to(Stream::Stdout, result.stdout.stored);
         let _ = mirror.copy_to(Stream::Stderr, result.stderr.stored);
     }
+    true
 }
 
 const HEARTBEAT: Duration = Duration::from_secs(1);
+/// Asked to stop, how long past the grace period the broker may take before it is killed
+/// and the leftovers KILLed (which then may take as long again): exec ends within grace + 1 s.
+const STOP_SLACK: Duration = Duration::from_millis(450);
