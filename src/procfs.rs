@@ -98,6 +98,18 @@ pub fn descendants_pruned(processes: &[ProcStat], root: i32, pruned: &[i32]) -> 
     out
 }
 
+/// Whether process group `pgid` is orphaned: no member has a parent in the same session but
+/// another group, so no shell is there to continue it once stopped (the kernel drops
+/// terminal stop signals to such a group for that reason).
+pub fn group_orphaned(processes: &[ProcStat], pgid: i32) -> bool {
+    let by_pid: HashMap<i32, &ProcStat> = processes.iter().map(|p| (p.pid, p)).collect();
+    !processes.iter().filter(|p| p.pgid == pgid).any(|member| {
+        by_pid
+            .get(&member.ppid)
+            .is_some_and(|parent| parent.pgid != pgid && parent.sid == member.sid)
+    })
+}
+
 /// A process's argv; a kernel thread or an exited process gives `[comm]` or nothing.
 pub fn cmdline(pid: i32) -> Vec<String> {
     let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -195,6 +207,29 @@ mod tests {
         found.sort();
         assert_eq!(found, [11, 12, 13]);
         assert!(descendants_pruned(&procs, 10, &[11, 12, 20]).is_empty());
+    }
+
+    #[test]
+    fn a_group_is_orphaned_without_a_parent_in_its_session_outside_it() {
+        let member = |pid, ppid, pgid, sid| ProcStat {
+            pgid,
+            sid,
+            ..stat(pid, ppid)
+        };
+        // A shell (100, its own group) runs a job (group 200) in its session (100).
+        let job = [
+            member(100, 1, 100, 100),
+            member(200, 100, 200, 100),
+            member(201, 200, 200, 100),
+        ];
+        assert!(!group_orphaned(&job, 200));
+        // The shell is gone: the job's members were re-parented to a process elsewhere.
+        let orphaned = [
+            member(50, 1, 50, 50),
+            member(200, 50, 200, 100),
+            member(201, 200, 200, 100),
+        ];
+        assert!(group_orphaned(&orphaned, 200));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod common;
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -152,10 +153,25 @@ fn sigterm_ends_exec_within_grace_and_a_second_despite_a_stopped_broker() {
 #[test]
 fn ctrl_z_pauses_the_command_and_sigcont_resumes_it() {
     let env = TestEnv::new("exec_ctrl_z");
-    let running = env.spawn_exec(
-        &["--grace", "5s"],
-        &["sh", "-c", "echo ready; while :; do sleep 0.05; done"],
-    );
+    // A job of its own under the test, as a shell would start it: its group is not orphaned,
+    // so it may stop (exec ignores TSTP in an orphaned group, as the kernel would).
+    let stderr_path = env.path("ctrl-z.stderr");
+    let child = env
+        .exec_command(
+            &["--grace", "5s"],
+            &["sh", "-c", "echo ready; while :; do sleep 0.05; done"],
+        )
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).expect("create the stderr capture"))
+        .spawn()
+        .expect("start tether exec");
+    let running = common::RunningExec {
+        child,
+        started: Instant::now(),
+        stdout_path: env.path("ctrl-z.stdout"),
+        stderr_path,
+    };
     let dir = env.wait_command_dir();
     wait_for_text(&env, &dir.join("stdout.log"), "ready");
     let command = spawned_pid(&events_now(&dir));

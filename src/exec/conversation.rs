@@ -149,8 +149,13 @@ impl Conversation {
     }
 
     /// Ctrl-Z: the command's group gets TSTP through the broker (so the journal shows it),
-    /// then we stop ourselves, so the shell sees the job stopped.
+    /// then we stop ourselves, so the shell sees the job stopped. As the kernel does for a
+    /// default TSTP, nothing happens if our group is orphaned: nobody would continue us.
     fn suspend(&mut self, broker: &mut BrokerProcess) {
+        let us = nix::unistd::getpgrp().as_raw();
+        if crate::procfs::group_orphaned(&crate::procfs::all_processes(), us) {
+            return;
+        }
         self.paused |= broker.post(&group_signal("TSTP")).is_ok();
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     }

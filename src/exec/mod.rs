@@ -164,14 +164,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         ),
     };
     if let Some(why) = why {
-        // Asked to stop, we end within grace + 1 s whatever happens: KILL when grace is over.
-        let (grace, patience) = match stop_asked {
-            Some(at) => (
-                (at + grace).saturating_duration_since(Instant::now()),
-                STOP_SLACK,
-            ),
-            None => (grace, KILL_PATIENCE),
-        };
+        let (grace, patience) = cleanup_timing(stop_asked, grace, Instant::now());
         let cleanup = stop_leftovers(&live, leader, grace, patience).await;
         eprintln!("tether: {why}; {}", cleanup.describe());
     }
@@ -182,6 +175,20 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         }
     }
     Ok(outcome.exit_code(&journal_dir))
+}
+
+/// The grace and the patience after KILL of the front end's own stop. Asked to stop, exec
+/// ends within grace + 1 s whatever happens: KILL when the grace asked for is over, and give
+/// up soon after.
+fn cleanup_timing(
+    stop_asked: Option<Instant>,
+    grace: Duration,
+    now: Instant,
+) -> (Duration, Duration) {
+    match stop_asked {
+        Some(at) => ((at + grace).saturating_duration_since(now), STOP_SLACK),
+        None => (grace, KILL_PATIENCE),
+    }
 }
 
 /// The broker ended without a `close` (its last events did not reach us, or it died): take
@@ -218,3 +225,28 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// Asked to stop, how long past the grace period the broker may take before it is killed
 /// and the leftovers KILLed (which then may take as long again): exec ends within grace + 1 s.
 const STOP_SLACK: Duration = Duration::from_millis(450);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_already_asked_for_keeps_its_deadline() {
+        let t0 = Instant::now();
+        let grace = Duration::from_secs(2);
+        // The broker died with no stop asked: the whole sequence, patient with KILL.
+        assert_eq!(cleanup_timing(None, grace, t0), (grace, KILL_PATIENCE));
+        // It died 500 ms into a stop: the rest of the grace, then KILL, soon over.
+        let half = Duration::from_millis(500);
+        assert_eq!(
+            cleanup_timing(Some(t0), grace, t0 + half),
+            (grace - half, STOP_SLACK)
+        );
+        // It did not finish in time: KILL at once.
+        assert_eq!(
+            cleanup_timing(Some(t0), grace, t0 + grace + STOP_SLACK),
+            (Duration::ZERO, STOP_SLACK)
+        );
+        assert!(grace + STOP_SLACK * 2 < grace + Duration::from_secs(1));
+    }
+}

@@ -14,12 +14,11 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, MissedTickBehavior, sleep_until};
 
 use super::BrokerProcess;
+use super::ack::{Acks, Fallback};
 use super::leftovers::{Cleanup, GroupLeader, KILL_PATIENCE, LiveBrokers, Ticket, stop_leftovers};
-use crate::broker::signaller::{parse_signal, signal_name, signal_tree};
-use crate::protocol::{Event, EventKind, LaunchRequest, Scope, ToBroker};
+use crate::broker::signaller::{signal_name, signal_tree};
+use crate::protocol::{Event, EventKind, LaunchRequest, ToBroker};
 
-/// How long a broker may take to acknowledge a signal or stop before the TUI acts itself.
-const ACK_TIMEOUT: Duration = Duration::from_secs(1);
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// When quitting cannot wait any longer, how long KILL is repeated to leftovers.
 const ABORT_PATIENCE: Duration = Duration::from_secs(1);
@@ -154,22 +153,6 @@ impl Fleet {
     }
 }
 
-/// What the TUI does itself if the broker does not acknowledge a request in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fallback {
-    /// Send the signal to the group and the broker's descendants.
-    Signal(Signal),
-    /// Kill the broker, then stop what it left.
-    Stop,
-}
-
-struct PendingAck {
-    deadline: Instant,
-    /// The pong to this ping (counted from the first) proves the request was read.
-    ping: u64,
-    fallback: Fallback,
-}
-
 /// How a broker's run ended, as far as its task saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -241,11 +224,10 @@ impl BrokerLink {
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
         heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut leader: Option<GroupLeader> = None;
-        let mut pending: Option<PendingAck> = None;
-        let (mut pings, mut pongs) = (0u64, 0u64);
+        let mut acks = Acks::default();
         let mut orders_open = true;
         let end = loop {
-            let ack_deadline = pending.as_ref().map(|p| p.deadline);
+            let ack_deadline = acks.deadline();
             tokio::select! {
                 line = broker.next_line() => {
                     let Some(line) = line else { break End::Lost };
@@ -253,10 +235,7 @@ impl BrokerLink {
                     match &event.kind {
                         // Pongs mean nothing to the TUI beyond acknowledging requests.
                         EventKind::Pong => {
-                            pongs += 1;
-                            if pending.as_ref().is_some_and(|p| pongs >= p.ping) {
-                                pending = None;
-                            }
+                            acks.pong();
                             continue;
                         }
                         EventKind::Spawned { pgid, .. } => {
@@ -277,36 +256,23 @@ impl BrokerLink {
                     None => orders_open = false,
                     Some(Order::Abort) => break End::Aborted,
                     Some(Order::Send(message)) => {
-                        let fallback = match &message {
-                            ToBroker::Stop { .. } => Some(Fallback::Stop),
-                            ToBroker::Signal { signal, scope: Scope::Group, .. } => {
-                                parse_signal(signal).map(Fallback::Signal)
-                            }
-                            _ => None,
-                        };
                         // The ping after it proves, by its pong, that the broker read it.
                         let posted = broker.post(&message).is_ok()
                             && broker.post(&ToBroker::Ping).is_ok();
-                        pings += u64::from(posted);
-                        // A stop still waiting for its answer outranks a signal.
-                        let keep = pending.as_ref().is_some_and(|p| p.fallback == Fallback::Stop);
-                        if let (Some(fallback), false) = (fallback, keep) {
-                            let now = Instant::now();
-                            pending = Some(PendingAck {
-                                deadline: if posted { now + ACK_TIMEOUT } else { now },
-                                ping: pings,
-                                fallback,
-                            });
+                        match Fallback::for_request(&message) {
+                            Some(fallback) => acks.request_posted(fallback, posted, Instant::now()),
+                            None if posted => acks.ping_posted(),
+                            None => {}
                         }
                     }
                 },
                 _ = heartbeat.tick() => {
                     if let Ok(true) = broker.ping() {
-                        pings += 1;
+                        acks.ping_posted();
                     }
                 }
                 _ = sleep_until(ack_deadline.unwrap_or_else(Instant::now)), if ack_deadline.is_some() => {
-                    match pending.take().map(|p| p.fallback) {
+                    match acks.take_due(Instant::now()) {
                         Some(Fallback::Signal(signal)) => {
                             self.tell(signal_directly(broker_pid, leader, signal));
                         }

@@ -1,5 +1,6 @@
 //! The front end's side of brokers: sessions on disk, starting a broker, talking to it.
 
+mod ack;
 pub mod fleet;
 pub mod leftovers;
 pub mod liveness;
