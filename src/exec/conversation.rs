@@ -115,12 +115,14 @@ impl Conversation {
                         Err(()) => stop = Some(Origin::Shutdown),
                     }
                 }
-                _ = sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {
-                    return End::StopOverdue;
-                }
+                _ = sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {}
                 _ = sleep_until(next_ping) => {}
             }
+            // Deadlines are checked whatever woke us: a flood of lines must not starve them.
             let now = Instant::now();
+            if overdue.is_some_and(|at| now >= at) {
+                return End::StopOverdue;
+            }
             if now >= next_ping {
                 next_ping = now + HEARTBEAT;
                 match self.watch.due(is_stopped(self.broker_pid)) {

@@ -55,7 +55,7 @@ pub fn main(options: ExecOptions) -> i32 {
 
 /// What the events said about how the command ended.
 #[derive(Default)]
-pub(crate) struct Outcome {
+struct Outcome {
     exit: Option<crate::protocol::ExitStatus>,
     spawn_error: Option<(String, String)>,
     broker_failure: Option<String>,
