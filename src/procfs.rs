@@ -73,6 +73,12 @@ pub fn descendants(root: i32) -> Vec<ProcStat> {
 
 /// Pure part of [`descendants`], over a given process list.
 pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
+    descendants_pruned(processes, root, &[])
+}
+
+/// Every descendant of `root` in `processes`, parents before children, leaving out each pid
+/// in `pruned` together with everything below it.
+pub fn descendants_pruned(processes: &[ProcStat], root: i32, pruned: &[i32]) -> Vec<ProcStat> {
     let mut children: HashMap<i32, Vec<&ProcStat>> = HashMap::new();
     for p in processes {
         children.entry(p.ppid).or_default().push(p);
@@ -82,7 +88,7 @@ pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
     while let Some(pid) = queue.pop() {
         if let Some(kids) = children.get(&pid) {
             for kid in kids {
-                if kid.pid != root && kid.pid != pid {
+                if kid.pid != root && kid.pid != pid && !pruned.contains(&kid.pid) {
                     out.push(**kid);
                     queue.push(kid.pid);
                 }
@@ -90,6 +96,18 @@ pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
         }
     }
     out
+}
+
+/// Whether process group `pgid` is orphaned: no member has a parent in the same session but
+/// another group, so no shell is there to continue it once stopped (the kernel drops
+/// terminal stop signals to such a group for that reason).
+pub fn group_orphaned(processes: &[ProcStat], pgid: i32) -> bool {
+    let by_pid: HashMap<i32, &ProcStat> = processes.iter().map(|p| (p.pid, p)).collect();
+    !processes.iter().filter(|p| p.pgid == pgid).any(|member| {
+        by_pid
+            .get(&member.ppid)
+            .is_some_and(|parent| parent.pgid != pgid && parent.sid == member.sid)
+    })
 }
 
 /// A process's argv; a kernel thread or an exited process gives `[comm]` or nothing.
@@ -169,6 +187,49 @@ mod tests {
         let mut found: Vec<i32> = descendants_in(&procs, 10).iter().map(|p| p.pid).collect();
         found.sort();
         assert_eq!(found, [11, 12, 13]);
+    }
+
+    #[test]
+    fn pruned_subtrees_are_left_out_whole() {
+        // 10 is the front end; 11 and 20 are brokers, 20 is live; 12 was left by 11.
+        let procs = [
+            stat(11, 10),
+            stat(12, 10),
+            stat(13, 12),
+            stat(20, 10),
+            stat(21, 20),
+            stat(22, 21),
+        ];
+        let mut found: Vec<i32> = descendants_pruned(&procs, 10, &[20])
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        found.sort();
+        assert_eq!(found, [11, 12, 13]);
+        assert!(descendants_pruned(&procs, 10, &[11, 12, 20]).is_empty());
+    }
+
+    #[test]
+    fn a_group_is_orphaned_without_a_parent_in_its_session_outside_it() {
+        let member = |pid, ppid, pgid, sid| ProcStat {
+            pgid,
+            sid,
+            ..stat(pid, ppid)
+        };
+        // A shell (100, its own group) runs a job (group 200) in its session (100).
+        let job = [
+            member(100, 1, 100, 100),
+            member(200, 100, 200, 100),
+            member(201, 200, 200, 100),
+        ];
+        assert!(!group_orphaned(&job, 200));
+        // The shell is gone: the job's members were re-parented to a process elsewhere.
+        let orphaned = [
+            member(50, 1, 50, 50),
+            member(200, 50, 200, 100),
+            member(201, 200, 200, 100),
+        ];
+        assert!(group_orphaned(&orphaned, 200));
     }
 
     #[test]

@@ -266,34 +266,167 @@ fn escape_sequences_from_a_command_never_reach_the_terminal() {
     env.finish();
 }
 
-#[test]
-fn an_unanswering_broker_is_bypassed_and_the_operator_told() {
-    let env = TestEnv::new("tui-fallback");
-    let tmux = Tmux::start(&env);
-    tmux.type_line(&env, &tether_line(&env, "run -c 'sleep 300 & wait'"));
-    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
-    let dir = command_dirs(&env.state_dir()).remove(0);
-    let tree = wait_tree(&env, &dir, 2);
-    let broker = tether::journal::CommandRecord::load(&dir)
+/// The broker of a command, from its journal.
+fn broker_of(dir: &Path) -> i32 {
+    tether::journal::CommandRecord::load(dir)
         .events
         .iter()
         .find_map(|e| match e.kind {
             tether::protocol::EventKind::BrokerStarted { broker_pid, .. } => Some(broker_pid),
             _ => None,
         })
-        .expect("broker_started");
+        .expect("broker_started")
+}
+
+/// A shell command with a TERM-ignoring member of its group and a TERM-ignoring `setsid`
+/// escapee, for the TUI's fallbacks.
+const STUBBORN: &str =
+    r#"-c 'setsid sh -c "trap \"\" TERM; sleep 301" & trap "" TERM; sleep 300 & wait'"#;
+
+#[test]
+fn an_unanswering_broker_is_bypassed_and_the_operator_told() {
+    let env = TestEnv::new("tui-fallback");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(&env, r#"run -c 'setsid sleep 301 & sleep 300 & wait'"#),
+    );
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dir = command_dirs(&env.state_dir()).remove(0);
+    let tree = wait_tree(&env, &dir, 3);
+    let broker = broker_of(&dir);
     procs::signal(broker, nix::sys::signal::Signal::SIGSTOP);
     tmux.keys(&env, &["t"]);
     tmux.wait_screen(&env, "the fallback message", |s| {
-        s.contains("the broker did not answer: tether sent SIGTERM to process group")
+        s.contains("the broker did not answer: tether sent SIGTERM itself to process group")
     });
+    // The escapee too: the fallback walks the broker's descendants, not just the group.
     assert!(
         procs::wait_gone(&tree, Duration::from_secs(10)).is_empty(),
-        "the TUI's own SIGTERM did not end the group"
+        "the TUI's own SIGTERM did not end the tree"
     );
     procs::signal(broker, nix::sys::signal::Signal::SIGCONT);
     tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM "));
     tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
+/// Item 3 of issue 6: `kill -9` of a broker. The TUI, a subreaper, stops what the broker
+/// left (the escapee and the TERM-ignoring members too), says so, and the run ends `lost`.
+#[test]
+fn a_broker_killed_with_sigkill_leaves_nothing_behind() {
+    let env = TestEnv::new("tui-broker-kill9");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
+    );
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dir = command_dirs(&env.state_dir()).remove(0);
+    let tree = wait_tree(&env, &dir, 4);
+    let broker = broker_of(&dir);
+    procs::signal(broker, nix::sys::signal::Signal::SIGKILL);
+    let killed = Instant::now();
+    assert!(
+        procs::wait_gone(&tree, Duration::from_secs(10)).is_empty(),
+        "the dead broker's tree survived"
+    );
+    let took = killed.elapsed();
+    assert!(
+        took >= Duration::from_millis(500),
+        "KILL before the grace: {took:?}"
+    );
+    tmux.wait_screen(&env, "the cleanup on screen, the run lost", |s| {
+        s.contains("broker lost; cleaned up 4 processes") && s.contains(" lost ")
+    });
+    // Nothing runs any more: q leaves at once.
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
+/// Item 5 of issue 6: `s` to a stopped broker kills the broker and runs the whole sequence
+/// over what it left: TERM, grace, KILL, escapees included, until nothing is alive.
+#[test]
+fn a_stop_to_a_stopped_broker_kills_it_and_everything_it_left() {
+    let env = TestEnv::new("tui-stop-stopped");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
+    );
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dir = command_dirs(&env.state_dir()).remove(0);
+    let tree = wait_tree(&env, &dir, 4);
+    let broker = broker_of(&dir);
+    procs::signal(broker, nix::sys::signal::Signal::SIGSTOP);
+    tmux.keys(&env, &["s"]);
+    tmux.wait_screen(&env, "the fallback's result, the run lost", |s| {
+        s.contains("tether killed it; broker lost; cleaned up 4 processes") && s.contains(" lost ")
+    });
+    assert!(procs::wait_gone(&tree, Duration::from_secs(5)).is_empty());
+    assert!(procs::is_gone(broker), "the stopped broker was left behind");
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
+/// Item 5 of issue 6: quitting with a stopped broker leaves nothing behind, the broker
+/// included.
+#[test]
+fn quit_with_a_stopped_broker_leaves_nothing_behind() {
+    let env = TestEnv::new("tui-quit-stopped");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
+    );
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dir = command_dirs(&env.state_dir()).remove(0);
+    wait_tree(&env, &dir, 4);
+    let broker = broker_of(&dir);
+    let tui = tmux.pane_pid(&env);
+    procs::signal(broker, nix::sys::signal::Signal::SIGSTOP);
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("still running"));
+    tmux.keys(&env, &["y"]);
+    assert!(
+        procs::wait_gone(&[tui], Duration::from_secs(10)).is_empty(),
+        "the TUI did not quit"
+    );
+    drop(tmux);
+    env.finish();
+}
+
+/// A broker that acknowledges the stop at quit but never finishes (stopped right after) is
+/// killed when the quit deadline passes, and what it left is killed.
+#[test]
+fn quit_kills_a_broker_that_does_not_finish_in_time() {
+    let env = TestEnv::new("tui-quit-wedged");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
+    );
+    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
+    let dir = command_dirs(&env.state_dir()).remove(0);
+    let tree = wait_tree(&env, &dir, 4);
+    let broker = broker_of(&dir);
+    let tui = tmux.pane_pid(&env);
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("still running"));
+    tmux.keys(&env, &["y"]);
+    common::wait_until(&env, "the broker to start the stop", || {
+        events(&dir).contains(r#""signal":"TERM""#)
+    });
+    procs::signal(broker, nix::sys::signal::Signal::SIGSTOP);
+    assert!(
+        procs::wait_gone(&[tui], Duration::from_secs(15)).is_empty(),
+        "the TUI did not quit"
+    );
+    assert!(procs::wait_gone(&tree, Duration::from_secs(1)).is_empty());
+    assert!(procs::is_gone(broker));
     drop(tmux);
     env.finish();
 }

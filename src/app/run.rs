@@ -37,8 +37,11 @@ use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
 
 const FRAME: Duration = Duration::from_micros(16_667);
-/// After asking every broker to stop, how long to wait beyond the longest grace.
+/// After asking every broker to stop, how long to wait beyond the longest grace (a broker
+/// that does not acknowledge the stop is killed after a second and its leftovers stopped).
 const QUIT_SLACK: Duration = Duration::from_secs(3);
+/// After that, how long brokers that did not finish get to be killed with their leftovers.
+const ABORT_SLACK: Duration = Duration::from_secs(2);
 
 /// What the TUI starts with.
 pub enum Launch {
@@ -124,6 +127,10 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
         }
     };
     let session_dir = model.session_dir.clone();
+    if !model.recorded {
+        // Whatever a broker leaves when it dies is re-parented to the TUI, to be stopped here.
+        crate::supervisor::become_subreaper().context("cannot become a child subreaper")?;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -179,6 +186,8 @@ struct Runner {
     session: Option<Session>,
     fleet: Fleet,
     quit_deadline: Option<Instant>,
+    /// Quitting could not wait any longer for the brokers: they are being killed.
+    aborted: bool,
     quit_now: bool,
 }
 
@@ -299,7 +308,9 @@ impl Runner {
             FleetEvent::Event(id, event) => self.app.apply_event(id.command, id.run, &event),
             FleetEvent::Fallback(id, text) => {
                 if let Some(c) = self.app.model.commands.get_mut(id.command) {
-                    c.notice = Some(text.clone());
+                    if c.run == id.run {
+                        c.notice = Some(text.clone());
+                    }
                 }
                 self.app.view.message = Some(text);
             }
@@ -336,6 +347,7 @@ async fn event_loop(
         session,
         fleet,
         quit_deadline: None,
+        aborted: false,
         quit_now: false,
     };
     let mut keys = terminal_events();
@@ -387,10 +399,16 @@ async fn event_loop(
             dirty = runner.app.behind;
             last_draw = Some(now);
         }
+        let quit_overdue = runner.quit_deadline.is_some_and(|d| Instant::now() >= d);
+        if runner.app.view.quitting && quit_overdue && !runner.aborted {
+            // Brokers that did not finish in time are killed and their leftovers KILLed.
+            runner.fleet.abort_all();
+            runner.aborted = true;
+            runner.quit_deadline = Some(Instant::now() + ABORT_SLACK);
+            continue;
+        }
         if runner.quit_now
-            || (runner.app.view.quitting
-                && (runner.fleet.active() == 0
-                    || runner.quit_deadline.is_some_and(|d| Instant::now() >= d)))
+            || (runner.app.view.quitting && (runner.fleet.active() == 0 || quit_overdue))
         {
             break;
         }
@@ -434,6 +452,7 @@ async fn event_loop(
             _ = sigterm.recv() => { runner.stop_all(); dirty = true; }
             _ = sighup.recv() => { runner.stop_all(); dirty = true; }
             _ = sleep_until(frame_at), if dirty => {}
+            _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
             _ = sleep_until(next_tick), if ticking => {
                 next_tick += Duration::from_secs(1);
                 if recorded {
@@ -443,5 +462,7 @@ async fn event_loop(
             }
         }
     }
+    // Nothing the TUI adopted from a dead broker outlives it.
+    runner.fleet.kill_leftovers().await;
     Ok(0)
 }

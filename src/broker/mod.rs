@@ -10,7 +10,7 @@ mod run;
 pub mod signaller;
 pub mod spawn;
 mod state;
-mod stop;
+pub mod stop;
 mod tree;
 
 use std::io::Write;

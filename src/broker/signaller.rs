@@ -1,5 +1,8 @@
 //! Delivering a signal to a command's whole tree: its process group and every descendant
-//! the broker's subreaper walk finds, each through a pidfd so a reused pid is never hit.
+//! a subreaper's walk finds, each through a pidfd so a reused pid is never hit.
+//!
+//! The broker walks its own descendants; a front end whose broker is gone walks its own
+//! descendants minus the brokers that still live (they look after their own trees).
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
@@ -48,6 +51,64 @@ fn send(handle: &Handle, signal: Signal) -> bool {
     }
 }
 
+/// Which processes a tree signal reaches: every descendant of `root`, except the subtrees
+/// rooted at `pruned` (live brokers, under a front end). A plain pid means all below it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Walk {
+    root: i32,
+    pruned: Vec<i32>,
+}
+
+impl Walk {
+    /// Every descendant of `root`.
+    pub fn below(root: i32) -> Walk {
+        Walk {
+            root,
+            pruned: Vec::new(),
+        }
+    }
+
+    /// Leaves out these processes and everything below them.
+    pub fn pruning(mut self, subtrees: impl IntoIterator<Item = i32>) -> Walk {
+        self.pruned.extend(subtrees);
+        self
+    }
+
+    pub fn root(&self) -> i32 {
+        self.root
+    }
+
+    /// The walk over a given process list: the pure part, parents before children.
+    pub fn select(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
+        procfs::descendants_pruned(processes, self.root, &self.pruned)
+    }
+
+    /// The walk over `/proc` now, zombies included.
+    pub fn processes(&self) -> Vec<ProcStat> {
+        self.select(&procfs::all_processes())
+    }
+
+    /// The walk over `/proc` now, without zombies.
+    pub fn live(&self) -> Vec<ProcStat> {
+        self.processes()
+            .into_iter()
+            .filter(|p| !p.is_zombie())
+            .collect()
+    }
+}
+
+impl From<i32> for Walk {
+    fn from(root: i32) -> Walk {
+        Walk::below(root)
+    }
+}
+
+impl From<&Walk> for Walk {
+    fn from(walk: &Walk) -> Walk {
+        walk.clone()
+    }
+}
+
 /// Sends `signal` to one process found by a walk, through a verified pidfd. Returns whether
 /// it was delivered.
 pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
@@ -55,24 +116,26 @@ pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
 }
 
 /// Signals the group (while its leader is unreaped, so the pgid cannot have been reused) and
-/// every live descendant of `root`, walking again until a walk finds no process not yet
+/// every live process of the walk, walking again until a walk finds no process not yet
 /// signalled. `already` holds processes signalled earlier in the same sequence; they are
 /// skipped and the newly reached ones are added. Returns the pids reached this time.
 ///
 /// Each round pins the processes it found with pidfds *before* the group signal, so the
 /// processes that signal ends at once are still counted among those it reached.
 pub fn signal_tree(
-    root: i32,
+    walk: impl Into<Walk>,
     group: Option<i32>,
     signal: Signal,
     also_cont: bool,
     already: &mut HashSet<ProcessKey>,
 ) -> Vec<i32> {
+    let walk = walk.into();
     let mut reached = Vec::new();
     let mut group_pending = group;
     // A process forking as fast as it can may keep adding children; bound the rounds.
     for _ in 0..64 {
-        let fresh: Vec<(ProcStat, Handle)> = procfs::descendants(root)
+        let fresh: Vec<(ProcStat, Handle)> = walk
+            .processes()
             .into_iter()
             .filter(|p| !p.is_zombie() && !already.contains(&key(p)))
             .filter_map(|p| open_verified(&p).map(|fd| (p, fd)))
@@ -104,10 +167,7 @@ pub fn signal_tree(
 
 /// Live (non-zombie) descendants of `root`.
 pub fn live_descendants(root: i32) -> Vec<ProcStat> {
-    procfs::descendants(root)
-        .into_iter()
-        .filter(|p| !p.is_zombie())
-        .collect()
+    Walk::below(root).live()
 }
 
 /// Parses `TERM`, `SIGTERM`, `term` or `15`.
@@ -133,6 +193,38 @@ pub fn signal_name(signal: Signal) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stat(pid: i32, ppid: i32, state: u8) -> ProcStat {
+        ProcStat {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state,
+            start_ticks: 1,
+        }
+    }
+
+    #[test]
+    fn a_front_end_walk_leaves_live_brokers_and_their_trees_alone() {
+        // The front end (1) runs two brokers (2, 3); 2 died, its command (4, 5) came to 1.
+        let procs = [
+            stat(3, 1, b'S'),
+            stat(6, 3, b'S'),
+            stat(4, 1, b'Z'),
+            stat(5, 4, b'S'),
+            stat(7, 1, b'S'),
+        ];
+        let walk = Walk::below(1).pruning([3]);
+        let pids: Vec<i32> = walk.select(&procs).iter().map(|p| p.pid).collect();
+        assert_eq!(pids.len(), 3);
+        for pid in [4, 5, 7] {
+            assert!(pids.contains(&pid), "{pid} missing from {pids:?}");
+        }
+        assert_eq!(Walk::from(1).select(&procs).len(), 5);
+        assert_eq!(Walk::from(&walk), walk);
+        assert_eq!(walk.root(), 1);
+    }
 
     #[test]
     fn parses_signal_names() {

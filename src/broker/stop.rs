@@ -1,5 +1,8 @@
 //! The stop sequence: SIGTERM and SIGCONT to the whole tree, a grace period during which new
 //! processes are signalled too, then SIGKILL until nothing is left.
+//!
+//! The broker runs it over its own descendants; a front end whose broker died or stopped
+//! answering runs the very same sequence over what the broker left (another [`Walk`]).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -7,7 +10,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
-use super::signaller::{ProcessKey, signal_tree};
+use super::signaller::{ProcessKey, Walk, signal_tree};
 use crate::protocol::Origin;
 
 /// How soon the tree is walked again after a signal; the interval doubles from walk to walk
@@ -38,12 +41,12 @@ impl StopSequence {
     pub fn start(
         origin: Origin,
         grace: Duration,
-        root: i32,
+        walk: impl Into<Walk>,
         group: Option<i32>,
         now: Instant,
     ) -> (StopSequence, Delivery) {
         let mut reached = HashSet::new();
-        let targets = signal_tree(root, group, Signal::SIGTERM, true, &mut reached);
+        let targets = signal_tree(walk, group, Signal::SIGTERM, true, &mut reached);
         let sequence = StopSequence {
             origin,
             started: now,
@@ -64,18 +67,23 @@ impl StopSequence {
 
     /// Signals processes that appeared since the last walk (TERM and CONT during grace); after
     /// grace, repeats KILL to everything still there. Reports only processes not reached before.
-    pub fn sweep(&mut self, root: i32, group: Option<i32>, now: Instant) -> Option<Delivery> {
+    pub fn sweep(
+        &mut self,
+        walk: impl Into<Walk>,
+        group: Option<i32>,
+        now: Instant,
+    ) -> Option<Delivery> {
         self.interval = (self.interval * 2).min(SWEEP_MAX);
         self.next_sweep = now + self.interval;
         if !self.killed {
-            let targets = signal_tree(root, group, Signal::SIGTERM, true, &mut self.reached);
+            let targets = signal_tree(walk, group, Signal::SIGTERM, true, &mut self.reached);
             return (!targets.is_empty()).then_some(Delivery {
                 signal: Signal::SIGTERM,
                 targets,
             });
         }
         let mut round = HashSet::new();
-        let targets = signal_tree(root, group, Signal::SIGKILL, false, &mut round);
+        let targets = signal_tree(walk, group, Signal::SIGKILL, false, &mut round);
         let fresh: Vec<i32> = targets
             .into_iter()
             .filter(|pid| !self.reached.iter().any(|(p, _)| p == pid))
@@ -88,12 +96,17 @@ impl StopSequence {
     }
 
     /// Grace is over: SIGKILL the group and every descendant.
-    pub fn escalate(&mut self, root: i32, group: Option<i32>, now: Instant) -> Delivery {
+    pub fn escalate(
+        &mut self,
+        walk: impl Into<Walk>,
+        group: Option<i32>,
+        now: Instant,
+    ) -> Delivery {
         self.killed = true;
         self.reached.clear();
         self.interval = SWEEP_INTERVAL;
         self.next_sweep = now + SWEEP_INTERVAL;
-        let targets = signal_tree(root, group, Signal::SIGKILL, false, &mut self.reached);
+        let targets = signal_tree(walk, group, Signal::SIGKILL, false, &mut self.reached);
         Delivery {
             signal: Signal::SIGKILL,
             targets,

@@ -1,25 +1,26 @@
 //! `tether exec`: one command through a broker, no TUI. Its output is copied byte for byte
 //! (or its lifecycle printed as JSON lines), and its exit status becomes ours.
 
+mod conversation;
 mod copy;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::Instant;
 
-use self::copy::{CopyPipes, OutputCopy};
+use self::conversation::{Conversation, End, Signals};
+use self::copy::{CopyPipes, CopyReport, OutputCopy};
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, state_dir};
 use crate::protocol::{
-    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin,
-    PROTOCOL_VERSION, Scope, Stage, Stream, ToBroker,
+    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, MAX_INTERVAL_MS,
+    PROTOCOL_VERSION, Stage,
 };
-use crate::supervisor::{BrokerProcess, Session};
-use nix::sys::signal::Signal;
+use crate::supervisor::leftovers::{KILL_PATIENCE, LiveBrokers, stop_leftovers};
+use crate::supervisor::{BrokerProcess, Session, become_subreaper};
 
 /// tether's own failure (journal, broker), as opposed to the command's.
 pub const EXIT_TETHER_FAILED: i32 = 125;
@@ -107,6 +108,11 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         )
     })?;
     let journal_dir = journal.path().to_path_buf();
+    let grace = options
+        .grace
+        .map_or(Duration::from_millis(DEFAULT_GRACE_MS), |d| {
+            d.min(Duration::from_millis(MAX_INTERVAL_MS))
+        });
     let request = LaunchRequest {
         v: PROTOCOL_VERSION,
         name,
@@ -116,18 +122,17 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         env: BTreeMap::new(),
         journal_dir: lossy(&journal_dir),
         parent_pid: std::process::id() as i32,
-        grace_ms: options
-            .grace
-            .map_or(DEFAULT_GRACE_MS, |d| d.as_millis() as u64),
+        grace_ms: grace.as_millis() as u64,
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
         heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
         mirror: !options.json,
     };
 
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
+    // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
+    become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
+    let signals = Signals::install()?;
+    let live = LiveBrokers::new();
     let pipes = if options.json {
         None
     } else {
@@ -139,93 +144,64 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         Some(CopyPipes { read, write }) => (Some(read), Some(write)),
         None => (None, None),
     };
-    let mut broker = BrokerProcess::spawn(&request, &journal, copy_write, Stdio::inherit())
-        .await
-        .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
+    let (mut broker, ticket) = {
+        let mut registry = live.lock().await;
+        let broker = BrokerProcess::spawn(&request, &journal, copy_write, Stdio::inherit())
+            .await
+            .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
+        let ticket = registry.register(broker.pid());
+        (broker, ticket)
+    };
     // The write ends were closed when spawn returned: the copies end when the broker does.
-    let mut copy = copy_read.map(OutputCopy::start).transpose()?;
-    let mut outcome = Outcome::default();
-    let mut heartbeat = tokio::time::interval(HEARTBEAT);
-    let mut started = false;
-    let mut group: Option<i32> = None;
-    // Stops asked for so far: the first runs the stop sequence, a second (another Ctrl-C)
-    // SIGKILLs the group at once.
-    let mut stops = 0;
-    loop {
-        let mut stop: Option<Origin> = None;
-        let mut interrupted = false;
-        tokio::select! {
-            line = broker.next_line() => {
-                let Some(line) = line else { break };
-                let event = match line.event {
-                    Ok(event) => event,
-                    Err(err) => {
-                        eprintln!("tether: ignoring a line from the broker: {err}");
-                        continue;
-                    }
-                };
-                if options.json && !matches!(event.kind, EventKind::Pong) {
-                    let mut out = std::io::stdout().lock();
-                    if out.write_all(&line.raw).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()).is_err() {
-                        stop = Some(Origin::Shutdown);
-                    }
-                }
-                match event.kind {
-                    EventKind::BrokerStarted { .. } => started = true,
-                    EventKind::Spawned { pgid, .. } => group = Some(pgid),
-                    EventKind::OutputCapped { message, .. } => {
-                        eprintln!("tether: {message}");
-                    }
-                    EventKind::SpawnError { code, message } => outcome.spawn_error = Some((code, message)),
-                    EventKind::Exit { status, .. } => {
-                        outcome.exit = Some(status);
-                        group = None;
-                    }
-                    EventKind::BrokerFailure { message, .. } => {
-                        if !options.json {
-                            eprintln!("tether: {message}");
-                        }
-                        outcome.broker_failure = Some(message);
-                        if !started {
-                            // The launch itself was refused: nothing runs, nothing will.
-                            let _ = broker.child.kill();
-                            break;
-                        }
-                    }
-                    EventKind::Close { .. } => outcome.closed = true,
-                    _ => {}
-                }
-            }
-            // Whoever read our output is gone: stop the command, as SIGPIPE would.
-            Some(_) = broken_pipe(&mut copy) => stop = Some(Origin::Shutdown),
-            _ = sigint.recv() => { stop = Some(Origin::Operator); interrupted = true; }
-            _ = sigterm.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
-            _ = sighup.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
-            _ = heartbeat.tick() => { let _ = broker.send(&ToBroker::Ping).await; }
-        }
-        let Some(origin) = stop else { continue };
-        let message = match stops {
-            0 => ToBroker::Stop {
-                origin: Some(origin),
-            },
-            _ if interrupted => ToBroker::Signal {
-                signal: "KILL".into(),
-                scope: Scope::Group,
-                pid: None,
-            },
-            _ => continue,
-        };
-        stops += 1;
-        let _ = broker.send(&message).await;
+    let copy = copy_read.map(OutputCopy::start).transpose()?;
+
+    let mut conversation = Conversation::new(broker.pid(), options.json, grace, copy);
+    let end = conversation.converse(&mut broker, signals).await;
+    if end != End::Closed {
+        // Through the unreaped `Child`: its pid cannot have been reused.
+        let _ = broker.child.kill();
     }
     let _ = broker.child.wait();
-    if !outcome.closed {
-        recover_from_journal(&journal_dir, &mut outcome, group);
+    live.lock().await.unregister(ticket);
+    let Conversation {
+        mut outcome,
+        copy,
+        leader,
+        stop_asked,
+        ..
+    } = conversation;
+    let why = match end {
+        End::Closed | End::Refused => None,
+        End::Lost => Some("broker lost"),
+        End::Unresponsive => Some("the broker stopped answering and was killed; broker lost"),
+        End::StopOverdue => Some(
+            "the broker had not finished stopping the command at the end of the grace period and was killed; broker lost",
+        ),
+    };
+    if let Some(why) = why {
+        let (grace, patience) = cleanup_timing(stop_asked, grace, Instant::now());
+        let cleanup = stop_leftovers(&live, leader, grace, patience).await;
+        eprintln!("tether: {why}; {}", cleanup.describe());
     }
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
-    let reports = copy.map_or_else(Vec::new, |c| c.finish(COPY_WAIT));
+    let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT), &journal_dir));
+    if !outcome.closed {
+        let complete = recover_from_journal(&journal_dir, &mut outcome);
+        if why.is_some() && !complete {
+            return Ok(EXIT_TETHER_FAILED);
+        }
+    }
     let code = outcome.exit_code(&journal_dir);
+    Ok(if copy_failed {
+        EXIT_TETHER_FAILED
+    } else {
+        code
+    })
+}
+
+/// Says what could not be copied to our own streams. Returns whether anything failed.
+fn report_copy(reports: Vec<CopyReport>, journal_dir: &Path) -> bool {
     let mut failed = false;
     for report in reports {
         if let Some((err, lost)) = report.failure {
@@ -237,36 +213,37 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
             );
         }
     }
-    Ok(if failed { EXIT_TETHER_FAILED } else { code })
-}
-
-/// The next stream whose reader went away; never resolves without a copy.
-async fn broken_pipe(copy: &mut Option<OutputCopy>) -> Option<Stream> {
-    match copy {
-        Some(copy) => copy.broken.recv().await,
-        None => std::future::pending().await,
-    }
+    failed
 }
 
 /// How long the copies may take to finish once the broker has exited.
 const COPY_WAIT: Duration = Duration::from_secs(5);
 
+/// The grace and the patience after KILL of the front end's own stop. Asked to stop, exec
+/// ends within grace + 1 s whatever happens: KILL when the grace asked for is over, and give
+/// up soon after.
+fn cleanup_timing(
+    stop_asked: Option<Instant>,
+    grace: Duration,
+    now: Instant,
+) -> (Duration, Duration) {
+    match stop_asked {
+        Some(at) => ((at + grace).saturating_duration_since(now), STOP_SLACK),
+        None => (grace, KILL_PATIENCE),
+    }
+}
+
 /// The broker ended without a `close` (its last events did not reach us, or it died): take
-/// the outcome and the rest of the output from the journal; if there is no result, the
-/// command may still run, so end its group.
-fn recover_from_journal(dir: &Path, outcome: &mut Outcome, group: Option<i32>) {
+/// the outcome and the rest of the output from the journal. Returns whether the journal has
+/// the result.
+fn recover_from_journal(dir: &Path, outcome: &mut Outcome) -> bool {
     let record = CommandRecord::load(dir);
     let Some(result) = record.result else {
-        if let Some(pgid) = crate::supervisor::signal_group(group, Signal::SIGKILL) {
-            eprintln!(
-                "tether: the broker died before the command ended; tether sent SIGKILL to its process group {pgid}"
-            );
-        }
         eprintln!(
             "tether: the journal in {} is incomplete (no result.json)",
             dir.display()
         );
-        return;
+        return false;
     };
     outcome.exit = outcome.exit.or(result.exit);
     if let Some(failure) = result.failure.filter(|f| f.stage == Stage::Spawn) {
@@ -274,6 +251,35 @@ fn recover_from_journal(dir: &Path, outcome: &mut Outcome, group: Option<i32>) {
             .spawn_error
             .get_or_insert((failure.code, failure.message));
     }
+    true
 }
 
 const HEARTBEAT: Duration = Duration::from_secs(1);
+/// Asked to stop, how long past the grace period the broker may take before it is killed
+/// and the leftovers KILLed (which then may take as long again): exec ends within grace + 1 s.
+const STOP_SLACK: Duration = Duration::from_millis(450);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_already_asked_for_keeps_its_deadline() {
+        let t0 = Instant::now();
+        let grace = Duration::from_secs(2);
+        // The broker died with no stop asked: the whole sequence, patient with KILL.
+        assert_eq!(cleanup_timing(None, grace, t0), (grace, KILL_PATIENCE));
+        // It died 500 ms into a stop: the rest of the grace, then KILL, soon over.
+        let half = Duration::from_millis(500);
+        assert_eq!(
+            cleanup_timing(Some(t0), grace, t0 + half),
+            (grace - half, STOP_SLACK)
+        );
+        // It did not finish in time: KILL at once.
+        assert_eq!(
+            cleanup_timing(Some(t0), grace, t0 + grace + STOP_SLACK),
+            (Duration::ZERO, STOP_SLACK)
+        );
+        assert!(grace + STOP_SLACK * 2 < grace + Duration::from_secs(1));
+    }
+}

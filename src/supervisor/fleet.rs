@@ -1,22 +1,27 @@
-//! The TUI's brokers: one task per broker forwards its events to a single channel, carries
-//! requests to it, and, if a broker stops answering, signals the command's group itself.
+//! The TUI's brokers: one task per broker forwards its events to a single channel and carries
+//! requests to it. When a broker cannot do its work the TUI does it: a signal the broker does
+//! not acknowledge goes to the group and the broker's descendants from here; a broker that
+//! dies, or does not acknowledge a stop, is killed and what it left is stopped from here with
+//! the broker's own sequence (see [`super::leftovers`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::time::{Instant, sleep_until};
+use tokio::time::{Instant, MissedTickBehavior, sleep_until};
 
 use super::BrokerProcess;
-use crate::broker::signaller::{parse_signal, signal_name};
+use super::ack::{Acks, Fallback};
+use super::leftovers::{Cleanup, GroupLeader, KILL_PATIENCE, LiveBrokers, Ticket, stop_leftovers};
+use crate::broker::signaller::{signal_name, signal_tree};
 use crate::journal::JournalDir;
-use crate::protocol::{Event, EventKind, LaunchRequest, Scope, ToBroker};
+use crate::protocol::{Event, EventKind, LaunchRequest, ToBroker};
 
-/// How long a broker may take to acknowledge a signal or stop before the TUI acts itself.
-const ACK_TIMEOUT: Duration = Duration::from_secs(1);
 const HEARTBEAT: Duration = Duration::from_secs(1);
+/// When quitting cannot wait any longer, how long KILL is repeated to leftovers.
+const ABORT_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Which run of which command a message is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,22 +33,30 @@ pub struct RunId {
 #[derive(Debug)]
 pub enum FleetEvent {
     Event(RunId, Event),
-    /// The broker did not answer; the TUI signalled the group itself. The text says what.
+    /// The broker could not do its work; the TUI did. The text says what.
     Fallback(RunId, String),
     /// The broker could not be started at all.
     SpawnFailed(RunId, String),
-    /// The broker process has exited and was reaped.
+    /// The broker process has exited and was reaped, and anything it left was stopped.
     Ended(RunId),
+}
+
+/// What the TUI asks of a broker's task.
+enum Order {
+    Send(ToBroker),
+    /// Quitting cannot wait: kill the broker, and KILL what it leaves.
+    Abort,
 }
 
 struct Link {
     run: u32,
-    requests: UnboundedSender<ToBroker>,
+    orders: UnboundedSender<Order>,
 }
 
 pub struct Fleet {
     events: UnboundedSender<FleetEvent>,
     links: HashMap<usize, Link>,
+    live: LiveBrokers,
 }
 
 impl Fleet {
@@ -53,6 +66,7 @@ impl Fleet {
             Fleet {
                 events,
                 links: HashMap::new(),
+                live: LiveBrokers::new(),
             },
             rx,
         )
@@ -61,22 +75,43 @@ impl Fleet {
     /// Starts a broker for `id`. Must be called inside the tokio runtime.
     /// `journal` is the run's journal directory, already created.
     pub fn launch(&mut self, id: RunId, request: LaunchRequest, journal: JournalDir) {
-        let (requests, rx) = unbounded_channel();
+        let (orders, rx) = unbounded_channel();
         self.links.insert(
             id.command,
             Link {
                 run: id.run,
-                requests,
+                orders,
             },
         );
         let events = self.events.clone();
+        let live = self.live.clone();
         tokio::spawn(async move {
             // The broker's own diagnostics must not reach the terminal the TUI draws on.
             let stderr = journal
                 .create_file("broker.stderr", false)
                 .map_or_else(|_| Stdio::null(), Stdio::from);
-            match BrokerProcess::spawn(&request, &journal, None, stderr).await {
-                Ok(broker) => drive(id, broker, rx, request.grace_ms, events).await,
+            // Under the registry's lock: no walk for leftovers may see this broker before
+            // it is registered.
+            let started = {
+                let mut registry = live.lock().await;
+                BrokerProcess::spawn(&request, &journal, None, stderr)
+                    .await
+                    .map(|broker| {
+                        let ticket = registry.register(broker.pid());
+                        (broker, ticket)
+                    })
+            };
+            match started {
+                Ok((broker, ticket)) => {
+                    let link = BrokerLink {
+                        id,
+                        grace: Duration::from_millis(request.grace_ms),
+                        events,
+                        live,
+                        ticket,
+                    };
+                    link.drive(broker, rx).await;
+                }
                 Err(err) => {
                     let _ = events.send(FleetEvent::SpawnFailed(
                         id,
@@ -92,7 +127,21 @@ impl Fleet {
     pub fn send(&self, command: usize, message: ToBroker) -> bool {
         self.links
             .get(&command)
-            .is_some_and(|link| link.requests.send(message).is_ok())
+            .is_some_and(|link| link.orders.send(Order::Send(message)).is_ok())
+    }
+
+    /// Quitting cannot wait any longer: every broker still running is killed, and what it
+    /// leaves is killed too. Each run still ends with [`FleetEvent::Ended`].
+    pub fn abort_all(&self) {
+        for link in self.links.values() {
+            let _ = link.orders.send(Order::Abort);
+        }
+    }
+
+    /// The last thing before the TUI exits: KILLs whatever is still below it and not under a
+    /// live broker, and reaps it.
+    pub async fn kill_leftovers(&self) -> Cleanup {
+        stop_leftovers(&self.live, None, Duration::ZERO, ABORT_PATIENCE).await
     }
 
     /// Forgets a finished run's link (a later run replaces it anyway).
@@ -107,99 +156,158 @@ impl Fleet {
     }
 }
 
-/// What a request would have done, for a fallback when the broker does not answer.
-struct PendingAck {
-    deadline: Instant,
-    signal: Signal,
-    then_kill_after: Option<Duration>,
+/// How a broker's run ended, as far as its task saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The broker said `close`: it did its work.
+    Closed,
+    /// Its events ended without a `close`: it died.
+    Lost,
+    /// It did not acknowledge a stop in time.
+    StopUnanswered,
+    /// The TUI is quitting and cannot wait any longer.
+    Aborted,
 }
 
-async fn drive(
+/// One broker's task: what it needs besides the broker and its orders.
+struct BrokerLink {
     id: RunId,
-    mut broker: BrokerProcess,
-    mut requests: UnboundedReceiver<ToBroker>,
-    grace_ms: u64,
+    grace: Duration,
     events: UnboundedSender<FleetEvent>,
-) {
-    let mut heartbeat = tokio::time::interval(HEARTBEAT);
-    let mut group: Option<i32> = None;
-    let mut pending: Option<PendingAck> = None;
-    let mut requests_open = true;
-    loop {
-        let ack_deadline = pending.as_ref().map(|p| p.deadline);
-        tokio::select! {
-            line = broker.next_line() => {
-                let Some(line) = line else { break };
-                let Ok(event) = line.event else { continue };
-                match &event.kind {
-                    // A pong answers a ping sent after the request: the broker has read the
-                    // request, whatever it made of it. Pongs mean nothing to the TUI.
-                    EventKind::Pong => {
-                        pending = None;
-                        continue;
-                    }
-                    EventKind::Spawned { pgid, .. } => group = Some(*pgid),
-                    EventKind::SignalSent { .. } | EventKind::BrokerFailure { .. } => pending = None,
-                    EventKind::Exit { .. } => group = None,
-                    _ => {}
-                }
-                // Nobody may listen any more; the pipe stays open all the same, so the
-                // broker runs on until its command ends or the TUI process exits.
-                let _ = events.send(FleetEvent::Event(id, event));
-            }
-            request = requests.recv(), if requests_open => match request {
-                None => requests_open = false,
-                Some(message) => {
-                    let fallback = match &message {
-                        ToBroker::Stop { .. } => Some((Signal::SIGTERM, Some(Duration::from_millis(grace_ms)))),
-                        ToBroker::Signal { signal, scope: Scope::Group, .. } => parse_signal(signal).map(|s| (s, None)),
-                        _ => None,
-                    };
-                    // The ping after it proves, by its pong, that the broker read the request.
-                    let sent = broker.send(&message).await.is_ok()
-                        && broker.send(&ToBroker::Ping).await.is_ok();
-                    if let Some((signal, then_kill_after)) = fallback {
-                        let deadline = if sent { Instant::now() + ACK_TIMEOUT } else { Instant::now() };
-                        pending = Some(PendingAck { deadline, signal, then_kill_after });
-                    }
-                }
-            },
-            _ = heartbeat.tick() => { let _ = broker.send(&ToBroker::Ping).await; }
-            _ = sleep_until(ack_deadline.unwrap_or_else(Instant::now)), if ack_deadline.is_some() => {
-                if let Some(ack) = pending.take() {
-                    let text = signal_group_directly(group, ack.signal);
-                    let _ = events.send(FleetEvent::Fallback(id, text));
-                    if let Some(after) = ack.then_kill_after {
-                        pending = Some(PendingAck {
-                            deadline: Instant::now() + after,
-                            signal: Signal::SIGKILL,
-                            then_kill_after: None,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    let mut child = broker.child;
-    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
-    let _ = events.send(FleetEvent::Ended(id));
+    live: LiveBrokers,
+    ticket: Ticket,
 }
 
-fn signal_group_directly(group: Option<i32>, signal: Signal) -> String {
+impl BrokerLink {
+    async fn drive(self, mut broker: BrokerProcess, orders: UnboundedReceiver<Order>) {
+        let (end, leader) = self.converse(&mut broker, orders).await;
+        if end != End::Closed {
+            // Through the unreaped `Child`: its pid cannot have been reused.
+            let _ = broker.child.kill();
+        }
+        let mut child = broker.child;
+        let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+        self.live.lock().await.unregister(self.ticket);
+        let (why, grace, patience) = match end {
+            End::Closed => {
+                let _ = self.events.send(FleetEvent::Ended(self.id));
+                return;
+            }
+            End::Lost => ("broker lost", self.grace, KILL_PATIENCE),
+            End::StopUnanswered => (
+                "the broker did not answer the stop: tether killed it; broker lost",
+                self.grace,
+                KILL_PATIENCE,
+            ),
+            End::Aborted => (
+                "quitting: the broker did not finish in time and was killed; broker lost",
+                Duration::ZERO,
+                ABORT_PATIENCE,
+            ),
+        };
+        self.tell(format!("{why}; stopping what it left"));
+        let cleanup = stop_leftovers(&self.live, leader, grace, patience).await;
+        self.tell(format!("{why}; {}", cleanup.describe()));
+        let _ = self.events.send(FleetEvent::Ended(self.id));
+    }
+
+    fn tell(&self, text: String) {
+        let _ = self.events.send(FleetEvent::Fallback(self.id, text));
+    }
+
+    /// Carries events and requests until the broker closes, dies, or must be killed.
+    /// Returns how it ended and the command's group leader, if it still needs stopping.
+    async fn converse(
+        &self,
+        broker: &mut BrokerProcess,
+        mut orders: UnboundedReceiver<Order>,
+    ) -> (End, Option<GroupLeader>) {
+        let me = std::process::id() as i32;
+        let broker_pid = broker.pid();
+        let mut heartbeat = tokio::time::interval(HEARTBEAT);
+        heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut leader: Option<GroupLeader> = None;
+        let mut acks = Acks::default();
+        let mut orders_open = true;
+        let end = loop {
+            let ack_deadline = acks.deadline();
+            tokio::select! {
+                line = broker.next_line() => {
+                    let Some(line) = line else { break End::Lost };
+                    let Ok(event) = line.event else { continue };
+                    match &event.kind {
+                        // Pongs mean nothing to the TUI beyond acknowledging requests.
+                        EventKind::Pong => {
+                            acks.pong();
+                            continue;
+                        }
+                        EventKind::Spawned { pgid, .. } => {
+                            leader = GroupLeader::find(*pgid, &[broker_pid, me]);
+                        }
+                        EventKind::Exit { .. } => leader = None,
+                        _ => {}
+                    }
+                    let closed = matches!(event.kind, EventKind::Close { .. });
+                    // Nobody may listen any more; the broker runs on all the same until its
+                    // command ends or the TUI process exits.
+                    let _ = self.events.send(FleetEvent::Event(self.id, event));
+                    if closed {
+                        break End::Closed;
+                    }
+                }
+                order = orders.recv(), if orders_open => match order {
+                    None => orders_open = false,
+                    Some(Order::Abort) => break End::Aborted,
+                    Some(Order::Send(message)) => {
+                        // The ping after it proves, by its pong, that the broker read it.
+                        let posted = broker.post(&message).is_ok()
+                            && broker.post(&ToBroker::Ping).is_ok();
+                        match Fallback::for_request(&message) {
+                            Some(fallback) => acks.request_posted(fallback, posted, Instant::now()),
+                            None if posted => acks.ping_posted(),
+                            None => {}
+                        }
+                    }
+                },
+                _ = heartbeat.tick() => {
+                    if let Ok(true) = broker.ping() {
+                        acks.ping_posted();
+                    }
+                }
+                _ = sleep_until(ack_deadline.unwrap_or_else(Instant::now)), if ack_deadline.is_some() => {
+                    match acks.take_due(Instant::now()) {
+                        Some(Fallback::Signal(signal)) => {
+                            self.tell(signal_directly(broker_pid, leader, signal));
+                        }
+                        Some(Fallback::Stop) => break End::StopUnanswered,
+                        None => {}
+                    }
+                }
+            }
+        };
+        (end, leader)
+    }
+}
+
+/// Sends `signal` to the group (while its leader is unreaped) and every descendant of the
+/// broker, which is alive but not answering, so its tree is still its own.
+fn signal_directly(broker_pid: i32, leader: Option<GroupLeader>, signal: Signal) -> String {
     let name = signal_name(signal);
-    match (group, super::signal_group(group, signal)) {
-        (_, Some(pgid)) => {
-            format!(
-                "the broker did not answer: tether sent SIG{name} to process group {pgid} itself"
-            )
-        }
-        (Some(pgid), None) => {
-            format!(
-                "the broker did not answer and process group {pgid} is gone; SIG{name} not sent"
-            )
-        }
-        (None, None) => format!(
-            "the broker did not answer and the command has no live group; SIG{name} not sent"
+    let group = leader.and_then(|l| l.live_group());
+    let reached = signal_tree(broker_pid, group, signal, false, &mut HashSet::new());
+    let processes = match reached.len() {
+        1 => "1 process".to_string(),
+        n => format!("{n} processes"),
+    };
+    match group {
+        Some(pgid) => format!(
+            "the broker did not answer: tether sent SIG{name} itself to process group {pgid} and the broker's descendants ({processes})"
+        ),
+        None if reached.is_empty() => format!(
+            "the broker did not answer and nothing of the command is left; SIG{name} not sent"
+        ),
+        None => format!(
+            "the broker did not answer: tether sent SIG{name} itself to the broker's descendants ({processes})"
         ),
     }
 }

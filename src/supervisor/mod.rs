@@ -1,6 +1,9 @@
 //! The front end's side of brokers: sessions on disk, starting a broker, talking to it.
 
+mod ack;
 pub mod fleet;
+pub mod leftovers;
+pub mod liveness;
 mod session;
 
 pub use session::Session;
@@ -23,6 +26,8 @@ pub struct BrokerProcess {
     lines: LineSplitter,
     buf: Vec<u8>,
     pending: std::collections::VecDeque<Frame>,
+    /// Request lines the broker's stdin has not taken yet.
+    outbox: Vec<u8>,
 }
 
 /// One line from a broker: the event, and the exact bytes it came as.
@@ -85,6 +90,7 @@ impl BrokerProcess {
             lines: LineSplitter::new(MAX_LINE),
             buf: vec![0; 256 * 1024],
             pending: Default::default(),
+            outbox: Vec::new(),
         };
         broker.requests.write_all(&launch).await?;
         Ok(broker)
@@ -94,6 +100,46 @@ impl BrokerProcess {
         let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
         line.push(b'\n');
         self.requests.write_all(&line).await
+    }
+
+    /// Queues a request and writes what the broker's stdin takes now, never waiting: a
+    /// stopped broker must not stall its front end. `Err` means the broker is gone.
+    pub fn post(&mut self, message: &ToBroker) -> io::Result<()> {
+        let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.outbox.extend_from_slice(&line);
+        self.flush_posted()
+    }
+
+    /// A ping, unless earlier requests still wait: the broker answers those first anyway.
+    /// Returns whether a ping was queued.
+    pub fn ping(&mut self) -> io::Result<bool> {
+        if self.outbox.is_empty() {
+            self.post(&ToBroker::Ping).map(|()| true)
+        } else {
+            self.flush_posted().map(|()| false)
+        }
+    }
+
+    /// Writes what the broker's stdin takes of the queued requests now.
+    pub fn flush_posted(&mut self) -> io::Result<()> {
+        let mut written = 0;
+        while written < self.outbox.len() {
+            match self.requests.try_write(&self.outbox[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) => {
+                    self.outbox.clear();
+                    return Err(err);
+                }
+            }
+        }
+        self.outbox.drain(..written);
+        Ok(())
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
     }
 
     /// The next line from the broker; `None` once it has closed its end.
@@ -111,17 +157,10 @@ impl BrokerProcess {
     }
 }
 
-/// Signals a command's process group from the front end, for when its broker cannot: only
-/// after checking through a pidfd on the group leader that the group is still the command's.
-/// Returns the group signalled, if any.
-pub fn signal_group(group: Option<i32>, signal: nix::sys::signal::Signal) -> Option<i32> {
-    let pgid = group?;
-    let leader = crate::procfs::read_stat(pgid).filter(|s| s.pgid == pgid && !s.is_zombie())?;
-    if !crate::broker::signaller::signal_process(&leader, signal) {
-        return None;
-    }
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
-    Some(pgid)
+/// Makes this process a child subreaper, so that what a broker leaves when it dies is
+/// re-parented here and can be stopped (see [`leftovers`]).
+pub fn become_subreaper() -> io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(io::Error::from)
 }
 
 /// In a child between fork and exec: makes each given descriptor available at its target

@@ -1,0 +1,251 @@
+//! `tether exec`'s side of the conversation with its broker: events in, requests out, its
+//! own signals passed on, and a watch on whether the broker still answers.
+
+use std::io::Write;
+use std::time::Duration;
+
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::time::{Instant, sleep_until};
+
+use super::copy::OutputCopy;
+use super::{HEARTBEAT, Outcome, STOP_SLACK};
+use crate::protocol::{EventKind, Origin, Scope, Stream, ToBroker};
+use crate::supervisor::leftovers::GroupLeader;
+use crate::supervisor::liveness::{Heartbeat, PingWatch, is_stopped};
+use crate::supervisor::{BrokerLine, BrokerProcess};
+
+/// How the conversation with the broker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    /// The broker said `close`: it did its work.
+    Closed,
+    /// The broker refused the launch itself: nothing runs.
+    Refused,
+    /// Its events ended without a `close`: it died.
+    Lost,
+    /// It stopped answering pings (stopped, wedged).
+    Unresponsive,
+    /// Asked to stop, it had not finished at the end of the grace period.
+    StopOverdue,
+}
+
+/// The signals `tether exec` acts on.
+pub(super) struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+    suspend: Signal,
+    resume: Signal,
+}
+
+impl Signals {
+    pub(super) fn install() -> std::io::Result<Signals> {
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+            suspend: signal(SignalKind::from_raw(libc::SIGTSTP))?,
+            resume: signal(SignalKind::from_raw(libc::SIGCONT))?,
+        })
+    }
+}
+
+/// What `tether exec` keeps track of while its broker runs the command.
+pub(super) struct Conversation {
+    broker_pid: i32,
+    json: bool,
+    grace: Duration,
+    /// The copy of the output to our own streams (none with `--json`).
+    pub(super) copy: Option<OutputCopy>,
+    pub(super) outcome: Outcome,
+    started: bool,
+    pub(super) leader: Option<GroupLeader>,
+    /// Stops asked for so far: the first runs the stop sequence, a second (another Ctrl-C)
+    /// SIGKILLs the group at once.
+    stops: u32,
+    /// When the first stop was asked for.
+    pub(super) stop_asked: Option<Instant>,
+    /// The command's group was sent TSTP on our behalf and awaits CONT.
+    paused: bool,
+    watch: PingWatch,
+}
+
+impl Conversation {
+    pub(super) fn new(
+        broker_pid: i32,
+        json: bool,
+        grace: Duration,
+        copy: Option<OutputCopy>,
+    ) -> Self {
+        Conversation {
+            broker_pid,
+            json,
+            grace,
+            copy,
+            outcome: Outcome::default(),
+            started: false,
+            leader: None,
+            stops: 0,
+            stop_asked: None,
+            paused: false,
+            watch: PingWatch::default(),
+        }
+    }
+
+    pub(super) async fn converse(
+        &mut self,
+        broker: &mut BrokerProcess,
+        mut signals: Signals,
+    ) -> End {
+        let mut next_ping = Instant::now() + HEARTBEAT;
+        loop {
+            let mut stop: Option<Origin> = None;
+            let mut interrupted = false;
+            let overdue = self.stop_asked.map(|at| at + self.grace + STOP_SLACK);
+            tokio::select! {
+                // Signals first: they are rare and must not wait behind a flood of output.
+                // Lines before the timers: a line already in the pipe answers our pings, however
+                // long we were blocked copying output or stopped.
+                biased;
+                _ = signals.suspend.recv() => self.suspend(broker),
+                _ = signals.resume.recv() => self.resume(broker),
+                _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = true; }
+                _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
+                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
+                // Whoever read our output is gone: stop the command, as SIGPIPE would.
+                Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
+                line = broker.next_line() => {
+                    let Some(line) = line else { return End::Lost };
+                    self.watch.heard();
+                    match self.on_line(line) {
+                        Ok(None) => {}
+                        Ok(Some(end)) => return end,
+                        Err(()) => stop = Some(Origin::Shutdown),
+                    }
+                }
+                _ = sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {}
+                _ = sleep_until(next_ping) => {}
+            }
+            // Deadlines are checked whatever woke us: a flood of lines must not starve them.
+            let now = Instant::now();
+            if overdue.is_some_and(|at| now >= at) {
+                return End::StopOverdue;
+            }
+            if now >= next_ping {
+                next_ping = now + HEARTBEAT;
+                match self.watch.due(is_stopped(self.broker_pid)) {
+                    Heartbeat::GiveUp => return End::Unresponsive,
+                    Heartbeat::Ping => {
+                        let _ = broker.ping();
+                    }
+                }
+            }
+            let Some(origin) = stop else { continue };
+            let message = match self.stops {
+                0 => ToBroker::Stop {
+                    origin: Some(origin),
+                },
+                _ if interrupted => ToBroker::Signal {
+                    signal: "KILL".into(),
+                    scope: Scope::Group,
+                    pid: None,
+                },
+                _ => continue,
+            };
+            self.stops += 1;
+            self.stop_asked.get_or_insert(now);
+            let _ = broker.post(&message);
+        }
+    }
+
+    /// Ctrl-Z: the command's group gets TSTP through the broker (so the journal shows it),
+    /// then we stop ourselves, so the shell sees the job stopped. As the kernel does for a
+    /// default TSTP, nothing happens if our group is orphaned: nobody would continue us.
+    fn suspend(&mut self, broker: &mut BrokerProcess) {
+        let us = nix::unistd::getpgrp().as_raw();
+        if crate::procfs::group_orphaned(&crate::procfs::all_processes(), us) {
+            return;
+        }
+        self.paused |= broker.post(&group_signal("TSTP")).is_ok();
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+    }
+
+    /// `fg`/`bg` (or any SIGCONT): the group we paused goes on too.
+    fn resume(&mut self, broker: &mut BrokerProcess) {
+        if std::mem::take(&mut self.paused) {
+            let _ = broker.post(&group_signal("CONT"));
+        }
+    }
+
+    /// Acts on one line from the broker. `Ok(Some(_))` ends the conversation; `Err` means
+    /// our own output is gone and the command should be stopped.
+    fn on_line(&mut self, line: BrokerLine) -> Result<Option<End>, ()> {
+        let event = match line.event {
+            Ok(event) => event,
+            Err(err) => {
+                eprintln!("tether: ignoring a line from the broker: {err}");
+                return Ok(None);
+            }
+        };
+        let mut output_gone = false;
+        if self.json && !matches!(event.kind, EventKind::Pong) {
+            let mut out = std::io::stdout().lock();
+            output_gone |= out
+                .write_all(&line.raw)
+                .and_then(|()| out.write_all(b"\n"))
+                .and_then(|()| out.flush())
+                .is_err();
+        }
+        match event.kind {
+            EventKind::BrokerStarted { .. } => self.started = true,
+            EventKind::Spawned { pgid, .. } => {
+                // The leader is the broker's child, or ours if the broker is already gone.
+                let parents = [self.broker_pid, std::process::id() as i32];
+                self.leader = GroupLeader::find(pgid, &parents);
+            }
+            // The cap limits what is stored, not what we copy; say so all the same.
+            EventKind::OutputCapped { message, .. } | EventKind::EventsCapped { message, .. } => {
+                eprintln!("tether: {message}");
+            }
+            EventKind::SpawnError { code, message } => {
+                self.outcome.spawn_error = Some((code, message))
+            }
+            EventKind::Exit { status, .. } => {
+                self.outcome.exit = Some(status);
+                self.leader = None;
+            }
+            EventKind::BrokerFailure { message, .. } => {
+                if !self.json {
+                    eprintln!("tether: {message}");
+                }
+                self.outcome.broker_failure = Some(message);
+                if !self.started {
+                    // The launch itself was refused: nothing runs, nothing will.
+                    return Ok(Some(End::Refused));
+                }
+            }
+            EventKind::Close { .. } => {
+                self.outcome.closed = true;
+                return Ok(Some(End::Closed));
+            }
+            _ => {}
+        }
+        if output_gone { Err(()) } else { Ok(None) }
+    }
+}
+
+/// The next stream whose reader went away; never resolves without a copy.
+async fn broken_pipe(copy: &mut Option<OutputCopy>) -> Option<Stream> {
+    match copy {
+        Some(copy) => copy.broken.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn group_signal(name: &str) -> ToBroker {
+    ToBroker::Signal {
+        signal: name.into(),
+        scope: Scope::Group,
+        pid: None,
+    }
+}

@@ -1,0 +1,225 @@
+//! `tether exec` when its broker cannot do its work: killed or stopped by the command itself,
+//! or wedged while exec is told to stop. exec is a subreaper, so whatever the broker leaves
+//! comes to exec, which stops it with the broker's own sequence.
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use common::journal::{events_now, signals_sent, spawned_pid};
+use common::procs::{self, signal};
+use common::{TestEnv, wait_for_text, wait_until};
+
+/// The broker of a running `tether exec`: its one child.
+fn broker_of(env: &TestEnv, exec: i32) -> i32 {
+    let mut broker = None;
+    wait_until(env, "the broker to start", || {
+        broker = tether::procfs::all_processes()
+            .into_iter()
+            .find(|p| p.ppid == exec)
+            .map(|p| p.pid);
+        broker.is_some()
+    });
+    broker.unwrap_or_default()
+}
+
+/// N of `broker lost; cleaned up N processes` on exec's stderr.
+fn cleaned_up(stderr: &str) -> usize {
+    let Some(at) = stderr.find("broker lost; cleaned up ") else {
+        panic!("no `broker lost; cleaned up` in: {stderr}");
+    };
+    let rest = &stderr[at + "broker lost; cleaned up ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no count in: {stderr}"))
+}
+
+/// Item 3 of issue 6, as written: the command SIGKILLs its broker after starting a `setsid`
+/// escapee. exec stops everything the broker left, the escapee too.
+#[test]
+fn a_broker_killed_by_its_command_leaves_nothing_behind() {
+    let env = TestEnv::new("broker_sigkilled");
+    let run = env.exec(
+        &[],
+        &["sh", "-c", "setsid -f sleep 91; kill -9 $PPID; sleep 90"],
+    );
+    assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
+    let stderr = run.stderr_text();
+    // sh and the escapee at least; `sleep 90` too if sh got to start it.
+    let cleaned = cleaned_up(&stderr);
+    assert!(cleaned >= 2, "{stderr}");
+    assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+    env.finish();
+}
+
+/// The same with TERM ignored everywhere: the leftovers get the whole sequence, KILL after
+/// the grace period.
+#[test]
+fn a_dead_brokers_term_ignoring_leftovers_are_killed_after_grace() {
+    let env = TestEnv::new("broker_sigkilled_stubborn");
+    let script = r#"trap '' TERM
+setsid -f sh -c 'trap "" TERM; sleep 91'
+sh -c 'trap "" TERM; sleep 92' &
+sleep 0.2
+kill -9 $PPID
+sleep 90"#;
+    let run = env.exec(&["--grace", "500ms"], &["sh", "-c", script]);
+    assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
+    assert!(
+        run.stderr_text().contains("broker lost; cleaned up"),
+        "{}",
+        run.stderr_text()
+    );
+    assert!(
+        run.elapsed >= Duration::from_millis(500),
+        "KILL came before the grace period ended: {:?}",
+        run.elapsed
+    );
+    env.finish();
+}
+
+/// Item 4 of issue 6, as written: the command stops its broker. exec notices that the broker
+/// no longer answers, kills it, and stops the tree; nothing is left, the broker included.
+#[test]
+fn a_broker_stopped_by_its_command_is_killed_and_the_tree_stopped() {
+    let env = TestEnv::new("broker_sigstopped");
+    let running = env.spawn_exec(
+        &["--no-output-timeout", "1s"],
+        &["sh", "-c", "kill -STOP $PPID; sleep 100"],
+    );
+    let broker = broker_of(&env, running.pid());
+    let run = running.wait_within(&env, Duration::from_secs(20));
+    assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains("the broker stopped answering and was killed; broker lost; cleaned up"),
+        "{stderr}"
+    );
+    assert!(run.elapsed < Duration::from_secs(8), "{:?}", run.elapsed);
+    assert!(procs::is_gone(broker), "the stopped broker was left behind");
+    env.finish();
+}
+
+/// SIGTERM to exec ends it within grace + 1 s, even when the broker cannot act on it.
+#[test]
+fn sigterm_ends_exec_within_grace_and_a_second_despite_a_stopped_broker() {
+    const GRACE: Duration = Duration::from_secs(1);
+    let env = TestEnv::new("broker_stopped_sigterm");
+    let running = env.spawn_exec(
+        &["--grace", "1s"],
+        &[
+            "sh",
+            "-c",
+            "trap '' TERM; setsid -f sh -c 'trap \"\" TERM; sleep 91'; sleep 100",
+        ],
+    );
+    let broker = broker_of(&env, running.pid());
+    let dir = env.wait_command_dir();
+    wait_until(&env, "the command to run", || {
+        events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, tether::protocol::EventKind::Spawned { .. }))
+    });
+    signal(broker, Signal::SIGSTOP);
+    wait_until(&env, "the broker to stop", || {
+        procs::state(broker) == Some(b'T')
+    });
+    signal(running.pid(), Signal::SIGTERM);
+    let asked = Instant::now();
+    let run = running.wait(&env);
+    let took = asked.elapsed();
+    assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
+    assert!(
+        took < GRACE + Duration::from_secs(1),
+        "exec took {took:?} after SIGTERM"
+    );
+    assert!(
+        run.stderr_text().contains("broker lost; cleaned up"),
+        "{}",
+        run.stderr_text()
+    );
+    assert!(procs::is_gone(broker));
+    env.finish();
+}
+
+/// Ctrl-Z on exec pauses the command (through the broker, journaled) and stops exec, as a
+/// shell expects of a job; SIGCONT resumes both.
+#[test]
+fn ctrl_z_pauses_the_command_and_sigcont_resumes_it() {
+    let env = TestEnv::new("exec_ctrl_z");
+    // A job of its own under the test, as a shell would start it: its group is not orphaned,
+    // so it may stop (exec ignores TSTP in an orphaned group, as the kernel would).
+    let stderr_path = env.path("ctrl-z.stderr");
+    let child = env
+        .exec_command(
+            &["--grace", "5s"],
+            &["sh", "-c", "echo ready; while :; do sleep 0.05; done"],
+        )
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).expect("create the stderr capture"))
+        .spawn()
+        .expect("start tether exec");
+    let running = common::RunningExec {
+        child,
+        started: Instant::now(),
+        stdout_path: env.path("ctrl-z.stdout"),
+        stderr_path,
+    };
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let command = spawned_pid(&events_now(&dir));
+    let exec = running.pid();
+
+    signal(exec, Signal::SIGTSTP);
+    wait_until(&env, "exec and the command to stop", || {
+        procs::state(exec) == Some(b'T') && procs::state(command) == Some(b'T')
+    });
+    signal(exec, Signal::SIGCONT);
+    wait_until(&env, "exec and the command to go on", || {
+        ![procs::state(exec), procs::state(command)].contains(&Some(b'T'))
+    });
+    signal(exec, Signal::SIGTERM);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "stderr: {}", run.stderr_text());
+    let sent: Vec<String> = signals_sent(&events_now(&dir))
+        .into_iter()
+        .map(|s| s.signal)
+        .collect();
+    assert_eq!(sent[..2], ["TSTP", "CONT"], "{sent:?}");
+    env.finish();
+}
+
+/// exec blocked for seconds writing output nobody reads must not take its broker for dead:
+/// the pongs waiting in the pipe are read before any watchdog looks.
+#[test]
+fn exec_blocked_on_its_own_output_does_not_give_up_on_its_broker() {
+    let env = TestEnv::new("exec_blocked");
+    let stderr_path = env.path("blocked.stderr");
+    let mut child = env
+        .exec_command(
+            &[],
+            &["sh", "-c", "head -c 2000000 /dev/zero; sleep 8; echo done"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).expect("create the stderr capture"))
+        .spawn()
+        .expect("start tether exec");
+    let mut stdout = child.stdout.take().expect("exec's stdout");
+    // Nobody reads exec's output for 7 s: it blocks writing it, and sends no pings.
+    std::thread::sleep(Duration::from_secs(7));
+    let mut output = Vec::new();
+    stdout.read_to_end(&mut output).expect("read exec's stdout");
+    let status = child.wait().expect("wait for tether exec");
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "stderr: {stderr}");
+    assert!(!stderr.contains("broker lost"), "{stderr}");
+    assert_eq!(output.len(), 2_000_005);
+    env.finish();
+}
