@@ -183,7 +183,7 @@ impl Conversation {
         let event = match line.event {
             Ok(event) => event,
             Err(err) => {
-                eprintln!("tether: ignoring a line from the broker: {err}");
+                say!("ignoring a line from the broker: {err}");
                 return Ok(None);
             }
         };
@@ -205,7 +205,7 @@ impl Conversation {
             }
             // The cap limits what is stored, not what we copy; say so all the same.
             EventKind::OutputCapped { message, .. } | EventKind::EventsCapped { message, .. } => {
-                eprintln!("tether: {message}");
+                say!("{message}");
             }
             EventKind::SpawnError { code, message } => {
                 self.outcome.spawn_error = Some((code, message))
@@ -216,8 +216,9 @@ impl Conversation {
             }
             EventKind::BrokerFailure { message, .. } => {
                 if !self.json {
-                    eprintln!("tether: {message}");
+                    say!("{message}");
                 }
+                self.outcome.broker_failure_shown = !self.json;
                 self.outcome.broker_failure = Some(message);
                 if !self.started {
                     // The launch itself was refused: nothing runs, nothing will.

@@ -1,6 +1,14 @@
 //! `tether exec`: one command through a broker, no TUI. Its output is copied byte for byte
 //! (or its lifecycle printed as JSON lines), and its exit status becomes ours.
 
+/// Prints `tether: MESSAGE` on stderr in one write, so that it never lands inside a line of
+/// the command's stderr, which a copy thread writes at the same time.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::exec::say_line(&format!($($arg)*))
+    };
+}
+
 mod conversation;
 mod copy;
 
@@ -44,12 +52,12 @@ pub fn main(options: ExecOptions) -> i32 {
     {
         Ok(rt) => rt,
         Err(err) => {
-            eprintln!("tether: cannot start the event loop: {err}");
+            say!("cannot start the event loop: {err}");
             return EXIT_TETHER_FAILED;
         }
     };
     runtime.block_on(run(options)).unwrap_or_else(|err| {
-        eprintln!("tether: {err:#}");
+        say!("{err:#}");
         EXIT_TETHER_FAILED
     })
 }
@@ -60,13 +68,15 @@ struct Outcome {
     exit: Option<crate::protocol::ExitStatus>,
     spawn_error: Option<(String, String)>,
     broker_failure: Option<String>,
+    /// The failure was printed when it arrived.
+    broker_failure_shown: bool,
     closed: bool,
 }
 
 impl Outcome {
     fn exit_code(&self, journal: &std::path::Path) -> i32 {
         if let Some((code, message)) = &self.spawn_error {
-            eprintln!("tether: {message}");
+            say!("{message}");
             return if code == "enoent" {
                 EXIT_NOT_FOUND
             } else {
@@ -81,9 +91,10 @@ impl Outcome {
             },
             None => {
                 match &self.broker_failure {
-                    Some(message) => eprintln!("tether: {message}"),
-                    None => eprintln!(
-                        "tether: the broker ended without reporting how the command ended; see the journal in {}",
+                    Some(_) if self.broker_failure_shown => {}
+                    Some(message) => say!("{message}"),
+                    None => say!(
+                        "the broker ended without reporting how the command ended; see the journal in {}",
                         journal.display()
                     ),
                 }
@@ -181,7 +192,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     if let Some(why) = why {
         let (grace, patience) = cleanup_timing(stop_asked, grace, Instant::now());
         let cleanup = stop_leftovers(&live, leader, grace, patience).await;
-        eprintln!("tether: {why}; {}", cleanup.describe());
+        say!("{why}; {}", cleanup.describe());
     }
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
@@ -206,14 +217,20 @@ fn report_copy(reports: Vec<CopyReport>, journal_dir: &Path) -> bool {
     for report in reports {
         if let Some((err, lost)) = report.failure {
             failed = true;
-            eprintln!(
-                "tether: writing the command's {} failed: {err}; {lost} bytes were not copied (the journal in {} has them, up to its cap)",
+            say!(
+                "writing the command's {} failed: {err}; {lost} bytes were not copied (the journal in {} has them, up to its cap)",
                 report.stream.name(),
                 journal_dir.display()
             );
         }
     }
     failed
+}
+
+pub(crate) fn say_line(text: &str) {
+    use std::io::Write;
+    let line = format!("tether: {text}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// How long the copies may take to finish once the broker has exited.
@@ -239,8 +256,8 @@ fn cleanup_timing(
 fn recover_from_journal(dir: &Path, outcome: &mut Outcome) -> bool {
     let record = CommandRecord::load(dir);
     let Some(result) = record.result else {
-        eprintln!(
-            "tether: the journal in {} is incomplete (no result.json)",
+        say!(
+            "the journal in {} is incomplete (no result.json)",
             dir.display()
         );
         return false;
