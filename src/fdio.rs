@@ -63,6 +63,56 @@ impl AsyncPipe {
     }
 }
 
+/// Bytes for a pipe whose reader must never hold up the writer: what the pipe does not take
+/// now stays queued, to be written when it has room.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    queue: Vec<u8>,
+}
+
+impl Outbox {
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.queue.extend_from_slice(bytes);
+    }
+
+    pub fn clear(&mut self) {
+        self.queue.clear();
+    }
+
+    /// Writes as much as the pipe takes now, without waiting. `Err` means the reader is gone;
+    /// the queue is then dropped.
+    pub fn write_now(&mut self, pipe: &AsyncPipe) -> io::Result<()> {
+        let mut written = 0;
+        while written < self.queue.len() {
+            match pipe.try_write(&self.queue[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) => {
+                    self.queue.clear();
+                    return Err(err);
+                }
+            }
+        }
+        self.queue.drain(..written);
+        Ok(())
+    }
+
+    /// Waits until the pipe takes some of the queue, and writes it.
+    pub async fn write_some(&mut self, pipe: &AsyncPipe) -> io::Result<()> {
+        let n = pipe.write(&self.queue).await?;
+        self.queue.drain(..n);
+        Ok(())
+    }
+}
+
 /// Registers an owned descriptor with tokio's reactor.
 pub fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
     // SAFETY: an `OwnedFd` is a valid descriptor that stays open, unchanged, until the

@@ -283,6 +283,17 @@ fn broker_of(dir: &Path) -> i32 {
 const STUBBORN: &str =
     r#"-c 'setsid sh -c "trap \"\" TERM; sleep 301" & trap "" TERM; sleep 300 & wait'"#;
 
+/// The TUI in tmux running [`STUBBORN`] with a 500 ms grace; its journal directory.
+fn start_stubborn(env: &TestEnv) -> (Tmux, std::path::PathBuf) {
+    let tmux = Tmux::start(env);
+    tmux.type_line(
+        env,
+        &tether_line(env, &format!("run --grace 500ms {STUBBORN}")),
+    );
+    tmux.wait_screen(env, "the TUI", |s| s.contains("Process tree"));
+    (tmux, command_dirs(&env.state_dir()).remove(0))
+}
+
 #[test]
 fn an_unanswering_broker_is_bypassed_and_the_operator_told() {
     let env = TestEnv::new("tui-fallback");
@@ -317,13 +328,7 @@ fn an_unanswering_broker_is_bypassed_and_the_operator_told() {
 #[test]
 fn a_broker_killed_with_sigkill_leaves_nothing_behind() {
     let env = TestEnv::new("tui-broker-kill9");
-    let tmux = Tmux::start(&env);
-    tmux.type_line(
-        &env,
-        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
-    );
-    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
-    let dir = command_dirs(&env.state_dir()).remove(0);
+    let (tmux, dir) = start_stubborn(&env);
     let tree = wait_tree(&env, &dir, 4);
     let broker = broker_of(&dir);
     procs::signal(broker, nix::sys::signal::Signal::SIGKILL);
@@ -351,13 +356,7 @@ fn a_broker_killed_with_sigkill_leaves_nothing_behind() {
 #[test]
 fn a_stop_to_a_stopped_broker_kills_it_and_everything_it_left() {
     let env = TestEnv::new("tui-stop-stopped");
-    let tmux = Tmux::start(&env);
-    tmux.type_line(
-        &env,
-        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
-    );
-    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
-    let dir = command_dirs(&env.state_dir()).remove(0);
+    let (tmux, dir) = start_stubborn(&env);
     let tree = wait_tree(&env, &dir, 4);
     let broker = broker_of(&dir);
     procs::signal(broker, nix::sys::signal::Signal::SIGSTOP);
@@ -377,13 +376,7 @@ fn a_stop_to_a_stopped_broker_kills_it_and_everything_it_left() {
 #[test]
 fn quit_with_a_stopped_broker_leaves_nothing_behind() {
     let env = TestEnv::new("tui-quit-stopped");
-    let tmux = Tmux::start(&env);
-    tmux.type_line(
-        &env,
-        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
-    );
-    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
-    let dir = command_dirs(&env.state_dir()).remove(0);
+    let (tmux, dir) = start_stubborn(&env);
     wait_tree(&env, &dir, 4);
     let broker = broker_of(&dir);
     let tui = tmux.pane_pid(&env);
@@ -404,13 +397,7 @@ fn quit_with_a_stopped_broker_leaves_nothing_behind() {
 #[test]
 fn quit_kills_a_broker_that_does_not_finish_in_time() {
     let env = TestEnv::new("tui-quit-wedged");
-    let tmux = Tmux::start(&env);
-    tmux.type_line(
-        &env,
-        &tether_line(&env, &format!("run --grace 500ms {STUBBORN}")),
-    );
-    tmux.wait_screen(&env, "the TUI", |s| s.contains("Process tree"));
-    let dir = command_dirs(&env.state_dir()).remove(0);
+    let (tmux, dir) = start_stubborn(&env);
     let tree = wait_tree(&env, &dir, 4);
     let broker = broker_of(&dir);
     let tui = tmux.pane_pid(&env);

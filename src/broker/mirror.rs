@@ -8,7 +8,7 @@
 use std::io;
 use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
-use crate::fdio::AsyncPipe;
+use crate::fdio::{AsyncPipe, Outbox};
 
 /// The descriptors on which a broker receives the write ends of the front end's copy pipes,
 /// stdout's then stderr's, when its launch request asks for a mirror.
@@ -18,7 +18,7 @@ pub const MIRROR_FDS: [RawFd; 2] = [super::JOURNAL_FD + 1, super::JOURNAL_FD + 2
 pub struct Mirror {
     pipe: AsyncPipe,
     /// Bytes read from the command and not yet taken by the front end.
-    queue: Vec<u8>,
+    queue: Outbox,
 }
 
 /// Takes an inherited descriptor, if one is open there, and keeps the command from
@@ -37,7 +37,7 @@ impl Mirror {
     pub fn new(fd: OwnedFd) -> io::Result<Mirror> {
         Ok(Mirror {
             pipe: AsyncPipe::new(fd)?,
-            queue: Vec::new(),
+            queue: Outbox::default(),
         })
     }
 
@@ -49,24 +49,13 @@ impl Mirror {
     /// Queues a chunk and writes what the pipe takes now. `Err` means the front end closed
     /// its end: the copy is over, the journal goes on.
     pub fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.queue.extend_from_slice(bytes);
-        let mut written = 0;
-        while written < self.queue.len() {
-            match self.pipe.try_write(&self.queue[written..]) {
-                Ok(n) => written += n,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
-                Err(err) => return Err(err),
-            }
-        }
-        self.queue.drain(..written);
-        Ok(())
+        self.queue.push(bytes);
+        self.queue.write_now(&self.pipe)
     }
 
     /// Waits until the pipe takes some of the queue, and writes it.
     pub async fn write_some(&mut self) -> io::Result<()> {
-        let n = self.pipe.write(&self.queue).await?;
-        self.queue.drain(..n);
-        Ok(())
+        self.queue.write_some(&self.pipe).await
     }
 
     /// Writes the whole queue, at the front end's pace. `Err` means it closed its end.

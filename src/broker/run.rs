@@ -13,7 +13,7 @@ use super::parent::ParentWatch;
 use super::spawn::spawn;
 use super::state::Broker;
 use crate::clock::now_ms;
-use crate::fdio::AsyncPipe;
+use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
@@ -64,7 +64,7 @@ struct ParentLink {
     lines: LineSplitter,
     buf: Vec<u8>,
     /// Event lines not yet taken by the parent.
-    queue: Vec<u8>,
+    queue: Outbox,
 }
 
 impl ParentLink {
@@ -77,33 +77,26 @@ impl ParentLink {
             output: AsyncPipe::new(stdout)?,
             lines: LineSplitter::new(MAX_LINE),
             buf: vec![0; 64 * 1024],
-            queue: Vec::new(),
+            queue: Outbox::default(),
         })
     }
 
     /// Writes as much of the queue as the pipe takes now. `Err` means the parent is gone.
     fn push(&mut self) -> io::Result<()> {
-        let mut written = 0;
-        while written < self.queue.len() {
-            match self.output.try_write(&self.queue[written..]) {
-                Ok(n) => written += n,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
-                Err(err) => {
-                    self.queue.clear();
-                    return Err(err);
+        self.queue.write_now(&self.output)
+    }
+
+    /// Writes what is queued, for at most `limit`: the parent may not be reading.
+    async fn drain(&mut self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, async {
+            while !self.queue.is_empty() {
+                if self.queue.write_some(&self.output).await.is_err() {
+                    return;
                 }
             }
-        }
-        self.queue.drain(..written);
-        Ok(())
+        })
+        .await;
     }
-}
-
-/// Waits until the parent's pipe takes some of `queue`, and writes it.
-async fn write_some(output: &AsyncPipe, queue: &mut Vec<u8>) -> io::Result<()> {
-    let n = output.write(queue).await?;
-    queue.drain(..n);
-    Ok(())
 }
 
 /// Parses one request line; `Err` carries a protocol failure code and message.
@@ -350,7 +343,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             _ = sigterm.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
             _ = sigint.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
             _ = sighup.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
-            r = write_some(&link.output, &mut link.queue), if parent_alive && !link.queue.is_empty() => {
+            r = link.queue.write_some(&link.output), if parent_alive && !link.queue.is_empty() => {
                 if r.is_err() {
                     broker.parent_lost(ParentLossCause::Epipe);
                 }
@@ -360,7 +353,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let mirror_behind = mirrors.iter().flatten().any(Mirror::is_behind);
         broker.tick(pipes.iter().any(Option::is_some), mirror_behind);
         broker.flush_journal();
-        link.queue.append(&mut broker.to_parent);
+        link.queue.push(&broker.to_parent);
+        broker.to_parent.clear();
         if broker.is_parent_lost() {
             link.queue.clear();
         } else if link.push().is_err() {
@@ -373,10 +367,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let _ = mirror.flush().await;
     }
     let code = broker.finish();
-    link.queue.append(&mut broker.to_parent);
+    link.queue.push(&broker.to_parent);
     if !broker.is_parent_lost() {
-        let _ =
-            tokio::time::timeout(Duration::from_secs(1), link.output.write_all(&link.queue)).await;
+        link.drain(Duration::from_secs(1)).await;
     }
     Ok(code)
 }

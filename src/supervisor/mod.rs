@@ -14,7 +14,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use crate::broker::{BROKER_ENV, JOURNAL_FD};
-use crate::fdio::AsyncPipe;
+use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
 use crate::protocol::{Event, Frame, LaunchRequest, LineSplitter, MAX_LINE, ToBroker};
 
@@ -27,7 +27,7 @@ pub struct BrokerProcess {
     buf: Vec<u8>,
     pending: std::collections::VecDeque<Frame>,
     /// Request lines the broker's stdin has not taken yet.
-    outbox: Vec<u8>,
+    outbox: Outbox,
 }
 
 /// One line from a broker: the event, and the exact bytes it came as.
@@ -90,7 +90,7 @@ impl BrokerProcess {
             lines: LineSplitter::new(MAX_LINE),
             buf: vec![0; 256 * 1024],
             pending: Default::default(),
-            outbox: Vec::new(),
+            outbox: Outbox::default(),
         };
         broker.requests.write_all(&launch).await?;
         Ok(broker)
@@ -107,7 +107,7 @@ impl BrokerProcess {
     pub fn post(&mut self, message: &ToBroker) -> io::Result<()> {
         let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
         line.push(b'\n');
-        self.outbox.extend_from_slice(&line);
+        self.outbox.push(&line);
         self.flush_posted()
     }
 
@@ -123,19 +123,7 @@ impl BrokerProcess {
 
     /// Writes what the broker's stdin takes of the queued requests now.
     pub fn flush_posted(&mut self) -> io::Result<()> {
-        let mut written = 0;
-        while written < self.outbox.len() {
-            match self.requests.try_write(&self.outbox[written..]) {
-                Ok(n) => written += n,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
-                Err(err) => {
-                    self.outbox.clear();
-                    return Err(err);
-                }
-            }
-        }
-        self.outbox.drain(..written);
-        Ok(())
+        self.outbox.write_now(&self.requests)
     }
 
     pub fn pid(&self) -> i32 {
