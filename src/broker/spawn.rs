@@ -12,7 +12,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::BROKER_ENV;
-use crate::journal::{BROKER_ID_ENV, SESSION_ENV};
+use crate::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
 use crate::protocol::{LaunchRequest, StdinSource};
 
 pub struct SpawnedCommand {
@@ -102,6 +102,9 @@ pub fn spawn(
             command
                 .env(SESSION_ENV, &session.id)
                 .env(BROKER_ID_ENV, session.broker_id());
+            if let Some(state) = &session.state_dir {
+                command.env(STATE_DIR_ENV, state);
+            }
         }
         None => {
             command.env_remove(BROKER_ID_ENV);

@@ -17,7 +17,7 @@ pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, NoStateDir> {
     if let Some(dir) = explicit {
         return Ok(dir.to_path_buf());
     }
-    if let Some(dir) = var("TETHER_STATE_DIR") {
+    if let Some(dir) = var(STATE_DIR_ENV) {
         return Ok(PathBuf::from(dir));
     }
     if let Some(dir) = var("XDG_STATE_HOME") {
@@ -32,6 +32,10 @@ pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, NoStateDir> {
 pub fn sessions_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("sessions")
 }
+
+/// Where journals go, unless `--state-dir` says otherwise; exported by every broker to its
+/// command, so that nested tether calls journal where their parent does.
+pub const STATE_DIR_ENV: &str = "TETHER_STATE_DIR";
 
 /// Names the session a command joins (`tether exec`, `tether run`, the shell shim), and is
 /// exported by every broker to its command, so that nested tether calls join it too.

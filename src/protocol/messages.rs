@@ -128,6 +128,11 @@ pub struct SessionRef {
     pub id: String,
     /// The command directory's name (`03-build`).
     pub command: String,
+    /// The state directory, absolute, exported as `TETHER_STATE_DIR` so that a nested call
+    /// finds the same session even when the front end was given `--state-dir` (absent when
+    /// the path is not UTF-8: the nested call then uses its own default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<PathBuf>,
 }
 
 impl SessionRef {

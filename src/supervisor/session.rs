@@ -21,6 +21,8 @@ use crate::protocol::SessionRef;
 pub struct Session {
     pub id: String,
     pub dir: JournalDir,
+    /// The state directory, absolute, if its path is text (see [`SessionRef::state_dir`]).
+    state_dir: Option<PathBuf>,
 }
 
 /// Attempts at a free session id before giving up: ids hold the pid, which processes in
@@ -37,6 +39,9 @@ impl Session {
     /// exist yet. The error says what failed and what to do.
     pub fn create(state_dir: &Path, name: Option<&SessionName>) -> anyhow::Result<Session> {
         let state = JournalDir::open_state(state_dir)?;
+        let absolute = std::path::absolute(state_dir)
+            .ok()
+            .filter(|p| p.to_str().is_some());
         let sessions = state.open_or_create("sessions")?;
         let started_ms = now_ms();
         let (id, dir) = match name {
@@ -45,6 +50,7 @@ impl Session {
                     return Ok(Session {
                         id: name.to_string(),
                         dir,
+                        state_dir: absolute,
                     });
                 }
                 Joined::Created(dir) => (name.to_string(), dir),
@@ -63,7 +69,11 @@ impl Session {
                 sessions.path().display()
             );
         }
-        Ok(Session { id, dir })
+        Ok(Session {
+            id,
+            dir,
+            state_dir: absolute,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -119,6 +129,7 @@ impl Session {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
+            state_dir: self.state_dir.clone(),
         }
     }
 
