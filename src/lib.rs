@@ -13,6 +13,7 @@ pub mod postmortem;
 pub mod procfs;
 pub mod protocol;
 pub mod sampler;
+pub mod shim;
 pub mod supervisor;
 pub mod ui;
 pub mod units;

@@ -1,3 +1,4 @@
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -5,8 +6,9 @@ use clap::{Parser, Subcommand};
 
 use tether::app::{Launch, run_tui};
 use tether::config::{self, CommandConfig};
-use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions};
-use tether::journal::state_dir;
+use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
+use tether::journal::paths::chosen_session;
+use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
 use tether::protocol::CommandSpec;
 use tether::units::{parse_duration, parse_size};
@@ -48,6 +50,10 @@ enum Command {
         /// Stop a command when it prints nothing for this long.
         #[arg(long, value_parser = parse_duration)]
         no_output_timeout: Option<Duration>,
+        /// Journal the commands in this named session, joined by every tether that names it
+        /// (default: $TETHER_SESSION, else a new session).
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
         /// A command and its arguments.
         #[arg(last = true)]
         argv: Vec<String>,
@@ -70,6 +76,10 @@ enum Command {
         /// Per-stream storage cap (e.g. 64M, 1G); beyond it bytes are counted, not stored.
         #[arg(long, value_parser = parse_size)]
         max_output: Option<u64>,
+        /// Journal the command in this named session, joined by every tether that names it
+        /// (default: $TETHER_SESSION, else a new session).
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -79,12 +89,29 @@ enum Command {
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
     Open { session: Option<String> },
+    /// Run `sh -c CMD [NAME ARGS...]` through a broker, as /bin/sh would run it: the shell
+    /// shim (also what tether does when started through a link named sh, bash or zsh).
+    #[command(disable_help_flag = true)]
+    Sh {
+        /// The arguments /bin/sh gets; only -c (and -l) is brokered, anything else runs
+        /// /bin/sh directly.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Create the links DIR/sh, DIR/bash and DIR/zsh to tether: the shell shim for whoever
+    /// finds them first on PATH.
+    Shims { dir: PathBuf },
     /// Internal: the per-command broker, started by tether itself.
     #[command(hide = true)]
     Broker,
 }
 
 fn main() {
+    // Started through a link named like a shell: the shim, before any option parsing (the
+    // arguments are the shell's).
+    if let Some(shell) = tether::shim::invoked_as_shell() {
+        std::process::exit(tether::shim::main_as_link(shell));
+    }
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),
@@ -94,16 +121,25 @@ fn main() {
             grace,
             no_output_timeout,
             max_output,
+            session,
             argv,
-        }) => exec::main(ExecOptions {
-            json,
-            name,
-            grace,
-            no_output_timeout,
-            max_output,
-            state_dir: cli.state_dir,
-            argv,
-        }),
+        }) => match chosen_session(session.as_deref()) {
+            Ok(session) => exec::main(ExecOptions {
+                json,
+                name,
+                grace,
+                no_output_timeout,
+                max_output,
+                state_dir: cli.state_dir,
+                session,
+                argv,
+                arg0: None,
+                signals: SignalMode::Stop,
+            }),
+            Err(err) => usage_error(&err),
+        },
+        Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
+        Some(Command::Shims { dir }) => tether::shim::install(&dir),
         Some(Command::Sessions) => postmortem::list(cli.state_dir.as_deref()),
         Some(Command::Open { session }) => {
             match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
@@ -120,14 +156,19 @@ fn main() {
                 }
             }
         }
-        Some(Command::Demo) => tui(cli.state_dir.as_deref(), Ok(config::demo().commands)),
+        Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo().commands)),
         Some(Command::Run {
             name,
             shell,
             grace,
             no_output_timeout,
+            session,
             argv,
         }) => {
+            let session = match chosen_session(session.as_deref()) {
+                Ok(session) => session,
+                Err(err) => std::process::exit(usage_error(&err)),
+            };
             let mut commands: Vec<CommandConfig> = shell
                 .iter()
                 .map(|s| command(s.clone(), CommandSpec::Shell(s.clone())))
@@ -144,7 +185,7 @@ fn main() {
                 eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");
                 std::process::exit(2);
             }
-            tui(cli.state_dir.as_deref(), Ok(commands))
+            tui(cli.state_dir.as_deref(), session, Ok(commands))
         }
         None => {
             let default = Path::new("tether.toml");
@@ -153,8 +194,13 @@ fn main() {
                 None if default.exists() => config::load(default).map(|c| c.commands),
                 None => Ok(Vec::new()),
             };
+            let session = match chosen_session(None) {
+                Ok(session) => session,
+                Err(err) => std::process::exit(usage_error(&err)),
+            };
             tui(
                 cli.state_dir.as_deref(),
+                session,
                 commands.map_err(|e| e.to_string()),
             )
         }
@@ -174,7 +220,17 @@ fn command(name: String, command: CommandSpec) -> CommandConfig {
     CommandConfig::new(name, command)
 }
 
-fn tui(state: Option<&Path>, commands: Result<Vec<CommandConfig>, String>) -> i32 {
+/// A bad option value: says so, exit code 2.
+fn usage_error(message: &str) -> i32 {
+    eprintln!("tether: {message}");
+    2
+}
+
+fn tui(
+    state: Option<&Path>,
+    session: Option<SessionName>,
+    commands: Result<Vec<CommandConfig>, String>,
+) -> i32 {
     let commands = match commands {
         Ok(commands) => commands,
         Err(err) => {
@@ -192,6 +248,7 @@ fn tui(state: Option<&Path>, commands: Result<Vec<CommandConfig>, String>) -> i3
     match run_tui(Launch::Live {
         commands,
         state_dir,
+        session,
     }) {
         Ok(code) => code,
         Err(err) => {

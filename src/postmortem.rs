@@ -29,13 +29,17 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
             )
         }),
         Some(id) => {
-            let matching: Vec<&PathBuf> = all
-                .iter()
-                .filter(|d| {
-                    d.file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with(id))
-                })
-                .collect();
+            let name = |d: &PathBuf| {
+                d.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            };
+            // A named session may be a prefix of another (`agent` and `agent-2`): its whole
+            // name picks it.
+            if let Some(exact) = all.iter().find(|d| name(d) == id) {
+                return Ok(exact.clone());
+            }
+            let matching: Vec<&PathBuf> = all.iter().filter(|d| name(d).starts_with(id)).collect();
             match matching.as_slice() {
                 [one] => Ok((*one).clone()),
                 [] => Err(format!(

@@ -25,12 +25,12 @@ use super::update::Effect;
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
 use crate::journal::secure::lossy;
-use crate::journal::{CommandRecord, SessionRecord};
+use crate::journal::{CommandRecord, SessionName, SessionRecord};
 use crate::model::replay::{command_from_record, frozen_at, model_from_session};
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
     DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
-    ToBroker,
+    StdinSource, ToBroker,
 };
 use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
@@ -49,6 +49,8 @@ pub enum Launch {
     Live {
         commands: Vec<CommandConfig>,
         state_dir: PathBuf,
+        /// A named session to join (`--session`, `TETHER_SESSION`); `None`: a fresh one.
+        session: Option<SessionName>,
     },
     /// A session read back from its journal, read-only.
     Recorded { session_dir: PathBuf },
@@ -105,8 +107,9 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
         Launch::Live {
             commands,
             state_dir,
+            session,
         } => {
-            let session = Session::create(&state_dir)?;
+            let session = Session::create(&state_dir, session.as_ref())?;
             let model = Model {
                 session_id: session.id.clone(),
                 session_dir: session.dir_path(),
@@ -230,6 +233,9 @@ impl Runner {
             max_output: DEFAULT_MAX_OUTPUT,
             heartbeat_ms: Some(1000),
             mirror: false,
+            stdin: StdinSource::Null,
+            session: Some(session.reference(&journal)),
+            arg0: None,
         };
         self.fleet.launch(
             RunId {

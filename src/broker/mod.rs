@@ -22,6 +22,10 @@ pub const BROKER_ENV: &str = "TETHER_BROKER";
 /// front end.
 pub const JOURNAL_FD: std::os::fd::RawFd = 3;
 
+/// The descriptor on which a broker receives its front end's stdin, when the launch request
+/// asks for it to be the command's (`tether exec`). After [`mirror::MIRROR_FDS`].
+pub const STDIN_FD: std::os::fd::RawFd = JOURNAL_FD + 3;
+
 /// Entry point of `tether broker`. Returns the process exit code: 0 when the command ran its
 /// course, 1 when the parent was lost or the broker could not work.
 pub fn main() -> i32 {

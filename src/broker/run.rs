@@ -18,7 +18,7 @@ use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
     Event, EventKind, Frame, LaunchRequest, LineSplitter, MAX_LINE, PROTOCOL_VERSION,
-    ParentLossCause, Stage, Stream, ToBroker,
+    ParentLossCause, Stage, StdinSource, Stream, ToBroker,
 };
 
 const READ_CHUNK: usize = 256 * 1024;
@@ -35,6 +35,8 @@ fn pdeath_signal() -> SignalKind {
 pub struct Inherited {
     journal: io::Result<OwnedFd>,
     mirrors: [Option<OwnedFd>; 2],
+    /// The front end's stdin, for the command; the broker never reads it.
+    stdin: Option<OwnedFd>,
 }
 
 impl Inherited {
@@ -42,6 +44,7 @@ impl Inherited {
         Inherited {
             journal: take_journal_fd(),
             mirrors: MIRROR_FDS.map(take_inherited),
+            stdin: take_inherited(super::STDIN_FD),
         }
     }
 }
@@ -146,7 +149,7 @@ async fn await_launch(
         while let Some(frame) = frames.next() {
             let failure = match parse_request(frame) {
                 Ok(ToBroker::Launch(request)) if request.v == PROTOCOL_VERSION => {
-                    return Some((request, frames.collect()));
+                    return Some((*request, frames.collect()));
                 }
                 Ok(ToBroker::Launch(request)) => (
                     "version_mismatch",
@@ -207,6 +210,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     let Inherited {
         journal,
         mirrors: mirror_fds,
+        stdin,
     } = inherited;
     let mut link = ParentLink::take_stdio()?;
     let Some((mut request, early)) = await_launch(&mut link, start).await else {
@@ -265,7 +269,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     }
     let mut pipes: [Option<AsyncPipe>; 2] = [None, None];
     if parent.is_some() {
-        match spawn(&request) {
+        // Closed here once the command has its copy (or never used: the request says null).
+        let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
+        match spawn(&request, stdin) {
             Ok(child) => {
                 pipes = [
                     Some(AsyncPipe::new(child.stdout)?),

@@ -1,5 +1,6 @@
-//! Starting the command: its own process group, stdin from /dev/null, one pipe per stream,
-//! and otherwise the start a fresh process would get: default signals, no broker marker.
+//! Starting the command: its own process group, stdin from /dev/null or the front end's,
+//! one pipe per stream, the session it belongs to in its environment, and otherwise the
+//! start a fresh process would get: default signals, no broker marker.
 
 mod interpreter;
 mod signals;
@@ -11,7 +12,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::BROKER_ENV;
-use crate::protocol::LaunchRequest;
+use crate::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
+use crate::protocol::{LaunchRequest, StdinSource};
 
 pub struct SpawnedCommand {
     pub pid: i32,
@@ -31,7 +33,12 @@ pub struct SpawnFailure {
 /// Bigger pipes mean fewer wake-ups per megabyte; refusal (a limit) is harmless.
 const PIPE_SIZE: i32 = 1 << 20;
 
-pub fn spawn(request: &LaunchRequest) -> Result<SpawnedCommand, SpawnFailure> {
+/// Starts the request's command. `stdin` is the front end's stdin, handed over when the
+/// request asks for it; the command gets it (the broker's copy closes when this returns).
+pub fn spawn(
+    request: &LaunchRequest,
+    stdin: Option<OwnedFd>,
+) -> Result<SpawnedCommand, SpawnFailure> {
     let argv = request.command.argv();
     let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
         return Err(SpawnFailure {
@@ -63,15 +70,48 @@ pub fn spawn(request: &LaunchRequest) -> Result<SpawnedCommand, SpawnFailure> {
             }
         }
     }
+    let stdin = match (request.stdin, stdin) {
+        (StdinSource::Null, _) => Stdio::null(),
+        (StdinSource::Inherit, Some(fd)) => Stdio::from(fd),
+        (StdinSource::Inherit, None) => {
+            return Err(SpawnFailure {
+                code: "no_stdin".into(),
+                message: format!(
+                    "cannot run `{program}`: the launch request asks for the front end's stdin, but none was handed over (descriptor {}); brokers are started by tether itself",
+                    super::STDIN_FD
+                ),
+            });
+        }
+    };
     let mut command = Command::new(program);
+    if let Some(arg0) = &request.arg0 {
+        command.arg0(arg0);
+    }
     command
         .args(&argv[1..])
         // The marker is for `tether broker` alone: a command that runs tether would have its
         // `tether broker` misbehave, or take itself for one. Set on purpose in the request's
         // variables, it is kept.
         .env_remove(BROKER_ENV)
-        .envs(&request.env)
-        .stdin(Stdio::null())
+        .envs(&request.env);
+    // Where the command is journaled: a `tether exec` or shell shim inside it joins the same
+    // session, and the shim knows it already runs under a broker. These are facts about
+    // this run, so they win over the request's variables and the inherited ones.
+    match &request.session {
+        Some(session) => {
+            command
+                .env(SESSION_ENV, &session.id)
+                .env(BROKER_ID_ENV, session.broker_id());
+            if let Some(state) = &session.state_dir {
+                command.env(STATE_DIR_ENV, state);
+            }
+        }
+        None => {
+            command.env_remove(BROKER_ID_ENV);
+        }
+    }
+    command
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);

@@ -68,6 +68,9 @@ pub(super) struct Conversation {
     /// The command's group was sent TSTP on our behalf and awaits CONT.
     paused: bool,
     watch: PingWatch,
+    /// The first SIGINT, SIGTERM or SIGHUP goes to the command's group as it came (see
+    /// [`super::SignalMode::Forward`]); later ones stop it.
+    pub(super) forward_signals: bool,
 }
 
 impl Conversation {
@@ -89,6 +92,7 @@ impl Conversation {
             stop_asked: None,
             paused: false,
             watch: PingWatch::default(),
+            forward_signals: false,
         }
     }
 
@@ -100,7 +104,8 @@ impl Conversation {
         let mut next_ping = Instant::now() + HEARTBEAT;
         loop {
             let mut stop: Option<Origin> = None;
-            let mut interrupted = false;
+            // The signal that asked for the stop, if one did.
+            let mut interrupted: Option<&str> = None;
             let overdue = self.stop_asked.map(|at| at + self.grace + STOP_SLACK);
             tokio::select! {
                 // Signals first: they are rare and must not wait behind a flood of output.
@@ -109,9 +114,9 @@ impl Conversation {
                 biased;
                 _ = signals.suspend.recv() => self.suspend(broker),
                 _ = signals.resume.recv() => self.resume(broker),
-                _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = true; }
-                _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
-                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = true; }
+                _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some("INT"); }
+                _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some("TERM"); }
+                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some("HUP"); }
                 // Whoever read our output is gone: stop the command, as SIGPIPE would.
                 Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
                 line = broker.next_line() => {
@@ -141,11 +146,17 @@ impl Conversation {
                 }
             }
             let Some(origin) = stop else { continue };
+            if let (true, Some(name)) = (self.forward_signals, interrupted) {
+                // Once: a command that ignores it is then stopped by the next one.
+                self.forward_signals = false;
+                let _ = broker.post(&group_signal(name));
+                continue;
+            }
             let message = match self.stops {
                 0 => ToBroker::Stop {
                     origin: Some(origin),
                 },
-                _ if interrupted => ToBroker::Signal {
+                _ if interrupted.is_some() => ToBroker::Signal {
                     signal: "KILL".into(),
                     scope: Scope::Group,
                     pid: None,

@@ -13,6 +13,7 @@ mod conversation;
 mod copy;
 
 use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,13 +23,13 @@ use tokio::time::Instant;
 use self::conversation::{Conversation, End, Signals};
 use self::copy::{CopyPipes, CopyReport, OutputCopy};
 use crate::journal::secure::lossy;
-use crate::journal::{CommandRecord, state_dir};
+use crate::journal::{CommandRecord, SessionName, state_dir};
 use crate::protocol::{
     CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, MAX_INTERVAL_MS,
-    PROTOCOL_VERSION, Stage,
+    PROTOCOL_VERSION, Stage, StdinSource,
 };
 use crate::supervisor::leftovers::{KILL_PATIENCE, LiveBrokers, stop_leftovers};
-use crate::supervisor::{BrokerProcess, Session, become_subreaper};
+use crate::supervisor::{BrokerProcess, Handover, Session, become_subreaper};
 
 /// tether's own failure (journal, broker), as opposed to the command's.
 pub const EXIT_TETHER_FAILED: i32 = 125;
@@ -42,7 +43,25 @@ pub struct ExecOptions {
     pub no_output_timeout: Option<Duration>,
     pub max_output: Option<u64>,
     pub state_dir: Option<PathBuf>,
+    /// The named session to join; `None`: a fresh one.
+    pub session: Option<SessionName>,
     pub argv: Vec<String>,
+    /// The `argv[0]` the program sees, if not `argv[0]` itself (the shell shim's).
+    pub arg0: Option<String>,
+    /// What SIGINT, SIGTERM and SIGHUP to tether do.
+    pub signals: SignalMode,
+}
+
+/// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SignalMode {
+    /// The stop sequence at the first, SIGKILL to the group at a second SIGINT.
+    #[default]
+    Stop,
+    /// The first is passed on, as the same signal, to the command's group, as a shell that
+    /// execs its command would have it delivered (the shell shim); a second runs the stop
+    /// sequence, a third SIGINT SIGKILLs the group.
+    Forward,
 }
 
 pub fn main(options: ExecOptions) -> i32 {
@@ -106,7 +125,7 @@ impl Outcome {
 
 async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let state = state_dir(options.state_dir.as_deref())?;
-    let mut session = Session::create(&state)?;
+    let mut session = Session::create(&state, options.session.as_ref())?;
     let name = options
         .name
         .clone()
@@ -119,6 +138,9 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         )
     })?;
     let journal_dir = journal.path().to_path_buf();
+    // Our stdin becomes the command's, as a shell would give it. (std opens /dev/null for a
+    // closed descriptor 0 at start, so there is always one.)
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok();
     let grace = options
         .grace
         .map_or(Duration::from_millis(DEFAULT_GRACE_MS), |d| {
@@ -138,6 +160,13 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
         heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
         mirror: !options.json,
+        stdin: if stdin.is_some() {
+            StdinSource::Inherit
+        } else {
+            StdinSource::Null
+        },
+        session: Some(session.reference(&journal)),
+        arg0: options.arg0.clone(),
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
@@ -157,7 +186,11 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     };
     let (mut broker, ticket) = {
         let mut registry = live.lock().await;
-        let broker = BrokerProcess::spawn(&request, &journal, copy_write, Stdio::inherit())
+        let handover = Handover {
+            mirror: copy_write,
+            stdin,
+        };
+        let broker = BrokerProcess::spawn(&request, &journal, handover, Stdio::inherit())
             .await
             .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
         let ticket = registry.register(broker.pid());
@@ -167,6 +200,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let copy = copy_read.map(OutputCopy::start).transpose()?;
 
     let mut conversation = Conversation::new(broker.pid(), options.json, grace, copy);
+    conversation.forward_signals = options.signals == SignalMode::Forward;
     let end = conversation.converse(&mut broker, signals).await;
     if end != End::Closed {
         // Through the unreaped `Child`: its pid cannot have been reused.

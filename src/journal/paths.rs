@@ -17,7 +17,7 @@ pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, NoStateDir> {
     if let Some(dir) = explicit {
         return Ok(dir.to_path_buf());
     }
-    if let Some(dir) = var("TETHER_STATE_DIR") {
+    if let Some(dir) = var(STATE_DIR_ENV) {
         return Ok(PathBuf::from(dir));
     }
     if let Some(dir) = var("XDG_STATE_HOME") {
@@ -33,6 +33,78 @@ pub fn sessions_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("sessions")
 }
 
+/// Where journals go, unless `--state-dir` says otherwise; exported by every broker to its
+/// command, so that nested tether calls journal where their parent does.
+pub const STATE_DIR_ENV: &str = "TETHER_STATE_DIR";
+
+/// Names the session a command joins (`tether exec`, `tether run`, the shell shim), and is
+/// exported by every broker to its command, so that nested tether calls join it too.
+pub const SESSION_ENV: &str = "TETHER_SESSION";
+
+/// Exported by every broker to its command: `<session>/<command directory>`. Its presence
+/// tells the shell shim that it already runs under a broker.
+pub const BROKER_ID_ENV: &str = "TETHER_BROKER_ID";
+
+/// The longest session name: a directory name that stays readable in listings.
+pub const MAX_SESSION_NAME: usize = 64;
+
+/// A session name someone chose (`--session`, `TETHER_SESSION`): the name of a directory
+/// under `sessions/`, so nothing that could step out of it or hide in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionName(String);
+
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error(
+    "invalid session name `{shown}`: a session name is 1 to {MAX_SESSION_NAME} characters of A-Z a-z 0-9 . _ : -, and not `.` or `..`"
+)]
+pub struct BadSessionName {
+    /// The name as given, with anything unprintable escaped.
+    pub shown: String,
+}
+
+impl SessionName {
+    pub fn parse(name: &str) -> Result<SessionName, BadSessionName> {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-');
+        let ok = !name.is_empty()
+            && name.len() <= MAX_SESSION_NAME
+            && name.chars().all(allowed)
+            && name != "."
+            && name != "..";
+        if ok {
+            Ok(SessionName(name.to_string()))
+        } else {
+            Err(BadSessionName {
+                shown: name.escape_debug().take(80).collect(),
+            })
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The session to join: `--session` (given as `flag`), else `TETHER_SESSION` when set and
+/// not empty, else none (a fresh session). The error names where the bad name came from.
+pub fn chosen_session(flag: Option<&str>) -> Result<Option<SessionName>, String> {
+    let (name, source) = match flag {
+        Some(name) => (name.to_string(), "--session"),
+        None => match std::env::var_os(SESSION_ENV).filter(|v| !v.is_empty()) {
+            Some(name) => (name.to_string_lossy().into_owned(), SESSION_ENV),
+            None => return Ok(None),
+        },
+    };
+    SessionName::parse(&name)
+        .map(Some)
+        .map_err(|err| format!("{source}: {err}"))
+}
+
+impl std::fmt::Display for SessionName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A session id sorts by start time and is unique per process: `20261130T064143Z-12345`.
 pub fn new_session_id(now_ms: u64, pid: u32) -> String {
     let (y, mo, d, h, mi, s) = utc_fields(now_ms);
@@ -45,6 +117,16 @@ fn utc_fields(ms: u64) -> (i64, u32, u32, i64, i64, i64) {
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
     (y, mo, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The number a command directory's name starts with (`03-build` → 3, `07` → 7); `None`
+/// for anything else in a session directory (`session.json`, a temporary file).
+pub fn command_dir_number(dir_name: &str) -> Option<u64> {
+    let digits = dir_name.split('-').next()?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// A command directory name: its position then a file-safe form of its name (`03-build`).
@@ -115,6 +197,55 @@ mod tests {
         assert_eq!(command_dir_name(2, "../.."), "02-_");
         assert_eq!(command_dir_name(4, "..."), "04");
         assert_eq!(command_dir_name(5, ""), "05");
+    }
+
+    #[test]
+    fn session_names_follow_the_rule() {
+        for good in [
+            "agent-1",
+            "a",
+            "run.2026-01-01T10:00:00Z",
+            "A_b.c:d-e",
+            &"x".repeat(64),
+        ] {
+            assert_eq!(SessionName::parse(good).unwrap().as_str(), good);
+        }
+        let too_long = "x".repeat(65);
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../x",
+            "a b",
+            "é",
+            "a\nb",
+            "a\u{202e}",
+            "*",
+            &too_long,
+        ] {
+            let err = SessionName::parse(bad).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("1 to 64 characters of A-Z a-z 0-9 . _ : -"),
+                "{err}"
+            );
+        }
+        // What cannot be printed is shown escaped.
+        assert_eq!(SessionName::parse("a\nb").unwrap_err().shown, "a\\nb");
+        // Dots inside a name are fine; only the two special names are refused.
+        assert!(SessionName::parse("...").is_ok());
+    }
+
+    #[test]
+    fn command_dir_numbers() {
+        assert_eq!(command_dir_number("03-build"), Some(3));
+        assert_eq!(command_dir_number("07"), Some(7));
+        assert_eq!(command_dir_number("123-a-b"), Some(123));
+        assert_eq!(command_dir_number("session.json"), None);
+        assert_eq!(command_dir_number(".session.json.12.tmp"), None);
+        assert_eq!(command_dir_number("-3"), None);
+        assert_eq!(command_dir_number("3x-y"), None);
     }
 
     #[test]

@@ -236,9 +236,12 @@ impl SessionRecord {
     }
 }
 
-/// Session directories under `sessions_dir`, oldest first (their names sort by start time).
+/// Session directories under `sessions_dir`, oldest first: by the start time their
+/// `session.json` records, which a named session (`agent-1`) needs, its name saying nothing of
+/// when it began. A session without a readable `session.json` (its creator is writing it,
+/// or crashed) goes by its directory's modification time.
 pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let mut dirs: Vec<PathBuf> = match fs::read_dir(sessions_dir) {
+    let dirs: Vec<PathBuf> = match fs::read_dir(sessions_dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -247,8 +250,25 @@ pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(err) => return Err(err),
     };
-    dirs.sort();
-    Ok(dirs)
+    let mut keyed: Vec<(u64, PathBuf)> = dirs.into_iter().map(|d| (started_ms(&d), d)).collect();
+    keyed.sort();
+    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+}
+
+/// When the session in `dir` started, as well as can be told.
+fn started_ms(dir: &Path) -> u64 {
+    #[derive(Deserialize)]
+    struct Start {
+        started_ms: u64,
+    }
+    if let Ok(Some(start)) = read_json::<Start>(&dir.join(SESSION_FILE), SESSION_FILE) {
+        return start.started_ms;
+    }
+    fs::symlink_metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(u64::MAX, |d| d.as_millis() as u64)
 }
 
 /// `Ok(None)` when the file does not exist; `Err` when it exists but cannot be used.
@@ -295,6 +315,41 @@ mod tests {
         writeln!(file, "{}", &LINE[20..]).unwrap();
         let (events, _) = tail.poll().unwrap();
         assert_eq!((events.len(), tail.pending()), (1, 0));
+    }
+
+    #[test]
+    fn sessions_are_listed_by_start_time_not_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = |name: &str, started_ms: u64| {
+            let path = dir.path().join(name);
+            fs::create_dir(&path).unwrap();
+            fs::write(
+                path.join(SESSION_FILE),
+                format!(r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#),
+            )
+            .unwrap();
+        };
+        session("20261130T064143Z-12", 5_000);
+        session("zz-agent", 1_000);
+        session("agent-2", 9_000);
+        session("20261130T064144Z-13", 6_000);
+        // No session.json yet: its directory's time, which is now, so last.
+        fs::create_dir(dir.path().join("aaa-new")).unwrap();
+        let names: Vec<String> = list_sessions(dir.path())
+            .unwrap()
+            .iter()
+            .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "zz-agent",
+                "20261130T064143Z-12",
+                "20261130T064144Z-13",
+                "agent-2",
+                "aaa-new"
+            ]
+        );
     }
 
     #[test]

@@ -90,6 +90,56 @@ pub struct LaunchRequest {
     /// ends of two pipes (see `broker::mirror`), which get every byte read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mirror: bool,
+    /// Where the command's stdin comes from.
+    #[serde(default, skip_serializing_if = "StdinSource::is_null")]
+    pub stdin: StdinSource,
+    /// The session and command directory the command is journaled in, which the broker
+    /// exports to it (`TETHER_SESSION`, `TETHER_BROKER_ID`) so that nested tether calls join
+    /// the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionRef>,
+    /// The `argv[0]` the program sees, when it is not the program as given (the shell shim
+    /// runs `/bin/bash` as the `bash` its caller asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg0: Option<String>,
+}
+
+/// The command's stdin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StdinSource {
+    /// `/dev/null` (the TUI's commands).
+    #[default]
+    Null,
+    /// The front end's own stdin, handed to the broker as a descriptor (see
+    /// `broker::STDIN_FD`), which passes it to the command and never reads it itself.
+    Inherit,
+}
+
+impl StdinSource {
+    pub fn is_null(&self) -> bool {
+        *self == StdinSource::Null
+    }
+}
+
+/// A command's place in the journal: its session id and its directory there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRef {
+    pub id: String,
+    /// The command directory's name (`03-build`).
+    pub command: String,
+    /// The state directory, absolute, exported as `TETHER_STATE_DIR` so that a nested call
+    /// finds the same session even when the front end was given `--state-dir` (absent when
+    /// the path is not UTF-8: the nested call then uses its own default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl SessionRef {
+    /// `TETHER_BROKER_ID`: `<session>/<command directory>`.
+    pub fn broker_id(&self) -> String {
+        format!("{}/{}", self.id, self.command)
+    }
 }
 
 fn default_grace_ms() -> u64 {
@@ -104,7 +154,8 @@ fn default_max_output() -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToBroker {
-    Launch(LaunchRequest),
+    /// Boxed: it is far larger than every other request.
+    Launch(Box<LaunchRequest>),
     Ping,
     Signal {
         signal: String,

@@ -94,7 +94,7 @@ impl Fleet {
             // it is registered.
             let started = {
                 let mut registry = live.lock().await;
-                BrokerProcess::spawn(&request, &journal, None, stderr)
+                BrokerProcess::spawn(&request, &journal, Default::default(), stderr)
                     .await
                     .map(|broker| {
                         let ticket = registry.register(broker.pid());

@@ -40,17 +40,16 @@ impl BrokerProcess {
     /// Starts `tether broker` (this very binary) in its own session and sends it `request`.
     /// Must be called inside a tokio runtime.
     /// `journal` is the command's journal directory, created by the front end; the broker
-    /// receives it as descriptor [`JOURNAL_FD`] and writes only below it. `mirror`, when the
-    /// request asks for a copy of the output, holds the write ends of the copy pipes, which
-    /// the broker receives as [`MIRROR_FDS`].
+    /// receives it as descriptor [`JOURNAL_FD`] and writes only below it. `handover` holds
+    /// the other descriptors the request asks the broker to take (see [`Handover`]).
     pub async fn spawn(
         request: &LaunchRequest,
         journal: &JournalDir,
-        mirror: Option<[OwnedFd; 2]>,
+        handover: Handover,
         stderr: Stdio,
     ) -> io::Result<BrokerProcess> {
-        let mut launch =
-            serde_json::to_vec(&ToBroker::Launch(request.clone())).map_err(io::Error::other)?;
+        let mut launch = serde_json::to_vec(&ToBroker::Launch(Box::new(request.clone())))
+            .map_err(io::Error::other)?;
         launch.push(b'\n');
         if launch.len() > MAX_LINE {
             return Err(io::Error::other(format!(
@@ -69,14 +68,18 @@ impl BrokerProcess {
             .stdout(Stdio::piped())
             .stderr(stderr);
         // SAFETY: setsid, dup2 and fcntl are async-signal-safe and touch no memory of the
-        // parent; `journal_fd` stays open in the parent until spawn returns.
+        // parent; `journal_fd` and `handover` stay open in the parent until spawn returns.
         unsafe {
             command.pre_exec(move || {
                 rustix::process::setsid()?;
-                let [out, err] = mirror
+                let [out, err] = handover
+                    .mirror
                     .as_ref()
                     .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
-                pass_fds([Some(&journal_fd), out, err], JOURNAL_FD)
+                pass_fds(
+                    [Some(&journal_fd), out, err, handover.stdin.as_ref()],
+                    JOURNAL_FD,
+                )
             });
         }
         let mut child = command.spawn()?;
@@ -151,11 +154,21 @@ pub fn become_subreaper() -> io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(io::Error::from)
 }
 
+/// Descriptors a broker takes at fixed numbers, besides its journal directory.
+#[derive(Default)]
+pub struct Handover {
+    /// The write ends of the copy pipes, stdout's then stderr's ([`MIRROR_FDS`](crate::broker::mirror::MIRROR_FDS)), when the
+    /// request asks for a mirror.
+    pub mirror: Option<[OwnedFd; 2]>,
+    /// The front end's stdin ([`STDIN_FD`](crate::broker::STDIN_FD)), when the request says `stdin: inherit`.
+    pub stdin: Option<OwnedFd>,
+}
+
 /// In a child between fork and exec: makes each given descriptor available at its target
-/// number (3, 4, 5, ...), inherited by exec. Each is first copied above every target, so no
+/// number (3, 4, 5, 6), inherited by exec. Each is first copied above every target, so no
 /// source is overwritten by an earlier target. No allocation: this runs after fork.
-fn pass_fds(fds: [Option<&OwnedFd>; 3], first_target: RawFd) -> io::Result<()> {
-    let mut high: [Option<OwnedFd>; 3] = [None, None, None];
+fn pass_fds(fds: [Option<&OwnedFd>; 4], first_target: RawFd) -> io::Result<()> {
+    let mut high: [Option<OwnedFd>; 4] = [None, None, None, None];
     for (slot, fd) in high.iter_mut().zip(fds) {
         if let Some(fd) = fd {
             *slot = Some(rustix::io::fcntl_dupfd_cloexec(fd, first_target + 16)?);

@@ -1,0 +1,275 @@
+//! The shell shim: `tether sh -c CMD`, or tether invoked through a link named `sh`, `bash`
+//! or `zsh`, runs `CMD` under a broker exactly as the real shell would run it for its caller
+//! (same stdin, the same bytes on stdout and stderr, the same exit status), and journals it.
+//! So an agent that runs its commands through `$SHELL -c` or a configurable shell has every
+//! command brokered without knowing it.
+//!
+//! Only `-c` (with `-l`) is brokered. Anything else (`--version`, a script file, an
+//! interactive shell) and any call made inside a broker already (`TETHER_BROKER_ID` set: the
+//! brokered command's own `sh -c`, make's recipes) is handed to the real shell with exec(2),
+//! unchanged. The real shell is found at a fixed absolute path, never through PATH, which
+//! would find the link itself.
+
+mod links;
+
+pub use links::install;
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use crate::exec::{self, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, ExecOptions, SignalMode};
+use crate::journal::BROKER_ID_ENV;
+
+/// The shells tether stands in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    Sh,
+    Bash,
+    Zsh,
+}
+
+impl Shell {
+    pub const ALL: [Shell; 3] = [Shell::Sh, Shell::Bash, Shell::Zsh];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shell::Sh => "sh",
+            Shell::Bash => "bash",
+            Shell::Zsh => "zsh",
+        }
+    }
+
+    /// Where the real shell may be, in order. Absolute, so that a link of ours on PATH is
+    /// never taken for it.
+    fn candidates(self) -> &'static [&'static str] {
+        match self {
+            Shell::Sh => &["/bin/sh", "/usr/bin/sh"],
+            Shell::Bash => &["/bin/bash", "/usr/bin/bash"],
+            Shell::Zsh => &["/bin/zsh", "/usr/bin/zsh"],
+        }
+    }
+
+    /// The shell a program name stands for: `bash`, `/x/shims/bash`, or `-bash` (a login
+    /// shell, as login(1) names it).
+    pub fn from_program(argv0: &OsStr) -> Option<Shell> {
+        let name = Path::new(argv0).file_name()?.as_bytes();
+        let name = name.strip_prefix(b"-").unwrap_or(name);
+        Shell::ALL.into_iter().find(|s| s.name().as_bytes() == name)
+    }
+
+    /// The first candidate that exists and is not tether itself (`tether shims /bin` would
+    /// otherwise make the shim exec itself for ever).
+    fn real_path(self) -> Result<PathBuf, String> {
+        let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+        for candidate in self.candidates() {
+            match Path::new(candidate).canonicalize() {
+                Ok(real) if Some(&real) == me.as_ref() => continue,
+                Ok(_) => return Ok(PathBuf::from(candidate)),
+                Err(_) => continue,
+            }
+        }
+        Err(format!(
+            "no real {} found at {} (the tether binary itself does not count); install it, or remove the `{}` link to tether",
+            self.name(),
+            self.candidates().join(" or "),
+            self.name()
+        ))
+    }
+}
+
+/// When this process was started through a link named like a shell, that shell.
+pub fn invoked_as_shell() -> Option<Shell> {
+    Shell::from_program(&std::env::args_os().next()?)
+}
+
+/// What the shim does with a shell's arguments.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// `-c CMD [NAME ARGS...]`, with `-l` maybe: run the real shell with the same arguments
+    /// under a broker. `command` is CMD.
+    Broker { command: String },
+    /// Anything else: exec the real shell with the same arguments.
+    PassThrough,
+}
+
+/// Decides from the arguments after `argv[0]`. Brokered: option words made only of `c` and
+/// `l` (`-c`, `-lc`, `-c -l`, ...) with a `c` among them, then `--` maybe, then the command.
+/// Every argument must be UTF-8 (the launch request is JSON); otherwise the real shell gets
+/// the exact bytes, unbrokered.
+pub fn plan(args: &[OsString]) -> Plan {
+    let mut dash_c = false;
+    let mut rest = args.iter();
+    let command = loop {
+        let Some(arg) = rest.next() else {
+            return Plan::PassThrough;
+        };
+        let bytes = arg.as_bytes();
+        if bytes == b"--" {
+            match rest.next() {
+                Some(command) => break command,
+                None => return Plan::PassThrough,
+            }
+        }
+        match bytes.strip_prefix(b"-") {
+            Some(flags) if !flags.is_empty() && flags.iter().all(|f| matches!(f, b'c' | b'l')) => {
+                dash_c |= flags.contains(&b'c');
+            }
+            _ => break arg,
+        }
+    };
+    if !dash_c || args.iter().any(|a| a.to_str().is_none()) {
+        return Plan::PassThrough;
+    }
+    Plan::Broker {
+        command: command.to_string_lossy().into_owned(),
+    }
+}
+
+/// tether started through a link named `shell`: the shim. Returns the exit code, unless it
+/// became the real shell.
+pub fn main_as_link(shell: Shell) -> i32 {
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_else(|| shell.name().into());
+    run(shell, argv0, args.collect(), None)
+}
+
+/// `tether sh ARGS...`: the shim for `/bin/sh`.
+pub fn main_subcommand(args: Vec<OsString>, state_dir: Option<PathBuf>) -> i32 {
+    run(Shell::Sh, Shell::Sh.name().into(), args, state_dir)
+}
+
+fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<PathBuf>) -> i32 {
+    let real = match shell.real_path() {
+        Ok(real) => real,
+        Err(message) => {
+            exec::say_line(&message);
+            return EXIT_NOT_FOUND;
+        }
+    };
+    let nested = std::env::var_os(BROKER_ID_ENV).is_some_and(|v| !v.is_empty());
+    let plan = if nested {
+        Plan::PassThrough
+    } else {
+        plan(&args)
+    };
+    let (Plan::Broker { command }, Some(arg0)) = (plan, argv0.to_str()) else {
+        return pass_through(&real, &argv0, &args);
+    };
+    let session = match crate::journal::paths::chosen_session(None) {
+        Ok(session) => session,
+        Err(message) => {
+            exec::say_line(&message);
+            return 2;
+        }
+    };
+    let mut argv = vec![real.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
+    exec::main(ExecOptions {
+        json: false,
+        name: Some(command_name(&command)),
+        grace: None,
+        no_output_timeout: None,
+        max_output: None,
+        state_dir,
+        session,
+        argv,
+        arg0: Some(arg0.to_string()),
+        signals: SignalMode::Forward,
+    })
+}
+
+/// Becomes the real shell, with the same `argv[0]` and arguments. Returns only on failure.
+fn pass_through(real: &Path, argv0: &OsStr, args: &[OsString]) -> i32 {
+    let err = std::process::Command::new(real)
+        .arg0(argv0)
+        .args(args)
+        .exec();
+    exec::say_line(&format!("cannot run {}: {err}", real.display()));
+    if err.kind() == io::ErrorKind::NotFound {
+        EXIT_NOT_FOUND
+    } else {
+        EXIT_NOT_EXECUTABLE
+    }
+}
+
+/// A journal name for a shell command: its first word's file name (`cargo test` → `cargo`).
+fn command_name(command: &str) -> String {
+    command
+        .split_whitespace()
+        .next()
+        .and_then(|word| word.rsplit('/').next())
+        .filter(|word| !word.is_empty())
+        .unwrap_or("sh")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    fn brokered(command: &str) -> Plan {
+        Plan::Broker {
+            command: command.into(),
+        }
+    }
+
+    #[test]
+    fn only_dash_c_is_brokered() {
+        assert_eq!(plan(&args(&["-c", "echo hi"])), brokered("echo hi"));
+        assert_eq!(plan(&args(&["-lc", "make"])), brokered("make"));
+        assert_eq!(plan(&args(&["-cl", "make"])), brokered("make"));
+        // Claude Code's form.
+        assert_eq!(plan(&args(&["-c", "-l", "make"])), brokered("make"));
+        assert_eq!(plan(&args(&["-c", "--", "-x"])), brokered("-x"));
+        assert_eq!(
+            plan(&args(&["-c", "echo $0 $1", "a", "b"])),
+            brokered("echo $0 $1")
+        );
+        for other in [
+            &[][..],
+            &["--version"],
+            &["script.sh"],
+            &["script.sh", "-c"],
+            &["-l"],
+            &["-i"],
+            &["-e", "-c", "x"],
+            &["-ec", "x"],
+            &["-c"],
+            &["-c", "--"],
+            &["-s"],
+            &["--login", "-c", "x"],
+            &["-"],
+        ] {
+            assert_eq!(plan(&args(other)), Plan::PassThrough, "{other:?}");
+        }
+        let not_utf8 = vec![OsString::from("-c"), OsString::from_vec(vec![0xff])];
+        assert_eq!(plan(&not_utf8), Plan::PassThrough);
+    }
+
+    #[test]
+    fn shells_by_program_name() {
+        let of = |s: &str| Shell::from_program(OsStr::new(s));
+        assert_eq!(of("sh"), Some(Shell::Sh));
+        assert_eq!(of("/tmp/shims/bash"), Some(Shell::Bash));
+        assert_eq!(of("-zsh"), Some(Shell::Zsh));
+        assert_eq!(of("tether"), None);
+        assert_eq!(of("bash5"), None);
+        assert_eq!(of("/bin/"), None);
+    }
+
+    #[test]
+    fn command_names() {
+        assert_eq!(command_name("cargo test --all"), "cargo");
+        assert_eq!(command_name("  /usr/bin/make -j2"), "make");
+        assert_eq!(command_name(""), "sh");
+        assert_eq!(command_name("dir/"), "sh");
+    }
+}
