@@ -276,15 +276,12 @@ impl ControlServer {
             return;
         }
         for client in self.clients.iter_mut().filter(|c| c.subscribed && !c.dead) {
-            if client.outbox.len() > OUTBOX_CAP {
-                client.dead = true;
-                continue;
-            }
             client.send(lines);
         }
     }
 
-    /// Sends one event to one client only.
+    /// Sends one event to one client only (it is dropped if it left too much unread, as
+    /// one that sends requests and never reads the answers would).
     pub fn reply(&mut self, client: u64, event: &Event) {
         if let Some(c) = self.clients.iter_mut().find(|c| c.id == client) {
             c.send(&event.to_line());
@@ -344,7 +341,18 @@ impl Client {
                 && !self.subscribed)
     }
 
+    /// Queues `bytes` and writes what the socket takes now. A client that has left more
+    /// than [`OUTBOX_CAP`] unread is dropped instead: it may reconnect and catch up from
+    /// the journal.
     fn send(&mut self, bytes: &[u8]) {
+        if self.dead {
+            return;
+        }
+        if self.outbox.len() > OUTBOX_CAP {
+            self.dead = true;
+            self.outbox = Vec::new();
+            return;
+        }
         self.outbox.extend_from_slice(bytes);
         self.write_now();
     }
