@@ -177,8 +177,11 @@ fn socket_stop(state: &Path) {
     println!("== stop through the control socket: `tether stop SESSION` -> whole tree exited");
     let runtime = state.join("run");
     std::fs::create_dir_all(&runtime).expect("runtime dir");
-    std::fs::set_permissions(&runtime, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .expect("chmod the runtime dir");
+    std::fs::set_permissions(
+        &runtime,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .expect("chmod the runtime dir");
     let mut gone_ms = Vec::new();
     let mut returned_ms = Vec::new();
     for _ in 0..20 {

@@ -7,6 +7,11 @@
 //! journal). A line longer than [`CONTROL_MAX_LINE`] is skipped as it arrives, never stored.
 //! A peer of another uid is refused before anything is read from it.
 
+mod client;
+mod dispatch;
+
+pub use dispatch::dispatch;
+
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
@@ -20,12 +25,12 @@ use rustix::fs::Mode;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::time::{Instant, Sleep};
 
-use super::state::{Broker, Refusal};
+use self::client::Client;
+use super::state::Refusal;
 use crate::clock::now_ms;
 use crate::control::socket_dir::{self, SocketDirError};
 use crate::protocol::{
-    BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Event, EventKind, Frame, LineSplitter, Peer,
-    ToBroker,
+    BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Event, EventKind, LineSplitter, Peer,
 };
 
 /// Clients at once; past it a new connection is told so and closed.
@@ -67,18 +72,6 @@ pub struct ControlServer {
     refusals: u32,
     accept_backoff: Option<Pin<Box<Sleep>>>,
     buf: Vec<u8>,
-}
-
-struct Client {
-    id: u64,
-    peer: Peer,
-    stream: UnixStream,
-    lines: LineSplitter,
-    frames: VecDeque<Frame>,
-    outbox: Vec<u8>,
-    subscribed: bool,
-    read_closed: bool,
-    dead: bool,
 }
 
 impl ControlServer {
@@ -165,7 +158,7 @@ impl ControlServer {
                 return Poll::Ready(Incoming::Request {
                     client: client.id,
                     peer: client.peer,
-                    request: parse(frame),
+                    request: dispatch::parse(frame),
                 });
             }
         }
@@ -328,209 +321,5 @@ impl ControlServer {
 impl Drop for ControlServer {
     fn drop(&mut self) {
         self.remove_socket();
-    }
-}
-
-impl Client {
-    /// Done with: broken, or it has closed its end and is owed nothing more.
-    fn is_finished(&self) -> bool {
-        self.dead
-            || (self.read_closed
-                && self.frames.is_empty()
-                && self.outbox.is_empty()
-                && !self.subscribed)
-    }
-
-    /// Queues `bytes` and writes what the socket takes now. A client that has left more
-    /// than [`OUTBOX_CAP`] unread is dropped instead: it may reconnect and catch up from
-    /// the journal.
-    fn send(&mut self, bytes: &[u8]) {
-        if self.dead {
-            return;
-        }
-        if self.outbox.len() > OUTBOX_CAP {
-            self.dead = true;
-            self.outbox = Vec::new();
-            return;
-        }
-        self.outbox.extend_from_slice(bytes);
-        self.write_now();
-    }
-
-    /// Writes what the socket takes now, without waiting.
-    fn write_now(&mut self) {
-        let mut written = 0;
-        while written < self.outbox.len() {
-            match self.stream.try_write(&self.outbox[written..]) {
-                Ok(n) => written += n,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    self.dead = true;
-                    self.outbox.clear();
-                    return;
-                }
-            }
-        }
-        self.outbox.drain(..written);
-    }
-
-    fn poll_flush(&mut self, cx: &mut Context<'_>) {
-        while !self.dead && !self.outbox.is_empty() {
-            match self.stream.poll_write_ready(cx) {
-                Poll::Pending => return,
-                Poll::Ready(Err(_)) => self.dead = true,
-                Poll::Ready(Ok(())) => {
-                    let before = self.outbox.len();
-                    self.write_now();
-                    if self.outbox.len() == before {
-                        // Readiness was stale; the next poll registers for the real one.
-                        continue;
-                    }
-                }
-            }
-        }
-    }
-
-    /// The next complete line from this client, reading a few chunks at most.
-    fn poll_frame(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Option<Frame> {
-        if let Some(frame) = self.frames.pop_front() {
-            return Some(frame);
-        }
-        if self.read_closed || self.dead {
-            return None;
-        }
-        let mut reads = 0;
-        loop {
-            match self.stream.poll_read_ready(cx) {
-                Poll::Pending => return None,
-                Poll::Ready(Err(_)) => {
-                    self.dead = true;
-                    return None;
-                }
-                Poll::Ready(Ok(())) => {}
-            }
-            match self.stream.try_read(buf) {
-                Ok(0) => {
-                    self.read_closed = true;
-                    self.frames.extend(self.lines.finish());
-                    return self.frames.pop_front();
-                }
-                Ok(n) => {
-                    self.frames.extend(self.lines.push(&buf[..n]));
-                    if let Some(frame) = self.frames.pop_front() {
-                        return Some(frame);
-                    }
-                }
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(_) => {
-                    self.dead = true;
-                    return None;
-                }
-            }
-            reads += 1;
-            if reads == READS_PER_WAKE {
-                // More may be there (a long line arriving): come back after the loop has
-                // looked at everything else.
-                cx.waker().wake_by_ref();
-                return None;
-            }
-        }
-    }
-}
-
-/// Reads one request line. `launch` is refused by name: nothing on this socket starts a
-/// process.
-fn parse(frame: Frame) -> Result<ControlRequest, Refusal> {
-    let line = match frame {
-        Frame::TooLong { len } => {
-            return Err(Refusal {
-                code: "line_too_long",
-                message: format!(
-                    "a request line of {len} bytes exceeds the {CONTROL_MAX_LINE}-byte limit; it was skipped"
-                ),
-            });
-        }
-        Frame::Line(line) => line,
-    };
-    serde_json::from_slice::<ControlRequest>(&line).map_err(|err| {
-        if matches!(
-            serde_json::from_slice::<ToBroker>(&line),
-            Ok(ToBroker::Launch(_))
-        ) || err.to_string().contains("unknown variant `launch`")
-        {
-            return Refusal {
-                code: "launch_refused",
-                message: "the control socket cannot start commands; it takes subscribe, ping, signal and stop".into(),
-            };
-        }
-        let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
-        Refusal {
-            code: "malformed",
-            message: format!(
-                "cannot parse request `{shown}`: {err}; the control socket takes JSON lines of type subscribe, ping, signal or stop"
-            ),
-        }
-    })
-}
-
-/// Carries out what a client asked, or journals a refused connection, and answers the
-/// client. Events the request caused reach subscribers before the answer does.
-pub fn dispatch(broker: &mut Broker, server: &mut ControlServer, incoming: Incoming) {
-    let (client, peer, request) = match incoming {
-        Incoming::Refused { peer, reason } => {
-            broker.emit(EventKind::ControlRefused {
-                uid: peer.uid,
-                pid: peer.pid,
-                reason,
-            });
-            return;
-        }
-        Incoming::Request {
-            client,
-            peer,
-            request,
-        } => (client, peer, request),
-    };
-    let answer = match request {
-        Err(refusal) => refusal.into_event(),
-        Ok(ControlRequest::Ping) => EventKind::Pong,
-        Ok(ControlRequest::Subscribe) => {
-            // Everything before the subscription is in the journal, flushed, and up to
-            // `journal_offset`; everything after comes on the socket.
-            broker.flush_journal();
-            server.broadcast(&std::mem::take(&mut broker.to_subscribers));
-            server.subscribe(client);
-            broker.subscribed = true;
-            EventKind::ControlAck {
-                request: "subscribe".into(),
-                journal_offset: Some(broker.journal_len()),
-                targets: Vec::new(),
-                message: None,
-            }
-        }
-        Ok(request) => {
-            let name = request.name();
-            match broker.control_request(request, peer) {
-                Ok(done) => EventKind::ControlAck {
-                    request: name.into(),
-                    journal_offset: None,
-                    targets: done.targets,
-                    message: done.message,
-                },
-                Err(refusal) => refusal.into_event(),
-            }
-        }
-    };
-    broker.flush_journal();
-    server.broadcast(&std::mem::take(&mut broker.to_subscribers));
-    server.reply(client, &server.stamp(answer));
-}
-
-impl Refusal {
-    fn into_event(self) -> EventKind {
-        EventKind::ControlError {
-            code: self.code.into(),
-            message: self.message,
-        }
     }
 }
