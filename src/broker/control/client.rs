@@ -23,13 +23,11 @@ pub(super) struct Client {
 }
 
 impl Client {
-    /// Done with: broken, or it has closed its end and is owed nothing more.
+    /// Done with: broken, or it has closed its end and has been sent what it was owed (a
+    /// subscription ends with it: a peer gone quiet must not hold a client slot until the
+    /// next event, which for an idle command may never come).
     pub(super) fn is_finished(&self) -> bool {
-        self.dead
-            || (self.read_closed
-                && self.frames.is_empty()
-                && self.outbox.is_empty()
-                && !self.subscribed)
+        self.dead || (self.read_closed && self.frames.is_empty() && self.outbox.is_empty())
     }
 
     /// Queues `bytes` and writes what the socket takes now. A client that has left more
