@@ -610,3 +610,88 @@ impl StderrNow for RunningExec {
         text
     }
 }
+
+/// What `tether watch` builds on: the library finds the command, a subscription continues
+/// the journal exactly where the acknowledgement says, and the events are the journal's.
+#[test]
+fn a_subscription_continues_the_journal_line_for_line() {
+    let env = TestEnv::new("control_subscribe");
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "ticker"],
+        &[
+            "sh",
+            "-c",
+            "i=0; while :; do i=$((i+1)); echo line $i; sleep 0.02; done",
+        ],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "line 2");
+    let live = tether::control::live_commands(&env.state_dir(), Some(&session_of(&dir)))
+        .expect("live commands");
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert!(live[0].has_socket() && live[0].is_alive());
+
+    let runtime_loop = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (offset, received) = runtime_loop.block_on(async {
+        let mut client = tether::control::ControlClient::connect_to(&live[0])
+            .await
+            .expect("connect");
+        client.ping().await.expect("pong");
+        let offset = client.subscribe().await.expect("subscribe");
+        let mut received = Vec::new();
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while received.len() < 5 {
+            let event = tokio::time::timeout_at(deadline, client.next_event())
+                .await
+                .expect("events within the deadline")
+                .expect("read")
+                .expect("not closed");
+            received.push(event);
+        }
+        let targets = client.signal("WINCH").await.expect("signal");
+        assert!(!targets.is_empty());
+        let refused = client.signal_pid("TERM", 1).await.unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("not part of this command's tree"),
+            "{refused}"
+        );
+        assert_eq!(client.stop().await.expect("stop"), None);
+        while let Some(event) = tokio::time::timeout_at(deadline, client.next_event())
+            .await
+            .expect("close within the deadline")
+            .expect("read")
+        {
+            received.push(event);
+        }
+        (offset, received)
+    });
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    let journal = read(&dir, "events.jsonl");
+    let after: Vec<Event> = common::journal::parse_lines(&journal[offset as usize..]);
+    assert!(
+        matches!(
+            after.first().map(|e| &e.kind),
+            Some(EventKind::Output { .. }) | Some(EventKind::Tree { .. })
+        ),
+        "the offset falls on a line boundary: {:?}",
+        after.first()
+    );
+    assert_eq!(
+        received, after,
+        "the subscription is the rest of the journal"
+    );
+    assert!(matches!(
+        received.last().map(|e| &e.kind),
+        Some(EventKind::Close { .. })
+    ));
+    env.finish();
+}
