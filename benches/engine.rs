@@ -5,6 +5,9 @@
 //! 2. The broker's peak RSS during that stream.
 //! 3. Parent-death cleanup latency: a `tether exec` is SIGKILLed; time until every process
 //!    of its command's TERM-obeying tree has exited. Median of 20 runs.
+//! 4. Stop through the control socket: `tether stop SESSION` is started; time until every
+//!    process of the command's TERM-obeying tree has exited, and until `tether stop` has
+//!    returned (it waits for the broker's `close`). Median of 20 runs.
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -29,6 +32,9 @@ fn main() {
     }
     if wanted("parent_death") {
         parent_death(state.path());
+    }
+    if wanted("socket_stop") {
+        socket_stop(state.path());
     }
 }
 
@@ -165,6 +171,84 @@ fn parent_death(state: &Path) {
         sorted[0],
         sorted[sorted.len() - 1]
     );
+}
+
+fn socket_stop(state: &Path) {
+    println!("== stop through the control socket: `tether stop SESSION` -> whole tree exited");
+    let runtime = state.join("run");
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    std::fs::set_permissions(
+        &runtime,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .expect("chmod the runtime dir");
+    let mut gone_ms = Vec::new();
+    let mut returned_ms = Vec::new();
+    for _ in 0..20 {
+        let _ = std::fs::remove_dir_all(state.join("sessions"));
+        let mut child = Command::new(TETHER)
+            .args(["exec", "--state-dir"])
+            .arg(state)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "sleep 100 & sleep 100 & (sleep 100 & wait) & wait",
+            ])
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdout(Stdio::null())
+            // It says `stopped by the operator` each time.
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run tether exec");
+        let exec_pid = child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (tree, session) = loop {
+            let broker = broker_of(exec_pid);
+            let tree: Vec<i32> = broker
+                .map(|b| procfs::descendants(b).iter().map(|p| p.pid).collect())
+                .unwrap_or_default();
+            let session = std::fs::read_dir(state.join("sessions"))
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(Result::ok)
+                .map(|e| e.file_name());
+            if let (true, Some(session)) = (tree.len() >= 5, session) {
+                break (tree, session);
+            }
+            assert!(Instant::now() < deadline, "the tree did not start");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let pidfds: Vec<OwnedFd> = tree
+            .iter()
+            .filter_map(|&pid| pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok())
+            .collect();
+        let start = Instant::now();
+        let mut stop = Command::new(TETHER)
+            .arg("stop")
+            .arg(&session)
+            .arg("--state-dir")
+            .arg(state)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("run tether stop");
+        wait_all_exited(&pidfds, Duration::from_secs(10));
+        gone_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        let status = stop.wait().expect("wait for tether stop");
+        returned_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        assert!(status.success(), "tether stop failed");
+        let _ = child.wait();
+    }
+    let spread = |values: &[f64]| {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        (median(values.to_vec()), sorted[0], sorted[sorted.len() - 1])
+    };
+    let (m, lo, hi) = spread(&gone_ms);
+    println!("tree gone, over 20 runs: median {m:.2} ms, min {lo:.2} ms, max {hi:.2} ms");
+    let (m, lo, hi) = spread(&returned_ms);
+    println!("tether stop returned:    median {m:.2} ms, min {lo:.2} ms, max {hi:.2} ms");
 }
 
 /// Waits until every pidfd reports its process exited.

@@ -5,6 +5,7 @@ pub mod app;
 pub mod broker;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod exec;
 pub mod fdio;
 pub mod journal;

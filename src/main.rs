@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 use tether::app::{Launch, run_tui};
 use tether::config::{self, CommandConfig};
+use tether::control;
 use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
 use tether::journal::paths::chosen_session;
 use tether::journal::{SessionName, state_dir};
@@ -104,6 +105,58 @@ enum Command {
     /// Internal: the per-command broker, started by tether itself.
     #[command(hide = true)]
     Broker,
+    /// List the live brokered commands of this user, from every session or one: broker and
+    /// command pids, state, runtime, CPU, memory, process count, whether it is controllable.
+    Ps {
+        /// Print one JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Only this session's commands.
+        session: Option<String>,
+    },
+    /// Stop live commands' whole trees (SIGTERM, the grace period, SIGKILL) and wait until
+    /// nothing of them is left.
+    Stop(TargetArgs),
+    /// SIGKILL live commands' whole trees.
+    Kill(TargetArgs),
+    /// Send a signal (TERM, INT, HUP, 15, ...) to live commands' whole trees.
+    Signal {
+        signal: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+}
+
+/// What `stop`, `kill` and `signal` act on.
+#[derive(clap::Args)]
+struct TargetArgs {
+    /// SESSION/NAME (one command; NAME or its NN-name id), or SESSION (all its live commands).
+    #[arg(required_unless_present = "pid")]
+    target: Option<String>,
+    /// The command whose process tree holds this pid.
+    #[arg(long, conflicts_with = "target")]
+    pid: Option<i32>,
+}
+
+impl TargetArgs {
+    fn parse(&self) -> Result<control::Target, String> {
+        match (&self.target, self.pid) {
+            (_, Some(pid)) => Ok(control::Target::Pid(pid)),
+            (Some(text), None) => control::Target::parse(text),
+            (None, None) => Err("give SESSION/NAME, SESSION or --pid PID".into()),
+        }
+    }
+}
+
+/// `tether stop|kill|signal`: exit 2 for a target that cannot be read.
+fn act(state: Option<&Path>, action: control::cli::Action, target: &TargetArgs) -> i32 {
+    match target.parse() {
+        Ok(target) => control::cli::act(state, action, target),
+        Err(err) => {
+            eprintln!("tether: {err}");
+            2
+        }
+    }
 }
 
 fn main() {
@@ -141,6 +194,24 @@ fn main() {
         Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),
         Some(Command::Sessions) => postmortem::list(cli.state_dir.as_deref()),
+        Some(Command::Ps { json, session }) => {
+            control::cli::ps(cli.state_dir.as_deref(), json, session.as_deref())
+        }
+        Some(Command::Stop(target)) => act(
+            cli.state_dir.as_deref(),
+            control::cli::Action::Stop,
+            &target,
+        ),
+        Some(Command::Kill(target)) => act(
+            cli.state_dir.as_deref(),
+            control::cli::Action::Signal("KILL".into()),
+            &target,
+        ),
+        Some(Command::Signal { signal, target }) => act(
+            cli.state_dir.as_deref(),
+            control::cli::Action::Signal(signal),
+            &target,
+        ),
         Some(Command::Open { session }) => {
             match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
                 Ok(session_dir) => match run_tui(Launch::Recorded { session_dir }) {

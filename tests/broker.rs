@@ -197,6 +197,7 @@ fn operator_signal_reaches_one_descendant_only() {
             scope,
             origin,
             targets,
+            ..
         } => {
             assert_eq!(signal, "TERM");
             assert_eq!(scope, Scope::Pid);

@@ -44,6 +44,7 @@ fn model() -> Model {
                 EventKind::BrokerStarted {
                     v: 1,
                     broker_pid: 100,
+                    control_socket: None,
                 },
             ),
             ev(
@@ -73,6 +74,7 @@ fn model() -> Model {
                 EventKind::BrokerStarted {
                     v: 1,
                     broker_pid: 200,
+                    control_socket: None,
                 },
             ),
             ev(
@@ -90,6 +92,7 @@ fn model() -> Model {
                     scope: Scope::Group,
                     origin: Origin::Operator,
                     targets: vec![201],
+                    client: None,
                 },
             ),
             ev(6_000, EventKind::HardKill { after_ms: 2_000 }),
@@ -100,6 +103,7 @@ fn model() -> Model {
                     scope: Scope::Group,
                     origin: Origin::Operator,
                     targets: vec![201],
+                    client: None,
                 },
             ),
             ev(
@@ -131,6 +135,7 @@ fn model() -> Model {
                 EventKind::BrokerStarted {
                     v: 1,
                     broker_pid: 300,
+                    control_socket: None,
                 },
             ),
             ev(
@@ -149,6 +154,7 @@ fn model() -> Model {
                     scope: Scope::Group,
                     origin: Origin::Watchdog,
                     targets: vec![301],
+                    client: None,
                 },
             ),
             ev(
@@ -173,6 +179,7 @@ fn model() -> Model {
                 EventKind::BrokerStarted {
                     v: 1,
                     broker_pid: 400,
+                    control_socket: None,
                 },
             ),
             ev(

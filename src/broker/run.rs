@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
+use super::control::{self, ControlServer, Incoming};
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::ParentWatch;
 use super::spawn::spawn;
@@ -17,8 +18,8 @@ use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
-    Event, EventKind, Frame, LaunchRequest, LineSplitter, MAX_LINE, PROTOCOL_VERSION,
-    ParentLossCause, Stage, StdinSource, Stream, ToBroker,
+    BrokerIdentity, CommandFile, Event, EventKind, Frame, LaunchRequest, LineSplitter, MAX_LINE,
+    PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream, ToBroker,
 };
 
 const READ_CHUNK: usize = 256 * 1024;
@@ -219,10 +220,18 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     };
     request.clamp_intervals();
 
+    // The socket exists before `command.json` names it, so whoever reads the name finds it.
+    let identity = broker_identity();
+    let control = ControlServer::listen(&identity, start);
+    let command_file = CommandFile {
+        request: request.clone(),
+        broker: Some(identity),
+        control_socket: control.as_ref().ok().map(|c| c.path().to_path_buf()),
+    };
     let logs = journal.and_then(|dir| {
         let dir =
             JournalDir::from_fd(dir, request.journal_dir.clone()).map_err(io::Error::other)?;
-        dir.write_json_atomic(COMMAND_FILE, &request)?;
+        dir.write_json_atomic(COMMAND_FILE, &command_file)?;
         let events = EventLog::create(&dir)?;
         let streams = [
             StreamLog::create(&dir, Stream::Stdout, request.max_output)?,
@@ -251,7 +260,19 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     broker.emit(EventKind::BrokerStarted {
         v: PROTOCOL_VERSION,
         broker_pid: std::process::id() as i32,
+        control_socket: command_file.control_socket.clone(),
     });
+    if let Err(err) = &control {
+        // A sandbox may forbid sockets: the command runs all the same, stopped through the
+        // broker's pid instead.
+        broker.emit(EventKind::ControlUnavailable {
+            code: err.code().into(),
+            message: format!(
+                "no control socket: {err}; `tether stop` falls back to signalling the broker"
+            ),
+        });
+    }
+    let mut control = control.ok();
     let parent = match parent {
         Ok(watch) => Some(watch),
         Err(cause) => {
@@ -354,11 +375,21 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     broker.parent_lost(ParentLossCause::Epipe);
                 }
             }
+            incoming = next_control(&mut control) => {
+                if let Some(server) = control.as_mut() {
+                    control::dispatch(&mut broker, server, incoming);
+                }
+            }
             _ = sleep_until(deadline) => {}
         }
         let mirror_behind = mirrors.iter().flatten().any(Mirror::is_behind);
         broker.tick(pipes.iter().any(Option::is_some), mirror_behind);
         broker.flush_journal();
+        if let Some(server) = control.as_mut() {
+            server.broadcast(&broker.to_subscribers);
+            broker.subscribed = server.has_subscribers();
+        }
+        broker.to_subscribers.clear();
         link.queue.push(&broker.to_parent);
         broker.to_parent.clear();
         if broker.is_parent_lost() {
@@ -374,10 +405,43 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     }
     let code = broker.finish();
     link.queue.push(&broker.to_parent);
-    if !broker.is_parent_lost() {
-        link.drain(Duration::from_secs(1)).await;
-    }
+    let parent_lost = broker.is_parent_lost();
+    let parent_drain = async {
+        if !parent_lost {
+            link.drain(Duration::from_secs(1)).await;
+        }
+    };
+    // The socket goes first (nobody new connects to a broker that is done); subscribers get
+    // the last events (`close`) if they take them soon.
+    let control_drain = async {
+        if let Some(server) = control.as_mut() {
+            server.broadcast(&broker.to_subscribers);
+            server.close(CONTROL_DRAIN).await;
+        }
+    };
+    tokio::join!(parent_drain, control_drain);
     Ok(code)
+}
+
+/// How long control clients get, once the broker is done, to take their last events.
+const CONTROL_DRAIN: Duration = Duration::from_millis(500);
+
+/// This broker's pid and start time, as `command.json` records them for front ends to
+/// check a pid against.
+fn broker_identity() -> BrokerIdentity {
+    let pid = std::process::id() as i32;
+    BrokerIdentity {
+        pid,
+        start_ticks: crate::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
+    }
+}
+
+/// The next thing a control client brings; never resolves without a socket.
+async fn next_control(control: &mut Option<ControlServer>) -> Incoming {
+    match control {
+        Some(server) => server.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The command's journal directory, which the front end opened (after checking the state

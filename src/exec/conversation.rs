@@ -9,6 +9,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::copy::OutputCopy;
 use super::{HEARTBEAT, Outcome, STOP_SLACK};
+use crate::control::report::{Sent, describe_signals};
 use crate::protocol::{EventKind, Origin, Scope, Stream, ToBroker};
 use crate::supervisor::leftovers::GroupLeader;
 use crate::supervisor::liveness::{Heartbeat, PingWatch, is_stopped};
@@ -71,6 +72,9 @@ pub(super) struct Conversation {
     /// The first SIGINT, SIGTERM or SIGHUP goes to the command's group as it came (see
     /// [`super::SignalMode::Forward`]); later ones stop it.
     pub(super) forward_signals: bool,
+    /// Signals sent on behalf of a control-socket client (`tether stop`, `kill`, `signal`
+    /// from elsewhere), to say so when the command ends.
+    from_outside: Vec<Sent>,
 }
 
 impl Conversation {
@@ -93,6 +97,7 @@ impl Conversation {
             paused: false,
             watch: PingWatch::default(),
             forward_signals: false,
+            from_outside: Vec::new(),
         }
     }
 
@@ -236,7 +241,22 @@ impl Conversation {
                     return Ok(Some(End::Refused));
                 }
             }
+            EventKind::SignalSent {
+                signal,
+                targets,
+                client: Some(_),
+                ..
+            } => self.from_outside.push(Sent {
+                signal,
+                mono_us: event.mono_us,
+                reached: targets.len(),
+            }),
             EventKind::Close { .. } => {
+                if let (false, Some(message)) =
+                    (self.json, stopped_from_outside(&self.from_outside))
+                {
+                    say!("{message}");
+                }
                 self.outcome.closed = true;
                 return Ok(Some(End::Closed));
             }
@@ -244,6 +264,16 @@ impl Conversation {
         }
         if output_gone { Err(()) } else { Ok(None) }
     }
+}
+
+/// What to tell the caller whose command an operator stopped from elsewhere (`tether stop`,
+/// `kill`, `signal`, `tether watch`): `stopped by the operator: SIGTERM, SIGKILL after 2s`.
+/// Only for signals that end a process by default; a SIGUSR1 or SIGWINCH is not a stop.
+fn stopped_from_outside(sent: &[Sent]) -> Option<String> {
+    const ENDING: [&str; 5] = ["TERM", "KILL", "INT", "HUP", "QUIT"];
+    sent.iter()
+        .any(|s| ENDING.contains(&s.signal.as_str()))
+        .then(|| format!("stopped by the operator: {}", describe_signals(sent)))
 }
 
 /// The next stream whose reader went away; never resolves without a copy.
@@ -259,5 +289,33 @@ fn group_signal(name: &str) -> ToBroker {
         signal: name.into(),
         scope: Scope::Group,
         pid: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(signal: &str, ms: u64) -> Sent {
+        Sent {
+            signal: signal.into(),
+            mono_us: ms * 1000,
+            reached: 1,
+        }
+    }
+
+    #[test]
+    fn a_stop_from_outside_is_told_with_its_signals() {
+        let stop = [sent("TERM", 10), sent("CONT", 10), sent("KILL", 2_010)];
+        assert_eq!(
+            stopped_from_outside(&stop).as_deref(),
+            Some("stopped by the operator: SIGTERM, SIGKILL after 2s")
+        );
+        assert_eq!(
+            stopped_from_outside(&[sent("KILL", 5)]).as_deref(),
+            Some("stopped by the operator: SIGKILL")
+        );
+        assert_eq!(stopped_from_outside(&[sent("WINCH", 5)]), None);
+        assert_eq!(stopped_from_outside(&[]), None);
     }
 }

@@ -262,26 +262,55 @@ fn is_symlink(path: &Path) -> bool {
 
 /// The tmux rule: ours, and no one else may write to it.
 fn check_dir(stat: &Stat, path: &Path) -> Result<(), UnsafeDir> {
+    let path = path.to_path_buf();
+    match unfit_dir(stat, 0o022) {
+        None => Ok(()),
+        Some(Unfit::NotADirectory) => Err(UnsafeDir::NotADirectory { path }),
+        Some(Unfit::NotOwned { owner, me }) => Err(UnsafeDir::NotOwned { path, owner, me }),
+        Some(Unfit::Mode { mode }) => Err(UnsafeDir::Writable { path, mode }),
+    }
+}
+
+/// Why a directory may not hold secrets, by the tmux rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unfit {
+    NotADirectory,
+    NotOwned {
+        owner: u32,
+        me: u32,
+    },
+    /// One of the forbidden mode bits is set; `mode` is the whole mode.
+    Mode {
+        mode: u32,
+    },
+}
+
+/// The tmux rule over an `fstat` of an opened directory: a directory, owned by our
+/// effective uid, with none of the `forbidden` mode bits (`0o022` for the state directory,
+/// `0o077` for the control sockets' directory).
+pub fn unfit_dir(stat: &Stat, forbidden: u32) -> Option<Unfit> {
     if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
-        return Err(UnsafeDir::NotADirectory {
-            path: path.to_path_buf(),
-        });
+        return Some(Unfit::NotADirectory);
     }
     let me = rustix::process::geteuid().as_raw();
     if stat.st_uid != me {
-        return Err(UnsafeDir::NotOwned {
-            path: path.to_path_buf(),
+        return Some(Unfit::NotOwned {
             owner: stat.st_uid,
             me,
         });
     }
-    if stat.st_mode & 0o022 != 0 {
-        return Err(UnsafeDir::Writable {
-            path: path.to_path_buf(),
+    if stat.st_mode & forbidden != 0 {
+        return Some(Unfit::Mode {
             mode: stat.st_mode & 0o7777,
         });
     }
-    Ok(())
+    None
+}
+
+/// Opens a directory without following a link in its last component (`ELOOP` or `ENOTDIR`
+/// for a link), close-on-exec.
+pub fn open_dir_nofollow(path: &Path) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::open(path, dir_flags(), Mode::empty())
 }
 
 /// Text for a path that may not be UTF-8: JSON holds text, and a journal must start whatever

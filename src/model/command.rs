@@ -174,7 +174,10 @@ impl CommandState {
                 self.tree = self.remember(processes);
                 return;
             }
-            EventKind::Pong => return,
+            // Answers to one control client, never in a journal or on a broker's pipe.
+            EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. } => {
+                return;
+            }
             EventKind::BrokerStarted { broker_pid, .. } => {
                 self.broker_pid = Some(*broker_pid);
                 self.started_ms.get_or_insert(ts);
@@ -220,7 +223,10 @@ impl CommandState {
             EventKind::OrphanReaped { .. } => self.orphans_reaped += 1,
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
-            EventKind::ParentUnresponsive { .. } | EventKind::EventsCapped { .. } => {}
+            EventKind::ParentUnresponsive { .. }
+            | EventKind::EventsCapped { .. }
+            | EventKind::ControlRefused { .. }
+            | EventKind::ControlUnavailable { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);
@@ -338,6 +344,7 @@ mod tests {
                 scope: Scope::Group,
                 origin: Origin::Watchdog,
                 targets: vec![10],
+                client: None,
             },
         ));
         assert_eq!(c.status, Status::Running, "a lone TERM is only a signal");
@@ -348,6 +355,7 @@ mod tests {
                 scope: Scope::Group,
                 origin: Origin::Watchdog,
                 targets: vec![10],
+                client: None,
             },
         ));
         assert_eq!(c.status, Status::Stopping);

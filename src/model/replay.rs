@@ -136,6 +136,7 @@ mod tests {
                 EventKind::BrokerStarted {
                     v: 1,
                     broker_pid: 0,
+                    control_socket: None,
                 },
             ),
             line(
@@ -183,7 +184,8 @@ mod tests {
                     10,
                     EventKind::BrokerStarted {
                         v: 1,
-                        broker_pid: 0
+                        broker_pid: 0,
+                        control_socket: None,
                     }
                 )
             ),

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::Peer;
+
 /// Bumped whenever a message changes shape in a way an older peer would misread.
 /// v2: a `tree` event leaves out the argv of processes an earlier one recorded, and
 /// `events_capped` exists.
@@ -353,6 +355,10 @@ pub enum EventKind {
     BrokerStarted {
         v: u32,
         broker_pid: i32,
+        /// Where the broker's control socket listens (also in `command.json`); absent when
+        /// it has none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        control_socket: Option<PathBuf>,
     },
     Spawned {
         pid: i32,
@@ -386,6 +392,9 @@ pub enum EventKind {
         origin: Origin,
         /// Processes the signal reached.
         targets: Vec<i32>,
+        /// The control-socket client that asked for it (a stop's every signal carries it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<Peer>,
     },
     HardKill {
         after_ms: u64,
@@ -425,8 +434,40 @@ pub enum EventKind {
         code: String,
         message: String,
     },
-    /// Answer to `ping`; sent to the parent only, never journaled.
+    /// Answer to `ping`; sent to the one that asked only, never journaled.
     Pong,
+    /// A connection to the control socket was refused (another user's, say); the broker
+    /// and its command go on.
+    ControlRefused {
+        uid: u32,
+        pid: i32,
+        reason: String,
+    },
+    /// The broker has no control socket (it could not create one); the command runs all the
+    /// same, and front ends stop it through the broker's pid (SIGTERM runs the stop
+    /// sequence).
+    ControlUnavailable {
+        code: String,
+        message: String,
+    },
+    /// A control request was carried out; sent to the client that asked only, never
+    /// journaled. `journal_offset` answers `subscribe`: the bytes of `events.jsonl` written
+    /// before the first event the subscription sends. `targets` answers `signal`.
+    ControlAck {
+        request: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        journal_offset: Option<u64>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        targets: Vec<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A control request was refused or could not be read; sent to that client only,
+    /// never journaled.
+    ControlError {
+        code: String,
+        message: String,
+    },
 }
 
 impl EventKind {
@@ -450,6 +491,10 @@ impl EventKind {
             EventKind::Close { .. } => "close",
             EventKind::BrokerFailure { .. } => "broker_failure",
             EventKind::Pong => "pong",
+            EventKind::ControlRefused { .. } => "control_refused",
+            EventKind::ControlUnavailable { .. } => "control_unavailable",
+            EventKind::ControlAck { .. } => "control_ack",
+            EventKind::ControlError { .. } => "control_error",
         }
     }
 }

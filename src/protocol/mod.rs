@@ -1,7 +1,9 @@
 //! Messages between a front end and its brokers, and how they are framed on the wire.
 
+pub mod control;
 pub mod framing;
 pub mod messages;
 
+pub use control::*;
 pub use framing::{Frame, LineSplitter, MAX_LINE};
 pub use messages::*;

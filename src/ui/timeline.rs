@@ -131,6 +131,12 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             Color::DarkGray,
         ),
         EventKind::BrokerFailure { message, .. } => (message.clone(), Color::Red),
+        EventKind::ControlRefused { uid, pid, .. } => {
+            (format!("uid {uid} (pid {pid}) refused"), Color::Yellow)
+        }
+        EventKind::ControlUnavailable { message, .. } => (message.clone(), Color::Yellow),
+        EventKind::ControlError { message, .. } => (message.clone(), Color::Red),
+        EventKind::ControlAck { request, .. } => (request.clone(), Color::DarkGray),
         EventKind::Output { .. } | EventKind::Tree { .. } | EventKind::Pong => {
             (String::new(), Color::DarkGray)
         }

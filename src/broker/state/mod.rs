@@ -14,9 +14,11 @@ use crate::clock::now_ms;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
 use crate::protocol::{
-    CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Stage, Stream,
+    CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage, Stream,
     StreamTotals, capped_argv,
 };
+
+pub use requests::Refusal;
 
 /// After the command exits, output is still read until the pipes are quiet this long...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -74,6 +76,15 @@ pub struct Broker {
     pub to_parent: Vec<u8>,
     /// Bytes the parent has not taken yet, as the loop last saw.
     pub parent_backlog: usize,
+    /// Lines for control-socket subscribers produced since the loop last took them; filled
+    /// only while `subscribed`.
+    pub to_subscribers: Vec<u8>,
+    /// Whether any control client subscribed to events (set by the loop).
+    pub subscribed: bool,
+    /// Bytes of event lines handed to the event log so far.
+    journal_len: u64,
+    /// The control client whose `stop` started the running stop sequence.
+    stop_client: Option<Peer>,
     child: Option<Child>,
     failure: Option<Failure>,
     phase: Phase,
@@ -140,6 +151,10 @@ impl Broker {
             logs,
             to_parent: Vec::new(),
             parent_backlog: 0,
+            to_subscribers: Vec::new(),
+            subscribed: false,
+            journal_len: 0,
+            stop_client: None,
             child: None,
             failure: None,
             phase: Phase::Running,
@@ -174,15 +189,26 @@ impl Broker {
         self.record(&event);
     }
 
-    /// Journals an event (pongs excepted) and queues the very same line for the parent.
+    /// Journals an event (pongs excepted) and queues the very same line for the parent and
+    /// for control-socket subscribers.
     pub(super) fn record(&mut self, event: &Event) {
         let line = event.to_line();
         if !matches!(event.kind, EventKind::Pong) {
-            if let Some(Err(err)) = self.events.as_mut().map(|log| log.append(&line)) {
-                self.journal_failed(&err);
+            match self.events.as_mut().map(|log| log.append(&line)) {
+                Some(Ok(())) => self.journal_len += line.len() as u64,
+                Some(Err(err)) => self.journal_failed(&err),
+                None => {}
+            }
+            if self.subscribed {
+                self.to_subscribers.extend_from_slice(&line);
             }
         }
         self.send_to_parent(&line, matches!(event.kind, EventKind::Output { .. }));
+    }
+
+    /// Bytes of `events.jsonl` written so far (once flushed).
+    pub fn journal_len(&self) -> u64 {
+        self.journal_len
     }
 
     pub(super) fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
@@ -211,6 +237,9 @@ impl Broker {
             },
         };
         let line = event.to_line();
+        if self.subscribed {
+            self.to_subscribers.extend_from_slice(&line);
+        }
         self.send_to_parent(&line, false);
     }
 

@@ -7,7 +7,32 @@ use tokio::time::Instant;
 use super::{Broker, Phase};
 use crate::broker::signaller::{self, live_descendants, signal_name};
 use crate::broker::stop::{Delivery, StopSequence};
-use crate::protocol::{EventKind, Origin, ParentLossCause, Scope, Stage, ToBroker};
+use crate::protocol::{
+    ControlRequest, EventKind, Origin, ParentLossCause, Peer, Scope, Stage, ToBroker,
+};
+
+/// `what`: what could not be done, as in "nothing is running to stop".
+fn not_running(what: &str) -> Refusal {
+    Refusal {
+        code: "not_running",
+        message: format!("nothing is running to {what}"),
+    }
+}
+
+/// Why a request was not carried out: a code and a message that says what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// What a control request did, for the client's acknowledgement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Done {
+    /// Processes a signal reached.
+    pub targets: Vec<i32>,
+    pub message: Option<String>,
+}
 
 impl Broker {
     // ---- requests from the parent -----------------------------------------------------
@@ -24,7 +49,47 @@ impl Broker {
                 self.emit(EventKind::Pong);
             }
             ToBroker::Stop { origin } => self.start_stop(origin.unwrap_or(Origin::Operator)),
-            ToBroker::Signal { signal, scope, pid } => self.operator_signal(&signal, scope, pid),
+            ToBroker::Signal { signal, scope, pid } => {
+                if let Err(refusal) = self.operator_signal(&signal, scope, pid, None) {
+                    self.protocol_error(refusal.code, refusal.message);
+                }
+            }
+        }
+    }
+
+    /// A signal or a stop from a control-socket client, journaled as the operator's with
+    /// the client's pid and uid. A refusal goes back to that client only.
+    pub fn control_request(
+        &mut self,
+        request: ControlRequest,
+        peer: Peer,
+    ) -> Result<Done, Refusal> {
+        match request {
+            ControlRequest::Signal { signal, scope, pid } => self
+                .operator_signal(&signal, scope, pid, Some(peer))
+                .map(|targets| Done {
+                    targets,
+                    message: None,
+                }),
+            ControlRequest::Stop => {
+                if let Some(stop) = &self.stop {
+                    let origin = serde_json::to_value(stop.origin)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    return Ok(Done {
+                        targets: Vec::new(),
+                        message: Some(format!("a stop is already running (origin {origin})")),
+                    });
+                }
+                if self.child.is_none() || self.phase == Phase::Done {
+                    return Err(not_running("stop"));
+                }
+                self.start_stop_for(Origin::Operator, Some(peer));
+                Ok(Done::default())
+            }
+            // Answered by the socket's own code; nothing for the state machine to do.
+            ControlRequest::Subscribe | ControlRequest::Ping => Ok(Done::default()),
         }
     }
 
@@ -36,18 +101,23 @@ impl Broker {
         });
     }
 
-    pub(super) fn operator_signal(&mut self, name: &str, scope: Scope, pid: Option<i32>) {
+    /// Sends a signal on the operator's behalf (`client` when it came through the control
+    /// socket). Returns the processes it reached.
+    pub(super) fn operator_signal(
+        &mut self,
+        name: &str,
+        scope: Scope,
+        pid: Option<i32>,
+        client: Option<Peer>,
+    ) -> Result<Vec<i32>, Refusal> {
         let Some(signal) = signaller::parse_signal(name) else {
-            return self.protocol_error(
-                "unknown_signal",
-                format!("`{name}` is not a signal; use a name like TERM or a number"),
-            );
+            return Err(Refusal {
+                code: "unknown_signal",
+                message: format!("`{name}` is not a signal; use a name like TERM or a number"),
+            });
         };
         if self.child.is_none() || self.phase == Phase::Done {
-            return self.protocol_error(
-                "not_running",
-                format!("nothing is running to send {name} to"),
-            );
+            return Err(not_running(&format!("send {name} to")));
         }
         let targets = match scope {
             Scope::Group => {
@@ -56,21 +126,21 @@ impl Broker {
             }
             Scope::Pid => {
                 let Some(target) = pid else {
-                    return self.protocol_error(
-                        "missing_pid",
-                        "a signal with scope `pid` needs a `pid`".into(),
-                    );
+                    return Err(Refusal {
+                        code: "missing_pid",
+                        message: "a signal with scope `pid` needs a `pid`".into(),
+                    });
                 };
                 match live_descendants(self.pid).iter().find(|p| p.pid == target) {
                     Some(stat) if signaller::signal_process(stat, signal) => vec![target],
                     Some(_) => vec![],
                     None => {
-                        return self.protocol_error(
-                            "not_a_descendant",
-                            format!(
+                        return Err(Refusal {
+                            code: "not_a_descendant",
+                            message: format!(
                                 "pid {target} is not part of this command's tree; nothing was signalled"
                             ),
-                        );
+                        });
                     }
                 }
             }
@@ -79,16 +149,25 @@ impl Broker {
             signal: signal_name(signal),
             scope,
             origin: Origin::Operator,
-            targets,
+            targets: targets.clone(),
+            client,
         });
+        Ok(targets)
     }
 
     // ---- stopping ---------------------------------------------------------------------
 
     pub fn start_stop(&mut self, origin: Origin) {
+        self.start_stop_for(origin, None);
+    }
+
+    /// Starts the stop sequence; `client` is the control client that asked, journaled with
+    /// each of its signals.
+    fn start_stop_for(&mut self, origin: Origin, client: Option<Peer>) {
         if self.stop.is_some() || self.child.is_none() || self.phase == Phase::Done {
             return;
         }
+        self.stop_client = client;
         self.result.stopped_by = Some(origin);
         let grace = Duration::from_millis(self.request.grace_ms);
         let (sequence, delivery) =
@@ -109,6 +188,7 @@ impl Broker {
             scope: Scope::Group,
             origin,
             targets: delivery.targets,
+            client: self.stop_client,
         });
     }
 

@@ -1,0 +1,325 @@
+//! The broker's control socket: any front end of the same user may connect, subscribe to the
+//! broker's events (the journal's lines), ping, signal and stop, never launch.
+//!
+//! Nothing a client does can hold the broker up. Every read and write is non-blocking and
+//! bounded per wake-up; what a client does not take waits in its outbox, and a client whose
+//! outbox passes [`OUTBOX_CAP`] is dropped (it may resubscribe and read the rest from the
+//! journal). A line longer than [`CONTROL_MAX_LINE`] is skipped as it arrives, never stored.
+//! A peer of another uid is refused before anything is read from it.
+
+mod client;
+mod dispatch;
+
+pub use dispatch::dispatch;
+
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use rustix::fs::Mode;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::time::{Instant, Sleep};
+
+use self::client::Client;
+use super::state::Refusal;
+use crate::clock::now_ms;
+use crate::control::socket_dir::{self, SocketDirError};
+use crate::protocol::{
+    BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Event, EventKind, LineSplitter, Peer,
+};
+
+/// Clients at once; past it a new connection is told so and closed.
+const MAX_CLIENTS: usize = 32;
+/// Bytes a client may leave unread before it is dropped.
+pub const OUTBOX_CAP: usize = 1 << 20;
+const READ_CHUNK: usize = 16 * 1024;
+/// Reads from one client per wake-up: a client writing without end must not keep the broker
+/// in its loop.
+const READS_PER_WAKE: usize = 4;
+/// Refused connections journaled per broker; later ones are refused all the same, silently.
+const REFUSALS_JOURNALED: u32 = 32;
+/// After `accept` fails (out of descriptors), how long before trying again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What a client brought the broker's loop.
+pub enum Incoming {
+    Request {
+        client: u64,
+        peer: Peer,
+        request: Result<ControlRequest, Refusal>,
+    },
+    /// A connection refused; the broker journals it.
+    Refused { peer: Peer, reason: String },
+}
+
+pub struct ControlServer {
+    listener: UnixListener,
+    path: PathBuf,
+    /// Device and inode of the socket file bound, so that only that file is ever removed.
+    file_id: (u64, u64),
+    removed: bool,
+    me: u32,
+    start: Instant,
+    clients: Vec<Client>,
+    next_id: u64,
+    /// Where the next round of reads starts, so that one busy client cannot starve others.
+    rotate: usize,
+    refusals: u32,
+    accept_backoff: Option<Pin<Box<Sleep>>>,
+    buf: Vec<u8>,
+}
+
+impl ControlServer {
+    /// Creates the socket directory if need be, checks it, and listens on a fresh socket
+    /// named after this broker. The socket is created under umask 177: it is never, even
+    /// for an instant, more than 0600.
+    pub fn listen(
+        broker: &BrokerIdentity,
+        start: Instant,
+    ) -> Result<ControlServer, SocketDirError> {
+        let dir = socket_dir::socket_dir();
+        socket_dir::prepare(&dir)?;
+        let mut attempt = 1;
+        let mut stale_removed = false;
+        let (std_listener, path) = loop {
+            let path = socket_dir::socket_path(&dir, broker, attempt);
+            socket_dir::check_path(&path)?;
+            let old = rustix::process::umask(Mode::from_raw_mode(0o177));
+            let bound = std::os::unix::net::UnixListener::bind(&path);
+            rustix::process::umask(old);
+            match bound {
+                Ok(listener) => break (listener, path),
+                // A socket left by a broker that had this pid and start time (before a
+                // reboot, in another PID namespace): taken over if nobody listens on it.
+                Err(err) if err.kind() == io::ErrorKind::AddrInUse && attempt < 8 => {
+                    if !stale_removed && socket_dir::remove_if_stale(&path) {
+                        stale_removed = true;
+                    } else {
+                        attempt += 1;
+                    }
+                }
+                Err(err) => return Err(SocketDirError::Io { path, source: err }),
+            }
+        };
+        let io_err = |err: io::Error| SocketDirError::Io {
+            path: path.clone(),
+            source: err,
+        };
+        let meta = std::fs::symlink_metadata(&path).map_err(io_err)?;
+        std_listener.set_nonblocking(true).map_err(io_err)?;
+        let listener = UnixListener::from_std(std_listener).map_err(io_err)?;
+        Ok(ControlServer {
+            listener,
+            file_id: (meta.dev(), meta.ino()),
+            path,
+            removed: false,
+            me: rustix::process::geteuid().as_raw(),
+            start,
+            clients: Vec::new(),
+            next_id: 0,
+            rotate: 0,
+            refusals: 0,
+            accept_backoff: None,
+            buf: vec![0; READ_CHUNK],
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn has_subscribers(&self) -> bool {
+        self.clients.iter().any(|c| c.subscribed && !c.dead)
+    }
+
+    /// The next request or refusal. Accepting, reading and writing happen inside; cancel-safe
+    /// (everything read is kept in the clients' state).
+    pub async fn next(&mut self) -> Incoming {
+        poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Incoming> {
+        self.clients.retain(|c| !c.is_finished());
+        if let Some(refusal) = self.poll_accept(cx) {
+            return Poll::Ready(refusal);
+        }
+        let n = self.clients.len();
+        for k in 0..n {
+            let i = (self.rotate + k) % n;
+            let client = &mut self.clients[i];
+            client.poll_flush(cx);
+            if let Some(frame) = client.poll_frame(cx, &mut self.buf) {
+                self.rotate = i + 1;
+                return Poll::Ready(Incoming::Request {
+                    client: client.id,
+                    peer: client.peer,
+                    request: dispatch::parse(frame),
+                });
+            }
+        }
+        Poll::Pending
+    }
+
+    fn poll_accept(&mut self, cx: &mut Context<'_>) -> Option<Incoming> {
+        if let Some(sleep) = self.accept_backoff.as_mut() {
+            if sleep.as_mut().poll(cx).is_pending() {
+                return None;
+            }
+            self.accept_backoff = None;
+        }
+        loop {
+            match self.listener.poll_accept(cx) {
+                Poll::Pending => return None,
+                Poll::Ready(Err(_)) => {
+                    // EMFILE and the like leave the listener readable: wait before retrying
+                    // rather than spin.
+                    self.accept_backoff = Some(Box::pin(tokio::time::sleep(ACCEPT_BACKOFF)));
+                    let _ = self.accept_backoff.as_mut().map(|s| s.as_mut().poll(cx));
+                    return None;
+                }
+                Poll::Ready(Ok((stream, _))) => {
+                    if let Some(refusal) = self.admit(stream) {
+                        return Some(refusal);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks a new connection's credentials and takes it on, or refuses it. Returns the
+    /// refusal when it is to be journaled.
+    fn admit(&mut self, stream: UnixStream) -> Option<Incoming> {
+        let refuse = |stream: UnixStream, server: &mut ControlServer, code: &str, message| {
+            let line = server.stamp(EventKind::ControlError {
+                code: code.into(),
+                message,
+            });
+            // Best effort: the socket buffer of a fresh connection takes one line.
+            let _ = stream.try_write(&line.to_line());
+        };
+        let peer = match stream.peer_cred() {
+            Ok(cred) => Peer {
+                pid: cred.pid().unwrap_or(0),
+                uid: cred.uid(),
+            },
+            Err(err) => {
+                let message = format!("cannot read the peer's credentials: {err}");
+                refuse(stream, self, "refused", message.clone());
+                return self.journal_refusal(
+                    Peer {
+                        pid: 0,
+                        uid: u32::MAX,
+                    },
+                    message,
+                );
+            }
+        };
+        if peer.uid != self.me {
+            let reason = format!(
+                "uid {} is not the broker's (uid {}); only the same user may control a command",
+                peer.uid, self.me
+            );
+            refuse(stream, self, "refused", reason.clone());
+            return self.journal_refusal(peer, reason);
+        }
+        if self.clients.len() >= MAX_CLIENTS {
+            let message = format!(
+                "this broker already has {MAX_CLIENTS} control clients; try again when one has gone"
+            );
+            refuse(stream, self, "too_many_clients", message);
+            return None;
+        }
+        self.next_id += 1;
+        self.clients.push(Client {
+            id: self.next_id,
+            peer,
+            stream,
+            lines: LineSplitter::new(CONTROL_MAX_LINE),
+            frames: VecDeque::new(),
+            outbox: Vec::new(),
+            subscribed: false,
+            read_closed: false,
+            dead: false,
+        });
+        None
+    }
+
+    fn journal_refusal(&mut self, peer: Peer, reason: String) -> Option<Incoming> {
+        self.refusals += 1;
+        (self.refusals <= REFUSALS_JOURNALED).then_some(Incoming::Refused { peer, reason })
+    }
+
+    fn stamp(&self, kind: EventKind) -> Event {
+        Event {
+            ts_ms: now_ms(),
+            mono_us: self.start.elapsed().as_micros() as u64,
+            kind,
+        }
+    }
+
+    /// Queues `lines` (whole event lines) for every subscriber and writes what each takes
+    /// now. A subscriber that left more than [`OUTBOX_CAP`] unread is dropped.
+    pub fn broadcast(&mut self, lines: &[u8]) {
+        if lines.is_empty() {
+            return;
+        }
+        for client in self.clients.iter_mut().filter(|c| c.subscribed && !c.dead) {
+            client.send(lines);
+        }
+    }
+
+    /// Sends one event to one client only (it is dropped if it left too much unread, as
+    /// one that sends requests and never reads the answers would).
+    pub fn reply(&mut self, client: u64, event: &Event) {
+        if let Some(c) = self.clients.iter_mut().find(|c| c.id == client) {
+            c.send(&event.to_line());
+        }
+    }
+
+    pub fn subscribe(&mut self, client: u64) {
+        if let Some(c) = self.clients.iter_mut().find(|c| c.id == client) {
+            c.subscribed = true;
+        }
+    }
+
+    /// Removes the socket file (new clients are refused from here on), then gives the
+    /// clients at most `limit` to take what is queued for them.
+    pub async fn close(&mut self, limit: Duration) {
+        self.remove_socket();
+        let flushed = poll_fn(|cx| {
+            let mut pending = false;
+            for client in &mut self.clients {
+                client.poll_flush(cx);
+                pending |= !client.dead && !client.outbox.is_empty();
+            }
+            if pending {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        });
+        let _ = tokio::time::timeout(limit, flushed).await;
+        self.clients.clear();
+    }
+
+    fn remove_socket(&mut self) {
+        if std::mem::replace(&mut self.removed, true) {
+            return;
+        }
+        // Only the file this broker bound: the directory is ours alone, but check anyway.
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.file_id) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.remove_socket();
+    }
+}

@@ -1,0 +1,348 @@
+//! `tether ps`, `tether stop`, `tether kill` and `tether signal`: the control library from
+//! the command line. Exit codes: 0 done, 1 no live command matched (or one could not be
+//! controlled), 2 a usage mistake.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::io::Interest;
+use tokio::time::{Instant, timeout, timeout_at};
+
+use super::client::{ControlClient, ControlError, signal_broker};
+use super::discover::{LiveCommand, live_commands};
+use super::report::{StopReport, describe_signals, short_duration};
+use super::target::{Target, no_match};
+use crate::broker::signaller::{parse_signal, signal_name};
+use crate::journal::{CommandRecord, state_dir};
+use crate::model::command::exit_label;
+use crate::model::output::one_line;
+use crate::sampler::Sampler;
+
+/// How long `ps` measures CPU use over.
+const CPU_WINDOW: Duration = Duration::from_millis(250);
+/// How long a signal waits for the broker's answer.
+const ANSWER_WAIT: Duration = Duration::from_secs(5);
+/// How long a stop may take past the command's grace period before we give up waiting.
+const STOP_SLACK: Duration = Duration::from_secs(10);
+
+/// What to do to the targeted commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Stop,
+    /// A signal to the whole tree (`kill` is `Signal("KILL")`).
+    Signal(String),
+}
+
+fn live(state: Option<&Path>, session: Option<&str>) -> Result<Vec<LiveCommand>, String> {
+    let dir = state_dir(state).map_err(|e| e.to_string())?;
+    live_commands(&dir, session).map_err(|e| e.to_string())
+}
+
+/// One row of `tether ps`.
+#[derive(Debug, Serialize)]
+struct PsRow<'a> {
+    session: &'a str,
+    name: &'a str,
+    id: &'a str,
+    broker_pid: i32,
+    pid: Option<i32>,
+    state: &'a str,
+    runtime_ms: u64,
+    cpu_percent: f32,
+    rss_bytes: u64,
+    /// Processes of the command's tree (the broker not counted).
+    processes: usize,
+    controllable: bool,
+    control_socket: Option<&'a Path>,
+    dir: &'a Path,
+}
+
+/// `tether ps [--json] [SESSION]`.
+pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
+    let commands = match live(state, session) {
+        Ok(commands) => commands,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return 2;
+        }
+    };
+    let brokers: Vec<i32> = commands.iter().map(|c| c.broker.pid).collect();
+    let mut sampler = Sampler::new();
+    let mut snapshot = sampler.sample(&brokers);
+    if !commands.is_empty() {
+        // CPU use is measured between two samples: now, not averaged since the start.
+        std::thread::sleep(CPU_WINDOW);
+        snapshot = sampler.sample(&brokers);
+    }
+    let now = crate::clock::now_ms();
+    let rows: Vec<PsRow> = commands
+        .iter()
+        .map(|c| {
+            // The broker's own row comes first; the command's tree is the rest.
+            let tree = snapshot
+                .trees
+                .get(&c.broker.pid)
+                .map_or(&[][..], |t| t.get(1..).unwrap_or(&[]));
+            let live = tree.iter().filter(|p| p.state != 'Z');
+            PsRow {
+                session: &c.session,
+                name: &c.name,
+                id: &c.id,
+                broker_pid: c.broker.pid,
+                pid: c.pid,
+                state: &c.state,
+                runtime_ms: now.saturating_sub(c.started_ms),
+                cpu_percent: tree.iter().map(|p| p.cpu_percent).sum(),
+                rss_bytes: tree.iter().map(|p| p.rss_bytes).sum(),
+                processes: live.count(),
+                controllable: c.has_socket(),
+                control_socket: c.control_socket.as_deref(),
+                dir: &c.dir,
+            }
+        })
+        .collect();
+    if json {
+        match serde_json::to_string(&rows) {
+            Ok(text) => println!("{text}"),
+            Err(err) => {
+                eprintln!("tether: {err}");
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if rows.is_empty() {
+        eprintln!("tether: no live brokered commands");
+        return 0;
+    }
+    println!(
+        "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6} {:>7} {:>5}  CONTROL",
+        "SESSION", "NAME", "BROKER", "PID", "STATE", "RUNTIME", "CPU%", "RSS", "PROCS"
+    );
+    for r in &rows {
+        println!(
+            "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6.1} {:>7} {:>5}  {}",
+            one_line(r.session),
+            one_line(r.name),
+            r.broker_pid,
+            r.pid.map_or_else(|| "-".into(), |p| p.to_string()),
+            r.state,
+            crate::ui::format::duration_ms(r.runtime_ms),
+            r.cpu_percent,
+            crate::ui::format::compact_bytes(r.rss_bytes),
+            r.processes,
+            if r.controllable {
+                "socket"
+            } else {
+                "stop only (no socket)"
+            }
+        );
+    }
+    0
+}
+
+/// `tether stop|kill|signal SIG TARGET`: acts on every command the target names, at once,
+/// and prints what happened to each.
+pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
+    if let Action::Signal(name) = &action {
+        if parse_signal(name).is_none() {
+            eprintln!("tether: `{name}` is not a signal; use a name like TERM or a number");
+            return 2;
+        }
+    }
+    let all = match live(state, None) {
+        Ok(all) => all,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return 2;
+        }
+    };
+    let chosen: Vec<LiveCommand> = target
+        .select(&all, &crate::procfs::all_processes())
+        .into_iter()
+        .cloned()
+        .collect();
+    if chosen.is_empty() {
+        eprintln!("tether: {}", no_match(&target, &all));
+        return 1;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("tether: cannot start the event loop: {err}");
+            return 1;
+        }
+    };
+    let results = runtime.block_on(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, command) in chosen.iter().cloned().enumerate() {
+            let action = action.clone();
+            tasks.spawn(async move { (i, act_on(&command, &action).await) });
+        }
+        let mut results = vec![Err("did not run".to_string()); chosen.len()];
+        while let Some(Ok((i, result))) = tasks.join_next().await {
+            results[i] = result;
+        }
+        results
+    });
+    let mut code = 0;
+    for (command, result) in chosen.iter().zip(results) {
+        let label = one_line(&command.label());
+        match result {
+            Ok(text) => println!("{label}: {}", one_line(&text)),
+            Err(err) => {
+                eprintln!("tether: {label}: {}", one_line(&err));
+                code = 1;
+            }
+        }
+    }
+    code
+}
+
+async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String> {
+    let connected = ControlClient::connect_to(command).await;
+    if connected.is_err() && !command.is_alive() {
+        // It finished between the listing and now.
+        let ended = CommandRecord::load(&command.dir)
+            .result
+            .and_then(|r| r.exit)
+            .map_or_else(String::new, |s| format!(" ({})", exit_label(s)));
+        return match action {
+            Action::Stop => Ok(format!("it had already ended{ended}; nothing is left")),
+            Action::Signal(_) => Err(format!("it ended before it could be signalled{ended}")),
+        };
+    }
+    match (action, connected) {
+        (Action::Stop, Ok(client)) => stop_through(client, command).await,
+        // No socket to ask through (never made, or gone): the broker's pid still works for
+        // a stop, as SIGTERM runs the broker's own stop sequence.
+        (
+            Action::Stop,
+            Err(
+                why @ (ControlError::NoSocket
+                | ControlError::Stale { .. }
+                | ControlError::Connect { .. }),
+            ),
+        ) => stop_through_pid(command, &why).await,
+        (Action::Signal(name), Ok(mut client)) => {
+            let targets = timeout(ANSWER_WAIT, client.signal(name))
+                .await
+                .map_err(|_| format!("the broker did not answer within {ANSWER_WAIT:?}"))?
+                .map_err(|e| e.to_string())?;
+            let sig = parse_signal(name).map_or_else(|| name.clone(), signal_name);
+            Ok(match targets.len() {
+                0 => format!("SIG{sig} reached no process"),
+                n => format!(
+                    "SIG{sig} sent to {n} process{} ({})",
+                    if n == 1 { "" } else { "es" },
+                    targets
+                        .iter()
+                        .map(i32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+            })
+        }
+        (Action::Signal(_), Err(ControlError::NoSocket)) => Err(
+            "its broker has no control socket: only `tether stop` works without one (it signals the broker)"
+                .into(),
+        ),
+        (_, Err(err)) => Err(err.to_string()),
+    }
+}
+
+/// Subscribes, asks for the stop, and follows the events until the broker says `close`.
+async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Result<String, String> {
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(command.grace_ms) + STOP_SLACK;
+    let answered = timeout_at(deadline, async {
+        client.subscribe().await?;
+        client.stop().await
+    })
+    .await
+    .map_err(|_| "the broker did not answer".to_string())?
+    .map_err(|e| e.to_string())?;
+    let mut report = StopReport::default();
+    loop {
+        match timeout_at(deadline, client.next_event()).await {
+            Err(_) => {
+                return Err(format!(
+                    "the stop had not finished after {}: {} so far",
+                    short_duration(started.elapsed().as_millis() as u64),
+                    report.describe()
+                ));
+            }
+            Ok(Err(err)) => return Err(err.to_string()),
+            Ok(Ok(None)) => break,
+            Ok(Ok(Some(event))) => {
+                report.apply(&event);
+                if report.closed {
+                    break;
+                }
+            }
+        }
+    }
+    let mut text = format!("stopped: {}", report.describe());
+    if let Some(already) = answered {
+        text = format!("{already}; {text}");
+    }
+    text.push_str(&format!(
+        "; nothing is left ({})",
+        short_duration(started.elapsed().as_millis() as u64)
+    ));
+    Ok(text)
+}
+
+/// The stop without a socket: SIGTERM to the broker (pid and start time checked), then wait
+/// for it to exit, which it does once nothing of the command is left.
+async fn stop_through_pid(command: &LiveCommand, why: &ControlError) -> Result<String, String> {
+    let started = Instant::now();
+    let pidfd = signal_broker(&command.broker, nix::sys::signal::Signal::SIGTERM)
+        .map_err(|e| format!("{why}, and signalling its broker failed: {e}"))?;
+    let limit = Duration::from_millis(command.grace_ms) + STOP_SLACK;
+    let exited = async {
+        // A pidfd becomes readable when its process exits.
+        let fd = crate::fdio::register(pidfd, Interest::READABLE)?;
+        fd.readable().await.map(|_| ())
+    };
+    timeout(limit, exited)
+        .await
+        .map_err(|_| {
+            format!(
+                "{why}; its broker (pid {}) got SIGTERM but had not finished after {}",
+                command.broker.pid,
+                short_duration(limit.as_millis() as u64)
+            )
+        })?
+        .map_err(|e: std::io::Error| e.to_string())?;
+    let record = CommandRecord::load(&command.dir);
+    let sent: Vec<_> = record
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            crate::protocol::EventKind::SignalSent {
+                signal, targets, ..
+            } => Some(super::report::Sent {
+                signal: signal.clone(),
+                mono_us: e.mono_us,
+                reached: targets.len(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let ended = record
+        .result
+        .and_then(|r| r.exit)
+        .map_or_else(String::new, |s| {
+            format!("; the command ended: {}", exit_label(s))
+        });
+    Ok(format!(
+        "stopped through its broker's pid ({why}): {}{ended}; nothing is left ({})",
+        describe_signals(&sent),
+        short_duration(started.elapsed().as_millis() as u64)
+    ))
+}

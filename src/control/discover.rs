@@ -1,0 +1,252 @@
+//! Finding the live brokered commands of this user from the journals alone: a command is live
+//! when its `command.json` names a broker, it has no `result.json`, and that broker (same pid,
+//! same start time, not a zombie) still runs. No daemon keeps a list; the journal is the list.
+
+use std::fs;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use super::socket_dir;
+use crate::config::CommandConfig;
+use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular, read_regular};
+use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
+use crate::journal::{list_sessions, sessions_dir};
+use crate::model::command::{CommandState, Status};
+use crate::procfs;
+use crate::protocol::{BrokerIdentity, CommandFile, Event, EventKind};
+
+/// How much of the start and of the end of an event log is read to learn a command's pid and
+/// where it is in its life (the middle is output events).
+const LOG_WINDOW: u64 = 64 * 1024;
+
+/// One command whose broker runs now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveCommand {
+    /// The session's name: its directory under `sessions/`.
+    pub session: String,
+    /// The command's name, as launched.
+    pub name: String,
+    /// Its directory in the session, e.g. `01-sleep`: unique where names are not.
+    pub id: String,
+    pub dir: PathBuf,
+    pub broker: BrokerIdentity,
+    /// The command's own pid (the leader of its process group), once spawned.
+    pub pid: Option<i32>,
+    /// When the broker started, ms since the Unix epoch.
+    pub started_ms: u64,
+    /// `running`, `stopping`, `starting`, or how the command exited while its broker
+    /// finishes (`exit 0`, `SIGKILL`).
+    pub state: String,
+    /// The grace period of its stop sequence.
+    pub grace_ms: u64,
+    pub control_socket: Option<PathBuf>,
+}
+
+impl LiveCommand {
+    /// `SESSION/NAME`, as targets name it.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.session, self.name)
+    }
+
+    /// Whether a control socket is recorded and is there, ours.
+    pub fn has_socket(&self) -> bool {
+        self.control_socket
+            .as_deref()
+            .is_some_and(socket_dir::is_own_socket)
+    }
+
+    /// Whether the broker is still the process the journal names.
+    pub fn is_alive(&self) -> bool {
+        broker_alive(&self.broker)
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum DiscoverError {
+    #[error(transparent)]
+    UnsafeStateDir(#[from] UnsafeDir),
+    #[error("cannot list {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Every live command under `state_dir`, or only those of `session`, in session then
+/// command order. Sockets of brokers found dead are removed on the way (owner checked, and
+/// only if nobody listens).
+pub fn live_commands(
+    state_dir: &Path,
+    session: Option<&str>,
+) -> Result<Vec<LiveCommand>, DiscoverError> {
+    check_for_reading(state_dir)?;
+    let sessions = sessions_dir(state_dir);
+    let all = list_sessions(&sessions).map_err(|source| DiscoverError::Io {
+        path: sessions.clone(),
+        source,
+    })?;
+    let mut live = Vec::new();
+    for session_dir in all {
+        let name = file_name(&session_dir);
+        if session.is_some_and(|wanted| wanted != name) {
+            continue;
+        }
+        for dir in command_dirs(&session_dir) {
+            if let Some(command) = live_command(&name, &dir) {
+                live.push(command);
+            }
+        }
+    }
+    Ok(live)
+}
+
+/// The command journaled in `dir`, if its broker runs.
+fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
+    // Finished commands, the great majority, cost one stat.
+    if fs::symlink_metadata(dir.join(RESULT_FILE)).is_ok() {
+        return None;
+    }
+    let file: CommandFile =
+        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
+    let broker = file.broker?;
+    if !broker_alive(&broker) {
+        // Killed before it could clean up: its socket is stale.
+        if let Some(socket) = &file.control_socket {
+            socket_dir::remove_if_stale(socket);
+        }
+        return None;
+    }
+    let events = log_window(&dir.join(EVENTS_FILE));
+    let pid = events.iter().find_map(|e| match e.kind {
+        EventKind::Spawned { pid, .. } => Some(pid),
+        _ => None,
+    });
+    let started_ms = events.first().map_or_else(
+        || procfs::read_stat(broker.pid).map_or(0, |s| procfs::start_time_ms(&s)),
+        |e| e.ts_ms,
+    );
+    Some(LiveCommand {
+        session: session.to_string(),
+        name: file.request.name.clone(),
+        id: file_name(dir),
+        dir: dir.to_path_buf(),
+        broker,
+        pid,
+        started_ms,
+        state: state_label(&file, dir, &events),
+        grace_ms: file.request.grace_ms,
+        control_socket: file.control_socket,
+    })
+}
+
+/// Where the command is in its life, by the model's own reading of its events.
+fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> String {
+    let config = CommandConfig::new(file.request.name.clone(), file.request.command.clone());
+    let mut state = CommandState::new(config);
+    state.begin_run(dir.to_path_buf(), events.first().map_or(0, |e| e.ts_ms));
+    for event in events {
+        state.apply(event);
+    }
+    match state.status {
+        // The broker is alive: the run is not lost, it has not said `close` yet.
+        Status::Lost | Status::Idle => "running".into(),
+        status => status.label(),
+    }
+}
+
+/// Whether `broker` runs: its pid names a process with the journaled start time that is not
+/// a zombie.
+pub fn broker_alive(broker: &BrokerIdentity) -> bool {
+    procfs::read_stat(broker.pid)
+        .is_some_and(|s| s.start_ticks == broker.start_ticks && !s.is_zombie())
+}
+
+/// The events at the start and at the end of a log (all of a short one), in order.
+fn log_window(path: &Path) -> Vec<Event> {
+    let Ok(mut file) = open_regular(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let mut head = Vec::new();
+    let _ = (&mut file).take(LOG_WINDOW).read_to_end(&mut head);
+    let mut events = parse_lines(&head, false);
+    if len > LOG_WINDOW {
+        let start = (len - LOG_WINDOW).max(LOG_WINDOW);
+        let mut tail = Vec::new();
+        if file.seek(SeekFrom::Start(start)).is_ok() {
+            let _ = file.read_to_end(&mut tail);
+        }
+        events.extend(parse_lines(&tail, start > LOG_WINDOW));
+    }
+    events
+}
+
+/// Complete event lines in `bytes`; `cut_start` says the first line may be a fragment.
+fn parse_lines(bytes: &[u8], cut_start: bool) -> Vec<Event> {
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = bytes[..end].split(|&b| b == b'\n');
+    if cut_start {
+        lines.next();
+    }
+    lines
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A session's command directories, ordered by the number their names start with.
+fn command_dirs(session: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(session) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<(u64, String, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let number = name
+                .split('-')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(u64::MAX);
+            (number, name, e.path())
+        })
+        .collect();
+    dirs.sort();
+    dirs.into_iter().map(|(_, _, path)| path).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_window_skips_its_first_fragment() {
+        let line = r#"{"ts_ms":1,"mono_us":2,"kind":"pong"}"#;
+        let bytes = format!("{}\n{line}\n{line}\npartial", &line[5..]);
+        assert_eq!(parse_lines(bytes.as_bytes(), true).len(), 2);
+        let bytes = format!("{line}\n{line}\n{{\"ts");
+        assert_eq!(parse_lines(bytes.as_bytes(), false).len(), 2);
+    }
+
+    #[test]
+    fn this_process_is_alive_only_with_its_own_start_time() {
+        let me = procfs::read_stat(std::process::id() as i32).unwrap();
+        let mut identity = BrokerIdentity {
+            pid: me.pid,
+            start_ticks: me.start_ticks,
+        };
+        assert!(broker_alive(&identity));
+        identity.start_ticks += 1;
+        assert!(!broker_alive(&identity), "a reused pid is not the broker");
+    }
+}

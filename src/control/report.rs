@@ -1,0 +1,168 @@
+//! Saying in a few words what a stop or a signal did, from the broker's events: shared by
+//! `tether stop` and by the `tether exec` whose command was stopped from outside.
+
+use crate::model::command::exit_label;
+use crate::protocol::{Event, EventKind, ExitStatus};
+
+/// `300ms`, `2s`, `2.5s`, `1m05s`: a delay between two signals.
+pub fn short_duration(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 if ms % 1000 < 50 => format!("{}s", ms / 1000),
+        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+    }
+}
+
+/// One signal sent: its name (`TERM`), when (µs since the broker started), how many
+/// processes it reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub signal: String,
+    pub mono_us: u64,
+    pub reached: usize,
+}
+
+/// `SIGTERM, SIGKILL after 2s`: the signals in order, each after the first with its delay.
+/// The SIGCONT that follows every stop signal is left out (it only wakes stopped processes).
+pub fn describe_signals(sent: &[Sent]) -> String {
+    let shown: Vec<&Sent> = sent.iter().filter(|s| s.signal != "CONT").collect();
+    let Some(first) = shown.first() else {
+        return "no signal".into();
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for s in &shown {
+        let name = format!("SIG{}", s.signal);
+        // Repeats of one signal (a sweep reaching newcomers) are one step.
+        if parts
+            .last()
+            .is_some_and(|p| p.split(' ').next() == Some(name.as_str()))
+        {
+            continue;
+        }
+        if parts.is_empty() {
+            parts.push(name);
+        } else {
+            let after = (s.mono_us.saturating_sub(first.mono_us)) / 1000;
+            parts.push(format!("{name} after {}", short_duration(after)));
+        }
+    }
+    parts.join(", ")
+}
+
+/// What a subscriber learns of a stop, event by event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopReport {
+    pub sent: Vec<Sent>,
+    pub exit: Option<ExitStatus>,
+    pub orphans_reaped: usize,
+    /// The broker said `close`: nothing of the command is left.
+    pub closed: bool,
+}
+
+impl StopReport {
+    pub fn apply(&mut self, event: &Event) {
+        match &event.kind {
+            EventKind::SignalSent {
+                signal, targets, ..
+            } => self.sent.push(Sent {
+                signal: signal.clone(),
+                mono_us: event.mono_us,
+                reached: targets.len(),
+            }),
+            EventKind::Exit { status, .. } => self.exit = Some(*status),
+            EventKind::OrphanReaped { .. } => self.orphans_reaped += 1,
+            EventKind::Close { .. } => self.closed = true,
+            _ => {}
+        }
+    }
+
+    /// `SIGTERM, SIGKILL after 2s; the command ended: SIGKILL; 2 orphans reaped`.
+    pub fn describe(&self) -> String {
+        let mut text = describe_signals(&self.sent);
+        if let Some(status) = self.exit {
+            text.push_str(&format!("; the command ended: {}", exit_label(status)));
+        }
+        if self.orphans_reaped > 0 {
+            let es = if self.orphans_reaped == 1 { "" } else { "es" };
+            text.push_str(&format!(
+                "; {} escaped process{es} reaped",
+                self.orphans_reaped
+            ));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(signal: &str, ms: u64) -> Sent {
+        Sent {
+            signal: signal.into(),
+            mono_us: ms * 1000,
+            reached: 1,
+        }
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(short_duration(300), "300ms");
+        assert_eq!(short_duration(2_003), "2s");
+        assert_eq!(short_duration(2_500), "2.5s");
+        assert_eq!(short_duration(65_000), "1m05s");
+    }
+
+    #[test]
+    fn a_stop_reads_as_its_signals_and_their_delays() {
+        let stop = [
+            sent("TERM", 100),
+            sent("CONT", 100),
+            sent("TERM", 150),
+            sent("CONT", 150),
+            sent("KILL", 2_101),
+            sent("KILL", 2_130),
+        ];
+        assert_eq!(describe_signals(&stop), "SIGTERM, SIGKILL after 2s");
+        assert_eq!(describe_signals(&stop[..2]), "SIGTERM");
+        assert_eq!(describe_signals(&[]), "no signal");
+        assert_eq!(
+            describe_signals(&[sent("INT", 0), sent("KILL", 300)]),
+            "SIGINT, SIGKILL after 300ms"
+        );
+    }
+
+    #[test]
+    fn a_stop_report_sums_up_the_events() {
+        let ev = |kind| Event {
+            ts_ms: 0,
+            mono_us: 0,
+            kind,
+        };
+        let mut report = StopReport::default();
+        report.apply(&ev(EventKind::SignalSent {
+            signal: "TERM".into(),
+            scope: crate::protocol::Scope::Group,
+            origin: crate::protocol::Origin::Operator,
+            targets: vec![1, 2],
+            client: None,
+        }));
+        let status = ExitStatus {
+            code: None,
+            signal: Some(15),
+            core_dumped: false,
+        };
+        report.apply(&ev(EventKind::Exit { pid: 1, status }));
+        report.apply(&ev(EventKind::OrphanReaped { pid: 2, status }));
+        report.apply(&ev(EventKind::Close {
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+        }));
+        assert!(report.closed);
+        assert_eq!(
+            report.describe(),
+            "SIGTERM; the command ended: SIGTERM; 1 escaped process reaped"
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! What `tether stop`, `kill` and `signal` act on: `SESSION/NAME`, a whole `SESSION`, or the
+//! command whose tree holds a pid.
+
+use std::fmt;
+
+use super::discover::LiveCommand;
+use crate::procfs::{ProcStat, descendants_in};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One command of a session, by name or by directory id (`01-sleep`); every live
+    /// command of that name if several share it.
+    Command { session: String, name: String },
+    /// Every live command of a session.
+    Session(String),
+    /// The command whose broker has this pid in its tree (or is it).
+    Pid(i32),
+}
+
+impl Target {
+    /// Reads `SESSION/NAME` or `SESSION`.
+    pub fn parse(text: &str) -> Result<Target, String> {
+        let bad = || {
+            format!(
+                "`{text}` is not a target; give SESSION/NAME, SESSION or --pid PID (`tether ps` lists them)"
+            )
+        };
+        match text.split_once('/') {
+            None if !text.is_empty() => Ok(Target::Session(text.into())),
+            Some((session, name))
+                if !session.is_empty() && !name.is_empty() && !name.contains('/') =>
+            {
+                Ok(Target::Command {
+                    session: session.into(),
+                    name: name.into(),
+                })
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// The commands of `live` this target names; `processes` is a /proc scan, used for
+    /// [`Target::Pid`] only.
+    pub fn select<'a>(
+        &self,
+        live: &'a [LiveCommand],
+        processes: &[ProcStat],
+    ) -> Vec<&'a LiveCommand> {
+        live.iter()
+            .filter(|c| match self {
+                Target::Command { session, name } => {
+                    c.session == *session && (c.name == *name || c.id == *name)
+                }
+                Target::Session(session) => c.session == *session,
+                Target::Pid(pid) => {
+                    c.broker.pid == *pid
+                        || descendants_in(processes, c.broker.pid)
+                            .iter()
+                            .any(|p| p.pid == *pid)
+                }
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Command { session, name } => write!(f, "{session}/{name}"),
+            Target::Session(session) => write!(f, "{session}"),
+            Target::Pid(pid) => write!(f, "--pid {pid}"),
+        }
+    }
+}
+
+/// The message for a target that names no live command: what was asked, and what is live.
+pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
+    let mut text = format!("no live command matches `{target}`");
+    if live.is_empty() {
+        text.push_str("; no brokered command of yours is running");
+        return text;
+    }
+    text.push_str("; live commands:");
+    for c in live {
+        let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
+        text.push_str(&format!(
+            "\n  {}  (id {}, pid {pid}, {})",
+            crate::model::output::one_line(&c.label()),
+            crate::model::output::one_line(&c.id),
+            c.state
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::BrokerIdentity;
+
+    fn live(session: &str, name: &str, id: &str, broker: i32) -> LiveCommand {
+        LiveCommand {
+            session: session.into(),
+            name: name.into(),
+            id: id.into(),
+            dir: format!("/s/{session}/{id}").into(),
+            broker: BrokerIdentity {
+                pid: broker,
+                start_ticks: 1,
+            },
+            pid: Some(broker + 1),
+            started_ms: 0,
+            state: "running".into(),
+            grace_ms: 2000,
+            control_socket: None,
+        }
+    }
+
+    fn stat(pid: i32, ppid: i32) -> ProcStat {
+        ProcStat {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state: b'S',
+            start_ticks: 0,
+        }
+    }
+
+    #[test]
+    fn targets_parse_as_documented() {
+        assert_eq!(
+            Target::parse("agent-1/npm").unwrap(),
+            Target::Command {
+                session: "agent-1".into(),
+                name: "npm".into()
+            }
+        );
+        assert_eq!(
+            Target::parse("agent-1").unwrap(),
+            Target::Session("agent-1".into())
+        );
+        for bad in ["", "/x", "s/", "a/b/c"] {
+            let err = Target::parse(bad).unwrap_err();
+            assert!(err.contains("SESSION/NAME"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn targets_select_by_name_id_session_and_pid() {
+        let all = [
+            live("a", "sleep", "01-sleep", 100),
+            live("a", "sleep", "02-sleep", 200),
+            live("a", "npm", "03-npm", 300),
+            live("b", "sleep", "01-sleep", 400),
+        ];
+        let pick = |t: Target, procs: &[ProcStat]| -> Vec<i32> {
+            t.select(&all, procs).iter().map(|c| c.broker.pid).collect()
+        };
+        let cmd = |s: &str, n: &str| Target::Command {
+            session: s.into(),
+            name: n.into(),
+        };
+        assert_eq!(pick(cmd("a", "sleep"), &[]), [100, 200]);
+        assert_eq!(pick(cmd("a", "02-sleep"), &[]), [200]);
+        assert_eq!(pick(Target::Session("a".into()), &[]), [100, 200, 300]);
+        assert!(pick(cmd("c", "sleep"), &[]).is_empty());
+        // 301 is the command of broker 300; 302 its setsid escapee, re-parented to it.
+        let procs = [stat(300, 1), stat(301, 300), stat(302, 300), stat(303, 302)];
+        assert_eq!(pick(Target::Pid(303), &procs), [300]);
+        assert_eq!(pick(Target::Pid(300), &procs), [300]);
+        assert!(pick(Target::Pid(999), &procs).is_empty());
+    }
+
+    #[test]
+    fn no_match_lists_the_live_commands() {
+        let all = [live("a", "sleep", "01-sleep", 100)];
+        let text = no_match(&Target::Session("zz".into()), &all);
+        assert!(text.contains("no live command matches `zz`"), "{text}");
+        assert!(text.contains("a/sleep"), "{text}");
+        let none = no_match(&Target::Pid(5), &[]);
+        assert!(none.contains("no brokered command"), "{none}");
+    }
+}

@@ -1,0 +1,149 @@
+//! What crosses a broker's control socket, and what the broker adds to `command.json` so
+//! that any front end of the same user finds the socket.
+//!
+//! Requests on the socket are a strict subset of what the parent may ask: they can watch,
+//! signal and stop the command, never start one (a socket reachable from inside an agent's
+//! sandbox must not become a way out of it). Answers are [`super::Event`] lines: the
+//! broker's own events for subscribers (the journal's lines, byte for byte), and
+//! `control_ack` / `control_error` / `pong` for the client that asked.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{LaunchRequest, Scope};
+
+/// The longest request line a control socket accepts: requests are a few dozen bytes, so
+/// anything longer is garbage, refused without being stored.
+pub const CONTROL_MAX_LINE: usize = 64 * 1024;
+
+/// A request on a broker's control socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ControlRequest {
+    /// Send me every event from now on (the journal has the ones before: the acknowledgement
+    /// says up to which byte of `events.jsonl`).
+    Subscribe,
+    Ping,
+    /// A signal to the command's tree (`group`) or to one process of it (`pid`).
+    Signal {
+        signal: String,
+        #[serde(default = "group_scope")]
+        scope: Scope,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<i32>,
+    },
+    /// Run the stop sequence (journaled with origin `operator` and this client).
+    Stop,
+}
+
+fn group_scope() -> Scope {
+    Scope::Group
+}
+
+impl ControlRequest {
+    /// The `type` tag, as an acknowledgement names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControlRequest::Subscribe => "subscribe",
+            ControlRequest::Ping => "ping",
+            ControlRequest::Signal { .. } => "signal",
+            ControlRequest::Stop => "stop",
+        }
+    }
+
+    /// The request as one line, newline included.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+}
+
+/// Who is at the other end of a control connection, as the kernel says (`SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Peer {
+    /// 0 when the peer is in a PID namespace this broker cannot see into.
+    pub pid: i32,
+    pub uid: u32,
+}
+
+/// Which process a broker is: its pid, and its start time in clock ticks after boot, which
+/// together name it for good (a reused pid has another start time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerIdentity {
+    pub pid: i32,
+    pub start_ticks: u64,
+}
+
+/// `command.json` as the broker writes it: the launch request, plus who the broker is and
+/// where its control socket listens. Readers that only want the request read the same file
+/// as a [`LaunchRequest`] (unknown fields are ignored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandFile {
+    #[serde(flatten)]
+    pub request: LaunchRequest,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker: Option<BrokerIdentity>,
+    /// Absent when the broker could not create one (a `control_unavailable` event says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_socket: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::PROTOCOL_VERSION;
+
+    #[test]
+    fn requests_read_as_documented_and_launch_is_not_one() {
+        let parse = |s: &str| serde_json::from_str::<ControlRequest>(s);
+        assert_eq!(parse(r#"{"type":"stop"}"#).unwrap(), ControlRequest::Stop);
+        assert_eq!(
+            parse(r#"{"type":"signal","signal":"INT"}"#).unwrap(),
+            ControlRequest::Signal {
+                signal: "INT".into(),
+                scope: Scope::Group,
+                pid: None
+            }
+        );
+        let err = parse(r#"{"type":"launch","v":2}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown variant `launch`"),
+            "{err}"
+        );
+        let line = ControlRequest::Subscribe.to_line();
+        assert_eq!(line, b"{\"type\":\"subscribe\"}\n");
+    }
+
+    #[test]
+    fn a_command_file_is_still_a_launch_request() {
+        // Built from JSON, so that fields added to the request later need no change here.
+        let request: LaunchRequest = serde_json::from_value(serde_json::json!({
+            "v": PROTOCOL_VERSION,
+            "name": "x",
+            "command": { "argv": ["true"] },
+            "journal_dir": "/j",
+            "parent_pid": 1,
+        }))
+        .unwrap();
+        let file = CommandFile {
+            request: request.clone(),
+            broker: Some(BrokerIdentity {
+                pid: 42,
+                start_ticks: 99,
+            }),
+            control_socket: Some("/run/user/1/tether/42-99.sock".into()),
+        };
+        let json = serde_json::to_string(&file).unwrap();
+        assert_eq!(
+            serde_json::from_str::<LaunchRequest>(&json).unwrap(),
+            request
+        );
+        assert_eq!(serde_json::from_str::<CommandFile>(&json).unwrap(), file);
+        // A journal written before the control socket existed reads too.
+        let old = serde_json::to_string(&request).unwrap();
+        let read = serde_json::from_str::<CommandFile>(&old).unwrap();
+        assert_eq!((read.broker, read.control_socket), (None, None));
+    }
+}

@@ -1,0 +1,697 @@
+//! Control sockets and `tether ps`, `stop`, `kill`, `signal` end to end (issue 7, parts 2
+//! and 4). Every test gives its brokers a runtime directory of its own (`XDG_RUNTIME_DIR`).
+
+mod common;
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::journal::{broker_pid, events_now, exit_status, load_complete, read, spawned_pid};
+use common::procs::{is_gone, signal};
+use common::{BIN, DEADLINE, RunningExec, TAG_VAR, TestEnv, wait_for_text, wait_until};
+use nix::sys::signal::Signal;
+use tether::protocol::{CommandFile, Event, EventKind, Origin};
+
+/// A test's runtime directory (0700), where its brokers put their sockets.
+fn runtime_dir(env: &TestEnv) -> PathBuf {
+    let dir = env.path("run");
+    if !dir.exists() {
+        fs::create_dir(&dir).expect("create the runtime dir");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    dir
+}
+
+/// `tether exec` with `XDG_RUNTIME_DIR=runtime`, output captured to files.
+fn spawn_exec(env: &TestEnv, runtime: &Path, options: &[&str], argv: &[&str]) -> RunningExec {
+    spawn_exec_with(env, runtime, options, argv, |_| {})
+}
+
+fn spawn_exec_with(
+    env: &TestEnv,
+    runtime: &Path,
+    options: &[&str],
+    argv: &[&str],
+    adjust: impl FnOnce(&mut Command),
+) -> RunningExec {
+    let n = fs::read_dir(env.dir.path()).map_or(0, |d| d.count());
+    let stdout_path = env.path(&format!("exec-{n}.stdout"));
+    let stderr_path = env.path(&format!("exec-{n}.stderr"));
+    let mut command = env.exec_command(options, argv);
+    command
+        .env("XDG_RUNTIME_DIR", runtime)
+        .stdout(fs::File::create(&stdout_path).expect("stdout capture"))
+        .stderr(fs::File::create(&stderr_path).expect("stderr capture"));
+    adjust(&mut command);
+    RunningExec {
+        child: command.spawn().expect("start tether exec"),
+        started: Instant::now(),
+        stdout_path,
+        stderr_path,
+    }
+}
+
+/// `tether ARGS --state-dir STATE`, tagged, with `XDG_RUNTIME_DIR=runtime`, to its end.
+fn tether(env: &TestEnv, runtime: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .arg("--state-dir")
+        .arg(env.state_dir())
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env(TAG_VAR, &env.tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tether");
+    let started = Instant::now();
+    while child.try_wait().expect("wait for tether").is_none() {
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("tether {args:?} did not finish within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("collect tether's output")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The session's name: its directory's.
+fn session_of(dir: &Path) -> String {
+    dir.parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .expect("a session directory")
+}
+
+/// `command.json` of a running command, once the broker has written it.
+fn command_file(env: &TestEnv, dir: &Path) -> CommandFile {
+    let path = dir.join("command.json");
+    wait_until(env, "command.json", || path.exists());
+    serde_json::from_slice(&fs::read(&path).expect("read command.json")).expect("parse")
+}
+
+fn socket_of(env: &TestEnv, dir: &Path) -> PathBuf {
+    command_file(env, dir)
+        .control_socket
+        .expect("the broker recorded a control socket")
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::symlink_metadata(path).expect("stat").mode() & 0o7777
+}
+
+/// Reads one JSON event line from a raw client connection.
+fn read_event(reader: &mut BufReader<UnixStream>) -> Event {
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("read from the socket");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("not an event ({e}): {line:?}"))
+}
+
+fn connect(socket: &Path) -> UnixStream {
+    let stream = UnixStream::connect(socket).expect("connect to the control socket");
+    stream
+        .set_read_timeout(Some(DEADLINE))
+        .expect("set a read timeout");
+    stream
+}
+
+/// A command whose whole tree ignores SIGTERM: a `setsid` grandchild, a double-forked
+/// daemon and the command itself, each printing `LABEL PID`.
+fn escapees_script(markers: &Path) -> String {
+    let m = markers.display();
+    format!(
+        r#"trap '' TERM
+(setsid sh -c 'echo "setsid $$"; touch {m}/a; exec sleep 1000' &)
+(sh -c 'echo "daemon $$"; touch {m}/b; exec sleep 1000' &)
+while [ ! -e {m}/a ] || [ ! -e {m}/b ]; do sleep 0.02; done
+echo main ready
+while :; do sleep 1; done"#
+    )
+}
+
+#[test]
+fn stop_of_an_escapee_tree_leaves_nothing_and_exec_says_the_operator_stopped_it() {
+    let env = TestEnv::new("control_stop");
+    let runtime = runtime_dir(&env);
+    let markers = env.path("markers");
+    fs::create_dir(&markers).expect("mkdir");
+    let running = spawn_exec_with(
+        &env,
+        &runtime,
+        &["--name", "escapees", "--grace", "500ms"],
+        &["sh", "-c", &escapees_script(&markers)],
+        // Whatever the caller's umask, the socket is 0600 and its directory 0700.
+        |command| unsafe {
+            command.pre_exec(|| {
+                libc::umask(0);
+                Ok(())
+            });
+        },
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "main ready");
+    let socket = socket_of(&env, &dir);
+    assert!(socket.starts_with(runtime.join("tether")), "{socket:?}");
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(&runtime.join("tether")), 0o700);
+    let events = events_now(&dir);
+    let started = events.iter().find_map(|e| match &e.kind {
+        EventKind::BrokerStarted { control_socket, .. } => control_socket.clone(),
+        _ => None,
+    });
+    assert_eq!(started.as_deref(), Some(socket.as_path()));
+
+    let target = format!("{}/escapees", session_of(&dir));
+    let stop = Command::new(BIN)
+        .args(["stop", &target, "--state-dir"])
+        .arg(env.state_dir())
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env(TAG_VAR, &env.tag)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tether stop");
+    let stop_pid = stop.id() as i32;
+    let stopped = stop.wait_with_output().expect("tether stop");
+    let said = text(&stopped.stdout);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    assert!(
+        said.contains(&format!("{target}: stopped: SIGTERM, SIGKILL after")),
+        "{said}"
+    );
+    assert!(said.contains("nothing is left"), "{said}");
+
+    let run = running.wait(&env);
+    let stderr = run.stderr_text();
+    assert_eq!(run.code(), 137, "{stderr}");
+    assert!(
+        stderr.contains("tether: stopped by the operator: SIGTERM, SIGKILL after"),
+        "{stderr}"
+    );
+    let record = load_complete(&dir);
+    let output = read(&dir, "stdout.log");
+    for label in ["setsid", "daemon"] {
+        let pid = common::journal::labelled_pid(&output, label);
+        assert!(is_gone(pid), "the {label} escapee ({pid}) survived");
+    }
+    let sent: Vec<_> = record
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::SignalSent { origin, client, .. } => Some((*origin, *client)),
+            _ => None,
+        })
+        .collect();
+    assert!(!sent.is_empty());
+    for (origin, client) in &sent {
+        assert_eq!(*origin, Origin::Operator);
+        let client = client.expect("the stop's signals name the client");
+        assert_eq!(
+            (client.pid, client.uid),
+            (stop_pid, rustix::process::geteuid().as_raw())
+        );
+    }
+    assert_eq!(
+        record.result.and_then(|r| r.stopped_by),
+        Some(Origin::Operator)
+    );
+    assert!(
+        !socket.exists(),
+        "the socket is removed when the broker exits"
+    );
+    env.finish();
+}
+
+#[test]
+fn a_peer_of_another_uid_is_refused_and_the_refusal_journaled() {
+    let env = TestEnv::new("control_peer");
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: connecting as another user needs root");
+        return;
+    }
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "victim"],
+        &["sh", "-c", "echo ready; exec sleep 1000"],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let socket = socket_of(&env, &dir);
+    // `nobody` with CAP_DAC_OVERRIDE gets past the 0700 directory and the 0600 socket:
+    // only the broker's check of its credentials stands in its way.
+    // The broker may have refused and closed before the request is written: no SIGPIPE.
+    let perl = r#"use IO::Socket::UNIX; $SIG{PIPE} = "IGNORE"; my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!";
+print $s qq({"type":"stop"}\n); $s->flush; while (my $l = <$s>) { print $l }"#;
+    let attack = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=+dac_override",
+            "--ambient-caps=+dac_override",
+            "--",
+            "perl",
+            "-e",
+            perl,
+        ])
+        .arg(&socket)
+        .env(TAG_VAR, &env.tag)
+        .output();
+    let attack = match attack {
+        Ok(output) if !text(&output.stderr).contains("connect:") => output,
+        other => {
+            signal(running.pid(), Signal::SIGTERM);
+            running.wait(&env);
+            eprintln!("skipped: cannot connect as nobody here: {other:?}");
+            return;
+        }
+    };
+    let answer = text(&attack.stdout);
+    assert!(answer.contains("\"kind\":\"control_error\""), "{attack:?}");
+    assert!(answer.contains("uid 65534 is not the broker's"), "{answer}");
+    let refused = events_now(&dir).into_iter().find_map(|e| match e.kind {
+        EventKind::ControlRefused { uid, .. } => Some(uid),
+        _ => None,
+    });
+    assert_eq!(refused, Some(65534));
+    assert!(
+        !events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SignalSent { .. })),
+        "nothing was signalled"
+    );
+    // The command runs on, and the owner still controls it.
+    assert!(!is_gone(spawned_pid(&events_now(&dir))));
+    let stopped = tether(&env, &runtime, &["stop", &session_of(&dir)]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    assert_eq!(running.wait(&env).code(), 143);
+    env.finish();
+}
+
+#[test]
+fn garbage_a_100_mb_line_and_a_stuck_subscriber_block_nothing() {
+    let env = TestEnv::new("control_abuse");
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "ticker"],
+        &[
+            "sh",
+            "-c",
+            "i=0; while :; do i=$((i+1)); echo line $i; sleep 0.01; done",
+        ],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "line 3");
+    let socket = socket_of(&env, &dir);
+
+    // Subscribes and never reads; another connects and says nothing at all.
+    let mut stuck = connect(&socket);
+    stuck
+        .write_all(b"{\"type\":\"subscribe\"}\n")
+        .expect("subscribe");
+    let _silent = connect(&socket);
+
+    let garbage = connect(&socket);
+    let mut reader = BufReader::new(garbage.try_clone().expect("clone"));
+    (&garbage)
+        .write_all(b"garbage\n{\"type\":\"launch\",\"v\":2}\n\0\xff\n")
+        .expect("write garbage");
+    for code in ["malformed", "launch_refused", "malformed"] {
+        match read_event(&mut reader).kind {
+            EventKind::ControlError { code: got, message } => {
+                assert_eq!(got, code, "{message}");
+                assert!(!message.is_empty());
+            }
+            other => panic!("expected a control_error, got {other:?}"),
+        }
+    }
+
+    // 100 MB without a newline, then one, then a ping: refused, then answered.
+    let long = connect(&socket);
+    let before = fs::metadata(dir.join("stdout.log")).expect("stat").len();
+    let chunk = vec![b'x'; 1 << 20];
+    let started = Instant::now();
+    for _ in 0..100 {
+        (&long).write_all(&chunk).expect("write the long line");
+    }
+    (&long)
+        .write_all(b"\n{\"type\":\"ping\"}\n")
+        .expect("end the long line");
+    let mut reader = BufReader::new(long.try_clone().expect("clone"));
+    match read_event(&mut reader).kind {
+        EventKind::ControlError { code, message } => {
+            assert_eq!(code, "line_too_long");
+            assert!(message.contains("104857600 bytes"), "{message}");
+        }
+        other => panic!("expected line_too_long, got {other:?}"),
+    }
+    assert_eq!(read_event(&mut reader).kind, EventKind::Pong);
+    let took = started.elapsed();
+    // The command's output kept flowing meanwhile.
+    let after = fs::metadata(dir.join("stdout.log")).expect("stat").len();
+    assert!(
+        after > before,
+        "no output was journaled during the long line ({took:?})"
+    );
+
+    // Pings without end, answers never read: the client is dropped once it owes more than
+    // the outbox holds, and its writes then fail.
+    let greedy = connect(&socket);
+    greedy
+        .set_write_timeout(Some(DEADLINE))
+        .expect("set a write timeout");
+    let pings = b"{\"type\":\"ping\"}\n".repeat(4096);
+    let dropped = (0..1000).any(|_| (&greedy).write_all(&pings).is_err());
+    assert!(dropped, "a client that never reads was not dropped");
+
+    let stopped = tether(&env, &runtime, &["stop", &session_of(&dir)]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    // Not a byte lost: the copy and the journal hold the same consecutive lines.
+    let record = load_complete(&dir);
+    let output = read(&dir, "stdout.log");
+    assert_eq!(run.stdout(), output);
+    let lines: Vec<String> = text(&output).lines().map(str::to_string).collect();
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(*line, format!("line {}", i + 1));
+    }
+    assert_eq!(exit_status(&record.events).signal, Some(15));
+    drop(stuck);
+    env.finish();
+}
+
+#[test]
+fn ps_kill_signal_and_unknown_targets() {
+    let env = TestEnv::new("control_ps");
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "looper"],
+        &[
+            "sh",
+            "-c",
+            "trap 'echo got INT' INT; echo ready; while :; do sleep 0.05; done",
+        ],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let session = session_of(&dir);
+    let events = events_now(&dir);
+
+    let listed = tether(&env, &runtime, &["ps", "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    let rows = rows.as_array().expect("an array");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["session"], session.as_str());
+    assert_eq!(row["name"], "looper");
+    assert_eq!(row["pid"], spawned_pid(&events));
+    assert_eq!(row["broker_pid"], broker_pid(&events));
+    assert_eq!(row["state"], "running");
+    assert_eq!(row["controllable"], true);
+    assert!(row["processes"].as_u64() >= Some(1), "{row}");
+    assert!(row["rss_bytes"].as_u64() > Some(0), "{row}");
+    let table = tether(&env, &runtime, &["ps", &session]);
+    assert!(text(&table.stdout).contains("looper"), "{table:?}");
+    let other = tether(&env, &runtime, &["ps", "--json", "no-such-session"]);
+    assert_eq!(text(&other.stdout).trim(), "[]");
+
+    for target in [format!("{session}/nope"), "nope".to_string()] {
+        let missed = tether(&env, &runtime, &["stop", &target]);
+        let said = text(&missed.stderr);
+        assert_eq!(missed.status.code(), Some(1), "{missed:?}");
+        assert!(
+            said.contains(&format!("no live command matches `{target}`")),
+            "{said}"
+        );
+        assert!(
+            said.contains(&format!("{session}/looper")),
+            "lists the live ones: {said}"
+        );
+    }
+    let bad = tether(&env, &runtime, &["signal", "NOPE", &session]);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+
+    let interrupted = tether(
+        &env,
+        &runtime,
+        &["signal", "INT", &format!("{session}/looper")],
+    );
+    assert_eq!(interrupted.status.code(), Some(0), "{interrupted:?}");
+    assert!(
+        text(&interrupted.stdout).contains("SIGINT sent to"),
+        "{interrupted:?}"
+    );
+    wait_for_text(&env, &dir.join("stdout.log"), "got INT");
+
+    // --pid: any process of the tree names the command.
+    let sleeper = wait_for_child_of(&env, spawned_pid(&events));
+    let killed = tether(&env, &runtime, &["kill", "--pid", &sleeper.to_string()]);
+    assert_eq!(killed.status.code(), Some(0), "{killed:?}");
+    assert!(
+        text(&killed.stdout).contains("SIGKILL sent to"),
+        "{killed:?}"
+    );
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 137, "{}", run.stderr_text());
+    assert!(
+        run.stderr_text()
+            .contains("tether: stopped by the operator: SIGINT, SIGKILL after"),
+        "{}",
+        run.stderr_text()
+    );
+    let gone = tether(&env, &runtime, &["kill", &session]);
+    assert_eq!(gone.status.code(), Some(1), "{gone:?}");
+    env.finish();
+}
+
+/// The command directory called `name`, once it exists.
+fn wait_named_dir(env: &TestEnv, name: &str) -> PathBuf {
+    let find = || {
+        env.command_dirs()
+            .into_iter()
+            .find(|d| d.file_name().is_some_and(|n| n == name))
+    };
+    wait_until(env, name, || find().is_some());
+    find().expect("found")
+}
+
+/// A child of `parent`, once there is one.
+fn wait_for_child_of(env: &TestEnv, parent: i32) -> i32 {
+    let mut found = None;
+    wait_until(env, "a child of the command", || {
+        found = tether::procfs::all_processes()
+            .iter()
+            .find(|p| p.ppid == parent && !p.is_zombie())
+            .map(|p| p.pid);
+        found.is_some()
+    });
+    found.expect("found")
+}
+
+#[test]
+fn the_socket_goes_with_its_broker_and_a_stale_one_is_cleaned_up() {
+    let env = TestEnv::new("control_stale");
+    let runtime = runtime_dir(&env);
+    let run = spawn_exec(&env, &runtime, &[], &["true"]).wait(&env);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    let sockets = || -> Vec<PathBuf> {
+        fs::read_dir(runtime.join("tether"))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    assert!(sockets().is_empty(), "{:?}", sockets());
+
+    // A broker SIGKILLed cannot remove its socket; the next front end that looks does.
+    let running = spawn_exec(&env, &runtime, &["--name", "doomed"], &["sleep", "1000"]);
+    let dir = wait_named_dir(&env, "01-doomed");
+    let socket = socket_of(&env, &dir);
+    wait_until(&env, "the command to start", || {
+        events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Spawned { .. }))
+    });
+    signal(broker_pid(&events_now(&dir)), Signal::SIGKILL);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 125, "{}", run.stderr_text());
+    assert!(socket.exists(), "a killed broker leaves its socket");
+    let listed = tether(&env, &runtime, &["ps", "--json"]);
+    assert_eq!(text(&listed.stdout).trim(), "[]", "{listed:?}");
+    assert!(!socket.exists(), "the stale socket was removed");
+    env.finish();
+}
+
+#[test]
+fn without_a_socket_the_command_runs_and_stop_goes_through_the_brokers_pid() {
+    let env = TestEnv::new("control_fallback");
+    // Two ways a socket cannot be made: a runtime dir others can read, a path too long.
+    let open = env.path("open");
+    fs::create_dir_all(open.join("tether")).expect("mkdir");
+    fs::set_permissions(open.join("tether"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let long = env.path(&"l".repeat(100));
+    fs::create_dir(&long).expect("mkdir");
+    for (name, runtime, code, says) in [
+        ("open", &open, "unsafe_mode", "chmod 700"),
+        ("long", &long, "path_too_long", "107-byte limit"),
+    ] {
+        let running = spawn_exec(
+            &env,
+            runtime,
+            &["--name", name],
+            &["sh", "-c", "echo ready; exec sleep 1000"],
+        );
+        let dir = wait_named_dir(&env, &format!("01-{name}"));
+        wait_for_text(&env, &dir.join("stdout.log"), "ready");
+        assert_eq!(command_file(&env, &dir).control_socket, None);
+        let unavailable = events_now(&dir).into_iter().find_map(|e| match e.kind {
+            EventKind::ControlUnavailable { code, message } => Some((code, message)),
+            _ => None,
+        });
+        let (got, message) = unavailable.expect("a control_unavailable event");
+        assert_eq!(got, code, "{message}");
+        assert!(message.contains(says), "{message}");
+        assert!(
+            !running.stderr_text_now().contains("control"),
+            "exec stays quiet"
+        );
+
+        let listed = tether(&env, runtime, &["ps", "--json"]);
+        let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+        assert_eq!(rows[0]["controllable"], false, "{rows}");
+        let killed = tether(&env, runtime, &["kill", &session_of(&dir)]);
+        assert_eq!(killed.status.code(), Some(1), "{killed:?}");
+        assert!(
+            text(&killed.stderr).contains("only `tether stop` works"),
+            "{killed:?}"
+        );
+
+        let stopped = tether(&env, runtime, &["stop", &session_of(&dir)]);
+        assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+        assert!(
+            text(&stopped.stdout).contains("stopped through its broker's pid"),
+            "{stopped:?}"
+        );
+        let run = running.wait(&env);
+        assert_eq!(run.code(), 143, "{}", run.stderr_text());
+        let record = load_complete(&dir);
+        assert_eq!(
+            record.result.and_then(|r| r.stopped_by),
+            Some(Origin::Shutdown)
+        );
+    }
+    env.finish();
+}
+
+trait StderrNow {
+    fn stderr_text_now(&self) -> String;
+}
+
+impl StderrNow for RunningExec {
+    fn stderr_text_now(&self) -> String {
+        let mut text = String::new();
+        let _ = fs::File::open(&self.stderr_path).and_then(|mut f| f.read_to_string(&mut text));
+        text
+    }
+}
+
+/// What `tether watch` builds on: the library finds the command, a subscription continues
+/// the journal exactly where the acknowledgement says, and the events are the journal's.
+#[test]
+fn a_subscription_continues_the_journal_line_for_line() {
+    let env = TestEnv::new("control_subscribe");
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "ticker"],
+        &[
+            "sh",
+            "-c",
+            "i=0; while :; do i=$((i+1)); echo line $i; sleep 0.02; done",
+        ],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "line 2");
+    let live = tether::control::live_commands(&env.state_dir(), Some(&session_of(&dir)))
+        .expect("live commands");
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert!(live[0].has_socket() && live[0].is_alive());
+
+    let runtime_loop = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (offset, received) = runtime_loop.block_on(async {
+        let mut client = tether::control::ControlClient::connect_to(&live[0])
+            .await
+            .expect("connect");
+        client.ping().await.expect("pong");
+        let offset = client.subscribe().await.expect("subscribe");
+        let mut received = Vec::new();
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while received.len() < 5 {
+            let event = tokio::time::timeout_at(deadline, client.next_event())
+                .await
+                .expect("events within the deadline")
+                .expect("read")
+                .expect("not closed");
+            received.push(event);
+        }
+        let targets = client.signal("WINCH").await.expect("signal");
+        assert!(!targets.is_empty());
+        let refused = client.signal_pid("TERM", 1).await.unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("not part of this command's tree"),
+            "{refused}"
+        );
+        assert_eq!(client.stop().await.expect("stop"), None);
+        while let Some(event) = tokio::time::timeout_at(deadline, client.next_event())
+            .await
+            .expect("close within the deadline")
+            .expect("read")
+        {
+            received.push(event);
+        }
+        (offset, received)
+    });
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    let journal = read(&dir, "events.jsonl");
+    let after: Vec<Event> = common::journal::parse_lines(&journal[offset as usize..]);
+    assert!(
+        matches!(
+            after.first().map(|e| &e.kind),
+            Some(EventKind::Output { .. }) | Some(EventKind::Tree { .. })
+        ),
+        "the offset falls on a line boundary: {:?}",
+        after.first()
+    );
+    assert_eq!(
+        received, after,
+        "the subscription is the rest of the journal"
+    );
+    assert!(matches!(
+        received.last().map(|e| &e.kind),
+        Some(EventKind::Close { .. })
+    ));
+    env.finish();
+}
