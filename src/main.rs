@@ -79,6 +79,9 @@ enum Command {
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
     Open { session: Option<String> },
+    /// The live TUI over every live brokered command of this user, from every session (or
+    /// one), whoever started it: `tether exec`, agents, other tethers.
+    Watch { session: Option<String> },
     /// Internal: the per-command broker, started by tether itself.
     #[command(hide = true)]
     Broker,
@@ -120,6 +123,19 @@ fn main() {
                 }
             }
         }
+        Some(Command::Watch { session }) => match state_dir(cli.state_dir.as_deref()) {
+            Ok(state_dir) => match run_tui(Launch::Watch { state_dir, session }) {
+                Ok(code) => code,
+                Err(err) => {
+                    eprintln!("tether: {err:#}");
+                    EXIT_TETHER_FAILED
+                }
+            },
+            Err(err) => {
+                eprintln!("tether: {err}");
+                EXIT_TETHER_FAILED
+            }
+        },
         Some(Command::Demo) => tui(cli.state_dir.as_deref(), Ok(config::demo().commands)),
         Some(Command::Run {
             name,

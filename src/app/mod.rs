@@ -6,6 +6,7 @@ pub mod keymap;
 mod run;
 pub mod update;
 pub mod view;
+mod watch;
 
 use std::collections::HashMap;
 
@@ -18,7 +19,7 @@ use self::keymap::{Binding, KeyContext};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
 use crate::model::output::{StreamFile, StyledLine};
-use crate::model::{CommandId, Model};
+use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
 use crate::ui::layout;
@@ -100,6 +101,35 @@ impl App {
                 c.apply(event);
             }
         }
+    }
+
+    /// Puts a command on the list at `index` (one another process started, in `tether
+    /// watch`); the selection stays on the command it was on.
+    pub fn insert_command(&mut self, index: usize, command: CommandState) {
+        let index = index.min(self.model.commands.len());
+        let had_any = !self.model.commands.is_empty();
+        self.model.commands.insert(index, command);
+        if had_any && index <= self.view.selected {
+            self.view.selected += 1;
+        }
+        // Open logs are keyed by position.
+        self.streams.clear();
+    }
+
+    /// Takes a command off the list; the selection moves to its neighbour.
+    pub fn remove_command(&mut self, index: usize) {
+        if index >= self.model.commands.len() {
+            return;
+        }
+        self.model.commands.remove(index);
+        if self.view.selected == index {
+            self.view.outputs = Default::default();
+            self.view.tree_selected = 0;
+        }
+        if self.view.selected > index || self.view.selected >= self.model.commands.len() {
+            self.view.selected = self.view.selected.saturating_sub(1);
+        }
+        self.streams.clear();
     }
 
     pub fn set_snapshot(&mut self, snapshot: Snapshot) {
