@@ -102,6 +102,9 @@ enum Command {
     /// Create the links DIR/sh, DIR/bash and DIR/zsh to tether: the shell shim for whoever
     /// finds them first on PATH.
     Shims { dir: PathBuf },
+    /// The live TUI over every live brokered command of this user, from every session (or
+    /// one), whoever started it: `tether exec`, agents, other tethers.
+    Watch { session: Option<String> },
     /// Internal: the per-command broker, started by tether itself.
     #[command(hide = true)]
     Broker,
@@ -227,6 +230,19 @@ fn main() {
                 }
             }
         }
+        Some(Command::Watch { session }) => match state_dir(cli.state_dir.as_deref()) {
+            Ok(state_dir) => match run_tui(Launch::Watch { state_dir, session }) {
+                Ok(code) => code,
+                Err(err) => {
+                    eprintln!("tether: {err:#}");
+                    EXIT_TETHER_FAILED
+                }
+            },
+            Err(err) => {
+                eprintln!("tether: {err}");
+                EXIT_TETHER_FAILED
+            }
+        },
         Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo().commands)),
         Some(Command::Run {
             name,

@@ -199,6 +199,7 @@ fn model() -> Model {
         started_ms: T0,
         commands: vec![build, runaway, silent, missing],
         recorded: false,
+        controllable: false,
     }
 }
 

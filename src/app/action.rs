@@ -32,6 +32,8 @@ pub enum Action {
     SignalProcess,
     Restart,
     NewCommand,
+    /// Take an ended command off the list (`tether watch`).
+    Dismiss,
     Help,
     /// Answers in dialogs and prompts.
     Confirm,

@@ -96,6 +96,7 @@ pub fn bindings() -> Vec<Binding> {
         ),
         bind(N, K::Char('r'), "r", A::Restart, "restart the command"),
         bind(N, K::Char('a'), "a", A::NewCommand, "launch a new command"),
+        bind(N, K::Char('d'), "d", A::Dismiss, "dismiss an ended command"),
         bind(N, K::Char('?'), "?", A::Help, "help"),
         bind(N, K::Char('q'), "q", A::Quit, "quit (asks if commands run)"),
         bind(

@@ -6,6 +6,7 @@ pub mod keymap;
 mod run;
 pub mod update;
 pub mod view;
+mod watch;
 
 use std::collections::HashMap;
 
@@ -18,7 +19,7 @@ use self::keymap::{Binding, KeyContext};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
 use crate::model::output::{StreamFile, StyledLine};
-use crate::model::{CommandId, Model};
+use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
 use crate::ui::layout;
@@ -100,6 +101,35 @@ impl App {
                 c.apply(event);
             }
         }
+    }
+
+    /// Puts a command on the list at `index` (one another process started, in `tether
+    /// watch`); the selection stays on the command it was on.
+    pub fn insert_command(&mut self, index: usize, command: CommandState) {
+        let index = index.min(self.model.commands.len());
+        let had_any = !self.model.commands.is_empty();
+        self.model.commands.insert(index, command);
+        if had_any && index <= self.view.selected {
+            self.view.selected += 1;
+        }
+        // Open logs are keyed by position.
+        self.streams.clear();
+    }
+
+    /// Takes a command off the list; the selection moves to its neighbour.
+    pub fn remove_command(&mut self, index: usize) {
+        if index >= self.model.commands.len() {
+            return;
+        }
+        self.model.commands.remove(index);
+        if self.view.selected == index {
+            self.view.outputs = Default::default();
+            self.view.tree_selected = 0;
+        }
+        if self.view.selected > index || self.view.selected >= self.model.commands.len() {
+            self.view.selected = self.view.selected.saturating_sub(1);
+        }
+        self.streams.clear();
     }
 
     pub fn set_snapshot(&mut self, snapshot: Snapshot) {
@@ -228,8 +258,6 @@ impl App {
     }
 
     /// The selected command's tree: sampled if the sampler has it, else the broker's own
-    /// record (without CPU and memory).
-    /// The selected command's tree: sampled if the sampler has it, else the broker's own
     /// record (without CPU and memory); once the command has ended, every process the broker
     /// saw during the run (state `-`).
     fn tree_rows(&self) -> Vec<crate::sampler::TreeRow> {
@@ -240,7 +268,10 @@ impl App {
             return Vec::new();
         };
         let group = command.pid;
-        if !command.status.is_active() || self.model.recorded {
+        // A live command is sampled, whoever started it; a post-mortem shows what was recorded.
+        let sampled =
+            command.status.is_active() && (!self.model.recorded || self.model.controllable);
+        if !sampled {
             let entries = if command.status.is_active() {
                 &command.tree
             } else {

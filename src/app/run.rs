@@ -1,8 +1,9 @@
 //! The TUI's event loop: one `select!` over keys, broker events, process samples, signals and
 //! the next frame. It draws only when something changed, at most 60 times a second.
 
+use std::collections::HashMap;
 use std::io::{self, IsTerminal, Stdout};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -24,9 +25,11 @@ use super::keymap::action_for;
 use super::update::Effect;
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
+use crate::journal::reader::EventTail;
 use crate::journal::secure::lossy;
+use crate::journal::writer::EVENTS_FILE;
 use crate::journal::{CommandRecord, SessionName, SessionRecord};
-use crate::model::replay::{command_from_record, frozen_at, model_from_session};
+use crate::model::replay::{broker_alive, command_from_record, frozen_at, model_from_session};
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
     DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
@@ -36,7 +39,11 @@ use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
 
+use super::watch::Watch;
+
 const FRAME: Duration = Duration::from_micros(16_667);
+/// How often `tether watch` reads the journals it follows and looks for new commands.
+const WATCH_TICK: Duration = Duration::from_millis(500);
 /// After asking every broker to stop, how long to wait beyond the longest grace (a broker
 /// that does not acknowledge the stop is killed after a second and its leftovers stopped).
 const QUIT_SLACK: Duration = Duration::from_secs(3);
@@ -52,8 +59,14 @@ pub enum Launch {
         /// A named session to join (`--session`, `TETHER_SESSION`); `None`: a fresh one.
         session: Option<SessionName>,
     },
-    /// A session read back from its journal, read-only.
+    /// A session read back from its journal; its commands that still run (started by
+    /// another tether) can be signalled through their control sockets.
     Recorded { session_dir: PathBuf },
+    /// Every live brokered command of this user (or of one session), whoever started it.
+    Watch {
+        state_dir: PathBuf,
+        session: Option<String>,
+    },
 }
 
 /// Puts the terminal back however the TUI ends: normally, on error, or in a panic.
@@ -103,6 +116,7 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
             "the TUI needs a terminal; for scripts and pipelines use `tether exec -- CMD` (add --json for events)"
         );
     }
+    let mut watch_over: Option<(PathBuf, Option<String>)> = None;
     let (model, session) = match launch {
         Launch::Live {
             commands,
@@ -116,6 +130,7 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
                 started_ms: now_ms(),
                 commands: commands.into_iter().map(CommandState::new).collect(),
                 recorded: false,
+                controllable: false,
             };
             (model, Some(session))
         }
@@ -126,9 +141,35 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
                     session_dir.display()
                 )
             })?;
-            (model_from_session(&record), None)
+            let mut model = model_from_session(&record);
+            if model.running() > 0 {
+                // Live in another tether: watch it, with control, and list what joins it.
+                model.controllable = true;
+                let state_dir = session_dir.parent().and_then(Path::parent);
+                let name = session_dir.file_name();
+                if let (Some(state_dir), Some(name)) = (state_dir, name) {
+                    watch_over = Some((
+                        state_dir.to_path_buf(),
+                        Some(name.to_string_lossy().into_owned()),
+                    ));
+                }
+            }
+            (model, None)
+        }
+        Launch::Watch { state_dir, session } => {
+            let model = Model {
+                session_id: session.clone().unwrap_or_else(|| "every session".into()),
+                session_dir: state_dir.join("sessions"),
+                started_ms: now_ms(),
+                commands: Vec::new(),
+                recorded: true,
+                controllable: true,
+            };
+            watch_over = Some((state_dir, session));
+            (model, None)
         }
     };
+    let watching = watch_over.is_some() && model.commands.is_empty();
     let session_dir = model.session_dir.clone();
     if !model.recorded {
         // Whatever a broker leaves when it dies is re-parented to the TUI, to be stopped here.
@@ -141,9 +182,11 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
     install_panic_hook();
     let guard = TerminalGuard::enter().context("cannot switch the terminal to full screen")?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    let result = runtime.block_on(event_loop(terminal, model, session));
+    let result = runtime.block_on(event_loop(terminal, model, session, watch_over));
     drop(guard);
-    eprintln!("tether: session journal in {}", session_dir.display());
+    if !watching {
+        eprintln!("tether: session journal in {}", session_dir.display());
+    }
     result
 }
 
@@ -188,6 +231,10 @@ struct Runner {
     /// Where new runs are journaled; `None` for a recorded session.
     session: Option<Session>,
     fleet: Fleet,
+    /// Commands started elsewhere, followed and signalled through their sockets.
+    watch: Option<Watch>,
+    /// Where reading each followed journal left off.
+    tails: HashMap<PathBuf, EventTail>,
     quit_deadline: Option<Instant>,
     /// Quitting could not wait any longer for the brokers: they are being killed.
     aborted: bool,
@@ -270,13 +317,18 @@ impl Runner {
     }
 
     fn effect(&mut self, effect: Effect) {
-        if self.app.model.recorded
-            && matches!(
-                effect,
-                Effect::Launch(_) | Effect::Add(_) | Effect::Send(..)
-            )
-        {
-            self.app.view.message = Some(super::update::READ_ONLY.into());
+        let model = &self.app.model;
+        let launches = matches!(effect, Effect::Launch(_) | Effect::Add(_));
+        let sends = matches!(effect, Effect::Send(..));
+        if model.recorded && (launches || (sends && !model.controllable)) {
+            self.app.view.message = Some(
+                if model.controllable {
+                    super::update::NO_LAUNCH
+                } else {
+                    super::update::READ_ONLY
+                }
+                .into(),
+            );
             return;
         }
         match effect {
@@ -287,6 +339,19 @@ impl Runner {
                 self.app.view.selected = id;
                 self.app.view.outputs = Default::default();
                 self.launch(id);
+            }
+            Effect::Send(id, message) if self.watch.is_some() => {
+                if let (Some(watch), Some(command)) =
+                    (self.watch.as_ref(), self.app.model.commands.get(id))
+                {
+                    watch.send(command, message);
+                }
+            }
+            Effect::Dismiss(id) if self.app.model.recorded => self.app.remove_command(id),
+            Effect::Dismiss(_) => {
+                self.app.view.message = Some(
+                    "dismiss is for `tether watch`; here an ended command stays listed".into(),
+                );
             }
             Effect::Send(id, message) => {
                 if !self.fleet.send(id, message) {
@@ -301,10 +366,31 @@ impl Runner {
 
     /// A recorded session whose commands still run (in another tether): read what their
     /// journals have gained.
+    /// Commands that other processes run: apply what their journals gained since the last
+    /// look (read from where the last look ended), and notice a broker that died.
     fn follow_journal(&mut self) {
         for command in &mut self.app.model.commands {
-            if let (true, Some(dir)) = (command.status.is_active(), command.journal_dir.clone()) {
+            let (true, Some(dir)) = (command.status.is_active(), command.journal_dir.clone())
+            else {
+                continue;
+            };
+            let path = dir.join(EVENTS_FILE);
+            let tail = self.tails.entry(dir.clone()).or_insert_with(|| {
+                // Everything up to now is in the model already.
+                let mut tail = EventTail::new(path);
+                let _ = tail.poll();
+                tail
+            });
+            if let Ok((events, _)) = tail.poll() {
+                for event in &events {
+                    command.apply(event);
+                }
+            }
+            if command.status.is_active() && !broker_alive(command) {
+                // Dead without a `close`: the journal says what is missing.
+                let name = std::mem::take(&mut command.config.name);
                 *command = command_from_record(&CommandRecord::load(&dir));
+                command.config.name = name;
             }
         }
     }
@@ -345,13 +431,20 @@ async fn event_loop(
     mut terminal: Terminal<CrosstermBackend<Stdout>>,
     model: Model,
     session: Option<Session>,
+    watch_over: Option<(PathBuf, Option<String>)>,
 ) -> anyhow::Result<i32> {
     let recorded = model.recorded;
     let (fleet, mut fleet_events) = Fleet::new();
+    let (replies, mut watch_replies) = unbounded_channel();
+    let watch = watch_over
+        .map(|(state_dir, session)| Watch::new(state_dir, session, &model.commands, replies));
+    let watching = watch.is_some();
     let mut runner = Runner {
         app: App::new(model),
         session,
         fleet,
+        watch,
+        tails: HashMap::new(),
         quit_deadline: None,
         aborted: false,
         quit_now: false,
@@ -373,6 +466,9 @@ async fn event_loop(
         .collect();
     for id in autostart {
         runner.launch(id);
+    }
+    if let Some(watch) = runner.watch.as_mut() {
+        watch.discover(&mut runner.app);
     }
     if runner.app.model.commands.is_empty() && !recorded {
         runner.app.view.dialog = Some(super::view::Dialog::NewCommand {
@@ -427,10 +523,16 @@ async fn event_loop(
             watched = brokers;
         }
         let frame_at = last_draw.map_or(now, |t| t + FRAME);
-        // Runtimes on screen change every second while anything runs.
-        let ticking = runner.app.model.running() > 0;
+        // Runtimes on screen change every second while anything runs; a watch also looks
+        // for new commands twice a second.
+        let tick = if watching {
+            WATCH_TICK
+        } else {
+            Duration::from_secs(1)
+        };
+        let ticking = watching || runner.app.model.running() > 0;
         if !ticking || next_tick < now {
-            next_tick = now + Duration::from_secs(1);
+            next_tick = now + tick;
         }
         tokio::select! {
             event = keys.recv() => {
@@ -459,10 +561,17 @@ async fn event_loop(
             _ = sighup.recv() => { runner.stop_all(); dirty = true; }
             _ = sleep_until(frame_at), if dirty => {}
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
+            Some(text) = watch_replies.recv() => {
+                runner.app.view.message = Some(text);
+                dirty = true;
+            }
             _ = sleep_until(next_tick), if ticking => {
-                next_tick += Duration::from_secs(1);
+                next_tick += tick;
                 if recorded {
                     runner.follow_journal();
+                }
+                if let Some(watch) = runner.watch.as_mut() {
+                    watch.discover(&mut runner.app);
                 }
                 dirty = true;
             }

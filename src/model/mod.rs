@@ -14,8 +14,12 @@ pub struct Model {
     pub session_dir: PathBuf,
     pub started_ms: u64,
     pub commands: Vec<CommandState>,
-    /// Opened from a journal after the fact: nothing can be launched or signalled.
+    /// Read from journals (after the fact, or as other processes write them): nothing can
+    /// be launched from here.
     pub recorded: bool,
+    /// Journals whose live commands can still be signalled, through their brokers' control
+    /// sockets (`tether watch`, `tether open` of a live session).
+    pub controllable: bool,
 }
 
 impl Model {

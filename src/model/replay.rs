@@ -59,7 +59,7 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
 }
 
 /// Whether the run's broker still runs (the session is live in another tether).
-fn broker_alive(command: &CommandState) -> bool {
+pub fn broker_alive(command: &CommandState) -> bool {
     command.broker_pid.is_some_and(|pid| {
         !crate::procfs::is_gone(pid) && crate::procfs::cmdline(pid).iter().any(|a| a == "broker")
     })
@@ -89,6 +89,7 @@ pub fn model_from_session(record: &SessionRecord) -> Model {
         started_ms,
         commands,
         recorded: true,
+        controllable: false,
     }
 }
 

@@ -9,6 +9,8 @@ use crate::protocol::{CommandSpec, Origin, Scope, Stream, ToBroker};
 
 pub const READ_ONLY: &str =
     "a recorded session is read-only: run `tether` to launch and signal commands";
+pub const NO_LAUNCH: &str =
+    "these commands were started elsewhere: signal them here, launch new ones with `tether run`";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -21,6 +23,8 @@ pub enum Effect {
         stream: Stream,
         forward: bool,
     },
+    /// Take an ended command off the list.
+    Dismiss(CommandId),
     /// Stop everything still running, then leave.
     StopAllAndQuit,
     Quit,
@@ -59,8 +63,16 @@ pub fn update(
             | Action::NewCommand
             | Action::SignalProcess
     );
-    if model.recorded && acts {
-        view.message = Some(READ_ONLY.into());
+    let launches = matches!(action, Action::Restart | Action::NewCommand);
+    if model.recorded && (launches || (acts && !model.controllable)) {
+        view.message = Some(
+            if model.controllable {
+                NO_LAUNCH
+            } else {
+                READ_ONLY
+            }
+            .into(),
+        );
         return effects;
     }
     match action {
@@ -183,6 +195,16 @@ pub fn update(
                 }
             }
         }
+        Action::Dismiss => match command {
+            Some(c) if c.status.is_active() => {
+                view.message = Some(format!(
+                    "{} is still running; only an ended command can be dismissed",
+                    c.config.name
+                ));
+            }
+            Some(_) => effects.push(Effect::Dismiss(selected)),
+            None => {}
+        },
         Action::SignalProcess => match (
             command,
             geometry

@@ -30,6 +30,7 @@ fn model(recorded: bool, running: bool) -> Model {
         started_ms: 0,
         commands: vec![command],
         recorded,
+        controllable: false,
     }
 }
 
