@@ -498,3 +498,69 @@ fn a_finished_session_opens_read_only_as_it_looked() {
     drop(tmux);
     env.finish();
 }
+
+/// Issue 7: `tether watch` lists a command that `tether exec` started elsewhere, with its
+/// output, and stops it with `s` through the broker's control socket: escapee included, and
+/// the exec learns who stopped it.
+#[test]
+fn watch_shows_an_exec_started_elsewhere_and_stops_it() {
+    let env = TestEnv::new("tui-watch");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(&env, &tether_line(&env, "watch"));
+    tmux.wait_screen(&env, "the watch", |s| s.contains("Commands"));
+    let exec = env.spawn_exec(
+        &[
+            "--session",
+            "agent-7",
+            "--name",
+            "looper",
+            "--grace",
+            "500ms",
+        ],
+        &[
+            "sh",
+            "-c",
+            "setsid sh -c 'trap \"\" TERM; sleep 301' & while :; do echo tick; sleep 0.2; done",
+        ],
+    );
+    tmux.wait_screen(&env, "the exec'd command and its output", |s| {
+        s.contains("agent-7/looper") && s.contains("tick") && s.contains("sleep 301")
+    });
+    tmux.keys(&env, &["s"]);
+    let run = exec.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    assert!(
+        run.stderr_text().contains("stopped by the operator"),
+        "{}",
+        run.stderr_text()
+    );
+    tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM"));
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
+/// Issue 7: `tether open` of a session whose commands still run signals them too.
+#[test]
+fn open_of_a_live_session_controls_its_commands() {
+    let env = TestEnv::new("tui-open-live");
+    let exec = env.spawn_exec(
+        &["--session", "agent-8", "--name", "sleeper"],
+        &["sleep", "300"],
+    );
+    env.wait_command_dir();
+    let tmux = Tmux::start(&env);
+    tmux.type_line(&env, &tether_line(&env, "open agent-8"));
+    tmux.wait_screen(&env, "the live session", |s| {
+        s.lines()
+            .any(|l| l.contains("sleeper") && l.contains(" running "))
+    });
+    tmux.keys(&env, &["t"]);
+    tmux.wait_screen(&env, "the signal sent", |s| s.contains("SIGTERM sent to"));
+    let run = exec.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM "));
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}

@@ -27,7 +27,6 @@ use crate::clock::now_ms;
 use crate::config::CommandConfig;
 use crate::journal::reader::EventTail;
 use crate::journal::secure::lossy;
-use crate::journal::writer::EVENTS_FILE;
 use crate::journal::{CommandRecord, SessionName, SessionRecord};
 use crate::model::replay::{broker_alive, command_from_record, frozen_at, model_from_session};
 use crate::model::{CommandState, Model, Status};
@@ -142,7 +141,12 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
                 )
             })?;
             let mut model = model_from_session(&record);
-            if model.running() > 0 {
+            // A command with nothing journaled yet may be starting right now.
+            let starting = record
+                .commands
+                .iter()
+                .any(|c| c.events.is_empty() && c.result.is_none());
+            if model.running() > 0 || starting {
                 // Live in another tether: watch it, with control, and list what joins it.
                 model.controllable = true;
                 let state_dir = session_dir.parent().and_then(Path::parent);
@@ -374,16 +378,22 @@ impl Runner {
             else {
                 continue;
             };
-            let path = dir.join(EVENTS_FILE);
-            let tail = self.tails.entry(dir.clone()).or_insert_with(|| {
-                // Everything up to now is in the model already.
-                let mut tail = EventTail::new(path);
-                let _ = tail.poll();
-                tail
-            });
-            if let Ok((events, _)) = tail.poll() {
-                for event in &events {
-                    command.apply(event);
+            match self.tails.get_mut(&dir) {
+                Some(tail) => {
+                    if let Ok((events, _)) = tail.poll() {
+                        for event in &events {
+                            command.apply(event);
+                        }
+                    }
+                }
+                None => {
+                    // Read once more from the start, by the tail that goes on from there:
+                    // nothing written since the command was listed is missed.
+                    let (record, tail) = CommandRecord::load_following(&dir);
+                    let name = std::mem::take(&mut command.config.name);
+                    *command = command_from_record(&record);
+                    command.config.name = name;
+                    self.tails.insert(dir.clone(), tail);
                 }
             }
             if command.status.is_active() && !broker_alive(command) {

@@ -71,6 +71,18 @@ impl Watch {
             .collect();
         for live in found {
             if !self.known.insert(live.dir.clone()) {
+                // Listed before its broker said a word (and so taken for dead): it lives.
+                let listed = app
+                    .model
+                    .commands
+                    .iter_mut()
+                    .find(|c| c.journal_dir.as_ref() == Some(&live.dir));
+                if let Some(command) = listed.filter(|c| !c.status.is_active()) {
+                    let name = std::mem::take(&mut command.config.name);
+                    *command = command_from_record(&CommandRecord::load(&live.dir));
+                    command.config.name = name;
+                    added = true;
+                }
                 continue;
             }
             let mut command = command_from_record(&CommandRecord::load(&live.dir));
@@ -96,11 +108,16 @@ impl Watch {
     /// loop; what became of it comes back on the reply channel.
     pub fn send(&self, command: &CommandState, message: ToBroker) {
         let name = command.config.name.clone();
-        let live = command
-            .journal_dir
-            .as_ref()
-            .and_then(|dir| self.live.get(dir))
-            .cloned();
+        let Some(dir) = command.journal_dir.as_ref() else {
+            return;
+        };
+        // A command listed a moment ago may not have been seen live yet: look again.
+        let live = self.live.get(dir).cloned().or_else(|| {
+            control::live_commands(&self.state_dir, self.session.as_deref())
+                .ok()?
+                .into_iter()
+                .find(|live| &live.dir == dir)
+        });
         let Some(live) = live else {
             let _ = self
                 .replies

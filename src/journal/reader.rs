@@ -134,6 +134,12 @@ pub struct CommandRecord {
 
 impl CommandRecord {
     pub fn load(dir: &Path) -> CommandRecord {
+        CommandRecord::load_following(dir).0
+    }
+
+    /// Loads the journal and returns, with it, the tail that read its event log: polled
+    /// again, it gives exactly the events appended since, none missed, none twice.
+    pub fn load_following(dir: &Path) -> (CommandRecord, EventTail) {
         let mut damage = Vec::new();
         let request = read_json::<LaunchRequest>(&dir.join(COMMAND_FILE), COMMAND_FILE)
             .unwrap_or_else(|d| {
@@ -171,7 +177,7 @@ impl CommandRecord {
         {
             damage.push(Damage::MissingResult);
         }
-        CommandRecord {
+        let record = CommandRecord {
             dir: dir.to_path_buf(),
             id: dir
                 .file_name()
@@ -181,7 +187,8 @@ impl CommandRecord {
             events,
             result,
             damage,
-        }
+        };
+        (record, tail)
     }
 
     pub fn is_truncated(&self) -> bool {
