@@ -273,7 +273,7 @@ fn big_tree(state: &str) {
 
 fn watch(state: &str) {
     println!(
-        "== tether watch: `tether exec` started elsewhere -> its row on screen (20 runs, median)"
+        "== tether watch: `tether exec` started elsewhere -> its row on screen (15 runs, median)"
     );
     let pane = Pane::start("watch", &format!("{TETHER} --state-dir {state} watch"));
     pane.wait(Duration::from_secs(10), |s| s.contains("Commands"));
