@@ -55,6 +55,13 @@ enum Command {
         /// (default: $TETHER_SESSION, else a new session).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Give each command a pseudo-terminal for stdout (also its stdin, typed into with
+        /// `i`) and one for stderr: the default.
+        #[arg(long, overrides_with = "no_pty")]
+        pty: bool,
+        /// Pipes for stdout and stderr and /dev/null for stdin instead of terminals.
+        #[arg(long, overrides_with = "pty")]
+        no_pty: bool,
         /// A command and its arguments.
         #[arg(last = true)]
         argv: Vec<String>,
@@ -81,6 +88,10 @@ enum Command {
         /// (default: $TETHER_SESSION, else a new session).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Pipes for the command's stdout and stderr even where tether's own are a terminal
+        /// (by default each gets a pseudo-terminal there).
+        #[arg(long)]
+        no_pty: bool,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -178,6 +189,7 @@ fn main() {
             no_output_timeout,
             max_output,
             session,
+            no_pty,
             argv,
         }) => match chosen_session(session.as_deref()) {
             Ok(session) => exec::main(ExecOptions {
@@ -191,6 +203,7 @@ fn main() {
                 argv,
                 arg0: None,
                 signals: SignalMode::Stop,
+                pty: !no_pty,
             }),
             Err(err) => usage_error(&err),
         },
@@ -250,6 +263,8 @@ fn main() {
             grace,
             no_output_timeout,
             session,
+            pty: _,
+            no_pty,
             argv,
         }) => {
             let session = match chosen_session(session.as_deref()) {
@@ -267,6 +282,7 @@ fn main() {
             for c in &mut commands {
                 c.grace = grace;
                 c.no_output_timeout = no_output_timeout;
+                c.pty = !no_pty;
             }
             if commands.is_empty() {
                 eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");

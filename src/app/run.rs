@@ -32,7 +32,7 @@ use crate::model::replay::{broker_alive, command_from_record, frozen_at, model_f
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
     DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
-    StdinSource, ToBroker,
+    StdinSource, TerminalRequest, ToBroker,
 };
 use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
@@ -284,9 +284,19 @@ impl Runner {
             max_output: DEFAULT_MAX_OUTPUT,
             heartbeat_ms: Some(1000),
             mirror: false,
-            stdin: StdinSource::Null,
+            // With terminals, stdin is stdout's: the operator types into it with `i`.
+            stdin: if config.pty {
+                StdinSource::Terminal
+            } else {
+                StdinSource::Null
+            },
             session: Some(session.reference(&journal)),
             arg0: None,
+            terminal: config.pty.then_some(TerminalRequest {
+                stdout: true,
+                stderr: true,
+                size: self.app.terminal_size,
+            }),
         };
         self.fleet.launch(
             RunId {
