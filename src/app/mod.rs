@@ -4,6 +4,7 @@
 pub mod action;
 pub mod keymap;
 mod run;
+pub mod terminal_keys;
 pub mod update;
 pub mod view;
 mod watch;
@@ -61,6 +62,7 @@ impl App {
 
     pub fn key_context(&self) -> KeyContext {
         match &self.view.dialog {
+            None if self.view.typing.is_some() => KeyContext::Input,
             None => KeyContext::Normal,
             Some(Dialog::Help) => KeyContext::Help,
             Some(Dialog::ConfirmKill { .. } | Dialog::ConfirmQuit { .. }) => KeyContext::Confirm,
