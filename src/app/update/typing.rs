@@ -73,3 +73,118 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) -> Op
     }
     Some(vec![Effect::Input(target, bytes)])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Geometry, update as update_all};
+    use super::*;
+    use crate::config::CommandConfig;
+    use crate::model::CommandState;
+    use crate::protocol::{CommandSpec, Event, EventKind, ExitStatus, TerminalRequest, WindowSize};
+
+    fn model(pty: bool, terminal: bool, ended: bool) -> Model {
+        let mut config = CommandConfig::new("build", CommandSpec::Shell("make".into()));
+        config.pty = pty;
+        let mut command = CommandState::new(config);
+        command.begin_run("/nonexistent".into(), 0);
+        let mut apply = |kind| {
+            command.apply(&Event {
+                ts_ms: 1,
+                mono_us: 0,
+                kind,
+            })
+        };
+        apply(EventKind::Spawned {
+            pid: 7,
+            pgid: 7,
+            argv: vec![],
+        });
+        if terminal {
+            apply(EventKind::Terminal {
+                streams: TerminalRequest {
+                    stdout: true,
+                    stderr: true,
+                    size: WindowSize::DEFAULT,
+                },
+            });
+        }
+        if ended {
+            let status = ExitStatus {
+                code: Some(0),
+                signal: None,
+                core_dumped: false,
+            };
+            apply(EventKind::Exit { pid: 7, status });
+        }
+        Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 0,
+            commands: vec![command],
+            recorded: false,
+            controllable: false,
+        }
+    }
+
+    fn act(model: &Model, view: &mut ViewState, action: Action) -> Vec<Effect> {
+        update_all(model, view, &Geometry::default(), action)
+    }
+
+    #[test]
+    fn keys_and_pastes_go_to_the_command_until_ctrl_a() {
+        let model = model(true, true, false);
+        let mut view = ViewState::default();
+        assert!(act(&model, &mut view, Action::StartTyping).is_empty());
+        assert_eq!(view.typing, Some(0));
+        assert_eq!(
+            act(&model, &mut view, Action::Type(b"q".to_vec())),
+            [Effect::Input(0, b"q".to_vec())],
+            "q is input, not quit"
+        );
+        assert_eq!(
+            act(&model, &mut view, Action::Paste("a\nb".into())),
+            [Effect::Input(0, b"a\rb".to_vec())]
+        );
+        assert!(act(&model, &mut view, Action::StopTyping).is_empty());
+        assert_eq!(view.typing, None);
+        // Keys mean tether's own actions again.
+        act(&model, &mut view, Action::Quit);
+        assert!(matches!(
+            view.dialog,
+            Some(crate::app::view::Dialog::ConfirmQuit { .. })
+        ));
+    }
+
+    #[test]
+    fn keys_for_a_command_that_ended_go_nowhere() {
+        let running = model(true, true, false);
+        let ended = model(true, true, true);
+        let mut view = ViewState::default();
+        act(&running, &mut view, Action::StartTyping);
+        assert!(act(&ended, &mut view, Action::Type(b"q".to_vec())).is_empty());
+        assert_eq!(view.typing, Some(0), "still typing until Ctrl-a");
+        assert_eq!(view.dialog, None);
+    }
+
+    #[test]
+    fn i_says_why_a_command_cannot_be_typed_into() {
+        let why = |model: &Model| {
+            let mut view = ViewState::default();
+            act(model, &mut view, Action::StartTyping);
+            assert_eq!(view.typing, None);
+            view.message.unwrap_or_default()
+        };
+        assert_eq!(
+            why(&model(false, false, false)),
+            "build has no terminal (pty = false): its stdin is /dev/null"
+        );
+        assert!(why(&model(true, false, false)).contains("none could be opened"));
+        assert_eq!(
+            why(&model(true, true, true)),
+            "build is not running (exit 0): nothing reads what you would type"
+        );
+        let mut recorded = model(true, true, false);
+        recorded.recorded = true;
+        assert_eq!(why(&recorded), READ_ONLY);
+    }
+}
