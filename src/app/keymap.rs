@@ -104,7 +104,7 @@ pub fn bindings() -> Vec<Binding> {
             K::Char('i'),
             "i",
             A::StartTyping,
-            "type into the command (Ctrl-a leaves)",
+            "type into it (Ctrl-a ends)",
         ),
         bind(N, K::Char('?'), "?", A::Help, "help"),
         bind(N, K::Char('q'), "q", A::Quit, "quit (asks if commands run)"),
