@@ -2,7 +2,7 @@
 //! reaper would race a subreaper's `waitpid(-1)`).
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -60,6 +60,12 @@ impl AsyncPipe {
             buf = &buf[n..];
         }
         Ok(())
+    }
+}
+
+impl AsFd for AsyncPipe {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.get_ref().as_fd()
     }
 }
 

@@ -55,6 +55,13 @@ enum Command {
         /// (default: $TETHER_SESSION, else a new session).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Give each command a pseudo-terminal for stdout (also its stdin, typed into with
+        /// `i`) and one for stderr: the default.
+        #[arg(long, overrides_with = "no_pty")]
+        pty: bool,
+        /// Pipes for stdout and stderr and /dev/null for stdin instead of terminals.
+        #[arg(long, overrides_with = "pty")]
+        no_pty: bool,
         /// A command and its arguments.
         #[arg(last = true)]
         argv: Vec<String>,
@@ -84,6 +91,10 @@ enum Command {
         /// Give the command /dev/null as stdin instead of tether's own.
         #[arg(long)]
         no_stdin: bool,
+        /// Pipes for the command's stdout and stderr even where tether's own are a terminal
+        /// (by default each gets a pseudo-terminal there).
+        #[arg(long)]
+        no_pty: bool,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -182,6 +193,7 @@ fn main() {
             max_output,
             session,
             no_stdin,
+            no_pty,
             argv,
         }) => match chosen_session(session.as_deref()) {
             Ok(session) => exec::main(ExecOptions {
@@ -196,6 +208,7 @@ fn main() {
                 arg0: None,
                 signals: SignalMode::Stop,
                 no_stdin,
+                pty: !no_pty,
             }),
             Err(err) => usage_error(&err),
         },
@@ -255,6 +268,8 @@ fn main() {
             grace,
             no_output_timeout,
             session,
+            pty: _,
+            no_pty,
             argv,
         }) => {
             let session = match chosen_session(session.as_deref()) {
@@ -272,6 +287,7 @@ fn main() {
             for c in &mut commands {
                 c.grace = grace;
                 c.no_output_timeout = no_output_timeout;
+                c.pty = !no_pty;
             }
             if commands.is_empty() {
                 eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");

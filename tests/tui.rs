@@ -286,9 +286,11 @@ const STUBBORN: &str =
 /// The TUI in tmux running [`STUBBORN`] with a 500 ms grace; its journal directory.
 fn start_stubborn(env: &TestEnv) -> (Tmux, std::path::PathBuf) {
     let tmux = Tmux::start(env);
+    // Pipes: with a terminal, a broker's death hangs it up and the kernel's SIGHUP ends part
+    // of the tree before the TUI's cleanup counts it.
     tmux.type_line(
         env,
-        &tether_line(env, &format!("run --grace 500ms {STUBBORN}")),
+        &tether_line(env, &format!("run --no-pty --grace 500ms {STUBBORN}")),
     );
     tmux.wait_screen(env, "the TUI", |s| s.contains("Process tree"));
     (tmux, command_dirs(&env.state_dir()).remove(0))

@@ -34,6 +34,12 @@ pub enum Action {
     NewCommand,
     /// Take an ended command off the list (`tether watch`).
     Dismiss,
+    /// Hand the keyboard to the selected command's terminal (`i`)...
+    StartTyping,
+    /// ...until Ctrl-a.
+    StopTyping,
+    /// Bytes for the command being typed into: a key or a paste as a terminal sends it.
+    Type(Vec<u8>),
     Help,
     /// Answers in dialogs and prompts.
     Confirm,

@@ -14,6 +14,8 @@ pub enum KeyContext {
     /// A text prompt is open (new command, search, signal name).
     Prompt,
     Help,
+    /// The keyboard is handed to a command's terminal: every key is input, but Ctrl-a.
+    Input,
 }
 
 pub struct Binding {
@@ -97,6 +99,13 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::Char('r'), "r", A::Restart, "restart the command"),
         bind(N, K::Char('a'), "a", A::NewCommand, "launch a new command"),
         bind(N, K::Char('d'), "d", A::Dismiss, "dismiss an ended command"),
+        bind(
+            N,
+            K::Char('i'),
+            "i",
+            A::StartTyping,
+            "type into it (Ctrl-a ends)",
+        ),
         bind(N, K::Char('?'), "?", A::Help, "help"),
         bind(N, K::Char('q'), "q", A::Quit, "quit (asks if commands run)"),
         bind(
@@ -124,6 +133,16 @@ pub fn bindings() -> Vec<Binding> {
             A::Backspace,
             "delete a character",
         ),
+        Binding {
+            modifiers: KeyModifiers::CONTROL,
+            ..bind(
+                KeyContext::Input,
+                K::Char('a'),
+                "Ctrl-a",
+                A::StopTyping,
+                "stop typing into the command",
+            )
+        },
         bind(KeyContext::Help, K::Esc, "Esc ? q", A::Cancel, "close help"),
         bind(KeyContext::Help, K::Char('?'), "Esc ? q", A::Cancel, ""),
         bind(KeyContext::Help, K::Char('q'), "Esc ? q", A::Cancel, ""),
@@ -132,6 +151,9 @@ pub fn bindings() -> Vec<Binding> {
 
 /// The action for a key in a context, if any. In a prompt, printable keys are text.
 pub fn action_for(bindings: &[Binding], context: KeyContext, key: KeyEvent) -> Option<Action> {
+    if context == KeyContext::Input {
+        return Some(input_action(bindings, key));
+    }
     if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
         return Some(match context {
             KeyContext::Normal => Action::Quit,
@@ -153,6 +175,23 @@ pub fn action_for(bindings: &[Binding], context: KeyContext, key: KeyEvent) -> O
         }
         _ => None,
     }
+}
+
+/// While typing into a command: its own binding (Ctrl-a, with or without Shift), else the
+/// bytes a terminal sends for the key, Ctrl-c included.
+fn input_action(bindings: &[Binding], key: KeyEvent) -> Action {
+    let modifiers = key.modifiers - KeyModifiers::SHIFT;
+    let code = match key.code {
+        KeyCode::Char(c) => KeyCode::Char(c.to_ascii_lowercase()),
+        other => other,
+    };
+    bindings
+        .iter()
+        .find(|b| b.context == KeyContext::Input && b.code == code && b.modifiers == modifiers)
+        .map_or_else(
+            || Action::Type(super::terminal_keys::key_bytes(key)),
+            |b| b.action.clone(),
+        )
 }
 
 #[cfg(test)]
@@ -196,6 +235,48 @@ mod tests {
                 key(KeyCode::Char('c'), KeyModifiers::CONTROL)
             ),
             Some(Action::Quit)
+        );
+    }
+
+    #[test]
+    fn typing_turns_every_key_into_input_but_ctrl_a() {
+        let b = bindings();
+        let typed = |code, modifiers| action_for(&b, KeyContext::Input, key(code, modifiers));
+        assert_eq!(
+            typed(KeyCode::Char('a'), KeyModifiers::CONTROL),
+            Some(Action::StopTyping)
+        );
+        assert_eq!(
+            typed(
+                KeyCode::Char('A'),
+                KeyModifiers::CONTROL | KeyModifiers::SHIFT
+            ),
+            Some(Action::StopTyping)
+        );
+        assert_eq!(
+            typed(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            Some(Action::Type(vec![3])),
+            "Ctrl-c interrupts the command, not tether"
+        );
+        assert_eq!(
+            typed(KeyCode::Char('q'), KeyModifiers::NONE),
+            Some(Action::Type(b"q".to_vec()))
+        );
+        assert_eq!(
+            typed(KeyCode::Up, KeyModifiers::NONE),
+            Some(Action::Type(b"\x1b[A".to_vec()))
+        );
+        assert_eq!(
+            typed(KeyCode::Esc, KeyModifiers::NONE),
+            Some(Action::Type(b"\x1b".to_vec()))
+        );
+        assert_eq!(
+            action_for(
+                &b,
+                KeyContext::Normal,
+                key(KeyCode::Char('i'), KeyModifiers::NONE)
+            ),
+            Some(Action::StartTyping)
         );
     }
 

@@ -4,6 +4,7 @@
 pub mod action;
 pub mod keymap;
 mod run;
+pub mod terminal_keys;
 pub mod update;
 pub mod view;
 mod watch;
@@ -20,7 +21,7 @@ use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
 use crate::model::output::{StreamFile, StyledLine};
 use crate::model::{CommandId, CommandState, Model};
-use crate::protocol::{Event, ProcessEntry, Stream};
+use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
 use crate::ui::layout;
 
@@ -39,6 +40,8 @@ pub struct App {
     size: Rect,
     /// The output on screen has more bytes than are indexed yet: draw again soon.
     pub behind: bool,
+    /// The stdout pane's text area as last drawn: the size of the commands' terminals.
+    pub terminal_size: WindowSize,
 }
 
 impl App {
@@ -53,11 +56,13 @@ impl App {
             snapshot: Snapshot::default(),
             size: Rect::default(),
             behind: false,
+            terminal_size: WindowSize::DEFAULT,
         }
     }
 
     pub fn key_context(&self) -> KeyContext {
         match &self.view.dialog {
+            None if self.view.typing.is_some() => KeyContext::Input,
             None => KeyContext::Normal,
             Some(Dialog::Help) => KeyContext::Help,
             Some(Dialog::ConfirmKill { .. } | Dialog::ConfirmQuit { .. }) => KeyContext::Confirm,
@@ -235,6 +240,13 @@ impl App {
                 totals[i] = file.line_count();
                 outputs[i] = visible_lines(file, &views[i], rows, width, wrap);
                 outputs[i].bytes = file.len();
+            }
+        }
+        // Terminals follow the stdout pane, kept while another pane is zoomed over it.
+        if let Some(area) = areas.map(|a| a.of(Pane::Stdout)) {
+            let (cols, rows) = (area.width.saturating_sub(2), area.height.saturating_sub(2));
+            if cols > 0 && rows > 0 {
+                self.terminal_size = WindowSize { cols, rows };
             }
         }
         self.content.outputs = outputs;

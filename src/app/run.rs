@@ -32,7 +32,7 @@ use crate::model::replay::{broker_alive, command_from_record, frozen_at, model_f
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
     DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
-    StdinSource, ToBroker,
+    StdinSource, TerminalRequest, ToBroker, WindowSize, input_requests,
 };
 use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
@@ -240,6 +240,8 @@ struct Runner {
     /// Where reading each followed journal left off.
     tails: HashMap<PathBuf, EventTail>,
     quit_deadline: Option<Instant>,
+    /// The terminal size last asked of each run's broker.
+    sizes_sent: HashMap<RunId, WindowSize>,
     /// Quitting could not wait any longer for the brokers: they are being killed.
     aborted: bool,
     quit_now: bool,
@@ -284,9 +286,19 @@ impl Runner {
             max_output: DEFAULT_MAX_OUTPUT,
             heartbeat_ms: Some(1000),
             mirror: false,
-            stdin: StdinSource::Null,
+            // With terminals, stdin is stdout's: the operator types into it with `i`.
+            stdin: if config.pty {
+                StdinSource::Terminal
+            } else {
+                StdinSource::Null
+            },
             session: Some(session.reference(&journal)),
             arg0: None,
+            terminal: config.pty.then_some(TerminalRequest {
+                stdout: true,
+                stderr: true,
+                size: self.app.terminal_size,
+            }),
         };
         self.fleet.launch(
             RunId {
@@ -296,6 +308,27 @@ impl Runner {
             request,
             journal,
         );
+    }
+
+    /// Gives the terminals of running commands the size of the output pane, once per change.
+    fn sync_terminal_sizes(&mut self) {
+        if self.session.is_none() {
+            return;
+        }
+        let size = self.app.terminal_size;
+        for (id, command) in self.app.model.commands.iter().enumerate() {
+            let Some(terminal) = command.terminal.filter(|_| command.status.is_active()) else {
+                continue;
+            };
+            let run = RunId {
+                command: id,
+                run: command.run,
+            };
+            let asked = self.sizes_sent.get(&run).copied().unwrap_or(terminal.size);
+            if asked != size && self.fleet.send(id, ToBroker::Resize { size }) {
+                self.sizes_sent.insert(run, size);
+            }
+        }
     }
 
     fn stop_all(&mut self) {
@@ -343,6 +376,14 @@ impl Runner {
                 self.app.view.selected = id;
                 self.app.view.outputs = Default::default();
                 self.launch(id);
+            }
+            Effect::Input(id, bytes) => {
+                // A paste of any size goes in bounded pieces, queued without waiting.
+                let delivered = input_requests(&bytes).all(|piece| self.fleet.send(id, piece));
+                if !delivered {
+                    self.app.view.message =
+                        Some("that command has no broker any more: the input went nowhere".into());
+                }
             }
             Effect::Send(id, message) if self.watch.is_some() => {
                 if let (Some(watch), Some(command)) =
@@ -427,6 +468,7 @@ impl Runner {
             }
             FleetEvent::Ended(id) => {
                 self.fleet.ended(id);
+                self.sizes_sent.remove(&id);
                 if let Some(c) = self.app.model.commands.get_mut(id.command) {
                     if c.run == id.run {
                         c.broker_gone(now_ms());
@@ -456,6 +498,7 @@ async fn event_loop(
         watch,
         tails: HashMap::new(),
         quit_deadline: None,
+        sizes_sent: HashMap::new(),
         aborted: false,
         quit_now: false,
     };
@@ -465,6 +508,12 @@ async fn event_loop(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
 
+    // The output pane's size, for the terminals of the commands started next.
+    let size = terminal.size()?;
+    runner.app.prepare(
+        ratatui::layout::Rect::new(0, 0, size.width, size.height),
+        now_ms(),
+    );
     let autostart: Vec<usize> = runner
         .app
         .model
@@ -509,6 +558,7 @@ async fn event_loop(
             })?;
             // Output not yet indexed is caught up with over the next frames.
             dirty = runner.app.behind;
+            runner.sync_terminal_sizes();
             last_draw = Some(now);
         }
         let quit_overdue = runner.quit_deadline.is_some_and(|d| Instant::now() >= d);

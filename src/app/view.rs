@@ -102,6 +102,8 @@ pub struct ViewState {
     pub message: Option<String>,
     /// Stopping everything before leaving.
     pub quitting: bool,
+    /// Every key goes to this command's terminal, until Ctrl-a.
+    pub typing: Option<CommandId>,
 }
 
 impl Default for ViewState {
@@ -117,6 +119,7 @@ impl Default for ViewState {
             dialog: None,
             message: None,
             quitting: false,
+            typing: None,
         }
     }
 }

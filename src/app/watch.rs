@@ -155,6 +155,12 @@ async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, Contro
             let reached = client.signal(&signal).await?;
             format!("SIG{signal} sent to {} processes", reached.len())
         }
-        ToBroker::Launch(_) | ToBroker::Ping => String::new(),
+        // A control socket takes no input: only the tether that started a command types
+        // into it.
+        ToBroker::Input { .. } => {
+            "typing goes only to commands this tether started; this one was started elsewhere"
+                .into()
+        }
+        ToBroker::Launch(_) | ToBroker::Ping | ToBroker::Resize { .. } => String::new(),
     })
 }

@@ -7,11 +7,13 @@
 mod control;
 pub mod mirror;
 mod parent;
+pub mod pty;
 mod run;
 pub mod signaller;
 pub mod spawn;
 mod state;
 pub mod stop;
+mod terminal;
 mod tree;
 
 use std::io::Write;

@@ -11,8 +11,10 @@ use tokio::time::{Instant, sleep_until};
 use super::control::{self, ControlServer, Incoming};
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::ParentWatch;
+use super::pty;
 use super::spawn::spawn;
 use super::state::Broker;
+use super::terminal::Terminals;
 use crate::clock::now_ms;
 use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
@@ -289,6 +291,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
     }
     let mut pipes: [Option<AsyncPipe>; 2] = [None, None];
+    let mut terminals = Terminals::default();
     if parent.is_some() {
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
@@ -298,7 +301,17 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     Some(AsyncPipe::new(child.stdout)?),
                     Some(AsyncPipe::new(child.stderr)?),
                 ];
+                if let Some(failure) = child.terminal_unavailable {
+                    broker.emit(EventKind::TerminalUnavailable {
+                        code: failure.code.into(),
+                        message: format!("{}; the command runs with pipes", failure.message),
+                    });
+                }
                 broker.spawned(child.pid, child.argv);
+                if let Some(streams) = child.terminal {
+                    broker.emit(EventKind::Terminal { streams });
+                }
+                terminals = Terminals::new(child.terminal, request.stdin == StdinSource::Terminal);
             }
             Err(failure) => broker.spawn_failed(failure.code, failure.message),
         }
@@ -311,7 +324,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
 
     for frame in early {
         match parse_request(frame) {
-            Ok(message) => broker.request(message),
+            Ok(message) => on_request(&mut broker, &mut terminals, &pipes, message),
             Err((code, message)) => broker.protocol_error(code, message),
         }
     }
@@ -327,6 +340,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .each_ref()
             .map(|m| m.as_ref().is_some_and(Mirror::is_behind));
         let [out_mirror, err_mirror] = &mut mirrors;
+        let input_waiting = terminals.input_waiting().is_some();
         tokio::select! {
             _ = sigchld.recv() => broker.reap(),
             r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
@@ -353,12 +367,18 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 Ok(n) => {
                     for frame in link.lines.push(&link.buf[..n]) {
                         match parse_request(frame) {
-                            Ok(message) => broker.request(message),
+                            Ok(message) => on_request(&mut broker, &mut terminals, &pipes, message),
                             Err((code, message)) => broker.protocol_error(code, message),
                         }
                     }
                 }
             },
+            r = write_input(&mut terminals, &pipes), if input_waiting => {
+                if r.is_err() {
+                    let dropped = terminals.forget_pending();
+                    broker.input_dropped(dropped);
+                }
+            }
             _ = watch_parent(&parent), if parent_alive => {
                 broker.parent_lost(ParentLossCause::Pidfd);
             }
@@ -382,6 +402,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             }
             _ = sleep_until(deadline) => {}
         }
+        let dropped = terminals.settle(&pipes);
+        broker.input_dropped(dropped);
         let mirror_behind = mirrors.iter().flatten().any(Mirror::is_behind);
         broker.tick(pipes.iter().any(Option::is_some), mirror_behind);
         broker.flush_journal();
@@ -461,6 +483,37 @@ fn take_journal_fd() -> io::Result<OwnedFd> {
     Ok(owned)
 }
 
+/// A request from the parent: input and sizes go to the terminals this loop holds, the rest
+/// to the state machine.
+fn on_request(
+    broker: &mut Broker,
+    terminals: &mut Terminals,
+    pipes: &[Option<AsyncPipe>; 2],
+    message: ToBroker,
+) {
+    match message {
+        ToBroker::Input { data } => broker.input(terminals.input(&data, pipes)),
+        ToBroker::Resize { size } => {
+            if let Some(size) = terminals.resize(size, pipes) {
+                broker.emit(EventKind::Resize { size });
+            }
+        }
+        message => broker.request(message),
+    }
+}
+
+/// Writes waiting input to the command's terminal as it takes it; never resolves while
+/// nothing waits.
+async fn write_input(terminals: &mut Terminals, pipes: &[Option<AsyncPipe>; 2]) -> io::Result<()> {
+    match terminals
+        .input_waiting()
+        .and_then(|stream| pipes[stream as usize].as_ref())
+    {
+        Some(pipe) => terminals.write_some(pipe).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Reads from a pipe if it is open; never resolves for a closed one.
 async fn read_pipe(pipe: &Option<AsyncPipe>, buf: &mut [u8]) -> io::Result<usize> {
     match pipe {
@@ -514,6 +567,11 @@ fn on_read(
                 }
             }
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
+            // A terminal's master once every holder of its slave side closed it.
+            Err(err) if pty::is_hangup(&err) => {
+                *pipe = None;
+                return;
+            }
             Err(err) => {
                 broker.stdio_failed(stream, &err);
                 *pipe = None;

@@ -1,6 +1,11 @@
-//! Starting the command: its own process group, stdin from /dev/null or the front end's,
-//! one pipe per stream, the session it belongs to in its environment, and otherwise the
-//! start a fresh process would get: default signals, no broker marker.
+//! Starting the command: its own process group, stdin from /dev/null, the front end's or its
+//! terminal, one pipe or pseudo-terminal per stream, the session it belongs to in its
+//! environment, and otherwise the start a fresh process would get: default signals, no
+//! broker marker.
+//!
+//! With a terminal the command is the leader of a session of its own (setsid, then the
+//! terminal as its controlling one), so it is also the leader of its process group, whose id
+//! is its pid, as with pipes: group signals and the `escaped` mark work the same.
 
 mod interpreter;
 mod signals;
@@ -12,14 +17,33 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::BROKER_ENV;
+use super::pty::{self, Pty, PtyError};
 use crate::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
-use crate::protocol::{LaunchRequest, StdinSource};
+use crate::protocol::{LaunchRequest, StdinSource, TerminalRequest};
 
 pub struct SpawnedCommand {
     pub pid: i32,
     pub argv: Vec<String>,
+    /// What the broker reads each stream from: a pipe, or a terminal's master side.
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
+    /// The streams that are terminals, as asked for; `None` with pipes.
+    pub terminal: Option<TerminalRequest>,
+    /// Terminals were asked for and could not be had: the command runs with pipes.
+    pub terminal_unavailable: Option<PtyError>,
+}
+
+/// The terminals a request asks for, every one or none: a command gets a terminal for each
+/// stream asked, or pipes for all (and the reason).
+fn open_terminals(request: Option<TerminalRequest>) -> ([Option<Pty>; 2], Option<PtyError>) {
+    let Some(asked) = request.filter(|t| t.stdout || t.stderr) else {
+        return ([None, None], None);
+    };
+    let open = |wanted: bool| wanted.then(|| Pty::open(asked.size)).transpose();
+    match (open(asked.stdout), open(asked.stderr)) {
+        (Ok(out), Ok(err)) => ([out, err], None),
+        (Err(failure), _) | (_, Err(failure)) => ([None, None], Some(failure)),
+    }
 }
 
 /// Why a command could not start, classified for people and for exit codes.
@@ -70,8 +94,33 @@ pub fn spawn(
             }
         }
     }
+    let ([out_pty, err_pty], terminal_unavailable) = open_terminals(request.terminal);
+    let terminal = (out_pty.is_some() || err_pty.is_some()).then(|| TerminalRequest {
+        stdout: out_pty.is_some(),
+        stderr: err_pty.is_some(),
+        size: request
+            .terminal
+            .map(|t| t.size.or_default())
+            .unwrap_or(crate::protocol::WindowSize::DEFAULT),
+    });
+    // The controlling terminal: stdout's, else stderr's.
+    let controlling = match (&out_pty, &err_pty) {
+        (Some(_), _) => Some(1),
+        (None, Some(_)) => Some(2),
+        (None, None) => None,
+    };
+    let clone_slave = |pty: &Pty| {
+        pty.slave.try_clone().map_err(|err| SpawnFailure {
+            code: "terminal".into(),
+            message: format!("cannot run `{program}`: cannot pass it its terminal: {err}"),
+        })
+    };
     let stdin = match (request.stdin, stdin) {
         (StdinSource::Null, _) => Stdio::null(),
+        (StdinSource::Terminal, _) => match out_pty.as_ref().or(err_pty.as_ref()) {
+            Some(pty) => Stdio::from(clone_slave(pty)?),
+            None => Stdio::null(),
+        },
         (StdinSource::Inherit, Some(fd)) => Stdio::from(fd),
         (StdinSource::Inherit, None) => {
             return Err(SpawnFailure {
@@ -110,36 +159,69 @@ pub fn spawn(
             command.env_remove(BROKER_ID_ENV);
         }
     }
-    command
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    // A stream with a terminal gets its slave side; the broker keeps the master.
+    let (out_master, err_master) = (
+        out_pty.map(|pty| {
+            command.stdout(Stdio::from(pty.slave));
+            pty.master
+        }),
+        err_pty.map(|pty| {
+            command.stderr(Stdio::from(pty.slave));
+            pty.master
+        }),
+    );
+    if out_master.is_none() {
+        command.stdout(Stdio::piped());
+    }
+    if err_master.is_none() {
+        command.stderr(Stdio::piped());
+    }
+    command.stdin(stdin);
+    if controlling.is_none() {
+        command.process_group(0);
+    }
     if let Some(cwd) = &request.cwd {
         command.current_dir(cwd);
     }
-    // SAFETY: `reset_in_child` makes raw system calls only, which are async-signal-safe and
-    // touch no memory shared with the parent. Having a pre_exec makes std fork and exec
-    // rather than posix_spawn, which is what leaves signals 32 and 33 ignored.
+    // SAFETY: `reset_in_child` and `take_controlling_terminal` make raw system calls only,
+    // which are async-signal-safe and touch no memory shared with the parent. Having a
+    // pre_exec makes std fork and exec rather than posix_spawn, which is what leaves
+    // signals 32 and 33 ignored. It runs after the streams are in place on 0, 1 and 2.
     unsafe {
-        command.pre_exec(signals::reset_in_child);
+        command.pre_exec(move || {
+            signals::reset_in_child()?;
+            match controlling {
+                // setsid makes the child the leader of a new group too (its pgid is its pid),
+                // which is why `process_group` is not asked for: setsid would refuse a
+                // group leader.
+                Some(fd) => pty::take_controlling_terminal(fd),
+                None => Ok(()),
+            }
+        });
     }
-    let mut child = command
-        .spawn()
-        .map_err(|err| spawn_failure(program, request, &err))?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        unreachable!("both streams were asked to be piped");
+    let spawned = command.spawn();
+    // The slave sides go with the `Command`: the broker keeps none open, so a master reads
+    // its end once the command's tree has closed them all.
+    drop(command);
+    let mut child = spawned.map_err(|err| spawn_failure(program, request, &err))?;
+    let take = |master: Option<OwnedFd>, pipe: Option<OwnedFd>| match (master, pipe) {
+        (Some(master), _) => master,
+        (None, Some(pipe)) => {
+            let _ = rustix::pipe::fcntl_setpipe_size(&pipe, PIPE_SIZE as usize);
+            pipe
+        }
+        (None, None) => unreachable!("a stream without a terminal was asked to be piped"),
     };
-    let (stdout, stderr) = (OwnedFd::from(stdout), OwnedFd::from(stderr));
-    for fd in [&stdout, &stderr] {
-        let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE as usize);
-    }
+    let stdout = take(out_master, child.stdout.take().map(OwnedFd::from));
+    let stderr = take(err_master, child.stderr.take().map(OwnedFd::from));
     // `child` is dropped without waiting: the broker's waitpid(-1) loop reaps it.
     Ok(SpawnedCommand {
         pid: child.id() as i32,
         argv,
         stdout,
         stderr,
+        terminal,
+        terminal_unavailable,
     })
 }
 

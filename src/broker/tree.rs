@@ -111,7 +111,7 @@ impl TreeRecorder {
                     pgid: p.pgid,
                     argv,
                     start_ms,
-                    escaped: p.pgid != group,
+                    escaped: is_escaped(p, group),
                 }
             })
             .collect();
@@ -128,6 +128,16 @@ impl TreeRecorder {
             message: capped_message(self.budget),
         })
     }
+}
+
+/// Whether a process left the command's process group *and* its session. With a terminal
+/// the command leads a session of its own (its id is the group's), and a process in another
+/// group of that session is one of its jobs (an interactive shell's job control puts every
+/// pipeline in a group of its own), not an escapee: it still hangs up with the terminal, and
+/// the stop's walk reaches it anyway. With pipes the command shares the broker's session, so
+/// leaving the group is escaping, as before.
+pub fn is_escaped(process: &ProcStat, group: i32) -> bool {
+    process.pgid != group && process.sid != group
 }
 
 fn capped_message(budget: u64) -> String {

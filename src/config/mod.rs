@@ -20,7 +20,7 @@ use crate::units::parse_duration;
 pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
 
 /// Keys a `[[command]]` table may hold, in the order the error message lists them.
-const COMMAND_KEYS: [&str; 8] = [
+const COMMAND_KEYS: [&str; 9] = [
     "name",
     "shell",
     "argv",
@@ -29,6 +29,7 @@ const COMMAND_KEYS: [&str; 8] = [
     "grace",
     "no_output_timeout",
     "autostart",
+    "pty",
 ];
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -45,6 +46,9 @@ pub struct CommandConfig {
     pub grace: Option<Duration>,
     pub no_output_timeout: Option<Duration>,
     pub autostart: bool,
+    /// A pseudo-terminal for stdout (also its stdin) and one for stderr; false: pipes and
+    /// `/dev/null`.
+    pub pty: bool,
 }
 
 impl CommandConfig {
@@ -59,6 +63,7 @@ impl CommandConfig {
             grace: None,
             no_output_timeout: None,
             autostart: true,
+            pty: true,
         }
     }
 }
@@ -184,6 +189,7 @@ fn parse_command(
         grace: None,
         no_output_timeout: None,
         autostart: true,
+        pty: true,
     };
     for (key, value) in by_position(table) {
         let field = Field {
@@ -200,6 +206,7 @@ fn parse_command(
             "grace" => command.grace = Some(field.duration()?),
             "no_output_timeout" => command.no_output_timeout = Some(field.duration()?),
             "autostart" => command.autostart = field.boolean()?,
+            "pty" => command.pty = field.boolean()?,
             other => {
                 return Err(source.error(
                     key.span().start,

@@ -73,7 +73,7 @@ fn unknown_key_names_file_line_column_command_and_choices() {
     assert_eq!(
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
-             name, shell, argv, cwd, env, grace, no_output_timeout, autostart"
+             name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty"
     );
     assert_eq!(key_of(text), "nmae");
 }

@@ -37,17 +37,33 @@ pub(super) struct Signals {
     hangup: Signal,
     suspend: Signal,
     resume: Signal,
+    /// Our terminal changed size: the command's terminals follow (only when it has some).
+    resized: Option<Signal>,
 }
 
 impl Signals {
-    pub(super) fn install() -> std::io::Result<Signals> {
+    /// `terminal`: the command has terminals whose size follows ours.
+    pub(super) fn install(terminal: bool) -> std::io::Result<Signals> {
         Ok(Signals {
             interrupt: signal(SignalKind::interrupt())?,
             terminate: signal(SignalKind::terminate())?,
             hangup: signal(SignalKind::hangup())?,
             suspend: signal(SignalKind::from_raw(libc::SIGTSTP))?,
             resume: signal(SignalKind::from_raw(libc::SIGCONT))?,
+            resized: terminal
+                .then(|| signal(SignalKind::window_change()))
+                .transpose()?,
         })
+    }
+}
+
+/// Waits for SIGWINCH, if we listen for it; never resolves otherwise.
+async fn resized(signal: &mut Option<Signal>) {
+    match signal {
+        Some(signal) => {
+            signal.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -119,6 +135,10 @@ impl Conversation {
                 biased;
                 _ = signals.suspend.recv() => self.suspend(broker),
                 _ = signals.resume.recv() => self.resume(broker),
+                _ = resized(&mut signals.resized) => {
+                    let size = super::terminal::own_size();
+                    let _ = broker.post(&ToBroker::Resize { size });
+                }
                 _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some("INT"); }
                 _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some("TERM"); }
                 _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some("HUP"); }

@@ -11,6 +11,7 @@ macro_rules! say {
 
 mod conversation;
 mod copy;
+mod terminal;
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
@@ -52,6 +53,9 @@ pub struct ExecOptions {
     pub signals: SignalMode,
     /// The command's stdin is /dev/null rather than ours (`--no-stdin`).
     pub no_stdin: bool,
+    /// A pseudo-terminal for each stream where tether's own is a terminal (`--no-pty`:
+    /// pipes whatever they are).
+    pub pty: bool,
 }
 
 /// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
@@ -173,11 +177,17 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         },
         session: Some(session.reference(&journal)),
         arg0: options.arg0.clone(),
+        // With --json our stdout carries events, not the command's output.
+        terminal: if options.pty && !options.json {
+            terminal::own_terminal()
+        } else {
+            None
+        },
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
     become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
-    let signals = Signals::install()?;
+    let signals = Signals::install(request.terminal.is_some())?;
     let live = LiveBrokers::new();
     let pipes = if options.json {
         None

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream,
+    CapReason, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -109,6 +109,8 @@ pub struct CommandState {
     /// Moments (ms) at which output arrived, one per 250 ms at most, for the Gantt strip.
     pub activity: Vec<u64>,
     pub markers: Vec<(u64, Marker)>,
+    /// The run's streams that are terminals, and their size: the command can be typed into.
+    pub terminal: Option<TerminalRequest>,
 }
 
 impl CommandState {
@@ -135,6 +137,7 @@ impl CommandState {
             notice: None,
             activity: Vec::new(),
             markers: Vec::new(),
+            terminal: None,
         }
     }
 
@@ -187,6 +190,16 @@ impl CommandState {
                 self.status = Status::Running;
                 self.started_ms = Some(ts);
             }
+            EventKind::Terminal { streams } => self.terminal = Some(*streams),
+            EventKind::Resize { size } => {
+                if let Some(terminal) = self.terminal.as_mut() {
+                    terminal.size = *size;
+                }
+            }
+            EventKind::TerminalUnavailable { message, .. } => {
+                self.notice = Some(message.clone());
+            }
+            EventKind::Input { .. } => {}
             EventKind::SpawnError { message, .. } => {
                 self.status = Status::FailedToStart;
                 self.notice = Some(message.clone());

@@ -21,6 +21,7 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
                 .no_output_timeout_ms
                 .map(std::time::Duration::from_millis),
             autostart: false,
+            pty: request.terminal.is_some(),
         },
         None => CommandConfig {
             name: record.id.clone(),
@@ -30,6 +31,7 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
             grace: None,
             no_output_timeout: None,
             autostart: false,
+            pty: false,
         },
     };
     let mut command = CommandState::new(config);

@@ -13,7 +13,9 @@ use super::Peer;
 /// Bumped whenever a message changes shape in a way an older peer would misread.
 /// v2: a `tree` event leaves out the argv of processes an earlier one recorded, and
 /// `events_capped` exists.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// v3: pseudo-terminals (`terminal` in a launch request, `input` and `resize` requests, the
+/// `terminal`, `terminal_unavailable`, `input` and `resize` events).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Default per-stream storage cap: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
@@ -104,6 +106,54 @@ pub struct LaunchRequest {
     /// runs `/bin/bash` as the `bash` its caller asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg0: Option<String>,
+    /// Pseudo-terminals for the command's streams; absent: pipes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<TerminalRequest>,
+}
+
+/// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
+/// stream keeps its own terminal, so both pass `isatty()` and stay apart. The first one
+/// (stdout's, else stderr's) is the command's controlling terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalRequest {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdout: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stderr: bool,
+    #[serde(flatten)]
+    pub size: WindowSize,
+}
+
+impl TerminalRequest {
+    /// Whether `stream` gets a terminal.
+    pub fn has(&self, stream: Stream) -> bool {
+        match stream {
+            Stream::Stdout => self.stdout,
+            Stream::Stderr => self.stderr,
+        }
+    }
+}
+
+/// A terminal's size in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowSize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+impl WindowSize {
+    /// What a terminal that says nothing of its size is taken to be.
+    pub const DEFAULT: WindowSize = WindowSize { cols: 80, rows: 24 };
+
+    /// A size a terminal can have: zero cells in either direction (a pane not drawn yet, a
+    /// terminal that reports nothing) becomes the default.
+    pub fn or_default(self) -> WindowSize {
+        if self.cols == 0 || self.rows == 0 {
+            WindowSize::DEFAULT
+        } else {
+            self
+        }
+    }
 }
 
 /// The command's stdin.
@@ -116,6 +166,9 @@ pub enum StdinSource {
     /// The front end's own stdin, handed to the broker as a descriptor (see
     /// `broker::STDIN_FD`), which passes it to the command and never reads it itself.
     Inherit,
+    /// The command's controlling terminal (see [`TerminalRequest`]), which the front end
+    /// writes to with [`ToBroker::Input`]; `/dev/null` when no terminal could be had.
+    Terminal,
 }
 
 impl StdinSource {
@@ -144,6 +197,10 @@ impl SessionRef {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn default_grace_ms() -> u64 {
     DEFAULT_GRACE_MS
 }
@@ -170,6 +227,48 @@ pub enum ToBroker {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<Origin>,
     },
+    /// Bytes for the command's terminal, as typed or pasted: at most [`MAX_INPUT_CHUNK`]
+    /// of them, base64 in the JSON. Journaled by count only (it may be a password).
+    Input {
+        #[serde(with = "base64_bytes")]
+        data: Vec<u8>,
+    },
+    /// The window the command's terminals are shown in changed size; the kernel tells the
+    /// command with SIGWINCH.
+    Resize {
+        #[serde(flatten)]
+        size: WindowSize,
+    },
+}
+
+/// The most bytes one [`ToBroker::Input`] carries: a bigger paste is split, so that no
+/// request line is large and a broker never holds up its loop for one.
+pub const MAX_INPUT_CHUNK: usize = 4096;
+
+/// Splits input into requests of at most [`MAX_INPUT_CHUNK`] bytes each.
+pub fn input_requests(bytes: &[u8]) -> impl Iterator<Item = ToBroker> + '_ {
+    bytes.chunks(MAX_INPUT_CHUNK).map(|chunk| ToBroker::Input {
+        data: chunk.to_vec(),
+    })
+}
+
+/// Bytes as a base64 string in JSON (a JSON string must be text; an array of numbers would
+/// take up to four times the bytes).
+mod base64_bytes {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        STANDARD
+            .decode(text.as_bytes())
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -369,6 +468,30 @@ pub enum EventKind {
         code: String,
         message: String,
     },
+    /// The command's streams that are pseudo-terminals, and their size (after `spawned`).
+    Terminal {
+        #[serde(flatten)]
+        streams: TerminalRequest,
+    },
+    /// A terminal was asked for and could not be had: the command runs with pipes (and
+    /// `/dev/null` for a terminal's stdin). `code`: `open`, `setup`, ...
+    TerminalUnavailable {
+        code: String,
+        message: String,
+    },
+    /// The operator typed or pasted `bytes` bytes into the command's terminal (never what
+    /// they were); `dropped` did not reach it (no terminal, the command had ended, or too
+    /// much was already waiting). Consecutive input is journaled as one event a second.
+    Input {
+        bytes: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropped: u64,
+    },
+    /// The command's terminals were given a new size.
+    Resize {
+        #[serde(flatten)]
+        size: WindowSize,
+    },
     /// `len` bytes of `stream` arrived; in the stream's log they start at `offset` (when
     /// stored).
     Output {
@@ -477,6 +600,10 @@ impl EventKind {
             EventKind::BrokerStarted { .. } => "broker_started",
             EventKind::Spawned { .. } => "spawned",
             EventKind::SpawnError { .. } => "spawn_error",
+            EventKind::Terminal { .. } => "terminal",
+            EventKind::TerminalUnavailable { .. } => "terminal_unavailable",
+            EventKind::Input { .. } => "input",
+            EventKind::Resize { .. } => "resize",
             EventKind::Output { .. } => "output",
             EventKind::OutputCapped { .. } => "output_capped",
             EventKind::ResponseTimeout { .. } => "response_timeout",
@@ -538,4 +665,81 @@ pub struct StreamTotals {
     pub bytes: u64,
     /// Bytes kept in the stream's log (less than `bytes` once capped).
     pub stored: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_is_base64_in_json_and_comes_back_byte_for_byte() {
+        let data: Vec<u8> = (0..=255u8).chain([0x1b, b'[', b'A', 0, 0xff]).collect();
+        let line = serde_json::to_string(&ToBroker::Input { data: data.clone() }).unwrap();
+        assert!(line.starts_with(r#"{"type":"input","data":""#), "{line}");
+        assert!(line.is_ascii());
+        match serde_json::from_str::<ToBroker>(&line).unwrap() {
+            ToBroker::Input { data: back } => assert_eq!(back, data),
+            other => panic!("{other:?}"),
+        }
+        let bad = serde_json::from_str::<ToBroker>(r#"{"type":"input","data":"not base64!"}"#);
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn a_big_paste_is_split_into_bounded_requests_that_add_up() {
+        let paste = vec![b'x'; 10 << 20];
+        let mut total = 0;
+        let mut count = 0;
+        for request in input_requests(&paste) {
+            let ToBroker::Input { data } = &request else {
+                panic!("{request:?}")
+            };
+            assert!(!data.is_empty() && data.len() <= MAX_INPUT_CHUNK);
+            total += data.len();
+            count += 1;
+        }
+        assert_eq!(total, paste.len());
+        assert_eq!(count, (10 << 20) / MAX_INPUT_CHUNK);
+        let line = serde_json::to_vec(&input_requests(&paste).next().unwrap()).unwrap();
+        assert!(line.len() < 8 * 1024, "{} bytes", line.len());
+        assert_eq!(input_requests(b"").count(), 0);
+    }
+
+    #[test]
+    fn resize_and_terminal_events_read_flat() {
+        let resize = ToBroker::Resize {
+            size: WindowSize {
+                cols: 120,
+                rows: 40,
+            },
+        };
+        let line = serde_json::to_string(&resize).unwrap();
+        assert_eq!(line, r#"{"type":"resize","cols":120,"rows":40}"#);
+        assert_eq!(serde_json::from_str::<ToBroker>(&line).unwrap(), resize);
+        let event = EventKind::Terminal {
+            streams: TerminalRequest {
+                stdout: true,
+                stderr: false,
+                size: WindowSize::DEFAULT,
+            },
+        };
+        let line = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            line,
+            r#"{"kind":"terminal","stdout":true,"cols":80,"rows":24}"#
+        );
+        assert_eq!(serde_json::from_str::<EventKind>(&line).unwrap(), event);
+        let input = EventKind::Input {
+            bytes: 5,
+            dropped: 0,
+        };
+        assert_eq!(
+            serde_json::to_string(&input).unwrap(),
+            r#"{"kind":"input","bytes":5}"#
+        );
+        assert_eq!(
+            WindowSize { cols: 0, rows: 9 }.or_default(),
+            WindowSize::DEFAULT
+        );
+    }
 }

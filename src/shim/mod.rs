@@ -179,6 +179,8 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         arg0: Some(arg0.to_string()),
         signals: SignalMode::Forward,
         no_stdin: false,
+        // Transparent: a terminal where the shim's own stream is one, as the shell had.
+        pty: true,
     })
 }
 

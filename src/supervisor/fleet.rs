@@ -258,6 +258,11 @@ impl BrokerLink {
                 order = orders.recv(), if orders_open => match order {
                     None => orders_open = false,
                     Some(Order::Abort) => break End::Aborted,
+                    // Keys and sizes need no proof of delivery, and a paste comes in
+                    // thousands of pieces: no ping after each.
+                    Some(Order::Send(message @ (ToBroker::Input { .. } | ToBroker::Resize { .. }))) => {
+                        let _ = broker.post(&message);
+                    }
                     Some(Order::Send(message)) => {
                         // The ping after it proves, by its pong, that the broker read it.
                         let posted = broker.post(&message).is_ok()

@@ -1,12 +1,15 @@
-//! The bottom line: the last message, else the main keys.
+//! The bottom line: the last message, else the main keys; while typing into a command,
+//! first of all that the keys go to it.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::style;
 use crate::app::view::ViewState;
+use crate::model::Model;
 use crate::model::output::one_line;
 
 const KEYS: [(&str, &str); 10] = [
@@ -22,7 +25,11 @@ const KEYS: [(&str, &str); 10] = [
     ("z", "zoom"),
 ];
 
-pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState) {
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+    if let Some(id) = view.typing {
+        frame.render_widget(Paragraph::new(typing_line(model, id, view)), area);
+        return;
+    }
     let line = match &view.message {
         Some(message) => Line::from(Span::raw(format!(" {}", one_line(message)))),
         None => Line::from(
@@ -37,4 +44,36 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState) {
         ),
     };
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The mark that says keys go to a command: hard to miss.
+const TYPING: Style = Style::new()
+    .fg(Color::Black)
+    .bg(Color::Yellow)
+    .add_modifier(Modifier::BOLD);
+const ENDED: Style = Style::new().fg(Color::Red);
+
+/// `INPUT → build · Ctrl-a to leave`, and what became of the command if it ended.
+fn typing_line<'a>(model: &Model, id: usize, view: &ViewState) -> Line<'a> {
+    let (name, state) = model.commands.get(id).map_or_else(
+        || ("?".to_string(), Some("gone".to_string())),
+        |c| {
+            let ended = (!c.status.is_active()).then(|| c.status.label());
+            (one_line(&c.config.name), ended)
+        },
+    );
+    let mut spans = vec![
+        Span::styled(" INPUT ", TYPING),
+        Span::raw(format!(" → {name} ")),
+    ];
+    if let Some(state) = state {
+        spans.push(Span::styled(format!("({state}: keys go nowhere) "), ENDED));
+    }
+    spans.push(Span::raw("· "));
+    spans.push(Span::styled(" Ctrl-a ", style::KEY));
+    spans.push(Span::raw(" to leave "));
+    if let Some(message) = &view.message {
+        spans.push(Span::raw(format!("· {}", one_line(message))));
+    }
+    Line::from(spans)
 }

@@ -82,6 +82,31 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
         }
         EventKind::Spawned { pid, .. } => (format!("pid {pid}"), Color::Green),
         EventKind::SpawnError { message, .. } => (message.clone(), Color::Red),
+        EventKind::Terminal { streams } => {
+            let names: Vec<&str> = crate::protocol::Stream::BOTH
+                .into_iter()
+                .filter(|s| streams.has(*s))
+                .map(|s| s.name())
+                .collect();
+            let size = streams.size;
+            (
+                format!("{} {}×{}", names.join(", "), size.cols, size.rows),
+                Color::DarkGray,
+            )
+        }
+        EventKind::TerminalUnavailable { message, .. } => (message.clone(), Color::Yellow),
+        EventKind::Input { bytes, dropped } => (
+            match dropped {
+                0 => format!("{bytes} B typed"),
+                d => format!("{bytes} B typed, {d} B not delivered"),
+            },
+            if *dropped == 0 {
+                Color::DarkGray
+            } else {
+                Color::Yellow
+            },
+        ),
+        EventKind::Resize { size } => (format!("{}×{}", size.cols, size.rows), Color::DarkGray),
         EventKind::OutputCapped { message, .. } => (message.clone(), Color::Yellow),
         EventKind::EventsCapped { message, .. } => (message.clone(), Color::Yellow),
         EventKind::ResponseTimeout { silent_ms } => (

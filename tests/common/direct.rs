@@ -30,6 +30,11 @@ impl DirectBroker {
     /// Starts `tether broker` as a child of the calling thread. `id` names its journal
     /// directory, `sessions/direct/<id>/`.
     pub fn spawn(env: &TestEnv, id: &str) -> DirectBroker {
+        DirectBroker::spawn_with_env(env, id, &[])
+    }
+
+    /// [`DirectBroker::spawn`] with these variables in the broker's environment.
+    pub fn spawn_with_env(env: &TestEnv, id: &str, vars: &[(&str, &str)]) -> DirectBroker {
         let stderr = File::create(env.path(&format!("broker-{id}.stderr")))
             .expect("create the broker's stderr capture");
         // The front end's part: the journal directory is made private and handed over as
@@ -51,6 +56,7 @@ impl DirectBroker {
             .arg("broker")
             .env("TETHER_BROKER", "1")
             .env(TAG_VAR, &env.tag)
+            .envs(vars.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr);

@@ -7,6 +7,7 @@
 pub mod direct;
 pub mod journal;
 pub mod procs;
+pub mod tmux;
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};

@@ -17,6 +17,8 @@ pub enum Effect {
     /// Start (or restart) a command with a fresh journal directory.
     Launch(CommandId),
     Send(CommandId, ToBroker),
+    /// Bytes typed or pasted into a command's terminal, split into requests on the way.
+    Input(CommandId, Vec<u8>),
     /// Add a command to the session and launch it.
     Add(CommandConfig),
     Search {
@@ -50,6 +52,9 @@ pub fn update(
 ) -> Vec<Effect> {
     if let Some(dialog) = view.dialog.clone() {
         return update_dialog(model, view, dialog, action);
+    }
+    if let Some(effects) = typing::update(model, view, &action) {
+        return effects;
     }
     let selected = view.selected;
     let command = model.commands.get(selected);
@@ -233,6 +238,7 @@ pub fn update(
             })
         }
         Action::Help => view.dialog = Some(Dialog::Help),
+        Action::StartTyping => typing::start(model, view),
         Action::ScrollAt { up, .. } => {
             move_in_focus(model, view, geometry, if up { -3 } else { 3 });
         }
@@ -243,7 +249,9 @@ pub fn update(
         | Action::Input(_)
         | Action::Paste(_)
         | Action::Backspace
-        | Action::Submit => {}
+        | Action::Submit
+        | Action::StopTyping
+        | Action::Type(_) => {}
     }
     effects
 }
@@ -423,3 +431,4 @@ fn input_of(dialog: &mut Dialog) -> Option<&mut String> {
 
 #[cfg(test)]
 mod tests;
+mod typing;

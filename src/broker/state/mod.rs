@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+mod input;
 mod requests;
 mod time;
 
@@ -29,6 +30,9 @@ const EOF_WAIT: Duration = Duration::from_secs(1);
 /// Consecutive chunks of one stream are journaled as one `output` event within this window.
 const OUTPUT_COALESCE: Duration = Duration::from_millis(10);
 const TREE_INTERVAL: Duration = Duration::from_secs(1);
+/// Input is journaled as one event per this window at most: fewer lines, and no keystroke
+/// timing in the journal.
+const INPUT_COALESCE: Duration = Duration::from_secs(1);
 /// Events not yet taken by a parent beyond this are journaled only (output events).
 const PARENT_BACKLOG_CAP: usize = 8 << 20;
 
@@ -93,6 +97,7 @@ pub struct Broker {
     /// Consecutive walks that found nothing left, while a stop runs.
     empty_walks: u32,
     pending: Option<PendingOutput>,
+    pending_input: Option<input::PendingInput>,
     last_output: Instant,
     drain_until: Option<Instant>,
     last_ping: Instant,
@@ -162,6 +167,7 @@ impl Broker {
             stop_done: false,
             empty_walks: 0,
             pending: None,
+            pending_input: None,
             last_output: now,
             drain_until: None,
             last_ping: now,
@@ -180,6 +186,9 @@ impl Broker {
     pub fn emit(&mut self, kind: EventKind) {
         if !matches!(kind, EventKind::Output { .. }) {
             self.flush_output();
+        }
+        if !matches!(kind, EventKind::Output { .. } | EventKind::Input { .. }) {
+            self.flush_input();
         }
         let event = Event {
             ts_ms: now_ms(),
@@ -376,6 +385,7 @@ impl Broker {
     pub fn finish(&mut self) -> i32 {
         self.reap();
         self.flush_output();
+        self.flush_input();
         if let Some(event) = self.tree.close() {
             self.record_tree(event);
         }

@@ -54,6 +54,8 @@ impl Broker {
                     self.protocol_error(refusal.code, refusal.message);
                 }
             }
+            // Carried out by the event loop, which holds the terminals (`run::on_request`).
+            ToBroker::Input { .. } | ToBroker::Resize { .. } => {}
         }
     }
 

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, OUTPUT_COALESCE, Phase, TREE_INTERVAL};
+use super::{
+    Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase, TREE_INTERVAL,
+};
 use crate::broker::signaller::live_descendants;
 use crate::protocol::{EventKind, Origin};
 
@@ -16,6 +18,9 @@ impl Broker {
         let mut next: Vec<Instant> = Vec::new();
         if let Some(p) = &self.pending {
             next.push(p.since + OUTPUT_COALESCE);
+        }
+        if let Some(p) = &self.pending_input {
+            next.push(p.since + INPUT_COALESCE);
         }
         if let (Some(hb), false) = (self.request.heartbeat_ms, self.unresponsive) {
             next.push(self.last_ping + Duration::from_millis(hb * 3));
@@ -59,6 +64,13 @@ impl Broker {
             .is_some_and(|p| now >= p.since + OUTPUT_COALESCE)
         {
             self.flush_output();
+        }
+        if self
+            .pending_input
+            .as_ref()
+            .is_some_and(|p| now >= p.since + INPUT_COALESCE)
+        {
+            self.flush_input();
         }
         if let Some(hb) = self.request.heartbeat_ms {
             let silent = now.saturating_duration_since(self.last_ping);

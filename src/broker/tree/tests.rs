@@ -76,9 +76,25 @@ fn a_reused_pid_is_a_new_process() {
 #[test]
 fn marks_escapees() {
     let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
-    let mut escaped = proc(101, 100, 6);
-    escaped.pgid = 101;
-    let entries = processes(recorder.update(&[proc(100, 1, 5), escaped], 100, details));
+    // The command (100) leads its own session, as with a terminal.
+    let mut job = proc(101, 100, 6);
+    job.pgid = 101;
+    let mut setsid = proc(102, 100, 7);
+    (setsid.pgid, setsid.sid) = (102, 102);
+    let entries = processes(recorder.update(&[proc(100, 1, 5), job, setsid], 100, details));
+    assert_eq!(
+        entries.iter().map(|p| p.escaped).collect::<Vec<_>>(),
+        [false, false, true],
+        "a job in the command's own session is not an escapee; a new session is"
+    );
+    // With pipes the command is in the broker's session (1): leaving the group is escaping.
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    let piped = |pid, pgid| ProcStat {
+        pgid,
+        sid: 1,
+        ..proc(pid, 100, 5)
+    };
+    let entries = processes(recorder.update(&[piped(100, 100), piped(101, 101)], 100, details));
     assert_eq!(
         entries.iter().map(|p| p.escaped).collect::<Vec<_>>(),
         [false, true]

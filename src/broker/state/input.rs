@@ -1,0 +1,56 @@
+//! Journaling what the operator typed into the command's terminal: how many bytes, never
+//! which, gathered into one `input` event a second.
+
+use tokio::time::Instant;
+
+use super::Broker;
+use crate::broker::terminal::InputTaken;
+use crate::clock::now_ms;
+use crate::protocol::{Event, EventKind};
+
+pub(super) struct PendingInput {
+    taken: InputTaken,
+    ts_ms: u64,
+    mono_us: u64,
+    pub(super) since: Instant,
+}
+
+impl Broker {
+    /// Input the front end sent, and how much of it reached the terminal's queue.
+    pub fn input(&mut self, taken: InputTaken) {
+        if taken == InputTaken::default() {
+            return;
+        }
+        let (ts_ms, mono_us) = (now_ms(), self.mono_us());
+        let pending = self.pending_input.get_or_insert(PendingInput {
+            taken: InputTaken::default(),
+            ts_ms,
+            mono_us,
+            since: Instant::now(),
+        });
+        pending.taken.bytes += taken.bytes;
+        pending.taken.dropped += taken.dropped;
+    }
+
+    /// Input that was queued and could not be written after all (the terminal closed).
+    pub fn input_dropped(&mut self, bytes: u64) {
+        self.input(InputTaken {
+            bytes: 0,
+            dropped: bytes,
+        });
+    }
+
+    pub(super) fn flush_input(&mut self) {
+        if let Some(p) = self.pending_input.take() {
+            let event = Event {
+                ts_ms: p.ts_ms,
+                mono_us: p.mono_us,
+                kind: EventKind::Input {
+                    bytes: p.taken.bytes,
+                    dropped: p.taken.dropped,
+                },
+            };
+            self.record(&event);
+        }
+    }
+}

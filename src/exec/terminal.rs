@@ -1,0 +1,64 @@
+//! Which of the command's streams get a pseudo-terminal under `tether exec`: those where
+//! tether's own stream is a terminal, so the command sees what it would see without tether
+//! (`ls` in columns and colours on a terminal, one name a line into a pipe). The size is
+//! that of tether's terminal, and follows it (SIGWINCH).
+
+use std::os::fd::{AsFd, BorrowedFd};
+
+use crate::protocol::{TerminalRequest, WindowSize};
+
+/// The terminals to ask for, given whether tether's stdout and stderr are terminals and the
+/// size of the first that is. `None`: pipes for both.
+pub fn terminal_for(stdout: bool, stderr: bool, size: WindowSize) -> Option<TerminalRequest> {
+    (stdout || stderr).then(|| TerminalRequest {
+        stdout,
+        stderr,
+        size: size.or_default(),
+    })
+}
+
+/// What tether's own stdout and stderr are: the terminals to ask for.
+pub fn own_terminal() -> Option<TerminalRequest> {
+    let (out, err) = (std::io::stdout(), std::io::stderr());
+    let (out_tty, err_tty) = (
+        rustix::termios::isatty(out.as_fd()),
+        rustix::termios::isatty(err.as_fd()),
+    );
+    terminal_for(out_tty, err_tty, own_size())
+}
+
+/// The size of tether's terminal: stdout's, else stderr's; zero when neither says.
+pub fn own_size() -> WindowSize {
+    let (out, err) = (std::io::stdout(), std::io::stderr());
+    size_of(out.as_fd())
+        .or_else(|| size_of(err.as_fd()))
+        .unwrap_or(WindowSize { cols: 0, rows: 0 })
+}
+
+fn size_of(fd: BorrowedFd<'_>) -> Option<WindowSize> {
+    let size = rustix::termios::tcgetwinsize(fd).ok()?;
+    (size.ws_col > 0 && size.ws_row > 0).then_some(WindowSize {
+        cols: size.ws_col,
+        rows: size.ws_row,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_gets_a_terminal_only_where_tethers_own_is_one() {
+        let size = WindowSize {
+            cols: 132,
+            rows: 43,
+        };
+        assert_eq!(terminal_for(false, false, size), None);
+        let both = terminal_for(true, true, size).unwrap();
+        assert!(both.stdout && both.stderr);
+        assert_eq!(both.size, size);
+        let err_only = terminal_for(false, true, WindowSize { cols: 0, rows: 0 }).unwrap();
+        assert!(!err_only.stdout && err_only.stderr);
+        assert_eq!(err_only.size, WindowSize::DEFAULT);
+    }
+}

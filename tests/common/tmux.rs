@@ -1,0 +1,96 @@
+//! A tmux server of one test, for what only a real terminal shows: tmux runs tether,
+//! `send-keys` types, `capture-pane` reads the screen, `resize-window` resizes it. Every
+//! process in it carries the test's tag; dropping it kills the server.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use super::{DEADLINE, TAG_VAR, TestEnv};
+
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts a server whose first window (`cols`×`rows`) runs `sh`.
+    pub fn start(env: &TestEnv, cols: u16, rows: u16) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("tether-{}", env.tag),
+        };
+        let (x, y) = (cols.to_string(), rows.to_string());
+        let out = tmux.cmd(&["new-session", "-d", "-x", &x, "-y", &y, "sh"], env);
+        assert!(
+            out.status.success(),
+            "tmux failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux
+    }
+
+    pub fn cmd(&self, args: &[&str], env: &TestEnv) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .env(TAG_VAR, &env.tag)
+            .env("TERM", "xterm-256color")
+            .env_remove("TMUX")
+            .output()
+            .expect("run tmux (is it installed? .ci/run installs it)")
+    }
+
+    /// Keys by tmux's names (`Enter`, `C-a`, `i`).
+    pub fn keys(&self, env: &TestEnv, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        self.cmd(&args, env);
+    }
+
+    /// Text typed as it is, without a newline.
+    pub fn text(&self, env: &TestEnv, text: &str) {
+        self.cmd(&["send-keys", "-t", "0", "-l", text], env);
+    }
+
+    pub fn type_line(&self, env: &TestEnv, line: &str) {
+        self.text(env, line);
+        self.keys(env, &["Enter"]);
+    }
+
+    pub fn resize(&self, env: &TestEnv, cols: u16, rows: u16) {
+        let (x, y) = (cols.to_string(), rows.to_string());
+        let out = self.cmd(&["resize-window", "-t", "0", "-x", &x, "-y", &y], env);
+        assert!(
+            out.status.success(),
+            "tmux resize-window failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn screen(&self, env: &TestEnv) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "0"], env).stdout)
+            .into_owned()
+    }
+
+    /// Waits until the screen satisfies `done`; fails with the screen otherwise.
+    pub fn wait_screen(&self, env: &TestEnv, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen(env);
+            if done(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
