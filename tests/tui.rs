@@ -162,7 +162,7 @@ fn sigterm_and_sigkill_from_the_keyboard() {
     // Select the TERM-ignoring command; t does not end it, K + y does.
     tmux.keys(&env, &["j"]);
     tmux.wait_screen(&env, "the second command selected", |s| {
-        s.contains("Process tree: trap")
+        s.contains("Process tree: sleep-2")
     });
     let second = wait_tree(&env, &dirs[1], 3);
     tmux.keys(&env, &["t"]);

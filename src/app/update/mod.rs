@@ -3,7 +3,7 @@
 
 use super::action::Action;
 use super::view::{Dialog, Pane, ViewState};
-use crate::config::CommandConfig;
+use crate::config::{CommandConfig, naming};
 use crate::model::{CommandId, Model};
 use crate::protocol::{CommandSpec, Origin, Scope, Stream, ToBroker};
 
@@ -366,10 +366,11 @@ fn update_dialog(
             if line.is_empty() {
                 view.message = Some("nothing to launch: type a shell command".into());
             } else {
-                effects.push(Effect::Add(CommandConfig::new(
-                    line.split_whitespace().next().unwrap_or(line).to_string(),
-                    CommandSpec::Shell(line.to_string()),
-                )));
+                let command = CommandSpec::Shell(line.to_string());
+                let name = naming::unique_name(&naming::derive_name(&command), |name| {
+                    model.commands.iter().any(|c| c.config.name == name)
+                });
+                effects.push(Effect::Add(CommandConfig::new(name, command)));
             }
         }
         (Dialog::Search { stream, input }, Action::Submit) => {

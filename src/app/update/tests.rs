@@ -161,3 +161,23 @@ fn a_recorded_session_refuses_operator_actions() {
         assert_eq!(view.message.as_deref(), Some(READ_ONLY));
     }
 }
+
+#[test]
+fn a_launched_command_is_named_by_its_program_and_unique() {
+    let mut model = model(false, true);
+    model.commands[0].config.name = "make".into();
+    let mut view = ViewState {
+        dialog: Some(Dialog::NewCommand {
+            input: "cd sub && make -j2".into(),
+        }),
+        ..ViewState::default()
+    };
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(
+        effects,
+        [Effect::Add(CommandConfig::new(
+            "make-2",
+            CommandSpec::Shell("cd sub && make -j2".into())
+        ))]
+    );
+}
