@@ -219,13 +219,15 @@ fn main() {
         ),
         Some(Command::Open { session }) => {
             match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
-                Ok(session_dir) => match run_tui(Launch::Recorded { session_dir }) {
-                    Ok(code) => code,
-                    Err(err) => {
-                        eprintln!("tether: {err:#}");
-                        EXIT_TETHER_FAILED
+                Ok(session_dir) => {
+                    match run_tui(Launch::Recorded { session_dir }, tether::ui::draw) {
+                        Ok(code) => code,
+                        Err(err) => {
+                            eprintln!("tether: {err:#}");
+                            EXIT_TETHER_FAILED
+                        }
                     }
-                },
+                }
                 Err(err) => {
                     eprintln!("tether: {err}");
                     2
@@ -233,13 +235,15 @@ fn main() {
             }
         }
         Some(Command::Watch { session }) => match state_dir(cli.state_dir.as_deref()) {
-            Ok(state_dir) => match run_tui(Launch::Watch { state_dir, session }) {
-                Ok(code) => code,
-                Err(err) => {
-                    eprintln!("tether: {err:#}");
-                    EXIT_TETHER_FAILED
+            Ok(state_dir) => {
+                match run_tui(Launch::Watch { state_dir, session }, tether::ui::draw) {
+                    Ok(code) => code,
+                    Err(err) => {
+                        eprintln!("tether: {err:#}");
+                        EXIT_TETHER_FAILED
+                    }
                 }
-            },
+            }
             Err(err) => {
                 eprintln!("tether: {err}");
                 EXIT_TETHER_FAILED
@@ -327,11 +331,14 @@ fn tui(
             return EXIT_TETHER_FAILED;
         }
     };
-    match run_tui(Launch::Live {
-        commands,
-        state_dir,
-        session,
-    }) {
+    match run_tui(
+        Launch::Live {
+            commands,
+            state_dir,
+            session,
+        },
+        tether::ui::draw,
+    ) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("tether: {err:#}");

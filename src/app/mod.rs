@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod keymap;
+pub mod layout;
 mod run;
 pub mod update;
 pub mod view;
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 
 use ratatui::layout::Rect;
 
-pub use run::{Launch, run_tui};
+pub use run::{Draw, Launch, run_tui};
 
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};
@@ -22,7 +23,6 @@ use crate::model::output::{StreamFile, StyledLine};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
-use crate::ui::layout;
 
 /// Bytes of output indexed per frame at most, so a flood never freezes the screen.
 const INDEX_BUDGET: u64 = 32 << 20;
@@ -81,13 +81,10 @@ impl App {
             };
             self.view.focus = pane;
             if let (Action::ClickAt { .. }, Pane::Commands, Some(a)) = (&action, pane, areas) {
-                // Rows start below the border and the header.
-                let skip = crate::ui::command_list::first_visible(self.view.selected, a.commands);
-                let index = skip + row.saturating_sub(a.commands.y + 2) as usize;
-                if index < self.model.commands.len() && index != self.view.selected {
-                    self.view.selected = index;
-                    self.view.outputs = Default::default();
-                    self.view.tree_selected = 0;
+                let count = self.model.commands.len();
+                if let Some(index) = layout::command_at(self.view.selected, a.commands, row, count)
+                {
+                    self.view.select_command(index);
                 }
             }
         }
@@ -122,12 +119,14 @@ impl App {
             return;
         }
         self.model.commands.remove(index);
-        if self.view.selected == index {
-            self.view.outputs = Default::default();
-            self.view.tree_selected = 0;
+        let selected = self.view.selected;
+        if selected == index {
+            // Its neighbour is another command: nothing of this one's view applies to it.
+            self.view.reset_command_view();
         }
-        if self.view.selected > index || self.view.selected >= self.model.commands.len() {
-            self.view.selected = self.view.selected.saturating_sub(1);
+        if selected > index || selected >= self.model.commands.len() {
+            // The same command one row up, or the neighbour of the last one.
+            self.view.selected = selected.saturating_sub(1);
         }
         self.streams.clear();
     }
@@ -244,7 +243,7 @@ impl App {
         self.content.tree = self.tree_rows();
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
         self.geometry.timeline_rows = areas.map_or(0, |a| {
-            crate::ui::timeline::event_rows(a.timeline, self.model.commands.len())
+            layout::timeline_event_rows(a.timeline, self.model.commands.len())
         });
         if !self.content.tree.is_empty() {
             self.view.tree_selected = self.view.tree_selected.min(self.content.tree.len() - 1);

@@ -21,8 +21,9 @@ use tokio::time::{Instant, sleep_until};
 
 use super::App;
 use super::action::Action;
-use super::keymap::action_for;
+use super::keymap::{Binding, action_for};
 use super::update::Effect;
+use super::view::{FrameContent, ViewState};
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
 use crate::journal::reader::EventTail;
@@ -109,7 +110,12 @@ fn install_panic_hook() {
     }));
 }
 
-pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
+/// Draws one frame from the state: the UI's entry point, handed in by whoever starts the TUI
+/// (the binary gives `tether::ui::draw`), so that the state machine knows nothing of how it
+/// is drawn.
+pub type Draw = fn(&mut ratatui::Frame, &Model, &ViewState, &FrameContent, &[Binding]);
+
+pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         anyhow::bail!(
             "the TUI needs a terminal; for scripts and pipelines use `tether exec -- CMD` (add --json for events)"
@@ -186,7 +192,7 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
     install_panic_hook();
     let guard = TerminalGuard::enter().context("cannot switch the terminal to full screen")?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    let result = runtime.block_on(event_loop(terminal, model, session, watch_over));
+    let result = runtime.block_on(event_loop(terminal, model, session, watch_over, draw));
     drop(guard);
     if !watching {
         eprintln!("tether: session journal in {}", session_dir.display());
@@ -340,8 +346,7 @@ impl Runner {
             Effect::Add(config) => {
                 self.app.model.commands.push(CommandState::new(config));
                 let id = self.app.model.commands.len() - 1;
-                self.app.view.selected = id;
-                self.app.view.outputs = Default::default();
+                self.app.view.select_command(id);
                 self.launch(id);
             }
             Effect::Send(id, message) if self.watch.is_some() => {
@@ -442,6 +447,7 @@ async fn event_loop(
     model: Model,
     session: Option<Session>,
     watch_over: Option<(PathBuf, Option<String>)>,
+    draw: Draw,
 ) -> anyhow::Result<i32> {
     let recorded = model.recorded;
     let (fleet, mut fleet_events) = Fleet::new();
@@ -504,9 +510,8 @@ async fn event_loop(
                 at,
             );
             let app = &runner.app;
-            terminal.draw(|frame| {
-                crate::ui::draw(frame, &app.model, &app.view, &app.content, &app.bindings)
-            })?;
+            terminal
+                .draw(|frame| draw(frame, &app.model, &app.view, &app.content, &app.bindings))?;
             // Output not yet indexed is caught up with over the next frames.
             dirty = runner.app.behind;
             last_draw = Some(now);

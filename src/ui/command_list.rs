@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Row, Table};
 
 use super::{format, pane_block, style};
+use crate::app::layout;
 use crate::app::view::{Pane, ViewState};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Model};
@@ -22,7 +23,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
-    let skip = first_visible(view.selected, area);
+    let skip = layout::first_visible_command(view.selected, area);
     let rows = model.commands.iter().enumerate().skip(skip).map(|(i, c)| {
         let marker = if i == view.selected { "▶" } else { " " };
         let runtime = c
@@ -55,13 +56,6 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     .header(Row::new(vec!["", "NAME", "STATE", "TIME", ""]).style(style::DIM))
     .block(block);
     frame.render_widget(table, area);
-}
-
-/// The first command shown so that the selected one is on screen (border and header take
-/// three rows).
-pub fn first_visible(selected: usize, area: Rect) -> usize {
-    let visible = (area.height.saturating_sub(3) as usize).max(1);
-    selected.saturating_sub(visible - 1)
 }
 
 /// Short tags for what happened to a run beyond its exit status.

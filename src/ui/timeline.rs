@@ -8,27 +8,17 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{format, pane_block, style};
+use crate::app::layout;
 use crate::app::view::{Pane, ViewState};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model, TimelineEntry};
 use crate::protocol::EventKind;
 
-/// Rows of the strip of all commands inside a timeline pane of `inner_height` rows.
-fn strip_rows(inner_height: u16, commands: usize) -> u16 {
-    (commands as u16 + 1).min(inner_height / 2)
-}
-
-/// Rows left for the selected command's events in a timeline pane at `area`.
-pub fn event_rows(area: Rect, commands: usize) -> usize {
-    let inner = area.height.saturating_sub(2);
-    inner.saturating_sub(strip_rows(inner, commands)) as usize
-}
-
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let strip_rows = strip_rows(inner.height, model.commands.len());
+    let strip_rows = layout::strip_rows(inner.height, model.commands.len());
     let [events_area, strip_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(strip_rows)]).areas(inner);
 

@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::layout::{MIN_HEIGHT, MIN_WIDTH};
+use crate::app::layout::{MIN_HEIGHT, MIN_WIDTH};
 
 pub fn draw(frame: &mut Frame, area: Rect, running: usize) {
     let text = vec![

@@ -187,7 +187,7 @@ pub fn update(
                     ));
                 }
                 Action::Restart => {
-                    view.outputs = Default::default();
+                    view.reset_command_view();
                     effects.push(Effect::Launch(selected));
                 }
                 _ => {
@@ -282,13 +282,7 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
     match view.focus {
         Pane::Commands => {
             let last = model.commands.len().saturating_sub(1);
-            let next = step(view.selected, last);
-            if next != view.selected {
-                view.selected = next;
-                view.outputs = Default::default();
-                view.tree_selected = 0;
-                view.timeline_back = 0;
-            }
+            view.select_command(step(view.selected, last));
         }
         Pane::Tree => {
             let last = geometry.tree_processes.len().saturating_sub(1);

@@ -181,3 +181,42 @@ fn a_launched_command_is_named_by_its_program_and_unique() {
         ))]
     );
 }
+
+/// Every way of changing the selected command forgets the last one's scrolling, search,
+/// process selection and timeline position: keys, and a click on the list.
+#[test]
+fn another_command_selected_starts_with_a_fresh_view() {
+    let mut two = model(false, true);
+    two.commands.push(two.commands[0].clone());
+    let scrolled = |view: &mut ViewState| {
+        view.outputs[0].follow = false;
+        view.outputs[0].top = 3;
+        view.outputs[1].search = Some("x".into());
+        view.tree_selected = 1;
+        view.timeline_back = 5;
+    };
+    let fresh = |view: &ViewState| {
+        view.outputs == <[crate::app::view::OutputView; 2]>::default()
+            && view.tree_selected == 0
+            && view.timeline_back == 0
+    };
+
+    let mut view = ViewState::default();
+    scrolled(&mut view);
+    update(&two, &mut view, &geometry(), Action::Down);
+    assert_eq!(view.selected, 1);
+    assert!(fresh(&view), "{view:?}");
+
+    let mut app = crate::app::App::new(two);
+    app.size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    scrolled(&mut app.view);
+    let list = crate::app::layout::areas(app.size, None).unwrap().commands;
+    // The second command's row: below the border and the header.
+    app.handle(Action::ClickAt {
+        column: list.x + 3,
+        row: list.y + 3,
+    });
+    assert_eq!(app.view.selected, 1);
+    assert_eq!(app.view.focus, Pane::Commands);
+    assert!(fresh(&app.view), "{:?}", app.view);
+}
