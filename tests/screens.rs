@@ -480,3 +480,197 @@ fn escaped_mark_survives_a_long_command_line() {
     );
     insta::assert_snapshot!(screen);
 }
+
+/// The rows of the screen that hold `needle`.
+fn rows_with<'s>(screen: &'s str, needle: &str) -> Vec<&'s str> {
+    screen.lines().filter(|l| l.contains(needle)).collect()
+}
+
+/// `tether open` of a finished session: the status bar and the help offer only what works
+/// there (no add, TERM, KILL, stop, restart, signal).
+#[test]
+fn a_read_only_session_offers_only_the_keys_that_apply() {
+    let mut model = model();
+    model.recorded = true;
+    let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
+    let status = screen.lines().last().unwrap();
+    for refused in [" a  add", " t  TERM", " K  KILL", " s  stop", " r  restart"] {
+        assert!(!status.contains(refused), "{refused:?} offered: {status:?}");
+    }
+    assert!(
+        status.contains(" q  quit") && status.contains(" /  search"),
+        "{status:?}"
+    );
+    let help = ViewState {
+        dialog: Some(Dialog::Help),
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 40, &model, &content(), &help);
+    for refused in [
+        "SIGTERM the whole group",
+        "launch a new command",
+        "restart the",
+    ] {
+        assert!(!screen.contains(refused), "help offers {refused:?}");
+    }
+    assert!(screen.contains("nothing here launches or signals"));
+    insta::assert_snapshot!(screen);
+}
+
+/// `tether watch` signals what others run but launches nothing; only there can an ended
+/// command be dismissed.
+#[test]
+fn a_watch_offers_signals_and_dismiss_but_no_launch() {
+    let mut model = model();
+    model.recorded = true;
+    model.controllable = true;
+    let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
+    let status = screen.lines().last().unwrap();
+    assert!(
+        status.contains(" t  TERM") && status.contains(" d  dismiss"),
+        "{status:?}"
+    );
+    assert!(
+        !status.contains(" a  add") && !status.contains(" r  restart"),
+        "{status:?}"
+    );
+    let live = draw(120, 36, &ViewState::default());
+    assert!(!live.lines().last().unwrap().contains("dismiss"));
+}
+
+/// A finished run with nothing recorded: the title does not promise a list above "no
+/// processes".
+#[test]
+fn an_empty_tree_of_a_finished_run_says_only_that() {
+    let mut content = content();
+    content.tree.clear();
+    let view = ViewState {
+        selected: 1,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model(), &content, &view);
+    assert!(!screen.contains("every process seen"), "{screen}");
+    assert!(screen.contains("no processes: the command is not running"));
+    assert!(screen.contains("Process tree: runaway · trap '' TERM; yes "));
+    insta::assert_snapshot!(screen);
+}
+
+/// No commands at all: the panes' titles are whole, not `Process tree:  ──`.
+#[test]
+fn an_empty_session_has_whole_titles() {
+    let mut model = model();
+    model.commands.clear();
+    let screen = draw_with(
+        120,
+        36,
+        &model,
+        &FrameContent::default(),
+        &ViewState::default(),
+    );
+    assert!(screen.contains("╭ Process tree ───"), "{screen}");
+    assert!(!screen.contains("Process tree: "), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+/// A command whose own process is stopped (SIGSTOP) reads `stopped`, not `running`.
+#[test]
+fn a_stopped_command_reads_stopped() {
+    let mut model = model();
+    model.commands[0].observe_state('T');
+    let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
+    assert!(
+        rows_with(&screen, "▶ build")[0].contains("stopped"),
+        "{screen}"
+    );
+}
+
+/// Plurals and words said once: `1 line`, `exit code 0`, one running command is `it`.
+#[test]
+fn counts_and_exits_read_as_english() {
+    let screen = draw(120, 36, &ViewState::default());
+    assert!(screen.contains("stderr · 1 line · 33 B"), "{screen}");
+    let mut model = model();
+    let ok = ExitStatus {
+        code: Some(0),
+        signal: None,
+        core_dumped: false,
+    };
+    model.commands[0].apply(&ev(
+        9_000,
+        EventKind::Exit {
+            pid: 101,
+            status: ok,
+        },
+    ));
+    let timeline = ViewState {
+        focus: Pane::Timeline,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model, &content(), &timeline);
+    assert!(screen.contains("+0:09.000 exit code 0"), "{screen}");
+    assert!(!screen.contains("exit exit"), "{screen}");
+    let quit = ViewState {
+        dialog: Some(Dialog::ConfirmQuit { running: 1 }),
+        ..ViewState::default()
+    };
+    let screen = draw(120, 36, &quit);
+    assert!(screen.contains("1 command is still running."), "{screen}");
+    assert!(
+        screen.contains("Stop it (TERM, grace, KILL) and quit?"),
+        "{screen}"
+    );
+}
+
+/// The watchdog's `T` and its signal next to the exit they caused, not under it.
+#[test]
+fn the_watchdog_mark_is_not_hidden_by_the_exit() {
+    let screen = draw(120, 36, &ViewState::default());
+    let silent = rows_with(&screen, "│silent ")[0];
+    assert!(silent.contains("!T|"), "{silent:?}");
+}
+
+/// At the smallest size the layout takes, states and runtimes are whole.
+#[test]
+fn the_smallest_terminal_cuts_no_state() {
+    let screen = draw(80, 24, &ViewState::default());
+    for (row, state) in [
+        ("▶ build", "running"),
+        ("  runaway", "SIGKILL"),
+        ("  silent", "SIGTERM"),
+    ] {
+        let line = rows_with(&screen, &format!("┃{row} "))[0];
+        assert!(line.contains(&format!("{state} ")), "{line:?}");
+    }
+    assert!(rows_with(&screen, "┃▶ build ")[0].contains("10.0s"));
+    insta::assert_snapshot!(screen);
+}
+
+/// The KILL question offers `y` and `n` only: Enter is not one of its answers.
+#[test]
+fn the_kill_question_offers_no_enter() {
+    let view = ViewState {
+        dialog: Some(Dialog::ConfirmKill { command: 0 }),
+        ..ViewState::default()
+    };
+    let screen = draw(120, 36, &view);
+    let answers = rows_with(&screen, " yes ")[0];
+    assert!(!answers.contains("Enter"), "{answers:?}");
+}
+
+/// `tether watch` before anything runs: no `a` to press, since it launches nothing.
+#[test]
+fn an_empty_watch_does_not_offer_to_launch() {
+    let mut model = model();
+    model.commands.clear();
+    model.recorded = true;
+    model.controllable = true;
+    let screen = draw_with(
+        120,
+        36,
+        &model,
+        &FrameContent::default(),
+        &ViewState::default(),
+    );
+    assert!(screen.contains("No live commands yet"), "{screen}");
+    assert!(!screen.contains(" a  "), "{screen}");
+}

@@ -262,6 +262,11 @@ fn escape_sequences_from_a_command_never_reach_the_terminal() {
     tmux.keys(&env, &["y"]);
     let after = tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
     assert!(after.contains("BEFORE-TETHER-MARKER"), "{after}");
+    // Ended by SIGTERM: 128 + 15, as a shell reports it.
+    tmux.type_line(&env, "echo tether-status=$?");
+    tmux.wait_screen(&env, "the TUI's exit status", |s| {
+        s.contains("tether-status=143")
+    });
     drop(tmux);
     env.finish();
 }
@@ -440,6 +445,11 @@ fn sigterm_to_the_tui_stops_everything_and_restores_the_terminal() {
     procs::signal(tui, nix::sys::signal::Signal::SIGTERM);
     let after = tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
     assert!(after.contains("BEFORE-TETHER-MARKER"), "{after}");
+    // Ended by SIGTERM: 128 + 15, as a shell reports it.
+    tmux.type_line(&env, "echo tether-status=$?");
+    tmux.wait_screen(&env, "the TUI's exit status", |s| {
+        s.contains("tether-status=143")
+    });
     assert!(procs::wait_gone(&all, Duration::from_secs(10)).is_empty());
     for dir in &dirs {
         let events = events(dir);

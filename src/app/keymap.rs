@@ -99,14 +99,16 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::Char('d'), "d", A::Dismiss, "dismiss an ended command"),
         bind(N, K::Char('?'), "?", A::Help, "help"),
         bind(N, K::Char('q'), "q", A::Quit, "quit (asks if commands run)"),
+        bind(KeyContext::Confirm, K::Char('y'), "y", A::Confirm, "yes"),
+        // Enter is the default answer, which only a harmless question has (quit: yes); it
+        // never confirms a SIGKILL.
         bind(
             KeyContext::Confirm,
-            K::Char('y'),
-            "y Enter",
-            A::Confirm,
-            "yes",
+            K::Enter,
+            "Enter",
+            A::Submit,
+            "the default answer",
         ),
-        bind(KeyContext::Confirm, K::Enter, "y Enter", A::Confirm, ""),
         bind(
             KeyContext::Confirm,
             K::Char('n'),
@@ -189,6 +191,15 @@ mod tests {
             Some(Action::Confirm)
         );
         assert_eq!(action_for(&b, KeyContext::Confirm, plain('t')), None);
+        // Enter is the default answer, not a yes: a SIGKILL question has none.
+        assert_eq!(
+            action_for(
+                &b,
+                KeyContext::Confirm,
+                key(KeyCode::Enter, KeyModifiers::NONE)
+            ),
+            Some(Action::Submit)
+        );
         assert_eq!(
             action_for(
                 &b,

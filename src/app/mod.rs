@@ -131,7 +131,18 @@ impl App {
         self.streams.clear();
     }
 
+    /// A new sample of the processes; a command whose own process it shows stopped (state
+    /// `T`) reads `stopped`.
     pub fn set_snapshot(&mut self, snapshot: Snapshot) {
+        for command in &mut self.model.commands {
+            let (Some(broker), Some(pid)) = (command.broker_pid, command.pid) else {
+                continue;
+            };
+            let own = snapshot.trees.get(&broker);
+            if let Some(process) = own.and_then(|tree| tree.iter().find(|p| p.pid == pid)) {
+                command.observe_state(process.state);
+            }
+        }
         self.snapshot = snapshot;
     }
 

@@ -358,9 +358,7 @@ impl Runner {
             }
             Effect::Dismiss(id) if self.app.model.recorded => self.app.remove_command(id),
             Effect::Dismiss(_) => {
-                self.app.view.message = Some(
-                    "dismiss is for `tether watch`; here an ended command stays listed".into(),
-                );
+                self.app.view.message = Some(super::update::NO_DISMISS.into());
             }
             Effect::Send(id, message) => {
                 if !self.fleet.send(id, message) {
@@ -492,6 +490,9 @@ async fn event_loop(
         });
     }
 
+    // The signal that ended the TUI, if one did: its exit status is then 128 + N, as a shell
+    // reports a program that a signal ended.
+    let mut ended_by: Option<i32> = None;
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     let mut watched: Vec<i32> = Vec::new();
@@ -571,9 +572,9 @@ async fn event_loop(
                 runner.app.set_snapshot(snapshot);
                 dirty = true;
             }
-            _ = sigint.recv() => { runner.stop_all(); dirty = true; }
-            _ = sigterm.recv() => { runner.stop_all(); dirty = true; }
-            _ = sighup.recv() => { runner.stop_all(); dirty = true; }
+            _ = sigint.recv() => { ended_by.get_or_insert(libc::SIGINT); runner.stop_all(); dirty = true; }
+            _ = sigterm.recv() => { ended_by.get_or_insert(libc::SIGTERM); runner.stop_all(); dirty = true; }
+            _ = sighup.recv() => { ended_by.get_or_insert(libc::SIGHUP); runner.stop_all(); dirty = true; }
             _ = sleep_until(frame_at), if dirty => {}
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
             Some(text) = watch_replies.recv() => {
@@ -594,5 +595,5 @@ async fn event_loop(
     }
     // Nothing the TUI adopted from a dead broker outlives it.
     runner.fleet.kill_leftovers().await;
-    Ok(0)
+    Ok(ended_by.map_or(0, |signal| 128 + signal))
 }

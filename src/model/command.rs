@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream,
+    CapReason, CommandSpec, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream,
 };
 
 /// Index of a command in the session's list.
@@ -18,6 +18,9 @@ pub enum Status {
     Idle,
     Starting,
     Running,
+    /// Stopped by a signal (SIGSTOP, SIGTSTP): the command's own process is in state `T`, as
+    /// the process sampler last saw it. It runs again on SIGCONT.
+    Stopped,
     /// A stop sequence is under way.
     Stopping,
     Exited(ExitStatus),
@@ -29,7 +32,10 @@ pub enum Status {
 
 impl Status {
     pub fn is_active(self) -> bool {
-        matches!(self, Status::Starting | Status::Running | Status::Stopping)
+        matches!(
+            self,
+            Status::Starting | Status::Running | Status::Stopped | Status::Stopping
+        )
     }
 
     /// A short label for the command list.
@@ -38,6 +44,7 @@ impl Status {
             Status::Idle => "idle".into(),
             Status::Starting => "starting".into(),
             Status::Running => "running".into(),
+            Status::Stopped => "stopped".into(),
             Status::Stopping => "stopping".into(),
             Status::Exited(status) => exit_label(status),
             Status::FailedToStart => "failed".into(),
@@ -59,6 +66,19 @@ pub fn signal_label(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig)
         .map(|s| s.as_str().to_string())
         .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// `word`, in single quotes if a shell would read it as more than one plain word.
+fn shell_quoted(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// One event worth showing on the timeline (everything but output and tree updates).
@@ -215,7 +235,8 @@ impl CommandState {
                     && self.timeline.last().is_some_and(|e| {
                         matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal == "TERM")
                     });
-                if (stop_sequence || signal == "KILL") && self.status == Status::Running {
+                let running = matches!(self.status, Status::Running | Status::Stopped);
+                if (stop_sequence || signal == "KILL") && running {
                     self.status = Status::Stopping;
                 }
             }
@@ -276,6 +297,16 @@ impl CommandState {
             .collect()
     }
 
+    /// What the process sampler saw of the command's own process (its `/proc` state letter):
+    /// `T` is a command stopped by a signal, anything else a running one.
+    pub fn observe_state(&mut self, state: char) {
+        match (self.status, state) {
+            (Status::Running, 'T') => self.status = Status::Stopped,
+            (Status::Stopped, state) if state != 'T' => self.status = Status::Running,
+            _ => {}
+        }
+    }
+
     /// The broker went away; if it never said how the command ended, say so.
     pub fn broker_gone(&mut self, now_ms: u64) {
         if self.status.is_active() {
@@ -292,6 +323,24 @@ impl CommandState {
         self.tree.clear();
     }
 
+    /// The command line as the operator would type it, on one line: a shell command as
+    /// written (its line breaks shown as ` ⏎ `), an argv with the words that need it quoted.
+    pub fn command_line(&self) -> String {
+        match &self.config.command {
+            CommandSpec::Shell(script) => script
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ⏎ "),
+            CommandSpec::Argv(argv) => argv
+                .iter()
+                .map(|word| shell_quoted(word))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
     /// Milliseconds the current run has lasted (up to `now_ms` while it runs).
     pub fn runtime_ms(&self, now_ms: u64) -> Option<u64> {
         let start = self.started_ms?;
@@ -302,7 +351,7 @@ impl CommandState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{CommandSpec, Origin, Scope};
+    use crate::protocol::{Origin, Scope};
 
     fn config() -> CommandConfig {
         CommandConfig::new("t", CommandSpec::Shell("true".into()))
@@ -420,6 +469,60 @@ mod tests {
         c.begin_run("/tmp/y".into(), 5);
         c.apply(&tree(6, vec![entry(10, 2, &[])]));
         assert_eq!(argvs(&c), [""]);
+    }
+
+    #[test]
+    fn a_command_stopped_by_a_signal_reads_stopped_until_it_runs_again() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        c.apply(&ev(
+            2,
+            EventKind::Spawned {
+                pid: 10,
+                pgid: 10,
+                argv: vec![],
+            },
+        ));
+        c.observe_state('S');
+        assert_eq!(c.status, Status::Running);
+        c.observe_state('T');
+        assert_eq!(c.status.label(), "stopped");
+        assert!(c.status.is_active());
+        c.observe_state('R');
+        assert_eq!(c.status, Status::Running);
+        // A stop sequence on a stopped command is a stop like any other.
+        c.observe_state('T');
+        for signal in ["TERM", "CONT"] {
+            c.apply(&ev(
+                3,
+                EventKind::SignalSent {
+                    signal: signal.into(),
+                    scope: Scope::Group,
+                    origin: Origin::Operator,
+                    targets: vec![10],
+                    client: None,
+                },
+            ));
+        }
+        assert_eq!(c.status, Status::Stopping);
+        c.observe_state('T');
+        assert_eq!(c.status, Status::Stopping);
+    }
+
+    #[test]
+    fn a_command_line_reads_as_typed() {
+        let mut c = CommandState::new(CommandConfig::new(
+            "x",
+            CommandSpec::Argv(vec![
+                "grep".into(),
+                "-e".into(),
+                "a b".into(),
+                "it's".into(),
+            ]),
+        ));
+        assert_eq!(c.command_line(), r"grep -e 'a b' 'it'\''s'");
+        c.config.command = CommandSpec::Shell("# build\ncd sub &&\n  make -j2\n".into());
+        assert_eq!(c.command_line(), "# build ⏎ cd sub && ⏎ make -j2");
     }
 
     #[test]

@@ -15,11 +15,18 @@ use crate::model::{CommandState, Model};
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block: Block = pane_block("Commands", view.focus == Pane::Commands);
     if model.commands.is_empty() {
-        let hint = Line::from(vec![
-            Span::raw("No commands. Press "),
-            Span::styled(" a ", style::KEY),
-            Span::raw(" to launch one."),
-        ]);
+        let hint = match (model.recorded, model.controllable) {
+            (false, _) => Line::from(vec![
+                Span::raw("No commands. Press "),
+                Span::styled(" a ", style::KEY),
+                Span::raw(" to launch one."),
+            ]),
+            (true, true) => Line::styled(
+                "No live commands yet: they show up as they start.",
+                style::DIM,
+            ),
+            (true, false) => Line::styled("No commands in this session.", style::DIM),
+        };
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
@@ -43,19 +50,36 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
             row
         }
     });
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(1),
-            Constraint::Min(8),
-            Constraint::Length(9),
-            Constraint::Length(7),
-            Constraint::Min(0),
-        ],
-    )
-    .header(Row::new(vec!["", "NAME", "STATE", "TIME", ""]).style(style::DIM))
-    .block(block);
+    let table = Table::new(rows, widths(model, area.width.saturating_sub(2)))
+        .header(Row::new(vec!["", "NAME", "STATE", "TIME", ""]).style(style::DIM))
+        .block(block);
     frame.render_widget(table, area);
+}
+
+/// Columns for a list `inner` cells wide. The state and the runtime are never cut (`running`
+/// must not read `runnin` at 80×24); the name takes what it needs of the rest, up to all of
+/// it, and the badges what is left.
+fn widths(model: &Model, inner: u16) -> [Constraint; 5] {
+    // "stopping", "exit 127", "SIGKILL"; "10.0s", "1m23s", "2h05m".
+    const STATE: u16 = 8;
+    const TIME: u16 = 5;
+    // The marker, and one column between each two.
+    let rest = inner.saturating_sub(1 + STATE + TIME + 4);
+    let longest = model
+        .commands
+        .iter()
+        .map(|c| format::text_width(&one_line(&c.config.name)))
+        .max()
+        .unwrap_or(0)
+        .max(4) as u16;
+    let name = longest.min(rest);
+    [
+        Constraint::Length(1),
+        Constraint::Length(name),
+        Constraint::Length(STATE),
+        Constraint::Length(TIME),
+        Constraint::Length(rest - name),
+    ]
 }
 
 /// Short tags for what happened to a run beyond its exit status.

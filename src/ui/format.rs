@@ -1,6 +1,12 @@
 //! Numbers, times and text cut to size as the screen shows them.
 
-use crate::model::output::{char_width, text_width};
+use crate::model::output::char_width;
+pub use crate::model::output::text_width;
+
+/// `1 line`, `2 lines`: a count with its noun in the number it needs.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
 
 /// `850ms`, `4.2s`, `1m23s`, `2h05m`.
 pub fn duration_ms(ms: u64) -> String {
@@ -77,6 +83,9 @@ mod tests {
         assert_eq!(compact_bytes(1536 * 1024), "1.5M");
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(count(1, "line", "lines"), "1 line");
+        assert_eq!(count(0, "line", "lines"), "0 lines");
+        assert_eq!(count(2, "process", "processes"), "2 processes");
     }
 
     #[test]

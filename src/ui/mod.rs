@@ -68,7 +68,7 @@ fn draw_screen(
     if areas.timeline.width > 0 {
         timeline::draw(frame, areas.timeline, model, view, content.now_ms);
     }
-    status_bar::draw(frame, areas.status, view);
+    status_bar::draw(frame, areas.status, model, view);
     draw_dialog(frame, size, model, view, bindings);
 }
 
@@ -80,7 +80,7 @@ fn draw_dialog(
     bindings: &[Binding],
 ) {
     match &view.dialog {
-        Some(Dialog::Help) => help::draw(frame, size, bindings),
+        Some(Dialog::Help) => help::draw(frame, size, model, bindings),
         Some(dialog) => dialog::draw(frame, size, model, dialog),
         None => {}
     }

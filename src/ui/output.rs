@@ -20,8 +20,8 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lin
         Stream::Stderr => "stderr",
     };
     let mut title = format!(
-        "{name} · {} lines · {}",
-        lines.total,
+        "{name} · {} · {}",
+        super::format::count(lines.total, "line", "lines"),
         format_size(lines.bytes)
     );
     title.push_str(if state.follow {

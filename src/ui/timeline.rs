@@ -105,8 +105,12 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             format!("silent {}", format::duration_ms(*silent_ms)),
             Color::Yellow,
         ),
+        // The kind already says `exit`: `exit code 0`, `exit SIGKILL`.
         EventKind::Exit { status, .. } => (
-            crate::model::command::exit_label(*status),
+            match status.code {
+                Some(code) => format!("code {code}"),
+                None => crate::model::command::exit_label(*status),
+            },
             if status.code == Some(0) {
                 Color::Blue
             } else {
@@ -206,15 +210,29 @@ fn bar(
             *cell = ('▪', Color::Green);
         }
     }
-    for (ts, marker) in &c.markers {
-        let mark = match marker {
-            Marker::Signal => ('!', Color::Magenta),
-            Marker::Timeout => ('T', Color::Yellow),
-            Marker::Exit => ('|', Color::Blue),
-            Marker::Failure => ('x', Color::Red),
-        };
-        if let Some(cell) = cells.get_mut(column(*ts)) {
-            *cell = mark;
+    // Markers that fall in one column would hide each other: the end of the run keeps its
+    // column, and each other marker takes the nearest free one before it (else after it), so
+    // a watchdog's `T` and its signal stay in sight next to the exit they caused.
+    let mut marked = vec![false; width];
+    for rank in [
+        Marker::Exit,
+        Marker::Failure,
+        Marker::Timeout,
+        Marker::Signal,
+    ] {
+        for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
+            let mark = match marker {
+                Marker::Signal => ('!', Color::Magenta),
+                Marker::Timeout => ('T', Color::Yellow),
+                Marker::Exit => ('|', Color::Blue),
+                Marker::Failure => ('x', Color::Red),
+            };
+            let at = column(*ts).min(width - 1);
+            let free = (0..=at).rev().chain(at + 1..width).find(|&i| !marked[i]);
+            if let Some(i) = free {
+                marked[i] = true;
+                cells[i] = mark;
+            }
         }
     }
     let mut spans: Vec<(String, Color)> = Vec::new();
@@ -233,7 +251,41 @@ fn bar(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{CapReason, CappedKind, Stream};
+    use crate::protocol::{CapReason, CappedKind, ExitStatus, Stream};
+
+    #[test]
+    fn an_exit_says_exit_once() {
+        let (text, _) = describe(&EventKind::Exit {
+            pid: 1,
+            status: ExitStatus {
+                code: Some(0),
+                signal: None,
+                core_dumped: false,
+            },
+        });
+        assert_eq!(text, "code 0");
+    }
+
+    #[test]
+    fn markers_in_one_column_all_stay_in_sight() {
+        let mut c = CommandState::new(crate::config::CommandConfig::new(
+            "silent",
+            crate::protocol::CommandSpec::Shell("sleep 9".into()),
+        ));
+        c.begin_run("/nonexistent".into(), 0);
+        c.ended_ms = Some(5_010);
+        c.markers = vec![
+            (5_000, Marker::Timeout),
+            (5_001, Marker::Signal),
+            (5_010, Marker::Exit),
+        ];
+        let column = |ts: u64| (ts / 1000) as usize;
+        let text: String = bar(&c, 8, 6_000, &column)
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(text, "───!T|  ");
+    }
 
     #[test]
     fn events_capped_stands_out_as_output_capped_does() {

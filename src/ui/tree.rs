@@ -9,8 +9,8 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{format, pane_block, style};
 use crate::app::view::{FrameContent, Pane, ViewState};
-use crate::model::Model;
 use crate::model::output::one_line;
+use crate::model::{CommandState, Model};
 
 pub fn draw(
     frame: &mut Frame,
@@ -21,15 +21,7 @@ pub fn draw(
 ) {
     let focused = view.focus == Pane::Tree;
     let command = model.commands.get(view.selected);
-    let name = command.map_or("", |c| c.config.name.as_str());
-    // Once a run is over, the pane lists every process its broker saw during it.
-    let over = command.is_some_and(|c| !c.status.is_active());
-    let title = if over {
-        format!("Process tree: {name} · every process seen during the run")
-    } else {
-        format!("Process tree: {name}")
-    };
-    let block = pane_block(&title, focused);
+    let block = pane_block(&title(command, !content.tree.is_empty()), focused);
     let run_start = command.and_then(|c| c.started_ms).unwrap_or(0);
     if content.tree.is_empty() {
         let text = match model.commands.get(view.selected) {
@@ -107,4 +99,24 @@ pub fn draw(
     .header(Row::new(vec!["PID", "S", "CPU%", "RSS", "AGE", "COMMAND"]).style(style::DIM))
     .block(block);
     frame.render_widget(table, area);
+}
+
+/// `Process tree: NAME · COMMAND LINE`, so that the whole command the name stands for can be
+/// read (zoom the pane for the widest view); once a run is over and the pane lists what the
+/// broker saw, it says so.
+fn title(command: Option<&CommandState>, listed: bool) -> String {
+    let Some(command) = command else {
+        return "Process tree".into();
+    };
+    let name = &command.config.name;
+    let line = command.command_line();
+    let mut title = format!("Process tree: {name}");
+    // Before the command line, which the border may cut.
+    if listed && !command.status.is_active() {
+        title.push_str(" · every process seen during the run");
+    }
+    if !line.is_empty() && line != *name {
+        title.push_str(&format!(" · {line}"));
+    }
+    title
 }

@@ -11,6 +11,7 @@ pub const READ_ONLY: &str =
     "a recorded session is read-only: run `tether` to launch and signal commands";
 pub const NO_LAUNCH: &str =
     "these commands were started elsewhere: signal them here, launch new ones with `tether run`";
+pub const NO_DISMISS: &str = "dismiss is for `tether watch`; here an ended command stays listed";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -28,6 +29,24 @@ pub enum Effect {
     /// Stop everything still running, then leave.
     StopAllAndQuit,
     Quit,
+}
+
+/// Why this screen refuses `action`, if it does: a recorded session launches nothing, and
+/// signals only what another tether runs and can be reached through its control socket; only
+/// `tether watch` takes ended commands off its list. The status bar and the help offer only
+/// the keys this lets through.
+pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
+    let launches = matches!(action, Action::Restart | Action::NewCommand);
+    let signals = matches!(
+        action,
+        Action::Term | Action::Kill | Action::Stop | Action::SignalProcess
+    );
+    match (model.recorded, model.controllable) {
+        (true, true) if launches => Some(NO_LAUNCH),
+        (true, false) if launches || signals => Some(READ_ONLY),
+        (false, _) if *action == Action::Dismiss => Some(NO_DISMISS),
+        _ => None,
+    }
 }
 
 /// What the update needs from the last frame: sizes, and the process selected in the tree.
@@ -54,25 +73,8 @@ pub fn update(
     let selected = view.selected;
     let command = model.commands.get(selected);
     let mut effects = Vec::new();
-    let acts = matches!(
-        action,
-        Action::Term
-            | Action::Kill
-            | Action::Stop
-            | Action::Restart
-            | Action::NewCommand
-            | Action::SignalProcess
-    );
-    let launches = matches!(action, Action::Restart | Action::NewCommand);
-    if model.recorded && (launches || (acts && !model.controllable)) {
-        view.message = Some(
-            if model.controllable {
-                NO_LAUNCH
-            } else {
-                READ_ONLY
-            }
-            .into(),
-        );
+    if let Some(reason) = refusal(model, &action) {
+        view.message = Some(reason.into());
         return effects;
     }
     match action {
@@ -330,11 +332,19 @@ fn update_dialog(
                 view.message = Some(format!("SIGKILL sent to {}", c.config.name));
             }
         }
-        (Dialog::ConfirmQuit { .. }, Action::Confirm) => {
+        (Dialog::ConfirmQuit { .. }, Action::Confirm | Action::Submit) => {
             view.dialog = None;
             view.quitting = true;
-            view.message = Some(format!("stopping {} command(s)…", model.running()));
+            let running = model.running();
+            view.message = Some(format!(
+                "stopping {running} command{}…",
+                if running == 1 { "" } else { "s" }
+            ));
             effects.push(Effect::StopAllAndQuit);
+        }
+        (dialog @ Dialog::ConfirmKill { .. }, Action::Submit) => {
+            view.dialog = Some(dialog);
+            view.message = Some("y sends SIGKILL, n or Esc cancels".into());
         }
         (mut dialog, Action::Paste(text)) => {
             if let Some(input) = input_of(&mut dialog) {

@@ -220,3 +220,51 @@ fn another_command_selected_starts_with_a_fresh_view() {
     assert_eq!(app.view.focus, Pane::Commands);
     assert!(fresh(&app.view), "{:?}", app.view);
 }
+
+#[test]
+fn enter_answers_quit_but_never_confirms_a_kill() {
+    let model = model(false, true);
+    let mut view = ViewState::default();
+    update(&model, &mut view, &geometry(), Action::Kill);
+    assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
+    // Enter is what the keymap makes of the Enter key in a question.
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert!(effects.is_empty(), "Enter sent {effects:?}");
+    assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
+    let effects = update(&model, &mut view, &geometry(), Action::Confirm);
+    assert_eq!(effects, [Effect::Send(0, signal("KILL"))]);
+
+    let mut view = ViewState::default();
+    update(&model, &mut view, &geometry(), Action::Quit);
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(effects, [Effect::StopAllAndQuit]);
+    assert_eq!(view.message.as_deref(), Some("stopping 1 command…"));
+}
+
+#[test]
+fn what_a_screen_refuses_is_what_its_keys_leave_out() {
+    let live = model(false, true);
+    let recorded = model(true, true);
+    let mut watched = model(true, true);
+    watched.controllable = true;
+    for action in [
+        Action::Term,
+        Action::Kill,
+        Action::Stop,
+        Action::SignalProcess,
+    ] {
+        assert_eq!(refusal(&live, &action), None);
+        assert_eq!(refusal(&recorded, &action), Some(READ_ONLY));
+        assert_eq!(refusal(&watched, &action), None);
+    }
+    for action in [Action::NewCommand, Action::Restart] {
+        assert_eq!(refusal(&live, &action), None);
+        assert_eq!(refusal(&recorded, &action), Some(READ_ONLY));
+        assert_eq!(refusal(&watched, &action), Some(NO_LAUNCH));
+    }
+    assert_eq!(refusal(&live, &Action::Dismiss), Some(NO_DISMISS));
+    assert_eq!(refusal(&watched, &Action::Dismiss), None);
+    for action in [Action::Quit, Action::Help, Action::Search, Action::Zoom] {
+        assert_eq!(refusal(&recorded, &action), None);
+    }
+}
