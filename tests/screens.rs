@@ -674,3 +674,67 @@ fn an_empty_watch_does_not_offer_to_launch() {
     assert!(screen.contains("No live commands yet"), "{screen}");
     assert!(!screen.contains(" a  "), "{screen}");
 }
+
+/// `orphans:N` counts processes that escaped the command's group, not one re-parented to
+/// the broker when the shell that started it ended; the timeline says which is which.
+#[test]
+fn the_orphans_badge_counts_escapees_and_the_timeline_names_them() {
+    let mut model = model();
+    let entry = |pid: i32, pgid: i32, argv: &str| tether::protocol::ProcessEntry {
+        pid,
+        ppid: 200,
+        pgid,
+        argv: argv.split(' ').map(String::from).collect(),
+        start_ms: T0 + 10,
+        escaped: pgid != 201,
+    };
+    let killed = ExitStatus {
+        code: None,
+        signal: Some(9),
+        core_dumped: false,
+    };
+    let runaway = &mut model.commands[1];
+    runaway.apply(&ev(
+        20,
+        EventKind::Tree {
+            processes: vec![
+                entry(201, 201, "sh -c trap"),
+                entry(202, 201, "python3 -m http.server"),
+                entry(203, 203, "setsid sleep 1000"),
+            ],
+        },
+    ));
+    for (pid, escaped) in [(202, Some(false)), (203, Some(true))] {
+        runaway.apply(&ev(
+            6_015,
+            EventKind::OrphanReaped {
+                pid,
+                status: killed,
+                escaped,
+            },
+        ));
+    }
+    let view = ViewState {
+        selected: 1,
+        focus: Pane::Timeline,
+        zoom: true,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 30, &model, &content(), &view);
+    assert!(
+        screen.contains("orphan_reaped pid 203 escaped, SIGKILL: setsid sleep 1000"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("orphan_reaped pid 202 re-parented, SIGKILL: python3 -m http.server"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+    let zoomed_list = ViewState {
+        zoom: true,
+        ..ViewState::default()
+    };
+    let list = draw_with(120, 36, &model, &content(), &zoomed_list);
+    let row = rows_with(&list, "  runaway ")[0];
+    assert!(row.contains("orphans:1 "), "{row:?}");
+}

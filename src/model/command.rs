@@ -122,7 +122,10 @@ pub struct CommandState {
     seen_at: HashMap<(i32, u64), usize>,
     pub response_timeout: bool,
     pub parent_lost: Option<ParentLossCause>,
-    pub orphans_reaped: u32,
+    /// Processes reaped after escaping the command's group or session (setsid, double fork
+    /// into another group): what `orphans:N` counts. A process merely re-parented to the
+    /// broker when its parent ended is reaped too, but is no escapee.
+    pub escapees_reaped: u32,
     pub hard_killed: bool,
     /// A message for the operator: a spawn error, a broker failure, a fallback taken.
     pub notice: Option<String>,
@@ -150,7 +153,7 @@ impl CommandState {
             seen_at: HashMap::new(),
             response_timeout: false,
             parent_lost: None,
-            orphans_reaped: 0,
+            escapees_reaped: 0,
             hard_killed: false,
             notice: None,
             activity: Vec::new(),
@@ -241,7 +244,11 @@ impl CommandState {
                 }
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
-            EventKind::OrphanReaped { .. } => self.orphans_reaped += 1,
+            EventKind::OrphanReaped { pid, escaped, .. } => {
+                if self.reaped_escapee(*pid, *escaped) {
+                    self.escapees_reaped += 1;
+                }
+            }
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
             EventKind::ParentUnresponsive { .. }
@@ -305,6 +312,17 @@ impl CommandState {
             (Status::Stopped, state) if state != 'T' => self.status = Status::Running,
             _ => {}
         }
+    }
+
+    /// Whether a reaped orphan had escaped, by the broker's word (`escaped`) or, in a journal
+    /// written before the broker said, by the tree events that recorded it.
+    pub fn reaped_escapee(&self, pid: i32, escaped: Option<bool>) -> bool {
+        escaped.unwrap_or_else(|| self.seen_process(pid).is_some_and(|p| p.escaped))
+    }
+
+    /// The latest process of this run's tree with `pid`, as the broker recorded it.
+    pub fn seen_process(&self, pid: i32) -> Option<&ProcessEntry> {
+        self.seen.iter().rev().find(|p| p.pid == pid)
     }
 
     /// The broker went away; if it never said how the command ended, say so.
@@ -523,6 +541,49 @@ mod tests {
         assert_eq!(c.command_line(), r"grep -e 'a b' 'it'\''s'");
         c.config.command = CommandSpec::Shell("# build\ncd sub &&\n  make -j2\n".into());
         assert_eq!(c.command_line(), "# build ⏎ cd sub && ⏎ make -j2");
+    }
+
+    #[test]
+    fn only_reaped_escapees_count_as_orphans() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        let escapee = ProcessEntry {
+            escaped: true,
+            ..entry(12, 2, &["setsid", "sleep", "9"])
+        };
+        c.apply(&tree(
+            2,
+            vec![entry(10, 2, &["sh"]), entry(11, 2, &["python3"]), escapee],
+        ));
+        let status = ExitStatus {
+            code: None,
+            signal: Some(15),
+            core_dumped: false,
+        };
+        let reaped = |pid, escaped| {
+            ev(
+                3,
+                EventKind::OrphanReaped {
+                    pid,
+                    status,
+                    escaped,
+                },
+            )
+        };
+        // python3, re-parented when sh ended, then the escapee: the broker says which.
+        c.apply(&reaped(11, Some(false)));
+        c.apply(&reaped(12, Some(true)));
+        assert_eq!(c.escapees_reaped, 1);
+        // A journal from before the broker said: the tree events did.
+        c.apply(&reaped(11, None));
+        c.apply(&reaped(12, None));
+        c.apply(&reaped(99, None));
+        assert_eq!(c.escapees_reaped, 2);
+        assert_eq!(
+            c.timeline.len(),
+            5,
+            "every reaped orphan is on the timeline"
+        );
     }
 
     #[test]

@@ -98,8 +98,8 @@ pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
     if c.parent_lost.is_some() {
         push("parent-lost".into(), Color::Red);
     }
-    if c.orphans_reaped > 0 {
-        push(format!("orphans:{}", c.orphans_reaped), Color::Magenta);
+    if c.escapees_reaped > 0 {
+        push(format!("orphans:{}", c.escapees_reaped), Color::Magenta);
     }
     if c.capped.iter().any(Option::is_some) {
         push("capped".into(), Color::Yellow);

@@ -12,7 +12,7 @@ use crate::app::layout;
 use crate::app::view::{Pane, ViewState};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model, TimelineEntry};
-use crate::protocol::EventKind;
+use crate::protocol::{EventKind, ExitStatus};
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
@@ -37,7 +37,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     let start = end.saturating_sub(height);
     let mut lines: Vec<Line> = entries[start..end]
         .iter()
-        .map(|e| entry_line(e, model.started_ms))
+        .map(|e| entry_line(command, e, model.started_ms))
         .collect();
     if let Some(notice) = notice {
         lines.resize(height, Line::raw(""));
@@ -49,12 +49,19 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     }
 }
 
-fn entry_line(entry: &TimelineEntry, session_start: u64) -> Line<'static> {
+fn entry_line(command: &CommandState, entry: &TimelineEntry, session_start: u64) -> Line<'static> {
     let time = Span::styled(
         format::offset_ms(entry.ts_ms.saturating_sub(session_start)),
         style::DIM,
     );
-    let (text, color) = describe(&entry.kind);
+    let (text, color) = match &entry.kind {
+        EventKind::OrphanReaped {
+            pid,
+            status,
+            escaped,
+        } => orphan(command, *pid, *status, *escaped),
+        kind => describe(kind),
+    };
     Line::from(vec![
         time,
         Span::raw(" "),
@@ -96,7 +103,7 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             format!("after {}", format::duration_ms(*after_ms)),
             Color::Red,
         ),
-        EventKind::OrphanReaped { pid, status } => (
+        EventKind::OrphanReaped { pid, status, .. } => (
             format!("pid {pid} {}", crate::model::command::exit_label(*status)),
             Color::Magenta,
         ),
@@ -134,6 +141,31 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
         EventKind::Output { .. } | EventKind::Tree { .. } | EventKind::Pong => {
             (String::new(), Color::DarkGray)
         }
+    }
+}
+
+/// A reaped orphan: which process (its pid and command line), and whether it had escaped
+/// the command's group (what the `orphans:N` badge counts) or was only re-parented to the
+/// broker when its parent ended.
+fn orphan(
+    command: &CommandState,
+    pid: i32,
+    status: ExitStatus,
+    escaped: Option<bool>,
+) -> (String, Color) {
+    let how = crate::model::command::exit_label(status);
+    let argv = command
+        .seen_process(pid)
+        .map(|p| p.argv.join(" "))
+        .filter(|argv| !argv.is_empty())
+        .map_or_else(String::new, |argv| format!(": {argv}"));
+    if command.reaped_escapee(pid, escaped) {
+        (format!("pid {pid} escaped, {how}{argv}"), Color::Magenta)
+    } else {
+        (
+            format!("pid {pid} re-parented, {how}{argv}"),
+            Color::DarkGray,
+        )
     }
 }
 
@@ -251,7 +283,7 @@ fn bar(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{CapReason, CappedKind, ExitStatus, Stream};
+    use crate::protocol::{CapReason, CappedKind, Stream};
 
     #[test]
     fn an_exit_says_exit_once() {
