@@ -738,3 +738,61 @@ fn the_orphans_badge_counts_escapees_and_the_timeline_names_them() {
     let row = rows_with(&list, "  runaway ")[0];
     assert!(row.contains("orphans:1 "), "{row:?}");
 }
+
+/// Emoji sequences are measured and cut by grapheme cluster, as the terminal draws them: a
+/// skin tone stays with its thumb where a line wraps or a name is cut, a family of ZWJ
+/// sequences and a flag each take one cell two columns wide.
+#[test]
+fn emoji_sequences_keep_their_modifiers() {
+    let raw = format!("{}👍🏽 and 👨\u{200d}👩\u{200d}👧 and 🇺🇸", "x".repeat(76));
+    let rows = tether::model::output::wrap(&render_line(raw.as_bytes()), 78);
+    let mut content = content();
+    content.outputs[0] = PaneLines {
+        first: 0,
+        numbers: vec![0; rows.len()],
+        lines: rows,
+        total: 1,
+        bytes: raw.len() as u64 + 1,
+    };
+    let view = ViewState {
+        focus: Pane::Stdout,
+        zoom: true,
+        wrap: true,
+        ..ViewState::default()
+    };
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let keys = bindings();
+    terminal
+        .draw(|frame| tether::ui::draw(frame, &model(), &view, &content, &keys))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    // The thumb and its skin tone share the last two columns of the first row.
+    assert_eq!(buffer[(77, 1)].symbol(), "👍🏽");
+    let second: Vec<&str> = (1..12).map(|x| buffer[(x, 2)].symbol()).collect();
+    assert_eq!(
+        second,
+        [
+            " ",
+            "a",
+            "n",
+            "d",
+            " ",
+            "👨\u{200d}👩\u{200d}👧",
+            " ",
+            " ",
+            "a",
+            "n",
+            "d"
+        ],
+        "{second:?}"
+    );
+    assert_eq!(buffer[(13, 2)].symbol(), "🇺🇸");
+    // A name cut to its column keeps its cluster whole, or drops it whole.
+    let mut model = model();
+    model.commands[0].config.name = "ok👍🏽👍🏽👍🏽".into();
+    let screen = draw_with(120, 36, &model, &content, &ViewState::default());
+    assert!(
+        !screen.contains("👍\u{2026}") && !screen.contains("🏽🏽"),
+        "{screen}"
+    );
+}

@@ -1,7 +1,7 @@
 //! Numbers, times and text cut to size as the screen shows them.
 
-use crate::model::output::char_width;
 pub use crate::model::output::text_width;
+use crate::model::output::width_clusters;
 
 /// `1 line`, `2 lines`: a count with its noun in the number it needs.
 pub fn count(n: usize, one: &str, many: &str) -> String {
@@ -40,19 +40,20 @@ pub fn compact_bytes(bytes: u64) -> String {
 }
 
 /// Cuts `text` to at most `width` columns, ending in `…` when cut. Columns, not characters:
-/// a wide character takes two and a combining mark none, as on screen.
+/// a wide character takes two and a combining mark none, as on screen; a cluster (an emoji
+/// with its skin tone, a flag) stays whole or goes.
 pub fn truncate(text: &str, width: usize) -> String {
     if text_width(text) <= width {
         return text.to_string();
     }
     let mut out = String::new();
     let mut used = 0;
-    for c in text.chars() {
-        used += char_width(c);
+    for (cluster, w) in width_clusters(text) {
+        used += w;
         if used > width.saturating_sub(1) {
             break;
         }
-        out.push(c);
+        out.push_str(cluster);
     }
     if width > 0 {
         out.push('…');
@@ -98,5 +99,8 @@ mod tests {
         assert_eq!(fit("中文字幕", 4), "中… ");
         // A mark on the last character kept stays with it; it takes no column.
         assert_eq!(fit("e\u{301}", 3), "e\u{301}  ");
+        // A skin tone is not cut from its thumb.
+        assert_eq!(truncate("ab👍🏽cd", 4), "ab…");
+        assert_eq!(truncate("ab👍🏽cd", 5), "ab👍🏽…");
     }
 }
