@@ -796,3 +796,35 @@ fn emoji_sequences_keep_their_modifiers() {
         "{screen}"
     );
 }
+
+/// Wrap off, scrolled sideways: the lines from the column scrolled to, the match found off
+/// to the right in sight and highlighted, and the title saying where the view starts.
+#[test]
+fn an_output_scrolled_sideways_shows_the_match_off_to_the_right() {
+    let long = format!("{}needle at column 101{}", "x".repeat(100), "y".repeat(60));
+    let raw: Vec<&[u8]> = vec![b"short line", long.as_bytes(), b"another short one"];
+    let mut content = content();
+    content.outputs[0] = PaneLines {
+        first: 0,
+        lines: raw.iter().map(|l| render_line(l)).collect(),
+        numbers: Vec::new(),
+        total: raw.len(),
+        bytes: raw.iter().map(|l| l.len() as u64 + 1).sum(),
+    };
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    view.outputs[0].follow = false;
+    view.outputs[0].search = Some("needle".into());
+    view.outputs[0].matched = Some(1);
+    view.outputs[0].left = 75;
+    let screen = draw_with(120, 36, &model(), &content, &view);
+    let row = rows_with(&screen, "needle at column 101")[0];
+    assert!(row.contains("┃xxxxxxxxxxxxxxxxxxxxxxxxxneedle"), "{row:?}");
+    assert!(
+        screen.contains("stdout · 3 lines · 210 B · paused · from column 76"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}

@@ -19,7 +19,7 @@ use self::action::Action;
 use self::keymap::{Binding, KeyContext};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
-use crate::model::output::{StreamFile, StyledLine};
+use crate::model::output::{StreamFile, StyledLine, plain_text, text_width};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
@@ -176,11 +176,21 @@ impl App {
         };
         match found {
             Ok(Some(line)) => {
+                // Where on its line the match is, to scroll it into sight sideways.
+                let column = match file.lines(line..line + 1) {
+                    Ok(lines) => lines.first().and_then(|l| match_columns(l, &needle)),
+                    Err(_) => None,
+                };
                 let rows = self.geometry.output_rows[i];
+                let cols = self.geometry.output_cols[i];
+                let wrap = self.view.wrap;
                 let view = &mut self.view.outputs[i];
                 view.matched = Some(line);
                 view.follow = false;
                 view.top = line.saturating_sub(rows / 2);
+                if let (Some((start, end)), false) = (column, wrap) {
+                    view.left = left_to_show(view.left, cols, start, end);
+                }
             }
             Ok(None) => {
                 self.view.message = Some(format!(
@@ -225,6 +235,8 @@ impl App {
         self.streams.retain(|key, _| Some(*key) == current);
         let mut outputs: [PaneLines; 2] = Default::default();
         let mut rows_of = [0usize; 2];
+        let mut cols_of = [0usize; 2];
+        let mut widest = [0usize; 2];
         let mut totals = [0usize; 2];
         let views = self.view.outputs.clone();
         let mut behind = false;
@@ -242,14 +254,18 @@ impl App {
                 let rows = area.height.saturating_sub(2) as usize;
                 let width = area.width.saturating_sub(2) as usize;
                 rows_of[i] = rows;
+                cols_of[i] = width;
                 totals[i] = file.line_count();
                 outputs[i] = visible_lines(file, &views[i], rows, width, wrap);
                 outputs[i].bytes = file.len();
+                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0);
             }
         }
         self.content.outputs = outputs;
         self.behind = behind;
         self.geometry.output_rows = rows_of;
+        self.geometry.output_cols = cols_of;
+        self.geometry.widest = widest;
         self.geometry.total_lines = totals;
         self.content.tree = self.tree_rows();
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
@@ -334,6 +350,35 @@ fn recorded_tree(
         }))
         .collect();
     build_tree(broker, &processes, group)
+}
+
+/// Columns a rendered line takes.
+fn line_width(line: &StyledLine) -> usize {
+    line.iter().map(|span| text_width(&span.text)).sum()
+}
+
+/// The columns (from, to) of the first match of `needle` in `line`, compared as search
+/// compares (ignoring ASCII case).
+fn match_columns(line: &StyledLine, needle: &str) -> Option<(usize, usize)> {
+    let text = plain_text(line).to_ascii_lowercase();
+    let at = text.find(&needle.to_ascii_lowercase())?;
+    let start = text_width(&text[..at]);
+    Some((start, start + text_width(&text[at..at + needle.len()])))
+}
+
+/// The first column to show so that columns `start..end` are in a pane `cols` wide that
+/// now shows from `left`: unchanged if they are in sight already, else with the match a
+/// third of the way in (at the left edge, for a match wider than that leaves).
+fn left_to_show(left: usize, cols: usize, start: usize, end: usize) -> usize {
+    if start >= left && end <= left + cols {
+        return left;
+    }
+    let context = cols / 3;
+    if end - start + context <= cols {
+        start.saturating_sub(context)
+    } else {
+        start
+    }
 }
 
 /// The rows an output pane shows: the end when following, else from its top line; with

@@ -50,6 +50,8 @@ pub struct OutputView {
     pub search: Option<String>,
     /// The line of the current match.
     pub matched: Option<usize>,
+    /// Columns scrolled to the right, when long lines are not wrapped.
+    pub left: usize,
 }
 
 impl Default for OutputView {
@@ -59,6 +61,7 @@ impl Default for OutputView {
             top: 0,
             search: None,
             matched: None,
+            left: 0,
         }
     }
 }

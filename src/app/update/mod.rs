@@ -57,6 +57,9 @@ pub struct Geometry {
     /// Rows of the timeline's event list.
     pub timeline_rows: usize,
     pub total_lines: [usize; 2],
+    /// Columns inside each output pane, and the widest line on screen in each.
+    pub output_cols: [usize; 2],
+    pub widest: [usize; 2],
     /// pid and command line of each tree row; `None` for the broker's own row.
     pub tree_processes: Vec<Option<(i32, String)>>,
 }
@@ -107,6 +110,9 @@ pub fn update(
             } else {
                 move_in_focus(model, view, geometry, i64::MAX / 2);
             }
+        }
+        Action::ScrollLeft | Action::ScrollRight | Action::LineStart | Action::LineEnd => {
+            scroll_sideways(view, geometry, &action)
         }
         Action::FocusNext | Action::FocusPrev => {
             let i = Pane::ORDER
@@ -268,6 +274,31 @@ fn stream_name(stream: Stream) -> &'static str {
 /// The output pane an action about output applies to: the focused one, else stdout.
 fn focused_stream(view: &ViewState) -> Stream {
     view.focus.stream().unwrap_or(Stream::Stdout)
+}
+
+/// Scrolls the focused output pane sideways: a quarter of the pane at a time (8 columns at
+/// least), to the start, or to where its widest line on screen ends. With wrapping on every
+/// line is whole already.
+fn scroll_sideways(view: &mut ViewState, geometry: &Geometry, action: &Action) {
+    let Some(stream) = view.focus.stream() else {
+        view.message = Some("← → h l 0 $ scroll an output pane (Tab to one)".into());
+        return;
+    };
+    if view.wrap {
+        view.message = Some("wrap is on: every line is whole (w turns it off)".into());
+        return;
+    }
+    let i = stream as usize;
+    let cols = geometry.output_cols[i];
+    let last = geometry.widest[i].saturating_sub(cols);
+    let step = (cols / 4).max(8);
+    let out = &mut view.outputs[i];
+    out.left = match action {
+        Action::ScrollLeft => out.left.saturating_sub(step),
+        Action::ScrollRight => (out.left + step).min(last.max(out.left)),
+        Action::LineEnd => last,
+        _ => 0,
+    };
 }
 
 fn page_size(focus: Pane, geometry: &Geometry) -> usize {

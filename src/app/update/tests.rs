@@ -40,6 +40,8 @@ fn geometry() -> Geometry {
         tree_rows: 5,
         timeline_rows: 10,
         total_lines: [100, 0],
+        output_cols: [20, 20],
+        widest: [100, 0],
         tree_processes: vec![None, Some((8, "sleep 1".into()))],
     }
 }
@@ -267,4 +269,57 @@ fn what_a_screen_refuses_is_what_its_keys_leave_out() {
     for action in [Action::Quit, Action::Help, Action::Search, Action::Zoom] {
         assert_eq!(refusal(&recorded, &action), None);
     }
+}
+
+#[test]
+fn long_lines_scroll_sideways_as_far_as_the_widest_on_screen() {
+    let model = model(false, true);
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    let mut press = |view: &mut ViewState, action| {
+        update(&model, view, &geometry(), action);
+        view.outputs[0].left
+    };
+    // A quarter of a 20-column pane is less than 8 columns: 8 at a time.
+    assert_eq!(press(&mut view, Action::ScrollRight), 8);
+    assert_eq!(
+        press(&mut view, Action::LineEnd),
+        80,
+        "100 columns in a 20-column pane"
+    );
+    assert_eq!(press(&mut view, Action::ScrollRight), 80);
+    assert_eq!(press(&mut view, Action::ScrollLeft), 72);
+    assert_eq!(press(&mut view, Action::LineStart), 0);
+    assert_eq!(press(&mut view, Action::ScrollLeft), 0);
+
+    view.wrap = true;
+    assert_eq!(press(&mut view, Action::ScrollRight), 0);
+    assert!(view.message.as_deref().unwrap_or("").contains("wrap is on"));
+    view.wrap = false;
+    view.focus = Pane::Tree;
+    assert_eq!(press(&mut view, Action::ScrollRight), 0);
+    assert_eq!(view.outputs[1].left, 0);
+}
+
+#[test]
+fn a_match_off_to_the_right_is_scrolled_into_sight() {
+    use crate::app::{left_to_show, match_columns};
+    use crate::model::output::render_line;
+    let line = render_line(format!("{}Needle here", "x".repeat(100)).as_bytes());
+    assert_eq!(match_columns(&line, "needle"), Some((100, 106)));
+    assert_eq!(
+        match_columns(&render_line("中文 needle".as_bytes()), "needle"),
+        Some((5, 11))
+    );
+    assert_eq!(match_columns(&line, "absent"), None);
+    // In a 30-column pane: brought in a third of the way, left alone when in sight.
+    assert_eq!(left_to_show(0, 30, 100, 106), 90);
+    assert_eq!(left_to_show(90, 30, 100, 106), 90);
+    assert_eq!(left_to_show(95, 30, 100, 106), 95);
+    assert_eq!(left_to_show(101, 30, 100, 106), 90);
+    assert_eq!(left_to_show(50, 30, 2, 6), 0);
+    // Wider than the pane leaves beside the context: its start at the left edge.
+    assert_eq!(left_to_show(0, 30, 100, 125), 100);
 }
