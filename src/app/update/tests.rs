@@ -278,7 +278,7 @@ fn long_lines_scroll_sideways_as_far_as_the_widest_on_screen() {
         focus: Pane::Stdout,
         ..ViewState::default()
     };
-    let mut press = |view: &mut ViewState, action| {
+    let press = |view: &mut ViewState, action| {
         update(&model, view, &geometry(), action);
         view.outputs[0].left
     };
