@@ -828,3 +828,67 @@ fn an_output_scrolled_sideways_shows_the_match_off_to_the_right() {
     );
     insta::assert_snapshot!(screen);
 }
+
+fn long_argv_content() -> FrameContent {
+    let mut content = content();
+    content.tree[3].process.argv = std::iter::once("python3".to_string())
+        .chain((0..40).map(|i| format!("--option-{i}=value")))
+        .collect();
+    content
+}
+
+/// `w` wraps the tree's command lines and the timeline's entries too, not only output.
+#[test]
+fn wrap_applies_to_the_tree_and_the_timeline() {
+    let view = ViewState {
+        selected: 3,
+        wrap: true,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model(), &long_argv_content(), &view);
+    // The spawn error, wider than the timeline, goes on over the next rows, by words.
+    assert!(
+        screen.contains("│+0:00.001 spawn_error cannot run       │"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("│`no-such-command`: no such file or     │"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("│directory; is it on PATH?              │"),
+        "{screen}"
+    );
+    // The long command line in the tree takes more than one row.
+    assert!(
+        screen.contains("└ (escaped) python3 --option-0=value     │"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("    --option-1=value --option-2=value "),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+/// The zoomed tree shows the selected process's whole command line.
+#[test]
+fn the_zoomed_tree_shows_a_whole_command_line() {
+    let view = ViewState {
+        focus: Pane::Tree,
+        zoom: true,
+        tree_selected: 3,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model(), &long_argv_content(), &view);
+    let flat: String = screen
+        .replace('┃', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("--option-38=value --option-39=value"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}

@@ -1,5 +1,8 @@
 //! Numbers, times and text cut to size as the screen shows them.
 
+use ratatui::style::Style;
+use ratatui::text::Span;
+
 pub use crate::model::output::text_width;
 use crate::model::output::width_clusters;
 
@@ -61,6 +64,46 @@ pub fn truncate(text: &str, width: usize) -> String {
     out
 }
 
+/// Spans cut into rows of at most `width` columns, each piece keeping its style: after the
+/// last space that fits (words stay whole where they can), else between grapheme clusters.
+/// Nothing is dropped, and an empty line is one empty row.
+pub fn wrap_spans(spans: &[Span<'static>], width: usize) -> Vec<Vec<Span<'static>>> {
+    let width = width.max(2);
+    // Each row as clusters with their style and width, merged into spans at the end.
+    let mut rows: Vec<Vec<(&str, Style, usize)>> = vec![Vec::new()];
+    let mut used = 0;
+    for span in spans {
+        for (cluster, w) in width_clusters(&span.content) {
+            if used + w > width && used > 0 {
+                let row = rows.last_mut().expect("a row");
+                // Carry the word cut short over to the next row, if a space ends one before.
+                let carried = match row.iter().rposition(|(c, _, _)| *c == " ") {
+                    Some(space) if space + 1 < row.len() => row.split_off(space + 1),
+                    _ => Vec::new(),
+                };
+                used = carried.iter().map(|(_, _, w)| w).sum();
+                rows.push(carried);
+            }
+            rows.last_mut()
+                .expect("a row")
+                .push((cluster, span.style, w));
+            used += w;
+        }
+    }
+    rows.into_iter()
+        .map(|row| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (cluster, style, _) in row {
+                match spans.last_mut() {
+                    Some(last) if last.style == style => last.content.to_mut().push_str(cluster),
+                    _ => spans.push(Span::styled(cluster.to_string(), style)),
+                }
+            }
+            spans
+        })
+        .collect()
+}
+
 /// `text` cut or padded with spaces to exactly `width` columns, for text that other text
 /// on the same row must line up after.
 pub fn fit(text: &str, width: usize) -> String {
@@ -87,6 +130,39 @@ mod tests {
         assert_eq!(count(1, "line", "lines"), "1 line");
         assert_eq!(count(0, "line", "lines"), "0 lines");
         assert_eq!(count(2, "process", "processes"), "2 processes");
+    }
+
+    #[test]
+    fn spans_wrap_by_columns_and_keep_their_styles() {
+        use ratatui::style::Color;
+        let red = Style::new().fg(Color::Red);
+        let spans = vec![Span::raw("ab"), Span::styled("cd中e", red)];
+        let rows = wrap_spans(&spans, 3);
+        let texts: Vec<Vec<(&str, Style)>> = rows
+            .iter()
+            .map(|row| row.iter().map(|s| (s.content.as_ref(), s.style)).collect())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                vec![("ab", Style::new()), ("c", red)],
+                vec![("d中", red)],
+                vec![("e", red)],
+            ]
+        );
+        assert_eq!(wrap_spans(&[], 3).len(), 1);
+        let words = |text: &'static str, width| -> Vec<String> {
+            wrap_spans(&[Span::raw(text)], width)
+                .iter()
+                .map(|row| row.iter().map(|s| s.content.as_ref()).collect())
+                .collect()
+        };
+        // Words stay whole where a space lets them; a word wider than a row is cut.
+        assert_eq!(
+            words("cannot run `no-such`: no such file", 14),
+            ["cannot run ", "`no-such`: no ", "such file"]
+        );
+        assert_eq!(words("abcdefgh ij", 4), ["abcd", "efgh", " ij"]);
     }
 
     #[test]

@@ -32,13 +32,21 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
         Line::styled(format!("! {}", one_line(text)), Style::new().fg(Color::Red))
     });
     let entries = &command.timeline;
-    let back = view.timeline_back.min(entries.len().saturating_sub(height));
-    let end = entries.len() - back;
-    let start = end.saturating_sub(height);
-    let mut lines: Vec<Line> = entries[start..end]
-        .iter()
-        .map(|e| entry_line(command, e, model.started_ms))
-        .collect();
+    let line = |e: &TimelineEntry| entry_line(command, e, model.started_ms);
+    let mut lines: Vec<Line> = if view.wrap {
+        let width = events_area.width as usize;
+        let back = view.timeline_back.min(entries.len().saturating_sub(1));
+        wrapped(entries.len() - back, entries.len(), height, |i| {
+            format::wrap_spans(&line(&entries[i]).spans, width)
+        })
+    } else {
+        let back = view.timeline_back.min(entries.len().saturating_sub(height));
+        let end = entries.len() - back;
+        entries[end.saturating_sub(height)..end]
+            .iter()
+            .map(line)
+            .collect()
+    };
     if let Some(notice) = notice {
         lines.resize(height, Line::raw(""));
         lines.push(notice);
@@ -47,6 +55,43 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     if strip_rows > 0 {
         draw_strip(frame, strip_area, model, view, now_ms);
     }
+}
+
+/// The rows of wrapped entries that fill `height` rows and end with entry `end - 1`: as
+/// many entries before it as fit whole, and once the first entry is in, the entries after
+/// `end` that fit below. `rows(i)` wraps entry `i`.
+fn wrapped(
+    end: usize,
+    count: usize,
+    height: usize,
+    rows: impl Fn(usize) -> Vec<Vec<Span<'static>>>,
+) -> Vec<Line<'static>> {
+    let mut picked: std::collections::VecDeque<Vec<Vec<Span<'static>>>> = Default::default();
+    let mut used = 0;
+    let mut start = end;
+    while start > 0 {
+        let entry = rows(start - 1);
+        if used > 0 && used + entry.len() > height {
+            break;
+        }
+        used += entry.len();
+        start -= 1;
+        picked.push_front(entry);
+    }
+    let mut next = end;
+    while start == 0 && next < count {
+        let entry = rows(next);
+        if used + entry.len() > height {
+            break;
+        }
+        used += entry.len();
+        next += 1;
+        picked.push_back(entry);
+    }
+    let mut lines: Vec<Line<'static>> = picked.into_iter().flatten().map(Line::from).collect();
+    // An entry longer than the whole pane shows its beginning.
+    lines.truncate(height);
+    lines
 }
 
 fn entry_line(command: &CommandState, entry: &TimelineEntry, session_start: u64) -> Line<'static> {
@@ -284,6 +329,27 @@ fn bar(
 mod tests {
     use super::*;
     use crate::protocol::{CapReason, CappedKind, Stream};
+
+    #[test]
+    fn wrapped_entries_fill_the_pane_from_the_end_or_from_the_top() {
+        // Entry i takes i + 1 rows, each row saying which entry it is.
+        let rows = |i: usize| vec![vec![Span::raw(i.to_string())]; i + 1];
+        let shown = |end, height| -> String {
+            wrapped(end, 4, height, rows)
+                .iter()
+                .map(|l| l.spans[0].content.to_string())
+                .collect()
+        };
+        // 0, 11, 222, 3333: the last entries that fit end the pane.
+        assert_eq!(shown(4, 4), "3333");
+        assert_eq!(shown(4, 7), "2223333");
+        assert_eq!(shown(4, 8), "2223333", "only whole entries");
+        assert_eq!(shown(3, 6), "011222");
+        // Scrolled back to the top: what follows fills the rest.
+        assert_eq!(shown(1, 6), "011222");
+        // Longer than the pane: its beginning.
+        assert_eq!(shown(4, 2), "33");
+    }
 
     #[test]
     fn an_exit_says_exit_once() {

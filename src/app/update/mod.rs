@@ -327,7 +327,12 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
                 .commands
                 .get(view.selected)
                 .map_or(0, |c| c.timeline.len());
-            let last = entries.saturating_sub(geometry.timeline_rows.max(1));
+            // Wrapped, entries take rows unknown here: back to the first entry.
+            let last = if view.wrap {
+                entries.saturating_sub(1)
+            } else {
+                entries.saturating_sub(geometry.timeline_rows.max(1))
+            };
             view.timeline_back = (view.timeline_back as i64)
                 .saturating_sub(delta)
                 .clamp(0, last as i64) as usize;

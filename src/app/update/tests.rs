@@ -323,3 +323,16 @@ fn a_match_off_to_the_right_is_scrolled_into_sight() {
     // Wider than the pane leaves beside the context: its start at the left edge.
     assert_eq!(left_to_show(0, 30, 100, 125), 100);
 }
+
+#[test]
+fn a_wrapped_timeline_scrolls_back_to_its_first_entry() {
+    let model = model(false, true);
+    let mut view = ViewState {
+        focus: Pane::Timeline,
+        wrap: true,
+        ..ViewState::default()
+    };
+    update(&model, &mut view, &geometry(), Action::Top);
+    // 41 entries: wrapped, rows per entry are the screen's business; the last is entry 0.
+    assert_eq!(view.timeline_back, 40);
+}
