@@ -574,3 +574,80 @@ fn open_of_a_live_session_controls_its_commands() {
     drop(tmux);
     env.finish();
 }
+
+/// Issue 8: each command is named by the first program it runs (past `cd … &&`,
+/// assignments and wrappers), made unique; a search whose match lies far to the right of a
+/// long line scrolls it into sight.
+#[test]
+fn commands_are_named_by_their_program_and_a_match_off_to_the_right_is_shown() {
+    let env = TestEnv::new("tui-names");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(
+            &env,
+            "run -c 'cd /tmp && ls >/dev/null; sleep 300' -c 'FOO=1 env >/dev/null; sleep 300' \
+             -c 'echo a; sleep 300' \
+             -c 'echo b; printf \"%0250d nee%sle-here\\n\" 0 d; sleep 300'",
+        ),
+    );
+    tmux.wait_screen(&env, "the four commands named", |s| {
+        ["▶ ls ", "  env ", "  echo ", "  echo-2 "]
+            .iter()
+            .all(|row| s.contains(row))
+    });
+    let dirs = command_dirs(&env.state_dir());
+    assert_eq!(dirs.len(), 4);
+    // The last command, its stdout focused (commands, tree, stdout), searched.
+    tmux.keys(&env, &["j", "j", "j", "Tab", "Tab"]);
+    tmux.wait_screen(&env, "echo-2's output", |s| {
+        s.contains("Process tree: echo-2 · echo b;") && s.contains("stdout · 2 lines")
+    });
+    let before = tmux.screen(&env);
+    assert!(
+        !before.contains("needle-here"),
+        "in sight already: {before}"
+    );
+    tmux.keys(&env, &["/"]);
+    tmux.wait_screen(&env, "the search prompt", |s| {
+        s.contains("Search stdout for:")
+    });
+    tmux.type_line(&env, "needle");
+    let after = tmux.wait_screen(&env, "the match in sight", |s| s.contains("needle-here"));
+    assert!(after.contains("from column"), "{after}");
+    // 0 goes back to the start of the line: the match is out of sight again.
+    tmux.keys(&env, &["0"]);
+    tmux.wait_screen(&env, "the start of the line", |s| {
+        !s.contains("needle-here") && !s.contains("from column")
+    });
+
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("Stop them all"));
+    tmux.keys(&env, &["y"]);
+    common::wait_until(&env, "every command stopped", || {
+        dirs.iter().all(|d| d.join("result.json").exists())
+    });
+    drop(tmux);
+    env.finish();
+}
+
+/// `-n` names `-c` commands too, one per command in order; one `-n` for two commands is
+/// ambiguous: refused (exit 2) before anything starts.
+#[test]
+fn one_name_for_two_commands_is_refused() {
+    let env = TestEnv::new("tui-ambiguous-name");
+    let out = Command::new(BIN)
+        .args(["--state-dir", &env.state_dir().to_string_lossy()])
+        .args(["run", "-n", "web", "-c", "sleep 1", "-c", "sleep 2"])
+        .env(TAG_VAR, &env.tag)
+        .output()
+        .expect("run tether");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("-n was given 1 time for 2 commands"),
+        "{stderr}"
+    );
+    assert!(command_dirs(&env.state_dir()).is_empty());
+    env.finish();
+}
