@@ -5,7 +5,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use tether::app::{Launch, run_tui};
-use tether::config::{self, CommandConfig};
+use tether::config::{self, CommandConfig, naming};
 use tether::control;
 use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
 use tether::journal::paths::chosen_session;
@@ -39,9 +39,11 @@ enum Command {
     Demo,
     /// Open the TUI with the given commands launched.
     Run {
-        /// Name of the command given after `--`.
-        #[arg(long, short = 'n')]
-        name: Option<String>,
+        /// Name a command (default: the first program it runs, made unique: `echo`,
+        /// `echo-2`). With several commands, give one -n per command, in the order the
+        /// commands come (each -c, then the one after `--`).
+        #[arg(long = "name", short = 'n', value_name = "NAME")]
+        names: Vec<String>,
         /// A shell command to launch (repeatable).
         #[arg(short = 'c', value_name = "SHELL")]
         shell: Vec<String>,
@@ -235,13 +237,15 @@ fn main() {
         ),
         Some(Command::Open { session }) => {
             match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
-                Ok(session_dir) => match run_tui(Launch::Recorded { session_dir }) {
-                    Ok(code) => code,
-                    Err(err) => {
-                        eprintln!("tether: {err:#}");
-                        EXIT_TETHER_FAILED
+                Ok(session_dir) => {
+                    match run_tui(Launch::Recorded { session_dir }, tether::ui::draw) {
+                        Ok(code) => code,
+                        Err(err) => {
+                            eprintln!("tether: {err:#}");
+                            EXIT_TETHER_FAILED
+                        }
                     }
-                },
+                }
                 Err(err) => {
                     eprintln!("tether: {err}");
                     2
@@ -249,13 +253,15 @@ fn main() {
             }
         }
         Some(Command::Watch { session }) => match state_dir(cli.state_dir.as_deref()) {
-            Ok(state_dir) => match run_tui(Launch::Watch { state_dir, session }) {
-                Ok(code) => code,
-                Err(err) => {
-                    eprintln!("tether: {err:#}");
-                    EXIT_TETHER_FAILED
+            Ok(state_dir) => {
+                match run_tui(Launch::Watch { state_dir, session }, tether::ui::draw) {
+                    Ok(code) => code,
+                    Err(err) => {
+                        eprintln!("tether: {err:#}");
+                        EXIT_TETHER_FAILED
+                    }
                 }
-            },
+            }
             Err(err) => {
                 eprintln!("tether: {err}");
                 EXIT_TETHER_FAILED
@@ -263,7 +269,7 @@ fn main() {
         },
         Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo().commands)),
         Some(Command::Run {
-            name,
+            names,
             shell,
             grace,
             no_output_timeout,
@@ -276,23 +282,28 @@ fn main() {
                 Ok(session) => session,
                 Err(err) => std::process::exit(usage_error(&err)),
             };
-            let mut commands: Vec<CommandConfig> = shell
-                .iter()
-                .map(|s| command(s.clone(), CommandSpec::Shell(s.clone())))
-                .collect();
+            let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
             if !argv.is_empty() {
-                let label = name.unwrap_or_else(|| argv[0].clone());
-                commands.push(command(label, CommandSpec::Argv(argv)));
+                specs.push(CommandSpec::Argv(argv));
             }
-            for c in &mut commands {
-                c.grace = grace;
-                c.no_output_timeout = no_output_timeout;
-                c.pty = !no_pty;
-            }
-            if commands.is_empty() {
+            if specs.is_empty() {
                 eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");
                 std::process::exit(2);
             }
+            let names = match naming::assign_names(&specs, &names) {
+                Ok(names) => names,
+                Err(err) => std::process::exit(usage_error(&err.to_string())),
+            };
+            let commands = specs
+                .into_iter()
+                .zip(names)
+                .map(|(spec, name)| CommandConfig {
+                    grace,
+                    no_output_timeout,
+                    pty: !no_pty,
+                    ..CommandConfig::new(name, spec)
+                })
+                .collect();
             tui(cli.state_dir.as_deref(), session, Ok(commands))
         }
         None => {
@@ -314,18 +325,6 @@ fn main() {
         }
     };
     std::process::exit(code);
-}
-
-fn command(name: String, command: CommandSpec) -> CommandConfig {
-    let name = name
-        .split_whitespace()
-        .next()
-        .unwrap_or("command")
-        .rsplit('/')
-        .next()
-        .unwrap_or("command")
-        .to_string();
-    CommandConfig::new(name, command)
 }
 
 /// A bad option value: says so, exit code 2.
@@ -353,11 +352,14 @@ fn tui(
             return EXIT_TETHER_FAILED;
         }
     };
-    match run_tui(Launch::Live {
-        commands,
-        state_dir,
-        session,
-    }) {
+    match run_tui(
+        Launch::Live {
+            commands,
+            state_dir,
+            session,
+        },
+        tether::ui::draw,
+    ) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("tether: {err:#}");

@@ -222,11 +222,25 @@ fn escapees_are_killed_when_the_command_is_stopped() {
         "TERM did not reach the setsid escapee: {sent:?}"
     );
     // The daemon stayed in the group; whichever way TERM reached it, TERM ended it.
-    let daemon_status = record.events.iter().find_map(|e| match &e.kind {
-        EventKind::OrphanReaped { pid, status } if *pid == daemon => Some(*status),
-        _ => None,
-    });
-    assert_eq!(daemon_status.and_then(|s| s.signal), Some(15), "{sent:?}");
+    let reaped = |wanted: i32| {
+        record.events.iter().find_map(|e| match &e.kind {
+            EventKind::OrphanReaped {
+                pid,
+                status,
+                escaped,
+            } if *pid == wanted => Some((*status, *escaped)),
+            _ => None,
+        })
+    };
+    let daemon_reaped = reaped(daemon);
+    assert_eq!(
+        daemon_reaped.and_then(|(s, _)| s.signal),
+        Some(15),
+        "{sent:?}"
+    );
+    // Re-parented to the broker but still in the command's group: an orphan, no escapee.
+    assert_eq!(daemon_reaped.and_then(|(_, e)| e), Some(false));
+    assert_eq!(reaped(setsid).and_then(|(_, e)| e), Some(true));
     check_escapees_reaped(&dir, &stdout);
     env.finish();
 }

@@ -480,3 +480,415 @@ fn escaped_mark_survives_a_long_command_line() {
     );
     insta::assert_snapshot!(screen);
 }
+
+/// The rows of the screen that hold `needle`.
+fn rows_with<'s>(screen: &'s str, needle: &str) -> Vec<&'s str> {
+    screen.lines().filter(|l| l.contains(needle)).collect()
+}
+
+/// `tether open` of a finished session: the status bar and the help offer only what works
+/// there (no add, TERM, KILL, stop, restart, signal).
+#[test]
+fn a_read_only_session_offers_only_the_keys_that_apply() {
+    let mut model = model();
+    model.recorded = true;
+    let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
+    let status = screen.lines().last().unwrap();
+    for refused in [" a  add", " t  TERM", " K  KILL", " s  stop", " r  restart"] {
+        assert!(!status.contains(refused), "{refused:?} offered: {status:?}");
+    }
+    assert!(
+        status.contains(" q  quit") && status.contains(" /  search"),
+        "{status:?}"
+    );
+    let help = ViewState {
+        dialog: Some(Dialog::Help),
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 40, &model, &content(), &help);
+    for refused in [
+        "SIGTERM the whole group",
+        "launch a new command",
+        "restart the",
+    ] {
+        assert!(!screen.contains(refused), "help offers {refused:?}");
+    }
+    assert!(screen.contains("nothing here launches or signals"));
+    insta::assert_snapshot!(screen);
+}
+
+/// `tether watch` signals what others run but launches nothing; only there can an ended
+/// command be dismissed.
+#[test]
+fn a_watch_offers_signals_and_dismiss_but_no_launch() {
+    let mut model = model();
+    model.recorded = true;
+    model.controllable = true;
+    let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
+    let status = screen.lines().last().unwrap();
+    assert!(
+        status.contains(" t  TERM") && status.contains(" d  dismiss"),
+        "{status:?}"
+    );
+    assert!(
+        !status.contains(" a  add") && !status.contains(" r  restart"),
+        "{status:?}"
+    );
+    let live = draw(120, 36, &ViewState::default());
+    assert!(!live.lines().last().unwrap().contains("dismiss"));
+}
+
+/// A finished run with nothing recorded: the title does not promise a list above "no
+/// processes".
+#[test]
+fn an_empty_tree_of_a_finished_run_says_only_that() {
+    let mut content = content();
+    content.tree.clear();
+    let view = ViewState {
+        selected: 1,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model(), &content, &view);
+    assert!(!screen.contains("every process seen"), "{screen}");
+    assert!(screen.contains("no processes: the command is not running"));
+    assert!(screen.contains("Process tree: runaway · trap '' TERM; yes "));
+    insta::assert_snapshot!(screen);
+}
+
+/// No commands at all: the panes' titles are whole, not `Process tree:  ──`.
+#[test]
+fn an_empty_session_has_whole_titles() {
+    let mut model = model();
+    model.commands.clear();
+    let screen = draw_with(
+        120,
+        36,
+        &model,
+        &FrameContent::default(),
+        &ViewState::default(),
+    );
+    assert!(screen.contains("╭ Process tree ───"), "{screen}");
+    assert!(!screen.contains("Process tree: "), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+/// A command whose own process is stopped (SIGSTOP) reads `stopped`, not `running`.
+#[test]
+fn a_stopped_command_reads_stopped() {
+    let mut model = model();
+    model.commands[0].observe_state('T');
+    let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
+    assert!(
+        rows_with(&screen, "▶ build")[0].contains("stopped"),
+        "{screen}"
+    );
+}
+
+/// Plurals and words said once: `1 line`, `exit code 0`, one running command is `it`.
+#[test]
+fn counts_and_exits_read_as_english() {
+    let screen = draw(120, 36, &ViewState::default());
+    assert!(screen.contains("stderr · 1 line · 33 B"), "{screen}");
+    let mut model = model();
+    let ok = ExitStatus {
+        code: Some(0),
+        signal: None,
+        core_dumped: false,
+    };
+    model.commands[0].apply(&ev(
+        9_000,
+        EventKind::Exit {
+            pid: 101,
+            status: ok,
+        },
+    ));
+    let timeline = ViewState {
+        focus: Pane::Timeline,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model, &content(), &timeline);
+    assert!(screen.contains("+0:09.000 exit code 0"), "{screen}");
+    assert!(!screen.contains("exit exit"), "{screen}");
+    let quit = ViewState {
+        dialog: Some(Dialog::ConfirmQuit { running: 1 }),
+        ..ViewState::default()
+    };
+    let screen = draw(120, 36, &quit);
+    assert!(screen.contains("1 command is still running."), "{screen}");
+    assert!(
+        screen.contains("Stop it (TERM, grace, KILL) and quit?"),
+        "{screen}"
+    );
+}
+
+/// The watchdog's `T` and its signal next to the exit they caused, not under it.
+#[test]
+fn the_watchdog_mark_is_not_hidden_by_the_exit() {
+    let screen = draw(120, 36, &ViewState::default());
+    let silent = rows_with(&screen, "│silent ")[0];
+    assert!(silent.contains("!T|"), "{silent:?}");
+}
+
+/// At the smallest size the layout takes, states and runtimes are whole.
+#[test]
+fn the_smallest_terminal_cuts_no_state() {
+    let screen = draw(80, 24, &ViewState::default());
+    for (row, state) in [
+        ("▶ build", "running"),
+        ("  runaway", "SIGKILL"),
+        ("  silent", "SIGTERM"),
+    ] {
+        let line = rows_with(&screen, &format!("┃{row} "))[0];
+        assert!(line.contains(&format!("{state} ")), "{line:?}");
+    }
+    assert!(rows_with(&screen, "┃▶ build ")[0].contains("10.0s"));
+    insta::assert_snapshot!(screen);
+}
+
+/// The KILL question offers `y` and `n` only: Enter is not one of its answers.
+#[test]
+fn the_kill_question_offers_no_enter() {
+    let view = ViewState {
+        dialog: Some(Dialog::ConfirmKill { command: 0 }),
+        ..ViewState::default()
+    };
+    let screen = draw(120, 36, &view);
+    let answers = rows_with(&screen, " yes ")[0];
+    assert!(!answers.contains("Enter"), "{answers:?}");
+}
+
+/// `tether watch` before anything runs: no `a` to press, since it launches nothing.
+#[test]
+fn an_empty_watch_does_not_offer_to_launch() {
+    let mut model = model();
+    model.commands.clear();
+    model.recorded = true;
+    model.controllable = true;
+    let screen = draw_with(
+        120,
+        36,
+        &model,
+        &FrameContent::default(),
+        &ViewState::default(),
+    );
+    assert!(screen.contains("No live commands yet"), "{screen}");
+    assert!(!screen.contains(" a  "), "{screen}");
+}
+
+/// `orphans:N` counts processes that escaped the command's group, not one re-parented to
+/// the broker when the shell that started it ended; the timeline says which is which.
+#[test]
+fn the_orphans_badge_counts_escapees_and_the_timeline_names_them() {
+    let mut model = model();
+    let entry = |pid: i32, pgid: i32, argv: &str| tether::protocol::ProcessEntry {
+        pid,
+        ppid: 200,
+        pgid,
+        argv: argv.split(' ').map(String::from).collect(),
+        start_ms: T0 + 10,
+        escaped: pgid != 201,
+    };
+    let killed = ExitStatus {
+        code: None,
+        signal: Some(9),
+        core_dumped: false,
+    };
+    let runaway = &mut model.commands[1];
+    runaway.apply(&ev(
+        20,
+        EventKind::Tree {
+            processes: vec![
+                entry(201, 201, "sh -c trap"),
+                entry(202, 201, "python3 -m http.server"),
+                entry(203, 203, "setsid sleep 1000"),
+            ],
+        },
+    ));
+    for (pid, escaped) in [(202, Some(false)), (203, Some(true))] {
+        runaway.apply(&ev(
+            6_015,
+            EventKind::OrphanReaped {
+                pid,
+                status: killed,
+                escaped,
+            },
+        ));
+    }
+    let view = ViewState {
+        selected: 1,
+        focus: Pane::Timeline,
+        zoom: true,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 30, &model, &content(), &view);
+    assert!(
+        screen.contains("orphan_reaped pid 203 escaped, SIGKILL: setsid sleep 1000"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("orphan_reaped pid 202 re-parented, SIGKILL: python3 -m http.server"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+    let zoomed_list = ViewState {
+        zoom: true,
+        ..ViewState::default()
+    };
+    let list = draw_with(120, 36, &model, &content(), &zoomed_list);
+    let row = rows_with(&list, "  runaway ")[0];
+    assert!(row.contains("orphans:1 "), "{row:?}");
+}
+
+/// Emoji sequences are measured and cut by grapheme cluster, as the terminal draws them: a
+/// skin tone stays with its thumb where a line wraps or a name is cut, a family of ZWJ
+/// sequences and a flag each take one cell two columns wide.
+#[test]
+fn emoji_sequences_keep_their_modifiers() {
+    let raw = format!("{}👍🏽 and 👨\u{200d}👩\u{200d}👧 and 🇺🇸", "x".repeat(76));
+    let rows = tether::model::output::wrap(&render_line(raw.as_bytes()), 78);
+    let mut content = content();
+    content.outputs[0] = PaneLines {
+        first: 0,
+        numbers: vec![0; rows.len()],
+        lines: rows,
+        total: 1,
+        bytes: raw.len() as u64 + 1,
+    };
+    let view = ViewState {
+        focus: Pane::Stdout,
+        zoom: true,
+        wrap: true,
+        ..ViewState::default()
+    };
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let keys = bindings();
+    terminal
+        .draw(|frame| tether::ui::draw(frame, &model(), &view, &content, &keys))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    // The thumb and its skin tone share the last two columns of the first row.
+    assert_eq!(buffer[(77, 1)].symbol(), "👍🏽");
+    let second: Vec<&str> = (1..12).map(|x| buffer[(x, 2)].symbol()).collect();
+    assert_eq!(
+        second,
+        [
+            " ",
+            "a",
+            "n",
+            "d",
+            " ",
+            "👨\u{200d}👩\u{200d}👧",
+            " ",
+            " ",
+            "a",
+            "n",
+            "d"
+        ],
+        "{second:?}"
+    );
+    assert_eq!(buffer[(13, 2)].symbol(), "🇺🇸");
+    // A name cut to its column keeps its cluster whole, or drops it whole.
+    let mut model = model();
+    model.commands[0].config.name = "ok👍🏽👍🏽👍🏽".into();
+    let screen = draw_with(120, 36, &model, &content, &ViewState::default());
+    assert!(
+        !screen.contains("👍\u{2026}") && !screen.contains("🏽🏽"),
+        "{screen}"
+    );
+}
+
+/// Wrap off, scrolled sideways: the lines from the column scrolled to, the match found off
+/// to the right in sight and highlighted, and the title saying where the view starts.
+#[test]
+fn an_output_scrolled_sideways_shows_the_match_off_to_the_right() {
+    let long = format!("{}needle at column 101{}", "x".repeat(100), "y".repeat(60));
+    let raw: Vec<&[u8]> = vec![b"short line", long.as_bytes(), b"another short one"];
+    let mut content = content();
+    content.outputs[0] = PaneLines {
+        first: 0,
+        lines: raw.iter().map(|l| render_line(l)).collect(),
+        numbers: Vec::new(),
+        total: raw.len(),
+        bytes: raw.iter().map(|l| l.len() as u64 + 1).sum(),
+    };
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    view.outputs[0].follow = false;
+    view.outputs[0].search = Some("needle".into());
+    view.outputs[0].matched = Some(1);
+    view.outputs[0].left = 75;
+    let screen = draw_with(120, 36, &model(), &content, &view);
+    let row = rows_with(&screen, "needle at column 101")[0];
+    assert!(row.contains("┃xxxxxxxxxxxxxxxxxxxxxxxxxneedle"), "{row:?}");
+    assert!(
+        screen.contains("stdout · 3 lines · 210 B · paused · from column 76"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+fn long_argv_content() -> FrameContent {
+    let mut content = content();
+    content.tree[3].process.argv = std::iter::once("python3".to_string())
+        .chain((0..40).map(|i| format!("--option-{i}=value")))
+        .collect();
+    content
+}
+
+/// `w` wraps the tree's command lines and the timeline's entries too, not only output.
+#[test]
+fn wrap_applies_to_the_tree_and_the_timeline() {
+    let view = ViewState {
+        selected: 3,
+        wrap: true,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model(), &long_argv_content(), &view);
+    // The spawn error, wider than the timeline, goes on over the next rows, by words.
+    assert!(
+        screen.contains("│+0:00.001 spawn_error cannot run       │"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("│`no-such-command`: no such file or     │"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("│directory; is it on PATH?              │"),
+        "{screen}"
+    );
+    // The long command line in the tree takes more than one row.
+    assert!(
+        screen.contains("└ (escaped) python3 --option-0=value     │"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("    --option-1=value --option-2=value "),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+/// The zoomed tree shows the selected process's whole command line.
+#[test]
+fn the_zoomed_tree_shows_a_whole_command_line() {
+    let view = ViewState {
+        focus: Pane::Tree,
+        zoom: true,
+        tree_selected: 3,
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 36, &model(), &long_argv_content(), &view);
+    let flat: String = screen
+        .replace('┃', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("--option-38=value --option-39=value"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}

@@ -162,7 +162,7 @@ fn sigterm_and_sigkill_from_the_keyboard() {
     // Select the TERM-ignoring command; t does not end it, K + y does.
     tmux.keys(&env, &["j"]);
     tmux.wait_screen(&env, "the second command selected", |s| {
-        s.contains("Process tree: trap")
+        s.contains("Process tree: sleep-2")
     });
     let second = wait_tree(&env, &dirs[1], 3);
     tmux.keys(&env, &["t"]);
@@ -262,6 +262,11 @@ fn escape_sequences_from_a_command_never_reach_the_terminal() {
     tmux.keys(&env, &["y"]);
     let after = tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
     assert!(after.contains("BEFORE-TETHER-MARKER"), "{after}");
+    // Quit by the operator: exit status 0.
+    tmux.type_line(&env, "echo tether-status=$?");
+    tmux.wait_screen(&env, "the TUI's exit status", |s| {
+        s.contains("tether-status=0")
+    });
     drop(tmux);
     env.finish();
 }
@@ -442,6 +447,11 @@ fn sigterm_to_the_tui_stops_everything_and_restores_the_terminal() {
     procs::signal(tui, nix::sys::signal::Signal::SIGTERM);
     let after = tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
     assert!(after.contains("BEFORE-TETHER-MARKER"), "{after}");
+    // Ended by SIGTERM: 128 + 15, as a shell reports it.
+    tmux.type_line(&env, "echo tether-status=$?");
+    tmux.wait_screen(&env, "the TUI's exit status", |s| {
+        s.contains("tether-status=143")
+    });
     assert!(procs::wait_gone(&all, Duration::from_secs(10)).is_empty());
     for dir in &dirs {
         let events = events(dir);
@@ -564,5 +574,82 @@ fn open_of_a_live_session_controls_its_commands() {
     tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM "));
     tmux.keys(&env, &["q"]);
     drop(tmux);
+    env.finish();
+}
+
+/// Issue 8: each command is named by the first program it runs (past `cd … &&`,
+/// assignments and wrappers), made unique; a search whose match lies far to the right of a
+/// long line scrolls it into sight.
+#[test]
+fn commands_are_named_by_their_program_and_a_match_off_to_the_right_is_shown() {
+    let env = TestEnv::new("tui-names");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_line(
+            &env,
+            "run -c 'cd /tmp && ls >/dev/null; sleep 300' -c 'FOO=1 env >/dev/null; sleep 300' \
+             -c 'echo a; sleep 300' \
+             -c 'echo b; printf \"%0250d nee%sle-here\\n\" 0 d; sleep 300'",
+        ),
+    );
+    tmux.wait_screen(&env, "the four commands named", |s| {
+        ["▶ ls ", "  env ", "  echo ", "  echo-2 "]
+            .iter()
+            .all(|row| s.contains(row))
+    });
+    let dirs = command_dirs(&env.state_dir());
+    assert_eq!(dirs.len(), 4);
+    // The last command, its stdout focused (commands, tree, stdout), searched.
+    tmux.keys(&env, &["j", "j", "j", "Tab", "Tab"]);
+    tmux.wait_screen(&env, "echo-2's output", |s| {
+        s.contains("Process tree: echo-2 · echo b;") && s.contains("stdout · 2 lines")
+    });
+    let before = tmux.screen(&env);
+    assert!(
+        !before.contains("needle-here"),
+        "in sight already: {before}"
+    );
+    tmux.keys(&env, &["/"]);
+    tmux.wait_screen(&env, "the search prompt", |s| {
+        s.contains("Search stdout for:")
+    });
+    tmux.type_line(&env, "needle");
+    let after = tmux.wait_screen(&env, "the match in sight", |s| s.contains("needle-here"));
+    assert!(after.contains("from column"), "{after}");
+    // 0 goes back to the start of the line: the match is out of sight again.
+    tmux.keys(&env, &["0"]);
+    tmux.wait_screen(&env, "the start of the line", |s| {
+        !s.contains("needle-here") && !s.contains("from column")
+    });
+
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("Stop them all"));
+    tmux.keys(&env, &["y"]);
+    common::wait_until(&env, "every command stopped", || {
+        dirs.iter().all(|d| d.join("result.json").exists())
+    });
+    drop(tmux);
+    env.finish();
+}
+
+/// `-n` names `-c` commands too, one per command in order; one `-n` for two commands is
+/// ambiguous: refused (exit 2) before anything starts.
+#[test]
+fn one_name_for_two_commands_is_refused() {
+    let env = TestEnv::new("tui-ambiguous-name");
+    let out = Command::new(BIN)
+        .args(["--state-dir", &env.state_dir().to_string_lossy()])
+        .args(["run", "-n", "web", "-c", "sleep 1", "-c", "sleep 2"])
+        .env(TAG_VAR, &env.tag)
+        .output()
+        .expect("run tether");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("-n was given 1 time for 2 commands"),
+        "{stderr}"
+    );
+    assert!(command_dirs(&env.state_dir()).is_empty());
     env.finish();
 }

@@ -14,6 +14,12 @@ pub enum Action {
     PageUp,
     Top,
     Bottom,
+    /// Scroll the focused output left/right (long lines, wrap off).
+    ScrollLeft,
+    ScrollRight,
+    /// Scroll the focused output to the start / the end of its longest line on screen.
+    LineStart,
+    LineEnd,
     FocusNext,
     FocusPrev,
     ToggleFollow,

@@ -62,6 +62,24 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::Char('g'), "Home g", A::Top, ""),
         bind(N, K::End, "End G", A::Bottom, "go to the bottom"),
         bind(N, K::Char('G'), "End G", A::Bottom, ""),
+        bind(N, K::Left, "← h", A::ScrollLeft, "scroll long lines left"),
+        bind(N, K::Char('h'), "← h", A::ScrollLeft, ""),
+        bind(
+            N,
+            K::Right,
+            "→ l",
+            A::ScrollRight,
+            "scroll long lines right",
+        ),
+        bind(N, K::Char('l'), "→ l", A::ScrollRight, ""),
+        bind(
+            N,
+            K::Char('0'),
+            "0",
+            A::LineStart,
+            "scroll to the line start",
+        ),
+        bind(N, K::Char('$'), "$", A::LineEnd, "scroll to the line end"),
         bind(
             N,
             K::Char('f'),
@@ -108,14 +126,16 @@ pub fn bindings() -> Vec<Binding> {
         ),
         bind(N, K::Char('?'), "?", A::Help, "help"),
         bind(N, K::Char('q'), "q", A::Quit, "quit (asks if commands run)"),
+        bind(KeyContext::Confirm, K::Char('y'), "y", A::Confirm, "yes"),
+        // Enter is the default answer, which only a harmless question has (quit: yes); it
+        // never confirms a SIGKILL.
         bind(
             KeyContext::Confirm,
-            K::Char('y'),
-            "y Enter",
-            A::Confirm,
-            "yes",
+            K::Enter,
+            "Enter",
+            A::Submit,
+            "the default answer",
         ),
-        bind(KeyContext::Confirm, K::Enter, "y Enter", A::Confirm, ""),
         bind(
             KeyContext::Confirm,
             K::Char('n'),
@@ -228,6 +248,15 @@ mod tests {
             Some(Action::Confirm)
         );
         assert_eq!(action_for(&b, KeyContext::Confirm, plain('t')), None);
+        // Enter is the default answer, not a yes: a SIGKILL question has none.
+        assert_eq!(
+            action_for(
+                &b,
+                KeyContext::Confirm,
+                key(KeyCode::Enter, KeyModifiers::NONE)
+            ),
+            Some(Action::Submit)
+        );
         assert_eq!(
             action_for(
                 &b,

@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod keymap;
+pub mod layout;
 mod run;
 pub mod terminal_keys;
 pub mod update;
@@ -13,17 +14,16 @@ use std::collections::HashMap;
 
 use ratatui::layout::Rect;
 
-pub use run::{Launch, run_tui};
+pub use run::{Draw, Launch, run_tui};
 
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
-use crate::model::output::{StreamFile, StyledLine};
+use crate::model::output::{StreamFile, StyledLine, plain_text, text_width};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
-use crate::ui::layout;
 
 /// Bytes of output indexed per frame at most, so a flood never freezes the screen.
 const INDEX_BUDGET: u64 = 32 << 20;
@@ -86,13 +86,10 @@ impl App {
             };
             self.view.focus = pane;
             if let (Action::ClickAt { .. }, Pane::Commands, Some(a)) = (&action, pane, areas) {
-                // Rows start below the border and the header.
-                let skip = crate::ui::command_list::first_visible(self.view.selected, a.commands);
-                let index = skip + row.saturating_sub(a.commands.y + 2) as usize;
-                if index < self.model.commands.len() && index != self.view.selected {
-                    self.view.selected = index;
-                    self.view.outputs = Default::default();
-                    self.view.tree_selected = 0;
+                let count = self.model.commands.len();
+                if let Some(index) = layout::command_at(self.view.selected, a.commands, row, count)
+                {
+                    self.view.select_command(index);
                 }
             }
         }
@@ -127,17 +124,30 @@ impl App {
             return;
         }
         self.model.commands.remove(index);
-        if self.view.selected == index {
-            self.view.outputs = Default::default();
-            self.view.tree_selected = 0;
+        let selected = self.view.selected;
+        if selected == index {
+            // Its neighbour is another command: nothing of this one's view applies to it.
+            self.view.reset_command_view();
         }
-        if self.view.selected > index || self.view.selected >= self.model.commands.len() {
-            self.view.selected = self.view.selected.saturating_sub(1);
+        if selected > index || selected >= self.model.commands.len() {
+            // The same command one row up, or the neighbour of the last one.
+            self.view.selected = selected.saturating_sub(1);
         }
         self.streams.clear();
     }
 
+    /// A new sample of the processes; a command whose own process it shows stopped (state
+    /// `T`) reads `stopped`.
     pub fn set_snapshot(&mut self, snapshot: Snapshot) {
+        for command in &mut self.model.commands {
+            let (Some(broker), Some(pid)) = (command.broker_pid, command.pid) else {
+                continue;
+            };
+            let own = snapshot.trees.get(&broker);
+            if let Some(process) = own.and_then(|tree| tree.iter().find(|p| p.pid == pid)) {
+                command.observe_state(process.state);
+            }
+        }
         self.snapshot = snapshot;
     }
 
@@ -171,11 +181,21 @@ impl App {
         };
         match found {
             Ok(Some(line)) => {
+                // Where on its line the match is, to scroll it into sight sideways.
+                let column = match file.lines(line..line + 1) {
+                    Ok(lines) => lines.first().and_then(|l| match_columns(l, &needle)),
+                    Err(_) => None,
+                };
                 let rows = self.geometry.output_rows[i];
+                let cols = self.geometry.output_cols[i];
+                let wrap = self.view.wrap;
                 let view = &mut self.view.outputs[i];
                 view.matched = Some(line);
                 view.follow = false;
                 view.top = line.saturating_sub(rows / 2);
+                if let (Some((start, end)), false) = (column, wrap) {
+                    view.left = left_to_show(view.left, cols, start, end);
+                }
             }
             Ok(None) => {
                 self.view.message = Some(format!(
@@ -220,6 +240,8 @@ impl App {
         self.streams.retain(|key, _| Some(*key) == current);
         let mut outputs: [PaneLines; 2] = Default::default();
         let mut rows_of = [0usize; 2];
+        let mut cols_of = [0usize; 2];
+        let mut widest = [0usize; 2];
         let mut totals = [0usize; 2];
         let views = self.view.outputs.clone();
         let mut behind = false;
@@ -237,9 +259,11 @@ impl App {
                 let rows = area.height.saturating_sub(2) as usize;
                 let width = area.width.saturating_sub(2) as usize;
                 rows_of[i] = rows;
+                cols_of[i] = width;
                 totals[i] = file.line_count();
                 outputs[i] = visible_lines(file, &views[i], rows, width, wrap);
                 outputs[i].bytes = file.len();
+                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0);
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.
@@ -252,11 +276,13 @@ impl App {
         self.content.outputs = outputs;
         self.behind = behind;
         self.geometry.output_rows = rows_of;
+        self.geometry.output_cols = cols_of;
+        self.geometry.widest = widest;
         self.geometry.total_lines = totals;
         self.content.tree = self.tree_rows();
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
         self.geometry.timeline_rows = areas.map_or(0, |a| {
-            crate::ui::timeline::event_rows(a.timeline, self.model.commands.len())
+            layout::timeline_event_rows(a.timeline, self.model.commands.len())
         });
         if !self.content.tree.is_empty() {
             self.view.tree_selected = self.view.tree_selected.min(self.content.tree.len() - 1);
@@ -336,6 +362,35 @@ fn recorded_tree(
         }))
         .collect();
     build_tree(broker, &processes, group)
+}
+
+/// Columns a rendered line takes.
+fn line_width(line: &StyledLine) -> usize {
+    line.iter().map(|span| text_width(&span.text)).sum()
+}
+
+/// The columns (from, to) of the first match of `needle` in `line`, compared as search
+/// compares (ignoring ASCII case).
+fn match_columns(line: &StyledLine, needle: &str) -> Option<(usize, usize)> {
+    let text = plain_text(line).to_ascii_lowercase();
+    let at = text.find(&needle.to_ascii_lowercase())?;
+    let start = text_width(&text[..at]);
+    Some((start, start + text_width(&text[at..at + needle.len()])))
+}
+
+/// The first column to show so that columns `start..end` are in a pane `cols` wide that
+/// now shows from `left`: unchanged if they are in sight already, else with the match a
+/// third of the way in (at the left edge, for a match wider than that leaves).
+fn left_to_show(left: usize, cols: usize, start: usize, end: usize) -> usize {
+    if start >= left && end <= left + cols {
+        return left;
+    }
+    let context = cols / 3;
+    if end - start + context <= cols {
+        start.saturating_sub(context)
+    } else {
+        start
+    }
 }
 
 /// The rows an output pane shows: the end when following, else from its top line; with

@@ -21,8 +21,9 @@ use tokio::time::{Instant, sleep_until};
 
 use super::App;
 use super::action::Action;
-use super::keymap::action_for;
+use super::keymap::{Binding, action_for};
 use super::update::Effect;
+use super::view::{FrameContent, ViewState};
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
 use crate::journal::reader::EventTail;
@@ -109,7 +110,12 @@ fn install_panic_hook() {
     }));
 }
 
-pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
+/// Draws one frame from the state: the UI's entry point, handed in by whoever starts the TUI
+/// (the binary gives `tether::ui::draw`), so that the state machine knows nothing of how it
+/// is drawn.
+pub type Draw = fn(&mut ratatui::Frame, &Model, &ViewState, &FrameContent, &[Binding]);
+
+pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         anyhow::bail!(
             "the TUI needs a terminal; for scripts and pipelines use `tether exec -- CMD` (add --json for events)"
@@ -186,7 +192,7 @@ pub fn run_tui(launch: Launch) -> anyhow::Result<i32> {
     install_panic_hook();
     let guard = TerminalGuard::enter().context("cannot switch the terminal to full screen")?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    let result = runtime.block_on(event_loop(terminal, model, session, watch_over));
+    let result = runtime.block_on(event_loop(terminal, model, session, watch_over, draw));
     drop(guard);
     if !watching {
         eprintln!("tether: session journal in {}", session_dir.display());
@@ -373,8 +379,7 @@ impl Runner {
             Effect::Add(config) => {
                 self.app.model.commands.push(CommandState::new(config));
                 let id = self.app.model.commands.len() - 1;
-                self.app.view.selected = id;
-                self.app.view.outputs = Default::default();
+                self.app.view.select_command(id);
                 self.launch(id);
             }
             Effect::Input(id, bytes) => {
@@ -394,9 +399,7 @@ impl Runner {
             }
             Effect::Dismiss(id) if self.app.model.recorded => self.app.remove_command(id),
             Effect::Dismiss(_) => {
-                self.app.view.message = Some(
-                    "dismiss is for `tether watch`; here an ended command stays listed".into(),
-                );
+                self.app.view.message = Some(super::update::NO_DISMISS.into());
             }
             Effect::Send(id, message) => {
                 if !self.fleet.send(id, message) {
@@ -484,6 +487,7 @@ async fn event_loop(
     model: Model,
     session: Option<Session>,
     watch_over: Option<(PathBuf, Option<String>)>,
+    draw: Draw,
 ) -> anyhow::Result<i32> {
     let recorded = model.recorded;
     let (fleet, mut fleet_events) = Fleet::new();
@@ -535,6 +539,9 @@ async fn event_loop(
         });
     }
 
+    // The signal that ended the TUI, if one did: its exit status is then 128 + N, as a shell
+    // reports a program that a signal ended.
+    let mut ended_by: Option<i32> = None;
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     let mut watched: Vec<i32> = Vec::new();
@@ -553,9 +560,8 @@ async fn event_loop(
                 at,
             );
             let app = &runner.app;
-            terminal.draw(|frame| {
-                crate::ui::draw(frame, &app.model, &app.view, &app.content, &app.bindings)
-            })?;
+            terminal
+                .draw(|frame| draw(frame, &app.model, &app.view, &app.content, &app.bindings))?;
             // Output not yet indexed is caught up with over the next frames.
             dirty = runner.app.behind;
             runner.sync_terminal_sizes();
@@ -616,9 +622,9 @@ async fn event_loop(
                 runner.app.set_snapshot(snapshot);
                 dirty = true;
             }
-            _ = sigint.recv() => { runner.stop_all(); dirty = true; }
-            _ = sigterm.recv() => { runner.stop_all(); dirty = true; }
-            _ = sighup.recv() => { runner.stop_all(); dirty = true; }
+            _ = sigint.recv() => { ended_by.get_or_insert(libc::SIGINT); runner.stop_all(); dirty = true; }
+            _ = sigterm.recv() => { ended_by.get_or_insert(libc::SIGTERM); runner.stop_all(); dirty = true; }
+            _ = sighup.recv() => { ended_by.get_or_insert(libc::SIGHUP); runner.stop_all(); dirty = true; }
             _ = sleep_until(frame_at), if dirty => {}
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
             Some(text) = watch_replies.recv() => {
@@ -639,5 +645,5 @@ async fn event_loop(
     }
     // Nothing the TUI adopted from a dead broker outlives it.
     runner.fleet.kill_leftovers().await;
-    Ok(0)
+    Ok(ended_by.map_or(0, |signal| 128 + signal))
 }

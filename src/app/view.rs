@@ -50,6 +50,8 @@ pub struct OutputView {
     pub search: Option<String>,
     /// The line of the current match.
     pub matched: Option<usize>,
+    /// Columns scrolled to the right, when long lines are not wrapped.
+    pub left: usize,
 }
 
 impl Default for OutputView {
@@ -59,6 +61,7 @@ impl Default for OutputView {
             top: 0,
             search: None,
             matched: None,
+            left: 0,
         }
     }
 }
@@ -104,6 +107,25 @@ pub struct ViewState {
     pub quitting: bool,
     /// Every key goes to this command's terminal, until Ctrl-a.
     pub typing: Option<CommandId>,
+}
+
+impl ViewState {
+    /// Selects a command. Every change of selection comes here, so that what was scrolled,
+    /// searched or selected in the last command's panes never carries over to another.
+    pub fn select_command(&mut self, index: CommandId) {
+        if index != self.selected {
+            self.selected = index;
+            self.reset_command_view();
+        }
+    }
+
+    /// Forgets the view of the selected command's panes (scrolling, searches, the process
+    /// selected in its tree, the timeline's position): another command, or a new run.
+    pub fn reset_command_view(&mut self) {
+        self.outputs = Default::default();
+        self.tree_selected = 0;
+        self.timeline_back = 0;
+    }
 }
 
 impl Default for ViewState {

@@ -4,6 +4,8 @@
 //! every error then points at the exact key or value (file:line:column) and says which
 //! `[[command]]` it is in, which serde's `deny_unknown_fields` message cannot.
 
+pub mod naming;
+
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::{Path, PathBuf};

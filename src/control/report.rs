@@ -71,7 +71,11 @@ impl StopReport {
                 reached: targets.len(),
             }),
             EventKind::Exit { status, .. } => self.exit = Some(*status),
-            EventKind::OrphanReaped { .. } => self.orphans_reaped += 1,
+            // Only escapees: not a process re-parented when its parent ended (unknown in a
+            // journal from before the broker said, and counted then, as it was).
+            EventKind::OrphanReaped { escaped, .. } if *escaped != Some(false) => {
+                self.orphans_reaped += 1
+            }
             EventKind::Close { .. } => self.closed = true,
             _ => {}
         }
@@ -154,7 +158,16 @@ mod tests {
             core_dumped: false,
         };
         report.apply(&ev(EventKind::Exit { pid: 1, status }));
-        report.apply(&ev(EventKind::OrphanReaped { pid: 2, status }));
+        report.apply(&ev(EventKind::OrphanReaped {
+            pid: 2,
+            status,
+            escaped: Some(true),
+        }));
+        report.apply(&ev(EventKind::OrphanReaped {
+            pid: 3,
+            status,
+            escaped: Some(false),
+        }));
         report.apply(&ev(EventKind::Close {
             stdout_bytes: 0,
             stderr_bytes: 0,

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream, TerminalRequest,
+    CapReason, CommandSpec, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream,
+    TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -18,6 +19,9 @@ pub enum Status {
     Idle,
     Starting,
     Running,
+    /// Stopped by a signal (SIGSTOP, SIGTSTP): the command's own process is in state `T`, as
+    /// the process sampler last saw it. It runs again on SIGCONT.
+    Stopped,
     /// A stop sequence is under way.
     Stopping,
     Exited(ExitStatus),
@@ -29,7 +33,10 @@ pub enum Status {
 
 impl Status {
     pub fn is_active(self) -> bool {
-        matches!(self, Status::Starting | Status::Running | Status::Stopping)
+        matches!(
+            self,
+            Status::Starting | Status::Running | Status::Stopped | Status::Stopping
+        )
     }
 
     /// A short label for the command list.
@@ -38,6 +45,7 @@ impl Status {
             Status::Idle => "idle".into(),
             Status::Starting => "starting".into(),
             Status::Running => "running".into(),
+            Status::Stopped => "stopped".into(),
             Status::Stopping => "stopping".into(),
             Status::Exited(status) => exit_label(status),
             Status::FailedToStart => "failed".into(),
@@ -59,6 +67,19 @@ pub fn signal_label(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig)
         .map(|s| s.as_str().to_string())
         .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// `word`, in single quotes if a shell would read it as more than one plain word.
+fn shell_quoted(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// One event worth showing on the timeline (everything but output and tree updates).
@@ -102,7 +123,10 @@ pub struct CommandState {
     seen_at: HashMap<(i32, u64), usize>,
     pub response_timeout: bool,
     pub parent_lost: Option<ParentLossCause>,
-    pub orphans_reaped: u32,
+    /// Processes reaped after escaping the command's group or session (setsid, double fork
+    /// into another group): what `orphans:N` counts. A process merely re-parented to the
+    /// broker when its parent ended is reaped too, but is no escapee.
+    pub escapees_reaped: u32,
     pub hard_killed: bool,
     /// A message for the operator: a spawn error, a broker failure, a fallback taken.
     pub notice: Option<String>,
@@ -132,7 +156,7 @@ impl CommandState {
             seen_at: HashMap::new(),
             response_timeout: false,
             parent_lost: None,
-            orphans_reaped: 0,
+            escapees_reaped: 0,
             hard_killed: false,
             notice: None,
             activity: Vec::new(),
@@ -228,12 +252,17 @@ impl CommandState {
                     && self.timeline.last().is_some_and(|e| {
                         matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal == "TERM")
                     });
-                if (stop_sequence || signal == "KILL") && self.status == Status::Running {
+                let running = matches!(self.status, Status::Running | Status::Stopped);
+                if (stop_sequence || signal == "KILL") && running {
                     self.status = Status::Stopping;
                 }
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
-            EventKind::OrphanReaped { .. } => self.orphans_reaped += 1,
+            EventKind::OrphanReaped { pid, escaped, .. } => {
+                if self.reaped_escapee(*pid, *escaped) {
+                    self.escapees_reaped += 1;
+                }
+            }
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
             EventKind::ParentUnresponsive { .. }
@@ -289,6 +318,27 @@ impl CommandState {
             .collect()
     }
 
+    /// What the process sampler saw of the command's own process (its `/proc` state letter):
+    /// `T` is a command stopped by a signal, anything else a running one.
+    pub fn observe_state(&mut self, state: char) {
+        match (self.status, state) {
+            (Status::Running, 'T') => self.status = Status::Stopped,
+            (Status::Stopped, state) if state != 'T' => self.status = Status::Running,
+            _ => {}
+        }
+    }
+
+    /// Whether a reaped orphan had escaped, by the broker's word (`escaped`) or, in a journal
+    /// written before the broker said, by the tree events that recorded it.
+    pub fn reaped_escapee(&self, pid: i32, escaped: Option<bool>) -> bool {
+        escaped.unwrap_or_else(|| self.seen_process(pid).is_some_and(|p| p.escaped))
+    }
+
+    /// The latest process of this run's tree with `pid`, as the broker recorded it.
+    pub fn seen_process(&self, pid: i32) -> Option<&ProcessEntry> {
+        self.seen.iter().rev().find(|p| p.pid == pid)
+    }
+
     /// The broker went away; if it never said how the command ended, say so.
     pub fn broker_gone(&mut self, now_ms: u64) {
         if self.status.is_active() {
@@ -305,6 +355,24 @@ impl CommandState {
         self.tree.clear();
     }
 
+    /// The command line as the operator would type it, on one line: a shell command as
+    /// written (its line breaks shown as ` ⏎ `), an argv with the words that need it quoted.
+    pub fn command_line(&self) -> String {
+        match &self.config.command {
+            CommandSpec::Shell(script) => script
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ⏎ "),
+            CommandSpec::Argv(argv) => argv
+                .iter()
+                .map(|word| shell_quoted(word))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
     /// Milliseconds the current run has lasted (up to `now_ms` while it runs).
     pub fn runtime_ms(&self, now_ms: u64) -> Option<u64> {
         let start = self.started_ms?;
@@ -315,7 +383,7 @@ impl CommandState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{CommandSpec, Origin, Scope};
+    use crate::protocol::{Origin, Scope};
 
     fn config() -> CommandConfig {
         CommandConfig::new("t", CommandSpec::Shell("true".into()))
@@ -433,6 +501,103 @@ mod tests {
         c.begin_run("/tmp/y".into(), 5);
         c.apply(&tree(6, vec![entry(10, 2, &[])]));
         assert_eq!(argvs(&c), [""]);
+    }
+
+    #[test]
+    fn a_command_stopped_by_a_signal_reads_stopped_until_it_runs_again() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        c.apply(&ev(
+            2,
+            EventKind::Spawned {
+                pid: 10,
+                pgid: 10,
+                argv: vec![],
+            },
+        ));
+        c.observe_state('S');
+        assert_eq!(c.status, Status::Running);
+        c.observe_state('T');
+        assert_eq!(c.status.label(), "stopped");
+        assert!(c.status.is_active());
+        c.observe_state('R');
+        assert_eq!(c.status, Status::Running);
+        // A stop sequence on a stopped command is a stop like any other.
+        c.observe_state('T');
+        for signal in ["TERM", "CONT"] {
+            c.apply(&ev(
+                3,
+                EventKind::SignalSent {
+                    signal: signal.into(),
+                    scope: Scope::Group,
+                    origin: Origin::Operator,
+                    targets: vec![10],
+                    client: None,
+                },
+            ));
+        }
+        assert_eq!(c.status, Status::Stopping);
+        c.observe_state('T');
+        assert_eq!(c.status, Status::Stopping);
+    }
+
+    #[test]
+    fn a_command_line_reads_as_typed() {
+        let mut c = CommandState::new(CommandConfig::new(
+            "x",
+            CommandSpec::Argv(vec![
+                "grep".into(),
+                "-e".into(),
+                "a b".into(),
+                "it's".into(),
+            ]),
+        ));
+        assert_eq!(c.command_line(), r"grep -e 'a b' 'it'\''s'");
+        c.config.command = CommandSpec::Shell("# build\ncd sub &&\n  make -j2\n".into());
+        assert_eq!(c.command_line(), "# build ⏎ cd sub && ⏎ make -j2");
+    }
+
+    #[test]
+    fn only_reaped_escapees_count_as_orphans() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        let escapee = ProcessEntry {
+            escaped: true,
+            ..entry(12, 2, &["setsid", "sleep", "9"])
+        };
+        c.apply(&tree(
+            2,
+            vec![entry(10, 2, &["sh"]), entry(11, 2, &["python3"]), escapee],
+        ));
+        let status = ExitStatus {
+            code: None,
+            signal: Some(15),
+            core_dumped: false,
+        };
+        let reaped = |pid, escaped| {
+            ev(
+                3,
+                EventKind::OrphanReaped {
+                    pid,
+                    status,
+                    escaped,
+                },
+            )
+        };
+        // python3, re-parented when sh ended, then the escapee: the broker says which.
+        c.apply(&reaped(11, Some(false)));
+        c.apply(&reaped(12, Some(true)));
+        assert_eq!(c.escapees_reaped, 1);
+        // A journal from before the broker said: the tree events did.
+        c.apply(&reaped(11, None));
+        c.apply(&reaped(12, None));
+        c.apply(&reaped(99, None));
+        assert_eq!(c.escapees_reaped, 2);
+        assert_eq!(
+            c.timeline.len(),
+            5,
+            "every reaped orphan is on the timeline"
+        );
     }
 
     #[test]

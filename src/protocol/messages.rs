@@ -522,9 +522,15 @@ pub enum EventKind {
     HardKill {
         after_ms: u64,
     },
+    /// A process other than the command, re-parented to the broker, was reaped.
     OrphanReaped {
         pid: i32,
         status: ExitStatus,
+        /// It had left the command's process group or session (setsid, setpgid): an
+        /// escapee, not a process merely re-parented when its parent ended. Absent in
+        /// journals written before it was recorded, and when the broker could not read it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        escaped: Option<bool>,
     },
     ParentLost {
         cause: ParentLossCause,

@@ -198,15 +198,12 @@ fn pass_through(real: &Path, argv0: &OsStr, args: &[OsString]) -> i32 {
     }
 }
 
-/// A journal name for a shell command: its first word's file name (`cargo test` → `cargo`).
+/// A journal name for a shell command: the first program it runs (`cargo test` → `cargo`,
+/// `cd sub && make` → `make`).
 fn command_name(command: &str) -> String {
-    command
-        .split_whitespace()
-        .next()
-        .and_then(|word| word.rsplit('/').next())
-        .filter(|word| !word.is_empty())
-        .unwrap_or("sh")
-        .to_string()
+    crate::config::naming::shell_program(command)
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "sh".into())
 }
 
 #[cfg(test)]
@@ -274,5 +271,6 @@ mod tests {
         assert_eq!(command_name("  /usr/bin/make -j2"), "make");
         assert_eq!(command_name(""), "sh");
         assert_eq!(command_name("dir/"), "sh");
+        assert_eq!(command_name("cd sub && FOO=1 make"), "make");
     }
 }

@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Row, Table};
 
 use super::{format, pane_block, style};
+use crate::app::layout;
 use crate::app::view::{Pane, ViewState};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Model};
@@ -14,21 +15,22 @@ use crate::model::{CommandState, Model};
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block: Block = pane_block("Commands", view.focus == Pane::Commands);
     if model.commands.is_empty() {
-        let hint = if model.recorded {
-            Line::from(
-                "No live commands yet: each appears here as it starts (tether exec, the shell shim, agents, other tethers).",
-            )
-        } else {
-            Line::from(vec![
+        let hint = match (model.recorded, model.controllable) {
+            (false, _) => Line::from(vec![
                 Span::raw("No commands. Press "),
                 Span::styled(" a ", style::KEY),
                 Span::raw(" to launch one."),
-            ])
+            ]),
+            (true, true) => Line::styled(
+                "No live commands yet: they show up as they start.",
+                style::DIM,
+            ),
+            (true, false) => Line::styled("No commands in this session.", style::DIM),
         };
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
-    let skip = first_visible(view.selected, area);
+    let skip = layout::first_visible_command(view.selected, area);
     let rows = model.commands.iter().enumerate().skip(skip).map(|(i, c)| {
         let marker = if i == view.selected { "▶" } else { " " };
         let runtime = c
@@ -48,34 +50,36 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
             row
         }
     });
-    // Names take what they need (`session/name` in a watch), leaving room for the rest.
-    let longest = model
-        .commands
-        .iter()
-        .map(|c| crate::model::output::text_width(&one_line(&c.config.name)))
-        .max()
-        .unwrap_or(0) as u16;
-    let name_width = longest.clamp(8, area.width.saturating_sub(1 + 9 + 7 + 14).max(8));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(1),
-            Constraint::Length(name_width),
-            Constraint::Length(9),
-            Constraint::Length(7),
-            Constraint::Min(0),
-        ],
-    )
-    .header(Row::new(vec!["", "NAME", "STATE", "TIME", ""]).style(style::DIM))
-    .block(block);
+    let table = Table::new(rows, widths(model, area.width.saturating_sub(2)))
+        .header(Row::new(vec!["", "NAME", "STATE", "TIME", ""]).style(style::DIM))
+        .block(block);
     frame.render_widget(table, area);
 }
 
-/// The first command shown so that the selected one is on screen (border and header take
-/// three rows).
-pub fn first_visible(selected: usize, area: Rect) -> usize {
-    let visible = (area.height.saturating_sub(3) as usize).max(1);
-    selected.saturating_sub(visible - 1)
+/// Columns for a list `inner` cells wide. The state and the runtime are never cut (`running`
+/// must not read `runnin` at 80×24); the name takes what it needs of the rest, up to all of
+/// it, and the badges what is left.
+fn widths(model: &Model, inner: u16) -> [Constraint; 5] {
+    // "stopping", "exit 127", "SIGKILL"; "10.0s", "1m23s", "2h05m".
+    const STATE: u16 = 8;
+    const TIME: u16 = 5;
+    // The marker, and one column between each two.
+    let rest = inner.saturating_sub(1 + STATE + TIME + 4);
+    let longest = model
+        .commands
+        .iter()
+        .map(|c| format::text_width(&one_line(&c.config.name)))
+        .max()
+        .unwrap_or(0)
+        .max(4) as u16;
+    let name = longest.min(rest);
+    [
+        Constraint::Length(1),
+        Constraint::Length(name),
+        Constraint::Length(STATE),
+        Constraint::Length(TIME),
+        Constraint::Length(rest - name),
+    ]
 }
 
 /// Short tags for what happened to a run beyond its exit status.
@@ -94,8 +98,8 @@ pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
     if c.parent_lost.is_some() {
         push("parent-lost".into(), Color::Red);
     }
-    if c.orphans_reaped > 0 {
-        push(format!("orphans:{}", c.orphans_reaped), Color::Magenta);
+    if c.escapees_reaped > 0 {
+        push(format!("orphans:{}", c.escapees_reaped), Color::Magenta);
     }
     if c.capped.iter().any(Option::is_some) {
         push("capped".into(), Color::Yellow);

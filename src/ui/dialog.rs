@@ -28,20 +28,25 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
                     )),
                     Line::styled("Processes get no chance to clean up.", style::DIM),
                     Line::raw(""),
-                    answer_keys(),
+                    // No Enter here: a KILL is never the default answer.
+                    answer_keys(false),
                 ],
             )
         }
         Dialog::ConfirmQuit { running } => (
             "Quit",
             vec![
+                Line::raw(if *running == 1 {
+                    "1 command is still running.".to_string()
+                } else {
+                    format!("{running} commands are still running.")
+                }),
                 Line::raw(format!(
-                    "{running} command{} still running.",
-                    if *running == 1 { " is" } else { "s are" }
+                    "Stop {} (TERM, grace, KILL) and quit?",
+                    if *running == 1 { "it" } else { "them all" }
                 )),
-                Line::raw("Stop them all (TERM, grace, KILL) and quit?"),
                 Line::raw(""),
-                answer_keys(),
+                answer_keys(true),
             ],
         ),
         Dialog::NewCommand { input } => (
@@ -88,11 +93,13 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
     );
 }
 
-fn answer_keys() -> Line<'static> {
+/// The keys that answer a question; `enter_says_yes` for a question whose yes is the default.
+fn answer_keys(enter_says_yes: bool) -> Line<'static> {
+    let yes = if enter_says_yes { " y Enter " } else { " y " };
     Line::from(vec![
-        Span::styled(" y ", style::KEY),
+        Span::styled(yes, style::KEY),
         Span::raw(" yes   "),
-        Span::styled(" n ", style::KEY),
+        Span::styled(" n Esc ", style::KEY),
         Span::raw(" no"),
     ])
 }

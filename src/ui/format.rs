@@ -1,6 +1,15 @@
 //! Numbers, times and text cut to size as the screen shows them.
 
-use crate::model::output::{char_width, text_width};
+use ratatui::style::Style;
+use ratatui::text::Span;
+
+pub use crate::model::output::text_width;
+use crate::model::output::width_clusters;
+
+/// `1 line`, `2 lines`: a count with its noun in the number it needs.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
 
 /// `850ms`, `4.2s`, `1m23s`, `2h05m`.
 pub fn duration_ms(ms: u64) -> String {
@@ -34,24 +43,65 @@ pub fn compact_bytes(bytes: u64) -> String {
 }
 
 /// Cuts `text` to at most `width` columns, ending in `…` when cut. Columns, not characters:
-/// a wide character takes two and a combining mark none, as on screen.
+/// a wide character takes two and a combining mark none, as on screen; a cluster (an emoji
+/// with its skin tone, a flag) stays whole or goes.
 pub fn truncate(text: &str, width: usize) -> String {
     if text_width(text) <= width {
         return text.to_string();
     }
     let mut out = String::new();
     let mut used = 0;
-    for c in text.chars() {
-        used += char_width(c);
+    for (cluster, w) in width_clusters(text) {
+        used += w;
         if used > width.saturating_sub(1) {
             break;
         }
-        out.push(c);
+        out.push_str(cluster);
     }
     if width > 0 {
         out.push('…');
     }
     out
+}
+
+/// Spans cut into rows of at most `width` columns, each piece keeping its style: after the
+/// last space that fits (words stay whole where they can), else between grapheme clusters.
+/// Nothing is dropped, and an empty line is one empty row.
+pub fn wrap_spans(spans: &[Span<'static>], width: usize) -> Vec<Vec<Span<'static>>> {
+    let width = width.max(2);
+    // Each row as clusters with their style and width, merged into spans at the end.
+    let mut rows: Vec<Vec<(&str, Style, usize)>> = vec![Vec::new()];
+    let mut used = 0;
+    for span in spans {
+        for (cluster, w) in width_clusters(&span.content) {
+            if used + w > width && used > 0 {
+                let row = rows.last_mut().expect("a row");
+                // Carry the word cut short over to the next row, if a space ends one before.
+                let carried = match row.iter().rposition(|(c, _, _)| *c == " ") {
+                    Some(space) if space + 1 < row.len() => row.split_off(space + 1),
+                    _ => Vec::new(),
+                };
+                used = carried.iter().map(|(_, _, w)| w).sum();
+                rows.push(carried);
+            }
+            rows.last_mut()
+                .expect("a row")
+                .push((cluster, span.style, w));
+            used += w;
+        }
+    }
+    rows.into_iter()
+        .map(|row| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (cluster, style, _) in row {
+                match spans.last_mut() {
+                    Some(last) if last.style == style => last.content.to_mut().push_str(cluster),
+                    _ => spans.push(Span::styled(cluster.to_string(), style)),
+                }
+            }
+            spans
+        })
+        .collect()
 }
 
 /// `text` cut or padded with spaces to exactly `width` columns, for text that other text
@@ -77,6 +127,42 @@ mod tests {
         assert_eq!(compact_bytes(1536 * 1024), "1.5M");
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(count(1, "line", "lines"), "1 line");
+        assert_eq!(count(0, "line", "lines"), "0 lines");
+        assert_eq!(count(2, "process", "processes"), "2 processes");
+    }
+
+    #[test]
+    fn spans_wrap_by_columns_and_keep_their_styles() {
+        use ratatui::style::Color;
+        let red = Style::new().fg(Color::Red);
+        let spans = vec![Span::raw("ab"), Span::styled("cd中e", red)];
+        let rows = wrap_spans(&spans, 3);
+        let texts: Vec<Vec<(&str, Style)>> = rows
+            .iter()
+            .map(|row| row.iter().map(|s| (s.content.as_ref(), s.style)).collect())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                vec![("ab", Style::new()), ("c", red)],
+                vec![("d中", red)],
+                vec![("e", red)],
+            ]
+        );
+        assert_eq!(wrap_spans(&[], 3).len(), 1);
+        let words = |text: &'static str, width| -> Vec<String> {
+            wrap_spans(&[Span::raw(text)], width)
+                .iter()
+                .map(|row| row.iter().map(|s| s.content.as_ref()).collect())
+                .collect()
+        };
+        // Words stay whole where a space lets them; a word wider than a row is cut.
+        assert_eq!(
+            words("cannot run `no-such`: no such file", 14),
+            ["cannot run ", "`no-such`: no ", "such file"]
+        );
+        assert_eq!(words("abcdefgh ij", 4), ["abcd", "efgh", " ij"]);
     }
 
     #[test]
@@ -89,5 +175,8 @@ mod tests {
         assert_eq!(fit("中文字幕", 4), "中… ");
         // A mark on the last character kept stays with it; it takes no column.
         assert_eq!(fit("e\u{301}", 3), "e\u{301}  ");
+        // A skin tone is not cut from its thumb.
+        assert_eq!(truncate("ab👍🏽cd", 4), "ab…");
+        assert_eq!(truncate("ab👍🏽cd", 5), "ab👍🏽…");
     }
 }

@@ -5,7 +5,6 @@ pub mod command_list;
 pub mod dialog;
 pub mod format;
 pub mod help;
-pub mod layout;
 pub mod output;
 pub mod status_bar;
 pub mod style;
@@ -20,6 +19,7 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, BorderType, Borders};
 
 use crate::app::keymap::Binding;
+use crate::app::layout;
 use crate::app::view::{Dialog, FrameContent, ViewState};
 use crate::model::Model;
 use crate::model::output::one_line;
@@ -80,7 +80,7 @@ fn draw_dialog(
     bindings: &[Binding],
 ) {
     match &view.dialog {
-        Some(Dialog::Help) => help::draw(frame, size, bindings),
+        Some(Dialog::Help) => help::draw(frame, size, model, bindings),
         Some(dialog) => dialog::draw(frame, size, model, dialog),
         None => {}
     }

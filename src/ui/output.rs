@@ -20,8 +20,8 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lin
         Stream::Stderr => "stderr",
     };
     let mut title = format!(
-        "{name} · {} lines · {}",
-        lines.total,
+        "{name} · {} · {}",
+        super::format::count(lines.total, "line", "lines"),
         format_size(lines.bytes)
     );
     title.push_str(if state.follow {
@@ -31,6 +31,9 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lin
     });
     if view.wrap {
         title.push_str(" · wrap");
+    } else if state.left > 0 {
+        // Scrolled sideways: from which column the lines are shown.
+        title.push_str(&format!(" · from column {}", state.left + 1));
     }
     if let Some(needle) = &state.search {
         match state.matched {
@@ -48,9 +51,13 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lin
             render(line, needle.as_deref(), current)
         })
         .collect();
-    // Rows come wrapped already (by display width), so what was measured is what is drawn.
+    // Rows come wrapped already (by display width), so what was measured is what is drawn;
+    // unwrapped, they are shown from the column scrolled to.
+    let left = if view.wrap { 0 } else { state.left };
     frame.render_widget(
-        Paragraph::new(text).block(pane_block(&title, focused)),
+        Paragraph::new(text)
+            .scroll((0, u16::try_from(left).unwrap_or(u16::MAX)))
+            .block(pane_block(&title, focused)),
         area,
     );
 }

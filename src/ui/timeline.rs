@@ -8,27 +8,17 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{format, pane_block, style};
+use crate::app::layout;
 use crate::app::view::{Pane, ViewState};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model, TimelineEntry};
-use crate::protocol::EventKind;
-
-/// Rows of the strip of all commands inside a timeline pane of `inner_height` rows.
-fn strip_rows(inner_height: u16, commands: usize) -> u16 {
-    (commands as u16 + 1).min(inner_height / 2)
-}
-
-/// Rows left for the selected command's events in a timeline pane at `area`.
-pub fn event_rows(area: Rect, commands: usize) -> usize {
-    let inner = area.height.saturating_sub(2);
-    inner.saturating_sub(strip_rows(inner, commands)) as usize
-}
+use crate::protocol::{EventKind, ExitStatus};
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let strip_rows = strip_rows(inner.height, model.commands.len());
+    let strip_rows = layout::strip_rows(inner.height, model.commands.len());
     let [events_area, strip_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(strip_rows)]).areas(inner);
 
@@ -42,13 +32,21 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
         Line::styled(format!("! {}", one_line(text)), Style::new().fg(Color::Red))
     });
     let entries = &command.timeline;
-    let back = view.timeline_back.min(entries.len().saturating_sub(height));
-    let end = entries.len() - back;
-    let start = end.saturating_sub(height);
-    let mut lines: Vec<Line> = entries[start..end]
-        .iter()
-        .map(|e| entry_line(e, model.started_ms))
-        .collect();
+    let line = |e: &TimelineEntry| entry_line(command, e, model.started_ms);
+    let mut lines: Vec<Line> = if view.wrap {
+        let width = events_area.width as usize;
+        let back = view.timeline_back.min(entries.len().saturating_sub(1));
+        wrapped(entries.len() - back, entries.len(), height, |i| {
+            format::wrap_spans(&line(&entries[i]).spans, width)
+        })
+    } else {
+        let back = view.timeline_back.min(entries.len().saturating_sub(height));
+        let end = entries.len() - back;
+        entries[end.saturating_sub(height)..end]
+            .iter()
+            .map(line)
+            .collect()
+    };
     if let Some(notice) = notice {
         lines.resize(height, Line::raw(""));
         lines.push(notice);
@@ -59,12 +57,56 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     }
 }
 
-fn entry_line(entry: &TimelineEntry, session_start: u64) -> Line<'static> {
+/// The rows of wrapped entries that fill `height` rows and end with entry `end - 1`: as
+/// many entries before it as fit whole, and once the first entry is in, the entries after
+/// `end` that fit below. `rows(i)` wraps entry `i`.
+fn wrapped(
+    end: usize,
+    count: usize,
+    height: usize,
+    rows: impl Fn(usize) -> Vec<Vec<Span<'static>>>,
+) -> Vec<Line<'static>> {
+    let mut picked: std::collections::VecDeque<Vec<Vec<Span<'static>>>> = Default::default();
+    let mut used = 0;
+    let mut start = end;
+    while start > 0 {
+        let entry = rows(start - 1);
+        if used > 0 && used + entry.len() > height {
+            break;
+        }
+        used += entry.len();
+        start -= 1;
+        picked.push_front(entry);
+    }
+    let mut next = end;
+    while start == 0 && next < count {
+        let entry = rows(next);
+        if used + entry.len() > height {
+            break;
+        }
+        used += entry.len();
+        next += 1;
+        picked.push_back(entry);
+    }
+    let mut lines: Vec<Line<'static>> = picked.into_iter().flatten().map(Line::from).collect();
+    // An entry longer than the whole pane shows its beginning.
+    lines.truncate(height);
+    lines
+}
+
+fn entry_line(command: &CommandState, entry: &TimelineEntry, session_start: u64) -> Line<'static> {
     let time = Span::styled(
         format::offset_ms(entry.ts_ms.saturating_sub(session_start)),
         style::DIM,
     );
-    let (text, color) = describe(&entry.kind);
+    let (text, color) = match &entry.kind {
+        EventKind::OrphanReaped {
+            pid,
+            status,
+            escaped,
+        } => orphan(command, *pid, *status, *escaped),
+        kind => describe(kind),
+    };
     Line::from(vec![
         time,
         Span::raw(" "),
@@ -131,7 +173,7 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             format!("after {}", format::duration_ms(*after_ms)),
             Color::Red,
         ),
-        EventKind::OrphanReaped { pid, status } => (
+        EventKind::OrphanReaped { pid, status, .. } => (
             format!("pid {pid} {}", crate::model::command::exit_label(*status)),
             Color::Magenta,
         ),
@@ -140,8 +182,12 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             format!("silent {}", format::duration_ms(*silent_ms)),
             Color::Yellow,
         ),
+        // The kind already says `exit`: `exit code 0`, `exit SIGKILL`.
         EventKind::Exit { status, .. } => (
-            crate::model::command::exit_label(*status),
+            match status.code {
+                Some(code) => format!("code {code}"),
+                None => crate::model::command::exit_label(*status),
+            },
             if status.code == Some(0) {
                 Color::Blue
             } else {
@@ -165,6 +211,31 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
         EventKind::Output { .. } | EventKind::Tree { .. } | EventKind::Pong => {
             (String::new(), Color::DarkGray)
         }
+    }
+}
+
+/// A reaped orphan: which process (its pid and command line), and whether it had escaped
+/// the command's group (what the `orphans:N` badge counts) or was only re-parented to the
+/// broker when its parent ended.
+fn orphan(
+    command: &CommandState,
+    pid: i32,
+    status: ExitStatus,
+    escaped: Option<bool>,
+) -> (String, Color) {
+    let how = crate::model::command::exit_label(status);
+    let argv = command
+        .seen_process(pid)
+        .map(|p| p.argv.join(" "))
+        .filter(|argv| !argv.is_empty())
+        .map_or_else(String::new, |argv| format!(": {argv}"));
+    if command.reaped_escapee(pid, escaped) {
+        (format!("pid {pid} escaped, {how}{argv}"), Color::Magenta)
+    } else {
+        (
+            format!("pid {pid} re-parented, {how}{argv}"),
+            Color::DarkGray,
+        )
     }
 }
 
@@ -241,15 +312,29 @@ fn bar(
             *cell = ('▪', Color::Green);
         }
     }
-    for (ts, marker) in &c.markers {
-        let mark = match marker {
-            Marker::Signal => ('!', Color::Magenta),
-            Marker::Timeout => ('T', Color::Yellow),
-            Marker::Exit => ('|', Color::Blue),
-            Marker::Failure => ('x', Color::Red),
-        };
-        if let Some(cell) = cells.get_mut(column(*ts)) {
-            *cell = mark;
+    // Markers that fall in one column would hide each other: the end of the run keeps its
+    // column, and each other marker takes the nearest free one before it (else after it), so
+    // a watchdog's `T` and its signal stay in sight next to the exit they caused.
+    let mut marked = vec![false; width];
+    for rank in [
+        Marker::Exit,
+        Marker::Failure,
+        Marker::Timeout,
+        Marker::Signal,
+    ] {
+        for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
+            let mark = match marker {
+                Marker::Signal => ('!', Color::Magenta),
+                Marker::Timeout => ('T', Color::Yellow),
+                Marker::Exit => ('|', Color::Blue),
+                Marker::Failure => ('x', Color::Red),
+            };
+            let at = column(*ts).min(width - 1);
+            let free = (0..=at).rev().chain(at + 1..width).find(|&i| !marked[i]);
+            if let Some(i) = free {
+                marked[i] = true;
+                cells[i] = mark;
+            }
         }
     }
     let mut spans: Vec<(String, Color)> = Vec::new();
@@ -269,6 +354,61 @@ fn bar(
 mod tests {
     use super::*;
     use crate::protocol::{CapReason, CappedKind, Stream};
+
+    #[test]
+    fn wrapped_entries_fill_the_pane_from_the_end_or_from_the_top() {
+        // Entry i takes i + 1 rows, each row saying which entry it is.
+        let rows = |i: usize| vec![vec![Span::raw(i.to_string())]; i + 1];
+        let shown = |end, height| -> String {
+            wrapped(end, 4, height, rows)
+                .iter()
+                .map(|l| l.spans[0].content.to_string())
+                .collect()
+        };
+        // 0, 11, 222, 3333: the last entries that fit end the pane.
+        assert_eq!(shown(4, 4), "3333");
+        assert_eq!(shown(4, 7), "2223333");
+        assert_eq!(shown(4, 8), "2223333", "only whole entries");
+        assert_eq!(shown(3, 6), "011222");
+        // Scrolled back to the top: what follows fills the rest.
+        assert_eq!(shown(1, 6), "011222");
+        // Longer than the pane: its beginning.
+        assert_eq!(shown(4, 2), "33");
+    }
+
+    #[test]
+    fn an_exit_says_exit_once() {
+        let (text, _) = describe(&EventKind::Exit {
+            pid: 1,
+            status: ExitStatus {
+                code: Some(0),
+                signal: None,
+                core_dumped: false,
+            },
+        });
+        assert_eq!(text, "code 0");
+    }
+
+    #[test]
+    fn markers_in_one_column_all_stay_in_sight() {
+        let mut c = CommandState::new(crate::config::CommandConfig::new(
+            "silent",
+            crate::protocol::CommandSpec::Shell("sleep 9".into()),
+        ));
+        c.begin_run("/nonexistent".into(), 0);
+        c.ended_ms = Some(5_010);
+        c.markers = vec![
+            (5_000, Marker::Timeout),
+            (5_001, Marker::Signal),
+            (5_010, Marker::Exit),
+        ];
+        let column = |ts: u64| (ts / 1000) as usize;
+        let text: String = bar(&c, 8, 6_000, &column)
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(text, "───!T|  ");
+    }
 
     #[test]
     fn events_capped_stands_out_as_output_capped_does() {

@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::layout::{MIN_HEIGHT, MIN_WIDTH};
+use crate::app::layout::{MIN_HEIGHT, MIN_WIDTH};
 
 pub fn draw(frame: &mut Frame, area: Rect, running: usize) {
     let text = vec![
@@ -15,7 +15,10 @@ pub fn draw(frame: &mut Frame, area: Rect, running: usize) {
             area.width, area.height
         )),
         Line::raw("Enlarge the window, or press q to quit."),
-        Line::raw(format!("{running} command(s) running.")),
+        Line::raw(format!(
+            "{} running.",
+            super::format::count(running, "command", "commands")
+        )),
     ];
     frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
 }

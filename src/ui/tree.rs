@@ -9,8 +9,9 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{format, pane_block, style};
 use crate::app::view::{FrameContent, Pane, ViewState};
-use crate::model::Model;
 use crate::model::output::one_line;
+use crate::model::{CommandState, Model};
+use crate::sampler::TreeRow;
 
 pub fn draw(
     frame: &mut Frame,
@@ -21,15 +22,7 @@ pub fn draw(
 ) {
     let focused = view.focus == Pane::Tree;
     let command = model.commands.get(view.selected);
-    let name = command.map_or("", |c| c.config.name.as_str());
-    // Once a run is over, the pane lists every process its broker saw during it.
-    let over = command.is_some_and(|c| !c.status.is_active());
-    let title = if over {
-        format!("Process tree: {name} · every process seen during the run")
-    } else {
-        format!("Process tree: {name}")
-    };
-    let block = pane_block(&title, focused);
+    let block = pane_block(&title(command, !content.tree.is_empty()), focused);
     let run_start = command.and_then(|c| c.started_ms).unwrap_or(0);
     if content.tree.is_empty() {
         let text = match model.commands.get(view.selected) {
@@ -43,68 +36,188 @@ pub fn draw(
         );
         return;
     }
+    // Rows below the border and the header.
     let visible = area.height.saturating_sub(3) as usize;
     let selected = view.tree_selected.min(content.tree.len() - 1);
-    let skip = selected.saturating_sub(visible.saturating_sub(1));
-    let rows = content.tree.iter().enumerate().skip(skip).map(|(i, row)| {
-        let p = &row.process;
-        let elapsed = content.now_ms.saturating_sub(p.start_ms);
-        let mut branch = "  ".repeat(row.depth);
-        if row.depth > 0 {
-            branch.push_str("└ ");
-        }
-        // The mark goes before the command line: the column cuts what is too long for it at
-        // the right, and a long command line must not cut the one fact that matters here.
-        let mut spans = vec![Span::raw(branch)];
-        if row.escaped {
-            spans.push(Span::styled("(escaped) ", Style::new().fg(Color::Magenta)));
-        }
-        spans.push(Span::raw(one_line(&p.argv.join(" "))));
-        let command_cell = Cell::from(Line::from(spans));
-        // A recorded process has no CPU or memory figures; its age is when it started.
-        let (cpu, rss, age) = if p.state == '-' {
-            (
-                "-".to_string(),
-                "-".to_string(),
-                format!(
-                    "+{}",
-                    format::duration_ms(p.start_ms.saturating_sub(run_start))
-                ),
-            )
-        } else {
-            (
-                format!("{:.1}", p.cpu_percent),
-                format::compact_bytes(p.rss_bytes),
-                format::duration_ms(elapsed),
-            )
-        };
-        let cells = vec![
-            Cell::from(p.pid.to_string()),
-            Cell::from(p.state.to_string()),
-            Cell::from(cpu),
-            Cell::from(rss),
-            Cell::from(age),
-            command_cell,
-        ];
-        let row_widget = Row::new(cells);
-        if focused && i == selected {
-            row_widget.style(style::SELECTED)
-        } else {
-            row_widget
-        }
-    });
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(7),
-            Constraint::Length(2),
-            Constraint::Length(6),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Min(10),
-        ],
-    )
-    .header(Row::new(vec!["PID", "S", "CPU%", "RSS", "AGE", "COMMAND"]).style(style::DIM))
-    .block(block);
+    // What the command column gets: the pane less its borders, the fixed columns and one
+    // column between each two.
+    let fixed: u16 = WIDTHS.iter().sum::<u16>() + WIDTHS.len() as u16;
+    let command_width = area.width.saturating_sub(2 + fixed) as usize;
+    // A command line is shown whole (wrapped) with wrap on, and always for the process
+    // selected in the focused tree; in half the pane at most, so that its neighbours stay in
+    // sight, unless the pane is zoomed.
+    let max_rows = if view.zoom { visible } else { visible / 2 }.max(1);
+    let commands: Vec<Vec<Line>> = content
+        .tree
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let whole = view.wrap || (focused && i == selected);
+            command_lines(row, command_width, whole, max_rows)
+        })
+        .collect();
+    let heights: Vec<usize> = commands.iter().map(Vec::len).collect();
+    let skip = first_shown(&heights, selected, visible);
+    let rows = content
+        .tree
+        .iter()
+        .zip(commands)
+        .enumerate()
+        .skip(skip)
+        .map(|(i, (row, command))| {
+            let p = &row.process;
+            let elapsed = content.now_ms.saturating_sub(p.start_ms);
+            // A recorded process has no CPU or memory figures; its age is when it started.
+            let (cpu, rss, age) = if p.state == '-' {
+                (
+                    "-".to_string(),
+                    "-".to_string(),
+                    format!(
+                        "+{}",
+                        format::duration_ms(p.start_ms.saturating_sub(run_start))
+                    ),
+                )
+            } else {
+                (
+                    format!("{:.1}", p.cpu_percent),
+                    format::compact_bytes(p.rss_bytes),
+                    format::duration_ms(elapsed),
+                )
+            };
+            let height = command.len() as u16;
+            let cells = vec![
+                Cell::from(p.pid.to_string()),
+                Cell::from(p.state.to_string()),
+                Cell::from(cpu),
+                Cell::from(rss),
+                Cell::from(age),
+                Cell::from(command),
+            ];
+            let row_widget = Row::new(cells).height(height.max(1));
+            if focused && i == selected {
+                row_widget.style(style::SELECTED)
+            } else {
+                row_widget
+            }
+        });
+    let mut widths: Vec<Constraint> = WIDTHS.iter().map(|w| Constraint::Length(*w)).collect();
+    widths.push(Constraint::Min(10));
+    let table = Table::new(rows, widths)
+        .header(Row::new(vec!["PID", "S", "CPU%", "RSS", "AGE", "COMMAND"]).style(style::DIM))
+        .block(block);
     frame.render_widget(table, area);
+}
+
+/// Widths of the columns before the command line: pid, state, CPU, RSS, age.
+const WIDTHS: [u16; 5] = [7, 2, 6, 7, 7];
+
+/// The command column of one process: its place in the tree, the escapee mark and its
+/// command line, on one line (cut by the column), or `whole`, wrapped to the column's
+/// `width` in at most `max_rows` rows, continuation rows indented under the command line.
+fn command_lines(row: &TreeRow, width: usize, whole: bool, max_rows: usize) -> Vec<Line<'static>> {
+    let mut branch = "  ".repeat(row.depth);
+    if row.depth > 0 {
+        branch.push_str("└ ");
+    }
+    // The mark goes before the command line: the column cuts what is too long for it at
+    // the right, and a long command line must not cut the one fact that matters here.
+    let mut text = Vec::new();
+    if row.escaped {
+        text.push(Span::styled("(escaped) ", Style::new().fg(Color::Magenta)));
+    }
+    text.push(Span::raw(one_line(&row.process.argv.join(" "))));
+    if !whole {
+        let mut spans = vec![Span::raw(branch)];
+        spans.extend(text);
+        return vec![Line::from(spans)];
+    }
+    let indent = format::text_width(&branch);
+    let mut pieces = format::wrap_spans(&text, width.saturating_sub(indent));
+    let cut = pieces.len() > max_rows;
+    pieces.truncate(max_rows);
+    if cut {
+        // Room for the mark that says the command line goes on.
+        if let Some(last) = pieces.last_mut() {
+            ellipsize(last, width.saturating_sub(indent));
+        }
+    }
+    pieces
+        .into_iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            let lead = if i == 0 {
+                branch.clone()
+            } else {
+                " ".repeat(indent)
+            };
+            let mut spans = vec![Span::raw(lead)];
+            spans.extend(piece);
+            Line::from(spans)
+        })
+        .collect()
+}
+
+/// Ends a row of at most `width` columns in `…`, cutting what it must to make room.
+fn ellipsize(row: &mut Vec<Span<'static>>, width: usize) {
+    let mut used: usize = row.iter().map(|s| format::text_width(&s.content)).sum();
+    while used + 1 > width {
+        let Some(span) = row.last_mut() else { break };
+        let mut text = span.content.to_string();
+        match text.pop() {
+            Some(c) => {
+                used = used.saturating_sub(crate::model::output::char_width(c));
+                span.content = text.into();
+            }
+            None => {
+                row.pop();
+            }
+        }
+    }
+    row.push(Span::raw("…"));
+}
+
+/// The first row to show so that the `selected` row is in sight, rows taking `heights`
+/// lines, `visible` lines in all: as many rows above it as fit.
+fn first_shown(heights: &[usize], selected: usize, visible: usize) -> usize {
+    let mut first = selected;
+    let mut used = heights.get(selected).copied().unwrap_or(1);
+    while first > 0 && used + heights[first - 1] <= visible {
+        first -= 1;
+        used += heights[first];
+    }
+    first
+}
+
+/// `Process tree: NAME · COMMAND LINE`, so that the whole command the name stands for can be
+/// read (zoom the pane for the widest view); once a run is over and the pane lists what the
+/// broker saw, it says so.
+fn title(command: Option<&CommandState>, listed: bool) -> String {
+    let Some(command) = command else {
+        return "Process tree".into();
+    };
+    let name = &command.config.name;
+    let line = command.command_line();
+    let mut title = format!("Process tree: {name}");
+    // Before the command line, which the border may cut.
+    if listed && !command.status.is_active() {
+        title.push_str(" · every process seen during the run");
+    }
+    if !line.is_empty() && line != *name {
+        title.push_str(&format!(" · {line}"));
+    }
+    title
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_selected_row_is_in_sight_with_as_many_above_as_fit() {
+        assert_eq!(first_shown(&[1, 1, 1, 1], 3, 10), 0);
+        assert_eq!(first_shown(&[1, 1, 1, 1], 3, 2), 2);
+        assert_eq!(first_shown(&[1, 5, 1, 3], 3, 4), 2);
+        assert_eq!(first_shown(&[1, 5, 1, 3], 3, 3), 3);
+        assert_eq!(first_shown(&[1, 5, 1, 3], 1, 6), 0);
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::action::Action;
 use super::view::{Dialog, Pane, ViewState};
-use crate::config::CommandConfig;
+use crate::config::{CommandConfig, naming};
 use crate::model::{CommandId, Model};
 use crate::protocol::{CommandSpec, Origin, Scope, Stream, ToBroker};
 
@@ -11,6 +11,7 @@ pub const READ_ONLY: &str =
     "a recorded session is read-only: run `tether` to launch and signal commands";
 pub const NO_LAUNCH: &str =
     "these commands were started elsewhere: signal them here, launch new ones with `tether run`";
+pub const NO_DISMISS: &str = "dismiss is for `tether watch`; here an ended command stays listed";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -32,6 +33,24 @@ pub enum Effect {
     Quit,
 }
 
+/// Why this screen refuses `action`, if it does: a recorded session launches nothing, and
+/// signals only what another tether runs and can be reached through its control socket; only
+/// `tether watch` takes ended commands off its list. The status bar and the help offer only
+/// the keys this lets through.
+pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
+    let launches = matches!(action, Action::Restart | Action::NewCommand);
+    let signals = matches!(
+        action,
+        Action::Term | Action::Kill | Action::Stop | Action::SignalProcess
+    );
+    match (model.recorded, model.controllable) {
+        (true, true) if launches => Some(NO_LAUNCH),
+        (true, false) if launches || signals => Some(READ_ONLY),
+        (false, _) if *action == Action::Dismiss => Some(NO_DISMISS),
+        _ => None,
+    }
+}
+
 /// What the update needs from the last frame: sizes, and the process selected in the tree.
 #[derive(Debug, Clone, Default)]
 pub struct Geometry {
@@ -40,6 +59,9 @@ pub struct Geometry {
     /// Rows of the timeline's event list.
     pub timeline_rows: usize,
     pub total_lines: [usize; 2],
+    /// Columns inside each output pane, and the widest line on screen in each.
+    pub output_cols: [usize; 2],
+    pub widest: [usize; 2],
     /// pid and command line of each tree row; `None` for the broker's own row.
     pub tree_processes: Vec<Option<(i32, String)>>,
 }
@@ -59,25 +81,8 @@ pub fn update(
     let selected = view.selected;
     let command = model.commands.get(selected);
     let mut effects = Vec::new();
-    let acts = matches!(
-        action,
-        Action::Term
-            | Action::Kill
-            | Action::Stop
-            | Action::Restart
-            | Action::NewCommand
-            | Action::SignalProcess
-    );
-    let launches = matches!(action, Action::Restart | Action::NewCommand);
-    if model.recorded && (launches || (acts && !model.controllable)) {
-        view.message = Some(
-            if model.controllable {
-                NO_LAUNCH
-            } else {
-                READ_ONLY
-            }
-            .into(),
-        );
+    if let Some(reason) = refusal(model, &action) {
+        view.message = Some(reason.into());
         return effects;
     }
     match action {
@@ -110,6 +115,9 @@ pub fn update(
             } else {
                 move_in_focus(model, view, geometry, i64::MAX / 2);
             }
+        }
+        Action::ScrollLeft | Action::ScrollRight | Action::LineStart | Action::LineEnd => {
+            scroll_sideways(view, geometry, &action)
         }
         Action::FocusNext | Action::FocusPrev => {
             let i = Pane::ORDER
@@ -192,7 +200,7 @@ pub fn update(
                     ));
                 }
                 Action::Restart => {
-                    view.outputs = Default::default();
+                    view.reset_command_view();
                     effects.push(Effect::Launch(selected));
                 }
                 _ => {
@@ -276,6 +284,31 @@ fn focused_stream(view: &ViewState) -> Stream {
     view.focus.stream().unwrap_or(Stream::Stdout)
 }
 
+/// Scrolls the focused output pane sideways: a quarter of the pane at a time (8 columns at
+/// least), to the start, or to where its widest line on screen ends. With wrapping on every
+/// line is whole already.
+fn scroll_sideways(view: &mut ViewState, geometry: &Geometry, action: &Action) {
+    let Some(stream) = view.focus.stream() else {
+        view.message = Some("← → h l 0 $ scroll an output pane (Tab to one)".into());
+        return;
+    };
+    if view.wrap {
+        view.message = Some("wrap is on: every line is whole (w turns it off)".into());
+        return;
+    }
+    let i = stream as usize;
+    let cols = geometry.output_cols[i];
+    let last = geometry.widest[i].saturating_sub(cols);
+    let step = (cols / 4).max(8);
+    let out = &mut view.outputs[i];
+    out.left = match action {
+        Action::ScrollLeft => out.left.saturating_sub(step),
+        Action::ScrollRight => (out.left + step).min(last.max(out.left)),
+        Action::LineEnd => last,
+        _ => 0,
+    };
+}
+
 fn page_size(focus: Pane, geometry: &Geometry) -> usize {
     match focus.stream() {
         Some(stream) => geometry.output_rows[stream as usize].max(1),
@@ -290,13 +323,7 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
     match view.focus {
         Pane::Commands => {
             let last = model.commands.len().saturating_sub(1);
-            let next = step(view.selected, last);
-            if next != view.selected {
-                view.selected = next;
-                view.outputs = Default::default();
-                view.tree_selected = 0;
-                view.timeline_back = 0;
-            }
+            view.select_command(step(view.selected, last));
         }
         Pane::Tree => {
             let last = geometry.tree_processes.len().saturating_sub(1);
@@ -308,7 +335,12 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
                 .commands
                 .get(view.selected)
                 .map_or(0, |c| c.timeline.len());
-            let last = entries.saturating_sub(geometry.timeline_rows.max(1));
+            // Wrapped, entries take rows unknown here: back to the first entry.
+            let last = if view.wrap {
+                entries.saturating_sub(1)
+            } else {
+                entries.saturating_sub(geometry.timeline_rows.max(1))
+            };
             view.timeline_back = (view.timeline_back as i64)
                 .saturating_sub(delta)
                 .clamp(0, last as i64) as usize;
@@ -344,11 +376,19 @@ fn update_dialog(
                 view.message = Some(format!("SIGKILL sent to {}", c.config.name));
             }
         }
-        (Dialog::ConfirmQuit { .. }, Action::Confirm) => {
+        (Dialog::ConfirmQuit { .. }, Action::Confirm | Action::Submit) => {
             view.dialog = None;
             view.quitting = true;
-            view.message = Some(format!("stopping {} command(s)…", model.running()));
+            let running = model.running();
+            view.message = Some(format!(
+                "stopping {running} command{}…",
+                if running == 1 { "" } else { "s" }
+            ));
             effects.push(Effect::StopAllAndQuit);
+        }
+        (dialog @ Dialog::ConfirmKill { .. }, Action::Submit) => {
+            view.dialog = Some(dialog);
+            view.message = Some("y sends SIGKILL, n or Esc cancels".into());
         }
         (mut dialog, Action::Paste(text)) => {
             if let Some(input) = input_of(&mut dialog) {
@@ -374,10 +414,11 @@ fn update_dialog(
             if line.is_empty() {
                 view.message = Some("nothing to launch: type a shell command".into());
             } else {
-                effects.push(Effect::Add(CommandConfig::new(
-                    line.split_whitespace().next().unwrap_or(line).to_string(),
-                    CommandSpec::Shell(line.to_string()),
-                )));
+                let command = CommandSpec::Shell(line.to_string());
+                let name = naming::unique_name(&naming::derive_name(&command), |name| {
+                    model.commands.iter().any(|c| c.config.name == name)
+                });
+                effects.push(Effect::Add(CommandConfig::new(name, command)));
             }
         }
         (Dialog::Search { stream, input }, Action::Submit) => {

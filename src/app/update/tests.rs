@@ -40,6 +40,8 @@ fn geometry() -> Geometry {
         tree_rows: 5,
         timeline_rows: 10,
         total_lines: [100, 0],
+        output_cols: [20, 20],
+        widest: [100, 0],
         tree_processes: vec![None, Some((8, "sleep 1".into()))],
     }
 }
@@ -160,4 +162,177 @@ fn a_recorded_session_refuses_operator_actions() {
         assert_eq!(view.dialog, None);
         assert_eq!(view.message.as_deref(), Some(READ_ONLY));
     }
+}
+
+#[test]
+fn a_launched_command_is_named_by_its_program_and_unique() {
+    let mut model = model(false, true);
+    model.commands[0].config.name = "make".into();
+    let mut view = ViewState {
+        dialog: Some(Dialog::NewCommand {
+            input: "cd sub && make -j2".into(),
+        }),
+        ..ViewState::default()
+    };
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(
+        effects,
+        [Effect::Add(CommandConfig::new(
+            "make-2",
+            CommandSpec::Shell("cd sub && make -j2".into())
+        ))]
+    );
+}
+
+/// Every way of changing the selected command forgets the last one's scrolling, search,
+/// process selection and timeline position: keys, and a click on the list.
+#[test]
+fn another_command_selected_starts_with_a_fresh_view() {
+    let mut two = model(false, true);
+    two.commands.push(two.commands[0].clone());
+    let scrolled = |view: &mut ViewState| {
+        view.outputs[0].follow = false;
+        view.outputs[0].top = 3;
+        view.outputs[1].search = Some("x".into());
+        view.tree_selected = 1;
+        view.timeline_back = 5;
+    };
+    let fresh = |view: &ViewState| {
+        view.outputs == <[crate::app::view::OutputView; 2]>::default()
+            && view.tree_selected == 0
+            && view.timeline_back == 0
+    };
+
+    let mut view = ViewState::default();
+    scrolled(&mut view);
+    update(&two, &mut view, &geometry(), Action::Down);
+    assert_eq!(view.selected, 1);
+    assert!(fresh(&view), "{view:?}");
+
+    let mut app = crate::app::App::new(two);
+    app.size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    scrolled(&mut app.view);
+    let list = crate::app::layout::areas(app.size, None).unwrap().commands;
+    // The second command's row: below the border and the header.
+    app.handle(Action::ClickAt {
+        column: list.x + 3,
+        row: list.y + 3,
+    });
+    assert_eq!(app.view.selected, 1);
+    assert_eq!(app.view.focus, Pane::Commands);
+    assert!(fresh(&app.view), "{:?}", app.view);
+}
+
+#[test]
+fn enter_answers_quit_but_never_confirms_a_kill() {
+    let model = model(false, true);
+    let mut view = ViewState::default();
+    update(&model, &mut view, &geometry(), Action::Kill);
+    assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
+    // Enter is what the keymap makes of the Enter key in a question.
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert!(effects.is_empty(), "Enter sent {effects:?}");
+    assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
+    let effects = update(&model, &mut view, &geometry(), Action::Confirm);
+    assert_eq!(effects, [Effect::Send(0, signal("KILL"))]);
+
+    let mut view = ViewState::default();
+    update(&model, &mut view, &geometry(), Action::Quit);
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(effects, [Effect::StopAllAndQuit]);
+    assert_eq!(view.message.as_deref(), Some("stopping 1 command…"));
+}
+
+#[test]
+fn what_a_screen_refuses_is_what_its_keys_leave_out() {
+    let live = model(false, true);
+    let recorded = model(true, true);
+    let mut watched = model(true, true);
+    watched.controllable = true;
+    for action in [
+        Action::Term,
+        Action::Kill,
+        Action::Stop,
+        Action::SignalProcess,
+    ] {
+        assert_eq!(refusal(&live, &action), None);
+        assert_eq!(refusal(&recorded, &action), Some(READ_ONLY));
+        assert_eq!(refusal(&watched, &action), None);
+    }
+    for action in [Action::NewCommand, Action::Restart] {
+        assert_eq!(refusal(&live, &action), None);
+        assert_eq!(refusal(&recorded, &action), Some(READ_ONLY));
+        assert_eq!(refusal(&watched, &action), Some(NO_LAUNCH));
+    }
+    assert_eq!(refusal(&live, &Action::Dismiss), Some(NO_DISMISS));
+    assert_eq!(refusal(&watched, &Action::Dismiss), None);
+    for action in [Action::Quit, Action::Help, Action::Search, Action::Zoom] {
+        assert_eq!(refusal(&recorded, &action), None);
+    }
+}
+
+#[test]
+fn long_lines_scroll_sideways_as_far_as_the_widest_on_screen() {
+    let model = model(false, true);
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    let press = |view: &mut ViewState, action| {
+        update(&model, view, &geometry(), action);
+        view.outputs[0].left
+    };
+    // A quarter of a 20-column pane is less than 8 columns: 8 at a time.
+    assert_eq!(press(&mut view, Action::ScrollRight), 8);
+    assert_eq!(
+        press(&mut view, Action::LineEnd),
+        80,
+        "100 columns in a 20-column pane"
+    );
+    assert_eq!(press(&mut view, Action::ScrollRight), 80);
+    assert_eq!(press(&mut view, Action::ScrollLeft), 72);
+    assert_eq!(press(&mut view, Action::LineStart), 0);
+    assert_eq!(press(&mut view, Action::ScrollLeft), 0);
+
+    view.wrap = true;
+    assert_eq!(press(&mut view, Action::ScrollRight), 0);
+    assert!(view.message.as_deref().unwrap_or("").contains("wrap is on"));
+    view.wrap = false;
+    view.focus = Pane::Tree;
+    assert_eq!(press(&mut view, Action::ScrollRight), 0);
+    assert_eq!(view.outputs[1].left, 0);
+}
+
+#[test]
+fn a_match_off_to_the_right_is_scrolled_into_sight() {
+    use crate::app::{left_to_show, match_columns};
+    use crate::model::output::render_line;
+    let line = render_line(format!("{}Needle here", "x".repeat(100)).as_bytes());
+    assert_eq!(match_columns(&line, "needle"), Some((100, 106)));
+    assert_eq!(
+        match_columns(&render_line("中文 needle".as_bytes()), "needle"),
+        Some((5, 11))
+    );
+    assert_eq!(match_columns(&line, "absent"), None);
+    // In a 30-column pane: brought in a third of the way, left alone when in sight.
+    assert_eq!(left_to_show(0, 30, 100, 106), 90);
+    assert_eq!(left_to_show(90, 30, 100, 106), 90);
+    assert_eq!(left_to_show(95, 30, 100, 106), 95);
+    assert_eq!(left_to_show(101, 30, 100, 106), 90);
+    assert_eq!(left_to_show(50, 30, 2, 6), 0);
+    // Wider than the pane leaves beside the context: its start at the left edge.
+    assert_eq!(left_to_show(0, 30, 100, 125), 100);
+}
+
+#[test]
+fn a_wrapped_timeline_scrolls_back_to_its_first_entry() {
+    let model = model(false, true);
+    let mut view = ViewState {
+        focus: Pane::Timeline,
+        wrap: true,
+        ..ViewState::default()
+    };
+    update(&model, &mut view, &geometry(), Action::Top);
+    // 41 entries: wrapped, rows per entry are the screen's business; the last is entry 0.
+    assert_eq!(view.timeline_back, 40);
 }

@@ -14,6 +14,7 @@ use super::tree::{TreeRecorder, tree_budget};
 use crate::clock::now_ms;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
+use crate::procfs::{self, ProcStat};
 use crate::protocol::{
     CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage, Stream,
     StreamTotals, capped_argv,
@@ -71,6 +72,8 @@ pub struct Broker {
     start: Instant,
     started_ms: u64,
     pid: i32,
+    /// The broker's session, which the command shares (in a process group of its own).
+    session: i32,
     request: LaunchRequest,
     /// The command's journal directory, as the front end handed it over.
     dir: JournalDir,
@@ -107,17 +110,61 @@ pub struct Broker {
     result: CommandResult,
 }
 
-/// Reaps one ended child without waiting. `libc` directly: nix turns the status into its
-/// `Signal` enum and fails (after the kernel has already reaped the child) for real-time
-/// signals, which would lose the exit for good.
-fn reap_one() -> Result<Option<(i32, ExitStatus)>, i32> {
-    let mut raw = 0;
-    // SAFETY: waitpid only writes the status into `raw`.
-    let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+/// One ended child, reaped: its pid, how it ended, and where it was (its process group and
+/// session, read while it was still a zombie).
+struct Reaped {
+    pid: i32,
+    status: ExitStatus,
+    place: Option<ProcStat>,
+}
+
+/// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
+/// that its `/proc` entry, group and session included, can still be read; then reaped.
+fn reap_one() -> Result<Option<Reaped>, i32> {
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`.
+    let peeked = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if peeked < 0 {
+        return Err(errno());
     }
+    // SAFETY: filled in by waitid for a child that has ended; 0 when none has.
+    let pid = unsafe { info.si_pid() };
     if pid == 0 {
+        return Ok(None);
+    }
+    let place = procfs::read_stat(pid);
+    match wait_status(pid)? {
+        Some(status) => Ok(Some(Reaped { pid, status, place })),
+        None => Ok(None),
+    }
+}
+
+/// Reaps `pid`, which has ended. `libc` directly: nix turns the status into its `Signal` enum
+/// and fails (after the kernel has already reaped the child) for real-time signals, which
+/// would lose the exit for good.
+fn wait_status(pid: i32) -> Result<Option<ExitStatus>, i32> {
+    let mut raw = 0;
+    let reaped = loop {
+        // SAFETY: waitpid only writes the status into `raw`.
+        let reaped = unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) };
+        match reaped {
+            r if r >= 0 => break r,
+            _ => match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
+                libc::EINTR => continue,
+                errno => return Err(errno),
+            },
+        }
+    };
+    if reaped == 0 {
         return Ok(None);
     }
     let status = if libc::WIFEXITED(raw) {
@@ -133,7 +180,16 @@ fn reap_one() -> Result<Option<(i32, ExitStatus)>, i32> {
             core_dumped: libc::WCOREDUMP(raw),
         }
     };
-    Ok(Some((pid, status)))
+    Ok(Some(status))
+}
+
+/// Whether a reaped process had escaped: left the command's process `group` or the
+/// `session` it shares with the broker (setsid, setpgid), where a signal to the group does
+/// not reach it. A process merely re-parented to the broker when its parent ended (python
+/// after the `sh -c` that started it) is still in both, and is no escapee. `None` when where
+/// it was could not be read.
+fn escaped(place: Option<&ProcStat>, group: i32, session: i32) -> Option<bool> {
+    place.map(|p| p.pgid != group || p.sid != session)
 }
 
 impl Broker {
@@ -150,6 +206,8 @@ impl Broker {
             start,
             started_ms: now_ms(),
             pid: std::process::id() as i32,
+            // SAFETY: getsid has no preconditions.
+            session: unsafe { libc::getsid(0) },
             request,
             dir,
             events: Some(events),
@@ -299,7 +357,7 @@ impl Broker {
     /// this subreaper.
     pub fn reap(&mut self) {
         loop {
-            let (pid, status) = match reap_one() {
+            let Reaped { pid, status, place } = match reap_one() {
                 Ok(Some(reaped)) => reaped,
                 Ok(None) | Err(libc::ECHILD) => break,
                 Err(libc::EINTR) => continue,
@@ -315,9 +373,15 @@ impl Broker {
                     };
                     self.emit(EventKind::Exit { pid, status });
                 }
-                _ => {
+                child => {
+                    let group = child.map_or(0, |c| c.pid);
+                    let escaped = escaped(place.as_ref(), group, self.session);
                     self.result.orphans_reaped += 1;
-                    self.emit(EventKind::OrphanReaped { pid, status });
+                    self.emit(EventKind::OrphanReaped {
+                        pid,
+                        status,
+                        escaped,
+                    });
                 }
             }
         }
@@ -413,5 +477,32 @@ impl Broker {
         });
         self.flush_journal();
         i32::from(self.result.parent_lost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(pgid: i32, sid: i32) -> ProcStat {
+        ProcStat {
+            pid: 50,
+            ppid: 1,
+            pgid,
+            sid,
+            state: b'Z',
+            start_ticks: 0,
+        }
+    }
+
+    #[test]
+    fn only_a_process_out_of_the_group_or_session_escaped() {
+        // Re-parented when its parent ended, still in the command's group: no escapee.
+        assert_eq!(escaped(Some(&at(10, 5)), 10, 5), Some(false));
+        // setsid: a session and a group of its own.
+        assert_eq!(escaped(Some(&at(50, 50)), 10, 5), Some(true));
+        // setpgid: out of the group, in the session.
+        assert_eq!(escaped(Some(&at(50, 5)), 10, 5), Some(true));
+        assert_eq!(escaped(None, 10, 5), None);
     }
 }

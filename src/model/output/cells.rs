@@ -2,6 +2,7 @@
 //! that `\r`, `\t`, backspace and erase-in-line move about in it.
 
 use super::style::{Span, Style, StyledLine};
+use super::width::{cluster_width, extends_cluster};
 
 /// The most combining marks one cell keeps; more would only let a line of "zalgo" text grow
 /// a cell without limit.
@@ -91,6 +92,62 @@ impl LineCells {
         if cell.marks.chars().count() < MAX_MARKS {
             cell.marks.push(mark);
         }
+    }
+
+    /// Adds `c` to the character left of the cursor when it continues that character's
+    /// grapheme cluster (a skin tone after its emoji, a ZWJ and what it joins, the second
+    /// half of a flag), as a terminal draws them: one cluster, in one cell as wide as the
+    /// whole cluster. Returns whether `c` was taken.
+    pub(crate) fn extend_cluster(&mut self, c: char) -> bool {
+        // Nothing ASCII continues a cluster (combining marks, joiners, modifiers and
+        // regional indicators are all beyond it): the common case costs nothing.
+        if c.is_ascii() {
+            return false;
+        }
+        let Some(mut at) = self.cursor.checked_sub(1) else {
+            return false;
+        };
+        if at >= self.cells.len() {
+            return false;
+        }
+        if self.cells[at].shape == Shape::WideTail {
+            at -= 1;
+        }
+        let cell = &self.cells[at];
+        let mut cluster = String::with_capacity(cell.marks.len() + 8);
+        cluster.push(cell.ch);
+        cluster.push_str(&cell.marks);
+        if !extends_cluster(&cluster, c) {
+            return false;
+        }
+        if cell.marks.chars().count() >= MAX_MARKS {
+            // Taken, and dropped: a cluster does not grow without limit.
+            return true;
+        }
+        cluster.push(c);
+        let style = cell.style;
+        let was_wide = cell.shape == Shape::WideLead;
+        self.cells[at].marks.push(c);
+        match (was_wide, cluster_width(&cluster) >= 2) {
+            // A flag's second half, an emoji presentation selector: now two columns.
+            (false, true) => {
+                self.pad_to(at + 2);
+                self.split_wide_at(at + 2);
+                self.cells[at].shape = Shape::WideLead;
+                self.cells[at + 1] = Cell {
+                    shape: Shape::WideTail,
+                    ..Cell::blank(style)
+                };
+                self.cursor = at + 2;
+            }
+            // A text presentation selector on a wide emoji: its right half is a blank.
+            (true, false) => {
+                self.cells[at].shape = Shape::Narrow;
+                self.cells[at + 1] = Cell::blank(style);
+            }
+            _ => {}
+        }
+        true
     }
 
     pub(crate) fn carriage_return(&mut self) {
@@ -264,6 +321,40 @@ mod tests {
         put_str(&mut cells, "中");
         cells.attach('\u{fe0f}');
         assert_eq!(text(cells), "e\u{301}中\u{fe0f}");
+    }
+
+    /// What a terminal shows for a cluster of several characters: one cell, as wide as the
+    /// cluster, which a `\r` and new text overwrite whole.
+    #[test]
+    fn a_cluster_is_one_cell_as_wide_as_the_cluster() {
+        let print = |cells: &mut LineCells, s: &str| {
+            for c in s.chars() {
+                if !cells.extend_cluster(c) {
+                    let width = crate::model::output::char_width(c);
+                    cells.put(c, width, Style::default());
+                }
+            }
+        };
+        let mut cells = LineCells::default();
+        print(&mut cells, "a👍🏽b");
+        assert_eq!(cells.cursor, 4);
+        assert_eq!(text(cells), "a👍🏽b");
+
+        // Two regional indicators: each one column alone, one flag two columns wide.
+        let mut cells = LineCells::default();
+        print(&mut cells, "🇺🇸x");
+        assert_eq!(cells.cursor, 3);
+        let mut cells = LineCells::default();
+        print(&mut cells, "🇺🇸🇫🇷");
+        assert_eq!(cells.cursor, 4);
+        cells.carriage_return();
+        print(&mut cells, "ab");
+        assert_eq!(text(cells), "ab🇫🇷");
+
+        let mut cells = LineCells::default();
+        print(&mut cells, "👨\u{200d}👩\u{200d}👧!");
+        assert_eq!(cells.cursor, 3);
+        assert_eq!(text(cells), "👨\u{200d}👩\u{200d}👧!");
     }
 
     #[test]

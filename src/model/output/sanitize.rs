@@ -193,7 +193,7 @@ impl Perform for Screen {
             }
             return;
         }
-        if is_bidi_control(c) {
+        if is_bidi_control(c) || self.cells.extend_cluster(c) {
             return;
         }
         match char_width(c) {

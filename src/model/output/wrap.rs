@@ -2,18 +2,18 @@
 //! fit is exactly what is drawn.
 
 use super::style::{Span, StyledLine};
-use super::width::char_width;
+use super::width::clusters;
 
 /// The rows `line` takes at `width` columns; an empty line is one empty row. A wide
-/// character that does not fit at the end of a row starts the next one.
+/// character that does not fit at the end of a row starts the next one, and a cluster
+/// (an emoji with its skin tone, a flag) is never cut.
 pub fn wrap(line: &StyledLine, width: usize) -> Vec<StyledLine> {
     let width = width.max(2);
     let mut rows: Vec<StyledLine> = vec![Vec::new()];
     let mut used = 0;
     for span in line {
         let mut text = String::new();
-        for c in span.text.chars() {
-            let w = char_width(c);
+        for (cluster, w) in clusters(&span.text) {
             if used + w > width && used > 0 {
                 if !text.is_empty() {
                     push(&mut rows, std::mem::take(&mut text), span);
@@ -21,7 +21,7 @@ pub fn wrap(line: &StyledLine, width: usize) -> Vec<StyledLine> {
                 rows.push(Vec::new());
                 used = 0;
             }
-            text.push(c);
+            text.push_str(cluster);
             used += w;
         }
         if !text.is_empty() {
@@ -67,5 +67,11 @@ mod tests {
         let line = vec![Span::plain("a漢字b")];
         assert_eq!(texts(&wrap(&line, 4)), ["a漢", "字b"]);
         assert_eq!(texts(&wrap(&line, 2)), ["a", "漢", "字", "b"]);
+    }
+
+    #[test]
+    fn clusters_are_not_cut() {
+        let line = vec![Span::plain("ab👍🏽c🇺🇸")];
+        assert_eq!(texts(&wrap(&line, 3)), ["ab", "👍🏽c", "🇺🇸"]);
     }
 }

@@ -1,8 +1,9 @@
-//! Where each pane goes. Pure: the app uses it to size scrolling, the UI to draw.
+//! Where each pane goes, and which rows inside a pane show what. Pure geometry, shared by the
+//! app (to size scrolling and hit-test the mouse) and the UI (to draw): one answer for both.
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 
-use crate::app::view::Pane;
+use super::view::Pane;
 
 /// The smallest terminal the full layout fits in.
 pub const MIN_WIDTH: u16 = 80;
@@ -74,6 +75,35 @@ pub fn areas(size: Rect, zoom: Option<Pane>) -> Option<Areas> {
     Some(areas)
 }
 
+/// The first command the list shows so that the selected one is on screen (the border and
+/// the header take three rows).
+pub fn first_visible_command(selected: usize, list: Rect) -> usize {
+    let visible = (list.height.saturating_sub(3) as usize).max(1);
+    selected.saturating_sub(visible - 1)
+}
+
+/// The command on the list's row `row` of the screen, if a row of the list holds one.
+pub fn command_at(selected: usize, list: Rect, row: u16, commands: usize) -> Option<usize> {
+    // Rows start below the border and the header.
+    let first_row = list.y + 2;
+    if row < first_row || row >= list.bottom().saturating_sub(1) {
+        return None;
+    }
+    let index = first_visible_command(selected, list) + (row - first_row) as usize;
+    (index < commands).then_some(index)
+}
+
+/// Rows of the strip of all commands inside a timeline pane of `inner_height` rows.
+pub fn strip_rows(inner_height: u16, commands: usize) -> u16 {
+    (commands as u16 + 1).min(inner_height / 2)
+}
+
+/// Rows left for the selected command's events in a timeline pane at `area`.
+pub fn timeline_event_rows(area: Rect, commands: usize) -> usize {
+    let inner = area.height.saturating_sub(2);
+    inner.saturating_sub(strip_rows(inner, commands)) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +128,18 @@ mod tests {
         let z = areas(Rect::new(0, 0, 120, 40), Some(Pane::Stderr)).unwrap();
         assert_eq!(z.stderr, Rect::new(0, 0, 120, 39));
         assert_eq!(z.stdout.width, 0);
+    }
+
+    #[test]
+    fn a_click_on_the_list_names_the_command_under_it() {
+        let list = Rect::new(0, 0, 40, 10);
+        // Border (row 0), header (row 1), then commands.
+        assert_eq!(command_at(0, list, 1, 3), None);
+        assert_eq!(command_at(0, list, 2, 3), Some(0));
+        assert_eq!(command_at(0, list, 4, 3), Some(2));
+        assert_eq!(command_at(0, list, 5, 3), None);
+        assert_eq!(command_at(0, list, 9, 30), None, "the bottom border");
+        // Scrolled so that the selected command (20) is the last row shown.
+        assert_eq!(command_at(20, list, 8, 30), Some(20));
     }
 }

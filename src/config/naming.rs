@@ -1,0 +1,511 @@
+//! A command's name when the operator gives none: the first program it runs, as a reader of
+//! the command line would name it. `sh -c 'cd /tmp && FOO=1 exec nice make -j2'` is `make`,
+//! not `cd`; two commands that run `echo` are `echo` and `echo-2`.
+//!
+//! This reads a shell command well enough to name it, no more: words, quotes, separators and
+//! redirections. Whatever it cannot make sense of falls back to the first word, so a name is
+//! never empty.
+
+use thiserror::Error;
+
+use crate::protocol::CommandSpec;
+
+/// Shell keywords that start or continue a compound command: the program comes after them.
+const KEYWORDS: [&str; 11] = [
+    "while", "until", "if", "then", "do", "else", "elif", "!", "{", "}", "fi",
+];
+/// Compound commands whose own words are not programs (`for x in a b`): skipped whole.
+const HEADERS: [&str; 3] = ["for", "select", "case"];
+/// Words that end a compound command; nothing follows them in the same simple command.
+const CLOSERS: [&str; 2] = ["done", "esac"];
+/// Builtins that prepare or test rather than do: a command that runs something after them is
+/// named by that something (`cd dir && make`, `trap '' TERM; yes`, `[ -f x ] && make`,
+/// `cd dir || exit 1; make`).
+const PREPARATIONS: [&str; 29] = [
+    "cd", "pushd", "popd", ":", "true", "false", "export", "set", "unset", "trap", "umask",
+    "ulimit", "shopt", "source", ".", "local", "readonly", "declare", "typeset", "alias", "[",
+    "[[", "test", "exit", "return", "break", "continue", "shift", "wait",
+];
+/// Shells whose `-c` string is itself read for a name.
+const SHELLS: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "ash"];
+
+/// How a name could not be given.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum NamingError {
+    #[error(
+        "-n was given {names} time{} for {commands} commands: give one -n per command, in the \
+         order the commands are given (each -c, then the command after --), or none",
+        if *names == 1 { "" } else { "s" }
+    )]
+    Ambiguous { names: usize, commands: usize },
+    #[error("two commands are named `{0}`: give each command its own name")]
+    Duplicate(String),
+    #[error("-n: a command's name cannot be empty")]
+    Empty,
+}
+
+/// The name of a command: the first program it runs, by its file name.
+pub fn derive_name(command: &CommandSpec) -> String {
+    match command {
+        CommandSpec::Shell(script) => shell_program(script).unwrap_or_else(|| "sh".into()),
+        CommandSpec::Argv(argv) => {
+            let words: Vec<Word> = argv.iter().map(|a| Word::plain(a)).collect();
+            match program_of(&words) {
+                Found::Program(name) => name,
+                Found::Preparation(name) => name,
+                Found::Nothing => "command".into(),
+            }
+        }
+    }
+}
+
+/// The first program a shell command runs (`cd /tmp && ls` → `ls`); `None` when it holds no
+/// word at all.
+pub fn shell_program(script: &str) -> Option<String> {
+    let tokens = tokenize(script);
+    let mut fallback = None;
+    for words in simple_commands(&tokens) {
+        match program_of(&words) {
+            Found::Program(name) => return Some(name),
+            Found::Preparation(name) => {
+                fallback.get_or_insert(name);
+            }
+            Found::Nothing => {}
+        }
+    }
+    fallback
+}
+
+/// Names for commands given on the command line: `given` (from `-n`, in order) when there is
+/// one per command, else each command's derived name, made unique with a suffix
+/// (`echo`, `echo-2`).
+pub fn assign_names(
+    commands: &[CommandSpec],
+    given: &[String],
+) -> Result<Vec<String>, NamingError> {
+    if given.is_empty() {
+        let mut names: Vec<String> = Vec::with_capacity(commands.len());
+        for command in commands {
+            let name = unique_name(&derive_name(command), |n| names.iter().any(|t| t == n));
+            names.push(name);
+        }
+        return Ok(names);
+    }
+    if given.len() != commands.len() {
+        return Err(NamingError::Ambiguous {
+            names: given.len(),
+            commands: commands.len(),
+        });
+    }
+    for (i, name) in given.iter().enumerate() {
+        if name.trim().is_empty() {
+            return Err(NamingError::Empty);
+        }
+        if given[..i].contains(name) {
+            return Err(NamingError::Duplicate(name.clone()));
+        }
+    }
+    Ok(given.to_vec())
+}
+
+/// `base`, or `base-2`, `base-3`, ... : the first that `taken` does not hold.
+pub fn unique_name(base: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(base) {
+        return base.to_string();
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|candidate| !taken(candidate))
+        .unwrap_or_else(|| base.to_string())
+}
+
+// ---- reading a shell command ----------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Word(Word),
+    /// `;`, `&&`, `||`, `|`, `&`, a newline, `(` or `)`: where a simple command ends.
+    Separator,
+    /// `(` right after a word: a function definition `name() { ... }`.
+    OpenParen,
+    /// `>`, `2>&1`, `<<`: the word after it (unless the operator holds it) is a file.
+    Redirect {
+        takes_word: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Word {
+    text: String,
+    /// Written with quotes or escapes: never a keyword (`'if'` is a program).
+    quoted: bool,
+}
+
+impl Word {
+    fn plain(text: &str) -> Word {
+        Word {
+            text: text.to_string(),
+            quoted: true,
+        }
+    }
+
+    fn is(&self, keyword: &str) -> bool {
+        !self.quoted && self.text == keyword
+    }
+
+    fn is_any(&self, words: &[&str]) -> bool {
+        words.iter().any(|w| self.is(w))
+    }
+}
+
+fn tokenize(script: &str) -> Vec<Token> {
+    let chars: Vec<char> = script.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ' ' | '\t' => i += 1,
+            '\n' | ';' | '&' | '|' | ')' => {
+                tokens.push(Token::Separator);
+                i += 1;
+            }
+            '(' => {
+                let after_word = matches!(tokens.last(), Some(Token::Word(_)))
+                    && i > 0
+                    && !chars[i - 1].is_whitespace();
+                tokens.push(if after_word {
+                    Token::OpenParen
+                } else {
+                    Token::Separator
+                });
+                i += 1;
+            }
+            '#' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '<' | '>' => i = redirect(&chars, i, &mut tokens),
+            _ => {
+                let (word, next) = read_word(&chars, i);
+                i = next;
+                // `2>file`: a word of digits right before `<` or `>` is a descriptor.
+                let descriptor = word.text.chars().all(|c| c.is_ascii_digit())
+                    && !word.quoted
+                    && matches!(chars.get(i), Some('<' | '>'));
+                if !descriptor {
+                    tokens.push(Token::Word(word));
+                }
+            }
+        }
+    }
+    tokens
+}
+
+/// Reads a redirection operator at `i` (`>`, `>>`, `>|`, `<`, `<<`, `<<<`, `>&2`, `<&-`,
+/// `&>`); returns where the text after it starts.
+fn redirect(chars: &[char], mut i: usize, tokens: &mut Vec<Token>) -> usize {
+    while i < chars.len() && matches!(chars[i], '<' | '>' | '|') {
+        i += 1;
+    }
+    if chars.get(i) == Some(&'&') {
+        i += 1;
+        let start = i;
+        while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '-') {
+            i += 1;
+        }
+        if i > start {
+            tokens.push(Token::Redirect { takes_word: false });
+            return i;
+        }
+    }
+    tokens.push(Token::Redirect { takes_word: true });
+    i
+}
+
+/// One word from `start`: quotes and escapes resolved, `$(...)` and backquotes kept whole.
+fn read_word(chars: &[char], start: usize) -> (Word, usize) {
+    let mut text = String::new();
+    let mut quoted = false;
+    let mut i = start;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => break,
+            '\\' => {
+                quoted = true;
+                if let Some(&next) = chars.get(i + 1) {
+                    if next != '\n' {
+                        text.push(next);
+                    }
+                }
+                i += 2;
+            }
+            '\'' => {
+                quoted = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    text.push(chars[i]);
+                    i += 1;
+                }
+                i += 1;
+            }
+            '"' => {
+                quoted = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' && matches!(chars.get(i + 1), Some('"' | '\\' | '$' | '`'))
+                    {
+                        i += 1;
+                    }
+                    if let Some(&c) = chars.get(i) {
+                        text.push(c);
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            '$' if chars.get(i + 1) == Some(&'(') => {
+                let mut depth = 0;
+                while i < chars.len() {
+                    match chars[i] {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                text.push(')');
+                                i += 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    text.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '`' => {
+                text.push('`');
+                i += 1;
+                while i < chars.len() && chars[i] != '`' {
+                    text.push(chars[i]);
+                    i += 1;
+                }
+                text.push('`');
+                i += 1;
+            }
+            _ => {
+                text.push(c);
+                i += 1;
+            }
+        }
+    }
+    (Word { text, quoted }, i.min(chars.len()))
+}
+
+/// The words of each simple command, in order, without redirections and their files, and
+/// without function definitions (`worker() { ... }` runs nothing where it stands).
+fn simple_commands(tokens: &[Token]) -> Vec<Vec<Word>> {
+    let mut commands = Vec::new();
+    let mut current: Vec<Word> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            Token::Word(word) => current.push(word.clone()),
+            Token::Redirect { takes_word } => {
+                if *takes_word && matches!(tokens.get(i + 1), Some(Token::Word(_))) {
+                    i += 1;
+                }
+            }
+            Token::OpenParen => {
+                current.pop();
+                i = skip_function_body(tokens, i + 1);
+                continue;
+            }
+            Token::Separator => {
+                if !current.is_empty() {
+                    commands.push(std::mem::take(&mut current));
+                }
+            }
+        }
+        i += 1;
+    }
+    if !current.is_empty() {
+        commands.push(current);
+    }
+    commands
+}
+
+/// From just after `name(`, the index after the function's body: its `)`, then a `{ ... }`
+/// (matched by depth) or, failing that, nothing more.
+fn skip_function_body(tokens: &[Token], mut i: usize) -> usize {
+    if matches!(tokens.get(i), Some(Token::Separator)) {
+        i += 1;
+    }
+    while matches!(tokens.get(i), Some(Token::Separator)) {
+        i += 1;
+    }
+    let opens = |t: &Token| matches!(t, Token::Word(w) if w.is("{"));
+    let closes = |t: &Token| matches!(t, Token::Word(w) if w.is("}"));
+    if !tokens.get(i).is_some_and(opens) {
+        return i;
+    }
+    let mut depth = 0;
+    while i < tokens.len() {
+        if opens(&tokens[i]) {
+            depth += 1;
+        } else if closes(&tokens[i]) {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+        i += 1;
+    }
+    i
+}
+
+enum Found {
+    /// The program this command runs.
+    Program(String),
+    /// Only a builtin that prepares (`cd`, `export`): a name if nothing better comes.
+    Preparation(String),
+    /// No program: a compound command's header (`for x in a b`), or no word at all.
+    Nothing,
+}
+
+/// The program one simple command runs, past assignments, keywords and wrappers.
+fn program_of(words: &[Word]) -> Found {
+    let mut i = 0;
+    while i < words.len() {
+        let word = &words[i];
+        if is_assignment(word) || word.is_any(&KEYWORDS) {
+            i += 1;
+            continue;
+        }
+        if word.is_any(&HEADERS) || word.is_any(&CLOSERS) {
+            return Found::Nothing;
+        }
+        let name = file_name(&word.text);
+        let rest = &words[i + 1..];
+        if !word.quoted && PREPARATIONS.contains(&word.text.as_str()) {
+            return Found::Preparation(name);
+        }
+        if word.text == "eval" {
+            let script: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+            return match shell_program(&script.join(" ")) {
+                Some(name) => Found::Program(name),
+                None => Found::Program(name),
+            };
+        }
+        if SHELLS.contains(&name.as_str()) {
+            if let Some(script) = shell_script(rest) {
+                return match shell_program(script) {
+                    Some(inner) => Found::Program(inner),
+                    None => Found::Program(name),
+                };
+            }
+            return Found::Program(name);
+        }
+        if let Some(skip) = wrapper_arguments(&name, rest) {
+            if skip < rest.len() {
+                i += 1 + skip;
+                continue;
+            }
+            // `exec 2>&1` alone only redirects the shell's own descriptors.
+            if name == "exec" {
+                return Found::Preparation(name);
+            }
+        }
+        if name.is_empty() {
+            return Found::Nothing;
+        }
+        return Found::Program(name);
+    }
+    Found::Nothing
+}
+
+/// `FOO=1`: an assignment before the program.
+fn is_assignment(word: &Word) -> bool {
+    let Some((name, _)) = word.text.split_once('=') else {
+        return false;
+    };
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The file name of a program: `/usr/bin/make` → `make`, `./run.sh` → `run.sh`; empty for a
+/// directory (`dir/`).
+fn file_name(word: &str) -> String {
+    word.rsplit('/').next().unwrap_or(word).to_string()
+}
+
+/// The string of `sh [options] -c STRING`, if the shell is given one.
+fn shell_script(args: &[Word]) -> Option<&str> {
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i].text;
+        if arg == "--" {
+            return None;
+        }
+        if !arg.starts_with('-') && !arg.starts_with('+') {
+            return None;
+        }
+        if arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c') {
+            return args.get(i + 1).map(|w| w.text.as_str());
+        }
+        i += 1;
+    }
+    None
+}
+
+/// For a wrapper that runs the program after it (`env`, `nice`, `sudo`...), how many of
+/// `args` are its own (options, their values, `env`'s assignments); `None` for a program
+/// that is not a wrapper.
+fn wrapper_arguments(name: &str, args: &[Word]) -> Option<usize> {
+    // Options that take a value in the next word.
+    let with_value: &[&str] = match name {
+        "exec" => &["-a"],
+        "env" => &["-u", "-C", "-S", "--unset", "--chdir"],
+        "nice" => &["-n", "--adjustment"],
+        "sudo" => &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"],
+        "timeout" => &["-s", "-k", "--signal", "--kill-after"],
+        "ionice" => &["-c", "-n", "-p"],
+        "stdbuf" => &["-i", "-o", "-e"],
+        "time" | "nohup" | "command" | "builtin" | "setsid" => &[],
+        _ => return None,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i].text;
+        if arg == "--" {
+            i += 1;
+            break;
+        }
+        if arg.starts_with('-') && arg.len() > 1 {
+            i += if with_value.contains(&arg.as_str()) {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        if name == "env" && is_assignment(&args[i]) {
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    // `timeout 5 cmd`: the duration comes before the program.
+    if name == "timeout" && i < args.len() {
+        i += 1;
+    }
+    Some(i)
+}
+
+#[cfg(test)]
+mod tests;

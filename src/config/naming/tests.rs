@@ -1,0 +1,155 @@
+use super::*;
+
+fn shell(script: &str) -> String {
+    derive_name(&CommandSpec::Shell(script.into()))
+}
+
+fn argv(words: &[&str]) -> String {
+    derive_name(&CommandSpec::Argv(
+        words.iter().map(|w| w.to_string()).collect(),
+    ))
+}
+
+#[test]
+fn the_first_program_names_a_shell_command() {
+    assert_eq!(shell("make -j2"), "make");
+    assert_eq!(shell("  /usr/bin/python3 -m http.server"), "python3");
+    assert_eq!(shell("./scripts/run.sh --fast"), "run.sh");
+    assert_eq!(shell("cargo test 2>&1 | tail -3"), "cargo");
+}
+
+#[test]
+fn what_only_prepares_is_skipped() {
+    assert_eq!(shell("cd /tmp && ls"), "ls");
+    assert_eq!(shell("cd /tmp; cd sub || exit 1; make"), "make");
+    assert_eq!(shell("trap '' TERM INT; yes"), "yes");
+    assert_eq!(
+        shell("export A=1; source venv/bin/activate && python3 app.py"),
+        "python3"
+    );
+    assert_eq!(shell("[ -f Makefile ] && make"), "make");
+    assert_eq!(shell("exec 2>&1; make"), "make");
+    assert_eq!(shell("set -e\n# build it\ncd src\nnpm run build\n"), "npm");
+}
+
+#[test]
+fn assignments_and_wrappers_are_skipped() {
+    assert_eq!(shell("FOO=1 env"), "env");
+    assert_eq!(shell("FOO=1 BAR='a b' make"), "make");
+    assert_eq!(shell("exec nice -n 10 make"), "make");
+    assert_eq!(shell("env -i PATH=/bin FOO=1 python3 x.py"), "python3");
+    assert_eq!(shell("time -p sudo -u root nohup ./serve"), "serve");
+    assert_eq!(shell("timeout -s KILL 5 sleep 10"), "sleep");
+    assert_eq!(shell("exec -a name prog"), "prog");
+    assert_eq!(argv(&["env", "FOO=1", "make", "-j2"]), "make");
+    assert_eq!(
+        argv(&["/usr/bin/nice", "-n", "5", "cargo", "build"]),
+        "cargo"
+    );
+}
+
+#[test]
+fn keywords_are_skipped() {
+    assert_eq!(shell("while :; do echo tick; sleep 1; done"), "echo");
+    assert_eq!(shell("while true; do date; done"), "date");
+    assert_eq!(shell("for i in 1 2 3; do echo $i; done"), "echo");
+    assert_eq!(shell("if [ -d x ]; then make; else cmake .; fi"), "make");
+    assert_eq!(shell("until curl -s localhost; do sleep 1; done"), "curl");
+    assert_eq!(shell("! grep -q x file"), "grep");
+    assert_eq!(shell("{ echo a; echo b; } > out"), "echo");
+    assert_eq!(shell("(cd sub && make)"), "make");
+    // Quoted, a keyword is a program like any other.
+    assert_eq!(shell("'if' x"), "if");
+    assert_eq!(argv(&["while"]), "while");
+}
+
+#[test]
+fn nested_shells_and_eval_are_read_too() {
+    assert_eq!(shell("sh -c 'cd /tmp && ls'"), "ls");
+    assert_eq!(shell("bash -lc \"FOO=1 exec make\""), "make");
+    assert_eq!(argv(&["sh", "-c", "cd /tmp && ls"]), "ls");
+    assert_eq!(argv(&["bash", "script.sh"]), "bash");
+    // How Claude Code wraps each command.
+    assert_eq!(
+        shell(
+            "shopt -u extglob 2>/dev/null || true && eval 'cargo test' < /dev/null && pwd -P >| /tmp/cwd"
+        ),
+        "cargo"
+    );
+}
+
+#[test]
+fn redirections_and_functions_are_not_programs() {
+    assert_eq!(shell("> out.log 2>&1 make"), "make");
+    assert_eq!(shell("<input sort"), "sort");
+    assert_eq!(
+        shell("worker() {\n  sleep 1\n}\necho start\nworker &\nwait"),
+        "echo"
+    );
+    assert_eq!(shell("echo $(date) `hostname`"), "echo");
+}
+
+#[test]
+fn a_command_of_preparations_only_is_named_by_the_first() {
+    assert_eq!(shell("cd /tmp"), "cd");
+    assert_eq!(shell("true"), "true");
+    assert_eq!(shell(":"), ":");
+    assert_eq!(shell(""), "sh");
+    assert_eq!(shell("  # nothing\n"), "sh");
+    assert_eq!(shell("for x in a b; do :; done"), ":");
+    assert_eq!(argv(&[]), "command");
+}
+
+#[test]
+fn derived_names_are_made_unique() {
+    let specs = [
+        CommandSpec::Shell("echo a".into()),
+        CommandSpec::Shell("cd /tmp && echo b".into()),
+        CommandSpec::Argv(vec!["/bin/echo".into()]),
+        CommandSpec::Shell("ls".into()),
+    ];
+    assert_eq!(
+        assign_names(&specs, &[]).unwrap(),
+        ["echo", "echo-2", "echo-3", "ls"]
+    );
+    assert_eq!(unique_name("a", |n| ["a", "a-2"].contains(&n)), "a-3");
+}
+
+#[test]
+fn given_names_go_to_the_commands_in_order() {
+    let specs = [
+        CommandSpec::Shell("npm start".into()),
+        CommandSpec::Shell("cargo run".into()),
+    ];
+    let given = ["web".to_string(), "api".to_string()];
+    assert_eq!(assign_names(&specs, &given).unwrap(), ["web", "api"]);
+    assert_eq!(
+        assign_names(&specs[..1], &given[..1]).unwrap(),
+        ["web"],
+        "-n applies to a lone -c too"
+    );
+    assert_eq!(
+        assign_names(&specs, &given[..1]),
+        Err(NamingError::Ambiguous {
+            names: 1,
+            commands: 2
+        })
+    );
+    assert_eq!(
+        assign_names(&specs, &["x".into(), "x".into()]),
+        Err(NamingError::Duplicate("x".into()))
+    );
+    assert_eq!(
+        assign_names(&specs[..1], &[" ".into()]),
+        Err(NamingError::Empty)
+    );
+    let message = NamingError::Ambiguous {
+        names: 1,
+        commands: 2,
+    }
+    .to_string();
+    assert!(
+        message.starts_with("-n was given 1 time for 2 commands"),
+        "{message}"
+    );
+}
