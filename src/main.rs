@@ -140,7 +140,7 @@ enum Command {
     Kill(TargetArgs),
     /// Send a signal (TERM, INT, HUP, 15, ...) to live commands' whole trees.
     Signal {
-        signal: String,
+        signal: tether::protocol::ProcessSignal,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -227,7 +227,7 @@ fn main() {
         ),
         Some(Command::Kill(target)) => act(
             cli.state_dir.as_deref(),
-            control::cli::Action::Signal("KILL".into()),
+            control::cli::Action::Signal(tether::protocol::ProcessSignal::KILL),
             &target,
         ),
         Some(Command::Signal { signal, target }) => act(

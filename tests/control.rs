@@ -560,6 +560,12 @@ fn without_a_socket_the_command_runs_and_stop_goes_through_the_brokers_pid() {
         let dir = wait_named_dir(&env, &format!("01-{name}"));
         wait_for_text(&env, &dir.join("stdout.log"), "ready");
         assert_eq!(command_file(&env, &dir).control_socket, None);
+        // The output file can run ahead of the event log, which is flushed per batch.
+        common::wait_until(&env, "the control_unavailable event", || {
+            events_now(&dir)
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::ControlUnavailable { .. }))
+        });
         let unavailable = events_now(&dir).into_iter().find_map(|e| match e.kind {
             EventKind::ControlUnavailable { code, message } => Some((code, message)),
             _ => None,
@@ -654,9 +660,15 @@ fn a_subscription_continues_the_journal_line_for_line() {
                 .expect("not closed");
             received.push(event);
         }
-        let targets = client.signal("WINCH").await.expect("signal");
+        let targets = client
+            .signal("WINCH".parse().expect("a signal"))
+            .await
+            .expect("signal");
         assert!(!targets.is_empty());
-        let refused = client.signal_pid("TERM", 1).await.unwrap_err();
+        let refused = client
+            .signal_pid(tether::protocol::ProcessSignal::TERM, 1)
+            .await
+            .unwrap_err();
         assert!(
             refused
                 .to_string()

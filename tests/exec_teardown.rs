@@ -66,15 +66,13 @@ fn hard_kill_of_a_term_ignoring_group_is_journaled() {
     let record = load_complete(&dir);
     let names = kinds(&record.events);
     let sent = signals_sent(&record.events);
-    let term = record
-        .events
-        .iter()
-        .position(|e| matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal == "TERM"));
+    let term = record.events.iter().position(
+        |e| matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal.name() == "TERM"),
+    );
     let hard_kill = names.iter().position(|k| *k == "hard_kill");
-    let kill = record
-        .events
-        .iter()
-        .position(|e| matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal == "KILL"));
+    let kill = record.events.iter().position(
+        |e| matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal.name() == "KILL"),
+    );
     assert!(
         term.is_some() && term < hard_kill && hard_kill < kill,
         "expected signal_sent TERM, hard_kill, signal_sent KILL in that order: {names:?} {sent:?}"

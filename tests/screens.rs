@@ -88,7 +88,7 @@ fn model() -> Model {
             ev(
                 4_000,
                 EventKind::SignalSent {
-                    signal: "TERM".into(),
+                    signal: "TERM".parse().expect("a signal"),
                     scope: Scope::Group,
                     origin: Origin::Operator,
                     targets: vec![201],
@@ -99,7 +99,7 @@ fn model() -> Model {
             ev(
                 6_001,
                 EventKind::SignalSent {
-                    signal: "KILL".into(),
+                    signal: "KILL".parse().expect("a signal"),
                     scope: Scope::Group,
                     origin: Origin::Operator,
                     targets: vec![201],
@@ -150,7 +150,7 @@ fn model() -> Model {
             ev(
                 5_001,
                 EventKind::SignalSent {
-                    signal: "TERM".into(),
+                    signal: "TERM".parse().expect("a signal"),
                     scope: Scope::Group,
                     origin: Origin::Watchdog,
                     targets: vec![301],

@@ -148,11 +148,11 @@ async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, Contro
             scope: Scope::Pid,
             pid: Some(pid),
         } => {
-            client.signal_pid(&signal, pid).await?;
+            client.signal_pid(signal, pid).await?;
             format!("SIG{signal} sent to pid {pid}")
         }
         ToBroker::Signal { signal, .. } => {
-            let reached = client.signal(&signal).await?;
+            let reached = client.signal(signal).await?;
             format!("SIG{signal} sent to {} processes", reached.len())
         }
         // A control socket takes no input: only the tether that started a command types

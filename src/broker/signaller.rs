@@ -170,26 +170,6 @@ pub fn live_descendants(root: i32) -> Vec<ProcStat> {
     Walk::below(root).live()
 }
 
-/// Parses `TERM`, `SIGTERM`, `term` or `15`.
-pub fn parse_signal(name: &str) -> Option<Signal> {
-    let name = name.trim();
-    if let Ok(n) = name.parse::<i32>() {
-        return Signal::try_from(n).ok();
-    }
-    let upper = name.to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    full.parse().ok()
-}
-
-/// `SIGTERM` → `TERM`, the form events carry.
-pub fn signal_name(signal: Signal) -> String {
-    signal.as_str().trim_start_matches("SIG").to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,15 +204,5 @@ mod tests {
         assert_eq!(Walk::from(1).select(&procs).len(), 5);
         assert_eq!(Walk::from(&walk), walk);
         assert_eq!(walk.root(), 1);
-    }
-
-    #[test]
-    fn parses_signal_names() {
-        assert_eq!(parse_signal("TERM"), Some(Signal::SIGTERM));
-        assert_eq!(parse_signal("sigkill"), Some(Signal::SIGKILL));
-        assert_eq!(parse_signal("2"), Some(Signal::SIGINT));
-        assert_eq!(parse_signal("NOPE"), None);
-        assert_eq!(parse_signal("999"), None);
-        assert_eq!(signal_name(Signal::SIGTERM), "TERM");
     }
 }

@@ -2,6 +2,7 @@
 //! the command line. Exit codes: 0 done, 1 no live command matched (or one could not be
 //! controlled), 2 a usage mistake.
 
+use crate::protocol::ProcessSignal;
 use std::path::Path;
 use std::time::Duration;
 
@@ -13,7 +14,6 @@ use super::client::{ControlClient, ControlError, signal_broker};
 use super::discover::{LiveCommand, live_commands};
 use super::report::{StopReport, describe_signals, short_duration};
 use super::target::{Target, no_match};
-use crate::broker::signaller::{parse_signal, signal_name};
 use crate::journal::{CommandRecord, state_dir};
 use crate::model::command::exit_label;
 use crate::model::output::one_line;
@@ -30,8 +30,8 @@ const STOP_SLACK: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     Stop,
-    /// A signal to the whole tree (`kill` is `Signal("KILL")`).
-    Signal(String),
+    /// A signal to the whole tree (`kill` is `Signal(KILL)`).
+    Signal(ProcessSignal),
 }
 
 fn live(state: Option<&Path>, session: Option<&str>) -> Result<Vec<LiveCommand>, String> {
@@ -145,12 +145,6 @@ pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
 /// `tether stop|kill|signal SIG TARGET`: acts on every command the target names, at once,
 /// and prints what happened to each.
 pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
-    if let Action::Signal(name) = &action {
-        if parse_signal(name).is_none() {
-            eprintln!("tether: `{name}` is not a signal; use a name like TERM or a number");
-            return 2;
-        }
-    }
     let all = match live(state, None) {
         Ok(all) => all,
         Err(err) => {
@@ -229,11 +223,11 @@ async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String
             ),
         ) => stop_through_pid(command, &why).await,
         (Action::Signal(name), Ok(mut client)) => {
-            let targets = timeout(ANSWER_WAIT, client.signal(name))
+            let targets = timeout(ANSWER_WAIT, client.signal(*name))
                 .await
                 .map_err(|_| format!("the broker did not answer within {ANSWER_WAIT:?}"))?
                 .map_err(|e| e.to_string())?;
-            let sig = parse_signal(name).map_or_else(|| name.clone(), signal_name);
+            let sig = name;
             Ok(match targets.len() {
                 0 => format!("SIG{sig} reached no process"),
                 n => format!(
@@ -327,7 +321,7 @@ async fn stop_through_pid(command: &LiveCommand, why: &ControlError) -> Result<S
             crate::protocol::EventKind::SignalSent {
                 signal, targets, ..
             } => Some(super::report::Sent {
-                signal: signal.clone(),
+                signal: *signal,
                 mono_us: e.mono_us,
                 reached: targets.len(),
             }),

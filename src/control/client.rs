@@ -16,7 +16,7 @@ use super::discover::LiveCommand;
 use super::socket_dir;
 use crate::protocol::{
     BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Event, EventKind, Frame, LineSplitter,
-    MAX_LINE, Scope,
+    MAX_LINE, ProcessSignal, Scope,
 };
 
 #[derive(Debug, Error)]
@@ -201,9 +201,9 @@ impl ControlClient {
 
     /// Sends `signal` (`TERM`, `KILL`, `15`) to the command's whole tree. Returns the pids it
     /// reached.
-    pub async fn signal(&mut self, signal: &str) -> Result<Vec<i32>, ControlError> {
+    pub async fn signal(&mut self, signal: ProcessSignal) -> Result<Vec<i32>, ControlError> {
         let request = ControlRequest::Signal {
-            signal: signal.into(),
+            signal,
             scope: Scope::Group,
             pid: None,
         };
@@ -211,9 +211,13 @@ impl ControlClient {
     }
 
     /// Sends `signal` to one process of the command's tree.
-    pub async fn signal_pid(&mut self, signal: &str, pid: i32) -> Result<Vec<i32>, ControlError> {
+    pub async fn signal_pid(
+        &mut self,
+        signal: ProcessSignal,
+        pid: i32,
+    ) -> Result<Vec<i32>, ControlError> {
         let request = ControlRequest::Signal {
-            signal: signal.into(),
+            signal,
             scope: Scope::Pid,
             pid: Some(pid),
         };

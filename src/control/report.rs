@@ -2,7 +2,7 @@
 //! `tether stop` and by the `tether exec` whose command was stopped from outside.
 
 use crate::model::command::exit_label;
-use crate::protocol::{Event, EventKind, ExitStatus};
+use crate::protocol::{Event, EventKind, ExitStatus, ProcessSignal};
 
 /// `300ms`, `2s`, `2.5s`, `1m05s`: a delay between two signals.
 pub fn short_duration(ms: u64) -> String {
@@ -18,7 +18,7 @@ pub fn short_duration(ms: u64) -> String {
 /// processes it reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
-    pub signal: String,
+    pub signal: ProcessSignal,
     pub mono_us: u64,
     pub reached: usize,
 }
@@ -26,7 +26,10 @@ pub struct Sent {
 /// `SIGTERM, SIGKILL after 2s`: the signals in order, each after the first with its delay.
 /// The SIGCONT that follows every stop signal is left out (it only wakes stopped processes).
 pub fn describe_signals(sent: &[Sent]) -> String {
-    let shown: Vec<&Sent> = sent.iter().filter(|s| s.signal != "CONT").collect();
+    let shown: Vec<&Sent> = sent
+        .iter()
+        .filter(|s| s.signal != ProcessSignal::CONT)
+        .collect();
     let Some(first) = shown.first() else {
         return "no signal".into();
     };
@@ -66,7 +69,7 @@ impl StopReport {
             EventKind::SignalSent {
                 signal, targets, ..
             } => self.sent.push(Sent {
-                signal: signal.clone(),
+                signal: *signal,
                 mono_us: event.mono_us,
                 reached: targets.len(),
             }),
@@ -104,7 +107,7 @@ mod tests {
 
     fn sent(signal: &str, ms: u64) -> Sent {
         Sent {
-            signal: signal.into(),
+            signal: signal.parse().expect("a signal"),
             mono_us: ms * 1000,
             reached: 1,
         }
@@ -146,7 +149,7 @@ mod tests {
         };
         let mut report = StopReport::default();
         report.apply(&ev(EventKind::SignalSent {
-            signal: "TERM".into(),
+            signal: ProcessSignal::TERM,
             scope: crate::protocol::Scope::Group,
             origin: crate::protocol::Origin::Operator,
             targets: vec![1, 2],

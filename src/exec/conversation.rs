@@ -10,7 +10,7 @@ use tokio::time::{Instant, sleep_until};
 use super::copy::OutputCopy;
 use super::{HEARTBEAT, Outcome, STOP_SLACK};
 use crate::control::report::{Sent, describe_signals};
-use crate::protocol::{EventKind, Origin, Scope, Stream, ToBroker};
+use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker};
 use crate::supervisor::leftovers::GroupLeader;
 use crate::supervisor::liveness::{Heartbeat, PingWatch, is_stopped};
 use crate::supervisor::{BrokerLine, BrokerProcess};
@@ -126,7 +126,7 @@ impl Conversation {
         loop {
             let mut stop: Option<Origin> = None;
             // The signal that asked for the stop, if one did.
-            let mut interrupted: Option<&str> = None;
+            let mut interrupted: Option<ProcessSignal> = None;
             let overdue = self.stop_asked.map(|at| at + self.grace + STOP_SLACK);
             tokio::select! {
                 // Signals first: they are rare and must not wait behind a flood of output.
@@ -139,9 +139,9 @@ impl Conversation {
                     let size = super::terminal::own_size();
                     let _ = broker.post(&ToBroker::Resize { size });
                 }
-                _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some("INT"); }
-                _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some("TERM"); }
-                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some("HUP"); }
+                _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some(ProcessSignal::INT); }
+                _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::TERM); }
+                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal(nix::sys::signal::Signal::SIGHUP)); }
                 // Whoever read our output is gone: stop the command, as SIGPIPE would.
                 Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
                 line = broker.next_line() => {
@@ -182,7 +182,7 @@ impl Conversation {
                     origin: Some(origin),
                 },
                 _ if interrupted.is_some() => ToBroker::Signal {
-                    signal: "KILL".into(),
+                    signal: ProcessSignal::KILL,
                     scope: Scope::Group,
                     pid: None,
                 },
@@ -202,14 +202,14 @@ impl Conversation {
         if crate::procfs::group_orphaned(&crate::procfs::all_processes(), us) {
             return;
         }
-        self.paused |= broker.post(&group_signal("TSTP")).is_ok();
+        self.paused |= broker.post(&group_signal(ProcessSignal::TSTP)).is_ok();
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     }
 
     /// `fg`/`bg` (or any SIGCONT): the group we paused goes on too.
     fn resume(&mut self, broker: &mut BrokerProcess) {
         if std::mem::take(&mut self.paused) {
-            let _ = broker.post(&group_signal("CONT"));
+            let _ = broker.post(&group_signal(ProcessSignal::CONT));
         }
     }
 
@@ -292,7 +292,7 @@ impl Conversation {
 fn stopped_from_outside(sent: &[Sent]) -> Option<String> {
     const ENDING: [&str; 5] = ["TERM", "KILL", "INT", "HUP", "QUIT"];
     sent.iter()
-        .any(|s| ENDING.contains(&s.signal.as_str()))
+        .any(|s| ENDING.contains(&s.signal.name()))
         .then(|| format!("stopped by the operator: {}", describe_signals(sent)))
 }
 
@@ -304,9 +304,9 @@ async fn broken_pipe(copy: &mut Option<OutputCopy>) -> Option<Stream> {
     }
 }
 
-fn group_signal(name: &str) -> ToBroker {
+fn group_signal(signal: ProcessSignal) -> ToBroker {
     ToBroker::Signal {
-        signal: name.into(),
+        signal,
         scope: Scope::Group,
         pid: None,
     }
@@ -318,7 +318,7 @@ mod tests {
 
     fn sent(signal: &str, ms: u64) -> Sent {
         Sent {
-            signal: signal.into(),
+            signal: signal.parse().expect("a signal"),
             mono_us: ms * 1000,
             reached: 1,
         }

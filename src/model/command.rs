@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandSpec, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry, Stream,
-    TerminalRequest,
+    CapReason, CommandSpec, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry,
+    ProcessSignal, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -243,17 +243,17 @@ impl CommandState {
                 self.markers.push((ts, Marker::Timeout));
             }
             EventKind::SignalSent { signal, .. } => {
-                if signal != "CONT" {
+                if *signal != ProcessSignal::CONT {
                     self.markers.push((ts, Marker::Signal));
                 }
                 // A stop sequence sends TERM then CONT at once; a lone TERM from the operator
                 // is only a signal, which the command may ignore or handle and go on.
-                let stop_sequence = signal == "CONT"
+                let stop_sequence = *signal == ProcessSignal::CONT
                     && self.timeline.last().is_some_and(|e| {
-                        matches!(&e.kind, EventKind::SignalSent { signal, .. } if signal == "TERM")
+                        matches!(&e.kind, EventKind::SignalSent { signal, .. } if *signal == ProcessSignal::TERM)
                     });
                 let running = matches!(self.status, Status::Running | Status::Stopped);
-                if (stop_sequence || signal == "KILL") && running {
+                if (stop_sequence || *signal == ProcessSignal::KILL) && running {
                     self.status = Status::Stopping;
                 }
             }
@@ -421,7 +421,7 @@ mod tests {
         c.apply(&ev(
             4,
             EventKind::SignalSent {
-                signal: "TERM".into(),
+                signal: ProcessSignal::TERM,
                 scope: Scope::Group,
                 origin: Origin::Watchdog,
                 targets: vec![10],
@@ -432,7 +432,7 @@ mod tests {
         c.apply(&ev(
             4,
             EventKind::SignalSent {
-                signal: "CONT".into(),
+                signal: ProcessSignal::CONT,
                 scope: Scope::Group,
                 origin: Origin::Watchdog,
                 targets: vec![10],
@@ -528,7 +528,7 @@ mod tests {
             c.apply(&ev(
                 3,
                 EventKind::SignalSent {
-                    signal: signal.into(),
+                    signal: signal.parse().expect("a signal"),
                     scope: Scope::Group,
                     origin: Origin::Operator,
                     targets: vec![10],

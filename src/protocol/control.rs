@@ -11,6 +11,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::signal::ProcessSignal;
+
 use super::{LaunchRequest, Scope};
 
 /// The longest request line a control socket accepts: requests are a few dozen bytes, so
@@ -27,7 +29,7 @@ pub enum ControlRequest {
     Ping,
     /// A signal to the command's tree (`group`) or to one process of it (`pid`).
     Signal {
-        signal: String,
+        signal: ProcessSignal,
         #[serde(default = "group_scope")]
         scope: Scope,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,7 +104,7 @@ mod tests {
         assert_eq!(
             parse(r#"{"type":"signal","signal":"INT"}"#).unwrap(),
             ControlRequest::Signal {
-                signal: "INT".into(),
+                signal: ProcessSignal::INT,
                 scope: Scope::Group,
                 pid: None
             }

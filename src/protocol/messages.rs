@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::signal::ProcessSignal;
+
 use super::Peer;
 
 /// Bumped whenever a message changes shape in a way an older peer would misread.
@@ -217,7 +219,7 @@ pub enum ToBroker {
     Launch(Box<LaunchRequest>),
     Ping,
     Signal {
-        signal: String,
+        signal: ProcessSignal,
         scope: Scope,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<i32>,
@@ -510,7 +512,7 @@ pub enum EventKind {
         silent_ms: u64,
     },
     SignalSent {
-        signal: String,
+        signal: ProcessSignal,
         scope: Scope,
         origin: Origin,
         /// Processes the signal reached.

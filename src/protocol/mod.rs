@@ -3,7 +3,9 @@
 pub mod control;
 pub mod framing;
 pub mod messages;
+pub mod signal;
 
 pub use control::*;
 pub use framing::{Frame, LineSplitter, MAX_LINE};
 pub use messages::*;
+pub use signal::ProcessSignal;

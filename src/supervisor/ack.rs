@@ -7,7 +7,6 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
-use crate::broker::signaller::parse_signal;
 use crate::protocol::{Scope, ToBroker};
 
 /// How long a broker may take to acknowledge a signal or stop before the front end acts.
@@ -30,7 +29,7 @@ impl Fallback {
                 signal,
                 scope: Scope::Group,
                 ..
-            } => parse_signal(signal).map(Fallback::Signal),
+            } => Some(Fallback::Signal(signal.0)),
             _ => None,
         }
     }
@@ -102,7 +101,7 @@ mod tests {
 
     fn signal(name: &str, scope: Scope) -> ToBroker {
         ToBroker::Signal {
-            signal: name.into(),
+            signal: name.parse().expect("a signal"),
             scope,
             pid: None,
         }
@@ -117,7 +116,6 @@ mod tests {
             Some(Fallback::Signal(Signal::SIGKILL))
         );
         assert_eq!(Fallback::for_request(&signal("KILL", Scope::Pid)), None);
-        assert_eq!(Fallback::for_request(&signal("NOPE", Scope::Group)), None);
         assert_eq!(Fallback::for_request(&ToBroker::Ping), None);
     }
 

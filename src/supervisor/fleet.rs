@@ -15,7 +15,7 @@ use tokio::time::{Instant, MissedTickBehavior, sleep_until};
 use super::BrokerProcess;
 use super::ack::{Acks, Fallback};
 use super::leftovers::{Cleanup, GroupLeader, KILL_PATIENCE, LiveBrokers, Ticket, stop_leftovers};
-use crate::broker::signaller::{signal_name, signal_tree};
+use crate::broker::signaller::signal_tree;
 use crate::journal::JournalDir;
 use crate::protocol::{Event, EventKind, LaunchRequest, ToBroker};
 
@@ -297,7 +297,7 @@ impl BrokerLink {
 /// Sends `signal` to the group (while its leader is unreaped) and every descendant of the
 /// broker, which is alive but not answering, so its tree is still its own.
 fn signal_directly(broker_pid: i32, leader: Option<GroupLeader>, signal: Signal) -> String {
-    let name = signal_name(signal);
+    let name = crate::protocol::ProcessSignal(signal).name();
     let group = leader.and_then(|l| l.live_group());
     let reached = signal_tree(broker_pid, group, signal, false, &mut HashSet::new());
     let processes = match reached.len() {

@@ -85,7 +85,7 @@ pub fn signals_sent(events: &[Event]) -> Vec<Sent> {
                 targets,
                 ..
             } => Some(Sent {
-                signal: signal.clone(),
+                signal: signal.to_string(),
                 origin: *origin,
                 targets: targets.clone(),
             }),

@@ -5,7 +5,7 @@ use super::action::Action;
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
 use crate::model::{CommandId, Model};
-use crate::protocol::{CommandSpec, Origin, Scope, Stream, ToBroker};
+use crate::protocol::{CommandSpec, Origin, ProcessSignal, Scope, Stream, ToBroker};
 
 pub const READ_ONLY: &str =
     "a recorded session is read-only: run `tether` to launch and signal commands";
@@ -178,7 +178,7 @@ pub fn update(
             let active = command.status.is_active();
             match action {
                 Action::Term if active => {
-                    effects.push(Effect::Send(selected, signal("TERM")));
+                    effects.push(Effect::Send(selected, signal(ProcessSignal::TERM)));
                     view.message = Some(format!("SIGTERM sent to {}", command.config.name));
                 }
                 Action::Kill if active => {
@@ -264,9 +264,9 @@ pub fn update(
     effects
 }
 
-fn signal(name: &str) -> ToBroker {
+fn signal(signal: ProcessSignal) -> ToBroker {
     ToBroker::Signal {
-        signal: name.into(),
+        signal,
         scope: Scope::Group,
         pid: None,
     }
@@ -371,7 +371,7 @@ fn update_dialog(
         (Dialog::Help, _) => {}
         (Dialog::ConfirmKill { command }, Action::Confirm) => {
             view.dialog = None;
-            effects.push(Effect::Send(command, signal("KILL")));
+            effects.push(Effect::Send(command, signal(ProcessSignal::KILL)));
             if let Some(c) = model.commands.get(command) {
                 view.message = Some(format!("SIGKILL sent to {}", c.config.name));
             }
@@ -439,22 +439,36 @@ fn update_dialog(
             Dialog::SignalProcess {
                 command,
                 pid,
+                argv,
                 input,
-                ..
             },
             Action::Submit,
         ) => {
+            let signal = match input.parse::<ProcessSignal>() {
+                Ok(signal) => signal,
+                Err(err) => {
+                    // Asked again, with what was typed kept.
+                    view.message = Some(err);
+                    view.dialog = Some(Dialog::SignalProcess {
+                        command,
+                        pid,
+                        argv,
+                        input,
+                    });
+                    return effects;
+                }
+            };
             view.dialog = None;
             effects.push(Effect::Send(
                 command,
                 ToBroker::Signal {
-                    signal: input.trim().to_string(),
+                    signal,
                     scope: Scope::Pid,
                     pid: Some(pid),
                 },
             ));
             // The timeline shows whether the broker delivered it.
-            view.message = Some(format!("{} asked for pid {pid}", input.trim()));
+            view.message = Some(format!("SIG{signal} asked for pid {pid}"));
         }
         (dialog, _) => view.dialog = Some(dialog),
     }

@@ -124,7 +124,7 @@ fn signalling_a_process_names_its_command() {
         [Effect::Send(
             0,
             ToBroker::Signal {
-                signal: "TERM".into(),
+                signal: ProcessSignal::TERM,
                 scope: Scope::Pid,
                 pid: Some(8)
             }
@@ -234,7 +234,7 @@ fn enter_answers_quit_but_never_confirms_a_kill() {
     assert!(effects.is_empty(), "Enter sent {effects:?}");
     assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
     let effects = update(&model, &mut view, &geometry(), Action::Confirm);
-    assert_eq!(effects, [Effect::Send(0, signal("KILL"))]);
+    assert_eq!(effects, [Effect::Send(0, signal(ProcessSignal::KILL))]);
 
     let mut view = ViewState::default();
     update(&model, &mut view, &geometry(), Action::Quit);

@@ -5,10 +5,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Broker, Phase};
-use crate::broker::signaller::{self, live_descendants, signal_name};
+use crate::broker::signaller::{self, live_descendants};
 use crate::broker::stop::{Delivery, StopSequence};
 use crate::protocol::{
-    ControlRequest, EventKind, Origin, ParentLossCause, Peer, Scope, Stage, ToBroker,
+    ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
 };
 
 /// `what`: what could not be done, as in "nothing is running to stop".
@@ -50,7 +50,7 @@ impl Broker {
             }
             ToBroker::Stop { origin } => self.start_stop(origin.unwrap_or(Origin::Operator)),
             ToBroker::Signal { signal, scope, pid } => {
-                if let Err(refusal) = self.operator_signal(&signal, scope, pid, None) {
+                if let Err(refusal) = self.operator_signal(signal, scope, pid, None) {
                     self.protocol_error(refusal.code, refusal.message);
                 }
             }
@@ -68,7 +68,7 @@ impl Broker {
     ) -> Result<Done, Refusal> {
         match request {
             ControlRequest::Signal { signal, scope, pid } => self
-                .operator_signal(&signal, scope, pid, Some(peer))
+                .operator_signal(signal, scope, pid, Some(peer))
                 .map(|targets| Done {
                     targets,
                     message: None,
@@ -107,19 +107,14 @@ impl Broker {
     /// socket). Returns the processes it reached.
     pub(super) fn operator_signal(
         &mut self,
-        name: &str,
+        sent: ProcessSignal,
         scope: Scope,
         pid: Option<i32>,
         client: Option<Peer>,
     ) -> Result<Vec<i32>, Refusal> {
-        let Some(signal) = signaller::parse_signal(name) else {
-            return Err(Refusal {
-                code: "unknown_signal",
-                message: format!("`{name}` is not a signal; use a name like TERM or a number"),
-            });
-        };
+        let signal = sent.0;
         if self.child.is_none() || self.phase == Phase::Done {
-            return Err(not_running(&format!("send {name} to")));
+            return Err(not_running(&format!("send {sent} to")));
         }
         let targets = match scope {
             Scope::Group => {
@@ -148,7 +143,7 @@ impl Broker {
             }
         };
         self.emit(EventKind::SignalSent {
-            signal: signal_name(signal),
+            signal: sent,
             scope,
             origin: Origin::Operator,
             targets: targets.clone(),
@@ -186,7 +181,7 @@ impl Broker {
 
     pub(super) fn report(&mut self, delivery: Delivery, origin: Origin) {
         self.emit(EventKind::SignalSent {
-            signal: signal_name(delivery.signal),
+            signal: delivery.signal.into(),
             scope: Scope::Group,
             origin,
             targets: delivery.targets,
