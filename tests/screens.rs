@@ -264,6 +264,7 @@ fn content() -> FrameContent {
                 escaped: true,
             },
         ],
+        ..FrameContent::default()
     }
 }
 

@@ -2,8 +2,10 @@
 //! next frame. `run` drives it from one event loop.
 
 pub mod action;
+mod copy;
 pub mod keymap;
 mod run;
+mod screen;
 pub mod update;
 pub mod view;
 mod watch;
@@ -39,6 +41,8 @@ pub struct App {
     size: Rect,
     /// The output on screen has more bytes than are indexed yet: draw again soon.
     pub behind: bool,
+    screens: screen::PaneScreens,
+    clipboard: copy::ClipboardOut,
 }
 
 impl App {
@@ -53,6 +57,8 @@ impl App {
             snapshot: Snapshot::default(),
             size: Rect::default(),
             behind: false,
+            screens: Default::default(),
+            clipboard: Default::default(),
         }
     }
 
@@ -241,6 +247,9 @@ impl App {
         self.behind = behind;
         self.geometry.output_rows = rows_of;
         self.geometry.total_lines = totals;
+        let panes =
+            Stream::BOTH.map(|s| areas.map(|a| a.of(Pane::of_stream(s))).unwrap_or_default());
+        self.prepare_screens(panes, std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
         self.geometry.timeline_rows = areas.map_or(0, |a| {

@@ -41,6 +41,7 @@ fn geometry() -> Geometry {
         timeline_rows: 10,
         total_lines: [100, 0],
         tree_processes: vec![None, Some((8, "sleep 1".into()))],
+        ..Geometry::default()
     }
 }
 
