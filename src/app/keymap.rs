@@ -86,13 +86,7 @@ pub fn bindings() -> Vec<Binding> {
             "output as a screen / as lines",
         ),
         bind(N, K::Char('V'), "V", A::SelectLines, "select lines to copy"),
-        bind(
-            N,
-            K::Char('y'),
-            "y",
-            A::Copy,
-            "copy selection / match / screen",
-        ),
+        bind(N, K::Char('y'), "y", A::Copy, "copy lines or the screen"),
         bind(N, K::Esc, "Esc", A::Cancel, "drop the selection"),
         bind(N, K::Char('t'), "t", A::Term, "SIGTERM the whole group"),
         bind(
