@@ -64,7 +64,7 @@ pub fn draw(
             let line = render(line, needle.as_deref(), current);
             match state.selection {
                 Some(selection) if selection.lines().contains(&number) => {
-                    line.patch_style(style::SELECTION)
+                    selected(line, area.width.saturating_sub(2) as usize)
                 }
                 _ => line,
             }
@@ -109,6 +109,15 @@ fn draw_screen(
         Some(grid) => frame.render_widget(ScreenWidget { grid, cursor: true }, inner),
         None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
     }
+}
+
+/// A selected line, highlighted across the pane's whole width.
+fn selected(line: Line<'static>, width: usize) -> Line<'static> {
+    let pad = width.saturating_sub(line.width());
+    let mut line = line.patch_style(style::SELECTION);
+    line.spans
+        .push(Span::styled(" ".repeat(pad), style::SELECTION));
+    line
 }
 
 /// The line log's title when lines are selected.

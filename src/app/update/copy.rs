@@ -68,6 +68,11 @@ pub(super) fn update_output_keys(
                 None => format!("{name}: nothing to copy"),
             }
         }
+        // A search finds lines: it shows them in the line log.
+        Action::Search | Action::SearchNext | Action::SearchPrev if out.screen => {
+            out.screen = false;
+            return None;
+        }
         Action::Cancel if out.selection.is_some() => {
             out.selection = None;
             "selection dropped".into()
@@ -273,6 +278,23 @@ mod tests {
         // Without a selection, moves scroll as before.
         update(&model(), &mut view, &g, Action::Up);
         assert_eq!(view.outputs[0].selection, None);
+    }
+
+    #[test]
+    fn a_search_goes_back_to_the_line_log() {
+        let mut view = stdout_focused();
+        view.outputs[0].screen = true;
+        view.outputs[0].search = Some("x".into());
+        let g = geometry(5, 10, Some(4));
+        let effects = update(&model(), &mut view, &g, Action::SearchNext);
+        assert!(!view.outputs[0].screen);
+        assert_eq!(
+            effects,
+            vec![Effect::Search {
+                stream: Stream::Stdout,
+                forward: true
+            }]
+        );
     }
 
     #[test]
