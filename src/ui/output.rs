@@ -10,7 +10,7 @@ use super::screen::ScreenWidget;
 use super::{pane_block, style};
 use crate::app::view::{LineSelection, PaneLines, ScreenContent, ViewState};
 use crate::model::output::StyledLine;
-use crate::model::screen::{FullScreenSigns, REPLAY_CAP, ReplayStart};
+use crate::model::screen::{FullScreenSigns, ReplayStart, TAIL_REPLAY};
 use crate::protocol::Stream;
 use crate::units::format_size;
 
@@ -97,7 +97,7 @@ fn draw_screen(
     match screen.start {
         Some(ReplayStart::FreshScreen { .. }) => title.push_str(" · since the last clear"),
         Some(ReplayStart::Tail { .. }) => {
-            title.push_str(&format!(" · last {} replayed", format_size(REPLAY_CAP)))
+            title.push_str(&format!(" · last {} replayed", format_size(TAIL_REPLAY)))
         }
         Some(ReplayStart::Whole) | None => {}
     }

@@ -6,11 +6,13 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use memchr::memmem;
-
 /// The most bytes replayed to build a screen (and fed in one frame): a few hundred redraws of
 /// a full-screen program.
 pub const REPLAY_CAP: u64 = 4 << 20;
+
+/// The most bytes replayed when no fresh screen is in reach: far more than a screenful of
+/// lines, and a small part of a flood, which is caught up with every frame.
+pub const TAIL_REPLAY: u64 = 256 << 10;
 
 /// How much is read at once while looking back for a fresh screen.
 const SCAN_CHUNK: usize = 64 * 1024;
@@ -36,7 +38,7 @@ pub enum ReplayStart {
     /// From the last fresh screen (alternate screen, clear, reset) in the last
     /// [`REPLAY_CAP`] bytes: exact but for modes set before it.
     FreshScreen { at: u64 },
-    /// From [`REPLAY_CAP`] bytes before the end (at a line start when there is one near):
+    /// From [`TAIL_REPLAY`] bytes before the end (at a line start when there is one near):
     /// what was drawn before is missing.
     Tail { at: u64 },
 }
@@ -50,7 +52,9 @@ impl ReplayStart {
     }
 }
 
-/// Where to replay a log of `len` bytes from, with at most `cap` bytes replayed.
+/// Where to replay a log of `len` bytes from: all of it up to `cap` bytes; else from the last
+/// fresh screen in its last `cap` bytes; else its last `cap` or [`TAIL_REPLAY`] bytes,
+/// whichever is fewer.
 pub fn replay_start(file: &File, len: u64, cap: u64) -> io::Result<ReplayStart> {
     if len <= cap {
         return Ok(ReplayStart::Whole);
@@ -64,10 +68,12 @@ pub fn replay_start(file: &File, len: u64, cap: u64) -> io::Result<ReplayStart> 
         let read_end = (end + LONGEST_MARK as u64 - 1).min(len);
         let bytes = &mut buf[..(read_end - start) as usize];
         file.read_exact_at(bytes, start)?;
-        let found = FRESH_SCREEN
-            .iter()
-            .filter_map(|mark| memmem::rfind(bytes, mark))
-            .max();
+        let bytes = &*bytes;
+        let found = memchr::memrchr_iter(0x1b, bytes).find(|&at| {
+            FRESH_SCREEN
+                .iter()
+                .any(|mark| bytes[at..].starts_with(mark))
+        });
         if let Some(at) = found {
             return Ok(ReplayStart::FreshScreen {
                 at: start + at as u64,
@@ -77,8 +83,9 @@ pub fn replay_start(file: &File, len: u64, cap: u64) -> io::Result<ReplayStart> 
     }
     // No fresh screen: start at a line, not in the middle of an escape sequence or a
     // character, if a line starts near.
-    let mut head = vec![0; SCAN_CHUNK.min(cap as usize)];
-    file.read_exact_at(&mut head, window)?;
+    let tail = len - cap.min(TAIL_REPLAY);
+    let mut head = vec![0; SCAN_CHUNK.min((len - tail) as usize)];
+    file.read_exact_at(&mut head, tail)?;
     let skip = match memchr::memchr(b'\n', &head) {
         Some(newline) => newline + 1,
         None => head
@@ -87,7 +94,7 @@ pub fn replay_start(file: &File, len: u64, cap: u64) -> io::Result<ReplayStart> 
             .count(),
     };
     Ok(ReplayStart::Tail {
-        at: window + skip as u64,
+        at: tail + skip as u64,
     })
 }
 
@@ -142,6 +149,20 @@ mod tests {
                 "shift {shift}"
             );
         }
+    }
+
+    #[test]
+    fn a_tail_without_fresh_screens_is_short() {
+        let bytes = b"y\n".repeat(3 << 20);
+        let (_tmp, file) = file_of(&bytes);
+        let len = bytes.len() as u64;
+        assert_eq!(
+            replay_start(&file, len, REPLAY_CAP).unwrap(),
+            // After the first line break: "y\n" is two bytes.
+            ReplayStart::Tail {
+                at: len - TAIL_REPLAY + 2
+            }
+        );
     }
 
     #[test]
