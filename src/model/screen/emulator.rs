@@ -51,8 +51,11 @@ pub struct ScreenEmulator {
     processor: Processor,
     rows: u16,
     cols: u16,
-    /// The start of a UTF-8 character cut short by the last feed, held back for the next.
+    /// What the last feed ended with that the next may complete (a UTF-8 character, the
+    /// start of a CSI sequence), held back for it.
     held: Vec<u8>,
+    /// Reused for the output with `\r` put before each `\n`.
+    scratch: Vec<u8>,
 }
 
 impl ScreenEmulator {
@@ -70,6 +73,7 @@ impl ScreenEmulator {
             rows: rows.max(MIN_ROWS),
             cols: cols.max(MIN_COLS),
             held: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -89,26 +93,30 @@ impl ScreenEmulator {
     }
 
     /// Feeds output bytes, in any chunking: the result is the same as one feed of them all.
-    pub fn feed(&mut self, mut bytes: &[u8]) {
-        // vte's handling of a character split between two feeds can skip the bytes after it
-        // (vte 0.15 `advance_partial_utf8`, alacritty/vte#159; the line renderer does the same),
-        // so the parser is only handed feeds that end on a character boundary.
-        while !self.held.is_empty() {
-            if bytes.is_empty() {
-                return;
-            }
-            let (head, rest) = bytes.split_at(bytes.len().min(3));
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.held.is_empty() {
+            self.advance_holding_back(bytes);
+        } else {
             let mut joined = std::mem::take(&mut self.held);
-            joined.extend_from_slice(head);
+            joined.extend_from_slice(bytes);
             self.advance_holding_back(&joined);
-            bytes = rest;
         }
-        self.advance_holding_back(bytes);
     }
 
+    /// Advances over `bytes` but for what a later feed may complete: a UTF-8 character
+    /// (vte's handling of a character split between two feeds can skip the bytes after it,
+    /// vte 0.15 `advance_partial_utf8`, alacritty/vte#159, which the line renderer works around
+    /// too), or the start of a CSI sequence (an alternate-screen switch must be seen whole
+    /// before the newlines after it).
     fn advance_holding_back(&mut self, bytes: &[u8]) {
-        let (now, later) = bytes.split_at(bytes.len() - incomplete_utf8_suffix(bytes));
-        self.advance(now);
+        let held = incomplete_utf8_suffix(bytes).max(incomplete_csi_suffix(bytes));
+        let (now, later) = bytes.split_at(bytes.len() - held);
+        let mut rest = now;
+        while !rest.is_empty() {
+            let (segment, after) = split_after_private_mode(rest);
+            self.advance(segment);
+            rest = after;
+        }
         self.held = later.to_vec();
     }
 
@@ -116,20 +124,23 @@ impl ScreenEmulator {
     /// (ONLCR): a line-oriented program (`top -b`, a build) expects a newline to return to
     /// the first column, as its terminal's driver would make it. A program on the alternate
     /// screen has, as a rule, put its terminal in raw mode, where a newline only moves down:
-    /// there it is left alone.
+    /// there it is left alone. `bytes` holds no switch of screens but maybe at its end.
     fn advance(&mut self, bytes: &[u8]) {
-        for piece in bytes.split_inclusive(|&b| b == b'\n') {
-            match piece.split_last() {
-                Some((b'\n', before)) => {
-                    self.processor.advance(&mut self.term, before);
-                    if !self.alternate() {
-                        self.processor.advance(&mut self.term, b"\r");
-                    }
-                    self.processor.advance(&mut self.term, b"\n");
-                }
-                _ => self.processor.advance(&mut self.term, piece),
-            }
+        if self.alternate() || memchr::memchr(b'\n', bytes).is_none() {
+            self.processor.advance(&mut self.term, bytes);
+            return;
         }
+        let mut translated = std::mem::take(&mut self.scratch);
+        translated.clear();
+        let mut from = 0;
+        for at in memchr::memchr_iter(b'\n', bytes) {
+            translated.extend_from_slice(&bytes[from..at]);
+            translated.extend_from_slice(b"\r\n");
+            from = at + 1;
+        }
+        translated.extend_from_slice(&bytes[from..]);
+        self.processor.advance(&mut self.term, &translated);
+        self.scratch = translated;
     }
 
     /// A synchronized update (`\e[?2026h` … `\e[?2026l`) is shown when it ends; one left open
@@ -143,13 +154,6 @@ impl ScreenEmulator {
             }
             Some(_) => true,
             None => false,
-        }
-    }
-
-    /// Shows a synchronized update that is still open, at once.
-    pub fn end_sync(&mut self) {
-        if self.processor.sync_timeout().sync_timeout().is_some() {
-            self.processor.stop_sync(&mut self.term);
         }
     }
 
@@ -168,6 +172,40 @@ impl ScreenEmulator {
     pub fn text(&self) -> String {
         self.grid().text()
     }
+}
+
+/// The most bytes held back for a CSI sequence a later feed may complete: a private-mode
+/// switch is a few bytes; anything longer is not one.
+const MAX_HELD_CSI: usize = 32;
+
+/// How many bytes at the end of `bytes` are the start of a CSI sequence (`ESC`, `ESC [` and
+/// parameters) that more bytes could still complete.
+fn incomplete_csi_suffix(bytes: &[u8]) -> usize {
+    let window = &bytes[bytes.len().saturating_sub(MAX_HELD_CSI)..];
+    let Some(esc) = memchr::memrchr(0x1b, window) else {
+        return 0;
+    };
+    let incomplete = match &window[esc + 1..] {
+        [] => true,
+        [b'[', params @ ..] => params
+            .iter()
+            .all(|b| b.is_ascii_digit() || b";:?<=>".contains(b)),
+        _ => false,
+    };
+    if incomplete { window.len() - esc } else { 0 }
+}
+
+/// `bytes` cut after its first private-mode sequence (`ESC [ ?` … final byte), where the
+/// screen may have switched; all of it if there is none.
+fn split_after_private_mode(bytes: &[u8]) -> (&[u8], &[u8]) {
+    let Some(at) = memchr::memmem::find(bytes, b"\x1b[?") else {
+        return (bytes, &[]);
+    };
+    let end = bytes[at + 3..]
+        .iter()
+        .position(|b| (0x40..=0x7e).contains(b))
+        .map_or(bytes.len(), |p| at + 3 + p + 1);
+    bytes.split_at(end)
 }
 
 #[cfg(test)]
@@ -213,7 +251,9 @@ mod tests {
 
     #[test]
     fn any_chunking_gives_the_same_screen() {
-        let bytes = "\x1b[31mé€😀\x1b[0m x\r\n\x1b[2;3Hdone ✓".as_bytes();
+        let bytes =
+            "\x1b[31mé€😀\x1b[0m x\r\n\x1b[2;3Hdone ✓\n\x1b[?1049h\x1b[Ha\nb\x1b[?1049lc\nd"
+                .as_bytes();
         let mut whole = ScreenEmulator::new(3, 10);
         whole.feed(bytes);
         for size in 1..5 {
@@ -223,6 +263,25 @@ mod tests {
             }
             assert_eq!(chunked.grid(), whole.grid(), "chunks of {size}");
         }
+    }
+
+    #[test]
+    fn the_start_of_a_csi_sequence_is_held_back() {
+        assert_eq!(incomplete_csi_suffix(b"abc"), 0);
+        assert_eq!(incomplete_csi_suffix(b"abc\x1b"), 1);
+        assert_eq!(incomplete_csi_suffix(b"abc\x1b[?104"), 6);
+        assert_eq!(incomplete_csi_suffix(b"abc\x1b[?1049h"), 0);
+        assert_eq!(incomplete_csi_suffix(b"abc\x1b]0;title"), 0);
+        let long = [b"\x1b[".as_slice(), &[b'1'; 40]].concat();
+        assert_eq!(incomplete_csi_suffix(&long), 0);
+    }
+
+    #[test]
+    fn bytes_are_cut_after_each_private_mode() {
+        let (a, b) = split_after_private_mode(b"x\n\x1b[?1049hy\n\x1b[?25l");
+        assert_eq!(a, b"x\n\x1b[?1049h");
+        assert_eq!(b, b"y\n\x1b[?25l");
+        assert_eq!(split_after_private_mode(b"plain\n").0, b"plain\n");
     }
 
     #[test]
