@@ -7,6 +7,8 @@
 //! 2. Idle: five sleeping commands for 10 s: TUI CPU.
 //! 3. Keypress to screen change while a flood runs: median over 20 presses.
 //! 4. A 1,000-process tree under one command, sampled at 1 Hz: TUI CPU over 10 s.
+//! 5. `tether watch`: from starting a `tether exec` elsewhere to its row on the watch's
+//!    screen, median over 15 runs; and the watch's CPU while idle.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -33,6 +35,9 @@ fn main() {
     }
     if wanted("tree") {
         big_tree(&state);
+    }
+    if wanted("watch") {
+        watch(&state);
     }
 }
 
@@ -264,4 +269,54 @@ fn big_tree(state: &str) {
         return;
     }
     report_cpu_over(pid, Duration::from_secs(10));
+}
+
+fn watch(state: &str) {
+    println!(
+        "== tether watch: `tether exec` started elsewhere -> its row on screen (15 runs, median)"
+    );
+    let pane = Pane::start("watch", &format!("{TETHER} --state-dir {state} watch"));
+    pane.wait(Duration::from_secs(10), |s| s.contains("Commands"));
+    let mut latencies = Vec::new();
+    let mut execs = Vec::new();
+    for i in 0..15 {
+        let name = format!("job-{i:02}");
+        let started = Instant::now();
+        let child = Command::new(TETHER)
+            .args([
+                "exec",
+                "--state-dir",
+                state,
+                "--session",
+                "bench",
+                "--name",
+                &name,
+            ])
+            .args(["--", "sleep", "30"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start tether exec");
+        execs.push(child);
+        if let Some(at) = pane.wait(Duration::from_secs(10), |s| s.contains(&name)) {
+            latencies.push((at - started).as_secs_f64() * 1000.0);
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    if let (Some(min), Some(max)) = (latencies.first(), latencies.last()) {
+        println!(
+            "tether  median {:.0} ms, min {min:.0} ms, max {max:.0} ms ({} runs; includes tmux capture time)",
+            latencies[latencies.len() / 2],
+            latencies.len()
+        );
+    }
+    println!("== tether watch over those 15 sleeping commands, 10 s");
+    report_cpu_over(pane.pid(), Duration::from_secs(10));
+    // Stop them all through their sockets, as an operator would.
+    let _ = Command::new(TETHER)
+        .args(["stop", "--state-dir", state, "bench"])
+        .output();
+    for mut child in execs {
+        let _ = child.wait();
+    }
 }

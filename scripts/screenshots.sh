@@ -51,3 +51,22 @@ tm send-keys -t 0 q
 sleep 0.5
 tm send-keys -t 0 y
 sleep 4
+
+# tether watch over an agent's session: three commands started by `tether exec` elsewhere,
+# as an agent would, then the dev server stopped from the watch.
+tm new-session -d -s watch -x 160 -y 45 "$bin --state-dir $state watch"
+agent() { # name, shell command
+  TETHER_SESSION=agent-run-42 "$bin" exec --state-dir "$state" -n "$1" -- sh -c "$2" \
+    >/dev/null 2>&1 &
+}
+agent dev-server 'i=0; while :; do i=$((i+1)); echo "GET /api/items 200 ${i}ms"; sleep 0.4; done'
+agent tests 'for i in $(seq 1 400); do echo "test case_$i ... ok"; sleep 0.05; done; echo "test result: ok. 400 passed"'
+agent search 'setsid sh -c "while :; do sleep 1; done" & find / -xdev -name "*.rs" 2>&1 | head -c 200000; sleep 60'
+sleep 5
+tm send-keys -t watch j
+sleep 1
+tm capture-pane -e -p -t watch > "$state/watch.ansi"
+python3 scripts/ansi2svg.py "$state/watch.ansi" "$out/watch.svg" 160 45
+echo "screenshots/watch.svg"
+"$bin" stop --state-dir "$state" agent-run-42 >/dev/null 2>&1 || true
+wait

@@ -81,6 +81,9 @@ enum Command {
         /// (default: $TETHER_SESSION, else a new session).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// Give the command /dev/null as stdin instead of tether's own.
+        #[arg(long)]
+        no_stdin: bool,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -178,6 +181,7 @@ fn main() {
             no_output_timeout,
             max_output,
             session,
+            no_stdin,
             argv,
         }) => match chosen_session(session.as_deref()) {
             Ok(session) => exec::main(ExecOptions {
@@ -191,6 +195,7 @@ fn main() {
                 argv,
                 arg0: None,
                 signals: SignalMode::Stop,
+                no_stdin,
             }),
             Err(err) => usage_error(&err),
         },

@@ -101,3 +101,25 @@ fn a_full_journal_disk_caps_the_journal_not_the_copy() {
     drop(disk);
     env.finish();
 }
+
+#[test]
+fn stdin_is_passed_on_unless_no_stdin() {
+    let env = TestEnv::new("no_stdin");
+    for (options, expected) in [(&[][..], &b"piped\n"[..]), (&["--no-stdin"][..], &b""[..])] {
+        let mut child = env
+            .exec_command(options, &["cat"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start tether exec");
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        // With --no-stdin the command never reads it: a closed pipe is fine either way.
+        let _ = stdin.write_all(b"piped\n");
+        drop(stdin);
+        let out = child.wait_with_output().expect("wait for tether exec");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stdout, expected, "{options:?}");
+    }
+    env.finish();
+}

@@ -50,6 +50,8 @@ pub struct ExecOptions {
     pub arg0: Option<String>,
     /// What SIGINT, SIGTERM and SIGHUP to tether do.
     pub signals: SignalMode,
+    /// The command's stdin is /dev/null rather than ours (`--no-stdin`).
+    pub no_stdin: bool,
 }
 
 /// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
@@ -140,7 +142,11 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let journal_dir = journal.path().to_path_buf();
     // Our stdin becomes the command's, as a shell would give it. (std opens /dev/null for a
     // closed descriptor 0 at start, so there is always one.)
-    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok();
+    let stdin = if options.no_stdin {
+        None
+    } else {
+        std::io::stdin().as_fd().try_clone_to_owned().ok()
+    };
     let grace = options
         .grace
         .map_or(Duration::from_millis(DEFAULT_GRACE_MS), |d| {

@@ -178,6 +178,7 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         argv,
         arg0: Some(arg0.to_string()),
         signals: SignalMode::Forward,
+        no_stdin: false,
     })
 }
 

@@ -14,11 +14,17 @@ use crate::model::{CommandState, Model};
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block: Block = pane_block("Commands", view.focus == Pane::Commands);
     if model.commands.is_empty() {
-        let hint = Line::from(vec![
-            Span::raw("No commands. Press "),
-            Span::styled(" a ", style::KEY),
-            Span::raw(" to launch one."),
-        ]);
+        let hint = if model.recorded {
+            Line::from(
+                "No live commands yet: each appears here as it starts (tether exec, the shell shim, agents, other tethers).",
+            )
+        } else {
+            Line::from(vec![
+                Span::raw("No commands. Press "),
+                Span::styled(" a ", style::KEY),
+                Span::raw(" to launch one."),
+            ])
+        };
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
@@ -42,11 +48,19 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
             row
         }
     });
+    // Names take what they need (`session/name` in a watch), leaving room for the rest.
+    let longest = model
+        .commands
+        .iter()
+        .map(|c| crate::model::output::text_width(&one_line(&c.config.name)))
+        .max()
+        .unwrap_or(0) as u16;
+    let name_width = longest.clamp(8, area.width.saturating_sub(1 + 9 + 7 + 14).max(8));
     let table = Table::new(
         rows,
         [
             Constraint::Length(1),
-            Constraint::Min(8),
+            Constraint::Length(name_width),
             Constraint::Length(9),
             Constraint::Length(7),
             Constraint::Min(0),
