@@ -653,7 +653,8 @@ fn y_copies_lines_and_a_selection_as_plain_text() {
         &tether_child_line(&env, &format!("run -c '{command}'")),
     );
     tmux.type_line(&env, &line);
-    tmux.wait_screen(&env, "the output", |s| s.contains("gamma"));
+    // The typed command line holds the words too: wait for the pane's title.
+    tmux.wait_screen(&env, "the output", |s| s.contains("stdout · 3 lines"));
     tmux.keys(&env, &["Tab", "Tab", "y"]);
     tmux.wait_screen(&env, "the copy reported", |s| s.contains("copied line 3"));
     common::wait_until(&env, "the line in tmux's buffer", || {
@@ -691,7 +692,9 @@ fn top_in_batch_mode_in_the_screen_view() {
         &env,
         &tether_child_line(&env, "run -c 'top -b -n 3 -d 0.2 -p $$; sleep 300'"),
     );
-    tmux.wait_screen(&env, "top's output", |s| s.contains("load average"));
+    tmux.wait_screen(&env, "top's output", |s| {
+        s.contains("stdout ·") && s.contains("load average")
+    });
     tmux.keys(&env, &["Tab", "Tab", "v"]);
     let screen = tmux.wait_screen(&env, "the screen view", |s| {
         s.contains("stdout · screen") && s.contains("load average") && s.contains("PID USER")
