@@ -6,9 +6,12 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 use tether::app::keymap::bindings;
-use tether::app::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
+use tether::app::view::{
+    Dialog, FrameContent, LineSelection, Pane, PaneLines, ScreenContent, ViewState,
+};
 use tether::config::CommandConfig;
 use tether::model::output::render_line;
+use tether::model::screen::{FullScreenSigns, ReplayStart, ScreenEmulator};
 use tether::model::{CommandState, Model};
 use tether::protocol::{CommandSpec, Event, EventKind, ExitStatus, Origin, Scope, Stream};
 use tether::sampler::{ProcessInfo, TreeRow};
@@ -264,6 +267,7 @@ fn content() -> FrameContent {
                 escaped: true,
             },
         ],
+        ..FrameContent::default()
     }
 }
 
@@ -891,4 +895,128 @@ fn the_zoomed_tree_shows_a_whole_command_line() {
         "{screen}"
     );
     insta::assert_snapshot!(screen);
+}
+
+/// Rows and columns inside the stdout pane's border, for an emulator sized as the TUI sizes it.
+fn stdout_inner(width: u16, height: u16, zoom: bool) -> (u16, u16) {
+    let size = ratatui::layout::Rect::new(0, 0, width, height);
+    let areas = tether::app::layout::areas(size, zoom.then_some(Pane::Stdout)).expect("a layout");
+    (areas.stdout.height - 2, areas.stdout.width - 2)
+}
+
+/// The screen view of `bytes` in the stdout pane, as the TUI draws it.
+fn screen_view(bytes: &[u8], width: u16, height: u16, zoom: bool) -> String {
+    let (rows, cols) = stdout_inner(width, height, zoom);
+    let mut emulator = ScreenEmulator::new(rows, cols);
+    emulator.feed(bytes);
+    let mut content = content();
+    content.screens[0] = ScreenContent {
+        grid: Some(emulator.grid()),
+        start: Some(ReplayStart::Whole),
+        signs: FullScreenSigns::default(),
+    };
+    content.outputs[0].bytes = bytes.len() as u64;
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        zoom,
+        ..ViewState::default()
+    };
+    view.outputs[0].screen = true;
+    draw_with(width, height, &model(), &content, &view)
+}
+
+/// What `top -b -n 2` prints through a pipe: plain lines, one screenful after another. The
+/// screen view shows the last screenful, as a terminal of the pane's size would.
+#[test]
+fn screen_view_of_a_top_batch_recording() {
+    let mut bytes = Vec::new();
+    for (n, load) in [(1, "0.52"), (2, "0.61")] {
+        bytes.extend_from_slice(
+            format!(
+                "top - 06:4{n}:00 up 3 days,  2:01,  1 user,  load average: {load}, 0.40, 0.33\n\
+                 Tasks: 112 total,   1 running, 111 sleeping,   0 stopped,   0 zombie\n\
+                 %Cpu(s):  3.{n} us,  1.0 sy,  0.0 ni, 95.9 id,  0.0 wa,  0.0 hi,  0.0 si\n\
+                 MiB Mem :  24000.0 total,  18000.0 free,   2000.0 used,   4000.0 buff/cache\n\
+                 \n    PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM     TIME+ COMMAND\n"
+            )
+            .as_bytes(),
+        );
+        for (pid, cmd, cpu) in [(101, "cargo", 97.5), (102, "rustc", 12.0), (1, "init", 0.0)] {
+            bytes.extend_from_slice(
+                format!(
+                    "{pid:>7} root      20   0  123456  45678   9012 S {cpu:>5.1}   0.2   0:0{n}.00 {cmd}\n"
+                )
+                .as_bytes(),
+            );
+        }
+        bytes.push(b'\n');
+    }
+    let screen = screen_view(&bytes, 120, 36, false);
+    assert!(screen.contains("stdout · screen 77×12"), "{screen}");
+    assert!(screen.contains("load average: 0.61"));
+    insta::assert_snapshot!(screen);
+}
+
+/// A full-screen program: the alternate screen, a clear, cursor moves and colours, a first
+/// frame drawn over by a second, and writes that must reach nothing (OSC 52 clipboard, a
+/// title, a cursor-position query, a bell).
+#[test]
+fn screen_view_of_an_alternate_screen_program() {
+    let mut bytes = b"before the program\n".to_vec();
+    bytes.extend_from_slice(
+        b"\x1b[?1049h\x1b[2J\x1b[H\x1b[1;37;44m frame 1 \x1b[0m\x1b[5;10Hstale text",
+    );
+    bytes.extend_from_slice(b"\x1b]52;c;cHduZWQgY2xpcGJvYXJk\x07\x1b]0;PWNED-TITLE\x07\x1b[6n\x07");
+    bytes.extend_from_slice(b"\x1b[H\x1b[2J\x1b[1;37;44m tether-test runner \x1b[0m");
+    bytes.extend_from_slice(b"\x1b[3;3H\x1b[32m\xe2\x9c\x93\x1b[0m parses config");
+    bytes.extend_from_slice(b"\x1b[4;3H\x1b[31m\xe2\x9c\x97\x1b[0m talks to broker");
+    bytes.extend_from_slice(b"\x1b[6;1H\x1b[7m 2 tests, 1 failed \x1b[0m");
+    bytes.extend_from_slice("\x1b[8;3H中文 and e\u{301} and \u{202e}rtl".as_bytes());
+    let screen = screen_view(&bytes, 100, 30, true);
+    assert!(screen.contains("alternate screen"), "{screen}");
+    assert!(screen.contains("tether-test runner"));
+    for gone in [
+        "before the program",
+        "frame 1",
+        "stale",
+        "PWNED",
+        "cHduZWQ",
+        "52;c",
+    ] {
+        assert!(!screen.contains(gone), "{gone:?} on screen:\n{screen}");
+    }
+    let unsafe_chars: Vec<char> = screen
+        .chars()
+        .filter(|&c| c != '\n' && tether::model::output::style::is_unsafe_on_screen(c))
+        .collect();
+    assert!(unsafe_chars.is_empty(), "{unsafe_chars:?}");
+    insta::assert_snapshot!(screen);
+}
+
+/// The line log of a full-screen program points to the screen view; a selection says what
+/// `y` will copy.
+#[test]
+fn line_log_hints_at_the_screen_view_and_shows_a_selection() {
+    let mut content = content();
+    content.screens[0].signs = FullScreenSigns {
+        alternate: true,
+        redraws: true,
+    };
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        zoom: true,
+        ..ViewState::default()
+    };
+    view.outputs[0].follow = false;
+    view.outputs[0].selection = Some(LineSelection {
+        anchor: 1,
+        cursor: 3,
+    });
+    let screen = draw_with(160, 30, &model(), &content, &view);
+    let title = screen.lines().next().unwrap();
+    assert!(title.contains("V 3 lines: y copies, Esc drops"), "{title}");
+    assert!(
+        title.contains("full-screen program: v shows its screen"),
+        "{title}"
+    );
 }

@@ -653,3 +653,148 @@ fn one_name_for_two_commands_is_refused() {
     assert!(command_dirs(&env.state_dir()).is_empty());
     env.finish();
 }
+
+/// A private runtime directory for the test's TUI, so that its clipboard file (and control
+/// sockets) land in the test's scratch space: the line that runs tether under it.
+fn with_runtime_dir(env: &TestEnv, line: &str) -> (std::path::PathBuf, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = env.path("runtime");
+    std::fs::create_dir_all(&runtime).expect("create the runtime dir");
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
+        .expect("chmod the runtime dir");
+    let line = format!("XDG_RUNTIME_DIR={} {line}", runtime.display());
+    (runtime.join("tether"), line)
+}
+
+fn tmux_buffer(tmux: &Tmux, env: &TestEnv) -> String {
+    String::from_utf8_lossy(&tmux.cmd(&["show-buffer"], env).stdout).into_owned()
+}
+
+/// Issue 8: a program that draws with cursor moves on the alternate screen is seen as its
+/// screen with `v`, and `y` there copies the screen through OSC 52 (tmux keeps it as a buffer)
+/// and to the clipboard file; the program's own OSC 52 and title reach nothing.
+#[test]
+fn the_screen_view_shows_a_program_that_draws_and_y_copies_it() {
+    let env = TestEnv::new("tui-screen");
+    let tmux = Tmux::start(&env);
+    let script = "printf \"\\033[?1049h\"; for i in 0 1 2; do printf \"\\033[H\\033[2J\\033[1;1Hscreen-frame-$i\\033[5;10Hmoved-here\\033]52;c;cHduZWQ=\\007\\033]0;PWNED-TITLE\\007\\033[3;1Hstatus-line\"; sleep 0.2; done; sleep 300";
+    let (clip_dir, line) = with_runtime_dir(
+        &env,
+        &tether_child_line(&env, &format!("run -c '{script}'")),
+    );
+    tmux.type_line(&env, &line);
+    tmux.wait_screen(&env, "the hint in the line log", |s| {
+        s.contains("full-screen program: v shows its screen")
+    });
+    tmux.keys(&env, &["Tab", "Tab"]);
+    tmux.wait_screen(&env, "stdout focused", |s| s.contains("┏ stdout"));
+    tmux.keys(&env, &["v"]);
+    let screen = tmux.wait_screen(&env, "the last frame in the screen view", |s| {
+        s.contains("stdout · screen") && s.contains("screen-frame-2")
+    });
+    assert!(screen.contains("alternate screen"), "{screen}");
+    assert!(!screen.contains("screen-frame-1"), "{screen}");
+    // `moved-here` is in column 10 of the pane (its border, then 9 columns).
+    // The last such row: the tree's title above holds the command line, which says it too.
+    let row = screen
+        .lines()
+        .filter(|l| l.contains("moved-here"))
+        .last()
+        .expect("the moved text");
+    let chars: Vec<char> = row.chars().collect();
+    let at = row[..row.find("moved-here").unwrap()].chars().count();
+    assert_eq!(chars[at - 10], '┃', "{row:?}");
+    assert!(chars[at - 9..at].iter().all(|&c| c == ' '), "{row:?}");
+    // Nothing the program wrote reached the terminal: no buffer, no title.
+    assert!(!tmux_buffer(&tmux, &env).contains("pwned"));
+    let title = tmux.cmd(&["display-message", "-p", "-t", "0", "#{pane_title}"], &env);
+    assert!(!String::from_utf8_lossy(&title.stdout).contains("PWNED"));
+
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the copy reported", |s| {
+        s.contains("copied the screen") && s.contains("clipboard.txt")
+    });
+    let expected = "screen-frame-2\n\nstatus-line\n\n         moved-here";
+    common::wait_until(&env, "the OSC 52 copy in tmux's buffer", || {
+        tmux_buffer(&tmux, &env) == expected
+    });
+    let file = clip_dir.join("clipboard.txt");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("still running"));
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
+    drop(tmux);
+    env.finish();
+}
+
+/// Issue 8: `y` copies the last line on screen, `V` and a move select lines, and the copy is
+/// their plain text (no colour escapes).
+#[test]
+fn y_copies_lines_and_a_selection_as_plain_text() {
+    let env = TestEnv::new("tui-copy");
+    let tmux = Tmux::start(&env);
+    let command = "printf \"alpha\\n\\033[31mbeta\\033[0m\\ngamma\\n\"; sleep 300";
+    let (clip_dir, line) = with_runtime_dir(
+        &env,
+        &tether_child_line(&env, &format!("run -c '{command}'")),
+    );
+    tmux.type_line(&env, &line);
+    // The typed command line holds the words too: wait for the pane's title.
+    tmux.wait_screen(&env, "the output", |s| s.contains("stdout · 3 lines"));
+    tmux.keys(&env, &["Tab", "Tab", "y"]);
+    tmux.wait_screen(&env, "the copy reported", |s| s.contains("copied line 3"));
+    common::wait_until(&env, "the line in tmux's buffer", || {
+        tmux_buffer(&tmux, &env) == "gamma"
+    });
+    tmux.keys(&env, &["V", "k"]);
+    tmux.wait_screen(&env, "the selection", |s| s.contains("V 2 lines"));
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the copy reported", |s| s.contains("copied 2 lines"));
+    common::wait_until(&env, "the lines in tmux's buffer", || {
+        tmux_buffer(&tmux, &env) == "beta\ngamma"
+    });
+    assert_eq!(
+        std::fs::read_to_string(clip_dir.join("clipboard.txt")).unwrap(),
+        "beta\ngamma"
+    );
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("still running"));
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
+    drop(tmux);
+    env.finish();
+}
+
+/// Issue 8: `top -b` through a pipe, seen in the screen view as its last screenful.
+#[test]
+fn top_in_batch_mode_in_the_screen_view() {
+    if Command::new("top").arg("-v").output().is_err() {
+        eprintln!("skipped: no `top` on this machine");
+        return;
+    }
+    let env = TestEnv::new("tui-top");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &tether_child_line(&env, "run -c 'top -b -n 3 -d 0.2 -p $$; sleep 300'"),
+    );
+    tmux.wait_screen(&env, "top's output", |s| {
+        s.contains("stdout ·") && s.contains("load average")
+    });
+    tmux.keys(&env, &["Tab", "Tab", "v"]);
+    let screen = tmux.wait_screen(&env, "the screen view", |s| {
+        s.contains("stdout · screen") && s.contains("load average") && s.contains("PID USER")
+    });
+    assert!(!screen.contains("alternate screen"), "{screen}");
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("still running"));
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
+    drop(tmux);
+    env.finish();
+}

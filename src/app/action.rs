@@ -28,6 +28,12 @@ pub enum Action {
     Search,
     SearchNext,
     SearchPrev,
+    /// An output pane: the screen as a terminal shows it, or the line log.
+    ToggleScreen,
+    /// Start or end a selection of lines in an output pane.
+    SelectLines,
+    /// Copy the selection, the search match's line, the last line on screen, or the screen.
+    Copy,
     /// SIGTERM to the selected command's whole group.
     Term,
     /// SIGKILL to the selected command's whole group (asks to confirm).

@@ -98,6 +98,16 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::Char('/'), "/", A::Search, "search the focused output"),
         bind(N, K::Char('n'), "n", A::SearchNext, "next match"),
         bind(N, K::Char('N'), "N", A::SearchPrev, "previous match"),
+        bind(
+            N,
+            K::Char('v'),
+            "v",
+            A::ToggleScreen,
+            "output as a screen / as lines",
+        ),
+        bind(N, K::Char('V'), "V", A::SelectLines, "select lines to copy"),
+        bind(N, K::Char('y'), "y", A::Copy, "copy lines or the screen"),
+        bind(N, K::Esc, "Esc", A::Cancel, "drop the selection"),
         bind(N, K::Char('t'), "t", A::Term, "SIGTERM the whole group"),
         bind(
             N,
@@ -310,12 +320,35 @@ mod tests {
     }
 
     #[test]
+    fn output_view_and_copy_keys() {
+        let b = bindings();
+        let normal = |code| action_for(&b, KeyContext::Normal, key(code, KeyModifiers::NONE));
+        assert_eq!(normal(KeyCode::Char('v')), Some(Action::ToggleScreen));
+        assert_eq!(normal(KeyCode::Char('V')), Some(Action::SelectLines));
+        assert_eq!(normal(KeyCode::Char('y')), Some(Action::Copy));
+        assert_eq!(normal(KeyCode::Esc), Some(Action::Cancel));
+        // y still answers a question.
+        assert_eq!(
+            action_for(
+                &b,
+                KeyContext::Confirm,
+                key(KeyCode::Char('y'), KeyModifiers::NONE)
+            ),
+            Some(Action::Confirm)
+        );
+    }
+
+    #[test]
     fn every_normal_action_is_described_once() {
         let b = bindings();
         for binding in b.iter().filter(|b| b.context == KeyContext::Normal) {
             let described = b
                 .iter()
-                .filter(|o| o.action == binding.action && !o.description.is_empty())
+                .filter(|o| {
+                    o.context == binding.context
+                        && o.action == binding.action
+                        && !o.description.is_empty()
+                })
                 .count();
             assert_eq!(
                 described, 1,

@@ -2,9 +2,11 @@
 //! next frame. `run` drives it from one event loop.
 
 pub mod action;
+mod copy;
 pub mod keymap;
 pub mod layout;
 mod run;
+mod screen;
 pub mod terminal_keys;
 pub mod update;
 pub mod view;
@@ -42,6 +44,8 @@ pub struct App {
     pub behind: bool,
     /// The stdout pane's text area as last drawn: the size of the commands' terminals.
     pub terminal_size: WindowSize,
+    screens: screen::PaneScreens,
+    clipboard: copy::ClipboardOut,
 }
 
 impl App {
@@ -57,6 +61,8 @@ impl App {
             size: Rect::default(),
             behind: false,
             terminal_size: WindowSize::DEFAULT,
+            screens: Default::default(),
+            clipboard: Default::default(),
         }
     }
 
@@ -279,6 +285,9 @@ impl App {
         self.geometry.output_cols = cols_of;
         self.geometry.widest = widest;
         self.geometry.total_lines = totals;
+        let panes =
+            Stream::BOTH.map(|s| areas.map(|a| a.of(Pane::of_stream(s))).unwrap_or_default());
+        self.prepare_screens(panes, std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
         self.geometry.timeline_rows = areas.map_or(0, |a| {

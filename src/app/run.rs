@@ -236,6 +236,18 @@ fn action_of(app: &App, event: TermEvent) -> Option<Action> {
     }
 }
 
+/// Bytes tether itself sends its terminal (an OSC 52 copy): through the writer that ratatui
+/// draws with, between two frames, so they never land inside a frame's own sequences. They
+/// change no cell, so the next frame's diff still matches the screen. A failed write loses
+/// only the copy to the clipboard; the file copy is already made.
+fn write_between_frames(terminal: &mut Terminal<CrosstermBackend<Stdout>>, bytes: &str) {
+    use std::io::Write;
+    let backend = terminal.backend_mut();
+    let _ = backend
+        .write_all(bytes.as_bytes())
+        .and_then(|()| backend.flush());
+}
+
 struct Runner {
     app: App,
     /// Where new runs are journaled; `None` for a recorded session.
@@ -407,6 +419,8 @@ impl Runner {
                 }
             }
             Effect::Search { stream, forward } => self.app.search(stream, forward),
+            Effect::CopyLines { stream, lines } => self.app.copy_lines(stream, lines),
+            Effect::CopyScreen(stream) => self.app.copy_screen(stream),
             Effect::StopAllAndQuit => self.stop_all(),
             Effect::Quit => self.quit_now = true,
         }
@@ -607,6 +621,9 @@ async fn event_loop(
                 if let Some(action) = action_of(&runner.app, event) {
                     for effect in runner.app.handle(action) {
                         runner.effect(effect);
+                    }
+                    if let Some(bytes) = runner.app.take_terminal_output() {
+                        write_between_frames(&mut terminal, &bytes);
                     }
                     dirty = true;
                 }

@@ -1,8 +1,11 @@
 //! View state: what is selected, focused, scrolled and open. Small, and separate from the
 //! model it looks at.
 
+use std::ops::Range;
+
 use crate::model::CommandId;
 use crate::model::output::StyledLine;
+use crate::model::screen::{FullScreenSigns, ReplayStart, ScreenGrid};
 use crate::protocol::Stream;
 use crate::sampler::TreeRow;
 
@@ -52,6 +55,10 @@ pub struct OutputView {
     pub matched: Option<usize>,
     /// Columns scrolled to the right, when long lines are not wrapped.
     pub left: usize,
+    /// The screen view (`v`): the output as its terminal shows it, not the line log.
+    pub screen: bool,
+    /// Lines selected for copying (`V`).
+    pub selection: Option<LineSelection>,
 }
 
 impl Default for OutputView {
@@ -62,7 +69,22 @@ impl Default for OutputView {
             search: None,
             matched: None,
             left: 0,
+            screen: false,
+            selection: None,
         }
+    }
+}
+
+/// A selection of whole lines in the line log: from where it started to where it was moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineSelection {
+    pub anchor: usize,
+    pub cursor: usize,
+}
+
+impl LineSelection {
+    pub fn lines(self) -> Range<usize> {
+        self.anchor.min(self.cursor)..self.anchor.max(self.cursor) + 1
     }
 }
 
@@ -172,4 +194,16 @@ pub struct FrameContent {
     pub now_ms: u64,
     pub outputs: [PaneLines; 2],
     pub tree: Vec<TreeRow>,
+    pub screens: [ScreenContent; 2],
+}
+
+/// What an output pane shows of its stream as a screen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScreenContent {
+    /// The emulated screen, when the pane shows it.
+    pub grid: Option<ScreenGrid>,
+    /// Where the screen's replay started.
+    pub start: Option<ReplayStart>,
+    /// Whether the stream looks like a full-screen program's (for a hint in the line log).
+    pub signs: FullScreenSigns,
 }

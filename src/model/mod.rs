@@ -4,6 +4,7 @@
 pub mod command;
 pub mod output;
 pub mod replay;
+pub mod screen;
 
 use std::path::PathBuf;
 

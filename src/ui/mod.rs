@@ -6,6 +6,7 @@ pub mod dialog;
 pub mod format;
 pub mod help;
 pub mod output;
+pub mod screen;
 pub mod status_bar;
 pub mod style;
 pub mod timeline;
@@ -62,7 +63,15 @@ fn draw_screen(
             Stream::Stderr => areas.stderr,
         };
         if area.width > 0 {
-            output::draw(frame, area, view, stream, &content.outputs[stream as usize]);
+            let i = stream as usize;
+            output::draw(
+                frame,
+                area,
+                view,
+                stream,
+                &content.outputs[i],
+                &content.screens[i],
+            );
         }
     }
     if areas.timeline.width > 0 {

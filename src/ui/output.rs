@@ -6,19 +6,32 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::screen::ScreenWidget;
 use super::{pane_block, style};
-use crate::app::view::{PaneLines, ViewState};
+use crate::app::view::{LineSelection, PaneLines, ScreenContent, ViewState};
 use crate::model::output::StyledLine;
+use crate::model::screen::{FullScreenSigns, ReplayStart, TAIL_REPLAY};
 use crate::protocol::Stream;
 use crate::units::format_size;
 
-pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lines: &PaneLines) {
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    view: &ViewState,
+    stream: Stream,
+    lines: &PaneLines,
+    screen: &ScreenContent,
+) {
     let state = &view.outputs[stream as usize];
     let focused = view.focus.stream() == Some(stream);
     let name = match stream {
         Stream::Stdout => "stdout",
         Stream::Stderr => "stderr",
     };
+    if state.screen {
+        draw_screen(frame, area, name, focused, lines.bytes, screen);
+        return;
+    }
     let mut title = format!(
         "{name} · {} · {}",
         super::format::count(lines.total, "line", "lines"),
@@ -41,14 +54,23 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lin
             None => title.push_str(&format!(" · /{needle} (no match)")),
         }
     }
+    title.push_str(&selection_title(state.selection));
+    title.push_str(hint(screen.signs));
     let needle = state.search.as_deref().map(str::to_ascii_lowercase);
     let text: Vec<Line> = lines
         .lines
         .iter()
         .enumerate()
         .map(|(i, line)| {
-            let current = state.matched == Some(lines.line_of_row(i));
-            render(line, needle.as_deref(), current)
+            let number = lines.line_of_row(i);
+            let current = state.matched == Some(number);
+            let line = render(line, needle.as_deref(), current);
+            match state.selection {
+                Some(selection) if selection.lines().contains(&number) => {
+                    selected(line, area.width.saturating_sub(2) as usize)
+                }
+                _ => line,
+            }
         })
         .collect();
     // Rows come wrapped already (by display width), so what was measured is what is drawn;
@@ -60,6 +82,69 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &ViewState, stream: Stream, lin
             .block(pane_block(&title, focused)),
         area,
     );
+}
+
+/// The screen view: the output as its terminal shows it, cell for cell.
+fn draw_screen(
+    frame: &mut Frame,
+    area: Rect,
+    name: &str,
+    focused: bool,
+    bytes: u64,
+    screen: &ScreenContent,
+) {
+    let mut title = format!("{name} · screen");
+    if let Some(grid) = &screen.grid {
+        let (rows, cols) = grid.size();
+        title.push_str(&format!(" {cols}×{rows}"));
+        if grid.alternate {
+            title.push_str(" · alternate screen");
+        }
+    }
+    match screen.start {
+        Some(ReplayStart::FreshScreen { .. }) => title.push_str(" · since the last clear"),
+        Some(ReplayStart::Tail { .. }) => {
+            title.push_str(&format!(" · last {} replayed", format_size(TAIL_REPLAY)))
+        }
+        Some(ReplayStart::Whole) | None => {}
+    }
+    title.push_str(&format!(" · {} · v: lines", format_size(bytes)));
+    let block = pane_block(&title, focused);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    match &screen.grid {
+        Some(grid) => frame.render_widget(ScreenWidget { grid, cursor: true }, inner),
+        None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
+    }
+}
+
+/// A selected line, highlighted across the pane's whole width.
+fn selected(line: Line<'static>, width: usize) -> Line<'static> {
+    let pad = width.saturating_sub(line.width());
+    let mut line = line.patch_style(style::SELECTION);
+    line.spans
+        .push(Span::styled(" ".repeat(pad), style::SELECTION));
+    line
+}
+
+/// The line log's title when lines are selected.
+fn selection_title(selection: Option<LineSelection>) -> String {
+    match selection.map(|s| s.lines().len()) {
+        Some(1) => " · V 1 line: y copies, Esc drops".into(),
+        Some(n) => format!(" · V {n} lines: y copies, Esc drops"),
+        None => String::new(),
+    }
+}
+
+/// Points the line log of a full-screen program's output to the screen view.
+fn hint(signs: FullScreenSigns) -> &'static str {
+    if signs.alternate {
+        " · full-screen program: v shows its screen"
+    } else if signs.redraws {
+        " · cursor moves: v shows the screen"
+    } else {
+        ""
+    }
 }
 
 /// One output line with its colours, and matches of `needle` (lower-case) highlighted.

@@ -13,6 +13,8 @@ pub const SELECTED: Style = Style::new()
     .bg(Color::Indexed(236))
     .add_modifier(Modifier::BOLD);
 pub const MATCH: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
+/// Lines selected for copying.
+pub const SELECTION: Style = Style::new().bg(Color::Indexed(24));
 
 pub fn status(status: Status) -> Style {
     match status {

@@ -1,6 +1,10 @@
 //! `update`: the one place where an action changes the view or asks for something to be
 //! done. It does no I/O; what must happen outside comes back as [`Effect`]s.
 
+mod copy;
+
+use std::ops::Range;
+
 use super::action::Action;
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
@@ -28,6 +32,13 @@ pub enum Effect {
     },
     /// Take an ended command off the list.
     Dismiss(CommandId),
+    /// Copy lines of a stream, as plain text, to the clipboard.
+    CopyLines {
+        stream: Stream,
+        lines: Range<usize>,
+    },
+    /// Copy what the screen view of a stream shows.
+    CopyScreen(Stream),
     /// Stop everything still running, then leave.
     StopAllAndQuit,
     Quit,
@@ -62,6 +73,8 @@ pub struct Geometry {
     /// Columns inside each output pane, and the widest line on screen in each.
     pub output_cols: [usize; 2],
     pub widest: [usize; 2],
+    /// The last line on screen in each output pane.
+    pub last_shown: [Option<usize>; 2],
     /// pid and command line of each tree row; `None` for the broker's own row.
     pub tree_processes: Vec<Option<(i32, String)>>,
 }
@@ -76,6 +89,9 @@ pub fn update(
         return update_dialog(model, view, dialog, action);
     }
     if let Some(effects) = typing::update(model, view, &action) {
+        return effects;
+    }
+    if let Some(effects) = copy::update_output_keys(view, geometry, &action) {
         return effects;
     }
     let selected = view.selected;
@@ -250,6 +266,8 @@ pub fn update(
         Action::ScrollAt { up, .. } => {
             move_in_focus(model, view, geometry, if up { -3 } else { 3 });
         }
+        // Handled by `copy::update_output_keys`.
+        Action::ToggleScreen | Action::SelectLines | Action::Copy => {}
         Action::ClickAt { .. }
         | Action::Resize
         | Action::Confirm

@@ -43,6 +43,7 @@ fn geometry() -> Geometry {
         output_cols: [20, 20],
         widest: [100, 0],
         tree_processes: vec![None, Some((8, "sleep 1".into()))],
+        ..Geometry::default()
     }
 }
 

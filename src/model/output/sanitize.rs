@@ -156,7 +156,7 @@ impl HeldUtf8 {
 
 /// How many bytes at the end of `bytes` are the start of a UTF-8 character that more bytes
 /// could still complete (0 to 3).
-fn incomplete_utf8_suffix(bytes: &[u8]) -> usize {
+pub(crate) fn incomplete_utf8_suffix(bytes: &[u8]) -> usize {
     for len in 1..=bytes.len().min(3) {
         let suffix = &bytes[bytes.len() - len..];
         match suffix[0] {

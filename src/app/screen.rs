@@ -1,0 +1,91 @@
+//! What the output panes show of their streams as screens: the emulators of the panes in the
+//! screen view (`v`), and, for the line log, whether a stream looks like a full-screen
+//! program's. Only the command on screen has them, as only it keeps its logs open.
+
+use std::time::Instant;
+
+use ratatui::layout::Rect;
+
+use super::App;
+use super::view::ScreenContent;
+use crate::model::CommandId;
+use crate::model::screen::{SignsReader, StreamScreen};
+use crate::protocol::Stream;
+
+/// The screens and hints of one command's run.
+#[derive(Default)]
+pub(super) struct PaneScreens {
+    run: Option<(CommandId, u32)>,
+    signs: [Option<SignsReader>; 2],
+    /// Only for a pane in the screen view: an emulator is dropped with the view.
+    screens: [Option<StreamScreen>; 2],
+}
+
+impl App {
+    /// Feeds the screens and hints of the command on screen what its logs gained (as far as
+    /// the line view indexed them); `panes` are the output panes' areas, borders included.
+    /// Called by `prepare` once the line view is read.
+    pub(super) fn prepare_screens(&mut self, panes: [Rect; 2], now: Instant) {
+        let selected = self.view.selected;
+        let command = self.model.commands.get(selected);
+        let run = command.map(|c| (selected, c.run));
+        let dir = command.and_then(|c| c.journal_dir.clone());
+        if self.screens.run != run {
+            self.screens = PaneScreens {
+                run,
+                ..PaneScreens::default()
+            };
+        }
+        let lens = self
+            .current_streams()
+            .map_or([0; 2], |files| [files[0].len(), files[1].len()]);
+        let mut content: [ScreenContent; 2] = Default::default();
+        let mut pending = false;
+        for stream in Stream::BOTH {
+            let i = stream as usize;
+            let lines = &self.content.outputs[i];
+            self.geometry.last_shown[i] = lines
+                .lines
+                .len()
+                .checked_sub(1)
+                .map(|row| lines.line_of_row(row));
+            let Some(dir) = &dir else {
+                continue;
+            };
+            let path = dir.join(stream.file_name());
+            let signs = self.screens.signs[i].get_or_insert_with(|| SignsReader::new(path.clone()));
+            // A hint only: a log that cannot be read gives none.
+            content[i].signs = signs.update(lens[i]).unwrap_or(signs.signs());
+            let (rows, cols) = inner_size(panes[i]);
+            if !self.view.outputs[i].screen {
+                self.screens.screens[i] = None;
+                continue;
+            }
+            if rows == 0 || cols == 0 {
+                continue;
+            }
+            let screen = self.screens.screens[i]
+                .get_or_insert_with(|| StreamScreen::new(path.clone(), rows, cols));
+            screen.resize(rows, cols);
+            // A log that cannot be read leaves the screen as it was, as it leaves the line log.
+            pending |= screen.update(lens[i], now).unwrap_or(false);
+            content[i].grid = Some(screen.grid());
+            content[i].start = Some(screen.start());
+        }
+        self.content.screens = content;
+        // A synchronized update still open is shown when it times out: draw again soon.
+        self.behind |= pending;
+    }
+
+    /// The text of a stream's screen, as the screen view shows it; `None` without one.
+    pub(super) fn screen_text(&self, stream: Stream) -> Option<String> {
+        self.screens.screens[stream as usize]
+            .as_ref()
+            .map(StreamScreen::text)
+    }
+}
+
+/// Rows and columns inside a pane's border.
+fn inner_size(pane: Rect) -> (u16, u16) {
+    (pane.height.saturating_sub(2), pane.width.saturating_sub(2))
+}

@@ -1,0 +1,195 @@
+//! The screen of one output stream: an emulator fed from the stream's log file, from where it
+//! left off. Memory is the screen and one read buffer; work per update is at most
+//! [`REPLAY_CAP`] bytes: further behind than that, the screen is rebuilt from a later start.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::emulator::ScreenEmulator;
+use super::grid::ScreenGrid;
+use super::start::{REPLAY_CAP, ReplayStart, replay_start};
+
+/// How much is read from the log at once.
+const READ_CHUNK: usize = 64 * 1024;
+
+pub struct StreamScreen {
+    path: PathBuf,
+    /// Opened on the first update that finds the file.
+    file: Option<File>,
+    emulator: ScreenEmulator,
+    /// Bytes of the log fed to the emulator.
+    fed: u64,
+    start: ReplayStart,
+    cap: u64,
+}
+
+impl StreamScreen {
+    /// The screen of the log at `path` (which may not exist yet), `rows` × `cols`.
+    pub fn new(path: PathBuf, rows: u16, cols: u16) -> Self {
+        Self::with_cap(path, rows, cols, REPLAY_CAP)
+    }
+
+    /// Replaying at most `cap` bytes.
+    pub fn with_cap(path: PathBuf, rows: u16, cols: u16, cap: u64) -> Self {
+        StreamScreen {
+            path,
+            file: None,
+            emulator: ScreenEmulator::new(rows, cols),
+            fed: 0,
+            start: ReplayStart::Whole,
+            cap: cap.max(1),
+        }
+    }
+
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.emulator.resize(rows, cols);
+    }
+
+    pub fn size(&self) -> (u16, u16) {
+        self.emulator.size()
+    }
+
+    /// Feeds what the log holds up to `len` (the bytes indexed for the line view, so both
+    /// views show the same output). Returns whether a synchronized update is still waiting
+    /// to be shown, so the caller draws again soon.
+    pub fn update(&mut self, len: u64, now: Instant) -> io::Result<bool> {
+        if len > self.fed {
+            self.feed_to(len)?;
+        }
+        Ok(self.emulator.end_overdue_sync(now))
+    }
+
+    fn feed_to(&mut self, len: u64) -> io::Result<()> {
+        if self.file.is_none() {
+            match crate::journal::secure::open_regular(&self.path) {
+                Ok(file) => self.file = Some(file),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(read_error(&self.path, e)),
+            }
+        }
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        if len - self.fed > self.cap {
+            let start = replay_start(file, len, self.cap).map_err(|e| read_error(&self.path, e))?;
+            let (rows, cols) = self.emulator.size();
+            self.emulator = ScreenEmulator::new(rows, cols);
+            self.fed = start.offset();
+            self.start = start;
+        }
+        let mut buf = vec![0; READ_CHUNK.min((len - self.fed) as usize)];
+        while self.fed < len {
+            let want = (len - self.fed).min(READ_CHUNK as u64) as usize;
+            match file.read_at(&mut buf[..want], self.fed) {
+                // The file holds no more yet.
+                Ok(0) => break,
+                Ok(n) => {
+                    self.emulator.feed(&buf[..n]);
+                    self.fed += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_error(&self.path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn grid(&self) -> ScreenGrid {
+        self.emulator.grid()
+    }
+
+    /// The screen as plain text.
+    pub fn text(&self) -> String {
+        self.emulator.text()
+    }
+
+    /// Where the bytes on screen were replayed from.
+    pub fn start(&self) -> ReplayStart {
+        self.start
+    }
+
+    /// Bytes of the log fed so far.
+    pub fn fed(&self) -> u64 {
+        self.fed
+    }
+}
+
+fn read_error(path: &std::path::Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(file: &mut std::fs::File, bytes: &[u8]) -> u64 {
+        file.write_all(bytes).expect("append");
+        file.metadata().expect("metadata").len()
+    }
+
+    #[test]
+    fn follows_a_growing_log_from_where_it_left_off() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stdout.log");
+        let mut screen = StreamScreen::new(path.clone(), 3, 20);
+        // Not there yet: an empty screen.
+        assert!(!screen.update(5, Instant::now()).expect("update"));
+        assert_eq!(screen.text(), "");
+        let mut log = std::fs::File::create(&path).expect("create log");
+        let len = append(&mut log, b"\x1b[?1049h\x1b[Hframe 1");
+        screen.update(len, Instant::now()).expect("update");
+        assert_eq!(screen.text(), "frame 1");
+        assert!(screen.grid().alternate);
+        let len = append(&mut log, b"\x1b[H\x1b[2Jframe 2\x1b[3;1Hstatus");
+        screen.update(len, Instant::now()).expect("update");
+        assert_eq!(screen.text(), "frame 2\n\nstatus");
+        assert_eq!(screen.fed(), len);
+        assert_eq!(screen.start(), ReplayStart::Whole);
+        // Told of more than the file holds: what is there is fed, the rest later.
+        screen.update(len + 100, Instant::now()).expect("update");
+        assert_eq!(screen.fed(), len);
+    }
+
+    #[test]
+    fn far_behind_it_replays_from_the_last_fresh_screen() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stdout.log");
+        let mut log = std::fs::File::create(&path).expect("create log");
+        let mut len = append(&mut log, b"\x1b[?1049h");
+        for n in 0..2000 {
+            len = append(
+                &mut log,
+                format!("\x1b[H\x1b[2Jframe {n}\x1b[2;1H{}", "x".repeat(20)).as_bytes(),
+            );
+        }
+        let mut screen = StreamScreen::with_cap(path, 4, 30, 10_000);
+        screen.update(len, Instant::now()).expect("update");
+        assert!(matches!(screen.start(), ReplayStart::FreshScreen { .. }));
+        assert!(
+            screen.text().starts_with("frame 1999\n"),
+            "{:?}",
+            screen.text()
+        );
+        assert_eq!(screen.fed(), len);
+    }
+
+    #[test]
+    fn a_flood_without_clears_keeps_a_bounded_tail() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stdout.log");
+        let mut log = std::fs::File::create(&path).expect("create log");
+        let mut bytes = Vec::new();
+        for n in 0..100_000 {
+            bytes.extend_from_slice(format!("line {n}\n").as_bytes());
+        }
+        let len = append(&mut log, &bytes);
+        let mut screen = StreamScreen::with_cap(path, 3, 20, 4096);
+        screen.update(len, Instant::now()).expect("update");
+        assert!(matches!(screen.start(), ReplayStart::Tail { .. }));
+        assert_eq!(screen.text(), "line 99998\nline 99999");
+    }
+}
