@@ -698,8 +698,7 @@ fn the_screen_view_shows_a_program_that_draws_and_y_copies_it() {
     // The last such row: the tree's title above holds the command line, which says it too.
     let row = screen
         .lines()
-        .filter(|l| l.contains("moved-here"))
-        .last()
+        .rfind(|l| l.contains("moved-here"))
         .expect("the moved text");
     let chars: Vec<char> = row.chars().collect();
     let at = row[..row.find("moved-here").unwrap()].chars().count();
