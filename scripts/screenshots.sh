@@ -47,6 +47,15 @@ tm send-keys -t 0 Escape
 tm resize-window -t 0 -x 70 -y 20 2>/dev/null || true
 shot too-small 1
 tm resize-window -t 0 -x 160 -y 45 2>/dev/null || true
+tm send-keys -t 0 BTab BTab         # back to the command list (the runaway is selected)
+tm send-keys -t 0 j j j j           # prompt: a terminal of its own, waiting for an answer
+tm send-keys -t 0 i
+tm send-keys -t 0 -l 'y'
+shot input 1
+tm send-keys -t 0 Enter C-a
+tm send-keys -t 0 j Tab Tab v       # dashboard: its stdout as a terminal shows it
+shot screen-view 2
+tm send-keys -t 0 v BTab BTab
 tm send-keys -t 0 q
 sleep 0.5
 tm send-keys -t 0 y

@@ -211,6 +211,7 @@ fn process(pid: i32, ppid: i32, argv: &str, cpu: f32) -> ProcessInfo {
         pid,
         ppid,
         pgid: 101,
+        sid: 1,
         state: 'S',
         cpu_percent: cpu,
         rss_bytes: 3 << 20,
@@ -237,6 +238,7 @@ fn content() -> FrameContent {
     };
     let escaped = ProcessInfo {
         pgid: 150,
+        sid: 150,
         ..process(150, 100, "sleep 1000", 0.0)
     };
     FrameContent {

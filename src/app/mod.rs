@@ -352,6 +352,7 @@ fn recorded_tree(
         pid: broker,
         ppid: 0,
         pgid: broker,
+        sid: broker,
         state: '-',
         cpu_percent: 0.0,
         rss_bytes: 0,
@@ -363,6 +364,8 @@ fn recorded_tree(
             pid: entry.pid,
             ppid: entry.ppid,
             pgid: entry.pgid,
+            // What the broker recorded decides: in the command's session unless it escaped.
+            sid: if entry.escaped { 0 } else { group.unwrap_or(0) },
             state: '-',
             cpu_percent: 0.0,
             rss_bytes: 0,

@@ -253,7 +253,14 @@ fn demo_has_one_command_per_feature() {
     assert_eq!(
         names,
         [
-            "build", "workers", "runaway", "silent", "failing", "missing"
+            "build",
+            "workers",
+            "runaway",
+            "silent",
+            "failing",
+            "missing",
+            "prompt",
+            "dashboard"
         ]
     );
     let get = |name: &str| demo.commands.iter().find(|c| c.name == name).unwrap();
@@ -262,6 +269,14 @@ fn demo_has_one_command_per_feature() {
         other => panic!("{name} should be a shell command, is {other:?}"),
     };
     assert!(demo.commands.iter().all(|c| c.autostart));
+
+    let prompt = script("prompt");
+    assert!(prompt.contains("read -r"), "a question to answer with i");
+    let dashboard = script("dashboard");
+    assert!(
+        dashboard.contains("\\033[?1049h"),
+        "the alternate screen, for v"
+    );
 
     let build = script("build");
     assert!(build.contains("\\033[1;32m") && build.contains("Compiling"));

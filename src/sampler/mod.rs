@@ -21,6 +21,9 @@ pub struct ProcessInfo {
     pub pid: i32,
     pub ppid: i32,
     pub pgid: i32,
+    /// The session: with a terminal the command leads one, and its jobs in other groups of it
+    /// are no escapees.
+    pub sid: i32,
     /// As in `/proc/PID/stat`: `R`, `S`, `D`, `T`, `Z` (zombies are included), ...
     pub state: char,
     /// Per core: 100 is one full core. Measured between successive samples; the first
@@ -154,6 +157,7 @@ impl Sampler {
             pid: stat.pid,
             ppid: stat.ppid,
             pgid: stat.pgid,
+            sid: stat.sid,
             state: char::from(stat.state),
             cpu_percent: known.cpu_percent,
             rss_bytes: process.rss_pages * self.page_size,

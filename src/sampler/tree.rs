@@ -100,7 +100,8 @@ fn row(process: &ProcessInfo, depth: usize, group: Option<i32>) -> TreeRow {
     TreeRow {
         depth,
         process: process.clone(),
-        escaped: group.is_some_and(|g| process.pgid != g),
+        // The journal's rule (`broker::tree::is_escaped`): out of the group and the session.
+        escaped: group.is_some_and(|g| process.pgid != g && process.sid != g),
     }
 }
 
@@ -113,6 +114,7 @@ mod tests {
             pid,
             ppid,
             pgid,
+            sid: 1,
             state: 'S',
             cpu_percent: 0.0,
             rss_bytes: 0,

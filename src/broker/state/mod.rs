@@ -10,7 +10,7 @@ mod requests;
 mod time;
 
 use super::stop::StopSequence;
-use super::tree::{TreeRecorder, tree_budget};
+use super::tree::{TreeRecorder, is_escaped, tree_budget};
 use crate::clock::now_ms;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
@@ -72,8 +72,6 @@ pub struct Broker {
     start: Instant,
     started_ms: u64,
     pid: i32,
-    /// The broker's session, which the command shares (in a process group of its own).
-    session: i32,
     request: LaunchRequest,
     /// The command's journal directory, as the front end handed it over.
     dir: JournalDir,
@@ -183,13 +181,10 @@ fn wait_status(pid: i32) -> Result<Option<ExitStatus>, i32> {
     Ok(Some(status))
 }
 
-/// Whether a reaped process had escaped: left the command's process `group` or the
-/// `session` it shares with the broker (setsid, setpgid), where a signal to the group does
-/// not reach it. A process merely re-parented to the broker when its parent ended (python
-/// after the `sh -c` that started it) is still in both, and is no escapee. `None` when where
-/// it was could not be read.
-fn escaped(place: Option<&ProcStat>, group: i32, session: i32) -> Option<bool> {
-    place.map(|p| p.pgid != group || p.sid != session)
+/// Whether a reaped process had escaped, by the one rule the tree's record uses
+/// ([`is_escaped`]); `None` when where it was could not be read.
+fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
+    place.map(|p| is_escaped(p, group))
 }
 
 impl Broker {
@@ -207,7 +202,6 @@ impl Broker {
             started_ms: now_ms(),
             pid: std::process::id() as i32,
             // SAFETY: getsid has no preconditions.
-            session: unsafe { libc::getsid(0) },
             request,
             dir,
             events: Some(events),
@@ -375,7 +369,7 @@ impl Broker {
                 }
                 child => {
                     let group = child.map_or(0, |c| c.pid);
-                    let escaped = escaped(place.as_ref(), group, self.session);
+                    let escaped = escaped(place.as_ref(), group);
                     self.result.orphans_reaped += 1;
                     self.emit(EventKind::OrphanReaped {
                         pid,
@@ -496,13 +490,16 @@ mod tests {
     }
 
     #[test]
-    fn only_a_process_out_of_the_group_or_session_escaped() {
+    fn only_a_process_out_of_the_group_and_session_escaped() {
+        // Pipes: the command (group 10) shares the broker's session (5).
         // Re-parented when its parent ended, still in the command's group: no escapee.
-        assert_eq!(escaped(Some(&at(10, 5)), 10, 5), Some(false));
+        assert_eq!(escaped(Some(&at(10, 5)), 10), Some(false));
         // setsid: a session and a group of its own.
-        assert_eq!(escaped(Some(&at(50, 50)), 10, 5), Some(true));
-        // setpgid: out of the group, in the session.
-        assert_eq!(escaped(Some(&at(50, 5)), 10, 5), Some(true));
-        assert_eq!(escaped(None, 10, 5), None);
+        assert_eq!(escaped(Some(&at(50, 50)), 10), Some(true));
+        // setpgid: out of the group, in the broker's session.
+        assert_eq!(escaped(Some(&at(50, 5)), 10), Some(true));
+        // A terminal: the command leads session 10; a job in group 50 of it is no escapee.
+        assert_eq!(escaped(Some(&at(50, 10)), 10), Some(false));
+        assert_eq!(escaped(None, 10), None);
     }
 }
