@@ -60,10 +60,16 @@ impl DirectBroker {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr);
-        // SAFETY: dup2 is async-signal-safe; `dir` stays open until spawn returns.
+        // SAFETY: dup2 and fcntl are async-signal-safe; `dir` stays open until spawn returns.
         unsafe {
             command.pre_exec(move || {
-                if libc::dup2(dir.as_raw_fd(), 3) < 0 {
+                // dup2 onto itself would keep close-on-exec: clear it instead.
+                let done = if dir.as_raw_fd() == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(dir.as_raw_fd(), 3)
+                };
+                if done < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -199,8 +205,18 @@ impl DirectBroker {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let killed = procs::kill_tagged(&self.tag);
+        let failures: Vec<String> = self
+            .seen
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::BrokerFailure { code, message, .. } => {
+                    Some(format!("{code}: {message}"))
+                }
+                _ => None,
+            })
+            .collect();
         panic!(
-            "{why}\nevents so far: {:?}\nkilled: {killed:?}",
+            "{why}\nevents so far: {:?}\nbroker failures: {failures:?}\nkilled: {killed:?}",
             journal::kinds(&self.seen)
         );
     }
