@@ -140,10 +140,11 @@ fn a_nested_exec_joins_its_parents_session() {
     let id = name_of(&sessions[0]);
     let commands = command_dirs_in(&sessions[0]);
     let names: Vec<String> = commands.iter().map(|d| name_of(d)).collect();
-    assert_eq!(names, ["01-sh", "02-sh"]);
+    // Each named by the first program its `sh -c` runs.
+    assert_eq!(names, ["01-tether", "02-sleep"]);
     assert_eq!(
         String::from_utf8(run.stdout()).unwrap(),
-        format!("{id}|{id}/02-sh|unset\n")
+        format!("{id}|{id}/02-sleep|unset\n")
     );
     for dir in &commands {
         load_complete(dir);

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use self::conversation::{Conversation, End, Signals};
 use self::copy::{CopyPipes, CopyReport, OutputCopy};
+use crate::config::naming::derive_name;
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, state_dir};
 use crate::protocol::{
@@ -132,11 +133,11 @@ impl Outcome {
 async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let state = state_dir(options.state_dir.as_deref())?;
     let mut session = Session::create(&state, options.session.as_ref())?;
+    // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
         .name
         .clone()
-        .or_else(|| options.argv.first().cloned())
-        .unwrap_or_default();
+        .unwrap_or_else(|| derive_name(&CommandSpec::Argv(options.argv.clone())));
     let journal = session.next_command_dir(&name).map_err(|err| {
         anyhow::anyhow!(
             "cannot create the command's journal directory in {}: {err}",

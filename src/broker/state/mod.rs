@@ -383,6 +383,10 @@ impl Broker {
     }
 
     pub fn output(&mut self, stream: Stream, bytes: &[u8]) {
+        // Whatever was journaled before these bytes reaches the disk before them: a reader
+        // that sees output also sees the events that came first (`spawned`, a signal). Cheap:
+        // nothing is written when nothing waits.
+        self.flush_journal();
         let now = Instant::now();
         self.last_output = now;
         if matches!(self.phase, Phase::Draining { .. }) {

@@ -153,3 +153,12 @@ fn given_names_go_to_the_commands_in_order() {
         "{message}"
     );
 }
+
+#[test]
+fn an_argv_that_runs_a_shell_script_is_named_by_the_script() {
+    // What an agent's tool call looks like through `tether exec`.
+    assert_eq!(argv(&["sh", "-c", "cd /tmp && cargo test"]), "cargo");
+    assert_eq!(argv(&["/bin/bash", "-lc", "FOO=1 npm run build"]), "npm");
+    assert_eq!(argv(&["bash", "-c", ""]), "bash");
+    assert_eq!(argv(&["bash", "script.sh"]), "bash");
+}
