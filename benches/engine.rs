@@ -8,6 +8,11 @@
 //! 4. Stop through the control socket: `tether stop SESSION` is started; time until every
 //!    process of the command's TERM-obeying tree has exited, and until `tether stop` has
 //!    returned (it waits for the broker's `close`). Median of 20 runs.
+//! 5. Idle cost: 100 `tether exec -- sleep` side by side; the CPU ticks (utime + stime from
+//!    `/proc/<pid>/stat`) their brokers, and separately their `tether exec` front ends, use
+//!    over 20 s, as % of one core.
+//! 6. Mass teardown: the 100 `tether exec` front ends are SIGKILLed at once; time until every
+//!    `sleep` is gone (a zombie counts as gone).
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -35,6 +40,9 @@ fn main() {
     }
     if wanted("socket_stop") {
         socket_stop(state.path());
+    }
+    if wanted("idle") || wanted("teardown") {
+        idle_and_teardown(state.path(), 100);
     }
 }
 
@@ -249,6 +257,108 @@ fn socket_stop(state: &Path) {
     println!("tree gone, over 20 runs: median {m:.2} ms, min {lo:.2} ms, max {hi:.2} ms");
     let (m, lo, hi) = spread(&returned_ms);
     println!("tether stop returned:    median {m:.2} ms, min {lo:.2} ms, max {hi:.2} ms");
+}
+
+/// utime + stime of `pid`, in clock ticks; 0 once it is gone.
+fn cpu_ticks(pid: i32) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // After the command name: state is field 3 of stat(5), utime 14 and stime 15.
+    field(11) + field(12)
+}
+
+fn idle_and_teardown(state: &Path, count: usize) {
+    println!("== {count} idle commands (`tether exec -- sleep 120` each)");
+    let mut execs: Vec<std::process::Child> = (0..count)
+        .map(|_| {
+            Command::new(TETHER)
+                .args(["exec", "--state-dir"])
+                .arg(state)
+                .args(["--", "sleep", "120"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("run tether exec")
+        })
+        .collect();
+    let exec_pids: Vec<i32> = execs.iter().map(|c| c.id() as i32).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (brokers, sleeps) = loop {
+        let procs = procfs::all_processes();
+        let brokers: Vec<i32> = procs
+            .iter()
+            .filter(|p| exec_pids.contains(&p.ppid))
+            .map(|p| p.pid)
+            .collect();
+        let sleeps: Vec<i32> = procs
+            .iter()
+            .filter(|p| brokers.contains(&p.ppid))
+            .map(|p| p.pid)
+            .collect();
+        if sleeps.len() >= count {
+            break (brokers, sleeps);
+        }
+        assert!(Instant::now() < deadline, "the commands did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Let start-up settle: what is measured is the idle cost.
+    std::thread::sleep(Duration::from_secs(2));
+    let total = |pids: &[i32]| pids.iter().map(|&p| cpu_ticks(p)).sum::<u64>();
+    let (b0, e0) = (total(&brokers), total(&exec_pids));
+    let window = Duration::from_secs(20);
+    std::thread::sleep(window);
+    let (b1, e1) = (total(&brokers), total(&exec_pids));
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let percent = |ticks: u64| ticks as f64 / hz / window.as_secs_f64() * 100.0;
+    println!(
+        "brokers: {} ticks in {}s = {:.2} % of one core; tether exec front ends: {} ticks = {:.2} %",
+        b1 - b0,
+        window.as_secs(),
+        percent(b1 - b0),
+        e1 - e0,
+        percent(e1 - e0)
+    );
+
+    println!("== mass teardown: SIGKILL {count} tether exec front ends -> every command gone");
+    let start = Instant::now();
+    for &pid in &exec_pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let deadline = start + Duration::from_secs(30);
+    let mut left = sleeps.clone();
+    while !left.is_empty() && Instant::now() < deadline {
+        left.retain(|&pid| !procfs::is_gone(pid));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    println!(
+        "all {} commands gone after {:.1} ms ({} left)",
+        sleeps.len(),
+        start.elapsed().as_secs_f64() * 1000.0,
+        left.len()
+    );
+    for exec in &mut execs {
+        let _ = exec.wait();
+    }
+    // Let the brokers finish their journals before the temporary directory goes.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while brokers.iter().any(|&b| !procfs::is_gone(b)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Waits until every pidfd reports its process exited.

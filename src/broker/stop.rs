@@ -65,6 +65,13 @@ impl StopSequence {
         )
     }
 
+    /// Moves the first sweep `by` later. When many brokers stop at the same moment (their
+    /// front end died), each delays by a different amount so that their walks of /proc, which
+    /// all read the same thousands of entries, do not all run together.
+    pub fn delay_first_sweep(&mut self, by: Duration) {
+        self.next_sweep += by;
+    }
+
     /// Signals processes that appeared since the last walk (TERM and CONT during grace); after
     /// grace, repeats KILL to everything still there. Reports only processes not reached before.
     pub fn sweep(

@@ -157,5 +157,7 @@ fn capped_message(budget: u64) -> String {
     )
 }
 
+pub mod schedule;
+
 #[cfg(test)]
 mod tests;

@@ -62,6 +62,8 @@ pub fn dispatch(broker: &mut Broker, server: &mut ControlServer, incoming: Incom
         Err(refusal) => refusal.into_event(),
         Ok(ControlRequest::Ping) => EventKind::Pong,
         Ok(ControlRequest::Subscribe) => {
+            // A front end now watches: let the tree it reads be current.
+            broker.tree_may_have_changed();
             // Everything before the subscription is in the journal, flushed, and up to
             // `journal_offset`; everything after comes on the socket.
             broker.flush_journal();

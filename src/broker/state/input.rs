@@ -21,6 +21,8 @@ impl Broker {
         if taken == InputTaken::default() {
             return;
         }
+        // Typing into a shell is how most of its children start.
+        self.tree_may_have_changed();
         let (ts_ms, mono_us) = (now_ms(), self.mono_us());
         let pending = self.pending_input.get_or_insert(PendingInput {
             taken: InputTaken::default(),

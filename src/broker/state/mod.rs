@@ -10,6 +10,7 @@ mod requests;
 mod time;
 
 use super::stop::StopSequence;
+use super::tree::schedule::ScanSchedule;
 use super::tree::{TreeRecorder, is_escaped, tree_budget};
 use crate::clock::now_ms;
 use crate::journal::JournalDir;
@@ -30,7 +31,6 @@ const DRAIN_CAP: Duration = Duration::from_secs(2);
 const EOF_WAIT: Duration = Duration::from_secs(1);
 /// Consecutive chunks of one stream are journaled as one `output` event within this window.
 const OUTPUT_COALESCE: Duration = Duration::from_millis(10);
-const TREE_INTERVAL: Duration = Duration::from_secs(1);
 /// Input is journaled as one event per this window at most: fewer lines, and no keystroke
 /// timing in the journal.
 const INPUT_COALESCE: Duration = Duration::from_secs(1);
@@ -104,7 +104,8 @@ pub struct Broker {
     last_ping: Instant,
     unresponsive: bool,
     tree: TreeRecorder,
-    next_tree: Instant,
+    /// When the tree is next walked for the record.
+    tree_walks: ScanSchedule,
     result: CommandResult,
 }
 
@@ -225,7 +226,7 @@ impl Broker {
             last_ping: now,
             unresponsive: false,
             tree: TreeRecorder::new(tree_budget),
-            next_tree: now,
+            tree_walks: ScanSchedule::new(now),
             result: CommandResult::default(),
         }
     }
@@ -317,7 +318,7 @@ impl Broker {
         self.result.pid = Some(pid);
         let now = Instant::now();
         self.last_output = now;
-        self.next_tree = now + Duration::from_millis(50);
+        self.tree_walks = ScanSchedule::new(now + Duration::from_millis(50));
         self.emit(EventKind::Spawned {
             pid,
             pgid: pid,
@@ -343,6 +344,12 @@ impl Broker {
             .map(|c| c.pid)
     }
 
+    /// Something may have changed the tree, or a front end wants it current: it is walked
+    /// within a second.
+    pub fn tree_may_have_changed(&mut self) {
+        self.tree_walks.activity(Instant::now());
+    }
+
     pub(super) fn child_reaped(&self) -> bool {
         self.child.as_ref().is_none_or(|c| c.status.is_some())
     }
@@ -358,6 +365,7 @@ impl Broker {
                 // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
                 Err(_) => break,
             };
+            self.tree_walks.activity(Instant::now());
             match self.child.as_mut() {
                 Some(child) if child.pid == pid => {
                     child.status = Some(status);
@@ -389,6 +397,7 @@ impl Broker {
         self.flush_journal();
         let now = Instant::now();
         self.last_output = now;
+        self.tree_walks.activity(now);
         if matches!(self.phase, Phase::Draining { .. }) {
             self.drain_until = Some(now + DRAIN_IDLE);
         }

@@ -34,10 +34,25 @@ pub struct Done {
     pub message: Option<String>,
 }
 
+/// The most a broker delays its first sweep (see [`StopSequence::delay_first_sweep`]).
+const SWEEP_JITTER_MAX_MS: u64 = 20;
+
+/// A delay of 0 to [`SWEEP_JITTER_MAX_MS`] that differs between brokers stopping together:
+/// their pids differ, hashed so that pids a fixed step apart still spread; the clock is mixed
+/// in so that one pid does not always draw the same delay.
+fn sweep_jitter(pid: i32, now_ms: u64) -> Duration {
+    let mixed = ((pid as u64) ^ (now_ms << 20)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    Duration::from_millis(mixed % (SWEEP_JITTER_MAX_MS + 1))
+}
+
 impl Broker {
     // ---- requests from the parent -----------------------------------------------------
 
     pub fn request(&mut self, message: ToBroker) {
+        // A heartbeat says nothing about the tree; anything else may change it.
+        if !matches!(message, ToBroker::Ping) {
+            self.tree_may_have_changed();
+        }
         match message {
             ToBroker::Launch(_) => self.protocol_error(
                 "already_launched",
@@ -66,6 +81,9 @@ impl Broker {
         request: ControlRequest,
         peer: Peer,
     ) -> Result<Done, Refusal> {
+        if !matches!(request, ControlRequest::Ping) {
+            self.tree_may_have_changed();
+        }
         match request {
             ControlRequest::Signal { signal, scope, pid } => self
                 .operator_signal(signal, scope, pid, Some(peer))
@@ -167,8 +185,9 @@ impl Broker {
         self.stop_client = client;
         self.result.stopped_by = Some(origin);
         let grace = Duration::from_millis(self.request.grace_ms);
-        let (sequence, delivery) =
+        let (mut sequence, delivery) =
             StopSequence::start(origin, grace, self.pid, self.live_group(), Instant::now());
+        sequence.delay_first_sweep(sweep_jitter(self.pid, crate::clock::now_ms()));
         self.stop = Some(sequence);
         let cont = Delivery {
             signal: nix::sys::signal::Signal::SIGCONT,
@@ -216,5 +235,30 @@ impl Broker {
 
     pub fn is_parent_lost(&self) -> bool {
         self.result.parent_lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brokers_stopping_together_spread_their_first_sweeps() {
+        // A front end that started its brokers one after another: pids a few apart, one
+        // clock reading for all.
+        let jitters: Vec<Duration> = (0..100)
+            .map(|i| sweep_jitter(4000 + 3 * i, 123_456))
+            .collect();
+        assert!(
+            jitters
+                .iter()
+                .all(|j| *j <= Duration::from_millis(SWEEP_JITTER_MAX_MS))
+        );
+        let distinct: std::collections::HashSet<_> = jitters.iter().collect();
+        assert!(
+            distinct.len() >= 15,
+            "only {} distinct delays",
+            distinct.len()
+        );
     }
 }

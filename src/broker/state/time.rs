@@ -4,9 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{
-    Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase, TREE_INTERVAL,
-};
+use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
 use crate::broker::signaller::live_descendants;
 use crate::protocol::{EventKind, Origin};
 
@@ -37,7 +35,7 @@ impl Broker {
             }
         }
         if self.child.is_some() && self.phase != Phase::Done {
-            next.push(self.next_tree);
+            next.push(self.tree_walks.next());
         }
         match self.phase {
             Phase::Draining { since } => {
@@ -94,9 +92,8 @@ impl Broker {
             }
         }
         self.advance_stop(now);
-        if self.child.is_some() && self.phase != Phase::Done && now >= self.next_tree {
-            self.next_tree = now + TREE_INTERVAL;
-            self.sample_tree();
+        if self.child.is_some() && self.phase != Phase::Done && self.tree_walks.is_due(now) {
+            self.sample_tree(now);
         }
         self.advance_phase(now, pipes_open, mirror_behind);
     }
@@ -126,11 +123,14 @@ impl Broker {
         self.check_stop_done();
     }
 
-    pub(super) fn sample_tree(&mut self) {
+    /// Walks the tree and records it if it changed; the schedule backs off while it does not.
+    pub(super) fn sample_tree(&mut self, now: Instant) {
         let Some(group) = self.child.as_ref().map(|c| c.pid) else {
             return;
         };
-        if let Some(event) = self.tree.sample(self.pid, group) {
+        let event = self.tree.sample(self.pid, group);
+        self.tree_walks.walked(now, event.is_some());
+        if let Some(event) = event {
             self.record_tree(event);
         }
     }
