@@ -14,7 +14,7 @@ use tether::model::output::render_line;
 use tether::model::screen::{FullScreenSigns, ReplayStart, ScreenEmulator};
 use tether::model::{CommandState, Model};
 use tether::protocol::{CommandSpec, Event, EventKind, ExitStatus, Origin, Scope, Stream};
-use tether::sampler::{ProcessInfo, TreeRow};
+use tether::sampler::{Machine, ProcessInfo, TreeRow};
 
 const T0: u64 = 1_796_000_000_000;
 
@@ -269,7 +269,24 @@ fn content() -> FrameContent {
                 escaped: true,
             },
         ],
+        machine: Some(machine()),
         ..FrameContent::default()
+    }
+}
+
+const GIB: u64 = 1 << 30;
+
+/// A 4-core machine with room to spare.
+fn machine() -> Machine {
+    Machine {
+        cpu_percent: Some(27.4),
+        cores: vec![12.0, 97.5, 0.0, 100.0],
+        memory_used: 6 * GIB + GIB / 5,
+        memory_total: 16 * GIB,
+        swap_used: GIB / 4,
+        swap_total: 4 * GIB,
+        load: [1.87, 1.2, 0.95],
+        processes: 412,
     }
 }
 
@@ -772,9 +789,10 @@ fn emoji_sequences_keep_their_modifiers() {
         .draw(|frame| tether::ui::draw(frame, &model(), &view, &content, &keys))
         .unwrap();
     let buffer = terminal.backend().buffer();
-    // The thumb and its skin tone share the last two columns of the first row.
-    assert_eq!(buffer[(77, 1)].symbol(), "👍🏽");
-    let second: Vec<&str> = (1..12).map(|x| buffer[(x, 2)].symbol()).collect();
+    // The thumb and its skin tone share the last two columns of the first row (below the
+    // header and the border).
+    assert_eq!(buffer[(77, 2)].symbol(), "👍🏽");
+    let second: Vec<&str> = (1..12).map(|x| buffer[(x, 3)].symbol()).collect();
     assert_eq!(
         second,
         [
@@ -792,7 +810,7 @@ fn emoji_sequences_keep_their_modifiers() {
         ],
         "{second:?}"
     );
-    assert_eq!(buffer[(13, 2)].symbol(), "🇺🇸");
+    assert_eq!(buffer[(13, 3)].symbol(), "🇺🇸");
     // A name cut to its column keeps its cluster whole, or drops it whole.
     let mut model = model();
     model.commands[0].config.name = "ok👍🏽👍🏽👍🏽".into();
@@ -1015,10 +1033,81 @@ fn line_log_hints_at_the_screen_view_and_shows_a_selection() {
         cursor: 3,
     });
     let screen = draw_with(160, 30, &model(), &content, &view);
-    let title = screen.lines().next().unwrap();
+    // Below the header.
+    let title = screen.lines().nth(1).unwrap();
     assert!(title.contains("V 3 lines: y copies, Esc drops"), "{title}");
     assert!(
         title.contains("full-screen program: v shows its screen"),
         "{title}"
+    );
+}
+
+/// The header row as text, with `[` `]` around the cells drawn in the pressure style.
+fn header_row(width: u16, content: &FrameContent, view: &ViewState) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, 24)).unwrap();
+    let keys = bindings();
+    terminal
+        .draw(|frame| tether::ui::draw(frame, &model(), view, content, &keys))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    let mut loud = false;
+    for x in 0..buffer.area.width {
+        let cell = &buffer[(x, 0)];
+        let now = cell.bg == tether::ui::header::PRESSURE.bg.unwrap();
+        if now != loud {
+            out.push(if now { '[' } else { ']' });
+            loud = now;
+        }
+        out.push_str(cell.symbol());
+    }
+    if loud {
+        out.push(']');
+    }
+    out
+}
+
+#[test]
+fn header_at_80_columns() {
+    let screen = draw(80, 24, &ViewState::default());
+    assert!(!screen.contains("too small"), "{screen}");
+    insta::assert_snapshot!(screen);
+    let row = header_row(80, &content(), &ViewState::default());
+    assert!(!row.contains('['), "nothing near full: {row}");
+}
+
+#[test]
+fn header_highlights_memory_and_swap_near_full() {
+    let mut content = content();
+    content.machine = Some(Machine {
+        memory_used: 15 * GIB,
+        swap_used: 4 * GIB - GIB / 8,
+        ..machine()
+    });
+    insta::assert_snapshot!(header_row(80, &content, &ViewState::default()));
+}
+
+#[test]
+fn header_per_core_and_before_any_reading() {
+    let view = ViewState {
+        cores: true,
+        ..ViewState::default()
+    };
+    let mut many = content();
+    many.machine = Some(Machine {
+        cores: (0..32).map(|i| (i * 3) as f32).collect(),
+        ..machine()
+    });
+    let none = FrameContent {
+        machine: None,
+        ..content()
+    };
+    insta::assert_snapshot!(
+        [
+            header_row(80, &content(), &view),
+            header_row(80, &many, &view),
+            header_row(80, &none, &ViewState::default()),
+        ]
+        .join("\n")
     );
 }

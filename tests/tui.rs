@@ -797,3 +797,50 @@ fn top_in_batch_mode_in_the_screen_view() {
     drop(tmux);
     env.finish();
 }
+
+/// The soft open-files limit in `/proc/PID/limits`.
+fn open_files_soft(pid: i32) -> Option<u64> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// sysinfo can raise the open-files soft limit of the process using it; the TUI reads the
+/// machine with it, and what the TUI's brokers and commands inherit must stay what the TUI
+/// was given.
+#[test]
+fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
+    let env = TestEnv::new("tui-nofile");
+    let tmux = Tmux::start(&env);
+    tmux.type_line(
+        &env,
+        &format!(
+            "ulimit -Sn 512 && {}",
+            tether_line(&env, "run -c 'sleep 300 & wait'")
+        ),
+    );
+    // A CPU figure needs two readings of the machine: sysinfo has been used twice by then.
+    tmux.wait_screen(&env, "the tree and a CPU figure in the header", |s| {
+        s.contains("sleep 300") && s.contains("procs") && !s.contains("CPU –")
+    });
+    let dirs = command_dirs(&env.state_dir());
+    let tree = wait_tree(&env, &dirs[0], 2);
+    let tui = tmux.pane_pid(&env);
+    assert_eq!(open_files_soft(tui), Some(512), "the TUI's own limit");
+    for pid in &tree {
+        assert_eq!(open_files_soft(*pid), Some(512), "pid {pid} of the tree");
+    }
+
+    tmux.keys(&env, &["t"]);
+    assert!(
+        procs::wait_gone(&tree, Duration::from_secs(10)).is_empty(),
+        "SIGTERM left processes"
+    );
+    tmux.wait_screen(&env, "the command ended", |s| {
+        s.contains("SIGTERM by operator")
+    });
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the TUI gone", |s| !s.contains("Commands"));
+    drop(tmux);
+    env.finish();
+}

@@ -25,6 +25,8 @@ pub enum Action {
     ToggleFollow,
     ToggleWrap,
     Zoom,
+    /// The header: each core's CPU, or the machine's summary.
+    ToggleCores,
     Search,
     SearchNext,
     SearchPrev,

@@ -95,6 +95,13 @@ pub fn bindings() -> Vec<Binding> {
             "wrap long lines on/off",
         ),
         bind(N, K::Char('z'), "z", A::Zoom, "zoom the focused pane"),
+        bind(
+            N,
+            K::Char('c'),
+            "c",
+            A::ToggleCores,
+            "header: CPU per core on/off",
+        ),
         bind(N, K::Char('/'), "/", A::Search, "search the focused output"),
         bind(N, K::Char('n'), "n", A::SearchNext, "next match"),
         bind(N, K::Char('N'), "N", A::SearchPrev, "previous match"),

@@ -11,6 +11,8 @@ pub const MIN_HEIGHT: u16 = 24;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Areas {
+    /// One row: the machine's CPU, memory, swap, load and processes.
+    pub header: Rect,
     pub commands: Rect,
     pub tree: Rect,
     pub stdout: Rect,
@@ -40,13 +42,19 @@ impl Areas {
 }
 
 /// Lays out the screen; `None` when the terminal is too small. With `zoom`, the focused
-/// pane takes the whole screen above the status bar.
+/// pane takes the whole screen between the header and the status bar.
 pub fn areas(size: Rect, zoom: Option<Pane>) -> Option<Areas> {
     if size.width < MIN_WIDTH || size.height < MIN_HEIGHT {
         return None;
     }
-    let [body, status] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(size);
+    let [header, body, status] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(size);
     let mut areas = Areas {
+        header,
         status,
         ..Areas::default()
     };
@@ -117,6 +125,8 @@ mod tests {
     #[test]
     fn panes_tile_the_screen() {
         let a = areas(Rect::new(0, 0, 120, 40), None).unwrap();
+        assert_eq!(a.header, Rect::new(0, 0, 120, 1));
+        assert_eq!(a.commands.y, 1);
         assert_eq!(a.status, Rect::new(0, 39, 120, 1));
         assert_eq!(a.commands.x, 0);
         assert_eq!(a.tree.x, a.commands.right());
@@ -126,7 +136,7 @@ mod tests {
             Some(Pane::Stdout)
         );
         let z = areas(Rect::new(0, 0, 120, 40), Some(Pane::Stderr)).unwrap();
-        assert_eq!(z.stderr, Rect::new(0, 0, 120, 39));
+        assert_eq!(z.stderr, Rect::new(0, 1, 120, 38));
         assert_eq!(z.stdout.width, 0);
     }
 

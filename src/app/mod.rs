@@ -289,6 +289,7 @@ impl App {
             Stream::BOTH.map(|s| areas.map(|a| a.of(Pane::of_stream(s))).unwrap_or_default());
         self.prepare_screens(panes, std::time::Instant::now());
         self.content.tree = self.tree_rows();
+        self.content.machine.clone_from(&self.snapshot.machine);
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
         self.geometry.timeline_rows = areas.map_or(0, |a| {
             layout::timeline_event_rows(a.timeline, self.model.commands.len())

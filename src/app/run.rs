@@ -522,6 +522,8 @@ async fn event_loop(
     };
     let mut keys = terminal_events();
     let (sampler, mut samples) = spawn_sampler(Duration::from_secs(1));
+    // A first reading of the machine for the header, before any command runs.
+    sampler.sample_now();
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;

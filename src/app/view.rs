@@ -7,7 +7,7 @@ use crate::model::CommandId;
 use crate::model::output::StyledLine;
 use crate::model::screen::{FullScreenSigns, ReplayStart, ScreenGrid};
 use crate::protocol::Stream;
-use crate::sampler::TreeRow;
+use crate::sampler::{Machine, TreeRow};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -117,6 +117,8 @@ pub struct ViewState {
     pub selected: CommandId,
     pub focus: Pane,
     pub zoom: bool,
+    /// The header shows each core's CPU instead of the machine's summary.
+    pub cores: bool,
     pub wrap: bool,
     pub outputs: [OutputView; 2],
     pub tree_selected: usize,
@@ -156,6 +158,7 @@ impl Default for ViewState {
             selected: 0,
             focus: Pane::Commands,
             zoom: false,
+            cores: false,
             wrap: false,
             outputs: Default::default(),
             tree_selected: 0,
@@ -194,6 +197,8 @@ pub struct FrameContent {
     pub now_ms: u64,
     pub outputs: [PaneLines; 2],
     pub tree: Vec<TreeRow>,
+    /// The machine's figures for the header, from the last snapshot.
+    pub machine: Option<Machine>,
     pub screens: [ScreenContent; 2],
 }
 

@@ -2,6 +2,7 @@
 //! what they cost (CPU, memory). Sampling runs on its own thread and sends whole snapshots;
 //! turning one into rows is the pure [`tree::build_tree`].
 
+pub mod machine;
 mod scan;
 mod thread;
 pub mod tree;
@@ -9,6 +10,7 @@ pub mod tree;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+pub use machine::Machine;
 pub use thread::{SamplerHandle, spawn_sampler};
 pub use tree::{TreeRow, build_tree};
 
@@ -41,6 +43,8 @@ pub struct Snapshot {
     /// broker pid -> the broker itself (first) and all its live descendants, parents before
     /// children. A broker that no longer exists has no entry.
     pub trees: HashMap<i32, Vec<ProcessInfo>>,
+    /// The whole machine, for the header; `None` before the first reading.
+    pub machine: Option<Machine>,
 }
 
 /// What is remembered about one process (a pid and start time name it for good).
@@ -62,6 +66,8 @@ pub struct Sampler {
     known: HashMap<(i32, u64), Known>,
     ticks_per_second: u64,
     page_size: u64,
+    /// Processes on the machine at the last sample.
+    processes: usize,
 }
 
 impl Default for Sampler {
@@ -76,11 +82,13 @@ impl Sampler {
             known: HashMap::new(),
             ticks_per_second: sysconf(libc::_SC_CLK_TCK, 100),
             page_size: sysconf(libc::_SC_PAGESIZE, 4096),
+            processes: 0,
         }
     }
 
     pub fn sample(&mut self, brokers: &[i32]) -> Snapshot {
         let scanned = scan::all_processes();
+        self.processes = scanned.len();
         // The moment the CPU times were read, near enough: the scan takes milliseconds.
         let now = Instant::now();
         let taken_ms = crate::clock::now_ms();
@@ -119,7 +127,16 @@ impl Sampler {
             trees.insert(broker, infos);
         }
         self.known.retain(|key, _| live.contains(key));
-        Snapshot { taken_ms, trees }
+        Snapshot {
+            taken_ms,
+            trees,
+            machine: None,
+        }
+    }
+
+    /// How many processes the last sample saw on the machine.
+    pub fn processes(&self) -> usize {
+        self.processes
     }
 
     fn describe(&mut self, process: &ScannedProcess, now: Instant, now_ms: u64) -> ProcessInfo {

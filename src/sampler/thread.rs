@@ -1,5 +1,6 @@
 //! The sampler's own thread: it samples the watch list on its own clock and sends whole
-//! snapshots, so the UI loop never waits on `/proc`.
+//! snapshots, so the UI loop never waits on `/proc`. Each snapshot carries the machine's
+//! figures for the header, read at the same moment.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
@@ -7,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use super::machine::MachineSampler;
 use super::{Sampler, Snapshot};
 
 /// Below this the thread would spin rather than sample.
@@ -77,6 +79,7 @@ pub fn spawn_sampler(interval: Duration) -> (SamplerHandle, UnboundedReceiver<Sn
 
 fn run(interval: Duration, requests: &Receiver<Control>, snapshots: &UnboundedSender<Snapshot>) {
     let mut sampler = Sampler::new();
+    let mut machine = MachineSampler::new();
     let mut brokers: Vec<i32> = Vec::new();
     // When the next periodic sample is due; `None` while there is nothing to watch.
     let mut next: Option<Instant> = None;
@@ -100,7 +103,9 @@ fn run(interval: Duration, requests: &Receiver<Control>, snapshots: &UnboundedSe
         if !due {
             continue;
         }
-        if snapshots.send(sampler.sample(&brokers)).is_err() {
+        let mut snapshot = sampler.sample(&brokers);
+        snapshot.machine = Some(machine.sample(sampler.processes()));
+        if snapshots.send(snapshot).is_err() {
             return;
         }
         next = (!brokers.is_empty()).then(|| Instant::now() + interval);

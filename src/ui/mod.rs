@@ -4,6 +4,7 @@
 pub mod command_list;
 pub mod dialog;
 pub mod format;
+pub mod header;
 pub mod help;
 pub mod output;
 pub mod screen;
@@ -51,6 +52,7 @@ fn draw_screen(
         draw_dialog(frame, size, model, view, bindings);
         return;
     };
+    header::draw(frame, areas.header, content.machine.as_ref(), view.cores);
     if areas.commands.width > 0 {
         command_list::draw(frame, areas.commands, model, view, content.now_ms);
     }

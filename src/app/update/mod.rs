@@ -167,6 +167,7 @@ pub fn update(
             view.message = Some(format!("wrap {}", if view.wrap { "on" } else { "off" }));
         }
         Action::Zoom => view.zoom = !view.zoom,
+        Action::ToggleCores => view.cores = !view.cores,
         Action::Search => {
             let stream = focused_stream(view);
             let input = view.outputs[stream as usize]
