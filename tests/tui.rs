@@ -4,92 +4,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::journal::command_dirs;
-use common::{BIN, DEADLINE, TAG_VAR, TestEnv, procs};
-
-/// A tmux server of one test, with one 200×50 window.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    /// Starts a server whose first window runs `sh`; everything in it carries the test's tag.
-    fn start(env: &TestEnv) -> Tmux {
-        let tmux = Tmux {
-            socket: format!("tether-{}", env.tag),
-        };
-        let out = tmux.cmd(&["new-session", "-d", "-x", "200", "-y", "50", "sh"], env);
-        assert!(
-            out.status.success(),
-            "tmux failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        tmux.cmd(&["set-option", "-g", "set-clipboard", "on"], env);
-        tmux
-    }
-
-    fn cmd(&self, args: &[&str], env: &TestEnv) -> Output {
-        Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .env(TAG_VAR, &env.tag)
-            .env("TERM", "xterm-256color")
-            .env_remove("TMUX")
-            .output()
-            .expect("run tmux (is it installed? .ci/run installs it)")
-    }
-
-    fn keys(&self, env: &TestEnv, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "0"];
-        args.extend_from_slice(keys);
-        self.cmd(&args, env);
-    }
-
-    fn type_line(&self, env: &TestEnv, line: &str) {
-        self.cmd(&["send-keys", "-t", "0", "-l", line], env);
-        self.keys(env, &["Enter"]);
-    }
-
-    fn screen(&self, env: &TestEnv) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "0"], env).stdout)
-            .into_owned()
-    }
-
-    /// Waits until the screen satisfies `done`; fails with the screen otherwise.
-    fn wait_screen(&self, env: &TestEnv, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen(env);
-            if done(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn pane_pid(&self, env: &TestEnv) -> i32 {
-        let out = self.cmd(&["display-message", "-p", "-t", "0", "#{pane_pid}"], env);
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .expect("pane pid")
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
+use common::tmux::Tmux;
+use common::{BIN, TAG_VAR, TestEnv, procs};
 
 /// The shell line that runs tether in place of the pane's shell (so the pane's pid is
 /// tether's).
@@ -133,7 +53,7 @@ fn wait_tree(env: &TestEnv, dir: &Path, at_least: usize) -> Vec<i32> {
 #[test]
 fn sigterm_and_sigkill_from_the_keyboard() {
     let env = TestEnv::new("tui-signals");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(
         &env,
         &tether_line(
@@ -197,7 +117,7 @@ fn sigterm_and_sigkill_from_the_keyboard() {
 #[test]
 fn kill_9_of_the_tui_leaves_nothing_and_a_complete_journal() {
     let env = TestEnv::new("tui-kill9");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(
         &env,
         &tether_line(
@@ -230,7 +150,7 @@ fn kill_9_of_the_tui_leaves_nothing_and_a_complete_journal() {
 #[test]
 fn escape_sequences_from_a_command_never_reach_the_terminal() {
     let env = TestEnv::new("tui-escapes");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, "echo BEFORE-TETHER-MARKER");
     tmux.wait_screen(&env, "the marker", |s| s.contains("BEFORE-TETHER-MARKER\n"));
     tmux.type_line(
@@ -290,7 +210,7 @@ const STUBBORN: &str =
 
 /// The TUI in tmux running [`STUBBORN`] with a 500 ms grace; its journal directory.
 fn start_stubborn(env: &TestEnv) -> (Tmux, std::path::PathBuf) {
-    let tmux = Tmux::start(env);
+    let tmux = Tmux::start(env, 200, 50);
     // Pipes: with a terminal, a broker's death hangs it up and the kernel's SIGHUP ends part
     // of the tree before the TUI's cleanup counts it.
     tmux.type_line(
@@ -304,7 +224,7 @@ fn start_stubborn(env: &TestEnv) -> (Tmux, std::path::PathBuf) {
 #[test]
 fn an_unanswering_broker_is_bypassed_and_the_operator_told() {
     let env = TestEnv::new("tui-fallback");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(
         &env,
         &tether_line(&env, r#"run -c 'setsid sleep 301 & sleep 300 & wait'"#),
@@ -428,7 +348,7 @@ fn quit_kills_a_broker_that_does_not_finish_in_time() {
 #[test]
 fn sigterm_to_the_tui_stops_everything_and_restores_the_terminal() {
     let env = TestEnv::new("tui-sigterm");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, "echo BEFORE-TETHER-MARKER");
     tmux.type_line(
         &env,
@@ -490,7 +410,7 @@ fn a_finished_session_opens_read_only_as_it_looked() {
         "{listed}"
     );
 
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, &tether_line(&env, "open"));
     let screen = tmux.wait_screen(&env, "the recorded session", |s| {
         s.contains("recorded-job") && s.contains("from-the-journal")
@@ -517,7 +437,7 @@ fn a_finished_session_opens_read_only_as_it_looked() {
 #[test]
 fn watch_shows_an_exec_started_elsewhere_and_stops_it() {
     let env = TestEnv::new("tui-watch");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, &tether_line(&env, "watch"));
     tmux.wait_screen(&env, "the watch", |s| s.contains("Commands"));
     let exec = env.spawn_exec(
@@ -561,7 +481,7 @@ fn open_of_a_live_session_controls_its_commands() {
         &["sleep", "300"],
     );
     env.wait_command_dir();
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, &tether_line(&env, "open agent-8"));
     tmux.wait_screen(&env, "the live session", |s| {
         s.lines()
@@ -583,7 +503,7 @@ fn open_of_a_live_session_controls_its_commands() {
 #[test]
 fn commands_are_named_by_their_program_and_a_match_off_to_the_right_is_shown() {
     let env = TestEnv::new("tui-names");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(
         &env,
         &tether_line(
@@ -676,7 +596,7 @@ fn tmux_buffer(tmux: &Tmux, env: &TestEnv) -> String {
 #[test]
 fn the_screen_view_shows_a_program_that_draws_and_y_copies_it() {
     let env = TestEnv::new("tui-screen");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     let script = "printf \"\\033[?1049h\"; for i in 0 1 2; do printf \"\\033[H\\033[2J\\033[1;1Hscreen-frame-$i\\033[5;10Hmoved-here\\033]52;c;cHduZWQ=\\007\\033]0;PWNED-TITLE\\007\\033[3;1Hstatus-line\"; sleep 0.2; done; sleep 300";
     let (clip_dir, line) = with_runtime_dir(
         &env,
@@ -736,7 +656,7 @@ fn the_screen_view_shows_a_program_that_draws_and_y_copies_it() {
 #[test]
 fn y_copies_lines_and_a_selection_as_plain_text() {
     let env = TestEnv::new("tui-copy");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     let command = "printf \"alpha\\n\\033[31mbeta\\033[0m\\ngamma\\n\"; sleep 300";
     let (clip_dir, line) = with_runtime_dir(
         &env,
@@ -777,7 +697,7 @@ fn top_in_batch_mode_in_the_screen_view() {
         return;
     }
     let env = TestEnv::new("tui-top");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(
         &env,
         &tether_child_line(&env, "run -c 'top -b -n 3 -d 0.2 -p $$; sleep 300'"),
@@ -811,7 +731,7 @@ fn open_files_soft(pid: i32) -> Option<u64> {
 #[test]
 fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
     let env = TestEnv::new("tui-nofile");
-    let tmux = Tmux::start(&env);
+    let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(
         &env,
         &format!(

@@ -24,7 +24,18 @@ impl Tmux {
             "tmux failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // OSC 52 from the TUI lands in tmux's buffers, where the copy tests read it.
+        tmux.cmd(&["set-option", "-g", "set-clipboard", "on"], env);
         tmux
+    }
+
+    /// The pid of the first pane's process.
+    pub fn pane_pid(&self, env: &TestEnv) -> i32 {
+        let out = self.cmd(&["display-message", "-p", "-t", "0", "#{pane_pid}"], env);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("pane pid")
     }
 
     pub fn cmd(&self, args: &[&str], env: &TestEnv) -> Output {
