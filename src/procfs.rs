@@ -49,20 +49,45 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
 }
 
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
-    // The name field may be cut mid-character by the kernel (15 bytes): read bytes, not a
-    // String, or such a process (and its whole subtree) would vanish from every walk.
-    let bytes = fs::read(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&String::from_utf8_lossy(&bytes))
+    parse_stat(&read_stat_text(pid, &mut vec![0u8; 1024])?)
 }
 
-/// Every process on the machine, as far as `/proc` shows it at this instant.
-pub fn all_processes() -> Vec<ProcStat> {
+/// The text of `/proc/PID/stat`, read with one `read` into `buffer` (reused across a whole
+/// scan: the kernel renders `stat` whole, so a short read is all of it). The name field may
+/// be cut mid-character by the kernel (15 bytes): bytes are read, then decoded lossily, or
+/// such a process (and its whole subtree) would vanish from every walk. `None` when the
+/// process is gone.
+pub fn read_stat_text(pid: i32, buffer: &mut Vec<u8>) -> Option<std::borrow::Cow<'_, str>> {
+    let mut file = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut filled = 0;
+    loop {
+        // An error means the process exited between listing and reading.
+        let n = std::io::Read::read(&mut file, &mut buffer[filled..]).ok()?;
+        filled += n;
+        if n == 0 || filled < buffer.len() {
+            break;
+        }
+        buffer.resize(buffer.len() * 2, 0);
+    }
+    Some(String::from_utf8_lossy(&buffer[..filled]))
+}
+
+/// The pids `/proc` lists at this instant.
+pub fn pids() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(read_stat)
+        .collect()
+}
+
+/// Every process on the machine, as far as `/proc` shows it at this instant.
+pub fn all_processes() -> Vec<ProcStat> {
+    let mut buffer = vec![0u8; 1024];
+    pids()
+        .into_iter()
+        .filter_map(|pid| parse_stat(&read_stat_text(pid, &mut buffer)?))
         .collect()
 }
 

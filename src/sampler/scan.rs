@@ -2,11 +2,8 @@
 //! (it changes on exec, which tells the argv cache when to read again) and the CPU time and
 //! resident size, so that a sample reads each process's `stat` exactly once.
 //!
-//! It runs over every process on the machine once a second, so it reads with one `read`
-//! into a reused buffer: the kernel renders `stat` whole, so a short read is all of it.
-
-use std::fs::File;
-use std::io::Read;
+//! It runs over every process on the machine once a second, through `procfs`'s one reader
+//! (one `read` into a reused buffer).
 
 use crate::procfs::{self, ProcStat};
 
@@ -21,29 +18,11 @@ pub(super) struct ScannedProcess {
 }
 
 pub(super) fn all_processes() -> Vec<ScannedProcess> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut buffer = vec![0u8; 4096];
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| read(pid, &mut buffer))
+    procfs::pids()
+        .into_iter()
+        .filter_map(|pid| parse(&procfs::read_stat_text(pid, &mut buffer)?))
         .collect()
-}
-
-fn read(pid: i32, buffer: &mut Vec<u8>) -> Option<ScannedProcess> {
-    let mut file = File::open(format!("/proc/{pid}/stat")).ok()?;
-    let mut filled = 0;
-    loop {
-        // An error means the process exited between listing and reading.
-        let n = file.read(&mut buffer[filled..]).ok()?;
-        filled += n;
-        if n == 0 || filled < buffer.len() {
-            break;
-        }
-        buffer.resize(buffer.len() * 2, 0);
-    }
-    parse(&String::from_utf8_lossy(&buffer[..filled]))
 }
 
 fn parse(text: &str) -> Option<ScannedProcess> {
