@@ -29,6 +29,38 @@ pub struct StopSequence {
     reached: HashSet<ProcessKey>,
 }
 
+/// What delivers a signal to a tree: the kernel in use ([`Kernel`]), a fake in the tests, so
+/// the sequence's decisions (what is sent when, to whom, what is reported) are tested without
+/// real processes or time.
+pub trait TreeSignaller {
+    /// As [`signal_tree`]: signals the group and every live process of the walk not in
+    /// `already`, adds those it reached to `already`, returns their pids.
+    fn signal_tree(
+        &mut self,
+        walk: &Walk,
+        group: Option<i32>,
+        signal: Signal,
+        also_cont: bool,
+        already: &mut HashSet<ProcessKey>,
+    ) -> Vec<i32>;
+}
+
+/// Signals through the kernel: pidfds and `killpg`.
+pub struct Kernel;
+
+impl TreeSignaller for Kernel {
+    fn signal_tree(
+        &mut self,
+        walk: &Walk,
+        group: Option<i32>,
+        signal: Signal,
+        also_cont: bool,
+        already: &mut HashSet<ProcessKey>,
+    ) -> Vec<i32> {
+        signal_tree(walk, group, signal, also_cont, already)
+    }
+}
+
 /// What one step of the sequence did, for the journal.
 pub struct Delivery {
     pub signal: Signal,
@@ -45,8 +77,19 @@ impl StopSequence {
         group: Option<i32>,
         now: Instant,
     ) -> (StopSequence, Delivery) {
+        StopSequence::start_with(&mut Kernel, origin, grace, &walk.into(), group, now)
+    }
+
+    pub fn start_with(
+        signaller: &mut impl TreeSignaller,
+        origin: Origin,
+        grace: Duration,
+        walk: &Walk,
+        group: Option<i32>,
+        now: Instant,
+    ) -> (StopSequence, Delivery) {
         let mut reached = HashSet::new();
-        let targets = signal_tree(walk, group, Signal::SIGTERM, true, &mut reached);
+        let targets = signaller.signal_tree(walk, group, Signal::SIGTERM, true, &mut reached);
         let sequence = StopSequence {
             origin,
             started: now,
@@ -80,17 +123,28 @@ impl StopSequence {
         group: Option<i32>,
         now: Instant,
     ) -> Option<Delivery> {
+        self.sweep_with(&mut Kernel, &walk.into(), group, now)
+    }
+
+    pub fn sweep_with(
+        &mut self,
+        signaller: &mut impl TreeSignaller,
+        walk: &Walk,
+        group: Option<i32>,
+        now: Instant,
+    ) -> Option<Delivery> {
         self.interval = (self.interval * 2).min(SWEEP_MAX);
         self.next_sweep = now + self.interval;
         if !self.killed {
-            let targets = signal_tree(walk, group, Signal::SIGTERM, true, &mut self.reached);
+            let targets =
+                signaller.signal_tree(walk, group, Signal::SIGTERM, true, &mut self.reached);
             return (!targets.is_empty()).then_some(Delivery {
                 signal: Signal::SIGTERM,
                 targets,
             });
         }
         let mut round = HashSet::new();
-        let targets = signal_tree(walk, group, Signal::SIGKILL, false, &mut round);
+        let targets = signaller.signal_tree(walk, group, Signal::SIGKILL, false, &mut round);
         let fresh: Vec<i32> = targets
             .into_iter()
             .filter(|pid| !self.reached.iter().any(|(p, _)| p == pid))
@@ -109,14 +163,119 @@ impl StopSequence {
         group: Option<i32>,
         now: Instant,
     ) -> Delivery {
+        self.escalate_with(&mut Kernel, &walk.into(), group, now)
+    }
+
+    pub fn escalate_with(
+        &mut self,
+        signaller: &mut impl TreeSignaller,
+        walk: &Walk,
+        group: Option<i32>,
+        now: Instant,
+    ) -> Delivery {
         self.killed = true;
         self.reached.clear();
         self.interval = SWEEP_INTERVAL;
         self.next_sweep = now + SWEEP_INTERVAL;
-        let targets = signal_tree(walk, group, Signal::SIGKILL, false, &mut self.reached);
+        let targets = signaller.signal_tree(walk, group, Signal::SIGKILL, false, &mut self.reached);
         Delivery {
             signal: Signal::SIGKILL,
             targets,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree that is a list of (pid, start) the test edits: signalling reaches every listed
+    /// process not yet in `already`, and the calls are kept.
+    #[derive(Default)]
+    struct FakeTree {
+        alive: Vec<ProcessKey>,
+        calls: Vec<(Signal, bool, Option<i32>)>,
+    }
+
+    impl TreeSignaller for FakeTree {
+        fn signal_tree(
+            &mut self,
+            _walk: &Walk,
+            group: Option<i32>,
+            signal: Signal,
+            also_cont: bool,
+            already: &mut HashSet<ProcessKey>,
+        ) -> Vec<i32> {
+            self.calls.push((signal, also_cont, group));
+            let fresh: Vec<ProcessKey> = self
+                .alive
+                .iter()
+                .filter(|k| !already.contains(k))
+                .copied()
+                .collect();
+            already.extend(fresh.iter().copied());
+            fresh.iter().map(|(pid, _)| *pid).collect()
+        }
+    }
+
+    #[test]
+    fn term_then_newcomers_then_kill_until_nothing_is_left() {
+        let t0 = Instant::now();
+        let walk = Walk::below(1);
+        let mut tree = FakeTree {
+            alive: vec![(10, 1), (11, 1)],
+            ..FakeTree::default()
+        };
+        let grace = Duration::from_secs(2);
+        let (mut stop, first) =
+            StopSequence::start_with(&mut tree, Origin::Operator, grace, &walk, Some(10), t0);
+        assert_eq!(
+            (first.signal, first.targets),
+            (Signal::SIGTERM, vec![10, 11])
+        );
+        assert_eq!(
+            tree.calls[0],
+            (Signal::SIGTERM, true, Some(10)),
+            "TERM with CONT"
+        );
+        assert_eq!(
+            (stop.kill_at, stop.next_sweep),
+            (t0 + grace, t0 + SWEEP_INTERVAL)
+        );
+
+        // Nothing new: nothing reported, and the next walk comes later each time.
+        assert!(stop.sweep_with(&mut tree, &walk, Some(10), t0).is_none());
+        assert_eq!(stop.next_sweep, t0 + SWEEP_INTERVAL * 2);
+        // A child forked during grace gets TERM too, once.
+        tree.alive.push((12, 5));
+        let newcomer = stop
+            .sweep_with(&mut tree, &walk, Some(10), t0)
+            .expect("a delivery");
+        assert_eq!(
+            (newcomer.signal, newcomer.targets),
+            (Signal::SIGTERM, vec![12])
+        );
+        assert!(stop.sweep_with(&mut tree, &walk, Some(10), t0).is_none());
+        for _ in 0..10 {
+            stop.sweep_with(&mut tree, &walk, Some(10), t0);
+        }
+        assert_eq!(stop.next_sweep, t0 + SWEEP_MAX, "the interval is capped");
+
+        // Grace over: KILL to everything still there, without CONT.
+        tree.alive.retain(|(pid, _)| *pid != 11);
+        let kill = stop.escalate_with(&mut tree, &walk, None, t0 + grace);
+        assert_eq!((kill.signal, kill.targets), (Signal::SIGKILL, vec![10, 12]));
+        assert!(stop.killed);
+        assert_eq!(tree.calls.last(), Some(&(Signal::SIGKILL, false, None)));
+        // KILL is repeated each sweep, but only newcomers are reported.
+        assert!(
+            stop.sweep_with(&mut tree, &walk, None, t0 + grace)
+                .is_none()
+        );
+        tree.alive.push((13, 9));
+        let late = stop
+            .sweep_with(&mut tree, &walk, None, t0 + grace)
+            .expect("a delivery");
+        assert_eq!((late.signal, late.targets), (Signal::SIGKILL, vec![13]));
     }
 }
