@@ -330,6 +330,18 @@ fn idle_and_teardown(state: &Path, count: usize) {
         e1 - e0,
         percent(e1 - e0)
     );
+    // At rest: once the walks have backed off to their longest interval (30 s after start).
+    std::thread::sleep(Duration::from_secs(10));
+    let (b2, e2) = (total(&brokers), total(&exec_pids));
+    std::thread::sleep(window);
+    let (b3, e3) = (total(&brokers), total(&exec_pids));
+    println!(
+        "at rest (from 32 s): brokers {} ticks in {}s = {:.2} % of one core; front ends {:.2} %",
+        b3 - b2,
+        window.as_secs(),
+        percent(b3 - b2),
+        percent(e3 - e2)
+    );
 
     println!("== mass teardown: SIGKILL {count} tether exec front ends -> every command gone");
     let start = Instant::now();
