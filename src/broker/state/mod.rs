@@ -95,8 +95,6 @@ pub struct Broker {
     phase: Phase,
     stop: Option<StopSequence>,
     stop_done: bool,
-    /// Consecutive walks that found nothing left, while a stop runs.
-    empty_walks: u32,
     pending: Option<PendingOutput>,
     pending_input: Option<input::PendingInput>,
     last_output: Instant,
@@ -115,6 +113,25 @@ struct Reaped {
     pid: i32,
     status: ExitStatus,
     place: Option<ProcStat>,
+}
+
+/// Whether this process has a child left, alive or not yet reaped. A subreaper with no child
+/// has no descendant at all: every process of the command's tree is a child of the broker or
+/// a descendant of one (orphans are re-parented to it). So the kernel answers in one call
+/// what a walk of /proc, reading every process on the machine, would.
+fn has_children() -> bool {
+    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`; WNOWAIT leaves any ended child unreaped.
+    let found = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    !(found < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
 /// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
@@ -218,7 +235,6 @@ impl Broker {
             phase: Phase::Running,
             stop: None,
             stop_done: false,
-            empty_walks: 0,
             pending: None,
             pending_input: None,
             last_output: now,
@@ -352,6 +368,12 @@ impl Broker {
 
     pub(super) fn child_reaped(&self) -> bool {
         self.child.as_ref().is_none_or(|c| c.status.is_some())
+    }
+
+    /// Whether anything of the command's tree may still run: after [`Broker::reap`], a child
+    /// left is a live one (or one that ended since, reaped at the next SIGCHLD).
+    pub(super) fn tree_left(&self) -> bool {
+        has_children()
     }
 
     /// Reaps every child that has ended: the command itself, or a descendant re-parented to

@@ -214,12 +214,8 @@ impl Broker {
         if self.stop.is_none() || self.stop_done || !self.child_reaped() {
             return;
         }
-        if live_descendants(self.pid).is_empty() {
-            self.empty_walks += 1;
-            self.stop_done = self.empty_walks >= 2;
-        } else {
-            self.empty_walks = 0;
-        }
+        // The kernel knows: no child left, no descendant left (see `has_children`).
+        self.stop_done = !self.tree_left();
     }
 
     pub fn parent_lost(&mut self, cause: ParentLossCause) {

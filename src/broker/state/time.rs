@@ -5,7 +5,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
-use crate::broker::signaller::live_descendants;
 use crate::protocol::{EventKind, Origin};
 
 impl Broker {
@@ -145,23 +144,26 @@ impl Broker {
     }
 
     pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool, mirror_behind: bool) {
+        if self.phase != Phase::Running {
+            // A child that ended but whose SIGCHLD is not handled yet must not count as left.
+            self.reap();
+        }
         if let Phase::Draining { since } = self.phase {
             let idle_over = !mirror_behind && now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
             if !pipes_open || idle_over || now >= since + DRAIN_CAP {
                 self.phase = Phase::TearingDown;
-                if !live_descendants(self.pid).is_empty() {
+                if self.tree_left() {
                     self.start_stop(Origin::Shutdown);
                 }
             }
         }
         if self.phase == Phase::TearingDown {
-            if !live_descendants(self.pid).is_empty() {
+            if self.tree_left() {
                 // Whatever is left is stopped, even if a stop had already finished.
                 if self.stop.is_none() {
                     self.start_stop(Origin::Shutdown);
                 } else if self.stop_done {
                     self.stop_done = false;
-                    self.empty_walks = 0;
                 }
             } else if self.stop.is_none() || self.stop_done {
                 self.phase = Phase::Closing {
@@ -180,10 +182,10 @@ impl Broker {
                 };
             } else if now >= until {
                 // Someone still holds a pipe: if it is ours, stop it; otherwise give up.
-                self.phase = if live_descendants(self.pid).is_empty() {
-                    Phase::Done
-                } else {
+                self.phase = if self.tree_left() {
                     Phase::TearingDown
+                } else {
+                    Phase::Done
                 };
             }
         }
