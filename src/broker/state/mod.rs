@@ -120,24 +120,12 @@ struct Reaped {
 /// a descendant of one (orphans are re-parented to it). So the kernel answers in one call
 /// what a walk of /proc, reading every process on the machine, would.
 fn has_children() -> bool {
-    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid writes only into `info`; WNOWAIT leaves any ended child unreaped.
-    let found = unsafe {
-        libc::waitid(
-            libc::P_ALL,
-            0,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    !(found < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
+    !matches!(peek_ended_child(), Err(libc::ECHILD))
 }
 
-/// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
-/// that its `/proc` entry, group and session included, can still be read; then reaped.
-fn reap_one() -> Result<Option<Reaped>, i32> {
-    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+/// The pid of a child that has ended, left unreaped (`WNOWAIT`); `Ok(None)` when children
+/// remain but none has ended; `Err(ECHILD)` when there is no child at all.
+fn peek_ended_child() -> Result<Option<i32>, i32> {
     // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: waitid writes only into `info`.
@@ -150,13 +138,19 @@ fn reap_one() -> Result<Option<Reaped>, i32> {
         )
     };
     if peeked < 0 {
-        return Err(errno());
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
     }
     // SAFETY: filled in by waitid for a child that has ended; 0 when none has.
     let pid = unsafe { info.si_pid() };
-    if pid == 0 {
+    Ok((pid != 0).then_some(pid))
+}
+
+/// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
+/// that its `/proc` entry, group and session included, can still be read; then reaped.
+fn reap_one() -> Result<Option<Reaped>, i32> {
+    let Some(pid) = peek_ended_child()? else {
         return Ok(None);
-    }
+    };
     let place = procfs::read_stat(pid);
     match wait_status(pid)? {
         Some(status) => Ok(Some(Reaped { pid, status, place })),
