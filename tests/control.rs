@@ -10,7 +10,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::journal::{broker_pid, events_now, exit_status, load_complete, read, spawned_pid};
 use common::procs::{is_gone, signal};
@@ -59,26 +59,13 @@ fn spawn_exec_with(
 
 /// `tether ARGS --state-dir STATE`, tagged, with `XDG_RUNTIME_DIR=runtime`, to its end.
 fn tether(env: &TestEnv, runtime: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args(args)
         .arg("--state-dir")
         .arg(env.state_dir())
-        .env("XDG_RUNTIME_DIR", runtime)
-        .env(TAG_VAR, &env.tag)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tether");
-    let started = Instant::now();
-    while child.try_wait().expect("wait for tether").is_none() {
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            panic!("tether {args:?} did not finish within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("collect tether's output")
+        .env("XDG_RUNTIME_DIR", runtime);
+    common::run_to_end(env, command, &format!("tether {args:?}"))
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -10,10 +10,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use common::journal::command_dirs;
-use common::{BIN, DEADLINE, TAG_VAR, TestEnv};
+use common::{BIN, TAG_VAR, TestEnv};
 
 const NOBODY: u32 = 65534;
 
@@ -42,26 +41,13 @@ fn as_nobody(args: &[&OsStr]) -> Option<Output> {
 
 /// `tether SUBCOMMAND --state-dir STATE ARGS`, tagged, run to its end.
 fn tether(env: &TestEnv, state: &Path, subcommand: &str, args: &[&OsStr]) -> Output {
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .arg(subcommand)
         .arg("--state-dir")
         .arg(state)
-        .args(args)
-        .env(TAG_VAR, &env.tag)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tether");
-    let started = Instant::now();
-    while child.try_wait().expect("wait for tether").is_none() {
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            panic!("tether {subcommand} did not finish within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("collect tether's output")
+        .args(args);
+    common::run_to_end(env, command, &format!("tether {subcommand}"))
 }
 
 fn os(s: &str) -> &OsStr {

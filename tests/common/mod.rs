@@ -246,3 +246,25 @@ pub fn wait_for_text(env: &TestEnv, path: &Path, needle: &str) {
         fs::read(path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
     });
 }
+
+/// Runs `command` (tagged, stdin from /dev/null, output captured) to its end; past
+/// [`DEADLINE`] kills it and fails, naming `what`.
+pub fn run_to_end(env: &TestEnv, mut command: Command, what: &str) -> std::process::Output {
+    let mut child = command
+        .env(TAG_VAR, &env.tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot start {what}: {err}"));
+    let started = Instant::now();
+    while child.try_wait().expect("wait for the child").is_none() {
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("collect the output")
+}
