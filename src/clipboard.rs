@@ -8,14 +8,14 @@
 //! is ours and closed to others (checked as for the sockets), created 0600 and replaced
 //! whole: what was copied is output of the operator's own commands, which only they may read.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use rustix::fs::{AtFlags, Mode, OFlags};
 
 use crate::control::socket_dir;
+use crate::journal::JournalDir;
 use crate::units::format_size;
 
 /// The most text sent through OSC 52: 100,000 bytes once base64-encoded, under what the
@@ -49,27 +49,16 @@ pub fn default_dir() -> PathBuf {
 /// written through). `dir` is made 0700 if missing, and must be ours and closed to others.
 pub fn write_file(dir: &Path, text: &str) -> io::Result<PathBuf> {
     let dirfd = socket_dir::prepare(dir).map_err(io::Error::other)?;
-    let tmp = format!(".{FILE_NAME}.{}.tmp", std::process::id());
-    // A temporary left by a crash of a process with our pid (nobody else can write here).
-    let _ = rustix::fs::unlinkat(&dirfd, tmp.as_str(), AtFlags::empty());
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let written = rustix::fs::openat(&dirfd, tmp.as_str(), flags, Mode::from_raw_mode(0o600))
-        .map_err(io::Error::from)
-        .and_then(|fd| {
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
-            let mut file = std::fs::File::from(fd);
-            file.write_all(text.as_bytes())
-        });
-    let renamed = written.and_then(|()| {
-        rustix::fs::renameat(&dirfd, tmp.as_str(), &dirfd, FILE_NAME).map_err(io::Error::from)
-    });
-    if let Err(err) = renamed {
-        let _ = rustix::fs::unlinkat(&dirfd, tmp.as_str(), AtFlags::empty());
-        return Err(io::Error::new(
-            err.kind(),
-            format!("cannot write {}: {err}", dir.join(FILE_NAME).display()),
-        ));
-    }
+    // The same private, link-proof replacement as a journal's result.
+    let private = JournalDir::from_fd(dirfd, dir.to_path_buf()).map_err(io::Error::other)?;
+    private
+        .write_atomic(FILE_NAME, text.as_bytes())
+        .map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("cannot write {}: {err}", dir.join(FILE_NAME).display()),
+            )
+        })?;
     Ok(dir.join(FILE_NAME))
 }
 

@@ -162,13 +162,22 @@ impl JournalDir {
     /// Writes `value` as pretty JSON to `name` so that readers see either nothing or all of
     /// it. The temporary file is removed if anything fails (a full disk leaves nothing).
     pub fn write_json_atomic<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(value)?;
+        bytes.push(b'\n');
+        self.write_atomic(name, &bytes)
+    }
+
+    /// Writes `bytes` to `name`, 0600, replacing it whole: through a temporary file made with
+    /// `O_EXCL | O_NOFOLLOW`, synced, then renamed over it, so a planted file or link is never
+    /// written through and readers see the old or the new, never half. The temporary file is
+    /// removed if anything fails (a full disk leaves nothing).
+    pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         let tmp = format!(".{name}.{}.tmp", std::process::id());
         // A temporary left by a crash of a process with our pid; never one of someone else's
         // (nobody else can write here).
         let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
         let written = self.create_file(&tmp, false).and_then(|mut file| {
-            serde_json::to_writer_pretty(&mut file, value)?;
-            file.write_all(b"\n")?;
+            file.write_all(bytes)?;
             file.sync_all()
         });
         let renamed = written.and_then(|()| {

@@ -38,7 +38,11 @@ fn try_install(dir: &Path) -> Result<String, String> {
         .and_then(|p| p.canonicalize())
         .map_err(|e| format!("cannot tell where the tether binary is: {e}"))?;
     let dir = absolute(dir).map_err(|e| format!("cannot use {}: {e}", dir.display()))?;
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Whoever can write here decides what runs as `sh` for you: yours alone (an existing
+    // directory is left as it is).
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let places: Vec<(PathBuf, Found)> = Shell::ALL
         .iter()
         .map(|shell| {
