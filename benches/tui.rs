@@ -9,6 +9,10 @@
 //! 4. A 1,000-process tree under one command, sampled at 1 Hz: TUI CPU over 10 s.
 //! 5. `tether watch`: from starting a `tether exec` elsewhere to its row on the watch's
 //!    screen, median over 15 runs; and the watch's CPU while idle.
+//! 6. A fleet: 100, then 500 `sleep` commands in one TUI. The CPU the TUI and its brokers
+//!    use over 20 s (from the kernel's per-thread run time, and in clock ticks), once after
+//!    start-up and once at rest; then the TUI is SIGKILLed: time until every process of
+//!    every command is gone.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -38,6 +42,11 @@ fn main() {
     }
     if wanted("watch") {
         watch(&state);
+    }
+    if wanted("fleet") {
+        for count in [100, 500] {
+            fleet(&state, count);
+        }
     }
 }
 
@@ -115,6 +124,7 @@ impl Drop for Pane {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
+            .stderr(std::process::Stdio::null())
             .status();
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -318,5 +328,103 @@ fn watch(state: &str) {
         .output();
     for mut child in execs {
         let _ = child.wait();
+    }
+}
+
+/// CPU time (ns) every thread of `pid` has run so far, from `/proc/PID/task/*/schedstat`:
+/// exact, where clock ticks only sample who runs at each tick.
+fn run_ns(pid: i32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+fn fleet(state: &str, count: usize) {
+    println!("== {count} sleeping commands in one TUI (`tether run -c 'sleep 600'` x {count})");
+    let commands = " -c 'sleep 600'".repeat(count);
+    let pane = Pane::start(
+        &format!("fleet{count}"),
+        &format!("{TETHER} --state-dir {state} run{commands}"),
+    );
+    let tui = pane.pid();
+    let children = |pid: i32| -> Vec<i32> {
+        tether::procfs::all_processes()
+            .iter()
+            .filter(|p| p.ppid == pid)
+            .map(|p| p.pid)
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (brokers, commands) = loop {
+        let brokers = children(tui);
+        let all = tether::procfs::all_processes();
+        let commands: Vec<i32> = brokers
+            .iter()
+            .flat_map(|&b| tether::procfs::descendants_in(&all, b))
+            .map(|p| p.pid)
+            .collect();
+        if brokers.len() >= count && commands.len() >= count {
+            break (brokers, commands);
+        }
+        if Instant::now() > deadline {
+            println!(
+                "only {} of {count} commands started in 120 s; skipped",
+                commands.len()
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let started = Instant::now();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let measure = |label: &str| {
+        let ns = |pids: &[i32]| pids.iter().map(|&p| run_ns(p)).sum::<u64>();
+        let ticks = |pids: &[i32]| pids.iter().map(|&p| cpu_seconds(p)).sum::<f64>() * hz;
+        let (t0, b0, k0) = (run_ns(tui), ns(&brokers), ticks(&brokers) + ticks(&[tui]));
+        let window = Duration::from_secs(20);
+        std::thread::sleep(window);
+        let (t1, b1, k1) = (run_ns(tui), ns(&brokers), ticks(&brokers) + ticks(&[tui]));
+        let share = |ns: u64| ns as f64 / 1e9 / window.as_secs_f64() * 100.0;
+        println!(
+            "{label}: TUI {:.2} % + {count} brokers {:.2} % = {:.2} % of one core ({:.0} ticks in {} s)",
+            share(t1 - t0),
+            share(b1 - b0),
+            share(t1 - t0 + b1 - b0),
+            k1 - k0,
+            window.as_secs()
+        );
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    measure("after start-up (from 3 s)");
+    // At rest: once every backoff has reached its longest interval.
+    std::thread::sleep(Duration::from_secs(35).saturating_sub(started.elapsed()));
+    measure("at rest (from 35 s)");
+
+    let start = Instant::now();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(tui),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let mut left = commands.clone();
+    while !left.is_empty() && start.elapsed() < Duration::from_secs(30) {
+        left.retain(|&pid| !tether::procfs::is_gone(pid));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    println!(
+        "SIGKILL of the TUI: all {} command processes gone after {:.0} ms ({} left)",
+        commands.len(),
+        start.elapsed().as_secs_f64() * 1000.0,
+        left.len()
+    );
+    // Let the brokers finish their journals before tmux and the state directory go.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while brokers.iter().any(|&b| !tether::procfs::is_gone(b)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -104,23 +104,42 @@ pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
 /// Every descendant of `root` in `processes`, parents before children, leaving out each pid
 /// in `pruned` together with everything below it.
 pub fn descendants_pruned(processes: &[ProcStat], root: i32, pruned: &[i32]) -> Vec<ProcStat> {
-    let mut children: HashMap<i32, Vec<&ProcStat>> = HashMap::new();
-    for p in processes {
-        children.entry(p.ppid).or_default().push(p);
+    Family::of(processes).descendants(root, pruned)
+}
+
+/// Who is whose child among a list of processes: built once, it answers for many roots (the
+/// sampler asks for every broker's tree; building the map per broker made a sample of 500
+/// brokers quadratic).
+pub struct Family<'a> {
+    children: HashMap<i32, Vec<&'a ProcStat>>,
+}
+
+impl<'a> Family<'a> {
+    pub fn of(processes: &'a [ProcStat]) -> Family<'a> {
+        let mut children: HashMap<i32, Vec<&ProcStat>> = HashMap::new();
+        for p in processes {
+            children.entry(p.ppid).or_default().push(p);
+        }
+        Family { children }
     }
-    let mut out = Vec::new();
-    let mut queue = vec![root];
-    while let Some(pid) = queue.pop() {
-        if let Some(kids) = children.get(&pid) {
-            for kid in kids {
-                if kid.pid != root && kid.pid != pid && !pruned.contains(&kid.pid) {
-                    out.push(**kid);
-                    queue.push(kid.pid);
+
+    /// Every descendant of `root`, parents before children, leaving out each pid in
+    /// `pruned` together with everything below it.
+    pub fn descendants(&self, root: i32, pruned: &[i32]) -> Vec<ProcStat> {
+        let mut out = Vec::new();
+        let mut queue = vec![root];
+        while let Some(pid) = queue.pop() {
+            if let Some(kids) = self.children.get(&pid) {
+                for kid in kids {
+                    if kid.pid != root && kid.pid != pid && !pruned.contains(&kid.pid) {
+                        out.push(**kid);
+                        queue.push(kid.pid);
+                    }
                 }
             }
         }
+        out
     }
-    out
 }
 
 /// Whether process group `pgid` is orphaned: no member has a parent in the same session but

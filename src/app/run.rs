@@ -37,7 +37,7 @@ use crate::protocol::{
 };
 use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
-use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
+use crate::supervisor::fleet::{Fleet, FleetEvent, HEARTBEAT, RunId};
 
 use super::watch::Watch;
 
@@ -302,7 +302,7 @@ impl Runner {
                 .map_or(DEFAULT_GRACE_MS, |d| d.as_millis() as u64),
             no_output_timeout_ms: config.no_output_timeout.map(|d| d.as_millis() as u64),
             max_output: DEFAULT_MAX_OUTPUT,
-            heartbeat_ms: Some(1000),
+            heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
             mirror: false,
             // With terminals, stdin is stdout's: the operator types into it with `i`.
             stdin: if config.pty {
@@ -621,6 +621,7 @@ async fn event_loop(
                 let Some(event) = event else { break };
                 // Events that mean nothing here (a key with no binding) draw nothing.
                 if let Some(action) = action_of(&runner.app, event) {
+                    sampler.attend();
                     for effect in runner.app.handle(action) {
                         runner.effect(effect);
                     }

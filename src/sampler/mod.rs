@@ -3,6 +3,7 @@
 //! turning one into rows is the pure [`tree::build_tree`].
 
 pub mod machine;
+mod pace;
 mod scan;
 mod thread;
 pub mod tree;
@@ -96,6 +97,7 @@ impl Sampler {
         let by_pid: HashMap<i32, &ScannedProcess> =
             scanned.iter().map(|p| (p.stat.pid, p)).collect();
 
+        let family = procfs::Family::of(&stats);
         let mut members: Vec<(i32, Vec<&ScannedProcess>)> = Vec::new();
         let mut seen_brokers = HashSet::new();
         for &broker in brokers {
@@ -107,7 +109,8 @@ impl Sampler {
             };
             let mut tree = vec![root];
             tree.extend(
-                procfs::descendants_in(&stats, broker)
+                family
+                    .descendants(broker, &[])
                     .iter()
                     .filter_map(|s| by_pid.get(&s.pid).copied()),
             );

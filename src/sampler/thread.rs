@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::machine::MachineSampler;
+use super::pace::Pace;
 use super::{Sampler, Snapshot};
 
 /// Below this the thread would spin rather than sample.
@@ -17,10 +18,12 @@ const MIN_INTERVAL: Duration = Duration::from_millis(10);
 enum Control {
     SetBrokers(Vec<i32>),
     SampleNow,
+    Attend,
 }
 
 /// Runs a Sampler on its own std thread, sampling the current watch list every `interval`
-/// and sending whole snapshots. Dropping the handle stops the thread.
+/// (less often while nothing changes: see [`Pace`]) and sending whole snapshots. Dropping
+/// the handle stops the thread.
 ///
 /// With an empty watch list the thread sleeps until told otherwise (an idle TUI uses no
 /// CPU); emptying the list sends one last, empty snapshot.
@@ -40,6 +43,12 @@ impl SamplerHandle {
     /// interval from there. Requests that pile up during a sample are merged.
     pub fn sample_now(&self) {
         self.send(Control::SampleNow);
+    }
+
+    /// The operator is looking (a key was pressed): sampling goes back to the full pace,
+    /// and a sample older than one interval is taken at once.
+    pub fn attend(&self) {
+        self.send(Control::Attend);
     }
 
     fn send(&self, message: Control) {
@@ -80,46 +89,77 @@ pub fn spawn_sampler(interval: Duration) -> (SamplerHandle, UnboundedReceiver<Sn
 fn run(interval: Duration, requests: &Receiver<Control>, snapshots: &UnboundedSender<Snapshot>) {
     let mut sampler = Sampler::new();
     let mut machine = MachineSampler::new();
+    let mut pace = Pace::new(interval);
     let mut brokers: Vec<i32> = Vec::new();
     // When the next periodic sample is due; `None` while there is nothing to watch.
     let mut next: Option<Instant> = None;
+    let mut last_sample: Option<Instant> = None;
     loop {
         let first = match next {
             Some(at) => requests.recv_timeout(at.saturating_duration_since(Instant::now())),
             None => requests.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
-        let mut due = match first {
-            Ok(message) => apply(message, &mut brokers),
-            Err(RecvTimeoutError::Timeout) => true,
+        let mut wanted = match first {
+            Ok(message) => apply(message, &mut brokers, &mut pace),
+            Err(RecvTimeoutError::Timeout) => Wanted::Now,
             Err(RecvTimeoutError::Disconnected) => return,
         };
         loop {
             match requests.try_recv() {
-                Ok(message) => due |= apply(message, &mut brokers),
+                Ok(message) => wanted = wanted.max(apply(message, &mut brokers, &mut pace)),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => return,
             }
         }
-        if !due {
-            continue;
+        let stale = last_sample.is_none_or(|at| at.elapsed() >= pace.base());
+        match wanted {
+            Wanted::Now => {}
+            Wanted::IfStale if stale => {}
+            Wanted::IfStale => {
+                // Fresh enough: the next sample comes one base interval after the last.
+                next = last_sample
+                    .filter(|_| !brokers.is_empty())
+                    .map(|at| at + pace.base());
+                continue;
+            }
+            Wanted::Nothing => continue,
         }
         let mut snapshot = sampler.sample(&brokers);
         snapshot.machine = Some(machine.sample(sampler.processes()));
+        let wait = pace.after(&snapshot);
         if snapshots.send(snapshot).is_err() {
             return;
         }
-        next = (!brokers.is_empty()).then(|| Instant::now() + interval);
+        last_sample = Some(Instant::now());
+        next = (!brokers.is_empty()).then(|| Instant::now() + wait);
     }
 }
 
-/// Applies one request; true when it calls for a sample now.
-fn apply(message: Control, brokers: &mut Vec<i32>) -> bool {
+/// What a request calls for, least to most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Wanted {
+    Nothing,
+    /// A sample unless the last one is younger than the base interval.
+    IfStale,
+    Now,
+}
+
+/// Applies one request and says what it calls for.
+fn apply(message: Control, brokers: &mut Vec<i32>, pace: &mut Pace) -> Wanted {
     match message {
-        Control::SampleNow => true,
+        Control::SampleNow => Wanted::Now,
+        Control::Attend => {
+            pace.attend();
+            Wanted::IfStale
+        }
         Control::SetBrokers(list) => {
             let changed = list != *brokers;
             *brokers = list;
-            changed
+            if changed {
+                Wanted::Now
+            } else {
+                Wanted::Nothing
+            }
         }
     }
 }

@@ -19,7 +19,11 @@ use crate::broker::signaller::signal_tree;
 use crate::journal::JournalDir;
 use crate::protocol::{Event, EventKind, LaunchRequest, ToBroker};
 
-const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How often the TUI pings each broker when it has asked nothing of it. A request is followed
+/// by a ping of its own (its pong is the acknowledgement), so this one only lets the broker
+/// journal a TUI that stopped answering (`parent_unresponsive`, after three intervals): with
+/// a hundred brokers a ping a second would be a hundred wake-ups a second of an idle fleet.
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
 /// When quitting cannot wait any longer, how long KILL is repeated to leftovers.
 const ABORT_PATIENCE: Duration = Duration::from_secs(1);
 
