@@ -143,8 +143,12 @@ impl CommandExport {
             .or_else(|| self.events.first().map(|e| e.ts_ms))
     }
 
-    /// When it ended: its exit (or its loss), else its journal's last event.
+    /// When it ended: its exit (or its loss), else its journal's last event; none while it
+    /// runs.
     pub fn ended_ms(&self) -> Option<u64> {
+        if self.state.status.is_active() {
+            return None;
+        }
         self.state
             .ended_ms
             .or_else(|| self.events.last().map(|e| e.ts_ms))
