@@ -192,17 +192,42 @@ pub fn stderr_tail(command: &CommandExport, count: usize) -> std::io::Result<Vec
     file.seek(SeekFrom::Start(from))?;
     let mut bytes = Vec::new();
     file.take(TAIL_WINDOW).read_to_end(&mut bytes)?;
+    Ok(last_lines(&bytes, from > 0, count))
+}
+
+/// The last `count` lines of `bytes`, sanitized; `mid_line`: the bytes may start inside a
+/// line, whose piece is then left out.
+fn last_lines(bytes: &[u8], mid_line: bool, count: usize) -> Vec<String> {
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     if lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
     }
-    // The window may start in the middle of a line: that piece is not a whole line.
-    if from > 0 && lines.len() > 1 {
+    if mid_line && lines.len() > 1 {
         lines.remove(0);
     }
     let start = lines.len().saturating_sub(count);
-    Ok(lines[start..]
+    lines[start..]
         .iter()
         .map(|line| super::cut(&one_line(&plain_text(&render_line(line))), MAX_LINE_CHARS))
-        .collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_lines_are_whole_and_clean() {
+        let log = b"cut piece\nfirst\n\x1b[31mred\x1b[0m\r\nbell\x07 \x1b]0;title\x07x\nlast";
+        assert_eq!(
+            last_lines(log, true, 10),
+            ["first", "red", "bell x", "last"]
+        );
+        assert_eq!(last_lines(log, false, 2), ["bell x", "last"]);
+        assert_eq!(last_lines(b"", false, 3), Vec::<String>::new());
+        let long = "é".repeat(MAX_LINE_CHARS * 2);
+        let shown = &last_lines(long.as_bytes(), false, 1)[0];
+        assert_eq!(shown.chars().count(), MAX_LINE_CHARS);
+        assert!(shown.ends_with('…'));
+    }
 }
