@@ -142,6 +142,10 @@ fn chrome_trace_has_the_required_fields_and_one_entry_per_event_that_matters() {
 
 #[test]
 fn otlp_follows_the_otlp_json_encoding() {
+    // A JSON-lines file of requests: one request, one line.
+    let bytes = render(&fixture_export(), Format::Otlp);
+    assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
+    assert!(bytes.ends_with(b"\n"));
     let request = rendered_json(Format::Otlp);
     let resource_spans = request["resourceSpans"].as_array().expect("resourceSpans");
     assert_eq!(resource_spans.len(), 1);

@@ -32,17 +32,24 @@ pub enum Format {
 
 /// The session in `format`, as the bytes to write.
 pub fn render(session: &SessionExport, format: Format) -> Vec<u8> {
-    let json = |value: serde_json::Value| {
-        // Serializing a `Value` cannot fail.
-        let mut bytes = serde_json::to_vec_pretty(&value).unwrap_or_default();
+    // Serializing a `Value` cannot fail.
+    let json = |value: serde_json::Value, pretty: bool| {
+        let mut bytes = if pretty {
+            serde_json::to_vec_pretty(&value)
+        } else {
+            serde_json::to_vec(&value)
+        }
+        .unwrap_or_default();
         bytes.push(b'\n');
         bytes
     };
     match format {
-        Format::ChromeTrace => json(chrome::trace(session)),
+        Format::ChromeTrace => json(chrome::trace(session), true),
         Format::Jsonl => jsonl::lines(session),
         Format::Text => text::report(session).into_bytes(),
-        Format::Otlp => json(otlp::request(session)),
+        // One line: an OTLP JSON file is JSON lines, one request a line (what the
+        // collector's `otlpjsonfile` receiver reads), so sessions can be appended to one.
+        Format::Otlp => json(otlp::request(session), false),
     }
 }
 
