@@ -228,3 +228,41 @@ fn a_missing_session_or_a_directory_that_is_no_session_is_a_clear_error() {
     assert!(output.status.success(), "{}", stderr(&output));
     env.finish();
 }
+
+#[test]
+fn a_damaged_session_exports_what_it_has_and_says_what_is_missing() {
+    let env = TestEnv::new("export-damaged");
+    let state = state_with(&env, &[("damaged", 1_000)]);
+    let session = state.join("sessions/damaged");
+    // A garbage line in a journal, and a command whose broker never wrote an event.
+    let events = session.join("01-ok/events.jsonl");
+    let mut journal = fs::read(&events).unwrap();
+    journal.extend_from_slice(b"not an event\n");
+    fs::write(&events, journal).unwrap();
+    fs::create_dir(session.join("11-half")).unwrap();
+
+    let output = tether(&env, &state, &["export", "damaged", "--format", "text"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("damaged/01-ok: journal cut short"), "{err}");
+    assert!(err.contains("is not an event"), "{err}");
+    assert!(err.contains("damaged/11-half: journal cut short"), "{err}");
+    assert!(err.contains("cannot read events.jsonl"), "{err}");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(report.contains("== 11-half ("), "{report}");
+
+    let output = tether(&env, &state, &["sessions", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let document: SessionsDocument = serde_json::from_slice(&output.stdout).unwrap();
+    let commands = &document.sessions[0].commands;
+    let half = commands.iter().find(|c| c.id == "11-half").unwrap();
+    assert!(half.cut_short);
+    assert_eq!((half.started_ms, half.ended_ms), (None, None));
+    assert!(commands.iter().find(|c| c.id == "01-ok").unwrap().cut_short);
+
+    for format in ["chrome-trace", "otlp", "jsonl"] {
+        let output = tether(&env, &state, &["export", "damaged", "--format", format]);
+        assert!(output.status.success(), "{format}: {}", stderr(&output));
+    }
+    env.finish();
+}

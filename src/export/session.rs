@@ -136,8 +136,12 @@ impl CommandExport {
             .unwrap_or_else(|| self.state.config.command.argv())
     }
 
-    /// When the run began: the command's spawn, else its broker's start.
+    /// When the run began: the command's spawn, else its broker's start; none for a journal
+    /// without events (its broker never wrote one).
     pub fn started_ms(&self) -> Option<u64> {
+        if self.events.is_empty() {
+            return None;
+        }
         self.state
             .started_ms
             .or_else(|| self.events.first().map(|e| e.ts_ms))
@@ -146,7 +150,7 @@ impl CommandExport {
     /// When it ended: its exit (or its loss), else its journal's last event; none while it
     /// runs.
     pub fn ended_ms(&self) -> Option<u64> {
-        if self.state.status.is_active() {
+        if self.state.status.is_active() || self.events.is_empty() {
             return None;
         }
         self.state
