@@ -8,6 +8,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod exec;
+pub mod export;
 pub mod fdio;
 pub mod journal;
 pub mod model;

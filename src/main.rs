@@ -102,7 +102,23 @@ enum Command {
         argv: Vec<String>,
     },
     /// List the journaled sessions, oldest first.
-    Sessions,
+    Sessions {
+        /// Print one JSON document instead (fields in the README).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a journaled session in a format other tools read (default: the latest session;
+    /// give an id, an id prefix or a session directory).
+    Export {
+        session: Option<String>,
+        /// chrome-trace (Perfetto, chrome://tracing), jsonl (every event), text (a report
+        /// for a bug) or otlp (OpenTelemetry OTLP/JSON).
+        #[arg(long, value_enum, default_value = "text")]
+        format: tether::export::Format,
+        /// Write to FILE (created 0600, a link is refused) instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
     Open { session: Option<String> },
@@ -216,7 +232,20 @@ fn main() {
         },
         Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),
-        Some(Command::Sessions) => postmortem::list(cli.state_dir.as_deref()),
+        Some(Command::Sessions { json: false }) => postmortem::list(cli.state_dir.as_deref()),
+        Some(Command::Sessions { json: true }) => {
+            tether::export::cli::sessions_json(cli.state_dir.as_deref())
+        }
+        Some(Command::Export {
+            session,
+            format,
+            output,
+        }) => tether::export::cli::export(
+            cli.state_dir.as_deref(),
+            session.as_deref(),
+            format,
+            output.as_deref(),
+        ),
         Some(Command::Ps { json, session }) => {
             control::cli::ps(cli.state_dir.as_deref(), json, session.as_deref())
         }

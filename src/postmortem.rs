@@ -16,6 +16,10 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
     {
         return Ok(path.to_path_buf());
     }
+    // Something written as a path is a directory to check, never an id to look up.
+    if let Some(path) = wanted.filter(|w| w.contains('/') || *w == "." || *w == "..") {
+        return session_at(Path::new(path));
+    }
     let state = state_dir(state).map_err(|e| e.to_string())?;
     check_for_reading(&state).map_err(|e| e.to_string())?;
     let sessions = sessions_dir(&state);
@@ -47,11 +51,48 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
                     sessions.display()
                 )),
                 _ => Err(format!(
-                    "`{id}` names {} sessions; give more of the id",
-                    matching.len()
+                    "`{id}` names {} sessions; give more of the id:\n{}",
+                    matching.len(),
+                    matching
+                        .iter()
+                        .map(|d| format!("  {}", crate::model::output::one_line(&name(d))))
+                        .collect::<Vec<_>>()
+                        .join("\n")
                 )),
             }
         }
+    }
+}
+
+/// The session directory at `path`: one with a `session.json`, or with command directories
+/// (`01-build`) whose creator never wrote it; anything else is named for what it is.
+fn session_at(path: &Path) -> Result<PathBuf, String> {
+    let shown = path.display();
+    let entries = match std::fs::read_dir(path) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "no session at {shown}: there is no such directory; `tether sessions` lists them"
+            ));
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(format!(
+                "{shown} is a file, not a session directory; give a directory under sessions/ or an id from `tether sessions`"
+            ));
+        }
+        Err(err) => return Err(format!("cannot read {shown}: {err}")),
+    };
+    let has_commands = entries.filter_map(Result::ok).any(|entry| {
+        entry.file_type().is_ok_and(|t| t.is_dir())
+            && crate::journal::paths::command_dir_number(&entry.file_name().to_string_lossy())
+                .is_some()
+    });
+    if has_commands {
+        Ok(path.to_path_buf())
+    } else {
+        Err(format!(
+            "{shown} is not a tether session: it has no session.json and no command directories (01-name); give a directory under sessions/ or an id from `tether sessions`"
+        ))
     }
 }
 

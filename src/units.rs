@@ -62,6 +62,21 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     Ok(bytes as u64)
 }
 
+/// `850ms`, `4.2s`, `1m23s`, `2h05m`.
+pub fn duration_ms(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
+
+/// Time since the session started: `+1:02.345`.
+pub fn offset_ms(ms: u64) -> String {
+    format!("+{}:{:02}.{:03}", ms / 60_000, ms / 1000 % 60, ms % 1000)
+}
+
 /// `1536` → `1.5 KiB`: compact sizes for people.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

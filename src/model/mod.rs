@@ -1,13 +1,16 @@
 //! The session state the UI shows. No terminal code here: the same model is filled live from
 //! brokers or after the fact from a journal.
 
+pub mod badges;
 pub mod command;
+pub mod describe;
 pub mod output;
 pub mod replay;
 pub mod screen;
 
 use std::path::PathBuf;
 
+pub use badges::{Badge, Badges};
 pub use command::{CommandId, CommandState, Marker, Status, TimelineEntry};
 
 pub struct Model {

@@ -10,7 +10,7 @@ use super::{format, pane_block, style};
 use crate::app::layout;
 use crate::app::view::{Pane, ViewState};
 use crate::model::output::one_line;
-use crate::model::{CommandState, Model};
+use crate::model::{Badge, Badges, CommandState, Model};
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block: Block = pane_block("Commands", view.focus == Pane::Commands);
@@ -85,24 +85,15 @@ fn widths(model: &Model, inner: u16) -> [Constraint; 5] {
 /// Short tags for what happened to a run beyond its exit status.
 pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
     let mut out = Vec::new();
-    let mut push = |text: String, color: Color| {
-        out.push(Span::styled(text, Style::new().fg(color)));
+    for badge in Badges::of(c).list() {
+        let color = match badge {
+            Badge::Timeout | Badge::Capped => Color::Yellow,
+            Badge::Killed | Badge::ParentLost => Color::Red,
+            Badge::Orphans(_) => Color::Magenta,
+            Badge::Drained => Color::DarkGray,
+        };
+        out.push(Span::styled(badge.label(), Style::new().fg(color)));
         out.push(Span::raw(" "));
-    };
-    if c.response_timeout {
-        push("timeout".into(), Color::Yellow);
-    }
-    if c.hard_killed {
-        push("killed".into(), Color::Red);
-    }
-    if c.parent_lost.is_some() {
-        push("parent-lost".into(), Color::Red);
-    }
-    if c.escapees_reaped > 0 {
-        push(format!("orphans:{}", c.escapees_reaped), Color::Magenta);
-    }
-    if c.capped.iter().any(Option::is_some) {
-        push("capped".into(), Color::Yellow);
     }
     out
 }

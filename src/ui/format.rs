@@ -11,20 +11,7 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `850ms`, `4.2s`, `1m23s`, `2h05m`.
-pub fn duration_ms(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms}ms"),
-        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
-        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
-        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
-    }
-}
-
-/// Time since the session started: `+1:02.345`.
-pub fn offset_ms(ms: u64) -> String {
-    format!("+{}:{:02}.{:03}", ms / 60_000, ms / 1000 % 60, ms % 1000)
-}
+pub use crate::units::{duration_ms, offset_ms};
 
 /// `12.3M`, `512K`: resident memory in a narrow column.
 pub fn compact_bytes(bytes: u64) -> String {

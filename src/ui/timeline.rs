@@ -10,9 +10,10 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::{format, pane_block, style};
 use crate::app::layout;
 use crate::app::view::{Pane, ViewState};
+use crate::model::describe::{Tone, describe_in};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model, TimelineEntry};
-use crate::protocol::{EventKind, ExitStatus};
+use crate::protocol::EventKind;
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
@@ -99,14 +100,8 @@ fn entry_line(command: &CommandState, entry: &TimelineEntry, session_start: u64)
         format::offset_ms(entry.ts_ms.saturating_sub(session_start)),
         style::DIM,
     );
-    let (text, color) = match &entry.kind {
-        EventKind::OrphanReaped {
-            pid,
-            status,
-            escaped,
-        } => orphan(command, *pid, *status, *escaped),
-        kind => describe(kind),
-    };
+    let (text, tone) = describe_in(command, &entry.kind);
+    let color = tone_color(tone);
     Line::from(vec![
         time,
         Span::raw(" "),
@@ -116,135 +111,22 @@ fn entry_line(command: &CommandState, entry: &TimelineEntry, session_start: u64)
     ])
 }
 
-/// The details of an event, in a few words, and the colour of its kind.
+/// The details of an event, in a few words (the model's wording), and the colour of its kind.
 pub fn describe(kind: &EventKind) -> (String, Color) {
-    match kind {
-        EventKind::BrokerStarted { broker_pid, .. } => {
-            (format!("broker {broker_pid}"), Color::DarkGray)
-        }
-        EventKind::Spawned { pid, .. } => (format!("pid {pid}"), Color::Green),
-        EventKind::SpawnError { message, .. } => (message.clone(), Color::Red),
-        EventKind::Terminal { streams } => {
-            let names: Vec<&str> = crate::protocol::Stream::BOTH
-                .into_iter()
-                .filter(|s| streams.has(*s))
-                .map(|s| s.name())
-                .collect();
-            let size = streams.size;
-            (
-                format!("{} {}×{}", names.join(", "), size.cols, size.rows),
-                Color::DarkGray,
-            )
-        }
-        EventKind::TerminalUnavailable { message, .. } => (message.clone(), Color::Yellow),
-        EventKind::Input { bytes, dropped } => (
-            match dropped {
-                0 => format!("{bytes} B typed"),
-                d => format!("{bytes} B typed, {d} B not delivered"),
-            },
-            if *dropped == 0 {
-                Color::DarkGray
-            } else {
-                Color::Yellow
-            },
-        ),
-        EventKind::Resize { size } => (format!("{}×{}", size.cols, size.rows), Color::DarkGray),
-        EventKind::OutputCapped { message, .. } => (message.clone(), Color::Yellow),
-        EventKind::EventsCapped { message, .. } => (message.clone(), Color::Yellow),
-        EventKind::ResponseTimeout { silent_ms } => (
-            format!("silent {}", format::duration_ms(*silent_ms)),
-            Color::Yellow,
-        ),
-        EventKind::SignalSent {
-            signal,
-            origin,
-            targets,
-            ..
-        } => (
-            format!(
-                "SIG{signal} by {} → {} process{}",
-                snake(origin),
-                targets.len(),
-                if targets.len() == 1 { "" } else { "es" }
-            ),
-            Color::Magenta,
-        ),
-        EventKind::HardKill { after_ms } => (
-            format!("after {}", format::duration_ms(*after_ms)),
-            Color::Red,
-        ),
-        EventKind::OrphanReaped { pid, status, .. } => (
-            format!("pid {pid} {}", crate::model::command::exit_label(*status)),
-            Color::Magenta,
-        ),
-        EventKind::ParentLost { cause } => (snake(cause), Color::Red),
-        EventKind::ParentUnresponsive { silent_ms } => (
-            format!("silent {}", format::duration_ms(*silent_ms)),
-            Color::Yellow,
-        ),
-        // The kind already says `exit`: `exit code 0`, `exit SIGKILL`.
-        EventKind::Exit { status, .. } => (
-            match status.code {
-                Some(code) => format!("code {code}"),
-                None => crate::model::command::exit_label(*status),
-            },
-            if status.code == Some(0) {
-                Color::Blue
-            } else {
-                Color::Red
-            },
-        ),
-        EventKind::Close {
-            stdout_bytes,
-            stderr_bytes,
-        } => (
-            format!("stdout {stdout_bytes} B, stderr {stderr_bytes} B"),
-            Color::DarkGray,
-        ),
-        EventKind::BrokerFailure { message, .. } => (message.clone(), Color::Red),
-        EventKind::ControlRefused { uid, pid, .. } => {
-            (format!("uid {uid} (pid {pid}) refused"), Color::Yellow)
-        }
-        EventKind::ControlUnavailable { message, .. } => (message.clone(), Color::Yellow),
-        EventKind::ControlError { message, .. } => (message.clone(), Color::Red),
-        EventKind::ControlAck { request, .. } => (request.clone(), Color::DarkGray),
-        EventKind::Output { .. } | EventKind::Tree { .. } | EventKind::Pong => {
-            (String::new(), Color::DarkGray)
-        }
-    }
+    let (text, tone) = crate::model::describe::describe(kind);
+    (text, tone_color(tone))
 }
 
-/// A reaped orphan: which process (its pid and command line), and whether it had escaped
-/// the command's group (what the `orphans:N` badge counts) or was only re-parented to the
-/// broker when its parent ended.
-fn orphan(
-    command: &CommandState,
-    pid: i32,
-    status: ExitStatus,
-    escaped: Option<bool>,
-) -> (String, Color) {
-    let how = crate::model::command::exit_label(status);
-    let argv = command
-        .seen_process(pid)
-        .map(|p| p.argv.join(" "))
-        .filter(|argv| !argv.is_empty())
-        .map_or_else(String::new, |argv| format!(": {argv}"));
-    if command.reaped_escapee(pid, escaped) {
-        (format!("pid {pid} escaped, {how}{argv}"), Color::Magenta)
-    } else {
-        (
-            format!("pid {pid} re-parented, {how}{argv}"),
-            Color::DarkGray,
-        )
+/// The colour the timeline gives each tone of event.
+fn tone_color(tone: Tone) -> Color {
+    match tone {
+        Tone::Quiet => Color::DarkGray,
+        Tone::Started => Color::Green,
+        Tone::Success => Color::Blue,
+        Tone::Warning => Color::Yellow,
+        Tone::Signal => Color::Magenta,
+        Tone::Error => Color::Red,
     }
-}
-
-/// How an enum is written in the journal (`stdin_eof`, `parent_lost`).
-fn snake(value: &impl serde::Serialize) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
@@ -353,7 +235,7 @@ fn bar(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{CapReason, CappedKind, Stream};
+    use crate::protocol::{CapReason, CappedKind, ExitStatus, Stream};
 
     #[test]
     fn wrapped_entries_fill_the_pane_from_the_end_or_from_the_top() {

@@ -1,0 +1,223 @@
+//! `--format chrome-trace`: the Trace Event Format (the JSON object form) that Perfetto
+//! (ui.perfetto.dev) and `chrome://tracing` open.
+//!
+//! Each command is a process track (`pid` = its place in the session, from 1): thread 0 holds
+//! the run's span, a `drain` span from its exit to its journal's close, an instant for each
+//! lifecycle event (signals, timeouts, exits, reaped orphans, ...) and a counter of the bytes
+//! each stream has written; each process of its tree (from the `tree` events) is a thread of
+//! its own (`tid` = its pid) with a span from its first sighting to its disappearance, named
+//! by its command line. Times are microseconds since the session started.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::session::{CommandExport, SessionExport};
+use super::summary::{CommandSummary, iso_utc};
+use crate::model::describe::describe_in;
+use crate::model::output::one_line;
+use crate::protocol::EventKind;
+
+/// The thread of a command's own run (its tree's processes use their pids, never 0).
+const RUN_TID: i64 = 0;
+
+/// The longest span name: a command line is cut there (its whole argv is in `args`).
+const MAX_NAME: usize = 120;
+
+/// One entry of `traceEvents`.
+#[derive(Debug, Serialize)]
+pub struct TraceEvent {
+    pub name: String,
+    /// The category: the journal's event kind, `run`, `drain`, `process`, `output`.
+    pub cat: String,
+    pub ph: &'static str,
+    pub ts: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dur: Option<u64>,
+    pub pid: u32,
+    pub tid: i64,
+    /// An instant's scope: `t`, its thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub s: Option<&'static str>,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub args: Value,
+}
+
+/// The whole trace as a JSON value.
+pub fn trace(session: &SessionExport) -> Value {
+    let mut events = Vec::new();
+    for (i, command) in session.commands.iter().enumerate() {
+        command_events(session, command, i as u32 + 1, &mut events);
+    }
+    json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "session": session.id,
+            "started": iso_utc(session.started_ms),
+            "tool": format!("tether {}", env!("CARGO_PKG_VERSION")),
+        },
+    })
+}
+
+fn command_events(
+    session: &SessionExport,
+    command: &CommandExport,
+    pid: u32,
+    out: &mut Vec<TraceEvent>,
+) {
+    let us = |ms: u64| ms.saturating_sub(session.started_ms) * 1000;
+    let event =
+        |name: String, cat: &str, ph: &'static str, ts: u64, tid: i64, args: Value| TraceEvent {
+            name,
+            cat: cat.to_string(),
+            ph,
+            ts,
+            dur: None,
+            pid,
+            tid,
+            s: None,
+            args,
+        };
+    let metadata =
+        |name: &str, tid: i64, args: Value| event(name.into(), "__metadata", "M", 0, tid, args);
+    out.push(metadata(
+        "process_name",
+        RUN_TID,
+        json!({ "name": one_line(&format!("{} ({})", command.name(), command.id)) }),
+    ));
+    out.push(metadata(
+        "process_sort_index",
+        RUN_TID,
+        json!({ "sort_index": pid }),
+    ));
+    out.push(metadata("thread_name", RUN_TID, json!({ "name": "run" })));
+    out.push(metadata(
+        "thread_sort_index",
+        RUN_TID,
+        json!({ "sort_index": -1 }),
+    ));
+
+    // The run.
+    if let Some(start) = command.started_ms() {
+        let end = command.ended_ms().unwrap_or(session.ended_ms).max(start);
+        let summary = CommandSummary::of(command);
+        out.push(TraceEvent {
+            dur: Some(us(end) - us(start)),
+            ..event(
+                one_line(command.name()),
+                "run",
+                "X",
+                us(start),
+                RUN_TID,
+                serde_json::to_value(&summary).unwrap_or(Value::Null),
+            )
+        });
+    }
+    // The drain: from the exit to the broker's close, while it read the pipes to the end.
+    let at = |kind: fn(&EventKind) -> bool| command.events.iter().find(|e| kind(&e.kind));
+    let exit = at(|k| matches!(k, EventKind::Exit { .. }));
+    let close = at(|k| matches!(k, EventKind::Close { .. }));
+    if let (Some(exit), Some(close)) = (exit, close) {
+        out.push(TraceEvent {
+            dur: Some(us(close.ts_ms.max(exit.ts_ms)) - us(exit.ts_ms)),
+            ..event(
+                "drain".into(),
+                "drain",
+                "X",
+                us(exit.ts_ms),
+                RUN_TID,
+                json!({ "stragglers_stopped": command.badges.drained }),
+            )
+        });
+    }
+    // An instant per lifecycle event; a counter per output chunk.
+    let mut written = [0u64; 2];
+    for e in &command.events {
+        match &e.kind {
+            EventKind::Output {
+                stream,
+                offset,
+                len,
+            } => {
+                let slot = &mut written[*stream as usize];
+                *slot = (*slot).max(offset + len);
+                out.push(event(
+                    "output bytes".into(),
+                    "output",
+                    "C",
+                    us(e.ts_ms),
+                    RUN_TID,
+                    json!({ "stdout": written[0], "stderr": written[1] }),
+                ));
+            }
+            EventKind::Tree { .. } | EventKind::Pong => {}
+            kind => {
+                let (text, _) = describe_in(&command.state, kind);
+                let name = if text.is_empty() {
+                    kind.name().to_string()
+                } else {
+                    format!("{}: {}", kind.name(), one_line(&text))
+                };
+                out.push(TraceEvent {
+                    s: Some("t"),
+                    ..event(
+                        name,
+                        kind.name(),
+                        "i",
+                        us(e.ts_ms),
+                        RUN_TID,
+                        serde_json::to_value(kind).unwrap_or(Value::Null),
+                    )
+                });
+            }
+        }
+    }
+    if command.cut_short {
+        let last = command.events.last().map_or(session.ended_ms, |e| e.ts_ms);
+        out.push(TraceEvent {
+            s: Some("t"),
+            ..event(
+                "journal cut short".into(),
+                "damage",
+                "i",
+                us(last),
+                RUN_TID,
+                json!({ "damage": command.damage }),
+            )
+        });
+    }
+    // A thread per process of the tree.
+    let mut named: Vec<i32> = Vec::new();
+    for process in &command.processes {
+        let tid = i64::from(process.pid);
+        let argv = one_line(&process.argv.join(" "));
+        let name = if argv.is_empty() {
+            format!("pid {}", process.pid)
+        } else {
+            super::cut(&argv, MAX_NAME)
+        };
+        if !named.contains(&process.pid) {
+            named.push(process.pid);
+            out.push(metadata(
+                "thread_name",
+                tid,
+                json!({ "name": format!(
+                    "{} {name}{}",
+                    process.pid,
+                    if process.escaped { " (escaped)" } else { "" }
+                ) }),
+            ));
+        }
+        out.push(TraceEvent {
+            dur: Some(us(process.last_ms) - us(process.first_ms.min(process.last_ms))),
+            ..event(
+                name,
+                "process",
+                "X",
+                us(process.first_ms.min(process.last_ms)),
+                tid,
+                json!({ "pid": process.pid, "argv": process.argv, "escaped": process.escaped }),
+            )
+        });
+    }
+}

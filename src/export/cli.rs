@@ -1,0 +1,138 @@
+//! `tether export` and `tether sessions --json`: finding the session, reading it, writing
+//! the result, and saying on stderr what a damaged journal lacks. Returns exit codes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::output::write_private;
+use super::summary::{SESSIONS_JSON_VERSION, SessionSummary, SessionsDocument};
+use super::{Format, SessionExport, render};
+use crate::journal::secure::check_for_reading;
+use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
+use crate::model::output::one_line;
+use crate::postmortem::resolve;
+
+/// A session that cannot be found or read, a file that cannot be written.
+const EXIT_FAILED: i32 = 1;
+/// What was asked cannot be understood (no such session, no state directory).
+const EXIT_USAGE: i32 = 2;
+
+/// `tether export [SESSION] --format F [-o FILE]`.
+pub fn export(
+    state: Option<&Path>,
+    wanted: Option<&str>,
+    format: Format,
+    output: Option<&Path>,
+) -> i32 {
+    let dir = match resolve(state, wanted) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    let record = match SessionRecord::load(&dir) {
+        Ok(record) => record,
+        Err(err) => {
+            eprintln!(
+                "tether: cannot read the session in {}: {err}",
+                dir.display()
+            );
+            return EXIT_FAILED;
+        }
+    };
+    let session = SessionExport::from_record(&record);
+    warn_damage(&session);
+    let bytes = render(&session, format);
+    match output {
+        Some(path) => match write_private(path, &bytes) {
+            Ok(()) => 0,
+            Err(err) => {
+                eprintln!(
+                    "tether: cannot write {}: {err}; choose another -o FILE",
+                    path.display()
+                );
+                EXIT_FAILED
+            }
+        },
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
+                Ok(()) => 0,
+                // A reader that stopped early (`| head`) is no failure of ours.
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
+                Err(err) => {
+                    eprintln!("tether: cannot write the export: {err}");
+                    EXIT_FAILED
+                }
+            }
+        }
+    }
+}
+
+/// Says on stderr which journals are damaged and how: the export holds what they have.
+fn warn_damage(session: &SessionExport) {
+    for damage in &session.damage {
+        eprintln!("tether: {}: {}", one_line(&session.id), one_line(damage));
+    }
+    for command in session.cut_short() {
+        eprintln!(
+            "tether: {}/{}: journal cut short, exporting what it has: {}",
+            one_line(&session.id),
+            one_line(&command.id),
+            one_line(&command.damage.join("; "))
+        );
+    }
+}
+
+/// `tether sessions --json`: one document, sessions oldest first.
+pub fn sessions_json(state: Option<&Path>) -> i32 {
+    let state = match state_dir(state) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Err(err) = check_for_reading(&state) {
+        eprintln!("tether: {err}");
+        return EXIT_USAGE;
+    }
+    let sessions = sessions_dir(&state);
+    let dirs = match list_sessions(&sessions) {
+        Ok(dirs) => dirs,
+        Err(err) => {
+            eprintln!("tether: cannot list {}: {err}", sessions.display());
+            return EXIT_FAILED;
+        }
+    };
+    let document = sessions_document(&state, &dirs);
+    let mut stdout = std::io::stdout().lock();
+    let written = serde_json::to_writer_pretty(&mut stdout, &document)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(stdout))
+        .and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => 0,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(err) => {
+            eprintln!("tether: cannot write the sessions: {err}");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// The document for the session directories `dirs`, in their order.
+pub fn sessions_document(state: &Path, dirs: &[PathBuf]) -> SessionsDocument {
+    SessionsDocument {
+        version: SESSIONS_JSON_VERSION,
+        state_dir: state.to_string_lossy().into_owned(),
+        sessions: dirs
+            .iter()
+            .map(|dir| match SessionRecord::load(dir) {
+                Ok(record) => SessionSummary::of(&SessionExport::from_record(&record)),
+                Err(err) => SessionSummary::unreadable(dir, err.to_string()),
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,64 @@
+//! Handing a recorded session to other tools: `tether export` (a Chrome/Perfetto trace, JSON
+//! lines, a text report, OTLP/JSON) and `tether sessions --json`.
+//!
+//! A session is read once into a [`SessionExport`] (the post-mortem's model beside the
+//! journal's events) and each format is a pure function of it; only [`cli`] and
+//! [`output`] touch the disk beyond the journal. No terminal library is involved.
+
+pub mod chrome;
+pub mod cli;
+pub mod jsonl;
+pub mod otlp;
+pub mod output;
+pub mod session;
+pub mod summary;
+pub mod text;
+
+pub use session::{CommandExport, ProcessSpan, SessionExport};
+pub use summary::{CommandSummary, SessionSummary, SessionsDocument, StreamBytes};
+
+/// What `tether export --format` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Trace Event Format JSON, for Perfetto and chrome://tracing.
+    ChromeTrace,
+    /// Every event of every command, merged in time order, one JSON object a line.
+    Jsonl,
+    /// A report to paste into a bug: a summary table, timelines, stderr tails.
+    Text,
+    /// OpenTelemetry OTLP/JSON (an ExportTraceServiceRequest).
+    Otlp,
+}
+
+/// The session in `format`, as the bytes to write.
+pub fn render(session: &SessionExport, format: Format) -> Vec<u8> {
+    // Serializing a `Value` cannot fail.
+    let json = |value: serde_json::Value, pretty: bool| {
+        let mut bytes = if pretty {
+            serde_json::to_vec_pretty(&value)
+        } else {
+            serde_json::to_vec(&value)
+        }
+        .unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    };
+    match format {
+        Format::ChromeTrace => json(chrome::trace(session), true),
+        Format::Jsonl => jsonl::lines(session),
+        Format::Text => text::report(session).into_bytes(),
+        // One line: an OTLP JSON file is JSON lines, one request a line (what the
+        // collector's `otlpjsonfile` receiver reads), so sessions can be appended to one.
+        Format::Otlp => json(otlp::request(session), false),
+    }
+}
+
+/// `text` cut to at most `max` characters, ending in `…` when cut.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

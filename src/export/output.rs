@@ -1,0 +1,75 @@
+//! Writing an export to a file the operator named (`-o FILE`): it may hold secrets (what the
+//! commands printed, their environment's traces), so it is private whatever the umask.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+/// Creates `path`, or truncates the regular file of ours already there, 0600, and writes
+/// `bytes` to it. A link at `path` is refused, never followed (`O_NOFOLLOW`); so is a file
+/// someone else owns, or anything not a regular file (a FIFO would block, a device is no
+/// place for a report).
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    // O_NONBLOCK: opening a FIFO for writing must not wait for a reader before the check.
+    let fd = rustix::fs::open(path, flags | OFlags::NONBLOCK, Mode::from_raw_mode(0o600)).map_err(
+        |err| match err {
+            rustix::io::Errno::LOOP => io::Error::other("it is a symbolic link; not followed"),
+            // A FIFO without a reader, opened without blocking.
+            rustix::io::Errno::NXIO => io::Error::other("it is not a regular file"),
+            err => io::Error::from(err),
+        },
+    )?;
+    let stat = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(io::Error::other("it is not a regular file"));
+    }
+    if stat.st_uid != rustix::process::geteuid().as_raw() {
+        return Err(io::Error::other(format!(
+            "it belongs to uid {}, not to us",
+            stat.st_uid
+        )));
+    }
+    rustix::fs::fcntl_setfl(&fd, OFlags::empty())?;
+    rustix::fs::ftruncate(&fd, 0)?;
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+    let mut file = File::from(fd);
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_file_is_private_and_replaced_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.json");
+        std::fs::write(&path, b"a much longer old content").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_private(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_link_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = write_private(&link, b"x").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = write_private(&fifo, b"x").unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+}

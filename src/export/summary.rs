@@ -1,0 +1,187 @@
+//! `tether sessions --json`: every session and how each of its commands ended, as one JSON
+//! document with stable field names (documented in the README).
+
+use serde::{Deserialize, Serialize};
+
+use super::session::{CommandExport, SessionExport};
+use crate::journal::paths::format_utc;
+use crate::model::command::signal_label;
+use crate::model::{Badges, Status};
+
+/// Bumped when a field changes meaning or goes away (new fields may appear at any time).
+pub const SESSIONS_JSON_VERSION: u32 = 1;
+
+/// The whole document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionsDocument {
+    pub version: u32,
+    /// The state directory the sessions were read from.
+    pub state_dir: String,
+    /// Oldest first, as `tether sessions` lists them.
+    pub sessions: Vec<SessionSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// The session's id (its directory's name).
+    pub id: String,
+    pub dir: String,
+    /// Wall clock, milliseconds since the Unix epoch; absent when nothing tells.
+    pub started_ms: Option<u64>,
+    /// The same, as `2026-01-02T03:04:05.000Z`.
+    pub started: Option<String>,
+    pub ended_ms: Option<u64>,
+    pub ended: Option<String>,
+    pub host: Option<String>,
+    pub user: Option<String>,
+    pub commands: Vec<CommandSummary>,
+    /// Some journal of the session misses something (see each command's `damage`).
+    pub cut_short: bool,
+    /// What is wrong with the session's own files, or why it could not be read at all.
+    pub damage: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandSummary {
+    /// The command directory's name (`03-build`).
+    pub id: String,
+    pub name: String,
+    pub argv: Vec<String>,
+    /// `idle`, `starting`, `running`, `stopped`, `stopping`, `exited`, `failed_to_start`
+    /// or `lost` (its broker ended without saying how the command ended).
+    pub state: String,
+    /// The exit code, when it exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, as a number and a name (`9`, `SIGKILL`).
+    pub signal: Option<i32>,
+    pub signal_name: Option<String>,
+    pub core_dumped: bool,
+    pub started_ms: Option<u64>,
+    pub started: Option<String>,
+    pub ended_ms: Option<u64>,
+    pub ended: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub stdout: StreamBytes,
+    pub stderr: StreamBytes,
+    pub badges: Badges,
+    /// The journal misses something: it ends mid-line, has lines that are not events, or
+    /// has no result while no broker runs the command.
+    pub cut_short: bool,
+    /// What is missing or broken, in words.
+    pub damage: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamBytes {
+    /// Bytes the command wrote.
+    pub written: u64,
+    /// Bytes kept in the stream's log (fewer once capped).
+    pub stored: u64,
+}
+
+/// `2026-01-02T03:04:05.000Z`.
+pub fn iso_utc(ms: u64) -> String {
+    format!("{}Z", format_utc(ms).replacen(' ', "T", 1))
+}
+
+/// The `state` word for a status.
+pub fn state_name(status: Status) -> &'static str {
+    match status {
+        Status::Idle => "idle",
+        Status::Starting => "starting",
+        Status::Running => "running",
+        Status::Stopped => "stopped",
+        Status::Stopping => "stopping",
+        Status::Exited(_) => "exited",
+        Status::FailedToStart => "failed_to_start",
+        Status::Lost => "lost",
+    }
+}
+
+impl SessionSummary {
+    pub fn of(session: &SessionExport) -> SessionSummary {
+        let commands: Vec<CommandSummary> =
+            session.commands.iter().map(CommandSummary::of).collect();
+        let known = session.info.is_some() || !session.commands.is_empty();
+        SessionSummary {
+            id: session.id.clone(),
+            dir: session.dir.to_string_lossy().into_owned(),
+            started_ms: known.then_some(session.started_ms),
+            started: known.then(|| iso_utc(session.started_ms)),
+            ended_ms: known.then_some(session.ended_ms),
+            ended: known.then(|| iso_utc(session.ended_ms)),
+            host: session.info.as_ref().map(|i| i.host.clone()),
+            user: session.info.as_ref().map(|i| i.user.clone()),
+            cut_short: !session.damage.is_empty() || commands.iter().any(|c| c.cut_short),
+            commands,
+            damage: session.damage.clone(),
+        }
+    }
+
+    /// A session directory that could not be read at all.
+    pub fn unreadable(dir: &std::path::Path, error: String) -> SessionSummary {
+        SessionSummary {
+            id: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            dir: dir.to_string_lossy().into_owned(),
+            started_ms: None,
+            started: None,
+            ended_ms: None,
+            ended: None,
+            host: None,
+            user: None,
+            commands: Vec::new(),
+            cut_short: true,
+            damage: vec![format!("cannot read the session directory: {error}")],
+        }
+    }
+}
+
+impl CommandSummary {
+    pub fn of(command: &CommandExport) -> CommandSummary {
+        let state = &command.state;
+        let exit = match state.status {
+            Status::Exited(status) => Some(status),
+            _ => None,
+        };
+        let signal = exit.and_then(|s| s.signal);
+        let started_ms = command.started_ms();
+        let ended_ms = command.ended_ms();
+        let bytes = |i: usize| StreamBytes {
+            written: state.bytes[i],
+            stored: command.stored[i],
+        };
+        CommandSummary {
+            id: command.id.clone(),
+            name: state.config.name.clone(),
+            argv: command.argv(),
+            state: state_name(state.status).into(),
+            exit_code: exit.and_then(|s| s.code),
+            signal,
+            signal_name: signal.map(signal_label),
+            core_dumped: exit.is_some_and(|s| s.core_dumped),
+            started_ms,
+            started: started_ms.map(iso_utc),
+            ended_ms,
+            ended: ended_ms.map(iso_utc),
+            duration_ms: started_ms.zip(ended_ms).map(|(s, e)| e.saturating_sub(s)),
+            stdout: bytes(0),
+            stderr: bytes(1),
+            badges: command.badges.clone(),
+            cut_short: command.cut_short,
+            damage: command.damage.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_iso_8601() {
+        assert_eq!(iso_utc(1_767_323_045_000), "2026-01-02T03:04:05.000Z");
+    }
+}

@@ -1,0 +1,87 @@
+//! What happened to a run beyond its exit status, in short tags: the command list shows
+//! them, `tether sessions --json` and the exports write them.
+
+use serde::{Deserialize, Serialize};
+
+use super::CommandState;
+use crate::protocol::EventKind;
+
+/// A run's badges, each derived from the events the model applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Badges {
+    /// The no-output watchdog fired (`response_timeout`).
+    pub timeout: bool,
+    /// A stop sequence ended in SIGKILL after its grace (`hard_kill`).
+    pub killed: bool,
+    /// The front end died and the broker stopped the command (`parent_lost`).
+    pub parent_lost: bool,
+    /// Processes reaped after escaping the command's group or session.
+    pub orphans: u32,
+    /// A stream stopped being stored (its cap, a full disk).
+    pub capped: bool,
+    /// After the command exited, processes still holding its pipes or left in its tree
+    /// were stopped: a signal sent after `exit`.
+    pub drained: bool,
+}
+
+/// One badge, for whoever draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Badge {
+    Timeout,
+    Killed,
+    ParentLost,
+    Orphans(u32),
+    Capped,
+    Drained,
+}
+
+impl Badge {
+    /// `timeout`, `orphans:2`: the tag as the command list shows it.
+    pub fn label(self) -> String {
+        match self {
+            Badge::Timeout => "timeout".into(),
+            Badge::Killed => "killed".into(),
+            Badge::ParentLost => "parent-lost".into(),
+            Badge::Orphans(n) => format!("orphans:{n}"),
+            Badge::Capped => "capped".into(),
+            Badge::Drained => "drained".into(),
+        }
+    }
+}
+
+impl Badges {
+    pub fn of(command: &CommandState) -> Badges {
+        let exited_at = command
+            .timeline
+            .iter()
+            .position(|e| matches!(e.kind, EventKind::Exit { .. }));
+        let drained = exited_at.is_some_and(|at| {
+            command.timeline[at..]
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::SignalSent { .. }))
+        });
+        Badges {
+            timeout: command.response_timeout,
+            killed: command.hard_killed,
+            parent_lost: command.parent_lost.is_some(),
+            orphans: command.escapees_reaped,
+            capped: command.capped.iter().any(Option::is_some),
+            drained,
+        }
+    }
+
+    /// The badges that apply, in the order the command list shows them.
+    pub fn list(&self) -> Vec<Badge> {
+        [
+            (self.timeout, Badge::Timeout),
+            (self.killed, Badge::Killed),
+            (self.parent_lost, Badge::ParentLost),
+            (self.orphans > 0, Badge::Orphans(self.orphans)),
+            (self.capped, Badge::Capped),
+            (self.drained, Badge::Drained),
+        ]
+        .into_iter()
+        .filter_map(|(on, badge)| on.then_some(badge))
+        .collect()
+    }
+}

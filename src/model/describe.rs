@@ -1,0 +1,201 @@
+//! An event in a few words, as the timeline shows it and the exports write it: one wording
+//! for the TUI, the text report and the trace exports, with no terminal library involved
+//! (the UI turns the [`Tone`] into a colour).
+
+use crate::protocol::{EventKind, ExitStatus, Stream};
+use crate::units::duration_ms;
+
+use super::CommandState;
+use super::command::exit_label;
+
+/// What kind of news an event is: the UI colours by it, the exports mark errors by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    /// Bookkeeping: the broker started, sizes, totals.
+    Quiet,
+    /// The command started.
+    Started,
+    /// Ended well (exit 0).
+    Success,
+    /// Worth a look: a timeout, a cap, a refused connection.
+    Warning,
+    /// A signal sent, an escapee reaped.
+    Signal,
+    /// Something failed: a spawn error, a non-zero exit, a lost parent, a hard kill.
+    Error,
+}
+
+/// The details of an event, in a few words, and its tone. A reaped orphan is told better by
+/// [`describe_in`], which knows the command's tree.
+pub fn describe(kind: &EventKind) -> (String, Tone) {
+    match kind {
+        EventKind::BrokerStarted { broker_pid, .. } => {
+            (format!("broker {broker_pid}"), Tone::Quiet)
+        }
+        EventKind::Spawned { pid, .. } => (format!("pid {pid}"), Tone::Started),
+        EventKind::SpawnError { message, .. } => (message.clone(), Tone::Error),
+        EventKind::Terminal { streams } => {
+            let names: Vec<&str> = Stream::BOTH
+                .into_iter()
+                .filter(|s| streams.has(*s))
+                .map(|s| s.name())
+                .collect();
+            let size = streams.size;
+            (
+                format!("{} {}×{}", names.join(", "), size.cols, size.rows),
+                Tone::Quiet,
+            )
+        }
+        EventKind::TerminalUnavailable { message, .. } => (message.clone(), Tone::Warning),
+        EventKind::Input { bytes, dropped } => match dropped {
+            0 => (format!("{bytes} B typed"), Tone::Quiet),
+            d => (
+                format!("{bytes} B typed, {d} B not delivered"),
+                Tone::Warning,
+            ),
+        },
+        EventKind::Resize { size } => (format!("{}×{}", size.cols, size.rows), Tone::Quiet),
+        EventKind::OutputCapped { message, .. } => (message.clone(), Tone::Warning),
+        EventKind::EventsCapped { message, .. } => (message.clone(), Tone::Warning),
+        EventKind::ResponseTimeout { silent_ms } => {
+            (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)
+        }
+        EventKind::SignalSent {
+            signal,
+            origin,
+            targets,
+            ..
+        } => (
+            format!(
+                "SIG{signal} by {} → {} process{}",
+                snake(origin),
+                targets.len(),
+                if targets.len() == 1 { "" } else { "es" }
+            ),
+            Tone::Signal,
+        ),
+        EventKind::HardKill { after_ms } => {
+            (format!("after {}", duration_ms(*after_ms)), Tone::Error)
+        }
+        EventKind::OrphanReaped { pid, status, .. } => {
+            (format!("pid {pid} {}", exit_label(*status)), Tone::Signal)
+        }
+        EventKind::ParentLost { cause } => (snake(cause), Tone::Error),
+        EventKind::ParentUnresponsive { silent_ms } => {
+            (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)
+        }
+        // The kind already says `exit`: `exit code 0`, `exit SIGKILL`.
+        EventKind::Exit { status, .. } => (
+            match status.code {
+                Some(code) => format!("code {code}"),
+                None => exit_label(*status),
+            },
+            if status.code == Some(0) {
+                Tone::Success
+            } else {
+                Tone::Error
+            },
+        ),
+        EventKind::Close {
+            stdout_bytes,
+            stderr_bytes,
+        } => (
+            format!("stdout {stdout_bytes} B, stderr {stderr_bytes} B"),
+            Tone::Quiet,
+        ),
+        EventKind::BrokerFailure { message, .. } => (message.clone(), Tone::Error),
+        EventKind::ControlRefused { uid, pid, .. } => {
+            (format!("uid {uid} (pid {pid}) refused"), Tone::Warning)
+        }
+        EventKind::ControlUnavailable { message, .. } => (message.clone(), Tone::Warning),
+        EventKind::ControlError { message, .. } => (message.clone(), Tone::Error),
+        EventKind::ControlAck { request, .. } => (request.clone(), Tone::Quiet),
+        EventKind::Output {
+            stream,
+            offset,
+            len,
+        } => (
+            format!("{len} B of {} at {offset}", stream.name()),
+            Tone::Quiet,
+        ),
+        EventKind::Tree { processes } => (
+            format!(
+                "{} process{}",
+                processes.len(),
+                if processes.len() == 1 { "" } else { "es" }
+            ),
+            Tone::Quiet,
+        ),
+        EventKind::Pong => (String::new(), Tone::Quiet),
+    }
+}
+
+/// [`describe`], with what only the command knows: a reaped orphan's command line, and
+/// whether it had escaped.
+pub fn describe_in(command: &CommandState, kind: &EventKind) -> (String, Tone) {
+    match kind {
+        EventKind::OrphanReaped {
+            pid,
+            status,
+            escaped,
+        } => orphan(command, *pid, *status, *escaped),
+        kind => describe(kind),
+    }
+}
+
+/// A reaped orphan: which process (its pid and command line), and whether it had escaped
+/// the command's group (what the `orphans:N` badge counts) or was only re-parented to the
+/// broker when its parent ended.
+fn orphan(
+    command: &CommandState,
+    pid: i32,
+    status: ExitStatus,
+    escaped: Option<bool>,
+) -> (String, Tone) {
+    let how = exit_label(status);
+    let argv = command
+        .seen_process(pid)
+        .map(|p| p.argv.join(" "))
+        .filter(|argv| !argv.is_empty())
+        .map_or_else(String::new, |argv| format!(": {argv}"));
+    if command.reaped_escapee(pid, escaped) {
+        (format!("pid {pid} escaped, {how}{argv}"), Tone::Signal)
+    } else {
+        (format!("pid {pid} re-parented, {how}{argv}"), Tone::Quiet)
+    }
+}
+
+/// How an enum is written in the journal (`stdin_eof`, `parent_lost`).
+pub fn snake(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exit_says_exit_once() {
+        let (text, tone) = describe(&EventKind::Exit {
+            pid: 1,
+            status: ExitStatus {
+                code: Some(0),
+                signal: None,
+                core_dumped: false,
+            },
+        });
+        assert_eq!((text.as_str(), tone), ("code 0", Tone::Success));
+        let (text, tone) = describe(&EventKind::Exit {
+            pid: 1,
+            status: ExitStatus {
+                code: None,
+                signal: Some(9),
+                core_dumped: false,
+            },
+        });
+        assert_eq!((text.as_str(), tone), ("SIGKILL", Tone::Error));
+    }
+}
