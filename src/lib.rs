@@ -14,6 +14,7 @@ pub mod model;
 pub mod postmortem;
 pub mod procfs;
 pub mod protocol;
+pub mod prune;
 pub mod sampler;
 pub mod shim;
 pub mod supervisor;
