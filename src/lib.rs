@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 pub mod exec;
 pub mod fdio;
+pub mod grep;
 pub mod journal;
 pub mod model;
 pub mod postmortem;

@@ -1,0 +1,230 @@
+//! Finding the lines of a stream file that a regex matches, reading it in large chunks: the
+//! regex runs over a whole chunk of lines at once (as ripgrep does), and only the lines it
+//! hits are cut out and searched again for every match; lines are counted with memchr only
+//! up to each hit. Memory stays one chunk, whatever the file's size.
+
+use std::io::{self, Read};
+use std::ops::Range;
+
+use memchr::{memchr, memchr_iter, memrchr};
+use regex::bytes::{Regex, RegexBuilder};
+
+/// How much of a file is searched at once; also the longest line searched whole (a longer
+/// one is searched in pieces of this size, and a match across two pieces is missed).
+pub const CHUNK: usize = 2 << 20;
+
+/// Builds the regex grep uses: `^` and `$` at every line's start and end (`\r\n` too, as a
+/// pseudo-terminal ends lines), ASCII and Unicode case folded with `ignore_case`.
+pub fn build(pattern: &str, ignore_case: bool) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern)
+        .multi_line(true)
+        .crlf(true)
+        .case_insensitive(ignore_case)
+        .build()
+}
+
+/// One matching line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineMatch<'a> {
+    /// 1-based.
+    pub number: u64,
+    /// Where the line (or its piece) starts in the file.
+    pub offset: u64,
+    /// The line without its `\n` (nor a `\r` before it).
+    pub text: &'a [u8],
+    /// The matches in `text`, as byte ranges; empty ones (a pattern like `^`) left out.
+    pub matches: Vec<Range<usize>>,
+    /// The line is longer than [`CHUNK`] and this is one piece of it.
+    pub piece: bool,
+}
+
+/// Calls `found` for every line of `input` that `regex` matches, in order; stops at the
+/// first error `found` returns. Returns how many lines matched.
+pub fn search_lines(
+    input: impl Read,
+    regex: &Regex,
+    found: impl FnMut(LineMatch<'_>) -> io::Result<()>,
+) -> io::Result<u64> {
+    search_with_chunk(input, regex, CHUNK, found)
+}
+
+/// [`search_lines`] with a chunk size of its own (small ones for tests).
+pub fn search_with_chunk(
+    mut input: impl Read,
+    regex: &Regex,
+    chunk: usize,
+    mut found: impl FnMut(LineMatch<'_>) -> io::Result<()>,
+) -> io::Result<u64> {
+    let mut buf = vec![0u8; chunk.max(1)];
+    let mut filled = 0;
+    // The file offset of buf[0], and the number of the line that starts there.
+    let mut base = 0u64;
+    let mut line = 1u64;
+    // buf[0] continues a line cut into pieces.
+    let mut continued = false;
+    let mut hits = 0u64;
+    loop {
+        let mut eof = false;
+        while filled < buf.len() {
+            match input.read(&mut buf[filled..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
+        if filled == 0 {
+            return Ok(hits);
+        }
+        // Whole lines only, unless there are none: then a piece of one long line.
+        let (end, piece) = match memrchr(b'\n', &buf[..filled]) {
+            Some(i) if !eof => (i + 1, false),
+            Some(_) => (filled, false),
+            None => (filled, !eof || continued),
+        };
+        let region = &buf[..end];
+        let mut counted = 0;
+        let mut pos = 0;
+        while pos < end {
+            let Some(hit) = regex.find_at(region, pos) else {
+                break;
+            };
+            let start = hit.start();
+            if start == end && region[end - 1] == b'\n' {
+                // An empty match after the last newline: the start of the next chunk's line.
+                break;
+            }
+            let line_start = memrchr(b'\n', &region[pos..start]).map_or(pos, |i| pos + i + 1);
+            let line_end = memchr(b'\n', &region[start..]).map_or(end, |i| start + i);
+            let mut text = &region[line_start..line_end];
+            if line_end < end || eof {
+                text = text.strip_suffix(b"\r").unwrap_or(text);
+            }
+            // The chunk's match may run across lines (`a\sb`); the line's own matches decide.
+            let mut any = false;
+            let matches: Vec<Range<usize>> = regex
+                .find_iter(text)
+                .inspect(|_| any = true)
+                .map(|m| m.range())
+                .filter(|r| !r.is_empty())
+                .collect();
+            if any {
+                line += memchr_iter(b'\n', &region[counted..line_start]).count() as u64;
+                counted = line_start;
+                hits += 1;
+                found(LineMatch {
+                    number: line,
+                    offset: base + line_start as u64,
+                    text,
+                    matches,
+                    piece: piece || (continued && line_start == 0),
+                })?;
+            }
+            pos = line_end + 1;
+        }
+        line += memchr_iter(b'\n', &region[counted..end]).count() as u64;
+        continued = piece;
+        base += end as u64;
+        buf.copy_within(end..filled, 0);
+        filled -= end;
+        if eof && filled == 0 {
+            return Ok(hits);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (line number, offset, text, matches) of every hit, for each chunk size.
+    fn hits(
+        input: &[u8],
+        pattern: &str,
+        chunk: usize,
+    ) -> Vec<(u64, u64, Vec<u8>, Vec<Range<usize>>)> {
+        let regex = build(pattern, false).unwrap();
+        let mut all = Vec::new();
+        search_with_chunk(input, &regex, chunk, |m| {
+            all.push((m.number, m.offset, m.text.to_vec(), m.matches));
+            Ok(())
+        })
+        .unwrap();
+        all
+    }
+
+    #[test]
+    fn finds_lines_with_numbers_offsets_and_ranges_whatever_the_chunk() {
+        let input = b"alpha\nbeta error\r\ngamma\nerror error\nlast error";
+        let expected = vec![
+            (2, 6, b"beta error".to_vec(), vec![5..10]),
+            (4, 24, b"error error".to_vec(), vec![0..5, 6..11]),
+            (5, 36, b"last error".to_vec(), vec![5..10]),
+        ];
+        for chunk in [12, 13, 20, 64, CHUNK] {
+            assert_eq!(hits(input, "error", chunk), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn anchors_hold_at_every_line_and_matches_never_cross_lines() {
+        let input = b"ok\nerror: x\nx error\nfine a\nb\n";
+        let numbers =
+            |pattern| -> Vec<u64> { hits(input, pattern, 64).iter().map(|h| h.0).collect() };
+        assert_eq!(numbers("^error"), [2]);
+        assert_eq!(numbers("error$"), [3]);
+        assert_eq!(numbers(r"a\sb"), Vec::<u64>::new(), "a\\nb is two lines");
+        assert_eq!(
+            numbers("^"),
+            [1, 2, 3, 4, 5],
+            "an empty match selects the line"
+        );
+        assert!(
+            hits(input, "^", 64)[0].3.is_empty(),
+            "and highlights nothing"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_and_escapes_are_searched_as_bytes() {
+        let input = b"\xff\xfe bad \xc3 error\n\x1b[31mred\x1b[0m\n";
+        assert_eq!(hits(input, "error", 64)[0].0, 1);
+        assert_eq!(hits(input, r"(?-u:\xff)", 64)[0].3, vec![0..1]);
+        assert_eq!(hits(input, r"31mred", 64)[0].0, 2);
+    }
+
+    #[test]
+    fn a_line_longer_than_a_chunk_is_searched_in_pieces() {
+        let mut input = b"short\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 50));
+        input.extend(b"needle");
+        input.extend(std::iter::repeat_n(b'x', 50));
+        input.extend(b"\nafter needle\n");
+        let regex = build("needle", false).unwrap();
+        let mut seen = Vec::new();
+        search_with_chunk(&input[..], &regex, 32, |m| {
+            seen.push((m.number, m.offset, m.piece));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [(2, 6 + 32, true), (3, 6 + 107, false)]);
+    }
+
+    #[test]
+    fn nothing_matched_is_zero_hits_and_case_can_be_ignored() {
+        let regex = build("ERROR", false).unwrap();
+        assert_eq!(
+            search_lines(&b"error\n"[..], &regex, |_| Ok(())).unwrap(),
+            0
+        );
+        let regex = build("ERROR", true).unwrap();
+        assert_eq!(
+            search_lines(&b"error\nx\n"[..], &regex, |_| Ok(())).unwrap(),
+            1
+        );
+        assert_eq!(search_lines(&b""[..], &regex, |_| Ok(())).unwrap(), 0);
+    }
+}
