@@ -266,3 +266,86 @@ fn read_at(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
         .read_to_end(&mut bytes)?;
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::secure::open_dir_nofollow;
+
+    fn command_json(pid: i32, start_ticks: u64) -> String {
+        format!(
+            r#"{{"v":3,"name":"sleep","command":{{"argv":["sleep","9"]}},"journal_dir":"/x",
+            "parent_pid":1,"grace_ms":2000,"max_output":1024,"mirror":false,"stdin":"null",
+            "broker":{{"pid":{pid},"start_ticks":{start_ticks}}}}}"#
+        )
+    }
+
+    /// A session directory holding one command directory with `files`; its liveness now.
+    fn liveness_of(files: &[(&str, String)], now_ms: u64) -> Liveness {
+        let tmp = tempfile::tempdir().unwrap();
+        let command = tmp.path().join("01-sleep");
+        std::fs::create_dir(&command).unwrap();
+        for (name, text) in files {
+            std::fs::write(command.join(name), text).unwrap();
+        }
+        let info = SessionStart {
+            started_ms: 0,
+            // No process has pid 0: the creator is gone.
+            pid: 0,
+        };
+        let dir = open_dir_nofollow(tmp.path()).unwrap();
+        let stat = rustix::fs::fstat(&dir).unwrap();
+        liveness(&dir, Some(&info), &stat, now_ms)
+    }
+
+    #[test]
+    fn a_session_is_live_while_a_broker_of_it_runs() {
+        let me = procfs::read_stat(std::process::id() as i32).unwrap();
+        let now = crate::clock::now_ms();
+        let running = command_json(me.pid, me.start_ticks);
+        assert!(matches!(
+            liveness_of(&[(COMMAND_FILE, running.clone())], now),
+            Liveness::Live(why) if why.contains(&format!("broker {} of 01-sleep runs", me.pid))
+        ));
+        // Its result written: done, whatever runs under that pid.
+        let done = [(COMMAND_FILE, running), (RESULT_FILE, "{}".to_string())];
+        assert_eq!(liveness_of(&done, now), Liveness::Finished);
+        // The pid reused by another process (another start time): the broker is gone.
+        let reused = command_json(me.pid, me.start_ticks + 1);
+        assert_eq!(
+            liveness_of(&[(COMMAND_FILE, reused)], now),
+            Liveness::Finished
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_told_counts_as_live() {
+        let now = crate::clock::now_ms();
+        let garbage = [(COMMAND_FILE, "{not json".to_string())];
+        assert!(
+            matches!(liveness_of(&garbage, now), Liveness::Live(why) if why.contains("unreadable"))
+        );
+        // No command.json yet: starting, for a while; then an abandoned reservation.
+        assert!(matches!(liveness_of(&[], now), Liveness::Live(why) if why.contains("starting")));
+        assert_eq!(
+            liveness_of(&[], now + STARTING_GRACE_MS + 1000),
+            Liveness::Finished
+        );
+    }
+
+    #[test]
+    fn the_creator_keeps_its_session_live_and_a_reused_pid_does_not() {
+        let me = std::process::id();
+        let started_now = SessionStart {
+            started_ms: crate::clock::now_ms(),
+            pid: me,
+        };
+        assert!(creator_runs(&started_now));
+        // A session recorded as started before this process: another process had the pid.
+        let long_ago = SessionStart {
+            started_ms: 1_000,
+            pid: me,
+        };
+        assert!(!creator_runs(&long_ago));
+    }
+}
