@@ -74,6 +74,10 @@ pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool) -> String
 /// What a terminal would show for `bytes`, as plain text: escape sequences applied or
 /// dropped, controls and invalid UTF-8 made visible and harmless.
 fn sanitized(bytes: &[u8]) -> String {
+    // Printable ASCII is shown as itself: the common case skips the terminal emulation.
+    if bytes.iter().all(|b| (0x20..0x7f).contains(b)) {
+        return bytes.iter().map(|&b| char::from(b)).collect();
+    }
     plain_text(&render_line(bytes))
 }
 
