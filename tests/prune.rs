@@ -214,7 +214,7 @@ fn each_rule_removes_the_oldest_and_a_live_session_stays_whatever_the_rules() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(session_ids(&env), [live_id.clone()]);
+    assert_eq!(session_ids(&env), std::slice::from_ref(&live_id));
     assert!(text(&out.stdout).contains(&format!("kept  {live_id}  live: ")));
     assert!(
         text(&out.stderr).contains("not met: keep 0"),
@@ -323,7 +323,7 @@ fn retention_runs_when_an_exec_ends_and_never_removes_that_session() {
     // keep = 0: everything goes but the session that just ended.
     fs::write(config.join("config.toml"), "[retention]\nkeep = 0\n").unwrap();
     let last = exec_session(&env, "echo last");
-    assert_eq!(session_ids(&env), [last.clone()]);
+    assert_eq!(session_ids(&env), std::slice::from_ref(&last));
 
     // `tether prune` without flags applies the same section.
     let out = run(&env, &["prune", "--dry-run"]);

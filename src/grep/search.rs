@@ -140,12 +140,11 @@ pub fn search_with_chunk(
 mod tests {
     use super::*;
 
-    /// (line number, offset, text, matches) of every hit, for each chunk size.
-    fn hits(
-        input: &[u8],
-        pattern: &str,
-        chunk: usize,
-    ) -> Vec<(u64, u64, Vec<u8>, Vec<Range<usize>>)> {
+    /// Line number, offset, text and matches of a hit.
+    type Hit = (u64, u64, Vec<u8>, Vec<Range<usize>>);
+
+    /// Every hit, for one chunk size.
+    fn hits(input: &[u8], pattern: &str, chunk: usize) -> Vec<Hit> {
         let regex = build(pattern, false).unwrap();
         let mut all = Vec::new();
         search_with_chunk(input, &regex, chunk, |m| {
@@ -160,9 +159,19 @@ mod tests {
     fn finds_lines_with_numbers_offsets_and_ranges_whatever_the_chunk() {
         let input = b"alpha\nbeta error\r\ngamma\nerror error\nlast error";
         let expected = vec![
-            (2, 6, b"beta error".to_vec(), vec![5..10]),
+            (
+                2,
+                6,
+                b"beta error".to_vec(),
+                std::iter::once(5..10).collect(),
+            ),
             (4, 24, b"error error".to_vec(), vec![0..5, 6..11]),
-            (5, 36, b"last error".to_vec(), vec![5..10]),
+            (
+                5,
+                36,
+                b"last error".to_vec(),
+                std::iter::once(5..10).collect(),
+            ),
         ];
         for chunk in [12, 13, 20, 64, CHUNK] {
             assert_eq!(hits(input, "error", chunk), expected, "chunk {chunk}");

@@ -225,6 +225,8 @@ fn add(stat: &Stat, usage: &mut Usage) {
     usage.latest_ms = usage.latest_ms.max(mtime_ms(stat));
 }
 
+// The fields' integer types differ between platforms.
+#[allow(clippy::unnecessary_cast, clippy::unnecessary_min_or_max)]
 pub fn mtime_ms(stat: &Stat) -> u64 {
     (stat.st_mtime.max(0) as u64) * 1000 + (stat.st_mtime_nsec.max(0) as u64) / 1_000_000
 }
