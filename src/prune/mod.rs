@@ -89,6 +89,7 @@ pub fn prune(
         }
         match remove::remove_session(&sessions, &found[i].name, now_ms) {
             Ok(()) => outcome.removed.push(candidate),
+            Err(remove::RemoveError::AlreadyGone) => {}
             Err(err) => outcome.failed.push((candidate, err.to_string())),
         }
     }

@@ -13,8 +13,14 @@ use thiserror::Error;
 use super::plan::Liveness;
 use super::scan::{MAX_DEPTH, entry_names, liveness, open_dir_at, session_start};
 
+/// The prefix of a session renamed aside while it is removed.
+pub const TOMB_PREFIX: &str = ".pruning-";
+
 #[derive(Debug, Error)]
 pub enum RemoveError {
+    /// Another prune (a retention pass of another front end) took it first.
+    #[error("already removed")]
+    AlreadyGone,
     #[error("it is live now: {0}")]
     BecameLive(String),
     #[error("it is no longer a directory (replaced by a link or a file?); left alone")]
@@ -32,17 +38,20 @@ pub enum RemoveError {
 /// by name any more, then checked again, then emptied and removed; if it turned live, it is
 /// renamed back.
 pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Result<(), RemoveError> {
-    let mut tomb = OsString::from(".pruning-");
+    let mut tomb = OsString::from(TOMB_PREFIX);
     tomb.push(name);
     tomb.push(format!("-{}", std::process::id()));
-    rustix::fs::renameat_with(
+    match rustix::fs::renameat_with(
         sessions,
         name.as_os_str(),
         sessions,
         tomb.as_os_str(),
         RenameFlags::NOREPLACE,
-    )
-    .map_err(io::Error::from)?;
+    ) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::NOENT) => return Err(RemoveError::AlreadyGone),
+        Err(err) => return Err(io::Error::from(err).into()),
+    }
     let dir = match open_dir_at(sessions, &tomb) {
         Ok(dir) => dir,
         Err(err) => {
@@ -119,7 +128,10 @@ pub fn empty_dir(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
             rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)?;
         } else {
             // Files, and links as links: unlinkat never follows.
-            rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty())?;
+            match rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Err(err) => return Err(err.into()),
+            }
         }
     }
     Ok(())
@@ -155,6 +167,14 @@ mod tests {
             0,
             "no tomb left"
         );
+    }
+
+    #[test]
+    fn a_session_another_prune_took_is_already_gone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fd = open_dir_nofollow(tmp.path()).unwrap();
+        let err = remove_session(&fd, &OsString::from("gone"), u64::MAX).unwrap_err();
+        assert!(matches!(err, RemoveError::AlreadyGone), "{err}");
     }
 
     #[test]

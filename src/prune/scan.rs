@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
@@ -51,6 +51,14 @@ pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result
             Err(err) => return Err(err.into()),
         };
         if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+            continue;
+        }
+        // Being removed by another prune right now; one left by a prune that crashed (no
+        // change for a while) is finished like any other.
+        let aside = name
+            .as_bytes()
+            .starts_with(super::remove::TOMB_PREFIX.as_bytes());
+        if aside && now_ms.saturating_sub(mtime_ms(&stat)) < STARTING_GRACE_MS {
             continue;
         }
         let dir = match open_dir_at(sessions, &name) {
