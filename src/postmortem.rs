@@ -47,11 +47,27 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
                     sessions.display()
                 )),
                 _ => Err(format!(
-                    "`{id}` names {} sessions; give more of the id",
-                    matching.len()
+                    "`{id}` names {} sessions ({}); give more of the id",
+                    matching.len(),
+                    listed(matching.iter().map(|d| name(d)))
                 )),
             }
         }
+    }
+}
+
+/// Session names for a message: the first ten, then how many more.
+fn listed(names: impl Iterator<Item = String>) -> String {
+    let names: Vec<String> = names.map(|n| crate::model::output::one_line(&n)).collect();
+    let shown = names
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    match names.len() {
+        n if n > 10 => format!("{shown} and {} more", n - 10),
+        _ => shown,
     }
 }
 

@@ -211,5 +211,11 @@ fn sessions_named_are_the_only_ones_searched() {
     let printed = text(&out.stdout);
     assert_eq!(printed.lines().count(), 3, "{printed}");
     assert!(!printed.contains("another"), "{printed}");
+    // A prefix that names both sessions lists them.
+    let out = run(&env, &["grep", "error", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    assert!(said.contains("`2` names 2 sessions ("), "{said}");
+    assert!(said.contains(&first), "{said}");
     env.finish();
 }
