@@ -349,3 +349,43 @@ fn retention_runs_when_an_exec_ends_and_never_removes_that_session() {
     );
     env.finish();
 }
+
+#[test]
+fn retention_runs_when_the_tui_quits() {
+    let env = TestEnv::new("prune_tui");
+    let old: Vec<String> = (0..2)
+        .map(|i| exec_session(&env, &format!("echo {i}")))
+        .collect();
+    let config = config_home(&env).join("tether");
+    fs::create_dir_all(&config).unwrap();
+    fs::write(config.join("config.toml"), "[retention]\nkeep = 1\n").unwrap();
+
+    let tmux = common::tmux::Tmux::start(&env, 160, 40);
+    tmux.type_line(
+        &env,
+        &format!(
+            "XDG_CONFIG_HOME={} exec {BIN} --state-dir {} run -n hello -- echo hello-from-tui",
+            config_home(&env).display(),
+            env.state_dir().display()
+        ),
+    );
+    tmux.wait_screen(&env, "the command's end", |s| {
+        s.contains("hello-from-tui") && s.contains("exit 0")
+    });
+    // While the TUI runs, its session is live: the old ones go, never it.
+    assert_eq!(session_ids(&env).len(), 3);
+    let tui = tmux.pane_pid(&env);
+    tmux.keys(&env, &["q"]);
+    assert!(
+        common::procs::wait_gone(&[tui], Duration::from_secs(10)).is_empty(),
+        "the TUI did not quit"
+    );
+    let left = session_ids(&env);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        !old.contains(&left[0]),
+        "the TUI's own session is the one kept: {left:?}"
+    );
+    drop(tmux);
+    env.finish();
+}
