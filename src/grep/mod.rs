@@ -51,9 +51,8 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
         Ok(regex) => regex,
         Err(err) => {
             eprintln!(
-                "tether: invalid pattern `{}`: {}",
+                "tether: invalid pattern `{}`: {err}",
                 crate::model::output::one_line(&options.pattern),
-                one_line_error(&err)
             );
             return EXIT_ERROR;
         }
@@ -163,22 +162,6 @@ fn is_broken_pipe(err: &io::Error) -> bool {
     err.get_ref()
         .and_then(|e| e.downcast_ref::<Written>())
         .is_some_and(|w| w.0.kind() == io::ErrorKind::BrokenPipe)
-}
-
-/// regex's messages span several lines (the pattern, a caret, the reason): one line here.
-fn one_line_error(err: &regex::Error) -> String {
-    let text = err.to_string();
-    let reason = text
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with("error:"))
-        .map(|l| {
-            l.trim_start()
-                .trim_start_matches("error:")
-                .trim()
-                .to_string()
-        });
-    reason.unwrap_or_else(|| text.lines().map(str::trim).collect::<Vec<_>>().join(" "))
 }
 
 /// Every session (oldest first), or those named.

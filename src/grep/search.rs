@@ -8,19 +8,96 @@ use std::ops::Range;
 
 use memchr::{memchr, memchr_iter, memrchr};
 use regex::bytes::{Regex, RegexBuilder};
+use regex_syntax::hir::{
+    Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Literal,
+};
 
 /// How much of a file is searched at once; also the longest line searched whole (a longer
 /// one is searched in pieces of this size, and a match across two pieces is missed).
 pub const CHUNK: usize = 2 << 20;
 
+/// Why a pattern cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    /// The parser's message, on one line (regex's own spans several: pattern, caret, reason).
+    #[error("{0}")]
+    Syntax(String),
+    #[error(
+        "it matches a line break, and lines are searched one at a time; match the line's end with `$` instead"
+    )]
+    Newline,
+    #[error("{0}")]
+    Build(String),
+}
+
 /// Builds the regex grep uses: `^` and `$` at every line's start and end (`\r\n` too, as a
 /// pseudo-terminal ends lines), ASCII and Unicode case folded with `ignore_case`.
-pub fn build(pattern: &str, ignore_case: bool) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(pattern)
+///
+/// Every class is stripped of `\n` (as ripgrep does): `\s`, `[^a]` or `(?s:.)` then never
+/// match across lines, which is what a line search means, and is what lets one regex pass
+/// cover a whole chunk of lines without a match ever running from line to line (a pattern
+/// like `[^x]*y` would otherwise rescan the chunk from every line).
+pub fn build(pattern: &str, ignore_case: bool) -> Result<Regex, PatternError> {
+    let hir = regex_syntax::ParserBuilder::new()
         .multi_line(true)
         .crlf(true)
         .case_insensitive(ignore_case)
+        // As regex's bytes API: `(?-u:\xff)` may match a byte that is not UTF-8.
+        .utf8(false)
         .build()
+        .parse(pattern)
+        .map_err(|err| PatternError::Syntax(one_line(&err.to_string())))?;
+    let hir = without_newline(hir)?;
+    RegexBuilder::new(&hir.to_string())
+        .build()
+        .map_err(|err| PatternError::Build(one_line(&err.to_string())))
+}
+
+/// `hir` with `\n` taken out of every class; an error for a literal line break.
+fn without_newline(hir: Hir) -> Result<Hir, PatternError> {
+    let all = |subs: Vec<Hir>| {
+        subs.into_iter()
+            .map(without_newline)
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(match hir.into_kind() {
+        HirKind::Literal(Literal(bytes)) if bytes.contains(&b'\n') => {
+            return Err(PatternError::Newline);
+        }
+        HirKind::Literal(Literal(bytes)) => Hir::literal(bytes),
+        HirKind::Class(Class::Unicode(mut class)) => {
+            class.difference(&ClassUnicode::new([ClassUnicodeRange::new('\n', '\n')]));
+            Hir::class(Class::Unicode(class))
+        }
+        HirKind::Class(Class::Bytes(mut class)) => {
+            class.difference(&ClassBytes::new([ClassBytesRange::new(b'\n', b'\n')]));
+            Hir::class(Class::Bytes(class))
+        }
+        HirKind::Empty => Hir::empty(),
+        HirKind::Look(look) => Hir::look(look),
+        HirKind::Repetition(mut repetition) => {
+            repetition.sub = Box::new(without_newline(*repetition.sub)?);
+            Hir::repetition(repetition)
+        }
+        HirKind::Capture(mut capture) => {
+            capture.sub = Box::new(without_newline(*capture.sub)?);
+            Hir::capture(capture)
+        }
+        HirKind::Concat(subs) => Hir::concat(all(subs)?),
+        HirKind::Alternation(subs) => Hir::alternation(all(subs)?),
+    })
+}
+
+/// A parser's message (the pattern, a caret under the fault, the reason) as its reason alone.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .rev()
+        .find_map(|l| l.trim_start().strip_prefix("error:").map(str::trim))
+        .map_or_else(
+            || message.lines().map(str::trim).collect::<Vec<_>>().join(" "),
+            str::to_string,
+        )
 }
 
 /// One matching line.
@@ -220,6 +297,37 @@ mod tests {
         })
         .unwrap();
         assert_eq!(seen, [(2, 6 + 32, true), (3, 6 + 107, false)]);
+    }
+
+    #[test]
+    fn classes_never_take_a_line_break() {
+        let input = b"key:\n  value\nkey:  value\nab\n";
+        let numbers =
+            |pattern| -> Vec<u64> { hits(input, pattern, 64).iter().map(|h| h.0).collect() };
+        assert_eq!(numbers(r"key:\s+value"), [3]);
+        assert_eq!(numbers(r"(?s)key:.*value"), [3]);
+        assert_eq!(numbers(r"[^x]*b"), [4]);
+        assert!(matches!(build("a\nb", false), Err(PatternError::Newline)));
+        assert!(matches!(build(r"a\nb", false), Err(PatternError::Newline)));
+        let err = build("a(b", false).unwrap_err().to_string();
+        assert_eq!(err, "unclosed group");
+        // A byte that is not UTF-8 can still be asked for.
+        assert!(build(r"(?-u:\xff)", false).is_ok());
+    }
+
+    /// A pattern that could once run from line to line over a whole chunk: each line is
+    /// still searched once (this would take minutes if every line rescanned the chunk).
+    #[test]
+    fn a_pattern_with_negated_classes_stays_linear() {
+        let block = "no match on this line at all\n".repeat(9_999) + "an @ here\n";
+        let input = block.repeat(20);
+        let regex = build("[^@]*@", false).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(
+            search_lines(input.as_bytes(), &regex, |_| Ok(())).unwrap(),
+            20
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
 
     #[test]
