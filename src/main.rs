@@ -12,7 +12,7 @@ use tether::journal::paths::chosen_session;
 use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
 use tether::protocol::CommandSpec;
-use tether::units::{parse_duration, parse_size};
+use tether::units::{parse_age, parse_duration, parse_size};
 
 /// A terminal process monitor for commands that must not run away.
 ///
@@ -119,6 +119,43 @@ enum Command {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Remove whole sessions, oldest first, until every rule holds; never one in which
+    /// anything may still run. Without a rule, applies [retention] from
+    /// $XDG_CONFIG_HOME/tether/config.toml.
+    Prune {
+        /// Remove sessions that ended longer ago than this (e.g. 12h, 30d, 2w).
+        #[arg(long, value_parser = parse_age, value_name = "AGE")]
+        older_than: Option<Duration>,
+        /// Keep at most this many sessions (live ones count, and stay).
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// Keep the sessions' total size on disk at most this (e.g. 500M, 2G).
+        #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+        max_size: Option<u64>,
+        /// Print what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Search what commands printed (their stored stdout and stderr) with a regex, in every
+    /// session or the given ones. Exit status as grep's: 0 matched, 1 nothing, 2 error.
+    Grep {
+        /// A regular expression (Rust regex syntax), matched against each line's bytes.
+        pattern: String,
+        /// Session ids (or prefixes, or directories); default: every session.
+        sessions: Vec<String>,
+        /// Search only this stream.
+        #[arg(long, value_enum)]
+        stream: Option<GrepStream>,
+        /// Print one JSON object per matching line.
+        #[arg(long)]
+        json: bool,
+        /// Ignore case.
+        #[arg(long, short = 'i')]
+        ignore_case: bool,
+        /// Highlight matches: auto (on a terminal), always, never.
+        #[arg(long, value_enum, default_value_t = GrepColor::Auto)]
+        color: GrepColor,
+    },
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
     Open { session: Option<String> },
@@ -160,6 +197,19 @@ enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum GrepStream {
+    Stdout,
+    Stderr,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum GrepColor {
+    Auto,
+    Always,
+    Never,
 }
 
 /// What `stop`, `kill` and `signal` act on.
@@ -246,6 +296,45 @@ fn main() {
             format,
             output.as_deref(),
         ),
+        Some(Command::Prune {
+            older_than,
+            keep,
+            max_size,
+            dry_run,
+        }) => {
+            let rules = tether::prune::Rules {
+                older_than,
+                keep,
+                max_size,
+            };
+            tether::prune::main(cli.state_dir.as_deref(), rules, dry_run)
+        }
+        Some(Command::Grep {
+            pattern,
+            sessions,
+            stream,
+            json,
+            ignore_case,
+            color,
+        }) => {
+            use tether::grep::{Color, GrepOptions};
+            let options = GrepOptions {
+                pattern,
+                sessions,
+                stream: stream.map(|s| match s {
+                    GrepStream::Stdout => tether::protocol::Stream::Stdout,
+                    GrepStream::Stderr => tether::protocol::Stream::Stderr,
+                }),
+                json,
+                ignore_case,
+                color: match color {
+                    GrepColor::Auto => Color::Auto,
+                    GrepColor::Always => Color::Always,
+                    GrepColor::Never => Color::Never,
+                },
+            };
+            tether::grep::main(cli.state_dir.as_deref(), &options)
+        }
         Some(Command::Ps { json, session }) => {
             control::cli::ps(cli.state_dir.as_deref(), json, session.as_deref())
         }

@@ -51,13 +51,9 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
                     sessions.display()
                 )),
                 _ => Err(format!(
-                    "`{id}` names {} sessions; give more of the id:\n{}",
+                    "`{id}` names {} sessions ({}); give more of the id",
                     matching.len(),
-                    matching
-                        .iter()
-                        .map(|d| format!("  {}", crate::model::output::one_line(&name(d))))
-                        .collect::<Vec<_>>()
-                        .join("\n")
+                    listed(matching.iter().map(|d| name(d)))
                 )),
             }
         }
@@ -93,6 +89,21 @@ fn session_at(path: &Path) -> Result<PathBuf, String> {
         Err(format!(
             "{shown} is not a tether session: it has no session.json and no command directories (01-name); give a directory under sessions/ or an id from `tether sessions`"
         ))
+    }
+}
+
+/// Session names for a message: the first ten, then how many more.
+fn listed(names: impl Iterator<Item = String>) -> String {
+    let names: Vec<String> = names.map(|n| crate::model::output::one_line(&n)).collect();
+    let shown = names
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    match names.len() {
+        n if n > 10 => format!("{shown} and {} more", n - 10),
+        _ => shown,
     }
 }
 

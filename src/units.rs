@@ -10,6 +10,8 @@ pub enum UnitError {
     Duration(String),
     #[error("`{0}` is not a size; write it like 1048576, 64K, 512M or 1G")]
     Size(String),
+    #[error("`{0}` is not an age; write it like 90m, 12h, 30d or 2w")]
+    Age(String),
 }
 
 /// Splits `1.5s` into (1.5, "s").
@@ -38,6 +40,34 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         return Err(err());
     }
     Duration::try_from_secs_f64(secs).map_err(|_| err())
+}
+
+/// An age for retention rules (`30d`, `12h`, `2w`): unlike [`parse_duration`], days and
+/// weeks, and no upper bound short of overflow, since sessions are kept for months.
+pub fn parse_age(text: &str) -> Result<Duration, UnitError> {
+    let err = || UnitError::Age(text.to_string());
+    let (value, unit) = split_number(text).ok_or_else(err)?;
+    let scale = match unit {
+        "s" | "" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        "w" => 7.0 * 86_400.0,
+        _ => return Err(err()),
+    };
+    Duration::try_from_secs_f64(value * scale).map_err(|_| err())
+}
+
+/// `3 d 4 h`-style compact age for people: the two largest units (`3d4h`, `5m12s`, `40s`).
+pub fn format_age(age: Duration) -> String {
+    let secs = age.as_secs();
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m{s:02}s"),
+        (0, _, _) => format!("{h}h{m:02}m"),
+        _ => format!("{d}d{h:02}h"),
+    }
 }
 
 pub fn parse_size(text: &str) -> Result<u64, UnitError> {
@@ -121,5 +151,23 @@ mod tests {
         assert!(parse_size("lots").is_err());
         assert_eq!(format_size(512), "512 B");
         assert_eq!(format_size(1536), "1.5 KiB");
+    }
+
+    #[test]
+    fn ages() {
+        assert_eq!(parse_age("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse_age("2w"), Ok(Duration::from_secs(14 * 86_400)));
+        assert_eq!(parse_age("90m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_age("0"), Ok(Duration::ZERO));
+        assert!(parse_age("30 days").is_err());
+        assert!(parse_age("-1d").is_err());
+        assert!(parse_age("1e400d").is_err());
+        assert_eq!(format_age(Duration::from_secs(40)), "40s");
+        assert_eq!(format_age(Duration::from_secs(312)), "5m12s");
+        assert_eq!(format_age(Duration::from_secs(3 * 3600 + 60)), "3h01m");
+        assert_eq!(
+            format_age(Duration::from_secs(3 * 86_400 + 4 * 3600)),
+            "3d04h"
+        );
     }
 }

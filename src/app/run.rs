@@ -122,6 +122,8 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
         );
     }
     let mut watch_over: Option<(PathBuf, Option<String>)> = None;
+    // A live session's state directory and id: retention runs when it ends.
+    let mut ends_session: Option<(PathBuf, String)> = None;
     let (model, session) = match launch {
         Launch::Live {
             commands,
@@ -129,6 +131,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
             session,
         } => {
             let session = Session::create(&state_dir, session.as_ref())?;
+            ends_session = Some((state_dir.clone(), session.id.clone()));
             let model = Model {
                 session_id: session.id.clone(),
                 session_dir: session.dir_path(),
@@ -196,6 +199,9 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     drop(guard);
     if !watching {
         eprintln!("tether: session journal in {}", session_dir.display());
+    }
+    if let Some((state_dir, id)) = ends_session {
+        crate::prune::at_session_end(&state_dir, &id);
     }
     result
 }

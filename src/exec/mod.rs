@@ -255,6 +255,12 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         }
     }
     let code = outcome.exit_code(&journal_dir);
+    // The session ends with us, unless we are the shell shim or nested in another tether's
+    // command: then the outermost front end applies retention when its own session ends.
+    let nested = std::env::var_os(crate::journal::BROKER_ID_ENV).is_some();
+    if options.signals == SignalMode::Stop && !nested {
+        crate::prune::at_session_end(&state, &session.id);
+    }
     Ok(if copy_failed {
         EXIT_TETHER_FAILED
     } else {

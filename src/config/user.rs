@@ -1,0 +1,243 @@
+//! The user's own settings, `$XDG_CONFIG_HOME/tether/config.toml` (default
+//! `~/.config/tether/config.toml`): how tether behaves for this user, whatever the project.
+//! A project's `tether.toml` lists commands and never holds these.
+//!
+//! Today it holds one section:
+//!
+//! ```toml
+//! [retention]
+//! older_than = "30d"   # remove sessions that ended longer ago than this
+//! keep = 100           # keep at most this many sessions
+//! max_size = "2G"      # keep the sessions directory under this size
+//! ```
+//!
+//! Errors name the file, the line and column, and the key, as `tether.toml`'s do.
+
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::{ConfigError, Source, by_position};
+use crate::prune::Rules;
+use crate::units::{parse_age, parse_size};
+
+/// Keys the `[retention]` table may hold, in the order the error message lists them.
+const RETENTION_KEYS: [&str; 3] = ["older_than", "keep", "max_size"];
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserConfig {
+    /// The `[retention]` rules, if the section is there (even empty: then no rule).
+    pub retention: Option<Rules>,
+}
+
+/// Where the user config lives: `$XDG_CONFIG_HOME/tether/config.toml` when that variable is
+/// an absolute path (the XDG spec says to ignore anything else), else
+/// `~/.config/tether/config.toml`; `None` without either.
+pub fn user_config_path() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("XDG_CONFIG_HOME").map(PathBuf::from) {
+        if dir.is_absolute() {
+            return Some(dir.join("tether/config.toml"));
+        }
+    }
+    var("HOME").map(|home| PathBuf::from(home).join(".config/tether/config.toml"))
+}
+
+/// Reads the user config at `path`; `Ok(None)` when there is no such file.
+pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(io) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                io,
+            });
+        }
+    };
+    parse_user(&text, &path.display().to_string()).map(Some)
+}
+
+/// Parses a user config document; `file` names it in errors.
+pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
+    let source = Source { text, file };
+    let doc = DeTable::parse(text).map_err(|e| source.syntax_error(&e))?;
+    let mut config = UserConfig::default();
+    for (key, value) in by_position(doc.get_ref()) {
+        match key.get_ref().as_ref() {
+            "retention" => config.retention = Some(retention(&source, value)?),
+            other => {
+                return Err(source.error(
+                    key.span().start,
+                    other,
+                    format!(
+                        "unknown key `{other}` at the top level; the user config holds only a [retention] table"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(config)
+}
+
+fn retention(source: &Source<'_>, value: &Spanned<DeValue<'_>>) -> Result<Rules, ConfigError> {
+    let DeValue::Table(table) = value.get_ref() else {
+        return Err(source.error(
+            value.span().start,
+            "retention",
+            format!(
+                "retention: expected a table ([retention]), found {}",
+                value.get_ref().type_str()
+            ),
+        ));
+    };
+    let mut rules = Rules::default();
+    for (key, value) in by_position(table) {
+        let name = format!("retention.{}", key.get_ref());
+        let bad = |message: String| source.error(value.span().start, &name, message);
+        match key.get_ref().as_ref() {
+            "older_than" => {
+                let Some(text) = value.get_ref().as_str() else {
+                    return Err(bad(format!(
+                        "{name}: expected an age like \"30d\", found {}",
+                        value.get_ref().type_str()
+                    )));
+                };
+                rules.older_than = Some(parse_age(text).map_err(|e| bad(format!("{name}: {e}")))?);
+            }
+            "keep" => {
+                let count = match value.get_ref() {
+                    DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix()).ok(),
+                    _ => None,
+                };
+                let Some(count) = count.and_then(|n| usize::try_from(n).ok()) else {
+                    return Err(bad(format!(
+                        "{name}: expected a number of sessions (0 or more), found {}",
+                        shown(value)
+                    )));
+                };
+                rules.keep = Some(count);
+            }
+            "max_size" => {
+                let text = match value.get_ref() {
+                    DeValue::String(text) => text.to_string(),
+                    DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
+                    _ => {
+                        return Err(bad(format!(
+                            "{name}: expected a size like \"2G\", found {}",
+                            value.get_ref().type_str()
+                        )));
+                    }
+                };
+                rules.max_size = Some(parse_size(&text).map_err(|e| bad(format!("{name}: {e}")))?);
+            }
+            other => {
+                return Err(source.error(
+                    key.span().start,
+                    &name,
+                    format!(
+                        "{name}: unknown key `{other}` in [retention]; expected one of {}",
+                        RETENTION_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(rules)
+}
+
+/// A value as the message shows it: the number itself, or its type.
+fn shown(value: &Spanned<DeValue<'_>>) -> String {
+    match value.get_ref() {
+        DeValue::Integer(n) => n.as_str().to_string(),
+        other => other.type_str().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_retention_section_reads_into_rules() {
+        let config = parse_user(
+            "[retention]\nolder_than = \"30d\"\nkeep = 100\nmax_size = \"2G\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            config.retention,
+            Some(Rules {
+                older_than: Some(Duration::from_secs(30 * 86_400)),
+                keep: Some(100),
+                max_size: Some(2 << 30),
+            })
+        );
+        assert_eq!(parse_user("", "c.toml").unwrap(), UserConfig::default());
+        let bytes = parse_user("[retention]\nmax_size = 1048576\n", "c.toml").unwrap();
+        assert_eq!(bytes.retention.unwrap().max_size, Some(1 << 20));
+    }
+
+    #[test]
+    fn errors_name_the_file_the_line_and_the_key() {
+        let cases = [
+            ("[retention]\nkeep = -1\n", 2, "retention.keep", "0 or more"),
+            (
+                "[retention]\nkeep = \"ten\"\n",
+                2,
+                "retention.keep",
+                "found string",
+            ),
+            (
+                "[retention]\nolder_than = \"30 days\"\n",
+                2,
+                "retention.older_than",
+                "30d",
+            ),
+            (
+                "[retention]\nolder_than = 30\n",
+                2,
+                "retention.older_than",
+                "found integer",
+            ),
+            (
+                "[retention]\nmax_size = \"lots\"\n",
+                2,
+                "retention.max_size",
+                "512M",
+            ),
+            (
+                "[retention]\n\nkepe = 3\n",
+                3,
+                "retention.kepe",
+                "older_than, keep, max_size",
+            ),
+            ("retention = 3\n", 1, "retention", "expected a table"),
+            (
+                "[retension]\nkeep = 3\n",
+                1,
+                "retension",
+                "only a [retention] table",
+            ),
+            ("[retention]\nkeep = \n", 2, "keep", "invalid TOML"),
+        ];
+        for (text, line, key, says) in cases {
+            let err = parse_user(text, "/home/u/.config/tether/config.toml").unwrap_err();
+            let shown = err.to_string();
+            assert!(
+                shown.starts_with(&format!("/home/u/.config/tether/config.toml:{line}:")),
+                "{text:?}: {shown}"
+            );
+            assert!(shown.contains(key), "{text:?}: {shown}");
+            assert!(shown.contains(says), "{text:?}: {shown}");
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_no_config() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(load_user(&tmp.path().join("none.toml")).unwrap(), None);
+    }
+}

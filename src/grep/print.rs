@@ -1,0 +1,222 @@
+//! How a matching line is shown: `session/command:stream:line: text` for people, with the
+//! matches highlighted on a terminal, or one JSON object for programs.
+//!
+//! The text is a command's output, so it goes through the sanitizer as the TUI's panes do:
+//! nothing a command wrote reaches the terminal as anything but text. A very long line is
+//! shown as a window around its first match.
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+use super::search::LineMatch;
+use crate::model::output::{plain_text, render_line};
+
+/// Lines longer than this (in bytes) are shown as a window of about this size.
+pub const SHOWN_BYTES: usize = 512;
+/// How much of the window comes before the first match.
+const CONTEXT_BEFORE: usize = 96;
+
+const COLOR_SOURCE: &str = "\x1b[35m";
+const COLOR_PLACE: &str = "\x1b[32m";
+const COLOR_MATCH: &str = "\x1b[1;31m";
+const RESET: &str = "\x1b[0m";
+
+/// Where a line comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct Origin<'a> {
+    pub session: &'a str,
+    pub command: &'a str,
+    pub stream: &'a str,
+}
+
+/// The line for people, with a newline.
+pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool) -> String {
+    let (window, before, after) = window(hit.text, hit.matches.first());
+    let mut shown = String::new();
+    if before {
+        shown.push('…');
+    }
+    let mut at = window.start;
+    for range in &hit.matches {
+        let range = range.start.max(window.start)..range.end.min(window.end);
+        if range.is_empty() || range.start < at {
+            continue;
+        }
+        shown.push_str(&sanitized(&hit.text[at..range.start]));
+        let text = sanitized(&hit.text[range.clone()]);
+        if color {
+            shown.push_str(COLOR_MATCH);
+            shown.push_str(&text);
+            shown.push_str(RESET);
+        } else {
+            shown.push_str(&text);
+        }
+        at = range.end;
+    }
+    shown.push_str(&sanitized(&hit.text[at..window.end]));
+    if after {
+        shown.push_str(&format!("… [{} more bytes]", hit.text.len() - window.end));
+    }
+    let source = format!(
+        "{}/{}",
+        sanitized(origin.session.as_bytes()),
+        sanitized(origin.command.as_bytes())
+    );
+    let place = format!("{}:{}", origin.stream, hit.number);
+    if color {
+        format!("{COLOR_SOURCE}{source}{RESET}:{COLOR_PLACE}{place}{RESET}: {shown}\n")
+    } else {
+        format!("{source}:{place}: {shown}\n")
+    }
+}
+
+/// What a terminal would show for `bytes`, as plain text: escape sequences applied or
+/// dropped, controls and invalid UTF-8 made visible and harmless.
+fn sanitized(bytes: &[u8]) -> String {
+    // Printable ASCII is shown as itself: the common case skips the terminal emulation.
+    if bytes.iter().all(|b| (0x20..0x7f).contains(b)) {
+        return bytes.iter().map(|&b| char::from(b)).collect();
+    }
+    plain_text(&render_line(bytes))
+}
+
+/// The part of `text` to show: all of it when short, else a window of about
+/// [`SHOWN_BYTES`] starting a little before `first`, on character boundaries; and whether
+/// something was left out before and after it.
+fn window(text: &[u8], first: Option<&Range<usize>>) -> (Range<usize>, bool, bool) {
+    if text.len() <= SHOWN_BYTES {
+        return (0..text.len(), false, false);
+    }
+    let anchor = first.map_or(0, |r| r.start);
+    let mut start = anchor.saturating_sub(CONTEXT_BEFORE);
+    let mut end = (start + SHOWN_BYTES).min(text.len());
+    // Never start or end inside a UTF-8 character (at most 3 continuation bytes).
+    for _ in 0..3 {
+        if start > 0 && is_continuation(text[start]) {
+            start -= 1;
+        }
+        if end < text.len() && is_continuation(text[end]) {
+            end += 1;
+        }
+    }
+    (start..end, start > 0, end < text.len())
+}
+
+fn is_continuation(byte: u8) -> bool {
+    byte & 0xC0 == 0x80
+}
+
+/// One match for programs: `tether grep --json`.
+#[derive(Debug, Serialize)]
+pub struct JsonMatch<'a> {
+    pub session: &'a str,
+    /// The command's directory in the session (`01-build`).
+    pub command: &'a str,
+    pub stream: &'a str,
+    /// 1-based line number in the stream.
+    pub line: u64,
+    /// Where the line starts in the stream file, in bytes.
+    pub offset: u64,
+    /// The raw line, invalid UTF-8 replaced by U+FFFD (JSON escapes any control).
+    pub text: String,
+    /// Byte ranges of the matches within the raw line (not within `text`, whose
+    /// replacements may differ in length).
+    pub matches: Vec<JsonRange>,
+    /// The line was longer than the search chunk: this is a piece of it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub piece: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JsonRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
+    let record = JsonMatch {
+        session: origin.session,
+        command: origin.command,
+        stream: origin.stream,
+        line: hit.number,
+        offset: hit.offset,
+        text: String::from_utf8_lossy(hit.text).into_owned(),
+        matches: hit
+            .matches
+            .iter()
+            .map(|r| JsonRange {
+                start: r.start,
+                end: r.end,
+            })
+            .collect(),
+        piece: hit.piece,
+    };
+    // Serializing plain strings and numbers cannot fail.
+    let mut line = serde_json::to_string(&record).unwrap_or_default();
+    line.push('\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit<'a>(text: &'a [u8], matches: &[(usize, usize)]) -> LineMatch<'a> {
+        LineMatch {
+            number: 7,
+            offset: 100,
+            text,
+            matches: matches.iter().map(|&(start, end)| start..end).collect(),
+            piece: false,
+        }
+    }
+
+    const ORIGIN: Origin<'static> = Origin {
+        session: "s1",
+        command: "01-make",
+        stream: "stdout",
+    };
+
+    #[test]
+    fn plain_lines_carry_their_origin_and_no_escape() {
+        let text = b"\x1b]0;pwned\x07\x1b[31mred error\x1b[0m \xff";
+        let line = text_line(ORIGIN, &hit(text, &[(19, 24)]), false);
+        assert_eq!(line, "s1/01-make:stdout:7: red error \u{fffd}\n");
+        assert!(!line.contains('\x1b'));
+    }
+
+    #[test]
+    fn matches_are_highlighted_on_a_terminal_and_only_there() {
+        let line = text_line(ORIGIN, &hit(b"an error here", &[(3, 8)]), true);
+        assert!(line.contains("\x1b[1;31merror\x1b[0m here"), "{line:?}");
+        assert!(line.starts_with("\x1b[35ms1/01-make\x1b[0m:\x1b[32mstdout:7\x1b[0m: an "));
+    }
+
+    #[test]
+    fn long_lines_show_a_window_around_the_first_match() {
+        let mut text = "é".repeat(1000).into_bytes();
+        text.extend(b"needle");
+        text.extend("ü".repeat(1000).into_bytes());
+        let line = text_line(ORIGIN, &hit(&text, &[(2000, 2006)]), false);
+        assert!(line.contains("…éé"), "{line}");
+        assert!(line.contains("needleüü"), "{line}");
+        assert!(line.trim_end().ends_with("more bytes]"), "{line}");
+        assert!(
+            !line.contains('\u{fffd}'),
+            "cut on character boundaries: {line}"
+        );
+        assert!(line.len() < 2 * SHOWN_BYTES, "{}", line.len());
+    }
+
+    #[test]
+    fn json_keeps_the_raw_ranges() {
+        let line = json_line(ORIGIN, &hit(b"a \xff error", &[(5, 10)]));
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(value["text"], "a \u{fffd} error");
+        assert_eq!(value["matches"][0]["start"], 5);
+        assert_eq!(value["line"], 7);
+        assert_eq!(value["offset"], 100);
+        assert!(value.get("piece").is_none());
+    }
+}

@@ -1,0 +1,271 @@
+//! `tether prune` and `[retention]`: keeping the state directory bounded by removing whole
+//! sessions, oldest first, never one in which anything may still run.
+//!
+//! [`plan`] decides (pure, unit-tested); [`scan`] reads what it decides on from the disk;
+//! [`remove`] deletes one session without following links. This file ties them together for
+//! the command line and for the end of a session.
+
+pub mod plan;
+pub mod remove;
+pub mod scan;
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use thiserror::Error;
+
+pub use plan::{Candidate, Liveness, Plan, Rules, plan};
+
+use crate::clock::now_ms;
+use crate::config::user::{load_user, user_config_path};
+use crate::journal::secure::{UnsafeDir, check_for_reading, open_dir_nofollow, unfit_dir};
+use crate::journal::{sessions_dir, state_dir};
+use crate::units::{format_age, format_size};
+use scan::Found;
+
+#[derive(Debug, Error)]
+pub enum PruneError {
+    #[error(transparent)]
+    UnsafeStateDir(#[from] UnsafeDir),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What one prune did (or, dry, would do).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Sessions removed (or to remove), oldest first.
+    pub removed: Vec<Candidate>,
+    /// Sessions that were to go but could not, with why.
+    pub failed: Vec<(Candidate, String)>,
+    /// Live sessions a rule would have removed, with why they are live.
+    pub kept_live: Vec<Candidate>,
+    pub unmet: Vec<String>,
+    /// Sessions and bytes left.
+    pub left: (usize, u64),
+}
+
+/// Applies `rules` to the sessions under `state`: removes what they say (or, `dry_run`, only
+/// says it), never a live session nor `protect`.
+pub fn prune(
+    state: &Path,
+    rules: &Rules,
+    dry_run: bool,
+    protect: Option<&str>,
+    now_ms: u64,
+) -> Result<Outcome, PruneError> {
+    check_for_reading(state)?;
+    let path = sessions_dir(state);
+    let Some(sessions) = open_sessions(&path)? else {
+        return Ok(Outcome::default());
+    };
+    let io_error = |source| PruneError::Io {
+        path: path.clone(),
+        source,
+    };
+    let found: Vec<Found> = scan::scan_sessions(&sessions, &path, now_ms).map_err(io_error)?;
+    let candidates: Vec<Candidate> = found.iter().map(|f| f.candidate.clone()).collect();
+    let decided = plan(&candidates, rules, now_ms, protect);
+    let mut outcome = Outcome {
+        kept_live: decided
+            .kept_live
+            .iter()
+            .map(|&i| candidates[i].clone())
+            .collect(),
+        unmet: decided.unmet.clone(),
+        ..Outcome::default()
+    };
+    for &i in &decided.remove {
+        let candidate = candidates[i].clone();
+        if dry_run {
+            outcome.removed.push(candidate);
+            continue;
+        }
+        match remove::remove_session(&sessions, &found[i].name, now_ms) {
+            Ok(()) => outcome.removed.push(candidate),
+            Err(remove::RemoveError::AlreadyGone) => {}
+            Err(err) => outcome.failed.push((candidate, err.to_string())),
+        }
+    }
+    let gone: Vec<&str> = outcome.removed.iter().map(|c| c.id.as_str()).collect();
+    let left: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| !gone.contains(&c.id.as_str()))
+        .collect();
+    outcome.left = (left.len(), left.iter().map(|c| c.size).sum());
+    Ok(outcome)
+}
+
+/// `sessions/`, opened without following a link and checked as the state directory is;
+/// `None` when there is none yet.
+fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
+    let fd = match open_dir_nofollow(path) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(UnsafeDir::Symlink {
+                path: path.to_path_buf(),
+            }
+            .into());
+        }
+        Err(err) => {
+            return Err(PruneError::Io {
+                path: path.to_path_buf(),
+                source: err.into(),
+            });
+        }
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|err| PruneError::Io {
+        path: path.to_path_buf(),
+        source: err.into(),
+    })?;
+    if unfit_dir(&stat, 0o022).is_some() {
+        // check_for_reading said why a moment ago; this is the same directory or a swap.
+        return Err(PruneError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::other("not a private directory of yours"),
+        });
+    }
+    Ok(Some(fd))
+}
+
+/// `tether prune`: the rules from the flags, or `[retention]` when no flag is given.
+/// Returns the exit code: 0 done, 1 when a session could not be removed, 2 for bad input.
+pub fn main(state: Option<&Path>, flags: Rules, dry_run: bool) -> i32 {
+    let rules = if flags.is_empty() {
+        match configured_rules() {
+            Ok(Some((rules, file))) if !rules.is_empty() => {
+                println!(
+                    "applying [retention] from {}: {}",
+                    file.display(),
+                    rules.describe()
+                );
+                rules
+            }
+            Ok(_) => {
+                eprintln!(
+                    "tether: prune needs a rule: --older-than AGE (e.g. 30d), --keep N, --max-size SIZE (e.g. 2G), and --dry-run to see first; or set them in a [retention] section of {}",
+                    user_config_path().map_or_else(
+                        || "$XDG_CONFIG_HOME/tether/config.toml".into(),
+                        |p| p.display().to_string()
+                    )
+                );
+                return 2;
+            }
+            Err(err) => {
+                eprintln!("tether: {err}");
+                return 2;
+            }
+        }
+    } else {
+        flags
+    };
+    let state = match state_dir(state) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return 2;
+        }
+    };
+    let now = now_ms();
+    match prune(&state, &rules, dry_run, None, now) {
+        Ok(outcome) => {
+            print_outcome(&outcome, dry_run, now);
+            if outcome.failed.is_empty() { 0 } else { 1 }
+        }
+        Err(err) => {
+            eprintln!("tether: {err}");
+            2
+        }
+    }
+}
+
+/// The `[retention]` rules of the user config, and its path; `None` without a file or section.
+pub fn configured_rules() -> Result<Option<(Rules, PathBuf)>, String> {
+    let Some(path) = user_config_path() else {
+        return Ok(None);
+    };
+    match load_user(&path) {
+        Ok(config) => Ok(config.and_then(|c| c.retention).map(|rules| (rules, path))),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// Applies `[retention]` when a session ends (`tether exec` done, the TUI quit): never the
+/// session `just_ended`, never a live one. It cannot fail the command: whatever goes wrong is
+/// one line on stderr. Silent when it removes something, as a cleanup should be.
+pub fn at_session_end(state: &Path, just_ended: &str) {
+    let rules = match configured_rules() {
+        Ok(Some((rules, _))) if !rules.is_empty() => rules,
+        Ok(_) => return,
+        Err(err) => {
+            eprintln!("tether: retention not applied: {err}");
+            return;
+        }
+    };
+    match prune(state, &rules, false, Some(just_ended), now_ms()) {
+        Ok(outcome) => {
+            if let Some((candidate, why)) = outcome.failed.first() {
+                eprintln!(
+                    "tether: retention: cannot remove session {} ({why}){}",
+                    candidate.id,
+                    match outcome.failed.len() {
+                        1 => String::new(),
+                        n => format!(" and {} more", n - 1),
+                    }
+                );
+            }
+        }
+        Err(err) => eprintln!("tether: retention not applied: {err}"),
+    }
+}
+
+fn print_outcome(outcome: &Outcome, dry_run: bool, now: u64) {
+    let verb = if dry_run { "would remove" } else { "removed" };
+    let age = |c: &Candidate| format_age(Duration::from_millis(now.saturating_sub(c.ended_ms)));
+    for c in &outcome.removed {
+        println!(
+            "{verb}  {}  ended {} ago  {}",
+            shown(&c.id),
+            age(c),
+            format_size(c.size)
+        );
+    }
+    for (c, why) in &outcome.failed {
+        eprintln!("tether: cannot remove session {}: {why}", shown(&c.id));
+    }
+    for c in &outcome.kept_live {
+        if let Liveness::Live(why) = &c.liveness {
+            println!(
+                "kept  {}  live: {}",
+                shown(&c.id),
+                crate::model::output::one_line(why)
+            );
+        }
+    }
+    let freed: u64 = outcome.removed.iter().map(|c| c.size).sum();
+    let count = outcome.removed.len();
+    println!(
+        "{} {} in {count} session{}; {} session{} left ({})",
+        if dry_run { "would free" } else { "freed" },
+        format_size(freed),
+        if count == 1 { "" } else { "s" },
+        outcome.left.0,
+        if outcome.left.0 == 1 { "" } else { "s" },
+        format_size(outcome.left.1),
+    );
+    for unmet in &outcome.unmet {
+        eprintln!("tether: not met: {unmet}");
+    }
+}
+
+/// A session name as printed: anything unprintable escaped (names come from the disk).
+fn shown(id: &str) -> String {
+    crate::model::output::one_line(id)
+}

@@ -1,0 +1,221 @@
+//! `tether grep` over sessions made by real `tether exec` runs whose output holds invalid
+//! UTF-8 and escape sequences: what is printed, --stream, --json read back, -i, session
+//! selection, and grep's exit codes.
+
+mod common;
+
+use std::fs;
+use std::process::{Command, Output};
+
+use common::{BIN, TestEnv, run_to_end};
+
+fn tether(env: &TestEnv, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .arg("--state-dir")
+        .arg(env.state_dir())
+        .args(args)
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .env_remove("TETHER_SESSION")
+        .env_remove("TETHER_BROKER_ID")
+        .env_remove("NO_COLOR");
+    command
+}
+
+fn run(env: &TestEnv, args: &[&str]) -> Output {
+    run_to_end(env, tether(env, args), &format!("tether {args:?}"))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What the fixture command writes: invalid UTF-8, a title-setting OSC, colours, a line
+/// longer than any screen, and a line on stderr.
+const SCRIPT: &str = r#"
+printf 'first line\n'
+printf '\377\376 bad bytes then error one\n'
+printf '\033]0;pwned\007\033[31mred ERROR two\033[0m\r\n'
+printf 'quiet\n'
+head -c 3000 /dev/zero | tr '\0' a; printf ' error far away\n'
+printf 'warn: error on stderr\n' >&2
+"#;
+
+/// Runs the fixture through `tether exec`; returns the session id and its command directory.
+fn fixture(env: &TestEnv) -> (String, std::path::PathBuf) {
+    let out = run(
+        env,
+        &[
+            "exec", "--no-pty", "-n", "fixture", "--", "sh", "-c", SCRIPT,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let dir = common::journal::command_dirs(&env.state_dir())
+        .into_iter()
+        .find(|d| d.ends_with("01-fixture"))
+        .expect("the fixture's journal");
+    let session = dir
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    (session, dir)
+}
+
+#[test]
+fn matches_print_with_their_origin_sanitized_and_exit_codes_follow_grep() {
+    let env = TestEnv::new("grep_text");
+    let (session, dir) = fixture(&env);
+    let stdout_log = fs::read(dir.join("stdout.log")).unwrap();
+    assert!(
+        stdout_log.starts_with(b"first line\n\xff\xfe"),
+        "the fixture is stored raw"
+    );
+
+    let out = run(&env, &["grep", "error"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    let lines: Vec<&str> = printed.lines().collect();
+    let origin = format!("{session}/01-fixture");
+    assert_eq!(lines.len(), 3, "{printed}");
+    assert_eq!(
+        lines[0],
+        format!("{origin}:stdout:2: \u{fffd}\u{fffd} bad bytes then error one")
+    );
+    assert!(
+        lines[1].starts_with(&format!("{origin}:stdout:5: …aaa")),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].ends_with("aaa error far away"), "{}", lines[1]);
+    assert!(
+        lines[1].len() < 700,
+        "a long line is cut: {}",
+        lines[1].len()
+    );
+    assert_eq!(
+        lines[2],
+        format!("{origin}:stderr:1: warn: error on stderr")
+    );
+    assert!(
+        !out.stdout.contains(&0x1b),
+        "no escape reaches the terminal"
+    );
+
+    // -i finds the coloured line, shown without its escapes or its carriage return. (The
+    // pattern meets the bytes as written: `two$` would not match, an escape follows it.)
+    let out = run(&env, &["grep", "-i", "^\\x1b.*red error TWO"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{origin}:stdout:3: red ERROR two\n")
+    );
+
+    // --stream
+    let out = run(&env, &["grep", "--stream", "stderr", "error"]);
+    assert_eq!(
+        text(&out.stdout),
+        format!("{origin}:stderr:1: warn: error on stderr\n")
+    );
+    let out = run(&env, &["grep", "--stream", "stdout", "stderr"]);
+    assert_eq!(out.status.code(), Some(1), "stdout never says stderr");
+
+    // Nothing matched: 1, silently.
+    let out = run(&env, &["grep", "no such words"]);
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(1), 0));
+    // A bad regex: 2, and a message that names the pattern and what is wrong.
+    let out = run(&env, &["grep", "error (one"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("invalid pattern `error (one`: unclosed group"),
+        "{said}"
+    );
+    assert_eq!(said.lines().count(), 1, "{said}");
+    // An unknown session: 2.
+    let out = run(&env, &["grep", "error", "no-such-session"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no session `no-such-session`"));
+    env.finish();
+}
+
+#[test]
+fn matches_are_highlighted_when_asked_and_the_commands_escapes_never_pass() {
+    let env = TestEnv::new("grep_color");
+    fixture(&env);
+    let out = run(&env, &["grep", "--color", "always", "ERROR"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains("red \x1b[1;31mERROR\x1b[0m two"),
+        "{printed:?}"
+    );
+    assert!(
+        !printed.contains("\x1b]"),
+        "the command's OSC is gone: {printed:?}"
+    );
+    assert!(!printed.contains("\x1b[31m"), "and its colour: {printed:?}");
+    env.finish();
+}
+
+#[test]
+fn json_lines_read_back_to_the_stored_bytes() {
+    let env = TestEnv::new("grep_json");
+    let (session, dir) = fixture(&env);
+    let out = run(&env, &["grep", "--json", "error"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let records: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(records.len(), 3);
+    for record in &records {
+        assert_eq!(record["session"], session.as_str());
+        assert_eq!(record["command"], "01-fixture");
+        let stream = record["stream"].as_str().unwrap();
+        let stored = fs::read(dir.join(format!("{stream}.log"))).unwrap();
+        let offset = record["offset"].as_u64().unwrap() as usize;
+        for range in record["matches"].as_array().unwrap() {
+            let start = offset + range["start"].as_u64().unwrap() as usize;
+            let end = offset + range["end"].as_u64().unwrap() as usize;
+            assert_eq!(&stored[start..end], b"error", "{record}");
+        }
+        let line = record["line"].as_u64().unwrap() as usize;
+        let line_start = stored
+            .split(|&b| b == b'\n')
+            .take(line - 1)
+            .map(|l| l.len() + 1)
+            .sum::<usize>();
+        assert_eq!(line_start, offset, "{record}");
+    }
+    assert_eq!(
+        records[0]["text"],
+        "\u{fffd}\u{fffd} bad bytes then error one"
+    );
+    assert_eq!(records[0]["line"], 2);
+    assert_eq!(records[2]["stream"], "stderr");
+    env.finish();
+}
+
+#[test]
+fn sessions_named_are_the_only_ones_searched() {
+    let env = TestEnv::new("grep_sessions");
+    let (first, _) = fixture(&env);
+    let out = run(&env, &["exec", "--no-pty", "--", "echo", "another error"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&env, &["grep", "error"]);
+    assert_eq!(text(&out.stdout).lines().count(), 4);
+    let out = run(&env, &["grep", "error", &first]);
+    let printed = text(&out.stdout);
+    assert_eq!(printed.lines().count(), 3, "{printed}");
+    assert!(!printed.contains("another"), "{printed}");
+    // A prefix that names both sessions lists them.
+    let out = run(&env, &["grep", "error", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    assert!(said.contains("`2` names 2 sessions ("), "{said}");
+    assert!(said.contains(&first), "{said}");
+    env.finish();
+}
