@@ -203,6 +203,7 @@ fn model() -> Model {
         commands: vec![build, runaway, silent, missing],
         recorded: false,
         controllable: false,
+        recording: None,
     }
 }
 

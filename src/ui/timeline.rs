@@ -9,12 +9,18 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{format, pane_block, style};
 use crate::app::layout;
-use crate::app::view::{Pane, ViewState};
+use crate::app::view::{FrameContent, Pane, ViewState};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model, TimelineEntry};
 use crate::protocol::{EventKind, ExitStatus};
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -31,21 +37,30 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
         height -= 1;
         Line::styled(format!("! {}", one_line(text)), Style::new().fg(Color::Red))
     });
-    let entries = &command.timeline;
-    let line = |e: &TimelineEntry| entry_line(command, e, model.started_ms);
+    // At the time cursor the model holds the entries up to it; the next few follow,
+    // dimmed, so that `]` and `}` show where they lead.
+    let cursor = content.cursor.as_ref();
+    let past = &command.timeline;
+    let later: &[TimelineEntry] = cursor.map_or(&[], |c| &c.later);
+    let entry = |i: usize| past.get(i).unwrap_or_else(|| &later[i - past.len()]);
+    let line = |i: usize| {
+        let line = entry_line(command, entry(i), model.started_ms);
+        match cursor {
+            None => line,
+            Some(_) => at_cursor(line, i + 1 == past.len(), i >= past.len()),
+        }
+    };
+    let shown_end = past.len() + later.len().min(height / 3);
     let mut lines: Vec<Line> = if view.wrap {
         let width = events_area.width as usize;
-        let back = view.timeline_back.min(entries.len().saturating_sub(1));
-        wrapped(entries.len() - back, entries.len(), height, |i| {
-            format::wrap_spans(&line(&entries[i]).spans, width)
+        let back = view.timeline_back.min(shown_end.saturating_sub(1));
+        wrapped(shown_end - back, shown_end, height, |i| {
+            format::wrap_spans(&line(i).spans, width)
         })
     } else {
-        let back = view.timeline_back.min(entries.len().saturating_sub(height));
-        let end = entries.len() - back;
-        entries[end.saturating_sub(height)..end]
-            .iter()
-            .map(line)
-            .collect()
+        let back = view.timeline_back.min(shown_end.saturating_sub(height));
+        let end = shown_end - back;
+        (end.saturating_sub(height)..end).map(line).collect()
     };
     if let Some(notice) = notice {
         lines.resize(height, Line::raw(""));
@@ -53,9 +68,26 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     }
     frame.render_widget(Paragraph::new(lines), events_area);
     if strip_rows > 0 {
-        draw_strip(frame, strip_area, model, view, now_ms);
+        draw_strip(frame, strip_area, model, view, content);
     }
 }
+
+/// An entry's line with the time cursor set: `▶` on the cursor's entry (the last one at or
+/// before it), the entries after it dimmed.
+fn at_cursor(line: Line<'static>, current: bool, later: bool) -> Line<'static> {
+    let gutter = if current {
+        Span::styled("▶ ", CURSOR)
+    } else {
+        Span::raw("  ")
+    };
+    let spans = line.spans.into_iter().map(|span| match later {
+        true => Span::styled(span.content, style::DIM),
+        false => span,
+    });
+    Line::from(std::iter::once(gutter).chain(spans).collect::<Vec<_>>())
+}
+
+const CURSOR: Style = Style::new().fg(Color::Cyan);
 
 /// The rows of wrapped entries that fill `height` rows and end with entry `end - 1`: as
 /// many entries before it as fit whole, and once the first entry is in, the entries after
@@ -247,18 +279,35 @@ fn snake(value: &impl serde::Serialize) -> String {
         .unwrap_or_default()
 }
 
-fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
+fn draw_strip(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+) {
+    let now_ms = content.now_ms;
+    let cursor = content.cursor.as_ref();
     let [rule, rows] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let title = match cursor {
+        Some(c) => Span::styled(
+            format!(" all commands {} ", cursor_time(model, c.at_ms)),
+            CURSOR,
+        ),
+        None => Span::styled(" all commands ", style::DIM),
+    };
     frame.render_widget(
         Block::new()
             .borders(Borders::TOP)
             .border_style(style::BORDER)
-            .title(Span::styled(" all commands ", style::DIM)),
+            .title(title),
         rule,
     );
     let label_width = 10usize;
     let bar_width = (rows.width as usize).saturating_sub(label_width + 1).max(1);
-    let span_ms = now_ms.saturating_sub(model.started_ms).max(1);
+    // At the time cursor the strip still spans the whole recording, drawn up to the cursor.
+    let end_ms = cursor.map_or(now_ms, |c| c.end_ms);
+    let span_ms = end_ms.saturating_sub(model.started_ms).max(1);
     let column = |ts: u64| -> usize {
         (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
             .round() as usize
@@ -282,11 +331,29 @@ fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, no
                 Style::new()
             };
             let mut spans = vec![Span::styled(label, label_style), Span::raw(" ")];
-            spans.extend(bar(c, bar_width, now_ms, &column));
+            let at = cursor.map(|c| column(c.at_ms).min(bar_width - 1));
+            spans.extend(bar(c, bar_width, now_ms, &column, at));
             Line::from(spans)
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), rows);
+    // The cursor's column, marked on the rule above the bars too (where the title leaves it).
+    if let Some(c) = cursor {
+        let x = rows.x + (label_width + 1 + column(c.at_ms).min(bar_width - 1)) as u16;
+        if let Some(cell) = frame.buffer_mut().cell_mut((x, rule.y)) {
+            if cell.symbol() == "─" {
+                cell.set_symbol("▼").set_style(CURSOR);
+            }
+        }
+    }
+}
+
+/// `⏱ 03:04:07.250 (+0:02.300)`: the cursor's moment in UTC and since the session started.
+pub fn cursor_time(model: &Model, at_ms: u64) -> String {
+    let utc = crate::journal::paths::format_utc(at_ms);
+    let clock = utc.split_once(' ').map_or(utc.as_str(), |(_, time)| time);
+    let since = format::offset_ms(at_ms.saturating_sub(model.started_ms));
+    format!("⏱ {clock} ({since})")
 }
 
 /// One command's bar: `─` while it ran, `▪` where it printed, and markers.
@@ -295,6 +362,7 @@ fn bar(
     width: usize,
     now_ms: u64,
     column: &dyn Fn(u64) -> usize,
+    cursor: Option<usize>,
 ) -> Vec<Span<'static>> {
     let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
     if let Some(start) = c.started_ms {
@@ -335,6 +403,14 @@ fn bar(
                 marked[i] = true;
                 cells[i] = mark;
             }
+        }
+    }
+    // The time cursor's column crosses the bar where nothing else is marked.
+    if let Some(cell) = cursor.and_then(|at| cells.get_mut(at)) {
+        match cell.0 {
+            ' ' => *cell = ('│', Color::Cyan),
+            '─' => *cell = ('┼', Color::Cyan),
+            _ => {}
         }
     }
     let mut spans: Vec<(String, Color)> = Vec::new();
@@ -403,7 +479,7 @@ mod tests {
             (5_010, Marker::Exit),
         ];
         let column = |ts: u64| (ts / 1000) as usize;
-        let text: String = bar(&c, 8, 6_000, &column)
+        let text: String = bar(&c, 8, 6_000, &column, None)
             .iter()
             .map(|s| s.content.as_ref())
             .collect();

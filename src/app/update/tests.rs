@@ -31,6 +31,7 @@ fn model(recorded: bool, running: bool) -> Model {
         commands: vec![command],
         recorded,
         controllable: false,
+        recording: None,
     }
 }
 
