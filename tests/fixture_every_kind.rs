@@ -1,0 +1,249 @@
+//! The checked-in session `tests/fixtures/every-kind` (see `tests/fixtures/README.md`): it
+//! must keep holding every kind of event a journal can record, so that the exports, the
+//! time cursor and the post-mortem views are all tested over each of them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use tether::journal::{Damage, SessionRecord};
+use tether::protocol::{EventKind, Origin, ProcessSignal, Stream};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
+}
+
+/// Every variant by name, through a match with no wildcard: a new kind of event does not
+/// compile here until the fixture is given one (or it is listed as never journaled).
+fn journaled(kind: &EventKind) -> Option<&'static str> {
+    match kind {
+        EventKind::BrokerStarted { .. }
+        | EventKind::Spawned { .. }
+        | EventKind::SpawnError { .. }
+        | EventKind::Terminal { .. }
+        | EventKind::TerminalUnavailable { .. }
+        | EventKind::Input { .. }
+        | EventKind::Resize { .. }
+        | EventKind::Output { .. }
+        | EventKind::OutputCapped { .. }
+        | EventKind::ResponseTimeout { .. }
+        | EventKind::SignalSent { .. }
+        | EventKind::HardKill { .. }
+        | EventKind::OrphanReaped { .. }
+        | EventKind::ParentLost { .. }
+        | EventKind::ParentUnresponsive { .. }
+        | EventKind::Tree { .. }
+        | EventKind::EventsCapped { .. }
+        | EventKind::Exit { .. }
+        | EventKind::Close { .. }
+        | EventKind::BrokerFailure { .. }
+        | EventKind::ControlRefused { .. }
+        | EventKind::ControlUnavailable { .. } => Some(kind.name()),
+        // Answers to one control client: never in a journal.
+        EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. } => None,
+    }
+}
+
+/// One value of every variant, for the names `journaled` expects.
+fn every_journaled_kind() -> BTreeSet<&'static str> {
+    let status = tether::protocol::ExitStatus {
+        code: Some(0),
+        signal: None,
+        core_dumped: false,
+    };
+    let text = String::new;
+    let all = [
+        EventKind::BrokerStarted {
+            v: 0,
+            broker_pid: 0,
+            control_socket: None,
+        },
+        EventKind::Spawned {
+            pid: 0,
+            pgid: 0,
+            argv: vec![],
+        },
+        EventKind::SpawnError {
+            code: text(),
+            message: text(),
+        },
+        EventKind::Terminal {
+            streams: tether::protocol::TerminalRequest {
+                stdout: true,
+                stderr: false,
+                size: tether::protocol::WindowSize::DEFAULT,
+            },
+        },
+        EventKind::TerminalUnavailable {
+            code: text(),
+            message: text(),
+        },
+        EventKind::Input {
+            bytes: 0,
+            dropped: 0,
+        },
+        EventKind::Resize {
+            size: tether::protocol::WindowSize::DEFAULT,
+        },
+        EventKind::Output {
+            stream: Stream::Stdout,
+            offset: 0,
+            len: 0,
+        },
+        EventKind::OutputCapped {
+            stream: Stream::Stdout,
+            reason: tether::protocol::CapReason::Limit,
+            stored: 0,
+            message: text(),
+        },
+        EventKind::ResponseTimeout { silent_ms: 0 },
+        EventKind::SignalSent {
+            signal: ProcessSignal::TERM,
+            scope: tether::protocol::Scope::Group,
+            origin: Origin::Operator,
+            targets: vec![],
+            client: None,
+        },
+        EventKind::HardKill { after_ms: 0 },
+        EventKind::OrphanReaped {
+            pid: 0,
+            status,
+            escaped: None,
+        },
+        EventKind::ParentLost {
+            cause: tether::protocol::ParentLossCause::Pidfd,
+        },
+        EventKind::ParentUnresponsive { silent_ms: 0 },
+        EventKind::Tree { processes: vec![] },
+        EventKind::EventsCapped {
+            kind_capped: tether::protocol::CappedKind::Tree,
+            budget: 0,
+            message: text(),
+        },
+        EventKind::Exit { pid: 0, status },
+        EventKind::Close {
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+        },
+        EventKind::BrokerFailure {
+            stage: tether::protocol::Stage::Stdio,
+            code: text(),
+            message: text(),
+        },
+        EventKind::ControlRefused {
+            uid: 0,
+            pid: 0,
+            reason: text(),
+        },
+        EventKind::ControlUnavailable {
+            code: text(),
+            message: text(),
+        },
+    ];
+    all.iter().filter_map(journaled).collect()
+}
+
+#[test]
+fn the_fixture_holds_every_kind_of_journaled_event() {
+    let record = SessionRecord::load(&fixture()).expect("the fixture loads");
+    assert!(
+        record.info.is_some(),
+        "session.json reads: {:?}",
+        record.damage
+    );
+    let found: BTreeSet<&'static str> = record
+        .commands
+        .iter()
+        .flat_map(|c| &c.events)
+        .filter_map(|e| journaled(&e.kind))
+        .collect();
+    let missing: Vec<_> = every_journaled_kind().difference(&found).copied().collect();
+    assert!(missing.is_empty(), "the fixture lacks {missing:?}");
+}
+
+#[test]
+fn the_fixture_holds_the_situations_the_exports_are_tested_on() {
+    let record = SessionRecord::load(&fixture()).expect("the fixture loads");
+    let command = |name: &str| {
+        record
+            .commands
+            .iter()
+            .find(|c| c.id.ends_with(name))
+            .unwrap_or_else(|| panic!("no command {name}"))
+    };
+    let exit = |name: &str| {
+        command(name).events.iter().find_map(|e| match &e.kind {
+            EventKind::Exit { status, .. } => Some((status.code, status.signal)),
+            _ => None,
+        })
+    };
+    assert_eq!(exit("ok"), Some((Some(0), None)));
+    assert_eq!(exit("fail"), Some((Some(3), None)));
+    assert_eq!(exit("killed"), Some((None, Some(9))));
+    assert_eq!(exit("interrupted"), Some((None, Some(2))));
+
+    // Output interleaved between the streams, at growing offsets.
+    let streams: Vec<(Stream, u64)> = command("ok")
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Output { stream, offset, .. } => Some((stream, offset)),
+            _ => None,
+        })
+        .collect();
+    assert!(streams.len() >= 4, "{streams:?}");
+    assert!(streams.windows(2).any(|w| w[0].0 != w[1].0), "{streams:?}");
+    assert!(streams.iter().any(|(_, offset)| *offset > 0), "{streams:?}");
+
+    // Signals by the operator, the watchdog, a lost parent and a shutdown after exit.
+    let origins: BTreeSet<String> = record
+        .commands
+        .iter()
+        .flat_map(|c| &c.events)
+        .filter_map(|e| match &e.kind {
+            EventKind::SignalSent { origin, .. } => Some(format!("{origin:?}")),
+            _ => None,
+        })
+        .collect();
+    for origin in ["Operator", "Watchdog", "ParentLost", "Shutdown"] {
+        assert!(
+            origins.contains(origin),
+            "no signal by {origin}: {origins:?}"
+        );
+    }
+
+    // A tree of several processes, one of them an escapee.
+    let tree_sizes: Vec<usize> = command("tree")
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Tree { processes } => Some(processes.len()),
+            _ => None,
+        })
+        .collect();
+    assert!(tree_sizes.iter().any(|n| *n >= 4), "{tree_sizes:?}");
+    let escapee = command("killed").events.iter().any(|e| match &e.kind {
+        EventKind::Tree { processes } => processes.iter().any(|p| p.escaped),
+        _ => false,
+    });
+    assert!(escapee);
+
+    // Stderr with raw escapes, for the sanitizer.
+    let stderr = std::fs::read(command("fail").dir.join("stderr.log")).expect("stderr.log");
+    assert!(stderr.contains(&0x1b));
+
+    // Cut short: ends mid-line, no result.json; every other command is whole.
+    let crashed = command("crashed");
+    assert!(crashed.result.is_none());
+    assert!(
+        crashed
+            .damage
+            .iter()
+            .any(|d| matches!(d, Damage::PartialLastLine { .. })),
+        "{:?}",
+        crashed.damage
+    );
+    for other in record.commands.iter().filter(|c| c.id != crashed.id) {
+        assert!(other.damage.is_empty(), "{}: {:?}", other.id, other.damage);
+        assert!(other.result.is_some(), "{}", other.id);
+    }
+}
