@@ -15,6 +15,7 @@ use crate::app::view::{CursorContent, ViewState};
 use crate::model::Model;
 use crate::model::output::one_line;
 use crate::model::recording::step_label;
+use crate::protocol::EventKind;
 
 const KEYS: [(&str, &str, Action); 14] = [
     ("q", "quit", Action::Quit),
@@ -92,7 +93,22 @@ fn cursor_spans(model: &Model, cursor: &CursorContent) -> Vec<Span<'static>> {
         CURSOR,
     )];
     if let Some((name, kind)) = cursor.events.first() {
-        let (text, color) = describe(kind);
+        let (text, color) = match kind {
+            // The timeline leaves these out; at the cursor they are what happened.
+            EventKind::Output { stream, len, .. } => (
+                format!("{} +{len} B", stream.name()),
+                style::DIM.fg.unwrap_or_default(),
+            ),
+            EventKind::Tree { processes } => (
+                format!(
+                    "{} process{}",
+                    processes.len(),
+                    if processes.len() == 1 { "" } else { "es" }
+                ),
+                style::DIM.fg.unwrap_or_default(),
+            ),
+            kind => describe(kind),
+        };
         spans.push(Span::raw(format!(" {} ", one_line(name))));
         spans.push(Span::styled(
             kind.name().to_string(),

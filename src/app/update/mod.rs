@@ -57,7 +57,10 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
         action,
         Action::Term | Action::Kill | Action::Stop | Action::SignalProcess | Action::StartTyping
     );
-    if time::is_time_action(action) && model.recording.is_none() {
+    // A finished recording: what `tether open` reads back and nothing adds to (the model
+    // drawn at the cursor is one too).
+    let finished = model.recorded && !model.controllable;
+    if time::is_time_action(action) && !finished {
         return Some(NO_TIME_CURSOR);
     }
     match (model.recorded, model.controllable) {

@@ -25,6 +25,7 @@ pub fn is_time_action(action: &Action) -> bool {
 
 pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
     let Some(recording) = &model.recording else {
+        view.message = Some("nothing was recorded to move through".into());
         return;
     };
     let time = &mut view.time;
