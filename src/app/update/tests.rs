@@ -272,7 +272,11 @@ fn what_a_screen_refuses_is_what_its_keys_leave_out() {
         assert_eq!(refusal(&recorded, &action), None);
     }
     // Only a finished recording has a time cursor; nothing there types or dismisses.
-    for action in [Action::TimePrevEvent, Action::TimeFirst, Action::TimeStepLonger] {
+    for action in [
+        Action::TimePrevEvent,
+        Action::TimeFirst,
+        Action::TimeStepLonger,
+    ] {
         assert_eq!(refusal(&recorded, &action), None);
         assert_eq!(refusal(&live, &action), Some(NO_TIME_CURSOR));
         assert_eq!(refusal(&watched, &action), Some(NO_TIME_CURSOR));
