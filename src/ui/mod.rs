@@ -9,6 +9,7 @@ pub mod help;
 pub mod output;
 pub mod screen;
 pub mod status_bar;
+pub mod strip;
 pub mod style;
 pub mod timeline;
 pub mod too_small;

@@ -7,7 +7,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::timeline::{cursor_time, describe};
+use super::strip::cursor_time;
+use super::timeline::describe;
 use super::{format, style};
 use crate::app::action::Action;
 use crate::app::update::refusal;
