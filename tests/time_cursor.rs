@@ -296,3 +296,25 @@ fn a_line_written_in_two_parts_is_cut_at_the_first() {
     let whole = screen_of(open(&session), &[Action::TimeFirst, Action::TimeNextEvent]);
     assert!(whole.contains("second half"), "{whole}");
 }
+
+/// The screen view (`v`) of a stream follows the cursor too, back and forth.
+#[test]
+fn the_screen_view_follows_the_cursor() {
+    const PTY: usize = 8;
+    let view_stdout = |mut actions: Vec<Action>| {
+        let mut all = vec![Action::FocusNext, Action::FocusNext, Action::ToggleScreen];
+        all.append(&mut actions);
+        select(PTY, all)
+    };
+    let end = screen_after(&view_stdout(vec![]));
+    assert!(end.contains("┃in a terminal"), "{end}");
+    // Before the output (it all came at the exit), then the end again, then back.
+    let before = screen_after(&view_stdout(vec![Action::TimeFirst]));
+    assert!(!before.contains("┃in a terminal"), "{before}");
+    let back = screen_after(&view_stdout(vec![
+        Action::TimeFirst,
+        Action::TimeOff,
+        Action::TimeFirst,
+    ]));
+    assert_eq!(back, before);
+}
