@@ -88,3 +88,22 @@ pub enum Action {
     },
     Resize,
 }
+
+impl Action {
+    /// The time cursor's actions: only a finished recording has one.
+    pub fn moves_in_time(&self) -> bool {
+        matches!(
+            self,
+            Action::TimePrevEvent
+                | Action::TimeNextEvent
+                | Action::TimePrevNotable
+                | Action::TimeNextNotable
+                | Action::TimeStepBack
+                | Action::TimeStepForward
+                | Action::TimeStepShorter
+                | Action::TimeStepLonger
+                | Action::TimeFirst
+                | Action::TimeOff
+        )
+    }
+}

@@ -59,22 +59,22 @@ pub fn draw(
             let step = format!("step {}", step_label(view.time.step_ms()));
             let keys = KEYS
                 .iter()
-                .filter(|(_, _, action)| refusal(model, action).is_none())
-                .map(|(key, what, action)| match action {
-                    Action::TimeStepBack => (*key, step.as_str()),
-                    _ => (*key, *what),
-                });
+                .filter(|(_, _, action)| refusal(model, action).is_none());
             // Set, the cursor's own keys come first, and the way back to the end.
-            let keys: Vec<(&str, &str)> = if cursor.is_some() {
-                let (time, rest): (Vec<_>, Vec<_>) =
-                    keys.partition(|(key, _)| "[{<".contains(&key[..1]));
+            let keys: Vec<(&str, &str, Action)> = if cursor.is_some() {
+                let (time, rest): (Vec<_>, Vec<_>) = keys.partition(|(_, _, a)| a.moves_in_time());
                 time.into_iter()
-                    .chain([("End", "live")])
+                    .chain(&[("End", "live", Action::TimeOff)])
                     .chain(rest)
+                    .cloned()
                     .collect()
             } else {
-                keys.collect()
+                keys.cloned().collect()
             };
+            let keys = keys.into_iter().map(|(key, what, action)| match action {
+                Action::TimeStepBack => (key, step.as_str()),
+                _ => (key, what),
+            });
             spans.extend(keys.into_iter().flat_map(|(key, what)| {
                 [
                     Span::styled(format!(" {key} "), style::KEY),

@@ -60,7 +60,7 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     // A finished recording: what `tether open` reads back and nothing adds to (the model
     // drawn at the cursor is one too).
     let finished = model.recorded && !model.controllable;
-    if time::is_time_action(action) && !finished {
+    if action.moves_in_time() && !finished {
         return Some(NO_TIME_CURSOR);
     }
     match (model.recorded, model.controllable) {

@@ -7,22 +7,6 @@ use crate::app::view::ViewState;
 use crate::model::Model;
 use crate::model::recording::{STEPS_MS, step_label};
 
-pub fn is_time_action(action: &Action) -> bool {
-    matches!(
-        action,
-        Action::TimePrevEvent
-            | Action::TimeNextEvent
-            | Action::TimePrevNotable
-            | Action::TimeNextNotable
-            | Action::TimeStepBack
-            | Action::TimeStepForward
-            | Action::TimeStepShorter
-            | Action::TimeStepLonger
-            | Action::TimeFirst
-            | Action::TimeOff
-    )
-}
-
 pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
     let Some(recording) = &model.recording else {
         view.message = Some("nothing was recorded to move through".into());
