@@ -52,7 +52,9 @@ pub fn draw(
         frame.render_widget(Paragraph::new(typing_line(model, id, view)), area);
         return;
     }
-    let mut spans = cursor.map_or_else(Vec::new, |c| cursor_spans(model, c));
+    // The event's details give way to the keys on a narrow screen.
+    let details = (area.width as usize / 4).min(40);
+    let mut spans = cursor.map_or_else(Vec::new, |c| cursor_spans(model, c, details));
     match &view.message {
         Some(message) => spans.push(Span::raw(format!(" {}", one_line(message)))),
         None => {
@@ -88,7 +90,7 @@ pub fn draw(
 
 /// ` ⏱ 03:04:07.250 (+0:02.300)  runaway exit SIGKILL `: the moment, in UTC and since the
 /// session started, and what was journaled then.
-fn cursor_spans(model: &Model, cursor: &CursorContent) -> Vec<Span<'static>> {
+fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Span<'static>> {
     let mut spans = vec![Span::styled(
         format!(" {} ", cursor_time(model, cursor.at_ms)),
         CURSOR,
@@ -118,7 +120,7 @@ fn cursor_spans(model: &Model, cursor: &CursorContent) -> Vec<Span<'static>> {
         if !text.is_empty() {
             spans.push(Span::raw(format!(
                 " {}",
-                format::truncate(&one_line(&text), 40)
+                format::truncate(&one_line(&text), details)
             )));
         }
         if cursor.events.len() > 1 {
