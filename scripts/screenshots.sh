@@ -79,3 +79,17 @@ python3 scripts/ansi2svg.py "$state/watch.ansi" "$out/watch.svg" 160 45
 echo "screenshots/watch.svg"
 "$bin" stop --state-dir "$state" agent-run-42 >/dev/null 2>&1 || true
 wait
+
+# The time cursor of `tether open` over the checked-in every-kind session: the `killed`
+# command at the watchdog's TERM (the 7th notable event), every pane as it was then.
+cp -r tests/fixtures/every-kind "$state/every-kind"
+tm new-session -d -s open -x 160 -y 45 "$bin open $state/every-kind"
+sleep 2
+tm send-keys -t open j j j          # killed: the watchdog's command
+tm send-keys -t open Home           # the cursor on the first event
+tm send-keys -t open '}' '}' '}' '}' '}' '}' '}'
+sleep 1
+tm capture-pane -e -p -t open > "$state/time-cursor.ansi"
+python3 scripts/ansi2svg.py "$state/time-cursor.ansi" "$out/time-cursor.svg" 160 45
+echo "screenshots/time-cursor.svg"
+tm send-keys -t open q

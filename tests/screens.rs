@@ -203,6 +203,7 @@ fn model() -> Model {
         commands: vec![build, runaway, silent, missing],
         recorded: false,
         controllable: false,
+        recording: None,
     }
 }
 
@@ -517,11 +518,18 @@ fn a_read_only_session_offers_only_the_keys_that_apply() {
     model.recorded = true;
     let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
     let status = screen.lines().last().unwrap();
-    for refused in [" a  add", " t  TERM", " K  KILL", " s  stop", " r  restart"] {
+    for refused in [
+        " a  add",
+        " t  TERM",
+        " K  KILL",
+        " s  stop",
+        " r  restart",
+        " d  dismiss",
+    ] {
         assert!(!status.contains(refused), "{refused:?} offered: {status:?}");
     }
     assert!(
-        status.contains(" q  quit") && status.contains(" /  search"),
+        status.contains(" q  quit") && status.contains(" [ ]  event") && status.contains("step 1s"),
         "{status:?}"
     );
     let help = ViewState {
@@ -533,11 +541,37 @@ fn a_read_only_session_offers_only_the_keys_that_apply() {
         "SIGTERM the whole group",
         "launch a new command",
         "restart the",
+        "signal the selected",
+        "dismiss an ended",
+        "type into it",
+        "Home g",
     ] {
         assert!(!screen.contains(refused), "help offers {refused:?}");
     }
+    for offered in [
+        "[       time cursor: previous event",
+        "Home    time cursor: first event",
+        "g       go to the top",
+    ] {
+        assert!(screen.contains(offered), "help lacks {offered:?}");
+    }
     assert!(screen.contains("nothing here launches or signals"));
     insta::assert_snapshot!(screen);
+    // The whole help, time keys and all, fits the smallest terminal.
+    let small = draw_with(80, 24, &model, &content(), &help);
+    assert!(
+        small.contains("Esc closes") && small.contains("End     time cursor off"),
+        "{small}"
+    );
+
+    // A live session has no time cursor: Home goes to the top, and `[` is not offered.
+    let live = draw_with(120, 40, &model_live(), &content(), &help);
+    assert!(live.contains("Home g  go to the top"), "{live}");
+    assert!(!live.contains("time cursor"), "{live}");
+}
+
+fn model_live() -> Model {
+    model()
 }
 
 /// `tether watch` signals what others run but launches nothing; only there can an ended

@@ -764,3 +764,96 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
     drop(tmux);
     env.finish();
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy");
+    for entry in std::fs::read_dir(from).expect("read the fixture") {
+        let entry = entry.expect("a fixture entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("its type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a fixture file");
+        }
+    }
+}
+
+/// Issue 10: the time cursor of `tether open` in a real terminal, over a copy of the
+/// every-kind fixture: each key moves what every pane shows, and `q` gives the terminal back.
+#[test]
+fn the_time_cursor_moves_what_open_shows() {
+    let env = TestEnv::new("tui-time-cursor");
+    let session = env.path("every-kind");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind"),
+        &session,
+    );
+    let tmux = Tmux::start(&env, 160, 45);
+    tmux.type_line(&env, "echo BEFORE-OPEN-MARKER");
+    tmux.wait_screen(&env, "the marker", |s| s.contains("BEFORE-OPEN-MARKER\n"));
+    tmux.type_line(
+        &env,
+        &tether_child_line(&env, &format!("open {}", session.display())),
+    );
+    let end = tmux.wait_screen(&env, "the session at its end", |s| {
+        s.contains("Commands") && s.contains("compiling 2 of 2")
+    });
+    assert!(!end.contains('⏱'), "no cursor at first: {end}");
+    assert!(end.contains("[ ]  event"), "{end}");
+
+    // Home: the first event; nothing written yet, every other command idle.
+    tmux.keys(&env, &["Home"]);
+    let first = tmux.wait_screen(&env, "the cursor at the first event", |s| {
+        s.contains("⏱ 03:04:05.100 (+0:00.100)")
+    });
+    assert!(first.contains("stdout · 0 lines · 0 B"), "{first}");
+    assert!(first.contains("fail        idle"), "{first}");
+
+    // ] ]: on past ok's spawn to its first line of stdout.
+    tmux.keys(&env, &["]", "]"]);
+    let output = tmux.wait_screen(&env, "the first line written", |s| {
+        s.contains("(+0:00.105)") && s.contains("compiling 1 of 2")
+    });
+    assert!(!output.contains("compiling 2 of 2"), "{output}");
+    assert!(output.contains("running"), "{output}");
+
+    // }: the next notable event, ok's exit; [ goes back one event from it.
+    tmux.keys(&env, &["}"]);
+    tmux.wait_screen(&env, "ok's exit", |s| {
+        s.contains("(+0:00.520)") && s.contains("exit 0")
+    });
+    tmux.keys(&env, &["["]);
+    tmux.wait_screen(&env, "the event before the exit", |s| {
+        s.contains("(+0:00.413)")
+    });
+    // {: back to no notable event before it.
+    tmux.keys(&env, &["{"]);
+    tmux.wait_screen(&env, "nothing notable before", |s| {
+        s.contains("no signal, error, timeout or exit before this")
+    });
+    // +, >: a longer step, and a step on by it.
+    tmux.keys(&env, &["+", ">"]);
+    tmux.wait_screen(&env, "a 2 s step", |s| s.contains("(+0:02.413)"));
+
+    // End: off, the end again.
+    tmux.keys(&env, &["End"]);
+    tmux.wait_screen(&env, "the end again", |s| {
+        !s.contains('⏱') && s.contains("compiling 2 of 2") && s.contains("lost")
+    });
+
+    tmux.keys(&env, &["q"]);
+    let after = tmux.wait_screen(&env, "the shell back", |s| {
+        s.contains("BEFORE-OPEN-MARKER") && !s.contains("Commands")
+    });
+    let alternate = tmux.cmd(
+        &["display-message", "-p", "-t", "0", "#{alternate_on}"],
+        &env,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&alternate.stdout).trim(),
+        "0",
+        "the alternate screen is left: {after}"
+    );
+    drop(tmux);
+    env.finish();
+}

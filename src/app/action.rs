@@ -55,6 +55,19 @@ pub enum Action {
     /// Bytes for the command being typed into: a key or a paste as a terminal sends it.
     Type(Vec<u8>),
     Help,
+    /// The time cursor over a recorded session: to the previous/next journaled event, the
+    /// previous/next notable one (signal, error, timeout, exit, kill, orphan), back/on by
+    /// the step, a shorter/longer step, the first event, and off (the end).
+    TimePrevEvent,
+    TimeNextEvent,
+    TimePrevNotable,
+    TimeNextNotable,
+    TimeStepBack,
+    TimeStepForward,
+    TimeStepShorter,
+    TimeStepLonger,
+    TimeFirst,
+    TimeOff,
     /// Answers in dialogs and prompts.
     Confirm,
     Cancel,
@@ -74,4 +87,23 @@ pub enum Action {
         row: u16,
     },
     Resize,
+}
+
+impl Action {
+    /// The time cursor's actions: only a finished recording has one.
+    pub fn moves_in_time(&self) -> bool {
+        matches!(
+            self,
+            Action::TimePrevEvent
+                | Action::TimeNextEvent
+                | Action::TimePrevNotable
+                | Action::TimeNextNotable
+                | Action::TimeStepBack
+                | Action::TimeStepForward
+                | Action::TimeStepShorter
+                | Action::TimeStepLonger
+                | Action::TimeFirst
+                | Action::TimeOff
+        )
+    }
 }

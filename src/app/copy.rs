@@ -138,6 +138,7 @@ mod tests {
             commands: vec![command],
             recorded: false,
             controllable: false,
+            recording: None,
         });
         app.clipboard.dir = dir.join("clip");
         app.view.focus = Pane::Stdout;

@@ -58,6 +58,55 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::BackTab, "S-Tab", A::FocusPrev, "focus previous pane"),
         bind(N, K::PageDown, "PgDn", A::PageDown, "page down"),
         bind(N, K::PageUp, "PgUp", A::PageUp, "page up"),
+        // The time cursor, before Home and End: in a recorded session they move the cursor
+        // (g and G still scroll); elsewhere the cursor is refused and they scroll.
+        bind(
+            N,
+            K::Char('['),
+            "[",
+            A::TimePrevEvent,
+            "time cursor: previous event",
+        ),
+        bind(
+            N,
+            K::Char(']'),
+            "]",
+            A::TimeNextEvent,
+            "time cursor: next event",
+        ),
+        bind(
+            N,
+            K::Char('{'),
+            "{",
+            A::TimePrevNotable,
+            "previous signal/exit/error",
+        ),
+        bind(
+            N,
+            K::Char('}'),
+            "}",
+            A::TimeNextNotable,
+            "next signal/exit/error",
+        ),
+        bind(N, K::Char('<'), "<", A::TimeStepBack, "step back in time"),
+        bind(N, K::Char('>'), ">", A::TimeStepForward, "step on in time"),
+        bind(
+            N,
+            K::Char('-'),
+            "-",
+            A::TimeStepShorter,
+            "shorter time step",
+        ),
+        bind(
+            N,
+            K::Char('+'),
+            "+ =",
+            A::TimeStepLonger,
+            "longer time step",
+        ),
+        bind(N, K::Char('='), "+ =", A::TimeStepLonger, ""),
+        bind(N, K::Home, "Home", A::TimeFirst, "time cursor: first event"),
+        bind(N, K::End, "End", A::TimeOff, "time cursor off (the end)"),
         bind(N, K::Home, "Home g", A::Top, "go to the top"),
         bind(N, K::Char('g'), "Home g", A::Top, ""),
         bind(N, K::End, "End G", A::Bottom, "go to the bottom"),
@@ -187,7 +236,15 @@ pub fn bindings() -> Vec<Binding> {
 }
 
 /// The action for a key in a context, if any. In a prompt, printable keys are text.
-pub fn action_for(bindings: &[Binding], context: KeyContext, key: KeyEvent) -> Option<Action> {
+///
+/// A key bound twice (Home: the time cursor's first event, or the top) means the first of
+/// its actions that `applies` here; if none does, the first, whose refusal then says why.
+pub fn action_for(
+    bindings: &[Binding],
+    context: KeyContext,
+    key: KeyEvent,
+    applies: &dyn Fn(&Action) -> bool,
+) -> Option<Action> {
     if context == KeyContext::Input {
         return Some(input_action(bindings, key));
     }
@@ -199,9 +256,13 @@ pub fn action_for(bindings: &[Binding], context: KeyContext, key: KeyEvent) -> O
     }
     // Shift is implied by the character itself ('G', 'K', 'N', '?').
     let modifiers = key.modifiers - KeyModifiers::SHIFT;
-    let found = bindings
+    let mut bound = bindings
         .iter()
-        .find(|b| b.context == context && b.code == key.code && b.modifiers == modifiers)
+        .filter(|b| b.context == context && b.code == key.code && b.modifiers == modifiers);
+    let first = bound.clone().next();
+    let found = bound
+        .find(|b| applies(&b.action))
+        .or(first)
         .map(|b| b.action.clone());
     match (found, context, key.code) {
         (Some(action), _, _) => Some(action),
@@ -211,6 +272,39 @@ pub fn action_for(bindings: &[Binding], context: KeyContext, key: KeyEvent) -> O
             Some(Action::Input(c))
         }
         _ => None,
+    }
+}
+
+/// How the help names the keys that do `binding`'s action here: each key bound to it that
+/// `action_for` picks it for (Home is not "go to the top" where it moves the time cursor).
+pub fn keys_label(
+    bindings: &[Binding],
+    binding: &Binding,
+    applies: &dyn Fn(&Action) -> bool,
+) -> String {
+    let names: Vec<String> = bindings
+        .iter()
+        .filter(|b| b.context == binding.context && b.action == binding.action)
+        .filter(|b| {
+            let key = KeyEvent::new(b.code, b.modifiers);
+            action_for(bindings, b.context, key, applies).as_ref() == Some(&binding.action)
+        })
+        .map(|b| key_name(b.code))
+        .collect();
+    names.join(" ")
+}
+
+fn key_name(code: KeyCode) -> String {
+    match code {
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Down => "↓".into(),
+        KeyCode::Up => "↑".into(),
+        KeyCode::Left => "←".into(),
+        KeyCode::Right => "→".into(),
+        KeyCode::BackTab => "S-Tab".into(),
+        KeyCode::PageDown => "PgDn".into(),
+        KeyCode::PageUp => "PgUp".into(),
+        other => other.to_string(),
     }
 }
 
@@ -232,136 +326,4 @@ fn input_action(bindings: &[Binding], key: KeyEvent) -> Action {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
-        KeyEvent::new(code, modifiers)
-    }
-
-    #[test]
-    fn keys_map_to_actions_by_context() {
-        let b = bindings();
-        let plain = |c| key(KeyCode::Char(c), KeyModifiers::NONE);
-        assert_eq!(
-            action_for(&b, KeyContext::Normal, plain('t')),
-            Some(Action::Term)
-        );
-        assert_eq!(
-            action_for(
-                &b,
-                KeyContext::Normal,
-                key(KeyCode::Char('K'), KeyModifiers::SHIFT)
-            ),
-            Some(Action::Kill)
-        );
-        assert_eq!(action_for(&b, KeyContext::Normal, plain('Z')), None);
-        assert_eq!(
-            action_for(&b, KeyContext::Prompt, plain('t')),
-            Some(Action::Input('t'))
-        );
-        assert_eq!(
-            action_for(&b, KeyContext::Confirm, plain('y')),
-            Some(Action::Confirm)
-        );
-        assert_eq!(action_for(&b, KeyContext::Confirm, plain('t')), None);
-        // Enter is the default answer, not a yes: a SIGKILL question has none.
-        assert_eq!(
-            action_for(
-                &b,
-                KeyContext::Confirm,
-                key(KeyCode::Enter, KeyModifiers::NONE)
-            ),
-            Some(Action::Submit)
-        );
-        assert_eq!(
-            action_for(
-                &b,
-                KeyContext::Normal,
-                key(KeyCode::Char('c'), KeyModifiers::CONTROL)
-            ),
-            Some(Action::Quit)
-        );
-    }
-
-    #[test]
-    fn typing_turns_every_key_into_input_but_ctrl_a() {
-        let b = bindings();
-        let typed = |code, modifiers| action_for(&b, KeyContext::Input, key(code, modifiers));
-        assert_eq!(
-            typed(KeyCode::Char('a'), KeyModifiers::CONTROL),
-            Some(Action::StopTyping)
-        );
-        assert_eq!(
-            typed(
-                KeyCode::Char('A'),
-                KeyModifiers::CONTROL | KeyModifiers::SHIFT
-            ),
-            Some(Action::StopTyping)
-        );
-        assert_eq!(
-            typed(KeyCode::Char('c'), KeyModifiers::CONTROL),
-            Some(Action::Type(vec![3])),
-            "Ctrl-c interrupts the command, not tether"
-        );
-        assert_eq!(
-            typed(KeyCode::Char('q'), KeyModifiers::NONE),
-            Some(Action::Type(b"q".to_vec()))
-        );
-        assert_eq!(
-            typed(KeyCode::Up, KeyModifiers::NONE),
-            Some(Action::Type(b"\x1b[A".to_vec()))
-        );
-        assert_eq!(
-            typed(KeyCode::Esc, KeyModifiers::NONE),
-            Some(Action::Type(b"\x1b".to_vec()))
-        );
-        assert_eq!(
-            action_for(
-                &b,
-                KeyContext::Normal,
-                key(KeyCode::Char('i'), KeyModifiers::NONE)
-            ),
-            Some(Action::StartTyping)
-        );
-    }
-
-    #[test]
-    fn output_view_and_copy_keys() {
-        let b = bindings();
-        let normal = |code| action_for(&b, KeyContext::Normal, key(code, KeyModifiers::NONE));
-        assert_eq!(normal(KeyCode::Char('v')), Some(Action::ToggleScreen));
-        assert_eq!(normal(KeyCode::Char('V')), Some(Action::SelectLines));
-        assert_eq!(normal(KeyCode::Char('y')), Some(Action::Copy));
-        assert_eq!(normal(KeyCode::Esc), Some(Action::Cancel));
-        // y still answers a question.
-        assert_eq!(
-            action_for(
-                &b,
-                KeyContext::Confirm,
-                key(KeyCode::Char('y'), KeyModifiers::NONE)
-            ),
-            Some(Action::Confirm)
-        );
-    }
-
-    #[test]
-    fn every_normal_action_is_described_once() {
-        let b = bindings();
-        for binding in b.iter().filter(|b| b.context == KeyContext::Normal) {
-            let described = b
-                .iter()
-                .filter(|o| {
-                    o.context == binding.context
-                        && o.action == binding.action
-                        && !o.description.is_empty()
-                })
-                .count();
-            assert_eq!(
-                described, 1,
-                "{:?} must have exactly one description",
-                binding.action
-            );
-        }
-    }
-}
+mod tests;

@@ -5,6 +5,7 @@ pub mod action;
 mod copy;
 pub mod keymap;
 pub mod layout;
+mod past;
 mod run;
 mod screen;
 pub mod terminal_keys;
@@ -46,6 +47,8 @@ pub struct App {
     pub terminal_size: WindowSize,
     screens: screen::PaneScreens,
     clipboard: copy::ClipboardOut,
+    /// The recording as it was at the time cursor's moment, when the cursor is set.
+    past: Option<(u64, Model)>,
 }
 
 impl App {
@@ -63,6 +66,7 @@ impl App {
             terminal_size: WindowSize::DEFAULT,
             screens: Default::default(),
             clipboard: Default::default(),
+            past: None,
         }
     }
 
@@ -215,30 +219,31 @@ impl App {
 
     fn current_streams(&mut self) -> Option<&mut [StreamFile; 2]> {
         let id = self.view.selected;
-        let command = self.model.commands.get(id)?;
-        let dir = command.journal_dir.clone()?;
+        let command = self.shown().commands.get(id)?;
+        let (dir, run) = (command.journal_dir.clone()?, command.run);
         Some(
             self.streams
-                .entry((id, command.run))
+                .entry((id, run))
                 .or_insert_with(|| Stream::BOTH.map(|s| StreamFile::new(dir.join(s.file_name())))),
         )
     }
 
-    /// Reads what the next frame shows: visible output lines and the selected tree.
+    /// Reads what the next frame shows: visible output lines and the selected tree. With
+    /// the time cursor set, as they were at its moment.
     pub fn prepare(&mut self, size: Rect, now_ms: u64) {
         self.size = size;
-        self.content.now_ms = now_ms;
+        self.content.now_ms = self.prepare_cursor(now_ms).unwrap_or(now_ms);
         let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
         let wrap = self.view.wrap;
         // What the files hold: past a cap, bytes are counted but not stored.
-        let lens = self.model.commands.get(self.view.selected).map(|c| {
+        let lens = self.shown().commands.get(self.view.selected).map(|c| {
             Stream::BOTH.map(|s| {
                 let i = s as usize;
                 c.capped[i].map_or(c.bytes[i], |(_, stored)| c.bytes[i].min(stored))
             })
         });
         let current = self
-            .model
+            .shown()
             .commands
             .get(self.view.selected)
             .map(|c| (self.view.selected, c.run));
@@ -251,10 +256,16 @@ impl App {
         let mut totals = [0usize; 2];
         let views = self.view.outputs.clone();
         let mut behind = false;
+        let mut went_back = false;
         if let (Some(lens), Some(files)) = (lens, self.current_streams()) {
             for stream in Stream::BOTH {
                 let i = stream as usize;
                 let file = &mut files[i];
+                if file.len() > lens[i] {
+                    // The time cursor went back: the pane ends where the stream was then.
+                    *file = StreamFile::new(file.path().to_path_buf());
+                    went_back = true;
+                }
                 if file.len() < lens[i] {
                     let caught_up = file.refresh_within(lens[i], INDEX_BUDGET).unwrap_or(true);
                     behind |= !caught_up;
@@ -281,6 +292,9 @@ impl App {
         }
         self.content.outputs = outputs;
         self.behind = behind;
+        if went_back {
+            self.screens = Default::default();
+        }
         self.geometry.output_rows = rows_of;
         self.geometry.output_cols = cols_of;
         self.geometry.widest = widest;
@@ -309,7 +323,8 @@ impl App {
     /// record (without CPU and memory); once the command has ended, every process the broker
     /// saw during the run (state `-`).
     fn tree_rows(&self) -> Vec<crate::sampler::TreeRow> {
-        let Some(command) = self.model.commands.get(self.view.selected) else {
+        let model = self.shown();
+        let Some(command) = model.commands.get(self.view.selected) else {
             return Vec::new();
         };
         let Some(broker) = command.broker_pid else {
@@ -317,8 +332,7 @@ impl App {
         };
         let group = command.pid;
         // A live command is sampled, whoever started it; a post-mortem shows what was recorded.
-        let sampled =
-            command.status.is_active() && (!self.model.recorded || self.model.controllable);
+        let sampled = command.status.is_active() && (!model.recorded || model.controllable);
         if !sampled {
             let entries = if command.status.is_active() {
                 &command.tree

@@ -29,6 +29,7 @@ use crate::config::CommandConfig;
 use crate::journal::reader::EventTail;
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, SessionRecord};
+use crate::model::recording::Recording;
 use crate::model::replay::{broker_alive, command_from_record, frozen_at, model_from_session};
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
@@ -139,6 +140,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 commands: commands.into_iter().map(CommandState::new).collect(),
                 recorded: false,
                 controllable: false,
+                recording: None,
             };
             (model, Some(session))
         }
@@ -166,6 +168,9 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                         Some(name.to_string_lossy().into_owned()),
                     ));
                 }
+            } else {
+                // Finished: nothing changes any more, so the time cursor can move over it.
+                model.recording = Some(Recording::from_session(record));
             }
             (model, None)
         }
@@ -177,6 +182,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 commands: Vec::new(),
                 recorded: true,
                 controllable: true,
+                recording: None,
             };
             watch_over = Some((state_dir, session));
             (model, None)
@@ -222,7 +228,8 @@ fn terminal_events() -> UnboundedReceiver<TermEvent> {
 fn action_of(app: &App, event: TermEvent) -> Option<Action> {
     match event {
         TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
-            action_for(&app.bindings, app.key_context(), key)
+            let applies = |action: &Action| super::update::refusal(&app.model, action).is_none();
+            action_for(&app.bindings, app.key_context(), key, &applies)
         }
         TermEvent::Mouse(mouse) => match mouse.kind {
             MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => Some(Action::ScrollAt {
@@ -583,7 +590,7 @@ async fn event_loop(
             );
             let app = &runner.app;
             terminal
-                .draw(|frame| draw(frame, &app.model, &app.view, &app.content, &app.bindings))?;
+                .draw(|frame| draw(frame, app.shown(), &app.view, &app.content, &app.bindings))?;
             // Output not yet indexed is caught up with over the next frames.
             dirty = runner.app.behind;
             runner.sync_terminal_sizes();

@@ -27,7 +27,7 @@ impl App {
     /// Called by `prepare` once the line view is read.
     pub(super) fn prepare_screens(&mut self, panes: [Rect; 2], now: Instant) {
         let selected = self.view.selected;
-        let command = self.model.commands.get(selected);
+        let command = self.shown().commands.get(selected);
         let run = command.map(|c| (selected, c.run));
         let dir = command.and_then(|c| c.journal_dir.clone());
         if self.screens.run != run {

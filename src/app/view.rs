@@ -3,10 +3,10 @@
 
 use std::ops::Range;
 
-use crate::model::CommandId;
 use crate::model::output::StyledLine;
 use crate::model::screen::{FullScreenSigns, ReplayStart, ScreenGrid};
-use crate::protocol::Stream;
+use crate::model::{CommandId, TimelineEntry};
+use crate::protocol::{EventKind, Stream};
 use crate::sampler::{Machine, TreeRow};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +131,33 @@ pub struct ViewState {
     pub quitting: bool,
     /// Every key goes to this command's terminal, until Ctrl-a.
     pub typing: Option<CommandId>,
+    /// Where the time cursor is over a recorded session.
+    pub time: TimeCursor,
+}
+
+/// The time cursor: the moment every pane shows the recorded run as it was at (`None`: off,
+/// the end of the recording), and the step `<` and `>` move by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeCursor {
+    pub at_ms: Option<u64>,
+    /// An index into [`crate::model::recording::STEPS_MS`].
+    pub step: usize,
+}
+
+impl TimeCursor {
+    pub fn step_ms(self) -> u64 {
+        let steps = crate::model::recording::STEPS_MS;
+        steps[self.step.min(steps.len() - 1)]
+    }
+}
+
+impl Default for TimeCursor {
+    fn default() -> Self {
+        TimeCursor {
+            at_ms: None,
+            step: crate::model::recording::DEFAULT_STEP,
+        }
+    }
 }
 
 impl ViewState {
@@ -167,6 +194,7 @@ impl Default for ViewState {
             message: None,
             quitting: false,
             typing: None,
+            time: TimeCursor::default(),
         }
     }
 }
@@ -200,6 +228,21 @@ pub struct FrameContent {
     /// The machine's figures for the header, from the last snapshot.
     pub machine: Option<Machine>,
     pub screens: [ScreenContent; 2],
+    /// What the time cursor shows, when it is set.
+    pub cursor: Option<CursorContent>,
+}
+
+/// The time cursor's frame: the panes show the commands as they were at `at_ms` (the model
+/// drawn is the one at that moment); this is what they need besides.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CursorContent {
+    pub at_ms: u64,
+    /// The recording's end: the all-commands strip spans the whole session.
+    pub end_ms: u64,
+    /// What was journaled at the cursor's moment: the command's name and the event.
+    pub events: Vec<(String, EventKind)>,
+    /// The selected command's timeline entries after the cursor, shown dimmed after it.
+    pub later: Vec<TimelineEntry>,
 }
 
 /// What an output pane shows of its stream as a screen.

@@ -5,6 +5,7 @@ pub mod badges;
 pub mod command;
 pub mod describe;
 pub mod output;
+pub mod recording;
 pub mod replay;
 pub mod screen;
 
@@ -24,6 +25,8 @@ pub struct Model {
     /// Journals whose live commands can still be signalled, through their brokers' control
     /// sockets (`tether watch`, `tether open` of a live session).
     pub controllable: bool,
+    /// A finished recorded session's journal, for the time cursor (`tether open`).
+    pub recording: Option<recording::Recording>,
 }
 
 impl Model {

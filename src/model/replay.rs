@@ -3,43 +3,17 @@
 
 use crate::config::CommandConfig;
 use crate::journal::{CommandRecord, Damage, SessionRecord};
-use crate::protocol::{CommandSpec, EventKind};
+use std::path::PathBuf;
+
+use crate::protocol::{CommandSpec, Event, EventKind};
 
 use super::{CommandState, Model, Status};
 
 /// Rebuilds a command from its journal. A run whose broker is gone without a result is
 /// marked lost; what the journal lacks is said in its notice.
 pub fn command_from_record(record: &CommandRecord) -> CommandState {
-    let config = match &record.request {
-        Some(request) => CommandConfig {
-            name: request.name.clone(),
-            command: request.command.clone(),
-            cwd: request.cwd.clone(),
-            env: request.env.clone(),
-            grace: Some(std::time::Duration::from_millis(request.grace_ms)),
-            no_output_timeout: request
-                .no_output_timeout_ms
-                .map(std::time::Duration::from_millis),
-            autostart: false,
-            pty: request.terminal.is_some(),
-        },
-        None => CommandConfig {
-            name: record.id.clone(),
-            command: CommandSpec::Argv(Vec::new()),
-            cwd: None,
-            env: Default::default(),
-            grace: None,
-            no_output_timeout: None,
-            autostart: false,
-            pty: false,
-        },
-    };
-    let mut command = CommandState::new(config);
+    let mut command = replay(config_of(record), record.dir.clone(), &record.events);
     let started = record.events.first().map_or(0, |e| e.ts_ms);
-    command.begin_run(record.dir.clone(), started);
-    for event in &record.events {
-        command.apply(event);
-    }
     let closed = record
         .events
         .iter()
@@ -67,6 +41,46 @@ pub fn broker_alive(command: &CommandState) -> bool {
     })
 }
 
+/// The command as its launch request configured it (as far as the journal says).
+pub fn config_of(record: &CommandRecord) -> CommandConfig {
+    match &record.request {
+        Some(request) => CommandConfig {
+            name: request.name.clone(),
+            command: request.command.clone(),
+            cwd: request.cwd.clone(),
+            env: request.env.clone(),
+            grace: Some(std::time::Duration::from_millis(request.grace_ms)),
+            no_output_timeout: request
+                .no_output_timeout_ms
+                .map(std::time::Duration::from_millis),
+            autostart: false,
+            pty: request.terminal.is_some(),
+        },
+        None => CommandConfig {
+            name: record.id.clone(),
+            command: CommandSpec::Argv(Vec::new()),
+            cwd: None,
+            env: Default::default(),
+            grace: None,
+            no_output_timeout: None,
+            autostart: false,
+            pty: false,
+        },
+    }
+}
+
+/// A run as these events (in journal order) leave it: the one derivation of a command's
+/// state from its journal, for the whole journal and for the time cursor's prefix of it.
+pub fn replay(config: CommandConfig, dir: PathBuf, events: &[Event]) -> CommandState {
+    let mut command = CommandState::new(config);
+    let started = events.first().map_or(0, |e| e.ts_ms);
+    command.begin_run(dir, started);
+    for event in events {
+        command.apply(event);
+    }
+    command
+}
+
 pub fn model_from_session(record: &SessionRecord) -> Model {
     let commands: Vec<CommandState> = record.commands.iter().map(command_from_record).collect();
     let started_ms = record
@@ -92,6 +106,7 @@ pub fn model_from_session(record: &SessionRecord) -> Model {
         commands,
         recorded: true,
         controllable: false,
+        recording: None,
     }
 }
 

@@ -8,12 +8,27 @@ use ratatui::widgets::{Block, Cell, Row, Table};
 
 use super::{format, pane_block, style};
 use crate::app::layout;
-use crate::app::view::{Pane, ViewState};
+use crate::app::view::{FrameContent, Pane, ViewState};
 use crate::model::output::one_line;
 use crate::model::{Badge, Badges, CommandState, Model};
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
-    let block: Block = pane_block("Commands", view.focus == Pane::Commands);
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+) {
+    let now_ms = content.now_ms;
+    // At the time cursor the list is the recording as it was then: its title says when.
+    let title = match &content.cursor {
+        Some(c) => format!(
+            "Commands at {}",
+            format::offset_ms(c.at_ms.saturating_sub(model.started_ms))
+        ),
+        None => "Commands".into(),
+    };
+    let block: Block = pane_block(&title, view.focus == Pane::Commands);
     if model.commands.is_empty() {
         let hint = match (model.recorded, model.controllable) {
             (false, _) => Line::from(vec![

@@ -6,24 +6,27 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::{centered, format, pane_block, style};
-use crate::app::keymap::{Binding, KeyContext};
+use crate::app::action::Action;
+use crate::app::keymap::{Binding, KeyContext, keys_label};
 use crate::app::update::{READ_ONLY, refusal};
 use crate::model::Model;
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) {
     // Only the keys that do something here: a recorded session refuses to launch or signal.
-    let entries: Vec<&Binding> = bindings
+    let applies = |action: &Action| refusal(model, action).is_none();
+    let entries: Vec<(String, &Binding)> = bindings
         .iter()
         .filter(|b| b.context == KeyContext::Normal && !b.description.is_empty())
-        .filter(|b| refusal(model, &b.action).is_none())
+        .filter(|b| applies(&b.action))
+        .map(|b| (keys_label(bindings, b, &applies), b))
         .collect();
-    let read_only = refusal(model, &crate::app::action::Action::Term) == Some(READ_ONLY);
+    let read_only = refusal(model, &Action::Term) == Some(READ_ONLY);
     // Two columns, so that the whole key map fits the smallest terminal (80×24).
     let half = entries.len().div_ceil(2);
-    let cell = |b: Option<&&Binding>| -> Vec<Span<'static>> {
+    let cell = |b: Option<&(String, &Binding)>| -> Vec<Span<'static>> {
         match b {
-            Some(b) => vec![
-                Span::styled(format!(" {:<7}", b.label), style::KEY),
+            Some((label, b)) => vec![
+                Span::styled(format!(" {label:<7}"), style::KEY),
                 Span::raw(format!(" {:<30}", format::truncate(b.description, 30))),
             ],
             None => Vec::new(),
@@ -46,13 +49,16 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
                 style::DIM,
             ),
         ])
-        .chain(read_only.then(|| {
-            Line::styled(
-                " A recorded session: nothing here launches or signals a command.",
-                style::DIM,
-            )
-        }))
-        .chain([Line::styled(" Esc, ? or q closes this help.", style::DIM)])
+        // One line for both in a recorded session, whose time keys take the room: the whole
+        // help still fits 80×24.
+        .chain([Line::styled(
+            if read_only {
+                " A recorded session: nothing here launches or signals a command. Esc closes."
+            } else {
+                " Esc, ? or q closes this help."
+            },
+            style::DIM,
+        )])
         .collect();
     let height = rows.len() as u16 + 2;
     let popup = centered(area, 80, height);

@@ -9,6 +9,7 @@ pub mod help;
 pub mod output;
 pub mod screen;
 pub mod status_bar;
+pub mod strip;
 pub mod style;
 pub mod timeline;
 pub mod too_small;
@@ -54,7 +55,7 @@ fn draw_screen(
     };
     header::draw(frame, areas.header, content.machine.as_ref(), view.cores);
     if areas.commands.width > 0 {
-        command_list::draw(frame, areas.commands, model, view, content.now_ms);
+        command_list::draw(frame, areas.commands, model, view, content);
     }
     if areas.tree.width > 0 {
         tree::draw(frame, areas.tree, model, view, content);
@@ -77,9 +78,9 @@ fn draw_screen(
         }
     }
     if areas.timeline.width > 0 {
-        timeline::draw(frame, areas.timeline, model, view, content.now_ms);
+        timeline::draw(frame, areas.timeline, model, view, content);
     }
-    status_bar::draw(frame, areas.status, model, view);
+    status_bar::draw(frame, areas.status, model, view, content.cursor.as_ref());
     draw_dialog(frame, size, model, view, bindings);
 }
 

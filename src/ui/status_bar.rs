@@ -1,5 +1,5 @@
 //! The bottom line: the last message, else the main keys; while typing into a command,
-//! first of all that the keys go to it.
+//! first of all that the keys go to it; with the time cursor set, first of all its moment.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,16 +7,23 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::style;
+use super::strip::cursor_time;
+use super::timeline::describe;
+use super::{format, style};
 use crate::app::action::Action;
 use crate::app::update::refusal;
-use crate::app::view::ViewState;
+use crate::app::view::{CursorContent, ViewState};
 use crate::model::Model;
 use crate::model::output::one_line;
+use crate::model::recording::step_label;
+use crate::protocol::EventKind;
 
-const KEYS: [(&str, &str, Action); 11] = [
+const KEYS: [(&str, &str, Action); 14] = [
     ("q", "quit", Action::Quit),
     ("?", "help", Action::Help),
+    ("[ ]", "event", Action::TimePrevEvent),
+    ("{ }", "notable", Action::TimePrevNotable),
+    ("< >", "step", Action::TimeStepBack),
     ("a", "add", Action::NewCommand),
     ("t", "TERM", Action::Term),
     ("K", "KILL", Action::Kill),
@@ -28,26 +35,103 @@ const KEYS: [(&str, &str, Action); 11] = [
     ("z", "zoom", Action::Zoom),
 ];
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+/// The time cursor's moment: hard to miss, as every pane shows the past.
+const CURSOR: Style = Style::new()
+    .fg(Color::Black)
+    .bg(Color::Cyan)
+    .add_modifier(Modifier::BOLD);
+
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    view: &ViewState,
+    cursor: Option<&CursorContent>,
+) {
     if let Some(id) = view.typing {
         frame.render_widget(Paragraph::new(typing_line(model, id, view)), area);
         return;
     }
-    let line = match &view.message {
-        Some(message) => Line::from(Span::raw(format!(" {}", one_line(message)))),
-        None => Line::from(
-            KEYS.iter()
-                .filter(|(_, _, action)| refusal(model, action).is_none())
-                .flat_map(|(key, what, _)| {
-                    [
-                        Span::styled(format!(" {key} "), style::KEY),
-                        Span::raw(format!(" {what} ")),
-                    ]
-                })
-                .collect::<Vec<_>>(),
-        ),
-    };
-    frame.render_widget(Paragraph::new(line), area);
+    // The event's details give way to the keys on a narrow screen.
+    let details = (area.width as usize / 4).min(40);
+    let mut spans = cursor.map_or_else(Vec::new, |c| cursor_spans(model, c, details));
+    match &view.message {
+        Some(message) => spans.push(Span::raw(format!(" {}", one_line(message)))),
+        None => {
+            let step = format!("step {}", step_label(view.time.step_ms()));
+            let keys = KEYS
+                .iter()
+                .filter(|(_, _, action)| refusal(model, action).is_none());
+            // Set, the cursor's own keys come first, and the way back to the end.
+            let keys: Vec<(&str, &str, Action)> = if cursor.is_some() {
+                let (time, rest): (Vec<_>, Vec<_>) = keys.partition(|(_, _, a)| a.moves_in_time());
+                time.into_iter()
+                    .chain(&[("End", "live", Action::TimeOff)])
+                    .chain(rest)
+                    .cloned()
+                    .collect()
+            } else {
+                keys.cloned().collect()
+            };
+            let keys = keys.into_iter().map(|(key, what, action)| match action {
+                Action::TimeStepBack => (key, step.as_str()),
+                _ => (key, what),
+            });
+            spans.extend(keys.into_iter().flat_map(|(key, what)| {
+                [
+                    Span::styled(format!(" {key} "), style::KEY),
+                    Span::raw(format!(" {what} ")),
+                ]
+            }));
+        }
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// ` ⏱ 03:04:07.250 (+0:02.300)  runaway exit SIGKILL `: the moment, in UTC and since the
+/// session started, and what was journaled then.
+fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Span<'static>> {
+    let mut spans = vec![Span::styled(
+        format!(" {} ", cursor_time(model, cursor.at_ms)),
+        CURSOR,
+    )];
+    if let Some((name, kind)) = cursor.events.first() {
+        let (text, color) = match kind {
+            // The timeline leaves these out; at the cursor they are what happened.
+            EventKind::Output { stream, len, .. } => (
+                format!("{} +{len} B", stream.name()),
+                style::DIM.fg.unwrap_or_default(),
+            ),
+            EventKind::Tree { processes } => (
+                format!(
+                    "{} process{}",
+                    processes.len(),
+                    if processes.len() == 1 { "" } else { "es" }
+                ),
+                style::DIM.fg.unwrap_or_default(),
+            ),
+            kind => describe(kind),
+        };
+        spans.push(Span::raw(format!(" {} ", one_line(name))));
+        spans.push(Span::styled(
+            kind.name().to_string(),
+            Style::new().fg(color),
+        ));
+        if !text.is_empty() {
+            spans.push(Span::raw(format!(
+                " {}",
+                format::truncate(&one_line(&text), details)
+            )));
+        }
+        if cursor.events.len() > 1 {
+            spans.push(Span::styled(
+                format!(" +{} more", cursor.events.len() - 1),
+                style::DIM,
+            ));
+        }
+        spans.push(Span::raw(" "));
+    }
+    spans
 }
 
 /// The mark that says keys go to a command: hard to miss.

@@ -1,21 +1,27 @@
-//! The timeline: the selected command's events with their times, and a strip of every
-//! command over the session with markers for signals, timeouts and exits.
+//! The timeline: the selected command's events with their times (with the time cursor set,
+//! its entry marked and the next ones dimmed), above the all-commands strip (`strip`).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use super::{format, pane_block, style};
 use crate::app::layout;
-use crate::app::view::{Pane, ViewState};
-use crate::model::describe::{Tone, describe_in};
+use crate::app::view::{FrameContent, Pane, ViewState};
 use crate::model::output::one_line;
-use crate::model::{CommandState, Marker, Model, TimelineEntry};
+use crate::model::{CommandState, Model, TimelineEntry};
+use crate::model::describe::{Tone, describe_in};
 use crate::protocol::EventKind;
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -32,21 +38,30 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
         height -= 1;
         Line::styled(format!("! {}", one_line(text)), Style::new().fg(Color::Red))
     });
-    let entries = &command.timeline;
-    let line = |e: &TimelineEntry| entry_line(command, e, model.started_ms);
+    // At the time cursor the model holds the entries up to it; the next few follow,
+    // dimmed, so that `]` and `}` show where they lead.
+    let cursor = content.cursor.as_ref();
+    let past = &command.timeline;
+    let later: &[TimelineEntry] = cursor.map_or(&[], |c| &c.later);
+    let entry = |i: usize| past.get(i).unwrap_or_else(|| &later[i - past.len()]);
+    let line = |i: usize| {
+        let line = entry_line(command, entry(i), model.started_ms);
+        match cursor {
+            None => line,
+            Some(_) => at_cursor(line, i + 1 == past.len(), i >= past.len()),
+        }
+    };
+    let shown_end = past.len() + later.len().min(height / 3);
     let mut lines: Vec<Line> = if view.wrap {
         let width = events_area.width as usize;
-        let back = view.timeline_back.min(entries.len().saturating_sub(1));
-        wrapped(entries.len() - back, entries.len(), height, |i| {
-            format::wrap_spans(&line(&entries[i]).spans, width)
+        let back = view.timeline_back.min(shown_end.saturating_sub(1));
+        wrapped(shown_end - back, shown_end, height, |i| {
+            format::wrap_spans(&line(i).spans, width)
         })
     } else {
-        let back = view.timeline_back.min(entries.len().saturating_sub(height));
-        let end = entries.len() - back;
-        entries[end.saturating_sub(height)..end]
-            .iter()
-            .map(line)
-            .collect()
+        let back = view.timeline_back.min(shown_end.saturating_sub(height));
+        let end = shown_end - back;
+        (end.saturating_sub(height)..end).map(line).collect()
     };
     if let Some(notice) = notice {
         lines.resize(height, Line::raw(""));
@@ -54,9 +69,26 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_
     }
     frame.render_widget(Paragraph::new(lines), events_area);
     if strip_rows > 0 {
-        draw_strip(frame, strip_area, model, view, now_ms);
+        super::strip::draw(frame, strip_area, model, view, content);
     }
 }
+
+/// An entry's line with the time cursor set: `▶` on the cursor's entry (the last one at or
+/// before it), the entries after it dimmed.
+fn at_cursor(line: Line<'static>, current: bool, later: bool) -> Line<'static> {
+    let gutter = if current {
+        Span::styled("▶ ", CURSOR)
+    } else {
+        Span::raw("  ")
+    };
+    let spans = line.spans.into_iter().map(|span| match later {
+        true => Span::styled(span.content, style::DIM),
+        false => span,
+    });
+    Line::from(std::iter::once(gutter).chain(spans).collect::<Vec<_>>())
+}
+
+pub const CURSOR: Style = Style::new().fg(Color::Cyan);
 
 /// The rows of wrapped entries that fill `height` rows and end with entry `end - 1`: as
 /// many entries before it as fit whole, and once the first entry is in, the entries after
@@ -129,109 +161,6 @@ fn tone_color(tone: Tone) -> Color {
     }
 }
 
-fn draw_strip(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, now_ms: u64) {
-    let [rule, rows] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
-    frame.render_widget(
-        Block::new()
-            .borders(Borders::TOP)
-            .border_style(style::BORDER)
-            .title(Span::styled(" all commands ", style::DIM)),
-        rule,
-    );
-    let label_width = 10usize;
-    let bar_width = (rows.width as usize).saturating_sub(label_width + 1).max(1);
-    let span_ms = now_ms.saturating_sub(model.started_ms).max(1);
-    let column = |ts: u64| -> usize {
-        (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
-            .round() as usize
-    };
-    let lines: Vec<Line> = model
-        .commands
-        .iter()
-        .enumerate()
-        .skip(
-            view.selected
-                .saturating_sub((rows.height as usize).max(1) - 1),
-        )
-        .take(rows.height as usize)
-        .map(|(i, c)| {
-            // Padded by columns, not characters, so every bar starts in the same column
-            // whatever the name holds.
-            let label = format::fit(&one_line(&c.config.name), label_width);
-            let label_style = if i == view.selected {
-                style::SELECTED
-            } else {
-                Style::new()
-            };
-            let mut spans = vec![Span::styled(label, label_style), Span::raw(" ")];
-            spans.extend(bar(c, bar_width, now_ms, &column));
-            Line::from(spans)
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(lines), rows);
-}
-
-/// One command's bar: `─` while it ran, `▪` where it printed, and markers.
-fn bar(
-    c: &CommandState,
-    width: usize,
-    now_ms: u64,
-    column: &dyn Fn(u64) -> usize,
-) -> Vec<Span<'static>> {
-    let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
-    if let Some(start) = c.started_ms {
-        let end = c.ended_ms.unwrap_or(now_ms);
-        for cell in cells
-            .iter_mut()
-            .take(column(end).min(width - 1) + 1)
-            .skip(column(start))
-        {
-            *cell = ('─', Color::DarkGray);
-        }
-    }
-    for ts in &c.activity {
-        if let Some(cell) = cells.get_mut(column(*ts)) {
-            *cell = ('▪', Color::Green);
-        }
-    }
-    // Markers that fall in one column would hide each other: the end of the run keeps its
-    // column, and each other marker takes the nearest free one before it (else after it), so
-    // a watchdog's `T` and its signal stay in sight next to the exit they caused.
-    let mut marked = vec![false; width];
-    for rank in [
-        Marker::Exit,
-        Marker::Failure,
-        Marker::Timeout,
-        Marker::Signal,
-    ] {
-        for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
-            let mark = match marker {
-                Marker::Signal => ('!', Color::Magenta),
-                Marker::Timeout => ('T', Color::Yellow),
-                Marker::Exit => ('|', Color::Blue),
-                Marker::Failure => ('x', Color::Red),
-            };
-            let at = column(*ts).min(width - 1);
-            let free = (0..=at).rev().chain(at + 1..width).find(|&i| !marked[i]);
-            if let Some(i) = free {
-                marked[i] = true;
-                cells[i] = mark;
-            }
-        }
-    }
-    let mut spans: Vec<(String, Color)> = Vec::new();
-    for (ch, color) in cells {
-        match spans.last_mut() {
-            Some((text, c)) if *c == color => text.push(ch),
-            _ => spans.push((ch.to_string(), color)),
-        }
-    }
-    spans
-        .into_iter()
-        .map(|(text, color)| Span::styled(text, Style::new().fg(color)))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,27 +198,6 @@ mod tests {
             },
         });
         assert_eq!(text, "code 0");
-    }
-
-    #[test]
-    fn markers_in_one_column_all_stay_in_sight() {
-        let mut c = CommandState::new(crate::config::CommandConfig::new(
-            "silent",
-            crate::protocol::CommandSpec::Shell("sleep 9".into()),
-        ));
-        c.begin_run("/nonexistent".into(), 0);
-        c.ended_ms = Some(5_010);
-        c.markers = vec![
-            (5_000, Marker::Timeout),
-            (5_001, Marker::Signal),
-            (5_010, Marker::Exit),
-        ];
-        let column = |ts: u64| (ts / 1000) as usize;
-        let text: String = bar(&c, 8, 6_000, &column)
-            .iter()
-            .map(|s| s.content.as_ref())
-            .collect();
-        assert_eq!(text, "───!T|  ");
     }
 
     #[test]

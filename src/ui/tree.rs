@@ -26,6 +26,11 @@ pub fn draw(
     let run_start = command.and_then(|c| c.started_ms).unwrap_or(0);
     if content.tree.is_empty() {
         let text = match model.commands.get(view.selected) {
+            // Recorded: what the journal holds is all there is (at the time cursor, a run
+            // that has not journaled its tree yet).
+            Some(c) if c.status.is_active() && model.recorded && !model.controllable => {
+                "no process tree recorded yet"
+            }
             Some(c) if c.status.is_active() => "sampling…",
             Some(_) => "no processes: the command is not running",
             None => "",

@@ -164,6 +164,7 @@ mod tests {
             commands: Vec::new(),
             recorded: false,
             controllable: false,
+            recording: None,
         }
     }
 

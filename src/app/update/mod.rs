@@ -2,6 +2,7 @@
 //! done. It does no I/O; what must happen outside comes back as [`Effect`]s.
 
 mod copy;
+mod time;
 
 use std::ops::Range;
 
@@ -16,6 +17,8 @@ pub const READ_ONLY: &str =
 pub const NO_LAUNCH: &str =
     "these commands were started elsewhere: signal them here, launch new ones with `tether run`";
 pub const NO_DISMISS: &str = "dismiss is for `tether watch`; here an ended command stays listed";
+pub const NO_TIME_CURSOR: &str =
+    "the time cursor moves over a finished session: open one with `tether open`";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -46,17 +49,24 @@ pub enum Effect {
 
 /// Why this screen refuses `action`, if it does: a recorded session launches nothing, and
 /// signals only what another tether runs and can be reached through its control socket; only
-/// `tether watch` takes ended commands off its list. The status bar and the help offer only
-/// the keys this lets through.
+/// `tether watch` takes ended commands off its list; only a finished recording has a time
+/// cursor. The status bar and the help offer only the keys this lets through.
 pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     let launches = matches!(action, Action::Restart | Action::NewCommand);
     let signals = matches!(
         action,
-        Action::Term | Action::Kill | Action::Stop | Action::SignalProcess
+        Action::Term | Action::Kill | Action::Stop | Action::SignalProcess | Action::StartTyping
     );
+    // A finished recording: what `tether open` reads back and nothing adds to (the model
+    // drawn at the cursor is one too).
+    let finished = model.recorded && !model.controllable;
+    if action.moves_in_time() && !finished {
+        return Some(NO_TIME_CURSOR);
+    }
     match (model.recorded, model.controllable) {
         (true, true) if launches => Some(NO_LAUNCH),
         (true, false) if launches || signals => Some(READ_ONLY),
+        (true, false) if *action == Action::Dismiss => Some(NO_DISMISS),
         (false, _) if *action == Action::Dismiss => Some(NO_DISMISS),
         _ => None,
     }
@@ -264,6 +274,16 @@ pub fn update(
         }
         Action::Help => view.dialog = Some(Dialog::Help),
         Action::StartTyping => typing::start(model, view),
+        Action::TimePrevEvent
+        | Action::TimeNextEvent
+        | Action::TimePrevNotable
+        | Action::TimeNextNotable
+        | Action::TimeStepBack
+        | Action::TimeStepForward
+        | Action::TimeStepShorter
+        | Action::TimeStepLonger
+        | Action::TimeFirst
+        | Action::TimeOff => time::update(model, view, &action),
         Action::ScrollAt { up, .. } => {
             move_in_focus(model, view, geometry, if up { -3 } else { 3 });
         }

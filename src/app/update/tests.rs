@@ -31,6 +31,7 @@ fn model(recorded: bool, running: bool) -> Model {
         commands: vec![command],
         recorded,
         controllable: false,
+        recording: None,
     }
 }
 
@@ -270,6 +271,18 @@ fn what_a_screen_refuses_is_what_its_keys_leave_out() {
     for action in [Action::Quit, Action::Help, Action::Search, Action::Zoom] {
         assert_eq!(refusal(&recorded, &action), None);
     }
+    // Only a finished recording has a time cursor; nothing there types or dismisses.
+    for action in [
+        Action::TimePrevEvent,
+        Action::TimeFirst,
+        Action::TimeStepLonger,
+    ] {
+        assert_eq!(refusal(&recorded, &action), None);
+        assert_eq!(refusal(&live, &action), Some(NO_TIME_CURSOR));
+        assert_eq!(refusal(&watched, &action), Some(NO_TIME_CURSOR));
+    }
+    assert_eq!(refusal(&recorded, &Action::StartTyping), Some(READ_ONLY));
+    assert_eq!(refusal(&recorded, &Action::Dismiss), Some(NO_DISMISS));
 }
 
 #[test]

@@ -123,6 +123,7 @@ mod tests {
             commands: vec![command],
             recorded: false,
             controllable: false,
+            recording: None,
         }
     }
 

@@ -1,0 +1,196 @@
+//! Time cursor benchmarks: `cargo bench --bench time_cursor`. Prints figures; asserts nothing.
+//!
+//! 1. The state at a moment: a session of 10 commands with 20,000 events each (output every
+//!    5 ms, a 20-process tree snapshot every second); reading it into a `Recording`, then
+//!    `commands_at` the middle and the end, median of 20.
+//! 2. A step back over a 256 MiB stdout (an `output` event per 64 KiB): the frames `tether
+//!    open` draws from the keypress until the pane shows the moment, and their time (moving
+//!    back re-reads the stream's log from its start up to the moment).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ratatui::layout::Rect;
+use tether::app::App;
+use tether::app::action::Action;
+use tether::journal::SessionRecord;
+use tether::model::recording::{CommandRecording, Recording};
+use tether::model::replay::{frozen_at, model_from_session};
+use tether::protocol::{Event, EventKind, ProcessEntry, Stream};
+
+const T0: u64 = 1_767_323_045_000;
+
+fn main() {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    if wanted("state") {
+        state_at_a_moment();
+    }
+    if wanted("step_back") {
+        step_back_over_a_big_stream();
+    }
+}
+
+fn event(ts_ms: u64, kind: EventKind) -> Event {
+    Event {
+        ts_ms,
+        mono_us: 0,
+        kind,
+    }
+}
+
+fn busy_command(i: usize) -> CommandRecording {
+    let mut events = Vec::with_capacity(20_000);
+    let mut offset = 0;
+    for n in 0..20_000u64 {
+        let ts = T0 + n * 5;
+        if n % 200 == 0 {
+            let processes = (0..20)
+                .map(|p| ProcessEntry {
+                    pid: 1000 + p,
+                    ppid: 999,
+                    pgid: 1000,
+                    argv: if n == 0 {
+                        vec!["worker".into(), p.to_string()]
+                    } else {
+                        Vec::new()
+                    },
+                    start_ms: T0,
+                    escaped: false,
+                })
+                .collect();
+            events.push(event(ts, EventKind::Tree { processes }));
+        } else {
+            events.push(event(
+                ts,
+                EventKind::Output {
+                    stream: Stream::Stdout,
+                    offset,
+                    len: 100,
+                },
+            ));
+            offset += 100;
+        }
+    }
+    CommandRecording {
+        config: tether::config::CommandConfig::new(
+            format!("busy-{i}"),
+            tether::protocol::CommandSpec::Shell("true".into()),
+        ),
+        dir: "/nonexistent".into(),
+        events,
+    }
+}
+
+fn median(mut runs: Vec<Duration>) -> Duration {
+    runs.sort();
+    runs[runs.len() / 2]
+}
+
+fn state_at_a_moment() {
+    let commands: Vec<CommandRecording> = (0..10).map(busy_command).collect();
+    let started = Instant::now();
+    let recording = Recording::new(commands);
+    let built = started.elapsed();
+    let (first, last) = (
+        recording.first().unwrap_or(0),
+        recording.last().unwrap_or(0),
+    );
+    for (name, at) in [("middle", first + (last - first) / 2), ("end", last)] {
+        let runs = (0..20)
+            .map(|_| {
+                let started = Instant::now();
+                std::hint::black_box(recording.commands_at(at));
+                started.elapsed()
+            })
+            .collect();
+        println!(
+            "state at the {name} of 10 × 20,000 events: {:.1} ms (median of 20)",
+            median(runs).as_secs_f64() * 1000.0
+        );
+    }
+    println!(
+        "reading them into a Recording: {:.1} ms",
+        built.as_secs_f64() * 1000.0
+    );
+}
+
+fn step_back_over_a_big_stream() {
+    const SIZE: u64 = 256 << 20;
+    const CHUNK: u64 = 64 << 10;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let session = dir.path().join("big");
+    let command = session.join("01-big");
+    std::fs::create_dir_all(&command).expect("session directory");
+    std::fs::write(
+        session.join("session.json"),
+        format!(r#"{{"id":"big","started_ms":{T0}}}"#),
+    )
+    .expect("session.json");
+    let line = b"a line of output that is about sixty-four bytes long, give or take\n";
+    let mut log = Vec::with_capacity(SIZE as usize);
+    while (log.len() as u64) < SIZE {
+        log.extend_from_slice(line);
+    }
+    log.truncate(SIZE as usize);
+    std::fs::write(command.join("stdout.log"), &log).expect("stdout.log");
+    let mut events = String::new();
+    for (n, offset) in (0..SIZE).step_by(CHUNK as usize).enumerate() {
+        let output = event(
+            T0 + n as u64,
+            EventKind::Output {
+                stream: Stream::Stdout,
+                offset,
+                len: CHUNK,
+            },
+        );
+        events.push_str(&serde_json::to_string(&output).expect("json"));
+        events.push('\n');
+    }
+    std::fs::write(command.join("events.jsonl"), events).expect("events.jsonl");
+
+    let (mut app, end) = open(&session);
+    let size = Rect::new(0, 0, 200, 50);
+    // The end, indexed whole (as many frames as that takes).
+    let mut frames = 0;
+    loop {
+        app.prepare(size, end);
+        frames += 1;
+        if !app.behind {
+            break;
+        }
+    }
+    println!("open: the end of 256 MiB indexed in {frames} frames");
+    // `[` twice: the event before the last, 64 KiB short of the end, so the whole stream
+    // but its last 64 KiB is read again (the worst case of a step back).
+    app.handle(Action::TimePrevEvent);
+    app.handle(Action::TimePrevEvent);
+    let started = Instant::now();
+    let mut frames = 0;
+    loop {
+        app.prepare(size, end);
+        frames += 1;
+        if !app.behind {
+            break;
+        }
+    }
+    println!(
+        "`[` back from the end of 256 MiB: {frames} frames, {:.0} ms until the pane shows the moment",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    let started = Instant::now();
+    app.handle(Action::TimeNextEvent);
+    app.prepare(size, end);
+    println!(
+        "`]` on by one event (64 KiB): {:.2} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+}
+
+fn open(session: &Path) -> (App, u64) {
+    let record = SessionRecord::load(session).expect("the session loads");
+    let mut model = model_from_session(&record);
+    model.recording = Some(Recording::from_session(record));
+    let end = frozen_at(&model, 0);
+    (App::new(model), end)
+}

@@ -1,0 +1,170 @@
+use super::*;
+
+const ANY: fn(&Action) -> bool = |_| true;
+
+fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+    KeyEvent::new(code, modifiers)
+}
+
+#[test]
+fn keys_map_to_actions_by_context() {
+    let b = bindings();
+    let plain = |c| key(KeyCode::Char(c), KeyModifiers::NONE);
+    assert_eq!(
+        action_for(&b, KeyContext::Normal, plain('t'), &ANY),
+        Some(Action::Term)
+    );
+    assert_eq!(
+        action_for(
+            &b,
+            KeyContext::Normal,
+            key(KeyCode::Char('K'), KeyModifiers::SHIFT),
+            &ANY
+        ),
+        Some(Action::Kill)
+    );
+    assert_eq!(action_for(&b, KeyContext::Normal, plain('Z'), &ANY), None);
+    assert_eq!(
+        action_for(&b, KeyContext::Prompt, plain('t'), &ANY),
+        Some(Action::Input('t'))
+    );
+    assert_eq!(
+        action_for(&b, KeyContext::Confirm, plain('y'), &ANY),
+        Some(Action::Confirm)
+    );
+    assert_eq!(action_for(&b, KeyContext::Confirm, plain('t'), &ANY), None);
+    // Enter is the default answer, not a yes: a SIGKILL question has none.
+    assert_eq!(
+        action_for(
+            &b,
+            KeyContext::Confirm,
+            key(KeyCode::Enter, KeyModifiers::NONE),
+            &ANY
+        ),
+        Some(Action::Submit)
+    );
+    assert_eq!(
+        action_for(
+            &b,
+            KeyContext::Normal,
+            key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            &ANY
+        ),
+        Some(Action::Quit)
+    );
+}
+
+#[test]
+fn typing_turns_every_key_into_input_but_ctrl_a() {
+    let b = bindings();
+    let typed = |code, modifiers| action_for(&b, KeyContext::Input, key(code, modifiers), &ANY);
+    assert_eq!(
+        typed(KeyCode::Char('a'), KeyModifiers::CONTROL),
+        Some(Action::StopTyping)
+    );
+    assert_eq!(
+        typed(
+            KeyCode::Char('A'),
+            KeyModifiers::CONTROL | KeyModifiers::SHIFT
+        ),
+        Some(Action::StopTyping)
+    );
+    assert_eq!(
+        typed(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        Some(Action::Type(vec![3])),
+        "Ctrl-c interrupts the command, not tether"
+    );
+    assert_eq!(
+        typed(KeyCode::Char('q'), KeyModifiers::NONE),
+        Some(Action::Type(b"q".to_vec()))
+    );
+    assert_eq!(
+        typed(KeyCode::Up, KeyModifiers::NONE),
+        Some(Action::Type(b"\x1b[A".to_vec()))
+    );
+    assert_eq!(
+        typed(KeyCode::Esc, KeyModifiers::NONE),
+        Some(Action::Type(b"\x1b".to_vec()))
+    );
+    assert_eq!(
+        action_for(
+            &b,
+            KeyContext::Normal,
+            key(KeyCode::Char('i'), KeyModifiers::NONE),
+            &ANY
+        ),
+        Some(Action::StartTyping)
+    );
+}
+
+#[test]
+fn output_view_and_copy_keys() {
+    let b = bindings();
+    let normal = |code| action_for(&b, KeyContext::Normal, key(code, KeyModifiers::NONE), &ANY);
+    assert_eq!(normal(KeyCode::Char('v')), Some(Action::ToggleScreen));
+    assert_eq!(normal(KeyCode::Char('V')), Some(Action::SelectLines));
+    assert_eq!(normal(KeyCode::Char('y')), Some(Action::Copy));
+    assert_eq!(normal(KeyCode::Esc), Some(Action::Cancel));
+    // y still answers a question.
+    assert_eq!(
+        action_for(
+            &b,
+            KeyContext::Confirm,
+            key(KeyCode::Char('y'), KeyModifiers::NONE),
+            &ANY
+        ),
+        Some(Action::Confirm)
+    );
+}
+
+#[test]
+fn home_and_end_move_the_time_cursor_where_it_applies_and_scroll_elsewhere() {
+    let b = bindings();
+    let home = key(KeyCode::Home, KeyModifiers::NONE);
+    let no_cursor = |a: &Action| !matches!(a, Action::TimeFirst | Action::TimeOff);
+    assert_eq!(
+        action_for(&b, KeyContext::Normal, home, &ANY),
+        Some(Action::TimeFirst)
+    );
+    assert_eq!(
+        action_for(&b, KeyContext::Normal, home, &no_cursor),
+        Some(Action::Top)
+    );
+    // A key whose only action is refused still maps to it: the refusal says why.
+    let bracket = key(KeyCode::Char('['), KeyModifiers::NONE);
+    assert_eq!(
+        action_for(&b, KeyContext::Normal, bracket, &|_| false),
+        Some(Action::TimePrevEvent)
+    );
+    let top = b
+        .iter()
+        .find(|x| x.action == Action::Top)
+        .expect("a Top key");
+    assert_eq!(keys_label(&b, top, &no_cursor), "Home g");
+    assert_eq!(keys_label(&b, top, &ANY), "g");
+    let down = b
+        .iter()
+        .find(|x| x.action == Action::Down)
+        .expect("a Down key");
+    assert_eq!(keys_label(&b, down, &ANY), "↓ j");
+}
+
+#[test]
+fn every_normal_action_is_described_once() {
+    let b = bindings();
+    for binding in b.iter().filter(|b| b.context == KeyContext::Normal) {
+        let described = b
+            .iter()
+            .filter(|o| {
+                o.context == binding.context
+                    && o.action == binding.action
+                    && !o.description.is_empty()
+            })
+            .count();
+        assert_eq!(
+            described, 1,
+            "{:?} must have exactly one description",
+            binding.action
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! The time cursor's keys: where each moves the cursor over the recording, and what the
+//! status bar says when there is nowhere to go. Which moment is which is the recording's
+//! business (`model::recording`); this only picks the move.
+
+use crate::app::action::Action;
+use crate::app::view::ViewState;
+use crate::model::Model;
+use crate::model::recording::{STEPS_MS, step_label};
+
+pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
+    let Some(recording) = &model.recording else {
+        view.message = Some("nothing was recorded to move through".into());
+        return;
+    };
+    let time = &mut view.time;
+    let at = time.at_ms;
+    let (moved, nowhere) = match action {
+        Action::TimePrevEvent => (recording.prev_event(at), "no event before this one"),
+        Action::TimeNextEvent => (
+            recording.next_event(at),
+            "no event after this one: End leaves the time cursor",
+        ),
+        Action::TimePrevNotable => (
+            recording.prev_notable(at),
+            "no signal, error, timeout or exit before this",
+        ),
+        Action::TimeNextNotable => (
+            recording.next_notable(at),
+            "no signal, error, timeout or exit after this",
+        ),
+        Action::TimeStepBack => (
+            recording.step_back(at, time.step_ms()),
+            "at the first event",
+        ),
+        Action::TimeStepForward => (
+            recording.step_forward(at, time.step_ms()),
+            "at the last event: End leaves the time cursor",
+        ),
+        Action::TimeFirst => (recording.first(), "nothing was recorded"),
+        Action::TimeOff => {
+            time.at_ms = None;
+            return;
+        }
+        Action::TimeStepShorter | Action::TimeStepLonger => {
+            time.step = if *action == Action::TimeStepLonger {
+                (time.step + 1).min(STEPS_MS.len() - 1)
+            } else {
+                time.step.saturating_sub(1)
+            };
+            view.message = Some(format!(
+                "time step {} (< and > move by it)",
+                step_label(time.step_ms())
+            ));
+            return;
+        }
+        _ => return,
+    };
+    match moved {
+        Some(ms) => time.at_ms = Some(ms),
+        None => view.message = Some(nowhere.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CommandConfig;
+    use crate::model::recording::{CommandRecording, Recording};
+    use crate::protocol::{CommandSpec, Event, EventKind};
+
+    fn model() -> Model {
+        let event = |ts_ms, kind| Event {
+            ts_ms,
+            mono_us: 0,
+            kind,
+        };
+        let recording = Recording::new(vec![CommandRecording {
+            config: CommandConfig::new("job", CommandSpec::Shell("true".into())),
+            dir: "/nonexistent".into(),
+            events: vec![
+                event(
+                    1_000,
+                    EventKind::Spawned {
+                        pid: 7,
+                        pgid: 7,
+                        argv: vec![],
+                    },
+                ),
+                event(3_500, EventKind::HardKill { after_ms: 1 }),
+                event(4_000, EventKind::ParentUnresponsive { silent_ms: 1 }),
+            ],
+        }]);
+        Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 1_000,
+            commands: Vec::new(),
+            recorded: true,
+            controllable: false,
+            recording: Some(recording),
+        }
+    }
+
+    fn after(model: &Model, view: &mut ViewState, actions: &[Action]) -> Option<u64> {
+        for action in actions {
+            update(model, view, action);
+        }
+        view.time.at_ms
+    }
+
+    #[test]
+    fn keys_move_the_cursor_and_say_when_there_is_nowhere_to_go() {
+        let model = model();
+        let view = &mut ViewState::default();
+        assert_eq!(after(&model, view, &[Action::TimePrevEvent]), Some(4_000));
+        assert_eq!(after(&model, view, &[Action::TimePrevNotable]), Some(3_500));
+        assert_eq!(after(&model, view, &[Action::TimeStepBack]), Some(2_500));
+        assert_eq!(
+            after(
+                &model,
+                view,
+                &[Action::TimeStepLonger, Action::TimeStepBack]
+            ),
+            Some(1_000),
+            "2s back stops at the first event"
+        );
+        view.message = None;
+        assert_eq!(after(&model, view, &[Action::TimeStepBack]), Some(1_000));
+        assert_eq!(view.message.as_deref(), Some("at the first event"));
+        assert_eq!(after(&model, view, &[Action::TimeNextNotable]), Some(3_500));
+        assert_eq!(after(&model, view, &[Action::TimeNextEvent]), Some(4_000));
+        assert_eq!(after(&model, view, &[Action::TimeNextEvent]), Some(4_000));
+        assert!(view.message.as_deref().unwrap_or("").contains("End"));
+        assert_eq!(after(&model, view, &[Action::TimeOff]), None);
+        assert_eq!(after(&model, view, &[Action::TimeNextEvent]), None);
+        assert_eq!(after(&model, view, &[Action::TimeFirst]), Some(1_000));
+    }
+
+    #[test]
+    fn the_step_stays_between_100ms_and_1h() {
+        let model = model();
+        let view = &mut ViewState::default();
+        assert_eq!(view.time.step_ms(), 1_000);
+        for _ in 0..20 {
+            update(&model, view, &Action::TimeStepShorter);
+        }
+        assert_eq!(view.time.step_ms(), 100);
+        assert_eq!(
+            view.message.as_deref(),
+            Some("time step 100ms (< and > move by it)")
+        );
+        for _ in 0..20 {
+            update(&model, view, &Action::TimeStepLonger);
+        }
+        assert_eq!(view.time.step_ms(), 3_600_000);
+    }
+}

@@ -1,0 +1,194 @@
+//! A recorded session as the time cursor moves over it: every command's journaled events,
+//! the moments the cursor stops at, and each command's state at a moment. That state is the
+//! replay of the events up to the moment, by the same code that replays a whole journal, so
+//! that the past and the end can never disagree on what an event means.
+
+use std::path::PathBuf;
+
+use crate::config::CommandConfig;
+use crate::journal::SessionRecord;
+use crate::protocol::{Event, EventKind};
+
+use super::replay::{config_of, replay};
+use super::{CommandState, Status};
+
+/// The steps `<` and `>` move by, shortest first (`-` and `+` go along them).
+pub const STEPS_MS: [u64; 13] = [
+    100, 250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000,
+    3_600_000,
+];
+
+/// The step a recorded session opens with: one second.
+pub const DEFAULT_STEP: usize = 3;
+
+/// `100ms`, `1s`, `5m`, `1h`: a step as the status bar names it.
+pub fn step_label(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{}s", ms / 1_000),
+        60_000..3_600_000 => format!("{}m", ms / 60_000),
+        _ => format!("{}h", ms / 3_600_000),
+    }
+}
+
+/// One command's journal, as read.
+#[derive(Debug, Clone)]
+pub struct CommandRecording {
+    pub config: CommandConfig,
+    pub dir: PathBuf,
+    /// In journal order.
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Recording {
+    commands: Vec<CommandRecording>,
+    /// Every moment (ms) an event was journaled at, ascending, each once.
+    moments: Vec<u64>,
+    /// The moments of notable events: signals, errors, timeouts, exits, kills, orphans.
+    notable: Vec<u64>,
+}
+
+/// The events `{` and `}` stop at: what changed how a run went.
+pub fn is_notable(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::SignalSent { .. }
+            | EventKind::SpawnError { .. }
+            | EventKind::BrokerFailure { .. }
+            | EventKind::ResponseTimeout { .. }
+            | EventKind::Exit { .. }
+            | EventKind::HardKill { .. }
+            | EventKind::OrphanReaped { .. }
+            | EventKind::ParentLost { .. }
+    )
+}
+
+/// Answers to one control client: never in a journal, nothing to stop at.
+fn is_moment(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. }
+    )
+}
+
+impl Recording {
+    pub fn new(commands: Vec<CommandRecording>) -> Recording {
+        let sorted = |notable_only: bool| {
+            let mut times: Vec<u64> = commands
+                .iter()
+                .flat_map(|c| &c.events)
+                .filter(|e| is_moment(&e.kind) && (!notable_only || is_notable(&e.kind)))
+                .map(|e| e.ts_ms)
+                .collect();
+            times.sort_unstable();
+            times.dedup();
+            times
+        };
+        let (moments, notable) = (sorted(false), sorted(true));
+        Recording {
+            commands,
+            moments,
+            notable,
+        }
+    }
+
+    /// Takes the events of a session read back from its journal.
+    pub fn from_session(record: SessionRecord) -> Recording {
+        Recording::new(
+            record
+                .commands
+                .into_iter()
+                .map(|c| CommandRecording {
+                    config: config_of(&c),
+                    dir: c.dir,
+                    events: c.events,
+                })
+                .collect(),
+        )
+    }
+
+    pub fn first(&self) -> Option<u64> {
+        self.moments.first().copied()
+    }
+
+    pub fn last(&self) -> Option<u64> {
+        self.moments.last().copied()
+    }
+
+    /// The moment before the cursor (`None`: at the live end, where the last moment is the
+    /// one before); `None` if there is none.
+    pub fn prev_event(&self, at: Option<u64>) -> Option<u64> {
+        before(&self.moments, at)
+    }
+
+    /// The moment after the cursor; `None` at the end.
+    pub fn next_event(&self, at: Option<u64>) -> Option<u64> {
+        after(&self.moments, at?)
+    }
+
+    pub fn prev_notable(&self, at: Option<u64>) -> Option<u64> {
+        before(&self.notable, at)
+    }
+
+    pub fn next_notable(&self, at: Option<u64>) -> Option<u64> {
+        after(&self.notable, at?)
+    }
+
+    /// `step_ms` back from the cursor (from the last moment at the live end), not before
+    /// the first moment; `None` if the cursor is there already.
+    pub fn step_back(&self, at: Option<u64>, step_ms: u64) -> Option<u64> {
+        let (first, last) = (self.first()?, self.last()?);
+        let from = at.unwrap_or(last);
+        (from > first).then(|| from.saturating_sub(step_ms).max(first))
+    }
+
+    /// `step_ms` on from the cursor, not past the last moment; `None` at the end.
+    pub fn step_forward(&self, at: Option<u64>, step_ms: u64) -> Option<u64> {
+        let (from, last) = (at?, self.last()?);
+        (from < last).then(|| from.saturating_add(step_ms).min(last))
+    }
+
+    /// Every command as it was at `at_ms`: its events up to then, replayed. A command whose
+    /// journal starts later reads `idle`, with nothing run yet.
+    pub fn commands_at(&self, at_ms: u64) -> Vec<CommandState> {
+        self.commands
+            .iter()
+            .map(|c| {
+                let count = c.events.iter().take_while(|e| e.ts_ms <= at_ms).count();
+                let mut command = replay(c.config.clone(), c.dir.clone(), &c.events[..count]);
+                if count == 0 {
+                    command.status = Status::Idle;
+                    command.started_ms = None;
+                }
+                command
+            })
+            .collect()
+    }
+
+    /// What was journaled at exactly `at_ms`: each event with its command's index.
+    pub fn events_at(&self, at_ms: u64) -> impl Iterator<Item = (usize, &Event)> {
+        self.commands.iter().enumerate().flat_map(move |(i, c)| {
+            c.events
+                .iter()
+                .filter(move |e| e.ts_ms == at_ms && is_moment(&e.kind))
+                .map(move |e| (i, e))
+        })
+    }
+}
+
+/// The greatest of `times` below `at` (any, for the end).
+fn before(times: &[u64], at: Option<u64>) -> Option<u64> {
+    match at {
+        None => times.last().copied(),
+        Some(at) => times[..times.partition_point(|&t| t < at)].last().copied(),
+    }
+}
+
+/// The least of `times` above `at`.
+fn after(times: &[u64], at: u64) -> Option<u64> {
+    times.get(times.partition_point(|&t| t <= at)).copied()
+}
+
+#[cfg(test)]
+mod tests;

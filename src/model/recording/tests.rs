@@ -1,0 +1,220 @@
+use super::*;
+use crate::protocol::{
+    CommandSpec, ExitStatus, Origin, ProcessEntry, ProcessSignal, Scope, Stream,
+};
+
+fn ev(ts_ms: u64, kind: EventKind) -> Event {
+    Event {
+        ts_ms,
+        mono_us: 0,
+        kind,
+    }
+}
+
+fn output(ts_ms: u64, stream: Stream, offset: u64, len: u64) -> Event {
+    ev(
+        ts_ms,
+        EventKind::Output {
+            stream,
+            offset,
+            len,
+        },
+    )
+}
+
+fn tree(ts_ms: u64, pids: &[i32]) -> Event {
+    let processes = pids
+        .iter()
+        .map(|&pid| ProcessEntry {
+            pid,
+            ppid: 1,
+            pgid: 10,
+            argv: vec![format!("p{pid}")],
+            start_ms: 0,
+            escaped: false,
+        })
+        .collect();
+    ev(ts_ms, EventKind::Tree { processes })
+}
+
+fn command(name: &str, events: Vec<Event>) -> CommandRecording {
+    CommandRecording {
+        config: CommandConfig::new(name, CommandSpec::Shell("true".into())),
+        dir: "/nonexistent".into(),
+        events,
+    }
+}
+
+/// `job` prints, grows a tree, is signalled and exits; `late` starts after it began.
+fn recording() -> Recording {
+    let killed = ExitStatus {
+        code: None,
+        signal: Some(15),
+        core_dumped: false,
+    };
+    Recording::new(vec![
+        command(
+            "job",
+            vec![
+                ev(
+                    1_000,
+                    EventKind::BrokerStarted {
+                        v: 2,
+                        broker_pid: 9,
+                        control_socket: None,
+                    },
+                ),
+                ev(
+                    1_001,
+                    EventKind::Spawned {
+                        pid: 10,
+                        pgid: 10,
+                        argv: vec![],
+                    },
+                ),
+                tree(1_002, &[10]),
+                output(1_100, Stream::Stdout, 0, 6),
+                output(1_200, Stream::Stderr, 0, 4),
+                tree(1_300, &[10, 11]),
+                output(1_400, Stream::Stdout, 6, 10),
+                ev(
+                    2_000,
+                    EventKind::SignalSent {
+                        signal: ProcessSignal::TERM,
+                        scope: Scope::Group,
+                        origin: Origin::Operator,
+                        targets: vec![10],
+                        client: None,
+                    },
+                ),
+                ev(
+                    2_000,
+                    EventKind::SignalSent {
+                        signal: ProcessSignal::CONT,
+                        scope: Scope::Group,
+                        origin: Origin::Operator,
+                        targets: vec![10],
+                        client: None,
+                    },
+                ),
+                ev(
+                    2_050,
+                    EventKind::Exit {
+                        pid: 10,
+                        status: killed,
+                    },
+                ),
+                ev(
+                    2_060,
+                    EventKind::Close {
+                        stdout_bytes: 16,
+                        stderr_bytes: 4,
+                    },
+                ),
+            ],
+        ),
+        command(
+            "late",
+            vec![ev(
+                1_500,
+                EventKind::Spawned {
+                    pid: 20,
+                    pgid: 20,
+                    argv: vec![],
+                },
+            )],
+        ),
+    ])
+}
+
+#[test]
+fn the_cursor_stops_at_every_moment_once_and_at_notable_ones_on_braces() {
+    let r = recording();
+    assert_eq!((r.first(), r.last()), (Some(1_000), Some(2_060)));
+    // From the end, back through every moment, the two signals at 2000 being one.
+    let mut at = None;
+    let mut visited = Vec::new();
+    while let Some(ms) = r.prev_event(at) {
+        visited.push(ms);
+        at = Some(ms);
+    }
+    assert_eq!(
+        visited,
+        [
+            2_060, 2_050, 2_000, 1_500, 1_400, 1_300, 1_200, 1_100, 1_002, 1_001, 1_000
+        ]
+    );
+    assert_eq!(r.next_event(Some(1_400)), Some(1_500));
+    assert_eq!(r.next_event(Some(2_060)), None);
+    assert_eq!(r.next_event(None), None, "nothing after the end");
+    // Output, trees, spawns are not notable; signals and exits are.
+    assert_eq!(r.prev_notable(None), Some(2_050));
+    assert_eq!(r.prev_notable(Some(2_050)), Some(2_000));
+    assert_eq!(r.prev_notable(Some(2_000)), None);
+    assert_eq!(r.next_notable(Some(1_000)), Some(2_000));
+}
+
+#[test]
+fn steps_stay_within_the_recording() {
+    let r = recording();
+    assert_eq!(r.step_back(None, 500), Some(1_560));
+    assert_eq!(r.step_back(Some(1_200), 500), Some(1_000));
+    assert_eq!(r.step_back(Some(1_000), 500), None);
+    assert_eq!(r.step_forward(Some(1_000), 500), Some(1_500));
+    assert_eq!(r.step_forward(Some(1_900), 500), Some(2_060));
+    assert_eq!(r.step_forward(Some(2_060), 500), None);
+    assert_eq!(r.step_forward(None, 500), None);
+}
+
+#[test]
+fn the_state_at_a_moment_is_the_replay_of_the_events_up_to_it() {
+    let r = recording();
+    let pids = |c: &CommandState| c.tree.iter().map(|p| p.pid).collect::<Vec<_>>();
+
+    // Between two output events: the streams end where the last one before ended.
+    let [job, late] = <[CommandState; 2]>::try_from(r.commands_at(1_250)).expect("two");
+    assert_eq!(job.status, Status::Running);
+    assert_eq!(job.bytes, [6, 4]);
+    assert_eq!(pids(&job), [10], "the last tree before the moment");
+    assert!(job.timeline.iter().all(|e| e.ts_ms <= 1_250));
+    assert_eq!(late.status, Status::Idle, "not started yet");
+    assert_eq!(late.started_ms, None);
+
+    let [job, late] = <[CommandState; 2]>::try_from(r.commands_at(1_400)).expect("two");
+    assert_eq!(job.bytes, [16, 4], "an event at the moment counts");
+    assert_eq!(pids(&job), [10, 11]);
+    assert_eq!(late.status, Status::Idle);
+    assert_eq!(r.commands_at(1_500)[1].status, Status::Running);
+
+    // The stop sequence: TERM and CONT at the same moment, then the exit.
+    let job = &r.commands_at(2_000)[0];
+    assert_eq!(job.status, Status::Stopping);
+    assert_eq!(job.markers.len(), 1, "a TERM marker; CONT is none");
+    let job = &r.commands_at(2_050)[0];
+    assert_eq!(job.status.label(), "SIGTERM");
+    assert_eq!(job.ended_ms, Some(2_050));
+
+    // Before anything: every command idle.
+    assert!(r.commands_at(0).iter().all(|c| c.status == Status::Idle));
+}
+
+#[test]
+fn events_at_a_moment_name_their_command() {
+    let r = recording();
+    let at: Vec<(usize, &str)> = r
+        .events_at(2_000)
+        .map(|(i, e)| (i, e.kind.name()))
+        .collect();
+    assert_eq!(at, [(0, "signal_sent"), (0, "signal_sent")]);
+    assert_eq!(r.events_at(1_500).count(), 1);
+    assert_eq!(r.events_at(1_501).count(), 0);
+}
+
+#[test]
+fn steps_are_named_as_the_status_bar_shows_them() {
+    let names: Vec<String> = STEPS_MS.iter().map(|&ms| step_label(ms)).collect();
+    assert_eq!(names.first().map(String::as_str), Some("100ms"));
+    assert_eq!(names[DEFAULT_STEP], "1s");
+    assert_eq!(names.last().map(String::as_str), Some("1h"));
+    assert!(names.contains(&"5m".to_string()));
+}

@@ -1,0 +1,188 @@
+//! The all-commands strip under the timeline: a bar per command over the whole session,
+//! `─` while it ran, `▪` where it printed, markers for signals, timeouts, exits and failures;
+//! with the time cursor set, each bar drawn up to it and its column crossed.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::timeline::CURSOR;
+use super::{format, style};
+use crate::app::view::{FrameContent, ViewState};
+use crate::model::output::one_line;
+use crate::model::{CommandState, Marker, Model};
+
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    view: &ViewState,
+    content: &FrameContent,
+) {
+    let now_ms = content.now_ms;
+    let cursor = content.cursor.as_ref();
+    let [rule, rows] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let title = match cursor {
+        Some(c) => Span::styled(
+            format!(" all commands {} ", cursor_time(model, c.at_ms)),
+            CURSOR,
+        ),
+        None => Span::styled(" all commands ", style::DIM),
+    };
+    frame.render_widget(
+        Block::new()
+            .borders(Borders::TOP)
+            .border_style(style::BORDER)
+            .title(title),
+        rule,
+    );
+    let label_width = 10usize;
+    let bar_width = (rows.width as usize).saturating_sub(label_width + 1).max(1);
+    // At the time cursor the strip still spans the whole recording, drawn up to the cursor.
+    let end_ms = cursor.map_or(now_ms, |c| c.end_ms);
+    let span_ms = end_ms.saturating_sub(model.started_ms).max(1);
+    let column = |ts: u64| -> usize {
+        (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
+            .round() as usize
+    };
+    let lines: Vec<Line> = model
+        .commands
+        .iter()
+        .enumerate()
+        .skip(
+            view.selected
+                .saturating_sub((rows.height as usize).max(1) - 1),
+        )
+        .take(rows.height as usize)
+        .map(|(i, c)| {
+            // Padded by columns, not characters, so every bar starts in the same column
+            // whatever the name holds.
+            let label = format::fit(&one_line(&c.config.name), label_width);
+            let label_style = if i == view.selected {
+                style::SELECTED
+            } else {
+                Style::new()
+            };
+            let mut spans = vec![Span::styled(label, label_style), Span::raw(" ")];
+            let at = cursor.map(|c| column(c.at_ms).min(bar_width - 1));
+            spans.extend(bar(c, bar_width, now_ms, &column, at));
+            Line::from(spans)
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), rows);
+    // The cursor's column, marked on the rule above the bars too (where the title leaves it).
+    if let Some(c) = cursor {
+        let x = rows.x + (label_width + 1 + column(c.at_ms).min(bar_width - 1)) as u16;
+        if let Some(cell) = frame.buffer_mut().cell_mut((x, rule.y)) {
+            if cell.symbol() == "─" {
+                cell.set_symbol("▼").set_style(CURSOR);
+            }
+        }
+    }
+}
+
+/// `⏱ 03:04:07.250 (+0:02.300)`: the cursor's moment in UTC and since the session started.
+pub fn cursor_time(model: &Model, at_ms: u64) -> String {
+    let utc = crate::journal::paths::format_utc(at_ms);
+    let clock = utc.split_once(' ').map_or(utc.as_str(), |(_, time)| time);
+    let since = format::offset_ms(at_ms.saturating_sub(model.started_ms));
+    format!("⏱ {clock} ({since})")
+}
+
+/// One command's bar: `─` while it ran, `▪` where it printed, and markers.
+fn bar(
+    c: &CommandState,
+    width: usize,
+    now_ms: u64,
+    column: &dyn Fn(u64) -> usize,
+    cursor: Option<usize>,
+) -> Vec<Span<'static>> {
+    let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
+    if let Some(start) = c.started_ms {
+        let end = c.ended_ms.unwrap_or(now_ms);
+        for cell in cells
+            .iter_mut()
+            .take(column(end).min(width - 1) + 1)
+            .skip(column(start))
+        {
+            *cell = ('─', Color::DarkGray);
+        }
+    }
+    for ts in &c.activity {
+        if let Some(cell) = cells.get_mut(column(*ts)) {
+            *cell = ('▪', Color::Green);
+        }
+    }
+    // Markers that fall in one column would hide each other: the end of the run keeps its
+    // column, and each other marker takes the nearest free one before it (else after it), so
+    // a watchdog's `T` and its signal stay in sight next to the exit they caused.
+    let mut marked = vec![false; width];
+    for rank in [
+        Marker::Exit,
+        Marker::Failure,
+        Marker::Timeout,
+        Marker::Signal,
+    ] {
+        for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
+            let mark = match marker {
+                Marker::Signal => ('!', Color::Magenta),
+                Marker::Timeout => ('T', Color::Yellow),
+                Marker::Exit => ('|', Color::Blue),
+                Marker::Failure => ('x', Color::Red),
+            };
+            let at = column(*ts).min(width - 1);
+            let free = (0..=at).rev().chain(at + 1..width).find(|&i| !marked[i]);
+            if let Some(i) = free {
+                marked[i] = true;
+                cells[i] = mark;
+            }
+        }
+    }
+    // The time cursor's column crosses the bar where nothing else is marked.
+    if let Some(cell) = cursor.and_then(|at| cells.get_mut(at)) {
+        match cell.0 {
+            ' ' => *cell = ('│', Color::Cyan),
+            '─' => *cell = ('┼', Color::Cyan),
+            _ => {}
+        }
+    }
+    let mut spans: Vec<(String, Color)> = Vec::new();
+    for (ch, color) in cells {
+        match spans.last_mut() {
+            Some((text, c)) if *c == color => text.push(ch),
+            _ => spans.push((ch.to_string(), color)),
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(text, color)| Span::styled(text, Style::new().fg(color)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_in_one_column_all_stay_in_sight() {
+        let mut c = CommandState::new(crate::config::CommandConfig::new(
+            "silent",
+            crate::protocol::CommandSpec::Shell("sleep 9".into()),
+        ));
+        c.begin_run("/nonexistent".into(), 0);
+        c.ended_ms = Some(5_010);
+        c.markers = vec![
+            (5_000, Marker::Timeout),
+            (5_001, Marker::Signal),
+            (5_010, Marker::Exit),
+        ];
+        let column = |ts: u64| (ts / 1000) as usize;
+        let text: String = bar(&c, 8, 6_000, &column, None)
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(text, "───!T|  ");
+    }
+}
