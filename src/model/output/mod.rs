@@ -10,6 +10,7 @@ mod search;
 mod sgr;
 pub mod stream;
 pub mod style;
+pub mod tail;
 mod width;
 pub mod wrap;
 
