@@ -197,7 +197,7 @@ impl BackwardLines {
         let mut lines = Vec::with_capacity(self.starts.len() + 1);
         let first = self.starts.first().copied().unwrap_or(self.end);
         // The line cut by where reading stopped: its start is not known.
-        if !self.at_start() && first > self.seen_from {
+        if !self.at_start() && self.cut_line_shown() {
             lines.push(TailLine {
                 range: self.seen_from..self.line_end(first),
                 whole: false,
