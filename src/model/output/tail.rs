@@ -324,7 +324,13 @@ mod tests {
         assert_eq!(lines[n - 2].range, 6..(stream.len() as u64 - 6));
         assert_eq!(texts(&stream, &finder)[n - 1], ("last".into(), true));
         // With a chunk smaller than the line, reading stops at its start.
-        let finder = tail(&stream, 2, 1000);
+        let mut finder = BackwardLines::new(stream.len() as u64);
+        while finder.found() < 2 {
+            let next = finder.next_chunk().expect("more to read");
+            let start = next.start.max(next.end.saturating_sub(100));
+            finder.feed(start, &stream[start as usize..next.end as usize]);
+        }
+        assert!(!finder.at_start());
         assert_eq!(finder.lines().len(), 2);
         assert_eq!(finder.lines()[0].range, 6..(stream.len() as u64 - 6));
     }
