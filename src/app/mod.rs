@@ -7,6 +7,7 @@ pub mod keymap;
 pub mod layout;
 mod run;
 mod screen;
+mod streams;
 pub mod terminal_keys;
 pub mod update;
 pub mod view;
@@ -21,8 +22,9 @@ pub use run::{Draw, Launch, run_tui};
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};
 use self::update::{Effect, Geometry, update};
+use self::streams::{OpenStreams, into_rows};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
-use crate::model::output::{StreamFile, StyledLine, plain_text, text_width};
+use crate::model::output::{StyledLine, plain_text, text_width};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
@@ -37,7 +39,7 @@ pub struct App {
     pub content: FrameContent,
     geometry: Geometry,
     /// Open log files of each command's current run.
-    streams: HashMap<(CommandId, u32), [StreamFile; 2]>,
+    streams: HashMap<(CommandId, u32), OpenStreams>,
     snapshot: Snapshot,
     size: Rect,
     /// The output on screen has more bytes than are indexed yet: draw again soon.
@@ -173,11 +175,26 @@ impl App {
         let Some(needle) = self.view.outputs[i].search.clone() else {
             return;
         };
-        let matched = self.view.outputs[i].matched;
-        let Some(files) = self.current_streams() else {
+        let Some(lens) = self.stored_lens() else {
             return;
         };
-        let file = &mut files[i];
+        let command = &self.model.commands[self.view.selected];
+        let (runs, key) = (command.runs.clone(), (self.view.selected, command.run));
+        if self.current_streams().is_none() {
+            return;
+        }
+        let Some(open) = self.streams.get_mut(&key) else {
+            return;
+        };
+        // The whole log is searched: the index is finished first (and an end shown before
+        // it was numbered gets its true numbers).
+        open.catch_up(runs.as_slice(), lens, u64::MAX);
+        open.settle(i, &mut self.view.outputs[i]);
+        let matched = self.view.outputs[i].matched;
+        let Some(open) = self.current_streams() else {
+            return;
+        };
+        let file = &mut open.files[i];
         let total = file.line_count();
         let found = match (matched, forward) {
             (Some(0), false) => Ok(None),
@@ -213,15 +230,26 @@ impl App {
         }
     }
 
-    fn current_streams(&mut self) -> Option<&mut [StreamFile; 2]> {
+    fn current_streams(&mut self) -> Option<&mut OpenStreams> {
         let id = self.view.selected;
         let command = self.model.commands.get(id)?;
         let dir = command.journal_dir.clone()?;
         Some(
             self.streams
                 .entry((id, command.run))
-                .or_insert_with(|| Stream::BOTH.map(|s| StreamFile::new(dir.join(s.file_name())))),
+                .or_insert_with(|| OpenStreams::new(&dir)),
         )
+    }
+
+    /// What the selected command's log files hold: past a cap, bytes are counted but not
+    /// stored.
+    fn stored_lens(&self) -> Option<[u64; 2]> {
+        self.model.commands.get(self.view.selected).map(|c| {
+            Stream::BOTH.map(|s| {
+                let i = s as usize;
+                c.capped[i].map_or(c.bytes[i], |(_, stored)| c.bytes[i].min(stored))
+            })
+        })
     }
 
     /// Reads what the next frame shows: visible output lines and the selected tree.
@@ -230,18 +258,13 @@ impl App {
         self.content.now_ms = now_ms;
         let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
         let wrap = self.view.wrap;
-        // What the files hold: past a cap, bytes are counted but not stored.
-        let lens = self.model.commands.get(self.view.selected).map(|c| {
-            Stream::BOTH.map(|s| {
-                let i = s as usize;
-                c.capped[i].map_or(c.bytes[i], |(_, stored)| c.bytes[i].min(stored))
-            })
-        });
+        let lens = self.stored_lens();
         let current = self
             .model
             .commands
             .get(self.view.selected)
             .map(|c| (self.view.selected, c.run));
+        // A new run's lines are numbered anew.
         // Only the command on screen keeps its files open and indexed.
         self.streams.retain(|key, _| Some(*key) == current);
         let mut outputs: [PaneLines; 2] = Default::default();
@@ -249,16 +272,27 @@ impl App {
         let mut cols_of = [0usize; 2];
         let mut widest = [0usize; 2];
         let mut totals = [0usize; 2];
-        let views = self.view.outputs.clone();
         let mut behind = false;
-        if let (Some(lens), Some(files)) = (lens, self.current_streams()) {
+        let runs = self
+            .model
+            .commands
+            .get(self.view.selected)
+            .map(|c| c.runs.clone())
+            .unwrap_or_default();
+        let id = self.view.selected;
+        let command = self.model.commands.get(id);
+        let dir = command.and_then(|c| c.journal_dir.clone());
+        if let (Some(lens), Some(dir), Some(command)) = (lens, dir, command) {
+            let open = self
+                .streams
+                .entry((id, command.run))
+                .or_insert_with(|| OpenStreams::new(&dir));
+            let follow = [0, 1].map(|i| self.view.outputs[i].follow);
+            open.read_tails(lens, INDEX_BUDGET, follow);
+            behind = open.catch_up(runs.as_slice(), lens, INDEX_BUDGET);
+            let stamp = |stream: Stream, at: u64| runs.time_of(stream, at);
             for stream in Stream::BOTH {
                 let i = stream as usize;
-                let file = &mut files[i];
-                if file.len() < lens[i] {
-                    let caught_up = file.refresh_within(lens[i], INDEX_BUDGET).unwrap_or(true);
-                    behind |= !caught_up;
-                }
                 let area = areas
                     .map(|a| a.of(Pane::of_stream(stream)))
                     .unwrap_or_default();
@@ -266,10 +300,42 @@ impl App {
                 let width = area.width.saturating_sub(2) as usize;
                 rows_of[i] = rows;
                 cols_of[i] = width;
-                totals[i] = file.line_count();
-                outputs[i] = visible_lines(file, &views[i], rows, width, wrap);
-                outputs[i].bytes = file.len();
-                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0);
+                let merged = self.view.merged && stream == Stream::Stdout;
+                let view = &mut self.view.outputs[i];
+                let total = if merged {
+                    open.merged.total() as usize
+                } else {
+                    open.settle(i, view)
+                };
+                totals[i] = total;
+                let first = if view.follow {
+                    total.saturating_sub(rows)
+                } else {
+                    view.top.min(total.saturating_sub(1))
+                };
+                let sources = match (rows, merged) {
+                    (0, _) => Vec::new(),
+                    (_, true) => open.merged_from(runs.as_slice(), first, rows),
+                    (_, false) => open.lines_from(i, first, rows, &stamp),
+                };
+                let prefix = prefix_width(self.view.stamps, merged);
+                let width = width.saturating_sub(prefix).max(1);
+                outputs[i] = into_rows(sources, rows, width, wrap, view.follow);
+                outputs[i].total = total;
+                outputs[i].merged = merged;
+                outputs[i].estimated = open.estimated(i);
+                let files = &open.files;
+                outputs[i].bytes = if merged {
+                    files[0].len() + files[1].len()
+                } else {
+                    files[i].len()
+                };
+                outputs[i].indexing = if merged {
+                    streams::indexing(outputs[i].bytes, lens[0] + lens[1])
+                } else {
+                    streams::indexing(files[i].len(), lens[i])
+                };
+                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0) + prefix;
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.
@@ -406,49 +472,8 @@ fn left_to_show(left: usize, cols: usize, start: usize, end: usize) -> usize {
     }
 }
 
-/// The rows an output pane shows: the end when following, else from its top line; with
-/// wrapping, each line cut into rows by display width, as many as fit.
-fn visible_lines(
-    file: &mut StreamFile,
-    view: &view::OutputView,
-    rows: usize,
-    width: usize,
-    wrap: bool,
-) -> PaneLines {
-    let total = file.line_count();
-    let mut pane = PaneLines {
-        total,
-        ..PaneLines::default()
-    };
-    if rows == 0 || total == 0 {
-        return pane;
-    }
-    let rows_of = |line: StyledLine| -> Vec<StyledLine> {
-        if wrap {
-            crate::model::output::wrap(&line, width)
-        } else {
-            vec![line]
-        }
-    };
-    // Every line takes at least one row, so `rows` lines always fill the pane.
-    let first = if view.follow {
-        total.saturating_sub(rows)
-    } else {
-        view.top.min(total - 1)
-    };
-    let lines = file.lines(first..first + rows).unwrap_or_default();
-    let mut picked: Vec<(usize, StyledLine)> = lines
-        .into_iter()
-        .enumerate()
-        .flat_map(|(i, line)| rows_of(line).into_iter().map(move |row| (first + i, row)))
-        .collect();
-    if view.follow {
-        let excess = picked.len().saturating_sub(rows);
-        picked.drain(..excess);
-    } else {
-        picked.truncate(rows);
-    }
-    pane.first = picked.first().map_or(0, |(n, _)| *n);
-    (pane.numbers, pane.lines) = picked.into_iter().unzip();
-    pane
+/// Columns each row gives to what precedes the line: its time, and in the merged view its
+/// stream (as the UI draws them).
+fn prefix_width(stamps: bool, merged: bool) -> usize {
+    usize::from(stamps) * view::STAMP_WIDTH + usize::from(merged) * view::MARK_WIDTH
 }

@@ -6,6 +6,7 @@
 mod cells;
 pub mod index;
 pub mod sanitize;
+pub mod runs;
 mod search;
 mod sgr;
 pub mod stream;

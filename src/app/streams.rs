@@ -1,0 +1,315 @@
+//! The logs of the command on screen, as the output panes read them: indexed forward run by
+//! run (so that the merged view knows which lines each `output` event began), and shown
+//! from their end at once when the index has far to go (a post-mortem of a 1 GiB log), the
+//! end's lines numbered by estimate until the index reaches them.
+
+use std::path::Path;
+
+use crate::app::view::{LineSelection, OutputView, PaneLines};
+use crate::model::output::runs::{MergedIndex, Run};
+use crate::model::output::{StreamFile, StyledLine};
+use crate::protocol::Stream;
+
+/// Lines read backwards from the end at first, at least: a tall pane, and some to scroll.
+const TAIL_LINES: usize = 256;
+
+/// The open logs of one command's run.
+pub(super) struct OpenStreams {
+    pub files: [StreamFile; 2],
+    /// Where each counted run's lines are among both streams' lines.
+    pub merged: MergedIndex,
+    /// The line number given to each stream's tail's first line (an estimate).
+    tail_base: [Option<usize>; 2],
+    /// Its true number, learnt when the index reached the tail's end.
+    resolved: [Option<usize>; 2],
+}
+
+/// A row's source before it is cut to the pane's width.
+pub(super) struct SourceLine {
+    pub number: usize,
+    pub line: StyledLine,
+    pub ts_ms: Option<u64>,
+    pub mark: Option<Stream>,
+}
+
+impl OpenStreams {
+    pub fn new(dir: &Path) -> Self {
+        OpenStreams {
+            files: Stream::BOTH.map(|s| StreamFile::new(dir.join(s.file_name()))),
+            merged: MergedIndex::default(),
+            tail_base: [None; 2],
+            resolved: [None; 2],
+        }
+    }
+
+    /// Before indexing: a stream with more than `budget` bytes left to index is read from
+    /// its end, so that its last lines show now (again at the new end while following a
+    /// stream that grows faster than it is indexed).
+    pub fn read_tails(&mut self, lens: [u64; 2], budget: u64, follow: [bool; 2]) {
+        for s in Stream::BOTH.map(|s| s as usize) {
+            let file = &mut self.files[s];
+            let far = lens[s].saturating_sub(file.len()) > budget;
+            let stale = file.tail_end().is_some_and(|end| end < lens[s]) && follow[s];
+            if far && (file.tail_end().is_none() || stale) {
+                // Unreadable: the stream shows what the index reaches, as before.
+                if file.read_tail(lens[s], TAIL_LINES).is_err() {
+                    file.drop_tail();
+                }
+                self.tail_base[s] = None;
+            }
+        }
+    }
+
+    /// Indexes forward each run to its end, counting its lines for the merged view, then
+    /// each stream to `lens`; at most `budget` bytes. Returns whether the budget ran out.
+    pub fn catch_up(&mut self, runs: &[Run], lens: [u64; 2], budget: u64) -> bool {
+        let mut left = budget;
+        while let Some(run) = runs.get(self.merged.counted()) {
+            let s = run.stream as usize;
+            if !self.index_to(s, run.end.min(lens[s]), &mut left) {
+                return true;
+            }
+            self.merged.push(run.stream, self.files[s].line_count() as u64);
+        }
+        !(0..2).all(|s| self.index_to(s, lens[s], &mut left))
+    }
+
+    /// Indexes stream `s` to `target`, stopping at its tail's end on the way: there the
+    /// tail's true line numbers are learnt and the tail is dropped. False if the budget ran
+    /// out first.
+    fn index_to(&mut self, s: usize, target: u64, left: &mut u64) -> bool {
+        loop {
+            let file = &mut self.files[s];
+            let at = file.len();
+            if at >= target {
+                return true;
+            }
+            let stop = match file.tail_end() {
+                Some(end) if end > at && end < target => end,
+                _ => target,
+            };
+            // A log that cannot be read is shown as far as it was read, as before.
+            let _ = file.refresh_within(stop, *left);
+            *left = left.saturating_sub(file.len() - at);
+            if let (Some(end), Some(lines)) = (file.tail_end(), file.tail_len()) {
+                if file.len() >= end {
+                    self.resolved[s] = Some(file.line_count().saturating_sub(lines));
+                    file.drop_tail();
+                }
+            }
+            if file.len() < stop {
+                // Budget spent, or the file holds less than promised (more comes later).
+                return *left > 0;
+            }
+        }
+    }
+
+    /// Settles stream `s`'s numbering for this frame: the lines the index has, then (with a
+    /// tail) a gap, then the tail's lines. A view scrolled into the tail keeps showing the
+    /// same lines when their numbers change. Returns the line count to scroll over.
+    pub fn settle(&mut self, s: usize, view: &mut OutputView) -> usize {
+        let file = &self.files[s];
+        let count = file.line_count();
+        let Some(tail_len) = file.tail_len() else {
+            if let Some(prev) = self.tail_base[s].take() {
+                let real = self.resolved[s].take().unwrap_or(prev);
+                shift(view, prev, real as i64 - prev as i64);
+            }
+            return count;
+        };
+        let base = match self.tail_base[s] {
+            Some(prev) => prev.max(count),
+            None => estimate(file, tail_len).max(count),
+        };
+        if let Some(prev) = self.tail_base[s] {
+            shift(view, prev, base as i64 - prev as i64);
+        }
+        self.tail_base[s] = Some(base);
+        base + tail_len
+    }
+
+    /// Rows of stream `s` from line `first`: indexed lines, the tail's, and for a gap
+    /// between them one placeholder. A view in the gap reads the tail further back first.
+    pub fn lines_from(
+        &mut self,
+        s: usize,
+        first: usize,
+        rows: usize,
+        stamp: &dyn Fn(Stream, u64) -> Option<u64>,
+    ) -> Vec<SourceLine> {
+        let stream = Stream::BOTH[s];
+        let count = self.files[s].line_count();
+        let mut out = Vec::with_capacity(rows);
+        let end = first + rows;
+        if first < count {
+            let file = &mut self.files[s];
+            let lines = file.lines(first..end.min(count)).unwrap_or_default();
+            for (k, line) in lines.into_iter().enumerate() {
+                let number = first + k;
+                let ts_ms = file.line_start(number).ok().and_then(|at| stamp(stream, at));
+                out.push(SourceLine {
+                    number,
+                    line,
+                    ts_ms,
+                    mark: None,
+                });
+            }
+        }
+        let Some(mut base) = self.tail_base[s] else {
+            return out;
+        };
+        let file = &mut self.files[s];
+        if first < base && end > count && !file.tail_at_start() {
+            // In sight of the gap: read further back, as many lines as the gap in sight.
+            let want = (base - first.max(count)).min(base - count);
+            if let Ok(gained) = file.extend_tail(want) {
+                base = base.saturating_sub(gained).max(count);
+                self.tail_base[s] = Some(base);
+            }
+        }
+        if first.max(count) < base && end > count {
+            out.push(SourceLine {
+                number: count,
+                line: crate::model::output::render_line(b"\xe2\x8b\xaf"),
+                ts_ms: None,
+                mark: None,
+            });
+        }
+        if end > base {
+            let from = first.max(base) - base;
+            let lines = file.tail_lines(from..end - base).unwrap_or_default();
+            for (k, (at, line)) in lines.into_iter().enumerate() {
+                out.push(SourceLine {
+                    number: base + from + k,
+                    line,
+                    ts_ms: stamp(stream, at),
+                    mark: None,
+                });
+            }
+        }
+        out.truncate(rows);
+        out
+    }
+
+    /// Rows of the merged view from merged line `first`, each read from its own stream.
+    pub fn merged_from(&mut self, runs: &[Run], first: usize, rows: usize) -> Vec<SourceLine> {
+        let mut out = Vec::with_capacity(rows);
+        let mut m = first as u64;
+        let end = (first + rows) as u64;
+        while m < end {
+            let Some(at) = self.merged.locate(runs, m) else {
+                break;
+            };
+            // Consecutive lines of one stream, read at once.
+            let mut upto = m + 1;
+            while upto < end
+                && self
+                    .merged
+                    .locate(runs, upto)
+                    .is_some_and(|n| n.stream == at.stream && n.line == at.line + (upto - m))
+            {
+                upto += 1;
+            }
+            let lines = at.line as usize..(at.line + (upto - m)) as usize;
+            let read = self.files[at.stream as usize]
+                .lines(lines)
+                .unwrap_or_default();
+            for (k, line) in read.into_iter().enumerate() {
+                let n = m + k as u64;
+                let ts_ms = self.merged.locate(runs, n).map(|l| l.ts_ms);
+                out.push(SourceLine {
+                    number: n as usize,
+                    line,
+                    ts_ms,
+                    mark: Some(at.stream),
+                });
+            }
+            m = upto;
+        }
+        out
+    }
+
+    /// Whether stream `s` shows lines whose numbers are estimates.
+    pub fn estimated(&self, s: usize) -> bool {
+        self.files[s].tail_len().is_some()
+    }
+}
+
+/// The line number of a tail's first line, guessed from the density of the lines indexed so
+/// far (or of the tail's own, before any are).
+fn estimate(file: &StreamFile, tail_len: usize) -> usize {
+    let start = file.tail_start().unwrap_or(0) as f64;
+    let (lines, bytes) = if file.len() > 0 && file.line_count() > 0 {
+        (file.line_count() as f64, file.len() as f64)
+    } else {
+        let end = file.tail_end().unwrap_or(0) as f64;
+        (tail_len as f64, (end - start).max(1.0))
+    };
+    (start * lines / bytes) as usize
+}
+
+/// Moves what a view points at, at or past line `from`, by `delta` lines.
+fn shift(view: &mut OutputView, from: usize, delta: i64) {
+    if delta == 0 {
+        return;
+    }
+    let moved = |n: usize| {
+        if n >= from {
+            (n as i64 + delta).max(0) as usize
+        } else {
+            n
+        }
+    };
+    if !view.follow {
+        view.top = moved(view.top);
+    }
+    view.matched = view.matched.map(moved);
+    view.selection = view.selection.map(|s| LineSelection {
+        anchor: moved(s.anchor),
+        cursor: moved(s.cursor),
+    });
+}
+
+/// Percent of `lens` indexed, while less than all of it is.
+pub(super) fn indexing(done: u64, lens: u64) -> Option<u8> {
+    (done < lens).then(|| (done.saturating_mul(100) / lens.max(1)).min(99) as u8)
+}
+
+/// Cuts source lines into the pane's rows (wrapped, or one a line), keeping the last `rows`
+/// when following and the first otherwise.
+pub(super) fn into_rows(
+    sources: Vec<SourceLine>,
+    rows: usize,
+    width: usize,
+    wrap: bool,
+    follow: bool,
+) -> PaneLines {
+    let mut pane = PaneLines::default();
+    for source in sources {
+        let pieces = if wrap {
+            crate::model::output::wrap(&source.line, width)
+        } else {
+            vec![source.line]
+        };
+        for piece in pieces {
+            pane.numbers.push(source.number);
+            pane.lines.push(piece);
+            pane.stamps.push(source.ts_ms);
+            pane.marks.push(source.mark);
+        }
+    }
+    let excess = pane.lines.len().saturating_sub(rows);
+    fn apply<T>(v: &mut Vec<T>, follow: bool, excess: usize, rows: usize) {
+        if follow {
+            v.drain(..excess);
+        } else {
+            v.truncate(rows);
+        }
+    }
+    apply(&mut pane.numbers, follow, excess, rows);
+    apply(&mut pane.lines, follow, excess, rows);
+    apply(&mut pane.stamps, follow, excess, rows);
+    apply(&mut pane.marks, follow, excess, rows);
+    pane.first = pane.numbers.first().copied().unwrap_or(0);
+    pane
+}
