@@ -7,6 +7,7 @@ pub mod keymap;
 pub mod layout;
 mod run;
 mod screen;
+mod search;
 mod streams;
 pub mod terminal_keys;
 pub mod update;
@@ -24,7 +25,9 @@ use self::keymap::{Binding, KeyContext};
 use self::update::{Effect, Geometry, update};
 use self::streams::{OpenStreams, into_rows};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
-use crate::model::output::{StyledLine, plain_text, text_width};
+use crate::model::output::{StyledLine, text_width};
+#[cfg(test)]
+use self::search::{left_to_show, match_columns};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
@@ -169,67 +172,6 @@ impl App {
             .collect()
     }
 
-    /// Searches the stream for the current needle from the current match (or the end).
-    pub fn search(&mut self, stream: Stream, forward: bool) {
-        let i = stream as usize;
-        let Some(needle) = self.view.outputs[i].search.clone() else {
-            return;
-        };
-        let Some(lens) = self.stored_lens() else {
-            return;
-        };
-        let command = &self.model.commands[self.view.selected];
-        let (runs, key) = (command.runs.clone(), (self.view.selected, command.run));
-        if self.current_streams().is_none() {
-            return;
-        }
-        let Some(open) = self.streams.get_mut(&key) else {
-            return;
-        };
-        // The whole log is searched: the index is finished first (and an end shown before
-        // it was numbered gets its true numbers).
-        open.catch_up(runs.as_slice(), lens, u64::MAX);
-        open.settle(i, &mut self.view.outputs[i]);
-        let matched = self.view.outputs[i].matched;
-        let Some(open) = self.current_streams() else {
-            return;
-        };
-        let file = &mut open.files[i];
-        let total = file.line_count();
-        let found = match (matched, forward) {
-            (Some(0), false) => Ok(None),
-            (Some(line), true) => file.find(&needle, line + 1, true),
-            (Some(line), false) => file.find(&needle, line - 1, false),
-            (None, _) => file.find(&needle, total.saturating_sub(1), false),
-        };
-        match found {
-            Ok(Some(line)) => {
-                // Where on its line the match is, to scroll it into sight sideways.
-                let column = match file.lines(line..line + 1) {
-                    Ok(lines) => lines.first().and_then(|l| match_columns(l, &needle)),
-                    Err(_) => None,
-                };
-                let rows = self.geometry.output_rows[i];
-                let cols = self.geometry.output_cols[i];
-                let wrap = self.view.wrap;
-                let view = &mut self.view.outputs[i];
-                view.matched = Some(line);
-                view.follow = false;
-                view.top = line.saturating_sub(rows / 2);
-                if let (Some((start, end)), false) = (column, wrap) {
-                    view.left = left_to_show(view.left, cols, start, end);
-                }
-            }
-            Ok(None) => {
-                self.view.message = Some(format!(
-                    "`{needle}` not found {}",
-                    if forward { "below" } else { "above" }
-                ));
-            }
-            Err(err) => self.view.message = Some(format!("search failed: {err}")),
-        }
-    }
-
     fn current_streams(&mut self) -> Option<&mut OpenStreams> {
         let id = self.view.selected;
         let command = self.model.commands.get(id)?;
@@ -325,16 +267,13 @@ impl App {
                 outputs[i].merged = merged;
                 outputs[i].estimated = open.estimated(i);
                 let files = &open.files;
-                outputs[i].bytes = if merged {
-                    files[0].len() + files[1].len()
+                let (done, bytes) = if merged {
+                    (files[0].len() + files[1].len(), lens[0] + lens[1])
                 } else {
-                    files[i].len()
+                    (files[i].len(), lens[i])
                 };
-                outputs[i].indexing = if merged {
-                    streams::indexing(outputs[i].bytes, lens[0] + lens[1])
-                } else {
-                    streams::indexing(files[i].len(), lens[i])
-                };
+                outputs[i].bytes = bytes;
+                outputs[i].indexing = streams::indexing(done, bytes);
                 widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0) + prefix;
             }
         }
@@ -446,30 +385,6 @@ fn recorded_tree(
 /// Columns a rendered line takes.
 fn line_width(line: &StyledLine) -> usize {
     line.iter().map(|span| text_width(&span.text)).sum()
-}
-
-/// The columns (from, to) of the first match of `needle` in `line`, compared as search
-/// compares (ignoring ASCII case).
-fn match_columns(line: &StyledLine, needle: &str) -> Option<(usize, usize)> {
-    let text = plain_text(line).to_ascii_lowercase();
-    let at = text.find(&needle.to_ascii_lowercase())?;
-    let start = text_width(&text[..at]);
-    Some((start, start + text_width(&text[at..at + needle.len()])))
-}
-
-/// The first column to show so that columns `start..end` are in a pane `cols` wide that
-/// now shows from `left`: unchanged if they are in sight already, else with the match a
-/// third of the way in (at the left edge, for a match wider than that leaves).
-fn left_to_show(left: usize, cols: usize, start: usize, end: usize) -> usize {
-    if start >= left && end <= left + cols {
-        return left;
-    }
-    let context = cols / 3;
-    if end - start + context <= cols {
-        start.saturating_sub(context)
-    } else {
-        start
-    }
 }
 
 /// Columns each row gives to what precedes the line: its time, and in the merged view its
