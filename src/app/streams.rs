@@ -313,3 +313,149 @@ pub(super) fn into_rows(
     pane.first = pane.numbers.first().copied().unwrap_or(0);
     pane
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::output::plain_text;
+    use crate::model::output::runs::OutputRuns;
+
+    /// Journal directory with the two logs written as (time, stream, bytes) say, and the
+    /// runs their `output` events give.
+    fn logs(writes: &[(u64, Stream, &[u8])]) -> (tempfile::TempDir, OutputRuns, [u64; 2]) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut bytes: [Vec<u8>; 2] = Default::default();
+        let mut runs = OutputRuns::default();
+        for &(ts, stream, data) in writes {
+            let log = &mut bytes[stream as usize];
+            runs.push(ts, stream, log.len() as u64, data.len() as u64);
+            log.extend_from_slice(data);
+        }
+        for stream in Stream::BOTH {
+            std::fs::write(dir.path().join(stream.file_name()), &bytes[stream as usize])
+                .expect("write log");
+        }
+        let lens = [bytes[0].len() as u64, bytes[1].len() as u64];
+        (dir, runs, lens)
+    }
+
+    fn texts(lines: &[SourceLine]) -> Vec<String> {
+        lines.iter().map(|l| plain_text(&l.line)).collect()
+    }
+
+    #[test]
+    fn merged_rows_come_from_both_logs_in_the_order_written() {
+        let (dir, runs, lens) = logs(&[
+            (10, Stream::Stdout, b"compiling\n\x1b[32mok\x1b[0m a\n"),
+            (11, Stream::Stderr, b"warning: x\n"),
+            (12, Stream::Stdout, b"ok b\n"),
+            (13, Stream::Stderr, b"error: \x1b]0;title\x07y\n"),
+        ]);
+        let mut open = OpenStreams::new(dir.path());
+        assert!(!open.catch_up(runs.as_slice(), lens, u64::MAX));
+        assert_eq!(open.merged.total(), 5);
+        let rows = open.merged_from(runs.as_slice(), 0, 10);
+        assert_eq!(
+            texts(&rows),
+            ["compiling", "ok a", "warning: x", "ok b", "error: y"]
+        );
+        let marks: Vec<_> = rows.iter().map(|r| r.mark).collect();
+        use Stream::{Stderr as E, Stdout as O};
+        assert_eq!(marks, [Some(O), Some(O), Some(E), Some(O), Some(E)]);
+        let times: Vec<_> = rows.iter().map(|r| r.ts_ms).collect();
+        assert_eq!(times, [Some(10), Some(10), Some(11), Some(12), Some(13)]);
+        // From the middle, as a scrolled pane reads.
+        assert_eq!(texts(&open.merged_from(runs.as_slice(), 3, 1)), ["ok b"]);
+    }
+
+    #[test]
+    fn merged_counting_goes_on_over_frames_within_its_budget() {
+        let writes: Vec<(u64, Stream, Vec<u8>)> = (0..200)
+            .map(|n| {
+                let stream = Stream::BOTH[n % 2];
+                (n as u64, stream, format!("line {n}\n").into_bytes())
+            })
+            .collect();
+        let borrowed: Vec<(u64, Stream, &[u8])> =
+            writes.iter().map(|(t, s, b)| (*t, *s, b.as_slice())).collect();
+        let (dir, runs, lens) = logs(&borrowed);
+        let mut open = OpenStreams::new(dir.path());
+        let mut frames = 0;
+        while open.catch_up(runs.as_slice(), lens, 64) {
+            frames += 1;
+        }
+        assert!(frames > 10);
+        let rows = open.merged_from(runs.as_slice(), 0, 200);
+        let expected: Vec<String> = (0..200).map(|n| format!("line {n}")).collect();
+        assert_eq!(texts(&rows), expected);
+    }
+
+    /// A log of `n` numbered lines, as one run.
+    fn numbered(n: usize) -> (tempfile::TempDir, OutputRuns, [u64; 2]) {
+        let text: Vec<u8> = (0..n).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+        logs(&[(1, Stream::Stdout, &text)])
+    }
+
+    #[test]
+    fn the_end_shows_at_once_and_its_numbers_are_fixed_when_indexed() {
+        let (dir, runs, lens) = numbered(100_000);
+        let mut open = OpenStreams::new(dir.path());
+        let mut view = OutputView::default();
+        let budget = 64 * 1024;
+        // First frame: the tail is read, a little is indexed.
+        open.read_tails(lens, budget, [true, true]);
+        assert!(open.catch_up(runs.as_slice(), lens, budget));
+        let total = open.settle(0, &mut view);
+        assert!(open.estimated(0));
+        let rows = open.lines_from(0, total - 3, 3, &|_, _| None);
+        assert_eq!(texts(&rows), ["line 99997", "line 99998", "line 99999"]);
+        // Scrolled up a bit, within the tail: the same lines stay in sight once numbered.
+        view.follow = false;
+        view.top = total - 10;
+        let shown = texts(&open.lines_from(0, view.top, 1, &|_, _| None));
+        while open.catch_up(runs.as_slice(), lens, budget) {
+            open.settle(0, &mut view);
+        }
+        let total = open.settle(0, &mut view);
+        assert!(!open.estimated(0));
+        assert_eq!(total, 100_000);
+        assert_eq!(view.top, 99_990);
+        assert_eq!(texts(&open.lines_from(0, view.top, 1, &|_, _| None)), shown);
+    }
+
+    #[test]
+    fn scrolling_above_the_tail_reads_further_back() {
+        let (dir, runs, lens) = numbered(100_000);
+        let mut open = OpenStreams::new(dir.path());
+        let mut view = OutputView::default();
+        let budget = 1024;
+        open.read_tails(lens, budget, [true, true]);
+        open.catch_up(runs.as_slice(), lens, budget);
+        let total = open.settle(0, &mut view);
+        let tail = open.files[0].tail_len().expect("a tail");
+        // A page above the tail's first line: in the gap, so the tail grows to cover it.
+        let first = total - tail - 20;
+        let rows = open.lines_from(0, first, 5, &|_, _| None);
+        assert_eq!(rows.len(), 5);
+        assert!(open.files[0].tail_len().expect("a tail") >= tail + 20);
+        // What is shown runs on, line after line, into the lines seen before.
+        let numbers: Vec<usize> = texts(&rows)
+            .iter()
+            .map(|t| t["line ".len()..].parse().expect("a numbered line"))
+            .collect();
+        assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
+        let at_end = texts(&open.lines_from(0, total - 1, 1, &|_, _| None));
+        assert_eq!(at_end, ["line 99999"]);
+    }
+
+    #[test]
+    fn a_small_log_is_indexed_without_a_tail() {
+        let (dir, runs, lens) = numbered(10);
+        let mut open = OpenStreams::new(dir.path());
+        open.read_tails(lens, 1 << 20, [true, true]);
+        assert_eq!(open.files[0].tail_len(), None);
+        assert!(!open.catch_up(runs.as_slice(), lens, 1 << 20));
+        let mut view = OutputView::default();
+        assert_eq!(open.settle(0, &mut view), 10);
+    }
+}
