@@ -34,6 +34,8 @@ use crate::sampler::{ProcessInfo, Snapshot, build_tree};
 
 /// Bytes of output indexed per frame at most, so a flood never freezes the screen.
 const INDEX_BUDGET: u64 = 32 << 20;
+/// Bytes indexed in a frame that shows the end of a log read backwards just before.
+const FIRST_INDEX_BUDGET: u64 = 1 << 20;
 
 pub struct App {
     pub model: Model,
@@ -230,8 +232,13 @@ impl App {
                 .entry((id, command.run))
                 .or_insert_with(|| OpenStreams::new(&dir));
             let follow = [0, 1].map(|i| self.view.outputs[i].follow);
-            open.read_tails(lens, INDEX_BUDGET, follow);
-            behind = open.catch_up(runs.as_slice(), lens, INDEX_BUDGET);
+            // A frame that shows an end just read is drawn at once; indexing goes on after.
+            let budget = if open.read_tails(lens, INDEX_BUDGET, follow) {
+                FIRST_INDEX_BUDGET
+            } else {
+                INDEX_BUDGET
+            };
+            behind = open.catch_up(runs.as_slice(), lens, budget);
             let stamp = |stream: Stream, at: u64| runs.time_of(stream, at);
             for stream in Stream::BOTH {
                 let i = stream as usize;

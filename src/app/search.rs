@@ -136,3 +136,91 @@ pub(super) fn left_to_show(left: usize, cols: usize, start: usize, end: usize) -
         start
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CommandConfig;
+    use crate::model::{CommandState, Model};
+    use crate::protocol::{CommandSpec, Event, EventKind};
+    use ratatui::layout::Rect;
+
+    /// A recorded command whose logs hold `stdout` and `stderr`, each one `output` event.
+    fn command(root: &std::path::Path, name: &str, stdout: &str, stderr: &str) -> CommandState {
+        let dir = root.join(name);
+        std::fs::create_dir(&dir).expect("command dir");
+        let mut command = CommandState::new(CommandConfig::new(name, CommandSpec::Shell("x".into())));
+        command.begin_run(dir.clone(), 0);
+        for (stream, text) in [(Stream::Stdout, stdout), (Stream::Stderr, stderr)] {
+            std::fs::write(dir.join(stream.file_name()), text).expect("log");
+            command.apply(&Event {
+                ts_ms: 1,
+                mono_us: 0,
+                kind: EventKind::Output {
+                    stream,
+                    offset: 0,
+                    len: text.len() as u64,
+                },
+            });
+        }
+        command
+    }
+
+    fn app(commands: Vec<CommandState>) -> App {
+        App::new(Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 0,
+            commands,
+            recorded: true,
+            controllable: false,
+        })
+    }
+
+    #[test]
+    fn open_search_shows_the_first_match_on_the_first_frame() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let many: String = (0..1000)
+            .map(|n| if n == 500 { "the Needle here\n".into() } else { format!("line {n}\n") })
+            .collect();
+        let mut app = app(vec![
+            command(root.path(), "first", "nothing\n", "still nothing\n"),
+            command(root.path(), "second", &many, "needle in stderr too\n"),
+        ]);
+        let size = Rect::new(0, 0, 160, 45);
+        app.prepare(size, 0);
+        app.open_at_first_match("NEEDLE");
+        app.prepare(size, 0);
+        assert_eq!(app.view.selected, 1);
+        assert_eq!(app.view.focus, Pane::Stdout);
+        let view = &app.view.outputs[0];
+        assert_eq!(view.search.as_deref(), Some("NEEDLE"));
+        assert_eq!(view.matched, Some(500));
+        let shown: Vec<String> = app.content.outputs[0].lines.iter().map(plain_text).collect();
+        assert!(shown.contains(&"the Needle here".to_string()), "{shown:?}");
+    }
+
+    #[test]
+    fn open_search_prefers_stdout_then_stderr_then_the_next_command() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let mut app = app(vec![
+            command(root.path(), "first", "a\n", "b\nneedle\n"),
+            command(root.path(), "second", "needle\n", ""),
+        ]);
+        app.prepare(Rect::new(0, 0, 160, 45), 0);
+        app.open_at_first_match("needle");
+        assert_eq!((app.view.selected, app.view.focus), (0, Pane::Stderr));
+        assert_eq!(app.view.outputs[1].matched, Some(1));
+    }
+
+    #[test]
+    fn open_search_without_a_match_says_so() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let mut app = app(vec![command(root.path(), "only", "a\n", "b\n")]);
+        app.prepare(Rect::new(0, 0, 160, 45), 0);
+        app.open_at_first_match("absent");
+        assert_eq!(app.view.selected, 0);
+        let message = app.view.message.clone().expect("a message");
+        assert!(message.contains("absent"), "{message}");
+    }
+}

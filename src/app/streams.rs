@@ -44,8 +44,9 @@ impl OpenStreams {
 
     /// Before indexing: a stream with more than `budget` bytes left to index is read from
     /// its end, so that its last lines show now (again at the new end while following a
-    /// stream that grows faster than it is indexed).
-    pub fn read_tails(&mut self, lens: [u64; 2], budget: u64, follow: [bool; 2]) {
+    /// stream that grows faster than it is indexed). Returns whether it read one.
+    pub fn read_tails(&mut self, lens: [u64; 2], budget: u64, follow: [bool; 2]) -> bool {
+        let mut read = false;
         for s in Stream::BOTH.map(|s| s as usize) {
             let file = &mut self.files[s];
             let far = lens[s].saturating_sub(file.len()) > budget;
@@ -56,8 +57,10 @@ impl OpenStreams {
                     file.drop_tail();
                 }
                 self.tail_base[s] = None;
+                read = true;
             }
         }
+        read
     }
 
     /// Indexes forward each run to its end, counting its lines for the merged view, then
