@@ -22,6 +22,9 @@ pub(super) struct OpenStreams {
     tail_base: [Option<usize>; 2],
     /// Its true number, learnt when the index reached the tail's end.
     resolved: [Option<usize>; 2],
+    /// Frames still to prepare with little indexing, after an end was read: the end is
+    /// drawn at once (the TUI prepares once for its size before its first frame).
+    quick_frames: u8,
 }
 
 /// A row's source before it is cut to the pane's width.
@@ -39,14 +42,15 @@ impl OpenStreams {
             merged: MergedIndex::default(),
             tail_base: [None; 2],
             resolved: [None; 2],
+            quick_frames: 0,
         }
     }
 
     /// Before indexing: a stream with more than `budget` bytes left to index is read from
     /// its end, so that its last lines show now (again at the new end while following a
-    /// stream that grows faster than it is indexed). Returns whether it read one.
+    /// stream that grows faster than it is indexed). Returns whether this frame should index
+    /// little, to show an end just read at once.
     pub fn read_tails(&mut self, lens: [u64; 2], budget: u64, follow: [bool; 2]) -> bool {
-        let mut read = false;
         for s in Stream::BOTH.map(|s| s as usize) {
             let file = &mut self.files[s];
             let far = lens[s].saturating_sub(file.len()) > budget;
@@ -57,10 +61,12 @@ impl OpenStreams {
                     file.drop_tail();
                 }
                 self.tail_base[s] = None;
-                read = true;
+                self.quick_frames = 2;
             }
         }
-        read
+        let quick = self.quick_frames > 0;
+        self.quick_frames = self.quick_frames.saturating_sub(1);
+        quick
     }
 
     /// Indexes forward each run to its end, counting its lines for the merged view, then
