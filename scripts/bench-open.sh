@@ -8,10 +8,10 @@
 # unique line shows. The file is in the page cache for both (it was just written). Installs
 # tmux and less when missing. Deletes the 1 GiB session at the end.
 #
-#   bash scripts/bench-open.sh [RUNS]        (default 5 runs of each; prints medians)
+#   bash scripts/bench-open.sh [RUNS]        (default 11 runs of each; prints medians)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=${1:-5}
+RUNS=${1:-11}
 need() { command -v "$1" >/dev/null 2>&1 || {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1"; }; }
 need tmux
@@ -74,9 +74,12 @@ for run in $(seq 1 "$RUNS"); do
     RSS[$viewer]+="$kib "
   done
 done
+echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 for viewer in tether less; do
   t=$(tr ' ' '\n' <<<"${TIMES[$viewer]}" | grep -v '^$' | median)
   r=$(tr ' ' '\n' <<<"${RSS[$viewer]}" | grep -v '^$' | median)
   printf '%-8s median over %s runs: last line on screen after %s ms, peak RSS %s MiB\n' \
     "$viewer" "$RUNS" "$t" "$((r / 1024))"
+  sorted=$(tr ' ' '\n' <<<"${TIMES[$viewer]}" | grep -v '^$' | sort -n | tr '\n' ' ')
+  echo "         every run, fastest first (ms): $sorted"
 done
