@@ -245,7 +245,13 @@ fn main() {
         Some(Command::Open { session, search }) => {
             match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
                 Ok(session_dir) => {
-                    match run_tui(Launch::Recorded { session_dir, search }, tether::ui::draw) {
+                    match run_tui(
+                        Launch::Recorded {
+                            session_dir,
+                            search,
+                        },
+                        tether::ui::draw,
+                    ) {
                         Ok(code) => code,
                         Err(err) => {
                             eprintln!("tether: {err:#}");

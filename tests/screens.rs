@@ -1120,12 +1120,32 @@ fn header_per_core_and_before_any_reading() {
 #[test]
 fn merged_view_with_timestamps() {
     let rows: [(u64, Stream, &[u8]); 6] = [
-        (500, Stream::Stdout, b"\x1b[1;32m   Compiling\x1b[0m tether v0.1.0"),
-        (500, Stream::Stdout, b"\x1b[1;32m   Compiling\x1b[0m ratatui v0.30.0"),
-        (1_250, Stream::Stderr, b"\x1b[33mwarning\x1b[0m: unused variable `x`"),
+        (
+            500,
+            Stream::Stdout,
+            b"\x1b[1;32m   Compiling\x1b[0m tether v0.1.0",
+        ),
+        (
+            500,
+            Stream::Stdout,
+            b"\x1b[1;32m   Compiling\x1b[0m ratatui v0.30.0",
+        ),
+        (
+            1_250,
+            Stream::Stderr,
+            b"\x1b[33mwarning\x1b[0m: unused variable `x`",
+        ),
         (61_004, Stream::Stdout, b"test result: ok. 12 passed"),
-        (61_020, Stream::Stderr, b"\x1b[31merror\x1b[0m: \x1b]0;title\x07one test failed"),
-        (61_020, Stream::Stderr, b"a line too long for the pane is cut at the pane's right edge, as any line is"),
+        (
+            61_020,
+            Stream::Stderr,
+            b"\x1b[31merror\x1b[0m: \x1b]0;title\x07one test failed",
+        ),
+        (
+            61_020,
+            Stream::Stderr,
+            b"a line too long for the pane is cut at the pane's right edge, as any line is",
+        ),
     ];
     let mut content = content();
     content.outputs[0] = PaneLines {
@@ -1162,5 +1182,9 @@ fn an_end_shown_while_indexing() {
     let screen = draw_with(120, 36, &model(), &content, &ViewState::default());
     let title = rows_with(&screen, "indexing");
     assert_eq!(title.len(), 1, "{screen}");
-    assert!(title[0].contains("≈17043553 lines · 1.0 GiB · indexing 12%"), "{}", title[0]);
+    assert!(
+        title[0].contains("≈17043553 lines · 1.0 GiB · indexing 12%"),
+        "{}",
+        title[0]
+    );
 }

@@ -38,7 +38,8 @@ impl App {
         };
         if open.estimated(stream as usize) {
             // The selection's line numbers are estimates until the index reaches them.
-            self.view.message = Some("still indexing the log: copy once its lines are numbered".into());
+            self.view.message =
+                Some("still indexing the log: copy once its lines are numbered".into());
             return;
         }
         let file = &mut open.files[stream as usize];

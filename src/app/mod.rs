@@ -22,12 +22,12 @@ pub use run::{Draw, Launch, run_tui};
 
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};
-use self::update::{Effect, Geometry, update};
-use self::streams::{OpenStreams, into_rows};
-use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
-use crate::model::output::{StyledLine, text_width};
 #[cfg(test)]
 use self::search::{left_to_show, match_columns};
+use self::streams::{OpenStreams, into_rows};
+use self::update::{Effect, Geometry, update};
+use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
+use crate::model::output::{StyledLine, text_width};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
@@ -217,16 +217,11 @@ impl App {
         let mut widest = [0usize; 2];
         let mut totals = [0usize; 2];
         let mut behind = false;
-        let runs = self
-            .model
-            .commands
-            .get(self.view.selected)
-            .map(|c| c.runs.clone())
-            .unwrap_or_default();
         let id = self.view.selected;
         let command = self.model.commands.get(id);
         let dir = command.and_then(|c| c.journal_dir.clone());
         if let (Some(lens), Some(dir), Some(command)) = (lens, dir, command) {
+            let runs = &command.runs;
             let open = self
                 .streams
                 .entry((id, command.run))
@@ -239,7 +234,9 @@ impl App {
                 INDEX_BUDGET
             };
             behind = open.catch_up(runs.as_slice(), lens, budget);
-            let stamp = |stream: Stream, at: u64| runs.time_of(stream, at);
+            let time_of = |stream: Stream, at: u64| runs.time_of(stream, at);
+            let stamp: Option<&dyn Fn(Stream, u64) -> Option<u64>> =
+                self.view.stamps.then_some(&time_of);
             for stream in Stream::BOTH {
                 let i = stream as usize;
                 let area = areas
@@ -265,7 +262,7 @@ impl App {
                 let sources = match (rows, merged) {
                     (0, _) => Vec::new(),
                     (_, true) => open.merged_from(runs.as_slice(), first, rows),
-                    (_, false) => open.lines_from(i, first, rows, &stamp),
+                    (_, false) => open.lines_from(i, first, rows, stamp),
                 };
                 let prefix = prefix_width(self.view.stamps, merged);
                 let width = width.saturating_sub(prefix).max(1);

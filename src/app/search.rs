@@ -96,7 +96,10 @@ impl App {
     /// Puts line `line` of stream `i`, a match of `needle`, in the middle of its pane, and
     /// its match in sight sideways.
     fn show_match(&mut self, i: usize, line: usize, needle: &str) {
-        let column = match self.current_streams().map(|o| o.files[i].lines(line..line + 1)) {
+        let column = match self
+            .current_streams()
+            .map(|o| o.files[i].lines(line..line + 1))
+        {
             Some(Ok(lines)) => lines.first().and_then(|l| match_columns(l, needle)),
             _ => None,
         };
@@ -149,7 +152,8 @@ mod tests {
     fn command(root: &std::path::Path, name: &str, stdout: &str, stderr: &str) -> CommandState {
         let dir = root.join(name);
         std::fs::create_dir(&dir).expect("command dir");
-        let mut command = CommandState::new(CommandConfig::new(name, CommandSpec::Shell("x".into())));
+        let mut command =
+            CommandState::new(CommandConfig::new(name, CommandSpec::Shell("x".into())));
         command.begin_run(dir.clone(), 0);
         for (stream, text) in [(Stream::Stdout, stdout), (Stream::Stderr, stderr)] {
             std::fs::write(dir.join(stream.file_name()), text).expect("log");
@@ -181,7 +185,13 @@ mod tests {
     fn open_search_shows_the_first_match_on_the_first_frame() {
         let root = tempfile::tempdir().expect("temp dir");
         let many: String = (0..1000)
-            .map(|n| if n == 500 { "the Needle here\n".into() } else { format!("line {n}\n") })
+            .map(|n| {
+                if n == 500 {
+                    "the Needle here\n".into()
+                } else {
+                    format!("line {n}\n")
+                }
+            })
             .collect();
         let mut app = app(vec![
             command(root.path(), "first", "nothing\n", "still nothing\n"),
@@ -196,7 +206,11 @@ mod tests {
         let view = &app.view.outputs[0];
         assert_eq!(view.search.as_deref(), Some("NEEDLE"));
         assert_eq!(view.matched, Some(500));
-        let shown: Vec<String> = app.content.outputs[0].lines.iter().map(plain_text).collect();
+        let shown: Vec<String> = app.content.outputs[0]
+            .lines
+            .iter()
+            .map(plain_text)
+            .collect();
         assert!(shown.contains(&"the Needle here".to_string()), "{shown:?}");
     }
 

@@ -78,7 +78,8 @@ impl OpenStreams {
             if !self.index_to(s, run.end.min(lens[s]), &mut left) {
                 return true;
             }
-            self.merged.push(run.stream, self.files[s].line_count() as u64);
+            self.merged
+                .push(run.stream, self.files[s].line_count() as u64);
         }
         !(0..2).all(|s| self.index_to(s, lens[s], &mut left))
     }
@@ -144,9 +145,11 @@ impl OpenStreams {
         s: usize,
         first: usize,
         rows: usize,
-        stamp: &dyn Fn(Stream, u64) -> Option<u64>,
+        stamp: Option<&dyn Fn(Stream, u64) -> Option<u64>>,
     ) -> Vec<SourceLine> {
         let stream = Stream::BOTH[s];
+        let stamps = stamp.is_some();
+        let stamp = |at: u64| stamp.and_then(|f| f(stream, at));
         let count = self.files[s].line_count();
         let mut out = Vec::with_capacity(rows);
         let end = first + rows;
@@ -155,7 +158,12 @@ impl OpenStreams {
             let lines = file.lines(first..end.min(count)).unwrap_or_default();
             for (k, line) in lines.into_iter().enumerate() {
                 let number = first + k;
-                let ts_ms = file.line_start(number).ok().and_then(|at| stamp(stream, at));
+                // Only a stamp needs the line's offset.
+                let ts_ms = if stamps {
+                    file.line_start(number).ok().and_then(stamp)
+                } else {
+                    None
+                };
                 out.push(SourceLine {
                     number,
                     line,
@@ -191,7 +199,7 @@ impl OpenStreams {
                 out.push(SourceLine {
                     number: base + from + k,
                     line,
-                    ts_ms: stamp(stream, at),
+                    ts_ms: stamp(at),
                     mark: None,
                 });
             }
@@ -248,7 +256,7 @@ impl OpenStreams {
 /// far (or of the tail's own, before any are).
 fn estimate(file: &StreamFile, tail_len: usize) -> usize {
     let start = file.tail_start().unwrap_or(0) as f64;
-    let (lines, bytes) = if file.len() > 0 && file.line_count() > 0 {
+    let (lines, bytes) = if !file.is_empty() && file.line_count() > 0 {
         (file.line_count() as f64, file.len() as f64)
     } else {
         let end = file.tail_end().unwrap_or(0) as f64;
@@ -385,8 +393,10 @@ mod tests {
                 (n as u64, stream, format!("line {n}\n").into_bytes())
             })
             .collect();
-        let borrowed: Vec<(u64, Stream, &[u8])> =
-            writes.iter().map(|(t, s, b)| (*t, *s, b.as_slice())).collect();
+        let borrowed: Vec<(u64, Stream, &[u8])> = writes
+            .iter()
+            .map(|(t, s, b)| (*t, *s, b.as_slice()))
+            .collect();
         let (dir, runs, lens) = logs(&borrowed);
         let mut open = OpenStreams::new(dir.path());
         let mut frames = 0;
@@ -401,7 +411,9 @@ mod tests {
 
     /// A log of `n` numbered lines, as one run.
     fn numbered(n: usize) -> (tempfile::TempDir, OutputRuns, [u64; 2]) {
-        let text: Vec<u8> = (0..n).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+        let text: Vec<u8> = (0..n)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
         logs(&[(1, Stream::Stdout, &text)])
     }
 
@@ -416,12 +428,12 @@ mod tests {
         assert!(open.catch_up(runs.as_slice(), lens, budget));
         let total = open.settle(0, &mut view);
         assert!(open.estimated(0));
-        let rows = open.lines_from(0, total - 3, 3, &|_, _| None);
+        let rows = open.lines_from(0, total - 3, 3, None);
         assert_eq!(texts(&rows), ["line 99997", "line 99998", "line 99999"]);
         // Scrolled up a bit, within the tail: the same lines stay in sight once numbered.
         view.follow = false;
         view.top = total - 10;
-        let shown = texts(&open.lines_from(0, view.top, 1, &|_, _| None));
+        let shown = texts(&open.lines_from(0, view.top, 1, None));
         while open.catch_up(runs.as_slice(), lens, budget) {
             open.settle(0, &mut view);
         }
@@ -429,7 +441,7 @@ mod tests {
         assert!(!open.estimated(0));
         assert_eq!(total, 100_000);
         assert_eq!(view.top, 99_990);
-        assert_eq!(texts(&open.lines_from(0, view.top, 1, &|_, _| None)), shown);
+        assert_eq!(texts(&open.lines_from(0, view.top, 1, None)), shown);
     }
 
     #[test]
@@ -444,7 +456,7 @@ mod tests {
         let tail = open.files[0].tail_len().expect("a tail");
         // A page above the tail's first line: in the gap, so the tail grows to cover it.
         let first = total - tail - 20;
-        let rows = open.lines_from(0, first, 5, &|_, _| None);
+        let rows = open.lines_from(0, first, 5, None);
         assert_eq!(rows.len(), 5);
         assert!(open.files[0].tail_len().expect("a tail") >= tail + 20);
         // What is shown runs on, line after line, into the lines seen before.
@@ -453,7 +465,7 @@ mod tests {
             .map(|t| t["line ".len()..].parse().expect("a numbered line"))
             .collect();
         assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
-        let at_end = texts(&open.lines_from(0, total - 1, 1, &|_, _| None));
+        let at_end = texts(&open.lines_from(0, total - 1, 1, None));
         assert_eq!(at_end, ["line 99999"]);
     }
 

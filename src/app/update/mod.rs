@@ -321,8 +321,9 @@ fn merged_refusal(view: &ViewState, action: &Action) -> Option<&'static str> {
             | Action::Copy
             | Action::ToggleScreen
     );
-    (on_merged && per_stream)
-        .then_some("the merged view shows both streams: m returns to stdout alone to search or copy")
+    (on_merged && per_stream).then_some(
+        "the merged view shows both streams: m returns to stdout alone to search or copy",
+    )
 }
 
 fn signal(signal: ProcessSignal) -> ToBroker {

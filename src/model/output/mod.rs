@@ -5,8 +5,8 @@
 
 mod cells;
 pub mod index;
-pub mod sanitize;
 pub mod runs;
+pub mod sanitize;
 mod search;
 mod sgr;
 pub mod stream;

@@ -150,7 +150,11 @@ mod tests {
             .map(|m| {
                 let line = index.locate(runs.as_slice(), m).expect("a line");
                 let log = String::from_utf8_lossy(&logs[line.stream as usize]).into_owned();
-                let text = log.split('\n').nth(line.line as usize).unwrap_or("?").to_string();
+                let text = log
+                    .split('\n')
+                    .nth(line.line as usize)
+                    .unwrap_or("?")
+                    .to_string();
                 format!("{} {} {text}", line.stream as usize + 1, line.ts_ms)
             })
             .collect()

@@ -59,7 +59,8 @@ impl StreamFile {
         let stop_after = finder.read() + TAIL_READ;
         while let Some(chunk) = finder.next_chunk() {
             let enough = finder.found() >= target;
-            let long = finder.read() >= stop_after && (finder.found() > 0 || finder.cut_line_shown());
+            let long =
+                finder.read() >= stop_after && (finder.found() > 0 || finder.cut_line_shown());
             if enough || long {
                 break;
             }
@@ -85,7 +86,11 @@ impl StreamFile {
     /// Where the tail's first line starts (or, cut, where what was read of it starts).
     pub fn tail_start(&self) -> Option<u64> {
         let tail = self.tail.as_ref()?;
-        Some(tail.lines.first().map_or(tail.finder.end(), |l| l.range.start))
+        Some(
+            tail.lines
+                .first()
+                .map_or(tail.finder.end(), |l| l.range.start),
+        )
     }
 
     /// Whether reading further back could find more lines.
@@ -292,7 +297,10 @@ mod tests {
             assert_eq!(lines[n - 2..], whole(&["four", "five"]), "chunk {chunk}");
             // Everything before them is whole or a cut tail of the line before.
             let all = tail(stream, 100, chunk);
-            assert_eq!(texts(stream, &all), whole(&["one", "two", "", "four", "five"]));
+            assert_eq!(
+                texts(stream, &all),
+                whole(&["one", "two", "", "four", "five"])
+            );
         }
     }
 
@@ -354,7 +362,13 @@ mod tests {
         assert_eq!(lines[0].range.end, stream.len() as u64);
         // Read to the start, the one line is whole.
         let all = tail(&stream, 1, TAIL_CHUNK as usize);
-        assert_eq!(all.lines(), vec![TailLine { range: 0..stream.len() as u64, whole: true }]);
+        assert_eq!(
+            all.lines(),
+            vec![TailLine {
+                range: 0..stream.len() as u64,
+                whole: true
+            }]
+        );
     }
 
     #[test]
@@ -367,7 +381,9 @@ mod tests {
 
     #[test]
     fn reading_on_continues_where_it_stopped() {
-        let stream: Vec<u8> = (0..1000).flat_map(|n| format!("line {n}\n").into_bytes()).collect();
+        let stream: Vec<u8> = (0..1000)
+            .flat_map(|n| format!("line {n}\n").into_bytes())
+            .collect();
         let mut finder = tail(&stream, 10, 64);
         let few = finder.found();
         assert!((10..20).contains(&few));
