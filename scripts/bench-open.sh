@@ -39,15 +39,22 @@ echo "stdout.log: $(stat -c %s "$LOG") bytes, $(wc -l <"$LOG") lines"
 tmux -L "$SOCKET" new-session -d -x 200 -y 50 "sleep 100000"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# Runs `$1` in the pane; prints "ms_to_last_line peak_rss_kib".
+# On-CPU time of every thread of process $1 so far, in ms (from schedstat: unlike wall time,
+# barely changed by what else runs on the machine).
+cpu_ms() {
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%d", ns / 1e6}'
+}
+
+# Runs `$1` in the pane; prints "ms_to_last_line peak_rss_kib cpu_ms_to_last_line".
 measure() {
-  local start pid elapsed=""
+  local start pid elapsed="" cpu="?"
   start=$(now_ms)
   tmux -L "$SOCKET" respawn-pane -k -t 0 "$1"
   pid=$(tmux -L "$SOCKET" display-message -p -t 0 '#{pane_pid}')
   for _ in $(seq 1 20000); do
     if tmux -L "$SOCKET" capture-pane -p -t 0 | grep -q "$LAST"; then
       elapsed=$(($(now_ms) - start))
+      cpu=$(cpu_ms "$pid")
       break
     fi
   done
@@ -56,30 +63,32 @@ measure() {
   local hwm
   hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "?")
   tmux -L "$SOCKET" respawn-pane -k -t 0 "sleep 100000"
-  echo "${elapsed:-timeout} $hwm"
+  echo "${elapsed:-timeout} $hwm $cpu"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-declare -A TIMES RSS
+declare -A TIMES RSS CPU
 for run in $(seq 1 "$RUNS"); do
   for viewer in tether less; do
     case $viewer in
       tether) cmd="exec env TETHER_STATE_DIR=$TETHER_STATE_DIR $TETHER open $SESSION" ;;
       less) cmd="exec less +G $LOG" ;;
     esac
-    read -r ms kib < <(measure "$cmd")
-    echo "run $run  $viewer: last line after $ms ms, peak RSS $kib KiB"
+    read -r ms kib cpu < <(measure "$cmd")
+    echo "run $run  $viewer: last line after $ms ms ($cpu ms on a CPU), peak RSS $kib KiB"
     TIMES[$viewer]+="$ms "
     RSS[$viewer]+="$kib "
+    CPU[$viewer]+="$cpu "
   done
 done
 echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 for viewer in tether less; do
   t=$(tr ' ' '\n' <<<"${TIMES[$viewer]}" | grep -v '^$' | median)
   r=$(tr ' ' '\n' <<<"${RSS[$viewer]}" | grep -v '^$' | median)
-  printf '%-8s median over %s runs: last line on screen after %s ms, peak RSS %s MiB\n' \
-    "$viewer" "$RUNS" "$t" "$((r / 1024))"
+  c=$(tr ' ' '\n' <<<"${CPU[$viewer]}" | grep -v '^$' | median)
+  printf '%-8s median over %s runs: last line on screen after %s ms (%s ms on a CPU), peak RSS %s MiB\n' \
+    "$viewer" "$RUNS" "$t" "$c" "$((r / 1024))"
   sorted=$(tr ' ' '\n' <<<"${TIMES[$viewer]}" | grep -v '^$' | sort -n | tr '\n' ' ')
   echo "         every run, fastest first (ms): $sorted"
 done
