@@ -178,7 +178,7 @@ impl OpenStreams {
         let file = &mut self.files[s];
         if first < base && end > count && !file.tail_at_start() {
             // In sight of the gap: read further back, as many lines as the gap in sight.
-            let want = (base - first.max(count)).min(base - count);
+            let want = base.saturating_sub(first.max(count));
             if let Ok(gained) = file.extend_tail(want) {
                 base = base.saturating_sub(gained).max(count);
                 self.tail_base[s] = Some(base);
@@ -252,17 +252,19 @@ impl OpenStreams {
     }
 }
 
-/// The line number of a tail's first line, guessed from the density of the lines indexed so
-/// far (or of the tail's own, before any are).
+/// The line number of a tail's first line, guessed from the density of lines (lines a byte)
+/// of the indexed start and of the tail itself, averaged: a log's lines often grow or shrink
+/// along it (`seq`'s do), and the bytes between lie between the two.
 fn estimate(file: &StreamFile, tail_len: usize) -> usize {
-    let start = file.tail_start().unwrap_or(0) as f64;
-    let (lines, bytes) = if !file.is_empty() && file.line_count() > 0 {
-        (file.line_count() as f64, file.len() as f64)
+    let start = file.tail_start().unwrap_or(0);
+    let end = file.tail_end().unwrap_or(start);
+    let tail = tail_len as f64 / (end - start).max(1) as f64;
+    let density = if file.line_count() > 0 {
+        (tail + file.line_count() as f64 / file.len().max(1) as f64) / 2.0
     } else {
-        let end = file.tail_end().unwrap_or(0) as f64;
-        (tail_len as f64, (end - start).max(1.0))
+        tail
     };
-    (start * lines / bytes) as usize
+    (start as f64 * density) as usize
 }
 
 /// Moves what a view points at, at or past line `from`, by `delta` lines.
