@@ -45,9 +45,10 @@ cpu_ms() {
   cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%d", ns / 1e6}'
 }
 
-# Runs `$1` in the pane; prints "ms_to_last_line peak_rss_kib cpu_ms_to_last_line".
+# Runs `$1` in the pane; prints "ms_to_last_line peak_rss_kib cpu_ms_to_last_line
+# ms_to_indexed" (the last: until tether's title no longer says `indexing`; `-` for less).
 measure() {
-  local start pid elapsed="" cpu="?"
+  local start pid elapsed="" cpu="?" indexed="-"
   start=$(now_ms)
   tmux -L "$SOCKET" respawn-pane -k -t 0 "$1"
   pid=$(tmux -L "$SOCKET" display-message -p -t 0 '#{pane_pid}')
@@ -58,25 +59,36 @@ measure() {
       break
     fi
   done
+  if [[ $1 == *" open "* ]]; then
+    for _ in $(seq 1 20000); do
+      if ! tmux -L "$SOCKET" capture-pane -p -t 0 | grep -q "indexing"; then
+        indexed=$(($(now_ms) - start))
+        break
+      fi
+    done
+  fi
   # The peak includes what comes after the first frame (tether's index filling in).
   sleep 3
   local hwm
   hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "?")
   tmux -L "$SOCKET" respawn-pane -k -t 0 "sleep 100000"
-  echo "${elapsed:-timeout} $hwm $cpu"
+  echo "${elapsed:-timeout} $hwm $cpu $indexed"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-declare -A TIMES RSS CPU
+declare -A TIMES RSS CPU INDEXED
 for run in $(seq 1 "$RUNS"); do
   for viewer in tether less; do
     case $viewer in
       tether) cmd="exec env TETHER_STATE_DIR=$TETHER_STATE_DIR $TETHER open $SESSION" ;;
       less) cmd="exec less +G $LOG" ;;
     esac
-    read -r ms kib cpu < <(measure "$cmd")
-    echo "run $run  $viewer: last line after $ms ms ($cpu ms on a CPU), peak RSS $kib KiB"
+    read -r ms kib cpu indexed < <(measure "$cmd")
+    extra=""
+    [ "$indexed" != "-" ] && extra=", all lines indexed after $indexed ms"
+    echo "run $run  $viewer: last line after $ms ms ($cpu ms on a CPU), peak RSS $kib KiB$extra"
+    INDEXED[$viewer]+="$indexed "
     TIMES[$viewer]+="$ms "
     RSS[$viewer]+="$kib "
     CPU[$viewer]+="$cpu "
@@ -92,3 +104,5 @@ for viewer in tether less; do
   sorted=$(tr ' ' '\n' <<<"${TIMES[$viewer]}" | grep -v '^$' | sort -n | tr '\n' ' ')
   echo "         every run, fastest first (ms): $sorted"
 done
+i=$(tr ' ' '\n' <<<"${INDEXED[tether]}" | grep -v '^$' | median)
+echo "tether: the whole GiB indexed (its title exact) after $i ms (median)"
