@@ -208,7 +208,6 @@ impl App {
             .commands
             .get(self.view.selected)
             .map(|c| (self.view.selected, c.run));
-        // A new run's lines are numbered anew.
         // Only the command on screen keeps its files open and indexed.
         self.streams.retain(|key, _| Some(*key) == current);
         let mut outputs: [PaneLines; 2] = Default::default();
@@ -269,7 +268,7 @@ impl App {
                 outputs[i] = into_rows(sources, rows, width, wrap, view.follow);
                 outputs[i].total = total;
                 outputs[i].merged = merged;
-                outputs[i].estimated = open.estimated(i);
+                outputs[i].estimated = !merged && open.estimated(i);
                 let files = &open.files;
                 let (done, bytes) = if merged {
                     (files[0].len() + files[1].len(), lens[0] + lens[1])
