@@ -435,6 +435,10 @@ mod tests {
         // Scrolled up a bit, within the tail: the same lines stay in sight once numbered.
         view.follow = false;
         view.top = total - 10;
+        view.selection = Some(LineSelection {
+            anchor: total - 5,
+            cursor: total - 4,
+        });
         let shown = texts(&open.lines_from(0, view.top, 1, None));
         while open.catch_up(runs.as_slice(), lens, budget) {
             open.settle(0, &mut view);
@@ -443,6 +447,9 @@ mod tests {
         assert!(!open.estimated(0));
         assert_eq!(total, 100_000);
         assert_eq!(view.top, 99_990);
+        // A selection made on estimated numbers holds the same lines once they are exact.
+        let selected = view.selection.expect("still selected");
+        assert_eq!((selected.anchor, selected.cursor), (99_995, 99_996));
         assert_eq!(texts(&open.lines_from(0, view.top, 1, None)), shown);
     }
 
