@@ -488,4 +488,18 @@ mod tests {
         let mut view = OutputView::default();
         assert_eq!(open.settle(0, &mut view), 10);
     }
+
+    #[test]
+    fn a_missing_log_promised_big_shows_nothing_and_asks_for_no_more_frames() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut runs = OutputRuns::default();
+        runs.push(1, Stream::Stdout, 0, 1 << 30);
+        let lens = [1 << 30, 0];
+        let mut open = OpenStreams::new(dir.path());
+        open.read_tails(lens, 1 << 20, [true, true]);
+        assert_eq!(open.files[0].tail_len(), None);
+        assert!(!open.catch_up(runs.as_slice(), lens, 1 << 20));
+        let mut view = OutputView::default();
+        assert_eq!(open.settle(0, &mut view), 0);
+    }
 }

@@ -33,6 +33,11 @@ impl StreamFile {
     /// has fewer, or if they are so long that reading stops first): what is shown until the
     /// index reaches them. Replaces any tail read before.
     pub fn read_tail(&mut self, end: u64, want: usize) -> io::Result<()> {
+        if self.opened()?.is_none() {
+            // No log (yet): nothing to show from its end.
+            self.tail = None;
+            return Ok(());
+        }
         let mut finder = BackwardLines::new(end);
         self.read_back(&mut finder, want)?;
         let lines = finder.lines();
