@@ -55,13 +55,18 @@ impl OpenStreams {
             let file = &mut self.files[s];
             let far = lens[s].saturating_sub(file.len()) > budget;
             let stale = file.tail_end().is_some_and(|end| end < lens[s]) && follow[s];
-            if far && (file.tail_end().is_none() || stale) {
+            let first = file.tail_end().is_none();
+            if far && (first || stale) {
                 // Unreadable: the stream shows what the index reaches, as before.
                 if file.read_tail(lens[s], TAIL_LINES).is_err() {
                     file.drop_tail();
                 }
                 self.tail_base[s] = None;
-                self.quick_frames = 2;
+                // Only the first time: a flood followed at its end still gets indexed at
+                // full speed.
+                if first {
+                    self.quick_frames = 2;
+                }
             }
         }
         let quick = self.quick_frames > 0;
