@@ -158,7 +158,14 @@ enum Command {
     },
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
-    Open { session: Option<String> },
+    Open {
+        session: Option<String>,
+        /// Open at the first line whose output shows PATTERN (first command first, stdout
+        /// then stderr), with the pane's search (`/`) set to it: plain text, ASCII letters in
+        /// either case.
+        #[arg(long, value_name = "PATTERN")]
+        search: Option<String>,
+    },
     /// Run `sh -c CMD [NAME ARGS...]` through a broker, as /bin/sh would run it: the shell
     /// shim (also what tether does when started through a link named sh, bash or zsh).
     #[command(disable_help_flag = true)]
@@ -353,10 +360,16 @@ fn main() {
             control::cli::Action::Signal(signal),
             &target,
         ),
-        Some(Command::Open { session }) => {
+        Some(Command::Open { session, search }) => {
             match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
                 Ok(session_dir) => {
-                    match run_tui(Launch::Recorded { session_dir }, tether::ui::draw) {
+                    match run_tui(
+                        Launch::Recorded {
+                            session_dir,
+                            search,
+                        },
+                        tether::ui::draw,
+                    ) {
                         Ok(code) => code,
                         Err(err) => {
                             eprintln!("tether: {err:#}");

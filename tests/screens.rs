@@ -236,6 +236,7 @@ fn content() -> FrameContent {
         numbers: Vec::new(),
         total: raw.len(),
         bytes: raw.iter().map(|l| l.len() as u64 + 1).sum(),
+        ..PaneLines::default()
     };
     let escaped = ProcessInfo {
         pgid: 150,
@@ -810,6 +811,7 @@ fn emoji_sequences_keep_their_modifiers() {
         lines: rows,
         total: 1,
         bytes: raw.len() as u64 + 1,
+        ..PaneLines::default()
     };
     let view = ViewState {
         focus: Pane::Stdout,
@@ -868,6 +870,7 @@ fn an_output_scrolled_sideways_shows_the_match_off_to_the_right() {
         numbers: Vec::new(),
         total: raw.len(),
         bytes: raw.iter().map(|l| l.len() as u64 + 1).sum(),
+        ..PaneLines::default()
     };
     let mut view = ViewState {
         focus: Pane::Stdout,
@@ -1143,5 +1146,79 @@ fn header_per_core_and_before_any_reading() {
             header_row(80, &none, &ViewState::default()),
         ]
         .join("\n")
+    );
+}
+
+/// The merged view with times: stdout and stderr lines in the order they were written, each
+/// stamped with the time of the `output` event that wrote its first byte, stderr marked.
+#[test]
+fn merged_view_with_timestamps() {
+    let rows: [(u64, Stream, &[u8]); 6] = [
+        (
+            500,
+            Stream::Stdout,
+            b"\x1b[1;32m   Compiling\x1b[0m tether v0.1.0",
+        ),
+        (
+            500,
+            Stream::Stdout,
+            b"\x1b[1;32m   Compiling\x1b[0m ratatui v0.30.0",
+        ),
+        (
+            1_250,
+            Stream::Stderr,
+            b"\x1b[33mwarning\x1b[0m: unused variable `x`",
+        ),
+        (61_004, Stream::Stdout, b"test result: ok. 12 passed"),
+        (
+            61_020,
+            Stream::Stderr,
+            b"\x1b[31merror\x1b[0m: \x1b]0;title\x07one test failed",
+        ),
+        (
+            61_020,
+            Stream::Stderr,
+            b"a line too long for the pane is cut at the pane's right edge, as any line is",
+        ),
+    ];
+    let mut content = content();
+    content.outputs[0] = PaneLines {
+        first: 0,
+        lines: rows.iter().map(|(_, _, raw)| render_line(raw)).collect(),
+        numbers: (0..rows.len()).collect(),
+        total: rows.len(),
+        bytes: 330,
+        stamps: rows.iter().map(|(ms, _, _)| Some(T0 + ms)).collect(),
+        marks: rows.iter().map(|(_, stream, _)| Some(*stream)).collect(),
+        merged: true,
+        ..PaneLines::default()
+    };
+    let view = ViewState {
+        focus: Pane::Stdout,
+        merged: true,
+        stamps: true,
+        ..ViewState::default()
+    };
+    let screen = draw_with(100, 30, &model(), &content, &view);
+    assert!(!screen.contains('\u{1b}'));
+    insta::assert_snapshot!(screen);
+}
+
+/// The end of a log shown before the index reaches it: the count is an estimate and the
+/// title says how far indexing is.
+#[test]
+fn an_end_shown_while_indexing() {
+    let mut content = content();
+    content.outputs[0].total = 17_043_553;
+    content.outputs[0].bytes = 1 << 30;
+    content.outputs[0].estimated = true;
+    content.outputs[0].indexing = Some(12);
+    let screen = draw_with(120, 36, &model(), &content, &ViewState::default());
+    let title = rows_with(&screen, "indexing");
+    assert_eq!(title.len(), 1, "{screen}");
+    assert!(
+        title[0].contains("≈17043553 lines · 1.0 GiB · indexing 12%"),
+        "{}",
+        title[0]
     );
 }

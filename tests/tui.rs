@@ -765,6 +765,50 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
     env.finish();
 }
 
+/// Issue 10: `tether open --search` opens at the first match (stdout before stderr), with the
+/// pane's search set; `m` merges stdout and stderr in the order written and `T` stamps lines.
+#[test]
+fn open_at_a_search_match_and_the_merged_view() {
+    let env = TestEnv::new("tui-open-search");
+    let state = env.state_dir();
+    let state = state.to_str().expect("utf-8 temp path");
+    let status = Command::new(BIN)
+        .args(["--state-dir", state, "exec", "--name", "searched", "--"])
+        .args([
+            "sh",
+            "-c",
+            "seq 1 50000; echo the-needle-in-stderr >&2; sleep 0.2; \
+             seq 50001 100000; echo the-needle-line; seq 100001 200000",
+        ])
+        .env(TAG_VAR, &env.tag)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("tether exec");
+    assert_eq!(status.code(), Some(0));
+
+    let tmux = Tmux::start(&env, 200, 50);
+    tmux.type_line(&env, &tether_line(&env, "open --search THE-NEEDLE"));
+    let screen = tmux.wait_screen(&env, "the first match", |s| {
+        s.contains("the-needle-line") && s.contains("/THE-NEEDLE (line 100001)")
+    });
+    // The match is mid-pane, the log around it in sight, not the end.
+    assert!(screen.contains("100000"), "{screen}");
+    assert!(!screen.contains("200000"), "{screen}");
+    tmux.keys(&env, &["G", "m", "T"]);
+    let screen = tmux.wait_screen(&env, "the merged view with times", |s| {
+        s.contains("stdout+stderr") && s.contains("merged") && s.contains("1│200000")
+    });
+    assert!(screen.contains("+0:"), "{screen}");
+    tmux.keys(&env, &["g"]);
+    tmux.wait_screen(&env, "the merged view from its first line", |s| {
+        s.contains("1│1 ")
+    });
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create the copy");
     for entry in std::fs::read_dir(from).expect("read the fixture") {

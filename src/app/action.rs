@@ -32,6 +32,10 @@ pub enum Action {
     SearchPrev,
     /// An output pane: the screen as a terminal shows it, or the line log.
     ToggleScreen,
+    /// The stdout pane: stdout and stderr merged in the order written, or stdout alone.
+    ToggleMerged,
+    /// Output lines stamped with the time they were written, or not.
+    ToggleStamps,
     /// Start or end a selection of lines in an output pane.
     SelectLines,
     /// Copy the selection, the search match's line, the last line on screen, or the screen.

@@ -32,11 +32,17 @@ impl App {
     /// Copies `lines` of `stream` of the command on screen, as plain text (no escapes, no
     /// colours), one `\n` between lines and none after the last.
     pub(super) fn copy_lines(&mut self, stream: Stream, lines: Range<usize>) {
-        let Some(files) = self.current_streams() else {
+        let Some(open) = self.current_streams() else {
             self.view.message = Some("nothing to copy: no command selected".into());
             return;
         };
-        let file = &mut files[stream as usize];
+        if open.estimated(stream as usize) {
+            // The selection's line numbers are estimates until the index reaches them.
+            self.view.message =
+                Some("still indexing the log: copy once its lines are numbered".into());
+            return;
+        }
+        let file = &mut open.files[stream as usize];
         let lines = lines.start..lines.end.min(file.line_count());
         let mut text = String::new();
         let mut cut = false;

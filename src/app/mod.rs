@@ -8,6 +8,8 @@ pub mod layout;
 mod past;
 mod run;
 mod screen;
+mod search;
+mod streams;
 pub mod terminal_keys;
 pub mod update;
 pub mod view;
@@ -21,15 +23,20 @@ pub use run::{Draw, Launch, run_tui};
 
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};
+#[cfg(test)]
+use self::search::{left_to_show, match_columns};
+use self::streams::{OpenStreams, into_rows};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
-use crate::model::output::{StreamFile, StyledLine, plain_text, text_width};
+use crate::model::output::{StyledLine, text_width};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
 
 /// Bytes of output indexed per frame at most, so a flood never freezes the screen.
 const INDEX_BUDGET: u64 = 32 << 20;
+/// Bytes indexed in a frame that shows the end of a log read backwards just before.
+const FIRST_INDEX_BUDGET: u64 = 1 << 20;
 
 pub struct App {
     pub model: Model,
@@ -38,7 +45,7 @@ pub struct App {
     pub content: FrameContent,
     geometry: Geometry,
     /// Open log files of each command's current run.
-    streams: HashMap<(CommandId, u32), [StreamFile; 2]>,
+    streams: HashMap<(CommandId, u32), OpenStreams>,
     snapshot: Snapshot,
     size: Rect,
     /// The output on screen has more bytes than are indexed yet: draw again soon.
@@ -171,61 +178,26 @@ impl App {
             .collect()
     }
 
-    /// Searches the stream for the current needle from the current match (or the end).
-    pub fn search(&mut self, stream: Stream, forward: bool) {
-        let i = stream as usize;
-        let Some(needle) = self.view.outputs[i].search.clone() else {
-            return;
-        };
-        let matched = self.view.outputs[i].matched;
-        let Some(files) = self.current_streams() else {
-            return;
-        };
-        let file = &mut files[i];
-        let total = file.line_count();
-        let found = match (matched, forward) {
-            (Some(0), false) => Ok(None),
-            (Some(line), true) => file.find(&needle, line + 1, true),
-            (Some(line), false) => file.find(&needle, line - 1, false),
-            (None, _) => file.find(&needle, total.saturating_sub(1), false),
-        };
-        match found {
-            Ok(Some(line)) => {
-                // Where on its line the match is, to scroll it into sight sideways.
-                let column = match file.lines(line..line + 1) {
-                    Ok(lines) => lines.first().and_then(|l| match_columns(l, &needle)),
-                    Err(_) => None,
-                };
-                let rows = self.geometry.output_rows[i];
-                let cols = self.geometry.output_cols[i];
-                let wrap = self.view.wrap;
-                let view = &mut self.view.outputs[i];
-                view.matched = Some(line);
-                view.follow = false;
-                view.top = line.saturating_sub(rows / 2);
-                if let (Some((start, end)), false) = (column, wrap) {
-                    view.left = left_to_show(view.left, cols, start, end);
-                }
-            }
-            Ok(None) => {
-                self.view.message = Some(format!(
-                    "`{needle}` not found {}",
-                    if forward { "below" } else { "above" }
-                ));
-            }
-            Err(err) => self.view.message = Some(format!("search failed: {err}")),
-        }
-    }
-
-    fn current_streams(&mut self) -> Option<&mut [StreamFile; 2]> {
+    fn current_streams(&mut self) -> Option<&mut OpenStreams> {
         let id = self.view.selected;
         let command = self.shown().commands.get(id)?;
         let (dir, run) = (command.journal_dir.clone()?, command.run);
         Some(
             self.streams
                 .entry((id, run))
-                .or_insert_with(|| Stream::BOTH.map(|s| StreamFile::new(dir.join(s.file_name())))),
+                .or_insert_with(|| OpenStreams::new(&dir)),
         )
+    }
+
+    /// What the selected command's log files hold (at the time cursor, if set): past a cap,
+    /// bytes are counted but not stored.
+    fn stored_lens(&self) -> Option<[u64; 2]> {
+        self.shown().commands.get(self.view.selected).map(|c| {
+            Stream::BOTH.map(|s| {
+                let i = s as usize;
+                c.capped[i].map_or(c.bytes[i], |(_, stored)| c.bytes[i].min(stored))
+            })
+        })
     }
 
     /// Reads what the next frame shows: visible output lines and the selected tree. With
@@ -235,13 +207,7 @@ impl App {
         self.content.now_ms = self.prepare_cursor(now_ms).unwrap_or(now_ms);
         let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
         let wrap = self.view.wrap;
-        // What the files hold: past a cap, bytes are counted but not stored.
-        let lens = self.shown().commands.get(self.view.selected).map(|c| {
-            Stream::BOTH.map(|s| {
-                let i = s as usize;
-                c.capped[i].map_or(c.bytes[i], |(_, stored)| c.bytes[i].min(stored))
-            })
-        });
+        let lens = self.stored_lens();
         let current = self
             .shown()
             .commands
@@ -254,22 +220,36 @@ impl App {
         let mut cols_of = [0usize; 2];
         let mut widest = [0usize; 2];
         let mut totals = [0usize; 2];
-        let views = self.view.outputs.clone();
         let mut behind = false;
         let mut went_back = false;
-        if let (Some(lens), Some(files)) = (lens, self.current_streams()) {
+        let id = self.view.selected;
+        let shown = self.past.as_ref().map_or(&self.model, |(_, model)| model);
+        let command = shown.commands.get(id);
+        let dir = command.and_then(|c| c.journal_dir.clone());
+        if let (Some(lens), Some(dir), Some(command)) = (lens, dir, command) {
+            let runs = &command.runs;
+            let open = self
+                .streams
+                .entry((id, command.run))
+                .or_insert_with(|| OpenStreams::new(&dir));
+            if (0..2).any(|i| open.files[i].len() > lens[i]) {
+                // The time cursor went back: the panes end where the streams were then.
+                *open = OpenStreams::new(&dir);
+                went_back = true;
+            }
+            let follow = [0, 1].map(|i| self.view.outputs[i].follow);
+            // A frame that shows an end just read is drawn at once; indexing goes on after.
+            let budget = if open.read_tails(lens, INDEX_BUDGET, follow) {
+                FIRST_INDEX_BUDGET
+            } else {
+                INDEX_BUDGET
+            };
+            behind = open.catch_up(runs.as_slice(), lens, budget);
+            let time_of = |stream: Stream, at: u64| runs.time_of(stream, at);
+            let stamp: Option<&dyn Fn(Stream, u64) -> Option<u64>> =
+                self.view.stamps.then_some(&time_of);
             for stream in Stream::BOTH {
                 let i = stream as usize;
-                let file = &mut files[i];
-                if file.len() > lens[i] {
-                    // The time cursor went back: the pane ends where the stream was then.
-                    *file = StreamFile::new(file.path().to_path_buf());
-                    went_back = true;
-                }
-                if file.len() < lens[i] {
-                    let caught_up = file.refresh_within(lens[i], INDEX_BUDGET).unwrap_or(true);
-                    behind |= !caught_up;
-                }
                 let area = areas
                     .map(|a| a.of(Pane::of_stream(stream)))
                     .unwrap_or_default();
@@ -277,10 +257,39 @@ impl App {
                 let width = area.width.saturating_sub(2) as usize;
                 rows_of[i] = rows;
                 cols_of[i] = width;
-                totals[i] = file.line_count();
-                outputs[i] = visible_lines(file, &views[i], rows, width, wrap);
-                outputs[i].bytes = file.len();
-                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0);
+                let merged = self.view.merged && stream == Stream::Stdout;
+                let view = &mut self.view.outputs[i];
+                let total = if merged {
+                    open.merged.total() as usize
+                } else {
+                    open.settle(i, view)
+                };
+                totals[i] = total;
+                let first = if view.follow {
+                    total.saturating_sub(rows)
+                } else {
+                    view.top.min(total.saturating_sub(1))
+                };
+                let sources = match (rows, merged) {
+                    (0, _) => Vec::new(),
+                    (_, true) => open.merged_from(runs.as_slice(), first, rows),
+                    (_, false) => open.lines_from(i, first, rows, stamp),
+                };
+                let prefix = prefix_width(self.view.stamps, merged);
+                let width = width.saturating_sub(prefix).max(1);
+                outputs[i] = into_rows(sources, rows, width, wrap, view.follow);
+                outputs[i].total = total;
+                outputs[i].merged = merged;
+                outputs[i].estimated = !merged && open.estimated(i);
+                let files = &open.files;
+                let (done, bytes) = if merged {
+                    (files[0].len() + files[1].len(), lens[0] + lens[1])
+                } else {
+                    (files[i].len(), lens[i])
+                };
+                outputs[i].bytes = bytes;
+                outputs[i].indexing = streams::indexing(done, bytes);
+                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0) + prefix;
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.
@@ -396,73 +405,8 @@ fn line_width(line: &StyledLine) -> usize {
     line.iter().map(|span| text_width(&span.text)).sum()
 }
 
-/// The columns (from, to) of the first match of `needle` in `line`, compared as search
-/// compares (ignoring ASCII case).
-fn match_columns(line: &StyledLine, needle: &str) -> Option<(usize, usize)> {
-    let text = plain_text(line).to_ascii_lowercase();
-    let at = text.find(&needle.to_ascii_lowercase())?;
-    let start = text_width(&text[..at]);
-    Some((start, start + text_width(&text[at..at + needle.len()])))
-}
-
-/// The first column to show so that columns `start..end` are in a pane `cols` wide that
-/// now shows from `left`: unchanged if they are in sight already, else with the match a
-/// third of the way in (at the left edge, for a match wider than that leaves).
-fn left_to_show(left: usize, cols: usize, start: usize, end: usize) -> usize {
-    if start >= left && end <= left + cols {
-        return left;
-    }
-    let context = cols / 3;
-    if end - start + context <= cols {
-        start.saturating_sub(context)
-    } else {
-        start
-    }
-}
-
-/// The rows an output pane shows: the end when following, else from its top line; with
-/// wrapping, each line cut into rows by display width, as many as fit.
-fn visible_lines(
-    file: &mut StreamFile,
-    view: &view::OutputView,
-    rows: usize,
-    width: usize,
-    wrap: bool,
-) -> PaneLines {
-    let total = file.line_count();
-    let mut pane = PaneLines {
-        total,
-        ..PaneLines::default()
-    };
-    if rows == 0 || total == 0 {
-        return pane;
-    }
-    let rows_of = |line: StyledLine| -> Vec<StyledLine> {
-        if wrap {
-            crate::model::output::wrap(&line, width)
-        } else {
-            vec![line]
-        }
-    };
-    // Every line takes at least one row, so `rows` lines always fill the pane.
-    let first = if view.follow {
-        total.saturating_sub(rows)
-    } else {
-        view.top.min(total - 1)
-    };
-    let lines = file.lines(first..first + rows).unwrap_or_default();
-    let mut picked: Vec<(usize, StyledLine)> = lines
-        .into_iter()
-        .enumerate()
-        .flat_map(|(i, line)| rows_of(line).into_iter().map(move |row| (first + i, row)))
-        .collect();
-    if view.follow {
-        let excess = picked.len().saturating_sub(rows);
-        picked.drain(..excess);
-    } else {
-        picked.truncate(rows);
-    }
-    pane.first = picked.first().map_or(0, |(n, _)| *n);
-    (pane.numbers, pane.lines) = picked.into_iter().unzip();
-    pane
+/// Columns each row gives to what precedes the line: its time, and in the merged view its
+/// stream (as the UI draws them).
+fn prefix_width(stamps: bool, merged: bool) -> usize {
+    usize::from(stamps) * view::STAMP_WIDTH + usize::from(merged) * view::MARK_WIDTH
 }

@@ -62,7 +62,11 @@ pub enum Launch {
     },
     /// A session read back from its journal; its commands that still run (started by
     /// another tether) can be signalled through their control sockets.
-    Recorded { session_dir: PathBuf },
+    Recorded {
+        session_dir: PathBuf,
+        /// Open at the first match of this (`tether open --search`).
+        search: Option<String>,
+    },
     /// Every live brokered command of this user (or of one session), whoever started it.
     Watch {
         state_dir: PathBuf,
@@ -125,6 +129,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     let mut watch_over: Option<(PathBuf, Option<String>)> = None;
     // A live session's state directory and id: retention runs when it ends.
     let mut ends_session: Option<(PathBuf, String)> = None;
+    let mut search = None;
     let (model, session) = match launch {
         Launch::Live {
             commands,
@@ -144,7 +149,11 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
             };
             (model, Some(session))
         }
-        Launch::Recorded { session_dir } => {
+        Launch::Recorded {
+            session_dir,
+            search: wanted,
+        } => {
+            search = wanted;
             let record = SessionRecord::load(&session_dir).with_context(|| {
                 format!(
                     "cannot read the session journal in {}",
@@ -201,7 +210,9 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     install_panic_hook();
     let guard = TerminalGuard::enter().context("cannot switch the terminal to full screen")?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    let result = runtime.block_on(event_loop(terminal, model, session, watch_over, draw));
+    let result = runtime.block_on(event_loop(
+        terminal, model, session, watch_over, search, draw,
+    ));
     drop(guard);
     if !watching {
         eprintln!("tether: session journal in {}", session_dir.display());
@@ -514,6 +525,7 @@ async fn event_loop(
     model: Model,
     session: Option<Session>,
     watch_over: Option<(PathBuf, Option<String>)>,
+    search: Option<String>,
     draw: Draw,
 ) -> anyhow::Result<i32> {
     let recorded = model.recorded;
@@ -547,6 +559,9 @@ async fn event_loop(
         ratatui::layout::Rect::new(0, 0, size.width, size.height),
         now_ms(),
     );
+    if let Some(needle) = search.as_deref() {
+        runner.app.open_at_first_match(needle);
+    }
     let autostart: Vec<usize> = runner
         .app
         .model

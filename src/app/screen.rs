@@ -38,7 +38,7 @@ impl App {
         }
         let lens = self
             .current_streams()
-            .map_or([0; 2], |files| [files[0].len(), files[1].len()]);
+            .map_or([0; 2], |open| [open.files[0].len(), open.files[1].len()]);
         let mut content: [ScreenContent; 2] = Default::default();
         let mut pending = false;
         for stream in Stream::BOTH {

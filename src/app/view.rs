@@ -131,6 +131,10 @@ pub struct ViewState {
     pub quitting: bool,
     /// Every key goes to this command's terminal, until Ctrl-a.
     pub typing: Option<CommandId>,
+    /// The stdout pane shows stdout and stderr merged, in the order they were written.
+    pub merged: bool,
+    /// Output lines are stamped with the time they were written.
+    pub stamps: bool,
     /// Where the time cursor is over a recorded session.
     pub time: TimeCursor,
 }
@@ -195,9 +199,16 @@ impl Default for ViewState {
             quitting: false,
             typing: None,
             time: TimeCursor::default(),
+            merged: false,
+            stamps: false,
         }
     }
 }
+
+/// Columns of a line's time before it (`+1:02.345` and a space, right-aligned).
+pub const STAMP_WIDTH: usize = 11;
+/// Columns of a merged line's stream mark before it (`2│`).
+pub const MARK_WIDTH: usize = 2;
 
 /// Rows read for one output pane this frame.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -210,6 +221,17 @@ pub struct PaneLines {
     pub numbers: Vec<usize>,
     pub total: usize,
     pub bytes: u64,
+    /// When each row's line was written (its first byte's `output` event), if known.
+    pub stamps: Vec<Option<u64>>,
+    /// In the merged view, the stream of each row's line.
+    pub marks: Vec<Option<Stream>>,
+    /// While the line index has not reached the end: how far it is, in percent.
+    pub indexing: Option<u8>,
+    /// Line numbers past the indexed lines are estimates (the end is shown before the index
+    /// reaches it).
+    pub estimated: bool,
+    /// The pane shows stdout and stderr merged.
+    pub merged: bool,
 }
 
 impl PaneLines {

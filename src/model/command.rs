@@ -135,6 +135,8 @@ pub struct CommandState {
     pub markers: Vec<(u64, Marker)>,
     /// The run's streams that are terminals, and their size: the command can be typed into.
     pub terminal: Option<TerminalRequest>,
+    /// The `output` events in order: how stdout and stderr interleaved, and when.
+    pub runs: crate::model::output::runs::OutputRuns,
 }
 
 impl CommandState {
@@ -162,6 +164,7 @@ impl CommandState {
             activity: Vec::new(),
             markers: Vec::new(),
             terminal: None,
+            runs: Default::default(),
         }
     }
 
@@ -190,6 +193,7 @@ impl CommandState {
                 len,
             } => {
                 let end = offset + len;
+                self.runs.push(ts, *stream, *offset, *len);
                 let slot = &mut self.bytes[*stream as usize];
                 *slot = (*slot).max(end);
                 if self.activity.last().is_none_or(|last| ts >= last + 250) {

@@ -32,33 +32,37 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
             None => Vec::new(),
         }
     };
+    let closing = Line::styled(
+        if read_only {
+            " A recorded session: nothing here launches or signals a command. Esc closes."
+        } else {
+            " Esc, ? or q closes this help."
+        },
+        style::DIM,
+    );
+    let mouse = [
+        Line::raw(""),
+        Line::styled(
+            " Mouse: the wheel scrolls the pane under the pointer; a click focuses it and,",
+            style::DIM,
+        ),
+        Line::styled(
+            " in the command list, also selects the command clicked.",
+            style::DIM,
+        ),
+    ];
+    // Every key and how to close always fit; the note on the mouse only where there is room
+    // (a recorded session's time keys take the rows of an 80×24 terminal).
+    let room = (area.height as usize).saturating_sub(2);
+    let with_mouse = half + mouse.len() + 1 <= room;
     let rows: Vec<Line> = (0..half)
         .map(|i| {
             let mut spans = cell(entries.get(i));
             spans.extend(cell(entries.get(half + i)));
             Line::from(spans)
         })
-        .chain([
-            Line::raw(""),
-            Line::styled(
-                " Mouse: the wheel scrolls the pane under the pointer; a click focuses it and,",
-                style::DIM,
-            ),
-            Line::styled(
-                " in the command list, also selects the command clicked.",
-                style::DIM,
-            ),
-        ])
-        // One line for both in a recorded session, whose time keys take the room: the whole
-        // help still fits 80×24.
-        .chain([Line::styled(
-            if read_only {
-                " A recorded session: nothing here launches or signals a command. Esc closes."
-            } else {
-                " Esc, ? or q closes this help."
-            },
-            style::DIM,
-        )])
+        .chain(mouse.into_iter().filter(|_| with_mouse))
+        .chain([closing])
         .collect();
     let height = rows.len() as u16 + 2;
     let popup = centered(area, 80, height);

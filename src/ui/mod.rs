@@ -74,6 +74,7 @@ fn draw_screen(
                 stream,
                 &content.outputs[i],
                 &content.screens[i],
+                model.started_ms,
             );
         }
     }

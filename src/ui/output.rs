@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::screen::ScreenWidget;
-use super::{pane_block, style};
-use crate::app::view::{LineSelection, PaneLines, ScreenContent, ViewState};
+use super::{format, pane_block, style};
+use crate::app::view::{LineSelection, PaneLines, STAMP_WIDTH, ScreenContent, ViewState};
 use crate::model::output::StyledLine;
 use crate::model::screen::{FullScreenSigns, ReplayStart, TAIL_REPLAY};
 use crate::protocol::Stream;
@@ -21,6 +21,7 @@ pub fn draw(
     stream: Stream,
     lines: &PaneLines,
     screen: &ScreenContent,
+    started_ms: u64,
 ) {
     let state = &view.outputs[stream as usize];
     let focused = view.focus.stream() == Some(stream);
@@ -32,11 +33,19 @@ pub fn draw(
         draw_screen(frame, area, name, focused, lines.bytes, screen);
         return;
     }
+    let name = if lines.merged { "stdout+stderr" } else { name };
     let mut title = format!(
-        "{name} · {} · {}",
+        "{name} · {}{} · {}",
+        if lines.estimated { "≈" } else { "" },
         super::format::count(lines.total, "line", "lines"),
         format_size(lines.bytes)
     );
+    if lines.merged {
+        title.push_str(" · merged");
+    }
+    if let Some(percent) = lines.indexing {
+        title.push_str(&format!(" · indexing {percent}%"));
+    }
     title.push_str(if state.follow {
         " · follow"
     } else {
@@ -64,7 +73,11 @@ pub fn draw(
         .map(|(i, line)| {
             let number = lines.line_of_row(i);
             let current = state.matched == Some(number);
-            let line = render(line, needle.as_deref(), current);
+            let mut line = render(line, needle.as_deref(), current);
+            let prefix = prefix(lines, i, view.stamps, started_ms);
+            if !prefix.is_empty() {
+                line.spans.splice(0..0, prefix);
+            }
             match state.selection {
                 Some(selection) if selection.lines().contains(&number) => {
                     selected(line, area.width.saturating_sub(2) as usize)
@@ -116,6 +129,32 @@ fn draw_screen(
         Some(grid) => frame.render_widget(ScreenWidget { grid, cursor: true }, inner),
         None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
     }
+}
+
+/// What precedes row `row`: its line's time (on the line's first row only) and, merged, its
+/// stream: `1│` for stdout, a red `2│` for stderr.
+fn prefix(lines: &PaneLines, row: usize, stamps: bool, started_ms: u64) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    let first_row = row == 0 || lines.numbers.get(row - 1) != lines.numbers.get(row);
+    if stamps {
+        let stamp = match lines.stamps.get(row).copied().flatten() {
+            Some(ms) if first_row => format::offset_ms(ms.saturating_sub(started_ms)),
+            _ => String::new(),
+        };
+        let width = STAMP_WIDTH - 1;
+        spans.push(Span::styled(
+            format!("{:>width$} ", format::fit(&stamp, width).trim_end()),
+            style::DIM,
+        ));
+    }
+    if let Some(stream) = lines.marks.get(row).copied().flatten() {
+        let (text, look) = match stream {
+            Stream::Stdout => ("1│", style::DIM),
+            Stream::Stderr => ("2│", style::STDERR_MARK),
+        };
+        spans.push(Span::styled(text, look));
+    }
+    spans
 }
 
 /// A selected line, highlighted across the pane's whole width.

@@ -15,6 +15,8 @@ pub const SELECTED: Style = Style::new()
 pub const MATCH: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
 /// Lines selected for copying.
 pub const SELECTION: Style = Style::new().bg(Color::Indexed(24));
+/// The mark of a stderr line in the merged view.
+pub const STDERR_MARK: Style = Style::new().fg(Color::Red);
 
 pub fn status(status: Status) -> Style {
     match status {

@@ -10,9 +10,9 @@ use ratatui::widgets::Paragraph;
 use super::{format, pane_block, style};
 use crate::app::layout;
 use crate::app::view::{FrameContent, Pane, ViewState};
+use crate::model::describe::{Tone, describe_in};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Model, TimelineEntry};
-use crate::model::describe::{Tone, describe_in};
 use crate::protocol::EventKind;
 
 pub fn draw(

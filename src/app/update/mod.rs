@@ -101,6 +101,10 @@ pub fn update(
     if let Some(effects) = typing::update(model, view, &action) {
         return effects;
     }
+    if let Some(reason) = merged_refusal(view, &action) {
+        view.message = Some(reason.into());
+        return Vec::new();
+    }
     if let Some(effects) = copy::update_output_keys(view, geometry, &action) {
         return effects;
     }
@@ -177,6 +181,27 @@ pub fn update(
             view.message = Some(format!("wrap {}", if view.wrap { "on" } else { "off" }));
         }
         Action::Zoom => view.zoom = !view.zoom,
+        Action::ToggleMerged => {
+            view.merged = !view.merged;
+            // Merged lines are numbered apart from stdout's: the pane starts over at the end.
+            view.outputs[Stream::Stdout as usize] = Default::default();
+            if view.merged && view.focus.stream().is_some() {
+                view.focus = Pane::Stdout;
+            }
+            view.message = Some(if view.merged {
+                "stdout pane: stdout and stderr merged, in the order written (m: stdout alone)"
+                    .into()
+            } else {
+                "stdout pane: stdout alone".into()
+            });
+        }
+        Action::ToggleStamps => {
+            view.stamps = !view.stamps;
+            view.message = Some(format!(
+                "times of output lines {}",
+                if view.stamps { "on" } else { "off" }
+            ));
+        }
         Action::ToggleCores => view.cores = !view.cores,
         Action::Search => {
             let stream = focused_stream(view);
@@ -301,6 +326,24 @@ pub fn update(
         | Action::Type(_) => {}
     }
     effects
+}
+
+/// In the merged view the stdout pane's lines come from both streams: searching, selecting
+/// and the screen view work on one stream's own lines.
+fn merged_refusal(view: &ViewState, action: &Action) -> Option<&'static str> {
+    let on_merged = view.merged && focused_stream(view) == Stream::Stdout;
+    let per_stream = matches!(
+        action,
+        Action::Search
+            | Action::SearchNext
+            | Action::SearchPrev
+            | Action::SelectLines
+            | Action::Copy
+            | Action::ToggleScreen
+    );
+    (on_merged && per_stream).then_some(
+        "the merged view shows both streams: m returns to stdout alone to search or copy",
+    )
 }
 
 fn signal(signal: ProcessSignal) -> ToBroker {

@@ -350,3 +350,49 @@ fn a_wrapped_timeline_scrolls_back_to_its_first_entry() {
     // 41 entries: wrapped, rows per entry are the screen's business; the last is entry 0.
     assert_eq!(view.timeline_back, 40);
 }
+
+#[test]
+fn the_merged_view_starts_at_the_end_and_refuses_what_works_on_one_stream() {
+    let model = model(true, false);
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    view.outputs[0].follow = false;
+    view.outputs[0].top = 3;
+    view.outputs[0].search = Some("x".into());
+    assert!(update(&model, &mut view, &geometry(), Action::ToggleMerged).is_empty());
+    assert!(view.merged);
+    assert_eq!(
+        view.outputs[0],
+        Default::default(),
+        "merged lines are numbered apart"
+    );
+    for action in [
+        Action::Search,
+        Action::SearchNext,
+        Action::SelectLines,
+        Action::Copy,
+    ] {
+        view.message = None;
+        assert!(update(&model, &mut view, &geometry(), action.clone()).is_empty());
+        assert!(view.dialog.is_none(), "{action:?}");
+        let message = view.message.clone().unwrap_or_default();
+        assert!(message.contains("m returns"), "{action:?}: {message}");
+    }
+    // The stderr pane is still stderr's own.
+    view.focus = Pane::Stderr;
+    update(&model, &mut view, &geometry(), Action::Search);
+    assert!(matches!(
+        view.dialog,
+        Some(Dialog::Search {
+            stream: Stream::Stderr,
+            ..
+        })
+    ));
+    view.dialog = None;
+    update(&model, &mut view, &geometry(), Action::ToggleStamps);
+    assert!(view.stamps);
+    update(&model, &mut view, &geometry(), Action::ToggleMerged);
+    assert!(!view.merged);
+}

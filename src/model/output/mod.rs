@@ -5,11 +5,13 @@
 
 mod cells;
 pub mod index;
+pub mod runs;
 pub mod sanitize;
 mod search;
 mod sgr;
 pub mod stream;
 pub mod style;
+pub mod tail;
 mod width;
 pub mod wrap;
 

@@ -38,6 +38,8 @@ pub struct StreamFile {
     index: LineIndex,
     /// Recently resolved blocks and their line starts, most recent last.
     blocks: Vec<(Block, Vec<u64>)>,
+    /// The last lines, found backwards, while the index has not reached them.
+    pub(super) tail: Option<super::tail::Tail>,
 }
 
 impl StreamFile {
@@ -48,6 +50,7 @@ impl StreamFile {
             file: None,
             index: LineIndex::new(),
             blocks: Vec::new(),
+            tail: None,
         }
     }
 
@@ -135,11 +138,28 @@ impl StreamFile {
 
     fn render(&mut self, i: usize, pen: Style) -> io::Result<(StyledLine, Style)> {
         let full = self.line_range(i)?;
+        self.render_range(full, true, pen)
+    }
+
+    /// Renders the line at `full` (without its '\n'); `whole`: whether `full` starts where
+    /// the line starts (a line found backwards may be known only by its end).
+    pub(super) fn render_range(
+        &self,
+        full: Range<u64>,
+        whole: bool,
+        pen: Style,
+    ) -> io::Result<(StyledLine, Style)> {
         let shown = shown_of(&full);
         let window = self.read(shown.clone())?;
-        if full == shown {
+        if full == shown && whole {
             return Ok(render_line_with_pen(pen, &window));
         }
+        // Where rendering starts unknown: the cut is treated as a long line's is.
+        let full = if whole {
+            full
+        } else {
+            full.start.saturating_sub(1)..full.end
+        };
         // Only a tail is read: what came before it, colours included, is unknown.
         let line = render_shown(&full, &shown, &window);
         let pen = render_line_with_pen(Style::default(), &window).1;
@@ -272,7 +292,18 @@ impl StreamFile {
         ))
     }
 
-    fn read(&self, range: Range<u64>) -> io::Result<Vec<u8>> {
+    /// The file, opened if it exists now.
+    pub(super) fn opened(&mut self) -> io::Result<Option<&File>> {
+        open_if_exists(&self.path, &mut self.file)
+    }
+
+    /// Start offset of line `i`, which must exist.
+    pub fn line_start(&mut self, i: usize) -> io::Result<u64> {
+        self.check_line(i)?;
+        Ok(self.line_range(i)?.start)
+    }
+
+    pub(super) fn read(&self, range: Range<u64>) -> io::Result<Vec<u8>> {
         let mut bytes = vec![0; (range.end - range.start) as usize];
         if bytes.is_empty() {
             return Ok(bytes);
