@@ -5,25 +5,12 @@
 mod common;
 
 use std::fs;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{BIN, TestEnv, run_to_end};
-
-fn tether(env: &TestEnv, args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .arg("--state-dir")
-        .arg(env.state_dir())
-        .args(args)
-        .env("XDG_CONFIG_HOME", env.path("config"))
-        .env_remove("TETHER_SESSION")
-        .env_remove("TETHER_BROKER_ID")
-        .env_remove("NO_COLOR");
-    command
-}
+use common::{TestEnv, run_to_end};
 
 fn run(env: &TestEnv, args: &[&str]) -> Output {
-    run_to_end(env, tether(env, args), &format!("tether {args:?}"))
+    run_to_end(env, env.tether(args), &format!("tether {args:?}"))
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -7,32 +7,19 @@ mod common;
 use std::fs::{self, File};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, SystemTime};
 
 use common::{BIN, RunningExec, TestEnv, run_to_end, wait_until};
 
 const DAY: Duration = Duration::from_secs(86_400);
 
-/// A tether command on the test's state dir, with a config directory of the test's own.
-fn tether(env: &TestEnv, args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .arg("--state-dir")
-        .arg(env.state_dir())
-        .args(args)
-        .env("XDG_CONFIG_HOME", config_home(env))
-        .env_remove("TETHER_SESSION")
-        .env_remove("TETHER_BROKER_ID");
-    command
-}
-
 fn config_home(env: &TestEnv) -> PathBuf {
     env.path("config")
 }
 
 fn run(env: &TestEnv, args: &[&str]) -> Output {
-    run_to_end(env, tether(env, args), &format!("tether {args:?}"))
+    run_to_end(env, env.tether(args), &format!("tether {args:?}"))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -103,7 +90,8 @@ fn disk_usage(path: &Path) -> u64 {
 fn start_live(env: &TestEnv) -> (RunningExec, String) {
     let stdout_path = env.path("live.stdout");
     let stderr_path = env.path("live.stderr");
-    let child = tether(env, &["exec", "--no-pty", "--", "sleep", "120"])
+    let child = env
+        .tether(&["exec", "--no-pty", "--", "sleep", "120"])
         .env(common::TAG_VAR, &env.tag)
         .stdin(std::process::Stdio::null())
         .stdout(File::create(&stdout_path).unwrap())

@@ -54,7 +54,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
     // Every key and how to close always fit; the note on the mouse only where there is room
     // (a recorded session's time keys take the rows of an 80×24 terminal).
     let room = (area.height as usize).saturating_sub(2);
-    let with_mouse = half + mouse.len() + 1 <= room;
+    let with_mouse = half + mouse.len() < room;
     let rows: Vec<Line> = (0..half)
         .map(|i| {
             let mut spans = cell(entries.get(i));

@@ -66,6 +66,22 @@ impl TestEnv {
         self.dir.path().join(name)
     }
 
+    /// `tether --state-dir <state> ARGS`, with a config directory of the test's own
+    /// (`config/` in its scratch space: the user config tether reads) and none of the
+    /// variables that would join another session.
+    pub fn tether(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .arg("--state-dir")
+            .arg(self.state_dir())
+            .args(args)
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env_remove("TETHER_SESSION")
+            .env_remove("TETHER_BROKER_ID")
+            .env_remove("NO_COLOR");
+        command
+    }
+
     /// `tether exec --state-dir <state> OPTIONS -- ARGV`, tagged, stdin from /dev/null.
     pub fn exec_command(&self, options: &[&str], argv: &[&str]) -> Command {
         let mut command = Command::new(BIN);
