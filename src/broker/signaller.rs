@@ -2,15 +2,19 @@
 //! a subreaper's walk finds, each through a pidfd so a reused pid is never hit.
 //!
 //! The broker walks its own descendants; a front end whose broker is gone walks its own
-//! descendants minus the brokers that still live (they look after their own trees).
+//! descendants minus the brokers that still live (they look after their own trees). Where
+//! the command has a cgroup, the walk is its members instead (`cgroup.procs`): the kernel's
+//! list, escapees included, without reading every process on the machine.
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use rustix::process::{PidfdFlags, pidfd_open, pidfd_send_signal};
 
+use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 
 /// The identity of a process that outlives pid reuse.
@@ -53,11 +57,24 @@ fn send(handle: &Handle, signal: Signal) -> bool {
 
 /// Which processes a tree signal reaches: every descendant of `root`, except the subtrees
 /// rooted at `pruned` (live brokers, under a front end). A plain pid means all below it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// With a cgroup, the cgroup's members instead; the /proc walk stays the answer if the
+/// cgroup cannot be read (a delegated subtree taken away mid-run).
+#[derive(Debug, Clone)]
 pub struct Walk {
     root: i32,
     pruned: Vec<i32>,
+    cgroup: Option<Arc<CommandCgroup>>,
 }
+
+impl PartialEq for Walk {
+    fn eq(&self, other: &Walk) -> bool {
+        self.root == other.root
+            && self.pruned == other.pruned
+            && self.cgroup.as_ref().map(|c| c.path()) == other.cgroup.as_ref().map(|c| c.path())
+    }
+}
+
+impl Eq for Walk {}
 
 impl Walk {
     /// Every descendant of `root`.
@@ -65,6 +82,7 @@ impl Walk {
         Walk {
             root,
             pruned: Vec::new(),
+            cgroup: None,
         }
     }
 
@@ -74,8 +92,18 @@ impl Walk {
         self
     }
 
+    /// The members of `cgroup` instead of the walk of /proc, when there is one.
+    pub fn in_cgroup(mut self, cgroup: Option<Arc<CommandCgroup>>) -> Walk {
+        self.cgroup = cgroup;
+        self
+    }
+
     pub fn root(&self) -> i32 {
         self.root
+    }
+
+    pub fn cgroup(&self) -> Option<&CommandCgroup> {
+        self.cgroup.as_deref()
     }
 
     /// The walk over a given process list: the pure part, parents before children.
@@ -83,17 +111,31 @@ impl Walk {
         procfs::descendants_pruned(processes, self.root, &self.pruned)
     }
 
-    /// The walk over `/proc` now, zombies included.
+    /// The walk now, zombies included: the cgroup's members (each read through the one /proc
+    /// reader), or the walk of `/proc`.
     pub fn processes(&self) -> Vec<ProcStat> {
+        if let Some(members) = self.cgroup.as_ref().and_then(|c| c.members().ok()) {
+            return members.into_iter().filter_map(procfs::read_stat).collect();
+        }
         self.select(&procfs::all_processes())
     }
 
-    /// The walk over `/proc` now, without zombies.
+    /// The walk now, without zombies.
     pub fn live(&self) -> Vec<ProcStat> {
         self.processes()
             .into_iter()
             .filter(|p| !p.is_zombie())
             .collect()
+    }
+
+    /// SIGKILL to the whole cgroup at once (`cgroup.kill`), where the walk is a cgroup's.
+    /// Returns the processes it held just before, or `None` when there is no cgroup to kill
+    /// (the caller signals process by process instead).
+    pub fn kill_cgroup(&self) -> Option<Vec<ProcessKey>> {
+        let cgroup = self.cgroup.as_ref()?;
+        let members: Vec<ProcessKey> = self.live().iter().map(key).collect();
+        cgroup.kill().ok()?;
+        Some(members)
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::signaller::{ProcessKey, key, live_descendants};
+use super::signaller::{ProcessKey, Walk, key};
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{CappedKind, EventKind, ProcessEntry, capped_argv};
 use crate::units::format_size;
@@ -58,13 +58,14 @@ impl TreeRecorder {
         }
     }
 
-    /// Walks the broker's descendants; returns the event to record when the tree differs from
-    /// the last one recorded. `group` is the command's process group, to mark escapees.
-    pub fn sample(&mut self, broker_pid: i32, group: i32) -> Option<EventKind> {
+    /// Takes the command's processes (its cgroup's members, or the broker's descendants);
+    /// returns the event to record when the tree differs from the last one recorded. `group`
+    /// is the command's process group, to mark escapees.
+    pub fn sample(&mut self, walk: &Walk, group: i32) -> Option<EventKind> {
         if self.capped {
             return None;
         }
-        let procs = live_descendants(broker_pid);
+        let procs = walk.live();
         self.update(&procs, group, |p| {
             (procfs::cmdline(p.pid), procfs::start_time_ms(p))
         })

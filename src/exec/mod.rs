@@ -57,6 +57,8 @@ pub struct ExecOptions {
     /// A pseudo-terminal for each stream where tether's own is a terminal (`--no-pty`:
     /// pipes whatever they are).
     pub pty: bool,
+    /// `--max-procs`, `--max-memory`: limits on the command's cgroup.
+    pub limits: crate::cgroup::Limits,
 }
 
 /// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
@@ -184,6 +186,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         } else {
             None
         },
+        limits: options.limits,
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.

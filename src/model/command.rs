@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandSpec, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry,
+    CapReason, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry,
     ProcessSignal, Stream, TerminalRequest,
 };
 
@@ -135,6 +135,10 @@ pub struct CommandState {
     pub markers: Vec<(u64, Marker)>,
     /// The run's streams that are terminals, and their size: the command can be typed into.
     pub terminal: Option<TerminalRequest>,
+    /// What holds the run's tree (`containment` event): a cgroup, or the /proc walk.
+    pub containment: Option<ContainmentMode>,
+    /// The run's cgroup, while it has one: its figures are read from there.
+    pub cgroup: Option<PathBuf>,
 }
 
 impl CommandState {
@@ -162,6 +166,8 @@ impl CommandState {
             activity: Vec::new(),
             markers: Vec::new(),
             terminal: None,
+            containment: None,
+            cgroup: None,
         }
     }
 
@@ -223,6 +229,10 @@ impl CommandState {
             EventKind::TerminalUnavailable { message, .. } => {
                 self.notice = Some(message.clone());
             }
+            EventKind::Containment { mode, path, .. } => {
+                self.containment = Some(*mode);
+                self.cgroup = path.clone().filter(|_| *mode == ContainmentMode::Cgroup);
+            }
             EventKind::Input { .. } => {}
             EventKind::SpawnError { message, .. } => {
                 self.status = Status::FailedToStart;
@@ -268,7 +278,8 @@ impl CommandState {
             EventKind::ParentUnresponsive { .. }
             | EventKind::EventsCapped { .. }
             | EventKind::ControlRefused { .. }
-            | EventKind::ControlUnavailable { .. } => {}
+            | EventKind::ControlUnavailable { .. }
+            | EventKind::LimitUnavailable { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);

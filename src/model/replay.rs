@@ -22,6 +22,7 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
                 .map(std::time::Duration::from_millis),
             autostart: false,
             pty: request.terminal.is_some(),
+            limits: request.limits,
         },
         None => CommandConfig {
             name: record.id.clone(),
@@ -32,6 +33,7 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
             no_output_timeout: None,
             autostart: false,
             pty: false,
+            limits: Default::default(),
         },
     };
     let mut command = CommandState::new(config);

@@ -206,6 +206,14 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
             (format!("uid {uid} (pid {pid}) refused"), Color::Yellow)
         }
         EventKind::ControlUnavailable { message, .. } => (message.clone(), Color::Yellow),
+        EventKind::Containment { mode, path, reason } => (
+            crate::protocol::containment_line(*mode, path.as_deref(), reason.as_deref()),
+            match mode {
+                crate::protocol::ContainmentMode::Cgroup => Color::DarkGray,
+                crate::protocol::ContainmentMode::Procfs => Color::Yellow,
+            },
+        ),
+        EventKind::LimitUnavailable { message, .. } => (message.clone(), Color::Yellow),
         EventKind::ControlError { message, .. } => (message.clone(), Color::Red),
         EventKind::ControlAck { request, .. } => (request.clone(), Color::DarkGray),
         EventKind::Output { .. } | EventKind::Tree { .. } | EventKind::Pong => {

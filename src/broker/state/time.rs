@@ -101,21 +101,21 @@ impl Broker {
         if self.stop_done {
             return;
         }
-        let (root, group) = (self.pid, self.live_group());
+        let (walk, group) = (self.walk(), self.live_group());
         let Some(stop) = self.stop.as_mut() else {
             return;
         };
         let origin = stop.origin;
         if !stop.killed && now >= stop.kill_at {
             let after_ms = now.saturating_duration_since(stop.started).as_millis() as u64;
-            let delivery = stop.escalate(root, group, now);
+            let delivery = stop.escalate(&walk, group, now);
             if !delivery.targets.is_empty() {
                 self.result.hard_killed = true;
                 self.emit(EventKind::HardKill { after_ms });
                 self.report(delivery, origin);
             }
         } else if now >= stop.next_sweep {
-            if let Some(delivery) = stop.sweep(root, group, now) {
+            if let Some(delivery) = stop.sweep(&walk, group, now) {
                 self.report(delivery, origin);
             }
         }
@@ -127,7 +127,8 @@ impl Broker {
         let Some(group) = self.child.as_ref().map(|c| c.pid) else {
             return;
         };
-        let event = self.tree.sample(self.pid, group);
+        self.check_cgroup();
+        let event = self.tree.sample(&self.walk(), group);
         self.tree_walks.walked(now, event.is_some());
         if let Some(event) = event {
             self.record_tree(event);
