@@ -232,6 +232,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         mut outcome,
         copy,
         leader,
+        cgroup,
         stop_asked,
         ..
     } = conversation;
@@ -245,7 +246,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     };
     if let Some(why) = why {
         let (grace, patience) = cleanup_timing(stop_asked, grace, Instant::now());
-        let cleanup = stop_leftovers(&live, leader, grace, patience).await;
+        let cleanup = stop_leftovers(&live, leader, cgroup.as_deref(), grace, patience).await;
         say!("{why}; {}", cleanup.describe());
     }
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
