@@ -207,7 +207,10 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
         }
         EventKind::ControlUnavailable { message, .. } => (message.clone(), Color::Yellow),
         EventKind::Containment { mode, path, reason } => (
-            crate::protocol::containment_line(*mode, path.as_deref(), reason.as_deref()),
+            // After the kind's own name: `containment cgroup PATH`, `containment procfs (WHY)`.
+            crate::protocol::containment_line(*mode, path.as_deref(), reason.as_deref())
+                .trim_start_matches("containment: ")
+                .to_string(),
             match mode {
                 crate::protocol::ContainmentMode::Cgroup => Color::DarkGray,
                 crate::protocol::ContainmentMode::Procfs => Color::Yellow,
