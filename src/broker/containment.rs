@@ -27,7 +27,10 @@ pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Establishe
     let made = Hierarchy::find().and_then(|hierarchy| {
         // Whatever a killed broker left, empty, goes first (never one whose broker runs).
         cgroup::stale::remove_stale(&hierarchy);
-        Ok(CommandCgroup::create(&hierarchy, &cgroup_name(request, broker))?)
+        Ok(CommandCgroup::create(
+            &hierarchy,
+            &cgroup_name(request, broker),
+        )?)
     });
     match made {
         Ok(cgroup) => {

@@ -10,13 +10,13 @@ use tokio::time::{Instant, sleep_until};
 
 use super::containment;
 use super::control::{self, ControlServer, Incoming};
-use crate::cgroup::EventsWatch;
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::ParentWatch;
 use super::pty;
 use super::spawn::spawn;
 use super::state::Broker;
 use super::terminal::Terminals;
+use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
 use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;

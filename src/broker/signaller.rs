@@ -129,13 +129,13 @@ impl Walk {
     }
 
     /// SIGKILL to the whole cgroup at once (`cgroup.kill`), where the walk is a cgroup's.
-    /// Returns the processes it held just before, or `None` when there is no cgroup to kill
-    /// (the caller signals process by process instead).
+    /// Returns the members it held just before (keyed by pid alone, see [`member_key`]), or
+    /// `None` when there is no cgroup to kill (the caller signals process by process).
     pub fn kill_cgroup(&self) -> Option<Vec<ProcessKey>> {
         let cgroup = self.cgroup.as_ref()?;
-        let members: Vec<ProcessKey> = self.live().iter().map(key).collect();
+        let members = cgroup.members().ok()?;
         cgroup.kill().ok()?;
-        Some(members)
+        Some(members.into_iter().map(member_key).collect())
     }
 }
 
@@ -164,6 +164,11 @@ pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
 ///
 /// Each round pins the processes it found with pidfds *before* the group signal, so the
 /// processes that signal ends at once are still counted among those it reached.
+///
+/// Rounds of any signal but KILL stop after [`CHASE_LIMIT`]: a command that ignores the
+/// signal and forks as fast as it can would otherwise keep this call (and the broker's loop)
+/// busy for as long as it forks. The stop sequence's sweeps take up the newcomers, and its
+/// KILL (the group's, or the cgroup's at once) ends the forking.
 pub fn signal_tree(
     walk: impl Into<Walk>,
     group: Option<i32>,
@@ -172,8 +177,15 @@ pub fn signal_tree(
     already: &mut HashSet<ProcessKey>,
 ) -> Vec<i32> {
     let walk = walk.into();
+    if let Some(reached) = walk
+        .cgroup()
+        .and_then(|c| signal_members(c, group, signal, also_cont, already))
+    {
+        return reached;
+    }
     let mut reached = Vec::new();
     let mut group_pending = group;
+    let chase_until = std::time::Instant::now() + CHASE_LIMIT;
     // A process forking as fast as it can may keep adding children; bound the rounds.
     for _ in 0..64 {
         let fresh: Vec<(ProcStat, Handle)> = walk
@@ -190,6 +202,8 @@ pub fn signal_tree(
         if fresh.is_empty() {
             break;
         }
+        // KILL is chased to the end: it ends the forking, so the rounds are few.
+        let past_limit = signal != Signal::SIGKILL && std::time::Instant::now() >= chase_until;
         for (p, pidfd) in &fresh {
             already.insert(key(p));
             let in_group = group.is_some_and(|g| g == p.pgid);
@@ -201,11 +215,81 @@ pub fn signal_tree(
                 reached.push(p.pid);
             }
         }
+        if past_limit {
+            break;
+        }
     }
     reached.sort_unstable();
     reached.dedup();
     reached
 }
+
+/// How a cgroup member is known to a stop sequence: by pid alone. Reading each member's start
+/// time means reading its `/proc/PID/stat`, which a fork storm makes slow (the reads wait on
+/// processes being forked); the pidfd and the second listing in [`signal_members`] are what
+/// make a signal reach the member and no other process. A pid reused by a new member during
+/// one stop is taken for one already signalled: it still gets the cgroup's KILL.
+pub fn member_key(pid: i32) -> ProcessKey {
+    (pid, 0)
+}
+
+/// [`signal_tree`] over a cgroup's members, without reading `/proc`: the members are listed,
+/// each new one pinned with a pidfd, the members listed again, and a pinned process is
+/// signalled only if its pid is still a member (so the pidfd is that member, not a process
+/// that took a freed pid in between). `None` when the cgroup cannot be read: the caller
+/// walks /proc instead.
+fn signal_members(
+    cgroup: &CommandCgroup,
+    group: Option<i32>,
+    signal: Signal,
+    also_cont: bool,
+    already: &mut HashSet<ProcessKey>,
+) -> Option<Vec<i32>> {
+    let mut reached = Vec::new();
+    let mut group_pending = group;
+    let chase_until = std::time::Instant::now() + CHASE_LIMIT;
+    for _ in 0..64 {
+        let listed = cgroup.members().ok()?;
+        let pinned: Vec<(i32, OwnedFd)> = listed
+            .into_iter()
+            .filter(|pid| !already.contains(&member_key(*pid)))
+            .filter_map(|pid| {
+                let raw = rustix::process::Pid::from_raw(pid)?;
+                pidfd_open(raw, PidfdFlags::empty())
+                    .ok()
+                    .map(|fd| (pid, fd))
+            })
+            .collect();
+        if let Some(pgid) = group_pending.take() {
+            if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
+            }
+        }
+        if pinned.is_empty() {
+            break;
+        }
+        let still: HashSet<i32> = cgroup.members().ok()?.into_iter().collect();
+        for (pid, pidfd) in pinned {
+            already.insert(member_key(pid));
+            let pidfd = Handle::Pidfd(pidfd);
+            if still.contains(&pid) && send(&pidfd, signal) {
+                if also_cont {
+                    send(&pidfd, Signal::SIGCONT);
+                }
+                reached.push(pid);
+            }
+        }
+        if std::time::Instant::now() >= chase_until {
+            break;
+        }
+    }
+    reached.sort_unstable();
+    reached.dedup();
+    Some(reached)
+}
+
+/// How long one tree signal keeps walking again for processes forked meanwhile.
+const CHASE_LIMIT: std::time::Duration = std::time::Duration::from_millis(30);
 
 /// Live (non-zombie) descendants of `root`.
 pub fn live_descendants(root: i32) -> Vec<ProcStat> {

@@ -282,11 +282,22 @@ mod tests {
         // too, and no process-by-process KILL is sent.
         cgroup.alive.extend([(24, 5), (25, 5)]);
         let kill = stop.escalate_with(&mut cgroup, &walk, Some(10), t0 + grace);
-        assert_eq!((kill.signal, kill.targets), (Signal::SIGKILL, vec![10, 20, 21, 22, 23, 24, 25]));
+        assert_eq!(
+            (kill.signal, kill.targets),
+            (Signal::SIGKILL, vec![10, 20, 21, 22, 23, 24, 25])
+        );
         assert_eq!(cgroup.cgroup_kills, 1);
-        assert!(cgroup.calls.iter().all(|(signal, ..)| *signal == Signal::SIGTERM));
+        assert!(
+            cgroup
+                .calls
+                .iter()
+                .all(|(signal, ..)| *signal == Signal::SIGTERM)
+        );
         // Sweeps repeat the cgroup's kill; nothing new is reported.
-        assert!(stop.sweep_with(&mut cgroup, &walk, None, t0 + grace).is_none());
+        assert!(
+            stop.sweep_with(&mut cgroup, &walk, None, t0 + grace)
+                .is_none()
+        );
         assert_eq!(cgroup.cgroup_kills, 2);
     }
 

@@ -175,7 +175,10 @@ impl CommandCgroup {
     /// Whether any process is left in the cgroup.
     pub fn populated(&self) -> io::Result<bool> {
         parse_populated(&self.read("cgroup.events")?).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidData, "no `populated` in cgroup.events")
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "no `populated` in cgroup.events",
+            )
         })
     }
 

@@ -91,9 +91,9 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).filter(|d| {
-            bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c))
-        });
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
         match octal.and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok()) {
             Some(byte) => {
                 out.push(byte);
@@ -205,7 +205,8 @@ mod tests {
 
     #[test]
     fn joins_the_mount_with_our_own_cgroup() {
-        let cgroup = "9:name=systemd:/\n4:memory:/x\n0::/user.slice/user-1000.slice/session-2.scope\n";
+        let cgroup =
+            "9:name=systemd:/\n4:memory:/x\n0::/user.slice/user-1000.slice/session-2.scope\n";
         let own = parse_own_cgroup(cgroup).expect("a v2 line");
         let mount = parse_mountinfo(HYBRID).expect("mount");
         assert_eq!(
@@ -240,11 +241,17 @@ mod tests {
     fn a_directory_we_cannot_write_is_no_hierarchy() {
         let missing = Path::new("/nonexistent/tether-cgroup-test");
         let err = Hierarchy::at(missing).expect_err("no such directory");
-        assert!(err.to_string().contains("/nonexistent/tether-cgroup-test"), "{err}");
+        assert!(
+            err.to_string().contains("/nonexistent/tether-cgroup-test"),
+            "{err}"
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         // No cgroup.procs: not a cgroup we can move processes through.
         assert!(Hierarchy::at(dir.path()).is_err());
         std::fs::write(dir.path().join("cgroup.procs"), "").expect("write");
-        assert_eq!(Hierarchy::at(dir.path()).expect("usable").path(), dir.path());
+        assert_eq!(
+            Hierarchy::at(dir.path()).expect("usable").path(),
+            dir.path()
+        );
     }
 }

@@ -88,7 +88,8 @@ pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
         }
         let enabled = read_at(parent, "cgroup.subtree_control").unwrap_or_default();
         if !listed(&enabled, controller) {
-            if let Err(err) = write_at(parent, "cgroup.subtree_control", &format!("+{controller}")) {
+            if let Err(err) = write_at(parent, "cgroup.subtree_control", &format!("+{controller}"))
+            {
                 let why = if err.raw_os_error() == Some(libc::EBUSY) {
                     " (the parent cgroup holds processes itself; a delegated subtree must keep them in a leaf)".to_string()
                 } else {

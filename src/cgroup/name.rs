@@ -65,7 +65,10 @@ mod tests {
         assert_eq!(sanitize(&"x".repeat(500)).len(), PART_MAX);
         let name = command_cgroup_name("s 1", "01-sleep", (4242, 99));
         assert_eq!(name, "tether.s_1.01-sleep.4242-99");
-        assert!(command_cgroup_name(&"é".repeat(300), &"x".repeat(300), (i32::MAX, u64::MAX)).len() <= 255);
+        assert!(
+            command_cgroup_name(&"é".repeat(300), &"x".repeat(300), (i32::MAX, u64::MAX)).len()
+                <= 255
+        );
     }
 
     #[test]

@@ -312,7 +312,8 @@ fn demo_has_one_command_per_feature() {
 
 #[test]
 fn limits_are_read_and_checked() {
-    let text = "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_procs = 64\nmax_memory = \"512M\"\n";
+    let text =
+        "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_procs = 64\nmax_memory = \"512M\"\n";
     let limits = parse(text, "t.toml").unwrap().commands[0].limits;
     assert_eq!(limits.max_procs, Some(64));
     assert_eq!(limits.max_memory, Some(512 << 20));
@@ -322,5 +323,9 @@ fn limits_are_read_and_checked() {
         "tether.toml:4:13: max_procs: must be a whole number above 0, like 64"
     );
     let bad = "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_memory = \"lots\"\n";
-    assert!(error(bad).starts_with("tether.toml:4:14: max_memory: "), "{}", error(bad));
+    assert!(
+        error(bad).starts_with("tether.toml:4:14: max_memory: "),
+        "{}",
+        error(bad)
+    );
 }

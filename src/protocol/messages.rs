@@ -711,7 +711,9 @@ pub fn containment_line(
     reason: Option<&str>,
 ) -> String {
     match (mode, path, reason) {
-        (ContainmentMode::Cgroup, Some(path), _) => format!("containment: cgroup {}", path.display()),
+        (ContainmentMode::Cgroup, Some(path), _) => {
+            format!("containment: cgroup {}", path.display())
+        }
         (ContainmentMode::Cgroup, None, _) => "containment: cgroup".into(),
         (ContainmentMode::Procfs, _, Some(reason)) => format!("containment: procfs ({reason})"),
         (ContainmentMode::Procfs, _, None) => "containment: procfs".into(),

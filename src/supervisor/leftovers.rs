@@ -204,7 +204,11 @@ pub async fn stop_leftovers(
 ) -> Cleanup {
     let cgroup = cgroup.and_then(|path| CommandCgroup::open_existing(path).ok().map(Arc::new));
     let group = || leader.and_then(|l| l.live_group());
-    let populated = || cgroup.as_ref().is_some_and(|c| c.populated().unwrap_or(false));
+    let populated = || {
+        cgroup
+            .as_ref()
+            .is_some_and(|c| c.populated().unwrap_or(false))
+    };
     let mut reached: HashSet<i32> = HashSet::new();
     let (mut sequence, mut killed_at) = {
         let mut registry = live.lock().await;

@@ -238,7 +238,10 @@ mod tests {
         ));
         assert_eq!(title(Some(&command), false, None), "Process tree: web");
         command.containment = Some(ContainmentMode::Procfs);
-        assert_eq!(title(Some(&command), false, None), "Process tree: web · procfs");
+        assert_eq!(
+            title(Some(&command), false, None),
+            "Process tree: web · procfs"
+        );
         command.containment = Some(ContainmentMode::Cgroup);
         let stats = CgroupStats {
             cpu_usec: Some(4_200_000),

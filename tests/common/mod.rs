@@ -4,6 +4,7 @@
 //! Each test binary uses only some of these.
 #![allow(dead_code)]
 
+pub mod cgroups;
 pub mod direct;
 pub mod journal;
 pub mod procs;
@@ -134,6 +135,7 @@ impl TestEnv {
     /// Checks that nothing the test started is still alive (with a short retry window).
     pub fn finish(self) {
         assert_none_left(&self.tag);
+        cgroups::assert_none_left(&self.state_dir());
     }
 }
 

@@ -20,6 +20,14 @@ impl Broker {
         Walk::below(self.pid).in_cgroup(self.cgroup.clone())
     }
 
+    /// Whether the tree's record waits while a stop runs: on the cgroup path a stop's end is
+    /// the kernel's (`cgroup.kill`, `populated 0`), and reading every member's `/proc` entry
+    /// meanwhile (thousands, in a fork storm, each read waiting on a fork) would only delay
+    /// it. The stop's own events name every process it signalled; the record resumes after.
+    pub(super) fn tree_paused(&self) -> bool {
+        self.cgroup.is_some() && self.stop.is_some() && !self.stop_done
+    }
+
     /// Whether a process is left in the cgroup (false without one, or once it is gone).
     pub(super) fn cgroup_populated(&self) -> bool {
         self.cgroup

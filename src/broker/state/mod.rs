@@ -12,9 +12,9 @@ mod requests;
 mod time;
 
 use super::stop::StopSequence;
-use crate::cgroup::CommandCgroup;
 use super::tree::schedule::ScanSchedule;
 use super::tree::{TreeRecorder, is_escaped, tree_budget};
+use crate::cgroup::CommandCgroup;
 use crate::clock::now_ms;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};

@@ -185,8 +185,13 @@ impl Broker {
         self.stop_client = client;
         self.result.stopped_by = Some(origin);
         let grace = Duration::from_millis(self.request.grace_ms);
-        let (mut sequence, delivery) =
-            StopSequence::start(origin, grace, self.walk(), self.live_group(), Instant::now());
+        let (mut sequence, delivery) = StopSequence::start(
+            origin,
+            grace,
+            self.walk(),
+            self.live_group(),
+            Instant::now(),
+        );
         sequence.delay_first_sweep(sweep_jitter(self.pid, crate::clock::now_ms()));
         self.stop = Some(sequence);
         let cont = Delivery {

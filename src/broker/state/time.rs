@@ -33,7 +33,7 @@ impl Broker {
                 next.push(stop.kill_at);
             }
         }
-        if self.child.is_some() && self.phase != Phase::Done {
+        if self.child.is_some() && self.phase != Phase::Done && !self.tree_paused() {
             next.push(self.tree_walks.next());
         }
         match self.phase {
@@ -91,7 +91,11 @@ impl Broker {
             }
         }
         self.advance_stop(now);
-        if self.child.is_some() && self.phase != Phase::Done && self.tree_walks.is_due(now) {
+        if self.child.is_some()
+            && self.phase != Phase::Done
+            && !self.tree_paused()
+            && self.tree_walks.is_due(now)
+        {
             self.sample_tree(now);
         }
         self.advance_phase(now, pipes_open, mirror_behind);
