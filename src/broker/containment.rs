@@ -2,6 +2,7 @@
 //! ours where cgroup v2 lets us, else the walk of /proc (the subreaper's descendants). Either
 //! way the journal says which, in one line; a cgroup problem never fails the command.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::cgroup::{self, CommandCgroup, Hierarchy, Limits, name};
@@ -21,6 +22,14 @@ fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
         None => ("none", request.name.as_str()),
     };
     name::command_cgroup_name(session, command, (broker.pid, broker.start_ticks))
+}
+
+/// Where the broker `broker` puts the command of `request`, if this process (its front end,
+/// in the same cgroup) finds a hierarchy: known before the broker says so, for a broker that
+/// dies or is stopped before its `containment` event reaches the front end.
+pub fn expected_cgroup(request: &LaunchRequest, broker: &BrokerIdentity) -> Option<PathBuf> {
+    let hierarchy = Hierarchy::find().ok()?;
+    Some(hierarchy.path().join(cgroup_name(request, broker)))
 }
 
 pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Established {

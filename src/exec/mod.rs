@@ -220,6 +220,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let copy = copy_read.map(OutputCopy::start).transpose()?;
 
     let mut conversation = Conversation::new(broker.pid(), options.json, grace, copy);
+    conversation.cgroup = broker.expected_cgroup.clone();
     conversation.forward_signals = options.signals == SignalMode::Forward;
     let end = conversation.converse(&mut broker, signals).await;
     if end != End::Closed {

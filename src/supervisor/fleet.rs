@@ -228,7 +228,7 @@ impl BrokerLink {
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
         heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut leader: Option<GroupLeader> = None;
-        let mut cgroup = None;
+        let mut cgroup = broker.expected_cgroup.clone();
         let mut acks = Acks::default();
         let mut orders_open = true;
         let end = loop {
