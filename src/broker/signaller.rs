@@ -120,6 +120,15 @@ impl Walk {
         self.select(&procfs::all_processes())
     }
 
+    /// As [`Walk::live`], or `None` if reading it would last past `deadline`.
+    pub fn live_until(&self, deadline: std::time::Instant) -> Option<Vec<ProcStat>> {
+        let processes = match self.cgroup.as_ref().and_then(|c| c.members().ok()) {
+            Some(members) => procfs::stats_until(members, deadline)?,
+            None => self.select(&procfs::stats_until(procfs::pids(), deadline)?),
+        };
+        Some(processes.into_iter().filter(|p| !p.is_zombie()).collect())
+    }
+
     /// The walk now, without zombies.
     pub fn live(&self) -> Vec<ProcStat> {
         self.processes()

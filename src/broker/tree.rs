@@ -22,6 +22,9 @@ pub const MIN_TREE_BUDGET: u64 = 64 << 10;
 /// second.
 pub const MAX_TREE_BUDGET: u64 = 64 << 20;
 
+/// The longest one sample of the tree may take (a thousand processes take about 10 ms).
+const SAMPLE_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// What a journal line adds to an event's own JSON: `{"ts_ms":…,"mono_us":…,` and the
 /// newline, with room for any timestamp.
 const LINE_OVERHEAD: u64 = 64;
@@ -61,13 +64,24 @@ impl TreeRecorder {
     /// Takes the command's processes (its cgroup's members, or the broker's descendants);
     /// returns the event to record when the tree differs from the last one recorded. `group`
     /// is the command's process group, to mark escapees.
+    ///
+    /// A sample that would take more than [`SAMPLE_BUDGET`] is dropped (nothing recorded,
+    /// as if nothing changed): the broker's loop must stay free for a stop, and a tree being
+    /// forked as fast as it can is not one a record would keep up with anyway. Command lines
+    /// not read within the budget are left out of the record.
     pub fn sample(&mut self, walk: &Walk, group: i32) -> Option<EventKind> {
         if self.capped {
             return None;
         }
-        let procs = walk.live();
+        let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
+        let procs = walk.live_until(deadline)?;
         self.update(&procs, group, |p| {
-            (procfs::cmdline(p.pid), procfs::start_time_ms(p))
+            let argv = if std::time::Instant::now() < deadline {
+                procfs::cmdline(p.pid)
+            } else {
+                Vec::new()
+            };
+            (argv, procfs::start_time_ms(p))
         })
     }
 
