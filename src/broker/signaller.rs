@@ -247,7 +247,27 @@ pub fn member_key(pid: i32) -> ProcessKey {
 /// signalled only if its pid is still a member (so the pidfd is that member, not a process
 /// that took a freed pid in between). `None` when the cgroup cannot be read: the caller
 /// walks /proc instead.
+///
+/// The cgroup is frozen meanwhile (for the milliseconds the round takes): nothing in it
+/// forks, so one listing has every member, and a fork storm does not take the CPU the
+/// broker needs to signal it (on two cores it preempted the broker for ~50 ms between two
+/// signals). The signals wait in the frozen processes and are acted on once it is thawed.
 fn signal_members(
+    cgroup: &CommandCgroup,
+    group: Option<i32>,
+    signal: Signal,
+    also_cont: bool,
+    already: &mut HashSet<ProcessKey>,
+) -> Option<Vec<i32>> {
+    let frozen = signal != Signal::SIGKILL && cgroup.freeze(true).is_ok();
+    let reached = signal_members_now(cgroup, group, signal, also_cont, already);
+    if frozen {
+        let _ = cgroup.freeze(false);
+    }
+    reached
+}
+
+fn signal_members_now(
     cgroup: &CommandCgroup,
     group: Option<i32>,
     signal: Signal,

@@ -188,6 +188,12 @@ impl CommandCgroup {
         self.write("cgroup.kill", "1")
     }
 
+    /// Freezes (`true`) or thaws the cgroup (`cgroup.freeze`). A frozen process runs nothing
+    /// and forks nothing; a signal sent meanwhile waits and is acted on once thawed.
+    pub fn freeze(&self, frozen: bool) -> io::Result<()> {
+        self.write("cgroup.freeze", if frozen { "1" } else { "0" })
+    }
+
     /// What the kernel accounted to the cgroup; a figure it does not keep is `None`.
     pub fn stats(&self) -> CgroupStats {
         CgroupStats {
