@@ -297,3 +297,41 @@ fn a_stale_empty_cgroup_with_a_dead_broker_is_removed_by_the_next_tether() {
     assert!(live_left, "a cgroup whose broker lives was removed");
     env.finish();
 }
+
+/// A delegated subtree taken away mid-run: the command is moved out of its cgroup and the
+/// cgroup removed. The broker says so in one line and the /proc walk stops the command.
+#[test]
+fn a_cgroup_that_disappears_mid_run_falls_back_to_the_proc_walk() {
+    if !cgroup_available("cgroup_disappears") {
+        return;
+    }
+    let _calm = calm();
+    let root = common::cgroups::hierarchy().expect("hierarchy");
+    let env = TestEnv::new("cgroup_disappears");
+    let running = spawn_exec(
+        &env,
+        None,
+        &["--grace", "300ms"],
+        &["sh", "-c", "echo ready; sleep 1000"],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let path = containment(&events_now(&dir))
+        .and_then(|c| c.1)
+        .expect("a cgroup");
+    let members = std::fs::read_to_string(path.join("cgroup.procs")).expect("members");
+    for pid in members.lines() {
+        std::fs::write(root.join("cgroup.procs"), pid).expect("move a member out");
+    }
+    std::fs::remove_dir(&path).expect("remove the emptied cgroup");
+    wait_until(&env, "the switch to the /proc walk", || {
+        events_now(&dir).iter().any(|e| {
+            matches!(&e.kind, EventKind::Containment { mode: ContainmentMode::Procfs, reason: Some(r), .. }
+                if r.contains("disappeared"))
+        })
+    });
+    signal(running.pid(), Signal::SIGTERM);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "stderr: {}", run.stderr_text());
+    env.finish();
+}
