@@ -72,7 +72,11 @@ impl Broker {
     }
 
     fn fall_back(&mut self, reason: String) {
-        self.cgroup = None;
+        // Empty (the command never entered it), it goes now; one still holding a process
+        // stays, for a later tether to remove once empty.
+        if let Some(cgroup) = self.cgroup.take() {
+            let _ = cgroup.remove();
+        }
         self.emit(EventKind::Containment {
             mode: ContainmentMode::Procfs,
             path: None,
