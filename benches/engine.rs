@@ -13,6 +13,14 @@
 //!    over 20 s, as % of one core.
 //! 6. Mass teardown: the 100 `tether exec` front ends are SIGKILLed at once; time until every
 //!    `sleep` is gone (a zombie counts as gone).
+//! 7. Fork storm: a TERM-ignoring command spawning TERM-ignoring `setsid` children as fast as
+//!    it can runs 500 ms, then its `tether exec --grace 300ms` gets SIGTERM; time until no
+//!    process of it is alive, and how many survived, on each containment path (its own cgroup,
+//!    and `TETHER_CGROUP=off`). Median and worst of 5 runs each.
+//!
+//! Benchmarks 5 and 6 run on whatever containment this machine gives (the cgroup path where
+//! cgroup v2 is writable); `TETHER_CGROUP=off cargo bench --bench engine idle` measures the
+//! /proc path.
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -40,6 +48,9 @@ fn main() {
     }
     if wanted("socket_stop") {
         socket_stop(state.path());
+    }
+    if wanted("fork_storm") {
+        fork_storm(state.path());
     }
     if wanted("idle") || wanted("teardown") {
         idle_and_teardown(state.path(), 100);
@@ -394,5 +405,98 @@ fn wait_all_exited(pidfds: &[OwnedFd], limit: Duration) {
             .filter(|(_, d)| !d)
             .map(|(fd, _)| fd)
             .collect();
+    }
+}
+
+/// The command of benchmark 7: it ignores TERM and forks `setsid` children, which ignore it
+/// too, as fast as the shell can.
+const STORM: &str =
+    "trap '' TERM; while :; do setsid sh -c 'trap \"\" TERM; exec sleep 1000' & done";
+
+/// The variable that marks every process of one storm, so that survivors are found by it.
+const STORM_TAG: &str = "TETHER_BENCH_STORM";
+
+/// Live (not zombie) processes whose environment holds `STORM_TAG=tag`.
+fn storm_survivors(tag: &str) -> Vec<i32> {
+    let needle = format!("{STORM_TAG}={tag}");
+    procfs::pids()
+        .into_iter()
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+                && !procfs::is_gone(pid)
+        })
+        .collect()
+}
+
+fn fork_storm(state: &Path) {
+    let grace = Duration::from_millis(300);
+    for (label, cgroup) in [
+        ("cgroup", None),
+        ("procfs (TETHER_CGROUP=off)", Some("off")),
+    ] {
+        println!("== fork storm, {label}: SIGTERM to tether exec --grace 300ms -> no survivor");
+        let mut times = Vec::new();
+        let mut worst_survivors = 0;
+        let mut sizes = Vec::new();
+        for run in 0..5 {
+            let tag = format!("{}-{run}-{}", std::process::id(), label.len());
+            let mut command = Command::new(TETHER);
+            command
+                .args(["exec", "--state-dir"])
+                .arg(state)
+                .args(["--grace", "300ms", "--", "sh", "-c", STORM])
+                .env(STORM_TAG, &tag)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            match cgroup {
+                Some(value) => command.env("TETHER_CGROUP", value),
+                None => command.env_remove("TETHER_CGROUP"),
+            };
+            let mut exec = command.spawn().expect("tether exec");
+            std::thread::sleep(Duration::from_millis(500));
+            sizes.push(storm_survivors(&tag).len());
+            let start = Instant::now();
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(exec.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let deadline = start + Duration::from_secs(20);
+            let left = loop {
+                let left = storm_survivors(&tag);
+                if left.is_empty() || Instant::now() >= deadline {
+                    break left;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            times.push(start.elapsed().as_secs_f64() * 1000.0);
+            worst_survivors = worst_survivors.max(left.len());
+            let code = exec.wait().ok().and_then(|s| s.code());
+            if code != Some(137) {
+                println!(
+                    "  run {run}: tether exec exited {code:?} (125: it stopped what its broker left)"
+                );
+            }
+            for pid in left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            // The machine settles before the next storm.
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let worst = times.iter().copied().fold(0.0, f64::max);
+        println!(
+            "storm of {}..{} processes at SIGTERM; gone after {:.0} ms median, {:.0} ms worst (grace {} ms; goal grace + {} ms); survivors: {}",
+            sizes.iter().min().unwrap_or(&0),
+            sizes.iter().max().unwrap_or(&0),
+            median(times),
+            worst,
+            grace.as_millis(),
+            if cgroup.is_none() { 200 } else { 700 },
+            worst_survivors
+        );
     }
 }

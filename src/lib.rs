@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod broker;
+pub mod cgroup;
 pub mod clipboard;
 pub mod clock;
 pub mod config;

@@ -11,7 +11,7 @@ use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
 use tether::journal::paths::chosen_session;
 use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
-use tether::protocol::CommandSpec;
+use tether::protocol::{CommandSpec, Limits};
 use tether::units::{parse_age, parse_duration, parse_size};
 
 /// A terminal process monitor for commands that must not run away.
@@ -64,6 +64,14 @@ enum Command {
         /// Pipes for stdout and stderr and /dev/null for stdin instead of terminals.
         #[arg(long, overrides_with = "pty")]
         no_pty: bool,
+        /// Limit the command's cgroup to this many processes (pids.max), where the pids
+        /// controller is available; otherwise the journal says so and it runs unlimited.
+        #[arg(long, value_name = "N")]
+        max_procs: Option<u64>,
+        /// Limit the command's cgroup to this much memory (memory.max, e.g. 512M), where the
+        /// memory controller is available; otherwise the journal says so.
+        #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+        max_memory: Option<u64>,
         /// A command and its arguments.
         #[arg(last = true)]
         argv: Vec<String>,
@@ -97,6 +105,14 @@ enum Command {
         /// (by default each gets a pseudo-terminal there).
         #[arg(long)]
         no_pty: bool,
+        /// Limit the command's cgroup to this many processes (pids.max), where the pids
+        /// controller is available; otherwise the journal says so and it runs unlimited.
+        #[arg(long, value_name = "N")]
+        max_procs: Option<u64>,
+        /// Limit the command's cgroup to this much memory (memory.max, e.g. 512M), where the
+        /// memory controller is available; otherwise the journal says so.
+        #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+        max_memory: Option<u64>,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -269,6 +285,8 @@ fn main() {
             session,
             no_stdin,
             no_pty,
+            max_procs,
+            max_memory,
             argv,
         }) => match chosen_session(session.as_deref()) {
             Ok(session) => exec::main(ExecOptions {
@@ -284,6 +302,10 @@ fn main() {
                 signals: SignalMode::Stop,
                 no_stdin,
                 pty: !no_pty,
+                limits: Limits {
+                    max_procs,
+                    max_memory,
+                },
             }),
             Err(err) => usage_error(&err),
         },
@@ -407,6 +429,8 @@ fn main() {
             session,
             pty: _,
             no_pty,
+            max_procs,
+            max_memory,
             argv,
         }) => {
             let session = match chosen_session(session.as_deref()) {
@@ -432,6 +456,10 @@ fn main() {
                     grace,
                     no_output_timeout,
                     pty: !no_pty,
+                    limits: Limits {
+                        max_procs,
+                        max_memory,
+                    },
                     ..CommandConfig::new(name, spec)
                 })
                 .collect();

@@ -91,6 +91,26 @@ pub fn all_processes() -> Vec<ProcStat> {
         .collect()
 }
 
+/// The stat of each of `pids` that still runs, or `None` once `deadline` has passed: reads
+/// of processes being forked or exec'd wait on them, so a fork storm can make a whole scan
+/// take seconds, which a caller with other work to do cannot afford.
+pub fn stats_until(
+    pids: impl IntoIterator<Item = i32>,
+    deadline: std::time::Instant,
+) -> Option<Vec<ProcStat>> {
+    let mut buffer = vec![0u8; 1024];
+    let mut stats = Vec::new();
+    for (i, pid) in pids.into_iter().enumerate() {
+        if i % 16 == 15 && std::time::Instant::now() >= deadline {
+            return None;
+        }
+        if let Some(stat) = read_stat_text(pid, &mut buffer).and_then(|t| parse_stat(&t)) {
+            stats.push(stat);
+        }
+    }
+    Some(stats)
+}
+
 /// Every descendant of `root`, parents before children.
 pub fn descendants(root: i32) -> Vec<ProcStat> {
     descendants_in(&all_processes(), root)
@@ -199,6 +219,17 @@ pub fn start_time_ms(stat: &ProcStat) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scan_past_its_deadline_gives_up() {
+        let me = std::process::id() as i32;
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let found = stats_until([me, -1], later).expect("within the deadline");
+        assert_eq!(found.iter().map(|s| s.pid).collect::<Vec<_>>(), [me]);
+        let past = std::time::Instant::now();
+        assert!(stats_until(std::iter::repeat_n(me, 64), past).is_none());
+        assert!(stats_until([me], past).is_some(), "checked every 16 reads");
+    }
 
     fn stat(pid: i32, ppid: i32) -> ProcStat {
         ProcStat {

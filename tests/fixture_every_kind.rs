@@ -37,7 +37,9 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Close { .. }
         | EventKind::BrokerFailure { .. }
         | EventKind::ControlRefused { .. }
-        | EventKind::ControlUnavailable { .. } => Some(kind.name()),
+        | EventKind::ControlUnavailable { .. }
+        | EventKind::Containment { .. }
+        | EventKind::LimitUnavailable { .. } => Some(kind.name()),
         // Answers to one control client: never in a journal.
         EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. } => None,
     }
@@ -136,6 +138,15 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
         },
         EventKind::ControlUnavailable {
             code: text(),
+            message: text(),
+        },
+        EventKind::Containment {
+            mode: tether::protocol::ContainmentMode::Cgroup,
+            path: None,
+            reason: None,
+        },
+        EventKind::LimitUnavailable {
+            limit: text(),
             message: text(),
         },
     ];

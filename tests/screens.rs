@@ -13,7 +13,9 @@ use tether::config::CommandConfig;
 use tether::model::output::render_line;
 use tether::model::screen::{FullScreenSigns, ReplayStart, ScreenEmulator};
 use tether::model::{CommandState, Model};
-use tether::protocol::{CommandSpec, Event, EventKind, ExitStatus, Origin, Scope, Stream};
+use tether::protocol::{
+    CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, Origin, Scope, Stream,
+};
 use tether::sampler::{Machine, ProcessInfo, TreeRow};
 
 const T0: u64 = 1_796_000_000_000;
@@ -51,6 +53,14 @@ fn model() -> Model {
                 },
             ),
             ev(
+                1,
+                EventKind::Containment {
+                    mode: ContainmentMode::Cgroup,
+                    path: Some("/sys/fs/cgroup/tether.s.01-build.100-1".into()),
+                    reason: None,
+                },
+            ),
+            ev(
                 2,
                 EventKind::Spawned {
                     pid: 101,
@@ -78,6 +88,14 @@ fn model() -> Model {
                     v: 1,
                     broker_pid: 200,
                     control_socket: None,
+                },
+            ),
+            ev(
+                1,
+                EventKind::Containment {
+                    mode: ContainmentMode::Procfs,
+                    path: None,
+                    reason: Some("TETHER_CGROUP=off".into()),
                 },
             ),
             ev(
@@ -609,7 +627,7 @@ fn an_empty_tree_of_a_finished_run_says_only_that() {
     let screen = draw_with(120, 36, &model(), &content, &view);
     assert!(!screen.contains("every process seen"), "{screen}");
     assert!(screen.contains("no processes: the command is not running"));
-    assert!(screen.contains("Process tree: runaway · trap '' TERM; yes "));
+    assert!(screen.contains("Process tree: runaway · procfs · trap '' TERM; yes "));
     insta::assert_snapshot!(screen);
 }
 

@@ -523,7 +523,10 @@ fn commands_are_named_by_their_program_and_a_match_off_to_the_right_is_shown() {
     // The last command, its stdout focused (commands, tree, stdout), searched.
     tmux.keys(&env, &["j", "j", "j", "Tab", "Tab"]);
     tmux.wait_screen(&env, "echo-2's output", |s| {
-        s.contains("Process tree: echo-2 · echo b;") && s.contains("stdout · 2 lines")
+        // Between name and command line: the containment (and the cgroup's CPU time).
+        s.contains("Process tree: echo-2 · ")
+            && s.contains(" · echo b;")
+            && s.contains("stdout · 2 lines")
     });
     let before = tmux.screen(&env);
     assert!(

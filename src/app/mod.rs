@@ -313,6 +313,15 @@ impl App {
         self.prepare_screens(panes, std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.content.machine.clone_from(&self.snapshot.machine);
+        // One or two small reads of the kernel's accounting, for the command on screen only.
+        self.content.cgroup = self
+            .model
+            .commands
+            .get(self.view.selected)
+            .filter(|c| c.status.is_active())
+            .and_then(|c| c.cgroup.as_deref())
+            .and_then(|path| crate::cgroup::CommandCgroup::open_existing(path).ok())
+            .map(|cgroup| cgroup.stats());
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
         self.geometry.timeline_rows = areas.map_or(0, |a| {
             layout::timeline_event_rows(a.timeline, self.model.commands.len())

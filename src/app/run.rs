@@ -341,6 +341,7 @@ impl Runner {
                 stderr: true,
                 size: self.app.terminal_size,
             }),
+            limits: config.limits,
         };
         self.fleet.launch(
             RunId {

@@ -250,6 +250,9 @@ pub struct FrameContent {
     /// The machine's figures for the header, from the last snapshot.
     pub machine: Option<Machine>,
     pub screens: [ScreenContent; 2],
+    /// What the selected command's cgroup accounted, read when the frame is prepared, while
+    /// the command runs in one.
+    pub cgroup: Option<crate::cgroup::CgroupStats>,
     /// What the time cursor shows, when it is set.
     pub cursor: Option<CursorContent>,
 }

@@ -4,6 +4,7 @@
 //! group, journals everything, and stops the whole tree when asked, when a watchdog fires,
 //! or when its parent dies (even by SIGKILL).
 
+pub mod containment;
 mod control;
 pub mod mirror;
 mod parent;

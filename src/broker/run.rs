@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
+use super::containment;
 use super::control::{self, ControlServer, Incoming};
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::ParentWatch;
@@ -15,6 +16,7 @@ use super::pty;
 use super::spawn::spawn;
 use super::state::Broker;
 use super::terminal::Terminals;
+use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
 use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
@@ -292,10 +294,24 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     }
     let mut pipes: [Option<AsyncPipe>; 2] = [None, None];
     let mut terminals = Terminals::default();
+    let mut cgroup_watch = None;
     if parent.is_some() {
+        let contained = containment::establish(&request, &identity);
+        for event in contained.events {
+            broker.emit(event);
+        }
+        let procs = contained
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.procs_for_child().ok());
+        cgroup_watch = contained
+            .cgroup
+            .as_ref()
+            .and_then(|c| EventsWatch::new(c.path()).ok());
+        broker.contain(contained.cgroup);
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
-        match spawn(&request, stdin) {
+        match spawn(&request, stdin, procs.as_ref()) {
             Ok(child) => {
                 pipes = [
                     Some(AsyncPipe::new(child.stdout)?),
@@ -307,6 +323,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                         message: format!("{}; the command runs with pipes", failure.message),
                     });
                 }
+                broker.check_entered(child.pid);
                 broker.spawned(child.pid, child.argv);
                 if let Some(streams) = child.terminal {
                     broker.emit(EventKind::Terminal { streams });
@@ -395,6 +412,12 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     broker.parent_lost(ParentLossCause::Epipe);
                 }
             }
+            changed = cgroup_changed(&cgroup_watch) => {
+                if changed.is_err() {
+                    cgroup_watch = None;
+                }
+                broker.cgroup_changed();
+            }
             incoming = next_control(&mut control) => {
                 if let Some(server) = control.as_mut() {
                     control::dispatch(&mut broker, server, incoming);
@@ -443,6 +466,14 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     };
     tokio::join!(parent_drain, control_drain);
     Ok(code)
+}
+
+/// Resolves when the command's cgroup's `cgroup.events` changes; never without a cgroup.
+async fn cgroup_changed(watch: &Option<EventsWatch>) -> io::Result<()> {
+    match watch {
+        Some(watch) => watch.changed().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// How long control clients get, once the broker is done, to take their last events.

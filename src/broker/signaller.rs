@@ -2,15 +2,19 @@
 //! a subreaper's walk finds, each through a pidfd so a reused pid is never hit.
 //!
 //! The broker walks its own descendants; a front end whose broker is gone walks its own
-//! descendants minus the brokers that still live (they look after their own trees).
+//! descendants minus the brokers that still live (they look after their own trees). Where
+//! the command has a cgroup, the walk is its members instead (`cgroup.procs`): the kernel's
+//! list, escapees included, without reading every process on the machine.
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use rustix::process::{PidfdFlags, pidfd_open, pidfd_send_signal};
 
+use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 
 /// The identity of a process that outlives pid reuse.
@@ -53,11 +57,24 @@ fn send(handle: &Handle, signal: Signal) -> bool {
 
 /// Which processes a tree signal reaches: every descendant of `root`, except the subtrees
 /// rooted at `pruned` (live brokers, under a front end). A plain pid means all below it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// With a cgroup, the cgroup's members instead; the /proc walk stays the answer if the
+/// cgroup cannot be read (a delegated subtree taken away mid-run).
+#[derive(Debug, Clone)]
 pub struct Walk {
     root: i32,
     pruned: Vec<i32>,
+    cgroup: Option<Arc<CommandCgroup>>,
 }
+
+impl PartialEq for Walk {
+    fn eq(&self, other: &Walk) -> bool {
+        self.root == other.root
+            && self.pruned == other.pruned
+            && self.cgroup.as_ref().map(|c| c.path()) == other.cgroup.as_ref().map(|c| c.path())
+    }
+}
+
+impl Eq for Walk {}
 
 impl Walk {
     /// Every descendant of `root`.
@@ -65,6 +82,7 @@ impl Walk {
         Walk {
             root,
             pruned: Vec::new(),
+            cgroup: None,
         }
     }
 
@@ -74,8 +92,18 @@ impl Walk {
         self
     }
 
+    /// The members of `cgroup` instead of the walk of /proc, when there is one.
+    pub fn in_cgroup(mut self, cgroup: Option<Arc<CommandCgroup>>) -> Walk {
+        self.cgroup = cgroup;
+        self
+    }
+
     pub fn root(&self) -> i32 {
         self.root
+    }
+
+    pub fn cgroup(&self) -> Option<&CommandCgroup> {
+        self.cgroup.as_deref()
     }
 
     /// The walk over a given process list: the pure part, parents before children.
@@ -83,17 +111,40 @@ impl Walk {
         procfs::descendants_pruned(processes, self.root, &self.pruned)
     }
 
-    /// The walk over `/proc` now, zombies included.
+    /// The walk now, zombies included: the cgroup's members (each read through the one /proc
+    /// reader), or the walk of `/proc`.
     pub fn processes(&self) -> Vec<ProcStat> {
+        if let Some(members) = self.cgroup.as_ref().and_then(|c| c.members().ok()) {
+            return members.into_iter().filter_map(procfs::read_stat).collect();
+        }
         self.select(&procfs::all_processes())
     }
 
-    /// The walk over `/proc` now, without zombies.
+    /// As [`Walk::live`], or `None` if reading it would last past `deadline`.
+    pub fn live_until(&self, deadline: std::time::Instant) -> Option<Vec<ProcStat>> {
+        let processes = match self.cgroup.as_ref().and_then(|c| c.members().ok()) {
+            Some(members) => procfs::stats_until(members, deadline)?,
+            None => self.select(&procfs::stats_until(procfs::pids(), deadline)?),
+        };
+        Some(processes.into_iter().filter(|p| !p.is_zombie()).collect())
+    }
+
+    /// The walk now, without zombies.
     pub fn live(&self) -> Vec<ProcStat> {
         self.processes()
             .into_iter()
             .filter(|p| !p.is_zombie())
             .collect()
+    }
+
+    /// SIGKILL to the whole cgroup at once (`cgroup.kill`), where the walk is a cgroup's.
+    /// Returns the members it held just before (keyed by pid alone, see [`member_key`]), or
+    /// `None` when there is no cgroup to kill (the caller signals process by process).
+    pub fn kill_cgroup(&self) -> Option<Vec<ProcessKey>> {
+        let cgroup = self.cgroup.as_ref()?;
+        let members = cgroup.members().ok()?;
+        cgroup.kill().ok()?;
+        Some(members.into_iter().map(member_key).collect())
     }
 }
 
@@ -122,6 +173,11 @@ pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
 ///
 /// Each round pins the processes it found with pidfds *before* the group signal, so the
 /// processes that signal ends at once are still counted among those it reached.
+///
+/// Rounds of any signal but KILL stop after [`CHASE_LIMIT`]: a command that ignores the
+/// signal and forks as fast as it can would otherwise keep this call (and the broker's loop)
+/// busy for as long as it forks. The stop sequence's sweeps take up the newcomers, and its
+/// KILL (the group's, or the cgroup's at once) ends the forking.
 pub fn signal_tree(
     walk: impl Into<Walk>,
     group: Option<i32>,
@@ -130,8 +186,15 @@ pub fn signal_tree(
     already: &mut HashSet<ProcessKey>,
 ) -> Vec<i32> {
     let walk = walk.into();
+    if let Some(reached) = walk
+        .cgroup()
+        .and_then(|c| signal_members(c, group, signal, also_cont, already))
+    {
+        return reached;
+    }
     let mut reached = Vec::new();
     let mut group_pending = group;
+    let chase_until = std::time::Instant::now() + CHASE_LIMIT;
     // A process forking as fast as it can may keep adding children; bound the rounds.
     for _ in 0..64 {
         let fresh: Vec<(ProcStat, Handle)> = walk
@@ -148,6 +211,8 @@ pub fn signal_tree(
         if fresh.is_empty() {
             break;
         }
+        // KILL is chased to the end: it ends the forking, so the rounds are few.
+        let past_limit = signal != Signal::SIGKILL && std::time::Instant::now() >= chase_until;
         for (p, pidfd) in &fresh {
             already.insert(key(p));
             let in_group = group.is_some_and(|g| g == p.pgid);
@@ -159,11 +224,101 @@ pub fn signal_tree(
                 reached.push(p.pid);
             }
         }
+        if past_limit {
+            break;
+        }
     }
     reached.sort_unstable();
     reached.dedup();
     reached
 }
+
+/// How a cgroup member is known to a stop sequence: by pid alone. Reading each member's start
+/// time means reading its `/proc/PID/stat`, which a fork storm makes slow (the reads wait on
+/// processes being forked); the pidfd and the second listing in [`signal_members`] are what
+/// make a signal reach the member and no other process. A pid reused by a new member during
+/// one stop is taken for one already signalled: it still gets the cgroup's KILL.
+pub fn member_key(pid: i32) -> ProcessKey {
+    (pid, 0)
+}
+
+/// [`signal_tree`] over a cgroup's members, without reading `/proc`: the members are listed,
+/// each new one pinned with a pidfd, the members listed again, and a pinned process is
+/// signalled only if its pid is still a member (so the pidfd is that member, not a process
+/// that took a freed pid in between). `None` when the cgroup cannot be read: the caller
+/// walks /proc instead.
+///
+/// The cgroup is frozen meanwhile (for the milliseconds the round takes): nothing in it
+/// forks, so one listing has every member, and a fork storm does not take the CPU the
+/// broker needs to signal it (on two cores it preempted the broker for ~50 ms between two
+/// signals). The signals wait in the frozen processes and are acted on once it is thawed.
+fn signal_members(
+    cgroup: &CommandCgroup,
+    group: Option<i32>,
+    signal: Signal,
+    also_cont: bool,
+    already: &mut HashSet<ProcessKey>,
+) -> Option<Vec<i32>> {
+    let frozen = signal != Signal::SIGKILL && cgroup.freeze(true).is_ok();
+    let reached = signal_members_now(cgroup, group, signal, also_cont, already);
+    if frozen {
+        let _ = cgroup.freeze(false);
+    }
+    reached
+}
+
+fn signal_members_now(
+    cgroup: &CommandCgroup,
+    group: Option<i32>,
+    signal: Signal,
+    also_cont: bool,
+    already: &mut HashSet<ProcessKey>,
+) -> Option<Vec<i32>> {
+    let mut reached = Vec::new();
+    let mut group_pending = group;
+    let chase_until = std::time::Instant::now() + CHASE_LIMIT;
+    for _ in 0..64 {
+        let listed = cgroup.members().ok()?;
+        let pinned: Vec<(i32, OwnedFd)> = listed
+            .into_iter()
+            .filter(|pid| !already.contains(&member_key(*pid)))
+            .filter_map(|pid| {
+                let raw = rustix::process::Pid::from_raw(pid)?;
+                pidfd_open(raw, PidfdFlags::empty())
+                    .ok()
+                    .map(|fd| (pid, fd))
+            })
+            .collect();
+        if let Some(pgid) = group_pending.take() {
+            if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
+            }
+        }
+        if pinned.is_empty() {
+            break;
+        }
+        let still: HashSet<i32> = cgroup.members().ok()?.into_iter().collect();
+        for (pid, pidfd) in pinned {
+            already.insert(member_key(pid));
+            let pidfd = Handle::Pidfd(pidfd);
+            if still.contains(&pid) && send(&pidfd, signal) {
+                if also_cont {
+                    send(&pidfd, Signal::SIGCONT);
+                }
+                reached.push(pid);
+            }
+        }
+        if std::time::Instant::now() >= chase_until {
+            break;
+        }
+    }
+    reached.sort_unstable();
+    reached.dedup();
+    Some(reached)
+}
+
+/// How long one tree signal keeps walking again for processes forked meanwhile.
+const CHASE_LIMIT: std::time::Duration = std::time::Duration::from_millis(30);
 
 /// Live (non-zombie) descendants of `root`.
 pub fn live_descendants(root: i32) -> Vec<ProcStat> {

@@ -12,7 +12,7 @@ mod signals;
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
@@ -59,9 +59,12 @@ const PIPE_SIZE: i32 = 1 << 20;
 
 /// Starts the request's command. `stdin` is the front end's stdin, handed over when the
 /// request asks for it; the command gets it (the broker's copy closes when this returns).
+/// `cgroup_procs`: the command's cgroup's `cgroup.procs`, open for writing; the child writes
+/// itself into it before exec, so nothing it runs ever forks outside.
 pub fn spawn(
     request: &LaunchRequest,
     stdin: Option<OwnedFd>,
+    cgroup_procs: Option<&OwnedFd>,
 ) -> Result<SpawnedCommand, SpawnFailure> {
     let argv = request.command.argv();
     let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
@@ -183,12 +186,19 @@ pub fn spawn(
     if let Some(cwd) = &request.cwd {
         command.current_dir(cwd);
     }
-    // SAFETY: `reset_in_child` and `take_controlling_terminal` make raw system calls only,
-    // which are async-signal-safe and touch no memory shared with the parent. Having a
+    let cgroup_procs = cgroup_procs.map(|fd| fd.as_raw_fd());
+    // SAFETY: `reset_in_child`, `take_controlling_terminal` and the `write` of the cgroup
+    // make raw system calls only, which are async-signal-safe and touch no memory shared with the parent. Having a
     // pre_exec makes std fork and exec rather than posix_spawn, which is what leaves
     // signals 32 and 33 ignored. It runs after the streams are in place on 0, 1 and 2.
     unsafe {
         command.pre_exec(move || {
+            // First, before anything else: `0` is "the writer". Unchecked here (the broker
+            // checks membership once spawned, and falls back to /proc if it failed): a
+            // cgroup problem must never fail the command.
+            if let Some(fd) = cgroup_procs {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+            }
             signals::reset_in_child()?;
             match controlling {
                 // setsid makes the child the leader of a new group too (its pgid is its pid),

@@ -43,6 +43,11 @@ pub trait TreeSignaller {
         also_cont: bool,
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32>;
+
+    /// SIGKILL to the whole containment at once, where it can (a cgroup's `cgroup.kill`,
+    /// atomic even against a fork storm). Returns the processes it held, or `None` when the
+    /// walk has no such kill and KILL goes process by process.
+    fn kill_all(&mut self, walk: &Walk) -> Option<Vec<ProcessKey>>;
 }
 
 /// Signals through the kernel: pidfds and `killpg`.
@@ -58,6 +63,10 @@ impl TreeSignaller for Kernel {
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32> {
         signal_tree(walk, group, signal, also_cont, already)
+    }
+
+    fn kill_all(&mut self, walk: &Walk) -> Option<Vec<ProcessKey>> {
+        walk.kill_cgroup()
     }
 }
 
@@ -144,7 +153,7 @@ impl StopSequence {
             });
         }
         let mut round = HashSet::new();
-        let targets = signaller.signal_tree(walk, group, Signal::SIGKILL, false, &mut round);
+        let targets = kill(signaller, walk, group, &mut round);
         let fresh: Vec<i32> = targets
             .into_iter()
             .filter(|pid| !self.reached.iter().any(|(p, _)| p == pid))
@@ -177,11 +186,30 @@ impl StopSequence {
         self.reached.clear();
         self.interval = SWEEP_INTERVAL;
         self.next_sweep = now + SWEEP_INTERVAL;
-        let targets = signaller.signal_tree(walk, group, Signal::SIGKILL, false, &mut self.reached);
+        let targets = kill(signaller, walk, group, &mut self.reached);
         Delivery {
             signal: Signal::SIGKILL,
             targets,
         }
+    }
+}
+
+/// KILL to everything of the walk: the containment's own kill where it has one (then the
+/// processes it held are those reached), else the group and each process through pidfds.
+fn kill(
+    signaller: &mut impl TreeSignaller,
+    walk: &Walk,
+    group: Option<i32>,
+    reached: &mut HashSet<ProcessKey>,
+) -> Vec<i32> {
+    match signaller.kill_all(walk) {
+        Some(members) => {
+            let mut pids: Vec<i32> = members.iter().map(|(pid, _)| *pid).collect();
+            reached.extend(members);
+            pids.sort_unstable();
+            pids
+        }
+        None => signaller.signal_tree(walk, group, Signal::SIGKILL, false, reached),
     }
 }
 
@@ -195,6 +223,9 @@ mod tests {
     struct FakeTree {
         alive: Vec<ProcessKey>,
         calls: Vec<(Signal, bool, Option<i32>)>,
+        /// A cgroup: `kill_all` kills every process at once.
+        cgroup: bool,
+        cgroup_kills: usize,
     }
 
     impl TreeSignaller for FakeTree {
@@ -216,6 +247,58 @@ mod tests {
             already.extend(fresh.iter().copied());
             fresh.iter().map(|(pid, _)| *pid).collect()
         }
+
+        fn kill_all(&mut self, _walk: &Walk) -> Option<Vec<ProcessKey>> {
+            if !self.cgroup {
+                return None;
+            }
+            self.cgroup_kills += 1;
+            Some(std::mem::take(&mut self.alive))
+        }
+    }
+
+    #[test]
+    fn on_a_cgroup_term_goes_to_members_and_kill_is_the_cgroups() {
+        let t0 = Instant::now();
+        let walk = Walk::below(1);
+        let mut cgroup = FakeTree {
+            alive: vec![(10, 1), (20, 3)],
+            cgroup: true,
+            ..FakeTree::default()
+        };
+        let grace = Duration::from_millis(300);
+        let (mut stop, first) =
+            StopSequence::start_with(&mut cgroup, Origin::Operator, grace, &walk, Some(10), t0);
+        // TERM and CONT to each member, the setsid'd one (20) included; no cgroup kill yet.
+        assert_eq!(first.targets, vec![10, 20]);
+        assert_eq!(cgroup.cgroup_kills, 0);
+        // A fork storm during grace: every newcomer gets TERM once.
+        cgroup.alive.extend([(21, 4), (22, 4), (23, 4)]);
+        let newcomers = stop
+            .sweep_with(&mut cgroup, &walk, Some(10), t0)
+            .expect("a delivery");
+        assert_eq!(newcomers.targets, vec![21, 22, 23]);
+        // Grace over: one cgroup.kill takes every member, those forked since the last sweep
+        // too, and no process-by-process KILL is sent.
+        cgroup.alive.extend([(24, 5), (25, 5)]);
+        let kill = stop.escalate_with(&mut cgroup, &walk, Some(10), t0 + grace);
+        assert_eq!(
+            (kill.signal, kill.targets),
+            (Signal::SIGKILL, vec![10, 20, 21, 22, 23, 24, 25])
+        );
+        assert_eq!(cgroup.cgroup_kills, 1);
+        assert!(
+            cgroup
+                .calls
+                .iter()
+                .all(|(signal, ..)| *signal == Signal::SIGTERM)
+        );
+        // Sweeps repeat the cgroup's kill; nothing new is reported.
+        assert!(
+            stop.sweep_with(&mut cgroup, &walk, None, t0 + grace)
+                .is_none()
+        );
+        assert_eq!(cgroup.cgroup_kills, 2);
     }
 
     #[test]

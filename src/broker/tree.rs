@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::signaller::{ProcessKey, key, live_descendants};
+use super::signaller::{ProcessKey, Walk, key};
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{CappedKind, EventKind, ProcessEntry, capped_argv};
 use crate::units::format_size;
@@ -21,6 +21,9 @@ pub const MIN_TREE_BUDGET: u64 = 64 << 10;
 /// post-mortem reads every event into memory; 64 MiB is hours of a tree that changes every
 /// second.
 pub const MAX_TREE_BUDGET: u64 = 64 << 20;
+
+/// The longest one sample of the tree may take (a thousand processes take about 10 ms).
+const SAMPLE_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// What a journal line adds to an event's own JSON: `{"ts_ms":…,"mono_us":…,` and the
 /// newline, with room for any timestamp.
@@ -58,15 +61,27 @@ impl TreeRecorder {
         }
     }
 
-    /// Walks the broker's descendants; returns the event to record when the tree differs from
-    /// the last one recorded. `group` is the command's process group, to mark escapees.
-    pub fn sample(&mut self, broker_pid: i32, group: i32) -> Option<EventKind> {
+    /// Takes the command's processes (its cgroup's members, or the broker's descendants);
+    /// returns the event to record when the tree differs from the last one recorded. `group`
+    /// is the command's process group, to mark escapees.
+    ///
+    /// A sample that would take more than [`SAMPLE_BUDGET`] is dropped (nothing recorded,
+    /// as if nothing changed): the broker's loop must stay free for a stop, and a tree being
+    /// forked as fast as it can is not one a record would keep up with anyway. Command lines
+    /// not read within the budget are left out of the record.
+    pub fn sample(&mut self, walk: &Walk, group: i32) -> Option<EventKind> {
         if self.capped {
             return None;
         }
-        let procs = live_descendants(broker_pid);
+        let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
+        let procs = walk.live_until(deadline)?;
         self.update(&procs, group, |p| {
-            (procfs::cmdline(p.pid), procfs::start_time_ms(p))
+            let argv = if std::time::Instant::now() < deadline {
+                procfs::cmdline(p.pid)
+            } else {
+                Vec::new()
+            };
+            (argv, procfs::start_time_ms(p))
         })
     }
 

@@ -16,14 +16,14 @@ use thiserror::Error;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::protocol::CommandSpec;
-use crate::units::parse_duration;
+use crate::protocol::{CommandSpec, Limits};
+use crate::units::{parse_duration, parse_size};
 
 /// The embedded demo: one command per feature of the TUI.
 pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
 
 /// Keys a `[[command]]` table may hold, in the order the error message lists them.
-const COMMAND_KEYS: [&str; 9] = [
+const COMMAND_KEYS: [&str; 11] = [
     "name",
     "shell",
     "argv",
@@ -33,6 +33,8 @@ const COMMAND_KEYS: [&str; 9] = [
     "no_output_timeout",
     "autostart",
     "pty",
+    "max_procs",
+    "max_memory",
 ];
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -52,6 +54,8 @@ pub struct CommandConfig {
     /// A pseudo-terminal for stdout (also its stdin) and one for stderr; false: pipes and
     /// `/dev/null`.
     pub pty: bool,
+    /// `max_procs`, `max_memory`: limits on the command's cgroup, where it has one.
+    pub limits: Limits,
 }
 
 impl CommandConfig {
@@ -67,6 +71,7 @@ impl CommandConfig {
             no_output_timeout: None,
             autostart: true,
             pty: true,
+            limits: Limits::default(),
         }
     }
 }
@@ -193,6 +198,7 @@ fn parse_command(
         no_output_timeout: None,
         autostart: true,
         pty: true,
+        limits: Limits::default(),
     };
     for (key, value) in by_position(table) {
         let field = Field {
@@ -210,6 +216,8 @@ fn parse_command(
             "no_output_timeout" => command.no_output_timeout = Some(field.duration()?),
             "autostart" => command.autostart = field.boolean()?,
             "pty" => command.pty = field.boolean()?,
+            "max_procs" => command.limits.max_procs = Some(field.count()?),
+            "max_memory" => command.limits.max_memory = Some(field.size()?),
             other => {
                 return Err(source.error(
                     key.span().start,
@@ -413,6 +421,37 @@ impl Field<'_, '_> {
             _ => return Err(self.wrong_type(self.value, self.key, "a duration like \"2s\"")),
         };
         parse_duration(&text).map_err(|e| {
+            self.source.error(
+                self.value.span().start,
+                self.key,
+                format!("{}: {e}", self.key),
+            )
+        })
+    }
+
+    /// A positive integer (`max_procs = 64`).
+    fn count(&self) -> Result<u64, ConfigError> {
+        match self.value.get_ref() {
+            DeValue::Integer(n) if n.radix() == 10 => match n.as_str().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(self.source.error(
+                    self.value.span().start,
+                    self.key,
+                    format!("{}: must be a whole number above 0, like 64", self.key),
+                )),
+            },
+            _ => Err(self.wrong_type(self.value, self.key, "a whole number like 64")),
+        }
+    }
+
+    /// A size string (`"512M"`), or a bare integer of bytes.
+    fn size(&self) -> Result<u64, ConfigError> {
+        let text = match self.value.get_ref() {
+            DeValue::String(text) => text.to_string(),
+            DeValue::Integer(bytes) if bytes.radix() == 10 => bytes.as_str().to_string(),
+            _ => return Err(self.wrong_type(self.value, self.key, "a size like \"512M\"")),
+        };
+        parse_size(&text).map_err(|e| {
             self.source.error(
                 self.value.span().start,
                 self.key,

@@ -73,7 +73,8 @@ fn unknown_key_names_file_line_column_command_and_choices() {
     assert_eq!(
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
-             name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty"
+             name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty, max_procs, \
+             max_memory"
     );
     assert_eq!(key_of(text), "nmae");
 }
@@ -307,4 +308,24 @@ fn demo_has_one_command_per_feature() {
         let text = command.command.display();
         assert!(!text.contains("python") && !text.contains("curl"), "{text}");
     }
+}
+
+#[test]
+fn limits_are_read_and_checked() {
+    let text =
+        "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_procs = 64\nmax_memory = \"512M\"\n";
+    let limits = parse(text, "t.toml").unwrap().commands[0].limits;
+    assert_eq!(limits.max_procs, Some(64));
+    assert_eq!(limits.max_memory, Some(512 << 20));
+    let zero = "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_procs = 0\n";
+    assert_eq!(
+        error(zero),
+        "tether.toml:4:13: max_procs: must be a whole number above 0, like 64"
+    );
+    let bad = "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_memory = \"lots\"\n";
+    assert!(
+        error(bad).starts_with("tether.toml:4:14: max_memory: "),
+        "{}",
+        error(bad)
+    );
 }

@@ -56,6 +56,12 @@ struct PsRow<'a> {
     controllable: bool,
     control_socket: Option<&'a Path>,
     dir: &'a Path,
+    /// `cgroup` or `procfs`: what holds the command's tree.
+    containment: Option<&'static str>,
+    cgroup: Option<&'a Path>,
+    /// CPU time the command's cgroup accounted so far, all its processes, the ended ones
+    /// included.
+    cgroup_cpu_ms: Option<u64>,
 }
 
 /// `tether ps [--json] [SESSION]`.
@@ -99,6 +105,14 @@ pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
                 controllable: c.has_socket(),
                 control_socket: c.control_socket.as_deref(),
                 dir: &c.dir,
+                containment: c.containment.map(|m| m.label()),
+                cgroup: c.cgroup.as_deref(),
+                cgroup_cpu_ms: c
+                    .cgroup
+                    .as_deref()
+                    .and_then(|p| crate::cgroup::CommandCgroup::open_existing(p).ok())
+                    .and_then(|cg| cg.stats().cpu_usec)
+                    .map(|us| us / 1000),
             }
         })
         .collect();
@@ -117,12 +131,12 @@ pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
         return 0;
     }
     println!(
-        "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6} {:>7} {:>5}  CONTROL",
-        "SESSION", "NAME", "BROKER", "PID", "STATE", "RUNTIME", "CPU%", "RSS", "PROCS"
+        "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6} {:>7} {:>5} {:<7}  CONTROL",
+        "SESSION", "NAME", "BROKER", "PID", "STATE", "RUNTIME", "CPU%", "RSS", "PROCS", "CONTAIN"
     );
     for r in &rows {
         println!(
-            "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6.1} {:>7} {:>5}  {}",
+            "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6.1} {:>7} {:>5} {:<7}  {}",
             one_line(r.session),
             one_line(r.name),
             r.broker_pid,
@@ -132,6 +146,7 @@ pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
             r.cpu_percent,
             crate::ui::format::compact_bytes(r.rss_bytes),
             r.processes,
+            r.containment.unwrap_or("-"),
             if r.controllable {
                 "socket"
             } else {

@@ -16,7 +16,7 @@ use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 use crate::journal::{list_sessions, sessions_dir};
 use crate::model::command::{CommandState, Status};
 use crate::procfs;
-use crate::protocol::{BrokerIdentity, CommandFile, Event, EventKind};
+use crate::protocol::{BrokerIdentity, CommandFile, ContainmentMode, Event, EventKind};
 
 /// How much of the start and of the end of an event log is read to learn a command's pid and
 /// where it is in its life (the middle is output events).
@@ -43,6 +43,11 @@ pub struct LiveCommand {
     /// The grace period of its stop sequence.
     pub grace_ms: u64,
     pub control_socket: Option<PathBuf>,
+    /// What holds its tree, as the broker's last `containment` event said: `cgroup` or
+    /// `procfs` (absent from journals older than containment).
+    pub containment: Option<ContainmentMode>,
+    /// Its cgroup, with the cgroup containment.
+    pub cgroup: Option<PathBuf>,
 }
 
 impl LiveCommand {
@@ -125,6 +130,10 @@ fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
         EventKind::Spawned { pid, .. } => Some(pid),
         _ => None,
     });
+    let contained = events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::Containment { mode, path, .. } => Some((*mode, path.clone())),
+        _ => None,
+    });
     let started_ms = events.first().map_or_else(
         || procfs::read_stat(broker.pid).map_or(0, |s| procfs::start_time_ms(&s)),
         |e| e.ts_ms,
@@ -140,6 +149,8 @@ fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
         state: state_label(&file, dir, &events),
         grace_ms: file.request.grace_ms,
         control_socket: file.control_socket,
+        containment: contained.as_ref().map(|(mode, _)| *mode),
+        cgroup: contained.and_then(|(_, path)| path),
     })
 }
 

@@ -113,6 +113,8 @@ mod tests {
             state: "running".into(),
             grace_ms: 2000,
             control_socket: None,
+            containment: None,
+            cgroup: None,
         }
     }
 

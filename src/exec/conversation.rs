@@ -77,6 +77,9 @@ pub(super) struct Conversation {
     pub(super) outcome: Outcome,
     started: bool,
     pub(super) leader: Option<GroupLeader>,
+    /// The command's cgroup, as the broker's `containment` event named it: what to kill and
+    /// remove if the broker dies.
+    pub(super) cgroup: Option<std::path::PathBuf>,
     /// Stops asked for so far: the first runs the stop sequence, a second (another Ctrl-C)
     /// SIGKILLs the group at once.
     stops: u32,
@@ -108,6 +111,7 @@ impl Conversation {
             outcome: Outcome::default(),
             started: false,
             leader: None,
+            cgroup: None,
             stops: 0,
             stop_asked: None,
             paused: false,
@@ -234,6 +238,7 @@ impl Conversation {
         }
         match event.kind {
             EventKind::BrokerStarted { .. } => self.started = true,
+            EventKind::Containment { path, .. } => self.cgroup = path.clone(),
             EventKind::Spawned { pgid, .. } => {
                 // The leader is the broker's child, or ours if the broker is already gone.
                 let parents = [self.broker_pid, std::process::id() as i32];

@@ -57,6 +57,8 @@ pub struct ExecOptions {
     /// A pseudo-terminal for each stream where tether's own is a terminal (`--no-pty`:
     /// pipes whatever they are).
     pub pty: bool,
+    /// `--max-procs`, `--max-memory`: limits on the command's cgroup.
+    pub limits: crate::cgroup::Limits,
 }
 
 /// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
@@ -184,6 +186,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         } else {
             None
         },
+        limits: options.limits,
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
@@ -217,6 +220,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let copy = copy_read.map(OutputCopy::start).transpose()?;
 
     let mut conversation = Conversation::new(broker.pid(), options.json, grace, copy);
+    conversation.cgroup = broker.expected_cgroup.clone();
     conversation.forward_signals = options.signals == SignalMode::Forward;
     let end = conversation.converse(&mut broker, signals).await;
     if end != End::Closed {
@@ -229,6 +233,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         mut outcome,
         copy,
         leader,
+        cgroup,
         stop_asked,
         ..
     } = conversation;
@@ -242,7 +247,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     };
     if let Some(why) = why {
         let (grace, patience) = cleanup_timing(stop_asked, grace, Instant::now());
-        let cleanup = stop_leftovers(&live, leader, grace, patience).await;
+        let cleanup = stop_leftovers(&live, leader, cgroup.as_deref(), grace, patience).await;
         say!("{why}; {}", cleanup.describe());
     }
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours

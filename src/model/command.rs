@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandSpec, Event, EventKind, ExitStatus, ParentLossCause, ProcessEntry,
-    ProcessSignal, Stream, TerminalRequest,
+    CapReason, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, ParentLossCause,
+    ProcessEntry, ProcessSignal, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -137,6 +137,10 @@ pub struct CommandState {
     pub terminal: Option<TerminalRequest>,
     /// The `output` events in order: how stdout and stderr interleaved, and when.
     pub runs: crate::model::output::runs::OutputRuns,
+    /// What holds the run's tree (`containment` event): a cgroup, or the /proc walk.
+    pub containment: Option<ContainmentMode>,
+    /// The run's cgroup, while it has one: its figures are read from there.
+    pub cgroup: Option<PathBuf>,
 }
 
 impl CommandState {
@@ -165,6 +169,8 @@ impl CommandState {
             markers: Vec::new(),
             terminal: None,
             runs: Default::default(),
+            containment: None,
+            cgroup: None,
         }
     }
 
@@ -227,6 +233,10 @@ impl CommandState {
             EventKind::TerminalUnavailable { message, .. } => {
                 self.notice = Some(message.clone());
             }
+            EventKind::Containment { mode, path, .. } => {
+                self.containment = Some(*mode);
+                self.cgroup = path.clone().filter(|_| *mode == ContainmentMode::Cgroup);
+            }
             EventKind::Input { .. } => {}
             EventKind::SpawnError { message, .. } => {
                 self.status = Status::FailedToStart;
@@ -272,7 +282,8 @@ impl CommandState {
             EventKind::ParentUnresponsive { .. }
             | EventKind::EventsCapped { .. }
             | EventKind::ControlRefused { .. }
-            | EventKind::ControlUnavailable { .. } => {}
+            | EventKind::ControlUnavailable { .. }
+            | EventKind::LimitUnavailable { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);

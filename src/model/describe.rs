@@ -84,6 +84,17 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         EventKind::ParentUnresponsive { silent_ms } => {
             (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)
         }
+        EventKind::Containment { mode, path, reason } => (
+            // After the kind's own name: `containment cgroup PATH`, `containment procfs (WHY)`.
+            crate::protocol::containment_line(*mode, path.as_deref(), reason.as_deref())
+                .trim_start_matches("containment: ")
+                .to_string(),
+            match mode {
+                crate::protocol::ContainmentMode::Cgroup => Tone::Quiet,
+                crate::protocol::ContainmentMode::Procfs => Tone::Warning,
+            },
+        ),
+        EventKind::LimitUnavailable { message, .. } => (message.clone(), Tone::Warning),
         // The kind already says `exit`: `exit code 0`, `exit SIGKILL`.
         EventKind::Exit { status, .. } => (
             match status.code {

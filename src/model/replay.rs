@@ -55,6 +55,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
                 .map(std::time::Duration::from_millis),
             autostart: false,
             pty: request.terminal.is_some(),
+            limits: request.limits,
         },
         None => CommandConfig {
             name: record.id.clone(),
@@ -65,6 +66,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             no_output_timeout: None,
             autostart: false,
             pty: false,
+            limits: Default::default(),
         },
     }
 }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::signal::ProcessSignal;
+pub use crate::cgroup::Limits;
 
 use super::Peer;
 
@@ -111,6 +112,9 @@ pub struct LaunchRequest {
     /// Pseudo-terminals for the command's streams; absent: pipes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<TerminalRequest>,
+    /// Limits on the command's cgroup (`pids.max`, `memory.max`), where it has one.
+    #[serde(default, skip_serializing_if = "Limits::is_empty")]
+    pub limits: Limits,
 }
 
 /// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
@@ -581,6 +585,21 @@ pub enum EventKind {
         code: String,
         message: String,
     },
+    /// What holds the command's tree, said once before `spawned`: its own cgroup (`path`),
+    /// or the walk of /proc (`reason` says why no cgroup).
+    Containment {
+        mode: ContainmentMode,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<PathBuf>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A limit asked for (`max_procs`, `max_memory`) could not be applied; the command runs
+    /// without it.
+    LimitUnavailable {
+        limit: String,
+        message: String,
+    },
     /// A control request was carried out; sent to the client that asked only, never
     /// journaled. `journal_offset` answers `subscribe`: the bytes of `events.jsonl` written
     /// before the first event the subscription sends. `targets` answers `signal`.
@@ -628,6 +647,8 @@ impl EventKind {
             EventKind::Pong => "pong",
             EventKind::ControlRefused { .. } => "control_refused",
             EventKind::ControlUnavailable { .. } => "control_unavailable",
+            EventKind::Containment { .. } => "containment",
+            EventKind::LimitUnavailable { .. } => "limit_unavailable",
             EventKind::ControlAck { .. } => "control_ack",
             EventKind::ControlError { .. } => "control_error",
         }
@@ -658,6 +679,45 @@ pub struct CommandResult {
     /// Kinds of events that reached their budget and stopped being recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events_capped: Vec<CappedKind>,
+    /// CPU time the whole command used, as its cgroup accounted it (cgroup containment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_cpu_usec: Option<u64>,
+}
+
+/// What holds a command's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContainmentMode {
+    /// A cgroup v2 of its own: membership, kill and emptiness from the kernel.
+    Cgroup,
+    /// The broker's descendants, found by walking /proc (a subreaper's tree).
+    Procfs,
+}
+
+impl ContainmentMode {
+    pub fn label(self) -> &'static str {
+        match self {
+            ContainmentMode::Cgroup => "cgroup",
+            ContainmentMode::Procfs => "procfs",
+        }
+    }
+}
+
+/// `containment: cgroup PATH` or `containment: procfs (REASON)`: the one line a journal
+/// reader, the timeline and the log show.
+pub fn containment_line(
+    mode: ContainmentMode,
+    path: Option<&std::path::Path>,
+    reason: Option<&str>,
+) -> String {
+    match (mode, path, reason) {
+        (ContainmentMode::Cgroup, Some(path), _) => {
+            format!("containment: cgroup {}", path.display())
+        }
+        (ContainmentMode::Cgroup, None, _) => "containment: cgroup".into(),
+        (ContainmentMode::Procfs, _, Some(reason)) => format!("containment: procfs ({reason})"),
+        (ContainmentMode::Procfs, _, None) => "containment: procfs".into(),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

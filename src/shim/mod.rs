@@ -181,6 +181,7 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         no_stdin: false,
         // Transparent: a terminal where the shim's own stream is one, as the shell had.
         pty: true,
+        limits: Default::default(),
     })
 }
 

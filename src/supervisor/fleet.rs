@@ -145,7 +145,7 @@ impl Fleet {
     /// The last thing before the TUI exits: KILLs whatever is still below it and not under a
     /// live broker, and reaps it.
     pub async fn kill_leftovers(&self) -> Cleanup {
-        stop_leftovers(&self.live, None, Duration::ZERO, ABORT_PATIENCE).await
+        stop_leftovers(&self.live, None, None, Duration::ZERO, ABORT_PATIENCE).await
     }
 
     /// Forgets a finished run's link (a later run replaces it anyway).
@@ -184,7 +184,7 @@ struct BrokerLink {
 
 impl BrokerLink {
     async fn drive(self, mut broker: BrokerProcess, orders: UnboundedReceiver<Order>) {
-        let (end, leader) = self.converse(&mut broker, orders).await;
+        let (end, leader, cgroup) = self.converse(&mut broker, orders).await;
         if end != End::Closed {
             // Through the unreaped `Child`: its pid cannot have been reused.
             let _ = broker.child.kill();
@@ -210,7 +210,7 @@ impl BrokerLink {
             ),
         };
         self.tell(format!("{why}; stopping what it left"));
-        let cleanup = stop_leftovers(&self.live, leader, grace, patience).await;
+        let cleanup = stop_leftovers(&self.live, leader, cgroup.as_deref(), grace, patience).await;
         self.tell(format!("{why}; {}", cleanup.describe()));
         let _ = self.events.send(FleetEvent::Ended(self.id));
     }
@@ -220,17 +220,19 @@ impl BrokerLink {
     }
 
     /// Carries events and requests until the broker closes, dies, or must be killed.
-    /// Returns how it ended and the command's group leader, if it still needs stopping.
+    /// Returns how it ended, the command's group leader, if it still needs stopping, and its
+    /// cgroup, if it has one.
     async fn converse(
         &self,
         broker: &mut BrokerProcess,
         mut orders: UnboundedReceiver<Order>,
-    ) -> (End, Option<GroupLeader>) {
+    ) -> (End, Option<GroupLeader>, Option<std::path::PathBuf>) {
         let me = std::process::id() as i32;
         let broker_pid = broker.pid();
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
         heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut leader: Option<GroupLeader> = None;
+        let mut cgroup = broker.expected_cgroup.clone();
         let mut acks = Acks::default();
         let mut orders_open = true;
         let end = loop {
@@ -249,6 +251,7 @@ impl BrokerLink {
                             leader = GroupLeader::find(*pgid, &[broker_pid, me]);
                         }
                         EventKind::Exit { .. } => leader = None,
+                        EventKind::Containment { path, .. } => cgroup = path.clone(),
                         _ => {}
                     }
                     let closed = matches!(event.kind, EventKind::Close { .. });
@@ -294,7 +297,7 @@ impl BrokerLink {
                 }
             }
         };
-        (end, leader)
+        (end, leader, cgroup)
     }
 }
 

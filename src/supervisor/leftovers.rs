@@ -6,6 +6,7 @@
 //! [`StopSequence`] over that walk, and the front end reaps what it adopted.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::broker::signaller::Walk;
 use crate::broker::stop::StopSequence;
+use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::Origin;
 
@@ -189,20 +191,31 @@ impl Cleanup {
 /// Stops the leftovers with the broker's sequence: TERM and CONT to the group and every
 /// leftover, `grace` (none: KILL at once), then KILL until two walks in a row find nothing
 /// alive, or `patience` after the KILL. Reaps what it adopted on the way.
+///
+/// With the command's `cgroup` (named by the broker's `containment` event), the leftovers are
+/// its members, the KILL is its `cgroup.kill`, the end is `populated 0` as well, and the
+/// cgroup is removed once empty.
 pub async fn stop_leftovers(
     live: &LiveBrokers,
     leader: Option<GroupLeader>,
+    cgroup: Option<&Path>,
     grace: Duration,
     patience: Duration,
 ) -> Cleanup {
+    let cgroup = cgroup.and_then(|path| CommandCgroup::open_existing(path).ok().map(Arc::new));
     let group = || leader.and_then(|l| l.live_group());
+    let populated = || {
+        cgroup
+            .as_ref()
+            .is_some_and(|c| c.populated().unwrap_or(false))
+    };
     let mut reached: HashSet<i32> = HashSet::new();
     let (mut sequence, mut killed_at) = {
         let mut registry = live.lock().await;
         if let Some(l) = leader {
             registry.protected.insert(l.pgid);
         }
-        let walk = registry.leftovers();
+        let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();
         let (mut sequence, delivery) =
             StopSequence::start(Origin::Shutdown, grace, &walk, group(), now);
@@ -222,7 +235,7 @@ pub async fn stop_leftovers(
         };
         sleep_until(next).await;
         let registry = live.lock().await;
-        let walk = registry.leftovers();
+        let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();
         let delivery = if !sequence.killed && now >= sequence.kill_at {
             killed_at = Some(now);
@@ -233,7 +246,7 @@ pub async fn stop_leftovers(
         reached.extend(delivery.into_iter().flat_map(|d| d.targets));
         registry.reap_adopted();
         let alive = walk.live().len();
-        if alive == 0 {
+        if alive == 0 && !populated() {
             empty_walks += 1;
             if empty_walks >= 2 {
                 break 0;
@@ -250,6 +263,9 @@ pub async fn stop_leftovers(
         registry.protected.remove(&l.pgid);
     }
     registry.reap_adopted();
+    if let Some(cgroup) = cgroup.as_ref().filter(|_| !populated()) {
+        let _ = cgroup.remove();
+    }
     Cleanup {
         reached: reached.len(),
         survivors,

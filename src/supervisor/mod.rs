@@ -28,6 +28,9 @@ pub struct BrokerProcess {
     pending: std::collections::VecDeque<Frame>,
     /// Request lines the broker's stdin has not taken yet.
     outbox: Outbox,
+    /// The cgroup the broker will put the command in, where there is a hierarchy: what to
+    /// kill and remove if the broker dies before its `containment` event comes.
+    pub expected_cgroup: Option<std::path::PathBuf>,
 }
 
 /// One line from a broker: the event, and the exact bytes it came as.
@@ -86,6 +89,13 @@ impl BrokerProcess {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(io::Error::other("the broker's pipes were not created"));
         };
+        // Our unreaped child: the pid names it, and its start time is the one it names its
+        // command's cgroup with.
+        let identity = crate::protocol::BrokerIdentity {
+            pid: child.id() as i32,
+            start_ticks: crate::procfs::read_stat(child.id() as i32).map_or(0, |s| s.start_ticks),
+        };
+        let expected_cgroup = crate::broker::containment::expected_cgroup(request, &identity);
         let broker = BrokerProcess {
             child,
             requests: AsyncPipe::new(OwnedFd::from(stdin))?,
@@ -94,6 +104,7 @@ impl BrokerProcess {
             buf: vec![0; 256 * 1024],
             pending: Default::default(),
             outbox: Outbox::default(),
+            expected_cgroup,
         };
         broker.requests.write_all(&launch).await?;
         Ok(broker)

@@ -9,6 +9,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{format, pane_block, style};
 use crate::app::view::{FrameContent, Pane, ViewState};
+use crate::cgroup::CgroupStats;
 use crate::model::output::one_line;
 use crate::model::{CommandState, Model};
 use crate::sampler::TreeRow;
@@ -22,7 +23,10 @@ pub fn draw(
 ) {
     let focused = view.focus == Pane::Tree;
     let command = model.commands.get(view.selected);
-    let block = pane_block(&title(command, !content.tree.is_empty()), focused);
+    let block = pane_block(
+        &title(command, !content.tree.is_empty(), content.cgroup.as_ref()),
+        focused,
+    );
     let run_start = command.and_then(|c| c.started_ms).unwrap_or(0);
     if content.tree.is_empty() {
         let text = match model.commands.get(view.selected) {
@@ -193,16 +197,28 @@ fn first_shown(heights: &[usize], selected: usize, visible: usize) -> usize {
     first
 }
 
-/// `Process tree: NAME · COMMAND LINE`, so that the whole command the name stands for can be
-/// read (zoom the pane for the widest view); once a run is over and the pane lists what the
-/// broker saw, it says so.
-fn title(command: Option<&CommandState>, listed: bool) -> String {
+/// `Process tree: NAME · CONTAINMENT · COMMAND LINE`, so that the whole command the name
+/// stands for can be read (zoom the pane for the widest view); once a run is over and the
+/// pane lists what the broker saw, it says so. The containment is `procfs`, or `cgroup` with
+/// what the cgroup accounted for the whole command.
+fn title(command: Option<&CommandState>, listed: bool, cgroup: Option<&CgroupStats>) -> String {
     let Some(command) = command else {
         return "Process tree".into();
     };
     let name = &command.config.name;
     let line = command.command_line();
     let mut title = format!("Process tree: {name}");
+    if let Some(mode) = command.containment {
+        title.push_str(&format!(" · {}", mode.label()));
+        if let Some(stats) = cgroup {
+            if let Some(usec) = stats.cpu_usec {
+                title.push_str(&format!(" cpu {}", format::duration_ms(usec / 1000)));
+            }
+            if let Some(bytes) = stats.memory_bytes {
+                title.push_str(&format!(" mem {}", format::compact_bytes(bytes)));
+            }
+        }
+    }
     // Before the command line, which the border may cut.
     if listed && !command.status.is_active() {
         title.push_str(" · every process seen during the run");
@@ -216,6 +232,31 @@ fn title(command: Option<&CommandState>, listed: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_title_says_the_containment_and_what_the_cgroup_accounted() {
+        use crate::config::CommandConfig;
+        use crate::protocol::{CommandSpec, ContainmentMode};
+        let mut command = CommandState::new(CommandConfig::new(
+            "web",
+            CommandSpec::Argv(vec!["web".into()]),
+        ));
+        assert_eq!(title(Some(&command), false, None), "Process tree: web");
+        command.containment = Some(ContainmentMode::Procfs);
+        assert_eq!(
+            title(Some(&command), false, None),
+            "Process tree: web · procfs"
+        );
+        command.containment = Some(ContainmentMode::Cgroup);
+        let stats = CgroupStats {
+            cpu_usec: Some(4_200_000),
+            memory_bytes: Some(3 << 20),
+        };
+        assert_eq!(
+            title(Some(&command), false, Some(&stats)),
+            "Process tree: web · cgroup cpu 4.2s mem 3.0M"
+        );
+    }
 
     #[test]
     fn the_selected_row_is_in_sight_with_as_many_above_as_fit() {

@@ -4,6 +4,7 @@
 //! Each test binary uses only some of these.
 #![allow(dead_code)]
 
+pub mod cgroups;
 pub mod direct;
 pub mod journal;
 pub mod procs;
@@ -150,6 +151,7 @@ impl TestEnv {
     /// Checks that nothing the test started is still alive (with a short retry window).
     pub fn finish(self) {
         assert_none_left(&self.tag);
+        cgroups::assert_none_left(&self.state_dir());
     }
 }
 
@@ -273,14 +275,34 @@ pub fn run_to_end(env: &TestEnv, mut command: Command, what: &str) -> std::proce
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|err| panic!("cannot start {what}: {err}"));
+    // Read on threads while waiting: output past a pipe's 64 KiB would otherwise block the
+    // child for ever.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let started = Instant::now();
-    while child.try_wait().expect("wait for the child").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
             let _ = child.wait();
             panic!("{what} did not finish within {DEADLINE:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().expect("read stdout"),
+        stderr: stderr.join().expect("read stderr"),
     }
-    child.wait_with_output().expect("collect the output")
 }

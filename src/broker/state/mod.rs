@@ -1,10 +1,12 @@
 //! Everything a broker knows about its command, and how each happening changes it.
 //! The event loop in `run.rs` feeds this; nothing here waits.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+mod cgroup;
 mod input;
 mod requests;
 mod time;
@@ -12,6 +14,7 @@ mod time;
 use super::stop::StopSequence;
 use super::tree::schedule::ScanSchedule;
 use super::tree::{TreeRecorder, is_escaped, tree_budget};
+use crate::cgroup::CommandCgroup;
 use crate::clock::now_ms;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
@@ -105,6 +108,8 @@ pub struct Broker {
     /// When the tree is next walked for the record.
     tree_walks: ScanSchedule,
     result: CommandResult,
+    /// The command's own cgroup, where it has one: its members are the tree.
+    cgroup: Option<Arc<CommandCgroup>>,
 }
 
 /// One ended child, reaped: its pid, how it ended, and where it was (its process group and
@@ -238,6 +243,7 @@ impl Broker {
             tree: TreeRecorder::new(tree_budget),
             tree_walks: ScanSchedule::new(now),
             result: CommandResult::default(),
+            cgroup: None,
         }
     }
 
@@ -367,7 +373,8 @@ impl Broker {
     /// Whether anything of the command's tree may still run: after [`Broker::reap`], a child
     /// left is a live one (or one that ended since, reaped at the next SIGCHLD).
     pub(super) fn tree_left(&self) -> bool {
-        has_children()
+        // The cgroup's word too: `populated 0` once its last process is gone.
+        has_children() || self.cgroup_populated()
     }
 
     /// Reaps every child that has ended: the command itself, or a descendant re-parented to
@@ -473,6 +480,7 @@ impl Broker {
         self.reap();
         self.flush_output();
         self.flush_input();
+        self.release_cgroup();
         if let Some(event) = self.tree.close() {
             self.record_tree(event);
         }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Broker, Phase};
-use crate::broker::signaller::{self, live_descendants};
+use crate::broker::signaller;
 use crate::broker::stop::{Delivery, StopSequence};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
@@ -137,7 +137,7 @@ impl Broker {
         let targets = match scope {
             Scope::Group => {
                 let mut reached = Default::default();
-                signaller::signal_tree(self.pid, self.live_group(), signal, false, &mut reached)
+                signaller::signal_tree(self.walk(), self.live_group(), signal, false, &mut reached)
             }
             Scope::Pid => {
                 let Some(target) = pid else {
@@ -146,7 +146,7 @@ impl Broker {
                         message: "a signal with scope `pid` needs a `pid`".into(),
                     });
                 };
-                match live_descendants(self.pid).iter().find(|p| p.pid == target) {
+                match self.walk().live().iter().find(|p| p.pid == target) {
                     Some(stat) if signaller::signal_process(stat, signal) => vec![target],
                     Some(_) => vec![],
                     None => {
@@ -185,8 +185,13 @@ impl Broker {
         self.stop_client = client;
         self.result.stopped_by = Some(origin);
         let grace = Duration::from_millis(self.request.grace_ms);
-        let (mut sequence, delivery) =
-            StopSequence::start(origin, grace, self.pid, self.live_group(), Instant::now());
+        let (mut sequence, delivery) = StopSequence::start(
+            origin,
+            grace,
+            self.walk(),
+            self.live_group(),
+            Instant::now(),
+        );
         sequence.delay_first_sweep(sweep_jitter(self.pid, crate::clock::now_ms()));
         self.stop = Some(sequence);
         let cont = Delivery {

@@ -33,7 +33,7 @@ impl Broker {
                 next.push(stop.kill_at);
             }
         }
-        if self.child.is_some() && self.phase != Phase::Done {
+        if self.child.is_some() && self.phase != Phase::Done && !self.tree_paused() {
             next.push(self.tree_walks.next());
         }
         match self.phase {
@@ -91,7 +91,11 @@ impl Broker {
             }
         }
         self.advance_stop(now);
-        if self.child.is_some() && self.phase != Phase::Done && self.tree_walks.is_due(now) {
+        if self.child.is_some()
+            && self.phase != Phase::Done
+            && !self.tree_paused()
+            && self.tree_walks.is_due(now)
+        {
             self.sample_tree(now);
         }
         self.advance_phase(now, pipes_open, mirror_behind);
@@ -101,21 +105,21 @@ impl Broker {
         if self.stop_done {
             return;
         }
-        let (root, group) = (self.pid, self.live_group());
+        let (walk, group) = (self.walk(), self.live_group());
         let Some(stop) = self.stop.as_mut() else {
             return;
         };
         let origin = stop.origin;
         if !stop.killed && now >= stop.kill_at {
             let after_ms = now.saturating_duration_since(stop.started).as_millis() as u64;
-            let delivery = stop.escalate(root, group, now);
+            let delivery = stop.escalate(&walk, group, now);
             if !delivery.targets.is_empty() {
                 self.result.hard_killed = true;
                 self.emit(EventKind::HardKill { after_ms });
                 self.report(delivery, origin);
             }
         } else if now >= stop.next_sweep {
-            if let Some(delivery) = stop.sweep(root, group, now) {
+            if let Some(delivery) = stop.sweep(&walk, group, now) {
                 self.report(delivery, origin);
             }
         }
@@ -127,7 +131,8 @@ impl Broker {
         let Some(group) = self.child.as_ref().map(|c| c.pid) else {
             return;
         };
-        let event = self.tree.sample(self.pid, group);
+        self.check_cgroup();
+        let event = self.tree.sample(&self.walk(), group);
         self.tree_walks.walked(now, event.is_some());
         if let Some(event) = event {
             self.record_tree(event);

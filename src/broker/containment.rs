@@ -1,0 +1,93 @@
+//! Choosing what holds the command's tree, before it is spawned: a cgroup of its own below
+//! ours where cgroup v2 lets us, else the walk of /proc (the subreaper's descendants). Either
+//! way the journal says which, in one line; a cgroup problem never fails the command.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::cgroup::{self, CommandCgroup, Hierarchy, Limits, name};
+use crate::protocol::{BrokerIdentity, ContainmentMode, EventKind, LaunchRequest};
+
+/// What was decided: the cgroup (if any) and the events that say so.
+pub struct Established {
+    pub cgroup: Option<Arc<CommandCgroup>>,
+    pub events: Vec<EventKind>,
+}
+
+/// The cgroup's name: session and command directory (or the command's name), and the
+/// broker's pid and start time.
+fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
+    let (session, command) = match &request.session {
+        Some(s) => (s.id.as_str(), s.command.as_str()),
+        None => ("none", request.name.as_str()),
+    };
+    name::command_cgroup_name(session, command, (broker.pid, broker.start_ticks))
+}
+
+/// Where the broker `broker` puts the command of `request`, if this process (its front end,
+/// in the same cgroup) finds a hierarchy: known before the broker says so, for a broker that
+/// dies or is stopped before its `containment` event reaches the front end.
+pub fn expected_cgroup(request: &LaunchRequest, broker: &BrokerIdentity) -> Option<PathBuf> {
+    let hierarchy = Hierarchy::find().ok()?;
+    Some(hierarchy.path().join(cgroup_name(request, broker)))
+}
+
+pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Established {
+    let made = Hierarchy::find().and_then(|hierarchy| {
+        // Whatever a killed broker left, empty, goes first (never one whose broker runs).
+        cgroup::stale::remove_stale(&hierarchy);
+        Ok(CommandCgroup::create(
+            &hierarchy,
+            &cgroup_name(request, broker),
+        )?)
+    });
+    match made {
+        Ok(cgroup) => {
+            let mut events = vec![EventKind::Containment {
+                mode: ContainmentMode::Cgroup,
+                path: Some(cgroup.path().to_path_buf()),
+                reason: None,
+            }];
+            for problem in cgroup::limits::apply(&cgroup, &request.limits) {
+                events.push(limit_unavailable(problem));
+            }
+            Established {
+                cgroup: Some(Arc::new(cgroup)),
+                events,
+            }
+        }
+        Err(reason) => {
+            let mut events = vec![EventKind::Containment {
+                mode: ContainmentMode::Procfs,
+                path: None,
+                reason: Some(reason.to_string()),
+            }];
+            events.extend(
+                without_cgroup(&request.limits)
+                    .into_iter()
+                    .map(limit_unavailable),
+            );
+            Established {
+                cgroup: None,
+                events,
+            }
+        }
+    }
+}
+
+fn limit_unavailable(message: String) -> EventKind {
+    let limit = message.split(' ').next().unwrap_or_default().to_string();
+    EventKind::LimitUnavailable { limit, message }
+}
+
+/// Limits asked of a command that has no cgroup: each said, once.
+fn without_cgroup(limits: &Limits) -> Vec<String> {
+    let mut problems = Vec::new();
+    if limits.max_procs.is_some() {
+        problems.push("max_procs not applied: the command has no cgroup (see containment); it runs without it".to_string());
+    }
+    if limits.max_memory.is_some() {
+        problems.push("max_memory not applied: the command has no cgroup (see containment); it runs without it".to_string());
+    }
+    problems
+}

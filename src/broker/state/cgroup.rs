@@ -1,0 +1,106 @@
+//! The broker's side of the command's cgroup: the walk the stop and the tree record take,
+//! whether anything is left in it, the fallback when it disappears, its figures and its
+//! removal at the end.
+
+use std::sync::Arc;
+
+use super::Broker;
+use crate::broker::signaller::Walk;
+use crate::cgroup::CommandCgroup;
+use crate::protocol::{ContainmentMode, EventKind};
+
+impl Broker {
+    /// The command runs in `cgroup` (or, `None`, is contained by the walk of /proc).
+    pub fn contain(&mut self, cgroup: Option<Arc<CommandCgroup>>) {
+        self.cgroup = cgroup;
+    }
+
+    /// The command's processes: its cgroup's members, or every descendant of this subreaper.
+    pub(in crate::broker) fn walk(&self) -> Walk {
+        Walk::below(self.pid).in_cgroup(self.cgroup.clone())
+    }
+
+    /// Whether the tree's record waits while a stop runs: on the cgroup path a stop's end is
+    /// the kernel's (`cgroup.kill`, `populated 0`), and reading every member's `/proc` entry
+    /// meanwhile (thousands, in a fork storm, each read waiting on a fork) would only delay
+    /// it. The stop's own events name every process it signalled; the record resumes after.
+    pub(super) fn tree_paused(&self) -> bool {
+        self.cgroup.is_some() && self.stop.is_some() && !self.stop_done
+    }
+
+    /// Whether a process is left in the cgroup (false without one, or once it is gone).
+    pub(super) fn cgroup_populated(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|c| c.populated().unwrap_or(false))
+    }
+
+    /// The command must be in its cgroup before anything it runs can fork: it writes itself
+    /// into `cgroup.procs` before exec. If that failed (the write is unchecked in the child,
+    /// where nothing may allocate), the /proc walk takes over, and the journal says why.
+    pub fn check_entered(&mut self, pid: i32) {
+        let Some(cgroup) = self.cgroup.as_ref() else {
+            return;
+        };
+        let member = cgroup.members().is_ok_and(|m| m.contains(&pid));
+        // Already gone: it cannot have forked outside the cgroup, which is all that counts.
+        let gone = crate::procfs::read_stat(pid).is_none_or(|s| s.is_zombie());
+        if !member && !gone {
+            let reason = format!(
+                "the command could not enter its cgroup {}",
+                cgroup.path().display()
+            );
+            self.fall_back(reason);
+        }
+    }
+
+    /// Something changed in the cgroup (`cgroup.events`): the tree may have, a stop may be
+    /// done, or the cgroup may be gone.
+    pub fn cgroup_changed(&mut self) {
+        self.check_cgroup();
+        self.tree_may_have_changed();
+        self.check_stop_done();
+    }
+
+    /// A cgroup taken away mid-run (a delegated subtree removed) leaves the /proc walk in
+    /// charge, said once in the journal.
+    pub(super) fn check_cgroup(&mut self) {
+        if let Some(cgroup) = self.cgroup.as_ref().filter(|c| !c.exists()) {
+            let reason = format!("the cgroup {} disappeared", cgroup.path().display());
+            self.fall_back(reason);
+        }
+    }
+
+    fn fall_back(&mut self, reason: String) {
+        // Empty (the command never entered it), it goes now; one still holding a process
+        // stays, for a later tether to remove once empty.
+        if let Some(cgroup) = self.cgroup.take() {
+            let _ = cgroup.remove();
+        }
+        self.emit(EventKind::Containment {
+            mode: ContainmentMode::Procfs,
+            path: None,
+            reason: Some(reason),
+        });
+    }
+
+    /// At the end: the CPU time the cgroup accounted goes to `result.json`, and the cgroup
+    /// is removed. The kernel refuses while a process is in it (one that survived SIGKILL):
+    /// then it stays, and a later tether removes it once empty.
+    pub(super) fn release_cgroup(&mut self) {
+        let Some(cgroup) = self.cgroup.take() else {
+            return;
+        };
+        self.result.cgroup_cpu_usec = cgroup.stats().cpu_usec;
+        if let Err(err) = cgroup.remove() {
+            self.emit(EventKind::BrokerFailure {
+                stage: crate::protocol::Stage::Internal,
+                code: "cgroup_remove".into(),
+                message: format!(
+                    "cannot remove the command's cgroup {}: {err}; a later tether removes it once it is empty",
+                    cgroup.path().display()
+                ),
+            });
+        }
+    }
+}

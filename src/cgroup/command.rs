@@ -1,0 +1,273 @@
+//! One command's cgroup: created below the hierarchy without following links, entered by the
+//! command before it runs, read for its members, figures and `populated`, killed whole with
+//! `cgroup.kill`, removed when empty.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use super::name::{self, PREFIX};
+use super::{CgroupError, Hierarchy};
+
+#[derive(Debug)]
+pub struct CommandCgroup {
+    path: PathBuf,
+    name: String,
+    parent: OwnedFd,
+    dir: OwnedFd,
+}
+
+/// What the kernel accounts to a command's cgroup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CgroupStats {
+    /// CPU time used by every process that ever ran in it (`cpu.stat` `usage_usec`).
+    pub cpu_usec: Option<u64>,
+    /// Memory in use now (`memory.current`), where the memory controller is enabled.
+    pub memory_bytes: Option<u64>,
+}
+
+/// The pids a `cgroup.procs` lists.
+pub fn parse_procs(text: &str) -> Vec<i32> {
+    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// `populated` from `cgroup.events`: whether any process lives in the cgroup or below.
+pub fn parse_populated(text: &str) -> Option<bool> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("populated "))
+        .and_then(|v| match v.trim() {
+            "0" => Some(false),
+            "1" => Some(true),
+            _ => None,
+        })
+}
+
+/// `usage_usec` from `cpu.stat`, which every v2 cgroup has.
+pub fn parse_cpu_usec(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn open_dir(parent: impl AsFd, name: &str) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        parent,
+        name,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// A directory that is ours: a link was refused by `O_NOFOLLOW`; another user's is refused
+/// here.
+fn check_owner(dir: &OwnedFd, what: &Path) -> Result<(), CgroupError> {
+    let stat = rustix::fs::fstat(dir).map_err(|err| CgroupError::io(what, err.into()))?;
+    let me = rustix::process::geteuid().as_raw();
+    if stat.st_uid != me {
+        return Err(CgroupError::NotOurs {
+            path: what.to_path_buf(),
+            owner: stat.st_uid,
+        });
+    }
+    Ok(())
+}
+
+impl CommandCgroup {
+    /// Creates the cgroup `name` below `hierarchy` (mode 0755: cgroup files are the kernel's;
+    /// only the owner may write them). A name already taken is refused, never reused.
+    pub fn create(hierarchy: &Hierarchy, name: &str) -> Result<CommandCgroup, CgroupError> {
+        let path = hierarchy.path().join(name);
+        rustix::fs::mkdirat(hierarchy.dir(), name, Mode::from_raw_mode(0o755))
+            .map_err(|err| CgroupError::io(&path, err.into()))?;
+        let parent = hierarchy
+            .dir()
+            .try_clone()
+            .map_err(|err| CgroupError::io(hierarchy.path(), err))?;
+        let opened = open_dir(&parent, name).map_err(|err| CgroupError::io(&path, err));
+        let cgroup = match opened {
+            Ok(dir) => CommandCgroup {
+                path,
+                name: name.to_string(),
+                parent,
+                dir,
+            },
+            Err(err) => {
+                let _ = rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR);
+                return Err(err);
+            }
+        };
+        check_owner(&cgroup.dir, &cgroup.path)?;
+        // Kernels before 5.14 have no cgroup.kill: without it, a fork storm can outrun
+        // signals, which is what the cgroup is for.
+        if rustix::fs::statat(&cgroup.dir, "cgroup.kill", AtFlags::SYMLINK_NOFOLLOW).is_err() {
+            let _ = cgroup.remove();
+            return Err(CgroupError::NoKill);
+        }
+        Ok(cgroup)
+    }
+
+    /// A command cgroup that already exists, named in a broker's `containment` event: taken
+    /// only if it is a tether cgroup, a directory (not a link), and ours.
+    pub fn open_existing(path: &Path) -> Result<CommandCgroup, CgroupError> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| name::owner(n).is_some())
+            .ok_or_else(|| CgroupError::NotACommandCgroup(path.to_path_buf()))?;
+        let parent_path = path
+            .parent()
+            .ok_or_else(|| CgroupError::NotACommandCgroup(path.to_path_buf()))?;
+        let parent = rustix::fs::open(
+            parent_path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|err| CgroupError::io(parent_path, err.into()))?;
+        let dir = open_dir(&parent, name).map_err(|err| CgroupError::io(path, err))?;
+        check_owner(&dir, path)?;
+        Ok(CommandCgroup {
+            path: path.to_path_buf(),
+            name: name.to_string(),
+            parent,
+            dir,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn open_file(&self, file: &str, flags: OFlags) -> io::Result<std::fs::File> {
+        let fd = rustix::fs::openat(
+            &self.dir,
+            file,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(std::fs::File::from(fd))
+    }
+
+    fn read(&self, file: &str) -> io::Result<String> {
+        let mut text = String::new();
+        self.open_file(file, OFlags::RDONLY)?
+            .read_to_string(&mut text)?;
+        Ok(text)
+    }
+
+    fn write(&self, file: &str, value: &str) -> io::Result<()> {
+        self.open_file(file, OFlags::WRONLY | OFlags::TRUNC)?
+            .write_all(value.as_bytes())
+    }
+
+    /// `cgroup.procs` open for writing, close-on-exec: the command writes `0` to it before
+    /// it execs (an async-signal-safe `write`), which moves it in before it can fork.
+    pub fn procs_for_child(&self) -> io::Result<OwnedFd> {
+        Ok(self.open_file("cgroup.procs", OFlags::WRONLY)?.into())
+    }
+
+    /// The pids of every process in the cgroup now.
+    pub fn members(&self) -> io::Result<Vec<i32>> {
+        self.read("cgroup.procs").map(|t| parse_procs(&t))
+    }
+
+    /// Whether any process is left in the cgroup.
+    pub fn populated(&self) -> io::Result<bool> {
+        parse_populated(&self.read("cgroup.events")?).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "no `populated` in cgroup.events",
+            )
+        })
+    }
+
+    /// SIGKILL to every process in the cgroup at once: the kernel walks it with forks held
+    /// off, so nothing forked meanwhile is missed.
+    pub fn kill(&self) -> io::Result<()> {
+        self.write("cgroup.kill", "1")
+    }
+
+    /// Freezes (`true`) or thaws the cgroup (`cgroup.freeze`). A frozen process runs nothing
+    /// and forks nothing; a signal sent meanwhile waits and is acted on once thawed.
+    pub fn freeze(&self, frozen: bool) -> io::Result<()> {
+        self.write("cgroup.freeze", if frozen { "1" } else { "0" })
+    }
+
+    /// What the kernel accounted to the cgroup; a figure it does not keep is `None`.
+    pub fn stats(&self) -> CgroupStats {
+        CgroupStats {
+            cpu_usec: self.read("cpu.stat").ok().and_then(|t| parse_cpu_usec(&t)),
+            memory_bytes: self
+                .read("memory.current")
+                .ok()
+                .and_then(|t| t.trim().parse().ok()),
+        }
+    }
+
+    /// Writes a limit file (`pids.max`, `memory.max`).
+    pub(super) fn write_limit(&self, file: &str, value: u64) -> io::Result<()> {
+        self.write(file, &value.to_string())
+    }
+
+    pub(super) fn parent(&self) -> &OwnedFd {
+        &self.parent
+    }
+
+    /// Whether the cgroup directory is still there (a delegated subtree can be taken away).
+    pub fn exists(&self) -> bool {
+        rustix::fs::statat(&self.dir, "cgroup.procs", AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    }
+
+    /// Removes the cgroup; the kernel refuses (`EBUSY`) while a process is in it.
+    pub fn remove(&self) -> io::Result<()> {
+        debug_assert!(self.name.starts_with(PREFIX));
+        match rustix::fs::unlinkat(&self.parent, &self.name, AtFlags::REMOVEDIR) {
+            Err(rustix::io::Errno::NOENT) => Ok(()),
+            other => Ok(other?),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_kernel_files() {
+        assert_eq!(parse_procs("12\n345\n\n"), [12, 345]);
+        assert_eq!(parse_procs(""), Vec::<i32>::new());
+        assert_eq!(parse_populated("populated 1\nfrozen 0\n"), Some(true));
+        assert_eq!(parse_populated("populated 0\nfrozen 0\n"), Some(false));
+        assert_eq!(parse_populated("frozen 0\n"), None);
+        let cpu = "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n";
+        assert_eq!(parse_cpu_usec(cpu), Some(1500));
+        assert_eq!(parse_cpu_usec("user_usec 3\n"), None);
+    }
+
+    /// A directory laid out as a cgroup: what the kernel would create, as plain files.
+    fn fake_hierarchy() -> (tempfile::TempDir, Hierarchy) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("cgroup.procs"), "").expect("write");
+        let hierarchy = Hierarchy::at(dir.path()).expect("hierarchy");
+        (dir, hierarchy)
+    }
+
+    #[test]
+    fn a_cgroup_without_cgroup_kill_is_refused_and_removed() {
+        let (dir, hierarchy) = fake_hierarchy();
+        // A plain directory has no cgroup.kill, as on a kernel before 5.14.
+        let err = CommandCgroup::create(&hierarchy, "tether.s.c.1-2").expect_err("no kill");
+        assert!(matches!(err, CgroupError::NoKill), "{err}");
+        assert!(!dir.path().join("tether.s.c.1-2").exists());
+    }
+
+    #[test]
+    fn a_link_or_a_taken_name_is_refused() {
+        let (dir, hierarchy) = fake_hierarchy();
+        std::os::unix::fs::symlink("/tmp", dir.path().join("tether.s.c.1-2")).expect("link");
+        assert!(CommandCgroup::create(&hierarchy, "tether.s.c.1-2").is_err());
+        assert!(CommandCgroup::open_existing(&dir.path().join("tether.s.c.1-2")).is_err());
+        assert!(CommandCgroup::open_existing(&dir.path().join("user.slice")).is_err());
+    }
+}

@@ -1,0 +1,257 @@
+//! Finding the cgroup v2 directory this process may create command cgroups below: the
+//! cgroup2 mount (from `/proc/self/mountinfo`) joined with this process's own cgroup (the
+//! `0::PATH` line of `/proc/self/cgroup`), writable by us.
+//!
+//! Parsing is pure (tested on sample text); [`Hierarchy::find`] reads the two files and asks
+//! the kernel whether we may write there.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{Access, Mode, OFlags};
+
+use super::Unavailable;
+
+/// `TETHER_CGROUP=off` forces the /proc containment, so that it stays tested where cgroups
+/// work.
+pub const CGROUP_ENV: &str = "TETHER_CGROUP";
+
+/// The cgroup command cgroups are created in: ours, opened once.
+#[derive(Debug, Clone)]
+pub struct Hierarchy {
+    path: PathBuf,
+    dir: Arc<OwnedFd>,
+}
+
+/// Where the cgroup2 filesystem is mounted, and the cgroup its root shows (not `/` inside a
+/// cgroup namespace's bind mount), from `/proc/self/mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cgroup2Mount {
+    pub mount_point: PathBuf,
+    pub root: String,
+    pub read_only: bool,
+}
+
+/// The first cgroup2 mount in `mountinfo`. Fields: `id parent dev root mount-point options
+/// [optional...] - fstype source super-options`; paths escape spaces and such as `\040`.
+pub fn parse_mountinfo(mountinfo: &str) -> Option<Cgroup2Mount> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mut right = right.split_ascii_whitespace();
+        if right.next()? != "cgroup2" {
+            return None;
+        }
+        let super_options = right.nth(1).unwrap_or("");
+        let fields: Vec<&str> = left.split_ascii_whitespace().collect();
+        let (root, mount_point, options) = (fields.get(3)?, fields.get(4)?, fields.get(5)?);
+        let ro = |opts: &str| opts.split(',').any(|o| o == "ro");
+        Some(Cgroup2Mount {
+            mount_point: PathBuf::from(unescape(mount_point)),
+            root: unescape(root),
+            read_only: ro(options) || ro(super_options),
+        })
+    })
+}
+
+/// This process's cgroup in the v2 hierarchy: the path of the `0::` line.
+pub fn parse_own_cgroup(proc_self_cgroup: &str) -> Option<String> {
+    proc_self_cgroup
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .map(|path| path.trim_end().to_string())
+}
+
+/// The directory of our own cgroup: the mount point, then our path below the mount's root.
+pub fn own_cgroup_dir(mount: &Cgroup2Mount, own: &str) -> Result<PathBuf, Unavailable> {
+    if own.contains("(deleted)") {
+        return Err(Unavailable::OwnCgroupDeleted);
+    }
+    let below_root = match mount.root.as_str() {
+        "/" => own,
+        root => own
+            .strip_prefix(root)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+            .ok_or_else(|| Unavailable::OutsideMount(own.to_string()))?,
+    };
+    let relative = below_root.trim_start_matches('/');
+    if relative.split('/').any(|part| part == "..") {
+        return Err(Unavailable::OutsideMount(own.to_string()));
+    }
+    Ok(if relative.is_empty() {
+        mount.mount_point.clone()
+    } else {
+        mount.mount_point.join(relative)
+    })
+}
+
+/// `\040` and the like, as the kernel escapes mountinfo paths.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal.and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Hierarchy {
+    /// The hierarchy this process may use, or why there is none. `TETHER_CGROUP=off` says
+    /// there is none.
+    pub fn find() -> Result<Hierarchy, Unavailable> {
+        if std::env::var_os(CGROUP_ENV).is_some_and(|v| v == "off") {
+            return Err(Unavailable::Disabled);
+        }
+        let read = |path: &str| {
+            std::fs::read_to_string(path).map_err(|err| Unavailable::Unreadable {
+                what: path.into(),
+                reason: err.to_string(),
+            })
+        };
+        let mount = parse_mountinfo(&read("/proc/self/mountinfo")?).ok_or(Unavailable::NoV2)?;
+        if mount.read_only {
+            return Err(Unavailable::ReadOnly(mount.mount_point));
+        }
+        let own = parse_own_cgroup(&read("/proc/self/cgroup")?).ok_or(Unavailable::NotInV2)?;
+        Hierarchy::at(&own_cgroup_dir(&mount, &own)?)
+    }
+
+    /// The hierarchy at `dir` (a real one, or a directory a test made), if we may create
+    /// cgroups in it and move processes between it and them.
+    pub fn at(dir: &Path) -> Result<Hierarchy, Unavailable> {
+        let not_writable = |reason: String| Unavailable::NotWritable {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|err| not_writable(err.to_string()))?;
+        // Delegation: creating a child takes write access to the directory; moving a
+        // process into it takes write access to the common ancestor's `cgroup.procs`.
+        rustix::fs::accessat(
+            &fd,
+            ".",
+            Access::WRITE_OK | Access::EXEC_OK,
+            rustix::fs::AtFlags::EACCESS,
+        )
+        .map_err(|err| not_writable(err.to_string()))?;
+        rustix::fs::accessat(
+            &fd,
+            "cgroup.procs",
+            Access::WRITE_OK,
+            rustix::fs::AtFlags::EACCESS,
+        )
+        .map_err(|err| not_writable(format!("cgroup.procs: {err}")))?;
+        Ok(Hierarchy {
+            path: dir.to_path_buf(),
+            dir: Arc::new(fd),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(super) fn dir(&self) -> &OwnedFd {
+        &self.dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HYBRID: &str = "\
+22 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw
+31 22 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+42 31 0:39 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+";
+
+    #[test]
+    fn finds_the_cgroup2_mount_in_a_hybrid_layout() {
+        let mount = parse_mountinfo(HYBRID).expect("a cgroup2 mount");
+        assert_eq!(mount.mount_point, PathBuf::from("/sys/fs/cgroup/unified"));
+        assert_eq!(mount.root, "/");
+        assert!(!mount.read_only);
+        assert_eq!(
+            parse_mountinfo("42 31 0:39 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory"),
+            None
+        );
+        let ro = "30 1 0:27 / /sys/fs/cgroup ro,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate";
+        assert!(parse_mountinfo(ro).expect("mount").read_only);
+        let spaced = r"30 1 0:27 / /mnt/my\040cgroups rw - cgroup2 none rw";
+        assert_eq!(
+            parse_mountinfo(spaced).expect("mount").mount_point,
+            PathBuf::from("/mnt/my cgroups")
+        );
+    }
+
+    #[test]
+    fn joins_the_mount_with_our_own_cgroup() {
+        let cgroup =
+            "9:name=systemd:/\n4:memory:/x\n0::/user.slice/user-1000.slice/session-2.scope\n";
+        let own = parse_own_cgroup(cgroup).expect("a v2 line");
+        let mount = parse_mountinfo(HYBRID).expect("mount");
+        assert_eq!(
+            own_cgroup_dir(&mount, &own).expect("dir"),
+            PathBuf::from("/sys/fs/cgroup/unified/user.slice/user-1000.slice/session-2.scope")
+        );
+        assert_eq!(
+            own_cgroup_dir(&mount, "/").expect("dir"),
+            PathBuf::from("/sys/fs/cgroup/unified")
+        );
+        // v1 only: no `0::` line.
+        assert_eq!(parse_own_cgroup("4:memory:/\n1:cpu:/\n"), None);
+        // A container's bind mount shows its own subtree as the mount's root.
+        let nested = Cgroup2Mount {
+            mount_point: "/sys/fs/cgroup".into(),
+            root: "/docker/abc".into(),
+            read_only: false,
+        };
+        assert_eq!(
+            own_cgroup_dir(&nested, "/docker/abc/inner").expect("dir"),
+            PathBuf::from("/sys/fs/cgroup/inner")
+        );
+        assert!(own_cgroup_dir(&nested, "/docker/abcdef").is_err());
+        assert!(own_cgroup_dir(&mount, "/a/../../etc").is_err());
+        assert!(matches!(
+            own_cgroup_dir(&mount, "/gone (deleted)"),
+            Err(Unavailable::OwnCgroupDeleted)
+        ));
+    }
+
+    #[test]
+    fn a_directory_we_cannot_write_is_no_hierarchy() {
+        let missing = Path::new("/nonexistent/tether-cgroup-test");
+        let err = Hierarchy::at(missing).expect_err("no such directory");
+        assert!(
+            err.to_string().contains("/nonexistent/tether-cgroup-test"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        // No cgroup.procs: not a cgroup we can move processes through.
+        assert!(Hierarchy::at(dir.path()).is_err());
+        std::fs::write(dir.path().join("cgroup.procs"), "").expect("write");
+        assert_eq!(
+            Hierarchy::at(dir.path()).expect("usable").path(),
+            dir.path()
+        );
+    }
+}
