@@ -183,7 +183,7 @@ fn cursor_at_the_first_event() {
         screen.contains("stdout · 0 lines · 0 B"),
         "nothing written yet"
     );
-    assert!(screen.contains("▶ +0:00.100 broker_started"));
+    assert!(screen.contains("▶ +0:00.100 containment cgroup"));
     insta::assert_snapshot!(screen);
 }
 

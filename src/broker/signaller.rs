@@ -289,15 +289,15 @@ fn signal_members_now(
                     .map(|fd| (pid, fd))
             })
             .collect();
-        if let Some(pgid) = group_pending.take() {
-            if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
-                let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
-            }
-        }
         if pinned.is_empty() {
+            signal_group(group_pending.take(), signal, also_cont);
             break;
         }
         let still: HashSet<i32> = cgroup.members().ok()?.into_iter().collect();
+        // The group's signal only after the second listing: a SIGKILLed member leaves
+        // `cgroup.procs` at once, and would not be counted as reached. Signalled after it,
+        // a member still exists (a zombie at worst), so its own signal succeeds too.
+        signal_group(group_pending.take(), signal, also_cont);
         for (pid, pidfd) in pinned {
             already.insert(member_key(pid));
             let pidfd = Handle::Pidfd(pidfd);
@@ -315,6 +315,14 @@ fn signal_members_now(
     reached.sort_unstable();
     reached.dedup();
     Some(reached)
+}
+
+fn signal_group(group: Option<i32>, signal: Signal, also_cont: bool) {
+    if let Some(pgid) = group {
+        if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
+        }
+    }
 }
 
 /// How long one tree signal keeps walking again for processes forked meanwhile.
