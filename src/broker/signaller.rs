@@ -186,6 +186,15 @@ pub fn signal_tree(
     already: &mut HashSet<ProcessKey>,
 ) -> Vec<i32> {
     let walk = walk.into();
+    if let (Some(pgid), false) = (group, signal == Signal::SIGKILL) {
+        // Before anything that takes time (a walk, a listing): the group's CPU priority to
+        // the lowest, so that a command forking as fast as it can stops crowding out the
+        // broker the moment its stop starts (see [`yield_cpu`]).
+        // SAFETY: as in `yield_cpu`.
+        unsafe {
+            libc::setpriority(libc::PRIO_PGRP, pgid as libc::id_t, 19);
+        }
+    }
     if let Some(reached) = walk
         .cgroup()
         .and_then(|c| signal_members(c, group, signal, also_cont, already))
@@ -194,25 +203,38 @@ pub fn signal_tree(
     }
     let mut reached = Vec::new();
     let mut group_pending = group;
-    let chase_until = std::time::Instant::now() + CHASE_LIMIT;
+    let started = std::time::Instant::now();
     // A process forking as fast as it can may keep adding children; bound the rounds.
     for _ in 0..64 {
-        let fresh: Vec<(ProcStat, Handle)> = walk
-            .processes()
+        // KILL walks to the end. Any other signal gives up a walk that a fork storm drags
+        // past WALK_LIMIT (reads of processes being forked wait on them): the group has it,
+        // the stop's KILL reaches the rest, and the broker is not held past its grace period.
+        let listed = match signal {
+            Signal::SIGKILL => walk.processes(),
+            _ => match walk.live_until(started + WALK_LIMIT) {
+                Some(listed) => listed,
+                None => {
+                    signal_group(group_pending.take(), signal, also_cont);
+                    break;
+                }
+            },
+        };
+        let fresh: Vec<(ProcStat, Handle)> = listed
             .into_iter()
             .filter(|p| !p.is_zombie() && !already.contains(&key(p)))
             .filter_map(|p| open_verified(&p).map(|fd| (p, fd)))
             .collect();
-        if let Some(pgid) = group_pending.take() {
-            if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
-                let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
-            }
-        }
+        signal_group(group_pending.take(), signal, also_cont);
         if fresh.is_empty() {
             break;
         }
-        // KILL is chased to the end: it ends the forking, so the rounds are few.
-        let past_limit = signal != Signal::SIGKILL && std::time::Instant::now() >= chase_until;
+        // KILL is chased longer: it ends the forking, so the rounds are few; still bounded,
+        // so that the broker reports (and its front end hears from it) between sweeps.
+        let limit = match signal {
+            Signal::SIGKILL => KILL_CHASE_LIMIT,
+            _ => CHASE_LIMIT,
+        };
+        let past_limit = started.elapsed() >= limit;
         for (p, pidfd) in &fresh {
             already.insert(key(p));
             let in_group = group.is_some_and(|g| g == p.pgid);
@@ -220,6 +242,9 @@ pub fn signal_tree(
             if send(pidfd, signal) || in_group || procfs::is_gone(p.pid) {
                 if also_cont {
                     send(pidfd, Signal::SIGCONT);
+                }
+                if signal != Signal::SIGKILL {
+                    yield_cpu(p.pid);
                 }
                 reached.push(p.pid);
             }
@@ -305,6 +330,9 @@ fn signal_members_now(
                 if also_cont {
                     send(&pidfd, Signal::SIGCONT);
                 }
+                if signal != Signal::SIGKILL {
+                    yield_cpu(pid);
+                }
                 reached.push(pid);
             }
         }
@@ -317,6 +345,20 @@ fn signal_members_now(
     Some(reached)
 }
 
+/// A member being stopped gets the lowest CPU priority (nice 19, which any owner may set):
+/// during the grace period it still runs its TERM handler, but a fork storm no longer takes
+/// the CPU from the broker, which must wake on time for the cgroup's KILL. What it forks
+/// inherits the priority. The pid is still a member (listed twice around its pidfd), so the
+/// call reaches no other process (on the /proc path, the process was checked by its start
+/// time a moment before).
+fn yield_cpu(pid: i32) {
+    // SAFETY: setpriority has no memory-safety preconditions; a failure (the process just
+    // exited) is of no consequence.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, 19);
+    }
+}
+
 fn signal_group(group: Option<i32>, signal: Signal, also_cont: bool) {
     if let Some(pgid) = group {
         if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
@@ -324,6 +366,14 @@ fn signal_group(group: Option<i32>, signal: Signal, also_cont: bool) {
         }
     }
 }
+
+/// How long one KILL keeps walking again for processes forked meanwhile; the stop's sweeps
+/// go on after it.
+const KILL_CHASE_LIMIT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How long a walk for a signal other than KILL may last (one walks a few thousand
+/// processes in about 10 ms, unless they fork as fast as they can).
+const WALK_LIMIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How long one tree signal keeps walking again for processes forked meanwhile.
 const CHASE_LIMIT: std::time::Duration = std::time::Duration::from_millis(30);

@@ -8,7 +8,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
 use super::copy::OutputCopy;
-use super::{HEARTBEAT, Outcome, STOP_SLACK};
+use super::{HEARTBEAT, Outcome, STOP_PATIENCE, STOP_SLACK};
 use crate::control::report::{Sent, describe_signals};
 use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker};
 use crate::supervisor::leftovers::GroupLeader;
@@ -85,6 +85,8 @@ pub(super) struct Conversation {
     stops: u32,
     /// When the first stop was asked for.
     pub(super) stop_asked: Option<Instant>,
+    /// When the broker last sent a line: one still reporting its stop is at work.
+    last_heard: Instant,
     /// The command's group was sent TSTP on our behalf and awaits CONT.
     paused: bool,
     watch: PingWatch,
@@ -114,11 +116,22 @@ impl Conversation {
             cgroup: None,
             stops: 0,
             stop_asked: None,
+            last_heard: Instant::now(),
             paused: false,
             watch: PingWatch::default(),
             forward_signals: false,
             from_outside: Vec::new(),
         }
+    }
+
+    /// When a stop asked for at `asked` is overdue and the broker is killed: `STOP_SLACK`
+    /// past the grace period, or, while the broker keeps reporting (signals to a tree that
+    /// keeps forking), `STOP_SLACK` after its last line, up to [`STOP_PATIENCE`] past the
+    /// grace period. A stopped or wedged broker says nothing, so it is killed on time.
+    fn stop_overdue_at(&self, asked: Instant) -> Instant {
+        let on_time = asked + self.grace + STOP_SLACK;
+        let at_work = (self.last_heard + STOP_SLACK).min(asked + self.grace + STOP_PATIENCE);
+        on_time.max(at_work)
     }
 
     pub(super) async fn converse(
@@ -131,7 +144,7 @@ impl Conversation {
             let mut stop: Option<Origin> = None;
             // The signal that asked for the stop, if one did.
             let mut interrupted: Option<ProcessSignal> = None;
-            let overdue = self.stop_asked.map(|at| at + self.grace + STOP_SLACK);
+            let overdue = self.stop_asked.map(|at| self.stop_overdue_at(at));
             tokio::select! {
                 // Signals first: they are rare and must not wait behind a flood of output.
                 // Lines before the timers: a line already in the pipe answers our pings, however
@@ -151,6 +164,7 @@ impl Conversation {
                 line = broker.next_line() => {
                     let Some(line) = line else { return End::Lost };
                     self.watch.heard();
+                    self.last_heard = Instant::now();
                     match self.on_line(line) {
                         Ok(None) => {}
                         Ok(Some(end)) => return end,

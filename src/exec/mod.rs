@@ -337,6 +337,9 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// Asked to stop, how long past the grace period the broker may take before it is killed
 /// and the leftovers KILLed (which then may take as long again): exec ends within grace + 1 s.
 const STOP_SLACK: Duration = Duration::from_millis(450);
+/// The most past the grace period a broker still at work on the stop (its lines keep coming:
+/// a fork storm on the /proc path) is given before it is killed all the same.
+const STOP_PATIENCE: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {
