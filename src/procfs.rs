@@ -72,6 +72,52 @@ pub fn read_stat_text(pid: i32, buffer: &mut Vec<u8>) -> Option<std::borrow::Cow
     Some(String::from_utf8_lossy(&buffer[..filled]))
 }
 
+/// What a process has done so far, in counters that any fork, vfork, exec, new thread or
+/// run of code moves: minor faults (a fork's copy-on-write touches the parent's pages at
+/// once), CPU time, threads, and how often its main thread was scheduled (a vfork parent
+/// sleeps until the child execs). Two equal readings say the process made no new child in
+/// between, which is what lets a broker skip a walk of all of /proc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activity {
+    pub start_ticks: u64,
+    pub minor_faults: u64,
+    pub cpu_ticks: u64,
+    pub threads: u64,
+    pub slices: u64,
+}
+
+/// Reads [`Activity`] from `/proc/PID/stat` and `/proc/PID/schedstat`; `None` when the
+/// process is gone or a zombie.
+pub fn activity(pid: i32) -> Option<Activity> {
+    let stat = read_stat_text(pid, &mut vec![0u8; 1024])?.into_owned();
+    let schedstat = fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+    parse_activity(&stat, &schedstat)
+}
+
+/// Pure part of [`activity`]. A kernel without schedstat gives 0 slices: the other counters
+/// still move.
+pub fn parse_activity(stat: &str, schedstat: &str) -> Option<Activity> {
+    let close = stat.rfind(')')?;
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_ascii_whitespace().collect();
+    // A zombie is no longer part of a live tree: its reading says "changed".
+    if matches!(fields.first(), Some(&("Z" | "X"))) {
+        return None;
+    }
+    // After the name: state is field 3 of proc(5), so field N is at index N - 3.
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    Some(Activity {
+        start_ticks: field(22)?,
+        minor_faults: field(10)?,
+        cpu_ticks: field(14)? + field(15)?,
+        threads: field(20)?,
+        slices: schedstat
+            .split_ascii_whitespace()
+            .nth(2)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    })
+}
+
 /// The pids `/proc` lists at this instant.
 pub fn pids() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {
@@ -219,6 +265,34 @@ pub fn start_time_ms(stat: &ProcStat) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn activity_reads_faults_cpu_threads_and_slices() {
+        let stat = "1 (process api) S 0 0 0 0 -1 4194560 172712 549654655 0 128999 950 7413 \
+                    1197851 297120 20 0 13 0 25 39149568 2453";
+        let parsed = parse_activity(stat, "3190 120 17\n").expect("parsed");
+        assert_eq!(
+            parsed,
+            Activity {
+                start_ticks: 25,
+                minor_faults: 172712,
+                cpu_ticks: 950 + 7413,
+                threads: 13,
+                slices: 17,
+            }
+        );
+        assert_eq!(parse_activity(stat, "").map(|a| a.slices), Some(0));
+        assert_eq!(parse_activity("1 (cut", ""), None);
+        assert_eq!(parse_activity(&stat.replace(") S ", ") Z "), ""), None);
+        // A fork moves the parent's counters: this very process, before and after one.
+        let me = std::process::id() as i32;
+        let before = activity(me).expect("our own activity");
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let _ = child.wait();
+        assert_ne!(activity(me), Some(before));
+    }
 
     #[test]
     fn a_scan_past_its_deadline_gives_up() {

@@ -64,6 +64,8 @@ pub struct Walk {
     root: i32,
     pruned: Vec<i32>,
     cgroup: Option<Arc<CommandCgroup>>,
+    /// What a recent walk found, taken instead of walking /proc again (see [`Walk::known`]).
+    known: Option<Vec<ProcStat>>,
 }
 
 impl PartialEq for Walk {
@@ -83,7 +85,18 @@ impl Walk {
             root,
             pruned: Vec::new(),
             cgroup: None,
+            known: None,
         }
+    }
+
+    /// The processes a recent walk found, taken as the walk: a stop's first signal reaches
+    /// them (each checked by pid and start time through its pidfd) at once, where a walk of
+    /// all of /proc by each of hundreds of brokers at the same moment (their TUI killed)
+    /// would take seconds. Whatever the list misses (forked since) is still a descendant,
+    /// found by the stop's sweeps, which walk again.
+    pub fn known(mut self, processes: Vec<ProcStat>) -> Walk {
+        self.known = Some(processes);
+        self
     }
 
     /// Leaves out these processes and everything below them.
@@ -114,6 +127,9 @@ impl Walk {
     /// The walk now, zombies included: the cgroup's members (each read through the one /proc
     /// reader), or the walk of `/proc`.
     pub fn processes(&self) -> Vec<ProcStat> {
+        if let Some(known) = &self.known {
+            return known.clone();
+        }
         if let Some(members) = self.cgroup.as_ref().and_then(|c| c.members().ok()) {
             return members.into_iter().filter_map(procfs::read_stat).collect();
         }
@@ -122,6 +138,9 @@ impl Walk {
 
     /// As [`Walk::live`], or `None` if reading it would last past `deadline`.
     pub fn live_until(&self, deadline: std::time::Instant) -> Option<Vec<ProcStat>> {
+        if let Some(known) = &self.known {
+            return Some(known.iter().filter(|p| !p.is_zombie()).copied().collect());
+        }
         let processes = match self.cgroup.as_ref().and_then(|c| c.members().ok()) {
             Some(members) => procfs::stats_until(members, deadline)?,
             None => self.select(&procfs::stats_until(procfs::pids(), deadline)?),

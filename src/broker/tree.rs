@@ -48,6 +48,12 @@ pub struct TreeRecorder {
     /// Bytes the tree events recorded so far take in the journal.
     used: u64,
     capped: bool,
+    /// What each process of the last full walk had done by then, and when it ran: see
+    /// [`TreeRecorder::unchanged`].
+    marks: Vec<(i32, procfs::Activity)>,
+    walked_at: Option<std::time::Instant>,
+    /// The live processes the last full walk found.
+    walked: Option<Vec<ProcStat>>,
 }
 
 impl TreeRecorder {
@@ -58,7 +64,30 @@ impl TreeRecorder {
             budget,
             used: 0,
             capped: false,
+            marks: Vec::new(),
+            walked_at: None,
+            walked: None,
         }
+    }
+
+    /// The live processes the last walk found, if one ran: a stop's first signal reaches them
+    /// without walking again (see [`Walk::known`]).
+    pub fn last_walk(&self) -> Option<Vec<ProcStat>> {
+        self.walked.clone()
+    }
+
+    /// Whether the processes of the last walk are all still there and have done nothing
+    /// since (no fault, no CPU time, no thread, no scheduling: see [`procfs::Activity`]), so
+    /// that none of them can have forked and the tree is the same: a few small reads instead
+    /// of a walk of all of /proc. False when nothing is known (no walk yet, or one that
+    /// found nothing), or when the last walk is older than `longest`.
+    pub fn unchanged(&self, longest: std::time::Duration) -> bool {
+        !self.marks.is_empty()
+            && self.walked_at.is_some_and(|at| at.elapsed() < longest)
+            && self
+                .marks
+                .iter()
+                .all(|(pid, then)| procfs::activity(*pid).as_ref() == Some(then))
     }
 
     /// Takes the command's processes (its cgroup's members, or the broker's descendants);
@@ -75,6 +104,21 @@ impl TreeRecorder {
         }
         let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
         let procs = walk.live_until(deadline)?;
+        let marks: Vec<(i32, procfs::Activity)> = procs
+            .iter()
+            .filter_map(|p| {
+                let activity = procfs::activity(p.pid)?;
+                (activity.start_ticks == p.start_ticks).then_some((p.pid, activity))
+            })
+            .collect();
+        // One that ended meanwhile: the tree is changing, the next look walks again.
+        self.marks = if marks.len() == procs.len() {
+            marks
+        } else {
+            Vec::new()
+        };
+        self.walked_at = Some(std::time::Instant::now());
+        self.walked = Some(procs.clone());
         self.update(&procs, group, |p| {
             let argv = if std::time::Instant::now() < deadline {
                 procfs::cmdline(p.pid)

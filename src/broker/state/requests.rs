@@ -185,13 +185,14 @@ impl Broker {
         self.stop_client = client;
         self.result.stopped_by = Some(origin);
         let grace = Duration::from_millis(self.request.grace_ms);
-        let (mut sequence, delivery) = StopSequence::start(
-            origin,
-            grace,
-            self.walk(),
-            self.live_group(),
-            Instant::now(),
-        );
+        // On the /proc walk, the first signal goes to what the last walk found: hundreds of
+        // brokers whose TUI was killed must not each walk all of /proc at the same moment.
+        let walk = match (self.cgroup.is_none(), self.tree.last_walk()) {
+            (true, Some(known)) => self.walk().known(known),
+            _ => self.walk(),
+        };
+        let (mut sequence, delivery) =
+            StopSequence::start(origin, grace, walk, self.live_group(), Instant::now());
         sequence.delay_first_sweep(sweep_jitter(self.pid, crate::clock::now_ms()));
         self.stop = Some(sequence);
         let cont = Delivery {

@@ -7,6 +7,11 @@ use tokio::time::Instant;
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
 use crate::protocol::{EventKind, Origin};
 
+/// The longest a quiet tree on the /proc walk goes without a full walk: the safety net for a
+/// new process that its parent's counters did not show (a vfork from a thread other than
+/// the main one, within one clock tick of CPU time).
+const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300);
+
 impl Broker {
     // ---- time -------------------------------------------------------------------------
 
@@ -132,7 +137,15 @@ impl Broker {
             return;
         };
         self.check_cgroup();
-        let event = self.tree.sample(&self.walk(), group);
+        let walk = self.walk();
+        // On the /proc walk, a tree whose processes did nothing since the last walk is not
+        // walked again (a walk reads every process on the machine); a full walk still comes
+        // every SAFETY_WALK. A cgroup's members are read at the cost of the tree alone.
+        if walk.cgroup().is_none() && self.tree_walks.quiet() && self.tree.unchanged(SAFETY_WALK) {
+            self.tree_walks.walked(now, false);
+            return;
+        }
+        let event = self.tree.sample(&walk, group);
         self.tree_walks.walked(now, event.is_some());
         if let Some(event) = event {
             self.record_tree(event);

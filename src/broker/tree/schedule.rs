@@ -42,6 +42,12 @@ impl ScanSchedule {
         self.next
     }
 
+    /// Whether nothing happened since the last walk that may have changed the tree (a
+    /// child ended, the command wrote, a request came).
+    pub fn quiet(&self) -> bool {
+        !self.active
+    }
+
     pub fn is_due(&self, now: Instant) -> bool {
         now >= self.next
     }
