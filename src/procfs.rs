@@ -74,7 +74,7 @@ pub fn read_stat_text(pid: i32, buffer: &mut Vec<u8>) -> Option<std::borrow::Cow
 
 /// What a process has done so far, in counters that any fork, vfork, exec, new thread or
 /// run of code moves: minor faults (a fork's copy-on-write touches the parent's pages at
-/// once), CPU time, threads, and how often its main thread was scheduled (a vfork parent
+/// once), CPU time, threads, and how often its threads were scheduled (a vfork parent
 /// sleeps until the child execs). Two equal readings say the process made no new child in
 /// between, which is what lets a broker skip a walk of all of /proc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +86,29 @@ pub struct Activity {
     pub slices: u64,
 }
 
-/// Reads [`Activity`] from `/proc/PID/stat` and `/proc/PID/schedstat`; `None` when the
+/// Reads [`Activity`] from `/proc/PID/stat` and each thread's `schedstat`; `None` when the
 /// process is gone or a zombie.
 pub fn activity(pid: i32) -> Option<Activity> {
     let stat = read_stat_text(pid, &mut vec![0u8; 1024])?.into_owned();
-    let schedstat = fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
-    parse_activity(&stat, &schedstat)
+    let mut activity = parse_activity(&stat, "")?;
+    // Every thread's count: a thread other than the main one may spawn (posix_spawn is a
+    // vfork: no fault in the parent, only its calling thread sleeps).
+    activity.slices = fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .map(|schedstat| slices(&schedstat))
+        .sum();
+    Some(activity)
+}
+
+/// The third field of a `schedstat`: how many times the thread was scheduled in.
+fn slices(schedstat: &str) -> u64 {
+    schedstat
+        .split_ascii_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Pure part of [`activity`]. A kernel without schedstat gives 0 slices: the other counters
@@ -110,11 +127,7 @@ pub fn parse_activity(stat: &str, schedstat: &str) -> Option<Activity> {
         minor_faults: field(10)?,
         cpu_ticks: field(14)? + field(15)?,
         threads: field(20)?,
-        slices: schedstat
-            .split_ascii_whitespace()
-            .nth(2)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0),
+        slices: slices(schedstat),
     })
 }
 

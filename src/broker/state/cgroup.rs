@@ -23,9 +23,12 @@ impl Broker {
     /// Whether the tree's record waits while a stop runs: on the cgroup path a stop's end is
     /// the kernel's (`cgroup.kill`, `populated 0`), and reading every member's `/proc` entry
     /// meanwhile (thousands, in a fork storm, each read waiting on a fork) would only delay
-    /// it. The stop's own events name every process it signalled; the record resumes after.
+    /// it; on the /proc path a record is a walk of every process on the machine, which the
+    /// stop's sweeps already do when they must, and which hundreds of brokers stopping
+    /// together (their TUI died) must not add to. The stop's own events name every process
+    /// it signalled; the record resumes after.
     pub(super) fn tree_paused(&self) -> bool {
-        self.cgroup.is_some() && self.stop.is_some() && !self.stop_done
+        self.stop.is_some() && !self.stop_done
     }
 
     /// Whether a process is left in the cgroup (false without one, or once it is gone).

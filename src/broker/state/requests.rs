@@ -35,7 +35,7 @@ pub struct Done {
 }
 
 /// The most a broker delays its first sweep (see [`StopSequence::delay_first_sweep`]).
-const SWEEP_JITTER_MAX_MS: u64 = 20;
+const SWEEP_JITTER_MAX_MS: u64 = 100;
 
 /// A delay of 0 to [`SWEEP_JITTER_MAX_MS`] that differs between brokers stopping together:
 /// their pids differ, hashed so that pids a fixed step apart still spread; the clock is mixed

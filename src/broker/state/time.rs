@@ -8,8 +8,8 @@ use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COAL
 use crate::protocol::{EventKind, Origin};
 
 /// The longest a quiet tree on the /proc walk goes without a full walk: the safety net for a
-/// new process that its parent's counters did not show (a vfork from a thread other than
-/// the main one, within one clock tick of CPU time).
+/// new process that its parent's counters did not show (a kernel without schedstat, where a
+/// vfork within one clock tick of CPU moves none of the others).
 const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Broker {
@@ -124,6 +124,16 @@ impl Broker {
                 self.report(delivery, origin);
             }
         } else if now >= stop.next_sweep {
+            // Nothing to sweep if every process it signalled ended and nothing is left: a
+            // child reaped now saves a walk (the stop is done when the broker has no child).
+            self.reap();
+            self.check_stop_done();
+            if self.stop_done {
+                return;
+            }
+            let Some(stop) = self.stop.as_mut() else {
+                return;
+            };
             if let Some(delivery) = stop.sweep(&walk, group, now) {
                 self.report(delivery, origin);
             }
