@@ -7,10 +7,9 @@
 
 mod common;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
@@ -33,24 +32,12 @@ fn storm() -> RwLockWriteGuard<'static, ()> {
 
 /// `tether exec` with `TETHER_CGROUP` set as given (`None`: as the environment has it).
 fn spawn_exec(env: &TestEnv, cgroup: Option<&str>, options: &[&str], argv: &[&str]) -> RunningExec {
-    let stdout_path = env.path(&format!("exec-{}.stdout", argv.len()));
-    let stderr_path = env.path(&format!("exec-{}.stderr", argv.len()));
     let mut command = env.exec_command(options, argv);
     match cgroup {
         Some(value) => command.env(tether::cgroup::CGROUP_ENV, value),
         None => command.env_remove(tether::cgroup::CGROUP_ENV),
     };
-    let child = command
-        .stdout(File::create(&stdout_path).expect("stdout capture"))
-        .stderr(File::create(&stderr_path).expect("stderr capture"))
-        .spawn()
-        .expect("start tether exec");
-    RunningExec {
-        child,
-        started: Instant::now(),
-        stdout_path,
-        stderr_path,
-    }
+    env.spawn_captured(command)
 }
 
 /// The journal's containment: mode, cgroup path, reason.

@@ -4,33 +4,19 @@
 
 mod common;
 
-use std::fs::{self, File};
+use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::time::Instant;
 
 use common::journal::{kinds, load_complete};
-use common::{ExecRun, RunningExec, TAG_VAR, TestEnv};
+use common::{ExecRun, TAG_VAR, TestEnv};
 use tether::protocol::{EventKind, Stage};
 
 /// Runs `command` (a `tether exec` from [`TestEnv::exec_command`]) to completion, its
 /// output captured to files.
-fn run_captured(env: &TestEnv, mut command: Command) -> ExecRun {
-    let stdout_path = env.path("exec.stdout");
-    let stderr_path = env.path("exec.stderr");
-    let child = command
-        .stdout(File::create(&stdout_path).expect("create the stdout capture"))
-        .stderr(File::create(&stderr_path).expect("create the stderr capture"))
-        .spawn()
-        .expect("start tether exec");
-    RunningExec {
-        child,
-        started: Instant::now(),
-        stdout_path,
-        stderr_path,
-    }
-    .wait(env)
+fn run_captured(env: &TestEnv, command: Command) -> ExecRun {
+    env.spawn_captured(command).wait(env)
 }
 
 #[test]

@@ -100,13 +100,18 @@ impl TestEnv {
 
     /// Starts `tether exec` with its stdout and stderr captured to files.
     pub fn spawn_exec(&self, options: &[&str], argv: &[&str]) -> RunningExec {
+        self.spawn_captured(self.exec_command(options, argv))
+    }
+
+    /// Starts `command` (a `tether exec` from [`TestEnv::exec_command`], adjusted) with its
+    /// stdout and stderr captured to files of their own.
+    pub fn spawn_captured(&self, mut command: Command) -> RunningExec {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
         let stdout_path = self.path(&format!("exec-{n}.stdout"));
         let stderr_path = self.path(&format!("exec-{n}.stderr"));
         let stdout = File::create(&stdout_path).expect("create the stdout capture");
         let stderr = File::create(&stderr_path).expect("create the stderr capture");
-        let child = self
-            .exec_command(options, argv)
+        let child = command
             .stdout(stdout)
             .stderr(stderr)
             .spawn()
