@@ -322,3 +322,44 @@ fn a_cgroup_that_disappears_mid_run_falls_back_to_the_proc_walk() {
     assert_eq!(run.code(), 143, "stderr: {}", run.stderr_text());
     env.finish();
 }
+
+/// A process that moves itself out of the command's cgroup (as `systemd-run --scope`,
+/// `cgexec` or a root command writing another `cgroup.procs` would) is still a descendant of
+/// the broker: once the cgroup is empty the stop walks /proc for it, and it is killed.
+#[test]
+fn a_process_that_leaves_the_cgroup_is_still_stopped() {
+    if !cgroup_available("leaves_the_cgroup") {
+        return;
+    }
+    let _calm = calm();
+    let env = TestEnv::new("cgroup_leaver");
+    let outside = common::cgroups::hierarchy().expect("the hierarchy");
+    let pid_file = env.path("leaver.pid");
+    let script = format!(
+        "(setsid sh -c 'echo $$ > {}/cgroup.procs && echo $$ > {}; trap \"\" TERM; exec sleep 302' &); echo ready; sleep 1000",
+        outside.display(),
+        pid_file.display()
+    );
+    let running = spawn_exec(&env, None, &["--grace", "300ms"], &["sh", "-c", &script]);
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    wait_until(&env, "the leaver's pid", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let leaver = read_pid(&pid_file);
+    let (_, path, _) = containment(&events_now(&dir)).expect("a containment event");
+    let path = path.expect("the cgroup's path");
+    let name = path.file_name().and_then(|n| n.to_str()).expect("a name");
+    assert!(
+        cgroup_of(leaver).is_some_and(|c| !c.ends_with(name)),
+        "the leaver is still in the command's cgroup"
+    );
+    signal(running.pid(), Signal::SIGTERM);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "stderr: {}", run.stderr_text());
+    assert!(
+        procs::is_gone(leaver),
+        "the process that left the cgroup survived the stop"
+    );
+    env.finish();
+}

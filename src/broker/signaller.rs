@@ -130,10 +130,21 @@ impl Walk {
         if let Some(known) = &self.known {
             return known.clone();
         }
-        if let Some(members) = self.cgroup.as_ref().and_then(|c| c.members().ok()) {
+        if let Some(members) = self.members() {
             return members.into_iter().filter_map(procfs::read_stat).collect();
         }
         self.select(&procfs::all_processes())
+    }
+
+    /// The cgroup's members, when there is a cgroup and it holds any. An empty cgroup is not
+    /// the whole answer: a process that moved itself to another cgroup (`systemd-run
+    /// --scope`, `cgexec`, a root command writing another `cgroup.procs`) is still a
+    /// descendant, which the /proc walk then finds.
+    fn members(&self) -> Option<Vec<i32>> {
+        self.cgroup
+            .as_ref()
+            .and_then(|c| c.members().ok())
+            .filter(|members| !members.is_empty())
     }
 
     /// As [`Walk::live`], or `None` if reading it would last past `deadline`.
@@ -141,7 +152,7 @@ impl Walk {
         if let Some(known) = &self.known {
             return Some(known.iter().filter(|p| !p.is_zombie()).copied().collect());
         }
-        let processes = match self.cgroup.as_ref().and_then(|c| c.members().ok()) {
+        let processes = match self.members() {
             Some(members) => procfs::stats_until(members, deadline)?,
             None => self.select(&procfs::stats_until(procfs::pids(), deadline)?),
         };
@@ -161,7 +172,8 @@ impl Walk {
     /// `None` when there is no cgroup to kill (the caller signals process by process).
     pub fn kill_cgroup(&self) -> Option<Vec<ProcessKey>> {
         let cgroup = self.cgroup.as_ref()?;
-        let members = cgroup.members().ok()?;
+        // Empty: whatever is left of the tree left the cgroup, and is signalled one by one.
+        let members = self.members()?;
         cgroup.kill().ok()?;
         Some(members.into_iter().map(member_key).collect())
     }
@@ -216,6 +228,7 @@ pub fn signal_tree(
     }
     if let Some(reached) = walk
         .cgroup()
+        .filter(|_| walk.members().is_some())
         .and_then(|c| signal_members(c, group, signal, also_cont, already))
     {
         return reached;
