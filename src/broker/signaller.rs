@@ -271,12 +271,14 @@ pub fn signal_tree(
             already.insert(key(p));
             let in_group = group.is_some_and(|g| g == p.pgid);
             // A member of the group got the group signal; a dead one was reached by it.
+            // Before the signal, right after the check that the pid is that process: once
+            // signalled it may end at once, and its pid be taken by another.
+            if signal != Signal::SIGKILL {
+                yield_cpu(p.pid);
+            }
             if send(pidfd, signal) || in_group || procfs::is_gone(p.pid) {
                 if also_cont {
                     send(pidfd, Signal::SIGCONT);
-                }
-                if signal != Signal::SIGKILL {
-                    yield_cpu(p.pid);
                 }
                 reached.push(p.pid);
             }
@@ -358,12 +360,17 @@ fn signal_members_now(
         for (pid, pidfd) in pinned {
             already.insert(member_key(pid));
             let pidfd = Handle::Pidfd(pidfd);
-            if still.contains(&pid) && send(&pidfd, signal) {
+            if !still.contains(&pid) {
+                continue;
+            }
+            // Before the signal, right after the check that the pid is that process: once
+            // signalled it may end at once, and its pid be taken by another.
+            if signal != Signal::SIGKILL {
+                yield_cpu(pid);
+            }
+            if send(&pidfd, signal) {
                 if also_cont {
                     send(&pidfd, Signal::SIGCONT);
-                }
-                if signal != Signal::SIGKILL {
-                    yield_cpu(pid);
                 }
                 reached.push(pid);
             }

@@ -154,9 +154,10 @@ impl StopSequence {
         }
         let mut round = HashSet::new();
         let targets = kill(signaller, walk, group, &mut round);
+        let known: HashSet<i32> = self.reached.iter().map(|(pid, _)| *pid).collect();
         let fresh: Vec<i32> = targets
             .into_iter()
-            .filter(|pid| !self.reached.iter().any(|(p, _)| p == pid))
+            .filter(|pid| !known.contains(pid))
             .collect();
         self.reached.extend(round);
         (!fresh.is_empty()).then_some(Delivery {

@@ -11,6 +11,9 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use super::name::{self, PREFIX};
 use super::{CgroupError, Hierarchy};
 
+/// `f_type` of a cgroup v2 filesystem (`CGROUP2_SUPER_MAGIC` in linux/magic.h).
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+
 #[derive(Debug)]
 pub struct CommandCgroup {
     path: PathBuf,
@@ -111,6 +114,16 @@ impl CommandCgroup {
     /// A command cgroup that already exists, named in a broker's `containment` event: taken
     /// only if it is a tether cgroup, a directory (not a link), and ours.
     pub fn open_existing(path: &Path) -> Result<CommandCgroup, CgroupError> {
+        CommandCgroup::open_path(path, true)
+    }
+
+    /// As [`CommandCgroup::open_existing`], over a fake hierarchy in a temporary directory.
+    #[cfg(test)]
+    pub(crate) fn open_fake(path: &Path) -> Result<CommandCgroup, CgroupError> {
+        CommandCgroup::open_path(path, false)
+    }
+
+    fn open_path(path: &Path, require_cgroup2: bool) -> Result<CommandCgroup, CgroupError> {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -127,6 +140,15 @@ impl CommandCgroup {
         .map_err(|err| CgroupError::io(parent_path, err.into()))?;
         let dir = open_dir(&parent, name).map_err(|err| CgroupError::io(path, err))?;
         check_owner(&dir, path)?;
+        // The path comes from a journal or a name worked out from a pid: it must be a
+        // cgroup, not a directory elsewhere that only looks like one.
+        // `f_type` is i64 here, another width elsewhere.
+        #[allow(clippy::unnecessary_cast)]
+        let on_cgroup2 =
+            rustix::fs::fstatfs(&dir).is_ok_and(|fs| fs.f_type as i64 == CGROUP2_SUPER_MAGIC);
+        if require_cgroup2 && !on_cgroup2 {
+            return Err(CgroupError::NotACommandCgroup(path.to_path_buf()));
+        }
         Ok(CommandCgroup {
             path: path.to_path_buf(),
             name: name.to_string(),
@@ -251,6 +273,16 @@ mod tests {
         std::fs::write(dir.path().join("cgroup.procs"), "").expect("write");
         let hierarchy = Hierarchy::at(dir.path()).expect("hierarchy");
         (dir, hierarchy)
+    }
+
+    #[test]
+    fn a_directory_named_like_a_cgroup_elsewhere_is_not_opened() {
+        let (dir, _hierarchy) = fake_hierarchy();
+        let lookalike = dir.path().join("tether.s.c.1-2");
+        std::fs::create_dir(&lookalike).expect("mkdir");
+        // A journal naming it must not make a front end freeze, kill in or remove it.
+        assert!(CommandCgroup::open_existing(&lookalike).is_err());
+        assert!(CommandCgroup::open_fake(&lookalike).is_ok());
     }
 
     #[test]

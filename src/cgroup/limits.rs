@@ -133,7 +133,7 @@ mod tests {
             fs::write(root.join(name).join(file), "max\n").expect("write");
         }
         Hierarchy::at(root).expect("hierarchy");
-        let cgroup = CommandCgroup::open_existing(&root.join(name)).expect("open");
+        let cgroup = CommandCgroup::open_fake(&root.join(name)).expect("open");
         (dir, cgroup)
     }
 
