@@ -108,8 +108,9 @@ pub fn sessions_json(state: Option<&Path>) -> i32 {
     };
     let document = sessions_document(&state, &dirs);
     let mut stdout = std::io::stdout().lock();
-    let written = serde_json::to_writer_pretty(&mut stdout, &document)
+    let written = crate::model::output::json::to_vec(&document, true)
         .map_err(std::io::Error::from)
+        .and_then(|json| stdout.write_all(&json))
         .and_then(|()| writeln!(stdout))
         .and_then(|()| stdout.flush());
     match written {

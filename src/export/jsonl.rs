@@ -35,7 +35,8 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
     let mut out = Vec::new();
     for (_, _, _, value) in keyed {
         // Serializing a `Value` cannot fail.
-        if serde_json::to_writer(&mut out, &value).is_ok() {
+        if let Ok(line) = crate::model::output::json::to_vec(&value, false) {
+            out.extend_from_slice(&line);
             out.push(b'\n');
         }
     }

@@ -34,12 +34,7 @@ pub enum Format {
 pub fn render(session: &SessionExport, format: Format) -> Vec<u8> {
     // Serializing a `Value` cannot fail.
     let json = |value: serde_json::Value, pretty: bool| {
-        let mut bytes = if pretty {
-            serde_json::to_vec_pretty(&value)
-        } else {
-            serde_json::to_vec(&value)
-        }
-        .unwrap_or_default();
+        let mut bytes = crate::model::output::json::to_vec(&value, pretty).unwrap_or_default();
         bytes.push(b'\n');
         bytes
     };

@@ -118,7 +118,7 @@ pub struct JsonMatch<'a> {
     pub line: u64,
     /// Where the line starts in the stream file, in bytes.
     pub offset: u64,
-    /// The raw line, invalid UTF-8 replaced by U+FFFD (JSON escapes any control).
+    /// The raw line, invalid UTF-8 replaced by U+FFFD (written through `model::output::json`, which escapes every control and bidi character).
     pub text: String,
     /// Byte ranges of the matches within the raw line (not within `text`, whose
     /// replacements may differ in length).
@@ -153,7 +153,8 @@ pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
         piece: hit.piece,
     };
     // Serializing plain strings and numbers cannot fail.
-    let mut line = serde_json::to_string(&record).unwrap_or_default();
+    let json = crate::model::output::json::to_vec(&record, false).unwrap_or_default();
+    let mut line = String::from_utf8(json).unwrap_or_default();
     line.push('\n');
     line
 }

@@ -252,6 +252,8 @@ pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
         Ok(entries) => entries
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            // Never a session: `.pruning-…` is one being removed by `tether prune`.
+            .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
             .map(|e| e.path())
             .collect(),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),

@@ -39,6 +39,12 @@ pub struct Found {
     pub candidate: Candidate,
 }
 
+/// The pid at the end of a session's name while a prune removes it (`.pruning-NAME-PID`).
+fn tomb_owner(name: &[u8]) -> Option<i32> {
+    let dash = name.iter().rposition(|&b| b == b'-')?;
+    std::str::from_utf8(&name[dash + 1..]).ok()?.parse().ok()
+}
+
 /// The sessions under the opened `sessions` directory (at `path`), in no particular order.
 /// Entries that are not directories (links included) are not sessions, and are left alone.
 pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result<Vec<Found>> {
@@ -58,7 +64,12 @@ pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result
         let aside = name
             .as_bytes()
             .starts_with(super::remove::TOMB_PREFIX.as_bytes());
-        if aside && now_ms.saturating_sub(mtime_ms(&stat)) < STARTING_GRACE_MS {
+        // A rename does not touch the directory's mtime: the prune that renamed it says, by
+        // its pid at the end of the name, whether it is still at work.
+        let pruner_alive = aside
+            && tomb_owner(name.as_bytes())
+                .is_some_and(|pid| pid != std::process::id() as i32 && !procfs::is_gone(pid));
+        if aside && (pruner_alive || now_ms.saturating_sub(mtime_ms(&stat)) < STARTING_GRACE_MS) {
             continue;
         }
         let dir = match open_dir_at(sessions, &name) {
@@ -280,6 +291,13 @@ fn read_at(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tomb_names_the_prune_removing_it() {
+        assert_eq!(tomb_owner(b".pruning-20261130T0649-12-4242"), Some(4242));
+        assert_eq!(tomb_owner(b".pruning-agent-x"), None);
+        assert_eq!(tomb_owner(b"no-dash-at-end-"), None);
+    }
     use crate::journal::secure::open_dir_nofollow;
 
     fn command_json(pid: i32, start_ticks: u64) -> String {

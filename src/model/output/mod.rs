@@ -5,6 +5,7 @@
 
 mod cells;
 pub mod index;
+pub mod json;
 pub mod runs;
 pub mod sanitize;
 mod search;
