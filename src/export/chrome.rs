@@ -65,7 +65,7 @@ fn command_events(
     pid: u32,
     out: &mut Vec<TraceEvent>,
 ) {
-    let us = |ms: u64| ms.saturating_sub(session.started_ms) * 1000;
+    let us = |ms: u64| ms.saturating_sub(session.started_ms).saturating_mul(1000);
     let event =
         |name: String, cat: &str, ph: &'static str, ts: u64, tid: i64, args: Value| TraceEvent {
             name,
@@ -140,7 +140,7 @@ fn command_events(
                 len,
             } => {
                 let slot = &mut written[*stream as usize];
-                *slot = (*slot).max(offset + len);
+                *slot = (*slot).max(offset.saturating_add(*len));
                 out.push(event(
                     "output bytes".into(),
                     "output",

@@ -118,7 +118,8 @@ pub struct JsonMatch<'a> {
     pub line: u64,
     /// Where the line starts in the stream file, in bytes.
     pub offset: u64,
-    /// The raw line, invalid UTF-8 replaced by U+FFFD (written through `model::output::json`, which escapes every control and bidi character).
+    /// The raw line, invalid UTF-8 replaced by U+FFFD (written through
+    /// `model::output::json`, which escapes every control and bidi character).
     pub text: String,
     /// Byte ranges of the matches within the raw line (not within `text`, whose
     /// replacements may differ in length).

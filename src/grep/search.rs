@@ -315,19 +315,18 @@ mod tests {
         assert!(build(r"(?-u:\xff)", false).is_ok());
     }
 
-    /// A pattern that could once run from line to line over a whole chunk: each line is
-    /// still searched once (this would take minutes if every line rescanned the chunk).
+    /// A pattern that could run from line to line over a whole chunk (`[^@]` matches a line
+    /// break unless rewritten): it matches within lines only, once per line holding an `@`.
+    /// (Its cost, each line searched once, is what `scripts/bench-grep.sh` shows.)
     #[test]
-    fn a_pattern_with_negated_classes_stays_linear() {
+    fn a_pattern_with_negated_classes_matches_within_lines() {
         let block = "no match on this line at all\n".repeat(9_999) + "an @ here\n";
         let input = block.repeat(20);
         let regex = build("[^@]*@", false).unwrap();
-        let started = std::time::Instant::now();
         assert_eq!(
             search_lines(input.as_bytes(), &regex, |_| Ok(())).unwrap(),
             20
         );
-        assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
 
     #[test]

@@ -194,7 +194,8 @@ fn creator_runs(info: &SessionStart) -> bool {
         return false;
     };
     procfs::read_stat(pid).is_some_and(|stat| {
-        !stat.is_zombie() && procfs::start_time_ms(&stat) <= info.started_ms + START_SLACK_MS
+        !stat.is_zombie()
+            && procfs::start_time_ms(&stat) <= info.started_ms.saturating_add(START_SLACK_MS)
     })
 }
 

@@ -32,7 +32,7 @@ impl OutputRuns {
         }
         if let Some(last) = self.runs.last_mut() {
             if last.stream == stream && last.end == offset && last.ts_ms == ts_ms {
-                last.end += len;
+                last.end = last.end.saturating_add(len);
                 return;
             }
         }
@@ -41,7 +41,7 @@ impl OutputRuns {
             ts_ms,
             stream,
             start: offset,
-            end: offset + len,
+            end: offset.saturating_add(len),
         });
     }
 
