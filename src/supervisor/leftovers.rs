@@ -203,6 +203,11 @@ pub async fn stop_leftovers(
     patience: Duration,
 ) -> Cleanup {
     let cgroup = cgroup.and_then(|path| CommandCgroup::open_existing(path).ok().map(Arc::new));
+    // A broker killed in the milliseconds it held the cgroup frozen (while signalling it)
+    // left it so: thawed first, so that the TERM below can be acted on.
+    if let Some(cgroup) = &cgroup {
+        let _ = cgroup.freeze(false);
+    }
     let group = || leader.and_then(|l| l.live_group());
     let populated = || {
         cgroup
