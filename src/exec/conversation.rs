@@ -8,7 +8,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
 use super::copy::OutputCopy;
-use super::{HEARTBEAT, Outcome, STOP_PATIENCE, STOP_SLACK};
+use super::{HEARTBEAT, Outcome, QUIET_PING, STOP_PATIENCE, STOP_SLACK};
 use crate::control::report::{Sent, describe_signals};
 use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker};
 use crate::supervisor::leftovers::GroupLeader;
@@ -140,6 +140,7 @@ impl Conversation {
         mut signals: Signals,
     ) -> End {
         let mut next_ping = Instant::now() + HEARTBEAT;
+        let mut last_ping = Instant::now();
         loop {
             let mut stop: Option<Origin> = None;
             // The signal that asked for the stop, if one did.
@@ -181,10 +182,15 @@ impl Conversation {
             }
             if now >= next_ping {
                 next_ping = now + HEARTBEAT;
-                match self.watch.due(is_stopped(self.broker_pid)) {
-                    Heartbeat::GiveUp => return End::Unresponsive,
-                    Heartbeat::Ping => {
-                        let _ = broker.ping();
+                let stopped = is_stopped(self.broker_pid);
+                let watching = stopped || !self.watch.answered() || self.stop_asked.is_some();
+                if watching || now >= last_ping + QUIET_PING {
+                    last_ping = now;
+                    match self.watch.due(stopped) {
+                        Heartbeat::GiveUp => return End::Unresponsive,
+                        Heartbeat::Ping => {
+                            let _ = broker.ping();
+                        }
                     }
                 }
             }

@@ -171,7 +171,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         grace_ms: grace.as_millis() as u64,
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
-        heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
+        heartbeat_ms: Some(QUIET_PING.as_millis() as u64),
         mirror: !options.json,
         stdin: if stdin.is_some() {
             StdinSource::Inherit
@@ -333,7 +333,13 @@ fn recover_from_journal(dir: &Path, outcome: &mut Outcome) -> bool {
     true
 }
 
+/// How often exec looks at its broker (its state in /proc: stopped or not).
 const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How often exec pings a broker that runs normally and has answered every ping: a ping
+/// wakes the broker, and a hundred idle execs pinging every second kept a hundred brokers
+/// waking. While the broker is stopped, a ping is unanswered or a stop waits, every look
+/// pings.
+const QUIET_PING: Duration = Duration::from_secs(5);
 /// Asked to stop, how long past the grace period the broker may take before it is killed
 /// and the leftovers KILLed (which then may take as long again): exec ends within grace + 1 s.
 const STOP_SLACK: Duration = Duration::from_millis(450);

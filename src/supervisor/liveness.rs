@@ -29,6 +29,11 @@ impl PingWatch {
         self.unanswered = 0;
     }
 
+    /// Whether every ping sent was answered.
+    pub fn answered(&self) -> bool {
+        self.unanswered == 0
+    }
+
     /// A heartbeat is due; `stopped` says whether the broker is stopped (state `T`).
     pub fn due(&mut self, stopped: bool) -> Heartbeat {
         let limit = if stopped {
