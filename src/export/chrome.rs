@@ -17,6 +17,9 @@ use crate::model::describe::describe_in;
 use crate::model::output::one_line;
 use crate::protocol::EventKind;
 
+/// The shortest span between two output counters of one command, in milliseconds.
+const COUNTER_MS: u64 = 10;
+
 /// The thread of a command's own run (its tree's processes use their pids, never 0).
 const RUN_TID: i64 = 0;
 
@@ -130,8 +133,11 @@ fn command_events(
             )
         });
     }
-    // An instant per lifecycle event; a counter per output chunk.
+    // An instant per lifecycle event; a counter of the bytes written, at most one per
+    // COUNTER_MS (a flood journals an `output` event per switch between the streams, which
+    // would be millions of counters; the last one of each span holds its totals).
     let mut written = [0u64; 2];
+    let mut counter_at: Option<(u64, usize)> = None;
     for e in &command.events {
         match &e.kind {
             EventKind::Output {
@@ -141,14 +147,21 @@ fn command_events(
             } => {
                 let slot = &mut written[*stream as usize];
                 *slot = (*slot).max(offset.saturating_add(*len));
-                out.push(event(
-                    "output bytes".into(),
-                    "output",
-                    "C",
-                    us(e.ts_ms),
-                    RUN_TID,
-                    json!({ "stdout": written[0], "stderr": written[1] }),
-                ));
+                let totals = json!({ "stdout": written[0], "stderr": written[1] });
+                match counter_at {
+                    Some((span, at)) if span == e.ts_ms / COUNTER_MS => out[at].args = totals,
+                    _ => {
+                        counter_at = Some((e.ts_ms / COUNTER_MS, out.len()));
+                        out.push(event(
+                            "output bytes".into(),
+                            "output",
+                            "C",
+                            us(e.ts_ms),
+                            RUN_TID,
+                            totals,
+                        ));
+                    }
+                }
             }
             EventKind::Tree { .. } | EventKind::Pong => {}
             kind => {

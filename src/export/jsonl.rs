@@ -2,43 +2,66 @@
 //! line: the journal's line with `session` and `command` (the command directory's name)
 //! added. A journal cut short adds one line of kind `journal_cut_short` after its last
 //! event, with what is missing in `damage`.
+//!
+//! Only the order is held for the whole session (24 bytes an event); each line is made when
+//! it is written.
 
 use serde_json::{Map, Value};
 
 use super::session::SessionExport;
 
+/// The place that stands for a command's `journal_cut_short` line, after its last event.
+const CUT_SHORT: usize = usize::MAX;
+
 /// The lines, each ending in a newline.
 pub fn lines(session: &SessionExport) -> Vec<u8> {
     // (time, command, place in its journal): a stable merge of already ordered journals.
-    let mut keyed: Vec<(u64, usize, usize, Value)> = Vec::new();
+    let mut order: Vec<(u64, usize, usize)> = Vec::new();
     for (c, command) in session.commands.iter().enumerate() {
-        let tag = |mut object: Map<String, Value>| {
-            object.insert("session".into(), Value::String(session.id.clone()));
-            object.insert("command".into(), Value::String(command.id.clone()));
-            Value::Object(object)
-        };
-        for (n, event) in command.events.iter().enumerate() {
-            if let Ok(Value::Object(object)) = serde_json::to_value(event) {
-                keyed.push((event.ts_ms, c, n, tag(object)));
-            }
-        }
+        order.extend(
+            command
+                .events
+                .iter()
+                .enumerate()
+                .map(|(n, e)| (e.ts_ms, c, n)),
+        );
         if command.cut_short {
-            let last = command.events.last().map_or(session.ended_ms, |e| e.ts_ms);
-            let mut object = Map::new();
-            object.insert("ts_ms".into(), last.into());
-            object.insert("kind".into(), "journal_cut_short".into());
-            object.insert("damage".into(), command.damage.clone().into());
-            keyed.push((last, c, usize::MAX, tag(object)));
+            order.push((cut_short_at(session, c), c, CUT_SHORT));
         }
     }
-    keyed.sort_by_key(|(ts, c, n, _)| (*ts, *c, *n));
+    order.sort_unstable();
     let mut out = Vec::new();
-    for (_, _, _, value) in keyed {
+    for (ts_ms, c, n) in order {
+        let command = &session.commands[c];
+        let object = match command.events.get(n) {
+            Some(event) => match serde_json::to_value(event) {
+                Ok(Value::Object(object)) => object,
+                _ => continue,
+            },
+            None => {
+                let mut object = Map::new();
+                object.insert("ts_ms".into(), ts_ms.into());
+                object.insert("kind".into(), "journal_cut_short".into());
+                object.insert("damage".into(), command.damage.clone().into());
+                object
+            }
+        };
+        let mut object = object;
+        object.insert("session".into(), Value::String(session.id.clone()));
+        object.insert("command".into(), Value::String(command.id.clone()));
         // Serializing a `Value` cannot fail.
-        if let Ok(line) = crate::model::output::json::to_vec(&value, false) {
+        if let Ok(line) = crate::model::output::json::to_vec(&Value::Object(object), false) {
             out.extend_from_slice(&line);
             out.push(b'\n');
         }
     }
     out
+}
+
+/// When command `c`'s journal stops: its last event, or the session's end without one.
+fn cut_short_at(session: &SessionExport, c: usize) -> u64 {
+    session.commands[c]
+        .events
+        .last()
+        .map_or(session.ended_ms, |e| e.ts_ms)
 }
