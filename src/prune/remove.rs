@@ -62,7 +62,29 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
             });
         }
     };
-    let stat = rustix::fs::fstat(&dir).map_err(io::Error::from)?;
+    let checked = rustix::fs::fstat(&dir)
+        .map_err(io::Error::from)
+        .and_then(|stat| {
+            // The device of `sessions/`: a session that is itself a mount point is not ours
+            // to empty. Checked whole before anything is removed, so that a session is
+            // either removed or left as it was.
+            let dev = rustix::fs::fstat(sessions)?.st_dev;
+            if stat.st_dev != dev {
+                return Err(io::Error::other(format!(
+                    "{} is a mount point: not removed",
+                    name.to_string_lossy()
+                )));
+            }
+            check_removable(&dir, dev, 0).map(|()| stat)
+        });
+    let stat = match checked {
+        Ok(stat) => stat,
+        Err(err) => {
+            drop(dir);
+            put_back(sessions, &tomb, name);
+            return Err(err.into());
+        }
+    };
     if let Liveness::Live(why) = liveness(&dir, session_start(&dir).as_ref(), &stat, now_ms) {
         drop(dir);
         return match rustix::fs::renameat_with(
@@ -97,6 +119,34 @@ fn put_back(sessions: &OwnedFd, tomb: &OsString, name: &OsString) {
 }
 
 /// Removes everything in the opened directory `dir`, which is on device `dev`.
+/// Whether [`empty_dir`] would get through `dir`: no directory deeper than [`MAX_DEPTH`],
+/// none on another device (a mount point). Nothing is removed.
+fn check_removable(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
+    if depth >= MAX_DEPTH {
+        return Err(io::Error::other(format!(
+            "directories nest deeper than {MAX_DEPTH} levels: not a journal tether wrote; remove it by hand"
+        )));
+    }
+    for name in entry_names(dir)? {
+        let stat = match rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(err) => return Err(err.into()),
+        };
+        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+            continue;
+        }
+        if stat.st_dev != dev {
+            return Err(io::Error::other(format!(
+                "{} is a mount point: not removed, and neither is its session",
+                name.to_string_lossy()
+            )));
+        }
+        check_removable(&open_dir_at(dir, &name)?, dev, depth + 1)?;
+    }
+    Ok(())
+}
+
 pub fn empty_dir(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
     if depth >= MAX_DEPTH {
         return Err(io::Error::other(format!(
@@ -165,6 +215,30 @@ mod tests {
         assert_eq!(
             std::fs::read_dir(&sessions).unwrap().count(),
             0,
+            "no tomb left"
+        );
+    }
+
+    #[test]
+    fn a_session_that_cannot_be_removed_whole_is_left_as_it_was() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sessions = tmp.path().join("sessions");
+        let session = sessions.join("s1");
+        std::fs::create_dir_all(session.join("01-cmd")).unwrap();
+        std::fs::write(session.join("01-cmd/stdout.log"), "x").unwrap();
+        // Nested deeper than a journal ever is, after a file that would go first.
+        let deep: std::path::PathBuf = (0..MAX_DEPTH + 1).map(|i| format!("d{i}")).collect();
+        std::fs::create_dir_all(session.join("02-deep").join(&deep)).unwrap();
+        let fd = open_dir_nofollow(&sessions).unwrap();
+        let err = remove_session(&fd, &OsString::from("s1"), u64::MAX).unwrap_err();
+        assert!(err.to_string().contains("nest deeper"), "{err}");
+        assert!(
+            session.join("01-cmd/stdout.log").exists(),
+            "nothing removed"
+        );
+        assert_eq!(
+            std::fs::read_dir(&sessions).unwrap().count(),
+            1,
             "no tomb left"
         );
     }
