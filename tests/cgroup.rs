@@ -363,3 +363,58 @@ fn a_process_that_leaves_the_cgroup_is_still_stopped() {
     );
     env.finish();
 }
+
+/// A command that makes cgroups of its own below its cgroup: their processes are members
+/// too (TERM reaches them, `cgroup.kill` ends them), and every one of them is removed with
+/// the command's cgroup at the end.
+#[test]
+fn cgroups_the_command_makes_below_its_own_are_stopped_and_removed() {
+    if !cgroup_available("nested_cgroups") {
+        return;
+    }
+    let _calm = calm();
+    let env = TestEnv::new("cgroup_nested");
+    let hierarchy = common::cgroups::hierarchy().expect("the hierarchy");
+    let own = cgroup_of(std::process::id() as i32).expect("our cgroup");
+    let hierarchy = hierarchy.to_string_lossy().into_owned();
+    let mount = hierarchy
+        .strip_suffix(own.trim_end_matches('/'))
+        .unwrap_or(&hierarchy)
+        .trim_end_matches('/')
+        .to_string();
+    let pid_file = env.path("nested.pid");
+    let script = format!(
+        "cg={mount}$(sed -n 's/^0:://p' /proc/self/cgroup); mkdir -p $cg/inner/deeper && \
+         (sh -c 'echo $$ > '$cg'/inner/deeper/cgroup.procs && echo $$ > {pid}; trap \"\" TERM; exec sleep 303' &); \
+         echo ready; sleep 1000",
+        pid = pid_file.display()
+    );
+    let running = spawn_exec(&env, None, &["--grace", "300ms"], &["sh", "-c", &script]);
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    wait_until(&env, "the nested process's pid", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let nested = read_pid(&pid_file);
+    assert!(
+        cgroup_of(nested).is_some_and(|c| c.ends_with("/inner/deeper")),
+        "not in the nested cgroup: {:?}",
+        cgroup_of(nested)
+    );
+    let (_, path, _) = containment(&events_now(&dir)).expect("a containment event");
+    let path = path.expect("the cgroup's path");
+    signal(running.pid(), Signal::SIGTERM);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "stderr: {}", run.stderr_text());
+    assert!(
+        procs::is_gone(nested),
+        "the process in a nested cgroup survived"
+    );
+    let events = load_complete(&dir).events;
+    assert!(
+        events.iter().any(|e| matches!(&e.kind, EventKind::SignalSent { targets, .. } if targets.contains(&nested))),
+        "the nested process was not signalled"
+    );
+    assert!(!path.exists(), "{} was not removed", path.display());
+    env.finish();
+}

@@ -54,6 +54,63 @@ pub fn parse_cpu_usec(text: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// The deepest a command's own cgroups are looked into.
+const MAX_NESTING: usize = 16;
+
+/// The directories in a cgroup: the cgroups made below it (links are not followed).
+fn sub_cgroups(dir: &OwnedFd) -> Vec<OwnedFd> {
+    sub_cgroup_names(dir)
+        .iter()
+        .filter_map(|name| open_dir(dir, name).ok())
+        .collect()
+}
+
+fn sub_cgroup_names(dir: &OwnedFd) -> Vec<String> {
+    let Ok(listing) = rustix::fs::Dir::read_from(dir) else {
+        return Vec::new();
+    };
+    listing
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type() == rustix::fs::FileType::Directory)
+        .filter_map(|entry| entry.file_name().to_str().ok().map(str::to_string))
+        .filter(|name| name != "." && name != "..")
+        .collect()
+}
+
+/// Adds the members of the cgroup `dir` and of every cgroup below it.
+fn members_below(dir: &OwnedFd, depth: usize, members: &mut Vec<i32>) {
+    if depth > MAX_NESTING {
+        return;
+    }
+    if let Ok(procs) = rustix::fs::openat(
+        dir,
+        "cgroup.procs",
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        let mut text = String::new();
+        if std::fs::File::from(procs).read_to_string(&mut text).is_ok() {
+            members.extend(parse_procs(&text));
+        }
+    }
+    for child in sub_cgroups(dir) {
+        members_below(&child, depth + 1, members);
+    }
+}
+
+/// Removes every cgroup below `dir`, deepest first; one still holding a process stays.
+pub(super) fn remove_below(dir: &OwnedFd, depth: usize) {
+    if depth > MAX_NESTING {
+        return;
+    }
+    for name in sub_cgroup_names(dir) {
+        if let Ok(child) = open_dir(dir, &name) {
+            remove_below(&child, depth + 1);
+        }
+        let _ = rustix::fs::unlinkat(dir, name.as_str(), AtFlags::REMOVEDIR);
+    }
+}
+
 fn open_dir(parent: impl AsFd, name: &str) -> io::Result<OwnedFd> {
     Ok(rustix::fs::openat(
         parent,
@@ -189,9 +246,14 @@ impl CommandCgroup {
         Ok(self.open_file("cgroup.procs", OFlags::WRONLY)?.into())
     }
 
-    /// The pids of every process in the cgroup now.
+    /// The pids of every process in the cgroup now, those of the cgroups the command made
+    /// below it included (`cgroup.procs` lists only a cgroup's own).
     pub fn members(&self) -> io::Result<Vec<i32>> {
-        self.read("cgroup.procs").map(|t| parse_procs(&t))
+        let mut members = parse_procs(&self.read("cgroup.procs")?);
+        for child in sub_cgroups(&self.dir) {
+            members_below(&child, 1, &mut members);
+        }
+        Ok(members)
     }
 
     /// Whether any process is left in the cgroup.
@@ -244,6 +306,9 @@ impl CommandCgroup {
     /// Removes the cgroup; the kernel refuses (`EBUSY`) while a process is in it.
     pub fn remove(&self) -> io::Result<()> {
         debug_assert!(self.name.starts_with(PREFIX));
+        // The cgroups the command made below it first, deepest first: a cgroup with
+        // children cannot be removed.
+        remove_below(&self.dir, 0);
         match rustix::fs::unlinkat(&self.parent, &self.name, AtFlags::REMOVEDIR) {
             Err(rustix::io::Errno::NOENT) => Ok(()),
             other => Ok(other?),

@@ -66,9 +66,12 @@ pub fn remove_stale(hierarchy: &Hierarchy) -> usize {
             ours,
             populated,
         };
-        if is_stale(&candidate, broker_alive)
-            && rustix::fs::unlinkat(hierarchy.dir(), dir_name, AtFlags::REMOVEDIR).is_ok()
-        {
+        if !is_stale(&candidate, broker_alive) {
+            continue;
+        }
+        // `populated 0` counts the cgroups below it too: those the command made go first.
+        super::command::remove_below(&dir, 0);
+        if rustix::fs::unlinkat(hierarchy.dir(), dir_name, AtFlags::REMOVEDIR).is_ok() {
             removed += 1;
         }
     }
