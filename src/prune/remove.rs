@@ -118,36 +118,21 @@ fn put_back(sessions: &OwnedFd, tomb: &OsString, name: &OsString) {
     );
 }
 
-/// Removes everything in the opened directory `dir`, which is on device `dev`.
 /// Whether [`empty_dir`] would get through `dir`: no directory deeper than [`MAX_DEPTH`],
 /// none on another device (a mount point). Nothing is removed.
 fn check_removable(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
-    if depth >= MAX_DEPTH {
-        return Err(io::Error::other(format!(
-            "directories nest deeper than {MAX_DEPTH} levels: not a journal tether wrote; remove it by hand"
-        )));
-    }
-    for name in entry_names(dir)? {
-        let stat = match rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
-            Err(rustix::io::Errno::NOENT) => continue,
-            Err(err) => return Err(err.into()),
-        };
-        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
-            continue;
-        }
-        if stat.st_dev != dev {
-            return Err(io::Error::other(format!(
-                "{} is a mount point: not removed, and neither is its session",
-                name.to_string_lossy()
-            )));
-        }
-        check_removable(&open_dir_at(dir, &name)?, dev, depth + 1)?;
-    }
-    Ok(())
+    clear(dir, dev, depth, false)
 }
 
+/// Removes everything in `dir` (not `dir` itself): directories on device `dev` down to
+/// [`MAX_DEPTH`], files, and links as links.
 pub fn empty_dir(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
+    clear(dir, dev, depth, true)
+}
+
+/// Walks `dir` as [`empty_dir`] does, removing what it walks when `remove` is set; without
+/// it, only says whether the walk would get through.
+fn clear(dir: &OwnedFd, dev: u64, depth: usize, remove: bool) -> io::Result<()> {
     if depth >= MAX_DEPTH {
         return Err(io::Error::other(format!(
             "directories nest deeper than {MAX_DEPTH} levels: not a journal tether wrote; remove it by hand"
@@ -174,9 +159,11 @@ pub fn empty_dir(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
                     name.to_string_lossy()
                 )));
             }
-            empty_dir(&child, dev, depth + 1)?;
-            rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)?;
-        } else {
+            clear(&child, dev, depth + 1, remove)?;
+            if remove {
+                rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)?;
+            }
+        } else if remove {
             // Files, and links as links: unlinkat never follows.
             match rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()) {
                 Ok(()) | Err(rustix::io::Errno::NOENT) => {}
