@@ -349,6 +349,10 @@ fn a_process_that_leaves_the_cgroup_is_still_stopped() {
     let leaver = read_pid(&pid_file);
     let (_, path, _) = containment(&events_now(&dir)).expect("a containment event");
     let path = path.expect("the cgroup's path");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&path).expect("the cgroup").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o700, "the cgroup is readable by others");
     let name = path.file_name().and_then(|n| n.to_str()).expect("a name");
     assert!(
         cgroup_of(leaver).is_some_and(|c| !c.ends_with(name)),

@@ -135,11 +135,12 @@ fn check_owner(dir: &OwnedFd, what: &Path) -> Result<(), CgroupError> {
 }
 
 impl CommandCgroup {
-    /// Creates the cgroup `name` below `hierarchy` (mode 0755: cgroup files are the kernel's;
-    /// only the owner may write them). A name already taken is refused, never reused.
+    /// Creates the cgroup `name` below `hierarchy`, mode 0700 whatever the umask: its files
+    /// name the command's processes and what they cost, which is no other user's business.
+    /// A name already taken is refused, never reused.
     pub fn create(hierarchy: &Hierarchy, name: &str) -> Result<CommandCgroup, CgroupError> {
         let path = hierarchy.path().join(name);
-        rustix::fs::mkdirat(hierarchy.dir(), name, Mode::from_raw_mode(0o755))
+        rustix::fs::mkdirat(hierarchy.dir(), name, Mode::from_raw_mode(0o700))
             .map_err(|err| CgroupError::io(&path, err.into()))?;
         let parent = hierarchy
             .dir()
@@ -158,7 +159,14 @@ impl CommandCgroup {
                 return Err(err);
             }
         };
-        check_owner(&cgroup.dir, &cgroup.path)?;
+        let private = check_owner(&cgroup.dir, &cgroup.path).and_then(|()| {
+            rustix::fs::fchmod(&cgroup.dir, Mode::from_raw_mode(0o700))
+                .map_err(|err| CgroupError::io(&cgroup.path, err.into()))
+        });
+        if let Err(err) = private {
+            let _ = cgroup.remove();
+            return Err(err);
+        }
         // Kernels before 5.14 have no cgroup.kill: without it, a fork storm can outrun
         // signals, which is what the cgroup is for.
         if rustix::fs::statat(&cgroup.dir, "cgroup.kill", AtFlags::SYMLINK_NOFOLLOW).is_err() {
