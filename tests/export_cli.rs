@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use common::{BIN, TestEnv, run_to_end};
+use common::{BIN, TestEnv, copy_dir, run_to_end};
 use tether::export::SessionsDocument;
 
 fn fixture() -> PathBuf {
@@ -35,19 +35,6 @@ fn state_with(env: &TestEnv, sessions: &[(&str, u64)]) -> PathBuf {
         fs::write(&info_path, serde_json::to_vec(&info).unwrap()).unwrap();
     }
     state
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn tether(env: &TestEnv, state: &Path, args: &[&str]) -> Output {

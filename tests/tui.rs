@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::journal::command_dirs;
 use common::tmux::Tmux;
-use common::{BIN, TAG_VAR, TestEnv, procs};
+use common::{BIN, TAG_VAR, TestEnv, copy_dir, procs, run_to_end};
 
 /// The shell line that runs tether in place of the pane's shell (so the pane's pid is
 /// tether's).
@@ -382,23 +382,24 @@ fn sigterm_to_the_tui_stops_everything_and_restores_the_terminal() {
     env.finish();
 }
 
+/// Runs `sh -c script` named `name` through `tether exec` (no terminal) to its end, into the
+/// test's state directory: a session to open. Returns its exit code.
+fn record(env: &TestEnv, name: &str, script: &str) -> Option<i32> {
+    let exec = env.tether(&["exec", "--no-pty", "--name", name, "--", "sh", "-c", script]);
+    run_to_end(env, exec, "tether exec").status.code()
+}
+
 #[test]
 fn a_finished_session_opens_read_only_as_it_looked() {
     let env = TestEnv::new("tui-open");
     let state = env.state_dir();
     let state = state.to_str().expect("utf-8 temp path");
-    let status = Command::new(BIN)
-        .args(["--state-dir", state, "exec", "--name", "recorded-job", "--"])
-        .args([
-            "sh",
-            "-c",
-            "echo from-the-journal; sleep 1.5 & sleep 1.2; exit 4",
-        ])
-        .env(TAG_VAR, &env.tag)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("tether exec");
-    assert_eq!(status.code(), Some(4));
+    let recorded = record(
+        &env,
+        "recorded-job",
+        "echo from-the-journal; sleep 1.5 & sleep 1.2; exit 4",
+    );
+    assert_eq!(recorded, Some(4));
 
     let listed = Command::new(BIN)
         .args(["--state-dir", state, "sessions"])
@@ -773,22 +774,13 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
 #[test]
 fn open_at_a_search_match_and_the_merged_view() {
     let env = TestEnv::new("tui-open-search");
-    let state = env.state_dir();
-    let state = state.to_str().expect("utf-8 temp path");
-    let status = Command::new(BIN)
-        .args(["--state-dir", state, "exec", "--name", "searched", "--"])
-        .args([
-            "sh",
-            "-c",
-            "seq 1 50000; echo the-needle-in-stderr >&2; sleep 0.2; \
-             seq 50001 100000; echo the-needle-line; seq 100001 200000",
-        ])
-        .env(TAG_VAR, &env.tag)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("tether exec");
-    assert_eq!(status.code(), Some(0));
+    let recorded = record(
+        &env,
+        "searched",
+        "seq 1 50000; echo the-needle-in-stderr >&2; sleep 0.2; \
+         seq 50001 100000; echo the-needle-line; seq 100001 200000",
+    );
+    assert_eq!(recorded, Some(0));
 
     let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, &tether_line(&env, "open --search THE-NEEDLE"));
@@ -810,19 +802,6 @@ fn open_at_a_search_match_and_the_merged_view() {
     tmux.keys(&env, &["q"]);
     drop(tmux);
     env.finish();
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy");
-    for entry in std::fs::read_dir(from).expect("read the fixture") {
-        let entry = entry.expect("a fixture entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("its type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a fixture file");
-        }
-    }
 }
 
 /// Issue 10: the time cursor of `tether open` in a real terminal, over a copy of the

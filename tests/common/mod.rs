@@ -311,3 +311,17 @@ pub fn run_to_end(env: &TestEnv, mut command: Command, what: &str) -> std::proce
         stderr: stderr.join().expect("read stderr"),
     }
 }
+
+/// Copies the directory tree `from` to `to` (a fixture session into a test's own space).
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("create the copy");
+    for entry in fs::read_dir(from).expect("read the tree to copy") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("its type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}
