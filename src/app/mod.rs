@@ -47,6 +47,11 @@ pub struct App {
     /// Open log files of each command's current run.
     streams: HashMap<(CommandId, u32), OpenStreams>,
     snapshot: Snapshot,
+    /// The selected command's cgroup figures, read with each snapshot (not each frame: they
+    /// move on the sampler's clock), and which command they are of.
+    cgroup_stats: Option<(CommandId, crate::cgroup::CgroupStats)>,
+    /// The moment and command `content.cursor` was made for (see `past.rs`).
+    cursor_for: Option<(u64, CommandId)>,
     size: Rect,
     /// The output on screen has more bytes than are indexed yet: draw again soon.
     pub behind: bool,
@@ -68,6 +73,8 @@ impl App {
             geometry: Geometry::default(),
             streams: HashMap::new(),
             snapshot: Snapshot::default(),
+            cgroup_stats: None,
+            cursor_for: None,
             size: Rect::default(),
             behind: false,
             terminal_size: WindowSize::DEFAULT,
@@ -166,6 +173,16 @@ impl App {
             }
         }
         self.snapshot = snapshot;
+        // One or two small reads of the kernel's accounting, for the command on screen only.
+        let selected = self.view.selected;
+        self.cgroup_stats = self
+            .model
+            .commands
+            .get(selected)
+            .filter(|c| c.status.is_active())
+            .and_then(|c| c.cgroup.as_deref())
+            .and_then(|path| crate::cgroup::CommandCgroup::open_existing(path).ok())
+            .map(|cgroup| (selected, cgroup.stats()));
     }
 
     /// Brokers whose trees the sampler should watch.
@@ -313,15 +330,10 @@ impl App {
         self.prepare_screens(panes, std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.content.machine.clone_from(&self.snapshot.machine);
-        // One or two small reads of the kernel's accounting, for the command on screen only.
         self.content.cgroup = self
-            .model
-            .commands
-            .get(self.view.selected)
-            .filter(|c| c.status.is_active())
-            .and_then(|c| c.cgroup.as_deref())
-            .and_then(|path| crate::cgroup::CommandCgroup::open_existing(path).ok())
-            .map(|cgroup| cgroup.stats());
+            .cgroup_stats
+            .filter(|(id, _)| *id == self.view.selected)
+            .map(|(_, stats)| stats);
         self.geometry.tree_rows = areas.map_or(0, |a| a.tree.height.saturating_sub(3) as usize);
         self.geometry.timeline_rows = areas.map_or(0, |a| {
             layout::timeline_event_rows(a.timeline, self.model.commands.len())

@@ -18,6 +18,7 @@ impl App {
         let (Some(at), Some(recording)) = (self.view.time.at_ms, &self.model.recording) else {
             self.past = None;
             self.content.cursor = None;
+            self.cursor_for = None;
             return None;
         };
         if self.past.as_ref().map(|(ms, _)| *ms) != Some(at) {
@@ -32,6 +33,13 @@ impl App {
             };
             self.past = Some((at, model));
         }
+        // The panel is the same while the moment and the selected command are.
+        let key = (at, self.view.selected);
+        if let (Some(cursor), true) = (self.content.cursor.as_mut(), self.cursor_for == Some(key)) {
+            cursor.end_ms = end_ms.max(at);
+            return Some(at);
+        }
+        self.cursor_for = Some(key);
         let name = |i: usize| {
             self.model
                 .commands

@@ -80,7 +80,10 @@ impl App {
         let Some(lens) = self.stored_lens() else {
             return false;
         };
-        let command = &self.model.commands[self.view.selected];
+        // The model the panes show (the time cursor's, if set): its lengths and its runs.
+        let Some(command) = self.shown().commands.get(self.view.selected) else {
+            return false;
+        };
         let (runs, key) = (command.runs.clone(), (self.view.selected, command.run));
         if self.current_streams().is_none() {
             return false;
