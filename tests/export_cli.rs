@@ -7,11 +7,11 @@ mod common;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use common::{BIN, TestEnv, copy_dir, run_to_end};
+use common::{TestEnv, copy_dir, run_to_end};
 use tether::export::SessionsDocument;
 
 fn fixture() -> PathBuf {
@@ -37,10 +37,9 @@ fn state_with(env: &TestEnv, sessions: &[(&str, u64)]) -> PathBuf {
     state
 }
 
-fn tether(env: &TestEnv, state: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(BIN);
-    command.arg("--state-dir").arg(state).args(args);
-    run_to_end(env, command, &format!("tether {args:?}"))
+/// `tether ARGS` on the test's state directory (where `state_with` put the sessions).
+fn tether(env: &TestEnv, args: &[&str]) -> Output {
+    run_to_end(env, env.tether(args), &format!("tether {args:?}"))
 }
 
 fn stderr(output: &Output) -> String {
@@ -50,8 +49,8 @@ fn stderr(output: &Output) -> String {
 #[test]
 fn sessions_json_round_trips_newest_last_with_the_cut_short_command() {
     let env = TestEnv::new("sessions-json");
-    let state = state_with(&env, &[("zz-older", 1_000), ("aa-newer", 2_000)]);
-    let output = tether(&env, &state, &["sessions", "--json"]);
+    state_with(&env, &[("zz-older", 1_000), ("aa-newer", 2_000)]);
+    let output = tether(&env, &["sessions", "--json"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let document: SessionsDocument =
         serde_json::from_slice(&output.stdout).expect("the documented structure");
@@ -96,11 +95,10 @@ fn sessions_json_round_trips_newest_last_with_the_cut_short_command() {
 #[test]
 fn export_writes_a_private_file_and_says_what_the_journal_lacks() {
     let env = TestEnv::new("export-file");
-    let state = state_with(&env, &[("every-kind", 1_000)]);
+    state_with(&env, &[("every-kind", 1_000)]);
     let file = env.path("trace.json");
     let output = tether(
         &env,
-        &state,
         &[
             "export",
             "--format",
@@ -133,7 +131,6 @@ fn export_writes_a_private_file_and_says_what_the_journal_lacks() {
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let output = tether(
         &env,
-        &state,
         &["export", "every-kind", "-o", link.to_str().unwrap()],
     );
     assert!(!output.status.success());
@@ -145,7 +142,7 @@ fn export_writes_a_private_file_and_says_what_the_journal_lacks() {
     assert_eq!(fs::read(&target).unwrap(), b"keep");
     // By id, to stdout, each format.
     for format in ["jsonl", "text", "otlp"] {
-        let output = tether(&env, &state, &["export", "every-kind", "--format", format]);
+        let output = tether(&env, &["export", "every-kind", "--format", format]);
         assert!(output.status.success(), "{format}: {}", stderr(&output));
         assert!(!output.stdout.is_empty());
     }
@@ -155,11 +152,11 @@ fn export_writes_a_private_file_and_says_what_the_journal_lacks() {
 #[test]
 fn a_prefix_of_several_sessions_lists_them() {
     let env = TestEnv::new("export-prefix");
-    let state = state_with(
+    state_with(
         &env,
         &[("agent-1", 1_000), ("agent-2", 2_000), ("other", 3_000)],
     );
-    let output = tether(&env, &state, &["export", "agent"]);
+    let output = tether(&env, &["export", "agent"]);
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
     assert!(err.contains("names 2 sessions"), "{err}");
@@ -168,7 +165,7 @@ fn a_prefix_of_several_sessions_lists_them() {
         "{err}"
     );
     // A unique prefix picks its session.
-    let output = tether(&env, &state, &["export", "oth", "--format", "jsonl"]);
+    let output = tether(&env, &["export", "oth", "--format", "jsonl"]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains(r#""session":"other""#));
     env.finish();
@@ -177,8 +174,8 @@ fn a_prefix_of_several_sessions_lists_them() {
 #[test]
 fn a_missing_session_or_a_directory_that_is_no_session_is_a_clear_error() {
     let env = TestEnv::new("export-bad");
-    let state = state_with(&env, &[("every-kind", 1_000)]);
-    let output = tether(&env, &state, &["export", "nope"]);
+    state_with(&env, &[("every-kind", 1_000)]);
+    let output = tether(&env, &["export", "nope"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("no session `nope`"),
@@ -189,7 +186,7 @@ fn a_missing_session_or_a_directory_that_is_no_session_is_a_clear_error() {
     let not_session = env.path("just-a-dir");
     fs::create_dir(&not_session).unwrap();
     fs::write(not_session.join("notes.txt"), b"hello").unwrap();
-    let output = tether(&env, &state, &["export", not_session.to_str().unwrap()]);
+    let output = tether(&env, &["export", not_session.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("is not a tether session"),
@@ -198,7 +195,7 @@ fn a_missing_session_or_a_directory_that_is_no_session_is_a_clear_error() {
     );
 
     let missing = env.path("gone");
-    let output = tether(&env, &state, &["export", missing.to_str().unwrap()]);
+    let output = tether(&env, &["export", missing.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("no such directory"),
@@ -209,7 +206,6 @@ fn a_missing_session_or_a_directory_that_is_no_session_is_a_clear_error() {
     // A session directory given as a path works, wherever it is.
     let output = tether(
         &env,
-        &state,
         &["export", fixture().to_str().unwrap(), "--format", "jsonl"],
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -228,7 +224,7 @@ fn a_damaged_session_exports_what_it_has_and_says_what_is_missing() {
     fs::write(&events, journal).unwrap();
     fs::create_dir(session.join("11-half")).unwrap();
 
-    let output = tether(&env, &state, &["export", "damaged", "--format", "text"]);
+    let output = tether(&env, &["export", "damaged", "--format", "text"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(err.contains("damaged/01-ok: journal cut short"), "{err}");
@@ -238,7 +234,7 @@ fn a_damaged_session_exports_what_it_has_and_says_what_is_missing() {
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(report.contains("== 11-half ("), "{report}");
 
-    let output = tether(&env, &state, &["sessions", "--json"]);
+    let output = tether(&env, &["sessions", "--json"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let document: SessionsDocument = serde_json::from_slice(&output.stdout).unwrap();
     let commands = &document.sessions[0].commands;
@@ -248,7 +244,7 @@ fn a_damaged_session_exports_what_it_has_and_says_what_is_missing() {
     assert!(commands.iter().find(|c| c.id == "01-ok").unwrap().cut_short);
 
     for format in ["chrome-trace", "otlp", "jsonl"] {
-        let output = tether(&env, &state, &["export", "damaged", "--format", format]);
+        let output = tether(&env, &["export", "damaged", "--format", format]);
         assert!(output.status.success(), "{format}: {}", stderr(&output));
     }
     env.finish();

@@ -228,7 +228,6 @@ pub fn signal_tree(
     }
     if let Some(reached) = walk
         .cgroup()
-        .filter(|_| walk.members().is_some())
         .and_then(|c| signal_members(c, group, signal, also_cont, already))
     {
         return reached;
@@ -304,8 +303,8 @@ pub fn member_key(pid: i32) -> ProcessKey {
 /// [`signal_tree`] over a cgroup's members, without reading `/proc`: the members are listed,
 /// each new one pinned with a pidfd, the members listed again, and a pinned process is
 /// signalled only if its pid is still a member (so the pidfd is that member, not a process
-/// that took a freed pid in between). `None` when the cgroup cannot be read: the caller
-/// walks /proc instead.
+/// that took a freed pid in between). `None` when the cgroup cannot be read or is empty:
+/// the caller walks /proc instead.
 ///
 /// The cgroup is frozen meanwhile (for the milliseconds the round takes): nothing in it
 /// forks, so one listing has every member, and a fork storm does not take the CPU the
@@ -336,8 +335,12 @@ fn signal_members_now(
     let mut reached = Vec::new();
     let mut group_pending = group;
     let chase_until = std::time::Instant::now() + CHASE_LIMIT;
-    for _ in 0..64 {
+    for round in 0..64 {
         let listed = cgroup.members().ok()?;
+        // An empty cgroup is not the whole tree (see `Walk::members`): the /proc walk then.
+        if round == 0 && listed.is_empty() {
+            return None;
+        }
         let pinned: Vec<(i32, OwnedFd)> = listed
             .into_iter()
             .filter(|pid| !already.contains(&member_key(*pid)))

@@ -104,6 +104,23 @@ impl TreeRecorder {
         }
         let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
         let procs = walk.live_until(deadline)?;
+        // What the /proc path needs to skip its next walks and to start a stop without one;
+        // a cgroup's members are read at the cost of the tree alone.
+        if walk.cgroup().is_none() {
+            self.remember_walk(&procs);
+        }
+        self.update(&procs, group, |p| {
+            let argv = if std::time::Instant::now() < deadline {
+                procfs::cmdline(p.pid)
+            } else {
+                Vec::new()
+            };
+            (argv, procfs::start_time_ms(p))
+        })
+    }
+
+    /// Keeps what `procs`, a full walk, found and what each process had done by then.
+    fn remember_walk(&mut self, procs: &[ProcStat]) {
         let marks: Vec<(i32, procfs::Activity)> = procs
             .iter()
             .filter_map(|p| {
@@ -118,15 +135,7 @@ impl TreeRecorder {
             Vec::new()
         };
         self.walked_at = Some(std::time::Instant::now());
-        self.walked = Some(procs.clone());
-        self.update(&procs, group, |p| {
-            let argv = if std::time::Instant::now() < deadline {
-                procfs::cmdline(p.pid)
-            } else {
-                Vec::new()
-            };
-            (argv, procfs::start_time_ms(p))
-        })
+        self.walked = Some(procs.to_vec());
     }
 
     /// Returns an empty tree if the last one recorded was not empty.

@@ -100,7 +100,7 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
                 let origin = Origin {
                     session: &session,
                     command: &command,
-                    stream: stream_name(stream),
+                    stream: stream.name(),
                 };
                 let searched = search::search_lines(file, &regex, |hit| {
                     let line = if options.json {
@@ -195,13 +195,6 @@ fn command_dirs(session: &Path) -> Vec<(String, PathBuf)> {
     dirs.into_iter()
         .map(|(_, name, path)| (name, path))
         .collect()
-}
-
-fn stream_name(stream: Stream) -> &'static str {
-    match stream {
-        Stream::Stdout => "stdout",
-        Stream::Stderr => "stderr",
-    }
 }
 
 fn file_name(path: &Path) -> String {
