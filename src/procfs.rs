@@ -131,6 +131,13 @@ pub fn parse_activity(stat: &str, schedstat: &str) -> Option<Activity> {
     })
 }
 
+/// Whether a process in group `pgid` and session `sid` escaped the command whose group is
+/// `group`: it left both (see `broker::tree::is_escaped` for why both). The one rule of the
+/// journal's tree and the live tree pane.
+pub fn escaped(pgid: i32, sid: i32, group: i32) -> bool {
+    pgid != group && sid != group
+}
+
 /// The pids `/proc` lists at this instant.
 pub fn pids() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {

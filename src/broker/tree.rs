@@ -205,7 +205,7 @@ impl TreeRecorder {
 /// the stop's walk reaches it anyway. With pipes the command shares the broker's session, so
 /// leaving the group is escaping, as before.
 pub fn is_escaped(process: &ProcStat, group: i32) -> bool {
-    process.pgid != group && process.sid != group
+    procfs::escaped(process.pgid, process.sid, group)
 }
 
 fn capped_message(budget: u64) -> String {

@@ -100,8 +100,7 @@ fn row(process: &ProcessInfo, depth: usize, group: Option<i32>) -> TreeRow {
     TreeRow {
         depth,
         process: process.clone(),
-        // The journal's rule (`broker::tree::is_escaped`): out of the group and the session.
-        escaped: group.is_some_and(|g| process.pgid != g && process.sid != g),
+        escaped: group.is_some_and(|g| crate::procfs::escaped(process.pgid, process.sid, g)),
     }
 }
 

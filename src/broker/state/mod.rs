@@ -218,7 +218,6 @@ impl Broker {
             start,
             started_ms: now_ms(),
             pid: std::process::id() as i32,
-            // SAFETY: getsid has no preconditions.
             request,
             dir,
             events: Some(events),
