@@ -88,22 +88,11 @@ fn disk_usage(path: &Path) -> u64 {
 
 /// Starts a `tether exec` of a long sleep and waits until its broker is recorded.
 fn start_live(env: &TestEnv) -> (RunningExec, String) {
-    let stdout_path = env.path("live.stdout");
-    let stderr_path = env.path("live.stderr");
-    let child = env
-        .tether(&["exec", "--no-pty", "--", "sleep", "120"])
+    let mut command = env.tether(&["exec", "--no-pty", "--", "sleep", "120"]);
+    command
         .env(common::TAG_VAR, &env.tag)
-        .stdin(std::process::Stdio::null())
-        .stdout(File::create(&stdout_path).unwrap())
-        .stderr(File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("start the live exec");
-    let live = RunningExec {
-        child,
-        started: std::time::Instant::now(),
-        stdout_path,
-        stderr_path,
-    };
+        .stdin(std::process::Stdio::null());
+    let live = env.spawn_captured(command);
     wait_until(env, "the live command's broker recorded", || {
         common::journal::command_dirs(&env.state_dir())
             .iter()

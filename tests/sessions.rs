@@ -7,10 +7,9 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use common::journal::{exit_status, load_complete, read};
-use common::{BIN, RunningExec, TAG_VAR, TestEnv};
+use common::{BIN, TAG_VAR, TestEnv};
 use tether::journal::{SessionInfo, command_dir_number};
 
 /// `tether exec` as the tests start it, without whatever session the test runner itself
@@ -21,23 +20,6 @@ fn exec_command(env: &TestEnv, options: &[&str], argv: &[&str]) -> Command {
         .env_remove("TETHER_SESSION")
         .env_remove("TETHER_BROKER_ID");
     command
-}
-
-/// Starts `command` with stdout and stderr captured to files named after `label`.
-fn spawn_captured(env: &TestEnv, mut command: Command, label: &str) -> RunningExec {
-    let stdout_path = env.path(&format!("{label}.stdout"));
-    let stderr_path = env.path(&format!("{label}.stderr"));
-    let child = command
-        .stdout(File::create(&stdout_path).unwrap())
-        .stderr(File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("start tether");
-    RunningExec {
-        child,
-        started: Instant::now(),
-        stdout_path,
-        stderr_path,
-    }
 }
 
 fn session_dirs(env: &TestEnv) -> Vec<PathBuf> {
@@ -73,14 +55,14 @@ fn concurrent_execs_join_one_session() {
     const EACH: usize = 3;
     let env = TestEnv::new("join_session");
     let mut runs = Vec::new();
-    for i in 0..EACH {
+    for _ in 0..EACH {
         // By the flag...
         let command = exec_command(&env, &["--session", "team:a-1"], &["sh", "-c", PRINT_ENV]);
-        runs.push(spawn_captured(&env, command, &format!("flag-{i}")));
+        runs.push(env.spawn_captured(command));
         // ...and by the environment, all at the same time.
         let mut command = exec_command(&env, &[], &["sh", "-c", PRINT_ENV]);
         command.env("TETHER_SESSION", "team:a-1");
-        runs.push(spawn_captured(&env, command, &format!("env-{i}")));
+        runs.push(env.spawn_captured(command));
     }
     let runs: Vec<_> = runs.into_iter().map(|r| r.wait(&env)).collect();
     for run in &runs {
@@ -133,7 +115,7 @@ fn a_nested_exec_joins_its_parents_session() {
     // The inner tether is given no state dir and no session: it learns both from its broker.
     let inner = format!("{BIN} exec -- sh -c '{PRINT_ENV}'");
     let command = exec_command(&env, &[], &["sh", "-c", &inner]);
-    let run = spawn_captured(&env, command, "outer").wait(&env);
+    let run = env.spawn_captured(command).wait(&env);
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr_text());
     let sessions = session_dirs(&env);
     assert_eq!(sessions.len(), 1, "one session: {sessions:?}");
@@ -169,7 +151,7 @@ fn bad_session_names_are_refused_with_the_rule() {
         if let Some(var) = var {
             command.env("TETHER_SESSION", var);
         }
-        let run = spawn_captured(&env, command, "bad").wait(&env);
+        let run = env.spawn_captured(command).wait(&env);
         let stderr = run.stderr_text();
         assert_eq!(run.code(), 2, "{flag:?} {var:?}: {stderr}");
         assert!(
@@ -198,7 +180,9 @@ fn named_sessions_list_by_start_time_and_open_by_name() {
         &[],
         &["--session", "0-late-2"],
     ] {
-        let run = spawn_captured(&env, exec_command(&env, options, &["true"]), "run").wait(&env);
+        let run = env
+            .spawn_captured(exec_command(&env, options, &["true"]))
+            .wait(&env);
         assert_eq!(run.code(), 0, "{}", run.stderr_text());
         // Start times a millisecond apart at least.
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -235,7 +219,7 @@ fn piped_stdin_reaches_the_command() {
     let env = TestEnv::new("stdin_piped");
     let mut command = exec_command(&env, &[], &["cat"]);
     command.stdin(Stdio::piped());
-    let mut running = spawn_captured(&env, command, "cat");
+    let mut running = env.spawn_captured(command);
     let mut stdin = running.child.stdin.take().unwrap();
     stdin.write_all(b"piped\n").unwrap();
     drop(stdin);
@@ -259,7 +243,7 @@ fn a_large_stdin_passes_byte_for_byte() {
         .collect();
     let mut command = exec_command(&env, &[], &["cat"]);
     command.stdin(Stdio::piped());
-    let mut running = spawn_captured(&env, command, "cat");
+    let mut running = env.spawn_captured(command);
     let mut stdin = running.child.stdin.take().unwrap();
     let writer = {
         let input = input.clone();
@@ -289,11 +273,11 @@ fn stdin_from_a_file_and_from_dev_null() {
     fs::write(&file, b"one\ntwo\n").unwrap();
     let mut command = exec_command(&env, &[], &["wc", "-l"]);
     command.stdin(File::open(&file).unwrap());
-    let run = spawn_captured(&env, command, "wc").wait(&env);
+    let run = env.spawn_captured(command).wait(&env);
     assert_eq!(String::from_utf8(run.stdout()).unwrap().trim(), "2");
     // The common helper gives /dev/null: the command reads end of file at once.
     let command = exec_command(&env, &[], &["cat"]);
-    let run = spawn_captured(&env, command, "null").wait(&env);
+    let run = env.spawn_captured(command).wait(&env);
     assert_eq!((run.code(), run.stdout()), (0, Vec::new()));
     env.finish();
 }

@@ -4,12 +4,12 @@
 
 mod common;
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::journal::{exit_status, load_complete, read, signals_sent};
 use common::procs::signal;
@@ -284,27 +284,15 @@ fn the_shims_commands_join_tether_session() {
 }
 
 /// Starts `tether sh -c SCRIPT` with its output captured to files, for signalling.
-fn spawn_shim(env: &TestEnv, script: &str, label: &str) -> RunningExec {
-    let stdout_path = env.path(&format!("{label}.stdout"));
-    let stderr_path = env.path(&format!("{label}.stderr"));
-    let child = tether_sh(env, &["-c", script])
-        .stdout(File::create(&stdout_path).unwrap())
-        .stderr(File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    RunningExec {
-        child,
-        started: Instant::now(),
-        stdout_path,
-        stderr_path,
-    }
+fn spawn_shim(env: &TestEnv, script: &str) -> RunningExec {
+    env.spawn_captured(tether_sh(env, &["-c", script]))
 }
 
 #[test]
 fn a_signal_to_the_shim_reaches_the_command_as_itself() {
     let env = TestEnv::new("shim_sigint");
     let script = "trap 'echo got INT; exit 5' INT; echo ready; while :; do sleep 0.05; done";
-    let running = spawn_shim(&env, script, "int");
+    let running = spawn_shim(&env, script);
     wait_for_text(&env, &running.stdout_path, "ready");
     signal(running.pid(), Signal::SIGINT);
     let done = running.wait(&env);
@@ -321,7 +309,7 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
 
     // A command that ignores it: the second stops it (TERM, then KILL after the grace).
     let script = "trap '' INT TERM; echo ready; while :; do sleep 0.05; done";
-    let running = spawn_shim(&env, script, "ignore");
+    let running = spawn_shim(&env, script);
     wait_for_text(&env, &running.stdout_path, "ready");
     signal(running.pid(), Signal::SIGINT);
     std::thread::sleep(Duration::from_millis(200));

@@ -30,7 +30,7 @@ use crate::journal::reader::EventTail;
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, SessionRecord};
 use crate::model::recording::Recording;
-use crate::model::replay::{broker_alive, command_from_record, frozen_at, model_from_session};
+use crate::model::replay::{broker_alive, frozen_at, model_from_session, reload_from_record};
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
     DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
@@ -473,17 +473,13 @@ impl Runner {
                     // Read once more from the start, by the tail that goes on from there:
                     // nothing written since the command was listed is missed.
                     let (record, tail) = CommandRecord::load_following(&dir);
-                    let name = std::mem::take(&mut command.config.name);
-                    *command = command_from_record(&record);
-                    command.config.name = name;
+                    reload_from_record(command, &record);
                     self.tails.insert(dir.clone(), tail);
                 }
             }
             if command.status.is_active() && !broker_alive(command) {
                 // Dead without a `close`: the journal says what is missing.
-                let name = std::mem::take(&mut command.config.name);
-                *command = command_from_record(&CommandRecord::load(&dir));
-                command.config.name = name;
+                reload_from_record(command, &CommandRecord::load(&dir));
             }
         }
     }

@@ -12,7 +12,7 @@ use super::App;
 use crate::control::{self, ControlClient, ControlError, LiveCommand};
 use crate::journal::CommandRecord;
 use crate::model::CommandState;
-use crate::model::replay::command_from_record;
+use crate::model::replay::{command_from_record, reload_from_record};
 use crate::protocol::{Scope, ToBroker};
 
 pub struct Watch {
@@ -78,9 +78,7 @@ impl Watch {
                     .iter_mut()
                     .find(|c| c.journal_dir.as_ref() == Some(&live.dir));
                 if let Some(command) = listed.filter(|c| !c.status.is_active()) {
-                    let name = std::mem::take(&mut command.config.name);
-                    *command = command_from_record(&CommandRecord::load(&live.dir));
-                    command.config.name = name;
+                    reload_from_record(command, &CommandRecord::load(&live.dir));
                     added = true;
                 }
                 continue;

@@ -34,6 +34,14 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
     command
 }
 
+/// Rebuilds `command` from its journal again, keeping the name it is shown under (made
+/// unique among the session's commands, which the journal's own name may not be).
+pub fn reload_from_record(command: &mut CommandState, record: &CommandRecord) {
+    let name = std::mem::take(&mut command.config.name);
+    *command = command_from_record(record);
+    command.config.name = name;
+}
+
 /// Whether the run's broker still runs (the session is live in another tether).
 pub fn broker_alive(command: &CommandState) -> bool {
     command.broker_pid.is_some_and(|pid| {
