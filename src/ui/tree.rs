@@ -166,23 +166,34 @@ fn command_lines(row: &TreeRow, width: usize, whole: bool, max_rows: usize) -> V
         .collect()
 }
 
-/// Ends a row of at most `width` columns in `…`, cutting what it must to make room.
+/// Ends a row of at most `width` columns in `…`, cutting what it must to make room: by
+/// grapheme cluster, as the rest of the screen cuts (an emoji with its skin tone stays whole
+/// or goes).
 fn ellipsize(row: &mut Vec<Span<'static>>, width: usize) {
-    let mut used: usize = row.iter().map(|s| format::text_width(&s.content)).sum();
-    while used + 1 > width {
-        let Some(span) = row.last_mut() else { break };
-        let mut text = span.content.to_string();
-        match text.pop() {
-            Some(c) => {
-                used = used.saturating_sub(crate::model::output::char_width(c));
-                span.content = text.into();
-            }
-            None => {
-                row.pop();
-            }
+    let mut room = width.saturating_sub(1);
+    let mut kept = Vec::with_capacity(row.len() + 1);
+    for span in row.drain(..) {
+        let span_width = format::text_width(&span.content);
+        if span_width <= room {
+            room -= span_width;
+            kept.push(span);
+            continue;
         }
+        let mut cut = String::new();
+        for (cluster, w) in crate::model::output::width_clusters(&span.content) {
+            if w > room {
+                break;
+            }
+            room -= w;
+            cut.push_str(cluster);
+        }
+        if !cut.is_empty() {
+            kept.push(Span::styled(cut, span.style));
+        }
+        break;
     }
-    row.push(Span::raw("…"));
+    kept.push(Span::raw("…"));
+    *row = kept;
 }
 
 /// The first row to show so that the `selected` row is in sight, rows taking `heights`
@@ -232,6 +243,24 @@ fn title(command: Option<&CommandState>, listed: bool, cgroup: Option<&CgroupSta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ellipsize_cuts_by_cluster_and_keeps_styles() {
+        let text =
+            |row: &[Span<'static>]| row.iter().map(|s| s.content.as_ref()).collect::<String>();
+        let bold = Style::new().add_modifier(ratatui::style::Modifier::BOLD);
+        // A thumbs-up with its skin tone is one cluster two columns wide: whole or gone.
+        let mut row = vec![Span::raw("ab"), Span::styled("\u{1f44d}\u{1f3fd}cd", bold)];
+        ellipsize(&mut row, 4);
+        assert_eq!(text(&row), "ab…");
+        let mut row = vec![Span::raw("ab"), Span::styled("\u{1f44d}\u{1f3fd}cd", bold)];
+        ellipsize(&mut row, 5);
+        assert_eq!(text(&row), "ab\u{1f44d}\u{1f3fd}…");
+        assert_eq!(row[1].style, bold);
+        let mut short = vec![Span::raw("ab")];
+        ellipsize(&mut short, 10);
+        assert_eq!(text(&short), "ab…");
+    }
 
     #[test]
     fn the_title_says_the_containment_and_what_the_cgroup_accounted() {
