@@ -26,7 +26,7 @@ use super::update::Effect;
 use super::view::{FrameContent, ViewState};
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
-use crate::journal::reader::EventTail;
+use crate::journal::EventTail;
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, SessionRecord};
 use crate::model::recording::Recording;

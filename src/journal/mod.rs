@@ -3,12 +3,14 @@
 pub mod paths;
 pub mod reader;
 pub mod secure;
+pub mod tail;
 pub mod writer;
 
 pub use paths::{
     BROKER_ID_ENV, BadSessionName, SESSION_ENV, STATE_DIR_ENV, SessionName, command_dir_name,
     command_dir_number, new_session_id, sessions_dir, state_dir,
 };
-pub use reader::{CommandRecord, Damage, EventTail, SessionInfo, SessionRecord, list_sessions};
+pub use reader::{CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions};
 pub use secure::JournalDir;
+pub use tail::{EventTail, MAX_EVENT_LINE};
 pub use writer::{EventLog, StreamLog};

@@ -2,12 +2,13 @@
 //! A journal cut short by a crash opens; what is missing is reported, never a panic.
 
 use std::fs;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::secure::{open_regular, read_regular};
+use super::secure::read_regular;
+use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
 use crate::protocol::{CommandResult, Event, LaunchRequest};
 
@@ -32,10 +33,12 @@ pub enum Damage {
     PartialLastLine {
         bytes: usize,
     },
-    /// A complete line that is not an event.
+    /// A complete line that is not an event, and how many more lines after it are not
+    /// either (a garbage block is one damage, said once, not one per line).
     BadLine {
         line: usize,
         error: String,
+        more: usize,
     },
     /// No `result.json`: the broker is still running, or it died before finishing.
     MissingResult,
@@ -52,8 +55,13 @@ impl std::fmt::Display for Damage {
                 f,
                 "{EVENTS_FILE} ends in a partial line ({bytes} bytes): the journal was cut short"
             ),
-            Damage::BadLine { line, error } => {
-                write!(f, "{EVENTS_FILE} line {line} is not an event: {error}")
+            Damage::BadLine { line, error, more } => {
+                write!(f, "{EVENTS_FILE} line {line} is not an event: {error}")?;
+                match more {
+                    0 => Ok(()),
+                    1 => write!(f, "; nor is 1 later line"),
+                    more => write!(f, "; nor are {more} later lines"),
+                }
             }
             Damage::MissingResult => write!(
                 f,
@@ -61,62 +69,6 @@ impl std::fmt::Display for Damage {
             ),
             Damage::Unreadable { file, error } => write!(f, "cannot read {file}: {error}"),
         }
-    }
-}
-
-/// Follows an event log as it grows: each call returns the events completed since the last.
-#[derive(Debug)]
-pub struct EventTail {
-    path: PathBuf,
-    offset: u64,
-    partial: Vec<u8>,
-    lines_read: usize,
-}
-
-impl EventTail {
-    pub fn new(path: PathBuf) -> Self {
-        EventTail {
-            path,
-            offset: 0,
-            partial: Vec::new(),
-            lines_read: 0,
-        }
-    }
-
-    /// Reads what was appended since the last call.
-    pub fn poll(&mut self) -> io::Result<(Vec<Event>, Vec<Damage>)> {
-        let mut file = open_regular(&self.path)?;
-        file.seek(SeekFrom::Start(self.offset))?;
-        let mut fresh = Vec::new();
-        file.read_to_end(&mut fresh)?;
-        self.offset += fresh.len() as u64;
-        self.partial.extend_from_slice(&fresh);
-        let mut events = Vec::new();
-        let mut damage = Vec::new();
-        let complete = match self.partial.iter().rposition(|&b| b == b'\n') {
-            Some(i) => i + 1,
-            None => return Ok((events, damage)),
-        };
-        for line in self.partial[..complete].split(|&b| b == b'\n') {
-            if line.is_empty() {
-                continue;
-            }
-            self.lines_read += 1;
-            match serde_json::from_slice::<Event>(line) {
-                Ok(event) => events.push(event),
-                Err(err) => damage.push(Damage::BadLine {
-                    line: self.lines_read,
-                    error: err.to_string(),
-                }),
-            }
-        }
-        self.partial.drain(..complete);
-        Ok((events, damage))
-    }
-
-    /// Bytes of an unfinished last line, if the log currently ends mid-line.
-    pub fn pending(&self) -> usize {
-        self.partial.len()
     }
 }
 
@@ -311,20 +263,6 @@ mod tests {
 
     const LINE: &str =
         r#"{"ts_ms":1,"mono_us":2,"kind":"output","stream":"stdout","offset":0,"len":3}"#;
-
-    #[test]
-    fn tail_returns_only_complete_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(EVENTS_FILE);
-        let mut file = File::create(&path).unwrap();
-        write!(file, "{LINE}\n{}", &LINE[..20]).unwrap();
-        let mut tail = EventTail::new(path);
-        let (events, damage) = tail.poll().unwrap();
-        assert_eq!((events.len(), damage.len(), tail.pending()), (1, 0, 20));
-        writeln!(file, "{}", &LINE[20..]).unwrap();
-        let (events, _) = tail.poll().unwrap();
-        assert_eq!((events.len(), tail.pending()), (1, 0));
-    }
 
     #[test]
     fn sessions_are_listed_by_start_time_not_name() {

@@ -62,6 +62,12 @@ impl LineSplitter {
         frames
     }
 
+    /// Bytes of the unfinished line so far: held, or counted while an over-long one is
+    /// skipped.
+    pub fn pending(&self) -> usize {
+        self.skipping.unwrap_or(self.partial.len())
+    }
+
     /// What is left when the stream ends: an unterminated last line, if any.
     pub fn finish(&mut self) -> Option<Frame> {
         if let Some(len) = self.skipping.take() {
@@ -103,6 +109,7 @@ mod tests {
         let mut s = LineSplitter::new(4);
         assert_eq!(lines(s.push(b"ok\n12345")), ["ok"]);
         assert!(s.push(b"6789").is_empty());
+        assert_eq!(s.pending(), 9);
         assert_eq!(lines(s.push(b"0\nnext\n")), ["<too long: 10>", "next"]);
     }
 

@@ -272,7 +272,18 @@ pub fn wait_for_text(env: &TestEnv, path: &Path, needle: &str) {
 
 /// Runs `command` (tagged, stdin from /dev/null, output captured) to its end; past
 /// [`DEADLINE`] kills it and fails, naming `what`.
-pub fn run_to_end(env: &TestEnv, mut command: Command, what: &str) -> std::process::Output {
+pub fn run_to_end(env: &TestEnv, command: Command, what: &str) -> std::process::Output {
+    run_measured(env, command, what).0
+}
+
+/// [`run_to_end`], also giving the child's peak resident set in bytes, from the rusage the
+/// kernel hands back when the child is reaped (nothing to race, unlike reading its /proc).
+pub fn run_measured(
+    env: &TestEnv,
+    mut command: Command,
+    what: &str,
+) -> (std::process::Output, u64) {
+    use std::os::unix::process::ExitStatusExt;
     let mut child = command
         .env(TAG_VAR, &env.tag)
         .stdin(Stdio::null())
@@ -294,22 +305,36 @@ pub fn run_to_end(env: &TestEnv, mut command: Command, what: &str) -> std::proce
     let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
     let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            break status;
+    let pid = child.id() as libc::pid_t;
+    let mut killed = false;
+    let (status, peak) = loop {
+        let mut status = 0;
+        // SAFETY: rusage is plain old data the kernel fills; all-zero is a valid value.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let flags = if killed { 0 } else { libc::WNOHANG };
+        // SAFETY: `pid` is our own unreaped child; both pointers are to live locals.
+        let reaped = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
+        assert!(
+            reaped >= 0,
+            "wait for {what}: {}",
+            std::io::Error::last_os_error()
+        );
+        if reaped == pid {
+            break (status, usage.ru_maxrss as u64 * 1024);
         }
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {DEADLINE:?}");
+            killed = true;
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    std::process::Output {
-        status,
+    assert!(!killed, "{what} did not finish within {DEADLINE:?}");
+    let output = std::process::Output {
+        status: std::process::ExitStatus::from_raw(status),
         stdout: stdout.join().expect("read stdout"),
         stderr: stderr.join().expect("read stderr"),
-    }
+    };
+    (output, peak)
 }
 
 /// Copies the directory tree `from` to `to` (a fixture session into a test's own space).
