@@ -206,3 +206,31 @@ fn sessions_named_are_the_only_ones_searched() {
     assert!(said.contains(&first), "{said}");
     env.finish();
 }
+
+#[test]
+fn a_match_inside_an_escape_sequence_shows_the_line_as_without_colour() {
+    let env = TestEnv::new("grep_escape_match");
+    let script = r"printf 'copy \033]52;c;cHduZWQ=\007\033[2Jdone\n'";
+    let out = run(&env, &["exec", "--no-pty", "--", "sh", "-c", script]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let grep = |color: &str| {
+        let out = run(&env, &["grep", "--color", color, r"\x1b"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let (colored, plain) = (grep("always"), grep("never"));
+    assert!(plain.ends_with(":stdout:1: copy done\n"), "{plain:?}");
+    for shown in [&colored, &plain] {
+        assert!(
+            !shown.contains("]52;") && !shown.contains("[2J"),
+            "{shown:?}"
+        );
+    }
+    // The coloured line is the plain one plus colour codes, nothing else.
+    let mut stripped = colored.clone();
+    for code in ["\x1b[35m", "\x1b[32m", "\x1b[1;31m", "\x1b[0m"] {
+        stripped = stripped.replace(code, "");
+    }
+    assert_eq!(stripped, plain);
+    env.finish();
+}

@@ -10,7 +10,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::search::LineMatch;
-use crate::model::output::{plain_text, render_line};
+use crate::model::output::LineRenderer;
 
 /// Lines longer than this (in bytes) are shown as a window of about this size.
 pub const SHOWN_BYTES: usize = 512;
@@ -37,24 +37,14 @@ pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool) -> String
     if before {
         shown.push('…');
     }
-    let mut at = window.start;
-    for range in &hit.matches {
-        let range = range.start.max(window.start)..range.end.min(window.end);
-        if range.is_empty() || range.start < at {
-            continue;
-        }
-        shown.push_str(&sanitized(&hit.text[at..range.start]));
-        let text = sanitized(&hit.text[range.clone()]);
-        if color {
-            shown.push_str(COLOR_MATCH);
-            shown.push_str(&text);
-            shown.push_str(RESET);
-        } else {
-            shown.push_str(&text);
-        }
-        at = range.end;
-    }
-    shown.push_str(&sanitized(&hit.text[at..window.end]));
+    shown.push_str(&highlighted(
+        &hit.text[window.clone()],
+        hit.matches.iter().map(|r| {
+            r.start.clamp(window.start, window.end) - window.start
+                ..r.end.clamp(window.start, window.end) - window.start
+        }),
+        color,
+    ));
     if after {
         shown.push_str(&format!("… [{} more bytes]", hit.text.len() - window.end));
     }
@@ -74,11 +64,55 @@ pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool) -> String
 /// What a terminal would show for `bytes`, as plain text: escape sequences applied or
 /// dropped, controls and invalid UTF-8 made visible and harmless.
 fn sanitized(bytes: &[u8]) -> String {
+    highlighted(bytes, std::iter::empty(), false)
+}
+
+/// `bytes` sanitized as one line, as [`sanitized`] shows it, with what the bytes in `matches`
+/// print wrapped in colour when `color`. The line is rendered whole, not piece by piece, so
+/// a match that splits an escape sequence never shows the sequence's body: what a match
+/// entirely inside one prints is nothing, and nothing is highlighted.
+fn highlighted(bytes: &[u8], matches: impl Iterator<Item = Range<usize>>, color: bool) -> String {
     // Printable ASCII is shown as itself: the common case skips the terminal emulation.
     if bytes.iter().all(|b| (0x20..0x7f).contains(b)) {
-        return bytes.iter().map(|&b| char::from(b)).collect();
+        let mut shown = String::with_capacity(bytes.len());
+        let mut at = 0;
+        for range in matches.filter(|r| color && !r.is_empty()) {
+            if range.start < at {
+                continue;
+            }
+            shown.extend(bytes[at..range.start].iter().map(|&b| char::from(b)));
+            shown.push_str(COLOR_MATCH);
+            shown.extend(bytes[range.clone()].iter().map(|&b| char::from(b)));
+            shown.push_str(RESET);
+            at = range.end;
+        }
+        shown.extend(bytes[at..].iter().map(|&b| char::from(b)));
+        return shown;
     }
-    plain_text(&render_line(bytes))
+    let mut renderer = LineRenderer::new();
+    let mut at = 0;
+    for range in matches.filter(|r| color && !r.is_empty()) {
+        if range.start < at {
+            continue;
+        }
+        renderer.feed(&bytes[at..range.start]);
+        renderer.set_highlight(true);
+        renderer.feed(&bytes[range.clone()]);
+        renderer.set_highlight(false);
+        at = range.end;
+    }
+    renderer.feed(&bytes[at..]);
+    let mut shown = String::new();
+    for span in renderer.finish() {
+        if span.style.highlight {
+            shown.push_str(COLOR_MATCH);
+            shown.push_str(&span.text);
+            shown.push_str(RESET);
+        } else {
+            shown.push_str(&span.text);
+        }
+    }
+    shown
 }
 
 /// The part of `text` to show: all of it when short, else a window of about
@@ -193,6 +227,45 @@ mod tests {
         let line = text_line(ORIGIN, &hit(b"an error here", &[(3, 8)]), true);
         assert!(line.contains("\x1b[1;31merror\x1b[0m here"), "{line:?}");
         assert!(line.starts_with("\x1b[35ms1/01-make\x1b[0m:\x1b[32mstdout:7\x1b[0m: an "));
+    }
+
+    #[test]
+    fn a_match_inside_an_escape_sequence_never_shows_its_body() {
+        let text = b"copy \x1b]52;c;cHduZWQ=\x07\x1b[2Jdone";
+        let escapes = [(5, 6), (21, 22)];
+        let colored = text_line(ORIGIN, &hit(text, &escapes), true);
+        let plain = text_line(ORIGIN, &hit(text, &escapes), false);
+        assert_eq!(plain, "s1/01-make:stdout:7: copy done\n");
+        assert!(colored.ends_with(": copy done\n"), "{colored:?}");
+        // A match across an escape highlights what it prints, and only that.
+        let across = text_line(ORIGIN, &hit(text, &[(2, 27)]), true);
+        assert!(
+            across.ends_with(": co\x1b[1;31mpy do\x1b[0mne\n"),
+            "{across:?}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Highlighting adds colour codes and nothing else: the line without them is the
+        /// line shown without colour, whatever the bytes and wherever the matches fall.
+        #[test]
+        fn highlighting_only_adds_colour(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(b"\x1b[]P\\;0123mJKc\x07\x9c\r\x08\xff\xc3\xa9 a".to_vec()),
+                    proptest::num::u8::ANY,
+                ],
+                0..80,
+            ),
+            cuts in proptest::collection::vec(0usize..80, 0..8),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            cuts.sort_unstable();
+            let ranges: Vec<Range<usize>> = cuts.chunks_exact(2).map(|c| c[0]..c[1]).collect();
+            let colored = highlighted(&bytes, ranges.iter().cloned(), true);
+            let plain = highlighted(&bytes, ranges.iter().cloned(), false);
+            proptest::prop_assert_eq!(colored.replace(COLOR_MATCH, "").replace(RESET, ""), plain);
+        }
     }
 
     #[test]

@@ -278,6 +278,8 @@ pub fn run_to_end(env: &TestEnv, command: Command, what: &str) -> std::process::
 
 /// [`run_to_end`], also giving the child's peak resident set in bytes, from the rusage the
 /// kernel hands back when the child is reaped (nothing to race, unlike reading its /proc).
+// The child is reaped, by `wait4` for its rusage, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 pub fn run_measured(
     env: &TestEnv,
     mut command: Command,

@@ -70,6 +70,13 @@ impl LineRenderer {
         self.advance_holding_back(bytes);
     }
 
+    /// Whether what the bytes fed from now on print is highlighted (a match `tether grep`
+    /// found in them). Bytes that print nothing, such as an escape sequence's, highlight
+    /// nothing; the command's own SGR codes cannot turn it on or off.
+    pub fn set_highlight(&mut self, on: bool) {
+        self.screen.highlight = on;
+    }
+
     pub fn finish(self) -> StyledLine {
         self.finish_with_pen().0
     }
@@ -181,6 +188,7 @@ struct Screen {
     style: Style,
     /// Inside a DCS string, whose contents are dropped.
     in_dcs_string: bool,
+    highlight: bool,
 }
 
 impl Perform for Screen {
@@ -198,7 +206,13 @@ impl Perform for Screen {
         }
         match char_width(c) {
             0 => self.cells.attach(c),
-            width => self.cells.put(c, width, self.style),
+            width => {
+                let style = Style {
+                    highlight: self.highlight,
+                    ..self.style
+                };
+                self.cells.put(c, width, style)
+            }
         }
     }
 

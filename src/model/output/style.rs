@@ -21,6 +21,9 @@ pub struct Style {
     pub italic: bool,
     pub underline: bool,
     pub reverse: bool,
+    /// Drawn from bytes tether marked (a `tether grep` match), never from the command's own
+    /// escape sequences: see [`super::LineRenderer::set_highlight`].
+    pub highlight: bool,
 }
 
 /// A run of text drawn in one style.

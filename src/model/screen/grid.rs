@@ -131,6 +131,7 @@ fn style_of(cell: &Cell) -> Style {
         italic: flags.contains(Flags::ITALIC),
         underline: flags.intersects(Flags::ALL_UNDERLINES),
         reverse: flags.contains(Flags::INVERSE),
+        highlight: false,
     }
 }
 
