@@ -22,7 +22,10 @@ pub mod discover;
 pub mod report;
 pub mod socket_dir;
 pub mod target;
+pub mod verify;
+mod fallback;
 
-pub use client::{Ack, ControlClient, ControlError, signal_broker};
+pub use client::{Ack, ControlClient, ControlError};
 pub use discover::{DiscoverError, LiveCommand, broker_alive, live_commands};
 pub use target::Target;
+pub use verify::{BrokerCheck, signal_broker};
