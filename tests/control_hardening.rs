@@ -75,7 +75,12 @@ fn a_command_holding_40_connections_to_its_socket_is_still_stopped_by_the_operat
         "{stopped:?}"
     );
     let run = running.wait(&env);
-    assert_ne!(run.code(), 0, "the command was stopped: {}", run.stderr_text());
+    assert_ne!(
+        run.code(),
+        0,
+        "the command was stopped: {}",
+        run.stderr_text()
+    );
     assert!(load_complete(&dir).result.is_some());
     env.finish();
 }
@@ -120,10 +125,7 @@ fn a_forged_journal_naming_another_process_gets_nothing_signalled() {
         )) && said.contains("nothing was signalled"),
         "{stopped:?}"
     );
-    assert!(
-        !is_gone(pid),
-        "the sleep was signalled: {stopped:?}"
-    );
+    assert!(!is_gone(pid), "the sleep was signalled: {stopped:?}");
     let _ = sleep.kill();
     let _ = sleep.wait();
     env.finish();

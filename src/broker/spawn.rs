@@ -16,8 +16,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use super::{BROKER_ENV, BROKER_TOKEN_ENV};
 use super::pty::{self, Pty, PtyError};
+use super::{BROKER_ENV, BROKER_TOKEN_ENV};
 use crate::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
 use crate::protocol::{LaunchRequest, StdinSource, TerminalRequest};
 

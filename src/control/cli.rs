@@ -10,8 +10,8 @@ use serde::Serialize;
 use tokio::time::{Instant, timeout, timeout_at};
 
 use super::client::{ControlClient, ControlError};
-use super::fallback::{self, STOP_SLACK};
 use super::discover::{LiveCommand, live_commands};
+use super::fallback::{self, STOP_SLACK};
 use super::report::{StopReport, short_duration};
 use super::target::{Target, no_match};
 use crate::journal::{CommandRecord, state_dir};
@@ -303,10 +303,7 @@ async fn through_socket(
 
 /// Subscribes, asks for the stop, and follows the events until the broker says `close`.
 /// Failing before the broker took the stop, it is [`Attempt::Unreachable`].
-async fn stop_through(
-    mut client: ControlClient,
-    command: &LiveCommand,
-) -> Result<String, Attempt> {
+async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Result<String, Attempt> {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(command.grace_ms) + STOP_SLACK;
     let answered = timeout(ANSWER_WAIT, async {
@@ -314,9 +311,7 @@ async fn stop_through(
         client.stop().await
     })
     .await
-    .map_err(|_| {
-        Attempt::Unreachable(format!("the broker did not answer within {ANSWER_WAIT:?}"))
-    })?
+    .map_err(|_| Attempt::Unreachable(format!("the broker did not answer within {ANSWER_WAIT:?}")))?
     .map_err(attempt)?;
     let mut report = StopReport::default();
     loop {
@@ -347,4 +342,25 @@ async fn stop_through(
         short_duration(started.elapsed().as_millis() as u64)
     ));
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_broker_that_heard_and_said_no_is_not_bypassed() {
+        let refused = |code: &str| ControlError::Refused {
+            code: code.into(),
+            message: String::new(),
+        };
+        assert!(unreachable(&refused("too_many_clients")));
+        assert!(unreachable(&ControlError::NoSocket));
+        assert!(unreachable(&ControlError::Closed));
+        assert!(unreachable(&ControlError::Io(
+            std::io::ErrorKind::BrokenPipe.into()
+        )));
+        assert!(!unreachable(&refused("not_in_tree")));
+        assert!(!unreachable(&refused("malformed")));
+    }
 }

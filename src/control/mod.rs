@@ -19,11 +19,11 @@
 pub mod cli;
 pub mod client;
 pub mod discover;
+mod fallback;
 pub mod report;
 pub mod socket_dir;
 pub mod target;
 pub mod verify;
-mod fallback;
 
 pub use client::{Ack, ControlClient, ControlError};
 pub use discover::{DiscoverError, LiveCommand, broker_alive, live_commands};

@@ -39,10 +39,7 @@ pub fn open_broker(command: &LiveCommand) -> Result<OwnedFd, BrokerCheck> {
 }
 
 /// [`open_broker`] for a broker known by its identity and journaled token.
-pub fn open_verified(
-    broker: &BrokerIdentity,
-    token: Option<&str>,
-) -> Result<OwnedFd, BrokerCheck> {
+pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<OwnedFd, BrokerCheck> {
     use rustix::process::{Pid, PidfdFlags, pidfd_open};
     let pid = broker.pid;
     let gone = || BrokerCheck::Gone { pid };
@@ -133,7 +130,11 @@ mod tests {
     #[test]
     fn only_a_broker_holding_the_journals_token_passes() {
         let env = |vars: &[&str]| vars.join("\0").into_bytes();
-        let broker = env(&["HOME=/h", "TETHER_BROKER=1", &format!("TETHER_BROKER_TOKEN={TOKEN}")]);
+        let broker = env(&[
+            "HOME=/h",
+            "TETHER_BROKER=1",
+            &format!("TETHER_BROKER_TOKEN={TOKEN}"),
+        ]);
         assert_eq!(check_environ(&broker, TOKEN), Ok(()));
         let other = "ffeeddccbbaa99887766554433221100";
         assert!(check_environ(&broker, other).is_err());
@@ -160,7 +161,10 @@ mod tests {
             start_ticks: me.start_ticks,
         };
         let refused = open_verified(&identity, Some(TOKEN)).unwrap_err();
-        assert!(matches!(refused, BrokerCheck::NotTheBroker { .. }), "{refused}");
+        assert!(
+            matches!(refused, BrokerCheck::NotTheBroker { .. }),
+            "{refused}"
+        );
         let old = open_verified(&identity, None).unwrap_err();
         assert!(old.to_string().contains("no broker token"), "{old}");
     }

@@ -300,4 +300,3 @@ impl BrokerLink {
         (end, leader, cgroup)
     }
 }
-

@@ -113,7 +113,11 @@ mod tests {
         let quota = |pid| Quota::by_ancestry(pid, 100, parent_of);
         assert_eq!(quota(300), Quota::Command);
         assert_eq!(quota(200), Quota::Command);
-        assert_eq!(quota(50), Quota::Peer(50), "the front end is not the command");
+        assert_eq!(
+            quota(50),
+            Quota::Peer(50),
+            "the front end is not the command"
+        );
         assert_eq!(quota(60), Quota::Peer(60));
         assert_eq!(quota(999), Quota::Command, "a peer already gone");
         assert_eq!(quota(0), Quota::Command, "a peer in an unseen namespace");
@@ -121,17 +125,19 @@ mod tests {
 
     #[test]
     fn the_command_cannot_take_more_than_its_share_nor_keep_an_operator_out() {
-        let command = vec![Quota::Command; COMMAND_CLIENTS];
+        let command = [Quota::Command; COMMAND_CLIENTS];
         assert!(admit(command.iter().copied(), Quota::Command).is_err());
         assert_eq!(admit(command.iter().copied(), Quota::Peer(7)), Ok(()));
 
-        let one_peer = vec![Quota::Peer(7); CLIENTS_PER_PEER];
+        let one_peer = [Quota::Peer(7); CLIENTS_PER_PEER];
         assert!(admit(one_peer.iter().copied(), Quota::Peer(7)).is_err());
         assert_eq!(admit(one_peer.iter().copied(), Quota::Peer(8)), Ok(()));
 
         // The general pool full of other peers: a newcomer's first connection still gets
         // in, its second does not, nor does the command's.
-        let full: Vec<Quota> = (0..MAX_CLIENTS as i32).map(|i| Quota::Peer(i / 4)).collect();
+        let full: Vec<Quota> = (0..MAX_CLIENTS as i32)
+            .map(|i| Quota::Peer(i / 4))
+            .collect();
         assert_eq!(admit(full.iter().copied(), Quota::Peer(1000)), Ok(()));
         let mut more = full.clone();
         more.push(Quota::Peer(1000));
