@@ -59,6 +59,12 @@ fn broker_marker_is_not_in_the_commands_environment() {
             .any(|l| l.starts_with(&format!("{}=", tether::broker::BROKER_ENV))),
         "the broker's marker leaked into the command: {vars}"
     );
+    assert!(
+        !vars
+            .lines()
+            .any(|l| l.starts_with(&format!("{}=", tether::broker::BROKER_TOKEN_ENV))),
+        "the broker's token leaked into the command: {vars}"
+    );
     env.finish();
 }
 

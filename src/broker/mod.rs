@@ -22,6 +22,12 @@ use std::io::Write;
 /// Environment variable that marks a process as a broker started by tether.
 pub const BROKER_ENV: &str = "TETHER_BROKER";
 
+/// Environment variable that carries a broker's token: 128 random bits in hex, made by the
+/// front end that starts it and written by the broker into `command.json`. A front end
+/// signals a broker by pid only if that process's environment holds the journal's token
+/// (see `control::verify`); the command does not inherit it.
+pub const BROKER_TOKEN_ENV: &str = "TETHER_BROKER_TOKEN";
+
 /// The descriptor on which a broker receives its command's journal directory, opened by the
 /// front end.
 pub const JOURNAL_FD: std::os::fd::RawFd = 3;

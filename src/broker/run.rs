@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
+use super::BROKER_TOKEN_ENV;
 use super::containment;
 use super::control::{self, ControlServer, Incoming};
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
@@ -230,6 +231,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     let command_file = CommandFile {
         request: request.clone(),
         broker: Some(identity),
+        broker_token: std::env::var(BROKER_TOKEN_ENV).ok(),
         control_socket: control.as_ref().ok().map(|c| c.path().to_path_buf()),
     };
     let logs = journal.and_then(|dir| {

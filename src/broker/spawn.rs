@@ -16,8 +16,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use super::BROKER_ENV;
 use super::pty::{self, Pty, PtyError};
+use super::{BROKER_ENV, BROKER_TOKEN_ENV};
 use crate::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
 use crate::protocol::{LaunchRequest, StdinSource, TerminalRequest};
 
@@ -145,7 +145,9 @@ pub fn spawn(
         // `tether broker` misbehave, or take itself for one. Set on purpose in the request's
         // variables, it is kept.
         .env_remove(BROKER_ENV)
-        .envs(&request.env);
+        .envs(&request.env)
+        // The broker's proof of identity is its own, whatever the request says.
+        .env_remove(BROKER_TOKEN_ENV);
     // Where the command is journaled: a `tether exec` or shell shim inside it joins the same
     // session, and the shim knows it already runs under a broker. These are facts about
     // this run, so they win over the request's variables and the inherited ones.

@@ -7,12 +7,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::io::Interest;
 use tokio::time::{Instant, timeout, timeout_at};
 
-use super::client::{ControlClient, ControlError, signal_broker};
+use super::client::{ControlClient, ControlError};
 use super::discover::{LiveCommand, live_commands};
-use super::report::{StopReport, describe_signals, short_duration};
+use super::fallback::{self, STOP_SLACK};
+use super::report::{StopReport, short_duration};
 use super::target::{Target, no_match};
 use crate::journal::{CommandRecord, state_dir};
 use crate::model::command::exit_label;
@@ -23,8 +23,6 @@ use crate::sampler::Sampler;
 const CPU_WINDOW: Duration = Duration::from_millis(250);
 /// How long a signal waits for the broker's answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(5);
-/// How long a stop may take past the command's grace period before we give up waiting.
-const STOP_SLACK: Duration = Duration::from_secs(10);
 
 /// What to do to the targeted commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +148,7 @@ pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
             if r.controllable {
                 "socket"
             } else {
-                "stop only (no socket)"
+                "by pid (no socket)"
             }
         );
     }
@@ -215,77 +213,117 @@ pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
 async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String> {
     let connected = ControlClient::connect_to(command).await;
     if connected.is_err() && !command.is_alive() {
-        // It finished between the listing and now.
-        let ended = CommandRecord::load(&command.dir)
-            .result
-            .and_then(|r| r.exit)
-            .map_or_else(String::new, |s| format!(" ({})", exit_label(s)));
-        return match action {
-            Action::Stop => Ok(format!("it had already ended{ended}; nothing is left")),
-            Action::Signal(_) => Err(format!("it ended before it could be signalled{ended}")),
-        };
+        return ended_already(command, action);
     }
-    match (action, connected) {
-        (Action::Stop, Ok(client)) => stop_through(client, command).await,
-        // No socket to ask through (never made, or gone): the broker's pid still works for
-        // a stop, as SIGTERM runs the broker's own stop sequence.
-        (
-            Action::Stop,
-            Err(
-                why @ (ControlError::NoSocket
-                | ControlError::Stale { .. }
-                | ControlError::Connect { .. }),
-            ),
-        ) => stop_through_pid(command, &why).await,
-        (Action::Signal(name), Ok(mut client)) => {
-            let targets = timeout(ANSWER_WAIT, client.signal(*name))
-                .await
-                .map_err(|_| format!("the broker did not answer within {ANSWER_WAIT:?}"))?
-                .map_err(|e| e.to_string())?;
-            let sig = name;
-            Ok(match targets.len() {
-                0 => format!("SIG{sig} reached no process"),
-                n => format!(
-                    "SIG{sig} sent to {n} process{} ({})",
-                    if n == 1 { "" } else { "es" },
-                    targets
-                        .iter()
-                        .map(i32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-            })
-        }
-        (Action::Signal(_), Err(ControlError::NoSocket)) => Err(
-            "its broker has no control socket: only `tether stop` works without one (it signals the broker)"
-                .into(),
-        ),
-        (_, Err(err)) => Err(err.to_string()),
+    let why = match connected {
+        Ok(client) => match through_socket(client, command, action).await {
+            Ok(text) => return Ok(text),
+            Err(Attempt::Failed(err)) => return Err(err),
+            Err(Attempt::Unreachable(why)) => why,
+        },
+        Err(err) if unreachable(&err) => err.to_string(),
+        Err(err) => return Err(err.to_string()),
+    };
+    if !command.is_alive() {
+        return ended_already(command, action);
+    }
+    // The socket cannot carry it (none, refused, full, silent): by the broker's pid, once
+    // that pid is proved to be the broker.
+    match action {
+        Action::Stop => fallback::stop_through_pid(command, &why).await,
+        Action::Signal(signal) => fallback::signal_through_pid(command, *signal, &why),
     }
 }
 
+/// The answer for a command that finished between the listing and now.
+fn ended_already(command: &LiveCommand, action: &Action) -> Result<String, String> {
+    let ended = CommandRecord::load(&command.dir)
+        .result
+        .and_then(|r| r.exit)
+        .map_or_else(String::new, |s| format!(" ({})", exit_label(s)));
+    match action {
+        Action::Stop => Ok(format!("it had already ended{ended}; nothing is left")),
+        Action::Signal(_) => Err(format!("it ended before it could be signalled{ended}")),
+    }
+}
+
+/// How a request through the socket failed.
+enum Attempt {
+    /// Before the broker took it: the pid may still do it.
+    Unreachable(String),
+    /// The broker took it, or refused it for a reason of its own.
+    Failed(String),
+}
+
+/// Whether `err` means the socket could not carry a request, rather than that the broker
+/// heard it and said no.
+fn unreachable(err: &ControlError) -> bool {
+    match err {
+        ControlError::Refused { code, .. } => code == "too_many_clients",
+        _ => true,
+    }
+}
+
+fn attempt(err: ControlError) -> Attempt {
+    if unreachable(&err) {
+        Attempt::Unreachable(format!("its control socket failed: {err}"))
+    } else {
+        Attempt::Failed(err.to_string())
+    }
+}
+
+async fn through_socket(
+    mut client: ControlClient,
+    command: &LiveCommand,
+    action: &Action,
+) -> Result<String, Attempt> {
+    let name = match action {
+        Action::Stop => return stop_through(client, command).await,
+        Action::Signal(name) => name,
+    };
+    let targets = timeout(ANSWER_WAIT, client.signal(*name))
+        .await
+        .map_err(|_| {
+            Attempt::Unreachable(format!("the broker did not answer within {ANSWER_WAIT:?}"))
+        })?
+        .map_err(attempt)?;
+    Ok(match targets.len() {
+        0 => format!("SIG{name} reached no process"),
+        n => format!(
+            "SIG{name} sent to {n} process{} ({})",
+            if n == 1 { "" } else { "es" },
+            targets
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    })
+}
+
 /// Subscribes, asks for the stop, and follows the events until the broker says `close`.
-async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Result<String, String> {
+/// Failing before the broker took the stop, it is [`Attempt::Unreachable`].
+async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Result<String, Attempt> {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(command.grace_ms) + STOP_SLACK;
-    let answered = timeout_at(deadline, async {
+    let answered = timeout(ANSWER_WAIT, async {
         client.subscribe().await?;
         client.stop().await
     })
     .await
-    .map_err(|_| "the broker did not answer".to_string())?
-    .map_err(|e| e.to_string())?;
+    .map_err(|_| Attempt::Unreachable(format!("the broker did not answer within {ANSWER_WAIT:?}")))?
+    .map_err(attempt)?;
     let mut report = StopReport::default();
     loop {
         match timeout_at(deadline, client.next_event()).await {
             Err(_) => {
-                return Err(format!(
+                return Err(Attempt::Failed(format!(
                     "the stop had not finished after {}: {} so far",
                     short_duration(started.elapsed().as_millis() as u64),
                     report.describe()
-                ));
+                )));
             }
-            Ok(Err(err)) => return Err(err.to_string()),
+            Ok(Err(err)) => return Err(Attempt::Failed(err.to_string())),
             Ok(Ok(None)) => break,
             Ok(Ok(Some(event))) => {
                 report.apply(&event);
@@ -306,52 +344,23 @@ async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Resul
     Ok(text)
 }
 
-/// The stop without a socket: SIGTERM to the broker (pid and start time checked), then wait
-/// for it to exit, which it does once nothing of the command is left.
-async fn stop_through_pid(command: &LiveCommand, why: &ControlError) -> Result<String, String> {
-    let started = Instant::now();
-    let pidfd = signal_broker(&command.broker, nix::sys::signal::Signal::SIGTERM)
-        .map_err(|e| format!("{why}, and signalling its broker failed: {e}"))?;
-    let limit = Duration::from_millis(command.grace_ms) + STOP_SLACK;
-    let exited = async {
-        // A pidfd becomes readable when its process exits.
-        let fd = crate::fdio::register(pidfd, Interest::READABLE)?;
-        fd.readable().await.map(|_| ())
-    };
-    timeout(limit, exited)
-        .await
-        .map_err(|_| {
-            format!(
-                "{why}; its broker (pid {}) got SIGTERM but had not finished after {}",
-                command.broker.pid,
-                short_duration(limit.as_millis() as u64)
-            )
-        })?
-        .map_err(|e: std::io::Error| e.to_string())?;
-    let record = CommandRecord::load(&command.dir);
-    let sent: Vec<_> = record
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            crate::protocol::EventKind::SignalSent {
-                signal, targets, ..
-            } => Some(super::report::Sent {
-                signal: *signal,
-                mono_us: e.mono_us,
-                reached: targets.len(),
-            }),
-            _ => None,
-        })
-        .collect();
-    let ended = record
-        .result
-        .and_then(|r| r.exit)
-        .map_or_else(String::new, |s| {
-            format!("; the command ended: {}", exit_label(s))
-        });
-    Ok(format!(
-        "stopped through its broker's pid ({why}): {}{ended}; nothing is left ({})",
-        describe_signals(&sent),
-        short_duration(started.elapsed().as_millis() as u64)
-    ))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_broker_that_heard_and_said_no_is_not_bypassed() {
+        let refused = |code: &str| ControlError::Refused {
+            code: code.into(),
+            message: String::new(),
+        };
+        assert!(unreachable(&refused("too_many_clients")));
+        assert!(unreachable(&ControlError::NoSocket));
+        assert!(unreachable(&ControlError::Closed));
+        assert!(unreachable(&ControlError::Io(
+            std::io::ErrorKind::BrokenPipe.into()
+        )));
+        assert!(!unreachable(&refused("not_in_tree")));
+        assert!(!unreachable(&refused("malformed")));
+    }
 }

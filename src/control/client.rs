@@ -273,28 +273,3 @@ impl ControlClient {
 fn stream_from(fd: OwnedFd) -> io::Result<UnixStream> {
     UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
 }
-
-/// Signals a broker by its pid when there is no socket to ask it through, after checking
-/// that the pid still names the journaled broker (same start time, not a zombie): a pidfd is
-/// opened first and the check made after, so the signal can never reach a reused pid.
-/// SIGTERM makes a broker run its stop sequence (journaled as `shutdown`, with no client).
-/// Returns the pidfd, which becomes readable when the broker exits.
-pub fn signal_broker(
-    broker: &BrokerIdentity,
-    signal: nix::sys::signal::Signal,
-) -> io::Result<OwnedFd> {
-    use rustix::process::{Pid, PidfdFlags, pidfd_open, pidfd_send_signal};
-    let pid = Pid::from_raw(broker.pid)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no such pid"))?;
-    let pidfd = pidfd_open(pid, PidfdFlags::empty())?;
-    if !super::discover::broker_alive(broker) {
-        return Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("pid {} is no longer the broker", broker.pid),
-        ));
-    }
-    let sig = rustix::process::Signal::from_named_raw(signal as i32)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a signal"))?;
-    pidfd_send_signal(&pidfd, sig)?;
-    Ok(pidfd)
-}

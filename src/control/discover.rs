@@ -33,6 +33,10 @@ pub struct LiveCommand {
     pub id: String,
     pub dir: PathBuf,
     pub broker: BrokerIdentity,
+    /// The broker's token, from `command.json`: what [`super::verify`] checks before
+    /// signalling the broker's pid. Not shown in listings.
+    #[serde(skip)]
+    pub broker_token: Option<String>,
     /// The command's own pid (the leader of its process group), once spawned.
     pub pid: Option<i32>,
     /// When the broker started, ms since the Unix epoch.
@@ -144,6 +148,7 @@ fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
         id: file_name(dir),
         dir: dir.to_path_buf(),
         broker,
+        broker_token: file.broker_token.clone(),
         pid,
         started_ms,
         state: state_label(&file, dir, &events),

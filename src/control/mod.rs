@@ -19,10 +19,13 @@
 pub mod cli;
 pub mod client;
 pub mod discover;
+mod fallback;
 pub mod report;
 pub mod socket_dir;
 pub mod target;
+pub mod verify;
 
-pub use client::{Ack, ControlClient, ControlError, signal_broker};
+pub use client::{Ack, ControlClient, ControlError};
 pub use discover::{DiscoverError, LiveCommand, broker_alive, live_commands};
 pub use target::Target;
+pub use verify::{BrokerCheck, signal_broker};

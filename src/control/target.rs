@@ -108,6 +108,7 @@ mod tests {
                 pid: broker,
                 start_ticks: 1,
             },
+            broker_token: None,
             pid: Some(broker + 1),
             started_ms: 0,
             state: "running".into(),

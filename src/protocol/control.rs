@@ -87,6 +87,11 @@ pub struct CommandFile {
     pub request: LaunchRequest,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker: Option<BrokerIdentity>,
+    /// The token its front end gave the broker (`TETHER_BROKER_TOKEN`), which its
+    /// environment holds: what proves that a process with the broker's pid is this very
+    /// broker before it is signalled by pid. Absent from journals of older brokers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_token: Option<String>,
     /// Absent when the broker could not create one (a `control_unavailable` event says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_socket: Option<PathBuf>,
@@ -135,6 +140,7 @@ mod tests {
                 pid: 42,
                 start_ticks: 99,
             }),
+            broker_token: Some("0123456789abcdef0123456789abcdef".into()),
             control_socket: Some("/run/user/1/tether/42-99.sock".into()),
         };
         let json = serde_json::to_string(&file).unwrap();
@@ -147,5 +153,6 @@ mod tests {
         let old = serde_json::to_string(&request).unwrap();
         let read = serde_json::from_str::<CommandFile>(&old).unwrap();
         assert_eq!((read.broker, read.control_socket), (None, None));
+        assert_eq!(read.broker_token, None);
     }
 }

@@ -4,18 +4,18 @@
 //! dies, or does not acknowledge a stop, is killed and what it left is stopped from here with
 //! the broker's own sequence (see [`super::leftovers`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, MissedTickBehavior, sleep_until};
 
 use super::BrokerProcess;
 use super::ack::{Acks, Fallback};
-use super::leftovers::{Cleanup, GroupLeader, KILL_PATIENCE, LiveBrokers, Ticket, stop_leftovers};
-use crate::broker::signaller::signal_tree;
+use super::leftovers::{
+    Cleanup, GroupLeader, KILL_PATIENCE, LiveBrokers, Ticket, signal_directly, stop_leftovers,
+};
 use crate::journal::JournalDir;
 use crate::protocol::{Event, EventKind, LaunchRequest, ToBroker};
 
@@ -289,7 +289,7 @@ impl BrokerLink {
                 _ = sleep_until(ack_deadline.unwrap_or_else(Instant::now)), if ack_deadline.is_some() => {
                     match acks.take_due(Instant::now()) {
                         Some(Fallback::Signal(signal)) => {
-                            self.tell(signal_directly(broker_pid, leader, signal));
+                            self.tell(signal_directly(broker_pid, leader, signal, "the broker did not answer"));
                         }
                         Some(Fallback::Stop) => break End::StopUnanswered,
                         None => {}
@@ -298,28 +298,5 @@ impl BrokerLink {
             }
         };
         (end, leader, cgroup)
-    }
-}
-
-/// Sends `signal` to the group (while its leader is unreaped) and every descendant of the
-/// broker, which is alive but not answering, so its tree is still its own.
-fn signal_directly(broker_pid: i32, leader: Option<GroupLeader>, signal: Signal) -> String {
-    let name = crate::protocol::ProcessSignal(signal).name();
-    let group = leader.and_then(|l| l.live_group());
-    let reached = signal_tree(broker_pid, group, signal, false, &mut HashSet::new());
-    let processes = match reached.len() {
-        1 => "1 process".to_string(),
-        n => format!("{n} processes"),
-    };
-    match group {
-        Some(pgid) => format!(
-            "the broker did not answer: tether sent SIG{name} itself to process group {pgid} and the broker's descendants ({processes})"
-        ),
-        None if reached.is_empty() => format!(
-            "the broker did not answer and nothing of the command is left; SIG{name} not sent"
-        ),
-        None => format!(
-            "the broker did not answer: tether sent SIG{name} itself to the broker's descendants ({processes})"
-        ),
     }
 }

@@ -13,7 +13,9 @@ use std::time::Duration;
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::{Instant, sleep_until};
 
-use crate::broker::signaller::Walk;
+use nix::sys::signal::Signal;
+
+use crate::broker::signaller::{Walk, signal_tree};
 use crate::broker::stop::StopSequence;
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
@@ -274,6 +276,35 @@ pub async fn stop_leftovers(
     Cleanup {
         reached: reached.len(),
         survivors,
+    }
+}
+
+/// Sends `signal` to the group (while its leader is unreaped) and every descendant of the
+/// broker, which is alive but cannot be asked (`why`), so its tree is still its own. Says
+/// what was done, after `why`.
+pub fn signal_directly(
+    broker_pid: i32,
+    leader: Option<GroupLeader>,
+    signal: Signal,
+    why: &str,
+) -> String {
+    let name = crate::protocol::ProcessSignal(signal).name();
+    let group = leader.and_then(|l| l.live_group());
+    let reached = signal_tree(broker_pid, group, signal, false, &mut HashSet::new());
+    let processes = match reached.len() {
+        1 => "1 process".to_string(),
+        n => format!("{n} processes"),
+    };
+    match group {
+        Some(pgid) => format!(
+            "{why}: tether sent SIG{name} itself to process group {pgid} and the broker's descendants ({processes})"
+        ),
+        None if reached.is_empty() => {
+            format!("{why} and nothing of the command is left; SIG{name} not sent")
+        }
+        None => {
+            format!("{why}: tether sent SIG{name} itself to the broker's descendants ({processes})")
+        }
     }
 }
 

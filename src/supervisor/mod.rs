@@ -13,10 +13,18 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-use crate::broker::{BROKER_ENV, JOURNAL_FD};
+use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, JOURNAL_FD};
 use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
 use crate::protocol::{Event, Frame, LaunchRequest, LineSplitter, MAX_LINE, ToBroker};
+
+/// A fresh broker token: 128 bits from the kernel's random source, in hex.
+fn broker_token() -> io::Result<String> {
+    use std::io::Read;
+    let mut bits = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bits)?;
+    Ok(bits.iter().map(|b| format!("{b:02x}")).collect())
+}
 
 /// A running broker: requests go to its stdin, events come from its stdout.
 pub struct BrokerProcess {
@@ -67,6 +75,7 @@ impl BrokerProcess {
         command
             .arg("broker")
             .env(BROKER_ENV, "1")
+            .env(BROKER_TOKEN_ENV, broker_token()?)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr);

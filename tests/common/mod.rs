@@ -62,6 +62,18 @@ impl TestEnv {
         self.dir.path().join("state")
     }
 
+    /// The test's own runtime directory (0700), where its brokers put their control sockets
+    /// when it is given them as `XDG_RUNTIME_DIR`.
+    pub fn runtime_dir(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.path("run");
+        if !dir.exists() {
+            fs::create_dir(&dir).expect("create the runtime dir");
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+        }
+        dir
+    }
+
     /// A path in the test's scratch space (outside the state dir).
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)

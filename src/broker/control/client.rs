@@ -13,6 +13,7 @@ use crate::protocol::{Frame, LineSplitter, Peer};
 pub(super) struct Client {
     pub(super) id: u64,
     pub(super) peer: Peer,
+    pub(super) quota: super::Quota,
     pub(super) stream: UnixStream,
     pub(super) lines: LineSplitter,
     pub(super) frames: VecDeque<Frame>,

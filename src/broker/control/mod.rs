@@ -5,8 +5,10 @@
 //! bounded per wake-up; what a client does not take waits in its outbox, and a client whose
 //! outbox passes [`OUTBOX_CAP`] is dropped (it may resubscribe and read the rest from the
 //! journal). A line longer than [`CONTROL_MAX_LINE`] is skipped as it arrives, never stored.
-//! A peer of another uid is refused before anything is read from it.
+//! A peer of another uid is refused before anything is read from it, and the command's own
+//! processes cannot take the slots an operator needs ([`admission`]).
 
+mod admission;
 mod client;
 mod dispatch;
 
@@ -25,6 +27,7 @@ use rustix::fs::Mode;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::time::{Instant, Sleep};
 
+use self::admission::Quota;
 use self::client::Client;
 use super::state::Refusal;
 use crate::clock::now_ms;
@@ -33,8 +36,6 @@ use crate::protocol::{
     BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Event, EventKind, LineSplitter, Peer,
 };
 
-/// Clients at once; past it a new connection is told so and closed.
-const MAX_CLIENTS: usize = 32;
 /// Bytes a client may leave unread before it is dropped.
 pub const OUTBOX_CAP: usize = 1 << 20;
 const READ_CHUNK: usize = 16 * 1024;
@@ -64,6 +65,8 @@ pub struct ControlServer {
     file_id: (u64, u64),
     removed: bool,
     me: u32,
+    /// This broker's pid: peers below it are the command's.
+    pid: i32,
     start: Instant,
     clients: Vec<Client>,
     next_id: u64,
@@ -119,6 +122,7 @@ impl ControlServer {
             path,
             removed: false,
             me: rustix::process::geteuid().as_raw(),
+            pid: broker.pid,
             start,
             clients: Vec::new(),
             next_id: 0,
@@ -227,17 +231,17 @@ impl ControlServer {
             refuse(stream, self, "refused", reason.clone());
             return self.journal_refusal(peer, reason);
         }
-        if self.clients.len() >= MAX_CLIENTS {
-            let message = format!(
-                "this broker already has {MAX_CLIENTS} control clients; try again when one has gone"
-            );
-            refuse(stream, self, "too_many_clients", message);
+        let quota = Quota::of(peer.pid, self.pid);
+        let held = self.clients.iter().filter(|c| !c.dead).map(|c| c.quota);
+        if let Err(full) = admission::admit(held, quota) {
+            refuse(stream, self, "too_many_clients", full.0);
             return None;
         }
         self.next_id += 1;
         self.clients.push(Client {
             id: self.next_id,
             peer,
+            quota,
             stream,
             lines: LineSplitter::new(CONTROL_MAX_LINE),
             frames: VecDeque::new(),

@@ -1,0 +1,171 @@
+//! Proving that a pid read from a journal is that journal's broker before anything signals
+//! it. A journal is only a file: copied and edited, it could name any process of the user.
+//! The process must run as us, with the journaled start time, be a tether broker (the
+//! `TETHER_BROKER=1` marker in its environment), and hold in its environment the token that
+//! the journal records, which its front end made for it alone.
+//!
+//! The executable is not compared with ours: a broker outlives the binary it was started
+//! from (a rebuild or an upgrade replaces the file), and must still be stoppable; the token,
+//! 128 random bits nothing else has, is the proof.
+
+use std::os::fd::OwnedFd;
+
+use thiserror::Error;
+
+use super::discover::{LiveCommand, broker_alive};
+use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV};
+use crate::protocol::BrokerIdentity;
+
+#[derive(Debug, Error)]
+pub enum BrokerCheck {
+    #[error("its broker (pid {pid}) has ended; nothing was signalled")]
+    Gone { pid: i32 },
+    #[error(
+        "its broker pid {pid} is not the tether broker that wrote this journal ({why}); nothing was signalled"
+    )]
+    NotTheBroker { pid: i32, why: String },
+    #[error("cannot signal its broker (pid {pid}): {source}")]
+    Io {
+        pid: i32,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Opens a pidfd on the broker of `command`, then checks that it is that broker. The pidfd
+/// is opened first, so the checks are of the very process any signal through it reaches.
+pub fn open_broker(command: &LiveCommand) -> Result<OwnedFd, BrokerCheck> {
+    open_verified(&command.broker, command.broker_token.as_deref())
+}
+
+/// [`open_broker`] for a broker known by its identity and journaled token.
+pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<OwnedFd, BrokerCheck> {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let pid = broker.pid;
+    let gone = || BrokerCheck::Gone { pid };
+    let target = Pid::from_raw(pid).ok_or_else(gone)?;
+    let pidfd = match pidfd_open(target, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return Err(gone()),
+        Err(err) => {
+            return Err(BrokerCheck::Io {
+                pid,
+                source: err.into(),
+            });
+        }
+    };
+    if !broker_alive(broker) {
+        return Err(gone());
+    }
+    let not = |why: String| BrokerCheck::NotTheBroker { pid, why };
+    let me = rustix::process::geteuid().as_raw();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|err| not(format!("cannot read its status: {err}")))?;
+    match uids(&status) {
+        Some((real, effective)) if real == me && effective == me => {}
+        Some((real, _)) => return Err(not(format!("it runs as uid {real}, not {me}"))),
+        None => return Err(not("its status names no uid".into())),
+    }
+    let Some(token) = token else {
+        return Err(not(
+            "the journal records no broker token: an older tether wrote it, and its pid cannot be proved to be the broker"
+                .into(),
+        ));
+    };
+    let environ = std::fs::read(format!("/proc/{pid}/environ"))
+        .map_err(|err| not(format!("cannot read its environment: {err}")))?;
+    check_environ(&environ, token).map_err(|why| not(why.into()))?;
+    Ok(pidfd)
+}
+
+/// The real and effective uids of a `/proc/PID/status` text.
+fn uids(status: &str) -> Option<(u32, u32)> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(str::parse::<u32>);
+    Some((ids.next()?.ok()?, ids.next()?.ok()?))
+}
+
+/// Whether a `/proc/PID/environ` block is a broker's holding `token`.
+fn check_environ(environ: &[u8], token: &str) -> Result<(), &'static str> {
+    let value = |name: &str| {
+        environ.split(|&b| b == 0).find_map(|entry| {
+            entry
+                .strip_prefix(name.as_bytes())
+                .and_then(|rest| rest.strip_prefix(b"="))
+        })
+    };
+    if value(BROKER_ENV) != Some(b"1") {
+        return Err("it is not a tether broker: its environment has no broker marker");
+    }
+    match value(BROKER_TOKEN_ENV) {
+        None => Err("its environment holds no broker token"),
+        Some(held) if held != token.as_bytes() => {
+            Err("its broker token is not the one the journal records")
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Signals the verified broker of `command` by its pidfd. Returns the pidfd, which becomes
+/// readable when the broker exits.
+pub fn signal_broker(
+    command: &LiveCommand,
+    signal: nix::sys::signal::Signal,
+) -> Result<OwnedFd, BrokerCheck> {
+    let pid = command.broker.pid;
+    let pidfd = open_broker(command)?;
+    let io = |source: std::io::Error| BrokerCheck::Io { pid, source };
+    let sig = rustix::process::Signal::from_named_raw(signal as i32)
+        .ok_or_else(|| io(std::io::Error::other("not a signal")))?;
+    rustix::process::pidfd_send_signal(&pidfd, sig).map_err(|e| io(e.into()))?;
+    Ok(pidfd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "00112233445566778899aabbccddeeff";
+
+    #[test]
+    fn only_a_broker_holding_the_journals_token_passes() {
+        let env = |vars: &[&str]| vars.join("\0").into_bytes();
+        let broker = env(&[
+            "HOME=/h",
+            "TETHER_BROKER=1",
+            &format!("TETHER_BROKER_TOKEN={TOKEN}"),
+        ]);
+        assert_eq!(check_environ(&broker, TOKEN), Ok(()));
+        let other = "ffeeddccbbaa99887766554433221100";
+        assert!(check_environ(&broker, other).is_err());
+        let sleep = env(&["HOME=/h", "PATH=/bin"]);
+        assert!(check_environ(&sleep, TOKEN).is_err());
+        let no_marker = env(&[&format!("TETHER_BROKER_TOKEN={TOKEN}")]);
+        assert!(check_environ(&no_marker, TOKEN).is_err());
+        let prefix = env(&["TETHER_BROKER=1", &format!("TETHER_BROKER_TOKEN_X={TOKEN}")]);
+        assert!(check_environ(&prefix, TOKEN).is_err());
+    }
+
+    #[test]
+    fn uids_are_read_from_status() {
+        let status = "Name:\tx\nUid:\t1000\t1001\t1000\t1000\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(uids(status), Some((1000, 1001)));
+        assert_eq!(uids("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn this_test_is_not_a_broker_and_nothing_is_signalled() {
+        let me = crate::procfs::read_stat(std::process::id() as i32).unwrap();
+        let identity = BrokerIdentity {
+            pid: me.pid,
+            start_ticks: me.start_ticks,
+        };
+        let refused = open_verified(&identity, Some(TOKEN)).unwrap_err();
+        assert!(
+            matches!(refused, BrokerCheck::NotTheBroker { .. }),
+            "{refused}"
+        );
+        let old = open_verified(&identity, None).unwrap_err();
+        assert!(old.to_string().contains("no broker token"), "{old}");
+    }
+}

@@ -1,0 +1,132 @@
+//! The operator's control of a command holds against the command and against a forged
+//! journal: a command that fills its own control socket cannot keep `tether stop` out, and a
+//! `command.json` naming some other process of the user gets nothing signalled.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::journal::load_complete;
+use common::procs::is_gone;
+use common::{BIN, TAG_VAR, TestEnv, wait_for_text};
+
+/// `tether ARGS --state-dir STATE`, tagged, with the test's runtime directory, to its end.
+fn tether(env: &TestEnv, args: &[&str]) -> Output {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .arg("--state-dir")
+        .arg(env.state_dir())
+        .env("XDG_RUNTIME_DIR", env.runtime_dir());
+    common::run_to_end(env, command, &format!("tether {args:?}"))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn session_of(dir: &Path) -> String {
+    dir.parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .expect("a session directory")
+}
+
+/// Finds its own `command.json` (state dir in `STATE`, the rest in `TETHER_BROKER_ID`),
+/// opens 40 connections to the control socket it names, says so, and holds them.
+const HOG: &str = r#"
+import json, os, socket, time
+session, command = os.environ["TETHER_BROKER_ID"].split("/", 1)
+path = os.path.join(os.environ["STATE"], "sessions", session, command, "command.json")
+while True:
+    try:
+        with open(path) as f:
+            target = json.load(f)["control_socket"]
+        break
+    except (OSError, ValueError, KeyError):
+        time.sleep(0.01)
+held = []
+for _ in range(40):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(target)
+    held.append(s)
+print("holding", len(held), flush=True)
+time.sleep(1000)
+"#;
+
+#[test]
+fn a_command_holding_40_connections_to_its_socket_is_still_stopped_by_the_operator() {
+    let env = TestEnv::new("socket_hog");
+    let mut command = env.exec_command(&["--name", "hog"], &["python3", "-c", HOG]);
+    command
+        .env("XDG_RUNTIME_DIR", env.runtime_dir())
+        .env("STATE", env.state_dir());
+    let running = env.spawn_captured(command);
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "holding 40");
+
+    let stopped = tether(&env, &["stop", &session_of(&dir)]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    assert!(text(&stopped.stdout).contains("stopped"), "{stopped:?}");
+    assert!(
+        text(&stopped.stdout).contains("nothing is left"),
+        "{stopped:?}"
+    );
+    let run = running.wait(&env);
+    assert_ne!(
+        run.code(),
+        0,
+        "the command was stopped: {}",
+        run.stderr_text()
+    );
+    assert!(load_complete(&dir).result.is_some());
+    env.finish();
+}
+
+#[test]
+fn a_forged_journal_naming_another_process_gets_nothing_signalled() {
+    let env = TestEnv::new("forged_journal");
+    let run = env.exec(&["--name", "real"], &["true"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    let real = env.command_dir();
+    let session = real.parent().expect("a session directory");
+    let forged_session = session.with_file_name("fake");
+    common::copy_dir(session, &forged_session);
+    let forged = forged_session.join(real.file_name().expect("a command directory"));
+    fs::remove_file(forged.join("result.json")).expect("remove result.json");
+
+    let mut sleep = Command::new("sleep")
+        .arg("1000")
+        .env(TAG_VAR, &env.tag)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start sleep");
+    let pid = sleep.id() as i32;
+    let start_ticks = tether::procfs::read_stat(pid)
+        .expect("the sleep's stat")
+        .start_ticks;
+    let path = forged.join("command.json");
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&fs::read(&path).expect("read command.json")).expect("JSON");
+    file["broker"] = serde_json::json!({ "pid": pid, "start_ticks": start_ticks });
+    if let Some(fields) = file.as_object_mut() {
+        fields.remove("control_socket");
+    }
+    fs::write(&path, serde_json::to_vec(&file).expect("JSON")).expect("write command.json");
+
+    let stopped = tether(&env, &["stop", "fake"]);
+    let said = text(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(1), "{stopped:?}");
+    assert!(
+        said.contains(&format!(
+            "its broker pid {pid} is not the tether broker that wrote this journal"
+        )) && said.contains("nothing was signalled"),
+        "{stopped:?}"
+    );
+    assert!(!is_gone(pid), "the sleep was signalled: {stopped:?}");
+    let _ = sleep.kill();
+    let _ = sleep.wait();
+    env.finish();
+}
