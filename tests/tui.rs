@@ -883,3 +883,60 @@ fn the_time_cursor_moves_what_open_shows() {
     drop(tmux);
     env.finish();
 }
+
+/// `lines` lines of 100 bytes (with their line end), each saying which paste it is in.
+fn paste_text(name: &str, lines: usize) -> String {
+    (0..lines)
+        .map(|i| format!("{:<99}\n", format!("{name} line {i:05} ")).replace(' ', "."))
+        .collect()
+}
+
+/// Hardening 3: a paste reaches the command whole and at once, bracketed or not, small or
+/// large, with no key after it to push it along; Ctrl-a right after it leaves input mode.
+#[test]
+fn a_paste_reaches_the_command_whole_and_ctrl_a_after_it_leaves_input_mode() {
+    let env = TestEnv::new("tui-paste");
+    let tmux = Tmux::start(&env, 160, 45);
+    let received = env.path("received");
+    tmux.type_line(
+        &env,
+        &tether_child_line(
+            &env,
+            &format!("run -n sink -- sh -c 'cat > {}'", received.display()),
+        ),
+    );
+    tmux.wait_screen(&env, "the command running", |s| {
+        s.contains("Commands") && s.contains("running")
+    });
+    let mut expected = String::new();
+    for (name, lines, bracketed) in [
+        ("keys", 50, false),
+        ("bracketed", 50, true),
+        ("big-bracketed", 1000, true),
+        ("big-keys", 1000, false),
+    ] {
+        tmux.keys(&env, &["i"]);
+        tmux.wait_screen(&env, "the input mode on the status bar", |s| {
+            s.contains("INPUT") && s.contains("→ sink")
+        });
+        let text = paste_text(name, lines);
+        tmux.paste(&env, &text, bracketed);
+        tmux.keys(&env, &["C-a"]);
+        expected.push_str(&text);
+        common::wait_until(&env, &format!("the whole {name} paste"), || {
+            std::fs::read(&received).is_ok_and(|got| got.len() >= expected.len())
+        });
+        assert_eq!(
+            std::fs::read_to_string(&received).unwrap_or_default(),
+            expected,
+            "the {name} paste"
+        );
+        tmux.wait_screen(&env, "the input mode left", |s| !s.contains("INPUT"));
+    }
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("still running"));
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the shell back", |s| s.contains("session journal in"));
+    drop(tmux);
+    env.finish();
+}

@@ -3,6 +3,7 @@
 
 pub mod action;
 mod copy;
+mod input_batch;
 pub mod keymap;
 pub mod layout;
 mod past;

@@ -21,6 +21,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::App;
 use super::action::Action;
+use super::input_batch::InputBatch;
 use super::keymap::{Binding, action_for};
 use super::update::Effect;
 use super::view::{FrameContent, ViewState};
@@ -43,6 +44,10 @@ use crate::supervisor::fleet::{Fleet, FleetEvent, HEARTBEAT, RunId};
 use super::watch::Watch;
 
 const FRAME: Duration = Duration::from_micros(16_667);
+/// The most terminal events handled at one wake-up (a paste that is not bracketed is one per
+/// character): enough to join a paste into few pieces, few enough that frames and brokers
+/// are not kept waiting.
+const KEYS_PER_WAKE: usize = 1024;
 /// How often `tether watch` reads the journals it follows and looks for new commands.
 const WATCH_TICK: Duration = Duration::from_millis(500);
 /// After asking every broker to stop, how long to wait beyond the longest grace (a broker
@@ -451,8 +456,26 @@ impl Runner {
         }
     }
 
-    /// A recorded session whose commands still run (in another tether): read what their
-    /// journals have gained.
+    /// Handles a key, click, paste or resize; its input waits in `input`. False if it
+    /// means nothing here.
+    fn terminal_event(
+        &mut self,
+        event: TermEvent,
+        input: &mut InputBatch,
+        terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    ) -> bool {
+        let Some(action) = action_of(&self.app, event) else {
+            return false;
+        };
+        for effect in input.add(self.app.handle(action)) {
+            self.effect(effect);
+        }
+        if let Some(bytes) = self.app.take_terminal_output() {
+            write_between_frames(terminal, &bytes);
+        }
+        true
+    }
+
     /// Commands that other processes run: apply what their journals gained since the last
     /// look (read from where the last look ended), and notice a broker that died.
     fn follow_journal(&mut self) {
@@ -644,15 +667,20 @@ async fn event_loop(
         tokio::select! {
             event = keys.recv() => {
                 let Some(event) = event else { break };
+                // Every key already read is handled before anything is sent: the input of
+                // a run of keys (a paste that is not bracketed) goes as one piece.
+                let mut input = InputBatch::default();
+                let mut handled = runner.terminal_event(event, &mut input, &mut terminal);
+                for _ in 1..KEYS_PER_WAKE {
+                    let Ok(event) = keys.try_recv() else { break };
+                    handled |= runner.terminal_event(event, &mut input, &mut terminal);
+                }
+                if let Some(effect) = input.take() {
+                    runner.effect(effect);
+                }
                 // Events that mean nothing here (a key with no binding) draw nothing.
-                if let Some(action) = action_of(&runner.app, event) {
+                if handled {
                     sampler.attend();
-                    for effect in runner.app.handle(action) {
-                        runner.effect(effect);
-                    }
-                    if let Some(bytes) = runner.app.take_terminal_output() {
-                        write_between_frames(&mut terminal, &bytes);
-                    }
                     dirty = true;
                 }
             }

@@ -94,10 +94,7 @@ impl BrokerProcess {
                 )
             });
         }
-        let mut child = command.spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(io::Error::other("the broker's pipes were not created"));
-        };
+        let child = command.spawn()?;
         // Our unreaped child: the pid names it, and its start time is the one it names its
         // command's cgroup with.
         let identity = crate::protocol::BrokerIdentity {
@@ -105,7 +102,20 @@ impl BrokerProcess {
             start_ticks: crate::procfs::read_stat(child.id() as i32).map_or(0, |s| s.start_ticks),
         };
         let expected_cgroup = crate::broker::containment::expected_cgroup(request, &identity);
-        let broker = BrokerProcess {
+        let broker = BrokerProcess::talking_to(child, expected_cgroup)?;
+        broker.requests.write_all(&launch).await?;
+        Ok(broker)
+    }
+
+    /// Talks to `child` through its piped stdin and stdout.
+    fn talking_to(
+        mut child: Child,
+        expected_cgroup: Option<std::path::PathBuf>,
+    ) -> io::Result<BrokerProcess> {
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(io::Error::other("the broker's pipes were not created"));
+        };
+        Ok(BrokerProcess {
             child,
             requests: AsyncPipe::new(OwnedFd::from(stdin))?,
             events: AsyncPipe::new(OwnedFd::from(stdout))?,
@@ -114,9 +124,7 @@ impl BrokerProcess {
             pending: Default::default(),
             outbox: Outbox::default(),
             expected_cgroup,
-        };
-        broker.requests.write_all(&launch).await?;
-        Ok(broker)
+        })
     }
 
     pub async fn send(&mut self, message: &ToBroker) -> io::Result<()> {
@@ -153,14 +161,31 @@ impl BrokerProcess {
         self.child.id() as i32
     }
 
-    /// The next line from the broker; `None` once it has closed its end.
-    /// Cancel-safe: a line is only taken in the poll that returns it.
+    /// The next line from the broker; `None` once it has closed its end. While it waits,
+    /// requests that a post could not write (a paste bigger than the pipe, a broker that
+    /// is behind) go as the broker's stdin takes them, not only with the next post.
+    /// Cancel-safe: a line is only taken in the poll that returns it, and bytes leave the
+    /// queue only in the poll that writes them.
     pub async fn next_line(&mut self) -> Option<BrokerLine> {
         loop {
             if let Some(frame) = self.pending.pop_front() {
                 return Some(decode(frame));
             }
-            match self.events.read(&mut self.buf).await {
+            let read = if self.outbox.is_empty() {
+                self.events.read(&mut self.buf).await
+            } else {
+                tokio::select! {
+                    read = self.events.read(&mut self.buf) => read,
+                    written = self.outbox.write_some(&self.requests) => {
+                        // The broker closed its stdin: it is ending, as its events will say.
+                        if written.is_err() {
+                            self.outbox.clear();
+                        }
+                        continue;
+                    }
+                }
+            };
+            match read {
                 Ok(0) | Err(_) => return self.lines.finish().map(decode),
                 Ok(n) => self.pending.extend(self.lines.push(&self.buf[..n])),
             }
@@ -219,5 +244,40 @@ fn decode(frame: Frame) -> BrokerLine {
                 "a {len}-byte line from the broker exceeds the limit"
             )),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// More requests than a pipe holds, posted to a reader that starts late: what the
+    /// posts could not write goes while the front end waits for a line, with no request
+    /// after them to carry it.
+    #[tokio::test]
+    async fn posted_requests_that_did_not_fit_go_while_waiting_for_a_line() {
+        let input = ToBroker::Input {
+            data: vec![b'x'; crate::protocol::MAX_INPUT_CHUNK],
+        };
+        let line_len = serde_json::to_vec(&input).expect("a request").len() + 1;
+        let requests = 64;
+        let total = requests * line_len;
+        let child = Command::new("sh")
+            .args(["-c", &format!("sleep 0.2; head -c {total} | wc -c")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run sh");
+        let mut reader = BrokerProcess::talking_to(child, None).expect("the pipes");
+        for _ in 0..requests {
+            reader.post(&input).expect("post");
+        }
+        assert!(!reader.outbox.is_empty(), "{total} bytes fill the pipe");
+        let line = tokio::time::timeout(std::time::Duration::from_secs(30), reader.next_line())
+            .await
+            .expect("every request reaches the reader")
+            .expect("its count");
+        assert_eq!(String::from_utf8_lossy(&line.raw).trim(), total.to_string());
+        let _ = reader.child.wait();
     }
 }

@@ -66,6 +66,22 @@ impl Tmux {
         self.keys(env, &["Enter"]);
     }
 
+    /// Pastes `text` as a terminal does (`load-buffer`, `paste-buffer`: line ends become
+    /// `\r`), in bracketed-paste marks when `bracketed` (`-p`) and the program asked for them.
+    pub fn paste(&self, env: &TestEnv, text: &str, bracketed: bool) {
+        let file = env.path("tmux-paste");
+        std::fs::write(&file, text).expect("write the text to paste");
+        let file = file.to_string_lossy();
+        let out = self.cmd(&["load-buffer", "-b", "paste", &file], env);
+        assert!(out.status.success(), "tmux load-buffer failed: {out:?}");
+        let mut args = vec!["paste-buffer", "-d", "-b", "paste", "-t", "0"];
+        if bracketed {
+            args.push("-p");
+        }
+        let out = self.cmd(&args, env);
+        assert!(out.status.success(), "tmux paste-buffer failed: {out:?}");
+    }
+
     pub fn resize(&self, env: &TestEnv, cols: u16, rows: u16) {
         let (x, y) = (cols.to_string(), rows.to_string());
         let out = self.cmd(&["resize-window", "-t", "0", "-x", &x, "-y", &y], env);
