@@ -437,3 +437,40 @@ fn a_bind_mount_inside_a_session_is_never_emptied_and_the_session_is_left_whole(
     assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
     env.finish();
 }
+
+#[test]
+fn a_session_left_aside_by_an_interrupted_prune_is_put_back_listed_and_counted() {
+    let env = TestEnv::new("prune_tomb");
+    let id = exec_session(&env, "echo hello");
+    // The pid of a prune killed half-way: a process that has ended (reaped).
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let sessions = env.state_dir().join("sessions");
+    let set_aside = || {
+        fs::rename(
+            session_path(&env, &id),
+            sessions.join(format!(".pruning-{id}-{pid}")),
+        )
+        .unwrap()
+    };
+
+    set_aside();
+    let out = run(&env, &["sessions"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with(&format!("{id}  ")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(session_ids(&env), [id.as_str()], "put back under its name");
+
+    set_aside();
+    let out = run(&env, &["prune", "--max-size", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains(&format!("removed  {id}  ")), "{said}");
+    assert!(said.contains("in 1 session; 0 sessions left"), "{said}");
+    assert!(session_ids(&env).is_empty(), "{:?}", session_ids(&env));
+    env.finish();
+}

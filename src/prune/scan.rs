@@ -352,6 +352,29 @@ mod tests {
     }
 
     #[test]
+    fn a_session_left_aside_by_a_gone_prune_is_put_back_and_counted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let tomb = tomb::tomb_name("s1".as_ref(), gone);
+        std::fs::create_dir_all(tmp.path().join(&tomb).join("01-a")).unwrap();
+        std::fs::write(tmp.path().join(&tomb).join("01-a/stdout.log"), [b'x'; 8192]).unwrap();
+        // One a prune is at work on (pid 1 set it aside just now): neither counted nor moved.
+        let busy = tomb::tomb_name("s2".as_ref(), 1);
+        std::fs::create_dir(tmp.path().join(&busy)).unwrap();
+
+        let sessions = open_dir_nofollow(tmp.path()).unwrap();
+        let found = scan_sessions(&sessions, tmp.path(), u64::MAX).unwrap();
+        let names: Vec<&OsString> = found.iter().map(|f| &f.name).collect();
+        assert_eq!(names, ["s1"]);
+        assert_eq!(found[0].candidate.id, "s1");
+        assert!(found[0].candidate.size >= 8192, "{:?}", found[0].candidate);
+        assert!(tmp.path().join("s1/01-a/stdout.log").exists());
+        assert!(tmp.path().join(&busy).is_dir());
+    }
+
+    #[test]
     fn the_creator_keeps_its_session_live_and_a_reused_pid_does_not() {
         let me = std::process::id();
         let started_now = SessionStart {
