@@ -1,6 +1,6 @@
 //! `tether prune` and `[retention]` over sessions made by real `tether exec` runs: each rule,
 //! a live session kept whatever the rules, links never followed out of the state directory,
-//! and retention applied when an exec ends.
+//! a mount point inside a session never emptied, and retention applied when an exec ends.
 
 mod common;
 
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, SystemTime};
 
+use common::mounts::Mounted;
 use common::{BIN, RunningExec, TestEnv, run_to_end, wait_until};
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -364,5 +365,112 @@ fn retention_runs_when_the_tui_quits() {
         "the TUI's own session is the one kept: {left:?}"
     );
     drop(tmux);
+    env.finish();
+}
+
+/// Runs `tether prune --keep 0` over the one session `id`, which holds a mount point, and
+/// checks that the prune says so, fails, and leaves the session whole under its name.
+fn prune_refuses_the_mount(env: &TestEnv, id: &str, kept: &[&Path]) {
+    let out = run(env, &["prune", "--keep", "0"]);
+    let said = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout: {}\nstderr: {said}",
+        text(&out.stdout)
+    );
+    assert!(
+        said.contains(&format!("cannot remove session {id}")),
+        "{said}"
+    );
+    assert!(said.contains("is a mount point"), "{said}");
+    assert_eq!(
+        session_ids(env),
+        [id],
+        "left under its name, no tomb beside it"
+    );
+    for path in kept {
+        assert!(path.exists(), "{} was removed: {said}", path.display());
+    }
+}
+
+#[test]
+fn a_bind_mount_inside_a_session_is_never_emptied_and_the_session_is_left_whole() {
+    let env = TestEnv::new("prune_bind");
+    let id = exec_session(&env, "echo hello");
+    let command = common::journal::command_dirs(&env.state_dir())[0].clone();
+    let journal = command.join("command.json");
+    // On the state directory's own file system: the same device, seen at a second place.
+    let outside = env.path("outside");
+    fs::create_dir(&outside).unwrap();
+    let precious = outside.join("precious");
+    fs::write(&precious, "keep me").unwrap();
+
+    let mount_point = command.join("sub");
+    fs::create_dir(&mount_point).unwrap();
+    {
+        let Some(_mounted) = Mounted::bind(&outside, &mount_point) else {
+            env.finish();
+            return;
+        };
+        prune_refuses_the_mount(&env, &id, &[&precious, &journal]);
+        assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
+    }
+
+    // A file bind-mounted onto a file of the session: neither it nor the session goes.
+    let file_point = command.join("extra.log");
+    fs::write(&file_point, "").unwrap();
+    {
+        let Some(_mounted) = Mounted::bind(&precious, &file_point) else {
+            env.finish();
+            return;
+        };
+        prune_refuses_the_mount(&env, &id, &[&precious, &journal]);
+        assert_eq!(fs::read_to_string(&file_point).unwrap(), "keep me");
+    }
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
+
+    // Unmounted: an ordinary session again, and it goes.
+    let out = run(&env, &["prune", "--keep", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(session_ids(&env).is_empty());
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
+    env.finish();
+}
+
+#[test]
+fn a_session_left_aside_by_an_interrupted_prune_is_put_back_listed_and_counted() {
+    let env = TestEnv::new("prune_tomb");
+    let id = exec_session(&env, "echo hello");
+    // The pid of a prune killed half-way: a process that has ended (reaped).
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let sessions = env.state_dir().join("sessions");
+    let set_aside = || {
+        fs::rename(
+            session_path(&env, &id),
+            sessions.join(format!(".pruning-{id}-{pid}")),
+        )
+        .unwrap()
+    };
+
+    set_aside();
+    let out = run(&env, &["sessions"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with(&format!("{id}  ")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(session_ids(&env), [id.as_str()], "put back under its name");
+
+    set_aside();
+    let out = run(&env, &["prune", "--max-size", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains(&format!("removed  {id}  ")), "{said}");
+    assert!(said.contains("in 1 session; 0 sessions left"), "{said}");
+    assert!(session_ids(&env).is_empty(), "{:?}", session_ids(&env));
     env.finish();
 }

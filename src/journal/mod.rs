@@ -4,6 +4,7 @@ pub mod paths;
 pub mod reader;
 pub mod secure;
 pub mod tail;
+pub mod tomb;
 pub mod writer;
 
 pub use paths::{

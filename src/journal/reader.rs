@@ -199,13 +199,23 @@ impl SessionRecord {
 /// `session.json` records, which a named session (`agent-1`) needs, its name saying nothing of
 /// when it began. A session without a readable `session.json` (its creator is writing it,
 /// or crashed) goes by its directory's modification time.
+///
+/// A session that a prune set aside and did not finish (`.pruning-NAME-PID`, its prune gone)
+/// is put back under its name first, or listed under the tomb's name where that name is taken.
 pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let left_aside = match super::secure::open_dir_nofollow(sessions_dir) {
+        Ok(dir) => super::tomb::restore_abandoned(&dir).unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
     let dirs: Vec<PathBuf> = match fs::read_dir(sessions_dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            // Never a session: `.pruning-…` is one being removed by `tether prune`.
-            .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
+            // Never a session: a `.pruning-…` that a prune is removing right now.
+            .filter(|e| {
+                !e.file_name().as_encoded_bytes().starts_with(b".")
+                    || left_aside.contains(&e.file_name())
+            })
             .map(|e| e.path())
             .collect(),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),

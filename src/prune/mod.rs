@@ -5,6 +5,7 @@
 //! [`remove`] deletes one session without following links. This file ties them together for
 //! the command line and for the end of a session.
 
+pub mod entry;
 pub mod plan;
 pub mod remove;
 pub mod scan;

@@ -1,20 +1,22 @@
 //! Removing one session directory without ever following a symbolic link: everything is
 //! opened relative to a directory descriptor with `O_NOFOLLOW`, each entry's type is taken
-//! from `fstatat(AT_SYMLINK_NOFOLLOW)`, and a link is unlinked as a link, its target
-//! untouched. Nothing on another file system (a mount point inside a session) is entered.
+//! from `statx(AT_SYMLINK_NOFOLLOW)`, and a link is unlinked as a link, its target
+//! untouched. Nothing on another mount (a mount point inside a session, a bind mount of the
+//! same file system included) is entered or unlinked: the whole session is checked first, and
+//! a session holding one is left as it was.
 
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, RenameFlags};
 use thiserror::Error;
 
+use super::entry::Entry;
 use super::plan::Liveness;
 use super::scan::{MAX_DEPTH, entry_names, liveness, open_dir_at, session_start};
-
-/// The prefix of a session renamed aside while it is removed.
-pub const TOMB_PREFIX: &str = ".pruning-";
+use crate::journal::tomb::tomb_name;
 
 #[derive(Debug, Error)]
 pub enum RemoveError {
@@ -25,8 +27,14 @@ pub enum RemoveError {
     BecameLive(String),
     #[error("it is no longer a directory (replaced by a link or a file?); left alone")]
     NotADirectory,
+    #[error(
+        "{0} is a mount point: nothing on it is touched, and the session is not removed; unmount it, then prune again"
+    )]
+    MountPoint(String),
     #[error("{0}")]
     Io(#[from] io::Error),
+    #[error("{why}; what is left of the session is back under its name")]
+    PutBack { why: String },
     #[error(
         "it came back to life while being removed ({why}), and a new session took its name: it is left as {tomb}; run `tether prune` again later"
     )]
@@ -35,12 +43,10 @@ pub enum RemoveError {
 
 /// Removes the session `name` from the opened `sessions` directory, unless something runs in
 /// it by then. It is first renamed aside (`.pruning-NAME-PID`), so that no process can join it
-/// by name any more, then checked again, then emptied and removed; if it turned live, it is
-/// renamed back.
+/// by name any more, then checked again, whole, then emptied and removed; if it turned live,
+/// or something in it cannot be removed, it is renamed back.
 pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Result<(), RemoveError> {
-    let mut tomb = OsString::from(TOMB_PREFIX);
-    tomb.push(name);
-    tomb.push(format!("-{}", std::process::id()));
+    let tomb = tomb_name(name, std::process::id());
     match rustix::fs::renameat_with(
         sessions,
         name.as_os_str(),
@@ -50,6 +56,10 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
     ) {
         Ok(()) => {}
         Err(rustix::io::Errno::NOENT) => return Err(RemoveError::AlreadyGone),
+        // The kernel renames no mount point.
+        Err(rustix::io::Errno::BUSY) => {
+            return Err(RemoveError::MountPoint(name.to_string_lossy().into_owned()));
+        }
         Err(err) => return Err(io::Error::from(err).into()),
     }
     let dir = match open_dir_at(sessions, &tomb) {
@@ -62,27 +72,27 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
             });
         }
     };
-    let checked = rustix::fs::fstat(&dir)
-        .map_err(io::Error::from)
-        .and_then(|stat| {
-            // The device of `sessions/`: a session that is itself a mount point is not ours
-            // to empty. Checked whole before anything is removed, so that a session is
-            // either removed or left as it was.
-            let dev = rustix::fs::fstat(sessions)?.st_dev;
-            if stat.st_dev != dev {
-                return Err(io::Error::other(format!(
-                    "{} is a mount point: not removed",
-                    name.to_string_lossy()
-                )));
+    let shown = name.to_string_lossy();
+    // Checked whole before anything is removed, so that a session is either removed or left
+    // as it was: the session on the mount of `sessions/`, and everything in it on the
+    // session's.
+    let checked = Entry::of(sessions)
+        .and_then(|around| Ok((around, Entry::of(&dir)?)))
+        .map_err(|err| RemoveError::Io(err.into()))
+        .and_then(|(around, session)| {
+            if !session.on_mount_of(&around) {
+                return Err(RemoveError::MountPoint(shown.clone().into_owned()));
             }
-            check_removable(&dir, dev, 0).map(|()| stat)
+            check_removable(&dir, &session)?;
+            let stat = rustix::fs::fstat(&dir).map_err(io::Error::from)?;
+            Ok((session, stat))
         });
-    let stat = match checked {
-        Ok(stat) => stat,
+    let (session, stat) = match checked {
+        Ok(checked) => checked,
         Err(err) => {
             drop(dir);
             put_back(sessions, &tomb, name);
-            return Err(err.into());
+            return Err(err);
         }
     };
     if let Liveness::Live(why) = liveness(&dir, session_start(&dir).as_ref(), &stat, now_ms) {
@@ -101,10 +111,18 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
             }),
         };
     }
-    empty_dir(&dir, stat.st_dev, 0)?;
-    drop(dir);
-    rustix::fs::unlinkat(sessions, tomb.as_os_str(), AtFlags::REMOVEDIR)
-        .map_err(io::Error::from)?;
+    let emptied = empty_dir(&dir, &session).and_then(|()| {
+        drop(dir);
+        rustix::fs::unlinkat(sessions, tomb.as_os_str(), AtFlags::REMOVEDIR)
+            .map_err(|err| io::Error::from(err).into())
+    });
+    if let Err(err) = emptied {
+        // Back under its name, so that `tether sessions` and the next prune see it.
+        put_back(sessions, &tomb, name);
+        return Err(RemoveError::PutBack {
+            why: err.to_string(),
+        });
+    }
     Ok(())
 }
 
@@ -118,56 +136,71 @@ fn put_back(sessions: &OwnedFd, tomb: &OsString, name: &OsString) {
     );
 }
 
-/// Whether [`empty_dir`] would get through `dir`: no directory deeper than [`MAX_DEPTH`],
-/// none on another device (a mount point). Nothing is removed.
-fn check_removable(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
-    clear(dir, dev, depth, false)
+/// Whether [`empty_dir`] would get through the session `dir` (which is `session`): no
+/// directory deeper than [`MAX_DEPTH`], no entry on another mount. Nothing is removed.
+fn check_removable(dir: &OwnedFd, session: &Entry) -> Result<(), RemoveError> {
+    clear(dir, session, Path::new(""), 0, false)
 }
 
-/// Removes everything in `dir` (not `dir` itself): directories on device `dev` down to
-/// [`MAX_DEPTH`], files, and links as links.
-pub fn empty_dir(dir: &OwnedFd, dev: u64, depth: usize) -> io::Result<()> {
-    clear(dir, dev, depth, true)
+/// Removes everything in the session `dir` (not `dir` itself): directories on the mount of
+/// `session` down to [`MAX_DEPTH`], files, and links as links.
+fn empty_dir(dir: &OwnedFd, session: &Entry) -> Result<(), RemoveError> {
+    clear(dir, session, Path::new(""), 0, true)
 }
 
-/// Walks `dir` as [`empty_dir`] does, removing what it walks when `remove` is set; without
-/// it, only says whether the walk would get through.
-fn clear(dir: &OwnedFd, dev: u64, depth: usize, remove: bool) -> io::Result<()> {
+/// Walks `dir` (at `at` in the session) as [`empty_dir`] does, removing what it walks when `remove` is set; without
+/// it, only says whether the walk would get through. Every entry is checked to be on the
+/// session's mount before it is entered or unlinked, even after a check, as a mount may be
+/// made meanwhile.
+fn clear(
+    dir: &OwnedFd,
+    session: &Entry,
+    at: &Path,
+    depth: usize,
+    remove: bool,
+) -> Result<(), RemoveError> {
     if depth >= MAX_DEPTH {
         return Err(io::Error::other(format!(
             "directories nest deeper than {MAX_DEPTH} levels: not a journal tether wrote; remove it by hand"
-        )));
+        ))
+        .into());
     }
+    let mount_point = |path: &Path| RemoveError::MountPoint(path.to_string_lossy().into_owned());
     for name in entry_names(dir)? {
-        let stat = match rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
+        let path = at.join(&name);
+        let entry = match Entry::at(dir, &name) {
+            Ok(entry) => entry,
             Err(rustix::io::Errno::NOENT) => continue,
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(io::Error::from(err).into()),
         };
-        if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
-            if stat.st_dev != dev {
-                return Err(io::Error::other(format!(
-                    "{} is a mount point: not removed, and neither is its session",
-                    name.to_string_lossy()
-                )));
+        if !entry.on_mount_of(session) {
+            return Err(mount_point(&path));
+        }
+        if entry.kind == FileType::Directory {
+            let child = open_dir_at(dir, &name).map_err(io::Error::from)?;
+            let opened = Entry::of(&child).map_err(io::Error::from)?;
+            if !opened.on_mount_of(session) {
+                return Err(mount_point(&path));
             }
-            let child = open_dir_at(dir, &name)?;
-            let opened = rustix::fs::fstat(&child)?;
-            if (opened.st_dev, opened.st_ino) != (stat.st_dev, stat.st_ino) {
+            if (opened.dev, opened.ino) != (entry.dev, entry.ino) {
                 return Err(io::Error::other(format!(
                     "{} changed while being removed; left alone",
-                    name.to_string_lossy()
-                )));
+                    path.display()
+                ))
+                .into());
             }
-            clear(&child, dev, depth + 1, remove)?;
+            clear(&child, session, &path, depth + 1, remove)?;
             if remove {
-                rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)?;
+                rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)
+                    .map_err(io::Error::from)?;
             }
         } else if remove {
             // Files, and links as links: unlinkat never follows.
             match rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()) {
                 Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-                Err(err) => return Err(err.into()),
+                // Mounted on since the check: the kernel unlinks no mount point.
+                Err(rustix::io::Errno::BUSY) => return Err(mount_point(&path)),
+                Err(err) => return Err(io::Error::from(err).into()),
             }
         }
     }

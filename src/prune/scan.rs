@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use serde::Deserialize;
 
+use super::entry::Entry;
 use super::plan::{Candidate, Liveness};
 use crate::control::socket_dir;
+use crate::journal::tomb;
 use crate::journal::writer::{COMMAND_FILE, RESULT_FILE, SESSION_FILE};
 use crate::procfs;
 use crate::protocol::CommandFile;
@@ -39,15 +41,12 @@ pub struct Found {
     pub candidate: Candidate,
 }
 
-/// The pid at the end of a session's name while a prune removes it (`.pruning-NAME-PID`).
-fn tomb_owner(name: &[u8]) -> Option<i32> {
-    let dash = name.iter().rposition(|&b| b == b'-')?;
-    std::str::from_utf8(&name[dash + 1..]).ok()?.parse().ok()
-}
-
 /// The sessions under the opened `sessions` directory (at `path`), in no particular order.
 /// Entries that are not directories (links included) are not sessions, and are left alone.
+/// A session set aside by a prune that is gone is put back under its name first, and one that
+/// cannot be is a session under its tomb's name: either way it counts, and may go.
 pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result<Vec<Found>> {
+    tomb::restore_abandoned(sessions)?;
     let mut found = Vec::new();
     for name in entry_names(sessions)? {
         let stat = match rustix::fs::statat(sessions, &name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -59,17 +58,8 @@ pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result
         if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
             continue;
         }
-        // Being removed by another prune right now; one left by a prune that crashed (no
-        // change for a while) is finished like any other.
-        let aside = name
-            .as_bytes()
-            .starts_with(super::remove::TOMB_PREFIX.as_bytes());
-        // A rename does not touch the directory's mtime: the prune that renamed it says, by
-        // its pid at the end of the name, whether it is still at work.
-        let pruner_alive = aside
-            && tomb_owner(name.as_bytes())
-                .is_some_and(|pid| pid != std::process::id() as i32 && !procfs::is_gone(pid));
-        if aside && (pruner_alive || now_ms.saturating_sub(mtime_ms(&stat)) < STARTING_GRACE_MS) {
+        // Being removed by another prune right now.
+        if tomb::being_removed(name.as_bytes(), &stat) {
             continue;
         }
         let dir = match open_dir_at(sessions, &name) {
@@ -207,17 +197,19 @@ pub struct Usage {
 }
 
 /// The usage of the tree opened as `dir` (whose own stat is `stat`), links counted as links.
-/// Nothing is descended into on another file system or beyond [`MAX_DEPTH`].
+/// Nothing is descended into on another mount (a bind mount of the same file system too) or
+/// beyond [`MAX_DEPTH`].
 pub fn disk_usage(dir: &OwnedFd, stat: &Stat) -> io::Result<Usage> {
     let mut usage = Usage::default();
-    add_tree(dir, stat, stat.st_dev, 0, &mut usage)?;
+    let root = Entry::of(dir)?;
+    add_tree(dir, stat, &root, 0, &mut usage)?;
     Ok(usage)
 }
 
 fn add_tree(
     dir: &OwnedFd,
     stat: &Stat,
-    dev: u64,
+    root: &Entry,
     depth: usize,
     usage: &mut Usage,
 ) -> io::Result<()> {
@@ -229,9 +221,12 @@ fn add_tree(
         let Ok(stat) = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };
-        if FileType::from_raw_mode(stat.st_mode) == FileType::Directory && stat.st_dev == dev {
-            if let Ok(child) = open_dir_at(dir, &name) {
-                add_tree(&child, &stat, dev, depth + 1, usage)?;
+        if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+            let child = open_dir_at(dir, &name)
+                .ok()
+                .filter(|child| Entry::of(child).is_ok_and(|opened| opened.on_mount_of(root)));
+            if let Some(child) = child {
+                add_tree(&child, &stat, root, depth + 1, usage)?;
                 continue;
             }
         }
@@ -293,12 +288,6 @@ fn read_at(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_tomb_names_the_prune_removing_it() {
-        assert_eq!(tomb_owner(b".pruning-20261130T0649-12-4242"), Some(4242));
-        assert_eq!(tomb_owner(b".pruning-agent-x"), None);
-        assert_eq!(tomb_owner(b"no-dash-at-end-"), None);
-    }
     use crate::journal::secure::open_dir_nofollow;
 
     fn command_json(pid: i32, start_ticks: u64) -> String {
@@ -360,6 +349,29 @@ mod tests {
             liveness_of(&[], now + STARTING_GRACE_MS + 1000),
             Liveness::Finished
         );
+    }
+
+    #[test]
+    fn a_session_left_aside_by_a_gone_prune_is_put_back_and_counted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let tomb = tomb::tomb_name("s1".as_ref(), gone);
+        std::fs::create_dir_all(tmp.path().join(&tomb).join("01-a")).unwrap();
+        std::fs::write(tmp.path().join(&tomb).join("01-a/stdout.log"), [b'x'; 8192]).unwrap();
+        // One a prune is at work on (pid 1 set it aside just now): neither counted nor moved.
+        let busy = tomb::tomb_name("s2".as_ref(), 1);
+        std::fs::create_dir(tmp.path().join(&busy)).unwrap();
+
+        let sessions = open_dir_nofollow(tmp.path()).unwrap();
+        let found = scan_sessions(&sessions, tmp.path(), u64::MAX).unwrap();
+        let names: Vec<&OsString> = found.iter().map(|f| &f.name).collect();
+        assert_eq!(names, ["s1"]);
+        assert_eq!(found[0].candidate.id, "s1");
+        assert!(found[0].candidate.size >= 8192, "{:?}", found[0].candidate);
+        assert!(tmp.path().join("s1/01-a/stdout.log").exists());
+        assert!(tmp.path().join(&busy).is_dir());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod cgroups;
 pub mod direct;
 pub mod journal;
+pub mod mounts;
 pub mod procs;
 pub mod tmux;
 
