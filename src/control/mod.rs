@@ -19,6 +19,7 @@
 pub mod cli;
 pub mod client;
 pub mod discover;
+pub mod journal_link;
 pub mod report;
 pub mod socket_dir;
 pub mod target;

@@ -422,6 +422,7 @@ mod tests {
                 pid: 10,
                 pgid: 10,
                 argv: vec![],
+                start_ticks: None,
             },
         ));
         assert_eq!(c.status, Status::Running);
@@ -482,6 +483,7 @@ mod tests {
             ppid: 1,
             pgid: 10,
             argv: argv.iter().map(|a| a.to_string()).collect(),
+            start_ticks: None,
             start_ms,
             escaped: false,
         }
@@ -528,6 +530,7 @@ mod tests {
                 pid: 10,
                 pgid: 10,
                 argv: vec![],
+                start_ticks: None,
             },
         ));
         c.observe_state('S');

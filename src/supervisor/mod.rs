@@ -1,5 +1,6 @@
 //! The front end's side of brokers: sessions on disk, starting a broker, talking to it.
 
+pub mod abandoned;
 mod ack;
 pub mod fleet;
 pub mod leftovers;
@@ -31,6 +32,11 @@ pub struct BrokerProcess {
     /// The cgroup the broker will put the command in, where there is a hierarchy: what to
     /// kill and remove if the broker dies before its `containment` event comes.
     pub expected_cgroup: Option<std::path::PathBuf>,
+    /// The command's journal directory, locked (`flock`) while this front end looks after
+    /// the command, its leftovers included: a later tether never takes over a command whose
+    /// front end lives. The broker holds the same open directory (and so the lock) as its
+    /// journal descriptor, for as long as it runs.
+    _custody: OwnedFd,
 }
 
 /// One line from a broker: the event, and the exact bytes it came as.
@@ -62,6 +68,13 @@ impl BrokerProcess {
             )));
         }
         let journal_fd = journal.try_clone_fd()?;
+        let custody = journal.try_clone_fd()?;
+        // A fresh directory nobody else holds: the lock is ours at once. Without it (a file
+        // system without locks) a later tether may only find the command once we are gone.
+        let _ = rustix::fs::flock(
+            &custody,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        );
         let exe = std::env::current_exe()?;
         let mut command = Command::new(exe);
         command
@@ -105,6 +118,7 @@ impl BrokerProcess {
             pending: Default::default(),
             outbox: Outbox::default(),
             expected_cgroup,
+            _custody: custody,
         };
         broker.requests.write_all(&launch).await?;
         Ok(broker)

@@ -30,6 +30,7 @@ fn tree(ts_ms: u64, pids: &[i32]) -> Event {
             ppid: 1,
             pgid: 10,
             argv: vec![format!("p{pid}")],
+            start_ticks: None,
             start_ms: 0,
             escaped: false,
         })
@@ -70,6 +71,7 @@ fn recording() -> Recording {
                         pid: 10,
                         pgid: 10,
                         argv: vec![],
+                        start_ticks: None,
                     },
                 ),
                 tree(1_002, &[10]),
@@ -121,6 +123,7 @@ fn recording() -> Recording {
                     pid: 20,
                     pgid: 20,
                     argv: vec![],
+                    start_ticks: None,
                 },
             )],
         ),
