@@ -160,18 +160,36 @@ impl Abandoned {
         self.journal.path()
     }
 
-    /// The command's cgroup as its last `containment` event names it, if that is a cgroup of
-    /// this broker's (by its name) that still exists.
+    /// The command's cgroup as its last `containment` event names it, else (a broker killed
+    /// before that event reached the disk) the one in our hierarchy named after this broker;
+    /// only a cgroup of this broker's (by its name) that still exists.
     fn cgroup(&self) -> Option<Arc<CommandCgroup>> {
-        let path = self.events.iter().rev().find_map(|e| match &e.kind {
+        let journaled = self.events.iter().rev().find_map(|e| match &e.kind {
             EventKind::Containment { path, .. } => path.clone(),
             _ => None,
-        })?;
+        });
+        let path = journaled.or_else(|| self.named_cgroup())?;
         let owner = name::owner(path.file_name()?.to_str()?)?;
         if owner != (self.broker.pid, self.broker.start_ticks) {
             return None;
         }
         CommandCgroup::open_existing(&path).ok().map(Arc::new)
+    }
+
+    fn named_cgroup(&self) -> Option<PathBuf> {
+        let hierarchy = crate::cgroup::Hierarchy::find().ok()?;
+        let owner = (self.broker.pid, self.broker.start_ticks);
+        std::fs::read_dir(hierarchy.path())
+            .ok()?
+            .flatten()
+            .find(|entry| {
+                entry
+                    .file_name()
+                    .to_str()
+                    .and_then(name::owner)
+                    .is_some_and(|o| o == owner)
+            })
+            .map(|entry| entry.path())
     }
 
     /// The command's pid and start time, from its `spawned` event.
