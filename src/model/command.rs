@@ -483,7 +483,6 @@ mod tests {
             ppid: 1,
             pgid: 10,
             argv: argv.iter().map(|a| a.to_string()).collect(),
-            start_ticks: None,
             start_ms,
             escaped: false,
         }

@@ -30,7 +30,6 @@ fn tree(ts_ms: u64, pids: &[i32]) -> Event {
             ppid: 1,
             pgid: 10,
             argv: vec![format!("p{pid}")],
-            start_ticks: None,
             start_ms: 0,
             escaped: false,
         })
