@@ -223,3 +223,115 @@ fn exec_blocked_on_its_own_output_does_not_give_up_on_its_broker() {
     assert_eq!(output.len(), 2_000_005);
     env.finish();
 }
+
+/// The pid of the one live tagged process whose command line is `cmdline`, once it runs.
+fn tagged_pid(env: &TestEnv, cmdline: &str) -> i32 {
+    let mut pid = None;
+    wait_until(env, cmdline, || {
+        pid = procs::tagged(&env.tag)
+            .into_iter()
+            .find(|p| p.cmdline == cmdline)
+            .map(|p| p.pid);
+        pid.is_some()
+    });
+    pid.unwrap_or_default()
+}
+
+/// `tether exec` and its broker SIGKILLed at the same instant: nobody is left to stop the
+/// command's tree. The command's main process dies with its broker (PDEATHSIG); what it
+/// forked runs on until a later tether (here `tether ps`) stops it, journals that, and writes
+/// `result.json`. On the cgroup path the cgroup is removed too (`env.finish` checks).
+fn killed_with_its_front_end_then_reclaimed(name: &str, cgroup: bool) {
+    let env = TestEnv::new(name);
+    if cgroup && common::cgroups::hierarchy().is_err() {
+        eprintln!("no cgroup hierarchy here: the /proc path's test covers the rest");
+        return;
+    }
+    let mut command = env.exec_command(&["--grace", "2s"], &["sh", "-c", "sleep 1000 & wait"]);
+    if !cgroup {
+        command.env(tether::cgroup::CGROUP_ENV, "off");
+    }
+    let running = env.spawn_captured(command);
+    let exec = running.pid();
+    let broker = broker_of(&env, exec);
+    let dir = env.wait_command_dir();
+    let sleep = tagged_pid(&env, "sleep 1000");
+    // Journaled (the broker flushes per batch): what a later tether knows the command by.
+    wait_until(&env, "the spawned event", || {
+        events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, tether::protocol::EventKind::Spawned { .. }))
+    });
+    // Stopped first, so that neither acts on the other's death in the moment between the
+    // two kills: as if both were killed at once.
+    signal(broker, Signal::SIGSTOP);
+    signal(exec, Signal::SIGSTOP);
+    wait_until(&env, "exec and its broker to stop", || {
+        procs::state(exec) == Some(b'T') && procs::state(broker) == Some(b'T')
+    });
+    signal(exec, Signal::SIGKILL);
+    signal(broker, Signal::SIGKILL);
+    let _ = running.wait(&env);
+
+    let ps = common::run_to_end(&env, env.tether(&["ps"]), "tether ps");
+    assert!(
+        ps.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ps.stderr)
+    );
+    // Another test's tether may have taken the command first and been killed before it was
+    // done: each later tether takes it up again.
+    wait_until(&env, "a later tether to finish the command", || {
+        dir.join("result.json").exists()
+            || common::run_to_end(&env, env.tether(&["ps"]), "tether ps")
+                .status
+                .success()
+                && dir.join("result.json").exists()
+    });
+    let left = procs::wait_gone(&[sleep], Duration::from_secs(5));
+    assert!(left.is_empty(), "the command's child runs on: {left:?}");
+    let reclaimed: Vec<_> = signals_sent(&events_now(&dir))
+        .into_iter()
+        .filter(|s| s.origin == tether::protocol::Origin::Reclaim)
+        .collect();
+    assert!(
+        reclaimed.iter().any(|s| s.targets.contains(&sleep)),
+        "no reclaim signal_sent reached {sleep}: {reclaimed:?}; events: {}",
+        String::from_utf8_lossy(&common::journal::read(&dir, "events.jsonl"))
+    );
+    let result = common::journal::read(&dir, "result.json");
+    let result: tether::protocol::CommandResult =
+        serde_json::from_slice(&result).expect("a result");
+    assert_eq!(result.stopped_by, Some(tether::protocol::Origin::Reclaim));
+    env.finish();
+}
+
+#[test]
+fn a_command_killed_with_its_front_end_is_reclaimed_from_its_cgroup() {
+    killed_with_its_front_end_then_reclaimed("reclaim_cgroup", true);
+}
+
+#[test]
+fn a_command_killed_with_its_front_end_is_reclaimed_from_proc() {
+    killed_with_its_front_end_then_reclaimed("reclaim_procfs", false);
+}
+
+/// The command dies the moment its broker does, with nobody to stop it: exec, which would
+/// clean up, is stopped (and holds the journal, so no later tether takes it over either).
+#[test]
+fn the_command_dies_with_its_broker() {
+    let env = TestEnv::new("pdeathsig");
+    let running = env.spawn_exec(&[], &["sleep", "1000"]);
+    let exec = running.pid();
+    let broker = broker_of(&env, exec);
+    let sleep = tagged_pid(&env, "sleep 1000");
+    signal(exec, Signal::SIGSTOP);
+    wait_until(&env, "exec to stop", || procs::state(exec) == Some(b'T'));
+    signal(broker, Signal::SIGKILL);
+    let left = procs::wait_gone(&[sleep], Duration::from_secs(2));
+    signal(exec, Signal::SIGCONT);
+    assert!(left.is_empty(), "the command outlived its broker");
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
+    env.finish();
+}

@@ -63,6 +63,7 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             pid: 0,
             pgid: 0,
             argv: vec![],
+            start_ticks: Some(0),
         },
         EventKind::SpawnError {
             code: text(),

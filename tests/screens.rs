@@ -66,6 +66,7 @@ fn model() -> Model {
                     pid: 101,
                     pgid: 101,
                     argv: vec!["sh".into(), "-c".into(), "make".into()],
+                    start_ticks: None,
                 },
             ),
             ev(
@@ -104,6 +105,7 @@ fn model() -> Model {
                     pid: 201,
                     pgid: 201,
                     argv: vec![],
+                    start_ticks: None,
                 },
             ),
             ev(
@@ -165,6 +167,7 @@ fn model() -> Model {
                     pid: 301,
                     pgid: 301,
                     argv: vec![],
+                    start_ticks: None,
                 },
             ),
             ev(5_000, EventKind::ResponseTimeout { silent_ms: 5_000 }),

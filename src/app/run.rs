@@ -126,6 +126,8 @@ fn install_panic_hook() {
 pub type Draw = fn(&mut ratatui::Frame, &Model, &ViewState, &FrameContent, &[Binding]);
 
 pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
+    // Whatever killed brokers left running, stopped while the TUI runs.
+    let _ = crate::supervisor::abandoned::reclaim_in_background();
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         anyhow::bail!(
             "the TUI needs a terminal; for scripts and pipelines use `tether exec -- CMD` (add --json for events)"

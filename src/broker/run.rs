@@ -3,6 +3,7 @@
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
 use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
@@ -238,6 +239,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let dir =
             JournalDir::from_fd(dir, request.journal_dir.clone()).map_err(io::Error::other)?;
         dir.write_json_atomic(COMMAND_FILE, &command_file)?;
+        // After `command.json`, which a later tether reads to know whose journal it is.
+        let _ = crate::control::journal_link::create(&identity, Path::new(&request.journal_dir));
         let events = EventLog::create(&dir)?;
         let streams = [
             StreamLog::create(&dir, Stream::Stdout, request.max_output)?,
@@ -326,7 +329,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     });
                 }
                 broker.check_entered(child.pid);
-                broker.spawned(child.pid, child.argv);
+                // Unreaped, the pid is the command's: its start time is read now, for the journal.
+                let start_ticks = crate::procfs::read_stat(child.pid).map(|s| s.start_ticks);
+                broker.spawned(child.pid, start_ticks, child.argv);
                 if let Some(streams) = child.terminal {
                     broker.emit(EventKind::Terminal { streams });
                 }
@@ -467,6 +472,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
     };
     tokio::join!(parent_drain, control_drain);
+    crate::control::journal_link::remove(&identity);
     Ok(code)
 }
 

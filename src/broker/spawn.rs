@@ -189,8 +189,12 @@ pub fn spawn(
         command.current_dir(cwd);
     }
     let cgroup_procs = cgroup_procs.map(|fd| fd.as_raw_fd());
-    // SAFETY: `reset_in_child`, `take_controlling_terminal` and the `write` of the cgroup
-    // make raw system calls only, which are async-signal-safe and touch no memory shared with the parent. Having a
+    // The broker forks from its main thread (its event loop runs on it, and it starts no
+    // other), which lives as long as the broker: the death signal below fires when the
+    // broker dies, not when some helper thread ends.
+    let broker_pid = rustix::process::getpid().as_raw_nonzero().get();
+    // SAFETY: `reset_in_child`, `take_controlling_terminal`, the `write` of the cgroup,
+    // `prctl`, `getppid` and `_exit` make raw system calls only, which are async-signal-safe and touch no memory shared with the parent. Having a
     // pre_exec makes std fork and exec rather than posix_spawn, which is what leaves
     // signals 32 and 33 ignored. It runs after the streams are in place on 0, 1 and 2.
     unsafe {
@@ -200,6 +204,19 @@ pub fn spawn(
             // cgroup problem must never fail the command.
             if let Some(fd) = cgroup_procs {
                 libc::write(fd, b"0".as_ptr().cast(), 1);
+            }
+            // The command dies with its broker, even by SIGKILL: a front end killed at the
+            // same instant cannot stop it, and nothing else would. Checked again after it is
+            // set: a broker that died before the call left us to another parent already.
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != broker_pid {
+                libc::_exit(1);
             }
             signals::reset_in_child()?;
             match controlling {

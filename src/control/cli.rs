@@ -64,6 +64,17 @@ struct PsRow<'a> {
 
 /// `tether ps [--json] [SESSION]`.
 pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
+    // What killed brokers left running is stopped meanwhile; ps ends once that is done, so
+    // that nothing it could see as abandoned is left when it returns.
+    let reclaim = crate::supervisor::abandoned::reclaim_in_background();
+    let code = ps_now(state, json, session);
+    if let Some(reclaim) = reclaim {
+        let _ = reclaim.join();
+    }
+    code
+}
+
+fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
     let commands = match live(state, session) {
         Ok(commands) => commands,
         Err(err) => {

@@ -182,7 +182,7 @@ pub fn broker_alive(broker: &BrokerIdentity) -> bool {
 }
 
 /// The events at the start and at the end of a log (all of a short one), in order.
-fn log_window(path: &Path) -> Vec<Event> {
+pub(crate) fn log_window(path: &Path) -> Vec<Event> {
     let Ok(mut file) = open_regular(path) else {
         return Vec::new();
     };

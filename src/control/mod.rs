@@ -20,6 +20,7 @@ pub mod cli;
 pub mod client;
 pub mod discover;
 mod fallback;
+pub mod journal_link;
 pub mod report;
 pub mod socket_dir;
 pub mod target;

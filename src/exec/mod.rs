@@ -74,6 +74,8 @@ pub enum SignalMode {
 }
 
 pub fn main(options: ExecOptions) -> i32 {
+    // Off our path (the shim's start stays as fast): whatever killed brokers left running.
+    let _ = crate::supervisor::abandoned::reclaim_in_background();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

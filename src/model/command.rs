@@ -422,6 +422,7 @@ mod tests {
                 pid: 10,
                 pgid: 10,
                 argv: vec![],
+                start_ticks: None,
             },
         ));
         assert_eq!(c.status, Status::Running);
@@ -528,6 +529,7 @@ mod tests {
                 pid: 10,
                 pgid: 10,
                 argv: vec![],
+                start_ticks: None,
             },
         ));
         c.observe_state('S');

@@ -173,6 +173,7 @@ mod tests {
                     pid: 5,
                     pgid: 5,
                     argv: vec![],
+                    start_ticks: None,
                 },
             ),
             line(500, EventKind::Exit { pid: 5, status }),
@@ -202,6 +203,7 @@ mod tests {
                 pid: 5,
                 pgid: 5,
                 argv: vec![],
+                start_ticks: None,
             },
         );
         std::fs::write(

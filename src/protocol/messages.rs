@@ -319,6 +319,8 @@ pub enum Origin {
     Watchdog,
     ParentLost,
     Shutdown,
+    /// A later tether, stopping what a broker killed together with its front end left.
+    Reclaim,
 }
 
 /// Where a broker failure happened.
@@ -469,6 +471,11 @@ pub enum EventKind {
         pid: i32,
         pgid: i32,
         argv: Vec<String>,
+        /// The command's start time in clock ticks after boot (`/proc/PID/stat`): with `pid`,
+        /// what names it for good, so that a later tether can tell it from a reused pid once
+        /// its broker is dead. Absent in older journals.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_ticks: Option<u64>,
     },
     SpawnError {
         code: String,

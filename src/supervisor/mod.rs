@@ -1,5 +1,6 @@
 //! The front end's side of brokers: sessions on disk, starting a broker, talking to it.
 
+pub mod abandoned;
 mod ack;
 pub mod fleet;
 pub mod leftovers;
@@ -39,6 +40,11 @@ pub struct BrokerProcess {
     /// The cgroup the broker will put the command in, where there is a hierarchy: what to
     /// kill and remove if the broker dies before its `containment` event comes.
     pub expected_cgroup: Option<std::path::PathBuf>,
+    /// The command's journal directory, locked (`flock`) while this front end looks after
+    /// the command, its leftovers included: a later tether never takes over a command whose
+    /// front end lives. The broker holds the same open directory (and so the lock) as its
+    /// journal descriptor, for as long as it runs.
+    _custody: Option<OwnedFd>,
 }
 
 /// One line from a broker: the event, and the exact bytes it came as.
@@ -70,6 +76,13 @@ impl BrokerProcess {
             )));
         }
         let journal_fd = journal.try_clone_fd()?;
+        let custody = journal.try_clone_fd()?;
+        // A fresh directory nobody else holds: the lock is ours at once. Without it (a file
+        // system without locks) a later tether may only find the command once we are gone.
+        let _ = rustix::fs::flock(
+            &custody,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        );
         let exe = std::env::current_exe()?;
         let mut command = Command::new(exe);
         command
@@ -102,7 +115,7 @@ impl BrokerProcess {
             start_ticks: crate::procfs::read_stat(child.id() as i32).map_or(0, |s| s.start_ticks),
         };
         let expected_cgroup = crate::broker::containment::expected_cgroup(request, &identity);
-        let broker = BrokerProcess::talking_to(child, expected_cgroup)?;
+        let broker = BrokerProcess::talking_to(child, expected_cgroup, Some(custody))?;
         broker.requests.write_all(&launch).await?;
         Ok(broker)
     }
@@ -111,6 +124,7 @@ impl BrokerProcess {
     fn talking_to(
         mut child: Child,
         expected_cgroup: Option<std::path::PathBuf>,
+        custody: Option<OwnedFd>,
     ) -> io::Result<BrokerProcess> {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(io::Error::other("the broker's pipes were not created"));
@@ -124,6 +138,7 @@ impl BrokerProcess {
             pending: Default::default(),
             outbox: Outbox::default(),
             expected_cgroup,
+            _custody: custody,
         })
     }
 
@@ -268,7 +283,7 @@ mod tests {
             .stdout(Stdio::piped())
             .spawn()
             .expect("run sh");
-        let mut reader = BrokerProcess::talking_to(child, None).expect("the pipes");
+        let mut reader = BrokerProcess::talking_to(child, None, None).expect("the pipes");
         for _ in 0..requests {
             reader.post(&input).expect("post");
         }

@@ -21,6 +21,7 @@ fn model(recorded: bool, running: bool) -> Model {
                 pid: 7,
                 pgid: 7,
                 argv: vec![],
+                start_ticks: None,
             },
         });
     }

@@ -84,6 +84,7 @@ mod tests {
                         pid: 7,
                         pgid: 7,
                         argv: vec![],
+                        start_ticks: None,
                     },
                 ),
                 event(3_500, EventKind::HardKill { after_ms: 1 }),

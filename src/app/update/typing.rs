@@ -98,6 +98,7 @@ mod tests {
             pid: 7,
             pgid: 7,
             argv: vec![],
+            start_ticks: None,
         });
         if terminal {
             apply(EventKind::Terminal {

@@ -328,7 +328,7 @@ impl Broker {
 
     // ---- the command ------------------------------------------------------------------
 
-    pub fn spawned(&mut self, pid: i32, argv: Vec<String>) {
+    pub fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
         self.child = Some(Child { pid, status: None });
         self.result.pid = Some(pid);
         let now = Instant::now();
@@ -338,6 +338,7 @@ impl Broker {
             pid,
             pgid: pid,
             argv: capped_argv(argv),
+            start_ticks,
         });
     }
 
