@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fs;
 
 /// The fields of `/proc/PID/stat` that tether uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcStat {
     pub pid: i32,
     pub ppid: i32,
@@ -17,6 +17,10 @@ pub struct ProcStat {
     pub state: u8,
     /// Start time in clock ticks after boot: with the pid, it names one process for good.
     pub start_ticks: u64,
+    /// CPU time it used so far, user and system (`utime` + `stime`), in clock ticks.
+    pub cpu_ticks: u64,
+    /// Resident memory now, in pages.
+    pub rss_pages: u64,
 }
 
 impl ProcStat {
@@ -36,8 +40,12 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
     let sid = fields.next()?.parse().ok()?;
-    // Fields 7..=21 lie between the session (field 6) and starttime (field 22).
-    let start_ticks = fields.nth(15)?.parse().ok()?;
+    // Fields 7..=13 lie between the session (field 6) and utime (14), stime (15); fields
+    // 16..=21 between those and starttime (22); vsize (23), then rss (24).
+    let utime: u64 = fields.nth(7)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let start_ticks = fields.nth(6)?.parse().ok()?;
+    let rss_pages = fields.nth(1).and_then(|f| f.parse().ok()).unwrap_or(0);
     Some(ProcStat {
         pid,
         ppid,
@@ -45,6 +53,8 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
         sid,
         state,
         start_ticks,
+        cpu_ticks: utime + stime,
+        rss_pages,
     })
 }
 
@@ -265,7 +275,14 @@ pub fn is_gone(pid: i32) -> bool {
     read_stat(pid).is_none_or(|s| s.is_zombie())
 }
 
-fn clock_ticks_per_second() -> u64 {
+/// Bytes in a page of memory (RSS is counted in pages).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as u64 } else { 4096 }
+}
+
+pub fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks > 0 { ticks as u64 } else { 100 }
@@ -333,6 +350,7 @@ mod tests {
             sid: pid,
             state: b'S',
             start_ticks: 0,
+            ..ProcStat::default()
         }
     }
 
@@ -342,6 +360,8 @@ mod tests {
         let s = parse_stat(line).unwrap();
         assert_eq!((s.pid, s.ppid, s.pgid, s.sid), (4242, 1, 4242, 4242));
         assert_eq!((s.state, s.start_ticks), (b'S', 987654));
+        // utime 1 + stime 2; rss 50 pages.
+        assert_eq!((s.cpu_ticks, s.rss_pages), (3, 50));
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub use paths::{
     BROKER_ID_ENV, BadSessionName, SESSION_ENV, STATE_DIR_ENV, SessionName, command_dir_name,
     command_dir_number, new_session_id, sessions_dir, state_dir,
 };
-pub use reader::{CommandRecord, Damage, EventTail, SessionInfo, SessionRecord, list_sessions};
+pub use reader::{
+    CommandRecord, Damage, EventTail, SessionInfo, SessionRecord, list_sessions, read_result,
+};
 pub use secure::JournalDir;
 pub use writer::{EventLog, StreamLog};

@@ -280,6 +280,11 @@ fn started_ms(dir: &Path) -> u64 {
         .map_or(u64::MAX, |d| d.as_millis() as u64)
 }
 
+/// A command's `result.json`, if it has a readable one.
+pub fn read_result(dir: &Path) -> Option<CommandResult> {
+    read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE).ok()?
+}
+
 /// `Ok(None)` when the file does not exist; `Err` when it exists but cannot be used.
 fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,

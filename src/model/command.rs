@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, ParentLossCause,
+    CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, ParentLossCause,
     ProcessEntry, ProcessSignal, Stream, TerminalRequest,
 };
 
@@ -141,6 +141,10 @@ pub struct CommandState {
     pub containment: Option<ContainmentMode>,
     /// The run's cgroup, while it has one: its figures are read from there.
     pub cgroup: Option<PathBuf>,
+    /// CPU time the run's whole tree used, from its `result.json` once it ended.
+    pub cpu_ms: Option<u64>,
+    /// The most memory the run's tree held, from its `result.json` once it ended.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl CommandState {
@@ -171,7 +175,18 @@ impl CommandState {
             runs: Default::default(),
             containment: None,
             cgroup: None,
+            cpu_ms: None,
+            peak_rss_bytes: None,
         }
+    }
+
+    /// What the run's `result.json` adds to its events: what it cost. A journal written
+    /// before `cpu_ms` existed may still have its cgroup's CPU time.
+    pub fn apply_result(&mut self, result: &CommandResult) {
+        self.cpu_ms = result
+            .cpu_ms
+            .or(result.cgroup_cpu_usec.map(|usec| usec / 1000));
+        self.peak_rss_bytes = result.peak_rss_bytes;
     }
 
     /// Forgets the previous run: a new one starts with a fresh journal directory.

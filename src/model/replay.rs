@@ -13,6 +13,9 @@ use super::{CommandState, Model, Status};
 /// marked lost; what the journal lacks is said in its notice.
 pub fn command_from_record(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
+    if let Some(result) = &record.result {
+        command.apply_result(result);
+    }
     let started = record.events.first().map_or(0, |e| e.ts_ms);
     let closed = record
         .events

@@ -682,6 +682,15 @@ pub struct CommandResult {
     /// CPU time the whole command used, as its cgroup accounted it (cgroup containment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_cpu_usec: Option<u64>,
+    /// CPU time (user + system) the command's whole tree used: the cgroup's figure, or on
+    /// the /proc path the larger of the samples' sum and the broker's reaped children's
+    /// (see `broker::tree::cost`). Absent when nothing ran, and in journals written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<u64>,
+    /// The most memory the tree held: the cgroup's `memory.peak` where it is accounted, else
+    /// the larger of the tree's largest sampled RSS and its largest process's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// What holds a command's tree.

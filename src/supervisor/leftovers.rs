@@ -289,6 +289,7 @@ mod tests {
             sid: pgid,
             state,
             start_ticks,
+            ..ProcStat::default()
         }
     }
 
