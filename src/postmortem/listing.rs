@@ -188,7 +188,11 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
         })
         .collect();
     widths[0] = widths[0].min(MAX_ID);
+    // A journal from before tether recorded the cost has none to show.
     let mut shown = [true; 6];
+    for column in [4, 5] {
+        shown[column] = rows.iter().any(|r| r[column] != "-");
+    }
     let used = |shown: &[bool; 6]| -> usize {
         (0..6).filter(|&i| shown[i]).map(|i| widths[i] + GAP).sum()
     };
