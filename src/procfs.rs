@@ -270,6 +270,57 @@ pub fn cmdline(pid: i32) -> Vec<String> {
     argv
 }
 
+/// tether's subcommands that can signal or stop a command, as a peer's label names them
+/// (`run`, `demo` and none at all are the TUI).
+const FRONT_ENDS: [&str; 7] = ["watch", "stop", "kill", "signal", "exec", "sh", "open"];
+/// tether's options that come before a subcommand and take a value.
+const VALUE_OPTIONS: [&str; 3] = ["--state-dir", "--file", "-f"];
+
+/// What to call the process `pid` on a timeline: its executable's name (the file it runs,
+/// not the argv[0] it claims), with tether's subcommand (`tether watch`) or, for tether
+/// with none, `tether TUI`. Read while the process is known to be there (it is connected,
+/// or it is this broker's parent). `None` when /proc says nothing of it.
+pub fn program_label(pid: i32) -> Option<String> {
+    if pid <= 0 {
+        return None;
+    }
+    let exe = fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .or_else(|| fs::read_to_string(format!("/proc/{pid}/comm")).ok())?;
+    Some(label_of(&exe, &cmdline(pid)))
+}
+
+/// Pure part of [`program_label`]: `exe` the executable's file name, `argv` its command line.
+pub fn label_of(exe: &str, argv: &[String]) -> String {
+    let exe: String = exe
+        .trim_end()
+        .trim_end_matches(" (deleted)")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(32)
+        .collect();
+    if exe != "tether" {
+        return exe;
+    }
+    // The subcommand is the first word that is no option nor an option's value
+    // (`--state-dir DIR watch`).
+    let mut words = argv.iter().skip(1).map(String::as_str);
+    let subcommand = loop {
+        match words.next() {
+            Some(option) if VALUE_OPTIONS.contains(&option) => {
+                words.next();
+            }
+            Some(option) if option.starts_with('-') && option != "--" => {}
+            other => break other,
+        }
+    };
+    match subcommand.filter(|w| FRONT_ENDS.contains(w)) {
+        Some(sub) => format!("tether {sub}"),
+        None => "tether TUI".into(),
+    }
+}
+
 /// True when `pid` no longer runs: absent, or a zombie nobody has reaped yet.
 pub fn is_gone(pid: i32) -> bool {
     read_stat(pid).is_none_or(|s| s.is_zombie())
@@ -352,6 +403,22 @@ mod tests {
             start_ticks: 0,
             ..ProcStat::default()
         }
+    }
+
+    #[test]
+    fn a_peer_is_named_by_its_executable_and_tethers_subcommand() {
+        let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(label_of("tether", &argv(&["tether", "watch"])), "tether watch");
+        assert_eq!(
+            label_of("tether", &argv(&["t", "--state-dir", "stop", "kill", "x"])),
+            "tether kill"
+        );
+        assert_eq!(label_of("tether", &argv(&["tether", "run", "-c", "stop"])), "tether TUI");
+        assert_eq!(label_of("tether", &argv(&["tether"])), "tether TUI");
+        // argv[0] claims nothing: the executable's name is what counts.
+        assert_eq!(label_of("python3\n", &argv(&["tether", "stop"])), "python3");
+        assert_eq!(label_of("socat\x1b", &[]), "socat");
+        assert_eq!(label_of("tether (deleted)", &argv(&["x", "stop"])), "tether stop");
     }
 
     #[test]

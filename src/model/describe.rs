@@ -2,10 +2,11 @@
 //! for the TUI, the text report and the trace exports, with no terminal library involved
 //! (the UI turns the [`Tone`] into a colour).
 
-use crate::protocol::{EventKind, ExitStatus, Stream};
+use crate::protocol::{EventKind, ExitStatus, Origin, Peer, Stream};
 use crate::units::duration_ms;
 
 use super::CommandState;
+use super::output::one_line;
 use super::command::exit_label;
 
 /// What kind of news an event is: the UI colours by it, the exports mark errors by it.
@@ -64,11 +65,12 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             signal,
             origin,
             targets,
+            client,
             ..
         } => (
             format!(
                 "SIG{signal} by {} → {} process{}",
-                snake(origin),
+                signal_origin(*origin, client.as_ref()),
                 targets.len(),
                 if targets.len() == 1 { "" } else { "es" }
             ),
@@ -177,6 +179,23 @@ fn orphan(
 }
 
 /// How an enum is written in the journal (`stdin_eof`, `parent_lost`).
+/// Who a signal came from: `tether watch, pid 26880`, `the watchdog`, `tether exec, pid 12
+/// (shutdown)`; `the operator` in a journal that names no client.
+pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
+    let cause = match origin {
+        Origin::Operator => None,
+        Origin::Watchdog => Some("the watchdog"),
+        Origin::ParentLost => Some("parent loss"),
+        Origin::Shutdown => Some("shutdown"),
+    };
+    match (client, cause) {
+        (Some(client), None) => one_line(&client.describe()),
+        (Some(client), Some(cause)) => format!("{} ({cause})", one_line(&client.describe())),
+        (None, Some(cause)) => cause.into(),
+        (None, None) => "the operator".into(),
+    }
+}
+
 pub fn snake(value: &impl serde::Serialize) -> String {
     serde_json::to_value(value)
         .ok()

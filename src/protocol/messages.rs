@@ -521,7 +521,8 @@ pub enum EventKind {
         origin: Origin,
         /// Processes the signal reached.
         targets: Vec<i32>,
-        /// The control-socket client that asked for it (a stop's every signal carries it).
+        /// Who asked for it: a control-socket client, or the front end that launched the
+        /// broker when it asked on its pipe (a stop's every signal carries it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client: Option<Peer>,
     },
