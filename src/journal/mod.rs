@@ -11,6 +11,7 @@ pub use paths::{
 };
 pub use reader::{
     CommandRecord, Damage, EventTail, SessionInfo, SessionRecord, list_sessions, read_result,
+    session_started_ms,
 };
 pub use secure::JournalDir;
 pub use writer::{EventLog, StreamLog};

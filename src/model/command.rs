@@ -141,6 +141,9 @@ pub struct CommandState {
     pub containment: Option<ContainmentMode>,
     /// The run's cgroup, while it has one: its figures are read from there.
     pub cgroup: Option<PathBuf>,
+    /// When the command's session began, where it is not the model's own session (a watch
+    /// over many sessions): see [`crate::model::Model::session_start_of`].
+    pub session_started_ms: Option<u64>,
     /// CPU time the run's whole tree used, from its `result.json` once it ended.
     pub cpu_ms: Option<u64>,
     /// The most memory the run's tree held, from its `result.json` once it ended.
@@ -175,6 +178,7 @@ impl CommandState {
             runs: Default::default(),
             containment: None,
             cgroup: None,
+            session_started_ms: None,
             cpu_ms: None,
             peak_rss_bytes: None,
         }
@@ -193,8 +197,10 @@ impl CommandState {
     pub fn begin_run(&mut self, journal_dir: PathBuf, now_ms: u64) {
         let config = self.config.clone();
         let run = self.run + 1;
+        let session_started_ms = self.session_started_ms;
         *self = CommandState::new(config);
         self.run = run;
+        self.session_started_ms = session_started_ms;
         self.journal_dir = Some(journal_dir);
         self.status = Status::Starting;
         self.started_ms = Some(now_ms);

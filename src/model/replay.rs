@@ -41,8 +41,10 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
 /// unique among the session's commands, which the journal's own name may not be).
 pub fn reload_from_record(command: &mut CommandState, record: &CommandRecord) {
     let name = std::mem::take(&mut command.config.name);
+    let session_started_ms = command.session_started_ms;
     *command = command_from_record(record);
     command.config.name = name;
+    command.session_started_ms = session_started_ms;
 }
 
 /// Whether the run's broker still runs (the session is live in another tether).
