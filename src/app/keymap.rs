@@ -148,7 +148,7 @@ pub fn bindings() -> Vec<Binding> {
             K::Char('@'),
             "@",
             A::ToggleAbsoluteTimes,
-            "times: from the session's start / wall clock",
+            "times: offset / wall clock",
         ),
         bind(N, K::Char('z'), "z", A::Zoom, "zoom the focused pane"),
         bind(

@@ -179,12 +179,12 @@ fn orphan(
 }
 
 /// How an enum is written in the journal (`stdin_eof`, `parent_lost`).
-/// Who a signal came from: `tether watch, pid 26880`, `the watchdog`, `tether exec, pid 12
-/// (shutdown)`; `the operator` in a journal that names no client.
+/// Who a signal came from: `tether watch, pid 26880`, `watchdog`, `tether exec, pid 12
+/// (shutdown)`; `operator` in a journal that names no client.
 pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
     let cause = match origin {
         Origin::Operator => None,
-        Origin::Watchdog => Some("the watchdog"),
+        Origin::Watchdog => Some("watchdog"),
         Origin::ParentLost => Some("parent loss"),
         Origin::Shutdown => Some("shutdown"),
     };
@@ -192,7 +192,7 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         (Some(client), None) => one_line(&client.describe()),
         (Some(client), Some(cause)) => format!("{} ({cause})", one_line(&client.describe())),
         (None, Some(cause)) => cause.into(),
-        (None, None) => "the operator".into(),
+        (None, None) => "operator".into(),
     }
 }
 
