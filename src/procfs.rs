@@ -408,17 +408,26 @@ mod tests {
     #[test]
     fn a_peer_is_named_by_its_executable_and_tethers_subcommand() {
         let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
-        assert_eq!(label_of("tether", &argv(&["tether", "watch"])), "tether watch");
+        assert_eq!(
+            label_of("tether", &argv(&["tether", "watch"])),
+            "tether watch"
+        );
         assert_eq!(
             label_of("tether", &argv(&["t", "--state-dir", "stop", "kill", "x"])),
             "tether kill"
         );
-        assert_eq!(label_of("tether", &argv(&["tether", "run", "-c", "stop"])), "tether TUI");
+        assert_eq!(
+            label_of("tether", &argv(&["tether", "run", "-c", "stop"])),
+            "tether TUI"
+        );
         assert_eq!(label_of("tether", &argv(&["tether"])), "tether TUI");
         // argv[0] claims nothing: the executable's name is what counts.
         assert_eq!(label_of("python3\n", &argv(&["tether", "stop"])), "python3");
         assert_eq!(label_of("socat\x1b", &[]), "socat");
-        assert_eq!(label_of("tether (deleted)", &argv(&["x", "stop"])), "tether stop");
+        assert_eq!(
+            label_of("tether (deleted)", &argv(&["x", "stop"])),
+            "tether stop"
+        );
     }
 
     #[test]

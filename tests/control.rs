@@ -211,10 +211,16 @@ fn stop_of_an_escapee_tree_leaves_nothing_and_exec_says_the_operator_stopped_it(
         assert_eq!(client.program.as_deref(), Some("tether stop"));
     }
     // The timeline's words, in every view and export: who, and which pid.
-    let report = tether(&env, &runtime, &["export", &session_of(&dir), "--format", "text"]);
+    let report = tether(
+        &env,
+        &runtime,
+        &["export", &session_of(&dir), "--format", "text"],
+    );
     let report = text(&report.stdout);
     assert!(
-        report.contains(&format!("signal_sent SIGTERM by tether stop, pid {stop_pid} → ")),
+        report.contains(&format!(
+            "signal_sent SIGTERM by tether stop, pid {stop_pid} → "
+        )),
         "{report}"
     );
     assert_eq!(

@@ -12,8 +12,7 @@ use tether::protocol::{CommandResult, ContainmentMode, EventKind};
 
 /// A busy loop in a shell below the command's shell: its CPU time is a grandchild's, which
 /// the broker reaps nothing of directly.
-const BUSY: &str =
-    "sh -c 'i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done'; echo done";
+const BUSY: &str = "sh -c 'i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done'; echo done";
 
 /// The least CPU time the loop takes anywhere (it takes hundreds of ms).
 const AT_LEAST_MS: u64 = 20;
@@ -52,7 +51,9 @@ fn cost_everywhere(name: &str, cgroup: Option<&str>, expected: ContainmentMode) 
     assert_eq!(mode, Some(expected), "the path this test means to take");
     let result: CommandResult = record.result.expect("result.json");
     let cpu_ms = result.cpu_ms.expect("cpu_ms in result.json");
-    let peak = result.peak_rss_bytes.expect("peak_rss_bytes in result.json");
+    let peak = result
+        .peak_rss_bytes
+        .expect("peak_rss_bytes in result.json");
     assert!(cpu_ms >= AT_LEAST_MS, "cpu_ms {cpu_ms}");
     assert!(
         cpu_ms <= result.duration_ms * 2 + 50,
@@ -75,7 +76,10 @@ fn cost_everywhere(name: &str, cgroup: Option<&str>, expected: ContainmentMode) 
         .lines()
         .find(|l| l.starts_with("COMMAND"))
         .expect("the summary table");
-    assert!(header.contains("  CPU  ") && header.contains("PEAK RSS"), "{header}");
+    assert!(
+        header.contains("  CPU  ") && header.contains("PEAK RSS"),
+        "{header}"
+    );
     let row = text
         .lines()
         .find(|l| l.starts_with("01-busy"))

@@ -45,7 +45,10 @@ fn agent_session(env: &TestEnv) -> (Vec<usize>, Vec<usize>) {
         } else {
             ("01-ok", "echo")
         };
-        copy_dir(&fixture().join(from), &session.join(command_dir_name(n, name)));
+        copy_dir(
+            &fixture().join(from),
+            &session.join(command_dir_name(n, name)),
+        );
     }
     (failed, killed)
 }
@@ -77,7 +80,11 @@ fn a_thousand_commands_are_one_line_within_the_width() {
     let ok = COMMANDS - failed.len() - killed.len();
     for columns in [50, 80, 120, 200] {
         let out = lines(&sessions(&env, columns, &[]));
-        assert_eq!(out.len(), 1, "one line for the session at {columns}: {out:?}");
+        assert_eq!(
+            out.len(),
+            1,
+            "one line for the session at {columns}: {out:?}"
+        );
         let line = &out[0];
         assert!(
             text_width(line) <= columns,
@@ -121,22 +128,27 @@ fn long_lists_every_command_within_the_width() {
             // The session's line, a header, then each command.
             assert_eq!(out.len(), 2 + COMMANDS, "{args:?}");
             for line in &out {
-                assert!(
-                    text_width(line) <= columns,
-                    "{args:?} at {columns}: {line}"
-                );
+                assert!(text_width(line) <= columns, "{args:?} at {columns}: {line}");
             }
             assert!(out[1].trim_start().starts_with('#'), "{}", out[1]);
             assert!(out[2].trim_start().starts_with("01-echo"), "{}", out[2]);
             assert!(out[8].contains("exit 3"), "{}", out[8]);
             let killed = out.iter().find(|l| l.contains("250-sleep")).unwrap();
             assert!(killed.contains("SIGKILL"), "{killed}");
-            assert!(out[COMMANDS + 1].contains("1000-sleep"), "{}", out[COMMANDS + 1]);
+            assert!(
+                out[COMMANDS + 1].contains("1000-sleep"),
+                "{}",
+                out[COMMANDS + 1]
+            );
         }
     }
     // Wide enough, each command's start counts from the session's start.
     let wide = lines(&sessions(&env, 200, &["agent-run"]));
-    assert!(wide[1].contains("START") && wide[1].contains("CPU"), "{}", wide[1]);
+    assert!(
+        wide[1].contains("START") && wide[1].contains("CPU"),
+        "{}",
+        wide[1]
+    );
     assert!(wide[2].contains("+0:00.104"), "{}", wide[2]);
     env.finish();
 }

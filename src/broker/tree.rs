@@ -10,10 +10,10 @@
 use std::collections::HashMap;
 
 use super::signaller::{ProcessKey, Walk, key};
-use cost::SampledCost;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{CappedKind, EventKind, ProcessEntry, capped_argv};
 use crate::units::format_size;
+use cost::SampledCost;
 
 /// The least a journal's tree events may take, however small `--max-output` is: a few hundred
 /// changes of a small tree, or a dozen processes with 4 KiB command lines.

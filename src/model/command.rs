@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, ParentLossCause,
-    ProcessEntry, ProcessSignal, Stream, TerminalRequest,
+    CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus,
+    ParentLossCause, ProcessEntry, ProcessSignal, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.

@@ -6,8 +6,8 @@ use crate::protocol::{EventKind, ExitStatus, Origin, Peer, Stream};
 use crate::units::duration_ms;
 
 use super::CommandState;
-use super::output::one_line;
 use super::command::exit_label;
+use super::output::one_line;
 
 /// What kind of news an event is: the UI colours by it, the exports mark errors by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -55,7 +55,11 @@ impl SessionLine {
         SessionLine {
             id: one_line(&model.session_id),
             started_ms: record.info.as_ref().map(|i| i.started_ms),
-            duration_ms: known.then(|| ended.unwrap_or(model.started_ms).saturating_sub(model.started_ms)),
+            duration_ms: known.then(|| {
+                ended
+                    .unwrap_or(model.started_ms)
+                    .saturating_sub(model.started_ms)
+            }),
             tally: Tally::of(&model.commands),
             failures: model
                 .commands
@@ -94,14 +98,19 @@ impl SessionLine {
 /// fit; the first failures take what is left of each row, then `+N more`.
 pub fn session_rows(lines: &[SessionLine], width: usize) -> Vec<String> {
     let widest = |cell: &dyn Fn(&SessionLine) -> String| {
-        lines.iter().map(|l| text_width(&cell(l))).max().unwrap_or(0)
+        lines
+            .iter()
+            .map(|l| text_width(&cell(l)))
+            .max()
+            .unwrap_or(0)
     };
     let mut id_w = widest(&|l| l.id.clone()).min(MAX_ID);
     let start_w = widest(&SessionLine::start_cell);
     let duration_w = widest(&SessionLine::duration_cell);
     let counts_w = widest(&SessionLine::counts_cell);
     let fixed = |id_w: usize, start: bool, duration: bool| {
-        id_w + usize::from(start) * (GAP + start_w) + usize::from(duration) * (GAP + duration_w)
+        id_w + usize::from(start) * (GAP + start_w)
+            + usize::from(duration) * (GAP + duration_w)
             + GAP
             + counts_w
     };
@@ -247,17 +256,25 @@ fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7]
             .map_or_else(|| "-".into(), |(s, e)| duration_ms(e.saturating_sub(s))),
         one_line(&state),
         command.cpu_ms.map_or_else(|| "-".into(), duration_ms),
-        command.peak_rss_bytes.map_or_else(|| "-".into(), format_size),
+        command
+            .peak_rss_bytes
+            .map_or_else(|| "-".into(), format_size),
         one_line(&command.command_line()),
     ]
 }
 
 fn pad(cell: &str, width: usize) -> String {
-    format!("{cell}{}", " ".repeat(width.saturating_sub(text_width(cell))))
+    format!(
+        "{cell}{}",
+        " ".repeat(width.saturating_sub(text_width(cell)))
+    )
 }
 
 fn pad_left(cell: &str, width: usize) -> String {
-    format!("{}{cell}", " ".repeat(width.saturating_sub(text_width(cell))))
+    format!(
+        "{}{cell}",
+        " ".repeat(width.saturating_sub(text_width(cell)))
+    )
 }
 
 /// Columns to fit: the terminal's width when stdout is one, else `COLUMNS`, else 80.
@@ -309,7 +326,13 @@ mod tests {
             "{row}"
         );
         assert!(row.ends_with(" more"), "{row}");
-        let more: usize = row.rsplit('+').next().unwrap().trim_end_matches(" more").parse().unwrap();
+        let more: usize = row
+            .rsplit('+')
+            .next()
+            .unwrap()
+            .trim_end_matches(" more")
+            .parse()
+            .unwrap();
         let named = row.matches("-test").count();
         assert_eq!(named + more, 40, "{row}");
     }

@@ -135,13 +135,7 @@ mod tests {
                 killed: 2
             }
         );
-        assert_eq!(
-            tally.words(),
-            "7 cmds: 2 ok, 2 failed, 2 killed, 1 running"
-        );
-        assert_eq!(
-            Tally::of(&commands[..1]).words(),
-            "1 cmd: 1 ok, 0 failed"
-        );
+        assert_eq!(tally.words(), "7 cmds: 2 ok, 2 failed, 2 killed, 1 running");
+        assert_eq!(Tally::of(&commands[..1]).words(), "1 cmd: 1 ok, 0 failed");
     }
 }
