@@ -407,7 +407,7 @@ fn a_finished_session_opens_read_only_as_it_looked() {
         .expect("tether sessions");
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
     assert!(
-        listed.contains("1 command: recorded-job exit 4"),
+        listed.contains("1 cmd: 0 ok, 1 failed  01-recorded-job"),
         "{listed}"
     );
 

@@ -118,8 +118,11 @@ pub fn session_rows(lines: &[SessionLine], width: usize) -> Vec<String> {
     // which commands failed says more than when the session began.
     let failure_w = lines
         .iter()
-        .filter_map(|l| fitted_list(FAILURES, &l.failures[..l.failures.len().min(1)], usize::MAX))
-        .map(|first| GAP + text_width(&first) + " +9999 more".len())
+        .map(|l| match l.failures.as_slice() {
+            [] => 0,
+            [one] => GAP + text_width(one),
+            [first, rest @ ..] => GAP + text_width(&format!("{first} +{} more", rest.len())),
+        })
         .max()
         .unwrap_or(0)
         .min(MAX_ID);
