@@ -117,8 +117,16 @@ enum Command {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
-    /// List the journaled sessions, oldest first.
+    /// List the journaled sessions, oldest first: one line each (id, start, duration, how
+    /// many commands ran, failed, were killed or still run, the first failures), fitted to
+    /// the terminal's width (COLUMNS when stdout is not a terminal, else 80).
     Sessions {
+        /// One session (an id, an id prefix or a directory): its line and its commands'.
+        session: Option<String>,
+        /// A line for each command too: start (from the session's start), duration, state,
+        /// CPU time, peak memory and command line.
+        #[arg(long)]
+        long: bool,
         /// Print one JSON document instead (fields in the README).
         #[arg(long)]
         json: bool,
@@ -311,10 +319,16 @@ fn main() {
         },
         Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),
-        Some(Command::Sessions { json: false }) => postmortem::list(cli.state_dir.as_deref()),
-        Some(Command::Sessions { json: true }) => {
-            tether::export::cli::sessions_json(cli.state_dir.as_deref())
-        }
+        Some(Command::Sessions {
+            session,
+            long,
+            json: false,
+        }) => postmortem::list(cli.state_dir.as_deref(), session.as_deref(), long),
+        Some(Command::Sessions {
+            session,
+            json: true,
+            ..
+        }) => tether::export::cli::sessions_json(cli.state_dir.as_deref(), session.as_deref()),
         Some(Command::Export {
             session,
             format,

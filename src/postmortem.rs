@@ -2,10 +2,18 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::journal::paths::format_utc;
+use std::io::Write as _;
+
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
+use crate::model::output::one_line;
 use crate::model::replay::model_from_session;
+use crate::ui::format::truncate;
+
+pub mod listing;
+pub mod tally;
+
+use listing::SessionLine;
 
 /// The session directory `wanted` names: an id from `tether sessions`, a path, or (`None`)
 /// the latest session.
@@ -107,64 +115,69 @@ fn listed(names: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// One line per session: id, start, and how each command ended.
-pub fn summary(record: &SessionRecord) -> String {
-    let model = model_from_session(record);
-    let ends: Vec<String> = model
-        .commands
-        .iter()
-        .map(|c| format!("{} {}", c.config.name, c.status.label()))
-        .collect();
-    let damaged = record.commands.iter().any(|c| {
-        c.damage
-            .iter()
-            .any(|d| !matches!(d, crate::journal::Damage::MissingResult))
-    });
-    format!(
-        "{}  {}  {} command{}: {}{}",
-        model.session_id,
-        match &record.info {
-            Some(info) => format_utc(info.started_ms),
-            None => "start unknown (no session.json)".into(),
-        },
-        model.commands.len(),
-        if model.commands.len() == 1 { "" } else { "s" },
-        ends.join(", "),
-        if damaged { "  (journal cut short)" } else { "" }
-    )
-}
-
-/// `tether sessions`: prints every session, oldest first. Returns the exit code.
-pub fn list(state: Option<&Path>) -> i32 {
-    let state = match state_dir(state) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return 2;
-        }
-    };
-    if let Err(err) = check_for_reading(&state) {
-        eprintln!("tether: {err}");
-        return 2;
-    }
-    let sessions = sessions_dir(&state);
-    match list_sessions(&sessions) {
-        Ok(all) if all.is_empty() => {
-            eprintln!("tether: no sessions in {}", sessions.display());
-            0
-        }
-        Ok(all) => {
-            for dir in all {
-                match SessionRecord::load(&dir) {
-                    Ok(record) => println!("{}", crate::model::output::one_line(&summary(&record))),
-                    Err(err) => println!("{}  unreadable: {err}", dir.display()),
-                }
+/// `tether sessions`: one line per session, oldest first, fitted to the output's width;
+/// with `long`, or for the one session `wanted` names, each command's line below its
+/// session's. Returns the exit code.
+pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
+    let dirs = match wanted {
+        Some(_) => match resolve(state, wanted) {
+            Ok(dir) => vec![dir],
+            Err(err) => {
+                eprintln!("tether: {}", crate::model::output::one_line(&err));
+                return 2;
             }
-            0
+        },
+        None => match all_sessions(state) {
+            Ok(dirs) => dirs,
+            Err((code, err)) => {
+                eprintln!("tether: {err}");
+                return code;
+            }
+        },
+    };
+    let width = listing::output_width();
+    let long = long || wanted.is_some();
+    let mut out = std::io::stdout().lock();
+    let mut print = |line: &str| writeln!(out, "{line}");
+    let printed: std::io::Result<()> = dirs.iter().try_for_each(|dir| {
+        let record = match SessionRecord::load(dir) {
+            Ok(record) => record,
+            Err(err) => {
+                let line = format!("{}  unreadable: {err}", dir.display());
+                return print(&truncate(&one_line(&line), width));
+            }
+        };
+        let model = model_from_session(&record);
+        for row in listing::session_rows(&[SessionLine::of(&record, &model)], width) {
+            print(&row)?;
         }
+        if long {
+            let ids: Vec<String> = record.commands.iter().map(|c| c.id.clone()).collect();
+            for row in listing::command_rows(&model, &ids, width.saturating_sub(2)) {
+                print(&format!("  {row}"))?;
+            }
+        }
+        Ok(())
+    });
+    match printed {
+        Ok(()) => 0,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(err) => {
-            eprintln!("tether: cannot list {}: {err}", sessions.display());
+            eprintln!("tether: cannot write the sessions: {err}");
             1
         }
     }
+}
+
+/// Every session directory, oldest first; an error's exit code and message.
+fn all_sessions(state: Option<&Path>) -> Result<Vec<PathBuf>, (i32, String)> {
+    let state = state_dir(state).map_err(|e| (2, e.to_string()))?;
+    check_for_reading(&state).map_err(|e| (2, e.to_string()))?;
+    let sessions = sessions_dir(&state);
+    let all = list_sessions(&sessions)
+        .map_err(|err| (1, format!("cannot list {}: {err}", sessions.display())))?;
+    if all.is_empty() {
+        eprintln!("tether: no sessions in {}", sessions.display());
+    }
+    Ok(all)
 }

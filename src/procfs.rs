@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fs;
 
 /// The fields of `/proc/PID/stat` that tether uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcStat {
     pub pid: i32,
     pub ppid: i32,
@@ -17,6 +17,10 @@ pub struct ProcStat {
     pub state: u8,
     /// Start time in clock ticks after boot: with the pid, it names one process for good.
     pub start_ticks: u64,
+    /// CPU time it used so far, user and system (`utime` + `stime`), in clock ticks.
+    pub cpu_ticks: u64,
+    /// Resident memory now, in pages.
+    pub rss_pages: u64,
 }
 
 impl ProcStat {
@@ -36,8 +40,12 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
     let sid = fields.next()?.parse().ok()?;
-    // Fields 7..=21 lie between the session (field 6) and starttime (field 22).
-    let start_ticks = fields.nth(15)?.parse().ok()?;
+    // Fields 7..=13 lie between the session (field 6) and utime (14), stime (15); fields
+    // 16..=21 between those and starttime (22); vsize (23), then rss (24).
+    let utime: u64 = fields.nth(7)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let start_ticks = fields.nth(6)?.parse().ok()?;
+    let rss_pages = fields.nth(1).and_then(|f| f.parse().ok()).unwrap_or(0);
     Some(ProcStat {
         pid,
         ppid,
@@ -45,6 +53,8 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
         sid,
         state,
         start_ticks,
+        cpu_ticks: utime + stime,
+        rss_pages,
     })
 }
 
@@ -260,12 +270,70 @@ pub fn cmdline(pid: i32) -> Vec<String> {
     argv
 }
 
+/// tether's subcommands that can signal or stop a command, as a peer's label names them
+/// (`run`, `demo` and none at all are the TUI).
+const FRONT_ENDS: [&str; 7] = ["watch", "stop", "kill", "signal", "exec", "sh", "open"];
+/// tether's options that come before a subcommand and take a value.
+const VALUE_OPTIONS: [&str; 3] = ["--state-dir", "--file", "-f"];
+
+/// What to call the process `pid` on a timeline: its executable's name (the file it runs,
+/// not the argv[0] it claims), with tether's subcommand (`tether watch`) or, for tether
+/// with none, `tether TUI`. Read while the process is known to be there (it is connected,
+/// or it is this broker's parent). `None` when /proc says nothing of it.
+pub fn program_label(pid: i32) -> Option<String> {
+    if pid <= 0 {
+        return None;
+    }
+    let exe = fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .or_else(|| fs::read_to_string(format!("/proc/{pid}/comm")).ok())?;
+    Some(label_of(&exe, &cmdline(pid)))
+}
+
+/// Pure part of [`program_label`]: `exe` the executable's file name, `argv` its command line.
+pub fn label_of(exe: &str, argv: &[String]) -> String {
+    let exe: String = exe
+        .trim_end()
+        .trim_end_matches(" (deleted)")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(32)
+        .collect();
+    if exe != "tether" {
+        return exe;
+    }
+    // The subcommand is the first word that is no option nor an option's value
+    // (`--state-dir DIR watch`).
+    let mut words = argv.iter().skip(1).map(String::as_str);
+    let subcommand = loop {
+        match words.next() {
+            Some(option) if VALUE_OPTIONS.contains(&option) => {
+                words.next();
+            }
+            Some(option) if option.starts_with('-') && option != "--" => {}
+            other => break other,
+        }
+    };
+    match subcommand.filter(|w| FRONT_ENDS.contains(w)) {
+        Some(sub) => format!("tether {sub}"),
+        None => "tether TUI".into(),
+    }
+}
+
 /// True when `pid` no longer runs: absent, or a zombie nobody has reaped yet.
 pub fn is_gone(pid: i32) -> bool {
     read_stat(pid).is_none_or(|s| s.is_zombie())
 }
 
-fn clock_ticks_per_second() -> u64 {
+/// Bytes in a page of memory (RSS is counted in pages).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as u64 } else { 4096 }
+}
+
+pub fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks > 0 { ticks as u64 } else { 100 }
@@ -333,7 +401,33 @@ mod tests {
             sid: pid,
             state: b'S',
             start_ticks: 0,
+            ..ProcStat::default()
         }
+    }
+
+    #[test]
+    fn a_peer_is_named_by_its_executable_and_tethers_subcommand() {
+        let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            label_of("tether", &argv(&["tether", "watch"])),
+            "tether watch"
+        );
+        assert_eq!(
+            label_of("tether", &argv(&["t", "--state-dir", "stop", "kill", "x"])),
+            "tether kill"
+        );
+        assert_eq!(
+            label_of("tether", &argv(&["tether", "run", "-c", "stop"])),
+            "tether TUI"
+        );
+        assert_eq!(label_of("tether", &argv(&["tether"])), "tether TUI");
+        // argv[0] claims nothing: the executable's name is what counts.
+        assert_eq!(label_of("python3\n", &argv(&["tether", "stop"])), "python3");
+        assert_eq!(label_of("socat\x1b", &[]), "socat");
+        assert_eq!(
+            label_of("tether (deleted)", &argv(&["x", "stop"])),
+            "tether stop"
+        );
     }
 
     #[test]
@@ -342,6 +436,8 @@ mod tests {
         let s = parse_stat(line).unwrap();
         assert_eq!((s.pid, s.ppid, s.pgid, s.sid), (4242, 1, 4242, 4242));
         assert_eq!((s.state, s.start_ticks), (b'S', 987654));
+        // utime 1 + stime 2; rss 50 pages.
+        assert_eq!((s.cpu_ticks, s.rss_pages), (3, 50));
     }
 
     #[test]

@@ -190,19 +190,34 @@ fn stop_of_an_escapee_tree_leaves_nothing_and_exec_says_the_operator_stopped_it(
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::SignalSent { origin, client, .. } => Some((*origin, *client)),
+            EventKind::SignalSent { origin, client, .. } => Some((*origin, client.clone())),
             _ => None,
         })
         .collect();
     assert!(!sent.is_empty());
     for (origin, client) in &sent {
         assert_eq!(*origin, Origin::Operator);
-        let client = client.expect("the stop's signals name the client");
+        let client = client.as_ref().expect("the stop's signals name the client");
         assert_eq!(
             (client.pid, client.uid),
             (stop_pid, rustix::process::geteuid().as_raw())
         );
+        // Its program, as the broker read it from /proc, not as the client claimed.
+        assert_eq!(client.program.as_deref(), Some("tether stop"));
     }
+    // The timeline's words, in every view and export: who, and which pid.
+    let report = tether(
+        &env,
+        &runtime,
+        &["export", &session_of(&dir), "--format", "text"],
+    );
+    let report = text(&report.stdout);
+    assert!(
+        report.contains(&format!(
+            "signal_sent SIGTERM by tether stop, pid {stop_pid} → "
+        )),
+        "{report}"
+    );
     assert_eq!(
         record.result.and_then(|r| r.stopped_by),
         Some(Origin::Operator)

@@ -317,7 +317,7 @@ fn text_has_the_summary_the_timelines_and_clean_stderr_tails() {
     );
     // The timeline in the TUI's words.
     assert!(
-        text.contains("signal_sent SIGINT by operator → 2 processes"),
+        text.contains("signal_sent SIGINT by tether signal, pid 8808 → 2 processes"),
         "{text}"
     );
     assert!(

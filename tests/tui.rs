@@ -75,7 +75,7 @@ fn sigterm_and_sigkill_from_the_keyboard() {
         "SIGTERM left processes"
     );
     tmux.wait_screen(&env, "the operator's SIGTERM on the timeline", |s| {
-        s.contains("SIGTERM by operator")
+        s.contains("SIGTERM by tether TUI, pid")
     });
     assert!(events(&dirs[0]).contains(r#""signal":"TERM","scope":"group","origin":"operator""#));
 
@@ -87,7 +87,7 @@ fn sigterm_and_sigkill_from_the_keyboard() {
     let second = wait_tree(&env, &dirs[1], 3);
     tmux.keys(&env, &["t"]);
     tmux.wait_screen(&env, "SIGTERM on the second timeline", |s| {
-        s.contains("SIGTERM by operator")
+        s.contains("SIGTERM by tether TUI, pid")
     });
     std::thread::sleep(Duration::from_millis(500));
     assert!(
@@ -104,7 +104,7 @@ fn sigterm_and_sigkill_from_the_keyboard() {
         "SIGKILL left processes"
     );
     tmux.wait_screen(&env, "the operator's SIGKILL on the timeline", |s| {
-        s.contains("SIGKILL by operator") && s.contains("every process seen during the run")
+        s.contains("SIGKILL by tether TUI, pid") && s.contains("every process seen during the run")
     });
 
     // q with nothing running quits at once.
@@ -414,7 +414,7 @@ fn a_finished_session_opens_read_only_as_it_looked() {
         .expect("tether sessions");
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
     assert!(
-        listed.contains("1 command: recorded-job exit 4"),
+        listed.contains("1 cmd: 0 ok, 1 failed  01-recorded-job"),
         "{listed}"
     );
 
@@ -474,7 +474,10 @@ fn watch_shows_an_exec_started_elsewhere_and_stops_it() {
         "{}",
         run.stderr_text()
     );
-    tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM"));
+    // The watch names itself as the stop's origin, with its pid.
+    tmux.wait_screen(&env, "the command ended", |s| {
+        s.contains("SIGTERM by tether watch, pid")
+    });
     tmux.keys(&env, &["q"]);
     drop(tmux);
     env.finish();
@@ -768,7 +771,7 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
         "SIGTERM left processes"
     );
     tmux.wait_screen(&env, "the command ended", |s| {
-        s.contains("SIGTERM by operator")
+        s.contains("SIGTERM by tether TUI, pid")
     });
     tmux.keys(&env, &["q"]);
     tmux.wait_screen(&env, "the TUI gone", |s| !s.contains("Commands"));

@@ -24,6 +24,8 @@ pub enum Action {
     FocusPrev,
     ToggleFollow,
     ToggleWrap,
+    /// The timeline's times: offsets from the session's start, or the wall clock.
+    ToggleAbsoluteTimes,
     Zoom,
     /// The header: each core's CPU, or the machine's summary.
     ToggleCores,

@@ -143,6 +143,13 @@ pub fn bindings() -> Vec<Binding> {
             A::ToggleWrap,
             "wrap long lines on/off",
         ),
+        bind(
+            N,
+            K::Char('@'),
+            "@",
+            A::ToggleAbsoluteTimes,
+            "times: offset / wall clock",
+        ),
         bind(N, K::Char('z'), "z", A::Zoom, "zoom the focused pane"),
         bind(
             N,

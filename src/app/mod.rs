@@ -29,6 +29,7 @@ use self::search::{left_to_show, match_columns};
 use self::streams::{OpenStreams, into_rows};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
+use crate::journal::read_result;
 use crate::model::output::{StyledLine, text_width};
 use crate::model::{CommandId, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
@@ -126,6 +127,12 @@ impl App {
         if let Some(c) = self.model.commands.get_mut(command) {
             if c.run == run {
                 c.apply(event);
+                // `result.json` is written before `close`: what the run cost is there.
+                if matches!(event.kind, crate::protocol::EventKind::Close { .. }) {
+                    if let Some(result) = c.journal_dir.as_deref().and_then(read_result) {
+                        c.apply_result(&result);
+                    }
+                }
             }
         }
     }

@@ -120,6 +120,8 @@ pub struct ViewState {
     /// The header shows each core's CPU instead of the machine's summary.
     pub cores: bool,
     pub wrap: bool,
+    /// The timeline shows wall-clock times (UTC) instead of offsets from the session's start.
+    pub absolute_times: bool,
     pub outputs: [OutputView; 2],
     pub tree_selected: usize,
     /// Timeline lines scrolled up from the newest.
@@ -191,6 +193,7 @@ impl Default for ViewState {
             zoom: false,
             cores: false,
             wrap: false,
+            absolute_times: false,
             outputs: Default::default(),
             tree_selected: 0,
             timeline_back: 0,

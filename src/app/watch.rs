@@ -88,6 +88,10 @@ impl Watch {
                 command.config.name = format!("{}/{}", live.session, command.config.name);
             }
             let session_dir = live.dir.parent().map(Path::to_path_buf);
+            // Its offsets count from its session's start, not from the watch's.
+            command.session_started_ms = session_dir
+                .as_deref()
+                .and_then(crate::journal::session_started_ms);
             let index = app
                 .model
                 .commands

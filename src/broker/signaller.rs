@@ -437,6 +437,7 @@ mod tests {
             sid: pid,
             state,
             start_ticks: 1,
+            ..ProcStat::default()
         }
     }
 

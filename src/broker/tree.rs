@@ -13,6 +13,7 @@ use super::signaller::{ProcessKey, Walk, key};
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{CappedKind, EventKind, ProcessEntry, capped_argv};
 use crate::units::format_size;
+use cost::SampledCost;
 
 /// The least a journal's tree events may take, however small `--max-output` is: a few hundred
 /// changes of a small tree, or a dozen processes with 4 KiB command lines.
@@ -54,6 +55,8 @@ pub struct TreeRecorder {
     walked_at: Option<std::time::Instant>,
     /// The live processes the last full walk found.
     walked: Option<Vec<ProcStat>>,
+    /// What the samples saw the tree use.
+    cost: SampledCost,
 }
 
 impl TreeRecorder {
@@ -67,6 +70,7 @@ impl TreeRecorder {
             marks: Vec::new(),
             walked_at: None,
             walked: None,
+            cost: SampledCost::default(),
         }
     }
 
@@ -74,6 +78,11 @@ impl TreeRecorder {
     /// without walking again (see [`Walk::known`]).
     pub fn last_walk(&self) -> Option<Vec<ProcStat>> {
         self.walked.clone()
+    }
+
+    /// What the samples so far saw the tree use.
+    pub fn cost(&self) -> &SampledCost {
+        &self.cost
     }
 
     /// Whether the processes of the last walk are all still there and have done nothing
@@ -104,6 +113,7 @@ impl TreeRecorder {
         }
         let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
         let procs = walk.live_until(deadline)?;
+        self.cost.sampled(&procs);
         // What the /proc path needs to skip its next walks and to start a stop without one;
         // a cgroup's members are read at the cost of the tree alone.
         if walk.cgroup().is_none() {
@@ -225,6 +235,7 @@ fn capped_message(budget: u64) -> String {
     )
 }
 
+pub mod cost;
 pub mod schedule;
 
 #[cfg(test)]

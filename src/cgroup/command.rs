@@ -297,6 +297,12 @@ impl CommandCgroup {
         }
     }
 
+    /// The most memory the cgroup ever held (`memory.peak`), where the memory controller
+    /// accounts it (Linux 5.19 and later, with `memory` enabled for this cgroup).
+    pub fn memory_peak(&self) -> Option<u64> {
+        self.read("memory.peak").ok()?.trim().parse().ok()
+    }
+
     /// Writes a limit file (`pids.max`, `memory.max`).
     pub(super) fn write_limit(&self, file: &str, value: u64) -> io::Result<()> {
         self.write(file, &value.to_string())

@@ -127,6 +127,7 @@ mod tests {
             sid: pid,
             state: b'S',
             start_ticks: 0,
+            ..ProcStat::default()
         }
     }
 

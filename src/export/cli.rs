@@ -85,8 +85,8 @@ fn warn_damage(session: &SessionExport) {
     }
 }
 
-/// `tether sessions --json`: one document, sessions oldest first.
-pub fn sessions_json(state: Option<&Path>) -> i32 {
+/// `tether sessions --json`: one document, sessions oldest first (or the one `wanted` names).
+pub fn sessions_json(state: Option<&Path>, wanted: Option<&str>) -> i32 {
     let state = match state_dir(state) {
         Ok(dir) => dir,
         Err(err) => {
@@ -99,12 +99,19 @@ pub fn sessions_json(state: Option<&Path>) -> i32 {
         return EXIT_USAGE;
     }
     let sessions = sessions_dir(&state);
-    let dirs = match list_sessions(&sessions) {
-        Ok(dirs) => dirs,
-        Err(err) => {
-            eprintln!("tether: cannot list {}: {err}", sessions.display());
-            return EXIT_FAILED;
+    let dirs = match wanted.map(|w| resolve(Some(&state), Some(w))) {
+        Some(Ok(dir)) => vec![dir],
+        Some(Err(err)) => {
+            eprintln!("tether: {}", one_line(&err));
+            return EXIT_USAGE;
         }
+        None => match list_sessions(&sessions) {
+            Ok(dirs) => dirs,
+            Err(err) => {
+                eprintln!("tether: cannot list {}: {err}", sessions.display());
+                return EXIT_FAILED;
+            }
+        },
     };
     let document = sessions_document(&state, &dirs);
     let mut stdout = std::io::stdout().lock();

@@ -111,6 +111,12 @@ fn command_span(
     if let Some(pid) = command.state.pid {
         attributes.push(attribute("process.pid", int(i64::from(pid))));
     }
+    if let Some(cpu_ms) = summary.cpu_ms {
+        attributes.push(attribute("tether.cpu_ms", int(cpu_ms as i64)));
+    }
+    if let Some(peak) = summary.peak_rss_bytes {
+        attributes.push(attribute("tether.peak_rss_bytes", int(peak as i64)));
+    }
     if let Some(code) = summary.exit_code {
         attributes.push(attribute("process.exit.code", int(i64::from(code))));
     }

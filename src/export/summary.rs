@@ -61,6 +61,11 @@ pub struct CommandSummary {
     pub ended_ms: Option<u64>,
     pub ended: Option<String>,
     pub duration_ms: Option<u64>,
+    /// CPU time (user + system) the command's whole tree used; absent while it runs and in
+    /// journals written before tether recorded it.
+    pub cpu_ms: Option<u64>,
+    /// The most memory the command's tree held, in bytes; absent likewise.
+    pub peak_rss_bytes: Option<u64>,
     pub stdout: StreamBytes,
     pub stderr: StreamBytes,
     pub badges: Badges,
@@ -167,6 +172,8 @@ impl CommandSummary {
             ended_ms,
             ended: ended_ms.map(iso_utc),
             duration_ms: started_ms.zip(ended_ms).map(|(s, e)| e.saturating_sub(s)),
+            cpu_ms: state.cpu_ms,
+            peak_rss_bytes: state.peak_rss_bytes,
             stdout: bytes(0),
             stderr: bytes(1),
             badges: command.badges.clone(),

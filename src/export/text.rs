@@ -69,9 +69,9 @@ pub fn report(session: &SessionExport) -> String {
 /// One row per command, in columns as wide as their widest cell.
 fn summary_table(session: &SessionExport) -> String {
     let header = [
-        "COMMAND", "STATE", "EXIT", "DURATION", "STDOUT", "STDERR", "BADGES",
+        "COMMAND", "STATE", "EXIT", "DURATION", "CPU", "PEAK RSS", "STDOUT", "STDERR", "BADGES",
     ];
-    let mut rows: Vec<[String; 7]> = vec![header.map(String::from)];
+    let mut rows: Vec<[String; 9]> = vec![header.map(String::from)];
     for command in &session.commands {
         let s = CommandSummary::of(command);
         let bytes = |b: super::summary::StreamBytes| {
@@ -98,12 +98,14 @@ fn summary_table(session: &SessionExport) -> String {
                 (None, None) => "-".into(),
             },
             s.duration_ms.map_or_else(|| "-".into(), duration_ms),
+            s.cpu_ms.map_or_else(|| "-".into(), duration_ms),
+            s.peak_rss_bytes.map_or_else(|| "-".into(), format_size),
             bytes(s.stdout),
             bytes(s.stderr),
             badges.join(" "),
         ]);
     }
-    let widths: Vec<usize> = (0..7)
+    let widths: Vec<usize> = (0..header.len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();

@@ -11,7 +11,10 @@ pub use paths::{
     BROKER_ID_ENV, BadSessionName, SESSION_ENV, STATE_DIR_ENV, SessionName, command_dir_name,
     command_dir_number, new_session_id, sessions_dir, state_dir,
 };
-pub use reader::{CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions};
+pub use reader::{
+    CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions, read_result,
+    session_started_ms,
+};
 pub use secure::JournalDir;
 pub use tail::{EventTail, MAX_EVENT_LINE};
 pub use writer::{EventLog, StreamLog};

@@ -242,6 +242,16 @@ fn started_ms(dir: &Path) -> u64 {
         .map_or(u64::MAX, |d| d.as_millis() as u64)
 }
 
+/// When the session in `dir` began, by its `session.json`; `None` without a readable one.
+pub fn session_started_ms(dir: &Path) -> Option<u64> {
+    Some(started_ms(dir)).filter(|&ms| ms != u64::MAX)
+}
+
+/// A command's `result.json`, if it has a readable one.
+pub fn read_result(dir: &Path) -> Option<CommandResult> {
+    read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE).ok()?
+}
+
 /// `Ok(None)` when the file does not exist; `Err` when it exists but cannot be used.
 fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, ParentLossCause,
-    ProcessEntry, ProcessSignal, Stream, TerminalRequest,
+    CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus,
+    ParentLossCause, ProcessEntry, ProcessSignal, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -141,6 +141,13 @@ pub struct CommandState {
     pub containment: Option<ContainmentMode>,
     /// The run's cgroup, while it has one: its figures are read from there.
     pub cgroup: Option<PathBuf>,
+    /// When the command's session began, where it is not the model's own session (a watch
+    /// over many sessions): see [`crate::model::Model::session_start_of`].
+    pub session_started_ms: Option<u64>,
+    /// CPU time the run's whole tree used, from its `result.json` once it ended.
+    pub cpu_ms: Option<u64>,
+    /// The most memory the run's tree held, from its `result.json` once it ended.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl CommandState {
@@ -171,15 +178,29 @@ impl CommandState {
             runs: Default::default(),
             containment: None,
             cgroup: None,
+            session_started_ms: None,
+            cpu_ms: None,
+            peak_rss_bytes: None,
         }
+    }
+
+    /// What the run's `result.json` adds to its events: what it cost. A journal written
+    /// before `cpu_ms` existed may still have its cgroup's CPU time.
+    pub fn apply_result(&mut self, result: &CommandResult) {
+        self.cpu_ms = result
+            .cpu_ms
+            .or(result.cgroup_cpu_usec.map(|usec| usec / 1000));
+        self.peak_rss_bytes = result.peak_rss_bytes;
     }
 
     /// Forgets the previous run: a new one starts with a fresh journal directory.
     pub fn begin_run(&mut self, journal_dir: PathBuf, now_ms: u64) {
         let config = self.config.clone();
         let run = self.run + 1;
+        let session_started_ms = self.session_started_ms;
         *self = CommandState::new(config);
         self.run = run;
+        self.session_started_ms = session_started_ms;
         self.journal_dir = Some(journal_dir);
         self.status = Status::Starting;
         self.started_ms = Some(now_ms);

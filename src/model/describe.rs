@@ -2,11 +2,12 @@
 //! for the TUI, the text report and the trace exports, with no terminal library involved
 //! (the UI turns the [`Tone`] into a colour).
 
-use crate::protocol::{EventKind, ExitStatus, Stream};
+use crate::protocol::{EventKind, ExitStatus, Origin, Peer, Stream};
 use crate::units::duration_ms;
 
 use super::CommandState;
 use super::command::exit_label;
+use super::output::one_line;
 
 /// What kind of news an event is: the UI colours by it, the exports mark errors by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +65,12 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             signal,
             origin,
             targets,
+            client,
             ..
         } => (
             format!(
                 "SIG{signal} by {} → {} process{}",
-                snake(origin),
+                signal_origin(*origin, client.as_ref()),
                 targets.len(),
                 if targets.len() == 1 { "" } else { "es" }
             ),
@@ -173,6 +175,24 @@ fn orphan(
         (format!("pid {pid} escaped, {how}{argv}"), Tone::Signal)
     } else {
         (format!("pid {pid} re-parented, {how}{argv}"), Tone::Quiet)
+    }
+}
+
+/// Who a signal came from: `tether watch, pid 26880`, `watchdog`, `tether exec, pid 12
+/// (shutdown)`; `operator` in a journal that names no client.
+pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
+    let cause = match origin {
+        Origin::Operator => None,
+        Origin::Watchdog => Some("watchdog"),
+        Origin::ParentLost => Some("parent loss"),
+        Origin::Shutdown => Some("shutdown"),
+        Origin::Reclaim => Some("a later tether's reclaim"),
+    };
+    match (client, cause) {
+        (Some(client), None) => one_line(&client.describe()),
+        (Some(client), Some(cause)) => format!("{} ({cause})", one_line(&client.describe())),
+        (None, Some(cause)) => cause.into(),
+        (None, None) => "operator".into(),
     }
 }
 

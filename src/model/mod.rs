@@ -30,6 +30,12 @@ pub struct Model {
 }
 
 impl Model {
+    /// When the session `command` belongs to began: what its offsets count from (a watch
+    /// over every session holds commands of many).
+    pub fn session_start_of(&self, command: &CommandState) -> u64 {
+        command.session_started_ms.unwrap_or(self.started_ms)
+    }
+
     pub fn running(&self) -> usize {
         self.commands
             .iter()

@@ -13,6 +13,9 @@ use super::{CommandState, Model, Status};
 /// marked lost; what the journal lacks is said in its notice.
 pub fn command_from_record(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
+    if let Some(result) = &record.result {
+        command.apply_result(result);
+    }
     let started = record.events.first().map_or(0, |e| e.ts_ms);
     let closed = record
         .events
@@ -38,8 +41,10 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
 /// unique among the session's commands, which the journal's own name may not be).
 pub fn reload_from_record(command: &mut CommandState, record: &CommandRecord) {
     let name = std::mem::take(&mut command.config.name);
+    let session_started_ms = command.session_started_ms;
     *command = command_from_record(record);
     command.config.name = name;
+    command.session_started_ms = session_started_ms;
 }
 
 /// Whether the run's broker still runs (the session is live in another tether).

@@ -62,12 +62,30 @@ impl ControlRequest {
     }
 }
 
-/// Who is at the other end of a control connection, as the kernel says (`SO_PEERCRED`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Who is at the other end of a control connection, as the kernel says (`SO_PEERCRED`),
+/// or the broker's parent (the front end that launched it) when the request came on its
+/// pipe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Peer {
     /// 0 when the peer is in a PID namespace this broker cannot see into.
     pub pid: i32,
     pub uid: u32,
+    /// The peer's program as the broker read it from /proc when the request came (its
+    /// executable's name, and tether's subcommand: `tether watch`, `tether stop`; see
+    /// [`crate::procfs::program_label`]). Absent in journals written before, and when the
+    /// broker could not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+}
+
+impl Peer {
+    /// `tether watch, pid 26880`; `pid 26880` when the program is unknown.
+    pub fn describe(&self) -> String {
+        match &self.program {
+            Some(program) => format!("{program}, pid {}", self.pid),
+            None => format!("pid {}", self.pid),
+        }
+    }
 }
 
 /// Which process a broker is: its pid, and its start time in clock ticks after boot, which

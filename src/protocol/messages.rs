@@ -528,7 +528,8 @@ pub enum EventKind {
         origin: Origin,
         /// Processes the signal reached.
         targets: Vec<i32>,
-        /// The control-socket client that asked for it (a stop's every signal carries it).
+        /// Who asked for it: a control-socket client, or the front end that launched the
+        /// broker when it asked on its pipe (a stop's every signal carries it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client: Option<Peer>,
     },
@@ -689,6 +690,15 @@ pub struct CommandResult {
     /// CPU time the whole command used, as its cgroup accounted it (cgroup containment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_cpu_usec: Option<u64>,
+    /// CPU time (user + system) the command's whole tree used: the cgroup's figure, or on
+    /// the /proc path the larger of the samples' sum and the broker's reaped children's
+    /// (see `broker::tree::cost`). Absent when nothing ran, and in journals written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<u64>,
+    /// The most memory the tree held: the cgroup's `memory.peak` where it is accounted, else
+    /// the larger of the tree's largest sampled RSS and its largest process's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// What holds a command's tree.

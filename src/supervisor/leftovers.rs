@@ -320,6 +320,7 @@ mod tests {
             sid: pgid,
             state,
             start_ticks,
+            ..ProcStat::default()
         }
     }
 

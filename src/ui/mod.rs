@@ -60,6 +60,11 @@ fn draw_screen(
     if areas.tree.width > 0 {
         tree::draw(frame, areas.tree, model, view, content);
     }
+    // Output stamps count from the selected command's session's start, as its timeline does.
+    let session_start = model
+        .commands
+        .get(view.selected)
+        .map_or(model.started_ms, |c| model.session_start_of(c));
     for stream in Stream::BOTH {
         let area = match stream {
             Stream::Stdout => areas.stdout,
@@ -74,7 +79,7 @@ fn draw_screen(
                 stream,
                 &content.outputs[i],
                 &content.screens[i],
-                model.started_ms,
+                session_start,
             );
         }
     }

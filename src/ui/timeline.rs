@@ -45,7 +45,11 @@ pub fn draw(
     let later: &[TimelineEntry] = cursor.map_or(&[], |c| &c.later);
     let entry = |i: usize| past.get(i).unwrap_or_else(|| &later[i - past.len()]);
     let line = |i: usize| {
-        let line = entry_line(command, entry(i), model.started_ms);
+        let clock = Clock {
+            session_start: model.session_start_of(command),
+            absolute: view.absolute_times,
+        };
+        let line = entry_line(command, entry(i), clock);
         match cursor {
             None => line,
             Some(_) => at_cursor(line, i + 1 == past.len(), i >= past.len()),
@@ -127,11 +131,29 @@ fn wrapped(
     lines
 }
 
-fn entry_line(command: &CommandState, entry: &TimelineEntry, session_start: u64) -> Line<'static> {
-    let time = Span::styled(
-        format::offset_ms(entry.ts_ms.saturating_sub(session_start)),
-        style::DIM,
-    );
+/// How the timeline writes a moment: from the session's start, or on the wall clock.
+#[derive(Clone, Copy)]
+struct Clock {
+    session_start: u64,
+    absolute: bool,
+}
+
+impl Clock {
+    fn show(self, ts_ms: u64) -> String {
+        if self.absolute {
+            // `2026-01-02 03:04:05.678`: the time of day, as wide as an offset of an hour.
+            crate::journal::paths::format_utc(ts_ms)
+                .get(11..)
+                .map(str::to_string)
+                .unwrap_or_default()
+        } else {
+            format::offset_ms(ts_ms.saturating_sub(self.session_start))
+        }
+    }
+}
+
+fn entry_line(command: &CommandState, entry: &TimelineEntry, clock: Clock) -> Line<'static> {
+    let time = Span::styled(clock.show(entry.ts_ms), style::DIM);
     let (text, tone) = describe_in(command, &entry.kind);
     let color = tone_color(tone);
     Line::from(vec![

@@ -180,6 +180,17 @@ pub fn update(
             view.wrap = !view.wrap;
             view.message = Some(format!("wrap {}", if view.wrap { "on" } else { "off" }));
         }
+        Action::ToggleAbsoluteTimes => {
+            view.absolute_times = !view.absolute_times;
+            view.message = Some(
+                if view.absolute_times {
+                    "times: wall clock (UTC)"
+                } else {
+                    "times: from the session's start"
+                }
+                .into(),
+            );
+        }
         Action::Zoom => view.zoom = !view.zoom,
         Action::ToggleMerged => {
             view.merged = !view.merged;

@@ -161,7 +161,7 @@ impl ControlServer {
                 self.rotate = i + 1;
                 return Poll::Ready(Incoming::Request {
                     client: client.id,
-                    peer: client.peer,
+                    peer: client.peer.clone(),
                     request: dispatch::parse(frame),
                 });
             }
@@ -210,6 +210,8 @@ impl ControlServer {
             Ok(cred) => Peer {
                 pid: cred.pid().unwrap_or(0),
                 uid: cred.uid(),
+                // Read now, while it is connected: its pid cannot be another's yet.
+                program: crate::procfs::program_label(cred.pid().unwrap_or(0)),
             },
             Err(err) => {
                 let message = format!("cannot read the peer's credentials: {err}");
@@ -218,6 +220,7 @@ impl ControlServer {
                     Peer {
                         pid: 0,
                         uid: u32::MAX,
+                        program: None,
                     },
                     message,
                 );

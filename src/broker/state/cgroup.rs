@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::Broker;
 use crate::broker::signaller::Walk;
+use crate::broker::tree::cost;
 use crate::cgroup::CommandCgroup;
 use crate::protocol::{ContainmentMode, EventKind};
 
@@ -87,14 +88,37 @@ impl Broker {
         });
     }
 
+    /// What the tree cost, into `result.json`: `memory_peak` is the cgroup's, if it had one
+    /// (see [`crate::broker::tree::cost`] for which figure is taken and why). Nothing ran,
+    /// nothing to say.
+    pub(super) fn record_cost(&mut self, memory_peak: Option<u64>) {
+        if self.child.is_none() {
+            return;
+        }
+        let ticks = crate::procfs::clock_ticks_per_second();
+        let page = crate::procfs::page_size();
+        let (children_cpu_ms, children_max_rss_bytes) = cost::children_usage();
+        let sampled = self.tree.cost();
+        let (cpu_ms, peak) = cost::command_cost(&cost::CostSources {
+            cgroup_cpu_usec: self.result.cgroup_cpu_usec,
+            cgroup_memory_peak: memory_peak,
+            sampled_cpu_ms: sampled.cpu_ticks() * 1000 / ticks,
+            sampled_peak_rss_bytes: sampled.peak_rss_pages() * page,
+            children_cpu_ms,
+            children_max_rss_bytes,
+        });
+        self.result.cpu_ms = Some(cpu_ms);
+        self.result.peak_rss_bytes = Some(peak);
+    }
+
     /// At the end: the CPU time the cgroup accounted goes to `result.json`, and the cgroup
     /// is removed. The kernel refuses while a process is in it (one that survived SIGKILL):
-    /// then it stays, and a later tether removes it once empty.
-    pub(super) fn release_cgroup(&mut self) {
-        let Some(cgroup) = self.cgroup.take() else {
-            return;
-        };
+    /// then it stays, and a later tether removes it once empty. Returns its `memory.peak`,
+    /// where it accounts one.
+    pub(super) fn release_cgroup(&mut self) -> Option<u64> {
+        let cgroup = self.cgroup.take()?;
         self.result.cgroup_cpu_usec = cgroup.stats().cpu_usec;
+        let memory_peak = cgroup.memory_peak();
         if let Err(err) = cgroup.remove() {
             self.emit(EventKind::BrokerFailure {
                 stage: crate::protocol::Stage::Internal,
@@ -105,5 +129,6 @@ impl Broker {
                 ),
             });
         }
+        memory_peak
     }
 }

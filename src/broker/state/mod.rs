@@ -480,7 +480,8 @@ impl Broker {
         self.reap();
         self.flush_output();
         self.flush_input();
-        self.release_cgroup();
+        let memory_peak = self.release_cgroup();
+        self.record_cost(memory_peak);
         if let Some(event) = self.tree.close() {
             self.record_tree(event);
         }
@@ -523,6 +524,7 @@ mod tests {
             sid,
             state: b'Z',
             start_ticks: 0,
+            ..ProcStat::default()
         }
     }
 

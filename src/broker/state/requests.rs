@@ -63,9 +63,13 @@ impl Broker {
                 self.unresponsive = false;
                 self.emit(EventKind::Pong);
             }
-            ToBroker::Stop { origin } => self.start_stop(origin.unwrap_or(Origin::Operator)),
+            ToBroker::Stop { origin } => {
+                let parent = self.parent_peer();
+                self.start_stop_for(origin.unwrap_or(Origin::Operator), Some(parent));
+            }
             ToBroker::Signal { signal, scope, pid } => {
-                if let Err(refusal) = self.operator_signal(signal, scope, pid, None) {
+                let parent = Some(self.parent_peer());
+                if let Err(refusal) = self.operator_signal(signal, scope, pid, parent) {
                     self.protocol_error(refusal.code, refusal.message);
                 }
             }
@@ -110,6 +114,17 @@ impl Broker {
             }
             // Answered by the socket's own code; nothing for the state machine to do.
             ControlRequest::Subscribe | ControlRequest::Ping => Ok(Done::default()),
+        }
+    }
+
+    /// The front end that launched this broker (`tether exec`, the TUI), named for the
+    /// journal when it asks for a signal or a stop on its pipe: it is alive, it just wrote.
+    fn parent_peer(&self) -> Peer {
+        let pid = self.request.parent_pid;
+        Peer {
+            pid,
+            uid: rustix::process::getuid().as_raw(),
+            program: crate::procfs::program_label(pid),
         }
     }
 
@@ -210,7 +225,7 @@ impl Broker {
             scope: Scope::Group,
             origin,
             targets: delivery.targets,
-            client: self.stop_client,
+            client: self.stop_client.clone(),
         });
     }
 

@@ -10,6 +10,7 @@ fn proc(pid: i32, ppid: i32, ticks: u64) -> ProcStat {
         sid: 100,
         state: b'S',
         start_ticks: ticks,
+        ..ProcStat::default()
     }
 }
 

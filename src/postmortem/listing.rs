@@ -1,0 +1,364 @@
+//! The lines `tether sessions` prints, fitted to a width: one per session (counts and the
+//! first failures, never one word per command), and with `--long` one per command. Every
+//! piece that came from outside (ids, names, command lines) is made one safe line first,
+//! then measured in columns.
+
+use crate::journal::SessionRecord;
+use crate::journal::paths::format_utc;
+use crate::model::output::{one_line, text_width};
+use crate::model::{CommandState, Model};
+use crate::ui::format::truncate;
+use crate::units::{duration_ms, format_size, offset_ms};
+
+use super::tally::{Outcome, Tally};
+
+/// Columns between two cells.
+const GAP: usize = 2;
+/// The widest an id column gets: a longer id is cut (it is still a prefix that
+/// `tether open` takes).
+const MAX_ID: usize = 40;
+/// The narrowest an id is cut to before anything else gives way.
+const MIN_ID: usize = 8;
+/// What the list of a session's failed and killed commands starts with: nothing, it
+/// follows their counts, and 80 columns have no room to spare.
+const FAILURES: &str = "";
+
+/// What one line says of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionLine {
+    pub id: String,
+    pub started_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub tally: Tally,
+    /// The command directories (`03-build`) of its failures, in order.
+    pub failures: Vec<String>,
+    pub cut_short: bool,
+}
+
+impl SessionLine {
+    /// The line for `record`, whose model (replayed) is `model`.
+    pub fn of(record: &SessionRecord, model: &Model) -> SessionLine {
+        let known = record.info.is_some() || !model.commands.is_empty();
+        let ended = model
+            .commands
+            .iter()
+            .zip(&record.commands)
+            .filter_map(|(state, journal)| {
+                state.ended_ms.max(journal.events.last().map(|e| e.ts_ms))
+            })
+            .max();
+        let cut_short = record.commands.iter().any(|c| {
+            c.damage
+                .iter()
+                .any(|d| !matches!(d, crate::journal::Damage::MissingResult))
+        });
+        SessionLine {
+            id: one_line(&model.session_id),
+            started_ms: record.info.as_ref().map(|i| i.started_ms),
+            duration_ms: known.then(|| {
+                ended
+                    .unwrap_or(model.started_ms)
+                    .saturating_sub(model.started_ms)
+            }),
+            tally: Tally::of(&model.commands),
+            failures: model
+                .commands
+                .iter()
+                .zip(&record.commands)
+                .filter(|(state, _)| Outcome::of(state).is_failure())
+                .map(|(_, journal)| one_line(&journal.id))
+                .collect(),
+            cut_short,
+        }
+    }
+
+    fn start_cell(&self) -> String {
+        match self.started_ms {
+            // To the second: the milliseconds say nothing in a list of sessions.
+            Some(ms) => format_utc(ms).chars().take(19).collect(),
+            None => "start unknown".into(),
+        }
+    }
+
+    fn duration_cell(&self) -> String {
+        self.duration_ms.map_or_else(|| "-".into(), duration_ms)
+    }
+
+    fn counts_cell(&self) -> String {
+        let mut words = self.tally.words();
+        if self.cut_short {
+            words.push_str(", cut short");
+        }
+        words
+    }
+}
+
+/// One row per session, each at most `width` columns: the id, start and duration columns
+/// as wide as their widest cell; start, then duration, give way when the counts would not
+/// fit; the first failures take what is left of each row, then `+N more`.
+pub fn session_rows(lines: &[SessionLine], width: usize) -> Vec<String> {
+    let widest = |cell: &dyn Fn(&SessionLine) -> String| {
+        lines
+            .iter()
+            .map(|l| text_width(&cell(l)))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut id_w = widest(&|l| l.id.clone()).min(MAX_ID);
+    let start_w = widest(&SessionLine::start_cell);
+    let duration_w = widest(&SessionLine::duration_cell);
+    let counts_w = widest(&SessionLine::counts_cell);
+    let fixed = |id_w: usize, start: bool, duration: bool| {
+        id_w + usize::from(start) * (GAP + start_w)
+            + usize::from(duration) * (GAP + duration_w)
+            + GAP
+            + counts_w
+    };
+    // The start gives way to the first failure (and its `+N more`) before anything else:
+    // which commands failed says more than when the session began.
+    let failure_w = lines
+        .iter()
+        .map(|l| match l.failures.as_slice() {
+            [] => 0,
+            [one] => GAP + text_width(one),
+            [first, rest @ ..] => GAP + text_width(&format!("{first} +{} more", rest.len())),
+        })
+        .max()
+        .unwrap_or(0)
+        .min(MAX_ID);
+    let show_start = fixed(id_w, true, true) + failure_w <= width;
+    let show_duration = fixed(id_w, show_start, true) <= width;
+    if fixed(id_w, show_start, show_duration) > width {
+        id_w = width.saturating_sub(GAP + counts_w).max(MIN_ID).min(id_w);
+    }
+    lines
+        .iter()
+        .map(|line| {
+            let mut cells = vec![pad(&truncate(&line.id, id_w), id_w)];
+            if show_start {
+                cells.push(pad(&line.start_cell(), start_w));
+            }
+            if show_duration {
+                cells.push(pad_left(&line.duration_cell(), duration_w));
+            }
+            cells.push(pad(&line.counts_cell(), counts_w));
+            let mut row = cells.join(&" ".repeat(GAP));
+            let room = width.saturating_sub(text_width(&row) + GAP);
+            if let Some(failures) = fitted_list(FAILURES, &line.failures, room) {
+                row.push_str(&" ".repeat(GAP));
+                row.push_str(&failures);
+            }
+            truncate(row.trim_end(), width)
+        })
+        .collect()
+}
+
+/// `label` and as many of `items` as fit in `room` columns, then `+N more` for the rest;
+/// `None` when there is none, or not even the first fits.
+fn fitted_list(label: &str, items: &[String], room: usize) -> Option<String> {
+    let mut best = None;
+    let mut shown = label.to_string();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            shown.push(' ');
+        }
+        shown.push_str(item);
+        let left = items.len() - i - 1;
+        let candidate = match left {
+            0 => shown.clone(),
+            n => format!("{shown} +{n} more"),
+        };
+        if text_width(&candidate) > room {
+            break;
+        }
+        best = Some(candidate);
+    }
+    best
+}
+
+/// One row per command of `model` (whose journal ids are `ids`), under a header row, each
+/// at most `width` columns: id, start (from the session's start), duration, state, CPU
+/// time, peak memory, then the command line cut to what is left. Peak memory, CPU, start
+/// and duration give way, in that order, when the command line would get no room.
+pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> {
+    const HEADER: [&str; 7] = ["#", "START", "DURATION", "STATE", "CPU", "PEAK", "COMMAND"];
+    // Room the command line needs before a column is dropped for it.
+    const MIN_TEXT: usize = 12;
+    let rows: Vec<[String; 7]> = model
+        .commands
+        .iter()
+        .zip(ids)
+        .map(|(command, id)| command_cells(model, command, id))
+        .collect();
+    let mut widths: Vec<usize> = (0..6)
+        .map(|i| {
+            rows.iter()
+                .map(|r| text_width(&r[i]))
+                .chain([text_width(HEADER[i])])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    widths[0] = widths[0].min(MAX_ID);
+    // A journal from before tether recorded the cost has none to show.
+    let mut shown = [true; 6];
+    for column in [4, 5] {
+        shown[column] = rows.iter().any(|r| r[column] != "-");
+    }
+    let used = |shown: &[bool; 6]| -> usize {
+        (0..6).filter(|&i| shown[i]).map(|i| widths[i] + GAP).sum()
+    };
+    // Peak, CPU, start, duration: the least telling first.
+    for column in [5, 4, 1, 2] {
+        if used(&shown) + MIN_TEXT <= width {
+            break;
+        }
+        shown[column] = false;
+    }
+    if used(&shown) + MIN_TEXT > width {
+        widths[0] = widths[0]
+            .saturating_sub(used(&shown) + MIN_TEXT - width)
+            .max(MIN_ID.min(widths[0]));
+    }
+    let row = |cells: &[String; 7]| {
+        let mut out: Vec<String> = Vec::new();
+        for i in (0..6).filter(|&i| shown[i]) {
+            let cell = truncate(&cells[i], widths[i]);
+            // Times and sizes read best right-aligned.
+            out.push(match i {
+                1 | 2 | 4 | 5 => pad_left(&cell, widths[i]),
+                _ => pad(&cell, widths[i]),
+            });
+        }
+        let mut line = out.join(&" ".repeat(GAP));
+        let room = width.saturating_sub(text_width(&line) + GAP);
+        line.push_str(&" ".repeat(GAP));
+        line.push_str(&truncate(&cells[6], room));
+        truncate(line.trim_end(), width)
+    };
+    let header = HEADER.map(String::from);
+    std::iter::once(row(&header))
+        .chain(rows.iter().map(row))
+        .collect()
+}
+
+fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7] {
+    let mut state = command.status.label();
+    if command.response_timeout {
+        state.push_str(" (timed out)");
+    }
+    [
+        one_line(id),
+        command.started_ms.map_or_else(
+            || "-".into(),
+            |ms| offset_ms(ms.saturating_sub(model.started_ms)),
+        ),
+        command
+            .started_ms
+            .zip(command.ended_ms)
+            .map_or_else(|| "-".into(), |(s, e)| duration_ms(e.saturating_sub(s))),
+        one_line(&state),
+        command.cpu_ms.map_or_else(|| "-".into(), duration_ms),
+        command
+            .peak_rss_bytes
+            .map_or_else(|| "-".into(), format_size),
+        one_line(&command.command_line()),
+    ]
+}
+
+fn pad(cell: &str, width: usize) -> String {
+    format!(
+        "{cell}{}",
+        " ".repeat(width.saturating_sub(text_width(cell)))
+    )
+}
+
+fn pad_left(cell: &str, width: usize) -> String {
+    format!(
+        "{}{cell}",
+        " ".repeat(width.saturating_sub(text_width(cell)))
+    )
+}
+
+/// Columns to fit: the terminal's width when stdout is one, else `COLUMNS`, else 80.
+pub fn output_width() -> usize {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    if stdout.is_terminal() {
+        if let Ok(size) = rustix::termios::tcgetwinsize(&stdout) {
+            if size.ws_col > 0 {
+                return usize::from(size.ws_col);
+            }
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .unwrap_or(80)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, failures: usize) -> SessionLine {
+        SessionLine {
+            id: id.into(),
+            started_ms: Some(1_767_323_045_000),
+            duration_ms: Some(754_000),
+            tally: Tally {
+                total: 1000,
+                running: 2,
+                ok: 1000 - 2 - failures,
+                failed: failures,
+                killed: 0,
+            },
+            failures: (1..=failures).map(|i| format!("{i:02}-test")).collect(),
+            cut_short: false,
+        }
+    }
+
+    #[test]
+    fn failures_fill_the_row_then_say_how_many_more() {
+        let rows = session_rows(&[line("agent-1", 40)], 120);
+        let row = &rows[0];
+        assert!(text_width(row) <= 120, "{row}");
+        assert!(
+            row.starts_with("agent-1  2026-01-02 03:04:05  12m34s  1000 cmds: 958 ok, 40 failed, 2 running  01-test 02-test"),
+            "{row}"
+        );
+        assert!(row.ends_with(" more"), "{row}");
+        let more: usize = row
+            .rsplit('+')
+            .next()
+            .unwrap()
+            .trim_end_matches(" more")
+            .parse()
+            .unwrap();
+        let named = row.matches("-test").count();
+        assert_eq!(named + more, 40, "{row}");
+    }
+
+    #[test]
+    fn narrow_rows_drop_the_start_then_the_duration() {
+        let lines = [line("20261130T064143Z-12", 3), line("x", 0)];
+        for width in [20, 40, 60, 80, 100] {
+            for row in session_rows(&lines, width) {
+                assert!(text_width(&row) <= width, "{width}: {row}");
+            }
+        }
+        let at_60 = session_rows(&lines, 60);
+        assert!(!at_60[0].contains("2026-"), "{}", at_60[0]);
+        assert!(at_60[0].contains("1000 cmds"), "{}", at_60[0]);
+    }
+
+    #[test]
+    fn outside_text_is_one_safe_line() {
+        let mut evil = line("a\x1b[2Jb", 1);
+        evil.failures = vec![one_line("01-x\x1b]0;t\x07")];
+        evil.id = one_line(&evil.id);
+        let rows = session_rows(&[evil], 200);
+        assert!(!rows[0].chars().any(|c| c.is_control()), "{:?}", rows[0]);
+    }
+}

@@ -1,0 +1,141 @@
+//! How a session's commands ended, counted: what `tether sessions` says of each session
+//! instead of one word per command.
+
+use crate::model::{CommandState, Status};
+
+/// Which count a command goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Starting, running, stopped or stopping: its broker is still at it.
+    Running,
+    /// Exit 0.
+    Ok,
+    /// A non-zero exit, a command that could not start, or one whose broker vanished.
+    Failed,
+    /// Ended by a signal, killed by the watchdog (no output for too long) or hard-killed.
+    Killed,
+    /// Never started (configured, not launched).
+    Idle,
+}
+
+impl Outcome {
+    pub fn of(command: &CommandState) -> Outcome {
+        match command.status {
+            status if status.is_active() => Outcome::Running,
+            Status::Idle => Outcome::Idle,
+            // A watchdog's stop ends a command whichever way it exits (a trapped TERM may
+            // still exit 0 or 143): that it was stopped is what counts.
+            _ if command.response_timeout || command.hard_killed => Outcome::Killed,
+            Status::Exited(exit) => match (exit.code, exit.signal) {
+                (Some(0), _) => Outcome::Ok,
+                (Some(_), _) => Outcome::Failed,
+                (None, Some(_)) => Outcome::Killed,
+                (None, None) => Outcome::Failed,
+            },
+            _ => Outcome::Failed,
+        }
+    }
+
+    /// Whether the command is one of the session's failures (`tether sessions` names them).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::Killed)
+    }
+}
+
+/// The counts of one session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub total: usize,
+    pub running: usize,
+    pub ok: usize,
+    pub failed: usize,
+    pub killed: usize,
+}
+
+impl Tally {
+    pub fn of<'a>(commands: impl IntoIterator<Item = &'a CommandState>) -> Tally {
+        let mut tally = Tally::default();
+        for command in commands {
+            tally.total += 1;
+            match Outcome::of(command) {
+                Outcome::Running => tally.running += 1,
+                Outcome::Ok => tally.ok += 1,
+                Outcome::Failed => tally.failed += 1,
+                Outcome::Killed => tally.killed += 1,
+                Outcome::Idle => {}
+            }
+        }
+        tally
+    }
+
+    /// `31 cmds: 27 ok, 3 failed, 1 killed, 2 running`: ok and failed always (a session
+    /// without failures says so), killed and running when there are any.
+    pub fn words(&self) -> String {
+        let mut words = format!(
+            "{} cmd{}: {} ok, {} failed",
+            self.total,
+            if self.total == 1 { "" } else { "s" },
+            self.ok,
+            self.failed
+        );
+        if self.killed > 0 {
+            words.push_str(&format!(", {} killed", self.killed));
+        }
+        if self.running > 0 {
+            words.push_str(&format!(", {} running", self.running));
+        }
+        words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CommandConfig;
+    use crate::protocol::ExitStatus;
+
+    fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
+        let mut command = CommandState::new(CommandConfig::new(
+            "x",
+            crate::protocol::CommandSpec::Argv(vec!["x".into()]),
+        ));
+        command.status = Status::Exited(ExitStatus {
+            code,
+            signal,
+            core_dumped: false,
+        });
+        command
+    }
+
+    #[test]
+    fn each_ending_has_its_count() {
+        let mut timed_out = ended(Some(0), None);
+        timed_out.response_timeout = true;
+        let mut running = ended(None, None);
+        running.status = Status::Running;
+        let mut lost = ended(None, None);
+        lost.status = Status::Lost;
+        let commands = [
+            ended(Some(0), None),
+            ended(Some(0), None),
+            ended(Some(3), None),
+            ended(None, Some(9)),
+            timed_out,
+            running,
+            lost,
+        ];
+        let tally = Tally::of(&commands);
+        assert_eq!(
+            tally,
+            Tally {
+                total: 7,
+                running: 1,
+                ok: 2,
+                failed: 2,
+                killed: 2
+            }
+        );
+        assert_eq!(tally.words(), "7 cmds: 2 ok, 2 failed, 2 killed, 1 running");
+        assert_eq!(Tally::of(&commands[..1]).words(), "1 cmd: 1 ok, 0 failed");
+    }
+}
