@@ -25,6 +25,9 @@ pub enum Status {
     /// A stop sequence is under way.
     Stopping,
     Exited(ExitStatus),
+    /// The command's main process exited (`exit`) and `processes` of its tree were kept
+    /// running by the leftovers rule (`leftovers_kept`), until `leftovers_stopped`.
+    LeftRunning { exit: ExitStatus, processes: usize },
     /// The command could not be started (not found, not executable, ...).
     FailedToStart,
     /// The broker vanished without saying how the command ended.
@@ -35,7 +38,11 @@ impl Status {
     pub fn is_active(self) -> bool {
         matches!(
             self,
-            Status::Starting | Status::Running | Status::Stopped | Status::Stopping
+            Status::Starting
+                | Status::Running
+                | Status::Stopped
+                | Status::Stopping
+                | Status::LeftRunning { .. }
         )
     }
 
@@ -48,6 +55,7 @@ impl Status {
             Status::Stopped => "stopped".into(),
             Status::Stopping => "stopping".into(),
             Status::Exited(status) => exit_label(status),
+            Status::LeftRunning { processes, .. } => format!("left running ({processes})"),
             Status::FailedToStart => "failed".into(),
             Status::Lost => "lost".into(),
         }
@@ -209,6 +217,10 @@ impl CommandState {
             }
             EventKind::Tree { processes } => {
                 self.tree = self.remember(processes);
+                // What is left running now, not what was when custody began.
+                if let Status::LeftRunning { processes, .. } = &mut self.status {
+                    *processes = self.tree.len();
+                }
                 return;
             }
             // Answers to one control client, never in a journal or on a broker's pipe.
@@ -288,6 +300,19 @@ impl CommandState {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);
                 self.markers.push((ts, Marker::Exit));
+            }
+            EventKind::LeftoversKept { pids } => {
+                if let Status::Exited(exit) = self.status {
+                    self.status = Status::LeftRunning {
+                        exit,
+                        processes: pids.len(),
+                    };
+                }
+            }
+            EventKind::LeftoversStopped { .. } => {
+                if let Status::LeftRunning { exit, .. } = self.status {
+                    self.status = Status::Exited(exit);
+                }
             }
             EventKind::Close {
                 stdout_bytes,
