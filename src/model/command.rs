@@ -438,6 +438,45 @@ mod tests {
     }
 
     #[test]
+    fn leftovers_kept_show_as_left_running_until_stopped() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        let status = ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        };
+        let spawned = EventKind::Spawned {
+            pid: 10,
+            pgid: 10,
+            argv: vec![],
+        };
+        c.apply(&ev(2, spawned));
+        c.apply(&ev(3, EventKind::Exit { pid: 10, status }));
+        c.apply(&ev(4, EventKind::LeftoversKept { pids: vec![11, 12] }));
+        assert_eq!(c.status.label(), "left running (2)");
+        assert!(c.status.is_active());
+        let tree = ProcessEntry {
+            pid: 11,
+            ppid: 1,
+            pgid: 10,
+            argv: vec!["server".into()],
+            start_ms: 2,
+            escaped: false,
+        };
+        c.apply(&ev(5, EventKind::Tree { processes: vec![tree] }));
+        assert_eq!(c.status.label(), "left running (1)", "what is left now");
+        c.apply(&ev(
+            6,
+            EventKind::LeftoversStopped {
+                reason: crate::protocol::LeftoversEnd::CallerExited,
+                pid: Some(7),
+            },
+        ));
+        assert_eq!(c.status, Status::Exited(status));
+    }
+
+    #[test]
     fn follows_a_run_from_spawn_to_close() {
         let mut c = CommandState::new(config());
         c.begin_run("/tmp/x".into(), 1);
