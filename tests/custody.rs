@@ -235,7 +235,10 @@ fn tether_stop_reaches_leftovers_and_kills_one_that_ignores_term() {
     let dir = wait_result(&env);
     assert!(is_gone(sleep));
     let record = load_complete(&dir);
-    assert_eq!(stopped(&record.events), Some((LeftoversEnd::Operator, None)));
+    assert_eq!(
+        stopped(&record.events),
+        Some((LeftoversEnd::Operator, None))
+    );
     let result = record.result.unwrap();
     assert!(result.hard_killed, "the TERM-ignoring sleep was KILLed");
     env.finish();

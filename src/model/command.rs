@@ -27,7 +27,10 @@ pub enum Status {
     Exited(ExitStatus),
     /// The command's main process exited (`exit`) and `processes` of its tree were kept
     /// running by the leftovers rule (`leftovers_kept`), until `leftovers_stopped`.
-    LeftRunning { exit: ExitStatus, processes: usize },
+    LeftRunning {
+        exit: ExitStatus,
+        processes: usize,
+    },
     /// The command could not be started (not found, not executable, ...).
     FailedToStart,
     /// The broker vanished without saying how the command ended.
@@ -464,7 +467,12 @@ mod tests {
             start_ms: 2,
             escaped: false,
         };
-        c.apply(&ev(5, EventKind::Tree { processes: vec![tree] }));
+        c.apply(&ev(
+            5,
+            EventKind::Tree {
+                processes: vec![tree],
+            },
+        ));
         assert_eq!(c.status.label(), "left running (1)", "what is left now");
         c.apply(&ev(
             6,

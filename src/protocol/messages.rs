@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::signal::ProcessSignal;
 use super::leftovers::{LeftoversEnd, LeftoversRecord, LeftoversRule};
+use super::signal::ProcessSignal;
 pub use crate::cgroup::Limits;
 
 use super::Peer;
