@@ -105,6 +105,11 @@ enum Command {
         /// (by default each gets a pseudo-terminal there).
         #[arg(long)]
         no_pty: bool,
+        /// Keep processes the command leaves running (a server started with `&`) once it
+        /// exits, until the process that ran tether exits, `tether stop`, or
+        /// $TETHER_LEFTOVERS_MAX; by default nothing outlives the command.
+        #[arg(long)]
+        keep_leftovers: bool,
         /// Limit the command's cgroup to this many processes (pids.max), where the pids
         /// controller is available; otherwise the journal says so and it runs unlimited.
         #[arg(long, value_name = "N")]
@@ -293,11 +298,15 @@ fn main() {
             session,
             no_stdin,
             no_pty,
+            keep_leftovers,
             max_procs,
             max_memory,
             argv,
-        }) => match chosen_session(session.as_deref()) {
-            Ok(session) => exec::main(ExecOptions {
+        }) => match (
+            chosen_session(session.as_deref()),
+            exec::LeftoversChoice::for_exec(keep_leftovers),
+        ) {
+            (Ok(session), Ok(leftovers)) => exec::main(ExecOptions {
                 json,
                 name,
                 grace,
@@ -314,8 +323,10 @@ fn main() {
                     max_procs,
                     max_memory,
                 },
+                leftovers,
             }),
-            Err(err) => usage_error(&err),
+            (Err(err), _) => usage_error(&err),
+            (_, Err(err)) => usage_error(&err.to_string()),
         },
         Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),

@@ -34,6 +34,8 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Tree { .. }
         | EventKind::EventsCapped { .. }
         | EventKind::Exit { .. }
+        | EventKind::LeftoversKept { .. }
+        | EventKind::LeftoversStopped { .. }
         | EventKind::Close { .. }
         | EventKind::BrokerFailure { .. }
         | EventKind::ControlRefused { .. }
@@ -123,6 +125,11 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             message: text(),
         },
         EventKind::Exit { pid: 0, status },
+        EventKind::LeftoversKept { pids: vec![] },
+        EventKind::LeftoversStopped {
+            reason: tether::protocol::LeftoversEnd::Shutdown,
+            pid: None,
+        },
         EventKind::Close {
             stdout_bytes: 0,
             stderr_bytes: 0,

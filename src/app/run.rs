@@ -343,6 +343,8 @@ impl Runner {
             },
             session: Some(session.reference(&journal)),
             arg0: None,
+            // The TUI's commands end with their processes, as configured.
+            leftovers: Default::default(),
             terminal: config.pty.then_some(TerminalRequest {
                 stdout: true,
                 stderr: true,

@@ -8,7 +8,7 @@ use rustix::process::{Pid, PidfdFlags, getppid, pidfd_open};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use crate::protocol::ParentLossCause;
+use crate::protocol::{Custodian, ParentLossCause};
 
 /// A pidfd on the parent: readable the moment the parent exits, however it dies. Where the
 /// kernel or a sandbox refuses pidfds, stdin EOF, EPIPE and a confirmed death signal remain.
@@ -65,4 +65,60 @@ impl ParentWatch {
 
 fn parent_pid() -> i32 {
     getppid().map_or(0, |p| p.as_raw_nonzero().get())
+}
+
+/// Pidfds on the processes a command's leftovers are kept for (see
+/// [`crate::protocol::LeftoversRule`]): the first to exit ends the custody. Any number of
+/// them, each with its role, so another kind of custodian is one more entry.
+#[derive(Default)]
+pub struct CustodianWatch {
+    watched: Vec<(Custodian, AsyncFd<OwnedFd>)>,
+}
+
+impl CustodianWatch {
+    /// Opens a pidfd on each custodian. Returns the watch with those that could not be
+    /// watched: already exited, its pid now someone else's (the start time differs, checked
+    /// after opening so the pidfd is known to be the custodian's), or no pidfd to be had.
+    pub fn open(custodians: &[Custodian]) -> (CustodianWatch, Vec<Custodian>) {
+        let mut watch = CustodianWatch::default();
+        let mut unwatched = Vec::new();
+        for custodian in custodians {
+            match open_custodian(custodian) {
+                Some(pidfd) => watch.watched.push((*custodian, pidfd)),
+                None => unwatched.push(*custodian),
+            }
+        }
+        (watch, unwatched)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.watched.is_empty()
+    }
+
+    /// Resolves when a custodian has exited, which is then no longer watched; never while
+    /// none is.
+    pub async fn exited(&mut self) -> Custodian {
+        std::future::poll_fn(|cx| {
+            let ready = self
+                .watched
+                .iter()
+                .position(|(_, pidfd)| pidfd.poll_read_ready(cx).is_ready());
+            match ready {
+                Some(i) => std::task::Poll::Ready(self.watched.remove(i).0),
+                None => std::task::Poll::Pending,
+            }
+        })
+        .await
+    }
+}
+
+fn open_custodian(custodian: &Custodian) -> Option<AsyncFd<OwnedFd>> {
+    let pid = Pid::from_raw(custodian.pid)?;
+    let pidfd = pidfd_open(pid, PidfdFlags::empty()).ok()?;
+    let same = crate::procfs::read_stat(custodian.pid)
+        .is_some_and(|s| s.start_ticks == custodian.start_ticks);
+    if !same {
+        return None;
+    }
+    crate::fdio::register(pidfd, Interest::READABLE).ok()
 }

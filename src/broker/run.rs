@@ -13,7 +13,7 @@ use super::BROKER_TOKEN_ENV;
 use super::containment;
 use super::control::{self, ControlServer, Incoming};
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
-use super::parent::ParentWatch;
+use super::parent::{CustodianWatch, ParentWatch};
 use super::pty;
 use super::spawn::spawn;
 use super::state::Broker;
@@ -24,8 +24,9 @@ use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
-    BrokerIdentity, CommandFile, Event, EventKind, Frame, LaunchRequest, LineSplitter, MAX_LINE,
-    PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream, ToBroker,
+    BrokerIdentity, CommandFile, Event, EventKind, Frame, LaunchRequest, LeftoversEnd,
+    LineSplitter, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream,
+    ToBroker,
 };
 
 const READ_CHUNK: usize = 256 * 1024;
@@ -282,7 +283,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         });
     }
     let mut control = control.ok();
-    let parent = match parent {
+    let mut custodians = watch_custodians(&mut broker, &request);
+    let mut parent = match parent {
         Ok(watch) => Some(watch),
         Err(cause) => {
             // Running a command nobody owns would orphan it by design: refuse.
@@ -359,7 +361,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .next_deadline()
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         let [out_buf, err_buf] = &mut bufs;
-        let parent_alive = !broker.is_parent_lost();
+        let parent_alive = broker.parent_attached();
         let behind = mirrors
             .each_ref()
             .map(|m| m.as_ref().is_some_and(Mirror::is_behind));
@@ -403,6 +405,12 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     broker.input_dropped(dropped);
                 }
             }
+            custodian = custodians.exited(), if !custodians.is_empty() => {
+                broker.custodian_exited(
+                    LeftoversEnd::custodian_exited(custodian.role),
+                    Some(custodian.pid),
+                );
+            }
             _ = watch_parent(&parent), if parent_alive => {
                 broker.parent_lost(ParentLossCause::Pidfd);
             }
@@ -444,10 +452,13 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         broker.to_subscribers.clear();
         link.queue.push(&broker.to_parent);
         broker.to_parent.clear();
-        if broker.is_parent_lost() {
+        if !broker.parent_attached() {
             link.queue.clear();
         } else if link.push().is_err() {
             broker.parent_lost(ParentLossCause::Epipe);
+        }
+        if broker.take_custody_began() {
+            let_front_end_go(&mut broker, &mut link, &mut mirrors, &mut parent).await;
         }
         broker.parent_backlog = link.queue.len();
     }
@@ -457,9 +468,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     }
     let code = broker.finish();
     link.queue.push(&broker.to_parent);
-    let parent_lost = broker.is_parent_lost();
+    let attached = broker.parent_attached();
     let parent_drain = async {
-        if !parent_lost {
+        if attached {
             link.drain(Duration::from_secs(1)).await;
         }
     };
@@ -474,6 +485,71 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     tokio::join!(parent_drain, control_drain);
     crate::control::journal_link::remove(&identity);
     Ok(code)
+}
+
+/// Watches the custodians of the command's leftovers, when the rule keeps them; one that
+/// cannot be watched (or none at all) means they are stopped at once.
+fn watch_custodians(broker: &mut Broker, request: &LaunchRequest) -> CustodianWatch {
+    let rule = &request.leftovers;
+    if !rule.keep {
+        return CustodianWatch::default();
+    }
+    let (watch, unwatched) = CustodianWatch::open(&rule.custodians);
+    if let Some(gone) = unwatched.first() {
+        broker.custodian_exited(LeftoversEnd::CallerGone, Some(gone.pid));
+    } else if watch.is_empty() {
+        broker.custodian_exited(LeftoversEnd::CallerGone, None);
+    }
+    watch
+}
+
+/// How long the front end is given to take its last output and events when custody begins.
+const LET_GO_WAIT: Duration = Duration::from_secs(1);
+
+/// Custody began: the front end returns now, as the shell would once its command exited. It
+/// gets the rest of its copy of the output and then end of file on it (the mirrors close),
+/// and its events up to `leftovers_kept`; then nothing more. The broker keeps nothing of
+/// the front end's caller open either: its stderr, inherited, would hold the caller's pipe
+/// (an agent reading it would wait for end of file for as long as the leftovers run).
+async fn let_front_end_go(
+    broker: &mut Broker,
+    link: &mut ParentLink,
+    mirrors: &mut [Option<Mirror>; 2],
+    parent: &mut Option<ParentWatch>,
+) {
+    for mirror in mirrors.iter_mut().flatten() {
+        let _ = tokio::time::timeout(LET_GO_WAIT, mirror.flush()).await;
+    }
+    *mirrors = [None, None];
+    if broker.parent_attached() {
+        link.drain(LET_GO_WAIT).await;
+    }
+    broker.detach_parent();
+    link.input = None;
+    link.queue.clear();
+    *parent = None;
+    // The front end's exit is expected now; its death signal would only be confirmed away.
+    let _ = rustix::process::set_parent_process_death_signal(None);
+    if let Err(err) = detach_stderr() {
+        broker.emit(EventKind::BrokerFailure {
+            stage: Stage::Internal,
+            code: "detach_stderr".into(),
+            message: format!(
+                "cannot point the broker's stderr at /dev/null: {err}; the caller's stderr stays open while the leftovers run"
+            ),
+        });
+    }
+}
+
+/// Points descriptor 2 at /dev/null.
+fn detach_stderr() -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    // SAFETY: dup2 onto descriptor 2, which this process owns; `null` stays open across it.
+    if unsafe { libc::dup2(null.as_raw_fd(), 2) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Resolves when the command's cgroup's `cgroup.events` changes; never without a cgroup.

@@ -140,12 +140,12 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
         return 0;
     }
     println!(
-        "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6} {:>7} {:>5} {:<7}  CONTROL",
+        "{:<28} {:<16} {:>8} {:>8} {:<17} {:>8} {:>6} {:>7} {:>5} {:<7}  CONTROL",
         "SESSION", "NAME", "BROKER", "PID", "STATE", "RUNTIME", "CPU%", "RSS", "PROCS", "CONTAIN"
     );
     for r in &rows {
         println!(
-            "{:<28} {:<16} {:>8} {:>8} {:<10} {:>8} {:>6.1} {:>7} {:>5} {:<7}  {}",
+            "{:<28} {:<16} {:>8} {:>8} {:<17} {:>8} {:>6.1} {:>7} {:>5} {:<7}  {}",
             one_line(r.session),
             one_line(r.name),
             r.broker_pid,

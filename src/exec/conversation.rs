@@ -20,6 +20,9 @@ use crate::supervisor::{BrokerLine, BrokerProcess};
 pub(super) enum End {
     /// The broker said `close`: it did its work.
     Closed,
+    /// The command exited and the broker keeps what it left running (`leftovers_kept`):
+    /// our part is over.
+    LeftRunning,
     /// The broker refused the launch itself: nothing runs.
     Refused,
     /// Its events ended without a `close`: it died.
@@ -296,6 +299,7 @@ impl Conversation {
                 mono_us: event.mono_us,
                 reached: targets.len(),
             }),
+            EventKind::LeftoversKept { .. } => return Ok(Some(End::LeftRunning)),
             EventKind::Close { .. } => {
                 if let (false, Some(message)) =
                     (self.json, stopped_from_outside(&self.from_outside))

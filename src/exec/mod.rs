@@ -11,7 +11,10 @@ macro_rules! say {
 
 mod conversation;
 mod copy;
+mod leftovers;
 mod terminal;
+
+pub use leftovers::{LeftoversChoice, LeftoversError};
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
@@ -59,6 +62,8 @@ pub struct ExecOptions {
     pub pty: bool,
     /// `--max-procs`, `--max-memory`: limits on the command's cgroup.
     pub limits: crate::cgroup::Limits,
+    /// What becomes of processes the command leaves running.
+    pub leftovers: LeftoversChoice,
 }
 
 /// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
@@ -189,6 +194,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
             None
         },
         limits: options.limits,
+        leftovers: options.leftovers.rule(),
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
@@ -225,11 +231,17 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     conversation.cgroup = broker.expected_cgroup.clone();
     conversation.forward_signals = options.signals == SignalMode::Forward;
     let end = conversation.converse(&mut broker, signals).await;
-    if end != End::Closed {
-        // Through the unreaped `Child`: its pid cannot have been reused.
-        let _ = broker.child.kill();
+    if end == End::LeftRunning {
+        // The broker stays on as the leftovers' custodian; we return as the shell would.
+        // It is not waited for: the one that ran us re-parents nothing of ours, and the
+        // broker ends on its own when the leftovers are stopped.
+    } else {
+        if end != End::Closed {
+            // Through the unreaped `Child`: its pid cannot have been reused.
+            let _ = broker.child.kill();
+        }
+        let _ = broker.child.wait();
     }
-    let _ = broker.child.wait();
     live.lock().await.unregister(ticket);
     let Conversation {
         mut outcome,
@@ -240,7 +252,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         ..
     } = conversation;
     let why = match end {
-        End::Closed | End::Refused => None,
+        End::Closed | End::Refused | End::LeftRunning => None,
         End::Lost => Some("broker lost"),
         End::Unresponsive => Some("the broker stopped answering and was killed; broker lost"),
         End::StopOverdue => Some(
@@ -255,7 +267,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
     let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT), &journal_dir));
-    if !outcome.closed {
+    if !outcome.closed && end != End::LeftRunning {
         let complete = recover_from_journal(&journal_dir, &mut outcome);
         if why.is_some() && !complete {
             return Ok(EXIT_TETHER_FAILED);

@@ -98,6 +98,7 @@ pub fn state_name(status: Status) -> &'static str {
         Status::Stopped => "stopped",
         Status::Stopping => "stopping",
         Status::Exited(_) => "exited",
+        Status::LeftRunning { .. } => "left_running",
         Status::FailedToStart => "failed_to_start",
         Status::Lost => "lost",
     }
@@ -148,7 +149,7 @@ impl CommandSummary {
     pub fn of(command: &CommandExport) -> CommandSummary {
         let state = &command.state;
         let exit = match state.status {
-            Status::Exited(status) => Some(status),
+            Status::Exited(status) | Status::LeftRunning { exit: status, .. } => Some(status),
             _ => None,
         };
         let signal = exit.and_then(|s| s.signal);

@@ -25,6 +25,12 @@ pub enum Status {
     /// A stop sequence is under way.
     Stopping,
     Exited(ExitStatus),
+    /// The command's main process exited (`exit`) and `processes` of its tree were kept
+    /// running by the leftovers rule (`leftovers_kept`), until `leftovers_stopped`.
+    LeftRunning {
+        exit: ExitStatus,
+        processes: usize,
+    },
     /// The command could not be started (not found, not executable, ...).
     FailedToStart,
     /// The broker vanished without saying how the command ended.
@@ -35,7 +41,11 @@ impl Status {
     pub fn is_active(self) -> bool {
         matches!(
             self,
-            Status::Starting | Status::Running | Status::Stopped | Status::Stopping
+            Status::Starting
+                | Status::Running
+                | Status::Stopped
+                | Status::Stopping
+                | Status::LeftRunning { .. }
         )
     }
 
@@ -48,6 +58,7 @@ impl Status {
             Status::Stopped => "stopped".into(),
             Status::Stopping => "stopping".into(),
             Status::Exited(status) => exit_label(status),
+            Status::LeftRunning { processes, .. } => format!("left running ({processes})"),
             Status::FailedToStart => "failed".into(),
             Status::Lost => "lost".into(),
         }
@@ -230,6 +241,10 @@ impl CommandState {
             }
             EventKind::Tree { processes } => {
                 self.tree = self.remember(processes);
+                // What is left running now, not what was when custody began.
+                if let Status::LeftRunning { processes, .. } = &mut self.status {
+                    *processes = self.tree.len();
+                }
                 return;
             }
             // Answers to one control client, never in a journal or on a broker's pipe.
@@ -309,6 +324,19 @@ impl CommandState {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);
                 self.markers.push((ts, Marker::Exit));
+            }
+            EventKind::LeftoversKept { pids } => {
+                if let Status::Exited(exit) = self.status {
+                    self.status = Status::LeftRunning {
+                        exit,
+                        processes: pids.len(),
+                    };
+                }
+            }
+            EventKind::LeftoversStopped { .. } => {
+                if let Status::LeftRunning { exit, .. } = self.status {
+                    self.status = Status::Exited(exit);
+                }
             }
             EventKind::Close {
                 stdout_bytes,
@@ -431,6 +459,50 @@ mod tests {
             mono_us: 0,
             kind,
         }
+    }
+
+    #[test]
+    fn leftovers_kept_show_as_left_running_until_stopped() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        let status = ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        };
+        let spawned = EventKind::Spawned {
+            pid: 10,
+            pgid: 10,
+            argv: vec![],
+        };
+        c.apply(&ev(2, spawned));
+        c.apply(&ev(3, EventKind::Exit { pid: 10, status }));
+        c.apply(&ev(4, EventKind::LeftoversKept { pids: vec![11, 12] }));
+        assert_eq!(c.status.label(), "left running (2)");
+        assert!(c.status.is_active());
+        let tree = ProcessEntry {
+            pid: 11,
+            ppid: 1,
+            pgid: 10,
+            argv: vec!["server".into()],
+            start_ms: 2,
+            escaped: false,
+        };
+        c.apply(&ev(
+            5,
+            EventKind::Tree {
+                processes: vec![tree],
+            },
+        ));
+        assert_eq!(c.status.label(), "left running (1)", "what is left now");
+        c.apply(&ev(
+            6,
+            EventKind::LeftoversStopped {
+                reason: crate::protocol::LeftoversEnd::CallerExited,
+                pid: Some(7),
+            },
+        ));
+        assert_eq!(c.status, Status::Exited(status));
     }
 
     #[test]

@@ -109,6 +109,25 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
                 Tone::Error
             },
         ),
+        EventKind::LeftoversKept { pids } => (
+            format!(
+                "{} process{} left running: {}",
+                pids.len(),
+                if pids.len() == 1 { "" } else { "es" },
+                pids.iter()
+                    .map(i32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Tone::Warning,
+        ),
+        EventKind::LeftoversStopped { reason, pid } => (
+            match pid {
+                Some(pid) => format!("{} (pid {pid})", reason.label()),
+                None => reason.label().to_string(),
+            },
+            Tone::Signal,
+        ),
         EventKind::Close {
             stdout_bytes,
             stderr_bytes,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::leftovers::{LeftoversEnd, LeftoversRecord, LeftoversRule};
 use super::signal::ProcessSignal;
 pub use crate::cgroup::Limits;
 
@@ -42,7 +43,11 @@ impl LaunchRequest {
     /// Cuts every interval to [`MAX_INTERVAL_MS`].
     pub fn clamp_intervals(&mut self) {
         self.grace_ms = self.grace_ms.min(MAX_INTERVAL_MS);
-        for ms in [&mut self.no_output_timeout_ms, &mut self.heartbeat_ms] {
+        for ms in [
+            &mut self.no_output_timeout_ms,
+            &mut self.heartbeat_ms,
+            &mut self.leftovers.max_ms,
+        ] {
             if let Some(ms) = ms.as_mut() {
                 *ms = (*ms).min(MAX_INTERVAL_MS);
             }
@@ -115,6 +120,9 @@ pub struct LaunchRequest {
     /// Limits on the command's cgroup (`pids.max`, `memory.max`), where it has one.
     #[serde(default, skip_serializing_if = "Limits::is_empty")]
     pub limits: Limits,
+    /// What becomes of processes the command leaves running (default: stopped with it).
+    #[serde(default, skip_serializing_if = "LeftoversRule::is_stop")]
+    pub leftovers: LeftoversRule,
 }
 
 /// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
@@ -567,6 +575,18 @@ pub enum EventKind {
         pid: i32,
         status: ExitStatus,
     },
+    /// The main process exited and these processes of its tree remain: they keep running in
+    /// the broker's custody (the leftovers rule says keep), and the front end returns.
+    LeftoversKept {
+        pids: Vec<i32>,
+    },
+    /// The leftovers are being stopped (the stop sequence follows), and why. `pid`: the
+    /// custodian whose exit ended the custody.
+    LeftoversStopped {
+        reason: LeftoversEnd,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<i32>,
+    },
     /// The broker is done: both streams read to the end, nothing left running.
     Close {
         stdout_bytes: u64,
@@ -650,6 +670,8 @@ impl EventKind {
             EventKind::Tree { .. } => "tree",
             EventKind::EventsCapped { .. } => "events_capped",
             EventKind::Exit { .. } => "exit",
+            EventKind::LeftoversKept { .. } => "leftovers_kept",
+            EventKind::LeftoversStopped { .. } => "leftovers_stopped",
             EventKind::Close { .. } => "close",
             EventKind::BrokerFailure { .. } => "broker_failure",
             EventKind::Pong => "pong",
@@ -699,6 +721,9 @@ pub struct CommandResult {
     /// the larger of the tree's largest sampled RSS and its largest process's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
+    /// Processes kept running after the main process exited, and how that ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leftovers: Option<LeftoversRecord>,
 }
 
 /// What holds a command's tree.

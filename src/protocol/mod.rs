@@ -2,10 +2,12 @@
 
 pub mod control;
 pub mod framing;
+pub mod leftovers;
 pub mod messages;
 pub mod signal;
 
 pub use control::*;
 pub use framing::{Frame, LineSplitter, MAX_LINE};
+pub use leftovers::*;
 pub use messages::*;
 pub use signal::ProcessSignal;

@@ -165,6 +165,13 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
             return 2;
         }
     };
+    let leftovers = match exec::LeftoversChoice::for_shim() {
+        Ok(leftovers) => leftovers,
+        Err(err) => {
+            exec::say_line(&err.to_string());
+            return 2;
+        }
+    };
     let mut argv = vec![real.to_string_lossy().into_owned()];
     argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
     exec::main(ExecOptions {
@@ -182,6 +189,7 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         // Transparent: a terminal where the shim's own stream is one, as the shell had.
         pty: true,
         limits: Default::default(),
+        leftovers,
     })
 }
 

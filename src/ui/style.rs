@@ -22,7 +22,9 @@ pub fn status(status: Status) -> Style {
     match status {
         Status::Idle => DIM,
         Status::Starting | Status::Running => Style::new().fg(Color::Green),
-        Status::Stopping | Status::Stopped => Style::new().fg(Color::Yellow),
+        Status::Stopping | Status::Stopped | Status::LeftRunning { .. } => {
+            Style::new().fg(Color::Yellow)
+        }
         Status::Exited(s) if s.code == Some(0) => Style::new().fg(Color::Blue),
         Status::Exited(_) | Status::FailedToStart | Status::Lost => Style::new().fg(Color::Red),
     }

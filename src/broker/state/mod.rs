@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 mod cgroup;
+mod custody;
 mod input;
 mod requests;
 mod time;
@@ -48,6 +49,9 @@ enum Phase {
     Draining {
         since: Instant,
     },
+    /// The command exited and processes of its tree remain, kept running by the leftovers
+    /// rule until something stops them (see `custody.rs`).
+    Custody,
     /// Stopping what is left of the tree.
     TearingDown,
     /// Nothing is running; waiting for end of file on the pipes.
@@ -110,6 +114,15 @@ pub struct Broker {
     result: CommandResult,
     /// The command's own cgroup, where it has one: its members are the tree.
     cgroup: Option<Arc<CommandCgroup>>,
+    /// Leftovers kept running, while they are.
+    custody: Option<custody::Custody>,
+    /// Custody began and the event loop has not let the front end go yet.
+    custody_began: bool,
+    /// A custodian that exited (or could not be watched) before there was anything to keep.
+    custodian_gone: Option<(crate::protocol::LeftoversEnd, Option<i32>)>,
+    /// The front end was let go (custody): nothing more is sent to it, and its going is no
+    /// loss.
+    parent_detached: bool,
 }
 
 /// One ended child, reaped: its pid, how it ended, and where it was (its process group and
@@ -243,6 +256,10 @@ impl Broker {
             tree_walks: ScanSchedule::new(now),
             result: CommandResult::default(),
             cgroup: None,
+            custody: None,
+            custody_began: false,
+            custodian_gone: None,
+            parent_detached: false,
         }
     }
 
@@ -290,6 +307,7 @@ impl Broker {
 
     pub(super) fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
         if self.result.parent_lost
+            || self.parent_detached
             || (droppable && self.to_parent.len() + self.parent_backlog > PARENT_BACKLOG_CAP)
         {
             return;
@@ -480,6 +498,7 @@ impl Broker {
         self.reap();
         self.flush_output();
         self.flush_input();
+        self.close_custody_record();
         let memory_peak = self.release_cgroup();
         self.record_cost(memory_peak);
         if let Some(event) = self.tree.close() {

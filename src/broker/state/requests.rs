@@ -193,8 +193,11 @@ impl Broker {
 
     /// Starts the stop sequence; `client` is the control client that asked, journaled with
     /// each of its signals.
-    fn start_stop_for(&mut self, origin: Origin, client: Option<Peer>) {
+    pub(super) fn start_stop_for(&mut self, origin: Origin, client: Option<Peer>) {
         if self.stop.is_some() || self.child.is_none() || self.phase == Phase::Done {
+            return;
+        }
+        if self.stop_ends_custody(origin, client.clone()) {
             return;
         }
         self.stop_client = client;
@@ -240,7 +243,12 @@ impl Broker {
     }
 
     pub fn parent_lost(&mut self, cause: ParentLossCause) {
-        if self.result.parent_lost {
+        if self.result.parent_lost || self.parent_detached {
+            return;
+        }
+        if self.in_custody() {
+            // The front end returned on `leftovers_kept`, as it should: its going is no loss.
+            self.detach_parent();
             return;
         }
         self.result.parent_lost = true;
@@ -250,8 +258,16 @@ impl Broker {
         self.start_stop(Origin::ParentLost);
     }
 
-    pub fn is_parent_lost(&self) -> bool {
-        self.result.parent_lost
+    /// Whether the front end still hears from this broker: neither lost nor let go.
+    pub fn parent_attached(&self) -> bool {
+        !self.result.parent_lost && !self.parent_detached
+    }
+
+    /// Lets the front end go (custody began and it took the news): nothing more is sent to
+    /// it, and nothing it does (its exit, its silence) is acted on.
+    pub fn detach_parent(&mut self) {
+        self.parent_detached = true;
+        self.to_parent.clear();
     }
 }
 

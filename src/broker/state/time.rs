@@ -24,7 +24,15 @@ impl Broker {
         if let Some(p) = &self.pending_input {
             next.push(p.since + INPUT_COALESCE);
         }
-        if let (Some(hb), false) = (self.request.heartbeat_ms, self.unresponsive) {
+        if let Some(until) = self.custody.as_ref().and_then(|c| c.deadline()) {
+            next.push(until);
+        }
+        // A front end let go sends no more pings.
+        if let (Some(hb), false, false) = (
+            self.request.heartbeat_ms,
+            self.unresponsive,
+            self.parent_detached,
+        ) {
             next.push(self.last_ping + Duration::from_millis(hb * 3));
         }
         if let (Some(ms), Phase::Running, None) =
@@ -74,7 +82,7 @@ impl Broker {
         {
             self.flush_input();
         }
-        if let Some(hb) = self.request.heartbeat_ms {
+        if let (Some(hb), false) = (self.request.heartbeat_ms, self.parent_detached) {
             let silent = now.saturating_duration_since(self.last_ping);
             if !self.unresponsive && silent >= Duration::from_millis(hb * 3) {
                 self.unresponsive = true;
@@ -95,6 +103,7 @@ impl Broker {
                 self.start_stop(Origin::Watchdog);
             }
         }
+        self.check_custody_deadline(now);
         self.advance_stop(now);
         if self.child.is_some()
             && self.phase != Phase::Done
@@ -176,12 +185,16 @@ impl Broker {
             // A child that ended but whose SIGCHLD is not handled yet must not count as left.
             self.reap();
         }
+        self.check_custody_emptied();
         if let Phase::Draining { since } = self.phase {
             let idle_over = !mirror_behind && now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
             if !pipes_open || idle_over || now >= since + DRAIN_CAP {
                 self.phase = Phase::TearingDown;
-                if self.tree_left() {
-                    self.start_stop(Origin::Shutdown);
+                if self.tree_left() && self.stop.is_none() {
+                    let left: Vec<i32> = self.walk().live().iter().map(|p| p.pid).collect();
+                    if !self.keep_leftovers(left) {
+                        self.start_stop(Origin::Shutdown);
+                    }
                 }
             }
         }

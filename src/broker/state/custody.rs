@@ -1,0 +1,174 @@
+//! Leftovers in custody: the main process exited, processes of its tree remain, and the
+//! leftovers rule says keep them. The broker stays on for them (still journaling their output
+//! and their tree) until one of its triggers stops them: a custodian's exit, a stop asked
+//! for, the rule's longest custody, a shutdown signal. Each trigger is one call here, so a
+//! new one (the session's owner) is one more caller.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Broker, Phase};
+use crate::protocol::{EventKind, LeftoversEnd, LeftoversRecord, Origin, Peer};
+
+/// The broker's custody of a command's leftovers.
+pub(super) struct Custody {
+    since: Instant,
+    /// When the rule's longest custody is over.
+    until: Option<Instant>,
+}
+
+impl Custody {
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.until
+    }
+}
+
+/// What a stop sequence's origin means for leftovers kept in custody.
+fn end_for(origin: Origin) -> LeftoversEnd {
+    match origin {
+        Origin::Operator => LeftoversEnd::Operator,
+        Origin::Watchdog => LeftoversEnd::MaxDuration,
+        Origin::ParentLost => LeftoversEnd::CallerExited,
+        // A broker never runs a reclaim (a later tether does, once the broker is dead).
+        Origin::Shutdown | Origin::Reclaim => LeftoversEnd::Shutdown,
+    }
+}
+
+/// The origin journaled with the signals of a stop that ends a custody.
+fn origin_for(end: LeftoversEnd) -> Origin {
+    match end {
+        LeftoversEnd::Operator => Origin::Operator,
+        LeftoversEnd::MaxDuration => Origin::Watchdog,
+        LeftoversEnd::CallerExited | LeftoversEnd::CallerGone => Origin::ParentLost,
+        LeftoversEnd::Shutdown | LeftoversEnd::Exited => Origin::Shutdown,
+    }
+}
+
+impl Broker {
+    /// The main process exited and `pids` remain. Keeps them if the rule says so and someone
+    /// is there to answer for them; returns whether it did. Otherwise the caller stops them.
+    pub(super) fn keep_leftovers(&mut self, pids: Vec<i32>) -> bool {
+        if !self.request.leftovers.keep || pids.is_empty() {
+            return false;
+        }
+        if let Some((end, pid)) = self.custodian_gone {
+            // Nobody would be there to stop them: stopped at once, as without the rule.
+            self.emit(EventKind::LeftoversStopped { reason: end, pid });
+            return false;
+        }
+        let now = Instant::now();
+        self.result.leftovers = Some(LeftoversRecord {
+            kept: pids.clone(),
+            ..Default::default()
+        });
+        self.custody = Some(Custody {
+            since: now,
+            until: self
+                .request
+                .leftovers
+                .max_ms
+                .map(|ms| now + Duration::from_millis(ms)),
+        });
+        self.phase = Phase::Custody;
+        self.custody_began = true;
+        self.emit(EventKind::LeftoversKept { pids });
+        true
+    }
+
+    /// Whether custody began since the last call: the event loop then lets its front end go
+    /// (the shim returns, as the shell would).
+    pub fn take_custody_began(&mut self) -> bool {
+        std::mem::take(&mut self.custody_began)
+    }
+
+    pub fn in_custody(&self) -> bool {
+        self.phase == Phase::Custody
+    }
+
+    /// A custodian exited (`reason`, with its pid). In custody, the leftovers are stopped;
+    /// before, it is remembered, and they will be stopped as soon as there are any.
+    pub fn custodian_exited(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
+        if self.in_custody() {
+            self.stop_leftovers(reason, pid, None);
+        } else {
+            self.custodian_gone.get_or_insert((reason, pid));
+        }
+    }
+
+    /// Ends the custody: `leftovers_stopped` with its reason, then the stop sequence over
+    /// what is left (the usual teardown follows it).
+    pub(super) fn stop_leftovers(
+        &mut self,
+        reason: LeftoversEnd,
+        pid: Option<i32>,
+        client: Option<Peer>,
+    ) {
+        let Some(custody) = self.custody.take() else {
+            return;
+        };
+        if let Some(record) = self.result.leftovers.as_mut() {
+            record.kept_ms = custody.since.elapsed().as_millis() as u64;
+            record.stopped = Some(reason);
+        }
+        self.emit(EventKind::LeftoversStopped { reason, pid });
+        self.phase = Phase::TearingDown;
+        if reason != LeftoversEnd::Exited {
+            self.start_stop_for(origin_for(reason), client);
+        }
+    }
+
+    /// A stop asked for while in custody (`tether stop`, SIGTERM to the broker) ends it.
+    /// Returns whether it did, having started the stop itself.
+    pub(super) fn stop_ends_custody(&mut self, origin: Origin, client: Option<Peer>) -> bool {
+        if !self.in_custody() {
+            return false;
+        }
+        self.stop_leftovers(end_for(origin), None, client);
+        true
+    }
+
+    /// The rule's longest custody is over at `now`.
+    pub(super) fn check_custody_deadline(&mut self, now: Instant) {
+        if self
+            .custody
+            .as_ref()
+            .and_then(Custody::deadline)
+            .is_some_and(|until| now >= until)
+        {
+            self.stop_leftovers(LeftoversEnd::MaxDuration, None, None);
+        }
+    }
+
+    /// Custody is over when nothing is left to keep; the teardown then finds nothing to stop.
+    pub(super) fn check_custody_emptied(&mut self) {
+        if self.in_custody() && !self.tree_left() {
+            self.stop_leftovers(LeftoversEnd::Exited, None, None);
+        }
+    }
+
+    /// Writes the time kept so far, for a broker that ends while still in custody.
+    pub(super) fn close_custody_record(&mut self) {
+        if let (Some(custody), Some(record)) = (&self.custody, self.result.leftovers.as_mut()) {
+            record.kept_ms = custody.since.elapsed().as_millis() as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_and_ends_map_both_ways() {
+        for end in [
+            LeftoversEnd::Operator,
+            LeftoversEnd::MaxDuration,
+            LeftoversEnd::CallerExited,
+            LeftoversEnd::Shutdown,
+        ] {
+            assert_eq!(end_for(origin_for(end)), end);
+        }
+        assert_eq!(origin_for(LeftoversEnd::CallerGone), Origin::ParentLost);
+    }
+}

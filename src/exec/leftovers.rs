@@ -1,0 +1,149 @@
+//! The leftovers rule a front end asks its broker for: whether processes its command leaves
+//! running are kept (the shell shim's default, as bash keeps them; `tether exec
+//! --keep-leftovers`), for how long at most, and for whom: the process that ran us.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use crate::protocol::{Custodian, CustodianRole, LeftoversRule};
+
+pub const LEFTOVERS_ENV: &str = "TETHER_LEFTOVERS";
+pub const LEFTOVERS_MAX_ENV: &str = "TETHER_LEFTOVERS_MAX";
+
+/// The rule, as said when a value is refused.
+pub const RULE: &str = "TETHER_LEFTOVERS is `keep` (the default for the shell shim: processes a command leaves running, such as a server started with `&`, go on until the caller that ran it exits, `tether stop`, or TETHER_LEFTOVERS_MAX) or `stop` (they are stopped when the command's main process exits); TETHER_LEFTOVERS_MAX is a duration (500ms, 30s, 10m, 2h; at most a week)";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeftoversError {
+    #[error("{LEFTOVERS_ENV}={0:?} is neither `keep` nor `stop`; {RULE}")]
+    Rule(String),
+    #[error("{LEFTOVERS_MAX_ENV}={0:?} is not a duration; {RULE}")]
+    Max(String),
+}
+
+/// What the front end chose, before it is a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LeftoversChoice {
+    pub keep: bool,
+    pub max: Option<Duration>,
+}
+
+impl LeftoversChoice {
+    /// The shim's: `TETHER_LEFTOVERS` (default keep) and `TETHER_LEFTOVERS_MAX`.
+    pub fn for_shim() -> Result<LeftoversChoice, LeftoversError> {
+        from_vars(None, |name| std::env::var_os(name))
+    }
+
+    /// `tether exec`'s: nothing outlives it unless `--keep-leftovers`; then
+    /// `TETHER_LEFTOVERS_MAX` applies.
+    pub fn for_exec(keep_leftovers: bool) -> Result<LeftoversChoice, LeftoversError> {
+        if !keep_leftovers {
+            return Ok(LeftoversChoice::default());
+        }
+        from_vars(Some(true), |name| std::env::var_os(name))
+    }
+
+    /// The rule for the launch request, with the process that ran us as the custodian.
+    pub fn rule(self) -> LeftoversRule {
+        LeftoversRule {
+            keep: self.keep,
+            max_ms: self.max.map(|d| d.as_millis() as u64),
+            custodians: if self.keep {
+                caller().into_iter().collect()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+/// Reads the rule from `var`; `keep`: the choice already made (no `TETHER_LEFTOVERS` read).
+fn from_vars(
+    keep: Option<bool>,
+    var: impl Fn(&str) -> Option<OsString>,
+) -> Result<LeftoversChoice, LeftoversError> {
+    let text = |name| var(name).map(|v| v.to_string_lossy().trim().to_string());
+    let keep = match keep {
+        Some(keep) => keep,
+        None => match text(LEFTOVERS_ENV).as_deref() {
+            None | Some("") | Some("keep") => true,
+            Some("stop") => false,
+            Some(other) => return Err(LeftoversError::Rule(other.to_string())),
+        },
+    };
+    let max = match text(LEFTOVERS_MAX_ENV) {
+        None => None,
+        Some(value) if value.is_empty() => None,
+        Some(value) => Some(
+            crate::units::parse_duration(&value)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or(LeftoversError::Max(value))?,
+        ),
+    };
+    Ok(LeftoversChoice { keep, max })
+}
+
+/// The process that ran us, by pid and start time. `getppid` is read again after the start
+/// time: a parent that exited meanwhile (we were re-parented) is no custodian; the broker
+/// then finds none and stops the leftovers at once.
+fn caller() -> Option<Custodian> {
+    let parent = rustix::process::getppid()?.as_raw_nonzero().get();
+    let stat = crate::procfs::read_stat(parent)?;
+    let still = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+    (still == Some(parent)).then_some(Custodian {
+        pid: parent,
+        start_ticks: stat.start_ticks,
+        role: CustodianRole::Caller,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<LeftoversChoice, LeftoversError> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        from_vars(None, move |name| {
+            vars.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| OsString::from(v))
+        })
+    }
+
+    #[test]
+    fn the_shim_keeps_by_default_and_takes_a_longest_custody() {
+        let keep = LeftoversChoice {
+            keep: true,
+            max: None,
+        };
+        assert_eq!(read(&[]), Ok(keep));
+        assert_eq!(read(&[(LEFTOVERS_ENV, "keep")]), Ok(keep));
+        assert_eq!(
+            read(&[(LEFTOVERS_ENV, "stop")]),
+            Ok(LeftoversChoice::default())
+        );
+        assert_eq!(
+            read(&[(LEFTOVERS_MAX_ENV, "90s")]),
+            Ok(LeftoversChoice {
+                keep: true,
+                max: Some(Duration::from_secs(90)),
+            })
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_rule() {
+        let err = read(&[(LEFTOVERS_ENV, "forever")]).unwrap_err();
+        assert_eq!(err, LeftoversError::Rule("forever".into()));
+        assert!(err.to_string().contains("neither `keep` nor `stop`"));
+        for bad in ["soon", "0s", "-1s", "30d", "5 parsecs"] {
+            let err = read(&[(LEFTOVERS_MAX_ENV, bad)]).unwrap_err();
+            assert_eq!(err, LeftoversError::Max(bad.into()), "{bad}");
+            assert!(err.to_string().contains(RULE));
+        }
+    }
+}
