@@ -113,6 +113,11 @@ enum Command {
         /// memory controller is available; otherwise the journal says so.
         #[arg(long, value_parser = parse_size, value_name = "SIZE")]
         max_memory: Option<u64>,
+        /// When the command cannot be run under a broker (the journal cannot be created: a
+        /// full disk, a read-only state directory), run it directly, unjournaled, after one
+        /// line on stderr, instead of failing with 125 (what the shell shim always does).
+        #[arg(long)]
+        fail_open: bool,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -151,6 +156,13 @@ enum Command {
         /// Print what would be removed; remove nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Apply retention as it runs after each command: [retention]'s rules, or its
+        /// default (14 days, 5 GiB) when none is set; nothing when `enabled = false`. Quiet.
+        #[arg(long, conflicts_with_all = ["older_than", "keep", "max_size", "dry_run"])]
+        retention: bool,
+        /// With --retention: a session never removed (the shim's own).
+        #[arg(long, requires = "retention", hide = true, value_name = "SESSION")]
+        protect: Option<String>,
     },
     /// Search what commands printed (their stored stdout and stderr) with a regex, in every
     /// session or the given ones. Exit status as grep's: 0 matched, 1 nothing, 2 error.
@@ -287,6 +299,7 @@ fn main() {
             no_pty,
             max_procs,
             max_memory,
+            fail_open,
             argv,
         }) => match chosen_session(session.as_deref()) {
             Ok(session) => exec::main(ExecOptions {
@@ -306,6 +319,8 @@ fn main() {
                     max_procs,
                     max_memory,
                 },
+                fail_open,
+                retention: exec::RetentionRun::AtSessionEnd,
             }),
             Err(err) => usage_error(&err),
         },
@@ -326,10 +341,23 @@ fn main() {
             output.as_deref(),
         ),
         Some(Command::Prune {
+            retention: true,
+            protect,
+            ..
+        }) => match tether::journal::state_dir(cli.state_dir.as_deref()) {
+            Ok(state) => tether::prune::detached::main(&state, protect.as_deref()),
+            Err(err) => {
+                eprintln!("tether: {err}");
+                2
+            }
+        },
+        Some(Command::Prune {
             older_than,
             keep,
             max_size,
             dry_run,
+            retention: false,
+            protect: _,
         }) => {
             let rules = tether::prune::Rules {
                 older_than,

@@ -96,6 +96,9 @@ pub(super) struct Conversation {
     /// Signals sent on behalf of a control-socket client (`tether stop`, `kill`, `signal`
     /// from elsewhere), to say so when the command ends.
     from_outside: Vec<Sent>,
+    /// What the journal could not keep (a cap, a disk that filled), each said once, to be
+    /// told in one line after the command's last bytes: never in the middle of its stderr.
+    pub(super) journal_losses: Vec<String>,
 }
 
 impl Conversation {
@@ -121,6 +124,7 @@ impl Conversation {
             watch: PingWatch::default(),
             forward_signals: false,
             from_outside: Vec::new(),
+            journal_losses: Vec::new(),
         }
     }
 
@@ -237,6 +241,12 @@ impl Conversation {
         }
     }
 
+    fn journal_lost(&mut self, message: String) {
+        if !self.journal_losses.contains(&message) {
+            self.journal_losses.push(message);
+        }
+    }
+
     /// Acts on one line from the broker. `Ok(Some(_))` ends the conversation; `Err` means
     /// our own output is gone and the command should be stopped.
     fn on_line(&mut self, line: BrokerLine) -> Result<Option<End>, ()> {
@@ -264,9 +274,9 @@ impl Conversation {
                 let parents = [self.broker_pid, std::process::id() as i32];
                 self.leader = GroupLeader::find(pgid, &parents);
             }
-            // The cap limits what is stored, not what we copy; say so all the same.
+            // The cap limits what is stored, not what we copy; say so all the same, later.
             EventKind::OutputCapped { message, .. } | EventKind::EventsCapped { message, .. } => {
-                say!("{message}");
+                self.journal_lost(message);
             }
             EventKind::SpawnError { code, message } => {
                 self.outcome.spawn_error = Some((code, message))
@@ -276,15 +286,19 @@ impl Conversation {
                 self.leader = None;
             }
             EventKind::BrokerFailure { message, .. } => {
-                if !self.json {
-                    say!("{message}");
-                }
-                self.outcome.broker_failure_shown = !self.json;
-                self.outcome.broker_failure = Some(message);
                 if !self.started {
-                    // The launch itself was refused: nothing runs, nothing will.
+                    // The launch itself was refused: nothing runs, nothing will. The caller
+                    // says why, or runs the command directly (`--fail-open`).
+                    self.outcome.broker_failure = Some(message);
                     return Ok(Some(End::Refused));
                 }
+                // The command runs on: said once it is over, with any other loss (with
+                // --json, the event says it).
+                self.outcome.broker_failure_shown = !self.json;
+                if !self.json {
+                    self.journal_lost(message.clone());
+                }
+                self.outcome.broker_failure = Some(message);
             }
             EventKind::SignalSent {
                 signal,

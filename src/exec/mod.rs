@@ -59,6 +59,23 @@ pub struct ExecOptions {
     pub pty: bool,
     /// `--max-procs`, `--max-memory`: limits on the command's cgroup.
     pub limits: crate::cgroup::Limits,
+    /// `--fail-open` (always, for the shell shim): when the command cannot be run under a
+    /// broker (the journal cannot be created: a full disk, a read-only or foreign state
+    /// directory), it runs directly, exec'd in tether's place, after one line on stderr.
+    pub fail_open: bool,
+    /// When retention runs after the command.
+    pub retention: RetentionRun,
+}
+
+/// When a front end applies retention (see [`crate::prune`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetentionRun {
+    /// In this process, once the session ends (`tether exec`), unless nested in another
+    /// tether's command: the outermost front end applies it when its own session ends.
+    AtSessionEnd,
+    /// In a detached process after the command, at most once a minute (the shell shim,
+    /// whose caller must get the exit status at once).
+    Detached,
 }
 
 /// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
@@ -74,20 +91,86 @@ pub enum SignalMode {
 }
 
 pub fn main(options: ExecOptions) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let fail_open = options.fail_open.then(|| FailOpen {
+        argv: options.argv.clone(),
+        arg0: options.arg0.clone(),
+        retention: options.retention,
+    });
+    let ran = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt,
-        Err(err) => {
-            say!("cannot start the event loop: {err}");
-            return EXIT_TETHER_FAILED;
-        }
+        Ok(runtime) => runtime.block_on(run(options)),
+        Err(err) => Ok(Ran::NotStarted {
+            reason: format!("cannot start the event loop: {err}"),
+            state: None,
+        }),
     };
-    runtime.block_on(run(options)).unwrap_or_else(|err| {
-        say!("{err:#}");
-        EXIT_TETHER_FAILED
-    })
+    match (ran, fail_open) {
+        (Ok(Ran::Code(code)), _) => code,
+        (Ok(Ran::NotStarted { reason, state }), Some(open)) => {
+            say!("not journaled: {reason}");
+            if let (Some(state), RetentionRun::Detached) = (state, open.retention) {
+                // A full disk is when retention is wanted most.
+                crate::prune::detached::after_command(&state, None);
+            }
+            exec_directly(&open.argv, open.arg0.as_deref().map(std::ffi::OsStr::new))
+        }
+        (Ok(Ran::NotStarted { reason, .. }), None) => {
+            say!("{reason}");
+            EXIT_TETHER_FAILED
+        }
+        (Err(err), _) => {
+            say!("{err:#}");
+            EXIT_TETHER_FAILED
+        }
+    }
+}
+
+/// What `--fail-open` needs to run the command without tether.
+struct FailOpen {
+    argv: Vec<String>,
+    arg0: Option<String>,
+    retention: RetentionRun,
+}
+
+/// How [`run`] ended, short of an error once the command may have started.
+enum Ran {
+    /// The exit code: the command's, or tether's own failure once it had started.
+    Code(i32),
+    /// The command could not be run under a broker and has not started.
+    NotStarted {
+        reason: String,
+        /// The state directory, if it was found.
+        state: Option<PathBuf>,
+    },
+}
+
+/// Becomes `argv` (seen as `arg0`, if given), as a shell would run it: without tether,
+/// nothing of tether's left in the process. Returns only when it cannot, with the code a
+/// shell gives (127 not found, 126 not executable).
+pub fn exec_directly(argv: &[impl AsRef<std::ffi::OsStr>], arg0: Option<&std::ffi::OsStr>) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let Some(program) = argv.first() else {
+        say!("cannot run an empty command");
+        return EXIT_NOT_FOUND;
+    };
+    // Orphans of what runs now are not ours to reap.
+    let _ = rustix::process::set_child_subreaper(None);
+    let mut command = std::process::Command::new(program);
+    if let Some(arg0) = arg0 {
+        command.arg0(arg0);
+    }
+    let err = command.args(&argv[1..]).exec();
+    say!(
+        "cannot run {}: {err}",
+        Path::new(program.as_ref()).display()
+    );
+    if err.kind() == std::io::ErrorKind::NotFound {
+        EXIT_NOT_FOUND
+    } else {
+        EXIT_NOT_EXECUTABLE
+    }
 }
 
 /// What the events said about how the command ended.
@@ -132,20 +215,38 @@ impl Outcome {
     }
 }
 
-async fn run(options: ExecOptions) -> anyhow::Result<i32> {
-    let state = state_dir(options.state_dir.as_deref())?;
-    let mut session = Session::create(&state, options.session.as_ref())?;
+async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
+    // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
+    // still run it directly.
+    let not_started = |err: anyhow::Error, state: Option<&Path>| {
+        Ok(Ran::NotStarted {
+            reason: format!("{err:#}"),
+            state: state.map(Path::to_path_buf),
+        })
+    };
+    let state = match state_dir(options.state_dir.as_deref()) {
+        Ok(state) => state,
+        Err(err) => return not_started(err.into(), None),
+    };
+    let mut session = match Session::create(&state, options.session.as_ref()) {
+        Ok(session) => session,
+        Err(err) => return not_started(err.into(), Some(&state)),
+    };
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
         .name
         .clone()
         .unwrap_or_else(|| derive_name(&CommandSpec::Argv(options.argv.clone())));
-    let journal = session.next_command_dir(&name).map_err(|err| {
-        anyhow::anyhow!(
-            "cannot create the command's journal directory in {}: {err}",
-            session.path().display()
-        )
-    })?;
+    let journal = match session.next_command_dir(&name) {
+        Ok(journal) => journal,
+        Err(err) => {
+            let err = anyhow::anyhow!(
+                "cannot create the command's journal directory in {}: {err}",
+                session.path().display()
+            );
+            return not_started(err, Some(&state));
+        }
+    };
     let journal_dir = journal.path().to_path_buf();
     // Our stdin becomes the command's, as a shell would give it. (std opens /dev/null for a
     // closed descriptor 0 at start, so there is always one.)
@@ -190,15 +291,27 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
-    become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
-    let signals = Signals::install(request.terminal.is_some())?;
+    if let Err(err) = become_subreaper() {
+        let err = anyhow::anyhow!("cannot become a child subreaper: {err}");
+        return not_started(err, Some(&state));
+    }
+    let signals = match Signals::install(request.terminal.is_some()) {
+        Ok(signals) => signals,
+        Err(err) => return not_started(err.into(), Some(&state)),
+    };
     let live = LiveBrokers::new();
     let pipes = if options.json {
         None
     } else {
-        Some(CopyPipes::new().map_err(|err| {
-            anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}")
-        })?)
+        match CopyPipes::new() {
+            Ok(pipes) => Some(pipes),
+            Err(err) => {
+                let err = anyhow::anyhow!(
+                    "cannot create the pipes that copy the command's output: {err}"
+                );
+                return not_started(err, Some(&state));
+            }
+        }
     };
     let (copy_read, copy_write) = match pipes {
         Some(CopyPipes { read, write }) => (Some(read), Some(write)),
@@ -210,9 +323,14 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
             mirror: copy_write,
             stdin,
         };
-        let broker = BrokerProcess::spawn(&request, &journal, handover, Stdio::inherit())
-            .await
-            .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
+        let broker =
+            match BrokerProcess::spawn(&request, &journal, handover, Stdio::inherit()).await {
+                Ok(broker) => broker,
+                Err(err) => {
+                    let err = anyhow::anyhow!("cannot start the broker: {err}");
+                    return not_started(err, Some(&state));
+                }
+            };
         let ticket = registry.register(broker.pid());
         (broker, ticket)
     };
@@ -235,8 +353,21 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         leader,
         cgroup,
         stop_asked,
+        journal_losses,
         ..
     } = conversation;
+    if end == End::Refused {
+        let reason = outcome.broker_failure.unwrap_or_else(|| {
+            format!(
+                "the broker refused the launch; see the journal in {}",
+                journal_dir.display()
+            )
+        });
+        return Ok(Ran::NotStarted {
+            reason,
+            state: Some(state),
+        });
+    }
     let why = match end {
         End::Closed | End::Refused => None,
         End::Lost => Some("broker lost"),
@@ -253,24 +384,29 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
     let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT), &journal_dir));
+    // After the command's last bytes: one line for whatever the journal lost, however
+    // many times it lost it (a disk that filled: every stream, the event log, the result).
+    if !journal_losses.is_empty() {
+        say!("journal incomplete: {}", journal_losses.join("; "));
+    }
     if !outcome.closed {
         let complete = recover_from_journal(&journal_dir, &mut outcome);
         if why.is_some() && !complete {
-            return Ok(EXIT_TETHER_FAILED);
+            return Ok(Ran::Code(EXIT_TETHER_FAILED));
         }
     }
     let code = outcome.exit_code(&journal_dir);
-    // The session ends with us, unless we are the shell shim or nested in another tether's
-    // command: then the outermost front end applies retention when its own session ends.
     let nested = std::env::var_os(crate::journal::BROKER_ID_ENV).is_some();
-    if options.signals == SignalMode::Stop && !nested {
-        crate::prune::at_session_end(&state, &session.id);
+    match options.retention {
+        RetentionRun::AtSessionEnd if !nested => crate::prune::at_session_end(&state, &session.id),
+        RetentionRun::AtSessionEnd => {}
+        RetentionRun::Detached => crate::prune::detached::after_command(&state, Some(&session.id)),
     }
-    Ok(if copy_failed {
+    Ok(Ran::Code(if copy_failed {
         EXIT_TETHER_FAILED
     } else {
         code
-    })
+    }))
 }
 
 /// Says what could not be copied to our own streams. Returns whether anything failed.
