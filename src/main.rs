@@ -321,6 +321,7 @@ fn main() {
                 },
                 fail_open,
                 retention: exec::RetentionRun::AtSessionEnd,
+                relay_keys: false,
             }),
             Err(err) => usage_error(&err),
         },

@@ -8,9 +8,10 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
 use super::copy::OutputCopy;
+use super::keys::{KeyRelay, typed};
 use super::{HEARTBEAT, Outcome, QUIET_PING, STOP_PATIENCE, STOP_SLACK};
 use crate::control::report::{Sent, describe_signals};
-use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker};
+use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker, input_requests};
 use crate::supervisor::leftovers::GroupLeader;
 use crate::supervisor::liveness::{Heartbeat, PingWatch, is_stopped};
 use crate::supervisor::{BrokerLine, BrokerProcess};
@@ -99,6 +100,8 @@ pub(super) struct Conversation {
     /// What the journal could not keep (a cap, a disk that filled), each said once, to be
     /// told in one line after the command's last bytes: never in the middle of its stderr.
     pub(super) journal_losses: Vec<String>,
+    /// Our terminal's keys, passed to the command's (see [`super::keys`]).
+    pub(super) keys: Option<KeyRelay>,
 }
 
 impl Conversation {
@@ -125,6 +128,7 @@ impl Conversation {
             forward_signals: false,
             from_outside: Vec::new(),
             journal_losses: Vec::new(),
+            keys: None,
         }
     }
 
@@ -166,6 +170,11 @@ impl Conversation {
                 _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal(nix::sys::signal::Signal::SIGHUP)); }
                 // Whoever read our output is gone: stop the command, as SIGPIPE would.
                 Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
+                typed = typed(&mut self.keys) => {
+                    for request in input_requests(&typed) {
+                        let _ = broker.post(&request);
+                    }
+                }
                 line = broker.next_line() => {
                     let Some(line) = line else { return End::Lost };
                     self.watch.heard();
@@ -231,11 +240,17 @@ impl Conversation {
             return;
         }
         self.paused |= broker.post(&group_signal(ProcessSignal::TSTP)).is_ok();
+        if let Some(keys) = &self.keys {
+            keys.pause();
+        }
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     }
 
     /// `fg`/`bg` (or any SIGCONT): the group we paused goes on too.
     fn resume(&mut self, broker: &mut BrokerProcess) {
+        if let Some(keys) = &self.keys {
+            keys.resume();
+        }
         if std::mem::take(&mut self.paused) {
             let _ = broker.post(&group_signal(ProcessSignal::CONT));
         }

@@ -11,6 +11,7 @@ macro_rules! say {
 
 mod conversation;
 mod copy;
+mod keys;
 mod terminal;
 
 use std::collections::BTreeMap;
@@ -65,6 +66,10 @@ pub struct ExecOptions {
     pub fail_open: bool,
     /// When retention runs after the command.
     pub retention: RetentionRun,
+    /// Where our stdin is our terminal and the command gets terminals: its stdin is its own
+    /// terminal too, which gets the keys typed into ours, so that it can read `/dev/tty`
+    /// (the shell shim; see `keys`).
+    pub relay_keys: bool,
 }
 
 /// When a front end applies retention (see [`crate::prune`]).
@@ -248,9 +253,21 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         }
     };
     let journal_dir = journal.path().to_path_buf();
+    // With --json our stdout carries events, not the command's output.
+    let terminal = if options.pty && !options.json {
+        terminal::own_terminal()
+    } else {
+        None
+    };
+    let relay = (options.relay_keys
+        && !options.no_stdin
+        && terminal.is_some()
+        && keys::stdin_is_our_foreground_terminal())
+    .then(keys::KeyRelay::start)
+    .flatten();
     // Our stdin becomes the command's, as a shell would give it. (std opens /dev/null for a
     // closed descriptor 0 at start, so there is always one.)
-    let stdin = if options.no_stdin {
+    let stdin = if options.no_stdin || relay.is_some() {
         None
     } else {
         std::io::stdin().as_fd().try_clone_to_owned().ok()
@@ -274,19 +291,14 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
         heartbeat_ms: Some(QUIET_PING.as_millis() as u64),
         mirror: !options.json,
-        stdin: if stdin.is_some() {
-            StdinSource::Inherit
-        } else {
-            StdinSource::Null
+        stdin: match (&relay, &stdin) {
+            (Some(_), _) => StdinSource::Terminal,
+            (None, Some(_)) => StdinSource::Inherit,
+            (None, None) => StdinSource::Null,
         },
         session: Some(session.reference(&journal)),
         arg0: options.arg0.clone(),
-        // With --json our stdout carries events, not the command's output.
-        terminal: if options.pty && !options.json {
-            terminal::own_terminal()
-        } else {
-            None
-        },
+        terminal,
         limits: options.limits,
     };
 
@@ -340,6 +352,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
     let mut conversation = Conversation::new(broker.pid(), options.json, grace, copy);
     conversation.cgroup = broker.expected_cgroup.clone();
     conversation.forward_signals = options.signals == SignalMode::Forward;
+    conversation.keys = relay;
     let end = conversation.converse(&mut broker, signals).await;
     if end != End::Closed {
         // Through the unreaped `Child`: its pid cannot have been reused.

@@ -187,6 +187,8 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         // The caller asked for a shell: it gets one whatever state tether's journal is in.
         fail_open: true,
         retention: RetentionRun::Detached,
+        // A prompt on /dev/tty gets the keys, as under the shell.
+        relay_keys: true,
     })
 }
 
