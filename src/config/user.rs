@@ -57,7 +57,6 @@ impl UserConfig {
         }
         Some(
             self.retention
-                .clone()
                 .filter(|rules| !rules.is_empty())
                 .unwrap_or(DEFAULT_RETENTION),
         )

@@ -235,7 +235,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
     };
     let mut session = match Session::create(&state, options.session.as_ref()) {
         Ok(session) => session,
-        Err(err) => return not_started(err.into(), Some(&state)),
+        Err(err) => return not_started(err, Some(&state)),
     };
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
