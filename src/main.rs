@@ -118,6 +118,11 @@ enum Command {
         /// memory controller is available; otherwise the journal says so.
         #[arg(long, value_parser = parse_size, value_name = "SIZE")]
         max_memory: Option<u64>,
+        /// When the command cannot be run under a broker (the journal cannot be created: a
+        /// full disk, a read-only state directory), run it directly, unjournaled, after one
+        /// line on stderr, instead of failing with 125 (what the shell shim always does).
+        #[arg(long)]
+        fail_open: bool,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         argv: Vec<String>,
@@ -164,6 +169,13 @@ enum Command {
         /// Print what would be removed; remove nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Apply retention as it runs after each command: [retention]'s rules, or its
+        /// default (14 days, 5 GiB) when none is set; nothing when `enabled = false`. Quiet.
+        #[arg(long, conflicts_with_all = ["older_than", "keep", "max_size", "dry_run"])]
+        retention: bool,
+        /// With --retention: a session never removed (the shim's own).
+        #[arg(long, requires = "retention", hide = true, value_name = "SESSION")]
+        protect: Option<String>,
     },
     /// Search what commands printed (their stored stdout and stderr) with a regex, in every
     /// session or the given ones. Exit status as grep's: 0 matched, 1 nothing, 2 error.
@@ -301,6 +313,7 @@ fn main() {
             keep_leftovers,
             max_procs,
             max_memory,
+            fail_open,
             argv,
         }) => match (
             chosen_session(session.as_deref()),
@@ -324,6 +337,9 @@ fn main() {
                     max_memory,
                 },
                 leftovers,
+                fail_open,
+                retention: exec::RetentionRun::AtSessionEnd,
+                relay_keys: false,
             }),
             (Err(err), _) => usage_error(&err),
             (_, Err(err)) => usage_error(&err.to_string()),
@@ -351,10 +367,23 @@ fn main() {
             output.as_deref(),
         ),
         Some(Command::Prune {
+            retention: true,
+            protect,
+            ..
+        }) => match tether::journal::state_dir(cli.state_dir.as_deref()) {
+            Ok(state) => tether::prune::detached::main(&state, protect.as_deref()),
+            Err(err) => {
+                eprintln!("tether: {err}");
+                2
+            }
+        },
+        Some(Command::Prune {
             older_than,
             keep,
             max_size,
             dry_run,
+            retention: false,
+            protect: _,
         }) => {
             let rules = tether::prune::Rules {
                 older_than,

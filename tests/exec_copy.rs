@@ -4,10 +4,9 @@
 mod common;
 
 use std::fs::{self, File};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use common::mounts::Mounted;
+use common::disk::SmallDisk;
 use common::{BIN, TAG_VAR, TestEnv};
 
 fn expected_seq(n: u32) -> Vec<u8> {
@@ -45,33 +44,15 @@ fn a_failed_write_to_our_stdout_is_an_error_not_success() {
     env.finish();
 }
 
-/// A small tmpfs for the state directory, unmounted when dropped.
-struct SmallDisk {
-    path: PathBuf,
-    _mounted: Mounted,
-}
-
-impl SmallDisk {
-    fn mount(env: &TestEnv) -> Option<SmallDisk> {
-        let path = env.path("disk");
-        fs::create_dir(&path).expect("mkdir");
-        let mounted = Mounted::new(&["-t", "tmpfs", "-o", "size=128k", "tmpfs"], &path)?;
-        Some(SmallDisk {
-            path,
-            _mounted: mounted,
-        })
-    }
-}
-
 #[test]
 fn a_full_journal_disk_caps_the_journal_not_the_copy() {
     let env = TestEnv::new("full_disk");
-    let Some(disk) = SmallDisk::mount(&env) else {
+    let Some(disk) = SmallDisk::mount(&env, "128k") else {
         return;
     };
     let run = Command::new(BIN)
         .args(["exec", "--state-dir"])
-        .arg(disk.path.join("state"))
+        .arg(disk.path().join("state"))
         .args(["--", "sh", "-c", "seq 1 200000; echo last-words >&2"])
         .env(TAG_VAR, &env.tag)
         .stdin(Stdio::null())

@@ -11,18 +11,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::disk::SmallDisk;
 use common::journal::{exit_status, load_complete, read, signals_sent};
 use common::procs::signal;
+use common::tmux::Tmux;
 use common::{BIN, RunningExec, TAG_VAR, TestEnv, wait_for_text};
 use nix::sys::signal::Signal;
 
 /// A command for the shim (`program` is tether or one of its links), in the test's state
-/// dir, tagged, outside any session or broker the test runner may be in.
+/// dir and config dir, tagged, outside any session or broker the test runner may be in.
 fn shim_command(env: &TestEnv, program: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(program);
     command
         .args(args)
         .env("TETHER_STATE_DIR", env.state_dir())
+        .env("XDG_CONFIG_HOME", env.path("config"))
         .env(TAG_VAR, &env.tag)
         .env_remove("TETHER_SESSION")
         .env_remove("TETHER_BROKER_ID")
@@ -343,5 +346,210 @@ fn shims_refuses_to_overwrite_what_is_not_its_link() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(stdout.matches(verb).count(), 3, "{stdout}");
     }
+    env.finish();
+}
+
+/// The shim's stderr, as text.
+fn stderr_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `tether sh -c SCRIPT a b` in `state`, and `/bin/sh -c SCRIPT a b`: same stdout, same
+/// status, and the shim's stderr is one `tether: not journaled:` line.
+fn runs_as_the_shell_unjournaled(env: &TestEnv, state: &Path, what: &str) {
+    let script = "echo hi; echo \"$0 $1\"; exit 3";
+    let mut shim = tether_sh(env, &["-c", script, "a", "b"]);
+    shim.env("TETHER_STATE_DIR", state);
+    let shim = run(env, shim, b"");
+    let mut real = Command::new("/bin/sh");
+    real.args(["-c", script, "a", "b"]);
+    let real = run(env, real, b"");
+    assert_eq!(
+        (shim.status.code(), &shim.stdout),
+        (real.status.code(), &real.stdout),
+        "{what}: {}",
+        stderr_text(&shim)
+    );
+    let said = stderr_text(&shim);
+    assert_eq!(said.lines().count(), 1, "{what}: {said}");
+    assert!(
+        said.starts_with("tether: not journaled: "),
+        "{what}: {said}"
+    );
+}
+
+#[test]
+fn a_state_dir_that_cannot_be_written_leaves_the_shell_unjournaled_not_refused() {
+    let env = TestEnv::new("shim_fail_open");
+    // Someone else's state directory: refused by tether, not by the shell.
+    let foreign = env.path("foreign");
+    fs::create_dir(&foreign).unwrap();
+    std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+    runs_as_the_shell_unjournaled(&env, &foreign, "a state dir owned by nobody");
+    let Some(disk) = SmallDisk::mount(&env, "256k") else {
+        return env.finish();
+    };
+    let state = disk.path().join("state");
+    disk.fill();
+    runs_as_the_shell_unjournaled(&env, &state, "a full disk");
+    // `tether exec` fails closed there, unless --fail-open.
+    let exec = |options: &[&str]| {
+        let mut command = Command::new(BIN);
+        command
+            .arg("exec")
+            .arg("--state-dir")
+            .arg(&state)
+            .args(options)
+            .args(["--", "sh", "-c", "echo ran; exit 6"])
+            .env("XDG_CONFIG_HOME", env.path("config"))
+            .env(common::TAG_VAR, &env.tag);
+        run(&env, command, b"")
+    };
+    let closed = exec(&[]);
+    assert_eq!(closed.status.code(), Some(125), "{}", stderr_text(&closed));
+    assert!(closed.stdout.is_empty(), "the command did not run");
+    let open = exec(&["--fail-open"]);
+    assert_eq!(open.status.code(), Some(6), "{}", stderr_text(&open));
+    assert_eq!(open.stdout, b"ran\n");
+    let said = stderr_text(&open);
+    assert!(
+        said.lines().count() == 1 && said.starts_with("tether: not journaled: "),
+        "{said}"
+    );
+    // Read-only: the same.
+    disk.unfill();
+    if disk.read_only() {
+        runs_as_the_shell_unjournaled(&env, &state, "a read-only disk");
+    } else {
+        eprintln!("skipped: cannot remount the disk read-only");
+    }
+    drop(disk);
+    env.finish();
+}
+
+#[test]
+fn a_disk_that_fills_during_a_run_adds_one_line_at_most() {
+    let env = TestEnv::new("shim_fills");
+    let Some(disk) = SmallDisk::mount(&env, "256k") else {
+        return env.finish();
+    };
+    // Far more than the disk holds, on both streams.
+    let script = "head -c 400000 /dev/zero | tr '\\0' a; head -c 400000 /dev/zero | tr '\\0' b >&2; echo end >&2; exit 4";
+    let mut shim = tether_sh(&env, &["-c", script]);
+    shim.env("TETHER_STATE_DIR", disk.path().join("state"));
+    let out = run(&env, shim, b"");
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_text(&out));
+    assert_eq!(out.stdout, vec![b'a'; 400_000]);
+    let mut expected = vec![b'b'; 400_000];
+    expected.extend_from_slice(b"end\n");
+    assert!(
+        out.stderr.starts_with(&expected),
+        "the command's stderr comes first, whole"
+    );
+    let ours = String::from_utf8_lossy(&out.stderr[expected.len()..]).into_owned();
+    assert!(ours.lines().count() <= 1, "{ours}");
+    assert!(ours.is_empty() || ours.starts_with("tether: "), "{ours}");
+    drop(disk);
+    env.finish();
+}
+
+/// How many sessions the test's state dir holds.
+fn session_count(env: &TestEnv) -> usize {
+    fs::read_dir(env.state_dir().join("sessions"))
+        .map_or(0, |dir| dir.flatten().filter(|e| e.path().is_dir()).count())
+}
+
+/// Waits until nothing the test started runs (a detached retention included).
+fn settle(env: &TestEnv) {
+    common::wait_until(env, "the detached retention to end", || {
+        common::procs::tagged(&env.tag).is_empty()
+    });
+}
+
+/// The retention stamp, made as old as if the last run were two minutes ago.
+fn age_stamp(env: &TestEnv) {
+    let stamp = fs::File::options()
+        .write(true)
+        .open(env.state_dir().join("retention.stamp"))
+        .expect("the shim made a retention stamp");
+    let then = std::time::SystemTime::now() - Duration::from_secs(120);
+    stamp.set_modified(then).unwrap();
+}
+
+#[test]
+fn shim_calls_apply_retention_detached_at_most_once_a_minute() {
+    let env = TestEnv::new("shim_retention");
+    let config = env.path("config").join("tether");
+    fs::create_dir_all(&config).unwrap();
+    fs::write(config.join("config.toml"), "[retention]\nkeep = 5\n").unwrap();
+    let call = || {
+        let out = run(&env, tether_sh(&env, &["-c", "echo x"]), b"");
+        assert_eq!(out.stdout, b"x\n", "{}", stderr_text(&out));
+        assert!(out.stderr.is_empty(), "{}", stderr_text(&out));
+    };
+    for _ in 0..30 {
+        call();
+    }
+    settle(&env);
+    // The first call's run was the only one within the minute.
+    assert!(session_count(&env) >= 25, "{}", session_count(&env));
+    // A minute later, the next call applies it.
+    age_stamp(&env);
+    call();
+    common::wait_until(&env, "retention to keep 5 sessions", || {
+        session_count(&env) <= 5
+    });
+    settle(&env);
+    assert_eq!(session_count(&env), 5);
+    // Turned off: nothing goes, however old the stamp.
+    fs::write(
+        config.join("config.toml"),
+        "[retention]\nkeep = 1\nenabled = false\n",
+    )
+    .unwrap();
+    age_stamp(&env);
+    call();
+    settle(&env);
+    assert_eq!(session_count(&env), 6);
+    env.finish();
+}
+
+#[test]
+fn sh_help_is_the_shims() {
+    let env = TestEnv::new("shim_help");
+    let out = run(&env, tether_sh(&env, &["--help"]), b"");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.starts_with("tether's shell shim"), "{help}");
+    assert!(help.contains("-c COMMAND"), "{help}");
+    assert!(out.stderr.is_empty(), "{}", stderr_text(&out));
+    assert!(journals(&env).is_empty());
+    env.finish();
+}
+
+#[test]
+fn a_command_under_a_terminal_reads_dev_tty_as_under_the_shell() {
+    let env = TestEnv::new("shim_dev_tty");
+    let tmux = Tmux::start(&env, 100, 20);
+    tmux.type_line(
+        &env,
+        &format!(
+            "TETHER_STATE_DIR={} XDG_CONFIG_HOME={} {BIN} sh -c 'printf ask:; read x </dev/tty; echo got:$x; read y; echo stdin:$y'; echo rc=$?",
+            env.state_dir().display(),
+            env.path("config").display(),
+        ),
+    );
+    tmux.wait_screen(&env, "the prompt", |s| {
+        s.lines().any(|l| l.starts_with("ask:"))
+    });
+    tmux.type_line(&env, "typed");
+    tmux.wait_screen(&env, "what /dev/tty read", |s| s.contains("got:typed"));
+    tmux.type_line(&env, "second");
+    let screen = tmux.wait_screen(&env, "the shim's end", |s| s.contains("rc=0"));
+    assert!(screen.contains("stdin:second"), "{screen}");
+    // Echoed once, by the command's terminal.
+    assert_eq!(screen.matches("typed").count(), 2, "{screen}");
+    assert_eq!(journals(&env).len(), 1);
+    drop(tmux);
     env.finish();
 }

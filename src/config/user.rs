@@ -9,7 +9,15 @@
 //! older_than = "30d"   # remove sessions that ended longer ago than this
 //! keep = 100           # keep at most this many sessions
 //! max_size = "2G"      # keep the sessions directory under this size
+//! enabled = true       # false: never remove anything unasked (only `tether prune` does)
 //! ```
+//!
+//! Retention runs when a `tether exec` or the TUI's session ends, and after a shell shim's
+//! command (detached, at most once a minute per state directory). Without a `[retention]`
+//! section, or with one that sets no rule, [`DEFAULT_RETENTION`] applies: sessions that
+//! ended more than 14 days ago go, and the oldest go while all of them take more than
+//! 5 GiB, so a shim on PATH can never fill a disk by itself. `enabled = false` turns
+//! retention off altogether; `tether prune` with flags still removes what it is told.
 //!
 //! Errors name the file, the line and column, and the key, as `tether.toml`'s do.
 
@@ -23,12 +31,36 @@ use crate::prune::Rules;
 use crate::units::{parse_age, parse_size};
 
 /// Keys the `[retention]` table may hold, in the order the error message lists them.
-const RETENTION_KEYS: [&str; 3] = ["older_than", "keep", "max_size"];
+const RETENTION_KEYS: [&str; 4] = ["older_than", "keep", "max_size", "enabled"];
+
+/// The retention that applies when the user config sets none: 14 days, 5 GiB.
+pub const DEFAULT_RETENTION: Rules = Rules {
+    older_than: Some(std::time::Duration::from_secs(14 * 86_400)),
+    keep: None,
+    max_size: Some(5 << 30),
+};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UserConfig {
     /// The `[retention]` rules, if the section is there (even empty: then no rule).
     pub retention: Option<Rules>,
+    /// `[retention] enabled = false`: no retention at all, not even the default.
+    pub retention_disabled: bool,
+}
+
+impl UserConfig {
+    /// The rules retention applies: those of `[retention]`, or [`DEFAULT_RETENTION`] when it
+    /// sets none; `None` when it is turned off.
+    pub fn retention_rules(&self) -> Option<Rules> {
+        if self.retention_disabled {
+            return None;
+        }
+        Some(
+            self.retention
+                .filter(|rules| !rules.is_empty())
+                .unwrap_or(DEFAULT_RETENTION),
+        )
+    }
 }
 
 /// Where the user config lives: `$XDG_CONFIG_HOME/tether/config.toml` when that variable is
@@ -66,7 +98,11 @@ pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
     let mut config = UserConfig::default();
     for (key, value) in by_position(doc.get_ref()) {
         match key.get_ref().as_ref() {
-            "retention" => config.retention = Some(retention(&source, value)?),
+            "retention" => {
+                let (rules, enabled) = retention(&source, value)?;
+                config.retention = Some(rules);
+                config.retention_disabled = !enabled;
+            }
             other => {
                 return Err(source.error(
                     key.span().start,
@@ -81,7 +117,11 @@ pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
     Ok(config)
 }
 
-fn retention(source: &Source<'_>, value: &Spanned<DeValue<'_>>) -> Result<Rules, ConfigError> {
+/// The rules of a `[retention]` table, and its `enabled` (default true).
+fn retention(
+    source: &Source<'_>,
+    value: &Spanned<DeValue<'_>>,
+) -> Result<(Rules, bool), ConfigError> {
     let DeValue::Table(table) = value.get_ref() else {
         return Err(source.error(
             value.span().start,
@@ -93,6 +133,7 @@ fn retention(source: &Source<'_>, value: &Spanned<DeValue<'_>>) -> Result<Rules,
         ));
     };
     let mut rules = Rules::default();
+    let mut enabled = true;
     for (key, value) in by_position(table) {
         let name = format!("retention.{}", key.get_ref());
         let bad = |message: String| source.error(value.span().start, &name, message);
@@ -132,6 +173,15 @@ fn retention(source: &Source<'_>, value: &Spanned<DeValue<'_>>) -> Result<Rules,
                 };
                 rules.max_size = Some(parse_size(&text).map_err(|e| bad(format!("{name}: {e}")))?);
             }
+            "enabled" => {
+                let DeValue::Boolean(on) = value.get_ref() else {
+                    return Err(bad(format!(
+                        "{name}: expected true or false, found {}",
+                        value.get_ref().type_str()
+                    )));
+                };
+                enabled = *on;
+            }
             other => {
                 return Err(source.error(
                     key.span().start,
@@ -144,7 +194,7 @@ fn retention(source: &Source<'_>, value: &Spanned<DeValue<'_>>) -> Result<Rules,
             }
         }
     }
-    Ok(rules)
+    Ok((rules, enabled))
 }
 
 /// A value as the message shows it: the number itself, or its type.
@@ -181,6 +231,24 @@ mod tests {
     }
 
     #[test]
+    fn without_a_rule_the_default_applies_unless_turned_off() {
+        let rules = |text: &str| parse_user(text, "c.toml").unwrap().retention_rules();
+        assert_eq!(rules(""), Some(DEFAULT_RETENTION));
+        assert_eq!(rules("[retention]\n"), Some(DEFAULT_RETENTION));
+        assert_eq!(
+            rules("[retention]\nenabled = true\n"),
+            Some(DEFAULT_RETENTION)
+        );
+        assert_eq!(
+            rules("[retention]\nkeep = 5\n").and_then(|r| r.keep),
+            Some(5)
+        );
+        assert_eq!(rules("[retention]\nkeep = 5\nenabled = false\n"), None);
+        assert_eq!(rules("[retention]\nenabled = false\n"), None);
+        assert_eq!(DEFAULT_RETENTION.max_size, Some(5 << 30));
+    }
+
+    #[test]
     fn errors_name_the_file_the_line_and_the_key() {
         let cases = [
             ("[retention]\nkeep = -1\n", 2, "retention.keep", "0 or more"),
@@ -212,7 +280,13 @@ mod tests {
                 "[retention]\n\nkepe = 3\n",
                 3,
                 "retention.kepe",
-                "older_than, keep, max_size",
+                "older_than, keep, max_size, enabled",
+            ),
+            (
+                "[retention]\nenabled = \"no\"\n",
+                2,
+                "retention.enabled",
+                "true or false",
             ),
             ("retention = 3\n", 1, "retention", "expected a table"),
             (

@@ -8,9 +8,10 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
 use super::copy::OutputCopy;
+use super::keys::{KeyRelay, typed};
 use super::{HEARTBEAT, Outcome, QUIET_PING, STOP_PATIENCE, STOP_SLACK};
 use crate::control::report::{Sent, describe_signals};
-use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker};
+use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker, input_requests};
 use crate::supervisor::leftovers::GroupLeader;
 use crate::supervisor::liveness::{Heartbeat, PingWatch, is_stopped};
 use crate::supervisor::{BrokerLine, BrokerProcess};
@@ -99,6 +100,11 @@ pub(super) struct Conversation {
     /// Signals sent on behalf of a control-socket client (`tether stop`, `kill`, `signal`
     /// from elsewhere), to say so when the command ends.
     from_outside: Vec<Sent>,
+    /// What the journal could not keep (a cap, a disk that filled), each said once, to be
+    /// told in one line after the command's last bytes: never in the middle of its stderr.
+    pub(super) journal_losses: Vec<String>,
+    /// Our terminal's keys, passed to the command's (see [`super::keys`]).
+    pub(super) keys: Option<KeyRelay>,
 }
 
 impl Conversation {
@@ -124,6 +130,8 @@ impl Conversation {
             watch: PingWatch::default(),
             forward_signals: false,
             from_outside: Vec::new(),
+            journal_losses: Vec::new(),
+            keys: None,
         }
     }
 
@@ -165,6 +173,11 @@ impl Conversation {
                 _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal(nix::sys::signal::Signal::SIGHUP)); }
                 // Whoever read our output is gone: stop the command, as SIGPIPE would.
                 Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
+                typed = typed(&mut self.keys) => {
+                    for request in input_requests(&typed) {
+                        let _ = broker.post(&request);
+                    }
+                }
                 line = broker.next_line() => {
                     let Some(line) = line else { return End::Lost };
                     self.watch.heard();
@@ -230,13 +243,25 @@ impl Conversation {
             return;
         }
         self.paused |= broker.post(&group_signal(ProcessSignal::TSTP)).is_ok();
+        if let Some(keys) = &self.keys {
+            keys.pause();
+        }
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     }
 
     /// `fg`/`bg` (or any SIGCONT): the group we paused goes on too.
     fn resume(&mut self, broker: &mut BrokerProcess) {
+        if let Some(keys) = &self.keys {
+            keys.resume();
+        }
         if std::mem::take(&mut self.paused) {
             let _ = broker.post(&group_signal(ProcessSignal::CONT));
+        }
+    }
+
+    fn journal_lost(&mut self, message: String) {
+        if !self.journal_losses.contains(&message) {
+            self.journal_losses.push(message);
         }
     }
 
@@ -267,9 +292,9 @@ impl Conversation {
                 let parents = [self.broker_pid, std::process::id() as i32];
                 self.leader = GroupLeader::find(pgid, &parents);
             }
-            // The cap limits what is stored, not what we copy; say so all the same.
+            // The cap limits what is stored, not what we copy; say so all the same, later.
             EventKind::OutputCapped { message, .. } | EventKind::EventsCapped { message, .. } => {
-                say!("{message}");
+                self.journal_lost(message);
             }
             EventKind::SpawnError { code, message } => {
                 self.outcome.spawn_error = Some((code, message))
@@ -279,15 +304,19 @@ impl Conversation {
                 self.leader = None;
             }
             EventKind::BrokerFailure { message, .. } => {
-                if !self.json {
-                    say!("{message}");
-                }
-                self.outcome.broker_failure_shown = !self.json;
-                self.outcome.broker_failure = Some(message);
                 if !self.started {
-                    // The launch itself was refused: nothing runs, nothing will.
+                    // The launch itself was refused: nothing runs, nothing will. The caller
+                    // says why, or runs the command directly (`--fail-open`).
+                    self.outcome.broker_failure = Some(message);
                     return Ok(Some(End::Refused));
                 }
+                // The command runs on: said once it is over, with any other loss (with
+                // --json, the event says it).
+                self.outcome.broker_failure_shown = !self.json;
+                if !self.json {
+                    self.journal_lost(message.clone());
+                }
+                self.outcome.broker_failure = Some(message);
             }
             EventKind::SignalSent {
                 signal,

@@ -108,7 +108,11 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
         copied: 0,
         failure: None,
     };
-    let mut splice_works = true;
+    // splice(2) into a regular file moves the shared file offset without the lock write(2)
+    // takes: with stdout and stderr on one file (`> log 2>&1`), the two copies overwrote
+    // each other's bytes. Into a file, plain writes.
+    let mut splice_works = !rustix::fs::fstat(out)
+        .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file());
     let mut gone = false;
     let mut buf = vec![0u8; CHUNK];
     loop {

@@ -11,6 +11,7 @@ macro_rules! say {
 
 mod conversation;
 mod copy;
+mod keys;
 mod leftovers;
 mod terminal;
 
@@ -64,6 +65,27 @@ pub struct ExecOptions {
     pub limits: crate::cgroup::Limits,
     /// What becomes of processes the command leaves running.
     pub leftovers: LeftoversChoice,
+    /// `--fail-open` (always, for the shell shim): when the command cannot be run under a
+    /// broker (the journal cannot be created: a full disk, a read-only or foreign state
+    /// directory), it runs directly, exec'd in tether's place, after one line on stderr.
+    pub fail_open: bool,
+    /// When retention runs after the command.
+    pub retention: RetentionRun,
+    /// Where our stdin is our terminal and the command gets terminals: its stdin is its own
+    /// terminal too, which gets the keys typed into ours, so that it can read `/dev/tty`
+    /// (the shell shim; see `keys`).
+    pub relay_keys: bool,
+}
+
+/// When a front end applies retention (see [`crate::prune`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetentionRun {
+    /// In this process, once the session ends (`tether exec`), unless nested in another
+    /// tether's command: the outermost front end applies it when its own session ends.
+    AtSessionEnd,
+    /// In a detached process after the command, at most once a minute (the shell shim,
+    /// whose caller must get the exit status at once).
+    Detached,
 }
 
 /// What `tether exec` does with SIGINT, SIGTERM and SIGHUP.
@@ -81,20 +103,86 @@ pub enum SignalMode {
 pub fn main(options: ExecOptions) -> i32 {
     // Off our path (the shim's start stays as fast): whatever killed brokers left running.
     let _ = crate::supervisor::abandoned::reclaim_in_background();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let fail_open = options.fail_open.then(|| FailOpen {
+        argv: options.argv.clone(),
+        arg0: options.arg0.clone(),
+        retention: options.retention,
+    });
+    let ran = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt,
-        Err(err) => {
-            say!("cannot start the event loop: {err}");
-            return EXIT_TETHER_FAILED;
-        }
+        Ok(runtime) => runtime.block_on(run(options)),
+        Err(err) => Ok(Ran::NotStarted {
+            reason: format!("cannot start the event loop: {err}"),
+            state: None,
+        }),
     };
-    runtime.block_on(run(options)).unwrap_or_else(|err| {
-        say!("{err:#}");
-        EXIT_TETHER_FAILED
-    })
+    match (ran, fail_open) {
+        (Ok(Ran::Code(code)), _) => code,
+        (Ok(Ran::NotStarted { reason, state }), Some(open)) => {
+            say!("not journaled: {reason}");
+            if let (Some(state), RetentionRun::Detached) = (state, open.retention) {
+                // A full disk is when retention is wanted most.
+                crate::prune::detached::after_command(&state, None);
+            }
+            exec_directly(&open.argv, open.arg0.as_deref().map(std::ffi::OsStr::new))
+        }
+        (Ok(Ran::NotStarted { reason, .. }), None) => {
+            say!("{reason}");
+            EXIT_TETHER_FAILED
+        }
+        (Err(err), _) => {
+            say!("{err:#}");
+            EXIT_TETHER_FAILED
+        }
+    }
+}
+
+/// What `--fail-open` needs to run the command without tether.
+struct FailOpen {
+    argv: Vec<String>,
+    arg0: Option<String>,
+    retention: RetentionRun,
+}
+
+/// How [`run`] ended, short of an error once the command may have started.
+enum Ran {
+    /// The exit code: the command's, or tether's own failure once it had started.
+    Code(i32),
+    /// The command could not be run under a broker and has not started.
+    NotStarted {
+        reason: String,
+        /// The state directory, if it was found.
+        state: Option<PathBuf>,
+    },
+}
+
+/// Becomes `argv` (seen as `arg0`, if given), as a shell would run it: without tether,
+/// nothing of tether's left in the process. Returns only when it cannot, with the code a
+/// shell gives (127 not found, 126 not executable).
+pub fn exec_directly(argv: &[impl AsRef<std::ffi::OsStr>], arg0: Option<&std::ffi::OsStr>) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let Some(program) = argv.first() else {
+        say!("cannot run an empty command");
+        return EXIT_NOT_FOUND;
+    };
+    // Orphans of what runs now are not ours to reap.
+    let _ = rustix::process::set_child_subreaper(None);
+    let mut command = std::process::Command::new(program);
+    if let Some(arg0) = arg0 {
+        command.arg0(arg0);
+    }
+    let err = command.args(&argv[1..]).exec();
+    say!(
+        "cannot run {}: {err}",
+        Path::new(program.as_ref()).display()
+    );
+    if err.kind() == std::io::ErrorKind::NotFound {
+        EXIT_NOT_FOUND
+    } else {
+        EXIT_NOT_EXECUTABLE
+    }
 }
 
 /// What the events said about how the command ended.
@@ -139,24 +227,54 @@ impl Outcome {
     }
 }
 
-async fn run(options: ExecOptions) -> anyhow::Result<i32> {
-    let state = state_dir(options.state_dir.as_deref())?;
-    let mut session = Session::create(&state, options.session.as_ref())?;
+async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
+    // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
+    // still run it directly.
+    let not_started = |err: anyhow::Error, state: Option<&Path>| {
+        Ok(Ran::NotStarted {
+            reason: format!("{err:#}"),
+            state: state.map(Path::to_path_buf),
+        })
+    };
+    let state = match state_dir(options.state_dir.as_deref()) {
+        Ok(state) => state,
+        Err(err) => return not_started(err.into(), None),
+    };
+    let mut session = match Session::create(&state, options.session.as_ref()) {
+        Ok(session) => session,
+        Err(err) => return not_started(err, Some(&state)),
+    };
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
         .name
         .clone()
         .unwrap_or_else(|| derive_name(&CommandSpec::Argv(options.argv.clone())));
-    let journal = session.next_command_dir(&name).map_err(|err| {
-        anyhow::anyhow!(
-            "cannot create the command's journal directory in {}: {err}",
-            session.path().display()
-        )
-    })?;
+    let journal = match session.next_command_dir(&name) {
+        Ok(journal) => journal,
+        Err(err) => {
+            let err = anyhow::anyhow!(
+                "cannot create the command's journal directory in {}: {err}",
+                session.path().display()
+            );
+            return not_started(err, Some(&state));
+        }
+    };
     let journal_dir = journal.path().to_path_buf();
+    // With --json our stdout carries events, not the command's output.
+    let terminal = if options.pty && !options.json {
+        terminal::own_terminal()
+    } else {
+        None
+    };
+    let relay = (options.relay_keys
+        && !options.no_stdin
+        && terminal.is_some()
+        && keys::stdin_is_our_foreground_terminal())
+    .then(keys::KeyRelay::start)
+    .flatten();
     // Our stdin becomes the command's, as a shell would give it. (std opens /dev/null for a
     // closed descriptor 0 at start, so there is always one.)
-    let stdin = if options.no_stdin {
+    let stdin = if options.no_stdin || relay.is_some() {
         None
     } else {
         std::io::stdin().as_fd().try_clone_to_owned().ok()
@@ -180,33 +298,40 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
         heartbeat_ms: Some(QUIET_PING.as_millis() as u64),
         mirror: !options.json,
-        stdin: if stdin.is_some() {
-            StdinSource::Inherit
-        } else {
-            StdinSource::Null
+        stdin: match (&relay, &stdin) {
+            (Some(_), _) => StdinSource::Terminal,
+            (None, Some(_)) => StdinSource::Inherit,
+            (None, None) => StdinSource::Null,
         },
         session: Some(session.reference(&journal)),
         arg0: options.arg0.clone(),
-        // With --json our stdout carries events, not the command's output.
-        terminal: if options.pty && !options.json {
-            terminal::own_terminal()
-        } else {
-            None
-        },
+        terminal,
         limits: options.limits,
         leftovers: options.leftovers.rule(),
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
-    become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
-    let signals = Signals::install(request.terminal.is_some())?;
+    if let Err(err) = become_subreaper() {
+        let err = anyhow::anyhow!("cannot become a child subreaper: {err}");
+        return not_started(err, Some(&state));
+    }
+    let signals = match Signals::install(request.terminal.is_some()) {
+        Ok(signals) => signals,
+        Err(err) => return not_started(err.into(), Some(&state)),
+    };
     let live = LiveBrokers::new();
     let pipes = if options.json {
         None
     } else {
-        Some(CopyPipes::new().map_err(|err| {
-            anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}")
-        })?)
+        match CopyPipes::new() {
+            Ok(pipes) => Some(pipes),
+            Err(err) => {
+                let err = anyhow::anyhow!(
+                    "cannot create the pipes that copy the command's output: {err}"
+                );
+                return not_started(err, Some(&state));
+            }
+        }
     };
     let (copy_read, copy_write) = match pipes {
         Some(CopyPipes { read, write }) => (Some(read), Some(write)),
@@ -218,9 +343,14 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
             mirror: copy_write,
             stdin,
         };
-        let broker = BrokerProcess::spawn(&request, &journal, handover, Stdio::inherit())
-            .await
-            .map_err(|err| anyhow::anyhow!("cannot start the broker: {err}"))?;
+        let broker =
+            match BrokerProcess::spawn(&request, &journal, handover, Stdio::inherit()).await {
+                Ok(broker) => broker,
+                Err(err) => {
+                    let err = anyhow::anyhow!("cannot start the broker: {err}");
+                    return not_started(err, Some(&state));
+                }
+            };
         let ticket = registry.register(broker.pid());
         (broker, ticket)
     };
@@ -230,6 +360,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     let mut conversation = Conversation::new(broker.pid(), options.json, grace, copy);
     conversation.cgroup = broker.expected_cgroup.clone();
     conversation.forward_signals = options.signals == SignalMode::Forward;
+    conversation.keys = relay;
     let end = conversation.converse(&mut broker, signals).await;
     if end == End::LeftRunning {
         // The broker stays on as the leftovers' custodian; we return as the shell would.
@@ -249,8 +380,21 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
         leader,
         cgroup,
         stop_asked,
+        journal_losses,
         ..
     } = conversation;
+    if end == End::Refused {
+        let reason = outcome.broker_failure.unwrap_or_else(|| {
+            format!(
+                "the broker refused the launch; see the journal in {}",
+                journal_dir.display()
+            )
+        });
+        return Ok(Ran::NotStarted {
+            reason,
+            state: Some(state),
+        });
+    }
     let why = match end {
         End::Closed | End::Refused | End::LeftRunning => None,
         End::Lost => Some("broker lost"),
@@ -267,24 +411,29 @@ async fn run(options: ExecOptions) -> anyhow::Result<i32> {
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
     let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT), &journal_dir));
+    // After the command's last bytes: one line for whatever the journal lost, however
+    // many times it lost it (a disk that filled: every stream, the event log, the result).
+    if !journal_losses.is_empty() {
+        say!("journal incomplete: {}", journal_losses.join("; "));
+    }
     if !outcome.closed && end != End::LeftRunning {
         let complete = recover_from_journal(&journal_dir, &mut outcome);
         if why.is_some() && !complete {
-            return Ok(EXIT_TETHER_FAILED);
+            return Ok(Ran::Code(EXIT_TETHER_FAILED));
         }
     }
     let code = outcome.exit_code(&journal_dir);
-    // The session ends with us, unless we are the shell shim or nested in another tether's
-    // command: then the outermost front end applies retention when its own session ends.
     let nested = std::env::var_os(crate::journal::BROKER_ID_ENV).is_some();
-    if options.signals == SignalMode::Stop && !nested {
-        crate::prune::at_session_end(&state, &session.id);
+    match options.retention {
+        RetentionRun::AtSessionEnd if !nested => crate::prune::at_session_end(&state, &session.id),
+        RetentionRun::AtSessionEnd => {}
+        RetentionRun::Detached => crate::prune::detached::after_command(&state, Some(&session.id)),
     }
-    Ok(if copy_failed {
+    Ok(Ran::Code(if copy_failed {
         EXIT_TETHER_FAILED
     } else {
         code
-    })
+    }))
 }
 
 /// Says what could not be copied to our own streams. Returns whether anything failed.

@@ -474,6 +474,7 @@ mod tests {
             pid: 10,
             pgid: 10,
             argv: vec![],
+            start_ticks: None,
         };
         c.apply(&ev(2, spawned));
         c.apply(&ev(3, EventKind::Exit { pid: 10, status }));

@@ -5,6 +5,7 @@
 //! [`remove`] deletes one session without following links. This file ties them together for
 //! the command line and for the end of a session.
 
+pub mod detached;
 pub mod entry;
 pub mod plan;
 pub mod remove;
@@ -198,13 +199,23 @@ pub fn configured_rules() -> Result<Option<(Rules, PathBuf)>, String> {
     }
 }
 
-/// Applies `[retention]` when a session ends (`tether exec` done, the TUI quit): never the
+/// The rules retention applies on its own: `[retention]`'s, its default when the user
+/// config sets none (see [`crate::config::user`]); `None` when turned off.
+pub fn retention_rules() -> Result<Option<Rules>, String> {
+    let config = match user_config_path() {
+        Some(path) => load_user(&path).map_err(|err| err.to_string())?,
+        None => None,
+    };
+    Ok(config.unwrap_or_default().retention_rules())
+}
+
+/// Applies retention when a session ends (`tether exec` done, the TUI quit): never the
 /// session `just_ended`, never a live one. It cannot fail the command: whatever goes wrong is
 /// one line on stderr. Silent when it removes something, as a cleanup should be.
 pub fn at_session_end(state: &Path, just_ended: &str) {
-    let rules = match configured_rules() {
-        Ok(Some((rules, _))) if !rules.is_empty() => rules,
-        Ok(_) => return,
+    let rules = match retention_rules() {
+        Ok(Some(rules)) => rules,
+        Ok(None) => return,
         Err(err) => {
             eprintln!("tether: retention not applied: {err}");
             return;

@@ -15,12 +15,10 @@ mod links;
 pub use links::install;
 
 use std::ffi::{OsStr, OsString};
-use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use crate::exec::{self, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, ExecOptions, SignalMode};
+use crate::exec::{self, EXIT_NOT_FOUND, ExecOptions, RetentionRun, SignalMode};
 use crate::journal::BROKER_ID_ENV;
 
 /// The shells tether stands in for.
@@ -142,6 +140,10 @@ pub fn main_subcommand(args: Vec<OsString>, state_dir: Option<PathBuf>) -> i32 {
 }
 
 fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<PathBuf>) -> i32 {
+    if args.first().is_some_and(|a| a == "--help") {
+        print!("{}", help(shell));
+        return 0;
+    }
     let real = match shell.real_path() {
         Ok(real) => real,
         Err(message) => {
@@ -190,21 +192,46 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         pty: true,
         limits: Default::default(),
         leftovers,
+        // The caller asked for a shell: it gets one whatever state tether's journal is in.
+        fail_open: true,
+        retention: RetentionRun::Detached,
+        // A prompt on /dev/tty gets the keys, as under the shell.
+        relay_keys: true,
     })
 }
 
 /// Becomes the real shell, with the same `argv[0]` and arguments. Returns only on failure.
 fn pass_through(real: &Path, argv0: &OsStr, args: &[OsString]) -> i32 {
-    let err = std::process::Command::new(real)
-        .arg0(argv0)
-        .args(args)
-        .exec();
-    exec::say_line(&format!("cannot run {}: {err}", real.display()));
-    if err.kind() == io::ErrorKind::NotFound {
-        EXIT_NOT_FOUND
-    } else {
-        EXIT_NOT_EXECUTABLE
-    }
+    let argv: Vec<&OsStr> = std::iter::once(real.as_os_str())
+        .chain(args.iter().map(OsString::as_os_str))
+        .collect();
+    exec::exec_directly(&argv, Some(argv0))
+}
+
+/// What `sh --help` prints: what the shim is, rather than the real shell's complaint.
+fn help(shell: Shell) -> String {
+    let name = shell.name();
+    let real = shell
+        .real_path()
+        .map_or_else(|message| message, |p| p.display().to_string());
+    format!(
+        "tether's shell shim, standing in for {name} ({real})
+
+Usage: {name} -c COMMAND [NAME [ARGS...]]   (also -lc, -c -l)
+
+Runs COMMAND under a tether broker, journaled, exactly as {name} would run it for you: the
+same stdin, the same bytes on stdout and stderr, the same exit status, $0 and $1.
+Anything else (a script, -s, an interactive shell, --version) runs {name} itself, as does
+any call made inside a tether command already.
+
+When the journal cannot be written (a full disk, a read-only state directory), COMMAND
+runs all the same, unjournaled, after one line on stderr (`tether: not journaled: ...`).
+After each command, retention keeps the state directory bounded (see `tether prune`).
+
+Environment: TETHER_SESSION (the session to journal in), TETHER_STATE_DIR.
+The real shell's own help: {real} --help. tether's: tether --help.
+"
+    )
 }
 
 /// A journal name for a shell command: the first program it runs (`cargo test` → `cargo`,

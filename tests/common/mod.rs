@@ -6,6 +6,7 @@
 
 pub mod cgroups;
 pub mod direct;
+pub mod disk;
 pub mod journal;
 pub mod mounts;
 pub mod procs;
