@@ -19,6 +19,9 @@ pub(super) struct PaneScreens {
     signs: [Option<SignsReader>; 2],
     /// Only for a pane in the screen view: an emulator is dropped with the view.
     screens: [Option<StreamScreen>; 2],
+    /// Whether each stream was on the alternate screen at the last look: a switch turns the
+    /// screen view on or off by itself (`v` still chooses in between).
+    alternate: [bool; 2],
 }
 
 impl App {
@@ -56,6 +59,14 @@ impl App {
             let signs = self.screens.signs[i].get_or_insert_with(|| SignsReader::new(path.clone()));
             // A hint only: a log that cannot be read gives none.
             content[i].signs = signs.update(lens[i]).unwrap_or(signs.signs());
+            // A full-screen program (top, an editor) reads only as a screen; back to the
+            // line log when it leaves the alternate screen.
+            let alternate = content[i].signs.alternate;
+            if alternate != self.screens.alternate[i] {
+                self.screens.alternate[i] = alternate;
+                self.view.outputs[i].screen = alternate;
+                self.view.outputs[i].selection = None;
+            }
             let (rows, cols) = inner_size(panes[i]);
             if !self.view.outputs[i].screen {
                 self.screens.screens[i] = None;

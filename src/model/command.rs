@@ -32,6 +32,15 @@ pub enum Status {
 }
 
 impl Status {
+    /// Ended badly: a non-zero exit, a signal, a start that failed, a broker lost.
+    pub fn is_failure(self) -> bool {
+        match self {
+            Status::Exited(status) => status.code != Some(0),
+            Status::FailedToStart | Status::Lost => true,
+            _ => false,
+        }
+    }
+
     pub fn is_active(self) -> bool {
         matches!(
             self,
@@ -141,6 +150,14 @@ pub struct CommandState {
     pub containment: Option<ContainmentMode>,
     /// The run's cgroup, while it has one: its figures are read from there.
     pub cgroup: Option<PathBuf>,
+    /// CPU and resident memory of the run's processes in the sampler's last snapshot, while
+    /// it runs (the broker itself not counted).
+    pub cpu_percent: Option<f32>,
+    pub rss_bytes: Option<u64>,
+    /// CPU time the run used, once it has ended (from `result.json`).
+    pub cpu_ms: Option<u64>,
+    /// The most resident memory the run's processes held together, as far as it was seen.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl CommandState {
@@ -171,6 +188,10 @@ impl CommandState {
             runs: Default::default(),
             containment: None,
             cgroup: None,
+            cpu_percent: None,
+            rss_bytes: None,
+            cpu_ms: None,
+            peak_rss_bytes: None,
         }
     }
 
@@ -341,6 +362,20 @@ impl CommandState {
             (Status::Stopped, state) if state != 'T' => self.status = Status::Running,
             _ => {}
         }
+    }
+
+    /// What the sampler saw of the run's processes: the live figures, and the peak so far.
+    pub fn observe_usage(&mut self, cpu_percent: f32, rss_bytes: u64) {
+        self.cpu_percent = Some(cpu_percent);
+        self.rss_bytes = Some(rss_bytes);
+        self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
+    }
+
+    /// The command's number in its session: the `NN` of its journal directory `NN-name`.
+    pub fn number(&self) -> Option<u32> {
+        let name = self.journal_dir.as_deref()?.file_name()?.to_str()?;
+        let digits = name.split('-').next()?;
+        digits.parse().ok()
     }
 
     /// Whether a reaped orphan had escaped, by the broker's word (`escaped`) or, in a journal

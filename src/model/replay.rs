@@ -13,6 +13,11 @@ use super::{CommandState, Model, Status};
 /// marked lost; what the journal lacks is said in its notice.
 pub fn command_from_record(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
+    command.cpu_ms = record
+        .result
+        .as_ref()
+        .and_then(|r| r.cgroup_cpu_usec)
+        .map(|usec| usec / 1000);
     let started = record.events.first().map_or(0, |e| e.ts_ms);
     let closed = record
         .events

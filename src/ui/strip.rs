@@ -47,16 +47,12 @@ pub fn draw(
         (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
             .round() as usize
     };
-    let lines: Vec<Line> = model
-        .commands
+    let height = rows.height as usize;
+    let shown = shown_commands(model, view.selected, height);
+    let mut lines: Vec<Line> = shown
         .iter()
-        .enumerate()
-        .skip(
-            view.selected
-                .saturating_sub((rows.height as usize).max(1) - 1),
-        )
-        .take(rows.height as usize)
-        .map(|(i, c)| {
+        .map(|&i| {
+            let c = &model.commands[i];
             // Padded by columns, not characters, so every bar starts in the same column
             // whatever the name holds.
             let label = format::fit(&one_line(&c.config.name), label_width);
@@ -71,6 +67,16 @@ pub fn draw(
             Line::from(spans)
         })
         .collect();
+    let others = model.commands.len() - shown.len();
+    if others > 0 {
+        let label = format::fit(&format!("+{others} more"), label_width);
+        let density = density(model, &shown, bar_width, now_ms, &column);
+        lines.push(Line::from(vec![
+            Span::styled(label, style::DIM),
+            Span::raw(" "),
+            Span::styled(density, Style::new().fg(Color::DarkGray)),
+        ]));
+    }
     frame.render_widget(Paragraph::new(lines), rows);
     // The cursor's column, marked on the rule above the bars too (where the title leaves it).
     if let Some(c) = cursor {
@@ -81,6 +87,84 @@ pub fn draw(
             }
         }
     }
+}
+
+/// The commands that get a row of their own in a strip of `height` rows: all of them if they
+/// fit; else, with one row left for the density of the rest, the selected one, those that
+/// run, and the latest that failed. In the list's order.
+pub fn shown_commands(model: &Model, selected: usize, height: usize) -> Vec<usize> {
+    let count = model.commands.len();
+    if count <= height {
+        return (0..count).collect();
+    }
+    let room = height.saturating_sub(1);
+    let mut shown: Vec<usize> = Vec::with_capacity(room);
+    shown.extend(
+        (selected < count)
+            .then_some(selected)
+            .into_iter()
+            .take(room),
+    );
+    let commands = &model.commands;
+    let running = (0..count).filter(|&i| commands[i].status.is_active());
+    let failed = (0..count)
+        .rev()
+        .filter(|&i| commands[i].status.is_failure());
+    for i in running.chain(failed) {
+        if shown.len() >= room {
+            break;
+        }
+        if !shown.contains(&i) {
+            shown.push(i);
+        }
+    }
+    shown.sort_unstable();
+    shown
+}
+
+/// How many of the commands without a row of their own ran in each column, as shades from
+/// `░` (one) to `█` (the most): where the short ones crowded.
+fn density(
+    model: &Model,
+    shown: &[usize],
+    width: usize,
+    now_ms: u64,
+    column: &dyn Fn(u64) -> usize,
+) -> String {
+    // +1 where a run starts and -1 after it ends: one pass over the commands whatever they
+    // span, then a running sum.
+    let mut steps = vec![0i64; width + 1];
+    for (i, c) in model.commands.iter().enumerate() {
+        let Some(start) = c.started_ms else {
+            continue;
+        };
+        if shown.binary_search(&i).is_ok() {
+            continue;
+        }
+        let end = column(c.ended_ms.unwrap_or(now_ms)).min(width - 1);
+        let start = column(start).min(end);
+        steps[start] += 1;
+        steps[end + 1] -= 1;
+    }
+    let mut running = 0;
+    let counts: Vec<i64> = steps[..width]
+        .iter()
+        .map(|step| {
+            running += step;
+            running
+        })
+        .collect();
+    let most = counts.iter().copied().max().unwrap_or(0).max(1);
+    counts
+        .iter()
+        .map(|&n| match n {
+            0 => ' ',
+            n if n * 4 <= most => '░',
+            n if n * 2 <= most => '▒',
+            n if n * 4 <= most * 3 => '▓',
+            _ => '█',
+        })
+        .collect()
 }
 
 /// `⏱ 03:04:07.250 (+0:02.300)`: the cursor's moment in UTC and since the session started.

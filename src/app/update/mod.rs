@@ -7,6 +7,7 @@ mod time;
 use std::ops::Range;
 
 use super::action::Action;
+use super::list::{ListRows, ListSort};
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
 use crate::model::{CommandId, Model};
@@ -53,6 +54,7 @@ pub enum Effect {
 /// cursor. The status bar and the help offer only the keys this lets through.
 pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     let launches = matches!(action, Action::Restart | Action::NewCommand);
+    let dismisses = matches!(action, Action::Dismiss | Action::DismissEnded);
     let signals = matches!(
         action,
         Action::Term | Action::Kill | Action::Stop | Action::SignalProcess | Action::StartTyping
@@ -66,8 +68,8 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     match (model.recorded, model.controllable) {
         (true, true) if launches => Some(NO_LAUNCH),
         (true, false) if launches || signals => Some(READ_ONLY),
-        (true, false) if *action == Action::Dismiss => Some(NO_DISMISS),
-        (false, _) if *action == Action::Dismiss => Some(NO_DISMISS),
+        (true, false) if dismisses => Some(NO_DISMISS),
+        (false, _) if dismisses => Some(NO_DISMISS),
         _ => None,
     }
 }
@@ -87,6 +89,8 @@ pub struct Geometry {
     pub last_shown: [Option<usize>; 2],
     /// pid and command line of each tree row; `None` for the broker's own row.
     pub tree_processes: Vec<Option<(i32, String)>>,
+    /// The command list's rows as last built.
+    pub list: std::sync::Arc<ListRows>,
 }
 
 pub fn update(
@@ -270,6 +274,37 @@ pub fn update(
             Some(_) => effects.push(Effect::Dismiss(selected)),
             None => {}
         },
+        Action::DismissEnded => {
+            // From the end, so that each index still names its command when it is taken.
+            let ended = (0..model.commands.len()).rev();
+            effects.extend(
+                ended
+                    .filter(|&id| !model.commands[id].status.is_active())
+                    .map(Effect::Dismiss),
+            );
+            view.message = Some(match effects.len() {
+                0 => "nothing has ended: every command listed is running".into(),
+                n => format!("dismissed {n} ended commands"),
+            });
+        }
+        Action::ToggleFold => toggle_fold(view, geometry),
+        Action::CycleFilter => {
+            view.list.filter = view.list.filter.next();
+            view.message = Some(format!(
+                "the list shows {} commands (F: next)",
+                view.list.filter.label()
+            ));
+        }
+        Action::ToggleSort => {
+            view.list.sort = match view.list.sort {
+                ListSort::Start => ListSort::Cpu,
+                ListSort::Cpu => ListSort::Start,
+            };
+            view.message = Some(match view.list.sort {
+                ListSort::Cpu => "the list: busiest first, by CPU (o: as started)".into(),
+                ListSort::Start => "the list: as the commands started (o: by CPU)".into(),
+            });
+        }
         Action::SignalProcess => match (
             command,
             geometry
@@ -403,9 +438,15 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
         (value as i64).saturating_add(delta).clamp(0, max as i64) as usize
     };
     match view.focus {
-        Pane::Commands => {
+        // Before the first frame there are no rows yet: the commands in their order.
+        Pane::Commands if !geometry.list.is_built() => {
             let last = model.commands.len().saturating_sub(1);
             view.select_command(step(view.selected, last));
+        }
+        Pane::Commands => {
+            if let Some(id) = geometry.list.moved(view.selected, delta) {
+                view.select_command(id);
+            }
         }
         Pane::Tree => {
             let last = geometry.tree_processes.len().saturating_sub(1);
@@ -439,6 +480,23 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
             out.follow = next >= last_top && delta > 0;
         }
     }
+}
+
+/// Folds the selected command's session under its header, or unfolds it.
+fn toggle_fold(view: &mut ViewState, geometry: &Geometry) {
+    let session = geometry.list.session_of(view.selected);
+    let Some(session) = session.filter(|_| geometry.list.has_headers()) else {
+        view.message = Some("one session listed: there is nothing to fold".into());
+        return;
+    };
+    let folded = &mut view.list.folded;
+    let name = crate::model::output::one_line(&session.name);
+    view.message = Some(if folded.remove(&session.dir) {
+        format!("{name} unfolded")
+    } else {
+        folded.insert(session.dir.clone());
+        format!("{name} folded: {} commands", session.counts.total)
+    });
 }
 
 fn update_dialog(
