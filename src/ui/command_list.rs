@@ -26,7 +26,11 @@ pub fn draw(
     content: &FrameContent,
 ) {
     let list = &*content.list;
-    let block: Block = pane_block(&title(model, view, content), view.focus == Pane::Commands);
+    let room = area.width.saturating_sub(4) as usize;
+    let block: Block = pane_block(
+        &title(model, view, content, room),
+        view.focus == Pane::Commands,
+    );
     if model.commands.is_empty() {
         let hint = match (model.recorded, model.controllable) {
             (false, _) => Line::from(vec![
@@ -105,9 +109,9 @@ pub fn draw(
 }
 
 /// `Commands 1000 · 2 running · 4 failed`; with a filter, what it shows of how many; at the
-/// time cursor, the moment the list is of.
-fn title(model: &Model, view: &ViewState, content: &FrameContent) -> String {
-    let mut title = match &content.cursor {
+/// time cursor, the moment the list is of. Shorter where `room` columns do not hold it.
+fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -> String {
+    let title = match &content.cursor {
         Some(c) => format!(
             "Commands at {}",
             format::offset_ms(c.at_ms.saturating_sub(model.started_ms))
@@ -122,19 +126,39 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent) -> String {
         failed,
         total,
     } = content.list.counts;
-    title.push_str(&match view.list.filter {
+    let counts = match view.list.filter {
         ListFilter::All => format!(" {total} · {running} running · {failed} failed"),
         ListFilter::Running => format!(": running {running} of {total} · {failed} failed"),
         ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
-    });
-    if view.list.sort == ListSort::Cpu {
-        title.push_str(" · by CPU");
+    };
+    let short = match view.list.filter {
+        ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
+        ListFilter::Running => format!(" run {running}/{total}"),
+        ListFilter::Failed => format!(" fail {failed}/{total}"),
+    };
+    let sort = if view.list.sort == ListSort::Cpu {
+        " · by CPU"
+    } else {
+        ""
+    };
+    let long = format!("{title}{counts}{sort}");
+    let shorter = format!("{title}{short}");
+    if format::text_width(&long) <= room {
+        long
+    } else if format::text_width(&shorter) <= room {
+        shorter
+    } else if content.cursor.is_some() {
+        // The moment matters more than the counts.
+        title
+    } else {
+        // The counts say what the pane is.
+        short.trim_start().to_string()
     }
-    title
 }
 
 /// `▾ 20260101-abcd  2 running · 1 failed · 40`, `▸` when folded.
 fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
+    let marker = if selected { "▶" } else { " " };
     let mark = if session.folded { "▸" } else { "▾" };
     let Counts {
         running,
@@ -142,8 +166,15 @@ fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
         total,
     } = session.counts;
     let mut spans = vec![
+        Span::raw(format!("{marker} ")),
         Span::styled(format!("{mark} {} ", one_line(&session.name)), HEADER),
-        Span::styled(format!(" {total} · {running} running"), style::DIM),
+        Span::styled(
+            format!(
+                " {} · {running} running",
+                format::count(total, "command", "commands")
+            ),
+            style::DIM,
+        ),
     ];
     let failed_style = if failed > 0 && !selected {
         Style::new().fg(Color::Red)
