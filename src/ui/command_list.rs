@@ -150,9 +150,10 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
     } else if content.cursor.is_some() {
         // The moment matters more than the counts.
         title
+    } else if view.list.filter == ListFilter::All {
+        format!("{title} {total}")
     } else {
-        // The counts say what the pane is.
-        short.trim_start().to_string()
+        format!("{title}{short}")
     }
 }
 

@@ -2,12 +2,13 @@
 //! done. It does no I/O; what must happen outside comes back as [`Effect`]s.
 
 mod copy;
+mod list;
 mod time;
 
 use std::ops::Range;
 
 use super::action::Action;
-use super::list::{ListRows, ListSort};
+use super::list::ListRows;
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
 use crate::model::{CommandId, Model};
@@ -274,36 +275,8 @@ pub fn update(
             Some(_) => effects.push(Effect::Dismiss(selected)),
             None => {}
         },
-        Action::DismissEnded => {
-            // From the end, so that each index still names its command when it is taken.
-            let ended = (0..model.commands.len()).rev();
-            effects.extend(
-                ended
-                    .filter(|&id| !model.commands[id].status.is_active())
-                    .map(Effect::Dismiss),
-            );
-            view.message = Some(match effects.len() {
-                0 => "nothing has ended: every command listed is running".into(),
-                n => format!("dismissed {n} ended commands"),
-            });
-        }
-        Action::ToggleFold => toggle_fold(view, geometry),
-        Action::CycleFilter => {
-            view.list.filter = view.list.filter.next();
-            view.message = Some(format!(
-                "the list shows {} commands (F: next)",
-                view.list.filter.label()
-            ));
-        }
-        Action::ToggleSort => {
-            view.list.sort = match view.list.sort {
-                ListSort::Start => ListSort::Cpu,
-                ListSort::Cpu => ListSort::Start,
-            };
-            view.message = Some(match view.list.sort {
-                ListSort::Cpu => "the list: busiest first, by CPU (o: as started)".into(),
-                ListSort::Start => "the list: as the commands started (o: by CPU)".into(),
-            });
+        Action::DismissEnded | Action::ToggleFold | Action::CycleFilter | Action::ToggleSort => {
+            effects = list::update(model, view, geometry, &action)
         }
         Action::SignalProcess => match (
             command,
@@ -482,23 +455,6 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
     }
 }
 
-/// Folds the selected command's session under its header, or unfolds it.
-fn toggle_fold(view: &mut ViewState, geometry: &Geometry) {
-    let session = geometry.list.session_of(view.selected);
-    let Some(session) = session.filter(|_| geometry.list.has_headers()) else {
-        view.message = Some("one session listed: there is nothing to fold".into());
-        return;
-    };
-    let folded = &mut view.list.folded;
-    let name = crate::model::output::one_line(&session.name);
-    view.message = Some(if folded.remove(&session.dir) {
-        format!("{name} unfolded")
-    } else {
-        folded.insert(session.dir.clone());
-        format!("{name} folded: {} commands", session.counts.total)
-    });
-}
-
 fn update_dialog(
     model: &Model,
     view: &mut ViewState,
@@ -625,5 +581,5 @@ fn input_of(dialog: &mut Dialog) -> Option<&mut String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 mod typing;
