@@ -6,10 +6,17 @@
 //! 2. A step back over a 256 MiB stdout (an `output` event per 64 KiB): the frames `tether
 //!    open` draws from the keypress until the pane shows the moment, and their time (moving
 //!    back re-reads the stream's log from its start up to the moment).
+//! 3. `list`: a session of 10,000 short commands (one in ten failed), as `tether open` reads
+//!    it: from loading the journal to the first frame drawn (200×50); a keypress to its frame
+//!    drawn for `j`, `G`/`g` and `F` (the filter), median and p99; the peak RSS of the process
+//!    (run this one alone, `cargo bench --bench time_cursor list`, for the figure to be its own).
 
+use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use tether::app::App;
 use tether::app::action::Action;
@@ -28,6 +35,9 @@ fn main() {
     }
     if wanted("step_back") {
         step_back_over_a_big_stream();
+    }
+    if wanted("list") {
+        a_list_of_ten_thousand();
     }
 }
 
@@ -193,4 +203,155 @@ fn open(session: &Path) -> (App, u64) {
     model.recording = Some(Recording::from_session(record));
     let end = frozen_at(&model, 0);
     (App::new(model), end)
+}
+
+/// Writes a session of `count` commands of a few milliseconds each: `echo`, `git status`,
+/// a failing `grep` every tenth.
+fn write_many_commands(session: &Path, count: usize) {
+    std::fs::create_dir_all(session).expect("session directory");
+    std::fs::write(
+        session.join("session.json"),
+        format!(r#"{{"id":"many","started_ms":{T0}}}"#),
+    )
+    .expect("session.json");
+    for i in 0..count {
+        let name = ["echo", "git", "grep"][i % 3];
+        let dir = session.join(format!("{:05}-{name}", i + 1));
+        std::fs::create_dir(&dir).expect("command directory");
+        let script = match name {
+            "echo" => format!("echo step {i}"),
+            "git" => "git status --short".into(),
+            _ => format!("grep -rn needle{i} src"),
+        };
+        let request = serde_json::json!({
+            "v": 3, "name": name, "command": {"argv": ["sh", "-c", script]},
+            "journal_dir": dir, "parent_pid": 1, "grace_ms": 2000,
+            "max_output": 1u64 << 30, "heartbeat_ms": 1000, "mirror": false,
+        });
+        std::fs::write(dir.join("command.json"), request.to_string()).expect("command.json");
+        let start = T0 + i as u64 * 50;
+        let code = if i % 10 == 9 { 1 } else { 0 };
+        let pid = 10_000 + i as i32;
+        let status = tether::protocol::ExitStatus {
+            code: Some(code),
+            signal: None,
+            core_dumped: false,
+        };
+        let events = [
+            event(
+                start,
+                EventKind::BrokerStarted {
+                    v: 1,
+                    broker_pid: pid - 1,
+                    control_socket: None,
+                },
+            ),
+            event(
+                start + 1,
+                EventKind::Spawned {
+                    pid,
+                    pgid: pid,
+                    argv: vec!["sh".into(), "-c".into(), script],
+                },
+            ),
+            event(
+                start + 3,
+                EventKind::Output {
+                    stream: Stream::Stdout,
+                    offset: 0,
+                    len: 12,
+                },
+            ),
+            event(start + 4, EventKind::Exit { pid, status }),
+            event(
+                start + 5,
+                EventKind::Close {
+                    stdout_bytes: 12,
+                    stderr_bytes: 0,
+                },
+            ),
+        ];
+        let mut file = std::fs::File::create(dir.join("events.jsonl")).expect("events.jsonl");
+        for e in &events {
+            let line = serde_json::to_string(e).expect("json");
+            writeln!(file, "{line}").expect("events.jsonl");
+        }
+        std::fs::write(dir.join("stdout.log"), "step output\n").expect("stdout.log");
+        let result = serde_json::json!({
+            "pid": pid, "exit": {"code": code},
+            "stdout": {"bytes": 12, "stored": 12}, "stderr": {"bytes": 0, "stored": 0},
+            "started_ms": start + 1, "ended_ms": start + 4, "duration_ms": 3,
+            "orphans_reaped": 0, "parent_lost": false, "response_timeout": false,
+            "hard_killed": false, "cgroup_cpu_usec": 2_500,
+        });
+        std::fs::write(dir.join("result.json"), result.to_string()).expect("result.json");
+    }
+}
+
+fn a_list_of_ten_thousand() {
+    const COUNT: usize = 10_000;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let session = dir.path().join("many");
+    write_many_commands(&session, COUNT);
+    let size = Rect::new(0, 0, 200, 50);
+    let mut terminal = Terminal::new(TestBackend::new(size.width, size.height)).expect("terminal");
+    let mut frame = |app: &mut App, end: u64| {
+        app.prepare(size, end);
+        terminal
+            .draw(|f| tether::ui::draw(f, app.shown(), &app.view, &app.content, &app.bindings))
+            .expect("draw");
+    };
+    let started = Instant::now();
+    let (mut app, end) = open(&session);
+    frame(&mut app, end);
+    println!(
+        "open of {COUNT} commands → first frame: {:.0} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    let mut press = |app: &mut App, action: Action| {
+        let started = Instant::now();
+        app.handle(action);
+        frame(app, end);
+        started.elapsed()
+    };
+    let j: Vec<Duration> = (0..300).map(|_| press(&mut app, Action::Down)).collect();
+    let jumps: Vec<Duration> = (0..100)
+        .map(|n| {
+            press(
+                &mut app,
+                if n % 2 == 0 {
+                    Action::Bottom
+                } else {
+                    Action::Top
+                },
+            )
+        })
+        .collect();
+    let filter: Vec<Duration> = (0..99)
+        .map(|_| press(&mut app, Action::CycleFilter))
+        .collect();
+    for (key, runs) in [("j", j), ("G/g", jumps), ("F (filter)", filter)] {
+        let (median, p99) = median_and_p99(runs);
+        println!(
+            "keypress → frame, {key} over {COUNT} commands: median {:.2} ms, p99 {:.2} ms",
+            median.as_secs_f64() * 1000.0,
+            p99.as_secs_f64() * 1000.0
+        );
+    }
+    if let Some(peak) = peak_rss_kib() {
+        println!("peak RSS of the process: {:.1} MiB", peak as f64 / 1024.0);
+    }
+}
+
+fn median_and_p99(mut runs: Vec<Duration>) -> (Duration, Duration) {
+    runs.sort();
+    let at = |q: f64| runs[((runs.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+/// `VmHWM` of this process, in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -2,10 +2,13 @@
 //! snapshot. The model is built from events, with fixed pids and times, so snapshots are
 //! stable.
 
+use std::sync::Arc;
+
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 use tether::app::keymap::bindings;
+use tether::app::list::{ListFilter, ListRows, ListView};
 use tether::app::view::{
     Dialog, FrameContent, LineSelection, Pane, PaneLines, ScreenContent, ViewState,
 };
@@ -326,8 +329,13 @@ fn draw_with(
 ) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     let keys = bindings();
+    // The list's rows, as the app builds them before a frame.
+    let content = FrameContent {
+        list: Arc::new(ListRows::build(model, &view.list)),
+        ..content.clone()
+    };
     terminal
-        .draw(|frame| tether::ui::draw(frame, model, view, content, &keys))
+        .draw(|frame| tether::ui::draw(frame, model, view, &content, &keys))
         .unwrap();
     let buffer = terminal.backend().buffer();
     let mut out = String::new();
@@ -724,6 +732,105 @@ fn the_smallest_terminal_cuts_no_state() {
     insta::assert_snapshot!(screen);
 }
 
+/// The model with what the sampler saw of the running build and what the runaway cost.
+fn model_with_costs() -> Model {
+    let mut model = model();
+    model.commands[0].observe_usage(97.6, 6 << 20);
+    model.commands[1].cpu_ms = Some(5_912);
+    model.commands[1].peak_rss_bytes = Some(512 << 20);
+    model
+}
+
+/// Every column of the list: number, name, state, runtime, CPU (live % or ended time),
+/// memory (live or peak), start and command text with badges.
+#[test]
+fn the_list_with_every_column_at_200_columns() {
+    let screen = draw_with(
+        200,
+        36,
+        &model_with_costs(),
+        &content(),
+        &ViewState::default(),
+    );
+    let build = rows_with(&screen, "┃▶ #1 build")[0];
+    for column in ["running", "10.0s", "97.6%", "6.0M", "+0:00.002", "make"] {
+        assert!(build.contains(column), "{column} in {build:?}");
+    }
+    let runaway = rows_with(&screen, "#2 runaway")[0];
+    assert!(
+        runaway.contains("5.9s") && runaway.contains("512M"),
+        "{runaway:?}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+/// At 80 columns the zoomed list still has room for every column, the command text cut.
+#[test]
+fn the_list_with_every_column_at_80_columns() {
+    let view = ViewState {
+        zoom: true,
+        ..ViewState::default()
+    };
+    let screen = draw_with(80, 24, &model_with_costs(), &content(), &view);
+    let header = rows_with(&screen, "NAME")[0];
+    for title in ["#", "STATE", "TIME", "CPU", "RSS", "START", "COMMAND"] {
+        assert!(header.contains(title), "{title} in {header:?}");
+    }
+    insta::assert_snapshot!(screen);
+}
+
+/// `tether watch` over two sessions: one folded under its header with its counts, and the
+/// list showing the failed commands only.
+#[test]
+fn folded_session_headers_and_the_failed_filter() {
+    let mut model = model_with_costs();
+    model.recorded = true;
+    model.controllable = true;
+    let sessions = ["20260101-0900-aaaa", "20260101-0930-bbbb"];
+    for (i, command) in model.commands.iter_mut().enumerate() {
+        let session = sessions[usize::from(i >= 2)];
+        command.journal_dir = Some(
+            format!(
+                "/state/sessions/{session}/{:02}-{}",
+                i + 1,
+                command.config.name
+            )
+            .into(),
+        );
+    }
+    let mut view = ViewState {
+        zoom: true,
+        ..ViewState::default()
+    };
+    let mut list = ListView::default();
+    list.folded
+        .insert(format!("/state/sessions/{}", sessions[0]).into());
+    let screen = draw_with(
+        100,
+        24,
+        &model,
+        &content(),
+        &ViewState {
+            list,
+            ..view.clone()
+        },
+    );
+    assert!(
+        screen.contains("▶ ▸ 20260101-0900-aaaa"),
+        "the selection on the folded header: {screen}"
+    );
+    assert!(screen.contains("▾ 20260101-0930-bbbb"), "{screen}");
+    view.list.filter = ListFilter::Failed;
+    view.list.folded.clear();
+    let filtered = draw_with(100, 24, &model, &content(), &view);
+    assert!(filtered.contains("Commands: failed 3 of 4"), "{filtered}");
+    assert!(
+        !filtered.contains(" build "),
+        "a running command is filtered out"
+    );
+    insta::assert_snapshot!(format!("{screen}\n{filtered}"));
+}
+
 /// The KILL question offers `y` and `n` only: Enter is not one of its answers.
 #[test]
 fn the_kill_question_offers_no_enter() {
@@ -814,7 +921,7 @@ fn the_orphans_badge_counts_escapees_and_the_timeline_names_them() {
         ..ViewState::default()
     };
     let list = draw_with(120, 36, &model, &content(), &zoomed_list);
-    let row = rows_with(&list, "  runaway ")[0];
+    let row = rows_with(&list, " runaway ")[0];
     assert!(row.contains("orphans:1 "), "{row:?}");
 }
 

@@ -165,7 +165,7 @@ fn cursor_off_shows_the_end() {
         "{status}"
     );
     assert!(
-        screen.contains("┏ Commands ━"),
+        screen.contains("┏ Commands 10 · "),
         "no cursor in the list's title"
     );
     insta::assert_snapshot!(screen);

@@ -525,7 +525,7 @@ fn commands_are_named_by_their_program_and_a_match_off_to_the_right_is_shown() {
         ),
     );
     tmux.wait_screen(&env, "the four commands named", |s| {
-        ["▶ ls ", "  env ", "  echo ", "  echo-2 "]
+        ["▶ #1 ls ", "  #2 env ", "  #3 echo ", "  #4 echo-2 "]
             .iter()
             .all(|row| s.contains(row))
     });
@@ -605,7 +605,7 @@ fn tmux_buffer(tmux: &Tmux, env: &TestEnv) -> String {
 }
 
 /// Issue 8: a program that draws with cursor moves on the alternate screen is seen as its
-/// screen with `v`, and `y` there copies the screen through OSC 52 (tmux keeps it as a buffer)
+/// screen (by itself since issue 15; `v` toggles), and `y` there copies the screen through OSC 52 (tmux keeps it as a buffer)
 /// and to the clipboard file; the program's own OSC 52 and title reach nothing.
 #[test]
 fn the_screen_view_shows_a_program_that_draws_and_y_copies_it() {
@@ -617,11 +617,17 @@ fn the_screen_view_shows_a_program_that_draws_and_y_copies_it() {
         &tether_child_line(&env, &format!("run -c '{script}'")),
     );
     tmux.type_line(&env, &line);
-    tmux.wait_screen(&env, "the hint in the line log", |s| {
-        s.contains("full-screen program: v shows its screen")
+    // Issue 15: on the alternate screen, the pane shows the screen without `v`.
+    tmux.wait_screen(&env, "the screen view by itself", |s| {
+        s.contains("stdout · screen") && s.contains("alternate screen")
     });
     tmux.keys(&env, &["Tab", "Tab"]);
     tmux.wait_screen(&env, "stdout focused", |s| s.contains("┏ stdout"));
+    // `v` still gives the line log, which points back to the screen.
+    tmux.keys(&env, &["v"]);
+    tmux.wait_screen(&env, "the hint in the line log", |s| {
+        s.contains("full-screen program: v shows its screen")
+    });
     tmux.keys(&env, &["v"]);
     let screen = tmux.wait_screen(&env, "the last frame in the screen view", |s| {
         s.contains("stdout · screen") && s.contains("screen-frame-2")

@@ -54,6 +54,14 @@ pub enum Action {
     NewCommand,
     /// Take an ended command off the list (`tether watch`).
     Dismiss,
+    /// Take every ended command off the list (`tether watch`).
+    DismissEnded,
+    /// Fold the selected command's session under its header, or unfold it.
+    ToggleFold,
+    /// The list shows all commands, the running ones, the failed ones.
+    CycleFilter,
+    /// The list in the order started, or the busiest first.
+    ToggleSort,
     /// Hand the keyboard to the selected command's terminal (`i`)...
     StartTyping,
     /// ...until Ctrl-a.

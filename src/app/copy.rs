@@ -105,7 +105,7 @@ impl App {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::io::Write;
 
     use ratatui::layout::Rect;
@@ -119,7 +119,7 @@ mod tests {
     use crate::protocol::{CommandSpec, Event, EventKind};
 
     /// An app showing one command whose stdout log holds `bytes`, copying into `clip`.
-    fn app_with_stdout(dir: &std::path::Path, bytes: &[u8]) -> App {
+    pub(in crate::app) fn app_with_stdout(dir: &std::path::Path, bytes: &[u8]) -> App {
         std::fs::File::create(dir.join("stdout.log"))
             .and_then(|mut f| f.write_all(bytes))
             .expect("write the log");
@@ -191,7 +191,8 @@ mod tests {
     fn y_in_the_screen_view_copies_the_screen() {
         let dir = tempfile::tempdir().unwrap();
         let mut app = app_with_stdout(dir.path(), b"\x1b[?1049h\x1b[2J\x1b[3;5Hdrawn\x1b[1;1Htop");
-        app.handle(Action::ToggleScreen);
+        // On the alternate screen, the screen view by itself (no `v`).
+        assert!(app.view.outputs[0].screen);
         app.prepare(Rect::new(0, 0, 120, 40), 0);
         let grid = app.content.screens[0].grid.as_ref().expect("a screen");
         assert!(grid.alternate);

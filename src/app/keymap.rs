@@ -206,6 +206,35 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::Char('d'), "d", A::Dismiss, "dismiss an ended command"),
         bind(
             N,
+            K::Char('D'),
+            "D",
+            A::DismissEnded,
+            "dismiss every ended one",
+        ),
+        bind(
+            N,
+            K::Enter,
+            "Enter Space",
+            A::ToggleFold,
+            "fold/unfold the session",
+        ),
+        bind(N, K::Char(' '), "Enter Space", A::ToggleFold, ""),
+        bind(
+            N,
+            K::Char('F'),
+            "F",
+            A::CycleFilter,
+            "list: all/running/failed",
+        ),
+        bind(
+            N,
+            K::Char('o'),
+            "o",
+            A::ToggleSort,
+            "list: by start / by CPU",
+        ),
+        bind(
+            N,
             K::Char('i'),
             "i",
             A::StartTyping,
@@ -317,6 +346,7 @@ pub fn keys_label(
 
 fn key_name(code: KeyCode) -> String {
     match code {
+        KeyCode::Char(' ') => "Space".into(),
         KeyCode::Char(c) => c.to_string(),
         KeyCode::Down => "↓".into(),
         KeyCode::Up => "↑".into(),

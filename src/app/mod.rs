@@ -6,6 +6,7 @@ mod copy;
 mod input_batch;
 pub mod keymap;
 pub mod layout;
+pub mod list;
 mod past;
 mod run;
 mod screen;
@@ -112,14 +113,37 @@ impl App {
             };
             self.view.focus = pane;
             if let (Action::ClickAt { .. }, Pane::Commands, Some(a)) = (&action, pane, areas) {
-                let count = self.model.commands.len();
-                if let Some(index) = layout::command_at(self.view.selected, a.commands, row, count)
-                {
-                    self.view.select_command(index);
+                self.refresh_list();
+                let list = &self.content.list;
+                let cursor = list.cursor_row(self.view.selected).unwrap_or(0);
+                let clicked = layout::command_at(cursor, a.commands, row, list.rows.len())
+                    .and_then(|row| list.command_of_row(row));
+                if let Some(id) = clicked {
+                    self.view.select_command(id);
                 }
             }
         }
-        update(&self.model, &mut self.view, &self.geometry, action)
+        self.refresh_list();
+        let before = self.view.list.clone();
+        let effects = update(&self.model, &mut self.view, &self.geometry, action);
+        if self.view.list != before {
+            self.refresh_list();
+        }
+        effects
+    }
+
+    /// Builds the list's rows again if what they show changed (a command started or ended,
+    /// the filter, the order, a fold), and keeps the selection on a listed command.
+    fn refresh_list(&mut self) {
+        let model = self.shown();
+        if !self.content.list.is_current(model, &self.view.list) {
+            let rows = std::sync::Arc::new(list::ListRows::build(model, &self.view.list));
+            self.geometry.list = rows.clone();
+            self.content.list = rows;
+        }
+        if let Some(id) = self.content.list.nearest(self.view.selected) {
+            self.view.select_command(id);
+        }
     }
 
     /// An event from the broker of `command`'s run `run`; stale runs are ignored.
@@ -175,9 +199,19 @@ impl App {
             let (Some(broker), Some(pid)) = (command.broker_pid, command.pid) else {
                 continue;
             };
-            let own = snapshot.trees.get(&broker);
-            if let Some(process) = own.and_then(|tree| tree.iter().find(|p| p.pid == pid)) {
+            let Some(tree) = snapshot.trees.get(&broker) else {
+                continue;
+            };
+            if let Some(process) = tree.iter().find(|p| p.pid == pid) {
                 command.observe_state(process.state);
+            }
+            if command.status.is_active() {
+                // The command's processes: the broker's own work is tether's, not the command's.
+                let own = tree.iter().filter(|p| p.pid != broker);
+                let (cpu, rss) = own.fold((0.0, 0), |(cpu, rss), p| {
+                    (cpu + p.cpu_percent, rss + p.rss_bytes)
+                });
+                command.observe_usage(cpu, rss);
             }
         }
         self.snapshot = snapshot;
@@ -230,6 +264,7 @@ impl App {
     pub fn prepare(&mut self, size: Rect, now_ms: u64) {
         self.size = size;
         self.content.now_ms = self.prepare_cursor(now_ms).unwrap_or(now_ms);
+        self.refresh_list();
         let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
         let wrap = self.view.wrap;
         let lens = self.stored_lens();

@@ -19,6 +19,9 @@ pub(super) struct PaneScreens {
     signs: [Option<SignsReader>; 2],
     /// Only for a pane in the screen view: an emulator is dropped with the view.
     screens: [Option<StreamScreen>; 2],
+    /// Whether each stream was on the alternate screen at the last look: a switch turns the
+    /// screen view on or off by itself (`v` still chooses in between).
+    alternate: [bool; 2],
 }
 
 impl App {
@@ -56,6 +59,14 @@ impl App {
             let signs = self.screens.signs[i].get_or_insert_with(|| SignsReader::new(path.clone()));
             // A hint only: a log that cannot be read gives none.
             content[i].signs = signs.update(lens[i]).unwrap_or(signs.signs());
+            // A full-screen program (top, an editor) reads only as a screen; back to the
+            // line log when it leaves the alternate screen.
+            let alternate = content[i].signs.alternate;
+            if alternate != self.screens.alternate[i] {
+                self.screens.alternate[i] = alternate;
+                self.view.outputs[i].screen = alternate;
+                self.view.outputs[i].selection = None;
+            }
             let (rows, cols) = inner_size(panes[i]);
             if !self.view.outputs[i].screen {
                 self.screens.screens[i] = None;
@@ -88,4 +99,63 @@ impl App {
 /// Rows and columns inside a pane's border.
 fn inner_size(pane: Rect) -> (u16, u16) {
     (pane.height.saturating_sub(2), pane.width.saturating_sub(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::super::copy::tests::app_with_stdout;
+    use super::*;
+    use crate::app::action::Action;
+    use crate::protocol::{Event, EventKind};
+
+    /// What `top` writes to a terminal: the alternate screen, a clear, a frame drawn by
+    /// cursor moves, another frame over it.
+    const TOP: &[u8] = b"\x1b[?1049h\x1b[H\x1b[2Jtop - 10:00:01 up 1 day,  load average: 0.10\x1b[2;1HTasks: 120 total\x1b[4;1H  PID USER      %CPU COMMAND\x1b[5;1H    1 root       0.0 init\x1b[1;1Htop - 10:00:04 up 1 day,  load average: 0.12";
+
+    fn grow(app: &mut App, dir: &std::path::Path, bytes: &[u8]) {
+        let offset = app.model.commands[0].bytes[0];
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("stdout.log"))
+            .and_then(|mut f| f.write_all(bytes))
+            .expect("append to the log");
+        app.model.commands[0].apply(&Event {
+            ts_ms: 1,
+            mono_us: 0,
+            kind: EventKind::Output {
+                stream: Stream::Stdout,
+                offset,
+                len: bytes.len() as u64,
+            },
+        });
+        app.prepare(Rect::new(0, 0, 120, 40), 2);
+    }
+
+    #[test]
+    fn a_full_screen_program_shows_as_its_screen_until_it_leaves_the_alternate_screen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut app = app_with_stdout(dir.path(), b"starting top\n");
+        assert!(!app.view.outputs[0].screen, "lines, before the switch");
+        grow(&mut app, dir.path(), TOP);
+        assert!(app.view.outputs[0].screen, "the screen view, without `v`");
+        let grid = app.content.screens[0]
+            .grid
+            .as_ref()
+            .expect("the emulated screen");
+        assert!(grid.alternate);
+        let text = grid.text();
+        assert!(text.starts_with("top - 10:00:04"), "{text}");
+        assert!(text.contains("Tasks: 120 total"), "{text}");
+        // `v` still gives the line log while it is there...
+        app.handle(Action::ToggleScreen);
+        grow(&mut app, dir.path(), b"\x1b[1;1Htop - 10:00:07");
+        assert!(!app.view.outputs[0].screen, "the operator's choice holds");
+        app.handle(Action::ToggleScreen);
+        // ...and leaving the alternate screen goes back to the lines.
+        grow(&mut app, dir.path(), b"\x1b[?1049lbye\n");
+        assert!(!app.view.outputs[0].screen, "back to the line log");
+        assert!(app.content.screens[0].grid.is_none());
+    }
 }

@@ -2,6 +2,9 @@
 //! model it looks at.
 
 use std::ops::Range;
+use std::sync::Arc;
+
+use super::list::{ListRows, ListView};
 
 use crate::model::output::StyledLine;
 use crate::model::screen::{FullScreenSigns, ReplayStart, ScreenGrid};
@@ -139,6 +142,8 @@ pub struct ViewState {
     pub stamps: bool,
     /// Where the time cursor is over a recorded session.
     pub time: TimeCursor,
+    /// The command list's filter, order and folded sessions.
+    pub list: ListView,
 }
 
 /// The time cursor: the moment every pane shows the recorded run as it was at (`None`: off,
@@ -204,6 +209,7 @@ impl Default for ViewState {
             time: TimeCursor::default(),
             merged: false,
             stamps: false,
+            list: ListView::default(),
         }
     }
 }
@@ -258,6 +264,8 @@ pub struct FrameContent {
     pub cgroup: Option<crate::cgroup::CgroupStats>,
     /// What the time cursor shows, when it is set.
     pub cursor: Option<CursorContent>,
+    /// The command list's rows, rebuilt only when what they show changed.
+    pub list: Arc<ListRows>,
 }
 
 /// The time cursor's frame: the panes show the commands as they were at `at_ms` (the model

@@ -38,6 +38,15 @@ pub enum Status {
 }
 
 impl Status {
+    /// Ended badly: a non-zero exit, a signal, a start that failed, a broker lost.
+    pub fn is_failure(self) -> bool {
+        match self {
+            Status::Exited(status) => status.code != Some(0),
+            Status::FailedToStart | Status::Lost => true,
+            _ => false,
+        }
+    }
+
     pub fn is_active(self) -> bool {
         matches!(
             self,
@@ -155,9 +164,14 @@ pub struct CommandState {
     /// When the command's session began, where it is not the model's own session (a watch
     /// over many sessions): see [`crate::model::Model::session_start_of`].
     pub session_started_ms: Option<u64>,
+    /// CPU and resident memory of the run's processes in the sampler's last snapshot, while
+    /// it runs (the broker itself not counted).
+    pub cpu_percent: Option<f32>,
+    pub rss_bytes: Option<u64>,
     /// CPU time the run's whole tree used, from its `result.json` once it ended.
     pub cpu_ms: Option<u64>,
-    /// The most memory the run's tree held, from its `result.json` once it ended.
+    /// The most memory the run's tree held: from its `result.json` once it ended, before
+    /// that the most the sampler saw its processes hold together.
     pub peak_rss_bytes: Option<u64>,
 }
 
@@ -190,6 +204,8 @@ impl CommandState {
             containment: None,
             cgroup: None,
             session_started_ms: None,
+            cpu_percent: None,
+            rss_bytes: None,
             cpu_ms: None,
             peak_rss_bytes: None,
         }
@@ -201,7 +217,7 @@ impl CommandState {
         self.cpu_ms = result
             .cpu_ms
             .or(result.cgroup_cpu_usec.map(|usec| usec / 1000));
-        self.peak_rss_bytes = result.peak_rss_bytes;
+        self.peak_rss_bytes = result.peak_rss_bytes.or(self.peak_rss_bytes);
     }
 
     /// Forgets the previous run: a new one starts with a fresh journal directory.
@@ -390,6 +406,20 @@ impl CommandState {
             (Status::Stopped, state) if state != 'T' => self.status = Status::Running,
             _ => {}
         }
+    }
+
+    /// What the sampler saw of the run's processes: the live figures, and the peak so far.
+    pub fn observe_usage(&mut self, cpu_percent: f32, rss_bytes: u64) {
+        self.cpu_percent = Some(cpu_percent);
+        self.rss_bytes = Some(rss_bytes);
+        self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
+    }
+
+    /// The command's number in its session: the `NN` of its journal directory `NN-name`.
+    pub fn number(&self) -> Option<u32> {
+        let name = self.journal_dir.as_deref()?.file_name()?.to_str()?;
+        let digits = name.split('-').next()?;
+        digits.parse().ok()
     }
 
     /// Whether a reaped orphan had escaped, by the broker's word (`escaped`) or, in a journal

@@ -1,16 +1,22 @@
-//! The command list: name, state, runtime, how it ended, and badges.
+//! The command list: under session headers (when it lists more than one session), each
+//! command's number, name, state, runtime, CPU, memory, start and command text, with badges.
+//! Only the rows on screen are formatted: the rows' order comes ready in the frame content.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::style::{Color, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Row, Table};
 
+use super::list_columns::{self, Column};
 use super::{format, pane_block, style};
 use crate::app::layout;
+use crate::app::list::{Counts, ListFilter, ListRow, ListSort, SessionGroup};
 use crate::app::view::{FrameContent, Pane, ViewState};
 use crate::model::output::one_line;
-use crate::model::{Badge, Badges, CommandState, Model};
+use crate::model::{Badge, Badges, CommandId, CommandState, Model};
+
+const HEADER: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
 
 pub fn draw(
     frame: &mut Frame,
@@ -19,16 +25,12 @@ pub fn draw(
     view: &ViewState,
     content: &FrameContent,
 ) {
-    let now_ms = content.now_ms;
-    // At the time cursor the list is the recording as it was then: its title says when.
-    let title = match &content.cursor {
-        Some(c) => format!(
-            "Commands at {}",
-            format::offset_ms(c.at_ms.saturating_sub(model.started_ms))
-        ),
-        None => "Commands".into(),
-    };
-    let block: Block = pane_block(&title, view.focus == Pane::Commands);
+    let list = &*content.list;
+    let room = area.width.saturating_sub(4) as usize;
+    let block: Block = pane_block(
+        &title(model, view, content, room),
+        view.focus == Pane::Commands,
+    );
     if model.commands.is_empty() {
         let hint = match (model.recorded, model.controllable) {
             (false, _) => Line::from(vec![
@@ -45,56 +47,208 @@ pub fn draw(
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
-    let skip = layout::first_visible_command(view.selected, area);
-    let rows = model.commands.iter().enumerate().skip(skip).map(|(i, c)| {
-        let marker = if i == view.selected { "▶" } else { " " };
-        let runtime = c
-            .runtime_ms(now_ms)
-            .map(format::duration_ms)
-            .unwrap_or_default();
-        let row = Row::new(vec![
-            Cell::from(marker),
-            Cell::from(one_line(&c.config.name)),
-            Cell::from(Span::styled(c.status.label(), style::status(c.status))),
-            Cell::from(runtime),
-            Cell::from(Line::from(badges(c))),
-        ]);
-        if i == view.selected {
-            row.style(style::SELECTED)
+    let inner = area.width.saturating_sub(2) as usize;
+    let columns = list_columns::layout(inner, list.name_width, list.number_width);
+    let cursor = list.cursor_row(view.selected);
+    let skip = layout::first_visible_command(cursor.unwrap_or(0), area);
+    let visible = area.height.saturating_sub(3) as usize;
+    let rows = list.rows.iter().enumerate().skip(skip).take(visible);
+    let rows = rows.map(|(row, entry)| {
+        let selected = Some(row) == cursor;
+        let drawn = match *entry {
+            // Drawn over the row below: a header spans the columns.
+            ListRow::Session(_) => Row::new(Vec::<Cell>::new()),
+            ListRow::Command(id) => {
+                let started = list
+                    .session_of(id)
+                    .map_or(model.started_ms, |s| s.started_ms);
+                let cells = columns.iter().map(|(column, width)| {
+                    cell(
+                        *column,
+                        *width,
+                        id,
+                        &model.commands[id],
+                        started,
+                        selected,
+                        content,
+                    )
+                });
+                Row::new(cells.collect::<Vec<_>>())
+            }
+        };
+        if selected {
+            drawn.style(style::SELECTED)
         } else {
-            row
+            drawn
         }
     });
-    let table = Table::new(rows, widths(model, area.width.saturating_sub(2)))
-        .header(Row::new(vec!["", "NAME", "STATE", "TIME", ""]).style(style::DIM))
+    let widths = columns
+        .iter()
+        .map(|(_, width)| Constraint::Length(*width as u16));
+    let titles = columns.iter().map(|(column, _)| column.title());
+    let table = Table::new(rows, widths)
+        .header(Row::new(titles).style(style::DIM))
         .block(block);
     frame.render_widget(table, area);
+    let first_row = area.y + 2;
+    for (row, entry) in list.rows.iter().enumerate().skip(skip).take(visible) {
+        if let ListRow::Session(at) = *entry {
+            let y = first_row + (row - skip) as u16;
+            let line = session_line(&list.sessions[at], Some(row) == cursor);
+            frame.render_widget(line, Rect::new(area.x + 1, y, inner as u16, 1));
+        }
+    }
+    if list.rows.is_empty() {
+        let empty = Line::styled(
+            format!("No {} commands (F: all)", view.list.filter.label()),
+            style::DIM,
+        );
+        let at = Rect::new(area.x + 2, area.y + 2, area.width.saturating_sub(4), 1);
+        frame.render_widget(empty, at);
+    }
 }
 
-/// Columns for a list `inner` cells wide. The state and the runtime are never cut (`running`
-/// must not read `runnin` at 80×24); the name takes what it needs of the rest, up to all of
-/// it, and the badges what is left.
-fn widths(model: &Model, inner: u16) -> [Constraint; 5] {
-    // "stopping", "exit 127", "SIGKILL"; "10.0s", "1m23s", "2h05m".
-    const STATE: u16 = 8;
-    const TIME: u16 = 5;
-    // The marker, and one column between each two.
-    let rest = inner.saturating_sub(1 + STATE + TIME + 4);
-    let longest = model
-        .commands
-        .iter()
-        .map(|c| format::text_width(&one_line(&c.config.name)))
-        .max()
-        .unwrap_or(0)
-        .max(4) as u16;
-    let name = longest.min(rest);
-    [
-        Constraint::Length(1),
-        Constraint::Length(name),
-        Constraint::Length(STATE),
-        Constraint::Length(TIME),
-        Constraint::Length(rest - name),
-    ]
+/// `Commands 1000 · 2 running · 4 failed`; with a filter, what it shows of how many; at the
+/// time cursor, the moment the list is of. Shorter where `room` columns do not hold it.
+fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -> String {
+    let title = match &content.cursor {
+        Some(c) => format!(
+            "Commands at {}",
+            format::offset_ms(c.at_ms.saturating_sub(model.started_ms))
+        ),
+        None => "Commands".into(),
+    };
+    if model.commands.is_empty() {
+        return title;
+    }
+    let Counts {
+        running,
+        failed,
+        total,
+    } = content.list.counts;
+    let counts = match view.list.filter {
+        ListFilter::All => format!(" {total} · {running} running · {failed} failed"),
+        ListFilter::Running => format!(": running {running} of {total} · {failed} failed"),
+        ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
+    };
+    let short = match view.list.filter {
+        ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
+        ListFilter::Running => format!(" run {running}/{total}"),
+        ListFilter::Failed => format!(" fail {failed}/{total}"),
+    };
+    let sort = if view.list.sort == ListSort::Cpu {
+        " · by CPU"
+    } else {
+        ""
+    };
+    let long = format!("{title}{counts}{sort}");
+    let shorter = format!("{title}{short}");
+    if format::text_width(&long) <= room {
+        long
+    } else if format::text_width(&shorter) <= room {
+        shorter
+    } else if content.cursor.is_some() {
+        // The moment matters more than the counts.
+        title
+    } else if view.list.filter == ListFilter::All {
+        format!("{title} {total}")
+    } else {
+        format!("{title}{short}")
+    }
+}
+
+/// `▾ 20260101-abcd  2 running · 1 failed · 40`, `▸` when folded.
+fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
+    let marker = if selected { "▶" } else { " " };
+    let mark = if session.folded { "▸" } else { "▾" };
+    let Counts {
+        running,
+        failed,
+        total,
+    } = session.counts;
+    let mut spans = vec![
+        Span::raw(format!("{marker} ")),
+        Span::styled(format!("{mark} {} ", one_line(&session.name)), HEADER),
+        Span::styled(
+            format!(
+                " {} · {running} running",
+                format::count(total, "command", "commands")
+            ),
+            style::DIM,
+        ),
+    ];
+    let failed_style = if failed > 0 && !selected {
+        Style::new().fg(Color::Red)
+    } else {
+        style::DIM
+    };
+    spans.push(Span::styled(format!(" · {failed} failed"), failed_style));
+    let line = Line::from(spans);
+    if selected {
+        line.style(style::SELECTED)
+    } else {
+        line
+    }
+}
+
+fn cell(
+    column: Column,
+    width: usize,
+    id: CommandId,
+    c: &CommandState,
+    session_start: u64,
+    selected: bool,
+    content: &FrameContent,
+) -> Cell<'static> {
+    let dash = || Cell::from(Span::styled("-", style::DIM));
+    let live = c.status.is_active();
+    match column {
+        Column::Marker => Cell::from(if selected { "▶" } else { " " }),
+        Column::Number => Cell::from(format!("#{}", c.number().unwrap_or(id as u32 + 1))),
+        Column::Name => Cell::from(format::fit(&one_line(&c.config.name), width)),
+        Column::State => Cell::from(Span::styled(c.status.label(), style::status(c.status))),
+        Column::Time => Cell::from(
+            c.runtime_ms(content.now_ms)
+                .map(format::duration_ms)
+                .unwrap_or_default(),
+        ),
+        Column::Cpu => match (live, c.cpu_percent, c.cpu_ms) {
+            (true, Some(percent), _) => Cell::from(cpu_percent(percent)),
+            (false, _, Some(ms)) => Cell::from(format::duration_ms(ms)),
+            _ => dash(),
+        },
+        Column::Rss => match (live, c.rss_bytes, c.peak_rss_bytes) {
+            (true, Some(bytes), _) | (false, _, Some(bytes)) => {
+                Cell::from(format::compact_bytes(bytes))
+            }
+            _ => dash(),
+        },
+        Column::Start => match c.started_ms {
+            Some(at) => Cell::from(format::offset_ms(at.saturating_sub(session_start))),
+            None => dash(),
+        },
+        Column::Command => {
+            let mut spans = badges(c);
+            let text = c.command_line();
+            // A script can be long: only what the column shows is sanitized and measured.
+            let text: String = text.chars().take(width * 4 + 1).collect();
+            let used: usize = spans.iter().map(|s| format::text_width(&s.content)).sum();
+            spans.push(Span::styled(
+                format::truncate(&one_line(&text), width.saturating_sub(used)),
+                style::DIM,
+            ));
+            Cell::from(Line::from(spans))
+        }
+    }
+}
+
+/// `99.9%` under a hundred, `398%` above (a command's processes on several cores).
+fn cpu_percent(percent: f32) -> String {
+    if percent >= 99.95 {
+        format!("{percent:.0}%")
+    } else {
+        format!("{percent:.1}%")
+    }
 }
 
 /// Short tags for what happened to a run beyond its exit status.

@@ -6,6 +6,7 @@ pub mod dialog;
 pub mod format;
 pub mod header;
 pub mod help;
+pub mod list_columns;
 pub mod output;
 pub mod screen;
 pub mod status_bar;

@@ -47,16 +47,12 @@ pub fn draw(
         (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
             .round() as usize
     };
-    let lines: Vec<Line> = model
-        .commands
+    let height = rows.height as usize;
+    let shown = shown_commands(model, view.selected, height);
+    let mut lines: Vec<Line> = shown
         .iter()
-        .enumerate()
-        .skip(
-            view.selected
-                .saturating_sub((rows.height as usize).max(1) - 1),
-        )
-        .take(rows.height as usize)
-        .map(|(i, c)| {
+        .map(|&i| {
+            let c = &model.commands[i];
             // Padded by columns, not characters, so every bar starts in the same column
             // whatever the name holds.
             let label = format::fit(&one_line(&c.config.name), label_width);
@@ -71,6 +67,16 @@ pub fn draw(
             Line::from(spans)
         })
         .collect();
+    let others = model.commands.len() - shown.len();
+    if others > 0 {
+        let label = format::fit(&format!("+{others} more"), label_width);
+        let density = density(model, &shown, bar_width, now_ms, &column);
+        lines.push(Line::from(vec![
+            Span::styled(label, style::DIM),
+            Span::raw(" "),
+            Span::styled(density, Style::new().fg(Color::DarkGray)),
+        ]));
+    }
     frame.render_widget(Paragraph::new(lines), rows);
     // The cursor's column, marked on the rule above the bars too (where the title leaves it).
     if let Some(c) = cursor {
@@ -81,6 +87,94 @@ pub fn draw(
             }
         }
     }
+}
+
+/// The commands that get a row of their own in a strip of `height` rows: all of them if they
+/// fit; else, with one row left for the density of the rest, the selected one, those that
+/// run, the latest that failed, and the selected one's neighbours in the rows still free.
+/// In the list's order.
+pub fn shown_commands(model: &Model, selected: usize, height: usize) -> Vec<usize> {
+    let count = model.commands.len();
+    if count <= height {
+        return (0..count).collect();
+    }
+    let room = height.saturating_sub(1);
+    let mut shown: Vec<usize> = Vec::with_capacity(room);
+    shown.extend(
+        (selected < count)
+            .then_some(selected)
+            .into_iter()
+            .take(room),
+    );
+    let commands = &model.commands;
+    let running = (0..count).filter(|&i| commands[i].status.is_active());
+    let failed = (0..count)
+        .rev()
+        .filter(|&i| commands[i].status.is_failure());
+    for i in running.chain(failed) {
+        if shown.len() >= room {
+            break;
+        }
+        if !shown.contains(&i) {
+            shown.push(i);
+        }
+    }
+    let neighbours = (1..count).flat_map(|d| [selected.checked_sub(d), selected.checked_add(d)]);
+    for i in neighbours.flatten().filter(|&i| i < count) {
+        if shown.len() >= room {
+            break;
+        }
+        if !shown.contains(&i) {
+            shown.push(i);
+        }
+    }
+    shown.sort_unstable();
+    shown
+}
+
+/// How many of the commands without a row of their own ran in each column, as shades from
+/// `░` (one) to `█` (the most): where the short ones crowded.
+fn density(
+    model: &Model,
+    shown: &[usize],
+    width: usize,
+    now_ms: u64,
+    column: &dyn Fn(u64) -> usize,
+) -> String {
+    // +1 where a run starts and -1 after it ends: one pass over the commands whatever they
+    // span, then a running sum.
+    let mut steps = vec![0i64; width + 1];
+    for (i, c) in model.commands.iter().enumerate() {
+        let Some(start) = c.started_ms else {
+            continue;
+        };
+        if shown.binary_search(&i).is_ok() {
+            continue;
+        }
+        let end = column(c.ended_ms.unwrap_or(now_ms)).min(width - 1);
+        let start = column(start).min(end);
+        steps[start] += 1;
+        steps[end + 1] -= 1;
+    }
+    let mut running = 0;
+    let counts: Vec<i64> = steps[..width]
+        .iter()
+        .map(|step| {
+            running += step;
+            running
+        })
+        .collect();
+    let most = counts.iter().copied().max().unwrap_or(0).max(1);
+    counts
+        .iter()
+        .map(|&n| match n {
+            0 => ' ',
+            n if n * 4 <= most => '░',
+            n if n * 2 <= most => '▒',
+            n if n * 4 <= most * 3 => '▓',
+            _ => '█',
+        })
+        .collect()
 }
 
 /// `⏱ 03:04:07.250 (+0:02.300)`: the cursor's moment in UTC and since the session started.
@@ -164,6 +258,91 @@ fn bar(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Status;
+    use crate::protocol::ExitStatus;
+
+    /// 1,000 commands of 5 ms, 20 ms apart; three still running, every 50th failed.
+    fn thousand() -> Model {
+        let commands = (0..1000u64)
+            .map(|i| {
+                let mut c = CommandState::new(crate::config::CommandConfig::new(
+                    format!("echo-{i}"),
+                    crate::protocol::CommandSpec::Shell("echo".into()),
+                ));
+                c.begin_run(format!("/s/{i:04}-echo").into(), i * 20);
+                let code = if i % 50 == 49 { 1 } else { 0 };
+                c.status = if [10, 500, 990].contains(&i) {
+                    Status::Running
+                } else {
+                    c.ended_ms = Some(i * 20 + 5);
+                    Status::Exited(ExitStatus {
+                        code: Some(code),
+                        signal: None,
+                        core_dumped: false,
+                    })
+                };
+                c
+            })
+            .collect();
+        Model {
+            session_id: "s".into(),
+            session_dir: "/s".into(),
+            started_ms: 0,
+            commands,
+            recorded: true,
+            controllable: false,
+            recording: None,
+        }
+    }
+
+    #[test]
+    fn a_thousand_commands_give_rows_to_the_selected_the_running_and_the_failed() {
+        let model = thousand();
+        let shown = shown_commands(&model, 123, 10);
+        assert_eq!(shown.len(), 9, "a row left for the rest");
+        for must in [123, 10, 500, 990] {
+            assert!(shown.contains(&must), "{must} in {shown:?}");
+        }
+        // The latest failures take the rows left.
+        assert!(shown.contains(&999) && shown.contains(&949), "{shown:?}");
+        assert!(shown.windows(2).all(|w| w[0] < w[1]), "in the list's order");
+        // Few enough commands all get a row.
+        assert_eq!(shown_commands(&model, 0, 1000).len(), 1000);
+    }
+
+    #[test]
+    fn the_rest_is_one_row_of_how_many_ran_when() {
+        let model = thousand();
+        let shown = shown_commands(&model, 0, 10);
+        let width = 40;
+        let span = 20_000u64;
+        let column = |ts: u64| ((ts as f64 / span as f64) * (width - 1) as f64).round() as usize;
+        let row = density(&model, &shown, width, span, &column);
+        assert_eq!(row.chars().count(), width);
+        // The commands ran evenly over the whole session: every column has some.
+        assert!(row.chars().all(|c| c != ' '), "{row:?}");
+    }
+
+    #[test]
+    fn a_strip_of_a_thousand_draws_its_rows_and_a_count_of_the_rest() {
+        let model = thousand();
+        let backend = ratatui::backend::TestBackend::new(60, 12);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        let content = FrameContent {
+            now_ms: 20_000,
+            ..FrameContent::default()
+        };
+        terminal
+            .draw(|f| draw(f, f.area(), &model, &ViewState::default(), &content))
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        let rows: Vec<String> = (0..12)
+            .map(|y| (0..60).map(|x| buffer[(x, y)].symbol()).collect())
+            .collect();
+        assert!(rows[1].starts_with("echo-0 "), "{rows:#?}");
+        let last = &rows[11];
+        assert!(last.starts_with("+990 more"), "{rows:#?}");
+    }
 
     #[test]
     fn markers_in_one_column_all_stay_in_sight() {

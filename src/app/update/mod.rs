@@ -2,11 +2,13 @@
 //! done. It does no I/O; what must happen outside comes back as [`Effect`]s.
 
 mod copy;
+mod list;
 mod time;
 
 use std::ops::Range;
 
 use super::action::Action;
+use super::list::ListRows;
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
 use crate::model::{CommandId, Model};
@@ -53,6 +55,7 @@ pub enum Effect {
 /// cursor. The status bar and the help offer only the keys this lets through.
 pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     let launches = matches!(action, Action::Restart | Action::NewCommand);
+    let dismisses = matches!(action, Action::Dismiss | Action::DismissEnded);
     let signals = matches!(
         action,
         Action::Term | Action::Kill | Action::Stop | Action::SignalProcess | Action::StartTyping
@@ -66,8 +69,8 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     match (model.recorded, model.controllable) {
         (true, true) if launches => Some(NO_LAUNCH),
         (true, false) if launches || signals => Some(READ_ONLY),
-        (true, false) if *action == Action::Dismiss => Some(NO_DISMISS),
-        (false, _) if *action == Action::Dismiss => Some(NO_DISMISS),
+        (true, false) if dismisses => Some(NO_DISMISS),
+        (false, _) if dismisses => Some(NO_DISMISS),
         _ => None,
     }
 }
@@ -87,6 +90,8 @@ pub struct Geometry {
     pub last_shown: [Option<usize>; 2],
     /// pid and command line of each tree row; `None` for the broker's own row.
     pub tree_processes: Vec<Option<(i32, String)>>,
+    /// The command list's rows as last built.
+    pub list: std::sync::Arc<ListRows>,
 }
 
 pub fn update(
@@ -281,6 +286,9 @@ pub fn update(
             Some(_) => effects.push(Effect::Dismiss(selected)),
             None => {}
         },
+        Action::DismissEnded | Action::ToggleFold | Action::CycleFilter | Action::ToggleSort => {
+            effects = list::update(model, view, geometry, &action)
+        }
         Action::SignalProcess => match (
             command,
             geometry
@@ -414,9 +422,15 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
         (value as i64).saturating_add(delta).clamp(0, max as i64) as usize
     };
     match view.focus {
-        Pane::Commands => {
+        // Before the first frame there are no rows yet: the commands in their order.
+        Pane::Commands if !geometry.list.is_built() => {
             let last = model.commands.len().saturating_sub(1);
             view.select_command(step(view.selected, last));
+        }
+        Pane::Commands => {
+            if let Some(id) = geometry.list.moved(view.selected, delta) {
+                view.select_command(id);
+            }
         }
         Pane::Tree => {
             let last = geometry.tree_processes.len().saturating_sub(1);
@@ -578,5 +592,5 @@ fn input_of(dialog: &mut Dialog) -> Option<&mut String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 mod typing;

@@ -2,7 +2,7 @@ use super::*;
 use crate::model::CommandState;
 use crate::protocol::{Event, EventKind};
 
-fn model(recorded: bool, running: bool) -> Model {
+pub(super) fn model(recorded: bool, running: bool) -> Model {
     let mut command =
         CommandState::new(CommandConfig::new("job", CommandSpec::Shell("true".into())));
     command.begin_run("/nonexistent".into(), 0);
@@ -36,7 +36,7 @@ fn model(recorded: bool, running: bool) -> Model {
     }
 }
 
-fn geometry() -> Geometry {
+pub(super) fn geometry() -> Geometry {
     Geometry {
         output_rows: [10, 10],
         tree_rows: 5,

@@ -1,0 +1,317 @@
+//! The command list's rows: which commands show (the filter), in what order (the sort), under
+//! which session headers (folded or not), with the counts the title and headers show.
+//!
+//! Built once when something it depends on changes, not every frame: a session of 10,000
+//! commands scrolls at the speed of 10, as a frame draws only the rows on screen from here.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::model::output::{one_line, text_width};
+use crate::model::{CommandId, CommandState, Model};
+
+/// Which commands the list shows (`F` cycles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListFilter {
+    #[default]
+    All,
+    Running,
+    Failed,
+}
+
+impl ListFilter {
+    pub fn next(self) -> ListFilter {
+        match self {
+            ListFilter::All => ListFilter::Running,
+            ListFilter::Running => ListFilter::Failed,
+            ListFilter::Failed => ListFilter::All,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ListFilter::All => "all",
+            ListFilter::Running => "running",
+            ListFilter::Failed => "failed",
+        }
+    }
+
+    fn shows(self, command: &CommandState) -> bool {
+        match self {
+            ListFilter::All => true,
+            ListFilter::Running => command.status.is_active(),
+            ListFilter::Failed => command.status.is_failure(),
+        }
+    }
+}
+
+/// The order of the commands inside each session (`o` toggles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListSort {
+    /// As they started (the journal's order).
+    #[default]
+    Start,
+    /// The busiest first: live commands by CPU %, then ended ones by CPU time.
+    Cpu,
+}
+
+/// What the operator chose of the list: kept in the view state.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListView {
+    pub filter: ListFilter,
+    pub sort: ListSort,
+    /// Sessions folded under their header, by session directory.
+    pub folded: BTreeSet<PathBuf>,
+}
+
+/// One row of the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListRow {
+    /// A session's header: an index into [`ListRows::sessions`].
+    Session(usize),
+    Command(CommandId),
+}
+
+/// Commands running, failed and in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    pub running: usize,
+    pub failed: usize,
+    pub total: usize,
+}
+
+impl Counts {
+    fn add(&mut self, command: &CommandState) {
+        self.running += usize::from(command.status.is_active());
+        self.failed += usize::from(command.status.is_failure());
+        self.total += 1;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionGroup {
+    /// The session's directory (where its commands' journal directories are).
+    pub dir: PathBuf,
+    /// Its id, as the header shows it.
+    pub name: String,
+    /// What offsets in its rows count from: the session's start where the model knows it,
+    /// else its first command's.
+    pub started_ms: u64,
+    pub counts: Counts,
+    pub folded: bool,
+    /// Its first command the filter shows, in the list's order: what a folded header selects.
+    pub first: Option<CommandId>,
+    header_row: Option<usize>,
+}
+
+/// The list as it is drawn and moved through.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListRows {
+    pub rows: Vec<ListRow>,
+    pub sessions: Vec<SessionGroup>,
+    /// Over every command, whatever the filter.
+    pub counts: Counts,
+    /// Columns of the widest name, and of the widest number (`#123`).
+    pub name_width: usize,
+    pub number_width: usize,
+    /// Each command's row (`None`: filtered out or folded) and session.
+    row_of: Vec<Option<usize>>,
+    session_of: Vec<usize>,
+    /// What the rows were built from (see [`fingerprint`]).
+    built_from: Option<(u64, ListView)>,
+}
+
+/// The session a command belongs to: its journal directory's parent, or the model's own
+/// session for a command not started yet.
+fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
+    command
+        .journal_dir
+        .as_deref()
+        .and_then(Path::parent)
+        .unwrap_or(&model.session_dir)
+}
+
+/// A cheap sum of what the rows depend on in the model: how many commands, each one's start,
+/// whether it runs or failed, and under the CPU sort its CPU. One pass, no allocation.
+pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
+    let mut hash = model.commands.len() as u64;
+    let mut mix = |value: u64| {
+        hash = (hash ^ value)
+            .wrapping_mul(0x0100_0000_01b3)
+            .rotate_left(17);
+    };
+    for command in &model.commands {
+        let state =
+            u64::from(command.status.is_active()) | u64::from(command.status.is_failure()) << 1;
+        mix(command.started_ms.unwrap_or(u64::MAX) << 2 | state);
+        if sort == ListSort::Cpu {
+            mix(command.cpu_percent.map_or(0, |c| u64::from(c.to_bits())));
+            mix(command.cpu_ms.unwrap_or(0));
+        }
+    }
+    hash
+}
+
+impl ListRows {
+    /// Whether these rows still show `model` as `view` asks.
+    pub fn is_current(&self, model: &Model, view: &ListView) -> bool {
+        self.built_from
+            .as_ref()
+            .is_some_and(|(print, built)| built == view && *print == fingerprint(model, view.sort))
+    }
+
+    pub fn build(model: &Model, view: &ListView) -> ListRows {
+        let mut sessions: Vec<SessionGroup> = Vec::new();
+        let mut session_of = Vec::with_capacity(model.commands.len());
+        let mut members: Vec<Vec<CommandId>> = Vec::new();
+        let mut counts = Counts::default();
+        let (mut name_width, mut widest_number) = (4, 0);
+        for (id, command) in model.commands.iter().enumerate() {
+            let dir = session_dir(model, command);
+            // Commands come grouped by session: the last group is nearly always the one.
+            let at = match sessions.iter().rposition(|s| s.dir == dir) {
+                Some(at) => at,
+                None => {
+                    sessions.push(new_group(model, dir));
+                    members.push(Vec::new());
+                    sessions.len() - 1
+                }
+            };
+            let group = &mut sessions[at];
+            if dir != model.session_dir {
+                if let Some(start) = command.started_ms {
+                    group.started_ms = group.started_ms.min(start);
+                }
+            }
+            group.counts.add(command);
+            counts.add(command);
+            session_of.push(at);
+            name_width = name_width.max(text_width(&one_line(&command.config.name)));
+            widest_number = widest_number.max(command.number().unwrap_or(id as u32 + 1));
+            if view.filter.shows(command) {
+                members[at].push(id);
+            }
+        }
+        let headers = sessions.len() > 1;
+        let mut rows = Vec::with_capacity(model.commands.len() + sessions.len());
+        let mut row_of = vec![None; model.commands.len()];
+        for (at, (group, mut ids)) in sessions.iter_mut().zip(members).enumerate() {
+            if view.sort == ListSort::Cpu {
+                ids.sort_by(|a, b| cpu_order(&model.commands[*a], &model.commands[*b]));
+            }
+            group.first = ids.first().copied();
+            group.folded = headers && view.folded.contains(&group.dir);
+            // Under a filter, a session with nothing to show has no header either.
+            if headers && (view.filter == ListFilter::All || !ids.is_empty()) {
+                group.header_row = Some(rows.len());
+                rows.push(ListRow::Session(at));
+            }
+            if group.folded {
+                continue;
+            }
+            for id in ids {
+                row_of[id] = Some(rows.len());
+                rows.push(ListRow::Command(id));
+            }
+        }
+        ListRows {
+            rows,
+            sessions,
+            counts,
+            name_width,
+            number_width: 1 + widest_number.max(1).ilog10() as usize + 1,
+            row_of,
+            session_of,
+            built_from: Some((fingerprint(model, view.sort), view.clone())),
+        }
+    }
+
+    /// Whether these rows were built at all (not before the first frame).
+    pub fn is_built(&self) -> bool {
+        self.built_from.is_some()
+    }
+
+    /// Whether sessions show as headers (more than one is listed).
+    pub fn has_headers(&self) -> bool {
+        self.sessions.len() > 1
+    }
+
+    /// The row the selection is on: the selected command's, or the header it is folded
+    /// under; `None` when the filter hides it.
+    pub fn cursor_row(&self, selected: CommandId) -> Option<usize> {
+        if let Some(row) = self.row_of.get(selected).copied().flatten() {
+            return Some(row);
+        }
+        let group = self.sessions.get(*self.session_of.get(selected)?)?;
+        group.header_row.filter(|_| group.folded)
+    }
+
+    /// The session of a command, if it is listed.
+    pub fn session_of(&self, id: CommandId) -> Option<&SessionGroup> {
+        self.sessions.get(*self.session_of.get(id)?)
+    }
+
+    /// The command a row selects: its own, or a folded session's first.
+    pub fn command_of_row(&self, row: usize) -> Option<CommandId> {
+        match *self.rows.get(row)? {
+            ListRow::Command(id) => Some(id),
+            ListRow::Session(at) => self.sessions[at].first.filter(|_| self.sessions[at].folded),
+        }
+    }
+
+    /// The command `delta` rows from the selection (clamped to the list), skipping the
+    /// headers of open sessions: those only label the rows under them.
+    pub fn moved(&self, selected: CommandId, delta: i64) -> Option<CommandId> {
+        let last = self.rows.len().checked_sub(1)?;
+        let from = self.cursor_row(selected).unwrap_or(0) as i64;
+        let target = from.saturating_add(delta).clamp(0, last as i64) as usize;
+        let direction: i64 = if delta < 0 { -1 } else { 1 };
+        // Onwards from the target first, then back, so that the ends are reached.
+        let onwards = (0..=last as i64).map(|i| target as i64 + i * direction);
+        let back = (1..=last as i64).map(|i| target as i64 - i * direction);
+        onwards
+            .chain(back)
+            .filter(|r| (0..=last as i64).contains(r))
+            .find_map(|r| self.command_of_row(r as usize))
+    }
+
+    /// The listed command nearest to `selected` (itself if it is listed): where the
+    /// selection goes when the filter hides it.
+    pub fn nearest(&self, selected: CommandId) -> Option<CommandId> {
+        if self.cursor_row(selected).is_some() {
+            return Some(selected);
+        }
+        (0..self.rows.len())
+            .filter_map(|row| self.command_of_row(row))
+            .min_by_key(|id| id.abs_diff(selected))
+    }
+}
+
+fn new_group(model: &Model, dir: &Path) -> SessionGroup {
+    let own = dir == model.session_dir;
+    SessionGroup {
+        dir: dir.to_path_buf(),
+        name: dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        started_ms: if own { model.started_ms } else { u64::MAX },
+        counts: Counts::default(),
+        folded: false,
+        first: None,
+        header_row: None,
+    }
+}
+
+/// The busiest first: live commands by CPU %, then ended ones by CPU time, then the rest.
+fn cpu_order(a: &CommandState, b: &CommandState) -> std::cmp::Ordering {
+    let key = |c: &CommandState| match (c.status.is_active(), c.cpu_percent, c.cpu_ms) {
+        (true, Some(percent), _) => (2, f64::from(percent)),
+        (false, _, Some(ms)) => (1, ms as f64),
+        _ => (0, 0.0),
+    };
+    let (ka, kb) = (key(a), key(b));
+    kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+//! Which columns the command list shows in a given width, and how wide each is: the state
+//! and the runtime always, the name as far as it goes, then the number, CPU, memory and start
+//! while they leave the command text room; the command text gets what is left.
+
+/// A column of the command list, in the order shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Marker,
+    Number,
+    Name,
+    State,
+    Time,
+    Cpu,
+    Rss,
+    Start,
+    Command,
+}
+
+impl Column {
+    pub fn title(self) -> &'static str {
+        match self {
+            Column::Marker => "",
+            Column::Number => "#",
+            Column::Name => "NAME",
+            Column::State => "STATE",
+            Column::Time => "TIME",
+            Column::Cpu => "CPU",
+            Column::Rss => "RSS",
+            Column::Start => "START",
+            Column::Command => "COMMAND",
+        }
+    }
+}
+
+/// "stopping", "exit 127", "SIGKILL".
+const STATE: usize = 8;
+/// "10.0s", "1m23s", "2h05m"; CPU as "99.9%" or a time; memory as "12.3M".
+const TIME: usize = 5;
+/// "+12:34.567".
+const START: usize = 10;
+/// The command text (and badges) keeps at least this, else a column to its left goes.
+const MIN_COMMAND: usize = 10;
+/// A name longer than this is cut: the command text after it says the rest.
+const MAX_NAME: usize = 24;
+
+/// The optional columns, the first to go first: right to left, but the number goes before
+/// the CPU (the name tells most commands apart; CPU finds the runaway).
+const DROP_ORDER: [Column; 4] = [Column::Start, Column::Rss, Column::Number, Column::Cpu];
+
+/// The columns for a list `inner` cells wide whose longest name takes `name` columns and
+/// longest number `number` (`#` included), with their widths, in the order shown.
+pub fn layout(inner: usize, name: usize, number: usize) -> Vec<(Column, usize)> {
+    let name = name.clamp(4, MAX_NAME);
+    let width_of = |column: Column| match column {
+        Column::Marker => 1,
+        Column::Number => number,
+        Column::Name => name,
+        Column::State => STATE,
+        Column::Time | Column::Cpu | Column::Rss => TIME,
+        Column::Start => START,
+        Column::Command => 0,
+    };
+    let mut shown = vec![
+        Column::Marker,
+        Column::Number,
+        Column::Name,
+        Column::State,
+        Column::Time,
+        Column::Cpu,
+        Column::Rss,
+        Column::Start,
+    ];
+    // Each column but the first takes a space before it.
+    let used = |shown: &[Column]| -> usize {
+        shown.iter().map(|c| width_of(*c)).sum::<usize>() + shown.len() - 1
+    };
+    for column in DROP_ORDER {
+        if inner >= used(&shown) + 1 + MIN_COMMAND {
+            break;
+        }
+        shown.retain(|c| *c != column);
+    }
+    let mut columns: Vec<(Column, usize)> = shown.iter().map(|c| (*c, width_of(*c))).collect();
+    let rest = inner.saturating_sub(used(&shown) + 1);
+    if rest > 0 {
+        columns.push((Column::Command, rest));
+    } else {
+        // No room for the command text: the name takes up the slack, or gives way when it is
+        // too narrow even for the name; the state and the runtime never do (`running` must
+        // not read `runnin`).
+        let used = used(&shown);
+        if let Some((_, width)) = columns.iter_mut().find(|(c, _)| *c == Column::Name) {
+            *width = (*width + inner).saturating_sub(used).max(1);
+        }
+    }
+    columns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(columns: &[(Column, usize)]) -> Vec<Column> {
+        columns.iter().map(|(c, _)| *c).collect()
+    }
+
+    fn total(columns: &[(Column, usize)]) -> usize {
+        columns.iter().map(|(_, w)| w).sum::<usize>() + columns.len() - 1
+    }
+
+    #[test]
+    fn a_wide_list_shows_every_column_and_gives_the_command_the_rest() {
+        use Column::*;
+        let columns = layout(196, 10, 5);
+        assert_eq!(
+            names(&columns),
+            [Marker, Number, Name, State, Time, Cpu, Rss, Start, Command]
+        );
+        assert_eq!(total(&columns), 196);
+        assert_eq!(columns.last(), Some(&(Command, 196 - 57)));
+    }
+
+    #[test]
+    fn columns_drop_out_as_the_list_narrows() {
+        use Column::*;
+        // Everything with the command's minimum: 56 + 1 + 10.
+        assert_eq!(names(&layout(67, 10, 5)).len(), 9);
+        assert!(!names(&layout(66, 10, 5)).contains(&Start));
+        assert_eq!(
+            names(&layout(60, 10, 5)),
+            [Marker, Number, Name, State, Time, Cpu, Rss, Command]
+        );
+        assert_eq!(
+            names(&layout(50, 10, 5)),
+            [Marker, Number, Name, State, Time, Cpu, Command]
+        );
+        assert_eq!(
+            names(&layout(45, 10, 5)),
+            [Marker, Name, State, Time, Cpu, Command]
+        );
+        assert_eq!(
+            names(&layout(40, 10, 5)),
+            [Marker, Name, State, Time, Command]
+        );
+        for inner in 20..200 {
+            assert_eq!(total(&layout(inner, 10, 5)), inner, "at {inner}");
+        }
+    }
+
+    #[test]
+    fn the_name_gives_way_before_the_state_and_the_time() {
+        use Column::*;
+        // The list at 80×24: 25 cells inside its border.
+        let columns = layout(25, 12, 3);
+        assert_eq!(columns, [(Marker, 1), (Name, 8), (State, 8), (Time, 5)]);
+        let columns = layout(20, 12, 3);
+        assert_eq!(
+            columns,
+            [(Marker, 1), (Name, 3), (State, 8), (Time, 5)],
+            "the state and the runtime whole"
+        );
+        // A long name is cut at the maximum.
+        assert_eq!(layout(200, 80, 3)[2], (Name, MAX_NAME));
+    }
+}
