@@ -252,6 +252,7 @@ fn write_many_commands(session: &Path, count: usize) {
                     pid,
                     pgid: pid,
                     argv: vec!["sh".into(), "-c".into(), script],
+                    start_ticks: None,
                 },
             ),
             event(
