@@ -1,6 +1,7 @@
 //! tether: run commands through brokers that never orphan a process and never lose a byte,
 //! journal everything, and show it live or after the fact.
 
+pub mod agent;
 pub mod app;
 pub mod broker;
 pub mod cgroup;

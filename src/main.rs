@@ -219,6 +219,28 @@ enum Command {
     /// Create the links DIR/sh, DIR/bash and DIR/zsh to tether: the shell shim for whoever
     /// finds them first on PATH.
     Shims { dir: PathBuf },
+    /// Run an agent (claude, goose, ...) in this terminal, as `exec` runs a command, with
+    /// every command it runs through a shell journaled in its session: CLAUDE_CODE_SHELL,
+    /// GOOSE_SHELL and SHELL point at the bash shim, a private shims directory comes first on
+    /// PATH. The agent owns the session: when it exits, whatever its commands left running
+    /// is stopped. Its exit status becomes tether's.
+    Agent {
+        /// The session (default: the agent's name and the UTC time, e.g.
+        /// claude-20261201T201500Z).
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+        /// The agent and its arguments.
+        #[arg(last = true, required = true, value_name = "AGENT")]
+        argv: Vec<String>,
+    },
+    /// Internal: the agent's first moments, started by `tether agent`.
+    #[command(name = "session-owner", hide = true)]
+    SessionOwner {
+        #[arg(long)]
+        shims: PathBuf,
+        #[arg(last = true)]
+        argv: Vec<OsString>,
+    },
     /// The live TUI over every live brokered command of this user, from every session (or
     /// one), whoever started it: `tether exec`, agents, other tethers.
     Watch { session: Option<String> },
@@ -346,6 +368,19 @@ fn main() {
         },
         Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),
+        Some(Command::Agent { session, argv }) => {
+            match session.as_deref().map(SessionName::parse).transpose() {
+                Ok(session) => tether::agent::main(tether::agent::AgentOptions {
+                    session,
+                    state_dir: cli.state_dir,
+                    argv,
+                }),
+                Err(err) => usage_error(&format!("--session: {err}")),
+            }
+        }
+        Some(Command::SessionOwner { shims, argv }) => {
+            tether::agent::become_session_owner(&shims, &argv)
+        }
         Some(Command::Sessions {
             session,
             long,

@@ -54,13 +54,18 @@ impl ParentWatch {
         let Some(pidfd) = &self.pidfd else {
             return true;
         };
-        let mut fds = [PollFd::new(pidfd.get_ref(), PollFlags::IN)];
-        let now = Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        !matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+        !has_exited(pidfd.get_ref())
     }
+}
+
+/// Whether the process of `pidfd` has exited, without waiting.
+fn has_exited(pidfd: &OwnedFd) -> bool {
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
 }
 
 fn parent_pid() -> i32 {
@@ -93,6 +98,15 @@ impl CustodianWatch {
 
     pub fn is_empty(&self) -> bool {
         self.watched.is_empty()
+    }
+
+    /// A custodian that has exited already, which is then no longer watched.
+    pub fn exited_now(&mut self) -> Option<Custodian> {
+        let i = self
+            .watched
+            .iter()
+            .position(|(_, pidfd)| has_exited(pidfd.get_ref()))?;
+        Some(self.watched.remove(i).0)
     }
 
     /// Resolves when a custodian has exited, which is then no longer watched; never while

@@ -24,7 +24,8 @@ use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
-    BrokerIdentity, CommandFile, Event, EventKind, Frame, LaunchRequest, LeftoversEnd,
+    BrokerIdentity, CommandFile, Custodian, CustodianRole, Event, EventKind, Frame,
+    LaunchRequest, LeftoversEnd,
     LineSplitter, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream,
     ToBroker,
 };
@@ -419,9 +420,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     broker.parent_lost(ParentLossCause::Pdeathsig);
                 }
             }
-            _ = sigterm.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
-            _ = sigint.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
-            _ = sighup.recv() => broker.start_stop(crate::protocol::Origin::Shutdown),
+            _ = sigterm.recv() => shutdown(&mut broker, &mut custodians),
+            _ = sigint.recv() => shutdown(&mut broker, &mut custodians),
+            _ = sighup.recv() => shutdown(&mut broker, &mut custodians),
             r = link.queue.write_some(&link.output), if parent_alive && !link.queue.is_empty() => {
                 if r.is_err() {
                     broker.parent_lost(ParentLossCause::Epipe);
@@ -488,19 +489,39 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
 }
 
 /// Watches the custodians of the command's leftovers, when the rule keeps them; one that
-/// cannot be watched (or none at all) means they are stopped at once.
+/// cannot be watched (or none at all) means they are stopped at once. The session's owner is
+/// watched whatever the rule: its exit ends the session, and a command still running with it.
 fn watch_custodians(broker: &mut Broker, request: &LaunchRequest) -> CustodianWatch {
     let rule = &request.leftovers;
-    if !rule.keep {
-        return CustodianWatch::default();
-    }
-    let (watch, unwatched) = CustodianWatch::open(&rule.custodians);
+    let watched: Vec<Custodian> = rule
+        .custodians
+        .iter()
+        .filter(|c| rule.keep || c.role == CustodianRole::SessionOwner)
+        .copied()
+        .collect();
+    let (watch, unwatched) = CustodianWatch::open(&watched);
     if let Some(gone) = unwatched.first() {
-        broker.custodian_exited(LeftoversEnd::CallerGone, Some(gone.pid));
-    } else if watch.is_empty() {
-        broker.custodian_exited(LeftoversEnd::CallerGone, None);
+        broker.custodian_unwatched(
+            LeftoversEnd::custodian_unwatched(gone.role),
+            Some(gone.pid),
+        );
+    } else if rule.keep && watch.is_empty() {
+        broker.custodian_unwatched(LeftoversEnd::CallerGone, None);
     }
     watch
+}
+
+/// SIGTERM, SIGINT or SIGHUP to the broker. A custodian that exited already is why they
+/// came, and is said first: the agent's own broker stops what is left of the agent's tree
+/// (this broker too) once the agent exited, a moment after its pidfd said so here.
+fn shutdown(broker: &mut Broker, custodians: &mut CustodianWatch) {
+    while let Some(custodian) = custodians.exited_now() {
+        broker.custodian_exited(
+            LeftoversEnd::custodian_exited(custodian.role),
+            Some(custodian.pid),
+        );
+    }
+    broker.start_stop(crate::protocol::Origin::Shutdown);
 }
 
 /// How long the front end is given to take its last output and events when custody begins.

@@ -1,6 +1,7 @@
 //! The leftovers rule a front end asks its broker for: whether processes its command leaves
 //! running are kept (the shell shim's default, as bash keeps them; `tether exec
-//! --keep-leftovers`), for how long at most, and for whom: the process that ran us.
+//! --keep-leftovers`), for how long at most, and for whom: the process that ran us, and the
+//! session's owner when `tether agent` runs one (`TETHER_SESSION_OWNER`).
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -9,6 +10,9 @@ use crate::protocol::{Custodian, CustodianRole, LeftoversRule};
 
 pub const LEFTOVERS_ENV: &str = "TETHER_LEFTOVERS";
 pub const LEFTOVERS_MAX_ENV: &str = "TETHER_LEFTOVERS_MAX";
+/// `PID:START_TICKS` of the session's owner, set by `tether agent` for its agent (see
+/// [`crate::agent`]). The shim's commands end with it.
+pub const SESSION_OWNER_ENV: &str = "TETHER_SESSION_OWNER";
 
 /// The rule, as said when a value is refused.
 pub const RULE: &str = "TETHER_LEFTOVERS is `keep` (the default for the shell shim: processes a command leaves running, such as a server started with `&`, go on until the caller that ran it exits, `tether stop`, or TETHER_LEFTOVERS_MAX) or `stop` (they are stopped when the command's main process exits); TETHER_LEFTOVERS_MAX is a duration (500ms, 30s, 10m, 2h; at most a week)";
@@ -26,10 +30,13 @@ pub enum LeftoversError {
 pub struct LeftoversChoice {
     pub keep: bool,
     pub max: Option<Duration>,
+    /// The session's owner, whose exit ends the command and its leftovers.
+    pub owner: Option<Custodian>,
 }
 
 impl LeftoversChoice {
-    /// The shim's: `TETHER_LEFTOVERS` (default keep) and `TETHER_LEFTOVERS_MAX`.
+    /// The shim's: `TETHER_LEFTOVERS` (default keep), `TETHER_LEFTOVERS_MAX` and
+    /// `TETHER_SESSION_OWNER`.
     pub fn for_shim() -> Result<LeftoversChoice, LeftoversError> {
         from_vars(None, |name| std::env::var_os(name))
     }
@@ -43,16 +50,16 @@ impl LeftoversChoice {
         from_vars(Some(true), |name| std::env::var_os(name))
     }
 
-    /// The rule for the launch request, with the process that ran us as the custodian.
+    /// The rule for the launch request: the session's owner (watched whatever the rule),
+    /// then the process that ran us. The owner comes first: when the agent that owns the
+    /// session ran the command itself, both exit at once, and the session being over is the
+    /// reason said.
     pub fn rule(self) -> LeftoversRule {
+        let caller = if self.keep { caller() } else { None };
         LeftoversRule {
             keep: self.keep,
             max_ms: self.max.map(|d| d.as_millis() as u64),
-            custodians: if self.keep {
-                caller().into_iter().collect()
-            } else {
-                Vec::new()
-            },
+            custodians: self.owner.into_iter().chain(caller).collect(),
         }
     }
 }
@@ -81,7 +88,19 @@ fn from_vars(
                 .ok_or(LeftoversError::Max(value))?,
         ),
     };
-    Ok(LeftoversChoice { keep, max })
+    let owner = var(SESSION_OWNER_ENV).and_then(|v| session_owner(&v.to_string_lossy()));
+    Ok(LeftoversChoice { keep, max, owner })
+}
+
+/// `PID:START_TICKS`. Anything else is no owner: the variable is tether's own, and a command
+/// must never fail for a value it did not set (the broker verifies the start time anyway).
+fn session_owner(value: &str) -> Option<Custodian> {
+    let (pid, start_ticks) = value.trim().split_once(':')?;
+    Some(Custodian {
+        pid: pid.parse().ok().filter(|pid: &i32| *pid > 0)?,
+        start_ticks: start_ticks.parse().ok()?,
+        role: CustodianRole::SessionOwner,
+    })
 }
 
 /// The process that ran us, by pid and start time. `getppid` is read again after the start
@@ -118,7 +137,7 @@ mod tests {
     fn the_shim_keeps_by_default_and_takes_a_longest_custody() {
         let keep = LeftoversChoice {
             keep: true,
-            max: None,
+            ..Default::default()
         };
         assert_eq!(read(&[]), Ok(keep));
         assert_eq!(read(&[(LEFTOVERS_ENV, "keep")]), Ok(keep));
@@ -131,8 +150,32 @@ mod tests {
             Ok(LeftoversChoice {
                 keep: true,
                 max: Some(Duration::from_secs(90)),
+                owner: None,
             })
         );
+    }
+
+    #[test]
+    fn the_session_owner_is_read_and_a_bad_one_ignored() {
+        let owner = read(&[(SESSION_OWNER_ENV, "4242:987654")]).unwrap().owner;
+        assert_eq!(
+            owner,
+            Some(Custodian {
+                pid: 4242,
+                start_ticks: 987654,
+                role: CustodianRole::SessionOwner,
+            })
+        );
+        for bad in ["", "4242", "x:1", "0:5", "-3:5", "12:", "12:ab"] {
+            assert_eq!(read(&[(SESSION_OWNER_ENV, bad)]).unwrap().owner, None, "{bad}");
+        }
+        // Without keeping leftovers, the owner is still a custodian: it ends the command.
+        let rule = LeftoversChoice {
+            owner,
+            ..Default::default()
+        }
+        .rule();
+        assert_eq!(rule.custodians, owner.into_iter().collect::<Vec<_>>());
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod keys;
 mod leftovers;
 mod terminal;
 
-pub use leftovers::{LeftoversChoice, LeftoversError};
+pub use leftovers::{LeftoversChoice, LeftoversError, SESSION_OWNER_ENV};
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
@@ -162,21 +162,29 @@ enum Ran {
 /// nothing of tether's left in the process. Returns only when it cannot, with the code a
 /// shell gives (127 not found, 126 not executable).
 pub fn exec_directly(argv: &[impl AsRef<std::ffi::OsStr>], arg0: Option<&std::ffi::OsStr>) -> i32 {
-    use std::os::unix::process::CommandExt;
     let Some(program) = argv.first() else {
         say!("cannot run an empty command");
         return EXIT_NOT_FOUND;
     };
-    // Orphans of what runs now are not ours to reap.
-    let _ = rustix::process::set_child_subreaper(None);
     let mut command = std::process::Command::new(program);
     if let Some(arg0) = arg0 {
+        use std::os::unix::process::CommandExt;
         command.arg0(arg0);
     }
-    let err = command.args(&argv[1..]).exec();
+    command.args(&argv[1..]);
+    become_command(command)
+}
+
+/// Becomes `command` (exec(2)), as [`exec_directly`] does; for a caller that sets its
+/// environment too (`tether agent`'s session owner).
+pub fn become_command(mut command: std::process::Command) -> i32 {
+    use std::os::unix::process::CommandExt;
+    // Orphans of what runs now are not ours to reap.
+    let _ = rustix::process::set_child_subreaper(None);
+    let err = command.exec();
     say!(
         "cannot run {}: {err}",
-        Path::new(program.as_ref()).display()
+        Path::new(command.get_program()).display()
     );
     if err.kind() == std::io::ErrorKind::NotFound {
         EXIT_NOT_FOUND

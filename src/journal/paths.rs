@@ -107,8 +107,13 @@ impl std::fmt::Display for SessionName {
 
 /// A session id sorts by start time and is unique per process: `20261130T064143Z-12345`.
 pub fn new_session_id(now_ms: u64, pid: u32) -> String {
+    format!("{}-{pid}", compact_utc(now_ms))
+}
+
+/// A wall-clock time as it appears in session names: `20261130T064143Z`.
+pub fn compact_utc(now_ms: u64) -> String {
     let (y, mo, d, h, mi, s) = utc_fields(now_ms);
-    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z-{pid}")
+    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
 
 /// Year, month, day, hour, minute, second (UTC) of a wall-clock millisecond timestamp.

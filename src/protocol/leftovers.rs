@@ -43,6 +43,9 @@ pub enum CustodianRole {
     /// The process that ran the front end: the shim's caller (an agent), or the parent of a
     /// `tether exec --keep-leftovers`.
     Caller,
+    /// The session's owner (the agent `tether agent` runs): its exit ends the session, so
+    /// it stops the command's leftovers and a command still running with them.
+    SessionOwner,
 }
 
 /// Why leftovers kept in custody were stopped.
@@ -54,6 +57,9 @@ pub enum LeftoversEnd {
     /// The caller could not be watched (it had already exited, or no pidfd could be opened):
     /// stopped at once instead of kept.
     CallerGone,
+    /// The session's owner exited (or had already when the command started): the session
+    /// is over.
+    SessionOwnerExited,
     /// `tether stop` (or a stop from any front end).
     Operator,
     /// `max_ms` of custody were over.
@@ -69,6 +75,15 @@ impl LeftoversEnd {
     pub fn custodian_exited(role: CustodianRole) -> LeftoversEnd {
         match role {
             CustodianRole::Caller => LeftoversEnd::CallerExited,
+            CustodianRole::SessionOwner => LeftoversEnd::SessionOwnerExited,
+        }
+    }
+
+    /// The end a custodian that could not be watched means.
+    pub fn custodian_unwatched(role: CustodianRole) -> LeftoversEnd {
+        match role {
+            CustodianRole::Caller => LeftoversEnd::CallerGone,
+            CustodianRole::SessionOwner => LeftoversEnd::SessionOwnerExited,
         }
     }
 
@@ -76,6 +91,7 @@ impl LeftoversEnd {
         match self {
             LeftoversEnd::CallerExited => "its caller exited",
             LeftoversEnd::CallerGone => "its caller was already gone",
+            LeftoversEnd::SessionOwnerExited => "the session's owner (its agent) exited",
             LeftoversEnd::Operator => "stopped by the operator",
             LeftoversEnd::MaxDuration => "TETHER_LEFTOVERS_MAX was reached",
             LeftoversEnd::Shutdown => "the broker was told to stop",

@@ -13,6 +13,7 @@
 mod links;
 
 pub use links::install;
+pub(crate) use links::make_links;
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;

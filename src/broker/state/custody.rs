@@ -40,7 +40,9 @@ fn origin_for(end: LeftoversEnd) -> Origin {
     match end {
         LeftoversEnd::Operator => Origin::Operator,
         LeftoversEnd::MaxDuration => Origin::Watchdog,
-        LeftoversEnd::CallerExited | LeftoversEnd::CallerGone => Origin::ParentLost,
+        LeftoversEnd::CallerExited
+        | LeftoversEnd::CallerGone
+        | LeftoversEnd::SessionOwnerExited => Origin::ParentLost,
         LeftoversEnd::Shutdown | LeftoversEnd::Exited => Origin::Shutdown,
     }
 }
@@ -87,13 +89,24 @@ impl Broker {
     }
 
     /// A custodian exited (`reason`, with its pid). In custody, the leftovers are stopped;
-    /// before, it is remembered, and they will be stopped as soon as there are any.
+    /// before, it is remembered, and they will be stopped as soon as there are any. The
+    /// session's owner ends the session: a command still running is stopped with it.
     pub fn custodian_exited(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
         if self.in_custody() {
             self.stop_leftovers(reason, pid, None);
-        } else {
-            self.custodian_gone.get_or_insert((reason, pid));
+            return;
         }
+        self.custodian_unwatched(reason, pid);
+        if reason == LeftoversEnd::SessionOwnerExited {
+            self.start_stop(Origin::ParentLost);
+        }
+    }
+
+    /// A custodian could not be watched when the command started (it had exited already):
+    /// nobody will answer for leftovers, which are stopped as soon as there are any. The
+    /// command itself runs, as the shell would have run it.
+    pub fn custodian_unwatched(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
+        self.custodian_gone.get_or_insert((reason, pid));
     }
 
     /// Ends the custody: `leftovers_stopped` with its reason, then the stop sequence over
@@ -170,5 +183,9 @@ mod tests {
             assert_eq!(end_for(origin_for(end)), end);
         }
         assert_eq!(origin_for(LeftoversEnd::CallerGone), Origin::ParentLost);
+        assert_eq!(
+            origin_for(LeftoversEnd::SessionOwnerExited),
+            Origin::ParentLost
+        );
     }
 }

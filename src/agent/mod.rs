@@ -1,0 +1,154 @@
+//! `tether agent [--session NAME] -- AGENT [ARGS...]`: an agent hooked up in one command. The
+//! agent runs as `tether exec` runs a command (the same code: its own terminal, keys, resize,
+//! its exit status), as command 01 of a session of its own, with every shell setting the
+//! agents read pointed at the shell shim. It is the session's owner: when it exits, its
+//! commands' leftovers and any command still running are stopped, and the session is over.
+//!
+//! The agent is started through [`owner::become_session_owner`], which sets the hookup and
+//! names itself (pid and start time, kept by exec(2)) as the owner before it becomes the
+//! agent: the shim's brokers watch that process through a pidfd.
+
+mod owner;
+mod shims_dir;
+
+pub use owner::{OWNER_SUBCOMMAND, SHELL_VARS, become_session_owner};
+
+use std::path::{Path, PathBuf};
+
+use crate::exec::{self, EXIT_TETHER_FAILED, ExecOptions, LeftoversChoice, SignalMode};
+use crate::journal::paths::{MAX_SESSION_NAME, compact_utc, sessions_dir};
+use crate::journal::{SessionName, state_dir};
+use shims_dir::PrivateShims;
+
+pub struct AgentOptions {
+    /// `--session`; `None`: `<agent name>-<UTC time>`.
+    pub session: Option<SessionName>,
+    pub state_dir: Option<PathBuf>,
+    /// The agent and its arguments.
+    pub argv: Vec<String>,
+}
+
+/// Runs the agent; returns its exit status (or tether's failure, 125).
+pub fn main(options: AgentOptions) -> i32 {
+    let Some(program) = options.argv.first() else {
+        exec::say_line("name the agent to run: tether agent -- claude");
+        return 2;
+    };
+    let name = agent_name(program);
+    let session = match options.session {
+        Some(session) => session,
+        None => default_session(&name, options.state_dir.as_deref(), crate::clock::now_ms()),
+    };
+    let shims = match PrivateShims::create() {
+        Ok(shims) => shims,
+        Err(message) => {
+            exec::say_line(&message);
+            return EXIT_TETHER_FAILED;
+        }
+    };
+    let (Ok(exe), Some(shims_path)) = (std::env::current_exe(), shims.path().to_str()) else {
+        exec::say_line("cannot tell where the tether binary or the shims directory is");
+        return EXIT_TETHER_FAILED;
+    };
+    let mut argv = vec![
+        exe.to_string_lossy().into_owned(),
+        OWNER_SUBCOMMAND.to_string(),
+        "--shims".to_string(),
+        shims_path.to_string(),
+        "--".to_string(),
+    ];
+    argv.extend(options.argv);
+    let code = exec::main(ExecOptions {
+        json: false,
+        name: Some(name),
+        grace: None,
+        no_output_timeout: None,
+        max_output: None,
+        state_dir: options.state_dir,
+        session: Some(session),
+        argv,
+        arg0: None,
+        signals: SignalMode::Stop,
+        no_stdin: false,
+        pty: true,
+        limits: Default::default(),
+        // Nothing outlives the agent: its broker stops what is left of its tree, the
+        // brokers of its commands among it (they say why: their session's owner exited).
+        leftovers: LeftoversChoice::default(),
+        fail_open: false,
+        retention: exec::RetentionRun::AtSessionEnd,
+        relay_keys: false,
+    });
+    drop(shims);
+    code
+}
+
+/// The agent's name in the journal and its session's: the program's file name, made fit
+/// for a session name (`claude`, `/opt/goose/bin/goose` → `goose`).
+fn agent_name(program: &str) -> String {
+    let base = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let fit: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        // Room for `-20261201T201500Z-NN`.
+        .take(MAX_SESSION_NAME - 20)
+        .collect();
+    if fit.trim_matches(['.', '-']).is_empty() {
+        "agent".into()
+    } else {
+        fit
+    }
+}
+
+/// `<agent name>-<UTC time>`, e.g. `claude-20261201T201500Z`; `-2`, `-3`... after it when
+/// another agent started in the same second (a session name is joined, not made unique).
+fn default_session(name: &str, explicit_state: Option<&Path>, now_ms: u64) -> SessionName {
+    let base = format!("{name}-{}", compact_utc(now_ms));
+    let taken = |candidate: &str| {
+        state_dir(explicit_state)
+            .is_ok_and(|state| sessions_dir(&state).join(candidate).exists())
+    };
+    let chosen = std::iter::once(base.clone())
+        .chain((2..100).map(|n| format!("{base}-{n}")))
+        .find(|candidate| !taken(candidate))
+        .unwrap_or(base);
+    SessionName::parse(&chosen).unwrap_or_else(|_| {
+        SessionName::parse(&format!("agent-{}", compact_utc(now_ms)))
+            .expect("a fixed pattern of allowed characters")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names_fit_session_names() {
+        assert_eq!(agent_name("claude"), "claude");
+        assert_eq!(agent_name("/opt/goose/bin/goose"), "goose");
+        assert_eq!(agent_name("./fake agent!"), "fake-agent-");
+        assert_eq!(agent_name("..."), "agent");
+        assert_eq!(agent_name(&"x".repeat(200)).len(), MAX_SESSION_NAME - 20);
+    }
+
+    #[test]
+    fn the_default_session_is_the_agent_and_the_time() {
+        let state = tempfile::tempdir().unwrap();
+        // 2026-12-01 20:15:00 UTC.
+        let at = 1_796_156_100_000;
+        let first = default_session("claude", Some(state.path()), at);
+        assert_eq!(first.as_str(), "claude-20261201T201500Z");
+        std::fs::create_dir_all(sessions_dir(state.path()).join(first.as_str())).unwrap();
+        let second = default_session("claude", Some(state.path()), at);
+        assert_eq!(second.as_str(), "claude-20261201T201500Z-2");
+    }
+}
