@@ -369,7 +369,10 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let [out_mirror, err_mirror] = &mut mirrors;
         let input_waiting = terminals.input_waiting().is_some();
         tokio::select! {
-            _ = sigchld.recv() => broker.reap(),
+            _ = sigchld.recv() => {
+                notice_exited_custodians(&mut broker, &mut custodians);
+                broker.reap();
+            }
             r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
                 on_read(&mut broker, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
             }
@@ -429,6 +432,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 }
             }
             changed = cgroup_changed(&cgroup_watch) => {
+                notice_exited_custodians(&mut broker, &mut custodians);
                 if changed.is_err() {
                     cgroup_watch = None;
                 }
@@ -511,17 +515,23 @@ fn watch_custodians(broker: &mut Broker, request: &LaunchRequest) -> CustodianWa
     watch
 }
 
-/// SIGTERM, SIGINT or SIGHUP to the broker. A custodian that exited already is why they
-/// came, and is said first: the agent's own broker stops what is left of the agent's tree
-/// (this broker too) once the agent exited, a moment after its pidfd said so here.
+/// SIGTERM, SIGINT or SIGHUP to the broker.
 fn shutdown(broker: &mut Broker, custodians: &mut CustodianWatch) {
+    notice_exited_custodians(broker, custodians);
+    broker.start_stop(crate::protocol::Origin::Shutdown);
+}
+
+/// Says first which custodians have exited already, before a child's exit, a cgroup change
+/// or a stop signal is handled: the agent's own broker stops what is left of the agent's
+/// tree (its leftovers, this broker) a moment after the agent exited and its pidfd here
+/// fired, and the agent exiting, not that teardown, is why they went.
+fn notice_exited_custodians(broker: &mut Broker, custodians: &mut CustodianWatch) {
     while let Some(custodian) = custodians.exited_now() {
         broker.custodian_exited(
             LeftoversEnd::custodian_exited(custodian.role),
             Some(custodian.pid),
         );
     }
-    broker.start_stop(crate::protocol::Origin::Shutdown);
 }
 
 /// How long the front end is given to take its last output and events when custody begins.

@@ -1,0 +1,166 @@
+//! `tether agent`, end to end, with a fake agent (a sh script) that runs its commands as the
+//! agents do: through `$CLAUDE_CODE_SHELL -c` and through `bash -c` found on PATH. The agent
+//! is command 01 of its session, its commands follow; what they leave running lives while
+//! the agent does and is stopped when it exits, as is a command still running then.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::journal::{load_complete, spawned_pid};
+use common::procs::is_gone;
+use common::{TAG_VAR, TestEnv, wait_until};
+use tether::protocol::{Event, EventKind, LeftoversEnd, Origin};
+
+/// Writes the fake agent `body` (sh) as `./fake-agent` in the test's scratch space.
+fn fake_agent(env: &TestEnv, body: &str) {
+    let path = env.path("fake-agent");
+    fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `tether agent --session S -- ./fake-agent`, tagged, run from the scratch space, with
+/// `GO` (the file the agent waits for before it exits) and `PIDS` (where it writes pids).
+fn agent_command(env: &TestEnv) -> Command {
+    let mut command = env.tether(&["agent", "--session", "S", "--", "./fake-agent"]);
+    command
+        .current_dir(env.dir.path())
+        .env(TAG_VAR, &env.tag)
+        .env("GO", env.path("go"))
+        .env("PIDS", env.path("pids"))
+        .env_remove("TETHER_LEFTOVERS")
+        .env_remove("TETHER_LEFTOVERS_MAX")
+        .env_remove("TETHER_SESSION_OWNER")
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// The pid the agent's command wrote to `PIDS`, once it has.
+fn written_pid(env: &TestEnv) -> i32 {
+    let path = env.path("pids");
+    wait_until(env, "the command's pid", || {
+        fs::read_to_string(&path).is_ok_and(|t| t.ends_with('\n'))
+    });
+    fs::read_to_string(&path).unwrap().trim().parse().unwrap()
+}
+
+/// The session's command directories, in order.
+fn session_commands(env: &TestEnv) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(env.state_dir().join("sessions").join("S"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn name_of(dir: &Path) -> String {
+    dir.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+fn leftovers_stopped(events: &[Event]) -> Option<(LeftoversEnd, Option<i32>)> {
+    events.iter().find_map(|e| match e.kind {
+        EventKind::LeftoversStopped { reason, pid } => Some((reason, pid)),
+        _ => None,
+    })
+}
+
+#[test]
+fn the_agent_owns_its_session_and_what_its_commands_leave_ends_with_it() {
+    let env = TestEnv::new("agent_session");
+    fake_agent(
+        &env,
+        r#"echo "shell=$CLAUDE_CODE_SHELL goose=$GOOSE_SHELL sh=$SHELL"
+"$CLAUDE_CODE_SHELL" -c 'sleep 300 & echo $! > "$PIDS"'
+bash -c 'echo "through PATH: $0 in $TETHER_SESSION"'
+while [ ! -e "$GO" ]; do sleep 0.05; done
+exit 3
+"#,
+    );
+    let run = env.spawn_captured(agent_command(&env));
+    let sleep = written_pid(&env);
+    wait_until(&env, "the agent's second command", || {
+        session_commands(&env).len() == 3
+    });
+    // The agent runs: what its command left runs too.
+    assert!(!is_gone(sleep), "the sleep was stopped while the agent ran");
+
+    fs::write(env.path("go"), "").unwrap();
+    let run = run.wait(&env);
+    assert_eq!(run.code(), 3, "stderr: {}", run.stderr_text());
+    wait_until(&env, "the leftover to be gone", || is_gone(sleep));
+
+    let stdout = String::from_utf8(run.stdout()).unwrap();
+    let shell = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("shell="))
+        .and_then(|l| l.split(' ').next())
+        .expect("the agent's first line");
+    assert!(shell.ends_with("/bash"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("goose={shell} sh={shell}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("through PATH: bash in S"), "{stdout}");
+    assert!(
+        !Path::new(shell).parent().unwrap().exists(),
+        "the agent's shims directory outlived it"
+    );
+
+    let commands = session_commands(&env);
+    let names: Vec<String> = commands.iter().map(|d| name_of(d)).collect();
+    assert_eq!(names, ["01-fake-agent", "02-sleep", "03-echo"]);
+    let agent = load_complete(&commands[0]);
+    let agent_pid = spawned_pid(&agent.events);
+    assert_eq!(
+        agent.result.and_then(|r| r.exit).and_then(|e| e.code),
+        Some(3)
+    );
+    let with_leftover = load_complete(&commands[1]);
+    assert_eq!(
+        leftovers_stopped(&with_leftover.events),
+        Some((LeftoversEnd::SessionOwnerExited, Some(agent_pid))),
+        "{:?}",
+        with_leftover.events
+    );
+    let result = with_leftover.result.expect("result.json");
+    assert_eq!(result.exit.and_then(|e| e.code), Some(0));
+    assert_eq!(
+        result.leftovers.and_then(|l| l.stopped),
+        Some(LeftoversEnd::SessionOwnerExited)
+    );
+    env.finish();
+}
+
+#[test]
+fn a_command_still_running_when_the_agent_exits_is_stopped_with_the_session() {
+    let env = TestEnv::new("agent_running_command");
+    fake_agent(
+        &env,
+        r#""$CLAUDE_CODE_SHELL" -c 'echo $$ > "$PIDS"; exec sleep 300' &
+while [ ! -e "$GO" ]; do sleep 0.05; done
+exit 0
+"#,
+    );
+    let run = env.spawn_captured(agent_command(&env));
+    let command = written_pid(&env);
+    assert!(!is_gone(command));
+    fs::write(env.path("go"), "").unwrap();
+    let run = run.wait(&env);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr_text());
+    wait_until(&env, "the command to be gone", || is_gone(command));
+
+    let commands = session_commands(&env);
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    let record = load_complete(&commands[1]);
+    let result = record.result.expect("result.json");
+    // Stopped because the session's owner went, not by the agent's broker's teardown.
+    assert_eq!(result.stopped_by, Some(Origin::ParentLost), "{result:?}");
+    assert_eq!(result.exit.and_then(|e| e.signal), Some(15), "{result:?}");
+    env.finish();
+}
