@@ -114,8 +114,7 @@ fn agent_name(program: &str) -> String {
 fn default_session(name: &str, explicit_state: Option<&Path>, now_ms: u64) -> SessionName {
     let base = format!("{name}-{}", compact_utc(now_ms));
     let taken = |candidate: &str| {
-        state_dir(explicit_state)
-            .is_ok_and(|state| sessions_dir(&state).join(candidate).exists())
+        state_dir(explicit_state).is_ok_and(|state| sessions_dir(&state).join(candidate).exists())
     };
     let chosen = std::iter::once(base.clone())
         .chain((2..100).map(|n| format!("{base}-{n}")))

@@ -24,10 +24,9 @@ use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
-    BrokerIdentity, CommandFile, Custodian, CustodianRole, Event, EventKind, Frame,
-    LaunchRequest, LeftoversEnd,
-    LineSplitter, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream,
-    ToBroker,
+    BrokerIdentity, CommandFile, Custodian, CustodianRole, Event, EventKind, Frame, LaunchRequest,
+    LeftoversEnd, LineSplitter, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource,
+    Stream, ToBroker,
 };
 
 const READ_CHUNK: usize = 256 * 1024;
@@ -505,10 +504,7 @@ fn watch_custodians(broker: &mut Broker, request: &LaunchRequest) -> CustodianWa
         .collect();
     let (watch, unwatched) = CustodianWatch::open(&watched);
     if let Some(gone) = unwatched.first() {
-        broker.custodian_unwatched(
-            LeftoversEnd::custodian_unwatched(gone.role),
-            Some(gone.pid),
-        );
+        broker.custodian_unwatched(LeftoversEnd::custodian_unwatched(gone.role), Some(gone.pid));
     } else if rule.keep && watch.is_empty() {
         broker.custodian_unwatched(LeftoversEnd::CallerGone, None);
     }

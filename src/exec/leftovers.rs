@@ -167,7 +167,11 @@ mod tests {
             })
         );
         for bad in ["", "4242", "x:1", "0:5", "-3:5", "12:", "12:ab"] {
-            assert_eq!(read(&[(SESSION_OWNER_ENV, bad)]).unwrap().owner, None, "{bad}");
+            assert_eq!(
+                read(&[(SESSION_OWNER_ENV, bad)]).unwrap().owner,
+                None,
+                "{bad}"
+            );
         }
         // Without keeping leftovers, the owner is still a custodian: it ends the command.
         let rule = LeftoversChoice {
