@@ -43,8 +43,6 @@ use crate::supervisor::fleet::{Fleet, FleetEvent, HEARTBEAT, RunId};
 use super::watch::Watch;
 
 const FRAME: Duration = Duration::from_micros(16_667);
-/// How often `tether watch` reads the journals it follows and looks for new commands.
-const WATCH_TICK: Duration = Duration::from_millis(500);
 /// After asking every broker to stop, how long to wait beyond the longest grace (a broker
 /// that does not acknowledge the stop is killed after a second and its leftovers stopped).
 const QUIT_SLACK: Duration = Duration::from_secs(3);
@@ -517,6 +515,14 @@ impl Runner {
     }
 }
 
+/// Resolves when the followed journals changed (never without a watcher).
+async fn journals_changed(readiness: Option<&super::watch::Readiness>) {
+    match readiness {
+        Some(readiness) => readiness.wait().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn event_loop(
     mut terminal: Terminal<CrosstermBackend<Stdout>>,
     model: Model,
@@ -572,7 +578,7 @@ async fn event_loop(
         runner.launch(id);
     }
     if let Some(watch) = runner.watch.as_mut() {
-        watch.discover(&mut runner.app);
+        watch.start(&mut runner.app);
     }
     if runner.app.model.commands.is_empty() && !recorded {
         runner.app.view.dialog = Some(super::view::Dialog::NewCommand {
@@ -630,13 +636,16 @@ async fn event_loop(
             watched = brokers;
         }
         let frame_at = last_draw.map_or(now, |t| t + FRAME);
-        // Runtimes on screen change every second while anything runs; a watch also looks
-        // for new commands twice a second.
-        let tick = if watching {
-            WATCH_TICK
+        // Runtimes on screen change every second while anything runs; a watch also checks
+        // its brokers then (and looks at the journals twice a second without inotify).
+        let polling = runner.watch.as_ref().is_some_and(Watch::polling);
+        let tick = if polling {
+            super::watch::POLL
         } else {
             Duration::from_secs(1)
         };
+        // Owned, so that the branch can change the watch it belongs to.
+        let journals = runner.watch.as_ref().and_then(Watch::readiness);
         let ticking = watching || runner.app.model.running() > 0;
         if !ticking || next_tick < now {
             next_tick = now + tick;
@@ -676,13 +685,17 @@ async fn event_loop(
                 runner.app.view.message = Some(text);
                 dirty = true;
             }
+            _ = journals_changed(journals.as_ref()), if journals.is_some() => {
+                if let Some(watch) = runner.watch.as_mut() {
+                    dirty |= watch.on_events(&mut runner.app);
+                }
+            }
             _ = sleep_until(next_tick), if ticking => {
                 next_tick += tick;
-                if recorded {
-                    runner.follow_journal();
-                }
-                if let Some(watch) = runner.watch.as_mut() {
-                    watch.discover(&mut runner.app);
+                match runner.watch.as_mut() {
+                    Some(watch) => watch.tick(&mut runner.app),
+                    None if recorded => runner.follow_journal(),
+                    None => {}
                 }
                 dirty = true;
             }

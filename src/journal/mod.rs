@@ -3,6 +3,7 @@
 pub mod paths;
 pub mod reader;
 pub mod secure;
+pub mod watcher;
 pub mod writer;
 
 pub use paths::{
