@@ -240,11 +240,27 @@ impl Watch {
         } else {
             command_from_record(record)
         };
+        if record.request.is_none() {
+            // Until its broker writes command.json, a command goes by its directory's name
+            // (`03-build`: the number, then its name made file-safe).
+            if let Some((_, name)) = record.id.split_once('-').filter(|(_, n)| !n.is_empty()) {
+                row.config.name = name.to_string();
+            }
+        }
         if record.events.is_empty() {
             // Nothing journaled yet: it began when its directory was made.
             row.started_ms = created_ms.or(row.started_ms);
             if !may_run {
                 row.ended_ms = row.started_ms;
+            }
+        }
+        if let Some(result) = &record.result {
+            // The result has the last word: an event log cut short (or capped) does not end
+            // in `exit`, and the broker that wrote it is gone by now.
+            if let (Some(exit), true) = (result.exit, row.status == Status::Lost) {
+                row.status = Status::Exited(exit);
+                row.ended_ms = Some(result.ended_ms);
+                row.notice = None;
             }
         }
         if self.session.is_none() {

@@ -233,3 +233,6 @@ async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, Contro
         ToBroker::Launch(_) | ToBroker::Ping | ToBroker::Resize { .. } => String::new(),
     })
 }
+
+#[cfg(test)]
+mod tests;
