@@ -43,6 +43,10 @@ use crate::supervisor::fleet::{Fleet, FleetEvent, HEARTBEAT, RunId};
 use super::watch::Watch;
 
 const FRAME: Duration = Duration::from_micros(16_667);
+/// The shortest time between two reads of the journals a watch follows: a command that
+/// writes without pause costs a read every 8 ms, not one per write. The first change after
+/// a quiet spell is read at once.
+const JOURNAL_READS: Duration = Duration::from_millis(8);
 /// After asking every broker to stop, how long to wait beyond the longest grace (a broker
 /// that does not acknowledge the stop is killed after a second and its leftovers stopped).
 const QUIT_SLACK: Duration = Duration::from_secs(3);
@@ -593,6 +597,7 @@ async fn event_loop(
     let mut last_draw: Option<Instant> = None;
     let mut watched: Vec<i32> = Vec::new();
     let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let mut journals_read_at: Option<Instant> = None;
     loop {
         let now = Instant::now();
         if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
@@ -646,6 +651,8 @@ async fn event_loop(
         };
         // Owned, so that the branch can change the watch it belongs to.
         let journals = runner.watch.as_ref().and_then(Watch::readiness);
+        let journals_rest =
+            journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
         let ticking = watching || runner.app.model.running() > 0;
         if !ticking || next_tick < now {
             next_tick = now + tick;
@@ -685,11 +692,13 @@ async fn event_loop(
                 runner.app.view.message = Some(text);
                 dirty = true;
             }
-            _ = journals_changed(journals.as_ref()), if journals.is_some() => {
+            _ = journals_changed(journals.as_ref()), if journals.is_some() && !journals_rest => {
+                journals_read_at = Some(Instant::now());
                 if let Some(watch) = runner.watch.as_mut() {
                     dirty |= watch.on_events(&mut runner.app);
                 }
             }
+            _ = sleep_until(journals_read_at.map_or(now, |t| t + JOURNAL_READS)), if journals_rest => {}
             _ = sleep_until(next_tick), if ticking => {
                 next_tick += tick;
                 match runner.watch.as_mut() {

@@ -257,7 +257,8 @@ impl Watch {
         if let Some(result) = &record.result {
             // The result has the last word: an event log cut short (or capped) does not end
             // in `exit`, and the broker that wrote it is gone by now.
-            if let (Some(exit), true) = (result.exit, row.status == Status::Lost) {
+            let unended = matches!(row.status, Status::Lost | Status::FailedToStart);
+            if let (Some(exit), true) = (result.exit, unended || row.status.is_active()) {
                 row.status = Status::Exited(exit);
                 row.ended_ms = Some(result.ended_ms);
                 row.notice = None;

@@ -20,7 +20,7 @@ use crate::control::{ControlClient, ControlError, LiveCommand, discover};
 use crate::journal::EventTail;
 use crate::journal::secure::JournalDir;
 pub use crate::journal::watcher::Readiness;
-use crate::journal::watcher::{JournalWatcher, WatchError, Watched};
+use crate::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
 use crate::model::CommandState;
 use crate::protocol::{Scope, ToBroker};
 
@@ -129,7 +129,18 @@ impl Watch {
             .map(JournalWatcher::drain)
             .unwrap_or_default();
         let mut changed = false;
+        // An event log that grew five times is read once.
+        let mut grown = HashSet::new();
         for change in changes {
+            if let Change::Journal {
+                dir,
+                file: JournalFile::Events,
+            } = &change
+            {
+                if !grown.insert(dir.clone()) {
+                    continue;
+                }
+            }
             changed |= self.apply(change, app);
         }
         changed

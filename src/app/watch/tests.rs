@@ -142,3 +142,25 @@ fn a_missing_state_dir_is_made_private() {
         assert_eq!(app.model.commands.len(), 1);
     });
 }
+
+#[test]
+fn without_inotify_the_clock_finds_what_changed() {
+    let state = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        // As when inotify cannot be had, or its watches ran out.
+        watch.watcher = None;
+        watch.start(&mut app);
+        assert!(watch.polling());
+        let command = state.path().join("sessions/agent/01-true");
+        fs::create_dir_all(&command).unwrap();
+        watch.tick(&mut app);
+        assert_eq!(app.model.commands.len(), 1);
+        assert_eq!(app.model.commands[0].status, Status::Starting);
+        write_result(&command);
+        watch.tick(&mut app);
+        assert!(matches!(app.model.commands[0].status, Status::Exited(_)));
+        assert!(watch.open.is_empty());
+    });
+}
