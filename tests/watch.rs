@@ -48,7 +48,8 @@ fn forty_short_commands_are_all_listed_with_their_exit_codes() {
     let start = Instant::now();
     for key in ["g", "G"].iter().cycle() {
         let screen = tmux.screen(&env);
-        assert!(!screen.contains("failed 0ms"), "{screen}");
+        // No row but the 40 (none for a reserved number renamed to its command's name).
+        assert!(!screen.contains("failed"), "{screen}");
         missing.retain(|&i| !shows(&screen, &format!("c{i:02}"), &format!("exit {}", code(i))));
         if missing.is_empty() {
             break;

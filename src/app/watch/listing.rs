@@ -144,11 +144,17 @@ impl Watch {
         }
         // Watched before it is read: nothing written in between is missed.
         self.watch(Watched::Command(dir.to_path_buf()));
+        if !fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            // A reserved number renamed to its command's name already: listed under that.
+            self.unwatch(dir);
+            self.known.remove(dir);
+            return false;
+        }
         let (record, tail) = CommandRecord::load_following(dir);
-        let row = self.row_of(&record);
+        let (row, may_run) = self.row_of(&record);
         let index = insert_index(&app.model.commands, dir);
         app.insert_command(index, row);
-        self.settle(dir, record.result.is_some(), tail);
+        self.settle(dir, !may_run, tail);
         true
     }
 
@@ -182,7 +188,7 @@ impl Watch {
     /// Builds row `index` again from its whole journal.
     pub(super) fn reload(&mut self, index: usize, dir: &Path, app: &mut App) {
         let (record, tail) = CommandRecord::load_following(dir);
-        let mut row = self.row_of(&record);
+        let (mut row, may_run) = self.row_of(&record);
         let old = &app.model.commands[index];
         // The name it is shown under (made unique among its session's) stays, once it is a
         // command's and not yet its directory's.
@@ -191,10 +197,11 @@ impl Watch {
             row.config.name = old.config.name.clone();
         }
         app.model.commands[index] = row;
-        self.settle(dir, record.result.is_some(), tail);
+        self.settle(dir, !may_run, tail);
     }
 
-    /// A finished command's journal changes no more: its watch and tail go.
+    /// A finished command's journal (a result, or a broker gone without one) changes no
+    /// more: its watch and tail go.
     fn settle(&mut self, dir: &Path, finished: bool, tail: crate::journal::EventTail) {
         if finished {
             self.open.remove(dir);
@@ -206,13 +213,20 @@ impl Watch {
 
     /// A row whose directory went before the command had a result: a reserved number
     /// renamed to the command's name (listed again under it), or a reservation removed.
+    /// An ended row stays (`tether prune` may remove its journal; the row is still news).
     fn drop_unfinished(&mut self, dir: &Path, app: &mut App) -> bool {
-        if self.open.remove(dir).is_none() {
+        let open = self.open.remove(dir).is_some();
+        let index = position(app, dir);
+        // Read once, when it was already going: it never had a command.json.
+        let unnamed = index.is_some_and(|i| {
+            matches!(&app.model.commands[i].config.command, CommandSpec::Argv(argv) if argv.is_empty())
+        });
+        if !open && !unnamed {
             return false;
         }
         self.unwatch(dir);
         self.known.remove(dir);
-        match position(app, dir) {
+        match index {
             Some(index) => {
                 app.remove_command(index);
                 true
@@ -221,9 +235,10 @@ impl Watch {
         }
     }
 
-    /// The row for a journal: live while its broker runs (or, no broker named yet, while
-    /// the directory is new enough to be starting); as the journal ends, otherwise.
-    fn row_of(&self, record: &CommandRecord) -> CommandState {
+    /// The row for a journal, and whether it may still change: live while its broker runs
+    /// (or, no broker named yet, while the directory is new enough to be starting); as the
+    /// journal ends, otherwise.
+    fn row_of(&self, record: &CommandRecord) -> (CommandState, bool) {
         let dir = &record.dir;
         let closed = record
             .events
@@ -272,7 +287,7 @@ impl Watch {
                 .unwrap_or_default();
             row.config.name = format!("{session}/{}", row.config.name);
         }
-        row
+        (row, may_run)
     }
 }
 
