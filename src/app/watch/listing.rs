@@ -280,17 +280,7 @@ impl Watch {
             }
         }
         // Its offsets count from its session's start, not from the watch's.
-        row.session_started_ms = dir
-            .parent()
-            .and_then(crate::journal::session_started_ms);
-        if self.session.is_none() {
-            let session = dir
-                .parent()
-                .and_then(Path::file_name)
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            row.config.name = format!("{session}/{}", row.config.name);
-        }
+        row.session_started_ms = dir.parent().and_then(crate::journal::session_started_ms);
         (row, may_run)
     }
 }

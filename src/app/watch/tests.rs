@@ -71,7 +71,7 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
         let mut watch = watch(state.path());
         watch.start(&mut app);
         assert_eq!(app.model.commands.len(), 1);
-        assert_eq!(app.model.commands[0].config.name, "agent/sh");
+        assert_eq!(app.model.commands[0].config.name, "sh");
         assert_eq!(app.model.commands[0].status, Status::Starting);
 
         writeln!(events, "{}", &spawned[30..]).unwrap();
@@ -96,7 +96,7 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
         fs::create_dir(late.join("01-ls")).unwrap();
         next_events(&mut watch, &mut app).await;
         assert_eq!(app.model.commands.len(), 2);
-        assert_eq!(app.model.commands[1].config.name, "late/ls");
+        assert_eq!(app.model.commands[1].config.name, "ls");
     });
 }
 
@@ -114,7 +114,7 @@ fn ten_thousand_ended_commands_cost_no_watch_each() {
         let mut watch = watch(state.path());
         watch.start(&mut app);
         assert_eq!(app.model.commands.len(), 10_000);
-        assert_eq!(app.model.commands[9_999].config.name, "big/echo");
+        assert_eq!(app.model.commands[9_999].config.name, "echo");
         // sessions/ and the session itself.
         assert_eq!(watch.watcher.as_ref().unwrap().watching(), 2);
         assert!(watch.open.is_empty());
