@@ -61,23 +61,35 @@ sleep 0.5
 tm send-keys -t 0 y
 sleep 4
 
-# tether watch over an agent's session: three commands started by `tether exec` elsewhere,
-# as an agent would, then the dev server stopped from the watch.
+# tether watch over an agent-like run through the shell shim: a burst of short commands
+# (some failing), a dev server left running in the background, a test run, and a runaway;
+# the list sorted by CPU finds the runaway.
 tm new-session -d -s watch -x 160 -y 45 "$bin --state-dir $state watch"
-agent() { # name, shell command
-  TETHER_SESSION=agent-run-42 "$bin" exec --state-dir "$state" -n "$1" -- sh -c "$2" \
-    >/dev/null 2>&1 &
+"$bin" shims "$state/shims" >/dev/null
+agent_sh() { # the shell command an agent's Bash tool would run
+  TETHER_SESSION=agent-run-42 TETHER_STATE_DIR="$state" "$state/shims/bash" -c "$1" \
+    >/dev/null 2>&1
 }
-agent dev-server 'i=0; while :; do i=$((i+1)); echo "GET /api/items 200 ${i}ms"; sleep 0.4; done'
-agent tests 'for i in $(seq 1 400); do echo "test case_$i ... ok"; sleep 0.05; done; echo "test result: ok. 400 passed"'
-agent search 'setsid sh -c "while :; do sleep 1; done" & find / -xdev -name "*.rs" 2>&1 | head -c 200000; sleep 60'
+(
+  for c in 'git status --short' 'ls -la src' 'grep -rn TODO src | head' 'cat Cargo.toml' \
+    'git log --oneline -5' 'ls tests' 'grep -c fn src/main.rs' 'test -f missing.txt' \
+    'python3 -c "import sys; sys.exit(2)"' 'wc -l src/*.rs | tail -1'; do
+    agent_sh "$c"; sleep 0.1
+  done
+  agent_sh 'python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 &'
+  agent_sh 'for i in $(seq 1 60); do echo "test case_$i ... ok"; done; echo "test result: FAILED. 59 passed; 1 failed"; exit 101'
+  agent_sh 'yes > /dev/null' &
+  sleep 30
+) &
+agent_pid=$!
 sleep 5
-tm send-keys -t watch j
-sleep 1
+tm send-keys -t watch o            # busiest first: the runaway on top
+sleep 2
 tm capture-pane -e -p -t watch > "$state/watch.ansi"
 python3 scripts/ansi2svg.py "$state/watch.ansi" "$out/watch.svg" 160 45
 echo "screenshots/watch.svg"
 "$bin" stop --state-dir "$state" agent-run-42 >/dev/null 2>&1 || true
+kill "$agent_pid" 2>/dev/null || true
 wait
 
 # The time cursor of `tether open` over the checked-in every-kind session: the `killed`

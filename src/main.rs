@@ -241,9 +241,18 @@ enum Command {
         #[arg(last = true)]
         argv: Vec<OsString>,
     },
-    /// The live TUI over every live brokered command of this user, from every session (or
-    /// one), whoever started it: `tether exec`, agents, other tethers.
-    Watch { session: Option<String> },
+    /// The live TUI over the commands of this user, whoever started them (`tether exec`,
+    /// agents, other tethers): every session that has a live command or whose last command
+    /// ended less than an hour ago, each listed whole (ended commands included), and the
+    /// sessions that start while it runs.
+    ///
+    /// With SESSION: that session alone, whole, live or not. Changes are seen as they
+    /// happen (inotify); where inotify is unavailable the journals are read twice a second,
+    /// as the status bar says.
+    Watch {
+        /// A session to show whole, from its first command.
+        session: Option<String>,
+    },
     /// Internal: the per-command broker, started by tether itself.
     #[command(hide = true)]
     Broker,

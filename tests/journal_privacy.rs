@@ -245,7 +245,7 @@ fn a_state_directory_that_is_not_utf8_works() {
     let listed = tether(&env, &state, "sessions", &[]);
     let text = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.status.success(), "{listed:?}");
-    assert!(text.contains("echo exit 0"), "{text}");
+    assert!(text.contains("1 cmd: 1 ok"), "{text}");
     assert!(!text.contains("1970"), "{text}");
     env.finish();
 }
@@ -271,7 +271,7 @@ fn readers_never_open_a_fifo_from_a_journal() {
     let listed = tether(&env, &env.state_dir(), "sessions", &[]);
     assert!(listed.status.success(), "{listed:?}");
     assert!(
-        String::from_utf8_lossy(&listed.stdout).contains("journal cut short"),
+        String::from_utf8_lossy(&listed.stdout).contains("cut short"),
         "{listed:?}"
     );
     let mut stream = tether::model::output::StreamFile::new(dir.join("stdout.log"));

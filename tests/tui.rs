@@ -464,7 +464,11 @@ fn watch_shows_an_exec_started_elsewhere_and_stops_it() {
         ],
     );
     tmux.wait_screen(&env, "the exec'd command and its output", |s| {
-        s.contains("agent-7/looper") && s.contains("tick") && s.contains("sleep 301")
+        // The session is its header; the row is the command's own name.
+        s.contains("▾ agent-7")
+            && s.contains(" looper ")
+            && s.contains("tick")
+            && s.contains("sleep 301")
     });
     tmux.keys(&env, &["s"]);
     let run = exec.wait(&env);

@@ -117,6 +117,8 @@ pub struct ListRows {
     /// Each command's row (`None`: filtered out or folded) and session.
     row_of: Vec<Option<usize>>,
     session_of: Vec<usize>,
+    /// Whether sessions show as headers (see [`has_headers`]).
+    headers: bool,
     /// What the rows were built from (see [`fingerprint`]).
     built_from: Option<(u64, ListView)>,
 }
@@ -192,7 +194,7 @@ impl ListRows {
                 members[at].push(id);
             }
         }
-        let headers = sessions.len() > 1;
+        let headers = has_headers(model, &sessions);
         let mut rows = Vec::with_capacity(model.commands.len() + sessions.len());
         let mut row_of = vec![None; model.commands.len()];
         for (at, (group, mut ids)) in sessions.iter_mut().zip(members).enumerate() {
@@ -222,6 +224,7 @@ impl ListRows {
             number_width: 1 + widest_number.max(1).ilog10() as usize + 1,
             row_of,
             session_of,
+            headers,
             built_from: Some((fingerprint(model, view.sort), view.clone())),
         }
     }
@@ -231,9 +234,10 @@ impl ListRows {
         self.built_from.is_some()
     }
 
-    /// Whether sessions show as headers (more than one is listed).
+    /// Whether sessions show as headers (more than one is listed, or one that is not the
+    /// model's own: a watch).
     pub fn has_headers(&self) -> bool {
-        self.sessions.len() > 1
+        self.headers
     }
 
     /// The row the selection is on: the selected command's, or the header it is folded
@@ -315,3 +319,13 @@ fn cpu_order(a: &CommandState, b: &CommandState) -> std::cmp::Ordering {
 
 #[cfg(test)]
 mod tests;
+
+/// Sessions show as headers when the list holds more than one, or in a watch (whose model's
+/// directory is `sessions/` itself, each session below it), which names its sessions by
+/// their headers only.
+fn has_headers(model: &Model, sessions: &[SessionGroup]) -> bool {
+    sessions.len() > 1
+        || sessions
+            .iter()
+            .any(|s| s.dir.parent() == Some(model.session_dir.as_path()))
+}

@@ -48,8 +48,10 @@ const FRAME: Duration = Duration::from_micros(16_667);
 /// character): enough to join a paste into few pieces, few enough that frames and brokers
 /// are not kept waiting.
 const KEYS_PER_WAKE: usize = 1024;
-/// How often `tether watch` reads the journals it follows and looks for new commands.
-const WATCH_TICK: Duration = Duration::from_millis(500);
+/// The shortest time between two reads of the journals a watch follows: a command that
+/// writes without pause costs a read every 8 ms, not one per write. The first change after
+/// a quiet spell is read at once.
+const JOURNAL_READS: Duration = Duration::from_millis(8);
 /// After asking every broker to stop, how long to wait beyond the longest grace (a broker
 /// that does not acknowledge the stop is killed after a second and its leftovers stopped).
 const QUIT_SLACK: Duration = Duration::from_secs(3);
@@ -544,6 +546,14 @@ impl Runner {
     }
 }
 
+/// Resolves when the followed journals changed (never without a watcher).
+async fn journals_changed(readiness: Option<&super::watch::Readiness>) {
+    match readiness {
+        Some(readiness) => readiness.wait().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn event_loop(
     mut terminal: Terminal<CrosstermBackend<Stdout>>,
     model: Model,
@@ -599,7 +609,7 @@ async fn event_loop(
         runner.launch(id);
     }
     if let Some(watch) = runner.watch.as_mut() {
-        watch.discover(&mut runner.app);
+        watch.start(&mut runner.app);
     }
     if runner.app.model.commands.is_empty() && !recorded {
         runner.app.view.dialog = Some(super::view::Dialog::NewCommand {
@@ -614,6 +624,7 @@ async fn event_loop(
     let mut last_draw: Option<Instant> = None;
     let mut watched: Vec<i32> = Vec::new();
     let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let mut journals_read_at: Option<Instant> = None;
     loop {
         let now = Instant::now();
         if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
@@ -657,13 +668,18 @@ async fn event_loop(
             watched = brokers;
         }
         let frame_at = last_draw.map_or(now, |t| t + FRAME);
-        // Runtimes on screen change every second while anything runs; a watch also looks
-        // for new commands twice a second.
-        let tick = if watching {
-            WATCH_TICK
+        // Runtimes on screen change every second while anything runs; a watch also checks
+        // its brokers then (and looks at the journals twice a second without inotify).
+        let polling = runner.watch.as_ref().is_some_and(Watch::polling);
+        let tick = if polling {
+            super::watch::POLL
         } else {
             Duration::from_secs(1)
         };
+        // Owned, so that the branch can change the watch it belongs to.
+        let journals = runner.watch.as_ref().and_then(Watch::readiness);
+        let journals_rest =
+            journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
         let ticking = watching || runner.app.model.running() > 0;
         if !ticking || next_tick < now {
             next_tick = now + tick;
@@ -708,13 +724,19 @@ async fn event_loop(
                 runner.app.view.message = Some(text);
                 dirty = true;
             }
+            _ = journals_changed(journals.as_ref()), if journals.is_some() && !journals_rest => {
+                journals_read_at = Some(Instant::now());
+                if let Some(watch) = runner.watch.as_mut() {
+                    dirty |= watch.on_events(&mut runner.app);
+                }
+            }
+            _ = sleep_until(journals_read_at.map_or(now, |t| t + JOURNAL_READS)), if journals_rest => {}
             _ = sleep_until(next_tick), if ticking => {
                 next_tick += tick;
-                if recorded {
-                    runner.follow_journal();
-                }
-                if let Some(watch) = runner.watch.as_mut() {
-                    watch.discover(&mut runner.app);
+                match runner.watch.as_mut() {
+                    Some(watch) => watch.tick(&mut runner.app),
+                    None if recorded => runner.follow_journal(),
+                    None => {}
                 }
                 dirty = true;
             }

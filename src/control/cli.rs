@@ -108,7 +108,8 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
                 pid: c.pid,
                 state: &c.state,
                 runtime_ms: now.saturating_sub(c.started_ms),
-                cpu_percent: tree.iter().map(|p| p.cpu_percent).sum(),
+                // A fold from 0.0: a float sum of nothing is -0.0, printed `-0.0`.
+                cpu_percent: tree.iter().fold(0.0, |sum, p| sum + p.cpu_percent),
                 rss_bytes: tree.iter().map(|p| p.rss_bytes).sum(),
                 processes: live.count(),
                 controllable: c.has_socket(),

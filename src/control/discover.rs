@@ -114,7 +114,7 @@ pub fn live_commands(
 }
 
 /// The command journaled in `dir`, if its broker runs.
-fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
+pub fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
     // Finished commands, the great majority, cost one stat.
     if fs::symlink_metadata(dir.join(RESULT_FILE)).is_ok() {
         return None;
@@ -174,6 +174,40 @@ fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> String {
     }
 }
 
+/// Whether the broker that `dir`'s `command.json` names runs; `None` while no broker is
+/// named (the directory is new, or its launch was refused).
+pub fn journaled_broker_alive(dir: &Path) -> Option<bool> {
+    let file: CommandFile =
+        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
+    Some(broker_alive(&file.broker?))
+}
+
+/// How long after its last command ended `tether watch` still follows a session.
+pub const FOLLOW_ENDED_WITHIN_MS: u64 = 60 * 60 * 1000;
+
+/// Whether `tether watch` follows the session in `dir`: it has a live command, or something
+/// in it happened in the last [`FOLLOW_ENDED_WITHIN_MS`] (a command ended, one was created,
+/// the session itself is new). Newest commands first, so a busy session is told at once.
+pub fn session_is_followed(dir: &Path, now_ms: u64) -> bool {
+    let recent = |path: &Path| {
+        fs::symlink_metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .is_some_and(|t| now_ms.saturating_sub(t.as_millis() as u64) < FOLLOW_ENDED_WITHIN_MS)
+    };
+    if recent(dir) {
+        return true;
+    }
+    command_dirs(dir).iter().rev().any(|command| {
+        let result = command.join(RESULT_FILE);
+        if fs::symlink_metadata(&result).is_ok() {
+            return recent(&result);
+        }
+        journaled_broker_alive(command) == Some(true) || recent(&command.join(EVENTS_FILE))
+    })
+}
+
 /// Whether `broker` runs: its pid names a process with the journaled start time that is not
 /// a zombie.
 pub fn broker_alive(broker: &BrokerIdentity) -> bool {
@@ -220,7 +254,7 @@ fn file_name(path: &Path) -> String {
 }
 
 /// A session's command directories, ordered by the number their names start with.
-fn command_dirs(session: &Path) -> Vec<PathBuf> {
+pub fn command_dirs(session: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(session) else {
         return Vec::new();
     };

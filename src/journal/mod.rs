@@ -5,6 +5,7 @@ pub mod reader;
 pub mod secure;
 pub mod tail;
 pub mod tomb;
+pub mod watcher;
 pub mod writer;
 
 pub use paths::{

@@ -89,6 +89,21 @@ pub fn signal_label(sig: i32) -> String {
         .unwrap_or_else(|_| format!("signal {sig}"))
 }
 
+/// The script of a shell run as `SHELL [-l] -c SCRIPT` (as agents call it, and as the shim
+/// journals it), where nothing follows the script; `None` for any other argv.
+fn shell_script(argv: &[String]) -> Option<&str> {
+    let shell = argv.first()?.rsplit('/').next()?;
+    if !["sh", "bash", "zsh", "dash", "ksh"].contains(&shell) {
+        return None;
+    }
+    let c = argv[1..].iter().position(|a| {
+        a.starts_with('-') && a.contains('c') && a.chars().skip(1).all(|ch| ch == 'c' || ch == 'l')
+    })?;
+    let flags_ok = argv[1..1 + c].iter().all(|a| a == "-l" || a == "--login");
+    let rest = &argv[2 + c..];
+    (flags_ok && rest.len() == 1).then(|| rest[0].as_str())
+}
+
 /// `word`, in single quotes if a shell would read it as more than one plain word.
 fn shell_quoted(word: &str) -> String {
     let plain = !word.is_empty()
@@ -451,19 +466,26 @@ impl CommandState {
 
     /// The command line as the operator would type it, on one line: a shell command as
     /// written (its line breaks shown as ` ⏎ `), an argv with the words that need it quoted.
+    /// A shell's `-c` string (`bash -c 'ls'` through the shim) is shown as the script it runs.
     pub fn command_line(&self) -> String {
-        match &self.config.command {
-            CommandSpec::Shell(script) => script
+        let script_lines = |script: &str| {
+            script
                 .lines()
                 .map(str::trim)
                 .filter(|line| !line.is_empty())
                 .collect::<Vec<_>>()
-                .join(" ⏎ "),
-            CommandSpec::Argv(argv) => argv
-                .iter()
-                .map(|word| shell_quoted(word))
-                .collect::<Vec<_>>()
-                .join(" "),
+                .join(" ⏎ ")
+        };
+        match &self.config.command {
+            CommandSpec::Shell(script) => script_lines(script),
+            CommandSpec::Argv(argv) => match shell_script(argv) {
+                Some(script) => script_lines(script),
+                None => argv
+                    .iter()
+                    .map(|word| shell_quoted(word))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            },
         }
     }
 
@@ -696,6 +718,19 @@ mod tests {
         assert_eq!(c.command_line(), r"grep -e 'a b' 'it'\''s'");
         c.config.command = CommandSpec::Shell("# build\ncd sub &&\n  make -j2\n".into());
         assert_eq!(c.command_line(), "# build ⏎ cd sub && ⏎ make -j2");
+        for (argv, shown) in [
+            (&["/bin/bash", "-c", "ls /tmp"][..], "ls /tmp"),
+            (&["bash", "-lc", "cd x && make"][..], "cd x && make"),
+            (&["/bin/sh", "-l", "-c", "true"][..], "true"),
+            (
+                &["/bin/bash", "-c", "echo $0", "name"][..],
+                "/bin/bash -c 'echo $0' name",
+            ),
+            (&["python3", "-c", "print(1)"][..], "python3 -c 'print(1)'"),
+        ] {
+            c.config.command = CommandSpec::Argv(argv.iter().map(|a| a.to_string()).collect());
+            assert_eq!(c.command_line(), shown, "{argv:?}");
+        }
     }
 
     #[test]

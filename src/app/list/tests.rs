@@ -107,13 +107,24 @@ fn a_folded_session_keeps_its_header_which_the_selection_can_rest_on() {
 
 #[test]
 fn one_session_has_no_header_and_nothing_folds() {
+    // `tether open` of one session: the model's own.
     let mut model = model();
     model.commands.truncate(3);
+    model.session_dir = "/s/a".into();
     let mut view = ListView::default();
     view.folded.insert("/s/a".into());
     let list = ListRows::build(&model, &view);
     assert!(!list.has_headers());
     assert_eq!(rows(&list), ["0", "1", "2"]);
+}
+
+#[test]
+fn a_watch_names_even_one_session_by_its_header() {
+    let mut model = model();
+    model.commands.truncate(3);
+    let list = ListRows::build(&model, &ListView::default());
+    assert!(list.has_headers());
+    assert_eq!(rows(&list), ["[a]", "0", "1", "2"]);
 }
 
 #[test]

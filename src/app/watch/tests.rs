@@ -1,0 +1,166 @@
+//! The watch over journals as they are made, half-made and in the thousands: each listed as
+//! far as it can be, nothing read twice, no watch kept on an ended command.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::Watch;
+use crate::app::App;
+use crate::model::{Model, Status};
+
+const RESULT: &str = include_str!("../../../tests/fixtures/every-kind/05-interrupted/result.json");
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn app() -> App {
+    App::new(Model {
+        session_id: "every session".into(),
+        session_dir: "/nonexistent".into(),
+        started_ms: 0,
+        commands: Vec::new(),
+        recorded: true,
+        controllable: true,
+        recording: None,
+    })
+}
+
+fn watch(state: &Path) -> Watch {
+    let (replies, _) = tokio::sync::mpsc::unbounded_channel();
+    Watch::new(state.to_path_buf(), None, &[], replies)
+}
+
+/// Waits for the watcher's next events and applies them.
+async fn next_events(watch: &mut Watch, app: &mut App) {
+    let readiness = watch.readiness().expect("inotify");
+    tokio::time::timeout(Duration::from_secs(5), readiness.wait())
+        .await
+        .expect("an inotify event");
+    watch.on_events(app);
+}
+
+fn write_result(dir: &Path) {
+    fs::write(dir.join(".result.json.1.tmp"), RESULT).unwrap();
+    fs::rename(dir.join(".result.json.1.tmp"), dir.join("result.json")).unwrap();
+}
+
+#[test]
+fn half_made_journals_are_listed_and_completed_as_they_grow() {
+    let state = tempfile::tempdir().unwrap();
+    let me = std::process::id();
+    runtime().block_on(async {
+        // A session without session.json, a command without command.json, an event log
+        // that ends in the middle of a line.
+        let command = state.path().join("sessions/agent/01-sh");
+        fs::create_dir_all(&command).unwrap();
+        let spawned = r#"{"ts_ms":1000,"mono_us":2,"kind":"spawned","pid":42,"pgid":42,"argv":["sh"]}"#;
+        let mut events = fs::File::create(command.join("events.jsonl")).unwrap();
+        write!(
+            events,
+            "{{\"ts_ms\":999,\"mono_us\":1,\"kind\":\"broker_started\",\"v\":3,\"broker_pid\":{me}}}\n{}",
+            &spawned[..30]
+        )
+        .unwrap();
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        assert_eq!(app.model.commands.len(), 1);
+        assert_eq!(app.model.commands[0].config.name, "sh");
+        assert_eq!(app.model.commands[0].status, Status::Starting);
+
+        writeln!(events, "{}", &spawned[30..]).unwrap();
+        next_events(&mut watch, &mut app).await;
+        assert_eq!(app.model.commands[0].status, Status::Running);
+        assert_eq!(app.model.commands[0].pid, Some(42));
+
+        let watched = watch.watcher.as_ref().unwrap().watching();
+        write_result(&command);
+        next_events(&mut watch, &mut app).await;
+        assert!(matches!(app.model.commands[0].status, Status::Exited(_)));
+        assert_eq!(
+            watch.watcher.as_ref().unwrap().watching(),
+            watched - 1,
+            "an ended command keeps no watch"
+        );
+
+        // A session that appears while watching, then a command in it.
+        let late = state.path().join("sessions/late");
+        fs::create_dir(&late).unwrap();
+        next_events(&mut watch, &mut app).await;
+        fs::create_dir(late.join("01-ls")).unwrap();
+        next_events(&mut watch, &mut app).await;
+        assert_eq!(app.model.commands.len(), 2);
+        assert_eq!(app.model.commands[1].config.name, "ls");
+    });
+}
+
+#[test]
+fn ten_thousand_ended_commands_cost_no_watch_each() {
+    let state = tempfile::tempdir().unwrap();
+    let session = state.path().join("sessions/big");
+    for n in 1..=10_000 {
+        let dir = session.join(format!("{n:02}-echo"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("result.json"), RESULT).unwrap();
+    }
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        assert_eq!(app.model.commands.len(), 10_000);
+        assert_eq!(app.model.commands[9_999].config.name, "echo");
+        // sessions/ and the session itself.
+        assert_eq!(watch.watcher.as_ref().unwrap().watching(), 2);
+        assert!(watch.open.is_empty());
+    });
+}
+
+#[test]
+fn a_missing_state_dir_is_made_private() {
+    let parent = tempfile::tempdir().unwrap();
+    let state = parent.path().join("not/yet");
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(&state);
+        watch.start(&mut app);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &fs::metadata(state.join("sessions")).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o700);
+        fs::create_dir_all(state.join("sessions/s1/01-true")).unwrap();
+        next_events(&mut watch, &mut app).await;
+        // The session, then (its watch set when it was seen) its command.
+        if app.model.commands.is_empty() {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(app.model.commands.len(), 1);
+    });
+}
+
+#[test]
+fn without_inotify_the_clock_finds_what_changed() {
+    let state = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        // As when inotify cannot be had, or its watches ran out.
+        watch.watcher = None;
+        watch.start(&mut app);
+        assert!(watch.polling());
+        let command = state.path().join("sessions/agent/01-true");
+        fs::create_dir_all(&command).unwrap();
+        watch.tick(&mut app);
+        assert_eq!(app.model.commands.len(), 1);
+        assert_eq!(app.model.commands[0].status, Status::Starting);
+        write_result(&command);
+        watch.tick(&mut app);
+        assert!(matches!(app.model.commands[0].status, Status::Exited(_)));
+        assert!(watch.open.is_empty());
+    });
+}

@@ -1,0 +1,213 @@
+//! Knowing when journals change, without looking: one inotify descriptor watching
+//! `sessions/`, each session directory and each command that has no result yet. Its readiness
+//! wakes the event loop; [`JournalWatcher::drain`] says what changed ([`change_of`]).
+//!
+//! A command's watch is removed once its result is read: thousands of ended commands cost no
+//! watch (the kernel allows `/proc/sys/fs/inotify/max_user_watches` per user).
+
+pub mod change;
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+use rustix::io::Errno;
+use thiserror::Error;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+pub use change::{Change, JournalFile, Watched, change_of};
+
+#[derive(Debug, Error)]
+pub enum WatchError {
+    #[error("inotify is unavailable ({0})")]
+    Unavailable(std::io::Error),
+    #[error("the inotify watches are used up (fs.inotify.max_user_watches; raise it with sysctl)")]
+    Exhausted,
+    /// The directory went away (or is not one) before it could be watched.
+    #[error("cannot watch {path}: {source}")]
+    Gone {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub struct JournalWatcher {
+    fd: Rc<AsyncFd<OwnedFd>>,
+    by_wd: HashMap<i32, Watched>,
+    by_path: HashMap<PathBuf, i32>,
+}
+
+impl JournalWatcher {
+    /// A watcher watching nothing yet; needs a tokio runtime.
+    pub fn new() -> Result<JournalWatcher, WatchError> {
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
+            .map_err(|e| WatchError::Unavailable(e.into()))?;
+        let fd = crate::fdio::register(fd, Interest::READABLE).map_err(WatchError::Unavailable)?;
+        Ok(JournalWatcher {
+            fd: Rc::new(fd),
+            by_wd: HashMap::new(),
+            by_path: HashMap::new(),
+        })
+    }
+
+    /// Watches a directory for what matters of it as `watched`; watching it again is a no-op.
+    pub fn watch(&mut self, watched: Watched) -> Result<(), WatchError> {
+        if self.by_path.contains_key(watched.path()) {
+            return Ok(());
+        }
+        let flags = WatchFlags::ONLYDIR
+            | WatchFlags::DONT_FOLLOW
+            | match watched {
+                Watched::Sessions(_) | Watched::Session(_) => {
+                    WatchFlags::CREATE
+                        | WatchFlags::MOVED_TO
+                        | WatchFlags::MOVED_FROM
+                        | WatchFlags::DELETE
+                }
+                Watched::Command(_) => {
+                    WatchFlags::CREATE
+                        | WatchFlags::MOVED_TO
+                        | WatchFlags::MODIFY
+                        | WatchFlags::CLOSE_WRITE
+                }
+            };
+        let wd = match inotify::add_watch(self.fd.get_ref(), watched.path(), flags) {
+            Ok(wd) => wd,
+            Err(Errno::NOSPC) => return Err(WatchError::Exhausted),
+            Err(err) => {
+                return Err(WatchError::Gone {
+                    path: watched.path().to_path_buf(),
+                    source: err.into(),
+                });
+            }
+        };
+        // One inode watched under two names (a directory renamed then seen again) keeps one
+        // name: the latest.
+        if let Some(old) = self.by_wd.insert(wd, watched.clone()) {
+            self.by_path.remove(old.path());
+        }
+        self.by_path.insert(watched.path().to_path_buf(), wd);
+        Ok(())
+    }
+
+    pub fn unwatch(&mut self, path: &Path) {
+        if let Some(wd) = self.by_path.remove(path) {
+            self.by_wd.remove(&wd);
+            // Fails only if the kernel dropped it already (the directory was removed).
+            let _ = inotify::remove_watch(self.fd.get_ref(), wd);
+        }
+    }
+
+    /// How many directories are watched.
+    pub fn watching(&self) -> usize {
+        self.by_wd.len()
+    }
+
+    /// The descriptor's readiness, owned: waited on in the event loop while the watcher is
+    /// borrowed elsewhere.
+    pub fn readiness(&self) -> Readiness {
+        Readiness(Rc::clone(&self.fd))
+    }
+
+    /// Every change queued now, in the order the kernel saw them.
+    pub fn drain(&mut self) -> Vec<Change> {
+        let mut changes = Vec::new();
+        let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
+        let mut reader = inotify::Reader::new(self.fd.get_ref(), &mut buf);
+        loop {
+            let event = match reader.next() {
+                Ok(event) => event,
+                Err(Errno::INTR) => continue,
+                // AGAIN: nothing more queued. Anything else would repeat: stop here.
+                Err(_) => break,
+            };
+            let flags = event.events();
+            if flags.contains(inotify::ReadFlags::IGNORED) {
+                // The kernel dropped the watch (its directory was removed).
+                if let Some(gone) = self.by_wd.remove(&event.wd()) {
+                    self.by_path.remove(gone.path());
+                }
+                continue;
+            }
+            let name = event.file_name().and_then(|n| n.to_str().ok());
+            let overflow = Watched::Sessions(PathBuf::new());
+            let watched = match self.by_wd.get(&event.wd()) {
+                Some(watched) => watched,
+                None if flags.contains(inotify::ReadFlags::QUEUE_OVERFLOW) => &overflow,
+                None => continue,
+            };
+            changes.extend(change_of(watched, flags, name));
+        }
+        changes
+    }
+}
+
+/// Resolves when the watcher has events queued (see [`JournalWatcher::readiness`]).
+pub struct Readiness(Rc<AsyncFd<OwnedFd>>);
+
+impl Readiness {
+    /// Waits for events; the readiness is cleared, so the caller must then drain them all.
+    pub async fn wait(&self) {
+        if let Ok(mut guard) = self.0.readable().await {
+            guard.clear_ready();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_new_command_and_its_result_are_seen_and_an_ended_one_unwatched() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("agent");
+        std::fs::create_dir(&session).unwrap();
+        let mut watcher = JournalWatcher::new().unwrap();
+        watcher.watch(Watched::Session(session.clone())).unwrap();
+        let command = session.join("01-ls");
+        std::fs::create_dir(&command).unwrap();
+        watcher.readiness().wait().await;
+        assert_eq!(watcher.drain(), [Change::CommandAppeared(command.clone())]);
+        watcher.watch(Watched::Command(command.clone())).unwrap();
+        std::fs::write(command.join(".result.json.1.tmp"), b"{}").unwrap();
+        std::fs::rename(
+            command.join(".result.json.1.tmp"),
+            command.join("result.json"),
+        )
+        .unwrap();
+        watcher.readiness().wait().await;
+        assert_eq!(
+            watcher.drain(),
+            [Change::Journal {
+                dir: command.clone(),
+                file: JournalFile::Result
+            }]
+        );
+        watcher.unwatch(&command);
+        assert_eq!(watcher.watching(), 1);
+        std::fs::write(command.join("events.jsonl"), b"x").unwrap();
+        assert_eq!(watcher.drain(), []);
+    }
+
+    #[test]
+    fn a_missing_directory_is_gone_not_fatal() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _inside = runtime.enter();
+        let mut watcher = JournalWatcher::new().unwrap();
+        let missing = Watched::Command("/nonexistent/tether/01-x".into());
+        assert!(matches!(
+            watcher.watch(missing),
+            Err(WatchError::Gone { .. })
+        ));
+        assert_eq!(watcher.watching(), 0);
+    }
+}
