@@ -130,7 +130,10 @@ fn a_callers_trace_context_reaches_the_journal_the_command_and_the_export() {
         let (traceparent, tracestate) = run(
             &env,
             front,
-            &[("TRACEPARENT", &caller), ("TRACESTATE", "vendor=opaque,x=1")],
+            &[
+                ("TRACEPARENT", &caller),
+                ("TRACESTATE", "vendor=opaque,x=1"),
+            ],
         );
         let dir = env.command_dir();
         let trace = trace_of(&dir).unwrap_or_else(|| panic!("{front:?}: no trace journaled"));
@@ -173,7 +176,10 @@ fn without_a_trace_context_the_command_gets_none_and_is_exported_as_before() {
     for front in [Front::Exec, Front::Shim] {
         let env = TestEnv::new("trace-none");
         let (traceparent, tracestate) = run(&env, front, &[]);
-        assert_eq!((traceparent.as_str(), tracestate.as_str()), ("unset", "unset"));
+        assert_eq!(
+            (traceparent.as_str(), tracestate.as_str()),
+            ("unset", "unset")
+        );
         let dir = env.command_dir();
         assert_eq!(trace_of(&dir), None);
         assert!(ignored_notes(&dir).is_empty());

@@ -19,8 +19,8 @@ use std::process::{Command, Stdio};
 use super::pty::{self, Pty, PtyError};
 use super::{BROKER_ENV, BROKER_TOKEN_ENV};
 use crate::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
-use crate::protocol::{LaunchRequest, StdinSource, TerminalRequest};
 use crate::protocol::trace::{TRACEPARENT_ENV, TRACESTATE_ENV};
+use crate::protocol::{LaunchRequest, StdinSource, TerminalRequest};
 
 pub struct SpawnedCommand {
     pub pid: i32,

@@ -30,11 +30,11 @@ use self::copy::{CopyPipes, CopyReport, OutputCopy};
 use crate::config::naming::derive_name;
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, state_dir};
+use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
 use crate::protocol::{
     CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, MAX_INTERVAL_MS,
     PROTOCOL_VERSION, Stage, StdinSource,
 };
-use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
 use crate::supervisor::leftovers::{KILL_PATIENCE, LiveBrokers, stop_leftovers};
 use crate::supervisor::{BrokerProcess, Handover, Session, become_subreaper};
 

@@ -642,7 +642,9 @@ pub enum EventKind {
     /// The caller's `TRACEPARENT` is malformed: left to the command as it was, and not used
     /// for the export (the command's span is the session's, as without one). Said once,
     /// after `broker_started`.
-    TraceContextIgnored { reason: String },
+    TraceContextIgnored {
+        reason: String,
+    },
     /// A control request was carried out; sent to the client that asked only, never
     /// journaled. `journal_offset` answers `subscribe`: the bytes of `events.jsonl` written
     /// before the first event the subscription sends. `targets` answers `signal`.
