@@ -41,7 +41,8 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::ControlRefused { .. }
         | EventKind::ControlUnavailable { .. }
         | EventKind::Containment { .. }
-        | EventKind::LimitUnavailable { .. } => Some(kind.name()),
+        | EventKind::LimitUnavailable { .. }
+        | EventKind::TraceContextIgnored { .. } => Some(kind.name()),
         // Answers to one control client: never in a journal.
         EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. } => None,
     }
@@ -157,6 +158,7 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             limit: text(),
             message: text(),
         },
+        EventKind::TraceContextIgnored { reason: text() },
     ];
     all.iter().filter_map(journaled).collect()
 }

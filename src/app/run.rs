@@ -347,6 +347,10 @@ impl Runner {
             arg0: None,
             // The TUI's commands end with their processes, as configured.
             leftovers: Default::default(),
+            // Only `tether exec` and the shim stand in for a caller's shell and join its
+            // trace; the TUI's commands are the operator's.
+            trace: None,
+            trace_ignored: None,
             terminal: config.pty.then_some(TerminalRequest {
                 stdout: true,
                 stderr: true,

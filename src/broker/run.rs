@@ -282,6 +282,11 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             ),
         });
     }
+    if let Some(reason) = &request.trace_ignored {
+        broker.emit(EventKind::TraceContextIgnored {
+            reason: reason.clone(),
+        });
+    }
     let mut control = control.ok();
     let mut custodians = watch_custodians(&mut broker, &request);
     let mut parent = match parent {

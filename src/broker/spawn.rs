@@ -19,6 +19,7 @@ use std::process::{Command, Stdio};
 use super::pty::{self, Pty, PtyError};
 use super::{BROKER_ENV, BROKER_TOKEN_ENV};
 use crate::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
+use crate::protocol::trace::{TRACEPARENT_ENV, TRACESTATE_ENV};
 use crate::protocol::{LaunchRequest, StdinSource, TerminalRequest};
 
 pub struct SpawnedCommand {
@@ -148,6 +149,14 @@ pub fn spawn(
         .envs(&request.env)
         // The broker's proof of identity is its own, whatever the request says.
         .env_remove(BROKER_TOKEN_ENV);
+    // The command's own span in its caller's trace, for programs that nest their spans
+    // beneath it; without one, whatever `TRACEPARENT` the caller had is left as it was.
+    if let Some(trace) = &request.trace {
+        command.env(TRACEPARENT_ENV, trace.command_traceparent());
+        if let Some(state) = &trace.state {
+            command.env(TRACESTATE_ENV, state);
+        }
+    }
     // Where the command is journaled: a `tether exec` or shell shim inside it joins the same
     // session, and the shim knows it already runs under a broker. These are facts about
     // this run, so they win over the request's variables and the inherited ones.

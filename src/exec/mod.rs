@@ -30,6 +30,7 @@ use self::copy::{CopyPipes, CopyReport, OutputCopy};
 use crate::config::naming::derive_name;
 use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, state_dir};
+use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
 use crate::protocol::{
     CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, MAX_INTERVAL_MS,
     PROTOCOL_VERSION, Stage, StdinSource,
@@ -235,6 +236,20 @@ impl Outcome {
     }
 }
 
+/// The command's trace context, when our caller gave us a `TRACEPARENT`: a span of its
+/// own under the caller's, made here so that the journal, the export and the command's
+/// environment name the same one. Else why the caller's could not be used, if it could not.
+fn caller_trace() -> (Option<TraceContext>, Option<String>) {
+    match CallerTrace::from_env() {
+        CallerTrace::None => (None, None),
+        CallerTrace::Parent { parent, state } => (
+            Some(TraceContext::child_of(parent, new_span_id(), state)),
+            None,
+        ),
+        CallerTrace::Ignored(reason) => (None, Some(reason)),
+    }
+}
+
 async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
     // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
     // still run it directly.
@@ -292,6 +307,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         .map_or(Duration::from_millis(DEFAULT_GRACE_MS), |d| {
             d.min(Duration::from_millis(MAX_INTERVAL_MS))
         });
+    let (trace, trace_ignored) = caller_trace();
     let request = LaunchRequest {
         v: PROTOCOL_VERSION,
         name,
@@ -316,6 +332,8 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         terminal,
         limits: options.limits,
         leftovers: options.leftovers.rule(),
+        trace,
+        trace_ignored,
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.

@@ -4,7 +4,9 @@
 //! One trace per session: its id is derived from the session id, so exporting a session
 //! twice gives the same trace. A root span covers the session; each command's run is a
 //! span under it, with the lifecycle events (signals, timeouts, exit, reaped orphans, ...) as
-//! span events. Field names and value forms follow the OTLP/JSON rules: lowerCamelCase
+//! span events. A command whose caller passed it a W3C `TRACEPARENT` is instead a span of
+//! the caller's trace, the child of the caller's span, with the span id the command was
+//! given in its own `TRACEPARENT`; a link leads from it to the session's root span. Field names and value forms follow the OTLP/JSON rules: lowerCamelCase
 //! names, ids as lowercase hex (trace 32 digits, span 16), 64-bit integers and nanosecond
 //! times as decimal strings, enums as integers.
 
@@ -161,9 +163,21 @@ fn command_span(
             "attributes": [attribute("tether.damage", string(&command.damage.join("; ")))],
         }));
     }
+    let session_span = span_id(&session.id, &command.id);
+    // A command whose caller gave it a trace context is the caller's child, in the caller's
+    // trace, with the span id its `TRACEPARENT` named; a link leads back to the session.
+    let (trace_id, span_id, parent, links) = match &command.trace {
+        Some(trace) => (
+            trace.trace_id.as_str(),
+            trace.span_id.as_str(),
+            trace.parent_span_id.as_str(),
+            vec![json!({ "traceId": trace_id, "spanId": parent })],
+        ),
+        None => (trace_id, session_span.as_str(), parent, vec![]),
+    };
     let mut span = json!({
         "traceId": trace_id,
-        "spanId": span_id(&session.id, &command.id),
+        "spanId": span_id,
         "parentSpanId": parent,
         "name": one_line(command.name()),
         "kind": SPAN_KIND_INTERNAL,
@@ -172,6 +186,9 @@ fn command_span(
         "attributes": attributes,
         "events": events,
     });
+    if !links.is_empty() {
+        span["links"] = Value::Array(links);
+    }
     if let Some(status) = status(command) {
         span["status"] = status;
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::journal::{CommandRecord, Damage, SessionInfo, SessionRecord};
 use crate::model::replay::model_from_session;
 use crate::model::{Badges, CommandState};
-use crate::protocol::{Event, EventKind, ProcessEntry, Stream};
+use crate::protocol::{Event, EventKind, ProcessEntry, Stream, TraceContext};
 
 /// A whole session, ready to export.
 pub struct SessionExport {
@@ -42,6 +42,8 @@ pub struct CommandExport {
     pub cut_short: bool,
     /// What is missing or broken, in words.
     pub damage: Vec<String>,
+    /// Its span in its caller's trace, when its `command.json` names a valid one.
+    pub trace: Option<TraceContext>,
 }
 
 /// A process of a command's tree, from the first `tree` event that lists it to the moment
@@ -117,6 +119,11 @@ impl CommandExport {
             cut_short: !damage.is_empty(),
             damage,
             state,
+            trace: journal
+                .request
+                .as_ref()
+                .and_then(|r| r.trace.clone())
+                .filter(TraceContext::is_valid),
         }
     }
 

@@ -350,7 +350,8 @@ impl CommandState {
             | EventKind::EventsCapped { .. }
             | EventKind::ControlRefused { .. }
             | EventKind::ControlUnavailable { .. }
-            | EventKind::LimitUnavailable { .. } => {}
+            | EventKind::LimitUnavailable { .. }
+            | EventKind::TraceContextIgnored { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);

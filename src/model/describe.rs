@@ -97,6 +97,7 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             },
         ),
         EventKind::LimitUnavailable { message, .. } => (message.clone(), Tone::Warning),
+        EventKind::TraceContextIgnored { reason } => (reason.clone(), Tone::Warning),
         // The kind already says `exit`: `exit code 0`, `exit SIGKILL`.
         EventKind::Exit { status, .. } => (
             match status.code {

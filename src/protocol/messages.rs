@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::leftovers::{LeftoversEnd, LeftoversRecord, LeftoversRule};
 use super::signal::ProcessSignal;
+use super::trace::TraceContext;
 pub use crate::cgroup::Limits;
 
 use super::Peer;
@@ -123,6 +124,16 @@ pub struct LaunchRequest {
     /// What becomes of processes the command leaves running (default: stopped with it).
     #[serde(default, skip_serializing_if = "LeftoversRule::is_stop")]
     pub leftovers: LeftoversRule,
+    /// The caller's W3C trace context (its `TRACEPARENT`) and the command's own span in it:
+    /// the command gets a `TRACEPARENT` naming that span, and the export nests the command
+    /// under the caller's span. Absent: the environment's `TRACEPARENT`, if any, is left as
+    /// it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceContext>,
+    /// Why the caller's `TRACEPARENT` was not used (malformed), journaled once as
+    /// `trace_context_ignored`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_ignored: Option<String>,
 }
 
 /// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
@@ -628,6 +639,12 @@ pub enum EventKind {
         limit: String,
         message: String,
     },
+    /// The caller's `TRACEPARENT` is malformed: left to the command as it was, and not used
+    /// for the export (the command's span is the session's, as without one). Said once,
+    /// after `broker_started`.
+    TraceContextIgnored {
+        reason: String,
+    },
     /// A control request was carried out; sent to the client that asked only, never
     /// journaled. `journal_offset` answers `subscribe`: the bytes of `events.jsonl` written
     /// before the first event the subscription sends. `targets` answers `signal`.
@@ -679,6 +696,7 @@ impl EventKind {
             EventKind::ControlUnavailable { .. } => "control_unavailable",
             EventKind::Containment { .. } => "containment",
             EventKind::LimitUnavailable { .. } => "limit_unavailable",
+            EventKind::TraceContextIgnored { .. } => "trace_context_ignored",
             EventKind::ControlAck { .. } => "control_ack",
             EventKind::ControlError { .. } => "control_error",
         }

@@ -5,9 +5,11 @@ pub mod framing;
 pub mod leftovers;
 pub mod messages;
 pub mod signal;
+pub mod trace;
 
 pub use control::*;
 pub use framing::{Frame, LineSplitter, MAX_LINE};
 pub use leftovers::*;
 pub use messages::*;
 pub use signal::ProcessSignal;
+pub use trace::TraceContext;
