@@ -332,6 +332,7 @@ impl CommandState {
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
             EventKind::ParentUnresponsive { .. }
+            | EventKind::FinalDrain { .. }
             | EventKind::EventsCapped { .. }
             | EventKind::ControlRefused { .. }
             | EventKind::ControlUnavailable { .. }
