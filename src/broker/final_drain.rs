@@ -158,12 +158,10 @@ mod tests {
             m.feed(b"result: 1\nresult: 2\n"),
             Some(b"result: 1".to_vec())
         );
-        assert_eq!(m.feed(b"result: 3"), None);
-        assert_eq!(
-            m.feed(b"nothing\n"),
-            None,
-            "the line became `result: 3nothing`"
-        );
+        assert_eq!(m.feed(b"result: "), None);
+        assert_eq!(m.feed(b"pending\n"), None, "the line is `result: pending`");
+        assert_eq!(m.feed(b"result: 3"), None, "not complete yet");
+        assert_eq!(m.feed(b"\n"), Some(b"result: 3".to_vec()));
     }
 
     #[test]
