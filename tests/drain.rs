@@ -136,10 +136,18 @@ fn the_broker_refuses_an_invalid_pattern_from_any_front_end() {
     let refused = broker.wait_for("broker_failure", |k| {
         matches!(k, EventKind::BrokerFailure { .. })
     });
-    let EventKind::BrokerFailure { stage, code, message } = refused.kind else {
+    let EventKind::BrokerFailure {
+        stage,
+        code,
+        message,
+    } = refused.kind
+    else {
         unreachable!("waited for a broker_failure");
     };
-    assert_eq!((stage, code.as_str()), (Stage::Protocol, "invalid_drain_on"));
+    assert_eq!(
+        (stage, code.as_str()),
+        (Stage::Protocol, "invalid_drain_on")
+    );
     assert!(message.contains("not a valid regex"), "{message}");
     assert_eq!(broker.wait_exit(), 1);
     assert!(

@@ -227,7 +227,9 @@ fn the_fixture_holds_the_situations_the_exports_are_tested_on() {
         "01-ok has no final_drain"
     );
     assert!(
-        !ok.events.iter().any(|e| matches!(e.kind, EventKind::SignalSent { .. })),
+        !ok.events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SignalSent { .. })),
         "01-ok exited within its drain period: nothing to stop"
     );
 

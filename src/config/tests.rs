@@ -364,10 +364,15 @@ shell = "true"
     let bad = "[[command]]\nname = \"a\"\nshell = \"x\"\ndrain_on = \"(oops\"\n";
     let message = error(bad);
     assert!(
-        message.starts_with("tether.toml:4:12: drain_on: the --drain-on pattern `(oops` is not a valid regex"),
+        message.starts_with(
+            "tether.toml:4:12: drain_on: the --drain-on pattern `(oops` is not a valid regex"
+        ),
         "{message}"
     );
     assert_eq!(key_of(bad), "drain_on");
     let typed = error("[[command]]\nname = \"a\"\nshell = \"x\"\ndrain = \"soon\"\n");
-    assert!(typed.starts_with("tether.toml:4:9: drain: `soon`"), "{typed}");
+    assert!(
+        typed.starts_with("tether.toml:4:9: drain: `soon`"),
+        "{typed}"
+    );
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::CommandState;
-use crate::protocol::{EventKind, Origin};
+use crate::protocol::EventKind;
 
 /// A run's badges, each derived from the events the model applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,15 +67,6 @@ impl Badges {
                 .iter()
                 .any(|e| matches!(e.kind, EventKind::SignalSent { .. }))
         });
-        let drained = command.timeline.iter().any(|e| {
-            matches!(
-                e.kind,
-                EventKind::SignalSent {
-                    origin: Origin::FinalDrain,
-                    ..
-                }
-            )
-        });
         Badges {
             timeout: command.response_timeout,
             killed: command.hard_killed,
@@ -83,7 +74,7 @@ impl Badges {
             orphans: command.escapees_reaped,
             capped: command.capped.iter().any(Option::is_some),
             stragglers,
-            drained,
+            drained: command.drained,
         }
     }
 
