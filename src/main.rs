@@ -53,6 +53,13 @@ enum Command {
         /// Stop a command when it prints nothing for this long.
         #[arg(long, value_parser = parse_duration)]
         no_output_timeout: Option<Duration>,
+        /// A regex for a command's final line of stdout: once a line matches, the command
+        /// has --drain to exit, then it is stopped and counts as finished.
+        #[arg(long, value_name = "REGEX", value_parser = parse_drain_on)]
+        drain_on: Option<String>,
+        /// How long a command may take to exit after its --drain-on line (default 5s).
+        #[arg(long, value_parser = parse_duration, requires = "drain_on")]
+        drain: Option<Duration>,
         /// Journal the commands in this named session, joined by every tether that names it
         /// (default: $TETHER_SESSION, else a new session).
         #[arg(long, value_name = "NAME")]
@@ -91,6 +98,13 @@ enum Command {
         /// Stop the command when it prints nothing for this long.
         #[arg(long, value_parser = parse_duration)]
         no_output_timeout: Option<Duration>,
+        /// A regex for the command's final line of stdout: once a line matches, the command
+        /// has --drain to exit, then it is stopped, and tether exits 0.
+        #[arg(long, value_name = "REGEX", value_parser = parse_drain_on)]
+        drain_on: Option<String>,
+        /// How long the command may take to exit after its --drain-on line (default 5s).
+        #[arg(long, value_parser = parse_duration, requires = "drain_on")]
+        drain: Option<Duration>,
         /// Per-stream storage cap (e.g. 64M, 1G); beyond it bytes are counted, not stored.
         #[arg(long, value_parser = parse_size)]
         max_output: Option<u64>,
@@ -323,6 +337,13 @@ fn act(state: Option<&Path>, action: control::cli::Action, target: &TargetArgs) 
     }
 }
 
+/// `--drain-on`: checked here, so that a bad pattern is a usage error before anything starts.
+fn parse_drain_on(pattern: &str) -> Result<String, String> {
+    tether::broker::final_drain::compile(pattern)
+        .map(|_| pattern.to_string())
+        .map_err(|e| e.to_string())
+}
+
 fn main() {
     // Started through a link named like a shell: the shim, before any option parsing (the
     // arguments are the shell's).
@@ -337,6 +358,8 @@ fn main() {
             name,
             grace,
             no_output_timeout,
+            drain_on,
+            drain,
             max_output,
             session,
             no_stdin,
@@ -355,6 +378,8 @@ fn main() {
                 name,
                 grace,
                 no_output_timeout,
+                drain_on,
+                drain,
                 max_output,
                 state_dir: cli.state_dir,
                 session,
@@ -524,6 +549,8 @@ fn main() {
             shell,
             grace,
             no_output_timeout,
+            drain_on,
+            drain,
             session,
             pty: _,
             no_pty,
@@ -553,6 +580,8 @@ fn main() {
                 .map(|(spec, name)| CommandConfig {
                     grace,
                     no_output_timeout,
+                    drain_on: drain_on.clone(),
+                    drain,
                     pty: !no_pty,
                     limits: Limits {
                         max_procs,

@@ -82,7 +82,8 @@ fn sessions_json_round_trips_newest_last_with_the_cut_short_command() {
     assert_eq!(command("04-killed").signal_name.as_deref(), Some("SIGKILL"));
     assert!(command("04-killed").badges.timeout && command("04-killed").badges.killed);
     assert_eq!(command("04-killed").badges.orphans, 1);
-    assert!(command("03-tree").badges.drained);
+    assert!(command("03-tree").badges.stragglers);
+    assert!(!command("03-tree").badges.drained);
     assert!(command("06-orphaned").badges.parent_lost);
     let capped = command("07-capped");
     assert!(capped.badges.capped);

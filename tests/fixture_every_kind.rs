@@ -26,6 +26,7 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Output { .. }
         | EventKind::OutputCapped { .. }
         | EventKind::ResponseTimeout { .. }
+        | EventKind::FinalDrain { .. }
         | EventKind::SignalSent { .. }
         | EventKind::HardKill { .. }
         | EventKind::OrphanReaped { .. }
@@ -102,6 +103,11 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             message: text(),
         },
         EventKind::ResponseTimeout { silent_ms: 0 },
+        EventKind::FinalDrain {
+            pattern: text(),
+            line: text(),
+            drain_ms: 0,
+        },
         EventKind::SignalSent {
             signal: ProcessSignal::TERM,
             scope: tether::protocol::Scope::Group,
@@ -214,6 +220,20 @@ fn the_fixture_holds_the_situations_the_exports_are_tested_on() {
     assert!(streams.len() >= 4, "{streams:?}");
     assert!(streams.windows(2).any(|w| w[0].0 != w[1].0), "{streams:?}");
     assert!(streams.iter().any(|(_, offset)| *offset > 0), "{streams:?}");
+
+    // The final line seen, and an exit within the drain period: no stop, not drained.
+    let ok = command("ok");
+    assert!(
+        ok.events.iter().any(|e| matches!(&e.kind,
+            EventKind::FinalDrain { pattern, line, .. } if pattern == "^done$" && line == "done")),
+        "01-ok has no final_drain"
+    );
+    assert!(
+        !ok.events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SignalSent { .. })),
+        "01-ok exited within its drain period: nothing to stop"
+    );
 
     // Signals by the operator, the watchdog, a lost parent and a shutdown after exit.
     let origins: BTreeSet<String> = record

@@ -1350,3 +1350,82 @@ fn an_end_shown_while_indexing() {
         title[0]
     );
 }
+
+/// A command stopped after its final line: `drained` in the list, and on its timeline the
+/// line that started the drain and the stop that ended it.
+#[test]
+fn a_drained_command_shows_its_badge_and_final_line() {
+    let mut agent = CommandState::new(config("agent", "run-agent"));
+    let term = |ms| {
+        ev(
+            ms,
+            EventKind::SignalSent {
+                signal: "TERM".parse().expect("a signal"),
+                scope: Scope::Group,
+                origin: Origin::FinalDrain,
+                targets: vec![501],
+                client: None,
+            },
+        )
+    };
+    run(
+        &mut agent,
+        vec![
+            ev(
+                0,
+                EventKind::BrokerStarted {
+                    v: 1,
+                    broker_pid: 500,
+                    control_socket: None,
+                },
+            ),
+            ev(
+                1,
+                EventKind::Spawned {
+                    pid: 501,
+                    pgid: 501,
+                    argv: vec![],
+                    start_ticks: None,
+                },
+            ),
+            ev(
+                900,
+                EventKind::FinalDrain {
+                    pattern: "^RESULT".into(),
+                    line: "RESULT ok".into(),
+                    drain_ms: 5_000,
+                },
+            ),
+            term(5_900),
+            ev(
+                5_910,
+                EventKind::Exit {
+                    pid: 501,
+                    status: ExitStatus {
+                        code: None,
+                        signal: Some(15),
+                        core_dumped: false,
+                    },
+                },
+            ),
+        ],
+    );
+    let mut model = model();
+    model.commands = vec![agent];
+    let view = ViewState {
+        focus: Pane::Timeline,
+        ..ViewState::default()
+    };
+    let screen = draw_with(240, 36, &model, &content(), &view);
+    let row = rows_with(&screen, "agent");
+    assert!(row.iter().any(|r| r.contains("drained")), "{screen}");
+    assert!(
+        screen.contains("Commands 1 · 0 running · 0 failed"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("final_drain final line \"RESULT ok\"; 5.0s to exit"),
+        "{screen}"
+    );
+    assert!(screen.contains("SIGTERM by final drain"), "{screen}");
+}

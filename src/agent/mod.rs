@@ -63,6 +63,8 @@ pub fn main(options: AgentOptions) -> i32 {
         name: Some(name),
         grace: None,
         no_output_timeout: None,
+        drain_on: None,
+        drain: None,
         max_output: None,
         state_dir: options.state_dir,
         session: Some(session),

@@ -40,7 +40,7 @@ impl ListFilter {
         match self {
             ListFilter::All => true,
             ListFilter::Running => command.status.is_active(),
-            ListFilter::Failed => command.status.is_failure(),
+            ListFilter::Failed => command.is_failure(),
         }
     }
 }
@@ -83,7 +83,7 @@ pub struct Counts {
 impl Counts {
     fn add(&mut self, command: &CommandState) {
         self.running += usize::from(command.status.is_active());
-        self.failed += usize::from(command.status.is_failure());
+        self.failed += usize::from(command.is_failure());
         self.total += 1;
     }
 }
@@ -143,8 +143,7 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
             .rotate_left(17);
     };
     for command in &model.commands {
-        let state =
-            u64::from(command.status.is_active()) | u64::from(command.status.is_failure()) << 1;
+        let state = u64::from(command.status.is_active()) | u64::from(command.is_failure()) << 1;
         mix(command.started_ms.unwrap_or(u64::MAX) << 2 | state);
         if sort == ListSort::Cpu {
             mix(command.cpu_percent.map_or(0, |c| u64::from(c.to_bits())));

@@ -334,6 +334,8 @@ impl Runner {
                 .grace
                 .map_or(DEFAULT_GRACE_MS, |d| d.as_millis() as u64),
             no_output_timeout_ms: config.no_output_timeout.map(|d| d.as_millis() as u64),
+            drain_on: config.drain_on.clone(),
+            drain_ms: config.drain.map(|d| d.as_millis() as u64),
             max_output: DEFAULT_MAX_OUTPUT,
             heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
             mirror: false,

@@ -6,6 +6,7 @@
 
 pub mod containment;
 mod control;
+pub mod final_drain;
 pub mod mirror;
 mod parent;
 pub mod pty;

@@ -12,6 +12,7 @@ use tokio::time::{Instant, sleep_until};
 use super::BROKER_TOKEN_ENV;
 use super::containment;
 use super::control::{self, ControlServer, Incoming};
+use super::final_drain;
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::{CustodianWatch, ParentWatch};
 use super::pty;
@@ -226,6 +227,17 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         return Ok(1);
     };
     request.clamp_intervals();
+    // The front end checked the pattern; a request from elsewhere may carry any. Refused
+    // before anything is created or started.
+    if let Some(Err(err)) = request.drain_on.as_deref().map(final_drain::compile) {
+        let kind = EventKind::BrokerFailure {
+            stage: Stage::Protocol,
+            code: "invalid_drain_on".into(),
+            message: err.to_string(),
+        };
+        tell_parent(&link, start, kind).await;
+        return Ok(1);
+    }
 
     // The socket exists before `command.json` names it, so whoever reads the name finds it.
     let identity = broker_identity();

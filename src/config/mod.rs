@@ -23,7 +23,7 @@ use crate::units::{parse_duration, parse_size};
 pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
 
 /// Keys a `[[command]]` table may hold, in the order the error message lists them.
-const COMMAND_KEYS: [&str; 11] = [
+const COMMAND_KEYS: [&str; 13] = [
     "name",
     "shell",
     "argv",
@@ -35,6 +35,8 @@ const COMMAND_KEYS: [&str; 11] = [
     "pty",
     "max_procs",
     "max_memory",
+    "drain_on",
+    "drain",
 ];
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,6 +58,10 @@ pub struct CommandConfig {
     pub pty: bool,
     /// `max_procs`, `max_memory`: limits on the command's cgroup, where it has one.
     pub limits: Limits,
+    /// `drain_on`: a regex (checked) for the command's final line of stdout; after it, the
+    /// command is given `drain` to exit before it is stopped.
+    pub drain_on: Option<String>,
+    pub drain: Option<Duration>,
 }
 
 impl CommandConfig {
@@ -72,6 +78,8 @@ impl CommandConfig {
             autostart: true,
             pty: true,
             limits: Limits::default(),
+            drain_on: None,
+            drain: None,
         }
     }
 }
@@ -199,6 +207,8 @@ fn parse_command(
         autostart: true,
         pty: true,
         limits: Limits::default(),
+        drain_on: None,
+        drain: None,
     };
     for (key, value) in by_position(table) {
         let field = Field {
@@ -218,6 +228,8 @@ fn parse_command(
             "pty" => command.pty = field.boolean()?,
             "max_procs" => command.limits.max_procs = Some(field.count()?),
             "max_memory" => command.limits.max_memory = Some(field.size()?),
+            "drain_on" => command.drain_on = Some(field.pattern()?),
+            "drain" => command.drain = Some(field.duration()?),
             other => {
                 return Err(source.error(
                     key.span().start,
@@ -404,6 +416,19 @@ impl Field<'_, '_> {
             .enumerate()
             .map(|(i, item)| self.checked(item, &format!("{}[{i}]", self.key)))
             .collect()
+    }
+
+    /// A final-drain regex, compiled here so that a bad one is an error at its value.
+    fn pattern(&self) -> Result<String, ConfigError> {
+        let pattern = self.string()?;
+        crate::broker::final_drain::compile(&pattern).map_err(|e| {
+            self.source.error(
+                self.value.span().start,
+                self.key,
+                format!("{}: {e}", self.key),
+            )
+        })?;
+        Ok(pattern)
     }
 
     fn boolean(&self) -> Result<bool, ConfigError> {

@@ -74,7 +74,7 @@ fn unknown_key_names_file_line_column_command_and_choices() {
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
              name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty, max_procs, \
-             max_memory"
+             max_memory, drain_on, drain"
     );
     assert_eq!(key_of(text), "nmae");
 }
@@ -327,5 +327,52 @@ fn limits_are_read_and_checked() {
         error(bad).starts_with("tether.toml:4:14: max_memory: "),
         "{}",
         error(bad)
+    );
+}
+
+#[test]
+fn drain_on_and_drain_are_per_command_and_the_pattern_is_checked() {
+    let text = r#"
+[[command]]
+name = "agent"
+shell = "run-agent"
+drain_on = '^\{"type":"result"'
+drain = "3s"
+
+[[command]]
+name = "tests"
+shell = "cargo test"
+drain_on = "test result: "
+
+[[command]]
+name = "plain"
+shell = "true"
+"#;
+    let config = parse(text, "tether.toml").unwrap();
+    let [agent, tests, plain] = &config.commands[..] else {
+        panic!("three commands: {config:?}");
+    };
+    assert_eq!(agent.drain_on.as_deref(), Some(r#"^\{"type":"result""#));
+    assert_eq!(agent.drain, Some(Duration::from_secs(3)));
+    // Without `drain`, the broker's default (5 s) applies.
+    assert_eq!(
+        (tests.drain_on.as_deref(), tests.drain),
+        (Some("test result: "), None)
+    );
+    assert_eq!((plain.drain_on.as_deref(), plain.drain), (None, None));
+
+    let bad = "[[command]]\nname = \"a\"\nshell = \"x\"\ndrain_on = \"(oops\"\n";
+    let message = error(bad);
+    assert!(
+        message.starts_with(
+            "tether.toml:4:12: drain_on: the --drain-on pattern `(oops` is not a valid regex"
+        ),
+        "{message}"
+    );
+    assert_eq!(key_of(bad), "drain_on");
+    let typed = error("[[command]]\nname = \"a\"\nshell = \"x\"\ndrain = \"soon\"\n");
+    assert!(
+        typed.starts_with("tether.toml:4:9: drain: `soon`"),
+        "{typed}"
     );
 }

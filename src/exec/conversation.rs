@@ -328,12 +328,22 @@ impl Conversation {
                 mono_us: event.mono_us,
                 reached: targets.len(),
             }),
+            EventKind::FinalDrain {
+                pattern, drain_ms, ..
+            } => self.outcome.final_line = Some((pattern, drain_ms)),
+            EventKind::SignalSent {
+                origin: Origin::FinalDrain,
+                ..
+            } => self.outcome.drained = true,
             EventKind::LeftoversKept { .. } => return Ok(Some(End::LeftRunning)),
             EventKind::Close { .. } => {
                 if let (false, Some(message)) =
                     (self.json, stopped_from_outside(&self.from_outside))
                 {
                     say!("{message}");
+                }
+                if let (false, true) = (self.json, self.outcome.drained) {
+                    say!("{}", self.outcome.drained_message());
                 }
                 self.outcome.closed = true;
                 return Ok(Some(End::Closed));

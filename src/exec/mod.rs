@@ -48,6 +48,10 @@ pub struct ExecOptions {
     pub name: Option<String>,
     pub grace: Option<Duration>,
     pub no_output_timeout: Option<Duration>,
+    /// `--drain-on`: a regex (already checked) for the command's final line of stdout.
+    pub drain_on: Option<String>,
+    /// `--drain`: how long the command may take to exit after its final line.
+    pub drain: Option<Duration>,
     pub max_output: Option<u64>,
     pub state_dir: Option<PathBuf>,
     /// The named session to join; `None`: a fresh one.
@@ -203,9 +207,25 @@ struct Outcome {
     /// The failure was printed when it arrived.
     broker_failure_shown: bool,
     closed: bool,
+    /// The `final_drain` event's pattern and drain period: the command printed its final line.
+    final_line: Option<(String, u64)>,
+    /// The command did not exit within the drain period and was stopped: it finished.
+    drained: bool,
 }
 
 impl Outcome {
+    /// One line for the caller of a drained command, which exits 0 though it was stopped.
+    fn drained_message(&self) -> String {
+        match &self.final_line {
+            Some((pattern, drain_ms)) => format!(
+                "stopped the command after its final output: a line matched `{}` and it had not exited {} later",
+                crate::model::output::one_line(pattern),
+                crate::units::duration_ms(*drain_ms)
+            ),
+            None => "stopped the command after its final output (--drain-on)".into(),
+        }
+    }
+
     fn exit_code(&self, journal: &std::path::Path) -> i32 {
         if let Some((code, message)) = &self.spawn_error {
             say!("{message}");
@@ -216,6 +236,8 @@ impl Outcome {
             };
         }
         match self.exit {
+            // Its final result was out; the stop was ours.
+            Some(_) if self.drained => 0,
             Some(status) => match (status.code, status.signal) {
                 (Some(code), _) => code,
                 (None, Some(signal)) => 128 + signal,
@@ -319,6 +341,8 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         parent_pid: std::process::id() as i32,
         grace_ms: grace.as_millis() as u64,
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
+        drain_on: options.drain_on.clone(),
+        drain_ms: options.drain.map(|d| d.as_millis() as u64),
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
         heartbeat_ms: Some(QUIET_PING.as_millis() as u64),
         mirror: !options.json,
@@ -514,6 +538,7 @@ fn recover_from_journal(dir: &Path, outcome: &mut Outcome) -> bool {
         return false;
     };
     outcome.exit = outcome.exit.or(result.exit);
+    outcome.drained |= result.drained;
     if let Some(failure) = result.failure.filter(|f| f.stage == Stage::Spawn) {
         outcome
             .spawn_error

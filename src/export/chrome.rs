@@ -129,7 +129,7 @@ fn command_events(
                 "X",
                 us(exit.ts_ms),
                 RUN_TID,
-                json!({ "stragglers_stopped": command.badges.drained }),
+                json!({ "stragglers_stopped": command.badges.stragglers }),
             )
         });
     }

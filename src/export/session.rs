@@ -165,12 +165,14 @@ impl CommandExport {
             .or_else(|| self.events.last().map(|e| e.ts_ms))
     }
 
-    /// Whether the run counts as failed: it did not exit 0.
+    /// Whether the run counts as failed: it did not exit 0 (a drained run, stopped after its
+    /// final line, finished).
     pub fn failed(&self) -> bool {
         !matches!(
             self.state.status,
             crate::model::Status::Exited(status) if status.code == Some(0)
         ) && !self.state.status.is_active()
+            && !self.state.drained
     }
 }
 

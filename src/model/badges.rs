@@ -21,6 +21,11 @@ pub struct Badges {
     pub capped: bool,
     /// After the command exited, processes still holding its pipes or left in its tree
     /// were stopped: a signal sent after `exit`.
+    #[serde(default)]
+    pub stragglers: bool,
+    /// The command printed its final line (`drain_on`), did not exit within the drain
+    /// period and was stopped (origin `final_drain`): it counts as finished.
+    #[serde(default)]
     pub drained: bool,
 }
 
@@ -32,6 +37,7 @@ pub enum Badge {
     ParentLost,
     Orphans(u32),
     Capped,
+    Stragglers,
     Drained,
 }
 
@@ -44,6 +50,7 @@ impl Badge {
             Badge::ParentLost => "parent-lost".into(),
             Badge::Orphans(n) => format!("orphans:{n}"),
             Badge::Capped => "capped".into(),
+            Badge::Stragglers => "stragglers".into(),
             Badge::Drained => "drained".into(),
         }
     }
@@ -55,7 +62,7 @@ impl Badges {
             .timeline
             .iter()
             .position(|e| matches!(e.kind, EventKind::Exit { .. }));
-        let drained = exited_at.is_some_and(|at| {
+        let stragglers = exited_at.is_some_and(|at| {
             command.timeline[at..]
                 .iter()
                 .any(|e| matches!(e.kind, EventKind::SignalSent { .. }))
@@ -66,7 +73,8 @@ impl Badges {
             parent_lost: command.parent_lost.is_some(),
             orphans: command.escapees_reaped,
             capped: command.capped.iter().any(Option::is_some),
-            drained,
+            stragglers,
+            drained: command.drained,
         }
     }
 
@@ -78,6 +86,7 @@ impl Badges {
             (self.parent_lost, Badge::ParentLost),
             (self.orphans > 0, Badge::Orphans(self.orphans)),
             (self.capped, Badge::Capped),
+            (self.stragglers, Badge::Stragglers),
             (self.drained, Badge::Drained),
         ]
         .into_iter()

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus,
+    CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, Origin,
     ParentLossCause, ProcessEntry, ProcessSignal, Stream, TerminalRequest,
 };
 
@@ -157,6 +157,8 @@ pub struct CommandState {
     /// Where each process of `seen` is, by pid and start time.
     seen_at: HashMap<(i32, u64), usize>,
     pub response_timeout: bool,
+    /// Stopped after its final line (`drain_on`): it finished, however its signal ended it.
+    pub drained: bool,
     pub parent_lost: Option<ParentLossCause>,
     /// Processes reaped after escaping the command's group or session (setsid, double fork
     /// into another group): what `orphans:N` counts. A process merely re-parented to the
@@ -208,6 +210,7 @@ impl CommandState {
             seen: Vec::new(),
             seen_at: HashMap::new(),
             response_timeout: false,
+            drained: false,
             parent_lost: None,
             escapees_reaped: 0,
             hard_killed: false,
@@ -323,7 +326,8 @@ impl CommandState {
                 self.response_timeout = true;
                 self.markers.push((ts, Marker::Timeout));
             }
-            EventKind::SignalSent { signal, .. } => {
+            EventKind::SignalSent { signal, origin, .. } => {
+                self.drained |= *origin == Origin::FinalDrain;
                 if *signal != ProcessSignal::CONT {
                     self.markers.push((ts, Marker::Signal));
                 }
@@ -347,6 +351,7 @@ impl CommandState {
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
             EventKind::ParentUnresponsive { .. }
+            | EventKind::FinalDrain { .. }
             | EventKind::EventsCapped { .. }
             | EventKind::ControlRefused { .. }
             | EventKind::ControlUnavailable { .. }
@@ -431,6 +436,11 @@ impl CommandState {
         self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
     }
 
+    /// Ended badly (see [`Status::is_failure`]), unless it was stopped after its final line.
+    pub fn is_failure(&self) -> bool {
+        self.status.is_failure() && !self.drained
+    }
+
     /// The command's number in its session: the `NN` of its journal directory `NN-name`.
     pub fn number(&self) -> Option<u32> {
         let name = self.journal_dir.as_deref()?.file_name()?.to_str()?;
@@ -500,7 +510,7 @@ impl CommandState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Origin, Scope};
+    use crate::protocol::Scope;
 
     fn config() -> CommandConfig {
         CommandConfig::new("t", CommandSpec::Shell("true".into()))

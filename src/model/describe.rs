@@ -61,6 +61,15 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         EventKind::ResponseTimeout { silent_ms } => {
             (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)
         }
+        // The line is the command's output: neutralised like every other byte of it.
+        EventKind::FinalDrain { line, drain_ms, .. } => (
+            format!(
+                "final line \"{}\"; {} to exit",
+                one_line(line),
+                duration_ms(*drain_ms)
+            ),
+            Tone::Warning,
+        ),
         EventKind::SignalSent {
             signal,
             origin,
@@ -207,6 +216,7 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         Origin::ParentLost => Some("parent loss"),
         Origin::Shutdown => Some("shutdown"),
         Origin::Reclaim => Some("a later tether's reclaim"),
+        Origin::FinalDrain => Some("final drain"),
     };
     match (client, cause) {
         (Some(client), None) => one_line(&client.describe()),

@@ -57,6 +57,7 @@ pub fn is_notable(kind: &EventKind) -> bool {
             | EventKind::SpawnError { .. }
             | EventKind::BrokerFailure { .. }
             | EventKind::ResponseTimeout { .. }
+            | EventKind::FinalDrain { .. }
             | EventKind::Exit { .. }
             | EventKind::HardKill { .. }
             | EventKind::OrphanReaped { .. }

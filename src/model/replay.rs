@@ -69,6 +69,8 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             autostart: false,
             pty: request.terminal.is_some(),
             limits: request.limits,
+            drain_on: request.drain_on.clone(),
+            drain: request.drain_ms.map(std::time::Duration::from_millis),
         },
         None => CommandConfig {
             name: record.id.clone(),
@@ -80,6 +82,8 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             autostart: false,
             pty: false,
             limits: Default::default(),
+            drain_on: None,
+            drain: None,
         },
     }
 }

@@ -8,7 +8,7 @@ use crate::model::{CommandState, Status};
 pub enum Outcome {
     /// Starting, running, stopped or stopping: its broker is still at it.
     Running,
-    /// Exit 0.
+    /// Exit 0, or stopped after its final line (`drain_on`).
     Ok,
     /// A non-zero exit, a command that could not start, or one whose broker vanished.
     Failed,
@@ -23,6 +23,9 @@ impl Outcome {
         match command.status {
             status if status.is_active() => Outcome::Running,
             Status::Idle => Outcome::Idle,
+            // Stopped after its final line (`drain_on`): its result was out, so it finished,
+            // whatever signal ended it.
+            _ if command.drained => Outcome::Ok,
             // A watchdog's stop ends a command whichever way it exits (a trapped TERM may
             // still exit 0 or 143): that it was stopped is what counts.
             _ if command.response_timeout || command.hard_killed => Outcome::Killed,
@@ -137,5 +140,28 @@ mod tests {
         );
         assert_eq!(tally.words(), "7 cmds: 2 ok, 2 failed, 2 killed, 1 running");
         assert_eq!(Tally::of(&commands[..1]).words(), "1 cmd: 1 ok, 0 failed");
+    }
+
+    #[test]
+    fn a_drained_command_counts_as_ok() {
+        let mut drained = ended(None, Some(15));
+        drained.apply(&crate::protocol::Event {
+            ts_ms: 1,
+            mono_us: 1,
+            kind: crate::protocol::EventKind::SignalSent {
+                signal: crate::protocol::ProcessSignal::TERM,
+                scope: crate::protocol::Scope::Group,
+                origin: crate::protocol::Origin::FinalDrain,
+                targets: vec![1],
+                client: None,
+            },
+        });
+        assert_eq!(Outcome::of(&drained), Outcome::Ok);
+        let badges = crate::model::Badges::of(&drained);
+        assert!(badges.drained && !badges.stragglers, "{badges:?}");
+        assert_eq!(
+            badges.list().iter().map(|b| b.label()).collect::<Vec<_>>(),
+            ["drained"]
+        );
     }
 }

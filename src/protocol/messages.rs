@@ -48,6 +48,7 @@ impl LaunchRequest {
             &mut self.no_output_timeout_ms,
             &mut self.heartbeat_ms,
             &mut self.leftovers.max_ms,
+            &mut self.drain_ms,
         ] {
             if let Some(ms) = ms.as_mut() {
                 *ms = (*ms).min(MAX_INTERVAL_MS);
@@ -134,6 +135,14 @@ pub struct LaunchRequest {
     /// `trace_context_ignored`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_ignored: Option<String>,
+    /// The final-drain trigger: a regex matched against each complete line of stdout. The
+    /// first line that matches starts the drain period (`drain_ms`, default 5 s), after which
+    /// a command still running is stopped (origin `final_drain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_on: Option<String>,
+    /// The drain period after `drain_on` matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_ms: Option<u64>,
 }
 
 /// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
@@ -340,6 +349,8 @@ pub enum Origin {
     Shutdown,
     /// A later tether, stopping what a broker killed together with its front end left.
     Reclaim,
+    /// The command printed its final line (`drain_on`) and did not exit within the drain.
+    FinalDrain,
 }
 
 /// Where a broker failure happened.
@@ -541,6 +552,13 @@ pub enum EventKind {
     ResponseTimeout {
         silent_ms: u64,
     },
+    /// A complete line of stdout matched the `drain_on` pattern: the drain period begins.
+    /// `line`: the line (its last 64 KiB at most, as matched), lossy UTF-8, cut to 1 KiB.
+    FinalDrain {
+        pattern: String,
+        line: String,
+        drain_ms: u64,
+    },
     SignalSent {
         signal: ProcessSignal,
         scope: Scope,
@@ -679,6 +697,7 @@ impl EventKind {
             EventKind::Output { .. } => "output",
             EventKind::OutputCapped { .. } => "output_capped",
             EventKind::ResponseTimeout { .. } => "response_timeout",
+            EventKind::FinalDrain { .. } => "final_drain",
             EventKind::SignalSent { .. } => "signal_sent",
             EventKind::HardKill { .. } => "hard_kill",
             EventKind::OrphanReaped { .. } => "orphan_reaped",
@@ -720,6 +739,10 @@ pub struct CommandResult {
     pub orphans_reaped: u32,
     pub parent_lost: bool,
     pub response_timeout: bool,
+    /// The command printed its final line (`drain_on`), did not exit within the drain period
+    /// and was stopped: it counts as finished.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drained: bool,
     pub hard_killed: bool,
     /// Origin of the first stop sequence, if one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -182,6 +182,8 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         name: Some(command_name(&command)),
         grace: None,
         no_output_timeout: None,
+        drain_on: None,
+        drain: None,
         max_output: None,
         state_dir,
         session,

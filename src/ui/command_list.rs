@@ -259,7 +259,9 @@ pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
             Badge::Timeout | Badge::Capped => Color::Yellow,
             Badge::Killed | Badge::ParentLost => Color::Red,
             Badge::Orphans(_) => Color::Magenta,
-            Badge::Drained => Color::DarkGray,
+            Badge::Stragglers => Color::DarkGray,
+            // Finished, by its own final line: not a failure.
+            Badge::Drained => Color::Cyan,
         };
         out.push(Span::styled(badge.label(), Style::new().fg(color)));
         out.push(Span::raw(" "));

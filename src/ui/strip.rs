@@ -108,9 +108,7 @@ pub fn shown_commands(model: &Model, selected: usize, height: usize) -> Vec<usiz
     );
     let commands = &model.commands;
     let running = (0..count).filter(|&i| commands[i].status.is_active());
-    let failed = (0..count)
-        .rev()
-        .filter(|&i| commands[i].status.is_failure());
+    let failed = (0..count).rev().filter(|&i| commands[i].is_failure());
     for i in running.chain(failed) {
         if shown.len() >= room {
             break;

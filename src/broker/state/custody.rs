@@ -30,8 +30,9 @@ fn end_for(origin: Origin) -> LeftoversEnd {
         Origin::Operator => LeftoversEnd::Operator,
         Origin::Watchdog => LeftoversEnd::MaxDuration,
         Origin::ParentLost => LeftoversEnd::CallerExited,
-        // A broker never runs a reclaim (a later tether does, once the broker is dead).
-        Origin::Shutdown | Origin::Reclaim => LeftoversEnd::Shutdown,
+        // A broker never runs a reclaim (a later tether does, once the broker is dead), nor a
+        // final drain in custody (its timer runs only while the main process does).
+        Origin::Shutdown | Origin::Reclaim | Origin::FinalDrain => LeftoversEnd::Shutdown,
     }
 }
 

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 mod cgroup;
 mod custody;
+mod drain;
 mod input;
 mod requests;
 mod time;
@@ -123,6 +124,8 @@ pub struct Broker {
     /// The front end was let go (custody): nothing more is sent to it, and its going is no
     /// loss.
     parent_detached: bool,
+    /// The final-drain trigger, when the request has `drain_on`.
+    final_drain: Option<drain::FinalDrain>,
 }
 
 /// One ended child, reaped: its pid, how it ended, and where it was (its process group and
@@ -227,6 +230,7 @@ impl Broker {
     ) -> Broker {
         let now = Instant::now();
         let tree_budget = tree_budget(request.max_output);
+        let final_drain = drain::FinalDrain::for_request(&request);
         Broker {
             start,
             started_ms: now_ms(),
@@ -260,6 +264,7 @@ impl Broker {
             custody_began: false,
             custodian_gone: None,
             parent_detached: false,
+            final_drain,
         }
     }
 
@@ -467,6 +472,9 @@ impl Broker {
                 message,
             });
         }
+        // After the bytes' own `output` event (emitting flushes it): the journal has the
+        // final line before the event that names it.
+        self.watch_for_final_line(stream, bytes, now);
     }
 
     pub(super) fn flush_output(&mut self) {

@@ -40,6 +40,9 @@ impl Broker {
         {
             next.push(self.last_output + Duration::from_millis(ms));
         }
+        if let Some(until) = self.drain_deadline() {
+            next.push(until);
+        }
         if let (Some(stop), false) = (&self.stop, self.stop_done) {
             next.push(stop.next_sweep);
             if !stop.killed {
@@ -103,6 +106,7 @@ impl Broker {
                 self.start_stop(Origin::Watchdog);
             }
         }
+        self.check_drain_deadline(now);
         self.check_custody_deadline(now);
         self.advance_stop(now);
         if self.child.is_some()
