@@ -112,7 +112,10 @@ fn event_times(events: &str) -> Option<[i64; 4]> {
         parsed.push((kind, ts_ms, mono_us));
     }
     let low = parsed.iter().map(|(_, ts, mono)| ts * 1000 - mono).max()?;
-    let high = parsed.iter().map(|(_, ts, mono)| ts * 1000 + 999 - mono).min()?;
+    let high = parsed
+        .iter()
+        .map(|(_, ts, mono)| ts * 1000 + 999 - mono)
+        .min()?;
     let origin = (low + high.max(low)) / 2;
     let at = |kind: &str| {
         parsed
@@ -153,7 +156,11 @@ fn ms(us: i64) -> String {
 }
 
 fn single_calls(scratch: &Scratch, runs: usize, cgroup_off: bool) {
-    let path = if cgroup_off { "/proc path" } else { "cgroup path" };
+    let path = if cgroup_off {
+        "/proc path"
+    } else {
+        "cgroup path"
+    };
     let bash = Path::new("/bin/bash");
     let mut bash_us = Vec::new();
     let mut shim_us = Vec::new();
@@ -248,7 +255,11 @@ fn main() {
     single_calls(&scratch, runs, false);
     single_calls(&scratch, runs, true);
     for cgroup_off in [false, true] {
-        let path = if cgroup_off { "/proc path" } else { "cgroup path" };
+        let path = if cgroup_off {
+            "/proc path"
+        } else {
+            "cgroup path"
+        };
         let bash = agent_run(&scratch, Path::new("/bin/bash"), commands, cgroup_off);
         let shim = agent_run(&scratch, &scratch.shim, commands, cgroup_off);
         println!(

@@ -219,7 +219,12 @@ pub fn spawn(
     if let Some(cgroup) = cgroup {
         procs = cgroup.procs;
         if !clone_into::disabled() {
-            match clone_into::spawn(&command, request.arg0.as_deref(), &start, cgroup.dir.as_fd()) {
+            match clone_into::spawn(
+                &command,
+                request.arg0.as_deref(),
+                &start,
+                cgroup.dir.as_fd(),
+            ) {
                 clone_into::Cloned::Started(pid) => {
                     return Ok(SpawnedCommand {
                         pid,

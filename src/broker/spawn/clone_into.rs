@@ -210,7 +210,11 @@ unsafe fn child(
             libc::_exit(127)
         }
     };
-    let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+    let errno = || {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
     // SAFETY: each call below is a raw system call on descriptors and C strings that are
     // valid in this copy of the broker's memory.
     unsafe {
