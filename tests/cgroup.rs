@@ -32,7 +32,19 @@ fn storm() -> RwLockWriteGuard<'static, ()> {
 
 /// `tether exec` with `TETHER_CGROUP` set as given (`None`: as the environment has it).
 fn spawn_exec(env: &TestEnv, cgroup: Option<&str>, options: &[&str], argv: &[&str]) -> RunningExec {
+    spawn_exec_with(env, cgroup, &[], options, argv)
+}
+
+/// As [`spawn_exec`], with more variables in exec's environment (and so its broker's).
+fn spawn_exec_with(
+    env: &TestEnv,
+    cgroup: Option<&str>,
+    vars: &[(&str, &str)],
+    options: &[&str],
+    argv: &[&str],
+) -> RunningExec {
     let mut command = env.exec_command(options, argv);
+    command.envs(vars.iter().copied());
     match cgroup {
         Some(value) => command.env(tether::cgroup::CGROUP_ENV, value),
         None => command.env_remove(tether::cgroup::CGROUP_ENV),
@@ -80,12 +92,26 @@ fn read_pid(path: &Path) -> i32 {
 /// stopped with SIGTERM to exec and a 300 ms grace. Returns the journal, the daemon's pid and
 /// the cgroup it was in while it ran.
 fn daemon_stopped(env: &TestEnv, cgroup: Option<&str>) -> (Vec<Event>, i32, Option<String>) {
+    daemon_stopped_with(env, cgroup, &[])
+}
+
+fn daemon_stopped_with(
+    env: &TestEnv,
+    cgroup: Option<&str>,
+    vars: &[(&str, &str)],
+) -> (Vec<Event>, i32, Option<String>) {
     let pid_file = env.path("daemon.pid");
     let script = format!(
         "(setsid sh -c 'echo $$ > {}; trap \"\" TERM; exec sleep 301' &); echo ready; sleep 1000",
         pid_file.display()
     );
-    let running = spawn_exec(env, cgroup, &["--grace", "300ms"], &["sh", "-c", &script]);
+    let running = spawn_exec_with(
+        env,
+        cgroup,
+        vars,
+        &["--grace", "300ms"],
+        &["sh", "-c", &script],
+    );
     let dir = env.wait_command_dir();
     wait_for_text(env, &dir.join("stdout.log"), "ready");
     wait_until(env, "the daemon's pid", || {
@@ -114,7 +140,28 @@ fn a_setsid_double_forked_daemon_is_in_the_cgroup_and_killed_by_the_stop() {
     let _calm = calm();
     let env = TestEnv::new("cgroup_daemon");
     let (events, _daemon, held_in) = daemon_stopped(&env, None);
-    let (mode, path, _) = containment(&events).expect("a containment event");
+    assert_held_then_removed(&events, held_in);
+    env.finish();
+}
+
+/// Where clone3 cannot start the command in its cgroup (before Linux 5.7, or refused), the
+/// command writes itself into `cgroup.procs` before exec: the same containment.
+#[test]
+fn without_clone3_the_command_enters_its_cgroup_by_itself() {
+    if !cgroup_available("daemon_in_cgroup_without_clone3") {
+        return;
+    }
+    let _calm = calm();
+    let env = TestEnv::new("cgroup_no_clone3");
+    let (events, _daemon, held_in) =
+        daemon_stopped_with(&env, None, &[(tether::broker::spawn::CLONE3_ENV, "off")]);
+    assert_held_then_removed(&events, held_in);
+    env.finish();
+}
+
+/// The daemon was held in the journal's cgroup, hard-killed there, and the cgroup removed.
+fn assert_held_then_removed(events: &[Event], held_in: Option<String>) {
+    let (mode, path, _) = containment(events).expect("a containment event");
     assert_eq!(mode, ContainmentMode::Cgroup);
     let path = path.expect("the cgroup's path");
     let name = path.file_name().and_then(|n| n.to_str()).expect("a name");
@@ -135,7 +182,6 @@ fn a_setsid_double_forked_daemon_is_in_the_cgroup_and_killed_by_the_stop() {
         "the cgroup {} was not removed",
         path.display()
     );
-    env.finish();
 }
 
 #[test]

@@ -16,7 +16,7 @@ use super::final_drain;
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::{CustodianWatch, ParentWatch};
 use super::pty;
-use super::spawn::spawn;
+use super::spawn::{CgroupEntry, spawn};
 use super::state::Broker;
 use super::terminal::Terminals;
 use crate::cgroup::EventsWatch;
@@ -251,7 +251,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     let logs = journal.and_then(|dir| {
         let dir =
             JournalDir::from_fd(dir, request.journal_dir.clone()).map_err(io::Error::other)?;
-        dir.write_json_atomic(COMMAND_FILE, &command_file)?;
+        dir.write_json_once(COMMAND_FILE, &command_file)?;
         // After `command.json`, which a later tether reads to know whose journal it is.
         let _ = crate::control::journal_link::create(&identity, Path::new(&request.journal_dir));
         let events = EventLog::create(&dir)?;
@@ -324,10 +324,13 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         for event in contained.events {
             broker.emit(event);
         }
-        let procs = contained
-            .cgroup
-            .as_ref()
-            .and_then(|c| c.procs_for_child().ok());
+        // Descriptors of their own: the cgroup itself goes to the broker's state first.
+        let entry = contained.cgroup.as_ref().and_then(|c| {
+            Some(CgroupEntry {
+                dir: c.dir().try_clone_to_owned().ok()?,
+                procs: c.procs_for_child().ok(),
+            })
+        });
         cgroup_watch = contained
             .cgroup
             .as_ref()
@@ -335,7 +338,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         broker.contain(contained.cgroup);
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
-        match spawn(&request, stdin, procs.as_ref()) {
+        match spawn(&request, stdin, entry) {
             Ok(child) => {
                 pipes = [
                     Some(AsyncPipe::new(child.stdout)?),

@@ -7,12 +7,15 @@
 //! terminal as its controlling one), so it is also the leader of its process group, whose id
 //! is its pid, as with pipes: group signals and the `escaped` mark work the same.
 
+mod clone_into;
 mod interpreter;
 mod signals;
 
+pub use clone_into::CLONE3_ENV;
+
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
@@ -58,14 +61,22 @@ pub struct SpawnFailure {
 /// Bigger pipes mean fewer wake-ups per megabyte; refusal (a limit) is harmless.
 const PIPE_SIZE: i32 = 1 << 20;
 
+/// The command's cgroup, for the child to be started in.
+pub struct CgroupEntry {
+    /// The cgroup's directory: `clone3(CLONE_INTO_CGROUP)` starts the child in it.
+    pub dir: OwnedFd,
+    /// Its `cgroup.procs`, open for writing, where clone3 cannot be had: the child writes
+    /// itself into it before exec.
+    pub procs: Option<OwnedFd>,
+}
+
 /// Starts the request's command. `stdin` is the front end's stdin, handed over when the
 /// request asks for it; the command gets it (the broker's copy closes when this returns).
-/// `cgroup_procs`: the command's cgroup's `cgroup.procs`, open for writing; the child writes
-/// itself into it before exec, so nothing it runs ever forks outside.
+/// `cgroup`: the command's cgroup; nothing the command runs ever forks outside it.
 pub fn spawn(
     request: &LaunchRequest,
     stdin: Option<OwnedFd>,
-    cgroup_procs: Option<&OwnedFd>,
+    cgroup: Option<CgroupEntry>,
 ) -> Result<SpawnedCommand, SpawnFailure> {
     let argv = request.command.argv();
     let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
@@ -119,13 +130,21 @@ pub fn spawn(
             message: format!("cannot run `{program}`: cannot pass it its terminal: {err}"),
         })
     };
+    let null = || {
+        std::fs::File::open("/dev/null")
+            .map(OwnedFd::from)
+            .map_err(|err| SpawnFailure {
+                code: "other".into(),
+                message: format!("cannot run `{program}`: cannot open /dev/null: {err}"),
+            })
+    };
     let stdin = match (request.stdin, stdin) {
-        (StdinSource::Null, _) => Stdio::null(),
+        (StdinSource::Null, _) => null()?,
         (StdinSource::Terminal, _) => match out_pty.as_ref().or(err_pty.as_ref()) {
-            Some(pty) => Stdio::from(clone_slave(pty)?),
-            None => Stdio::null(),
+            Some(pty) => clone_slave(pty)?,
+            None => null()?,
         },
-        (StdinSource::Inherit, Some(fd)) => Stdio::from(fd),
+        (StdinSource::Inherit, Some(fd)) => fd,
         (StdinSource::Inherit, None) => {
             return Err(SpawnFailure {
                 code: "no_stdin".into(),
@@ -136,10 +155,25 @@ pub fn spawn(
             });
         }
     };
+    // A stream with a terminal gets its slave side and the broker keeps the master; one
+    // without gets a pipe's write end and the broker keeps the read end.
+    let stream = |pty: Option<Pty>| -> Result<(OwnedFd, OwnedFd), SpawnFailure> {
+        match pty {
+            Some(pty) => Ok((pty.master, pty.slave)),
+            None => {
+                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .map_err(|err| SpawnFailure {
+                        code: "other".into(),
+                        message: format!("cannot run `{program}`: cannot make a pipe: {err}"),
+                    })?;
+                let _ = rustix::pipe::fcntl_setpipe_size(&read, PIPE_SIZE as usize);
+                Ok((read, write))
+            }
+        }
+    };
+    let (stdout, child_stdout) = stream(out_pty)?;
+    let (stderr, child_stderr) = stream(err_pty)?;
     let mut command = Command::new(program);
-    if let Some(arg0) = &request.arg0 {
-        command.arg0(arg0);
-    }
     command
         .args(&argv[1..])
         // The marker is for `tether broker` alone: a command that runs tether would have its
@@ -173,39 +207,69 @@ pub fn spawn(
             command.env_remove(BROKER_ID_ENV);
         }
     }
-    // A stream with a terminal gets its slave side; the broker keeps the master.
-    let (out_master, err_master) = (
-        out_pty.map(|pty| {
-            command.stdout(Stdio::from(pty.slave));
-            pty.master
-        }),
-        err_pty.map(|pty| {
-            command.stderr(Stdio::from(pty.slave));
-            pty.master
-        }),
-    );
-    if out_master.is_none() {
-        command.stdout(Stdio::piped());
-    }
-    if err_master.is_none() {
-        command.stderr(Stdio::piped());
-    }
-    command.stdin(stdin);
-    if controlling.is_none() {
-        command.process_group(0);
-    }
     if let Some(cwd) = &request.cwd {
         command.current_dir(cwd);
     }
-    let cgroup_procs = cgroup_procs.map(|fd| fd.as_raw_fd());
     // The broker forks from its main thread (its event loop runs on it, and it starts no
     // other), which lives as long as the broker: the death signal below fires when the
     // broker dies, not when some helper thread ends.
     let broker_pid = rustix::process::getpid().as_raw_nonzero().get();
+    let start = clone_into::ChildStart {
+        stdio: [
+            stdin.as_raw_fd(),
+            child_stdout.as_raw_fd(),
+            child_stderr.as_raw_fd(),
+        ],
+        own_group: controlling.is_none(),
+        controlling,
+        broker_pid,
+    };
+    let mut procs = None;
+    if let Some(cgroup) = cgroup {
+        procs = cgroup.procs;
+        if !clone_into::disabled() {
+            match clone_into::spawn(
+                &command,
+                request.arg0.as_deref(),
+                &start,
+                cgroup.dir.as_fd(),
+            ) {
+                clone_into::Cloned::Started(pid) => {
+                    return Ok(SpawnedCommand {
+                        pid,
+                        argv,
+                        stdout,
+                        stderr,
+                        terminal,
+                        terminal_unavailable,
+                    });
+                }
+                clone_into::Cloned::Failed(err) => {
+                    return Err(spawn_failure(program, request, &err));
+                }
+                // The kernel cannot: the write to `cgroup.procs` below does it.
+                clone_into::Cloned::Unavailable => {}
+            }
+        }
+    }
+    // The child's ends go with the `Command`: the broker keeps none open, so a master or a
+    // pipe reads its end once the command's tree has closed them all.
+    command
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::from(child_stdout))
+        .stderr(Stdio::from(child_stderr));
+    if let Some(arg0) = &request.arg0 {
+        command.arg0(arg0);
+    }
+    if controlling.is_none() {
+        command.process_group(0);
+    }
+    let cgroup_procs = procs.as_ref().map(|fd| fd.as_raw_fd());
     // SAFETY: `reset_in_child`, `take_controlling_terminal`, the `write` of the cgroup,
-    // `prctl`, `getppid` and `_exit` make raw system calls only, which are async-signal-safe and touch no memory shared with the parent. Having a
-    // pre_exec makes std fork and exec rather than posix_spawn, which is what leaves
-    // signals 32 and 33 ignored. It runs after the streams are in place on 0, 1 and 2.
+    // `prctl`, `getppid` and `_exit` make raw system calls only, which are async-signal-safe
+    // and touch no memory shared with the parent. Having a pre_exec makes std fork and exec
+    // rather than posix_spawn, which is what leaves signals 32 and 33 ignored. It runs after
+    // the streams are in place on 0, 1 and 2.
     unsafe {
         command.pre_exec(move || {
             // First, before anything else: `0` is "the writer". Unchecked here (the broker
@@ -238,20 +302,8 @@ pub fn spawn(
         });
     }
     let spawned = command.spawn();
-    // The slave sides go with the `Command`: the broker keeps none open, so a master reads
-    // its end once the command's tree has closed them all.
     drop(command);
-    let mut child = spawned.map_err(|err| spawn_failure(program, request, &err))?;
-    let take = |master: Option<OwnedFd>, pipe: Option<OwnedFd>| match (master, pipe) {
-        (Some(master), _) => master,
-        (None, Some(pipe)) => {
-            let _ = rustix::pipe::fcntl_setpipe_size(&pipe, PIPE_SIZE as usize);
-            pipe
-        }
-        (None, None) => unreachable!("a stream without a terminal was asked to be piped"),
-    };
-    let stdout = take(out_master, child.stdout.take().map(OwnedFd::from));
-    let stderr = take(err_master, child.stderr.take().map(OwnedFd::from));
+    let child = spawned.map_err(|err| spawn_failure(program, request, &err))?;
     // `child` is dropped without waiting: the broker's waitpid(-1) loop reaps it.
     Ok(SpawnedCommand {
         pid: child.id() as i32,

@@ -248,10 +248,16 @@ impl CommandCgroup {
             .write_all(value.as_bytes())
     }
 
-    /// `cgroup.procs` open for writing, close-on-exec: the command writes `0` to it before
-    /// it execs (an async-signal-safe `write`), which moves it in before it can fork.
+    /// `cgroup.procs` open for writing, close-on-exec: where the command cannot be started in
+    /// its cgroup (no clone3), it writes `0` to it before it execs (an async-signal-safe
+    /// `write`), which moves it in before it can fork.
     pub fn procs_for_child(&self) -> io::Result<OwnedFd> {
         Ok(self.open_file("cgroup.procs", OFlags::WRONLY)?.into())
+    }
+
+    /// The cgroup's directory, which `clone3(CLONE_INTO_CGROUP)` starts a child in.
+    pub fn dir(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.dir.as_fd()
     }
 
     /// The pids of every process in the cgroup now, those of the cgroups the command made

@@ -1,11 +1,17 @@
-//! Knowing at once when a command cgroup empties: inotify on its `cgroup.events`, which the
-//! kernel modifies when `populated` (or `frozen`) changes. No timer polls it.
+//! Knowing at once when a command cgroup empties: its `cgroup.events`, which the kernel
+//! modifies when `populated` (or `frozen`) changes, polled for `EPOLLPRI` as kernfs offers
+//! (cgroup-v2.rst, "cgroup.events"). No timer polls it.
+//!
+//! Not inotify: closing an inotify instance waits for an SRCU grace period
+//! (`fsnotify_destroy_group`), and the broker closes it on its way out, so every command
+//! paid several milliseconds at exit for it. A kernfs file descriptor closes at once.
 
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+use rustix::fs::{Mode, OFlags};
+use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 pub struct EventsWatch {
@@ -15,33 +21,35 @@ pub struct EventsWatch {
 impl EventsWatch {
     /// Watches `<cgroup>/cgroup.events`; needs a tokio runtime.
     pub fn new(cgroup: &Path) -> io::Result<EventsWatch> {
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
-        inotify::add_watch(&fd, cgroup.join("cgroup.events"), WatchFlags::MODIFY)?;
+        let fd = rustix::fs::open(
+            cgroup.join("cgroup.events"),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        )?;
+        // kernfs signals a change since the file was last read: read it once now, so that
+        // only changes from here on count.
+        read_through(&fd)?;
         Ok(EventsWatch {
-            fd: crate::fdio::register(fd, tokio::io::Interest::READABLE)?,
+            fd: crate::fdio::register(fd, Interest::PRIORITY)?,
         })
     }
 
-    /// Resolves once `cgroup.events` changed since the last call (or the watch ended: the
-    /// cgroup was removed). Reads every queued notification.
+    /// Resolves once `cgroup.events` changed since the last call (or the cgroup was removed:
+    /// an error). Reads the file again, which is what re-arms kernfs's notification.
     pub async fn changed(&self) -> io::Result<()> {
-        loop {
-            let mut guard = self.fd.readable().await?;
-            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 1024];
-            let mut reader = inotify::Reader::new(self.fd.get_ref(), &mut buf);
-            let mut any = false;
-            loop {
-                match reader.next() {
-                    Ok(_) => any = true,
-                    Err(rustix::io::Errno::AGAIN) => break,
-                    Err(rustix::io::Errno::INTR) => continue,
-                    Err(err) => return Err(err.into()),
-                }
-            }
-            guard.clear_ready();
-            if any {
-                return Ok(());
-            }
+        let mut guard = self.fd.ready(Interest::PRIORITY).await?;
+        guard.clear_ready();
+        read_through(self.fd.get_ref())
+    }
+}
+
+fn read_through(fd: &OwnedFd) -> io::Result<()> {
+    let mut buf = [0u8; 256];
+    loop {
+        match rustix::io::pread(fd, &mut buf, 0) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(err) => return Err(err.into()),
         }
     }
 }

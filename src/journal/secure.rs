@@ -164,7 +164,19 @@ impl JournalDir {
     pub fn write_json_atomic<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
         let mut bytes = serde_json::to_vec_pretty(value)?;
         bytes.push(b'\n');
-        self.write_atomic(name, &bytes)
+        self.write_atomic_as(name, &bytes, Synced::Yes)
+    }
+
+    /// As [`JournalDir::write_json_atomic`] for a file a journal writes once (`session.json`,
+    /// `command.json`, `result.json`): readers still see nothing or all of it, but it is not
+    /// synced. The sync is what keeps an older version whole across a crash, and there is
+    /// none; without one a crash may lose the file as it loses the events written beside it
+    /// (`events.jsonl` is flushed, never synced), which the readers of a journal tolerate. It
+    /// cost every command two or three disk flushes on its path.
+    pub fn write_json_once<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(value)?;
+        bytes.push(b'\n');
+        self.write_atomic_as(name, &bytes, Synced::No)
     }
 
     /// Writes `bytes` to `name`, 0600, replacing it whole: through a temporary file made with
@@ -172,13 +184,22 @@ impl JournalDir {
     /// written through and readers see the old or the new, never half. The temporary file is
     /// removed if anything fails (a full disk leaves nothing).
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.write_atomic_as(name, bytes, Synced::Yes)
+    }
+
+    fn write_atomic_as(&self, name: &str, bytes: &[u8], synced: Synced) -> io::Result<()> {
         let tmp = format!(".{name}.{}.tmp", std::process::id());
         // A temporary left by a crash of a process with our pid; never one of someone else's
         // (nobody else can write here).
         let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
         let written = self.create_file(&tmp, false).and_then(|mut file| {
             file.write_all(bytes)?;
-            file.sync_all()
+            // Synced before the rename: a crash then leaves the old file or the new one,
+            // never an empty one in the old one's place.
+            match synced {
+                Synced::Yes => file.sync_all(),
+                Synced::No => Ok(()),
+            }
         });
         let renamed = written.and_then(|()| {
             rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name).map_err(io::Error::from)
@@ -188,6 +209,13 @@ impl JournalDir {
         }
         renamed
     }
+}
+
+/// Whether [`JournalDir::write_atomic_as`] syncs the file before renaming it into place.
+#[derive(Clone, Copy)]
+enum Synced {
+    Yes,
+    No,
 }
 
 impl AsFd for JournalDir {

@@ -58,7 +58,7 @@ impl Session {
             None => create_fresh(&sessions, started_ms)?,
         };
         let info = session_info(&id, started_ms);
-        if let Err(err) = dir.write_json_atomic(SESSION_FILE, &info) {
+        if let Err(err) = dir.write_json_once(SESSION_FILE, &info) {
             // An empty session directory would be listed as a session that never started.
             // (A named one that others joined meanwhile is not empty, and stays.)
             drop(dir);

@@ -522,7 +522,7 @@ impl Broker {
         self.result.started_ms = self.started_ms;
         self.result.ended_ms = now_ms();
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
-        if let Err(err) = self.dir.write_json_atomic(RESULT_FILE, &self.result) {
+        if let Err(err) = self.dir.write_json_once(RESULT_FILE, &self.result) {
             let result_path = self.dir.join(RESULT_FILE);
             self.emit(EventKind::BrokerFailure {
                 stage: Stage::Internal,
