@@ -64,11 +64,12 @@ sleep 4
 # tether watch over an agent-like run through the shell shim: a burst of short commands
 # (some failing), a dev server left running in the background, a test run, and a runaway;
 # the list sorted by CPU finds the runaway.
-tm new-session -d -s watch -x 160 -y 45 "$bin --state-dir $state watch"
+agent_state="$state/agent-state"   # the agent's sessions only, not the demo's
+tm new-session -d -s watch -x 160 -y 45 "$bin --state-dir $agent_state watch"
 "$bin" shims "$state/shims" >/dev/null
-agent_sh() { # the shell command an agent's Bash tool would run
-  TETHER_SESSION=agent-run-42 TETHER_STATE_DIR="$state" "$state/shims/bash" -c "$1" \
-    >/dev/null 2>&1
+agent_sh() { # the shell command an agent's Bash tool would run (failures are its business)
+  TETHER_SESSION=agent-run-42 TETHER_STATE_DIR="$agent_state" "$state/shims/bash" -c "$1" \
+    >/dev/null 2>&1 || true
 }
 (
   for c in 'git status --short' 'ls -la src' 'grep -rn TODO src | head' 'cat Cargo.toml' \
@@ -82,13 +83,13 @@ agent_sh() { # the shell command an agent's Bash tool would run
   sleep 30
 ) &
 agent_pid=$!
-sleep 5
+sleep 9
 tm send-keys -t watch o            # busiest first: the runaway on top
 sleep 2
 tm capture-pane -e -p -t watch > "$state/watch.ansi"
 python3 scripts/ansi2svg.py "$state/watch.ansi" "$out/watch.svg" 160 45
 echo "screenshots/watch.svg"
-"$bin" stop --state-dir "$state" agent-run-42 >/dev/null 2>&1 || true
+"$bin" stop --state-dir "$agent_state" agent-run-42 >/dev/null 2>&1 || true
 kill "$agent_pid" 2>/dev/null || true
 wait
 

@@ -59,6 +59,15 @@ impl Status {
     }
 
     /// A short label for the command list.
+    /// The label within the command list's state column (8 cells): `left running (3)` reads
+    /// `left 3` there, the tree title and `tether ps` having the room for the whole label.
+    pub fn short_label(self) -> String {
+        match self {
+            Status::LeftRunning { processes, .. } => format!("left {processes}"),
+            other => other.label(),
+        }
+    }
+
     pub fn label(self) -> String {
         match self {
             Status::Idle => "idle".into(),
@@ -543,6 +552,7 @@ mod tests {
         c.apply(&ev(3, EventKind::Exit { pid: 10, status }));
         c.apply(&ev(4, EventKind::LeftoversKept { pids: vec![11, 12] }));
         assert_eq!(c.status.label(), "left running (2)");
+        assert_eq!(c.status.short_label(), "left 2", "the list's state column");
         assert!(c.status.is_active());
         let tree = ProcessEntry {
             pid: 11,
