@@ -124,6 +124,31 @@ impl StopSequence {
         self.next_sweep += by;
     }
 
+    /// When the sequence wants to act next: its next sweep, or the end of grace before it.
+    pub fn next_wake(&self) -> Instant {
+        if self.killed {
+            self.next_sweep
+        } else {
+            self.next_sweep.min(self.kill_at)
+        }
+    }
+
+    /// What is due at `now`: KILL once grace is over (the second value says it was sent
+    /// now), else a sweep. The one step the front ends' drivers take; the broker's own timers
+    /// tell the two apart themselves (`broker::state::time`).
+    pub fn step(
+        &mut self,
+        walk: impl Into<Walk>,
+        group: Option<i32>,
+        now: Instant,
+    ) -> (Option<Delivery>, bool) {
+        if !self.killed && now >= self.kill_at {
+            (Some(self.escalate(walk, group, now)), true)
+        } else {
+            (self.sweep(walk, group, now), false)
+        }
+    }
+
     /// Signals processes that appeared since the last walk (TERM and CONT during grace); after
     /// grace, repeats KILL to everything still there. Reports only processes not reached before.
     pub fn sweep(
@@ -211,6 +236,38 @@ fn kill(
             pids
         }
         None => signaller.signal_tree(walk, group, Signal::SIGKILL, false, reached),
+    }
+}
+
+/// When a stop driven from a front end is over: nothing alive and the containment empty in
+/// two walks running (a process between fork and its first appearance in /proc is missed by
+/// one walk), or `patience` after the KILL with what survived.
+#[derive(Debug, Default)]
+pub struct Settling {
+    empty_walks: u32,
+}
+
+impl Settling {
+    /// `Some(survivors)` once the stop is over, given this walk's `alive` count.
+    pub fn settled(
+        &mut self,
+        alive: usize,
+        populated: bool,
+        killed_at: Option<Instant>,
+        patience: Duration,
+        now: Instant,
+    ) -> Option<usize> {
+        if alive == 0 && !populated {
+            self.empty_walks += 1;
+            if self.empty_walks >= 2 {
+                return Some(0);
+            }
+        } else {
+            self.empty_walks = 0;
+        }
+        killed_at
+            .is_some_and(|at| now >= at + patience)
+            .then_some(alive)
     }
 }
 
@@ -361,5 +418,52 @@ mod tests {
             .sweep_with(&mut tree, &walk, None, t0 + grace)
             .expect("a delivery");
         assert_eq!((late.signal, late.targets), (Signal::SIGKILL, vec![13]));
+    }
+
+    #[test]
+    fn the_next_wake_is_the_sweep_or_the_end_of_grace_whichever_comes_first() {
+        let mut tree = FakeTree {
+            alive: vec![(10, 1)],
+            ..FakeTree::default()
+        };
+        let t0 = Instant::now();
+        let walk = Walk::below(1);
+        let grace = Duration::from_millis(10);
+        let (mut sequence, _) =
+            StopSequence::start_with(&mut tree, Origin::Operator, grace, &walk, Some(10), t0);
+        assert_eq!(sequence.next_wake(), sequence.next_sweep.min(t0 + grace));
+        sequence.escalate_with(&mut tree, &walk, Some(10), t0 + grace);
+        assert_eq!(
+            sequence.next_wake(),
+            sequence.next_sweep,
+            "no grace left to wait for"
+        );
+    }
+
+    #[test]
+    fn a_stop_settles_after_two_empty_walks_or_patience_after_the_kill() {
+        let t0 = Instant::now();
+        let patience = Duration::from_secs(5);
+        let mut settling = Settling::default();
+        assert_eq!(
+            settling.settled(0, false, None, patience, t0),
+            None,
+            "one empty walk"
+        );
+        assert_eq!(settling.settled(0, false, None, patience, t0), Some(0));
+
+        let mut settling = Settling::default();
+        assert_eq!(settling.settled(0, false, None, patience, t0), None);
+        assert_eq!(
+            settling.settled(0, true, None, patience, t0),
+            None,
+            "a populated cgroup is not empty, and starts the count again"
+        );
+        assert_eq!(settling.settled(0, false, None, patience, t0), None);
+        assert_eq!(
+            settling.settled(2, false, Some(t0), patience, t0 + patience),
+            Some(2),
+            "patience after the KILL: what survived"
+        );
     }
 }

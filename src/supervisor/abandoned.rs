@@ -29,7 +29,7 @@ use tokio::time::Instant;
 
 use super::leftovers::KILL_PATIENCE;
 use crate::broker::signaller::Walk;
-use crate::broker::stop::{Delivery, StopSequence};
+use crate::broker::stop::{Delivery, Settling, StopSequence};
 use crate::cgroup::{CommandCgroup, name};
 use crate::control::{discover, journal_link, socket_dir};
 use crate::journal::JournalDir;
@@ -259,35 +259,26 @@ impl Abandoned {
             self.journal_delivery(&kill, &mut reached);
             killed_at = Some(now);
         }
-        let mut empty_walks = 0;
+        let mut settling = Settling::default();
         let survivors = loop {
-            let next = if sequence.killed {
-                sequence.next_sweep
-            } else {
-                sequence.next_sweep.min(sequence.kill_at)
-            };
-            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            std::thread::sleep(
+                sequence
+                    .next_wake()
+                    .saturating_duration_since(Instant::now()),
+            );
             let now = Instant::now();
-            let delivery = if !sequence.killed && now >= sequence.kill_at {
+            let (delivery, escalated) = sequence.step(walk(), live_group(leader), now);
+            if escalated {
                 killed_at = Some(now);
-                Some(sequence.escalate(walk(), live_group(leader), now))
-            } else {
-                sequence.sweep(walk(), live_group(leader), now)
-            };
+            }
             if let Some(delivery) = delivery {
                 self.journal_delivery(&delivery, &mut reached);
             }
             let alive = walk().live().len();
-            if alive == 0 && !populated() {
-                empty_walks += 1;
-                if empty_walks >= 2 {
-                    break 0;
-                }
-            } else {
-                empty_walks = 0;
-            }
-            if killed_at.is_some_and(|at| now >= at + KILL_PATIENCE) {
-                break alive;
+            if let Some(survivors) =
+                settling.settled(alive, populated(), killed_at, KILL_PATIENCE, now)
+            {
+                break survivors;
             }
         };
         if let Some(cgroup) = cgroup.as_ref().filter(|_| !populated()) {

@@ -16,7 +16,7 @@ use tokio::time::{Instant, sleep_until};
 use nix::sys::signal::Signal;
 
 use crate::broker::signaller::{Walk, signal_tree};
-use crate::broker::stop::StopSequence;
+use crate::broker::stop::{Settling, StopSequence};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::Origin;
@@ -233,36 +233,22 @@ pub async fn stop_leftovers(
         });
         (sequence, killed_at)
     };
-    let mut empty_walks = 0;
+    let mut settling = Settling::default();
     let survivors = loop {
-        let next = if sequence.killed {
-            sequence.next_sweep
-        } else {
-            sequence.next_sweep.min(sequence.kill_at)
-        };
-        sleep_until(next).await;
+        sleep_until(sequence.next_wake()).await;
         let registry = live.lock().await;
         let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();
-        let delivery = if !sequence.killed && now >= sequence.kill_at {
+        let (delivery, escalated) = sequence.step(&walk, group(), now);
+        if escalated {
             killed_at = Some(now);
-            Some(sequence.escalate(&walk, group(), now))
-        } else {
-            sequence.sweep(&walk, group(), now)
-        };
+        }
         reached.extend(delivery.into_iter().flat_map(|d| d.targets));
         registry.reap_adopted();
-        let alive = walk.live().len();
-        if alive == 0 && !populated() {
-            empty_walks += 1;
-            if empty_walks >= 2 {
-                break 0;
-            }
-        } else {
-            empty_walks = 0;
-        }
-        if killed_at.is_some_and(|at| now >= at + patience) {
-            break alive;
+        if let Some(survivors) =
+            settling.settled(walk.live().len(), populated(), killed_at, patience, now)
+        {
+            break survivors;
         }
     };
     let mut registry = live.lock().await;

@@ -206,7 +206,10 @@ fn cell(
         Column::Marker => Cell::from(if selected { "▶" } else { " " }),
         Column::Number => Cell::from(format!("#{}", c.number().unwrap_or(id as u32 + 1))),
         Column::Name => Cell::from(format::fit(&one_line(&c.config.name), width)),
-        Column::State => Cell::from(Span::styled(c.status.short_label(), style::status(c.status))),
+        Column::State => Cell::from(Span::styled(
+            c.status.short_label(),
+            style::status(c.status),
+        )),
         Column::Time => Cell::from(
             c.runtime_ms(content.now_ms)
                 .map(format::duration_ms)
