@@ -49,14 +49,10 @@ fn written_pid(env: &TestEnv) -> i32 {
 
 /// The session's command directories, in order.
 fn session_commands(env: &TestEnv) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(env.state_dir().join("sessions").join("S"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect();
-    dirs.sort();
-    dirs
+    common::journal::command_dirs(&env.state_dir())
+        .into_iter()
+        .filter(|dir| dir.parent().and_then(Path::file_name) == Some("S".as_ref()))
+        .collect()
 }
 
 fn name_of(dir: &Path) -> String {
