@@ -345,6 +345,8 @@ impl Runner {
             arg0: None,
             // The TUI's commands end with their processes, as configured.
             leftovers: Default::default(),
+            drain_on: None,
+            drain_ms: None,
             terminal: config.pty.then_some(TerminalRequest {
                 stdout: true,
                 stderr: true,

@@ -308,6 +308,8 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         terminal,
         limits: options.limits,
         leftovers: options.leftovers.rule(),
+        drain_on: None,
+        drain_ms: None,
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.

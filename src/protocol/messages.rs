@@ -123,6 +123,13 @@ pub struct LaunchRequest {
     /// What becomes of processes the command leaves running (default: stopped with it).
     #[serde(default, skip_serializing_if = "LeftoversRule::is_stop")]
     pub leftovers: LeftoversRule,
+    /// A regex over stdout lines: the command's final output. Once a line matches, the
+    /// command has `drain_ms` to exit before it is stopped (the final-drain trigger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_on: Option<String>,
+    /// The drain period after `drain_on` matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_ms: Option<u64>,
 }
 
 /// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
