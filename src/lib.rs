@@ -14,6 +14,7 @@ pub mod export;
 pub mod fdio;
 pub mod grep;
 pub mod journal;
+pub mod mcp;
 pub mod model;
 pub mod postmortem;
 pub mod procfs;

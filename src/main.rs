@@ -37,6 +37,10 @@ struct Cli {
 enum Command {
     /// Open the TUI with a built-in demo of every feature.
     Demo,
+    /// Serve the Model Context Protocol on stdin/stdout: agents run commands through
+    /// tether's brokers by tool call (`run`, `output`, `signal`, `list`). The session is
+    /// $TETHER_SESSION, or a new one named `mcp-<UTC time>`.
+    Mcp,
     /// Open the TUI with the given commands launched.
     Run {
         /// Name a command (default: the first program it runs, made unique: `echo`,
@@ -353,6 +357,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),
+        Some(Command::Mcp) => tether::mcp::main(cli.state_dir),
         Some(Command::Exec {
             json,
             name,

@@ -1,0 +1,345 @@
+//! The commands this MCP server started, as their brokers' events tell it: one [`Fleet`]
+//! carries the brokers, one task folds its events into [`Tracked`] records, and every
+//! change bumps a counter that waiting tool calls watch.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::protocol::{Event, EventKind, LaunchRequest, Origin, ProcessSignal, ToBroker};
+use crate::supervisor::Session;
+use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
+
+/// One command of this session, as far as its broker has told.
+#[derive(Debug, Clone)]
+pub struct Tracked {
+    pub id: String,
+    pub name: String,
+    pub command: String,
+    pub journal: PathBuf,
+    pub started: Instant,
+    pub pid: Option<i32>,
+    pub exit: Option<crate::protocol::ExitStatus>,
+    pub exited_at: Option<Instant>,
+    /// The broker said `close`: both streams read to the end, nothing left running.
+    pub closed: bool,
+    /// The broker process has ended (closed, died or never started).
+    pub ended: bool,
+    pub failure: Option<String>,
+    /// Processes the command left running in the broker's custody.
+    pub left_running: Vec<i32>,
+    /// Every signal the broker sent: what, on whose behalf, and to how many.
+    pub signals: Vec<(ProcessSignal, Origin, usize)>,
+    /// What tether did itself where the broker could not.
+    pub notes: Vec<String>,
+}
+
+impl Tracked {
+    /// `starting`, `running`, `exited` (its main process has, leftovers may remain),
+    /// `finished`, or `failed`.
+    pub fn state(&self) -> &'static str {
+        if self.failure.is_some() && self.exit.is_none() {
+            "failed"
+        } else if self.closed || (self.ended && self.exit.is_some()) {
+            "finished"
+        } else if self.exit.is_some() {
+            "exited"
+        } else if self.ended {
+            "failed"
+        } else if self.pid.is_some() {
+            "running"
+        } else {
+            "starting"
+        }
+    }
+
+    /// Nothing more will happen to it.
+    pub fn is_done(&self) -> bool {
+        self.closed || self.ended
+    }
+
+    pub fn runtime_ms(&self) -> u64 {
+        let end = self.exited_at.unwrap_or_else(Instant::now);
+        end.saturating_duration_since(self.started).as_millis() as u64
+    }
+}
+
+struct Inner {
+    fleet: Fleet,
+    session: Session,
+    /// By fleet index, which is also the order they were started in.
+    commands: BTreeMap<usize, Tracked>,
+}
+
+/// The session's commands, shared by every tool call.
+#[derive(Clone)]
+pub struct Commands {
+    inner: Arc<Mutex<Inner>>,
+    changed: watch::Sender<u64>,
+    pub session_id: String,
+}
+
+impl Commands {
+    /// Must be called inside the tokio runtime: it starts the task that reads the fleet.
+    pub fn new(session: Session) -> Commands {
+        let (fleet, mut events) = Fleet::new();
+        let (changed, _) = watch::channel(0);
+        let commands = Commands {
+            session_id: session.id.clone(),
+            inner: Arc::new(Mutex::new(Inner {
+                fleet,
+                session,
+                commands: BTreeMap::new(),
+            })),
+            changed,
+        };
+        let pump = commands.clone();
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                pump.apply(event);
+            }
+        });
+        commands
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic in another call must not take the whole server with it.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A receiver that wakes on every change to any command.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Creates the command's journal directory and starts its broker. `build` makes the
+    /// launch request from the journal directory and the session reference.
+    pub fn launch(
+        &self,
+        name: &str,
+        command_text: String,
+        build: impl FnOnce(PathBuf, crate::protocol::SessionRef) -> LaunchRequest,
+    ) -> Result<Tracked, String> {
+        let mut inner = self.lock();
+        let journal = inner.session.next_command_dir(name).map_err(|err| {
+            format!(
+                "cannot create the command's journal directory in {}: {err}",
+                inner.session.path().display()
+            )
+        })?;
+        let path = journal.path().to_path_buf();
+        let reference = inner.session.reference(&journal);
+        let request = build(path.clone(), reference);
+        let index = inner.commands.keys().next_back().map_or(0, |last| last + 1);
+        let id = path
+            .file_name()
+            .map_or_else(|| index.to_string(), |n| n.to_string_lossy().into_owned());
+        let tracked = Tracked {
+            id,
+            name: request.name.clone(),
+            command: command_text,
+            journal: path,
+            started: Instant::now(),
+            pid: None,
+            exit: None,
+            exited_at: None,
+            closed: false,
+            ended: false,
+            failure: None,
+            left_running: Vec::new(),
+            signals: Vec::new(),
+            notes: Vec::new(),
+        };
+        inner.commands.insert(index, tracked.clone());
+        inner.fleet.launch(
+            RunId {
+                command: index,
+                run: 0,
+            },
+            request,
+            journal,
+        );
+        Ok(tracked)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Tracked> {
+        self.lock().commands.values().find(|t| t.id == id).cloned()
+    }
+
+    /// The command `id` of this session, or an error that says why there is none.
+    pub fn find(&self, id: &str) -> Result<Tracked, super::ToolError> {
+        if let Some(tracked) = self.get(id) {
+            return Ok(tracked);
+        }
+        let elsewhere = self.session_dir().parent().is_some_and(|sessions| {
+            !id.contains('/')
+                && id != "."
+                && id != ".."
+                && std::fs::read_dir(sessions)
+                    .is_ok_and(|dirs| dirs.flatten().any(|d| d.path().join(id).is_dir()))
+        });
+        let why = if elsewhere {
+            format!(
+                "command {id} belongs to another session; this server reaches only the commands it started in session {}",
+                self.session_id
+            )
+        } else {
+            format!(
+                "no command {id} in session {}; `list` shows the commands this server started",
+                self.session_id
+            )
+        };
+        Err(super::ToolError::new(why))
+    }
+
+    fn session_dir(&self) -> PathBuf {
+        self.lock().session.path().to_path_buf()
+    }
+
+    /// [`Self::wait_until`], also looking every 100 ms: for what no event announces (the
+    /// stream files grow between `output` events).
+    pub async fn wait_until_polling(
+        &self,
+        deadline: Instant,
+        mut done: impl FnMut() -> bool,
+    ) -> bool {
+        loop {
+            let step = (Instant::now() + Duration::from_millis(100)).min(deadline);
+            if self.wait_until(step, &mut done).await {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+        }
+    }
+
+    pub fn all(&self) -> Vec<Tracked> {
+        self.lock().commands.values().cloned().collect()
+    }
+
+    /// Sends a request to the broker of command `id`. False if it has none any more.
+    pub fn send(&self, id: &str, message: ToBroker) -> bool {
+        let inner = self.lock();
+        let Some((&index, _)) = inner.commands.iter().find(|(_, t)| t.id == id) else {
+            return false;
+        };
+        inner.fleet.send(index, message)
+    }
+
+    /// The client is gone: every command still running is stopped on its behalf (as its
+    /// broker would once it saw us exit), waited for up to `patience`, and then whatever is
+    /// left is killed.
+    pub async fn stop_all(&self, patience: Duration) {
+        {
+            let inner = self.lock();
+            for (index, tracked) in &inner.commands {
+                if !tracked.is_done() {
+                    inner.fleet.send(
+                        *index,
+                        ToBroker::Stop {
+                            origin: Some(Origin::ParentLost),
+                        },
+                    );
+                }
+            }
+        }
+        let deadline = Instant::now() + patience;
+        let _ = self
+            .wait_until(deadline, || self.all().iter().all(Tracked::is_done))
+            .await;
+        let inner_fleet_abort = {
+            let inner = self.lock();
+            inner.fleet.abort_all();
+            inner.fleet.active()
+        };
+        if inner_fleet_abort > 0 {
+            let _ = self
+                .wait_until(Instant::now() + Duration::from_secs(2), || {
+                    self.all().iter().all(|t| t.ended)
+                })
+                .await;
+        }
+    }
+
+    /// Waits until `done()` holds or `deadline` passes; true if it holds.
+    pub async fn wait_until(&self, deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
+        let mut changes = self.watch();
+        loop {
+            if done() {
+                return true;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return done() },
+                _ = tokio::time::sleep_until(deadline) => return done(),
+            }
+        }
+    }
+
+    fn apply(&self, event: FleetEvent) {
+        let mut inner = self.lock();
+        let (id, what) = match event {
+            FleetEvent::Event(id, event) => (id, Change::Event(event)),
+            FleetEvent::Fallback(id, text) => (id, Change::Note(text)),
+            FleetEvent::SpawnFailed(id, text) => (id, Change::Failed(text)),
+            FleetEvent::Ended(id) => (id, Change::Ended),
+        };
+        if matches!(what, Change::Ended) {
+            inner.fleet.ended(id);
+        }
+        if let Some(tracked) = inner.commands.get_mut(&id.command) {
+            what.apply_to(tracked);
+        }
+        drop(inner);
+        self.bump();
+    }
+}
+
+enum Change {
+    Event(Event),
+    Note(String),
+    Failed(String),
+    Ended,
+}
+
+impl Change {
+    fn apply_to(self, tracked: &mut Tracked) {
+        match self {
+            Change::Event(event) => match event.kind {
+                EventKind::Spawned { pid, .. } => tracked.pid = Some(pid),
+                EventKind::SpawnError { message, .. } => tracked.failure = Some(message),
+                EventKind::BrokerFailure { message, .. } => tracked.failure = Some(message),
+                EventKind::Exit { status, .. } => {
+                    tracked.exit = Some(status);
+                    tracked.exited_at = Some(Instant::now());
+                }
+                EventKind::LeftoversKept { pids } => tracked.left_running = pids,
+                EventKind::SignalSent {
+                    signal,
+                    origin,
+                    targets,
+                    ..
+                } => tracked.signals.push((signal, origin, targets.len())),
+                EventKind::Close { .. } => {
+                    tracked.closed = true;
+                    tracked.left_running.clear();
+                }
+                _ => {}
+            },
+            Change::Note(text) => tracked.notes.push(text),
+            Change::Failed(text) => tracked.failure = Some(text),
+            Change::Ended => {
+                tracked.ended = true;
+                tracked.exited_at.get_or_insert_with(Instant::now);
+            }
+        }
+    }
+}

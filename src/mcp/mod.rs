@@ -1,0 +1,95 @@
+//! `tether mcp`: a Model Context Protocol server on stdio, so that an agent runs its
+//! commands through tether's brokers by tool call (`run`, `output`, `signal`, `list`).
+//! Only protocol goes to stdout; diagnostics go to stderr.
+
+mod commands;
+mod list;
+mod output;
+mod run;
+mod server;
+mod signal;
+mod text;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+
+use crate::journal::paths::chosen_session;
+use crate::journal::{SessionName, new_session_id, state_dir};
+use crate::supervisor::{Session, become_subreaper};
+
+/// What a tool call reports as its failure: a result with `isError`, the text saying what
+/// was wrong and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(String);
+
+impl ToolError {
+    pub fn new(text: impl Into<String>) -> ToolError {
+        ToolError(text.into())
+    }
+}
+
+impl rmcp::handler::server::tool::IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        Ok(
+            rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(self.0)])
+                .into(),
+        )
+    }
+}
+
+fn parse_duration(field: &str, text: &str) -> Result<Duration, ToolError> {
+    crate::units::parse_duration(text)
+        .map_err(|err| ToolError::new(format!("{field}: {err} (write it as 500ms, 30s, 5m)")))
+}
+
+/// How long the commands still running when the client goes get to stop.
+const STOP_PATIENCE: Duration = Duration::from_secs(10);
+
+pub fn main(state: Option<PathBuf>) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("tether mcp: cannot start the event loop: {err}");
+            return 1;
+        }
+    };
+    match runtime.block_on(serve(state)) {
+        Ok(()) => 0,
+        Err(err) => {
+            eprintln!("tether mcp: {err:#}");
+            1
+        }
+    }
+}
+
+async fn serve(state: Option<PathBuf>) -> anyhow::Result<()> {
+    let state = state_dir(state.as_deref())?;
+    let name = match chosen_session(None).map_err(anyhow::Error::msg)? {
+        Some(name) => name,
+        None => SessionName::parse(&format!(
+            "mcp-{}",
+            new_session_id(crate::clock::now_ms(), std::process::id())
+        ))?,
+    };
+    let session = Session::create(&state, Some(&name))?;
+    // What a broker leaves if it dies is re-parented here, to be stopped with the rest.
+    become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
+    eprintln!("tether mcp: session {}", session.id);
+    let commands = commands::Commands::new(session);
+    let server = server::TetherServer::new(commands.clone());
+    match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => {
+            let _ = running.waiting().await;
+        }
+        Err(err) => eprintln!("tether mcp: the client went before the session began: {err}"),
+    }
+    // The client has gone (stdin closed): nothing it started may outlive it.
+    commands.stop_all(STOP_PATIENCE).await;
+    Ok(())
+}

@@ -1,0 +1,260 @@
+//! The `run` tool: a shell command under a broker, waited for a bounded time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::{Peer, RoleServer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::commands::{Commands, Tracked};
+use super::text::{stored_len, tail};
+use super::{ToolError, parse_duration};
+use crate::config::naming::derive_name;
+use crate::journal::secure::lossy;
+use crate::protocol::{
+    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, PROTOCOL_VERSION,
+    StdinSource, Stream,
+};
+
+pub const DEFAULT_WAIT_MS: u64 = 10_000;
+pub const MAX_WAIT_MS: u64 = 60_000;
+/// The most of each stream's end a result carries.
+const TAIL_BYTES: usize = 4096;
+/// How often a waiting call tells a client that asked for progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunParams {
+    /// The command line, run by `/bin/sh -c`.
+    pub command: String,
+    /// Working directory (default: the server's).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Variables set on top of the server's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A short name for lists and `tether watch` (default: derived from the command).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// How long to wait for the command to end, in milliseconds (default 10000, at most
+    /// 60000). A command still running then is left running: poll it with `output`/`list`.
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
+    /// Stop the command when it prints nothing for this long (`30s`, `5m`).
+    #[serde(default)]
+    pub no_output_timeout: Option<String>,
+    /// A regex over stdout lines marking the command's final output: once a line matches,
+    /// the command gets the `drain` period to exit, then it is stopped and counts as done.
+    #[serde(default)]
+    pub drain_on: Option<String>,
+    /// The drain period after `drain_on` matched (`5s`; default the broker's).
+    #[serde(default)]
+    pub drain: Option<String>,
+}
+
+/// Where a command stands, as `run`, `signal` and `list` report it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CommandStatus {
+    /// The id to pass to `output` and `signal`.
+    pub id: String,
+    pub name: String,
+    /// `starting`, `running`, `exited` (main process gone, leftovers being handled),
+    /// `finished` or `failed`.
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it (`TERM`, `KILL`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    pub duration_ms: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// Why it could not run, or what tether had to do itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The journal directory: `command.json`, `events.jsonl`, `stdout.log`, `stderr.log`.
+    pub journal: String,
+}
+
+impl CommandStatus {
+    pub fn of(tracked: &Tracked) -> CommandStatus {
+        let signal = tracked
+            .exit
+            .and_then(|e| e.signal)
+            .and_then(|n| nix::sys::signal::Signal::try_from(n).ok())
+            .map(|s| crate::protocol::ProcessSignal(s).name().to_string());
+        let error = tracked
+            .failure
+            .clone()
+            .or_else(|| tracked.notes.last().cloned());
+        CommandStatus {
+            id: tracked.id.clone(),
+            name: tracked.name.clone(),
+            state: tracked.state().to_string(),
+            exit_code: tracked.exit.and_then(|e| e.code),
+            signal,
+            duration_ms: tracked.runtime_ms(),
+            stdout_bytes: stored_len(&tracked.journal, Stream::Stdout),
+            stderr_bytes: stored_len(&tracked.journal, Stream::Stderr),
+            error,
+            journal: tracked.journal.display().to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunResult {
+    #[serde(flatten)]
+    pub status: CommandStatus,
+    /// The command line as given.
+    pub command: String,
+    /// True when `wait_ms` passed first: the command runs on.
+    pub still_running: bool,
+    /// The last lines of stdout (at most 4 KiB, escape sequences removed).
+    pub stdout_tail: String,
+    /// Earlier stdout was left out: page it with `output`.
+    pub stdout_cut: bool,
+    pub stderr_tail: String,
+    pub stderr_cut: bool,
+}
+
+pub async fn run(
+    commands: &Commands,
+    params: RunParams,
+    progress: Option<(Peer<RoleServer>, ProgressToken)>,
+    cancelled: CancellationToken,
+) -> Result<RunResult, ToolError> {
+    let wait_ms = params.wait_ms.unwrap_or(DEFAULT_WAIT_MS);
+    if wait_ms > MAX_WAIT_MS {
+        return Err(ToolError::new(format!(
+            "wait_ms {wait_ms} is over the limit of {MAX_WAIT_MS}; the command runs on after the wait, so poll it with `output` instead"
+        )));
+    }
+    if params.command.trim().is_empty() {
+        return Err(ToolError::new("command is empty"));
+    }
+    if let Some(pattern) = &params.drain_on {
+        // The broker's own rule (bounded size), so that what is accepted here it runs.
+        crate::broker::final_drain::compile(pattern)
+            .map_err(|err| ToolError::new(format!("drain_on is not a usable pattern: {err}")))?;
+    }
+    let no_output_timeout = params
+        .no_output_timeout
+        .as_deref()
+        .map(|t| parse_duration("no_output_timeout", t))
+        .transpose()?;
+    let drain = params
+        .drain
+        .as_deref()
+        .map(|t| parse_duration("drain", t))
+        .transpose()?;
+    if let Some(cwd) = &params.cwd
+        && !std::path::Path::new(cwd).is_dir()
+    {
+        return Err(ToolError::new(format!("cwd {cwd} is not a directory")));
+    }
+    let spec = CommandSpec::Shell(params.command.clone());
+    let name = params.name.clone().unwrap_or_else(|| derive_name(&spec));
+    let tracked = commands
+        .launch(&name, params.command.clone(), |journal, session| {
+            LaunchRequest {
+                v: PROTOCOL_VERSION,
+                name: name.clone(),
+                command: spec,
+                cwd: params.cwd.as_ref().map(Into::into),
+                env: params.env,
+                journal_dir: lossy(&journal),
+                parent_pid: std::process::id() as i32,
+                grace_ms: DEFAULT_GRACE_MS,
+                no_output_timeout_ms: no_output_timeout.map(|d| d.as_millis() as u64),
+                max_output: DEFAULT_MAX_OUTPUT,
+                heartbeat_ms: Some(crate::supervisor::fleet::HEARTBEAT.as_millis() as u64),
+                mirror: false,
+                stdin: StdinSource::Null,
+                session: Some(session),
+                arg0: None,
+                terminal: None,
+                limits: Default::default(),
+                leftovers: Default::default(),
+                // An agent's tool call carries no trace context of its own.
+                trace: None,
+                trace_ignored: None,
+                drain_on: params.drain_on,
+                drain_ms: drain.map(|d| d.as_millis() as u64),
+            }
+        })
+        .map_err(ToolError::new)?;
+    let id = tracked.id.clone();
+    let deadline = Instant::now() + Duration::from_millis(wait_ms);
+    let waited = wait_reporting(commands, &id, deadline, progress, &cancelled).await;
+    if !waited {
+        return Err(ToolError::new(format!(
+            "cancelled; command {id} was left as it is"
+        )));
+    }
+    let tracked = commands
+        .get(&id)
+        .ok_or_else(|| ToolError::new(format!("command {id} vanished")))?;
+    Ok(result_of(&tracked))
+}
+
+pub fn result_of(tracked: &Tracked) -> RunResult {
+    let (stdout_tail, stdout_cut) = tail(&tracked.journal, Stream::Stdout, TAIL_BYTES);
+    let (stderr_tail, stderr_cut) = tail(&tracked.journal, Stream::Stderr, TAIL_BYTES);
+    RunResult {
+        status: CommandStatus::of(tracked),
+        command: tracked.command.clone(),
+        still_running: !tracked.is_done(),
+        stdout_tail,
+        stdout_cut,
+        stderr_tail,
+        stderr_cut,
+    }
+}
+
+/// Waits for command `id` to be done or `deadline`, telling the client how it goes once a
+/// second where it asked. False if the call was cancelled.
+async fn wait_reporting(
+    commands: &Commands,
+    id: &str,
+    deadline: Instant,
+    progress: Option<(Peer<RoleServer>, ProgressToken)>,
+    cancelled: &CancellationToken,
+) -> bool {
+    let started = Instant::now();
+    let total = deadline.saturating_duration_since(started).as_secs_f64();
+    loop {
+        let step = (Instant::now() + PROGRESS_EVERY).min(deadline);
+        let done = tokio::select! {
+            done = commands.wait_until(step, || commands.get(id).is_none_or(|t| t.is_done())) => done,
+            _ = cancelled.cancelled() => return false,
+        };
+        if done || Instant::now() >= deadline {
+            return true;
+        }
+        if let Some((peer, token)) = &progress
+            && let Some(tracked) = commands.get(id)
+        {
+            let elapsed = started.elapsed().as_secs_f64();
+            let message = format!(
+                "{} {}: {} bytes of output so far",
+                tracked.id,
+                tracked.state(),
+                stored_len(&tracked.journal, Stream::Stdout)
+                    + stored_len(&tracked.journal, Stream::Stderr)
+            );
+            let _ = peer
+                .notify_progress(
+                    ProgressNotificationParam::new(token.clone(), elapsed)
+                        .with_total(total)
+                        .with_message(message),
+                )
+                .await;
+        }
+    }
+}

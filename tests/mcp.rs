@@ -1,0 +1,429 @@
+//! `tether mcp` driven over stdio as an MCP client drives it: JSON-RPC lines in, lines out,
+//! once per protocol era (the `initialize` handshake of 2025-06-18 and 2025-11-25, and
+//! 2026-07-28's discovery without one). Every exchange goes to a transcript; with
+//! `TETHER_MCP_TRANSCRIPT=PATH` the first era's is copied there (docs/mcp-transcript.md).
+
+mod common;
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use common::procs::wait_gone;
+use common::{DEADLINE, TAG_VAR, TestEnv};
+use serde_json::{Value, json};
+
+/// An MCP client on the server's stdin and stdout.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: u64,
+    /// `Some(version)`: 2026-07-28 style, each request carries its own `_meta`.
+    inline_meta: Option<&'static str>,
+    transcript: String,
+    /// False while a run of like exchanges goes unrecorded (the 160 pages of 10 MiB).
+    recording: bool,
+}
+
+/// A transcript line of at most this many characters; the middle of a longer one is elided.
+const TRANSCRIPT_LINE: usize = 1500;
+
+fn abridged(line: &str) -> String {
+    if line.len() <= TRANSCRIPT_LINE {
+        return line.to_string();
+    }
+    let cut = |at: usize| {
+        (0..=at)
+            .rev()
+            .find(|&i| line.is_char_boundary(i))
+            .unwrap_or(0)
+    };
+    let head = cut(1000);
+    let tail = cut(line.len() - 300);
+    format!(
+        "{} … [{} bytes elided in this transcript] … {}",
+        &line[..head],
+        tail - head,
+        &line[tail..]
+    )
+}
+
+impl Client {
+    fn start(env: &TestEnv) -> Client {
+        let mut child = env
+            .tether(&["mcp"])
+            .env(TAG_VAR, &env.tag)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(env.path("mcp.stderr")).expect("stderr file"))
+            .spawn()
+            .expect("start tether mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 1,
+            inline_meta: None,
+            transcript: String::new(),
+            recording: true,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        if self.recording {
+            let _ = writeln!(self.transcript, "→ {}", abridged(line));
+        }
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        let line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+        self.send_raw(&line);
+    }
+
+    /// Sends a request and returns its response, notifications before it kept in the
+    /// transcript.
+    fn request(&mut self, method: &str, mut params: Value) -> Value {
+        if let Some(version) = self.inline_meta {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientInfo": {"name": "tether-test", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&line.to_string());
+        self.response(json!(id))
+    }
+
+    fn response(&mut self, id: Value) -> Value {
+        let deadline = Instant::now() + DEADLINE * 3;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => panic!("no response to {id} in time"),
+                Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout"),
+            };
+            if self.recording {
+                let _ = writeln!(self.transcript, "← {}", abridged(&line));
+            }
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC: {e}: {line}"));
+            if message.get("id") == Some(&id) {
+                return message;
+            }
+        }
+    }
+
+    /// A tool call's result (the JSON-RPC `result`).
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        response
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{tool} answered with an error: {response}"))
+    }
+
+    /// A successful call's `structuredContent`, checked to be mirrored as a text block.
+    fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments);
+        assert_eq!(result["isError"], json!(false), "{tool}: {result}");
+        let structured = result["structuredContent"].clone();
+        let text = result["content"][0]["text"].as_str().expect("a text block");
+        assert_eq!(
+            serde_json::from_str::<Value>(text).expect("the text is JSON"),
+            structured
+        );
+        structured
+    }
+
+    /// A call that must fail as a tool error; returns its message.
+    fn tool_error(&mut self, tool: &str, arguments: Value) -> String {
+        let result = self.call(tool, arguments);
+        assert_eq!(
+            result["isError"],
+            json!(true),
+            "{tool} should fail: {result}"
+        );
+        result["content"][0]["text"]
+            .as_str()
+            .expect("a message")
+            .to_string()
+    }
+
+    /// Closes stdin, as a client that goes away does, and waits for the server to exit.
+    fn close(mut self) -> String {
+        drop(self.stdin.take());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                assert!(status.success(), "tether mcp exited with {status}");
+                break;
+            }
+            assert!(started.elapsed() < DEADLINE, "tether mcp did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.transcript
+    }
+}
+
+fn handshake(client: &mut Client, version: &'static str) {
+    let response = client.request(
+        "initialize",
+        json!({
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "tether-test", "version": "1"},
+        }),
+    );
+    assert_eq!(response["result"]["protocolVersion"], json!(version));
+    client.notify("notifications/initialized", json!({}));
+}
+
+fn discover(client: &mut Client) {
+    client.inline_meta = Some("2026-07-28");
+    let response = client.request("server/discover", json!({}));
+    let versions = &response["result"]["supportedVersions"];
+    assert!(
+        versions
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{response}"
+    );
+}
+
+/// Everything a session does, in whichever era the client opened it.
+fn exercise(env: &TestEnv, client: &mut Client) {
+    // Tools, with their schemas and annotations.
+    let tools = client.request("tools/list", json!({}))["result"]["tools"].clone();
+    let tool = |name: &str| {
+        tools
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == json!(name)))
+            .cloned()
+            .unwrap_or_else(|| panic!("no tool {name} in {tools}"))
+    };
+    for name in ["run", "output", "signal", "list"] {
+        let t = tool(name);
+        assert_eq!(t["inputSchema"]["type"], json!("object"), "{name}");
+        assert_eq!(t["outputSchema"]["type"], json!("object"), "{name}");
+        assert!(t["description"].as_str().is_some_and(|d| d.len() > 40));
+    }
+    assert_eq!(tool("list")["annotations"]["readOnlyHint"], json!(true));
+    assert_eq!(tool("output")["annotations"]["readOnlyHint"], json!(true));
+    assert_eq!(
+        tool("signal")["annotations"]["destructiveHint"],
+        json!(true)
+    );
+
+    // A command that ends within its wait: exit code, tails with escapes stripped.
+    let done = client.ok(
+        "run",
+        json!({"command": "echo hello; printf '\\033[31mred\\033[0m\\n' >&2; exit 3"}),
+    );
+    assert_eq!(done["state"], json!("finished"), "{done}");
+    assert_eq!(done["exit_code"], json!(3));
+    assert_eq!(done["stdout_tail"], json!("hello\n"));
+    assert_eq!(done["stderr_tail"], json!("red\n"));
+    assert_eq!(done["still_running"], json!(false));
+    assert!(std::path::Path::new(done["journal"].as_str().expect("journal")).is_dir());
+
+    // Bad input: tool errors, and the server carries on.
+    let id = done["id"].clone();
+    let message = client.tool_error("output", json!({"id": id, "grep": "("}));
+    assert!(message.contains("regex"), "{message}");
+    let message = client.tool_error("output", json!({"id": id, "max_bytes": 65537}));
+    assert!(message.contains("max_bytes"), "{message}");
+    let message = client.tool_error("run", json!({"command": "true", "wait_ms": 60001}));
+    assert!(message.contains("wait_ms"), "{message}");
+    let message = client.tool_error("signal", json!({"id": "99-nothing", "signal": "TERM"}));
+    assert!(message.contains("no command 99-nothing"), "{message}");
+    let other = env.state_dir().join("sessions/someone-else/01-theirs");
+    std::fs::create_dir_all(&other).expect("another session's command");
+    let message = client.tool_error("output", json!({"id": "01-theirs"}));
+    assert!(message.contains("another session"), "{message}");
+    let invalid = client.request(
+        "tools/call",
+        json!({"name": "signal", "arguments": {"id": id, "signal": "USR1"}}),
+    );
+    assert!(
+        invalid.get("error").is_some() || invalid["result"]["isError"] == json!(true),
+        "{invalid}"
+    );
+    client.send_raw("{this is not json");
+    // (2026-07-28 has no `ping`: any request shows the server still serves.)
+    let again = client.request("tools/list", json!({}));
+    assert!(again.get("result").is_some(), "still serving: {again}");
+
+    // A command that outlives its wait is left running, and can be waited on again.
+    let long = client.ok(
+        "run",
+        json!({"command": "echo begun; sleep 30", "wait_ms": 300}),
+    );
+    assert_eq!(long["still_running"], json!(true), "{long}");
+    assert_eq!(long["state"], json!("running"));
+    let page = client.ok("output", json!({"id": long["id"], "wait_ms": 5000}));
+    assert_eq!(page["text"], json!("begun\n"), "{page}");
+    let waited = client.ok(
+        "output",
+        json!({"id": long["id"], "offset": page["next_offset"], "wait_ms": 200}),
+    );
+    assert_eq!(waited["text"], json!(""));
+    assert_eq!(waited["state"], json!("running"));
+    let termed = client.ok("signal", json!({"id": long["id"], "signal": "TERM"}));
+    assert_eq!(termed["confirmed"], json!(true), "{termed}");
+    assert_eq!(termed["sent"][0]["signal"], json!("TERM"), "{termed}");
+
+    // 10 MiB of output, paged.
+    let big = client.ok(
+        "run",
+        json!({
+            "command": "yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijkl | head -c 10485760",
+            "wait_ms": 60000,
+        }),
+    );
+    assert_eq!(big["state"], json!("finished"), "{big}");
+    assert_eq!(big["stdout_bytes"], json!(10_485_760));
+    assert_eq!(big["stdout_cut"], json!(true));
+    assert!(big["stdout_tail"].as_str().is_some_and(|t| t.len() <= 4096));
+    let mut offset = 0u64;
+    let mut pages = 0;
+    let mut bytes = 0usize;
+    loop {
+        client.recording = pages < 2;
+        let page = client.ok(
+            "output",
+            json!({"id": big["id"], "offset": offset, "max_bytes": 65536}),
+        );
+        bytes += page["text"].as_str().expect("text").len();
+        offset = page["next_offset"].as_u64().expect("next_offset");
+        pages += 1;
+        if page["cut"] == json!(false) {
+            break;
+        }
+    }
+    client.recording = true;
+    let _ = writeln!(client.transcript, "… {} more pages like these …", pages - 2);
+    assert_eq!((offset, bytes, pages), (10_485_760, 10_485_760, 160));
+    let grepped = client.ok(
+        "output",
+        json!({"id": big["id"], "max_bytes": 1000, "grep": "^0123"}),
+    );
+    assert_eq!(grepped["matched_lines"], json!(10), "{grepped}");
+
+    // An escapee in a session of its own is stopped with its command.
+    let escaping = client.ok(
+        "run",
+        json!({"command": "setsid sleep 300 & echo $!; sleep 300", "wait_ms": 500}),
+    );
+    let page = client.ok("output", json!({"id": escaping["id"], "wait_ms": 5000}));
+    let escapee: i32 = page["text"]
+        .as_str()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the escapee's pid: {page}"));
+    let stopped = client.ok("signal", json!({"id": escaping["id"], "signal": "stop"}));
+    assert_eq!(stopped["confirmed"], json!(true), "{stopped}");
+    assert_eq!(stopped["state"], json!("finished"), "{stopped}");
+    assert!(wait_gone(&[escapee], Duration::from_secs(5)).is_empty());
+
+    // One left running for the client's departure to stop.
+    let orphan = client.ok("run", json!({"command": "sleep 300", "wait_ms": 100}));
+    assert_eq!(orphan["still_running"], json!(true));
+
+    let listed = client.ok("list", json!({}));
+    let commands = listed["commands"].as_array().expect("commands");
+    assert_eq!(commands.len(), 5, "{listed}");
+    assert_eq!(commands[0]["exit_code"], json!(3));
+    assert!(commands[2]["cpu_ms"].is_u64(), "{listed}");
+    assert_eq!(commands[4]["state"], json!("running"));
+}
+
+fn session(era: &'static str) {
+    let env = TestEnv::new(&format!("mcp-{era}"));
+    let mut client = Client::start(&env);
+    if era == "2026-07-28" {
+        discover(&mut client);
+    } else {
+        handshake(&mut client, era);
+    }
+    exercise(&env, &mut client);
+    let transcript = client.close();
+    let path = env.path("transcript.md");
+    std::fs::write(&path, &transcript).expect("write the transcript");
+    if let Some(out) = std::env::var_os("TETHER_MCP_TRANSCRIPT")
+        && era == "2025-11-25"
+    {
+        let doc = format!(
+            "# A `tether mcp` session\n\nWritten by `tests/mcp.rs` (`TETHER_MCP_TRANSCRIPT=docs/mcp-transcript.md cargo test --test mcp`): every line the test client sent (→) and the server answered (←), protocol {era}, the middle of long lines elided.\n\n```text\n{transcript}```\n"
+        );
+        std::fs::write(out, doc).expect("copy the transcript");
+    }
+    env.finish();
+}
+
+#[test]
+fn handshake_2025_06_18() {
+    session("2025-06-18");
+}
+
+#[test]
+fn handshake_2025_11_25() {
+    session("2025-11-25");
+}
+
+#[test]
+fn discovery_2026_07_28() {
+    session("2026-07-28");
+}
+
+#[test]
+fn unknown_protocol_version_and_departure_mid_call() {
+    let env = TestEnv::new("mcp-bad");
+    let mut client = Client::start(&env);
+    let response = client.request(
+        "initialize",
+        json!({
+            "protocolVersion": "1999-01-01",
+            "capabilities": {},
+            "clientInfo": {"name": "tether-test", "version": "1"},
+        }),
+    );
+    // Either refused, or answered with a revision this server serves.
+    let served = ["2025-06-18", "2025-11-25"];
+    assert!(
+        response.get("error").is_some()
+            || served.contains(&response["result"]["protocolVersion"].as_str().unwrap_or("")),
+        "{response}"
+    );
+    if response.get("error").is_none() {
+        client.notify("notifications/initialized", json!({}));
+        // A call still waiting when the client goes: the server ends, its command too.
+        let line = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+            "params": {"name": "run", "arguments": {"command": "sleep 300", "wait_ms": 60000}}});
+        client.send_raw(&line.to_string());
+        common::wait_until(&env, "the command's journal", || {
+            env.command_dirs().len() == 1
+        });
+    }
+    client.close();
+    env.finish();
+}
