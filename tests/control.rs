@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use common::journal::{broker_pid, events_now, exit_status, load_complete, read, spawned_pid};
+use common::journal::{
+    broker_pid, events_now, exit_status, load_complete, read, session_of, spawned_pid,
+};
 use common::procs::{is_gone, signal};
 use common::{BIN, DEADLINE, RunningExec, TAG_VAR, TestEnv, wait_for_text, wait_until};
 use nix::sys::signal::Signal;
@@ -65,14 +67,6 @@ fn tether(env: &TestEnv, runtime: &Path, args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The session's name: its directory's.
-fn session_of(dir: &Path) -> String {
-    dir.parent()
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .expect("a session directory")
 }
 
 /// `command.json` of a running command, once the broker has written it.

@@ -5,33 +5,21 @@
 mod common;
 
 use std::fs;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::journal::load_complete;
+use common::journal::{load_complete, session_of};
 use common::procs::is_gone;
-use common::{BIN, TAG_VAR, TestEnv, wait_for_text};
+use common::{TAG_VAR, TestEnv, wait_for_text};
 
-/// `tether ARGS --state-dir STATE`, tagged, with the test's runtime directory, to its end.
+/// `tether ARGS` with the test's state and runtime directories, to its end.
 fn tether(env: &TestEnv, args: &[&str]) -> Output {
-    let mut command = Command::new(BIN);
-    command
-        .args(args)
-        .arg("--state-dir")
-        .arg(env.state_dir())
-        .env("XDG_RUNTIME_DIR", env.runtime_dir());
+    let mut command = env.tether(args);
+    command.env("XDG_RUNTIME_DIR", env.runtime_dir());
     common::run_to_end(env, command, &format!("tether {args:?}"))
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn session_of(dir: &Path) -> String {
-    dir.parent()
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .expect("a session directory")
 }
 
 /// Finds its own `command.json` (state dir in `STATE`, the rest in `TETHER_BROKER_ID`),

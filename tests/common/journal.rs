@@ -174,3 +174,11 @@ pub fn labelled_pid(output: &[u8], label: &str) -> i32 {
         .find_map(|line| line.strip_prefix(label)?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no `{label} PID` line in output: {text:?}"))
 }
+
+/// A command's session name: its journal directory's parent's.
+pub fn session_of(dir: &Path) -> String {
+    dir.parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .expect("a session directory")
+}
