@@ -85,18 +85,31 @@ impl LineMatcher {
 
     /// Feeds the next bytes of the stream; returns the first line completed by them that
     /// matches (its matched tail, without the line ending), if any.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> Option<Vec<u8>> {
+    pub fn feed(&mut self, bytes: &[u8]) -> Option<Vec<u8>> {
         let mut found = None;
-        while let Some(end) = bytes.iter().position(|&b| b == b'\n') {
-            self.push_partial(&bytes[..end]);
-            let line = std::mem::take(&mut self.partial);
-            let line = line.strip_suffix(b"\r").unwrap_or(&line);
-            if found.is_none() && self.regex.is_match(line) {
+        let mut start = 0;
+        // Per stdout chunk until the first match: a line wholly inside this chunk is matched
+        // where it lies; only a line begun in an earlier chunk goes through `partial`, whose
+        // buffer is kept from line to line.
+        for end in memchr::memchr_iter(b'\n', bytes) {
+            let piece = &bytes[start..end];
+            start = end + 1;
+            if found.is_some() {
+                continue;
+            }
+            let line = if self.partial.is_empty() {
+                &piece[piece.len().saturating_sub(LINE_TAIL)..]
+            } else {
+                self.push_partial(piece);
+                &self.partial[..]
+            };
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if self.regex.is_match(line) {
                 found = Some(line.to_vec());
             }
-            bytes = &bytes[end + 1..];
+            self.partial.clear();
         }
-        self.push_partial(bytes);
+        self.push_partial(&bytes[start..]);
         found
     }
 
