@@ -228,16 +228,24 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     };
     request.clamp_intervals();
     // The front end checked the pattern; a request from elsewhere may carry any. Refused
-    // before anything is created or started.
-    if let Some(Err(err)) = request.drain_on.as_deref().map(final_drain::compile) {
-        let kind = EventKind::BrokerFailure {
-            stage: Stage::Protocol,
-            code: "invalid_drain_on".into(),
-            message: err.to_string(),
-        };
-        tell_parent(&link, start, kind).await;
-        return Ok(1);
-    }
+    // before anything is created or started; compiled once, here, for the broker.
+    let final_line = match request
+        .drain_on
+        .as_deref()
+        .map(final_drain::compile)
+        .transpose()
+    {
+        Ok(regex) => regex,
+        Err(err) => {
+            let kind = EventKind::BrokerFailure {
+                stage: Stage::Protocol,
+                code: "invalid_drain_on".into(),
+                message: err.to_string(),
+            };
+            tell_parent(&link, start, kind).await;
+            return Ok(1);
+        }
+    };
 
     // The socket exists before `command.json` names it, so whoever reads the name finds it.
     let identity = broker_identity();
@@ -278,7 +286,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     };
 
     let parent = ParentWatch::open(request.parent_pid);
-    let mut broker = Broker::new(start, request.clone(), dir, events, streams);
+    let mut broker = Broker::new(start, request.clone(), final_line, dir, events, streams);
     broker.emit(EventKind::BrokerStarted {
         v: PROTOCOL_VERSION,
         broker_pid: std::process::id() as i32,

@@ -7,7 +7,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Broker, Phase};
-use crate::broker::final_drain::{DEFAULT_DRAIN, LineMatcher, compile, journaled_line};
+use regex::bytes::Regex;
+
+use crate::broker::final_drain::{DEFAULT_DRAIN, LineMatcher, journaled_line};
 use crate::protocol::{EventKind, LaunchRequest, Origin, Stream};
 
 pub(super) struct FinalDrain {
@@ -18,17 +20,15 @@ pub(super) struct FinalDrain {
 }
 
 impl FinalDrain {
-    /// The trigger a request asks for; `None` without `drain_on`, or with a pattern that does
-    /// not compile (the launch was refused before the broker was built: see `run.rs`).
-    pub(super) fn for_request(request: &LaunchRequest) -> Option<FinalDrain> {
-        let regex = compile(request.drain_on.as_deref()?).ok()?;
-        Some(FinalDrain {
+    /// The trigger for `regex`, the request's `drain_on` compiled, with its drain period.
+    pub(super) fn new(regex: Regex, request: &LaunchRequest) -> FinalDrain {
+        FinalDrain {
             matcher: LineMatcher::new(regex),
             drain: request
                 .drain_ms
                 .map_or(DEFAULT_DRAIN, Duration::from_millis),
             until: None,
-        })
+        }
     }
 }
 

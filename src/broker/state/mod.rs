@@ -221,16 +221,19 @@ fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
 }
 
 impl Broker {
+    /// `final_line` is the request's `drain_on`, compiled (by `run.rs`, which refuses a
+    /// launch whose pattern does not compile).
     pub fn new(
         start: Instant,
         request: LaunchRequest,
+        final_line: Option<regex::bytes::Regex>,
         dir: JournalDir,
         events: EventLog,
         logs: [StreamLog; 2],
     ) -> Broker {
         let now = Instant::now();
         let tree_budget = tree_budget(request.max_output);
-        let final_drain = drain::FinalDrain::for_request(&request);
+        let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
         Broker {
             start,
             started_ms: now_ms(),
