@@ -445,9 +445,15 @@ impl CommandState {
         self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
     }
 
-    /// Ended badly (see [`Status::is_failure`]), unless it was stopped after its final line.
+    /// Ended badly (see [`Status::is_failure`]), or stopped by a watchdog or a SIGKILL
+    /// whichever way it then exited (a trapped TERM may still exit 0); never when it was
+    /// stopped after its final line. The rule `tether sessions` counts by
+    /// (`postmortem::tally::Outcome`) too.
     pub fn is_failure(&self) -> bool {
-        self.status.is_failure() && !self.drained
+        let ended = !self.status.is_active() && self.status != Status::Idle;
+        ended
+            && !self.drained
+            && (self.status.is_failure() || self.response_timeout || self.hard_killed)
     }
 
     /// The command's number in its session: the `NN` of its journal directory `NN-name`.

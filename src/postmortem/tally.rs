@@ -111,6 +111,43 @@ mod tests {
     }
 
     #[test]
+    fn the_list_and_the_tally_count_the_same_failures() {
+        let mut timed_out = ended(Some(0), None);
+        timed_out.response_timeout = true;
+        let mut hard_killed = ended(Some(143), None);
+        hard_killed.hard_killed = true;
+        let mut drained = ended(None, Some(15));
+        drained.drained = true;
+        let mut running = ended(None, None);
+        running.status = Status::Running;
+        let mut idle = ended(None, None);
+        idle.status = Status::Idle;
+        let mut lost = ended(None, None);
+        lost.status = Status::Lost;
+        for command in [
+            ended(Some(0), None),
+            ended(Some(3), None),
+            ended(None, Some(9)),
+            timed_out,
+            hard_killed,
+            drained,
+            running,
+            idle,
+            lost,
+        ] {
+            assert_eq!(
+                command.is_failure(),
+                Outcome::of(&command).is_failure(),
+                "{:?} (timeout {}, hard kill {}, drained {})",
+                command.status,
+                command.response_timeout,
+                command.hard_killed,
+                command.drained
+            );
+        }
+    }
+
+    #[test]
     fn each_ending_has_its_count() {
         let mut timed_out = ended(Some(0), None);
         timed_out.response_timeout = true;
