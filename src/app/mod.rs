@@ -123,10 +123,14 @@ impl App {
                 }
             }
         }
-        self.refresh_list();
-        let before = self.view.list.clone();
+        // Typing into a command (a paste is a key per character) neither reads nor changes
+        // the list: the rows are made current once a frame anyway (`prepare`).
+        let before = self.view.typing.is_none().then(|| {
+            self.refresh_list();
+            self.view.list.clone()
+        });
         let effects = update(&self.model, &mut self.view, &self.geometry, action);
-        if self.view.list != before {
+        if before.is_some_and(|before| self.view.list != before) {
             self.refresh_list();
         }
         effects
