@@ -10,10 +10,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::journal::{load_complete, spawned_pid};
+use common::journal::{leftovers_stopped, load_complete, spawned_pid};
 use common::procs::is_gone;
 use common::{TAG_VAR, TestEnv, wait_until};
-use tether::protocol::{Event, EventKind, LeftoversEnd, Origin};
+use tether::protocol::{LeftoversEnd, Origin};
 
 /// Writes the fake agent `body` (sh) as `./fake-agent` in the test's scratch space.
 fn fake_agent(env: &TestEnv, body: &str) {
@@ -57,13 +57,6 @@ fn session_commands(env: &TestEnv) -> Vec<PathBuf> {
 
 fn name_of(dir: &Path) -> String {
     dir.file_name().unwrap().to_string_lossy().into_owned()
-}
-
-fn leftovers_stopped(events: &[Event]) -> Option<(LeftoversEnd, Option<i32>)> {
-    events.iter().find_map(|e| match e.kind {
-        EventKind::LeftoversStopped { reason, pid } => Some((reason, pid)),
-        _ => None,
-    })
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::direct::DirectBroker;
-use common::journal::{load_complete, orphans_reaped};
+use common::journal::{leftovers_stopped, load_complete, orphans_reaped};
 use common::procs::{is_gone, signal};
 use common::{BIN, DEADLINE, TAG_VAR, TestEnv, run_to_end, wait_until};
 use nix::sys::signal::Signal;
@@ -71,13 +71,6 @@ fn kept(events: &[Event]) -> Vec<i32> {
             _ => None,
         })
         .unwrap_or_default()
-}
-
-fn stopped(events: &[Event]) -> Option<(LeftoversEnd, Option<i32>)> {
-    events.iter().find_map(|e| match e.kind {
-        EventKind::LeftoversStopped { reason, pid } => Some((reason, pid)),
-        _ => None,
-    })
 }
 
 /// Waits for the single command's `result.json`: its broker is done.
@@ -151,7 +144,7 @@ fn a_server_started_with_and_runs_until_the_shims_caller_exits() {
     assert!(!http_answers(port));
     let record = load_complete(&dir);
     assert_eq!(
-        stopped(&record.events),
+        leftovers_stopped(&record.events),
         Some((LeftoversEnd::CallerExited, Some(caller_pid)))
     );
     let result = record.result.expect("result.json");
@@ -195,7 +188,7 @@ fn leftovers_max_stops_them_after_that_long() {
     let record = load_complete(&dir);
     assert_eq!(kept(&record.events), [sleep]);
     assert_eq!(
-        stopped(&record.events),
+        leftovers_stopped(&record.events),
         Some((LeftoversEnd::MaxDuration, None))
     );
     let custody = record.result.and_then(|r| r.leftovers).unwrap();
@@ -236,7 +229,7 @@ fn tether_stop_reaches_leftovers_and_kills_one_that_ignores_term() {
     assert!(is_gone(sleep));
     let record = load_complete(&dir);
     assert_eq!(
-        stopped(&record.events),
+        leftovers_stopped(&record.events),
         Some((LeftoversEnd::Operator, None))
     );
     let result = record.result.unwrap();
@@ -283,7 +276,7 @@ fn leftovers_of_a_caller_already_gone_are_stopped_at_once() {
     let events = broker.wait_close();
     assert!(kept(&events).is_empty(), "{events:?}");
     assert_eq!(
-        stopped(&events),
+        leftovers_stopped(&events),
         Some((LeftoversEnd::CallerGone, Some(gone_pid)))
     );
     assert_eq!(orphans_reaped(&events).len(), 1);

@@ -63,8 +63,8 @@ fn run(env: &TestEnv, front: Front, vars: &[(&str, &str)]) -> (String, String) {
 
 /// The session id and command id of a command directory.
 fn ids(dir: &Path) -> (String, String) {
-    let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
-    (name(dir.parent().unwrap()), name(dir))
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    (common::journal::session_of(dir), name)
 }
 
 /// The OTLP span `tether export` gives the command of `dir`.
@@ -203,7 +203,9 @@ fn a_malformed_traceparent_is_passed_on_untouched_said_once_and_not_exported() {
             assert_eq!(traceparent, bad);
             assert_eq!(tracestate, "vendor=opaque");
         }
-        for dir in env.command_dirs() {
+        let dirs = env.command_dirs();
+        assert!(dirs.len() >= 2, "{front:?}: both runs journaled: {dirs:?}");
+        for dir in dirs {
             assert_eq!(trace_of(&dir), None);
             let notes = ignored_notes(&dir);
             assert_eq!(notes.len(), 1, "{front:?}: {notes:?}");

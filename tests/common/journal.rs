@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use tether::journal::{CommandRecord, list_sessions};
-use tether::protocol::{Event, EventKind, ExitStatus, Origin, ProcessEntry, Stage};
+use tether::protocol::{Event, EventKind, ExitStatus, LeftoversEnd, Origin, ProcessEntry, Stage};
 
 /// Every `sessions/<id>/<command>/` directory under `state`, sorted.
 pub fn command_dirs(state: &Path) -> Vec<PathBuf> {
@@ -181,4 +181,12 @@ pub fn session_of(dir: &Path) -> String {
         .and_then(Path::file_name)
         .map(|n| n.to_string_lossy().into_owned())
         .expect("a session directory")
+}
+
+/// How a command's leftovers ended, and the custodian whose exit ended them.
+pub fn leftovers_stopped(events: &[Event]) -> Option<(LeftoversEnd, Option<i32>)> {
+    events.iter().find_map(|e| match e.kind {
+        EventKind::LeftoversStopped { reason, pid } => Some((reason, pid)),
+        _ => None,
+    })
 }
