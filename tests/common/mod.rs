@@ -159,10 +159,14 @@ impl TestEnv {
         dirs.into_iter().next().unwrap()
     }
 
-    /// Waits until the single command's journal directory exists (the command is starting).
+    /// Waits until the single command's journal directory exists under its final name (the
+    /// command is starting). The number is reserved as a bare `NN` that is then renamed to
+    /// `NN-name`; its files are made after the rename, so a directory holding `events.jsonl`
+    /// keeps its name.
     pub fn wait_command_dir(&self) -> PathBuf {
         wait_until(self, "the command's journal directory", || {
-            self.command_dirs().len() == 1
+            let dirs = self.command_dirs();
+            dirs.len() == 1 && dirs[0].join("events.jsonl").exists()
         });
         self.command_dir()
     }
