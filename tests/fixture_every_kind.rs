@@ -37,6 +37,8 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Exit { .. }
         | EventKind::LeftoversKept { .. }
         | EventKind::LeftoversStopped { .. }
+        | EventKind::Attention { .. }
+        | EventKind::AttentionCleared { .. }
         | EventKind::Close { .. }
         | EventKind::BrokerFailure { .. }
         | EventKind::ControlRefused { .. }
@@ -165,6 +167,13 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             message: text(),
         },
         EventKind::TraceContextIgnored { reason: text() },
+        EventKind::Attention {
+            attention: tether::protocol::AttentionKind::NeedsInput,
+            detail: text(),
+        },
+        EventKind::AttentionCleared {
+            attention: tether::protocol::AttentionKind::NeedsInput,
+        },
     ];
     all.iter().filter_map(journaled).collect()
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, Origin,
-    ParentLossCause, ProcessEntry, ProcessSignal, Stream, TerminalRequest,
+    AttentionKind, CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind,
+    ExitStatus, Origin, ParentLossCause, ProcessEntry, ProcessSignal, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -142,6 +142,16 @@ pub enum Marker {
     Failure,
 }
 
+/// A moment that needed the operator: what, what was seen, when, and whether it still does
+/// (an episode not yet cleared; `failed` and `finished` stay).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionMark {
+    pub kind: AttentionKind,
+    pub detail: String,
+    pub at_ms: u64,
+    pub active: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct CommandState {
     pub config: CommandConfig,
@@ -169,6 +179,8 @@ pub struct CommandState {
     /// Stopped after its final line (`drain_on`): it finished, however its signal ended it.
     pub drained: bool,
     pub parent_lost: Option<ParentLossCause>,
+    /// The latest moment that needed the operator (`attention`), and whether it still does.
+    pub attention: Option<AttentionMark>,
     /// Processes reaped after escaping the command's group or session (setsid, double fork
     /// into another group): what `orphans:N` counts. A process merely re-parented to the
     /// broker when its parent ended is reaped too, but is no escapee.
@@ -221,6 +233,7 @@ impl CommandState {
             response_timeout: false,
             drained: false,
             parent_lost: None,
+            attention: None,
             escapees_reaped: 0,
             hard_killed: false,
             notice: None,
@@ -358,6 +371,19 @@ impl CommandState {
                 }
             }
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
+            EventKind::Attention { attention, detail } => {
+                self.attention = Some(AttentionMark {
+                    kind: *attention,
+                    detail: detail.clone(),
+                    at_ms: ts,
+                    active: true,
+                });
+            }
+            EventKind::AttentionCleared { attention } => {
+                if let Some(mark) = self.attention.as_mut().filter(|m| m.kind == *attention) {
+                    mark.active = false;
+                }
+            }
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
             EventKind::ParentUnresponsive { .. }
             | EventKind::FinalDrain { .. }
@@ -537,6 +563,39 @@ mod tests {
             mono_us: 0,
             kind,
         }
+    }
+
+    #[test]
+    fn an_attention_episode_is_marked_until_its_own_kind_is_cleared() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        let needs = EventKind::Attention {
+            attention: AttentionKind::NeedsInput,
+            detail: "read(0) blocked".into(),
+        };
+        c.apply(&ev(7, needs));
+        let mark = c.attention.clone().expect("a mark");
+        assert_eq!(
+            (mark.kind, mark.at_ms, mark.active),
+            (AttentionKind::NeedsInput, 7, true)
+        );
+        // Another kind's end leaves this one standing.
+        c.apply(&ev(
+            8,
+            EventKind::AttentionCleared {
+                attention: AttentionKind::Quiet,
+            },
+        ));
+        assert!(c.attention.as_ref().is_some_and(|m| m.active));
+        c.apply(&ev(
+            9,
+            EventKind::AttentionCleared {
+                attention: AttentionKind::NeedsInput,
+            },
+        ));
+        let mark = c.attention.expect("still the latest");
+        assert!(!mark.active);
+        assert_eq!(mark.detail, "read(0) blocked");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! for the TUI, the text report and the trace exports, with no terminal library involved
 //! (the UI turns the [`Tone`] into a colour).
 
-use crate::protocol::{EventKind, ExitStatus, Origin, Peer, Stream};
+use crate::protocol::{AttentionKind, EventKind, ExitStatus, Origin, Peer, Stream};
 use crate::units::duration_ms;
 
 use super::CommandState;
@@ -24,6 +24,17 @@ pub enum Tone {
     Signal,
     /// Something failed: a spawn error, a non-zero exit, a lost parent, a hard kill.
     Error,
+}
+
+/// How the list, the timeline and a notification name a kind of attention.
+pub fn attention_words(kind: AttentionKind) -> &'static str {
+    match kind {
+        AttentionKind::NeedsInput => "needs input",
+        AttentionKind::Quiet => "quiet",
+        AttentionKind::Runaway => "runaway",
+        AttentionKind::Failed => "failed",
+        AttentionKind::Finished => "finished",
+    }
 }
 
 /// The details of an event, in a few words, and its tone. A reaped orphan is told better by
@@ -69,6 +80,18 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
                 duration_ms(*drain_ms)
             ),
             Tone::Warning,
+        ),
+        EventKind::Attention { attention, detail } => (
+            format!("{}: {}", attention_words(*attention), one_line(detail)),
+            match attention {
+                AttentionKind::Failed => Tone::Error,
+                AttentionKind::Finished => Tone::Quiet,
+                _ => Tone::Warning,
+            },
+        ),
+        EventKind::AttentionCleared { attention } => (
+            format!("{} no longer", attention_words(*attention)),
+            Tone::Quiet,
         ),
         EventKind::SignalSent {
             signal,

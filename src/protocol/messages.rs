@@ -353,6 +353,43 @@ pub enum Origin {
     FinalDrain,
 }
 
+/// What about a command needs the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionKind {
+    /// A process of the tree is blocked reading the command's stdin or its terminal, and the
+    /// command has been silent: it waits for input nobody may give.
+    NeedsInput,
+    /// No output for a while, and the tree is not using the CPU either.
+    Quiet,
+    /// Most of a core for a long while, or memory above the set bound.
+    Runaway,
+    /// It ended with a non-zero status, a signal, or a timeout.
+    Failed,
+    /// A command that ran long enough to be waited for has finished.
+    Finished,
+}
+
+impl AttentionKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttentionKind::NeedsInput => "needs_input",
+            AttentionKind::Quiet => "quiet",
+            AttentionKind::Runaway => "runaway",
+            AttentionKind::Failed => "failed",
+            AttentionKind::Finished => "finished",
+        }
+    }
+
+    /// Episodes that begin and end while the command runs; `failed` and `finished` happen once.
+    pub fn is_episode(self) -> bool {
+        matches!(
+            self,
+            AttentionKind::NeedsInput | AttentionKind::Quiet | AttentionKind::Runaway
+        )
+    }
+}
+
 /// Where a broker failure happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -616,6 +653,18 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<i32>,
     },
+    /// A moment that needs the operator began (`needs_input`, `quiet`, `runaway`) or
+    /// happened (`failed`, `finished`): journaled once per episode. `detail` says what was
+    /// seen, for a person ("read(0) blocked on a pipe, no output for 3.0s").
+    Attention {
+        attention: AttentionKind,
+        detail: String,
+    },
+    /// An episode that began with `attention` is over (the command read or wrote again, its
+    /// CPU fell back): the moment no longer needs anyone.
+    AttentionCleared {
+        attention: AttentionKind,
+    },
     /// The broker is done: both streams read to the end, nothing left running.
     Close {
         stdout_bytes: u64,
@@ -708,6 +757,8 @@ impl EventKind {
             EventKind::Exit { .. } => "exit",
             EventKind::LeftoversKept { .. } => "leftovers_kept",
             EventKind::LeftoversStopped { .. } => "leftovers_stopped",
+            EventKind::Attention { .. } => "attention",
+            EventKind::AttentionCleared { .. } => "attention_cleared",
             EventKind::Close { .. } => "close",
             EventKind::BrokerFailure { .. } => "broker_failure",
             EventKind::Pong => "pong",
