@@ -26,6 +26,8 @@ struct Client {
     transcript: String,
     /// False while a run of like exchanges goes unrecorded (the 160 pages of 10 MiB).
     recording: bool,
+    /// Messages read while waiting for a response (notifications, progress).
+    seen: Vec<Value>,
 }
 
 /// A transcript line of at most this many characters; the middle of a longer one is elided.
@@ -79,6 +81,7 @@ impl Client {
             inline_meta: None,
             transcript: String::new(),
             recording: true,
+            seen: Vec::new(),
         }
     }
 
@@ -99,13 +102,24 @@ impl Client {
 
     /// Sends a request and returns its response, notifications before it kept in the
     /// transcript.
-    fn request(&mut self, method: &str, mut params: Value) -> Value {
-        if let Some(version) = self.inline_meta {
-            params["_meta"] = json!({
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let version = self.inline_meta;
+        self.request_as(method, params, version)
+    }
+
+    /// [`Self::request`], naming `version` in the request's own `_meta` (2026-07-28 style)
+    /// whatever the session's era.
+    fn request_as(&mut self, method: &str, mut params: Value, version: Option<&str>) -> Value {
+        if let Some(version) = version {
+            let meta = json!({
                 "io.modelcontextprotocol/protocolVersion": version,
                 "io.modelcontextprotocol/clientInfo": {"name": "tether-test", "version": "1"},
                 "io.modelcontextprotocol/clientCapabilities": {},
             });
+            match params["_meta"].as_object_mut() {
+                Some(given) => given.extend(meta.as_object().cloned().unwrap_or_default()),
+                None => params["_meta"] = meta,
+            }
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -128,9 +142,10 @@ impl Client {
             }
             let message: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC: {e}: {line}"));
-            if message.get("id") == Some(&id) {
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
                 return message;
             }
+            self.seen.push(message);
         }
     }
 
@@ -269,10 +284,51 @@ fn exercise(env: &TestEnv, client: &mut Client) {
         invalid.get("error").is_some() || invalid["result"]["isError"] == json!(true),
         "{invalid}"
     );
+    // A line that is not JSON, and one over the 4 MiB limit: JSON-RPC errors, id null.
     client.send_raw("{this is not json");
+    let parse = client.response(Value::Null);
+    assert_eq!(parse["error"]["code"], json!(-32700), "{parse}");
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"tools/list\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(5 << 20)
+    );
+    client.send_raw(&huge);
+    let oversized = client.response(Value::Null);
+    assert_eq!(oversized["error"]["code"], json!(-32600), "{oversized}");
+    assert!(
+        oversized["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("4 MiB")),
+        "{oversized}"
+    );
     // (2026-07-28 has no `ping`: any request shows the server still serves.)
     let again = client.request("tools/list", json!({}));
     assert!(again.get("result").is_some(), "still serving: {again}");
+
+    // Progress while `run` waits, for a client that asked with a token.
+    client.seen.clear();
+    let response = client.request(
+        "tools/call",
+        json!({
+            "name": "run",
+            "arguments": {"command": "sleep 3", "wait_ms": 10000},
+            "_meta": {"progressToken": "waiting-for-sleep"},
+        }),
+    );
+    assert_eq!(
+        response["result"]["structuredContent"]["state"],
+        json!("finished"),
+        "{response}"
+    );
+    let progress: Vec<&Value> = client
+        .seen
+        .iter()
+        .filter(|m| m["method"] == json!("notifications/progress"))
+        .collect();
+    assert!(!progress.is_empty(), "no progress in {:?}", client.seen);
+    for note in &progress {
+        assert_eq!(note["params"]["progressToken"], json!("waiting-for-sleep"));
+    }
 
     // A command that outlives its wait is left running, and can be waited on again.
     let long = client.ok(
@@ -351,10 +407,10 @@ fn exercise(env: &TestEnv, client: &mut Client) {
 
     let listed = client.ok("list", json!({}));
     let commands = listed["commands"].as_array().expect("commands");
-    assert_eq!(commands.len(), 5, "{listed}");
+    assert_eq!(commands.len(), 6, "{listed}");
     assert_eq!(commands[0]["exit_code"], json!(3));
-    assert!(commands[2]["cpu_ms"].is_u64(), "{listed}");
-    assert_eq!(commands[4]["state"], json!("running"));
+    assert!(commands[3]["cpu_ms"].is_u64(), "{listed}");
+    assert_eq!(commands[5]["state"], json!("running"));
 }
 
 fn session(era: &'static str) {
@@ -395,8 +451,29 @@ fn discovery_2026_07_28() {
     session("2026-07-28");
 }
 
+/// The error a request for an unsupported revision gets: -32022, naming what is served.
+fn assert_unsupported(response: &Value, requested: &str) {
+    let error = &response["error"];
+    assert_eq!(error["code"], json!(-32022), "{response}");
+    assert_eq!(error["data"]["requested"], json!(requested), "{response}");
+    let message = error["message"].as_str().unwrap_or("");
+    for served in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        assert!(
+            error["data"]["supported"]
+                .as_array()
+                .is_some_and(|s| s.contains(&json!(served))),
+            "{response}"
+        );
+        assert!(message.contains(served), "{response}");
+    }
+}
+
+/// `initialize` naming a revision this server does not know is answered with the newest
+/// one it serves by handshake (2025-06-18 and 2025-11-25: "the server MUST respond with
+/// another protocol version it supports"); the session then works, and a call still
+/// waiting when the client goes ends with the server, its command too.
 #[test]
-fn unknown_protocol_version_and_departure_mid_call() {
+fn unknown_version_at_initialize_and_departure_mid_call() {
     let env = TestEnv::new("mcp-bad");
     let mut client = Client::start(&env);
     let response = client.request(
@@ -407,23 +484,38 @@ fn unknown_protocol_version_and_departure_mid_call() {
             "clientInfo": {"name": "tether-test", "version": "1"},
         }),
     );
-    // Either refused, or answered with a revision this server serves.
-    let served = ["2025-06-18", "2025-11-25"];
-    assert!(
-        response.get("error").is_some()
-            || served.contains(&response["result"]["protocolVersion"].as_str().unwrap_or("")),
+    assert_eq!(
+        response["result"]["protocolVersion"],
+        json!("2025-11-25"),
         "{response}"
     );
-    if response.get("error").is_none() {
-        client.notify("notifications/initialized", json!({}));
-        // A call still waiting when the client goes: the server ends, its command too.
-        let line = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
-            "params": {"name": "run", "arguments": {"command": "sleep 300", "wait_ms": 60000}}});
-        client.send_raw(&line.to_string());
-        common::wait_until(&env, "the command's journal", || {
-            env.command_dirs().len() == 1
-        });
-    }
+    client.notify("notifications/initialized", json!({}));
+    let listed = client.request("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    let line = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "run", "arguments": {"command": "sleep 300", "wait_ms": 60000}}});
+    client.send_raw(&line.to_string());
+    common::wait_until(&env, "the command's journal", || {
+        env.command_dirs().len() == 1
+    });
+    client.close();
+    env.finish();
+}
+
+/// 2026-07-28: every request names its revision; one this server does not serve is
+/// refused (-32022) with the ones it does, before the first valid request and after, and
+/// the session goes on.
+#[test]
+fn unknown_version_in_discovery_era() {
+    let env = TestEnv::new("mcp-bad-2026");
+    let mut client = Client::start(&env);
+    let first = client.request_as("tools/list", json!({}), Some("2099-01-01"));
+    assert_unsupported(&first, "2099-01-01");
+    discover(&mut client);
+    let later = client.request_as("tools/list", json!({}), Some("2030-02-02"));
+    assert_unsupported(&later, "2030-02-02");
+    let fine = client.request("tools/list", json!({}));
+    assert!(fine["result"]["tools"].is_array(), "{fine}");
     client.close();
     env.finish();
 }

@@ -9,6 +9,7 @@ mod run;
 mod server;
 mod signal;
 mod text;
+mod transport;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -83,12 +84,19 @@ async fn serve(state: Option<PathBuf>) -> anyhow::Result<()> {
     eprintln!("tether mcp: session {}", session.id);
     let commands = commands::Commands::new(session);
     let server = server::TetherServer::new(commands.clone());
-    match server.serve(rmcp::transport::stdio()).await {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let (writer, writing) = transport::Writer::start(stdout);
+    match server
+        .serve(transport::LineTransport::new(stdin, writer))
+        .await
+    {
         Ok(running) => {
             let _ = running.waiting().await;
         }
         Err(err) => eprintln!("tether mcp: the client went before the session began: {err}"),
     }
+    // What was answered last reaches the client, if it still reads.
+    let _ = tokio::time::timeout(Duration::from_secs(1), writing).await;
     // The client has gone (stdin closed): nothing it started may outlive it.
     commands.stop_all(STOP_PATIENCE).await;
     Ok(())
