@@ -165,6 +165,10 @@ impl Fleet {
 enum End {
     /// The broker said `close`: it did its work.
     Closed,
+    /// The command exited and the broker keeps what it left running (`leftovers_kept`, the
+    /// rule asked for by the launch): it lets go of its front end and runs on alone until
+    /// they are stopped. Neither it nor they are stopped from here.
+    LeftRunning,
     /// Its events ended without a `close`: it died.
     Lost,
     /// It did not acknowledge a stop in time.
@@ -185,7 +189,7 @@ struct BrokerLink {
 impl BrokerLink {
     async fn drive(self, mut broker: BrokerProcess, orders: UnboundedReceiver<Order>) {
         let (end, leader, cgroup) = self.converse(&mut broker, orders).await;
-        if end != End::Closed {
+        if !matches!(end, End::Closed | End::LeftRunning) {
             // Through the unreaped `Child`: its pid cannot have been reused.
             let _ = broker.child.kill();
         }
@@ -193,7 +197,7 @@ impl BrokerLink {
         let _ = tokio::task::spawn_blocking(move || child.wait()).await;
         self.live.lock().await.unregister(self.ticket);
         let (why, grace, patience) = match end {
-            End::Closed => {
+            End::Closed | End::LeftRunning => {
                 let _ = self.events.send(FleetEvent::Ended(self.id));
                 return;
             }
@@ -255,11 +259,15 @@ impl BrokerLink {
                         _ => {}
                     }
                     let closed = matches!(event.kind, EventKind::Close { .. });
+                    let kept = matches!(event.kind, EventKind::LeftoversKept { .. });
                     // Nobody may listen any more; the broker runs on all the same until its
                     // command ends or the TUI process exits.
                     let _ = self.events.send(FleetEvent::Event(self.id, event));
                     if closed {
                         break End::Closed;
+                    }
+                    if kept {
+                        break End::LeftRunning;
                     }
                 }
                 order = orders.recv(), if orders_open => match order {
