@@ -11,9 +11,11 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+use common::journal::{events_now, leftovers_stopped};
 use common::procs::wait_gone;
 use common::{DEADLINE, TAG_VAR, TestEnv};
 use serde_json::{Value, json};
+use tether::protocol::LeftoversEnd;
 
 /// An MCP client on the server's stdin and stdout.
 struct Client {
@@ -55,8 +57,16 @@ fn abridged(line: &str) -> String {
 
 impl Client {
     fn start(env: &TestEnv) -> Client {
-        let mut child = env
-            .tether(&["mcp"])
+        Client::start_in(env, None)
+    }
+
+    /// A server in `session` (`$TETHER_SESSION`), or a new session of its own.
+    fn start_in(env: &TestEnv, session: Option<&str>) -> Client {
+        let mut command = env.tether(&["mcp"]);
+        if let Some(session) = session {
+            command.env("TETHER_SESSION", session);
+        }
+        let mut child = command
             .env(TAG_VAR, &env.tag)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -516,6 +526,173 @@ fn unknown_version_in_discovery_era() {
     assert_unsupported(&later, "2030-02-02");
     let fine = client.request("tools/list", json!({}));
     assert!(fine["result"]["tools"].is_array(), "{fine}");
+    client.close();
+    env.finish();
+}
+
+/// The pids in a result's `left_running`.
+fn left_running(result: &Value) -> Vec<i32> {
+    result["left_running"]
+        .as_array()
+        .map(|pids| {
+            pids.iter()
+                .filter_map(|p| p.as_i64())
+                .map(|p| p as i32)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn alive(pid: i32) -> bool {
+    wait_gone(&[pid], Duration::ZERO).contains(&pid)
+}
+
+/// What a command leaves running (`&`) is kept, as a shell would keep it, with this server
+/// as its custodian: `run` returns once the main process has exited, `list` shows what was
+/// left, `signal stop` ends it through the broker's socket, and the rest is stopped when
+/// the server exits (its client gone), the journal naming the server's exit as the reason.
+#[test]
+fn what_a_command_leaves_running_is_kept_until_the_server_exits() {
+    let env = TestEnv::new("mcp-custody");
+    let mut client = Client::start(&env);
+    handshake(&mut client, "2025-11-25");
+    let asked = Instant::now();
+    let kept = client.ok(
+        "run",
+        json!({"command": "sleep 300 & echo started", "wait_ms": 30000}),
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "run waited for the leftover"
+    );
+    assert_eq!(kept["state"], json!("left_running"), "{kept}");
+    assert_eq!(kept["still_running"], json!(false), "{kept}");
+    assert_eq!(kept["exit_code"], json!(0), "{kept}");
+    assert_eq!(kept["stdout_tail"], json!("started\n"), "{kept}");
+    let leftover = left_running(&kept);
+    assert_eq!(leftover.len(), 1, "{kept}");
+    assert!(alive(leftover[0]));
+
+    let other = client.ok("run", json!({"command": "sleep 300 & echo two"}));
+    let other_leftover = left_running(&other);
+    assert_eq!(other_leftover.len(), 1, "{other}");
+
+    let listed = client.ok("list", json!({}));
+    let commands = listed["commands"].as_array().expect("commands");
+    assert_eq!(commands.len(), 2, "{listed}");
+    assert_eq!(commands[0]["state"], json!("left_running"), "{listed}");
+    assert_eq!(left_running(&commands[0]), leftover, "{listed}");
+
+    let stopped = client.ok("signal", json!({"id": other["id"], "signal": "stop"}));
+    assert_eq!(stopped["confirmed"], json!(true), "{stopped}");
+    assert_eq!(stopped["state"], json!("finished"), "{stopped}");
+    assert_eq!(stopped["sent"][0]["signal"], json!("TERM"), "{stopped}");
+    assert!(wait_gone(&other_leftover, Duration::from_secs(5)).is_empty());
+    assert!(alive(leftover[0]), "only the one signalled was stopped");
+
+    let server = client.child.id() as i32;
+    client.close();
+    assert!(
+        wait_gone(&leftover, Duration::from_secs(10)).is_empty(),
+        "the leftover outlived the server"
+    );
+    let journal = std::path::PathBuf::from(kept["journal"].as_str().expect("journal"));
+    common::wait_until(&env, "the kept command's result", || {
+        journal.join("result.json").exists()
+    });
+    assert_eq!(
+        leftovers_stopped(&events_now(&journal)),
+        Some((LeftoversEnd::CallerExited, Some(server)))
+    );
+    env.finish();
+}
+
+/// A session shared through `$TETHER_SESSION` with other front ends (here two `tether
+/// exec`): `list` shows their commands too, `output` reads them from their journals, and
+/// `signal` reaches them through their brokers' control sockets.
+#[test]
+fn a_shared_session_reaches_every_command() {
+    let env = TestEnv::new("mcp-shared");
+    let session = "shared-1";
+    let exec = |script: &str| {
+        let mut command = env.exec_command(&[], &["sh", "-c", script]);
+        command.env("TETHER_SESSION", session);
+        env.spawn_captured(command)
+    };
+    let first = exec("echo from-exec; sleep 300");
+    common::wait_until(&env, "the first exec's output", || {
+        env.command_dirs().len() == 1
+            && std::fs::read(env.command_dirs()[0].join("stdout.log"))
+                .is_ok_and(|out| out == b"from-exec\n")
+    });
+    let second = exec("echo second; sleep 300");
+    common::wait_until(&env, "the second exec's output", || {
+        env.command_dirs()
+            .iter()
+            .any(|dir| std::fs::read(dir.join("stdout.log")).is_ok_and(|out| out == b"second\n"))
+    });
+    let mut client = Client::start_in(&env, Some(session));
+    handshake(&mut client, "2025-11-25");
+    let mine = client.ok("run", json!({"command": "echo mine"}));
+    assert_eq!(mine["state"], json!("finished"), "{mine}");
+
+    let listed = client.ok("list", json!({}));
+    assert_eq!(listed["session"], json!(session));
+    let commands = listed["commands"].as_array().expect("commands").clone();
+    assert_eq!(commands.len(), 3, "{listed}");
+    let by_command = |text: &str| {
+        commands
+            .iter()
+            .find(|c| c["command"].as_str().is_some_and(|c| c.contains(text)))
+            .cloned()
+            .unwrap_or_else(|| panic!("no command with {text} in {listed}"))
+    };
+    let (theirs, seconds, ours) = (
+        by_command("from-exec"),
+        by_command("second"),
+        by_command("echo mine"),
+    );
+    assert_eq!(theirs["state"], json!("running"), "{theirs}");
+    assert_eq!(theirs["started_here"], json!(false));
+    assert_eq!(ours["started_here"], json!(true));
+
+    let page = client.ok("output", json!({"id": theirs["id"]}));
+    assert_eq!(page["text"], json!("from-exec\n"), "{page}");
+    assert_eq!(page["state"], json!("running"), "{page}");
+
+    let termed = client.ok("signal", json!({"id": theirs["id"], "signal": "TERM"}));
+    assert_eq!(termed["confirmed"], json!(true), "{termed}");
+    assert_eq!(termed["sent"][0]["signal"], json!("TERM"), "{termed}");
+    assert!(
+        termed["sent"][0]["processes"].as_u64() >= Some(1),
+        "{termed}"
+    );
+    first.wait(&env);
+
+    let stopped = client.ok("signal", json!({"id": seconds["id"], "signal": "stop"}));
+    assert_eq!(stopped["confirmed"], json!(true), "{stopped}");
+    assert_eq!(stopped["state"], json!("finished"), "{stopped}");
+    second.wait(&env);
+
+    let listed = client.ok("list", json!({}));
+    for command in listed["commands"].as_array().expect("commands") {
+        assert_eq!(command["state"], json!("finished"), "{listed}");
+    }
+    // Another session's commands stay out of reach.
+    let elsewhere = env.exec(&[], &["true"]);
+    assert_eq!(elsewhere.code(), 0);
+    let other = env
+        .command_dirs()
+        .into_iter()
+        .find(|dir| !dir.starts_with(env.state_dir().join("sessions").join(session)))
+        .expect("the other session's command");
+    let id = other
+        .file_name()
+        .expect("a name")
+        .to_string_lossy()
+        .into_owned();
+    let refused = client.tool_error("output", json!({"id": id}));
+    assert!(refused.contains("another session"), "{refused}");
     client.close();
     env.finish();
 }

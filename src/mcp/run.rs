@@ -79,6 +79,10 @@ pub struct CommandStatus {
     pub error: Option<String>,
     /// The journal directory: `command.json`, `events.jsonl`, `stdout.log`, `stderr.log`.
     pub journal: String,
+    /// Processes it left running (a server started with `&`), kept until this MCP server
+    /// exits or `signal` stops them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_running: Vec<i32>,
 }
 
 impl CommandStatus {
@@ -103,6 +107,7 @@ impl CommandStatus {
             stderr_bytes: stored_len(&tracked.journal, Stream::Stderr),
             error,
             journal: tracked.journal.display().to_string(),
+            left_running: tracked.left_running.clone(),
         }
     }
 }
@@ -113,7 +118,8 @@ pub struct RunResult {
     pub status: CommandStatus,
     /// The command line as given.
     pub command: String,
-    /// True when `wait_ms` passed first: the command runs on.
+    /// True when `wait_ms` passed first: the command runs on. (False once its main process
+    /// exited, even with processes it started left running.)
     pub still_running: bool,
     /// The last lines of stdout (at most 4 KiB, escape sequences removed).
     pub stdout_tail: String,
@@ -180,7 +186,7 @@ pub async fn run(
                 arg0: None,
                 terminal: None,
                 limits: Default::default(),
-                leftovers: Default::default(),
+                leftovers: commands.leftovers.clone(),
                 // An agent's tool call carries no trace context of its own.
                 trace: None,
                 trace_ignored: None,
@@ -209,7 +215,7 @@ pub fn result_of(tracked: &Tracked) -> RunResult {
     RunResult {
         status: CommandStatus::of(tracked),
         command: tracked.command.clone(),
-        still_running: !tracked.is_done(),
+        still_running: !tracked.is_settled(),
         stdout_tail,
         stdout_cut,
         stderr_tail,
@@ -231,7 +237,7 @@ async fn wait_reporting(
     loop {
         let step = (Instant::now() + PROGRESS_EVERY).min(deadline);
         let done = tokio::select! {
-            done = commands.wait_until(step, || commands.get(id).is_none_or(|t| t.is_done())) => done,
+            done = commands.wait_until(step, || commands.get(id).is_none_or(|t| t.is_settled())) => done,
             _ = cancelled.cancelled() => return false,
         };
         if done || Instant::now() >= deadline {
