@@ -338,6 +338,11 @@ fn exercise(env: &TestEnv, client: &mut Client) {
     assert!(!progress.is_empty(), "no progress in {:?}", client.seen);
     for note in &progress {
         assert_eq!(note["params"]["progressToken"], json!("waiting-for-sleep"));
+        assert_eq!(note["params"]["total"], json!(10000.0), "{note}");
+        assert!(
+            note["params"]["progress"].as_f64() < Some(10000.0),
+            "{note}"
+        );
     }
 
     // A command that outlives its wait is left running, and can be waited on again.

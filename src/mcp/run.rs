@@ -196,8 +196,8 @@ pub async fn run(
         })
         .map_err(ToolError::new)?;
     let id = tracked.id.clone();
-    let deadline = Instant::now() + Duration::from_millis(wait_ms);
-    let waited = wait_reporting(commands, &id, deadline, progress, &cancelled).await;
+    let wait = Duration::from_millis(wait_ms);
+    let waited = wait_reporting(commands, &id, wait, progress, &cancelled).await;
     if !waited {
         return Err(ToolError::new(format!(
             "cancelled; command {id} was left as it is"
@@ -223,17 +223,19 @@ pub fn result_of(tracked: &Tracked) -> RunResult {
     }
 }
 
-/// Waits for command `id` to be done or `deadline`, telling the client how it goes once a
+/// Waits for command `id` to settle, at most `wait`, telling the client how it goes once a
 /// second where it asked. False if the call was cancelled.
 async fn wait_reporting(
     commands: &Commands,
     id: &str,
-    deadline: Instant,
+    wait: Duration,
     progress: Option<(Peer<RoleServer>, ProgressToken)>,
     cancelled: &CancellationToken,
 ) -> bool {
     let started = Instant::now();
-    let total = deadline.saturating_duration_since(started).as_secs_f64();
+    let deadline = started + wait;
+    // In milliseconds: the wait is the total.
+    let total = wait.as_millis() as f64;
     loop {
         let step = (Instant::now() + PROGRESS_EVERY).min(deadline);
         let done = tokio::select! {
@@ -246,7 +248,7 @@ async fn wait_reporting(
         if let Some((peer, token)) = &progress
             && let Some(tracked) = commands.get(id)
         {
-            let elapsed = started.elapsed().as_secs_f64();
+            let elapsed = started.elapsed().as_millis() as f64;
             let message = format!(
                 "{} {}: {} bytes of output so far",
                 tracked.id,
