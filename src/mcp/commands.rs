@@ -209,8 +209,7 @@ impl Commands {
         if let Some(tracked) = self.get(id) {
             return Some(tracked);
         }
-        let plain = !id.is_empty() && !id.contains('/') && id != "." && id != "..";
-        plain
+        is_plain(id)
             .then(|| super::journaled::snapshot(&self.session_dir.join(id)))
             .flatten()
     }
@@ -221,9 +220,7 @@ impl Commands {
             return Ok(tracked);
         }
         let elsewhere = self.session_dir.parent().is_some_and(|sessions| {
-            !id.contains('/')
-                && id != "."
-                && id != ".."
+            is_plain(id)
                 && std::fs::read_dir(sessions)
                     .is_ok_and(|dirs| dirs.flatten().any(|d| d.path().join(id).is_dir()))
         });
@@ -355,6 +352,11 @@ impl Commands {
         drop(inner);
         self.bump();
     }
+}
+
+/// An id that names a directory in a session and nothing else: no path, no `.` or `..`.
+fn is_plain(id: &str) -> bool {
+    !id.is_empty() && !id.contains('/') && id != "." && id != ".."
 }
 
 pub(super) enum Change {
