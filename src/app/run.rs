@@ -28,18 +28,19 @@ use super::view::{FrameContent, ViewState};
 use crate::clock::now_ms;
 use crate::config::CommandConfig;
 use crate::journal::EventTail;
-use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, SessionRecord};
 use crate::model::recording::Recording;
 use crate::model::replay::{broker_alive, frozen_at, model_from_session, reload_from_record};
 use crate::model::{CommandState, Model, Status};
 use crate::protocol::{
-    DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, EventKind, LaunchRequest, Origin, PROTOCOL_VERSION,
-    StdinSource, TerminalRequest, ToBroker, WindowSize, input_requests,
+    EventKind, LaunchRequest, Origin, StdinSource, TerminalRequest, ToBroker, WindowSize,
+    input_requests,
 };
 use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
-use crate::supervisor::fleet::{Fleet, FleetEvent, HEARTBEAT, RunId};
+use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
+use crate::supervisor::intervals::{Pace, grace};
+use crate::supervisor::launch_request;
 
 use super::watch::Watch;
 
@@ -322,43 +323,35 @@ impl Runner {
         command.begin_run(dir.clone(), now_ms());
         let config = &command.config;
         let request = LaunchRequest {
-            v: PROTOCOL_VERSION,
-            name: config.name.clone(),
-            command: config.command.clone(),
             // None: the broker inherits the TUI's working directory.
             cwd: config.cwd.clone(),
             env: config.env.clone(),
-            journal_dir: lossy(&dir),
-            parent_pid: std::process::id() as i32,
-            grace_ms: config
-                .grace
-                .map_or(DEFAULT_GRACE_MS, |d| d.as_millis() as u64),
             no_output_timeout_ms: config.no_output_timeout.map(|d| d.as_millis() as u64),
             drain_on: config.drain_on.clone(),
             drain_ms: config.drain.map(|d| d.as_millis() as u64),
-            max_output: DEFAULT_MAX_OUTPUT,
-            heartbeat_ms: Some(HEARTBEAT.as_millis() as u64),
-            mirror: false,
             // With terminals, stdin is stdout's: the operator types into it with `i`.
             stdin: if config.pty {
                 StdinSource::Terminal
             } else {
                 StdinSource::Null
             },
-            session: Some(session.reference(&journal)),
-            arg0: None,
-            // The TUI's commands end with their processes, as configured.
-            leftovers: Default::default(),
-            // Only `tether exec` and the shim stand in for a caller's shell and join its
-            // trace; the TUI's commands are the operator's.
-            trace: None,
-            trace_ignored: None,
             terminal: config.pty.then_some(TerminalRequest {
                 stdout: true,
                 stderr: true,
                 size: self.app.terminal_size,
             }),
             limits: config.limits,
+            // The TUI's commands end with their processes, as configured (the default
+            // leftovers rule), and are the operator's: only `tether exec` and the shim stand
+            // in for a caller's shell and join its trace.
+            ..launch_request(
+                config.name.clone(),
+                config.command.clone(),
+                &dir,
+                session.reference(&journal),
+                config.grace,
+                Pace::FLEET,
+            )
         };
         self.fleet.launch(
             RunId {
@@ -395,12 +388,7 @@ impl Runner {
         let mut longest = Duration::ZERO;
         for (id, command) in self.app.model.commands.iter().enumerate() {
             if command.status.is_active() {
-                longest = longest.max(
-                    command
-                        .config
-                        .grace
-                        .unwrap_or(Duration::from_millis(DEFAULT_GRACE_MS)),
-                );
+                longest = longest.max(grace(command.config.grace));
                 self.fleet.send(
                     id,
                     ToBroker::Stop {
