@@ -16,7 +16,9 @@ use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 use crate::journal::{list_sessions, sessions_dir};
 use crate::model::command::{CommandState, Status};
 use crate::procfs;
-use crate::protocol::{BrokerIdentity, CommandFile, ContainmentMode, Event, EventKind};
+use crate::protocol::{
+    BrokerIdentity, CommandFile, ContainmentMode, Event, EventKind, Frame, LineSplitter, MAX_LINE,
+};
 
 /// How much of the start and of the end of an event log is read to learn a command's pid and
 /// where it is in its life (the middle is output events).
@@ -237,13 +239,15 @@ pub(crate) fn log_window(path: &Path) -> Vec<Event> {
 
 /// Complete event lines in `bytes`; `cut_start` says the first line may be a fragment.
 fn parse_lines(bytes: &[u8], cut_start: bool) -> Vec<Event> {
-    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let mut lines = bytes[..end].split(|&b| b == b'\n');
-    if cut_start {
-        lines.next();
-    }
-    lines
-        .filter_map(|line| serde_json::from_slice(line).ok())
+    // An unterminated last line stays in the splitter: it may be half written.
+    let frames = LineSplitter::new(MAX_LINE).push(bytes);
+    frames
+        .into_iter()
+        .skip(usize::from(cut_start))
+        .filter_map(|frame| match frame {
+            Frame::Line(line) => serde_json::from_slice(&line).ok(),
+            Frame::TooLong { .. } => None,
+        })
         .collect()
 }
 

@@ -11,7 +11,9 @@ use super::Outcome;
 use super::copy::OutputCopy;
 use super::keys::{KeyRelay, typed};
 use crate::control::report::{Sent, describe_signals};
-use crate::protocol::{EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker, input_requests};
+use crate::protocol::{
+    EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker, input_requests, write_frame,
+};
 use crate::supervisor::{BrokerConversation, BrokerLine, Due, End};
 
 /// The signals `tether exec` acts on.
@@ -204,9 +206,7 @@ impl ExecConversation {
         let mut output_gone = false;
         if self.json && !matches!(event.kind, EventKind::Pong) {
             let mut out = std::io::stdout().lock();
-            output_gone |= out
-                .write_all(&line.raw)
-                .and_then(|()| out.write_all(b"\n"))
+            output_gone |= write_frame(&mut out, &line.raw)
                 .and_then(|()| out.flush())
                 .is_err();
         }

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, JOURNAL_FD};
 use crate::fdio::{AsyncPipe, Outbox};
 use crate::journal::JournalDir;
-use crate::protocol::{Event, Frame, LaunchRequest, LineSplitter, MAX_LINE, ToBroker};
+use crate::protocol::{Event, Frame, LaunchRequest, LineSplitter, MAX_LINE, ToBroker, encode_line};
 
 /// A fresh broker token: 128 bits from the kernel's random source, in hex.
 fn broker_token() -> io::Result<String> {
@@ -58,9 +58,8 @@ impl BrokerProcess {
         handover: Handover,
         stderr: Stdio,
     ) -> io::Result<BrokerProcess> {
-        let mut launch = serde_json::to_vec(&ToBroker::Launch(Box::new(request.clone())))
-            .map_err(io::Error::other)?;
-        launch.push(b'\n');
+        let launch =
+            encode_line(&ToBroker::Launch(Box::new(request.clone()))).map_err(io::Error::other)?;
         if launch.len() > MAX_LINE {
             return Err(io::Error::other(format!(
                 "the launch request is {} bytes, over the {}-MiB limit; shorten the command line or its environment",
@@ -138,8 +137,7 @@ impl BrokerProcess {
     /// Queues a request and writes what the broker's stdin takes now, never waiting: a
     /// stopped broker must not stall its front end. `Err` means the broker is gone.
     pub fn post(&mut self, message: &ToBroker) -> io::Result<()> {
-        let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
-        line.push(b'\n');
+        let line = encode_line(message).map_err(io::Error::other)?;
         self.outbox.push(&line);
         self.flush_posted()
     }
@@ -255,7 +253,7 @@ mod tests {
         let input = ToBroker::Input {
             data: vec![b'x'; crate::protocol::MAX_INPUT_CHUNK],
         };
-        let line_len = serde_json::to_vec(&input).expect("a request").len() + 1;
+        let line_len = encode_line(&input).expect("a request").len();
         let requests = 64;
         let total = requests * line_len;
         let child = Command::new("sh")
