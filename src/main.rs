@@ -327,7 +327,7 @@ impl ExecArgs {
                 drain_on: options.drain_on,
                 drain: options.drain,
                 max_output,
-                state_dir: state_dir,
+                state_dir,
                 session,
                 argv,
                 arg0: None,
