@@ -13,13 +13,14 @@ use tokio::io::Interest;
 use tokio::time::{Instant, timeout};
 
 use super::discover::LiveCommand;
-use super::report::{Sent, describe_signals, short_duration};
+use super::report::{Sent, describe_signals};
 use super::verify::{open_broker, signal_broker};
 use crate::journal::CommandRecord;
 use crate::model::command::exit_label;
 use crate::protocol::{EventKind, ProcessSignal};
 use crate::supervisor::intervals::REMOTE_STOP_WAIT;
 use crate::supervisor::leftovers::{GroupLeader, signal_directly};
+use crate::units::short_duration;
 
 /// The stop by pid: SIGTERM to the verified broker, then wait for it to exit, which it
 /// does once nothing of the command is left. `why` says why the socket was not used.
