@@ -67,7 +67,7 @@ pub(super) async fn event_loop(
     search: Option<String>,
     draw: Draw,
 ) -> anyhow::Result<i32> {
-    let recorded = model.recorded;
+    let recorded = model.mode.from_journals();
     let (fleet, mut fleet_events) = Fleet::new();
     let (replies, mut watch_replies) = unbounded_channel();
     let watch = watch_over

@@ -412,7 +412,7 @@ impl App {
         };
         let group = command.pid;
         // A live command is sampled, whoever started it; a post-mortem shows what was recorded.
-        let sampled = command.status.is_active() && (!model.recorded || model.controllable);
+        let sampled = command.status.is_active() && !model.mode.is_finished();
         if !sampled {
             let entries = if command.status.is_active() {
                 &command.tree

@@ -18,7 +18,7 @@ use crate::config::CommandConfig;
 use crate::journal::{SessionName, SessionRecord};
 use crate::model::recording::Recording;
 use crate::model::replay::model_from_session;
-use crate::model::{CommandState, Model};
+use crate::model::{CommandState, Mode, Model};
 use crate::supervisor::Session;
 
 /// What the TUI starts with.
@@ -74,9 +74,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 session_dir: session.dir_path(),
                 started_ms: now_ms(),
                 commands: commands.into_iter().map(CommandState::new).collect(),
-                recorded: false,
-                controllable: false,
-                recording: None,
+                mode: Mode::Live,
             };
             (model, Some(session))
         }
@@ -99,7 +97,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 .any(|c| c.events.is_empty() && c.result.is_none());
             if model.running() > 0 || starting {
                 // Live in another tether: watch it, with control, and list what joins it.
-                model.controllable = true;
+                model.mode = Mode::Watched;
                 let state_dir = session_dir.parent().and_then(Path::parent);
                 let name = session_dir.file_name();
                 if let (Some(state_dir), Some(name)) = (state_dir, name) {
@@ -110,7 +108,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 }
             } else {
                 // Finished: nothing changes any more, so the time cursor can move over it.
-                model.recording = Some(Recording::from_session(record));
+                model.mode = Mode::Recorded(Some(Box::new(Recording::from_session(record))));
             }
             (model, None)
         }
@@ -120,9 +118,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 session_dir: state_dir.join("sessions"),
                 started_ms: now_ms(),
                 commands: Vec::new(),
-                recorded: true,
-                controllable: true,
-                recording: None,
+                mode: Mode::Watched,
             };
             watch_over = Some((state_dir, session));
             (model, None)
@@ -130,7 +126,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     };
     let watching = watch_over.is_some() && model.commands.is_empty();
     let session_dir = model.session_dir.clone();
-    if !model.recorded {
+    if !model.mode.from_journals() {
         // Whatever a broker leaves when it dies is re-parented to the TUI, to be stopped here.
         crate::supervisor::become_subreaper().context("cannot become a child subreaper")?;
     }

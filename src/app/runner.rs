@@ -21,7 +21,7 @@ use super::watch::Watch;
 use crate::clock::now_ms;
 use crate::journal::{CommandRecord, EventTail};
 use crate::model::replay::{broker_alive, reload_from_record};
-use crate::model::{CommandState, Status};
+use crate::model::{CommandState, Mode, Status};
 use crate::protocol::{
     LaunchRequest, Origin, StdinSource, TerminalRequest, ToBroker, WindowSize, input_requests,
 };
@@ -156,15 +156,13 @@ impl Runner {
         let model = &self.app.model;
         let launches = matches!(effect, Effect::Launch(_) | Effect::Add(_));
         let sends = matches!(effect, Effect::Send(..));
-        if model.recorded && (launches || (sends && !model.controllable)) {
-            self.app.view.message = Some(
-                if model.controllable {
-                    super::update::NO_LAUNCH
-                } else {
-                    super::update::READ_ONLY
-                }
-                .into(),
-            );
+        let refused = match model.mode {
+            Mode::Watched if launches => Some(super::update::NO_LAUNCH),
+            Mode::Recorded(_) if launches || sends => Some(super::update::READ_ONLY),
+            _ => None,
+        };
+        if let Some(refused) = refused {
+            self.app.view.message = Some(refused.into());
             return;
         }
         match effect {
@@ -190,7 +188,9 @@ impl Runner {
                     watch.send(command, message);
                 }
             }
-            Effect::Dismiss(id) if self.app.model.recorded => self.app.remove_command(id),
+            Effect::Dismiss(id) if self.app.model.mode.from_journals() => {
+                self.app.remove_command(id)
+            }
             Effect::Dismiss(_) => {
                 self.app.view.message = Some(super::update::NO_DISMISS.into());
             }
