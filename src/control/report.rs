@@ -14,6 +14,18 @@ pub struct Sent {
     pub reached: usize,
 }
 
+impl Sent {
+    /// For tests: `signal` sent `ms` after the broker started, reaching one process.
+    #[cfg(test)]
+    pub(crate) fn to_one(signal: &str, ms: u64) -> Sent {
+        Sent {
+            signal: signal.parse().expect("a signal"),
+            mono_us: ms * 1000,
+            reached: 1,
+        }
+    }
+}
+
 /// `SIGTERM, SIGKILL after 2s`: the signals in order, each after the first with its delay.
 /// The SIGCONT that follows every stop signal is left out (it only wakes stopped processes).
 pub fn describe_signals(sent: &[Sent]) -> String {
@@ -97,11 +109,7 @@ mod tests {
     use super::*;
 
     fn sent(signal: &str, ms: u64) -> Sent {
-        Sent {
-            signal: signal.parse().expect("a signal"),
-            mono_us: ms * 1000,
-            reached: 1,
-        }
+        Sent::to_one(signal, ms)
     }
 
     #[test]

@@ -302,11 +302,7 @@ mod tests {
     use super::*;
 
     fn sent(signal: &str, ms: u64) -> Sent {
-        Sent {
-            signal: signal.parse().expect("a signal"),
-            mono_us: ms * 1000,
-            reached: 1,
-        }
+        Sent::to_one(signal, ms)
     }
 
     #[test]
