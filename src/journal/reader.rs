@@ -165,24 +165,7 @@ impl SessionRecord {
                 damage.push(d);
                 None
             });
-        let mut command_dirs: Vec<PathBuf> = fs::read_dir(dir)?
-            .filter_map(|entry| entry.ok())
-            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|entry| entry.path())
-            .collect();
-        // `100-x` comes after `11-y`: order by the number the name starts with.
-        command_dirs.sort_by_key(|d| {
-            let name = d
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let number: u64 = name
-                .split('-')
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(u64::MAX);
-            (number, name)
-        });
+        let command_dirs = super::paths::command_dirs(dir)?;
         Ok(SessionRecord {
             dir: dir.to_path_buf(),
             info,

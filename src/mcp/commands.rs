@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::clock::now_ms;
-use crate::control::discover::command_dirs;
+use crate::journal::command_dirs;
 use crate::protocol::{
     Event, EventKind, LaunchRequest, LeftoversRule, Origin, ProcessSignal, ToBroker,
 };
@@ -243,6 +243,7 @@ impl Commands {
         let mine: BTreeMap<String, Tracked> =
             self.all().into_iter().map(|t| (t.id.clone(), t)).collect();
         command_dirs(&self.session_dir)
+            .unwrap_or_default()
             .iter()
             .filter_map(|dir| {
                 let id = dir.file_name()?.to_string_lossy().into_owned();

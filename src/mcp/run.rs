@@ -14,11 +14,9 @@ use super::commands::{Commands, Tracked};
 use super::text::{stored_len, tail};
 use super::{ToolError, parse_duration};
 use crate::config::naming::derive_name;
-use crate::journal::secure::lossy;
-use crate::protocol::{
-    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, PROTOCOL_VERSION,
-    StdinSource, Stream,
-};
+use crate::protocol::{CommandSpec, LaunchRequest, Stream};
+use crate::supervisor::intervals::Pace;
+use crate::supervisor::launch_request;
 
 pub const DEFAULT_WAIT_MS: u64 = 10_000;
 pub const MAX_WAIT_MS: u64 = 60_000;
@@ -169,29 +167,14 @@ pub async fn run(
     let tracked = commands
         .launch(&name, params.command.clone(), |journal, session| {
             LaunchRequest {
-                v: PROTOCOL_VERSION,
-                name: name.clone(),
-                command: spec,
                 cwd: params.cwd.as_ref().map(Into::into),
                 env: params.env,
-                journal_dir: lossy(&journal),
-                parent_pid: std::process::id() as i32,
-                grace_ms: DEFAULT_GRACE_MS,
                 no_output_timeout_ms: no_output_timeout.map(|d| d.as_millis() as u64),
-                max_output: DEFAULT_MAX_OUTPUT,
-                heartbeat_ms: Some(crate::supervisor::fleet::HEARTBEAT.as_millis() as u64),
-                mirror: false,
-                stdin: StdinSource::Null,
-                session: Some(session),
-                arg0: None,
-                terminal: None,
-                limits: Default::default(),
                 leftovers: commands.leftovers.clone(),
-                // An agent's tool call carries no trace context of its own.
-                trace: None,
-                trace_ignored: None,
                 drain_on: params.drain_on,
                 drain_ms: drain.map(|d| d.as_millis() as u64),
+                // An agent's tool call carries no trace context of its own.
+                ..launch_request(name.clone(), spec, &journal, session, None, Pace::FLEET)
             }
         })
         .map_err(ToolError::new)?;

@@ -12,12 +12,11 @@ use super::ToolError;
 use super::commands::{Commands, Tracked};
 use super::journaled::{Request, ask};
 use super::run::CommandStatus;
-use crate::protocol::{DEFAULT_GRACE_MS, Origin, ProcessSignal, Scope, ToBroker};
+use crate::protocol::{Origin, ProcessSignal, Scope, ToBroker};
+use crate::supervisor::intervals::{TOOL_STOP_WAIT, grace};
 
 /// How long a broker has to say it sent a signal.
 const SIGNAL_CONFIRM: Duration = Duration::from_secs(5);
-/// How long past the grace period a stop may take before the answer goes without its end.
-const STOP_SLACK: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -73,7 +72,7 @@ pub async fn signal(
             tracked.state()
         )));
     }
-    let patience = Duration::from_millis(DEFAULT_GRACE_MS) + STOP_SLACK;
+    let patience = grace(None) + TOOL_STOP_WAIT;
     let signal = match params.signal {
         SignalName::Stop => None,
         SignalName::Term => Some(ProcessSignal::TERM),

@@ -3,6 +3,7 @@
 
 use crate::config::CommandConfig;
 use crate::journal::{CommandRecord, Damage, SessionRecord};
+use crate::model::Mode;
 use std::path::PathBuf;
 
 use crate::protocol::{CommandSpec, Event, EventKind};
@@ -123,9 +124,7 @@ pub fn model_from_session(record: &SessionRecord) -> Model {
         session_dir: record.dir.clone(),
         started_ms,
         commands,
-        recorded: true,
-        controllable: false,
-        recording: None,
+        mode: Mode::Recorded(None),
     }
 }
 
