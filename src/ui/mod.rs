@@ -87,7 +87,18 @@ fn draw_screen(
     if areas.timeline.width > 0 {
         timeline::draw(frame, areas.timeline, model, view, content);
     }
-    status_bar::draw(frame, areas.status, model, view, content.cursor.as_ref());
+    let attention = content
+        .list
+        .latest_attention
+        .and_then(|id| model.commands.get(id));
+    status_bar::draw(
+        frame,
+        areas.status,
+        model,
+        view,
+        content.cursor.as_ref(),
+        attention,
+    );
     draw_dialog(frame, size, model, view, bindings);
 }
 
