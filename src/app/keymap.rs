@@ -232,7 +232,7 @@ pub fn bindings() -> Vec<Binding> {
             K::Char('F'),
             "F",
             A::CycleFilter,
-            "list: all/run/failed/needs you",
+            "list: all/run/fail/needs you",
         ),
         bind(
             N,

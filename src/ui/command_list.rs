@@ -139,12 +139,14 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
         String::new()
     };
     let counts = match view.list.filter {
-        ListFilter::All => format!(" {total} · {running} running · {failed} failed{needing}"),
-        ListFilter::Running => {
-            format!(": running {running} of {total} · {failed} failed{needing}")
-        }
-        ListFilter::Failed => format!(": failed {failed} of {total} · {running} running{needing}"),
+        ListFilter::All => format!(" {total} · {running} running · {failed} failed"),
+        ListFilter::Running => format!(": running {running} of {total} · {failed} failed"),
+        ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
         ListFilter::NeedsYou => format!(": needs you {needs_you} of {total} · {running} running"),
+    };
+    let needing = match view.list.filter {
+        ListFilter::NeedsYou => String::new(),
+        _ => needing,
     };
     let short = match view.list.filter {
         ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
@@ -157,9 +159,12 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
     } else {
         ""
     };
+    let longest = format!("{title}{counts}{needing}{sort}");
     let long = format!("{title}{counts}{sort}");
     let shorter = format!("{title}{short}");
-    if format::text_width(&long) <= room {
+    if format::text_width(&longest) <= room {
+        longest
+    } else if format::text_width(&long) <= room {
         long
     } else if format::text_width(&shorter) <= room {
         shorter

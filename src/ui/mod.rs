@@ -87,9 +87,10 @@ fn draw_screen(
     if areas.timeline.width > 0 {
         timeline::draw(frame, areas.timeline, model, view, content);
     }
-    let attention = content
-        .list
-        .latest_attention
+    // A finished recording is the past: nothing in it waits for anyone any more.
+    let finished = model.recorded && !model.controllable;
+    let attention = (content.list.latest_attention)
+        .filter(|_| !finished)
         .and_then(|id| model.commands.get(id));
     status_bar::draw(
         frame,

@@ -19,7 +19,7 @@ use crate::model::describe::attention_words;
 use crate::model::output::one_line;
 use crate::model::recording::step_label;
 use crate::model::{CommandState, Model};
-use crate::protocol::EventKind;
+use crate::protocol::{AttentionKind, EventKind};
 
 const KEYS: [(&str, &str, Action); 14] = [
     ("q", "quit", Action::Quit),
@@ -139,11 +139,14 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
     spans
 }
 
-/// What needs the operator: hard to miss, like the typing mark.
+/// An episode that needs the operator now: hard to miss, like the typing mark. A failure
+/// or a long run's end is said in its own colour, less loudly.
 const ATTENTION: Style = Style::new()
     .fg(Color::Black)
     .bg(Color::Yellow)
     .add_modifier(Modifier::BOLD);
+const ATTENTION_FAILED: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+const ATTENTION_FINISHED: Style = Style::new().fg(Color::Green);
 
 /// ` 20260102-0304-abcd/02 build: needs input `: the command as `tether stop` names it,
 /// its name cut to `room`, and what about it needs the operator.
@@ -151,13 +154,18 @@ fn attention_span(command: &CommandState, room: usize) -> Option<Span<'static>> 
     let mark = command.needs_you()?;
     let target = command.target().unwrap_or_default();
     let name = format::truncate(&one_line(&command.config.name), room.max(8));
+    let style = match mark.kind {
+        AttentionKind::Failed => ATTENTION_FAILED,
+        AttentionKind::Finished => ATTENTION_FINISHED,
+        _ => ATTENTION,
+    };
     Some(Span::styled(
         format!(
             " {} {name}: {} ",
             one_line(&target),
             attention_words(mark.kind)
         ),
-        ATTENTION,
+        style,
     ))
 }
 

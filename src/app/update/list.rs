@@ -35,10 +35,12 @@ pub(super) fn update(
         Action::GoToAttention => go_to_attention(model, view),
         Action::CycleFilter => {
             view.list.filter = view.list.filter.next();
-            view.message = Some(format!(
-                "the list shows {} commands (F: next)",
-                view.list.filter.label()
-            ));
+            view.message = Some(match view.list.filter {
+                ListFilter::NeedsYou => {
+                    "the list shows the commands that need you (F: next)".into()
+                }
+                filter => format!("the list shows {} commands (F: next)", filter.label()),
+            });
         }
         Action::ToggleSort => {
             view.list.sort = match view.list.sort {
