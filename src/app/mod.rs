@@ -12,6 +12,7 @@ mod run;
 mod screen;
 mod search;
 mod streams;
+mod tell;
 pub mod terminal_keys;
 pub mod update;
 pub mod view;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, KeyEventKind, MouseEventKind,
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange,
+    Event as TermEvent, KeyEventKind, MouseEventKind,
 };
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -23,6 +24,7 @@ use super::App;
 use super::action::Action;
 use super::input_batch::InputBatch;
 use super::keymap::{Binding, action_for};
+use super::tell::Teller;
 use super::update::Effect;
 use super::view::{FrameContent, ViewState};
 use crate::clock::now_ms;
@@ -88,7 +90,13 @@ impl TerminalGuard {
     fn enter() -> io::Result<TerminalGuard> {
         enable_raw_mode()?;
         let guard = TerminalGuard;
-        crossterm::execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+        // Focus reports say when the window may not be looked at: then attention is told.
+        crossterm::execute!(
+            io::stdout(),
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableFocusChange
+        )?;
         // Clicks and the wheel only (not every mouse move), in SGR encoding.
         io::Write::write_all(&mut io::stdout(), b"\x1b[?1000h\x1b[?1006h")?;
         io::Write::flush(&mut io::stdout())?;
@@ -106,6 +114,7 @@ fn restore_terminal() {
     let _ = io::Write::write_all(&mut io::stdout(), b"\x1b[?1006l\x1b[?1000l");
     let _ = crossterm::execute!(
         io::stdout(),
+        DisableFocusChange,
         DisableBracketedPaste,
         LeaveAlternateScreen,
         crossterm::cursor::Show
@@ -288,6 +297,8 @@ struct Runner {
     fleet: Fleet,
     /// Commands started elsewhere, followed and signalled through their sockets.
     watch: Option<Watch>,
+    /// What needs the operator, told while the window may not be looked at.
+    teller: Teller,
     /// Where reading each followed journal left off.
     tails: HashMap<PathBuf, EventTail>,
     quit_deadline: Option<Instant>,
@@ -476,6 +487,11 @@ impl Runner {
         input: &mut InputBatch,
         terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     ) -> bool {
+        match event {
+            TermEvent::FocusGained => self.teller.focus(true),
+            TermEvent::FocusLost => self.teller.focus(false),
+            _ => {}
+        }
         let Some(action) = action_of(&self.app, event) else {
             return false;
         };
@@ -571,6 +587,7 @@ async fn event_loop(
     let recorded = model.recorded;
     let (fleet, mut fleet_events) = Fleet::new();
     let (replies, mut watch_replies) = unbounded_channel();
+    let teller = Teller::new(now_ms(), replies.clone());
     let watch = watch_over
         .map(|(state_dir, session)| Watch::new(state_dir, session, &model.commands, replies));
     let watching = watch.is_some();
@@ -579,6 +596,7 @@ async fn event_loop(
         session,
         fleet,
         watch,
+        teller,
         tails: HashMap::new(),
         quit_deadline: None,
         sizes_sent: HashMap::new(),
@@ -644,6 +662,9 @@ async fn event_loop(
                 ratatui::layout::Rect::new(0, 0, size.width, size.height),
                 at,
             );
+            if let Some(bytes) = runner.teller.look(&runner.app.model, now_ms()) {
+                write_between_frames(&mut terminal, &bytes);
+            }
             let app = &runner.app;
             terminal
                 .draw(|frame| draw(frame, app.shown(), &app.view, &app.content, &app.bindings))?;
@@ -687,6 +708,8 @@ async fn event_loop(
         let journals_rest =
             journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
         let ticking = watching || runner.app.model.running() > 0;
+        // News that waits for the gap between two notices: a frame looks again then.
+        let news_due = runner.teller.due_in(now_ms()).map(|wait| now + wait);
         if !ticking || next_tick < now {
             next_tick = now + tick;
         }
@@ -725,6 +748,7 @@ async fn event_loop(
             _ = sigterm.recv() => { ended_by.get_or_insert(libc::SIGTERM); runner.stop_all(); dirty = true; }
             _ = sighup.recv() => { ended_by.get_or_insert(libc::SIGHUP); runner.stop_all(); dirty = true; }
             _ = sleep_until(frame_at), if dirty => {}
+            _ = sleep_until(news_due.unwrap_or(now)), if news_due.is_some() && !dirty => { dirty = true; }
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
             Some(text) = watch_replies.recv() => {
                 runner.app.view.message = Some(text);
