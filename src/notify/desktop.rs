@@ -67,7 +67,7 @@ pub async fn send(address: &str, notice: &Notice) -> Result<u32, DesktopError> {
         reply
             .body()
             .deserialize::<u32>()
-            .map_err(|e| DesktopError::Notify(e.into()))
+            .map_err(DesktopError::Notify)
     };
     tokio::time::timeout(SEND_TIMEOUT, call)
         .await
