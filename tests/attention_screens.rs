@@ -159,3 +159,28 @@ fn an_episode_shows_as_a_badge_while_it_lasts() {
     assert!(!row.contains("needs input"), "{after}");
     insta::assert_snapshot!(format!("{during}\n{after}"));
 }
+
+/// The watch's help names `g` for the latest attention and Home for the top, and still fits
+/// the smallest terminal; the TUI's keeps `g` for the top.
+#[test]
+fn the_help_of_a_watch_names_g_for_the_latest_attention() {
+    let app = app_of(watched(), &[Action::Help]);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal
+        .draw(|frame| tether::ui::draw(frame, app.shown(), &app.view, &app.content, &app.bindings))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let screen: String = (0..24)
+        .map(|y| {
+            let row: String = (0..80).map(|x| buffer[(x, y)].symbol()).collect();
+            row + "\n"
+        })
+        .collect();
+    assert!(
+        screen.contains("g       go to the latest attention"),
+        "{screen}"
+    );
+    assert!(screen.contains("Home    go to the top"), "{screen}");
+    assert!(screen.contains("needs you"), "the filter's words: {screen}");
+    assert!(screen.contains("closes this help"), "it fits: {screen}");
+}

@@ -662,7 +662,8 @@ async fn event_loop(
                 ratatui::layout::Rect::new(0, 0, size.width, size.height),
                 at,
             );
-            if let Some(bytes) = runner.teller.look(&runner.app.model, now_ms()) {
+            let (model, rows) = (&runner.app.model, &runner.app.content.list);
+            if let Some(bytes) = runner.teller.look(model, rows, now_ms()) {
                 write_between_frames(&mut terminal, &bytes);
             }
             let app = &runner.app;

@@ -2,10 +2,12 @@
 //! news looked for before each frame, a terminal notification handed back to be written
 //! between frames, a desktop one sent off the loop, and the terminal's focus reports.
 
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::list::ListRows;
 use crate::config::notify::{NotifySettings, TerminalNotify};
 use crate::config::user::{load_user, user_config_path};
 use crate::model::Model;
@@ -18,6 +20,9 @@ pub struct Teller {
     terminal: TerminalNotify,
     kind: TerminalKind,
     desktop: DesktopNotifier,
+    /// The list's rows last looked at: built again whenever a mark changes (their
+    /// fingerprint holds every mark), so rows that are still the same hold no news.
+    looked_at: Weak<ListRows>,
 }
 
 impl Teller {
@@ -37,6 +42,7 @@ impl Teller {
             terminal: settings.terminal,
             kind: TerminalKind::from_env(),
             desktop: DesktopNotifier::new(settings.desktop, session_bus(), replies),
+            looked_at: Weak::new(),
         }
     }
 
@@ -47,7 +53,15 @@ impl Teller {
 
     /// What is news in `model` at `now_ms`: sent to the desktop here, and the bytes to write
     /// to the terminal returned (none when there is nothing to tell, or `terminal = "off"`).
-    pub fn look(&mut self, model: &Model, now_ms: u64) -> Option<String> {
+    /// `rows` are the list's, as built for this frame: while they are the ones last looked at
+    /// and nothing waits, the commands are not looked at again (a frame of 10,000 does not
+    /// pay for them).
+    pub fn look(&mut self, model: &Model, rows: &Arc<ListRows>, now_ms: u64) -> Option<String> {
+        let same = Weak::ptr_eq(&self.looked_at, &Arc::downgrade(rows));
+        if same && self.news.due_ms().is_none() {
+            return None;
+        }
+        self.looked_at = Arc::downgrade(rows);
         let notice = self.news.look(model, now_ms)?;
         self.desktop.notify(&notice);
         Some(encode(self.terminal, self.kind, &notice)).filter(|bytes| !bytes.is_empty())
