@@ -143,7 +143,11 @@ fn at_moment(at_ms: u64) -> String {
 
 #[test]
 fn an_episode_shows_as_a_badge_while_it_lasts() {
-    // The episode began at +0:00.855 and ended at +0:00.906, when the command wrote again.
+    // The episode began at +0:00.855 and ended at +0:00.906, when the command wrote again;
+    // `{ }` stop at it, as at what else changed how a run went.
+    let model = open(&fixture());
+    let (t0, r) = (model.started_ms, model.recording.as_ref().unwrap());
+    assert_eq!(r.next_notable(Some(t0 + 804)), Some(t0 + 855));
     let during = at_moment(855);
     assert!(during.contains("Commands at +0:00.855"), "{during}");
     let row = during
