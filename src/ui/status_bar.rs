@@ -59,6 +59,12 @@ pub fn draw(
     // The event's details give way to the keys on a narrow screen.
     let details = (area.width as usize / 4).min(40);
     let mut spans = cursor.map_or_else(Vec::new, |c| cursor_spans(model, c, details));
+    // Not twice: `g`'s message names the same command already.
+    let told = |c: &CommandState| {
+        let target = c.target();
+        (view.message.as_deref()).is_some_and(|m| target.is_some_and(|t| m.starts_with(&t)))
+    };
+    let attention = attention.filter(|c| !told(c));
     spans.extend(attention.and_then(|c| attention_span(c, details)));
     match &view.message {
         Some(message) => spans.push(Span::raw(format!(" {}", one_line(message)))),
