@@ -13,7 +13,7 @@ pub mod desktop;
 pub mod terminal;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::ffi::OsString;
 
 use crate::model::command::AttentionMark;
 use crate::model::describe::attention_words;
@@ -90,8 +90,9 @@ pub struct AttentionNews {
     /// Marks older than this were there before the front end opened.
     since_ms: u64,
     /// Each command's latest mark already told (or seen on screen), by journal directory:
-    /// rows come and go (a watch dismisses them), directories stay.
-    told: HashMap<PathBuf, u64>,
+    /// rows come and go (a watch dismisses them), directories stay. Keyed by the bytes of
+    /// the path (a `Path` hashes component by component, several times slower).
+    told: HashMap<OsString, u64>,
     /// New marks not told yet: the latest, and how many.
     pending: Option<(Notice, u64, usize)>,
     last_told_ms: Option<u64>,
@@ -132,10 +133,11 @@ impl AttentionNews {
             else {
                 continue;
             };
+            let dir = dir.as_os_str();
             if mark.at_ms < self.since_ms || self.told.get(dir) >= Some(&mark.at_ms) {
                 continue;
             }
-            self.told.insert(dir.clone(), mark.at_ms);
+            self.told.insert(dir.to_os_string(), mark.at_ms);
             let notice = Notice::of(command, mark);
             self.pending = Some(match self.pending.take() {
                 Some((latest, at, count)) if at > mark.at_ms => (latest, at, count + 1),
