@@ -1,5 +1,5 @@
 //! A notification written to the front end's own terminal: OSC 9 (`ESC ] 9 ; text BEL`,
-//! iTerm2, WezTerm, Ghostty, kitty, Windows Terminal...), OSC 777 (`ESC ] 777 ; notify ;
+//! iTerm2, WezTerm, Ghostty, kitty...), OSC 777 (`ESC ] 777 ; notify ;
 //! title ; body BEL`, the terminals built on VTE that carry its notify patch, foot, urxvt),
 //! and BEL, which every terminal and multiplexer turns into something (a bell, an urgent
 //! window, tmux's bell flag).
