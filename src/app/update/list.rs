@@ -265,6 +265,8 @@ mod tests {
         assert_eq!(listed, [0, 2, 3]);
         assert_eq!(rows.latest_attention, Some(2));
         assert_eq!(rows.counts.needs_you, 3);
+        let per_session: Vec<usize> = rows.sessions.iter().map(|s| s.counts.needs_you).collect();
+        assert_eq!(per_session, [1, 2], "each header counts its own");
     }
 
     #[test]
