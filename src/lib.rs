@@ -16,6 +16,7 @@ pub mod grep;
 pub mod journal;
 pub mod mcp;
 pub mod model;
+pub mod notify;
 pub mod postmortem;
 pub mod procfs;
 pub mod protocol;

@@ -401,7 +401,7 @@ enum GrepColor {
 /// What `stop`, `kill` and `signal` act on.
 #[derive(clap::Args)]
 struct TargetArgs {
-    /// SESSION/NAME (one command; NAME or its NN-name id), or SESSION (all its live commands).
+    /// SESSION/NAME (one command; NAME, its NN-name id or its number NN), or SESSION (all its live commands).
     #[arg(required_unless_present = "pid")]
     target: Option<String>,
     /// The command whose process tree holds this pid.

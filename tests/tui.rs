@@ -925,8 +925,10 @@ fn a_paste_reaches_the_command_whole_and_ctrl_a_after_it_leaves_input_mode() {
             &format!("run -n sink -- sh -c 'cat > {}'", received.display()),
         ),
     );
-    tmux.wait_screen(&env, "the command running", |s| {
-        s.contains("Commands") && s.contains("running")
+    // Its terminal on the timeline, not only `running` (shown from the broker's start, before
+    // the spawn): `i` before the spawn is refused as "still starting".
+    tmux.wait_screen(&env, "the command running in its terminal", |s| {
+        s.contains("Commands") && s.contains("running") && s.contains("terminal stdout")
     });
     let mut expected = String::new();
     for (name, lines, bracketed) in [

@@ -58,8 +58,11 @@ pub enum Action {
     DismissEnded,
     /// Fold the selected command's session under its header, or unfold it.
     ToggleFold,
-    /// The list shows all commands, the running ones, the failed ones.
+    /// The list shows all commands, the running ones, the failed ones, those that need you.
     CycleFilter,
+    /// Select the command whose moment that needs the operator is the latest (`tether
+    /// watch`'s `g`); again, the one before it.
+    GoToAttention,
     /// The list in the order started, or the busiest first.
     ToggleSort,
     /// Hand the keyboard to the selected command's terminal (`i`)...

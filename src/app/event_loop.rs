@@ -16,7 +16,8 @@ use tokio::time::{Instant, sleep_until};
 use super::App;
 use super::input_batch::InputBatch;
 use super::run::Draw;
-use super::runner::Runner;
+use super::runner::{Runner, write_between_frames};
+use super::tell::Teller;
 use super::watch::Watch;
 use crate::clock::now_ms;
 use crate::model::Model;
@@ -70,6 +71,7 @@ pub(super) async fn event_loop(
     let recorded = model.mode.from_journals();
     let (fleet, mut fleet_events) = Fleet::new();
     let (replies, mut watch_replies) = unbounded_channel();
+    let teller = Teller::new(now_ms(), replies.clone());
     let watch = watch_over
         .map(|(state_dir, session)| Watch::new(state_dir, session, &model.commands, replies));
     let watching = watch.is_some();
@@ -78,6 +80,7 @@ pub(super) async fn event_loop(
         session,
         fleet,
         watch,
+        teller,
         tails: HashMap::new(),
         quit_deadline: None,
         sizes_sent: HashMap::new(),
@@ -143,6 +146,10 @@ pub(super) async fn event_loop(
                 ratatui::layout::Rect::new(0, 0, size.width, size.height),
                 at,
             );
+            let (model, rows) = (&runner.app.model, &runner.app.content.list);
+            if let Some(bytes) = runner.teller.look(model, rows, now_ms()) {
+                write_between_frames(&mut terminal, &bytes);
+            }
             let app = &runner.app;
             terminal
                 .draw(|frame| draw(frame, app.shown(), &app.view, &app.content, &app.bindings))?;
@@ -186,6 +193,8 @@ pub(super) async fn event_loop(
         let journals_rest =
             journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
         let ticking = watching || runner.app.model.running() > 0;
+        // News that waits for the gap between two notices: a frame looks again then.
+        let news_due = runner.teller.due_in(now_ms()).map(|wait| now + wait);
         if !ticking || next_tick < now {
             next_tick = now + tick;
         }
@@ -224,6 +233,7 @@ pub(super) async fn event_loop(
             _ = sigterm.recv() => { ended_by.get_or_insert(libc::SIGTERM); runner.stop_all(); dirty = true; }
             _ = sighup.recv() => { ended_by.get_or_insert(libc::SIGHUP); runner.stop_all(); dirty = true; }
             _ = sleep_until(frame_at), if dirty => {}
+            _ = sleep_until(news_due.unwrap_or(now)), if news_due.is_some() && !dirty => { dirty = true; }
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
             Some(text) = watch_replies.recv() => {
                 runner.app.view.message = Some(text);

@@ -107,6 +107,14 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::Char('='), "+ =", A::TimeStepLonger, ""),
         bind(N, K::Home, "Home", A::TimeFirst, "time cursor: first event"),
         bind(N, K::End, "End", A::TimeOff, "time cursor off (the end)"),
+        // In a watch, g goes to what needs the operator (there, Home goes to the top).
+        bind(
+            N,
+            K::Char('g'),
+            "g",
+            A::GoToAttention,
+            "go to the latest attention",
+        ),
         bind(N, K::Home, "Home g", A::Top, "go to the top"),
         bind(N, K::Char('g'), "Home g", A::Top, ""),
         bind(N, K::End, "End G", A::Bottom, "go to the bottom"),
@@ -224,7 +232,7 @@ pub fn bindings() -> Vec<Binding> {
             K::Char('F'),
             "F",
             A::CycleFilter,
-            "list: all/running/failed",
+            "list: all/run/fail/needs you",
         ),
         bind(
             N,

@@ -17,6 +17,8 @@ pub enum ListFilter {
     All,
     Running,
     Failed,
+    /// Those with a moment that needs the operator now ([`CommandState::needs_you`]).
+    NeedsYou,
 }
 
 impl ListFilter {
@@ -24,7 +26,8 @@ impl ListFilter {
         match self {
             ListFilter::All => ListFilter::Running,
             ListFilter::Running => ListFilter::Failed,
-            ListFilter::Failed => ListFilter::All,
+            ListFilter::Failed => ListFilter::NeedsYou,
+            ListFilter::NeedsYou => ListFilter::All,
         }
     }
 
@@ -33,14 +36,16 @@ impl ListFilter {
             ListFilter::All => "all",
             ListFilter::Running => "running",
             ListFilter::Failed => "failed",
+            ListFilter::NeedsYou => "needs you",
         }
     }
 
-    fn shows(self, command: &CommandState) -> bool {
+    pub fn shows(self, command: &CommandState) -> bool {
         match self {
             ListFilter::All => true,
             ListFilter::Running => command.status.is_active(),
             ListFilter::Failed => command.is_failure(),
+            ListFilter::NeedsYou => command.needs_you().is_some(),
         }
     }
 }
@@ -72,11 +77,12 @@ pub enum ListRow {
     Command(CommandId),
 }
 
-/// Commands running, failed and in all.
+/// Commands running, failed, needing the operator, and in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
     pub running: usize,
     pub failed: usize,
+    pub needs_you: usize,
     pub total: usize,
 }
 
@@ -84,6 +90,7 @@ impl Counts {
     fn add(&mut self, command: &CommandState) {
         self.running += usize::from(command.status.is_active());
         self.failed += usize::from(command.is_failure());
+        self.needs_you += usize::from(command.needs_you().is_some());
         self.total += 1;
     }
 }
@@ -111,6 +118,9 @@ pub struct ListRows {
     pub sessions: Vec<SessionGroup>,
     /// Over every command, whatever the filter.
     pub counts: Counts,
+    /// The command whose mark that needs the operator is the latest (what the status bar
+    /// names and `g` goes to in a watch).
+    pub latest_attention: Option<CommandId>,
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
     pub number_width: usize,
@@ -134,7 +144,8 @@ fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
 }
 
 /// A cheap sum of what the rows depend on in the model: how many commands, each one's start,
-/// whether it runs or failed, and under the CPU sort its CPU. One pass, no allocation.
+/// whether it runs or failed, its latest attention, and under the CPU sort its CPU. One
+/// pass, no allocation.
 pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
     let mut hash = model.commands.len() as u64;
     let mut mix = |value: u64| {
@@ -145,6 +156,9 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
     for command in &model.commands {
         let state = u64::from(command.status.is_active()) | u64::from(command.is_failure()) << 1;
         mix(command.started_ms.unwrap_or(u64::MAX) << 2 | state);
+        if let Some(mark) = &command.attention {
+            mix(mark.at_ms << 4 | (mark.kind as u64) << 1 | u64::from(mark.active));
+        }
         if sort == ListSort::Cpu {
             mix(command.cpu_percent.map_or(0, |c| u64::from(c.to_bits())));
             mix(command.cpu_ms.unwrap_or(0));
@@ -166,6 +180,7 @@ impl ListRows {
         let mut session_of = Vec::with_capacity(model.commands.len());
         let mut members: Vec<Vec<CommandId>> = Vec::new();
         let mut counts = Counts::default();
+        let mut latest_attention: Option<(u64, CommandId)> = None;
         let (mut name_width, mut widest_number) = (4, 0);
         for (id, command) in model.commands.iter().enumerate() {
             let dir = session_dir(model, command);
@@ -187,6 +202,12 @@ impl ListRows {
             group.counts.add(command);
             counts.add(command);
             session_of.push(at);
+            if let Some(mark) = command.needs_you() {
+                // The latest; of two at once, the one listed last.
+                if latest_attention.is_none_or(|(at_ms, _)| mark.at_ms >= at_ms) {
+                    latest_attention = Some((mark.at_ms, id));
+                }
+            }
             name_width = name_width.max(text_width(&one_line(&command.config.name)));
             widest_number = widest_number.max(command.number().unwrap_or(id as u32 + 1));
             if view.filter.shows(command) {
@@ -219,6 +240,7 @@ impl ListRows {
             rows,
             sessions,
             counts,
+            latest_attention: latest_attention.map(|(_, id)| id),
             name_width,
             number_width: 1 + widest_number.max(1).ilog10() as usize + 1,
             row_of,

@@ -14,6 +14,7 @@ mod runner;
 mod screen;
 mod search;
 mod streams;
+mod tell;
 mod terminal_guard;
 pub mod terminal_keys;
 pub mod update;

@@ -16,6 +16,7 @@ use super::App;
 use super::action::Action;
 use super::input_batch::InputBatch;
 use super::keymap::action_for;
+use super::tell::Teller;
 use super::update::Effect;
 use super::watch::Watch;
 use crate::clock::now_ms;
@@ -40,6 +41,8 @@ pub(super) struct Runner {
     pub(super) fleet: Fleet,
     /// Commands started elsewhere, followed and signalled through their sockets.
     pub(super) watch: Option<Watch>,
+    /// What needs the operator, told while the window may not be looked at.
+    pub(super) teller: Teller,
     /// Where reading each followed journal left off.
     pub(super) tails: HashMap<PathBuf, EventTail>,
     pub(super) quit_deadline: Option<Instant>,
@@ -215,6 +218,11 @@ impl Runner {
         input: &mut InputBatch,
         terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     ) -> bool {
+        match event {
+            TermEvent::FocusGained => self.teller.focus(true),
+            TermEvent::FocusLost => self.teller.focus(false),
+            _ => {}
+        }
         let Some(action) = action_of(&self.app, event) else {
             return false;
         };
@@ -319,7 +327,7 @@ fn action_of(app: &App, event: TermEvent) -> Option<Action> {
 /// draws with, between two frames, so they never land inside a frame's own sequences. They
 /// change no cell, so the next frame's diff still matches the screen. A failed write loses
 /// only the copy to the clipboard; the file copy is already made.
-fn write_between_frames(terminal: &mut Terminal<CrosstermBackend<Stdout>>, bytes: &str) {
+pub(super) fn write_between_frames(terminal: &mut Terminal<CrosstermBackend<Stdout>>, bytes: &str) {
     use std::io::Write;
     let backend = terminal.backend_mut();
     let _ = backend

@@ -3,7 +3,9 @@
 
 use std::io;
 
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::event::{
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange,
+};
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
@@ -15,7 +17,13 @@ impl TerminalGuard {
     pub(super) fn enter() -> io::Result<TerminalGuard> {
         enable_raw_mode()?;
         let guard = TerminalGuard;
-        crossterm::execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+        // Focus reports say when the window may not be looked at: then attention is told.
+        crossterm::execute!(
+            io::stdout(),
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableFocusChange
+        )?;
         // Clicks and the wheel only (not every mouse move), in SGR encoding.
         io::Write::write_all(&mut io::stdout(), b"\x1b[?1000h\x1b[?1006h")?;
         io::Write::flush(&mut io::stdout())?;
@@ -33,6 +41,7 @@ fn restore_terminal() {
     let _ = io::Write::write_all(&mut io::stdout(), b"\x1b[?1006l\x1b[?1000l");
     let _ = crossterm::execute!(
         io::stdout(),
+        DisableFocusChange,
         DisableBracketedPaste,
         LeaveAlternateScreen,
         crossterm::cursor::Show

@@ -2,7 +2,8 @@
 //! `~/.config/tether/config.toml`): how tether behaves for this user, whatever the project.
 //! A project's `tether.toml` lists commands and never holds these.
 //!
-//! Today it holds one section:
+//! It holds two sections, `[retention]` below and `[notify]` (how tether tells the operator a
+//! command needs them, see [`super::notify`]):
 //!
 //! ```toml
 //! [retention]
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::notify::{NotifySettings, notify};
 use super::{ConfigError, Source, by_position};
 use crate::prune::Rules;
 use crate::units::{parse_age, parse_size};
@@ -46,6 +48,8 @@ pub struct UserConfig {
     pub retention: Option<Rules>,
     /// `[retention] enabled = false`: no retention at all, not even the default.
     pub retention_disabled: bool,
+    /// The `[notify]` settings, their defaults without the table.
+    pub notify: NotifySettings,
 }
 
 impl UserConfig {
@@ -103,12 +107,13 @@ pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
                 config.retention = Some(rules);
                 config.retention_disabled = !enabled;
             }
+            "notify" => config.notify = notify(&source, value)?,
             other => {
                 return Err(source.error(
                     key.span().start,
                     other,
                     format!(
-                        "unknown key `{other}` at the top level; the user config holds only a [retention] table"
+                        "unknown key `{other}` at the top level; the user config holds [retention] and [notify] tables"
                     ),
                 ));
             }
@@ -293,7 +298,7 @@ mod tests {
                 "[retension]\nkeep = 3\n",
                 1,
                 "retension",
-                "only a [retention] table",
+                "[retention] and [notify] tables",
             ),
             ("[retention]\nkeep = \n", 2, "keep", "invalid TOML"),
         ];

@@ -1,5 +1,6 @@
-//! What `tether stop`, `kill` and `signal` act on: `SESSION/NAME`, a whole `SESSION`, or the
-//! command whose tree holds a pid.
+//! What `tether stop`, `kill` and `signal` act on: `SESSION/NAME` (or `SESSION/NN`, the
+//! command's number, as notifications name it), a whole `SESSION`, or the command whose tree
+//! holds a pid.
 
 use std::fmt;
 
@@ -9,7 +10,8 @@ use crate::procfs::{ProcStat, descendants_in};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// One command of a session, by name or by directory id (`01-sleep`); every live
-    /// command of that name if several share it.
+    /// command of that name if several share it. A number (`1`, `01`) names the command of
+    /// that number when no command goes by that name.
     Command { session: String, name: String },
     /// Every live command of a session.
     Session(String),
@@ -46,6 +48,16 @@ impl Target {
         live: &'a [LiveCommand],
         processes: &[ProcStat],
     ) -> Vec<&'a LiveCommand> {
+        if let Target::Command { session, name } = self {
+            let in_session = live.iter().filter(|c| c.session == *session);
+            let named: Vec<_> = (in_session.clone())
+                .filter(|c| c.name == *name || c.id == *name)
+                .collect();
+            if !named.is_empty() {
+                return named;
+            }
+            return in_session.filter(|c| same_number(&c.id, name)).collect();
+        }
         live.iter()
             .filter(|c| match self {
                 Target::Command { session, name } => {
@@ -71,6 +83,17 @@ impl fmt::Display for Target {
             Target::Pid(pid) => write!(f, "--pid {pid}"),
         }
     }
+}
+
+/// Whether `wanted` is a number, the number of directory id `id` (`07` and `7` for `07-make`).
+fn same_number(id: &str, wanted: &str) -> bool {
+    let number = |text: &str| {
+        (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten()
+    };
+    let own = id.split('-').next().and_then(number);
+    own.is_some() && own == number(wanted)
 }
 
 /// The message for a target that names no live command: what was asked, and what is live.
@@ -161,6 +184,16 @@ mod tests {
         assert_eq!(pick(cmd("a", "02-sleep"), &[]), [200]);
         assert_eq!(pick(Target::Session("a".into()), &[]), [100, 200, 300]);
         assert!(pick(cmd("c", "sleep"), &[]).is_empty());
+        // SESSION/NN, as notifications name a command; a name wins over a number.
+        assert_eq!(pick(cmd("a", "02"), &[]), [200]);
+        assert_eq!(pick(cmd("a", "3"), &[]), [300]);
+        assert!(pick(cmd("a", "4"), &[]).is_empty());
+        assert!(pick(cmd("a", "-1"), &[]).is_empty());
+        let numbered = [live("a", "2", "01-2", 500), live("a", "x", "02-x", 600)];
+        let by_name: Vec<i32> = (cmd("a", "2").select(&numbered, &[]).iter())
+            .map(|c| c.broker.pid)
+            .collect();
+        assert_eq!(by_name, [500]);
         // 301 is the command of broker 300; 302 its setsid escapee, re-parented to it.
         let procs = [stat(300, 1), stat(301, 300), stat(302, 300), stat(303, 302)];
         assert_eq!(pick(Target::Pid(303), &procs), [300]);

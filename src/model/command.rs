@@ -482,6 +482,28 @@ impl CommandState {
             && (self.status.is_failure() || self.response_timeout || self.hard_killed)
     }
 
+    /// The mark that needs the operator now: the latest attention while it is not cleared,
+    /// an episode (`needs_input`, `quiet`, `runaway`) only while the command runs. What the
+    /// list's "needs you" filter shows and what its badge says.
+    pub fn needs_you(&self) -> Option<&AttentionMark> {
+        self.attention
+            .as_ref()
+            .filter(|m| m.active && (!m.kind.is_episode() || self.status.is_active()))
+    }
+
+    /// `SESSION/NN`, as `tether stop` takes it: the session's directory name and the `NN` of
+    /// the command's own; `None` before it has a journal directory.
+    pub fn target(&self) -> Option<String> {
+        let dir = self.journal_dir.as_deref()?;
+        let session = dir.parent()?.file_name()?.to_str()?;
+        let name = dir.file_name()?.to_str()?;
+        let number = name
+            .split('-')
+            .next()
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))?;
+        Some(format!("{session}/{number}"))
+    }
+
     /// The command's number in its session: the `NN` of its journal directory `NN-name`.
     pub fn number(&self) -> Option<u32> {
         let name = self.journal_dir.as_deref()?.file_name()?.to_str()?;

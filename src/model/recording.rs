@@ -37,11 +37,13 @@ pub struct Recording {
     commands: Vec<CommandRecording>,
     /// Every moment (ms) an event was journaled at, ascending, each once.
     moments: Vec<u64>,
-    /// The moments of notable events: signals, errors, timeouts, exits, kills, orphans.
+    /// The moments of notable events: signals, errors, timeouts, exits, kills, orphans,
+    /// moments that needed the operator.
     notable: Vec<u64>,
 }
 
-/// The events `{` and `}` stop at: what changed how a run went.
+/// The events `{` and `}` stop at: what changed how a run went, and what needed the
+/// operator (`attention`).
 pub fn is_notable(kind: &EventKind) -> bool {
     matches!(
         kind,
@@ -54,6 +56,7 @@ pub fn is_notable(kind: &EventKind) -> bool {
             | EventKind::HardKill { .. }
             | EventKind::OrphanReaped { .. }
             | EventKind::ParentLost { .. }
+            | EventKind::Attention { .. }
     )
 }
 

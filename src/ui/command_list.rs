@@ -14,10 +14,14 @@ use super::{format, pane_block, style};
 use crate::app::layout;
 use crate::app::list::{Counts, ListFilter, ListRow, ListSort, SessionGroup};
 use crate::app::view::{FrameContent, Pane, ViewState};
+use crate::model::describe::attention_words;
 use crate::model::output::one_line;
 use crate::model::{Badge, Badges, CommandId, CommandState, Model};
+use crate::protocol::AttentionKind;
 
 const HEADER: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+/// What needs the operator: the colour of its badge and counts.
+const NEEDS_YOU: Style = Style::new().fg(Color::Yellow);
 
 pub fn draw(
     frame: &mut Frame,
@@ -100,10 +104,11 @@ pub fn draw(
         }
     }
     if list.rows.is_empty() {
-        let empty = Line::styled(
-            format!("No {} commands (F: all)", view.list.filter.label()),
-            style::DIM,
-        );
+        let empty = match view.list.filter {
+            ListFilter::NeedsYou => "Nothing needs you now (F: all)".to_string(),
+            filter => format!("No {} commands (F: all)", filter.label()),
+        };
+        let empty = Line::styled(empty, style::DIM);
         let at = Rect::new(area.x + 2, area.y + 2, area.width.saturating_sub(4), 1);
         frame.render_widget(empty, at);
     }
@@ -125,26 +130,42 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
     let Counts {
         running,
         failed,
+        needs_you,
         total,
     } = content.list.counts;
+    // Said only when something needs the operator: most of the time nothing does.
+    let needing = if needs_you > 0 {
+        format!(" · {}", needs_you_count(needs_you))
+    } else {
+        String::new()
+    };
     let counts = match view.list.filter {
         ListFilter::All => format!(" {total} · {running} running · {failed} failed"),
         ListFilter::Running => format!(": running {running} of {total} · {failed} failed"),
         ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
+        ListFilter::NeedsYou => format!(": needs you {needs_you} of {total} · {running} running"),
+    };
+    let needing = match view.list.filter {
+        ListFilter::NeedsYou => String::new(),
+        _ => needing,
     };
     let short = match view.list.filter {
         ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
         ListFilter::Running => format!(" run {running}/{total}"),
         ListFilter::Failed => format!(" fail {failed}/{total}"),
+        ListFilter::NeedsYou => format!(" you {needs_you}/{total}"),
     };
     let sort = if view.list.sort == ListSort::Cpu {
         " · by CPU"
     } else {
         ""
     };
+    let longest = format!("{title}{counts}{needing}{sort}");
     let long = format!("{title}{counts}{sort}");
     let shorter = format!("{title}{short}");
-    if format::text_width(&long) <= room {
+    if format::text_width(&longest) <= room {
+        longest
+    } else if format::text_width(&long) <= room {
         long
     } else if format::text_width(&shorter) <= room {
         shorter
@@ -158,6 +179,15 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
     }
 }
 
+/// `1 needs you`, `3 need you`.
+fn needs_you_count(n: usize) -> String {
+    if n == 1 {
+        "1 needs you".into()
+    } else {
+        format!("{n} need you")
+    }
+}
+
 /// `▾ 20260101-abcd  2 running · 1 failed · 40`, `▸` when folded.
 fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
     let marker = if selected { "▶" } else { " " };
@@ -165,6 +195,7 @@ fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
     let Counts {
         running,
         failed,
+        needs_you,
         total,
     } = session.counts;
     let mut spans = vec![
@@ -184,6 +215,13 @@ fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
         style::DIM
     };
     spans.push(Span::styled(format!(" · {failed} failed"), failed_style));
+    if needs_you > 0 {
+        let style = if selected { style::DIM } else { NEEDS_YOU };
+        spans.push(Span::styled(
+            format!(" · {}", needs_you_count(needs_you)),
+            style,
+        ));
+    }
     let line = Line::from(spans);
     if selected {
         line.style(style::SELECTED)
@@ -255,9 +293,29 @@ fn cpu_percent(percent: f32) -> String {
     }
 }
 
+/// What needs the operator about a run, first of its tags: `needs input`, `quiet`,
+/// `runaway` while the episode lasts, `finished` for a long run that ended well. A `failed`
+/// mark has no tag: the state column says it, in red.
+pub fn attention_badge(c: &CommandState) -> Option<Span<'static>> {
+    let mark = c.needs_you()?;
+    let style = match mark.kind {
+        AttentionKind::NeedsInput | AttentionKind::Runaway => {
+            NEEDS_YOU.add_modifier(Modifier::BOLD)
+        }
+        AttentionKind::Quiet => NEEDS_YOU,
+        AttentionKind::Finished => Style::new().fg(Color::Green),
+        AttentionKind::Failed => return None,
+    };
+    Some(Span::styled(attention_words(mark.kind), style))
+}
+
 /// Short tags for what happened to a run beyond its exit status.
 pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
     let mut out = Vec::new();
+    if let Some(badge) = attention_badge(c) {
+        out.push(badge);
+        out.push(Span::raw(" "));
+    }
     for badge in Badges::of(c).list() {
         let color = match badge {
             Badge::Timeout | Badge::Capped => Color::Yellow,

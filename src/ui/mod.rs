@@ -87,7 +87,19 @@ fn draw_screen(
     if areas.timeline.width > 0 {
         timeline::draw(frame, areas.timeline, model, view, content);
     }
-    status_bar::draw(frame, areas.status, model, view, content.cursor.as_ref());
+    // A finished recording is the past: nothing in it waits for anyone any more.
+    let finished = model.mode.is_finished();
+    let attention = (content.list.latest_attention)
+        .filter(|_| !finished)
+        .and_then(|id| model.commands.get(id));
+    status_bar::draw(
+        frame,
+        areas.status,
+        model,
+        view,
+        content.cursor.as_ref(),
+        attention,
+    );
     draw_dialog(frame, size, model, view, bindings);
 }
 

@@ -1,5 +1,7 @@
 //! The bottom line: the last message, else the main keys; while typing into a command,
-//! first of all that the keys go to it; with the time cursor set, first of all its moment.
+//! first of all that the keys go to it; with the time cursor set, first of all its moment;
+//! then the latest moment that needs the operator, if one does (`SESSION/NN name: needs
+//! input`).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -13,10 +15,11 @@ use super::{format, style};
 use crate::app::action::Action;
 use crate::app::update::refusal;
 use crate::app::view::{CursorContent, ViewState};
-use crate::model::Model;
+use crate::model::describe::attention_words;
 use crate::model::output::one_line;
 use crate::model::recording::step_label;
-use crate::protocol::EventKind;
+use crate::model::{CommandState, Model};
+use crate::protocol::{AttentionKind, EventKind};
 
 const KEYS: [(&str, &str, Action); 14] = [
     ("q", "quit", Action::Quit),
@@ -47,6 +50,7 @@ pub fn draw(
     model: &Model,
     view: &ViewState,
     cursor: Option<&CursorContent>,
+    attention: Option<&CommandState>,
 ) {
     if let Some(id) = view.typing {
         frame.render_widget(Paragraph::new(typing_line(model, id, view)), area);
@@ -55,6 +59,13 @@ pub fn draw(
     // The event's details give way to the keys on a narrow screen.
     let details = (area.width as usize / 4).min(40);
     let mut spans = cursor.map_or_else(Vec::new, |c| cursor_spans(model, c, details));
+    // Not twice: `g`'s message names the same command already.
+    let told = |c: &CommandState| {
+        let target = c.target();
+        (view.message.as_deref()).is_some_and(|m| target.is_some_and(|t| m.starts_with(&t)))
+    };
+    let attention = attention.filter(|c| !told(c));
+    spans.extend(attention.and_then(|c| attention_span(c, details)));
     match &view.message {
         Some(message) => spans.push(Span::raw(format!(" {}", one_line(message)))),
         None => {
@@ -132,6 +143,36 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
         spans.push(Span::raw(" "));
     }
     spans
+}
+
+/// An episode that needs the operator now: hard to miss, like the typing mark. A failure
+/// or a long run's end is said in its own colour, less loudly.
+const ATTENTION: Style = Style::new()
+    .fg(Color::Black)
+    .bg(Color::Yellow)
+    .add_modifier(Modifier::BOLD);
+const ATTENTION_FAILED: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+const ATTENTION_FINISHED: Style = Style::new().fg(Color::Green);
+
+/// ` 20260102-0304-abcd/02 build: needs input `: the command as `tether stop` names it,
+/// its name cut to `room`, and what about it needs the operator.
+fn attention_span(command: &CommandState, room: usize) -> Option<Span<'static>> {
+    let mark = command.needs_you()?;
+    let target = command.target().unwrap_or_default();
+    let name = format::truncate(&one_line(&command.config.name), room.max(8));
+    let style = match mark.kind {
+        AttentionKind::Failed => ATTENTION_FAILED,
+        AttentionKind::Finished => ATTENTION_FINISHED,
+        _ => ATTENTION,
+    };
+    Some(Span::styled(
+        format!(
+            " {} {name}: {} ",
+            one_line(&target),
+            attention_words(mark.kind)
+        ),
+        style,
+    ))
 }
 
 /// The mark that says keys go to a command: hard to miss.

@@ -45,6 +45,8 @@ impl Tmux {
             .env(TAG_VAR, &env.tag)
             .env("TERM", "xterm-256color")
             .env_remove("TMUX")
+            // No desktop notifications from the tests' TUIs on a developer's desktop.
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
             .output()
             .expect("run tmux (is it installed? .ci/run installs it)")
     }

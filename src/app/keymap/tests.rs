@@ -140,8 +140,48 @@ fn home_and_end_move_the_time_cursor_where_it_applies_and_scroll_elsewhere() {
         .iter()
         .find(|x| x.action == Action::Top)
         .expect("a Top key");
-    assert_eq!(keys_label(&b, top, &no_cursor), "Home g");
-    assert_eq!(keys_label(&b, top, &ANY), "g");
+    // The live TUI: no time cursor, no attention key.
+    let live = |a: &Action| no_cursor(a) && *a != Action::GoToAttention;
+    assert_eq!(keys_label(&b, top, &live), "Home g");
+    // A finished recording: Home moves the cursor.
+    let finished = |a: &Action| *a != Action::GoToAttention;
+    assert_eq!(keys_label(&b, top, &finished), "g");
+    let down = b
+        .iter()
+        .find(|x| x.action == Action::Down)
+        .expect("a Down key");
+    assert_eq!(keys_label(&b, down, &ANY), "↓ j");
+}
+
+#[test]
+fn in_a_watch_g_goes_to_the_latest_attention_and_home_to_the_top() {
+    let b = bindings();
+    let g = key(KeyCode::Char('g'), KeyModifiers::NONE);
+    let watch = |a: &Action| !a.moves_in_time();
+    let live = |a: &Action| watch(a) && *a != Action::GoToAttention;
+    assert_eq!(
+        action_for(&b, KeyContext::Normal, g, &watch),
+        Some(Action::GoToAttention)
+    );
+    assert_eq!(
+        action_for(&b, KeyContext::Normal, g, &live),
+        Some(Action::Top)
+    );
+    let top = b
+        .iter()
+        .find(|x| x.action == Action::Top)
+        .expect("a Top key");
+    assert_eq!(keys_label(&b, top, &watch), "Home");
+    let attention = b
+        .iter()
+        .find(|x| x.action == Action::GoToAttention)
+        .expect("an attention key");
+    assert_eq!(keys_label(&b, attention, &watch), "g");
+}
+
+#[test]
+fn down_is_labelled_with_both_keys() {
+    let b = bindings();
     let down = b
         .iter()
         .find(|x| x.action == Action::Down)

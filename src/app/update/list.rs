@@ -1,11 +1,14 @@
 //! The command list's keys: fold a session, cycle the filter, toggle the order, dismiss
-//! every ended command of a watch.
+//! every ended command of a watch, go to the latest attention.
 
 use super::{Effect, Geometry};
 use crate::app::action::Action;
-use crate::app::list::ListSort;
+use std::path::Path;
+
+use crate::app::list::{ListFilter, ListSort};
 use crate::app::view::ViewState;
-use crate::model::Model;
+use crate::model::describe::attention_words;
+use crate::model::{CommandId, Model};
 
 pub(super) fn update(
     model: &Model,
@@ -29,12 +32,15 @@ pub(super) fn update(
             });
         }
         Action::ToggleFold => toggle_fold(view, geometry),
+        Action::GoToAttention => go_to_attention(model, view),
         Action::CycleFilter => {
             view.list.filter = view.list.filter.next();
-            view.message = Some(format!(
-                "the list shows {} commands (F: next)",
-                view.list.filter.label()
-            ));
+            view.message = Some(match view.list.filter {
+                ListFilter::NeedsYou => {
+                    "the list shows the commands that need you (F: next)".into()
+                }
+                filter => format!("the list shows {} commands (F: next)", filter.label()),
+            });
         }
         Action::ToggleSort => {
             view.list.sort = match view.list.sort {
@@ -49,6 +55,52 @@ pub(super) fn update(
         _ => {}
     }
     effects
+}
+
+/// Selects the command whose mark that needs the operator is the latest; from one of them,
+/// the one before it (round to the latest again). Whatever the filter and the folding hid
+/// is shown, and the status line says how to reach it from a shell.
+fn go_to_attention(model: &Model, view: &mut ViewState) {
+    let mut marked: Vec<(u64, CommandId)> = (model.commands.iter().enumerate())
+        .filter_map(|(id, c)| c.needs_you().map(|mark| (mark.at_ms, id)))
+        .collect();
+    // The latest first; of two at once, the one listed last (as the status bar names it).
+    marked.sort_unstable_by(|a, b| b.cmp(a));
+    let next = match marked.iter().position(|&(_, id)| id == view.selected) {
+        Some(at) => (at + 1) % marked.len(),
+        None => 0,
+    };
+    let Some(&(_, id)) = marked.get(next) else {
+        view.message = Some("nothing needs you now".into());
+        return;
+    };
+    let command = &model.commands[id];
+    view.select_command(id);
+    if !view.list.filter.shows(command) {
+        view.list.filter = ListFilter::NeedsYou;
+    }
+    if let Some(session) = command.journal_dir.as_deref().and_then(Path::parent) {
+        view.list.folded.remove(session);
+    }
+    view.message = command.needs_you().map(|mark| {
+        let target = command.target();
+        let target = target.as_deref().unwrap_or(&command.config.name);
+        let mut text = format!(
+            "{target} {}: {}",
+            command.config.name,
+            attention_words(mark.kind)
+        );
+        if !mark.detail.is_empty() {
+            text.push_str(&format!(" ({})", mark.detail));
+        }
+        if command.status.is_active() {
+            text.push_str(&format!(" · from a shell: tether stop {target}"));
+        }
+        if marked.len() > 1 {
+            text.push_str(&format!(" · g: the one before ({} in all)", marked.len()));
+        }
+        text
+    });
 }
 
 /// Folds the selected command's session under its header, or unfolds it.
@@ -71,11 +123,13 @@ fn toggle_fold(view: &mut ViewState, geometry: &Geometry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::list::{ListFilter, ListRows};
+    use crate::app::list::ListRows;
     use crate::app::update::tests::{geometry, model};
     use crate::app::update::update;
     use crate::app::update::{NO_DISMISS, refusal};
     use crate::model::Mode;
+    use crate::model::command::AttentionMark;
+    use crate::protocol::AttentionKind;
 
     /// A watch of two sessions: a running command and an ended one in each.
     fn watched_sessions() -> Model {
@@ -141,11 +195,91 @@ mod tests {
         let model = watched_sessions();
         let mut view = ViewState::default();
         let geometry = geometry();
-        for filter in [ListFilter::Running, ListFilter::Failed, ListFilter::All] {
+        let filters = [
+            ListFilter::Running,
+            ListFilter::Failed,
+            ListFilter::NeedsYou,
+            ListFilter::All,
+        ];
+        for filter in filters {
             update(&model, &mut view, &geometry, Action::CycleFilter);
             assert_eq!(view.list.filter, filter);
         }
         update(&model, &mut view, &geometry, Action::ToggleSort);
         assert_eq!(view.list.sort, ListSort::Cpu);
+    }
+
+    fn mark(model: &mut Model, id: usize, kind: AttentionKind, at_ms: u64) {
+        model.commands[id].attention = Some(AttentionMark {
+            kind,
+            detail: format!("seen at {at_ms}"),
+            at_ms,
+            active: true,
+        });
+    }
+
+    #[test]
+    fn g_goes_to_the_latest_attention_then_to_the_one_before() {
+        let mut model = watched_sessions();
+        mark(&mut model, 0, AttentionKind::NeedsInput, 100);
+        mark(&mut model, 2, AttentionKind::Runaway, 200);
+        mark(&mut model, 3, AttentionKind::Failed, 150);
+        // An episode of a command that has ended no longer needs anyone.
+        mark(&mut model, 1, AttentionKind::Quiet, 300);
+        let mut view = ViewState::default();
+        view.list.filter = ListFilter::Running;
+        view.list.folded.insert("/s/b".into());
+        let geometry = geometry();
+        update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(view.selected, 2);
+        assert!(view.list.folded.is_empty(), "its session unfolded");
+        assert_eq!(
+            view.list.filter,
+            ListFilter::Running,
+            "it is running: shown"
+        );
+        let said = view.message.clone().unwrap();
+        assert!(
+            said.starts_with("b/01 job: runaway (seen at 200)"),
+            "{said}"
+        );
+        assert!(said.contains("tether stop b/01"), "{said}");
+        assert!(said.contains("3 in all"), "{said}");
+        update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(view.selected, 3);
+        assert_eq!(
+            view.list.filter,
+            ListFilter::NeedsYou,
+            "a failed one is shown"
+        );
+        let said = view.message.clone().unwrap();
+        assert!(!said.contains("tether stop"), "it has ended: {said}");
+        update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(view.selected, 0);
+        update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(view.selected, 2, "round to the latest");
+        // The filter lists what needs the operator, and the rows know the latest.
+        let rows = ListRows::build(&model, &view.list);
+        let listed: Vec<_> = (0..rows.rows.len())
+            .filter_map(|r| rows.command_of_row(r))
+            .collect();
+        assert_eq!(listed, [0, 2, 3]);
+        assert_eq!(rows.latest_attention, Some(2));
+        assert_eq!(rows.counts.needs_you, 3);
+        let per_session: Vec<usize> = rows.sessions.iter().map(|s| s.counts.needs_you).collect();
+        assert_eq!(per_session, [1, 2], "each header counts its own");
+    }
+
+    #[test]
+    fn g_with_nothing_to_go_to_says_so_and_is_the_top_outside_a_watch() {
+        let model = watched_sessions();
+        let mut view = ViewState::default();
+        update(&model, &mut view, &geometry(), Action::GoToAttention);
+        assert_eq!(view.message.as_deref(), Some("nothing needs you now"));
+        let tui = crate::app::update::tests::model(false, true);
+        assert_eq!(
+            refusal(&tui, &Action::GoToAttention),
+            Some(crate::app::update::NO_ATTENTION_KEY)
+        );
     }
 }

@@ -20,6 +20,8 @@ pub const READ_ONLY: &str =
 pub const NO_LAUNCH: &str =
     "these commands were started elsewhere: signal them here, launch new ones with `tether run`";
 pub const NO_DISMISS: &str = "dismiss is for `tether watch`; here an ended command stays listed";
+pub const NO_ATTENTION_KEY: &str =
+    "g goes to the latest attention in `tether watch`; here F shows what needs you";
 pub const NO_TIME_CURSOR: &str =
     "the time cursor moves over a finished session: open one with `tether open`";
 
@@ -66,6 +68,11 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     let finished = model.mode.is_finished();
     if action.moves_in_time() && !finished {
         return Some(NO_TIME_CURSOR);
+    }
+    // A watch (or a live session opened), where `g` is what it exists for; elsewhere g is
+    // the top, as it always was.
+    if *action == Action::GoToAttention && !matches!(model.mode, Mode::Watched) {
+        return Some(NO_ATTENTION_KEY);
     }
     match model.mode {
         Mode::Watched if launches => Some(NO_LAUNCH),
@@ -286,9 +293,11 @@ pub fn update(
             Some(_) => effects.push(Effect::Dismiss(selected)),
             None => {}
         },
-        Action::DismissEnded | Action::ToggleFold | Action::CycleFilter | Action::ToggleSort => {
-            effects = list::update(model, view, geometry, &action)
-        }
+        Action::DismissEnded
+        | Action::ToggleFold
+        | Action::CycleFilter
+        | Action::ToggleSort
+        | Action::GoToAttention => effects = list::update(model, view, geometry, &action),
         Action::SignalProcess => match (
             command,
             geometry

@@ -1,0 +1,189 @@
+//! What the list, the status bar and the timeline show of the moments that need the
+//! operator (`attention` events), over the checked-in session `tests/fixtures/every-kind`,
+//! whose `02-fail` has a `needs_input` episode and then a `failed` mark; drawn by the real
+//! `App` into a fixed-size TestBackend.
+
+use std::path::{Path, PathBuf};
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+
+use tether::app::App;
+use tether::app::action::Action;
+use tether::journal::SessionRecord;
+use tether::model::recording::Recording;
+use tether::model::replay::{frozen_at, model_from_session};
+use tether::model::{Mode, Model};
+
+const FAIL: usize = 1;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
+}
+
+fn open(dir: &Path) -> Model {
+    let record = SessionRecord::load(dir).expect("the fixture loads");
+    let mut model = model_from_session(&record);
+    model.mode = Mode::Recorded(Some(Box::new(Recording::from_session(record))));
+    model
+}
+
+/// The fixture as a watch lists it: its commands' journals, live ones signalled through
+/// their sockets (here none is live), no time cursor.
+fn watched() -> Model {
+    let mut model = open(&fixture());
+    model.mode = Mode::Watched;
+    model
+}
+
+fn app_of(model: Model, actions: &[Action]) -> App {
+    let end = frozen_at(&model, 0);
+    let mut app = App::new(model);
+    let size = Rect::new(0, 0, 120, 36);
+    app.prepare(size, end);
+    for action in actions {
+        app.handle(action.clone());
+        app.prepare(size, end);
+    }
+    app
+}
+
+fn draw(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    terminal
+        .draw(|frame| tether::ui::draw(frame, app.shown(), &app.view, &app.content, &app.bindings))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            out.push_str(buffer[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn status_line(screen: &str) -> &str {
+    screen.lines().last().unwrap_or_default()
+}
+
+/// The list's rows: the lines of the left pane that hold a command.
+fn list_rows(screen: &str) -> Vec<&str> {
+    screen
+        .lines()
+        .skip(3)
+        .take_while(|l| !l.starts_with('┗') && !l.starts_with('╰'))
+        .filter(|l| l.contains('#'))
+        .collect()
+}
+
+#[test]
+fn the_needs_you_filter_lists_the_failed_mark_and_the_status_bar_names_it() {
+    let app = app_of(watched(), &[]);
+    let all = draw(&app);
+    assert!(
+        status_line(&all).starts_with(" every-kind/02 fail: failed "),
+        "{all}"
+    );
+    // The list zoomed, so that it has every column.
+    let mut filters = vec![Action::Zoom];
+    filters.extend(vec![Action::CycleFilter; 3]);
+    let app = app_of(watched(), &filters);
+    let filtered = draw(&app);
+    assert!(
+        filtered.contains("Commands: needs you 1 of 10"),
+        "{filtered}"
+    );
+    let rows = list_rows(&filtered);
+    assert_eq!(rows.len(), 1, "{filtered}");
+    assert!(rows[0].contains("fail"), "{rows:?}");
+    insta::assert_snapshot!(filtered);
+}
+
+#[test]
+fn g_in_a_watch_selects_the_latest_attention_and_says_how_to_stop_it() {
+    let app = app_of(watched(), &[Action::GoToAttention]);
+    assert_eq!(app.view.selected, FAIL);
+    let screen = draw(&app);
+    let status = status_line(&screen);
+    assert!(
+        status.contains("every-kind/02 fail: failed (exit 3)"),
+        "{status}"
+    );
+    insta::assert_snapshot!(screen);
+    // Its timeline, zoomed, has the episode, its end and the failure.
+    let timeline = [Action::GoToAttention, Action::FocusPrev, Action::Zoom];
+    let screen = draw(&app_of(watched(), &timeline));
+    for words in [
+        "needs input: sh read(0) blocked on a pipe",
+        "needs input no longer",
+        "failed: exit 3",
+    ] {
+        assert!(screen.contains(words), "{words}: {screen}");
+    }
+}
+
+/// The screen of the finished recording with the time cursor at `at_ms` from its start
+/// (moved there by `]`, which stops at every moment on the way).
+fn at_moment(at_ms: u64) -> String {
+    let model = open(&fixture());
+    let (t0, r) = (model.started_ms, model.mode.recording().unwrap());
+    let mut actions = vec![Action::Zoom, Action::TimeFirst];
+    let mut at = r.first();
+    while at.is_some_and(|t| t < t0 + at_ms) {
+        at = r.next_event(at);
+        actions.push(Action::TimeNextEvent);
+    }
+    assert_eq!(at, Some(t0 + at_ms), "{at_ms} is a moment of the fixture");
+    draw(&app_of(model, &actions))
+}
+
+#[test]
+fn an_episode_shows_as_a_badge_while_it_lasts() {
+    // The episode began at +0:00.855 and ended at +0:00.906, when the command wrote again;
+    // `{ }` stop at it, as at what else changed how a run went.
+    let model = open(&fixture());
+    let (t0, r) = (model.started_ms, model.mode.recording().unwrap());
+    assert_eq!(r.next_notable(Some(t0 + 804)), Some(t0 + 855));
+    let during = at_moment(855);
+    assert!(during.contains("Commands at +0:00.855"), "{during}");
+    let row = during
+        .lines()
+        .find(|l| l.contains("#2 "))
+        .unwrap_or_default();
+    assert!(row.contains("needs input"), "{during}");
+    let after = at_moment(906);
+    let row = after
+        .lines()
+        .find(|l| l.contains("#2 "))
+        .unwrap_or_default();
+    assert!(!row.contains("needs input"), "{after}");
+    insta::assert_snapshot!(format!("{during}\n{after}"));
+}
+
+/// The watch's help names `g` for the latest attention and Home for the top, and still fits
+/// the smallest terminal; the TUI's keeps `g` for the top.
+#[test]
+fn the_help_of_a_watch_names_g_for_the_latest_attention() {
+    let app = app_of(watched(), &[Action::Help]);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal
+        .draw(|frame| tether::ui::draw(frame, app.shown(), &app.view, &app.content, &app.bindings))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let screen: String = (0..24)
+        .map(|y| {
+            let row: String = (0..80).map(|x| buffer[(x, y)].symbol()).collect();
+            row + "\n"
+        })
+        .collect();
+    assert!(
+        screen.contains("g       go to the latest attention"),
+        "{screen}"
+    );
+    assert!(screen.contains("Home    go to the top"), "{screen}");
+    assert!(screen.contains("needs you"), "the filter's words: {screen}");
+    assert!(screen.contains("closes this help"), "it fits: {screen}");
+}
