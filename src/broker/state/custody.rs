@@ -79,12 +79,6 @@ impl Broker {
         true
     }
 
-    /// Whether custody began since the last call: the event loop then lets its front end go
-    /// (the shim returns, as the shell would).
-    pub fn take_custody_began(&mut self) -> bool {
-        std::mem::take(&mut self.custody_began)
-    }
-
     pub fn in_custody(&self) -> bool {
         self.phase == Phase::Custody
     }

@@ -1,5 +1,10 @@
 //! Everything a broker knows about its command, and how each happening changes it.
-//! The event loop in `run.rs` feeds this; nothing here waits.
+//!
+//! The interpreter in `run.rs` owns the descriptors, the files and the clock: it hands
+//! what happened to [`Broker::handle`] as an [`Input`] and carries out what the broker asks
+//! for, drained with [`Broker::poll_output`], and wakes it at [`Broker::poll_timeout`]. The
+//! shape is `quinn-proto`'s `Connection`: nothing here reads a pipe, writes a file or waits
+//! (see `machine.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +15,7 @@ mod cgroup;
 mod custody;
 mod drain;
 mod input;
+mod machine;
 mod requests;
 mod time;
 
@@ -18,14 +24,14 @@ use super::tree::schedule::ScanSchedule;
 use super::tree::{TreeRecorder, is_escaped, tree_budget};
 use crate::cgroup::CommandCgroup;
 use crate::clock::now_ms;
-use crate::journal::JournalDir;
-use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
+use crate::journal::writer::RESULT_FILE;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{
-    CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage, Stream,
-    StreamTotals, capped_argv,
+    CapReason, CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage,
+    Stream, StreamTotals, capped_argv,
 };
 
+pub use machine::{Input, Output};
 pub use requests::Refusal;
 
 /// After the command exits, output is still read until the pipes are quiet this long...
@@ -76,24 +82,68 @@ struct Child {
     status: Option<ExitStatus>,
 }
 
+/// What one output stream brought and what of it is kept: every byte is counted, bytes are
+/// stored until the cap or until the disk refuses them (the interpreter writes them).
+#[derive(Default)]
+struct StreamCount {
+    total: u64,
+    stored: u64,
+    capped: bool,
+}
+
+/// Where one chunk of output goes: its place in the stream, how much of it is stored, and
+/// whether storing stopped at it.
+struct Placed {
+    offset: u64,
+    keep: usize,
+    capped: bool,
+}
+
+impl StreamCount {
+    fn place(&mut self, len: usize, max: u64) -> Placed {
+        let offset = self.total;
+        self.total += len as u64;
+        if self.capped {
+            return Placed {
+                offset,
+                keep: 0,
+                capped: false,
+            };
+        }
+        let room = max.saturating_sub(self.stored);
+        let keep = len.min(usize::try_from(room).unwrap_or(usize::MAX));
+        self.stored += keep as u64;
+        self.capped = keep < len;
+        Placed {
+            offset,
+            keep,
+            capped: self.capped,
+        }
+    }
+
+    fn totals(&self) -> StreamTotals {
+        StreamTotals {
+            bytes: self.total,
+            stored: self.stored,
+        }
+    }
+}
+
 pub struct Broker {
     start: Instant,
     started_ms: u64,
     pid: i32,
     request: LaunchRequest,
-    /// The command's journal directory, as the front end handed it over.
-    dir: JournalDir,
-    events: Option<EventLog>,
-    logs: [StreamLog; 2],
-    /// Lines for the parent produced since the loop last took them.
-    pub to_parent: Vec<u8>,
-    /// Bytes the parent has not taken yet, as the loop last saw.
-    pub parent_backlog: usize,
-    /// Lines for control-socket subscribers produced since the loop last took them; filled
-    /// only while `subscribed`.
-    pub to_subscribers: Vec<u8>,
-    /// Whether any control client subscribed to events (set by the loop).
-    pub subscribed: bool,
+    /// What the interpreter is to do, in order.
+    outputs: std::collections::VecDeque<Output>,
+    /// Whether the event log still takes lines (it failed once: no more).
+    journal_alive: bool,
+    /// Lines were appended to the event log since it was last flushed.
+    unflushed: bool,
+    /// What each output stream brought (stdout, stderr).
+    streams: [StreamCount; 2],
+    /// Bytes the parent has not taken yet: as the interpreter last said, plus lines sent since.
+    parent_backlog: usize,
     /// Bytes of event lines handed to the event log so far.
     journal_len: u64,
     /// The control client whose `stop` started the running stop sequence.
@@ -227,9 +277,6 @@ impl Broker {
         start: Instant,
         request: LaunchRequest,
         final_line: Option<regex::bytes::Regex>,
-        dir: JournalDir,
-        events: EventLog,
-        logs: [StreamLog; 2],
     ) -> Broker {
         let now = Instant::now();
         let tree_budget = tree_budget(request.max_output);
@@ -239,13 +286,11 @@ impl Broker {
             started_ms: now_ms(),
             pid: std::process::id() as i32,
             request,
-            dir,
-            events: Some(events),
-            logs,
-            to_parent: Vec::new(),
+            outputs: Default::default(),
+            journal_alive: true,
+            unflushed: false,
+            streams: Default::default(),
             parent_backlog: 0,
-            to_subscribers: Vec::new(),
-            subscribed: false,
             journal_len: 0,
             stop_client: None,
             child: None,
@@ -295,17 +340,19 @@ impl Broker {
     /// for control-socket subscribers.
     pub(super) fn record(&mut self, event: &Event) {
         let line = event.to_line();
-        if !matches!(event.kind, EventKind::Pong) {
-            match self.events.as_mut().map(|log| log.append(&line)) {
-                Some(Ok(())) => self.journal_len += line.len() as u64,
-                Some(Err(err)) => self.journal_failed(&err),
-                None => {}
-            }
-            if self.subscribed {
-                self.to_subscribers.extend_from_slice(&line);
-            }
+        let pong = matches!(event.kind, EventKind::Pong);
+        let journal = !pong && self.journal_alive;
+        if journal {
+            self.journal_len += line.len() as u64;
+            self.unflushed = true;
         }
-        self.send_to_parent(&line, matches!(event.kind, EventKind::Output { .. }));
+        let parent = self.parent_takes(line.len(), matches!(event.kind, EventKind::Output { .. }));
+        self.outputs.push_back(Output::Event {
+            line,
+            journal,
+            subscribers: !pong,
+            parent,
+        });
     }
 
     /// Bytes of `events.jsonl` written so far (once flushed).
@@ -313,20 +360,28 @@ impl Broker {
         self.journal_len
     }
 
-    pub(super) fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
+    /// Whether a line of `len` bytes goes to the parent: not once it is gone or let go, and
+    /// an output event not while the parent is more than [`PARENT_BACKLOG_CAP`] behind.
+    fn parent_takes(&mut self, len: usize, droppable: bool) -> bool {
         if self.result.parent_lost
             || self.parent_detached
-            || (droppable && self.to_parent.len() + self.parent_backlog > PARENT_BACKLOG_CAP)
+            || (droppable && self.parent_backlog > PARENT_BACKLOG_CAP)
         {
-            return;
+            return false;
         }
-        self.to_parent.extend_from_slice(line);
+        self.parent_backlog += len;
+        true
     }
 
     /// The event log cannot be written (disk full, I/O error): say so to the parent and keep
-    /// the command running; output files are handled by their own cap.
-    pub(super) fn journal_failed(&mut self, err: &std::io::Error) {
-        self.events = None;
+    /// the command running; output files are handled by their own cap. `unwritten`: bytes
+    /// counted as journaled that were not.
+    pub(super) fn journal_failed(&mut self, err: &std::io::Error, unwritten: u64) {
+        if !self.journal_alive {
+            return;
+        }
+        self.journal_alive = false;
+        self.journal_len = self.journal_len.saturating_sub(unwritten);
         let event = Event {
             ts_ms: now_ms(),
             mono_us: self.mono_us(),
@@ -340,15 +395,20 @@ impl Broker {
             },
         };
         let line = event.to_line();
-        if self.subscribed {
-            self.to_subscribers.extend_from_slice(&line);
-        }
-        self.send_to_parent(&line, false);
+        let parent = self.parent_takes(line.len(), false);
+        self.outputs.push_back(Output::Event {
+            line,
+            journal: false,
+            subscribers: true,
+            parent,
+        });
     }
 
+    /// Asks for what was appended to the event log to reach the disk; nothing when nothing
+    /// waits.
     pub fn flush_journal(&mut self) {
-        if let Some(Err(err)) = self.events.as_mut().map(EventLog::flush) {
-            self.journal_failed(&err);
+        if std::mem::take(&mut self.unflushed) && self.journal_alive {
+            self.outputs.push_back(Output::FlushJournal);
         }
     }
 
@@ -450,15 +510,21 @@ impl Broker {
         if matches!(self.phase, Phase::Draining { .. }) {
             self.drain_until = Some(now + DRAIN_IDLE);
         }
-        let stored = self.logs[stream as usize].write(bytes);
+        let placed = self.streams[stream as usize].place(bytes.len(), self.request.max_output);
+        if placed.keep > 0 {
+            self.outputs.push_back(Output::Store {
+                stream,
+                keep: placed.keep,
+            });
+        }
         let len = bytes.len() as u64;
         match self.pending.as_mut() {
-            Some(p) if p.stream == stream && p.offset + p.len == stored.offset => p.len += len,
+            Some(p) if p.stream == stream && p.offset + p.len == placed.offset => p.len += len,
             _ => {
                 self.flush_output();
                 self.pending = Some(PendingOutput {
                     stream,
-                    offset: stored.offset,
+                    offset: placed.offset,
                     len,
                     ts_ms: now_ms(),
                     mono_us: self.mono_us(),
@@ -466,14 +532,13 @@ impl Broker {
                 });
             }
         }
-        if let Some((reason, message)) = stored.capped {
-            let stored = self.logs[stream as usize].stored();
-            self.emit(EventKind::OutputCapped {
-                stream,
-                reason,
-                stored,
-                message,
-            });
+        if placed.capped {
+            let message = format!(
+                "{} reached its cap of {} bytes; further bytes are counted, not stored (raise it with --max-output)",
+                stream.file_name(),
+                self.request.max_output
+            );
+            self.output_capped(stream, CapReason::Limit, message);
         }
         // After the bytes' own `output` event (emitting flushes it): the journal has the
         // final line before the event that names it.
@@ -495,6 +560,35 @@ impl Broker {
         }
     }
 
+    fn output_capped(&mut self, stream: Stream, reason: CapReason, message: String) {
+        let stored = self.streams[stream as usize].stored;
+        self.emit(EventKind::OutputCapped {
+            stream,
+            reason,
+            stored,
+            message,
+        });
+    }
+
+    /// Storing a stream's bytes failed (disk full, I/O error): `stored` of it reached the
+    /// file, nothing more is stored, every byte is still counted. A stream already capped by
+    /// its limit says so once.
+    pub(super) fn store_failed(
+        &mut self,
+        stream: Stream,
+        reason: CapReason,
+        message: String,
+        stored: u64,
+    ) {
+        let count = &mut self.streams[stream as usize];
+        let already = count.capped;
+        count.capped = true;
+        count.stored = stored;
+        if !already {
+            self.output_capped(stream, reason, message);
+        }
+    }
+
     pub fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
         self.emit(EventKind::BrokerFailure {
             stage: Stage::Stdio,
@@ -503,9 +597,9 @@ impl Broker {
         });
     }
 
-    /// Journals the end of the command and writes `result.json`. Returns the broker's exit
-    /// code.
-    pub fn finish(&mut self) -> i32 {
+    /// Journals the end of the command and asks for `result.json` to be written; the
+    /// interpreter answers with [`Input::ResultWritten`].
+    pub(super) fn finish(&mut self) {
         self.reap();
         self.flush_output();
         self.flush_input();
@@ -515,18 +609,21 @@ impl Broker {
         if let Some(event) = self.tree.close() {
             self.record_tree(event);
         }
-        let totals = |log: &StreamLog| StreamTotals {
-            bytes: log.total(),
-            stored: log.stored(),
-        };
-        self.result.stdout = totals(&self.logs[0]);
-        self.result.stderr = totals(&self.logs[1]);
+        self.result.stdout = self.streams[0].totals();
+        self.result.stderr = self.streams[1].totals();
         self.result.failure = self.failure.clone();
         self.result.started_ms = self.started_ms;
         self.result.ended_ms = now_ms();
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
-        if let Err(err) = self.dir.write_json_once(RESULT_FILE, &self.result) {
-            let result_path = self.dir.join(RESULT_FILE);
+        self.outputs
+            .push_back(Output::WriteResult(Box::new(self.result.clone())));
+    }
+
+    /// `result.json` was written, or not: the journal closes, and the broker exits with 0
+    /// when the command ran its course, 1 when the parent was lost.
+    pub(super) fn result_written(&mut self, written: std::io::Result<()>) {
+        if let Err(err) = written {
+            let result_path = self.request.journal_dir.join(RESULT_FILE);
             self.emit(EventKind::BrokerFailure {
                 stage: Stage::Internal,
                 code: "result_write".into(),
@@ -538,7 +635,8 @@ impl Broker {
             stderr_bytes: self.result.stderr.bytes,
         });
         self.flush_journal();
-        i32::from(self.result.parent_lost)
+        self.outputs
+            .push_back(Output::Exit(i32::from(self.result.parent_lost)));
     }
 }
 

@@ -251,9 +251,8 @@ impl Broker {
             self.detach_parent();
             return;
         }
+        // Nothing more goes to a parent that is gone (the interpreter drops what it queued).
         self.result.parent_lost = true;
-        // Nothing more goes to a parent that is gone.
-        self.to_parent.clear();
         self.emit(EventKind::ParentLost { cause });
         self.start_stop(Origin::ParentLost);
     }
@@ -267,7 +266,6 @@ impl Broker {
     /// it, and nothing it does (its exit, its silence) is acted on.
     pub fn detach_parent(&mut self) {
         self.parent_detached = true;
-        self.to_parent.clear();
     }
 }
 
