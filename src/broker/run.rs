@@ -20,7 +20,7 @@ use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::parent::{CustodianWatch, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::{Broker, Input, Output};
+use super::state::{Broker, Input, LiveKernel, Output};
 use super::terminal::Terminals;
 use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
@@ -402,7 +402,13 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     };
 
     let parent = ParentWatch::open(request.parent_pid);
-    let mut broker = Broker::new(start, request.clone(), final_line);
+    let mut broker = Broker::new(
+        Box::new(LiveKernel),
+        start,
+        Instant::now(),
+        request.clone(),
+        final_line,
+    );
     let control_failed = control.as_ref().err().map(|err| EventKind::ControlUnavailable {
         code: err.code().into(),
         message: format!(

@@ -97,7 +97,7 @@ impl Broker {
         }
         let ticks = crate::procfs::clock_ticks_per_second();
         let page = crate::procfs::page_size();
-        let (children_cpu_ms, children_max_rss_bytes) = cost::children_usage();
+        let (children_cpu_ms, children_max_rss_bytes) = self.kernel.children_usage();
         let sampled = self.tree.cost();
         let (cpu_ms, peak) = cost::command_cost(&cost::CostSources {
             cgroup_cpu_usec: self.result.cgroup_cpu_usec,

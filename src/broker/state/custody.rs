@@ -60,7 +60,7 @@ impl Broker {
             self.emit(EventKind::LeftoversStopped { reason: end, pid });
             return false;
         }
-        let now = Instant::now();
+        let now = self.now;
         self.result.leftovers = Some(LeftoversRecord {
             kept: pids.clone(),
             ..Default::default()
@@ -116,7 +116,7 @@ impl Broker {
             return;
         };
         if let Some(record) = self.result.leftovers.as_mut() {
-            record.kept_ms = custody.since.elapsed().as_millis() as u64;
+            record.kept_ms = (self.now - custody.since).as_millis() as u64;
             record.stopped = Some(reason);
         }
         self.emit(EventKind::LeftoversStopped { reason, pid });
@@ -158,7 +158,7 @@ impl Broker {
     /// Writes the time kept so far, for a broker that ends while still in custody.
     pub(super) fn close_custody_record(&mut self) {
         if let (Some(custody), Some(record)) = (&self.custody, self.result.leftovers.as_mut()) {
-            record.kept_ms = custody.since.elapsed().as_millis() as u64;
+            record.kept_ms = (self.now - custody.since).as_millis() as u64;
         }
     }
 }

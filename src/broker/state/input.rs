@@ -5,7 +5,6 @@ use tokio::time::Instant;
 
 use super::Broker;
 use crate::broker::terminal::InputTaken;
-use crate::clock::now_ms;
 use crate::protocol::{Event, EventKind};
 
 pub(super) struct PendingInput {
@@ -23,12 +22,12 @@ impl Broker {
         }
         // Typing into a shell is how most of its children start.
         self.tree_may_have_changed();
-        let (ts_ms, mono_us) = (now_ms(), self.mono_us());
+        let (ts_ms, mono_us) = (self.kernel.wall_ms(), self.mono_us());
         let pending = self.pending_input.get_or_insert(PendingInput {
             taken: InputTaken::default(),
             ts_ms,
             mono_us,
-            since: Instant::now(),
+            since: self.now,
         });
         pending.taken.bytes += taken.bytes;
         pending.taken.dropped += taken.dropped;

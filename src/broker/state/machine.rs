@@ -131,7 +131,9 @@ pub enum Output {
 
 impl Broker {
     /// Takes what happened at `now`.
-    pub fn handle(&mut self, input: Input<'_>, _now: Instant) {
+    pub fn handle(&mut self, input: Input<'_>, now: Instant) {
+        // The clock only goes forward, whatever the interpreter read.
+        self.now = self.now.max(now);
         match input {
             Input::Happened(kind) => self.emit(kind),
             Input::Contained(cgroup) => self.contain(cgroup),
@@ -263,7 +265,7 @@ impl Broker {
     /// `kind` as an event of this moment.
     pub(super) fn stamp(&self, kind: EventKind) -> crate::protocol::Event {
         crate::protocol::Event {
-            ts_ms: crate::clock::now_ms(),
+            ts_ms: self.kernel.wall_ms(),
             mono_us: self.mono_us(),
             kind,
         }

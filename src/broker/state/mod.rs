@@ -15,6 +15,7 @@ mod cgroup;
 mod custody;
 mod drain;
 mod input;
+mod kernel;
 mod machine;
 mod requests;
 mod time;
@@ -23,14 +24,14 @@ use super::stop::StopSequence;
 use super::tree::schedule::ScanSchedule;
 use super::tree::{TreeRecorder, is_escaped, tree_budget};
 use crate::cgroup::CommandCgroup;
-use crate::clock::now_ms;
 use crate::journal::writer::RESULT_FILE;
-use crate::procfs::{self, ProcStat};
+use crate::procfs::ProcStat;
 use crate::protocol::{
     CapReason, CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage,
     Stream, StreamTotals, capped_argv,
 };
 
+pub use kernel::{Kernel, LiveKernel, Reaped};
 pub use machine::{Input, Output};
 pub use requests::Refusal;
 
@@ -130,6 +131,10 @@ impl StreamCount {
 }
 
 pub struct Broker {
+    /// What the decisions ask of the kernel (see `kernel.rs`).
+    kernel: Box<dyn Kernel>,
+    /// The time of the input being handled.
+    now: Instant,
     start: Instant,
     started_ms: u64,
     pid: i32,
@@ -178,92 +183,6 @@ pub struct Broker {
     final_drain: Option<drain::FinalDrain>,
 }
 
-/// One ended child, reaped: its pid, how it ended, and where it was (its process group and
-/// session, read while it was still a zombie).
-struct Reaped {
-    pid: i32,
-    status: ExitStatus,
-    place: Option<ProcStat>,
-}
-
-/// Whether this process has a child left, alive or not yet reaped. A subreaper with no child
-/// has no descendant at all: every process of the command's tree is a child of the broker or
-/// a descendant of one (orphans are re-parented to it). So the kernel answers in one call
-/// what a walk of /proc, reading every process on the machine, would.
-fn has_children() -> bool {
-    !matches!(peek_ended_child(), Err(libc::ECHILD))
-}
-
-/// The pid of a child that has ended, left unreaped (`WNOWAIT`); `Ok(None)` when children
-/// remain but none has ended; `Err(ECHILD)` when there is no child at all.
-fn peek_ended_child() -> Result<Option<i32>, i32> {
-    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid writes only into `info`.
-    let peeked = unsafe {
-        libc::waitid(
-            libc::P_ALL,
-            0,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    if peeked < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-    }
-    // SAFETY: filled in by waitid for a child that has ended; 0 when none has.
-    let pid = unsafe { info.si_pid() };
-    Ok((pid != 0).then_some(pid))
-}
-
-/// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
-/// that its `/proc` entry, group and session included, can still be read; then reaped.
-fn reap_one() -> Result<Option<Reaped>, i32> {
-    let Some(pid) = peek_ended_child()? else {
-        return Ok(None);
-    };
-    let place = procfs::read_stat(pid);
-    match wait_status(pid)? {
-        Some(status) => Ok(Some(Reaped { pid, status, place })),
-        None => Ok(None),
-    }
-}
-
-/// Reaps `pid`, which has ended. `libc` directly: nix turns the status into its `Signal` enum
-/// and fails (after the kernel has already reaped the child) for real-time signals, which
-/// would lose the exit for good.
-fn wait_status(pid: i32) -> Result<Option<ExitStatus>, i32> {
-    let mut raw = 0;
-    let reaped = loop {
-        // SAFETY: waitpid only writes the status into `raw`.
-        let reaped = unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) };
-        match reaped {
-            r if r >= 0 => break r,
-            _ => match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
-                libc::EINTR => continue,
-                errno => return Err(errno),
-            },
-        }
-    };
-    if reaped == 0 {
-        return Ok(None);
-    }
-    let status = if libc::WIFEXITED(raw) {
-        ExitStatus {
-            code: Some(libc::WEXITSTATUS(raw)),
-            signal: None,
-            core_dumped: false,
-        }
-    } else {
-        ExitStatus {
-            code: None,
-            signal: Some(libc::WTERMSIG(raw)),
-            core_dumped: libc::WCOREDUMP(raw),
-        }
-    };
-    Ok(Some(status))
-}
-
 /// Whether a reaped process had escaped, by the one rule the tree's record uses
 /// ([`is_escaped`]); `None` when where it was could not be read.
 fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
@@ -272,19 +191,23 @@ fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
 
 impl Broker {
     /// `final_line` is the request's `drain_on`, compiled (by `run.rs`, which refuses a
-    /// launch whose pattern does not compile).
+    /// launch whose pattern does not compile). `start`: when the broker started, the origin
+    /// of the journal's `mono_us`.
     pub fn new(
+        kernel: Box<dyn Kernel>,
         start: Instant,
+        now: Instant,
         request: LaunchRequest,
         final_line: Option<regex::bytes::Regex>,
     ) -> Broker {
-        let now = Instant::now();
         let tree_budget = tree_budget(request.max_output);
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
         Broker {
+            started_ms: kernel.wall_ms(),
+            pid: kernel.own_pid(),
+            kernel,
+            now,
             start,
-            started_ms: now_ms(),
-            pid: std::process::id() as i32,
             request,
             outputs: Default::default(),
             journal_alive: true,
@@ -317,7 +240,7 @@ impl Broker {
     }
 
     pub(super) fn mono_us(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
+        self.now.saturating_duration_since(self.start).as_micros() as u64
     }
 
     /// Journals an event and queues the same line for the parent.
@@ -329,7 +252,7 @@ impl Broker {
             self.flush_input();
         }
         let event = Event {
-            ts_ms: now_ms(),
+            ts_ms: self.kernel.wall_ms(),
             mono_us: self.mono_us(),
             kind,
         };
@@ -383,7 +306,7 @@ impl Broker {
         self.journal_alive = false;
         self.journal_len = self.journal_len.saturating_sub(unwritten);
         let event = Event {
-            ts_ms: now_ms(),
+            ts_ms: self.kernel.wall_ms(),
             mono_us: self.mono_us(),
             kind: EventKind::BrokerFailure {
                 stage: Stage::Internal,
@@ -417,7 +340,7 @@ impl Broker {
     pub fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
         self.child = Some(Child { pid, status: None });
         self.result.pid = Some(pid);
-        let now = Instant::now();
+        let now = self.now;
         self.last_output = now;
         self.tree_walks = ScanSchedule::new(now + Duration::from_millis(50));
         self.emit(EventKind::Spawned {
@@ -449,7 +372,7 @@ impl Broker {
     /// Something may have changed the tree, or a front end wants it current: it is walked
     /// within a second.
     pub fn tree_may_have_changed(&mut self) {
-        self.tree_walks.activity(Instant::now());
+        self.tree_walks.activity(self.now);
     }
 
     pub(super) fn child_reaped(&self) -> bool {
@@ -460,27 +383,27 @@ impl Broker {
     /// left is a live one (or one that ended since, reaped at the next SIGCHLD).
     pub(super) fn tree_left(&self) -> bool {
         // The cgroup's word too: `populated 0` once its last process is gone.
-        has_children() || self.cgroup_populated()
+        self.kernel.has_children() || self.cgroup_populated()
     }
 
     /// Reaps every child that has ended: the command itself, or a descendant re-parented to
     /// this subreaper.
     pub fn reap(&mut self) {
         loop {
-            let Reaped { pid, status, place } = match reap_one() {
+            let Reaped { pid, status, place } = match self.kernel.reap_one() {
                 Ok(Some(reaped)) => reaped,
                 Ok(None) | Err(libc::ECHILD) => break,
                 Err(libc::EINTR) => continue,
                 // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
                 Err(_) => break,
             };
-            self.tree_walks.activity(Instant::now());
+            self.tree_walks.activity(self.now);
             match self.child.as_mut() {
                 Some(child) if child.pid == pid => {
                     child.status = Some(status);
                     self.result.exit = Some(status);
                     self.phase = Phase::Draining {
-                        since: Instant::now(),
+                        since: self.now,
                     };
                     self.emit(EventKind::Exit { pid, status });
                 }
@@ -504,7 +427,7 @@ impl Broker {
         // that sees output also sees the events that came first (`spawned`, a signal). Cheap:
         // nothing is written when nothing waits.
         self.flush_journal();
-        let now = Instant::now();
+        let now = self.now;
         self.last_output = now;
         self.tree_walks.activity(now);
         if matches!(self.phase, Phase::Draining { .. }) {
@@ -526,7 +449,7 @@ impl Broker {
                     stream,
                     offset: placed.offset,
                     len,
-                    ts_ms: now_ms(),
+                    ts_ms: self.kernel.wall_ms(),
                     mono_us: self.mono_us(),
                     since: now,
                 });
@@ -613,7 +536,7 @@ impl Broker {
         self.result.stderr = self.streams[1].totals();
         self.result.failure = self.failure.clone();
         self.result.started_ms = self.started_ms;
-        self.result.ended_ms = now_ms();
+        self.result.ended_ms = self.kernel.wall_ms();
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
         self.outputs
             .push_back(Output::WriteResult(Box::new(self.result.clone())));

@@ -2,10 +2,9 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
 
 use super::{Broker, Phase};
-use crate::broker::signaller;
+use super::kernel::Lent;
 use crate::broker::stop::{Delivery, StopSequence};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
@@ -59,7 +58,7 @@ impl Broker {
                 "a launch request arrived after the command was launched; it was ignored".into(),
             ),
             ToBroker::Ping => {
-                self.last_ping = Instant::now();
+                self.last_ping = self.now;
                 self.unresponsive = false;
                 self.emit(EventKind::Pong);
             }
@@ -119,12 +118,12 @@ impl Broker {
 
     /// The front end that launched this broker (`tether exec`, the TUI), named for the
     /// journal when it asks for a signal or a stop on its pipe: it is alive, it just wrote.
-    fn parent_peer(&self) -> Peer {
+    fn parent_peer(&mut self) -> Peer {
         let pid = self.request.parent_pid;
         Peer {
             pid,
-            uid: rustix::process::getuid().as_raw(),
-            program: crate::procfs::program_label(pid),
+            uid: self.kernel.uid(),
+            program: self.kernel.program_label(pid),
         }
     }
 
@@ -151,8 +150,10 @@ impl Broker {
         }
         let targets = match scope {
             Scope::Group => {
+                let (walk, group) = (self.walk(), self.live_group());
                 let mut reached = Default::default();
-                signaller::signal_tree(self.walk(), self.live_group(), signal, false, &mut reached)
+                self.kernel
+                    .signal_tree(&walk, group, signal, false, &mut reached)
             }
             Scope::Pid => {
                 let Some(target) = pid else {
@@ -161,8 +162,9 @@ impl Broker {
                         message: "a signal with scope `pid` needs a `pid`".into(),
                     });
                 };
-                match self.walk().live().iter().find(|p| p.pid == target) {
-                    Some(stat) if signaller::signal_process(stat, signal) => vec![target],
+                let walk = self.walk();
+                match self.kernel.live(&walk).iter().find(|p| p.pid == target) {
+                    Some(stat) if self.kernel.signal_process(stat, signal) => vec![target],
                     Some(_) => vec![],
                     None => {
                         return Err(Refusal {
@@ -209,9 +211,16 @@ impl Broker {
             (true, Some(known)) => self.walk().known(known),
             _ => self.walk(),
         };
-        let (mut sequence, delivery) =
-            StopSequence::start(origin, grace, walk, self.live_group(), Instant::now());
-        sequence.delay_first_sweep(sweep_jitter(self.pid, crate::clock::now_ms()));
+        let group = self.live_group();
+        let (mut sequence, delivery) = StopSequence::start_with(
+            &mut Lent(&mut *self.kernel),
+            origin,
+            grace,
+            &walk,
+            group,
+            self.now,
+        );
+        sequence.delay_first_sweep(sweep_jitter(self.pid, self.kernel.wall_ms()));
         self.stop = Some(sequence);
         let cont = Delivery {
             signal: nix::sys::signal::Signal::SIGCONT,

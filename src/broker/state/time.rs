@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::kernel::Lent;
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
 use crate::protocol::{EventKind, Origin};
 
@@ -44,10 +45,7 @@ impl Broker {
             next.push(until);
         }
         if let (Some(stop), false) = (&self.stop, self.stop_done) {
-            next.push(stop.next_sweep);
-            if !stop.killed {
-                next.push(stop.kill_at);
-            }
+            next.push(stop.next_wake());
         }
         if self.child.is_some() && self.phase != Phase::Done && !self.tree_paused() {
             next.push(self.tree_walks.next());
@@ -70,7 +68,7 @@ impl Broker {
     /// `mirror_behind`, whether output waits for the front end's copy (and a stream is not
     /// read meanwhile, so its quiet is not idleness).
     pub fn tick(&mut self, pipes_open: bool, mirror_behind: bool) {
-        let now = Instant::now();
+        let now = self.now;
         if self
             .pending
             .as_ref()
@@ -119,36 +117,44 @@ impl Broker {
         self.advance_phase(now, pipes_open, mirror_behind);
     }
 
+    /// One step of the stop sequence, when it is due: KILL once grace is over, else a sweep
+    /// for newcomers.
     pub(super) fn advance_stop(&mut self, now: Instant) {
         if self.stop_done {
             return;
         }
         let (walk, group) = (self.walk(), self.live_group());
-        let Some(stop) = self.stop.as_mut() else {
+        let Some(stop) = self.stop.as_ref() else {
             return;
         };
-        let origin = stop.origin;
-        if !stop.killed && now >= stop.kill_at {
-            let after_ms = now.saturating_duration_since(stop.started).as_millis() as u64;
-            let delivery = stop.escalate(&walk, group, now);
-            if !delivery.targets.is_empty() {
-                self.result.hard_killed = true;
-                self.emit(EventKind::HardKill { after_ms });
-                self.report(delivery, origin);
-            }
-        } else if now >= stop.next_sweep {
-            // Nothing to sweep if every process it signalled ended and nothing is left: a
-            // child reaped now saves a walk (the stop is done when the broker has no child).
-            self.reap();
-            self.check_stop_done();
-            if self.stop_done {
-                return;
+        if now >= stop.next_wake() {
+            if !stop.kill_due(now) {
+                // Nothing to sweep if every process it signalled ended and nothing is left: a
+                // child reaped now saves a walk (the stop is done when the broker has no
+                // child).
+                self.reap();
+                self.check_stop_done();
+                if self.stop_done {
+                    return;
+                }
             }
             let Some(stop) = self.stop.as_mut() else {
                 return;
             };
-            if let Some(delivery) = stop.sweep(&walk, group, now) {
-                self.report(delivery, origin);
+            let (origin, started) = (stop.origin, stop.started);
+            let (delivery, escalated) =
+                stop.step_with(&mut Lent(&mut *self.kernel), &walk, group, now);
+            match delivery {
+                Some(kill) if escalated => {
+                    if !kill.targets.is_empty() {
+                        let after_ms = now.saturating_duration_since(started).as_millis() as u64;
+                        self.result.hard_killed = true;
+                        self.emit(EventKind::HardKill { after_ms });
+                        self.report(kill, origin);
+                    }
+                }
+                Some(newcomers) => self.report(newcomers, origin),
+                None => {}
             }
         }
         self.check_stop_done();
@@ -164,11 +170,14 @@ impl Broker {
         // On the /proc walk, a tree whose processes did nothing since the last walk is not
         // walked again (a walk reads every process on the machine); a full walk still comes
         // every SAFETY_WALK. A cgroup's members are read at the cost of the tree alone.
-        if walk.cgroup().is_none() && self.tree_walks.quiet() && self.tree.unchanged(SAFETY_WALK) {
+        if walk.cgroup().is_none()
+            && self.tree_walks.quiet()
+            && self.kernel.tree_unchanged(&self.tree, SAFETY_WALK)
+        {
             self.tree_walks.walked(now, false);
             return;
         }
-        let event = self.tree.sample(&walk, group);
+        let event = self.kernel.sample_tree(&mut self.tree, &walk, group);
         self.tree_walks.walked(now, event.is_some());
         if let Some(event) = event {
             self.record_tree(event);
