@@ -252,7 +252,8 @@ impl Outlets {
                         if let Err(error) = events.append(&line) {
                             self.journal.events = None;
                             let unwritten = line.len() as u64;
-                            broker.handle(Input::JournalFailed { error, unwritten }, Instant::now());
+                            broker
+                                .handle(Input::JournalFailed { error, unwritten }, Instant::now());
                         }
                     }
                     if subscribers && self.subscribed {
@@ -409,12 +410,15 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         request.clone(),
         final_line,
     );
-    let control_failed = control.as_ref().err().map(|err| EventKind::ControlUnavailable {
-        code: err.code().into(),
-        message: format!(
-            "no control socket: {err}; `tether stop` falls back to signalling the broker"
-        ),
-    });
+    let control_failed = control
+        .as_ref()
+        .err()
+        .map(|err| EventKind::ControlUnavailable {
+            code: err.code().into(),
+            message: format!(
+                "no control socket: {err}; `tether stop` falls back to signalling the broker"
+            ),
+        });
     let mut out = Outlets {
         journal,
         link,
@@ -503,7 +507,10 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 };
                 out.feed(&mut broker, spawned);
                 if let Some(streams) = child.terminal {
-                    out.feed(&mut broker, Input::Happened(EventKind::Terminal { streams }));
+                    out.feed(
+                        &mut broker,
+                        Input::Happened(EventKind::Terminal { streams }),
+                    );
                 }
                 terminals = Terminals::new(child.terminal, request.stdin == StdinSource::Terminal);
             }
@@ -518,8 +525,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     } else {
         let failed = Input::SpawnFailed {
             code: "parent_lost".into(),
-            message: "the process that launched this command was gone before it could start"
-                .into(),
+            message: "the process that launched this command was gone before it could start".into(),
         };
         out.feed(&mut broker, failed);
     }
@@ -580,7 +586,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             r = write_input(&mut terminals, &pipes), if input_waiting => {
                 if r.is_err() {
                     let dropped = terminals.forget_pending();
-                    out.feed(&mut broker, Input::InputDropped(dropped));
+                    out.feed(&mut broker, Input::TypedDropped(dropped));
                 }
             }
             custodian = custodians.exited(), if !custodians.is_empty() => {
@@ -619,7 +625,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             _ = sleep_until(deadline) => {}
         }
         let dropped = terminals.settle(&pipes);
-        out.feed(&mut broker, Input::InputDropped(dropped));
+        out.feed(&mut broker, Input::TypedDropped(dropped));
         let tick = Input::Tick {
             pipes_open: pipes.iter().any(Option::is_some),
             mirror_behind: mirrors.iter().flatten().any(Mirror::is_behind),
@@ -886,7 +892,13 @@ fn on_read(
             }
             Ok(n) => {
                 let chunk = &buf[..n];
-                broker.handle(Input::Read { stream, bytes: chunk }, Instant::now());
+                broker.handle(
+                    Input::Read {
+                        stream,
+                        bytes: chunk,
+                    },
+                    Instant::now(),
+                );
                 out.apply(broker, chunk);
                 if let Some(copy) = mirror.as_mut() {
                     // The front end closed its end: the journal goes on alone.

@@ -43,8 +43,12 @@ pub trait Kernel: TreeSignaller {
     /// `signal` to one process found by a walk (pidfd-checked); whether it was delivered.
     fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool;
     /// Walks the tree for its record: the event to journal when it changed.
-    fn sample_tree(&mut self, tree: &mut TreeRecorder, walk: &Walk, group: i32)
-    -> Option<EventKind>;
+    fn sample_tree(
+        &mut self,
+        tree: &mut TreeRecorder,
+        walk: &Walk,
+        group: i32,
+    ) -> Option<EventKind>;
     /// Whether the last walk's processes did nothing since (see [`TreeRecorder::unchanged`]).
     fn tree_unchanged(&mut self, tree: &TreeRecorder, longest: Duration) -> bool;
     /// The program of `pid`, for the journal's `client`.

@@ -51,7 +51,7 @@ pub enum Input<'a> {
     /// Input the parent sent, and how much of it reached the terminal's queue.
     Typed(InputTaken),
     /// Queued input that could not be written after all (the terminal closed).
-    InputDropped(u64),
+    TypedDropped(u64),
     /// The command's terminal took a new size.
     Resized(WindowSize),
     /// The parent is gone, as `cause` says.
@@ -152,7 +152,7 @@ impl Broker {
             Input::Request(request) => self.request(request),
             Input::RequestRefused { code, message } => self.protocol_error(code, message),
             Input::Typed(taken) => self.input(taken),
-            Input::InputDropped(bytes) => self.input_dropped(bytes),
+            Input::TypedDropped(bytes) => self.input_dropped(bytes),
             Input::Resized(size) => self.emit(EventKind::Resize { size }),
             Input::ParentLost(cause) => self.parent_lost(cause),
             Input::ParentBacklog(bytes) => self.parent_backlog = bytes,

@@ -402,9 +402,7 @@ impl Broker {
                 Some(child) if child.pid == pid => {
                     child.status = Some(status);
                     self.result.exit = Some(status);
-                    self.phase = Phase::Draining {
-                        since: self.now,
-                    };
+                    self.phase = Phase::Draining { since: self.now };
                     self.emit(EventKind::Exit { pid, status });
                 }
                 child => {
@@ -564,32 +562,4 @@ impl Broker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(pgid: i32, sid: i32) -> ProcStat {
-        ProcStat {
-            pid: 50,
-            ppid: 1,
-            pgid,
-            sid,
-            state: b'Z',
-            start_ticks: 0,
-            ..ProcStat::default()
-        }
-    }
-
-    #[test]
-    fn only_a_process_out_of_the_group_and_session_escaped() {
-        // Pipes: the command (group 10) shares the broker's session (5).
-        // Re-parented when its parent ended, still in the command's group: no escapee.
-        assert_eq!(escaped(Some(&at(10, 5)), 10), Some(false));
-        // setsid: a session and a group of its own.
-        assert_eq!(escaped(Some(&at(50, 50)), 10), Some(true));
-        // setpgid: out of the group, in the broker's session.
-        assert_eq!(escaped(Some(&at(50, 5)), 10), Some(true));
-        // A terminal: the command leads session 10; a job in group 50 of it is no escapee.
-        assert_eq!(escaped(Some(&at(50, 10)), 10), Some(false));
-        assert_eq!(escaped(None, 10), None);
-    }
-}
+mod tests;

@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-
-use super::{Broker, Phase};
 use super::kernel::Lent;
+use super::{Broker, Phase};
 use crate::broker::stop::{Delivery, StopSequence};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
@@ -204,6 +203,12 @@ impl Broker {
         }
         self.stop_client = client;
         self.result.stopped_by = Some(origin);
+        // Said before its first signal: a reader knows the command is being stopped, and
+        // why, without guessing it from the signals that follow.
+        self.emit(EventKind::StopStarted {
+            origin,
+            grace_ms: self.request.grace_ms,
+        });
         let grace = Duration::from_millis(self.request.grace_ms);
         // On the /proc walk, the first signal goes to what the last walk found: hundreds of
         // brokers whose TUI was killed must not each walk all of /proc at the same moment.

@@ -145,16 +145,15 @@ impl Broker {
             let (delivery, escalated) =
                 stop.step_with(&mut Lent(&mut *self.kernel), &walk, group, now);
             match delivery {
-                Some(kill) if escalated => {
-                    if !kill.targets.is_empty() {
-                        let after_ms = now.saturating_duration_since(started).as_millis() as u64;
-                        self.result.hard_killed = true;
-                        self.emit(EventKind::HardKill { after_ms });
-                        self.report(kill, origin);
-                    }
+                // A KILL that found nothing left is no hard kill.
+                Some(kill) if escalated && !kill.targets.is_empty() => {
+                    let after_ms = now.saturating_duration_since(started).as_millis() as u64;
+                    self.result.hard_killed = true;
+                    self.emit(EventKind::HardKill { after_ms });
+                    self.report(kill, origin);
                 }
-                Some(newcomers) => self.report(newcomers, origin),
-                None => {}
+                Some(newcomers) if !escalated => self.report(newcomers, origin),
+                _ => {}
             }
         }
         self.check_stop_done();
@@ -204,7 +203,8 @@ impl Broker {
             if !pipes_open || idle_over || now >= since + DRAIN_CAP {
                 self.phase = Phase::TearingDown;
                 if self.tree_left() && self.stop.is_none() {
-                    let left: Vec<i32> = self.walk().live().iter().map(|p| p.pid).collect();
+                    let walk = self.walk();
+                    let left: Vec<i32> = self.kernel.live(&walk).iter().map(|p| p.pid).collect();
                     if !self.keep_leftovers(left) {
                         self.start_stop(Origin::Shutdown);
                     }
