@@ -22,6 +22,7 @@ use super::pty;
 use super::spawn::{CgroupEntry, spawn};
 use super::state::{Broker, Input, LiveKernel, Output};
 use super::terminal::Terminals;
+use super::tree::{TreeRecorder, tree_budget};
 use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
 use crate::fdio::{AsyncPipe, Outbox};
@@ -220,6 +221,8 @@ struct JournalFiles {
 /// Where the broker's outputs go: the journal, the parent, the control clients.
 struct Outlets {
     journal: JournalFiles,
+    /// The tree's record: the walks the broker asks for, and what they found.
+    tree: TreeRecorder,
     link: ParentLink,
     control: Option<ControlServer>,
     /// Lines for subscribers since the last broadcast; kept only while there are any.
@@ -298,6 +301,19 @@ impl Outlets {
                     if let Some(server) = self.control.as_mut() {
                         server.reply(client, &line);
                     }
+                }
+                Output::SampleTree {
+                    walk,
+                    group,
+                    may_skip,
+                } => {
+                    let sample = self.tree.look(&walk, group, may_skip);
+                    broker.handle(Input::TreeSampled(sample), Instant::now());
+                }
+                Output::CloseTree => {
+                    let record = self.tree.close();
+                    let cost = self.tree.cost();
+                    broker.handle(Input::TreeClosed { record, cost }, Instant::now());
                 }
                 Output::LetFrontEndGo => self.let_go = true,
                 Output::WriteResult(result) => {
@@ -421,6 +437,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         });
     let mut out = Outlets {
         journal,
+        tree: TreeRecorder::new(tree_budget(request.max_output)),
         link,
         control: control.ok(),
         for_subscribers: Vec::new(),

@@ -91,14 +91,13 @@ impl Broker {
     /// What the tree cost, into `result.json`: `memory_peak` is the cgroup's, if it had one
     /// (see [`crate::broker::tree::cost`] for which figure is taken and why). Nothing ran,
     /// nothing to say.
-    pub(super) fn record_cost(&mut self, memory_peak: Option<u64>) {
+    pub(super) fn record_cost(&mut self, memory_peak: Option<u64>, sampled: &cost::SampledCost) {
         if self.child.is_none() {
             return;
         }
         let ticks = crate::procfs::clock_ticks_per_second();
         let page = crate::procfs::page_size();
         let (children_cpu_ms, children_max_rss_bytes) = self.kernel.children_usage();
-        let sampled = self.tree.cost();
         let (cpu_ms, peak) = cost::command_cost(&cost::CostSources {
             cgroup_cpu_usec: self.result.cgroup_cpu_usec,
             cgroup_memory_peak: memory_peak,

@@ -1,5 +1,6 @@
 //! What the broker's decisions ask of the kernel while they are made: reaping its children,
-//! whether any is left, the processes of its tree, signals to them and the wall clock. One
+//! whether any is left, the processes of its tree, signals to them and the wall clock. (The
+//! tree's record is not among them: a walk for it is an output, its result an input.) One
 //! trait, so the state machine runs on the kernel in the broker ([`LiveKernel`]) and on a
 //! fake table of processes in its tests, as the stop sequence does with [`TreeSignaller`].
 //!
@@ -9,15 +10,13 @@
 //! [`super::Output`].
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
 use crate::broker::signaller::{self, ProcessKey, Walk};
 use crate::broker::stop::TreeSignaller;
-use crate::broker::tree::TreeRecorder;
 use crate::procfs::{self, ProcStat};
-use crate::protocol::{EventKind, ExitStatus};
+use crate::protocol::ExitStatus;
 
 /// One ended child, reaped: its pid, how it ended, and where it was (its process group and
 /// session, read while it was still a zombie).
@@ -42,15 +41,6 @@ pub trait Kernel: TreeSignaller {
     fn live(&mut self, walk: &Walk) -> Vec<ProcStat>;
     /// `signal` to one process found by a walk (pidfd-checked); whether it was delivered.
     fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool;
-    /// Walks the tree for its record: the event to journal when it changed.
-    fn sample_tree(
-        &mut self,
-        tree: &mut TreeRecorder,
-        walk: &Walk,
-        group: i32,
-    ) -> Option<EventKind>;
-    /// Whether the last walk's processes did nothing since (see [`TreeRecorder::unchanged`]).
-    fn tree_unchanged(&mut self, tree: &TreeRecorder, longest: Duration) -> bool;
     /// The program of `pid`, for the journal's `client`.
     fn program_label(&mut self, pid: i32) -> Option<String>;
     /// This process's uid.
@@ -106,19 +96,6 @@ impl Kernel for LiveKernel {
 
     fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool {
         signaller::signal_process(process, signal)
-    }
-
-    fn sample_tree(
-        &mut self,
-        tree: &mut TreeRecorder,
-        walk: &Walk,
-        group: i32,
-    ) -> Option<EventKind> {
-        tree.sample(walk, group)
-    }
-
-    fn tree_unchanged(&mut self, tree: &TreeRecorder, longest: Duration) -> bool {
-        tree.unchanged(longest)
     }
 
     fn program_label(&mut self, pid: i32) -> Option<String> {

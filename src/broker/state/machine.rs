@@ -14,7 +14,10 @@ use tokio::time::Instant;
 
 use super::Broker;
 use crate::broker::control::Incoming;
+use crate::broker::signaller::Walk;
 use crate::broker::terminal::InputTaken;
+use crate::broker::tree::TreeSample;
+use crate::broker::tree::cost::SampledCost;
 use crate::cgroup::CommandCgroup;
 use crate::protocol::{
     CapReason, CommandResult, ControlRequest, EventKind, LeftoversEnd, Origin, ParentLossCause,
@@ -86,6 +89,16 @@ pub enum Input<'a> {
         message: String,
         stored: u64,
     },
+    /// What a look at the tree found ([`Output::SampleTree`]): the processes it walked, and
+    /// the record to journal. An observer of the tree (a detector of a command that needs
+    /// the operator) takes its samples here.
+    TreeSampled(TreeSample),
+    /// The tree's record was closed ([`Output::CloseTree`]): its last record, if any, and
+    /// what its samples saw the tree use.
+    TreeClosed {
+        record: Option<EventKind>,
+        cost: &'a SampledCost,
+    },
     /// The interpreter handled what woke it, or the time of [`Broker::poll_timeout`] came:
     /// whatever is due is done. `pipes_open`: either output pipe is open; `mirror_behind`:
     /// output waits for the front end's copy (a stream is not read meanwhile, so its quiet is
@@ -120,6 +133,15 @@ pub enum Output {
     Subscribe { client: u64 },
     /// One line to control client `client` alone: its request's answer.
     Reply { client: u64, line: Vec<u8> },
+    /// Walk the tree for its record ([`Input::TreeSampled`] when done); `may_skip`: the
+    /// walk need not be taken if the last walk's processes did nothing since.
+    SampleTree {
+        walk: Walk,
+        group: i32,
+        may_skip: bool,
+    },
+    /// Close the tree's record ([`Input::TreeClosed`] when done).
+    CloseTree,
     /// Custody began: the front end gets what it was sent, its copy of the output ends, and
     /// it is let go ([`Input::FrontEndLetGo`] when done).
     LetFrontEndGo,
@@ -180,6 +202,8 @@ impl Broker {
                     self.outputs.push_back(Output::LetFrontEndGo);
                 }
             }
+            Input::TreeSampled(sample) => self.tree_sampled(sample),
+            Input::TreeClosed { record, cost } => self.tree_closed(record, cost),
             Input::Finish => self.finish(),
             Input::ResultWritten(written) => self.result_written(written),
         }

@@ -21,8 +21,9 @@ mod requests;
 mod time;
 
 use super::stop::StopSequence;
+use super::tree::cost::SampledCost;
+use super::tree::is_escaped;
 use super::tree::schedule::ScanSchedule;
-use super::tree::{TreeRecorder, is_escaped, tree_budget};
 use crate::cgroup::CommandCgroup;
 use crate::journal::writer::RESULT_FILE;
 use crate::procfs::ProcStat;
@@ -164,7 +165,12 @@ pub struct Broker {
     drain_until: Option<Instant>,
     last_ping: Instant,
     unresponsive: bool,
-    tree: TreeRecorder,
+    /// A walk for the tree's record was asked for and not answered yet.
+    tree_sampling: bool,
+    /// The live processes of the last full walk on the /proc path.
+    last_walk: Option<Vec<ProcStat>>,
+    /// The cgroup's `memory.peak` as it was released, for the cost at the end.
+    memory_peak: Option<u64>,
     /// When the tree is next walked for the record.
     tree_walks: ScanSchedule,
     result: CommandResult,
@@ -200,7 +206,6 @@ impl Broker {
         request: LaunchRequest,
         final_line: Option<regex::bytes::Regex>,
     ) -> Broker {
-        let tree_budget = tree_budget(request.max_output);
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
         Broker {
             started_ms: kernel.wall_ms(),
@@ -227,7 +232,9 @@ impl Broker {
             drain_until: None,
             last_ping: now,
             unresponsive: false,
-            tree: TreeRecorder::new(tree_budget),
+            tree_sampling: false,
+            last_walk: None,
+            memory_peak: None,
             tree_walks: ScanSchedule::new(now),
             result: CommandResult::default(),
             cgroup: None,
@@ -518,16 +525,23 @@ impl Broker {
         });
     }
 
-    /// Journals the end of the command and asks for `result.json` to be written; the
-    /// interpreter answers with [`Input::ResultWritten`].
+    /// Journals the end of the command and asks for the tree's record to be closed
+    /// ([`Input::TreeClosed`]), then for `result.json` to be written
+    /// ([`Input::ResultWritten`]).
     pub(super) fn finish(&mut self) {
         self.reap();
         self.flush_output();
         self.flush_input();
         self.close_custody_record();
-        let memory_peak = self.release_cgroup();
-        self.record_cost(memory_peak);
-        if let Some(event) = self.tree.close() {
+        self.memory_peak = self.release_cgroup();
+        self.outputs.push_back(Output::CloseTree);
+    }
+
+    /// The tree's record is closed (`record`: an empty tree, if the last one recorded was
+    /// not), and `cost` is what its samples saw: the result is complete.
+    pub(super) fn tree_closed(&mut self, record: Option<EventKind>, cost: &SampledCost) {
+        self.record_cost(self.memory_peak, cost);
+        if let Some(event) = record {
             self.record_tree(event);
         }
         self.result.stdout = self.streams[0].totals();

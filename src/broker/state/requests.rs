@@ -212,7 +212,7 @@ impl Broker {
         let grace = Duration::from_millis(self.request.grace_ms);
         // On the /proc walk, the first signal goes to what the last walk found: hundreds of
         // brokers whose TUI was killed must not each walk all of /proc at the same moment.
-        let walk = match (self.cgroup.is_none(), self.tree.last_walk()) {
+        let walk = match (self.cgroup.is_none(), self.last_walk.clone()) {
             (true, Some(known)) => self.walk().known(known),
             _ => self.walk(),
         };

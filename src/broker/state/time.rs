@@ -5,13 +5,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::kernel::Lent;
+use super::machine::Output;
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
+use crate::broker::tree::TreeSample;
 use crate::protocol::{EventKind, Origin};
-
-/// The longest a quiet tree on the /proc walk goes without a full walk: the safety net for a
-/// new process that its parent's counters did not show (a kernel without schedstat, where a
-/// vfork within one clock tick of CPU moves none of the others).
-const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Broker {
     // ---- time -------------------------------------------------------------------------
@@ -112,7 +109,7 @@ impl Broker {
             && !self.tree_paused()
             && self.tree_walks.is_due(now)
         {
-            self.sample_tree(now);
+            self.sample_tree();
         }
         self.advance_phase(now, pipes_open, mirror_behind);
     }
@@ -159,27 +156,41 @@ impl Broker {
         self.check_stop_done();
     }
 
-    /// Walks the tree and records it if it changed; the schedule backs off while it does not.
-    pub(super) fn sample_tree(&mut self, now: Instant) {
+    /// Asks for the tree to be walked for its record ([`Input::TreeSampled`] answers).
+    pub(super) fn sample_tree(&mut self) {
         let Some(group) = self.child.as_ref().map(|c| c.pid) else {
             return;
         };
-        self.check_cgroup();
-        let walk = self.walk();
-        // On the /proc walk, a tree whose processes did nothing since the last walk is not
-        // walked again (a walk reads every process on the machine); a full walk still comes
-        // every SAFETY_WALK. A cgroup's members are read at the cost of the tree alone.
-        if walk.cgroup().is_none()
-            && self.tree_walks.quiet()
-            && self.kernel.tree_unchanged(&self.tree, SAFETY_WALK)
-        {
-            self.tree_walks.walked(now, false);
+        if self.tree_sampling {
             return;
         }
-        let event = self.kernel.sample_tree(&mut self.tree, &walk, group);
-        self.tree_walks.walked(now, event.is_some());
-        if let Some(event) = event {
-            self.record_tree(event);
+        self.check_cgroup();
+        let walk = self.walk();
+        // On the /proc walk, a tree whose processes did nothing since the last walk need not
+        // be walked again (a walk reads every process on the machine); a full walk still
+        // comes every `SAFETY_WALK`. A cgroup's members are read at the cost of the tree
+        // alone.
+        let may_skip = walk.cgroup().is_none() && self.tree_walks.quiet();
+        self.tree_sampling = true;
+        self.outputs.push_back(Output::SampleTree {
+            walk,
+            group,
+            may_skip,
+        });
+    }
+
+    /// What a look at the tree found: its record if it changed; the schedule backs off while
+    /// it does not. This is where an observer of the tree's processes hangs on.
+    pub(super) fn tree_sampled(&mut self, sample: TreeSample) {
+        self.tree_sampling = false;
+        let TreeSample { processes, record } = sample;
+        self.tree_walks.walked(self.now, record.is_some());
+        // What the /proc path's stop sends its first signal to without walking again.
+        if let Some(processes) = processes.filter(|_| self.cgroup.is_none()) {
+            self.last_walk = Some(processes);
+        }
+        if let Some(record) = record {
+            self.record_tree(record);
         }
     }
 

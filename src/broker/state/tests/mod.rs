@@ -20,7 +20,8 @@ use tokio::time::Instant;
 use super::{Broker, Input, Kernel, Output, Reaped};
 use crate::broker::signaller::{ProcessKey, Walk};
 use crate::broker::stop::TreeSignaller;
-use crate::broker::tree::TreeRecorder;
+use crate::broker::tree::TreeSample;
+use crate::broker::tree::cost::SampledCost;
 use crate::procfs::ProcStat;
 use crate::protocol::{
     CommandResult, CommandSpec, Event, EventKind, ExitStatus, LaunchRequest, PROTOCOL_VERSION,
@@ -183,21 +184,6 @@ impl Kernel for FakeKernel {
         here
     }
 
-    fn sample_tree(
-        &mut self,
-        _tree: &mut TreeRecorder,
-        _walk: &Walk,
-        _group: i32,
-    ) -> Option<EventKind> {
-        let mut world = self.0.borrow_mut();
-        world.walks += 1;
-        world.trees.pop_front()
-    }
-
-    fn tree_unchanged(&mut self, _tree: &TreeRecorder, _longest: Duration) -> bool {
-        false
-    }
-
     fn program_label(&mut self, _pid: i32) -> Option<String> {
         Some("front-end".into())
     }
@@ -333,6 +319,26 @@ impl Rig {
                 Output::Reply { client, line } => {
                     let event = serde_json::from_slice(&line).expect("a reply line");
                     self.replies.push((client, event));
+                }
+                // The tree as the fake has it: its live processes, and the next record.
+                Output::SampleTree { .. } => {
+                    let sample = {
+                        let mut world = self.world.borrow_mut();
+                        world.walks += 1;
+                        TreeSample {
+                            processes: Some(world.alive.iter().map(|(p, _)| *p).collect()),
+                            record: world.trees.pop_front(),
+                        }
+                    };
+                    self.broker.handle(Input::TreeSampled(sample), self.now);
+                }
+                Output::CloseTree => {
+                    let cost = SampledCost::default();
+                    let closed = Input::TreeClosed {
+                        record: None,
+                        cost: &cost,
+                    };
+                    self.broker.handle(closed, self.now);
                 }
                 Output::LetFrontEndGo => {
                     self.let_go += 1;
