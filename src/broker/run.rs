@@ -1,8 +1,8 @@
 //! The broker's interpreter: it owns the descriptors, the files and the kernel, and drives
 //! the broker's state machine (`state`) with them. One `select!` over the parent's pipe, the
 //! command's pipes, SIGCHLD, the parent's pidfd, signals, the control socket and the
-//! broker's next deadline turns each happening into an [`Input`]; each [`Output`] the broker
-//! then asks for is carried out here ([`Outlets::apply`]).
+//! broker's next deadline turns each happening into an [`Input`]; each output the broker
+//! then asks for is carried out at once ([`Outlets::apply`], in `outlets.rs`).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -17,21 +17,22 @@ use super::containment;
 use super::control::{ControlServer, Incoming};
 use super::final_drain;
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
-use super::parent::{CustodianWatch, ParentWatch};
+use super::outlets::{JournalFiles, Outlets};
+use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::{Broker, Input, LiveKernel, Output};
+use super::state::{Broker, Input, LiveKernel};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
 use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
-use crate::fdio::{AsyncPipe, Outbox};
+use crate::fdio::AsyncPipe;
 use crate::journal::JournalDir;
-use crate::journal::writer::{COMMAND_FILE, EventLog, RESULT_FILE, StreamLog};
+use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
     BrokerIdentity, CommandFile, Custodian, CustodianRole, Event, EventKind, Frame, LaunchRequest,
-    LeftoversEnd, LineSplitter, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource,
-    Stream, ToBroker,
+    LeftoversEnd, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream,
+    ToBroker,
 };
 
 const READ_CHUNK: usize = 256 * 1024;
@@ -70,48 +71,6 @@ pub async fn run(inherited: Inherited) -> i32 {
             eprintln!("tether broker: {err}");
             1
         }
-    }
-}
-
-/// The parent's end of things: requests in on stdin, events out on stdout.
-struct ParentLink {
-    input: Option<AsyncPipe>,
-    output: AsyncPipe,
-    lines: LineSplitter,
-    buf: Vec<u8>,
-    /// Event lines not yet taken by the parent.
-    queue: Outbox,
-}
-
-impl ParentLink {
-    fn take_stdio() -> io::Result<ParentLink> {
-        // SAFETY: the broker owns its stdin and stdout and nothing else in the process uses
-        // them once they are taken here.
-        let (stdin, stdout) = unsafe { (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1)) };
-        Ok(ParentLink {
-            input: Some(AsyncPipe::new(stdin)?),
-            output: AsyncPipe::new(stdout)?,
-            lines: LineSplitter::new(MAX_LINE),
-            buf: vec![0; 64 * 1024],
-            queue: Outbox::default(),
-        })
-    }
-
-    /// Writes as much of the queue as the pipe takes now. `Err` means the parent is gone.
-    fn push(&mut self) -> io::Result<()> {
-        self.queue.write_now(&self.output)
-    }
-
-    /// Writes what is queued, for at most `limit`: the parent may not be reading.
-    async fn drain(&mut self, limit: Duration) {
-        let _ = tokio::time::timeout(limit, async {
-            while !self.queue.is_empty() {
-                if self.queue.write_some(&self.output).await.is_err() {
-                    return;
-                }
-            }
-        })
-        .await;
     }
 }
 
@@ -207,131 +166,6 @@ async fn await_launch(
             )
             .await;
         }
-    }
-}
-
-/// The command's journal as the interpreter writes it: the broker says what goes in.
-struct JournalFiles {
-    dir: JournalDir,
-    events: Option<EventLog>,
-    /// Uncapped: the broker decides what of each chunk is stored ([`Output::Store`]).
-    streams: [StreamLog; 2],
-}
-
-/// Where the broker's outputs go: the journal, the parent, the control clients.
-struct Outlets {
-    journal: JournalFiles,
-    /// The tree's record: the walks the broker asks for, and what they found.
-    tree: TreeRecorder,
-    link: ParentLink,
-    control: Option<ControlServer>,
-    /// Lines for subscribers since the last broadcast; kept only while there are any.
-    for_subscribers: Vec<u8>,
-    subscribed: bool,
-    /// The broker asked for its front end to be let go.
-    let_go: bool,
-    exit: Option<i32>,
-}
-
-impl Outlets {
-    /// Hands `input` to the broker and carries out what it asks.
-    fn feed(&mut self, broker: &mut Broker, input: Input<'_>) {
-        broker.handle(input, Instant::now());
-        self.apply(broker, &[]);
-    }
-
-    /// Carries out every output the broker has, in order; `chunk` is the chunk of output
-    /// last read, which [`Output::Store`] names. A failure goes back to the broker at once.
-    fn apply(&mut self, broker: &mut Broker, chunk: &[u8]) {
-        while let Some(output) = broker.poll_output() {
-            match output {
-                Output::Event {
-                    line,
-                    journal,
-                    subscribers,
-                    parent,
-                } => {
-                    if journal && let Some(events) = self.journal.events.as_mut() {
-                        if let Err(error) = events.append(&line) {
-                            self.journal.events = None;
-                            let unwritten = line.len() as u64;
-                            broker
-                                .handle(Input::JournalFailed { error, unwritten }, Instant::now());
-                        }
-                    }
-                    if subscribers && self.subscribed {
-                        self.for_subscribers.extend_from_slice(&line);
-                    }
-                    if parent {
-                        self.link.queue.push(&line);
-                    }
-                }
-                Output::FlushJournal => {
-                    if let Some(Err(error)) = self.journal.events.as_mut().map(EventLog::flush) {
-                        self.journal.events = None;
-                        let failed = Input::JournalFailed {
-                            error,
-                            unwritten: 0,
-                        };
-                        broker.handle(failed, Instant::now());
-                    }
-                }
-                Output::Store { stream, keep } => {
-                    let log = &mut self.journal.streams[stream as usize];
-                    if let Some((reason, message)) = log.write(&chunk[..keep]).capped {
-                        let stored = log.stored();
-                        let failed = Input::StoreFailed {
-                            stream,
-                            reason,
-                            message,
-                            stored,
-                        };
-                        broker.handle(failed, Instant::now());
-                    }
-                }
-                Output::Subscribe { client } => {
-                    self.broadcast();
-                    if let Some(server) = self.control.as_mut() {
-                        server.subscribe(client);
-                        self.subscribed = true;
-                    }
-                }
-                Output::Reply { client, line } => {
-                    self.broadcast();
-                    if let Some(server) = self.control.as_mut() {
-                        server.reply(client, &line);
-                    }
-                }
-                Output::SampleTree {
-                    walk,
-                    group,
-                    may_skip,
-                } => {
-                    let sample = self.tree.look(&walk, group, may_skip);
-                    broker.handle(Input::TreeSampled(sample), Instant::now());
-                }
-                Output::CloseTree => {
-                    let record = self.tree.close();
-                    let cost = self.tree.cost();
-                    broker.handle(Input::TreeClosed { record, cost }, Instant::now());
-                }
-                Output::LetFrontEndGo => self.let_go = true,
-                Output::WriteResult(result) => {
-                    let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
-                    broker.handle(Input::ResultWritten(written), Instant::now());
-                }
-                Output::Exit(code) => self.exit = Some(code),
-            }
-        }
-    }
-
-    /// Sends subscribers what was gathered for them.
-    fn broadcast(&mut self) {
-        if let Some(server) = self.control.as_mut() {
-            server.broadcast(&self.for_subscribers);
-            self.subscribed = server.has_subscribers();
-        }
-        self.for_subscribers.clear();
     }
 }
 

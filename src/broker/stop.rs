@@ -90,7 +90,7 @@ impl StopSequence {
     }
 
     pub fn start_with(
-        signaller: &mut impl TreeSignaller,
+        signaller: &mut (impl TreeSignaller + ?Sized),
         origin: Origin,
         grace: Duration,
         walk: &Walk,
@@ -151,7 +151,7 @@ impl StopSequence {
 
     pub fn step_with(
         &mut self,
-        signaller: &mut impl TreeSignaller,
+        signaller: &mut (impl TreeSignaller + ?Sized),
         walk: &Walk,
         group: Option<i32>,
         now: Instant,
@@ -176,7 +176,7 @@ impl StopSequence {
 
     pub fn sweep_with(
         &mut self,
-        signaller: &mut impl TreeSignaller,
+        signaller: &mut (impl TreeSignaller + ?Sized),
         walk: &Walk,
         group: Option<i32>,
         now: Instant,
@@ -217,7 +217,7 @@ impl StopSequence {
 
     pub fn escalate_with(
         &mut self,
-        signaller: &mut impl TreeSignaller,
+        signaller: &mut (impl TreeSignaller + ?Sized),
         walk: &Walk,
         group: Option<i32>,
         now: Instant,
@@ -237,7 +237,7 @@ impl StopSequence {
 /// KILL to everything of the walk: the containment's own kill where it has one (then the
 /// processes it held are those reached), else the group and each process through pidfds.
 fn kill(
-    signaller: &mut impl TreeSignaller,
+    signaller: &mut (impl TreeSignaller + ?Sized),
     walk: &Walk,
     group: Option<i32>,
     reached: &mut HashSet<ProcessKey>,

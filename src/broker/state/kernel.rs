@@ -9,11 +9,9 @@
 //! everything the broker only has done (journal, replies, files) goes out as an
 //! [`super::Output`].
 
-use std::collections::HashSet;
-
 use nix::sys::signal::Signal;
 
-use crate::broker::signaller::{self, ProcessKey, Walk};
+use crate::broker::signaller::{self, Walk};
 use crate::broker::stop::TreeSignaller;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::ExitStatus;
@@ -49,25 +47,8 @@ pub trait Kernel: TreeSignaller {
     fn children_usage(&mut self) -> (u64, u64);
 }
 
-/// The kernel the broker runs on.
-pub struct LiveKernel;
-
-impl TreeSignaller for LiveKernel {
-    fn signal_tree(
-        &mut self,
-        walk: &Walk,
-        group: Option<i32>,
-        signal: Signal,
-        also_cont: bool,
-        already: &mut HashSet<ProcessKey>,
-    ) -> Vec<i32> {
-        crate::broker::stop::Kernel.signal_tree(walk, group, signal, also_cont, already)
-    }
-
-    fn kill_all(&mut self, walk: &Walk) -> Option<Vec<ProcessKey>> {
-        crate::broker::stop::Kernel.kill_all(walk)
-    }
-}
+/// The kernel the broker runs on: the stop sequence's own signaller, and the rest.
+pub use crate::broker::stop::Kernel as LiveKernel;
 
 impl Kernel for LiveKernel {
     fn own_pid(&self) -> i32 {
@@ -108,26 +89,6 @@ impl Kernel for LiveKernel {
 
     fn children_usage(&mut self) -> (u64, u64) {
         crate::broker::tree::cost::children_usage()
-    }
-}
-
-/// A [`Kernel`] lent to the stop sequence, which takes any [`TreeSignaller`].
-pub(super) struct Lent<'a>(pub(super) &'a mut dyn Kernel);
-
-impl TreeSignaller for Lent<'_> {
-    fn signal_tree(
-        &mut self,
-        walk: &Walk,
-        group: Option<i32>,
-        signal: Signal,
-        also_cont: bool,
-        already: &mut HashSet<ProcessKey>,
-    ) -> Vec<i32> {
-        self.0.signal_tree(walk, group, signal, also_cont, already)
-    }
-
-    fn kill_all(&mut self, walk: &Walk) -> Option<Vec<ProcessKey>> {
-        self.0.kill_all(walk)
     }
 }
 

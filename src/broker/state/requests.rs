@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use super::kernel::Lent;
 use super::{Broker, Phase};
 use crate::broker::stop::{Delivery, StopSequence};
 use crate::protocol::{
@@ -217,14 +216,8 @@ impl Broker {
             _ => self.walk(),
         };
         let group = self.live_group();
-        let (mut sequence, delivery) = StopSequence::start_with(
-            &mut Lent(&mut *self.kernel),
-            origin,
-            grace,
-            &walk,
-            group,
-            self.now,
-        );
+        let (mut sequence, delivery) =
+            StopSequence::start_with(&mut *self.kernel, origin, grace, &walk, group, self.now);
         sequence.delay_first_sweep(sweep_jitter(self.pid, self.kernel.wall_ms()));
         self.stop = Some(sequence);
         let cont = Delivery {

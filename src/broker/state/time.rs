@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::kernel::Lent;
 use super::machine::Output;
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
 use crate::broker::tree::TreeSample;
@@ -139,8 +138,7 @@ impl Broker {
                 return;
             };
             let (origin, started) = (stop.origin, stop.started);
-            let (delivery, escalated) =
-                stop.step_with(&mut Lent(&mut *self.kernel), &walk, group, now);
+            let (delivery, escalated) = stop.step_with(&mut *self.kernel, &walk, group, now);
             match delivery {
                 // A KILL that found nothing left is no hard kill.
                 Some(kill) if escalated && !kill.targets.is_empty() => {
