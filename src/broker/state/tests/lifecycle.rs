@@ -248,3 +248,57 @@ fn only_a_process_out_of_the_group_and_session_escaped() {
     assert_eq!(escaped(Some(&at(50, 10)), 10), Some(false));
     assert_eq!(escaped(None, 10), None);
 }
+
+#[test]
+fn a_stream_that_cannot_be_read_is_said_and_the_command_runs_on() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.feed(Input::ReadFailed {
+        stream: Stream::Stderr,
+        error: std::io::Error::from_raw_os_error(libc::EIO),
+    });
+    let failure = rig.journal().find_map(|e| match &e.kind {
+        EventKind::BrokerFailure { stage, code, .. } => Some((*stage, code.clone())),
+        _ => None,
+    });
+    assert_eq!(
+        failure,
+        Some((crate::protocol::Stage::Stdio, "read".to_string()))
+    );
+    assert!(rig.world.borrow().sent.is_empty());
+    assert!(!rig.broker.is_done());
+}
+
+#[test]
+fn a_change_in_the_cgroup_brings_the_next_walk_of_the_tree_within_a_second() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.run_until(ms(20_000));
+    let walks = rig.world.borrow().walks;
+    let quiet_wake = rig.broker.poll_timeout().unwrap();
+    rig.feed(Input::CgroupChanged);
+    let wake = rig.broker.poll_timeout().unwrap();
+    assert!(wake < quiet_wake && wake <= rig.now + ms(1000), "{wake:?}");
+    rig.run_until(rig.now - rig.t0 + ms(1_000));
+    assert!(rig.world.borrow().walks > walks);
+}
+
+#[test]
+fn a_front_end_let_go_is_no_longer_expected_to_ping() {
+    let mut rig = Rig::running(
+        LaunchRequest {
+            heartbeat_ms: Some(100),
+            leftovers: crate::protocol::LeftoversRule {
+                keep: true,
+                ..Default::default()
+            },
+            ..request()
+        },
+        OnTerm::Exit,
+    );
+    rig.world.borrow_mut().spawn(101, OnTerm::Exit);
+    rig.command_ends(exited(0));
+    rig.pipes_open = false;
+    rig.tick();
+    assert_eq!(rig.let_go, 1);
+    rig.run_until(ms(5_000));
+    assert_eq!(rig.count("parent_unresponsive"), 0);
+}

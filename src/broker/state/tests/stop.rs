@@ -290,3 +290,35 @@ fn the_final_line_on_stderr_or_mid_stop_is_not_watched_for() {
     });
     assert_eq!(rig.count("final_drain"), 0);
 }
+
+#[test]
+fn a_command_that_exits_within_the_drain_period_is_not_stopped() {
+    let (request, regex) = drained_request();
+    let mut rig = Rig::with_drain(request, regex);
+    rig.world.borrow_mut().spawn(CMD, OnTerm::Exit);
+    rig.feed(Input::Spawned {
+        pid: CMD,
+        start_ticks: None,
+        argv: vec![],
+    });
+    rig.feed(Input::Read {
+        stream: Stream::Stdout,
+        bytes: b"done\n",
+    });
+    rig.run_until(ms(200));
+    rig.command_ends(exited(0));
+    assert_eq!(rig.finish(), 0);
+    assert_eq!(rig.count("stop_started"), 0);
+    assert!(!rig.result().drained);
+}
+
+#[test]
+fn input_typed_before_a_stop_is_journaled_before_it() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.feed(Input::Typed(crate::broker::terminal::InputTaken {
+        bytes: 4,
+        dropped: 0,
+    }));
+    rig.feed(stop_request());
+    assert_eq!(&rig.kinds()[1..3], ["input", "stop_started"]);
+}
