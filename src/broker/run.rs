@@ -476,7 +476,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             _ = sleep_until(deadline) => {}
         }
         let dropped = terminals.settle(&pipes);
-        out.feed(&mut broker, Input::TypedDropped(dropped));
+        if dropped > 0 {
+            out.feed(&mut broker, Input::TypedDropped(dropped));
+        }
         let tick = Input::Tick {
             pipes_open: pipes.iter().any(Option::is_some),
             mirror_behind: mirrors.iter().flatten().any(Mirror::is_behind),

@@ -12,7 +12,7 @@ use crate::protocol::{ContainmentMode, EventKind};
 
 impl Broker {
     /// The command runs in `cgroup` (or, `None`, is contained by the walk of /proc).
-    pub fn contain(&mut self, cgroup: Option<Arc<CommandCgroup>>) {
+    pub(super) fn contain(&mut self, cgroup: Option<Arc<CommandCgroup>>) {
         self.cgroup = cgroup;
     }
 
@@ -42,7 +42,7 @@ impl Broker {
     /// The command must be in its cgroup before anything it runs can fork: it writes itself
     /// into `cgroup.procs` before exec. If that failed (the write is unchecked in the child,
     /// where nothing may allocate), the /proc walk takes over, and the journal says why.
-    pub fn check_entered(&mut self, pid: i32) {
+    pub(super) fn check_entered(&mut self, pid: i32) {
         let Some(cgroup) = self.cgroup.as_ref() else {
             return;
         };
@@ -60,7 +60,7 @@ impl Broker {
 
     /// Something changed in the cgroup (`cgroup.events`): the tree may have, a stop may be
     /// done, or the cgroup may be gone.
-    pub fn cgroup_changed(&mut self) {
+    pub(super) fn cgroup_changed(&mut self) {
         self.check_cgroup();
         self.tree_may_have_changed();
         self.check_stop_done();

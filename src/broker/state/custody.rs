@@ -79,14 +79,14 @@ impl Broker {
         true
     }
 
-    pub fn in_custody(&self) -> bool {
+    pub(super) fn in_custody(&self) -> bool {
         self.phase == Phase::Custody
     }
 
     /// A custodian exited (`reason`, with its pid). In custody, the leftovers are stopped;
     /// before, it is remembered, and they will be stopped as soon as there are any. The
     /// session's owner ends the session: a command still running is stopped with it.
-    pub fn custodian_exited(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
+    pub(super) fn custodian_exited(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
         if self.in_custody() {
             self.stop_leftovers(reason, pid, None);
             return;
@@ -100,7 +100,7 @@ impl Broker {
     /// A custodian could not be watched when the command started (it had exited already):
     /// nobody will answer for leftovers, which are stopped as soon as there are any. The
     /// command itself runs, as the shell would have run it.
-    pub fn custodian_unwatched(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
+    pub(super) fn custodian_unwatched(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
         self.custodian_gone.get_or_insert((reason, pid));
     }
 

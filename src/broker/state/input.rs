@@ -16,7 +16,7 @@ pub(super) struct PendingInput {
 
 impl Broker {
     /// Input the front end sent, and how much of it reached the terminal's queue.
-    pub fn input(&mut self, taken: InputTaken) {
+    pub(super) fn input(&mut self, taken: InputTaken) {
         if taken == InputTaken::default() {
             return;
         }
@@ -34,7 +34,7 @@ impl Broker {
     }
 
     /// Input that was queued and could not be written after all (the terminal closed).
-    pub fn input_dropped(&mut self, bytes: u64) {
+    pub(super) fn input_dropped(&mut self, bytes: u64) {
         self.input(InputTaken {
             bytes: 0,
             dropped: bytes,

@@ -251,7 +251,7 @@ impl Broker {
     }
 
     /// Journals an event and queues the same line for the parent.
-    pub fn emit(&mut self, kind: EventKind) {
+    pub(super) fn emit(&mut self, kind: EventKind) {
         if !matches!(kind, EventKind::Output { .. }) {
             self.flush_output();
         }
@@ -336,7 +336,7 @@ impl Broker {
 
     /// Asks for what was appended to the event log to reach the disk; nothing when nothing
     /// waits.
-    pub fn flush_journal(&mut self) {
+    pub(super) fn flush_journal(&mut self) {
         if std::mem::take(&mut self.unflushed) && self.journal_alive {
             self.outputs.push_back(Output::FlushJournal);
         }
@@ -344,7 +344,7 @@ impl Broker {
 
     // ---- the command ------------------------------------------------------------------
 
-    pub fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
+    pub(super) fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
         self.child = Some(Child { pid, status: None });
         self.result.pid = Some(pid);
         let now = self.now;
@@ -358,7 +358,7 @@ impl Broker {
         });
     }
 
-    pub fn spawn_failed(&mut self, code: String, message: String) {
+    pub(super) fn spawn_failed(&mut self, code: String, message: String) {
         self.failure = Some(Failure {
             stage: Stage::Spawn,
             code: code.clone(),
@@ -378,7 +378,7 @@ impl Broker {
 
     /// Something may have changed the tree, or a front end wants it current: it is walked
     /// within a second.
-    pub fn tree_may_have_changed(&mut self) {
+    pub(super) fn tree_may_have_changed(&mut self) {
         self.tree_walks.activity(self.now);
     }
 
@@ -395,7 +395,7 @@ impl Broker {
 
     /// Reaps every child that has ended: the command itself, or a descendant re-parented to
     /// this subreaper.
-    pub fn reap(&mut self) {
+    pub(super) fn reap(&mut self) {
         loop {
             let Reaped { pid, status, place } = match self.kernel.reap_one() {
                 Ok(Some(reaped)) => reaped,
@@ -427,7 +427,7 @@ impl Broker {
         self.check_stop_done();
     }
 
-    pub fn output(&mut self, stream: Stream, bytes: &[u8]) {
+    pub(super) fn output(&mut self, stream: Stream, bytes: &[u8]) {
         // Whatever was journaled before these bytes reaches the disk before them: a reader
         // that sees output also sees the events that came first (`spawned`, a signal). Cheap:
         // nothing is written when nothing waits.
@@ -517,7 +517,7 @@ impl Broker {
         }
     }
 
-    pub fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
+    pub(super) fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
         self.emit(EventKind::BrokerFailure {
             stage: Stage::Stdio,
             code: "read".into(),

@@ -45,7 +45,7 @@ fn sweep_jitter(pid: i32, now_ms: u64) -> Duration {
 impl Broker {
     // ---- requests from the parent -----------------------------------------------------
 
-    pub fn request(&mut self, message: ToBroker) {
+    pub(super) fn request(&mut self, message: ToBroker) {
         // A heartbeat says nothing about the tree; anything else may change it.
         if !matches!(message, ToBroker::Ping) {
             self.tree_may_have_changed();
@@ -77,7 +77,7 @@ impl Broker {
 
     /// A signal or a stop from a control-socket client, journaled as the operator's with
     /// the client's pid and uid. A refusal goes back to that client only.
-    pub fn control_request(
+    pub(super) fn control_request(
         &mut self,
         request: ControlRequest,
         peer: Peer,
@@ -125,7 +125,7 @@ impl Broker {
         }
     }
 
-    pub fn protocol_error(&mut self, code: &str, message: String) {
+    pub(super) fn protocol_error(&mut self, code: &str, message: String) {
         self.emit(EventKind::BrokerFailure {
             stage: Stage::Protocol,
             code: code.into(),
@@ -187,7 +187,7 @@ impl Broker {
 
     // ---- stopping ---------------------------------------------------------------------
 
-    pub fn start_stop(&mut self, origin: Origin) {
+    pub(super) fn start_stop(&mut self, origin: Origin) {
         self.start_stop_for(origin, None);
     }
 
@@ -249,7 +249,7 @@ impl Broker {
         self.stop_done = !self.tree_left();
     }
 
-    pub fn parent_lost(&mut self, cause: ParentLossCause) {
+    pub(super) fn parent_lost(&mut self, cause: ParentLossCause) {
         if self.result.parent_lost || self.parent_detached {
             return;
         }
@@ -271,7 +271,7 @@ impl Broker {
 
     /// Lets the front end go (custody began and it took the news): nothing more is sent to
     /// it, and nothing it does (its exit, its silence) is acted on.
-    pub fn detach_parent(&mut self) {
+    pub(super) fn detach_parent(&mut self) {
         self.parent_detached = true;
     }
 }

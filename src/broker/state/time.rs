@@ -13,7 +13,7 @@ impl Broker {
     // ---- time -------------------------------------------------------------------------
 
     /// The next moment at which [`Broker::tick`] has something to do.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
         let mut next: Vec<Instant> = Vec::new();
         if let Some(p) = &self.pending {
             next.push(p.since + OUTPUT_COALESCE);
@@ -63,7 +63,7 @@ impl Broker {
     /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open;
     /// `mirror_behind`, whether output waits for the front end's copy (and a stream is not
     /// read meanwhile, so its quiet is not idleness).
-    pub fn tick(&mut self, pipes_open: bool, mirror_behind: bool) {
+    pub(super) fn tick(&mut self, pipes_open: bool, mirror_behind: bool) {
         let now = self.now;
         if self
             .pending
