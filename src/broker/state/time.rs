@@ -189,6 +189,9 @@ impl Broker {
         }
         if let Some(record) = record {
             self.record_tree(record);
+            // The walk is answered after the tick's flush: the record reaches the disk now,
+            // not at the next wake-up, which for a quiet command may be seconds away.
+            self.flush_journal();
         }
     }
 

@@ -211,9 +211,15 @@ fn the_tree_is_walked_soon_after_the_spawn_and_recorded_when_it_changed() {
         .push_back(EventKind::Tree { processes: vec![] });
     rig.run_until(ms(49));
     assert_eq!(rig.world.borrow().walks, 0);
+    let flushes = rig.flushes;
     rig.run_until(ms(50));
     assert_eq!(rig.world.borrow().walks, 1);
     assert_eq!(rig.count("tree"), 1);
+    assert!(
+        rig.flushes > flushes,
+        "the record is flushed in the turn that walked"
+    );
+    assert!(!rig.broker.unflushed, "nothing waits for the next wake-up");
     // Quiet: the next walk backs off; output brings it within a second.
     rig.run_until(ms(900));
     let walks = rig.world.borrow().walks;
