@@ -280,14 +280,18 @@ impl Rig {
 
     /// A broker whose command runs, as `pid` [`CMD`], doing `on_term` with TERM.
     fn running(request: LaunchRequest, on_term: OnTerm) -> Rig {
-        let mut rig = Rig::new(request);
-        rig.world.borrow_mut().spawn(CMD, on_term);
-        rig.feed(Input::Spawned {
+        Rig::new(request).launched(on_term)
+    }
+
+    /// The command is started, as `pid` [`CMD`], doing `on_term` with TERM.
+    fn launched(mut self, on_term: OnTerm) -> Rig {
+        self.world.borrow_mut().spawn(CMD, on_term);
+        self.feed(Input::Spawned {
             pid: CMD,
             start_ticks: Some(CMD as u64),
             argv: vec!["cmd".into()],
         });
-        rig
+        self
     }
 
     fn feed(&mut self, input: Input<'_>) {

@@ -174,15 +174,18 @@ fn the_first_sweep_is_delayed_by_at_most_the_jitter() {
     );
 }
 
+/// A command with a no-output timeout of 500 ms.
+fn watched() -> Rig {
+    let request = LaunchRequest {
+        no_output_timeout_ms: Some(500),
+        ..request()
+    };
+    Rig::running(request, OnTerm::Exit)
+}
+
 #[test]
 fn a_silent_command_is_stopped_by_the_watchdog() {
-    let mut rig = Rig::running(
-        LaunchRequest {
-            no_output_timeout_ms: Some(500),
-            ..request()
-        },
-        OnTerm::Exit,
-    );
+    let mut rig = watched();
     rig.run_until(ms(499));
     assert_eq!(rig.count("response_timeout"), 0);
     rig.run_until(ms(500));
@@ -197,13 +200,7 @@ fn a_silent_command_is_stopped_by_the_watchdog() {
 
 #[test]
 fn output_puts_the_watchdog_off() {
-    let mut rig = Rig::running(
-        LaunchRequest {
-            no_output_timeout_ms: Some(500),
-            ..request()
-        },
-        OnTerm::Exit,
-    );
+    let mut rig = watched();
     rig.run_until(ms(400));
     rig.feed(Input::Read {
         stream: Stream::Stderr,
@@ -217,13 +214,7 @@ fn output_puts_the_watchdog_off() {
 
 #[test]
 fn the_watchdog_sleeps_once_the_command_exited() {
-    let mut rig = Rig::running(
-        LaunchRequest {
-            no_output_timeout_ms: Some(500),
-            ..request()
-        },
-        OnTerm::Exit,
-    );
+    let mut rig = watched();
     rig.command_ends(exited(0));
     rig.run_until(ms(5000));
     assert_eq!(rig.count("response_timeout"), 0);
@@ -242,13 +233,7 @@ fn drained_request() -> (LaunchRequest, Option<regex::bytes::Regex>) {
 #[test]
 fn a_final_line_starts_the_drain_and_a_command_still_running_after_it_is_stopped() {
     let (request, regex) = drained_request();
-    let mut rig = Rig::with_drain(request, regex);
-    rig.world.borrow_mut().spawn(CMD, OnTerm::Exit);
-    rig.feed(Input::Spawned {
-        pid: CMD,
-        start_ticks: None,
-        argv: vec![],
-    });
+    let mut rig = Rig::with_drain(request, regex).launched(OnTerm::Exit);
     rig.feed(Input::Read {
         stream: Stream::Stdout,
         bytes: b"working\ndone\n",
@@ -272,13 +257,7 @@ fn a_final_line_starts_the_drain_and_a_command_still_running_after_it_is_stopped
 #[test]
 fn the_final_line_on_stderr_or_mid_stop_is_not_watched_for() {
     let (request, regex) = drained_request();
-    let mut rig = Rig::with_drain(request, regex);
-    rig.world.borrow_mut().spawn(CMD, OnTerm::Ignore);
-    rig.feed(Input::Spawned {
-        pid: CMD,
-        start_ticks: None,
-        argv: vec![],
-    });
+    let mut rig = Rig::with_drain(request, regex).launched(OnTerm::Ignore);
     rig.feed(Input::Read {
         stream: Stream::Stderr,
         bytes: b"done\n",
@@ -294,13 +273,7 @@ fn the_final_line_on_stderr_or_mid_stop_is_not_watched_for() {
 #[test]
 fn a_command_that_exits_within_the_drain_period_is_not_stopped() {
     let (request, regex) = drained_request();
-    let mut rig = Rig::with_drain(request, regex);
-    rig.world.borrow_mut().spawn(CMD, OnTerm::Exit);
-    rig.feed(Input::Spawned {
-        pid: CMD,
-        start_ticks: None,
-        argv: vec![],
-    });
+    let mut rig = Rig::with_drain(request, regex).launched(OnTerm::Exit);
     rig.feed(Input::Read {
         stream: Stream::Stdout,
         bytes: b"done\n",
