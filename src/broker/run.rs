@@ -480,7 +480,6 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             out.feed(&mut broker, Input::TypedDropped(dropped));
         }
         let tick = Input::Tick {
-            pipes_open: pipes.iter().any(Option::is_some),
             mirror_behind: mirrors.iter().flatten().any(Mirror::is_behind),
         };
         out.feed(&mut broker, tick);
@@ -741,6 +740,7 @@ fn on_read(
         match result {
             Ok(0) => {
                 *pipe = None;
+                out.feed(broker, Input::Closed { stream });
                 return;
             }
             Ok(n) => {
@@ -764,6 +764,7 @@ fn on_read(
             // A terminal's master once every holder of its slave side closed it.
             Err(err) if pty::is_hangup(&err) => {
                 *pipe = None;
+                out.feed(broker, Input::Closed { stream });
                 return;
             }
             Err(error) => {

@@ -44,6 +44,8 @@ pub enum Input<'a> {
     /// A chunk read from the command's stdout or stderr. The [`Output::Store`] it asks for
     /// is carried out from this very chunk, before the next read.
     Read { stream: Stream, bytes: &'a [u8] },
+    /// End of file on one of the command's streams (or its terminal hung up).
+    Closed { stream: Stream },
     /// Reading one of the command's streams failed; it is closed.
     ReadFailed { stream: Stream, error: io::Error },
     /// A request line from the parent, parsed. Input and sizes are carried out by the
@@ -100,13 +102,9 @@ pub enum Input<'a> {
         cost: &'a SampledCost,
     },
     /// The interpreter handled what woke it, or the time of [`Broker::poll_timeout`] came:
-    /// whatever is due is done. `pipes_open`: either output pipe is open; `mirror_behind`:
-    /// output waits for the front end's copy (a stream is not read meanwhile, so its quiet is
-    /// not idleness).
-    Tick {
-        pipes_open: bool,
-        mirror_behind: bool,
-    },
+    /// whatever is due is done. `mirror_behind`: output waits for the front end's copy (a
+    /// stream is not read meanwhile, so its quiet is not idleness).
+    Tick { mirror_behind: bool },
     /// The loop is over ([`Broker::is_done`]): the end is journaled and `result.json` asked
     /// for.
     Finish,
@@ -170,7 +168,11 @@ impl Broker {
             Input::SpawnFailed { code, message } => self.spawn_failed(code, message),
             Input::ChildEnded => self.reap(),
             Input::Read { stream, bytes } => self.output(stream, bytes),
-            Input::ReadFailed { stream, error } => self.stdio_failed(stream, &error),
+            Input::Closed { stream } => self.open[stream as usize] = false,
+            Input::ReadFailed { stream, error } => {
+                self.stdio_failed(stream, &error);
+                self.open[stream as usize] = false;
+            }
             Input::Request(request) => self.request(request),
             Input::RequestRefused { code, message } => self.protocol_error(code, message),
             Input::Typed(taken) => self.input(taken),
@@ -191,10 +193,8 @@ impl Broker {
                 message,
                 stored,
             } => self.store_failed(stream, reason, message, stored),
-            Input::Tick {
-                pipes_open,
-                mirror_behind,
-            } => {
+            Input::Tick { mirror_behind } => {
+                let pipes_open = self.open.iter().any(|open| *open);
                 self.tick(pipes_open, mirror_behind);
                 self.flush_journal();
                 // The front end returns now, as the shell would once its command exited.

@@ -148,6 +148,8 @@ pub struct Broker {
     unflushed: bool,
     /// What each output stream brought (stdout, stderr).
     streams: [StreamCount; 2],
+    /// Which of the command's output streams are open: end of file not seen yet.
+    open: [bool; 2],
     /// Bytes the parent has not taken yet: as the interpreter last said, plus lines sent since.
     parent_backlog: usize,
     /// Bytes of event lines handed to the event log so far.
@@ -218,6 +220,7 @@ impl Broker {
             journal_alive: true,
             unflushed: false,
             streams: Default::default(),
+            open: [false; 2],
             parent_backlog: 0,
             journal_len: 0,
             stop_client: None,
@@ -346,6 +349,7 @@ impl Broker {
 
     pub(super) fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
         self.child = Some(Child { pid, status: None });
+        self.open = [true; 2];
         self.result.pid = Some(pid);
         let now = self.now;
         self.last_output = now;

@@ -21,7 +21,7 @@ fn exits_leaving_one(request: LaunchRequest) -> Rig {
     let mut rig = Rig::running(request, OnTerm::Exit);
     rig.world.borrow_mut().spawn(101, OnTerm::Exit);
     rig.command_ends(exited(0));
-    rig.pipes_open = false;
+    rig.close_pipes();
     rig.tick();
     rig
 }
@@ -161,7 +161,7 @@ fn a_custodian_gone_before_the_exit_means_leftovers_are_stopped_at_once() {
     });
     rig.world.borrow_mut().spawn(101, OnTerm::Exit);
     rig.command_ends(exited(0));
-    rig.pipes_open = false;
+    rig.close_pipes();
     rig.tick();
     assert_eq!(stopped_reason(&rig), Some((LeftoversEnd::CallerGone, None)));
     assert_eq!(rig.count("leftovers_kept"), 0);
@@ -179,7 +179,7 @@ fn a_custodian_exit_while_the_command_runs_is_remembered_for_later() {
     assert_eq!(stop_origin(&rig), None, "the command itself runs on");
     rig.world.borrow_mut().spawn(101, OnTerm::Exit);
     rig.command_ends(exited(0));
-    rig.pipes_open = false;
+    rig.close_pipes();
     rig.tick();
     assert_eq!(
         stopped_reason(&rig),

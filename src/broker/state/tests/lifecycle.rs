@@ -296,9 +296,26 @@ fn a_front_end_let_go_is_no_longer_expected_to_ping() {
     );
     rig.world.borrow_mut().spawn(101, OnTerm::Exit);
     rig.command_ends(exited(0));
-    rig.pipes_open = false;
+    rig.close_pipes();
     rig.tick();
     assert_eq!(rig.let_go, 1);
     rig.run_until(ms(5_000));
     assert_eq!(rig.count("parent_unresponsive"), 0);
+}
+
+#[test]
+fn end_of_file_on_both_streams_after_the_exit_ends_the_broker_without_waiting() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.command_ends(exited(0));
+    rig.feed(Input::Closed {
+        stream: Stream::Stdout,
+    });
+    rig.tick();
+    assert!(!rig.broker.is_done(), "stderr is still open");
+    rig.feed(Input::Closed {
+        stream: Stream::Stderr,
+    });
+    rig.tick();
+    assert!(rig.broker.is_done());
+    assert_eq!(rig.now, rig.t0, "no wait for quiet or for end of file");
 }

@@ -247,8 +247,6 @@ struct Rig {
     let_go: usize,
     result: Option<CommandResult>,
     exit: Option<i32>,
-    /// Whether the command's output pipes are still open.
-    pipes_open: bool,
 }
 
 impl Rig {
@@ -274,7 +272,6 @@ impl Rig {
             let_go: 0,
             result: None,
             exit: None,
-            pipes_open: true,
         }
     }
 
@@ -359,11 +356,19 @@ impl Rig {
     }
 
     fn tick(&mut self) {
-        let pipes_open = self.pipes_open;
         self.feed(Input::Tick {
-            pipes_open,
             mirror_behind: false,
         });
+    }
+
+    /// End of file on both of the command's streams.
+    fn close_pipes(&mut self) {
+        for stream in [
+            crate::protocol::Stream::Stdout,
+            crate::protocol::Stream::Stderr,
+        ] {
+            self.feed(Input::Closed { stream });
+        }
     }
 
     /// Moves the clock on by `by` and ticks.
@@ -402,7 +407,7 @@ impl Rig {
 
     /// Its pipes close, it is seen through to the end: `result.json` and the exit code.
     fn finish(&mut self) -> i32 {
-        self.pipes_open = false;
+        self.close_pipes();
         self.run_until(Duration::from_secs(3600));
         assert!(self.broker.is_done(), "done: {:?}", self.kinds());
         self.feed(Input::Finish);

@@ -96,7 +96,7 @@ fn stragglers_left_after_the_command_exits_are_killed_and_the_stop_waits_for_the
     rig.feed(stop_request());
     rig.feed(Input::ChildEnded);
     assert_eq!(rig.count("exit"), 1);
-    rig.pipes_open = false;
+    rig.close_pipes();
     rig.run_until(ms(900));
     assert!(!rig.broker.is_done(), "101 runs on, in grace");
     rig.run_until(ms(1000));
