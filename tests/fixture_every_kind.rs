@@ -27,6 +27,7 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::OutputCapped { .. }
         | EventKind::ResponseTimeout { .. }
         | EventKind::FinalDrain { .. }
+        | EventKind::StopStarted { .. }
         | EventKind::SignalSent { .. }
         | EventKind::HardKill { .. }
         | EventKind::OrphanReaped { .. }
@@ -109,6 +110,10 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             pattern: text(),
             line: text(),
             drain_ms: 0,
+        },
+        EventKind::StopStarted {
+            origin: Origin::Watchdog,
+            grace_ms: 0,
         },
         EventKind::SignalSent {
             signal: ProcessSignal::TERM,

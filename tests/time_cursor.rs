@@ -200,8 +200,8 @@ fn cursor_in_the_middle_of_output() {
 
 #[test]
 fn cursor_just_after_a_signal() {
-    // The watchdog's TERM (and CONT: a stop sequence) to `killed`, found with `{`, from the
-    // kill after it.
+    // The watchdog's stop of `killed` (`stop_started`, then TERM and CONT in the same
+    // millisecond), found with `{`, from the kill after it.
     let mut actions = select(KILLED, to(T0 + 4_508));
     actions.push(Action::TimePrevNotable);
     actions.push(Action::TimePrevNotable);

@@ -8,6 +8,7 @@ pub mod containment;
 mod control;
 pub mod final_drain;
 pub mod mirror;
+mod outlets;
 mod parent;
 pub mod pty;
 mod run;

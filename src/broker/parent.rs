@@ -1,14 +1,59 @@
-//! Knowing, at kernel latency, that the front end that owns this broker has died.
+//! The front end that owns this broker: its pipe ([`ParentLink`]), and knowing at kernel
+//! latency that it has died.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Pid, PidfdFlags, getppid, pidfd_open};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use crate::protocol::{Custodian, ParentLossCause};
+use crate::fdio::{AsyncPipe, Outbox};
+use crate::protocol::{Custodian, LineSplitter, MAX_LINE, ParentLossCause};
+
+/// The parent's end of things: requests in on stdin, events out on stdout.
+pub(super) struct ParentLink {
+    pub(super) input: Option<AsyncPipe>,
+    pub(super) output: AsyncPipe,
+    pub(super) lines: LineSplitter,
+    pub(super) buf: Vec<u8>,
+    /// Event lines not yet taken by the parent.
+    pub(super) queue: Outbox,
+}
+
+impl ParentLink {
+    pub(super) fn take_stdio() -> io::Result<ParentLink> {
+        // SAFETY: the broker owns its stdin and stdout and nothing else in the process uses
+        // them once they are taken here.
+        let (stdin, stdout) = unsafe { (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1)) };
+        Ok(ParentLink {
+            input: Some(AsyncPipe::new(stdin)?),
+            output: AsyncPipe::new(stdout)?,
+            lines: LineSplitter::new(MAX_LINE),
+            buf: vec![0; 64 * 1024],
+            queue: Outbox::default(),
+        })
+    }
+
+    /// Writes as much of the queue as the pipe takes now. `Err` means the parent is gone.
+    pub(super) fn push(&mut self) -> io::Result<()> {
+        self.queue.write_now(&self.output)
+    }
+
+    /// Writes what is queued, for at most `limit`: the parent may not be reading.
+    pub(super) async fn drain(&mut self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, async {
+            while !self.queue.is_empty() {
+                if self.queue.write_some(&self.output).await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
+}
 
 /// A pidfd on the parent: readable the moment the parent exits, however it dies. Where the
 /// kernel or a sandbox refuses pidfds, stdin EOF, EPIPE and a confirmed death signal remain.

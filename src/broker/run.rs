@@ -1,5 +1,8 @@
-//! The broker's event loop: one `select!` over the parent's pipe, the command's pipes,
-//! SIGCHLD, the parent's pidfd, signals and the next deadline.
+//! The broker's interpreter: it owns the descriptors, the files and the kernel, and drives
+//! the broker's state machine (`state`) with them. One `select!` over the parent's pipe, the
+//! command's pipes, SIGCHLD, the parent's pidfd, signals, the control socket and the
+//! broker's next deadline turns each happening into an [`Input`]; each output the broker
+//! then asks for is carried out at once ([`Outlets::apply`], in `outlets.rs`).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -11,23 +14,25 @@ use tokio::time::{Instant, sleep_until};
 
 use super::BROKER_TOKEN_ENV;
 use super::containment;
-use super::control::{self, ControlServer, Incoming};
+use super::control::{ControlServer, Incoming};
 use super::final_drain;
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
-use super::parent::{CustodianWatch, ParentWatch};
+use super::outlets::{JournalFiles, Outlets};
+use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::Broker;
+use super::state::{Broker, Input, LiveKernel};
 use super::terminal::Terminals;
+use super::tree::{TreeRecorder, tree_budget};
 use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
-use crate::fdio::{AsyncPipe, Outbox};
+use crate::fdio::AsyncPipe;
 use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
     BrokerIdentity, CommandFile, Custodian, CustodianRole, Event, EventKind, Frame, LaunchRequest,
-    LeftoversEnd, LineSplitter, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource,
-    Stream, ToBroker,
+    LeftoversEnd, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream,
+    ToBroker,
 };
 
 const READ_CHUNK: usize = 256 * 1024;
@@ -66,48 +71,6 @@ pub async fn run(inherited: Inherited) -> i32 {
             eprintln!("tether broker: {err}");
             1
         }
-    }
-}
-
-/// The parent's end of things: requests in on stdin, events out on stdout.
-struct ParentLink {
-    input: Option<AsyncPipe>,
-    output: AsyncPipe,
-    lines: LineSplitter,
-    buf: Vec<u8>,
-    /// Event lines not yet taken by the parent.
-    queue: Outbox,
-}
-
-impl ParentLink {
-    fn take_stdio() -> io::Result<ParentLink> {
-        // SAFETY: the broker owns its stdin and stdout and nothing else in the process uses
-        // them once they are taken here.
-        let (stdin, stdout) = unsafe { (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1)) };
-        Ok(ParentLink {
-            input: Some(AsyncPipe::new(stdin)?),
-            output: AsyncPipe::new(stdout)?,
-            lines: LineSplitter::new(MAX_LINE),
-            buf: vec![0; 64 * 1024],
-            queue: Outbox::default(),
-        })
-    }
-
-    /// Writes as much of the queue as the pipe takes now. `Err` means the parent is gone.
-    fn push(&mut self) -> io::Result<()> {
-        self.queue.write_now(&self.output)
-    }
-
-    /// Writes what is queued, for at most `limit`: the parent may not be reading.
-    async fn drain(&mut self, limit: Duration) {
-        let _ = tokio::time::timeout(limit, async {
-            while !self.queue.is_empty() {
-                if self.queue.write_some(&self.output).await.is_err() {
-                    return;
-                }
-            }
-        })
-        .await;
     }
 }
 
@@ -264,13 +227,17 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let _ = crate::control::journal_link::create(&identity, Path::new(&request.journal_dir));
         let events = EventLog::create(&dir)?;
         let streams = [
-            StreamLog::create(&dir, Stream::Stdout, request.max_output)?,
-            StreamLog::create(&dir, Stream::Stderr, request.max_output)?,
+            StreamLog::create(&dir, Stream::Stdout, u64::MAX)?,
+            StreamLog::create(&dir, Stream::Stderr, u64::MAX)?,
         ];
-        Ok((dir, events, streams))
+        Ok(JournalFiles {
+            dir,
+            events: Some(events),
+            streams,
+        })
     });
-    let (dir, events, streams) = match logs {
-        Ok(logs) => logs,
+    let journal = match logs {
+        Ok(journal) => journal,
         Err(err) => {
             let kind = EventKind::BrokerFailure {
                 stage: Stage::Internal,
@@ -286,34 +253,57 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     };
 
     let parent = ParentWatch::open(request.parent_pid);
-    let mut broker = Broker::new(start, request.clone(), final_line, dir, events, streams);
-    broker.emit(EventKind::BrokerStarted {
-        v: PROTOCOL_VERSION,
-        broker_pid: std::process::id() as i32,
-        control_socket: command_file.control_socket.clone(),
-    });
-    if let Err(err) = &control {
-        // A sandbox may forbid sockets: the command runs all the same, stopped through the
-        // broker's pid instead.
-        broker.emit(EventKind::ControlUnavailable {
+    let mut broker = Broker::new(
+        Box::new(LiveKernel),
+        start,
+        Instant::now(),
+        request.clone(),
+        final_line,
+    );
+    let control_failed = control
+        .as_ref()
+        .err()
+        .map(|err| EventKind::ControlUnavailable {
             code: err.code().into(),
             message: format!(
                 "no control socket: {err}; `tether stop` falls back to signalling the broker"
             ),
         });
+    let mut out = Outlets {
+        journal,
+        tree: TreeRecorder::new(tree_budget(request.max_output)),
+        link,
+        control: control.ok(),
+        for_subscribers: Vec::new(),
+        subscribed: false,
+        let_go: false,
+        exit: None,
+    };
+    out.feed(
+        &mut broker,
+        Input::Happened(EventKind::BrokerStarted {
+            v: PROTOCOL_VERSION,
+            broker_pid: std::process::id() as i32,
+            control_socket: command_file.control_socket.clone(),
+        }),
+    );
+    // A sandbox may forbid sockets: the command runs all the same, stopped through the
+    // broker's pid instead.
+    if let Some(kind) = control_failed {
+        out.feed(&mut broker, Input::Happened(kind));
     }
     if let Some(reason) = &request.trace_ignored {
-        broker.emit(EventKind::TraceContextIgnored {
+        let kind = EventKind::TraceContextIgnored {
             reason: reason.clone(),
-        });
+        };
+        out.feed(&mut broker, Input::Happened(kind));
     }
-    let mut control = control.ok();
-    let mut custodians = watch_custodians(&mut broker, &request);
+    let mut custodians = watch_custodians(&mut broker, &mut out, &request);
     let mut parent = match parent {
         Ok(watch) => Some(watch),
         Err(cause) => {
             // Running a command nobody owns would orphan it by design: refuse.
-            broker.parent_lost(cause);
+            out.feed(&mut broker, Input::ParentLost(cause));
             None
         }
     };
@@ -330,7 +320,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     if parent.is_some() {
         let contained = containment::establish(&request, &identity);
         for event in contained.events {
-            broker.emit(event);
+            out.feed(&mut broker, Input::Happened(event));
         }
         // Descriptors of their own: the cgroup itself goes to the broker's state first.
         let entry = contained.cgroup.as_ref().and_then(|c| {
@@ -343,7 +333,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .cgroup
             .as_ref()
             .and_then(|c| EventsWatch::new(c.path()).ok());
-        broker.contain(contained.cgroup);
+        out.feed(&mut broker, Input::Contained(contained.cgroup));
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
         match spawn(&request, stdin, entry) {
@@ -353,40 +343,54 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     Some(AsyncPipe::new(child.stderr)?),
                 ];
                 if let Some(failure) = child.terminal_unavailable {
-                    broker.emit(EventKind::TerminalUnavailable {
+                    let kind = EventKind::TerminalUnavailable {
                         code: failure.code.into(),
                         message: format!("{}; the command runs with pipes", failure.message),
-                    });
+                    };
+                    out.feed(&mut broker, Input::Happened(kind));
                 }
-                broker.check_entered(child.pid);
                 // Unreaped, the pid is the command's: its start time is read now, for the journal.
                 let start_ticks = crate::procfs::read_stat(child.pid).map(|s| s.start_ticks);
-                broker.spawned(child.pid, start_ticks, child.argv);
+                let spawned = Input::Spawned {
+                    pid: child.pid,
+                    start_ticks,
+                    argv: child.argv,
+                };
+                out.feed(&mut broker, spawned);
                 if let Some(streams) = child.terminal {
-                    broker.emit(EventKind::Terminal { streams });
+                    out.feed(
+                        &mut broker,
+                        Input::Happened(EventKind::Terminal { streams }),
+                    );
                 }
                 terminals = Terminals::new(child.terminal, request.stdin == StdinSource::Terminal);
             }
-            Err(failure) => broker.spawn_failed(failure.code, failure.message),
+            Err(failure) => {
+                let failed = Input::SpawnFailed {
+                    code: failure.code,
+                    message: failure.message,
+                };
+                out.feed(&mut broker, failed);
+            }
         }
     } else {
-        broker.spawn_failed(
-            "parent_lost".into(),
-            "the process that launched this command was gone before it could start".into(),
-        );
+        let failed = Input::SpawnFailed {
+            code: "parent_lost".into(),
+            message: "the process that launched this command was gone before it could start".into(),
+        };
+        out.feed(&mut broker, failed);
     }
 
     for frame in early {
-        match parse_request(frame) {
-            Ok(message) => on_request(&mut broker, &mut terminals, &pipes, message),
-            Err((code, message)) => broker.protocol_error(code, message),
+        if let Some(input) = parent_frame(frame, &mut terminals, &pipes) {
+            out.feed(&mut broker, input);
         }
     }
     let mut bufs = [vec![0u8; READ_CHUNK], vec![0u8; READ_CHUNK]];
-    broker.reap();
+    out.feed(&mut broker, Input::ChildEnded);
     while !broker.is_done() {
         let deadline = broker
-            .next_deadline()
+            .poll_timeout()
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         let [out_buf, err_buf] = &mut bufs;
         let parent_alive = broker.parent_attached();
@@ -397,14 +401,14 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let input_waiting = terminals.input_waiting().is_some();
         tokio::select! {
             _ = sigchld.recv() => {
-                notice_exited_custodians(&mut broker, &mut custodians);
-                broker.reap();
+                notice_exited_custodians(&mut broker, &mut out, &mut custodians);
+                out.feed(&mut broker, Input::ChildEnded);
             }
             r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
-                on_read(&mut broker, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
+                on_read(&mut broker, &mut out, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
             }
             r = read_pipe(&pipes[1], err_buf), if !behind[1] => {
-                on_read(&mut broker, &mut pipes[1], err_mirror, Stream::Stderr, r, err_buf);
+                on_read(&mut broker, &mut out, &mut pipes[1], err_mirror, Stream::Stderr, r, err_buf);
             }
             r = write_mirror(out_mirror), if behind[0] => {
                 if r.is_err() {
@@ -416,16 +420,16 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     *err_mirror = None;
                 }
             }
-            r = read_pipe(&link.input, &mut link.buf), if parent_alive => match r {
+            r = read_pipe(&out.link.input, &mut out.link.buf), if parent_alive => match r {
                 Ok(0) | Err(_) => {
-                    link.input = None;
-                    broker.parent_lost(ParentLossCause::StdinEof);
+                    out.link.input = None;
+                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::StdinEof));
                 }
                 Ok(n) => {
-                    for frame in link.lines.push(&link.buf[..n]) {
-                        match parse_request(frame) {
-                            Ok(message) => on_request(&mut broker, &mut terminals, &pipes, message),
-                            Err((code, message)) => broker.protocol_error(code, message),
+                    let frames = out.link.lines.push(&out.link.buf[..n]);
+                    for frame in frames {
+                        if let Some(input) = parent_frame(frame, &mut terminals, &pipes) {
+                            out.feed(&mut broker, input);
                         }
                     }
                 }
@@ -433,74 +437,79 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             r = write_input(&mut terminals, &pipes), if input_waiting => {
                 if r.is_err() {
                     let dropped = terminals.forget_pending();
-                    broker.input_dropped(dropped);
+                    out.feed(&mut broker, Input::TypedDropped(dropped));
                 }
             }
             custodian = custodians.exited(), if !custodians.is_empty() => {
-                broker.custodian_exited(
-                    LeftoversEnd::custodian_exited(custodian.role),
-                    Some(custodian.pid),
-                );
+                let exited = Input::CustodianExited {
+                    reason: LeftoversEnd::custodian_exited(custodian.role),
+                    pid: Some(custodian.pid),
+                };
+                out.feed(&mut broker, exited);
             }
             _ = watch_parent(&parent), if parent_alive => {
-                broker.parent_lost(ParentLossCause::Pidfd);
+                out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pidfd));
             }
             _ = sigpdeath.recv() => {
                 if parent.as_ref().is_none_or(|p| !p.confirm_alive()) {
-                    broker.parent_lost(ParentLossCause::Pdeathsig);
+                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pdeathsig));
                 }
             }
-            _ = sigterm.recv() => shutdown(&mut broker, &mut custodians),
-            _ = sigint.recv() => shutdown(&mut broker, &mut custodians),
-            _ = sighup.recv() => shutdown(&mut broker, &mut custodians),
-            r = link.queue.write_some(&link.output), if parent_alive && !link.queue.is_empty() => {
+            _ = sigterm.recv() => shutdown(&mut broker, &mut out, &mut custodians),
+            _ = sigint.recv() => shutdown(&mut broker, &mut out, &mut custodians),
+            _ = sighup.recv() => shutdown(&mut broker, &mut out, &mut custodians),
+            r = out.link.queue.write_some(&out.link.output), if parent_alive && !out.link.queue.is_empty() => {
                 if r.is_err() {
-                    broker.parent_lost(ParentLossCause::Epipe);
+                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
                 }
             }
             changed = cgroup_changed(&cgroup_watch) => {
-                notice_exited_custodians(&mut broker, &mut custodians);
+                notice_exited_custodians(&mut broker, &mut out, &mut custodians);
                 if changed.is_err() {
                     cgroup_watch = None;
                 }
-                broker.cgroup_changed();
+                out.feed(&mut broker, Input::CgroupChanged);
             }
-            incoming = next_control(&mut control) => {
-                if let Some(server) = control.as_mut() {
-                    control::dispatch(&mut broker, server, incoming);
-                }
+            incoming = next_control(&mut out.control) => {
+                out.feed(&mut broker, Input::Control(incoming));
             }
             _ = sleep_until(deadline) => {}
         }
         let dropped = terminals.settle(&pipes);
-        broker.input_dropped(dropped);
-        let mirror_behind = mirrors.iter().flatten().any(Mirror::is_behind);
-        broker.tick(pipes.iter().any(Option::is_some), mirror_behind);
-        broker.flush_journal();
-        if let Some(server) = control.as_mut() {
-            server.broadcast(&broker.to_subscribers);
-            broker.subscribed = server.has_subscribers();
+        if dropped > 0 {
+            out.feed(&mut broker, Input::TypedDropped(dropped));
         }
-        broker.to_subscribers.clear();
-        link.queue.push(&broker.to_parent);
-        broker.to_parent.clear();
+        let tick = Input::Tick {
+            mirror_behind: mirrors.iter().flatten().any(Mirror::is_behind),
+        };
+        out.feed(&mut broker, tick);
+        out.broadcast();
         if !broker.parent_attached() {
-            link.queue.clear();
-        } else if link.push().is_err() {
-            broker.parent_lost(ParentLossCause::Epipe);
+            out.link.queue.clear();
+        } else if out.link.push().is_err() {
+            out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
         }
-        if broker.take_custody_began() {
-            let_front_end_go(&mut broker, &mut link, &mut mirrors, &mut parent).await;
+        if std::mem::take(&mut out.let_go) {
+            let_front_end_go(&mut broker, &mut out, &mut mirrors, &mut parent).await;
         }
-        broker.parent_backlog = link.queue.len();
+        out.feed(&mut broker, Input::ParentBacklog(out.link.queue.len()));
     }
     // The last chunks may still wait for the front end's copy; it reads until we exit.
     for mirror in mirrors.iter_mut().flatten() {
         let _ = mirror.flush().await;
     }
-    let code = broker.finish();
-    link.queue.push(&broker.to_parent);
+    out.feed(&mut broker, Input::Finish);
+    let code = out.exit.unwrap_or(1);
     let attached = broker.parent_attached();
+    if !attached {
+        out.link.queue.clear();
+    }
+    let Outlets {
+        mut link,
+        mut control,
+        for_subscribers,
+        ..
+    } = out;
     let parent_drain = async {
         if attached {
             link.drain(Duration::from_secs(1)).await;
@@ -510,7 +519,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     // the last events (`close`) if they take them soon.
     let control_drain = async {
         if let Some(server) = control.as_mut() {
-            server.broadcast(&broker.to_subscribers);
+            server.broadcast(&for_subscribers);
             server.close(CONTROL_DRAIN).await;
         }
     };
@@ -519,10 +528,29 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     Ok(code)
 }
 
+/// One request line from the parent, as the broker takes it: input and sizes go to the
+/// terminals this loop holds first.
+fn parent_frame(
+    frame: Frame,
+    terminals: &mut Terminals,
+    pipes: &[Option<AsyncPipe>; 2],
+) -> Option<Input<'static>> {
+    Some(match parse_request(frame) {
+        Ok(ToBroker::Input { data }) => Input::Typed(terminals.input(&data, pipes)),
+        Ok(ToBroker::Resize { size }) => Input::Resized(terminals.resize(size, pipes)?),
+        Ok(message) => Input::Request(message),
+        Err((code, message)) => Input::RequestRefused { code, message },
+    })
+}
+
 /// Watches the custodians of the command's leftovers, when the rule keeps them; one that
 /// cannot be watched (or none at all) means they are stopped at once. The session's owner is
 /// watched whatever the rule: its exit ends the session, and a command still running with it.
-fn watch_custodians(broker: &mut Broker, request: &LaunchRequest) -> CustodianWatch {
+fn watch_custodians(
+    broker: &mut Broker,
+    out: &mut Outlets,
+    request: &LaunchRequest,
+) -> CustodianWatch {
     let rule = &request.leftovers;
     let watched: Vec<Custodian> = rule
         .custodians
@@ -532,29 +560,42 @@ fn watch_custodians(broker: &mut Broker, request: &LaunchRequest) -> CustodianWa
         .collect();
     let (watch, unwatched) = CustodianWatch::open(&watched);
     if let Some(gone) = unwatched.first() {
-        broker.custodian_unwatched(LeftoversEnd::custodian_unwatched(gone.role), Some(gone.pid));
+        let input = Input::CustodianUnwatched {
+            reason: LeftoversEnd::custodian_unwatched(gone.role),
+            pid: Some(gone.pid),
+        };
+        out.feed(broker, input);
     } else if rule.keep && watch.is_empty() {
-        broker.custodian_unwatched(LeftoversEnd::CallerGone, None);
+        let input = Input::CustodianUnwatched {
+            reason: LeftoversEnd::CallerGone,
+            pid: None,
+        };
+        out.feed(broker, input);
     }
     watch
 }
 
 /// SIGTERM, SIGINT or SIGHUP to the broker.
-fn shutdown(broker: &mut Broker, custodians: &mut CustodianWatch) {
-    notice_exited_custodians(broker, custodians);
-    broker.start_stop(crate::protocol::Origin::Shutdown);
+fn shutdown(broker: &mut Broker, out: &mut Outlets, custodians: &mut CustodianWatch) {
+    notice_exited_custodians(broker, out, custodians);
+    out.feed(broker, Input::Shutdown);
 }
 
 /// Says first which custodians have exited already, before a child's exit, a cgroup change
 /// or a stop signal is handled: the agent's own broker stops what is left of the agent's
 /// tree (its leftovers, this broker) a moment after the agent exited and its pidfd here
 /// fired, and the agent exiting, not that teardown, is why they went.
-fn notice_exited_custodians(broker: &mut Broker, custodians: &mut CustodianWatch) {
+fn notice_exited_custodians(
+    broker: &mut Broker,
+    out: &mut Outlets,
+    custodians: &mut CustodianWatch,
+) {
     while let Some(custodian) = custodians.exited_now() {
-        broker.custodian_exited(
-            LeftoversEnd::custodian_exited(custodian.role),
-            Some(custodian.pid),
-        );
+        let input = Input::CustodianExited {
+            reason: LeftoversEnd::custodian_exited(custodian.role),
+            pid: Some(custodian.pid),
+        };
+        out.feed(broker, input);
     }
 }
 
@@ -568,7 +609,7 @@ const LET_GO_WAIT: Duration = Duration::from_secs(1);
 /// (an agent reading it would wait for end of file for as long as the leftovers run).
 async fn let_front_end_go(
     broker: &mut Broker,
-    link: &mut ParentLink,
+    out: &mut Outlets,
     mirrors: &mut [Option<Mirror>; 2],
     parent: &mut Option<ParentWatch>,
 ) {
@@ -577,23 +618,15 @@ async fn let_front_end_go(
     }
     *mirrors = [None, None];
     if broker.parent_attached() {
-        link.drain(LET_GO_WAIT).await;
+        out.link.drain(LET_GO_WAIT).await;
     }
-    broker.detach_parent();
-    link.input = None;
-    link.queue.clear();
+    out.link.input = None;
+    out.link.queue.clear();
     *parent = None;
     // The front end's exit is expected now; its death signal would only be confirmed away.
     let _ = rustix::process::set_parent_process_death_signal(None);
-    if let Err(err) = detach_stderr() {
-        broker.emit(EventKind::BrokerFailure {
-            stage: Stage::Internal,
-            code: "detach_stderr".into(),
-            message: format!(
-                "cannot point the broker's stderr at /dev/null: {err}; the caller's stderr stays open while the leftovers run"
-            ),
-        });
-    }
+    let stderr = detach_stderr();
+    out.feed(broker, Input::FrontEndLetGo { stderr });
 }
 
 /// Points descriptor 2 at /dev/null.
@@ -653,25 +686,6 @@ fn take_journal_fd() -> io::Result<OwnedFd> {
     Ok(owned)
 }
 
-/// A request from the parent: input and sizes go to the terminals this loop holds, the rest
-/// to the state machine.
-fn on_request(
-    broker: &mut Broker,
-    terminals: &mut Terminals,
-    pipes: &[Option<AsyncPipe>; 2],
-    message: ToBroker,
-) {
-    match message {
-        ToBroker::Input { data } => broker.input(terminals.input(&data, pipes)),
-        ToBroker::Resize { size } => {
-            if let Some(size) = terminals.resize(size, pipes) {
-                broker.emit(EventKind::Resize { size });
-            }
-        }
-        message => broker.request(message),
-    }
-}
-
 /// Writes waiting input to the command's terminal as it takes it; never resolves while
 /// nothing waits.
 async fn write_input(terminals: &mut Terminals, pipes: &[Option<AsyncPipe>; 2]) -> io::Result<()> {
@@ -714,6 +728,7 @@ async fn write_mirror(mirror: &mut Option<Mirror>) -> io::Result<()> {
 /// while the front end's copy keeps up.
 fn on_read(
     broker: &mut Broker,
+    out: &mut Outlets,
     pipe: &mut Option<AsyncPipe>,
     mirror: &mut Option<Mirror>,
     stream: Stream,
@@ -725,13 +740,22 @@ fn on_read(
         match result {
             Ok(0) => {
                 *pipe = None;
+                out.feed(broker, Input::Closed { stream });
                 return;
             }
             Ok(n) => {
-                broker.output(stream, &buf[..n]);
+                let chunk = &buf[..n];
+                broker.handle(
+                    Input::Read {
+                        stream,
+                        bytes: chunk,
+                    },
+                    Instant::now(),
+                );
+                out.apply(broker, chunk);
                 if let Some(copy) = mirror.as_mut() {
                     // The front end closed its end: the journal goes on alone.
-                    if copy.push(&buf[..n]).is_err() {
+                    if copy.push(chunk).is_err() {
                         *mirror = None;
                     }
                 }
@@ -740,10 +764,11 @@ fn on_read(
             // A terminal's master once every holder of its slave side closed it.
             Err(err) if pty::is_hangup(&err) => {
                 *pipe = None;
+                out.feed(broker, Input::Closed { stream });
                 return;
             }
-            Err(err) => {
-                broker.stdio_failed(stream, &err);
+            Err(error) => {
+                out.feed(broker, Input::ReadFailed { stream, error });
                 *pipe = None;
                 return;
             }

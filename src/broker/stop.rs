@@ -21,9 +21,9 @@ const SWEEP_MAX: Duration = Duration::from_millis(400);
 pub struct StopSequence {
     pub origin: Origin,
     pub started: Instant,
-    pub kill_at: Instant,
-    pub killed: bool,
-    pub next_sweep: Instant,
+    kill_at: Instant,
+    killed: bool,
+    next_sweep: Instant,
     interval: Duration,
     /// Processes already sent the current signal (TERM, then KILL).
     reached: HashSet<ProcessKey>,
@@ -90,7 +90,7 @@ impl StopSequence {
     }
 
     pub fn start_with(
-        signaller: &mut impl TreeSignaller,
+        signaller: &mut (impl TreeSignaller + ?Sized),
         origin: Origin,
         grace: Duration,
         walk: &Walk,
@@ -133,19 +133,33 @@ impl StopSequence {
         }
     }
 
+    /// Whether grace is over at `now` and KILL not sent yet: the next step is the KILL.
+    pub fn kill_due(&self, now: Instant) -> bool {
+        !self.killed && now >= self.kill_at
+    }
+
     /// What is due at `now`: KILL once grace is over (the second value says it was sent
-    /// now), else a sweep. The one step the front ends' drivers take; the broker's own timers
-    /// tell the two apart themselves (`broker::state::time`).
+    /// now), else a sweep. The one step every driver takes: the broker's and the front ends'.
     pub fn step(
         &mut self,
         walk: impl Into<Walk>,
         group: Option<i32>,
         now: Instant,
     ) -> (Option<Delivery>, bool) {
-        if !self.killed && now >= self.kill_at {
-            (Some(self.escalate(walk, group, now)), true)
+        self.step_with(&mut Kernel, &walk.into(), group, now)
+    }
+
+    pub fn step_with(
+        &mut self,
+        signaller: &mut (impl TreeSignaller + ?Sized),
+        walk: &Walk,
+        group: Option<i32>,
+        now: Instant,
+    ) -> (Option<Delivery>, bool) {
+        if self.kill_due(now) {
+            (Some(self.escalate_with(signaller, walk, group, now)), true)
         } else {
-            (self.sweep(walk, group, now), false)
+            (self.sweep_with(signaller, walk, group, now), false)
         }
     }
 
@@ -162,7 +176,7 @@ impl StopSequence {
 
     pub fn sweep_with(
         &mut self,
-        signaller: &mut impl TreeSignaller,
+        signaller: &mut (impl TreeSignaller + ?Sized),
         walk: &Walk,
         group: Option<i32>,
         now: Instant,
@@ -203,7 +217,7 @@ impl StopSequence {
 
     pub fn escalate_with(
         &mut self,
-        signaller: &mut impl TreeSignaller,
+        signaller: &mut (impl TreeSignaller + ?Sized),
         walk: &Walk,
         group: Option<i32>,
         now: Instant,
@@ -223,7 +237,7 @@ impl StopSequence {
 /// KILL to everything of the walk: the containment's own kill where it has one (then the
 /// processes it held are those reached), else the group and each process through pidfds.
 fn kill(
-    signaller: &mut impl TreeSignaller,
+    signaller: &mut (impl TreeSignaller + ?Sized),
     walk: &Walk,
     group: Option<i32>,
     reached: &mut HashSet<ProcessKey>,

@@ -37,6 +37,21 @@ pub fn tree_budget(max_output: u64) -> u64 {
     max_output.clamp(MIN_TREE_BUDGET, MAX_TREE_BUDGET)
 }
 
+/// The longest a quiet tree on the /proc walk goes without a full walk: the safety net for a
+/// new process that its parent's counters did not show (a kernel without schedstat, where a
+/// vfork within one clock tick of CPU moves none of the others).
+pub const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// What one look at the tree found.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TreeSample {
+    /// The live processes the walk found; `None` when it was skipped (a quiet tree on the
+    /// /proc walk whose processes did nothing since), took too long, or the record is capped.
+    pub processes: Option<Vec<ProcStat>>,
+    /// The event to journal: a tree that changed, or the one `events_capped`.
+    pub record: Option<EventKind>,
+}
+
 pub struct TreeRecorder {
     /// The processes of the last tree recorded.
     last: Vec<ProcessKey>,
@@ -53,8 +68,6 @@ pub struct TreeRecorder {
     /// [`TreeRecorder::unchanged`].
     marks: Vec<(i32, procfs::Activity)>,
     walked_at: Option<std::time::Instant>,
-    /// The live processes the last full walk found.
-    walked: Option<Vec<ProcStat>>,
     /// What the samples saw the tree use.
     cost: SampledCost,
 }
@@ -69,15 +82,8 @@ impl TreeRecorder {
             capped: false,
             marks: Vec::new(),
             walked_at: None,
-            walked: None,
             cost: SampledCost::default(),
         }
-    }
-
-    /// The live processes the last walk found, if one ran: a stop's first signal reaches them
-    /// without walking again (see [`Walk::known`]).
-    pub fn last_walk(&self) -> Option<Vec<ProcStat>> {
-        self.walked.clone()
     }
 
     /// What the samples so far saw the tree use.
@@ -107,26 +113,42 @@ impl TreeRecorder {
     /// as if nothing changed): the broker's loop must stay free for a stop, and a tree being
     /// forked as fast as it can is not one a record would keep up with anyway. Command lines
     /// not read within the budget are left out of the record.
-    pub fn sample(&mut self, walk: &Walk, group: i32) -> Option<EventKind> {
+    pub fn sample(&mut self, walk: &Walk, group: i32) -> TreeSample {
         if self.capped {
-            return None;
+            return TreeSample::default();
         }
         let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
-        let procs = walk.live_until(deadline)?;
+        let Some(procs) = walk.live_until(deadline) else {
+            return TreeSample::default();
+        };
         self.cost.sampled(&procs);
-        // What the /proc path needs to skip its next walks and to start a stop without one;
-        // a cgroup's members are read at the cost of the tree alone.
+        // What the /proc path needs to skip its next walks (the broker keeps the processes, to
+        // start a stop without one); a cgroup's members are read at the cost of the tree
+        // alone.
         if walk.cgroup().is_none() {
             self.remember_walk(&procs);
         }
-        self.update(&procs, group, |p| {
+        let record = self.update(&procs, group, |p| {
             let argv = if std::time::Instant::now() < deadline {
                 procfs::cmdline(p.pid)
             } else {
                 Vec::new()
             };
             (argv, procfs::start_time_ms(p))
-        })
+        });
+        TreeSample {
+            processes: Some(procs),
+            record,
+        }
+    }
+
+    /// A look at the tree for its record: skipped when `may_skip` (a quiet tree on the /proc
+    /// walk) and the last walk's processes did nothing since, else [`TreeRecorder::sample`].
+    pub fn look(&mut self, walk: &Walk, group: i32, may_skip: bool) -> TreeSample {
+        if may_skip && self.unchanged(SAFETY_WALK) {
+            return TreeSample::default();
+        }
+        self.sample(walk, group)
     }
 
     /// Keeps what `procs`, a full walk, found and what each process had done by then.
@@ -145,7 +167,6 @@ impl TreeRecorder {
             Vec::new()
         };
         self.walked_at = Some(std::time::Instant::now());
-        self.walked = Some(procs.to_vec());
     }
 
     /// Returns an empty tree if the last one recorded was not empty.

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use crate::config::CommandConfig;
 use crate::protocol::{
     AttentionKind, CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind,
-    ExitStatus, Origin, ParentLossCause, ProcessEntry, ProcessSignal, Stream, TerminalRequest,
+    ExitStatus, Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream,
+    TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -186,6 +187,9 @@ pub struct CommandState {
     /// broker when its parent ended is reaped too, but is no escapee.
     pub escapees_reaped: u32,
     pub hard_killed: bool,
+    /// The broker journals each stop as it starts (`stop_started`, protocol v4 on): the run
+    /// is stopping from that event, never guessed from the signals it sends.
+    pub stops_journaled: bool,
     /// A message for the operator: a spawn error, a broker failure, a fallback taken.
     pub notice: Option<String>,
     /// Moments (ms) at which output arrived, one per 250 ms at most, for the Gantt strip.
@@ -236,6 +240,7 @@ impl CommandState {
             attention: None,
             escapees_reaped: 0,
             hard_killed: false,
+            stops_journaled: false,
             notice: None,
             activity: Vec::new(),
             markers: Vec::new(),
@@ -307,8 +312,9 @@ impl CommandState {
             EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. } => {
                 return;
             }
-            EventKind::BrokerStarted { broker_pid, .. } => {
+            EventKind::BrokerStarted { broker_pid, v, .. } => {
                 self.broker_pid = Some(*broker_pid);
+                self.stops_journaled = *v >= STOP_STARTED_SINCE;
                 self.started_ms.get_or_insert(ts);
             }
             EventKind::Spawned { pid, .. } => {
@@ -348,14 +354,22 @@ impl CommandState {
                 self.response_timeout = true;
                 self.markers.push((ts, Marker::Timeout));
             }
+            EventKind::StopStarted { origin, .. } => {
+                self.drained |= *origin == Origin::FinalDrain;
+                if matches!(self.status, Status::Running | Status::Stopped) {
+                    self.status = Status::Stopping;
+                }
+            }
             EventKind::SignalSent { signal, origin, .. } => {
                 self.drained |= *origin == Origin::FinalDrain;
                 if *signal != ProcessSignal::CONT {
                     self.markers.push((ts, Marker::Signal));
                 }
-                // A stop sequence sends TERM then CONT at once; a lone TERM from the operator
-                // is only a signal, which the command may ignore or handle and go on.
-                let stop_sequence = *signal == ProcessSignal::CONT
+                // A journal from before `stop_started` says a stop by its signals: TERM then
+                // CONT at once. A lone TERM from the operator is only a signal, which the
+                // command may ignore or handle and go on.
+                let stop_sequence = !self.stops_journaled
+                    && *signal == ProcessSignal::CONT
                     && self.timeline.last().is_some_and(|e| {
                         matches!(&e.kind, EventKind::SignalSent { signal, .. } if *signal == ProcessSignal::TERM)
                     });
@@ -729,6 +743,52 @@ mod tests {
         assert_eq!(c.runtime_ms(100), Some(3));
         // spawned, TERM, CONT, exit, close: output is not a timeline entry
         assert_eq!(c.timeline.len(), 5);
+    }
+
+    #[test]
+    fn a_journal_that_says_its_stops_is_stopping_from_stop_started_alone() {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        c.apply(&ev(
+            1,
+            EventKind::BrokerStarted {
+                v: STOP_STARTED_SINCE,
+                broker_pid: 9,
+                control_socket: None,
+            },
+        ));
+        c.apply(&ev(
+            2,
+            EventKind::Spawned {
+                pid: 10,
+                pgid: 10,
+                argv: vec![],
+                start_ticks: None,
+            },
+        ));
+        // The operator's TERM then CONT to one process: no stop.
+        for signal in [ProcessSignal::TERM, ProcessSignal::CONT] {
+            c.apply(&ev(
+                3,
+                EventKind::SignalSent {
+                    signal,
+                    scope: Scope::Pid,
+                    origin: Origin::Operator,
+                    targets: vec![10],
+                    client: None,
+                },
+            ));
+        }
+        assert_eq!(c.status, Status::Running);
+        c.apply(&ev(
+            4,
+            EventKind::StopStarted {
+                origin: Origin::FinalDrain,
+                grace_ms: 500,
+            },
+        ));
+        assert_eq!(c.status, Status::Stopping);
+        assert!(c.drained, "a final drain's stop");
     }
 
     fn entry(pid: i32, start_ms: u64, argv: &[&str]) -> ProcessEntry {

@@ -108,6 +108,14 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             ),
             Tone::Signal,
         ),
+        EventKind::StopStarted { origin, grace_ms } => (
+            format!(
+                "by {}, grace {}",
+                signal_origin(*origin, None),
+                duration_ms(*grace_ms)
+            ),
+            Tone::Signal,
+        ),
         EventKind::HardKill { after_ms } => {
             (format!("after {}", duration_ms(*after_ms)), Tone::Error)
         }

@@ -47,7 +47,8 @@ pub struct Recording {
 pub fn is_notable(kind: &EventKind) -> bool {
     matches!(
         kind,
-        EventKind::SignalSent { .. }
+        EventKind::StopStarted { .. }
+            | EventKind::SignalSent { .. }
             | EventKind::SpawnError { .. }
             | EventKind::BrokerFailure { .. }
             | EventKind::ResponseTimeout { .. }

@@ -20,7 +20,12 @@ use super::Peer;
 /// `events_capped` exists.
 /// v3: pseudo-terminals (`terminal` in a launch request, `input` and `resize` requests, the
 /// `terminal`, `terminal_unavailable`, `input` and `resize` events).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// v4: a stop is journaled as it starts (`stop_started`), before its first signal.
+pub const PROTOCOL_VERSION: u32 = 4;
+
+/// The first version whose brokers journal `stop_started`: older journals say a stop only by
+/// its signals, TERM then CONT.
+pub const STOP_STARTED_SINCE: u32 = 4;
 
 /// Default per-stream storage cap: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
@@ -594,6 +599,12 @@ pub enum EventKind {
         line: String,
         drain_ms: u64,
     },
+    /// The stop sequence began (`origin` says why): TERM and CONT to the whole tree follow,
+    /// then KILL to what is left after `grace_ms`.
+    StopStarted {
+        origin: Origin,
+        grace_ms: u64,
+    },
     SignalSent {
         signal: ProcessSignal,
         scope: Scope,
@@ -745,6 +756,7 @@ impl EventKind {
             EventKind::OutputCapped { .. } => "output_capped",
             EventKind::ResponseTimeout { .. } => "response_timeout",
             EventKind::FinalDrain { .. } => "final_drain",
+            EventKind::StopStarted { .. } => "stop_started",
             EventKind::SignalSent { .. } => "signal_sent",
             EventKind::HardKill { .. } => "hard_kill",
             EventKind::OrphanReaped { .. } => "orphan_reaped",

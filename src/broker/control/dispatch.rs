@@ -1,9 +1,8 @@
-//! Turning a client's line into a request, and a request into what the broker does and
-//! what the client is told.
+//! Turning a client's line into a request; what the broker does with it and what the client
+//! is told are the broker's (`state/machine.rs`).
 
-use super::{ControlServer, Incoming};
-use crate::broker::state::{Broker, Refusal};
-use crate::protocol::{CONTROL_MAX_LINE, ControlRequest, EventKind, Frame, ToBroker};
+use crate::broker::state::Refusal;
+use crate::protocol::{CONTROL_MAX_LINE, ControlRequest, Frame, ToBroker};
 
 /// Reads one request line. `launch` is refused by name: nothing on this socket starts a
 /// process.
@@ -38,68 +37,4 @@ pub(super) fn parse(frame: Frame) -> Result<ControlRequest, Refusal> {
             ),
         }
     })
-}
-
-/// Carries out what a client asked, or journals a refused connection, and answers the
-/// client. Events the request caused reach subscribers before the answer does.
-pub fn dispatch(broker: &mut Broker, server: &mut ControlServer, incoming: Incoming) {
-    let (client, peer, request) = match incoming {
-        Incoming::Refused { peer, reason } => {
-            broker.emit(EventKind::ControlRefused {
-                uid: peer.uid,
-                pid: peer.pid,
-                reason,
-            });
-            return;
-        }
-        Incoming::Request {
-            client,
-            peer,
-            request,
-        } => (client, peer, request),
-    };
-    let answer = match request {
-        Err(refusal) => refusal.into_event(),
-        Ok(ControlRequest::Ping) => EventKind::Pong,
-        Ok(ControlRequest::Subscribe) => {
-            // A front end now watches: let the tree it reads be current.
-            broker.tree_may_have_changed();
-            // Everything before the subscription is in the journal, flushed, and up to
-            // `journal_offset`; everything after comes on the socket.
-            broker.flush_journal();
-            server.broadcast(&std::mem::take(&mut broker.to_subscribers));
-            server.subscribe(client);
-            broker.subscribed = true;
-            EventKind::ControlAck {
-                request: "subscribe".into(),
-                journal_offset: Some(broker.journal_len()),
-                targets: Vec::new(),
-                message: None,
-            }
-        }
-        Ok(request) => {
-            let name = request.name();
-            match broker.control_request(request, peer) {
-                Ok(done) => EventKind::ControlAck {
-                    request: name.into(),
-                    journal_offset: None,
-                    targets: done.targets,
-                    message: done.message,
-                },
-                Err(refusal) => refusal.into_event(),
-            }
-        }
-    };
-    broker.flush_journal();
-    server.broadcast(&std::mem::take(&mut broker.to_subscribers));
-    server.reply(client, &server.stamp(answer));
-}
-
-impl Refusal {
-    fn into_event(self) -> EventKind {
-        EventKind::ControlError {
-            code: self.code.into(),
-            message: self.message,
-        }
-    }
 }

@@ -12,8 +12,6 @@ mod admission;
 mod client;
 mod dispatch;
 
-pub use dispatch::dispatch;
-
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
@@ -280,11 +278,11 @@ impl ControlServer {
         }
     }
 
-    /// Sends one event to one client only (it is dropped if it left too much unread, as
-    /// one that sends requests and never reads the answers would).
-    pub fn reply(&mut self, client: u64, event: &Event) {
+    /// Sends one event line to one client only (it is dropped if it left too much unread,
+    /// as one that sends requests and never reads the answers would).
+    pub fn reply(&mut self, client: u64, line: &[u8]) {
         if let Some(c) = self.clients.iter_mut().find(|c| c.id == client) {
-            c.send(&event.to_line());
+            c.send(line);
         }
     }
 

@@ -12,7 +12,7 @@ use crate::protocol::{ContainmentMode, EventKind};
 
 impl Broker {
     /// The command runs in `cgroup` (or, `None`, is contained by the walk of /proc).
-    pub fn contain(&mut self, cgroup: Option<Arc<CommandCgroup>>) {
+    pub(super) fn contain(&mut self, cgroup: Option<Arc<CommandCgroup>>) {
         self.cgroup = cgroup;
     }
 
@@ -42,7 +42,7 @@ impl Broker {
     /// The command must be in its cgroup before anything it runs can fork: it writes itself
     /// into `cgroup.procs` before exec. If that failed (the write is unchecked in the child,
     /// where nothing may allocate), the /proc walk takes over, and the journal says why.
-    pub fn check_entered(&mut self, pid: i32) {
+    pub(super) fn check_entered(&mut self, pid: i32) {
         let Some(cgroup) = self.cgroup.as_ref() else {
             return;
         };
@@ -60,7 +60,7 @@ impl Broker {
 
     /// Something changed in the cgroup (`cgroup.events`): the tree may have, a stop may be
     /// done, or the cgroup may be gone.
-    pub fn cgroup_changed(&mut self) {
+    pub(super) fn cgroup_changed(&mut self) {
         self.check_cgroup();
         self.tree_may_have_changed();
         self.check_stop_done();
@@ -91,14 +91,13 @@ impl Broker {
     /// What the tree cost, into `result.json`: `memory_peak` is the cgroup's, if it had one
     /// (see [`crate::broker::tree::cost`] for which figure is taken and why). Nothing ran,
     /// nothing to say.
-    pub(super) fn record_cost(&mut self, memory_peak: Option<u64>) {
+    pub(super) fn record_cost(&mut self, memory_peak: Option<u64>, sampled: &cost::SampledCost) {
         if self.child.is_none() {
             return;
         }
         let ticks = crate::procfs::clock_ticks_per_second();
         let page = crate::procfs::page_size();
-        let (children_cpu_ms, children_max_rss_bytes) = cost::children_usage();
-        let sampled = self.tree.cost();
+        let (children_cpu_ms, children_max_rss_bytes) = self.kernel.children_usage();
         let (cpu_ms, peak) = cost::command_cost(&cost::CostSources {
             cgroup_cpu_usec: self.result.cgroup_cpu_usec,
             cgroup_memory_peak: memory_peak,

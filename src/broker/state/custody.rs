@@ -60,7 +60,7 @@ impl Broker {
             self.emit(EventKind::LeftoversStopped { reason: end, pid });
             return false;
         }
-        let now = Instant::now();
+        let now = self.now;
         self.result.leftovers = Some(LeftoversRecord {
             kept: pids.clone(),
             ..Default::default()
@@ -79,20 +79,14 @@ impl Broker {
         true
     }
 
-    /// Whether custody began since the last call: the event loop then lets its front end go
-    /// (the shim returns, as the shell would).
-    pub fn take_custody_began(&mut self) -> bool {
-        std::mem::take(&mut self.custody_began)
-    }
-
-    pub fn in_custody(&self) -> bool {
+    pub(super) fn in_custody(&self) -> bool {
         self.phase == Phase::Custody
     }
 
     /// A custodian exited (`reason`, with its pid). In custody, the leftovers are stopped;
     /// before, it is remembered, and they will be stopped as soon as there are any. The
     /// session's owner ends the session: a command still running is stopped with it.
-    pub fn custodian_exited(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
+    pub(super) fn custodian_exited(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
         if self.in_custody() {
             self.stop_leftovers(reason, pid, None);
             return;
@@ -106,7 +100,7 @@ impl Broker {
     /// A custodian could not be watched when the command started (it had exited already):
     /// nobody will answer for leftovers, which are stopped as soon as there are any. The
     /// command itself runs, as the shell would have run it.
-    pub fn custodian_unwatched(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
+    pub(super) fn custodian_unwatched(&mut self, reason: LeftoversEnd, pid: Option<i32>) {
         self.custodian_gone.get_or_insert((reason, pid));
     }
 
@@ -122,7 +116,7 @@ impl Broker {
             return;
         };
         if let Some(record) = self.result.leftovers.as_mut() {
-            record.kept_ms = custody.since.elapsed().as_millis() as u64;
+            record.kept_ms = (self.now - custody.since).as_millis() as u64;
             record.stopped = Some(reason);
         }
         self.emit(EventKind::LeftoversStopped { reason, pid });
@@ -164,7 +158,7 @@ impl Broker {
     /// Writes the time kept so far, for a broker that ends while still in custody.
     pub(super) fn close_custody_record(&mut self) {
         if let (Some(custody), Some(record)) = (&self.custody, self.result.leftovers.as_mut()) {
-            record.kept_ms = custody.since.elapsed().as_millis() as u64;
+            record.kept_ms = (self.now - custody.since).as_millis() as u64;
         }
     }
 }

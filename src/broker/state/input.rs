@@ -5,7 +5,6 @@ use tokio::time::Instant;
 
 use super::Broker;
 use crate::broker::terminal::InputTaken;
-use crate::clock::now_ms;
 use crate::protocol::{Event, EventKind};
 
 pub(super) struct PendingInput {
@@ -17,25 +16,25 @@ pub(super) struct PendingInput {
 
 impl Broker {
     /// Input the front end sent, and how much of it reached the terminal's queue.
-    pub fn input(&mut self, taken: InputTaken) {
+    pub(super) fn input(&mut self, taken: InputTaken) {
         if taken == InputTaken::default() {
             return;
         }
         // Typing into a shell is how most of its children start.
         self.tree_may_have_changed();
-        let (ts_ms, mono_us) = (now_ms(), self.mono_us());
+        let (ts_ms, mono_us) = (self.kernel.wall_ms(), self.mono_us());
         let pending = self.pending_input.get_or_insert(PendingInput {
             taken: InputTaken::default(),
             ts_ms,
             mono_us,
-            since: Instant::now(),
+            since: self.now,
         });
         pending.taken.bytes += taken.bytes;
         pending.taken.dropped += taken.dropped;
     }
 
     /// Input that was queued and could not be written after all (the terminal closed).
-    pub fn input_dropped(&mut self, bytes: u64) {
+    pub(super) fn input_dropped(&mut self, bytes: u64) {
         self.input(InputTaken {
             bytes: 0,
             dropped: bytes,

@@ -1,5 +1,10 @@
 //! Everything a broker knows about its command, and how each happening changes it.
-//! The event loop in `run.rs` feeds this; nothing here waits.
+//!
+//! The interpreter in `run.rs` owns the descriptors, the files and the clock: it hands
+//! what happened to [`Broker::handle`] as an [`Input`] and carries out what the broker asks
+//! for, drained with [`Broker::poll_output`], and wakes it at [`Broker::poll_timeout`]. The
+//! shape is `quinn-proto`'s `Connection`: nothing here reads a pipe, writes a file or waits
+//! (see `machine.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,22 +15,25 @@ mod cgroup;
 mod custody;
 mod drain;
 mod input;
+mod kernel;
+mod machine;
 mod requests;
 mod time;
 
 use super::stop::StopSequence;
+use super::tree::cost::SampledCost;
+use super::tree::is_escaped;
 use super::tree::schedule::ScanSchedule;
-use super::tree::{TreeRecorder, is_escaped, tree_budget};
 use crate::cgroup::CommandCgroup;
-use crate::clock::now_ms;
-use crate::journal::JournalDir;
-use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
-use crate::procfs::{self, ProcStat};
+use crate::journal::writer::RESULT_FILE;
+use crate::procfs::ProcStat;
 use crate::protocol::{
-    CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage, Stream,
-    StreamTotals, capped_argv,
+    CapReason, CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage,
+    Stream, StreamTotals, capped_argv,
 };
 
+pub use kernel::{Kernel, LiveKernel, Reaped};
+pub use machine::{Input, Output};
 pub use requests::Refusal;
 
 /// After the command exits, output is still read until the pipes are quiet this long...
@@ -76,24 +84,74 @@ struct Child {
     status: Option<ExitStatus>,
 }
 
+/// What one output stream brought and what of it is kept: every byte is counted, bytes are
+/// stored until the cap or until the disk refuses them (the interpreter writes them).
+#[derive(Default)]
+struct StreamCount {
+    total: u64,
+    stored: u64,
+    capped: bool,
+}
+
+/// Where one chunk of output goes: its place in the stream, how much of it is stored, and
+/// whether storing stopped at it.
+struct Placed {
+    offset: u64,
+    keep: usize,
+    capped: bool,
+}
+
+impl StreamCount {
+    fn place(&mut self, len: usize, max: u64) -> Placed {
+        let offset = self.total;
+        self.total += len as u64;
+        if self.capped {
+            return Placed {
+                offset,
+                keep: 0,
+                capped: false,
+            };
+        }
+        let room = max.saturating_sub(self.stored);
+        let keep = len.min(usize::try_from(room).unwrap_or(usize::MAX));
+        self.stored += keep as u64;
+        self.capped = keep < len;
+        Placed {
+            offset,
+            keep,
+            capped: self.capped,
+        }
+    }
+
+    fn totals(&self) -> StreamTotals {
+        StreamTotals {
+            bytes: self.total,
+            stored: self.stored,
+        }
+    }
+}
+
 pub struct Broker {
+    /// What the decisions ask of the kernel (see `kernel.rs`).
+    kernel: Box<dyn Kernel>,
+    /// The time of the input being handled.
+    now: Instant,
     start: Instant,
     started_ms: u64,
     pid: i32,
     request: LaunchRequest,
-    /// The command's journal directory, as the front end handed it over.
-    dir: JournalDir,
-    events: Option<EventLog>,
-    logs: [StreamLog; 2],
-    /// Lines for the parent produced since the loop last took them.
-    pub to_parent: Vec<u8>,
-    /// Bytes the parent has not taken yet, as the loop last saw.
-    pub parent_backlog: usize,
-    /// Lines for control-socket subscribers produced since the loop last took them; filled
-    /// only while `subscribed`.
-    pub to_subscribers: Vec<u8>,
-    /// Whether any control client subscribed to events (set by the loop).
-    pub subscribed: bool,
+    /// What the interpreter is to do, in order.
+    outputs: std::collections::VecDeque<Output>,
+    /// Whether the event log still takes lines (it failed once: no more).
+    journal_alive: bool,
+    /// Lines were appended to the event log since it was last flushed.
+    unflushed: bool,
+    /// What each output stream brought (stdout, stderr).
+    streams: [StreamCount; 2],
+    /// Which of the command's output streams are open: end of file not seen yet.
+    open: [bool; 2],
+    /// Bytes the parent has not taken yet: as the interpreter last said, plus lines sent since.
+    parent_backlog: usize,
     /// Bytes of event lines handed to the event log so far.
     journal_len: u64,
     /// The control client whose `stop` started the running stop sequence.
@@ -109,7 +167,12 @@ pub struct Broker {
     drain_until: Option<Instant>,
     last_ping: Instant,
     unresponsive: bool,
-    tree: TreeRecorder,
+    /// A walk for the tree's record was asked for and not answered yet.
+    tree_sampling: bool,
+    /// The live processes of the last full walk on the /proc path.
+    last_walk: Option<Vec<ProcStat>>,
+    /// The cgroup's `memory.peak` as it was released, for the cost at the end.
+    memory_peak: Option<u64>,
     /// When the tree is next walked for the record.
     tree_walks: ScanSchedule,
     result: CommandResult,
@@ -128,92 +191,6 @@ pub struct Broker {
     final_drain: Option<drain::FinalDrain>,
 }
 
-/// One ended child, reaped: its pid, how it ended, and where it was (its process group and
-/// session, read while it was still a zombie).
-struct Reaped {
-    pid: i32,
-    status: ExitStatus,
-    place: Option<ProcStat>,
-}
-
-/// Whether this process has a child left, alive or not yet reaped. A subreaper with no child
-/// has no descendant at all: every process of the command's tree is a child of the broker or
-/// a descendant of one (orphans are re-parented to it). So the kernel answers in one call
-/// what a walk of /proc, reading every process on the machine, would.
-fn has_children() -> bool {
-    !matches!(peek_ended_child(), Err(libc::ECHILD))
-}
-
-/// The pid of a child that has ended, left unreaped (`WNOWAIT`); `Ok(None)` when children
-/// remain but none has ended; `Err(ECHILD)` when there is no child at all.
-fn peek_ended_child() -> Result<Option<i32>, i32> {
-    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid writes only into `info`.
-    let peeked = unsafe {
-        libc::waitid(
-            libc::P_ALL,
-            0,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    if peeked < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-    }
-    // SAFETY: filled in by waitid for a child that has ended; 0 when none has.
-    let pid = unsafe { info.si_pid() };
-    Ok((pid != 0).then_some(pid))
-}
-
-/// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
-/// that its `/proc` entry, group and session included, can still be read; then reaped.
-fn reap_one() -> Result<Option<Reaped>, i32> {
-    let Some(pid) = peek_ended_child()? else {
-        return Ok(None);
-    };
-    let place = procfs::read_stat(pid);
-    match wait_status(pid)? {
-        Some(status) => Ok(Some(Reaped { pid, status, place })),
-        None => Ok(None),
-    }
-}
-
-/// Reaps `pid`, which has ended. `libc` directly: nix turns the status into its `Signal` enum
-/// and fails (after the kernel has already reaped the child) for real-time signals, which
-/// would lose the exit for good.
-fn wait_status(pid: i32) -> Result<Option<ExitStatus>, i32> {
-    let mut raw = 0;
-    let reaped = loop {
-        // SAFETY: waitpid only writes the status into `raw`.
-        let reaped = unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) };
-        match reaped {
-            r if r >= 0 => break r,
-            _ => match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
-                libc::EINTR => continue,
-                errno => return Err(errno),
-            },
-        }
-    };
-    if reaped == 0 {
-        return Ok(None);
-    }
-    let status = if libc::WIFEXITED(raw) {
-        ExitStatus {
-            code: Some(libc::WEXITSTATUS(raw)),
-            signal: None,
-            core_dumped: false,
-        }
-    } else {
-        ExitStatus {
-            code: None,
-            signal: Some(libc::WTERMSIG(raw)),
-            core_dumped: libc::WCOREDUMP(raw),
-        }
-    };
-    Ok(Some(status))
-}
-
 /// Whether a reaped process had escaped, by the one rule the tree's record uses
 /// ([`is_escaped`]); `None` when where it was could not be read.
 fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
@@ -222,30 +199,29 @@ fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
 
 impl Broker {
     /// `final_line` is the request's `drain_on`, compiled (by `run.rs`, which refuses a
-    /// launch whose pattern does not compile).
+    /// launch whose pattern does not compile). `start`: when the broker started, the origin
+    /// of the journal's `mono_us`.
     pub fn new(
+        kernel: Box<dyn Kernel>,
         start: Instant,
+        now: Instant,
         request: LaunchRequest,
         final_line: Option<regex::bytes::Regex>,
-        dir: JournalDir,
-        events: EventLog,
-        logs: [StreamLog; 2],
     ) -> Broker {
-        let now = Instant::now();
-        let tree_budget = tree_budget(request.max_output);
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
         Broker {
+            started_ms: kernel.wall_ms(),
+            pid: kernel.own_pid(),
+            kernel,
+            now,
             start,
-            started_ms: now_ms(),
-            pid: std::process::id() as i32,
             request,
-            dir,
-            events: Some(events),
-            logs,
-            to_parent: Vec::new(),
+            outputs: Default::default(),
+            journal_alive: true,
+            unflushed: false,
+            streams: Default::default(),
+            open: [false; 2],
             parent_backlog: 0,
-            to_subscribers: Vec::new(),
-            subscribed: false,
             journal_len: 0,
             stop_client: None,
             child: None,
@@ -259,7 +235,9 @@ impl Broker {
             drain_until: None,
             last_ping: now,
             unresponsive: false,
-            tree: TreeRecorder::new(tree_budget),
+            tree_sampling: false,
+            last_walk: None,
+            memory_peak: None,
             tree_walks: ScanSchedule::new(now),
             result: CommandResult::default(),
             cgroup: None,
@@ -272,11 +250,11 @@ impl Broker {
     }
 
     pub(super) fn mono_us(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
+        self.now.saturating_duration_since(self.start).as_micros() as u64
     }
 
     /// Journals an event and queues the same line for the parent.
-    pub fn emit(&mut self, kind: EventKind) {
+    pub(super) fn emit(&mut self, kind: EventKind) {
         if !matches!(kind, EventKind::Output { .. }) {
             self.flush_output();
         }
@@ -284,7 +262,7 @@ impl Broker {
             self.flush_input();
         }
         let event = Event {
-            ts_ms: now_ms(),
+            ts_ms: self.kernel.wall_ms(),
             mono_us: self.mono_us(),
             kind,
         };
@@ -295,17 +273,19 @@ impl Broker {
     /// for control-socket subscribers.
     pub(super) fn record(&mut self, event: &Event) {
         let line = event.to_line();
-        if !matches!(event.kind, EventKind::Pong) {
-            match self.events.as_mut().map(|log| log.append(&line)) {
-                Some(Ok(())) => self.journal_len += line.len() as u64,
-                Some(Err(err)) => self.journal_failed(&err),
-                None => {}
-            }
-            if self.subscribed {
-                self.to_subscribers.extend_from_slice(&line);
-            }
+        let pong = matches!(event.kind, EventKind::Pong);
+        let journal = !pong && self.journal_alive;
+        if journal {
+            self.journal_len += line.len() as u64;
+            self.unflushed = true;
         }
-        self.send_to_parent(&line, matches!(event.kind, EventKind::Output { .. }));
+        let parent = self.parent_takes(line.len(), matches!(event.kind, EventKind::Output { .. }));
+        self.outputs.push_back(Output::Event {
+            line,
+            journal,
+            subscribers: !pong,
+            parent,
+        });
     }
 
     /// Bytes of `events.jsonl` written so far (once flushed).
@@ -313,22 +293,30 @@ impl Broker {
         self.journal_len
     }
 
-    pub(super) fn send_to_parent(&mut self, line: &[u8], droppable: bool) {
+    /// Whether a line of `len` bytes goes to the parent: not once it is gone or let go, and
+    /// an output event not while the parent is more than [`PARENT_BACKLOG_CAP`] behind.
+    fn parent_takes(&mut self, len: usize, droppable: bool) -> bool {
         if self.result.parent_lost
             || self.parent_detached
-            || (droppable && self.to_parent.len() + self.parent_backlog > PARENT_BACKLOG_CAP)
+            || (droppable && self.parent_backlog > PARENT_BACKLOG_CAP)
         {
-            return;
+            return false;
         }
-        self.to_parent.extend_from_slice(line);
+        self.parent_backlog += len;
+        true
     }
 
     /// The event log cannot be written (disk full, I/O error): say so to the parent and keep
-    /// the command running; output files are handled by their own cap.
-    pub(super) fn journal_failed(&mut self, err: &std::io::Error) {
-        self.events = None;
+    /// the command running; output files are handled by their own cap. `unwritten`: bytes
+    /// counted as journaled that were not.
+    pub(super) fn journal_failed(&mut self, err: &std::io::Error, unwritten: u64) {
+        if !self.journal_alive {
+            return;
+        }
+        self.journal_alive = false;
+        self.journal_len = self.journal_len.saturating_sub(unwritten);
         let event = Event {
-            ts_ms: now_ms(),
+            ts_ms: self.kernel.wall_ms(),
             mono_us: self.mono_us(),
             kind: EventKind::BrokerFailure {
                 stage: Stage::Internal,
@@ -340,24 +328,30 @@ impl Broker {
             },
         };
         let line = event.to_line();
-        if self.subscribed {
-            self.to_subscribers.extend_from_slice(&line);
-        }
-        self.send_to_parent(&line, false);
+        let parent = self.parent_takes(line.len(), false);
+        self.outputs.push_back(Output::Event {
+            line,
+            journal: false,
+            subscribers: true,
+            parent,
+        });
     }
 
-    pub fn flush_journal(&mut self) {
-        if let Some(Err(err)) = self.events.as_mut().map(EventLog::flush) {
-            self.journal_failed(&err);
+    /// Asks for what was appended to the event log to reach the disk; nothing when nothing
+    /// waits.
+    pub(super) fn flush_journal(&mut self) {
+        if std::mem::take(&mut self.unflushed) && self.journal_alive {
+            self.outputs.push_back(Output::FlushJournal);
         }
     }
 
     // ---- the command ------------------------------------------------------------------
 
-    pub fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
+    pub(super) fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
         self.child = Some(Child { pid, status: None });
+        self.open = [true; 2];
         self.result.pid = Some(pid);
-        let now = Instant::now();
+        let now = self.now;
         self.last_output = now;
         self.tree_walks = ScanSchedule::new(now + Duration::from_millis(50));
         self.emit(EventKind::Spawned {
@@ -368,7 +362,7 @@ impl Broker {
         });
     }
 
-    pub fn spawn_failed(&mut self, code: String, message: String) {
+    pub(super) fn spawn_failed(&mut self, code: String, message: String) {
         self.failure = Some(Failure {
             stage: Stage::Spawn,
             code: code.clone(),
@@ -388,8 +382,8 @@ impl Broker {
 
     /// Something may have changed the tree, or a front end wants it current: it is walked
     /// within a second.
-    pub fn tree_may_have_changed(&mut self) {
-        self.tree_walks.activity(Instant::now());
+    pub(super) fn tree_may_have_changed(&mut self) {
+        self.tree_walks.activity(self.now);
     }
 
     pub(super) fn child_reaped(&self) -> bool {
@@ -400,28 +394,26 @@ impl Broker {
     /// left is a live one (or one that ended since, reaped at the next SIGCHLD).
     pub(super) fn tree_left(&self) -> bool {
         // The cgroup's word too: `populated 0` once its last process is gone.
-        has_children() || self.cgroup_populated()
+        self.kernel.has_children() || self.cgroup_populated()
     }
 
     /// Reaps every child that has ended: the command itself, or a descendant re-parented to
     /// this subreaper.
-    pub fn reap(&mut self) {
+    pub(super) fn reap(&mut self) {
         loop {
-            let Reaped { pid, status, place } = match reap_one() {
+            let Reaped { pid, status, place } = match self.kernel.reap_one() {
                 Ok(Some(reaped)) => reaped,
                 Ok(None) | Err(libc::ECHILD) => break,
                 Err(libc::EINTR) => continue,
                 // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
                 Err(_) => break,
             };
-            self.tree_walks.activity(Instant::now());
+            self.tree_walks.activity(self.now);
             match self.child.as_mut() {
                 Some(child) if child.pid == pid => {
                     child.status = Some(status);
                     self.result.exit = Some(status);
-                    self.phase = Phase::Draining {
-                        since: Instant::now(),
-                    };
+                    self.phase = Phase::Draining { since: self.now };
                     self.emit(EventKind::Exit { pid, status });
                 }
                 child => {
@@ -439,41 +431,46 @@ impl Broker {
         self.check_stop_done();
     }
 
-    pub fn output(&mut self, stream: Stream, bytes: &[u8]) {
+    pub(super) fn output(&mut self, stream: Stream, bytes: &[u8]) {
         // Whatever was journaled before these bytes reaches the disk before them: a reader
         // that sees output also sees the events that came first (`spawned`, a signal). Cheap:
         // nothing is written when nothing waits.
         self.flush_journal();
-        let now = Instant::now();
+        let now = self.now;
         self.last_output = now;
         self.tree_walks.activity(now);
         if matches!(self.phase, Phase::Draining { .. }) {
             self.drain_until = Some(now + DRAIN_IDLE);
         }
-        let stored = self.logs[stream as usize].write(bytes);
+        let placed = self.streams[stream as usize].place(bytes.len(), self.request.max_output);
+        if placed.keep > 0 {
+            self.outputs.push_back(Output::Store {
+                stream,
+                keep: placed.keep,
+            });
+        }
         let len = bytes.len() as u64;
         match self.pending.as_mut() {
-            Some(p) if p.stream == stream && p.offset + p.len == stored.offset => p.len += len,
+            Some(p) if p.stream == stream && p.offset + p.len == placed.offset => p.len += len,
             _ => {
                 self.flush_output();
                 self.pending = Some(PendingOutput {
                     stream,
-                    offset: stored.offset,
+                    offset: placed.offset,
                     len,
-                    ts_ms: now_ms(),
+                    ts_ms: self.kernel.wall_ms(),
                     mono_us: self.mono_us(),
                     since: now,
                 });
             }
         }
-        if let Some((reason, message)) = stored.capped {
-            let stored = self.logs[stream as usize].stored();
-            self.emit(EventKind::OutputCapped {
-                stream,
-                reason,
-                stored,
-                message,
-            });
+        if placed.capped {
+            let message = format!(
+                "{} reached its cap of {} bytes; further bytes are counted, not stored (raise it with --max-output)",
+                stream.file_name(),
+                self.request.max_output
+            );
+            self.output_capped(stream, CapReason::Limit, message);
         }
         // After the bytes' own `output` event (emitting flushes it): the journal has the
         // final line before the event that names it.
@@ -495,7 +492,36 @@ impl Broker {
         }
     }
 
-    pub fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
+    fn output_capped(&mut self, stream: Stream, reason: CapReason, message: String) {
+        let stored = self.streams[stream as usize].stored;
+        self.emit(EventKind::OutputCapped {
+            stream,
+            reason,
+            stored,
+            message,
+        });
+    }
+
+    /// Storing a stream's bytes failed (disk full, I/O error): `stored` of it reached the
+    /// file, nothing more is stored, every byte is still counted. A stream already capped by
+    /// its limit says so once.
+    pub(super) fn store_failed(
+        &mut self,
+        stream: Stream,
+        reason: CapReason,
+        message: String,
+        stored: u64,
+    ) {
+        let count = &mut self.streams[stream as usize];
+        let already = count.capped;
+        count.capped = true;
+        count.stored = stored;
+        if !already {
+            self.output_capped(stream, reason, message);
+        }
+    }
+
+    pub(super) fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
         self.emit(EventKind::BrokerFailure {
             stage: Stage::Stdio,
             code: "read".into(),
@@ -503,30 +529,40 @@ impl Broker {
         });
     }
 
-    /// Journals the end of the command and writes `result.json`. Returns the broker's exit
-    /// code.
-    pub fn finish(&mut self) -> i32 {
+    /// Journals the end of the command and asks for the tree's record to be closed
+    /// ([`Input::TreeClosed`]), then for `result.json` to be written
+    /// ([`Input::ResultWritten`]).
+    pub(super) fn finish(&mut self) {
         self.reap();
         self.flush_output();
         self.flush_input();
         self.close_custody_record();
-        let memory_peak = self.release_cgroup();
-        self.record_cost(memory_peak);
-        if let Some(event) = self.tree.close() {
+        self.memory_peak = self.release_cgroup();
+        self.outputs.push_back(Output::CloseTree);
+    }
+
+    /// The tree's record is closed (`record`: an empty tree, if the last one recorded was
+    /// not), and `cost` is what its samples saw: the result is complete.
+    pub(super) fn tree_closed(&mut self, record: Option<EventKind>, cost: &SampledCost) {
+        self.record_cost(self.memory_peak, cost);
+        if let Some(event) = record {
             self.record_tree(event);
         }
-        let totals = |log: &StreamLog| StreamTotals {
-            bytes: log.total(),
-            stored: log.stored(),
-        };
-        self.result.stdout = totals(&self.logs[0]);
-        self.result.stderr = totals(&self.logs[1]);
+        self.result.stdout = self.streams[0].totals();
+        self.result.stderr = self.streams[1].totals();
         self.result.failure = self.failure.clone();
         self.result.started_ms = self.started_ms;
-        self.result.ended_ms = now_ms();
+        self.result.ended_ms = self.kernel.wall_ms();
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
-        if let Err(err) = self.dir.write_json_once(RESULT_FILE, &self.result) {
-            let result_path = self.dir.join(RESULT_FILE);
+        self.outputs
+            .push_back(Output::WriteResult(Box::new(self.result.clone())));
+    }
+
+    /// `result.json` was written, or not: the journal closes, and the broker exits with 0
+    /// when the command ran its course, 1 when the parent was lost.
+    pub(super) fn result_written(&mut self, written: std::io::Result<()>) {
+        if let Err(err) = written {
+            let result_path = self.request.journal_dir.join(RESULT_FILE);
             self.emit(EventKind::BrokerFailure {
                 stage: Stage::Internal,
                 code: "result_write".into(),
@@ -538,37 +574,10 @@ impl Broker {
             stderr_bytes: self.result.stderr.bytes,
         });
         self.flush_journal();
-        i32::from(self.result.parent_lost)
+        self.outputs
+            .push_back(Output::Exit(i32::from(self.result.parent_lost)));
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(pgid: i32, sid: i32) -> ProcStat {
-        ProcStat {
-            pid: 50,
-            ppid: 1,
-            pgid,
-            sid,
-            state: b'Z',
-            start_ticks: 0,
-            ..ProcStat::default()
-        }
-    }
-
-    #[test]
-    fn only_a_process_out_of_the_group_and_session_escaped() {
-        // Pipes: the command (group 10) shares the broker's session (5).
-        // Re-parented when its parent ended, still in the command's group: no escapee.
-        assert_eq!(escaped(Some(&at(10, 5)), 10), Some(false));
-        // setsid: a session and a group of its own.
-        assert_eq!(escaped(Some(&at(50, 50)), 10), Some(true));
-        // setpgid: out of the group, in the broker's session.
-        assert_eq!(escaped(Some(&at(50, 5)), 10), Some(true));
-        // A terminal: the command leads session 10; a job in group 50 of it is no escapee.
-        assert_eq!(escaped(Some(&at(50, 10)), 10), Some(false));
-        assert_eq!(escaped(None, 10), None);
-    }
-}
+mod tests;

@@ -2,10 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::{Broker, Phase};
-use crate::broker::signaller;
 use crate::broker::stop::{Delivery, StopSequence};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
@@ -48,7 +45,7 @@ fn sweep_jitter(pid: i32, now_ms: u64) -> Duration {
 impl Broker {
     // ---- requests from the parent -----------------------------------------------------
 
-    pub fn request(&mut self, message: ToBroker) {
+    pub(super) fn request(&mut self, message: ToBroker) {
         // A heartbeat says nothing about the tree; anything else may change it.
         if !matches!(message, ToBroker::Ping) {
             self.tree_may_have_changed();
@@ -59,7 +56,7 @@ impl Broker {
                 "a launch request arrived after the command was launched; it was ignored".into(),
             ),
             ToBroker::Ping => {
-                self.last_ping = Instant::now();
+                self.last_ping = self.now;
                 self.unresponsive = false;
                 self.emit(EventKind::Pong);
             }
@@ -80,7 +77,7 @@ impl Broker {
 
     /// A signal or a stop from a control-socket client, journaled as the operator's with
     /// the client's pid and uid. A refusal goes back to that client only.
-    pub fn control_request(
+    pub(super) fn control_request(
         &mut self,
         request: ControlRequest,
         peer: Peer,
@@ -119,16 +116,16 @@ impl Broker {
 
     /// The front end that launched this broker (`tether exec`, the TUI), named for the
     /// journal when it asks for a signal or a stop on its pipe: it is alive, it just wrote.
-    fn parent_peer(&self) -> Peer {
+    fn parent_peer(&mut self) -> Peer {
         let pid = self.request.parent_pid;
         Peer {
             pid,
-            uid: rustix::process::getuid().as_raw(),
-            program: crate::procfs::program_label(pid),
+            uid: self.kernel.uid(),
+            program: self.kernel.program_label(pid),
         }
     }
 
-    pub fn protocol_error(&mut self, code: &str, message: String) {
+    pub(super) fn protocol_error(&mut self, code: &str, message: String) {
         self.emit(EventKind::BrokerFailure {
             stage: Stage::Protocol,
             code: code.into(),
@@ -151,8 +148,10 @@ impl Broker {
         }
         let targets = match scope {
             Scope::Group => {
+                let (walk, group) = (self.walk(), self.live_group());
                 let mut reached = Default::default();
-                signaller::signal_tree(self.walk(), self.live_group(), signal, false, &mut reached)
+                self.kernel
+                    .signal_tree(&walk, group, signal, false, &mut reached)
             }
             Scope::Pid => {
                 let Some(target) = pid else {
@@ -161,8 +160,9 @@ impl Broker {
                         message: "a signal with scope `pid` needs a `pid`".into(),
                     });
                 };
-                match self.walk().live().iter().find(|p| p.pid == target) {
-                    Some(stat) if signaller::signal_process(stat, signal) => vec![target],
+                let walk = self.walk();
+                match self.kernel.live(&walk).iter().find(|p| p.pid == target) {
+                    Some(stat) if self.kernel.signal_process(stat, signal) => vec![target],
                     Some(_) => vec![],
                     None => {
                         return Err(Refusal {
@@ -187,7 +187,7 @@ impl Broker {
 
     // ---- stopping ---------------------------------------------------------------------
 
-    pub fn start_stop(&mut self, origin: Origin) {
+    pub(super) fn start_stop(&mut self, origin: Origin) {
         self.start_stop_for(origin, None);
     }
 
@@ -202,16 +202,23 @@ impl Broker {
         }
         self.stop_client = client;
         self.result.stopped_by = Some(origin);
+        // Said before its first signal: a reader knows the command is being stopped, and
+        // why, without guessing it from the signals that follow.
+        self.emit(EventKind::StopStarted {
+            origin,
+            grace_ms: self.request.grace_ms,
+        });
         let grace = Duration::from_millis(self.request.grace_ms);
         // On the /proc walk, the first signal goes to what the last walk found: hundreds of
         // brokers whose TUI was killed must not each walk all of /proc at the same moment.
-        let walk = match (self.cgroup.is_none(), self.tree.last_walk()) {
+        let walk = match (self.cgroup.is_none(), self.last_walk.clone()) {
             (true, Some(known)) => self.walk().known(known),
             _ => self.walk(),
         };
+        let group = self.live_group();
         let (mut sequence, delivery) =
-            StopSequence::start(origin, grace, walk, self.live_group(), Instant::now());
-        sequence.delay_first_sweep(sweep_jitter(self.pid, crate::clock::now_ms()));
+            StopSequence::start_with(&mut *self.kernel, origin, grace, &walk, group, self.now);
+        sequence.delay_first_sweep(sweep_jitter(self.pid, self.kernel.wall_ms()));
         self.stop = Some(sequence);
         let cont = Delivery {
             signal: nix::sys::signal::Signal::SIGCONT,
@@ -242,7 +249,7 @@ impl Broker {
         self.stop_done = !self.tree_left();
     }
 
-    pub fn parent_lost(&mut self, cause: ParentLossCause) {
+    pub(super) fn parent_lost(&mut self, cause: ParentLossCause) {
         if self.result.parent_lost || self.parent_detached {
             return;
         }
@@ -251,9 +258,8 @@ impl Broker {
             self.detach_parent();
             return;
         }
+        // Nothing more goes to a parent that is gone (the interpreter drops what it queued).
         self.result.parent_lost = true;
-        // Nothing more goes to a parent that is gone.
-        self.to_parent.clear();
         self.emit(EventKind::ParentLost { cause });
         self.start_stop(Origin::ParentLost);
     }
@@ -265,9 +271,8 @@ impl Broker {
 
     /// Lets the front end go (custody began and it took the news): nothing more is sent to
     /// it, and nothing it does (its exit, its silence) is acted on.
-    pub fn detach_parent(&mut self) {
+    pub(super) fn detach_parent(&mut self) {
         self.parent_detached = true;
-        self.to_parent.clear();
     }
 }
 

@@ -4,19 +4,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::machine::Output;
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
+use crate::broker::tree::TreeSample;
 use crate::protocol::{EventKind, Origin};
-
-/// The longest a quiet tree on the /proc walk goes without a full walk: the safety net for a
-/// new process that its parent's counters did not show (a kernel without schedstat, where a
-/// vfork within one clock tick of CPU moves none of the others).
-const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Broker {
     // ---- time -------------------------------------------------------------------------
 
     /// The next moment at which [`Broker::tick`] has something to do.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
         let mut next: Vec<Instant> = Vec::new();
         if let Some(p) = &self.pending {
             next.push(p.since + OUTPUT_COALESCE);
@@ -44,10 +41,7 @@ impl Broker {
             next.push(until);
         }
         if let (Some(stop), false) = (&self.stop, self.stop_done) {
-            next.push(stop.next_sweep);
-            if !stop.killed {
-                next.push(stop.kill_at);
-            }
+            next.push(stop.next_wake());
         }
         if self.child.is_some() && self.phase != Phase::Done && !self.tree_paused() {
             next.push(self.tree_walks.next());
@@ -69,8 +63,8 @@ impl Broker {
     /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open;
     /// `mirror_behind`, whether output waits for the front end's copy (and a stream is not
     /// read meanwhile, so its quiet is not idleness).
-    pub fn tick(&mut self, pipes_open: bool, mirror_behind: bool) {
-        let now = Instant::now();
+    pub(super) fn tick(&mut self, pipes_open: bool, mirror_behind: bool) {
+        let now = self.now;
         if self
             .pending
             .as_ref()
@@ -114,64 +108,90 @@ impl Broker {
             && !self.tree_paused()
             && self.tree_walks.is_due(now)
         {
-            self.sample_tree(now);
+            self.sample_tree();
         }
         self.advance_phase(now, pipes_open, mirror_behind);
     }
 
+    /// One step of the stop sequence, when it is due: KILL once grace is over, else a sweep
+    /// for newcomers.
     pub(super) fn advance_stop(&mut self, now: Instant) {
         if self.stop_done {
             return;
         }
         let (walk, group) = (self.walk(), self.live_group());
-        let Some(stop) = self.stop.as_mut() else {
+        let Some(stop) = self.stop.as_ref() else {
             return;
         };
-        let origin = stop.origin;
-        if !stop.killed && now >= stop.kill_at {
-            let after_ms = now.saturating_duration_since(stop.started).as_millis() as u64;
-            let delivery = stop.escalate(&walk, group, now);
-            if !delivery.targets.is_empty() {
-                self.result.hard_killed = true;
-                self.emit(EventKind::HardKill { after_ms });
-                self.report(delivery, origin);
-            }
-        } else if now >= stop.next_sweep {
-            // Nothing to sweep if every process it signalled ended and nothing is left: a
-            // child reaped now saves a walk (the stop is done when the broker has no child).
-            self.reap();
-            self.check_stop_done();
-            if self.stop_done {
-                return;
+        if now >= stop.next_wake() {
+            if !stop.kill_due(now) {
+                // Nothing to sweep if every process it signalled ended and nothing is left: a
+                // child reaped now saves a walk (the stop is done when the broker has no
+                // child).
+                self.reap();
+                self.check_stop_done();
+                if self.stop_done {
+                    return;
+                }
             }
             let Some(stop) = self.stop.as_mut() else {
                 return;
             };
-            if let Some(delivery) = stop.sweep(&walk, group, now) {
-                self.report(delivery, origin);
+            let (origin, started) = (stop.origin, stop.started);
+            let (delivery, escalated) = stop.step_with(&mut *self.kernel, &walk, group, now);
+            match delivery {
+                // A KILL that found nothing left is no hard kill.
+                Some(kill) if escalated && !kill.targets.is_empty() => {
+                    let after_ms = now.saturating_duration_since(started).as_millis() as u64;
+                    self.result.hard_killed = true;
+                    self.emit(EventKind::HardKill { after_ms });
+                    self.report(kill, origin);
+                }
+                Some(newcomers) if !escalated => self.report(newcomers, origin),
+                _ => {}
             }
         }
         self.check_stop_done();
     }
 
-    /// Walks the tree and records it if it changed; the schedule backs off while it does not.
-    pub(super) fn sample_tree(&mut self, now: Instant) {
+    /// Asks for the tree to be walked for its record ([`Input::TreeSampled`] answers).
+    pub(super) fn sample_tree(&mut self) {
         let Some(group) = self.child.as_ref().map(|c| c.pid) else {
             return;
         };
-        self.check_cgroup();
-        let walk = self.walk();
-        // On the /proc walk, a tree whose processes did nothing since the last walk is not
-        // walked again (a walk reads every process on the machine); a full walk still comes
-        // every SAFETY_WALK. A cgroup's members are read at the cost of the tree alone.
-        if walk.cgroup().is_none() && self.tree_walks.quiet() && self.tree.unchanged(SAFETY_WALK) {
-            self.tree_walks.walked(now, false);
+        if self.tree_sampling {
             return;
         }
-        let event = self.tree.sample(&walk, group);
-        self.tree_walks.walked(now, event.is_some());
-        if let Some(event) = event {
-            self.record_tree(event);
+        self.check_cgroup();
+        let walk = self.walk();
+        // On the /proc walk, a tree whose processes did nothing since the last walk need not
+        // be walked again (a walk reads every process on the machine); a full walk still
+        // comes every `SAFETY_WALK`. A cgroup's members are read at the cost of the tree
+        // alone.
+        let may_skip = walk.cgroup().is_none() && self.tree_walks.quiet();
+        self.tree_sampling = true;
+        self.outputs.push_back(Output::SampleTree {
+            walk,
+            group,
+            may_skip,
+        });
+    }
+
+    /// What a look at the tree found: its record if it changed; the schedule backs off while
+    /// it does not. This is where an observer of the tree's processes hangs on.
+    pub(super) fn tree_sampled(&mut self, sample: TreeSample) {
+        self.tree_sampling = false;
+        let TreeSample { processes, record } = sample;
+        self.tree_walks.walked(self.now, record.is_some());
+        // What the /proc path's stop sends its first signal to without walking again.
+        if let Some(processes) = processes.filter(|_| self.cgroup.is_none()) {
+            self.last_walk = Some(processes);
+        }
+        if let Some(record) = record {
+            self.record_tree(record);
+            // The walk is answered after the tick's flush: the record reaches the disk now,
+            // not at the next wake-up, which for a quiet command may be seconds away.
+            self.flush_journal();
         }
     }
 
@@ -195,7 +215,8 @@ impl Broker {
             if !pipes_open || idle_over || now >= since + DRAIN_CAP {
                 self.phase = Phase::TearingDown;
                 if self.tree_left() && self.stop.is_none() {
-                    let left: Vec<i32> = self.walk().live().iter().map(|p| p.pid).collect();
+                    let walk = self.walk();
+                    let left: Vec<i32> = self.kernel.live(&walk).iter().map(|p| p.pid).collect();
                     if !self.keep_leftovers(left) {
                         self.start_stop(Origin::Shutdown);
                     }

@@ -1,0 +1,137 @@
+//! Where the broker's outputs go: the journal's files, the parent's queue, the control
+//! clients, the tree's recorder. [`Outlets::apply`] carries out each [`Output`] the state
+//! machine asks for, in order, and hands any failure back to it as an [`Input`] at once.
+
+use tokio::time::Instant;
+
+use super::control::ControlServer;
+use super::parent::ParentLink;
+use super::state::{Broker, Input, Output};
+use super::tree::TreeRecorder;
+use crate::journal::JournalDir;
+use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
+
+/// The command's journal as the interpreter writes it: the broker says what goes in.
+pub(super) struct JournalFiles {
+    pub(super) dir: JournalDir,
+    pub(super) events: Option<EventLog>,
+    /// Uncapped: the broker decides what of each chunk is stored ([`Output::Store`]).
+    pub(super) streams: [StreamLog; 2],
+}
+
+/// Where the broker's outputs go: the journal, the parent, the control clients.
+pub(super) struct Outlets {
+    pub(super) journal: JournalFiles,
+    /// The tree's record: the walks the broker asks for, and what they found.
+    pub(super) tree: TreeRecorder,
+    pub(super) link: ParentLink,
+    pub(super) control: Option<ControlServer>,
+    /// Lines for subscribers since the last broadcast; kept only while there are any.
+    pub(super) for_subscribers: Vec<u8>,
+    pub(super) subscribed: bool,
+    /// The broker asked for its front end to be let go.
+    pub(super) let_go: bool,
+    pub(super) exit: Option<i32>,
+}
+
+impl Outlets {
+    /// Hands `input` to the broker and carries out what it asks.
+    pub(super) fn feed(&mut self, broker: &mut Broker, input: Input<'_>) {
+        broker.handle(input, Instant::now());
+        self.apply(broker, &[]);
+    }
+
+    /// Carries out every output the broker has, in order; `chunk` is the chunk of output
+    /// last read, which [`Output::Store`] names. A failure goes back to the broker at once.
+    pub(super) fn apply(&mut self, broker: &mut Broker, chunk: &[u8]) {
+        while let Some(output) = broker.poll_output() {
+            match output {
+                Output::Event {
+                    line,
+                    journal,
+                    subscribers,
+                    parent,
+                } => {
+                    if journal && let Some(events) = self.journal.events.as_mut() {
+                        if let Err(error) = events.append(&line) {
+                            self.journal.events = None;
+                            let unwritten = line.len() as u64;
+                            broker
+                                .handle(Input::JournalFailed { error, unwritten }, Instant::now());
+                        }
+                    }
+                    if subscribers && self.subscribed {
+                        self.for_subscribers.extend_from_slice(&line);
+                    }
+                    if parent {
+                        self.link.queue.push(&line);
+                    }
+                }
+                Output::FlushJournal => {
+                    if let Some(Err(error)) = self.journal.events.as_mut().map(EventLog::flush) {
+                        self.journal.events = None;
+                        let failed = Input::JournalFailed {
+                            error,
+                            unwritten: 0,
+                        };
+                        broker.handle(failed, Instant::now());
+                    }
+                }
+                Output::Store { stream, keep } => {
+                    let log = &mut self.journal.streams[stream as usize];
+                    if let Some((reason, message)) = log.write(&chunk[..keep]).capped {
+                        let stored = log.stored();
+                        let failed = Input::StoreFailed {
+                            stream,
+                            reason,
+                            message,
+                            stored,
+                        };
+                        broker.handle(failed, Instant::now());
+                    }
+                }
+                Output::Subscribe { client } => {
+                    self.broadcast();
+                    if let Some(server) = self.control.as_mut() {
+                        server.subscribe(client);
+                        self.subscribed = true;
+                    }
+                }
+                Output::Reply { client, line } => {
+                    self.broadcast();
+                    if let Some(server) = self.control.as_mut() {
+                        server.reply(client, &line);
+                    }
+                }
+                Output::SampleTree {
+                    walk,
+                    group,
+                    may_skip,
+                } => {
+                    let sample = self.tree.look(&walk, group, may_skip);
+                    broker.handle(Input::TreeSampled(sample), Instant::now());
+                }
+                Output::CloseTree => {
+                    let record = self.tree.close();
+                    let cost = self.tree.cost();
+                    broker.handle(Input::TreeClosed { record, cost }, Instant::now());
+                }
+                Output::LetFrontEndGo => self.let_go = true,
+                Output::WriteResult(result) => {
+                    let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
+                    broker.handle(Input::ResultWritten(written), Instant::now());
+                }
+                Output::Exit(code) => self.exit = Some(code),
+            }
+        }
+    }
+
+    /// Sends subscribers what was gathered for them.
+    pub(super) fn broadcast(&mut self) {
+        if let Some(server) = self.control.as_mut() {
+            server.broadcast(&self.for_subscribers);
+            self.subscribed = server.has_subscribers();
+        }
+        self.for_subscribers.clear();
+    }
+}

@@ -1,0 +1,306 @@
+//! The broker's conversation with its interpreter: what happened in ([`Input`]), what to do
+//! out ([`Output`]), and when to be woken ([`Broker::poll_timeout`]).
+//!
+//! The interpreter (`run.rs`) owns every descriptor: the parent's pipe, the command's pipes,
+//! the journal's files, the control socket. It hands each happening to [`Broker::handle`],
+//! then drains [`Broker::poll_output`] until it is empty, carrying out each output in order
+//! (an output's failure comes back as an input, at once); after every wake-up it hands
+//! [`Input::Tick`], which does whatever is due at `now`.
+
+use std::io;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::Broker;
+use crate::broker::control::Incoming;
+use crate::broker::signaller::Walk;
+use crate::broker::terminal::InputTaken;
+use crate::broker::tree::TreeSample;
+use crate::broker::tree::cost::SampledCost;
+use crate::cgroup::CommandCgroup;
+use crate::protocol::{
+    CapReason, CommandResult, ControlRequest, EventKind, LeftoversEnd, Origin, ParentLossCause,
+    Stream, ToBroker, WindowSize,
+};
+
+/// What happened, as the interpreter saw it.
+pub enum Input<'a> {
+    /// Something the interpreter did or found that the journal records as it is: the broker
+    /// started, its containment, a terminal it could not give.
+    Happened(EventKind),
+    /// The command's containment: its cgroup, or `None` for the walk of /proc.
+    Contained(Option<Arc<CommandCgroup>>),
+    /// The command was started, as `pid` (its start time read while it was unreaped).
+    Spawned {
+        pid: i32,
+        start_ticks: Option<u64>,
+        argv: Vec<String>,
+    },
+    /// The command could not be started (`code`, `message`).
+    SpawnFailed { code: String, message: String },
+    /// SIGCHLD: a child of the broker (the command, or a process re-parented to it) ended.
+    ChildEnded,
+    /// A chunk read from the command's stdout or stderr. The [`Output::Store`] it asks for
+    /// is carried out from this very chunk, before the next read.
+    Read { stream: Stream, bytes: &'a [u8] },
+    /// End of file on one of the command's streams (or its terminal hung up).
+    Closed { stream: Stream },
+    /// Reading one of the command's streams failed; it is closed.
+    ReadFailed { stream: Stream, error: io::Error },
+    /// A request line from the parent, parsed. Input and sizes are carried out by the
+    /// interpreter, which holds the terminals ([`Input::Typed`], [`Input::Resized`]).
+    Request(ToBroker),
+    /// A request line from the parent that could not be read.
+    RequestRefused { code: &'static str, message: String },
+    /// Input the parent sent, and how much of it reached the terminal's queue.
+    Typed(InputTaken),
+    /// Queued input that could not be written after all (the terminal closed).
+    TypedDropped(u64),
+    /// The command's terminal took a new size.
+    Resized(WindowSize),
+    /// The parent is gone, as `cause` says.
+    ParentLost(ParentLossCause),
+    /// Bytes of event lines the parent has not taken yet.
+    ParentBacklog(usize),
+    /// The front end was let go ([`Output::LetFrontEndGo`]); `stderr` says whether the
+    /// broker's stderr could be pointed away from the caller's.
+    FrontEndLetGo { stderr: io::Result<()> },
+    /// A custodian of the leftovers exited.
+    CustodianExited {
+        reason: LeftoversEnd,
+        pid: Option<i32>,
+    },
+    /// A custodian could not be watched (it had exited already, or there is none).
+    CustodianUnwatched {
+        reason: LeftoversEnd,
+        pid: Option<i32>,
+    },
+    /// SIGTERM, SIGINT or SIGHUP to the broker.
+    Shutdown,
+    /// The command's cgroup changed (`cgroup.events`).
+    CgroupChanged,
+    /// A control client's request, or a connection refused.
+    Control(Incoming),
+    /// Appending to the event log failed; `unwritten` bytes counted as journaled were not.
+    JournalFailed { error: io::Error, unwritten: u64 },
+    /// Storing a stream's bytes failed: `stored` bytes of it are in its file, for good.
+    StoreFailed {
+        stream: Stream,
+        reason: CapReason,
+        message: String,
+        stored: u64,
+    },
+    /// What a look at the tree found ([`Output::SampleTree`]): the processes it walked, and
+    /// the record to journal. An observer of the tree (a detector of a command that needs
+    /// the operator) takes its samples here.
+    TreeSampled(TreeSample),
+    /// The tree's record was closed ([`Output::CloseTree`]): its last record, if any, and
+    /// what its samples saw the tree use.
+    TreeClosed {
+        record: Option<EventKind>,
+        cost: &'a SampledCost,
+    },
+    /// The interpreter handled what woke it, or the time of [`Broker::poll_timeout`] came:
+    /// whatever is due is done. `mirror_behind`: output waits for the front end's copy (a
+    /// stream is not read meanwhile, so its quiet is not idleness).
+    Tick { mirror_behind: bool },
+    /// The loop is over ([`Broker::is_done`]): the end is journaled and `result.json` asked
+    /// for.
+    Finish,
+    /// `result.json` was written, or could not be.
+    ResultWritten(io::Result<()>),
+}
+
+/// What the interpreter is to do, in order.
+#[derive(Debug, PartialEq)]
+pub enum Output {
+    /// One event line: appended to `events.jsonl` if `journal`, sent to control subscribers
+    /// if `subscribers` (when there are any), queued for the parent if `parent`.
+    Event {
+        line: Vec<u8>,
+        journal: bool,
+        subscribers: bool,
+        parent: bool,
+    },
+    /// What was appended to the event log goes to the disk.
+    FlushJournal,
+    /// The first `keep` bytes of the chunk just read on `stream` go to its file.
+    Store { stream: Stream, keep: usize },
+    /// Events from here on go to control client `client` too.
+    Subscribe { client: u64 },
+    /// One line to control client `client` alone: its request's answer.
+    Reply { client: u64, line: Vec<u8> },
+    /// Walk the tree for its record ([`Input::TreeSampled`] when done); `may_skip`: the
+    /// walk need not be taken if the last walk's processes did nothing since.
+    SampleTree {
+        walk: Walk,
+        group: i32,
+        may_skip: bool,
+    },
+    /// Close the tree's record ([`Input::TreeClosed`] when done).
+    CloseTree,
+    /// Custody began: the front end gets what it was sent, its copy of the output ends, and
+    /// it is let go ([`Input::FrontEndLetGo`] when done).
+    LetFrontEndGo,
+    /// Write `result.json` ([`Input::ResultWritten`] when done).
+    WriteResult(Box<CommandResult>),
+    /// The broker is done: the process exits with this code once the last lines are taken.
+    Exit(i32),
+}
+
+impl Broker {
+    /// Takes what happened at `now`.
+    pub fn handle(&mut self, input: Input<'_>, now: Instant) {
+        // The clock only goes forward, whatever the interpreter read.
+        self.now = self.now.max(now);
+        match input {
+            Input::Happened(kind) => self.emit(kind),
+            Input::Contained(cgroup) => self.contain(cgroup),
+            Input::Spawned {
+                pid,
+                start_ticks,
+                argv,
+            } => {
+                self.check_entered(pid);
+                self.spawned(pid, start_ticks, argv);
+            }
+            Input::SpawnFailed { code, message } => self.spawn_failed(code, message),
+            Input::ChildEnded => self.reap(),
+            Input::Read { stream, bytes } => self.output(stream, bytes),
+            Input::Closed { stream } => self.open[stream as usize] = false,
+            Input::ReadFailed { stream, error } => {
+                self.stdio_failed(stream, &error);
+                self.open[stream as usize] = false;
+            }
+            Input::Request(request) => self.request(request),
+            Input::RequestRefused { code, message } => self.protocol_error(code, message),
+            Input::Typed(taken) => self.input(taken),
+            Input::TypedDropped(bytes) => self.input_dropped(bytes),
+            Input::Resized(size) => self.emit(EventKind::Resize { size }),
+            Input::ParentLost(cause) => self.parent_lost(cause),
+            Input::ParentBacklog(bytes) => self.parent_backlog = bytes,
+            Input::FrontEndLetGo { stderr } => self.front_end_let_go(stderr),
+            Input::CustodianExited { reason, pid } => self.custodian_exited(reason, pid),
+            Input::CustodianUnwatched { reason, pid } => self.custodian_unwatched(reason, pid),
+            Input::Shutdown => self.start_stop(Origin::Shutdown),
+            Input::CgroupChanged => self.cgroup_changed(),
+            Input::Control(incoming) => self.control(incoming),
+            Input::JournalFailed { error, unwritten } => self.journal_failed(&error, unwritten),
+            Input::StoreFailed {
+                stream,
+                reason,
+                message,
+                stored,
+            } => self.store_failed(stream, reason, message, stored),
+            Input::Tick { mirror_behind } => {
+                let pipes_open = self.open.iter().any(|open| *open);
+                self.tick(pipes_open, mirror_behind);
+                self.flush_journal();
+                // The front end returns now, as the shell would once its command exited.
+                if std::mem::take(&mut self.custody_began) {
+                    self.outputs.push_back(Output::LetFrontEndGo);
+                }
+            }
+            Input::TreeSampled(sample) => self.tree_sampled(sample),
+            Input::TreeClosed { record, cost } => self.tree_closed(record, cost),
+            Input::Finish => self.finish(),
+            Input::ResultWritten(written) => self.result_written(written),
+        }
+    }
+
+    /// The next thing to do, in order; `None` once everything asked for was taken.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// When the broker next has something to do on its own (hand it [`Input::Tick`] then).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_deadline()
+    }
+
+    /// Custody began and the front end took the news: it is let go.
+    fn front_end_let_go(&mut self, stderr: io::Result<()>) {
+        self.detach_parent();
+        if let Err(err) = stderr {
+            self.emit(EventKind::BrokerFailure {
+                stage: crate::protocol::Stage::Internal,
+                code: "detach_stderr".into(),
+                message: format!(
+                    "cannot point the broker's stderr at /dev/null: {err}; the caller's stderr stays open while the leftovers run"
+                ),
+            });
+        }
+    }
+
+    /// Carries out what a control client asked, or journals a refused connection, and
+    /// answers the client. Events the request caused reach subscribers before the answer.
+    fn control(&mut self, incoming: Incoming) {
+        let (client, peer, request) = match incoming {
+            Incoming::Refused { peer, reason } => {
+                self.emit(EventKind::ControlRefused {
+                    uid: peer.uid,
+                    pid: peer.pid,
+                    reason,
+                });
+                return;
+            }
+            Incoming::Request {
+                client,
+                peer,
+                request,
+            } => (client, peer, request),
+        };
+        let answer = match request {
+            Err(refusal) => refusal.into_event(),
+            Ok(ControlRequest::Ping) => EventKind::Pong,
+            Ok(ControlRequest::Subscribe) => {
+                // A front end now watches: let the tree it reads be current.
+                self.tree_may_have_changed();
+                // Everything before the subscription is in the journal, flushed, and up to
+                // `journal_offset`; everything after comes on the socket.
+                self.flush_journal();
+                self.outputs.push_back(Output::Subscribe { client });
+                EventKind::ControlAck {
+                    request: "subscribe".into(),
+                    journal_offset: Some(self.journal_len()),
+                    targets: Vec::new(),
+                    message: None,
+                }
+            }
+            Ok(request) => {
+                let name = request.name();
+                match self.control_request(request, peer) {
+                    Ok(done) => EventKind::ControlAck {
+                        request: name.into(),
+                        journal_offset: None,
+                        targets: done.targets,
+                        message: done.message,
+                    },
+                    Err(refusal) => refusal.into_event(),
+                }
+            }
+        };
+        self.flush_journal();
+        let line = self.stamp(answer).to_line();
+        self.outputs.push_back(Output::Reply { client, line });
+    }
+
+    /// `kind` as an event of this moment.
+    pub(super) fn stamp(&self, kind: EventKind) -> crate::protocol::Event {
+        crate::protocol::Event {
+            ts_ms: self.kernel.wall_ms(),
+            mono_us: self.mono_us(),
+            kind,
+        }
+    }
+}
+
+impl super::Refusal {
+    fn into_event(self) -> EventKind {
+        EventKind::ControlError {
+            code: self.code.into(),
+            message: self.message,
+        }
+    }
+}

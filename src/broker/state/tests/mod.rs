@@ -1,0 +1,458 @@
+//! The broker driven through whole lives with a fake kernel and a fake clock: no process is
+//! started, no file written, no time waited. A [`Rig`] hands inputs to the broker, carries
+//! out its outputs as the interpreter would (a journal of parsed events, the parent's lines,
+//! the replies to control clients) and moves the clock to the broker's next deadline.
+
+mod custody;
+mod lifecycle;
+mod output;
+mod requests;
+mod stop;
+
+use std::cell::RefCell;
+use std::collections::{HashSet, VecDeque};
+use std::rc::Rc;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tokio::time::Instant;
+
+use super::{Broker, Input, Kernel, Output, Reaped};
+use crate::broker::signaller::{ProcessKey, Walk};
+use crate::broker::stop::TreeSignaller;
+use crate::broker::tree::TreeSample;
+use crate::broker::tree::cost::SampledCost;
+use crate::procfs::ProcStat;
+use crate::protocol::{
+    CommandResult, CommandSpec, Event, EventKind, ExitStatus, LaunchRequest, PROTOCOL_VERSION,
+    StdinSource,
+};
+
+/// The command's pid in every test.
+const CMD: i32 = 100;
+/// The broker's own pid, the root of the fake tree.
+const BROKER: i32 = 10;
+/// The front end that launched the broker.
+const PARENT: i32 = 7;
+
+/// What a process of the fake tree does with TERM.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnTerm {
+    Exit,
+    Ignore,
+}
+
+/// The kernel as the fake sees it: the live processes of the command's tree (all children
+/// of the broker here, as a subreaper's orphans are), the ended ones not reaped yet, and
+/// every signal sent.
+#[derive(Default)]
+struct World {
+    alive: Vec<(ProcStat, Option<OnTerm>)>,
+    ended: VecDeque<(i32, ExitStatus)>,
+    /// Each delivery: the signal and the pids it reached.
+    sent: Vec<(Signal, Vec<i32>)>,
+    /// Tree records the next walks return, in order.
+    trees: VecDeque<EventKind>,
+    walks: usize,
+    wall_ms: u64,
+}
+
+impl World {
+    fn spawn(&mut self, pid: i32, on_term: OnTerm) {
+        let stat = ProcStat {
+            pid,
+            ppid: BROKER,
+            pgid: CMD,
+            sid: BROKER,
+            state: b'S',
+            start_ticks: pid as u64,
+            ..ProcStat::default()
+        };
+        self.alive.push((stat, Some(on_term)));
+    }
+
+    /// `pid` ends with `status` (and waits to be reaped).
+    fn end(&mut self, pid: i32, status: ExitStatus) {
+        self.alive.retain(|(p, _)| p.pid != pid);
+        self.ended.push_back((pid, status));
+    }
+
+    fn deliver(&mut self, pid: i32, signal: Signal) {
+        let on_term = self.alive.iter().find(|(p, _)| p.pid == pid).map(|p| p.1);
+        let ends = match signal {
+            Signal::SIGKILL => true,
+            Signal::SIGTERM => on_term == Some(Some(OnTerm::Exit)),
+            _ => false,
+        };
+        if ends {
+            self.end(pid, killed_by(signal));
+        }
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        self.alive.iter().map(|(p, _)| p.pid).collect()
+    }
+}
+
+fn killed_by(signal: Signal) -> ExitStatus {
+    ExitStatus {
+        code: None,
+        signal: Some(signal as i32),
+        core_dumped: false,
+    }
+}
+
+fn exited(code: i32) -> ExitStatus {
+    ExitStatus {
+        code: Some(code),
+        signal: None,
+        core_dumped: false,
+    }
+}
+
+#[derive(Clone, Default)]
+struct FakeKernel(Rc<RefCell<World>>);
+
+impl TreeSignaller for FakeKernel {
+    fn signal_tree(
+        &mut self,
+        _walk: &Walk,
+        _group: Option<i32>,
+        signal: Signal,
+        _also_cont: bool,
+        already: &mut HashSet<ProcessKey>,
+    ) -> Vec<i32> {
+        let mut world = self.0.borrow_mut();
+        let fresh: Vec<ProcStat> = world
+            .alive
+            .iter()
+            .map(|(p, _)| *p)
+            .filter(|p| !already.contains(&(p.pid, p.start_ticks)))
+            .collect();
+        let pids: Vec<i32> = fresh.iter().map(|p| p.pid).collect();
+        for p in &fresh {
+            already.insert((p.pid, p.start_ticks));
+            world.deliver(p.pid, signal);
+        }
+        world.sent.push((signal, pids.clone()));
+        pids
+    }
+
+    fn kill_all(&mut self, _walk: &Walk) -> Option<Vec<ProcessKey>> {
+        None
+    }
+}
+
+impl Kernel for FakeKernel {
+    fn own_pid(&self) -> i32 {
+        BROKER
+    }
+
+    fn wall_ms(&self) -> u64 {
+        self.0.borrow().wall_ms
+    }
+
+    fn reap_one(&mut self) -> Result<Option<Reaped>, i32> {
+        let mut world = self.0.borrow_mut();
+        match world.ended.pop_front() {
+            Some((pid, status)) => Ok(Some(Reaped {
+                pid,
+                status,
+                place: None,
+            })),
+            None if world.alive.is_empty() => Err(libc::ECHILD),
+            None => Ok(None),
+        }
+    }
+
+    fn has_children(&self) -> bool {
+        let world = self.0.borrow();
+        !world.alive.is_empty() || !world.ended.is_empty()
+    }
+
+    fn live(&mut self, _walk: &Walk) -> Vec<ProcStat> {
+        self.0.borrow().alive.iter().map(|(p, _)| *p).collect()
+    }
+
+    fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool {
+        let mut world = self.0.borrow_mut();
+        let here = world.alive.iter().any(|(p, _)| p.pid == process.pid);
+        if here {
+            world.deliver(process.pid, signal);
+            world.sent.push((signal, vec![process.pid]));
+        }
+        here
+    }
+
+    fn program_label(&mut self, _pid: i32) -> Option<String> {
+        Some("front-end".into())
+    }
+
+    fn uid(&self) -> u32 {
+        1000
+    }
+
+    fn children_usage(&mut self) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+fn request() -> LaunchRequest {
+    LaunchRequest {
+        v: PROTOCOL_VERSION,
+        name: "test".into(),
+        command: CommandSpec::Argv(vec!["cmd".into()]),
+        cwd: None,
+        env: Default::default(),
+        journal_dir: "/journal/01-test".into(),
+        parent_pid: PARENT,
+        grace_ms: 1000,
+        no_output_timeout_ms: None,
+        drain_on: None,
+        drain_ms: None,
+        max_output: 1 << 20,
+        heartbeat_ms: None,
+        mirror: false,
+        stdin: StdinSource::Null,
+        session: None,
+        arg0: None,
+        terminal: None,
+        limits: Default::default(),
+        leftovers: Default::default(),
+        trace: None,
+        trace_ignored: None,
+    }
+}
+
+/// One journaled line, as the interpreter was asked to route it.
+struct Line {
+    event: Event,
+    journal: bool,
+    parent: bool,
+    subscribers: bool,
+}
+
+/// A broker, its fake kernel and clock, and what it asked for.
+struct Rig {
+    broker: Broker,
+    world: Rc<RefCell<World>>,
+    t0: Instant,
+    now: Instant,
+    lines: Vec<Line>,
+    /// `Store` outputs: stream and bytes kept.
+    stored: Vec<(crate::protocol::Stream, usize)>,
+    flushes: usize,
+    replies: Vec<(u64, Event)>,
+    subscribed: Vec<u64>,
+    let_go: usize,
+    result: Option<CommandResult>,
+    exit: Option<i32>,
+}
+
+impl Rig {
+    fn new(request: LaunchRequest) -> Rig {
+        Rig::with_drain(request, None)
+    }
+
+    fn with_drain(request: LaunchRequest, final_line: Option<regex::bytes::Regex>) -> Rig {
+        let kernel = FakeKernel::default();
+        let world = kernel.0.clone();
+        world.borrow_mut().wall_ms = 1_700_000_000_000;
+        let t0 = Instant::now();
+        Rig {
+            broker: Broker::new(Box::new(kernel), t0, t0, request, final_line),
+            world,
+            t0,
+            now: t0,
+            lines: Vec::new(),
+            stored: Vec::new(),
+            flushes: 0,
+            replies: Vec::new(),
+            subscribed: Vec::new(),
+            let_go: 0,
+            result: None,
+            exit: None,
+        }
+    }
+
+    /// A broker whose command runs, as `pid` [`CMD`], doing `on_term` with TERM.
+    fn running(request: LaunchRequest, on_term: OnTerm) -> Rig {
+        Rig::new(request).launched(on_term)
+    }
+
+    /// The command is started, as `pid` [`CMD`], doing `on_term` with TERM.
+    fn launched(mut self, on_term: OnTerm) -> Rig {
+        self.world.borrow_mut().spawn(CMD, on_term);
+        self.feed(Input::Spawned {
+            pid: CMD,
+            start_ticks: Some(CMD as u64),
+            argv: vec!["cmd".into()],
+        });
+        self
+    }
+
+    fn feed(&mut self, input: Input<'_>) {
+        self.broker.handle(input, self.now);
+        self.drain();
+    }
+
+    /// Carries out the broker's outputs, as `run.rs` does.
+    fn drain(&mut self) {
+        while let Some(output) = self.broker.poll_output() {
+            match output {
+                Output::Event {
+                    line,
+                    journal,
+                    subscribers,
+                    parent,
+                } => {
+                    let event = serde_json::from_slice(&line).expect("an event line");
+                    self.lines.push(Line {
+                        event,
+                        journal,
+                        parent,
+                        subscribers,
+                    });
+                }
+                Output::FlushJournal => self.flushes += 1,
+                Output::Store { stream, keep } => self.stored.push((stream, keep)),
+                Output::Subscribe { client } => self.subscribed.push(client),
+                Output::Reply { client, line } => {
+                    let event = serde_json::from_slice(&line).expect("a reply line");
+                    self.replies.push((client, event));
+                }
+                // The tree as the fake has it: its live processes, and the next record.
+                Output::SampleTree { .. } => {
+                    let sample = {
+                        let mut world = self.world.borrow_mut();
+                        world.walks += 1;
+                        TreeSample {
+                            processes: Some(world.alive.iter().map(|(p, _)| *p).collect()),
+                            record: world.trees.pop_front(),
+                        }
+                    };
+                    self.broker.handle(Input::TreeSampled(sample), self.now);
+                }
+                Output::CloseTree => {
+                    let cost = SampledCost::default();
+                    let closed = Input::TreeClosed {
+                        record: None,
+                        cost: &cost,
+                    };
+                    self.broker.handle(closed, self.now);
+                }
+                Output::LetFrontEndGo => {
+                    self.let_go += 1;
+                    self.broker
+                        .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.now);
+                }
+                Output::WriteResult(result) => {
+                    self.result = Some(*result);
+                    self.broker.handle(Input::ResultWritten(Ok(())), self.now);
+                }
+                Output::Exit(code) => self.exit = Some(code),
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        self.feed(Input::Tick {
+            mirror_behind: false,
+        });
+    }
+
+    /// End of file on both of the command's streams.
+    fn close_pipes(&mut self) {
+        for stream in [
+            crate::protocol::Stream::Stdout,
+            crate::protocol::Stream::Stderr,
+        ] {
+            self.feed(Input::Closed { stream });
+        }
+    }
+
+    /// Moves the clock on by `by` and ticks.
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.tick();
+    }
+
+    /// Moves the clock to each of the broker's deadlines in turn up to `limit` after the
+    /// start, ticking at each, then to `limit` itself; stops early once the broker is done.
+    fn run_until(&mut self, limit: Duration) {
+        for _ in 0..10_000 {
+            if self.broker.is_done() {
+                return;
+            }
+            let Some(next) = self.broker.poll_timeout() else {
+                break;
+            };
+            if next > self.t0 + limit {
+                break;
+            }
+            self.now = self.now.max(next);
+            self.tick();
+        }
+        if self.now < self.t0 + limit {
+            self.now = self.t0 + limit;
+            self.tick();
+        }
+    }
+
+    /// The command ends with `status`, and its SIGCHLD is handled.
+    fn command_ends(&mut self, status: ExitStatus) {
+        self.world.borrow_mut().end(CMD, status);
+        self.feed(Input::ChildEnded);
+    }
+
+    /// Its pipes close, it is seen through to the end: `result.json` and the exit code.
+    fn finish(&mut self) -> i32 {
+        self.close_pipes();
+        self.run_until(Duration::from_secs(3600));
+        assert!(self.broker.is_done(), "done: {:?}", self.kinds());
+        self.feed(Input::Finish);
+        self.exit.expect("an exit code")
+    }
+
+    /// The journal's event kinds, in order.
+    fn kinds(&self) -> Vec<&'static str> {
+        self.journal().map(|e| e.kind.name()).collect()
+    }
+
+    fn journal(&self) -> impl Iterator<Item = &Event> {
+        self.lines.iter().filter(|l| l.journal).map(|l| &l.event)
+    }
+
+    /// The lines the parent was sent, as kinds.
+    fn to_parent(&self) -> Vec<&'static str> {
+        self.lines
+            .iter()
+            .filter(|l| l.parent)
+            .map(|l| l.event.kind.name())
+            .collect()
+    }
+
+    /// Every `signal_sent` journaled: signal name and targets.
+    fn signals(&self) -> Vec<(String, Vec<i32>)> {
+        self.journal()
+            .filter_map(|e| match &e.kind {
+                EventKind::SignalSent {
+                    signal, targets, ..
+                } => Some((signal.to_string(), targets.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn count(&self, kind: &str) -> usize {
+        self.kinds().iter().filter(|k| **k == kind).count()
+    }
+
+    fn result(&self) -> &CommandResult {
+        self.result.as_ref().expect("result.json was asked for")
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}

@@ -1,0 +1,324 @@
+//! Requests from the parent and from control clients: signals, stops, refusals, the
+//! subscription and its journal offset, typed input and sizes.
+
+use super::*;
+use crate::broker::control::Incoming;
+use crate::broker::state::Refusal;
+use crate::broker::terminal::InputTaken;
+use crate::protocol::{ControlRequest, Origin, Peer, ProcessSignal, Scope, ToBroker};
+
+fn operator() -> Peer {
+    Peer {
+        pid: 4242,
+        uid: 1000,
+        program: Some("tether stop".into()),
+    }
+}
+
+fn control(client: u64, request: ControlRequest) -> Input<'static> {
+    Input::Control(Incoming::Request {
+        client,
+        peer: operator(),
+        request: Ok(request),
+    })
+}
+
+fn signal(signal: ProcessSignal, scope: Scope, pid: Option<i32>) -> ControlRequest {
+    ControlRequest::Signal { signal, scope, pid }
+}
+
+/// The failure codes journaled as protocol errors.
+fn protocol_errors(rig: &Rig) -> Vec<String> {
+    rig.journal()
+        .filter_map(|e| match &e.kind {
+            EventKind::BrokerFailure { code, .. } => Some(code.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_signal_to_the_group_reaches_the_whole_tree_and_is_acknowledged() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
+    rig.feed(control(1, signal(ProcessSignal::INT, Scope::Group, None)));
+    assert_eq!(rig.signals(), [("INT".into(), vec![CMD, 101])]);
+    let (client, ack) = rig.replies.last().unwrap();
+    assert_eq!(*client, 1);
+    match &ack.kind {
+        EventKind::ControlAck {
+            request, targets, ..
+        } => assert_eq!(
+            (request.as_str(), targets.clone()),
+            ("signal", vec![CMD, 101])
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The journal names the operator who asked, with the signal.
+    let sent = rig
+        .journal()
+        .find(|e| e.kind.name() == "signal_sent")
+        .unwrap();
+    assert!(
+        matches!(&sent.kind, EventKind::SignalSent { client: Some(p), origin: Origin::Operator, .. } if p.pid == 4242)
+    );
+    assert_eq!(rig.count("stop_started"), 0, "a signal is no stop");
+}
+
+#[test]
+fn a_signal_to_one_pid_reaches_it_alone() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.world.borrow_mut().spawn(101, OnTerm::Exit);
+    rig.feed(control(
+        1,
+        signal(ProcessSignal::TERM, Scope::Pid, Some(101)),
+    ));
+    assert_eq!(rig.signals(), [("TERM".into(), vec![101])]);
+    assert_eq!(rig.world.borrow().pids(), [CMD]);
+}
+
+#[test]
+fn an_operators_term_then_cont_to_one_pid_is_no_stop() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(control(
+        1,
+        signal(ProcessSignal::TERM, Scope::Pid, Some(CMD)),
+    ));
+    rig.feed(control(
+        1,
+        signal(ProcessSignal::CONT, Scope::Pid, Some(CMD)),
+    ));
+    assert_eq!(rig.count("stop_started"), 0);
+    // Read back, the journal says running, not stopping.
+    let config = crate::config::CommandConfig::new("t", CommandSpec::Shell("true".into()));
+    let mut command = crate::model::CommandState::new(config);
+    command.begin_run("/tmp/x".into(), 1);
+    command.apply(&Event {
+        ts_ms: 0,
+        mono_us: 0,
+        kind: EventKind::BrokerStarted {
+            v: PROTOCOL_VERSION,
+            broker_pid: BROKER,
+            control_socket: None,
+        },
+    });
+    for event in rig.journal() {
+        command.apply(event);
+    }
+    assert_eq!(command.status, crate::model::Status::Running);
+}
+
+#[test]
+fn a_signal_to_a_pid_outside_the_tree_is_refused_to_the_client_alone() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(control(3, signal(ProcessSignal::TERM, Scope::Pid, Some(1))));
+    let (client, error) = rig.replies.last().unwrap();
+    assert_eq!(*client, 3);
+    assert!(
+        matches!(&error.kind, EventKind::ControlError { code, .. } if code == "not_a_descendant")
+    );
+    assert!(rig.world.borrow().sent.is_empty());
+    assert_eq!(rig.count("signal_sent"), 0);
+    assert_eq!(protocol_errors(&rig), Vec::<String>::new(), "not journaled");
+}
+
+#[test]
+fn a_signal_from_the_parent_without_a_pid_is_a_protocol_error_in_the_journal() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Request(ToBroker::Signal {
+        signal: ProcessSignal::TERM,
+        scope: Scope::Pid,
+        pid: None,
+    }));
+    assert_eq!(protocol_errors(&rig), ["missing_pid"]);
+}
+
+#[test]
+fn a_signal_from_the_parent_names_the_parent_as_its_client() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Request(ToBroker::Signal {
+        signal: ProcessSignal::INT,
+        scope: Scope::Group,
+        pid: None,
+    }));
+    let sent = rig
+        .journal()
+        .find(|e| e.kind.name() == "signal_sent")
+        .unwrap();
+    let EventKind::SignalSent {
+        client: Some(client),
+        ..
+    } = &sent.kind
+    else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(
+        (client.pid, client.uid, client.program.as_deref()),
+        (PARENT, 1000, Some("front-end"))
+    );
+}
+
+#[test]
+fn nothing_is_signalled_once_the_command_is_over() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.command_ends(exited(0));
+    rig.finish();
+    rig.feed(control(1, signal(ProcessSignal::TERM, Scope::Group, None)));
+    rig.feed(control(1, ControlRequest::Stop));
+    let codes: Vec<&str> = rig
+        .replies
+        .iter()
+        .filter_map(|(_, e)| match &e.kind {
+            EventKind::ControlError { code, .. } => Some(code.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(codes, ["not_running", "not_running"]);
+}
+
+#[test]
+fn a_control_stop_is_acknowledged_and_its_signals_carry_the_client() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(control(2, ControlRequest::Stop));
+    assert!(
+        matches!(&rig.replies[0].1.kind, EventKind::ControlAck { request, message: None, .. } if request == "stop")
+    );
+    for event in rig.journal().filter(|e| e.kind.name() == "signal_sent") {
+        assert!(
+            matches!(&event.kind, EventKind::SignalSent { client: Some(p), .. } if p.pid == 4242),
+            "{event:?}"
+        );
+    }
+    // Mid-stop: another stop says which one runs; a signal still goes.
+    rig.feed(control(5, ControlRequest::Stop));
+    let (_, second) = rig.replies.last().unwrap();
+    assert!(
+        matches!(&second.kind, EventKind::ControlAck { message: Some(m), .. } if m.contains("already running (origin operator)")),
+        "{second:?}"
+    );
+    rig.feed(control(5, signal(ProcessSignal::KILL, Scope::Group, None)));
+    assert_eq!(rig.signals().last().unwrap(), &("KILL".into(), vec![CMD]));
+    assert_eq!(rig.count("stop_started"), 1);
+}
+
+#[test]
+fn a_parent_stop_mid_stop_changes_nothing_and_pings_still_answer() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Request(ToBroker::Stop { origin: None }));
+    rig.feed(Input::Request(ToBroker::Stop {
+        origin: Some(Origin::Watchdog),
+    }));
+    rig.feed(Input::Request(ToBroker::Ping));
+    assert_eq!(rig.count("stop_started"), 1);
+    assert_eq!(rig.to_parent().last(), Some(&"pong"));
+    rig.run_until(ms(1000));
+    rig.feed(Input::ChildEnded);
+    rig.finish();
+    assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
+}
+
+#[test]
+fn a_subscription_is_answered_with_the_journal_offset_after_a_flush() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Happened(EventKind::ParentUnresponsive {
+        silent_ms: 5,
+    }));
+    let journaled: u64 = rig
+        .lines
+        .iter()
+        .filter(|l| l.journal)
+        .map(|l| l.event.to_line().len() as u64)
+        .sum();
+    let flushes = rig.flushes;
+    rig.feed(control(9, ControlRequest::Subscribe));
+    assert_eq!(rig.flushes, flushes + 1, "flushed first");
+    assert_eq!(rig.subscribed, [9]);
+    let (_, ack) = rig.replies.last().unwrap();
+    assert!(
+        matches!(&ack.kind, EventKind::ControlAck { journal_offset: Some(o), .. } if *o == journaled),
+        "{ack:?} vs {journaled}"
+    );
+    assert_eq!(rig.broker.journal_len(), journaled);
+}
+
+#[test]
+fn a_control_ping_is_answered_and_journals_nothing() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    let before = rig.lines.len();
+    rig.feed(control(4, ControlRequest::Ping));
+    assert_eq!(rig.lines.len(), before);
+    assert_eq!(rig.replies.len(), 1);
+    assert_eq!(rig.replies[0].1.kind.name(), "pong");
+}
+
+#[test]
+fn a_refused_connection_is_journaled_and_a_bad_line_answered() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Control(Incoming::Refused {
+        peer: operator(),
+        reason: "another uid".into(),
+    }));
+    assert_eq!(rig.count("control_refused"), 1);
+    rig.feed(Input::Control(Incoming::Request {
+        client: 6,
+        peer: operator(),
+        request: Err(Refusal {
+            code: "malformed",
+            message: "cannot parse".into(),
+        }),
+    }));
+    assert!(
+        matches!(&rig.replies[0].1.kind, EventKind::ControlError { code, .. } if code == "malformed")
+    );
+    assert_eq!(rig.count("broker_failure"), 0);
+}
+
+#[test]
+fn a_second_launch_and_an_unreadable_line_are_protocol_errors() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Request(ToBroker::Launch(Box::new(request()))));
+    rig.feed(Input::RequestRefused {
+        code: "malformed",
+        message: "cannot parse request".into(),
+    });
+    assert_eq!(protocol_errors(&rig), ["already_launched", "malformed"]);
+    assert!(rig.world.borrow().sent.is_empty());
+}
+
+#[test]
+fn typed_input_is_journaled_as_one_count_a_second() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    for _ in 0..5 {
+        rig.feed(Input::Typed(InputTaken {
+            bytes: 3,
+            dropped: 0,
+        }));
+        rig.advance(ms(100));
+    }
+    rig.feed(Input::TypedDropped(2));
+    assert_eq!(rig.count("input"), 0, "within the second");
+    rig.run_until(ms(1000));
+    let inputs: Vec<(u64, u64)> = rig
+        .journal()
+        .filter_map(|e| match e.kind {
+            EventKind::Input { bytes, dropped } => Some((bytes, dropped)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inputs, [(15, 2)]);
+}
+
+#[test]
+fn another_event_closes_the_input_count_and_nothing_typed_is_nothing_journaled() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Typed(InputTaken::default()));
+    rig.feed(Input::TypedDropped(0));
+    rig.run_until(ms(2000));
+    assert_eq!(rig.count("input"), 0);
+    rig.feed(Input::Typed(InputTaken {
+        bytes: 1,
+        dropped: 0,
+    }));
+    rig.feed(Input::Resized(crate::protocol::WindowSize::DEFAULT));
+    assert_eq!(&rig.kinds()[rig.kinds().len() - 2..], ["input", "resize"]);
+}
