@@ -48,6 +48,28 @@ pub struct Tracked {
 }
 
 impl Tracked {
+    /// A command named `id` in the session, journaled in `journal`, of which nothing is
+    /// known yet beyond what started it.
+    pub fn new(id: String, name: String, command: String, journal: PathBuf, mine: bool) -> Self {
+        Tracked {
+            id,
+            name,
+            command,
+            journal,
+            mine,
+            started_ms: 0,
+            pid: None,
+            exit: None,
+            exited_ms: None,
+            closed: false,
+            ended: false,
+            failure: None,
+            left_running: Vec::new(),
+            signals: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     /// `starting`, `running`, `exited` (its main process has, the broker is finishing),
     /// `left_running` (its main process has, what it started runs on in the broker's
     /// custody), `finished`, or `failed`.
@@ -170,21 +192,8 @@ impl Commands {
             .file_name()
             .map_or_else(|| index.to_string(), |n| n.to_string_lossy().into_owned());
         let tracked = Tracked {
-            id,
-            name: request.name.clone(),
-            command: command_text,
-            journal: path,
-            mine: true,
             started_ms: now_ms(),
-            pid: None,
-            exit: None,
-            exited_ms: None,
-            closed: false,
-            ended: false,
-            failure: None,
-            left_running: Vec::new(),
-            signals: Vec::new(),
-            notes: Vec::new(),
+            ..Tracked::new(id, request.name.clone(), command_text, path, true)
         };
         inner.commands.insert(index, tracked.clone());
         inner.fleet.launch(

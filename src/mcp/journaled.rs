@@ -25,23 +25,13 @@ const ANSWER_WAIT: Duration = Duration::from_secs(5);
 pub fn snapshot(dir: &Path) -> Option<Tracked> {
     let file: CommandFile =
         serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
-    let mut tracked = Tracked {
-        id: dir.file_name()?.to_string_lossy().into_owned(),
-        name: file.request.name.clone(),
-        command: file.request.command.display(),
-        journal: dir.to_path_buf(),
-        mine: false,
-        started_ms: 0,
-        pid: None,
-        exit: None,
-        exited_ms: None,
-        closed: false,
-        ended: false,
-        failure: None,
-        left_running: Vec::new(),
-        signals: Vec::new(),
-        notes: Vec::new(),
-    };
+    let mut tracked = Tracked::new(
+        dir.file_name()?.to_string_lossy().into_owned(),
+        file.request.name.clone(),
+        file.request.command.display(),
+        dir.to_path_buf(),
+        false,
+    );
     if let Some(result) = read_result(dir) {
         tracked.started_ms = result.started_ms;
         tracked.exited_ms = Some(result.ended_ms);
