@@ -369,6 +369,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             }
             Err(failure) => broker.spawn_failed(failure.code, failure.message),
         }
+        containment::remove_stale();
     } else {
         broker.spawn_failed(
             "parent_lost".into(),
