@@ -5,8 +5,10 @@
 //! the shim against bash.
 //!
 //! `cargo bench --bench shim`; `TETHER_BENCH_QUICK=1` runs fewer (10 runs, 100 commands).
-//! `TETHER_BENCH_BIN` measures another tether binary. The machine may be shared: the load
-//! (`/proc/loadavg`) is printed with each figure.
+//! `TETHER_BENCH_BIN` measures another tether binary; `TETHER_BENCH_AGAINST` names a second
+//! one (a build from before a change), timed in the same runs, alternating with the first and
+//! bash, since on a shared machine two runs minutes apart differ more than the change. The
+//! load (`/proc/loadavg`) is printed with each figure.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -155,7 +157,7 @@ fn ms(us: i64) -> String {
     format!("{:.2} ms", us as f64 / 1000.0)
 }
 
-fn single_calls(scratch: &Scratch, runs: usize, cgroup_off: bool) {
+fn single_calls(scratch: &Scratch, against: Option<&Scratch>, runs: usize, cgroup_off: bool) {
     let path = if cgroup_off {
         "/proc path"
     } else {
@@ -164,10 +166,15 @@ fn single_calls(scratch: &Scratch, runs: usize, cgroup_off: bool) {
     let bash = Path::new("/bin/bash");
     let mut bash_us = Vec::new();
     let mut shim_us = Vec::new();
+    let mut against_us = Vec::new();
     let mut splits = Vec::new();
     // Interleaved, so that a change of load touches both alike.
     for _ in 0..runs {
         bash_us.push(time_one(scratch.command(bash, "true", cgroup_off)).2);
+        if let Some(other) = against {
+            against_us.push(time_one(other.command(&other.shim, "true", cgroup_off)).2);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let (start, end, took) = time_one(scratch.command(&scratch.shim, "true", cgroup_off));
         shim_us.push(took);
         if let Some([ready, spawned, exited, closed]) =
@@ -198,6 +205,15 @@ fn single_calls(scratch: &Scratch, runs: usize, cgroup_off: bool) {
         ms(percentile(&mut shim_us, 0.9)),
         shim_median as f64 / bash_median.max(1) as f64
     );
+    if !against_us.is_empty() {
+        let median = percentile(&mut against_us, 0.5);
+        println!(
+            "  against: SHIM -c true median {}  p90 {}  ({:.1}x bash)",
+            ms(median),
+            ms(percentile(&mut against_us, 0.9)),
+            median as f64 / bash_median.max(1) as f64
+        );
+    }
     if splits.is_empty() {
         println!("  (no journal events found for the split)");
         return;
@@ -251,9 +267,13 @@ fn main() {
     let quick = std::env::var_os("TETHER_BENCH_QUICK").is_some();
     let (runs, commands) = if quick { (10, 100) } else { (40, 1000) };
     let scratch = Scratch::new(&bin);
+    let against = std::env::var_os("TETHER_BENCH_AGAINST").map(|b| Scratch::new(Path::new(&b)));
     println!("tether {}", bin.display());
-    single_calls(&scratch, runs, false);
-    single_calls(&scratch, runs, true);
+    if let Some(other) = std::env::var_os("TETHER_BENCH_AGAINST") {
+        println!("against {}", Path::new(&other).display());
+    }
+    single_calls(&scratch, against.as_ref(), runs, false);
+    single_calls(&scratch, against.as_ref(), runs, true);
     for cgroup_off in [false, true] {
         let path = if cgroup_off {
             "/proc path"
@@ -269,5 +289,16 @@ fn main() {
             ms(shim),
             shim as f64 / bash.max(1) as f64
         );
+        if let Some(other) = &against {
+            let shim = agent_run(other, &other.shim, commands, cgroup_off);
+            let bash = agent_run(&scratch, Path::new("/bin/bash"), commands, cgroup_off);
+            println!(
+                "  against, then bash again (load {}): shim {}  bash {}  ({:.1}x)",
+                load(),
+                ms(shim),
+                ms(bash),
+                shim as f64 / bash.max(1) as f64
+            );
+        }
     }
 }

@@ -443,6 +443,15 @@ fn main() {
     if let Some(shell) = tether::shim::invoked_as_shell() {
         std::process::exit(tether::shim::main_as_link(shell));
     }
+    // `tether broker` as the front end starts it, before clap builds every subcommand's
+    // parser: it is on the path of every brokered command. Anything else (`broker --help`)
+    // goes through clap.
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(first), None) = (args.next(), args.next())
+        && first == "broker"
+    {
+        std::process::exit(tether::broker::main());
+    }
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),

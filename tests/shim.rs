@@ -553,3 +553,69 @@ fn a_command_under_a_terminal_reads_dev_tty_as_under_the_shell() {
     drop(tmux);
     env.finish();
 }
+
+/// The pids the broker kept in custody (`leftovers_kept`), once it says so.
+fn kept_leftovers(env: &TestEnv, dir: &Path) -> Vec<i32> {
+    let mut kept = Vec::new();
+    common::wait_until(env, "leftovers_kept", || {
+        let events = tether::journal::CommandRecord::load(dir).events;
+        kept = events
+            .iter()
+            .find_map(|e| match &e.kind {
+                tether::protocol::EventKind::LeftoversKept { pids } => Some(pids.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        !kept.is_empty()
+    });
+    kept
+}
+
+/// Under a terminal the command's main process is not its terminal's controlling process (the
+/// broker is): its exit hangs nothing up, so a job it left with `&` runs on, as under the
+/// shell, in custody until the shim's caller exits.
+#[test]
+fn under_a_terminal_a_job_left_running_outlives_the_main_process_until_the_caller_exits() {
+    let env = TestEnv::new("shim_tty_leftover");
+    let tmux = Tmux::start(&env, 100, 20);
+    tmux.type_line(
+        &env,
+        &format!(
+            "TETHER_STATE_DIR={} XDG_CONFIG_HOME={} sh -c '{BIN} sh -c \"sleep 300 & echo hi\"; echo rc=$?; read x'",
+            env.state_dir().display(),
+            env.path("config").display(),
+        ),
+    );
+    let screen = tmux.wait_screen(&env, "the shim's end", |s| s.contains("rc=0"));
+    assert!(screen.contains("hi"), "{screen}");
+    let dir = env.wait_command_dir();
+    let leftovers = kept_leftovers(&env, &dir);
+    // Long enough for a hangup to have been delivered, had there been one.
+    std::thread::sleep(Duration::from_millis(500));
+    for pid in &leftovers {
+        assert!(!common::procs::is_gone(*pid), "leftover {pid} is gone");
+    }
+    let events = tether::journal::CommandRecord::load(&dir).events;
+    assert_eq!(common::journal::orphans_reaped(&events), Vec::<i32>::new());
+    assert!(!dir.join("result.json").exists());
+    let ps = common::run_to_end(&env, env.tether(&["ps", "--json"]), "tether ps");
+    let rows: serde_json::Value = serde_json::from_slice(&ps.stdout).expect("ps --json");
+    let state = rows[0]["state"].as_str().unwrap_or_default();
+    assert!(state.starts_with("left running"), "{rows}");
+
+    // The caller goes (its `read` gets a line): so do the leftovers.
+    tmux.type_line(&env, "x");
+    common::wait_until(&env, "result.json", || dir.join("result.json").exists());
+    for pid in &leftovers {
+        common::wait_until(&env, "the leftovers to be gone", || {
+            common::procs::is_gone(*pid)
+        });
+    }
+    let record = load_complete(&dir);
+    assert_eq!(
+        common::journal::leftovers_stopped(&record.events).map(|(reason, _)| reason),
+        Some(tether::protocol::LeftoversEnd::CallerExited)
+    );
+    drop(tmux);
+    env.finish();
+}

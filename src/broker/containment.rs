@@ -34,8 +34,6 @@ pub fn expected_cgroup(request: &LaunchRequest, broker: &BrokerIdentity) -> Opti
 
 pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Established {
     let made = Hierarchy::find().and_then(|hierarchy| {
-        // Whatever a killed broker left, empty, goes first (never one whose broker runs).
-        cgroup::stale::remove_stale(&hierarchy);
         Ok(CommandCgroup::create(
             &hierarchy,
             &cgroup_name(request, broker),
@@ -72,6 +70,16 @@ pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Establishe
                 events,
             }
         }
+    }
+}
+
+/// Removes whatever killed brokers left in the hierarchy, empty (never a cgroup whose broker
+/// runs). Called once the command has started: each other command's cgroup costs a few reads
+/// of cgroupfs, which took milliseconds on a busy machine, and nothing about the command
+/// waits for it.
+pub fn remove_stale() {
+    if let Ok(hierarchy) = Hierarchy::find() {
+        cgroup::stale::remove_stale(&hierarchy);
     }
 }
 

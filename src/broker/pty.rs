@@ -112,8 +112,41 @@ pub fn set_size(master: impl AsFd, size: WindowSize) -> io::Result<()> {
     .map_err(io::Error::from)
 }
 
+/// Makes `pty` the broker's controlling terminal, so that the broker, not the command, is the
+/// controlling process of its session: the command runs as the terminal's foreground group
+/// (`spawn::signals::join_foreground`), and its main process exiting hangs nothing up. Were the command
+/// the session's leader, its exit would send SIGHUP to the foreground group, and a `sleep &`
+/// it leaves (which stays in that group) would die with it, where under a shell in a
+/// terminal it runs on.
+///
+/// The broker leads a session of its own with no terminal (see `broker::main`), so it may
+/// take one; `false` when it cannot (not a session leader, or it already has one): the
+/// command then leads a session of its own ([`take_controlling_terminal`]), as before.
+///
+/// The master is then kept open until the broker exits: the last close of a master hangs its
+/// terminal up, which sends SIGHUP to the controlling process, and the broker takes SIGHUP
+/// as an order to stop. At exit that no longer matters (the command's tree is gone by then,
+/// or dies with the broker anyway).
+pub fn become_controlling_process(pty: &Pty) -> bool {
+    static HELD: std::sync::Mutex<Vec<OwnedFd>> = std::sync::Mutex::new(Vec::new());
+    let Ok(held) = pty.master.try_clone() else {
+        return false;
+    };
+    if rustix::process::ioctl_tiocsctty(&pty.slave).is_err() {
+        return false;
+    }
+    match HELD.lock() {
+        Ok(mut all) => all.push(held),
+        // A poisoned lock (a panic elsewhere): the descriptor is leaked, which is what is
+        // wanted of it anyway.
+        Err(_) => std::mem::forget(held),
+    }
+    true
+}
+
 /// In the forked child, before exec: a new session whose controlling terminal is the one on
-/// descriptor `fd` (1 or 2, already in place). Raw system calls only.
+/// descriptor `fd` (1 or 2, already in place), where the broker could not take it
+/// ([`become_controlling_process`]). Raw system calls only.
 pub fn take_controlling_terminal(fd: i32) -> io::Result<()> {
     rustix::process::setsid()?;
     // SAFETY: `fd` is one of the child's standard descriptors, set up before this runs and

@@ -373,6 +373,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 out.feed(&mut broker, failed);
             }
         }
+        containment::remove_stale();
     } else {
         let failed = Input::SpawnFailed {
             code: "parent_lost".into(),

@@ -3,9 +3,13 @@
 //! environment, and otherwise the start a fresh process would get: default signals, no
 //! broker marker.
 //!
-//! With a terminal the command is the leader of a session of its own (setsid, then the
-//! terminal as its controlling one), so it is also the leader of its process group, whose id
-//! is its pid, as with pipes: group signals and the `escaped` mark work the same.
+//! With a terminal the broker takes it as its own controlling terminal and the command's
+//! process group becomes its foreground group: the command gets the keys' signals and
+//! `/dev/tty` as under a shell, and, the broker being the controlling process, the command's
+//! main process exiting hangs nothing up (its `&` jobs run on, as under a shell). Where the
+//! broker cannot take it, the command leads a session of its own with the terminal as its
+//! controlling one, as before. Either way it leads its process group, whose id is its pid,
+//! as with pipes: group signals work the same.
 
 mod clone_into;
 mod interpreter;
@@ -118,11 +122,20 @@ pub fn spawn(
             .map(|t| t.size.or_default())
             .unwrap_or(crate::protocol::WindowSize::DEFAULT),
     });
-    // The controlling terminal: stdout's, else stderr's.
-    let controlling = match (&out_pty, &err_pty) {
+    // The controlling terminal: stdout's, else stderr's; the broker's if it can take it
+    // (then the command joins its foreground), else the command's own.
+    let terminal_fd = match (&out_pty, &err_pty) {
         (Some(_), _) => Some(1),
         (None, Some(_)) => Some(2),
         (None, None) => None,
+    };
+    let broker_controls = out_pty
+        .as_ref()
+        .or(err_pty.as_ref())
+        .is_some_and(pty::become_controlling_process);
+    let (foreground, controlling) = match broker_controls {
+        true => (terminal_fd, None),
+        false => (None, terminal_fd),
     };
     let clone_slave = |pty: &Pty| {
         pty.slave.try_clone().map_err(|err| SpawnFailure {
@@ -221,6 +234,7 @@ pub fn spawn(
             child_stderr.as_raw_fd(),
         ],
         own_group: controlling.is_none(),
+        foreground,
         controlling,
         broker_pid,
     };
@@ -265,11 +279,12 @@ pub fn spawn(
         command.process_group(0);
     }
     let cgroup_procs = procs.as_ref().map(|fd| fd.as_raw_fd());
-    // SAFETY: `reset_in_child`, `take_controlling_terminal`, the `write` of the cgroup,
-    // `prctl`, `getppid` and `_exit` make raw system calls only, which are async-signal-safe
-    // and touch no memory shared with the parent. Having a pre_exec makes std fork and exec
-    // rather than posix_spawn, which is what leaves signals 32 and 33 ignored. It runs after
-    // the streams are in place on 0, 1 and 2.
+    // SAFETY: `reset_in_child`, `join_foreground`, `take_controlling_terminal`, the `write`
+    // of the cgroup, `prctl`, `getppid` and `_exit` make raw system calls only, which are
+    // async-signal-safe and touch no memory shared with the parent. Having a pre_exec makes
+    // std fork and exec rather than posix_spawn, which is what leaves signals 32 and 33
+    // ignored. It runs after the streams are in place on 0, 1 and 2, and after std's
+    // `setpgid` (`process_group`), which `join_foreground` needs.
     unsafe {
         command.pre_exec(move || {
             // First, before anything else: `0` is "the writer". Unchecked here (the broker
@@ -292,6 +307,9 @@ pub fn spawn(
                 libc::_exit(1);
             }
             signals::reset_in_child()?;
+            if let Some(fd) = foreground {
+                signals::join_foreground(fd)?;
+            }
             match controlling {
                 // setsid makes the child the leader of a new group too (its pgid is its pid),
                 // which is why `process_group` is not asked for: setsid would refuse a

@@ -2,9 +2,9 @@
 //! shim that reads `/dev/tty` (a password prompt, `git` asking for a user name) gets what is
 //! typed, as it would under the shell.
 //!
-//! The command runs in a session of its own whose controlling terminal is the pseudo-terminal
-//! the broker gave it, so `/dev/tty` is that terminal, not ours (a terminal controls one
-//! session only, and ours is our caller's). So when our stdin is our controlling terminal
+//! The command runs in its broker's session, whose controlling terminal is the
+//! pseudo-terminal the broker gave it (the command's group its foreground), so `/dev/tty` is
+//! that terminal, not ours (a terminal controls one session only, and ours is our caller's). So when our stdin is our controlling terminal
 //! and we are its foreground, the command's stdin is its terminal too, and what is typed
 //! into ours is written into it ([`crate::protocol::ToBroker::Input`], journaled by count
 //! only). Our terminal stops echoing and editing lines meanwhile: the command's terminal

@@ -100,15 +100,17 @@ impl BrokerProcess {
             });
         }
         let child = command.spawn()?;
+        let mut broker = BrokerProcess::talking_to(child, None, Some(custody))?;
+        // The request first: the broker waits for it, and what follows does not.
+        broker.requests.write_all(&launch).await?;
         // Our unreaped child: the pid names it, and its start time is the one it names its
         // command's cgroup with.
+        let pid = broker.pid();
         let identity = crate::protocol::BrokerIdentity {
-            pid: child.id() as i32,
-            start_ticks: crate::procfs::read_stat(child.id() as i32).map_or(0, |s| s.start_ticks),
+            pid,
+            start_ticks: crate::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
         };
-        let expected_cgroup = crate::broker::containment::expected_cgroup(request, &identity);
-        let broker = BrokerProcess::talking_to(child, expected_cgroup, Some(custody))?;
-        broker.requests.write_all(&launch).await?;
+        broker.expected_cgroup = crate::broker::containment::expected_cgroup(request, &identity);
         Ok(broker)
     }
 

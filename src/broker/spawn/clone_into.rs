@@ -108,9 +108,14 @@ fn prepare(command: &Command, arg0: Option<&str>) -> io::Result<Prepared> {
 pub struct ChildStart {
     /// Descriptors for 0, 1 and 2.
     pub stdio: [RawFd; 3],
-    /// Its own process group (pipes); with a terminal, setsid makes it one.
+    /// Its own process group (pipes, or a terminal the broker controls); with a terminal of
+    /// its own, setsid makes it one.
     pub own_group: bool,
-    /// The descriptor whose terminal becomes the controlling one.
+    /// The descriptor of the broker's controlling terminal, whose foreground group the
+    /// child's becomes.
+    pub foreground: Option<i32>,
+    /// The descriptor whose terminal becomes the child's own controlling one, in a session
+    /// of its own (the broker could not take it).
     pub controlling: Option<i32>,
     pub broker_pid: i32,
 }
@@ -250,6 +255,11 @@ unsafe fn child(
             libc::_exit(1);
         }
         if let Err(err) = super::signals::reset_in_child() {
+            fail(err.raw_os_error().unwrap_or(libc::EIO));
+        }
+        if let Some(fd) = start.foreground
+            && let Err(err) = super::signals::join_foreground(fd)
+        {
             fail(err.raw_os_error().unwrap_or(libc::EIO));
         }
         if let Some(fd) = start.controlling

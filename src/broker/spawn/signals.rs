@@ -63,6 +63,33 @@ pub fn reset_in_child() -> io::Result<()> {
     Ok(())
 }
 
+/// In the forked child, before exec, once it leads a process group of its own in the
+/// broker's session: makes that group the foreground one of the terminal on descriptor `fd`
+/// (1 or 2, already in place). SIGTTOU is held off meanwhile: from a background group, as
+/// the child still is, `tcsetpgrp` would otherwise stop it. Raw system calls only.
+pub fn join_foreground(fd: i32) -> io::Result<()> {
+    let ttou = [1u64 << (libc::SIGTTOU - 1), 0];
+    let mask = |how: i32| {
+        // SAFETY: `ttou` is valid for KERNEL_SIGSET_BYTES bytes; no old mask is asked for.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigprocmask,
+                how as libc::c_long,
+                ttou.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                KERNEL_SIGSET_BYTES,
+            )
+        }
+    };
+    mask(libc::SIG_BLOCK);
+    // SAFETY: `fd` is one of the child's standard descriptors, open until exec; it is only
+    // borrowed for the call.
+    let tty = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let placed = rustix::termios::tcsetpgrp(tty, rustix::process::getpid());
+    mask(libc::SIG_UNBLOCK);
+    Ok(placed?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
