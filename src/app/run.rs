@@ -321,6 +321,10 @@ impl Runner {
         let dir = journal.path().to_path_buf();
         command.begin_run(dir.clone(), now_ms());
         let config = &command.config;
+        let (attention, config_error) = crate::config::attention::for_launch(&config.attention);
+        if let Some(err) = config_error {
+            self.app.view.message = Some(format!("{err}; attention uses its defaults"));
+        }
         let request = LaunchRequest {
             v: PROTOCOL_VERSION,
             name: config.name.clone(),
@@ -359,6 +363,7 @@ impl Runner {
                 size: self.app.terminal_size,
             }),
             limits: config.limits,
+            attention,
         };
         self.fleet.launch(
             RunId {

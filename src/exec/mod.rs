@@ -330,6 +330,10 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
             d.min(Duration::from_millis(MAX_INTERVAL_MS))
         });
     let (trace, trace_ignored) = caller_trace();
+    let (attention, config_error) = crate::config::attention::for_launch(&Default::default());
+    if let Some(err) = config_error {
+        say_line(&format!("tether: {err}; attention uses its defaults"));
+    }
     let request = LaunchRequest {
         v: PROTOCOL_VERSION,
         name,
@@ -358,6 +362,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         leftovers: options.leftovers.rule(),
         trace,
         trace_ignored,
+        attention,
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.

@@ -2,6 +2,7 @@
 //! filled from `events.jsonl` instead, so a post-mortem looks as the session looked live.
 
 use crate::config::CommandConfig;
+use crate::config::attention::AttentionSettings;
 use crate::journal::{CommandRecord, Damage, SessionRecord};
 use std::path::PathBuf;
 
@@ -71,6 +72,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             limits: request.limits,
             drain_on: request.drain_on.clone(),
             drain: request.drain_ms.map(std::time::Duration::from_millis),
+            attention: AttentionSettings::from_request(&request.attention),
         },
         None => CommandConfig {
             name: record.id.clone(),
@@ -84,6 +86,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             limits: Default::default(),
             drain_on: None,
             drain: None,
+            attention: AttentionSettings::default(),
         },
     }
 }
