@@ -361,6 +361,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 broker.check_entered(child.pid);
                 // Unreaped, the pid is the command's: its start time is read now, for the journal.
                 let start_ticks = crate::procfs::read_stat(child.pid).map(|s| s.start_ticks);
+                broker.attention_inputs(child.inputs);
                 broker.spawned(child.pid, start_ticks, child.argv);
                 if let Some(streams) = child.terminal {
                     broker.emit(EventKind::Terminal { streams });

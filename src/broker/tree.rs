@@ -57,6 +57,8 @@ pub struct TreeRecorder {
     walked: Option<Vec<ProcStat>>,
     /// What the samples saw the tree use.
     cost: SampledCost,
+    /// The live processes the last sample found, for attention to take.
+    sampled: Option<Vec<ProcStat>>,
 }
 
 impl TreeRecorder {
@@ -71,6 +73,7 @@ impl TreeRecorder {
             walked_at: None,
             walked: None,
             cost: SampledCost::default(),
+            sampled: None,
         }
     }
 
@@ -108,6 +111,7 @@ impl TreeRecorder {
     /// forked as fast as it can is not one a record would keep up with anyway. Command lines
     /// not read within the budget are left out of the record.
     pub fn sample(&mut self, walk: &Walk, group: i32) -> Option<EventKind> {
+        self.sampled = None;
         if self.capped {
             return None;
         }
@@ -119,14 +123,27 @@ impl TreeRecorder {
         if walk.cgroup().is_none() {
             self.remember_walk(&procs);
         }
-        self.update(&procs, group, |p| {
+        let event = self.update(&procs, group, |p| {
             let argv = if std::time::Instant::now() < deadline {
                 procfs::cmdline(p.pid)
             } else {
                 Vec::new()
             };
             (argv, procfs::start_time_ms(p))
-        })
+        });
+        self.sampled = Some(procs);
+        event
+    }
+
+    /// The live processes the last [`TreeRecorder::sample`] found; `None` if it found
+    /// none in time, or no longer walks (its record is capped: see [`TreeRecorder::is_capped`]).
+    pub fn take_sampled(&mut self) -> Option<Vec<ProcStat>> {
+        self.sampled.take()
+    }
+
+    /// Whether the record reached its budget: samples no longer walk the tree.
+    pub fn is_capped(&self) -> bool {
+        self.capped
     }
 
     /// Keeps what `procs`, a full walk, found and what each process had done by then.

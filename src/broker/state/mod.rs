@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+mod attention;
 mod cgroup;
 mod custody;
 mod drain;
@@ -126,6 +127,8 @@ pub struct Broker {
     parent_detached: bool,
     /// The final-drain trigger, when the request has `drain_on`.
     final_drain: Option<drain::FinalDrain>,
+    /// What the attention detector knows, and the notify command.
+    attention: attention::Attention,
 }
 
 /// One ended child, reaped: its pid, how it ended, and where it was (its process group and
@@ -234,6 +237,7 @@ impl Broker {
         let now = Instant::now();
         let tree_budget = tree_budget(request.max_output);
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
+        let attention = attention::Attention::new(&request.attention);
         Broker {
             start,
             started_ms: now_ms(),
@@ -268,6 +272,7 @@ impl Broker {
             custodian_gone: None,
             parent_detached: false,
             final_drain,
+            attention,
         }
     }
 
@@ -360,6 +365,7 @@ impl Broker {
         let now = Instant::now();
         self.last_output = now;
         self.tree_walks = ScanSchedule::new(now + Duration::from_millis(50));
+        self.attention_spawned(now);
         self.emit(EventKind::Spawned {
             pid,
             pgid: pid,
@@ -375,6 +381,7 @@ impl Broker {
             message: message.clone(),
         });
         self.emit(EventKind::SpawnError { code, message });
+        self.attention_spawn_failed();
         self.phase = Phase::Done;
     }
 
@@ -423,6 +430,7 @@ impl Broker {
                         since: Instant::now(),
                     };
                     self.emit(EventKind::Exit { pid, status });
+                    self.attention_exited(status);
                 }
                 child => {
                     let group = child.map_or(0, |c| c.pid);
@@ -447,6 +455,7 @@ impl Broker {
         let now = Instant::now();
         self.last_output = now;
         self.tree_walks.activity(now);
+        self.attention_output(now);
         if matches!(self.phase, Phase::Draining { .. }) {
             self.drain_until = Some(now + DRAIN_IDLE);
         }
@@ -507,6 +516,7 @@ impl Broker {
     /// code.
     pub fn finish(&mut self) -> i32 {
         self.reap();
+        self.attention_finish();
         self.flush_output();
         self.flush_input();
         self.close_custody_record();

@@ -52,6 +52,7 @@ impl Broker {
         if self.child.is_some() && self.phase != Phase::Done && !self.tree_paused() {
             next.push(self.tree_walks.next());
         }
+        next.extend(self.attention_deadline());
         match self.phase {
             Phase::Draining { since } => {
                 next.push(
@@ -109,6 +110,7 @@ impl Broker {
         self.check_drain_deadline(now);
         self.check_custody_deadline(now);
         self.advance_stop(now);
+        self.attention_tick(now);
         if self.child.is_some()
             && self.phase != Phase::Done
             && !self.tree_paused()
@@ -166,10 +168,12 @@ impl Broker {
         // every SAFETY_WALK. A cgroup's members are read at the cost of the tree alone.
         if walk.cgroup().is_none() && self.tree_walks.quiet() && self.tree.unchanged(SAFETY_WALK) {
             self.tree_walks.walked(now, false);
+            self.attention_sampled(now, None);
             return;
         }
         let event = self.tree.sample(&walk, group);
         self.tree_walks.walked(now, event.is_some());
+        self.attention_after_sample(now, &walk);
         if let Some(event) = event {
             self.record_tree(event);
         }
