@@ -72,6 +72,10 @@ pub struct ProcessSample {
     /// `utime + stime`, in clock ticks.
     pub cpu_ticks: u64,
     pub rss_bytes: u64,
+    /// Nanoseconds its main thread ran or waited to run (`/proc/PID/schedstat`), where read:
+    /// on a machine with more work than cores, a runaway that gets half a core still wants
+    /// all of one.
+    pub demand_ns: Option<u64>,
     pub blocked: Option<Blocked>,
 }
 
@@ -121,7 +125,7 @@ pub struct Detector {
     started: Instant,
     last_output: Instant,
     /// The last sample: when, and each process's CPU reading then.
-    last_sample: Option<(Instant, HashMap<(i32, u64), u64>)>,
+    last_sample: Option<(Instant, HashMap<(i32, u64), (u64, Option<u64>)>)>,
     /// The last look, had or missed: no deadline is ever before it.
     looked_at: Option<Instant>,
     /// The last tree's resident memory.
@@ -158,10 +162,14 @@ impl Detector {
         }
     }
 
-    /// Whether samples should say which processes are blocked on input (costs a read of
-    /// `/proc/PID/syscall` per sleeping process).
-    pub fn wants_blocked(&self) -> bool {
-        self.thresholds.input_after.is_some() && !self.ended
+    /// What samples should read beyond the walk: which processes are blocked on input (a
+    /// read of `/proc/PID/syscall` per sleeping process), how much CPU each wanted (one of
+    /// `/proc/PID/schedstat` per process).
+    pub fn wants(&self) -> super::probe::Looks {
+        super::probe::Looks {
+            blocked: self.thresholds.input_after.is_some() && !self.ended,
+            demand: self.thresholds.runaway_after.is_some() && !self.ended,
+        }
     }
 
     /// The events decided since the last call.
@@ -198,7 +206,7 @@ impl Detector {
                 self.rss_bytes = processes.iter().map(|p| p.rss_bytes).sum();
                 let ticks = processes
                     .iter()
-                    .map(|p| ((p.pid, p.start_ticks), p.cpu_ticks))
+                    .map(|p| ((p.pid, p.start_ticks), (p.cpu_ticks, p.demand_ns)))
                     .collect();
                 self.last_sample = Some((at, ticks));
                 self.look_for_waiting(at, processes);
@@ -229,14 +237,21 @@ impl Detector {
         }
         // A process new since then did all of its work since then; one gone took its
         // last interval with it (a lower bound, as every source of CPU time here is).
-        let ticks: u64 = processes
-            .iter()
-            .map(|p| {
-                let old = before.get(&(p.pid, p.start_ticks)).copied().unwrap_or(0);
-                p.cpu_ticks.saturating_sub(old)
-            })
-            .sum();
-        Some(ticks as f64 / self.ticks_per_second as f64 / elapsed)
+        let mut ticks = 0;
+        let mut demand_ns = 0;
+        for p in processes {
+            let (old_ticks, old_demand) = before
+                .get(&(p.pid, p.start_ticks))
+                .copied()
+                .unwrap_or((0, Some(0)));
+            ticks += p.cpu_ticks.saturating_sub(old_ticks);
+            if let (Some(now), Some(then)) = (p.demand_ns, old_demand) {
+                demand_ns += now.saturating_sub(then);
+            }
+        }
+        let used = ticks as f64 / self.ticks_per_second as f64 / elapsed;
+        let wanted = demand_ns as f64 / 1e9 / elapsed;
+        Some(used.max(wanted))
     }
 
     /// `share` of a core was used over the interval that began at `start`.

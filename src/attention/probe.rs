@@ -77,15 +77,24 @@ pub fn which_input(inputs: &[InputFile], file: &InputFile) -> Option<InputKind> 
         .then_some(InputKind::Terminal)
 }
 
-/// The samples of the tree's live processes. `blocked`: whether to look at what sleeping
-/// processes wait for (the detector wants it, and the command has an input to wait on).
+/// What a sample reads beyond the walk's `stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Looks {
+    /// What sleeping processes wait for (the detector wants it, and the command has an
+    /// input to wait on).
+    pub blocked: bool,
+    /// How much CPU each process wanted (`schedstat`), for runaways.
+    pub demand: bool,
+}
+
+/// The samples of the tree's live processes.
 pub fn sample(
     processes: &[ProcStat],
     inputs: &[InputFile],
-    blocked: bool,
+    looks: Looks,
     page_size: u64,
 ) -> Vec<ProcessSample> {
-    let look = blocked && !inputs.is_empty();
+    let look = looks.blocked && !inputs.is_empty();
     processes
         .iter()
         .filter(|p| !p.is_zombie())
@@ -94,6 +103,7 @@ pub fn sample(
             start_ticks: p.start_ticks,
             cpu_ticks: p.cpu_ticks,
             rss_bytes: p.rss_pages * page_size,
+            demand_ns: looks.demand.then(|| demand_ns(p.pid)).flatten(),
             blocked: (look && p.state == b'S')
                 .then(|| blocked_on(p.pid, inputs))
                 .flatten(),
@@ -160,6 +170,20 @@ fn blocked_on(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
     })
 }
 
+/// Run time plus run-queue wait of the main thread, from `/proc/PID/schedstat`.
+fn demand_ns(pid: i32) -> Option<u64> {
+    let mut buf = [0u8; 128];
+    parse_demand(read_small(&format!("/proc/{pid}/schedstat"), &mut buf)?)
+}
+
+/// `schedstat`'s first two fields, summed: `1234 5678 9` is 6912.
+pub fn parse_demand(text: &str) -> Option<u64> {
+    let mut fields = text.split_ascii_whitespace();
+    let ran: u64 = fields.next()?.parse().ok()?;
+    let waited: u64 = fields.next()?.parse().ok()?;
+    Some(ran + waited)
+}
+
 /// `syscr` of `/proc/PID/io`: the read system calls made so far.
 pub fn parse_reads(text: &str) -> Option<u64> {
     text.lines()
@@ -201,6 +225,8 @@ mod tests {
         let io = "rchar: 1948\nwchar: 0\nsyscr: 12\nsyscw: 0\nread_bytes: 0\n";
         assert_eq!(parse_reads(io), Some(12));
         assert_eq!(parse_reads("rchar: 1\n"), None);
+        assert_eq!(parse_demand("1234 5678 9\n"), Some(6912));
+        assert_eq!(parse_demand(""), None);
     }
 
     #[test]
@@ -246,7 +272,13 @@ mod tests {
         while seen.is_none() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(20));
             let stat = crate::procfs::read_stat(pid).unwrap();
-            seen = sample(&[stat], &[input], true, 4096)[0].blocked.clone();
+            let looks = Looks {
+                blocked: true,
+                demand: true,
+            };
+            let sampled = sample(&[stat], &[input], looks, 4096);
+            assert!(sampled[0].demand_ns.is_some());
+            seen = sampled[0].blocked.clone();
         }
         drop(write);
         let _ = child.wait();

@@ -25,6 +25,7 @@ fn process(pid: i32, cpu_ticks: u64) -> ProcessSample {
         start_ticks: 1,
         cpu_ticks,
         rss_bytes: 1 << 20,
+        demand_ns: None,
         blocked: None,
     }
 }
@@ -148,6 +149,25 @@ fn a_busy_tree_is_a_runaway_at_its_threshold_and_clears_when_it_calms() {
     assert!(d.take().is_empty(), "once per episode");
     d.sampled(t0 + secs(6.05), Sample::Fresh(vec![process(10, 400)]));
     assert_eq!(kinds(d.take()), ["-runaway"]);
+}
+
+#[test]
+fn a_busy_process_given_half_a_core_by_a_crowded_machine_is_still_a_runaway() {
+    let t0 = Instant::now();
+    let request = AttentionRequest {
+        runaway_after_ms: Some(2_000),
+        ..AttentionRequest::default()
+    };
+    let mut d = Detector::new(Thresholds::of(&request), HZ, t0);
+    // Half a core used, the other half spent waiting for one: it wants a whole core.
+    let crowded = |i: u64| ProcessSample {
+        demand_ns: Some(i * 1_000_000_000),
+        ..process(10, i * 50)
+    };
+    for i in 0..3 {
+        d.sampled(t0 + secs(i as f64), Sample::Fresh(vec![crowded(i)]));
+    }
+    assert_eq!(kinds(d.take()), ["+runaway"]);
 }
 
 #[test]

@@ -86,7 +86,7 @@ impl Broker {
             Some(procs) => Sample::Fresh(probe::sample(
                 &procs,
                 &self.attention.inputs,
-                detector.wants_blocked(),
+                detector.wants(),
                 self.attention.page_size,
             )),
         };
