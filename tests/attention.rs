@@ -72,10 +72,19 @@ fn a_command_blocked_reading_a_pipe_needs_input_and_the_notify_command_hears_of_
     });
     let events = events_now(&dir);
     let (_, detail, after) = attention(&events)[0].clone();
-    assert!(after <= 3_000 + 1_000, "needs_input {after} ms after spawned");
-    assert!(after >= 3_000, "needs_input after {after} ms, before input_after");
+    assert!(
+        after <= 3_000 + 1_000,
+        "needs_input {after} ms after spawned"
+    );
+    assert!(
+        after >= 3_000,
+        "needs_input after {after} ms, before input_after"
+    );
     let detail = detail.unwrap();
-    assert!(detail.starts_with("sh read(0) blocked on a pipe"), "{detail}");
+    assert!(
+        detail.starts_with("sh read(0) blocked on a pipe"),
+        "{detail}"
+    );
     wait_until(&env, "the notify command's JSON", || {
         std::fs::read_to_string(&got).is_ok_and(|t| t.ends_with('\n'))
     });
@@ -112,7 +121,11 @@ fn a_command_blocked_reading_a_pipe_needs_input_and_the_notify_command_hears_of_
         ]
     );
     // The notify command ran as the broker's own: never reaped as the command's orphan.
-    assert!(common::journal::orphans_reaped(&events).is_empty(), "{:?}", kinds(&events));
+    assert!(
+        common::journal::orphans_reaped(&events).is_empty(),
+        "{:?}",
+        kinds(&events)
+    );
     assert!(!kinds(&events).contains(&"notify_failed"));
     env.finish();
 }
@@ -165,7 +178,11 @@ fn a_busy_command_is_a_runaway_and_is_left_running() {
     std::thread::sleep(Duration::from_millis(500));
     let events = events_now(&dir);
     assert!(!kinds(&events).contains(&"exit"), "{:?}", kinds(&events));
-    assert!(!kinds(&events).contains(&"signal_sent"), "{:?}", kinds(&events));
+    assert!(
+        !kinds(&events).contains(&"signal_sent"),
+        "{:?}",
+        kinds(&events)
+    );
     assert!(!common::procs::is_gone(spawned_pid(&events)));
     // Stopped by the test, as the operator would.
     common::procs::signal(run.pid(), Signal::SIGTERM);
@@ -181,7 +198,9 @@ fn a_notify_command_that_cannot_run_is_journaled_once() {
         &env,
         "[notify]\ncommand = [\"/nonexistent/tether-notify\"]\n",
     );
-    let done = env.spawn_captured(exec(&env, &["sh", "-c", "exit 3"])).wait(&env);
+    let done = env
+        .spawn_captured(exec(&env, &["sh", "-c", "exit 3"]))
+        .wait(&env);
     assert_eq!(done.code(), 3);
     let events = events_now(&env.command_dir());
     let failed: Vec<_> = attention(&events);

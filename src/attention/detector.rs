@@ -96,7 +96,10 @@ pub enum Sample {
 pub enum Ending {
     Exited(ExitStatus),
     /// Its watchdog stopped it (no output for this long).
-    TimedOut { silent: Duration, status: ExitStatus },
+    TimedOut {
+        silent: Duration,
+        status: ExitStatus,
+    },
     SpawnFailed,
 }
 
@@ -418,7 +421,11 @@ impl Detector {
             }
             Ending::Exited(status) => match (status.code, status.signal) {
                 (Some(0), _) => {
-                    if self.thresholds.finished_after.is_some_and(|after| ran >= after) {
+                    if self
+                        .thresholds
+                        .finished_after
+                        .is_some_and(|after| ran >= after)
+                    {
                         self.raise(AttentionKind::Finished, format!("exit 0 after {ran_text}"));
                     }
                 }
@@ -431,9 +438,10 @@ impl Detector {
                 (None, signal) => {
                     let name = signal
                         .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
-                        .map_or_else(|| format!("signal {}", signal.unwrap_or(0)), |s| {
-                            s.as_str().to_string()
-                        });
+                        .map_or_else(
+                            || format!("signal {}", signal.unwrap_or(0)),
+                            |s| s.as_str().to_string(),
+                        );
                     self.raise(
                         AttentionKind::Failed,
                         format!("killed by {name} after {ran_text}"),
@@ -459,9 +467,9 @@ impl Detector {
             }
         }
         if let (Some(after), false) = (self.thresholds.quiet_after, self.quiet) {
-            let from = self.idle_since.map_or(self.last_output, |idle| {
-                idle.max(self.last_output)
-            });
+            let from = self
+                .idle_since
+                .map_or(self.last_output, |idle| idle.max(self.last_output));
             next.push(from + after);
         }
         if let (Some(after), None, Some(since)) =

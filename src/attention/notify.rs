@@ -90,9 +90,7 @@ impl Notifier {
         // The broker's environment, less what marks a broker: a notify command that runs
         // tether must not take itself for one.
         let envp = std::env::vars_os()
-            .filter(|(k, _)| {
-                k != crate::broker::BROKER_ENV && k != crate::broker::BROKER_TOKEN_ENV
-            })
+            .filter(|(k, _)| k != crate::broker::BROKER_ENV && k != crate::broker::BROKER_TOKEN_ENV)
             .filter_map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
             .collect();
         Some(Notifier {
@@ -514,7 +512,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("got");
         let mut n = notifier(&format!("cat > {}", out.display()));
-        n.send(Instant::now(), b"{\"kind\":\"needs_input\"}\n").unwrap();
+        n.send(Instant::now(), b"{\"kind\":\"needs_input\"}\n")
+            .unwrap();
         let pid = n.pids()[0];
         // SAFETY: waitpid on a pid; nothing else is written.
         let seen = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };

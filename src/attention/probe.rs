@@ -212,7 +212,10 @@ mod tests {
 
     #[test]
     fn the_syscall_file_says_the_call_and_its_descriptor() {
-        let read = format!("{} 0x0 0x7ffd4a2b 0x1 0x0 0x0 0x0 0x7ffd 0x7f12", libc::SYS_read);
+        let read = format!(
+            "{} 0x0 0x7ffd4a2b 0x1 0x0 0x0 0x0 0x7ffd 0x7f12",
+            libc::SYS_read
+        );
         assert_eq!(parse_syscall(&read), Some((libc::SYS_read, 0)));
         assert_eq!(parse_syscall("7 0x5 0x1 0x0"), Some((7, 5)));
         assert_eq!(parse_syscall("running"), None);

@@ -180,7 +180,10 @@ fn half_a_core_is_no_runaway_and_memory_above_the_bound_is() {
     };
     let mut d = Detector::new(Thresholds::of(&request), HZ, t0);
     for i in 0..20u64 {
-        d.sampled(t0 + secs(i as f64), Sample::Fresh(vec![process(10, i * 50)]));
+        d.sampled(
+            t0 + secs(i as f64),
+            Sample::Fresh(vec![process(10, i * 50)]),
+        );
     }
     assert!(d.take().is_empty());
     let big = |pid| ProcessSample {
@@ -237,13 +240,21 @@ fn the_end_says_failed_or_finished_and_closes_open_episodes() {
     d.sampled(t0 + secs(3.0), Sample::Unchanged);
     d.exited(t0 + secs(4.0), Ending::Exited(exit(2)));
     let events = d.take();
-    assert_eq!(kinds(events.clone()), ["+needs_input", "-needs_input", "+failed"]);
-    assert!(matches!(&events[2], EventKind::Attention { detail, .. } if detail == "exit 2 after 4.0s"));
+    assert_eq!(
+        kinds(events.clone()),
+        ["+needs_input", "-needs_input", "+failed"]
+    );
+    assert!(
+        matches!(&events[2], EventKind::Attention { detail, .. } if detail == "exit 2 after 4.0s")
+    );
     assert_eq!(d.next_deadline(), None);
 
     let mut quick = detector(t0);
     quick.exited(t0 + secs(2.0), Ending::Exited(exit(0)));
-    assert!(quick.take().is_empty(), "a short success is not worth a word");
+    assert!(
+        quick.take().is_empty(),
+        "a short success is not worth a word"
+    );
     let mut long = detector(t0);
     long.exited(t0 + secs(12.0), Ending::Exited(exit(0)));
     assert_eq!(kinds(long.take()), ["+finished"]);

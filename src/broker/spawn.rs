@@ -159,7 +159,12 @@ pub fn spawn(
         }
     };
     let inputs = std::iter::once(stdin.as_fd())
-        .chain([&out_pty, &err_pty].into_iter().flatten().map(|p| p.slave.as_fd()))
+        .chain(
+            [&out_pty, &err_pty]
+                .into_iter()
+                .flatten()
+                .map(|p| p.slave.as_fd()),
+        )
         .filter_map(crate::attention::probe::InputFile::of)
         .collect();
     // A stream with a terminal gets its slave side and the broker keeps the master; one

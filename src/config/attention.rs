@@ -128,7 +128,11 @@ pub(super) fn attention(
     for (key, value) in by_position(table) {
         let key_name = format!("{name}.{}", key.get_ref());
         let bad = |message: String| {
-            source.error(value.span().start, &key_name, format!("{key_name}: {message}"))
+            source.error(
+                value.span().start,
+                &key_name,
+                format!("{key_name}: {message}"),
+            )
         };
         match key.get_ref().as_ref() {
             "input_after" => settings.input_after = Some(duration(value).map_err(bad)?),
@@ -289,7 +293,10 @@ mod tests {
         ];
         for (text, line, key, says) in user_cases {
             let shown = parse_user(text, "/u/config.toml").unwrap_err().to_string();
-            assert!(shown.starts_with(&format!("/u/config.toml:{line}:")), "{shown}");
+            assert!(
+                shown.starts_with(&format!("/u/config.toml:{line}:")),
+                "{shown}"
+            );
             assert!(shown.contains(key), "{text:?}: {shown}");
             assert!(shown.contains(says), "{text:?}: {shown}");
         }

@@ -10,10 +10,10 @@
 use tokio::time::Instant;
 
 use super::{Broker, Phase};
-use crate::broker::signaller::Walk;
 use crate::attention::detector::{Detector, Ending, Sample, Thresholds};
 use crate::attention::notify::Notifier;
 use crate::attention::probe::{self, InputFile};
+use crate::broker::signaller::Walk;
 use crate::clock::now_ms;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus};
@@ -156,7 +156,11 @@ impl Broker {
             .as_ref()
             .filter(|_| self.can_sample())
             .and_then(Detector::next_deadline);
-        let notify = self.attention.notifier.as_ref().and_then(Notifier::deadline);
+        let notify = self
+            .attention
+            .notifier
+            .as_ref()
+            .and_then(Notifier::deadline);
         sample.into_iter().chain(notify).min()
     }
 
@@ -179,7 +183,12 @@ impl Broker {
 
     /// [call site: finish] Runs of the notify command still going get a moment to end.
     pub(super) fn attention_finish(&mut self) {
-        if let Some(message) = self.attention.notifier.as_mut().and_then(Notifier::wind_down) {
+        if let Some(message) = self
+            .attention
+            .notifier
+            .as_mut()
+            .and_then(Notifier::wind_down)
+        {
             self.emit(EventKind::NotifyFailed { message });
         }
     }
@@ -217,8 +226,7 @@ impl Broker {
         let request = &self.request;
         let ts_ms = now_ms();
         let session = request.session.as_ref();
-        let number = session
-            .and_then(|s| crate::journal::paths::command_dir_number(&s.command));
+        let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
         let target = session.map(|s| {
             let digits = s.command.split('-').next().unwrap_or(&s.command);
             format!("{}/{digits}", s.id)
