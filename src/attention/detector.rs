@@ -120,6 +120,10 @@ enum RunawayCause {
     Memory,
 }
 
+/// Each process's CPU readings at a sample, by pid and start time: (ticks used, nanoseconds
+/// wanted).
+type Readings = HashMap<(i32, u64), (u64, Option<u64>)>;
+
 /// The decisions for one command.
 #[derive(Debug)]
 pub struct Detector {
@@ -128,7 +132,7 @@ pub struct Detector {
     started: Instant,
     last_output: Instant,
     /// The last sample: when, and each process's CPU reading then.
-    last_sample: Option<(Instant, HashMap<(i32, u64), (u64, Option<u64>)>)>,
+    last_sample: Option<(Instant, Readings)>,
     /// The last look, had or missed: no deadline is ever before it.
     looked_at: Option<Instant>,
     /// The last tree's resident memory.

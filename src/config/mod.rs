@@ -65,8 +65,9 @@ pub struct CommandConfig {
     /// command is given `drain` to exit before it is stopped.
     pub drain_on: Option<String>,
     pub drain: Option<Duration>,
-    /// `attention`: this command's thresholds, over the user config's `[attention]`.
-    pub attention: attention::AttentionSettings,
+    /// `attention`: this command's thresholds, over the user config's `[attention]`. Boxed:
+    /// most commands set none, and a config travels inside `Effect`s.
+    pub attention: Box<attention::AttentionSettings>,
 }
 
 impl CommandConfig {
@@ -237,7 +238,9 @@ fn parse_command(
             "max_memory" => command.limits.max_memory = Some(field.size()?),
             "drain_on" => command.drain_on = Some(field.pattern()?),
             "drain" => command.drain = Some(field.duration()?),
-            "attention" => command.attention = attention::attention(source, value, "attention")?,
+            "attention" => {
+                command.attention = Box::new(attention::attention(source, value, "attention")?)
+            }
             other => {
                 return Err(source.error(
                     key.span().start,

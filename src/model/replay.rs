@@ -72,7 +72,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             limits: request.limits,
             drain_on: request.drain_on.clone(),
             drain: request.drain_ms.map(std::time::Duration::from_millis),
-            attention: AttentionSettings::from_request(&request.attention),
+            attention: Box::new(AttentionSettings::from_request(&request.attention)),
         },
         None => CommandConfig {
             name: record.id.clone(),
@@ -86,7 +86,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             limits: Default::default(),
             drain_on: None,
             drain: None,
-            attention: AttentionSettings::default(),
+            attention: Default::default(),
         },
     }
 }
