@@ -5,9 +5,9 @@
 //!    and then off (`[attention] enabled = false`): their brokers' CPU ticks at rest, over
 //!    20 s from 32 s after start (once the tree walks have backed off), as % of one core.
 //! 2. `sample`: the detection's cost per sample of a 1,000-process tree, the walk's own cost
-//!    beside it: every process blocked reading the command's input (the worst case: each is
-//!    read for its system call, its descriptor, its name and its reads), then every process
-//!    asleep elsewhere (`sleep`). Median of 20 samples each.
+//!    beside it: every process blocked reading the command's input, then every process
+//!    asleep elsewhere (`sleep`: the worst case, each one's system call is read and none is
+//!    the one waiting). Median of 20 samples each.
 //!
 //! `TETHER_CGROUP=off cargo bench --bench attention idle` measures the /proc path.
 
@@ -161,10 +161,6 @@ fn sample_cost(count: usize) {
             procfs::clock_ticks_per_second(),
             tokio::time::Instant::now(),
         );
-        let looks = Looks {
-            blocked: true,
-            demand: true,
-        };
         let page = procfs::page_size();
         let (mut walks, mut probes, mut decides) = (Vec::new(), Vec::new(), Vec::new());
         let mut blocked = 0;
@@ -173,6 +169,7 @@ fn sample_cost(count: usize) {
             let procs = procfs::descendants(root_pid);
             walks.push(t.elapsed().as_secs_f64() * 1000.0);
             let t = Instant::now();
+            let looks = detector.wants();
             let sampled = probe::sample(&procs, &[input], looks, page);
             probes.push(t.elapsed().as_secs_f64() * 1000.0);
             blocked = sampled.iter().filter(|p| p.blocked.is_some()).count();

@@ -176,6 +176,7 @@ impl Detector {
         super::probe::Looks {
             blocked: self.thresholds.input_after.is_some() && !self.ended,
             demand: self.thresholds.runaway_after.is_some() && !self.ended,
+            waiting: self.waiting.as_ref().map(|w| w.pid),
         }
     }
 
@@ -247,6 +248,8 @@ impl Detector {
         let mut ticks = 0;
         let mut demand_ns = 0;
         for p in processes {
+            // New since: all its time is this interval's. Its demand counts only between two
+            // readings (a process asleep at the last sample has none then).
             let (old_ticks, old_demand) = before
                 .get(&(p.pid, p.start_ticks))
                 .copied()

@@ -83,19 +83,26 @@ pub struct Looks {
     /// What sleeping processes wait for (the detector wants it, and the command has an
     /// input to wait on).
     pub blocked: bool,
-    /// How much CPU each process wanted (`schedstat`), for runaways.
+    /// How much CPU each runnable process wanted (`schedstat`), for runaways.
     pub demand: bool,
+    /// The process last seen blocked on the input, looked at first.
+    pub waiting: Option<i32>,
 }
 
 /// The samples of the tree's live processes.
+///
+/// One process waiting on the input is all the detector needs: the one it saw last is looked
+/// at first, and once one is found no other is read (a thousand processes blocked on the
+/// same pipe cost one look, not a thousand). `schedstat` is read only for a process that can
+/// run now (state `R`): a runaway is one almost always, and a process asleep wants nothing.
 pub fn sample(
     processes: &[ProcStat],
     inputs: &[InputFile],
     looks: Looks,
     page_size: u64,
 ) -> Vec<ProcessSample> {
-    let look = looks.blocked && !inputs.is_empty();
-    processes
+    let mut look = looks.blocked && !inputs.is_empty();
+    let mut samples: Vec<ProcessSample> = processes
         .iter()
         .filter(|p| !p.is_zombie())
         .map(|p| ProcessSample {
@@ -103,12 +110,34 @@ pub fn sample(
             start_ticks: p.start_ticks,
             cpu_ticks: p.cpu_ticks,
             rss_bytes: p.rss_pages * page_size,
-            demand_ns: looks.demand.then(|| demand_ns(p.pid)).flatten(),
-            blocked: (look && p.state == b'S')
-                .then(|| blocked_on(p.pid, inputs))
+            demand_ns: (looks.demand && p.state == b'R')
+                .then(|| demand_ns(p.pid))
                 .flatten(),
+            blocked: None,
         })
-        .collect()
+        .collect();
+    let asleep = |pid: i32| processes.iter().any(|p| p.pid == pid && p.state == b'S');
+    if let Some(pid) = looks.waiting.filter(|&pid| look && asleep(pid))
+        && let Some(blocked) = blocked_on(pid, inputs)
+        && let Some(sample) = samples.iter_mut().find(|s| s.pid == pid)
+    {
+        sample.blocked = Some(blocked);
+        look = false;
+    }
+    if look {
+        for (sample, process) in samples
+            .iter_mut()
+            .zip(processes.iter().filter(|p| !p.is_zombie()))
+        {
+            if process.state == b'S'
+                && let Some(blocked) = blocked_on(process.pid, inputs)
+            {
+                sample.blocked = Some(blocked);
+                break;
+            }
+        }
+    }
+    samples
 }
 
 /// The read system calls, by number on this architecture.
@@ -278,9 +307,11 @@ mod tests {
             let looks = Looks {
                 blocked: true,
                 demand: true,
+                waiting: None,
             };
             let sampled = sample(&[stat], &[input], looks, 4096);
-            assert!(sampled[0].demand_ns.is_some());
+            // Asleep: it wants no CPU, and its schedstat is not read.
+            assert_eq!(sampled[0].demand_ns, None);
             seen = sampled[0].blocked.clone();
         }
         drop(write);
