@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tether::attention::detector::{Detector, Sample, Thresholds};
-use tether::attention::probe::{self, InputFile, Looks};
+use tether::attention::probe::{self, InputFile};
 use tether::procfs;
 use tether::protocol::AttentionRequest;
 
