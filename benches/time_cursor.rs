@@ -21,6 +21,7 @@ use ratatui::layout::Rect;
 use tether::app::App;
 use tether::app::action::Action;
 use tether::journal::SessionRecord;
+use tether::model::Mode;
 use tether::model::recording::{CommandRecording, Recording};
 use tether::model::replay::{frozen_at, model_from_session};
 use tether::protocol::{Event, EventKind, ProcessEntry, Stream};
@@ -200,7 +201,7 @@ fn step_back_over_a_big_stream() {
 fn open(session: &Path) -> (App, u64) {
     let record = SessionRecord::load(session).expect("the session loads");
     let mut model = model_from_session(&record);
-    model.recording = Some(Recording::from_session(record));
+    model.mode = Mode::Recorded(Some(Box::new(Recording::from_session(record))));
     let end = frozen_at(&model, 0);
     (App::new(model), end)
 }

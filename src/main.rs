@@ -42,109 +42,10 @@ enum Command {
     /// $TETHER_SESSION, or a new one named `mcp-<UTC time>`.
     Mcp,
     /// Open the TUI with the given commands launched.
-    Run {
-        /// Name a command (default: the first program it runs, made unique: `echo`,
-        /// `echo-2`). With several commands, give one -n per command, in the order the
-        /// commands come (each -c, then the one after `--`).
-        #[arg(long = "name", short = 'n', value_name = "NAME")]
-        names: Vec<String>,
-        /// A shell command to launch (repeatable).
-        #[arg(short = 'c', value_name = "SHELL")]
-        shell: Vec<String>,
-        /// Time between SIGTERM and SIGKILL when stopping (e.g. 500ms, 2s).
-        #[arg(long, value_parser = parse_duration)]
-        grace: Option<Duration>,
-        /// Stop a command when it prints nothing for this long.
-        #[arg(long, value_parser = parse_duration)]
-        no_output_timeout: Option<Duration>,
-        /// A regex for a command's final line of stdout: once a line matches, the command
-        /// has --drain to exit, then it is stopped and counts as finished.
-        #[arg(long, value_name = "REGEX", value_parser = parse_drain_on)]
-        drain_on: Option<String>,
-        /// How long a command may take to exit after its --drain-on line (default 5s).
-        #[arg(long, value_parser = parse_duration, requires = "drain_on")]
-        drain: Option<Duration>,
-        /// Journal the commands in this named session, joined by every tether that names it
-        /// (default: $TETHER_SESSION, else a new session).
-        #[arg(long, value_name = "NAME")]
-        session: Option<String>,
-        /// Give each command a pseudo-terminal for stdout (also its stdin, typed into with
-        /// `i`) and one for stderr: the default.
-        #[arg(long, overrides_with = "no_pty")]
-        pty: bool,
-        /// Pipes for stdout and stderr and /dev/null for stdin instead of terminals.
-        #[arg(long, overrides_with = "pty")]
-        no_pty: bool,
-        /// Limit the command's cgroup to this many processes (pids.max), where the pids
-        /// controller is available; otherwise the journal says so and it runs unlimited.
-        #[arg(long, value_name = "N")]
-        max_procs: Option<u64>,
-        /// Limit the command's cgroup to this much memory (memory.max, e.g. 512M), where the
-        /// memory controller is available; otherwise the journal says so.
-        #[arg(long, value_parser = parse_size, value_name = "SIZE")]
-        max_memory: Option<u64>,
-        /// A command and its arguments.
-        #[arg(last = true)]
-        argv: Vec<String>,
-    },
+    Run(RunArgs),
     /// Run one command through a broker without the TUI: its output is copied byte for
     /// byte and journaled, and its exit status becomes tether's.
-    Exec {
-        /// Print lifecycle events as JSON lines instead of the command's output.
-        #[arg(long)]
-        json: bool,
-        /// Name the command in the journal (default: the program name).
-        #[arg(long, short = 'n')]
-        name: Option<String>,
-        /// Time between SIGTERM and SIGKILL when stopping (e.g. 500ms, 2s).
-        #[arg(long, value_parser = parse_duration)]
-        grace: Option<Duration>,
-        /// Stop the command when it prints nothing for this long.
-        #[arg(long, value_parser = parse_duration)]
-        no_output_timeout: Option<Duration>,
-        /// A regex for the command's final line of stdout: once a line matches, the command
-        /// has --drain to exit, then it is stopped, and tether exits 0.
-        #[arg(long, value_name = "REGEX", value_parser = parse_drain_on)]
-        drain_on: Option<String>,
-        /// How long the command may take to exit after its --drain-on line (default 5s).
-        #[arg(long, value_parser = parse_duration, requires = "drain_on")]
-        drain: Option<Duration>,
-        /// Per-stream storage cap (e.g. 64M, 1G); beyond it bytes are counted, not stored.
-        #[arg(long, value_parser = parse_size)]
-        max_output: Option<u64>,
-        /// Journal the command in this named session, joined by every tether that names it
-        /// (default: $TETHER_SESSION, else a new session).
-        #[arg(long, value_name = "NAME")]
-        session: Option<String>,
-        /// Give the command /dev/null as stdin instead of tether's own.
-        #[arg(long)]
-        no_stdin: bool,
-        /// Pipes for the command's stdout and stderr even where tether's own are a terminal
-        /// (by default each gets a pseudo-terminal there).
-        #[arg(long)]
-        no_pty: bool,
-        /// Keep processes the command leaves running (a server started with `&`) once it
-        /// exits, until the process that ran tether exits, `tether stop`, or
-        /// $TETHER_LEFTOVERS_MAX; by default nothing outlives the command.
-        #[arg(long)]
-        keep_leftovers: bool,
-        /// Limit the command's cgroup to this many processes (pids.max), where the pids
-        /// controller is available; otherwise the journal says so and it runs unlimited.
-        #[arg(long, value_name = "N")]
-        max_procs: Option<u64>,
-        /// Limit the command's cgroup to this much memory (memory.max, e.g. 512M), where the
-        /// memory controller is available; otherwise the journal says so.
-        #[arg(long, value_parser = parse_size, value_name = "SIZE")]
-        max_memory: Option<u64>,
-        /// When the command cannot be run under a broker (the journal cannot be created: a
-        /// full disk, a read-only state directory), run it directly, unjournaled, after one
-        /// line on stderr, instead of failing with 125 (what the shell shim always does).
-        #[arg(long)]
-        fail_open: bool,
-        /// The command and its arguments.
-        #[arg(last = true, required = true)]
-        argv: Vec<String>,
-    },
+    Exec(ExecArgs),
     /// List the journaled sessions, oldest first: one line each (id, start, duration, how
     /// many commands ran, failed, were killed or still run, the first failures), fitted to
     /// the terminal's width (COLUMNS when stdout is not a terminal, else 80).
@@ -296,6 +197,194 @@ enum Command {
     },
 }
 
+/// `tether run`.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Name a command (default: the first program it runs, made unique: `echo`,
+    /// `echo-2`). With several commands, give one -n per command, in the order the
+    /// commands come (each -c, then the one after `--`).
+    #[arg(long = "name", short = 'n', value_name = "NAME")]
+    names: Vec<String>,
+    /// A shell command to launch (repeatable).
+    #[arg(short = 'c', value_name = "SHELL")]
+    shell: Vec<String>,
+    #[command(flatten)]
+    options: CommandOptions,
+    /// Give each command a pseudo-terminal for stdout (also its stdin, typed into with
+    /// `i`) and one for stderr: the default.
+    #[arg(long, overrides_with = "no_pty")]
+    pty: bool,
+    /// Pipes for stdout and stderr and /dev/null for stdin instead of terminals.
+    #[arg(long, overrides_with = "pty")]
+    no_pty: bool,
+    /// A command and its arguments.
+    #[arg(last = true)]
+    argv: Vec<String>,
+}
+
+/// `tether exec`.
+#[derive(clap::Args)]
+struct ExecArgs {
+    /// Print lifecycle events as JSON lines instead of the command's output.
+    #[arg(long)]
+    json: bool,
+    /// Name the command in the journal (default: the program name).
+    #[arg(long, short = 'n')]
+    name: Option<String>,
+    #[command(flatten)]
+    options: CommandOptions,
+    /// Per-stream storage cap (e.g. 64M, 1G); beyond it bytes are counted, not stored.
+    #[arg(long, value_parser = parse_size)]
+    max_output: Option<u64>,
+    /// Give the command /dev/null as stdin instead of tether's own.
+    #[arg(long)]
+    no_stdin: bool,
+    /// Pipes for the command's stdout and stderr even where tether's own are a terminal
+    /// (by default each gets a pseudo-terminal there).
+    #[arg(long)]
+    no_pty: bool,
+    /// Keep processes the command leaves running (a server started with `&`) once it
+    /// exits, until the process that ran tether exits, `tether stop`, or
+    /// $TETHER_LEFTOVERS_MAX; by default nothing outlives the command.
+    #[arg(long)]
+    keep_leftovers: bool,
+    /// When the command cannot be run under a broker (the journal cannot be created: a
+    /// full disk, a read-only state directory), run it directly, unjournaled, after one
+    /// line on stderr, instead of failing with 125 (what the shell shim always does).
+    #[arg(long)]
+    fail_open: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    argv: Vec<String>,
+}
+
+impl RunArgs {
+    fn main(self, state_dir: Option<&Path>) -> i32 {
+        let RunArgs {
+            names,
+            shell,
+            options,
+            pty: _,
+            no_pty,
+            argv,
+        } = self;
+        let session = match chosen_session(options.session.as_deref()) {
+            Ok(session) => session,
+            Err(err) => return usage_error(&err),
+        };
+        let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
+        if !argv.is_empty() {
+            specs.push(CommandSpec::Argv(argv));
+        }
+        if specs.is_empty() {
+            eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");
+            return 2;
+        }
+        let names = match naming::assign_names(&specs, &names) {
+            Ok(names) => names,
+            Err(err) => return usage_error(&err.to_string()),
+        };
+        let commands = specs
+            .into_iter()
+            .zip(names)
+            .map(|(spec, name)| CommandConfig {
+                grace: options.grace,
+                no_output_timeout: options.no_output_timeout,
+                drain_on: options.drain_on.clone(),
+                drain: options.drain,
+                pty: !no_pty,
+                limits: options.limits(),
+                ..CommandConfig::new(name, spec)
+            })
+            .collect();
+        tui(state_dir, session, Ok(commands))
+    }
+}
+
+impl ExecArgs {
+    fn main(self, state_dir: Option<PathBuf>) -> i32 {
+        let ExecArgs {
+            json,
+            name,
+            options,
+            max_output,
+            no_stdin,
+            no_pty,
+            keep_leftovers,
+            fail_open,
+            argv,
+        } = self;
+        match (
+            chosen_session(options.session.as_deref()),
+            exec::LeftoversChoice::for_exec(keep_leftovers),
+        ) {
+            (Ok(session), Ok(leftovers)) => exec::main(ExecOptions {
+                json,
+                name,
+                grace: options.grace,
+                no_output_timeout: options.no_output_timeout,
+                limits: options.limits(),
+                drain_on: options.drain_on,
+                drain: options.drain,
+                max_output,
+                state_dir,
+                session,
+                argv,
+                arg0: None,
+                signals: SignalMode::Stop,
+                no_stdin,
+                pty: !no_pty,
+                leftovers,
+                fail_open,
+                retention: exec::RetentionRun::AtSessionEnd,
+                relay_keys: false,
+            }),
+            (Err(err), _) => usage_error(&err),
+            (_, Err(err)) => usage_error(&err.to_string()),
+        }
+    }
+}
+
+/// What `run` and `exec` share: how a command is stopped, watched and limited, and the
+/// session it is journaled in.
+#[derive(clap::Args)]
+struct CommandOptions {
+    /// Time between SIGTERM and SIGKILL when stopping (e.g. 500ms, 2s).
+    #[arg(long, value_parser = parse_duration)]
+    grace: Option<Duration>,
+    /// Stop the command when it prints nothing for this long.
+    #[arg(long, value_parser = parse_duration)]
+    no_output_timeout: Option<Duration>,
+    /// A regex for the command's final line of stdout: once a line matches, the command has
+    /// --drain to exit, then it is stopped and counts as finished (`exec` exits 0).
+    #[arg(long, value_name = "REGEX", value_parser = parse_drain_on)]
+    drain_on: Option<String>,
+    /// How long the command may take to exit after its --drain-on line (default 5s).
+    #[arg(long, value_parser = parse_duration, requires = "drain_on")]
+    drain: Option<Duration>,
+    /// Journal in this named session, joined by every tether that names it (default:
+    /// $TETHER_SESSION, else a new session).
+    #[arg(long, value_name = "NAME")]
+    session: Option<String>,
+    /// Limit the command's cgroup to this many processes (pids.max), where the pids
+    /// controller is available; otherwise the journal says so and it runs unlimited.
+    #[arg(long, value_name = "N")]
+    max_procs: Option<u64>,
+    /// Limit the command's cgroup to this much memory (memory.max, e.g. 512M), where the
+    /// memory controller is available; otherwise the journal says so.
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    max_memory: Option<u64>,
+}
+
+impl CommandOptions {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_procs: self.max_procs,
+            max_memory: self.max_memory,
+        }
+    }
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum GrepStream {
     Stdout,
@@ -358,53 +447,7 @@ fn main() {
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),
         Some(Command::Mcp) => tether::mcp::main(cli.state_dir),
-        Some(Command::Exec {
-            json,
-            name,
-            grace,
-            no_output_timeout,
-            drain_on,
-            drain,
-            max_output,
-            session,
-            no_stdin,
-            no_pty,
-            keep_leftovers,
-            max_procs,
-            max_memory,
-            fail_open,
-            argv,
-        }) => match (
-            chosen_session(session.as_deref()),
-            exec::LeftoversChoice::for_exec(keep_leftovers),
-        ) {
-            (Ok(session), Ok(leftovers)) => exec::main(ExecOptions {
-                json,
-                name,
-                grace,
-                no_output_timeout,
-                drain_on,
-                drain,
-                max_output,
-                state_dir: cli.state_dir,
-                session,
-                argv,
-                arg0: None,
-                signals: SignalMode::Stop,
-                no_stdin,
-                pty: !no_pty,
-                limits: Limits {
-                    max_procs,
-                    max_memory,
-                },
-                leftovers,
-                fail_open,
-                retention: exec::RetentionRun::AtSessionEnd,
-                relay_keys: false,
-            }),
-            (Err(err), _) => usage_error(&err),
-            (_, Err(err)) => usage_error(&err.to_string()),
-        },
+        Some(Command::Exec(args)) => args.main(cli.state_dir),
         Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),
         Some(Command::Agent { session, argv }) => {
@@ -512,91 +555,22 @@ fn main() {
         ),
         Some(Command::Open { session, search }) => {
             match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
-                Ok(session_dir) => {
-                    match run_tui(
-                        Launch::Recorded {
-                            session_dir,
-                            search,
-                        },
-                        tether::ui::draw,
-                    ) {
-                        Ok(code) => code,
-                        Err(err) => {
-                            eprintln!("tether: {err:#}");
-                            EXIT_TETHER_FAILED
-                        }
-                    }
-                }
-                Err(err) => {
-                    eprintln!("tether: {err}");
-                    2
-                }
+                Ok(session_dir) => open_tui(Launch::Recorded {
+                    session_dir,
+                    search,
+                }),
+                Err(err) => usage_error(&err.to_string()),
             }
         }
         Some(Command::Watch { session }) => match state_dir(cli.state_dir.as_deref()) {
-            Ok(state_dir) => {
-                match run_tui(Launch::Watch { state_dir, session }, tether::ui::draw) {
-                    Ok(code) => code,
-                    Err(err) => {
-                        eprintln!("tether: {err:#}");
-                        EXIT_TETHER_FAILED
-                    }
-                }
-            }
+            Ok(state_dir) => open_tui(Launch::Watch { state_dir, session }),
             Err(err) => {
                 eprintln!("tether: {err}");
                 EXIT_TETHER_FAILED
             }
         },
         Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo().commands)),
-        Some(Command::Run {
-            names,
-            shell,
-            grace,
-            no_output_timeout,
-            drain_on,
-            drain,
-            session,
-            pty: _,
-            no_pty,
-            max_procs,
-            max_memory,
-            argv,
-        }) => {
-            let session = match chosen_session(session.as_deref()) {
-                Ok(session) => session,
-                Err(err) => std::process::exit(usage_error(&err)),
-            };
-            let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
-            if !argv.is_empty() {
-                specs.push(CommandSpec::Argv(argv));
-            }
-            if specs.is_empty() {
-                eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");
-                std::process::exit(2);
-            }
-            let names = match naming::assign_names(&specs, &names) {
-                Ok(names) => names,
-                Err(err) => std::process::exit(usage_error(&err.to_string())),
-            };
-            let commands = specs
-                .into_iter()
-                .zip(names)
-                .map(|(spec, name)| CommandConfig {
-                    grace,
-                    no_output_timeout,
-                    drain_on: drain_on.clone(),
-                    drain,
-                    pty: !no_pty,
-                    limits: Limits {
-                        max_procs,
-                        max_memory,
-                    },
-                    ..CommandConfig::new(name, spec)
-                })
-                .collect();
-            tui(cli.state_dir.as_deref(), session, Ok(commands))
-        }
+        Some(Command::Run(args)) => args.main(cli.state_dir.as_deref()),
         None => {
             let default = Path::new("tether.toml");
             let commands = match cli.file.as_deref() {
@@ -643,14 +617,16 @@ fn tui(
             return EXIT_TETHER_FAILED;
         }
     };
-    match run_tui(
-        Launch::Live {
-            commands,
-            state_dir,
-            session,
-        },
-        tether::ui::draw,
-    ) {
+    open_tui(Launch::Live {
+        commands,
+        state_dir,
+        session,
+    })
+}
+
+/// The TUI, drawn on this terminal until it quits: its exit code, or tether's failure.
+fn open_tui(launch: Launch) -> i32 {
+    match run_tui(launch, tether::ui::draw) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("tether: {err:#}");

@@ -27,35 +27,87 @@ impl ProcStat {
     pub fn is_zombie(&self) -> bool {
         self.state == b'Z' || self.state == b'X'
     }
+
+    /// For tests: a sleeping process `pid`, child of `ppid`, leading its own group and
+    /// session.
+    #[cfg(test)]
+    pub(crate) fn leader(pid: i32, ppid: i32) -> ProcStat {
+        ProcStat {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state: b'S',
+            ..ProcStat::default()
+        }
+    }
 }
 
-/// Parses the contents of `/proc/PID/stat`. The command name may hold spaces and
-/// parentheses, so fields are counted from the last `)`.
+/// The fields after the name that anyone reads: state (field 3 of proc(5)) to rss (24).
+const STAT_FIELDS: usize = 22;
+
+/// `/proc/PID/stat` split into its fields, the one reading of its format. The command name
+/// may hold spaces and parentheses, so it is what lies between the first `(` and the last
+/// `)`, and the fields are counted after it. No allocation: a scan of every process does
+/// this once a second.
+pub struct StatFields<'a> {
+    pid: &'a str,
+    /// `comm`: at most 15 bytes of the executable's name.
+    pub comm: &'a str,
+    /// Fields 3 to 24; "" past the end of a short line.
+    after_name: [&'a str; STAT_FIELDS],
+}
+
+impl<'a> StatFields<'a> {
+    pub fn split(text: &'a str) -> Option<StatFields<'a>> {
+        let open = text.find('(')?;
+        let close = text.rfind(')')?;
+        let mut after_name = [""; STAT_FIELDS];
+        for (slot, field) in after_name
+            .iter_mut()
+            .zip(text.get(close + 1..)?.split_ascii_whitespace())
+        {
+            *slot = field;
+        }
+        Some(StatFields {
+            pid: text[..open].trim(),
+            comm: text.get(open + 1..close)?,
+            after_name,
+        })
+    }
+
+    /// Field `n` as proc(5) numbers them (1 the pid, 2 the name, 3 the state, ...), parsed.
+    pub fn number<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
+        match n {
+            1 => self.pid.parse().ok(),
+            3..=24 => self.after_name[n - 3].parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// `R`, `S`, `D`, `Z`, `T`, ...
+    pub fn state(&self) -> Option<u8> {
+        self.after_name[0].bytes().next()
+    }
+
+    pub fn to_stat(&self) -> Option<ProcStat> {
+        Some(ProcStat {
+            pid: self.number(1)?,
+            state: self.state()?,
+            ppid: self.number(4)?,
+            pgid: self.number(5)?,
+            sid: self.number(6)?,
+            cpu_ticks: self.number::<u64>(14)? + self.number::<u64>(15)?,
+            start_ticks: self.number(22)?,
+            // Negative (a kernel's accounting race) or missing: none.
+            rss_pages: self.number(24).unwrap_or(0),
+        })
+    }
+}
+
+/// Parses the contents of `/proc/PID/stat` (see [`StatFields`]).
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let pid = text[..open].trim().parse().ok()?;
-    let mut fields = text.get(close + 1..)?.split_ascii_whitespace();
-    let state = fields.next()?.bytes().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgid = fields.next()?.parse().ok()?;
-    let sid = fields.next()?.parse().ok()?;
-    // Fields 7..=13 lie between the session (field 6) and utime (14), stime (15); fields
-    // 16..=21 between those and starttime (22); vsize (23), then rss (24).
-    let utime: u64 = fields.nth(7)?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    let start_ticks = fields.nth(6)?.parse().ok()?;
-    let rss_pages = fields.nth(1).and_then(|f| f.parse().ok()).unwrap_or(0);
-    Some(ProcStat {
-        pid,
-        ppid,
-        pgid,
-        sid,
-        state,
-        start_ticks,
-        cpu_ticks: utime + stime,
-        rss_pages,
-    })
+    StatFields::split(text)?.to_stat()
 }
 
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
@@ -124,14 +176,12 @@ fn slices(schedstat: &str) -> u64 {
 /// Pure part of [`activity`]. A kernel without schedstat gives 0 slices: the other counters
 /// still move.
 pub fn parse_activity(stat: &str, schedstat: &str) -> Option<Activity> {
-    let close = stat.rfind(')')?;
-    let fields: Vec<&str> = stat.get(close + 1..)?.split_ascii_whitespace().collect();
+    let fields = StatFields::split(stat)?;
     // A zombie is no longer part of a live tree: its reading says "changed".
-    if matches!(fields.first(), Some(&("Z" | "X"))) {
+    if matches!(fields.state()?, b'Z' | b'X') {
         return None;
     }
-    // After the name: state is field 3 of proc(5), so field N is at index N - 3.
-    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    let field = |n: usize| fields.number::<u64>(n);
     Some(Activity {
         start_ticks: field(22)?,
         minor_faults: field(10)?,
@@ -394,15 +444,7 @@ mod tests {
     }
 
     fn stat(pid: i32, ppid: i32) -> ProcStat {
-        ProcStat {
-            pid,
-            ppid,
-            pgid: pid,
-            sid: pid,
-            state: b'S',
-            start_ticks: 0,
-            ..ProcStat::default()
-        }
+        ProcStat::leader(pid, ppid)
     }
 
     #[test]

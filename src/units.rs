@@ -1,4 +1,5 @@
-//! Durations (`500ms`, `2s`, `5m`) and sizes (`64K`, `1G`) as people type them.
+//! Durations (`500ms`, `2s`, `5m`) and sizes (`64K`, `1G`) as people type them, and every
+//! way tether shows them: the one home of both.
 
 use std::time::Duration;
 
@@ -123,9 +124,61 @@ pub fn format_size(bytes: u64) -> String {
     }
 }
 
+/// `300ms`, `2s`, `2.5s`, `1m05s`: a delay between two signals.
+pub fn short_duration(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 if ms % 1000 < 50 => format!("{}s", ms / 1000),
+        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+    }
+}
+
+/// `100ms`, `1s`, `5m`, `1h`: a step as the status bar names it.
+pub fn step_label(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{}s", ms / 1_000),
+        60_000..3_600_000 => format!("{}m", ms / 60_000),
+        _ => format!("{}h", ms / 3_600_000),
+    }
+}
+
+/// `12.3M`, `512K`: resident memory in a narrow column.
+pub fn compact_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["K", "M", "G", "T"];
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value >= 100.0 {
+        format!("{value:.0}{}", UNITS[unit])
+    } else {
+        format!("{value:.1}{}", UNITS[unit])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delays_read_as_people_write_them() {
+        assert_eq!(short_duration(300), "300ms");
+        assert_eq!(short_duration(2_003), "2s");
+        assert_eq!(short_duration(2_500), "2.5s");
+        assert_eq!(short_duration(65_000), "1m05s");
+    }
+
+    #[test]
+    fn labels() {
+        assert_eq!(compact_bytes(1536 * 1024), "1.5M");
+        assert_eq!(compact_bytes(300 << 20), "300M");
+        assert_eq!(step_label(250), "250ms");
+        assert_eq!(step_label(300_000), "5m");
+    }
 
     #[test]
     fn durations() {

@@ -51,9 +51,10 @@ fn a_broker_killed_by_its_command_leaves_nothing_behind() {
     );
     assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
     let stderr = run.stderr_text();
-    // sh and the escapee at least; `sleep 90` too if sh got to start it.
+    // The escapee at least: sh dies of its death signal with the broker, often before the
+    // front end gets to it (then it is not counted), and `sleep 90` may not have started.
     let cleaned = cleaned_up(&stderr);
-    assert!(cleaned >= 2, "{stderr}");
+    assert!(cleaned >= 1, "{stderr}");
     assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
     env.finish();
 }

@@ -390,15 +390,18 @@ fn garbage_a_100_mb_line_and_a_stuck_subscriber_block_nothing() {
 fn ps_kill_signal_and_unknown_targets() {
     let env = TestEnv::new("control_ps");
     let runtime = runtime_dir(&env);
+    // A long-lived child for `--pid` (a background job ignores INT), beside the short
+    // sleeps of the loop, which come and go too fast to be named.
+    let child_pid = env.path("child.pid");
+    let script = format!(
+        "trap 'echo got INT' INT; sleep 1000 & echo $! > {}; echo ready; while :; do sleep 0.05; done",
+        child_pid.display()
+    );
     let running = spawn_exec(
         &env,
         &runtime,
         &["--name", "looper"],
-        &[
-            "sh",
-            "-c",
-            "trap 'echo got INT' INT; echo ready; while :; do sleep 0.05; done",
-        ],
+        &["sh", "-c", &script],
     );
     let dir = env.wait_command_dir();
     wait_for_text(&env, &dir.join("stdout.log"), "ready");
@@ -453,7 +456,11 @@ fn ps_kill_signal_and_unknown_targets() {
     wait_for_text(&env, &dir.join("stdout.log"), "got INT");
 
     // --pid: any process of the tree names the command.
-    let sleeper = wait_for_child_of(&env, spawned_pid(&events));
+    let sleeper: i32 = fs::read_to_string(&child_pid)
+        .expect("the child's pid, written before `ready`")
+        .trim()
+        .parse()
+        .expect("a pid");
     let killed = tether(&env, &runtime, &["kill", "--pid", &sleeper.to_string()]);
     assert_eq!(killed.status.code(), Some(0), "{killed:?}");
     assert!(
@@ -482,19 +489,6 @@ fn wait_named_dir(env: &TestEnv, name: &str) -> PathBuf {
     };
     wait_until(env, name, || find().is_some());
     find().expect("found")
-}
-
-/// A child of `parent`, once there is one.
-fn wait_for_child_of(env: &TestEnv, parent: i32) -> i32 {
-    let mut found = None;
-    wait_until(env, "a child of the command", || {
-        found = tether::procfs::all_processes()
-            .iter()
-            .find(|p| p.ppid == parent && !p.is_zombie())
-            .map(|p| p.pid);
-        found.is_some()
-    });
-    found.expect("found")
 }
 
 #[test]

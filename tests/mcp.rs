@@ -11,9 +11,11 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+use common::journal::{events_now, leftovers_stopped};
 use common::procs::wait_gone;
 use common::{DEADLINE, TAG_VAR, TestEnv};
 use serde_json::{Value, json};
+use tether::protocol::LeftoversEnd;
 
 /// An MCP client on the server's stdin and stdout.
 struct Client {
@@ -26,6 +28,8 @@ struct Client {
     transcript: String,
     /// False while a run of like exchanges goes unrecorded (the 160 pages of 10 MiB).
     recording: bool,
+    /// Messages read while waiting for a response (notifications, progress).
+    seen: Vec<Value>,
 }
 
 /// A transcript line of at most this many characters; the middle of a longer one is elided.
@@ -53,8 +57,16 @@ fn abridged(line: &str) -> String {
 
 impl Client {
     fn start(env: &TestEnv) -> Client {
-        let mut child = env
-            .tether(&["mcp"])
+        Client::start_in(env, None)
+    }
+
+    /// A server in `session` (`$TETHER_SESSION`), or a new session of its own.
+    fn start_in(env: &TestEnv, session: Option<&str>) -> Client {
+        let mut command = env.tether(&["mcp"]);
+        if let Some(session) = session {
+            command.env("TETHER_SESSION", session);
+        }
+        let mut child = command
             .env(TAG_VAR, &env.tag)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -79,6 +91,7 @@ impl Client {
             inline_meta: None,
             transcript: String::new(),
             recording: true,
+            seen: Vec::new(),
         }
     }
 
@@ -99,13 +112,24 @@ impl Client {
 
     /// Sends a request and returns its response, notifications before it kept in the
     /// transcript.
-    fn request(&mut self, method: &str, mut params: Value) -> Value {
-        if let Some(version) = self.inline_meta {
-            params["_meta"] = json!({
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let version = self.inline_meta;
+        self.request_as(method, params, version)
+    }
+
+    /// [`Self::request`], naming `version` in the request's own `_meta` (2026-07-28 style)
+    /// whatever the session's era.
+    fn request_as(&mut self, method: &str, mut params: Value, version: Option<&str>) -> Value {
+        if let Some(version) = version {
+            let meta = json!({
                 "io.modelcontextprotocol/protocolVersion": version,
                 "io.modelcontextprotocol/clientInfo": {"name": "tether-test", "version": "1"},
                 "io.modelcontextprotocol/clientCapabilities": {},
             });
+            match params["_meta"].as_object_mut() {
+                Some(given) => given.extend(meta.as_object().cloned().unwrap_or_default()),
+                None => params["_meta"] = meta,
+            }
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -128,9 +152,10 @@ impl Client {
             }
             let message: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC: {e}: {line}"));
-            if message.get("id") == Some(&id) {
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
                 return message;
             }
+            self.seen.push(message);
         }
     }
 
@@ -269,10 +294,56 @@ fn exercise(env: &TestEnv, client: &mut Client) {
         invalid.get("error").is_some() || invalid["result"]["isError"] == json!(true),
         "{invalid}"
     );
+    // A line that is not JSON, and one over the 4 MiB limit: JSON-RPC errors, id null.
     client.send_raw("{this is not json");
+    let parse = client.response(Value::Null);
+    assert_eq!(parse["error"]["code"], json!(-32700), "{parse}");
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"tools/list\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(5 << 20)
+    );
+    client.send_raw(&huge);
+    let oversized = client.response(Value::Null);
+    assert_eq!(oversized["error"]["code"], json!(-32600), "{oversized}");
+    assert!(
+        oversized["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("4 MiB")),
+        "{oversized}"
+    );
     // (2026-07-28 has no `ping`: any request shows the server still serves.)
     let again = client.request("tools/list", json!({}));
     assert!(again.get("result").is_some(), "still serving: {again}");
+
+    // Progress while `run` waits, for a client that asked with a token.
+    client.seen.clear();
+    let response = client.request(
+        "tools/call",
+        json!({
+            "name": "run",
+            "arguments": {"command": "sleep 3", "wait_ms": 10000},
+            "_meta": {"progressToken": "waiting-for-sleep"},
+        }),
+    );
+    assert_eq!(
+        response["result"]["structuredContent"]["state"],
+        json!("finished"),
+        "{response}"
+    );
+    let progress: Vec<&Value> = client
+        .seen
+        .iter()
+        .filter(|m| m["method"] == json!("notifications/progress"))
+        .collect();
+    assert!(!progress.is_empty(), "no progress in {:?}", client.seen);
+    for note in &progress {
+        assert_eq!(note["params"]["progressToken"], json!("waiting-for-sleep"));
+        assert_eq!(note["params"]["total"], json!(10000.0), "{note}");
+        assert!(
+            note["params"]["progress"].as_f64() < Some(10000.0),
+            "{note}"
+        );
+    }
 
     // A command that outlives its wait is left running, and can be waited on again.
     let long = client.ok(
@@ -351,10 +422,10 @@ fn exercise(env: &TestEnv, client: &mut Client) {
 
     let listed = client.ok("list", json!({}));
     let commands = listed["commands"].as_array().expect("commands");
-    assert_eq!(commands.len(), 5, "{listed}");
+    assert_eq!(commands.len(), 6, "{listed}");
     assert_eq!(commands[0]["exit_code"], json!(3));
-    assert!(commands[2]["cpu_ms"].is_u64(), "{listed}");
-    assert_eq!(commands[4]["state"], json!("running"));
+    assert!(commands[3]["cpu_ms"].is_u64(), "{listed}");
+    assert_eq!(commands[5]["state"], json!("running"));
 }
 
 fn session(era: &'static str) {
@@ -395,8 +466,29 @@ fn discovery_2026_07_28() {
     session("2026-07-28");
 }
 
+/// The error a request for an unsupported revision gets: -32022, naming what is served.
+fn assert_unsupported(response: &Value, requested: &str) {
+    let error = &response["error"];
+    assert_eq!(error["code"], json!(-32022), "{response}");
+    assert_eq!(error["data"]["requested"], json!(requested), "{response}");
+    let message = error["message"].as_str().unwrap_or("");
+    for served in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        assert!(
+            error["data"]["supported"]
+                .as_array()
+                .is_some_and(|s| s.contains(&json!(served))),
+            "{response}"
+        );
+        assert!(message.contains(served), "{response}");
+    }
+}
+
+/// `initialize` naming a revision this server does not know is answered with the newest
+/// one it serves by handshake (2025-06-18 and 2025-11-25: "the server MUST respond with
+/// another protocol version it supports"); the session then works, and a call still
+/// waiting when the client goes ends with the server, its command too.
 #[test]
-fn unknown_protocol_version_and_departure_mid_call() {
+fn unknown_version_at_initialize_and_departure_mid_call() {
     let env = TestEnv::new("mcp-bad");
     let mut client = Client::start(&env);
     let response = client.request(
@@ -407,23 +499,205 @@ fn unknown_protocol_version_and_departure_mid_call() {
             "clientInfo": {"name": "tether-test", "version": "1"},
         }),
     );
-    // Either refused, or answered with a revision this server serves.
-    let served = ["2025-06-18", "2025-11-25"];
-    assert!(
-        response.get("error").is_some()
-            || served.contains(&response["result"]["protocolVersion"].as_str().unwrap_or("")),
+    assert_eq!(
+        response["result"]["protocolVersion"],
+        json!("2025-11-25"),
         "{response}"
     );
-    if response.get("error").is_none() {
-        client.notify("notifications/initialized", json!({}));
-        // A call still waiting when the client goes: the server ends, its command too.
-        let line = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
-            "params": {"name": "run", "arguments": {"command": "sleep 300", "wait_ms": 60000}}});
-        client.send_raw(&line.to_string());
-        common::wait_until(&env, "the command's journal", || {
-            env.command_dirs().len() == 1
-        });
+    client.notify("notifications/initialized", json!({}));
+    let listed = client.request("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    let line = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "run", "arguments": {"command": "sleep 300", "wait_ms": 60000}}});
+    client.send_raw(&line.to_string());
+    common::wait_until(&env, "the command's journal", || {
+        env.command_dirs().len() == 1
+    });
+    client.close();
+    env.finish();
+}
+
+/// 2026-07-28: every request names its revision; one this server does not serve is
+/// refused (-32022) with the ones it does, before the first valid request and after, and
+/// the session goes on.
+#[test]
+fn unknown_version_in_discovery_era() {
+    let env = TestEnv::new("mcp-bad-2026");
+    let mut client = Client::start(&env);
+    let first = client.request_as("tools/list", json!({}), Some("2099-01-01"));
+    assert_unsupported(&first, "2099-01-01");
+    discover(&mut client);
+    let later = client.request_as("tools/list", json!({}), Some("2030-02-02"));
+    assert_unsupported(&later, "2030-02-02");
+    let fine = client.request("tools/list", json!({}));
+    assert!(fine["result"]["tools"].is_array(), "{fine}");
+    client.close();
+    env.finish();
+}
+
+/// The pids in a result's `left_running`.
+fn left_running(result: &Value) -> Vec<i32> {
+    result["left_running"]
+        .as_array()
+        .map(|pids| {
+            pids.iter()
+                .filter_map(|p| p.as_i64())
+                .map(|p| p as i32)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn alive(pid: i32) -> bool {
+    wait_gone(&[pid], Duration::ZERO).contains(&pid)
+}
+
+/// What a command leaves running (`&`) is kept, as a shell would keep it, with this server
+/// as its custodian: `run` returns once the main process has exited, `list` shows what was
+/// left, `signal stop` ends it through the broker's socket, and the rest is stopped when
+/// the server exits (its client gone), the journal naming the server's exit as the reason.
+#[test]
+fn what_a_command_leaves_running_is_kept_until_the_server_exits() {
+    let env = TestEnv::new("mcp-custody");
+    let mut client = Client::start(&env);
+    handshake(&mut client, "2025-11-25");
+    let asked = Instant::now();
+    let kept = client.ok(
+        "run",
+        json!({"command": "sleep 300 & echo started", "wait_ms": 30000}),
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "run waited for the leftover"
+    );
+    assert_eq!(kept["state"], json!("left_running"), "{kept}");
+    assert_eq!(kept["still_running"], json!(false), "{kept}");
+    assert_eq!(kept["exit_code"], json!(0), "{kept}");
+    assert_eq!(kept["stdout_tail"], json!("started\n"), "{kept}");
+    let leftover = left_running(&kept);
+    assert_eq!(leftover.len(), 1, "{kept}");
+    assert!(alive(leftover[0]));
+
+    let other = client.ok("run", json!({"command": "sleep 300 & echo two"}));
+    let other_leftover = left_running(&other);
+    assert_eq!(other_leftover.len(), 1, "{other}");
+
+    let listed = client.ok("list", json!({}));
+    let commands = listed["commands"].as_array().expect("commands");
+    assert_eq!(commands.len(), 2, "{listed}");
+    assert_eq!(commands[0]["state"], json!("left_running"), "{listed}");
+    assert_eq!(left_running(&commands[0]), leftover, "{listed}");
+
+    let stopped = client.ok("signal", json!({"id": other["id"], "signal": "stop"}));
+    assert_eq!(stopped["confirmed"], json!(true), "{stopped}");
+    assert_eq!(stopped["state"], json!("finished"), "{stopped}");
+    assert_eq!(stopped["sent"][0]["signal"], json!("TERM"), "{stopped}");
+    assert!(wait_gone(&other_leftover, Duration::from_secs(5)).is_empty());
+    assert!(alive(leftover[0]), "only the one signalled was stopped");
+
+    let server = client.child.id() as i32;
+    client.close();
+    assert!(
+        wait_gone(&leftover, Duration::from_secs(10)).is_empty(),
+        "the leftover outlived the server"
+    );
+    let journal = std::path::PathBuf::from(kept["journal"].as_str().expect("journal"));
+    common::wait_until(&env, "the kept command's result", || {
+        journal.join("result.json").exists()
+    });
+    assert_eq!(
+        leftovers_stopped(&events_now(&journal)),
+        Some((LeftoversEnd::CallerExited, Some(server)))
+    );
+    env.finish();
+}
+
+/// A session shared through `$TETHER_SESSION` with other front ends (here two `tether
+/// exec`): `list` shows their commands too, `output` reads them from their journals, and
+/// `signal` reaches them through their brokers' control sockets.
+#[test]
+fn a_shared_session_reaches_every_command() {
+    let env = TestEnv::new("mcp-shared");
+    let session = "shared-1";
+    let exec = |script: &str| {
+        let mut command = env.exec_command(&[], &["sh", "-c", script]);
+        command.env("TETHER_SESSION", session);
+        env.spawn_captured(command)
+    };
+    let first = exec("echo from-exec; sleep 300");
+    common::wait_until(&env, "the first exec's output", || {
+        env.command_dirs().len() == 1
+            && std::fs::read(env.command_dirs()[0].join("stdout.log"))
+                .is_ok_and(|out| out == b"from-exec\n")
+    });
+    let second = exec("echo second; sleep 300");
+    common::wait_until(&env, "the second exec's output", || {
+        env.command_dirs()
+            .iter()
+            .any(|dir| std::fs::read(dir.join("stdout.log")).is_ok_and(|out| out == b"second\n"))
+    });
+    let mut client = Client::start_in(&env, Some(session));
+    handshake(&mut client, "2025-11-25");
+    let mine = client.ok("run", json!({"command": "echo mine"}));
+    assert_eq!(mine["state"], json!("finished"), "{mine}");
+
+    let listed = client.ok("list", json!({}));
+    assert_eq!(listed["session"], json!(session));
+    let commands = listed["commands"].as_array().expect("commands").clone();
+    assert_eq!(commands.len(), 3, "{listed}");
+    let by_command = |text: &str| {
+        commands
+            .iter()
+            .find(|c| c["command"].as_str().is_some_and(|c| c.contains(text)))
+            .cloned()
+            .unwrap_or_else(|| panic!("no command with {text} in {listed}"))
+    };
+    let (theirs, seconds, ours) = (
+        by_command("from-exec"),
+        by_command("second"),
+        by_command("echo mine"),
+    );
+    assert_eq!(theirs["state"], json!("running"), "{theirs}");
+    assert_eq!(theirs["started_here"], json!(false));
+    assert_eq!(ours["started_here"], json!(true));
+
+    let page = client.ok("output", json!({"id": theirs["id"]}));
+    assert_eq!(page["text"], json!("from-exec\n"), "{page}");
+    assert_eq!(page["state"], json!("running"), "{page}");
+
+    let termed = client.ok("signal", json!({"id": theirs["id"], "signal": "TERM"}));
+    assert_eq!(termed["confirmed"], json!(true), "{termed}");
+    assert_eq!(termed["sent"][0]["signal"], json!("TERM"), "{termed}");
+    assert!(
+        termed["sent"][0]["processes"].as_u64() >= Some(1),
+        "{termed}"
+    );
+    first.wait(&env);
+
+    let stopped = client.ok("signal", json!({"id": seconds["id"], "signal": "stop"}));
+    assert_eq!(stopped["confirmed"], json!(true), "{stopped}");
+    assert_eq!(stopped["state"], json!("finished"), "{stopped}");
+    second.wait(&env);
+
+    let listed = client.ok("list", json!({}));
+    for command in listed["commands"].as_array().expect("commands") {
+        assert_eq!(command["state"], json!("finished"), "{listed}");
     }
+    // Another session's commands stay out of reach.
+    let elsewhere = env.exec(&[], &["true"]);
+    assert_eq!(elsewhere.code(), 0);
+    let other = env
+        .command_dirs()
+        .into_iter()
+        .find(|dir| !dir.starts_with(env.state_dir().join("sessions").join(session)))
+        .expect("the other session's command");
+    let id = other
+        .file_name()
+        .expect("a name")
+        .to_string_lossy()
+        .into_owned();
+    let refused = client.tool_error("output", json!({"id": id}));
+    assert!(refused.contains("another session"), "{refused}");
     client.close();
     env.finish();
 }

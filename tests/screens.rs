@@ -15,7 +15,7 @@ use tether::app::view::{
 use tether::config::CommandConfig;
 use tether::model::output::render_line;
 use tether::model::screen::{FullScreenSigns, ReplayStart, ScreenEmulator};
-use tether::model::{CommandState, Model};
+use tether::model::{CommandState, Mode, Model};
 use tether::protocol::{
     CommandSpec, ContainmentMode, Event, EventKind, ExitStatus, Origin, Scope, Stream,
 };
@@ -225,9 +225,7 @@ fn model() -> Model {
         session_dir: "/nonexistent".into(),
         started_ms: T0,
         commands: vec![build, runaway, silent, missing],
-        recorded: false,
-        controllable: false,
-        recording: None,
+        mode: Mode::Live,
     }
 }
 
@@ -545,7 +543,7 @@ fn rows_with<'s>(screen: &'s str, needle: &str) -> Vec<&'s str> {
 #[test]
 fn a_read_only_session_offers_only_the_keys_that_apply() {
     let mut model = model();
-    model.recorded = true;
+    model.mode = Mode::Recorded(None);
     let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
     let status = screen.lines().last().unwrap();
     for refused in [
@@ -609,8 +607,7 @@ fn model_live() -> Model {
 #[test]
 fn a_watch_offers_signals_and_dismiss_but_no_launch() {
     let mut model = model();
-    model.recorded = true;
-    model.controllable = true;
+    model.mode = Mode::Watched;
     let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
     let status = screen.lines().last().unwrap();
     assert!(
@@ -784,8 +781,7 @@ fn the_list_with_every_column_at_80_columns() {
 #[test]
 fn folded_session_headers_and_the_failed_filter() {
     let mut model = model_with_costs();
-    model.recorded = true;
-    model.controllable = true;
+    model.mode = Mode::Watched;
     let sessions = ["20260101-0900-aaaa", "20260101-0930-bbbb"];
     for (i, command) in model.commands.iter_mut().enumerate() {
         let session = sessions[usize::from(i >= 2)];
@@ -848,8 +844,7 @@ fn the_kill_question_offers_no_enter() {
 fn an_empty_watch_does_not_offer_to_launch() {
     let mut model = model();
     model.commands.clear();
-    model.recorded = true;
-    model.controllable = true;
+    model.mode = Mode::Watched;
     let screen = draw_with(
         120,
         36,

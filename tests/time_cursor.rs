@@ -14,7 +14,7 @@ use tether::app::action::Action;
 use tether::journal::SessionRecord;
 use tether::model::recording::Recording;
 use tether::model::replay::{frozen_at, model_from_session};
-use tether::model::{Model, Status};
+use tether::model::{Mode, Model, Status};
 use tether::protocol::{Event, EventKind, Stream};
 
 /// The session's start: 2026-01-02T03:04:05Z.
@@ -31,7 +31,7 @@ fn fixture() -> PathBuf {
 fn open(dir: &Path) -> Model {
     let record = SessionRecord::load(dir).expect("the fixture loads");
     let mut model = model_from_session(&record);
-    model.recording = Some(Recording::from_session(record));
+    model.mode = Mode::Recorded(Some(Box::new(Recording::from_session(record))));
     model
 }
 

@@ -108,6 +108,8 @@ impl App {
 pub(super) mod tests {
     use std::io::Write;
 
+    use crate::model::Mode;
+
     use ratatui::layout::Rect;
 
     use super::*;
@@ -142,9 +144,7 @@ pub(super) mod tests {
             session_dir: dir.to_path_buf(),
             started_ms: 0,
             commands: vec![command],
-            recorded: false,
-            controllable: false,
-            recording: None,
+            mode: Mode::Live,
         });
         app.clipboard.dir = dir.join("clip");
         app.view.focus = Pane::Stdout;

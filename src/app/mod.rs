@@ -1,17 +1,20 @@
 //! The TUI's state machine: the model, the view state, and what is read from disk for the
-//! next frame. `run` drives it from one event loop.
+//! next frame. `run` starts it, `event_loop` drives it, `runner` carries out its effects.
 
 pub mod action;
 mod copy;
+mod event_loop;
 mod input_batch;
 pub mod keymap;
 pub mod layout;
 pub mod list;
 mod past;
 mod run;
+mod runner;
 mod screen;
 mod search;
 mod streams;
+mod terminal_guard;
 pub mod terminal_keys;
 pub mod update;
 pub mod view;
@@ -409,7 +412,7 @@ impl App {
         };
         let group = command.pid;
         // A live command is sampled, whoever started it; a post-mortem shows what was recorded.
-        let sampled = command.status.is_active() && (!model.recorded || model.controllable);
+        let sampled = command.status.is_active() && !model.mode.is_finished();
         if !sampled {
             let entries = if command.status.is_active() {
                 &command.tree

@@ -15,7 +15,8 @@ impl App {
     /// Follows the time cursor: the model at its moment and the frame's cursor content, or
     /// neither when it is off. `end_ms` is where the recording ends. Returns the moment.
     pub(super) fn prepare_cursor(&mut self, end_ms: u64) -> Option<u64> {
-        let (Some(at), Some(recording)) = (self.view.time.at_ms, &self.model.recording) else {
+        let (Some(at), Some(recording)) = (self.view.time.at_ms, self.model.mode.recording())
+        else {
             self.past = None;
             self.content.cursor = None;
             self.cursor_for = None;
@@ -27,9 +28,7 @@ impl App {
                 session_dir: self.model.session_dir.clone(),
                 started_ms: self.model.started_ms,
                 commands: recording.commands_at(at),
-                recorded: self.model.recorded,
-                controllable: self.model.controllable,
-                recording: None,
+                mode: self.model.mode.without_recording(),
             };
             self.past = Some((at, model));
         }

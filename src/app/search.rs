@@ -147,6 +147,7 @@ pub(super) fn left_to_show(left: usize, cols: usize, start: usize, end: usize) -
 mod tests {
     use super::*;
     use crate::config::CommandConfig;
+    use crate::model::Mode;
     use crate::model::{CommandState, Model};
     use crate::protocol::{CommandSpec, Event, EventKind};
     use ratatui::layout::Rect;
@@ -179,9 +180,7 @@ mod tests {
             session_dir: "/nonexistent".into(),
             started_ms: 0,
             commands,
-            recorded: true,
-            controllable: false,
-            recording: None,
+            mode: Mode::Recorded(None),
         })
     }
 

@@ -2,12 +2,13 @@
 //! command before it runs, read for its members, figures and `populated`, killed whole with
 //! `cgroup.kill`, removed when empty.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::file::{self, open_dir};
 use super::name::{self, PREFIX};
 use super::{CgroupError, Hierarchy};
 
@@ -82,16 +83,8 @@ fn members_below(dir: &OwnedFd, depth: usize, members: &mut Vec<i32>) {
     if depth > MAX_NESTING {
         return;
     }
-    if let Ok(procs) = rustix::fs::openat(
-        dir,
-        "cgroup.procs",
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        let mut text = String::new();
-        if std::fs::File::from(procs).read_to_string(&mut text).is_ok() {
-            members.extend(parse_procs(&text));
-        }
+    if let Ok(text) = file::read(dir, "cgroup.procs") {
+        members.extend(parse_procs(&text));
     }
     for child in sub_cgroups(dir) {
         members_below(&child, depth + 1, members);
@@ -109,15 +102,6 @@ pub(super) fn remove_below(dir: &OwnedFd, depth: usize) {
         }
         let _ = rustix::fs::unlinkat(dir, name.as_str(), AtFlags::REMOVEDIR);
     }
-}
-
-fn open_dir(parent: impl AsFd, name: &str) -> io::Result<OwnedFd> {
-    Ok(rustix::fs::openat(
-        parent,
-        name,
-        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?)
 }
 
 /// A directory that is ours: a link was refused by `O_NOFOLLOW`; another user's is refused
@@ -197,12 +181,8 @@ impl CommandCgroup {
         let parent_path = path
             .parent()
             .ok_or_else(|| CgroupError::NotACommandCgroup(path.to_path_buf()))?;
-        let parent = rustix::fs::open(
-            parent_path,
-            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|err| CgroupError::io(parent_path, err.into()))?;
+        let parent =
+            file::open_path_dir(parent_path).map_err(|err| CgroupError::io(parent_path, err))?;
         let dir = open_dir(&parent, name).map_err(|err| CgroupError::io(path, err))?;
         check_owner(&dir, path)?;
         // The path comes from a journal or a name worked out from a pid: it must be a
@@ -226,33 +206,19 @@ impl CommandCgroup {
         &self.path
     }
 
-    fn open_file(&self, file: &str, flags: OFlags) -> io::Result<std::fs::File> {
-        let fd = rustix::fs::openat(
-            &self.dir,
-            file,
-            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        Ok(std::fs::File::from(fd))
+    fn read(&self, name: &str) -> io::Result<String> {
+        file::read(&self.dir, name)
     }
 
-    fn read(&self, file: &str) -> io::Result<String> {
-        let mut text = String::new();
-        self.open_file(file, OFlags::RDONLY)?
-            .read_to_string(&mut text)?;
-        Ok(text)
-    }
-
-    fn write(&self, file: &str, value: &str) -> io::Result<()> {
-        self.open_file(file, OFlags::WRONLY | OFlags::TRUNC)?
-            .write_all(value.as_bytes())
+    fn write(&self, name: &str, value: &str) -> io::Result<()> {
+        file::write(&self.dir, name, value)
     }
 
     /// `cgroup.procs` open for writing, close-on-exec: where the command cannot be started in
     /// its cgroup (no clone3), it writes `0` to it before it execs (an async-signal-safe
     /// `write`), which moves it in before it can fork.
     pub fn procs_for_child(&self) -> io::Result<OwnedFd> {
-        Ok(self.open_file("cgroup.procs", OFlags::WRONLY)?.into())
+        Ok(file::open(&self.dir, "cgroup.procs", OFlags::WRONLY)?.into())
     }
 
     /// The cgroup's directory, which `clone3(CLONE_INTO_CGROUP)` starts a child in.

@@ -9,7 +9,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{Access, Mode, OFlags};
+use rustix::fs::Access;
 
 use super::Unavailable;
 
@@ -136,12 +136,7 @@ impl Hierarchy {
             path: dir.to_path_buf(),
             reason,
         };
-        let fd = rustix::fs::open(
-            dir,
-            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|err| not_writable(err.to_string()))?;
+        let fd = super::file::open_path_dir(dir).map_err(|err| not_writable(err.to_string()))?;
         // Delegation: creating a child takes write access to the directory; moving a
         // process into it takes write access to the common ancestor's `cgroup.procs`.
         rustix::fs::accessat(

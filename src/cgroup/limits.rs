@@ -7,13 +7,10 @@
 //! kernel refuses (`EBUSY`) when the parent is not the root and holds processes itself (the
 //! "no internal processes" rule).
 
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-
-use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::CommandCgroup;
+use super::file;
 
 /// The limits asked for one command; `None`: no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,28 +43,6 @@ impl Limits {
 /// Why a limit was not applied, one sentence that names the limit and what to do.
 pub type LimitProblem = String;
 
-fn read_at(dir: &OwnedFd, file: &str) -> std::io::Result<String> {
-    let fd = rustix::fs::openat(
-        dir,
-        file,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let mut text = String::new();
-    std::fs::File::from(fd).read_to_string(&mut text)?;
-    Ok(text)
-}
-
-fn write_at(dir: &OwnedFd, file: &str, value: &str) -> std::io::Result<()> {
-    let fd = rustix::fs::openat(
-        dir,
-        file,
-        OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    std::fs::File::from(fd).write_all(value.as_bytes())
-}
-
 fn listed(text: &str, controller: &str) -> bool {
     text.split_ascii_whitespace().any(|c| c == controller)
 }
@@ -76,7 +51,7 @@ fn listed(text: &str, controller: &str) -> bool {
 /// limits that could not be applied, with why; an empty list when all were.
 pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
     let parent = cgroup.parent();
-    let available = read_at(parent, "cgroup.controllers").unwrap_or_default();
+    let available = file::read(parent, "cgroup.controllers").unwrap_or_default();
     let mut problems = Vec::new();
     for (limit, controller, file, value) in limits.asked() {
         if !listed(&available, controller) {
@@ -86,9 +61,10 @@ pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
             ));
             continue;
         }
-        let enabled = read_at(parent, "cgroup.subtree_control").unwrap_or_default();
+        let enabled = file::read(parent, "cgroup.subtree_control").unwrap_or_default();
         if !listed(&enabled, controller) {
-            if let Err(err) = write_at(parent, "cgroup.subtree_control", &format!("+{controller}"))
+            if let Err(err) =
+                file::write(parent, "cgroup.subtree_control", &format!("+{controller}"))
             {
                 let why = if err.raw_os_error() == Some(libc::EBUSY) {
                     " (the parent cgroup holds processes itself; a delegated subtree must keep them in a leaf)".to_string()

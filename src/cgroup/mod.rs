@@ -9,6 +9,7 @@
 //! directory of their own ([`Hierarchy::at`]).
 
 mod command;
+mod file;
 mod hierarchy;
 pub mod limits;
 pub mod name;

@@ -2,9 +2,10 @@
 //! broker (pid and start time) no longer runs. A cgroup whose broker lives is never touched,
 //! nor one that still holds a process (the front end's cleanup stops those).
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::AtFlags;
 
 use super::command::parse_populated;
+use super::file;
 use super::{Hierarchy, name};
 
 /// What is known of one directory in the hierarchy, for [`is_stale`].
@@ -43,24 +44,13 @@ pub fn remove_stale(hierarchy: &Hierarchy) -> usize {
         if name::owner(dir_name).is_none() {
             continue;
         }
-        let Ok(dir) = rustix::fs::openat(
-            hierarchy.dir(),
-            dir_name,
-            OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) else {
+        let Ok(dir) = file::open_dir(hierarchy.dir(), dir_name) else {
             continue;
         };
         let ours = rustix::fs::fstat(&dir).is_ok_and(|s| s.st_uid == me);
-        let populated = rustix::fs::openat(
-            &dir,
-            "cgroup.events",
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()
-        .and_then(|fd| std::io::read_to_string(std::fs::File::from(fd)).ok())
-        .and_then(|text| parse_populated(&text));
+        let populated = file::read(&dir, "cgroup.events")
+            .ok()
+            .and_then(|text| parse_populated(&text));
         let candidate = Candidate {
             name: dir_name,
             ours,

@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::OFlags;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
@@ -21,11 +21,9 @@ pub struct EventsWatch {
 impl EventsWatch {
     /// Watches `<cgroup>/cgroup.events`; needs a tokio runtime.
     pub fn new(cgroup: &Path) -> io::Result<EventsWatch> {
-        let fd = rustix::fs::open(
-            cgroup.join("cgroup.events"),
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-            Mode::empty(),
-        )?;
+        let events = cgroup.join("cgroup.events");
+        let fd: OwnedFd =
+            super::file::open(rustix::fs::CWD, &events, OFlags::RDONLY | OFlags::NONBLOCK)?.into();
         // kernfs signals a change since the file was last read: read it once now, so that
         // only changes from here on count.
         read_through(&fd)?;

@@ -11,13 +11,15 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 use super::client::{ControlClient, ControlError};
 use super::discover::{LiveCommand, live_commands};
-use super::fallback::{self, STOP_SLACK};
-use super::report::{StopReport, short_duration};
+use super::fallback;
+use super::report::StopReport;
 use super::target::{Target, no_match};
 use crate::journal::{CommandRecord, state_dir};
 use crate::model::command::exit_label;
 use crate::model::output::one_line;
 use crate::sampler::Sampler;
+use crate::supervisor::intervals::REMOTE_STOP_WAIT;
+use crate::units::short_duration;
 
 /// How long `ps` measures CPU use over.
 const CPU_WINDOW: Duration = Duration::from_millis(250);
@@ -152,9 +154,9 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
             r.broker_pid,
             r.pid.map_or_else(|| "-".into(), |p| p.to_string()),
             r.state,
-            crate::ui::format::duration_ms(r.runtime_ms),
+            crate::units::duration_ms(r.runtime_ms),
             r.cpu_percent,
-            crate::ui::format::compact_bytes(r.rss_bytes),
+            crate::units::compact_bytes(r.rss_bytes),
             r.processes,
             r.containment.unwrap_or("-"),
             if r.controllable {
@@ -317,7 +319,7 @@ async fn through_socket(
 /// Failing before the broker took the stop, it is [`Attempt::Unreachable`].
 async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Result<String, Attempt> {
     let started = Instant::now();
-    let deadline = started + Duration::from_millis(command.grace_ms) + STOP_SLACK;
+    let deadline = started + Duration::from_millis(command.grace_ms) + REMOTE_STOP_WAIT;
     let answered = timeout(ANSWER_WAIT, async {
         client.subscribe().await?;
         client.stop().await

@@ -13,10 +13,12 @@ use super::socket_dir;
 use crate::config::CommandConfig;
 use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular, read_regular};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
-use crate::journal::{list_sessions, sessions_dir};
+use crate::journal::{command_dirs, list_sessions, sessions_dir};
 use crate::model::command::{CommandState, Status};
 use crate::procfs;
-use crate::protocol::{BrokerIdentity, CommandFile, ContainmentMode, Event, EventKind};
+use crate::protocol::{
+    BrokerIdentity, CommandFile, ContainmentMode, Event, EventKind, Frame, LineSplitter, MAX_LINE,
+};
 
 /// How much of the start and of the end of an event log is read to learn a command's pid and
 /// where it is in its life (the middle is output events).
@@ -104,7 +106,7 @@ pub fn live_commands(
         if session.is_some_and(|wanted| wanted != name) {
             continue;
         }
-        for dir in command_dirs(&session_dir) {
+        for dir in command_dirs(&session_dir).unwrap_or_default() {
             if let Some(command) = live_command(&name, &dir) {
                 live.push(command);
             }
@@ -199,13 +201,17 @@ pub fn session_is_followed(dir: &Path, now_ms: u64) -> bool {
     if recent(dir) {
         return true;
     }
-    command_dirs(dir).iter().rev().any(|command| {
-        let result = command.join(RESULT_FILE);
-        if fs::symlink_metadata(&result).is_ok() {
-            return recent(&result);
-        }
-        journaled_broker_alive(command) == Some(true) || recent(&command.join(EVENTS_FILE))
-    })
+    command_dirs(dir)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .any(|command| {
+            let result = command.join(RESULT_FILE);
+            if fs::symlink_metadata(&result).is_ok() {
+                return recent(&result);
+            }
+            journaled_broker_alive(command) == Some(true) || recent(&command.join(EVENTS_FILE))
+        })
 }
 
 /// Whether `broker` runs: its pid names a process with the journaled start time that is not
@@ -237,13 +243,15 @@ pub(crate) fn log_window(path: &Path) -> Vec<Event> {
 
 /// Complete event lines in `bytes`; `cut_start` says the first line may be a fragment.
 fn parse_lines(bytes: &[u8], cut_start: bool) -> Vec<Event> {
-    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let mut lines = bytes[..end].split(|&b| b == b'\n');
-    if cut_start {
-        lines.next();
-    }
-    lines
-        .filter_map(|line| serde_json::from_slice(line).ok())
+    // An unterminated last line stays in the splitter: it may be half written.
+    let frames = LineSplitter::new(MAX_LINE).push(bytes);
+    frames
+        .into_iter()
+        .skip(usize::from(cut_start))
+        .filter_map(|frame| match frame {
+            Frame::Line(line) => serde_json::from_slice(&line).ok(),
+            Frame::TooLong { .. } => None,
+        })
         .collect()
 }
 
@@ -251,28 +259,6 @@ fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-/// A session's command directories, ordered by the number their names start with.
-pub fn command_dirs(session: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(session) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<(u64, String, PathBuf)> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let number = name
-                .split('-')
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(u64::MAX);
-            (number, name, e.path())
-        })
-        .collect();
-    dirs.sort();
-    dirs.into_iter().map(|(_, _, path)| path).collect()
 }
 
 #[cfg(test)]

@@ -13,15 +13,14 @@ use tokio::io::Interest;
 use tokio::time::{Instant, timeout};
 
 use super::discover::LiveCommand;
-use super::report::{Sent, describe_signals, short_duration};
+use super::report::{Sent, describe_signals};
 use super::verify::{open_broker, signal_broker};
 use crate::journal::CommandRecord;
 use crate::model::command::exit_label;
 use crate::protocol::{EventKind, ProcessSignal};
+use crate::supervisor::intervals::REMOTE_STOP_WAIT;
 use crate::supervisor::leftovers::{GroupLeader, signal_directly};
-
-/// How long a stop may take past the command's grace period before we give up waiting.
-pub const STOP_SLACK: Duration = Duration::from_secs(10);
+use crate::units::short_duration;
 
 /// The stop by pid: SIGTERM to the verified broker, then wait for it to exit, which it
 /// does once nothing of the command is left. `why` says why the socket was not used.
@@ -29,7 +28,7 @@ pub async fn stop_through_pid(command: &LiveCommand, why: &str) -> Result<String
     let started = Instant::now();
     let pidfd = signal_broker(command, nix::sys::signal::Signal::SIGTERM)
         .map_err(|e| format!("{why}; {e}"))?;
-    let limit = Duration::from_millis(command.grace_ms) + STOP_SLACK;
+    let limit = Duration::from_millis(command.grace_ms) + REMOTE_STOP_WAIT;
     let exited = async {
         // A pidfd becomes readable when its process exits.
         let fd = crate::fdio::register(pidfd, Interest::READABLE)?;

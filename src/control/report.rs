@@ -3,16 +3,7 @@
 
 use crate::model::command::exit_label;
 use crate::protocol::{Event, EventKind, ExitStatus, ProcessSignal};
-
-/// `300ms`, `2s`, `2.5s`, `1m05s`: a delay between two signals.
-pub fn short_duration(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms}ms"),
-        1_000..60_000 if ms % 1000 < 50 => format!("{}s", ms / 1000),
-        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
-        _ => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
-    }
-}
+use crate::units::short_duration;
 
 /// One signal sent: its name (`TERM`), when (µs since the broker started), how many
 /// processes it reached.
@@ -21,6 +12,18 @@ pub struct Sent {
     pub signal: ProcessSignal,
     pub mono_us: u64,
     pub reached: usize,
+}
+
+impl Sent {
+    /// For tests: `signal` sent `ms` after the broker started, reaching one process.
+    #[cfg(test)]
+    pub(crate) fn to_one(signal: &str, ms: u64) -> Sent {
+        Sent {
+            signal: signal.parse().expect("a signal"),
+            mono_us: ms * 1000,
+            reached: 1,
+        }
+    }
 }
 
 /// `SIGTERM, SIGKILL after 2s`: the signals in order, each after the first with its delay.
@@ -106,19 +109,7 @@ mod tests {
     use super::*;
 
     fn sent(signal: &str, ms: u64) -> Sent {
-        Sent {
-            signal: signal.parse().expect("a signal"),
-            mono_us: ms * 1000,
-            reached: 1,
-        }
-    }
-
-    #[test]
-    fn durations_read_as_people_write_them() {
-        assert_eq!(short_duration(300), "300ms");
-        assert_eq!(short_duration(2_003), "2s");
-        assert_eq!(short_duration(2_500), "2.5s");
-        assert_eq!(short_duration(65_000), "1m05s");
+        Sent::to_one(signal, ms)
     }
 
     #[test]

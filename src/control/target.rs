@@ -120,15 +120,7 @@ mod tests {
     }
 
     fn stat(pid: i32, ppid: i32) -> ProcStat {
-        ProcStat {
-            pid,
-            ppid,
-            pgid: pid,
-            sid: pid,
-            state: b'S',
-            start_ticks: 0,
-            ..ProcStat::default()
-        }
+        ProcStat::leader(pid, ppid)
     }
 
     #[test]

@@ -17,26 +17,22 @@ mod terminal;
 
 pub use leftovers::{LeftoversChoice, LeftoversError, SESSION_OWNER_ENV};
 
-use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use self::conversation::{Conversation, End, Signals};
+use self::conversation::{ExecConversation, Signals};
 use self::copy::{CopyPipes, CopyReport, OutputCopy};
 use crate::config::naming::derive_name;
-use crate::journal::secure::lossy;
 use crate::journal::{CommandRecord, SessionName, state_dir};
 use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
-use crate::protocol::{
-    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, MAX_INTERVAL_MS,
-    PROTOCOL_VERSION, Stage, StdinSource,
+use crate::protocol::{CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, Stage, StdinSource};
+use crate::supervisor::intervals::Pace;
+use crate::supervisor::leftovers::LiveBrokers;
+use crate::supervisor::{
+    BrokerConversation, End, Handover, Session, become_subreaper, launch_request,
 };
-use crate::supervisor::leftovers::{KILL_PATIENCE, LiveBrokers, stop_leftovers};
-use crate::supervisor::{BrokerProcess, Handover, Session, become_subreaper};
 
 /// tether's own failure (journal, broker), as opposed to the command's.
 pub const EXIT_TETHER_FAILED: i32 = 125;
@@ -324,38 +320,22 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
     } else {
         std::io::stdin().as_fd().try_clone_to_owned().ok()
     };
-    let grace = options
-        .grace
-        .map_or(Duration::from_millis(DEFAULT_GRACE_MS), |d| {
-            d.min(Duration::from_millis(MAX_INTERVAL_MS))
-        });
     let (trace, trace_ignored) = caller_trace();
     let (attention, config_error) = crate::config::attention::for_launch(&Default::default());
     if let Some(err) = config_error {
         say_line(&format!("tether: {err}; attention uses its defaults"));
     }
     let request = LaunchRequest {
-        v: PROTOCOL_VERSION,
-        name,
-        command: CommandSpec::Argv(options.argv.clone()),
-        // The broker inherits our working directory, whatever bytes its path holds.
-        cwd: None,
-        env: BTreeMap::new(),
-        journal_dir: lossy(&journal_dir),
-        parent_pid: std::process::id() as i32,
-        grace_ms: grace.as_millis() as u64,
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         drain_on: options.drain_on.clone(),
         drain_ms: options.drain.map(|d| d.as_millis() as u64),
         max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
-        heartbeat_ms: Some(QUIET_PING.as_millis() as u64),
         mirror: !options.json,
         stdin: match (&relay, &stdin) {
             (Some(_), _) => StdinSource::Terminal,
             (None, Some(_)) => StdinSource::Inherit,
             (None, None) => StdinSource::Null,
         },
-        session: Some(session.reference(&journal)),
         arg0: options.arg0.clone(),
         terminal,
         limits: options.limits,
@@ -363,6 +343,15 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         trace,
         trace_ignored,
         attention,
+        // No `cwd`: the broker inherits our working directory, whatever bytes its path holds.
+        ..launch_request(
+            name,
+            CommandSpec::Argv(options.argv.clone()),
+            &journal_dir,
+            session.reference(&journal),
+            options.grace,
+            Pace::EXEC,
+        )
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
@@ -392,49 +381,40 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         Some(CopyPipes { read, write }) => (Some(read), Some(write)),
         None => (None, None),
     };
-    let (mut broker, ticket) = {
-        let mut registry = live.lock().await;
-        let handover = Handover {
-            mirror: copy_write,
-            stdin,
-        };
-        let broker =
-            match BrokerProcess::spawn(&request, &journal, handover, Stdio::inherit()).await {
-                Ok(broker) => broker,
-                Err(err) => {
-                    let err = anyhow::anyhow!("cannot start the broker: {err}");
-                    return not_started(err, Some(&state));
-                }
-            };
-        let ticket = registry.register(broker.pid());
-        (broker, ticket)
+    let handover = Handover {
+        mirror: copy_write,
+        stdin,
+    };
+    let launched = BrokerConversation::launch(
+        &request,
+        &journal,
+        handover,
+        Stdio::inherit(),
+        &live,
+        Pace::EXEC,
+    )
+    .await;
+    let mut broker = match launched {
+        Ok(broker) => broker,
+        Err(err) => {
+            let err = anyhow::anyhow!("cannot start the broker: {err}");
+            return not_started(err, Some(&state));
+        }
     };
     // The write ends were closed when spawn returned: the copies end when the broker does.
     let copy = copy_read.map(OutputCopy::start).transpose()?;
 
-    let mut conversation = Conversation::new(broker.pid(), options.json, grace, copy);
-    conversation.cgroup = broker.expected_cgroup.clone();
+    let mut conversation = ExecConversation::new(options.json, copy);
     conversation.forward_signals = options.signals == SignalMode::Forward;
     conversation.keys = relay;
     let end = conversation.converse(&mut broker, signals).await;
-    if end == End::LeftRunning {
-        // The broker stays on as the leftovers' custodian; we return as the shell would.
-        // It is not waited for: the one that ran us re-parents nothing of ours, and the
-        // broker ends on its own when the leftovers are stopped.
-    } else {
-        if end != End::Closed {
-            // Through the unreaped `Child`: its pid cannot have been reused.
-            let _ = broker.child.kill();
-        }
-        let _ = broker.child.wait();
-    }
-    live.lock().await.unregister(ticket);
-    let Conversation {
+    // The broker stays on as the leftovers' custodian if it keeps them running; we return as
+    // the shell would. It is not waited for: the one that ran us re-parents nothing of ours,
+    // and the broker ends on its own when the leftovers are stopped.
+    let remains = broker.end(end).await;
+    let ExecConversation {
         mut outcome,
         copy,
-        leader,
-        cgroup,
-        stop_asked,
         journal_losses,
         ..
     } = conversation;
@@ -450,17 +430,10 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
             state: Some(state),
         });
     }
-    let why = match end {
-        End::Closed | End::Refused | End::LeftRunning => None,
-        End::Lost => Some("broker lost"),
-        End::Unresponsive => Some("the broker stopped answering and was killed; broker lost"),
-        End::StopOverdue => Some(
-            "the broker had not finished stopping the command at the end of the grace period and was killed; broker lost",
-        ),
-    };
-    if let Some(why) = why {
-        let (grace, patience) = cleanup_timing(stop_asked, grace, Instant::now());
-        let cleanup = stop_leftovers(&live, leader, cgroup.as_deref(), grace, patience).await;
+    let lost = remains.is_some();
+    if let Some(remains) = remains {
+        let why = remains.why();
+        let cleanup = remains.stop().await;
         say!("{why}; {}", cleanup.describe());
     }
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
@@ -473,7 +446,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
     }
     if !outcome.closed && end != End::LeftRunning {
         let complete = recover_from_journal(&journal_dir, &mut outcome);
-        if why.is_some() && !complete {
+        if lost && !complete {
             return Ok(Ran::Code(EXIT_TETHER_FAILED));
         }
     }
@@ -516,20 +489,6 @@ pub(crate) fn say_line(text: &str) {
 /// How long the copies may take to finish once the broker has exited.
 const COPY_WAIT: Duration = Duration::from_secs(5);
 
-/// The grace and the patience after KILL of the front end's own stop. Asked to stop, exec
-/// ends within grace + 1 s whatever happens: KILL when the grace asked for is over, and give
-/// up soon after.
-fn cleanup_timing(
-    stop_asked: Option<Instant>,
-    grace: Duration,
-    now: Instant,
-) -> (Duration, Duration) {
-    match stop_asked {
-        Some(at) => ((at + grace).saturating_duration_since(now), STOP_SLACK),
-        None => (grace, KILL_PATIENCE),
-    }
-}
-
 /// The broker ended without a `close` (its last events did not reach us, or it died): take
 /// the outcome and the rest of the output from the journal. Returns whether the journal has
 /// the result.
@@ -550,43 +509,4 @@ fn recover_from_journal(dir: &Path, outcome: &mut Outcome) -> bool {
             .get_or_insert((failure.code, failure.message));
     }
     true
-}
-
-/// How often exec looks at its broker (its state in /proc: stopped or not).
-const HEARTBEAT: Duration = Duration::from_secs(1);
-/// How often exec pings a broker that runs normally and has answered every ping: a ping
-/// wakes the broker, and a hundred idle execs pinging every second kept a hundred brokers
-/// waking. While the broker is stopped, a ping is unanswered or a stop waits, every look
-/// pings.
-const QUIET_PING: Duration = Duration::from_secs(5);
-/// Asked to stop, how long past the grace period the broker may take before it is killed
-/// and the leftovers KILLed (which then may take as long again): exec ends within grace + 1 s.
-const STOP_SLACK: Duration = Duration::from_millis(450);
-/// The most past the grace period a broker still at work on the stop (its lines keep coming:
-/// a fork storm on the /proc path) is given before it is killed all the same.
-const STOP_PATIENCE: Duration = Duration::from_secs(5);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stop_already_asked_for_keeps_its_deadline() {
-        let t0 = Instant::now();
-        let grace = Duration::from_secs(2);
-        // The broker died with no stop asked: the whole sequence, patient with KILL.
-        assert_eq!(cleanup_timing(None, grace, t0), (grace, KILL_PATIENCE));
-        // It died 500 ms into a stop: the rest of the grace, then KILL, soon over.
-        let half = Duration::from_millis(500);
-        assert_eq!(
-            cleanup_timing(Some(t0), grace, t0 + half),
-            (grace - half, STOP_SLACK)
-        );
-        // It did not finish in time: KILL at once.
-        assert_eq!(
-            cleanup_timing(Some(t0), grace, t0 + grace + STOP_SLACK),
-            (Duration::ZERO, STOP_SLACK)
-        );
-        assert!(grace + STOP_SLACK * 2 < grace + Duration::from_secs(1));
-    }
 }

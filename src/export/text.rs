@@ -4,11 +4,10 @@
 //! output) is sanitized: no escape sequence or control character gets through.
 
 use std::fmt::Write as _;
-use std::io::{Read, Seek, SeekFrom};
 
 use super::session::{CommandExport, SessionExport};
 use super::summary::{CommandSummary, iso_utc};
-use crate::journal::secure::open_regular;
+use crate::journal::reader::stream_tail;
 use crate::model::describe::describe_in;
 use crate::model::output::{one_line, plain_text, render_line};
 use crate::protocol::{EventKind, Stream};
@@ -183,29 +182,15 @@ fn command_section(session: &SessionExport, command: &CommandExport, out: &mut S
 /// The last `count` lines of the command's stderr log, each as a terminal would show it
 /// (colours and escapes dropped, `\r` applied) and cut to [`MAX_LINE_CHARS`].
 pub fn stderr_tail(command: &CommandExport, count: usize) -> std::io::Result<Vec<String>> {
-    let path = command.dir.join(Stream::Stderr.file_name());
-    let mut file = match open_regular(&path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(err),
-    };
-    let len = file.metadata()?.len();
-    let from = len.saturating_sub(TAIL_WINDOW);
-    file.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    file.take(TAIL_WINDOW).read_to_end(&mut bytes)?;
-    Ok(last_lines(&bytes, from > 0, count))
+    let (bytes, _) = stream_tail(&command.dir, Stream::Stderr, TAIL_WINDOW)?;
+    Ok(last_lines(&bytes, count))
 }
 
-/// The last `count` lines of `bytes`, sanitized; `mid_line`: the bytes may start inside a
-/// line, whose piece is then left out.
-fn last_lines(bytes: &[u8], mid_line: bool, count: usize) -> Vec<String> {
+/// The last `count` lines of `bytes`, sanitized.
+fn last_lines(bytes: &[u8], count: usize) -> Vec<String> {
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     if lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
-    }
-    if mid_line && lines.len() > 1 {
-        lines.remove(0);
     }
     let start = lines.len().saturating_sub(count);
     lines[start..]
@@ -220,15 +205,12 @@ mod tests {
 
     #[test]
     fn the_last_lines_are_whole_and_clean() {
-        let log = b"cut piece\nfirst\n\x1b[31mred\x1b[0m\r\nbell\x07 \x1b]0;title\x07x\nlast";
-        assert_eq!(
-            last_lines(log, true, 10),
-            ["first", "red", "bell x", "last"]
-        );
-        assert_eq!(last_lines(log, false, 2), ["bell x", "last"]);
-        assert_eq!(last_lines(b"", false, 3), Vec::<String>::new());
+        let log = b"first\n\x1b[31mred\x1b[0m\r\nbell\x07 \x1b]0;title\x07x\nlast";
+        assert_eq!(last_lines(log, 10), ["first", "red", "bell x", "last"]);
+        assert_eq!(last_lines(log, 2), ["bell x", "last"]);
+        assert_eq!(last_lines(b"", 3), Vec::<String>::new());
         let long = "é".repeat(MAX_LINE_CHARS * 2);
-        let shown = &last_lines(long.as_bytes(), false, 1)[0];
+        let shown = &last_lines(long.as_bytes(), 1)[0];
         assert_eq!(shown.chars().count(), MAX_LINE_CHARS);
         assert!(shown.ends_with('…'));
     }

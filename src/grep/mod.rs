@@ -8,12 +8,11 @@
 pub mod print;
 pub mod search;
 
-use std::fs;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use crate::journal::secure::{check_for_reading, open_regular};
-use crate::journal::{command_dir_number, list_sessions, sessions_dir, state_dir};
+use crate::journal::{command_dirs, list_sessions, sessions_dir, state_dir};
 use crate::protocol::Stream;
 use print::Origin;
 
@@ -84,7 +83,8 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
     let mut failed = false;
     'sessions: for session_dir in &sessions {
         let session = file_name(session_dir);
-        for (command, dir) in command_dirs(session_dir) {
+        for dir in command_dirs(session_dir).unwrap_or_default() {
+            let command = file_name(&dir);
             for &stream in streams {
                 let path = dir.join(stream.file_name());
                 let file = match open_regular(&path) {
@@ -176,25 +176,6 @@ fn sessions_to_search(state: Option<&Path>, wanted: &[String]) -> Result<Vec<Pat
     check_for_reading(&state).map_err(|e| e.to_string())?;
     let sessions = sessions_dir(&state);
     list_sessions(&sessions).map_err(|e| format!("cannot list {}: {e}", sessions.display()))
-}
-
-/// A session's command directories (not links), by number: (directory name, path).
-fn command_dirs(session: &Path) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = fs::read_dir(session) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<(u64, String, PathBuf)> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            command_dir_number(&name).map(|n| (n, name, e.path()))
-        })
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
-        .map(|(_, name, path)| (name, path))
-        .collect()
 }
 
 fn file_name(path: &Path) -> String {

@@ -10,7 +10,7 @@ pub mod writer;
 
 pub use paths::{
     BROKER_ID_ENV, BadSessionName, SESSION_ENV, STATE_DIR_ENV, SessionName, command_dir_name,
-    command_dir_number, new_session_id, sessions_dir, state_dir,
+    command_dir_number, command_dirs, new_session_id, sessions_dir, state_dir,
 };
 pub use reader::{
     CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions, read_result,

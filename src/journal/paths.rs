@@ -134,6 +134,23 @@ pub fn command_dir_number(dir_name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// A session's command directories in order: the directories (not links) whose names carry
+/// a command number ([`command_dir_number`]), by that number (`100-x` after `11-y`), then by
+/// name. Anything else in a session directory (`session.json`, a temporary file) is no
+/// command's.
+pub fn command_dirs(session: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dirs: Vec<(u64, String, PathBuf)> = std::fs::read_dir(session)?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            command_dir_number(&name).map(|n| (n, name, e.path()))
+        })
+        .collect();
+    dirs.sort();
+    Ok(dirs.into_iter().map(|(_, _, path)| path).collect())
+}
+
 /// A command directory name: its position then a file-safe form of its name (`03-build`).
 pub fn command_dir_name(index: usize, name: &str) -> String {
     let safe: String = name
@@ -181,6 +198,25 @@ pub fn format_utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_dirs_go_by_number_and_only_numbered_directories_count() {
+        let session = tempfile::tempdir().unwrap();
+        for name in ["100-x", "11-y", "02", "02-b", "notes", ".tmp-3"] {
+            std::fs::create_dir(session.path().join(name)).unwrap();
+        }
+        std::fs::write(session.path().join("session.json"), "{}").unwrap();
+        std::fs::write(session.path().join("07-file"), "").unwrap();
+        std::os::unix::fs::symlink(session.path().join("11-y"), session.path().join("12-link"))
+            .unwrap();
+        let names: Vec<_> = command_dirs(session.path())
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["02", "02-b", "11-y", "100-x"]);
+        assert!(command_dirs(&session.path().join("gone")).is_err());
+    }
 
     #[test]
     fn session_ids_sort_by_time() {

@@ -2,15 +2,15 @@
 //! A journal cut short by a crash opens; what is missing is reported, never a panic.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::secure::read_regular;
+use super::secure::{open_regular, read_regular};
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
-use crate::protocol::{CommandResult, Event, LaunchRequest};
+use crate::protocol::{CommandResult, Event, LaunchRequest, Stream};
 
 /// Who started a session, when and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,24 +165,7 @@ impl SessionRecord {
                 damage.push(d);
                 None
             });
-        let mut command_dirs: Vec<PathBuf> = fs::read_dir(dir)?
-            .filter_map(|entry| entry.ok())
-            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|entry| entry.path())
-            .collect();
-        // `100-x` comes after `11-y`: order by the number the name starts with.
-        command_dirs.sort_by_key(|d| {
-            let name = d
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let number: u64 = name
-                .split('-')
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(u64::MAX);
-            (number, name)
-        });
+        let command_dirs = super::paths::command_dirs(dir)?;
         Ok(SessionRecord {
             dir: dir.to_path_buf(),
             info,
@@ -252,6 +235,34 @@ pub fn read_result(dir: &Path) -> Option<CommandResult> {
     read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE).ok()?
 }
 
+/// The end of a command's `stream` log: its last `window` bytes, from the first line that
+/// starts in them, and whether earlier bytes were left out. Nothing while there is no log.
+/// (The one reading of a stream's end: export's stderr lines and MCP's tails.)
+pub fn stream_tail(dir: &Path, stream: Stream, window: u64) -> io::Result<(Vec<u8>, bool)> {
+    let mut file = match open_regular(&dir.join(stream.file_name())) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+        Err(err) => return Err(err),
+    };
+    let from = file.metadata()?.len().saturating_sub(window);
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(window).read_to_end(&mut bytes)?;
+    if from > 0 {
+        bytes.drain(..first_line_start(&bytes));
+    }
+    Ok((bytes, from > 0))
+}
+
+/// Where the first whole line of `bytes` begins when they may start inside a line: after
+/// the first newline, unless nothing follows it (a window inside one long line shows that).
+fn first_line_start(bytes: &[u8]) -> usize {
+    match memchr::memchr(b'\n', bytes) {
+        Some(i) if i + 1 < bytes.len() => i + 1,
+        _ => 0,
+    }
+}
+
 /// `Ok(None)` when the file does not exist; `Err` when it exists but cannot be used.
 fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,
@@ -278,6 +289,31 @@ fn read_json<T: for<'de> Deserialize<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_tail_starts_at_a_whole_line() {
+        assert_eq!(first_line_start(b"cut piece\nfirst\nlast"), 10);
+        assert_eq!(first_line_start(b"inside one long line\n"), 0);
+        assert_eq!(first_line_start(b"no newline at all"), 0);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            stream_tail(dir.path(), Stream::Stderr, 8).unwrap(),
+            (Vec::new(), false)
+        );
+        std::fs::write(
+            dir.path().join(Stream::Stderr.file_name()),
+            b"one\ntwo\nthree\n",
+        )
+        .unwrap();
+        assert_eq!(
+            stream_tail(dir.path(), Stream::Stderr, 9).unwrap(),
+            (b"three\n".to_vec(), true)
+        );
+        assert_eq!(
+            stream_tail(dir.path(), Stream::Stderr, 100).unwrap(),
+            (b"one\ntwo\nthree\n".to_vec(), false)
+        );
+    }
 
     const LINE: &str =
         r#"{"ts_ms":1,"mono_us":2,"kind":"output","stream":"stdout","offset":0,"len":3}"#;

@@ -1,6 +1,8 @@
-//! The commands this MCP server started, as their brokers' events tell it: one [`Fleet`]
-//! carries the brokers, one task folds its events into [`Tracked`] records, and every
-//! change bumps a counter that waiting tool calls watch.
+//! The commands of this server's session. Those it started, as their brokers' events tell
+//! it: one [`Fleet`] carries the brokers, one task folds its events into [`Tracked`]
+//! records, and every change bumps a counter that waiting tool calls watch. The others (a
+//! TUI's, a shim's, another MCP server's in the same `$TETHER_SESSION`) as their journals
+//! tell ([`super::journaled`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,7 +12,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::protocol::{Event, EventKind, LaunchRequest, Origin, ProcessSignal, ToBroker};
+use crate::clock::now_ms;
+use crate::journal::command_dirs;
+use crate::protocol::{
+    Event, EventKind, LaunchRequest, LeftoversRule, Origin, ProcessSignal, ToBroker,
+};
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
 
@@ -21,10 +27,13 @@ pub struct Tracked {
     pub name: String,
     pub command: String,
     pub journal: PathBuf,
-    pub started: Instant,
+    /// This server started it, and hears from its broker (until custody begins).
+    pub mine: bool,
+    /// ms since the Unix epoch.
+    pub started_ms: u64,
     pub pid: Option<i32>,
     pub exit: Option<crate::protocol::ExitStatus>,
-    pub exited_at: Option<Instant>,
+    pub exited_ms: Option<u64>,
     /// The broker said `close`: both streams read to the end, nothing left running.
     pub closed: bool,
     /// The broker process has ended (closed, died or never started).
@@ -39,13 +48,16 @@ pub struct Tracked {
 }
 
 impl Tracked {
-    /// `starting`, `running`, `exited` (its main process has, leftovers may remain),
-    /// `finished`, or `failed`.
+    /// `starting`, `running`, `exited` (its main process has, the broker is finishing),
+    /// `left_running` (its main process has, what it started runs on in the broker's
+    /// custody), `finished`, or `failed`.
     pub fn state(&self) -> &'static str {
         if self.failure.is_some() && self.exit.is_none() {
             "failed"
         } else if self.closed || (self.ended && self.exit.is_some()) {
             "finished"
+        } else if self.in_custody() {
+            "left_running"
         } else if self.exit.is_some() {
             "exited"
         } else if self.ended {
@@ -62,9 +74,19 @@ impl Tracked {
         self.closed || self.ended
     }
 
+    /// Its main process exited and its broker keeps what it left running.
+    pub fn in_custody(&self) -> bool {
+        !self.is_done() && self.exit.is_some() && !self.left_running.is_empty()
+    }
+
+    /// Nothing more happens to it unless someone acts: done, or in custody.
+    pub fn is_settled(&self) -> bool {
+        self.is_done() || self.in_custody()
+    }
+
     pub fn runtime_ms(&self) -> u64 {
-        let end = self.exited_at.unwrap_or_else(Instant::now);
-        end.saturating_duration_since(self.started).as_millis() as u64
+        let end = self.exited_ms.unwrap_or_else(now_ms);
+        end.saturating_sub(self.started_ms)
     }
 }
 
@@ -81,15 +103,20 @@ pub struct Commands {
     inner: Arc<Mutex<Inner>>,
     changed: watch::Sender<u64>,
     pub session_id: String,
+    session_dir: PathBuf,
+    /// What becomes of what a command leaves running: kept, with this server as custodian.
+    pub leftovers: LeftoversRule,
 }
 
 impl Commands {
     /// Must be called inside the tokio runtime: it starts the task that reads the fleet.
-    pub fn new(session: Session) -> Commands {
+    pub fn new(session: Session, leftovers: LeftoversRule) -> Commands {
         let (fleet, mut events) = Fleet::new();
         let (changed, _) = watch::channel(0);
         let commands = Commands {
             session_id: session.id.clone(),
+            session_dir: session.path().to_path_buf(),
+            leftovers,
             inner: Arc::new(Mutex::new(Inner {
                 fleet,
                 session,
@@ -147,10 +174,11 @@ impl Commands {
             name: request.name.clone(),
             command: command_text,
             journal: path,
-            started: Instant::now(),
+            mine: true,
+            started_ms: now_ms(),
             pid: None,
             exit: None,
-            exited_at: None,
+            exited_ms: None,
             closed: false,
             ended: false,
             failure: None,
@@ -170,38 +198,61 @@ impl Commands {
         Ok(tracked)
     }
 
+    /// A command this server started.
     pub fn get(&self, id: &str) -> Option<Tracked> {
         self.lock().commands.values().find(|t| t.id == id).cloned()
     }
 
+    /// Command `id` of the session: this server's own as it heard, any other as its
+    /// journal says now.
+    pub fn lookup(&self, id: &str) -> Option<Tracked> {
+        if let Some(tracked) = self.get(id) {
+            return Some(tracked);
+        }
+        is_plain(id)
+            .then(|| super::journaled::snapshot(&self.session_dir.join(id)))
+            .flatten()
+    }
+
     /// The command `id` of this session, or an error that says why there is none.
     pub fn find(&self, id: &str) -> Result<Tracked, super::ToolError> {
-        if let Some(tracked) = self.get(id) {
+        if let Some(tracked) = self.lookup(id) {
             return Ok(tracked);
         }
-        let elsewhere = self.session_dir().parent().is_some_and(|sessions| {
-            !id.contains('/')
-                && id != "."
-                && id != ".."
+        let elsewhere = self.session_dir.parent().is_some_and(|sessions| {
+            is_plain(id)
                 && std::fs::read_dir(sessions)
                     .is_ok_and(|dirs| dirs.flatten().any(|d| d.path().join(id).is_dir()))
         });
         let why = if elsewhere {
             format!(
-                "command {id} belongs to another session; this server reaches only the commands it started in session {}",
+                "command {id} belongs to another session; this server reaches only the commands of session {}",
                 self.session_id
             )
         } else {
             format!(
-                "no command {id} in session {}; `list` shows the commands this server started",
+                "no command {id} in session {}; `list` shows the session's commands",
                 self.session_id
             )
         };
         Err(super::ToolError::new(why))
     }
 
-    fn session_dir(&self) -> PathBuf {
-        self.lock().session.path().to_path_buf()
+    /// Every command of the session, in the order they were numbered.
+    pub fn session_commands(&self) -> Vec<Tracked> {
+        let mine: BTreeMap<String, Tracked> =
+            self.all().into_iter().map(|t| (t.id.clone(), t)).collect();
+        command_dirs(&self.session_dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|dir| {
+                let id = dir.file_name()?.to_string_lossy().into_owned();
+                match mine.get(&id) {
+                    Some(tracked) => Some(tracked.clone()),
+                    None => super::journaled::snapshot(dir),
+                }
+            })
+            .collect()
     }
 
     /// [`Self::wait_until`], also looking every 100 ms: for what no event announces (the
@@ -241,8 +292,9 @@ impl Commands {
     pub async fn stop_all(&self, patience: Duration) {
         {
             let inner = self.lock();
+            // One in custody stops when this process exits: it is the custodian.
             for (index, tracked) in &inner.commands {
-                if !tracked.is_done() {
+                if !tracked.is_settled() {
                     inner.fleet.send(
                         *index,
                         ToBroker::Stop {
@@ -254,7 +306,7 @@ impl Commands {
         }
         let deadline = Instant::now() + patience;
         let _ = self
-            .wait_until(deadline, || self.all().iter().all(Tracked::is_done))
+            .wait_until(deadline, || self.all().iter().all(Tracked::is_settled))
             .await;
         let inner_fleet_abort = {
             let inner = self.lock();
@@ -264,7 +316,7 @@ impl Commands {
         if inner_fleet_abort > 0 {
             let _ = self
                 .wait_until(Instant::now() + Duration::from_secs(2), || {
-                    self.all().iter().all(|t| t.ended)
+                    self.all().iter().all(|t| t.ended || t.in_custody())
                 })
                 .await;
         }
@@ -303,7 +355,12 @@ impl Commands {
     }
 }
 
-enum Change {
+/// An id that names a directory in a session and nothing else: no path, no `.` or `..`.
+fn is_plain(id: &str) -> bool {
+    !id.is_empty() && !id.contains('/') && id != "." && id != ".."
+}
+
+pub(super) enum Change {
     Event(Event),
     Note(String),
     Failed(String),
@@ -311,7 +368,7 @@ enum Change {
 }
 
 impl Change {
-    fn apply_to(self, tracked: &mut Tracked) {
+    pub(super) fn apply_to(self, tracked: &mut Tracked) {
         match self {
             Change::Event(event) => match event.kind {
                 EventKind::Spawned { pid, .. } => tracked.pid = Some(pid),
@@ -319,9 +376,10 @@ impl Change {
                 EventKind::BrokerFailure { message, .. } => tracked.failure = Some(message),
                 EventKind::Exit { status, .. } => {
                     tracked.exit = Some(status);
-                    tracked.exited_at = Some(Instant::now());
+                    tracked.exited_ms = Some(event.ts_ms);
                 }
                 EventKind::LeftoversKept { pids } => tracked.left_running = pids,
+                EventKind::LeftoversStopped { .. } => tracked.left_running.clear(),
                 EventKind::SignalSent {
                     signal,
                     origin,
@@ -338,7 +396,8 @@ impl Change {
             Change::Failed(text) => tracked.failure = Some(text),
             Change::Ended => {
                 tracked.ended = true;
-                tracked.exited_at.get_or_insert_with(Instant::now);
+                tracked.left_running.clear();
+                tracked.exited_ms.get_or_insert_with(now_ms);
             }
         }
     }

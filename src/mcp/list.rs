@@ -1,11 +1,11 @@
-//! The `list` tool: the commands this server started in its session.
+//! The `list` tool: the commands of this server's session, whoever started them.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::commands::Commands;
 use super::run::CommandStatus;
-use crate::journal::CommandRecord;
+use crate::journal::reader::read_result;
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -26,24 +26,23 @@ pub struct ListedCommand {
     /// CPU time of the command and its descendants, once it has finished.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_ms: Option<u64>,
-    /// Processes it left running that its broker still holds.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub left_running: Vec<i32>,
+    /// Started by this server; false for another front end's in the same session.
+    pub started_here: bool,
 }
 
 pub fn list(commands: &Commands) -> ListResult {
     let listed = commands
-        .all()
+        .session_commands()
         .iter()
         .map(|tracked| ListedCommand {
             status: CommandStatus::of(tracked),
             command: tracked.command.clone(),
             cpu_ms: tracked
                 .is_done()
-                .then(|| CommandRecord::load(&tracked.journal).result)
+                .then(|| read_result(&tracked.journal))
                 .flatten()
                 .and_then(|r| r.cpu_ms),
-            left_running: tracked.left_running.clone(),
+            started_here: tracked.mine,
         })
         .collect();
     ListResult {

@@ -3,20 +3,24 @@
 //! Only protocol goes to stdout; diagnostics go to stderr.
 
 mod commands;
+mod journaled;
 mod list;
 mod output;
 mod run;
 mod server;
 mod signal;
 mod text;
+mod transport;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
 
+use crate::exec::LeftoversChoice;
 use crate::journal::paths::chosen_session;
 use crate::journal::{SessionName, new_session_id, state_dir};
+use crate::protocol::{Custodian, CustodianRole, LeftoversRule};
 use crate::supervisor::{Session, become_subreaper};
 
 /// What a tool call reports as its failure: a result with `isError`, the text saying what
@@ -59,17 +63,40 @@ pub fn main(state: Option<PathBuf>) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(serve(state)) {
+    let code = match runtime.block_on(serve(state)) {
         Ok(()) => 0,
         Err(err) => {
             eprintln!("tether mcp: {err:#}");
             1
         }
-    }
+    };
+    // Brokers holding leftovers are waited for by tasks that end only when they do, and
+    // they end only once this process, their custodian, has exited.
+    runtime.shutdown_background();
+    code
+}
+
+/// Processes a command leaves running (`&`, a daemon) are kept, in their broker's custody,
+/// for as long as this server runs: it is their custodian (with the session's owner, under
+/// `tether agent`). `TETHER_LEFTOVERS=stop` and `TETHER_LEFTOVERS_MAX` apply as for the shim.
+fn leftovers_rule() -> anyhow::Result<LeftoversRule> {
+    let choice = LeftoversChoice::for_shim()?;
+    let pid = std::process::id() as i32;
+    let me = crate::procfs::read_stat(pid).map(|stat| Custodian {
+        pid,
+        start_ticks: stat.start_ticks,
+        role: CustodianRole::Caller,
+    });
+    Ok(LeftoversRule {
+        keep: choice.keep,
+        max_ms: choice.max.map(|d| d.as_millis() as u64),
+        custodians: choice.owner.into_iter().chain(me).collect(),
+    })
 }
 
 async fn serve(state: Option<PathBuf>) -> anyhow::Result<()> {
     let state = state_dir(state.as_deref())?;
+    let leftovers = leftovers_rule()?;
     let name = match chosen_session(None).map_err(anyhow::Error::msg)? {
         Some(name) => name,
         None => SessionName::parse(&format!(
@@ -81,14 +108,21 @@ async fn serve(state: Option<PathBuf>) -> anyhow::Result<()> {
     // What a broker leaves if it dies is re-parented here, to be stopped with the rest.
     become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
     eprintln!("tether mcp: session {}", session.id);
-    let commands = commands::Commands::new(session);
+    let commands = commands::Commands::new(session, leftovers);
     let server = server::TetherServer::new(commands.clone());
-    match server.serve(rmcp::transport::stdio()).await {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let (writer, writing) = transport::Writer::start(stdout);
+    match server
+        .serve(transport::LineTransport::new(stdin, writer))
+        .await
+    {
         Ok(running) => {
             let _ = running.waiting().await;
         }
         Err(err) => eprintln!("tether mcp: the client went before the session began: {err}"),
     }
+    // What was answered last reaches the client, if it still reads.
+    let _ = tokio::time::timeout(Duration::from_secs(1), writing).await;
     // The client has gone (stdin closed): nothing it started may outlive it.
     commands.stop_all(STOP_PATIENCE).await;
     Ok(())

@@ -98,14 +98,14 @@ pub async fn output(
     let deadline = Instant::now() + Duration::from_millis(wait_ms);
     let has_news = || {
         stored_len(&tracked.journal, stream) > offset
-            || commands.get(&tracked.id).is_none_or(|t| t.is_done())
+            || commands.lookup(&tracked.id).is_none_or(|t| t.is_done())
     };
     tokio::select! {
         _ = commands.wait_until_polling(deadline, has_news) => {}
         _ = cancelled.cancelled() => return Err(ToolError::new("cancelled")),
     }
     let state = commands
-        .get(&tracked.id)
+        .lookup(&tracked.id)
         .map_or("finished", |t| t.state())
         .to_string();
     let stored = stored_len(&tracked.journal, stream);

@@ -14,11 +14,9 @@ use super::commands::{Commands, Tracked};
 use super::text::{stored_len, tail};
 use super::{ToolError, parse_duration};
 use crate::config::naming::derive_name;
-use crate::journal::secure::lossy;
-use crate::protocol::{
-    CommandSpec, DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT, LaunchRequest, PROTOCOL_VERSION,
-    StdinSource, Stream,
-};
+use crate::protocol::{CommandSpec, LaunchRequest, Stream};
+use crate::supervisor::intervals::Pace;
+use crate::supervisor::launch_request;
 
 pub const DEFAULT_WAIT_MS: u64 = 10_000;
 pub const MAX_WAIT_MS: u64 = 60_000;
@@ -79,6 +77,10 @@ pub struct CommandStatus {
     pub error: Option<String>,
     /// The journal directory: `command.json`, `events.jsonl`, `stdout.log`, `stderr.log`.
     pub journal: String,
+    /// Processes it left running (a server started with `&`), kept until this MCP server
+    /// exits or `signal` stops them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_running: Vec<i32>,
 }
 
 impl CommandStatus {
@@ -103,6 +105,7 @@ impl CommandStatus {
             stderr_bytes: stored_len(&tracked.journal, Stream::Stderr),
             error,
             journal: tracked.journal.display().to_string(),
+            left_running: tracked.left_running.clone(),
         }
     }
 }
@@ -113,7 +116,8 @@ pub struct RunResult {
     pub status: CommandStatus,
     /// The command line as given.
     pub command: String,
-    /// True when `wait_ms` passed first: the command runs on.
+    /// True when `wait_ms` passed first: the command runs on. (False once its main process
+    /// exited, even with processes it started left running.)
     pub still_running: bool,
     /// The last lines of stdout (at most 4 KiB, escape sequences removed).
     pub stdout_tail: String,
@@ -167,36 +171,21 @@ pub async fn run(
     let tracked = commands
         .launch(&name, params.command.clone(), |journal, session| {
             LaunchRequest {
-                v: PROTOCOL_VERSION,
-                name: name.clone(),
-                command: spec,
                 cwd: params.cwd.as_ref().map(Into::into),
                 env: params.env,
-                journal_dir: lossy(&journal),
-                parent_pid: std::process::id() as i32,
-                grace_ms: DEFAULT_GRACE_MS,
                 no_output_timeout_ms: no_output_timeout.map(|d| d.as_millis() as u64),
-                max_output: DEFAULT_MAX_OUTPUT,
-                heartbeat_ms: Some(crate::supervisor::fleet::HEARTBEAT.as_millis() as u64),
-                mirror: false,
-                stdin: StdinSource::Null,
-                session: Some(session),
-                arg0: None,
-                terminal: None,
-                limits: Default::default(),
-                leftovers: Default::default(),
-                // An agent's tool call carries no trace context of its own.
-                trace: None,
-                trace_ignored: None,
+                leftovers: commands.leftovers.clone(),
                 drain_on: params.drain_on,
                 drain_ms: drain.map(|d| d.as_millis() as u64),
                 attention,
+                // An agent's tool call carries no trace context of its own.
+                ..launch_request(name.clone(), spec, &journal, session, None, Pace::FLEET)
             }
         })
         .map_err(ToolError::new)?;
     let id = tracked.id.clone();
-    let deadline = Instant::now() + Duration::from_millis(wait_ms);
-    let waited = wait_reporting(commands, &id, deadline, progress, &cancelled).await;
+    let wait = Duration::from_millis(wait_ms);
+    let waited = wait_reporting(commands, &id, wait, progress, &cancelled).await;
     if !waited {
         return Err(ToolError::new(format!(
             "cancelled; command {id} was left as it is"
@@ -214,7 +203,7 @@ pub fn result_of(tracked: &Tracked) -> RunResult {
     RunResult {
         status: CommandStatus::of(tracked),
         command: tracked.command.clone(),
-        still_running: !tracked.is_done(),
+        still_running: !tracked.is_settled(),
         stdout_tail,
         stdout_cut,
         stderr_tail,
@@ -222,21 +211,23 @@ pub fn result_of(tracked: &Tracked) -> RunResult {
     }
 }
 
-/// Waits for command `id` to be done or `deadline`, telling the client how it goes once a
+/// Waits for command `id` to settle, at most `wait`, telling the client how it goes once a
 /// second where it asked. False if the call was cancelled.
 async fn wait_reporting(
     commands: &Commands,
     id: &str,
-    deadline: Instant,
+    wait: Duration,
     progress: Option<(Peer<RoleServer>, ProgressToken)>,
     cancelled: &CancellationToken,
 ) -> bool {
     let started = Instant::now();
-    let total = deadline.saturating_duration_since(started).as_secs_f64();
+    let deadline = started + wait;
+    // In milliseconds: the wait is the total.
+    let total = wait.as_millis() as f64;
     loop {
         let step = (Instant::now() + PROGRESS_EVERY).min(deadline);
         let done = tokio::select! {
-            done = commands.wait_until(step, || commands.get(id).is_none_or(|t| t.is_done())) => done,
+            done = commands.wait_until(step, || commands.get(id).is_none_or(|t| t.is_settled())) => done,
             _ = cancelled.cancelled() => return false,
         };
         if done || Instant::now() >= deadline {
@@ -245,7 +236,7 @@ async fn wait_reporting(
         if let Some((peer, token)) = &progress
             && let Some(tracked) = commands.get(id)
         {
-            let elapsed = started.elapsed().as_secs_f64();
+            let elapsed = started.elapsed().as_millis() as f64;
             let message = format!(
                 "{} {}: {} bytes of output so far",
                 tracked.id,

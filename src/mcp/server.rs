@@ -44,7 +44,7 @@ impl TetherServer {
 #[tool_router]
 impl TetherServer {
     #[tool(
-        description = "Run a shell command (/bin/sh -c) under a tether broker, which journals all its output and stops everything it starts when it is stopped. Waits up to wait_ms (default 10 s, max 60 s) for it to end and returns its state, exit code or signal, byte counts and the last 4 KiB of stdout and stderr. A command still running then keeps running (still_running: true): read more with `output`, check with `list`, end it with `signal`.",
+        description = "Run a shell command (/bin/sh -c) under a tether broker, which journals all its output and stops everything it starts when it is stopped. Waits up to wait_ms (default 10 s, max 60 s) for it to end and returns its state, exit code or signal, byte counts and the last 4 KiB of stdout and stderr. A command still running then keeps running (still_running: true): read more with `output`, check with `list`, end it with `signal`. Processes it leaves running (a server started with `&`) are kept (state left_running, their pids in left_running) until this MCP server exits or `signal` stops them.",
         annotations(
             title = "Run a command",
             read_only_hint = false,
@@ -101,7 +101,7 @@ impl TetherServer {
     }
 
     #[tool(
-        description = "List the commands this server started: id, name, command line, state, runtime, exit, CPU time and processes left running.",
+        description = "List the commands of this session, whoever started them (this server, or a TUI, shell shim or other agent sharing $TETHER_SESSION): id, name, command line, state, runtime, exit, CPU time and processes left running. Every id works with `output` and `signal`.",
         annotations(
             title = "List commands",
             read_only_hint = true,

@@ -9,14 +9,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
-use super::commands::Commands;
+use super::commands::{Commands, Tracked};
+use super::journaled::{Request, ask};
 use super::run::CommandStatus;
-use crate::protocol::{DEFAULT_GRACE_MS, Origin, ProcessSignal, Scope, ToBroker};
+use crate::protocol::{Origin, ProcessSignal, Scope, ToBroker};
+use crate::supervisor::intervals::{TOOL_STOP_WAIT, grace};
 
 /// How long a broker has to say it sent a signal.
 const SIGNAL_CONFIRM: Duration = Duration::from_secs(5);
-/// How long past the grace period a stop may take before the answer goes without its end.
-const STOP_SLACK: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -72,60 +72,104 @@ pub async fn signal(
             tracked.state()
         )));
     }
+    let patience = grace(None) + TOOL_STOP_WAIT;
+    let signal = match params.signal {
+        SignalName::Stop => None,
+        SignalName::Term => Some(ProcessSignal::TERM),
+        SignalName::Int => Some(ProcessSignal::INT),
+        SignalName::Hup => Some(ProcessSignal(nix::sys::signal::Signal::SIGHUP)),
+        SignalName::Kill => Some(ProcessSignal::KILL),
+    };
+    let asked = async {
+        if tracked.mine && !tracked.in_custody() {
+            through_fleet(commands, &tracked, signal, patience).await
+        } else {
+            through_socket(commands, &tracked, signal, patience).await
+        }
+    };
+    let (sent, confirmed) = tokio::select! {
+        answer = asked => answer?,
+        _ = cancelled.cancelled() => return Err(ToolError::new(format!(
+            "cancelled; the request may have reached {}'s broker", tracked.id
+        ))),
+    };
+    let tracked = commands.find(&tracked.id)?;
+    Ok(SignalResult {
+        sent: sent
+            .into_iter()
+            .map(|(signal, processes)| SentSignal {
+                signal: signal.name().to_string(),
+                processes,
+            })
+            .collect(),
+        confirmed,
+        status: CommandStatus::of(&tracked),
+    })
+}
+
+/// To a broker this server talks to: the request on its stdin, confirmed by its events.
+async fn through_fleet(
+    commands: &Commands,
+    tracked: &Tracked,
+    signal: Option<ProcessSignal>,
+    patience: Duration,
+) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
     let before = tracked.signals.len();
-    let (message, wait) = match params.signal {
-        SignalName::Stop => (
-            ToBroker::Stop { origin: None },
-            Duration::from_millis(DEFAULT_GRACE_MS) + STOP_SLACK,
-        ),
-        other => {
-            let signal = match other {
-                SignalName::Term => ProcessSignal::TERM,
-                SignalName::Int => ProcessSignal::INT,
-                SignalName::Hup => ProcessSignal(nix::sys::signal::Signal::SIGHUP),
-                _ => ProcessSignal::KILL,
-            };
-            let message = ToBroker::Signal {
+    let (message, wait) = match signal {
+        None => (ToBroker::Stop { origin: None }, patience),
+        Some(signal) => (
+            ToBroker::Signal {
                 signal,
                 scope: Scope::Group,
                 pid: None,
-            };
-            (message, SIGNAL_CONFIRM)
-        }
+            },
+            SIGNAL_CONFIRM,
+        ),
     };
-    let stop = matches!(params.signal, SignalName::Stop);
     if !commands.send(&tracked.id, message) {
         return Err(ToolError::new(format!(
             "command {}'s broker has ended; nothing to signal",
             tracked.id
         )));
     }
-    let id = tracked.id.clone();
+    let id = &tracked.id;
     let confirmed = || {
-        commands.get(&id).is_none_or(|t| {
-            if stop {
-                t.is_done()
-            } else {
-                t.is_done() || t.signals.len() > before
-            }
+        commands.get(id).is_none_or(|t| match signal {
+            None => t.is_done(),
+            Some(_) => t.is_done() || t.signals.len() > before,
         })
     };
-    let confirmed = tokio::select! {
-        confirmed = commands.wait_until(Instant::now() + wait, confirmed) => confirmed,
-        _ = cancelled.cancelled() => return Err(ToolError::new(format!("cancelled; the request was sent to {id}'s broker"))),
-    };
-    let tracked = commands.find(&id)?;
-    let sent = tracked.signals[before.min(tracked.signals.len())..]
+    let confirmed = commands.wait_until(Instant::now() + wait, confirmed).await;
+    let now = commands.get(id).map(|t| t.signals).unwrap_or_default();
+    let sent = now[before.min(now.len())..]
         .iter()
         .filter(|(_, origin, _)| *origin == Origin::Operator)
-        .map(|(signal, _, processes)| SentSignal {
-            signal: signal.name().to_string(),
-            processes: *processes,
-        })
+        .map(|(signal, _, processes)| (*signal, *processes))
         .collect();
-    Ok(SignalResult {
-        sent,
-        confirmed,
-        status: CommandStatus::of(&tracked),
-    })
+    Ok((sent, confirmed))
+}
+
+/// To a broker of the session this server does not talk to (another front end's, or its
+/// own holding leftovers): through its control socket.
+async fn through_socket(
+    commands: &Commands,
+    tracked: &Tracked,
+    signal: Option<ProcessSignal>,
+    patience: Duration,
+) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
+    let request = match signal {
+        Some(signal) => Request::Signal(signal),
+        None => Request::Stop { patience },
+    };
+    let answer = ask(&commands.session_id, &tracked.journal, request).await?;
+    if tracked.mine && signal.is_none() {
+        // Its end reaches this server once the broker, its child, has exited and is reaped.
+        let id = &tracked.id;
+        commands
+            .wait_until(Instant::now() + SIGNAL_CONFIRM, || {
+                commands.get(id).is_none_or(|t| t.is_done())
+            })
+            .await;
+    }
+    Ok(answer)
 }

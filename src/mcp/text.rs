@@ -4,6 +4,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use crate::journal::reader::stream_tail;
 use crate::journal::secure::open_regular;
 use crate::model::output::{plain_text, render_line};
 use crate::protocol::Stream;
@@ -52,18 +53,10 @@ pub fn sanitize(bytes: &[u8]) -> String {
 /// The last `max` bytes of a stream, sanitized, starting at a line where one starts in
 /// them; and whether earlier bytes were left out.
 pub fn tail(journal: &Path, stream: Stream, max: usize) -> (String, bool) {
-    let len = stored_len(journal, stream);
-    let start = len.saturating_sub(max as u64);
-    let Ok(bytes) = read_range(journal, stream, start, max) else {
-        return (String::new(), false);
-    };
-    let cut = start > 0;
-    let from = if cut {
-        memchr::memchr(b'\n', &bytes).map_or(0, |i| i + 1)
-    } else {
-        0
-    };
-    (sanitize(&bytes[from..]), cut)
+    match stream_tail(journal, stream, max as u64) {
+        Ok((bytes, cut)) => (sanitize(&bytes), cut),
+        Err(_) => (String::new(), false),
+    }
 }
 
 #[cfg(test)]

@@ -19,14 +19,52 @@ pub struct Model {
     pub session_dir: PathBuf,
     pub started_ms: u64,
     pub commands: Vec<CommandState>,
+    pub mode: Mode,
+}
+
+/// Where a model's commands come from, and so what may be done to them.
+#[derive(Debug, Default)]
+pub enum Mode {
+    /// This front end's own session: it launches the commands and talks to their brokers.
+    #[default]
+    Live,
+    /// Journals that other processes write (`tether watch`, `tether open` of a live
+    /// session): followed as they grow, their live commands signalled through their brokers'
+    /// control sockets; nothing is launched from here.
+    Watched,
+    /// A finished session read back (`tether open`): nothing changes any more. With its
+    /// journal, the time cursor can move over it.
+    Recorded(Option<Box<recording::Recording>>),
+}
+
+impl Mode {
     /// Read from journals (after the fact, or as other processes write them): nothing can
     /// be launched from here.
-    pub recorded: bool,
-    /// Journals whose live commands can still be signalled, through their brokers' control
-    /// sockets (`tether watch`, `tether open` of a live session).
-    pub controllable: bool,
-    /// A finished recorded session's journal, for the time cursor (`tether open`).
-    pub recording: Option<recording::Recording>,
+    pub fn from_journals(&self) -> bool {
+        !matches!(self, Mode::Live)
+    }
+
+    /// A finished session: nothing can be signalled or typed into either.
+    pub fn is_finished(&self) -> bool {
+        matches!(self, Mode::Recorded(_))
+    }
+
+    /// The finished session's journal, for the time cursor.
+    pub fn recording(&self) -> Option<&recording::Recording> {
+        match self {
+            Mode::Recorded(recording) => recording.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The same mode without the journal: the model drawn at the time cursor.
+    pub fn without_recording(&self) -> Mode {
+        match self {
+            Mode::Live => Mode::Live,
+            Mode::Watched => Mode::Watched,
+            Mode::Recorded(_) => Mode::Recorded(None),
+        }
+    }
 }
 
 impl Model {

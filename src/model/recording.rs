@@ -21,15 +21,7 @@ pub const STEPS_MS: [u64; 13] = [
 /// The step a recorded session opens with: one second.
 pub const DEFAULT_STEP: usize = 3;
 
-/// `100ms`, `1s`, `5m`, `1h`: a step as the status bar names it.
-pub fn step_label(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms}ms"),
-        1_000..60_000 => format!("{}s", ms / 1_000),
-        60_000..3_600_000 => format!("{}m", ms / 60_000),
-        _ => format!("{}h", ms / 3_600_000),
-    }
-}
+pub use crate::units::step_label;
 
 /// One command's journal, as read.
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 use crate::config::CommandConfig;
 use crate::config::attention::AttentionSettings;
 use crate::journal::{CommandRecord, Damage, SessionRecord};
+use crate::model::Mode;
 use std::path::PathBuf;
 
 use crate::protocol::{CommandSpec, Event, EventKind};
@@ -126,9 +127,7 @@ pub fn model_from_session(record: &SessionRecord) -> Model {
         session_dir: record.dir.clone(),
         started_ms,
         commands,
-        recorded: true,
-        controllable: false,
-        recording: None,
+        mode: Mode::Recorded(None),
     }
 }
 

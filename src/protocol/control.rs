@@ -56,9 +56,7 @@ impl ControlRequest {
 
     /// The request as one line, newline included.
     pub fn to_line(&self) -> Vec<u8> {
-        let mut line = serde_json::to_vec(self).unwrap_or_default();
-        line.push(b'\n');
-        line
+        super::framing::encode_line(self).unwrap_or_default()
     }
 }
 

@@ -1,4 +1,9 @@
-//! Newline framing with a maximum line length, independent of the message types.
+//! Newline framing with a maximum line length, independent of the message types: lines
+//! encoded here ([`encode_line`], [`write_frame`]) and decoded here ([`LineSplitter`]).
+
+use std::io::{self, Write};
+
+use serde::Serialize;
 
 /// Longest line either side accepts: a launch request with arguments and an environment as
 /// large as the kernel allows for exec (a few MiB) fits.
@@ -81,9 +86,42 @@ impl LineSplitter {
     }
 }
 
+/// `message` as one line, its JSON then a newline: how every message crosses a pipe or a
+/// socket, and how every event is journaled. JSON escapes a newline inside a string, so the
+/// line is exactly one frame.
+pub fn encode_line<T: Serialize + ?Sized>(message: &T) -> serde_json::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(message)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// Writes `frame`, a line as [`LineSplitter`] gave it (without its newline), as a line again.
+pub fn write_frame(out: &mut impl Write, frame: &[u8]) -> io::Result<()> {
+    out.write_all(frame)?;
+    out.write_all(b"\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_encoded_line_is_one_frame_whatever_its_strings_hold() {
+        let message = serde_json::json!({ "text": "two\nlines\r\n", "n": 1 });
+        let line = encode_line(&message).unwrap();
+        assert_eq!(line.last(), Some(&b'\n'));
+        let mut splitter = LineSplitter::new(MAX_LINE);
+        let frames = splitter.push(&line);
+        assert_eq!(frames.len(), 1);
+        let Frame::Line(raw) = &frames[0] else {
+            panic!("a line: {frames:?}")
+        };
+        let back: serde_json::Value = serde_json::from_slice(raw).unwrap();
+        assert_eq!(back, message);
+        let mut again = Vec::new();
+        write_frame(&mut again, raw).unwrap();
+        assert_eq!(again, line);
+    }
 
     fn lines(frames: Vec<Frame>) -> Vec<String> {
         frames

@@ -525,9 +525,7 @@ pub struct Event {
 impl Event {
     /// The event as one JSON line, newline included: the form of the journal and the pipe.
     pub fn to_line(&self) -> Vec<u8> {
-        let mut line = serde_json::to_vec(self).unwrap_or_default();
-        line.push(b'\n');
-        line
+        super::framing::encode_line(self).unwrap_or_default()
     }
 }
 

@@ -10,7 +10,7 @@ pub mod trace;
 
 pub use attention::AttentionRequest;
 pub use control::*;
-pub use framing::{Frame, LineSplitter, MAX_LINE};
+pub use framing::{Frame, LineSplitter, MAX_LINE, encode_line, write_frame};
 pub use leftovers::*;
 pub use messages::*;
 pub use signal::ProcessSignal;

@@ -26,19 +26,13 @@ pub(super) fn all_processes() -> Vec<ScannedProcess> {
 }
 
 fn parse(text: &str) -> Option<ScannedProcess> {
-    let stat = procfs::parse_stat(text)?;
-    let close = text.rfind(')')?;
-    let comm = text.get(text.find('(')? + 1..close)?.to_string();
-    // Counting from the state (field 3): utime is field 14, stime 15, rss 24.
-    let mut fields = text.get(close + 1..)?.split_ascii_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    let rss: i64 = fields.nth(8)?.parse().ok()?;
+    let fields = procfs::StatFields::split(text)?;
+    let stat = fields.to_stat()?;
     Some(ScannedProcess {
         stat,
-        comm,
-        cpu_ticks: utime + stime,
-        rss_pages: rss.max(0) as u64,
+        comm: fields.comm.to_string(),
+        cpu_ticks: stat.cpu_ticks,
+        rss_pages: stat.rss_pages,
     })
 }
 

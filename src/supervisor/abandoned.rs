@@ -27,7 +27,7 @@ use std::time::Duration;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 use tokio::time::Instant;
 
-use super::leftovers::KILL_PATIENCE;
+use super::intervals::KILL_PATIENCE;
 use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivery, Settling, StopSequence};
 use crate::cgroup::{CommandCgroup, name};

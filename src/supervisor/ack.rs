@@ -2,15 +2,11 @@
 //! followed by a ping; the broker answers pings in order, so the pong to that ping (counted
 //! from the first) proves the request was read. A pong to an earlier ping proves nothing.
 
-use std::time::Duration;
-
 use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
+use super::intervals::ACK_TIMEOUT;
 use crate::protocol::{Scope, ToBroker};
-
-/// How long a broker may take to acknowledge a signal or stop before the front end acts.
-pub const ACK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What the front end does itself if the broker does not acknowledge a request in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,31 +1,21 @@
-//! The TUI's brokers: one task per broker forwards its events to a single channel and carries
-//! requests to it. When a broker cannot do its work the TUI does it: a signal the broker does
+//! The brokers of a front end with many (the TUI, the MCP server): one task per broker holds
+//! its [`BrokerConversation`], forwards its events to a single channel and carries requests
+//! to it. When a broker cannot do its work the TUI does it: a signal the broker does
 //! not acknowledge goes to the group and the broker's descendants from here; a broker that
 //! dies, or does not acknowledge a stop, is killed and what it left is stopped from here with
 //! the broker's own sequence (see [`super::leftovers`]).
 
 use std::collections::HashMap;
 use std::process::Stdio;
-use std::time::Duration;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::time::{Instant, MissedTickBehavior, sleep_until};
+use tokio::time::{Instant, sleep_until};
 
-use super::BrokerProcess;
-use super::ack::{Acks, Fallback};
-use super::leftovers::{
-    Cleanup, GroupLeader, KILL_PATIENCE, LiveBrokers, Ticket, signal_directly, stop_leftovers,
-};
+use super::conversation::{BrokerConversation, Due, End};
+use super::intervals::{ABORT_PATIENCE, Pace};
+use super::leftovers::{Cleanup, LiveBrokers, stop_leftovers};
 use crate::journal::JournalDir;
 use crate::protocol::{Event, EventKind, LaunchRequest, ToBroker};
-
-/// How often the TUI pings each broker when it has asked nothing of it. A request is followed
-/// by a ping of its own (its pong is the acknowledgement), so this one only lets the broker
-/// journal a TUI that stopped answering (`parent_unresponsive`, after three intervals): with
-/// a hundred brokers a ping a second would be a hundred wake-ups a second of an idle fleet.
-pub const HEARTBEAT: Duration = Duration::from_secs(10);
-/// When quitting cannot wait any longer, how long KILL is repeated to leftovers.
-const ABORT_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Which run of which command a message is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,27 +84,19 @@ impl Fleet {
             let stderr = journal
                 .create_file("broker.stderr", false)
                 .map_or_else(|_| Stdio::null(), Stdio::from);
-            // Under the registry's lock: no walk for leftovers may see this broker before
-            // it is registered.
-            let started = {
-                let mut registry = live.lock().await;
-                BrokerProcess::spawn(&request, &journal, Default::default(), stderr)
-                    .await
-                    .map(|broker| {
-                        let ticket = registry.register(broker.pid());
-                        (broker, ticket)
-                    })
-            };
+            let started = BrokerConversation::launch(
+                &request,
+                &journal,
+                Default::default(),
+                stderr,
+                &live,
+                Pace::FLEET,
+            )
+            .await;
             match started {
-                Ok((broker, ticket)) => {
-                    let link = BrokerLink {
-                        id,
-                        grace: Duration::from_millis(request.grace_ms),
-                        events,
-                        live,
-                        ticket,
-                    };
-                    link.drive(broker, rx).await;
+                Ok(broker) => {
+                    let task = BrokerTask { id, events };
+                    task.drive(broker, rx).await;
                 }
                 Err(err) => {
                     let _ = events.send(FleetEvent::SpawnFailed(
@@ -145,7 +127,14 @@ impl Fleet {
     /// The last thing before the TUI exits: KILLs whatever is still below it and not under a
     /// live broker, and reaps it.
     pub async fn kill_leftovers(&self) -> Cleanup {
-        stop_leftovers(&self.live, None, None, Duration::ZERO, ABORT_PATIENCE).await
+        stop_leftovers(
+            &self.live,
+            None,
+            None,
+            std::time::Duration::ZERO,
+            ABORT_PATIENCE,
+        )
+        .await
     }
 
     /// Forgets a finished run's link (a later run replaces it anyway).
@@ -160,58 +149,21 @@ impl Fleet {
     }
 }
 
-/// How a broker's run ended, as far as its task saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
-    /// The broker said `close`: it did its work.
-    Closed,
-    /// Its events ended without a `close`: it died.
-    Lost,
-    /// It did not acknowledge a stop in time.
-    StopUnanswered,
-    /// The TUI is quitting and cannot wait any longer.
-    Aborted,
-}
-
-/// One broker's task: what it needs besides the broker and its orders.
-struct BrokerLink {
+/// One broker's task: where its events go.
+struct BrokerTask {
     id: RunId,
-    grace: Duration,
     events: UnboundedSender<FleetEvent>,
-    live: LiveBrokers,
-    ticket: Ticket,
 }
 
-impl BrokerLink {
-    async fn drive(self, mut broker: BrokerProcess, orders: UnboundedReceiver<Order>) {
-        let (end, leader, cgroup) = self.converse(&mut broker, orders).await;
-        if end != End::Closed {
-            // Through the unreaped `Child`: its pid cannot have been reused.
-            let _ = broker.child.kill();
+impl BrokerTask {
+    async fn drive(self, mut broker: BrokerConversation, orders: UnboundedReceiver<Order>) {
+        let end = self.converse(&mut broker, orders).await;
+        if let Some(remains) = broker.end_and_reap(end).await {
+            let why = remains.why();
+            self.tell(format!("{why}; stopping what it left"));
+            let cleanup = remains.stop().await;
+            self.tell(format!("{why}; {}", cleanup.describe()));
         }
-        let mut child = broker.child;
-        let _ = tokio::task::spawn_blocking(move || child.wait()).await;
-        self.live.lock().await.unregister(self.ticket);
-        let (why, grace, patience) = match end {
-            End::Closed => {
-                let _ = self.events.send(FleetEvent::Ended(self.id));
-                return;
-            }
-            End::Lost => ("broker lost", self.grace, KILL_PATIENCE),
-            End::StopUnanswered => (
-                "the broker did not answer the stop: tether killed it; broker lost",
-                self.grace,
-                KILL_PATIENCE,
-            ),
-            End::Aborted => (
-                "quitting: the broker did not finish in time and was killed; broker lost",
-                Duration::ZERO,
-                ABORT_PATIENCE,
-            ),
-        };
-        self.tell(format!("{why}; stopping what it left"));
-        let cleanup = stop_leftovers(&self.live, leader, cgroup.as_deref(), grace, patience).await;
-        self.tell(format!("{why}; {}", cleanup.describe()));
         let _ = self.events.send(FleetEvent::Ended(self.id));
     }
 
@@ -219,84 +171,55 @@ impl BrokerLink {
         let _ = self.events.send(FleetEvent::Fallback(self.id, text));
     }
 
-    /// Carries events and requests until the broker closes, dies, or must be killed.
-    /// Returns how it ended, the command's group leader, if it still needs stopping, and its
-    /// cgroup, if it has one.
+    /// Carries events and requests until the broker closes, dies, or must be given up on.
     async fn converse(
         &self,
-        broker: &mut BrokerProcess,
+        broker: &mut BrokerConversation,
         mut orders: UnboundedReceiver<Order>,
-    ) -> (End, Option<GroupLeader>, Option<std::path::PathBuf>) {
-        let me = std::process::id() as i32;
-        let broker_pid = broker.pid();
-        let mut heartbeat = tokio::time::interval(HEARTBEAT);
-        heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut leader: Option<GroupLeader> = None;
-        let mut cgroup = broker.expected_cgroup.clone();
-        let mut acks = Acks::default();
+    ) -> End {
         let mut orders_open = true;
-        let end = loop {
-            let ack_deadline = acks.deadline();
+        loop {
+            let deadline = broker.deadline();
             tokio::select! {
                 line = broker.next_line() => {
-                    let Some(line) = line else { break End::Lost };
-                    let Ok(event) = line.event else { continue };
-                    match &event.kind {
-                        // Pongs mean nothing to the TUI beyond acknowledging requests.
-                        EventKind::Pong => {
-                            acks.pong();
-                            continue;
+                    let Some(line) = line else { return End::Lost };
+                    // Pongs mean nothing to the TUI beyond acknowledging requests.
+                    if let Ok(event) = line.event
+                        && !matches!(event.kind, EventKind::Pong)
+                    {
+                        let closed = matches!(event.kind, EventKind::Close { .. });
+                        // The command exited and the broker keeps what it left running (the
+                        // rule the launch asked for): it lets go of its front end and runs on
+                        // alone until they are stopped; neither it nor they are stopped here.
+                        let kept = matches!(event.kind, EventKind::LeftoversKept { .. });
+                        // Nobody may listen any more; the broker runs on all the same until
+                        // its command ends or the TUI process exits.
+                        let _ = self.events.send(FleetEvent::Event(self.id, event));
+                        if closed {
+                            return End::Closed;
                         }
-                        EventKind::Spawned { pgid, .. } => {
-                            leader = GroupLeader::find(*pgid, &[broker_pid, me]);
+                        if kept {
+                            return End::LeftRunning;
                         }
-                        EventKind::Exit { .. } => leader = None,
-                        EventKind::Containment { path, .. } => cgroup = path.clone(),
-                        _ => {}
-                    }
-                    let closed = matches!(event.kind, EventKind::Close { .. });
-                    // Nobody may listen any more; the broker runs on all the same until its
-                    // command ends or the TUI process exits.
-                    let _ = self.events.send(FleetEvent::Event(self.id, event));
-                    if closed {
-                        break End::Closed;
                     }
                 }
                 order = orders.recv(), if orders_open => match order {
                     None => orders_open = false,
-                    Some(Order::Abort) => break End::Aborted,
+                    Some(Order::Abort) => return End::Aborted,
                     // Keys and sizes need no proof of delivery, and a paste comes in
                     // thousands of pieces: no ping after each.
                     Some(Order::Send(message @ (ToBroker::Input { .. } | ToBroker::Resize { .. }))) => {
-                        let _ = broker.post(&message);
+                        broker.post(&message);
                     }
-                    Some(Order::Send(message)) => {
-                        // The ping after it proves, by its pong, that the broker read it.
-                        let posted = broker.post(&message).is_ok()
-                            && broker.post(&ToBroker::Ping).is_ok();
-                        match Fallback::for_request(&message) {
-                            Some(fallback) => acks.request_posted(fallback, posted, Instant::now()),
-                            None if posted => acks.ping_posted(),
-                            None => {}
-                        }
-                    }
+                    Some(Order::Send(message)) => broker.request(&message),
                 },
-                _ = heartbeat.tick() => {
-                    if let Ok(true) = broker.ping() {
-                        acks.ping_posted();
-                    }
-                }
-                _ = sleep_until(ack_deadline.unwrap_or_else(Instant::now)), if ack_deadline.is_some() => {
-                    match acks.take_due(Instant::now()) {
-                        Some(Fallback::Signal(signal)) => {
-                            self.tell(signal_directly(broker_pid, leader, signal, "the broker did not answer"));
-                        }
-                        Some(Fallback::Stop) => break End::StopUnanswered,
-                        None => {}
-                    }
-                }
+                _ = sleep_until(deadline) => {}
             }
-        };
-        (end, leader, cgroup)
+            match broker.check(Instant::now()) {
+                Some(Due::SignalledDirectly(told)) => self.tell(told),
+                Some(Due::End(end)) => return end,
+                None => {}
+            }
+        }
     }
 }

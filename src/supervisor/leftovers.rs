@@ -162,9 +162,6 @@ impl GroupLeader {
     }
 }
 
-/// How long KILL is repeated to something that will not die before the front end gives up.
-pub const KILL_PATIENCE: Duration = Duration::from_secs(5);
-
 /// What a front end's stop of the leftovers did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cleanup {

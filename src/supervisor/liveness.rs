@@ -1,11 +1,11 @@
-//! Whether a broker still answers. A front end pings it once a second; any line from the
-//! broker answers every ping before it.
+//! Whether a broker still answers. A front end pings it at its [`Pace`](super::intervals::Pace);
+//! any line from the broker answers every ping before it.
 //!
 //! Pings are counted, not timed: time the front end itself spends blocked (copying output to
 //! a slow terminal, stopped by Ctrl-Z) adds at most one unanswered ping, so it can never make
 //! a working broker look dead.
 
-/// Unanswered pings, a second apart, after which a broker is given up on (about 5 s).
+/// Unanswered pings, a look apart (a second for exec), after which a broker is given up on (about 5 s).
 pub const UNANSWERED_LIMIT: u32 = 5;
 /// ... or after which a broker that the kernel shows stopped is given up on.
 pub const UNANSWERED_IF_STOPPED: u32 = 2;

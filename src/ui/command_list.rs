@@ -2,6 +2,7 @@
 //! command's number, name, state, runtime, CPU, memory, start and command text, with badges.
 //! Only the rows on screen are formatted: the rows' order comes ready in the frame content.
 
+use crate::model::Mode;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -32,17 +33,17 @@ pub fn draw(
         view.focus == Pane::Commands,
     );
     if model.commands.is_empty() {
-        let hint = match (model.recorded, model.controllable) {
-            (false, _) => Line::from(vec![
+        let hint = match model.mode {
+            Mode::Live => Line::from(vec![
                 Span::raw("No commands. Press "),
                 Span::styled(" a ", style::KEY),
                 Span::raw(" to launch one."),
             ]),
-            (true, true) => Line::styled(
+            Mode::Watched => Line::styled(
                 "No live commands yet: they show up as they start.",
                 style::DIM,
             ),
-            (true, false) => Line::styled("No commands in this session.", style::DIM),
+            Mode::Recorded(_) => Line::styled("No commands in this session.", style::DIM),
         };
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;

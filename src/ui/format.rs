@@ -11,23 +11,7 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-pub use crate::units::{duration_ms, offset_ms};
-
-/// `12.3M`, `512K`: resident memory in a narrow column.
-pub fn compact_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["K", "M", "G", "T"];
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if value >= 100.0 {
-        format!("{value:.0}{}", UNITS[unit])
-    } else {
-        format!("{value:.1}{}", UNITS[unit])
-    }
-}
+pub use crate::units::{compact_bytes, duration_ms, offset_ms};
 
 /// Cuts `text` to at most `width` columns, ending in `…` when cut. Columns, not characters:
 /// a wide character takes two and a combining mark none, as on screen; a cluster (an emoji
@@ -111,7 +95,6 @@ mod tests {
         assert_eq!(duration_ms(83_000), "1m23s");
         assert_eq!(duration_ms(7_500_000), "2h05m");
         assert_eq!(offset_ms(62_345), "+1:02.345");
-        assert_eq!(compact_bytes(1536 * 1024), "1.5M");
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate("abc", 4), "abc");
         assert_eq!(count(1, "line", "lines"), "1 line");

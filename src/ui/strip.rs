@@ -256,6 +256,7 @@ fn bar(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Mode;
     use crate::model::Status;
     use crate::protocol::ExitStatus;
 
@@ -287,9 +288,7 @@ mod tests {
             session_dir: "/s".into(),
             started_ms: 0,
             commands,
-            recorded: true,
-            controllable: false,
-            recording: None,
+            mode: Mode::Recorded(None),
         }
     }
 

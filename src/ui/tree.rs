@@ -32,7 +32,7 @@ pub fn draw(
         let text = match model.commands.get(view.selected) {
             // Recorded: what the journal holds is all there is (at the time cursor, a run
             // that has not journaled its tree yet).
-            Some(c) if c.status.is_active() && model.recorded && !model.controllable => {
+            Some(c) if c.status.is_active() && model.mode.is_finished() => {
                 "no process tree recorded yet"
             }
             Some(c) if c.status.is_active() => "sampling…",

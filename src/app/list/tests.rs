@@ -1,5 +1,6 @@
 use super::*;
 use crate::config::CommandConfig;
+use crate::model::Mode;
 use crate::model::Status;
 use crate::protocol::{CommandSpec, ExitStatus};
 
@@ -33,9 +34,7 @@ fn model() -> Model {
             command("/s/b/01-hot", Status::Running, Some(99.0)),
             command("/s/b/02-bad", exited(2), None),
         ],
-        recorded: true,
-        controllable: true,
-        recording: None,
+        mode: Mode::Watched,
     }
 }
 

@@ -154,6 +154,7 @@ mod tests {
     use super::*;
     use crate::app::update::update;
     use crate::app::view::Pane;
+    use crate::model::Mode;
     use crate::model::Model;
 
     fn model() -> Model {
@@ -162,9 +163,7 @@ mod tests {
             session_dir: "/nonexistent".into(),
             started_ms: 0,
             commands: Vec::new(),
-            recorded: false,
-            controllable: false,
-            recording: None,
+            mode: Mode::Live,
         }
     }
 

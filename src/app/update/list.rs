@@ -75,11 +75,12 @@ mod tests {
     use crate::app::update::tests::{geometry, model};
     use crate::app::update::update;
     use crate::app::update::{NO_DISMISS, refusal};
+    use crate::model::Mode;
 
     /// A watch of two sessions: a running command and an ended one in each.
     fn watched_sessions() -> Model {
         let mut model = model(true, true);
-        model.controllable = true;
+        model.mode = Mode::Watched;
         let job = model.commands[0].clone();
         model.commands = ["/s/a/01-up", "/s/a/02-done", "/s/b/01-up", "/s/b/02-done"]
             .iter()

@@ -5,6 +5,7 @@ mod copy;
 mod list;
 mod time;
 
+use crate::model::Mode;
 use std::ops::Range;
 
 use super::action::Action;
@@ -62,15 +63,14 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     );
     // A finished recording: what `tether open` reads back and nothing adds to (the model
     // drawn at the cursor is one too).
-    let finished = model.recorded && !model.controllable;
+    let finished = model.mode.is_finished();
     if action.moves_in_time() && !finished {
         return Some(NO_TIME_CURSOR);
     }
-    match (model.recorded, model.controllable) {
-        (true, true) if launches => Some(NO_LAUNCH),
-        (true, false) if launches || signals => Some(READ_ONLY),
-        (true, false) if dismisses => Some(NO_DISMISS),
-        (false, _) if dismisses => Some(NO_DISMISS),
+    match model.mode {
+        Mode::Watched if launches => Some(NO_LAUNCH),
+        Mode::Recorded(_) if launches || signals => Some(READ_ONLY),
+        Mode::Recorded(_) | Mode::Live if dismisses => Some(NO_DISMISS),
         _ => None,
     }
 }
@@ -124,7 +124,7 @@ pub fn update(
         Action::Quit => {
             let running = model.running();
             // A recorded session's running commands belong to another tether.
-            if running == 0 || model.recorded {
+            if running == 0 || model.mode.from_journals() {
                 effects.push(Effect::Quit);
             } else {
                 view.dialog = Some(Dialog::ConfirmQuit { running });

@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::CommandState;
+use crate::model::Mode;
 use crate::protocol::{Event, EventKind};
 
 pub(super) fn model(recorded: bool, running: bool) -> Model {
@@ -30,9 +31,11 @@ pub(super) fn model(recorded: bool, running: bool) -> Model {
         session_dir: "/nonexistent".into(),
         started_ms: 0,
         commands: vec![command],
-        recorded,
-        controllable: false,
-        recording: None,
+        mode: if recorded {
+            Mode::Recorded(None)
+        } else {
+            Mode::Live
+        },
     }
 }
 
@@ -251,7 +254,7 @@ fn what_a_screen_refuses_is_what_its_keys_leave_out() {
     let live = model(false, true);
     let recorded = model(true, true);
     let mut watched = model(true, true);
-    watched.controllable = true;
+    watched.mode = Mode::Watched;
     for action in [
         Action::Term,
         Action::Kill,

@@ -8,7 +8,7 @@ use crate::model::Model;
 use crate::model::recording::{STEPS_MS, step_label};
 
 pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
-    let Some(recording) = &model.recording else {
+    let Some(recording) = model.mode.recording() else {
         view.message = Some("nothing was recorded to move through".into());
         return;
     };
@@ -65,6 +65,7 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
 mod tests {
     use super::*;
     use crate::config::CommandConfig;
+    use crate::model::Mode;
     use crate::model::recording::{CommandRecording, Recording};
     use crate::protocol::{CommandSpec, Event, EventKind};
 
@@ -96,9 +97,7 @@ mod tests {
             session_dir: "/nonexistent".into(),
             started_ms: 1_000,
             commands: Vec::new(),
-            recorded: true,
-            controllable: false,
-            recording: Some(recording),
+            mode: Mode::Recorded(Some(Box::new(recording))),
         }
     }
 

@@ -9,14 +9,14 @@ use crate::model::Model;
 
 /// Why the selected command cannot be typed into, if it cannot.
 fn refusal(model: &Model, view: &ViewState) -> Option<String> {
-    if model.recorded && !model.controllable {
+    if model.mode.is_finished() {
         return Some(READ_ONLY.into());
     }
     let Some(command) = model.commands.get(view.selected) else {
         return Some("no command selected: press a to launch one".into());
     };
     let name = &command.config.name;
-    if model.recorded {
+    if model.mode.from_journals() {
         return Some(format!(
             "{name} was started elsewhere: only the tether that started a command types into it"
         ));
@@ -80,6 +80,7 @@ mod tests {
     use super::*;
     use crate::config::CommandConfig;
     use crate::model::CommandState;
+    use crate::model::Mode;
     use crate::protocol::{CommandSpec, Event, EventKind, ExitStatus, TerminalRequest, WindowSize};
 
     fn model(pty: bool, terminal: bool, ended: bool) -> Model {
@@ -122,9 +123,7 @@ mod tests {
             session_dir: "/nonexistent".into(),
             started_ms: 0,
             commands: vec![command],
-            recorded: false,
-            controllable: false,
-            recording: None,
+            mode: Mode::Live,
         }
     }
 
@@ -186,7 +185,7 @@ mod tests {
             "build is not running (exit 0): nothing reads what you would type"
         );
         let mut recorded = model(true, true, false);
-        recorded.recorded = true;
+        recorded.mode = Mode::Recorded(None);
         assert_eq!(why(&recorded), READ_ONLY);
     }
 }

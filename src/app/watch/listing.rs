@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use super::{SessionSeen, Watch};
 use crate::app::App;
 use crate::clock::now_ms;
-use crate::control::discover::{command_dirs, journaled_broker_alive, session_is_followed};
+use crate::control::discover::{journaled_broker_alive, session_is_followed};
 use crate::journal::secure::check_for_reading;
 use crate::journal::watcher::{Change, JournalFile, Watched};
 use crate::journal::writer::RESULT_FILE;
-use crate::journal::{CommandRecord, command_dir_number, list_sessions, sessions_dir};
+use crate::journal::{
+    CommandRecord, command_dir_number, command_dirs, list_sessions, sessions_dir,
+};
 use crate::model::replay::{broker_alive, command_from_record, config_of, replay};
 use crate::model::{CommandState, Status};
 use crate::protocol::{CommandSpec, EventKind};
@@ -62,7 +64,7 @@ impl Watch {
         };
         for dir in sessions {
             if self.sessions.get(&dir) == Some(&SessionSeen::Followed) {
-                for command in command_dirs(&dir) {
+                for command in command_dirs(&dir).unwrap_or_default() {
                     self.add_command(&command, app);
                 }
             } else {
@@ -132,7 +134,7 @@ impl Watch {
             .insert(dir.to_path_buf(), SessionSeen::Followed);
         self.watch(Watched::Session(dir.to_path_buf()));
         let mut added = false;
-        for command in command_dirs(dir) {
+        for command in command_dirs(dir).unwrap_or_default() {
             added |= self.add_command(&command, app);
         }
         added

@@ -1,6 +1,7 @@
 //! The watch over journals as they are made, half-made and in the thousands: each listed as
 //! far as it can be, nothing read twice, no watch kept on an ended command.
 
+use crate::model::Mode;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -25,9 +26,7 @@ fn app() -> App {
         session_dir: "/nonexistent".into(),
         started_ms: 0,
         commands: Vec::new(),
-        recorded: true,
-        controllable: true,
-        recording: None,
+        mode: Mode::Watched,
     })
 }
 

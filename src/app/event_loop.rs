@@ -1,0 +1,253 @@
+//! The TUI's event loop: one `select!` over keys, broker events, process samples, signals and
+//! the next frame. It draws only when something changed, at most 60 times a second.
+
+use std::collections::HashMap;
+use std::io::Stdout;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crossterm::event::Event as TermEvent;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::time::{Instant, sleep_until};
+
+use super::App;
+use super::input_batch::InputBatch;
+use super::run::Draw;
+use super::runner::Runner;
+use super::watch::Watch;
+use crate::clock::now_ms;
+use crate::model::Model;
+use crate::model::replay::frozen_at;
+use crate::protocol::EventKind;
+use crate::sampler::spawn_sampler;
+use crate::supervisor::Session;
+use crate::supervisor::fleet::{Fleet, FleetEvent};
+
+const FRAME: Duration = Duration::from_micros(16_667);
+/// The most terminal events handled at one wake-up (a paste that is not bracketed is one per
+/// character): enough to join a paste into few pieces, few enough that frames and brokers
+/// are not kept waiting.
+const KEYS_PER_WAKE: usize = 1024;
+/// The shortest time between two reads of the journals a watch follows: a command that
+/// writes without pause costs a read every 8 ms, not one per write. The first change after
+/// a quiet spell is read at once.
+const JOURNAL_READS: Duration = Duration::from_millis(8);
+/// After that, how long brokers that did not finish get to be killed with their leftovers.
+const ABORT_SLACK: Duration = Duration::from_secs(2);
+
+/// Reads terminal events on a thread of their own (crossterm's read blocks).
+fn terminal_events() -> UnboundedReceiver<TermEvent> {
+    let (tx, rx) = unbounded_channel();
+    std::thread::spawn(move || {
+        while let Ok(event) = crossterm::event::read() {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Resolves when the followed journals changed (never without a watcher).
+async fn journals_changed(readiness: Option<&super::watch::Readiness>) {
+    match readiness {
+        Some(readiness) => readiness.wait().await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(super) async fn event_loop(
+    mut terminal: Terminal<CrosstermBackend<Stdout>>,
+    model: Model,
+    session: Option<Session>,
+    watch_over: Option<(PathBuf, Option<String>)>,
+    search: Option<String>,
+    draw: Draw,
+) -> anyhow::Result<i32> {
+    let recorded = model.mode.from_journals();
+    let (fleet, mut fleet_events) = Fleet::new();
+    let (replies, mut watch_replies) = unbounded_channel();
+    let watch = watch_over
+        .map(|(state_dir, session)| Watch::new(state_dir, session, &model.commands, replies));
+    let watching = watch.is_some();
+    let mut runner = Runner {
+        app: App::new(model),
+        session,
+        fleet,
+        watch,
+        tails: HashMap::new(),
+        quit_deadline: None,
+        sizes_sent: HashMap::new(),
+        aborted: false,
+        quit_now: false,
+    };
+    let mut keys = terminal_events();
+    let (sampler, mut samples) = spawn_sampler(Duration::from_secs(1));
+    // A first reading of the machine for the header, before any command runs.
+    sampler.sample_now();
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+
+    // The output pane's size, for the terminals of the commands started next.
+    let size = terminal.size()?;
+    runner.app.prepare(
+        ratatui::layout::Rect::new(0, 0, size.width, size.height),
+        now_ms(),
+    );
+    if let Some(needle) = search.as_deref() {
+        runner.app.open_at_first_match(needle);
+    }
+    let autostart: Vec<usize> = runner
+        .app
+        .model
+        .commands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.config.autostart)
+        .map(|(i, _)| i)
+        .collect();
+    for id in autostart {
+        runner.launch(id);
+    }
+    if let Some(watch) = runner.watch.as_mut() {
+        watch.start(&mut runner.app);
+    }
+    if runner.app.model.commands.is_empty() && !recorded {
+        runner.app.view.dialog = Some(super::view::Dialog::NewCommand {
+            input: String::new(),
+        });
+    }
+
+    // The signal that ended the TUI, if one did: its exit status is then 128 + N, as a shell
+    // reports a program that a signal ended.
+    let mut ended_by: Option<i32> = None;
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    let mut watched: Vec<i32> = Vec::new();
+    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let mut journals_read_at: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
+            let size = terminal.size()?;
+            let at = if recorded {
+                frozen_at(&runner.app.model, now_ms())
+            } else {
+                now_ms()
+            };
+            runner.app.prepare(
+                ratatui::layout::Rect::new(0, 0, size.width, size.height),
+                at,
+            );
+            let app = &runner.app;
+            terminal
+                .draw(|frame| draw(frame, app.shown(), &app.view, &app.content, &app.bindings))?;
+            // Output not yet indexed is caught up with over the next frames.
+            dirty = runner.app.behind;
+            runner.sync_terminal_sizes();
+            last_draw = Some(now);
+        }
+        let quit_overdue = runner.quit_deadline.is_some_and(|d| Instant::now() >= d);
+        if runner.app.view.quitting && quit_overdue && !runner.aborted {
+            // Brokers that did not finish in time are killed and their leftovers KILLed.
+            runner.fleet.abort_all();
+            runner.aborted = true;
+            runner.quit_deadline = Some(Instant::now() + ABORT_SLACK);
+            continue;
+        }
+        if runner.quit_now
+            || (runner.app.view.quitting && (runner.fleet.active() == 0 || quit_overdue))
+        {
+            break;
+        }
+        let brokers = runner.app.brokers();
+        if brokers != watched {
+            sampler.set_brokers(brokers.clone());
+            if brokers.len() > watched.len() {
+                sampler.sample_now();
+            }
+            watched = brokers;
+        }
+        let frame_at = last_draw.map_or(now, |t| t + FRAME);
+        // Runtimes on screen change every second while anything runs; a watch also checks
+        // its brokers then (and looks at the journals twice a second without inotify).
+        let polling = runner.watch.as_ref().is_some_and(Watch::polling);
+        let tick = if polling {
+            super::watch::POLL
+        } else {
+            Duration::from_secs(1)
+        };
+        // Owned, so that the branch can change the watch it belongs to.
+        let journals = runner.watch.as_ref().and_then(Watch::readiness);
+        let journals_rest =
+            journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
+        let ticking = watching || runner.app.model.running() > 0;
+        if !ticking || next_tick < now {
+            next_tick = now + tick;
+        }
+        tokio::select! {
+            event = keys.recv() => {
+                let Some(event) = event else { break };
+                // Every key already read is handled before anything is sent: the input of
+                // a run of keys (a paste that is not bracketed) goes as one piece.
+                let mut input = InputBatch::default();
+                let mut handled = runner.terminal_event(event, &mut input, &mut terminal);
+                for _ in 1..KEYS_PER_WAKE {
+                    let Ok(event) = keys.try_recv() else { break };
+                    handled |= runner.terminal_event(event, &mut input, &mut terminal);
+                }
+                if let Some(effect) = input.take() {
+                    runner.effect(effect);
+                }
+                // Events that mean nothing here (a key with no binding) draw nothing.
+                if handled {
+                    sampler.attend();
+                    dirty = true;
+                }
+            }
+            Some(event) = fleet_events.recv() => {
+                let offscreen_output = matches!(&event, FleetEvent::Event(id, e)
+                    if id.command != runner.app.view.selected && matches!(e.kind, EventKind::Output { .. }));
+                runner.fleet_event(event);
+                // Output of a command not on screen changes only the strip: a tick redraws it.
+                dirty |= !offscreen_output;
+            }
+            Some(snapshot) = samples.recv() => {
+                runner.app.set_snapshot(snapshot);
+                dirty = true;
+            }
+            _ = sigint.recv() => { ended_by.get_or_insert(libc::SIGINT); runner.stop_all(); dirty = true; }
+            _ = sigterm.recv() => { ended_by.get_or_insert(libc::SIGTERM); runner.stop_all(); dirty = true; }
+            _ = sighup.recv() => { ended_by.get_or_insert(libc::SIGHUP); runner.stop_all(); dirty = true; }
+            _ = sleep_until(frame_at), if dirty => {}
+            _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
+            Some(text) = watch_replies.recv() => {
+                runner.app.view.message = Some(text);
+                dirty = true;
+            }
+            _ = journals_changed(journals.as_ref()), if journals.is_some() && !journals_rest => {
+                journals_read_at = Some(Instant::now());
+                if let Some(watch) = runner.watch.as_mut() {
+                    dirty |= watch.on_events(&mut runner.app);
+                }
+            }
+            _ = sleep_until(journals_read_at.map_or(now, |t| t + JOURNAL_READS)), if journals_rest => {}
+            _ = sleep_until(next_tick), if ticking => {
+                next_tick += tick;
+                match runner.watch.as_mut() {
+                    Some(watch) => watch.tick(&mut runner.app),
+                    None if recorded => runner.follow_journal(),
+                    None => {}
+                }
+                dirty = true;
+            }
+        }
+    }
+    // Nothing the TUI adopted from a dead broker outlives it.
+    runner.fleet.kill_leftovers().await;
+    Ok(ended_by.map_or(0, |signal| 128 + signal))
+}

@@ -1,0 +1,333 @@
+//! The TUI's runner: the app and what it drives outside it (the brokers of its session, the
+//! watch over commands started elsewhere, the journals it follows), and the effects of
+//! `update` carried out.
+
+use std::collections::HashMap;
+use std::io::Stdout;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crossterm::event::{Event as TermEvent, KeyEventKind, MouseEventKind};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::time::Instant;
+
+use super::App;
+use super::action::Action;
+use super::input_batch::InputBatch;
+use super::keymap::action_for;
+use super::update::Effect;
+use super::watch::Watch;
+use crate::clock::now_ms;
+use crate::journal::{CommandRecord, EventTail};
+use crate::model::replay::{broker_alive, reload_from_record};
+use crate::model::{CommandState, Mode, Status};
+use crate::protocol::{
+    LaunchRequest, Origin, StdinSource, TerminalRequest, ToBroker, WindowSize, input_requests,
+};
+use crate::supervisor::Session;
+use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
+use crate::supervisor::intervals::{Pace, grace};
+use crate::supervisor::launch_request;
+
+/// After asking every broker to stop, how long to wait beyond the longest grace (a broker
+/// that does not acknowledge the stop is killed after a second and its leftovers stopped).
+const QUIT_SLACK: Duration = Duration::from_secs(3);
+pub(super) struct Runner {
+    pub(super) app: App,
+    /// Where new runs are journaled; `None` for a recorded session.
+    pub(super) session: Option<Session>,
+    pub(super) fleet: Fleet,
+    /// Commands started elsewhere, followed and signalled through their sockets.
+    pub(super) watch: Option<Watch>,
+    /// Where reading each followed journal left off.
+    pub(super) tails: HashMap<PathBuf, EventTail>,
+    pub(super) quit_deadline: Option<Instant>,
+    /// The terminal size last asked of each run's broker.
+    pub(super) sizes_sent: HashMap<RunId, WindowSize>,
+    /// Quitting could not wait any longer for the brokers: they are being killed.
+    pub(super) aborted: bool,
+    pub(super) quit_now: bool,
+}
+
+impl Runner {
+    pub(super) fn launch(&mut self, id: usize) {
+        let (Some(command), Some(session)) =
+            (self.app.model.commands.get_mut(id), self.session.as_mut())
+        else {
+            return;
+        };
+        let journal = match session.next_command_dir(&command.config.name) {
+            Ok(journal) => journal,
+            Err(err) => {
+                let text = format!(
+                    "cannot create a journal directory in {}: {err}; the command was not started",
+                    session.path().display()
+                );
+                command.status = Status::FailedToStart;
+                command.notice = Some(text.clone());
+                self.app.view.message = Some(text);
+                return;
+            }
+        };
+        let dir = journal.path().to_path_buf();
+        command.begin_run(dir.clone(), now_ms());
+        let config = &command.config;
+        let (attention, config_error) = crate::config::attention::for_launch(&config.attention);
+        if let Some(err) = config_error {
+            self.app.view.message = Some(format!("{err}; attention uses its defaults"));
+        }
+        let request = LaunchRequest {
+            // None: the broker inherits the TUI's working directory.
+            cwd: config.cwd.clone(),
+            env: config.env.clone(),
+            no_output_timeout_ms: config.no_output_timeout.map(|d| d.as_millis() as u64),
+            drain_on: config.drain_on.clone(),
+            drain_ms: config.drain.map(|d| d.as_millis() as u64),
+            // With terminals, stdin is stdout's: the operator types into it with `i`.
+            stdin: if config.pty {
+                StdinSource::Terminal
+            } else {
+                StdinSource::Null
+            },
+            terminal: config.pty.then_some(TerminalRequest {
+                stdout: true,
+                stderr: true,
+                size: self.app.terminal_size,
+            }),
+            limits: config.limits,
+            attention,
+            // The TUI's commands end with their processes, as configured (the default
+            // leftovers rule), and are the operator's: only `tether exec` and the shim stand
+            // in for a caller's shell and join its trace.
+            ..launch_request(
+                config.name.clone(),
+                config.command.clone(),
+                &dir,
+                session.reference(&journal),
+                config.grace,
+                Pace::FLEET,
+            )
+        };
+        self.fleet.launch(
+            RunId {
+                command: id,
+                run: command.run,
+            },
+            request,
+            journal,
+        );
+    }
+
+    /// Gives the terminals of running commands the size of the output pane, once per change.
+    pub(super) fn sync_terminal_sizes(&mut self) {
+        if self.session.is_none() {
+            return;
+        }
+        let size = self.app.terminal_size;
+        for (id, command) in self.app.model.commands.iter().enumerate() {
+            let Some(terminal) = command.terminal.filter(|_| command.status.is_active()) else {
+                continue;
+            };
+            let run = RunId {
+                command: id,
+                run: command.run,
+            };
+            let asked = self.sizes_sent.get(&run).copied().unwrap_or(terminal.size);
+            if asked != size && self.fleet.send(id, ToBroker::Resize { size }) {
+                self.sizes_sent.insert(run, size);
+            }
+        }
+    }
+
+    pub(super) fn stop_all(&mut self) {
+        let mut longest = Duration::ZERO;
+        for (id, command) in self.app.model.commands.iter().enumerate() {
+            if command.status.is_active() {
+                longest = longest.max(grace(command.config.grace));
+                self.fleet.send(
+                    id,
+                    ToBroker::Stop {
+                        origin: Some(Origin::Shutdown),
+                    },
+                );
+            }
+        }
+        self.app.view.quitting = true;
+        self.quit_deadline = Some(Instant::now() + longest + QUIT_SLACK);
+    }
+
+    pub(super) fn effect(&mut self, effect: Effect) {
+        let model = &self.app.model;
+        let launches = matches!(effect, Effect::Launch(_) | Effect::Add(_));
+        let sends = matches!(effect, Effect::Send(..));
+        let refused = match model.mode {
+            Mode::Watched if launches => Some(super::update::NO_LAUNCH),
+            Mode::Recorded(_) if launches || sends => Some(super::update::READ_ONLY),
+            _ => None,
+        };
+        if let Some(refused) = refused {
+            self.app.view.message = Some(refused.into());
+            return;
+        }
+        match effect {
+            Effect::Launch(id) => self.launch(id),
+            Effect::Add(config) => {
+                self.app.model.commands.push(CommandState::new(config));
+                let id = self.app.model.commands.len() - 1;
+                self.app.view.select_command(id);
+                self.launch(id);
+            }
+            Effect::Input(id, bytes) => {
+                // A paste of any size goes in bounded pieces, queued without waiting.
+                let delivered = input_requests(&bytes).all(|piece| self.fleet.send(id, piece));
+                if !delivered {
+                    self.app.view.message =
+                        Some("that command has no broker any more: the input went nowhere".into());
+                }
+            }
+            Effect::Send(id, message) if self.watch.is_some() => {
+                if let (Some(watch), Some(command)) =
+                    (self.watch.as_ref(), self.app.model.commands.get(id))
+                {
+                    watch.send(command, message);
+                }
+            }
+            Effect::Dismiss(id) if self.app.model.mode.from_journals() => {
+                self.app.remove_command(id)
+            }
+            Effect::Dismiss(_) => {
+                self.app.view.message = Some(super::update::NO_DISMISS.into());
+            }
+            Effect::Send(id, message) => {
+                if !self.fleet.send(id, message) {
+                    self.app.view.message = Some("that command has no broker any more".into());
+                }
+            }
+            Effect::Search { stream, forward } => self.app.search(stream, forward),
+            Effect::CopyLines { stream, lines } => self.app.copy_lines(stream, lines),
+            Effect::CopyScreen(stream) => self.app.copy_screen(stream),
+            Effect::StopAllAndQuit => self.stop_all(),
+            Effect::Quit => self.quit_now = true,
+        }
+    }
+
+    /// Handles a key, click, paste or resize; its input waits in `input`. False if it
+    /// means nothing here.
+    pub(super) fn terminal_event(
+        &mut self,
+        event: TermEvent,
+        input: &mut InputBatch,
+        terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    ) -> bool {
+        let Some(action) = action_of(&self.app, event) else {
+            return false;
+        };
+        for effect in input.add(self.app.handle(action)) {
+            self.effect(effect);
+        }
+        if let Some(bytes) = self.app.take_terminal_output() {
+            write_between_frames(terminal, &bytes);
+        }
+        true
+    }
+
+    /// Commands that other processes run: apply what their journals gained since the last
+    /// look (read from where the last look ended), and notice a broker that died.
+    pub(super) fn follow_journal(&mut self) {
+        for command in &mut self.app.model.commands {
+            let (true, Some(dir)) = (command.status.is_active(), command.journal_dir.clone())
+            else {
+                continue;
+            };
+            match self.tails.get_mut(&dir) {
+                Some(tail) => {
+                    if let Ok((events, _)) = tail.poll() {
+                        for event in &events {
+                            command.apply(event);
+                        }
+                    }
+                }
+                None => {
+                    // Read once more from the start, by the tail that goes on from there:
+                    // nothing written since the command was listed is missed.
+                    let (record, tail) = CommandRecord::load_following(&dir);
+                    reload_from_record(command, &record);
+                    self.tails.insert(dir.clone(), tail);
+                }
+            }
+            if command.status.is_active() && !broker_alive(command) {
+                // Dead without a `close`: the journal says what is missing.
+                reload_from_record(command, &CommandRecord::load(&dir));
+            }
+        }
+    }
+
+    pub(super) fn fleet_event(&mut self, event: FleetEvent) {
+        match event {
+            FleetEvent::Event(id, event) => self.app.apply_event(id.command, id.run, &event),
+            FleetEvent::Fallback(id, text) => {
+                if let Some(c) = self.app.model.commands.get_mut(id.command) {
+                    if c.run == id.run {
+                        c.notice = Some(text.clone());
+                    }
+                }
+                self.app.view.message = Some(text);
+            }
+            FleetEvent::SpawnFailed(id, text) => {
+                if let Some(c) = self.app.model.commands.get_mut(id.command) {
+                    if c.run == id.run {
+                        c.status = Status::FailedToStart;
+                        c.notice = Some(text.clone());
+                    }
+                }
+                self.app.view.message = Some(text);
+            }
+            FleetEvent::Ended(id) => {
+                self.fleet.ended(id);
+                self.sizes_sent.remove(&id);
+                if let Some(c) = self.app.model.commands.get_mut(id.command) {
+                    if c.run == id.run {
+                        c.broker_gone(now_ms());
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn action_of(app: &App, event: TermEvent) -> Option<Action> {
+    match event {
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            let applies = |action: &Action| super::update::refusal(&app.model, action).is_none();
+            action_for(&app.bindings, app.key_context(), key, &applies)
+        }
+        TermEvent::Mouse(mouse) => match mouse.kind {
+            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => Some(Action::ScrollAt {
+                up: mouse.kind == MouseEventKind::ScrollUp,
+                column: mouse.column,
+                row: mouse.row,
+            }),
+            MouseEventKind::Down(_) => Some(Action::ClickAt {
+                column: mouse.column,
+                row: mouse.row,
+            }),
+            _ => None,
+        },
+        TermEvent::Resize(..) => Some(Action::Resize),
+        TermEvent::Paste(text) => Some(Action::Paste(text)),
+        _ => None,
+    }
+}
+
+/// Bytes tether itself sends its terminal (an OSC 52 copy): through the writer that ratatui
+/// draws with, between two frames, so they never land inside a frame's own sequences. They
+/// change no cell, so the next frame's diff still matches the screen. A failed write loses
+/// only the copy to the clipboard; the file copy is already made.
+fn write_between_frames(terminal: &mut Terminal<CrosstermBackend<Stdout>>, bytes: &str) {
+    use std::io::Write;
+    let backend = terminal.backend_mut();
+    let _ = backend
+        .write_all(bytes.as_bytes())
+        .and_then(|()| backend.flush());
+}
