@@ -321,10 +321,9 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         std::io::stdin().as_fd().try_clone_to_owned().ok()
     };
     let (trace, trace_ignored) = caller_trace();
-    let (attention, config_error) = crate::config::attention::for_launch(&Default::default());
-    if let Some(err) = config_error {
-        say_line(&format!("tether: {err}; attention uses its defaults"));
-    }
+    // A user config that does not parse gives the defaults here, and is said once, by the
+    // retention that runs when this session ends (the same file, the same error).
+    let (attention, _) = crate::config::attention::for_launch(&Default::default());
     let request = LaunchRequest {
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         drain_on: options.drain_on.clone(),

@@ -54,15 +54,22 @@ impl Attention {
 }
 
 impl Broker {
-    /// [call site: spawned] The command runs; `inputs` are what it was given to read.
+    /// [call site: spawned] The command runs (after [`Broker::attention_inputs`]).
     pub(super) fn attention_spawned(&mut self, now: Instant) {
         if self.attention.enabled {
             let ticks = procfs::clock_ticks_per_second();
-            self.attention.detector = Some(Detector::new(self.attention.thresholds, ticks, now));
+            let mut thresholds = self.attention.thresholds;
+            // Nothing to wait on (stdin is /dev/null, no terminal): no look, and no wake-up,
+            // for input.
+            if self.attention.inputs.is_empty() {
+                thresholds.input_after = None;
+            }
+            self.attention.detector = Some(Detector::new(thresholds, ticks, now));
         }
     }
 
-    /// [call site: run.rs, after spawn] What the command reads its input from.
+    /// [call site: run.rs, after spawn, before `spawned`] What the command reads its input
+    /// from.
     pub fn attention_inputs(&mut self, inputs: Vec<InputFile>) {
         self.attention.inputs = inputs;
     }
