@@ -4,9 +4,11 @@
 //!
 //! - [`detector`]: the decisions, pure (samples, output and time in; events out);
 //! - [`probe`]: what a sample says of each process, read from /proc;
-//! - [`notify`]: running the notify command, bounded, out of the command's way.
+//! - [`notify`]: running the notify command, bounded, out of the command's way, through a
+//!   keeper process (`keeper`).
 
 pub mod detector;
+mod keeper;
 pub mod notify;
 pub mod probe;
 
