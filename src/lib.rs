@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod attention;
 pub mod broker;
 pub mod cgroup;
 pub mod clipboard;

@@ -40,6 +40,7 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::LeftoversStopped { .. }
         | EventKind::Attention { .. }
         | EventKind::AttentionCleared { .. }
+        | EventKind::NotifyFailed { .. }
         | EventKind::Close { .. }
         | EventKind::BrokerFailure { .. }
         | EventKind::ControlRefused { .. }
@@ -179,6 +180,7 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
         EventKind::AttentionCleared {
             attention: tether::protocol::AttentionKind::NeedsInput,
         },
+        EventKind::NotifyFailed { message: text() },
     ];
     all.iter().filter_map(journaled).collect()
 }

@@ -76,6 +76,10 @@ impl Runner {
         let dir = journal.path().to_path_buf();
         command.begin_run(dir.clone(), now_ms());
         let config = &command.config;
+        let (attention, config_error) = crate::config::attention::for_launch(&config.attention);
+        if let Some(err) = config_error {
+            self.app.view.message = Some(format!("{err}; attention uses its defaults"));
+        }
         let request = LaunchRequest {
             // None: the broker inherits the TUI's working directory.
             cwd: config.cwd.clone(),
@@ -95,6 +99,7 @@ impl Runner {
                 size: self.app.terminal_size,
             }),
             limits: config.limits,
+            attention,
             // The TUI's commands end with their processes, as configured (the default
             // leftovers rule), and are the operator's: only `tether exec` and the shim stand
             // in for a caller's shell and join its trace.

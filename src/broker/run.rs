@@ -355,6 +355,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     pid: child.pid,
                     start_ticks,
                     argv: child.argv,
+                    inputs: child.inputs,
                 };
                 out.feed(&mut broker, spawned);
                 if let Some(streams) = child.terminal {

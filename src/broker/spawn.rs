@@ -13,7 +13,7 @@
 
 mod clone_into;
 mod interpreter;
-mod signals;
+pub(crate) mod signals;
 
 pub use clone_into::CLONE3_ENV;
 
@@ -39,6 +39,9 @@ pub struct SpawnedCommand {
     pub terminal: Option<TerminalRequest>,
     /// Terminals were asked for and could not be had: the command runs with pipes.
     pub terminal_unavailable: Option<PtyError>,
+    /// What the command reads input from (its stdin, its terminals), for attention to tell
+    /// a process waiting on them.
+    pub inputs: Vec<crate::attention::probe::InputFile>,
 }
 
 /// The terminals a request asks for, every one or none: a command gets a terminal for each
@@ -168,6 +171,15 @@ pub fn spawn(
             });
         }
     };
+    let inputs = std::iter::once(stdin.as_fd())
+        .chain(
+            [&out_pty, &err_pty]
+                .into_iter()
+                .flatten()
+                .map(|p| p.slave.as_fd()),
+        )
+        .filter_map(crate::attention::probe::InputFile::of)
+        .collect();
     // A stream with a terminal gets its slave side and the broker keeps the master; one
     // without gets a pipe's write end and the broker keeps the read end.
     let stream = |pty: Option<Pty>| -> Result<(OwnedFd, OwnedFd), SpawnFailure> {
@@ -256,6 +268,7 @@ pub fn spawn(
                         stderr,
                         terminal,
                         terminal_unavailable,
+                        inputs,
                     });
                 }
                 clone_into::Cloned::Failed(err) => {
@@ -330,6 +343,7 @@ pub fn spawn(
         stderr,
         terminal,
         terminal_unavailable,
+        inputs,
     })
 }
 

@@ -113,10 +113,11 @@ impl TreeRecorder {
     /// as if nothing changed): the broker's loop must stay free for a stop, and a tree being
     /// forked as fast as it can is not one a record would keep up with anyway. Command lines
     /// not read within the budget are left out of the record.
+    ///
+    /// Once the record is capped the tree is still walked, for what the broker keeps of it
+    /// (the processes a stop starts with, what attention looks at, the cost figures), and
+    /// nothing more is recorded.
     pub fn sample(&mut self, walk: &Walk, group: i32) -> TreeSample {
-        if self.capped {
-            return TreeSample::default();
-        }
         let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
         let Some(procs) = walk.live_until(deadline) else {
             return TreeSample::default();
@@ -127,6 +128,12 @@ impl TreeRecorder {
         // alone.
         if walk.cgroup().is_none() {
             self.remember_walk(&procs);
+        }
+        if self.capped {
+            return TreeSample {
+                processes: Some(procs),
+                record: None,
+            };
         }
         let record = self.update(&procs, group, |p| {
             let argv = if std::time::Instant::now() < deadline {

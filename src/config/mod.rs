@@ -4,6 +4,7 @@
 //! every error then points at the exact key or value (file:line:column) and says which
 //! `[[command]]` it is in, which serde's `deny_unknown_fields` message cannot.
 
+pub mod attention;
 pub mod naming;
 pub mod notify;
 pub mod user;
@@ -24,7 +25,7 @@ use crate::units::{parse_duration, parse_size};
 pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
 
 /// Keys a `[[command]]` table may hold, in the order the error message lists them.
-const COMMAND_KEYS: [&str; 13] = [
+const COMMAND_KEYS: [&str; 14] = [
     "name",
     "shell",
     "argv",
@@ -38,6 +39,7 @@ const COMMAND_KEYS: [&str; 13] = [
     "max_memory",
     "drain_on",
     "drain",
+    "attention",
 ];
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -63,6 +65,9 @@ pub struct CommandConfig {
     /// command is given `drain` to exit before it is stopped.
     pub drain_on: Option<String>,
     pub drain: Option<Duration>,
+    /// `attention`: this command's thresholds, over the user config's `[attention]`. Boxed:
+    /// most commands set none, and a config travels inside `Effect`s.
+    pub attention: Box<attention::AttentionSettings>,
 }
 
 impl CommandConfig {
@@ -81,6 +86,7 @@ impl CommandConfig {
             limits: Limits::default(),
             drain_on: None,
             drain: None,
+            attention: Default::default(),
         }
     }
 }
@@ -210,6 +216,7 @@ fn parse_command(
         limits: Limits::default(),
         drain_on: None,
         drain: None,
+        attention: Default::default(),
     };
     for (key, value) in by_position(table) {
         let field = Field {
@@ -231,6 +238,9 @@ fn parse_command(
             "max_memory" => command.limits.max_memory = Some(field.size()?),
             "drain_on" => command.drain_on = Some(field.pattern()?),
             "drain" => command.drain = Some(field.duration()?),
+            "attention" => {
+                command.attention = Box::new(attention::attention(source, value, "attention")?)
+            }
             other => {
                 return Err(source.error(
                     key.span().start,

@@ -74,7 +74,7 @@ fn unknown_key_names_file_line_column_command_and_choices() {
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
              name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty, max_procs, \
-             max_memory, drain_on, drain"
+             max_memory, drain_on, drain, attention"
     );
     assert_eq!(key_of(text), "nmae");
 }

@@ -2,8 +2,9 @@
 //! `~/.config/tether/config.toml`): how tether behaves for this user, whatever the project.
 //! A project's `tether.toml` lists commands and never holds these.
 //!
-//! It holds two sections, `[retention]` below and `[notify]` (how tether tells the operator a
-//! command needs them, see [`super::notify`]):
+//! It holds three sections, `[retention]` below, `[notify]` (how tether tells the operator a
+//! command needs them, see [`super::notify`]) and `[attention]` (when a command needs them, see
+//! [`super::attention`]):
 //!
 //! ```toml
 //! [retention]
@@ -27,6 +28,7 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::attention::{AttentionSettings, attention};
 use super::notify::{NotifySettings, notify};
 use super::{ConfigError, Source, by_position};
 use crate::prune::Rules;
@@ -50,6 +52,8 @@ pub struct UserConfig {
     pub retention_disabled: bool,
     /// The `[notify]` settings, their defaults without the table.
     pub notify: NotifySettings,
+    /// The `[attention]` thresholds (see [`super::attention`]); nothing set without the table.
+    pub attention: AttentionSettings,
 }
 
 impl UserConfig {
@@ -108,12 +112,13 @@ pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
                 config.retention_disabled = !enabled;
             }
             "notify" => config.notify = notify(&source, value)?,
+            "attention" => config.attention = attention(&source, value, "attention")?,
             other => {
                 return Err(source.error(
                     key.span().start,
                     other,
                     format!(
-                        "unknown key `{other}` at the top level; the user config holds [retention] and [notify] tables"
+                        "unknown key `{other}` at the top level; the user config holds [retention], [notify] and [attention] tables"
                     ),
                 ));
             }
@@ -298,7 +303,7 @@ mod tests {
                 "[retension]\nkeep = 3\n",
                 1,
                 "retension",
-                "[retention] and [notify] tables",
+                "[retention], [notify] and [attention] tables",
             ),
             ("[retention]\nkeep = \n", 2, "keep", "invalid TOML"),
         ];

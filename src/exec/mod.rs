@@ -321,6 +321,9 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         std::io::stdin().as_fd().try_clone_to_owned().ok()
     };
     let (trace, trace_ignored) = caller_trace();
+    // A user config that does not parse gives the defaults here, and is said once, by the
+    // retention that runs when this session ends (the same file, the same error).
+    let (attention, _) = crate::config::attention::for_launch(&Default::default());
     let request = LaunchRequest {
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         drain_on: options.drain_on.clone(),
@@ -338,6 +341,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         leftovers: options.leftovers.rule(),
         trace,
         trace_ignored,
+        attention,
         // No `cwd`: the broker inherits our working directory, whatever bytes its path holds.
         ..launch_request(
             name,

@@ -164,6 +164,10 @@ pub async fn run(
     }
     let spec = CommandSpec::Shell(params.command.clone());
     let name = params.name.clone().unwrap_or_else(|| derive_name(&spec));
+    let (attention, config_error) = crate::config::attention::for_launch(&Default::default());
+    if let Some(err) = config_error {
+        eprintln!("tether mcp: {err}; attention uses its defaults");
+    }
     let tracked = commands
         .launch(&name, params.command.clone(), |journal, session| {
             LaunchRequest {
@@ -173,6 +177,7 @@ pub async fn run(
                 leftovers: commands.leftovers.clone(),
                 drain_on: params.drain_on,
                 drain_ms: drain.map(|d| d.as_millis() as u64),
+                attention,
                 // An agent's tool call carries no trace context of its own.
                 ..launch_request(name.clone(), spec, &journal, session, None, Pace::FLEET)
             }

@@ -405,7 +405,8 @@ impl CommandState {
             | EventKind::ControlRefused { .. }
             | EventKind::ControlUnavailable { .. }
             | EventKind::LimitUnavailable { .. }
-            | EventKind::TraceContextIgnored { .. } => {}
+            | EventKind::TraceContextIgnored { .. }
+            | EventKind::NotifyFailed { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);

@@ -93,6 +93,10 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             format!("{} no longer", attention_words(*attention)),
             Tone::Quiet,
         ),
+        EventKind::NotifyFailed { message } => (
+            format!("notify command failed: {}", one_line(message)),
+            Tone::Warning,
+        ),
         EventKind::SignalSent {
             signal,
             origin,

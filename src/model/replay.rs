@@ -2,6 +2,7 @@
 //! filled from `events.jsonl` instead, so a post-mortem looks as the session looked live.
 
 use crate::config::CommandConfig;
+use crate::config::attention::AttentionSettings;
 use crate::journal::{CommandRecord, Damage, SessionRecord};
 use crate::model::Mode;
 use std::path::PathBuf;
@@ -72,6 +73,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             limits: request.limits,
             drain_on: request.drain_on.clone(),
             drain: request.drain_ms.map(std::time::Duration::from_millis),
+            attention: Box::new(AttentionSettings::from_request(&request.attention)),
         },
         None => CommandConfig {
             name: record.id.clone(),
@@ -85,6 +87,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             limits: Default::default(),
             drain_on: None,
             drain: None,
+            attention: Default::default(),
         },
     }
 }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::attention::AttentionRequest;
 use super::leftovers::{LeftoversEnd, LeftoversRecord, LeftoversRule};
 use super::signal::ProcessSignal;
 use super::trace::TraceContext;
@@ -54,6 +55,10 @@ impl LaunchRequest {
             &mut self.heartbeat_ms,
             &mut self.leftovers.max_ms,
             &mut self.drain_ms,
+            &mut self.attention.input_after_ms,
+            &mut self.attention.quiet_after_ms,
+            &mut self.attention.runaway_after_ms,
+            &mut self.attention.finished_after_ms,
         ] {
             if let Some(ms) = ms.as_mut() {
                 *ms = (*ms).min(MAX_INTERVAL_MS);
@@ -148,6 +153,10 @@ pub struct LaunchRequest {
     /// The drain period after `drain_on` matched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain_ms: Option<u64>,
+    /// Attention thresholds and the notify command (see `protocol::attention`); absent in
+    /// an older request: the defaults, and no notify command.
+    #[serde(default, skip_serializing_if = "AttentionRequest::is_default")]
+    pub attention: AttentionRequest,
 }
 
 /// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
@@ -674,6 +683,11 @@ pub enum EventKind {
     AttentionCleared {
         attention: AttentionKind,
     },
+    /// The `[notify] command` could not tell anyone: it could not start, did not finish in
+    /// time, or failed. Journaled once; the broker runs it no more for this command.
+    NotifyFailed {
+        message: String,
+    },
     /// The broker is done: both streams read to the end, nothing left running.
     Close {
         stdout_bytes: u64,
@@ -769,6 +783,7 @@ impl EventKind {
             EventKind::LeftoversStopped { .. } => "leftovers_stopped",
             EventKind::Attention { .. } => "attention",
             EventKind::AttentionCleared { .. } => "attention_cleared",
+            EventKind::NotifyFailed { .. } => "notify_failed",
             EventKind::Close { .. } => "close",
             EventKind::BrokerFailure { .. } => "broker_failure",
             EventKind::Pong => "pong",

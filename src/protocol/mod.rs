@@ -1,5 +1,6 @@
 //! Messages between a front end and its brokers, and how they are framed on the wire.
 
+pub mod attention;
 pub mod control;
 pub mod framing;
 pub mod leftovers;
@@ -7,6 +8,7 @@ pub mod messages;
 pub mod signal;
 pub mod trace;
 
+pub use attention::AttentionRequest;
 pub use control::*;
 pub use framing::{Frame, LineSplitter, MAX_LINE, encode_line, write_frame};
 pub use leftovers::*;

@@ -48,5 +48,8 @@ pub fn launch_request(
         leftovers: Default::default(),
         trace: None,
         trace_ignored: None,
+        // Each front end resolves the user's and the command's thresholds (see
+        // `config::attention::for_launch`); these are the defaults.
+        attention: Default::default(),
     }
 }

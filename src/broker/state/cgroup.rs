@@ -18,7 +18,10 @@ impl Broker {
 
     /// The command's processes: its cgroup's members, or every descendant of this subreaper.
     pub(in crate::broker) fn walk(&self) -> Walk {
-        Walk::below(self.pid).in_cgroup(self.cgroup.clone())
+        // The notify command's runs are the broker's children, not the command's.
+        Walk::below(self.pid)
+            .pruning(self.attention.notifier_pids())
+            .in_cgroup(self.cgroup.clone())
     }
 
     /// Whether the tree's record waits while a stop runs: on the cgroup path a stop's end is

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::Broker;
+use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
 use crate::broker::terminal::InputTaken;
@@ -36,6 +37,9 @@ pub enum Input<'a> {
         pid: i32,
         start_ticks: Option<u64>,
         argv: Vec<String>,
+        /// What it reads input from (its stdin, its terminals), for attention to tell a
+        /// process waiting on them.
+        inputs: Vec<InputFile>,
     },
     /// The command could not be started (`code`, `message`).
     SpawnFailed { code: String, message: String },
@@ -161,8 +165,10 @@ impl Broker {
                 pid,
                 start_ticks,
                 argv,
+                inputs,
             } => {
                 self.check_entered(pid);
+                self.attention_inputs(inputs);
                 self.spawned(pid, start_ticks, argv);
             }
             Input::SpawnFailed { code, message } => self.spawn_failed(code, message),

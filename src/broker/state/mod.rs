@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+mod attention;
 mod cgroup;
 mod custody;
 mod drain;
@@ -189,6 +190,8 @@ pub struct Broker {
     parent_detached: bool,
     /// The final-drain trigger, when the request has `drain_on`.
     final_drain: Option<drain::FinalDrain>,
+    /// What the attention detector knows, and the notify command.
+    attention: attention::Attention,
 }
 
 /// Whether a reaped process had escaped, by the one rule the tree's record uses
@@ -209,6 +212,7 @@ impl Broker {
         final_line: Option<regex::bytes::Regex>,
     ) -> Broker {
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
+        let attention = attention::Attention::new(&request.attention);
         Broker {
             started_ms: kernel.wall_ms(),
             pid: kernel.own_pid(),
@@ -246,6 +250,7 @@ impl Broker {
             custodian_gone: None,
             parent_detached: false,
             final_drain,
+            attention,
         }
     }
 
@@ -354,6 +359,7 @@ impl Broker {
         let now = self.now;
         self.last_output = now;
         self.tree_walks = ScanSchedule::new(now + Duration::from_millis(50));
+        self.attention_spawned(now);
         self.emit(EventKind::Spawned {
             pid,
             pgid: pid,
@@ -369,6 +375,7 @@ impl Broker {
             message: message.clone(),
         });
         self.emit(EventKind::SpawnError { code, message });
+        self.attention_spawn_failed();
         self.phase = Phase::Done;
     }
 
@@ -415,6 +422,7 @@ impl Broker {
                     self.result.exit = Some(status);
                     self.phase = Phase::Draining { since: self.now };
                     self.emit(EventKind::Exit { pid, status });
+                    self.attention_exited(status);
                 }
                 child => {
                     let group = child.map_or(0, |c| c.pid);
@@ -439,6 +447,7 @@ impl Broker {
         let now = self.now;
         self.last_output = now;
         self.tree_walks.activity(now);
+        self.attention_output(now);
         if matches!(self.phase, Phase::Draining { .. }) {
             self.drain_until = Some(now + DRAIN_IDLE);
         }
@@ -534,6 +543,7 @@ impl Broker {
     /// ([`Input::ResultWritten`]).
     pub(super) fn finish(&mut self) {
         self.reap();
+        self.attention_finish();
         self.flush_output();
         self.flush_input();
         self.close_custody_record();

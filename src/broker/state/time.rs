@@ -46,6 +46,7 @@ impl Broker {
         if self.child.is_some() && self.phase != Phase::Done && !self.tree_paused() {
             next.push(self.tree_walks.next());
         }
+        next.extend(self.attention_deadline());
         match self.phase {
             Phase::Draining { since } => {
                 next.push(
@@ -103,6 +104,7 @@ impl Broker {
         self.check_drain_deadline(now);
         self.check_custody_deadline(now);
         self.advance_stop(now);
+        self.attention_tick(now);
         if self.child.is_some()
             && self.phase != Phase::Done
             && !self.tree_paused()
@@ -183,16 +185,19 @@ impl Broker {
         self.tree_sampling = false;
         let TreeSample { processes, record } = sample;
         self.tree_walks.walked(self.now, record.is_some());
+        // Attention looks at the processes the walk found (or knows nothing ran since).
+        self.attention_sampled(self.now, processes.as_deref());
         // What the /proc path's stop sends its first signal to without walking again.
         if let Some(processes) = processes.filter(|_| self.cgroup.is_none()) {
             self.last_walk = Some(processes);
         }
         if let Some(record) = record {
             self.record_tree(record);
-            // The walk is answered after the tick's flush: the record reaches the disk now,
-            // not at the next wake-up, which for a quiet command may be seconds away.
-            self.flush_journal();
         }
+        // The walk is answered after the tick's flush: what it brought (a record, an
+        // attention event) reaches the disk now, not at the next wake-up, which for a quiet
+        // command may be seconds away. Nothing is written when nothing waits.
+        self.flush_journal();
     }
 
     /// Emits what the tree recorder produced: a tree, or the one `events_capped` that ends

@@ -3,6 +3,7 @@
 //! out its outputs as the interpreter would (a journal of parsed events, the parent's lines,
 //! the replies to control clients) and moves the clock to the broker's next deadline.
 
+mod attention;
 mod custody;
 mod lifecycle;
 mod output;
@@ -221,6 +222,12 @@ fn request() -> LaunchRequest {
         leftovers: Default::default(),
         trace: None,
         trace_ignored: None,
+        // Attention has tests of its own (`attention.rs`); elsewhere the journal holds what
+        // each test is about.
+        attention: crate::protocol::AttentionRequest {
+            enabled: false,
+            ..Default::default()
+        },
     }
 }
 
@@ -287,6 +294,7 @@ impl Rig {
             pid: CMD,
             start_ticks: Some(CMD as u64),
             argv: vec!["cmd".into()],
+            inputs: Vec::new(),
         });
         self
     }

@@ -1,0 +1,505 @@
+//! When a command needs the operator, decided from what the broker already sees: samples of
+//! the tree (taken on the tree's own schedule), the moments it wrote, and its end. Pure: time
+//! comes in with each call, and what it decides comes out as events, once per episode.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
+use crate::units::{duration_ms, format_size};
+
+/// A tree at or above this share of one core is busy.
+const BUSY_SHARE: f64 = 0.9;
+/// Below this share it is idle (a timer tick or two is not work).
+const IDLE_SHARE: f64 = 0.02;
+/// A process first seen blocked on input is looked at again this much later, to be sure it
+/// did not read in between (a loop of short reads is seen blocked at any one moment).
+pub const CONFIRM_GAP: Duration = Duration::from_millis(500);
+
+/// The thresholds, each `None` when off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thresholds {
+    pub input_after: Option<Duration>,
+    pub quiet_after: Option<Duration>,
+    pub runaway_after: Option<Duration>,
+    pub memory_above: Option<u64>,
+    pub finished_after: Option<Duration>,
+}
+
+impl Thresholds {
+    pub fn of(request: &AttentionRequest) -> Thresholds {
+        let ms = |v: Option<u64>| v.map(Duration::from_millis);
+        Thresholds {
+            input_after: ms(request.input_after_ms),
+            quiet_after: ms(request.quiet_after_ms),
+            runaway_after: ms(request.runaway_after_ms),
+            memory_above: request.memory_above,
+            finished_after: ms(request.finished_after_ms),
+        }
+    }
+}
+
+/// What a blocked process is reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// The pipe (or other file) the command was given as stdin.
+    Pipe,
+    /// The command's terminal.
+    Terminal,
+}
+
+/// A process asleep in a read of the command's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    pub fd: i32,
+    pub input: InputKind,
+    /// `read`, `readv`, `pread64`...
+    pub call: &'static str,
+    /// Its program name, for the detail.
+    pub program: String,
+    /// Read system calls it made so far (`syscr` of /proc/PID/io), where readable: one that
+    /// went up read in between.
+    pub reads: Option<u64>,
+}
+
+/// One process as a sample saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSample {
+    pub pid: i32,
+    pub start_ticks: u64,
+    /// `utime + stime`, in clock ticks.
+    pub cpu_ticks: u64,
+    pub rss_bytes: u64,
+    /// Nanoseconds its main thread ran or waited to run (`/proc/PID/schedstat`), where read:
+    /// on a machine with more work than cores, a runaway that gets half a core still wants
+    /// all of one.
+    pub demand_ns: Option<u64>,
+    pub blocked: Option<Blocked>,
+}
+
+/// One look at the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sample {
+    /// Its live processes now.
+    Fresh(Vec<ProcessSample>),
+    /// Nothing in the tree ran since the last look (the tree's own check, see
+    /// `TreeRecorder::unchanged`): every process is where it was.
+    Unchanged,
+    /// A look was due and could not be had (a tree forked too fast to read in time).
+    Missed,
+}
+
+/// How the command ended, for `failed` and `finished`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Exited(ExitStatus),
+    /// Its watchdog stopped it (no output for this long).
+    TimedOut {
+        silent: Duration,
+        status: ExitStatus,
+    },
+    SpawnFailed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Waiting {
+    pid: i32,
+    start_ticks: u64,
+    blocked: Blocked,
+    /// When it was first seen so.
+    seen: Instant,
+    /// Seen again since with no read in between.
+    confirmed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunawayCause {
+    Cpu,
+    Memory,
+}
+
+/// Each process's CPU readings at a sample, by pid and start time: (ticks used, nanoseconds
+/// wanted).
+type Readings = HashMap<(i32, u64), (u64, Option<u64>)>;
+
+/// The decisions for one command.
+#[derive(Debug)]
+pub struct Detector {
+    thresholds: Thresholds,
+    ticks_per_second: u64,
+    started: Instant,
+    last_output: Instant,
+    /// The last sample: when, and each process's CPU reading then.
+    last_sample: Option<(Instant, Readings)>,
+    /// The last look, had or missed: no deadline is ever before it.
+    looked_at: Option<Instant>,
+    /// The last tree's resident memory.
+    rss_bytes: u64,
+    waiting: Option<Waiting>,
+    /// The start of the run of busy (idle) intervals the tree is in.
+    busy_since: Option<Instant>,
+    idle_since: Option<Instant>,
+    needs_input: bool,
+    quiet: bool,
+    runaway: Option<RunawayCause>,
+    ended: bool,
+    out: Vec<EventKind>,
+}
+
+impl Detector {
+    pub fn new(thresholds: Thresholds, ticks_per_second: u64, started: Instant) -> Detector {
+        Detector {
+            thresholds,
+            ticks_per_second: ticks_per_second.max(1),
+            started,
+            last_output: started,
+            last_sample: None,
+            looked_at: None,
+            rss_bytes: 0,
+            waiting: None,
+            busy_since: None,
+            idle_since: None,
+            needs_input: false,
+            quiet: false,
+            runaway: None,
+            ended: false,
+            out: Vec::new(),
+        }
+    }
+
+    /// What samples should read beyond the walk: which processes are blocked on input (a
+    /// read of `/proc/PID/syscall` per sleeping process), how much CPU each wanted (one of
+    /// `/proc/PID/schedstat` per process).
+    pub fn wants(&self) -> super::probe::Looks {
+        super::probe::Looks {
+            blocked: self.thresholds.input_after.is_some() && !self.ended,
+            demand: self.thresholds.runaway_after.is_some() && !self.ended,
+            waiting: self.waiting.as_ref().map(|w| w.pid),
+        }
+    }
+
+    /// The events decided since the last call.
+    pub fn take(&mut self) -> Vec<EventKind> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// The command wrote: it is not waiting, nor quiet.
+    pub fn output(&mut self, at: Instant) {
+        self.last_output = at;
+        // A prompt written and then waited on is a new episode, confirmed afresh.
+        self.waiting = None;
+        if self.needs_input {
+            self.clear(AttentionKind::NeedsInput);
+        }
+        if self.quiet {
+            self.clear(AttentionKind::Quiet);
+        }
+    }
+
+    pub fn sampled(&mut self, at: Instant, sample: Sample) {
+        if self.ended {
+            return;
+        }
+        self.looked_at = Some(at);
+        let previous = self.last_sample.as_ref().map(|(when, _)| *when);
+        let share = match &sample {
+            Sample::Fresh(processes) => self.cpu_share(at, processes),
+            Sample::Unchanged => previous.map(|_| 0.0),
+            Sample::Missed => None,
+        };
+        match &sample {
+            Sample::Fresh(processes) => {
+                self.rss_bytes = processes.iter().map(|p| p.rss_bytes).sum();
+                let ticks = processes
+                    .iter()
+                    .map(|p| ((p.pid, p.start_ticks), (p.cpu_ticks, p.demand_ns)))
+                    .collect();
+                self.last_sample = Some((at, ticks));
+                self.look_for_waiting(at, processes);
+            }
+            Sample::Unchanged => {
+                if let Some((when, _)) = self.last_sample.as_mut() {
+                    *when = at;
+                }
+                // Nothing ran: whoever was blocked on input did not read since.
+                if let Some(waiting) = self.waiting.as_mut() {
+                    waiting.confirmed = true;
+                }
+            }
+            Sample::Missed => return,
+        }
+        if let (Some(share), Some(from)) = (share, previous) {
+            self.track_cpu(share, from);
+        }
+        self.decide(at);
+    }
+
+    /// The tree's share of a core since the last sample; `None` for the first.
+    fn cpu_share(&self, at: Instant, processes: &[ProcessSample]) -> Option<f64> {
+        let (then, before) = self.last_sample.as_ref()?;
+        let elapsed = at.saturating_duration_since(*then).as_secs_f64();
+        if elapsed <= 0.0 {
+            return None;
+        }
+        // A process new since then did all of its work since then; one gone took its
+        // last interval with it (a lower bound, as every source of CPU time here is).
+        let mut ticks = 0;
+        let mut demand_ns = 0;
+        for p in processes {
+            // New since: all its time is this interval's. Its demand counts only between two
+            // readings (a process asleep at the last sample has none then).
+            let (old_ticks, old_demand) = before
+                .get(&(p.pid, p.start_ticks))
+                .copied()
+                .unwrap_or((0, Some(0)));
+            ticks += p.cpu_ticks.saturating_sub(old_ticks);
+            if let (Some(now), Some(then)) = (p.demand_ns, old_demand) {
+                demand_ns += now.saturating_sub(then);
+            }
+        }
+        let used = ticks as f64 / self.ticks_per_second as f64 / elapsed;
+        let wanted = demand_ns as f64 / 1e9 / elapsed;
+        Some(used.max(wanted))
+    }
+
+    /// `share` of a core was used over the interval that began at `start`.
+    fn track_cpu(&mut self, share: f64, start: Instant) {
+        if share >= BUSY_SHARE {
+            self.busy_since = self.busy_since.or(Some(start));
+        } else {
+            self.busy_since = None;
+        }
+        if share < IDLE_SHARE {
+            self.idle_since = self.idle_since.or(Some(start));
+        } else {
+            self.idle_since = None;
+            if self.quiet {
+                self.clear(AttentionKind::Quiet);
+            }
+        }
+    }
+
+    fn look_for_waiting(&mut self, at: Instant, processes: &[ProcessSample]) {
+        let previous = self.waiting.take();
+        let found = processes.iter().find_map(|p| {
+            let blocked = p.blocked.as_ref()?;
+            Some((p, blocked))
+        });
+        let Some((process, blocked)) = found else {
+            if self.needs_input {
+                self.clear(AttentionKind::NeedsInput);
+            }
+            return;
+        };
+        let same = previous.as_ref().filter(|w| {
+            w.pid == process.pid
+                && w.start_ticks == process.start_ticks
+                && w.blocked.fd == blocked.fd
+                && w.blocked.reads == blocked.reads
+        });
+        self.waiting = Some(match same {
+            Some(w) => Waiting {
+                confirmed: true,
+                ..w.clone()
+            },
+            None => {
+                // It read since (or another process waits now): the episode, if one was
+                // open, is over.
+                if self.needs_input {
+                    self.clear(AttentionKind::NeedsInput);
+                }
+                Waiting {
+                    pid: process.pid,
+                    start_ticks: process.start_ticks,
+                    blocked: blocked.clone(),
+                    seen: at,
+                    confirmed: false,
+                }
+            }
+        });
+    }
+
+    fn decide(&mut self, at: Instant) {
+        let silent = at.saturating_duration_since(self.last_output);
+        if let (Some(after), false, Some(waiting)) =
+            (self.thresholds.input_after, self.needs_input, &self.waiting)
+            && waiting.confirmed
+            && silent >= after
+        {
+            let b = &waiting.blocked;
+            let on = match b.input {
+                InputKind::Pipe => "a pipe",
+                InputKind::Terminal => "its terminal",
+            };
+            let detail = format!(
+                "{} {}({}) blocked on {on}; no output for {}",
+                b.program,
+                b.call,
+                b.fd,
+                duration_ms(silent.as_millis() as u64)
+            );
+            self.needs_input = true;
+            self.raise(AttentionKind::NeedsInput, detail);
+        }
+        if let (Some(after), false, Some(idle)) =
+            (self.thresholds.quiet_after, self.quiet, self.idle_since)
+            && silent >= after
+            && at.saturating_duration_since(idle) >= after
+        {
+            self.quiet = true;
+            let detail = format!(
+                "no output for {}, no CPU used",
+                duration_ms(silent.as_millis() as u64)
+            );
+            self.raise(AttentionKind::Quiet, detail);
+        }
+        let memory_over = self
+            .thresholds
+            .memory_above
+            .filter(|limit| self.rss_bytes > *limit);
+        let busy_for = self
+            .busy_since
+            .map(|since| at.saturating_duration_since(since));
+        let cpu_over = self
+            .thresholds
+            .runaway_after
+            .zip(busy_for)
+            .filter(|(after, busy)| busy >= after)
+            .map(|(_, busy)| busy);
+        match self.runaway {
+            None => {
+                if let Some(limit) = memory_over {
+                    self.runaway = Some(RunawayCause::Memory);
+                    let detail = format!(
+                        "memory {} above {}",
+                        format_size(self.rss_bytes),
+                        format_size(limit)
+                    );
+                    self.raise(AttentionKind::Runaway, detail);
+                } else if let Some(busy) = cpu_over {
+                    self.runaway = Some(RunawayCause::Cpu);
+                    let detail = format!(
+                        "at least {:.0}% of a core for {}",
+                        BUSY_SHARE * 100.0,
+                        duration_ms(busy.as_millis() as u64)
+                    );
+                    self.raise(AttentionKind::Runaway, detail);
+                }
+            }
+            Some(RunawayCause::Memory) if memory_over.is_none() => {
+                self.clear(AttentionKind::Runaway)
+            }
+            Some(RunawayCause::Cpu) if self.busy_since.is_none() => {
+                self.clear(AttentionKind::Runaway)
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// The command ended: open episodes are over, and it `failed` or `finished`.
+    pub fn exited(&mut self, at: Instant, ending: Ending) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        if self.needs_input {
+            self.clear(AttentionKind::NeedsInput);
+        }
+        if self.quiet {
+            self.clear(AttentionKind::Quiet);
+        }
+        if self.runaway.is_some() {
+            self.clear(AttentionKind::Runaway);
+        }
+        let ran = at.saturating_duration_since(self.started);
+        let ran_text = duration_ms(ran.as_millis() as u64);
+        match ending {
+            Ending::SpawnFailed => {
+                self.raise(AttentionKind::Failed, "could not start".to_string());
+            }
+            Ending::TimedOut { silent, .. } => {
+                let detail = format!(
+                    "timed out: no output for {}",
+                    duration_ms(silent.as_millis() as u64)
+                );
+                self.raise(AttentionKind::Failed, detail);
+            }
+            Ending::Exited(status) => match (status.code, status.signal) {
+                (Some(0), _) => {
+                    if self
+                        .thresholds
+                        .finished_after
+                        .is_some_and(|after| ran >= after)
+                    {
+                        self.raise(AttentionKind::Finished, format!("exit 0 after {ran_text}"));
+                    }
+                }
+                (Some(code), _) => {
+                    self.raise(
+                        AttentionKind::Failed,
+                        format!("exit {code} after {ran_text}"),
+                    );
+                }
+                (None, signal) => {
+                    let name = signal
+                        .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
+                        .map_or_else(
+                            || format!("signal {}", signal.unwrap_or(0)),
+                            |s| s.as_str().to_string(),
+                        );
+                    self.raise(
+                        AttentionKind::Failed,
+                        format!("killed by {name} after {ran_text}"),
+                    );
+                }
+            },
+        }
+    }
+
+    /// The next moment a threshold may be crossed, when a look at the tree then could tell:
+    /// at most one wake-up per threshold, never one already past the last look.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if self.ended {
+            return None;
+        }
+        let looked = self.looked_at;
+        let mut next: Vec<Instant> = Vec::new();
+        if let (Some(after), false) = (self.thresholds.input_after, self.needs_input) {
+            let silent_at = self.last_output + after;
+            match &self.waiting {
+                Some(w) if !w.confirmed => next.push(silent_at.max(w.seen + CONFIRM_GAP)),
+                _ => next.push(silent_at),
+            }
+        }
+        if let (Some(after), false) = (self.thresholds.quiet_after, self.quiet) {
+            let from = self
+                .idle_since
+                .map_or(self.last_output, |idle| idle.max(self.last_output));
+            next.push(from + after);
+        }
+        if let (Some(after), None, Some(since)) =
+            (self.thresholds.runaway_after, self.runaway, self.busy_since)
+        {
+            next.push(since + after);
+        }
+        next.into_iter()
+            .filter(|at| looked.is_none_or(|looked| *at > looked))
+            .min()
+    }
+
+    fn raise(&mut self, attention: AttentionKind, detail: String) {
+        self.out.push(EventKind::Attention { attention, detail });
+    }
+
+    fn clear(&mut self, attention: AttentionKind) {
+        match attention {
+            AttentionKind::NeedsInput => self.needs_input = false,
+            AttentionKind::Quiet => self.quiet = false,
+            AttentionKind::Runaway => self.runaway = None,
+            AttentionKind::Failed | AttentionKind::Finished => return,
+        }
+        self.out.push(EventKind::AttentionCleared { attention });
+    }
+}

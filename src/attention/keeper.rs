@@ -1,0 +1,212 @@
+//! The keeper of a `[notify] command` run (see `notify`): a copy of the broker, started by
+//! `clone3` with no exit signal so that the broker's `waitid(P_ALL)` never sees it, which
+//! starts the notify command as its own child, waits for it (killing it at the timeout),
+//! says how it ended on a pipe and exits. From the clone to its exit (and the notify
+//! command's from its clone to exec) only raw system calls run: no allocation, no lock.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use super::notify::NOTIFY_TIMEOUT;
+
+/// The keeper's word when the notify command timed out (never a wait status).
+pub(super) const TIMED_OUT: u32 = u32::MAX;
+
+/// The kernel's `struct clone_args`, version 0 (64 bytes): all this needs.
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+}
+
+const CLONE_PIDFD: u64 = 0x1000;
+
+/// `clone3` as fork, with a pidfd and this exit signal: the child's pid and pidfd in the
+/// parent, `None` in the child.
+pub(super) fn clone_with_pidfd(exit_signal: u64) -> io::Result<Option<(i32, OwnedFd)>> {
+    let mut pidfd: RawFd = -1;
+    let args = CloneArgs {
+        flags: CLONE_PIDFD,
+        pidfd: &mut pidfd as *mut RawFd as u64,
+        exit_signal,
+        ..CloneArgs::default()
+    };
+    // SAFETY: `args` is a valid clone_args of the size given. Without CLONE_VM and with no
+    // stack the child runs on a copy of our memory, as after fork; the broker is
+    // single-threaded, so no lock is held by a thread missing in the child, and the child
+    // makes raw system calls only.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    match pid {
+        p if p < 0 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        // SAFETY: clone3 with CLONE_PIDFD wrote a new descriptor, ours alone.
+        p => Ok(Some((p as i32, unsafe { OwnedFd::from_raw_fd(pidfd) }))),
+    }
+}
+
+/// What the keeper and the notify command need, prepared before the clone.
+pub(super) struct Start<'a> {
+    pub(super) program: &'a CString,
+    pub(super) argv: &'a [*const libc::c_char],
+    pub(super) envp: &'a [*const libc::c_char],
+    pub(super) stdio: [RawFd; 3],
+    pub(super) report: RawFd,
+    pub(super) verdict: RawFd,
+    pub(super) broker: i32,
+}
+
+/// A child's wait status once it ended (`wait`: block until then), `None` while it runs.
+/// Through its pidfd, with `__WALL`: the keeper has no exit signal, the notify command has.
+pub(super) fn exit_status(pidfd: &OwnedFd, wait: bool) -> Option<i32> {
+    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::__WALL | if wait { 0 } else { libc::WNOHANG };
+    loop {
+        // SAFETY: waitid writes only into `info`.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                pidfd.as_raw_fd() as libc::id_t,
+                &mut info,
+                flags,
+            )
+        };
+        if r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        if r < 0 {
+            // Gone already (reaped): nothing more to learn.
+            return Some(0);
+        }
+        break;
+    }
+    // SAFETY: filled in by waitid for a child that ended; 0 while it runs.
+    if unsafe { info.si_pid() } == 0 {
+        return None;
+    }
+    // SAFETY: as above.
+    let status = unsafe { info.si_status() };
+    Some(match info.si_code {
+        libc::CLD_EXITED => status << 8,
+        _ => status & 0x7f,
+    })
+}
+
+unsafe extern "C" {
+    static mut environ: *const *const libc::c_char;
+}
+
+/// Writes an errno to the report pipe and exits: the broker says the command could not run.
+unsafe fn fail(report: RawFd, errno: i32) -> ! {
+    let bytes = errno.to_ne_bytes();
+    // SAFETY: raw write and _exit; `bytes` lives on this stack.
+    unsafe {
+        libc::write(report, bytes.as_ptr().cast(), bytes.len());
+        libc::_exit(127)
+    }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// The keeper: a copy of the broker that never execs (it would stop being a "clone" child).
+/// Raw system calls only, no allocation, no lock, until it exits.
+pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
+    // SAFETY: raw system calls on descriptors and C strings valid in this copy of memory.
+    unsafe {
+        // No signal handler of the broker's runs here; SIGKILL still does.
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != start.broker {
+            libc::_exit(1);
+        }
+        // A session of its own, which the notify command shares: no signal meant for the
+        // command's group reaches either.
+        libc::setsid();
+        // The notify command's stdio as the keeper's own, then nothing else of the broker's
+        // held open (its event pipe, the command's terminal) while it runs.
+        for (target, &source) in start.stdio.iter().enumerate() {
+            if libc::dup2(source, target as RawFd) < 0 {
+                fail(start.report, errno());
+            }
+        }
+        let (low, high) = if start.report < start.verdict {
+            (start.report, start.verdict)
+        } else {
+            (start.verdict, start.report)
+        };
+        libc::syscall(libc::SYS_close_range, 3, low - 1, 0);
+        libc::syscall(libc::SYS_close_range, low + 1, high - 1, 0);
+        libc::syscall(libc::SYS_close_range, high + 1, u32::MAX, 0);
+        let keeper = libc::getpid();
+        let pidfd = match clone_with_pidfd(libc::SIGCHLD as u64) {
+            Ok(Some((_, pidfd))) => pidfd,
+            Ok(None) => notify_command(start, keeper),
+            Err(err) => fail(start.report, err.raw_os_error().unwrap_or(libc::EIO)),
+        };
+        libc::close(start.report);
+        let mut poll = libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let word = if libc::poll(&mut poll, 1, NOTIFY_TIMEOUT.as_millis() as i32) == 0 {
+            let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
+            let _ = exit_status(&pidfd, true);
+            TIMED_OUT
+        } else {
+            exit_status(&pidfd, true).unwrap_or(0) as u32
+        };
+        let bytes = word.to_ne_bytes();
+        libc::write(start.verdict, bytes.as_ptr().cast(), bytes.len());
+        libc::_exit(0)
+    }
+}
+
+/// The notify command, from the keeper's clone to exec.
+unsafe fn notify_command(start: &Start<'_>, keeper: i32) -> ! {
+    // SAFETY: raw system calls on descriptors and C strings valid in this copy of memory.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != keeper {
+            libc::_exit(1);
+        }
+        if let Err(err) = crate::broker::spawn::signals::reset_in_child() {
+            fail(start.report, err.raw_os_error().unwrap_or(libc::EIO));
+        }
+        environ = start.envp.as_ptr();
+        libc::execvp(start.program.as_ptr(), start.argv.as_ptr());
+        fail(start.report, errno())
+    }
+}

@@ -1,0 +1,16 @@
+//! Attention: telling when a command needs the operator (it waits for input, has gone quiet,
+//! runs away, failed or finished), decided in the broker from what it already watches, and
+//! the `[notify] command` it runs for each such moment.
+//!
+//! - [`detector`]: the decisions, pure (samples, output and time in; events out);
+//! - [`probe`]: what a sample says of each process, read from /proc;
+//! - [`notify`]: running the notify command, bounded, out of the command's way, through a
+//!   keeper process (`keeper`).
+
+pub mod detector;
+mod keeper;
+pub mod notify;
+pub mod probe;
+
+#[cfg(test)]
+mod tests;

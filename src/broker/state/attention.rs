@@ -1,0 +1,243 @@
+//! The broker's use of attention (see `crate::attention`): the detector is fed from the
+//! few places the broker already learns something (the command started, wrote, was sampled,
+//! ended), its events are journaled and handed to the notify command.
+//!
+//! It costs an idle tree nothing: it looks only when the tree is sampled anyway, and asks for
+//! at most one wake-up of its own per threshold that may be crossed (`attention_deadline`),
+//! at which the tree is sampled as on the tree's own schedule (a few reads when nothing in
+//! the tree ran, see `TreeRecorder::unchanged`).
+
+use tokio::time::Instant;
+
+use super::{Broker, Phase};
+use crate::attention::detector::{Detector, Ending, Sample, Thresholds};
+use crate::attention::notify::Notifier;
+use crate::attention::probe::{self, InputFile};
+use crate::clock::now_ms;
+use crate::procfs::{self, ProcStat};
+use crate::protocol::{AttentionRequest, EventKind, ExitStatus};
+
+/// The command text a notification carries at most (its argv may be megabytes).
+const TEXT_CAP: usize = 4096;
+
+pub(super) struct Attention {
+    enabled: bool,
+    thresholds: Thresholds,
+    detector: Option<Detector>,
+    /// What the command was given to read (its stdin, its terminals).
+    inputs: Vec<InputFile>,
+    notifier: Option<Notifier>,
+    page_size: u64,
+}
+
+impl Attention {
+    pub(super) fn new(request: &AttentionRequest) -> Attention {
+        Attention {
+            enabled: request.enabled,
+            thresholds: Thresholds::of(request),
+            detector: None,
+            inputs: Vec::new(),
+            notifier: request
+                .notify
+                .as_deref()
+                .filter(|_| request.enabled)
+                .and_then(Notifier::new),
+            page_size: procfs::page_size(),
+        }
+    }
+
+    /// The notify command's runs, which the tree walk leaves out.
+    pub(super) fn notifier_pids(&self) -> Vec<i32> {
+        self.notifier.as_ref().map_or_else(Vec::new, Notifier::pids)
+    }
+}
+
+impl Broker {
+    /// [call site: spawned] The command runs (after [`Broker::attention_inputs`]).
+    pub(super) fn attention_spawned(&mut self, now: Instant) {
+        if self.attention.enabled {
+            let ticks = procfs::clock_ticks_per_second();
+            let mut thresholds = self.attention.thresholds;
+            // Nothing to wait on (stdin is /dev/null, no terminal): no look, and no wake-up,
+            // for input.
+            if self.attention.inputs.is_empty() {
+                thresholds.input_after = None;
+            }
+            self.attention.detector = Some(Detector::new(thresholds, ticks, now));
+        }
+    }
+
+    /// [call site: the `spawned` input, before `spawned`] What the command reads its input
+    /// from.
+    pub(super) fn attention_inputs(&mut self, inputs: Vec<InputFile>) {
+        self.attention.inputs = inputs;
+    }
+
+    /// [call site: output] The command wrote.
+    pub(super) fn attention_output(&mut self, now: Instant) {
+        if let Some(detector) = self.attention.detector.as_mut() {
+            detector.output(now);
+            self.attention_emit();
+        }
+    }
+
+    /// [call site: tree_sampled] The tree was looked at: `walked` is what the walk found,
+    /// or `None` when nothing in the tree ran since the last one (or the walk did not finish
+    /// in its budget).
+    pub(super) fn attention_sampled(&mut self, now: Instant, walked: Option<&[ProcStat]>) {
+        let Some(detector) = self.attention.detector.as_ref() else {
+            return;
+        };
+        let sample = match walked {
+            None => Sample::Unchanged,
+            Some(procs) => Sample::Fresh(probe::sample(
+                procs,
+                &self.attention.inputs,
+                detector.wants(),
+                self.attention.page_size,
+            )),
+        };
+        if let Some(detector) = self.attention.detector.as_mut() {
+            detector.sampled(now, sample);
+        }
+        self.attention_emit();
+    }
+
+    /// [call site: reap] The command's main process ended.
+    pub(super) fn attention_exited(&mut self, status: ExitStatus) {
+        let now = self.now;
+        let ending = if self.result.response_timeout {
+            Ending::TimedOut {
+                silent: now.saturating_duration_since(self.last_output),
+                status,
+            }
+        } else {
+            Ending::Exited(status)
+        };
+        if let Some(detector) = self.attention.detector.as_mut() {
+            detector.exited(now, ending);
+            self.attention_emit();
+        }
+    }
+
+    /// [call site: spawn_failed] The command never ran.
+    pub(super) fn attention_spawn_failed(&mut self) {
+        if self.attention.enabled {
+            let now = self.now;
+            let mut detector = Detector::new(self.attention.thresholds, 100, now);
+            detector.exited(now, Ending::SpawnFailed);
+            self.attention.detector = Some(detector);
+            self.attention_emit();
+        }
+    }
+
+    /// [call site: next_deadline] When a threshold may be crossed (the tree is sampled
+    /// then), or a notify run is due to be killed.
+    pub(super) fn attention_deadline(&self) -> Option<Instant> {
+        let sample = self
+            .attention
+            .detector
+            .as_ref()
+            .filter(|_| self.can_sample())
+            .and_then(Detector::next_deadline);
+        let notify = self
+            .attention
+            .notifier
+            .as_ref()
+            .and_then(Notifier::deadline);
+        sample.into_iter().chain(notify).min()
+    }
+
+    /// [call site: tick] Samples the tree if a threshold may be crossed now, and looks at
+    /// the notify command's runs (their ends are seen whenever the broker wakes).
+    pub(super) fn attention_tick(&mut self, now: Instant) {
+        if let Some(message) = self.attention.notifier.as_mut().and_then(|n| n.poll(now)) {
+            self.emit(EventKind::NotifyFailed { message });
+        }
+        let due = self
+            .attention
+            .detector
+            .as_ref()
+            .and_then(Detector::next_deadline)
+            .is_some_and(|at| now >= at);
+        if due && self.can_sample() {
+            self.sample_tree();
+        }
+    }
+
+    /// [call site: finish] Runs of the notify command still going get a moment to end.
+    pub(super) fn attention_finish(&mut self) {
+        if let Some(message) = self
+            .attention
+            .notifier
+            .as_mut()
+            .and_then(Notifier::wind_down)
+        {
+            self.emit(EventKind::NotifyFailed { message });
+        }
+    }
+
+    /// Whether the tree may be sampled now, as `tick` samples it.
+    fn can_sample(&self) -> bool {
+        self.child.is_some() && self.phase == Phase::Running && !self.tree_paused()
+    }
+
+    /// Journals what the detector decided, and tells the notify command of each moment.
+    fn attention_emit(&mut self) {
+        let Some(events) = self.attention.detector.as_mut().map(Detector::take) else {
+            return;
+        };
+        for event in events {
+            if let EventKind::Attention { attention, detail } = &event {
+                let payload = self.notification(attention.name(), detail);
+                let sent = self
+                    .attention
+                    .notifier
+                    .as_mut()
+                    .map(|n| n.send(self.now, &payload));
+                self.emit(event);
+                if let Some(Err(message)) = sent {
+                    self.emit(EventKind::NotifyFailed { message });
+                }
+            } else {
+                self.emit(event);
+            }
+        }
+    }
+
+    /// The JSON line the notify command reads.
+    fn notification(&self, kind: &str, detail: &str) -> Vec<u8> {
+        let request = &self.request;
+        let ts_ms = now_ms();
+        let session = request.session.as_ref();
+        let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
+        let target = session.map(|s| {
+            let digits = s.command.split('-').next().unwrap_or(&s.command);
+            format!("{}/{digits}", s.id)
+        });
+        let mut text = request.command.display();
+        if text.len() > TEXT_CAP {
+            let mut cut = TEXT_CAP;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        let value = serde_json::json!({
+            "kind": kind,
+            "detail": detail,
+            "session": session.map(|s| &s.id),
+            "command": number,
+            "target": target,
+            "name": request.name,
+            "text": text,
+            "ts_ms": ts_ms,
+            "time": format!("{}Z", crate::journal::paths::format_utc(ts_ms).replace(' ', "T")),
+            "journal_dir": request.journal_dir,
+        });
+        let mut line = serde_json::to_vec(&value).unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+}

@@ -1,0 +1,312 @@
+//! Attention thresholds: an `[attention]` table in the user config, and an `attention` table
+//! per command in `tether.toml`, whose keys win over the user's.
+//!
+//! ```toml
+//! [attention]
+//! input_after = "3s"      # blocked reading its stdin or terminal, silent this long: needs_input
+//! quiet_after = "off"     # silent this long while using no CPU: quiet (default off)
+//! runaway_after = "60s"   # 90 % of a core this long: runaway
+//! memory_above = "off"    # the tree's resident memory above this: runaway (default off)
+//! finished_after = "10s"  # a command that ran this long and ended well: finished
+//! enabled = true          # false: no detection, no notification
+//! ```
+//!
+//! A duration is a string (`"500ms"`, `"3s"`, `"2m"`) or a whole number of seconds; a size a
+//! string (`"512M"`) or a number of bytes; `"off"` or `false` turns one off. Errors name the
+//! file, the line and column, and the key, as the rest of the config's do.
+
+use std::time::Duration;
+
+use toml::Spanned;
+use toml::de::DeValue;
+
+use super::user::{UserConfig, load_user, user_config_path};
+use super::{ConfigError, Source, by_position};
+use crate::protocol::AttentionRequest;
+use crate::units::{parse_duration, parse_size};
+
+/// Keys an attention table may hold, in the order the error message lists them.
+const ATTENTION_KEYS: [&str; 6] = [
+    "input_after",
+    "quiet_after",
+    "runaway_after",
+    "memory_above",
+    "finished_after",
+    "enabled",
+];
+
+/// What one table says; a key it does not set is `None` (the other table's value, else the
+/// default), a key set to `"off"` is `Some(None)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttentionSettings {
+    pub enabled: Option<bool>,
+    pub input_after: Option<Option<Duration>>,
+    pub quiet_after: Option<Option<Duration>>,
+    pub runaway_after: Option<Option<Duration>>,
+    pub memory_above: Option<Option<u64>>,
+    pub finished_after: Option<Option<Duration>>,
+}
+
+impl AttentionSettings {
+    /// These settings, with `base`'s where these say nothing.
+    pub fn over(self, base: AttentionSettings) -> AttentionSettings {
+        AttentionSettings {
+            enabled: self.enabled.or(base.enabled),
+            input_after: self.input_after.or(base.input_after),
+            quiet_after: self.quiet_after.or(base.quiet_after),
+            runaway_after: self.runaway_after.or(base.runaway_after),
+            memory_above: self.memory_above.or(base.memory_above),
+            finished_after: self.finished_after.or(base.finished_after),
+        }
+    }
+
+    /// Every key as a request set it, for a command run again from its journal.
+    pub fn from_request(request: &AttentionRequest) -> AttentionSettings {
+        let duration = |ms: Option<u64>| Some(ms.map(Duration::from_millis));
+        AttentionSettings {
+            enabled: Some(request.enabled),
+            input_after: duration(request.input_after_ms),
+            quiet_after: duration(request.quiet_after_ms),
+            runaway_after: duration(request.runaway_after_ms),
+            memory_above: Some(request.memory_above),
+            finished_after: duration(request.finished_after_ms),
+        }
+    }
+
+    /// What the broker is told: these settings over the defaults, and the notify command.
+    pub fn request(&self, notify: Option<Vec<String>>) -> AttentionRequest {
+        let defaults = AttentionRequest::default();
+        let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
+        AttentionRequest {
+            enabled: self.enabled.unwrap_or(defaults.enabled),
+            input_after_ms: self.input_after.map_or(defaults.input_after_ms, ms),
+            quiet_after_ms: self.quiet_after.map_or(defaults.quiet_after_ms, ms),
+            runaway_after_ms: self.runaway_after.map_or(defaults.runaway_after_ms, ms),
+            memory_above: self.memory_above.unwrap_or(defaults.memory_above),
+            finished_after_ms: self.finished_after.map_or(defaults.finished_after_ms, ms),
+            notify,
+        }
+    }
+}
+
+/// The attention part of a launch request for a command whose own table says `command`: the
+/// user config's `[attention]` beneath it and its `[notify] command`. A user config that
+/// cannot be read or parsed gives the defaults, and the error for the front end to show.
+pub fn for_launch(command: &AttentionSettings) -> (AttentionRequest, Option<ConfigError>) {
+    let (user, error) = match user_config_path().map(|path| load_user(&path)) {
+        Some(Ok(config)) => (config.unwrap_or_default(), None),
+        Some(Err(err)) => (UserConfig::default(), Some(err)),
+        None => (UserConfig::default(), None),
+    };
+    (with_user(&user, command), error)
+}
+
+/// As [`for_launch`], with the user config already read.
+pub fn with_user(user: &UserConfig, command: &AttentionSettings) -> AttentionRequest {
+    command
+        .over(user.attention)
+        .request(user.notify.command.clone())
+}
+
+/// The settings of an attention table; `name` is how errors call it (`attention`).
+pub(super) fn attention(
+    source: &Source<'_>,
+    value: &Spanned<DeValue<'_>>,
+    name: &str,
+) -> Result<AttentionSettings, ConfigError> {
+    let DeValue::Table(table) = value.get_ref() else {
+        return Err(source.error(
+            value.span().start,
+            name,
+            format!(
+                "{name}: expected a table ([attention], or attention = {{ input_after = \"5s\" }}), found {}",
+                value.get_ref().type_str()
+            ),
+        ));
+    };
+    let mut settings = AttentionSettings::default();
+    for (key, value) in by_position(table) {
+        let key_name = format!("{name}.{}", key.get_ref());
+        let bad = |message: String| {
+            source.error(
+                value.span().start,
+                &key_name,
+                format!("{key_name}: {message}"),
+            )
+        };
+        match key.get_ref().as_ref() {
+            "input_after" => settings.input_after = Some(duration(value).map_err(bad)?),
+            "quiet_after" => settings.quiet_after = Some(duration(value).map_err(bad)?),
+            "runaway_after" => settings.runaway_after = Some(duration(value).map_err(bad)?),
+            "finished_after" => settings.finished_after = Some(duration(value).map_err(bad)?),
+            "memory_above" => settings.memory_above = Some(size(value).map_err(bad)?),
+            "enabled" => {
+                let DeValue::Boolean(on) = value.get_ref() else {
+                    return Err(bad(format!(
+                        "expected true or false, found {}",
+                        value.get_ref().type_str()
+                    )));
+                };
+                settings.enabled = Some(*on);
+            }
+            other => {
+                return Err(source.error(
+                    key.span().start,
+                    &key_name,
+                    format!(
+                        "{key_name}: unknown key `{other}` in the attention table; expected one of {}",
+                        ATTENTION_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(settings)
+}
+
+/// Whether a value turns a threshold off: `"off"` or `false`.
+fn is_off(value: &DeValue<'_>) -> bool {
+    matches!(value, DeValue::Boolean(false)) || value.as_str() == Some("off")
+}
+
+fn duration(value: &Spanned<DeValue<'_>>) -> Result<Option<Duration>, String> {
+    if is_off(value.get_ref()) {
+        return Ok(None);
+    }
+    let text = match value.get_ref() {
+        DeValue::String(text) => text.to_string(),
+        DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
+        other => {
+            return Err(format!(
+                "expected a duration like \"3s\" or \"off\", found {}",
+                other.type_str()
+            ));
+        }
+    };
+    match parse_duration(&text) {
+        Ok(d) if d.is_zero() => Err("must be above 0; write \"off\" to turn it off".into()),
+        Ok(d) => Ok(Some(d)),
+        Err(e) => Err(format!("{e}; or \"off\"")),
+    }
+}
+
+fn size(value: &Spanned<DeValue<'_>>) -> Result<Option<u64>, String> {
+    if is_off(value.get_ref()) {
+        return Ok(None);
+    }
+    let text = match value.get_ref() {
+        DeValue::String(text) => text.to_string(),
+        DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
+        other => {
+            return Err(format!(
+                "expected a size like \"2G\" or \"off\", found {}",
+                other.type_str()
+            ));
+        }
+    };
+    match parse_size(&text) {
+        Ok(0) => Err("must be above 0; write \"off\" to turn it off".into()),
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) => Err(format!("{e}; or \"off\"")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::user::parse_user;
+
+    #[test]
+    fn the_user_table_reads_every_key_and_off() {
+        let config = parse_user(
+            "[attention]\ninput_after = \"5s\"\nquiet_after = 120\nrunaway_after = \"off\"\n\
+             memory_above = \"2G\"\nfinished_after = false\nenabled = true\n",
+            "c.toml",
+        )
+        .unwrap();
+        let request = config.attention.request(None);
+        assert_eq!(request.input_after_ms, Some(5_000));
+        assert_eq!(request.quiet_after_ms, Some(120_000));
+        assert_eq!(request.runaway_after_ms, None);
+        assert_eq!(request.memory_above, Some(2 << 30));
+        assert_eq!(request.finished_after_ms, None);
+        assert!(request.enabled);
+        assert_eq!(
+            AttentionSettings::default().request(None),
+            AttentionRequest::default()
+        );
+    }
+
+    #[test]
+    fn a_command_table_wins_over_the_user_one() {
+        let user = parse_user(
+            "[attention]\ninput_after = \"5s\"\nquiet_after = \"1m\"\n[notify]\ncommand = [\"ntfy\"]\n",
+            "c.toml",
+        )
+        .unwrap();
+        let config = crate::config::parse(
+            "[[command]]\nname = \"a\"\nshell = \"true\"\nattention = { quiet_after = \"off\", runaway_after = \"2s\" }\n",
+            "tether.toml",
+        )
+        .unwrap();
+        let request = with_user(&user, &config.commands[0].attention);
+        assert_eq!(request.input_after_ms, Some(5_000));
+        assert_eq!(request.quiet_after_ms, None);
+        assert_eq!(request.runaway_after_ms, Some(2_000));
+        assert_eq!(request.notify, Some(vec!["ntfy".to_string()]));
+    }
+
+    #[test]
+    fn bad_values_name_the_file_the_line_and_the_key() {
+        let user_cases = [
+            (
+                "[attention]\ninput_after = \"soon\"\n",
+                2,
+                "attention.input_after",
+                "or \"off\"",
+            ),
+            (
+                "[attention]\n\nmemory_above = [1]\n",
+                3,
+                "attention.memory_above",
+                "found array",
+            ),
+            (
+                "[attention]\nquiet_after = \"0s\"\n",
+                2,
+                "attention.quiet_after",
+                "above 0",
+            ),
+            (
+                "[attention]\nenabled = \"yes\"\n",
+                2,
+                "attention.enabled",
+                "true or false",
+            ),
+            (
+                "[attention]\ninput_afterr = \"1s\"\n",
+                2,
+                "attention.input_afterr",
+                "input_after, quiet_after",
+            ),
+            ("attention = 3\n", 1, "attention", "expected a table"),
+        ];
+        for (text, line, key, says) in user_cases {
+            let shown = parse_user(text, "/u/config.toml").unwrap_err().to_string();
+            assert!(
+                shown.starts_with(&format!("/u/config.toml:{line}:")),
+                "{shown}"
+            );
+            assert!(shown.contains(key), "{text:?}: {shown}");
+            assert!(shown.contains(says), "{text:?}: {shown}");
+        }
+        let shown = crate::config::parse(
+            "[[command]]\nname = \"a\"\nshell = \"true\"\n[command.attention]\nrunaway_after = \"fast\"\n",
+            "tether.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(shown.starts_with("tether.toml:5:"), "{shown}");
+        assert!(shown.contains("attention.runaway_after"), "{shown}");
+    }
+}

@@ -1,0 +1,106 @@
+//! What a launch request says about attention: the thresholds the broker's detector uses for
+//! this command and the `[notify] command` it runs for each event. Resolved by the front end
+//! (user config, then the command's own table), so the broker reads no config file.
+
+use serde::{Deserialize, Serialize};
+
+/// Defaults, also what a request without the field (an older front end) gets.
+pub const DEFAULT_INPUT_AFTER_MS: u64 = 3_000;
+pub const DEFAULT_RUNAWAY_AFTER_MS: u64 = 60_000;
+pub const DEFAULT_FINISHED_AFTER_MS: u64 = 10_000;
+
+/// Each threshold is `None` when it is off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttentionRequest {
+    /// `false`: no detection at all (and so no notification).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub enabled: bool,
+    /// Blocked reading the command's stdin or terminal, with no output this long.
+    #[serde(default = "default_input_after")]
+    pub input_after_ms: Option<u64>,
+    /// No output this long while the tree uses no CPU (default off).
+    #[serde(default)]
+    pub quiet_after_ms: Option<u64>,
+    /// At least 90 % of a core for this long.
+    #[serde(default = "default_runaway_after")]
+    pub runaway_after_ms: Option<u64>,
+    /// The tree's resident memory above this many bytes (default off).
+    #[serde(default)]
+    pub memory_above: Option<u64>,
+    /// A command that ran at least this long gets `finished` when it ends well.
+    #[serde(default = "default_finished_after")]
+    pub finished_after_ms: Option<u64>,
+    /// The program and arguments run for each event, the event as JSON on its stdin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Vec<String>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(value: &bool) -> bool {
+    *value
+}
+
+fn default_input_after() -> Option<u64> {
+    Some(DEFAULT_INPUT_AFTER_MS)
+}
+
+fn default_runaway_after() -> Option<u64> {
+    Some(DEFAULT_RUNAWAY_AFTER_MS)
+}
+
+fn default_finished_after() -> Option<u64> {
+    Some(DEFAULT_FINISHED_AFTER_MS)
+}
+
+impl Default for AttentionRequest {
+    fn default() -> AttentionRequest {
+        AttentionRequest {
+            enabled: true,
+            input_after_ms: default_input_after(),
+            quiet_after_ms: None,
+            runaway_after_ms: default_runaway_after(),
+            memory_above: None,
+            finished_after_ms: default_finished_after(),
+            notify: None,
+        }
+    }
+}
+
+impl AttentionRequest {
+    /// Whether the request says nothing a default would not (left out of `command.json`).
+    pub fn is_default(&self) -> bool {
+        *self == AttentionRequest::default()
+    }
+
+    /// No detection, no notification.
+    pub fn off() -> AttentionRequest {
+        AttentionRequest {
+            enabled: false,
+            ..AttentionRequest::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_without_the_field_gets_the_defaults() {
+        let parsed: AttentionRequest = serde_json::from_str("{}").unwrap();
+        assert_eq!(parsed, AttentionRequest::default());
+        let off: AttentionRequest =
+            serde_json::from_str(r#"{"input_after_ms":null,"memory_above":1024}"#).unwrap();
+        assert_eq!(off.input_after_ms, None);
+        assert_eq!(off.memory_above, Some(1024));
+        assert_eq!(off.runaway_after_ms, Some(DEFAULT_RUNAWAY_AFTER_MS));
+        let round = serde_json::to_string(&AttentionRequest::off()).unwrap();
+        assert_eq!(
+            serde_json::from_str::<AttentionRequest>(&round).unwrap(),
+            AttentionRequest::off()
+        );
+    }
+}
