@@ -312,10 +312,10 @@ pub fn cmdline(pid: i32) -> Vec<String> {
     if argv.last().is_some_and(|s| s.is_empty()) {
         argv.pop();
     }
-    if argv.is_empty() {
-        if let Ok(comm) = fs::read_to_string(format!("/proc/{pid}/comm")) {
-            argv.push(format!("[{}]", comm.trim_end()));
-        }
+    if argv.is_empty()
+        && let Ok(comm) = fs::read_to_string(format!("/proc/{pid}/comm"))
+    {
+        argv.push(format!("[{}]", comm.trim_end()));
     }
     argv
 }

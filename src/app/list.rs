@@ -194,10 +194,10 @@ impl ListRows {
                 }
             };
             let group = &mut sessions[at];
-            if dir != model.session_dir {
-                if let Some(start) = command.started_ms {
-                    group.started_ms = group.started_ms.min(start);
-                }
+            if dir != model.session_dir
+                && let Some(start) = command.started_ms
+            {
+                group.started_ms = group.started_ms.min(start);
             }
             group.counts.add(command);
             counts.add(command);

@@ -156,15 +156,15 @@ impl App {
 
     /// An event from the broker of `command`'s run `run`; stale runs are ignored.
     pub fn apply_event(&mut self, command: CommandId, run: u32, event: &Event) {
-        if let Some(c) = self.model.commands.get_mut(command) {
-            if c.run == run {
-                c.apply(event);
-                // `result.json` is written before `close`: what the run cost is there.
-                if matches!(event.kind, crate::protocol::EventKind::Close { .. }) {
-                    if let Some(result) = c.journal_dir.as_deref().and_then(read_result) {
-                        c.apply_result(&result);
-                    }
-                }
+        if let Some(c) = self.model.commands.get_mut(command)
+            && c.run == run
+        {
+            c.apply(event);
+            // `result.json` is written before `close`: what the run cost is there.
+            if matches!(event.kind, crate::protocol::EventKind::Close { .. })
+                && let Some(result) = c.journal_dir.as_deref().and_then(read_result)
+            {
+                c.apply_result(&result);
             }
         }
     }

@@ -275,29 +275,29 @@ impl Runner {
         match event {
             FleetEvent::Event(id, event) => self.app.apply_event(id.command, id.run, &event),
             FleetEvent::Fallback(id, text) => {
-                if let Some(c) = self.app.model.commands.get_mut(id.command) {
-                    if c.run == id.run {
-                        c.notice = Some(text.clone());
-                    }
+                if let Some(c) = self.app.model.commands.get_mut(id.command)
+                    && c.run == id.run
+                {
+                    c.notice = Some(text.clone());
                 }
                 self.app.view.message = Some(text);
             }
             FleetEvent::SpawnFailed(id, text) => {
-                if let Some(c) = self.app.model.commands.get_mut(id.command) {
-                    if c.run == id.run {
-                        c.status = Status::FailedToStart;
-                        c.notice = Some(text.clone());
-                    }
+                if let Some(c) = self.app.model.commands.get_mut(id.command)
+                    && c.run == id.run
+                {
+                    c.status = Status::FailedToStart;
+                    c.notice = Some(text.clone());
                 }
                 self.app.view.message = Some(text);
             }
             FleetEvent::Ended(id) => {
                 self.fleet.ended(id);
                 self.sizes_sent.remove(&id);
-                if let Some(c) = self.app.model.commands.get_mut(id.command) {
-                    if c.run == id.run {
-                        c.broker_gone(now_ms());
-                    }
+                if let Some(c) = self.app.model.commands.get_mut(id.command)
+                    && c.run == id.run
+                {
+                    c.broker_gone(now_ms());
                 }
             }
         }

@@ -106,11 +106,11 @@ impl OpenStreams {
             // A log that cannot be read is shown as far as it was read, as before.
             let _ = file.refresh_within(stop, *left);
             *left = left.saturating_sub(file.len() - at);
-            if let (Some(end), Some(lines)) = (file.tail_end(), file.tail_len()) {
-                if file.len() >= end {
-                    self.resolved[s] = Some(file.line_count().saturating_sub(lines));
-                    file.drop_tail();
-                }
+            if let (Some(end), Some(lines)) = (file.tail_end(), file.tail_len())
+                && file.len() >= end
+            {
+                self.resolved[s] = Some(file.line_count().saturating_sub(lines));
+                file.drop_tail();
             }
             if file.len() < stop {
                 // Budget spent, or the file holds less than promised (more comes later).

@@ -52,13 +52,13 @@ impl Outlets {
                     subscribers,
                     parent,
                 } => {
-                    if journal && let Some(events) = self.journal.events.as_mut() {
-                        if let Err(error) = events.append(&line) {
-                            self.journal.events = None;
-                            let unwritten = line.len() as u64;
-                            broker
-                                .handle(Input::JournalFailed { error, unwritten }, Instant::now());
-                        }
+                    if journal
+                        && let Some(events) = self.journal.events.as_mut()
+                        && let Err(error) = events.append(&line)
+                    {
+                        self.journal.events = None;
+                        let unwritten = line.len() as u64;
+                        broker.handle(Input::JournalFailed { error, unwritten }, Instant::now());
                     }
                     if subscribers && self.subscribed {
                         self.for_subscribers.extend_from_slice(&line);

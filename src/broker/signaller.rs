@@ -402,10 +402,11 @@ fn yield_cpu(pid: i32) {
 }
 
 fn signal_group(group: Option<i32>, signal: Signal, also_cont: bool) {
-    if let Some(pgid) = group {
-        if killpg(Pid::from_raw(pgid), signal).is_ok() && also_cont {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
-        }
+    if let Some(pgid) = group
+        && killpg(Pid::from_raw(pgid), signal).is_ok()
+        && also_cont
+    {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
     }
 }
 

@@ -62,20 +62,19 @@ pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
             continue;
         }
         let enabled = file::read(parent, "cgroup.subtree_control").unwrap_or_default();
-        if !listed(&enabled, controller) {
-            if let Err(err) =
+        if !listed(&enabled, controller)
+            && let Err(err) =
                 file::write(parent, "cgroup.subtree_control", &format!("+{controller}"))
-            {
-                let why = if err.raw_os_error() == Some(libc::EBUSY) {
-                    " (the parent cgroup holds processes itself; a delegated subtree must keep them in a leaf)".to_string()
-                } else {
-                    String::new()
-                };
-                problems.push(format!(
+        {
+            let why = if err.raw_os_error() == Some(libc::EBUSY) {
+                " (the parent cgroup holds processes itself; a delegated subtree must keep them in a leaf)".to_string()
+            } else {
+                String::new()
+            };
+            problems.push(format!(
                     "{limit} not applied: cannot enable the {controller} controller for command cgroups: {err}{why}; the command runs without it"
                 ));
-                continue;
-            }
+            continue;
         }
         if let Err(err) = cgroup.write_limit(file, value) {
             problems.push(format!(

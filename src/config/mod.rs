@@ -169,10 +169,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let mut config = parse(&text, &path.display().to_string())?;
     let base = path.parent().unwrap_or(Path::new(""));
     for command in &mut config.commands {
-        if let Some(cwd) = &mut command.cwd {
-            if cwd.is_relative() {
-                *cwd = base.join(&*cwd);
-            }
+        if let Some(cwd) = &mut command.cwd
+            && cwd.is_relative()
+        {
+            *cwd = base.join(&*cwd);
         }
     }
     Ok(config)

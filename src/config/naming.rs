@@ -235,10 +235,10 @@ fn read_word(chars: &[char], start: usize) -> (Word, usize) {
             ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => break,
             '\\' => {
                 quoted = true;
-                if let Some(&next) = chars.get(i + 1) {
-                    if next != '\n' {
-                        text.push(next);
-                    }
+                if let Some(&next) = chars.get(i + 1)
+                    && next != '\n'
+                {
+                    text.push(next);
                 }
                 i += 2;
             }

@@ -76,10 +76,10 @@ impl UserConfig {
 /// `~/.config/tether/config.toml`; `None` without either.
 pub fn user_config_path() -> Option<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = var("XDG_CONFIG_HOME").map(PathBuf::from) {
-        if dir.is_absolute() {
-            return Some(dir.join("tether/config.toml"));
-        }
+    if let Some(dir) = var("XDG_CONFIG_HOME").map(PathBuf::from)
+        && dir.is_absolute()
+    {
+        return Some(dir.join("tether/config.toml"));
     }
     var("HOME").map(|home| PathBuf::from(home).join(".config/tether/config.toml"))
 }

@@ -244,10 +244,10 @@ impl ControlClient {
         loop {
             while let Some(frame) = self.frames.pop_front() {
                 // A line that is not an event (too long, or from a newer broker) is skipped.
-                if let Frame::Line(line) = frame {
-                    if let Ok(event) = serde_json::from_slice::<Event>(&line) {
-                        return Ok(Some(event));
-                    }
+                if let Frame::Line(line) = frame
+                    && let Ok(event) = serde_json::from_slice::<Event>(&line)
+                {
+                    return Ok(Some(event));
                 }
             }
             if self.eof {

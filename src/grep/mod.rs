@@ -131,11 +131,11 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
         }
     }
     let flushed = out.flush();
-    if let Err(err) = flushed {
-        if err.kind() != io::ErrorKind::BrokenPipe {
-            eprintln!("tether: cannot write the results: {err}");
-            failed = true;
-        }
+    if let Err(err) = flushed
+        && err.kind() != io::ErrorKind::BrokenPipe
+    {
+        eprintln!("tether: cannot write the results: {err}");
+        failed = true;
     }
     if failed {
         EXIT_ERROR

@@ -66,14 +66,14 @@ impl JournalDir {
     /// A directory of ours that others may merely read (made by an older tether) is narrowed
     /// to 0700.
     pub fn open_state(path: &Path) -> Result<JournalDir, UnsafeDir> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            if !parent.exists() {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(DIR_MODE)
-                    .create(parent)
-                    .map_err(|e| UnsafeDir::io(parent, e))?;
-            }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.exists()
+        {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(parent)
+                .map_err(|e| UnsafeDir::io(parent, e))?;
         }
         match rustix::fs::mkdir(path, Mode::from_raw_mode(DIR_MODE)) {
             Ok(()) | Err(rustix::io::Errno::EXIST) => {}

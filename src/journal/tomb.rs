@@ -71,10 +71,10 @@ pub fn restore_abandoned(sessions: &impl AsFd) -> rustix::io::Result<Vec<OsStrin
     let mut left = Vec::new();
     for entry in rustix::fs::Dir::read_from(sessions)? {
         let name = entry?.file_name().to_bytes().to_vec();
-        if name.starts_with(TOMB_PREFIX.as_bytes()) {
-            if let Some(tomb) = restore(sessions, OsString::from_vec(name)) {
-                left.push(tomb);
-            }
+        if name.starts_with(TOMB_PREFIX.as_bytes())
+            && let Some(tomb) = restore(sessions, OsString::from_vec(name))
+        {
+            left.push(tomb);
         }
     }
     Ok(left)

@@ -106,10 +106,10 @@ impl DesktopNotifier {
         let tell = (self.setting == DesktopNotify::On).then(|| self.replies.clone());
         let said = self.said.clone();
         let failed = move |err: DesktopError| {
-            if let Some(replies) = tell {
-                if !said.swap(true, Ordering::Relaxed) {
-                    let _ = replies.send(format!("desktop notifications: {err}"));
-                }
+            if let Some(replies) = tell
+                && !said.swap(true, Ordering::Relaxed)
+            {
+                let _ = replies.send(format!("desktop notifications: {err}"));
             }
         };
         let Some(address) = self.address.clone() else {

@@ -284,12 +284,11 @@ fn pad_left(cell: &str, width: usize) -> String {
 pub fn output_width() -> usize {
     use std::io::IsTerminal;
     let stdout = std::io::stdout();
-    if stdout.is_terminal() {
-        if let Ok(size) = rustix::termios::tcgetwinsize(&stdout) {
-            if size.ws_col > 0 {
-                return usize::from(size.ws_col);
-            }
-        }
+    if stdout.is_terminal()
+        && let Ok(size) = rustix::termios::tcgetwinsize(&stdout)
+        && size.ws_col > 0
+    {
+        return usize::from(size.ws_col);
     }
     std::env::var("COLUMNS")
         .ok()

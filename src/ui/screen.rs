@@ -35,14 +35,15 @@ impl Widget for ScreenWidget<'_> {
                 }
             }
         }
-        if let (true, Some((row, col))) = (self.cursor, self.grid.cursor) {
-            if row < area.height && col < area.width {
-                let cell = &mut buf[(area.x + col, area.y + row)];
-                cell.set_style(
-                    cell.style()
-                        .patch(Style::new().add_modifier(Modifier::REVERSED)),
-                );
-            }
+        if let (true, Some((row, col))) = (self.cursor, self.grid.cursor)
+            && row < area.height
+            && col < area.width
+        {
+            let cell = &mut buf[(area.x + col, area.y + row)];
+            cell.set_style(
+                cell.style()
+                    .patch(Style::new().add_modifier(Modifier::REVERSED)),
+            );
         }
     }
 }

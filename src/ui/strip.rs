@@ -81,10 +81,10 @@ pub fn draw(
     // The cursor's column, marked on the rule above the bars too (where the title leaves it).
     if let Some(c) = cursor {
         let x = rows.x + (label_width + 1 + column(c.at_ms).min(bar_width - 1)) as u16;
-        if let Some(cell) = frame.buffer_mut().cell_mut((x, rule.y)) {
-            if cell.symbol() == "─" {
-                cell.set_symbol("▼").set_style(CURSOR);
-            }
+        if let Some(cell) = frame.buffer_mut().cell_mut((x, rule.y))
+            && cell.symbol() == "─"
+        {
+            cell.set_symbol("▼").set_style(CURSOR);
         }
     }
 }

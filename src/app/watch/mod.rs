@@ -136,10 +136,9 @@ impl Watch {
                 dir,
                 file: JournalFile::Events,
             } = &change
+                && !grown.insert(dir.clone())
             {
-                if !grown.insert(dir.clone()) {
-                    continue;
-                }
+                continue;
             }
             changed |= self.apply(change, app);
         }

@@ -30,11 +30,13 @@ impl OutputRuns {
         if len == 0 {
             return;
         }
-        if let Some(last) = self.runs.last_mut() {
-            if last.stream == stream && last.end == offset && last.ts_ms == ts_ms {
-                last.end = last.end.saturating_add(len);
-                return;
-            }
+        if let Some(last) = self.runs.last_mut()
+            && last.stream == stream
+            && last.end == offset
+            && last.ts_ms == ts_ms
+        {
+            last.end = last.end.saturating_add(len);
+            return;
         }
         self.of_stream[stream as usize].push(self.runs.len() as u32);
         self.runs.push(Run {
