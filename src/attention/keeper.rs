@@ -13,19 +13,9 @@ use super::notify::NOTIFY_TIMEOUT;
 /// The keeper's word when the notify command timed out (never a wait status).
 pub(super) const TIMED_OUT: u32 = u32::MAX;
 
-/// The kernel's `struct clone_args`, version 0 (64 bytes): all this needs.
-#[repr(C)]
-#[derive(Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
-}
+// The kernel's `struct clone_args` as the command's own start uses it: any version the
+// kernel knows is accepted, and the fields past `tls` stay zero.
+use crate::broker::spawn::clone_into::CloneArgs;
 
 const CLONE_PIDFD: u64 = 0x1000;
 

@@ -234,7 +234,7 @@ impl Notifier {
             unsafe { keeper(&start) }
         };
         drop((report_write, verdict_write, stdin_read, stderr_write, null));
-        if let Some(err) = read_report(&report_read) {
+        if let Some(err) = crate::broker::spawn::clone_into::read_report(&report_read) {
             let _ = exit_status(&pidfd, true);
             return Err(err);
         }
@@ -274,19 +274,6 @@ fn quoted_stderr(stderr: &OwnedFd) -> String {
         String::new()
     } else {
         format!(": {}", text.lines().next().unwrap_or(text))
-    }
-}
-
-/// The child's errno, if it wrote one before exec closed the pipe.
-fn read_report(pipe: &OwnedFd) -> Option<io::Error> {
-    let mut buf = [0u8; 4];
-    loop {
-        match rustix::io::read(pipe, &mut buf) {
-            Ok(4) => return Some(io::Error::from_raw_os_error(i32::from_ne_bytes(buf))),
-            Ok(_) => return None,
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(err) => return Some(err.into()),
-        }
     }
 }
 

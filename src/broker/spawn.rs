@@ -11,7 +11,7 @@
 //! controlling one, as before. Either way it leads its process group, whose id is its pid,
 //! as with pipes: group signals work the same.
 
-mod clone_into;
+pub(crate) mod clone_into;
 mod interpreter;
 pub(crate) mod signals;
 

@@ -22,18 +22,18 @@ use std::process::Command;
 /// bytes), the first with `cgroup`. glibc's libc crate does not define it.
 #[repr(C)]
 #[derive(Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
-    set_tid: u64,
-    set_tid_size: u64,
-    cgroup: u64,
+pub(crate) struct CloneArgs {
+    pub(crate) flags: u64,
+    pub(crate) pidfd: u64,
+    pub(crate) child_tid: u64,
+    pub(crate) parent_tid: u64,
+    pub(crate) exit_signal: u64,
+    pub(crate) stack: u64,
+    pub(crate) stack_size: u64,
+    pub(crate) tls: u64,
+    pub(crate) set_tid: u64,
+    pub(crate) set_tid_size: u64,
+    pub(crate) cgroup: u64,
 }
 
 /// linux/sched.h; libc's constant is a c_int, which it does not fit.
@@ -187,7 +187,7 @@ pub fn spawn(
 }
 
 /// The child's errno, if it wrote one before exec closed the pipe.
-fn read_report(pipe: &OwnedFd) -> Option<io::Error> {
+pub(crate) fn read_report(pipe: &OwnedFd) -> Option<io::Error> {
     let mut buf = [0u8; 4];
     loop {
         match rustix::io::read(pipe, &mut buf) {
