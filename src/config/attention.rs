@@ -170,27 +170,24 @@ fn is_off(value: &DeValue<'_>) -> bool {
 }
 
 fn duration(value: &Spanned<DeValue<'_>>) -> Result<Option<Duration>, String> {
-    if is_off(value.get_ref()) {
-        return Ok(None);
-    }
-    let text = match value.get_ref() {
-        DeValue::String(text) => text.to_string(),
-        DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
-        other => {
-            return Err(format!(
-                "expected a duration like \"3s\" or \"off\", found {}",
-                other.type_str()
-            ));
-        }
-    };
-    match parse_duration(&text) {
-        Ok(d) if d.is_zero() => Err("must be above 0; write \"off\" to turn it off".into()),
-        Ok(d) => Ok(Some(d)),
-        Err(e) => Err(format!("{e}; or \"off\"")),
-    }
+    threshold(value, "a duration like \"3s\"", |text| {
+        parse_duration(text).map(|d| (!d.is_zero()).then_some(d))
+    })
 }
 
 fn size(value: &Spanned<DeValue<'_>>) -> Result<Option<u64>, String> {
+    threshold(value, "a size like \"2G\"", |text| {
+        parse_size(text).map(|bytes| (bytes > 0).then_some(bytes))
+    })
+}
+
+/// A threshold: `"off"` or `false` (`None`), else a string or a decimal integer that
+/// `parse` reads; `parse` gives `None` for zero, which must be written `"off"`.
+fn threshold<T, E: std::fmt::Display>(
+    value: &Spanned<DeValue<'_>>,
+    expected: &str,
+    parse: impl FnOnce(&str) -> Result<Option<T>, E>,
+) -> Result<Option<T>, String> {
     if is_off(value.get_ref()) {
         return Ok(None);
     }
@@ -199,14 +196,14 @@ fn size(value: &Spanned<DeValue<'_>>) -> Result<Option<u64>, String> {
         DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
         other => {
             return Err(format!(
-                "expected a size like \"2G\" or \"off\", found {}",
+                "expected {expected} or \"off\", found {}",
                 other.type_str()
             ));
         }
     };
-    match parse_size(&text) {
-        Ok(0) => Err("must be above 0; write \"off\" to turn it off".into()),
-        Ok(bytes) => Ok(Some(bytes)),
+    match parse(&text) {
+        Ok(Some(v)) => Ok(Some(v)),
+        Ok(None) => Err("must be above 0; write \"off\" to turn it off".into()),
         Err(e) => Err(format!("{e}; or \"off\"")),
     }
 }
