@@ -46,10 +46,13 @@ pub const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300)
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TreeSample {
     /// The live processes the walk found; `None` when it was skipped (a quiet tree on the
-    /// /proc walk whose processes did nothing since), took too long, or the record is capped.
+    /// /proc walk whose processes did nothing since) or took too long (`missed`).
     pub processes: Option<Vec<ProcStat>>,
     /// The event to journal: a tree that changed, or the one `events_capped`.
     pub record: Option<EventKind>,
+    /// The walk did not finish within its budget: nothing is known of the tree now (unlike
+    /// a skipped walk, which knows nothing in it ran).
+    pub missed: bool,
 }
 
 pub struct TreeRecorder {
@@ -120,7 +123,10 @@ impl TreeRecorder {
     pub fn sample(&mut self, walk: &Walk, group: i32) -> TreeSample {
         let deadline = std::time::Instant::now() + SAMPLE_BUDGET;
         let Some(procs) = walk.live_until(deadline) else {
-            return TreeSample::default();
+            return TreeSample {
+                missed: true,
+                ..TreeSample::default()
+            };
         };
         self.cost.sampled(&procs);
         // What the /proc path needs to skip its next walks (the broker keeps the processes, to
@@ -132,7 +138,7 @@ impl TreeRecorder {
         if self.capped {
             return TreeSample {
                 processes: Some(procs),
-                record: None,
+                ..TreeSample::default()
             };
         }
         let record = self.update(&procs, group, |p| {
@@ -146,6 +152,7 @@ impl TreeRecorder {
         TreeSample {
             processes: Some(procs),
             record,
+            missed: false,
         }
     }
 

@@ -82,13 +82,19 @@ impl Broker {
     }
 
     /// [call site: tree_sampled] The tree was looked at: `walked` is what the walk found,
-    /// or `None` when nothing in the tree ran since the last one (or the walk did not finish
-    /// in its budget).
-    pub(super) fn attention_sampled(&mut self, now: Instant, walked: Option<&[ProcStat]>) {
+    /// or `None` when nothing in the tree ran since the last one; `missed`, the walk did not
+    /// finish in its budget and nothing is known.
+    pub(super) fn attention_sampled(
+        &mut self,
+        now: Instant,
+        walked: Option<&[ProcStat]>,
+        missed: bool,
+    ) {
         let Some(detector) = self.attention.detector.as_ref() else {
             return;
         };
         let sample = match walked {
+            None if missed => Sample::Missed,
             None => Sample::Unchanged,
             Some(procs) => Sample::Fresh(probe::sample(
                 procs,

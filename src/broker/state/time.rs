@@ -183,10 +183,14 @@ impl Broker {
     /// it does not. This is where an observer of the tree's processes hangs on.
     pub(super) fn tree_sampled(&mut self, sample: TreeSample) {
         self.tree_sampling = false;
-        let TreeSample { processes, record } = sample;
+        let TreeSample {
+            processes,
+            record,
+            missed,
+        } = sample;
         self.tree_walks.walked(self.now, record.is_some());
         // Attention looks at the processes the walk found (or knows nothing ran since).
-        self.attention_sampled(self.now, processes.as_deref());
+        self.attention_sampled(self.now, processes.as_deref(), missed);
         // What the /proc path's stop sends its first signal to without walking again.
         if let Some(processes) = processes.filter(|_| self.cgroup.is_none()) {
             self.last_walk = Some(processes);

@@ -337,6 +337,7 @@ impl Rig {
                         TreeSample {
                             processes: Some(world.alive.iter().map(|(p, _)| *p).collect()),
                             record: world.trees.pop_front(),
+                            missed: false,
                         }
                     };
                     self.broker.handle(Input::TreeSampled(sample), self.now);
