@@ -13,7 +13,6 @@ use super::{Broker, Phase};
 use crate::attention::detector::{Detector, Ending, Sample, Thresholds};
 use crate::attention::notify::Notifier;
 use crate::attention::probe::{self, InputFile};
-use crate::clock::now_ms;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus};
 
@@ -196,12 +195,14 @@ impl Broker {
         for event in events {
             if let EventKind::Attention { attention, detail } = &event {
                 let payload = self.notification(attention.name(), detail);
+                // In the journal before the notify command runs: it may read the journal.
+                self.emit(event);
+                self.flush_journal();
                 let sent = self
                     .attention
                     .notifier
                     .as_mut()
                     .map(|n| n.send(self.now, &payload));
-                self.emit(event);
                 if let Some(Err(message)) = sent {
                     self.emit(EventKind::NotifyFailed { message });
                 }
@@ -214,13 +215,11 @@ impl Broker {
     /// The JSON line the notify command reads.
     fn notification(&self, kind: &str, detail: &str) -> Vec<u8> {
         let request = &self.request;
-        let ts_ms = now_ms();
+        // The machine's wall clock, as the event it tells of is stamped.
+        let ts_ms = self.kernel.wall_ms();
         let session = request.session.as_ref();
         let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
-        let target = session.map(|s| {
-            let digits = s.command.split('-').next().unwrap_or(&s.command);
-            format!("{}/{digits}", s.id)
-        });
+        let target = session.zip(number).map(|(s, n)| format!("{}/{n:02}", s.id));
         let mut text = request.command.display();
         if text.len() > TEXT_CAP {
             let mut cut = TEXT_CAP;
@@ -239,7 +238,7 @@ impl Broker {
             "name": request.name,
             "text": text,
             "ts_ms": ts_ms,
-            "time": format!("{}Z", crate::journal::paths::format_utc(ts_ms).replace(' ', "T")),
+            "time": crate::export::summary::iso_utc(ts_ms),
             "journal_dir": request.journal_dir,
         });
         let mut line = serde_json::to_vec(&value).unwrap_or_default();
