@@ -154,6 +154,9 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
         libc::syscall(libc::SYS_close_range, low + 1, high - 1, 0);
         libc::syscall(libc::SYS_close_range, high + 1, u32::MAX, 0);
         let keeper = libc::getpid();
+        // What the notify command leaves behind comes back to the keeper, not to the broker
+        // (a subreaper), whose reaping would take it for the command's orphan.
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         let pidfd = match clone_with_pidfd(libc::SIGCHLD as u64) {
             Ok(Some((_, pidfd))) => pidfd,
             Ok(None) => notify_command(start, keeper),
@@ -174,6 +177,9 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
         };
         let bytes = word.to_ne_bytes();
         libc::write(start.verdict, bytes.as_ptr().cast(), bytes.len());
+        // The verdict is in; anything the notify command left in the keeper's group (its
+        // own, made by setsid above) ends with the keeper.
+        libc::kill(0, libc::SIGKILL);
         libc::_exit(0)
     }
 }
