@@ -54,11 +54,11 @@ impl Teller {
     /// What is news in `model` at `now_ms`: sent to the desktop here, and the bytes to write
     /// to the terminal returned (none when there is nothing to tell, or `terminal = "off"`).
     /// `rows` are the list's, as built for this frame: while they are the ones last looked at
-    /// and nothing waits, the commands are not looked at again (a frame of 10,000 does not
-    /// pay for them).
+    /// and no waiting news is due yet, the commands are not looked at again (a frame of
+    /// 10,000 does not pay for them; the rows are rebuilt whenever a mark changes).
     pub fn look(&mut self, model: &Model, rows: &Arc<ListRows>, now_ms: u64) -> Option<String> {
         let same = Weak::ptr_eq(&self.looked_at, &Arc::downgrade(rows));
-        if same && self.news.due_ms().is_none() {
+        if same && self.news.due_ms().is_none_or(|due| now_ms < due) {
             return None;
         }
         self.looked_at = Arc::downgrade(rows);

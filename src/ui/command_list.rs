@@ -133,8 +133,9 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
         needs_you,
         total,
     } = content.list.counts;
-    // Said only when something needs the operator: most of the time nothing does.
-    let needing = if needs_you > 0 {
+    // Said only when something needs the operator (most of the time nothing does), and
+    // not again under the needs-you filter, whose title says it.
+    let needing = if needs_you > 0 && view.list.filter != ListFilter::NeedsYou {
         format!(" · {}", needs_you_count(needs_you))
     } else {
         String::new()
@@ -144,10 +145,6 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
         ListFilter::Running => format!(": running {running} of {total} · {failed} failed"),
         ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
         ListFilter::NeedsYou => format!(": needs you {needs_you} of {total} · {running} running"),
-    };
-    let needing = match view.list.filter {
-        ListFilter::NeedsYou => String::new(),
-        _ => needing,
     };
     let short = match view.list.filter {
         ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
