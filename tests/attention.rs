@@ -170,7 +170,8 @@ fn a_busy_command_is_a_runaway_and_is_left_running() {
     let (kind, detail, after) = attention(&events)[0].clone();
     assert_eq!(kind, AttentionKind::Runaway);
     assert!(
-        (2_000..=5_000).contains(&after),
+        // Its threshold at the least; the bound above leaves room for a crowded machine.
+        (2_000..=12_000).contains(&after),
         "runaway {after} ms after spawned"
     );
     assert!(detail.unwrap().starts_with("at least 90% of a core for"));

@@ -149,16 +149,10 @@ fn an_episode_shows_as_a_badge_while_it_lasts() {
     assert_eq!(r.next_notable(Some(t0 + 804)), Some(t0 + 855));
     let during = at_moment(855);
     assert!(during.contains("Commands at +0:00.855"), "{during}");
-    let row = during
-        .lines()
-        .find(|l| l.contains("#2 "))
-        .unwrap_or_default();
+    let row = during.lines().find(|l| l.contains("#2 ")).expect("row #2");
     assert!(row.contains("needs input"), "{during}");
     let after = at_moment(906);
-    let row = after
-        .lines()
-        .find(|l| l.contains("#2 "))
-        .unwrap_or_default();
+    let row = after.lines().find(|l| l.contains("#2 ")).expect("row #2");
     assert!(!row.contains("needs input"), "{after}");
     insta::assert_snapshot!(format!("{during}\n{after}"));
 }

@@ -292,6 +292,7 @@ mod tests {
             failure = failure.or(n.poll(Instant::now()));
             std::thread::sleep(Duration::from_millis(10));
         }
+        assert!(n.running.is_empty(), "a run still going after 10 s");
         failure
     }
 

@@ -183,7 +183,12 @@ fn a_control_stop_is_acknowledged_and_its_signals_carry_the_client() {
     assert!(
         matches!(&rig.replies[0].1.kind, EventKind::ControlAck { request, message: None, .. } if request == "stop")
     );
-    for event in rig.journal().filter(|e| e.kind.name() == "signal_sent") {
+    let sent: Vec<&Event> = rig
+        .journal()
+        .filter(|e| e.kind.name() == "signal_sent")
+        .collect();
+    assert!(!sent.is_empty(), "the stop signalled");
+    for event in sent {
         assert!(
             matches!(&event.kind, EventKind::SignalSent { client: Some(p), .. } if p.pid == 4242),
             "{event:?}"
