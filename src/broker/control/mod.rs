@@ -52,8 +52,14 @@ pub enum Incoming {
         peer: Peer,
         request: Result<ControlRequest, Refusal>,
     },
-    /// A connection refused; the broker journals it.
-    Refused { peer: Peer, reason: String },
+    /// A connection refused; the broker journals it, then answers `client` (the refusal
+    /// reaches the journal before the peer hears of it, and the connection ends with the
+    /// answer).
+    Refused {
+        client: u64,
+        peer: Peer,
+        reason: String,
+    },
 }
 
 pub struct ControlServer {
@@ -71,6 +77,9 @@ pub struct ControlServer {
     /// Where the next round of reads starts, so that one busy client cannot starve others.
     rotate: usize,
     refusals: u32,
+    /// Refused connections waiting for their journaled refusal to be answered (at most
+    /// [`REFUSALS_JOURNALED`] over the broker's life).
+    refused: Vec<(u64, UnixStream)>,
     accept_backoff: Option<Pin<Box<Sleep>>>,
     buf: Vec<u8>,
 }
@@ -126,6 +135,7 @@ impl ControlServer {
             next_id: 0,
             rotate: 0,
             refusals: 0,
+            refused: Vec::new(),
             accept_backoff: None,
             buf: vec![0; READ_CHUNK],
         })
@@ -213,15 +223,12 @@ impl ControlServer {
             },
             Err(err) => {
                 let message = format!("cannot read the peer's credentials: {err}");
-                refuse(stream, self, "refused", message.clone());
-                return self.journal_refusal(
-                    Peer {
-                        pid: 0,
-                        uid: u32::MAX,
-                        program: None,
-                    },
-                    message,
-                );
+                let peer = Peer {
+                    pid: 0,
+                    uid: u32::MAX,
+                    program: None,
+                };
+                return self.journal_refusal(stream, peer, message, refuse);
             }
         };
         if peer.uid != self.me {
@@ -229,8 +236,7 @@ impl ControlServer {
                 "uid {} is not the broker's (uid {}); only the same user may control a command",
                 peer.uid, self.me
             );
-            refuse(stream, self, "refused", reason.clone());
-            return self.journal_refusal(peer, reason);
+            return self.journal_refusal(stream, peer, reason, refuse);
         }
         let quota = Quota::of(peer.pid, self.pid);
         let held = self.clients.iter().filter(|c| !c.dead).map(|c| c.quota);
@@ -254,9 +260,28 @@ impl ControlServer {
         None
     }
 
-    fn journal_refusal(&mut self, peer: Peer, reason: String) -> Option<Incoming> {
+    /// A refusal to journal: the connection waits for the broker's answer, which follows
+    /// the journaled event. Past [`REFUSALS_JOURNALED`] it is answered and closed at once.
+    fn journal_refusal(
+        &mut self,
+        stream: UnixStream,
+        peer: Peer,
+        reason: String,
+        refuse: impl FnOnce(UnixStream, &mut ControlServer, &str, String),
+    ) -> Option<Incoming> {
         self.refusals += 1;
-        (self.refusals <= REFUSALS_JOURNALED).then_some(Incoming::Refused { peer, reason })
+        if self.refusals > REFUSALS_JOURNALED {
+            refuse(stream, self, "refused", reason);
+            return None;
+        }
+        self.next_id += 1;
+        let client = self.next_id;
+        self.refused.push((client, stream));
+        Some(Incoming::Refused {
+            client,
+            peer,
+            reason,
+        })
     }
 
     fn stamp(&self, kind: EventKind) -> Event {
@@ -281,6 +306,13 @@ impl ControlServer {
     /// Sends one event line to one client only (it is dropped if it left too much unread,
     /// as one that sends requests and never reads the answers would).
     pub fn reply(&mut self, client: u64, line: &[u8]) {
+        if let Some(at) = self.refused.iter().position(|(id, _)| *id == client) {
+            // Best effort: the socket buffer of a fresh connection takes one line; the
+            // connection ends with it.
+            let (_, stream) = self.refused.swap_remove(at);
+            let _ = stream.try_write(line);
+            return;
+        }
         if let Some(c) = self.clients.iter_mut().find(|c| c.id == client) {
             c.send(line);
         }
@@ -310,6 +342,7 @@ impl ControlServer {
         });
         let _ = tokio::time::timeout(limit, flushed).await;
         self.clients.clear();
+        self.refused.clear();
     }
 
     fn remove_socket(&mut self) {

@@ -243,12 +243,24 @@ impl Broker {
     /// answers the client. Events the request caused reach subscribers before the answer.
     fn control(&mut self, incoming: Incoming) {
         let (client, peer, request) = match incoming {
-            Incoming::Refused { peer, reason } => {
+            Incoming::Refused {
+                client,
+                peer,
+                reason,
+            } => {
                 self.emit(EventKind::ControlRefused {
                     uid: peer.uid,
                     pid: peer.pid,
-                    reason,
+                    reason: reason.clone(),
                 });
+                // In the journal before the peer hears of it.
+                self.flush_journal();
+                let answer = EventKind::ControlError {
+                    code: "refused".into(),
+                    message: reason,
+                };
+                let line = self.stamp(answer).to_line();
+                self.outputs.push_back(Output::Reply { client, line });
                 return;
             }
             Incoming::Request {

@@ -260,10 +260,15 @@ fn a_control_ping_is_answered_and_journals_nothing() {
 fn a_refused_connection_is_journaled_and_a_bad_line_answered() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
     rig.feed(Input::Control(Incoming::Refused {
+        client: 5,
         peer: operator(),
         reason: "another uid".into(),
     }));
     assert_eq!(rig.count("control_refused"), 1);
+    // The refused peer is answered, after the refusal is journaled.
+    assert_eq!(rig.replies.len(), 1);
+    assert_eq!(rig.replies[0].0, 5);
+    assert_eq!(rig.replies[0].1.kind.name(), "control_error");
     rig.feed(Input::Control(Incoming::Request {
         client: 6,
         peer: operator(),
@@ -272,8 +277,9 @@ fn a_refused_connection_is_journaled_and_a_bad_line_answered() {
             message: "cannot parse".into(),
         }),
     }));
+    assert_eq!(rig.replies[1].0, 6);
     assert!(
-        matches!(&rig.replies[0].1.kind, EventKind::ControlError { code, .. } if code == "malformed")
+        matches!(&rig.replies[1].1.kind, EventKind::ControlError { code, .. } if code == "malformed")
     );
     assert_eq!(rig.count("broker_failure"), 0);
 }
