@@ -38,6 +38,25 @@ pub enum Status {
     Lost,
 }
 
+/// What a command left running when its main process exited, kept in custody.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeptLeftovers {
+    /// How many processes were kept.
+    pub kept: usize,
+    /// Why they were stopped; `None` while they run (or if the journal ends first).
+    pub end: Option<crate::protocol::LeftoversEnd>,
+}
+
+impl KeptLeftovers {
+    /// `kept 2 until its caller exited`: what follows the exit status in a post-mortem.
+    pub fn words(&self) -> String {
+        match self.end {
+            Some(end) => format!("kept {} until {}", self.kept, end.until()),
+            None => format!("kept {}", self.kept),
+        }
+    }
+}
+
 impl Status {
     /// Ended badly: a non-zero exit, a signal, a start that failed, a broker lost.
     pub fn is_failure(self) -> bool {
@@ -186,6 +205,9 @@ pub struct CommandState {
     /// into another group): what `orphans:N` counts. A process merely re-parented to the
     /// broker when its parent ended is reaped too, but is no escapee.
     pub escapees_reaped: u32,
+    /// Processes kept running after the main process exited (`leftovers_kept`), and why
+    /// they were stopped once they were: a post-mortem says both beside the exit status.
+    pub leftovers: Option<KeptLeftovers>,
     pub hard_killed: bool,
     /// The broker journals each stop as it starts (`stop_started`, protocol v4 on): the run
     /// is stopping from that event, never guessed from the signals it sends.
@@ -239,6 +261,7 @@ impl CommandState {
             parent_lost: None,
             attention: None,
             escapees_reaped: 0,
+            leftovers: None,
             hard_killed: false,
             stops_journaled: false,
             notice: None,
@@ -413,6 +436,10 @@ impl CommandState {
                 self.markers.push((ts, Marker::Exit));
             }
             EventKind::LeftoversKept { pids } => {
+                self.leftovers = Some(KeptLeftovers {
+                    kept: pids.len(),
+                    end: None,
+                });
                 if let Status::Exited(exit) = self.status {
                     self.status = Status::LeftRunning {
                         exit,
@@ -420,7 +447,10 @@ impl CommandState {
                     };
                 }
             }
-            EventKind::LeftoversStopped { .. } => {
+            EventKind::LeftoversStopped { reason, .. } => {
+                if let Some(kept) = self.leftovers.as_mut() {
+                    kept.end = Some(*reason);
+                }
                 if let Status::LeftRunning { exit, .. } = self.status {
                     self.status = Status::Exited(exit);
                 }
@@ -679,6 +709,11 @@ mod tests {
             },
         ));
         assert_eq!(c.status, Status::Exited(status));
+        assert_eq!(
+            c.leftovers.map(|l| l.words()).as_deref(),
+            Some("kept 2 until its caller exited"),
+            "a post-mortem says what was kept and why it was stopped"
+        );
     }
 
     #[test]

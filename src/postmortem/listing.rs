@@ -247,6 +247,11 @@ fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7]
     if command.response_timeout {
         state.push_str(" (timed out)");
     }
+    // Leftovers still running are in the label already (`left running (2)`).
+    if let Some(kept) = command.leftovers.filter(|l| l.end.is_some()) {
+        state.push_str(", ");
+        state.push_str(&kept.words());
+    }
     [
         one_line(id),
         command.started_ms.map_or_else(

@@ -98,6 +98,19 @@ impl LeftoversEnd {
             LeftoversEnd::Exited => "they all exited",
         }
     }
+
+    /// The end as what leftovers were kept until: `kept 2 until its caller exited`.
+    pub fn until(self) -> &'static str {
+        match self {
+            LeftoversEnd::CallerExited => "its caller exited",
+            LeftoversEnd::CallerGone => "its caller was found gone",
+            LeftoversEnd::SessionOwnerExited => "its agent exited",
+            LeftoversEnd::Operator => "the operator stopped them",
+            LeftoversEnd::MaxDuration => "TETHER_LEFTOVERS_MAX",
+            LeftoversEnd::Shutdown => "its broker was told to stop",
+            LeftoversEnd::Exited => "they exited",
+        }
+    }
 }
 
 /// What `result.json` says of a command's leftovers.
