@@ -633,43 +633,66 @@ fn a_subscription_continues_the_journal_line_for_line() {
         .build()
         .expect("a runtime");
     let (offset, received) = runtime_loop.block_on(async {
-        let mut client = tether::control::ControlClient::connect_to(&live[0])
+        use tether::protocol::{Scope, ToBroker};
+        use tether::supervisor::{Answer, BrokerConversation};
+        let mut broker = BrokerConversation::attach(&live[0])
             .await
-            .expect("connect");
-        client.ping().await.expect("pong");
-        let offset = client.subscribe().await.expect("subscribe");
-        let mut received = Vec::new();
+            .expect("attach");
+        assert!(matches!(
+            broker.answer(&ToBroker::Ping).await,
+            Answer::Done(_)
+        ));
+        assert!(broker.subscribe());
         let deadline = tokio::time::Instant::now() + DEADLINE;
-        while received.len() < 5 {
-            let event = tokio::time::timeout_at(deadline, client.next_event())
+        let mut next = async || {
+            tokio::time::timeout_at(deadline, broker.next_line())
                 .await
-                .expect("events within the deadline")
-                .expect("read")
-                .expect("not closed");
-            received.push(event);
+                .expect("lines within the deadline")
+                .map(|line| line.event.expect("an event"))
+        };
+        // The subscription's answer comes first: no event is sent before it.
+        let offset = match next().await.expect("not closed").kind {
+            EventKind::ControlAck {
+                journal_offset: Some(offset),
+                ..
+            } => offset,
+            other => panic!("the subscription's answer first, not {other:?}"),
+        };
+        let mut received = Vec::new();
+        while received.len() < 5 {
+            received.push(next().await.expect("not closed"));
         }
-        let targets = client
-            .signal("WINCH".parse().expect("a signal"))
-            .await
-            .expect("signal");
+        let winch = ToBroker::Signal {
+            signal: "WINCH".parse().expect("a signal"),
+            scope: Scope::Group,
+            pid: None,
+        };
+        let targets = match broker.answer(&winch).await {
+            Answer::Done(ack) => ack.targets,
+            other => panic!("a signal answered: {other:?}"),
+        };
         assert!(!targets.is_empty());
-        let refused = client
-            .signal_pid(tether::protocol::ProcessSignal::TERM, 1)
-            .await
-            .unwrap_err();
+        let outside = ToBroker::Signal {
+            signal: tether::protocol::ProcessSignal::TERM,
+            scope: Scope::Pid,
+            pid: Some(1),
+        };
+        let refused = broker.answer(&outside).await;
         assert!(
-            refused
-                .to_string()
-                .contains("not part of this command's tree"),
-            "{refused}"
+            matches!(&refused, Answer::Refused { message, .. } if message.contains("not part of this command's tree")),
+            "{refused:?}"
         );
-        assert_eq!(client.stop().await.expect("stop"), None);
-        while let Some(event) = tokio::time::timeout_at(deadline, client.next_event())
+        let stop = broker.answer(&ToBroker::Stop { origin: None }).await;
+        assert!(
+            matches!(&stop, Answer::Done(ack) if ack.message.is_none()),
+            "{stop:?}"
+        );
+        // Answers are the asker's alone, never journaled; each was matched to its request.
+        while let Some(event) = tokio::time::timeout_at(deadline, broker.next_line())
             .await
             .expect("close within the deadline")
-            .expect("read")
         {
-            received.push(event);
+            received.push(event.event.expect("an event"));
         }
         (offset, received)
     });

@@ -216,7 +216,7 @@ impl BrokerTask {
                 _ = sleep_until(deadline) => {}
             }
             match broker.check(Instant::now()) {
-                Some(Due::SignalledDirectly(told)) => self.tell(told),
+                Some(Due::SignalledDirectly(told) | Due::NotSignalled(told)) => self.tell(told),
                 Some(Due::End(end)) => return end,
                 None => {}
             }
