@@ -10,8 +10,8 @@ use tokio::time::{Instant, timeout_at};
 
 use super::ToolError;
 use super::commands::{Change, Tracked};
-use crate::control::discover::{live_command, log_window};
 use crate::control::broker_alive;
+use crate::control::discover::{live_command, log_window};
 use crate::journal::reader::read_result;
 use crate::journal::secure::read_regular;
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE};

@@ -74,6 +74,21 @@ impl Answer {
     }
 }
 
+/// What a control socket carries of a request to the broker: not keys, sizes or a launch,
+/// which only the front end that launched a command sends.
+pub(super) fn over_socket(message: &ToBroker) -> Option<ControlRequest> {
+    match message {
+        ToBroker::Ping => Some(ControlRequest::Ping),
+        ToBroker::Stop { .. } => Some(ControlRequest::Stop),
+        ToBroker::Signal { signal, scope, pid } => Some(ControlRequest::Signal {
+            signal: *signal,
+            scope: *scope,
+            pid: *pid,
+        }),
+        ToBroker::Launch(_) | ToBroker::Input { .. } | ToBroker::Resize { .. } => None,
+    }
+}
+
 impl BrokerConversation {
     /// Attaches to the broker of `command` through its control socket, which must be ours
     /// and be accepted by that very broker ([`ControlClient::connect_to`]). It is kept
@@ -117,7 +132,9 @@ impl BrokerConversation {
         self.request(message);
         let ours = self.acks.posted();
         if ours == before {
-            return self.check(Instant::now()).map_or(Answer::Closed, Answer::fell_back);
+            return self
+                .check(Instant::now())
+                .map_or(Answer::Closed, Answer::fell_back);
         }
         let unanswered_at = Instant::now() + ACK_TIMEOUT;
         loop {
@@ -214,7 +231,11 @@ mod tests {
             mono_us: 0,
             kind,
         };
-        broker.get_mut().write_all(&event.to_line()).await.expect("write");
+        broker
+            .get_mut()
+            .write_all(&event.to_line())
+            .await
+            .expect("write");
     }
 
     fn ack(request: &str, message: Option<&str>) -> EventKind {
@@ -260,14 +281,35 @@ mod tests {
         );
         // The subscription's answer and the event before the stop's are kept, in order.
         let kinds = [
-            conversation.next_line().await.expect("kept").event.expect("an event").kind,
-            conversation.next_line().await.expect("kept").event.expect("an event").kind,
+            conversation
+                .next_line()
+                .await
+                .expect("kept")
+                .event
+                .expect("an event")
+                .kind,
+            conversation
+                .next_line()
+                .await
+                .expect("kept")
+                .event
+                .expect("an event")
+                .kind,
         ];
         assert!(
-            matches!(&kinds[0], EventKind::ControlAck { journal_offset: Some(42), .. }),
+            matches!(
+                &kinds[0],
+                EventKind::ControlAck {
+                    journal_offset: Some(42),
+                    ..
+                }
+            ),
             "{kinds:?}"
         );
-        assert!(matches!(&kinds[1], EventKind::StopStarted { .. }), "{kinds:?}");
+        assert!(
+            matches!(&kinds[1], EventKind::StopStarted { .. }),
+            "{kinds:?}"
+        );
         // Acknowledged: nothing falls back later.
         assert_eq!(conversation.check(Instant::now() + ACK_TIMEOUT * 2), None);
 

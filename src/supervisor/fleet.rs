@@ -11,7 +11,8 @@ use std::process::Stdio;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, sleep_until};
 
-use super::conversation::{BrokerConversation, Due, End};
+use super::conversation::{BrokerConversation, Due};
+use super::ending::End;
 use super::intervals::{ABORT_PATIENCE, Pace};
 use super::leftovers::{Cleanup, LiveBrokers, stop_leftovers};
 use crate::journal::JournalDir;

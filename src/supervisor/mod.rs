@@ -7,6 +7,7 @@ pub mod abandoned;
 mod ack;
 mod attach;
 mod conversation;
+mod ending;
 pub mod fleet;
 pub mod intervals;
 mod launch;
@@ -16,7 +17,8 @@ mod process;
 mod session;
 
 pub use attach::Answer;
-pub use conversation::{BrokerConversation, Due, End, Remains};
+pub use conversation::{BrokerConversation, Due};
+pub use ending::{End, Remains};
 pub use launch::launch_request;
 pub use process::{BrokerLine, Handover};
 pub use session::Session;
