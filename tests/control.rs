@@ -718,3 +718,43 @@ fn a_subscription_continues_the_journal_line_for_line() {
     ));
     env.finish();
 }
+
+/// A broker that stops answering its socket (stopped here, with its exec, which would give
+/// it up) gets a second to acknowledge a signal, as a broker on its pipe does; then `tether
+/// signal` sends the signal itself, the broker's pid proved first.
+#[test]
+fn a_broker_that_does_not_answer_is_signalled_around() {
+    let env = TestEnv::new("control_unanswered");
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "sleeper"],
+        &["sh", "-c", "echo ready; exec sleep 1000"],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let broker = broker_pid(&events_now(&dir));
+    let exec = running.child.id() as i32;
+    signal(exec, Signal::SIGSTOP);
+    signal(broker, Signal::SIGSTOP);
+    let asked = Instant::now();
+    let signalled = tether(&env, &runtime, &["signal", "TERM", &session_of(&dir)]);
+    let waited = asked.elapsed();
+    signal(broker, Signal::SIGCONT);
+    signal(exec, Signal::SIGCONT);
+    assert_eq!(signalled.status.code(), Some(0), "{signalled:?}");
+    assert!(
+        text(&signalled.stdout).contains(
+            "the broker did not answer, so by its broker's pid: tether sent SIGTERM itself to process group"
+        ),
+        "{signalled:?}"
+    );
+    assert!(
+        waited >= tether::supervisor::intervals::ACK_TIMEOUT,
+        "{waited:?}"
+    );
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    env.finish();
+}
