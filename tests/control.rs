@@ -633,43 +633,66 @@ fn a_subscription_continues_the_journal_line_for_line() {
         .build()
         .expect("a runtime");
     let (offset, received) = runtime_loop.block_on(async {
-        let mut client = tether::control::ControlClient::connect_to(&live[0])
+        use tether::protocol::{Scope, ToBroker};
+        use tether::supervisor::{Answer, BrokerConversation};
+        let mut broker = BrokerConversation::attach(&live[0])
             .await
-            .expect("connect");
-        client.ping().await.expect("pong");
-        let offset = client.subscribe().await.expect("subscribe");
-        let mut received = Vec::new();
+            .expect("attach");
+        assert!(matches!(
+            broker.answer(&ToBroker::Ping).await,
+            Answer::Done(_)
+        ));
+        assert!(broker.subscribe());
         let deadline = tokio::time::Instant::now() + DEADLINE;
-        while received.len() < 5 {
-            let event = tokio::time::timeout_at(deadline, client.next_event())
+        let mut next = async || {
+            tokio::time::timeout_at(deadline, broker.next_line())
                 .await
-                .expect("events within the deadline")
-                .expect("read")
-                .expect("not closed");
-            received.push(event);
+                .expect("lines within the deadline")
+                .map(|line| line.event.expect("an event"))
+        };
+        // The subscription's answer comes first: no event is sent before it.
+        let offset = match next().await.expect("not closed").kind {
+            EventKind::ControlAck {
+                journal_offset: Some(offset),
+                ..
+            } => offset,
+            other => panic!("the subscription's answer first, not {other:?}"),
+        };
+        let mut received = Vec::new();
+        while received.len() < 5 {
+            received.push(next().await.expect("not closed"));
         }
-        let targets = client
-            .signal("WINCH".parse().expect("a signal"))
-            .await
-            .expect("signal");
+        let winch = ToBroker::Signal {
+            signal: "WINCH".parse().expect("a signal"),
+            scope: Scope::Group,
+            pid: None,
+        };
+        let targets = match broker.answer(&winch).await {
+            Answer::Done(ack) => ack.targets,
+            other => panic!("a signal answered: {other:?}"),
+        };
         assert!(!targets.is_empty());
-        let refused = client
-            .signal_pid(tether::protocol::ProcessSignal::TERM, 1)
-            .await
-            .unwrap_err();
+        let outside = ToBroker::Signal {
+            signal: tether::protocol::ProcessSignal::TERM,
+            scope: Scope::Pid,
+            pid: Some(1),
+        };
+        let refused = broker.answer(&outside).await;
         assert!(
-            refused
-                .to_string()
-                .contains("not part of this command's tree"),
-            "{refused}"
+            matches!(&refused, Answer::Refused { message, .. } if message.contains("not part of this command's tree")),
+            "{refused:?}"
         );
-        assert_eq!(client.stop().await.expect("stop"), None);
-        while let Some(event) = tokio::time::timeout_at(deadline, client.next_event())
+        let stop = broker.answer(&ToBroker::Stop { origin: None }).await;
+        assert!(
+            matches!(&stop, Answer::Done(ack) if ack.message.is_none()),
+            "{stop:?}"
+        );
+        // Answers are the asker's alone, never journaled; each was matched to its request.
+        while let Some(event) = tokio::time::timeout_at(deadline, broker.next_line())
             .await
             .expect("close within the deadline")
-            .expect("read")
         {
-            received.push(event);
+            received.push(event.event.expect("an event"));
         }
         (offset, received)
     });
@@ -693,5 +716,45 @@ fn a_subscription_continues_the_journal_line_for_line() {
         received.last().map(|e| &e.kind),
         Some(EventKind::Close { .. })
     ));
+    env.finish();
+}
+
+/// A broker that stops answering its socket (stopped here, with its exec, which would give
+/// it up) gets a second to acknowledge a signal, as a broker on its pipe does; then `tether
+/// signal` sends the signal itself, the broker's pid proved first.
+#[test]
+fn a_broker_that_does_not_answer_is_signalled_around() {
+    let env = TestEnv::new("control_unanswered");
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "sleeper"],
+        &["sh", "-c", "echo ready; exec sleep 1000"],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let broker = broker_pid(&events_now(&dir));
+    let exec = running.child.id() as i32;
+    signal(exec, Signal::SIGSTOP);
+    signal(broker, Signal::SIGSTOP);
+    let asked = Instant::now();
+    let signalled = tether(&env, &runtime, &["signal", "TERM", &session_of(&dir)]);
+    let waited = asked.elapsed();
+    signal(broker, Signal::SIGCONT);
+    signal(exec, Signal::SIGCONT);
+    assert_eq!(signalled.status.code(), Some(0), "{signalled:?}");
+    assert!(
+        text(&signalled.stdout).contains(
+            "the broker did not answer, so by its broker's pid: tether sent SIGTERM itself to process group"
+        ),
+        "{signalled:?}"
+    );
+    assert!(
+        waited >= tether::supervisor::intervals::ACK_TIMEOUT,
+        "{waited:?}"
+    );
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
     env.finish();
 }

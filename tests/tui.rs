@@ -512,6 +512,40 @@ fn open_of_a_live_session_controls_its_commands() {
     env.finish();
 }
 
+/// A watched broker that stops answering (stopped here, with the exec that would give it
+/// up) is bypassed as the TUI's own is: after a second without an acknowledgement the watch
+/// sends the signal itself, the broker's pid proved first, and says so.
+#[test]
+fn a_watched_broker_that_does_not_answer_is_bypassed() {
+    let env = TestEnv::new("tui-watch-fallback");
+    let exec = env.spawn_exec(
+        &["--session", "agent-9", "--name", "sleeper"],
+        &["sleep", "300"],
+    );
+    let dir = env.wait_command_dir();
+    let tmux = Tmux::start(&env, 200, 50);
+    tmux.type_line(&env, &tether_line(&env, "open agent-9"));
+    tmux.wait_screen(&env, "the live session", |s| {
+        s.lines()
+            .any(|l| l.contains("sleeper") && l.contains(" running "))
+    });
+    let broker = broker_of(&dir);
+    let front_end = exec.child.id() as i32;
+    procs::signal(front_end, nix::sys::signal::Signal::SIGSTOP);
+    procs::signal(broker, nix::sys::signal::Signal::SIGSTOP);
+    tmux.keys(&env, &["t"]);
+    tmux.wait_screen(&env, "the fallback message", |s| {
+        s.contains("the broker did not answer, so by its broker's pid: tether sent SIGTERM itself")
+    });
+    procs::signal(broker, nix::sys::signal::Signal::SIGCONT);
+    procs::signal(front_end, nix::sys::signal::Signal::SIGCONT);
+    let run = exec.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
 /// Issue 8: each command is named by the first program it runs (past `cd … &&`,
 /// assignments and wrappers), made unique; a search whose match lies far to the right of a
 /// long line scrolls it into sight.

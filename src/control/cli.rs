@@ -2,14 +2,14 @@
 //! the command line. Exit codes: 0 done, 1 no live command matched (or one could not be
 //! controlled), 2 a usage mistake.
 
-use crate::protocol::ProcessSignal;
+use crate::protocol::{ProcessSignal, Scope, ToBroker};
 use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::time::{Instant, timeout, timeout_at};
+use tokio::time::{Instant, timeout_at};
 
-use super::client::{ControlClient, ControlError};
+use super::client::{Ack, ControlError};
 use super::discover::{LiveCommand, live_commands};
 use super::fallback;
 use super::report::StopReport;
@@ -18,13 +18,12 @@ use crate::journal::{CommandRecord, state_dir};
 use crate::model::command::exit_label;
 use crate::model::output::one_line;
 use crate::sampler::Sampler;
-use crate::supervisor::intervals::REMOTE_STOP_WAIT;
+use crate::supervisor::intervals::{ACK_TIMEOUT, REMOTE_STOP_WAIT};
+use crate::supervisor::{Answer, BrokerConversation};
 use crate::units::short_duration;
 
 /// How long `ps` measures CPU use over.
 const CPU_WINDOW: Duration = Duration::from_millis(250);
-/// How long a signal waits for the broker's answer.
-const ANSWER_WAIT: Duration = Duration::from_secs(5);
 
 /// What to do to the targeted commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,12 +224,12 @@ pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
 }
 
 async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String> {
-    let connected = ControlClient::connect_to(command).await;
-    if connected.is_err() && !command.is_alive() {
+    let attached = BrokerConversation::attach(command).await;
+    if attached.is_err() && !command.is_alive() {
         return ended_already(command, action);
     }
-    let why = match connected {
-        Ok(client) => match through_socket(client, command, action).await {
+    let why = match attached {
+        Ok(broker) => match through_socket(broker, command, action).await {
             Ok(text) => return Ok(text),
             Err(Attempt::Failed(err)) => return Err(err),
             Err(Attempt::Unreachable(why)) => why,
@@ -241,8 +240,8 @@ async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String
     if !command.is_alive() {
         return ended_already(command, action);
     }
-    // The socket cannot carry it (none, refused, full, silent): by the broker's pid, once
-    // that pid is proved to be the broker.
+    // The socket cannot carry it (none, refused, full): by the broker's pid, once that pid
+    // is proved to be the broker.
     match action {
         Action::Stop => fallback::stop_through_pid(command, &why).await,
         Action::Signal(signal) => fallback::signal_through_pid(command, *signal, &why),
@@ -278,29 +277,57 @@ fn unreachable(err: &ControlError) -> bool {
     }
 }
 
-fn attempt(err: ControlError) -> Attempt {
-    if unreachable(&err) {
-        Attempt::Unreachable(format!("its control socket failed: {err}"))
-    } else {
-        Attempt::Failed(err.to_string())
+/// How a request was carried out.
+enum Carried {
+    /// By the broker, as its acknowledgement says.
+    Acked(Ack),
+    /// By the conversation's fallback, through the broker's pid, as the text says.
+    ByPid(String),
+}
+
+/// What the broker's answer to a request means for the command line: carried out, refused,
+/// or not carried (so to be done by the broker's pid).
+fn attempt(answer: Answer) -> Result<Carried, Attempt> {
+    match answer {
+        Answer::Done(ack) => Ok(Carried::Acked(ack)),
+        Answer::Refused { code, message } => {
+            let err = ControlError::Refused { code, message };
+            Err(if unreachable(&err) {
+                Attempt::Unreachable(format!("its control socket failed: {err}"))
+            } else {
+                Attempt::Failed(err.to_string())
+            })
+        }
+        Answer::SignalledDirectly(told) => Ok(Carried::ByPid(told)),
+        Answer::NotSignalled(err) => Err(Attempt::Failed(err)),
+        Answer::Unanswered => Err(Attempt::Unreachable(format!(
+            "the broker did not answer within {ACK_TIMEOUT:?}"
+        ))),
+        Answer::Closed => Err(Attempt::Unreachable(format!(
+            "its control socket failed: {}",
+            ControlError::Closed
+        ))),
     }
 }
 
 async fn through_socket(
-    mut client: ControlClient,
+    mut broker: BrokerConversation,
     command: &LiveCommand,
     action: &Action,
 ) -> Result<String, Attempt> {
     let name = match action {
-        Action::Stop => return stop_through(client, command).await,
+        Action::Stop => return stop_through(broker, command).await,
         Action::Signal(name) => name,
     };
-    let targets = timeout(ANSWER_WAIT, client.signal(*name))
-        .await
-        .map_err(|_| {
-            Attempt::Unreachable(format!("the broker did not answer within {ANSWER_WAIT:?}"))
-        })?
-        .map_err(attempt)?;
+    let request = ToBroker::Signal {
+        signal: *name,
+        scope: Scope::Group,
+        pid: None,
+    };
+    let targets = match attempt(broker.answer(&request).await)? {
+        Carried::Acked(ack) => ack.targets,
+        Carried::ByPid(told) => return Ok(told),
+    };
     Ok(match targets.len() {
         0 => format!("SIG{name} reached no process"),
         n => format!(
@@ -317,19 +344,20 @@ async fn through_socket(
 
 /// Subscribes, asks for the stop, and follows the events until the broker says `close`.
 /// Failing before the broker took the stop, it is [`Attempt::Unreachable`].
-async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Result<String, Attempt> {
+async fn stop_through(
+    mut broker: BrokerConversation,
+    command: &LiveCommand,
+) -> Result<String, Attempt> {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(command.grace_ms) + REMOTE_STOP_WAIT;
-    let answered = timeout(ANSWER_WAIT, async {
-        client.subscribe().await?;
-        client.stop().await
-    })
-    .await
-    .map_err(|_| Attempt::Unreachable(format!("the broker did not answer within {ANSWER_WAIT:?}")))?
-    .map_err(attempt)?;
+    broker.subscribe();
+    let answered = match attempt(broker.answer(&ToBroker::Stop { origin: None }).await)? {
+        Carried::Acked(ack) => ack.message,
+        Carried::ByPid(told) => return Ok(told),
+    };
     let mut report = StopReport::default();
     loop {
-        match timeout_at(deadline, client.next_event()).await {
+        match timeout_at(deadline, broker.next_line()).await {
             Err(_) => {
                 return Err(Attempt::Failed(format!(
                     "the stop had not finished after {}: {} so far",
@@ -337,9 +365,9 @@ async fn stop_through(mut client: ControlClient, command: &LiveCommand) -> Resul
                     report.describe()
                 )));
             }
-            Ok(Err(err)) => return Err(Attempt::Failed(err.to_string())),
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(event))) => {
+            Ok(None) => break,
+            Ok(Some(line)) => {
+                let Ok(event) = line.event else { continue };
                 report.apply(&event);
                 if report.closed {
                     break;

@@ -1,5 +1,7 @@
-//! A connection to one broker's control socket: send requests, read the answers and (once
-//! subscribed) the broker's events, the same lines its journal holds.
+//! A connection to one broker's control socket: the socket's framing only. Requests go out,
+//! answers and (once subscribed) the broker's events come back, the same lines its journal
+//! holds; which answer acknowledges which request, and what to do when none comes, is the
+//! [`BrokerConversation`](crate::supervisor::BrokerConversation)'s.
 //!
 //! Both ends are checked: the socket file must be ours before we connect, and the process
 //! that accepted must be ours too (`SO_PEERCRED`), and the very broker the journal names.
@@ -14,10 +16,11 @@ use tokio::net::UnixStream;
 
 use super::discover::LiveCommand;
 use super::socket_dir;
+use crate::fdio::{AsyncPipe, Outbox};
 use crate::protocol::{
-    BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Event, EventKind, Frame, LineSplitter,
-    MAX_LINE, ProcessSignal, Scope,
+    BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Frame, LineSplitter, MAX_LINE,
 };
+use crate::supervisor::BrokerLine;
 
 #[derive(Debug, Error)]
 pub enum ControlError {
@@ -52,16 +55,18 @@ pub enum ControlError {
     Io(#[from] io::Error),
 }
 
-/// One connection to a broker's control socket.
+/// One connection to a broker's control socket: the transport of a
+/// [`BrokerConversation`](crate::supervisor::BrokerConversation) attached to a broker that
+/// another front end launched. Requests are queued and written as the socket takes them;
+/// what each one got back comes among the lines, in order, one answer per request.
 pub struct ControlClient {
-    stream: UnixStream,
+    socket: AsyncPipe,
     path: PathBuf,
     lines: LineSplitter,
     buf: Vec<u8>,
     frames: VecDeque<Frame>,
-    /// Events read while waiting for an answer, for [`ControlClient::next_event`].
-    backlog: VecDeque<Event>,
-    eof: bool,
+    /// Request lines the socket has not taken yet.
+    outbox: Outbox,
 }
 
 /// What a request got back.
@@ -118,16 +123,7 @@ impl ControlClient {
                 expected,
             });
         }
-        Ok(ControlClient {
-            stream,
-            path: path.to_path_buf(),
-            // Subscribers get the journal's lines, which may be as long as a broker writes.
-            lines: LineSplitter::new(MAX_LINE),
-            buf: vec![0; 64 * 1024],
-            frames: VecDeque::new(),
-            backlog: VecDeque::new(),
-            eof: false,
-        })
+        ControlClient::over(OwnedFd::from(stream.into_std()?), path)
     }
 
     /// Connects to the broker of a live command (checked against its journaled pid).
@@ -139,131 +135,71 @@ impl ControlClient {
         ControlClient::connect(socket, Some(&command.broker)).await
     }
 
+    /// Talks over `socket`, a connected stream whose peer was checked (or a test's pair).
+    pub(crate) fn over(socket: OwnedFd, path: &Path) -> Result<ControlClient, ControlError> {
+        Ok(ControlClient {
+            socket: AsyncPipe::new(socket)?,
+            path: path.to_path_buf(),
+            // Subscribers get the journal's lines, which may be as long as a broker writes.
+            lines: LineSplitter::new(MAX_LINE),
+            buf: vec![0; 64 * 1024],
+            frames: VecDeque::new(),
+            outbox: Outbox::default(),
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Sends a request without waiting for its answer, which comes through
-    /// [`ControlClient::next_event`] as `control_ack`, `control_error` or `pong`.
-    pub async fn post(&mut self, request: &ControlRequest) -> Result<(), ControlError> {
+    /// Queues a request and writes what the socket takes now, never waiting: a stopped
+    /// broker must not stall its front end. Its answer (`control_ack`, `control_error` or
+    /// `pong`) comes among the lines. `Err` means the connection is over.
+    pub fn post(&mut self, request: &ControlRequest) -> io::Result<()> {
         let line = request.to_line();
         debug_assert!(line.len() <= CONTROL_MAX_LINE);
-        let mut written = 0;
-        while written < line.len() {
-            self.stream.writable().await?;
-            match self.stream.try_write(&line[written..]) {
-                Ok(n) => written += n,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-                Err(err) => return Err(err.into()),
-            }
-        }
-        Ok(())
+        self.outbox.push(&line);
+        self.outbox.write_now(&self.socket)
     }
 
-    /// Sends a request and waits for its answer; events that arrive meanwhile are kept for
-    /// [`ControlClient::next_event`].
-    pub async fn request(&mut self, request: &ControlRequest) -> Result<Ack, ControlError> {
-        self.post(request).await?;
+    /// A ping, unless earlier requests still wait to be written: the broker answers those
+    /// first anyway. Returns whether a ping was queued.
+    pub fn ping(&mut self) -> io::Result<bool> {
+        if self.outbox.is_empty() {
+            self.post(&ControlRequest::Ping).map(|()| true)
+        } else {
+            self.outbox.write_now(&self.socket).map(|()| false)
+        }
+    }
+
+    /// The next line from the broker (an answer, or once subscribed an event); `None` once
+    /// the broker has closed the connection (it exits right after `close`). Requests the
+    /// socket did not take at once go while it waits. Cancel-safe, as
+    /// [`BrokerProcess::next_line`](crate::supervisor::BrokerLine) is.
+    pub async fn next_line(&mut self) -> Option<BrokerLine> {
         loop {
-            let event = self.read_event().await?.ok_or(ControlError::Closed)?;
-            match event.kind {
-                EventKind::ControlAck {
-                    journal_offset,
-                    targets,
-                    message,
-                    ..
-                } => {
-                    return Ok(Ack {
-                        journal_offset,
-                        targets,
-                        message,
-                    });
-                }
-                EventKind::Pong => return Ok(Ack::default()),
-                EventKind::ControlError { code, message } => {
-                    return Err(ControlError::Refused { code, message });
-                }
-                _ => self.backlog.push_back(event),
+            if let Some(frame) = self.frames.pop_front() {
+                return Some(BrokerLine::from_frame(frame));
             }
-        }
-    }
-
-    /// Asks for every event from now on. Returns the length of `events.jsonl` before the
-    /// first one: read the journal up to there, then [`ControlClient::next_event`].
-    pub async fn subscribe(&mut self) -> Result<u64, ControlError> {
-        let ack = self.request(&ControlRequest::Subscribe).await?;
-        Ok(ack.journal_offset.unwrap_or(0))
-    }
-
-    pub async fn ping(&mut self) -> Result<(), ControlError> {
-        self.request(&ControlRequest::Ping).await.map(|_| ())
-    }
-
-    /// Sends `signal` (`TERM`, `KILL`, `15`) to the command's whole tree. Returns the pids it
-    /// reached.
-    pub async fn signal(&mut self, signal: ProcessSignal) -> Result<Vec<i32>, ControlError> {
-        let request = ControlRequest::Signal {
-            signal,
-            scope: Scope::Group,
-            pid: None,
-        };
-        Ok(self.request(&request).await?.targets)
-    }
-
-    /// Sends `signal` to one process of the command's tree.
-    pub async fn signal_pid(
-        &mut self,
-        signal: ProcessSignal,
-        pid: i32,
-    ) -> Result<Vec<i32>, ControlError> {
-        let request = ControlRequest::Signal {
-            signal,
-            scope: Scope::Pid,
-            pid: Some(pid),
-        };
-        Ok(self.request(&request).await?.targets)
-    }
-
-    /// Starts the stop sequence. The answer comes once its first signals are sent; the
-    /// rest (`signal_sent`, `exit`, `close`) comes as events to a subscriber. `Some` message
-    /// when a stop was already running.
-    pub async fn stop(&mut self) -> Result<Option<String>, ControlError> {
-        Ok(self.request(&ControlRequest::Stop).await?.message)
-    }
-
-    /// The next event (kept ones first); `None` once the broker has closed the connection
-    /// (it exits right after `close`). Cancel-safe.
-    pub async fn next_event(&mut self) -> Result<Option<Event>, ControlError> {
-        if let Some(event) = self.backlog.pop_front() {
-            return Ok(Some(event));
-        }
-        self.read_event().await
-    }
-
-    async fn read_event(&mut self) -> Result<Option<Event>, ControlError> {
-        loop {
-            while let Some(frame) = self.frames.pop_front() {
-                // A line that is not an event (too long, or from a newer broker) is skipped.
-                if let Frame::Line(line) = frame
-                    && let Ok(event) = serde_json::from_slice::<Event>(&line)
-                {
-                    return Ok(Some(event));
+            let read = if self.outbox.is_empty() {
+                self.socket.read(&mut self.buf).await
+            } else {
+                tokio::select! {
+                    read = self.socket.read(&mut self.buf) => read,
+                    written = self.outbox.write_some(&self.socket) => {
+                        // The broker is gone: its end of the connection says so next.
+                        if written.is_err() {
+                            self.outbox.clear();
+                        }
+                        continue;
+                    }
                 }
-            }
-            if self.eof {
-                return Ok(None);
-            }
-            self.stream.readable().await?;
-            match self.stream.try_read(&mut self.buf) {
-                Ok(0) => {
-                    self.eof = true;
-                    self.frames.extend(self.lines.finish());
-                }
-                Ok(n) => self.frames.extend(self.lines.push(&self.buf[..n])),
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-                // The broker exited while we were writing or reading: the connection is over.
-                Err(err) if err.kind() == io::ErrorKind::ConnectionReset => self.eof = true,
-                Err(err) => return Err(err.into()),
+            };
+            match read {
+                Ok(n) if n > 0 => self.frames.extend(self.lines.push(&self.buf[..n])),
+                // The end, or the broker exited while we were writing or reading
+                // (`ECONNRESET`): the connection is over.
+                _ => return self.lines.finish().map(BrokerLine::from_frame),
             }
         }
     }

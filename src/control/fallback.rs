@@ -1,6 +1,9 @@
-//! What `tether stop`, `kill` and `signal` do when a broker's socket cannot carry the
-//! request (there is none, it refuses connections, it does not answer): they act by the
-//! broker's pid instead, once [`super::verify`] has proved that pid to be the broker.
+//! What a front end attached to a broker's socket does when the socket cannot carry a
+//! request (there is none, it refuses connections, the broker does not answer): it acts by
+//! the broker's pid instead, once [`super::verify`] has proved that pid to be the broker.
+//! `tether stop`, `kill` and `signal` call it when they cannot attach; an attached
+//! [`BrokerConversation`](crate::supervisor::BrokerConversation) calls it for a request the
+//! broker does not acknowledge.
 //!
 //! A stop is the broker's own: SIGTERM makes it run its stop sequence. A signal cannot be
 //! asked of the broker that way, so tether sends it itself, to the command's group (its

@@ -1,16 +1,22 @@
 //! Controlling live brokered commands from any front end of the same user: finding them from
-//! their journals ([`live_commands`]), and talking to each broker over its control socket
-//! ([`ControlClient`]). `tether ps`, `stop`, `kill` and `signal` are built on it ([`cli`]).
+//! their journals ([`live_commands`]), the socket each broker listens on ([`ControlClient`],
+//! its framing and its peer checks), and what is done by the broker's pid when the socket
+//! cannot carry a request ([`fallback`]). A front end talks to such a broker through a
+//! [`BrokerConversation`](crate::supervisor::BrokerConversation) attached to its socket, as
+//! `tether ps`, `stop`, `kill` and `signal` do ([`cli`]).
 //!
 //! ```no_run
 //! # async fn demo(state: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-//! use tether::control::{ControlClient, live_commands};
+//! use tether::control::live_commands;
+//! use tether::protocol::ToBroker;
+//! use tether::supervisor::{Answer, BrokerConversation};
 //! for command in live_commands(state, Some("agent-1"))? {
-//!     let mut client = ControlClient::connect_to(&command).await?;
-//!     let offset = client.subscribe().await?; // events.jsonl up to `offset`, then live
-//!     client.stop().await?;
-//!     while let Some(event) = client.next_event().await? {
-//!         println!("{}", event.kind.name());
+//!     let mut broker = BrokerConversation::attach(&command).await?;
+//!     broker.subscribe(); // events.jsonl up to its answer's offset, then live
+//!     if let Answer::Done(_) = broker.answer(&ToBroker::Stop { origin: None }).await {
+//!         while let Some(line) = broker.next_line().await {
+//!             println!("{:?}", line.event.map(|e| e.kind.name()));
+//!         }
 //!     }
 //! }
 //! # Ok(()) }
@@ -19,7 +25,7 @@
 pub mod cli;
 pub mod client;
 pub mod discover;
-mod fallback;
+pub mod fallback;
 pub mod journal_link;
 pub mod report;
 pub mod socket_dir;

@@ -140,7 +140,7 @@ impl ExecConversation {
             let now = Instant::now();
             match broker.check(now) {
                 Some(Due::End(end)) => return end,
-                Some(Due::SignalledDirectly(told)) => say!("{told}"),
+                Some(Due::SignalledDirectly(told) | Due::NotSignalled(told)) => say!("{told}"),
                 None => {}
             }
             let Some(origin) = stop else { continue };

@@ -6,19 +6,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::time::{Instant, timeout, timeout_at};
+use tokio::time::{Instant, timeout_at};
 
 use super::ToolError;
 use super::commands::{Change, Tracked};
+use crate::control::broker_alive;
 use crate::control::discover::{live_command, log_window};
-use crate::control::{ControlClient, broker_alive};
 use crate::journal::reader::read_result;
 use crate::journal::secure::read_regular;
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE};
-use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal};
-
-/// How long a broker has to answer a request on its socket.
-const ANSWER_WAIT: Duration = Duration::from_secs(5);
+use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Scope, ToBroker};
+use crate::supervisor::intervals::ACK_TIMEOUT;
+use crate::supervisor::{Answer, BrokerConversation};
 
 /// The command journaled in `dir` as it stands: from `result.json` once it has one, else
 /// from the start and end of its event log. None for what is no command's journal (yet).
@@ -90,45 +89,56 @@ pub async fn ask(
             live.name
         ))
     };
-    let mut client = ControlClient::connect_to(&live)
+    let mut broker = BrokerConversation::attach(&live)
         .await
         .map_err(|err| unreachable(err.to_string()))?;
-    match request {
-        Request::Signal(signal) => {
-            let targets = timeout(ANSWER_WAIT, client.signal(signal))
-                .await
-                .map_err(|_| unreachable(format!("no answer within {ANSWER_WAIT:?}")))?
-                .map_err(|err| unreachable(err.to_string()))?;
-            Ok((vec![(signal, targets.len())], true))
+    let message = match request {
+        Request::Signal(signal) => ToBroker::Signal {
+            signal,
+            scope: Scope::Group,
+            pid: None,
+        },
+        Request::Stop { .. } => {
+            broker.subscribe();
+            ToBroker::Stop { origin: None }
         }
-        Request::Stop { patience } => {
-            timeout(ANSWER_WAIT, async {
-                client.subscribe().await?;
-                client.stop().await
-            })
-            .await
-            .map_err(|_| unreachable(format!("no answer within {ANSWER_WAIT:?}")))?
-            .map_err(|err| unreachable(err.to_string()))?;
-            let deadline = Instant::now() + patience;
-            let mut sent = Vec::new();
-            loop {
-                let event = match timeout_at(deadline, client.next_event()).await {
-                    Ok(Ok(Some(event))) => event,
-                    // The broker exits right after `close`, which closes the socket.
-                    Ok(Ok(None)) => return Ok((sent, true)),
-                    Ok(Err(_)) | Err(_) => return Ok((sent, false)),
-                };
-                match event.kind {
-                    EventKind::SignalSent {
-                        signal,
-                        origin: Origin::Operator,
-                        targets,
-                        ..
-                    } => sent.push((signal, targets.len())),
-                    EventKind::Close { .. } => return Ok((sent, true)),
-                    _ => {}
-                }
-            }
+    };
+    let ack = match broker.answer(&message).await {
+        Answer::Done(ack) => ack,
+        Answer::Refused { message, .. } => {
+            return Err(unreachable(format!("the broker refused: {message}")));
+        }
+        // Sent all the same, by tether itself: said as it is, the count unknown.
+        Answer::SignalledDirectly(told) => return Err(ToolError::new(told)),
+        Answer::NotSignalled(err) => return Err(unreachable(err)),
+        Answer::Unanswered => {
+            return Err(unreachable(format!("no answer within {ACK_TIMEOUT:?}")));
+        }
+        Answer::Closed => return Err(unreachable("the broker closed the connection".into())),
+    };
+    let patience = match request {
+        Request::Signal(signal) => return Ok((vec![(signal, ack.targets.len())], true)),
+        Request::Stop { patience } => patience,
+    };
+    let deadline = Instant::now() + patience;
+    let mut sent = Vec::new();
+    loop {
+        let line = match timeout_at(deadline, broker.next_line()).await {
+            Ok(Some(line)) => line,
+            // The broker exits right after `close`, which closes the socket.
+            Ok(None) => return Ok((sent, true)),
+            Err(_) => return Ok((sent, false)),
+        };
+        let Ok(event) = line.event else { continue };
+        match event.kind {
+            EventKind::SignalSent {
+                signal,
+                origin: Origin::Operator,
+                targets,
+                ..
+            } => sent.push((signal, targets.len())),
+            EventKind::Close { .. } => return Ok((sent, true)),
+            _ => {}
         }
     }
 }

@@ -1,6 +1,8 @@
-//! Knowing whether a broker read a request in time. Every request that has a fallback is
-//! followed by a ping; the broker answers pings in order, so the pong to that ping (counted
-//! from the first) proves the request was read. A pong to an earlier ping proves nothing.
+//! Knowing whether a broker read a request in time. On a broker's stdin every request that
+//! has a fallback is followed by a ping; over its control socket every request is answered
+//! itself (`control_ack`, `control_error`, `pong`). Either way the broker answers in order,
+//! so the answer to that message (counted from the first) proves the request was read. An
+//! answer to an earlier message proves nothing.
 
 use nix::sys::signal::Signal;
 use tokio::time::Instant;
@@ -45,17 +47,27 @@ pub struct Acks {
 }
 
 impl Acks {
-    /// A ping went out (a heartbeat, or the one after a request).
+    /// A message the broker answers went out (a ping, or over a control socket any
+    /// request).
     pub fn ping_posted(&mut self) {
         self.pings += 1;
     }
 
-    /// A request went out, followed by its ping if `posted`; if not (the broker's stdin is
-    /// gone), its fallback is due at once. A stop waiting for its answer outranks a signal.
+    /// How many messages the broker answers went out: the number of the answer that
+    /// acknowledges the last of them.
+    pub fn posted(&self) -> u64 {
+        self.pings
+    }
+
+    /// How many answers came.
+    pub fn answers(&self) -> u64 {
+        self.pongs
+    }
+
+    /// A request went out with the message whose answer acknowledges it, already counted
+    /// ([`Self::ping_posted`]), if `posted`; if not (the broker's stdin or socket is gone),
+    /// its fallback is due at once. A stop waiting for its answer outranks a signal.
     pub fn request_posted(&mut self, fallback: Fallback, posted: bool, now: Instant) {
-        if posted {
-            self.ping_posted();
-        }
         if self
             .pending
             .as_ref()
@@ -70,6 +82,7 @@ impl Acks {
         });
     }
 
+    /// An answer came (a pong, or over a control socket an acknowledgement or a refusal).
     pub fn pong(&mut self) {
         self.pongs += 1;
         if self.pending.as_ref().is_some_and(|p| self.pongs >= p.ping) {
@@ -120,6 +133,7 @@ mod tests {
         let t0 = Instant::now();
         let mut acks = Acks::default();
         acks.ping_posted(); // a heartbeat the broker answers before it stops
+        acks.ping_posted(); // the stop's own
         acks.request_posted(Fallback::Stop, true, t0);
         acks.pong();
         assert_eq!(acks.deadline(), Some(t0 + ACK_TIMEOUT));
@@ -128,6 +142,7 @@ mod tests {
         assert_eq!(acks.deadline(), None);
 
         // The broker goes on: the pong to the stop's ping comes late, then the signal's.
+        acks.ping_posted();
         acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
         acks.pong();
         assert!(acks.deadline().is_some());
@@ -148,11 +163,15 @@ mod tests {
     fn a_pending_stop_outranks_a_later_signal() {
         let t0 = Instant::now();
         let mut acks = Acks::default();
+        acks.ping_posted();
         acks.request_posted(Fallback::Stop, true, t0);
+        acks.ping_posted();
         acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
         assert_eq!(acks.take_due(t0 + ACK_TIMEOUT), Some(Fallback::Stop));
         // A signal then a stop: the stop replaces it.
+        acks.ping_posted();
         acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
+        acks.ping_posted();
         acks.request_posted(Fallback::Stop, true, t0);
         assert_eq!(acks.take_due(t0 + ACK_TIMEOUT), Some(Fallback::Stop));
     }

@@ -1,12 +1,18 @@
-//! A front end's one conversation with one broker: it launches the broker, posts requests,
-//! reads its lines, sees acknowledgements and liveness, and when the broker cannot do its
-//! work (it died, stopped answering, did not acknowledge or finish a stop) kills it and
-//! stops what it left with the broker's own sequence (see [`super::leftovers`]).
+//! A front end's one conversation with one broker. It begins one of two ways: by launching
+//! the broker ([`BrokerConversation::launch`]: requests on its stdin, lines from its stdout)
+//! or by attaching to one that another front end launched
+//! ([`BrokerConversation::attach`](super::attach): requests and lines over its control
+//! socket). Either way it posts requests, reads the broker's lines, sees acknowledgements
+//! and liveness, and when the broker cannot do its work falls back: a signal it did not
+//! acknowledge is sent by the front end itself; a launched broker that died, stopped
+//! answering, did not acknowledge or finish a stop is killed and what it left stopped with
+//! the broker's own sequence (see [`super::leftovers`]).
 //!
 //! A front end drives it from its own `select!`: [`BrokerConversation::next_line`] in one
 //! branch, a sleep until [`BrokerConversation::deadline`] in another, and after whatever
 //! woke it, [`BrokerConversation::check`]; then [`BrokerConversation::end`].
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,70 +20,56 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::ack::{Acks, Fallback};
+use super::attach::over_socket;
+use super::ending::{End, Remains, cleanup_timing};
 use super::intervals::{ABORT_PATIENCE, BUSY_STOP_PATIENCE, KILL_PATIENCE, Pace, STOP_SLACK};
-use super::leftovers::{
-    Cleanup, GroupLeader, LiveBrokers, Ticket, signal_directly, stop_leftovers,
-};
+use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
 use super::liveness::{Heartbeat, PingWatch, is_stopped};
 use super::process::{BrokerLine, BrokerProcess, Handover};
+use crate::control::ControlClient;
+use crate::control::discover::LiveCommand;
+use crate::control::fallback::signal_through_pid;
 use crate::journal::JournalDir;
-use crate::protocol::{EventKind, LaunchRequest, ToBroker};
-
-/// How a conversation with a broker ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// The broker said `close`: it did its work.
-    Closed,
-    /// The command exited and the broker keeps what it left running (`leftovers_kept`):
-    /// the front end's part is over, and the broker is not waited for.
-    LeftRunning,
-    /// The broker refused the launch itself: nothing runs.
-    Refused,
-    /// Its events ended without a `close`: it died.
-    Lost,
-    /// It stopped answering pings (stopped, wedged).
-    Unresponsive,
-    /// Asked to stop, it had not finished at the end of the grace period.
-    StopOverdue,
-    /// It did not acknowledge a stop in time.
-    StopUnanswered,
-    /// The front end is quitting and cannot wait any longer.
-    Aborted,
-}
-
-impl End {
-    /// Why the front end stops what the broker left, if it must.
-    fn why(self) -> Option<&'static str> {
-        match self {
-            End::Closed | End::LeftRunning | End::Refused => None,
-            End::Lost => Some("broker lost"),
-            End::Unresponsive => Some("the broker stopped answering and was killed; broker lost"),
-            End::StopOverdue => Some(
-                "the broker had not finished stopping the command at the end of the grace period and was killed; broker lost",
-            ),
-            End::StopUnanswered => {
-                Some("the broker did not answer the stop: tether killed it; broker lost")
-            }
-            End::Aborted => {
-                Some("quitting: the broker did not finish in time and was killed; broker lost")
-            }
-        }
-    }
-}
+use crate::protocol::{EventKind, LaunchRequest, ProcessSignal, ToBroker};
 
 /// What [`BrokerConversation::check`] found due.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Due {
     /// The broker did not acknowledge a signal: the front end sent it itself, as the text says.
     SignalledDirectly(String),
+    /// The broker did not acknowledge a signal, and the front end could not send it itself
+    /// (an attached broker whose pid could not be proved to be it), as the text says.
+    NotSignalled(String),
     /// The broker must be given up on.
     End(End),
 }
 
+/// How the conversation reaches its broker.
+pub(super) enum Link {
+    /// A broker this front end launched, its unreaped child.
+    Launched {
+        broker: BrokerProcess,
+        live: LiveBrokers,
+        ticket: Ticket,
+    },
+    /// A broker another front end launched, through its control socket; the journal's
+    /// record of it is what a fallback by its pid is checked against.
+    Attached {
+        client: ControlClient,
+        command: Box<LiveCommand>,
+    },
+}
+
+impl Link {
+    /// Whether the broker answers `message` itself. On stdin it answers pings only, so a
+    /// request is followed by a ping; on a control socket it answers every request.
+    fn answers(&self, message: &ToBroker) -> bool {
+        matches!(self, Link::Attached { .. }) || matches!(message, ToBroker::Ping)
+    }
+}
+
 pub struct BrokerConversation {
-    broker: BrokerProcess,
-    live: LiveBrokers,
-    ticket: Ticket,
+    pub(super) link: Link,
     pace: Pace,
     grace: Duration,
     /// The command's group leader, while it runs: what to signal if the broker cannot.
@@ -85,7 +77,7 @@ pub struct BrokerConversation {
     /// The command's cgroup, as the broker's `containment` event named it (until then where
     /// it will be): what to kill and remove if the broker dies.
     cgroup: Option<PathBuf>,
-    acks: Acks,
+    pub(super) acks: Acks,
     watch: PingWatch,
     next_look: Instant,
     last_ping: Instant,
@@ -93,6 +85,9 @@ pub struct BrokerConversation {
     last_heard: Instant,
     /// When the first stop with a deadline was asked for (see [`Self::post_stop`]).
     stop_asked: Option<Instant>,
+    /// Lines read while waiting for an answer (see [`Self::answer`]), noted already, for
+    /// [`Self::next_line`].
+    pub(super) kept: VecDeque<BrokerLine>,
 }
 
 impl BrokerConversation {
@@ -113,43 +108,72 @@ impl BrokerConversation {
             let ticket = registry.register(broker.pid());
             (broker, ticket)
         };
-        let now = Instant::now();
-        Ok(BrokerConversation {
-            cgroup: broker.expected_cgroup.clone(),
+        let cgroup = broker.expected_cgroup.clone();
+        let grace = Duration::from_millis(request.grace_ms);
+        let link = Link::Launched {
             broker,
             live: live.clone(),
             ticket,
+        };
+        Ok(BrokerConversation::over(link, pace, grace, cgroup))
+    }
+
+    /// A conversation over `link` that has heard nothing yet.
+    pub(super) fn over(
+        link: Link,
+        pace: Pace,
+        grace: Duration,
+        cgroup: Option<PathBuf>,
+    ) -> BrokerConversation {
+        let now = Instant::now();
+        BrokerConversation {
+            link,
             pace,
-            grace: Duration::from_millis(request.grace_ms),
+            grace,
             leader: None,
+            cgroup,
             acks: Acks::default(),
             watch: PingWatch::default(),
             next_look: now + pace.look,
             last_ping: now,
             last_heard: now,
             stop_asked: None,
-        })
+            kept: VecDeque::new(),
+        }
     }
 
     pub fn pid(&self) -> i32 {
-        self.broker.pid()
+        match &self.link {
+            Link::Launched { broker, .. } => broker.pid(),
+            Link::Attached { command, .. } => command.broker.pid,
+        }
     }
 
     /// Posts a request whose delivery needs no proof (keys, sizes, a signal whose own
-    /// event says it was sent). False if the broker is gone.
+    /// event says it was sent). False if the broker is gone, or (attached) the control
+    /// socket does not carry such a request.
     pub fn post(&mut self, message: &ToBroker) -> bool {
-        self.broker.post(message).is_ok()
+        let posted = match &mut self.link {
+            Link::Launched { broker, .. } => broker.post(message).is_ok(),
+            Link::Attached { client, .. } => {
+                over_socket(message).is_some_and(|request| client.post(&request).is_ok())
+            }
+        };
+        if posted && self.link.answers(message) {
+            self.acks.ping_posted();
+        }
+        posted
     }
 
-    /// Posts a request and, for a group signal or a stop, a ping whose pong proves the
-    /// broker read it: if that pong is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT),
-    /// [`Self::check`] falls back.
+    /// Posts a request and, for a group signal or a stop, makes sure of an answer that
+    /// proves the broker read it (on stdin a ping after it, whose pong is that answer): if
+    /// it is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT), [`Self::check`]
+    /// falls back.
     pub fn request(&mut self, message: &ToBroker) {
-        let posted = self.post(message) && self.post(&ToBroker::Ping);
-        match Fallback::for_request(message) {
-            Some(fallback) => self.acks.request_posted(fallback, posted, Instant::now()),
-            None if posted => self.acks.ping_posted(),
-            None => {}
+        let posted =
+            self.post(message) && (self.link.answers(message) || self.post(&ToBroker::Ping));
+        if let Some(fallback) = Fallback::for_request(message) {
+            self.acks.request_posted(fallback, posted, Instant::now());
         }
     }
 
@@ -165,15 +189,28 @@ impl BrokerConversation {
     /// says about acknowledgements, liveness, the command's group and its cgroup is noted.
     /// Cancel-safe.
     pub async fn next_line(&mut self) -> Option<BrokerLine> {
-        let line = self.broker.next_line().await?;
+        if let Some(line) = self.kept.pop_front() {
+            return Some(line);
+        }
+        self.read_line().await
+    }
+
+    /// The next line read from the broker, noted; lines kept are not looked at.
+    pub(super) async fn read_line(&mut self) -> Option<BrokerLine> {
+        let line = match &mut self.link {
+            Link::Launched { broker, .. } => broker.next_line().await?,
+            Link::Attached { client, .. } => client.next_line().await?,
+        };
         self.watch.heard();
         self.last_heard = Instant::now();
         if let Ok(event) = &line.event {
             match &event.kind {
-                EventKind::Pong => self.acks.pong(),
+                EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. } => {
+                    self.acks.pong()
+                }
                 EventKind::Spawned { pgid, .. } => {
                     // The leader is the broker's child, or ours if the broker is already gone.
-                    let parents = [self.broker.pid(), std::process::id() as i32];
+                    let parents = [self.pid(), std::process::id() as i32];
                     self.leader = GroupLeader::find(*pgid, &parents);
                 }
                 EventKind::Exit { .. } => self.leader = None,
@@ -210,8 +247,21 @@ impl BrokerConversation {
         match self.acks.take_due(now) {
             Some(Fallback::Signal(signal)) => {
                 let why = "the broker did not answer";
-                let told = signal_directly(self.broker.pid(), self.leader, signal, why);
-                return Some(Due::SignalledDirectly(told));
+                return Some(match &self.link {
+                    Link::Launched { broker, .. } => Due::SignalledDirectly(signal_directly(
+                        broker.pid(),
+                        self.leader,
+                        signal,
+                        why,
+                    )),
+                    // Not our child: its pid is proved to be the broker before it is used.
+                    Link::Attached { command, .. } => {
+                        match signal_through_pid(command, ProcessSignal(signal), why) {
+                            Ok(told) => Due::SignalledDirectly(told),
+                            Err(err) => Due::NotSignalled(err),
+                        }
+                    }
+                });
             }
             Some(Fallback::Stop) => return Some(Due::End(End::StopUnanswered)),
             None => {}
@@ -227,7 +277,7 @@ impl BrokerConversation {
     /// while it is stopped, a ping is unanswered or a stop waits.
     fn look(&mut self, now: Instant) -> Option<End> {
         let silent_ends = self.pace.give_up_when_silent;
-        let stopped = silent_ends && is_stopped(self.broker.pid());
+        let stopped = silent_ends && is_stopped(self.pid());
         let watching = stopped || !self.watch.answered() || self.stop_asked.is_some();
         if !watching && now < self.last_ping + self.pace.quiet_ping {
             return None;
@@ -236,7 +286,11 @@ impl BrokerConversation {
         if self.watch.due(stopped) == Heartbeat::GiveUp && silent_ends {
             return Some(End::Unresponsive);
         }
-        if let Ok(true) = self.broker.ping() {
+        let pinged = match &mut self.link {
+            Link::Launched { broker, .. } => broker.ping(),
+            Link::Attached { client, .. } => client.ping(),
+        };
+        if let Ok(true) = pinged {
             self.acks.ping_posted();
         }
         None
@@ -252,9 +306,11 @@ impl BrokerConversation {
         on_time.max(at_work)
     }
 
-    /// Ends the conversation: kills the broker unless it closed (through the unreaped
-    /// child: its pid cannot have been reused) and reaps it, unless it keeps leftovers
-    /// running. What it left, if the front end must stop it, is returned.
+    /// Ends the conversation with a launched broker: kills the broker unless it closed
+    /// (through the unreaped child: its pid cannot have been reused) and reaps it, unless it
+    /// keeps leftovers running. What it left, if the front end must stop it, is returned.
+    /// An attached broker is not the front end's to kill: it is only let go (see
+    /// [`Self::stop_by_pid`](super::attach) for a stop it did not answer).
     pub async fn end(self, end: End) -> Option<Remains> {
         self.finish(end, false).await
     }
@@ -267,14 +323,22 @@ impl BrokerConversation {
     }
 
     async fn finish(self, end: End, reap_kept: bool) -> Option<Remains> {
-        let mut child = self.broker.child;
+        let Link::Launched {
+            broker,
+            live,
+            ticket,
+        } = self.link
+        else {
+            return None;
+        };
+        let mut child = broker.child;
         if end != End::LeftRunning || reap_kept {
             if !matches!(end, End::Closed | End::LeftRunning) {
                 let _ = child.kill();
             }
             let _ = tokio::task::spawn_blocking(move || child.wait()).await;
         }
-        self.live.lock().await.unregister(self.ticket);
+        live.lock().await.unregister(ticket);
         let why = end.why()?;
         let (grace, patience) = match end {
             End::Aborted => (Duration::ZERO, ABORT_PATIENCE),
@@ -283,98 +347,11 @@ impl BrokerConversation {
         };
         Some(Remains {
             why,
-            live: self.live,
+            live,
             leader: self.leader,
             cgroup: self.cgroup,
             grace,
             patience,
         })
-    }
-}
-
-/// What a broker that could not finish left, to be stopped by the front end.
-pub struct Remains {
-    why: &'static str,
-    live: LiveBrokers,
-    leader: Option<GroupLeader>,
-    cgroup: Option<PathBuf>,
-    grace: Duration,
-    patience: Duration,
-}
-
-impl Remains {
-    /// Why the front end stops it: `broker lost`, and how.
-    pub fn why(&self) -> &'static str {
-        self.why
-    }
-
-    /// Stops it with the broker's own sequence.
-    pub async fn stop(self) -> Cleanup {
-        stop_leftovers(
-            &self.live,
-            self.leader,
-            self.cgroup.as_deref(),
-            self.grace,
-            self.patience,
-        )
-        .await
-    }
-}
-
-/// The grace and the patience after KILL of the front end's own stop. Asked to stop, exec
-/// ends within grace + 1 s whatever happens: KILL when the grace asked for is over, and give
-/// up soon after.
-fn cleanup_timing(
-    stop_asked: Option<Instant>,
-    grace: Duration,
-    now: Instant,
-) -> (Duration, Duration) {
-    match stop_asked {
-        Some(at) => ((at + grace).saturating_duration_since(now), STOP_SLACK),
-        None => (grace, KILL_PATIENCE),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stop_already_asked_for_keeps_its_deadline() {
-        let t0 = Instant::now();
-        let grace = Duration::from_secs(2);
-        // The broker died with no stop asked: the whole sequence, patient with KILL.
-        assert_eq!(cleanup_timing(None, grace, t0), (grace, KILL_PATIENCE));
-        // It died 500 ms into a stop: the rest of the grace, then KILL, soon over.
-        let half = Duration::from_millis(500);
-        assert_eq!(
-            cleanup_timing(Some(t0), grace, t0 + half),
-            (grace - half, STOP_SLACK)
-        );
-        // It did not finish in time: KILL at once.
-        assert_eq!(
-            cleanup_timing(Some(t0), grace, t0 + grace + STOP_SLACK),
-            (Duration::ZERO, STOP_SLACK)
-        );
-        assert!(grace + STOP_SLACK * 2 < grace + Duration::from_secs(1));
-    }
-
-    #[test]
-    fn only_ends_short_of_the_brokers_work_leave_remains() {
-        for end in [End::Closed, End::LeftRunning, End::Refused] {
-            assert_eq!(end.why(), None, "{end:?}");
-        }
-        for end in [
-            End::Lost,
-            End::Unresponsive,
-            End::StopOverdue,
-            End::StopUnanswered,
-            End::Aborted,
-        ] {
-            assert!(
-                end.why().is_some_and(|w| w.ends_with("broker lost")),
-                "{end:?}"
-            );
-        }
     }
 }

@@ -11,7 +11,8 @@ use std::process::Stdio;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, sleep_until};
 
-use super::conversation::{BrokerConversation, Due, End};
+use super::conversation::{BrokerConversation, Due};
+use super::ending::End;
 use super::intervals::{ABORT_PATIENCE, Pace};
 use super::leftovers::{Cleanup, LiveBrokers, stop_leftovers};
 use crate::journal::JournalDir;
@@ -216,7 +217,7 @@ impl BrokerTask {
                 _ = sleep_until(deadline) => {}
             }
             match broker.check(Instant::now()) {
-                Some(Due::SignalledDirectly(told)) => self.tell(told),
+                Some(Due::SignalledDirectly(told) | Due::NotSignalled(told)) => self.tell(told),
                 Some(Due::End(end)) => return end,
                 None => {}
             }

@@ -42,7 +42,10 @@ impl Pace {
     /// own (its pong is the acknowledgement), so the heartbeat only lets the broker journal a
     /// front end that stopped answering. With a hundred brokers a ping a second would be a
     /// hundred wake-ups a second of an idle fleet. The operator sees a wedged broker, and a
-    /// stop it does not acknowledge falls back ([`ACK_TIMEOUT`]).
+    /// stop it does not acknowledge falls back ([`ACK_TIMEOUT`]). Also the pace of a broker
+    /// attached through its control socket (the watch, `tether stop`, the MCP server's
+    /// journaled commands): every request is answered, and the broker is another front
+    /// end's, not this one's to give up on for silence.
     pub const FLEET: Pace = Pace {
         look: Duration::from_secs(10),
         quiet_ping: Duration::from_secs(10),
@@ -50,9 +53,10 @@ impl Pace {
     };
 }
 
-/// How long a broker may take to acknowledge a signal or stop before the front end acts.
-/// A broker answers a ping within milliseconds; a second is far beyond any busy broker and
-/// short enough that an operator's KILL still lands at once.
+/// How long a broker may take to acknowledge a signal or stop before the front end acts,
+/// on its stdin or its control socket. A broker answers a ping within milliseconds; a
+/// second is far beyond any busy broker and short enough that an operator's KILL still
+/// lands at once.
 pub const ACK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Asked to stop, how long past the grace period the broker may take before it is killed

@@ -1,10 +1,13 @@
 //! The front end's side of brokers: sessions on disk, starting a broker, talking to it.
-//! Every front end (exec, the TUI, the MCP server) talks to a broker through one
-//! [`BrokerConversation`]; the TUI and the MCP server keep many of them in a [`fleet::Fleet`].
+//! Every front end (exec, the TUI, the watch, the control commands, the MCP server) talks to
+//! a broker through one [`BrokerConversation`], begun by launching the broker or by attaching
+//! to its control socket; the TUI and the MCP server keep many of them in a [`fleet::Fleet`].
 
 pub mod abandoned;
 mod ack;
+mod attach;
 mod conversation;
+mod ending;
 pub mod fleet;
 pub mod intervals;
 mod launch;
@@ -13,7 +16,9 @@ mod liveness;
 mod process;
 mod session;
 
-pub use conversation::{BrokerConversation, Due, End, Remains};
+pub use attach::Answer;
+pub use conversation::{BrokerConversation, Due};
+pub use ending::{End, Remains};
 pub use launch::launch_request;
 pub use process::{BrokerLine, Handover};
 pub use session::Session;

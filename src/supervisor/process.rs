@@ -171,7 +171,7 @@ impl BrokerProcess {
     pub async fn next_line(&mut self) -> Option<BrokerLine> {
         loop {
             if let Some(frame) = self.pending.pop_front() {
-                return Some(decode(frame));
+                return Some(BrokerLine::from_frame(frame));
             }
             let read = if self.outbox.is_empty() {
                 self.events.read(&mut self.buf).await
@@ -188,7 +188,7 @@ impl BrokerProcess {
                 }
             };
             match read {
-                Ok(0) | Err(_) => return self.lines.finish().map(decode),
+                Ok(0) | Err(_) => return self.lines.finish().map(BrokerLine::from_frame),
                 Ok(n) => self.pending.extend(self.lines.push(&self.buf[..n])),
             }
         }
@@ -228,18 +228,21 @@ fn pass_fds(fds: [Option<&OwnedFd>; 4], first_target: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-fn decode(frame: Frame) -> BrokerLine {
-    match frame {
-        Frame::Line(raw) => {
-            let event = serde_json::from_slice(&raw).map_err(|e| e.to_string());
-            BrokerLine { raw, event }
+impl BrokerLine {
+    /// A line as it was framed, read from the broker's stdout or its control socket.
+    pub(crate) fn from_frame(frame: Frame) -> BrokerLine {
+        match frame {
+            Frame::Line(raw) => {
+                let event = serde_json::from_slice(&raw).map_err(|e| e.to_string());
+                BrokerLine { raw, event }
+            }
+            Frame::TooLong { len } => BrokerLine {
+                raw: Vec::new(),
+                event: Err(format!(
+                    "a {len}-byte line from the broker exceeds the limit"
+                )),
+            },
         }
-        Frame::TooLong { len } => BrokerLine {
-            raw: Vec::new(),
-            event: Err(format!(
-                "a {len}-byte line from the broker exceeds the limit"
-            )),
-        },
     }
 }
 

@@ -16,13 +16,15 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::App;
-use crate::control::{ControlClient, ControlError, LiveCommand, discover};
+use crate::control::{LiveCommand, discover};
 use crate::journal::EventTail;
 use crate::journal::secure::JournalDir;
 pub use crate::journal::watcher::Readiness;
 use crate::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
 use crate::model::CommandState;
 use crate::protocol::{Scope, ToBroker};
+use crate::supervisor::intervals::ACK_TIMEOUT;
+use crate::supervisor::{Answer, BrokerConversation};
 
 /// How often the journals are looked at where inotify is unavailable.
 pub const POLL: Duration = Duration::from_millis(500);
@@ -214,33 +216,53 @@ impl Watch {
     }
 }
 
-/// Asks the broker of `live`, through its socket, to do what the TUI asked of it.
-async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, ControlError> {
-    let mut client = ControlClient::connect_to(live).await?;
+/// Asks the broker of `live`, through the conversation attached to its socket, to do what
+/// the TUI asked of it; a broker that does not answer is fallen back on as the conversation
+/// does (a group signal sent by tether itself, a stop asked of the broker's pid).
+async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, String> {
+    match message {
+        // A control socket takes no input: only the tether that started a command types
+        // into it.
+        ToBroker::Input { .. } => {
+            return Ok(
+                "typing goes only to commands this tether started; this one was started elsewhere"
+                    .into(),
+            );
+        }
+        ToBroker::Launch(_) | ToBroker::Resize { .. } => return Ok(String::new()),
+        ToBroker::Ping | ToBroker::Signal { .. } | ToBroker::Stop { .. } => {}
+    }
+    let mut broker = BrokerConversation::attach(live)
+        .await
+        .map_err(|err| err.to_string())?;
+    let ack = match broker.answer(&message).await {
+        Answer::Done(ack) => ack,
+        Answer::Refused { message, .. } => return Err(format!("the broker refused: {message}")),
+        Answer::SignalledDirectly(told) => return Ok(told),
+        Answer::NotSignalled(err) => return Err(err),
+        Answer::Unanswered if matches!(message, ToBroker::Stop { .. }) => {
+            return broker.stop_by_pid("the broker did not answer").await;
+        }
+        Answer::Unanswered => {
+            return Err(format!("the broker did not answer within {ACK_TIMEOUT:?}"));
+        }
+        Answer::Closed => return Err("the broker closed the connection".into()),
+    };
     Ok(match message {
-        ToBroker::Stop { .. } => client
-            .stop()
-            .await?
+        ToBroker::Stop { .. } => ack
+            .message
             .unwrap_or_else(|| "stop sequence started: TERM, grace, KILL".into()),
         ToBroker::Signal {
             signal,
             scope: Scope::Pid,
             pid: Some(pid),
-        } => {
-            client.signal_pid(signal, pid).await?;
-            format!("SIG{signal} sent to pid {pid}")
-        }
+        } => format!("SIG{signal} sent to pid {pid}"),
         ToBroker::Signal { signal, .. } => {
-            let reached = client.signal(signal).await?;
-            format!("SIG{signal} sent to {} processes", reached.len())
+            format!("SIG{signal} sent to {} processes", ack.targets.len())
         }
-        // A control socket takes no input: only the tether that started a command types
-        // into it.
-        ToBroker::Input { .. } => {
-            "typing goes only to commands this tether started; this one was started elsewhere"
-                .into()
+        ToBroker::Ping | ToBroker::Launch(_) | ToBroker::Input { .. } | ToBroker::Resize { .. } => {
+            String::new()
         }
-        ToBroker::Launch(_) | ToBroker::Ping | ToBroker::Resize { .. } => String::new(),
     })
 }
 
