@@ -204,20 +204,8 @@ fn parse_command(
     let mut name = None;
     let mut shell = None;
     let mut argv = None;
-    let mut command = CommandConfig {
-        name: String::new(),
-        command: CommandSpec::Argv(Vec::new()),
-        cwd: None,
-        env: BTreeMap::new(),
-        grace: None,
-        no_output_timeout: None,
-        autostart: true,
-        pty: true,
-        limits: Limits::default(),
-        drain_on: None,
-        drain: None,
-        attention: Default::default(),
-    };
+    // Every option at its default until the table sets it; name and command come last.
+    let mut command = CommandConfig::new(String::new(), CommandSpec::Argv(Vec::new()));
     for (key, value) in by_position(table) {
         let field = Field {
             source,
