@@ -312,6 +312,27 @@ impl Source<'_> {
         }
     }
 
+    /// `value` as a table, or an error at it: `{key}: expected a table ({written}), found …`,
+    /// where `written` shows how the table is written.
+    fn table<'v, 'i>(
+        &self,
+        value: &'v Spanned<DeValue<'i>>,
+        key: &str,
+        written: &str,
+    ) -> Result<&'v DeTable<'i>, ConfigError> {
+        match value.get_ref() {
+            DeValue::Table(table) => Ok(table),
+            other => Err(self.error(
+                value.span().start,
+                key,
+                format!(
+                    "{key}: expected a table ({written}), found {}",
+                    other.type_str()
+                ),
+            )),
+        }
+    }
+
     /// 1-based line and column (in characters) of a byte offset.
     fn line_column(&self, offset: usize) -> (usize, usize) {
         let before = &self.text[..self.floor(offset)];
