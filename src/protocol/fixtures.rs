@@ -1,6 +1,6 @@
 //! Journal events as unit tests write them, so that a test says only what it is about.
 
-use super::{Event, EventKind, Origin, ProcessEntry, ProcessSignal, Scope};
+use super::{Event, EventKind, Origin, ProcessEntry, ProcessSignal, Scope, Stream};
 
 /// `kind` at wall-clock `ts_ms`; what these tests read never looks at the monotonic clock.
 pub(crate) fn event(ts_ms: u64, kind: EventKind) -> Event {
@@ -19,6 +19,18 @@ pub(crate) fn spawned(pid: i32) -> EventKind {
         argv: vec![],
         start_ticks: None,
     }
+}
+
+/// `len` bytes of `stream` written at `offset`.
+pub(crate) fn output(ts_ms: u64, stream: Stream, offset: u64, len: u64) -> Event {
+    event(
+        ts_ms,
+        EventKind::Output {
+            stream,
+            offset,
+            len,
+        },
+    )
 }
 
 /// A tree of `pids`, each a child of init in group 10, named `p<pid>`, and all started at 0.

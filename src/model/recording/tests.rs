@@ -1,17 +1,6 @@
 use super::*;
-use crate::protocol::fixtures::{event, signal_sent, spawned, tree};
+use crate::protocol::fixtures::{event, output, signal_sent, spawned, tree};
 use crate::protocol::{CommandSpec, ExitStatus, Origin, ProcessSignal, Scope, Stream};
-
-fn output(ts_ms: u64, stream: Stream, offset: u64, len: u64) -> Event {
-    event(
-        ts_ms,
-        EventKind::Output {
-            stream,
-            offset,
-            len,
-        },
-    )
-}
 
 fn command(name: &str, events: Vec<Event>) -> CommandRecording {
     CommandRecording {
