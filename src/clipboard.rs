@@ -157,12 +157,18 @@ mod tests {
         );
     }
 
+    /// A clipboard directory `tether` in `parent`, made beforehand with `mode`.
+    fn clip_dir(parent: &Path, mode: u32) -> PathBuf {
+        let clip = parent.join("tether");
+        std::fs::create_dir(&clip).unwrap();
+        std::fs::set_permissions(&clip, std::fs::Permissions::from_mode(mode)).unwrap();
+        clip
+    }
+
     #[test]
     fn a_link_in_place_of_the_file_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let clip = dir.path().join("tether");
-        std::fs::create_dir(&clip).unwrap();
-        std::fs::set_permissions(&clip, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let clip = clip_dir(dir.path(), 0o700);
         let target = dir.path().join("target");
         std::fs::write(&target, "untouched").unwrap();
         std::os::unix::fs::symlink(&target, clip.join(FILE_NAME)).unwrap();
@@ -177,9 +183,7 @@ mod tests {
     #[test]
     fn a_directory_open_to_others_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let clip = dir.path().join("tether");
-        std::fs::create_dir(&clip).unwrap();
-        std::fs::set_permissions(&clip, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let clip = clip_dir(dir.path(), 0o755);
         let err = write_file(&clip, "secret").unwrap_err();
         assert!(err.to_string().contains("chmod 700"), "{err}");
         assert!(!clip.join(FILE_NAME).exists());

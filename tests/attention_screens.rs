@@ -3,12 +3,15 @@
 //! whose `02-fail` has a `needs_input` episode and then a `failed` mark; drawn by the real
 //! `App` into a fixed-size TestBackend.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 
+use common::every_kind_fixture;
 use tether::app::App;
 use tether::app::action::Action;
 use tether::journal::SessionRecord;
@@ -17,10 +20,6 @@ use tether::model::replay::{frozen_at, model_from_session};
 use tether::model::{Mode, Model};
 
 const FAIL: usize = 1;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
-}
 
 fn open(dir: &Path) -> Model {
     let record = SessionRecord::load(dir).expect("the fixture loads");
@@ -32,7 +31,7 @@ fn open(dir: &Path) -> Model {
 /// The fixture as a watch lists it: its commands' journals, live ones signalled through
 /// their sockets (here none is live), no time cursor.
 fn watched() -> Model {
-    let mut model = open(&fixture());
+    let mut model = open(&every_kind_fixture());
     model.mode = Mode::Watched;
     model
 }
@@ -128,7 +127,7 @@ fn g_in_a_watch_selects_the_latest_attention_and_says_how_to_stop_it() {
 /// The screen of the finished recording with the time cursor at `at_ms` from its start
 /// (moved there by `]`, which stops at every moment on the way).
 fn at_moment(at_ms: u64) -> String {
-    let model = open(&fixture());
+    let model = open(&every_kind_fixture());
     let (t0, r) = (model.started_ms, model.mode.recording().unwrap());
     let mut actions = vec![Action::Zoom, Action::TimeFirst];
     let mut at = r.first();
@@ -144,7 +143,7 @@ fn at_moment(at_ms: u64) -> String {
 fn an_episode_shows_as_a_badge_while_it_lasts() {
     // The episode began at +0:00.855 and ended at +0:00.906, when the command wrote again;
     // `{ }` stop at it, as at what else changed how a run went.
-    let model = open(&fixture());
+    let model = open(&every_kind_fixture());
     let (t0, r) = (model.started_ms, model.mode.recording().unwrap());
     assert_eq!(r.next_notable(Some(t0 + 804)), Some(t0 + 855));
     let during = at_moment(855);

@@ -32,7 +32,7 @@ fn journal_now(into: &Path, session: &str) {
         }
         value.to_string()
     };
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind");
+    let fixture = common::every_kind_fixture();
     let session_dir = into.join(session);
     let command_dir = session_dir.join("02-fail");
     fs::create_dir_all(&command_dir).unwrap();

@@ -2,25 +2,25 @@
 //! kind of event, a journal cut short): what other tools need of each format, counted against
 //! the journal. Pure: no process is started. The command line is tested in `export_cli.rs`.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use common::every_kind_fixture;
 use tether::export::{Format, SessionExport, render};
 use tether::journal::SessionRecord;
 use tether::protocol::{Event, EventKind};
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
-}
-
 fn fixture_export() -> SessionExport {
-    SessionExport::from_record(&SessionRecord::load(&fixture()).expect("the fixture loads"))
+    SessionExport::from_record(
+        &SessionRecord::load(&every_kind_fixture()).expect("the fixture loads"),
+    )
 }
 
 /// Every journal event of the fixture, with its command's directory name.
 fn fixture_events() -> Vec<(String, Event)> {
-    let record = SessionRecord::load(&fixture()).expect("the fixture loads");
+    let record = SessionRecord::load(&every_kind_fixture()).expect("the fixture loads");
     record
         .commands
         .iter()
@@ -80,7 +80,7 @@ fn chrome_trace_has_the_required_fields_and_one_entry_per_event_that_matters() {
         assert_eq!(instants(kind), journaled, "instants for {kind}");
     }
     // A drain for each run that exited and closed; a span for each run.
-    let record = SessionRecord::load(&fixture()).unwrap();
+    let record = SessionRecord::load(&every_kind_fixture()).unwrap();
     let has = |c: &tether::journal::CommandRecord, name: &str| {
         c.events.iter().any(|e| e.kind.name() == name)
     };
@@ -175,7 +175,7 @@ fn otlp_follows_the_otlp_json_encoding() {
         .expect("scopeSpans");
     assert_eq!(scope_spans[0]["scope"]["name"], "tether");
     let spans = scope_spans[0]["spans"].as_array().expect("spans");
-    let record = SessionRecord::load(&fixture()).unwrap();
+    let record = SessionRecord::load(&every_kind_fixture()).unwrap();
     assert_eq!(
         spans.len(),
         record.commands.len() + 1,

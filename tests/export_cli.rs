@@ -6,17 +6,13 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::Value;
 
-use common::{TestEnv, copy_dir, run_to_end};
+use common::{TestEnv, copy_dir, every_kind_fixture, run_to_end};
 use tether::export::SessionsDocument;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
-}
 
 /// A state directory holding copies of the fixture under the given names, started at the
 /// given times.
@@ -27,7 +23,7 @@ fn state_with(env: &TestEnv, sessions: &[(&str, u64)]) -> PathBuf {
     fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).unwrap();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
     for (name, started_ms) in sessions {
-        copy_dir(&fixture(), &dir.join(name));
+        copy_dir(&every_kind_fixture(), &dir.join(name));
         let info_path = dir.join(name).join("session.json");
         let mut info: Value = serde_json::from_slice(&fs::read(&info_path).unwrap()).unwrap();
         info["id"] = Value::from(*name);
@@ -207,7 +203,12 @@ fn a_missing_session_or_a_directory_that_is_no_session_is_a_clear_error() {
     // A session directory given as a path works, wherever it is.
     let output = tether(
         &env,
-        &["export", fixture().to_str().unwrap(), "--format", "jsonl"],
+        &[
+            "export",
+            every_kind_fixture().to_str().unwrap(),
+            "--format",
+            "jsonl",
+        ],
     );
     assert!(output.status.success(), "{}", stderr(&output));
     env.finish();

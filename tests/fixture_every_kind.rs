@@ -2,15 +2,13 @@
 //! must keep holding every kind of event a journal can record, so that the exports, the
 //! time cursor and the post-mortem views are all tested over each of them.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::collections::BTreeSet;
+
+use common::every_kind_fixture;
 use tether::journal::{Damage, SessionRecord};
 use tether::protocol::{EventKind, Origin, ProcessSignal, Stream};
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
-}
 
 /// Every variant by name, through a match with no wildcard: a new kind of event does not
 /// compile here until the fixture is given one (or it is listed as never journaled).
@@ -187,7 +185,7 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
 
 #[test]
 fn the_fixture_holds_every_kind_of_journaled_event() {
-    let record = SessionRecord::load(&fixture()).expect("the fixture loads");
+    let record = SessionRecord::load(&every_kind_fixture()).expect("the fixture loads");
     assert!(
         record.info.is_some(),
         "session.json reads: {:?}",
@@ -205,7 +203,7 @@ fn the_fixture_holds_every_kind_of_journaled_event() {
 
 #[test]
 fn the_fixture_holds_the_situations_the_exports_are_tested_on() {
-    let record = SessionRecord::load(&fixture()).expect("the fixture loads");
+    let record = SessionRecord::load(&every_kind_fixture()).expect("the fixture loads");
     let command = |name: &str| {
         record
             .commands

@@ -49,10 +49,7 @@ fn a_huge_damaged_journal_is_listed_and_exported_in_bounded_memory() {
     let env = TestEnv::new("journal-memory");
     let state = env.state_dir();
     let session = state.join("sessions/huge");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind"),
-        &session,
-    );
+    copy_dir(&common::every_kind_fixture(), &session);
     for dir in [&state, &state.join("sessions"), &session] {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();

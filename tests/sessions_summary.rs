@@ -6,18 +6,13 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{TestEnv, copy_dir, run_to_end};
+use common::{TestEnv, copy_dir, every_kind_fixture, run_to_end};
 use tether::journal::command_dir_name;
 use tether::model::output::text_width;
 
 const COMMANDS: usize = 1000;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
-}
 
 /// A session `agent-run` of [`COMMANDS`] recorded commands (journals copied from the
 /// fixture's): every 20th fails with exit 3 (the first at 07), every 250th is killed by the
@@ -31,7 +26,8 @@ fn agent_session(env: &TestEnv) -> (Vec<usize>, Vec<usize>) {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
     }
     let mut info: serde_json::Value =
-        serde_json::from_slice(&fs::read(fixture().join("session.json")).unwrap()).unwrap();
+        serde_json::from_slice(&fs::read(every_kind_fixture().join("session.json")).unwrap())
+            .unwrap();
     info["id"] = "agent-run".into();
     fs::write(session.join("session.json"), info.to_string()).unwrap();
     let (mut failed, mut killed) = (Vec::new(), Vec::new());
@@ -46,7 +42,7 @@ fn agent_session(env: &TestEnv) -> (Vec<usize>, Vec<usize>) {
             ("01-ok", "echo")
         };
         copy_dir(
-            &fixture().join(from),
+            &every_kind_fixture().join(from),
             &session.join(command_dir_name(n, name)),
         );
     }
@@ -159,7 +155,7 @@ fn printed_text_is_sanitized() {
     agent_session(&env);
     // A command whose name and command line carry escapes.
     let dir = env.state_dir().join("sessions/agent-run/1001-evil");
-    copy_dir(&fixture().join("02-fail"), &dir);
+    copy_dir(&every_kind_fixture().join("02-fail"), &dir);
     let request = dir.join("command.json");
     let mut json: serde_json::Value = serde_json::from_slice(&fs::read(&request).unwrap()).unwrap();
     json["name"] = "evil\u{1b}]0;owned\u{7}".into();

@@ -3,12 +3,15 @@
 //! screens at several moments, drawn by the real `App` into a fixed-size TestBackend. The
 //! fixture's times and pids are fixed, so nothing needs filtering.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 
+use common::every_kind_fixture;
 use tether::app::App;
 use tether::app::action::Action;
 use tether::journal::SessionRecord;
@@ -23,10 +26,6 @@ const OK: usize = 0;
 const KILLED: usize = 3;
 const CRASHED: usize = 9;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
-}
-
 /// What `tether open` builds: the model of the whole journal, and its recording.
 fn open(dir: &Path) -> Model {
     let record = SessionRecord::load(dir).expect("the fixture loads");
@@ -36,7 +35,7 @@ fn open(dir: &Path) -> Model {
 }
 
 fn recording() -> Recording {
-    Recording::from_session(SessionRecord::load(&fixture()).expect("the fixture loads"))
+    Recording::from_session(SessionRecord::load(&every_kind_fixture()).expect("the fixture loads"))
 }
 
 #[test]
@@ -82,7 +81,10 @@ fn the_state_at_a_moment_over_every_kind_of_event() {
         .commands_at(r.last().expect("events"))
         .swap_remove(CRASHED);
     assert_eq!(crashed.status, Status::Running);
-    assert_eq!(open(&fixture()).commands[CRASHED].status, Status::Lost);
+    assert_eq!(
+        open(&every_kind_fixture()).commands[CRASHED].status,
+        Status::Lost
+    );
 
     // The moments: the first event, the last, and every notable kind is a stop for `{ }`.
     assert_eq!(r.first(), Some(T0 + 100));
@@ -101,7 +103,7 @@ fn the_state_at_a_moment_over_every_kind_of_event() {
 
 /// The screen of the fixture opened with `actions` applied, at 120×36.
 fn screen_after(actions: &[Action]) -> String {
-    screen_of(open(&fixture()), actions)
+    screen_of(open(&every_kind_fixture()), actions)
 }
 
 fn screen_of(model: Model, actions: &[Action]) -> String {

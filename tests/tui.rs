@@ -864,10 +864,7 @@ fn open_at_a_search_match_and_the_merged_view() {
 fn the_time_cursor_moves_what_open_shows() {
     let env = TestEnv::new("tui-time-cursor");
     let session = env.path("every-kind");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind"),
-        &session,
-    );
+    copy_dir(&common::every_kind_fixture(), &session);
     let tmux = Tmux::start(&env, 160, 45);
     tmux.type_line(&env, "echo BEFORE-OPEN-MARKER");
     tmux.wait_screen(&env, "the marker", |s| s.contains("BEFORE-OPEN-MARKER\n"));

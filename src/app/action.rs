@@ -106,21 +106,27 @@ pub enum Action {
     Resize,
 }
 
+/// The time cursor's actions, as a pattern: what `moves_in_time` says and what the update
+/// hands to the time cursor are one list.
+macro_rules! time_cursor_action {
+    () => {
+        $crate::app::action::Action::TimePrevEvent
+            | $crate::app::action::Action::TimeNextEvent
+            | $crate::app::action::Action::TimePrevNotable
+            | $crate::app::action::Action::TimeNextNotable
+            | $crate::app::action::Action::TimeStepBack
+            | $crate::app::action::Action::TimeStepForward
+            | $crate::app::action::Action::TimeStepShorter
+            | $crate::app::action::Action::TimeStepLonger
+            | $crate::app::action::Action::TimeFirst
+            | $crate::app::action::Action::TimeOff
+    };
+}
+pub(crate) use time_cursor_action;
+
 impl Action {
     /// The time cursor's actions: only a finished recording has one.
     pub fn moves_in_time(&self) -> bool {
-        matches!(
-            self,
-            Action::TimePrevEvent
-                | Action::TimeNextEvent
-                | Action::TimePrevNotable
-                | Action::TimeNextNotable
-                | Action::TimeStepBack
-                | Action::TimeStepForward
-                | Action::TimeStepShorter
-                | Action::TimeStepLonger
-                | Action::TimeFirst
-                | Action::TimeOff
-        )
+        matches!(self, time_cursor_action!())
     }
 }

@@ -118,7 +118,8 @@ pub(super) mod tests {
     use crate::app::view::Pane;
     use crate::config::CommandConfig;
     use crate::model::{CommandState, Model};
-    use crate::protocol::{CommandSpec, Event, EventKind};
+    use crate::protocol::CommandSpec;
+    use crate::protocol::fixtures::output;
 
     /// An app showing one command whose stdout log holds `bytes`, copying into `clip`.
     pub(in crate::app) fn app_with_stdout(dir: &std::path::Path, bytes: &[u8]) -> App {
@@ -130,15 +131,7 @@ pub(super) mod tests {
             CommandSpec::Shell("printf".into()),
         ));
         command.begin_run(dir.to_path_buf(), 0);
-        command.apply(&Event {
-            ts_ms: 0,
-            mono_us: 0,
-            kind: EventKind::Output {
-                stream: Stream::Stdout,
-                offset: 0,
-                len: bytes.len() as u64,
-            },
-        });
+        command.apply(&output(0, Stream::Stdout, 0, bytes.len() as u64));
         let mut app = App::new(Model {
             session_id: "s".into(),
             session_dir: dir.to_path_buf(),

@@ -108,7 +108,7 @@ mod tests {
     use super::super::copy::tests::app_with_stdout;
     use super::*;
     use crate::app::action::Action;
-    use crate::protocol::{Event, EventKind};
+    use crate::protocol::fixtures::output;
 
     /// What `top` writes to a terminal: the alternate screen, a clear, a frame drawn by
     /// cursor moves, another frame over it.
@@ -121,15 +121,7 @@ mod tests {
             .open(dir.join("stdout.log"))
             .and_then(|mut f| f.write_all(bytes))
             .expect("append to the log");
-        app.model.commands[0].apply(&Event {
-            ts_ms: 1,
-            mono_us: 0,
-            kind: EventKind::Output {
-                stream: Stream::Stdout,
-                offset,
-                len: bytes.len() as u64,
-            },
-        });
+        app.model.commands[0].apply(&output(1, Stream::Stdout, offset, bytes.len() as u64));
         app.prepare(Rect::new(0, 0, 120, 40), 2);
     }
 

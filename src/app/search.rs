@@ -149,7 +149,8 @@ mod tests {
     use crate::config::CommandConfig;
     use crate::model::Mode;
     use crate::model::{CommandState, Model};
-    use crate::protocol::{CommandSpec, Event, EventKind};
+    use crate::protocol::CommandSpec;
+    use crate::protocol::fixtures::output;
     use ratatui::layout::Rect;
 
     /// A recorded command whose logs hold `stdout` and `stderr`, each one `output` event.
@@ -161,15 +162,7 @@ mod tests {
         command.begin_run(dir.clone(), 0);
         for (stream, text) in [(Stream::Stdout, stdout), (Stream::Stderr, stderr)] {
             std::fs::write(dir.join(stream.file_name()), text).expect("log");
-            command.apply(&Event {
-                ts_ms: 1,
-                mono_us: 0,
-                kind: EventKind::Output {
-                    stream,
-                    offset: 0,
-                    len: text.len() as u64,
-                },
-            });
+            command.apply(&output(1, stream, 0, text.len() as u64));
         }
         command
     }

@@ -29,17 +29,10 @@ pub(super) fn clone_with_pidfd(exit_signal: u64) -> io::Result<Option<(i32, Owne
         exit_signal,
         ..CloneArgs::default()
     };
-    // SAFETY: `args` is a valid clone_args of the size given. Without CLONE_VM and with no
-    // stack the child runs on a copy of our memory, as after fork; the broker is
+    // SAFETY: the child runs on a copy of our memory, as after fork; the broker is
     // single-threaded, so no lock is held by a thread missing in the child, and the child
     // makes raw system calls only.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone3,
-            &args as *const CloneArgs,
-            std::mem::size_of::<CloneArgs>(),
-        )
-    };
+    let pid = unsafe { args.clone3() };
     match pid {
         p if p < 0 => Err(io::Error::last_os_error()),
         0 => Ok(None),

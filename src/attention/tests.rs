@@ -19,6 +19,15 @@ fn detector(t0: Instant) -> Detector {
     Detector::new(Thresholds::of(&AttentionRequest::default()), HZ, t0)
 }
 
+/// A detector that calls a tree busy for two seconds a runaway.
+fn runaway_detector(t0: Instant) -> Detector {
+    let request = AttentionRequest {
+        runaway_after_ms: Some(2_000),
+        ..AttentionRequest::default()
+    };
+    Detector::new(Thresholds::of(&request), HZ, t0)
+}
+
 fn process(pid: i32, cpu_ticks: u64) -> ProcessSample {
     ProcessSample {
         pid,
@@ -126,11 +135,7 @@ fn output_clears_it_and_a_new_silence_must_be_confirmed_again() {
 #[test]
 fn a_busy_tree_is_a_runaway_at_its_threshold_and_clears_when_it_calms() {
     let t0 = Instant::now();
-    let request = AttentionRequest {
-        runaway_after_ms: Some(2_000),
-        ..AttentionRequest::default()
-    };
-    let mut d = Detector::new(Thresholds::of(&request), HZ, t0);
+    let mut d = runaway_detector(t0);
     d.sampled(t0 + secs(0.05), Sample::Fresh(vec![process(10, 0)]));
     d.sampled(t0 + secs(1.05), Sample::Fresh(vec![process(10, 99)]));
     assert!(d.take().is_empty());
@@ -154,11 +159,7 @@ fn a_busy_tree_is_a_runaway_at_its_threshold_and_clears_when_it_calms() {
 #[test]
 fn a_busy_process_given_half_a_core_by_a_crowded_machine_is_still_a_runaway() {
     let t0 = Instant::now();
-    let request = AttentionRequest {
-        runaway_after_ms: Some(2_000),
-        ..AttentionRequest::default()
-    };
-    let mut d = Detector::new(Thresholds::of(&request), HZ, t0);
+    let mut d = runaway_detector(t0);
     // Half a core used, the other half spent waiting for one: it wants a whole core.
     let crowded = |i: u64| ProcessSample {
         demand_ns: Some(i * 1_000_000_000),

@@ -250,6 +250,17 @@ pub fn spawn(
         controlling,
         broker_pid,
     };
+    // The broker's side of the command, whichever way it started (`argv` passed in: the
+    // program's name borrows it until then).
+    let spawned = move |pid, argv| SpawnedCommand {
+        pid,
+        argv,
+        stdout,
+        stderr,
+        terminal,
+        terminal_unavailable,
+        inputs,
+    };
     let mut procs = None;
     if let Some(cgroup) = cgroup {
         procs = cgroup.procs;
@@ -260,17 +271,7 @@ pub fn spawn(
                 &start,
                 cgroup.dir.as_fd(),
             ) {
-                clone_into::Cloned::Started(pid) => {
-                    return Ok(SpawnedCommand {
-                        pid,
-                        argv,
-                        stdout,
-                        stderr,
-                        terminal,
-                        terminal_unavailable,
-                        inputs,
-                    });
-                }
+                clone_into::Cloned::Started(pid) => return Ok(spawned(pid, argv)),
                 clone_into::Cloned::Failed(err) => {
                     return Err(spawn_failure(program, request, &err));
                 }
@@ -332,19 +333,11 @@ pub fn spawn(
             }
         });
     }
-    let spawned = command.spawn();
+    let child = command.spawn();
     drop(command);
-    let child = spawned.map_err(|err| spawn_failure(program, request, &err))?;
+    let child = child.map_err(|err| spawn_failure(program, request, &err))?;
     // `child` is dropped without waiting: the broker's waitpid(-1) loop reaps it.
-    Ok(SpawnedCommand {
-        pid: child.id() as i32,
-        argv,
-        stdout,
-        stderr,
-        terminal,
-        terminal_unavailable,
-        inputs,
-    })
+    Ok(spawned(child.id() as i32, argv))
 }
 
 /// Why `program` did not start. exec's ENOENT also means a missing `#!` interpreter, so

@@ -114,16 +114,11 @@ pub(super) fn attention(
     value: &Spanned<DeValue<'_>>,
     name: &str,
 ) -> Result<AttentionSettings, ConfigError> {
-    let DeValue::Table(table) = value.get_ref() else {
-        return Err(source.error(
-            value.span().start,
-            name,
-            format!(
-                "{name}: expected a table ([attention], or attention = {{ input_after = \"5s\" }}), found {}",
-                value.get_ref().type_str()
-            ),
-        ));
-    };
+    let table = source.table(
+        value,
+        name,
+        "[attention], or attention = { input_after = \"5s\" }",
+    )?;
     let mut settings = AttentionSettings::default();
     for (key, value) in by_position(table) {
         let key_name = format!("{name}.{}", key.get_ref());

@@ -204,20 +204,8 @@ fn parse_command(
     let mut name = None;
     let mut shell = None;
     let mut argv = None;
-    let mut command = CommandConfig {
-        name: String::new(),
-        command: CommandSpec::Argv(Vec::new()),
-        cwd: None,
-        env: BTreeMap::new(),
-        grace: None,
-        no_output_timeout: None,
-        autostart: true,
-        pty: true,
-        limits: Limits::default(),
-        drain_on: None,
-        drain: None,
-        attention: Default::default(),
-    };
+    // Every option at its default until the table sets it; name and command come last.
+    let mut command = CommandConfig::new(String::new(), CommandSpec::Argv(Vec::new()));
     for (key, value) in by_position(table) {
         let field = Field {
             source,
@@ -324,6 +312,27 @@ impl Source<'_> {
         }
     }
 
+    /// `value` as a table, or an error at it: `{key}: expected a table ({written}), found …`,
+    /// where `written` shows how the table is written.
+    fn table<'v, 'i>(
+        &self,
+        value: &'v Spanned<DeValue<'i>>,
+        key: &str,
+        written: &str,
+    ) -> Result<&'v DeTable<'i>, ConfigError> {
+        match value.get_ref() {
+            DeValue::Table(table) => Ok(table),
+            other => Err(self.error(
+                value.span().start,
+                key,
+                format!(
+                    "{key}: expected a table ({written}), found {}",
+                    other.type_str()
+                ),
+            )),
+        }
+    }
+
     /// 1-based line and column (in characters) of a byte offset.
     fn line_column(&self, offset: usize) -> (usize, usize) {
         let before = &self.text[..self.floor(offset)];
@@ -414,6 +423,25 @@ impl Field<'_, '_> {
         Ok(text.to_string())
     }
 
+    /// An error at this value: `{key}: {why}`.
+    fn invalid(&self, why: impl std::fmt::Display) -> ConfigError {
+        self.source.error(
+            self.value.span().start,
+            self.key,
+            format!("{}: {why}", self.key),
+        )
+    }
+
+    /// The text of a string, or the digits of a bare decimal integer (a duration or a size
+    /// without its unit).
+    fn text_or_integer(&self, wanted: &str) -> Result<String, ConfigError> {
+        match self.value.get_ref() {
+            DeValue::String(text) => Ok(text.to_string()),
+            DeValue::Integer(n) if n.radix() == 10 => Ok(n.as_str().to_string()),
+            _ => Err(self.wrong_type(self.value, self.key, wanted)),
+        }
+    }
+
     fn string(&self) -> Result<String, ConfigError> {
         self.checked(self.value, self.key)
     }
@@ -432,13 +460,7 @@ impl Field<'_, '_> {
     /// A final-drain regex, compiled here so that a bad one is an error at its value.
     fn pattern(&self) -> Result<String, ConfigError> {
         let pattern = self.string()?;
-        crate::broker::final_drain::compile(&pattern).map_err(|e| {
-            self.source.error(
-                self.value.span().start,
-                self.key,
-                format!("{}: {e}", self.key),
-            )
-        })?;
+        crate::broker::final_drain::compile(&pattern).map_err(|e| self.invalid(e))?;
         Ok(pattern)
     }
 
@@ -451,18 +473,8 @@ impl Field<'_, '_> {
 
     /// A duration string (`"2s"`), or a bare integer of seconds.
     fn duration(&self) -> Result<Duration, ConfigError> {
-        let text = match self.value.get_ref() {
-            DeValue::String(text) => text.to_string(),
-            DeValue::Integer(seconds) if seconds.radix() == 10 => seconds.as_str().to_string(),
-            _ => return Err(self.wrong_type(self.value, self.key, "a duration like \"2s\"")),
-        };
-        parse_duration(&text).map_err(|e| {
-            self.source.error(
-                self.value.span().start,
-                self.key,
-                format!("{}: {e}", self.key),
-            )
-        })
+        let text = self.text_or_integer("a duration like \"2s\"")?;
+        parse_duration(&text).map_err(|e| self.invalid(e))
     }
 
     /// A positive integer (`max_procs = 64`).
@@ -470,11 +482,7 @@ impl Field<'_, '_> {
         match self.value.get_ref() {
             DeValue::Integer(n) if n.radix() == 10 => match n.as_str().parse::<u64>() {
                 Ok(n) if n > 0 => Ok(n),
-                _ => Err(self.source.error(
-                    self.value.span().start,
-                    self.key,
-                    format!("{}: must be a whole number above 0, like 64", self.key),
-                )),
+                _ => Err(self.invalid("must be a whole number above 0, like 64")),
             },
             _ => Err(self.wrong_type(self.value, self.key, "a whole number like 64")),
         }
@@ -482,18 +490,8 @@ impl Field<'_, '_> {
 
     /// A size string (`"512M"`), or a bare integer of bytes.
     fn size(&self) -> Result<u64, ConfigError> {
-        let text = match self.value.get_ref() {
-            DeValue::String(text) => text.to_string(),
-            DeValue::Integer(bytes) if bytes.radix() == 10 => bytes.as_str().to_string(),
-            _ => return Err(self.wrong_type(self.value, self.key, "a size like \"512M\"")),
-        };
-        parse_size(&text).map_err(|e| {
-            self.source.error(
-                self.value.span().start,
-                self.key,
-                format!("{}: {e}", self.key),
-            )
-        })
+        let text = self.text_or_integer("a size like \"512M\"")?;
+        parse_size(&text).map_err(|e| self.invalid(e))
     }
 
     fn env(&self) -> Result<BTreeMap<String, String>, ConfigError> {

@@ -78,16 +78,7 @@ pub(super) fn notify(
     source: &Source<'_>,
     value: &Spanned<DeValue<'_>>,
 ) -> Result<NotifySettings, ConfigError> {
-    let DeValue::Table(table) = value.get_ref() else {
-        return Err(source.error(
-            value.span().start,
-            "notify",
-            format!(
-                "notify: expected a table ([notify]), found {}",
-                value.get_ref().type_str()
-            ),
-        ));
-    };
+    let table = source.table(value, "notify", "[notify]")?;
     let mut settings = NotifySettings::default();
     for (key, value) in by_position(table) {
         let name = format!("notify.{}", key.get_ref());

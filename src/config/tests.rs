@@ -7,6 +7,13 @@ fn error(text: &str) -> String {
     }
 }
 
+/// `text` fails to parse with a message that begins `expected` (shown whole when it does not).
+#[track_caller]
+fn assert_error_starts(text: &str, expected: &str) {
+    let message = error(text);
+    assert!(message.starts_with(expected), "{message}");
+}
+
 fn key_of(text: &str) -> String {
     match parse(text, "tether.toml") {
         Err(ConfigError::Invalid { key, .. }) => key,
@@ -96,11 +103,7 @@ fn unknown_top_level_key_and_single_table_are_errors() {
 #[test]
 fn missing_name_points_at_the_table() {
     let text = "[[command]]\nname = \"a\"\nshell = \"true\"\n\n[[command]]\nshell = \"true\"\n";
-    let message = error(text);
-    assert!(
-        message.starts_with("tether.toml:5:1: name: [[command]] #2 has no name"),
-        "{message}"
-    );
+    assert_error_starts(text, "tether.toml:5:1: name: [[command]] #2 has no name");
     assert_eq!(key_of(text), "name");
     assert!(
         error("[[command]]\nname = \" \"\nshell = \"x\"\n")
@@ -110,35 +113,30 @@ fn missing_name_points_at_the_table() {
 
 #[test]
 fn shell_and_argv_are_exclusive_and_required() {
-    let both = error("[[command]]\nname = \"a\"\nshell = \"true\"\nargv = [\"true\"]\n");
-    assert!(
-        both.starts_with("tether.toml:4:8: argv: command `a` sets both"),
-        "{both}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = \"true\"\nargv = [\"true\"]\n",
+        "tether.toml:4:8: argv: command `a` sets both",
     );
-    let neither = error("[[command]]\nname = \"a\"\ncwd = \"/\"\n");
-    assert!(
-        neither.starts_with("tether.toml:1:1: shell: command `a` says nothing to run"),
-        "{neither}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\ncwd = \"/\"\n",
+        "tether.toml:1:1: shell: command `a` says nothing to run",
     );
-    let blank = error("[[command]]\nname = \"a\"\nshell = \"  \"\n");
-    assert!(
-        blank.starts_with("tether.toml:3:9: shell: is empty"),
-        "{blank}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = \"  \"\n",
+        "tether.toml:3:9: shell: is empty",
     );
 }
 
 #[test]
 fn empty_argv_is_an_error() {
-    let message = error("[[command]]\nname = \"a\"\nargv = []\n");
-    assert!(
-        message.starts_with("tether.toml:3:8: argv: needs at least a program name"),
-        "{message}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nargv = []\n",
+        "tether.toml:3:8: argv: needs at least a program name",
     );
     assert!(error("[[command]]\nname = \"a\"\nargv = [\"\"]\n").contains("argv: needs"));
-    let typed = error("[[command]]\nname = \"a\"\nargv = [\"ls\", 3]\n");
-    assert!(
-        typed.starts_with("tether.toml:3:15: argv[1]: expected a string, found integer"),
-        "{typed}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nargv = [\"ls\", 3]\n",
+        "tether.toml:3:15: argv[1]: expected a string, found integer",
     );
 }
 
@@ -146,11 +144,9 @@ fn empty_argv_is_an_error() {
 fn duplicate_names_point_at_the_second_and_cite_the_first() {
     let text =
         "[[command]]\nname = \"a\"\nshell = \"x\"\n[[command]]\nname = \"a\"\nshell = \"y\"\n";
-    let message = error(text);
-    assert!(
-        message
-            .starts_with("tether.toml:5:8: name: `a` is already used by [[command]] #1 (line 2)"),
-        "{message}"
+    assert_error_starts(
+        text,
+        "tether.toml:5:8: name: `a` is already used by [[command]] #1 (line 2)",
     );
 }
 
@@ -162,10 +158,9 @@ fn bad_durations_say_how_to_write_them() {
         "tether.toml:4:9: grace: `fast` is not a duration of at most a week; write it like 500ms, 2s, 1.5s, 5m or 1h"
     );
     assert_eq!(key_of(text), "grace");
-    let typed = error("[[command]]\nname = \"a\"\nshell = \"x\"\nno_output_timeout = true\n");
-    assert!(
-        typed.starts_with("tether.toml:4:21: no_output_timeout: expected a duration"),
-        "{typed}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = \"x\"\nno_output_timeout = true\n",
+        "tether.toml:4:21: no_output_timeout: expected a duration",
     );
     let seconds = parse("[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = 3\n", "t").unwrap();
     assert_eq!(seconds.commands[0].grace, Some(Duration::from_secs(3)));
@@ -181,15 +176,13 @@ fn wrong_types_are_named() {
         name,
         "tether.toml:2:8: name: expected a string, found integer"
     );
-    let env = error("[[command]]\nname = \"a\"\nshell = \"x\"\nenv = { PORT = 8080 }\n");
-    assert!(
-        env.starts_with("tether.toml:4:16: env.PORT: expected a string, found integer"),
-        "{env}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = \"x\"\nenv = { PORT = 8080 }\n",
+        "tether.toml:4:16: env.PORT: expected a string, found integer",
     );
-    let auto = error("[[command]]\nname = \"a\"\nshell = \"x\"\nautostart = \"yes\"\n");
-    assert!(
-        auto.starts_with("tether.toml:4:13: autostart: expected true or false"),
-        "{auto}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = \"x\"\nautostart = \"yes\"\n",
+        "tether.toml:4:13: autostart: expected true or false",
     );
     let nul = error("[[command]]\nname = \"a\"\nshell = \"x\\u0000\"\n");
     assert!(nul.contains("shell: must not contain a NUL"), "{nul}");
@@ -197,23 +190,20 @@ fn wrong_types_are_named() {
 
 #[test]
 fn syntax_errors_name_file_line_and_key() {
-    let message = error("[[command]]\nname = \"a\"\nshell = make\n");
-    assert!(
-        message.starts_with("tether.toml:3:9: shell: invalid TOML:"),
-        "{message}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = make\n",
+        "tether.toml:3:9: shell: invalid TOML:",
     );
-    let dup = error("[[command]]\nname = \"a\"\nname = \"b\"\n");
-    assert!(
-        dup.starts_with("tether.toml:3:1: name: invalid TOML: duplicate key"),
-        "{dup}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nname = \"b\"\n",
+        "tether.toml:3:1: name: invalid TOML: duplicate key",
     );
 }
 
 #[test]
 fn columns_count_characters_not_bytes() {
     let text = "[[command]]\nname = \"é\"\nshell = \"x\"\nenv = { \"ü\" = \"1\", B = 2 }\n";
-    let message = error(text);
-    assert!(message.starts_with("tether.toml:4:24: env.B:"), "{message}");
+    assert_error_starts(text, "tether.toml:4:24: env.B:");
 }
 
 #[test]
@@ -323,11 +313,7 @@ fn limits_are_read_and_checked() {
         "tether.toml:4:13: max_procs: must be a whole number above 0, like 64"
     );
     let bad = "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_memory = \"lots\"\n";
-    assert!(
-        error(bad).starts_with("tether.toml:4:14: max_memory: "),
-        "{}",
-        error(bad)
-    );
+    assert_error_starts(bad, "tether.toml:4:14: max_memory: ");
 }
 
 #[test]
@@ -362,17 +348,13 @@ shell = "true"
     assert_eq!((plain.drain_on.as_deref(), plain.drain), (None, None));
 
     let bad = "[[command]]\nname = \"a\"\nshell = \"x\"\ndrain_on = \"(oops\"\n";
-    let message = error(bad);
-    assert!(
-        message.starts_with(
-            "tether.toml:4:12: drain_on: the --drain-on pattern `(oops` is not a valid regex"
-        ),
-        "{message}"
+    assert_error_starts(
+        bad,
+        "tether.toml:4:12: drain_on: the --drain-on pattern `(oops` is not a valid regex",
     );
     assert_eq!(key_of(bad), "drain_on");
-    let typed = error("[[command]]\nname = \"a\"\nshell = \"x\"\ndrain = \"soon\"\n");
-    assert!(
-        typed.starts_with("tether.toml:4:9: drain: `soon`"),
-        "{typed}"
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = \"x\"\ndrain = \"soon\"\n",
+        "tether.toml:4:9: drain: `soon`",
     );
 }

@@ -132,16 +132,7 @@ fn retention(
     source: &Source<'_>,
     value: &Spanned<DeValue<'_>>,
 ) -> Result<(Rules, bool), ConfigError> {
-    let DeValue::Table(table) = value.get_ref() else {
-        return Err(source.error(
-            value.span().start,
-            "retention",
-            format!(
-                "retention: expected a table ([retention]), found {}",
-                value.get_ref().type_str()
-            ),
-        ));
-    };
+    let table = source.table(value, "retention", "[retention]")?;
     let mut rules = Rules::default();
     let mut enabled = true;
     for (key, value) in by_position(table) {

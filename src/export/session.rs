@@ -233,26 +233,7 @@ fn process_spans(events: &[Event], state: &CommandState) -> Vec<ProcessSpan> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tree(ts_ms: u64, pids: &[i32]) -> Event {
-        Event {
-            ts_ms,
-            mono_us: 0,
-            kind: EventKind::Tree {
-                processes: pids
-                    .iter()
-                    .map(|&pid| ProcessEntry {
-                        pid,
-                        ppid: 1,
-                        pgid: 1,
-                        argv: vec![format!("p{pid}")],
-                        start_ms: 1,
-                        escaped: false,
-                    })
-                    .collect(),
-            },
-        }
-    }
+    use crate::protocol::fixtures::tree;
 
     #[test]
     fn a_process_spans_from_its_first_sighting_to_its_disappearance() {

@@ -619,42 +619,48 @@ impl CommandState {
 mod tests {
     use super::*;
     use crate::protocol::Scope;
+    use crate::protocol::fixtures::{event, signal_sent, spawned};
 
     fn config() -> CommandConfig {
         CommandConfig::new("t", CommandSpec::Shell("true".into()))
     }
 
-    fn ev(ts_ms: u64, kind: EventKind) -> Event {
-        Event {
-            ts_ms,
-            mono_us: 0,
-            kind,
-        }
+    /// A command whose run began at 1 ms, with its journal in /tmp/x.
+    fn begun() -> CommandState {
+        let mut c = CommandState::new(config());
+        c.begin_run("/tmp/x".into(), 1);
+        c
     }
+
+    /// Death by SIGTERM.
+    const TERMINATED: ExitStatus = ExitStatus {
+        code: None,
+        signal: Some(15),
+        core_dumped: false,
+    };
 
     #[test]
     fn an_attention_episode_is_marked_until_its_own_kind_is_cleared() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
+        let mut c = begun();
         let needs = EventKind::Attention {
             attention: AttentionKind::NeedsInput,
             detail: "read(0) blocked".into(),
         };
-        c.apply(&ev(7, needs));
+        c.apply(&event(7, needs));
         let mark = c.attention.clone().expect("a mark");
         assert_eq!(
             (mark.kind, mark.at_ms, mark.active),
             (AttentionKind::NeedsInput, 7, true)
         );
         // Another kind's end leaves this one standing.
-        c.apply(&ev(
+        c.apply(&event(
             8,
             EventKind::AttentionCleared {
                 attention: AttentionKind::Quiet,
             },
         ));
         assert!(c.attention.as_ref().is_some_and(|m| m.active));
-        c.apply(&ev(
+        c.apply(&event(
             9,
             EventKind::AttentionCleared {
                 attention: AttentionKind::NeedsInput,
@@ -667,41 +673,21 @@ mod tests {
 
     #[test]
     fn leftovers_kept_show_as_left_running_until_stopped() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
+        let mut c = begun();
         let status = ExitStatus {
             code: Some(0),
             signal: None,
             core_dumped: false,
         };
-        let spawned = EventKind::Spawned {
-            pid: 10,
-            pgid: 10,
-            argv: vec![],
-            start_ticks: None,
-        };
-        c.apply(&ev(2, spawned));
-        c.apply(&ev(3, EventKind::Exit { pid: 10, status }));
-        c.apply(&ev(4, EventKind::LeftoversKept { pids: vec![11, 12] }));
+        c.apply(&event(2, spawned(10)));
+        c.apply(&event(3, EventKind::Exit { pid: 10, status }));
+        c.apply(&event(4, EventKind::LeftoversKept { pids: vec![11, 12] }));
         assert_eq!(c.status.label(), "left running (2)");
         assert_eq!(c.status.short_label(), "left 2", "the list's state column");
         assert!(c.status.is_active());
-        let tree = ProcessEntry {
-            pid: 11,
-            ppid: 1,
-            pgid: 10,
-            argv: vec!["server".into()],
-            start_ms: 2,
-            escaped: false,
-        };
-        c.apply(&ev(
-            5,
-            EventKind::Tree {
-                processes: vec![tree],
-            },
-        ));
+        c.apply(&tree(5, vec![entry(11, 2, &["server"])]));
         assert_eq!(c.status.label(), "left running (1)", "what is left now");
-        c.apply(&ev(
+        c.apply(&event(
             6,
             EventKind::LeftoversStopped {
                 reason: crate::protocol::LeftoversEnd::CallerExited,
@@ -718,19 +704,10 @@ mod tests {
 
     #[test]
     fn follows_a_run_from_spawn_to_close() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
-        c.apply(&ev(
-            2,
-            EventKind::Spawned {
-                pid: 10,
-                pgid: 10,
-                argv: vec![],
-                start_ticks: None,
-            },
-        ));
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
         assert_eq!(c.status, Status::Running);
-        c.apply(&ev(
+        c.apply(&event(
             3,
             EventKind::Output {
                 stream: Stream::Stderr,
@@ -738,35 +715,19 @@ mod tests {
                 len: 5,
             },
         ));
-        c.apply(&ev(
+        c.apply(&event(
             4,
-            EventKind::SignalSent {
-                signal: ProcessSignal::TERM,
-                scope: Scope::Group,
-                origin: Origin::Watchdog,
-                targets: vec![10],
-                client: None,
-            },
+            signal_sent(ProcessSignal::TERM, Scope::Group, Origin::Watchdog, 10),
         ));
         assert_eq!(c.status, Status::Running, "a lone TERM is only a signal");
-        c.apply(&ev(
+        c.apply(&event(
             4,
-            EventKind::SignalSent {
-                signal: ProcessSignal::CONT,
-                scope: Scope::Group,
-                origin: Origin::Watchdog,
-                targets: vec![10],
-                client: None,
-            },
+            signal_sent(ProcessSignal::CONT, Scope::Group, Origin::Watchdog, 10),
         ));
         assert_eq!(c.status, Status::Stopping);
-        let status = ExitStatus {
-            code: None,
-            signal: Some(15),
-            core_dumped: false,
-        };
-        c.apply(&ev(5, EventKind::Exit { pid: 10, status }));
-        c.apply(&ev(
+        let status = TERMINATED;
+        c.apply(&event(5, EventKind::Exit { pid: 10, status }));
+        c.apply(&event(
             6,
             EventKind::Close {
                 stdout_bytes: 0,
@@ -783,9 +744,8 @@ mod tests {
 
     #[test]
     fn a_journal_that_says_its_stops_is_stopping_from_stop_started_alone() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
-        c.apply(&ev(
+        let mut c = begun();
+        c.apply(&event(
             1,
             EventKind::BrokerStarted {
                 v: STOP_STARTED_SINCE,
@@ -793,30 +753,16 @@ mod tests {
                 control_socket: None,
             },
         ));
-        c.apply(&ev(
-            2,
-            EventKind::Spawned {
-                pid: 10,
-                pgid: 10,
-                argv: vec![],
-                start_ticks: None,
-            },
-        ));
+        c.apply(&event(2, spawned(10)));
         // The operator's TERM then CONT to one process: no stop.
         for signal in [ProcessSignal::TERM, ProcessSignal::CONT] {
-            c.apply(&ev(
+            c.apply(&event(
                 3,
-                EventKind::SignalSent {
-                    signal,
-                    scope: Scope::Pid,
-                    origin: Origin::Operator,
-                    targets: vec![10],
-                    client: None,
-                },
+                signal_sent(signal, Scope::Pid, Origin::Operator, 10),
             ));
         }
         assert_eq!(c.status, Status::Running);
-        c.apply(&ev(
+        c.apply(&event(
             4,
             EventKind::StopStarted {
                 origin: Origin::FinalDrain,
@@ -839,13 +785,12 @@ mod tests {
     }
 
     fn tree(ts_ms: u64, processes: Vec<ProcessEntry>) -> Event {
-        ev(ts_ms, EventKind::Tree { processes })
+        event(ts_ms, EventKind::Tree { processes })
     }
 
     #[test]
     fn a_tree_takes_left_out_argv_from_the_runs_earlier_events() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
+        let mut c = begun();
         c.apply(&tree(2, vec![entry(10, 2, &["sh", "-c", "loop"])]));
         c.apply(&tree(
             3,
@@ -871,17 +816,8 @@ mod tests {
 
     #[test]
     fn a_command_stopped_by_a_signal_reads_stopped_until_it_runs_again() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
-        c.apply(&ev(
-            2,
-            EventKind::Spawned {
-                pid: 10,
-                pgid: 10,
-                argv: vec![],
-                start_ticks: None,
-            },
-        ));
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
         c.observe_state('S');
         assert_eq!(c.status, Status::Running);
         c.observe_state('T');
@@ -892,15 +828,14 @@ mod tests {
         // A stop sequence on a stopped command is a stop like any other.
         c.observe_state('T');
         for signal in ["TERM", "CONT"] {
-            c.apply(&ev(
+            c.apply(&event(
                 3,
-                EventKind::SignalSent {
-                    signal: signal.parse().expect("a signal"),
-                    scope: Scope::Group,
-                    origin: Origin::Operator,
-                    targets: vec![10],
-                    client: None,
-                },
+                signal_sent(
+                    signal.parse().expect("a signal"),
+                    Scope::Group,
+                    Origin::Operator,
+                    10,
+                ),
             ));
         }
         assert_eq!(c.status, Status::Stopping);
@@ -939,8 +874,7 @@ mod tests {
 
     #[test]
     fn only_reaped_escapees_count_as_orphans() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
+        let mut c = begun();
         let escapee = ProcessEntry {
             escaped: true,
             ..entry(12, 2, &["setsid", "sleep", "9"])
@@ -949,13 +883,9 @@ mod tests {
             2,
             vec![entry(10, 2, &["sh"]), entry(11, 2, &["python3"]), escapee],
         ));
-        let status = ExitStatus {
-            code: None,
-            signal: Some(15),
-            core_dumped: false,
-        };
+        let status = TERMINATED;
         let reaped = |pid, escaped| {
-            ev(
+            event(
                 3,
                 EventKind::OrphanReaped {
                     pid,
@@ -982,9 +912,8 @@ mod tests {
 
     #[test]
     fn events_capped_is_on_the_timeline() {
-        let mut c = CommandState::new(config());
-        c.begin_run("/tmp/x".into(), 1);
-        c.apply(&ev(
+        let mut c = begun();
+        c.apply(&event(
             2,
             EventKind::EventsCapped {
                 kind_capped: crate::protocol::CappedKind::Tree,

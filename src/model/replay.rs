@@ -148,16 +148,24 @@ pub fn frozen_at(model: &Model, now_ms: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Event, ExitStatus};
+    use crate::protocol::ExitStatus;
+    use crate::protocol::fixtures::{event, spawned};
     use std::io::Write;
 
     fn line(ms: u64, kind: EventKind) -> String {
-        serde_json::to_string(&Event {
-            ts_ms: ms,
-            mono_us: 0,
-            kind,
-        })
-        .unwrap()
+        serde_json::to_string(&event(ms, kind)).unwrap()
+    }
+
+    /// A broker of protocol v1 began the journal at 10 ms.
+    fn broker_started() -> String {
+        line(
+            10,
+            EventKind::BrokerStarted {
+                v: 1,
+                broker_pid: 0,
+                control_socket: None,
+            },
+        )
     }
 
     #[test]
@@ -170,23 +178,8 @@ mod tests {
             core_dumped: false,
         };
         for l in [
-            line(
-                10,
-                EventKind::BrokerStarted {
-                    v: 1,
-                    broker_pid: 0,
-                    control_socket: None,
-                },
-            ),
-            line(
-                11,
-                EventKind::Spawned {
-                    pid: 5,
-                    pgid: 5,
-                    argv: vec![],
-                    start_ticks: None,
-                },
-            ),
+            broker_started(),
+            line(11, spawned(5)),
             line(500, EventKind::Exit { pid: 5, status }),
             line(
                 501,
@@ -208,28 +201,10 @@ mod tests {
     #[test]
     fn a_journal_cut_short_is_a_lost_run_that_says_why() {
         let dir = tempfile::tempdir().unwrap();
-        let spawned = line(
-            11,
-            EventKind::Spawned {
-                pid: 5,
-                pgid: 5,
-                argv: vec![],
-                start_ticks: None,
-            },
-        );
+        let spawned = line(11, spawned(5));
         std::fs::write(
             dir.path().join("events.jsonl"),
-            format!(
-                "{}\n{spawned}\n{{\"ts_ms\":12,",
-                line(
-                    10,
-                    EventKind::BrokerStarted {
-                        v: 1,
-                        broker_pid: 0,
-                        control_socket: None,
-                    }
-                )
-            ),
+            format!("{}\n{spawned}\n{{\"ts_ms\":12,", broker_started()),
         )
         .unwrap();
         let command = command_from_record(&CommandRecord::load(dir.path()));

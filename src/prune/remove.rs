@@ -212,16 +212,22 @@ mod tests {
     use super::*;
     use crate::journal::secure::open_dir_nofollow;
 
+    /// `parent/sessions/s1` holding one command's journal, `01-cmd/stdout.log`.
+    fn one_session(parent: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+        let sessions = parent.join("sessions");
+        let session = sessions.join("s1");
+        std::fs::create_dir_all(session.join("01-cmd")).unwrap();
+        std::fs::write(session.join("01-cmd/stdout.log"), "x").unwrap();
+        (sessions, session)
+    }
+
     #[test]
     fn links_are_removed_as_links_and_their_targets_survive() {
         let tmp = tempfile::tempdir().unwrap();
         let outside = tmp.path().join("outside");
         std::fs::create_dir(&outside).unwrap();
         std::fs::write(outside.join("precious"), "keep me").unwrap();
-        let sessions = tmp.path().join("sessions");
-        let session = sessions.join("s1");
-        std::fs::create_dir_all(session.join("01-cmd")).unwrap();
-        std::fs::write(session.join("01-cmd/stdout.log"), "x").unwrap();
+        let (sessions, session) = one_session(tmp.path());
         std::os::unix::fs::symlink(&outside, session.join("01-cmd/escape")).unwrap();
         std::os::unix::fs::symlink(&outside, session.join("02-link")).unwrap();
         std::os::unix::fs::symlink(outside.join("precious"), session.join("file-link")).unwrap();
@@ -242,10 +248,7 @@ mod tests {
     #[test]
     fn a_session_that_cannot_be_removed_whole_is_left_as_it_was() {
         let tmp = tempfile::tempdir().unwrap();
-        let sessions = tmp.path().join("sessions");
-        let session = sessions.join("s1");
-        std::fs::create_dir_all(session.join("01-cmd")).unwrap();
-        std::fs::write(session.join("01-cmd/stdout.log"), "x").unwrap();
+        let (sessions, session) = one_session(tmp.path());
         // Nested deeper than a journal ever is, after a file that would go first.
         let deep: std::path::PathBuf = (0..MAX_DEPTH + 1).map(|i| format!("d{i}")).collect();
         std::fs::create_dir_all(session.join("02-deep").join(&deep)).unwrap();

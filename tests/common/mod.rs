@@ -24,6 +24,11 @@ pub use procs::{TAG_VAR, assert_none_left};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tether");
 
+/// The checked-in session that holds every kind of event (see `tests/fixtures/README.md`).
+pub fn every_kind_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")
+}
+
 /// Upper bound for anything a test waits on; reaching it means the test is broken, not slow.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 

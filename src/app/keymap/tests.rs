@@ -6,49 +6,56 @@ fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
     KeyEvent::new(code, modifiers)
 }
 
+/// What a key does in `context` where every action applies.
+fn pressed(
+    b: &[Binding],
+    context: KeyContext,
+    code: KeyCode,
+    modifiers: KeyModifiers,
+) -> Option<Action> {
+    action_for(b, context, key(code, modifiers), &ANY)
+}
+
+fn unmodified(b: &[Binding], context: KeyContext, code: KeyCode) -> Option<Action> {
+    pressed(b, context, code, KeyModifiers::NONE)
+}
+
+/// The first binding of `action`.
+fn bound_to(b: &[Binding], action: Action) -> &Binding {
+    b.iter()
+        .find(|x| x.action == action)
+        .unwrap_or_else(|| panic!("a key for {action:?}"))
+}
+
 #[test]
 fn keys_map_to_actions_by_context() {
     let b = bindings();
-    let plain = |c| key(KeyCode::Char(c), KeyModifiers::NONE);
+    let plain = |context, c| unmodified(&b, context, KeyCode::Char(c));
+    assert_eq!(plain(KeyContext::Normal, 't'), Some(Action::Term));
     assert_eq!(
-        action_for(&b, KeyContext::Normal, plain('t'), &ANY),
-        Some(Action::Term)
-    );
-    assert_eq!(
-        action_for(
+        pressed(
             &b,
             KeyContext::Normal,
-            key(KeyCode::Char('K'), KeyModifiers::SHIFT),
-            &ANY
+            KeyCode::Char('K'),
+            KeyModifiers::SHIFT
         ),
         Some(Action::Kill)
     );
-    assert_eq!(action_for(&b, KeyContext::Normal, plain('Z'), &ANY), None);
-    assert_eq!(
-        action_for(&b, KeyContext::Prompt, plain('t'), &ANY),
-        Some(Action::Input('t'))
-    );
-    assert_eq!(
-        action_for(&b, KeyContext::Confirm, plain('y'), &ANY),
-        Some(Action::Confirm)
-    );
-    assert_eq!(action_for(&b, KeyContext::Confirm, plain('t'), &ANY), None);
+    assert_eq!(plain(KeyContext::Normal, 'Z'), None);
+    assert_eq!(plain(KeyContext::Prompt, 't'), Some(Action::Input('t')));
+    assert_eq!(plain(KeyContext::Confirm, 'y'), Some(Action::Confirm));
+    assert_eq!(plain(KeyContext::Confirm, 't'), None);
     // Enter is the default answer, not a yes: a SIGKILL question has none.
     assert_eq!(
-        action_for(
-            &b,
-            KeyContext::Confirm,
-            key(KeyCode::Enter, KeyModifiers::NONE),
-            &ANY
-        ),
+        unmodified(&b, KeyContext::Confirm, KeyCode::Enter),
         Some(Action::Submit)
     );
     assert_eq!(
-        action_for(
+        pressed(
             &b,
             KeyContext::Normal,
-            key(KeyCode::Char('c'), KeyModifiers::CONTROL),
-            &ANY
+            KeyCode::Char('c'),
+            KeyModifiers::CONTROL
         ),
         Some(Action::Quit)
     );
@@ -57,7 +64,7 @@ fn keys_map_to_actions_by_context() {
 #[test]
 fn typing_turns_every_key_into_input_but_ctrl_a() {
     let b = bindings();
-    let typed = |code, modifiers| action_for(&b, KeyContext::Input, key(code, modifiers), &ANY);
+    let typed = |code, modifiers| pressed(&b, KeyContext::Input, code, modifiers);
     assert_eq!(
         typed(KeyCode::Char('a'), KeyModifiers::CONTROL),
         Some(Action::StopTyping)
@@ -87,12 +94,7 @@ fn typing_turns_every_key_into_input_but_ctrl_a() {
         Some(Action::Type(b"\x1b".to_vec()))
     );
     assert_eq!(
-        action_for(
-            &b,
-            KeyContext::Normal,
-            key(KeyCode::Char('i'), KeyModifiers::NONE),
-            &ANY
-        ),
+        unmodified(&b, KeyContext::Normal, KeyCode::Char('i')),
         Some(Action::StartTyping)
     );
 }
@@ -100,19 +102,14 @@ fn typing_turns_every_key_into_input_but_ctrl_a() {
 #[test]
 fn output_view_and_copy_keys() {
     let b = bindings();
-    let normal = |code| action_for(&b, KeyContext::Normal, key(code, KeyModifiers::NONE), &ANY);
+    let normal = |code| unmodified(&b, KeyContext::Normal, code);
     assert_eq!(normal(KeyCode::Char('v')), Some(Action::ToggleScreen));
     assert_eq!(normal(KeyCode::Char('V')), Some(Action::SelectLines));
     assert_eq!(normal(KeyCode::Char('y')), Some(Action::Copy));
     assert_eq!(normal(KeyCode::Esc), Some(Action::Cancel));
     // y still answers a question.
     assert_eq!(
-        action_for(
-            &b,
-            KeyContext::Confirm,
-            key(KeyCode::Char('y'), KeyModifiers::NONE),
-            &ANY
-        ),
+        unmodified(&b, KeyContext::Confirm, KeyCode::Char('y')),
         Some(Action::Confirm)
     );
 }
@@ -136,21 +133,13 @@ fn home_and_end_move_the_time_cursor_where_it_applies_and_scroll_elsewhere() {
         action_for(&b, KeyContext::Normal, bracket, &|_| false),
         Some(Action::TimePrevEvent)
     );
-    let top = b
-        .iter()
-        .find(|x| x.action == Action::Top)
-        .expect("a Top key");
+    let top = bound_to(&b, Action::Top);
     // The live TUI: no time cursor, no attention key.
     let live = |a: &Action| no_cursor(a) && *a != Action::GoToAttention;
     assert_eq!(keys_label(&b, top, &live), "Home g");
     // A finished recording: Home moves the cursor.
     let finished = |a: &Action| *a != Action::GoToAttention;
     assert_eq!(keys_label(&b, top, &finished), "g");
-    let down = b
-        .iter()
-        .find(|x| x.action == Action::Down)
-        .expect("a Down key");
-    assert_eq!(keys_label(&b, down, &ANY), "↓ j");
 }
 
 #[test]
@@ -167,25 +156,16 @@ fn in_a_watch_g_goes_to_the_latest_attention_and_home_to_the_top() {
         action_for(&b, KeyContext::Normal, g, &live),
         Some(Action::Top)
     );
-    let top = b
-        .iter()
-        .find(|x| x.action == Action::Top)
-        .expect("a Top key");
+    let top = bound_to(&b, Action::Top);
     assert_eq!(keys_label(&b, top, &watch), "Home");
-    let attention = b
-        .iter()
-        .find(|x| x.action == Action::GoToAttention)
-        .expect("an attention key");
+    let attention = bound_to(&b, Action::GoToAttention);
     assert_eq!(keys_label(&b, attention, &watch), "g");
 }
 
 #[test]
 fn down_is_labelled_with_both_keys() {
     let b = bindings();
-    let down = b
-        .iter()
-        .find(|x| x.action == Action::Down)
-        .expect("a Down key");
+    let down = bound_to(&b, Action::Down);
     assert_eq!(keys_label(&b, down, &ANY), "↓ j");
 }
 

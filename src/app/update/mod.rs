@@ -8,7 +8,7 @@ mod time;
 use crate::model::Mode;
 use std::ops::Range;
 
-use super::action::Action;
+use super::action::{Action, time_cursor_action};
 use super::list::ListRows;
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
@@ -327,16 +327,7 @@ pub fn update(
         }
         Action::Help => view.dialog = Some(Dialog::Help),
         Action::StartTyping => typing::start(model, view),
-        Action::TimePrevEvent
-        | Action::TimeNextEvent
-        | Action::TimePrevNotable
-        | Action::TimeNextNotable
-        | Action::TimeStepBack
-        | Action::TimeStepForward
-        | Action::TimeStepShorter
-        | Action::TimeStepLonger
-        | Action::TimeFirst
-        | Action::TimeOff => time::update(model, view, &action),
+        time_cursor_action!() => time::update(model, view, &action),
         Action::ScrollAt { up, .. } => {
             move_in_focus(model, view, geometry, if up { -3 } else { 3 });
         }

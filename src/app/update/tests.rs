@@ -1,30 +1,18 @@
 use super::*;
 use crate::model::CommandState;
 use crate::model::Mode;
-use crate::protocol::{Event, EventKind};
+use crate::protocol::EventKind;
+use crate::protocol::fixtures::{event, spawned};
 
 pub(super) fn model(recorded: bool, running: bool) -> Model {
     let mut command =
         CommandState::new(CommandConfig::new("job", CommandSpec::Shell("true".into())));
     command.begin_run("/nonexistent".into(), 0);
     for ms in 0..40 {
-        command.apply(&Event {
-            ts_ms: ms,
-            mono_us: 0,
-            kind: EventKind::ParentUnresponsive { silent_ms: ms },
-        });
+        command.apply(&event(ms, EventKind::ParentUnresponsive { silent_ms: ms }));
     }
     if running {
-        command.apply(&Event {
-            ts_ms: 50,
-            mono_us: 0,
-            kind: EventKind::Spawned {
-                pid: 7,
-                pgid: 7,
-                argv: vec![],
-                start_ticks: None,
-            },
-        });
+        command.apply(&event(50, spawned(7)));
     }
     Model {
         session_id: "s".into(),
@@ -36,6 +24,13 @@ pub(super) fn model(recorded: bool, running: bool) -> Model {
         } else {
             Mode::Live
         },
+    }
+}
+
+pub(super) fn focused_on(pane: Pane) -> ViewState {
+    ViewState {
+        focus: pane,
+        ..ViewState::default()
     }
 }
 
@@ -55,10 +50,7 @@ pub(super) fn geometry() -> Geometry {
 #[test]
 fn timeline_scrolls_back_no_further_than_its_first_entry() {
     let model = model(false, true);
-    let mut view = ViewState {
-        focus: Pane::Timeline,
-        ..ViewState::default()
-    };
+    let mut view = focused_on(Pane::Timeline);
     update(&model, &mut view, &geometry(), Action::Top);
     // 41 entries (40 + spawned), 10 rows: at most 31 back.
     assert_eq!(view.timeline_back, 31);
@@ -71,10 +63,7 @@ fn timeline_scrolls_back_no_further_than_its_first_entry() {
 #[test]
 fn scrolling_up_pauses_following_and_the_end_resumes_it() {
     let model = model(false, true);
-    let mut view = ViewState {
-        focus: Pane::Stdout,
-        ..ViewState::default()
-    };
+    let mut view = focused_on(Pane::Stdout);
     update(&model, &mut view, &geometry(), Action::Up);
     assert!(!view.outputs[0].follow);
     assert_eq!(view.outputs[0].top, 89);
@@ -117,9 +106,8 @@ fn a_new_search_starts_afresh_and_paste_fills_the_prompt() {
 fn signalling_a_process_names_its_command() {
     let model = model(false, true);
     let mut view = ViewState {
-        focus: Pane::Tree,
         tree_selected: 1,
-        ..ViewState::default()
+        ..focused_on(Pane::Tree)
     };
     update(&model, &mut view, &geometry(), Action::SignalProcess);
     update(&model, &mut view, &geometry(), Action::Backspace);
@@ -292,10 +280,7 @@ fn what_a_screen_refuses_is_what_its_keys_leave_out() {
 #[test]
 fn long_lines_scroll_sideways_as_far_as_the_widest_on_screen() {
     let model = model(false, true);
-    let mut view = ViewState {
-        focus: Pane::Stdout,
-        ..ViewState::default()
-    };
+    let mut view = focused_on(Pane::Stdout);
     let press = |view: &mut ViewState, action| {
         update(&model, view, &geometry(), action);
         view.outputs[0].left
@@ -346,9 +331,8 @@ fn a_match_off_to_the_right_is_scrolled_into_sight() {
 fn a_wrapped_timeline_scrolls_back_to_its_first_entry() {
     let model = model(false, true);
     let mut view = ViewState {
-        focus: Pane::Timeline,
         wrap: true,
-        ..ViewState::default()
+        ..focused_on(Pane::Timeline)
     };
     update(&model, &mut view, &geometry(), Action::Top);
     // 41 entries: wrapped, rows per entry are the screen's business; the last is entry 0.
@@ -358,10 +342,7 @@ fn a_wrapped_timeline_scrolls_back_to_its_first_entry() {
 #[test]
 fn the_merged_view_starts_at_the_end_and_refuses_what_works_on_one_stream() {
     let model = model(true, false);
-    let mut view = ViewState {
-        focus: Pane::Stdout,
-        ..ViewState::default()
-    };
+    let mut view = focused_on(Pane::Stdout);
     view.outputs[0].follow = false;
     view.outputs[0].top = 3;
     view.outputs[0].search = Some("x".into());

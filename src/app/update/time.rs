@@ -67,27 +67,15 @@ mod tests {
     use crate::config::CommandConfig;
     use crate::model::Mode;
     use crate::model::recording::{CommandRecording, Recording};
-    use crate::protocol::{CommandSpec, Event, EventKind};
+    use crate::protocol::fixtures::{event, spawned};
+    use crate::protocol::{CommandSpec, EventKind};
 
     fn model() -> Model {
-        let event = |ts_ms, kind| Event {
-            ts_ms,
-            mono_us: 0,
-            kind,
-        };
         let recording = Recording::new(vec![CommandRecording {
             config: CommandConfig::new("job", CommandSpec::Shell("true".into())),
             dir: "/nonexistent".into(),
             events: vec![
-                event(
-                    1_000,
-                    EventKind::Spawned {
-                        pid: 7,
-                        pgid: 7,
-                        argv: vec![],
-                        start_ticks: None,
-                    },
-                ),
+                event(1_000, spawned(7)),
                 event(3_500, EventKind::HardKill { after_ms: 1 }),
                 event(4_000, EventKind::ParentUnresponsive { silent_ms: 1 }),
             ],

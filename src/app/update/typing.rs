@@ -81,26 +81,16 @@ mod tests {
     use crate::config::CommandConfig;
     use crate::model::CommandState;
     use crate::model::Mode;
-    use crate::protocol::{CommandSpec, Event, EventKind, ExitStatus, TerminalRequest, WindowSize};
+    use crate::protocol::fixtures::{event, spawned};
+    use crate::protocol::{CommandSpec, EventKind, ExitStatus, TerminalRequest, WindowSize};
 
     fn model(pty: bool, terminal: bool, ended: bool) -> Model {
         let mut config = CommandConfig::new("build", CommandSpec::Shell("make".into()));
         config.pty = pty;
         let mut command = CommandState::new(config);
         command.begin_run("/nonexistent".into(), 0);
-        let mut apply = |kind| {
-            command.apply(&Event {
-                ts_ms: 1,
-                mono_us: 0,
-                kind,
-            })
-        };
-        apply(EventKind::Spawned {
-            pid: 7,
-            pgid: 7,
-            argv: vec![],
-            start_ticks: None,
-        });
+        let mut apply = |kind| command.apply(&event(1, kind));
+        apply(spawned(7));
         if terminal {
             apply(EventKind::Terminal {
                 streams: TerminalRequest {

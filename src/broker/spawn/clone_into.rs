@@ -36,6 +36,28 @@ pub(crate) struct CloneArgs {
     pub(crate) cgroup: u64,
 }
 
+impl CloneArgs {
+    /// `clone3` with these arguments: the child's pid in the parent, 0 in the child, below 0
+    /// when it failed (errno says why).
+    ///
+    /// # Safety
+    ///
+    /// Without `CLONE_VM` and with no stack the child runs on a copy of the caller's memory,
+    /// as after fork: until it execs or exits it must make raw system calls only, and no
+    /// other thread of the caller may hold a lock it needs.
+    pub(crate) unsafe fn clone3(&self) -> libc::c_long {
+        // SAFETY: `self` is a valid clone_args of the size given; the child's side is the
+        // caller's to uphold.
+        unsafe {
+            libc::syscall(
+                libc::SYS_clone3,
+                self as *const CloneArgs,
+                std::mem::size_of::<CloneArgs>(),
+            )
+        }
+    }
+}
+
 /// linux/sched.h; libc's constant is a c_int, which it does not fit.
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
@@ -154,15 +176,9 @@ pub fn spawn(
         cgroup: cgroup_dir.as_raw_fd() as u64,
         ..CloneArgs::default()
     };
-    // SAFETY: `args` is a valid clone_args of the size given. Without CLONE_VM and with no
-    // stack given, the child runs on a copy of our memory from here, as after fork.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone3,
-            &args as *const CloneArgs,
-            std::mem::size_of::<CloneArgs>(),
-        )
-    };
+    // SAFETY: the child runs on a copy of our memory from here, as after fork, and `child`
+    // makes raw system calls only; the broker forks from its only thread.
+    let pid = unsafe { args.clone3() };
     if pid == 0 {
         // SAFETY: in the child; `child` makes raw system calls only and never returns.
         unsafe { child(&prepared, &argv, &envp, start, report_write.as_raw_fd()) }

@@ -1,41 +1,6 @@
 use super::*;
-use crate::protocol::{
-    CommandSpec, ExitStatus, Origin, ProcessEntry, ProcessSignal, Scope, Stream,
-};
-
-fn ev(ts_ms: u64, kind: EventKind) -> Event {
-    Event {
-        ts_ms,
-        mono_us: 0,
-        kind,
-    }
-}
-
-fn output(ts_ms: u64, stream: Stream, offset: u64, len: u64) -> Event {
-    ev(
-        ts_ms,
-        EventKind::Output {
-            stream,
-            offset,
-            len,
-        },
-    )
-}
-
-fn tree(ts_ms: u64, pids: &[i32]) -> Event {
-    let processes = pids
-        .iter()
-        .map(|&pid| ProcessEntry {
-            pid,
-            ppid: 1,
-            pgid: 10,
-            argv: vec![format!("p{pid}")],
-            start_ms: 0,
-            escaped: false,
-        })
-        .collect();
-    ev(ts_ms, EventKind::Tree { processes })
-}
+use crate::protocol::fixtures::{event, output, signal_sent, spawned, tree};
+use crate::protocol::{CommandSpec, ExitStatus, Origin, ProcessSignal, Scope, Stream};
 
 fn command(name: &str, events: Vec<Event>) -> CommandRecording {
     CommandRecording {
@@ -56,7 +21,7 @@ fn recording() -> Recording {
         command(
             "job",
             vec![
-                ev(
+                event(
                     1_000,
                     EventKind::BrokerStarted {
                         v: 2,
@@ -64,48 +29,28 @@ fn recording() -> Recording {
                         control_socket: None,
                     },
                 ),
-                ev(
-                    1_001,
-                    EventKind::Spawned {
-                        pid: 10,
-                        pgid: 10,
-                        argv: vec![],
-                        start_ticks: None,
-                    },
-                ),
+                event(1_001, spawned(10)),
                 tree(1_002, &[10]),
                 output(1_100, Stream::Stdout, 0, 6),
                 output(1_200, Stream::Stderr, 0, 4),
                 tree(1_300, &[10, 11]),
                 output(1_400, Stream::Stdout, 6, 10),
-                ev(
+                event(
                     2_000,
-                    EventKind::SignalSent {
-                        signal: ProcessSignal::TERM,
-                        scope: Scope::Group,
-                        origin: Origin::Operator,
-                        targets: vec![10],
-                        client: None,
-                    },
+                    signal_sent(ProcessSignal::TERM, Scope::Group, Origin::Operator, 10),
                 ),
-                ev(
+                event(
                     2_000,
-                    EventKind::SignalSent {
-                        signal: ProcessSignal::CONT,
-                        scope: Scope::Group,
-                        origin: Origin::Operator,
-                        targets: vec![10],
-                        client: None,
-                    },
+                    signal_sent(ProcessSignal::CONT, Scope::Group, Origin::Operator, 10),
                 ),
-                ev(
+                event(
                     2_050,
                     EventKind::Exit {
                         pid: 10,
                         status: killed,
                     },
                 ),
-                ev(
+                event(
                     2_060,
                     EventKind::Close {
                         stdout_bytes: 16,
@@ -114,18 +59,7 @@ fn recording() -> Recording {
                 ),
             ],
         ),
-        command(
-            "late",
-            vec![ev(
-                1_500,
-                EventKind::Spawned {
-                    pid: 20,
-                    pgid: 20,
-                    argv: vec![],
-                    start_ticks: None,
-                },
-            )],
-        ),
+        command("late", vec![event(1_500, spawned(20))]),
     ])
 }
 
