@@ -1,5 +1,5 @@
 //! Where the broker's outputs go: the journal's files, the parent's queue, the control
-//! clients, the tree's recorder. [`Outlets::apply`] carries out each [`Output`] the state
+//! clients, the tree's recorder, the notify command. [`Outlets::apply`] carries out each [`Output`] the state
 //! machine asks for, in order, and hands any failure back to it as an [`Input`] at once.
 
 use tokio::time::Instant;
@@ -8,6 +8,7 @@ use super::control::ControlServer;
 use super::parent::ParentLink;
 use super::state::{Broker, Input, Output};
 use super::tree::TreeRecorder;
+use crate::attention::notify::Notifier;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
 
@@ -29,6 +30,10 @@ pub(super) struct Outlets {
     /// Lines for subscribers since the last broadcast; kept only while there are any.
     pub(super) for_subscribers: Vec<u8>,
     pub(super) subscribed: bool,
+    /// The `[notify] command`'s runs, started, looked at and killed as the broker says.
+    pub(super) notify: Option<Notifier>,
+    /// The broker asked for the notify command's runs to be let end ([`Outlets::wind_down_notify`]).
+    pub(super) wind_down: bool,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
     pub(super) exit: Option<i32>,
@@ -116,6 +121,27 @@ impl Outlets {
                     let cost = self.tree.cost();
                     broker.handle(Input::TreeClosed { record, cost }, Instant::now());
                 }
+                Output::Notify { payload } => {
+                    let started = match self.notify.as_mut() {
+                        Some(notifier) => notifier.start(&payload),
+                        None => Err("no notify command can be run".into()),
+                    };
+                    let input = match started {
+                        Ok(pid) => Input::NotifyStarted { pid },
+                        Err(message) => Input::NotifyUnstarted { message },
+                    };
+                    broker.handle(input, Instant::now());
+                }
+                Output::CheckNotify { overdue } => {
+                    let ended = self
+                        .notify
+                        .as_mut()
+                        .map_or_else(Vec::new, |n| n.check(&overdue));
+                    for (pid, failure) in ended {
+                        broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
+                    }
+                }
+                Output::WindDownNotify => self.wind_down = true,
                 Output::LetFrontEndGo => self.let_go = true,
                 Output::WriteResult(result) => {
                     let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
@@ -124,6 +150,26 @@ impl Outlets {
                 Output::Exit(code) => self.exit = Some(code),
             }
         }
+    }
+
+    /// The broker is done and asked ([`Output::WindDownNotify`]): the notify command's runs
+    /// get their moment to end (bounded by `notify::END_WAIT`), here, outside the machine;
+    /// how each ended, then that all did, goes back to it.
+    pub(super) async fn wind_down_notify(&mut self, broker: &mut Broker) {
+        if !std::mem::take(&mut self.wind_down) {
+            return;
+        }
+        let ended = match self.notify.as_mut() {
+            Some(notifier) => {
+                let until = Instant::now() + crate::attention::notify::END_WAIT;
+                notifier.wind_down(until).await
+            }
+            None => Vec::new(),
+        };
+        for (pid, failure) in ended {
+            self.feed(broker, Input::NotifyEnded { pid, failure });
+        }
+        self.feed(broker, Input::NotifyWoundDown);
     }
 
     /// Sends subscribers what was gathered for them.

@@ -24,6 +24,7 @@ use super::spawn::{CgroupEntry, spawn};
 use super::state::{Broker, Input, LiveKernel};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
+use crate::attention::notify::Notifier;
 use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
 use crate::fdio::AsyncPipe;
@@ -277,6 +278,13 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         for_subscribers: Vec::new(),
         subscribed: false,
         let_go: false,
+        notify: request
+            .attention
+            .notify
+            .as_deref()
+            .filter(|_| request.attention.enabled)
+            .and_then(Notifier::new),
+        wind_down: false,
         exit: None,
     };
     out.feed(
@@ -501,6 +509,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let _ = mirror.flush().await;
     }
     out.feed(&mut broker, Input::Finish);
+    out.wind_down_notify(&mut broker).await;
     let code = out.exit.unwrap_or(1);
     let attached = broker.parent_attached();
     if !attached {

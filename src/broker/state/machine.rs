@@ -112,6 +112,16 @@ pub enum Input<'a> {
     /// The loop is over ([`Broker::is_done`]): the end is journaled and `result.json` asked
     /// for.
     Finish,
+    /// A run of the notify command started ([`Output::Notify`]), as keeper `pid`.
+    NotifyStarted { pid: i32 },
+    /// A run of the notify command could not start ([`Output::Notify`]); `message` says why.
+    NotifyUnstarted { message: String },
+    /// A run of the notify command ended ([`Output::CheckNotify`],
+    /// [`Output::WindDownNotify`]): `failure` says how it failed (exited non-zero, timed out
+    /// or was killed), `None` when it did its job.
+    NotifyEnded { pid: i32, failure: Option<String> },
+    /// The notify command's runs are all over ([`Output::WindDownNotify`]): the end goes on.
+    NotifyWoundDown,
     /// `result.json` was written, or could not be.
     ResultWritten(io::Result<()>),
 }
@@ -147,6 +157,15 @@ pub enum Output {
     /// Custody began: the front end gets what it was sent, its copy of the output ends, and
     /// it is let go ([`Input::FrontEndLetGo`] when done).
     LetFrontEndGo,
+    /// Run the notify command with `payload` on its stdin ([`Input::NotifyStarted`] or
+    /// [`Input::NotifyUnstarted`] at once).
+    Notify { payload: Vec<u8> },
+    /// Look at the notify command's runs, killing `overdue` first ([`Input::NotifyEnded`]
+    /// for each that ended).
+    CheckNotify { overdue: Vec<i32> },
+    /// The broker is done: the notify command's runs get up to `notify::END_WAIT` to end,
+    /// then are killed ([`Input::NotifyEnded`] for each, then [`Input::NotifyWoundDown`]).
+    WindDownNotify,
     /// Write `result.json` ([`Input::ResultWritten`] when done).
     WriteResult(Box<CommandResult>),
     /// The broker is done: the process exits with this code once the last lines are taken.
@@ -211,6 +230,14 @@ impl Broker {
             Input::TreeSampled(sample) => self.tree_sampled(sample),
             Input::TreeClosed { record, cost } => self.tree_closed(record, cost),
             Input::Finish => self.finish(),
+            Input::NotifyStarted { pid } => self.notify_started(pid),
+            Input::NotifyUnstarted { message } => self.notify_unstarted(message),
+            Input::NotifyEnded { pid, failure } => self.notify_ended(pid, failure),
+            Input::NotifyWoundDown => {
+                if self.notify_wound_down() {
+                    self.finish_closing();
+                }
+            }
             Input::ResultWritten(written) => self.result_written(written),
         }
     }

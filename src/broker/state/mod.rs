@@ -543,7 +543,16 @@ impl Broker {
     /// ([`Input::ResultWritten`]).
     pub(super) fn finish(&mut self) {
         self.reap();
-        self.attention_finish();
+        if self.attention_finish() {
+            // The rest once the notify command's runs are over ([`Input::NotifyWoundDown`]).
+            return;
+        }
+        self.finish_closing();
+    }
+
+    /// The end, once nothing of the notify command runs: what is pending is journaled and
+    /// the tree's record closed.
+    pub(super) fn finish_closing(&mut self) {
         self.flush_output();
         self.flush_input();
         self.close_custody_record();

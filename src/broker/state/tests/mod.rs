@@ -35,6 +35,8 @@ const CMD: i32 = 100;
 const BROKER: i32 = 10;
 /// The front end that launched the broker.
 const PARENT: i32 = 7;
+/// The fake notify keepers' pids are this plus the run's number.
+const NOTIFY_KEEPER: i32 = 9000;
 
 /// What a process of the fake tree does with TERM.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -252,6 +254,14 @@ struct Rig {
     replies: Vec<(u64, Event)>,
     subscribed: Vec<u64>,
     let_go: usize,
+    /// The notify command as the fake runs it: the payloads it was given, the runs going
+    /// (fake keeper pids), each [`Output::CheckNotify`]'s overdue runs, and whether a run
+    /// cannot start.
+    notified: Vec<Vec<u8>>,
+    notify_running: Vec<i32>,
+    notify_checks: Vec<Vec<i32>>,
+    notify_unstartable: bool,
+    wind_downs: usize,
     result: Option<CommandResult>,
     exit: Option<i32>,
 }
@@ -277,6 +287,11 @@ impl Rig {
             replies: Vec::new(),
             subscribed: Vec::new(),
             let_go: 0,
+            notified: Vec::new(),
+            notify_running: Vec::new(),
+            notify_checks: Vec::new(),
+            notify_unstartable: false,
+            wind_downs: 0,
             result: None,
             exit: None,
         }
@@ -355,6 +370,40 @@ impl Rig {
                     self.broker
                         .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.now);
                 }
+                Output::Notify { payload } => {
+                    self.notified.push(payload);
+                    let input = if self.notify_unstartable {
+                        Input::NotifyUnstarted {
+                            message: "cannot run `notify`: no such file".into(),
+                        }
+                    } else {
+                        let pid = NOTIFY_KEEPER + self.notified.len() as i32;
+                        self.notify_running.push(pid);
+                        Input::NotifyStarted { pid }
+                    };
+                    self.broker.handle(input, self.now);
+                }
+                // An overdue run is killed: a failure. Runs that end by themselves are fed by
+                // the test ([`Rig::notify_run_ends`]).
+                Output::CheckNotify { overdue } => {
+                    self.notify_checks.push(overdue.clone());
+                    for pid in overdue {
+                        self.notify_running.retain(|p| *p != pid);
+                        let failure = Some("`notify` was killed before it finished".into());
+                        self.broker
+                            .handle(Input::NotifyEnded { pid, failure }, self.now);
+                    }
+                }
+                // The runs still going are killed at the end of the wind-down.
+                Output::WindDownNotify => {
+                    self.wind_downs += 1;
+                    for pid in std::mem::take(&mut self.notify_running) {
+                        let failure = Some("`notify` was killed before it finished".into());
+                        self.broker
+                            .handle(Input::NotifyEnded { pid, failure }, self.now);
+                    }
+                    self.broker.handle(Input::NotifyWoundDown, self.now);
+                }
                 Output::WriteResult(result) => {
                     self.result = Some(*result);
                     self.broker.handle(Input::ResultWritten(Ok(())), self.now);
@@ -378,6 +427,13 @@ impl Rig {
         ] {
             self.feed(Input::Closed { stream });
         }
+    }
+
+    /// Run `pid` of the notify command ends, as `failure` says.
+    fn notify_run_ends(&mut self, pid: i32, failure: Option<&str>) {
+        self.notify_running.retain(|p| *p != pid);
+        let failure = failure.map(str::to_string);
+        self.feed(Input::NotifyEnded { pid, failure });
     }
 
     /// Moves the clock on by `by` and ticks.
