@@ -46,6 +46,16 @@ impl Outlets {
         self.apply(broker, &[]);
     }
 
+    /// Reaps every child that ended and tells the broker, with whether any is left.
+    pub(super) fn reap(&mut self, broker: &mut Broker) {
+        let (children, children_left) = super::reap::reap_ended();
+        let reaped = Input::Reaped {
+            children,
+            children_left,
+        };
+        self.feed(broker, reaped);
+    }
+
     /// Carries out every output the broker has, in order; `chunk` is the chunk of output
     /// last read, which [`Output::Store`] names. A failure goes back to the broker at once.
     pub(super) fn apply(&mut self, broker: &mut Broker, chunk: &[u8]) {

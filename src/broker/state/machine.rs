@@ -4,15 +4,15 @@
 //! The interpreter (`run.rs`) owns every descriptor: the parent's pipe, the command's pipes,
 //! the journal's files, the control socket. It hands each happening to [`Broker::handle`],
 //! then drains [`Broker::poll_output`] until it is empty, carrying out each output in order
-//! (an output's failure comes back as an input, at once); after every wake-up it hands
-//! [`Input::Tick`], which does whatever is due at `now`.
+//! (an output's failure comes back as an input, at once); after every wake-up it reaps
+//! ([`Input::Reaped`]) and hands [`Input::Tick`], which does whatever is due at `now`.
 
 use std::io;
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::Broker;
+use super::{Broker, Reaped};
 use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
@@ -43,8 +43,14 @@ pub enum Input<'a> {
     },
     /// The command could not be started (`code`, `message`).
     SpawnFailed { code: String, message: String },
-    /// SIGCHLD: a child of the broker (the command, or a process re-parented to it) ended.
-    ChildEnded,
+    /// The interpreter reaped `children`, in the kernel's order (on SIGCHLD, before every
+    /// [`Input::Tick`] and before [`Input::Finish`]): the command, or processes re-parented
+    /// to the broker. `children_left`: whether any child is left, alive or unreaped, read
+    /// right after.
+    Reaped {
+        children: Vec<Reaped>,
+        children_left: bool,
+    },
     /// A chunk read from the command's stdout or stderr. The [`Output::Store`] it asks for
     /// is carried out from this very chunk, before the next read.
     Read { stream: Stream, bytes: &'a [u8] },
@@ -191,7 +197,10 @@ impl Broker {
                 self.spawned(pid, start_ticks, argv);
             }
             Input::SpawnFailed { code, message } => self.spawn_failed(code, message),
-            Input::ChildEnded => self.reap(),
+            Input::Reaped {
+                children,
+                children_left,
+            } => self.reaped(children, children_left),
             Input::Read { stream, bytes } => self.output(stream, bytes),
             Input::Closed { stream } => self.open[stream as usize] = false,
             Input::ReadFailed { stream, error } => {

@@ -128,9 +128,8 @@ impl Broker {
         if now >= stop.next_wake() {
             if !stop.kill_due(now) {
                 // Nothing to sweep if every process it signalled ended and nothing is left: a
-                // child reaped now saves a walk (the stop is done when the broker has no
-                // child).
-                self.reap();
+                // child reaped just before this tick saves a walk (the stop is done when the
+                // broker has no child).
                 self.check_stop_done();
                 if self.stop_done {
                     return;
@@ -214,10 +213,6 @@ impl Broker {
     }
 
     pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool, mirror_behind: bool) {
-        if self.phase != Phase::Running {
-            // A child that ended but whose SIGCHLD is not handled yet must not count as left.
-            self.reap();
-        }
         self.check_custody_emptied();
         if let Phase::Draining { since } = self.phase {
             let idle_over = !mirror_behind && now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);

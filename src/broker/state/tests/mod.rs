@@ -155,24 +155,6 @@ impl Kernel for FakeKernel {
         self.0.borrow().wall_ms
     }
 
-    fn reap_one(&mut self) -> Result<Option<Reaped>, i32> {
-        let mut world = self.0.borrow_mut();
-        match world.ended.pop_front() {
-            Some((pid, status)) => Ok(Some(Reaped {
-                pid,
-                status,
-                place: None,
-            })),
-            None if world.alive.is_empty() => Err(libc::ECHILD),
-            None => Ok(None),
-        }
-    }
-
-    fn has_children(&self) -> bool {
-        let world = self.0.borrow();
-        !world.alive.is_empty() || !world.ended.is_empty()
-    }
-
     fn live(&mut self, _walk: &Walk) -> Vec<ProcStat> {
         self.0.borrow().alive.iter().map(|(p, _)| *p).collect()
     }
@@ -319,7 +301,33 @@ impl Rig {
         self.drain();
     }
 
-    /// Carries out the broker's outputs, as `run.rs` does.
+    /// What the interpreter reaps: every ended child of the fake, in order, and whether one
+    /// is left.
+    fn reaped(&self) -> Input<'static> {
+        let mut world = self.world.borrow_mut();
+        let children = world
+            .ended
+            .drain(..)
+            .map(|(pid, status)| Reaped {
+                pid,
+                status,
+                place: None,
+            })
+            .collect();
+        Input::Reaped {
+            children,
+            children_left: !world.alive.is_empty(),
+        }
+    }
+
+    /// Reaps, as `run.rs` does on SIGCHLD, before every tick and before the end.
+    fn reap(&mut self) {
+        let reaped = self.reaped();
+        self.feed(reaped);
+    }
+
+    /// Carries out the broker's outputs, as `run.rs` does. A child that a signal ended is
+    /// reaped at the next [`Rig::reap`] (its SIGCHLD) or [`Rig::tick`].
     fn drain(&mut self) {
         while let Some(output) = self.broker.poll_output() {
             match output {
@@ -414,6 +422,7 @@ impl Rig {
     }
 
     fn tick(&mut self) {
+        self.reap();
         self.feed(Input::Tick {
             mirror_behind: false,
         });
@@ -467,7 +476,7 @@ impl Rig {
     /// The command ends with `status`, and its SIGCHLD is handled.
     fn command_ends(&mut self, status: ExitStatus) {
         self.world.borrow_mut().end(CMD, status);
-        self.feed(Input::ChildEnded);
+        self.reap();
     }
 
     /// Its pipes close, it is seen through to the end: `result.json` and the exit code.
@@ -475,6 +484,7 @@ impl Rig {
         self.close_pipes();
         self.run_until(Duration::from_secs(3600));
         assert!(self.broker.is_done(), "done: {:?}", self.kinds());
+        self.reap();
         self.feed(Input::Finish);
         self.exit.expect("an exit code")
     }

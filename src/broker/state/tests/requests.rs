@@ -217,7 +217,7 @@ fn a_parent_stop_mid_stop_changes_nothing_and_pings_still_answer() {
     assert_eq!(rig.count("stop_started"), 1);
     assert_eq!(rig.to_parent().last(), Some(&"pong"));
     rig.run_until(ms(1000));
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.finish();
     assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
 }
