@@ -1,12 +1,14 @@
 //! Where the broker's outputs go: the journal's files, the parent's queue, the control
-//! clients, the tree's recorder, the notify command. [`Outlets::apply`] carries out each [`Output`] the state
-//! machine asks for, in order, and hands any failure back to it as an [`Input`] at once.
+//! clients, the tree's recorder, the stop sequence's signals, the notify command.
+//! [`Outlets::apply`] carries out each [`Output`] the state machine asks for, in order, and
+//! hands any answer or failure back to it as an [`Input`] at once; [`Outlets::reap`] reaps
+//! and says what it reaped.
 
 use tokio::time::Instant;
 
 use super::control::ControlServer;
 use super::parent::ParentLink;
-use super::state::{Broker, Input, Output};
+use super::state::{Broker, Input, LiveKernel, Output};
 use super::tree::TreeRecorder;
 use crate::attention::notify::Notifier;
 use crate::journal::JournalDir;
@@ -32,7 +34,8 @@ pub(super) struct Outlets {
     pub(super) subscribed: bool,
     /// The `[notify] command`'s runs, started, looked at and killed as the broker says.
     pub(super) notify: Option<Notifier>,
-    /// The broker asked for the notify command's runs to be let end ([`Outlets::wind_down_notify`]).
+    /// The broker asked for the notify command's runs to be let end
+    /// ([`Outlets::wind_down_notify`]).
     pub(super) wind_down: bool,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
@@ -125,6 +128,10 @@ impl Outlets {
                 } => {
                     let sample = self.tree.look(&walk, group, may_skip);
                     broker.handle(Input::TreeSampled(sample), Instant::now());
+                }
+                Output::Signal { plan, walk, group } => {
+                    let delivered = plan.deliver(&mut LiveKernel, &walk, group);
+                    broker.handle(Input::Signalled(delivered), Instant::now());
                 }
                 Output::CloseTree => {
                     let record = self.tree.close();

@@ -1,13 +1,19 @@
-//! What the broker's decisions ask of the kernel while they are made: reaping its children,
-//! whether any is left, the processes of its tree, signals to them and the wall clock. (The
-//! tree's record is not among them: a walk for it is an output, its result an input.) One
-//! trait, so the state machine runs on the kernel in the broker ([`LiveKernel`]) and on a
-//! fake table of processes in its tests, as the stop sequence does with [`TreeSignaller`].
+//! What the broker's decisions still ask of the kernel while they are made: the wall clock,
+//! its own pid and uid, a front end's program name, the live processes of a walk (to answer
+//! whom a request may signal, or what is left to keep), the children's CPU and memory at the
+//! end, and the operator's signals. One trait, so the state machine runs on the kernel in
+//! the broker ([`LiveKernel`]) and on a fake table of processes in its tests.
 //!
-//! These answers are needed in the middle of a decision (a stop is done when no child is
-//! left, a signal's targets are journaled with it), so they are calls rather than outputs;
-//! everything the broker only has done (journal, replies, files) goes out as an
-//! [`super::Output`].
+//! Everything else the kernel does for the broker is an output, its answer an input: the
+//! interpreter reaps (`Input::Reaped`, with whether a child is left), the stop sequence's
+//! signals are plans it delivers (`Output::Signal`, `Input::Signalled`), the notify command
+//! runs there (`Output::Notify`…), the tree's record is walked there (`Output::SampleTree`).
+//!
+//! The operator's signals (a control client's or the parent's `signal`, through
+//! [`TreeSignaller`] for the group, `signal_process` for one pid) are still calls, on
+//! purpose: the request's answer carries the pids they reached, and is queued in the same
+//! turn, so the delivery is needed in the middle of the decision. Made an output, the answer
+//! would have to wait for its input; that change is left for when replies can.
 
 use nix::sys::signal::Signal;
 

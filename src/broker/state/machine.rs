@@ -16,6 +16,7 @@ use super::{Broker, Reaped};
 use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
+use crate::broker::stop::{Delivered, SignalPlan};
 use crate::broker::terminal::InputTaken;
 use crate::broker::tree::TreeSample;
 use crate::broker::tree::cost::SampledCost;
@@ -111,6 +112,8 @@ pub enum Input<'a> {
         record: Option<EventKind>,
         cost: &'a SampledCost,
     },
+    /// A plan of the stop sequence was delivered ([`Output::Signal`]): what it reached.
+    Signalled(Delivered),
     /// The interpreter handled what woke it, or the time of [`Broker::poll_timeout`] came:
     /// whatever is due is done. `mirror_behind`: output waits for the front end's copy (a
     /// stream is not read meanwhile, so its quiet is not idleness).
@@ -158,6 +161,13 @@ pub enum Output {
         group: i32,
         may_skip: bool,
     },
+    /// Deliver a signal of the stop sequence over `walk` (and to the process group `group`)
+    /// at once ([`Input::Signalled`] answers; what it journals takes this output's place).
+    Signal {
+        plan: SignalPlan,
+        walk: Walk,
+        group: Option<i32>,
+    },
     /// Close the tree's record ([`Input::TreeClosed`] when done).
     CloseTree,
     /// Custody began: the front end gets what it was sent, its copy of the output ends, and
@@ -183,6 +193,10 @@ impl Broker {
     pub fn handle(&mut self, input: Input<'_>, now: Instant) {
         // The clock only goes forward, whatever the interpreter read.
         self.now = self.now.max(now);
+        // What a signal's delivery journals goes where the signal was asked for: before
+        // whatever the interpreter has not carried out yet (a reply, the next events).
+        let in_place = matches!(input, Input::Signalled(_));
+        let queued = self.outputs.len();
         match input {
             Input::Happened(kind) => self.emit(kind),
             Input::Contained(cgroup) => self.contain(cgroup),
@@ -238,6 +252,7 @@ impl Broker {
             }
             Input::TreeSampled(sample) => self.tree_sampled(sample),
             Input::TreeClosed { record, cost } => self.tree_closed(record, cost),
+            Input::Signalled(delivered) => self.signalled(delivered),
             Input::Finish => self.finish(),
             Input::NotifyStarted { pid } => self.notify_started(pid),
             Input::NotifyUnstarted { message } => self.notify_unstarted(message),
@@ -248,6 +263,12 @@ impl Broker {
                 }
             }
             Input::ResultWritten(written) => self.result_written(written),
+        }
+        if in_place {
+            let answered = self.outputs.split_off(queued);
+            for output in answered.into_iter().rev() {
+                self.outputs.push_front(output);
+            }
         }
     }
 

@@ -138,19 +138,9 @@ impl Broker {
             let Some(stop) = self.stop.as_mut() else {
                 return;
             };
-            let (origin, started) = (stop.origin, stop.started);
-            let (delivery, escalated) = stop.step_with(&mut *self.kernel, &walk, group, now);
-            match delivery {
-                // A KILL that found nothing left is no hard kill.
-                Some(kill) if escalated && !kill.targets.is_empty() => {
-                    let after_ms = now.saturating_duration_since(started).as_millis() as u64;
-                    self.result.hard_killed = true;
-                    self.emit(EventKind::HardKill { after_ms });
-                    self.report(kill, origin);
-                }
-                Some(newcomers) if !escalated => self.report(newcomers, origin),
-                _ => {}
-            }
+            // Journaled as delivered ([`Input::Signalled`]), in this place in the journal.
+            let plan = stop.step(now);
+            self.outputs.push_back(Output::Signal { plan, walk, group });
         }
         self.check_stop_done();
     }

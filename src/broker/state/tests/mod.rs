@@ -244,6 +244,8 @@ struct Rig {
     notify_checks: Vec<Vec<i32>>,
     notify_unstartable: bool,
     wind_downs: usize,
+    /// Each [`Output::Signal`]'s plan: its signal and whether CONT follows.
+    plans: Vec<(Signal, bool)>,
     result: Option<CommandResult>,
     exit: Option<i32>,
 }
@@ -274,6 +276,7 @@ impl Rig {
             notify_checks: Vec::new(),
             notify_unstartable: false,
             wind_downs: 0,
+            plans: Vec::new(),
             result: None,
             exit: None,
         }
@@ -364,6 +367,13 @@ impl Rig {
                         }
                     };
                     self.broker.handle(Input::TreeSampled(sample), self.now);
+                }
+                // Delivered by the fake kernel, at once, as `outlets.rs` does.
+                Output::Signal { plan, walk, group } => {
+                    self.plans.push((plan.signal, plan.also_cont));
+                    let mut kernel = FakeKernel(self.world.clone());
+                    let delivered = plan.deliver(&mut kernel, &walk, group);
+                    self.broker.handle(Input::Signalled(delivered), self.now);
                 }
                 Output::CloseTree => {
                     let cost = SampledCost::default();

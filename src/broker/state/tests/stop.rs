@@ -299,3 +299,58 @@ fn input_typed_before_a_stop_is_journaled_before_it() {
     rig.feed(stop_request());
     assert_eq!(&rig.kinds()[1..3], ["input", "stop_started"]);
 }
+
+#[test]
+fn each_step_is_a_plan_and_its_delivery_is_journaled_with_its_targets() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
+    rig.feed(stop_request());
+    assert_eq!(
+        rig.plans,
+        [(Signal::SIGTERM, true)],
+        "the first plan: TERM and CONT"
+    );
+    assert_eq!(
+        rig.signals(),
+        [
+            ("TERM".into(), vec![CMD, 101]),
+            ("CONT".into(), vec![CMD, 101])
+        ]
+    );
+    // Sweeps during grace are plans too; what reached nobody new is not journaled.
+    rig.run_until(ms(999));
+    assert!(rig.plans.len() > 1);
+    assert!(rig.plans[1..].iter().all(|p| *p == (Signal::SIGTERM, true)));
+    assert_eq!(rig.count("signal_sent"), 2);
+    // Grace over: the KILL plan, its delivery journaled after `hard_kill`.
+    rig.run_until(ms(1000));
+    assert_eq!(rig.plans.last(), Some(&(Signal::SIGKILL, false)));
+    let kinds = rig.kinds();
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["hard_kill", "signal_sent"],
+        "{kinds:?}"
+    );
+    assert_eq!(
+        rig.signals().last().unwrap(),
+        &("KILL".into(), vec![CMD, 101])
+    );
+    assert!(rig.result.is_none());
+    rig.reap();
+    rig.finish();
+    assert!(rig.result().hard_killed);
+}
+
+#[test]
+fn a_delivery_with_no_stop_running_is_ignored() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    let (_, plan) = crate::broker::stop::StopSequence::begin(Origin::Operator, ms(10), rig.now);
+    let delivered = plan.deliver(
+        &mut FakeKernel(rig.world.clone()),
+        &crate::broker::signaller::Walk::below(BROKER),
+        Some(CMD),
+    );
+    let before = rig.kinds().len();
+    rig.feed(Input::Signalled(delivered));
+    assert_eq!(rig.kinds().len(), before, "nothing journaled");
+}
