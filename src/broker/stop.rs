@@ -107,6 +107,8 @@ pub struct SignalPlan {
     /// Processes reached before, not signalled again.
     already: HashSet<ProcessKey>,
     step: Step,
+    /// When it was decided: the time its delivery is journaled at (`hard_kill`'s `after_ms`).
+    at: Instant,
 }
 
 /// What delivering a [`SignalPlan`] did: the pids it reached, and the processes reached in
@@ -116,6 +118,7 @@ pub struct Delivered {
     pub targets: Vec<i32>,
     reached: HashSet<ProcessKey>,
     step: Step,
+    at: Instant,
 }
 
 impl SignalPlan {
@@ -137,6 +140,7 @@ impl SignalPlan {
             also_cont,
             mut already,
             step,
+            at,
         } = self;
         let targets = if signal == Signal::SIGKILL {
             kill(signaller, walk, group, &mut already)
@@ -147,6 +151,7 @@ impl SignalPlan {
             targets,
             reached: already,
             step,
+            at,
         }
     }
 }
@@ -155,6 +160,11 @@ impl Delivered {
     /// Whether this delivered the stop's first signal.
     pub fn is_first(&self) -> bool {
         self.step == Step::First
+    }
+
+    /// When its plan was decided.
+    pub fn at(&self) -> Instant {
+        self.at
     }
 }
 
@@ -176,6 +186,7 @@ impl StopSequence {
             also_cont: true,
             already: HashSet::new(),
             step: Step::First,
+            at: now,
         };
         (sequence, plan)
     }
@@ -250,6 +261,7 @@ impl StopSequence {
                 also_cont: true,
                 already: std::mem::take(&mut self.reached),
                 step: Step::Sweep,
+                at: now,
             };
         }
         SignalPlan {
@@ -257,6 +269,7 @@ impl StopSequence {
             also_cont: false,
             already: HashSet::new(),
             step: Step::KillSweep,
+            at: now,
         }
     }
 
@@ -271,6 +284,7 @@ impl StopSequence {
             also_cont: false,
             already: HashSet::new(),
             step: Step::Escalation,
+            at: now,
         }
     }
 
@@ -282,6 +296,7 @@ impl StopSequence {
             targets,
             reached,
             step,
+            ..
         } = delivered;
         match step {
             Step::First | Step::Sweep | Step::Escalation => {

@@ -232,7 +232,8 @@ impl Broker {
         let Some(stop) = self.stop.as_mut() else {
             return;
         };
-        let (origin, started, first) = (stop.origin, stop.started, delivered.is_first());
+        let (origin, started) = (stop.origin, stop.started);
+        let (first, at) = (delivered.is_first(), delivered.at());
         let (delivery, escalated) = stop.delivered(delivered);
         match delivery {
             Some(term) if first => {
@@ -245,7 +246,8 @@ impl Broker {
             }
             // A KILL that found nothing left is no hard kill.
             Some(kill) if escalated && !kill.targets.is_empty() => {
-                let after_ms = self.now.saturating_duration_since(started).as_millis() as u64;
+                // As of the step that decided it, as when the step delivered it itself.
+                let after_ms = at.saturating_duration_since(started).as_millis() as u64;
                 self.result.hard_killed = true;
                 self.emit(EventKind::HardKill { after_ms });
                 self.report(kill, origin);
