@@ -18,6 +18,11 @@
 //!   The command is never orphaned to the broker: the keeper outlives it, and dies with it.
 //! - Never blocking the loop: starting it waits only for its exec; its end is looked at when
 //!   the broker wakes anyway, and at its deadline, the one wake-up it adds.
+//! - Decided in the state machine, done by the interpreter: [`NotifyPolicy`] (the broker's
+//!   state) says when a run may start and when one is overdue; [`Notifier`] (the
+//!   interpreter's) starts, looks at and kills runs when told, and its answers go back to the
+//!   machine as inputs. The end's wind-down ([`Notifier::wind_down`]) is the interpreter's
+//!   too, so the machine never waits.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -43,28 +48,114 @@ struct Running {
     /// The keeper's.
     pid: i32,
     pidfd: OwnedFd,
-    /// A backstop past the keeper's own timeout.
-    deadline: Instant,
     stderr: OwnedFd,
     /// The keeper writes the notify command's wait status here, or [`TIMED_OUT`].
     verdict: OwnedFd,
 }
 
-/// The notify command of one command's broker.
+/// Whether `argv` can be run at all: not empty, and no NUL (which no exec takes).
+pub fn runnable(argv: &[String]) -> bool {
+    !argv.is_empty() && argv.iter().all(|a| !a.contains('\0'))
+}
+
+/// What the broker's state machine decides about the notify command: whether a run may
+/// start now (at most [`PER_MINUTE`], never again once it failed), which runs are going and
+/// when each is overdue, and the one failure it journals. It starts, looks at and kills
+/// nothing: the interpreter's [`Notifier`] does, told by outputs, and says how each run
+/// ended as an input.
+#[derive(Debug, Default)]
+pub struct NotifyPolicy {
+    /// The keepers' pids of runs still going, and when each is killed at the latest.
+    running: Vec<(i32, Instant)>,
+    /// When the runs of the last minute started.
+    started: VecDeque<Instant>,
+    given_up: bool,
+}
+
+impl NotifyPolicy {
+    /// Whether a run may start at `now`; if so, it counts as started.
+    pub fn admit(&mut self, now: Instant) -> bool {
+        if self.given_up {
+            return false;
+        }
+        while self
+            .started
+            .front()
+            .is_some_and(|at| now.saturating_duration_since(*at) >= Duration::from_secs(60))
+        {
+            self.started.pop_front();
+        }
+        if self.started.len() >= PER_MINUTE {
+            return false;
+        }
+        self.started.push_back(now);
+        true
+    }
+
+    /// A run started at `now` as keeper `pid`; a backstop past the keeper's own timeout.
+    pub fn started(&mut self, pid: i32, now: Instant) {
+        self.running
+            .push((pid, now + NOTIFY_TIMEOUT + Duration::from_secs(1)));
+    }
+
+    /// A run could not start (`message` says why): the failure to journal.
+    pub fn start_failed(&mut self, message: String) -> String {
+        self.give_up(message)
+    }
+
+    /// Run `pid` ended, as `failure` says (`None`: it did its job); the failure to journal,
+    /// the first only.
+    pub fn ended(&mut self, pid: i32, failure: Option<String>) -> Option<String> {
+        self.running.retain(|(p, _)| *p != pid);
+        let failure = failure?;
+        (!self.given_up).then(|| self.give_up(failure))
+    }
+
+    /// The pids of runs still going, which the tree walk leaves out.
+    pub fn pids(&self) -> Vec<i32> {
+        self.running.iter().map(|r| r.0).collect()
+    }
+
+    pub fn is_running(&self) -> bool {
+        !self.running.is_empty()
+    }
+
+    /// The earliest deadline of a run still going.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.running.iter().map(|r| r.1).min()
+    }
+
+    /// The runs past their deadline at `now`, to be killed.
+    pub fn overdue(&self, now: Instant) -> Vec<i32> {
+        self.running
+            .iter()
+            .filter(|r| now >= r.1)
+            .map(|r| r.0)
+            .collect()
+    }
+
+    fn give_up(&mut self, message: String) -> String {
+        self.given_up = true;
+        format!("{message}; not run again for this command")
+    }
+}
+
+/// The notify command of one command's broker, as the interpreter runs it: the runs going
+/// and their descriptors. What to run when is [`NotifyPolicy`]'s to say.
 pub struct Notifier {
     shown: String,
     program: CString,
     argv: Vec<CString>,
     envp: Vec<CString>,
     running: Vec<Running>,
-    /// When the runs of the last minute started.
-    started: VecDeque<Instant>,
-    given_up: bool,
 }
 
 impl Notifier {
-    /// `None` for an empty command (or one with a NUL, which no exec takes).
+    /// `None` for a command that is not [`runnable`].
     pub fn new(argv: &[String]) -> Option<Notifier> {
+        if !runnable(argv) {
+            return None;
+        }
         let program = CString::new(argv.first()?.as_bytes()).ok()?;
         let argv = argv
             .iter()
@@ -82,122 +173,91 @@ impl Notifier {
             argv,
             envp,
             running: Vec::new(),
-            started: VecDeque::new(),
-            given_up: false,
         })
     }
 
-    /// The pids of runs still going, which the tree walk leaves out.
+    /// The pids of runs still going.
     pub fn pids(&self) -> Vec<i32> {
         self.running.iter().map(|r| r.pid).collect()
     }
 
-    /// The earliest deadline of a run still going.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.running.iter().map(|r| r.deadline).min()
-    }
-
-    /// Runs it with `payload` on its stdin, unless the minute's runs are spent or it failed
-    /// before. `Err`: it could not start (given up since, journaled once by the caller).
-    pub fn send(&mut self, now: Instant, payload: &[u8]) -> Result<(), String> {
-        if self.given_up {
-            return Ok(());
-        }
-        while self
-            .started
-            .front()
-            .is_some_and(|at| now.saturating_duration_since(*at) >= Duration::from_secs(60))
-        {
-            self.started.pop_front();
-        }
-        if self.started.len() >= PER_MINUTE {
-            return Ok(());
-        }
-        self.started.push_back(now);
+    /// Starts a run with `payload` on its stdin: the keeper's pid, or why it could not start.
+    pub fn start(&mut self, payload: &[u8]) -> Result<i32, String> {
         match self.spawn(payload) {
             Ok(running) => {
-                self.running.push(Running {
-                    deadline: now + NOTIFY_TIMEOUT + Duration::from_secs(1),
-                    ..running
-                });
-                Ok(())
+                let pid = running.pid;
+                self.running.push(running);
+                Ok(pid)
             }
-            Err(err) => Err(self.give_up(format!("cannot run `{}`: {err}", self.shown))),
+            Err(err) => Err(format!("cannot run `{}`: {err}", self.shown)),
         }
     }
 
-    /// Reaps runs that ended and kills those past their deadline; the first failure, once.
-    pub fn poll(&mut self, now: Instant) -> Option<String> {
-        let mut failure = None;
+    /// Takes the runs that ended, killing first those in `kill` (past their deadline: the
+    /// keeper itself is stuck); each with its failure, `None` when it did its job.
+    pub fn check(&mut self, kill: &[i32]) -> Vec<(i32, Option<String>)> {
+        let mut ended = Vec::new();
         let mut index = 0;
         while index < self.running.len() {
             let run = &self.running[index];
             if exit_status(&run.pidfd, false).is_none() {
-                if now < run.deadline {
+                if !kill.contains(&run.pid) {
                     index += 1;
                     continue;
                 }
-                // The keeper itself is stuck: the backstop.
                 let _ =
                     rustix::process::pidfd_send_signal(&run.pidfd, rustix::process::Signal::KILL);
                 let _ = exit_status(&run.pidfd, true);
             }
             let run = self.running.swap_remove(index);
-            let mut word = [0u8; 4];
-            let verdict = match rustix::io::read(&run.verdict, &mut word) {
-                Ok(4) => Some(u32::from_ne_bytes(word)),
-                _ => None,
-            };
-            let message = match verdict {
-                Some(0) => None,
-                Some(TIMED_OUT) => Some(format!(
-                    "`{}` did not finish within {}s and was killed",
-                    self.shown,
-                    NOTIFY_TIMEOUT.as_secs()
-                )),
-                Some(status) => Some(format!(
-                    "`{}` {}{}",
-                    self.shown,
-                    describe_status(status as i32),
-                    quoted_stderr(&run.stderr)
-                )),
-                None => Some(format!("`{}` was killed before it finished", self.shown)),
-            };
-            if let Some(message) = message {
-                failure.get_or_insert(message);
-            }
+            ended.push((run.pid, self.failure(&run)));
         }
-        let failure = failure?;
-        (!self.given_up).then(|| self.give_up(failure))
+        ended
     }
 
-    /// The broker is done: runs still going get until [`END_WAIT`] to finish (a `failed`
-    /// sent just now is the one that matters most), then are killed.
-    pub fn wind_down(&mut self) -> Option<String> {
-        let until = Instant::now() + END_WAIT;
-        let mut failure = None;
+    /// The broker is done: runs still going get until `until` (at most [`END_WAIT`] from
+    /// now) to finish (a `failed` sent just now is the one that matters most), then are
+    /// killed. Every run ends here, with its failure; the loop waits on tokio's clock.
+    pub async fn wind_down(&mut self, until: Instant) -> Vec<(i32, Option<String>)> {
+        let until = until.min(Instant::now() + END_WAIT);
+        let mut ended = Vec::new();
         while !self.running.is_empty() {
-            let now = Instant::now();
-            if let Some(message) = self.poll(now.min(until)) {
-                failure = Some(message);
-            }
-            if now >= until {
-                for run in &mut self.running {
-                    run.deadline = now;
-                }
-                if let Some(message) = self.poll(now) {
-                    failure = Some(message);
-                }
+            ended.extend(self.check(&[]));
+            if self.running.is_empty() {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            if Instant::now() >= until {
+                let all = self.pids();
+                ended.extend(self.check(&all));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        failure
+        ended
     }
 
-    fn give_up(&mut self, message: String) -> String {
-        self.given_up = true;
-        format!("{message}; not run again for this command")
+    /// How run `run`, ended, went: its verdict read from the keeper.
+    fn failure(&self, run: &Running) -> Option<String> {
+        let mut word = [0u8; 4];
+        let verdict = match rustix::io::read(&run.verdict, &mut word) {
+            Ok(4) => Some(u32::from_ne_bytes(word)),
+            _ => None,
+        };
+        match verdict {
+            Some(0) => None,
+            Some(TIMED_OUT) => Some(format!(
+                "`{}` did not finish within {}s and was killed",
+                self.shown,
+                NOTIFY_TIMEOUT.as_secs()
+            )),
+            Some(status) => Some(format!(
+                "`{}` {}{}",
+                self.shown,
+                describe_status(status as i32),
+                quoted_stderr(&run.stderr)
+            )),
+            None => Some(format!("`{}` was killed before it finished", self.shown)),
+        }
     }
 
     /// Starts a run: the keeper, which starts the notify command.
@@ -244,7 +304,6 @@ impl Notifier {
         Ok(Running {
             pid,
             pidfd,
-            deadline: Instant::now(),
             stderr: stderr_read,
             verdict: verdict_read,
         })
@@ -285,15 +344,20 @@ mod tests {
         Notifier::new(&["sh".into(), "-c".into(), script.into()]).unwrap()
     }
 
-    fn finish(n: &mut Notifier) -> Option<String> {
-        let until = Instant::now() + Duration::from_secs(10);
-        let mut failure = None;
-        while !n.running.is_empty() && Instant::now() < until {
-            failure = failure.or(n.poll(Instant::now()));
+    /// Every run's end, as the interpreter sees them: looked at until none is left.
+    fn finish(n: &mut Notifier) -> Vec<(i32, Option<String>)> {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let mut ended = Vec::new();
+        while !n.running.is_empty() && std::time::Instant::now() < until {
+            ended.extend(n.check(&[]));
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(n.running.is_empty(), "a run still going after 10 s");
-        failure
+        ended
+    }
+
+    fn failures(ended: Vec<(i32, Option<String>)>) -> Vec<String> {
+        ended.into_iter().filter_map(|e| e.1).collect()
     }
 
     #[test]
@@ -301,13 +365,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("got");
         let mut n = notifier(&format!("cat > {}", out.display()));
-        n.send(Instant::now(), b"{\"kind\":\"needs_input\"}\n")
-            .unwrap();
-        let pid = n.pids()[0];
+        let pid = n.start(b"{\"kind\":\"needs_input\"}\n").unwrap();
+        assert_eq!(n.pids(), [pid]);
         // SAFETY: waitpid on a pid; nothing else is written.
         let seen = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
         assert_eq!(seen, -1, "a plain waitpid must not see it");
-        assert_eq!(finish(&mut n), None);
+        assert_eq!(finish(&mut n), [(pid, None)]);
         assert_eq!(
             std::fs::read_to_string(&out).unwrap(),
             "{\"kind\":\"needs_input\"}\n"
@@ -315,29 +378,31 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_program_fails_once_and_is_not_run_again() {
+    fn a_missing_program_cannot_start_and_the_policy_gives_up() {
         let mut n = Notifier::new(&["/nonexistent/notify-me".into()]).unwrap();
-        let err = n.send(Instant::now(), b"{}").unwrap_err();
+        let err = n.start(b"{}").unwrap_err();
         assert!(err.contains("cannot run `/nonexistent/notify-me`"), "{err}");
-        assert!(err.contains("not run again"), "{err}");
-        assert_eq!(n.send(Instant::now(), b"{}"), Ok(()));
         assert!(n.pids().is_empty());
+        let mut policy = NotifyPolicy::default();
+        assert!(policy.admit(Instant::now()));
+        let journaled = policy.start_failed(err);
+        assert!(journaled.contains("not run again"), "{journaled}");
+        assert!(!policy.admit(Instant::now()), "never run again");
     }
 
     #[test]
     fn a_failing_one_is_quoted_and_a_hanging_one_killed() {
         let mut n = notifier("echo 'no route to ntfy' >&2; exit 4");
-        n.send(Instant::now(), b"{}").unwrap();
-        let failure = finish(&mut n).unwrap();
+        n.start(b"{}").unwrap();
+        let failure = failures(finish(&mut n)).remove(0);
         assert!(failure.contains("exited with status 4"), "{failure}");
         assert!(failure.contains("no route to ntfy"), "{failure}");
 
         let mut n = notifier("sleep 30");
-        let start = Instant::now();
-        n.send(start, b"{}").unwrap();
-        let keeper = n.pids()[0];
-        assert_eq!(n.poll(start), None);
-        let failure = finish(&mut n).unwrap();
+        let start = std::time::Instant::now();
+        let keeper = n.start(b"{}").unwrap();
+        assert_eq!(n.check(&[]), []);
+        let failure = failures(finish(&mut n)).remove(0);
         assert!(failure.contains("did not finish within 5s"), "{failure}");
         assert!(start.elapsed() < NOTIFY_TIMEOUT + Duration::from_secs(1));
         assert!(n.pids().is_empty());
@@ -345,16 +410,49 @@ mod tests {
     }
 
     #[test]
-    fn at_most_a_few_runs_a_minute() {
-        let mut n = notifier("cat >/dev/null");
+    fn an_overdue_run_is_killed_when_told() {
+        let mut n = notifier("sleep 30");
+        let keeper = n.start(b"{}").unwrap();
+        let ended = n.check(&[keeper]);
+        assert_eq!(ended.len(), 1, "{ended:?}");
+        assert!(ended[0].1.is_some(), "a killed run is a failure");
+        assert!(crate::procfs::is_gone(keeper));
+    }
+
+    #[tokio::test]
+    async fn wind_down_keeps_its_bound_and_ends_every_run() {
+        let mut n = notifier("sleep 30");
+        let keeper = n.start(b"{}").unwrap();
+        let start = std::time::Instant::now();
+        let ended = n
+            .wind_down(Instant::now() + Duration::from_millis(200))
+            .await;
+        assert!(start.elapsed() < END_WAIT + Duration::from_secs(1));
+        assert_eq!(ended.len(), 1, "{ended:?}");
+        assert!(n.pids().is_empty());
+        assert!(crate::procfs::is_gone(keeper));
+    }
+
+    #[test]
+    fn at_most_a_few_runs_a_minute_and_the_first_failure_only() {
+        let mut policy = NotifyPolicy::default();
         let start = Instant::now();
-        for i in 0..10 {
-            n.send(start + Duration::from_secs(i), b"{}").unwrap();
-        }
-        assert_eq!(n.running.len(), PER_MINUTE);
-        assert_eq!(finish(&mut n), None);
-        n.send(start + Duration::from_secs(61), b"{}").unwrap();
-        assert_eq!(n.running.len(), 1);
-        assert_eq!(finish(&mut n), None);
+        let admitted = (0..10)
+            .filter(|i| policy.admit(start + Duration::from_secs(*i)))
+            .count();
+        assert_eq!(admitted, PER_MINUTE);
+        assert!(policy.admit(start + Duration::from_secs(61)));
+        policy.started(1, start);
+        policy.started(2, start);
+        assert_eq!(
+            policy.deadline(),
+            Some(start + NOTIFY_TIMEOUT + Duration::from_secs(1))
+        );
+        assert_eq!(policy.overdue(start), Vec::<i32>::new());
+        assert_eq!(policy.overdue(start + Duration::from_secs(10)), [1, 2]);
+        let first = policy.ended(1, Some("`x` exited with status 1".into()));
+        assert!(first.unwrap().contains("not run again"));
+        assert_eq!(policy.ended(2, Some("again".into())), None);
+        assert!(!policy.is_running());
     }
 }

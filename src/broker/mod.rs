@@ -11,6 +11,7 @@ pub mod mirror;
 mod outlets;
 mod parent;
 pub mod pty;
+mod reap;
 mod run;
 pub mod signaller;
 pub mod spawn;

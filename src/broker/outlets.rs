@@ -1,13 +1,16 @@
 //! Where the broker's outputs go: the journal's files, the parent's queue, the control
-//! clients, the tree's recorder. [`Outlets::apply`] carries out each [`Output`] the state
-//! machine asks for, in order, and hands any failure back to it as an [`Input`] at once.
+//! clients, the tree's recorder, the stop sequence's signals, the notify command.
+//! [`Outlets::apply`] carries out each [`Output`] the state machine asks for, in order, and
+//! hands any answer or failure back to it as an [`Input`] at once; [`Outlets::reap`] reaps
+//! and says what it reaped.
 
 use tokio::time::Instant;
 
 use super::control::ControlServer;
 use super::parent::ParentLink;
-use super::state::{Broker, Input, Output};
+use super::state::{Broker, Input, LiveKernel, Output};
 use super::tree::TreeRecorder;
+use crate::attention::notify::Notifier;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
 
@@ -29,6 +32,11 @@ pub(super) struct Outlets {
     /// Lines for subscribers since the last broadcast; kept only while there are any.
     pub(super) for_subscribers: Vec<u8>,
     pub(super) subscribed: bool,
+    /// The `[notify] command`'s runs, started, looked at and killed as the broker says.
+    pub(super) notify: Option<Notifier>,
+    /// The broker asked for the notify command's runs to be let end
+    /// ([`Outlets::wind_down_notify`]).
+    pub(super) wind_down: bool,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
     pub(super) exit: Option<i32>,
@@ -39,6 +47,16 @@ impl Outlets {
     pub(super) fn feed(&mut self, broker: &mut Broker, input: Input<'_>) {
         broker.handle(input, Instant::now());
         self.apply(broker, &[]);
+    }
+
+    /// Reaps every child that ended and tells the broker, with whether any is left.
+    pub(super) fn reap(&mut self, broker: &mut Broker) {
+        let (children, children_left) = super::reap::reap_ended();
+        let reaped = Input::Reaped {
+            children,
+            children_left,
+        };
+        self.feed(broker, reaped);
     }
 
     /// Carries out every output the broker has, in order; `chunk` is the chunk of output
@@ -111,11 +129,36 @@ impl Outlets {
                     let sample = self.tree.look(&walk, group, may_skip);
                     broker.handle(Input::TreeSampled(sample), Instant::now());
                 }
+                Output::Signal { plan, walk, group } => {
+                    let delivered = plan.deliver(&mut LiveKernel, &walk, group);
+                    broker.handle(Input::Signalled(delivered), Instant::now());
+                }
                 Output::CloseTree => {
                     let record = self.tree.close();
                     let cost = self.tree.cost();
                     broker.handle(Input::TreeClosed { record, cost }, Instant::now());
                 }
+                Output::Notify { payload } => {
+                    let started = match self.notify.as_mut() {
+                        Some(notifier) => notifier.start(&payload),
+                        None => Err("no notify command can be run".into()),
+                    };
+                    let input = match started {
+                        Ok(pid) => Input::NotifyStarted { pid },
+                        Err(message) => Input::NotifyUnstarted { message },
+                    };
+                    broker.handle(input, Instant::now());
+                }
+                Output::CheckNotify { overdue } => {
+                    let ended = self
+                        .notify
+                        .as_mut()
+                        .map_or_else(Vec::new, |n| n.check(&overdue));
+                    for (pid, failure) in ended {
+                        broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
+                    }
+                }
+                Output::WindDownNotify => self.wind_down = true,
                 Output::LetFrontEndGo => self.let_go = true,
                 Output::WriteResult(result) => {
                     let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
@@ -124,6 +167,26 @@ impl Outlets {
                 Output::Exit(code) => self.exit = Some(code),
             }
         }
+    }
+
+    /// The broker is done and asked ([`Output::WindDownNotify`]): the notify command's runs
+    /// get their moment to end (bounded by `notify::END_WAIT`), here, outside the machine;
+    /// how each ended, then that all did, goes back to it.
+    pub(super) async fn wind_down_notify(&mut self, broker: &mut Broker) {
+        if !std::mem::take(&mut self.wind_down) {
+            return;
+        }
+        let ended = match self.notify.as_mut() {
+            Some(notifier) => {
+                let until = Instant::now() + crate::attention::notify::END_WAIT;
+                notifier.wind_down(until).await
+            }
+            None => Vec::new(),
+        };
+        for (pid, failure) in ended {
+            self.feed(broker, Input::NotifyEnded { pid, failure });
+        }
+        self.feed(broker, Input::NotifyWoundDown);
     }
 
     /// Sends subscribers what was gathered for them.

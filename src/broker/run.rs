@@ -24,6 +24,7 @@ use super::spawn::{CgroupEntry, spawn};
 use super::state::{Broker, Input, LiveKernel};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
+use crate::attention::notify::Notifier;
 use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
 use crate::fdio::AsyncPipe;
@@ -277,6 +278,13 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         for_subscribers: Vec::new(),
         subscribed: false,
         let_go: false,
+        notify: request
+            .attention
+            .notify
+            .as_deref()
+            .filter(|_| request.attention.enabled)
+            .and_then(Notifier::new),
+        wind_down: false,
         exit: None,
     };
     out.feed(
@@ -389,7 +397,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
     }
     let mut bufs = [vec![0u8; READ_CHUNK], vec![0u8; READ_CHUNK]];
-    out.feed(&mut broker, Input::ChildEnded);
+    // A child that ended before the handler was in place.
+    out.reap(&mut broker);
     while !broker.is_done() {
         let deadline = broker
             .poll_timeout()
@@ -404,7 +413,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         tokio::select! {
             _ = sigchld.recv() => {
                 notice_exited_custodians(&mut broker, &mut out, &mut custodians);
-                out.feed(&mut broker, Input::ChildEnded);
+                out.reap(&mut broker);
             }
             r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
                 on_read(&mut broker, &mut out, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
@@ -481,6 +490,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         if dropped > 0 {
             out.feed(&mut broker, Input::TypedDropped(dropped));
         }
+        // A child that ended but whose SIGCHLD is not handled yet must not count as left.
+        out.reap(&mut broker);
         let tick = Input::Tick {
             mirror_behind: mirrors.iter().flatten().any(Mirror::is_behind),
         };
@@ -500,7 +511,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     for mirror in mirrors.iter_mut().flatten() {
         let _ = mirror.flush().await;
     }
+    out.reap(&mut broker);
     out.feed(&mut broker, Input::Finish);
+    out.wind_down_notify(&mut broker).await;
     let code = out.exit.unwrap_or(1);
     let attached = broker.parent_attached();
     if !attached {

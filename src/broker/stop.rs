@@ -3,6 +3,13 @@
 //!
 //! The broker runs it over its own descendants; a front end whose broker died or stopped
 //! answering runs the very same sequence over what the broker left (another [`Walk`]).
+//!
+//! The sequence itself touches no process: [`StopSequence::begin`] and
+//! [`StopSequence::step`] (`now` in, a [`SignalPlan`] out) decide what is sent when, and
+//! [`StopSequence::delivered`] takes what a plan's delivery reached ([`SignalPlan::deliver`],
+//! over a [`TreeSignaller`]) and says what to journal. The broker's state machine hands the
+//! plan to its interpreter as an output and gets the delivery back as an input; the front
+//! ends deliver at once (`step_with`, the same step).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -76,9 +83,115 @@ pub struct Delivery {
     pub targets: Vec<i32>,
 }
 
+/// Which step a [`SignalPlan`] is, for what its delivery reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// The first TERM (and CONT): reported whatever it reached.
+    First,
+    /// TERM to newcomers during grace: reported when it reached any.
+    Sweep,
+    /// Grace over: KILL to everything, reported.
+    Escalation,
+    /// KILL repeated after it: only processes not reached before are reported.
+    KillSweep,
+}
+
+/// One signal the sequence asks for, decided without touching a process: what to send, and
+/// to whom not again. Whoever drives the sequence delivers it ([`SignalPlan::deliver`]) over
+/// its walk and hands the result back ([`StopSequence::delivered`]).
+#[derive(Debug, PartialEq)]
+pub struct SignalPlan {
+    pub signal: Signal,
+    /// CONT after it, so stopped processes can act on a TERM.
+    pub also_cont: bool,
+    /// Processes reached before, not signalled again.
+    already: HashSet<ProcessKey>,
+    step: Step,
+    /// When it was decided: the time its delivery is journaled at (`hard_kill`'s `after_ms`).
+    at: Instant,
+}
+
+/// What delivering a [`SignalPlan`] did: the pids it reached, and the processes reached in
+/// all, for the sequence to go on from.
+#[derive(Debug)]
+pub struct Delivered {
+    pub targets: Vec<i32>,
+    reached: HashSet<ProcessKey>,
+    step: Step,
+    at: Instant,
+}
+
+impl SignalPlan {
+    /// Whether this is the stop's first signal (its delivery is journaled TERM then CONT).
+    pub fn is_first(&self) -> bool {
+        self.step == Step::First
+    }
+
+    /// Delivers the plan over `walk` (the group `group` too): KILL through the containment's
+    /// own kill where it has one, else to the group and each process through pidfds.
+    pub fn deliver(
+        self,
+        signaller: &mut (impl TreeSignaller + ?Sized),
+        walk: &Walk,
+        group: Option<i32>,
+    ) -> Delivered {
+        let SignalPlan {
+            signal,
+            also_cont,
+            mut already,
+            step,
+            at,
+        } = self;
+        let targets = if signal == Signal::SIGKILL {
+            kill(signaller, walk, group, &mut already)
+        } else {
+            signaller.signal_tree(walk, group, signal, also_cont, &mut already)
+        };
+        Delivered {
+            targets,
+            reached: already,
+            step,
+            at,
+        }
+    }
+}
+
+impl Delivered {
+    /// Whether this delivered the stop's first signal.
+    pub fn is_first(&self) -> bool {
+        self.step == Step::First
+    }
+
+    /// When its plan was decided.
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+}
+
 impl StopSequence {
-    /// Starts the sequence: TERM (and CONT, so stopped processes can act on it) to the group
-    /// and every descendant.
+    /// Starts the sequence: the plan of its first signal, TERM (and CONT, so stopped
+    /// processes can act on it) to the group and every descendant.
+    pub fn begin(origin: Origin, grace: Duration, now: Instant) -> (StopSequence, SignalPlan) {
+        let sequence = StopSequence {
+            origin,
+            started: now,
+            kill_at: now + grace,
+            killed: false,
+            next_sweep: now + SWEEP_INTERVAL,
+            interval: SWEEP_INTERVAL,
+            reached: HashSet::new(),
+        };
+        let plan = SignalPlan {
+            signal: Signal::SIGTERM,
+            also_cont: true,
+            already: HashSet::new(),
+            step: Step::First,
+            at: now,
+        };
+        (sequence, plan)
+    }
+
+    /// Starts the sequence and delivers its first signal through the kernel.
     pub fn start(
         origin: Origin,
         grace: Duration,
@@ -97,26 +210,14 @@ impl StopSequence {
         group: Option<i32>,
         now: Instant,
     ) -> (StopSequence, Delivery) {
-        let mut reached = HashSet::new();
-        let targets = signaller.signal_tree(walk, group, Signal::SIGTERM, true, &mut reached);
-        let sequence = StopSequence {
-            origin,
-            started: now,
-            kill_at: now + grace,
-            killed: false,
-            next_sweep: now + SWEEP_INTERVAL,
-            interval: SWEEP_INTERVAL,
-            reached,
-        };
-        (
-            sequence,
-            Delivery {
-                signal: Signal::SIGTERM,
-                targets,
-            },
-        )
+        let (mut sequence, plan) = StopSequence::begin(origin, grace, now);
+        let (delivery, _) = sequence.delivered(plan.deliver(signaller, walk, group));
+        let delivery = delivery.unwrap_or(Delivery {
+            signal: Signal::SIGTERM,
+            targets: Vec::new(),
+        });
+        (sequence, delivery)
     }
-
     /// Moves the first sweep `by` later. When many brokers stop at the same moment (their
     /// front end died), each delays by a different amount so that their walks of /proc, which
     /// all read the same thousands of entries, do not all run together.
@@ -138,17 +239,94 @@ impl StopSequence {
         !self.killed && now >= self.kill_at
     }
 
-    /// What is due at `now`: KILL once grace is over (the second value says it was sent
-    /// now), else a sweep. The one step every driver takes: the broker's and the front ends'.
-    pub fn step(
-        &mut self,
-        walk: impl Into<Walk>,
-        group: Option<i32>,
-        now: Instant,
-    ) -> (Option<Delivery>, bool) {
-        self.step_with(&mut Kernel, &walk.into(), group, now)
+    /// What is due at `now`: KILL once grace is over, else a sweep. The one step every
+    /// driver takes, the broker's and the front ends'; its delivery comes back to
+    /// [`StopSequence::delivered`].
+    pub fn step(&mut self, now: Instant) -> SignalPlan {
+        if self.kill_due(now) {
+            self.escalation(now)
+        } else {
+            self.sweep(now)
+        }
     }
 
+    /// A sweep: TERM (and CONT) to processes that appeared since during grace; after grace,
+    /// KILL again to everything still there.
+    pub fn sweep(&mut self, now: Instant) -> SignalPlan {
+        self.interval = (self.interval * 2).min(SWEEP_MAX);
+        self.next_sweep = now + self.interval;
+        if !self.killed {
+            return SignalPlan {
+                signal: Signal::SIGTERM,
+                also_cont: true,
+                already: std::mem::take(&mut self.reached),
+                step: Step::Sweep,
+                at: now,
+            };
+        }
+        SignalPlan {
+            signal: Signal::SIGKILL,
+            also_cont: false,
+            already: HashSet::new(),
+            step: Step::KillSweep,
+            at: now,
+        }
+    }
+
+    /// Grace is over: SIGKILL the group and every descendant.
+    pub fn escalation(&mut self, now: Instant) -> SignalPlan {
+        self.killed = true;
+        self.reached.clear();
+        self.interval = SWEEP_INTERVAL;
+        self.next_sweep = now + SWEEP_INTERVAL;
+        SignalPlan {
+            signal: Signal::SIGKILL,
+            also_cont: false,
+            already: HashSet::new(),
+            step: Step::Escalation,
+            at: now,
+        }
+    }
+
+    /// What a plan's delivery did, for the journal: the first signal and the KILL whatever
+    /// they reached, a sweep only the processes not reached before (`None` when there are
+    /// none). The second value says the delivery was the KILL at the end of grace.
+    pub fn delivered(&mut self, delivered: Delivered) -> (Option<Delivery>, bool) {
+        let Delivered {
+            targets,
+            reached,
+            step,
+            ..
+        } = delivered;
+        match step {
+            Step::First | Step::Sweep | Step::Escalation => {
+                self.reached = reached;
+                let signal = if step == Step::Escalation {
+                    Signal::SIGKILL
+                } else {
+                    Signal::SIGTERM
+                };
+                let reported = step != Step::Sweep || !targets.is_empty();
+                let delivery = reported.then_some(Delivery { signal, targets });
+                (delivery, step == Step::Escalation)
+            }
+            Step::KillSweep => {
+                let known: HashSet<i32> = self.reached.iter().map(|(pid, _)| *pid).collect();
+                let fresh: Vec<i32> = targets
+                    .into_iter()
+                    .filter(|pid| !known.contains(pid))
+                    .collect();
+                self.reached.extend(reached);
+                let delivery = (!fresh.is_empty()).then_some(Delivery {
+                    signal: Signal::SIGKILL,
+                    targets: fresh,
+                });
+                (delivery, false)
+            }
+        }
+    }
+
+    /// [`StopSequence::step`], delivered through `signaller` at once.
     pub fn step_with(
         &mut self,
         signaller: &mut (impl TreeSignaller + ?Sized),
@@ -156,24 +334,11 @@ impl StopSequence {
         group: Option<i32>,
         now: Instant,
     ) -> (Option<Delivery>, bool) {
-        if self.kill_due(now) {
-            (Some(self.escalate_with(signaller, walk, group, now)), true)
-        } else {
-            (self.sweep_with(signaller, walk, group, now), false)
-        }
+        let plan = self.step(now);
+        self.delivered(plan.deliver(signaller, walk, group))
     }
 
-    /// Signals processes that appeared since the last walk (TERM and CONT during grace); after
-    /// grace, repeats KILL to everything still there. Reports only processes not reached before.
-    pub fn sweep(
-        &mut self,
-        walk: impl Into<Walk>,
-        group: Option<i32>,
-        now: Instant,
-    ) -> Option<Delivery> {
-        self.sweep_with(&mut Kernel, &walk.into(), group, now)
-    }
-
+    /// [`StopSequence::sweep`], delivered through `signaller` at once.
     pub fn sweep_with(
         &mut self,
         signaller: &mut (impl TreeSignaller + ?Sized),
@@ -181,31 +346,11 @@ impl StopSequence {
         group: Option<i32>,
         now: Instant,
     ) -> Option<Delivery> {
-        self.interval = (self.interval * 2).min(SWEEP_MAX);
-        self.next_sweep = now + self.interval;
-        if !self.killed {
-            let targets =
-                signaller.signal_tree(walk, group, Signal::SIGTERM, true, &mut self.reached);
-            return (!targets.is_empty()).then_some(Delivery {
-                signal: Signal::SIGTERM,
-                targets,
-            });
-        }
-        let mut round = HashSet::new();
-        let targets = kill(signaller, walk, group, &mut round);
-        let known: HashSet<i32> = self.reached.iter().map(|(pid, _)| *pid).collect();
-        let fresh: Vec<i32> = targets
-            .into_iter()
-            .filter(|pid| !known.contains(pid))
-            .collect();
-        self.reached.extend(round);
-        (!fresh.is_empty()).then_some(Delivery {
-            signal: Signal::SIGKILL,
-            targets: fresh,
-        })
+        let plan = self.sweep(now);
+        self.delivered(plan.deliver(signaller, walk, group)).0
     }
 
-    /// Grace is over: SIGKILL the group and every descendant.
+    /// [`StopSequence::escalation`], delivered through the kernel at once.
     pub fn escalate(
         &mut self,
         walk: impl Into<Walk>,
@@ -222,15 +367,12 @@ impl StopSequence {
         group: Option<i32>,
         now: Instant,
     ) -> Delivery {
-        self.killed = true;
-        self.reached.clear();
-        self.interval = SWEEP_INTERVAL;
-        self.next_sweep = now + SWEEP_INTERVAL;
-        let targets = kill(signaller, walk, group, &mut self.reached);
-        Delivery {
+        let plan = self.escalation(now);
+        let (delivery, _) = self.delivered(plan.deliver(signaller, walk, group));
+        delivery.unwrap_or(Delivery {
             signal: Signal::SIGKILL,
-            targets,
-        }
+            targets: Vec::new(),
+        })
     }
 }
 

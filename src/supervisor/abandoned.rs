@@ -29,7 +29,7 @@ use tokio::time::Instant;
 
 use super::intervals::KILL_PATIENCE;
 use crate::broker::signaller::Walk;
-use crate::broker::stop::{Delivery, Settling, StopSequence};
+use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence};
 use crate::cgroup::{CommandCgroup, name};
 use crate::control::{discover, journal_link, socket_dir};
 use crate::journal::JournalDir;
@@ -267,7 +267,8 @@ impl Abandoned {
                     .saturating_duration_since(Instant::now()),
             );
             let now = Instant::now();
-            let (delivery, escalated) = sequence.step(walk(), live_group(leader), now);
+            let (delivery, escalated) =
+                sequence.step_with(&mut StopKernel, &walk(), live_group(leader), now);
             if escalated {
                 killed_at = Some(now);
             }

@@ -16,7 +16,7 @@ use tokio::time::{Instant, sleep_until};
 use nix::sys::signal::Signal;
 
 use crate::broker::signaller::{Walk, signal_tree};
-use crate::broker::stop::{Settling, StopSequence};
+use crate::broker::stop::{Kernel, Settling, StopSequence};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::Origin;
@@ -236,7 +236,8 @@ pub async fn stop_leftovers(
         let registry = live.lock().await;
         let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();
-        let (delivery, escalated) = sequence.step(&walk, group(), now);
+        // The broker's own step: its plan, delivered here through the kernel.
+        let (delivery, escalated) = sequence.step_with(&mut Kernel, &walk, group(), now);
         if escalated {
             killed_at = Some(now);
         }

@@ -1,6 +1,10 @@
 //! The broker's use of attention (see `crate::attention`): the detector is fed from the
 //! few places the broker already learns something (the command started, wrote, was sampled,
-//! ended), its events are journaled and handed to the notify command.
+//! ended), its events are journaled and handed to the notify command: [`Output::Notify`]
+//! asks the interpreter to start a run, [`Output::CheckNotify`] to look at the runs going
+//! (killing the overdue), [`Output::WindDownNotify`] to let them end when the broker is done;
+//! how each went comes back as an input (`Input::Notify*`), which is where a failure is
+//! journaled.
 //!
 //! It costs an idle tree nothing: it looks only when the tree is sampled anyway, and asks for
 //! at most one wake-up of its own per threshold that may be crossed (`attention_deadline`),
@@ -9,9 +13,10 @@
 
 use tokio::time::Instant;
 
+use super::machine::Output;
 use super::{Broker, Phase};
 use crate::attention::detector::{Detector, Ending, Sample, Thresholds};
-use crate::attention::notify::Notifier;
+use crate::attention::notify::{NotifyPolicy, runnable};
 use crate::attention::probe::{self, InputFile};
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus};
@@ -25,7 +30,10 @@ pub(super) struct Attention {
     detector: Option<Detector>,
     /// What the command was given to read (its stdin, its terminals).
     inputs: Vec<InputFile>,
-    notifier: Option<Notifier>,
+    /// When the notify command runs, if there is one.
+    notify: Option<NotifyPolicy>,
+    /// The end waits for the notify command's runs ([`Output::WindDownNotify`]).
+    winding_down: bool,
     page_size: u64,
 }
 
@@ -36,18 +44,21 @@ impl Attention {
             thresholds: Thresholds::of(request),
             detector: None,
             inputs: Vec::new(),
-            notifier: request
+            notify: request
                 .notify
                 .as_deref()
-                .filter(|_| request.enabled)
-                .and_then(Notifier::new),
+                .filter(|argv| request.enabled && runnable(argv))
+                .map(|_| NotifyPolicy::default()),
+            winding_down: false,
             page_size: procfs::page_size(),
         }
     }
 
     /// The notify command's runs, which the tree walk leaves out.
     pub(super) fn notifier_pids(&self) -> Vec<i32> {
-        self.notifier.as_ref().map_or_else(Vec::new, Notifier::pids)
+        self.notify
+            .as_ref()
+            .map_or_else(Vec::new, NotifyPolicy::pids)
     }
 }
 
@@ -147,17 +158,19 @@ impl Broker {
             .and_then(Detector::next_deadline);
         let notify = self
             .attention
-            .notifier
+            .notify
             .as_ref()
-            .and_then(Notifier::deadline);
+            .and_then(NotifyPolicy::deadline);
         sample.into_iter().chain(notify).min()
     }
 
-    /// [call site: tick] Samples the tree if a threshold may be crossed now, and looks at
-    /// the notify command's runs (their ends are seen whenever the broker wakes).
+    /// [call site: tick] Samples the tree if a threshold may be crossed now, and asks for
+    /// the notify command's runs to be looked at (their ends are seen whenever the broker
+    /// wakes), the overdue killed.
     pub(super) fn attention_tick(&mut self, now: Instant) {
-        if let Some(message) = self.attention.notifier.as_mut().and_then(|n| n.poll(now)) {
-            self.emit(EventKind::NotifyFailed { message });
+        if let Some(policy) = self.attention.notify.as_ref().filter(|p| p.is_running()) {
+            let overdue = policy.overdue(now);
+            self.outputs.push_back(Output::CheckNotify { overdue });
         }
         let due = self
             .attention
@@ -170,13 +183,53 @@ impl Broker {
         }
     }
 
-    /// [call site: finish] Runs of the notify command still going get a moment to end.
-    pub(super) fn attention_finish(&mut self) {
+    /// [call site: finish] Runs of the notify command still going get a moment to end
+    /// ([`Output::WindDownNotify`]); whether the end waits for them
+    /// ([`super::Input::NotifyWoundDown`]).
+    pub(super) fn attention_finish(&mut self) -> bool {
+        let running = self
+            .attention
+            .notify
+            .as_ref()
+            .is_some_and(NotifyPolicy::is_running);
+        if running {
+            self.attention.winding_down = true;
+            self.outputs.push_back(Output::WindDownNotify);
+        }
+        running
+    }
+
+    /// [call site: the `NotifyWoundDown` input] The notify command's runs are over: whether
+    /// the end was waiting for them.
+    pub(super) fn notify_wound_down(&mut self) -> bool {
+        std::mem::take(&mut self.attention.winding_down)
+    }
+
+    /// [call site: the `NotifyStarted` input] A run started, as keeper `pid`.
+    pub(super) fn notify_started(&mut self, pid: i32) {
+        let now = self.now;
+        if let Some(policy) = self.attention.notify.as_mut() {
+            policy.started(pid, now);
+        }
+    }
+
+    /// [call site: the `NotifyUnstarted` input] A run could not start: journaled, and the
+    /// notify command is not run again.
+    pub(super) fn notify_unstarted(&mut self, message: String) {
+        if let Some(policy) = self.attention.notify.as_mut() {
+            let message = policy.start_failed(message);
+            self.emit(EventKind::NotifyFailed { message });
+        }
+    }
+
+    /// [call site: the `NotifyEnded` input] Run `pid` ended; its failure, the first one, is
+    /// journaled.
+    pub(super) fn notify_ended(&mut self, pid: i32, failure: Option<String>) {
         if let Some(message) = self
             .attention
-            .notifier
+            .notify
             .as_mut()
-            .and_then(Notifier::wind_down)
+            .and_then(|policy| policy.ended(pid, failure))
         {
             self.emit(EventKind::NotifyFailed { message });
         }
@@ -198,13 +251,11 @@ impl Broker {
                 // In the journal before the notify command runs: it may read the journal.
                 self.emit(event);
                 self.flush_journal();
-                let sent = self
-                    .attention
-                    .notifier
-                    .as_mut()
-                    .map(|n| n.send(self.now, &payload));
-                if let Some(Err(message)) = sent {
-                    self.emit(EventKind::NotifyFailed { message });
+                let now = self.now;
+                if let Some(policy) = self.attention.notify.as_mut()
+                    && policy.admit(now)
+                {
+                    self.outputs.push_back(Output::Notify { payload });
                 }
             } else {
                 self.emit(event);

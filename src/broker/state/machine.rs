@@ -4,18 +4,19 @@
 //! The interpreter (`run.rs`) owns every descriptor: the parent's pipe, the command's pipes,
 //! the journal's files, the control socket. It hands each happening to [`Broker::handle`],
 //! then drains [`Broker::poll_output`] until it is empty, carrying out each output in order
-//! (an output's failure comes back as an input, at once); after every wake-up it hands
-//! [`Input::Tick`], which does whatever is due at `now`.
+//! (an output's failure comes back as an input, at once); after every wake-up it reaps
+//! ([`Input::Reaped`]) and hands [`Input::Tick`], which does whatever is due at `now`.
 
 use std::io;
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::Broker;
+use super::{Broker, Reaped};
 use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
+use crate::broker::stop::{Delivered, SignalPlan};
 use crate::broker::terminal::InputTaken;
 use crate::broker::tree::TreeSample;
 use crate::broker::tree::cost::SampledCost;
@@ -43,8 +44,14 @@ pub enum Input<'a> {
     },
     /// The command could not be started (`code`, `message`).
     SpawnFailed { code: String, message: String },
-    /// SIGCHLD: a child of the broker (the command, or a process re-parented to it) ended.
-    ChildEnded,
+    /// The interpreter reaped `children`, in the kernel's order (on SIGCHLD, before every
+    /// [`Input::Tick`] and before [`Input::Finish`]): the command, or processes re-parented
+    /// to the broker. `children_left`: whether any child is left, alive or unreaped, read
+    /// right after.
+    Reaped {
+        children: Vec<Reaped>,
+        children_left: bool,
+    },
     /// A chunk read from the command's stdout or stderr. The [`Output::Store`] it asks for
     /// is carried out from this very chunk, before the next read.
     Read { stream: Stream, bytes: &'a [u8] },
@@ -105,6 +112,8 @@ pub enum Input<'a> {
         record: Option<EventKind>,
         cost: &'a SampledCost,
     },
+    /// A plan of the stop sequence was delivered ([`Output::Signal`]): what it reached.
+    Signalled(Delivered),
     /// The interpreter handled what woke it, or the time of [`Broker::poll_timeout`] came:
     /// whatever is due is done. `mirror_behind`: output waits for the front end's copy (a
     /// stream is not read meanwhile, so its quiet is not idleness).
@@ -112,6 +121,16 @@ pub enum Input<'a> {
     /// The loop is over ([`Broker::is_done`]): the end is journaled and `result.json` asked
     /// for.
     Finish,
+    /// A run of the notify command started ([`Output::Notify`]), as keeper `pid`.
+    NotifyStarted { pid: i32 },
+    /// A run of the notify command could not start ([`Output::Notify`]); `message` says why.
+    NotifyUnstarted { message: String },
+    /// A run of the notify command ended ([`Output::CheckNotify`],
+    /// [`Output::WindDownNotify`]): `failure` says how it failed (exited non-zero, timed out
+    /// or was killed), `None` when it did its job.
+    NotifyEnded { pid: i32, failure: Option<String> },
+    /// The notify command's runs are all over ([`Output::WindDownNotify`]): the end goes on.
+    NotifyWoundDown,
     /// `result.json` was written, or could not be.
     ResultWritten(io::Result<()>),
 }
@@ -142,11 +161,27 @@ pub enum Output {
         group: i32,
         may_skip: bool,
     },
+    /// Deliver a signal of the stop sequence over `walk` (and to the process group `group`)
+    /// at once ([`Input::Signalled`] answers; what it journals takes this output's place).
+    Signal {
+        plan: SignalPlan,
+        walk: Walk,
+        group: Option<i32>,
+    },
     /// Close the tree's record ([`Input::TreeClosed`] when done).
     CloseTree,
     /// Custody began: the front end gets what it was sent, its copy of the output ends, and
     /// it is let go ([`Input::FrontEndLetGo`] when done).
     LetFrontEndGo,
+    /// Run the notify command with `payload` on its stdin ([`Input::NotifyStarted`] or
+    /// [`Input::NotifyUnstarted`] at once).
+    Notify { payload: Vec<u8> },
+    /// Look at the notify command's runs, killing `overdue` first ([`Input::NotifyEnded`]
+    /// for each that ended).
+    CheckNotify { overdue: Vec<i32> },
+    /// The broker is done: the notify command's runs get up to `notify::END_WAIT` to end,
+    /// then are killed ([`Input::NotifyEnded`] for each, then [`Input::NotifyWoundDown`]).
+    WindDownNotify,
     /// Write `result.json` ([`Input::ResultWritten`] when done).
     WriteResult(Box<CommandResult>),
     /// The broker is done: the process exits with this code once the last lines are taken.
@@ -158,6 +193,10 @@ impl Broker {
     pub fn handle(&mut self, input: Input<'_>, now: Instant) {
         // The clock only goes forward, whatever the interpreter read.
         self.now = self.now.max(now);
+        // What a signal's delivery journals goes where the signal was asked for: before
+        // whatever the interpreter has not carried out yet (a reply, the next events).
+        let in_place = matches!(input, Input::Signalled(_));
+        let queued = self.outputs.len();
         match input {
             Input::Happened(kind) => self.emit(kind),
             Input::Contained(cgroup) => self.contain(cgroup),
@@ -172,7 +211,10 @@ impl Broker {
                 self.spawned(pid, start_ticks, argv);
             }
             Input::SpawnFailed { code, message } => self.spawn_failed(code, message),
-            Input::ChildEnded => self.reap(),
+            Input::Reaped {
+                children,
+                children_left,
+            } => self.reaped(children, children_left),
             Input::Read { stream, bytes } => self.output(stream, bytes),
             Input::Closed { stream } => self.open[stream as usize] = false,
             Input::ReadFailed { stream, error } => {
@@ -210,8 +252,23 @@ impl Broker {
             }
             Input::TreeSampled(sample) => self.tree_sampled(sample),
             Input::TreeClosed { record, cost } => self.tree_closed(record, cost),
+            Input::Signalled(delivered) => self.signalled(delivered),
             Input::Finish => self.finish(),
+            Input::NotifyStarted { pid } => self.notify_started(pid),
+            Input::NotifyUnstarted { message } => self.notify_unstarted(message),
+            Input::NotifyEnded { pid, failure } => self.notify_ended(pid, failure),
+            Input::NotifyWoundDown => {
+                if self.notify_wound_down() {
+                    self.finish_closing();
+                }
+            }
             Input::ResultWritten(written) => self.result_written(written),
+        }
+        if in_place {
+            let answered = self.outputs.split_off(queued);
+            for output in answered.into_iter().rev() {
+                self.outputs.push_front(output);
+            }
         }
     }
 

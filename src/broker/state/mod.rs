@@ -33,7 +33,8 @@ use crate::protocol::{
     Stream, StreamTotals, capped_argv,
 };
 
-pub use kernel::{Kernel, LiveKernel, Reaped};
+pub use crate::broker::reap::Reaped;
+pub use kernel::{Kernel, LiveKernel};
 pub use machine::{Input, Output};
 pub use requests::Refusal;
 
@@ -158,6 +159,10 @@ pub struct Broker {
     /// The control client whose `stop` started the running stop sequence.
     stop_client: Option<Peer>,
     child: Option<Child>,
+    /// Whether the broker has a child left, alive or not yet reaped, as the interpreter read
+    /// it right after its last reaping ([`Input::Reaped`]); only a reaping (or the spawn)
+    /// changes it, since an orphan re-parented here comes from a child.
+    children_left: bool,
     failure: Option<Failure>,
     phase: Phase,
     stop: Option<StopSequence>,
@@ -229,6 +234,7 @@ impl Broker {
             journal_len: 0,
             stop_client: None,
             child: None,
+            children_left: false,
             failure: None,
             phase: Phase::Running,
             stop: None,
@@ -354,6 +360,7 @@ impl Broker {
 
     pub(super) fn spawned(&mut self, pid: i32, start_ticks: Option<u64>, argv: Vec<String>) {
         self.child = Some(Child { pid, status: None });
+        self.children_left = true;
         self.open = [true; 2];
         self.result.pid = Some(pid);
         let now = self.now;
@@ -397,24 +404,17 @@ impl Broker {
         self.child.as_ref().is_none_or(|c| c.status.is_some())
     }
 
-    /// Whether anything of the command's tree may still run: after [`Broker::reap`], a child
-    /// left is a live one (or one that ended since, reaped at the next SIGCHLD).
+    /// Whether anything of the command's tree may still run: after the last reaping, a
+    /// child left is a live one (or one that ended since, reaped at the next SIGCHLD).
     pub(super) fn tree_left(&self) -> bool {
         // The cgroup's word too: `populated 0` once its last process is gone.
-        self.kernel.has_children() || self.cgroup_populated()
+        self.children_left || self.cgroup_populated()
     }
 
-    /// Reaps every child that has ended: the command itself, or a descendant re-parented to
-    /// this subreaper.
-    pub(super) fn reap(&mut self) {
-        loop {
-            let Reaped { pid, status, place } = match self.kernel.reap_one() {
-                Ok(Some(reaped)) => reaped,
-                Ok(None) | Err(libc::ECHILD) => break,
-                Err(libc::EINTR) => continue,
-                // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
-                Err(_) => break,
-            };
+    /// The interpreter reaped `children` (the command itself, or descendants re-parented to
+    /// this subreaper), in the kernel's order; `children_left`: whether any child is left.
+    pub(super) fn reaped(&mut self, children: Vec<Reaped>, children_left: bool) {
+        for Reaped { pid, status, place } in children {
             self.tree_walks.activity(self.now);
             match self.child.as_mut() {
                 Some(child) if child.pid == pid => {
@@ -436,6 +436,7 @@ impl Broker {
                 }
             }
         }
+        self.children_left = children_left;
         self.check_stop_done();
     }
 
@@ -542,8 +543,17 @@ impl Broker {
     /// ([`Input::TreeClosed`]), then for `result.json` to be written
     /// ([`Input::ResultWritten`]).
     pub(super) fn finish(&mut self) {
-        self.reap();
-        self.attention_finish();
+        // Whatever ended last was reaped just before ([`Input::Reaped`]).
+        if self.attention_finish() {
+            // The rest once the notify command's runs are over ([`Input::NotifyWoundDown`]).
+            return;
+        }
+        self.finish_closing();
+    }
+
+    /// The end, once nothing of the notify command runs: what is pending is journaled and
+    /// the tree's record closed.
+    pub(super) fn finish_closing(&mut self) {
         self.flush_output();
         self.flush_input();
         self.close_custody_record();

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
+use super::machine::Output;
 use super::{Broker, Phase};
-use crate::broker::stop::{Delivery, StopSequence};
+use crate::broker::stop::{Delivered, Delivery, StopSequence};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
 };
@@ -216,16 +217,44 @@ impl Broker {
             _ => self.walk(),
         };
         let group = self.live_group();
-        let (mut sequence, delivery) =
-            StopSequence::start_with(&mut *self.kernel, origin, grace, &walk, group, self.now);
+        let (mut sequence, plan) = StopSequence::begin(origin, grace, self.now);
         sequence.delay_first_sweep(sweep_jitter(self.pid, self.kernel.wall_ms()));
         self.stop = Some(sequence);
-        let cont = Delivery {
-            signal: nix::sys::signal::Signal::SIGCONT,
-            targets: delivery.targets.clone(),
+        // Journaled as delivered ([`Input::Signalled`]), in this place in the journal.
+        self.outputs.push_back(Output::Signal { plan, walk, group });
+        self.check_stop_done();
+    }
+
+    /// A plan of the stop sequence was delivered: what it reached is journaled (the first
+    /// signal as TERM then CONT to the same targets; the KILL at the end of grace, when it
+    /// found anything, after `hard_kill`), and the sequence goes on from it.
+    pub(super) fn signalled(&mut self, delivered: Delivered) {
+        let Some(stop) = self.stop.as_mut() else {
+            return;
         };
-        self.report(delivery, origin);
-        self.report(cont, origin);
+        let (origin, started) = (stop.origin, stop.started);
+        let (first, at) = (delivered.is_first(), delivered.at());
+        let (delivery, escalated) = stop.delivered(delivered);
+        match delivery {
+            Some(term) if first => {
+                let cont = Delivery {
+                    signal: nix::sys::signal::Signal::SIGCONT,
+                    targets: term.targets.clone(),
+                };
+                self.report(term, origin);
+                self.report(cont, origin);
+            }
+            // A KILL that found nothing left is no hard kill.
+            Some(kill) if escalated && !kill.targets.is_empty() => {
+                // As of the step that decided it, as when the step delivered it itself.
+                let after_ms = at.saturating_duration_since(started).as_millis() as u64;
+                self.result.hard_killed = true;
+                self.emit(EventKind::HardKill { after_ms });
+                self.report(kill, origin);
+            }
+            Some(newcomers) if !escalated => self.report(newcomers, origin),
+            _ => {}
+        }
         self.check_stop_done();
     }
 
@@ -245,7 +274,8 @@ impl Broker {
         if self.stop.is_none() || self.stop_done || !self.child_reaped() {
             return;
         }
-        // The kernel knows: no child left, no descendant left (see `has_children`).
+        // The kernel knows: no child left, no descendant left (see `broker::reap`), as the
+        // interpreter read it after its last reaping.
         self.stop_done = !self.tree_left();
     }
 

@@ -128,9 +128,8 @@ impl Broker {
         if now >= stop.next_wake() {
             if !stop.kill_due(now) {
                 // Nothing to sweep if every process it signalled ended and nothing is left: a
-                // child reaped now saves a walk (the stop is done when the broker has no
-                // child).
-                self.reap();
+                // child reaped just before this tick saves a walk (the stop is done when the
+                // broker has no child).
                 self.check_stop_done();
                 if self.stop_done {
                     return;
@@ -139,19 +138,9 @@ impl Broker {
             let Some(stop) = self.stop.as_mut() else {
                 return;
             };
-            let (origin, started) = (stop.origin, stop.started);
-            let (delivery, escalated) = stop.step_with(&mut *self.kernel, &walk, group, now);
-            match delivery {
-                // A KILL that found nothing left is no hard kill.
-                Some(kill) if escalated && !kill.targets.is_empty() => {
-                    let after_ms = now.saturating_duration_since(started).as_millis() as u64;
-                    self.result.hard_killed = true;
-                    self.emit(EventKind::HardKill { after_ms });
-                    self.report(kill, origin);
-                }
-                Some(newcomers) if !escalated => self.report(newcomers, origin),
-                _ => {}
-            }
+            // Journaled as delivered ([`Input::Signalled`]), in this place in the journal.
+            let plan = stop.step(now);
+            self.outputs.push_back(Output::Signal { plan, walk, group });
         }
         self.check_stop_done();
     }
@@ -214,10 +203,6 @@ impl Broker {
     }
 
     pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool, mirror_behind: bool) {
-        if self.phase != Phase::Running {
-            // A child that ended but whose SIGCHLD is not handled yet must not count as left.
-            self.reap();
-        }
         self.check_custody_emptied();
         if let Phase::Draining { since } = self.phase {
             let idle_over = !mirror_behind && now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);

@@ -89,3 +89,129 @@ fn a_command_stopped_by_the_silence_watchdog_is_a_failure() {
         "{told:?}"
     );
 }
+
+fn with_notify() -> LaunchRequest {
+    LaunchRequest {
+        attention: AttentionRequest {
+            notify: Some(vec!["notify".into()]),
+            ..AttentionRequest::default()
+        },
+        ..request()
+    }
+}
+
+/// The `notify_failed` messages journaled.
+fn notify_failures(rig: &Rig) -> Vec<String> {
+    rig.journal()
+        .filter_map(|e| match &e.kind {
+            EventKind::NotifyFailed { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_event_asks_for_a_notify_run_and_its_failure_comes_back_as_an_input() {
+    let mut rig = Rig::running(with_notify(), OnTerm::Exit);
+    rig.command_ends(exited(3));
+    assert_eq!(rig.notified.len(), 1, "one run for the `failed` event");
+    let payload: serde_json::Value = serde_json::from_slice(&rig.notified[0]).unwrap();
+    assert_eq!(payload["kind"], "failed");
+    // In the journal, flushed, before the run is asked for: it may read the journal.
+    assert!(rig.flushes > 0);
+    assert_eq!(rig.broker.attention.notifier_pids(), [NOTIFY_KEEPER + 1]);
+    rig.notify_run_ends(NOTIFY_KEEPER + 1, Some("`notify` exited with status 4"));
+    let failures = notify_failures(&rig);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].starts_with("`notify` exited with status 4"));
+    assert!(failures[0].contains("not run again"), "{failures:?}");
+    assert!(rig.broker.attention.notifier_pids().is_empty());
+    rig.finish();
+    assert_eq!(rig.wind_downs, 0, "nothing ran at the end: no wind-down");
+}
+
+#[test]
+fn a_run_that_ends_well_is_not_journaled() {
+    let mut rig = Rig::running(with_notify(), OnTerm::Exit);
+    rig.command_ends(exited(3));
+    rig.notify_run_ends(NOTIFY_KEEPER + 1, None);
+    rig.finish();
+    assert_eq!(notify_failures(&rig), Vec::<String>::new());
+}
+
+#[test]
+fn a_run_that_cannot_start_is_journaled_once_and_never_asked_again() {
+    let mut rig = Rig::running(with_notify(), OnTerm::Exit);
+    rig.notify_unstartable = true;
+    rig.command_ends(exited(3));
+    let failures = notify_failures(&rig);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("cannot run `notify`"), "{failures:?}");
+    assert!(failures[0].contains("not run again"), "{failures:?}");
+    rig.finish();
+    assert_eq!(rig.notified.len(), 1);
+}
+
+#[test]
+fn a_run_past_its_deadline_is_asked_to_be_killed_at_the_tick_that_finds_it() {
+    let mut rig = Rig::running(with_notify(), OnTerm::Exit);
+    rig.command_ends(exited(3));
+    let deadline = rig.broker.poll_timeout().expect("a deadline");
+    rig.advance(Duration::from_secs(1));
+    assert!(
+        rig.notify_checks.iter().all(|overdue| overdue.is_empty()),
+        "nothing overdue yet: {:?}",
+        rig.notify_checks
+    );
+    rig.now = rig.now.max(deadline) + NOTIFY_DEADLINE;
+    rig.tick();
+    assert!(
+        rig.notify_checks.contains(&vec![NOTIFY_KEEPER + 1]),
+        "{:?}",
+        rig.notify_checks
+    );
+    assert_eq!(notify_failures(&rig).len(), 1);
+}
+
+/// Past any run's backstop deadline (the keeper's timeout and a second).
+const NOTIFY_DEADLINE: Duration = Duration::from_secs(7);
+
+#[test]
+fn at_the_end_a_run_still_going_is_wound_down_by_the_interpreter_before_the_close() {
+    let mut rig = Rig::running(with_notify(), OnTerm::Exit);
+    rig.command_ends(exited(3));
+    rig.close_pipes();
+    rig.run_until(Duration::from_secs(3));
+    assert!(rig.broker.is_done());
+    rig.feed(Input::Finish);
+    assert_eq!(rig.wind_downs, 1);
+    assert_eq!(rig.exit, Some(0), "the end went on once the runs were over");
+    let kinds = rig.kinds();
+    let failed = kinds.iter().position(|k| *k == "notify_failed").unwrap();
+    let close = kinds.iter().position(|k| *k == "close").unwrap();
+    assert!(failed < close, "{kinds:?}");
+}
+
+#[test]
+fn the_end_waits_for_the_wind_down_and_goes_on_only_when_told() {
+    let mut rig = Rig::running(with_notify(), OnTerm::Exit);
+    rig.command_ends(exited(3));
+    rig.close_pipes();
+    rig.run_until(Duration::from_secs(3));
+    // The machine's own handling, without the rig's interpreter answering for it.
+    rig.broker.handle(Input::Finish, rig.now);
+    let mut outputs = Vec::new();
+    while let Some(output) = rig.broker.poll_output() {
+        outputs.push(output);
+    }
+    assert!(outputs.contains(&Output::WindDownNotify), "{outputs:?}");
+    assert!(
+        !outputs.iter().any(|o| matches!(o, Output::CloseTree)),
+        "the tree's record closes only after the wind-down: {outputs:?}"
+    );
+    // A second `NotifyWoundDown` does not close twice.
+    rig.feed(Input::NotifyWoundDown);
+    rig.feed(Input::NotifyWoundDown);
+    assert_eq!(rig.exit, Some(0));
+    assert_eq!(rig.count("close"), 1);
+}

@@ -144,7 +144,7 @@ fn a_shutdown_in_custody_ends_it() {
 fn leftovers_that_exit_on_their_own_end_the_custody_without_a_signal() {
     let mut rig = exits_leaving_one(keeping(None));
     rig.world.borrow_mut().end(101, exited(0));
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.tick();
     assert_eq!(stopped_reason(&rig), Some((LeftoversEnd::Exited, None)));
     assert_eq!(stop_origin(&rig), None);
@@ -204,7 +204,7 @@ fn the_front_end_going_in_custody_is_no_loss() {
     assert_eq!(rig.count("parent_lost"), 0);
     assert_eq!(stop_origin(&rig), None);
     rig.feed(Input::Shutdown);
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     assert_eq!(rig.finish(), 0);
     assert!(!rig.result().parent_lost);
 }

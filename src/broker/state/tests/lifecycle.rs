@@ -121,11 +121,85 @@ fn an_orphan_reaped_is_journaled_and_counted() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
     rig.world.borrow_mut().spawn(101, OnTerm::Exit);
     rig.world.borrow_mut().end(101, exited(0));
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     assert_eq!(rig.count("orphan_reaped"), 1);
     rig.command_ends(exited(0));
     rig.finish();
     assert_eq!(rig.result().orphans_reaped, 1);
+}
+
+#[test]
+fn children_reaped_together_are_journaled_in_the_kernels_order_with_where_they_were() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    // As the interpreter reads them: an orphan that left the command's group and session,
+    // then the command, then an orphan whose place could not be read.
+    let escapee = ProcStat {
+        pid: 101,
+        pgid: 101,
+        sid: 101,
+        ..ProcStat::default()
+    };
+    rig.feed(Input::Reaped {
+        children: vec![
+            Reaped {
+                pid: 101,
+                status: exited(0),
+                place: Some(escapee),
+            },
+            Reaped {
+                pid: CMD,
+                status: exited(2),
+                place: None,
+            },
+            Reaped {
+                pid: 102,
+                status: killed_by(Signal::SIGTERM),
+                place: None,
+            },
+        ],
+        children_left: false,
+    });
+    let reaped: Vec<(i32, Option<bool>)> = rig
+        .journal()
+        .filter_map(|e| match e.kind {
+            EventKind::OrphanReaped { pid, escaped, .. } => Some((pid, escaped)),
+            EventKind::Exit { pid, .. } => Some((pid, None)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reaped, [(101, Some(true)), (CMD, None), (102, None)]);
+    assert_eq!(rig.kinds()[1..], ["orphan_reaped", "exit", "orphan_reaped"]);
+    assert_eq!(rig.result.as_ref().map(|r| r.orphans_reaped), None);
+    rig.world.borrow_mut().alive.clear();
+    rig.finish();
+    assert_eq!(rig.result().orphans_reaped, 2);
+    assert_eq!(rig.result().exit, Some(exited(2)));
+}
+
+#[test]
+fn whether_a_child_is_left_is_the_interpreters_word_after_its_reaping() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(Input::Request(crate::protocol::ToBroker::Stop {
+        origin: None,
+    }));
+    // The command is reaped, but a child is left: the stop goes on.
+    rig.feed(Input::Reaped {
+        children: vec![Reaped {
+            pid: CMD,
+            status: exited(0),
+            place: None,
+        }],
+        children_left: true,
+    });
+    assert!(!rig.broker.stop_done, "a child is left");
+    // The next reaping finds none: the stop is over, without another walk or signal.
+    let sent = rig.world.borrow().sent.len();
+    rig.feed(Input::Reaped {
+        children: Vec::new(),
+        children_left: false,
+    });
+    assert!(rig.broker.stop_done);
+    assert_eq!(rig.world.borrow().sent.len(), sent);
 }
 
 #[test]
@@ -196,7 +270,7 @@ fn a_lost_parent_stops_the_command_and_the_broker_exits_1() {
             .position(|l| l.event.kind.name() == "parent_lost")
             .unwrap();
         assert!(rig.lines[lost_at..].iter().all(|l| !l.parent));
-        rig.feed(Input::ChildEnded);
+        rig.reap();
         assert_eq!(rig.finish(), 1, "{cause:?}");
         assert!(rig.result().parent_lost);
         assert_eq!(rig.result().stopped_by, Some(Origin::ParentLost));

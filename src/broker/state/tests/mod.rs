@@ -35,6 +35,8 @@ const CMD: i32 = 100;
 const BROKER: i32 = 10;
 /// The front end that launched the broker.
 const PARENT: i32 = 7;
+/// The fake notify keepers' pids are this plus the run's number.
+const NOTIFY_KEEPER: i32 = 9000;
 
 /// What a process of the fake tree does with TERM.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -153,24 +155,6 @@ impl Kernel for FakeKernel {
         self.0.borrow().wall_ms
     }
 
-    fn reap_one(&mut self) -> Result<Option<Reaped>, i32> {
-        let mut world = self.0.borrow_mut();
-        match world.ended.pop_front() {
-            Some((pid, status)) => Ok(Some(Reaped {
-                pid,
-                status,
-                place: None,
-            })),
-            None if world.alive.is_empty() => Err(libc::ECHILD),
-            None => Ok(None),
-        }
-    }
-
-    fn has_children(&self) -> bool {
-        let world = self.0.borrow();
-        !world.alive.is_empty() || !world.ended.is_empty()
-    }
-
     fn live(&mut self, _walk: &Walk) -> Vec<ProcStat> {
         self.0.borrow().alive.iter().map(|(p, _)| *p).collect()
     }
@@ -252,6 +236,16 @@ struct Rig {
     replies: Vec<(u64, Event)>,
     subscribed: Vec<u64>,
     let_go: usize,
+    /// The notify command as the fake runs it: the payloads it was given, the runs going
+    /// (fake keeper pids), each [`Output::CheckNotify`]'s overdue runs, and whether a run
+    /// cannot start.
+    notified: Vec<Vec<u8>>,
+    notify_running: Vec<i32>,
+    notify_checks: Vec<Vec<i32>>,
+    notify_unstartable: bool,
+    wind_downs: usize,
+    /// Each [`Output::Signal`]'s plan: its signal and whether CONT follows.
+    plans: Vec<(Signal, bool)>,
     result: Option<CommandResult>,
     exit: Option<i32>,
 }
@@ -277,6 +271,12 @@ impl Rig {
             replies: Vec::new(),
             subscribed: Vec::new(),
             let_go: 0,
+            notified: Vec::new(),
+            notify_running: Vec::new(),
+            notify_checks: Vec::new(),
+            notify_unstartable: false,
+            wind_downs: 0,
+            plans: Vec::new(),
             result: None,
             exit: None,
         }
@@ -304,7 +304,33 @@ impl Rig {
         self.drain();
     }
 
-    /// Carries out the broker's outputs, as `run.rs` does.
+    /// What the interpreter reaps: every ended child of the fake, in order, and whether one
+    /// is left.
+    fn reaped(&self) -> Input<'static> {
+        let mut world = self.world.borrow_mut();
+        let children = world
+            .ended
+            .drain(..)
+            .map(|(pid, status)| Reaped {
+                pid,
+                status,
+                place: None,
+            })
+            .collect();
+        Input::Reaped {
+            children,
+            children_left: !world.alive.is_empty(),
+        }
+    }
+
+    /// Reaps, as `run.rs` does on SIGCHLD, before every tick and before the end.
+    fn reap(&mut self) {
+        let reaped = self.reaped();
+        self.feed(reaped);
+    }
+
+    /// Carries out the broker's outputs, as `run.rs` does. A child that a signal ended is
+    /// reaped at the next [`Rig::reap`] (its SIGCHLD) or [`Rig::tick`].
     fn drain(&mut self) {
         while let Some(output) = self.broker.poll_output() {
             match output {
@@ -342,6 +368,13 @@ impl Rig {
                     };
                     self.broker.handle(Input::TreeSampled(sample), self.now);
                 }
+                // Delivered by the fake kernel, at once, as `outlets.rs` does.
+                Output::Signal { plan, walk, group } => {
+                    self.plans.push((plan.signal, plan.also_cont));
+                    let mut kernel = FakeKernel(self.world.clone());
+                    let delivered = plan.deliver(&mut kernel, &walk, group);
+                    self.broker.handle(Input::Signalled(delivered), self.now);
+                }
                 Output::CloseTree => {
                     let cost = SampledCost::default();
                     let closed = Input::TreeClosed {
@@ -355,6 +388,40 @@ impl Rig {
                     self.broker
                         .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.now);
                 }
+                Output::Notify { payload } => {
+                    self.notified.push(payload);
+                    let input = if self.notify_unstartable {
+                        Input::NotifyUnstarted {
+                            message: "cannot run `notify`: no such file".into(),
+                        }
+                    } else {
+                        let pid = NOTIFY_KEEPER + self.notified.len() as i32;
+                        self.notify_running.push(pid);
+                        Input::NotifyStarted { pid }
+                    };
+                    self.broker.handle(input, self.now);
+                }
+                // An overdue run is killed: a failure. Runs that end by themselves are fed by
+                // the test ([`Rig::notify_run_ends`]).
+                Output::CheckNotify { overdue } => {
+                    self.notify_checks.push(overdue.clone());
+                    for pid in overdue {
+                        self.notify_running.retain(|p| *p != pid);
+                        let failure = Some("`notify` was killed before it finished".into());
+                        self.broker
+                            .handle(Input::NotifyEnded { pid, failure }, self.now);
+                    }
+                }
+                // The runs still going are killed at the end of the wind-down.
+                Output::WindDownNotify => {
+                    self.wind_downs += 1;
+                    for pid in std::mem::take(&mut self.notify_running) {
+                        let failure = Some("`notify` was killed before it finished".into());
+                        self.broker
+                            .handle(Input::NotifyEnded { pid, failure }, self.now);
+                    }
+                    self.broker.handle(Input::NotifyWoundDown, self.now);
+                }
                 Output::WriteResult(result) => {
                     self.result = Some(*result);
                     self.broker.handle(Input::ResultWritten(Ok(())), self.now);
@@ -365,6 +432,7 @@ impl Rig {
     }
 
     fn tick(&mut self) {
+        self.reap();
         self.feed(Input::Tick {
             mirror_behind: false,
         });
@@ -378,6 +446,13 @@ impl Rig {
         ] {
             self.feed(Input::Closed { stream });
         }
+    }
+
+    /// Run `pid` of the notify command ends, as `failure` says.
+    fn notify_run_ends(&mut self, pid: i32, failure: Option<&str>) {
+        self.notify_running.retain(|p| *p != pid);
+        let failure = failure.map(str::to_string);
+        self.feed(Input::NotifyEnded { pid, failure });
     }
 
     /// Moves the clock on by `by` and ticks.
@@ -411,7 +486,7 @@ impl Rig {
     /// The command ends with `status`, and its SIGCHLD is handled.
     fn command_ends(&mut self, status: ExitStatus) {
         self.world.borrow_mut().end(CMD, status);
-        self.feed(Input::ChildEnded);
+        self.reap();
     }
 
     /// Its pipes close, it is seen through to the end: `result.json` and the exit code.
@@ -419,6 +494,7 @@ impl Rig {
         self.close_pipes();
         self.run_until(Duration::from_secs(3600));
         assert!(self.broker.is_done(), "done: {:?}", self.kinds());
+        self.reap();
         self.feed(Input::Finish);
         self.exit.expect("an exit code")
     }

@@ -217,7 +217,7 @@ fn a_parent_stop_mid_stop_changes_nothing_and_pings_still_answer() {
     assert_eq!(rig.count("stop_started"), 1);
     assert_eq!(rig.to_parent().last(), Some(&"pong"));
     rig.run_until(ms(1000));
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.finish();
     assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
 }
@@ -332,4 +332,45 @@ fn another_event_closes_the_input_count_and_nothing_typed_is_nothing_journaled()
     }));
     rig.feed(Input::Resized(crate::protocol::WindowSize::DEFAULT));
     assert_eq!(&rig.kinds()[rig.kinds().len() - 2..], ["input", "resize"]);
+}
+
+#[test]
+fn a_control_stop_is_answered_after_its_signals_are_journaled() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.broker.handle(control(8, ControlRequest::Stop), rig.now);
+    // Carried out one by one, as the interpreter does: the plan is delivered when it is
+    // reached, and what its delivery journals comes before what was queued behind it.
+    let mut seen = Vec::new();
+    while let Some(output) = rig.broker.poll_output() {
+        match output {
+            Output::Signal { plan, walk, group } => {
+                assert_eq!((plan.signal, plan.also_cont), (Signal::SIGTERM, true));
+                assert_eq!(group, Some(CMD));
+                seen.push("plan".to_string());
+                let delivered = plan.deliver(&mut FakeKernel(rig.world.clone()), &walk, group);
+                rig.broker.handle(Input::Signalled(delivered), rig.now);
+            }
+            Output::Event { line, .. } => {
+                let event: Event = serde_json::from_slice(&line).unwrap();
+                seen.push(event.kind.name().to_string());
+            }
+            Output::Reply { client, .. } => seen.push(format!("reply {client}")),
+            Output::FlushJournal => seen.push("flush".into()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let at = |what: &str| seen.iter().position(|s| s == what).unwrap();
+    assert!(at("stop_started") < at("plan"), "{seen:?}");
+    assert!(at("plan") < at("signal_sent"), "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|s| *s == "signal_sent").count(),
+        2,
+        "{seen:?}"
+    );
+    let last_signal = seen.iter().rposition(|s| s == "signal_sent").unwrap();
+    assert!(
+        last_signal < at("flush"),
+        "journaled, then flushed: {seen:?}"
+    );
+    assert!(at("flush") < at("reply 8"), "then answered: {seen:?}");
 }

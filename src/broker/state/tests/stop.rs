@@ -36,7 +36,7 @@ fn a_stop_is_journaled_as_it_starts_then_term_and_cont_to_the_tree() {
 fn a_command_that_heeds_term_ends_the_stop_without_a_kill() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
     rig.feed(stop_request());
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.finish();
     assert_eq!(rig.count("hard_kill"), 0);
     let result = rig.result();
@@ -66,7 +66,7 @@ fn a_command_that_ignores_term_is_killed_when_grace_is_over() {
         .expect("hard_kill");
     assert_eq!(after, 1000);
     assert_eq!(rig.signals().last().unwrap(), &("KILL".into(), vec![CMD]));
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.finish();
     assert!(rig.result().hard_killed);
     assert_eq!(rig.result().exit.and_then(|s| s.signal), Some(9));
@@ -94,15 +94,19 @@ fn stragglers_left_after_the_command_exits_are_killed_and_the_stop_waits_for_the
     let mut rig = Rig::running(request(), OnTerm::Exit);
     rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
     rig.feed(stop_request());
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     assert_eq!(rig.count("exit"), 1);
     rig.close_pipes();
     rig.run_until(ms(900));
     assert!(!rig.broker.is_done(), "101 runs on, in grace");
     rig.run_until(ms(1000));
     assert_eq!(rig.signals().last().unwrap(), &("KILL".into(), vec![101]));
-    // Reaped in the same turn: nothing is left, the stop is over, the broker done.
+    assert!(!rig.broker.is_done(), "101 is not reaped yet");
+    // Its SIGCHLD: the interpreter reaps it, nothing is left, the stop is over; the next
+    // wake-up finds the broker done.
+    rig.reap();
     assert_eq!(rig.count("orphan_reaped"), 1);
+    rig.tick();
     assert!(rig.broker.is_done());
     rig.feed(Input::Finish);
     assert_eq!(rig.result().orphans_reaped, 1);
@@ -137,7 +141,7 @@ fn a_signal_to_the_broker_stops_the_command_as_a_shutdown() {
     // The command itself may send it (`kill $PPID`): the broker stops it all the same.
     let mut rig = Rig::running(request(), OnTerm::Exit);
     rig.feed(Input::Shutdown);
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     assert_eq!(rig.finish(), 0);
     assert_eq!(rig.result().stopped_by, Some(Origin::Shutdown));
 }
@@ -148,7 +152,7 @@ fn the_stop_origin_asked_by_the_parent_is_kept() {
     rig.feed(Input::Request(ToBroker::Stop {
         origin: Some(Origin::Watchdog),
     }));
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.finish();
     assert_eq!(rig.result().stopped_by, Some(Origin::Watchdog));
 }
@@ -192,7 +196,7 @@ fn a_silent_command_is_stopped_by_the_watchdog() {
     let kinds = rig.kinds();
     let at = kinds.iter().position(|k| *k == "response_timeout").unwrap();
     assert_eq!(kinds[at + 1], "stop_started");
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.finish();
     assert!(rig.result().response_timeout);
     assert_eq!(rig.result().stopped_by, Some(Origin::Watchdog));
@@ -248,7 +252,7 @@ fn a_final_line_starts_the_drain_and_a_command_still_running_after_it_is_stopped
     assert_eq!(rig.count("stop_started"), 0);
     rig.run_until(ms(300));
     assert_eq!(rig.count("stop_started"), 1);
-    rig.feed(Input::ChildEnded);
+    rig.reap();
     rig.finish();
     assert!(rig.result().drained);
     assert_eq!(rig.result().stopped_by, Some(Origin::FinalDrain));
@@ -294,4 +298,59 @@ fn input_typed_before_a_stop_is_journaled_before_it() {
     }));
     rig.feed(stop_request());
     assert_eq!(&rig.kinds()[1..3], ["input", "stop_started"]);
+}
+
+#[test]
+fn each_step_is_a_plan_and_its_delivery_is_journaled_with_its_targets() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
+    rig.feed(stop_request());
+    assert_eq!(
+        rig.plans,
+        [(Signal::SIGTERM, true)],
+        "the first plan: TERM and CONT"
+    );
+    assert_eq!(
+        rig.signals(),
+        [
+            ("TERM".into(), vec![CMD, 101]),
+            ("CONT".into(), vec![CMD, 101])
+        ]
+    );
+    // Sweeps during grace are plans too; what reached nobody new is not journaled.
+    rig.run_until(ms(999));
+    assert!(rig.plans.len() > 1);
+    assert!(rig.plans[1..].iter().all(|p| *p == (Signal::SIGTERM, true)));
+    assert_eq!(rig.count("signal_sent"), 2);
+    // Grace over: the KILL plan, its delivery journaled after `hard_kill`.
+    rig.run_until(ms(1000));
+    assert_eq!(rig.plans.last(), Some(&(Signal::SIGKILL, false)));
+    let kinds = rig.kinds();
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["hard_kill", "signal_sent"],
+        "{kinds:?}"
+    );
+    assert_eq!(
+        rig.signals().last().unwrap(),
+        &("KILL".into(), vec![CMD, 101])
+    );
+    assert!(rig.result.is_none());
+    rig.reap();
+    rig.finish();
+    assert!(rig.result().hard_killed);
+}
+
+#[test]
+fn a_delivery_with_no_stop_running_is_ignored() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    let (_, plan) = crate::broker::stop::StopSequence::begin(Origin::Operator, ms(10), rig.now);
+    let delivered = plan.deliver(
+        &mut FakeKernel(rig.world.clone()),
+        &crate::broker::signaller::Walk::below(BROKER),
+        Some(CMD),
+    );
+    let before = rig.kinds().len();
+    rig.feed(Input::Signalled(delivered));
+    assert_eq!(rig.kinds().len(), before, "nothing journaled");
 }

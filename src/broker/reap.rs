@@ -1,0 +1,110 @@
+//! Reaping the broker's children, the interpreter's work: on SIGCHLD, before every tick and
+//! before the end, every child that ended is reaped and handed to the state machine as one
+//! `Input::Reaped`, with whether any child is left, read right after.
+
+use crate::procfs::{self, ProcStat};
+use crate::protocol::ExitStatus;
+
+/// One ended child, reaped: its pid, how it ended, and where it was (its process group and
+/// session, read while it was still a zombie).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reaped {
+    pub pid: i32,
+    pub status: ExitStatus,
+    pub place: Option<ProcStat>,
+}
+
+/// Reaps every child that has ended, in the order the kernel gives them: the command itself,
+/// or a descendant re-parented to this subreaper. Then whether a child is left.
+pub fn reap_ended() -> (Vec<Reaped>, bool) {
+    let mut children = Vec::new();
+    loop {
+        match reap_one() {
+            Ok(Some(reaped)) => children.push(reaped),
+            Ok(None) | Err(libc::ECHILD) => break,
+            Err(libc::EINTR) => continue,
+            // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
+            Err(_) => break,
+        }
+    }
+    (children, has_children())
+}
+
+/// Whether this process has a child left, alive or not yet reaped. A subreaper with no
+/// child has no descendant at all: every process of the command's tree is a child of the
+/// broker or a descendant of one (orphans are re-parented to it). So the kernel answers in
+/// one call what a walk of /proc, reading every process on the machine, would. The notify
+/// command's keepers are "clone" children, which this wait does not see.
+fn has_children() -> bool {
+    !matches!(peek_ended_child(), Err(libc::ECHILD))
+}
+
+/// The pid of a child that has ended, left unreaped (`WNOWAIT`); `Ok(None)` when children
+/// remain but none has ended; `Err(ECHILD)` when there is no child at all.
+fn peek_ended_child() -> Result<Option<i32>, i32> {
+    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`.
+    let peeked = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if peeked < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+    }
+    // SAFETY: filled in by waitid for a child that has ended; 0 when none has.
+    let pid = unsafe { info.si_pid() };
+    Ok((pid != 0).then_some(pid))
+}
+
+/// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
+/// that its `/proc` entry, group and session included, can still be read; then reaped.
+fn reap_one() -> Result<Option<Reaped>, i32> {
+    let Some(pid) = peek_ended_child()? else {
+        return Ok(None);
+    };
+    let place = procfs::read_stat(pid);
+    match wait_status(pid)? {
+        Some(status) => Ok(Some(Reaped { pid, status, place })),
+        None => Ok(None),
+    }
+}
+
+/// Reaps `pid`, which has ended. `libc` directly: nix turns the status into its `Signal` enum
+/// and fails (after the kernel has already reaped the child) for real-time signals, which
+/// would lose the exit for good.
+fn wait_status(pid: i32) -> Result<Option<ExitStatus>, i32> {
+    let mut raw = 0;
+    let reaped = loop {
+        // SAFETY: waitpid only writes the status into `raw`.
+        let reaped = unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) };
+        match reaped {
+            r if r >= 0 => break r,
+            _ => match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
+                libc::EINTR => continue,
+                errno => return Err(errno),
+            },
+        }
+    };
+    if reaped == 0 {
+        return Ok(None);
+    }
+    let status = if libc::WIFEXITED(raw) {
+        ExitStatus {
+            code: Some(libc::WEXITSTATUS(raw)),
+            signal: None,
+            core_dumped: false,
+        }
+    } else {
+        ExitStatus {
+            code: None,
+            signal: Some(libc::WTERMSIG(raw)),
+            core_dumped: libc::WCOREDUMP(raw),
+        }
+    };
+    Ok(Some(status))
+}
