@@ -15,7 +15,7 @@ use common::journal::{events_now, leftovers_stopped};
 use common::procs::wait_gone;
 use common::{DEADLINE, TAG_VAR, TestEnv};
 use serde_json::{Value, json};
-use tether::protocol::LeftoversEnd;
+use tether::protocol::{EventKind, LeftoversEnd};
 
 /// An MCP client on the server's stdin and stdout.
 struct Client {
@@ -510,8 +510,13 @@ fn unknown_version_at_initialize_and_departure_mid_call() {
     let line = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
         "params": {"name": "run", "arguments": {"command": "sleep 300", "wait_ms": 60000}}});
     client.send_raw(&line.to_string());
-    common::wait_until(&env, "the command's journal", || {
-        env.command_dirs().len() == 1
+    // Mid-call: the command runs. A bare journal directory (its number reserved, before the
+    // rename and the spawn) would have the client leave before there is a command to stop.
+    let dir = env.wait_command_dir();
+    common::wait_until(&env, "the command's spawn in its journal", || {
+        events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Spawned { .. }))
     });
     client.close();
     env.finish();
