@@ -351,7 +351,12 @@ fn exercise(env: &TestEnv, client: &mut Client) {
         json!({"command": "echo begun; sleep 30", "wait_ms": 300}),
     );
     assert_eq!(long["still_running"], json!(true), "{long}");
-    assert_eq!(long["state"], json!("running"));
+    // 300 ms need not see the spawn on a loaded machine: `starting` until the broker says
+    // `spawned`. That it runs is asserted below, once it printed and a wait went by.
+    assert!(
+        ["starting", "running"].contains(&long["state"].as_str().unwrap_or_default()),
+        "{long}"
+    );
     let page = client.ok("output", json!({"id": long["id"], "wait_ms": 5000}));
     assert_eq!(page["text"], json!("begun\n"), "{page}");
     let waited = client.ok(
