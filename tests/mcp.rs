@@ -424,6 +424,15 @@ fn exercise(env: &TestEnv, client: &mut Client) {
     // One left running for the client's departure to stop.
     let orphan = client.ok("run", json!({"command": "sleep 300", "wait_ms": 100}));
     assert_eq!(orphan["still_running"], json!(true));
+    // Listed once it runs: after 100 ms a loaded machine may not have spawned it yet
+    // (`starting`). Looked at off the transcript until then.
+    client.recording = false;
+    let deadline = Instant::now() + DEADLINE;
+    while client.ok("list", json!({}))["commands"][5]["state"] == json!("starting") {
+        assert!(Instant::now() < deadline, "the last command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    client.recording = true;
 
     let listed = client.ok("list", json!({}));
     let commands = listed["commands"].as_array().expect("commands");
