@@ -91,9 +91,14 @@ fn a_failed_command_appearing_in_a_watch_is_told_with_osc_9_and_bel() {
     let sessions = env.state_dir().join("sessions");
     journal_now(&env.path("aside"), "told");
     fs::rename(env.path("aside/told"), sessions.join("told")).unwrap();
-    let screen = tmux.wait_screen(&env, "the failed mark", |s| s.contains("1 needs you"));
-    let status = screen.lines().last().unwrap_or_default();
-    assert!(status.contains("told/02 fail: failed"), "{screen}");
+    // The count and the status bar are waited for together: a capture may catch a frame
+    // half drawn, its top (the count) new and its bottom (the status bar) not yet.
+    tmux.wait_screen(&env, "the failed mark, named in the status bar", |s| {
+        s.contains("1 needs you")
+            && s.lines()
+                .last()
+                .is_some_and(|status| status.contains("told/02 fail: failed"))
+    });
     let first = "]9;tether: told/02 failed: fail: exit 3";
     wait_for_text(&env, &written, first);
     // Inside tmux the OSC goes through its passthrough, BEL after it as it is.
