@@ -172,6 +172,25 @@ impl ControlClient {
         }
     }
 
+    /// Reads, without waiting, what the broker has written and was not read yet, and returns
+    /// how many lines then wait for [`Self::next_line`]: all it wrote before this call, as
+    /// far as a megabyte (a subscription's backlog). End of file and errors are left for
+    /// `next_line` to meet.
+    pub fn read_waiting(&mut self) -> usize {
+        for _ in 0..(1 << 20) / self.buf.len() + 1 {
+            match self.socket.try_read(&mut self.buf) {
+                Ok(n) if n > 0 => {
+                    self.frames.extend(self.lines.push(&self.buf[..n]));
+                    if n < self.buf.len() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.frames.len()
+    }
+
     /// The next line from the broker (an answer, or once subscribed an event); `None` once
     /// the broker has closed the connection (it exits right after `close`). Requests the
     /// socket did not take at once go while it waits. Cancel-safe, as

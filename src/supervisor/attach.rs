@@ -140,6 +140,9 @@ impl BrokerConversation {
         loop {
             let deadline = self.deadline().min(unanswered_at);
             tokio::select! {
+                // Lines first: a front end kept from running wakes past the deadline with
+                // the answer waiting (see `check`).
+                biased;
                 line = self.read_line() => {
                     let Some(line) = line else { return Answer::Closed };
                     if self.acks.answers() == ours
@@ -155,7 +158,9 @@ impl BrokerConversation {
             let now = Instant::now();
             match self.check(now) {
                 Some(due) => return Answer::fell_back(due),
-                None if now >= unanswered_at => return Answer::Unanswered,
+                None if now >= unanswered_at && !self.lines_waiting() => {
+                    return Answer::Unanswered;
+                }
                 None => {}
             }
         }

@@ -88,6 +88,9 @@ pub struct BrokerConversation {
     /// Lines read while waiting for an answer (see [`Self::answer`]), noted already, for
     /// [`Self::next_line`].
     pub(super) kept: VecDeque<BrokerLine>,
+    /// A deadline came while the broker's lines waited unread: how many of them are still
+    /// to be read before it is acted on (see [`Self::reading_before_due`]).
+    unread_before_due: Option<usize>,
 }
 
 impl BrokerConversation {
@@ -139,6 +142,7 @@ impl BrokerConversation {
             last_heard: now,
             stop_asked: None,
             kept: VecDeque::new(),
+            unread_before_due: None,
         }
     }
 
@@ -201,6 +205,9 @@ impl BrokerConversation {
             Link::Launched { broker, .. } => broker.next_line().await?,
             Link::Attached { client, .. } => client.next_line().await?,
         };
+        if let Some(unread) = self.unread_before_due.as_mut() {
+            *unread = unread.saturating_sub(1);
+        }
         self.watch.heard();
         self.last_heard = Instant::now();
         if let Ok(event) = &line.event {
@@ -236,8 +243,52 @@ impl BrokerConversation {
 
     /// Does what is due at `now`: gives up on a stop overdue, falls back for a request not
     /// acknowledged, looks at the broker and pings it. Called after whatever woke the
-    /// front end, so that a flood of lines never starves a deadline.
+    /// front end, so that a flood of lines never starves a deadline. A deadline is acted on
+    /// only once the lines the broker wrote before it was found due have been read.
     pub fn check(&mut self, now: Instant) -> Option<Due> {
+        if self.reading_before_due(now) {
+            return None;
+        }
+        let due = self.due_at(now);
+        if due.is_some() {
+            self.unread_before_due = None;
+        }
+        due
+    }
+
+    /// Whether a stop or an acknowledgement is due at `now` while lines the broker wrote
+    /// before `now` are still unread. A front end kept from running (a loaded machine: two
+    /// cores, a dozen processes) wakes past the deadline with the answer waiting in the
+    /// pipe, often behind the broker's other lines (the signals of the stop, the exit); it
+    /// would take a broker that answered in time for one that did not, kill it, and report
+    /// a failed stop. Those lines are read first (the selects put lines before timers), and
+    /// only those: what the broker writes after `now` does not put the deadline off again.
+    fn reading_before_due(&mut self, now: Instant) -> bool {
+        let due = self
+            .stop_asked
+            .is_some_and(|at| now >= self.stop_overdue_at(at))
+            || self.acks.deadline().is_some_and(|at| now >= at);
+        if !due {
+            self.unread_before_due = None;
+            return false;
+        }
+        let link = &mut self.link;
+        let unread = *self
+            .unread_before_due
+            .get_or_insert_with(|| match link {
+                Link::Launched { broker, .. } => broker.read_waiting(),
+                Link::Attached { client, .. } => client.read_waiting(),
+            });
+        unread > 0
+    }
+
+    /// Whether lines the broker wrote before a deadline found passed are still unread.
+    pub(super) fn lines_waiting(&self) -> bool {
+        self.unread_before_due.is_some_and(|unread| unread > 0)
+    }
+
+    /// What is due at `now`, everything the broker wrote before it read.
+    fn due_at(&mut self, now: Instant) -> Option<Due> {
         if self
             .stop_asked
             .is_some_and(|at| now >= self.stop_overdue_at(at))
@@ -353,5 +404,104 @@ impl BrokerConversation {
             grace,
             patience,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::intervals::ACK_TIMEOUT;
+    use super::*;
+
+
+    /// A stand-in broker that reads the stop and its ping, writes `lines` (an event line
+    /// each), says so by creating `written`, and waits.
+    async fn broker_answering(
+        lines: &[EventKind],
+        written: &std::path::Path,
+    ) -> BrokerConversation {
+        let text: Vec<u8> = lines
+            .iter()
+            .flat_map(|kind| {
+                let event = crate::protocol::Event {
+                    ts_ms: 1,
+                    mono_us: 1,
+                    kind: kind.clone(),
+                };
+                event.to_line()
+            })
+            .collect();
+        let script = "read stop; read ping; printf %s \"$1\"; : > \"$2\"; exec sleep 30";
+        let child = std::process::Command::new("sh")
+            .args(["-c", script, "sh", &String::from_utf8_lossy(&text)])
+            .arg(written)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run sh");
+        let broker = BrokerProcess::talking_to(child, None, None).expect("the pipes");
+        let live = LiveBrokers::new();
+        let ticket = live.lock().await.register(broker.pid());
+        let cgroup = broker.expected_cgroup.clone();
+        let link = Link::Launched {
+            broker,
+            live,
+            ticket,
+        };
+        let mut conversation =
+            BrokerConversation::over(link, Pace::FLEET, Duration::from_millis(100), cgroup);
+        conversation.request(&ToBroker::Stop { origin: None });
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !written.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the stand-in never wrote"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        conversation
+    }
+
+    impl BrokerConversation {
+        fn kill_stand_in(&mut self) {
+            if let Link::Launched { broker, .. } = &mut self.link {
+                let _ = broker.child.kill();
+                let _ = broker.child.wait();
+            }
+        }
+    }
+
+    fn stop_line() -> EventKind {
+        EventKind::HardKill { after_ms: 100 }
+    }
+
+    /// The front end wakes long past the acknowledgement's deadline (it was kept from
+    /// running) and the pong waits in the pipe behind another line: the stop was answered.
+    #[tokio::test]
+    async fn a_pong_waiting_behind_other_lines_answers_a_deadline_found_passed() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let mut broker =
+            broker_answering(&[stop_line(), EventKind::Pong], &dir.path().join("w")).await;
+        let late = Instant::now() + ACK_TIMEOUT * 3;
+        assert_eq!(broker.check(late), None, "lines wait unread");
+        let first = broker.next_line().await.expect("the stop's line");
+        assert!(matches!(first.event, Ok(ref e) if e.kind.name() == "hard_kill"));
+        assert_eq!(broker.check(late), None, "the pong waits unread");
+        let pong = broker.next_line().await.expect("the pong");
+        assert!(matches!(pong.event, Ok(ref e) if e.kind == EventKind::Pong));
+        assert_eq!(broker.check(late), None, "answered in time");
+        broker.kill_stand_in();
+    }
+
+    /// What the broker wrote before the deadline was found passed is read, and only that:
+    /// with no pong in it, the stop is unanswered.
+    #[tokio::test]
+    async fn a_deadline_is_acted_on_once_what_was_waiting_is_read() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let mut broker = broker_answering(&[stop_line()], &dir.path().join("w")).await;
+        let late = Instant::now() + ACK_TIMEOUT * 3;
+        assert_eq!(broker.check(late), None, "a line waits unread");
+        broker.next_line().await.expect("the stop's line");
+        assert_eq!(broker.check(late), Some(Due::End(End::StopUnanswered)));
+        broker.kill_stand_in();
     }
 }

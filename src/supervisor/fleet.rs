@@ -182,6 +182,20 @@ impl BrokerTask {
         loop {
             let deadline = broker.deadline();
             tokio::select! {
+                // Orders first, as exec puts signals first: an abort must not wait behind a
+                // flood of lines. Lines before the timer: one already in the pipe may answer
+                // the deadline that woke us (a pong, the report of a stop).
+                biased;
+                order = orders.recv(), if orders_open => match order {
+                    None => orders_open = false,
+                    Some(Order::Abort) => return End::Aborted,
+                    // Keys and sizes need no proof of delivery, and a paste comes in
+                    // thousands of pieces: no ping after each.
+                    Some(Order::Send(message @ (ToBroker::Input { .. } | ToBroker::Resize { .. }))) => {
+                        broker.post(&message);
+                    }
+                    Some(Order::Send(message)) => broker.request(&message),
+                },
                 line = broker.next_line() => {
                     let Some(line) = line else { return End::Lost };
                     // Pongs mean nothing to the TUI beyond acknowledging requests.
@@ -204,16 +218,6 @@ impl BrokerTask {
                         }
                     }
                 }
-                order = orders.recv(), if orders_open => match order {
-                    None => orders_open = false,
-                    Some(Order::Abort) => return End::Aborted,
-                    // Keys and sizes need no proof of delivery, and a paste comes in
-                    // thousands of pieces: no ping after each.
-                    Some(Order::Send(message @ (ToBroker::Input { .. } | ToBroker::Resize { .. }))) => {
-                        broker.post(&message);
-                    }
-                    Some(Order::Send(message)) => broker.request(&message),
-                },
                 _ = sleep_until(deadline) => {}
             }
             match broker.check(Instant::now()) {

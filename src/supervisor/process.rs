@@ -115,7 +115,7 @@ impl BrokerProcess {
     }
 
     /// Talks to `child` through its piped stdin and stdout.
-    fn talking_to(
+    pub(super) fn talking_to(
         mut child: Child,
         expected_cgroup: Option<std::path::PathBuf>,
         custody: Option<OwnedFd>,
@@ -192,6 +192,27 @@ impl BrokerProcess {
                 Ok(n) => self.pending.extend(self.lines.push(&self.buf[..n])),
             }
         }
+    }
+}
+
+impl BrokerProcess {
+    /// Reads, without waiting, what the broker has written and was not read yet, and returns
+    /// how many lines then wait for [`Self::next_line`]: all it wrote before this call (the
+    /// buffer holds more than a pipe; a pipe raised past it to the 1-MiB ceiling takes a few
+    /// reads). End of file and errors are left for `next_line` to meet.
+    pub fn read_waiting(&mut self) -> usize {
+        for _ in 0..(1 << 20) / self.buf.len() + 1 {
+            match self.events.try_read(&mut self.buf) {
+                Ok(n) if n > 0 => {
+                    self.pending.extend(self.lines.push(&self.buf[..n]));
+                    if n < self.buf.len() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.pending.len()
     }
 }
 

@@ -574,6 +574,10 @@ impl Broker {
         self.result.started_ms = self.started_ms;
         self.result.ended_ms = self.kernel.wall_ms();
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
+        // In the journal before `result.json` says the command is over: a reader that finds
+        // the result (a test, the MCP server, a watch) finds the events up to `close` too,
+        // the exit and the last tree among them, not still in the writer's buffer.
+        self.flush_journal();
         self.outputs
             .push_back(Output::WriteResult(Box::new(self.result.clone())));
     }

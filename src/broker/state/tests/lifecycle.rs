@@ -30,6 +30,21 @@ fn a_command_that_exits_is_journaled_from_spawn_to_close() {
     );
 }
 
+/// `result.json` says the command is over: a reader that finds it finds every event
+/// before `close` in the event log too (the exit, the last tree, what attention said), not
+/// still in the writer's buffer.
+#[test]
+fn the_events_are_flushed_before_the_result_is_written() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.closing_record = Some(EventKind::Tree {
+        processes: Vec::new(),
+    });
+    rig.command_ends(exited(3));
+    assert_eq!(rig.finish(), 0);
+    assert_eq!(rig.count("tree"), 1, "{:?}", rig.kinds());
+    assert_eq!(rig.unflushed_at_result, Some(0), "{:?}", rig.kinds());
+}
+
 #[test]
 fn an_exit_code_and_a_signal_from_outside_are_the_commands_own() {
     let mut rig = Rig::running(request(), OnTerm::Exit);

@@ -233,6 +233,12 @@ struct Rig {
     /// `Store` outputs: stream and bytes kept.
     stored: Vec<(crate::protocol::Stream, usize)>,
     flushes: usize,
+    /// Journal lines appended since the last flush.
+    unflushed: usize,
+    /// [`Rig::unflushed`] when `result.json` was asked for.
+    unflushed_at_result: Option<usize>,
+    /// The record the tree's close gives (none: the last one recorded was empty).
+    closing_record: Option<EventKind>,
     replies: Vec<(u64, Event)>,
     subscribed: Vec<u64>,
     let_go: usize,
@@ -268,6 +274,9 @@ impl Rig {
             lines: Vec::new(),
             stored: Vec::new(),
             flushes: 0,
+            unflushed: 0,
+            unflushed_at_result: None,
+            closing_record: None,
             replies: Vec::new(),
             subscribed: Vec::new(),
             let_go: 0,
@@ -341,6 +350,7 @@ impl Rig {
                     parent,
                 } => {
                     let event = serde_json::from_slice(&line).expect("an event line");
+                    self.unflushed += usize::from(journal);
                     self.lines.push(Line {
                         event,
                         journal,
@@ -348,7 +358,10 @@ impl Rig {
                         subscribers,
                     });
                 }
-                Output::FlushJournal => self.flushes += 1,
+                Output::FlushJournal => {
+                    self.flushes += 1;
+                    self.unflushed = 0;
+                }
                 Output::Store { stream, keep } => self.stored.push((stream, keep)),
                 Output::Subscribe { client } => self.subscribed.push(client),
                 Output::Reply { client, line } => {
@@ -378,7 +391,7 @@ impl Rig {
                 Output::CloseTree => {
                     let cost = SampledCost::default();
                     let closed = Input::TreeClosed {
-                        record: None,
+                        record: self.closing_record.take(),
                         cost: &cost,
                     };
                     self.broker.handle(closed, self.now);
@@ -423,6 +436,7 @@ impl Rig {
                     self.broker.handle(Input::NotifyWoundDown, self.now);
                 }
                 Output::WriteResult(result) => {
+                    self.unflushed_at_result = Some(self.unflushed);
                     self.result = Some(*result);
                     self.broker.handle(Input::ResultWritten(Ok(())), self.now);
                 }
