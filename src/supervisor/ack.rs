@@ -19,6 +19,17 @@ pub enum Fallback {
     Stop,
 }
 
+/// Whether a signal may reach the command twice without harm: a broker that did not answer
+/// in time may be slow rather than wedged, and deliver it after the front end has. TERM,
+/// KILL, STOP and CONT say the same the second time; a second INT, HUP or USR1 may mean
+/// something else to the program (a second Ctrl-C often forces a quit).
+pub fn repeats_harmlessly(signal: Signal) -> bool {
+    matches!(
+        signal,
+        Signal::SIGTERM | Signal::SIGKILL | Signal::SIGSTOP | Signal::SIGCONT
+    )
+}
+
 impl Fallback {
     pub fn for_request(message: &ToBroker) -> Option<Fallback> {
         match message {

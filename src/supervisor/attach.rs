@@ -372,4 +372,23 @@ mod tests {
         );
         drop(early.await.expect("the fake broker"));
     }
+
+    /// A slow broker may still deliver what it did not answer in time: a signal that does
+    /// harm the second time is not sent in its place, and the answer says why.
+    #[tokio::test]
+    async fn a_signal_that_harms_twice_is_not_sent_around_a_silent_broker() {
+        let (mut conversation, broker) = attached();
+        let hup = ToBroker::Signal {
+            signal: ProcessSignal::parse("HUP").expect("HUP"),
+            scope: Scope::Group,
+            pid: None,
+        };
+        let answer = conversation.answer(&hup).await;
+        assert!(
+            matches!(&answer, Answer::NotSignalled(err)
+                if err.contains("SIGHUP was not sent by tether")),
+            "{answer:?}"
+        );
+        drop(broker);
+    }
 }

@@ -19,10 +19,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::ack::{Acks, Fallback};
+use super::ack::{Acks, Fallback, repeats_harmlessly};
 use super::attach::over_socket;
 use super::ending::{End, Remains, cleanup_timing};
-use super::intervals::{ABORT_PATIENCE, BUSY_STOP_PATIENCE, KILL_PATIENCE, Pace, STOP_SLACK};
+use super::intervals::{
+    ABORT_PATIENCE, ACK_TIMEOUT, BUSY_STOP_PATIENCE, KILL_PATIENCE, Pace, STOP_SLACK,
+};
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
 use super::liveness::{Heartbeat, PingWatch, is_stopped};
 use super::process::{BrokerLine, BrokerProcess, Handover};
@@ -273,12 +275,10 @@ impl BrokerConversation {
             return false;
         }
         let link = &mut self.link;
-        let unread = *self
-            .unread_before_due
-            .get_or_insert_with(|| match link {
-                Link::Launched { broker, .. } => broker.read_waiting(),
-                Link::Attached { client, .. } => client.read_waiting(),
-            });
+        let unread = *self.unread_before_due.get_or_insert_with(|| match link {
+            Link::Launched { broker, .. } => broker.read_waiting(),
+            Link::Attached { client, .. } => client.read_waiting(),
+        });
         unread > 0
     }
 
@@ -305,6 +305,14 @@ impl BrokerConversation {
                         signal,
                         why,
                     )),
+                    // Another front end's broker, perhaps only slow: a signal that would do
+                    // harm the second time is left to it.
+                    Link::Attached { .. } if !repeats_harmlessly(signal) => {
+                        Due::NotSignalled(format!(
+                            "the broker did not answer within {ACK_TIMEOUT:?}; SIG{} was not sent by tether, since the broker may still deliver it and a second one may do harm (only TERM, KILL, STOP and CONT are sent in its place)",
+                            ProcessSignal(signal)
+                        ))
+                    }
                     // Not our child: its pid is proved to be the broker before it is used.
                     Link::Attached { command, .. } => {
                         match signal_through_pid(command, ProcessSignal(signal), why) {
@@ -411,7 +419,6 @@ impl BrokerConversation {
 mod tests {
     use super::super::intervals::ACK_TIMEOUT;
     use super::*;
-
 
     /// A stand-in broker that reads the stop and its ping, writes `lines` (an event line
     /// each), says so by creating `written`, and waits.
