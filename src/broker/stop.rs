@@ -11,7 +11,7 @@ use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::signaller::{ProcessKey, Walk, signal_tree};
-use crate::protocol::Origin;
+use crate::protocol::{Origin, ProcessSignal};
 
 /// How soon the tree is walked again after a signal; the interval doubles from walk to walk
 /// (newcomers are rare after the first moments), up to `SWEEP_MAX`.
@@ -39,7 +39,7 @@ pub trait TreeSignaller {
         &mut self,
         walk: &Walk,
         group: Option<i32>,
-        signal: Signal,
+        signal: ProcessSignal,
         also_cont: bool,
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32>;
@@ -58,7 +58,7 @@ impl TreeSignaller for Kernel {
         &mut self,
         walk: &Walk,
         group: Option<i32>,
-        signal: Signal,
+        signal: ProcessSignal,
         also_cont: bool,
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32> {
@@ -98,7 +98,8 @@ impl StopSequence {
         now: Instant,
     ) -> (StopSequence, Delivery) {
         let mut reached = HashSet::new();
-        let targets = signaller.signal_tree(walk, group, Signal::SIGTERM, true, &mut reached);
+        let targets =
+            signaller.signal_tree(walk, group, Signal::SIGTERM.into(), true, &mut reached);
         let sequence = StopSequence {
             origin,
             started: now,
@@ -185,7 +186,7 @@ impl StopSequence {
         self.next_sweep = now + self.interval;
         if !self.killed {
             let targets =
-                signaller.signal_tree(walk, group, Signal::SIGTERM, true, &mut self.reached);
+                signaller.signal_tree(walk, group, Signal::SIGTERM.into(), true, &mut self.reached);
             return (!targets.is_empty()).then_some(Delivery {
                 signal: Signal::SIGTERM,
                 targets,
@@ -249,7 +250,7 @@ fn kill(
             pids.sort_unstable();
             pids
         }
-        None => signaller.signal_tree(walk, group, Signal::SIGKILL, false, reached),
+        None => signaller.signal_tree(walk, group, Signal::SIGKILL.into(), false, reached),
     }
 }
 
@@ -305,10 +306,13 @@ mod tests {
             &mut self,
             _walk: &Walk,
             group: Option<i32>,
-            signal: Signal,
+            signal: ProcessSignal,
             also_cont: bool,
             already: &mut HashSet<ProcessKey>,
         ) -> Vec<i32> {
+            let signal = signal
+                .to_nix()
+                .expect("the stop sequence sends TERM and KILL");
             self.calls.push((signal, also_cont, group));
             let fresh: Vec<ProcessKey> = self
                 .alive

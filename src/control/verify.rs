@@ -110,14 +110,13 @@ fn check_environ(environ: &[u8], token: &str) -> Result<(), &'static str> {
 /// readable when the broker exits.
 pub fn signal_broker(
     command: &LiveCommand,
-    signal: nix::sys::signal::Signal,
+    signal: crate::protocol::ProcessSignal,
 ) -> Result<OwnedFd, BrokerCheck> {
     let pid = command.broker.pid;
     let pidfd = open_broker(command)?;
-    let io = |source: std::io::Error| BrokerCheck::Io { pid, source };
-    let sig = rustix::process::Signal::from_named_raw(signal as i32)
-        .ok_or_else(|| io(std::io::Error::other("not a signal")))?;
-    rustix::process::pidfd_send_signal(&pidfd, sig).map_err(|e| io(e.into()))?;
+    signal
+        .send_to_pidfd(&pidfd)
+        .map_err(|source| BrokerCheck::Io { pid, source })?;
     Ok(pidfd)
 }
 

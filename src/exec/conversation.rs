@@ -118,7 +118,7 @@ impl ExecConversation {
                 }
                 _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some(ProcessSignal::INT); }
                 _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::TERM); }
-                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal(nix::sys::signal::Signal::SIGHUP)); }
+                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::HUP); }
                 // Whoever read our output is gone: stop the command, as SIGPIPE would.
                 Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
                 typed = typed(&mut self.keys) => {

@@ -307,7 +307,7 @@ impl Abandoned {
         }
         reached.extend(&delivery.targets);
         self.append(EventKind::SignalSent {
-            signal: ProcessSignal(delivery.signal),
+            signal: delivery.signal.into(),
             scope: Scope::Group,
             origin: Origin::Reclaim,
             targets: delivery.targets.clone(),

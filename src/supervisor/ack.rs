@@ -2,17 +2,16 @@
 //! followed by a ping; the broker answers pings in order, so the pong to that ping (counted
 //! from the first) proves the request was read. A pong to an earlier ping proves nothing.
 
-use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::intervals::ACK_TIMEOUT;
-use crate::protocol::{Scope, ToBroker};
+use crate::protocol::{ProcessSignal, Scope, ToBroker};
 
 /// What the front end does itself if the broker does not acknowledge a request in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fallback {
     /// Send the signal to the group and the broker's descendants.
-    Signal(Signal),
+    Signal(ProcessSignal),
     /// Kill the broker, then stop what it left.
     Stop,
 }
@@ -25,7 +24,7 @@ impl Fallback {
                 signal,
                 scope: Scope::Group,
                 ..
-            } => Some(Fallback::Signal(signal.0)),
+            } => Some(Fallback::Signal(*signal)),
             _ => None,
         }
     }
@@ -109,7 +108,7 @@ mod tests {
         assert_eq!(Fallback::for_request(&stop), Some(Fallback::Stop));
         assert_eq!(
             Fallback::for_request(&signal("KILL", Scope::Group)),
-            Some(Fallback::Signal(Signal::SIGKILL))
+            Some(Fallback::Signal(ProcessSignal::KILL))
         );
         assert_eq!(Fallback::for_request(&signal("KILL", Scope::Pid)), None);
         assert_eq!(Fallback::for_request(&ToBroker::Ping), None);
@@ -128,7 +127,7 @@ mod tests {
         assert_eq!(acks.deadline(), None);
 
         // The broker goes on: the pong to the stop's ping comes late, then the signal's.
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), true, t0);
         acks.pong();
         assert!(acks.deadline().is_some());
         acks.pong();
@@ -140,8 +139,11 @@ mod tests {
     fn a_request_that_cannot_be_written_falls_back_at_once() {
         let t0 = Instant::now();
         let mut acks = Acks::default();
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), false, t0);
-        assert_eq!(acks.take_due(t0), Some(Fallback::Signal(Signal::SIGTERM)));
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), false, t0);
+        assert_eq!(
+            acks.take_due(t0),
+            Some(Fallback::Signal(ProcessSignal::TERM))
+        );
     }
 
     #[test]
@@ -149,10 +151,10 @@ mod tests {
         let t0 = Instant::now();
         let mut acks = Acks::default();
         acks.request_posted(Fallback::Stop, true, t0);
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), true, t0);
         assert_eq!(acks.take_due(t0 + ACK_TIMEOUT), Some(Fallback::Stop));
         // A signal then a stop: the stop replaces it.
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), true, t0);
         acks.request_posted(Fallback::Stop, true, t0);
         assert_eq!(acks.take_due(t0 + ACK_TIMEOUT), Some(Fallback::Stop));
     }

@@ -9,12 +9,10 @@
 //! everything the broker only has done (journal, replies, files) goes out as an
 //! [`super::Output`].
 
-use nix::sys::signal::Signal;
-
 use crate::broker::signaller::{self, Walk};
 use crate::broker::stop::TreeSignaller;
 use crate::procfs::{self, ProcStat};
-use crate::protocol::ExitStatus;
+use crate::protocol::{ExitStatus, ProcessSignal};
 
 /// One ended child, reaped: its pid, how it ended, and where it was (its process group and
 /// session, read while it was still a zombie).
@@ -38,7 +36,7 @@ pub trait Kernel: TreeSignaller {
     /// The live processes of `walk`.
     fn live(&mut self, walk: &Walk) -> Vec<ProcStat>;
     /// `signal` to one process found by a walk (pidfd-checked); whether it was delivered.
-    fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool;
+    fn signal_process(&mut self, process: &ProcStat, signal: ProcessSignal) -> bool;
     /// The program of `pid`, for the journal's `client`.
     fn program_label(&mut self, pid: i32) -> Option<String>;
     /// This process's uid.
@@ -75,7 +73,7 @@ impl Kernel for LiveKernel {
         walk.live()
     }
 
-    fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool {
+    fn signal_process(&mut self, process: &ProcStat, signal: ProcessSignal) -> bool {
         signaller::signal_process(process, signal)
     }
 
