@@ -148,7 +148,7 @@ pub fn become_controlling_process(pty: &Pty) -> bool {
 /// descriptor `fd` (1 or 2, already in place), where the broker could not take it
 /// ([`become_controlling_process`]). Raw system calls only.
 pub fn take_controlling_terminal(fd: i32) -> io::Result<()> {
-    rustix::process::setsid()?;
+    nix::unistd::setsid()?;
     // SAFETY: `fd` is one of the child's standard descriptors, set up before this runs and
     // open until exec; it is only borrowed for the call.
     let tty = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };

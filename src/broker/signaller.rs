@@ -5,6 +5,9 @@
 //! descendants minus the brokers that still live (they look after their own trees). Where
 //! the command has a cgroup, the walk is its members instead (`cgroup.procs`): the kernel's
 //! list, escapees included, without reading every process on the machine.
+//!
+//! rustix for `pidfd_open` and `setpriority`, which nix does not have; the signals go
+//! through [`ProcessSignal`]'s own calls.
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
@@ -220,9 +223,9 @@ pub fn signal_tree(
         // Before anything that takes time (a walk, a listing): the group's CPU priority to
         // the lowest, so that a command forking as fast as it can stops crowding out the
         // broker the moment its stop starts (see [`yield_cpu`]).
-        // SAFETY: as in `yield_cpu`.
-        unsafe {
-            libc::setpriority(libc::PRIO_PGRP, pgid as libc::id_t, 19);
+        // A pgid that is no pid (0) would be our own group: never that.
+        if let Some(pgid) = rustix::process::Pid::from_raw(pgid) {
+            let _ = rustix::process::setpriority_pgrp(Some(pgid), 19);
         }
     }
     if let Some(reached) = walk
@@ -393,10 +396,10 @@ fn signal_members_now(
 /// call reaches no other process (on the /proc path, the process was checked by its start
 /// time a moment before).
 fn yield_cpu(pid: i32) {
-    // SAFETY: setpriority has no memory-safety preconditions; a failure (the process just
-    // exited) is of no consequence.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, 19);
+    // A failure (the process just exited) is of no consequence. A pid that is no pid (0)
+    // would be this process: never that.
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::setpriority_process(Some(pid), 19);
     }
 }
 

@@ -238,7 +238,7 @@ pub fn spawn(
     // The broker forks from its main thread (its event loop runs on it, and it starts no
     // other), which lives as long as the broker: the death signal below fires when the
     // broker dies, not when some helper thread ends.
-    let broker_pid = rustix::process::getpid().as_raw_nonzero().get();
+    let broker_pid = nix::unistd::getpid().as_raw();
     let start = clone_into::ChildStart {
         stdio: [
             stdin.as_raw_fd(),

@@ -108,7 +108,7 @@ pub(super) fn remove_below(dir: &OwnedFd, depth: usize) {
 /// here.
 fn check_owner(dir: &OwnedFd, what: &Path) -> Result<(), CgroupError> {
     let stat = rustix::fs::fstat(dir).map_err(|err| CgroupError::io(what, err.into()))?;
-    let me = rustix::process::geteuid().as_raw();
+    let me = nix::unistd::geteuid().as_raw();
     if stat.st_uid != me {
         return Err(CgroupError::NotOurs {
             path: what.to_path_buf(),

@@ -34,7 +34,7 @@ pub fn remove_stale(hierarchy: &Hierarchy) -> usize {
     let Ok(entries) = std::fs::read_dir(hierarchy.path()) else {
         return 0;
     };
-    let me = rustix::process::geteuid().as_raw();
+    let me = nix::unistd::geteuid().as_raw();
     let mut removed = 0;
     for entry in entries.flatten() {
         let file_name = entry.file_name();

@@ -83,7 +83,7 @@ pub fn socket_dir_for(xdg_runtime_dir: Option<&OsStr>, uid: u32) -> PathBuf {
 pub fn socket_dir() -> PathBuf {
     socket_dir_for(
         std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
-        rustix::process::geteuid().as_raw(),
+        nix::unistd::geteuid().as_raw(),
     )
 }
 
@@ -173,7 +173,7 @@ pub fn remove_if_stale(path: &Path) -> bool {
 pub fn is_own_socket(path: &Path) -> bool {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.file_type().is_socket() && m.uid() == rustix::process::geteuid().as_raw())
+        .is_ok_and(|m| m.file_type().is_socket() && m.uid() == nix::unistd::geteuid().as_raw())
 }
 
 /// Connects to a Unix stream socket without ever waiting: a listener whose backlog is full
@@ -270,9 +270,9 @@ mod tests {
     fn a_fresh_directory_is_private_whatever_the_umask() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("tether");
-        let old = rustix::process::umask(Mode::from_raw_mode(0));
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
         let made = prepare(&dir);
-        rustix::process::umask(old);
+        nix::sys::stat::umask(old);
         made.unwrap();
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o700);
@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn a_directory_of_another_user_is_refused() {
-        if !rustix::process::geteuid().is_root() {
+        if !nix::unistd::geteuid().is_root() {
             eprintln!("skipped: giving a directory to another user needs root");
             return;
         }

@@ -58,7 +58,7 @@ pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<Own
         return Err(gone());
     }
     let not = |why: String| BrokerCheck::NotTheBroker { pid, why };
-    let me = rustix::process::geteuid().as_raw();
+    let me = nix::unistd::geteuid().as_raw();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|err| not(format!("cannot read its status: {err}")))?;
     match uids(&status) {

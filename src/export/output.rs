@@ -26,7 +26,7 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(io::Error::other("it is not a regular file"));
     }
-    if stat.st_uid != rustix::process::geteuid().as_raw() {
+    if stat.st_uid != nix::unistd::geteuid().as_raw() {
         return Err(io::Error::other(format!(
             "it belongs to uid {}, not to us",
             stat.st_uid

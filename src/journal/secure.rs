@@ -329,7 +329,7 @@ pub fn unfit_dir(stat: &Stat, forbidden: u32) -> Option<Unfit> {
     if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
         return Some(Unfit::NotADirectory);
     }
-    let me = rustix::process::geteuid().as_raw();
+    let me = nix::unistd::geteuid().as_raw();
     if stat.st_uid != me {
         return Some(Unfit::NotOwned {
             owner: stat.st_uid,
@@ -369,7 +369,7 @@ mod tests {
     fn creates_private_dirs_and_files_whatever_the_umask() {
         let tmp = tempfile::tempdir().unwrap();
         let state = tmp.path().join("a/b/state");
-        let old = rustix::process::umask(Mode::from_raw_mode(0o000));
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o000));
         let result = (|| {
             let dir = JournalDir::open_state(&state)?;
             let sessions = dir.open_or_create("sessions")?;
@@ -384,7 +384,7 @@ mod tests {
                 .map_err(|e| UnsafeDir::io(&state, e))?;
             Ok::<_, UnsafeDir>(())
         })();
-        rustix::process::umask(old);
+        nix::sys::stat::umask(old);
         result.unwrap();
         assert_eq!(mode(&state), 0o700);
         assert_eq!(mode(&tmp.path().join("a")), 0o700);

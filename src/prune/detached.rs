@@ -51,7 +51,7 @@ fn claim(state: &Path, now: SystemTime) -> io::Result<bool> {
         Err(err) => return Err(err),
     };
     let meta = file.metadata()?;
-    if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() {
         return Ok(false);
     }
     // Another shim is deciding: it starts the run if one is due.
@@ -93,7 +93,7 @@ fn spawn(state: &Path, just_ended: Option<&str>) -> io::Result<()> {
     unsafe {
         command.pre_exec(|| {
             // Out of the caller's session: its terminal's signals are not for this.
-            rustix::process::setsid()?;
+            nix::unistd::setsid()?;
             // The second fork: the process `spawn` made exits now, and the one that goes on
             // to exec belongs to no one here (it is re-parented to the nearest reaper).
             match libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) {

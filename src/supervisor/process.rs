@@ -88,7 +88,7 @@ impl BrokerProcess {
         // parent; `journal_fd` and `handover` stay open in the parent until spawn returns.
         unsafe {
             command.pre_exec(move || {
-                rustix::process::setsid()?;
+                nix::unistd::setsid()?;
                 let [out, err] = handover
                     .mirror
                     .as_ref()
