@@ -399,9 +399,11 @@ fn sysconf(var: SysconfVar, fallback: u64) -> u64 {
 /// `CLOCK_BOOTTIME` (the clock `starttime` counts in) rather than `btime`, which drifts from
 /// the wall clock on machines whose clock was set after boot.
 pub fn start_time_ms(stat: &ProcStat) -> u64 {
-    let since_boot_ms =
-        |ts: rustix::time::Timespec| ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000;
-    let boot_now = since_boot_ms(rustix::time::clock_gettime(rustix::time::ClockId::Boottime));
+    use nix::time::{ClockId, clock_gettime};
+    // CLOCK_BOOTTIME cannot fail to be read on Linux (it exists since 2.6.39).
+    let boot_now = clock_gettime(ClockId::CLOCK_BOOTTIME).map_or(0, |ts| {
+        ts.tv_sec() as u64 * 1000 + ts.tv_nsec() as u64 / 1_000_000
+    });
     let started = stat.start_ticks * 1000 / clock_ticks_per_second();
     crate::clock::now_ms().saturating_sub(boot_now.saturating_sub(started))
 }

@@ -44,9 +44,9 @@ impl EventsWatch {
 fn read_through(fd: &OwnedFd) -> io::Result<()> {
     let mut buf = [0u8; 256];
     loop {
-        match rustix::io::pread(fd, &mut buf, 0) {
+        match nix::sys::uio::pread(fd, &mut buf, 0) {
             Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(nix::errno::Errno::EINTR) => continue,
             Err(err) => return Err(err.into()),
         }
     }

@@ -21,8 +21,8 @@ pub fn terminal_for(stdout: bool, stderr: bool, size: WindowSize) -> Option<Term
 pub fn own_terminal() -> Option<TerminalRequest> {
     let (out, err) = (std::io::stdout(), std::io::stderr());
     let (out_tty, err_tty) = (
-        rustix::termios::isatty(out.as_fd()),
-        rustix::termios::isatty(err.as_fd()),
+        nix::unistd::isatty(out.as_fd()).unwrap_or(false),
+        nix::unistd::isatty(err.as_fd()).unwrap_or(false),
     );
     terminal_for(out_tty, err_tty, own_size())
 }
