@@ -53,6 +53,7 @@ pub fn main() -> i32 {
     let _ = nix::unistd::setsid();
     if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
         // Without it escapees would be re-parented away from us; refuse to run half-blind.
+        let err = std::io::Error::from(err);
         eprintln!("tether broker: cannot become a child subreaper: {err}");
         return 1;
     }
