@@ -7,6 +7,9 @@
 //! bytes journaled, with no `\n` turned into `\r\n`. The input side keeps a fresh terminal's
 //! cooked defaults (line editing, echo, Ctrl-C as SIGINT), which is what a program that
 //! reads a line expects; one that wants raw mode sets it itself, as it would in a terminal.
+//!
+//! rustix for the pair: nix has no `TIOCGPTPEER` (the slave opened without a path) nor
+//! `TIOCSCTTY`, and the child's part, between fork and exec, makes raw calls only.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};

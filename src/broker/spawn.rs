@@ -10,6 +10,10 @@
 //! broker cannot take it, the command leads a session of its own with the terminal as its
 //! controlling one, as before. Either way it leads its process group, whose id is its pid,
 //! as with pipes: group signals work the same.
+//!
+//! libc in the forked child (`write`, `prctl(PR_SET_PDEATHSIG)`, `getppid`, `_exit`): raw
+//! calls between fork and exec, which allocate nothing; the errno values exec fails with
+//! are libc's constants.
 
 pub(crate) mod clone_into;
 mod interpreter;

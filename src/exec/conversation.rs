@@ -34,8 +34,8 @@ impl Signals {
             interrupt: signal(SignalKind::interrupt())?,
             terminate: signal(SignalKind::terminate())?,
             hangup: signal(SignalKind::hangup())?,
-            suspend: signal(SignalKind::from_raw(libc::SIGTSTP))?,
-            resume: signal(SignalKind::from_raw(libc::SIGCONT))?,
+            suspend: signal(SignalKind::from_raw(ProcessSignal::TSTP.number()))?,
+            resume: signal(SignalKind::from_raw(ProcessSignal::CONT.number()))?,
             resized: terminal
                 .then(|| signal(SignalKind::window_change()))
                 .transpose()?,

@@ -11,6 +11,9 @@
 //! Without `CLONE_VM` the child is a copy of the broker, as after fork(2); the broker is
 //! single-threaded (see `spawn`), so no lock can be held by a thread that does not exist in
 //! the child, and the child still makes raw system calls only until exec.
+//!
+//! libc throughout: nix has no `clone3`, and from the clone to exec the child may make only
+//! raw system calls, which neither allocate nor take a lock.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
