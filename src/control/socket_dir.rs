@@ -11,7 +11,8 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::Mode;
+use nix::errno::Errno;
+use nix::sys::stat::Mode;
 use thiserror::Error;
 
 use crate::journal::secure::{Unfit, open_dir_nofollow, unfit_dir};
@@ -90,8 +91,8 @@ pub fn socket_dir() -> PathBuf {
 /// Creates the socket directory (0700) if it does not exist, then checks it. Returns it
 /// opened.
 pub fn prepare(dir: &Path) -> Result<OwnedFd, SocketDirError> {
-    match rustix::fs::mkdir(dir, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+    match nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o700)) {
+        Ok(()) | Err(Errno::EEXIST) => {}
         Err(err) => return Err(SocketDirError::io(dir, err)),
     }
     check(dir)
@@ -102,18 +103,18 @@ pub fn prepare(dir: &Path) -> Result<OwnedFd, SocketDirError> {
 pub fn check(dir: &Path) -> Result<OwnedFd, SocketDirError> {
     let path = dir.to_path_buf();
     let fd = open_dir_nofollow(dir).map_err(|err| match err {
-        rustix::io::Errno::LOOP => SocketDirError::Symlink { path: path.clone() },
-        rustix::io::Errno::NOTDIR
+        Errno::ELOOP => SocketDirError::Symlink { path: path.clone() },
+        Errno::ENOTDIR
             if dir
                 .symlink_metadata()
                 .is_ok_and(|m| m.file_type().is_symlink()) =>
         {
             SocketDirError::Symlink { path: path.clone() }
         }
-        rustix::io::Errno::NOTDIR => SocketDirError::NotADirectory { path: path.clone() },
+        Errno::ENOTDIR => SocketDirError::NotADirectory { path: path.clone() },
         err => SocketDirError::io(dir, err),
     })?;
-    let stat = rustix::fs::fstat(&fd).map_err(|err| SocketDirError::io(dir, err))?;
+    let stat = nix::sys::stat::fstat(&fd).map_err(|err| SocketDirError::io(dir, err))?;
     match unfit_dir(&stat, 0o077) {
         None => Ok(fd),
         Some(Unfit::NotADirectory) => Err(SocketDirError::NotADirectory { path }),
