@@ -180,40 +180,13 @@ pub fn is_own_socket(path: &Path) -> bool {
 /// Connects to a Unix stream socket without ever waiting: a listener whose backlog is full
 /// gives `EAGAIN` rather than a blocked caller. The socket is non-blocking, close-on-exec.
 pub fn connect_now(path: &Path) -> std::io::Result<OwnedFd> {
-    use std::os::fd::FromRawFd;
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket};
+    use std::os::fd::AsRawFd;
     check_path(path).map_err(std::io::Error::other)?;
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: a zeroed sockaddr_un is valid; the path fits (checked above, NUL included).
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
-        *dst = *src as libc::c_char;
-    }
-    // SAFETY: plain system calls; the descriptor is owned at once.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created and is owned by nothing else.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
-    // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes.
-    let rc = unsafe {
-        libc::connect(
-            fd,
-            (&raw const addr).cast::<libc::sockaddr>(),
-            len as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let addr = UnixAddr::new(path)?;
+    let flags = SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC;
+    let owned = socket(AddressFamily::Unix, SockType::Stream, flags, None)?;
+    connect(owned.as_raw_fd(), &addr)?;
     Ok(owned)
 }
 
