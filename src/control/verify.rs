@@ -40,6 +40,7 @@ pub fn open_broker(command: &LiveCommand) -> Result<OwnedFd, BrokerCheck> {
 
 /// [`open_broker`] for a broker known by its identity and journaled token.
 pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<OwnedFd, BrokerCheck> {
+    // rustix: nix has no pidfds.
     use rustix::process::{Pid, PidfdFlags, pidfd_open};
     let pid = broker.pid;
     let gone = || BrokerCheck::Gone { pid };

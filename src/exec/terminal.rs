@@ -36,6 +36,7 @@ pub fn own_size() -> WindowSize {
 }
 
 fn size_of(fd: BorrowedFd<'_>) -> Option<WindowSize> {
+    // rustix: nix has no call for the window size (only the raw ioctl macro).
     let size = rustix::termios::tcgetwinsize(fd).ok()?;
     (size.ws_col > 0 && size.ws_row > 0).then_some(WindowSize {
         cols: size.ws_col,

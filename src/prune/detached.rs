@@ -6,6 +6,10 @@
 //!
 //! At most one a minute per state directory: a stamp file's mtime says when the last one was
 //! started, and a lock on it makes concurrent shims agree on who starts the next.
+//!
+//! libc for the double fork (a raw `clone`, `close_range`, `_exit`), which runs between
+//! fork and exec; rustix's flock, as nix's is deprecated for a `Flock` that takes the
+//! descriptor over.
 
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
