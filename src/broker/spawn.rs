@@ -190,12 +190,15 @@ pub fn spawn(
         match pty {
             Some(pty) => Ok((pty.master, pty.slave)),
             None => {
-                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-                    .map_err(|err| SpawnFailure {
+                use nix::fcntl::{FcntlArg, OFlag, fcntl};
+                let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|err| {
+                    let err = io::Error::from(err);
+                    SpawnFailure {
                         code: "other".into(),
                         message: format!("cannot run `{program}`: cannot make a pipe: {err}"),
-                    })?;
-                let _ = rustix::pipe::fcntl_setpipe_size(&read, PIPE_SIZE as usize);
+                    }
+                })?;
+                let _ = fcntl(&read, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
                 Ok((read, write))
             }
         }
