@@ -46,14 +46,13 @@ fn main() {
     });
     println!("tether /proc reader (Sampler::sample): {proc_ms:.1} ms");
 
-    let limit = |l: Option<libc::rlimit>| l.map(|l| (l.rlim_cur, l.rlim_max));
     // A soft limit below the hard one, as on most desktops, so that a raise shows.
-    if let Some(mut lowered) = open_files_limit() {
-        lowered.rlim_cur = lowered.rlim_cur.min(1024);
-        // SAFETY: setrlimit reads a valid rlimit; lowering the soft limit is always allowed.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) };
+    if let Some((soft, hard)) = open_files_limit() {
+        use nix::sys::resource::{Resource, setrlimit};
+        // Lowering the soft limit is always allowed.
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, soft.min(1024), hard);
     }
-    let before = limit(open_files_limit());
+    let before = open_files_limit();
     let mut system = System::new();
     let what = ProcessRefreshKind::nothing()
         .with_cpu()
@@ -66,7 +65,7 @@ fn main() {
     println!("sysinfo refresh_processes_specifics(cpu, memory, cmd): {sysinfo_ms:.1} ms");
     println!(
         "open-files limit (soft, hard) before sysinfo's process refresh: {before:?}, after: {:?}",
-        limit(open_files_limit())
+        open_files_limit()
     );
 
     // The whole group: the shell and every sleep.

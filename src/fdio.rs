@@ -127,15 +127,16 @@ pub fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>>
 }
 
 pub fn set_nonblocking(fd: &impl AsFd) -> io::Result<()> {
-    let flags = rustix::fs::fcntl_getfl(fd)?;
-    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     Ok(())
 }
 
 fn read_fd(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
-        match rustix::io::read(fd, &mut *buf) {
-            Err(rustix::io::Errno::INTR) => continue,
+        match nix::unistd::read(fd, &mut *buf) {
+            Err(nix::errno::Errno::EINTR) => continue,
             other => return other.map_err(io::Error::from),
         }
     }
@@ -143,8 +144,8 @@ fn read_fd(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
 
 fn write_fd(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
     loop {
-        match rustix::io::write(fd, buf) {
-            Err(rustix::io::Errno::INTR) => continue,
+        match nix::unistd::write(fd, buf) {
+            Err(nix::errno::Errno::EINTR) => continue,
             other => return other.map_err(io::Error::from),
         }
     }

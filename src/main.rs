@@ -189,7 +189,7 @@ enum Command {
     Stop(TargetArgs),
     /// SIGKILL live commands' whole trees.
     Kill(TargetArgs),
-    /// Send a signal (TERM, INT, HUP, 15, ...) to live commands' whole trees.
+    /// Send a signal (TERM, INT, HUP, 15, RTMIN+1, ...) to live commands' whole trees.
     Signal {
         signal: tether::protocol::ProcessSignal,
         #[command(flatten)]

@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::fs;
 
+use nix::unistd::SysconfVar;
+
 /// The fields of `/proc/PID/stat` that tether uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcStat {
@@ -378,24 +380,30 @@ pub fn is_gone(pid: i32) -> bool {
 
 /// Bytes in a page of memory (RSS is counted in pages).
 pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 { size as u64 } else { 4096 }
+    sysconf(SysconfVar::PAGE_SIZE, 4096)
 }
 
 pub fn clock_ticks_per_second() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 { ticks as u64 } else { 100 }
+    sysconf(SysconfVar::CLK_TCK, 100)
+}
+
+/// `sysconf(var)`, or `fallback` where the system gives no positive answer.
+fn sysconf(var: SysconfVar, fallback: u64) -> u64 {
+    match nix::unistd::sysconf(var) {
+        Ok(Some(value)) if value > 0 => value as u64,
+        _ => fallback,
+    }
 }
 
 /// Wall-clock start of a process, milliseconds since the Unix epoch. Computed against
 /// `CLOCK_BOOTTIME` (the clock `starttime` counts in) rather than `btime`, which drifts from
 /// the wall clock on machines whose clock was set after boot.
 pub fn start_time_ms(stat: &ProcStat) -> u64 {
-    let since_boot_ms =
-        |ts: rustix::time::Timespec| ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000;
-    let boot_now = since_boot_ms(rustix::time::clock_gettime(rustix::time::ClockId::Boottime));
+    use nix::time::{ClockId, clock_gettime};
+    // CLOCK_BOOTTIME cannot fail to be read on Linux (it exists since 2.6.39).
+    let boot_now = clock_gettime(ClockId::CLOCK_BOOTTIME).map_or(0, |ts| {
+        ts.tv_sec() as u64 * 1000 + ts.tv_nsec() as u64 / 1_000_000
+    });
     let started = stat.start_ticks * 1000 / clock_ticks_per_second();
     crate::clock::now_ms().saturating_sub(boot_now.saturating_sub(started))
 }

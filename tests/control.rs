@@ -480,6 +480,69 @@ fn ps_kill_signal_and_unknown_targets() {
     env.finish();
 }
 
+/// A real-time signal goes the whole way: `tether signal RTMIN+1` is parsed, asked of the
+/// broker, sent through its pidfds, trapped by the command, and journaled by its name.
+#[test]
+fn a_real_time_signal_reaches_the_command_and_is_journaled_by_name() {
+    let env = TestEnv::new("control_rt_signal");
+    let runtime = runtime_dir(&env);
+    // bash, whose `trap` knows the real-time signals by name (dash's does not).
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "rt"],
+        &[
+            "bash",
+            "-c",
+            "trap 'echo got RTMIN+1' RTMIN+1; echo ready; while :; do sleep 0.05; done",
+        ],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let session = session_of(&dir);
+
+    let refused = tether(&env, &runtime, &["signal", "RTMIN+99", &session]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let sent = tether(&env, &runtime, &["signal", "rtmin+1", &session]);
+    assert_eq!(sent.status.code(), Some(0), "{sent:?}");
+    assert!(
+        text(&sent.stdout).contains("SIGRTMIN+1 sent to"),
+        "{sent:?}"
+    );
+    wait_for_text(&env, &dir.join("stdout.log"), "got RTMIN+1");
+
+    common::wait_until(&env, "the signal_sent event", || {
+        events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SignalSent { .. }))
+    });
+    let journal = text(&read(&dir, "events.jsonl"));
+    assert!(journal.contains(r#""signal":"RTMIN+1""#), "{journal}");
+    let signalled: Vec<_> = events_now(&dir)
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::SignalSent {
+                signal,
+                origin,
+                targets,
+                ..
+            } => Some((signal.to_string(), origin, targets.is_empty())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        signalled,
+        [("RTMIN+1".to_string(), Origin::Operator, false)],
+        "{journal}"
+    );
+
+    let killed = tether(&env, &runtime, &["kill", &session]);
+    assert_eq!(killed.status.code(), Some(0), "{killed:?}");
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 137, "{}", run.stderr_text());
+    env.finish();
+}
+
 /// The command directory called `name`, once it exists.
 fn wait_named_dir(env: &TestEnv, name: &str) -> PathBuf {
     let find = || {

@@ -22,7 +22,7 @@ use super::watch::Watch;
 use crate::clock::now_ms;
 use crate::model::Model;
 use crate::model::replay::frozen_at;
-use crate::protocol::EventKind;
+use crate::protocol::{EventKind, ProcessSignal};
 use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent};
@@ -229,9 +229,9 @@ pub(super) async fn event_loop(
                 runner.app.set_snapshot(snapshot);
                 dirty = true;
             }
-            _ = sigint.recv() => { ended_by.get_or_insert(libc::SIGINT); runner.stop_all(); dirty = true; }
-            _ = sigterm.recv() => { ended_by.get_or_insert(libc::SIGTERM); runner.stop_all(); dirty = true; }
-            _ = sighup.recv() => { ended_by.get_or_insert(libc::SIGHUP); runner.stop_all(); dirty = true; }
+            _ = sigint.recv() => { ended_by.get_or_insert(ProcessSignal::INT.number()); runner.stop_all(); dirty = true; }
+            _ = sigterm.recv() => { ended_by.get_or_insert(ProcessSignal::TERM.number()); runner.stop_all(); dirty = true; }
+            _ = sighup.recv() => { ended_by.get_or_insert(ProcessSignal::HUP.number()); runner.stop_all(); dirty = true; }
             _ = sleep_until(frame_at), if dirty => {}
             _ = sleep_until(news_due.unwrap_or(now)), if news_due.is_some() && !dirty => { dirty = true; }
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}

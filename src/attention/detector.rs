@@ -444,10 +444,10 @@ impl Detector {
                 }
                 (None, signal) => {
                     let name = signal
-                        .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
+                        .and_then(crate::protocol::ProcessSignal::from_number)
                         .map_or_else(
                             || format!("signal {}", signal.unwrap_or(0)),
-                            |s| s.as_str().to_string(),
+                            |s| format!("SIG{s}"),
                         );
                     self.raise(
                         AttentionKind::Failed,

@@ -13,6 +13,8 @@
 use std::io::Read;
 use std::os::fd::AsFd;
 
+use nix::sys::stat::{self, SFlag};
+
 use super::detector::{Blocked, InputKind, ProcessSample};
 use crate::procfs::ProcStat;
 
@@ -27,23 +29,22 @@ pub struct InputFile {
 }
 
 /// `/dev/null` and `/dev/tty`'s device numbers.
-const DEV_NULL: (u32, u32) = (1, 3);
-const DEV_TTY: (u32, u32) = (5, 0);
+const DEV_NULL: (u64, u64) = (1, 3);
+const DEV_TTY: (u64, u64) = (5, 0);
 
 impl InputFile {
     /// The file open at `fd`: a terminal if it is a character device, else a pipe (or
     /// whatever file the command was given); `None` for /dev/null (a read of it never
     /// waits) or a descriptor that cannot be looked at.
     pub fn of(fd: impl AsFd) -> Option<InputFile> {
-        let stat = rustix::fs::fstat(fd).ok()?;
+        let stat = stat::fstat(fd).ok()?;
         let file = InputFile::from_stat(&stat);
-        let null = rustix::fs::makedev(DEV_NULL.0, DEV_NULL.1);
+        let null = stat::makedev(DEV_NULL.0, DEV_NULL.1);
         (file.rdev != Some(null)).then_some(file)
     }
 
-    fn from_stat(stat: &rustix::fs::Stat) -> InputFile {
-        let is_char = rustix::fs::FileType::from_raw_mode(stat.st_mode)
-            == rustix::fs::FileType::CharacterDevice;
+    fn from_stat(stat: &stat::FileStat) -> InputFile {
+        let is_char = stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFCHR.bits();
         InputFile {
             dev: stat.st_dev,
             ino: stat.st_ino,
@@ -72,7 +73,7 @@ pub fn which_input(inputs: &[InputFile], file: &InputFile) -> Option<InputKind> 
     }
     // `/dev/tty` is the process's controlling terminal: the command's, where it has one
     // (a process that left its session has none, and could not have opened it).
-    let tty = rustix::fs::makedev(DEV_TTY.0, DEV_TTY.1);
+    let tty = stat::makedev(DEV_TTY.0, DEV_TTY.1);
     (file.rdev == Some(tty) && inputs.iter().any(|i| i.input == InputKind::Terminal))
         .then_some(InputKind::Terminal)
 }
@@ -184,7 +185,7 @@ fn blocked_on(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
             READ_WAITS.contains(&wchan.trim()).then_some(("read", 0))?
         }
     };
-    let stat = rustix::fs::stat(format!("/proc/{pid}/fd/{fd}")).ok()?;
+    let stat = stat::stat(format!("/proc/{pid}/fd/{fd}").as_str()).ok()?;
     let input = which_input(inputs, &InputFile::from_stat(&stat))?;
     let program = read_small(&format!("/proc/{pid}/comm"), &mut buf)
         .map_or_else(|| pid.to_string(), |comm| comm.trim().to_string());
@@ -275,14 +276,14 @@ mod tests {
         let slave = InputFile {
             dev: 25,
             ino: 3,
-            rdev: Some(rustix::fs::makedev(136, 4)),
+            rdev: Some(stat::makedev(136, 4)),
             input: InputKind::Terminal,
         };
         // Opened again (`/dev/pts/4` by path): another inode, the same device.
         let reopened = InputFile { ino: 9, ..slave };
         assert_eq!(which_input(&[slave], &reopened), Some(InputKind::Terminal));
         let tty = InputFile {
-            rdev: Some(rustix::fs::makedev(5, 0)),
+            rdev: Some(stat::makedev(5, 0)),
             ..slave
         };
         assert_eq!(which_input(&[slave], &tty), Some(InputKind::Terminal));
@@ -291,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_process_blocked_reading_a_pipe_it_was_given_is_seen() {
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         let input = InputFile::of(&read).unwrap();
         let mut child = std::process::Command::new("sh")
             .args(["-c", "read line"])

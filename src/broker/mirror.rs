@@ -8,6 +8,8 @@
 use std::io;
 use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
+use nix::fcntl::{FcntlArg, FdFlag};
+
 use crate::fdio::{AsyncPipe, Outbox};
 
 /// The descriptors on which a broker receives the write ends of the front end's copy pipes,
@@ -25,11 +27,11 @@ pub struct Mirror {
 /// inheriting it in turn.
 pub fn take_inherited(fd: RawFd) -> Option<OwnedFd> {
     // SAFETY: only asks whether the descriptor is open; nothing is read or closed.
-    rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(fd) }).ok()?;
+    nix::fcntl::fcntl(unsafe { BorrowedFd::borrow_raw(fd) }, FcntlArg::F_GETFD).ok()?;
     // SAFETY: the descriptor is open and was handed to this process for it alone; the
     // broker uses no other descriptor with this number.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    rustix::io::fcntl_setfd(&owned, rustix::io::FdFlags::CLOEXEC).ok()?;
+    nix::fcntl::fcntl(&owned, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).ok()?;
     Some(owned)
 }
 

@@ -51,9 +51,10 @@ pub fn main() -> i32 {
     }
     // A broker is its own session so that terminal signals meant for the front end do not
     // reach it; it fails harmlessly if the spawner already made it a session leader.
-    let _ = rustix::process::setsid();
-    if let Err(err) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+    let _ = nix::unistd::setsid();
+    if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
         // Without it escapees would be re-parented away from us; refuse to run half-blind.
+        let err = std::io::Error::from(err);
         eprintln!("tether broker: cannot become a child subreaper: {err}");
         return 1;
     }

@@ -1,12 +1,14 @@
 //! The front end that owns this broker: its pipe ([`ParentLink`]), and knowing at kernel
 //! latency that it has died.
+//!
+//! rustix for `pidfd_open`: nix has no pidfds.
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::process::{Pid, PidfdFlags, getppid, pidfd_open};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use rustix::process::{Pid, PidfdFlags, pidfd_open};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
@@ -105,16 +107,13 @@ impl ParentWatch {
 
 /// Whether the process of `pidfd` has exited, without waiting.
 fn has_exited(pidfd: &OwnedFd) -> bool {
-    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
-    let now = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
 }
 
 fn parent_pid() -> i32 {
-    getppid().map_or(0, |p| p.as_raw_nonzero().get())
+    nix::unistd::getppid().as_raw()
 }
 
 /// Pidfds on the processes a command's leftovers are kept for (see

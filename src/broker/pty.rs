@@ -7,6 +7,9 @@
 //! bytes journaled, with no `\n` turned into `\r\n`. The input side keeps a fresh terminal's
 //! cooked defaults (line editing, echo, Ctrl-C as SIGINT), which is what a program that
 //! reads a line expects; one that wants raw mode sets it itself, as it would in a terminal.
+//!
+//! rustix for the pair: nix has no `TIOCGPTPEER` (the slave opened without a path) nor
+//! `TIOCSCTTY`, and the child's part, between fork and exec, makes raw calls only.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -148,7 +151,7 @@ pub fn become_controlling_process(pty: &Pty) -> bool {
 /// descriptor `fd` (1 or 2, already in place), where the broker could not take it
 /// ([`become_controlling_process`]). Raw system calls only.
 pub fn take_controlling_terminal(fd: i32) -> io::Result<()> {
-    rustix::process::setsid()?;
+    nix::unistd::setsid()?;
     // SAFETY: `fd` is one of the child's standard descriptors, set up before this runs and
     // open until exec; it is only borrowed for the call.
     let tty = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };

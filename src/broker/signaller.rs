@@ -5,17 +5,19 @@
 //! descendants minus the brokers that still live (they look after their own trees). Where
 //! the command has a cgroup, the walk is its members instead (`cgroup.procs`): the kernel's
 //! list, escapees included, without reading every process on the machine.
+//!
+//! rustix for `pidfd_open` and `setpriority`, which nix does not have; the signals go
+//! through [`ProcessSignal`]'s own calls.
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-use rustix::process::{PidfdFlags, pidfd_open, pidfd_send_signal};
+use rustix::process::{PidfdFlags, pidfd_open};
 
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
+use crate::protocol::ProcessSignal;
 
 /// The identity of a process that outlives pid reuse.
 pub type ProcessKey = (i32, u64);
@@ -47,11 +49,10 @@ enum Handle {
     Pid(i32),
 }
 
-fn send(handle: &Handle, signal: Signal) -> bool {
+fn send(handle: &Handle, signal: ProcessSignal) -> bool {
     match handle {
-        Handle::Pidfd(pidfd) => rustix::process::Signal::from_named_raw(signal as i32)
-            .is_some_and(|sig| pidfd_send_signal(pidfd, sig).is_ok()),
-        Handle::Pid(pid) => nix::sys::signal::kill(Pid::from_raw(*pid), signal).is_ok(),
+        Handle::Pidfd(pidfd) => signal.send_to_pidfd(pidfd).is_ok(),
+        Handle::Pid(pid) => signal.send_to_pid(*pid).is_ok(),
     }
 }
 
@@ -193,7 +194,7 @@ impl From<&Walk> for Walk {
 
 /// Sends `signal` to one process found by a walk, through a verified pidfd. Returns whether
 /// it was delivered.
-pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
+pub fn signal_process(stat: &ProcStat, signal: ProcessSignal) -> bool {
     open_verified(stat).is_some_and(|pidfd| send(&pidfd, signal))
 }
 
@@ -212,18 +213,19 @@ pub fn signal_process(stat: &ProcStat, signal: Signal) -> bool {
 pub fn signal_tree(
     walk: impl Into<Walk>,
     group: Option<i32>,
-    signal: Signal,
+    signal: impl Into<ProcessSignal>,
     also_cont: bool,
     already: &mut HashSet<ProcessKey>,
 ) -> Vec<i32> {
     let walk = walk.into();
-    if let (Some(pgid), false) = (group, signal == Signal::SIGKILL) {
+    let signal = signal.into();
+    if let (Some(pgid), false) = (group, signal == ProcessSignal::KILL) {
         // Before anything that takes time (a walk, a listing): the group's CPU priority to
         // the lowest, so that a command forking as fast as it can stops crowding out the
         // broker the moment its stop starts (see [`yield_cpu`]).
-        // SAFETY: as in `yield_cpu`.
-        unsafe {
-            libc::setpriority(libc::PRIO_PGRP, pgid as libc::id_t, 19);
+        // A pgid that is no pid (0) would be our own group: never that.
+        if let Some(pgid) = rustix::process::Pid::from_raw(pgid) {
+            let _ = rustix::process::setpriority_pgrp(Some(pgid), 19);
         }
     }
     if let Some(reached) = walk
@@ -241,7 +243,7 @@ pub fn signal_tree(
         // past WALK_LIMIT (reads of processes being forked wait on them): the group has it,
         // the stop's KILL reaches the rest, and the broker is not held past its grace period.
         let listed = match signal {
-            Signal::SIGKILL => walk.processes(),
+            ProcessSignal::KILL => walk.processes(),
             _ => match walk.live_until(started + WALK_LIMIT) {
                 Some(listed) => listed,
                 None => {
@@ -262,7 +264,7 @@ pub fn signal_tree(
         // KILL is chased longer: it ends the forking, so the rounds are few; still bounded,
         // so that the broker reports (and its front end hears from it) between sweeps.
         let limit = match signal {
-            Signal::SIGKILL => KILL_CHASE_LIMIT,
+            ProcessSignal::KILL => KILL_CHASE_LIMIT,
             _ => CHASE_LIMIT,
         };
         let past_limit = started.elapsed() >= limit;
@@ -272,12 +274,12 @@ pub fn signal_tree(
             // A member of the group got the group signal; a dead one was reached by it.
             // Before the signal, right after the check that the pid is that process: once
             // signalled it may end at once, and its pid be taken by another.
-            if signal != Signal::SIGKILL {
+            if signal != ProcessSignal::KILL {
                 yield_cpu(p.pid);
             }
             if send(pidfd, signal) || in_group || procfs::is_gone(p.pid) {
                 if also_cont {
-                    send(pidfd, Signal::SIGCONT);
+                    send(pidfd, ProcessSignal::CONT);
                 }
                 reached.push(p.pid);
             }
@@ -313,11 +315,11 @@ pub fn member_key(pid: i32) -> ProcessKey {
 fn signal_members(
     cgroup: &CommandCgroup,
     group: Option<i32>,
-    signal: Signal,
+    signal: ProcessSignal,
     also_cont: bool,
     already: &mut HashSet<ProcessKey>,
 ) -> Option<Vec<i32>> {
-    let frozen = signal != Signal::SIGKILL && cgroup.freeze(true).is_ok();
+    let frozen = signal != ProcessSignal::KILL && cgroup.freeze(true).is_ok();
     let reached = signal_members_now(cgroup, group, signal, also_cont, already);
     if frozen {
         let _ = cgroup.freeze(false);
@@ -328,7 +330,7 @@ fn signal_members(
 fn signal_members_now(
     cgroup: &CommandCgroup,
     group: Option<i32>,
-    signal: Signal,
+    signal: ProcessSignal,
     also_cont: bool,
     already: &mut HashSet<ProcessKey>,
 ) -> Option<Vec<i32>> {
@@ -368,12 +370,12 @@ fn signal_members_now(
             }
             // Before the signal, right after the check that the pid is that process: once
             // signalled it may end at once, and its pid be taken by another.
-            if signal != Signal::SIGKILL {
+            if signal != ProcessSignal::KILL {
                 yield_cpu(pid);
             }
             if send(&pidfd, signal) {
                 if also_cont {
-                    send(&pidfd, Signal::SIGCONT);
+                    send(&pidfd, ProcessSignal::CONT);
                 }
                 reached.push(pid);
             }
@@ -394,19 +396,19 @@ fn signal_members_now(
 /// call reaches no other process (on the /proc path, the process was checked by its start
 /// time a moment before).
 fn yield_cpu(pid: i32) {
-    // SAFETY: setpriority has no memory-safety preconditions; a failure (the process just
-    // exited) is of no consequence.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, 19);
+    // A failure (the process just exited) is of no consequence. A pid that is no pid (0)
+    // would be this process: never that.
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::setpriority_process(Some(pid), 19);
     }
 }
 
-fn signal_group(group: Option<i32>, signal: Signal, also_cont: bool) {
+fn signal_group(group: Option<i32>, signal: ProcessSignal, also_cont: bool) {
     if let Some(pgid) = group
-        && killpg(Pid::from_raw(pgid), signal).is_ok()
+        && signal.send_to_group(pgid).is_ok()
         && also_cont
     {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
+        let _ = ProcessSignal::CONT.send_to_group(pgid);
     }
 }
 

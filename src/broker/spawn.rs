@@ -10,6 +10,10 @@
 //! broker cannot take it, the command leads a session of its own with the terminal as its
 //! controlling one, as before. Either way it leads its process group, whose id is its pid,
 //! as with pipes: group signals work the same.
+//!
+//! libc in the forked child (`write`, `prctl(PR_SET_PDEATHSIG)`, `getppid`, `_exit`): raw
+//! calls between fork and exec, which allocate nothing; the errno values exec fails with
+//! are libc's constants.
 
 pub(crate) mod clone_into;
 mod interpreter;
@@ -186,12 +190,15 @@ pub fn spawn(
         match pty {
             Some(pty) => Ok((pty.master, pty.slave)),
             None => {
-                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-                    .map_err(|err| SpawnFailure {
+                use nix::fcntl::{FcntlArg, OFlag, fcntl};
+                let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|err| {
+                    let err = io::Error::from(err);
+                    SpawnFailure {
                         code: "other".into(),
                         message: format!("cannot run `{program}`: cannot make a pipe: {err}"),
-                    })?;
-                let _ = rustix::pipe::fcntl_setpipe_size(&read, PIPE_SIZE as usize);
+                    }
+                })?;
+                let _ = fcntl(&read, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
                 Ok((read, write))
             }
         }
@@ -238,7 +245,7 @@ pub fn spawn(
     // The broker forks from its main thread (its event loop runs on it, and it starts no
     // other), which lives as long as the broker: the death signal below fires when the
     // broker dies, not when some helper thread ends.
-    let broker_pid = rustix::process::getpid().as_raw_nonzero().get();
+    let broker_pid = nix::unistd::getpid().as_raw();
     let start = clone_into::ChildStart {
         stdio: [
             stdin.as_raw_fd(),

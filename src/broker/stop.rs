@@ -18,7 +18,7 @@ use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::signaller::{ProcessKey, Walk, signal_tree};
-use crate::protocol::Origin;
+use crate::protocol::{Origin, ProcessSignal};
 
 /// How soon the tree is walked again after a signal; the interval doubles from walk to walk
 /// (newcomers are rare after the first moments), up to `SWEEP_MAX`.
@@ -46,7 +46,7 @@ pub trait TreeSignaller {
         &mut self,
         walk: &Walk,
         group: Option<i32>,
-        signal: Signal,
+        signal: ProcessSignal,
         also_cont: bool,
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32>;
@@ -65,7 +65,7 @@ impl TreeSignaller for Kernel {
         &mut self,
         walk: &Walk,
         group: Option<i32>,
-        signal: Signal,
+        signal: ProcessSignal,
         also_cont: bool,
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32> {
@@ -145,7 +145,7 @@ impl SignalPlan {
         let targets = if signal == Signal::SIGKILL {
             kill(signaller, walk, group, &mut already)
         } else {
-            signaller.signal_tree(walk, group, signal, also_cont, &mut already)
+            signaller.signal_tree(walk, group, signal.into(), also_cont, &mut already)
         };
         Delivered {
             targets,
@@ -391,7 +391,7 @@ fn kill(
             pids.sort_unstable();
             pids
         }
-        None => signaller.signal_tree(walk, group, Signal::SIGKILL, false, reached),
+        None => signaller.signal_tree(walk, group, Signal::SIGKILL.into(), false, reached),
     }
 }
 
@@ -447,10 +447,13 @@ mod tests {
             &mut self,
             _walk: &Walk,
             group: Option<i32>,
-            signal: Signal,
+            signal: ProcessSignal,
             also_cont: bool,
             already: &mut HashSet<ProcessKey>,
         ) -> Vec<i32> {
+            let signal = signal
+                .to_nix()
+                .expect("the stop sequence sends TERM and KILL");
             self.calls.push((signal, also_cont, group));
             let fresh: Vec<ProcessKey> = self
                 .alive

@@ -6,7 +6,10 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
+use nix::unistd::UnlinkatFlags;
 
 use super::file::{self, open_dir};
 use super::name::{self, PREFIX};
@@ -67,6 +70,8 @@ fn sub_cgroups(dir: &OwnedFd) -> Vec<OwnedFd> {
 }
 
 fn sub_cgroup_names(dir: &OwnedFd) -> Vec<String> {
+    // rustix: its `Dir` reads a directory through a borrowed descriptor; nix's takes the
+    // descriptor over.
     let Ok(listing) = rustix::fs::Dir::read_from(dir) else {
         return Vec::new();
     };
@@ -100,15 +105,15 @@ pub(super) fn remove_below(dir: &OwnedFd, depth: usize) {
         if let Ok(child) = open_dir(dir, &name) {
             remove_below(&child, depth + 1);
         }
-        let _ = rustix::fs::unlinkat(dir, name.as_str(), AtFlags::REMOVEDIR);
+        let _ = nix::unistd::unlinkat(dir, name.as_str(), UnlinkatFlags::RemoveDir);
     }
 }
 
 /// A directory that is ours: a link was refused by `O_NOFOLLOW`; another user's is refused
 /// here.
 fn check_owner(dir: &OwnedFd, what: &Path) -> Result<(), CgroupError> {
-    let stat = rustix::fs::fstat(dir).map_err(|err| CgroupError::io(what, err.into()))?;
-    let me = rustix::process::geteuid().as_raw();
+    let stat = nix::sys::stat::fstat(dir).map_err(|err| CgroupError::io(what, err.into()))?;
+    let me = nix::unistd::geteuid().as_raw();
     if stat.st_uid != me {
         return Err(CgroupError::NotOurs {
             path: what.to_path_buf(),
@@ -124,7 +129,7 @@ impl CommandCgroup {
     /// A name already taken is refused, never reused.
     pub fn create(hierarchy: &Hierarchy, name: &str) -> Result<CommandCgroup, CgroupError> {
         let path = hierarchy.path().join(name);
-        rustix::fs::mkdirat(hierarchy.dir(), name, Mode::from_raw_mode(0o700))
+        nix::sys::stat::mkdirat(hierarchy.dir(), name, Mode::from_bits_truncate(0o700))
             .map_err(|err| CgroupError::io(&path, err.into()))?;
         let parent = hierarchy
             .dir()
@@ -139,12 +144,12 @@ impl CommandCgroup {
                 dir,
             },
             Err(err) => {
-                let _ = rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR);
+                let _ = nix::unistd::unlinkat(&parent, name, UnlinkatFlags::RemoveDir);
                 return Err(err);
             }
         };
         let private = check_owner(&cgroup.dir, &cgroup.path).and_then(|()| {
-            rustix::fs::fchmod(&cgroup.dir, Mode::from_raw_mode(0o700))
+            nix::sys::stat::fchmod(&cgroup.dir, Mode::from_bits_truncate(0o700))
                 .map_err(|err| CgroupError::io(&cgroup.path, err.into()))
         });
         if let Err(err) = private {
@@ -153,7 +158,9 @@ impl CommandCgroup {
         }
         // Kernels before 5.14 have no cgroup.kill: without it, a fork storm can outrun
         // signals, which is what the cgroup is for.
-        if rustix::fs::statat(&cgroup.dir, "cgroup.kill", AtFlags::SYMLINK_NOFOLLOW).is_err() {
+        if nix::sys::stat::fstatat(&cgroup.dir, "cgroup.kill", AtFlags::AT_SYMLINK_NOFOLLOW)
+            .is_err()
+        {
             let _ = cgroup.remove();
             return Err(CgroupError::NoKill);
         }
@@ -189,8 +196,8 @@ impl CommandCgroup {
         // cgroup, not a directory elsewhere that only looks like one.
         // `f_type` is i64 here, another width elsewhere.
         #[allow(clippy::unnecessary_cast)]
-        let on_cgroup2 =
-            rustix::fs::fstatfs(&dir).is_ok_and(|fs| fs.f_type as i64 == CGROUP2_SUPER_MAGIC);
+        let on_cgroup2 = nix::sys::statfs::fstatfs(&dir)
+            .is_ok_and(|fs| fs.filesystem_type().0 as i64 == CGROUP2_SUPER_MAGIC);
         if require_cgroup2 && !on_cgroup2 {
             return Err(CgroupError::NotACommandCgroup(path.to_path_buf()));
         }
@@ -218,7 +225,7 @@ impl CommandCgroup {
     /// its cgroup (no clone3), it writes `0` to it before it execs (an async-signal-safe
     /// `write`), which moves it in before it can fork.
     pub fn procs_for_child(&self) -> io::Result<OwnedFd> {
-        Ok(file::open(&self.dir, "cgroup.procs", OFlags::WRONLY)?.into())
+        Ok(file::open(&self.dir, "cgroup.procs", OFlag::O_WRONLY)?.into())
     }
 
     /// The cgroup's directory, which `clone3(CLONE_INTO_CGROUP)` starts a child in.
@@ -286,7 +293,7 @@ impl CommandCgroup {
 
     /// Whether the cgroup directory is still there (a delegated subtree can be taken away).
     pub fn exists(&self) -> bool {
-        rustix::fs::statat(&self.dir, "cgroup.procs", AtFlags::SYMLINK_NOFOLLOW).is_ok()
+        nix::sys::stat::fstatat(&self.dir, "cgroup.procs", AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
     }
 
     /// Removes the cgroup; the kernel refuses (`EBUSY`) while a process is in it.
@@ -295,8 +302,8 @@ impl CommandCgroup {
         // The cgroups the command made below it first, deepest first: a cgroup with
         // children cannot be removed.
         remove_below(&self.dir, 0);
-        match rustix::fs::unlinkat(&self.parent, &self.name, AtFlags::REMOVEDIR) {
-            Err(rustix::io::Errno::NOENT) => Ok(()),
+        match nix::unistd::unlinkat(&self.parent, self.name.as_str(), UnlinkatFlags::RemoveDir) {
+            Err(Errno::ENOENT) => Ok(()),
             other => Ok(other?),
         }
     }

@@ -7,18 +7,20 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::{Mode, OFlags};
+use nix::NixPath;
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 /// `name` below `dir`, opened with `flags` (plus no link followed, close-on-exec).
 pub(super) fn open(
     dir: impl AsFd,
-    name: impl rustix::path::Arg,
-    flags: OFlags,
+    name: &(impl NixPath + ?Sized),
+    flags: OFlag,
 ) -> io::Result<std::fs::File> {
-    let fd = rustix::fs::openat(
+    let fd = nix::fcntl::openat(
         dir,
         name,
-        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
     )?;
     Ok(std::fs::File::from(fd))
@@ -27,29 +29,29 @@ pub(super) fn open(
 /// The directory at `path`, links followed (the hierarchy's mount, a cgroup's parent): the
 /// directory that later opens are relative to.
 pub(super) fn open_path_dir(path: &Path) -> io::Result<OwnedFd> {
-    Ok(rustix::fs::open(
+    Ok(nix::fcntl::open(
         path,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
         Mode::empty(),
     )?)
 }
 
 /// The directory `name` below `dir`.
 pub(super) fn open_dir(dir: impl AsFd, name: &str) -> io::Result<OwnedFd> {
-    Ok(open(dir, name, OFlags::DIRECTORY | OFlags::RDONLY)?.into())
+    Ok(open(dir, name, OFlag::O_DIRECTORY | OFlag::O_RDONLY)?.into())
 }
 
 /// The whole text of the file `name` below `dir`.
 pub(super) fn read(dir: impl AsFd, name: &str) -> io::Result<String> {
     let mut text = String::new();
-    open(dir, name, OFlags::RDONLY)?.read_to_string(&mut text)?;
+    open(dir, name, OFlag::O_RDONLY)?.read_to_string(&mut text)?;
     Ok(text)
 }
 
 /// Writes `value` to the file `name` below `dir`, in one write: the kernel takes a cgroup
 /// file's value per write.
 pub(super) fn write(dir: impl AsFd, name: &str, value: &str) -> io::Result<()> {
-    open(dir, name, OFlags::WRONLY | OFlags::TRUNC)?.write_all(value.as_bytes())
+    open(dir, name, OFlag::O_WRONLY | OFlag::O_TRUNC)?.write_all(value.as_bytes())
 }
 
 #[cfg(test)]

@@ -5,11 +5,13 @@
 //! Parsing is pure (tested on sample text); [`Hierarchy::find`] reads the two files and asks
 //! the kernel whether we may write there.
 
+use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::Access;
+use nix::fcntl::AtFlags;
+use nix::unistd::{AccessFlags, faccessat};
 
 use super::Unavailable;
 
@@ -139,20 +141,17 @@ impl Hierarchy {
         let fd = super::file::open_path_dir(dir).map_err(|err| not_writable(err.to_string()))?;
         // Delegation: creating a child takes write access to the directory; moving a
         // process into it takes write access to the common ancestor's `cgroup.procs`.
-        rustix::fs::accessat(
+        // Errors as the standard library words them, as everywhere else.
+        let io = io::Error::from;
+        faccessat(
             &fd,
             ".",
-            Access::WRITE_OK | Access::EXEC_OK,
-            rustix::fs::AtFlags::EACCESS,
+            AccessFlags::W_OK | AccessFlags::X_OK,
+            AtFlags::AT_EACCESS,
         )
-        .map_err(|err| not_writable(err.to_string()))?;
-        rustix::fs::accessat(
-            &fd,
-            "cgroup.procs",
-            Access::WRITE_OK,
-            rustix::fs::AtFlags::EACCESS,
-        )
-        .map_err(|err| not_writable(format!("cgroup.procs: {err}")))?;
+        .map_err(|err| not_writable(io(err).to_string()))?;
+        faccessat(&fd, "cgroup.procs", AccessFlags::W_OK, AtFlags::AT_EACCESS)
+            .map_err(|err| not_writable(format!("cgroup.procs: {}", io(err))))?;
         Ok(Hierarchy {
             path: dir.to_path_buf(),
             dir: Arc::new(fd),

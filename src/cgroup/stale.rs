@@ -2,7 +2,7 @@
 //! broker (pid and start time) no longer runs. A cgroup whose broker lives is never touched,
 //! nor one that still holds a process (the front end's cleanup stops those).
 
-use rustix::fs::AtFlags;
+use nix::unistd::UnlinkatFlags;
 
 use super::command::parse_populated;
 use super::file;
@@ -34,7 +34,7 @@ pub fn remove_stale(hierarchy: &Hierarchy) -> usize {
     let Ok(entries) = std::fs::read_dir(hierarchy.path()) else {
         return 0;
     };
-    let me = rustix::process::geteuid().as_raw();
+    let me = nix::unistd::geteuid().as_raw();
     let mut removed = 0;
     for entry in entries.flatten() {
         let file_name = entry.file_name();
@@ -47,7 +47,7 @@ pub fn remove_stale(hierarchy: &Hierarchy) -> usize {
         let Ok(dir) = file::open_dir(hierarchy.dir(), dir_name) else {
             continue;
         };
-        let ours = rustix::fs::fstat(&dir).is_ok_and(|s| s.st_uid == me);
+        let ours = nix::sys::stat::fstat(&dir).is_ok_and(|s| s.st_uid == me);
         let populated = file::read(&dir, "cgroup.events")
             .ok()
             .and_then(|text| parse_populated(&text));
@@ -61,7 +61,7 @@ pub fn remove_stale(hierarchy: &Hierarchy) -> usize {
         }
         // `populated 0` counts the cgroups below it too: those the command made go first.
         super::command::remove_below(&dir, 0);
-        if rustix::fs::unlinkat(hierarchy.dir(), dir_name, AtFlags::REMOVEDIR).is_ok() {
+        if nix::unistd::unlinkat(hierarchy.dir(), dir_name, UnlinkatFlags::RemoveDir).is_ok() {
             removed += 1;
         }
     }

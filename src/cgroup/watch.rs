@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::OFlags;
+use nix::fcntl::OFlag;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
@@ -22,8 +22,12 @@ impl EventsWatch {
     /// Watches `<cgroup>/cgroup.events`; needs a tokio runtime.
     pub fn new(cgroup: &Path) -> io::Result<EventsWatch> {
         let events = cgroup.join("cgroup.events");
-        let fd: OwnedFd =
-            super::file::open(rustix::fs::CWD, &events, OFlags::RDONLY | OFlags::NONBLOCK)?.into();
+        let fd: OwnedFd = super::file::open(
+            nix::fcntl::AT_FDCWD,
+            &events,
+            OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+        )?
+        .into();
         // kernfs signals a change since the file was last read: read it once now, so that
         // only changes from here on count.
         read_through(&fd)?;
@@ -44,9 +48,9 @@ impl EventsWatch {
 fn read_through(fd: &OwnedFd) -> io::Result<()> {
     let mut buf = [0u8; 256];
     loop {
-        match rustix::io::pread(fd, &mut buf, 0) {
+        match nix::sys::uio::pread(fd, &mut buf, 0) {
             Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(nix::errno::Errno::EINTR) => continue,
             Err(err) => return Err(err.into()),
         }
     }

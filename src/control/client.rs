@@ -112,7 +112,7 @@ impl ControlClient {
             }
         };
         let cred = stream.peer_cred()?;
-        let me = rustix::process::geteuid().as_raw();
+        let me = nix::unistd::geteuid().as_raw();
         let pid = cred.pid().unwrap_or(0);
         let expected = broker.map_or(pid, |b| b.pid);
         if cred.uid() != me || pid != expected {

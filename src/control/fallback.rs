@@ -29,8 +29,7 @@ use crate::units::short_duration;
 /// does once nothing of the command is left. `why` says why the socket was not used.
 pub async fn stop_through_pid(command: &LiveCommand, why: &str) -> Result<String, String> {
     let started = Instant::now();
-    let pidfd = signal_broker(command, nix::sys::signal::Signal::SIGTERM)
-        .map_err(|e| format!("{why}; {e}"))?;
+    let pidfd = signal_broker(command, ProcessSignal::TERM).map_err(|e| format!("{why}; {e}"))?;
     let limit = Duration::from_millis(command.grace_ms) + REMOTE_STOP_WAIT;
     let exited = async {
         // A pidfd becomes readable when its process exits.
@@ -91,7 +90,7 @@ pub fn signal_through_pid(
     Ok(signal_directly(
         command.broker.pid,
         leader,
-        signal.0,
+        signal,
         &format!("{why}, so by its broker's pid"),
     ))
 }

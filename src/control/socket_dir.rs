@@ -11,7 +11,8 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::Mode;
+use nix::errno::Errno;
+use nix::sys::stat::Mode;
 use thiserror::Error;
 
 use crate::journal::secure::{Unfit, open_dir_nofollow, unfit_dir};
@@ -83,15 +84,15 @@ pub fn socket_dir_for(xdg_runtime_dir: Option<&OsStr>, uid: u32) -> PathBuf {
 pub fn socket_dir() -> PathBuf {
     socket_dir_for(
         std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
-        rustix::process::geteuid().as_raw(),
+        nix::unistd::geteuid().as_raw(),
     )
 }
 
 /// Creates the socket directory (0700) if it does not exist, then checks it. Returns it
 /// opened.
 pub fn prepare(dir: &Path) -> Result<OwnedFd, SocketDirError> {
-    match rustix::fs::mkdir(dir, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+    match nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o700)) {
+        Ok(()) | Err(Errno::EEXIST) => {}
         Err(err) => return Err(SocketDirError::io(dir, err)),
     }
     check(dir)
@@ -102,18 +103,18 @@ pub fn prepare(dir: &Path) -> Result<OwnedFd, SocketDirError> {
 pub fn check(dir: &Path) -> Result<OwnedFd, SocketDirError> {
     let path = dir.to_path_buf();
     let fd = open_dir_nofollow(dir).map_err(|err| match err {
-        rustix::io::Errno::LOOP => SocketDirError::Symlink { path: path.clone() },
-        rustix::io::Errno::NOTDIR
+        Errno::ELOOP => SocketDirError::Symlink { path: path.clone() },
+        Errno::ENOTDIR
             if dir
                 .symlink_metadata()
                 .is_ok_and(|m| m.file_type().is_symlink()) =>
         {
             SocketDirError::Symlink { path: path.clone() }
         }
-        rustix::io::Errno::NOTDIR => SocketDirError::NotADirectory { path: path.clone() },
+        Errno::ENOTDIR => SocketDirError::NotADirectory { path: path.clone() },
         err => SocketDirError::io(dir, err),
     })?;
-    let stat = rustix::fs::fstat(&fd).map_err(|err| SocketDirError::io(dir, err))?;
+    let stat = nix::sys::stat::fstat(&fd).map_err(|err| SocketDirError::io(dir, err))?;
     match unfit_dir(&stat, 0o077) {
         None => Ok(fd),
         Some(Unfit::NotADirectory) => Err(SocketDirError::NotADirectory { path }),
@@ -173,46 +174,19 @@ pub fn remove_if_stale(path: &Path) -> bool {
 pub fn is_own_socket(path: &Path) -> bool {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.file_type().is_socket() && m.uid() == rustix::process::geteuid().as_raw())
+        .is_ok_and(|m| m.file_type().is_socket() && m.uid() == nix::unistd::geteuid().as_raw())
 }
 
 /// Connects to a Unix stream socket without ever waiting: a listener whose backlog is full
 /// gives `EAGAIN` rather than a blocked caller. The socket is non-blocking, close-on-exec.
 pub fn connect_now(path: &Path) -> std::io::Result<OwnedFd> {
-    use std::os::fd::FromRawFd;
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket};
+    use std::os::fd::AsRawFd;
     check_path(path).map_err(std::io::Error::other)?;
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: a zeroed sockaddr_un is valid; the path fits (checked above, NUL included).
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
-        *dst = *src as libc::c_char;
-    }
-    // SAFETY: plain system calls; the descriptor is owned at once.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created and is owned by nothing else.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
-    // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes.
-    let rc = unsafe {
-        libc::connect(
-            fd,
-            (&raw const addr).cast::<libc::sockaddr>(),
-            len as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let addr = UnixAddr::new(path)?;
+    let flags = SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC;
+    let owned = socket(AddressFamily::Unix, SockType::Stream, flags, None)?;
+    connect(owned.as_raw_fd(), &addr)?;
     Ok(owned)
 }
 
@@ -270,9 +244,9 @@ mod tests {
     fn a_fresh_directory_is_private_whatever_the_umask() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("tether");
-        let old = rustix::process::umask(Mode::from_raw_mode(0));
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
         let made = prepare(&dir);
-        rustix::process::umask(old);
+        nix::sys::stat::umask(old);
         made.unwrap();
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o700);
@@ -337,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_directory_of_another_user_is_refused() {
-        if !rustix::process::geteuid().is_root() {
+        if !nix::unistd::geteuid().is_root() {
             eprintln!("skipped: giving a directory to another user needs root");
             return;
         }

@@ -40,6 +40,7 @@ pub fn open_broker(command: &LiveCommand) -> Result<OwnedFd, BrokerCheck> {
 
 /// [`open_broker`] for a broker known by its identity and journaled token.
 pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<OwnedFd, BrokerCheck> {
+    // rustix: nix has no pidfds.
     use rustix::process::{Pid, PidfdFlags, pidfd_open};
     let pid = broker.pid;
     let gone = || BrokerCheck::Gone { pid };
@@ -58,7 +59,7 @@ pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<Own
         return Err(gone());
     }
     let not = |why: String| BrokerCheck::NotTheBroker { pid, why };
-    let me = rustix::process::geteuid().as_raw();
+    let me = nix::unistd::geteuid().as_raw();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|err| not(format!("cannot read its status: {err}")))?;
     match uids(&status) {
@@ -110,14 +111,13 @@ fn check_environ(environ: &[u8], token: &str) -> Result<(), &'static str> {
 /// readable when the broker exits.
 pub fn signal_broker(
     command: &LiveCommand,
-    signal: nix::sys::signal::Signal,
+    signal: crate::protocol::ProcessSignal,
 ) -> Result<OwnedFd, BrokerCheck> {
     let pid = command.broker.pid;
     let pidfd = open_broker(command)?;
-    let io = |source: std::io::Error| BrokerCheck::Io { pid, source };
-    let sig = rustix::process::Signal::from_named_raw(signal as i32)
-        .ok_or_else(|| io(std::io::Error::other("not a signal")))?;
-    rustix::process::pidfd_send_signal(&pidfd, sig).map_err(|e| io(e.into()))?;
+    signal
+        .send_to_pidfd(&pidfd)
+        .map_err(|source| BrokerCheck::Io { pid, source })?;
     Ok(pidfd)
 }
 

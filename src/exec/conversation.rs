@@ -34,8 +34,8 @@ impl Signals {
             interrupt: signal(SignalKind::interrupt())?,
             terminate: signal(SignalKind::terminate())?,
             hangup: signal(SignalKind::hangup())?,
-            suspend: signal(SignalKind::from_raw(libc::SIGTSTP))?,
-            resume: signal(SignalKind::from_raw(libc::SIGCONT))?,
+            suspend: signal(SignalKind::from_raw(ProcessSignal::TSTP.number()))?,
+            resume: signal(SignalKind::from_raw(ProcessSignal::CONT.number()))?,
             resized: terminal
                 .then(|| signal(SignalKind::window_change()))
                 .transpose()?,
@@ -118,7 +118,7 @@ impl ExecConversation {
                 }
                 _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some(ProcessSignal::INT); }
                 _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::TERM); }
-                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal(nix::sys::signal::Signal::SIGHUP)); }
+                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::HUP); }
                 // Whoever read our output is gone: stop the command, as SIGPIPE would.
                 Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
                 typed = typed(&mut self.keys) => {

@@ -12,6 +12,10 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::stat::SFlag;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::protocol::Stream;
@@ -29,10 +33,10 @@ pub struct CopyPipes {
 
 impl CopyPipes {
     pub fn new() -> io::Result<CopyPipes> {
-        let (out_read, out_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-        let (err_read, err_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let (out_read, out_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (err_read, err_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         for fd in [&out_write, &err_write] {
-            let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
+            let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE as i32));
         }
         Ok(CopyPipes {
             read: [out_read, err_read],
@@ -111,33 +115,26 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
     // splice(2) into a regular file moves the shared file offset without the lock write(2)
     // takes: with stdout and stderr on one file (`> log 2>&1`), the two copies overwrote
     // each other's bytes. Into a file, plain writes.
-    let mut splice_works = !rustix::fs::fstat(out)
-        .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file());
+    let mut splice_works = !nix::sys::stat::fstat(out)
+        .is_ok_and(|stat| stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits());
     let mut gone = false;
     let mut buf = vec![0u8; CHUNK];
     loop {
         let copying = !gone && report.failure.is_none();
         if copying && splice_works {
-            match rustix::pipe::splice(
-                pipe,
-                None,
-                out,
-                None,
-                CHUNK,
-                rustix::pipe::SpliceFlags::MOVE,
-            ) {
+            match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
                 Ok(0) => return report,
                 Ok(n) => {
                     report.copied += n as u64;
                     continue;
                 }
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(rustix::io::Errno::AGAIN) => {
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EAGAIN) => {
                     wait_writable(out);
                     continue;
                 }
                 // Not every output takes splice (a terminal does not): copy through memory.
-                Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
+                Err(Errno::EINVAL) | Err(Errno::ENOSYS) => {
                     splice_works = false;
                     continue;
                 }
@@ -147,10 +144,10 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
                 }
             }
         }
-        let n = match rustix::io::read(pipe, &mut buf) {
+        let n = match nix::unistd::read(pipe, &mut buf) {
             Ok(0) => return report,
             Ok(n) => n,
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(Errno::EINTR) => continue,
             Err(_) => return report,
         };
         if !copying {
@@ -181,7 +178,7 @@ fn fail(
     err: io::Error,
     broken: &UnboundedSender<Stream>,
 ) {
-    if err.raw_os_error() == Some(libc::EPIPE) {
+    if err.raw_os_error() == Some(Errno::EPIPE as i32) {
         *gone = true;
         let _ = broken.send(report.stream);
     } else {
@@ -193,10 +190,10 @@ fn fail(
 fn write_all(out: BorrowedFd<'_>, bytes: &[u8]) -> Result<(), (io::Error, usize)> {
     let mut written = 0;
     while written < bytes.len() {
-        match rustix::io::write(out, &bytes[written..]) {
+        match nix::unistd::write(out, &bytes[written..]) {
             Ok(n) => written += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(rustix::io::Errno::AGAIN) => wait_writable(out),
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => wait_writable(out),
             Err(err) => return Err((err.into(), written)),
         }
     }
@@ -206,9 +203,6 @@ fn write_all(out: BorrowedFd<'_>, bytes: &[u8]) -> Result<(), (io::Error, usize)
 /// Our stream may have been left non-blocking by whoever shares it: wait for room rather
 /// than spin.
 fn wait_writable(out: BorrowedFd<'_>) {
-    let mut fds = [rustix::event::PollFd::new(
-        &out,
-        rustix::event::PollFlags::OUT,
-    )];
-    let _ = rustix::event::poll(&mut fds, None);
+    let mut fds = [PollFd::new(out, PollFlags::POLLOUT)];
+    let _ = nix::poll::poll(&mut fds, PollTimeout::NONE);
 }

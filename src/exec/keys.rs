@@ -23,8 +23,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 pub fn stdin_is_our_foreground_terminal() -> bool {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
-    rustix::termios::isatty(fd)
-        && rustix::termios::tcgetpgrp(fd).is_ok_and(|group| group == rustix::process::getpgrp())
+    nix::unistd::isatty(fd).unwrap_or(false)
+        && nix::unistd::tcgetpgrp(fd).is_ok_and(|group| group == nix::unistd::getpgrp())
 }
 
 /// Our terminal in relay mode, given back as it was when dropped.

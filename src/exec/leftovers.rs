@@ -107,10 +107,10 @@ fn session_owner(value: &str) -> Option<Custodian> {
 /// time: a parent that exited meanwhile (we were re-parented) is no custodian; the broker
 /// then finds none and stops the leftovers at once.
 fn caller() -> Option<Custodian> {
-    let parent = rustix::process::getppid()?.as_raw_nonzero().get();
+    let parent = nix::unistd::getppid().as_raw();
     let stat = crate::procfs::read_stat(parent)?;
-    let still = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
-    (still == Some(parent)).then_some(Custodian {
+    let still = nix::unistd::getppid().as_raw();
+    (still == parent).then_some(Custodian {
         pid: parent,
         start_ticks: stat.start_ticks,
         role: CustodianRole::Caller,

@@ -181,7 +181,7 @@ pub fn exec_directly(argv: &[impl AsRef<std::ffi::OsStr>], arg0: Option<&std::ff
 pub fn become_command(mut command: std::process::Command) -> i32 {
     use std::os::unix::process::CommandExt;
     // Orphans of what runs now are not ours to reap.
-    let _ = rustix::process::set_child_subreaper(None);
+    let _ = nix::sys::prctl::set_child_subreaper(false);
     let err = command.exec();
     say!(
         "cannot run {}: {err}",

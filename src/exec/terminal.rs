@@ -21,8 +21,8 @@ pub fn terminal_for(stdout: bool, stderr: bool, size: WindowSize) -> Option<Term
 pub fn own_terminal() -> Option<TerminalRequest> {
     let (out, err) = (std::io::stdout(), std::io::stderr());
     let (out_tty, err_tty) = (
-        rustix::termios::isatty(out.as_fd()),
-        rustix::termios::isatty(err.as_fd()),
+        nix::unistd::isatty(out.as_fd()).unwrap_or(false),
+        nix::unistd::isatty(err.as_fd()).unwrap_or(false),
     );
     terminal_for(out_tty, err_tty, own_size())
 }
@@ -36,6 +36,7 @@ pub fn own_size() -> WindowSize {
 }
 
 fn size_of(fd: BorrowedFd<'_>) -> Option<WindowSize> {
+    // rustix: nix has no call for the window size (only the raw ioctl macro).
     let size = rustix::termios::tcgetwinsize(fd).ok()?;
     (size.ws_col > 0 && size.ws_row > 0).then_some(WindowSize {
         cols: size.ws_col,

@@ -5,36 +5,38 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use rustix::fs::{FileType, Mode, OFlags};
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag};
+use nix::sys::stat::{Mode, SFlag};
 
 /// Creates `path`, or truncates the regular file of ours already there, 0600, and writes
 /// `bytes` to it. A link at `path` is refused, never followed (`O_NOFOLLOW`); so is a file
 /// someone else owns, or anything not a regular file (a FIFO would block, a device is no
 /// place for a report).
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let private = Mode::from_bits_truncate(0o600);
     // O_NONBLOCK: opening a FIFO for writing must not wait for a reader before the check.
-    let fd = rustix::fs::open(path, flags | OFlags::NONBLOCK, Mode::from_raw_mode(0o600)).map_err(
-        |err| match err {
-            rustix::io::Errno::LOOP => io::Error::other("it is a symbolic link; not followed"),
+    let fd =
+        nix::fcntl::open(path, flags | OFlag::O_NONBLOCK, private).map_err(|err| match err {
+            Errno::ELOOP => io::Error::other("it is a symbolic link; not followed"),
             // A FIFO without a reader, opened without blocking.
-            rustix::io::Errno::NXIO => io::Error::other("it is not a regular file"),
+            Errno::ENXIO => io::Error::other("it is not a regular file"),
             err => io::Error::from(err),
-        },
-    )?;
-    let stat = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        })?;
+    let stat = nix::sys::stat::fstat(&fd)?;
+    if stat.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
         return Err(io::Error::other("it is not a regular file"));
     }
-    if stat.st_uid != rustix::process::geteuid().as_raw() {
+    if stat.st_uid != nix::unistd::geteuid().as_raw() {
         return Err(io::Error::other(format!(
             "it belongs to uid {}, not to us",
             stat.st_uid
         )));
     }
-    rustix::fs::fcntl_setfl(&fd, OFlags::empty())?;
-    rustix::fs::ftruncate(&fd, 0)?;
-    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+    nix::fcntl::fcntl(&fd, FcntlArg::F_SETFL(OFlag::empty()))?;
+    nix::unistd::ftruncate(&fd, 0)?;
+    nix::sys::stat::fchmod(&fd, private)?;
     let mut file = File::from(fd);
     file.write_all(bytes)?;
     file.flush()

@@ -11,7 +11,10 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl, openat, renameat};
+use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstat, mkdirat};
+use nix::unistd::{UnlinkatFlags, unlinkat};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -75,33 +78,33 @@ impl JournalDir {
                 .create(parent)
                 .map_err(|e| UnsafeDir::io(parent, e))?;
         }
-        match rustix::fs::mkdir(path, Mode::from_raw_mode(DIR_MODE)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        match nix::unistd::mkdir(path, Mode::from_bits_truncate(DIR_MODE)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
             Err(e) => return Err(UnsafeDir::io(path, e)),
         }
         let fd =
-            rustix::fs::open(path, dir_flags(), Mode::empty()).map_err(|e| open_error(path, e))?;
+            nix::fcntl::open(path, dir_flags(), Mode::empty()).map_err(|e| open_error(path, e))?;
         JournalDir::checked(fd, path.to_path_buf())
     }
 
     /// Opens the subdirectory `name`, creating it if it does not exist (`sessions/`).
     pub fn open_or_create(&self, name: &str) -> Result<JournalDir, UnsafeDir> {
         let path = self.path.join(name);
-        match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        match mkdirat(&self.fd, name, Mode::from_bits_truncate(DIR_MODE)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
             Err(e) => return Err(UnsafeDir::io(&path, e)),
         }
-        let fd = rustix::fs::openat(&self.fd, name, dir_flags(), Mode::empty())
-            .map_err(|e| open_error(&path, e))?;
+        let fd =
+            openat(&self.fd, name, dir_flags(), Mode::empty()).map_err(|e| open_error(&path, e))?;
         JournalDir::checked(fd, path)
     }
 
     /// Creates the subdirectory `name`, which must not exist yet (a session or a command).
     /// `ErrorKind::AlreadyExists` when it does.
     pub fn create_dir(&self, name: &str) -> io::Result<JournalDir> {
-        rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE))?;
+        mkdirat(&self.fd, name, Mode::from_bits_truncate(DIR_MODE))?;
         let path = self.path.join(name);
-        let fd = rustix::fs::openat(&self.fd, name, dir_flags(), Mode::empty())?;
+        let fd = openat(&self.fd, name, dir_flags(), Mode::empty())?;
         JournalDir::checked(fd, path).map_err(io::Error::other)
     }
 
@@ -113,15 +116,14 @@ impl JournalDir {
 
     /// Removes the empty subdirectory `name` (a session whose creation failed half-way).
     pub fn remove_dir(&self, name: &str) -> io::Result<()> {
-        Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)?)
+        Ok(unlinkat(&self.fd, name, UnlinkatFlags::RemoveDir)?)
     }
 
     fn checked(fd: OwnedFd, path: PathBuf) -> Result<JournalDir, UnsafeDir> {
-        let stat = rustix::fs::fstat(&fd).map_err(|e| UnsafeDir::io(&path, e))?;
+        let stat = fstat(&fd).map_err(|e| UnsafeDir::io(&path, e))?;
         check_dir(&stat, &path)?;
         if stat.st_mode & 0o777 != DIR_MODE {
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE))
-                .map_err(|e| UnsafeDir::io(&path, e))?;
+            fchmod(&fd, Mode::from_bits_truncate(DIR_MODE)).map_err(|e| UnsafeDir::io(&path, e))?;
         }
         Ok(JournalDir { fd, path })
     }
@@ -142,20 +144,20 @@ impl JournalDir {
     /// Creates the file `name`, which must not exist (`O_EXCL`: a planted file or link is
     /// refused, never written through), 0600, for writing; `append` for logs.
     pub fn create_file(&self, name: &str, append: bool) -> io::Result<File> {
-        let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
-        flags |= OFlags::CLOEXEC;
+        let mut flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW;
+        flags |= OFlag::O_CLOEXEC;
         if append {
-            flags |= OFlags::APPEND;
+            flags |= OFlag::O_APPEND;
         }
-        let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(FILE_MODE))?;
+        let fd = openat(&self.fd, name, flags, Mode::from_bits_truncate(FILE_MODE))?;
         // The umask may have taken bits away; never added any.
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(FILE_MODE))?;
+        fchmod(&fd, Mode::from_bits_truncate(FILE_MODE))?;
         Ok(File::from(fd))
     }
 
     /// Opens the regular file `name` for reading: no link followed, no FIFO or device opened.
     pub fn open_file(&self, name: &str) -> io::Result<File> {
-        let fd = rustix::fs::openat(&self.fd, name, read_flags(), Mode::empty())?;
+        let fd = openat(&self.fd, name, read_flags(), Mode::empty())?;
         regular(fd)
     }
 
@@ -191,7 +193,7 @@ impl JournalDir {
         let tmp = format!(".{name}.{}.tmp", std::process::id());
         // A temporary left by a crash of a process with our pid; never one of someone else's
         // (nobody else can write here).
-        let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+        let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
         let written = self.create_file(&tmp, false).and_then(|mut file| {
             file.write_all(bytes)?;
             // Synced before the rename: a crash then leaves the old file or the new one,
@@ -202,10 +204,10 @@ impl JournalDir {
             }
         });
         let renamed = written.and_then(|()| {
-            rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name).map_err(io::Error::from)
+            renameat(&self.fd, tmp.as_str(), &self.fd, name).map_err(io::Error::from)
         });
         if renamed.is_err() {
-            let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+            let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
         }
         renamed
     }
@@ -229,12 +231,12 @@ impl AsFd for JournalDir {
 /// owns or may write are not to be trusted. Missing directories are fine (nothing to read).
 pub fn check_for_reading(state: &Path) -> Result<(), UnsafeDir> {
     for path in [state.to_path_buf(), state.join("sessions")] {
-        let fd = match rustix::fs::open(&path, dir_flags(), Mode::empty()) {
+        let fd = match nix::fcntl::open(&path, dir_flags(), Mode::empty()) {
             Ok(fd) => fd,
-            Err(rustix::io::Errno::NOENT) => return Ok(()),
+            Err(Errno::ENOENT) => return Ok(()),
             Err(e) => return Err(open_error(&path, e)),
         };
-        let stat = rustix::fs::fstat(&fd).map_err(|e| UnsafeDir::io(&path, e))?;
+        let stat = fstat(&fd).map_err(|e| UnsafeDir::io(&path, e))?;
         check_dir(&stat, &path)?;
     }
     Ok(())
@@ -243,7 +245,7 @@ pub fn check_for_reading(state: &Path) -> Result<(), UnsafeDir> {
 /// Opens a journal file by path for reading, as a reader must: without following a link in
 /// its last component and without blocking on a FIFO; anything but a regular file is refused.
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    let fd = rustix::fs::open(path, read_flags(), Mode::empty())?;
+    let fd = nix::fcntl::open(path, read_flags(), Mode::empty())?;
     regular(fd)
 }
 
@@ -255,8 +257,8 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 fn regular(fd: OwnedFd) -> io::Result<File> {
-    let stat = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+    let stat = fstat(&fd)?;
+    if file_type(&stat) != SFlag::S_IFREG {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "not a regular file (a journal never holds links, FIFOs or devices)",
@@ -264,28 +266,33 @@ fn regular(fd: OwnedFd) -> io::Result<File> {
     }
     // Opened non-blocking so that a FIFO could not hang the open; a regular file never
     // blocks, and readers expect plain blocking reads.
-    rustix::fs::fcntl_setfl(&fd, OFlags::empty())?;
+    fcntl(&fd, FcntlArg::F_SETFL(OFlag::empty()))?;
     Ok(File::from(fd))
 }
 
-fn dir_flags() -> OFlags {
-    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+fn dir_flags() -> OFlag {
+    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC
 }
 
-fn read_flags() -> OFlags {
-    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC
+fn read_flags() -> OFlag {
+    OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_CLOEXEC
 }
 
-fn open_error(path: &Path, errno: rustix::io::Errno) -> UnsafeDir {
+/// The file type bits of `stat`'s mode.
+pub fn file_type(stat: &FileStat) -> SFlag {
+    SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits())
+}
+
+fn open_error(path: &Path, errno: Errno) -> UnsafeDir {
     match errno {
         // O_NOFOLLOW on a link gives ELOOP; O_DIRECTORY on anything else ENOTDIR.
-        rustix::io::Errno::LOOP => UnsafeDir::Symlink {
+        Errno::ELOOP => UnsafeDir::Symlink {
             path: path.to_path_buf(),
         },
-        rustix::io::Errno::NOTDIR if is_symlink(path) => UnsafeDir::Symlink {
+        Errno::ENOTDIR if is_symlink(path) => UnsafeDir::Symlink {
             path: path.to_path_buf(),
         },
-        rustix::io::Errno::NOTDIR => UnsafeDir::NotADirectory {
+        Errno::ENOTDIR => UnsafeDir::NotADirectory {
             path: path.to_path_buf(),
         },
         e => UnsafeDir::io(path, e),
@@ -298,7 +305,7 @@ fn is_symlink(path: &Path) -> bool {
 }
 
 /// The tmux rule: ours, and no one else may write to it.
-fn check_dir(stat: &Stat, path: &Path) -> Result<(), UnsafeDir> {
+fn check_dir(stat: &FileStat, path: &Path) -> Result<(), UnsafeDir> {
     let path = path.to_path_buf();
     match unfit_dir(stat, 0o022) {
         None => Ok(()),
@@ -325,11 +332,11 @@ pub enum Unfit {
 /// The tmux rule over an `fstat` of an opened directory: a directory, owned by our
 /// effective uid, with none of the `forbidden` mode bits (`0o022` for the state directory,
 /// `0o077` for the control sockets' directory).
-pub fn unfit_dir(stat: &Stat, forbidden: u32) -> Option<Unfit> {
-    if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+pub fn unfit_dir(stat: &FileStat, forbidden: u32) -> Option<Unfit> {
+    if file_type(stat) != SFlag::S_IFDIR {
         return Some(Unfit::NotADirectory);
     }
-    let me = rustix::process::geteuid().as_raw();
+    let me = nix::unistd::geteuid().as_raw();
     if stat.st_uid != me {
         return Some(Unfit::NotOwned {
             owner: stat.st_uid,
@@ -346,8 +353,8 @@ pub fn unfit_dir(stat: &Stat, forbidden: u32) -> Option<Unfit> {
 
 /// Opens a directory without following a link in its last component (`ELOOP` or `ENOTDIR`
 /// for a link), close-on-exec.
-pub fn open_dir_nofollow(path: &Path) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::open(path, dir_flags(), Mode::empty())
+pub fn open_dir_nofollow(path: &Path) -> nix::Result<OwnedFd> {
+    nix::fcntl::open(path, dir_flags(), Mode::empty())
 }
 
 /// Text for a path that may not be UTF-8: JSON holds text, and a journal must start whatever
@@ -369,7 +376,7 @@ mod tests {
     fn creates_private_dirs_and_files_whatever_the_umask() {
         let tmp = tempfile::tempdir().unwrap();
         let state = tmp.path().join("a/b/state");
-        let old = rustix::process::umask(Mode::from_raw_mode(0o000));
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o000));
         let result = (|| {
             let dir = JournalDir::open_state(&state)?;
             let sessions = dir.open_or_create("sessions")?;
@@ -384,7 +391,7 @@ mod tests {
                 .map_err(|e| UnsafeDir::io(&state, e))?;
             Ok::<_, UnsafeDir>(())
         })();
-        rustix::process::umask(old);
+        nix::sys::stat::umask(old);
         result.unwrap();
         assert_eq!(mode(&state), 0o700);
         assert_eq!(mode(&tmp.path().join("a")), 0o700);
@@ -454,14 +461,7 @@ mod tests {
     fn readers_refuse_fifos_without_blocking() {
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("stdout.log");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
         let err = open_regular(&fifo).unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
         assert!(open_regular(Path::new("/dev/null")).is_err());

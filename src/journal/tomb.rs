@@ -5,10 +5,15 @@
 //! where it is a session like any other.
 
 use std::ffi::{OsStr, OsString};
+use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
-use rustix::fs::{AtFlags, FileType, RenameFlags};
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, RenameFlags, renameat2};
+use nix::sys::stat::{FileStat, SFlag, fstatat};
+
+use crate::journal::secure::file_type;
 
 use crate::procfs;
 
@@ -53,22 +58,23 @@ pub fn pruner_at_work(pid: i32, set_aside_ms: u64) -> bool {
 }
 
 /// Whether the entry `name`, whose stat is `stat`, is a tomb that its prune is at work on.
-pub fn being_removed(name: &[u8], stat: &rustix::fs::Stat) -> bool {
+pub fn being_removed(name: &[u8], stat: &FileStat) -> bool {
     parse(name).is_some_and(|(_, pid)| pruner_at_work(pid, changed_ms(stat)))
 }
 
 /// A tomb's change time in milliseconds.
 // The fields' integer types differ between platforms.
 #[allow(clippy::unnecessary_cast, clippy::unnecessary_min_or_max)]
-fn changed_ms(stat: &rustix::fs::Stat) -> u64 {
+fn changed_ms(stat: &FileStat) -> u64 {
     (stat.st_ctime.max(0) as u64) * 1000 + (stat.st_ctime_nsec.max(0) as u64) / 1_000_000
 }
 
 /// Puts back under its name every tomb in the opened `sessions` directory whose prune is no
 /// longer at work on it. Returns the tombs of gone prunes that stay (their name was taken
 /// meanwhile, or the tomb names none): they are sessions still, under the tomb's name.
-pub fn restore_abandoned(sessions: &impl AsFd) -> rustix::io::Result<Vec<OsString>> {
+pub fn restore_abandoned(sessions: &impl AsFd) -> io::Result<Vec<OsString>> {
     let mut left = Vec::new();
+    // rustix: its `Dir` reads through a borrowed descriptor; nix's takes it over.
     for entry in rustix::fs::Dir::read_from(sessions)? {
         let name = entry?.file_name().to_bytes().to_vec();
         if name.starts_with(TOMB_PREFIX.as_bytes())
@@ -84,8 +90,8 @@ pub fn restore_abandoned(sessions: &impl AsFd) -> rustix::io::Result<Vec<OsStrin
 /// returns the tomb it stopped at when that one is abandoned but cannot be put back.
 fn restore(sessions: &impl AsFd, mut tomb: OsString) -> Option<OsString> {
     for _ in 0..MAX_NESTING {
-        let stat = rustix::fs::statat(sessions, &tomb, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+        let stat = fstatat(sessions, tomb.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        if file_type(&stat) != SFlag::S_IFDIR {
             return None;
         }
         if being_removed(tomb.as_bytes(), &stat) {
@@ -95,11 +101,16 @@ fn restore(sessions: &impl AsFd, mut tomb: OsString) -> Option<OsString> {
             return Some(tomb);
         };
         let session = OsStr::from_bytes(session).to_os_string();
-        match rustix::fs::renameat_with(sessions, &tomb, sessions, &session, RenameFlags::NOREPLACE)
-        {
+        match renameat2(
+            sessions,
+            tomb.as_os_str(),
+            sessions,
+            session.as_os_str(),
+            RenameFlags::RENAME_NOREPLACE,
+        ) {
             Ok(()) => {}
             // Put back, or taken, by another reader meanwhile.
-            Err(rustix::io::Errno::NOENT) => return None,
+            Err(Errno::ENOENT) => return None,
             Err(_) => return Some(tomb),
         }
         if !session.as_bytes().starts_with(TOMB_PREFIX.as_bytes()) {

@@ -88,8 +88,8 @@ impl CommandStatus {
         let signal = tracked
             .exit
             .and_then(|e| e.signal)
-            .and_then(|n| nix::sys::signal::Signal::try_from(n).ok())
-            .map(|s| crate::protocol::ProcessSignal(s).name().to_string());
+            .and_then(crate::protocol::ProcessSignal::from_number)
+            .map(|s| s.name().to_string());
         let error = tracked
             .failure
             .clone()

@@ -77,7 +77,7 @@ pub async fn signal(
         SignalName::Stop => None,
         SignalName::Term => Some(ProcessSignal::TERM),
         SignalName::Int => Some(ProcessSignal::INT),
-        SignalName::Hup => Some(ProcessSignal(nix::sys::signal::Signal::SIGHUP)),
+        SignalName::Hup => Some(ProcessSignal::HUP),
         SignalName::Kill => Some(ProcessSignal::KILL),
     };
     let asked = async {

@@ -113,9 +113,9 @@ pub fn exit_label(status: ExitStatus) -> String {
 }
 
 pub fn signal_label(sig: i32) -> String {
-    nix::sys::signal::Signal::try_from(sig)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {sig}"))
+    ProcessSignal::from_number(sig)
+        .map(|s| format!("SIG{s}"))
+        .unwrap_or_else(|| format!("signal {sig}"))
 }
 
 /// The script of a shell run as `SHELL [-l] -c SCRIPT` (as agents call it, and as the shim

@@ -290,6 +290,7 @@ pub fn output_width() -> usize {
     use std::io::IsTerminal;
     let stdout = std::io::stdout();
     if stdout.is_terminal()
+        // rustix: nix has no call for the window size.
         && let Ok(size) = rustix::termios::tcgetwinsize(&stdout)
         && size.ws_col > 0
     {

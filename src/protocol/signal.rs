@@ -1,51 +1,181 @@
 //! A signal as it crosses every boundary (requests, events, the control socket, the command
 //! line): one type, parsed once where text comes in, written as its name without `SIG`
-//! (`TERM`, `KILL`), so no side parses a string the other side made.
+//! (`TERM`, `KILL`, `RTMIN+3`), so no side parses a string the other side made.
+//!
+//! It is a signal number, checked: a standard signal (one nix names) or a real-time one
+//! (libc's `SIGRTMIN()..=SIGRTMAX()` on the running system; the few below `SIGRTMIN` are
+//! the C library's own and are refused). nix's `Signal` has no real-time signals, so the
+//! type holds the number and the calls that send it live here: nix for a standard signal,
+//! rustix for a real-time one and for every pidfd (nix has neither).
 
 use std::fmt;
+use std::io;
+use std::os::fd::AsFd;
 use std::str::FromStr;
 
 use nix::sys::signal::Signal;
+use nix::unistd::Pid;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ProcessSignal(pub Signal);
+pub struct ProcessSignal(i32);
+
+/// `RTMIN+k` and `RTMAX-k` as `&'static str`, so a name costs no allocation. Linux has at
+/// most 33 real-time signals (32..=64), so an offset from the nearer end is at most 16.
+const RTMIN_NAMES: [&str; 17] = [
+    "RTMIN", "RTMIN+1", "RTMIN+2", "RTMIN+3", "RTMIN+4", "RTMIN+5", "RTMIN+6", "RTMIN+7",
+    "RTMIN+8", "RTMIN+9", "RTMIN+10", "RTMIN+11", "RTMIN+12", "RTMIN+13", "RTMIN+14", "RTMIN+15",
+    "RTMIN+16",
+];
+const RTMAX_NAMES: [&str; 17] = [
+    "RTMAX", "RTMAX-1", "RTMAX-2", "RTMAX-3", "RTMAX-4", "RTMAX-5", "RTMAX-6", "RTMAX-7",
+    "RTMAX-8", "RTMAX-9", "RTMAX-10", "RTMAX-11", "RTMAX-12", "RTMAX-13", "RTMAX-14", "RTMAX-15",
+    "RTMAX-16",
+];
 
 impl ProcessSignal {
-    pub const TERM: ProcessSignal = ProcessSignal(Signal::SIGTERM);
-    pub const KILL: ProcessSignal = ProcessSignal(Signal::SIGKILL);
-    pub const CONT: ProcessSignal = ProcessSignal(Signal::SIGCONT);
-    pub const INT: ProcessSignal = ProcessSignal(Signal::SIGINT);
-    pub const TSTP: ProcessSignal = ProcessSignal(Signal::SIGTSTP);
+    pub const TERM: ProcessSignal = ProcessSignal(libc::SIGTERM);
+    pub const KILL: ProcessSignal = ProcessSignal(libc::SIGKILL);
+    pub const CONT: ProcessSignal = ProcessSignal(libc::SIGCONT);
+    pub const INT: ProcessSignal = ProcessSignal(libc::SIGINT);
+    pub const HUP: ProcessSignal = ProcessSignal(libc::SIGHUP);
+    pub const TSTP: ProcessSignal = ProcessSignal(libc::SIGTSTP);
 
-    /// `TERM`, `SIGTERM`, `term` or `15`.
+    /// The first real-time signal the C library leaves to programs. libc, because nix has no
+    /// call for it (glibc keeps the first two or three for its threads).
+    pub fn rtmin() -> i32 {
+        libc::SIGRTMIN()
+    }
+
+    /// The last real-time signal (64 on Linux).
+    pub fn rtmax() -> i32 {
+        libc::SIGRTMAX()
+    }
+
+    /// `n` if it is a signal a process can be sent: a standard one or a real-time one.
+    pub fn from_number(n: i32) -> Option<ProcessSignal> {
+        let standard = Signal::try_from(n).is_ok();
+        let realtime = (Self::rtmin()..=Self::rtmax()).contains(&n);
+        (standard || realtime).then_some(ProcessSignal(n))
+    }
+
+    /// `TERM`, `SIGTERM`, `term`, `15`, `RTMIN`, `RTMIN+3`, `SIGRTMAX-1`.
     pub fn parse(text: &str) -> Option<ProcessSignal> {
         let text = text.trim();
         if let Ok(n) = text.parse::<i32>() {
-            return Signal::try_from(n).ok().map(ProcessSignal);
+            return Self::from_number(n);
         }
         let upper = text.to_ascii_uppercase();
-        let full = if upper.starts_with("SIG") {
-            upper
-        } else {
-            format!("SIG{upper}")
-        };
-        full.parse().ok().map(ProcessSignal)
+        let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
+        if let Some(realtime) = Self::parse_realtime(bare) {
+            return Some(realtime);
+        }
+        format!("SIG{bare}")
+            .parse::<Signal>()
+            .ok()
+            .map(ProcessSignal::from)
     }
 
-    /// `TERM`: the name events and messages carry.
+    /// `RTMIN`, `RTMIN+k`, `RTMAX`, `RTMAX-k` (upper case, without `SIG`).
+    fn parse_realtime(bare: &str) -> Option<ProcessSignal> {
+        let offset = |rest: &str, sign: char| -> Option<i32> {
+            match rest.strip_prefix(sign) {
+                None if rest.is_empty() => Some(0),
+                None => None,
+                // Digits only: `RTMIN+-1` or `RTMIN++1` is no signal.
+                Some(digits)
+                    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    digits.parse().ok()
+                }
+                Some(_) => None,
+            }
+        };
+        let n = if let Some(rest) = bare.strip_prefix("RTMIN") {
+            Self::rtmin().checked_add(offset(rest, '+')?)?
+        } else if let Some(rest) = bare.strip_prefix("RTMAX") {
+            Self::rtmax().checked_sub(offset(rest, '-')?)?
+        } else {
+            return None;
+        };
+        (Self::rtmin()..=Self::rtmax())
+            .contains(&n)
+            .then_some(ProcessSignal(n))
+    }
+
+    /// `TERM`, `RTMIN+3`: the name events and messages carry. A real-time signal is named
+    /// from the nearer end of its range, as `kill -l` does (`RTMIN+15`, then `RTMAX-14`).
     pub fn name(self) -> &'static str {
-        self.0.as_str().trim_start_matches("SIG")
+        if let Some(signal) = self.to_nix() {
+            return signal.as_str().trim_start_matches("SIG");
+        }
+        let (min, max) = (Self::rtmin(), Self::rtmax());
+        let from_min = (self.0 - min) as usize;
+        let from_max = (max - self.0) as usize;
+        let named = if from_min <= from_max {
+            RTMIN_NAMES.get(from_min)
+        } else {
+            RTMAX_NAMES.get(from_max)
+        };
+        named.copied().unwrap_or("RT")
     }
 
     pub fn number(self) -> i32 {
-        self.0 as i32
+        self.0
+    }
+
+    pub fn is_realtime(self) -> bool {
+        self.to_nix().is_none()
+    }
+
+    /// nix's `Signal`, for a standard signal; `None` for a real-time one, which it cannot
+    /// hold.
+    pub fn to_nix(self) -> Option<Signal> {
+        Signal::try_from(self.0).ok()
+    }
+
+    /// rustix's `Signal`, which pidfds take (nix has no pidfd calls).
+    pub fn to_rustix(self) -> rustix::process::Signal {
+        // SAFETY: the number is a standard signal or within libc's SIGRTMIN..=SIGRTMAX
+        // (checked where it was made), never one the C library keeps for itself, which is
+        // what `from_raw_unchecked` asks.
+        unsafe { rustix::process::Signal::from_raw_unchecked(self.0) }
+    }
+
+    /// `kill(pid, self)`: nix for a standard signal, rustix for a real-time one.
+    pub fn send_to_pid(self, pid: i32) -> io::Result<()> {
+        match self.to_nix() {
+            Some(signal) => Ok(nix::sys::signal::kill(Pid::from_raw(pid), signal)?),
+            None => {
+                let pid = rustix::process::Pid::from_raw(pid)
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+                Ok(rustix::process::kill_process(pid, self.to_rustix())?)
+            }
+        }
+    }
+
+    /// `killpg(pgid, self)`: nix for a standard signal, rustix for a real-time one.
+    pub fn send_to_group(self, pgid: i32) -> io::Result<()> {
+        match self.to_nix() {
+            Some(signal) => Ok(nix::sys::signal::killpg(Pid::from_raw(pgid), signal)?),
+            None => {
+                let pgid = rustix::process::Pid::from_raw(pgid)
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+                Ok(rustix::process::kill_process_group(pgid, self.to_rustix())?)
+            }
+        }
+    }
+
+    /// `pidfd_send_signal(pidfd, self)`, which reaches that process and never one that took
+    /// its pid.
+    pub fn send_to_pidfd(self, pidfd: impl AsFd) -> io::Result<()> {
+        Ok(rustix::process::pidfd_send_signal(pidfd, self.to_rustix())?)
     }
 }
 
 impl From<Signal> for ProcessSignal {
     fn from(signal: Signal) -> ProcessSignal {
-        ProcessSignal(signal)
+        ProcessSignal(signal as i32)
     }
 }
 
@@ -59,8 +189,9 @@ impl FromStr for ProcessSignal {
     type Err = String;
 
     fn from_str(text: &str) -> Result<ProcessSignal, String> {
-        ProcessSignal::parse(text)
-            .ok_or_else(|| format!("`{text}` is not a signal; use a name like TERM or a number"))
+        ProcessSignal::parse(text).ok_or_else(|| {
+            format!("`{text}` is not a signal; use a name like TERM or RTMIN+1, or a number")
+        })
     }
 }
 
@@ -93,6 +224,9 @@ mod tests {
     #[test]
     fn parses_names_and_numbers_and_writes_names() {
         assert_eq!(ProcessSignal::parse("TERM"), Some(ProcessSignal::TERM));
+        assert_eq!(ProcessSignal::parse("SIGTERM"), Some(ProcessSignal::TERM));
+        assert_eq!(ProcessSignal::parse("term"), Some(ProcessSignal::TERM));
+        assert_eq!(ProcessSignal::parse("15"), Some(ProcessSignal::TERM));
         assert_eq!(ProcessSignal::parse("sigkill"), Some(ProcessSignal::KILL));
         assert_eq!(ProcessSignal::parse("2"), Some(ProcessSignal::INT));
         assert_eq!(ProcessSignal::parse("NOPE"), None);
@@ -103,10 +237,78 @@ mod tests {
             r#""KILL""#
         );
         let parsed: ProcessSignal = serde_json::from_str(r#""hup""#).unwrap();
+        assert_eq!(parsed, ProcessSignal::HUP);
         assert_eq!(parsed.name(), "HUP");
         let parsed: ProcessSignal = serde_json::from_str("15").unwrap();
         assert_eq!(parsed, ProcessSignal::TERM);
         let err = serde_json::from_str::<ProcessSignal>(r#""NOPE""#).unwrap_err();
         assert!(err.to_string().contains("is not a signal"), "{err}");
+    }
+
+    #[test]
+    fn carries_real_time_signals_by_name_and_number() {
+        let (min, max) = (ProcessSignal::rtmin(), ProcessSignal::rtmax());
+        let rtmin = ProcessSignal::parse("RTMIN").unwrap();
+        assert_eq!(rtmin.number(), min);
+        assert!(rtmin.is_realtime() && rtmin.to_nix().is_none());
+        assert_eq!(ProcessSignal::parse("RTMIN+3").unwrap().number(), min + 3);
+        assert_eq!(
+            ProcessSignal::parse("sigrtmin+3").unwrap().number(),
+            min + 3
+        );
+        assert_eq!(
+            ProcessSignal::parse("SIGRTMAX-1").unwrap().number(),
+            max - 1
+        );
+        assert_eq!(ProcessSignal::parse("RTMAX").unwrap().number(), max);
+        assert_eq!(
+            ProcessSignal::parse(&(min + 1).to_string()).unwrap().name(),
+            "RTMIN+1"
+        );
+        // Every signal's name parses back to it, and so does its number.
+        for n in 1..=max {
+            let Some(signal) = ProcessSignal::from_number(n) else {
+                continue;
+            };
+            assert_eq!(ProcessSignal::parse(signal.name()), Some(signal), "{n}");
+            assert_eq!(ProcessSignal::parse(&format!("SIG{signal}")), Some(signal));
+            let json = serde_json::to_string(&signal).unwrap();
+            assert_eq!(
+                serde_json::from_str::<ProcessSignal>(&json).unwrap(),
+                signal
+            );
+            assert_eq!(
+                serde_json::from_str::<ProcessSignal>(&n.to_string()).unwrap(),
+                signal
+            );
+        }
+        assert_eq!(
+            ProcessSignal::parse("RTMIN+3").unwrap().to_string(),
+            "RTMIN+3"
+        );
+        assert_eq!(
+            serde_json::to_string(&ProcessSignal::parse("RTMIN+1").unwrap()).unwrap(),
+            r#""RTMIN+1""#
+        );
+        // Past the middle of the range, the name counts from RTMAX (as `kill -l` does), and
+        // RTMIN+k written the long way still parses.
+        let late = ProcessSignal::parse(&format!("RTMIN+{}", max - min - 1)).unwrap();
+        assert_eq!(late.name(), "RTMAX-1");
+    }
+
+    #[test]
+    fn refuses_what_is_no_signal() {
+        for text in [
+            "0", "-1", "65", "RTMIN+99", "RTMAX-99", "RTMAX+1", "RTMIN-1", "RTMIN+", "RTMIN+-1",
+            "RTMIN++1", "RTMIN3", "FOO", "SIG", "", "RT",
+        ] {
+            assert_eq!(ProcessSignal::parse(text), None, "{text:?}");
+        }
+        // The C library's own real-time signals, below SIGRTMIN (glibc keeps 32 and 33).
+        for n in 32..ProcessSignal::rtmin() {
+            assert_eq!(ProcessSignal::from_number(n), None, "{n}");
+        }
+        assert!(serde_json::from_str::<ProcessSignal>("0").is_err());
+        assert!(serde_json::from_str::<ProcessSignal>(r#""RTMIN+99""#).is_err());
     }
 }

@@ -6,6 +6,10 @@
 //!
 //! At most one a minute per state directory: a stamp file's mtime says when the last one was
 //! started, and a lock on it makes concurrent shims agree on who starts the next.
+//!
+//! libc for the double fork (a raw `clone`, `close_range`, `_exit`), which runs between
+//! fork and exec; rustix's flock, as nix's is deprecated for a `Flock` that takes the
+//! descriptor over.
 
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -51,7 +55,7 @@ fn claim(state: &Path, now: SystemTime) -> io::Result<bool> {
         Err(err) => return Err(err),
     };
     let meta = file.metadata()?;
-    if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() {
         return Ok(false);
     }
     // Another shim is deciding: it starts the run if one is due.
@@ -93,7 +97,7 @@ fn spawn(state: &Path, just_ended: Option<&str>) -> io::Result<()> {
     unsafe {
         command.pre_exec(|| {
             // Out of the caller's session: its terminal's signals are not for this.
-            rustix::process::setsid()?;
+            nix::unistd::setsid()?;
             // The second fork: the process `spawn` made exits now, and the one that goes on
             // to exec belongs to no one here (it is re-parented to the nearest reaper).
             match libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) {

@@ -48,6 +48,7 @@ impl Entry {
             | StatxFlags::INO
             | StatxFlags::MNT_ID
             | StatxFlags::from_bits_retain(STATX_MNT_ID_UNIQUE);
+        // rustix: nix has no statx (the mount id tells a mount point from its parent).
         let statx = match rustix::fs::statx(dir, name, flags, mask) {
             Ok(statx) => statx,
             // Before Linux 4.11, or a sandbox that forbids it: the device is all there is.

@@ -109,8 +109,8 @@ pub fn prune(
 fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
     let fd = match open_dir_nofollow(path) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(rustix::io::Errno::LOOP) => {
+        Err(nix::errno::Errno::ENOENT) => return Ok(None),
+        Err(nix::errno::Errno::ELOOP) => {
             return Err(UnsafeDir::Symlink {
                 path: path.to_path_buf(),
             }
@@ -123,7 +123,7 @@ fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
             });
         }
     };
-    let stat = rustix::fs::fstat(&fd).map_err(|err| PruneError::Io {
+    let stat = nix::sys::stat::fstat(&fd).map_err(|err| PruneError::Io {
         path: path.to_path_buf(),
         source: err.into(),
     })?;

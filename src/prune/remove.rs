@@ -10,7 +10,11 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, FileType, RenameFlags};
+use nix::errno::Errno;
+use nix::fcntl::{RenameFlags, renameat2};
+use nix::unistd::{UnlinkatFlags, unlinkat};
+// `Entry` is statx's (rustix; nix has none), so its kinds are rustix's.
+use rustix::fs::FileType;
 use thiserror::Error;
 
 use super::entry::Entry;
@@ -47,17 +51,17 @@ pub enum RemoveError {
 /// or something in it cannot be removed, it is renamed back.
 pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Result<(), RemoveError> {
     let tomb = tomb_name(name, std::process::id());
-    match rustix::fs::renameat_with(
+    match renameat2(
         sessions,
         name.as_os_str(),
         sessions,
         tomb.as_os_str(),
-        RenameFlags::NOREPLACE,
+        RenameFlags::RENAME_NOREPLACE,
     ) {
         Ok(()) => {}
-        Err(rustix::io::Errno::NOENT) => return Err(RemoveError::AlreadyGone),
+        Err(Errno::ENOENT) => return Err(RemoveError::AlreadyGone),
         // The kernel renames no mount point.
-        Err(rustix::io::Errno::BUSY) => {
+        Err(Errno::EBUSY) => {
             return Err(RemoveError::MountPoint(name.to_string_lossy().into_owned()));
         }
         Err(err) => return Err(io::Error::from(err).into()),
@@ -67,7 +71,7 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
         Err(err) => {
             put_back(sessions, &tomb, name);
             return Err(match err {
-                rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => RemoveError::NotADirectory,
+                Errno::ELOOP | Errno::ENOTDIR => RemoveError::NotADirectory,
                 err => io::Error::from(err).into(),
             });
         }
@@ -84,7 +88,7 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
                 return Err(RemoveError::MountPoint(shown.clone().into_owned()));
             }
             check_removable(&dir, &session)?;
-            let stat = rustix::fs::fstat(&dir).map_err(io::Error::from)?;
+            let stat = nix::sys::stat::fstat(&dir).map_err(io::Error::from)?;
             Ok((session, stat))
         });
     let (session, stat) = match checked {
@@ -97,12 +101,12 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
     };
     if let Liveness::Live(why) = liveness(&dir, session_start(&dir).as_ref(), &stat, now_ms) {
         drop(dir);
-        return match rustix::fs::renameat_with(
+        return match renameat2(
             sessions,
             tomb.as_os_str(),
             sessions,
             name.as_os_str(),
-            RenameFlags::NOREPLACE,
+            RenameFlags::RENAME_NOREPLACE,
         ) {
             Ok(()) => Err(RemoveError::BecameLive(why)),
             Err(_) => Err(RemoveError::LeftAside {
@@ -113,7 +117,7 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
     }
     let emptied = empty_dir(&dir, &session).and_then(|()| {
         drop(dir);
-        rustix::fs::unlinkat(sessions, tomb.as_os_str(), AtFlags::REMOVEDIR)
+        unlinkat(sessions, tomb.as_os_str(), UnlinkatFlags::RemoveDir)
             .map_err(|err| io::Error::from(err).into())
     });
     if let Err(err) = emptied {
@@ -127,12 +131,12 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
 }
 
 fn put_back(sessions: &OwnedFd, tomb: &OsString, name: &OsString) {
-    let _ = rustix::fs::renameat_with(
+    let _ = renameat2(
         sessions,
         tomb.as_os_str(),
         sessions,
         name.as_os_str(),
-        RenameFlags::NOREPLACE,
+        RenameFlags::RENAME_NOREPLACE,
     );
 }
 
@@ -191,15 +195,15 @@ fn clear(
             }
             clear(&child, session, &path, depth + 1, remove)?;
             if remove {
-                rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)
+                unlinkat(dir, name.as_os_str(), UnlinkatFlags::RemoveDir)
                     .map_err(io::Error::from)?;
             }
         } else if remove {
             // Files, and links as links: unlinkat never follows.
-            match rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            match unlinkat(dir, name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+                Ok(()) | Err(Errno::ENOENT) => {}
                 // Mounted on since the check: the kernel unlinks no mount point.
-                Err(rustix::io::Errno::BUSY) => return Err(mount_point(&path)),
+                Err(Errno::EBUSY) => return Err(mount_point(&path)),
                 Err(err) => return Err(io::Error::from(err).into()),
             }
         }

@@ -8,7 +8,11 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag, openat};
+use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
+
+use crate::journal::secure::file_type;
 use serde::Deserialize;
 
 use super::entry::Entry;
@@ -49,13 +53,13 @@ pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result
     tomb::restore_abandoned(sessions)?;
     let mut found = Vec::new();
     for name in entry_names(sessions)? {
-        let stat = match rustix::fs::statat(sessions, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        let stat = match fstatat(sessions, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
             Ok(stat) => stat,
             // Removed meanwhile (another prune): nothing to decide.
-            Err(rustix::io::Errno::NOENT) => continue,
+            Err(Errno::ENOENT) => continue,
             Err(err) => return Err(err.into()),
         };
-        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+        if file_type(&stat) != SFlag::S_IFDIR {
             continue;
         }
         // Being removed by another prune right now.
@@ -64,7 +68,7 @@ pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result
         }
         let dir = match open_dir_at(sessions, &name) {
             Ok(dir) => dir,
-            Err(rustix::io::Errno::NOENT) => continue,
+            Err(Errno::ENOENT) => continue,
             Err(err) => return Err(err.into()),
         };
         let id = name.to_string_lossy().into_owned();
@@ -105,7 +109,7 @@ pub fn session_start(session: &OwnedFd) -> Option<SessionStart> {
 pub fn liveness(
     session: &OwnedFd,
     info: Option<&SessionStart>,
-    stat: &Stat,
+    stat: &FileStat,
     now_ms: u64,
 ) -> Liveness {
     match info {
@@ -123,16 +127,19 @@ pub fn liveness(
         Err(err) => return Liveness::Live(format!("cannot list it ({err}): cannot tell")),
     };
     for name in names {
-        let Ok(stat) = rustix::fs::statat(session, &name, AtFlags::SYMLINK_NOFOLLOW) else {
+        let Ok(stat) = fstatat(session, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) else {
             continue;
         };
-        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+        if file_type(&stat) != SFlag::S_IFDIR {
             continue;
         }
         let shown = name.to_string_lossy();
         let command = match open_dir_at(session, &name) {
             Ok(dir) => dir,
-            Err(err) => return Liveness::Live(format!("cannot open {shown} ({err}): cannot tell")),
+            Err(err) => {
+                let err = io::Error::from(err);
+                return Liveness::Live(format!("cannot open {shown} ({err}): cannot tell"));
+            }
         };
         if let Some(why) = command_runs(&command, &shown, &stat, now_ms) {
             return Liveness::Live(why);
@@ -142,12 +149,15 @@ pub fn liveness(
 }
 
 /// Why the command journaled in `dir` may still run, or `None` when it has ended.
-fn command_runs(dir: &OwnedFd, shown: &str, stat: &Stat, now_ms: u64) -> Option<String> {
-    match rustix::fs::statat(dir, RESULT_FILE, AtFlags::SYMLINK_NOFOLLOW) {
+fn command_runs(dir: &OwnedFd, shown: &str, stat: &FileStat, now_ms: u64) -> Option<String> {
+    match fstatat(dir, RESULT_FILE, AtFlags::AT_SYMLINK_NOFOLLOW) {
         // The broker wrote its outcome: it is done.
         Ok(_) => return None,
-        Err(rustix::io::Errno::NOENT) => {}
-        Err(err) => return Some(format!("cannot look for {shown}/{RESULT_FILE} ({err})")),
+        Err(Errno::ENOENT) => {}
+        Err(err) => {
+            let err = io::Error::from(err);
+            return Some(format!("cannot look for {shown}/{RESULT_FILE} ({err})"));
+        }
     }
     let bytes = match read_at(dir, COMMAND_FILE) {
         Ok(bytes) => bytes,
@@ -199,7 +209,7 @@ pub struct Usage {
 /// The usage of the tree opened as `dir` (whose own stat is `stat`), links counted as links.
 /// Nothing is descended into on another mount (a bind mount of the same file system too) or
 /// beyond [`MAX_DEPTH`].
-pub fn disk_usage(dir: &OwnedFd, stat: &Stat) -> io::Result<Usage> {
+pub fn disk_usage(dir: &OwnedFd, stat: &FileStat) -> io::Result<Usage> {
     let mut usage = Usage::default();
     let root = Entry::of(dir)?;
     add_tree(dir, stat, &root, 0, &mut usage)?;
@@ -208,7 +218,7 @@ pub fn disk_usage(dir: &OwnedFd, stat: &Stat) -> io::Result<Usage> {
 
 fn add_tree(
     dir: &OwnedFd,
-    stat: &Stat,
+    stat: &FileStat,
     root: &Entry,
     depth: usize,
     usage: &mut Usage,
@@ -218,10 +228,10 @@ fn add_tree(
         return Ok(());
     }
     for name in entry_names(dir)? {
-        let Ok(stat) = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW) else {
+        let Ok(stat) = fstatat(dir, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) else {
             continue;
         };
-        if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+        if file_type(&stat) == SFlag::S_IFDIR {
             let child = open_dir_at(dir, &name)
                 .ok()
                 .filter(|child| Entry::of(child).is_ok_and(|opened| opened.on_mount_of(root)));
@@ -235,20 +245,21 @@ fn add_tree(
     Ok(())
 }
 
-fn add(stat: &Stat, usage: &mut Usage) {
+fn add(stat: &FileStat, usage: &mut Usage) {
     usage.bytes += stat.st_blocks as u64 * 512;
     usage.latest_ms = usage.latest_ms.max(mtime_ms(stat));
 }
 
 // The fields' integer types differ between platforms.
 #[allow(clippy::unnecessary_cast, clippy::unnecessary_min_or_max)]
-pub fn mtime_ms(stat: &Stat) -> u64 {
+pub fn mtime_ms(stat: &FileStat) -> u64 {
     (stat.st_mtime.max(0) as u64) * 1000 + (stat.st_mtime_nsec.max(0) as u64) / 1_000_000
 }
 
 /// The names in the opened directory `dir`, without `.` and `..`.
 pub fn entry_names(dir: &impl AsFd) -> io::Result<Vec<OsString>> {
     let mut names = Vec::new();
+    // rustix: its `Dir` reads through a borrowed descriptor; nix's takes it over.
     for entry in rustix::fs::Dir::read_from(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_bytes();
@@ -260,17 +271,17 @@ pub fn entry_names(dir: &impl AsFd) -> io::Result<Vec<OsString>> {
 }
 
 /// Opens the directory `name` in `dir`: never through a link, never a FIFO or device.
-pub fn open_dir_at(dir: &impl AsFd, name: &OsString) -> rustix::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(dir, name.as_os_str(), flags, Mode::empty())
+pub fn open_dir_at(dir: &impl AsFd, name: &OsString) -> nix::Result<OwnedFd> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    openat(dir, name.as_os_str(), flags, Mode::empty())
 }
 
 /// Reads the regular file `name` in `dir`, without following a link or blocking on a FIFO.
 fn read_at(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
-    let stat = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let fd = openat(dir, name, flags, Mode::empty())?;
+    let stat = fstat(&fd)?;
+    if file_type(&stat) != SFlag::S_IFREG {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "not a regular file",
@@ -312,7 +323,7 @@ mod tests {
             pid: 0,
         };
         let dir = open_dir_nofollow(tmp.path()).unwrap();
-        let stat = rustix::fs::fstat(&dir).unwrap();
+        let stat = fstat(&dir).unwrap();
         liveness(&dir, Some(&info), &stat, now_ms)
     }
 

@@ -11,6 +11,7 @@
 //! not touch it; the limit is still read before and put back after every refresh, so that a
 //! future sysinfo that does cannot change what launched commands inherit.
 
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
 /// One reading of the machine.
@@ -106,21 +107,16 @@ fn keeping_open_files_limit<T>(f: impl FnOnce() -> T) -> T {
     if let Some(before) = before
         && open_files_limit().is_some_and(|now| now != before)
     {
-        // SAFETY: setrlimit reads a valid rlimit; lowering the soft limit back is always
-        // allowed. Should it fail, nothing better can be done than to carry on.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &before) };
+        // Lowering the soft limit back is always allowed. Should it fail, nothing better can
+        // be done than to carry on.
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, before.0, before.1);
     }
     result
 }
 
 /// The open-files limit (soft, hard).
-pub fn open_files_limit() -> Option<libc::rlimit> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the rlimit it is given.
-    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0).then_some(limit)
+pub fn open_files_limit() -> Option<(u64, u64)> {
+    getrlimit(Resource::RLIMIT_NOFILE).ok()
 }
 
 #[cfg(test)]
@@ -153,28 +149,21 @@ mod tests {
         assert!(second.cpu_percent.is_some());
         assert!(!second.cores.is_empty());
         let after = open_files_limit().expect("getrlimit");
-        assert_eq!(
-            (after.rlim_cur, after.rlim_max),
-            (before.rlim_cur, before.rlim_max)
-        );
+        assert_eq!(after, before);
     }
 
     #[test]
     fn a_changed_limit_is_put_back() {
         let _turn = LIMIT.lock().unwrap_or_else(|e| e.into_inner());
         let before = open_files_limit().expect("getrlimit");
-        if before.rlim_cur == before.rlim_max {
+        if before.0 == before.1 {
             return; // Nothing to raise: the soft limit already is the hard one.
         }
         keeping_open_files_limit(|| {
-            let raised = libc::rlimit {
-                rlim_cur: before.rlim_max,
-                rlim_max: before.rlim_max,
-            };
-            // SAFETY: as above; raising the soft limit up to the hard one is allowed.
-            unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) };
+            // Raising the soft limit up to the hard one is allowed.
+            setrlimit(Resource::RLIMIT_NOFILE, before.1, before.1).expect("setrlimit");
         });
         let after = open_files_limit().expect("getrlimit");
-        assert_eq!(after.rlim_cur, before.rlim_cur);
+        assert_eq!(after.0, before.0);
     }
 }

@@ -81,8 +81,8 @@ impl Sampler {
     pub fn new() -> Self {
         Self {
             known: HashMap::new(),
-            ticks_per_second: sysconf(libc::_SC_CLK_TCK, 100),
-            page_size: sysconf(libc::_SC_PAGESIZE, 4096),
+            ticks_per_second: crate::procfs::clock_ticks_per_second(),
+            page_size: crate::procfs::page_size(),
             processes: 0,
         }
     }
@@ -207,12 +207,6 @@ impl Known {
         }
         self.cpu_baseline = Some((used_ms, now));
     }
-}
-
-fn sysconf(name: libc::c_int, fallback: u64) -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let value = unsafe { libc::sysconf(name) };
-    if value > 0 { value as u64 } else { fallback }
 }
 
 #[cfg(test)]

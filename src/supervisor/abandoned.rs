@@ -24,7 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
+// rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
+use rustix::fs::FlockOperation;
 use tokio::time::Instant;
 
 use super::intervals::KILL_PATIENCE;
@@ -109,7 +112,7 @@ fn claim(broker: BrokerIdentity, journal: &Path) -> Claim {
     let Ok(dir) = JournalDir::from_fd(fd, journal.to_path_buf()) else {
         return Claim::Nothing;
     };
-    if rustix::fs::statat(&dir, RESULT_FILE, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+    if nix::sys::stat::fstatat(&dir, RESULT_FILE, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
         return Claim::Nothing;
     }
     let file: Option<CommandFile> = read_regular(&journal.join(COMMAND_FILE))
@@ -308,7 +311,7 @@ impl Abandoned {
         }
         reached.extend(&delivery.targets);
         self.append(EventKind::SignalSent {
-            signal: ProcessSignal(delivery.signal),
+            signal: delivery.signal.into(),
             scope: Scope::Group,
             origin: Origin::Reclaim,
             targets: delivery.targets.clone(),
@@ -329,10 +332,10 @@ impl Abandoned {
             mono_us,
             kind,
         };
-        let opened = rustix::fs::openat(
+        let opened = nix::fcntl::openat(
             &self.journal,
             EVENTS_FILE,
-            OFlags::WRONLY | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::empty(),
         );
         if let Ok(fd) = opened {

@@ -8,13 +8,13 @@ use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::intervals::ACK_TIMEOUT;
-use crate::protocol::{Scope, ToBroker};
+use crate::protocol::{ProcessSignal, Scope, ToBroker};
 
 /// What the front end does itself if the broker does not acknowledge a request in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fallback {
     /// Send the signal to the group and the broker's descendants.
-    Signal(Signal),
+    Signal(ProcessSignal),
     /// Kill the broker, then stop what it left.
     Stop,
 }
@@ -23,11 +23,15 @@ pub enum Fallback {
 /// in time may be slow rather than wedged, and deliver it after the front end has. TERM,
 /// KILL, STOP and CONT say the same the second time; a second INT, HUP or USR1 may mean
 /// something else to the program (a second Ctrl-C often forces a quit).
-pub fn repeats_harmlessly(signal: Signal) -> bool {
-    matches!(
-        signal,
-        Signal::SIGTERM | Signal::SIGKILL | Signal::SIGSTOP | Signal::SIGCONT
-    )
+pub fn repeats_harmlessly(signal: ProcessSignal) -> bool {
+    [
+        Signal::SIGTERM,
+        Signal::SIGKILL,
+        Signal::SIGSTOP,
+        Signal::SIGCONT,
+    ]
+    .map(ProcessSignal::from)
+    .contains(&signal)
 }
 
 impl Fallback {
@@ -38,7 +42,7 @@ impl Fallback {
                 signal,
                 scope: Scope::Group,
                 ..
-            } => Some(Fallback::Signal(signal.0)),
+            } => Some(Fallback::Signal(*signal)),
             _ => None,
         }
     }
@@ -133,7 +137,7 @@ mod tests {
         assert_eq!(Fallback::for_request(&stop), Some(Fallback::Stop));
         assert_eq!(
             Fallback::for_request(&signal("KILL", Scope::Group)),
-            Some(Fallback::Signal(Signal::SIGKILL))
+            Some(Fallback::Signal(ProcessSignal::KILL))
         );
         assert_eq!(Fallback::for_request(&signal("KILL", Scope::Pid)), None);
         assert_eq!(Fallback::for_request(&ToBroker::Ping), None);
@@ -154,7 +158,7 @@ mod tests {
 
         // The broker goes on: the pong to the stop's ping comes late, then the signal's.
         acks.ping_posted();
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), true, t0);
         acks.pong();
         assert!(acks.deadline().is_some());
         acks.pong();
@@ -166,8 +170,11 @@ mod tests {
     fn a_request_that_cannot_be_written_falls_back_at_once() {
         let t0 = Instant::now();
         let mut acks = Acks::default();
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), false, t0);
-        assert_eq!(acks.take_due(t0), Some(Fallback::Signal(Signal::SIGTERM)));
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), false, t0);
+        assert_eq!(
+            acks.take_due(t0),
+            Some(Fallback::Signal(ProcessSignal::TERM))
+        );
     }
 
     #[test]
@@ -177,11 +184,11 @@ mod tests {
         acks.ping_posted();
         acks.request_posted(Fallback::Stop, true, t0);
         acks.ping_posted();
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), true, t0);
         assert_eq!(acks.take_due(t0 + ACK_TIMEOUT), Some(Fallback::Stop));
         // A signal then a stop: the stop replaces it.
         acks.ping_posted();
-        acks.request_posted(Fallback::Signal(Signal::SIGTERM), true, t0);
+        acks.request_posted(Fallback::Signal(ProcessSignal::TERM), true, t0);
         acks.ping_posted();
         acks.request_posted(Fallback::Stop, true, t0);
         assert_eq!(acks.take_due(t0 + ACK_TIMEOUT), Some(Fallback::Stop));

@@ -32,7 +32,7 @@ use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::signal_through_pid;
 use crate::journal::JournalDir;
-use crate::protocol::{EventKind, LaunchRequest, ProcessSignal, ToBroker};
+use crate::protocol::{EventKind, LaunchRequest, ToBroker};
 
 /// What [`BrokerConversation::check`] found due.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,12 +310,12 @@ impl BrokerConversation {
                     Link::Attached { .. } if !repeats_harmlessly(signal) => {
                         Due::NotSignalled(format!(
                             "the broker did not answer within {ACK_TIMEOUT:?}; SIG{} was not sent by tether, since the broker may still deliver it and a second one may do harm (only TERM, KILL, STOP and CONT are sent in its place)",
-                            ProcessSignal(signal)
+                            signal
                         ))
                     }
                     // Not our child: its pid is proved to be the broker before it is used.
                     Link::Attached { command, .. } => {
-                        match signal_through_pid(command, ProcessSignal(signal), why) {
+                        match signal_through_pid(command, signal, why) {
                             Ok(told) => Due::SignalledDirectly(told),
                             Err(err) => Due::NotSignalled(err),
                         }

@@ -13,8 +13,6 @@ use std::time::Duration;
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::{Instant, sleep_until};
 
-use nix::sys::signal::Signal;
-
 use crate::broker::signaller::{Walk, signal_tree};
 use crate::broker::stop::{Kernel, Settling, StopSequence};
 use crate::cgroup::CommandCgroup;
@@ -269,10 +267,10 @@ pub async fn stop_leftovers(
 pub fn signal_directly(
     broker_pid: i32,
     leader: Option<GroupLeader>,
-    signal: Signal,
+    signal: crate::protocol::ProcessSignal,
     why: &str,
 ) -> String {
-    let name = crate::protocol::ProcessSignal(signal).name();
+    let name = signal.name();
     let group = leader.and_then(|l| l.live_group());
     let reached = signal_tree(broker_pid, group, signal, false, &mut HashSet::new());
     let processes = match reached.len() {

@@ -28,5 +28,5 @@ use std::io;
 /// Makes this process a child subreaper, so that what a broker leaves when it dies is
 /// re-parented here and can be stopped (see [`leftovers`]).
 pub fn become_subreaper() -> io::Result<()> {
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(io::Error::from)
+    nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)
 }

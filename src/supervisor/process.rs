@@ -71,6 +71,7 @@ impl BrokerProcess {
         let custody = journal.try_clone_fd()?;
         // A fresh directory nobody else holds: the lock is ours at once. Without it (a file
         // system without locks) a later tether may only find the command once we are gone.
+        // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
         let _ = rustix::fs::flock(
             &custody,
             rustix::fs::FlockOperation::NonBlockingLockExclusive,
@@ -88,7 +89,7 @@ impl BrokerProcess {
         // parent; `journal_fd` and `handover` stay open in the parent until spawn returns.
         unsafe {
             command.pre_exec(move || {
-                rustix::process::setsid()?;
+                nix::unistd::setsid()?;
                 let [out, err] = handover
                     .mirror
                     .as_ref()
@@ -228,7 +229,8 @@ pub struct Handover {
 
 /// In a child between fork and exec: makes each given descriptor available at its target
 /// number (3, 4, 5, 6), inherited by exec. Each is first copied above every target, so no
-/// source is overwritten by an earlier target. No allocation: this runs after fork.
+/// source is overwritten by an earlier target. No allocation: this runs after fork. rustix,
+/// whose `F_DUPFD_CLOEXEC` hands back an owned descriptor (nix's a bare number).
 fn pass_fds(fds: [Option<&OwnedFd>; 4], first_target: RawFd) -> io::Result<()> {
     let mut high: [Option<OwnedFd>; 4] = [None, None, None, None];
     for (slot, fd) in high.iter_mut().zip(fds) {

@@ -8,7 +8,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::RenameFlags;
+use nix::errno::Errno;
+use nix::fcntl::{RenameFlags, renameat, renameat2};
 
 use crate::clock::now_ms;
 use crate::journal::secure::{JournalDir, lossy};
@@ -140,6 +141,7 @@ impl Session {
     /// The names in the session directory, read through its descriptor.
     fn entries(&self) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
+        // rustix: its `Dir` reads through a borrowed descriptor; nix's takes it over.
         for entry in rustix::fs::Dir::read_from(&self.dir)? {
             let entry = entry?;
             names.push(entry.file_name().to_string_lossy().into_owned());
@@ -165,15 +167,18 @@ impl Session {
     }
 
     fn rename_reserved(&self, from: &str, to: &str) -> io::Result<()> {
-        let renamed =
-            rustix::fs::renameat_with(&self.dir, from, &self.dir, to, RenameFlags::NOREPLACE);
+        let renamed = renameat2(
+            &self.dir,
+            from,
+            &self.dir,
+            to,
+            RenameFlags::RENAME_NOREPLACE,
+        );
         match renamed {
             Ok(()) => Ok(()),
             // A file system without RENAME_NOREPLACE: `to` was just seen not to exist, and
             // nobody else may create it while we hold the number.
-            Err(rustix::io::Errno::INVAL) => {
-                Ok(rustix::fs::renameat(&self.dir, from, &self.dir, to)?)
-            }
+            Err(Errno::EINVAL) => Ok(renameat(&self.dir, from, &self.dir, to)?),
             Err(err) => {
                 let _ = self.dir.remove_dir(from);
                 Err(err.into())

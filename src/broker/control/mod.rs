@@ -21,7 +21,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use rustix::fs::Mode;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::time::{Instant, Sleep};
 
@@ -99,9 +98,9 @@ impl ControlServer {
         let (std_listener, path) = loop {
             let path = socket_dir::socket_path(&dir, broker, attempt);
             socket_dir::check_path(&path)?;
-            let old = rustix::process::umask(Mode::from_raw_mode(0o177));
+            let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
             let bound = std::os::unix::net::UnixListener::bind(&path);
-            rustix::process::umask(old);
+            nix::sys::stat::umask(old);
             match bound {
                 Ok(listener) => break (listener, path),
                 // A socket left by a broker that had this pid and start time (before a
@@ -128,7 +127,7 @@ impl ControlServer {
             file_id: (meta.dev(), meta.ino()),
             path,
             removed: false,
-            me: rustix::process::geteuid().as_raw(),
+            me: nix::unistd::geteuid().as_raw(),
             pid: broker.pid,
             start,
             clients: Vec::new(),

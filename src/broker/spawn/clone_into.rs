@@ -11,6 +11,9 @@
 //! Without `CLONE_VM` the child is a copy of the broker, as after fork(2); the broker is
 //! single-threaded (see `spawn`), so no lock can be held by a thread that does not exist in
 //! the child, and the child still makes raw system calls only until exec.
+//!
+//! libc for the clone and the child: nix has no `clone3`, and from the clone to exec the
+//! child may make only raw system calls, which neither allocate nor take a lock.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -165,11 +168,10 @@ pub fn spawn(
     };
     let argv = pointers(&prepared.argv);
     let envp = pointers(&prepared.envp);
-    let (report_read, report_write) =
-        match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
-            Ok(pair) => pair,
-            Err(_) => return Cloned::Unavailable,
-        };
+    let (report_read, report_write) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+        Ok(pair) => pair,
+        Err(_) => return Cloned::Unavailable,
+    };
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
@@ -193,10 +195,7 @@ pub fn spawn(
         Some(err) => {
             // It exited at once (`_exit`): reaped here, as std reaps a child whose exec
             // failed, so the broker's loop never sees a pid that was never the command.
-            let _ = rustix::process::waitpid(
-                rustix::process::Pid::from_raw(pid),
-                rustix::process::WaitOptions::empty(),
-            );
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
             Cloned::Failed(err)
         }
     }
@@ -206,10 +205,10 @@ pub fn spawn(
 pub(crate) fn read_report(pipe: &OwnedFd) -> Option<io::Error> {
     let mut buf = [0u8; 4];
     loop {
-        match rustix::io::read(pipe, &mut buf) {
+        match nix::unistd::read(pipe, &mut buf) {
             Ok(4) => return Some(io::Error::from_raw_os_error(i32::from_ne_bytes(buf))),
             Ok(_) => return None,
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(nix::errno::Errno::EINTR) => continue,
             Err(err) => return Some(err.into()),
         }
     }

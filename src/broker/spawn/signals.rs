@@ -4,6 +4,10 @@
 //! the child when the parent has handlers for them, and an ignored signal stays ignored
 //! across exec. Anything ignored where tether itself was started (`nohup`, a shell's `&`)
 //! would otherwise pass on to the command too.
+//!
+//! Raw `rt_sigaction`/`rt_sigprocmask` through libc: they run in the child between fork and
+//! exec, and over the kernel's whole signal set, where nix's `SigSet` and `sigaction` go
+//! through glibc, which hides its own signals 32 and 33.
 
 use std::io;
 

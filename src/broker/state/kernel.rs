@@ -15,11 +15,10 @@
 //! turn, so the delivery is needed in the middle of the decision. Made an output, the answer
 //! would have to wait for its input; that change is left for when replies can.
 
-use nix::sys::signal::Signal;
-
 use crate::broker::signaller::{self, Walk};
 use crate::broker::stop::TreeSignaller;
 use crate::procfs::{self, ProcStat};
+use crate::protocol::ProcessSignal;
 
 pub trait Kernel: TreeSignaller {
     /// This process's pid: the root of the tree on the /proc walk.
@@ -29,7 +28,7 @@ pub trait Kernel: TreeSignaller {
     /// The live processes of `walk`.
     fn live(&mut self, walk: &Walk) -> Vec<ProcStat>;
     /// `signal` to one process found by a walk (pidfd-checked); whether it was delivered.
-    fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool;
+    fn signal_process(&mut self, process: &ProcStat, signal: ProcessSignal) -> bool;
     /// The program of `pid`, for the journal's `client`.
     fn program_label(&mut self, pid: i32) -> Option<String>;
     /// This process's uid.
@@ -54,7 +53,7 @@ impl Kernel for LiveKernel {
         walk.live()
     }
 
-    fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool {
+    fn signal_process(&mut self, process: &ProcStat, signal: ProcessSignal) -> bool {
         signaller::signal_process(process, signal)
     }
 

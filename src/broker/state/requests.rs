@@ -143,7 +143,7 @@ impl Broker {
         pid: Option<i32>,
         client: Option<Peer>,
     ) -> Result<Vec<i32>, Refusal> {
-        let signal = sent.0;
+        let signal = sent;
         if self.child.is_none() || self.phase == Phase::Done {
             return Err(not_running(&format!("send {sent} to")));
         }

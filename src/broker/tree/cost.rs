@@ -95,17 +95,16 @@ pub fn command_cost(sources: &CostSources) -> (u64, u64) {
 /// The broker's `RUSAGE_CHILDREN`: (CPU milliseconds, largest RSS in bytes); zeros if the
 /// call fails (it cannot, for this process).
 pub fn children_usage() -> (u64, u64) {
-    // SAFETY: a zeroed rusage is a valid value; getrusage only writes into it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    use nix::sys::time::TimeVal;
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
         return (0, 0);
-    }
-    let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    };
+    let ms = |t: TimeVal| t.tv_sec() as u64 * 1000 + t.tv_usec() as u64 / 1000;
     (
-        ms(usage.ru_utime) + ms(usage.ru_stime),
+        ms(usage.user_time()) + ms(usage.system_time()),
         // Kilobytes on Linux.
-        usage.ru_maxrss.max(0) as u64 * 1024,
+        usage.max_rss().max(0) as u64 * 1024,
     )
 }
 

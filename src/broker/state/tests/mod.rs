@@ -26,7 +26,7 @@ use crate::broker::tree::cost::SampledCost;
 use crate::procfs::ProcStat;
 use crate::protocol::{
     CommandResult, CommandSpec, Event, EventKind, ExitStatus, LaunchRequest, PROTOCOL_VERSION,
-    StdinSource,
+    ProcessSignal, StdinSource,
 };
 
 /// The command's pid in every test.
@@ -121,10 +121,11 @@ impl TreeSignaller for FakeKernel {
         &mut self,
         _walk: &Walk,
         _group: Option<i32>,
-        signal: Signal,
+        signal: ProcessSignal,
         _also_cont: bool,
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32> {
+        let signal = signal.to_nix().expect("the tests send standard signals");
         let mut world = self.0.borrow_mut();
         let fresh: Vec<ProcStat> = world
             .alive
@@ -159,7 +160,8 @@ impl Kernel for FakeKernel {
         self.0.borrow().alive.iter().map(|(p, _)| *p).collect()
     }
 
-    fn signal_process(&mut self, process: &ProcStat, signal: Signal) -> bool {
+    fn signal_process(&mut self, process: &ProcStat, signal: ProcessSignal) -> bool {
+        let signal = signal.to_nix().expect("the tests send standard signals");
         let mut world = self.0.borrow_mut();
         let here = world.alive.iter().any(|(p, _)| p.pid == process.pid);
         if here {
