@@ -3,7 +3,7 @@
 //! way the journal says which, in one line; a cgroup problem never fails the command.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::cgroup::{self, CommandCgroup, Hierarchy, Limits, name};
 use crate::protocol::{BrokerIdentity, ContainmentMode, EventKind, LaunchRequest};
@@ -24,20 +24,30 @@ fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
     name::command_cgroup_name(session, command, (broker.pid, broker.start_ticks))
 }
 
-/// Where the broker `broker` puts the command of `request`, if this process (its front end,
-/// in the same cgroup) finds a hierarchy: known before the broker says so, for a broker that
-/// dies or is stopped before its `containment` event reaches the front end.
-pub fn expected_cgroup(request: &LaunchRequest, broker: &BrokerIdentity) -> Option<PathBuf> {
-    let hierarchy = Hierarchy::find().ok()?;
-    Some(hierarchy.path().join(cgroup_name(request, broker)))
+/// The name of the cgroup the broker `broker` puts the command of `request` in: known before
+/// the broker says so, for a broker that dies or is stopped before its `containment` event
+/// reaches the front end (see [`expected_cgroup`]).
+pub fn expected_cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
+    cgroup_name(request, broker)
 }
+
+/// Where the cgroup named `name` (see [`expected_cgroup_name`]) is, if this process (the
+/// broker's front end, in the same cgroup) finds a hierarchy. Looked for only when it is
+/// needed: finding the hierarchy reads the whole mount table, on every shim call otherwise.
+pub fn expected_cgroup(name: &str) -> Option<PathBuf> {
+    let hierarchy = Hierarchy::find().ok()?;
+    Some(hierarchy.path().join(name))
+}
+
+/// The hierarchy [`establish`] made the command's cgroup in, for [`remove_stale`]: finding it
+/// again would read the whole mount table a second time on every command's way.
+static ESTABLISHED_IN: OnceLock<Hierarchy> = OnceLock::new();
 
 pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Established {
     let made = Hierarchy::find().and_then(|hierarchy| {
-        Ok(CommandCgroup::create(
-            &hierarchy,
-            &cgroup_name(request, broker),
-        )?)
+        let cgroup = CommandCgroup::create(&hierarchy, &cgroup_name(request, broker))?;
+        let _ = ESTABLISHED_IN.set(hierarchy);
+        Ok(cgroup)
     });
     match made {
         Ok(cgroup) => {
@@ -78,7 +88,9 @@ pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Establishe
 /// of cgroupfs, which took milliseconds on a busy machine, and nothing about the command
 /// waits for it.
 pub fn remove_stale() {
-    if let Ok(hierarchy) = Hierarchy::find() {
+    if let Some(hierarchy) = ESTABLISHED_IN.get() {
+        cgroup::stale::remove_stale(hierarchy);
+    } else if let Ok(hierarchy) = Hierarchy::find() {
         cgroup::stale::remove_stale(&hierarchy);
     }
 }

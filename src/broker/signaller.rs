@@ -134,7 +134,21 @@ impl Walk {
         if let Some(members) = self.members() {
             return members.into_iter().filter_map(procfs::read_stat).collect();
         }
+        if self.below_childless_self() {
+            return Vec::new();
+        }
         self.select(&procfs::all_processes())
+    }
+
+    /// Whether the walk is below this very process and it has no child, zombie or not: then
+    /// nothing descends from it, which the kernel says in one call where the walk would read
+    /// every process on the machine (the broker's look at the tree once its command has
+    /// exited, on every call of the shell shim).
+    fn below_childless_self(&self) -> bool {
+        use nix::sys::wait::{Id, WaitPidFlag, waitid};
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        self.root == std::process::id() as i32
+            && matches!(waitid(Id::All, flags), Err(nix::errno::Errno::ECHILD))
     }
 
     /// The cgroup's members, when there is a cgroup and it holds any. An empty cgroup is not
@@ -155,6 +169,7 @@ impl Walk {
         }
         let processes = match self.members() {
             Some(members) => procfs::stats_until(members, deadline)?,
+            None if self.below_childless_self() => Vec::new(),
             None => self.select(&procfs::stats_until(procfs::pids(), deadline)?),
         };
         Some(processes.into_iter().filter(|p| !p.is_zombie()).collect())
@@ -463,5 +478,42 @@ mod tests {
         assert_eq!(Walk::from(1).select(&procs).len(), 5);
         assert_eq!(Walk::from(&walk), walk);
         assert_eq!(walk.root(), 1);
+    }
+
+    /// The walk below this very process asks the kernel whether it has a child before it
+    /// reads /proc: a child, and what it forked, are still found.
+    #[test]
+    fn a_walk_below_ourselves_finds_our_child_and_its_child() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run sh");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().expect("its stdout")),
+            &mut line,
+        )
+        .expect("the sleep's pid");
+        let grandchild: i32 = line.trim().parse().expect("a pid");
+        let walk = Walk::below(std::process::id() as i32);
+        let found: Vec<i32> = walk.live().iter().map(|p| p.pid).collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let until: Vec<i32> = walk
+            .live_until(deadline)
+            .expect("within the deadline")
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(grandchild),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        for pids in [&found, &until] {
+            assert!(pids.contains(&(child.id() as i32)), "{pids:?}");
+            assert!(pids.contains(&grandchild), "{pids:?}");
+        }
     }
 }

@@ -69,8 +69,12 @@ pub fn reclaim_all() -> Vec<Reclaimed> {
 }
 
 /// [`reclaim_all`] on a thread of its own: a tether's start does not wait for it. The work
-/// is cut short if this process ends first; the next tether to start takes it up.
+/// is cut short if this process ends first; the next tether to start takes it up. `None`
+/// when no broker has a link in the socket directory: nothing to look at, no thread.
 pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<Vec<Reclaimed>>> {
+    if !journal_link::any() {
+        return None;
+    }
     std::thread::Builder::new()
         .name("tether-reclaim".into())
         .spawn(reclaim_all)

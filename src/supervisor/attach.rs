@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
-use super::conversation::{BrokerConversation, Due, Link};
+use super::conversation::{BrokerConversation, CommandCgroup, Due, Link};
 use super::intervals::{ACK_TIMEOUT, Pace, grace};
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::stop_through_pid;
@@ -105,7 +105,12 @@ impl BrokerConversation {
             command: Box::new(command.clone()),
         };
         let grace = grace(Some(Duration::from_millis(command.grace_ms)));
-        BrokerConversation::over(link, Pace::FLEET, grace, command.cgroup.clone())
+        BrokerConversation::over(
+            link,
+            Pace::FLEET,
+            grace,
+            CommandCgroup::Named(command.cgroup.clone()),
+        )
     }
 
     /// Asks an attached broker for every event from now on; its answer (a `control_ack`

@@ -76,9 +76,8 @@ pub struct BrokerConversation {
     grace: Duration,
     /// The command's group leader, while it runs: what to signal if the broker cannot.
     leader: Option<GroupLeader>,
-    /// The command's cgroup, as the broker's `containment` event named it (until then where
-    /// it will be): what to kill and remove if the broker dies.
-    cgroup: Option<PathBuf>,
+    /// The command's cgroup: what to kill and remove if the broker dies.
+    cgroup: CommandCgroup,
     pub(super) acks: Acks,
     watch: PingWatch,
     next_look: Instant,
@@ -113,7 +112,7 @@ impl BrokerConversation {
             let ticket = registry.register(broker.pid());
             (broker, ticket)
         };
-        let cgroup = broker.expected_cgroup.clone();
+        let cgroup = CommandCgroup::Expected(broker.expected_cgroup.clone());
         let grace = Duration::from_millis(request.grace_ms);
         let link = Link::Launched {
             broker,
@@ -128,7 +127,7 @@ impl BrokerConversation {
         link: Link,
         pace: Pace,
         grace: Duration,
-        cgroup: Option<PathBuf>,
+        cgroup: CommandCgroup,
     ) -> BrokerConversation {
         let now = Instant::now();
         BrokerConversation {
@@ -223,7 +222,9 @@ impl BrokerConversation {
                     self.leader = GroupLeader::find(*pgid, &parents);
                 }
                 EventKind::Exit { .. } => self.leader = None,
-                EventKind::Containment { path, .. } => self.cgroup = path.clone(),
+                EventKind::Containment { path, .. } => {
+                    self.cgroup = CommandCgroup::Named(path.clone());
+                }
                 _ => {}
             }
         }
@@ -395,7 +396,7 @@ impl BrokerConversation {
             if !matches!(end, End::Closed | End::LeftRunning) {
                 let _ = child.kill();
             }
-            let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+            reap(child).await;
         }
         live.lock().await.unregister(ticket);
         let why = end.why()?;
@@ -408,11 +409,50 @@ impl BrokerConversation {
             why,
             live,
             leader: self.leader,
-            cgroup: self.cgroup,
+            cgroup: self.cgroup.path(),
             grace,
             patience,
         })
     }
+}
+
+/// The command's cgroup as a front end knows it.
+pub(super) enum CommandCgroup {
+    /// Before the broker's `containment` event: the name it will have, where the front end
+    /// finds a hierarchy (looked for only if the broker is lost).
+    Expected(Option<String>),
+    /// As the broker's `containment` event named it (`None`: no cgroup).
+    Named(Option<PathBuf>),
+}
+
+impl CommandCgroup {
+    fn path(self) -> Option<PathBuf> {
+        match self {
+            CommandCgroup::Expected(name) => crate::broker::containment::expected_cgroup(&name?),
+            CommandCgroup::Named(path) => path,
+        }
+    }
+}
+
+/// Waits for `child` (the broker: unreaped, so its pid cannot name another process) to exit,
+/// and reaps it. The wait is a pidfd in the event loop rather than a blocking thread: every
+/// shim call ends here, the broker usually a moment from its exit, and a thread started to
+/// wait for it cost more than the wait. Without pidfds (a kernel before 5.3, a sandbox), a
+/// blocking thread all the same.
+async fn reap(mut child: std::process::Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
+        .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok())
+        .and_then(|fd| crate::fdio::register(fd, tokio::io::Interest::READABLE).ok());
+    if let Some(pidfd) = pidfd
+        && pidfd.readable().await.is_ok()
+    {
+        let _ = child.wait();
+        return;
+    }
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
 }
 
 #[cfg(test)]
@@ -448,7 +488,7 @@ mod tests {
         let broker = BrokerProcess::talking_to(child, None, None).expect("the pipes");
         let live = LiveBrokers::new();
         let ticket = live.lock().await.register(broker.pid());
-        let cgroup = broker.expected_cgroup.clone();
+        let cgroup = CommandCgroup::Expected(broker.expected_cgroup.clone());
         let link = Link::Launched {
             broker,
             live,

@@ -30,9 +30,10 @@ pub struct BrokerProcess {
     pending: std::collections::VecDeque<Frame>,
     /// Request lines the broker's stdin has not taken yet.
     outbox: Outbox,
-    /// The cgroup the broker will put the command in, where there is a hierarchy: what to
-    /// kill and remove if the broker dies before its `containment` event comes.
-    pub expected_cgroup: Option<std::path::PathBuf>,
+    /// The name of the cgroup the broker will put the command in, where there is a
+    /// hierarchy: what to kill and remove if the broker dies before its `containment` event
+    /// comes (see [`containment::expected_cgroup`](crate::broker::containment::expected_cgroup)).
+    pub expected_cgroup: Option<String>,
     /// The command's journal directory, locked (`flock`) while this front end looks after
     /// the command, its leftovers included: a later tether never takes over a command whose
     /// front end lives. The broker holds the same open directory (and so the lock) as its
@@ -111,14 +112,16 @@ impl BrokerProcess {
             pid,
             start_ticks: crate::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
         };
-        broker.expected_cgroup = crate::broker::containment::expected_cgroup(request, &identity);
+        broker.expected_cgroup = Some(crate::broker::containment::expected_cgroup_name(
+            request, &identity,
+        ));
         Ok(broker)
     }
 
     /// Talks to `child` through its piped stdin and stdout.
     pub(super) fn talking_to(
         mut child: Child,
-        expected_cgroup: Option<std::path::PathBuf>,
+        expected_cgroup: Option<String>,
         custody: Option<OwnedFd>,
     ) -> io::Result<BrokerProcess> {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
