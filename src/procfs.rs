@@ -408,6 +408,17 @@ pub fn start_time_ms(stat: &ProcStat) -> u64 {
     crate::clock::now_ms().saturating_sub(boot_now.saturating_sub(started))
 }
 
+/// Leeway when comparing a process's start (counted in clock ticks since boot, turned into
+/// wall-clock milliseconds by [`start_time_ms`]) with a wall-clock moment it recorded.
+const START_SLACK_MS: u64 = 2_000;
+
+/// Whether the process of `stat` started no later than `at_ms` (wall clock, ms since the
+/// epoch), within [`START_SLACK_MS`]: a process that recorded `at_ms` did, and one that
+/// started after it only got the pid again.
+pub fn started_by(stat: &ProcStat, at_ms: u64) -> bool {
+    start_time_ms(stat) <= at_ms.saturating_add(START_SLACK_MS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,9 +20,6 @@ use crate::procfs;
 /// The prefix of a session renamed aside while it is removed.
 pub const TOMB_PREFIX: &str = ".pruning-";
 
-/// Leeway when comparing a process's start (in clock ticks) with when it set a tomb aside.
-const START_SLACK_MS: u64 = 2_000;
-
 /// How deep tombs of tombs are unwound: a prune of a tomb that could not be put back names
 /// its own tomb after it, and each such prune was interrupted too.
 const MAX_NESTING: usize = 8;
@@ -51,10 +48,8 @@ pub fn parse(name: &[u8]) -> Option<(&[u8], i32)> {
 /// on one while it looks: a prune works in one thread, and never lists while it removes.
 pub fn pruner_at_work(pid: i32, set_aside_ms: u64) -> bool {
     pid != std::process::id() as i32
-        && procfs::read_stat(pid).is_some_and(|stat| {
-            !stat.is_zombie()
-                && procfs::start_time_ms(&stat) <= set_aside_ms.saturating_add(START_SLACK_MS)
-        })
+        && procfs::read_stat(pid)
+            .is_some_and(|stat| !stat.is_zombie() && procfs::started_by(&stat, set_aside_ms))
 }
 
 /// Whether the entry `name`, whose stat is `stat`, is a tomb that its prune is at work on.

@@ -33,9 +33,6 @@ pub const STARTING_GRACE_MS: u64 = 60_000;
 /// deeper tree was not made by tether, and is walked no further.
 pub const MAX_DEPTH: usize = 8;
 
-/// Leeway when comparing a process's start (in clock ticks) with a session's recorded start.
-const START_SLACK_MS: u64 = 2_000;
-
 /// A session directory found under `sessions/`.
 #[derive(Debug)]
 pub struct Found {
@@ -193,10 +190,8 @@ fn creator_runs(info: &SessionStart) -> bool {
     let Ok(pid) = i32::try_from(info.pid) else {
         return false;
     };
-    procfs::read_stat(pid).is_some_and(|stat| {
-        !stat.is_zombie()
-            && procfs::start_time_ms(&stat) <= info.started_ms.saturating_add(START_SLACK_MS)
-    })
+    procfs::read_stat(pid)
+        .is_some_and(|stat| !stat.is_zombie() && procfs::started_by(&stat, info.started_ms))
 }
 
 /// Bytes on disk (allocated blocks, as `du` counts) and the latest modification time.
