@@ -385,6 +385,14 @@ mod tests {
     }
 
     #[test]
+    fn a_status_is_worded_and_a_real_time_signal_named_by_number() {
+        assert_eq!(describe_status(3 << 8), "exited with status 3");
+        assert_eq!(describe_status(15), "was killed by SIGTERM");
+        // Signal 36, real-time, which nix's `Signal` cannot hold.
+        assert_eq!(describe_status(36), "was killed by signal 36");
+    }
+
+    #[test]
     fn a_missing_program_cannot_start_and_the_policy_gives_up() {
         let mut n = Notifier::new(&["/nonexistent/notify-me".into()]).unwrap();
         let err = n.start(b"{}").unwrap_err();

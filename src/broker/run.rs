@@ -684,10 +684,11 @@ async fn next_control(control: &mut Option<ControlServer>) -> Incoming {
 /// directory) and handed over as [`super::JOURNAL_FD`]: the broker never resolves a journal
 /// path itself, so no link planted in one can redirect what it writes.
 fn take_journal_fd() -> io::Result<OwnedFd> {
-    let fd = super::JOURNAL_FD;
     use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    // SAFETY: only borrowed for the F_GETFD that asks whether descriptor 3 is open at all.
-    if fcntl(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }, FcntlArg::F_GETFD).is_err() {
+    let fd = super::JOURNAL_FD;
+    // SAFETY: borrowed only to ask (F_GETFD) whether descriptor 3 is open at all.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    if fcntl(borrowed, FcntlArg::F_GETFD).is_err() {
         return Err(io::Error::other(format!(
             "no journal directory was handed over as descriptor {fd}; brokers are started by tether itself"
         )));

@@ -78,7 +78,9 @@ pub fn change_of(watched: &Watched, flags: AddWatchFlags, name: Option<&str>) ->
         Watched::Command(dir) if !is_dir => {
             let written = appeared || flags.contains(AddWatchFlags::IN_CLOSE_WRITE);
             let file = match name {
-                EVENTS_FILE if written || flags.contains(AddWatchFlags::IN_MODIFY) => JournalFile::Events,
+                EVENTS_FILE if written || flags.contains(AddWatchFlags::IN_MODIFY) => {
+                    JournalFile::Events
+                }
                 RESULT_FILE if written => JournalFile::Result,
                 COMMAND_FILE if written => JournalFile::Command,
                 _ => return None,
@@ -155,11 +157,19 @@ mod tests {
             journal(JournalFile::Result)
         );
         assert_eq!(
-            change_of(&command(), AddWatchFlags::IN_CLOSE_WRITE, Some("command.json")),
+            change_of(
+                &command(),
+                AddWatchFlags::IN_CLOSE_WRITE,
+                Some("command.json")
+            ),
             journal(JournalFile::Command)
         );
         assert_eq!(
-            change_of(&command(), AddWatchFlags::IN_CREATE, Some(".result.json.tmp")),
+            change_of(
+                &command(),
+                AddWatchFlags::IN_CREATE,
+                Some(".result.json.tmp")
+            ),
             None
         );
         // Half-written results are not read: a modification alone is not a result.
