@@ -3,8 +3,9 @@
 //! starts the notify command as its own child, waits for it (killing it at the timeout),
 //! says how it ended on a pipe and exits. From the clone to its exit (and the notify
 //! command's from its clone to exec) only raw system calls run: no allocation, no lock.
-//! Hence libc throughout: nix has no `clone3` nor `waitid(P_PIDFD)`, and its calls may
-//! allocate (paths, error conversions).
+//! Hence libc throughout: nix has no `clone3`, its `waitid(P_PIDFD)` fails for a command a
+//! real-time signal killed (its `Signal` has none), and its calls may allocate (paths, error
+//! conversions).
 
 use std::ffi::CString;
 use std::io;

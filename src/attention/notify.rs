@@ -205,6 +205,7 @@ impl Notifier {
                     index += 1;
                     continue;
                 }
+                // rustix: nix has no pidfds.
                 let _ =
                     rustix::process::pidfd_send_signal(&run.pidfd, rustix::process::Signal::KILL);
                 let _ = exit_status(&run.pidfd, true);
@@ -239,7 +240,7 @@ impl Notifier {
     /// How run `run`, ended, went: its verdict read from the keeper.
     fn failure(&self, run: &Running) -> Option<String> {
         let mut word = [0u8; 4];
-        let verdict = match rustix::io::read(&run.verdict, &mut word) {
+        let verdict = match nix::unistd::read(&run.verdict, &mut word) {
             Ok(4) => Some(u32::from_ne_bytes(word)),
             _ => None,
         };
@@ -262,14 +263,15 @@ impl Notifier {
 
     /// Starts a run: the keeper, which starts the notify command.
     fn spawn(&self, payload: &[u8]) -> io::Result<Running> {
-        use rustix::pipe::{PipeFlags, pipe_with};
-        let (stdin_read, stdin_write) = pipe_with(PipeFlags::CLOEXEC)?;
-        let (stderr_read, stderr_write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
-        let (report_read, report_write) = pipe_with(PipeFlags::CLOEXEC)?;
-        let (verdict_read, verdict_write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+        use nix::fcntl::OFlag;
+        use nix::unistd::pipe2;
+        let (stdin_read, stdin_write) = pipe2(OFlag::O_CLOEXEC)?;
+        let (stderr_read, stderr_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+        let (report_read, report_write) = pipe2(OFlag::O_CLOEXEC)?;
+        let (verdict_read, verdict_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
         let pointers = |list: &[CString]| {
-            let mut p: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
+            let mut p: Vec<*const std::ffi::c_char> = list.iter().map(|s| s.as_ptr()).collect();
             p.push(std::ptr::null());
             p
         };
@@ -300,7 +302,7 @@ impl Notifier {
         }
         // Far below a pipe's capacity (the caller bounds it): written at once, never waited
         // on. A run that exits without reading it gets EPIPE here, ignored.
-        let _ = rustix::io::write(&stdin_write, payload);
+        let _ = nix::unistd::write(&stdin_write, payload);
         Ok(Running {
             pid,
             pidfd,
@@ -310,23 +312,24 @@ impl Notifier {
     }
 }
 
-/// `status` as `waitpid` would give it.
+/// `status` as `waitpid` would give it: an exit or a killing signal (the keeper waits for
+/// nothing else).
 fn describe_status(status: i32) -> String {
-    if libc::WIFEXITED(status) {
-        format!("exited with status {}", libc::WEXITSTATUS(status))
-    } else {
-        let signal = libc::WTERMSIG(status);
-        match nix::sys::signal::Signal::try_from(signal) {
-            Ok(signal) => format!("was killed by {}", signal.as_str()),
-            Err(_) => format!("was killed by signal {signal}"),
-        }
+    use nix::sys::wait::WaitStatus;
+    // The pid is no part of the message: any stands in.
+    match WaitStatus::from_raw(nix::unistd::Pid::from_raw(0), status) {
+        Ok(WaitStatus::Exited(_, code)) => format!("exited with status {code}"),
+        Ok(WaitStatus::Signaled(_, signal, _)) => format!("was killed by {}", signal.as_str()),
+        // nix's `Signal` has no real-time signals, so it refuses their statuses: the number
+        // then, through libc's macro.
+        _ => format!("was killed by signal {}", libc::WTERMSIG(status)),
     }
 }
 
 /// The first of what it wrote to stderr, for the message.
 fn quoted_stderr(stderr: &OwnedFd) -> String {
     let mut buf = [0u8; STDERR_QUOTED];
-    let n = rustix::io::read(stderr, &mut buf).unwrap_or(0);
+    let n = nix::unistd::read(stderr, &mut buf).unwrap_or(0);
     let text = String::from_utf8_lossy(&buf[..n]);
     let text = text.trim();
     if text.is_empty() {
@@ -367,14 +370,26 @@ mod tests {
         let mut n = notifier(&format!("cat > {}", out.display()));
         let pid = n.start(b"{\"kind\":\"needs_input\"}\n").unwrap();
         assert_eq!(n.pids(), [pid]);
-        // SAFETY: waitpid on a pid; nothing else is written.
-        let seen = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-        assert_eq!(seen, -1, "a plain waitpid must not see it");
+        use nix::sys::wait::{WaitPidFlag, waitpid};
+        let seen = waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+        assert_eq!(
+            seen,
+            Err(nix::errno::Errno::ECHILD),
+            "a plain waitpid must not see it"
+        );
         assert_eq!(finish(&mut n), [(pid, None)]);
         assert_eq!(
             std::fs::read_to_string(&out).unwrap(),
             "{\"kind\":\"needs_input\"}\n"
         );
+    }
+
+    #[test]
+    fn a_status_is_worded_and_a_real_time_signal_named_by_number() {
+        assert_eq!(describe_status(3 << 8), "exited with status 3");
+        assert_eq!(describe_status(15), "was killed by SIGTERM");
+        // Signal 36, real-time, which nix's `Signal` cannot hold.
+        assert_eq!(describe_status(36), "was killed by signal 36");
     }
 
     #[test]

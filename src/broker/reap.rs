@@ -1,6 +1,13 @@
 //! Reaping the broker's children, the interpreter's work: on SIGCHLD, before every tick and
 //! before the end, every child that ended is reaped and handed to the state machine as one
 //! `Input::Reaped`, with whether any child is left, read right after.
+//!
+//! The waits themselves through libc: nix's `waitid` and `waitpid` decode the status into
+//! its `Signal` enum, which has no real-time signals, and fail when a child died of one. The
+//! peek would then never name that child (so it would never be reaped), and the reap, which
+//! the kernel has done by then, would lose its exit for good. (rustix's `waitid` names no pid.)
+
+use nix::errno::Errno;
 
 use crate::procfs::{self, ProcStat};
 use crate::protocol::ExitStatus;
@@ -21,8 +28,8 @@ pub fn reap_ended() -> (Vec<Reaped>, bool) {
     loop {
         match reap_one() {
             Ok(Some(reaped)) => children.push(reaped),
-            Ok(None) | Err(libc::ECHILD) => break,
-            Err(libc::EINTR) => continue,
+            Ok(None) | Err(Errno::ECHILD) => break,
+            Err(Errno::EINTR) => continue,
             // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
             Err(_) => break,
         }
@@ -36,12 +43,12 @@ pub fn reap_ended() -> (Vec<Reaped>, bool) {
 /// one call what a walk of /proc, reading every process on the machine, would. The notify
 /// command's keepers are "clone" children, which this wait does not see.
 fn has_children() -> bool {
-    !matches!(peek_ended_child(), Err(libc::ECHILD))
+    !matches!(peek_ended_child(), Err(Errno::ECHILD))
 }
 
 /// The pid of a child that has ended, left unreaped (`WNOWAIT`); `Ok(None)` when children
 /// remain but none has ended; `Err(ECHILD)` when there is no child at all.
-fn peek_ended_child() -> Result<Option<i32>, i32> {
+fn peek_ended_child() -> Result<Option<i32>, Errno> {
     // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: waitid writes only into `info`.
@@ -53,9 +60,7 @@ fn peek_ended_child() -> Result<Option<i32>, i32> {
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         )
     };
-    if peeked < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-    }
+    Errno::result(peeked)?;
     // SAFETY: filled in by waitid for a child that has ended; 0 when none has.
     let pid = unsafe { info.si_pid() };
     Ok((pid != 0).then_some(pid))
@@ -63,7 +68,7 @@ fn peek_ended_child() -> Result<Option<i32>, i32> {
 
 /// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
 /// that its `/proc` entry, group and session included, can still be read; then reaped.
-fn reap_one() -> Result<Option<Reaped>, i32> {
+fn reap_one() -> Result<Option<Reaped>, Errno> {
     let Some(pid) = peek_ended_child()? else {
         return Ok(None);
     };
@@ -74,20 +79,16 @@ fn reap_one() -> Result<Option<Reaped>, i32> {
     }
 }
 
-/// Reaps `pid`, which has ended. `libc` directly: nix turns the status into its `Signal` enum
-/// and fails (after the kernel has already reaped the child) for real-time signals, which
-/// would lose the exit for good.
-fn wait_status(pid: i32) -> Result<Option<ExitStatus>, i32> {
+/// Reaps `pid`, which has ended. `libc` directly, as the module says: nix would fail for a
+/// real-time signal after the kernel has already reaped the child.
+fn wait_status(pid: i32) -> Result<Option<ExitStatus>, Errno> {
     let mut raw = 0;
     let reaped = loop {
         // SAFETY: waitpid only writes the status into `raw`.
-        let reaped = unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) };
-        match reaped {
-            r if r >= 0 => break r,
-            _ => match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
-                libc::EINTR => continue,
-                errno => return Err(errno),
-            },
+        match Errno::result(unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) }) {
+            Ok(reaped) => break reaped,
+            Err(Errno::EINTR) => continue,
+            Err(errno) => return Err(errno),
         }
     };
     if reaped == 0 {

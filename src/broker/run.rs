@@ -177,8 +177,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    let pdeath = rustix::process::Signal::from_named_raw(pdeath_signal().as_raw_value());
-    rustix::process::set_parent_process_death_signal(pdeath)?;
+    let pdeath = nix::sys::signal::Signal::try_from(pdeath_signal().as_raw_value())?;
+    nix::sys::prctl::set_pdeathsig(pdeath)?;
 
     let Inherited {
         journal,
@@ -639,19 +639,15 @@ async fn let_front_end_go(
     out.link.queue.clear();
     *parent = None;
     // The front end's exit is expected now; its death signal would only be confirmed away.
-    let _ = rustix::process::set_parent_process_death_signal(None);
+    let _ = nix::sys::prctl::set_pdeathsig(None);
     let stderr = detach_stderr();
     out.feed(broker, Input::FrontEndLetGo { stderr });
 }
 
 /// Points descriptor 2 at /dev/null.
 fn detach_stderr() -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-    // SAFETY: dup2 onto descriptor 2, which this process owns; `null` stays open across it.
-    if unsafe { libc::dup2(null.as_raw_fd(), 2) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    nix::unistd::dup2_stderr(&null)?;
     Ok(())
 }
 
@@ -688,8 +684,11 @@ async fn next_control(control: &mut Option<ControlServer>) -> Incoming {
 /// directory) and handed over as [`super::JOURNAL_FD`]: the broker never resolves a journal
 /// path itself, so no link planted in one can redirect what it writes.
 fn take_journal_fd() -> io::Result<OwnedFd> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
     let fd = super::JOURNAL_FD;
-    if rustix::io::fcntl_getfd(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).is_err() {
+    // SAFETY: borrowed only to ask (F_GETFD) whether descriptor 3 is open at all.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    if fcntl(borrowed, FcntlArg::F_GETFD).is_err() {
         return Err(io::Error::other(format!(
             "no journal directory was handed over as descriptor {fd}; brokers are started by tether itself"
         )));
@@ -697,7 +696,7 @@ fn take_journal_fd() -> io::Result<OwnedFd> {
     // SAFETY: the descriptor is open (checked above) and was handed to this process for it
     // alone; nothing else in the broker uses descriptor 3.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    rustix::io::fcntl_setfd(&owned, rustix::io::FdFlags::CLOEXEC)?;
+    fcntl(&owned, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
     Ok(owned)
 }
 

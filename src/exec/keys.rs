@@ -13,8 +13,8 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::termios::{
-    InputModes, LocalModes, OptionalActions, SpecialCodeIndex, Termios, tcgetattr, tcsetattr,
+use nix::sys::termios::{
+    InputFlags, LocalFlags, SetArg, SpecialCharacterIndices, Termios, tcgetattr, tcsetattr,
 };
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -46,16 +46,16 @@ impl KeyRelay {
         let terminal = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
         let saved = tcgetattr(&terminal).ok()?;
         let mut relay = saved.clone();
-        relay.local_modes.remove(
-            LocalModes::ICANON | LocalModes::ECHO | LocalModes::ECHONL | LocalModes::IEXTEN,
+        relay.local_flags.remove(
+            LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ECHONL | LocalFlags::IEXTEN,
         );
         // Enter arrives as typed (CR): the command's terminal maps it, as the command set it.
         relay
-            .input_modes
-            .remove(InputModes::ICRNL | InputModes::INLCR | InputModes::IGNCR);
-        relay.special_codes[SpecialCodeIndex::VMIN] = 1;
-        relay.special_codes[SpecialCodeIndex::VTIME] = 0;
-        tcsetattr(&terminal, OptionalActions::Now, &relay).ok()?;
+            .input_flags
+            .remove(InputFlags::ICRNL | InputFlags::INLCR | InputFlags::IGNCR);
+        relay.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+        relay.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
+        tcsetattr(&terminal, SetArg::TCSANOW, &relay).ok()?;
         let reader = terminal.try_clone().ok();
         let (sender, keys) = unbounded_channel();
         let started = reader.and_then(|reader| {
@@ -63,7 +63,7 @@ impl KeyRelay {
                 .name("keys".into())
                 .spawn(move || {
                     let mut buf = [0u8; 4096];
-                    while let Ok(n @ 1..) = rustix::io::read(&reader, &mut buf) {
+                    while let Ok(n @ 1..) = nix::unistd::read(&reader, &mut buf) {
                         if sender.send(buf[..n].to_vec()).is_err() {
                             break;
                         }
@@ -72,7 +72,7 @@ impl KeyRelay {
                 .ok()
         });
         if started.is_none() {
-            let _ = tcsetattr(&terminal, OptionalActions::Now, &saved);
+            let _ = tcsetattr(&terminal, SetArg::TCSANOW, &saved);
             return None;
         }
         Some(KeyRelay {
@@ -86,12 +86,12 @@ impl KeyRelay {
 
     /// Ctrl-Z: our terminal as it was, for the shell that gets it back.
     pub fn pause(&self) {
-        let _ = tcsetattr(&self.terminal, OptionalActions::Now, &self.saved);
+        let _ = tcsetattr(&self.terminal, SetArg::TCSANOW, &self.saved);
     }
 
     /// Continued: relaying again.
     pub fn resume(&self) {
-        let _ = tcsetattr(&self.terminal, OptionalActions::Now, &self.relaying);
+        let _ = tcsetattr(&self.terminal, SetArg::TCSANOW, &self.relaying);
     }
 }
 

@@ -10,6 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use nix::errno::Errno;
+use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::unistd::Pid;
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::{Instant, sleep_until};
 
@@ -104,10 +107,17 @@ impl Registry {
         zombies
             .into_iter()
             .filter(|&pid| {
-                let mut status = 0;
-                // SAFETY: waitpid only writes the status. The pid is our own unreaped child
-                // (a zombie only its parent can reap), so it names that process.
-                unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == pid }
+                // The pid is our own unreaped child (a zombie only its parent can reap), so
+                // it names that process.
+                let pid = Pid::from_raw(pid);
+                match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(status) => status.pid() == Some(pid),
+                    // nix's `Signal` has no real-time signals: it fails so for a child one
+                    // killed, once the kernel has reaped it (the kernel's own EINVAL is for
+                    // flags, and these are valid).
+                    Err(Errno::EINVAL) => true,
+                    Err(_) => false,
+                }
             })
             .count()
     }

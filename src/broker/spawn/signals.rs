@@ -89,6 +89,8 @@ pub fn join_foreground(fd: i32) -> io::Result<()> {
     // SAFETY: `fd` is one of the child's standard descriptors, open until exec; it is only
     // borrowed for the call.
     let tty = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    // rustix, not nix: this runs between fork and exec, where only raw system calls may be
+    // made. rustix makes the TIOCSPGRP ioctl and getpid itself; nix calls glibc's wrappers.
     let placed = rustix::termios::tcsetpgrp(tty, rustix::process::getpid());
     mask(libc::SIG_UNBLOCK);
     Ok(placed?)

@@ -62,7 +62,7 @@ impl Kernel for LiveKernel {
     }
 
     fn uid(&self) -> u32 {
-        rustix::process::getuid().as_raw()
+        nix::unistd::getuid().as_raw()
     }
 
     fn children_usage(&mut self) -> (u64, u64) {

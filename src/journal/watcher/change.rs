@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rustix::fs::inotify::ReadFlags;
+use nix::sys::inotify::AddWatchFlags;
 
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 
@@ -56,16 +56,16 @@ pub enum Change {
 
 /// The change an event on `watched` stands for; `None` for what concerns no reader (a stream
 /// file growing, a temporary file, `session.json`).
-pub fn change_of(watched: &Watched, flags: ReadFlags, name: Option<&str>) -> Option<Change> {
-    if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+pub fn change_of(watched: &Watched, flags: AddWatchFlags, name: Option<&str>) -> Option<Change> {
+    if flags.contains(AddWatchFlags::IN_Q_OVERFLOW) {
         return Some(Change::Rescan);
     }
     // Names starting with a dot are never journals: a session being pruned, a file being
     // written before its rename.
     let name = name.filter(|n| !n.is_empty() && !n.starts_with('.'))?;
-    let appeared = flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
-    let gone = flags.intersects(ReadFlags::MOVED_FROM | ReadFlags::DELETE);
-    let is_dir = flags.contains(ReadFlags::ISDIR);
+    let appeared = flags.intersects(AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO);
+    let gone = flags.intersects(AddWatchFlags::IN_MOVED_FROM | AddWatchFlags::IN_DELETE);
+    let is_dir = flags.contains(AddWatchFlags::IN_ISDIR);
     match watched {
         Watched::Sessions(dir) if is_dir && appeared => {
             Some(Change::SessionAppeared(dir.join(name)))
@@ -76,9 +76,11 @@ pub fn change_of(watched: &Watched, flags: ReadFlags, name: Option<&str>) -> Opt
         }
         Watched::Session(dir) if is_dir && gone => Some(Change::CommandGone(dir.join(name))),
         Watched::Command(dir) if !is_dir => {
-            let written = appeared || flags.contains(ReadFlags::CLOSE_WRITE);
+            let written = appeared || flags.contains(AddWatchFlags::IN_CLOSE_WRITE);
             let file = match name {
-                EVENTS_FILE if written || flags.contains(ReadFlags::MODIFY) => JournalFile::Events,
+                EVENTS_FILE if written || flags.contains(AddWatchFlags::IN_MODIFY) => {
+                    JournalFile::Events
+                }
                 RESULT_FILE if written => JournalFile::Result,
                 COMMAND_FILE if written => JournalFile::Command,
                 _ => return None,
@@ -107,7 +109,7 @@ mod tests {
     #[test]
     fn new_session_and_command_directories_are_listed() {
         let sessions = Watched::Sessions("/s/sessions".into());
-        let dir = ReadFlags::CREATE | ReadFlags::ISDIR;
+        let dir = AddWatchFlags::IN_CREATE | AddWatchFlags::IN_ISDIR;
         assert_eq!(
             change_of(&sessions, dir, Some("agent")),
             Some(Change::SessionAppeared("/s/sessions/agent".into()))
@@ -115,7 +117,7 @@ mod tests {
         assert_eq!(
             change_of(
                 &session(),
-                ReadFlags::MOVED_TO | ReadFlags::ISDIR,
+                AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ISDIR,
                 Some("03-ls")
             ),
             Some(Change::CommandAppeared("/s/sessions/agent/03-ls".into()))
@@ -124,7 +126,7 @@ mod tests {
         assert_eq!(
             change_of(
                 &session(),
-                ReadFlags::MOVED_FROM | ReadFlags::ISDIR,
+                AddWatchFlags::IN_MOVED_FROM | AddWatchFlags::IN_ISDIR,
                 Some("03")
             ),
             Some(Change::CommandGone("/s/sessions/agent/03".into()))
@@ -132,7 +134,7 @@ mod tests {
         // A session being pruned, and plain files, are no sessions or commands.
         assert_eq!(change_of(&sessions, dir, Some(".pruning-agent")), None);
         assert_eq!(
-            change_of(&session(), ReadFlags::CREATE, Some("session.json")),
+            change_of(&session(), AddWatchFlags::IN_CREATE, Some("session.json")),
             None
         );
     }
@@ -146,29 +148,37 @@ mod tests {
             })
         };
         assert_eq!(
-            change_of(&command(), ReadFlags::MODIFY, Some("events.jsonl")),
+            change_of(&command(), AddWatchFlags::IN_MODIFY, Some("events.jsonl")),
             journal(JournalFile::Events)
         );
         // Written to a temporary name then renamed: the rename says it is whole.
         assert_eq!(
-            change_of(&command(), ReadFlags::MOVED_TO, Some("result.json")),
+            change_of(&command(), AddWatchFlags::IN_MOVED_TO, Some("result.json")),
             journal(JournalFile::Result)
         );
         assert_eq!(
-            change_of(&command(), ReadFlags::CLOSE_WRITE, Some("command.json")),
+            change_of(
+                &command(),
+                AddWatchFlags::IN_CLOSE_WRITE,
+                Some("command.json")
+            ),
             journal(JournalFile::Command)
         );
         assert_eq!(
-            change_of(&command(), ReadFlags::CREATE, Some(".result.json.tmp")),
+            change_of(
+                &command(),
+                AddWatchFlags::IN_CREATE,
+                Some(".result.json.tmp")
+            ),
             None
         );
         // Half-written results are not read: a modification alone is not a result.
         assert_eq!(
-            change_of(&command(), ReadFlags::MODIFY, Some("result.json")),
+            change_of(&command(), AddWatchFlags::IN_MODIFY, Some("result.json")),
             None
         );
         assert_eq!(
-            change_of(&command(), ReadFlags::MODIFY, Some("stdout.log")),
+            change_of(&command(), AddWatchFlags::IN_MODIFY, Some("stdout.log")),
             None
         );
     }
@@ -176,9 +186,9 @@ mod tests {
     #[test]
     fn an_overflow_reads_everything_again() {
         assert_eq!(
-            change_of(&command(), ReadFlags::QUEUE_OVERFLOW, None),
+            change_of(&command(), AddWatchFlags::IN_Q_OVERFLOW, None),
             Some(Change::Rescan)
         );
-        assert_eq!(change_of(&command(), ReadFlags::IGNORED, None), None);
+        assert_eq!(change_of(&command(), AddWatchFlags::IN_IGNORED, None), None);
     }
 }

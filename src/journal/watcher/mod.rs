@@ -8,13 +8,12 @@
 pub mod change;
 
 use std::collections::HashMap;
-use std::mem::MaybeUninit;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
-use rustix::io::Errno;
+use nix::errno::Errno;
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use thiserror::Error;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -37,17 +36,29 @@ pub enum WatchError {
 }
 
 pub struct JournalWatcher {
-    fd: Rc<AsyncFd<OwnedFd>>,
-    by_wd: HashMap<i32, Watched>,
-    by_path: HashMap<PathBuf, i32>,
+    fd: Rc<AsyncFd<Instance>>,
+    by_wd: HashMap<WatchDescriptor, Watched>,
+    by_path: HashMap<PathBuf, WatchDescriptor>,
+}
+
+/// nix's inotify instance, as tokio's reactor takes a descriptor: by its number.
+struct Instance(Inotify);
+
+impl AsRawFd for Instance {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
 }
 
 impl JournalWatcher {
     /// A watcher watching nothing yet; needs a tokio runtime.
     pub fn new() -> Result<JournalWatcher, WatchError> {
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
             .map_err(|e| WatchError::Unavailable(e.into()))?;
-        let fd = crate::fdio::register(fd, Interest::READABLE).map_err(WatchError::Unavailable)?;
+        // SAFETY: the `Inotify` owns its descriptor, never replaces it and closes it only when
+        // dropped, with the `AsyncFd` that holds it.
+        let fd = unsafe { AsyncFd::register_with_interest(Instance(inotify), Interest::READABLE) }
+            .map_err(|e| WatchError::Unavailable(e.into()))?;
         Ok(JournalWatcher {
             fd: Rc::new(fd),
             by_wd: HashMap::new(),
@@ -60,25 +71,25 @@ impl JournalWatcher {
         if self.by_path.contains_key(watched.path()) {
             return Ok(());
         }
-        let flags = WatchFlags::ONLYDIR
-            | WatchFlags::DONT_FOLLOW
+        let flags = AddWatchFlags::IN_ONLYDIR
+            | AddWatchFlags::IN_DONT_FOLLOW
             | match watched {
                 Watched::Sessions(_) | Watched::Session(_) => {
-                    WatchFlags::CREATE
-                        | WatchFlags::MOVED_TO
-                        | WatchFlags::MOVED_FROM
-                        | WatchFlags::DELETE
+                    AddWatchFlags::IN_CREATE
+                        | AddWatchFlags::IN_MOVED_TO
+                        | AddWatchFlags::IN_MOVED_FROM
+                        | AddWatchFlags::IN_DELETE
                 }
                 Watched::Command(_) => {
-                    WatchFlags::CREATE
-                        | WatchFlags::MOVED_TO
-                        | WatchFlags::MODIFY
-                        | WatchFlags::CLOSE_WRITE
+                    AddWatchFlags::IN_CREATE
+                        | AddWatchFlags::IN_MOVED_TO
+                        | AddWatchFlags::IN_MODIFY
+                        | AddWatchFlags::IN_CLOSE_WRITE
                 }
             };
-        let wd = match inotify::add_watch(self.fd.get_ref(), watched.path(), flags) {
+        let wd = match self.fd.get_ref().0.add_watch(watched.path(), flags) {
             Ok(wd) => wd,
-            Err(Errno::NOSPC) => return Err(WatchError::Exhausted),
+            Err(Errno::ENOSPC) => return Err(WatchError::Exhausted),
             Err(err) => {
                 return Err(WatchError::Gone {
                     path: watched.path().to_path_buf(),
@@ -99,7 +110,7 @@ impl JournalWatcher {
         if let Some(wd) = self.by_path.remove(path) {
             self.by_wd.remove(&wd);
             // Fails only if the kernel dropped it already (the directory was removed).
-            let _ = inotify::remove_watch(self.fd.get_ref(), wd);
+            let _ = self.fd.get_ref().0.rm_watch(wd);
         }
     }
 
@@ -117,38 +128,38 @@ impl JournalWatcher {
     /// Every change queued now, in the order the kernel saw them.
     pub fn drain(&mut self) -> Vec<Change> {
         let mut changes = Vec::new();
-        let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
-        let mut reader = inotify::Reader::new(self.fd.get_ref(), &mut buf);
         loop {
-            let event = match reader.next() {
-                Ok(event) => event,
-                Err(Errno::INTR) => continue,
-                // AGAIN: nothing more queued. Anything else would repeat: stop here.
-                Err(_) => break,
+            let events = match self.fd.get_ref().0.read_events() {
+                Ok(events) if !events.is_empty() => events,
+                Err(Errno::EINTR) => continue,
+                // EAGAIN: nothing more queued. Anything else would repeat: stop here.
+                _ => break,
             };
-            let flags = event.events();
-            if flags.contains(inotify::ReadFlags::IGNORED) {
-                // The kernel dropped the watch (its directory was removed).
-                if let Some(gone) = self.by_wd.remove(&event.wd()) {
-                    self.by_path.remove(gone.path());
+            for event in events {
+                let flags = event.mask;
+                if flags.contains(AddWatchFlags::IN_IGNORED) {
+                    // The kernel dropped the watch (its directory was removed).
+                    if let Some(gone) = self.by_wd.remove(&event.wd) {
+                        self.by_path.remove(gone.path());
+                    }
+                    continue;
                 }
-                continue;
+                let name = event.name.as_deref().and_then(|n| n.to_str());
+                let overflow = Watched::Sessions(PathBuf::new());
+                let watched = match self.by_wd.get(&event.wd) {
+                    Some(watched) => watched,
+                    None if flags.contains(AddWatchFlags::IN_Q_OVERFLOW) => &overflow,
+                    None => continue,
+                };
+                changes.extend(change_of(watched, flags, name));
             }
-            let name = event.file_name().and_then(|n| n.to_str().ok());
-            let overflow = Watched::Sessions(PathBuf::new());
-            let watched = match self.by_wd.get(&event.wd()) {
-                Some(watched) => watched,
-                None if flags.contains(inotify::ReadFlags::QUEUE_OVERFLOW) => &overflow,
-                None => continue,
-            };
-            changes.extend(change_of(watched, flags, name));
         }
         changes
     }
 }
 
 /// Resolves when the watcher has events queued (see [`JournalWatcher::readiness`]).
-pub struct Readiness(Rc<AsyncFd<OwnedFd>>);
+pub struct Readiness(Rc<AsyncFd<Instance>>);
 
 impl Readiness {
     /// Waits for events; the readiness is cleared, so the caller must then drain them all.
