@@ -59,6 +59,22 @@ pub fn derive_name(command: &CommandSpec) -> String {
     }
 }
 
+/// The command an agent's wrapper runs: Claude Code's Bash tool sends
+/// `shopt -u extglob 2>/dev/null || true && eval 'CMD' < /dev/null && pwd -P >| FILE`, and
+/// what the operator wants to read is `CMD`. `None` for any other script.
+pub fn agent_command(script: &str) -> Option<String> {
+    let rest = script
+        .trim_start()
+        .strip_prefix("shopt -u extglob 2>/dev/null || true && eval ")?;
+    let chars: Vec<char> = rest.chars().collect();
+    let (word, end) = read_word(&chars, 0);
+    let after: String = chars[end..].iter().collect();
+    let after = after.trim_start();
+    (word.quoted
+        && (after.is_empty() || after.starts_with("< /dev/null") || after.starts_with("&&")))
+    .then_some(word.text)
+}
+
 /// The first program a shell command runs (`cd /tmp && ls` → `ls`); `None` when it holds no
 /// word at all.
 pub fn shell_program(script: &str) -> Option<String> {

@@ -128,8 +128,10 @@ fn shell_script(argv: &[String]) -> Option<&str> {
     let c = argv[1..].iter().position(|a| {
         a.starts_with('-') && a.contains('c') && a.chars().skip(1).all(|ch| ch == 'c' || ch == 'l')
     })?;
-    let flags_ok = argv[1..1 + c].iter().all(|a| a == "-l" || a == "--login");
-    let rest = &argv[2 + c..];
+    // `-l` may come before `-c` or after it (`bash -c -l SCRIPT`, as Claude Code runs it).
+    let login = |a: &String| a == "-l" || a == "--login";
+    let flags_ok = argv[1..1 + c].iter().all(login);
+    let rest: Vec<&String> = argv[2 + c..].iter().skip_while(|a| login(a)).collect();
     (flags_ok && rest.len() == 1).then(|| rest[0].as_str())
 }
 
@@ -598,7 +600,10 @@ impl CommandState {
         match &self.config.command {
             CommandSpec::Shell(script) => script_lines(script),
             CommandSpec::Argv(argv) => match shell_script(argv) {
-                Some(script) => script_lines(script),
+                // An agent's wrapper is the same every call: what it runs is what tells.
+                Some(script) => script_lines(
+                    &crate::config::naming::agent_command(script).unwrap_or(script.into()),
+                ),
                 None => argv
                     .iter()
                     .map(|word| shell_quoted(word))
@@ -861,6 +866,16 @@ mod tests {
             (&["/bin/bash", "-c", "ls /tmp"][..], "ls /tmp"),
             (&["bash", "-lc", "cd x && make"][..], "cd x && make"),
             (&["/bin/sh", "-l", "-c", "true"][..], "true"),
+            (&["/bin/bash", "-c", "-l", "git status"][..], "git status"),
+            (
+                &[
+                    "/bin/bash",
+                    "-c",
+                    "-l",
+                    "shopt -u extglob 2>/dev/null || true && eval 'git status' < /dev/null && pwd -P >| /tmp/claude-a1-cwd",
+                ][..],
+                "git status",
+            ),
             (
                 &["/bin/bash", "-c", "echo $0", "name"][..],
                 "/bin/bash -c 'echo $0' name",

@@ -162,3 +162,29 @@ fn an_argv_that_runs_a_shell_script_is_named_by_the_script() {
     assert_eq!(argv(&["bash", "-c", ""]), "bash");
     assert_eq!(argv(&["bash", "script.sh"]), "bash");
 }
+
+#[test]
+fn an_agents_wrapper_gives_the_command_it_runs() {
+    let wrapped = |cmd: &str| {
+        format!(
+            "shopt -u extglob 2>/dev/null || true && eval {cmd} < /dev/null && pwd -P >| /tmp/claude-1-cwd"
+        )
+    };
+    assert_eq!(
+        agent_command(&wrapped("'ls -la /tmp'")).as_deref(),
+        Some("ls -la /tmp")
+    );
+    assert_eq!(
+        agent_command(&wrapped(r#"'echo '\''hi there'\'' | wc -c'"#)).as_deref(),
+        Some("echo 'hi there' | wc -c")
+    );
+    assert_eq!(
+        agent_command(&wrapped(r#""grep -rn \"x\" src""#)).as_deref(),
+        Some(r#"grep -rn "x" src"#)
+    );
+    assert_eq!(agent_command("ls -la"), None);
+    assert_eq!(
+        agent_command("shopt -u extglob 2>/dev/null || true && eval ls"),
+        None
+    );
+}
