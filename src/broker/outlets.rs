@@ -1,9 +1,8 @@
 //! Where the broker's outputs go: the journal's files, the parent's queue, the control
 //! clients, the tree's recorder, the stop sequence's and the operator's signals, the notify
-//! command.
-//! [`Outlets::apply`] carries out each [`Output`] the state machine asks for, in order, and
-//! hands any answer or failure back to it as an [`Input`] at once; [`Outlets::reap`] reaps
-//! and says what it reaped.
+//! command. [`Outlets::apply`] carries out each [`Output`] the state machine asks for, in
+//! order, and hands any answer or failure back to it as an [`Input`] at once;
+//! [`Outlets::reap`] reaps and says what it reaped.
 
 use tokio::time::Instant;
 

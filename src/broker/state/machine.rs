@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::requests::{OperatorDelivered, OperatorSignal};
+use super::requests::{Done, OperatorDelivered, OperatorSignal};
 use super::{Broker, Reaped};
 use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
@@ -352,14 +352,14 @@ impl Broker {
             Ok(request) => {
                 let name = request.name();
                 match self.control_request(request, client, peer) {
-                    Ok(Some(done)) => EventKind::ControlAck {
+                    Ok(Done::Now { message }) => EventKind::ControlAck {
                         request: name.into(),
                         journal_offset: None,
-                        targets: done.targets,
-                        message: done.message,
+                        targets: Vec::new(),
+                        message,
                     },
                     // Answered when its signal is delivered.
-                    Ok(None) => return,
+                    Ok(Done::OnDelivery) => return,
                     Err(refusal) => refusal.into_event(),
                 }
             }

@@ -26,11 +26,13 @@ pub struct Refusal {
 }
 
 /// What a control request did, for the client's acknowledgement.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Done {
-    /// Processes a signal reached.
-    pub targets: Vec<i32>,
-    pub message: Option<String>,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Done {
+    /// Acknowledged at once, with `message` when there is something to say.
+    Now { message: Option<String> },
+    /// A signal was asked for ([`Output::OperatorSignal`]): the acknowledgement, with the
+    /// pids it reached, comes with its delivery ([`Broker::operator_signalled`]).
+    OnDelivery,
 }
 
 /// Who asked for an operator's signal: whom its answer goes to, and whom the journal names.
@@ -178,40 +180,38 @@ impl Broker {
     }
 
     /// A signal or a stop from control-socket client `client`, journaled as the operator's
-    /// with the client's pid and uid. A refusal goes back to that client only. `None`: the
-    /// answer comes once the signal asked for is delivered ([`Broker::operator_signalled`]).
+    /// with the client's pid and uid. A refusal goes back to that client only.
     pub(super) fn control_request(
         &mut self,
         request: ControlRequest,
         client: u64,
         peer: Peer,
-    ) -> Result<Option<Done>, Refusal> {
+    ) -> Result<Done, Refusal> {
         if !matches!(request, ControlRequest::Ping) {
             self.tree_may_have_changed();
         }
         match request {
             ControlRequest::Signal { signal, scope, pid } => self
                 .operator_signal(signal, scope, pid, Asker::Control { client, peer })
-                .map(|()| None),
+                .map(|()| Done::OnDelivery),
             ControlRequest::Stop => {
                 if let Some(stop) = &self.stop {
                     let origin = serde_json::to_value(stop.origin)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    return Ok(Some(Done {
-                        targets: Vec::new(),
+                    return Ok(Done::Now {
                         message: Some(format!("a stop is already running (origin {origin})")),
-                    }));
+                    });
                 }
                 if self.child.is_none() || self.phase == Phase::Done {
                     return Err(not_running("stop"));
                 }
                 self.start_stop_for(Origin::Operator, Some(peer));
-                Ok(Some(Done::default()))
+                Ok(Done::Now { message: None })
             }
             // Answered by the socket's own code; nothing for the state machine to do.
-            ControlRequest::Subscribe | ControlRequest::Ping => Ok(Some(Done::default())),
+            ControlRequest::Subscribe | ControlRequest::Ping => Ok(Done::Now { message: None }),
         }
     }
 
