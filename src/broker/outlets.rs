@@ -1,8 +1,8 @@
 //! Where the broker's outputs go: the journal's files, the parent's queue, the control
-//! clients, the tree's recorder, the stop sequence's signals, the notify command.
-//! [`Outlets::apply`] carries out each [`Output`] the state machine asks for, in order, and
-//! hands any answer or failure back to it as an [`Input`] at once; [`Outlets::reap`] reaps
-//! and says what it reaped.
+//! clients, the tree's recorder, the stop sequence's and the operator's signals, the notify
+//! command. [`Outlets::apply`] carries out each [`Output`] the state machine asks for, in
+//! order, and hands any answer or failure back to it as an [`Input`] at once;
+//! [`Outlets::reap`] reaps and says what it reaped.
 
 use tokio::time::Instant;
 
@@ -132,6 +132,10 @@ impl Outlets {
                 Output::Signal { plan, walk, group } => {
                     let delivered = plan.deliver(&mut LiveKernel, &walk, group);
                     broker.handle(Input::Signalled(delivered), Instant::now());
+                }
+                Output::OperatorSignal(signal) => {
+                    let delivered = signal.deliver(&mut LiveKernel);
+                    broker.handle(Input::OperatorSignalled(delivered), Instant::now());
                 }
                 Output::CloseTree => {
                     let record = self.tree.close();

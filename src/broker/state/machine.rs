@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::requests::{Done, OperatorDelivered, OperatorSignal};
 use super::{Broker, Reaped};
 use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
@@ -114,6 +115,9 @@ pub enum Input<'a> {
     },
     /// A plan of the stop sequence was delivered ([`Output::Signal`]): what it reached.
     Signalled(Delivered),
+    /// An operator's signal was delivered ([`Output::OperatorSignal`]): the pids it
+    /// reached, or that the walk did not find the pid it was for.
+    OperatorSignalled(OperatorDelivered),
     /// The interpreter handled what woke it, or the time of [`Broker::poll_timeout`] came:
     /// whatever is due is done. `mirror_behind`: output waits for the front end's copy (a
     /// stream is not read meanwhile, so its quiet is not idleness).
@@ -168,6 +172,10 @@ pub enum Output {
         walk: Walk,
         group: Option<i32>,
     },
+    /// Deliver a signal the operator asked for (a control client's or the parent's
+    /// `signal`) at once ([`Input::OperatorSignalled`] answers; what it journals, and the
+    /// control client's answer, take this output's place).
+    OperatorSignal(OperatorSignal),
     /// Close the tree's record ([`Input::TreeClosed`] when done).
     CloseTree,
     /// Custody began: the front end gets what it was sent, its copy of the output ends, and
@@ -195,7 +203,7 @@ impl Broker {
         self.now = self.now.max(now);
         // What a signal's delivery journals goes where the signal was asked for: before
         // whatever the interpreter has not carried out yet (a reply, the next events).
-        let in_place = matches!(input, Input::Signalled(_));
+        let in_place = matches!(input, Input::Signalled(_) | Input::OperatorSignalled(_));
         let queued = self.outputs.len();
         match input {
             Input::Happened(kind) => self.emit(kind),
@@ -253,6 +261,7 @@ impl Broker {
             Input::TreeSampled(sample) => self.tree_sampled(sample),
             Input::TreeClosed { record, cost } => self.tree_closed(record, cost),
             Input::Signalled(delivered) => self.signalled(delivered),
+            Input::OperatorSignalled(delivered) => self.operator_signalled(delivered),
             Input::Finish => self.finish(),
             Input::NotifyStarted { pid } => self.notify_started(pid),
             Input::NotifyUnstarted { message } => self.notify_unstarted(message),
@@ -310,14 +319,11 @@ impl Broker {
                     pid: peer.pid,
                     reason: reason.clone(),
                 });
-                // In the journal before the peer hears of it.
-                self.flush_journal();
                 let answer = EventKind::ControlError {
                     code: "refused".into(),
                     message: reason,
                 };
-                let line = self.stamp(answer).to_line();
-                self.outputs.push_back(Output::Reply { client, line });
+                self.reply(client, answer);
                 return;
             }
             Incoming::Request {
@@ -345,17 +351,25 @@ impl Broker {
             }
             Ok(request) => {
                 let name = request.name();
-                match self.control_request(request, peer) {
-                    Ok(done) => EventKind::ControlAck {
+                match self.control_request(request, client, peer) {
+                    Ok(Done::Now { message }) => EventKind::ControlAck {
                         request: name.into(),
                         journal_offset: None,
-                        targets: done.targets,
-                        message: done.message,
+                        targets: Vec::new(),
+                        message,
                     },
+                    // Answered when its signal is delivered.
+                    Ok(Done::OnDelivery) => return,
                     Err(refusal) => refusal.into_event(),
                 }
             }
         };
+        self.reply(client, answer);
+    }
+
+    /// Answers control client `client` with `answer`, once what came before it is in the
+    /// journal, flushed: the client that reads the journal next finds what it caused.
+    pub(super) fn reply(&mut self, client: u64, answer: EventKind) {
         self.flush_journal();
         let line = self.stamp(answer).to_line();
         self.outputs.push_back(Output::Reply { client, line });
@@ -372,7 +386,7 @@ impl Broker {
 }
 
 impl super::Refusal {
-    fn into_event(self) -> EventKind {
+    pub(super) fn into_event(self) -> EventKind {
         EventKind::ControlError {
             code: self.code.into(),
             message: self.message,

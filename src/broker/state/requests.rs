@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use super::machine::Output;
-use super::{Broker, Phase};
-use crate::broker::stop::{Delivered, Delivery, StopSequence};
+use super::{Broker, LiveKernel, Phase};
+use crate::broker::signaller::{self, Walk};
+use crate::broker::stop::{Delivered, Delivery, StopSequence, TreeSignaller};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
 };
@@ -25,11 +26,113 @@ pub struct Refusal {
 }
 
 /// What a control request did, for the client's acknowledgement.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Done {
-    /// Processes a signal reached.
-    pub targets: Vec<i32>,
-    pub message: Option<String>,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Done {
+    /// Acknowledged at once, with `message` when there is something to say.
+    Now { message: Option<String> },
+    /// A signal was asked for ([`Output::OperatorSignal`]): the acknowledgement, with the
+    /// pids it reached, comes with its delivery ([`Broker::operator_signalled`]).
+    OnDelivery,
+}
+
+/// Who asked for an operator's signal: whom its answer goes to, and whom the journal names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asker {
+    /// Control-socket client `client`, answered with `control_ack` or `control_error`.
+    Control { client: u64, peer: Peer },
+    /// The front end that launched the broker, on its pipe: told of a refusal only, as a
+    /// protocol error in the journal.
+    Parent(Peer),
+}
+
+impl Asker {
+    fn peer(&self) -> &Peer {
+        match self {
+            Asker::Control { peer, .. } | Asker::Parent(peer) => peer,
+        }
+    }
+}
+
+/// What an operator's signal goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperatorTarget {
+    /// The process group (while its leader is unreaped) and every live process of the walk.
+    Group(Option<i32>),
+    /// One process, if the walk finds it.
+    Pid(i32),
+}
+
+impl OperatorTarget {
+    fn scope(self) -> Scope {
+        match self {
+            OperatorTarget::Group(_) => Scope::Group,
+            OperatorTarget::Pid(_) => Scope::Pid,
+        }
+    }
+}
+
+/// A signal the operator asked for, decided without touching a process: whoever holds the
+/// kernel delivers it ([`OperatorSignal::deliver`]) and hands the result back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorSignal {
+    pub signal: ProcessSignal,
+    pub target: OperatorTarget,
+    pub walk: Walk,
+    pub asker: Asker,
+}
+
+/// What delivering an [`OperatorSignal`] did: `targets`, the pids it reached (for one pid,
+/// itself or none, as the pidfd's signal went); `None` when the walk did not find the pid.
+#[derive(Debug)]
+pub struct OperatorDelivered {
+    pub signal: ProcessSignal,
+    pub target: OperatorTarget,
+    pub asker: Asker,
+    pub targets: Option<Vec<i32>>,
+}
+
+/// What delivers an operator's signal: a tree's signaller that also signals one of the
+/// tree's processes. The kernel in the broker, a fake in the tests.
+pub trait OperatorSignaller: TreeSignaller {
+    /// `signal` to the live process `pid` of `walk` (pidfd-checked): `None` when the walk
+    /// does not find it, else whether it was delivered.
+    fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool>;
+}
+
+impl OperatorSignaller for LiveKernel {
+    fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool> {
+        let live = walk.live();
+        let process = live.iter().find(|p| p.pid == pid)?;
+        Some(signaller::signal_process(process, signal))
+    }
+}
+
+impl OperatorSignal {
+    /// Delivers the signal: to the group and every process of the walk (each once, no CONT
+    /// after it), or to the one pid.
+    pub fn deliver(self, kernel: &mut (impl OperatorSignaller + ?Sized)) -> OperatorDelivered {
+        let OperatorSignal {
+            signal,
+            target,
+            walk,
+            asker,
+        } = self;
+        let targets = match target {
+            OperatorTarget::Group(group) => {
+                let mut reached = Default::default();
+                Some(kernel.signal_tree(&walk, group, signal, false, &mut reached))
+            }
+            OperatorTarget::Pid(pid) => kernel
+                .signal_one(&walk, pid, signal)
+                .map(|delivered| if delivered { vec![pid] } else { vec![] }),
+        };
+        OperatorDelivered {
+            signal,
+            target,
+            asker,
+            targets,
+        }
+    }
 }
 
 /// The most a broker delays its first sweep (see [`StopSequence::delay_first_sweep`]).
@@ -66,7 +169,7 @@ impl Broker {
                 self.start_stop_for(origin.unwrap_or(Origin::Operator), Some(parent));
             }
             ToBroker::Signal { signal, scope, pid } => {
-                let parent = Some(self.parent_peer());
+                let parent = Asker::Parent(self.parent_peer());
                 if let Err(refusal) = self.operator_signal(signal, scope, pid, parent) {
                     self.protocol_error(refusal.code, refusal.message);
                 }
@@ -76,11 +179,12 @@ impl Broker {
         }
     }
 
-    /// A signal or a stop from a control-socket client, journaled as the operator's with
-    /// the client's pid and uid. A refusal goes back to that client only.
+    /// A signal or a stop from control-socket client `client`, journaled as the operator's
+    /// with the client's pid and uid. A refusal goes back to that client only.
     pub(super) fn control_request(
         &mut self,
         request: ControlRequest,
+        client: u64,
         peer: Peer,
     ) -> Result<Done, Refusal> {
         if !matches!(request, ControlRequest::Ping) {
@@ -88,19 +192,15 @@ impl Broker {
         }
         match request {
             ControlRequest::Signal { signal, scope, pid } => self
-                .operator_signal(signal, scope, pid, Some(peer))
-                .map(|targets| Done {
-                    targets,
-                    message: None,
-                }),
+                .operator_signal(signal, scope, pid, Asker::Control { client, peer })
+                .map(|()| Done::OnDelivery),
             ControlRequest::Stop => {
                 if let Some(stop) = &self.stop {
                     let origin = serde_json::to_value(stop.origin)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    return Ok(Done {
-                        targets: Vec::new(),
+                    return Ok(Done::Now {
                         message: Some(format!("a stop is already running (origin {origin})")),
                     });
                 }
@@ -108,10 +208,10 @@ impl Broker {
                     return Err(not_running("stop"));
                 }
                 self.start_stop_for(Origin::Operator, Some(peer));
-                Ok(Done::default())
+                Ok(Done::Now { message: None })
             }
             // Answered by the socket's own code; nothing for the state machine to do.
-            ControlRequest::Subscribe | ControlRequest::Ping => Ok(Done::default()),
+            ControlRequest::Subscribe | ControlRequest::Ping => Ok(Done::Now { message: None }),
         }
     }
 
@@ -134,56 +234,89 @@ impl Broker {
         });
     }
 
-    /// Sends a signal on the operator's behalf (`client` when it came through the control
-    /// socket). Returns the processes it reached.
+    /// Asks for a signal on the operator's behalf (`asker`: the control client or the
+    /// parent that asked, named in the journal): checked here, delivered by the interpreter
+    /// ([`Output::OperatorSignal`]), journaled and answered when its delivery comes back
+    /// ([`Broker::operator_signalled`]).
     pub(super) fn operator_signal(
         &mut self,
-        sent: ProcessSignal,
+        signal: ProcessSignal,
         scope: Scope,
         pid: Option<i32>,
-        client: Option<Peer>,
-    ) -> Result<Vec<i32>, Refusal> {
-        let signal = sent;
+        asker: Asker,
+    ) -> Result<(), Refusal> {
         if self.child.is_none() || self.phase == Phase::Done {
-            return Err(not_running(&format!("send {sent} to")));
+            return Err(not_running(&format!("send {signal} to")));
         }
-        let targets = match scope {
-            Scope::Group => {
-                let (walk, group) = (self.walk(), self.live_group());
-                let mut reached = Default::default();
-                self.kernel
-                    .signal_tree(&walk, group, signal, false, &mut reached)
-            }
-            Scope::Pid => {
-                let Some(target) = pid else {
+        let target = match scope {
+            Scope::Group => OperatorTarget::Group(self.live_group()),
+            Scope::Pid => match pid {
+                Some(pid) => OperatorTarget::Pid(pid),
+                None => {
                     return Err(Refusal {
                         code: "missing_pid",
                         message: "a signal with scope `pid` needs a `pid`".into(),
                     });
-                };
-                let walk = self.walk();
-                match self.kernel.live(&walk).iter().find(|p| p.pid == target) {
-                    Some(stat) if self.kernel.signal_process(stat, signal) => vec![target],
-                    Some(_) => vec![],
-                    None => {
-                        return Err(Refusal {
-                            code: "not_a_descendant",
-                            message: format!(
-                                "pid {target} is not part of this command's tree; nothing was signalled"
-                            ),
-                        });
-                    }
                 }
+            },
+        };
+        let walk = self.walk();
+        // Journaled as delivered ([`Input::OperatorSignalled`]), in this place in the journal.
+        self.outputs
+            .push_back(Output::OperatorSignal(OperatorSignal {
+                signal,
+                target,
+                walk,
+                asker,
+            }));
+        Ok(())
+    }
+
+    /// An operator's signal was delivered: what it reached is journaled (`signal_sent`),
+    /// or, for a pid the walk did not find, refused; a control client is answered after the
+    /// journal is flushed, the parent hears of a refusal as a protocol error.
+    pub(super) fn operator_signalled(&mut self, delivered: OperatorDelivered) {
+        let OperatorDelivered {
+            signal,
+            target,
+            asker,
+            targets,
+        } = delivered;
+        let outcome = match (target, targets) {
+            (OperatorTarget::Pid(pid), None) => Err(Refusal {
+                code: "not_a_descendant",
+                message: format!(
+                    "pid {pid} is not part of this command's tree; nothing was signalled"
+                ),
+            }),
+            (target, targets) => {
+                let targets = targets.unwrap_or_default();
+                self.emit(EventKind::SignalSent {
+                    signal,
+                    scope: target.scope(),
+                    origin: Origin::Operator,
+                    targets: targets.clone(),
+                    client: Some(asker.peer().clone()),
+                });
+                Ok(targets)
             }
         };
-        self.emit(EventKind::SignalSent {
-            signal: sent,
-            scope,
-            origin: Origin::Operator,
-            targets: targets.clone(),
-            client,
-        });
-        Ok(targets)
+        match (asker, outcome) {
+            (Asker::Parent(_), Ok(_)) => {}
+            (Asker::Parent(_), Err(refusal)) => self.protocol_error(refusal.code, refusal.message),
+            (Asker::Control { client, .. }, Ok(targets)) => {
+                let ack = EventKind::ControlAck {
+                    request: "signal".into(),
+                    journal_offset: None,
+                    targets,
+                    message: None,
+                };
+                self.reply(client, ack);
+            }
+            (Asker::Control { client, .. }, Err(refusal)) => {
+                self.reply(client, refusal.into_event());
+            }
+        }
     }
 
     // ---- stopping ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
+use super::requests::{OperatorSignal, OperatorSignaller};
 use super::{Broker, Input, Kernel, Output, Reaped};
 use crate::broker::signaller::{ProcessKey, Walk};
 use crate::broker::stop::TreeSignaller;
@@ -147,6 +148,17 @@ impl TreeSignaller for FakeKernel {
     }
 }
 
+impl OperatorSignaller for FakeKernel {
+    fn signal_one(&mut self, _walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool> {
+        let signal = signal.to_nix().expect("the tests send standard signals");
+        let mut world = self.0.borrow_mut();
+        world.alive.iter().find(|(p, _)| p.pid == pid)?;
+        world.deliver(pid, signal);
+        world.sent.push((signal, vec![pid]));
+        Some(true)
+    }
+}
+
 impl Kernel for FakeKernel {
     fn own_pid(&self) -> i32 {
         BROKER
@@ -158,17 +170,6 @@ impl Kernel for FakeKernel {
 
     fn live(&mut self, _walk: &Walk) -> Vec<ProcStat> {
         self.0.borrow().alive.iter().map(|(p, _)| *p).collect()
-    }
-
-    fn signal_process(&mut self, process: &ProcStat, signal: ProcessSignal) -> bool {
-        let signal = signal.to_nix().expect("the tests send standard signals");
-        let mut world = self.0.borrow_mut();
-        let here = world.alive.iter().any(|(p, _)| p.pid == process.pid);
-        if here {
-            world.deliver(process.pid, signal);
-            world.sent.push((signal, vec![process.pid]));
-        }
-        here
     }
 
     fn program_label(&mut self, _pid: i32) -> Option<String> {
@@ -254,6 +255,8 @@ struct Rig {
     wind_downs: usize,
     /// Each [`Output::Signal`]'s plan: its signal and whether CONT follows.
     plans: Vec<(Signal, bool)>,
+    /// Each [`Output::OperatorSignal`], as asked for.
+    operator_signals: Vec<OperatorSignal>,
     result: Option<CommandResult>,
     exit: Option<i32>,
 }
@@ -288,6 +291,7 @@ impl Rig {
             notify_unstartable: false,
             wind_downs: 0,
             plans: Vec::new(),
+            operator_signals: Vec::new(),
             result: None,
             exit: None,
         }
@@ -389,6 +393,13 @@ impl Rig {
                     let mut kernel = FakeKernel(self.world.clone());
                     let delivered = plan.deliver(&mut kernel, &walk, group);
                     self.broker.handle(Input::Signalled(delivered), self.now);
+                }
+                // The same, for a signal the operator asked for.
+                Output::OperatorSignal(signal) => {
+                    self.operator_signals.push(signal.clone());
+                    let delivered = signal.deliver(&mut FakeKernel(self.world.clone()));
+                    self.broker
+                        .handle(Input::OperatorSignalled(delivered), self.now);
                 }
                 Output::CloseTree => {
                     let cost = SampledCost::default();

@@ -374,3 +374,151 @@ fn a_control_stop_is_answered_after_its_signals_are_journaled() {
     );
     assert!(at("flush") < at("reply 8"), "then answered: {seen:?}");
 }
+
+#[test]
+fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled() {
+    use crate::broker::state::requests::{Asker, OperatorTarget};
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
+    // Output waiting to be journaled: its event comes before the signal's, as before.
+    rig.feed(Input::Read {
+        stream: crate::protocol::Stream::Stdout,
+        bytes: b"hi",
+    });
+    rig.broker.handle(
+        control(8, signal(ProcessSignal::INT, Scope::Group, None)),
+        rig.now,
+    );
+    let mut seen = Vec::new();
+    while let Some(output) = rig.broker.poll_output() {
+        match output {
+            Output::OperatorSignal(asked) => {
+                assert_eq!(asked.signal, ProcessSignal::INT);
+                assert_eq!(asked.target, OperatorTarget::Group(Some(CMD)));
+                assert_eq!(
+                    asked.asker,
+                    Asker::Control {
+                        client: 8,
+                        peer: operator()
+                    }
+                );
+                assert!(
+                    rig.world.borrow().sent.is_empty(),
+                    "not sent by the machine"
+                );
+                assert!(!seen.iter().any(|s: &String| s.starts_with("reply")));
+                seen.push("deliver".to_string());
+                let delivered = asked.deliver(&mut FakeKernel(rig.world.clone()));
+                rig.broker
+                    .handle(Input::OperatorSignalled(delivered), rig.now);
+            }
+            Output::Event { line, .. } => {
+                let event: Event = serde_json::from_slice(&line).unwrap();
+                if let EventKind::SignalSent {
+                    signal,
+                    scope,
+                    origin,
+                    targets,
+                    client,
+                } = &event.kind
+                {
+                    assert_eq!(
+                        (*signal, *scope, *origin, targets.clone()),
+                        (
+                            ProcessSignal::INT,
+                            Scope::Group,
+                            Origin::Operator,
+                            vec![CMD, 101]
+                        )
+                    );
+                    assert_eq!(client.as_ref(), Some(&operator()));
+                }
+                seen.push(event.kind.name().to_string());
+            }
+            Output::Reply { client, line } => {
+                let event: Event = serde_json::from_slice(&line).unwrap();
+                match event.kind {
+                    EventKind::ControlAck {
+                        request, targets, ..
+                    } => assert_eq!((request.as_str(), targets), ("signal", vec![CMD, 101])),
+                    other => panic!("{other:?}"),
+                }
+                seen.push(format!("reply {client}"));
+            }
+            Output::FlushJournal => seen.push("flush".into()),
+            Output::Store { .. } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        seen,
+        ["deliver", "output", "signal_sent", "flush", "reply 8"],
+        "delivered, journaled, flushed, then answered"
+    );
+    assert_eq!(rig.world.borrow().sent, [(Signal::SIGINT, vec![CMD, 101])]);
+}
+
+#[test]
+fn a_pid_the_walk_does_not_find_is_refused_once_delivery_says_so() {
+    use crate::broker::state::requests::OperatorTarget;
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(control(3, signal(ProcessSignal::TERM, Scope::Pid, Some(1))));
+    // The machine cannot know the tree: it asks, and the delivery finds no such process.
+    let asked: Vec<OperatorTarget> = rig.operator_signals.iter().map(|s| s.target).collect();
+    assert_eq!(asked, [OperatorTarget::Pid(1)]);
+    let (client, error) = rig.replies.last().unwrap();
+    assert_eq!(*client, 3);
+    assert!(
+        matches!(&error.kind, EventKind::ControlError { code, message } if code == "not_a_descendant" && message.contains("pid 1 "))
+    );
+    // From the parent, the same refusal is a protocol error in the journal.
+    rig.feed(Input::Request(ToBroker::Signal {
+        signal: ProcessSignal::TERM,
+        scope: Scope::Pid,
+        pid: Some(1),
+    }));
+    assert_eq!(protocol_errors(&rig), ["not_a_descendant"]);
+    assert_eq!(rig.count("signal_sent"), 0);
+    assert!(rig.world.borrow().sent.is_empty());
+    assert_eq!(rig.replies.len(), 1, "the parent's refusal is no reply");
+}
+
+#[test]
+fn a_signal_mid_stop_is_journaled_between_the_stops_own_and_leaves_the_stop_running() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
+    rig.feed(control(2, ControlRequest::Stop));
+    rig.feed(control(5, signal(ProcessSignal::INT, Scope::Group, None)));
+    let (client, ack) = rig.replies.last().unwrap();
+    assert_eq!(*client, 5);
+    assert!(
+        matches!(&ack.kind, EventKind::ControlAck { request, targets, .. } if request == "signal" && *targets == [CMD, 101]),
+        "{ack:?}"
+    );
+    assert_eq!(
+        rig.signals(),
+        [
+            ("TERM".into(), vec![CMD, 101]),
+            ("CONT".into(), vec![CMD, 101]),
+            ("INT".into(), vec![CMD, 101]),
+        ]
+    );
+    // The operator's INT is the operator's, not the stop's: the stop goes on to its KILL.
+    rig.run_until(ms(1500));
+    assert_eq!(rig.count("stop_started"), 1);
+    assert_eq!(rig.count("hard_kill"), 1);
+    let kinds = rig.kinds();
+    let int_at = rig
+        .journal()
+        .position(|e| matches!(&e.kind, EventKind::SignalSent { signal, .. } if *signal == ProcessSignal::INT))
+        .unwrap();
+    let hard_kill_at = kinds.iter().position(|k| *k == "hard_kill").unwrap();
+    assert!(int_at < hard_kill_at, "{kinds:?}");
+    assert_eq!(
+        rig.signals().last().unwrap(),
+        &("KILL".into(), vec![CMD, 101])
+    );
+    rig.reap();
+    assert_eq!(rig.finish(), 0);
+    assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
+}
