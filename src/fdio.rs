@@ -1,11 +1,14 @@
 //! Non-blocking pipe ends driven by tokio, without tokio's process machinery (whose pidfd
 //! reaper would race a subreaper's `waitpid(-1)`).
 
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
+
+use crate::protocol::{Frame, LineSplitter, MAX_LINE};
 
 pub struct AsyncPipe {
     fd: AsyncFd<OwnedFd>,
@@ -148,5 +151,79 @@ fn write_fd(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
             Err(nix::errno::Errno::EINTR) => continue,
             other => return other.map_err(io::Error::from),
         }
+    }
+}
+
+/// The lines a broker writes, read as they come: from its event pipe or a control
+/// connection. While it waits, what a post could not write goes as the other end takes it.
+pub struct LineReader {
+    lines: LineSplitter,
+    buf: Vec<u8>,
+    frames: VecDeque<Frame>,
+}
+
+impl LineReader {
+    /// Reads in `chunk` bytes at a time; a line may be as long as a broker writes
+    /// ([`MAX_LINE`]): a subscriber gets the journal's lines.
+    pub fn new(chunk: usize) -> LineReader {
+        LineReader {
+            lines: LineSplitter::new(MAX_LINE),
+            buf: vec![0; chunk],
+            frames: VecDeque::new(),
+        }
+    }
+
+    /// The next line from `from`, `None` once it is closed (or broken: `ECONNRESET`, the
+    /// broker gone while we read); meanwhile `outbox` is written to `to` as it takes it (an
+    /// end that cannot take more is cleared: the broker is ending, as its lines will say).
+    /// Cancel-safe: a line is only taken in the poll that returns it, and bytes leave the
+    /// outbox only in the poll that writes them.
+    pub async fn next(
+        &mut self,
+        from: &AsyncPipe,
+        outbox: &mut Outbox,
+        to: &AsyncPipe,
+    ) -> Option<Frame> {
+        loop {
+            if let Some(frame) = self.frames.pop_front() {
+                return Some(frame);
+            }
+            let read = if outbox.is_empty() {
+                from.read(&mut self.buf).await
+            } else {
+                tokio::select! {
+                    read = from.read(&mut self.buf) => read,
+                    written = outbox.write_some(to) => {
+                        if written.is_err() {
+                            outbox.clear();
+                        }
+                        continue;
+                    }
+                }
+            };
+            match read {
+                Ok(n) if n > 0 => self.frames.extend(self.lines.push(&self.buf[..n])),
+                _ => return self.lines.finish(),
+            }
+        }
+    }
+
+    /// Reads, without waiting, what `from` holds and was not read yet, and returns how many
+    /// lines then wait for [`Self::next`]: all written before this call, as far as a
+    /// megabyte (a pipe raised to its ceiling, a subscription's backlog). End of file and
+    /// errors are left for `next` to meet.
+    pub fn read_waiting(&mut self, from: &AsyncPipe) -> usize {
+        for _ in 0..(1 << 20) / self.buf.len() + 1 {
+            match from.try_read(&mut self.buf) {
+                Ok(n) if n > 0 => {
+                    self.frames.extend(self.lines.push(&self.buf[..n]));
+                    if n < self.buf.len() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.frames.len()
     }
 }

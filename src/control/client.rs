@@ -6,7 +6,6 @@
 //! Both ends are checked: the socket file must be ours before we connect, and the process
 //! that accepted must be ours too (`SO_PEERCRED`), and the very broker the journal names.
 
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -16,10 +15,8 @@ use tokio::net::UnixStream;
 
 use super::discover::LiveCommand;
 use super::socket_dir;
-use crate::fdio::{AsyncPipe, Outbox};
-use crate::protocol::{
-    BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Frame, LineSplitter, MAX_LINE,
-};
+use crate::fdio::{AsyncPipe, LineReader, Outbox};
+use crate::protocol::{BrokerIdentity, CONTROL_MAX_LINE, ControlRequest};
 use crate::supervisor::BrokerLine;
 
 #[derive(Debug, Error)]
@@ -62,9 +59,7 @@ pub enum ControlError {
 pub struct ControlClient {
     socket: AsyncPipe,
     path: PathBuf,
-    lines: LineSplitter,
-    buf: Vec<u8>,
-    frames: VecDeque<Frame>,
+    reader: LineReader,
     /// Request lines the socket has not taken yet.
     outbox: Outbox,
 }
@@ -140,10 +135,7 @@ impl ControlClient {
         Ok(ControlClient {
             socket: AsyncPipe::new(socket)?,
             path: path.to_path_buf(),
-            // Subscribers get the journal's lines, which may be as long as a broker writes.
-            lines: LineSplitter::new(MAX_LINE),
-            buf: vec![0; 64 * 1024],
-            frames: VecDeque::new(),
+            reader: LineReader::new(64 * 1024),
             outbox: Outbox::default(),
         })
     }
@@ -177,18 +169,7 @@ impl ControlClient {
     /// far as a megabyte (a subscription's backlog). End of file and errors are left for
     /// `next_line` to meet.
     pub fn read_waiting(&mut self) -> usize {
-        for _ in 0..(1 << 20) / self.buf.len() + 1 {
-            match self.socket.try_read(&mut self.buf) {
-                Ok(n) if n > 0 => {
-                    self.frames.extend(self.lines.push(&self.buf[..n]));
-                    if n < self.buf.len() {
-                        break;
-                    }
-                }
-                _ => break,
-            }
-        }
-        self.frames.len()
+        self.reader.read_waiting(&self.socket)
     }
 
     /// The next line from the broker (an answer, or once subscribed an event); `None` once
@@ -196,31 +177,11 @@ impl ControlClient {
     /// socket did not take at once go while it waits. Cancel-safe, as
     /// [`BrokerProcess::next_line`](crate::supervisor::BrokerLine) is.
     pub async fn next_line(&mut self) -> Option<BrokerLine> {
-        loop {
-            if let Some(frame) = self.frames.pop_front() {
-                return Some(BrokerLine::from_frame(frame));
-            }
-            let read = if self.outbox.is_empty() {
-                self.socket.read(&mut self.buf).await
-            } else {
-                tokio::select! {
-                    read = self.socket.read(&mut self.buf) => read,
-                    written = self.outbox.write_some(&self.socket) => {
-                        // The broker is gone: its end of the connection says so next.
-                        if written.is_err() {
-                            self.outbox.clear();
-                        }
-                        continue;
-                    }
-                }
-            };
-            match read {
-                Ok(n) if n > 0 => self.frames.extend(self.lines.push(&self.buf[..n])),
-                // The end, or the broker exited while we were writing or reading
-                // (`ECONNRESET`): the connection is over.
-                _ => return self.lines.finish().map(BrokerLine::from_frame),
-            }
-        }
+        let frame = self
+            .reader
+            .next(&self.socket, &mut self.outbox, &self.socket)
+            .await?;
+        Some(BrokerLine::from_frame(frame))
     }
 }
 

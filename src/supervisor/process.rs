@@ -8,9 +8,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, JOURNAL_FD};
-use crate::fdio::{AsyncPipe, Outbox};
+use crate::fdio::{AsyncPipe, LineReader, Outbox};
 use crate::journal::JournalDir;
-use crate::protocol::{Event, Frame, LaunchRequest, LineSplitter, MAX_LINE, ToBroker, encode_line};
+use crate::protocol::{Event, Frame, LaunchRequest, MAX_LINE, ToBroker, encode_line};
 
 /// A fresh broker token: 128 bits from the kernel's random source, in hex.
 fn broker_token() -> io::Result<String> {
@@ -25,9 +25,7 @@ pub struct BrokerProcess {
     pub child: Child,
     requests: AsyncPipe,
     events: AsyncPipe,
-    lines: LineSplitter,
-    buf: Vec<u8>,
-    pending: std::collections::VecDeque<Frame>,
+    reader: LineReader,
     /// Request lines the broker's stdin has not taken yet.
     outbox: Outbox,
     /// The name of the cgroup the broker will put the command in, where there is a
@@ -131,9 +129,7 @@ impl BrokerProcess {
             child,
             requests: AsyncPipe::new(OwnedFd::from(stdin))?,
             events: AsyncPipe::new(OwnedFd::from(stdout))?,
-            lines: LineSplitter::new(MAX_LINE),
-            buf: vec![0; 256 * 1024],
-            pending: Default::default(),
+            reader: LineReader::new(256 * 1024),
             outbox: Outbox::default(),
             expected_cgroup,
             _custody: custody,
@@ -173,29 +169,11 @@ impl BrokerProcess {
     /// Cancel-safe: a line is only taken in the poll that returns it, and bytes leave the
     /// queue only in the poll that writes them.
     pub async fn next_line(&mut self) -> Option<BrokerLine> {
-        loop {
-            if let Some(frame) = self.pending.pop_front() {
-                return Some(BrokerLine::from_frame(frame));
-            }
-            let read = if self.outbox.is_empty() {
-                self.events.read(&mut self.buf).await
-            } else {
-                tokio::select! {
-                    read = self.events.read(&mut self.buf) => read,
-                    written = self.outbox.write_some(&self.requests) => {
-                        // The broker closed its stdin: it is ending, as its events will say.
-                        if written.is_err() {
-                            self.outbox.clear();
-                        }
-                        continue;
-                    }
-                }
-            };
-            match read {
-                Ok(0) | Err(_) => return self.lines.finish().map(BrokerLine::from_frame),
-                Ok(n) => self.pending.extend(self.lines.push(&self.buf[..n])),
-            }
-        }
+        let frame = self
+            .reader
+            .next(&self.events, &mut self.outbox, &self.requests)
+            .await?;
+        Some(BrokerLine::from_frame(frame))
     }
 }
 
@@ -205,18 +183,7 @@ impl BrokerProcess {
     /// buffer holds more than a pipe; a pipe raised past it to the 1-MiB ceiling takes a few
     /// reads). End of file and errors are left for `next_line` to meet.
     pub fn read_waiting(&mut self) -> usize {
-        for _ in 0..(1 << 20) / self.buf.len() + 1 {
-            match self.events.try_read(&mut self.buf) {
-                Ok(n) if n > 0 => {
-                    self.pending.extend(self.lines.push(&self.buf[..n]));
-                    if n < self.buf.len() {
-                        break;
-                    }
-                }
-                _ => break,
-            }
-        }
-        self.pending.len()
+        self.reader.read_waiting(&self.events)
     }
 }
 
