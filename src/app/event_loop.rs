@@ -151,8 +151,21 @@ pub(super) async fn event_loop(
                 write_between_frames(&mut terminal, &bytes);
             }
             let app = &runner.app;
-            terminal
-                .draw(|frame| draw(frame, app.shown(), &app.view, &app.content, &app.bindings))?;
+            // One frame is shown whole or not at all where the terminal keeps synchronized
+            // output (mode 2026; others ignore it): a fast stream never shows a half-drawn
+            // list. The end is sent whatever the draw did, so no terminal waits on it.
+            let _ = crossterm::queue!(
+                terminal.backend_mut(),
+                crossterm::terminal::BeginSynchronizedUpdate
+            );
+            let drawn = terminal
+                .draw(|frame| draw(frame, app.shown(), &app.view, &app.content, &app.bindings))
+                .map(|_| ());
+            let _ = crossterm::execute!(
+                terminal.backend_mut(),
+                crossterm::terminal::EndSynchronizedUpdate
+            );
+            drawn?;
             // Output not yet indexed is caught up with over the next frames.
             dirty = runner.app.behind;
             runner.sync_terminal_sizes();
