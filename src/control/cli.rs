@@ -231,6 +231,11 @@ async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String
     let why = match attached {
         Ok(broker) => match through_socket(broker, command, action).await {
             Ok(text) => return Ok(text),
+            // A command that ended meanwhile is said to have ended, not why a late signal
+            // found nothing to reach.
+            Err(Attempt::Failed(_)) if !command.is_alive() => {
+                return ended_already(command, action);
+            }
             Err(Attempt::Failed(err)) => return Err(err),
             Err(Attempt::Unreachable(why)) => why,
         },
