@@ -317,6 +317,8 @@ impl Broker {
                 self.reply(client, refusal.into_event());
             }
         }
+        // A parent's signal gets no reply, whose flush would carry its `signal_sent`.
+        self.flush_journal();
     }
 
     // ---- stopping ---------------------------------------------------------------------
@@ -389,6 +391,9 @@ impl Broker {
             _ => {}
         }
         self.check_stop_done();
+        // Delivered after the tick that decided it flushed: readers of the journal (a watch,
+        // the MCP server) see the signals now, not at the next wake-up.
+        self.flush_journal();
     }
 
     pub(super) fn report(&mut self, delivery: Delivery, origin: Origin) {

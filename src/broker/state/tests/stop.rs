@@ -66,6 +66,7 @@ fn a_command_that_ignores_term_is_killed_when_grace_is_over() {
         .expect("hard_kill");
     assert_eq!(after, 1000);
     assert_eq!(rig.signals().last().unwrap(), &("KILL".into(), vec![CMD]));
+    assert_eq!(rig.unflushed, 0, "the KILL is in the journal at once");
     rig.reap();
     rig.finish();
     assert!(rig.result().hard_killed);
