@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::{Instant, timeout_at};
 
-use super::client::{Ack, ControlError};
+use super::client::Ack;
 use super::discover::{LiveCommand, live_commands};
 use super::fallback;
 use super::report::StopReport;
@@ -239,8 +239,8 @@ async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String
             Err(Attempt::Failed(err)) => return Err(err),
             Err(Attempt::Unreachable(why)) => why,
         },
-        Err(err) if unreachable(&err) => err.to_string(),
-        Err(err) => return Err(err.to_string()),
+        // Attaching fails only before the broker heard anything: the pid may still do it.
+        Err(err) => err.to_string(),
     };
     if !command.is_alive() {
         return ended_already(command, action);
@@ -273,13 +273,10 @@ enum Attempt {
     Failed(String),
 }
 
-/// Whether `err` means the socket could not carry a request, rather than that the broker
-/// heard it and said no.
-fn unreachable(err: &ControlError) -> bool {
-    match err {
-        ControlError::Refused { code, .. } => code == "too_many_clients",
-        _ => true,
-    }
+/// Whether a broker's refusal means the socket could not carry the request (it was full),
+/// rather than that the broker heard it and said no.
+fn bypassable(code: &str) -> bool {
+    code == "too_many_clients"
 }
 
 /// How a request was carried out.
@@ -295,23 +292,21 @@ enum Carried {
 fn attempt(answer: Answer) -> Result<Carried, Attempt> {
     match answer {
         Answer::Done(ack) => Ok(Carried::Acked(ack)),
-        Answer::Refused { code, message } => {
-            let err = ControlError::Refused { code, message };
-            Err(if unreachable(&err) {
-                Attempt::Unreachable(format!("its control socket failed: {err}"))
-            } else {
-                Attempt::Failed(err.to_string())
-            })
-        }
+        Answer::Refused { code, message } => Err(if bypassable(&code) {
+            Attempt::Unreachable(format!(
+                "its control socket failed: the broker refused: {message}"
+            ))
+        } else {
+            Attempt::Failed(format!("the broker refused: {message}"))
+        }),
         Answer::SignalledDirectly(told) => Ok(Carried::ByPid(told)),
         Answer::NotSignalled(err) => Err(Attempt::Failed(err)),
         Answer::Unanswered => Err(Attempt::Unreachable(format!(
             "the broker did not answer within {ACK_TIMEOUT:?}"
         ))),
-        Answer::Closed => Err(Attempt::Unreachable(format!(
-            "its control socket failed: {}",
-            ControlError::Closed
-        ))),
+        Answer::Closed => Err(Attempt::Unreachable(
+            "its control socket failed: the broker closed the connection".into(),
+        )),
     }
 }
 
@@ -397,17 +392,28 @@ mod tests {
 
     #[test]
     fn only_a_broker_that_heard_and_said_no_is_not_bypassed() {
-        let refused = |code: &str| ControlError::Refused {
+        assert!(bypassable("too_many_clients"));
+        assert!(!bypassable("not_in_tree"));
+        assert!(!bypassable("malformed"));
+        let refused = |code: &str| Answer::Refused {
             code: code.into(),
-            message: String::new(),
+            message: "no".into(),
         };
-        assert!(unreachable(&refused("too_many_clients")));
-        assert!(unreachable(&ControlError::NoSocket));
-        assert!(unreachable(&ControlError::Closed));
-        assert!(unreachable(&ControlError::Io(
-            std::io::ErrorKind::BrokenPipe.into()
-        )));
-        assert!(!unreachable(&refused("not_in_tree")));
-        assert!(!unreachable(&refused("malformed")));
+        assert!(matches!(
+            attempt(refused("too_many_clients")),
+            Err(Attempt::Unreachable(_))
+        ));
+        assert!(matches!(
+            attempt(refused("malformed")),
+            Err(Attempt::Failed(why)) if why == "the broker refused: no"
+        ));
+        assert!(matches!(
+            attempt(Answer::Closed),
+            Err(Attempt::Unreachable(_))
+        ));
+        assert!(matches!(
+            attempt(Answer::Unanswered),
+            Err(Attempt::Unreachable(_))
+        ));
     }
 }

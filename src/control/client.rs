@@ -44,10 +44,6 @@ pub enum ControlError {
         #[source]
         source: io::Error,
     },
-    #[error("the broker refused: {message}")]
-    Refused { code: String, message: String },
-    #[error("the broker closed the connection")]
-    Closed,
     #[error("talking to the broker failed: {0}")]
     Io(#[from] io::Error),
 }
@@ -58,7 +54,6 @@ pub enum ControlError {
 /// what each one got back comes among the lines, in order, one answer per request.
 pub struct ControlClient {
     socket: AsyncPipe,
-    path: PathBuf,
     reader: LineReader,
     /// Request lines the socket has not taken yet.
     outbox: Outbox,
@@ -76,7 +71,7 @@ impl ControlClient {
     /// Connects to the socket at `path`, which must be a socket owned by us; the process
     /// that accepts must be ours and, when `broker` is given, that very broker. A socket
     /// nobody listens on is removed ([`ControlError::Stale`]).
-    pub async fn connect(
+    async fn connect(
         path: &Path,
         broker: Option<&BrokerIdentity>,
     ) -> Result<ControlClient, ControlError> {
@@ -118,7 +113,7 @@ impl ControlClient {
                 expected,
             });
         }
-        ControlClient::over(OwnedFd::from(stream.into_std()?), path)
+        ControlClient::over(OwnedFd::from(stream.into_std()?))
     }
 
     /// Connects to the broker of a live command (checked against its journaled pid).
@@ -131,17 +126,12 @@ impl ControlClient {
     }
 
     /// Talks over `socket`, a connected stream whose peer was checked (or a test's pair).
-    pub(crate) fn over(socket: OwnedFd, path: &Path) -> Result<ControlClient, ControlError> {
+    pub(crate) fn over(socket: OwnedFd) -> Result<ControlClient, ControlError> {
         Ok(ControlClient {
             socket: AsyncPipe::new(socket)?,
-            path: path.to_path_buf(),
             reader: LineReader::new(64 * 1024),
             outbox: Outbox::default(),
         })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Queues a request and writes what the socket takes now, never waiting: a stopped

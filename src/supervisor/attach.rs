@@ -189,7 +189,7 @@ impl BrokerConversation {
 #[cfg(test)]
 mod tests {
     use std::os::fd::OwnedFd;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     use tokio::net::UnixStream;
@@ -224,7 +224,7 @@ mod tests {
     fn attached() -> (BrokerConversation, BufReader<UnixStream>) {
         let (ours, broker) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
         broker.set_nonblocking(true).expect("non-blocking");
-        let client = ControlClient::over(OwnedFd::from(ours), Path::new("pair")).expect("client");
+        let client = ControlClient::over(OwnedFd::from(ours)).expect("client");
         let broker = BufReader::new(UnixStream::from_std(broker).expect("tokio socket"));
         (BrokerConversation::attached(client, &command()), broker)
     }
