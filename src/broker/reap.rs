@@ -22,16 +22,25 @@ pub struct Reaped {
 }
 
 /// Reaps every child that has ended, in the order the kernel gives them: the command itself,
-/// or a descendant re-parented to this subreaper. Then whether a child is left.
+/// or a descendant re-parented to this subreaper. Then whether a child is left, which the
+/// last look already says (children but none ended, or none at all) but for an odd end.
 pub fn reap_ended() -> (Vec<Reaped>, bool) {
     let mut children = Vec::new();
     loop {
-        match reap_one() {
-            Ok(Some(reaped)) => children.push(reaped),
-            Ok(None) | Err(Errno::ECHILD) => break,
+        let pid = match peek_ended_child() {
+            Ok(Some(pid)) => pid,
+            Ok(None) => return (children, true),
+            Err(Errno::ECHILD) => return (children, false),
             Err(Errno::EINTR) => continue,
-            // Nothing else is expected of waitpid(-1, WNOHANG); the next SIGCHLD retries.
+            // Nothing else is expected of waitid(WNOHANG); the next SIGCHLD retries.
             Err(_) => break,
+        };
+        // Looked at unreaped (`WNOWAIT`), so that its `/proc` entry, group and session
+        // included, can still be read; then reaped.
+        let place = procfs::read_stat(pid);
+        match wait_status(pid) {
+            Ok(Some(status)) => children.push(Reaped { pid, status, place }),
+            Ok(None) | Err(_) => break,
         }
     }
     (children, has_children())
@@ -42,7 +51,7 @@ pub fn reap_ended() -> (Vec<Reaped>, bool) {
 /// broker or a descendant of one (orphans are re-parented to it). So the kernel answers in
 /// one call what a walk of /proc, reading every process on the machine, would. The notify
 /// command's keepers are "clone" children, which this wait does not see.
-fn has_children() -> bool {
+pub(crate) fn has_children() -> bool {
     !matches!(peek_ended_child(), Err(Errno::ECHILD))
 }
 
@@ -64,19 +73,6 @@ fn peek_ended_child() -> Result<Option<i32>, Errno> {
     // SAFETY: filled in by waitid for a child that has ended; 0 when none has.
     let pid = unsafe { info.si_pid() };
     Ok((pid != 0).then_some(pid))
-}
-
-/// Reaps one ended child without waiting. The child is first only looked at (`WNOWAIT`), so
-/// that its `/proc` entry, group and session included, can still be read; then reaped.
-fn reap_one() -> Result<Option<Reaped>, Errno> {
-    let Some(pid) = peek_ended_child()? else {
-        return Ok(None);
-    };
-    let place = procfs::read_stat(pid);
-    match wait_status(pid)? {
-        Some(status) => Ok(Some(Reaped { pid, status, place })),
-        None => Ok(None),
-    }
 }
 
 /// Reaps `pid`, which has ended. `libc` directly, as the module says: nix would fail for a

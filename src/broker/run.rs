@@ -411,9 +411,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let [out_mirror, err_mirror] = &mut mirrors;
         let input_waiting = terminals.input_waiting().is_some();
         tokio::select! {
+            // What ended is reaped below, before the tick, as after every wake-up.
             _ = sigchld.recv() => {
                 notice_exited_custodians(&mut broker, &mut out, &mut custodians);
-                out.reap(&mut broker);
             }
             r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
                 on_read(&mut broker, &mut out, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);

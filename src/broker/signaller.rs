@@ -145,10 +145,7 @@ impl Walk {
     /// every process on the machine (the broker's look at the tree once its command has
     /// exited, on every call of the shell shim).
     fn below_childless_self(&self) -> bool {
-        use nix::sys::wait::{Id, WaitPidFlag, waitid};
-        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-        self.root == std::process::id() as i32
-            && matches!(waitid(Id::All, flags), Err(nix::errno::Errno::ECHILD))
+        self.root == std::process::id() as i32 && !crate::broker::reap::has_children()
     }
 
     /// The cgroup's members, when there is a cgroup and it holds any. An empty cgroup is not
