@@ -472,7 +472,11 @@ fn shell_script(args: &[Word]) -> Option<&str> {
             return None;
         }
         if arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c') {
-            return args.get(i + 1).map(|w| w.text.as_str());
+            // `-l` may follow `-c` too (`bash -c -l SCRIPT`, as Claude Code runs it).
+            return args[i + 1..]
+                .iter()
+                .find(|w| w.text != "-l" && w.text != "--login")
+                .map(|w| w.text.as_str());
         }
         i += 1;
     }

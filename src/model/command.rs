@@ -48,12 +48,11 @@ pub struct KeptLeftovers {
 }
 
 impl KeptLeftovers {
-    /// `kept 2 until its caller exited`: what follows the exit status in a post-mortem.
-    pub fn words(&self) -> String {
-        match self.end {
-            Some(end) => format!("kept {} until {}", self.kept, end.until()),
-            None => format!("kept {}", self.kept),
-        }
+    /// `kept 2 until its caller exited`: what follows the exit status in a post-mortem, once
+    /// custody is over (while it lasts the status says `left running (2)`).
+    pub fn words(&self) -> Option<String> {
+        let end = self.end?;
+        Some(format!("kept {} until {}", self.kept, end.until()))
     }
 }
 
@@ -601,9 +600,10 @@ impl CommandState {
             CommandSpec::Shell(script) => script_lines(script),
             CommandSpec::Argv(argv) => match shell_script(argv) {
                 // An agent's wrapper is the same every call: what it runs is what tells.
-                Some(script) => script_lines(
-                    &crate::config::naming::agent_command(script).unwrap_or(script.into()),
-                ),
+                Some(script) => {
+                    let agent = crate::config::naming::agent_command(script);
+                    script_lines(agent.as_deref().unwrap_or(script))
+                }
                 None => argv
                     .iter()
                     .map(|word| shell_quoted(word))
@@ -701,7 +701,7 @@ mod tests {
         ));
         assert_eq!(c.status, Status::Exited(status));
         assert_eq!(
-            c.leftovers.map(|l| l.words()).as_deref(),
+            c.leftovers.and_then(|l| l.words()).as_deref(),
             Some("kept 2 until its caller exited"),
             "a post-mortem says what was kept and why it was stopped"
         );

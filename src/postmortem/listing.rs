@@ -247,10 +247,9 @@ fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7]
     if command.response_timeout {
         state.push_str(" (timed out)");
     }
-    // Leftovers still running are in the label already (`left running (2)`).
-    if let Some(kept) = command.leftovers.filter(|l| l.end.is_some()) {
+    if let Some(words) = command.leftovers.and_then(|l| l.words()) {
         state.push_str(", ");
-        state.push_str(&kept.words());
+        state.push_str(&words);
     }
     [
         one_line(id),

@@ -159,6 +159,7 @@ fn an_argv_that_runs_a_shell_script_is_named_by_the_script() {
     // What an agent's tool call looks like through `tether exec`.
     assert_eq!(argv(&["sh", "-c", "cd /tmp && cargo test"]), "cargo");
     assert_eq!(argv(&["/bin/bash", "-lc", "FOO=1 npm run build"]), "npm");
+    assert_eq!(argv(&["bash", "-c", "-l", "cd x && make"]), "make");
     assert_eq!(argv(&["bash", "-c", ""]), "bash");
     assert_eq!(argv(&["bash", "script.sh"]), "bash");
 }
