@@ -205,6 +205,14 @@ impl Notifier {
                     index += 1;
                     continue;
                 }
+                // The keeper leads its own group (its `setsid`), which the notify command and
+                // whatever it started share: all of it goes, not the keeper alone (its
+                // children's children would be re-parented to the broker, which reaps the
+                // command's tree). The keeper is unreaped, so its pid names no other group.
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(run.pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
                 // rustix: nix has no pidfds.
                 let _ =
                     rustix::process::pidfd_send_signal(&run.pidfd, rustix::process::Signal::KILL);
@@ -424,20 +432,65 @@ mod tests {
         assert!(crate::procfs::is_gone(keeper));
     }
 
+    /// A notify command that leaves a process of its own (a `sleep` in the background) and
+    /// waits for it, and the file that names that process once it runs.
+    fn leaving_a_sleep() -> (Notifier, tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let named = tmp.path().join("sleep.pid");
+        let n = notifier(&format!("sleep 30 & echo $! > {}; wait", named.display()));
+        (n, tmp, named)
+    }
+
+    /// Whether `pid` is gone within a few seconds (a zombie counts as gone).
+    fn gone_soon(pid: i32) -> bool {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while !crate::procfs::is_gone(pid) {
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    /// The pid written to `named`, once it is there.
+    fn pid_in(named: &std::path::Path) -> i32 {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(pid) = std::fs::read_to_string(named)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                return pid;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "the notify command never ran"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     #[test]
     fn an_overdue_run_is_killed_when_told() {
-        let mut n = notifier("sleep 30");
+        let (mut n, _tmp, named) = leaving_a_sleep();
         let keeper = n.start(b"{}").unwrap();
+        let sleep = pid_in(&named);
         let ended = n.check(&[keeper]);
         assert_eq!(ended.len(), 1, "{ended:?}");
         assert!(ended[0].1.is_some(), "a killed run is a failure");
         assert!(crate::procfs::is_gone(keeper));
+        assert!(
+            gone_soon(sleep),
+            "what the notify command started goes with it"
+        );
     }
 
     #[tokio::test]
     async fn wind_down_keeps_its_bound_and_ends_every_run() {
-        let mut n = notifier("sleep 30");
+        let (mut n, _tmp, named) = leaving_a_sleep();
         let keeper = n.start(b"{}").unwrap();
+        let sleep = pid_in(&named);
         let start = std::time::Instant::now();
         let ended = n
             .wind_down(Instant::now() + Duration::from_millis(200))
@@ -446,6 +499,10 @@ mod tests {
         assert_eq!(ended.len(), 1, "{ended:?}");
         assert!(n.pids().is_empty());
         assert!(crate::procfs::is_gone(keeper));
+        assert!(
+            gone_soon(sleep),
+            "what the notify command started goes with it"
+        );
     }
 
     #[test]
