@@ -428,7 +428,14 @@ fn exercise(env: &TestEnv, client: &mut Client) {
     // (`starting`). Looked at off the transcript until then.
     client.recording = false;
     let deadline = Instant::now() + DEADLINE;
-    while client.ok("list", json!({}))["commands"][5]["state"] == json!("starting") {
+    let state_of_orphan = |listed: &serde_json::Value| {
+        listed["commands"]
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["id"] == orphan["id"]))
+            .map(|c| c["state"].clone())
+            .expect("the last command is listed")
+    };
+    while state_of_orphan(&client.ok("list", json!({}))) == json!("starting") {
         assert!(Instant::now() < deadline, "the last command never started");
         std::thread::sleep(Duration::from_millis(20));
     }

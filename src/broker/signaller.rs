@@ -496,18 +496,18 @@ mod tests {
         let walk = Walk::below(std::process::id() as i32);
         let found: Vec<i32> = walk.live().iter().map(|p| p.pid).collect();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let until: Vec<i32> = walk
-            .live_until(deadline)
-            .expect("within the deadline")
-            .iter()
-            .map(|p| p.pid)
-            .collect();
+        let until = walk.live_until(deadline);
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(grandchild),
             nix::sys::signal::Signal::SIGKILL,
         );
         let _ = child.kill();
         let _ = child.wait();
+        let until: Vec<i32> = until
+            .expect("within the deadline")
+            .iter()
+            .map(|p| p.pid)
+            .collect();
         for pids in [&found, &until] {
             assert!(pids.contains(&(child.id() as i32)), "{pids:?}");
             assert!(pids.contains(&grandchild), "{pids:?}");

@@ -250,7 +250,10 @@ mod tests {
         let (min, max) = (ProcessSignal::rtmin(), ProcessSignal::rtmax());
         let rtmin = ProcessSignal::parse("RTMIN").unwrap();
         assert_eq!(rtmin.number(), min);
-        assert!(rtmin.is_realtime() && rtmin.to_nix().is_none());
+        assert!(
+            rtmin.to_nix().is_none(),
+            "nix's Signal has no real-time signals"
+        );
         assert_eq!(ProcessSignal::parse("RTMIN+3").unwrap().number(), min + 3);
         assert_eq!(
             ProcessSignal::parse("sigrtmin+3").unwrap().number(),

@@ -477,7 +477,9 @@ mod tests {
                 event.to_line()
             })
             .collect();
-        let script = "read stop; read ping; printf %s \"$1\"; : > \"$2\"; exec sleep 30";
+        // It ends when the conversation closes its stdin, even if a test fails before
+        // `kill_stand_in`.
+        let script = "read stop; read ping; printf %s \"$1\"; : > \"$2\"; exec cat > /dev/null";
         let child = std::process::Command::new("sh")
             .args(["-c", script, "sh", &String::from_utf8_lossy(&text)])
             .arg(written)
@@ -503,7 +505,7 @@ mod tests {
                 std::time::Instant::now() < deadline,
                 "the stand-in never wrote"
             );
-            std::thread::sleep(Duration::from_millis(10));
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         conversation
     }

@@ -115,7 +115,6 @@ mod tests {
             cleanup_timing(Some(t0), grace, t0 + grace + STOP_SLACK),
             (Duration::ZERO, STOP_SLACK)
         );
-        assert!(grace + STOP_SLACK * 2 < grace + Duration::from_secs(1));
     }
 
     #[test]
