@@ -15,8 +15,10 @@ pub struct Established {
 }
 
 /// The cgroup's name: session and command directory (or the command's name), and the
-/// broker's pid and start time.
-fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
+/// broker's pid and start time. Known before the broker says so, for a broker that dies or
+/// is stopped before its `containment` event reaches the front end (see
+/// [`expected_cgroup`]).
+pub fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
     let (session, command) = match &request.session {
         Some(s) => (s.id.as_str(), s.command.as_str()),
         None => ("none", request.name.as_str()),
@@ -24,14 +26,7 @@ fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
     name::command_cgroup_name(session, command, (broker.pid, broker.start_ticks))
 }
 
-/// The name of the cgroup the broker `broker` puts the command of `request` in: known before
-/// the broker says so, for a broker that dies or is stopped before its `containment` event
-/// reaches the front end (see [`expected_cgroup`]).
-pub fn expected_cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
-    cgroup_name(request, broker)
-}
-
-/// Where the cgroup named `name` (see [`expected_cgroup_name`]) is, if this process (the
+/// Where the cgroup named `name` (see [`cgroup_name`]) is, if this process (the
 /// broker's front end, in the same cgroup) finds a hierarchy. Looked for only when it is
 /// needed: finding the hierarchy reads the whole mount table, on every shim call otherwise.
 pub fn expected_cgroup(name: &str) -> Option<PathBuf> {

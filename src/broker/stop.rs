@@ -122,11 +122,6 @@ pub struct Delivered {
 }
 
 impl SignalPlan {
-    /// Whether this is the stop's first signal (its delivery is journaled TERM then CONT).
-    pub fn is_first(&self) -> bool {
-        self.step == Step::First
-    }
-
     /// Delivers the plan over `walk` (the group `group` too): KILL through the containment's
     /// own kill where it has one, else to the group and each process through pidfds.
     pub fn deliver(

@@ -110,9 +110,7 @@ impl BrokerProcess {
             pid,
             start_ticks: crate::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
         };
-        broker.expected_cgroup = Some(crate::broker::containment::expected_cgroup_name(
-            request, &identity,
-        ));
+        broker.expected_cgroup = Some(crate::broker::containment::cgroup_name(request, &identity));
         Ok(broker)
     }
 
