@@ -97,7 +97,8 @@ fn a_command_blocked_reading_a_pipe_needs_input_and_the_notify_command_hears_of_
     assert_eq!(json["command"], 1);
     assert_eq!(json["target"], format!("{session}/01").as_str());
     assert_eq!(json["name"], "read");
-    assert_eq!(json["text"], "sh -c read line; echo got $line");
+    // What the command runs, as the list says it: the script of `sh -c`.
+    assert_eq!(json["text"], "read line; echo got $line");
     assert_eq!(json["journal_dir"], dir.to_str().unwrap());
     assert!(json["time"].as_str().unwrap().ends_with('Z'), "{json}");
 

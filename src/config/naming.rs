@@ -59,6 +59,66 @@ pub fn derive_name(command: &CommandSpec) -> String {
     }
 }
 
+/// A command as one line for the operator: a shell script as its lines joined by ` ⏎ `, a
+/// shell's `-c` script (as agents call it, and as the shim journals it) as that script, an
+/// agent's wrapper as what it runs ([`agent_command`]), any other argv shell-quoted. The
+/// list, the post-mortem, exports and notifications all say it this way.
+pub fn command_text(command: &CommandSpec) -> String {
+    let script_lines = |script: &str| {
+        script
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ⏎ ")
+    };
+    match command {
+        CommandSpec::Shell(script) => script_lines(script),
+        CommandSpec::Argv(argv) => match dash_c_script(argv) {
+            // An agent's wrapper is the same every call: what it runs is what tells.
+            Some(script) => {
+                let agent = agent_command(script);
+                script_lines(agent.as_deref().unwrap_or(script))
+            }
+            None => argv
+                .iter()
+                .map(|word| shell_quoted(word))
+                .collect::<Vec<_>>()
+                .join(" "),
+        },
+    }
+}
+
+/// The script of a shell run as `SHELL [-l] -c SCRIPT` (as agents call it, and as the shim
+/// journals it), where nothing follows the script; `None` for any other argv.
+fn dash_c_script(argv: &[String]) -> Option<&str> {
+    let shell = argv.first()?.rsplit('/').next()?;
+    if !["sh", "bash", "zsh", "dash", "ksh"].contains(&shell) {
+        return None;
+    }
+    let c = argv[1..].iter().position(|a| {
+        a.starts_with('-') && a.contains('c') && a.chars().skip(1).all(|ch| ch == 'c' || ch == 'l')
+    })?;
+    // `-l` may come before `-c` or after it (`bash -c -l SCRIPT`, as Claude Code runs it).
+    let login = |a: &String| a == "-l" || a == "--login";
+    let flags_ok = argv[1..1 + c].iter().all(login);
+    let rest: Vec<&String> = argv[2 + c..].iter().skip_while(|a| login(a)).collect();
+    (flags_ok && rest.len() == 1).then(|| rest[0].as_str())
+}
+
+/// `word`, in single quotes if a shell would read it as more than one plain word.
+fn shell_quoted(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The command an agent's wrapper runs: Claude Code's Bash tool sends
 /// `shopt -u extglob 2>/dev/null || true && eval 'CMD' < /dev/null && pwd -P >| FILE`, and
 /// what the operator wants to read is `CMD`. `None` for any other script.

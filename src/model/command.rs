@@ -6,9 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::CommandConfig;
 use crate::protocol::{
-    AttentionKind, CapReason, CommandResult, CommandSpec, ContainmentMode, Event, EventKind,
-    ExitStatus, Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream,
-    TerminalRequest,
+    AttentionKind, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus, Origin,
+    ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -115,36 +114,6 @@ pub fn signal_label(sig: i32) -> String {
     ProcessSignal::from_number(sig)
         .map(|s| format!("SIG{s}"))
         .unwrap_or_else(|| format!("signal {sig}"))
-}
-
-/// The script of a shell run as `SHELL [-l] -c SCRIPT` (as agents call it, and as the shim
-/// journals it), where nothing follows the script; `None` for any other argv.
-fn shell_script(argv: &[String]) -> Option<&str> {
-    let shell = argv.first()?.rsplit('/').next()?;
-    if !["sh", "bash", "zsh", "dash", "ksh"].contains(&shell) {
-        return None;
-    }
-    let c = argv[1..].iter().position(|a| {
-        a.starts_with('-') && a.contains('c') && a.chars().skip(1).all(|ch| ch == 'c' || ch == 'l')
-    })?;
-    // `-l` may come before `-c` or after it (`bash -c -l SCRIPT`, as Claude Code runs it).
-    let login = |a: &String| a == "-l" || a == "--login";
-    let flags_ok = argv[1..1 + c].iter().all(login);
-    let rest: Vec<&String> = argv[2 + c..].iter().skip_while(|a| login(a)).collect();
-    (flags_ok && rest.len() == 1).then(|| rest[0].as_str())
-}
-
-/// `word`, in single quotes if a shell would read it as more than one plain word.
-fn shell_quoted(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_alphanumeric() || "-_./=:,+@%^".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// One event worth showing on the timeline (everything but output and tree updates).
@@ -588,29 +557,7 @@ impl CommandState {
     /// written (its line breaks shown as ` ⏎ `), an argv with the words that need it quoted.
     /// A shell's `-c` string (`bash -c 'ls'` through the shim) is shown as the script it runs.
     pub fn command_line(&self) -> String {
-        let script_lines = |script: &str| {
-            script
-                .lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ⏎ ")
-        };
-        match &self.config.command {
-            CommandSpec::Shell(script) => script_lines(script),
-            CommandSpec::Argv(argv) => match shell_script(argv) {
-                // An agent's wrapper is the same every call: what it runs is what tells.
-                Some(script) => {
-                    let agent = crate::config::naming::agent_command(script);
-                    script_lines(agent.as_deref().unwrap_or(script))
-                }
-                None => argv
-                    .iter()
-                    .map(|word| shell_quoted(word))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            },
-        }
+        crate::config::naming::command_text(&self.config.command)
     }
 
     /// Milliseconds the current run has lasted (up to `now_ms` while it runs).
@@ -623,8 +570,8 @@ impl CommandState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Scope;
     use crate::protocol::fixtures::{event, signal_sent, spawned};
+    use crate::protocol::{CommandSpec, Scope};
 
     fn config() -> CommandConfig {
         CommandConfig::new("t", CommandSpec::Shell("true".into()))

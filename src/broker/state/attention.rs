@@ -271,7 +271,7 @@ impl Broker {
         let session = request.session.as_ref();
         let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
         let target = session.zip(number).map(|(s, n)| format!("{}/{n:02}", s.id));
-        let mut text = request.command.display();
+        let mut text = crate::config::naming::command_text(&request.command);
         if text.len() > TEXT_CAP {
             let mut cut = TEXT_CAP;
             while !text.is_char_boundary(cut) {
