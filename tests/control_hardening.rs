@@ -118,3 +118,71 @@ fn a_forged_journal_naming_another_process_gets_nothing_signalled() {
     let _ = sleep.wait();
     env.finish();
 }
+
+/// `tether exec` forks its broker (no second exec): the broker's `/proc/PID/environ` is the
+/// front end's, without the token, and its command line is `tether exec ...`. What proves it
+/// to a stop by pid (a journal without a control socket) is the memfd named for its token;
+/// the same journal with another token gets nothing signalled.
+#[test]
+fn a_forked_broker_is_proved_by_its_token_memfd_and_a_wrong_token_is_refused() {
+    let env = TestEnv::new("forked_broker");
+    let mut command = env.exec_command(&["--name", "nap"], &["sleep", "1000"]);
+    command.env("XDG_RUNTIME_DIR", env.runtime_dir());
+    let running = env.spawn_captured(command);
+    let dir = env.wait_command_dir();
+    let real = serde_json::from_slice::<serde_json::Value>(
+        &fs::read(dir.join("command.json")).expect("read command.json"),
+    )
+    .expect("JSON");
+    let pid = real["broker"]["pid"].as_i64().expect("the broker's pid") as i32;
+    let token = real["broker_token"].as_str().expect("a token").to_string();
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).expect("the broker's comm");
+    assert_eq!(comm.trim_end(), "tether-broker");
+    let cmdline = common::procs::cmdline(pid);
+    assert!(
+        cmdline.contains("exec") && !cmdline.contains(" broker"),
+        "a fork of the front end, not an exec of `tether broker`: {cmdline}"
+    );
+    let environ = fs::read(format!("/proc/{pid}/environ")).expect("its environ");
+    assert!(
+        !String::from_utf8_lossy(&environ).contains(&token),
+        "the token is not in its environment"
+    );
+
+    // Two forged copies of the live session, without the socket: one keeps the token.
+    let session = dir.parent().expect("a session directory");
+    let forge = |name: &str, token: &str| {
+        let forged_session = session.with_file_name(name);
+        common::copy_dir(session, &forged_session);
+        let path = forged_session
+            .join(dir.file_name().expect("a command directory"))
+            .join("command.json");
+        let mut file = real.clone();
+        file["broker_token"] = serde_json::json!(token);
+        if let Some(fields) = file.as_object_mut() {
+            fields.remove("control_socket");
+        }
+        fs::write(&path, serde_json::to_vec(&file).expect("JSON")).expect("write command.json");
+    };
+    forge("wrong", "00112233445566778899aabbccddeeff");
+    let refused = tether(&env, &["stop", "wrong"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        text(&refused.stderr).contains("is not the tether broker that wrote this journal"),
+        "{refused:?}"
+    );
+    assert!(!is_gone(pid), "the broker was signalled: {refused:?}");
+
+    forge("right", &token);
+    let stopped = tether(&env, &["stop", "right"]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    let run = running.wait(&env);
+    assert_ne!(
+        run.code(),
+        0,
+        "the command was stopped: {}",
+        run.stderr_text()
+    );
+    assert!(load_complete(&dir).result.is_some());
+    env.finish();
+}

@@ -260,3 +260,32 @@ fn a_dead_broker_does_not_leave_its_command_running() {
     assert!(common::procs::wait_gone(&[command], Duration::from_secs(5)).is_empty());
     env.finish();
 }
+
+/// The broker is a fork of `tether exec` unless `TETHER_BROKER_FORK=off`, which execs
+/// `tether broker` as before; either way the command runs and ends alike. The command's
+/// parent is its broker: its command line tells the two apart.
+#[test]
+fn the_broker_is_forked_or_with_tether_broker_fork_off_execd() {
+    let env = TestEnv::new("broker_fork");
+    let parent = "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; cat /proc/$PPID/comm";
+    let forked = env.exec(&[], &["sh", "-c", parent]);
+    assert_eq!(forked.code(), 0, "{}", forked.stderr_text());
+    let said = String::from_utf8_lossy(&forked.stdout()).into_owned();
+    assert!(
+        said.contains(" exec ") && said.ends_with("tether-broker\n"),
+        "{said}"
+    );
+    let mut command = env.exec_command(&[], &["sh", "-c", parent]);
+    command.env(tether::supervisor::BROKER_FORK_ENV, "off");
+    let execd = env.spawn_captured(command).wait(&env);
+    assert_eq!(execd.code(), 0, "{}", execd.stderr_text());
+    let said = String::from_utf8_lossy(&execd.stdout()).into_owned();
+    assert!(
+        said.contains(" broker ") && !said.contains(" exec ") && said.ends_with("tether-broker\n"),
+        "{said}"
+    );
+    for dir in env.command_dirs() {
+        assert_eq!(exit_status(&load_complete(&dir).events).code, Some(0));
+    }
+    env.finish();
+}

@@ -27,9 +27,20 @@ pub const BROKER_ENV: &str = "TETHER_BROKER";
 
 /// Environment variable that carries a broker's token: 128 random bits in hex, made by the
 /// front end that starts it and written by the broker into `command.json`. A front end
-/// signals a broker by pid only if that process's environment holds the journal's token
-/// (see `control::verify`); the command does not inherit it.
+/// signals a broker by pid only if that process holds the journal's token (as a memfd's
+/// name, see [`TOKEN_MEMFD_PREFIX`]); the command does not inherit it.
 pub const BROKER_TOKEN_ENV: &str = "TETHER_BROKER_TOKEN";
+
+/// A broker holds, for its whole life, a memfd named this prefix and its token: what proves
+/// a pid to be the broker that wrote a journal (see `control::verify`). Its environment
+/// cannot: a broker forked from its front end (the shell shim's, `tether exec`'s) shows in
+/// `/proc/PID/environ` the one its front end was started with. Close-on-exec, so no command
+/// or notify run holds it.
+pub const TOKEN_MEMFD_PREFIX: &str = "tether-broker-";
+
+/// The name a broker gives itself (`/proc/PID/comm`): a forked broker would otherwise be
+/// named as its front end (`bash`, for the shim).
+pub const BROKER_COMM: &std::ffi::CStr = c"tether-broker";
 
 /// The descriptor on which a broker receives its command's journal directory, opened by the
 /// front end.
@@ -38,6 +49,14 @@ pub const JOURNAL_FD: std::os::fd::RawFd = 3;
 /// The descriptor on which a broker receives its front end's stdin, when the launch request
 /// asks for it to be the command's (`tether exec`). After [`mirror::MIRROR_FDS`].
 pub const STDIN_FD: std::os::fd::RawFd = JOURNAL_FD + 3;
+
+/// The memfd that proves this process the broker holding its token (see
+/// [`TOKEN_MEMFD_PREFIX`]); none without a token.
+fn hold_token_proof() -> Option<std::os::fd::OwnedFd> {
+    let token = std::env::var(BROKER_TOKEN_ENV).ok()?;
+    let name = std::ffi::CString::new(format!("{TOKEN_MEMFD_PREFIX}{token}")).ok()?;
+    nix::sys::memfd::memfd_create(name.as_c_str(), nix::sys::memfd::MFdFlags::MFD_CLOEXEC).ok()
+}
 
 /// Entry point of `tether broker`. Returns the process exit code: 0 when the command ran its
 /// course, 1 when the parent was lost or the broker could not work.
@@ -60,6 +79,8 @@ pub fn main() -> i32 {
     }
     // Before the event loop opens descriptors of its own at the numbers handed over.
     let inherited = run::Inherited::take();
+    let _ = nix::sys::prctl::set_name(BROKER_COMM);
+    let _proof = hold_token_proof();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

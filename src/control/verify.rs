@@ -1,8 +1,9 @@
 //! Proving that a pid read from a journal is that journal's broker before anything signals
 //! it. A journal is only a file: copied and edited, it could name any process of the user.
-//! The process must run as us, with the journaled start time, be a tether broker (the
-//! `TETHER_BROKER=1` marker in its environment), and hold in its environment the token that
-//! the journal records, which its front end made for it alone.
+//! The process must run as us, with the journaled start time, and hold the token that the
+//! journal records, which its front end made for it alone: as the name of a memfd it holds
+//! (every broker does, forked or exec'd), or, for a broker an older tether started, in its
+//! environment beside the `TETHER_BROKER=1` marker.
 //!
 //! The executable is not compared with ours: a broker outlives the binary it was started
 //! from (a rebuild or an upgrade replaces the file), and must still be stoppable; the token,
@@ -13,7 +14,7 @@ use std::os::fd::OwnedFd;
 use thiserror::Error;
 
 use super::discover::{LiveCommand, broker_alive};
-use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV};
+use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, TOKEN_MEMFD_PREFIX};
 use crate::protocol::BrokerIdentity;
 
 #[derive(Debug, Error)]
@@ -73,10 +74,26 @@ pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<Own
                 .into(),
         ));
     };
+    if holds_token_memfd(pid, token) {
+        return Ok(pidfd);
+    }
+    // A broker an older tether started holds its token in its environment only.
     let environ = std::fs::read(format!("/proc/{pid}/environ"))
         .map_err(|err| not(format!("cannot read its environment: {err}")))?;
     check_environ(&environ, token).map_err(|why| not(why.into()))?;
     Ok(pidfd)
+}
+
+/// Whether process `pid` holds a memfd named for `token` (see
+/// [`TOKEN_MEMFD_PREFIX`]): what every broker holds for its life.
+fn holds_token_memfd(pid: i32, token: &str) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let name = format!("/memfd:{TOKEN_MEMFD_PREFIX}{token} (deleted)");
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == name.as_str())
+    })
 }
 
 /// The real and effective uids of a `/proc/PID/status` text.

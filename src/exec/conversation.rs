@@ -16,6 +16,12 @@ use crate::protocol::{
 };
 use crate::supervisor::{BrokerConversation, BrokerLine, Due, End};
 
+/// Every signal [`Signals`] takes (SIGWINCH only when the command has terminals).
+pub(super) const HANDLED: [nix::sys::signal::Signal; 6] = {
+    use nix::sys::signal::Signal::*;
+    [SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT, SIGWINCH]
+};
+
 /// The signals `tether exec` acts on.
 pub(super) struct Signals {
     interrupt: Signal,

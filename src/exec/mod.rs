@@ -17,7 +17,7 @@ mod terminal;
 
 pub use leftovers::{LeftoversChoice, LeftoversError, SESSION_OWNER_ENV};
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -25,13 +25,16 @@ use std::time::Duration;
 use self::conversation::{ExecConversation, Signals};
 use self::copy::{CopyPipes, CopyReport, OutputCopy};
 use crate::config::naming::derive_name;
-use crate::journal::{CommandRecord, SessionName, state_dir};
+use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+
+use crate::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
 use crate::protocol::{CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, Stage, StdinSource};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
-    BrokerConversation, End, Handover, Session, become_subreaper, launch_request,
+    BrokerConversation, End, Fork, ForkedBroker, Handover, Session, become_subreaper, fork_broker,
+    launch_request,
 };
 
 /// tether's own failure (journal, broker), as opposed to the command's.
@@ -102,22 +105,14 @@ pub enum SignalMode {
 }
 
 pub fn main(options: ExecOptions) -> i32 {
-    // Off our path (the shim's start stays as fast): whatever killed brokers left running.
-    let _ = crate::supervisor::abandoned::reclaim_in_background();
     let fail_open = options.fail_open.then(|| FailOpen {
         argv: options.argv.clone(),
         arg0: options.arg0.clone(),
         retention: options.retention,
     });
-    let ran = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime.block_on(run(options)),
-        Err(err) => Ok(Ran::NotStarted {
-            reason: format!("cannot start the event loop: {err}"),
-            state: None,
-        }),
+    let ran = match prepare(&options) {
+        Ok(prepared) => start(options, prepared),
+        Err(not_started) => Ok(not_started),
     };
     match (ran, fail_open) {
         (Ok(Ran::Code(code)), _) => code,
@@ -137,6 +132,70 @@ pub fn main(options: ExecOptions) -> i32 {
             say!("{err:#}");
             EXIT_TETHER_FAILED
         }
+    }
+}
+
+/// Starts the broker, then the event loop that talks to it. The broker is forked from this
+/// process where it can be (see [`crate::supervisor::fork_broker`]), before the runtime and
+/// our signal handlers exist, none of which the copy may share; the signals we handle are
+/// held back from the fork until the handlers are in place, so none is missed meanwhile.
+fn start(options: ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
+    let held = HeldSignals::hold();
+    let handover = std::mem::take(&mut prepared.handover);
+    let broker = match fork_broker(&prepared.request, &prepared.journal, handover, &held.before) {
+        Ok(Fork::Started(forked)) => Broker::Forked(forked),
+        Ok(Fork::Declined(handover)) => Broker::ToSpawn(handover),
+        Err(err) => {
+            return Ok(Ran::NotStarted {
+                reason: format!("cannot start the broker: {err}"),
+                state: Some(prepared.state),
+            });
+        }
+    };
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run(options, prepared, broker, held)),
+        // A forked broker has the command already: it stops it when we are gone.
+        Err(err) if matches!(broker, Broker::Forked(_)) => {
+            Err(anyhow::anyhow!("cannot start the event loop: {err}"))
+        }
+        Err(err) => Ok(Ran::NotStarted {
+            reason: format!("cannot start the event loop: {err}"),
+            state: Some(prepared.state),
+        }),
+    }
+}
+
+/// The broker as [`start`] found it.
+enum Broker {
+    Forked(ForkedBroker),
+    /// To exec, with what it is handed.
+    ToSpawn(Handover),
+}
+
+/// The signals `tether exec` handles, blocked until its handlers are in place (dropped).
+struct HeldSignals {
+    /// The mask before: the broker's, and ours again after.
+    before: SigSet,
+}
+
+impl HeldSignals {
+    fn hold() -> HeldSignals {
+        let mut held = SigSet::empty();
+        for signal in conversation::HANDLED {
+            held.add(signal);
+        }
+        let mut before = SigSet::empty();
+        let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), Some(&mut before));
+        HeldSignals { before }
+    }
+}
+
+impl Drop for HeldSignals {
+    fn drop(&mut self) {
+        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&self.before), None);
     }
 }
 
@@ -268,22 +327,31 @@ fn caller_trace() -> (Option<TraceContext>, Option<String>) {
     }
 }
 
-async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
-    // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
-    // still run it directly.
-    let not_started = |err: anyhow::Error, state: Option<&Path>| {
-        Ok(Ran::NotStarted {
-            reason: format!("{err:#}"),
-            state: state.map(Path::to_path_buf),
-        })
+/// What the broker is started with, made before it is: until then a failure leaves
+/// nothing running, and `--fail-open` can still run the command directly.
+struct Prepared {
+    state: PathBuf,
+    session: Session,
+    journal: JournalDir,
+    request: LaunchRequest,
+    relay: Option<keys::KeyRelay>,
+    /// The read ends of the copy pipes (none with `--json`).
+    copy_read: Option<[OwnedFd; 2]>,
+    handover: Handover,
+}
+
+fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
+    let not_started = |err: anyhow::Error, state: Option<&Path>| Ran::NotStarted {
+        reason: format!("{err:#}"),
+        state: state.map(Path::to_path_buf),
     };
     let state = match state_dir(options.state_dir.as_deref()) {
         Ok(state) => state,
-        Err(err) => return not_started(err.into(), None),
+        Err(err) => return Err(not_started(err.into(), None)),
     };
     let mut session = match Session::create(&state, options.session.as_ref()) {
         Ok(session) => session,
-        Err(err) => return not_started(err, Some(&state)),
+        Err(err) => return Err(not_started(err, Some(&state))),
     };
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
@@ -297,7 +365,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
                 "cannot create the command's journal directory in {}: {err}",
                 session.path().display()
             );
-            return not_started(err, Some(&state));
+            return Err(not_started(err, Some(&state)));
         }
     };
     let journal_dir = journal.path().to_path_buf();
@@ -356,13 +424,8 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
     if let Err(err) = become_subreaper() {
         let err = anyhow::anyhow!("cannot become a child subreaper: {err}");
-        return not_started(err, Some(&state));
+        return Err(not_started(err, Some(&state)));
     }
-    let signals = match Signals::install(request.terminal.is_some()) {
-        Ok(signals) => signals,
-        Err(err) => return not_started(err.into(), Some(&state)),
-    };
-    let live = LiveBrokers::new();
     let pipes = if options.json {
         None
     } else {
@@ -372,7 +435,7 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
                 let err = anyhow::anyhow!(
                     "cannot create the pipes that copy the command's output: {err}"
                 );
-                return not_started(err, Some(&state));
+                return Err(not_started(err, Some(&state)));
             }
         }
     };
@@ -380,26 +443,82 @@ async fn run(options: ExecOptions) -> anyhow::Result<Ran> {
         Some(CopyPipes { read, write }) => (Some(read), Some(write)),
         None => (None, None),
     };
-    let handover = Handover {
-        mirror: copy_write,
-        stdin,
+    Ok(Prepared {
+        state,
+        session,
+        journal,
+        request,
+        relay,
+        copy_read,
+        handover: Handover {
+            mirror: copy_write,
+            stdin,
+        },
+    })
+}
+
+async fn run(
+    options: ExecOptions,
+    prepared: Prepared,
+    broker: Broker,
+    held: HeldSignals,
+) -> anyhow::Result<Ran> {
+    let Prepared {
+        state,
+        session,
+        journal,
+        request,
+        relay,
+        copy_read,
+        handover: _,
+    } = prepared;
+    let journal_dir = journal.path().to_path_buf();
+    let forked = matches!(broker, Broker::Forked(_));
+    // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
+    // still run it directly. A forked broker has it already.
+    let not_started = |err: anyhow::Error, state: &Path| {
+        if forked {
+            Err(err)
+        } else {
+            Ok(Ran::NotStarted {
+                reason: format!("{err:#}"),
+                state: Some(state.to_path_buf()),
+            })
+        }
     };
-    let launched = BrokerConversation::launch(
-        &request,
-        &journal,
-        handover,
-        Stdio::inherit(),
-        &live,
-        Pace::EXEC,
-    )
-    .await;
+    let signals = match Signals::install(request.terminal.is_some()) {
+        Ok(signals) => signals,
+        Err(err) => return not_started(err.into(), &state),
+    };
+    // Our handlers take what came meanwhile.
+    drop(held);
+    let live = LiveBrokers::new();
+    let launched = match broker {
+        Broker::Forked(forked) => {
+            BrokerConversation::forked(forked, &request, &live, Pace::EXEC).await
+        }
+        Broker::ToSpawn(handover) => {
+            BrokerConversation::launch(
+                &request,
+                &journal,
+                handover,
+                Stdio::inherit(),
+                &live,
+                Pace::EXEC,
+            )
+            .await
+        }
+    };
     let mut broker = match launched {
         Ok(broker) => broker,
         Err(err) => {
             let err = anyhow::anyhow!("cannot start the broker: {err}");
-            return not_started(err, Some(&state));
+            return not_started(err, &state);
         }
     };
+    // Off our path (the shim's start stays as fast), and after the broker, which a thread
+    // would have kept from being forked: whatever killed brokers left running.
+    let _ = crate::supervisor::abandoned::reclaim_in_background();
     // The write ends were closed when spawn returned: the copies end when the broker does.
     let copy = copy_read.map(OutputCopy::start).transpose()?;
 

@@ -49,7 +49,12 @@ pub fn build_tree(root: i32, processes: &[ProcessInfo], group: Option<i32>) -> V
     let mut visited = HashSet::with_capacity(by_pid.len());
     rows.push(TreeRow {
         depth: 0,
-        process: root_process.clone(),
+        // The root is the broker, whatever its command line says: a broker forked from
+        // the shell shim has the shim's (`bash -c ...`).
+        process: ProcessInfo {
+            argv: vec!["tether".into(), "broker".into()],
+            ..root_process.clone()
+        },
         escaped: false,
     });
     visited.insert(root);

@@ -27,7 +27,7 @@ use super::intervals::{
 };
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
 use super::liveness::{Heartbeat, PingWatch, is_stopped};
-use super::process::{BrokerLine, BrokerProcess, Handover};
+use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover};
 use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::signal_through_pid;
@@ -112,6 +112,33 @@ impl BrokerConversation {
             let ticket = registry.register(broker.pid());
             (broker, ticket)
         };
+        Ok(BrokerConversation::launched(
+            broker, ticket, request, live, pace,
+        ))
+    }
+
+    /// Talks to the broker [`fork`](super::process::fork) started for `request` (before any
+    /// runtime), registered with `live`. Must be called inside a tokio runtime.
+    pub async fn forked(
+        forked: ForkedBroker,
+        request: &LaunchRequest,
+        live: &LiveBrokers,
+        pace: Pace,
+    ) -> std::io::Result<BrokerConversation> {
+        let ticket = live.lock().await.register(forked.pid());
+        let broker = BrokerProcess::forked(forked)?;
+        Ok(BrokerConversation::launched(
+            broker, ticket, request, live, pace,
+        ))
+    }
+
+    fn launched(
+        broker: BrokerProcess,
+        ticket: Ticket,
+        request: &LaunchRequest,
+        live: &LiveBrokers,
+        pace: Pace,
+    ) -> BrokerConversation {
         let cgroup = CommandCgroup::Expected(broker.expected_cgroup.clone());
         let grace = Duration::from_millis(request.grace_ms);
         let link = Link::Launched {
@@ -119,7 +146,7 @@ impl BrokerConversation {
             live: live.clone(),
             ticket,
         };
-        Ok(BrokerConversation::over(link, pace, grace, cgroup))
+        BrokerConversation::over(link, pace, grace, cgroup)
     }
 
     /// A conversation over `link` that has heard nothing yet.
@@ -439,7 +466,7 @@ impl CommandCgroup {
 /// shim call ends here, the broker usually a moment from its exit, and a thread started to
 /// wait for it cost more than the wait. Without pidfds (a kernel before 5.3, a sandbox), a
 /// blocking thread all the same.
-async fn reap(mut child: std::process::Child) {
+async fn reap(mut child: BrokerChild) {
     if let Ok(Some(_)) = child.try_wait() {
         return;
     }

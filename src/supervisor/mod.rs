@@ -20,7 +20,7 @@ pub use attach::Answer;
 pub use conversation::{BrokerConversation, Due};
 pub use ending::{End, Remains};
 pub use launch::launch_request;
-pub use process::{BrokerLine, Handover};
+pub use process::{BROKER_FORK_ENV, BrokerLine, Fork, ForkedBroker, Handover, fork as fork_broker};
 pub use session::Session;
 
 use std::io;

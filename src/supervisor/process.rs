@@ -7,6 +7,10 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
 use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, JOURNAL_FD};
 use crate::fdio::{AsyncPipe, LineReader, Outbox};
 use crate::journal::JournalDir;
@@ -20,9 +24,59 @@ fn broker_token() -> io::Result<String> {
     Ok(bits.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The broker as this front end's unreaped child, however it was started (`tether broker`
+/// exec'd, or a fork of this process: see [`fork`]). Unreaped, its pid cannot name another
+/// process; once reaped here, nothing is sent to that pid again.
+pub struct BrokerChild {
+    pid: i32,
+    reaped: bool,
+}
+
+impl BrokerChild {
+    fn new(pid: i32) -> BrokerChild {
+        BrokerChild { pid, reaped: false }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// SIGKILL, unless it was reaped already.
+    pub fn kill(&mut self) -> io::Result<()> {
+        if self.reaped {
+            return Ok(());
+        }
+        nix::sys::signal::kill(Pid::from_raw(self.pid), Signal::SIGKILL).map_err(io::Error::from)
+    }
+
+    /// Reaps it if it has exited: `Some` once it has (now or before).
+    pub fn try_wait(&mut self) -> io::Result<Option<()>> {
+        self.reap(Some(WaitPidFlag::WNOHANG))
+    }
+
+    /// Waits for it to exit and reaps it.
+    pub fn wait(&mut self) -> io::Result<()> {
+        self.reap(None).map(|_| ())
+    }
+
+    fn reap(&mut self, flags: Option<WaitPidFlag>) -> io::Result<Option<()>> {
+        while !self.reaped {
+            match waitpid(Pid::from_raw(self.pid), flags) {
+                Ok(WaitStatus::StillAlive) => return Ok(None),
+                Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => self.reaped = true,
+                // Stopped or continued (not asked for): still there.
+                Ok(_) => return Ok(None),
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Ok(Some(()))
+    }
+}
+
 /// A running broker: requests go to its stdin, events come from its stdout.
 pub struct BrokerProcess {
-    pub child: Child,
+    pub child: BrokerChild,
     requests: AsyncPipe,
     events: AsyncPipe,
     reader: LineReader,
@@ -57,24 +111,8 @@ impl BrokerProcess {
         handover: Handover,
         stderr: Stdio,
     ) -> io::Result<BrokerProcess> {
-        let launch =
-            encode_line(&ToBroker::Launch(Box::new(request.clone()))).map_err(io::Error::other)?;
-        if launch.len() > MAX_LINE {
-            return Err(io::Error::other(format!(
-                "the launch request is {} bytes, over the {}-MiB limit; shorten the command line or its environment",
-                launch.len(),
-                MAX_LINE >> 20
-            )));
-        }
-        let journal_fd = journal.try_clone_fd()?;
-        let custody = journal.try_clone_fd()?;
-        // A fresh directory nobody else holds: the lock is ours at once. Without it (a file
-        // system without locks) a later tether may only find the command once we are gone.
-        // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
-        let _ = rustix::fs::flock(
-            &custody,
-            rustix::fs::FlockOperation::NonBlockingLockExclusive,
-        );
+        let launch = launch_line(request)?;
+        let (journal_fd, custody) = journal_fds(journal)?;
         let exe = std::env::current_exe()?;
         let mut command = Command::new(exe);
         command
@@ -103,15 +141,20 @@ impl BrokerProcess {
         let mut broker = BrokerProcess::talking_to(child, None, Some(custody))?;
         // The request first: the broker waits for it, and what follows does not.
         broker.requests.write_all(&launch).await?;
-        // Our unreaped child: the pid names it, and its start time is the one it names its
-        // command's cgroup with.
-        let pid = broker.pid();
-        let identity = crate::protocol::BrokerIdentity {
-            pid,
-            start_ticks: crate::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
-        };
-        broker.expected_cgroup = Some(crate::broker::containment::cgroup_name(request, &identity));
+        broker.expected_cgroup = expected_cgroup(request, broker.pid());
         Ok(broker)
+    }
+
+    /// Talks to the broker [`fork`] started. Must be called inside a tokio runtime.
+    pub fn forked(broker: ForkedBroker) -> io::Result<BrokerProcess> {
+        let ForkedBroker {
+            child,
+            requests,
+            events,
+            custody,
+            expected_cgroup,
+        } = broker;
+        BrokerProcess::over(child, requests, events, expected_cgroup, custody)
     }
 
     /// Talks to `child` through its piped stdin and stdout.
@@ -123,10 +166,28 @@ impl BrokerProcess {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(io::Error::other("the broker's pipes were not created"));
         };
+        // Dropping a `Child` neither kills nor reaps it: the pid is ours to reap.
+        let child = BrokerChild::new(child.id() as i32);
+        BrokerProcess::over(
+            child,
+            OwnedFd::from(stdin),
+            OwnedFd::from(stdout),
+            expected_cgroup,
+            custody,
+        )
+    }
+
+    fn over(
+        child: BrokerChild,
+        requests: OwnedFd,
+        events: OwnedFd,
+        expected_cgroup: Option<String>,
+        custody: Option<OwnedFd>,
+    ) -> io::Result<BrokerProcess> {
         Ok(BrokerProcess {
             child,
-            requests: AsyncPipe::new(OwnedFd::from(stdin))?,
-            events: AsyncPipe::new(OwnedFd::from(stdout))?,
+            requests: AsyncPipe::new(requests)?,
+            events: AsyncPipe::new(events)?,
             reader: LineReader::new(256 * 1024),
             outbox: Outbox::default(),
             expected_cgroup,
@@ -183,6 +244,231 @@ impl BrokerProcess {
     pub fn read_waiting(&mut self) -> usize {
         self.reader.read_waiting(&self.events)
     }
+}
+
+/// The launch request as the line the broker reads first.
+fn launch_line(request: &LaunchRequest) -> io::Result<Vec<u8>> {
+    let launch =
+        encode_line(&ToBroker::Launch(Box::new(request.clone()))).map_err(io::Error::other)?;
+    if launch.len() > MAX_LINE {
+        return Err(io::Error::other(format!(
+            "the launch request is {} bytes, over the {}-MiB limit; shorten the command line or its environment",
+            launch.len(),
+            MAX_LINE >> 20
+        )));
+    }
+    Ok(launch)
+}
+
+/// The journal directory twice: the broker's [`JOURNAL_FD`], and the front end's custody of
+/// it, locked (`flock`).
+fn journal_fds(journal: &JournalDir) -> io::Result<(OwnedFd, OwnedFd)> {
+    let journal_fd = journal.try_clone_fd()?;
+    let custody = journal.try_clone_fd()?;
+    // A fresh directory nobody else holds: the lock is ours at once. Without it (a file
+    // system without locks) a later tether may only find the command once we are gone.
+    // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
+    let _ = rustix::fs::flock(
+        &custody,
+        rustix::fs::FlockOperation::NonBlockingLockExclusive,
+    );
+    Ok((journal_fd, custody))
+}
+
+/// The name of the cgroup the broker `pid` (our unreaped child, whose start time it names
+/// its command's cgroup with) will make for `request`.
+fn expected_cgroup(request: &LaunchRequest, pid: i32) -> Option<String> {
+    let identity = crate::protocol::BrokerIdentity {
+        pid,
+        start_ticks: crate::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
+    };
+    Some(crate::broker::containment::cgroup_name(request, &identity))
+}
+
+/// Set to `off` in a front end's environment: its broker is always `tether broker` exec'd,
+/// never a fork of the front end (for tests of that path).
+pub const BROKER_FORK_ENV: &str = "TETHER_BROKER_FORK";
+
+/// A broker [`fork`] started: our unreaped child, its launch request in its stdin already.
+pub struct ForkedBroker {
+    child: BrokerChild,
+    requests: OwnedFd,
+    events: OwnedFd,
+    custody: Option<OwnedFd>,
+    expected_cgroup: Option<String>,
+}
+
+impl ForkedBroker {
+    pub fn pid(&self) -> i32 {
+        self.child.pid
+    }
+}
+
+/// Starts the broker for `request` as a fork of this process rather than an exec of
+/// `tether broker`: the same code, already loaded, so a brokered command skips a second
+/// `execve`, the loader's relocations of a large binary and a runtime's start (about a
+/// third of what the shell shim cost beyond the shell). The child takes the descriptors the
+/// exec'd broker takes, at the same numbers, closes every other one, marks itself a broker
+/// (`TETHER_BROKER`, its token) and runs [`crate::broker::main`]; what it holds and what it
+/// journals are the exec'd broker's. Its `/proc/PID/environ` is its front end's, so the
+/// token that proves it to `control::verify` is the name of a memfd it holds (as every
+/// broker does).
+///
+/// [`Fork::Declined`] (the handover given back) when this process may not fork one, and
+/// the caller execs one as before:
+/// `TETHER_BROKER_FORK=off`, more than one thread (a fork has only the forking thread, and
+/// another's locks would stay held in the copy for ever), or a launch request too long to
+/// wait in the pipe. Call it before any runtime or signal handler is made: the child makes
+/// its own, and must share neither. `child_mask` is the signal mask the broker runs with
+/// (the caller may block signals across the fork until its own handlers are in place).
+pub fn fork(
+    request: &LaunchRequest,
+    journal: &JournalDir,
+    handover: Handover,
+    child_mask: &nix::sys::signal::SigSet,
+) -> io::Result<Fork> {
+    if std::env::var_os(BROKER_FORK_ENV).is_some_and(|v| v == "off") || !single_threaded() {
+        return Ok(Fork::Declined(handover));
+    }
+    let launch = launch_line(request)?;
+    let (requests_read, requests_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // Written before the fork, so that no child exists when it cannot be: it must fit.
+    if !written_at_once(&requests_write, &launch)? {
+        return Ok(Fork::Declined(handover));
+    }
+    let (events_read, events_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (journal_fd, custody) = journal_fds(journal)?;
+    let token = broker_token()?;
+    {
+        use std::io::Write;
+        // Nothing buffered of ours may be written twice, by the copy too.
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+    }
+    // SAFETY: this process has a single thread (checked above), so the child's copy holds
+    // no lock another thread took; it never returns into the caller's code (it exits).
+    match unsafe { nix::unistd::fork() }? {
+        nix::unistd::ForkResult::Child => {
+            let code = become_broker(
+                [requests_read, events_write],
+                journal_fd,
+                handover,
+                &token,
+                child_mask,
+            );
+            std::process::exit(code)
+        }
+        nix::unistd::ForkResult::Parent { child } => {
+            drop((requests_read, events_write, journal_fd, handover));
+            let pid = child.as_raw();
+            Ok(Fork::Started(ForkedBroker {
+                child: BrokerChild::new(pid),
+                requests: requests_write,
+                events: events_read,
+                custody: Some(custody),
+                expected_cgroup: expected_cgroup(request, pid),
+            }))
+        }
+    }
+}
+
+/// How [`fork`] went, short of an error.
+pub enum Fork {
+    /// The broker runs, a fork of this process.
+    Started(ForkedBroker),
+    /// Not forked (see [`fork`]): the handover back, for an exec'd broker.
+    Declined(Handover),
+}
+
+/// Whether this process runs a single thread (`Threads:` of `/proc/self/status`).
+fn single_threaded() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .is_some_and(|n| n.trim() == "1")
+    })
+}
+
+/// Writes `line` whole into the empty pipe `to` without waiting, raising the pipe's size
+/// if it must; false (nothing written) when it cannot hold it.
+fn written_at_once(to: &OwnedFd, line: &[u8]) -> io::Result<bool> {
+    use nix::fcntl::{FcntlArg, fcntl};
+    let size = fcntl(to, FcntlArg::F_GETPIPE_SZ)? as usize;
+    if line.len() > size && fcntl(to, FcntlArg::F_SETPIPE_SZ(line.len() as i32)).is_err() {
+        return Ok(false);
+    }
+    // An empty pipe of at least `line.len()` bytes takes it in one write.
+    let written = nix::unistd::write(to, line)?;
+    Ok(written == line.len())
+}
+
+/// The forked child, from fork to the broker's exit: what the exec'd broker's `pre_exec`
+/// and exec gave it (its own session, the pipes as stdin and stdout, the handed-over
+/// descriptors at their numbers, nothing else open, the broker's marks), then the broker.
+fn become_broker(
+    [requests, events]: [OwnedFd; 2],
+    journal_fd: OwnedFd,
+    handover: Handover,
+    token: &str,
+    mask: &nix::sys::signal::SigSet,
+) -> i32 {
+    let placed = (|| -> io::Result<()> {
+        nix::unistd::setsid()?;
+        for (fd, target) in [(&requests, 0), (&events, 1)] {
+            // SAFETY: 0 and 1 are this copy's to give a new meaning; never closed here.
+            let mut target = unsafe { OwnedFd::from_raw_fd(target) };
+            let result = rustix::io::dup2(fd, &mut target);
+            std::mem::forget(target);
+            result?;
+        }
+        let [out, err] = handover
+            .mirror
+            .as_ref()
+            .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
+        let handed = [Some(&journal_fd), out, err, handover.stdin.as_ref()];
+        let missing: Vec<RawFd> = (JOURNAL_FD..)
+            .zip(&handed)
+            .filter(|(_, fd)| fd.is_none())
+            .map(|(target, _)| target)
+            .collect();
+        pass_fds(handed, JOURNAL_FD)?;
+        // A number not handed over holds nothing: the broker would take a descriptor of the
+        // front end's found there for one handed over.
+        for target in missing {
+            let _ = nix::unistd::close(target);
+        }
+        // What exec and close-on-exec would have closed: every other descriptor of the
+        // front end's (its copies of these, its session's directory, its custody lock).
+        // libc: nix has no close_range.
+        // SAFETY: closes descriptors only; the ones above are forgotten, never used again.
+        let closed = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                crate::broker::STDIN_FD + 1,
+                u32::MAX,
+                0,
+            )
+        };
+        std::mem::forget((requests, events, journal_fd, handover));
+        if closed < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    })();
+    if let Err(err) = placed {
+        eprintln!("tether broker: cannot take the descriptors its front end handed over: {err}");
+        return 1;
+    }
+    // SAFETY: this process has one thread (the fork's), so nothing reads the environment
+    // while it is changed.
+    unsafe {
+        std::env::set_var(BROKER_ENV, "1");
+        std::env::set_var(BROKER_TOKEN_ENV, token);
+    }
+    let _ =
+        nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(mask), None);
+    crate::broker::main()
 }
 
 /// Descriptors a broker takes at fixed numbers, besides its journal directory.
