@@ -5,7 +5,7 @@
 //! across exec. Anything ignored where tether itself was started (`nohup`, a shell's `&`)
 //! would otherwise pass on to the command too.
 //!
-//! Raw `rt_sigaction`/`rt_sigprocmask` through libc: they run in the child between fork and
+//! Raw `rt_sigaction`/`rt_sigprocmask` through libc: they run in the child between clone and
 //! exec, and over the kernel's whole signal set, where nix's `SigSet` and `sigaction` go
 //! through glibc, which hides its own signals 32 and 33.
 
@@ -28,9 +28,11 @@ const KERNEL_NSIG: usize = 128;
 const KERNEL_NSIG: usize = 64;
 const KERNEL_SIGSET_BYTES: usize = KERNEL_NSIG / 8;
 
-/// Sets every signal to SIG_DFL and empties the signal mask. It runs in the forked child
-/// just before exec, so it makes raw system calls only: those are async-signal-safe and
-/// touch no lock the fork may have copied held, and glibc's `sigaction` refuses 32 and 33.
+/// Sets every signal to SIG_DFL and empties the signal mask, in that order: a child that
+/// shares the broker's memory (`clone_into`) comes with every signal blocked, and none may
+/// reach one of the broker's handlers. It runs in the child just before exec, so it makes
+/// raw system calls only: those are async-signal-safe and touch no lock a fork may have
+/// copied held, and glibc's `sigaction` refuses 32 and 33.
 pub fn reset_in_child() -> io::Result<()> {
     // All zeros is SIG_DFL with no flags and an empty mask in the kernel's `struct
     // sigaction` on every architecture, whatever the order of its fields; 64 bytes is more
@@ -65,6 +67,47 @@ pub fn reset_in_child() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Blocks every signal the kernel has in the calling thread, glibc's own 32 and 33 too
+/// (its `pthread_sigmask` leaves those two open), and gives back the mask it replaced: the
+/// broker's, around a clone whose child shares its memory, as glibc's `posix_spawn` blocks
+/// them, so that no handler of the broker's runs in the child before `reset_in_child` has
+/// set them all to default. The kernel leaves SIGKILL and SIGSTOP out by itself.
+#[cfg(target_arch = "x86_64")]
+pub fn block_all() -> io::Result<[u64; 2]> {
+    let all = [u64::MAX; 2];
+    let mut old = [0u64; 2];
+    // SAFETY: both sets are valid for KERNEL_SIGSET_BYTES bytes.
+    let blocked = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK as libc::c_long,
+            all.as_ptr(),
+            old.as_mut_ptr(),
+            KERNEL_SIGSET_BYTES,
+        )
+    };
+    if blocked == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(old)
+}
+
+/// Puts back the mask `block_all` replaced.
+#[cfg(target_arch = "x86_64")]
+pub fn set_mask(mask: &[u64; 2]) {
+    // SAFETY: `mask` is valid for KERNEL_SIGSET_BYTES bytes; no old mask is asked for. It
+    // cannot fail with a valid set and size.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK as libc::c_long,
+            mask.as_ptr(),
+            std::ptr::null_mut::<u64>(),
+            KERNEL_SIGSET_BYTES,
+        );
+    }
 }
 
 /// In the forked child, before exec, once it leads a process group of its own in the
