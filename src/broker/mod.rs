@@ -93,5 +93,8 @@ pub fn main() -> i32 {
     };
     let code = runtime.block_on(run::run(inherited));
     let _ = std::io::stderr().flush();
-    code
+    // All the broker owes is done (the journal flushed, `close` sent, the socket and its
+    // link removed): the runtime's teardown would only delay the exit its front end waits
+    // for, and the kernel releases what it holds.
+    std::process::exit(code)
 }
