@@ -468,7 +468,41 @@ fn become_broker(
     }
     let _ =
         nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(mask), None);
+    name_in_argv_area();
     crate::broker::main()
+}
+
+/// What `ps`, `top` and `pstree` show of the forked broker: `tether broker`, as of an exec'd
+/// one, rather than its front end's command line (`bash -c CMD`, read as a second copy of
+/// the command). The kernel reads `/proc/PID/cmdline` from the argv area of the process's
+/// memory ([`arg_start`, `arg_end`) of `/proc/self/stat`), which the name overwrites, the
+/// rest zeroed, as setproctitle(3) does; an area too short to hold it is left as it is.
+/// Nothing of the broker's reads its arguments after this.
+fn name_in_argv_area() {
+    const NAME: &[u8] = b"tether\0broker\0";
+    let Some((start, end)) = argv_area() else {
+        return;
+    };
+    let Some(len) = end.checked_sub(start).filter(|&len| len >= NAME.len()) else {
+        return;
+    };
+    // SAFETY: [start, end) is this process's own argv area, as the kernel reports it: mapped
+    // and writable (the initial stack), read afterwards only by the kernel, for cmdline.
+    unsafe {
+        let area = std::slice::from_raw_parts_mut(start as *mut u8, len);
+        area.fill(0);
+        area[..NAME.len()].copy_from_slice(NAME);
+    }
+}
+
+/// `arg_start` and `arg_end` (fields 48 and 49) of `/proc/self/stat`.
+fn argv_area() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name's closing parenthesis: field 3 (the state) onwards.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(48 - 3);
+    let start = fields.next()?.parse().ok()?;
+    let end = fields.next()?.parse().ok()?;
+    Some((start, end))
 }
 
 /// Descriptors a broker takes at fixed numbers, besides its journal directory.
