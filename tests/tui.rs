@@ -817,9 +817,7 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
         procs::wait_gone(&tree, Duration::from_secs(10)).is_empty(),
         "SIGTERM left processes"
     );
-    tmux.wait_screen(&env, "the command ended", |s| {
-        s.contains("SIGTERM by tether TUI, pid")
-    });
+    tmux.wait_screen(&env, "the command ended", |s| s.contains("exit SIGTERM"));
     tmux.keys(&env, &["q"]);
     tmux.wait_screen(&env, "the TUI gone", |s| !s.contains("Commands"));
     drop(tmux);

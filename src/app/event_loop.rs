@@ -179,6 +179,9 @@ pub(super) async fn event_loop(
             runner.quit_deadline = Some(Instant::now() + ABORT_SLACK);
             continue;
         }
+        if runner.app.settle_quit_question() {
+            runner.quit_now = true;
+        }
         if runner.quit_now
             || (runner.app.view.quitting && (runner.fleet.active() == 0 || quit_overdue))
         {

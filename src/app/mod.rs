@@ -169,6 +169,21 @@ impl App {
         }
     }
 
+    /// The quit question follows the commands it is about: its count stays current, and
+    /// once nothing runs it has no answer left to wait for. True then: the dialog is gone and
+    /// the TUI quits, as `q` does with nothing running.
+    pub fn settle_quit_question(&mut self) -> bool {
+        let Some(view::Dialog::ConfirmQuit { running }) = &mut self.view.dialog else {
+            return false;
+        };
+        *running = self.model.running();
+        if *running > 0 {
+            return false;
+        }
+        self.view.dialog = None;
+        true
+    }
+
     /// Puts a command on the list at `index` (one another process started, in `tether
     /// watch`); the selection stays on the command it was on.
     pub fn insert_command(&mut self, index: usize, command: CommandState) {

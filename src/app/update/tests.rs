@@ -140,6 +140,33 @@ fn quitting_asks_while_commands_run_except_in_a_recorded_session() {
     assert_eq!(effects, [Effect::Quit]);
 }
 
+/// A command may end between `q` and the answer: the question then counts what still runs,
+/// and once nothing does the TUI quits without waiting for an answer that changes nothing.
+#[test]
+fn the_quit_question_follows_the_commands_and_goes_when_none_runs() {
+    let mut first = model(false, true);
+    let second = first.commands[0].clone();
+    first.commands.push(second);
+    let mut app = crate::app::App::new(first);
+    assert!(app.handle(Action::Quit).is_empty());
+    assert_eq!(app.view.dialog, Some(Dialog::ConfirmQuit { running: 2 }));
+    assert!(!app.settle_quit_question(), "two still run");
+
+    let status = crate::protocol::ExitStatus {
+        code: None,
+        signal: Some(15),
+        core_dumped: false,
+    };
+    app.apply_event(0, 1, &event(60, EventKind::Exit { pid: 7, status }));
+    assert!(!app.settle_quit_question(), "one still runs");
+    assert_eq!(app.view.dialog, Some(Dialog::ConfirmQuit { running: 1 }));
+
+    app.apply_event(1, 1, &event(61, EventKind::Exit { pid: 7, status }));
+    assert!(app.settle_quit_question(), "nothing runs: quit");
+    assert_eq!(app.view.dialog, None);
+    assert!(!app.settle_quit_question(), "asked once");
+}
+
 #[test]
 fn a_recorded_session_refuses_operator_actions() {
     let model = model(true, true);
