@@ -507,8 +507,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
         out.feed(&mut broker, Input::ParentBacklog(out.link.queue.len()));
     }
-    // The last chunks may still wait for the front end's copy; it reads until we exit.
-    for mirror in mirrors.iter_mut().flatten() {
+    // The last chunks may still wait for the front end's copy; then each of its copies ends,
+    // while the result is written.
+    for mut mirror in mirrors.into_iter().flatten() {
         let _ = mirror.flush().await;
     }
     out.reap(&mut broker);
@@ -525,6 +526,17 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         for_subscribers,
         ..
     } = out;
+    // What is left once `close` is sent is our own exit, which the front end (the shim, exec)
+    // does not wait for: it returns on `close`. So before it: nobody new connects to a broker
+    // that is done, no later tether finds a link to it, and nothing of the front end's
+    // caller is held open here (our stderr, inherited, is its pipe: an agent reads it to end
+    // of file). The front end's exit is expected now; its death signal would mean nothing.
+    if let Some(server) = control.as_mut() {
+        server.remove_socket();
+    }
+    crate::control::journal_link::remove(&identity);
+    let _ = nix::sys::prctl::set_pdeathsig(None);
+    let _ = detach_stderr();
     let parent_drain = async {
         if attached {
             link.drain(Duration::from_secs(1)).await;
@@ -539,7 +551,6 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
     };
     tokio::join!(parent_drain, control_drain);
-    crate::control::journal_link::remove(&identity);
     Ok(code)
 }
 

@@ -344,7 +344,8 @@ impl ControlServer {
         self.refused.clear();
     }
 
-    fn remove_socket(&mut self) {
+    /// Removes the socket file: nobody new connects. Clients connected stay served.
+    pub fn remove_socket(&mut self) {
         if std::mem::replace(&mut self.removed, true) {
             return;
         }
