@@ -136,6 +136,16 @@ pub fn read_stat_text(pid: i32, buffer: &mut Vec<u8>) -> Option<std::borrow::Cow
     Some(String::from_utf8_lossy(&buffer[..filled]))
 }
 
+/// The whole text of a small file the kernel renders on read (`/proc/self/mountinfo`,
+/// `/proc/self/cgroup`, a cgroup's `cgroup.events`): read into room for `expected` bytes at
+/// once, so that one `read` and the one that finds its end do, where `fs::read_to_string`
+/// (whose size hint is 0 for these) starts at 32 bytes and doubles, a `read` each time.
+pub fn read_small(mut file: impl std::io::Read, expected: usize) -> std::io::Result<String> {
+    let mut text = String::with_capacity(expected);
+    file.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// What a process has done so far, in counters that any fork, vfork, exec, new thread or
 /// run of code moves: minor faults (a fork's copy-on-write touches the parent's pages at
 /// once), CPU time, threads, and how often its threads were scheduled (a vfork parent
@@ -422,6 +432,23 @@ pub fn started_by(stat: &ProcStat, at_ms: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_read_takes_the_whole_file_whatever_its_size() {
+        let long: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(read_small(long.as_bytes(), 64).unwrap(), long);
+        assert_eq!(
+            read_small(&b"populated 0\n"[..], 1024).unwrap(),
+            "populated 0\n"
+        );
+        assert_eq!(read_small(&b""[..], 16).unwrap(), "");
+        // What the kernel renders, read as it is read on the broker's path.
+        let own = read_small(fs::File::open("/proc/self/stat").unwrap(), 1024).unwrap();
+        assert_eq!(
+            parse_stat(&own).map(|s| s.pid),
+            Some(std::process::id() as i32)
+        );
+    }
 
     #[test]
     fn activity_reads_faults_cpu_threads_and_slices() {

@@ -20,8 +20,6 @@ pub mod stop;
 mod terminal;
 mod tree;
 
-use std::io::Write;
-
 /// Environment variable that marks a process as a broker started by tether.
 pub const BROKER_ENV: &str = "TETHER_BROKER";
 
@@ -92,9 +90,8 @@ pub fn main() -> i32 {
         }
     };
     let code = runtime.block_on(run::run(inherited));
-    let _ = std::io::stderr().flush();
     // All the broker owes is done (the journal flushed, `close` sent, the socket and its
-    // link removed): the runtime's teardown would only delay the exit its front end waits
-    // for, and the kernel releases what it holds.
-    std::process::exit(code)
+    // link removed): the runtime's teardown and the exit handlers would only keep it
+    // longer, and the kernel releases what it holds.
+    crate::exec::exit_now(code)
 }

@@ -3,7 +3,7 @@
 //! up again each time, and a cgroup directory can be swapped under a path between two
 //! writes; a held directory cannot.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
@@ -43,9 +43,7 @@ pub(super) fn open_dir(dir: impl AsFd, name: &str) -> io::Result<OwnedFd> {
 
 /// The whole text of the file `name` below `dir`.
 pub(super) fn read(dir: impl AsFd, name: &str) -> io::Result<String> {
-    let mut text = String::new();
-    open(dir, name, OFlag::O_RDONLY)?.read_to_string(&mut text)?;
-    Ok(text)
+    crate::procfs::read_small(open(dir, name, OFlag::O_RDONLY)?, 1024)
 }
 
 /// Writes `value` to the file `name` below `dir`, in one write: the kernel takes a cgroup

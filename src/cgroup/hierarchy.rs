@@ -118,10 +118,12 @@ impl Hierarchy {
             return Err(Unavailable::Disabled);
         }
         let read = |path: &str| {
-            std::fs::read_to_string(path).map_err(|err| Unavailable::Unreadable {
-                what: path.into(),
-                reason: err.to_string(),
-            })
+            std::fs::File::open(path)
+                .and_then(|file| crate::procfs::read_small(file, 8192))
+                .map_err(|err| Unavailable::Unreadable {
+                    what: path.into(),
+                    reason: err.to_string(),
+                })
         };
         let mount = parse_mountinfo(&read("/proc/self/mountinfo")?).ok_or(Unavailable::NoV2)?;
         if mount.read_only {

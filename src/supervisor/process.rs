@@ -18,10 +18,27 @@ use crate::protocol::{Event, Frame, LaunchRequest, MAX_LINE, ToBroker, encode_li
 
 /// A fresh broker token: 128 bits from the kernel's random source, in hex.
 fn broker_token() -> io::Result<String> {
-    use std::io::Read;
     let mut bits = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bits)?;
+    fill_random(&mut bits)?;
     Ok(bits.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Fills `bits` from the kernel's random source: getrandom(2), one call (blocking only
+/// until the pool is first seeded, at boot); `/dev/urandom` where the call is missing.
+fn fill_random(bits: &mut [u8]) -> io::Result<()> {
+    use std::io::Read;
+    let mut filled = 0;
+    while filled < bits.len() {
+        match rustix::rand::getrandom(&mut bits[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::NOSYS) => {
+                return std::fs::File::open("/dev/urandom")?.read_exact(&mut bits[filled..]);
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The broker as this front end's unreaped child, however it was started (`tether broker`
@@ -380,14 +397,14 @@ pub enum Fork {
     Declined(Handover),
 }
 
-/// Whether this process runs a single thread (`Threads:` of `/proc/self/status`).
+/// Whether this process runs a single thread (`num_threads`, field 20 of its `stat`).
 fn single_threaded() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("Threads:"))
-            .is_some_and(|n| n.trim() == "1")
-    })
+    let pid = std::process::id() as i32;
+    crate::procfs::read_stat_text(pid, &mut vec![0u8; 1024])
+        .as_deref()
+        .and_then(crate::procfs::StatFields::split)
+        .and_then(|fields| fields.number::<u64>(20))
+        == Some(1)
 }
 
 /// Writes `line` whole into the empty pipe `to` without waiting, raising the pipe's size
@@ -497,7 +514,9 @@ fn name_in_argv_area() {
 
 /// `arg_start` and `arg_end` (fields 48 and 49) of `/proc/self/stat`.
 fn argv_area() -> Option<(usize, usize)> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let pid = std::process::id() as i32;
+    let mut buffer = vec![0u8; 1024];
+    let stat = crate::procfs::read_stat_text(pid, &mut buffer)?;
     // After the command name's closing parenthesis: field 3 (the state) onwards.
     let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(48 - 3);
     let start = fields.next()?.parse().ok()?;
@@ -560,6 +579,17 @@ impl BrokerLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_are_128_random_bits_in_hex_and_never_repeat() {
+        let tokens: std::collections::HashSet<String> =
+            (0..64).map(|_| broker_token().expect("a token")).collect();
+        assert_eq!(tokens.len(), 64);
+        for token in &tokens {
+            assert_eq!(token.len(), 32, "{token}");
+            assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
+        }
+    }
 
     /// More requests than a pipe holds, posted to a reader that starts late: what the
     /// posts could not write goes while the front end waits for a line, with no request
