@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BYTES=${BENCH_BYTES:-1073741824}
 cargo build --release --quiet
-TETHER=$PWD/target/release/tether
+TETHER=$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tether-bench-grep.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 STATE=$WORK/state

@@ -17,7 +17,7 @@ need() { command -v "$1" >/dev/null 2>&1 || {
 need tmux
 need less
 cargo build --release --quiet
-TETHER=$PWD/target/release/tether
+TETHER=$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)
 
 WORK=$(mktemp -d)
 SOCKET="tether-bench-open-$$"

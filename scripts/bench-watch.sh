@@ -7,7 +7,7 @@
 # broker: an upper bound of broker start → row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-target/release/tether}
+BIN=${1:-target/x86_64-unknown-linux-gnu/release/tether}
 [ -x "$BIN" ] || cargo build --release
 if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux

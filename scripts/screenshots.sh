@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
-bin="$PWD/target/release/tether"
+bin=$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)
 out="$PWD/screenshots"
 mkdir -p "$out"
 state=$(mktemp -d)

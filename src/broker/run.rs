@@ -551,7 +551,10 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
     };
     tokio::join!(parent_drain, control_drain);
-    Ok(code)
+    // Done: our front end waits for this exit to reap us, and dropping what is open here
+    // (a deregistration and a close for each descriptor) would only keep it waiting. The
+    // kernel closes them.
+    crate::exec::exit_now(code)
 }
 
 /// One request line from the parent, as the broker takes it: input and sizes go to the

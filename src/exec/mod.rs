@@ -528,8 +528,7 @@ async fn run(
     let end = conversation.converse(&mut broker, signals).await;
     // The broker stays on as the leftovers' custodian if it keeps them running; we return as
     // the shell would. It is not waited for: the one that ran us re-parents nothing of ours,
-    // and the broker ends on its own when the leftovers are stopped. Nor is a broker that
-    // said `close`: its exit is all it has left.
+    // and the broker ends on its own when the leftovers are stopped.
     let remains = broker.end(end).await;
     let ExecConversation {
         mut outcome,

@@ -393,28 +393,27 @@ impl BrokerConversation {
         on_time.max(at_work)
     }
 
-    /// Ends the conversation with a launched broker, for a front end that exits at once
-    /// (`tether exec`, the shell shim): kills the broker unless it closed or keeps leftovers
-    /// running (through the unreaped child: its pid cannot have been reused) and reaps what
-    /// it killed. A broker that closed is not waited for: all it had left was its own exit,
-    /// and before `close` it removed its socket and link and let go of everything of ours,
-    /// so our caller gets the status and end of file without waiting for that exit; it is
-    /// re-parented when we exit. One that keeps leftovers ends when they are stopped. What
-    /// it left, if the front end must stop it, is returned. An attached broker is not the
-    /// front end's to kill: it is only let go (see [`Self::stop_by_pid`](super::attach) for
-    /// a stop it did not answer).
+    /// Ends the conversation with a launched broker: kills the broker unless it closed
+    /// (through the unreaped child: its pid cannot have been reused) and reaps it, unless it
+    /// keeps leftovers running. A broker that closed exits at once (it removed its socket and
+    /// link and let go of everything of ours before `close`), and is reaped here: left to
+    /// exit on its own, it would be re-parented to the nearest subreaper, an agent's broker,
+    /// whose journal would show every shim call's broker as an escaped orphan. What it left,
+    /// if the front end must stop it, is returned. An attached broker is not the front end's
+    /// to kill: it is only let go (see [`Self::stop_by_pid`](super::attach) for a stop it did
+    /// not answer).
     pub async fn end(self, end: End) -> Option<Remains> {
         self.finish(end, false).await
     }
 
-    /// Ends the conversation as [`end`](Self::end) does, but the broker is waited for
-    /// whatever its end (one that keeps leftovers running, once they are stopped): for a
-    /// front end that stays, as the TUI and the MCP server do, and learns the end from it.
+    /// Ends the conversation as [`end`](Self::end) does, but a broker that keeps leftovers
+    /// running is waited for as well (reaped once they are stopped): for a front end that
+    /// stays, as the TUI and the MCP server do, and learns the end from it.
     pub async fn end_and_reap(self, end: End) -> Option<Remains> {
         self.finish(end, true).await
     }
 
-    async fn finish(self, end: End, always_reap: bool) -> Option<Remains> {
+    async fn finish(self, end: End, reap_kept: bool) -> Option<Remains> {
         let Link::Launched {
             broker,
             live,
@@ -424,9 +423,8 @@ impl BrokerConversation {
             return None;
         };
         let mut child = broker.child;
-        let finished = matches!(end, End::Closed | End::LeftRunning);
-        if !finished || always_reap {
-            if !finished {
+        if end != End::LeftRunning || reap_kept {
+            if !matches!(end, End::Closed | End::LeftRunning) {
                 let _ = child.kill();
             }
             reap(child).await;
