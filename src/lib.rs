@@ -25,5 +25,6 @@ pub mod prune;
 pub mod sampler;
 pub mod shim;
 pub mod supervisor;
+pub mod sys;
 pub mod ui;
 pub mod units;

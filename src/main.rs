@@ -441,7 +441,7 @@ fn main() {
     // Started through a link named like a shell: the shim, before any option parsing (the
     // arguments are the shell's).
     if let Some(shell) = tether::shim::invoked_as_shell() {
-        tether::exec::exit_now(tether::shim::main_as_link(shell));
+        tether::sys::exit_now(tether::shim::main_as_link(shell));
     }
     // `tether broker` as the front end starts it, before clap builds every subcommand's
     // parser: it is on the path of every brokered command. Anything else (`broker --help`)

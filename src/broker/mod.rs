@@ -93,5 +93,5 @@ pub fn main() -> i32 {
     // All the broker owes is done (the journal flushed, `close` sent, the socket and its
     // link removed): the runtime's teardown and the exit handlers would only keep it
     // longer, and the kernel releases what it holds.
-    crate::exec::exit_now(code)
+    crate::sys::exit_now(code)
 }

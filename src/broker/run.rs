@@ -526,11 +526,11 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         for_subscribers,
         ..
     } = out;
-    // What is left once `close` is sent is our own exit, which the front end (the shim, exec)
-    // does not wait for: it returns on `close`. So before it: nobody new connects to a broker
-    // that is done, no later tether finds a link to it, and nothing of the front end's
-    // caller is held open here (our stderr, inherited, is its pipe: an agent reads it to end
-    // of file). The front end's exit is expected now; its death signal would mean nothing.
+    // What is left once `close` is sent is our own exit, which the front end waits for (to
+    // reap us) before it returns. So before it: nobody new connects to a broker that is done,
+    // no later tether finds a link to it, and nothing of the front end's caller is held open
+    // here (our stderr, inherited, is its pipe: an agent reads it to end of file). The front
+    // end's exit is expected now; its death signal would mean nothing.
     if let Some(server) = control.as_mut() {
         server.remove_socket();
     }
@@ -554,7 +554,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     // Done: our front end waits for this exit to reap us, and dropping what is open here
     // (a deregistration and a close for each descriptor) would only keep it waiting. The
     // kernel closes them.
-    crate::exec::exit_now(code)
+    crate::sys::exit_now(code)
 }
 
 /// One request line from the parent, as the broker takes it: input and sizes go to the

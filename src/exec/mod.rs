@@ -598,19 +598,6 @@ fn report_copy(reports: Vec<CopyReport>, journal_dir: &Path) -> bool {
     failed
 }
 
-/// Exits with `code` at once, as the shell does once its command is done: our output
-/// flushed, and nothing else run on the way out. exit(3) would run the C library's exit
-/// handlers and every shared library's destructors first, touching pages that were never
-/// touched before (faults, on the path back to the caller), for nothing of ours.
-pub fn exit_now(code: i32) -> ! {
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: _exit ends the process; what it skips (exit handlers, destructors) holds
-    // nothing of ours: our streams are flushed above, and our files are written through.
-    unsafe { libc::_exit(code) }
-}
-
 pub(crate) fn say_line(text: &str) {
     use std::io::Write;
     let line = format!("tether: {text}\n");

@@ -173,9 +173,8 @@ impl CallerTrace {
 
 /// A fresh span id: 8 random bytes as 16 hex digits, never all zero.
 pub fn new_span_id() -> String {
-    use std::io::Read;
     let mut bytes = [0u8; 8];
-    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    let random = crate::sys::random_bytes(&mut bytes);
     let mut id = u64::from_ne_bytes(bytes);
     if random.is_err() || id == 0 {
         // No randomness to be had: distinct enough for one machine's commands.

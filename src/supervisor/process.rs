@@ -19,26 +19,8 @@ use crate::protocol::{Event, Frame, LaunchRequest, MAX_LINE, ToBroker, encode_li
 /// A fresh broker token: 128 bits from the kernel's random source, in hex.
 fn broker_token() -> io::Result<String> {
     let mut bits = [0u8; 16];
-    fill_random(&mut bits)?;
+    crate::sys::random_bytes(&mut bits)?;
     Ok(bits.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Fills `bits` from the kernel's random source: getrandom(2), one call (blocking only
-/// until the pool is first seeded, at boot); `/dev/urandom` where the call is missing.
-fn fill_random(bits: &mut [u8]) -> io::Result<()> {
-    use std::io::Read;
-    let mut filled = 0;
-    while filled < bits.len() {
-        match rustix::rand::getrandom(&mut bits[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(rustix::io::Errno::NOSYS) => {
-                return std::fs::File::open("/dev/urandom")?.read_exact(&mut bits[filled..]);
-            }
-            Err(err) => return Err(err.into()),
-        }
-    }
-    Ok(())
 }
 
 /// The broker as this front end's unreaped child, however it was started (`tether broker`
@@ -401,10 +383,8 @@ pub enum Fork {
 fn single_threaded() -> bool {
     let pid = std::process::id() as i32;
     crate::procfs::read_stat_text(pid, &mut vec![0u8; 1024])
-        .as_deref()
-        .and_then(crate::procfs::StatFields::split)
-        .and_then(|fields| fields.number::<u64>(20))
-        == Some(1)
+        .and_then(|stat| crate::procfs::parse_activity(&stat, ""))
+        .is_some_and(|activity| activity.threads == 1)
 }
 
 /// Writes `line` whole into the empty pipe `to` without waiting, raising the pipe's size
