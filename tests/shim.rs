@@ -277,12 +277,57 @@ fn the_shims_commands_join_tether_session() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
-    // A bad name is a clear error, not a silent fresh session.
-    let mut command = shim_command(&env, &dir.join("sh"), &["-c", "true"]);
-    command.env("TETHER_SESSION", "no/slashes");
-    let out = run(&env, command, b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("TETHER_SESSION: invalid session name"));
+    env.finish();
+}
+
+/// A session name tether refuses (`.hidden` starts with a dot: the names of what tether sets
+/// aside, which no lister shows) neither hides the command nor loses it: the shim says so in
+/// one line and runs it, journaled in a new session of its own that `tether sessions` lists.
+#[test]
+fn a_refused_tether_session_runs_the_command_in_a_new_listed_session() {
+    let env = TestEnv::new("shim_bad_session");
+    let dir = shims(&env);
+    for refused in [".hidden", ".pruning-x-1", "no/slashes"] {
+        let mut command =
+            shim_command(&env, &dir.join("sh"), &["-c", "echo \"in $TETHER_SESSION\""]);
+        command.env("TETHER_SESSION", refused);
+        let out = run(&env, command, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{refused}: {stderr}");
+        assert!(
+            stderr.contains("TETHER_SESSION: invalid session name")
+                && stderr.contains("journaled in a new session instead"),
+            "{refused}: {stderr}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let session = stdout
+            .strip_prefix("in ")
+            .map(str::trim_end)
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            !session.is_empty() && session != refused && !session.starts_with('.'),
+            "{refused}: the command ran in `{stdout}`"
+        );
+        let listed = Command::new(BIN)
+            .args(["sessions", "--state-dir"])
+            .arg(env.state_dir())
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&listed.stdout).contains(&session),
+            "{refused}: `tether sessions` does not list {session}: {}",
+            String::from_utf8_lossy(&listed.stdout)
+        );
+    }
+    let hidden: Vec<String> = fs::read_dir(env.state_dir().join("sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') || n.contains('/'))
+        .collect();
+    assert!(hidden.is_empty(), "sessions nobody lists: {hidden:?}");
+    assert_eq!(journals(&env).len(), 3);
     env.finish();
 }
 
