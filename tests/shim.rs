@@ -665,3 +665,50 @@ fn under_a_terminal_a_job_left_running_outlives_the_main_process_until_the_calle
     drop(tmux);
     env.finish();
 }
+
+/// `tether shims DIR` run by root on a directory another user could write (mode 0777, owned
+/// by `nobody`, or under a directory `nobody` owns): `nobody` could swap `DIR/bash` for a
+/// program of theirs, which root's next `DIR/bash -c ...` would run as root. Refused with
+/// the reason and what to do, and no link is made.
+#[test]
+fn tether_shims_refuses_a_directory_others_can_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new("shims_unsafe_dir");
+    let nobody = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("user nobody");
+    let open = env.path("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let theirs = env.path("theirs");
+    fs::create_dir(&theirs).unwrap();
+    nix::unistd::chown(&theirs, Some(nobody.uid), None).unwrap();
+    let parent = env.path("parent");
+    fs::create_dir(&parent).unwrap();
+    nix::unistd::chown(&parent, Some(nobody.uid), None).unwrap();
+    for (dir, why) in [
+        (open.clone(), "is writable by other users (mode 0777)"),
+        (theirs.clone(), "is owned by uid 65534"),
+        (parent.join("shims"), "is owned by uid 65534"),
+    ] {
+        let out = Command::new(BIN).arg("shims").arg(&dir).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", dir.display());
+        assert!(
+            stderr.contains(why) && stderr.contains("no link was made"),
+            "{}: {stderr}",
+            dir.display()
+        );
+        assert!(
+            !dir.join("bash").exists() && !dir.join("sh").exists(),
+            "{}: links were made",
+            dir.display()
+        );
+    }
+    // Made private, the same directory takes the links.
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(BIN).arg("shims").arg(&open).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(open.join("bash").symlink_metadata().is_ok());
+    env.finish();
+}

@@ -11,6 +11,7 @@
 //! would find the link itself.
 
 mod links;
+mod links_dir;
 
 pub use links::install;
 pub(crate) use links::make_links;
