@@ -34,7 +34,7 @@ use super::intervals::KILL_PATIENCE;
 use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence};
 use crate::cgroup::{CommandCgroup, name};
-use crate::control::{discover, journal_link, socket_dir};
+use crate::control::{agent_shims, discover, journal_link, socket_dir};
 use crate::journal::JournalDir;
 use crate::journal::secure::{open_dir_nofollow, read_regular};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
@@ -69,15 +69,27 @@ pub fn reclaim_all() -> Vec<Reclaimed> {
 }
 
 /// [`reclaim_all`] on a thread of its own: a tether's start does not wait for it. The work
-/// is cut short if this process ends first; the next tether to start takes it up. `None`
-/// when no broker has a link in the socket directory: nothing to look at, no thread.
+/// is cut short if this process ends first; the next tether to start takes it up. The same
+/// thread removes the shims directories of `tether agent`s that were killed
+/// ([`agent_shims`]). `None` when the socket directory holds neither a broker's link nor
+/// such a directory: nothing to look at, no thread.
 pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<Vec<Reclaimed>>> {
-    if !journal_link::any() {
+    let dir = socket_dir::socket_dir();
+    let names = socket_dir::entry_names(&dir);
+    let links = journal_link::any_in(&names);
+    let shims = agent_shims::abandoned(&dir, &names);
+    if !links && shims.is_empty() {
         return None;
     }
     std::thread::Builder::new()
         .name("tether-reclaim".into())
-        .spawn(reclaim_all)
+        .spawn(move || {
+            // Only in a directory fit for sockets (ours, private): what is there is ours.
+            if !shims.is_empty() && socket_dir::check(&dir).is_ok() {
+                agent_shims::remove(&shims);
+            }
+            if links { reclaim_all() } else { Vec::new() }
+        })
         .ok()
 }
 
