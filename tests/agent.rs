@@ -203,7 +203,11 @@ while [ ! -e "$GO" ]; do sleep 0.05; done
     let mut ps = env.tether(&["ps"]);
     ps.env("XDG_RUNTIME_DIR", &runtime);
     let out = common::run_to_end(&env, ps, "tether ps");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         !shims.exists(),
         "the killed agent's shims directory {} outlived it",

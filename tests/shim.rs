@@ -288,8 +288,11 @@ fn a_refused_tether_session_runs_the_command_in_a_new_listed_session() {
     let env = TestEnv::new("shim_bad_session");
     let dir = shims(&env);
     for refused in [".hidden", ".pruning-x-1", "no/slashes"] {
-        let mut command =
-            shim_command(&env, &dir.join("sh"), &["-c", "echo \"in $TETHER_SESSION\""]);
+        let mut command = shim_command(
+            &env,
+            &dir.join("sh"),
+            &["-c", "echo \"in $TETHER_SESSION\""],
+        );
         command.env("TETHER_SESSION", refused);
         let out = run(&env, command, b"");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -708,7 +711,11 @@ fn tether_shims_refuses_a_directory_others_can_write() {
     // Made private, the same directory takes the links.
     fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
     let out = Command::new(BIN).arg("shims").arg(&open).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(open.join("bash").symlink_metadata().is_ok());
     env.finish();
 }

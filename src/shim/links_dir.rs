@@ -110,7 +110,10 @@ mod tests {
         assert!(verdict(0, 0o1777, Place::Above).is_none());
         // ...but the links' own directory open to all is refused, sticky or not.
         let open = verdict(1000, 0o1777, Place::Itself).expect("refused");
-        assert!(open.contains("mode 1777") && open.contains("chmod go-w /d"), "{open}");
+        assert!(
+            open.contains("mode 1777") && open.contains("chmod go-w /d"),
+            "{open}"
+        );
         assert!(verdict(1000, 0o777, Place::Itself).is_some());
         assert!(verdict(1000, 0o770, Place::Itself).is_some());
         assert!(verdict(0, 0o777, Place::Above).is_some());
