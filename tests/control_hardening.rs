@@ -188,3 +188,101 @@ fn a_forked_broker_is_proved_by_its_token_memfd_and_a_wrong_token_is_refused() {
     assert!(load_complete(&dir).result.is_some());
     env.finish();
 }
+
+/// A command runs as its broker's user, so without more it could ptrace its broker (read its
+/// memory, take its descriptors, make it journal or signal what it likes). The broker is not
+/// dumpable: the command's `PTRACE_SEIZE` of its broker gets EPERM. Both run as `nobody`, as
+/// root's CAP_SYS_PTRACE passes any such check. Not dumpable, the broker's `/proc/PID/fd` is
+/// root's alone; its user can still stop it by its pid (no control socket in its journal),
+/// proved by the lock it holds on its event log.
+#[test]
+fn a_command_cannot_ptrace_its_broker_which_its_user_still_stops_by_pid() {
+    use std::os::unix::fs::PermissionsExt;
+    const NOBODY: u32 = 65534;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: running as another user needs root");
+        return;
+    }
+    let env = TestEnv::new("broker_not_dumpable");
+    // `nobody` passes through the test's directory to directories of its own.
+    fs::set_permissions(env.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let private = |name: &str| {
+        let dir = env.path(name);
+        fs::create_dir(&dir).expect("mkdir");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+        std::os::unix::fs::chown(&dir, Some(NOBODY), Some(NOBODY)).expect("chown");
+        dir
+    };
+    let (state, runtime) = (private("nobody-state"), private("nobody-run"));
+    let as_nobody = |args: &[&std::ffi::OsStr]| {
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(common::BIN)
+            .args(args)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("XDG_CONFIG_HOME", env.path("config"))
+            .env(TAG_VAR, &env.tag)
+            .env_remove("TETHER_SESSION")
+            .env_remove("TETHER_BROKER_ID")
+            .stdin(Stdio::null());
+        command
+    };
+    // PTRACE_SEIZE (0x4206): attaching without stopping the broker, should it succeed.
+    let tracer = r#"import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(0x4206, os.getppid(), 0, 0)
+print("seize:", "attached" if r == 0 else os.strerror(ctypes.get_errno()), flush=True)
+time.sleep(1000)
+"#;
+    let os = std::ffi::OsStr::new;
+    let running = env.spawn_captured(as_nobody(&[
+        os("exec"),
+        os("--state-dir"),
+        state.as_os_str(),
+        os("--name"),
+        os("tracer"),
+        os("--"),
+        os("/usr/bin/python3"),
+        os("-c"),
+        os(tracer),
+    ]));
+    wait_for_text(&env, &running.stdout_path, "seize:");
+    let seize = text(&fs::read(&running.stdout_path).expect("the command's output"));
+
+    let dir = common::journal::command_dirs(&state)
+        .pop()
+        .expect("the command's journal");
+    let path = dir.join("command.json");
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&fs::read(&path).expect("command.json")).expect("JSON");
+    let broker = file["broker"]["pid"].as_i64().expect("the broker's pid") as i32;
+    // No socket: a stop can only go by the broker's pid, proved without its /proc/PID/fd.
+    if let Some(fields) = file.as_object_mut() {
+        fields.remove("control_socket");
+    }
+    fs::write(&path, serde_json::to_vec(&file).expect("JSON")).expect("write command.json");
+    let session = dir.parent().and_then(|s| s.file_name()).expect("a session");
+    let stop = as_nobody(&[os("stop"), os("--state-dir"), state.as_os_str(), session]);
+    let stopped = common::run_to_end(&env, stop, "tether stop");
+    let run = running.wait(&env);
+    assert!(
+        seize.contains("seize: Operation not permitted"),
+        "the command could trace its broker {broker}: {seize}"
+    );
+    assert_eq!(
+        stopped.status.code(),
+        Some(0),
+        "{}{}",
+        text(&stopped.stdout),
+        text(&stopped.stderr)
+    );
+    assert_ne!(
+        run.code(),
+        0,
+        "the command was stopped: {}",
+        run.stderr_text()
+    );
+    assert!(is_gone(broker));
+    env.finish();
+}
