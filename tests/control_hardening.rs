@@ -286,3 +286,150 @@ time.sleep(1000)
     assert!(is_gone(broker));
     env.finish();
 }
+
+/// Writes a forged journal in the state directory (private, as tether makes them) naming
+/// `broker` as its dead broker and `victim` (pid, start ticks) as its command's group leader,
+/// and links it from the socket directory `runtime` as a killed broker leaves its link.
+fn forge_abandoned(
+    env: &TestEnv,
+    runtime: &std::path::Path,
+    model: &serde_json::Value,
+    name: &str,
+    broker: (i32, u64),
+    victim: (i32, u64),
+) -> std::path::PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = env.state_dir().join("sessions").join(name).join("01-sleep");
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .expect("mkdir");
+    let mut file = model.clone();
+    file["broker"] = serde_json::json!({ "pid": broker.0, "start_ticks": broker.1 });
+    file["journal_dir"] = serde_json::json!(dir);
+    if let Some(fields) = file.as_object_mut() {
+        fields.remove("control_socket");
+    }
+    let private = |name: &str, bytes: Vec<u8>| {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join(name))
+            .expect("create");
+        std::io::Write::write_all(&mut out, &bytes).expect("write");
+    };
+    private("command.json", serde_json::to_vec(&file).expect("JSON"));
+    let spawned = serde_json::json!({
+        "ts_ms": 1, "mono_us": 0, "kind": "spawned", "pid": victim.0, "pgid": victim.0,
+        "argv": ["sleep"], "start_ticks": victim.1,
+    });
+    private("events.jsonl", format!("{spawned}\n").into_bytes());
+    std::os::unix::fs::symlink(
+        &dir,
+        runtime
+            .join("tether")
+            .join(format!("{}-{}.journal", broker.0, broker.1)),
+    )
+    .expect("link");
+    dir
+}
+
+/// A link in the socket directory and the journal it points at are files the command itself
+/// can write. Forged to name a dead broker and, as its command, a group of the user's that
+/// is no broker's: `tether ps` (which takes up what killed brokers left) signals nothing.
+/// The group is a command's only if the kernel says so: in the broker's session, dead with
+/// its broker. Here one victim leads a group in the test's own session (the link names a
+/// pid that is gone), the other in a session whose leader exited (the link names that
+/// leader, a zombie, as the broker); both still run.
+#[test]
+fn a_forged_journal_link_gets_no_group_signalled_by_reclaim() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new("forged_link");
+    let runtime = env.runtime_dir();
+    let mut model = env.exec_command(&[], &["true"]);
+    model.env("XDG_RUNTIME_DIR", &runtime);
+    let done = env.spawn_captured(model).wait(&env);
+    assert_eq!(done.code(), 0, "{}", done.stderr_text());
+    let model: serde_json::Value =
+        serde_json::from_slice(&fs::read(env.wait_command_dir().join("command.json")).unwrap())
+            .expect("JSON");
+    let start_of = |pid: i32| {
+        tether::procfs::read_stat(pid)
+            .expect("its stat")
+            .start_ticks
+    };
+
+    // A group leader in this test's session, and a pid that no longer runs as the broker.
+    let mut own = Command::new("sleep");
+    own.arg("1000").env(TAG_VAR, &env.tag).process_group(0);
+    let mut own = own.spawn().expect("sleep");
+    let mut gone = Command::new("true").spawn().expect("true");
+    gone.wait().expect("reaped");
+    let a = own.id() as i32;
+    let link_a = forge_abandoned(
+        &env,
+        &runtime,
+        &model,
+        "forged-a",
+        (gone.id() as i32, 1),
+        (a, start_of(a)),
+    );
+
+    // A group leader in a session whose leader has exited (a zombie until reaped).
+    let mut leader = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import os, subprocess; os.setsid(); \
+             p = subprocess.Popen(['sleep', '1000'], process_group=0); print(p.pid, flush=True)",
+        ])
+        .env(TAG_VAR, &env.tag)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(leader.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("the sleep's pid");
+    let b: i32 = line.trim().parse().expect("a pid");
+    let session = leader.id() as i32;
+    wait_for_zombie(&env, session);
+    let link_b = forge_abandoned(
+        &env,
+        &runtime,
+        &model,
+        "forged-b",
+        (session, start_of(session)),
+        (b, start_of(b)),
+    );
+
+    let mut ps = env.tether(&["ps"]);
+    ps.env("XDG_RUNTIME_DIR", &runtime);
+    let out = common::run_to_end(&env, ps, "tether ps");
+    let alive = [a, b].map(|pid| !is_gone(pid));
+    for pid in [a, b] {
+        common::procs::signal(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    let _ = own.wait();
+    let _ = leader.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        alive,
+        [true, true],
+        "reclaim signalled a group that was no broker's: {} / {}",
+        text(&fs::read(link_a.join("events.jsonl")).unwrap_or_default()),
+        text(&fs::read(link_b.join("events.jsonl")).unwrap_or_default())
+    );
+    env.finish();
+}
+
+/// Waits until `pid` has exited and is not yet reaped.
+fn wait_for_zombie(env: &TestEnv, pid: i32) {
+    common::wait_until(env, "the session's leader to exit", || {
+        tether::procfs::read_stat(pid).is_some_and(|s| s.is_zombie())
+    });
+}
