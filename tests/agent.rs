@@ -153,3 +153,65 @@ exit 0
     assert_eq!(result.exit.and_then(|e| e.signal), Some(15), "{result:?}");
     env.finish();
 }
+
+/// `tether agent` and its broker SIGKILLed together cannot remove the agent's shims
+/// directory; the next tether to start (here `tether ps`) finds its maker gone and removes
+/// it. The directory lives in the socket directory, named for the `tether agent` process.
+#[test]
+fn a_killed_agents_shims_directory_is_removed_by_the_next_tether() {
+    use common::procs::{signal, state};
+    use nix::sys::signal::Signal;
+    let env = TestEnv::new("agent_killed_shims");
+    let runtime = env.runtime_dir();
+    fake_agent(
+        &env,
+        r#"echo "$CLAUDE_CODE_SHELL" > "$PIDS.shell"
+while [ ! -e "$GO" ]; do sleep 0.05; done
+"#,
+    );
+    let mut command = agent_command(&env);
+    command.env("XDG_RUNTIME_DIR", &runtime);
+    let running = env.spawn_captured(command);
+    let agent = running.pid();
+    let shell_file = env.path("pids.shell");
+    wait_until(&env, "the agent's shell", || {
+        fs::read_to_string(&shell_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let shell = PathBuf::from(fs::read_to_string(&shell_file).unwrap().trim());
+    let shims = shell.parent().unwrap().to_path_buf();
+    assert!(shims.is_dir(), "{}", shims.display());
+    let mut broker = None;
+    wait_until(&env, "the agent's broker", || {
+        broker = tether::procfs::all_processes()
+            .into_iter()
+            .find(|p| p.ppid == agent)
+            .map(|p| p.pid);
+        broker.is_some()
+    });
+    let broker = broker.unwrap_or_default();
+    // Stopped first, so that neither acts on the other's death: as if killed at once.
+    signal(broker, Signal::SIGSTOP);
+    signal(agent, Signal::SIGSTOP);
+    wait_until(&env, "tether agent and its broker to stop", || {
+        state(agent) == Some(b'T') && state(broker) == Some(b'T')
+    });
+    signal(agent, Signal::SIGKILL);
+    signal(broker, Signal::SIGKILL);
+    let _ = running.wait(&env);
+    assert!(shims.is_dir(), "SIGKILL left nothing to remove it");
+
+    let mut ps = env.tether(&["ps"]);
+    ps.env("XDG_RUNTIME_DIR", &runtime);
+    let out = common::run_to_end(&env, ps, "tether ps");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !shims.exists(),
+        "the killed agent's shims directory {} outlived it",
+        shims.display()
+    );
+    env.finish();
+}

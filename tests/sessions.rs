@@ -145,6 +145,8 @@ fn bad_session_names_are_refused_with_the_rule() {
         (Some(""), None),
         (None, Some("bad name")),
         (None, Some(".")),
+        (Some(".hidden"), None),
+        (None, Some(".pruning-x-1")),
     ] {
         let options: Vec<&str> = flag.map_or(vec![], |f| vec!["--session", f]);
         let mut command = exec_command(&env, &options, &["true"]);
@@ -155,7 +157,7 @@ fn bad_session_names_are_refused_with_the_rule() {
         let stderr = run.stderr_text();
         assert_eq!(run.code(), 2, "{flag:?} {var:?}: {stderr}");
         assert!(
-            stderr.contains("1 to 64 characters of A-Z a-z 0-9 . _ : -, and not `.` or `..`"),
+            stderr.contains("1 to 64 characters of A-Z a-z 0-9 . _ : -, not starting with `.`"),
             "{stderr}"
         );
         let source = if flag.is_some() {

@@ -277,12 +277,60 @@ fn the_shims_commands_join_tether_session() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
-    // A bad name is a clear error, not a silent fresh session.
-    let mut command = shim_command(&env, &dir.join("sh"), &["-c", "true"]);
-    command.env("TETHER_SESSION", "no/slashes");
-    let out = run(&env, command, b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("TETHER_SESSION: invalid session name"));
+    env.finish();
+}
+
+/// A session name tether refuses (`.hidden` starts with a dot: the names of what tether sets
+/// aside, which no lister shows) neither hides the command nor loses it: the shim says so in
+/// one line and runs it, journaled in a new session of its own that `tether sessions` lists.
+#[test]
+fn a_refused_tether_session_runs_the_command_in_a_new_listed_session() {
+    let env = TestEnv::new("shim_bad_session");
+    let dir = shims(&env);
+    for refused in [".hidden", ".pruning-x-1", "no/slashes"] {
+        let mut command = shim_command(
+            &env,
+            &dir.join("sh"),
+            &["-c", "echo \"in $TETHER_SESSION\""],
+        );
+        command.env("TETHER_SESSION", refused);
+        let out = run(&env, command, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{refused}: {stderr}");
+        assert!(
+            stderr.contains("TETHER_SESSION: invalid session name")
+                && stderr.contains("journaled in a new session instead"),
+            "{refused}: {stderr}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let session = stdout
+            .strip_prefix("in ")
+            .map(str::trim_end)
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            !session.is_empty() && session != refused && !session.starts_with('.'),
+            "{refused}: the command ran in `{stdout}`"
+        );
+        let listed = Command::new(BIN)
+            .args(["sessions", "--state-dir"])
+            .arg(env.state_dir())
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&listed.stdout).contains(&session),
+            "{refused}: `tether sessions` does not list {session}: {}",
+            String::from_utf8_lossy(&listed.stdout)
+        );
+    }
+    let hidden: Vec<String> = fs::read_dir(env.state_dir().join("sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') || n.contains('/'))
+        .collect();
+    assert!(hidden.is_empty(), "sessions nobody lists: {hidden:?}");
+    assert_eq!(journals(&env).len(), 3);
     env.finish();
 }
 
@@ -618,5 +666,56 @@ fn under_a_terminal_a_job_left_running_outlives_the_main_process_until_the_calle
         Some(tether::protocol::LeftoversEnd::CallerExited)
     );
     drop(tmux);
+    env.finish();
+}
+
+/// `tether shims DIR` run by root on a directory another user could write (mode 0777, owned
+/// by `nobody`, or under a directory `nobody` owns): `nobody` could swap `DIR/bash` for a
+/// program of theirs, which root's next `DIR/bash -c ...` would run as root. Refused with
+/// the reason and what to do, and no link is made.
+#[test]
+fn tether_shims_refuses_a_directory_others_can_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new("shims_unsafe_dir");
+    let nobody = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("user nobody");
+    let open = env.path("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let theirs = env.path("theirs");
+    fs::create_dir(&theirs).unwrap();
+    nix::unistd::chown(&theirs, Some(nobody.uid), None).unwrap();
+    let parent = env.path("parent");
+    fs::create_dir(&parent).unwrap();
+    nix::unistd::chown(&parent, Some(nobody.uid), None).unwrap();
+    for (dir, why) in [
+        (open.clone(), "is writable by other users (mode 0777)"),
+        (theirs.clone(), "is owned by uid 65534"),
+        (parent.join("shims"), "is owned by uid 65534"),
+    ] {
+        let out = Command::new(BIN).arg("shims").arg(&dir).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", dir.display());
+        assert!(
+            stderr.contains(why) && stderr.contains("no link was made"),
+            "{}: {stderr}",
+            dir.display()
+        );
+        assert!(
+            !dir.join("bash").exists() && !dir.join("sh").exists(),
+            "{}: links were made",
+            dir.display()
+        );
+    }
+    // Made private, the same directory takes the links.
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(BIN).arg("shims").arg(&open).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(open.join("bash").symlink_metadata().is_ok());
     env.finish();
 }

@@ -66,6 +66,18 @@ pub fn main() -> i32 {
         );
         return 2;
     }
+    // Not dumpable: its command runs as the same user, and could otherwise ptrace it (read
+    // its memory, take its descriptors, make it journal or signal what it wants). The command
+    // is dumpable again once it execs. This also makes /proc/PID/fd and environ of the broker
+    // readable by root alone: a front end proves the broker by the lock it holds on its
+    // journal instead (`control::verify`).
+    if let Err(err) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!(
+            "tether broker: cannot keep its command from tracing it: {}",
+            std::io::Error::from(err)
+        );
+        return 1;
+    }
     // A broker is its own session so that terminal signals meant for the front end do not
     // reach it; it fails harmlessly if the spawner already made it a session leader.
     let _ = nix::unistd::setsid();

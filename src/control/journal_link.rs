@@ -41,16 +41,12 @@ fn parse(name: &str) -> Option<BrokerIdentity> {
     })
 }
 
-/// Whether the socket directory holds any broker's link at all, dead or alive: one listing,
-/// no `/proc` read. Without one there is nothing to reclaim, and no thread is started to look
-/// (the shim's calls one after the other find it empty: each broker removes its link).
-pub fn any() -> bool {
-    let Ok(entries) = std::fs::read_dir(socket_dir::socket_dir()) else {
-        return false;
-    };
-    entries
-        .flatten()
-        .any(|entry| entry.file_name().to_str().and_then(parse).is_some())
+/// Whether the socket directory's entry `names` (one listing, see
+/// [`socket_dir::entry_names`]) hold any broker's link at all, dead or alive: no `/proc` read.
+/// Without one there is nothing to reclaim, and no thread is started to look (the shim's
+/// calls one after the other find it empty: each broker removes its link).
+pub fn any_in(names: &[String]) -> bool {
+    names.iter().any(|name| parse(name).is_some())
 }
 
 /// The links of brokers that no longer run, with the journal each names: one listing of the

@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod agent_shims;
 pub mod cli;
 pub mod client;
 pub mod discover;

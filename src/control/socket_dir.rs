@@ -155,6 +155,17 @@ pub fn check_path(path: &Path) -> Result<(), SocketDirError> {
     Ok(())
 }
 
+/// The names in the socket directory `dir`, from one listing; none if it cannot be read.
+pub fn entry_names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .collect()
+}
+
 /// Removes a control socket nobody listens on any more (its broker was killed before it
 /// could): only a socket, only one of ours, and only when a connection to it is refused.
 /// Returns whether it did.

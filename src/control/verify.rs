@@ -3,18 +3,25 @@
 //! The process must run as us, with the journaled start time, and hold the token that the
 //! journal records, which its front end made for it alone: as the name of a memfd it holds
 //! (every broker does, forked or exec'd), or, for a broker an older tether started, in its
-//! environment beside the `TETHER_BROKER=1` marker.
+//! environment beside the `TETHER_BROKER=1` marker. A broker is not dumpable (its command
+//! must not ptrace it), so only root reads its `/proc/PID/fd`; anyone else proves it by the
+//! shared `flock` it holds on its journal's `events.jsonl` for its whole life, which
+//! `/proc/locks` lists with its pid and the file's device and inode: a process that is not
+//! that journal's broker holds no lock on that file.
 //!
 //! The executable is not compared with ours: a broker outlives the binary it was started
 //! from (a rebuild or an upgrade replaces the file), and must still be stoppable; the token,
 //! 128 random bits nothing else has, is the proof.
 
 use std::os::fd::OwnedFd;
+use std::path::Path;
 
 use thiserror::Error;
 
 use super::discover::{LiveCommand, broker_alive};
 use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, TOKEN_MEMFD_PREFIX};
+use crate::journal::secure::open_regular;
+use crate::journal::writer::EVENTS_FILE;
 use crate::protocol::BrokerIdentity;
 
 #[derive(Debug, Error)]
@@ -36,11 +43,20 @@ pub enum BrokerCheck {
 /// Opens a pidfd on the broker of `command`, then checks that it is that broker. The pidfd
 /// is opened first, so the checks are of the very process any signal through it reaches.
 pub fn open_broker(command: &LiveCommand) -> Result<OwnedFd, BrokerCheck> {
-    open_verified(&command.broker, command.broker_token.as_deref())
+    open_verified(
+        &command.broker,
+        command.broker_token.as_deref(),
+        &command.dir,
+    )
 }
 
-/// [`open_broker`] for a broker known by its identity and journaled token.
-pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<OwnedFd, BrokerCheck> {
+/// [`open_broker`] for a broker known by its identity, journaled token and journal
+/// directory.
+pub fn open_verified(
+    broker: &BrokerIdentity,
+    token: Option<&str>,
+    journal: &Path,
+) -> Result<OwnedFd, BrokerCheck> {
     // rustix: nix has no pidfds.
     use rustix::process::{Pid, PidfdFlags, pidfd_open};
     let pid = broker.pid;
@@ -74,7 +90,7 @@ pub fn open_verified(broker: &BrokerIdentity, token: Option<&str>) -> Result<Own
                 .into(),
         ));
     };
-    if holds_token_memfd(pid, token) {
+    if holds_token_memfd(pid, token) || holds_journal_lock(pid, journal) {
         return Ok(pidfd);
     }
     // A broker an older tether started holds its token in its environment only.
@@ -93,6 +109,35 @@ fn holds_token_memfd(pid: i32, token: &str) -> bool {
     let name = format!("/memfd:{TOKEN_MEMFD_PREFIX}{token} (deleted)");
     fds.flatten().any(|fd| {
         std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == name.as_str())
+    })
+}
+
+/// Whether process `pid` holds the shared lock a broker keeps on its journal's event log
+/// (`journal::writer::EventLog`), as `/proc/locks` lists it.
+fn holds_journal_lock(pid: i32, journal: &Path) -> bool {
+    let Ok(events) = open_regular(&journal.join(EVENTS_FILE)) else {
+        return false;
+    };
+    let Ok(stat) = nix::sys::stat::fstat(&events) else {
+        return false;
+    };
+    let file = lock_file_id(stat.st_dev, stat.st_ino);
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| lock_held(&locks, pid, &file))
+}
+
+/// A file as `/proc/locks` names it: `MAJOR:MINOR:INODE`, the device numbers in hex.
+fn lock_file_id(dev: libc::dev_t, ino: libc::ino_t) -> String {
+    format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev))
+}
+
+/// Whether `/proc/locks` text `locks` has a granted `flock` by `pid` on `file`
+/// (`1: FLOCK  ADVISORY  READ  4242 fe:00:1234 0 EOF`; a waiter's line has `->` after the
+/// number, and is not a lock held).
+fn lock_held(locks: &str, pid: i32, file: &str) -> bool {
+    let pid = pid.to_string();
+    locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        matches!(fields.as_slice(), [_, "FLOCK", _, _, holder, id, ..] if *holder == pid && *id == file)
     })
 }
 
@@ -164,6 +209,40 @@ mod tests {
     }
 
     #[test]
+    fn only_a_granted_flock_of_that_pid_on_that_file_is_a_lock_held() {
+        // As /proc/locks writes them, a waiter's line included.
+        let locks = "1: POSIX  ADVISORY  WRITE 77 fe:00:555 0 EOF\n\
+                     2: FLOCK  ADVISORY  READ 4242 fe:00:1234 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 99 fe:00:1234 0 EOF\n\
+                     3: OFDLCK ADVISORY  READ -1 fe:00:1234 0 EOF\n";
+        assert!(lock_held(locks, 4242, "fe:00:1234"));
+        assert!(!lock_held(locks, 4242, "fe:00:12345"));
+        assert!(
+            !lock_held(locks, 99, "fe:00:1234"),
+            "a waiter holds nothing"
+        );
+        assert!(!lock_held(locks, 77, "fe:00:555"), "not a flock");
+        assert!(!lock_held(locks, 424, "fe:00:1234"));
+        assert_eq!(lock_file_id(libc::makedev(254, 0), 1234), "fe:00:1234");
+        assert_eq!(lock_file_id(libc::makedev(8, 17), 9), "08:11:9");
+    }
+
+    /// This process takes the lock a broker takes and is proved by it, through the real
+    /// /proc/locks; another file's lock proves nothing.
+    #[test]
+    fn a_shared_flock_on_the_event_log_is_found_in_proc_locks() {
+        let journal = tempfile::tempdir().unwrap();
+        let events = std::fs::File::create(journal.path().join(EVENTS_FILE)).unwrap();
+        let me = std::process::id() as i32;
+        assert!(!holds_journal_lock(me, journal.path()));
+        rustix::fs::flock(&events, rustix::fs::FlockOperation::LockShared).unwrap();
+        assert!(holds_journal_lock(me, journal.path()));
+        let other = tempfile::tempdir().unwrap();
+        std::fs::File::create(other.path().join(EVENTS_FILE)).unwrap();
+        assert!(!holds_journal_lock(me, other.path()));
+    }
+
+    #[test]
     fn uids_are_read_from_status() {
         let status = "Name:\tx\nUid:\t1000\t1001\t1000\t1000\nGid:\t5\t5\t5\t5\n";
         assert_eq!(uids(status), Some((1000, 1001)));
@@ -177,12 +256,14 @@ mod tests {
             pid: me.pid,
             start_ticks: me.start_ticks,
         };
-        let refused = open_verified(&identity, Some(TOKEN)).unwrap_err();
+        let journal = tempfile::tempdir().unwrap();
+        std::fs::write(journal.path().join(EVENTS_FILE), "").unwrap();
+        let refused = open_verified(&identity, Some(TOKEN), journal.path()).unwrap_err();
         assert!(
             matches!(refused, BrokerCheck::NotTheBroker { .. }),
             "{refused}"
         );
-        let old = open_verified(&identity, None).unwrap_err();
+        let old = open_verified(&identity, None, journal.path()).unwrap_err();
         assert!(old.to_string().contains("no broker token"), "{old}");
     }
 }

@@ -49,13 +49,16 @@ pub const BROKER_ID_ENV: &str = "TETHER_BROKER_ID";
 pub const MAX_SESSION_NAME: usize = 64;
 
 /// A session name someone chose (`--session`, `TETHER_SESSION`): the name of a directory
-/// under `sessions/`, so nothing that could step out of it or hide in a listing.
+/// under `sessions/`, so nothing that could step out of it or hide in a listing. A name
+/// starting with a dot is tether's own (`.pruning-NAME-PID`, a file being written): every
+/// lister skips it and a prune takes it for a session set aside, so a session named so would
+/// run unseen by `ps`, `watch` and `sessions`, out of `stop`'s reach and never pruned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionName(String);
 
 #[derive(Debug, Error, PartialEq, Eq)]
 #[error(
-    "invalid session name `{shown}`: a session name is 1 to {MAX_SESSION_NAME} characters of A-Z a-z 0-9 . _ : -, and not `.` or `..`"
+    "invalid session name `{shown}`: a session name is 1 to {MAX_SESSION_NAME} characters of A-Z a-z 0-9 . _ : -, not starting with `.` (names starting with a dot are tether's own and never listed)"
 )]
 pub struct BadSessionName {
     /// The name as given, with anything unprintable escaped.
@@ -68,8 +71,7 @@ impl SessionName {
         let ok = !name.is_empty()
             && name.len() <= MAX_SESSION_NAME
             && name.chars().all(allowed)
-            && name != "."
-            && name != "..";
+            && !name.starts_with('.');
         if ok {
             Ok(SessionName(name.to_string()))
         } else {
@@ -263,6 +265,8 @@ mod tests {
             "a\nb",
             "a\u{202e}",
             "*",
+            ".hidden",
+            ".pruning-x-1",
             &too_long,
         ] {
             let err = SessionName::parse(bad).unwrap_err();
@@ -274,8 +278,15 @@ mod tests {
         }
         // What cannot be printed is shown escaped.
         assert_eq!(SessionName::parse("a\nb").unwrap_err().shown, "a\\nb");
-        // Dots inside a name are fine; only the two special names are refused.
-        assert!(SessionName::parse("...").is_ok());
+        // Dots inside a name are fine, not at its start.
+        assert!(SessionName::parse("a...").is_ok());
+        assert!(SessionName::parse("...").is_err());
+        assert!(
+            SessionName::parse(".hidden")
+                .unwrap_err()
+                .to_string()
+                .contains("not starting with `.`")
+        );
     }
 
     #[test]

@@ -17,8 +17,15 @@ pub struct EventLog {
 }
 
 impl EventLog {
+    /// Creates the event log and holds a shared `flock` on it for as long as it is open: the
+    /// broker's entry in `/proc/locks` (its pid, this file) is what proves it the journal's
+    /// broker to a front end, which cannot read the descriptors of a broker that is not
+    /// dumpable (`control::verify`). Nothing takes an exclusive lock on it.
     pub fn create(dir: &JournalDir) -> io::Result<Self> {
         let file = dir.create_file(EVENTS_FILE, true)?;
+        // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
+        // Failing only costs the proof: a stop by pid is then refused, never misdirected.
+        let _ = rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared);
         Ok(EventLog {
             out: BufWriter::with_capacity(64 * 1024, file),
         })

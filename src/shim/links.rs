@@ -39,11 +39,13 @@ pub(crate) fn make_links(dir: &Path) -> Result<String, String> {
         .and_then(|p| p.canonicalize())
         .map_err(|e| format!("cannot tell where the tether binary is: {e}"))?;
     let dir = absolute(dir).map_err(|e| format!("cannot use {}: {e}", dir.display()))?;
-    // Whoever can write here decides what runs as `sh` for you: yours alone (an existing
-    // directory is left as it is).
+    // Whoever can write here decides what runs as `sh` for you: yours alone. An existing
+    // directory is left as it is, but refused (as are the directories above it) if anyone
+    // but us or root owns it or may write in it.
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(&dir)
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    super::links_dir::check(&dir).map_err(|e| format!("{e}; no link was made"))?;
     let places: Vec<(PathBuf, Found)> = Shell::ALL
         .iter()
         .map(|shell| {

@@ -11,6 +11,7 @@
 //! would find the link itself.
 
 mod links;
+mod links_dir;
 
 pub use links::install;
 pub(crate) use links::make_links;
@@ -163,9 +164,12 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
     };
     let session = match crate::journal::paths::chosen_session(None) {
         Ok(session) => session,
+        // The caller asked for a shell and gets one: the command runs, journaled in a new
+        // session of its own that every lister shows (its command sees that session's id in
+        // TETHER_SESSION), never in the refused one nor unjournaled.
         Err(message) => {
-            exec::say_line(&message);
-            return 2;
+            exec::say_line(&format!("{message}; journaled in a new session instead"));
+            None
         }
     };
     let leftovers = match exec::LeftoversChoice::for_shim() {
@@ -231,7 +235,8 @@ When the journal cannot be written (a full disk, a read-only state directory), C
 runs all the same, unjournaled, after one line on stderr (`tether: not journaled: ...`).
 After each command, retention keeps the state directory bounded (see `tether prune`).
 
-Environment: TETHER_SESSION (the session to journal in), TETHER_STATE_DIR.
+Environment: TETHER_SESSION (the session to journal in; a name tether refuses gets a line on
+stderr and a new session instead), TETHER_STATE_DIR.
 The real shell's own help: {real} --help. tether's: tether --help.
 "
     )

@@ -7,7 +7,8 @@
 //!
 //! * found cheaply: the broker's link in the socket directory (`journal_link`), left behind
 //!   by a killed broker, names the journal; nothing walks the sessions;
-//! * provably abandoned: the broker (pid and start time) is dead, the journal has no
+//! * provably abandoned: the link points at a private command directory of a state
+//!   directory, the broker (pid and start time) is dead, the journal has no
 //!   `result.json`, `command.json` names that broker, and nobody holds the journal's lock: a
 //!   front end holds it while it looks after the command, so a live front end's own cleanup
 //!   is never raced, and of two tethers starting at once one takes the command;
@@ -15,7 +16,8 @@
 //!   (counted from the first TERM any later tether sent, so a run of short-lived tethers
 //!   still gets to KILL), then KILL; over the command's cgroup when its journal names one
 //!   (ending with `cgroup.kill`, then the cgroup removed), else over its process group and
-//!   its descendants, the group leader checked by pid and start time before any signal;
+//!   its descendants, the group signalled only while the kernel proves it the command's
+//!   (pid and start time, the broker's session, dead with its broker: [`super::reclaim_proof`]);
 //! * journaled in its `events.jsonl` (`signal_sent`, origin `reclaim`), then `result.json`
 //!   is written so the command reads as ended, and the link is removed.
 
@@ -31,12 +33,13 @@ use rustix::fs::FlockOperation;
 use tokio::time::Instant;
 
 use super::intervals::KILL_PATIENCE;
+use super::reclaim_proof;
 use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence};
 use crate::cgroup::{CommandCgroup, name};
-use crate::control::{discover, journal_link, socket_dir};
+use crate::control::{agent_shims, discover, journal_link, socket_dir};
 use crate::journal::JournalDir;
-use crate::journal::secure::{open_dir_nofollow, read_regular};
+use crate::journal::secure::{open_dir_nofollow, open_regular};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{
@@ -69,15 +72,27 @@ pub fn reclaim_all() -> Vec<Reclaimed> {
 }
 
 /// [`reclaim_all`] on a thread of its own: a tether's start does not wait for it. The work
-/// is cut short if this process ends first; the next tether to start takes it up. `None`
-/// when no broker has a link in the socket directory: nothing to look at, no thread.
+/// is cut short if this process ends first; the next tether to start takes it up. The same
+/// thread removes the shims directories of `tether agent`s that were killed
+/// ([`agent_shims`]). `None` when the socket directory holds neither a broker's link nor
+/// such a directory: nothing to look at, no thread.
 pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<Vec<Reclaimed>>> {
-    if !journal_link::any() {
+    let dir = socket_dir::socket_dir();
+    let names = socket_dir::entry_names(&dir);
+    let links = journal_link::any_in(&names);
+    let shims = agent_shims::abandoned(&dir, &names);
+    if !links && shims.is_empty() {
         return None;
     }
     std::thread::Builder::new()
         .name("tether-reclaim".into())
-        .spawn(reclaim_all)
+        .spawn(move || {
+            // Only in a directory fit for sockets (ours, private): what is there is ours.
+            if !shims.is_empty() && socket_dir::check(&dir).is_ok() {
+                agent_shims::remove(&shims);
+            }
+            if links { reclaim_all() } else { Vec::new() }
+        })
         .ok()
 }
 
@@ -106,6 +121,11 @@ enum Claim {
 }
 
 fn claim(broker: BrokerIdentity, journal: &Path) -> Claim {
+    // A link is only a file: one pointing anywhere but at a private command directory of a
+    // state directory is no broker's (see `reclaim_proof`).
+    if !reclaim_proof::journal_in_place(journal) {
+        return Claim::Nothing;
+    }
     let Ok(fd) = open_dir_nofollow(journal) else {
         return Claim::Nothing;
     };
@@ -119,9 +139,10 @@ fn claim(broker: BrokerIdentity, journal: &Path) -> Claim {
     if nix::sys::stat::fstatat(&dir, RESULT_FILE, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
         return Claim::Nothing;
     }
-    let file: Option<CommandFile> = read_regular(&journal.join(COMMAND_FILE))
+    let file: Option<CommandFile> = open_regular(&journal.join(COMMAND_FILE))
         .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        .filter(reclaim_proof::private_file)
+        .and_then(|file| serde_json::from_reader(std::io::BufReader::new(file)).ok());
     match file {
         Some(file) if file.broker == Some(broker) => Claim::Taken(Box::new(Abandoned {
             broker,
@@ -131,16 +152,6 @@ fn claim(broker: BrokerIdentity, journal: &Path) -> Claim {
         })),
         _ => Claim::Nothing,
     }
-}
-
-/// The command's process group leader, if the process with the journaled pid is still the
-/// command (same start time, leader of its group), alive or a zombie nobody reaped: the pgid
-/// cannot have been reused while it is unreaped.
-fn live_group(leader: Option<(i32, u64)>) -> Option<i32> {
-    let (pid, start_ticks) = leader?;
-    procfs::read_stat(pid)
-        .filter(|s| s.start_ticks == start_ticks && s.pgid == pid)
-        .map(|_| pid)
 }
 
 /// A walk's root that no process descends from: the walk is its cgroup's or its list alone.
@@ -238,16 +249,22 @@ impl Abandoned {
     pub fn stop(mut self) -> Reclaimed {
         let cgroup = self.cgroup();
         let leader = self.leader();
+        let broker = self.broker;
+        // Looked at again before each signal: while its leader is unreaped the group's id
+        // cannot have been reused.
+        let group = || reclaim_proof::proven_group(leader, &broker);
         if let Some(cgroup) = &cgroup {
             // A broker killed while it held the cgroup frozen (signalling it) left it so.
             let _ = cgroup.freeze(false);
         }
-        // The cgroup's members; without one, the command's group (only while its leader is
-        // the command) and what descends from its members, wherever they were re-parented.
+        // The cgroup's members; without one, the command's group (only while the kernel
+        // proves it the command's) and what descends from its members, wherever they were
+        // re-parented.
         let walk = || match &cgroup {
             Some(cgroup) => Walk::below(NO_PROCESS).in_cgroup(Some(cgroup.clone())),
-            None => Walk::below(NO_PROCESS)
-                .known(live_group(leader).map_or_else(Vec::new, group_and_descendants)),
+            None => {
+                Walk::below(NO_PROCESS).known(group().map_or_else(Vec::new, group_and_descendants))
+            }
         };
         let populated = || {
             cgroup
@@ -258,11 +275,11 @@ impl Abandoned {
         let grace = self.grace_left();
         let now = Instant::now();
         let (mut sequence, first) =
-            StopSequence::start(Origin::Reclaim, grace, walk(), live_group(leader), now);
+            StopSequence::start(Origin::Reclaim, grace, walk(), group(), now);
         self.journal_delivery(&first, &mut reached);
         let mut killed_at = None;
         if grace.is_zero() {
-            let kill = sequence.escalate(walk(), live_group(leader), now);
+            let kill = sequence.escalate(walk(), group(), now);
             self.journal_delivery(&kill, &mut reached);
             killed_at = Some(now);
         }
@@ -274,8 +291,7 @@ impl Abandoned {
                     .saturating_duration_since(Instant::now()),
             );
             let now = Instant::now();
-            let (delivery, escalated) =
-                sequence.step_with(&mut StopKernel, &walk(), live_group(leader), now);
+            let (delivery, escalated) = sequence.step_with(&mut StopKernel, &walk(), group(), now);
             if escalated {
                 killed_at = Some(now);
             }
@@ -389,20 +405,4 @@ fn ends_in_newline(dir: &JournalDir, len: u64) -> bool {
     file.seek(SeekFrom::Start(len - 1)).is_ok()
         && file.read_exact(&mut last).is_ok()
         && last[0] == b'\n'
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_group_is_the_commands_only_with_its_start_time() {
-        let me = crate::procfs::read_stat(std::process::id() as i32).expect("our stat");
-        assert_eq!(live_group(None), None);
-        // The test process leads no group of its own under cargo, most likely: then even the
-        // right start time names no group.
-        let expected = (me.pgid == me.pid).then_some(me.pid);
-        assert_eq!(live_group(Some((me.pid, me.start_ticks))), expected);
-        assert_eq!(live_group(Some((me.pid, me.start_ticks + 1))), None);
-    }
 }

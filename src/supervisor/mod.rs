@@ -14,6 +14,7 @@ mod launch;
 pub mod leftovers;
 mod liveness;
 mod process;
+mod reclaim_proof;
 mod session;
 
 pub use attach::Answer;
