@@ -1,10 +1,10 @@
 //! Running the `[notify] command` for an attention event: the event as one JSON object on its
 //! stdin, bounded, and out of the command's way.
 //!
-//! - Bounded: killed after [`NOTIFY_TIMEOUT`]; at most [`PER_MINUTE`] runs a minute per
-//!   command (the others are skipped: the journal has every event anyway); once it fails
-//!   (cannot start, times out, exits non-zero) that is journaled once and it is not run again
-//!   for this command, so a broken one never runs in a loop.
+//! - Bounded: killed after [`NOTIFY_TIMEOUT`], with all it started; at most [`PER_MINUTE`]
+//!   runs a minute per command (the others are skipped: the journal has every event anyway);
+//!   once it fails (cannot start, times out, exits non-zero) that is journaled once and it is
+//!   not run again for this command, so a broken one never runs in a loop.
 //! - Out of the command's way: it is the broker's child, not the command's, so it is in the
 //!   broker's cgroup (never the command's), in a session of its own, with its own stdio
 //!   (the event on stdin, stdout to /dev/null, stderr to a pipe read for the failure message),
@@ -14,15 +14,19 @@
 //!   `clone3` and no exit signal: a "clone" child, which a wait without `__WCLONE` never sees
 //!   (exec would make it an ordinary child again, so the keeper never execs). The keeper
 //!   starts the notify command as its own child, waits for it (killing it at the timeout),
-//!   says how it ended on a pipe, and exits; the broker reaps the keeper through its pidfd.
-//!   The command is never orphaned to the broker: the keeper outlives it, and dies with it.
-//! - Never blocking the loop: starting it waits only for its exec; its end is looked at when
-//!   the broker wakes anyway, and at its deadline, the one wake-up it adds.
+//!   ends whatever it left (a subreaper, the keeper adopts its orphans and kills them: a
+//!   `setsid` child goes too), says how it ended on a pipe, and exits; the broker reaps the
+//!   keeper through its pidfd while it runs.
+//! - Never delaying the command or blocking the loop: starting it waits only for its exec;
+//!   the event is written without blocking (bounded far below a pipe's buffer by the
+//!   caller); its end is looked at when the broker wakes anyway, and at its deadline, the one
+//!   wake-up it adds. When the broker is done it does not wait for runs still going
+//!   ([`Notifier::let_go`]): their keepers finish them on their own deadline, so a notify
+//!   program that takes a second never holds the command's return.
 //! - Decided in the state machine, done by the interpreter: [`NotifyPolicy`] (the broker's
 //!   state) says when a run may start and when one is overdue; [`Notifier`] (the
 //!   interpreter's) starts, looks at and kills runs when told, and its answers go back to the
-//!   machine as inputs. The end's wind-down ([`Notifier::wind_down`]) is the interpreter's
-//!   too, so the machine never waits.
+//!   machine as inputs.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -39,8 +43,6 @@ use super::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Runs a minute per command, at most.
 pub const PER_MINUTE: usize = 3;
-/// When the broker is done, how long runs still going get before they are killed.
-pub const END_WAIT: Duration = Duration::from_secs(2);
 /// What of its stderr a failure message quotes.
 const STDERR_QUOTED: usize = 200;
 
@@ -224,24 +226,14 @@ impl Notifier {
         ended
     }
 
-    /// The broker is done: runs still going get until `until` (at most [`END_WAIT`] from
-    /// now) to finish (a `failed` sent just now is the one that matters most), then are
-    /// killed. Every run ends here, with its failure; the loop waits on tokio's clock.
-    pub async fn wind_down(&mut self, until: Instant) -> Vec<(i32, Option<String>)> {
-        let until = until.min(Instant::now() + END_WAIT);
-        let mut ended = Vec::new();
-        while !self.running.is_empty() {
-            ended.extend(self.check(&[]));
-            if self.running.is_empty() {
-                break;
-            }
-            if Instant::now() >= until {
-                let all = self.pids();
-                ended.extend(self.check(&all));
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    /// The broker is done: the runs that ended, each with its failure; the others are let
+    /// go, never waited for (the command's return does not wait on a notification), and end
+    /// on their keeper's own deadline, with whatever they started.
+    pub fn let_go(&mut self) -> Vec<(i32, Option<String>)> {
+        let ended = self.check(&[]);
+        // Dropping a run closes its descriptors only: the keeper's verdict, written later,
+        // meets a closed pipe, which it ignores.
+        self.running.clear();
         ended
     }
 
@@ -274,6 +266,11 @@ impl Notifier {
         use nix::fcntl::OFlag;
         use nix::unistd::pipe2;
         let (stdin_read, stdin_write) = pipe2(OFlag::O_CLOEXEC)?;
+        // Never waited on: the notify program reads its end as it likes.
+        nix::fcntl::fcntl(
+            &stdin_write,
+            nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
+        )?;
         let (stderr_read, stderr_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         let (report_read, report_write) = pipe2(OFlag::O_CLOEXEC)?;
         let (verdict_read, verdict_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
@@ -309,7 +306,8 @@ impl Notifier {
             return Err(err);
         }
         // Far below a pipe's capacity (the caller bounds it): written at once, never waited
-        // on. A run that exits without reading it gets EPIPE here, ignored.
+        // on (a pipe made smaller than it, a user over their pipe quota, gets what fits). A
+        // run that exits without reading it gets EPIPE here, ignored.
         let _ = nix::unistd::write(&stdin_write, payload);
         Ok(Running {
             pid,
@@ -421,15 +419,22 @@ mod tests {
         assert!(failure.contains("exited with status 4"), "{failure}");
         assert!(failure.contains("no route to ntfy"), "{failure}");
 
-        let mut n = notifier("sleep 30");
+        let tmp = tempfile::tempdir().unwrap();
+        let named = tmp.path().join("setsid.pid");
+        let mut n = notifier(&escaping_then(&named, "sleep 30"));
         let start = std::time::Instant::now();
         let keeper = n.start(b"{}").unwrap();
         assert_eq!(n.check(&[]), []);
+        let escapee = pid_in(&named);
         let failure = failures(finish(&mut n)).remove(0);
         assert!(failure.contains("did not finish within 5s"), "{failure}");
         assert!(start.elapsed() < NOTIFY_TIMEOUT + Duration::from_secs(1));
         assert!(n.pids().is_empty());
         assert!(crate::procfs::is_gone(keeper));
+        assert!(
+            gone_soon(escapee),
+            "an overdue run ends with all it started"
+        );
     }
 
     /// A notify command that leaves a process of its own (a `sleep` in the background) and
@@ -439,6 +444,15 @@ mod tests {
         let named = tmp.path().join("sleep.pid");
         let n = notifier(&format!("sleep 30 & echo $! > {}; wait", named.display()));
         (n, tmp, named)
+    }
+
+    /// A script that starts a `sleep` in a session of its own, which writes its pid to
+    /// `named` once there, waits for that, then runs `rest`.
+    fn escaping_then(named: &std::path::Path, rest: &str) -> String {
+        format!(
+            "setsid sh -c 'echo $$ > {named}; exec sleep 30' & while [ ! -s {named} ]; do sleep 0.01; done; {rest}",
+            named = named.display()
+        )
     }
 
     /// Whether `pid` is gone within a few seconds (a zombie counts as gone).
@@ -486,22 +500,39 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn wind_down_keeps_its_bound_and_ends_every_run() {
-        let (mut n, _tmp, named) = leaving_a_sleep();
+    #[test]
+    fn at_the_end_a_run_is_let_go_not_waited_for_and_finishes_on_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (go, done) = (tmp.path().join("go"), tmp.path().join("done"));
+        // It finishes only once the test says so: `let_go` cannot have waited for it.
+        let mut n = notifier(&format!(
+            "cat >/dev/null; while [ ! -e {go} ]; do sleep 0.02; done; echo $$ > {done}",
+            go = go.display(),
+            done = done.display()
+        ));
         let keeper = n.start(b"{}").unwrap();
-        let sleep = pid_in(&named);
-        let start = std::time::Instant::now();
-        let ended = n
-            .wind_down(Instant::now() + Duration::from_millis(200))
-            .await;
-        assert!(start.elapsed() < END_WAIT + Duration::from_secs(1));
-        assert_eq!(ended.len(), 1, "{ended:?}");
-        assert!(n.pids().is_empty());
-        assert!(crate::procfs::is_gone(keeper));
+        assert_eq!(n.let_go(), [], "nothing ended yet");
+        assert!(n.pids().is_empty(), "the run is let go");
+        assert!(!done.exists());
+        std::fs::write(&go, "").unwrap();
+        let shell = pid_in(&done);
+        assert!(gone_soon(shell), "the run ends on its own");
+        assert!(gone_soon(keeper), "and its keeper with it");
+    }
+
+    #[test]
+    fn what_a_run_started_in_a_session_of_its_own_ends_with_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let named = tmp.path().join("setsid.pid");
+        // The escapee names itself once in a session (and group) of its own, and the notify
+        // command exits only then, leaving it behind.
+        let mut n = notifier(&escaping_then(&named, "exit 0"));
+        let keeper = n.start(b"{}").unwrap();
+        assert_eq!(finish(&mut n), [(keeper, None)]);
+        let escapee = pid_in(&named);
         assert!(
-            gone_soon(sleep),
-            "what the notify command started goes with it"
+            gone_soon(escapee),
+            "a setsid child of the notify command outlived its run"
         );
     }
 

@@ -284,7 +284,6 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .as_deref()
             .filter(|_| request.attention.enabled)
             .and_then(Notifier::new),
-        wind_down: false,
         exit: None,
     };
     out.feed(
@@ -514,7 +513,6 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     }
     out.reap(&mut broker);
     out.feed(&mut broker, Input::Finish);
-    out.wind_down_notify(&mut broker).await;
     let code = out.exit.unwrap_or(1);
     let attached = broker.parent_attached();
     if !attached {

@@ -187,8 +187,9 @@ pub enum Output {
     /// Look at the notify command's runs, killing `overdue` first ([`Input::NotifyEnded`]
     /// for each that ended).
     CheckNotify { overdue: Vec<i32> },
-    /// The broker is done: the notify command's runs get up to `notify::END_WAIT` to end,
-    /// then are killed ([`Input::NotifyEnded`] for each, then [`Input::NotifyWoundDown`]).
+    /// The broker is done: the notify command's runs that ended are told
+    /// ([`Input::NotifyEnded`] for each), the others let go to end on their own deadline,
+    /// never waited for; then [`Input::NotifyWoundDown`], at once.
     WindDownNotify,
     /// Write `result.json` ([`Input::ResultWritten`] when done).
     WriteResult(Box<CommandResult>),
