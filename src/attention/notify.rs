@@ -37,7 +37,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use super::keeper::KEEPER_COMM;
 use super::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};
+use super::rate::{Held, Verdict};
+use super::rate_file::{RateFile, RateFileError};
+use crate::protocol::AttentionKind;
 
 /// How long one run may take.
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -145,6 +149,8 @@ impl NotifyPolicy {
 /// The notify command of one command's broker, as the interpreter runs it: the runs going
 /// and their descriptors. What to run when is [`NotifyPolicy`]'s to say.
 pub struct Notifier {
+    /// The user's rate across all brokers; `None`: this broker's own limit only.
+    rate: Option<RateFile>,
     shown: String,
     program: CString,
     argv: Vec<CString>,
@@ -153,8 +159,8 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    /// `None` for a command that is not [`runnable`].
-    pub fn new(argv: &[String]) -> Option<Notifier> {
+    /// `None` for a command that is not [`runnable`]. `rate`: where the user's rate is kept.
+    pub fn new(argv: &[String], rate: Option<RateFile>) -> Option<Notifier> {
         if !runnable(argv) {
             return None;
         }
@@ -163,13 +169,16 @@ impl Notifier {
             .iter()
             .map(|a| CString::new(a.as_bytes()).ok())
             .collect::<Option<Vec<_>>>()?;
-        // The broker's environment, less what marks a broker: a notify command that runs
-        // tether must not take itself for one.
-        let envp = std::env::vars_os()
-            .filter(|(k, _)| k != crate::broker::BROKER_ENV && k != crate::broker::BROKER_TOKEN_ENV)
+        // The broker's environment outside the shims: no `TETHER_*` variable (a notify
+        // command that runs tether must not take itself for a broker, or join the session)
+        // and no shims directory on PATH (its `sh` would be the shim: brokered, and a
+        // failing run would notify again, for ever).
+        let envp = crate::shim::this_environment_outside()
+            .into_iter()
             .filter_map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
             .collect();
         Some(Notifier {
+            rate,
             shown: argv[0].to_string_lossy().into_owned(),
             program,
             argv,
@@ -181,6 +190,33 @@ impl Notifier {
     /// The pids of runs still going.
     pub fn pids(&self) -> Vec<i32> {
         self.running.iter().map(|r| r.pid).collect()
+    }
+
+    /// Starts a run for an event of `kind` at `at_ms` with `payload` (and what the user's
+    /// rate held back before it) on its stdin, unless the rate holds this one back
+    /// (`Ok(None)`): the keeper's pid, or why it could not start. A rate file that cannot
+    /// be used (not private, unwritable) holds nothing back: the broker's own limit stays;
+    /// one other brokers keep locked does.
+    pub fn notify(
+        &mut self,
+        kind: AttentionKind,
+        at_ms: u64,
+        mut payload: serde_json::Value,
+    ) -> Result<Option<i32>, String> {
+        let verdict = match self.rate.as_ref().map(|rate| rate.admit(kind, at_ms)) {
+            Some(Ok(verdict)) => verdict,
+            Some(Err(RateFileError::Busy { .. })) => Verdict::Hold,
+            Some(Err(_)) | None => Verdict::Run { held: None },
+        };
+        let Verdict::Run { held } = verdict else {
+            return Ok(None);
+        };
+        if let (Some(held), Some(fields)) = (held, payload.as_object_mut()) {
+            fields.insert("held_back".into(), held_back(&held));
+        }
+        let mut line = serde_json::to_vec(&payload).unwrap_or_default();
+        line.push(b'\n');
+        self.start(&line).map(Some)
     }
 
     /// Starts a run with `payload` on its stdin: the keeper's pid, or why it could not start.
@@ -318,6 +354,16 @@ impl Notifier {
     }
 }
 
+/// The events the user's rate held back, as the payload's `held_back` field tells them.
+fn held_back(held: &Held) -> serde_json::Value {
+    serde_json::json!({
+        "count": held.total(),
+        "text": held.text(),
+        "from": crate::export::summary::iso_utc(held.first_ms),
+        "to": crate::export::summary::iso_utc(held.last_ms),
+    })
+}
+
 /// `status` as `waitpid` would give it: an exit or a killing signal (the keeper waits for
 /// nothing else).
 fn describe_status(status: i32) -> String {
@@ -350,7 +396,7 @@ mod tests {
     use super::*;
 
     fn notifier(script: &str) -> Notifier {
-        Notifier::new(&["sh".into(), "-c".into(), script.into()]).unwrap()
+        Notifier::new(&["sh".into(), "-c".into(), script.into()], None).unwrap()
     }
 
     /// Every run's end, as the interpreter sees them: looked at until none is left.
@@ -400,7 +446,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_cannot_start_and_the_policy_gives_up() {
-        let mut n = Notifier::new(&["/nonexistent/notify-me".into()]).unwrap();
+        let mut n = Notifier::new(&["/nonexistent/notify-me".into()], None).unwrap();
         let err = n.start(b"{}").unwrap_err();
         assert!(err.contains("cannot run `/nonexistent/notify-me`"), "{err}");
         assert!(n.pids().is_empty());

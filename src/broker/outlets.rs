@@ -139,13 +139,19 @@ impl Outlets {
                     let cost = self.tree.cost();
                     broker.handle(Input::TreeClosed { record, cost }, Instant::now());
                 }
-                Output::Notify { payload } => {
+                Output::Notify {
+                    kind,
+                    at_ms,
+                    payload,
+                } => {
                     let started = match self.notify.as_mut() {
-                        Some(notifier) => notifier.start(&payload),
+                        Some(notifier) => notifier.notify(kind, at_ms, payload),
                         None => Err("no notify command can be run".into()),
                     };
                     let input = match started {
-                        Ok(pid) => Input::NotifyStarted { pid },
+                        Ok(Some(pid)) => Input::NotifyStarted { pid },
+                        // Held back by the user's rate: told with the next run.
+                        Ok(None) => continue,
                         Err(message) => Input::NotifyUnstarted { message },
                     };
                     broker.handle(input, Instant::now());

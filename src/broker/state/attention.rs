@@ -254,7 +254,8 @@ impl Broker {
         };
         for event in events {
             if let EventKind::Attention { attention, detail } = &event {
-                let payload = self.notification(attention.name(), detail);
+                let kind = *attention;
+                let (at_ms, payload) = self.notification(kind.name(), detail);
                 // In the journal before the notify command runs: it may read the journal.
                 self.emit(event);
                 self.flush_journal();
@@ -262,7 +263,11 @@ impl Broker {
                 if let Some(policy) = self.attention.notify.as_mut()
                     && policy.admit(now)
                 {
-                    self.outputs.push_back(Output::Notify { payload });
+                    self.outputs.push_back(Output::Notify {
+                        kind,
+                        at_ms,
+                        payload,
+                    });
                 }
             } else {
                 self.emit(event);
@@ -270,8 +275,9 @@ impl Broker {
         }
     }
 
-    /// The JSON line the notify command reads.
-    fn notification(&self, kind: &str, detail: &str) -> Vec<u8> {
+    /// When the event is, and the JSON object the notify command reads (the interpreter adds
+    /// what the user's rate held back before it, see `crate::attention::rate`).
+    fn notification(&self, kind: &str, detail: &str) -> (u64, serde_json::Value) {
         let request = &self.request;
         // The machine's wall clock, as the event it tells of is stamped.
         let ts_ms = self.kernel.wall_ms();
@@ -291,9 +297,7 @@ impl Broker {
             "time": crate::export::summary::iso_utc(ts_ms),
             "journal_dir": request.journal_dir,
         });
-        let mut line = serde_json::to_vec(&value).unwrap_or_default();
-        line.push(b'\n');
-        line
+        (ts_ms, value)
     }
 }
 

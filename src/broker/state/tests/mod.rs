@@ -414,8 +414,10 @@ impl Rig {
                     self.broker
                         .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.now);
                 }
-                Output::Notify { payload } => {
-                    self.notified.push(payload);
+                Output::Notify { payload, .. } => {
+                    let mut line = serde_json::to_vec(&payload).unwrap();
+                    line.push(b'\n');
+                    self.notified.push(line);
                     let input = if self.notify_unstartable {
                         Input::NotifyUnstarted {
                             message: "cannot run `notify`: no such file".into(),
