@@ -40,7 +40,7 @@ use tokio::time::Instant;
 pub use super::keeper::KEEPER_COMM;
 use super::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};
 use super::rate::{Held, Verdict};
-use super::rate_file::{RateFile, RateFileError};
+use super::rate_file::RateFile;
 use crate::protocol::AttentionKind;
 
 /// How long one run may take.
@@ -195,8 +195,7 @@ impl Notifier {
     /// Starts a run for an event of `kind` at `at_ms` with `payload` (and what the user's
     /// rate held back before it) on its stdin, unless the rate holds this one back
     /// (`Ok(None)`): the keeper's pid, or why it could not start. A rate file that cannot
-    /// be used (not private, unwritable) holds nothing back: the broker's own limit stays;
-    /// one other brokers keep locked does.
+    /// be used (not private, unwritable) holds nothing back: the broker's own limit stays.
     pub fn notify(
         &mut self,
         kind: AttentionKind,
@@ -205,7 +204,6 @@ impl Notifier {
     ) -> Result<Option<i32>, String> {
         let verdict = match self.rate.as_ref().map(|rate| rate.admit(kind, at_ms)) {
             Some(Ok(verdict)) => verdict,
-            Some(Err(RateFileError::Busy { .. })) => Verdict::Hold,
             Some(Err(_)) | None => Verdict::Run { held: None },
         };
         let Verdict::Run { held } = verdict else {

@@ -71,10 +71,32 @@ impl Held {
     }
 
     fn add(&mut self, kind: AttentionKind, now_ms: u64) {
-        let index = KINDS.iter().position(|k| *k == kind).unwrap_or(0);
+        let index = usize::from(kind_index(kind));
         self.counts[index] = self.counts[index].saturating_add(1);
         self.last_ms = self.last_ms.max(now_ms);
     }
+}
+
+/// `kind`'s index in [`Held::counts`].
+pub fn kind_index(kind: AttentionKind) -> u8 {
+    KINDS.iter().position(|k| *k == kind).unwrap_or(0) as u8
+}
+
+/// The kind at `index` of [`Held::counts`].
+pub fn kind_of(index: u8) -> Option<AttentionKind> {
+    KINDS.get(usize::from(index)).copied()
+}
+
+/// One more event of `kind` held back at `now_ms` (one counted without the state at hand).
+pub fn add_held(state: &mut RateState, kind: AttentionKind, now_ms: u64) {
+    state
+        .held
+        .get_or_insert_with(|| Held {
+            first_ms: now_ms,
+            last_ms: now_ms,
+            ..Held::default()
+        })
+        .add(kind, now_ms);
 }
 
 /// What happened, worded for a count of commands.
@@ -115,13 +137,7 @@ pub fn decide(state: &RateState, kind: AttentionKind, now_ms: u64) -> (Verdict, 
         let held = next.held.take();
         return (Verdict::Run { held }, next);
     }
-    next.held
-        .get_or_insert_with(|| Held {
-            first_ms: now_ms,
-            last_ms: now_ms,
-            ..Held::default()
-        })
-        .add(kind, now_ms);
+    add_held(&mut next, kind, now_ms);
     (Verdict::Hold, next)
 }
 

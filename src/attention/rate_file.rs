@@ -4,9 +4,14 @@
 //! used; never blocking the broker: opened `O_NONBLOCK` (a FIFO planted there opens at once
 //! and is refused), locked with a non-blocking `flock` tried a few times over a few
 //! milliseconds (each holder keeps it for a read and a write of a few hundred bytes).
+//!
+//! A burst of brokers can keep the lock longer than that (the holder preempted on a loaded
+//! machine): an event that finds it busy is held back all the same, and counted without the
+//! lock, as one byte appended to `notify-rate.held` (an `O_APPEND` write is atomic), which
+//! the next holder of the lock takes in. So a burst is counted whole, never dropped.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,11 +19,15 @@ use std::time::Duration;
 use rustix::fs::FlockOperation;
 use thiserror::Error;
 
-use super::rate::{RateState, Verdict, decide};
+use super::rate::{RateState, Verdict, add_held, decide, kind_index, kind_of};
 use crate::protocol::AttentionKind;
 
 /// The file's name in the state directory.
 pub const RATE_FILE: &str = "notify-rate";
+/// Events held back while the lock was busy, a byte each (the kind's index, see `rate`).
+pub const HELD_FILE: &str = "notify-rate.held";
+/// [`HELD_FILE`] as the lock's holder takes it in (renamed, so later appends start anew).
+const TAKEN_FILE: &str = "notify-rate.held.taken";
 /// The most of the file read: the state is a few hundred bytes; more is not ours.
 const READ_CAP: usize = 4096;
 /// Tries at the lock, a millisecond apart.
@@ -40,24 +49,35 @@ pub enum RateFileError {
 #[derive(Debug, Clone)]
 pub struct RateFile {
     path: PathBuf,
+    held: PathBuf,
+    taken: PathBuf,
 }
 
 impl RateFile {
     pub fn in_state_dir(state_dir: &Path) -> RateFile {
         RateFile {
             path: state_dir.join(RATE_FILE),
+            held: state_dir.join(HELD_FILE),
+            taken: state_dir.join(TAKEN_FILE),
         }
     }
 
     /// Decides whether a run starts for an event of `kind` at `now_ms` (wall clock), and
     /// keeps the new state.
     pub fn admit(&self, kind: AttentionKind, now_ms: u64) -> Result<Verdict, RateFileError> {
-        let file = self.open()?;
-        self.lock(&file)?;
+        let file = open_private(&self.path, false)?;
+        if self.lock(&file).is_err() {
+            // Held back, and counted for the next holder.
+            let held = open_private(&self.held, true)?;
+            let byte = [b'0' + kind_index(kind)];
+            let _ = (&held).write_all(&byte);
+            return Ok(Verdict::Hold);
+        }
         let mut buf = vec![0u8; READ_CAP];
         let n = file.read_at(&mut buf, 0).unwrap_or(0);
         // Unreadable or torn (a broker killed mid-write): a fresh state.
-        let state: RateState = serde_json::from_slice(&buf[..n]).unwrap_or_default();
+        let mut state: RateState = serde_json::from_slice(&buf[..n]).unwrap_or_default();
+        self.take_in_held(&mut state, now_ms);
         let (verdict, next) = decide(&state, kind, now_ms);
         let text = serde_json::to_vec(&next).unwrap_or_default();
         let written = file.set_len(0).and_then(|()| file.write_all_at(&text, 0));
@@ -69,29 +89,23 @@ impl RateFile {
         Ok(verdict)
     }
 
-    fn open(&self) -> Result<File, RateFileError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&self.path)
-            .map_err(|source| RateFileError::Open {
-                path: self.path.clone(),
-                source,
-            })?;
-        let private = file.metadata().is_ok_and(|meta| {
-            meta.file_type().is_file()
-                && meta.uid() == nix::unistd::geteuid().as_raw()
-                && meta.mode() & 0o077 == 0
-        });
-        if !private {
-            return Err(RateFileError::NotPrivate {
-                path: self.path.clone(),
-            });
+    /// Under the lock: the events counted in [`HELD_FILE`] join `state`'s held ones.
+    fn take_in_held(&self, state: &mut RateState, now_ms: u64) {
+        if std::fs::rename(&self.held, &self.taken).is_err() {
+            return;
         }
-        Ok(file)
+        let Ok(taken) = open_private(&self.taken, false) else {
+            let _ = std::fs::remove_file(&self.taken);
+            return;
+        };
+        let mut bytes = Vec::new();
+        let _ = (&taken).take(TAKEN_CAP).read_to_end(&mut bytes);
+        let _ = std::fs::remove_file(&self.taken);
+        for byte in bytes {
+            if let Some(kind) = byte.checked_sub(b'0').and_then(kind_of) {
+                add_held(state, kind, now_ms);
+            }
+        }
     }
 
     fn lock(&self, file: &File) -> Result<(), RateFileError> {
@@ -105,6 +119,40 @@ impl RateFile {
             path: self.path.clone(),
         })
     }
+}
+
+/// The most of [`HELD_FILE`] taken in at once: a count, not a log.
+const TAKEN_CAP: u64 = 1 << 20;
+
+/// Opens `path` (created `0600`; `append`: for appending only) if it is a private regular
+/// file of ours: never through a link, never blocking.
+fn open_private(path: &Path, append: bool) -> Result<File, RateFileError> {
+    let mut options = std::fs::OpenOptions::new();
+    if append {
+        options.append(true);
+    } else {
+        options.read(true).write(true);
+    }
+    let file = options
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|source| RateFileError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let private = file.metadata().is_ok_and(|meta| {
+        meta.file_type().is_file()
+            && meta.uid() == nix::unistd::geteuid().as_raw()
+            && meta.mode() & 0o077 == 0
+    });
+    if !private {
+        return Err(RateFileError::NotPrivate {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -158,6 +206,32 @@ mod tests {
             .collect();
         let runs: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
         assert_eq!(runs, RUNS_PER_WINDOW as usize);
+    }
+
+    #[test]
+    fn an_event_that_finds_the_lock_busy_is_held_and_counted_without_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = RateFile::in_state_dir(tmp.path());
+        let now = 1_700_000_000_000;
+        assert!(matches!(
+            file.admit(AttentionKind::Failed, now),
+            Ok(Verdict::Run { held: None })
+        ));
+        // Another broker holds the lock for longer than the tries.
+        let holder = std::fs::File::open(tmp.path().join(RATE_FILE)).unwrap();
+        rustix::fs::flock(&holder, FlockOperation::NonBlockingLockExclusive).unwrap();
+        for kind in [AttentionKind::Failed, AttentionKind::NeedsInput] {
+            assert_eq!(file.admit(kind, now + 1).unwrap(), Verdict::Hold);
+        }
+        assert_eq!(std::fs::read(tmp.path().join(HELD_FILE)).unwrap(), b"30");
+        drop(holder);
+        let Verdict::Run { held: Some(held) } = file.admit(AttentionKind::Failed, now + 2).unwrap()
+        else {
+            panic!("the events counted without the lock are told with the next run");
+        };
+        assert_eq!(held.counts, [1, 0, 0, 1, 0]);
+        assert!(!tmp.path().join(HELD_FILE).exists(), "taken in once");
+        assert!(!tmp.path().join(TAKEN_FILE).exists());
     }
 
     #[test]
