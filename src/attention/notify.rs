@@ -2,9 +2,13 @@
 //! stdin, bounded, and out of the command's way.
 //!
 //! - Bounded: killed after [`NOTIFY_TIMEOUT`], with all it started; at most [`PER_MINUTE`]
-//!   runs a minute per command (the others are skipped: the journal has every event anyway);
-//!   once it fails (cannot start, times out, exits non-zero) that is journaled once and it is
-//!   not run again for this command, so a broken one never runs in a loop.
+//!   runs a minute per command (the others are skipped: the journal has every event anyway),
+//!   and at most `rate::RUNS_PER_WINDOW` a minute for all of the user's brokers (the others
+//!   are counted, and told with the next run that starts); once it fails (cannot start,
+//!   times out, exits non-zero) that is journaled once and it is not run again for this
+//!   command, so a broken one never runs in a loop.
+//! - Outside the shims: no `TETHER_*` variable and no shims directory on its PATH
+//!   (`crate::shim::this_environment_outside`), so nothing it runs is brokered, or notifies.
 //! - Out of the command's way: it is the broker's child, not the command's, so it is in the
 //!   broker's cgroup (never the command's), in a session of its own, with its own stdio
 //!   (the event on stdin, stdout to /dev/null, stderr to a pipe read for the failure message),
