@@ -180,13 +180,17 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
         };
         // Whatever the run left ends before the verdict: once the broker hears the run
         // ended, nothing of it runs.
-        sweep_descendants();
+        let swept = sweep_descendants();
         let bytes = word.to_ne_bytes();
         // The broker may be gone (EPIPE: SIGPIPE is blocked here).
         libc::write(start.verdict, bytes.as_ptr().cast(), bytes.len());
-        // Anything left in the keeper's group (its own, made by setsid above), if /proc
-        // could not be read to sweep it, ends with the keeper.
-        libc::kill(0, libc::SIGKILL);
+        if !swept {
+            // /proc could not be read to sweep: at least what is left in the keeper's group
+            // (its own, made by setsid above) ends with the keeper.
+            libc::kill(0, libc::SIGKILL);
+        }
+        // A clean exit: a keeper that outlived its broker is reaped by whoever adopted it
+        // (under `tether agent`, the agent's broker, which journals how it ended).
         libc::_exit(0)
     }
 }
@@ -196,8 +200,8 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
 /// a time, a `setsid` escapee too, which the keeper's group does not hold. A killed process
 /// cannot fork, so each round leaves only what the round before adopted. Gives up after
 /// [`SWEEP_PATIENCE_MS`], or at once without /proc (the group kill after it is all there is
-/// then). Raw system calls on a stack buffer only.
-unsafe fn sweep_descendants() {
+/// then): whether it swept. Raw system calls on a stack buffer only.
+unsafe fn sweep_descendants() -> bool {
     let mut listed = [0u8; 4096];
     let mut waited_ms = 0;
     // SAFETY: raw system calls on a buffer of this frame.
@@ -209,7 +213,7 @@ unsafe fn sweep_descendants() {
                 libc::O_RDONLY | libc::O_CLOEXEC,
             );
             if fd < 0 {
-                return;
+                return false;
             }
             let n = libc::read(fd, listed.as_mut_ptr().cast(), listed.len());
             libc::close(fd);
@@ -227,7 +231,7 @@ unsafe fn sweep_descendants() {
             }
             if !any || waited_ms >= SWEEP_PATIENCE_MS {
                 reap_ended();
-                return;
+                return !any;
             }
             let pause = libc::timespec {
                 tv_sec: 0,
