@@ -569,6 +569,18 @@ mod tests {
     }
 
     #[test]
+    fn a_payload_the_program_never_reads_never_holds_the_start() {
+        // More than a pipe holds, to a program that does not read: a blocking write would
+        // return only once the keeper killed the run at its deadline.
+        let mut n = notifier("sleep 30");
+        let keeper = n.start(&vec![b'x'; 200 << 10]).unwrap();
+        assert_eq!(n.check(&[]), [], "the run is still going once started");
+        let ended = n.check(&[keeper]);
+        assert_eq!(ended.len(), 1, "{ended:?}");
+        assert!(gone_soon(keeper));
+    }
+
+    #[test]
     fn what_a_run_started_in_a_session_of_its_own_ends_with_it() {
         let tmp = tempfile::tempdir().unwrap();
         let named = tmp.path().join("setsid.pid");
