@@ -63,6 +63,8 @@ pub(super) struct Start<'a> {
     pub(super) stdio: [RawFd; 3],
     pub(super) report: RawFd,
     pub(super) verdict: RawFd,
+    /// The read end of the notify command's stderr pipe, which the keeper holds open.
+    pub(super) stderr_reader: RawFd,
     pub(super) broker: i32,
 }
 
@@ -148,14 +150,19 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
                 fail(start.report, errno());
             }
         }
-        let (low, high) = if start.report < start.verdict {
-            (start.report, start.verdict)
-        } else {
-            (start.verdict, start.report)
-        };
-        libc::syscall(libc::SYS_close_range, 3, low - 1, 0);
-        libc::syscall(libc::SYS_close_range, low + 1, high - 1, 0);
-        libc::syscall(libc::SYS_close_range, high + 1, u32::MAX, 0);
+        // Kept: the report and verdict pipes, and the stderr pipe's read end (close-on-exec,
+        // so the notify command does not hold it): a run let go by its broker can still
+        // write its stderr (curl's progress meter) without dying of SIGPIPE.
+        let mut kept = [start.report, start.verdict, start.stderr_reader];
+        kept.sort_unstable();
+        let mut from: RawFd = 3;
+        for fd in kept {
+            if fd > from {
+                libc::syscall(libc::SYS_close_range, from, fd - 1, 0);
+            }
+            from = from.max(fd + 1);
+        }
+        libc::syscall(libc::SYS_close_range, from, u32::MAX, 0);
         let keeper = libc::getpid();
         // What the notify command leaves behind comes back to the keeper, not to the broker
         // (a subreaper), whose reaping would take it for the command's orphan.

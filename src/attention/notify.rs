@@ -331,6 +331,7 @@ impl Notifier {
             ],
             report: report_write.as_raw_fd(),
             verdict: verdict_write.as_raw_fd(),
+            stderr_reader: stderr_read.as_raw_fd(),
             broker: std::process::id() as i32,
         };
         // No exit signal: a "clone" child, invisible to the broker's `waitid(P_ALL)`.
@@ -577,6 +578,24 @@ mod tests {
         assert_eq!(n.check(&[]), [], "the run is still going once started");
         let ended = n.check(&[keeper]);
         assert_eq!(ended.len(), 1, "{ended:?}");
+        assert!(gone_soon(keeper));
+    }
+
+    #[test]
+    fn a_run_let_go_can_still_write_its_stderr() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (go, done) = (tmp.path().join("go"), tmp.path().join("done"));
+        // It writes to stderr only after the broker's side of the pipe is gone.
+        let mut n = notifier(&format!(
+            "while [ ! -e {go} ]; do sleep 0.02; done; echo progress >&2; echo $$ > {done}",
+            go = go.display(),
+            done = done.display()
+        ));
+        let keeper = n.start(b"{}").unwrap();
+        assert_eq!(n.let_go(), []);
+        std::fs::write(&go, "").unwrap();
+        let shell = pid_in(&done);
+        assert!(gone_soon(shell));
         assert!(gone_soon(keeper));
     }
 
