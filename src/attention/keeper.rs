@@ -227,7 +227,9 @@ unsafe fn sweep_descendants() -> bool {
             let n = if n < 0 { 0 } else { n as usize };
             let mut any = false;
             let mut pid: i32 = 0;
-            for &b in listed[..n].iter().chain(b" ") {
+            // The kernel ends every pid with a space: a number without one was cut by the
+            // buffer, and is left for the next round rather than read as another pid.
+            for &b in &listed[..n] {
                 if b.is_ascii_digit() {
                     pid = pid.saturating_mul(10).saturating_add(i32::from(b - b'0'));
                 } else if pid > 0 {
