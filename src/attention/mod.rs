@@ -5,12 +5,15 @@
 //! - [`detector`]: the decisions, pure (samples, output and time in; events out);
 //! - [`probe`]: what a sample says of each process, read from /proc;
 //! - [`notify`]: running the notify command, bounded, out of the command's way, through a
-//!   keeper process (`keeper`).
+//!   keeper process (`keeper`), at the user's rate across all brokers ([`rate`], kept in
+//!   [`rate_file`]).
 
 pub mod detector;
 mod keeper;
 pub mod notify;
 pub mod probe;
+pub mod rate;
+pub mod rate_file;
 
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,14 @@
 //! Running the `[notify] command` for an attention event: the event as one JSON object on its
 //! stdin, bounded, and out of the command's way.
 //!
-//! - Bounded: killed after [`NOTIFY_TIMEOUT`]; at most [`PER_MINUTE`] runs a minute per
-//!   command (the others are skipped: the journal has every event anyway); once it fails
-//!   (cannot start, times out, exits non-zero) that is journaled once and it is not run again
-//!   for this command, so a broken one never runs in a loop.
+//! - Bounded: killed after [`NOTIFY_TIMEOUT`], with all it started; at most [`PER_MINUTE`]
+//!   runs a minute per command (the others are skipped: the journal has every event anyway),
+//!   and at most `rate::RUNS_PER_WINDOW` a minute for all of the user's brokers (the others
+//!   are counted, and told with the next run that starts); once it fails (cannot start,
+//!   times out, exits non-zero) that is journaled once and it is not run again for this
+//!   command, so a broken one never runs in a loop.
+//! - Outside the shims: no `TETHER_*` variable and no shims directory on its PATH
+//!   (`crate::shim::this_environment_outside`), so nothing it runs is brokered, or notifies.
 //! - Out of the command's way: it is the broker's child, not the command's, so it is in the
 //!   broker's cgroup (never the command's), in a session of its own, with its own stdio
 //!   (the event on stdin, stdout to /dev/null, stderr to a pipe read for the failure message),
@@ -14,15 +18,19 @@
 //!   `clone3` and no exit signal: a "clone" child, which a wait without `__WCLONE` never sees
 //!   (exec would make it an ordinary child again, so the keeper never execs). The keeper
 //!   starts the notify command as its own child, waits for it (killing it at the timeout),
-//!   says how it ended on a pipe, and exits; the broker reaps the keeper through its pidfd.
-//!   The command is never orphaned to the broker: the keeper outlives it, and dies with it.
-//! - Never blocking the loop: starting it waits only for its exec; its end is looked at when
-//!   the broker wakes anyway, and at its deadline, the one wake-up it adds.
+//!   ends whatever it left (a subreaper, the keeper adopts its orphans and kills them: a
+//!   `setsid` child goes too), says how it ended on a pipe, and exits; the broker reaps the
+//!   keeper through its pidfd while it runs.
+//! - Never delaying the command or blocking the loop: starting it waits only for its exec;
+//!   the event is written without blocking (bounded far below a pipe's buffer by the
+//!   caller); its end is looked at when the broker wakes anyway, and at its deadline, the one
+//!   wake-up it adds. When the broker is done it does not wait for runs still going
+//!   ([`Notifier::let_go`]): their keepers finish them on their own deadline, so a notify
+//!   program that takes a second never holds the command's return.
 //! - Decided in the state machine, done by the interpreter: [`NotifyPolicy`] (the broker's
 //!   state) says when a run may start and when one is overdue; [`Notifier`] (the
 //!   interpreter's) starts, looks at and kills runs when told, and its answers go back to the
-//!   machine as inputs. The end's wind-down ([`Notifier::wind_down`]) is the interpreter's
-//!   too, so the machine never waits.
+//!   machine as inputs.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -33,14 +41,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use super::keeper::KEEPER_COMM;
 use super::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};
+use super::rate::{Held, Verdict};
+use super::rate_file::RateFile;
+use crate::protocol::AttentionKind;
 
 /// How long one run may take.
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Runs a minute per command, at most.
 pub const PER_MINUTE: usize = 3;
-/// When the broker is done, how long runs still going get before they are killed.
-pub const END_WAIT: Duration = Duration::from_secs(2);
 /// What of its stderr a failure message quotes.
 const STDERR_QUOTED: usize = 200;
 
@@ -143,6 +153,8 @@ impl NotifyPolicy {
 /// The notify command of one command's broker, as the interpreter runs it: the runs going
 /// and their descriptors. What to run when is [`NotifyPolicy`]'s to say.
 pub struct Notifier {
+    /// The user's rate across all brokers; `None`: this broker's own limit only.
+    rate: Option<RateFile>,
     shown: String,
     program: CString,
     argv: Vec<CString>,
@@ -151,8 +163,8 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    /// `None` for a command that is not [`runnable`].
-    pub fn new(argv: &[String]) -> Option<Notifier> {
+    /// `None` for a command that is not [`runnable`]. `rate`: where the user's rate is kept.
+    pub fn new(argv: &[String], rate: Option<RateFile>) -> Option<Notifier> {
         if !runnable(argv) {
             return None;
         }
@@ -161,13 +173,16 @@ impl Notifier {
             .iter()
             .map(|a| CString::new(a.as_bytes()).ok())
             .collect::<Option<Vec<_>>>()?;
-        // The broker's environment, less what marks a broker: a notify command that runs
-        // tether must not take itself for one.
-        let envp = std::env::vars_os()
-            .filter(|(k, _)| k != crate::broker::BROKER_ENV && k != crate::broker::BROKER_TOKEN_ENV)
+        // The broker's environment outside the shims: no `TETHER_*` variable (a notify
+        // command that runs tether must not take itself for a broker, or join the session)
+        // and no shims directory on PATH (its `sh` would be the shim: brokered, and a
+        // failing run would notify again, for ever).
+        let envp = crate::shim::this_environment_outside()
+            .into_iter()
             .filter_map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
             .collect();
         Some(Notifier {
+            rate,
             shown: argv[0].to_string_lossy().into_owned(),
             program,
             argv,
@@ -179,6 +194,31 @@ impl Notifier {
     /// The pids of runs still going.
     pub fn pids(&self) -> Vec<i32> {
         self.running.iter().map(|r| r.pid).collect()
+    }
+
+    /// Starts a run for an event of `kind` at `at_ms` with `payload` (and what the user's
+    /// rate held back before it) on its stdin, unless the rate holds this one back
+    /// (`Ok(None)`): the keeper's pid, or why it could not start. A rate file that cannot
+    /// be used (not private, unwritable) holds nothing back: the broker's own limit stays.
+    pub fn notify(
+        &mut self,
+        kind: AttentionKind,
+        at_ms: u64,
+        mut payload: serde_json::Value,
+    ) -> Result<Option<i32>, String> {
+        let verdict = match self.rate.as_ref().map(|rate| rate.admit(kind, at_ms)) {
+            Some(Ok(verdict)) => verdict,
+            Some(Err(_)) | None => Verdict::Run { held: None },
+        };
+        let Verdict::Run { held } = verdict else {
+            return Ok(None);
+        };
+        if let (Some(held), Some(fields)) = (held, payload.as_object_mut()) {
+            fields.insert("held_back".into(), held_back(&held));
+        }
+        let mut line = serde_json::to_vec(&payload).unwrap_or_default();
+        line.push(b'\n');
+        self.start(&line).map(Some)
     }
 
     /// Starts a run with `payload` on its stdin: the keeper's pid, or why it could not start.
@@ -224,24 +264,14 @@ impl Notifier {
         ended
     }
 
-    /// The broker is done: runs still going get until `until` (at most [`END_WAIT`] from
-    /// now) to finish (a `failed` sent just now is the one that matters most), then are
-    /// killed. Every run ends here, with its failure; the loop waits on tokio's clock.
-    pub async fn wind_down(&mut self, until: Instant) -> Vec<(i32, Option<String>)> {
-        let until = until.min(Instant::now() + END_WAIT);
-        let mut ended = Vec::new();
-        while !self.running.is_empty() {
-            ended.extend(self.check(&[]));
-            if self.running.is_empty() {
-                break;
-            }
-            if Instant::now() >= until {
-                let all = self.pids();
-                ended.extend(self.check(&all));
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    /// The broker is done: the runs that ended, each with its failure; the others are let
+    /// go, never waited for (the command's return does not wait on a notification), and end
+    /// on their keeper's own deadline, with whatever they started.
+    pub fn let_go(&mut self) -> Vec<(i32, Option<String>)> {
+        let ended = self.check(&[]);
+        // Dropping a run closes its descriptors only: the keeper's verdict, written later,
+        // meets a closed pipe, which it ignores.
+        self.running.clear();
         ended
     }
 
@@ -274,6 +304,11 @@ impl Notifier {
         use nix::fcntl::OFlag;
         use nix::unistd::pipe2;
         let (stdin_read, stdin_write) = pipe2(OFlag::O_CLOEXEC)?;
+        // Never waited on: the notify program reads its end as it likes.
+        nix::fcntl::fcntl(
+            &stdin_write,
+            nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
+        )?;
         let (stderr_read, stderr_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         let (report_read, report_write) = pipe2(OFlag::O_CLOEXEC)?;
         let (verdict_read, verdict_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
@@ -296,6 +331,7 @@ impl Notifier {
             ],
             report: report_write.as_raw_fd(),
             verdict: verdict_write.as_raw_fd(),
+            stderr_reader: stderr_read.as_raw_fd(),
             broker: std::process::id() as i32,
         };
         // No exit signal: a "clone" child, invisible to the broker's `waitid(P_ALL)`.
@@ -309,7 +345,8 @@ impl Notifier {
             return Err(err);
         }
         // Far below a pipe's capacity (the caller bounds it): written at once, never waited
-        // on. A run that exits without reading it gets EPIPE here, ignored.
+        // on (a pipe made smaller than it, a user over their pipe quota, gets what fits). A
+        // run that exits without reading it gets EPIPE here, ignored.
         let _ = nix::unistd::write(&stdin_write, payload);
         Ok(Running {
             pid,
@@ -318,6 +355,16 @@ impl Notifier {
             verdict: verdict_read,
         })
     }
+}
+
+/// The events the user's rate held back, as the payload's `held_back` field tells them.
+fn held_back(held: &Held) -> serde_json::Value {
+    serde_json::json!({
+        "count": held.total(),
+        "text": held.text(),
+        "from": crate::export::summary::iso_utc(held.first_ms),
+        "to": crate::export::summary::iso_utc(held.last_ms),
+    })
 }
 
 /// `status` as `waitpid` would give it: an exit or a killing signal (the keeper waits for
@@ -352,7 +399,7 @@ mod tests {
     use super::*;
 
     fn notifier(script: &str) -> Notifier {
-        Notifier::new(&["sh".into(), "-c".into(), script.into()]).unwrap()
+        Notifier::new(&["sh".into(), "-c".into(), script.into()], None).unwrap()
     }
 
     /// Every run's end, as the interpreter sees them: looked at until none is left.
@@ -402,7 +449,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_cannot_start_and_the_policy_gives_up() {
-        let mut n = Notifier::new(&["/nonexistent/notify-me".into()]).unwrap();
+        let mut n = Notifier::new(&["/nonexistent/notify-me".into()], None).unwrap();
         let err = n.start(b"{}").unwrap_err();
         assert!(err.contains("cannot run `/nonexistent/notify-me`"), "{err}");
         assert!(n.pids().is_empty());
@@ -421,15 +468,22 @@ mod tests {
         assert!(failure.contains("exited with status 4"), "{failure}");
         assert!(failure.contains("no route to ntfy"), "{failure}");
 
-        let mut n = notifier("sleep 30");
+        let tmp = tempfile::tempdir().unwrap();
+        let named = tmp.path().join("setsid.pid");
+        let mut n = notifier(&escaping_then(&named, "sleep 30"));
         let start = std::time::Instant::now();
         let keeper = n.start(b"{}").unwrap();
         assert_eq!(n.check(&[]), []);
+        let escapee = pid_in(&named);
         let failure = failures(finish(&mut n)).remove(0);
         assert!(failure.contains("did not finish within 5s"), "{failure}");
         assert!(start.elapsed() < NOTIFY_TIMEOUT + Duration::from_secs(1));
         assert!(n.pids().is_empty());
         assert!(crate::procfs::is_gone(keeper));
+        assert!(
+            gone_soon(escapee),
+            "an overdue run ends with all it started"
+        );
     }
 
     /// A notify command that leaves a process of its own (a `sleep` in the background) and
@@ -439,6 +493,15 @@ mod tests {
         let named = tmp.path().join("sleep.pid");
         let n = notifier(&format!("sleep 30 & echo $! > {}; wait", named.display()));
         (n, tmp, named)
+    }
+
+    /// A script that starts a `sleep` in a session of its own, which writes its pid to
+    /// `named` once there, waits for that, then runs `rest`.
+    fn escaping_then(named: &std::path::Path, rest: &str) -> String {
+        format!(
+            "setsid sh -c 'echo $$ > {named}; exec sleep 30' & while [ ! -s {named} ]; do sleep 0.01; done; {rest}",
+            named = named.display()
+        )
     }
 
     /// Whether `pid` is gone within a few seconds (a zombie counts as gone).
@@ -486,22 +549,69 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn wind_down_keeps_its_bound_and_ends_every_run() {
-        let (mut n, _tmp, named) = leaving_a_sleep();
+    #[test]
+    fn at_the_end_a_run_is_let_go_not_waited_for_and_finishes_on_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (go, done) = (tmp.path().join("go"), tmp.path().join("done"));
+        // It finishes only once the test says so: `let_go` cannot have waited for it.
+        let mut n = notifier(&format!(
+            "cat >/dev/null; while [ ! -e {go} ]; do sleep 0.02; done; echo $$ > {done}",
+            go = go.display(),
+            done = done.display()
+        ));
         let keeper = n.start(b"{}").unwrap();
-        let sleep = pid_in(&named);
-        let start = std::time::Instant::now();
-        let ended = n
-            .wind_down(Instant::now() + Duration::from_millis(200))
-            .await;
-        assert!(start.elapsed() < END_WAIT + Duration::from_secs(1));
+        assert_eq!(n.let_go(), [], "nothing ended yet");
+        assert!(n.pids().is_empty(), "the run is let go");
+        assert!(!done.exists());
+        std::fs::write(&go, "").unwrap();
+        let shell = pid_in(&done);
+        assert!(gone_soon(shell), "the run ends on its own");
+        assert!(gone_soon(keeper), "and its keeper with it");
+    }
+
+    #[test]
+    fn a_payload_the_program_never_reads_never_holds_the_start() {
+        // More than a pipe holds, to a program that does not read: a blocking write would
+        // return only once the keeper killed the run at its deadline.
+        let mut n = notifier("sleep 30");
+        let keeper = n.start(&vec![b'x'; 200 << 10]).unwrap();
+        assert_eq!(n.check(&[]), [], "the run is still going once started");
+        let ended = n.check(&[keeper]);
         assert_eq!(ended.len(), 1, "{ended:?}");
-        assert!(n.pids().is_empty());
-        assert!(crate::procfs::is_gone(keeper));
+        assert!(gone_soon(keeper));
+    }
+
+    #[test]
+    fn a_run_let_go_can_still_write_its_stderr() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (go, done) = (tmp.path().join("go"), tmp.path().join("done"));
+        // It writes to stderr only after the broker's side of the pipe is gone.
+        let mut n = notifier(&format!(
+            "while [ ! -e {go} ]; do sleep 0.02; done; echo progress >&2; echo $$ > {done}",
+            go = go.display(),
+            done = done.display()
+        ));
+        let keeper = n.start(b"{}").unwrap();
+        assert_eq!(n.let_go(), []);
+        std::fs::write(&go, "").unwrap();
+        let shell = pid_in(&done);
+        assert!(gone_soon(shell));
+        assert!(gone_soon(keeper));
+    }
+
+    #[test]
+    fn what_a_run_started_in_a_session_of_its_own_ends_with_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let named = tmp.path().join("setsid.pid");
+        // The escapee names itself once in a session (and group) of its own, and the notify
+        // command exits only then, leaving it behind.
+        let mut n = notifier(&escaping_then(&named, "exit 0"));
+        let keeper = n.start(b"{}").unwrap();
+        assert_eq!(finish(&mut n), [(keeper, None)]);
+        let escapee = pid_in(&named);
         assert!(
-            gone_soon(sleep),
-            "what the notify command started goes with it"
+            gone_soon(escapee),
+            "a setsid child of the notify command outlived its run"
         );
     }
 

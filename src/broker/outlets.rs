@@ -34,9 +34,6 @@ pub(super) struct Outlets {
     pub(super) subscribed: bool,
     /// The `[notify] command`'s runs, started, looked at and killed as the broker says.
     pub(super) notify: Option<Notifier>,
-    /// The broker asked for the notify command's runs to be let end
-    /// ([`Outlets::wind_down_notify`]).
-    pub(super) wind_down: bool,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
     pub(super) exit: Option<i32>,
@@ -142,13 +139,19 @@ impl Outlets {
                     let cost = self.tree.cost();
                     broker.handle(Input::TreeClosed { record, cost }, Instant::now());
                 }
-                Output::Notify { payload } => {
+                Output::Notify {
+                    kind,
+                    at_ms,
+                    payload,
+                } => {
                     let started = match self.notify.as_mut() {
-                        Some(notifier) => notifier.start(&payload),
+                        Some(notifier) => notifier.notify(kind, at_ms, payload),
                         None => Err("no notify command can be run".into()),
                     };
                     let input = match started {
-                        Ok(pid) => Input::NotifyStarted { pid },
+                        Ok(Some(pid)) => Input::NotifyStarted { pid },
+                        // Held back by the user's rate: told with the next run.
+                        Ok(None) => continue,
                         Err(message) => Input::NotifyUnstarted { message },
                     };
                     broker.handle(input, Instant::now());
@@ -162,7 +165,15 @@ impl Outlets {
                         broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
                     }
                 }
-                Output::WindDownNotify => self.wind_down = true,
+                Output::WindDownNotify => {
+                    // The runs that ended are told; the others are let go, not waited for
+                    // (see `Notifier::let_go`).
+                    let ended = self.notify.as_mut().map_or_else(Vec::new, Notifier::let_go);
+                    for (pid, failure) in ended {
+                        broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
+                    }
+                    broker.handle(Input::NotifyWoundDown, Instant::now());
+                }
                 Output::LetFrontEndGo => self.let_go = true,
                 Output::WriteResult(result) => {
                     let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
@@ -171,26 +182,6 @@ impl Outlets {
                 Output::Exit(code) => self.exit = Some(code),
             }
         }
-    }
-
-    /// The broker is done and asked ([`Output::WindDownNotify`]): the notify command's runs
-    /// get their moment to end (bounded by `notify::END_WAIT`), here, outside the machine;
-    /// how each ended, then that all did, goes back to it.
-    pub(super) async fn wind_down_notify(&mut self, broker: &mut Broker) {
-        if !std::mem::take(&mut self.wind_down) {
-            return;
-        }
-        let ended = match self.notify.as_mut() {
-            Some(notifier) => {
-                let until = Instant::now() + crate::attention::notify::END_WAIT;
-                notifier.wind_down(until).await
-            }
-            None => Vec::new(),
-        };
-        for (pid, failure) in ended {
-            self.feed(broker, Input::NotifyEnded { pid, failure });
-        }
-        self.feed(broker, Input::NotifyWoundDown);
     }
 
     /// Sends subscribers what was gathered for them.

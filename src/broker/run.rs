@@ -25,6 +25,7 @@ use super::state::{Broker, Input, LiveKernel};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
 use crate::attention::notify::Notifier;
+use crate::attention::rate_file::RateFile;
 use crate::cgroup::EventsWatch;
 use crate::clock::now_ms;
 use crate::fdio::AsyncPipe;
@@ -283,8 +284,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .notify
             .as_deref()
             .filter(|_| request.attention.enabled)
-            .and_then(Notifier::new),
-        wind_down: false,
+            .and_then(|argv| Notifier::new(argv, notify_rate(&request))),
         exit: None,
     };
     out.feed(
@@ -514,7 +514,6 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     }
     out.reap(&mut broker);
     out.feed(&mut broker, Input::Finish);
-    out.wind_down_notify(&mut broker).await;
     let code = out.exit.unwrap_or(1);
     let attached = broker.parent_attached();
     if !attached {
@@ -671,6 +670,13 @@ async fn cgroup_changed(watch: &Option<EventsWatch>) -> io::Result<()> {
         Some(watch) => watch.changed().await,
         None => std::future::pending().await,
     }
+}
+
+/// Where the user's notify rate is kept: the state directory the front end named (absent
+/// when its path is not UTF-8: this broker's own limit only, then).
+fn notify_rate(request: &LaunchRequest) -> Option<RateFile> {
+    let state_dir = request.session.as_ref()?.state_dir.as_deref()?;
+    Some(RateFile::in_state_dir(state_dir))
 }
 
 /// How long control clients get, once the broker is done, to take their last events.

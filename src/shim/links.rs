@@ -8,7 +8,7 @@ use super::Shell;
 
 /// What is at a link's place now.
 #[derive(Debug, PartialEq, Eq)]
-enum Found {
+pub(super) enum Found {
     Nothing,
     /// A link to this binary already.
     Ours,
@@ -97,7 +97,7 @@ pub(crate) fn make_links(dir: &Path) -> Result<String, String> {
     Ok(report)
 }
 
-fn inspect(path: &Path, exe: &Path) -> Found {
+pub(super) fn inspect(path: &Path, exe: &Path) -> Found {
     let meta = match path.symlink_metadata() {
         Ok(meta) => meta,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Found::Nothing,

@@ -5,16 +5,18 @@
 //! command brokered without knowing it.
 //!
 //! Only `-c` (with `-l`) is brokered. Anything else (`--version`, a script file, an
-//! interactive shell) and any call made inside a broker already (`TETHER_BROKER_ID` set: the
-//! brokered command's own `sh -c`, make's recipes) is handed to the real shell with exec(2),
-//! unchanged. The real shell is found at a fixed absolute path, never through PATH, which
+//! interactive shell), any call made inside a broker already (`TETHER_BROKER_ID` set: the
+//! brokered command's own `sh -c`, make's recipes) and any call made inside a notify run
+//! ([`inside_notify_run`]) is handed to the real shell with exec(2), unchanged. The real shell is found at a fixed absolute path, never through PATH, which
 //! would find the link itself.
 
 mod links;
 mod links_dir;
+mod outside;
 
 pub use links::install;
 pub(crate) use links::make_links;
+pub use outside::{inside_notify_run, this_environment_outside};
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -153,7 +155,11 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
             return EXIT_NOT_FOUND;
         }
     };
-    let nested = std::env::var_os(BROKER_ID_ENV).is_some_and(|v| !v.is_empty());
+    // Inside a notify run (called by its full path: its PATH has no shims directory), the
+    // call is the operator's own, never a command of a session: brokered, a failing one
+    // would notify again, for ever.
+    let nested =
+        std::env::var_os(BROKER_ID_ENV).is_some_and(|v| !v.is_empty()) || inside_notify_run();
     let plan = if nested {
         Plan::PassThrough
     } else {

@@ -429,6 +429,12 @@ impl BrokerConversation {
             }
             reap(child).await;
         }
+        if reap_kept {
+            // A front end that stays (a subreaper) adopts what a closed broker let go to end
+            // on its own (a notify run, finishing on its deadline): those that ended since
+            // are reaped at each end, so they never pile up as zombies.
+            live.lock().await.reap_adopted();
+        }
         live.lock().await.unregister(ticket);
         let why = end.why()?;
         let (grace, patience) = match end {

@@ -2,7 +2,7 @@
 //! few places the broker already learns something (the command started, wrote, was sampled,
 //! ended), its events are journaled and handed to the notify command: [`Output::Notify`]
 //! asks the interpreter to start a run, [`Output::CheckNotify`] to look at the runs going
-//! (killing the overdue), [`Output::WindDownNotify`] to let them end when the broker is done;
+//! (killing the overdue), [`Output::WindDownNotify`] to let them go when the broker is done;
 //! how each went comes back as an input (`Input::Notify*`), which is where a failure is
 //! journaled.
 //!
@@ -21,8 +21,14 @@ use crate::attention::probe::{self, InputFile};
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus};
 
-/// The command text a notification carries at most (its argv may be megabytes).
-const TEXT_CAP: usize = 4096;
+/// The bytes of the command's text a notification carries at most (its argv may be
+/// megabytes).
+const TEXT_CAP: usize = 1024;
+/// The bytes of the command's name (its first word, unless named) a notification carries at
+/// most: a first word can be as long as the argv.
+const NAME_CAP: usize = 256;
+/// The bytes of the detector's detail a notification carries at most.
+const DETAIL_CAP: usize = 512;
 
 pub(super) struct Attention {
     enabled: bool,
@@ -183,9 +189,10 @@ impl Broker {
         }
     }
 
-    /// [call site: finish] Runs of the notify command still going get a moment to end
-    /// ([`Output::WindDownNotify`]); whether the end waits for them
-    /// ([`super::Input::NotifyWoundDown`]).
+    /// [call site: finish] Runs of the notify command still going are let go
+    /// ([`Output::WindDownNotify`]: those that ended are told, the rest end on their own
+    /// deadline, never waited for); whether the end goes on at
+    /// [`super::Input::NotifyWoundDown`], which comes at once.
     pub(super) fn attention_finish(&mut self) -> bool {
         let running = self
             .attention
@@ -247,7 +254,8 @@ impl Broker {
         };
         for event in events {
             if let EventKind::Attention { attention, detail } = &event {
-                let payload = self.notification(attention.name(), detail);
+                let kind = *attention;
+                let (at_ms, payload) = self.notification(kind.name(), detail);
                 // In the journal before the notify command runs: it may read the journal.
                 self.emit(event);
                 self.flush_journal();
@@ -255,7 +263,11 @@ impl Broker {
                 if let Some(policy) = self.attention.notify.as_mut()
                     && policy.admit(now)
                 {
-                    self.outputs.push_back(Output::Notify { payload });
+                    self.outputs.push_back(Output::Notify {
+                        kind,
+                        at_ms,
+                        payload,
+                    });
                 }
             } else {
                 self.emit(event);
@@ -263,37 +275,42 @@ impl Broker {
         }
     }
 
-    /// The JSON line the notify command reads.
-    fn notification(&self, kind: &str, detail: &str) -> Vec<u8> {
+    /// When the event is, and the JSON object the notify command reads (the interpreter adds
+    /// what the user's rate held back before it, see `crate::attention::rate`).
+    fn notification(&self, kind: &str, detail: &str) -> (u64, serde_json::Value) {
         let request = &self.request;
         // The machine's wall clock, as the event it tells of is stamped.
         let ts_ms = self.kernel.wall_ms();
         let session = request.session.as_ref();
         let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
         let target = session.zip(number).map(|(s, n)| format!("{}/{n:02}", s.id));
-        let mut text = crate::config::naming::command_text(&request.command);
-        if text.len() > TEXT_CAP {
-            let mut cut = TEXT_CAP;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push('…');
-        }
+        let text = crate::config::naming::command_text(&request.command);
         let value = serde_json::json!({
             "kind": kind,
-            "detail": detail,
+            "detail": capped(detail, DETAIL_CAP),
             "session": session.map(|s| &s.id),
             "command": number,
             "target": target,
-            "name": request.name,
-            "text": text,
+            "name": capped(&request.name, NAME_CAP),
+            "text": capped(&text, TEXT_CAP),
             "ts_ms": ts_ms,
             "time": crate::export::summary::iso_utc(ts_ms),
             "journal_dir": request.journal_dir,
         });
-        let mut line = serde_json::to_vec(&value).unwrap_or_default();
-        line.push(b'\n');
-        line
+        (ts_ms, value)
     }
+}
+
+/// `text` cut to at most `cap` bytes (on a character boundary), `…` marking the cut: every
+/// field of a notification is bounded, so the whole line fits a pipe's buffer and its write
+/// never waits on the notify program.
+fn capped(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_string();
+    }
+    let mut cut = cap;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
 }

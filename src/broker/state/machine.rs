@@ -181,14 +181,20 @@ pub enum Output {
     /// Custody began: the front end gets what it was sent, its copy of the output ends, and
     /// it is let go ([`Input::FrontEndLetGo`] when done).
     LetFrontEndGo,
-    /// Run the notify command with `payload` on its stdin ([`Input::NotifyStarted`] or
-    /// [`Input::NotifyUnstarted`] at once).
-    Notify { payload: Vec<u8> },
+    /// Run the notify command for an event of `kind` at `at_ms` (wall clock) with
+    /// `payload` on its stdin, unless the user's rate holds it back ([`Input::NotifyStarted`]
+    /// or [`Input::NotifyUnstarted`] at once when it is started; nothing when held back).
+    Notify {
+        kind: crate::protocol::AttentionKind,
+        at_ms: u64,
+        payload: serde_json::Value,
+    },
     /// Look at the notify command's runs, killing `overdue` first ([`Input::NotifyEnded`]
     /// for each that ended).
     CheckNotify { overdue: Vec<i32> },
-    /// The broker is done: the notify command's runs get up to `notify::END_WAIT` to end,
-    /// then are killed ([`Input::NotifyEnded`] for each, then [`Input::NotifyWoundDown`]).
+    /// The broker is done: the notify command's runs that ended are told
+    /// ([`Input::NotifyEnded`] for each), the others let go to end on their own deadline,
+    /// never waited for; then [`Input::NotifyWoundDown`], at once.
     WindDownNotify,
     /// Write `result.json` ([`Input::ResultWritten`] when done).
     WriteResult(Box<CommandResult>),

@@ -1,0 +1,203 @@
+//! The `[notify] command` against what made it misbehave: a notify program whose `sh` was the
+//! shim (brokered, failing, notifying again for ever), a burst of failures that ran it once
+//! each, and a slow one that held the command's return.
+//!
+//! A notify run gets no `TETHER_*` variable, so not the test's tag either: its scripts here
+//! write their pid, and the test checks that pid is gone.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::procs::wait_gone;
+use common::{BIN, DEADLINE, TAG_VAR, TestEnv, wait_until};
+
+/// Writes the test's user config, which the front ends read through `XDG_CONFIG_HOME`.
+fn notify_config(env: &TestEnv, argv: &[&str]) {
+    let dir = env.path("config").join("tether");
+    std::fs::create_dir_all(&dir).unwrap();
+    let argv: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
+    let text = format!("[notify]\ncommand = [{}]\n", argv.join(", "));
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+/// No notify command any more: on a build that loops, the loop ends.
+fn no_notify_config(env: &TestEnv) {
+    let _ = std::fs::remove_file(env.path("config").join("tether/config.toml"));
+}
+
+/// The links `tether shims` makes, in the test's scratch space.
+fn shims(env: &TestEnv) -> PathBuf {
+    let dir = env.path("shims");
+    let out = Command::new(BIN).arg("shims").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    dir
+}
+
+/// `program ARGS`, a shim call as the manual set-up makes it: the shims directory first on
+/// PATH, in the test's state and config directories, tagged, outside any session.
+fn shim_call(env: &TestEnv, shims: &Path, program: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(shims.join(program));
+    let path = std::env::var("PATH").unwrap_or_default();
+    command
+        .args(args)
+        .env("PATH", format!("{}:{path}", shims.display()))
+        .env("TETHER_STATE_DIR", env.state_dir())
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .env(TAG_VAR, &env.tag)
+        .env_remove("TETHER_SESSION")
+        .env_remove("TETHER_BROKER_ID")
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// A notify script that reads the event, writes its environment and pid to `seen` (whole,
+/// by a rename) and fails: brokered, it would be a failing command that notifies again.
+fn env_writing_script(seen: &Path) -> String {
+    format!(
+        "cat >/dev/null; env > '{seen}.tmp'; echo \"notify_pid=$$\" >> '{seen}.tmp'; mv '{seen}.tmp' '{seen}'; exit 1",
+        seen = seen.display()
+    )
+}
+
+/// The environment a notify run wrote, once it did, and its pid.
+fn seen_environment(env: &TestEnv, seen: &Path) -> (Vec<String>, i32) {
+    wait_until(env, "the notify run's environment", || seen.exists());
+    let text = std::fs::read_to_string(seen).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let pid = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("notify_pid=")?.parse().ok())
+        .expect("the run's pid");
+    (lines, pid)
+}
+
+/// The run ran outside the shims: nothing of tether's in its environment, no shims
+/// directory on its PATH, and no second command journaled (a brokered `sh` would have been
+/// one, journaled before its script ran).
+fn assert_outside_the_shims(env: &TestEnv, lines: &[String], shims: &Path) {
+    let tether: Vec<&String> = lines.iter().filter(|l| l.starts_with("TETHER_")).collect();
+    assert!(
+        tether.is_empty(),
+        "tether's variables in a notify run: {tether:?}"
+    );
+    let path = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("PATH="))
+        .expect("a PATH");
+    assert!(
+        !path.split(':').any(|dir| Path::new(dir) == shims),
+        "the shims directory on a notify run's PATH: {path}"
+    );
+    let dirs = env.command_dirs();
+    assert_eq!(dirs.len(), 1, "the notify run was brokered: {dirs:?}");
+}
+
+#[test]
+fn a_notify_program_s_sh_is_the_real_shell_even_with_the_shims_first_on_path() {
+    let env = TestEnv::new("notify-path");
+    let shims = shims(&env);
+    let seen = env.path("seen.env");
+    notify_config(&env, &["sh", "-c", &env_writing_script(&seen)]);
+    let done = env
+        .spawn_captured(shim_call(&env, &shims, "bash", &["-c", "exit 1"]))
+        .wait(&env);
+    assert_eq!(done.code(), 1, "{}", done.stderr_text());
+    let (lines, pid) = seen_environment(&env, &seen);
+    no_notify_config(&env);
+    assert_outside_the_shims(&env, &lines, &shims);
+    assert_eq!(wait_gone(&[pid], DEADLINE), Vec::<i32>::new());
+    env.finish();
+}
+
+#[test]
+fn a_shim_called_by_its_full_path_inside_a_notify_run_runs_the_real_shell() {
+    let env = TestEnv::new("notify-shim-path");
+    let shims = shims(&env);
+    let seen = env.path("seen.env");
+    let sh = shims.join("sh");
+    notify_config(
+        &env,
+        &[sh.to_str().unwrap(), "-c", &env_writing_script(&seen)],
+    );
+    let done = env
+        .spawn_captured(shim_call(&env, &shims, "bash", &["-c", "exit 1"]))
+        .wait(&env);
+    assert_eq!(done.code(), 1, "{}", done.stderr_text());
+    let (lines, pid) = seen_environment(&env, &seen);
+    no_notify_config(&env);
+    assert_outside_the_shims(&env, &lines, &shims);
+    assert_eq!(wait_gone(&[pid], DEADLINE), Vec::<i32>::new());
+    env.finish();
+}
+
+#[test]
+fn a_slow_notify_program_does_not_hold_the_command_s_return() {
+    let env = TestEnv::new("notify-slow");
+    let (go, done_file, pid_file) = (env.path("go"), env.path("done"), env.path("pid"));
+    // It finishes only when the test says so, after the command returned: the command's
+    // return cannot have waited for it.
+    let script = format!(
+        "cat >/dev/null; echo $$ > '{pid}'; while [ ! -e '{go}' ]; do sleep 0.02; done; echo done > '{done}'",
+        pid = pid_file.display(),
+        go = go.display(),
+        done = done_file.display()
+    );
+    notify_config(&env, &["sh", "-c", &script]);
+    let mut exec = env.exec_command(&[], &["sh", "-c", "exit 1"]);
+    exec.env("XDG_CONFIG_HOME", env.path("config"));
+    let run = env.spawn_captured(exec).wait(&env);
+    assert_eq!(run.code(), 1, "{}", run.stderr_text());
+    wait_until(&env, "the notify run's pid", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!done_file.exists());
+    std::fs::write(&go, "").unwrap();
+    // Let go, not killed: it finishes its job after the command returned.
+    wait_until(&env, "the notify run to finish", || done_file.exists());
+    assert_eq!(wait_gone(&[pid], DEADLINE), Vec::<i32>::new());
+    env.finish();
+}
+
+#[test]
+fn a_burst_of_failures_runs_the_notify_program_a_few_times_and_counts_the_rest() {
+    let env = TestEnv::new("notify-burst");
+    let got = env.path("notified.jsonl");
+    notify_config(&env, &["sh", "-c", &format!("cat >> '{}'", got.display())]);
+    let runs: Vec<_> = (0..12)
+        .map(|_| {
+            let mut exec = env.exec_command(&[], &["sh", "-c", "exit 1"]);
+            exec.env("XDG_CONFIG_HOME", env.path("config"));
+            env.spawn_captured(exec)
+        })
+        .collect();
+    for run in runs {
+        assert_eq!(run.wait(&env).code(), 1);
+    }
+    // Each broker decided before its command returned: the user's rate is final now.
+    let rate: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.state_dir().join("notify-rate")).unwrap())
+            .unwrap();
+    let runs_allowed = tether::attention::rate::RUNS_PER_WINDOW as u64;
+    assert_eq!(rate["started"], runs_allowed, "{rate}");
+    let held: u64 = rate["held"]["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    // Those that found the lock busy are counted beside it, a byte each.
+    let held_beside =
+        std::fs::read(env.state_dir().join("notify-rate.held")).map_or(0, |b| b.len() as u64);
+    assert_eq!(held + held_beside, 12 - runs_allowed, "{rate}");
+    wait_until(&env, "the runs that were let start", || {
+        std::fs::read_to_string(&got).is_ok_and(|t| t.lines().count() as u64 == runs_allowed)
+    });
+    env.finish();
+}
