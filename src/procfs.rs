@@ -62,18 +62,24 @@ pub struct StatFields<'a> {
 
 impl<'a> StatFields<'a> {
     pub fn split(text: &'a str) -> Option<StatFields<'a>> {
-        let open = text.find('(')?;
-        let close = text.rfind(')')?;
+        StatFields::split_bytes(text.as_bytes())
+    }
+
+    /// As [`StatFields::split`], from the bytes the kernel gave: the name, which a process
+    /// sets to any bytes it likes, is "" when it is not UTF-8 (decoding it lossily would
+    /// allocate), and the fields after it are read all the same. For the notify keeper
+    /// (`attention::sweep`), which may not allocate.
+    pub fn split_bytes(stat: &'a [u8]) -> Option<StatFields<'a>> {
+        let open = stat.iter().position(|&b| b == b'(')?;
+        let close = stat.iter().rposition(|&b| b == b')')?;
+        let rest = std::str::from_utf8(stat.get(close + 1..)?).ok()?;
         let mut after_name = [""; STAT_FIELDS];
-        for (slot, field) in after_name
-            .iter_mut()
-            .zip(text.get(close + 1..)?.split_ascii_whitespace())
-        {
+        for (slot, field) in after_name.iter_mut().zip(rest.split_ascii_whitespace()) {
             *slot = field;
         }
         Some(StatFields {
-            pid: text[..open].trim(),
-            comm: text.get(open + 1..close)?,
+            pid: std::str::from_utf8(&stat[..open]).ok()?.trim(),
+            comm: std::str::from_utf8(stat.get(open + 1..close)?).unwrap_or(""),
             after_name,
         })
     }

@@ -15,6 +15,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::notify::NOTIFY_TIMEOUT;
+use super::sweep::{ChildLister, sweep_descendants};
 
 /// The keeper's word when the notify command timed out (never a wait status).
 pub(super) const TIMED_OUT: u32 = u32::MAX;
@@ -22,10 +23,6 @@ pub(super) const TIMED_OUT: u32 = u32::MAX;
 /// The keeper's name (comm), which a shim call inside a notify run looks for in its
 /// session's leader (see `crate::shim`): such a call runs the real shell, unbrokered.
 pub const KEEPER_COMM: &std::ffi::CStr = c"tether-notify";
-
-/// How long the keeper goes on killing what the run left before it gives up: a killed
-/// process ends at once unless the kernel holds it (an I/O in uninterruptible sleep).
-const SWEEP_PATIENCE_MS: u32 = 5_000;
 
 // The kernel's `struct clone_args` as the command's own start uses it: any version the
 // kernel knows is accepted, and the fields past `tls` stay zero.
@@ -125,6 +122,21 @@ fn errno() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
+/// Closes every descriptor from 3 on but `kept`. Raw system calls only.
+pub(super) unsafe fn close_all_but(kept: &mut [RawFd]) {
+    kept.sort_unstable();
+    let mut from: RawFd = 3;
+    for &mut fd in kept {
+        // SAFETY: close_range closes only descriptors; none of `kept`.
+        if fd > from {
+            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0) };
+        }
+        from = from.max(fd + 1);
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0) };
+}
+
 /// The keeper: a copy of the broker that never execs (it would stop being a "clone" child).
 /// Raw system calls only, no allocation, no lock, until it exits.
 pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
@@ -153,16 +165,7 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
         // Kept: the report and verdict pipes, and the stderr pipe's read end (close-on-exec,
         // so the notify command does not hold it): a run let go by its broker can still
         // write its stderr (curl's progress meter) without dying of SIGPIPE.
-        let mut kept = [start.report, start.verdict, start.stderr_reader];
-        kept.sort_unstable();
-        let mut from: RawFd = 3;
-        for fd in kept {
-            if fd > from {
-                libc::syscall(libc::SYS_close_range, from, fd - 1, 0);
-            }
-            from = from.max(fd + 1);
-        }
-        libc::syscall(libc::SYS_close_range, from, u32::MAX, 0);
+        close_all_but(&mut [start.report, start.verdict, start.stderr_reader]);
         let keeper = libc::getpid();
         // What the notify command leaves behind comes back to the keeper, not to the broker
         // (a subreaper), whose reaping would take it for the command's orphan.
@@ -187,7 +190,7 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
         };
         // Whatever the run left ends before the verdict: once the broker hears the run
         // ended, nothing of it runs.
-        let swept = sweep_descendants();
+        let swept = sweep_descendants(ChildLister::ChildrenFile);
         let bytes = word.to_ne_bytes();
         // The broker may be gone (EPIPE: SIGPIPE is blocked here).
         libc::write(start.verdict, bytes.as_ptr().cast(), bytes.len());
@@ -199,78 +202,6 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
         // A clean exit: a keeper that outlived its broker is reaped by whoever adopted it
         // (under `tether agent`, the agent's broker, which journals how it ended).
         libc::_exit(0)
-    }
-}
-
-/// Kills every child of the keeper, and reaps them, until it has none: as a subreaper it
-/// adopts the orphans of those it kills, so the run's whole tree comes to it a generation at
-/// a time, a `setsid` escapee too, which the keeper's group does not hold. A killed process
-/// cannot fork, so each round leaves only what the round before adopted. Gives up after
-/// [`SWEEP_PATIENCE_MS`], or at once without /proc (the group kill after it is all there is
-/// then): whether it swept. Raw system calls on a stack buffer only.
-unsafe fn sweep_descendants() -> bool {
-    let mut listed = [0u8; 4096];
-    let mut waited_ms = 0;
-    // SAFETY: raw system calls on a buffer of this frame.
-    unsafe {
-        loop {
-            reap_ended();
-            let fd = libc::open(
-                c"/proc/thread-self/children".as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            );
-            if fd < 0 {
-                return false;
-            }
-            let n = libc::read(fd, listed.as_mut_ptr().cast(), listed.len());
-            libc::close(fd);
-            let n = if n < 0 { 0 } else { n as usize };
-            let mut any = false;
-            let mut pid: i32 = 0;
-            // The kernel ends every pid with a space: a number without one was cut by the
-            // buffer, and is left for the next round rather than read as another pid.
-            for &b in &listed[..n] {
-                if b.is_ascii_digit() {
-                    pid = pid.saturating_mul(10).saturating_add(i32::from(b - b'0'));
-                } else if pid > 0 {
-                    libc::kill(pid, libc::SIGKILL);
-                    any = true;
-                    pid = 0;
-                }
-            }
-            if !any || waited_ms >= SWEEP_PATIENCE_MS {
-                reap_ended();
-                return !any;
-            }
-            let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 1_000_000,
-            };
-            libc::nanosleep(&pause, std::ptr::null_mut());
-            waited_ms += 1;
-        }
-    }
-}
-
-/// Reaps every child of the keeper that ended, without waiting.
-unsafe fn reap_ended() {
-    loop {
-        // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it. Zeroed
-        // each time: with WNOHANG and nothing ended, `si_pid` 0 is how that is told.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid writes only into `info`.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_ALL,
-                0,
-                &mut info,
-                libc::WEXITED | libc::__WALL | libc::WNOHANG,
-            )
-        };
-        // SAFETY: filled in by waitid; 0 when nothing ended.
-        if r < 0 || unsafe { info.si_pid() } == 0 {
-            return;
-        }
     }
 }
 

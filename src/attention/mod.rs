@@ -5,8 +5,8 @@
 //! - [`detector`]: the decisions, pure (samples, output and time in; events out);
 //! - [`probe`]: what a sample says of each process, read from /proc;
 //! - [`notify`]: running the notify command, bounded, out of the command's way, through a
-//!   keeper process (`keeper`), at the user's rate across all brokers ([`rate`], kept in
-//!   [`rate_file`]).
+//!   keeper process (`keeper`, which ends all a run left: `sweep`), at the user's rate
+//!   across all brokers ([`rate`], kept in [`rate_file`]).
 
 pub mod detector;
 mod keeper;
@@ -14,6 +14,7 @@ pub mod notify;
 pub mod probe;
 pub mod rate;
 pub mod rate_file;
+mod sweep;
 
 #[cfg(test)]
 mod tests;

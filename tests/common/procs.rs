@@ -1,8 +1,10 @@
 //! Finding, and if need be killing, every process a test started.
 //!
-//! Each test sets a unique `TETHER_TEST_TAG` on the process it starts; the broker and the whole
-//! command tree inherit it. A process counts as alive unless `/proc/PID/stat` is gone or says
-//! `Z`/`X`: PID 1 on the test machine does not reap orphans, so zombies linger.
+//! Each test sets a unique `TEST_TAG_TETHER` on the process it starts; the broker and the whole
+//! command tree inherit it. Not a `TETHER_*` name: a `[notify] command` run gets none of those
+//! (see `shim::outside`), and its leftovers must be found too. A process counts as alive
+//! unless `/proc/PID/stat` is gone or says `Z`/`X`: PID 1 on the test machine does not reap
+//! orphans, so zombies linger.
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-pub const TAG_VAR: &str = "TETHER_TEST_TAG";
+pub const TAG_VAR: &str = "TEST_TAG_TETHER";
 
 /// How long processes get to disappear before a leftover is a failure.
 pub const LEFTOVER_WINDOW: Duration = Duration::from_secs(3);
@@ -40,7 +42,7 @@ pub fn cmdline(pid: i32) -> String {
         .unwrap_or_default()
 }
 
-/// Every live process whose environment holds `TETHER_TEST_TAG=<tag>`.
+/// Every live process whose environment holds `TEST_TAG_TETHER=<tag>`.
 pub fn tagged(tag: &str) -> Vec<Tagged> {
     let needle = format!("{TAG_VAR}={tag}");
     let Ok(entries) = fs::read_dir("/proc") else {
