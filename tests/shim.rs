@@ -522,14 +522,23 @@ fn shim_calls_apply_retention_detached_at_most_once_a_minute() {
 fn a_fifo_at_the_retention_stamp_holds_no_shim_call() {
     let env = TestEnv::new("shim_stamp_fifo");
     let shims = shims(&env);
-    let plant = "rm -f \"$TETHER_STATE_DIR/retention.stamp\"; mkfifo \"$TETHER_STATE_DIR/retention.stamp\"";
-    let out = run(&env, shim_command(&env, &shims.join("sh"), &["-c", plant]), b"");
+    let plant =
+        "rm -f \"$TETHER_STATE_DIR/retention.stamp\"; mkfifo \"$TETHER_STATE_DIR/retention.stamp\"";
+    let out = run(
+        &env,
+        shim_command(&env, &shims.join("sh"), &["-c", plant]),
+        b"",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     let stamp = fs::symlink_metadata(env.state_dir().join("retention.stamp")).unwrap();
     assert!(stamp.file_type().is_fifo());
     for _ in 0..3 {
         // `run` fails the test if the call does not return within the tests' deadline.
-        let out = run(&env, shim_command(&env, &shims.join("sh"), &["-c", "echo hi"]), b"");
+        let out = run(
+            &env,
+            shim_command(&env, &shims.join("sh"), &["-c", "echo hi"]),
+            b"",
+        );
         assert_eq!(out.stdout, b"hi\n", "{}", stderr_text(&out));
         assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     }

@@ -11,7 +11,8 @@ use thiserror::Error;
 
 use super::socket_dir;
 use crate::config::CommandConfig;
-use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular, read_regular};
+use crate::journal::bounded::read_metadata;
+use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 use crate::journal::{command_dirs, list_sessions, sessions_dir};
 use crate::model::command::{CommandState, Status};
@@ -122,7 +123,7 @@ pub fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
         return None;
     }
     let file: CommandFile =
-        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
+        serde_json::from_slice(&read_metadata(&dir.join(COMMAND_FILE)).ok()?).ok()?;
     let broker = file.broker?;
     if !broker_alive(&broker) {
         // Killed before it could clean up: its socket is stale.
@@ -180,7 +181,7 @@ fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> String {
 /// named (the directory is new, or its launch was refused).
 pub fn journaled_broker_alive(dir: &Path) -> Option<bool> {
     let file: CommandFile =
-        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
+        serde_json::from_slice(&read_metadata(&dir.join(COMMAND_FILE)).ok()?).ok()?;
     Some(broker_alive(&file.broker?))
 }
 
@@ -234,7 +235,8 @@ pub(crate) fn log_window(path: &Path) -> Vec<Event> {
         let start = (len - LOG_WINDOW).max(LOG_WINDOW);
         let mut tail = Vec::new();
         if file.seek(SeekFrom::Start(start)).is_ok() {
-            let _ = file.read_to_end(&mut tail);
+            // The window only, however much the log has grown since its size was taken.
+            let _ = (&mut file).take(LOG_WINDOW).read_to_end(&mut tail);
         }
         events.extend(parse_lines(&tail, start > LOG_WINDOW));
     }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::secure::{open_regular, read_regular};
+use super::bounded::{oversized, read_metadata};
+use super::secure::open_regular;
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
 use crate::protocol::{CommandResult, Event, LaunchRequest, Stream};
@@ -46,6 +47,19 @@ pub enum Damage {
         file: &'static str,
         error: String,
     },
+    /// A metadata file over [`super::bounded::METADATA_LIMIT`], skipped unread.
+    Oversized(super::bounded::Oversized),
+}
+
+impl Damage {
+    /// Whether this is the damage of the file `name` (which is there, but unusable).
+    fn is_of(&self, name: &str) -> bool {
+        match self {
+            Damage::Unreadable { file, .. } => *file == name,
+            Damage::Oversized(oversized) => oversized.file == name,
+            _ => false,
+        }
+    }
 }
 
 impl std::fmt::Display for Damage {
@@ -68,6 +82,7 @@ impl std::fmt::Display for Damage {
                 "no {RESULT_FILE}: the command is still running or its broker was killed"
             ),
             Damage::Unreadable { file, error } => write!(f, "cannot read {file}: {error}"),
+            Damage::Oversized(oversized) => write!(f, "{oversized}"),
         }
     }
 }
@@ -122,11 +137,7 @@ impl CommandRecord {
                 damage.push(d);
                 None
             });
-        if result.is_none()
-            && !damage
-                .iter()
-                .any(|d| matches!(d, Damage::Unreadable { file, .. } if *file == RESULT_FILE))
-        {
+        if result.is_none() && !damage.iter().any(|d| d.is_of(RESULT_FILE)) {
             damage.push(Damage::MissingResult);
         }
         let record = CommandRecord {
@@ -268,13 +279,16 @@ fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,
     file: &'static str,
 ) -> Result<Option<T>, Damage> {
-    let bytes = match read_regular(path) {
+    let bytes = match read_metadata(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => {
-            return Err(Damage::Unreadable {
-                file,
-                error: err.to_string(),
+            return Err(match oversized(&err) {
+                Some(oversized) => Damage::Oversized(oversized.clone()),
+                None => Damage::Unreadable {
+                    file,
+                    error: err.to_string(),
+                },
             });
         }
     };

@@ -12,8 +12,8 @@ use super::ToolError;
 use super::commands::{Change, Tracked};
 use crate::control::broker_alive;
 use crate::control::discover::{live_command, log_window};
+use crate::journal::bounded::read_metadata;
 use crate::journal::reader::read_result;
-use crate::journal::secure::read_regular;
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE};
 use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Scope, ToBroker};
 use crate::supervisor::intervals::ACK_TIMEOUT;
@@ -23,7 +23,7 @@ use crate::supervisor::{Answer, BrokerConversation};
 /// from the start and end of its event log. None for what is no command's journal (yet).
 pub fn snapshot(dir: &Path) -> Option<Tracked> {
     let file: CommandFile =
-        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
+        serde_json::from_slice(&read_metadata(&dir.join(COMMAND_FILE)).ok()?).ok()?;
     let mut tracked = Tracked::new(
         dir.file_name()?.to_string_lossy().into_owned(),
         file.request.name.clone(),
