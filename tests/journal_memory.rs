@@ -141,6 +141,7 @@ fn oversized_metadata_files_are_skipped_by_their_size() {
     for file in ["session.json", "01-ok/command.json", "02-fail/result.json"] {
         File::options()
             .create(true)
+            .truncate(false)
             .write(true)
             .open(huge.join(file))
             .unwrap()
