@@ -197,6 +197,16 @@ impl SessionRecord {
 /// A session that a prune set aside and did not finish (`.pruning-NAME-PID`, its prune gone)
 /// is put back under its name first, or listed under the tomb's name where that name is taken.
 pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let dirs = session_dirs(sessions_dir)?;
+    let mut keyed: Vec<(u64, PathBuf)> = dirs.into_iter().map(|d| (started_ms(&d), d)).collect();
+    keyed.sort();
+    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+}
+
+/// The session directories under `sessions_dir` as [`list_sessions`] finds them (a prune's
+/// leftover put back first), in no order: no `session.json` is read, so thousands cost a
+/// directory listing.
+pub fn session_dirs(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
     let left_aside = match super::secure::open_dir_nofollow(sessions_dir) {
         Ok(dir) => super::tomb::restore_abandoned(&dir).unwrap_or_default(),
         Err(_) => Vec::new(),
@@ -215,9 +225,7 @@ pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(err) => return Err(err),
     };
-    let mut keyed: Vec<(u64, PathBuf)> = dirs.into_iter().map(|d| (started_ms(&d), d)).collect();
-    keyed.sort();
-    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+    Ok(dirs)
 }
 
 /// When the session in `dir` started, as well as can be told.
