@@ -138,7 +138,14 @@ fn oversized_metadata_files_are_skipped_by_their_size() {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
     }
     // Sparse: 3 GiB each that take no disk.
-    for file in ["session.json", "01-ok/command.json", "02-fail/result.json"] {
+    let oversized = [
+        "session.json",
+        "01-ok/command.json",
+        "02-fail/result.json",
+        // No result.json: the live listing (ps, stop) reads its command.json.
+        "10-crashed/command.json",
+    ];
+    for file in oversized {
         File::options()
             .create(true)
             .truncate(false)
@@ -170,6 +177,15 @@ fn oversized_metadata_files_are_skipped_by_their_size() {
             "tether {args:?} peaked at {} MiB",
             peak >> 20
         );
+        if matches!(args[0], "ps" | "stop") {
+            // The command it hides cannot be listed, but it is said.
+            assert!(
+                said.contains(
+                    "tether: huge/10-crashed: command.json is 3.0 GiB, over the 16.0 MiB"
+                ),
+                "{said}"
+            );
+        }
         if args == ["sessions", "--json"] {
             let document: SessionsDocument = serde_json::from_slice(&output.stdout).unwrap();
             // Both sessions, the damaged one whole but for what it could not read.
