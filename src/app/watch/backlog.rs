@@ -51,6 +51,9 @@ impl Watch {
         }
         changed |= !rows.is_empty();
         place(rows, app);
+        if self.backlog.is_empty() && std::mem::take(&mut self.relist) {
+            self.rescan(app);
+        }
         changed
     }
 

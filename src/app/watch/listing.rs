@@ -47,14 +47,17 @@ impl Watch {
     /// Looks at everything again: lists the sessions, whose commands not listed yet are then
     /// read a step at a time ([`Watch::step`]), drops the rows of sessions gone since the
     /// last look (polling sees no event of it), and reads the listed commands that have no
-    /// result. A look already under way goes on rather than start over.
+    /// result. A look already under way goes on rather than start over;
+    /// the sessions are listed again once it is done.
     pub(super) fn rescan(&mut self, app: &mut App) {
         self.last_rescan = std::time::Instant::now();
         if let Err(err) = check_for_reading(&self.state_dir) {
             self.say(err.to_string());
             return;
         }
-        if !self.pending() {
+        if self.pending() {
+            self.relist = true;
+        } else {
             let sessions = match session_dirs(&sessions_dir(&self.state_dir)) {
                 Ok(sessions) => sessions,
                 Err(err) => {

@@ -56,6 +56,9 @@ pub struct Watch {
     open: HashMap<PathBuf, EventTail>,
     /// What is listed but not read yet, the next at the end ([`Watch::step`]).
     backlog: Vec<backlog::Pending>,
+    /// A full look was asked for while one was under way: the sessions are listed again
+    /// once the backlog is read (what the kernel's dropped events hid is found then).
+    relist: bool,
     last_rescan: Instant,
     /// Why the journals cannot be read, once said.
     unreadable: Option<String>,
@@ -83,6 +86,7 @@ impl Watch {
                 .collect(),
             open: HashMap::new(),
             backlog: Vec::new(),
+            relist: false,
             last_rescan: Instant::now(),
             unreadable: None,
             replies,

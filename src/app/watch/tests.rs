@@ -297,3 +297,19 @@ fn without_inotify_rows_of_a_removed_session_go_at_the_next_look() {
         assert_eq!(sessions_listed(&app), ["b"]);
     });
 }
+
+#[test]
+fn a_full_look_asked_for_while_one_is_under_way_lists_the_sessions_again_after_it() {
+    let state = tempfile::tempdir().unwrap();
+    ended_session(state.path(), "a", 1_000, Duration::ZERO);
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        // Made after the listing, its events dropped (a queue overflow asks for a rescan).
+        ended_session(state.path(), "b", 2_000, Duration::ZERO);
+        watch.rescan(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["a", "b"]);
+    });
+}
