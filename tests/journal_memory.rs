@@ -121,3 +121,90 @@ fn a_huge_damaged_journal_is_listed_and_exported_in_bounded_memory() {
     }
     env.finish();
 }
+
+/// A command can reach its own journal's metadata: `truncate -s 3G command.json` (or
+/// `session.json`, `result.json`) made every reader allocate 3 GiB. Each is skipped by its
+/// size, said once as damage, and the rest is still read.
+#[test]
+fn oversized_metadata_files_are_skipped_by_their_size() {
+    let env = TestEnv::new("journal-memory-metadata");
+    let state = env.state_dir();
+    let huge = state.join("sessions/huge");
+    let fine = state.join("sessions/fine");
+    copy_dir(&common::every_kind_fixture(), &huge);
+    copy_dir(&common::every_kind_fixture(), &fine);
+    for dir in [&state, &state.join("sessions"), &huge, &fine] {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    // Sparse: 3 GiB each that take no disk.
+    let oversized = [
+        "session.json",
+        "01-ok/command.json",
+        "02-fail/result.json",
+        // No result.json: the live listing (ps, stop) reads its command.json.
+        "10-crashed/command.json",
+    ];
+    for file in oversized {
+        File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(huge.join(file))
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+    }
+
+    let runs: [&[&str]; 6] = [
+        &["ps"],
+        &["stop", "huge/nothing-of-that-name"],
+        &["sessions"],
+        &["sessions", "--json"],
+        &["export", "huge", "--format", "jsonl"],
+        &["grep", "never-printed-by-the-fixture"],
+    ];
+    for args in runs {
+        let (output, peak) = run_measured(&env, env.tether(args), &format!("tether {args:?}"));
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        eprintln!("tether {args:?}: peak {} MiB", peak >> 20);
+        assert!(
+            peak <= PEAK_LIMIT,
+            "tether {args:?} peaked at {} MiB",
+            peak >> 20
+        );
+        if matches!(args[0], "ps" | "stop") {
+            // The command it hides cannot be listed, but it is said.
+            assert!(
+                said.contains(
+                    "tether: huge/10-crashed: command.json is 3.0 GiB, over the 16.0 MiB"
+                ),
+                "{said}"
+            );
+        }
+        if args == ["sessions", "--json"] {
+            let document: SessionsDocument = serde_json::from_slice(&output.stdout).unwrap();
+            // Both sessions, the damaged one whole but for what it could not read.
+            assert_eq!(document.sessions.len(), 2, "{said}");
+            let commands: usize = document.sessions.iter().map(|s| s.commands.len()).sum();
+            assert_eq!(commands, 20, "{said}");
+        }
+        if args[0] == "export" {
+            assert!(output.status.success(), "{said}");
+            assert!(
+                said.contains(
+                    "command.json is 3.0 GiB, over the 16.0 MiB a journal's metadata may be; skipped"
+                ),
+                "{said}"
+            );
+            assert!(said.contains("result.json is 3.0 GiB"), "{said}");
+            // The commands around the damage are exported.
+            assert!(said.contains(r#""command":"03-tree""#), "{said}");
+        }
+    }
+    env.finish();
+}

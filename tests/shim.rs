@@ -6,6 +6,7 @@ mod common;
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -559,6 +560,38 @@ fn shim_calls_apply_retention_detached_at_most_once_a_minute() {
     call();
     settle(&env);
     assert_eq!(session_count(&env), 6);
+    env.finish();
+}
+
+/// A command can reach the retention stamp: a FIFO put in its place held every later shim
+/// call, after its command, in an open for writing that waited for a reader (SIGTERM
+/// ignored). It is opened non-blocking, and a stamp that is not a regular file starts no run.
+#[test]
+fn a_fifo_at_the_retention_stamp_holds_no_shim_call() {
+    let env = TestEnv::new("shim_stamp_fifo");
+    let shims = shims(&env);
+    let plant =
+        "rm -f \"$TETHER_STATE_DIR/retention.stamp\"; mkfifo \"$TETHER_STATE_DIR/retention.stamp\"";
+    let out = run(
+        &env,
+        shim_command(&env, &shims.join("sh"), &["-c", plant]),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let stamp = fs::symlink_metadata(env.state_dir().join("retention.stamp")).unwrap();
+    assert!(stamp.file_type().is_fifo());
+    for _ in 0..3 {
+        // `run` fails the test if the call does not return within the tests' deadline.
+        let out = run(
+            &env,
+            shim_command(&env, &shims.join("sh"), &["-c", "echo hi"]),
+            b"",
+        );
+        assert_eq!(out.stdout, b"hi\n", "{}", stderr_text(&out));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    }
+    assert_eq!(journals(&env).len(), 4);
+    settle(&env);
     env.finish();
 }
 

@@ -209,6 +209,7 @@ pub(super) async fn event_loop(
         let journals_rest =
             journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
         let ticking = watching || runner.app.model.running() > 0;
+        let backlog = runner.watch.as_ref().is_some_and(Watch::pending);
         // News that waits for the gap between two notices: a frame looks again then.
         let news_due = runner.teller.due_in(now_ms()).map(|wait| now + wait);
         if !ticking || next_tick < now {
@@ -262,6 +263,12 @@ pub(super) async fn event_loop(
                 }
             }
             _ = sleep_until(journals_read_at.map_or(now, |t| t + JOURNAL_READS)), if journals_rest => {}
+            // Journals listed and not read yet: a step of them between frames and keys.
+            _ = std::future::ready(()), if backlog => {
+                if let Some(watch) = runner.watch.as_mut() {
+                    dirty |= watch.step(&mut runner.app);
+                }
+            }
             _ = sleep_until(next_tick), if ticking => {
                 next_tick += tick;
                 match runner.watch.as_mut() {

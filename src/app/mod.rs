@@ -187,14 +187,47 @@ impl App {
     /// Puts a command on the list at `index` (one another process started, in `tether
     /// watch`); the selection stays on the command it was on.
     pub fn insert_command(&mut self, index: usize, command: CommandState) {
+        self.insert_commands(index, vec![command]);
+    }
+
+    /// Inserts `commands` in a row at `index`, the list moved once (a watch's backlog is read
+    /// in blocks of rows that go in one place); the selection stays on its command.
+    pub fn insert_commands(&mut self, index: usize, commands: Vec<CommandState>) {
         let index = index.min(self.model.commands.len());
         let had_any = !self.model.commands.is_empty();
-        self.model.commands.insert(index, command);
+        let count = commands.len();
+        self.model.commands.splice(index..index, commands);
         if had_any && index <= self.view.selected {
-            self.view.selected += 1;
+            self.view.selected += count;
         }
         // Open logs are keyed by position.
         self.streams.clear();
+    }
+
+    /// Takes every command `gone` picks off the list in one pass (the rows of a removed
+    /// session, thousands maybe); the selection stays on its command, or moves to the
+    /// nearest one kept. Returns how many went.
+    pub fn remove_commands(&mut self, gone: impl Fn(&CommandState) -> bool) -> usize {
+        let selected = self.view.selected;
+        let (mut removed, mut kept_before, mut selected_gone) = (0, 0, false);
+        for (index, command) in self.model.commands.iter().enumerate() {
+            if gone(command) {
+                removed += 1;
+                selected_gone |= index == selected;
+            } else if index < selected {
+                kept_before += 1;
+            }
+        }
+        if removed == 0 {
+            return 0;
+        }
+        self.model.commands.retain(|command| !gone(command));
+        if selected_gone {
+            self.view.reset_command_view();
+        }
+        self.view.selected = kept_before.min(self.model.commands.len().saturating_sub(1));
+        self.streams.clear();
+        removed
     }
 
     /// Takes a command off the list; the selection moves to its neighbour.

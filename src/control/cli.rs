@@ -10,7 +10,7 @@ use serde::Serialize;
 use tokio::time::{Instant, timeout_at};
 
 use super::client::Ack;
-use super::discover::{LiveCommand, live_commands};
+use super::discover::{LiveCommand, live_commands_noting};
 use super::fallback;
 use super::report::StopReport;
 use super::target::{Target, no_match};
@@ -35,7 +35,11 @@ pub enum Action {
 
 fn live(state: Option<&Path>, session: Option<&str>) -> Result<Vec<LiveCommand>, String> {
     let dir = state_dir(state).map_err(|e| e.to_string())?;
-    live_commands(&dir, session).map_err(|e| e.to_string())
+    let (live, skipped) = live_commands_noting(&dir, session).map_err(|e| e.to_string())?;
+    for line in skipped {
+        eprintln!("tether: {line}");
+    }
+    Ok(live)
 }
 
 /// One row of `tether ps`.

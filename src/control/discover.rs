@@ -11,7 +11,8 @@ use thiserror::Error;
 
 use super::socket_dir;
 use crate::config::CommandConfig;
-use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular, read_regular};
+use crate::journal::bounded::{Oversized, oversized, read_metadata};
+use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 use crate::journal::{command_dirs, list_sessions, sessions_dir};
 use crate::model::command::{CommandState, Status};
@@ -94,6 +95,17 @@ pub fn live_commands(
     state_dir: &Path,
     session: Option<&str>,
 ) -> Result<Vec<LiveCommand>, DiscoverError> {
+    live_commands_noting(state_dir, session).map(|(live, _)| live)
+}
+
+/// As [`live_commands`], with what was skipped: a line for each journal whose
+/// `command.json` is over the bound a metadata file may be (`SESSION/ID: command.json is
+/// 3.0 GiB, ...; skipped`). A command that made its own journal unreadable cannot be listed,
+/// but is not left unsaid.
+pub fn live_commands_noting(
+    state_dir: &Path,
+    session: Option<&str>,
+) -> Result<(Vec<LiveCommand>, Vec<String>), DiscoverError> {
     check_for_reading(state_dir)?;
     let sessions = sessions_dir(state_dir);
     let all = list_sessions(&sessions).map_err(|source| DiscoverError::Io {
@@ -101,28 +113,45 @@ pub fn live_commands(
         source,
     })?;
     let mut live = Vec::new();
+    let mut skipped = Vec::new();
     for session_dir in all {
         let name = file_name(&session_dir);
         if session.is_some_and(|wanted| wanted != name) {
             continue;
         }
         for dir in command_dirs(&session_dir).unwrap_or_default() {
-            if let Some(command) = live_command(&name, &dir) {
-                live.push(command);
+            match read_live_command(&name, &dir) {
+                Ok(Some(command)) => live.push(command),
+                Ok(None) => {}
+                Err(oversized) => skipped.push(format!("{name}/{}: {oversized}", file_name(&dir))),
             }
         }
     }
-    Ok(live)
+    Ok((live, skipped))
 }
 
 /// The command journaled in `dir`, if its broker runs.
 pub fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
+    read_live_command(session, dir).ok().flatten()
+}
+
+/// [`live_command`], or why its `command.json` was not read: it is over the bound.
+fn read_live_command(session: &str, dir: &Path) -> Result<Option<LiveCommand>, Oversized> {
     // Finished commands, the great majority, cost one stat.
     if fs::symlink_metadata(dir.join(RESULT_FILE)).is_ok() {
-        return None;
+        return Ok(None);
     }
-    let file: CommandFile =
-        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
+    let bytes = match read_metadata(&dir.join(COMMAND_FILE)) {
+        Ok(bytes) => bytes,
+        Err(err) => return oversized(&err).cloned().map_or(Ok(None), Err),
+    };
+    Ok(serde_json::from_slice(&bytes)
+        .ok()
+        .and_then(|file| live_of(session, dir, file)))
+}
+
+/// The live command `file` names in `dir`, if its broker runs.
+fn live_of(session: &str, dir: &Path, file: CommandFile) -> Option<LiveCommand> {
     let broker = file.broker?;
     if !broker_alive(&broker) {
         // Killed before it could clean up: its socket is stale.
@@ -180,7 +209,7 @@ fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> String {
 /// named (the directory is new, or its launch was refused).
 pub fn journaled_broker_alive(dir: &Path) -> Option<bool> {
     let file: CommandFile =
-        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
+        serde_json::from_slice(&read_metadata(&dir.join(COMMAND_FILE)).ok()?).ok()?;
     Some(broker_alive(&file.broker?))
 }
 
@@ -234,7 +263,8 @@ pub(crate) fn log_window(path: &Path) -> Vec<Event> {
         let start = (len - LOG_WINDOW).max(LOG_WINDOW);
         let mut tail = Vec::new();
         if file.seek(SeekFrom::Start(start)).is_ok() {
-            let _ = file.read_to_end(&mut tail);
+            // The window only, however much the log has grown since its size was taken.
+            let _ = (&mut file).take(LOG_WINDOW).read_to_end(&mut tail);
         }
         events.extend(parse_lines(&tail, start > LOG_WINDOW));
     }

@@ -1,5 +1,6 @@
 //! The on-disk journal: the source of truth for live and post-mortem views alike.
 
+pub mod bounded;
 pub mod paths;
 pub mod reader;
 pub mod secure;
@@ -13,7 +14,7 @@ pub use paths::{
     command_dir_number, command_dirs, new_session_id, sessions_dir, state_dir,
 };
 pub use reader::{
-    CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions, read_result,
+    CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions, read_result, session_dirs,
     session_started_ms,
 };
 pub use secure::JournalDir;

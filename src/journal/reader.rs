@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::secure::{open_regular, read_regular};
+use super::bounded::{oversized, read_metadata};
+use super::secure::open_regular;
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
 use crate::protocol::{CommandResult, Event, LaunchRequest, Stream};
@@ -46,6 +47,19 @@ pub enum Damage {
         file: &'static str,
         error: String,
     },
+    /// A metadata file over [`super::bounded::METADATA_LIMIT`], skipped unread.
+    Oversized(super::bounded::Oversized),
+}
+
+impl Damage {
+    /// Whether this is the damage of the file `name` (which is there, but unusable).
+    fn is_of(&self, name: &str) -> bool {
+        match self {
+            Damage::Unreadable { file, .. } => *file == name,
+            Damage::Oversized(oversized) => oversized.file == name,
+            _ => false,
+        }
+    }
 }
 
 impl std::fmt::Display for Damage {
@@ -68,6 +82,7 @@ impl std::fmt::Display for Damage {
                 "no {RESULT_FILE}: the command is still running or its broker was killed"
             ),
             Damage::Unreadable { file, error } => write!(f, "cannot read {file}: {error}"),
+            Damage::Oversized(oversized) => write!(f, "{oversized}"),
         }
     }
 }
@@ -122,11 +137,7 @@ impl CommandRecord {
                 damage.push(d);
                 None
             });
-        if result.is_none()
-            && !damage
-                .iter()
-                .any(|d| matches!(d, Damage::Unreadable { file, .. } if *file == RESULT_FILE))
-        {
+        if result.is_none() && !damage.iter().any(|d| d.is_of(RESULT_FILE)) {
             damage.push(Damage::MissingResult);
         }
         let record = CommandRecord {
@@ -186,6 +197,16 @@ impl SessionRecord {
 /// A session that a prune set aside and did not finish (`.pruning-NAME-PID`, its prune gone)
 /// is put back under its name first, or listed under the tomb's name where that name is taken.
 pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let dirs = session_dirs(sessions_dir)?;
+    let mut keyed: Vec<(u64, PathBuf)> = dirs.into_iter().map(|d| (started_ms(&d), d)).collect();
+    keyed.sort();
+    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+}
+
+/// The session directories under `sessions_dir` as [`list_sessions`] finds them (a prune's
+/// leftover put back first), in no order: no `session.json` is read, so thousands cost a
+/// directory listing.
+pub fn session_dirs(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
     let left_aside = match super::secure::open_dir_nofollow(sessions_dir) {
         Ok(dir) => super::tomb::restore_abandoned(&dir).unwrap_or_default(),
         Err(_) => Vec::new(),
@@ -204,9 +225,7 @@ pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(err) => return Err(err),
     };
-    let mut keyed: Vec<(u64, PathBuf)> = dirs.into_iter().map(|d| (started_ms(&d), d)).collect();
-    keyed.sort();
-    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+    Ok(dirs)
 }
 
 /// When the session in `dir` started, as well as can be told.
@@ -268,13 +287,16 @@ fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,
     file: &'static str,
 ) -> Result<Option<T>, Damage> {
-    let bytes = match read_regular(path) {
+    let bytes = match read_metadata(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => {
-            return Err(Damage::Unreadable {
-                file,
-                error: err.to_string(),
+            return Err(match oversized(&err) {
+                Some(oversized) => Damage::Oversized(oversized.clone()),
+                None => Damage::Unreadable {
+                    file,
+                    error: err.to_string(),
+                },
             });
         }
     };

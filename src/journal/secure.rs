@@ -157,8 +157,19 @@ impl JournalDir {
 
     /// Opens the regular file `name` for reading: no link followed, no FIFO or device opened.
     pub fn open_file(&self, name: &str) -> io::Result<File> {
-        let fd = openat(&self.fd, name, read_flags(), Mode::empty())?;
-        regular(fd)
+        open_regular_at(&self.fd, name)
+    }
+
+    /// Opens the existing regular file `name` to append to it (an event log a killed broker
+    /// left): no link followed, and a FIFO put in its place is neither waited on nor opened.
+    pub fn open_append(&self, name: &str) -> io::Result<File> {
+        let flags = OFlag::O_WRONLY
+            | OFlag::O_APPEND
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC;
+        regular(openat(&self.fd, name, flags, Mode::empty())?)
     }
 
     /// Writes `value` as pretty JSON to `name` so that readers see either nothing or all of
@@ -249,11 +260,10 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     regular(fd)
 }
 
-/// Reads a whole journal file through [`open_regular`].
-pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut open_regular(path)?, &mut bytes)?;
-    Ok(bytes)
+/// [`open_regular`] of the file `name` in the opened directory `dir`. (A file read whole is
+/// read through [`super::bounded`].)
+pub fn open_regular_at(dir: &impl AsFd, name: &str) -> io::Result<File> {
+    regular(openat(dir, name, read_flags(), Mode::empty())?)
 }
 
 fn regular(fd: OwnedFd) -> io::Result<File> {
@@ -265,8 +275,10 @@ fn regular(fd: OwnedFd) -> io::Result<File> {
         ));
     }
     // Opened non-blocking so that a FIFO could not hang the open; a regular file never
-    // blocks, and readers expect plain blocking reads.
-    fcntl(&fd, FcntlArg::F_SETFL(OFlag::empty()))?;
+    // blocks, and readers expect plain blocking reads. (O_APPEND, which a writer opened
+    // with, is kept.)
+    let flags = OFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFL)?);
+    fcntl(&fd, FcntlArg::F_SETFL(flags & !OFlag::O_NONBLOCK))?;
     Ok(File::from(fd))
 }
 
@@ -465,5 +477,14 @@ mod tests {
         let err = open_regular(&fifo).unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
         assert!(open_regular(Path::new("/dev/null")).is_err());
+        // Nor is a FIFO in an event log's place opened to append to (no reader: it would
+        // wait for good).
+        let dir = JournalDir::open_state(&tmp.path().join("j")).unwrap();
+        nix::unistd::mkfifo(&dir.join("events.jsonl"), Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(dir.open_append("events.jsonl").is_err());
+        std::fs::remove_file(dir.join("events.jsonl")).unwrap();
+        std::fs::write(dir.join("events.jsonl"), b"a\n").unwrap();
+        std::io::Write::write_all(&mut dir.open_append("events.jsonl").unwrap(), b"b\n").unwrap();
+        assert_eq!(std::fs::read(dir.join("events.jsonl")).unwrap(), b"a\nb\n");
     }
 }

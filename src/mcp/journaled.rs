@@ -12,8 +12,8 @@ use super::ToolError;
 use super::commands::{Change, Tracked};
 use crate::control::broker_alive;
 use crate::control::discover::{live_command, log_window};
+use crate::journal::bounded::{oversized, read_metadata};
 use crate::journal::reader::read_result;
-use crate::journal::secure::read_regular;
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE};
 use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Scope, ToBroker};
 use crate::supervisor::intervals::ACK_TIMEOUT;
@@ -21,16 +21,27 @@ use crate::supervisor::{Answer, BrokerConversation};
 
 /// The command journaled in `dir` as it stands: from `result.json` once it has one, else
 /// from the start and end of its event log. None for what is no command's journal (yet).
+/// A `command.json` over the bound a metadata file may be is not read: the command is
+/// listed by its directory's name, with what was skipped as its error.
 pub fn snapshot(dir: &Path) -> Option<Tracked> {
-    let file: CommandFile =
-        serde_json::from_slice(&read_regular(&dir.join(COMMAND_FILE)).ok()?).ok()?;
-    let mut tracked = Tracked::new(
-        dir.file_name()?.to_string_lossy().into_owned(),
-        file.request.name.clone(),
-        file.request.command.display(),
-        dir.to_path_buf(),
-        false,
-    );
+    let id = dir.file_name()?.to_string_lossy().into_owned();
+    let (file, skipped) = match read_metadata(&dir.join(COMMAND_FILE)) {
+        Ok(bytes) => (
+            Some(serde_json::from_slice::<CommandFile>(&bytes).ok()?),
+            None,
+        ),
+        Err(err) => (None, Some(oversized(&err)?.to_string())),
+    };
+    let (name, command) = match &file {
+        Some(file) => (file.request.name.clone(), file.request.command.display()),
+        // `03-build`: the number, then its name.
+        None => match id.split_once('-') {
+            Some((_, name)) => (name.to_string(), String::new()),
+            None => (id.clone(), String::new()),
+        },
+    };
+    let mut tracked = Tracked::new(id, name, command, dir.to_path_buf(), false);
+    tracked.notes.extend(skipped);
     if let Some(result) = read_result(dir) {
         tracked.started_ms = result.started_ms;
         tracked.exited_ms = Some(result.ended_ms);
@@ -46,7 +57,8 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
     for event in events {
         Change::Event(event).apply_to(&mut tracked);
     }
-    if file.broker.as_ref().is_some_and(|b| !broker_alive(b)) {
+    let broker = file.as_ref().and_then(|file| file.broker.as_ref());
+    if broker.is_some_and(|b| !broker_alive(b)) {
         tracked.ended = true;
         tracked.left_running.clear();
         tracked
@@ -140,5 +152,37 @@ pub async fn ask(
             EventKind::Close { .. } => return Ok((sent, true)),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_oversized_command_json_is_listed_by_its_name_with_what_was_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = dir.path().join("03-build");
+        std::fs::create_dir(&command).unwrap();
+        std::fs::File::create(command.join(COMMAND_FILE))
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        std::fs::write(
+            command.join("result.json"),
+            include_str!("../../tests/fixtures/every-kind/01-ok/result.json"),
+        )
+        .unwrap();
+        let tracked = snapshot(&command).expect("listed");
+        assert_eq!(
+            (tracked.id.as_str(), tracked.name.as_str()),
+            ("03-build", "build")
+        );
+        assert_eq!(tracked.state(), "finished");
+        let status = super::super::run::CommandStatus::of(&tracked);
+        assert_eq!(
+            status.error.as_deref(),
+            Some("command.json is 3.0 GiB, over the 16.0 MiB a journal's metadata may be; skipped")
+        );
     }
 }

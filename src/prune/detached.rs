@@ -37,7 +37,10 @@ pub fn after_command(state: &Path, just_ended: Option<&str>) {
 }
 
 /// Whether this call is the one to start retention now; if so the stamp says so from now
-/// on. The stamp is created private and never followed if it is a link.
+/// on. The stamp is created private and never followed if it is a link. Every command can
+/// reach it (`$TETHER_STATE_DIR/retention.stamp`): a FIFO put in its place would hold an
+/// open for writing until a reader came, after every later command, so it is opened
+/// non-blocking and anything but a regular file of ours is left alone (no retention run).
 fn claim(state: &Path, now: SystemTime) -> io::Result<bool> {
     let path = state.join(STAMP_FILE);
     let open = |create_new: bool| {
@@ -45,7 +48,7 @@ fn claim(state: &Path, now: SystemTime) -> io::Result<bool> {
             .write(true)
             .create_new(create_new)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
             .open(&path)
     };
     let file = match open(true) {
@@ -179,6 +182,23 @@ mod tests {
         std::os::unix::fs::symlink(&target, tmp.path().join(STAMP_FILE)).unwrap();
         assert!(claim(tmp.path(), SystemTime::now()).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn a_stamp_that_is_a_fifo_is_not_waited_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join(STAMP_FILE);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // No reader: a blocking open for writing would wait here for good. (ENXIO.)
+        assert!(claim(tmp.path(), SystemTime::now()).is_err());
+        // With a reader the open succeeds, but a FIFO is not a stamp: no retention run.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        assert!(!claim(tmp.path(), SystemTime::now()).unwrap());
+        drop(reader);
     }
 
     #[test]

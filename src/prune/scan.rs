@@ -3,15 +3,16 @@
 //! whether anything still runs in it. A symbolic link is looked at, never through.
 
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat};
-use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
+use nix::sys::stat::{FileStat, Mode, SFlag, fstatat};
 
+use crate::journal::bounded::read_metadata_at;
 use crate::journal::secure::file_type;
 use serde::Deserialize;
 
@@ -97,7 +98,7 @@ pub struct SessionStart {
 }
 
 pub fn session_start(session: &OwnedFd) -> Option<SessionStart> {
-    serde_json::from_slice(&read_at(session, SESSION_FILE).ok()?).ok()
+    serde_json::from_slice(&read_metadata_at(session, SESSION_FILE).ok()?).ok()
 }
 
 /// Whether anything may still run in the session opened as `session` (whose own stat is
@@ -156,7 +157,7 @@ fn command_runs(dir: &OwnedFd, shown: &str, stat: &FileStat, now_ms: u64) -> Opt
             return Some(format!("cannot look for {shown}/{RESULT_FILE} ({err})"));
         }
     }
-    let bytes = match read_at(dir, COMMAND_FILE) {
+    let bytes = match read_metadata_at(dir, COMMAND_FILE) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return (now_ms.saturating_sub(mtime_ms(stat)) < STARTING_GRACE_MS)
@@ -271,30 +272,12 @@ pub fn open_dir_at(dir: &impl AsFd, name: &OsString) -> nix::Result<OwnedFd> {
     openat(dir, name.as_os_str(), flags, Mode::empty())
 }
 
-/// Reads the regular file `name` in `dir`, without following a link or blocking on a FIFO.
-fn read_at(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
-    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    let fd = openat(dir, name, flags, Mode::empty())?;
-    let stat = fstat(&fd)?;
-    if file_type(&stat) != SFlag::S_IFREG {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "not a regular file",
-        ));
-    }
-    let mut bytes = Vec::new();
-    // A journal's JSON files are small; a huge one is not a journal's.
-    std::fs::File::from(fd)
-        .take(1 << 20)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     use crate::journal::secure::open_dir_nofollow;
+    use nix::sys::stat::fstat;
 
     fn command_json(pid: i32, start_ticks: u64) -> String {
         format!(

@@ -26,8 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::fcntl::{AtFlags, OFlag};
-use nix::sys::stat::Mode;
+use nix::fcntl::AtFlags;
 // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
 use rustix::fs::FlockOperation;
 use tokio::time::Instant;
@@ -39,7 +38,8 @@ use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence
 use crate::cgroup::{CommandCgroup, name};
 use crate::control::{agent_shims, discover, journal_link, socket_dir};
 use crate::journal::JournalDir;
-use crate::journal::secure::{open_dir_nofollow, open_regular};
+use crate::journal::bounded::{METADATA_LIMIT, read_bounded};
+use crate::journal::secure::{open_dir_nofollow, open_regular_at};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 use crate::procfs::{self, ProcStat};
 use crate::protocol::{
@@ -139,10 +139,11 @@ fn claim(broker: BrokerIdentity, journal: &Path) -> Claim {
     if nix::sys::stat::fstatat(&dir, RESULT_FILE, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
         return Claim::Nothing;
     }
-    let file: Option<CommandFile> = open_regular(&journal.join(COMMAND_FILE))
+    let file: Option<CommandFile> = open_regular_at(&dir, COMMAND_FILE)
         .ok()
         .filter(reclaim_proof::private_file)
-        .and_then(|file| serde_json::from_reader(std::io::BufReader::new(file)).ok());
+        .and_then(|file| read_bounded(file, COMMAND_FILE, METADATA_LIMIT).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
     match file {
         Some(file) if file.broker == Some(broker) => Claim::Taken(Box::new(Abandoned {
             broker,
@@ -352,14 +353,8 @@ impl Abandoned {
             mono_us,
             kind,
         };
-        let opened = nix::fcntl::openat(
-            &self.journal,
-            EVENTS_FILE,
-            OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        );
-        if let Ok(fd) = opened {
-            let mut file = std::fs::File::from(fd);
+        // A command may have put a FIFO in its log's place: never waited on.
+        if let Ok(mut file) = self.journal.open_append(EVENTS_FILE) {
             let partial = file
                 .metadata()
                 .is_ok_and(|m| m.len() > 0 && !ends_in_newline(&self.journal, m.len()));

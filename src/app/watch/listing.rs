@@ -1,9 +1,12 @@
 //! How the watch's rows follow the journals: which sessions are followed, a row for every
 //! command directory of them, each row read again when its journal changes, until its result.
 
+use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::backlog::order;
 use super::{SessionSeen, Watch};
 use crate::app::App;
 use crate::clock::now_ms;
@@ -11,9 +14,7 @@ use crate::control::discover::{journaled_broker_alive, session_is_followed};
 use crate::journal::secure::check_for_reading;
 use crate::journal::watcher::{Change, JournalFile, Watched};
 use crate::journal::writer::RESULT_FILE;
-use crate::journal::{
-    CommandRecord, command_dir_number, command_dirs, list_sessions, sessions_dir,
-};
+use crate::journal::{CommandRecord, command_dir_number, session_dirs, sessions_dir};
 use crate::model::replay::{broker_alive, command_from_record, config_of, replay};
 use crate::model::{CommandState, Status};
 use crate::protocol::{CommandSpec, EventKind};
@@ -28,11 +29,7 @@ impl Watch {
                 true
             }
             Change::SessionAppeared(dir) => self.consider_session(&dir, app),
-            Change::SessionGone(dir) => {
-                self.sessions.remove(&dir);
-                self.unwatch(&dir);
-                false
-            }
+            Change::SessionGone(dir) => self.drop_sessions(&HashSet::from([dir]), app),
             Change::CommandAppeared(dir) => {
                 let Some(session) = dir.parent().map(Path::to_path_buf) else {
                     return false;
@@ -47,29 +44,36 @@ impl Watch {
         }
     }
 
-    /// Looks at everything again: sessions and commands not listed yet, and the listed
-    /// commands that have no result.
+    /// Looks at everything again: lists the sessions, whose commands not listed yet are then
+    /// read a step at a time ([`Watch::step`]), drops the rows of sessions gone since the
+    /// last look (polling sees no event of it), and reads the listed commands that have no
+    /// result. A look already under way goes on rather than start over;
+    /// the sessions are listed again once it is done.
     pub(super) fn rescan(&mut self, app: &mut App) {
         self.last_rescan = std::time::Instant::now();
         if let Err(err) = check_for_reading(&self.state_dir) {
             self.say(err.to_string());
             return;
         }
-        let sessions = match list_sessions(&sessions_dir(&self.state_dir)) {
-            Ok(sessions) => sessions,
-            Err(err) => {
-                self.say(format!("cannot list the sessions: {err}"));
-                return;
-            }
-        };
-        for dir in sessions {
-            if self.sessions.get(&dir) == Some(&SessionSeen::Followed) {
-                for command in command_dirs(&dir).unwrap_or_default() {
-                    self.add_command(&command, app);
+        if self.pending() {
+            self.relist = true;
+        } else {
+            let sessions = match session_dirs(&sessions_dir(&self.state_dir)) {
+                Ok(sessions) => sessions,
+                Err(err) => {
+                    self.say(format!("cannot list the sessions: {err}"));
+                    return;
                 }
-            } else {
-                self.consider_session(&dir, app);
-            }
+            };
+            let present: HashSet<&PathBuf> = sessions.iter().collect();
+            let gone: HashSet<PathBuf> = self
+                .sessions
+                .keys()
+                .filter(|dir| !present.contains(dir))
+                .cloned()
+                .collect();
+            self.drop_sessions(&gone, app);
+            self.queue_sessions(sessions);
         }
         self.check_open(app);
     }
@@ -103,7 +107,7 @@ impl Watch {
     }
 
     /// A session seen for the first time, or one not followed whose directory changed.
-    fn consider_session(&mut self, dir: &Path, app: &mut App) -> bool {
+    pub(super) fn consider_session(&mut self, dir: &Path, app: &mut App) -> bool {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
         if self
             .session
@@ -128,21 +132,30 @@ impl Watch {
         }
     }
 
-    /// Lists every command of a session, from its first, and keeps listing what joins it.
-    fn follow(&mut self, dir: &Path, app: &mut App) -> bool {
+    /// Follows a session: its commands are queued to be listed (its last first), and what
+    /// joins it is listed as it comes.
+    fn follow(&mut self, dir: &Path, _app: &mut App) -> bool {
         self.sessions
             .insert(dir.to_path_buf(), SessionSeen::Followed);
         self.watch(Watched::Session(dir.to_path_buf()));
-        let mut added = false;
-        for command in command_dirs(dir).unwrap_or_default() {
-            added |= self.add_command(&command, app);
-        }
-        added
+        self.queue_commands(dir);
+        false
     }
 
     fn add_command(&mut self, dir: &Path, app: &mut App) -> bool {
-        if !self.known.insert(dir.to_path_buf()) {
+        let Some(row) = self.read_command(dir) else {
             return false;
+        };
+        let index = insert_index(&app.model.commands, &row);
+        app.insert_command(index, row);
+        true
+    }
+
+    /// The row of a command not listed yet, read from its journal (which is watched from
+    /// then on while it may change); `None` if it is listed, or its directory is gone.
+    pub(super) fn read_command(&mut self, dir: &Path) -> Option<CommandState> {
+        if !self.known.insert(dir.to_path_buf()) {
+            return None;
         }
         // Watched before it is read: nothing written in between is missed.
         self.watch(Watched::Command(dir.to_path_buf()));
@@ -150,14 +163,12 @@ impl Watch {
             // A reserved number renamed to its command's name already: listed under that.
             self.unwatch(dir);
             self.known.remove(dir);
-            return false;
+            return None;
         }
         let (record, tail) = CommandRecord::load_following(dir);
         let (row, may_run) = self.row_of(&record);
-        let index = insert_index(&app.model.commands, dir);
-        app.insert_command(index, row);
         self.settle(dir, !may_run, tail);
-        true
+        Some(row)
     }
 
     /// Reads a row's journal again after `file` changed.
@@ -302,35 +313,28 @@ fn position(app: &App, dir: &Path) -> Option<usize> {
         .rposition(|c| c.journal_dir.as_deref() == Some(dir))
 }
 
-fn number_of(dir: &Path) -> u64 {
+pub(super) fn number_of(dir: &Path) -> u64 {
     dir.file_name()
         .and_then(|n| n.to_str())
         .and_then(command_dir_number)
         .unwrap_or(u64::MAX)
 }
 
-/// Where a command goes in the list: among its session's rows, by its number; a session not
-/// listed yet goes last.
-pub(super) fn insert_index(rows: &[CommandState], dir: &Path) -> usize {
-    let session = dir.parent();
-    let number = number_of(dir);
-    let mut after = None;
-    for (i, row) in rows.iter().enumerate().rev() {
-        let Some(listed) = row.journal_dir.as_deref() else {
-            continue;
-        };
-        if listed.parent() != session {
-            if after.is_some() {
-                break;
-            }
-            continue;
-        }
-        if number_of(listed) <= number {
-            return i + 1;
-        }
-        after = Some(i);
+/// Where `new` goes in the list, in [`order`]: after the last row, as a command that just
+/// appeared does, or before the first row that goes after it (rows read newest first go at
+/// the top), each found without a walk of the whole list in those two cases.
+pub(super) fn insert_index(rows: &[CommandState], new: &CommandState) -> usize {
+    let after = |row: &CommandState| {
+        row.journal_dir
+            .is_some()
+            .then(|| order(row, new) == Ordering::Greater)
+    };
+    if rows.iter().rev().find_map(after) != Some(true) {
+        return rows.len();
     }
-    after.unwrap_or(rows.len())
+    rows.iter()
+        .position(|row| after(row) == Some(true))
+        .unwrap_or(rows.len())
 }
 
 #[cfg(test)]
@@ -350,10 +354,32 @@ mod tests {
     #[test]
     fn a_command_goes_among_its_session_by_number() {
         let rows = [row("/s/a/01-x"), row("/s/a/03-x"), row("/s/b/01-y")];
-        assert_eq!(insert_index(&rows, Path::new("/s/a/02-z")), 1);
-        assert_eq!(insert_index(&rows, Path::new("/s/a/10-z")), 2);
-        assert_eq!(insert_index(&rows, Path::new("/s/b/02-z")), 3);
-        assert_eq!(insert_index(&rows, Path::new("/s/c/01-z")), 3);
-        assert_eq!(insert_index(&rows[1..], Path::new("/s/a/01-z")), 0);
+        assert_eq!(insert_index(&rows, &row("/s/a/02-z")), 1);
+        assert_eq!(insert_index(&rows, &row("/s/a/10-z")), 2);
+        assert_eq!(insert_index(&rows, &row("/s/b/02-z")), 3);
+        assert_eq!(insert_index(&rows, &row("/s/c/01-z")), 3);
+        assert_eq!(insert_index(&rows[1..], &row("/s/a/01-z")), 0);
+    }
+
+    #[test]
+    fn sessions_go_in_the_order_they_started_whatever_order_they_are_read_in() {
+        let started = |dir: &str, ms: Option<u64>| {
+            let mut row = row(dir);
+            row.session_started_ms = ms;
+            row
+        };
+        let rows = [
+            started("/s/b/01-x", Some(20)),
+            started("/s/a/01-x", Some(30)),
+        ];
+        // Read newest first: an older session goes at the top.
+        assert_eq!(insert_index(&rows, &started("/s/z/01-x", Some(10))), 0);
+        assert_eq!(insert_index(&rows, &started("/s/c/01-x", Some(25))), 1);
+        assert_eq!(insert_index(&rows, &started("/s/c/01-x", Some(40))), 2);
+        // Without a session.json: last.
+        assert_eq!(insert_index(&rows, &started("/s/c/01-x", None)), 2);
+        // Among its own session's rows, by number.
+        assert_eq!(insert_index(&rows, &started("/s/b/02-x", Some(20))), 1);
+        assert_eq!(insert_index(&rows, &started("/s/b/00-x", Some(20))), 0);
     }
 }

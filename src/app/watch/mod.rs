@@ -7,6 +7,7 @@
 //! Nothing is polled: an inotify watcher says when a session or a command appears, an event
 //! log grows or a result is written, and only that is read again.
 
+mod backlog;
 mod listing;
 
 use std::collections::{HashMap, HashSet};
@@ -53,6 +54,11 @@ pub struct Watch {
     known: HashSet<PathBuf>,
     /// The listed commands that have no result yet, and where reading their events left off.
     open: HashMap<PathBuf, EventTail>,
+    /// What is listed but not read yet, the next at the end ([`Watch::step`]).
+    backlog: Vec<backlog::Pending>,
+    /// A full look was asked for while one was under way: the sessions are listed again
+    /// once the backlog is read (what the kernel's dropped events hid is found then).
+    relist: bool,
     last_rescan: Instant,
     /// Why the journals cannot be read, once said.
     unreadable: Option<String>,
@@ -79,6 +85,8 @@ impl Watch {
                 .filter_map(|c| c.journal_dir.clone())
                 .collect(),
             open: HashMap::new(),
+            backlog: Vec::new(),
+            relist: false,
             last_rescan: Instant::now(),
             unreadable: None,
             replies,
@@ -98,8 +106,9 @@ impl Watch {
         watch
     }
 
-    /// Lists what the followed sessions hold, and follows the commands already listed that
-    /// have no result yet.
+    /// Follows the commands already listed that have no result yet, and lists the sessions,
+    /// whose commands are then read a step at a time ([`Watch::step`]): nothing here waits
+    /// for the journals of every session.
     pub fn start(&mut self, app: &mut App) {
         for index in 0..app.model.commands.len() {
             let Some(dir) = app.model.commands[index].journal_dir.clone() else {
@@ -133,7 +142,15 @@ impl Watch {
         let mut changed = false;
         // An event log that grew five times is read once.
         let mut grown = HashSet::new();
+        // Sessions removed one after another (a prune) lose their rows in one pass; before
+        // anything after them, which may bring one back (a prune that put it back).
+        let mut gone = HashSet::new();
         for change in changes {
+            if let Change::SessionGone(dir) = change {
+                gone.insert(dir);
+                continue;
+            }
+            changed |= self.drop_sessions(&std::mem::take(&mut gone), app);
             if let Change::Journal {
                 dir,
                 file: JournalFile::Events,
@@ -144,7 +161,7 @@ impl Watch {
             }
             changed |= self.apply(change, app);
         }
-        changed
+        changed | self.drop_sessions(&gone, app)
     }
 
     /// The clock's part: brokers that died without a word, and a full look now and then

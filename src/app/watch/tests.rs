@@ -42,6 +42,7 @@ async fn next_events(watch: &mut Watch, app: &mut App) {
         .await
         .expect("an inotify event");
     watch.on_events(app);
+    watch.catch_up(app);
 }
 
 fn write_result(dir: &Path) {
@@ -69,6 +70,7 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
         let mut app = app();
         let mut watch = watch(state.path());
         watch.start(&mut app);
+        watch.catch_up(&mut app);
         assert_eq!(app.model.commands.len(), 1);
         assert_eq!(app.model.commands[0].config.name, "sh");
         assert_eq!(app.model.commands[0].status, Status::Starting);
@@ -112,6 +114,7 @@ fn ten_thousand_ended_commands_cost_no_watch_each() {
         let mut app = app();
         let mut watch = watch(state.path());
         watch.start(&mut app);
+        watch.catch_up(&mut app);
         assert_eq!(app.model.commands.len(), 10_000);
         assert_eq!(app.model.commands[9_999].config.name, "echo");
         // sessions/ and the session itself.
@@ -128,6 +131,7 @@ fn a_missing_state_dir_is_made_private() {
         let mut app = app();
         let mut watch = watch(&state);
         watch.start(&mut app);
+        watch.catch_up(&mut app);
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &fs::metadata(state.join("sessions")).unwrap().permissions(),
         );
@@ -151,15 +155,161 @@ fn without_inotify_the_clock_finds_what_changed() {
         // As when inotify cannot be had, or its watches ran out.
         watch.watcher = None;
         watch.start(&mut app);
+        watch.catch_up(&mut app);
         assert!(watch.polling());
         let command = state.path().join("sessions/agent/01-true");
         fs::create_dir_all(&command).unwrap();
         watch.tick(&mut app);
+        watch.catch_up(&mut app);
         assert_eq!(app.model.commands.len(), 1);
         assert_eq!(app.model.commands[0].status, Status::Starting);
         write_result(&command);
         watch.tick(&mut app);
+        watch.catch_up(&mut app);
         assert!(matches!(app.model.commands[0].status, Status::Exited(_)));
         assert!(watch.open.is_empty());
+    });
+}
+
+/// `sessions/NAME/01-echo`, ended, in a session that started at `started_ms` and whose
+/// directory last changed `age` ago.
+fn ended_session(state: &Path, name: &str, started_ms: u64, age: Duration) {
+    let session = state.join("sessions").join(name);
+    let command = session.join("01-echo");
+    fs::create_dir_all(&command).unwrap();
+    fs::write(command.join("result.json"), RESULT).unwrap();
+    fs::write(
+        session.join("session.json"),
+        format!(
+            r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#
+        ),
+    )
+    .unwrap();
+    let changed = std::time::SystemTime::now() - age;
+    fs::File::open(&session)
+        .unwrap()
+        .set_modified(changed)
+        .unwrap();
+}
+
+fn sessions_listed(app: &App) -> Vec<String> {
+    app.model
+        .commands
+        .iter()
+        .filter_map(|c| c.journal_dir.as_deref()?.parent()?.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn the_first_frame_waits_for_no_journal_and_the_newest_are_read_first() {
+    let state = tempfile::tempdir().unwrap();
+    for n in 0..100u64 {
+        // s099 started last and changed last.
+        ended_session(
+            state.path(),
+            &format!("s{n:03}"),
+            1_000 + n,
+            Duration::from_secs(1_000 - n),
+        );
+    }
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        // Listed, not read: what the first frame waits for is a directory listing.
+        assert!(app.model.commands.is_empty());
+        assert!(watch.pending());
+
+        assert!(watch.step(&mut app));
+        let first = sessions_listed(&app);
+        assert!(!first.is_empty() && first.len() <= super::backlog::STEP_BUDGET);
+        assert!(first.contains(&"s099".to_string()), "{first:?}");
+        let newest: Vec<String> = (100 - first.len()..100)
+            .map(|n| format!("s{n:03}"))
+            .collect();
+        assert_eq!(
+            first, newest,
+            "the most recent sessions first, in start order"
+        );
+
+        watch.catch_up(&mut app);
+        let all: Vec<String> = (0..100).map(|n| format!("s{n:03}")).collect();
+        assert_eq!(sessions_listed(&app), all);
+        assert!(!watch.pending());
+    });
+}
+
+#[test]
+fn rows_of_a_removed_session_go() {
+    let state = tempfile::tempdir().unwrap();
+    for (n, name) in ["a", "b", "c"].into_iter().enumerate() {
+        ended_session(state.path(), name, 1_000 + n as u64, Duration::ZERO);
+    }
+    let sessions = state.path().join("sessions");
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["a", "b", "c"]);
+        app.view.selected = 2;
+
+        fs::remove_dir_all(sessions.join("b")).unwrap();
+        while sessions_listed(&app).len() == 3 {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(sessions_listed(&app), ["a", "c"]);
+        // Still on its command.
+        assert_eq!(app.view.selected, 1);
+        // Renamed away, as a prune does before it removes a session.
+        fs::rename(sessions.join("c"), sessions.join(".pruning-c-1")).unwrap();
+        while sessions_listed(&app).len() == 2 {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(sessions_listed(&app), ["a"]);
+        assert_eq!(watch.known.len(), 1);
+        // Put back: listed again.
+        fs::rename(sessions.join(".pruning-c-1"), sessions.join("c")).unwrap();
+        while sessions_listed(&app).len() == 1 {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(sessions_listed(&app), ["a", "c"]);
+    });
+}
+
+#[test]
+fn without_inotify_rows_of_a_removed_session_go_at_the_next_look() {
+    let state = tempfile::tempdir().unwrap();
+    for (n, name) in ["a", "b"].into_iter().enumerate() {
+        ended_session(state.path(), name, 1_000 + n as u64, Duration::ZERO);
+    }
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.watcher = None;
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["a", "b"]);
+        fs::remove_dir_all(state.path().join("sessions/a")).unwrap();
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["b"]);
+    });
+}
+
+#[test]
+fn a_full_look_asked_for_while_one_is_under_way_lists_the_sessions_again_after_it() {
+    let state = tempfile::tempdir().unwrap();
+    ended_session(state.path(), "a", 1_000, Duration::ZERO);
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        // Made after the listing, its events dropped (a queue overflow asks for a rescan).
+        ended_session(state.path(), "b", 2_000, Duration::ZERO);
+        watch.rescan(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["a", "b"]);
     });
 }
