@@ -727,3 +727,43 @@ fn a_shared_session_reaches_every_command() {
     client.close();
     env.finish();
 }
+
+/// Arguments of the wrong shape are invalid params (-32602), not an unknown method; an id
+/// the SDK would answer with another text of it (`1e29`) is refused with the id as sent;
+/// a no-output timeout of zero, which would stop the command at once, is refused.
+#[test]
+fn bad_params_odd_ids_and_a_zero_timeout_are_refused() {
+    let env = TestEnv::new("mcp-refusals");
+    let mut client = Client::start(&env);
+    handshake(&mut client, "2025-11-25");
+
+    let response = client.request("tools/call", json!({"name": "list", "arguments": "x"}));
+    assert_eq!(response["error"]["code"], json!(-32602), "{response}");
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("invalid params for tools/call"),
+        "{response}"
+    );
+    let response = client.request("prompts/everything", json!({}));
+    assert_eq!(response["error"]["code"], json!(-32601), "{response}");
+
+    client.send_raw(r#"{"jsonrpc":"2.0","id":1e29,"method":"ping"}"#);
+    let refused = client.response(json!(1e29));
+    assert_eq!(refused["error"]["code"], json!(-32600), "{refused}");
+    let line = client.transcript.lines().last().unwrap_or_default();
+    assert!(line.contains(r#""id":1e29,"#), "{line}");
+
+    let message = client.tool_error(
+        "run",
+        json!({"command": "echo hi", "no_output_timeout": "0s"}),
+    );
+    assert!(message.contains("no_output_timeout 0s"), "{message}");
+    let listed = client.ok("list", json!({}));
+    assert_eq!(
+        listed["commands"],
+        json!([]),
+        "nothing was started: {listed}"
+    );
+    client.close();
+    env.finish();
+}

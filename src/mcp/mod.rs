@@ -2,6 +2,7 @@
 //! commands through tether's brokers by tool call (`run`, `output`, `signal`, `list`).
 //! Only protocol goes to stdout; diagnostics go to stderr.
 
+mod budget;
 mod commands;
 mod journaled;
 mod list;
@@ -11,6 +12,7 @@ mod server;
 mod signal;
 mod text;
 mod transport;
+mod untyped;
 
 use std::path::PathBuf;
 use std::time::Duration;

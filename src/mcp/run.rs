@@ -43,7 +43,8 @@ pub struct RunParams {
     /// 60000). A command still running then is left running: poll it with `output`/`list`.
     #[serde(default)]
     pub wait_ms: Option<u64>,
-    /// Stop the command when it prints nothing for this long (`30s`, `5m`).
+    /// Stop the command when it prints nothing for this long (`30s`, `5m`; at least 1ms;
+    /// leave it out for no limit).
     #[serde(default)]
     pub no_output_timeout: Option<String>,
     /// A regex over stdout lines marking the command's final output: once a line matches,
@@ -152,6 +153,15 @@ pub async fn run(
         .as_deref()
         .map(|t| parse_duration("no_output_timeout", t))
         .transpose()?;
+    // The broker counts it in whole milliseconds from the command's start: under 1 ms it
+    // would stop the command before it could print anything.
+    if let (Some(text), Some(timeout)) = (&params.no_output_timeout, no_output_timeout)
+        && timeout.as_millis() == 0
+    {
+        return Err(ToolError::new(format!(
+            "no_output_timeout {text} would stop the command at once: give at least 1ms, or leave it out for no limit"
+        )));
+    }
     let drain = params
         .drain
         .as_deref()

@@ -6,10 +6,11 @@ use std::borrow::Cow;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    Implementation, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig,
+    CustomRequest, CustomResult, Implementation, ProtocolVersion, RequestMetaObject,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 
 use super::ToolError;
 use super::commands::Commands;
@@ -17,6 +18,7 @@ use super::list::{ListParams, ListResult, list};
 use super::output::{OutputPage, OutputParams, output};
 use super::run::{RunParams, RunResult, run};
 use super::signal::{SignalParams, SignalResult, signal};
+use super::untyped::refusal;
 
 /// Revisions with structured tool results (2025-06-18 on): the `initialize` handshake of
 /// 2025-06-18 and 2025-11-25, and 2026-07-28's discovery without one.
@@ -126,5 +128,13 @@ impl ServerHandler for TetherServer {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(SERVED)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(refusal(&request))
     }
 }
