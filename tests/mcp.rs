@@ -32,6 +32,9 @@ struct Client {
     seen: Vec<Value>,
 }
 
+/// The most bytes of JSON a tool call's result may take (docs/agents.md).
+const REPLY_BUDGET: usize = 40_000;
+
 /// A transcript line of at most this many characters; the middle of a longer one is elided.
 const TRANSCRIPT_LINE: usize = 1500;
 
@@ -168,10 +171,13 @@ impl Client {
             .unwrap_or_else(|| panic!("{tool} answered with an error: {response}"))
     }
 
-    /// A successful call's `structuredContent`, checked to be mirrored as a text block.
+    /// A successful call's `structuredContent`, checked to be mirrored as a text block and
+    /// to fit the reply budget.
     fn ok(&mut self, tool: &str, arguments: Value) -> Value {
         let result = self.call(tool, arguments);
         assert_eq!(result["isError"], json!(false), "{tool}: {result}");
+        let size = result.to_string().len();
+        assert!(size <= REPLY_BUDGET, "{tool}: a result of {size} bytes");
         let structured = result["structuredContent"].clone();
         let text = result["content"][0]["text"].as_str().expect("a text block");
         assert_eq!(
@@ -399,7 +405,9 @@ fn exercise(env: &TestEnv, client: &mut Client) {
     }
     client.recording = true;
     let _ = writeln!(client.transcript, "… {} more pages like these …", pages - 2);
-    assert_eq!((offset, bytes, pages), (10_485_760, 10_485_760, 160));
+    // Each page ends at a line's end within the reply's budget, short of 64 KiB.
+    assert_eq!((offset, bytes), (10_485_760, 10_485_760));
+    assert!(pages > 160, "{pages} pages");
     let grepped = client.ok(
         "output",
         json!({"id": big["id"], "max_bytes": 1000, "grep": "^0123"}),
@@ -724,6 +732,129 @@ fn a_shared_session_reaches_every_command() {
         .into_owned();
     let refused = client.tool_error("output", json!({"id": id}));
     assert!(refused.contains("another session"), "{refused}");
+    client.close();
+    env.finish();
+}
+
+/// Arguments of the wrong shape are invalid params (-32602), not an unknown method; an id
+/// the SDK would answer with another text of it (`1e29`) is refused with the id as sent;
+/// a no-output timeout of zero, which would stop the command at once, is refused.
+#[test]
+fn bad_params_odd_ids_and_a_zero_timeout_are_refused() {
+    let env = TestEnv::new("mcp-refusals");
+    let mut client = Client::start(&env);
+    handshake(&mut client, "2025-11-25");
+
+    let response = client.request("tools/call", json!({"name": "list", "arguments": "x"}));
+    assert_eq!(response["error"]["code"], json!(-32602), "{response}");
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("invalid params for tools/call"),
+        "{response}"
+    );
+    let response = client.request("prompts/everything", json!({}));
+    assert_eq!(response["error"]["code"], json!(-32601), "{response}");
+
+    client.send_raw(r#"{"jsonrpc":"2.0","id":1e29,"method":"ping"}"#);
+    let refused = client.response(json!(1e29));
+    assert_eq!(refused["error"]["code"], json!(-32600), "{refused}");
+    let line = client.transcript.lines().last().unwrap_or_default();
+    assert!(line.contains(r#""id":1e29,"#), "{line}");
+
+    let message = client.tool_error(
+        "run",
+        json!({"command": "echo hi", "no_output_timeout": "0s"}),
+    );
+    assert!(message.contains("no_output_timeout 0s"), "{message}");
+    let listed = client.ok("list", json!({}));
+    assert_eq!(
+        listed["commands"],
+        json!([]),
+        "nothing was started: {listed}"
+    );
+    client.close();
+    env.finish();
+}
+
+/// Output that JSON makes heavier (tabs shown as spaces, 0xFF as U+FFFD, base64's long
+/// line) is paged within the reply budget, every byte once; a long name and command line
+/// come back cut with a mark; `list` pages a session whatever its size, every command once.
+#[test]
+fn replies_fit_the_budget() {
+    let env = TestEnv::new("mcp-budget");
+    let mut client = Client::start(&env);
+    handshake(&mut client, "2025-11-25");
+    for (what, command) in [
+        ("tabs", r"head -c 100000 /dev/zero | tr '\0' '\t'"),
+        ("0xFF", r"head -c 150000 /dev/zero | tr '\0' '\377'"),
+        ("base64", "head -c 150000 /dev/zero | base64 -w0"),
+    ] {
+        let run = client.ok("run", json!({"command": command, "wait_ms": 60000}));
+        assert_eq!(run["state"], json!("finished"), "{what}: {run}");
+        let stored = run["stdout_bytes"].as_u64().expect("stdout_bytes");
+        let mut offset = 0;
+        while offset < stored {
+            let page = client.ok(
+                "output",
+                json!({"id": run["id"], "offset": offset, "max_bytes": 65536}),
+            );
+            let next = page["next_offset"].as_u64().expect("next_offset");
+            assert!(
+                next > offset && next - offset <= 65536,
+                "{what}: {offset} -> {next}"
+            );
+            assert_eq!(page["cut"], json!(next < stored), "{what}");
+            offset = next;
+        }
+        assert_eq!(offset, stored, "{what}");
+    }
+
+    let name = "n".repeat(1000);
+    let long = format!("true {}", "x".repeat(3000));
+    let run = client.ok("run", json!({"command": long, "name": name}));
+    assert!(
+        run["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("…[872 more bytes]")),
+        "{run}"
+    );
+    assert!(
+        run["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with("…[1981 more bytes]")),
+        "{run}"
+    );
+    for n in 0..40 {
+        client.ok(
+            "run",
+            json!({"command": format!("true {n} {}", "y".repeat(2000))}),
+        );
+    }
+    let mut ids = Vec::new();
+    let mut cursor = Value::Null;
+    let mut pages = 0;
+    loop {
+        let arguments = match &cursor {
+            Value::Null => json!({}),
+            given => json!({"cursor": given}),
+        };
+        let page = client.ok("list", arguments);
+        pages += 1;
+        let commands = page["commands"].as_array().expect("commands");
+        assert!(!commands.is_empty(), "{page}");
+        ids.extend(commands.iter().map(|c| c["id"].clone()));
+        match page.get("next_cursor") {
+            Some(next) => cursor = next.clone(),
+            None => break,
+        }
+    }
+    assert!(pages > 1, "{pages} pages");
+    assert_eq!(ids.len(), 44, "{ids:?}");
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(unique, ids, "each command once, in order");
+    let refused = client.tool_error("list", json!({"cursor": "no such"}));
+    assert!(refused.contains("cursor"), "{refused}");
     client.close();
     env.finish();
 }

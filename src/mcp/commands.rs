@@ -247,21 +247,28 @@ impl Commands {
         Err(super::ToolError::new(why))
     }
 
-    /// Every command of the session, in the order they were numbered.
-    pub fn session_commands(&self) -> Vec<Tracked> {
+    /// The commands of the session from `from` on (all with none), in the order they were
+    /// numbered; each read from its journal only as the iterator reaches it.
+    pub fn session_commands(
+        &self,
+        from: Option<super::list::Cursor>,
+    ) -> impl Iterator<Item = Tracked> + use<> {
         let mine: BTreeMap<String, Tracked> =
             self.all().into_iter().map(|t| (t.id.clone(), t)).collect();
         command_dirs(&self.session_dir)
             .unwrap_or_default()
-            .iter()
-            .filter_map(|dir| {
+            .into_iter()
+            .filter_map(move |dir| {
                 let id = dir.file_name()?.to_string_lossy().into_owned();
+                let place = super::list::Cursor::of(&id)?;
+                if from.as_ref().is_some_and(|from| place < *from) {
+                    return None;
+                }
                 match mine.get(&id) {
                     Some(tracked) => Some(tracked.clone()),
-                    None => super::journaled::snapshot(dir),
+                    None => super::journaled::snapshot(&dir),
                 }
             })
-            .collect()
     }
 
     /// [`Self::wait_until`], also looking every 100 ms: for what no event announces (the

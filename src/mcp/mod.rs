@@ -2,15 +2,20 @@
 //! commands through tether's brokers by tool call (`run`, `output`, `signal`, `list`).
 //! Only protocol goes to stdout; diagnostics go to stderr.
 
+mod budget;
 mod commands;
+mod fit;
 mod journaled;
 mod list;
 mod output;
+#[cfg(test)]
+mod replies;
 mod run;
 mod server;
 mod signal;
 mod text;
 mod transport;
+mod untyped;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -37,10 +42,10 @@ impl ToolError {
 
 impl rmcp::handler::server::tool::IntoCallToolResult for ToolError {
     fn into_call_tool_result(self) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
-        Ok(
-            rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(self.0)])
-                .into(),
-        )
+        // It may quote what the client sent (a regex, an id, a path): cut to stay within
+        // the reply's budget.
+        let text = budget::capped(&self.0, budget::TOOL_ERROR_CAP);
+        Ok(rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)]).into())
     }
 }
 

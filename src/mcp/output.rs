@@ -9,9 +9,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
-use super::commands::Commands;
+use super::budget::{REPLY_BUDGET, reply_size};
+use super::commands::{Commands, Tracked};
+use super::fit::fit_page;
 use super::run::MAX_WAIT_MS;
-use super::text::{read_range, sanitize, stored_len};
+use super::text::{read_range, stored_len};
 use crate::protocol::Stream;
 
 pub const DEFAULT_PAGE: u64 = 16 * 1024;
@@ -28,7 +30,9 @@ pub struct OutputParams {
     /// Byte offset to read from (default 0); pass the last page's `next_offset`.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// The most bytes to read (default 16384, at most 65536).
+    /// The most bytes of the stream to read (default 16384, at most 65536). A page also
+    /// ends, at a line's end where it can, where its text would take the reply past 40,000
+    /// bytes of JSON: `next_offset` says where it ended.
     #[serde(default)]
     pub max_bytes: Option<u64>,
     /// With nothing new at `offset` yet, wait this long (ms, at most 60000) for more output
@@ -54,7 +58,8 @@ pub struct OutputPage {
     pub offset: u64,
     /// Where the next page starts.
     pub next_offset: u64,
-    /// The page's text, escape sequences removed (with `grep`: the matching lines only).
+    /// The page's text, escape sequences removed, a tab shown as the spaces to the next
+    /// multiple of 8 (with `grep`: the matching lines only).
     pub text: String,
     /// More bytes are stored past `next_offset`.
     pub cut: bool,
@@ -108,47 +113,47 @@ pub async fn output(
         .lookup(&tracked.id)
         .map_or("finished", |t| t.state())
         .to_string();
-    let stored = stored_len(&tracked.journal, stream);
-    let bytes = read_range(&tracked.journal, stream, offset, max as usize).map_err(|err| {
+    page(&tracked, stream, offset, max as usize, grep.as_ref(), state)
+}
+
+/// The page of `stream` from `offset`: at most `max` bytes of it, and no more than keeps
+/// the reply within [`REPLY_BUDGET`].
+pub fn page(
+    tracked: &Tracked,
+    stream: Stream,
+    offset: u64,
+    max: usize,
+    grep: Option<&regex::Regex>,
+    state: String,
+) -> Result<OutputPage, ToolError> {
+    let bytes = read_range(&tracked.journal, stream, offset, max).map_err(|err| {
         ToolError::new(format!(
             "cannot read {} of {}: {err}",
             stream.file_name(),
             tracked.id
         ))
     })?;
-    let mut next_offset = offset + bytes.len() as u64;
-    let (text, matched_lines) = match grep {
-        None => (sanitize(&bytes), None),
-        Some(grep) => {
-            // Whole lines only: a line cut by the page end is matched on the next page.
-            let whole = if next_offset < stored {
-                match memchr::memrchr(b'\n', &bytes) {
-                    Some(end) => &bytes[..=end],
-                    None => &bytes[..],
-                }
-            } else {
-                &bytes[..]
-            };
-            next_offset = offset + whole.len() as u64;
-            let mut text = String::new();
-            let mut count = 0;
-            for line in sanitize(whole).lines().filter(|l| grep.is_match(l)) {
-                text.push_str(line);
-                text.push('\n');
-                count += 1;
-            }
-            (text, Some(count))
-        }
-    };
-    Ok(OutputPage {
-        id: tracked.id,
+    let end = offset + bytes.len() as u64;
+    // Looked at after the read: what it read is stored, and more may be.
+    let stored = stored_len(&tracked.journal, stream).max(end);
+    // Weighed with no text and every other field at its longest (`false` is longer than
+    // `true`): the text may take the rest.
+    let mut page = OutputPage {
+        id: tracked.id.clone(),
         stream: stream.name().to_string(),
         offset,
-        next_offset,
-        text,
-        cut: next_offset < stored,
+        next_offset: end,
+        text: String::new(),
+        cut: false,
         stored_bytes: stored,
         state,
-        matched_lines,
-    })
+        matched_lines: grep.map(|_| bytes.len()),
+    };
+    let room = REPLY_BUDGET.saturating_sub(reply_size(&page));
+    let fitted = fit_page(&bytes, end < stored, grep, room);
+    page.next_offset = offset + fitted.taken as u64;
+    page.text = fitted.text;
+    page.cut = page.next_offset < stored;
+    page.matched_lines = grep.map(|_| fitted.matched);
+    Ok(page)
 }

@@ -10,7 +10,12 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{
+    COMMAND_CAP, ERROR_CAP, NAME_CAP, PATH_CAP, PIDS_SHOWN, REPLY_BUDGET, capped, reply_size,
+    text_cost,
+};
 use super::commands::{Commands, Tracked};
+use super::fit::{end_within, share};
 use super::text::{stored_len, tail};
 use super::{ToolError, parse_duration};
 use crate::config::naming::derive_name;
@@ -43,7 +48,8 @@ pub struct RunParams {
     /// 60000). A command still running then is left running: poll it with `output`/`list`.
     #[serde(default)]
     pub wait_ms: Option<u64>,
-    /// Stop the command when it prints nothing for this long (`30s`, `5m`).
+    /// Stop the command when it prints nothing for this long (`30s`, `5m`; at least 1ms;
+    /// leave it out for no limit).
     #[serde(default)]
     pub no_output_timeout: Option<String>,
     /// A regex over stdout lines marking the command's final output: once a line matches,
@@ -60,6 +66,7 @@ pub struct RunParams {
 pub struct CommandStatus {
     /// The id to pass to `output` and `signal`.
     pub id: String,
+    /// Past 128 bytes cut, marked `…[N more bytes]`.
     pub name: String,
     /// `starting`, `running`, `exited` (main process gone, leftovers being handled),
     /// `finished` or `failed`.
@@ -72,15 +79,18 @@ pub struct CommandStatus {
     pub duration_ms: u64,
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
-    /// Why it could not run, or what tether had to do itself.
+    /// Why it could not run, or what tether had to do itself (past 512 bytes cut).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The journal directory: `command.json`, `events.jsonl`, `stdout.log`, `stderr.log`.
     pub journal: String,
     /// Processes it left running (a server started with `&`), kept until this MCP server
-    /// exits or `signal` stops them.
+    /// exits or `signal` stops them: the first 64 pids.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_running: Vec<i32>,
+    /// How many more processes it left running than `left_running` lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_running_more: Option<usize>,
 }
 
 impl CommandStatus {
@@ -94,18 +104,20 @@ impl CommandStatus {
             .failure
             .clone()
             .or_else(|| tracked.notes.last().cloned());
+        let pids = &tracked.left_running;
         CommandStatus {
             id: tracked.id.clone(),
-            name: tracked.name.clone(),
+            name: capped(&tracked.name, NAME_CAP),
             state: tracked.state().to_string(),
             exit_code: tracked.exit.and_then(|e| e.code),
             signal,
             duration_ms: tracked.runtime_ms(),
             stdout_bytes: stored_len(&tracked.journal, Stream::Stdout),
             stderr_bytes: stored_len(&tracked.journal, Stream::Stderr),
-            error,
-            journal: tracked.journal.display().to_string(),
-            left_running: tracked.left_running.clone(),
+            error: error.map(|e| capped(&e, ERROR_CAP)),
+            journal: capped(&tracked.journal.display().to_string(), PATH_CAP),
+            left_running: pids.iter().take(PIDS_SHOWN).copied().collect(),
+            left_running_more: (pids.len() > PIDS_SHOWN).then(|| pids.len() - PIDS_SHOWN),
         }
     }
 }
@@ -114,12 +126,13 @@ impl CommandStatus {
 pub struct RunResult {
     #[serde(flatten)]
     pub status: CommandStatus,
-    /// The command line as given.
+    /// The command line as given (past 1,024 bytes cut, marked `…[N more bytes]`).
     pub command: String,
     /// True when `wait_ms` passed first: the command runs on. (False once its main process
     /// exited, even with processes it started left running.)
     pub still_running: bool,
-    /// The last lines of stdout (at most 4 KiB, escape sequences removed).
+    /// The last lines of stdout (from at most its last 4 KiB, escape sequences removed;
+    /// fewer where the reply would pass 40,000 bytes of JSON).
     pub stdout_tail: String,
     /// Earlier stdout was left out: page it with `output`.
     pub stdout_cut: bool,
@@ -152,6 +165,15 @@ pub async fn run(
         .as_deref()
         .map(|t| parse_duration("no_output_timeout", t))
         .transpose()?;
+    // The broker counts it in whole milliseconds from the command's start: under 1 ms it
+    // would stop the command before it could print anything.
+    if let (Some(text), Some(timeout)) = (&params.no_output_timeout, no_output_timeout)
+        && timeout.as_millis() == 0
+    {
+        return Err(ToolError::new(format!(
+            "no_output_timeout {text} would stop the command at once: give at least 1ms, or leave it out for no limit"
+        )));
+    }
     let drain = params
         .drain
         .as_deref()
@@ -198,16 +220,42 @@ pub async fn run(
 }
 
 pub fn result_of(tracked: &Tracked) -> RunResult {
-    let (stdout_tail, stdout_cut) = tail(&tracked.journal, Stream::Stdout, TAIL_BYTES);
-    let (stderr_tail, stderr_cut) = tail(&tracked.journal, Stream::Stderr, TAIL_BYTES);
-    RunResult {
-        status: CommandStatus::of(tracked),
-        command: tracked.command.clone(),
-        still_running: !tracked.is_settled(),
-        stdout_tail,
-        stdout_cut,
-        stderr_tail,
-        stderr_cut,
+    let tails = [Stream::Stdout, Stream::Stderr].map(|s| tail(&tracked.journal, s, TAIL_BYTES));
+    RunResult::fitted(
+        CommandStatus::of(tracked),
+        &tracked.command,
+        !tracked.is_settled(),
+        tails,
+    )
+}
+
+impl RunResult {
+    /// The result with the command line capped and as much of each stream's end, from a
+    /// line's start, as keeps the reply within [`REPLY_BUDGET`].
+    pub fn fitted(
+        status: CommandStatus,
+        command: &str,
+        still_running: bool,
+        tails: [(String, bool); 2],
+    ) -> RunResult {
+        // Weighed without the tails, `false` being longer than `true`: they share the rest.
+        let mut result = RunResult {
+            status,
+            command: capped(command, COMMAND_CAP),
+            still_running,
+            stdout_tail: String::new(),
+            stdout_cut: false,
+            stderr_tail: String::new(),
+            stderr_cut: false,
+        };
+        let room = REPLY_BUDGET.saturating_sub(reply_size(&result));
+        let [(stdout, stdout_cut), (stderr, stderr_cut)] = tails;
+        let [stdout_room, stderr_room] = share(room, [text_cost(&stdout), text_cost(&stderr)]);
+        let (kept, cut) = end_within(&stdout, stdout_room);
+        (result.stdout_tail, result.stdout_cut) = (kept.to_string(), stdout_cut || cut);
+        let (kept, cut) = end_within(&stderr, stderr_room);
+        (result.stderr_tail, result.stderr_cut) = (kept.to_string(), stderr_cut || cut);
+        result
     }
 }
 

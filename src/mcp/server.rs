@@ -6,10 +6,11 @@ use std::borrow::Cow;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    Implementation, ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig,
+    CustomRequest, CustomResult, Implementation, ProtocolVersion, RequestMetaObject,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 
 use super::ToolError;
 use super::commands::Commands;
@@ -17,6 +18,7 @@ use super::list::{ListParams, ListResult, list};
 use super::output::{OutputPage, OutputParams, output};
 use super::run::{RunParams, RunResult, run};
 use super::signal::{SignalParams, SignalResult, signal};
+use super::untyped::refusal;
 
 /// Revisions with structured tool results (2025-06-18 on): the `initialize` handshake of
 /// 2025-06-18 and 2025-11-25, and 2026-07-28's discovery without one.
@@ -44,7 +46,7 @@ impl TetherServer {
 #[tool_router]
 impl TetherServer {
     #[tool(
-        description = "Run a shell command (/bin/sh -c) under a tether broker, which journals all its output and stops everything it starts when it is stopped. Waits up to wait_ms (default 10 s, max 60 s) for it to end and returns its state, exit code or signal, byte counts and the last 4 KiB of stdout and stderr. A command still running then keeps running (still_running: true): read more with `output`, check with `list`, end it with `signal`. Processes it leaves running (a server started with `&`) are kept (state left_running, their pids in left_running) until this MCP server exits or `signal` stops them.",
+        description = "Run a shell command (/bin/sh -c) under a tether broker, which journals all its output and stops everything it starts when it is stopped. Waits up to wait_ms (default 10 s, max 60 s) for it to end and returns its state, exit code or signal, byte counts and the last lines of stdout and stderr (from their last 4 KiB). Every reply of this server fits 40,000 bytes of JSON (about 10,000 tokens): the tails shrink to fit (*_cut says so), and a name past 128 bytes or a command line past 1,024 is cut, marked `…[N more bytes]`. A command still running then keeps running (still_running: true): read more with `output`, check with `list`, end it with `signal`. Processes it leaves running (a server started with `&`) are kept (state left_running, their pids in left_running) until this MCP server exits or `signal` stops them.",
         annotations(
             title = "Run a command",
             read_only_hint = false,
@@ -67,7 +69,7 @@ impl TetherServer {
     }
 
     #[tool(
-        description = "Read a page of a command's stdout or stderr from its journal by byte offset (default 16 KiB, max 64 KiB), escape sequences removed. Pass next_offset back as offset for the next page; cut: true means more is stored. grep keeps only lines matching a regex. With wait_ms, waits for new output or the command's end.",
+        description = "Read a page of a command's stdout or stderr from its journal by byte offset (default 16 KiB, max 64 KiB), escape sequences removed. A page also ends, at a line's end where it can, where the reply would pass 40,000 bytes of JSON (about 10,000 tokens): pass next_offset back as offset for the next page; cut: true means more is stored. grep keeps only lines matching a regex. With wait_ms, waits for new output or the command's end.",
         annotations(
             title = "Read command output",
             read_only_hint = true,
@@ -101,15 +103,18 @@ impl TetherServer {
     }
 
     #[tool(
-        description = "List the commands of this session, whoever started them (this server, or a TUI, shell shim or other agent sharing $TETHER_SESSION): id, name, command line, state, runtime, exit, CPU time and processes left running. Every id works with `output` and `signal`.",
+        description = "List the commands of this session, whoever started them (this server, or a TUI, shell shim or other agent sharing $TETHER_SESSION): id, name, command line, state, runtime, exit, CPU time and processes left running. Every id works with `output` and `signal`. Oldest first, as many as fit 40,000 bytes of JSON (about 10,000 tokens); with next_cursor in the reply, more follow: pass it back as cursor.",
         annotations(
             title = "List commands",
             read_only_hint = true,
             open_world_hint = false
         )
     )]
-    async fn list(&self, Parameters(_): Parameters<ListParams>) -> Json<ListResult> {
-        Json(list(&self.commands))
+    async fn list(
+        &self,
+        Parameters(params): Parameters<ListParams>,
+    ) -> Result<Json<ListResult>, ToolError> {
+        list(&self.commands, params).map(Json)
     }
 }
 
@@ -126,5 +131,13 @@ impl ServerHandler for TetherServer {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(SERVED)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(refusal(&request))
     }
 }

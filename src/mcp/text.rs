@@ -35,17 +35,22 @@ pub fn read_range(
 
 /// Text for a model: each line through the sanitizer, line ends kept.
 pub fn sanitize(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len());
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        let (body, newline) = match line.strip_suffix(b"\n") {
-            Some(body) => (body, true),
-            None => (line, false),
-        };
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        text.push_str(&plain_text(&render_line(body)));
-        if newline {
-            text.push('\n');
-        }
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .map(sanitize_line)
+        .collect()
+}
+
+/// One line (with its `\n`, if it has one) through the sanitizer.
+pub fn sanitize_line(line: &[u8]) -> String {
+    let (body, newline) = match line.strip_suffix(b"\n") {
+        Some(body) => (body, true),
+        None => (line, false),
+    };
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
+    let mut text = plain_text(&render_line(body));
+    if newline {
+        text.push('\n');
     }
     text
 }

@@ -15,7 +15,11 @@ use rmcp::RoleServer;
 use rmcp::model::{ErrorCode, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{Value, json};
+
+use super::budget::{RPC_ERROR_CAP, capped};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -134,15 +138,37 @@ impl<R: AsyncRead + Unpin + Send> LineTransport<R> {
         }
     }
 
-    fn answer(&self, id: Value, code: ErrorCode, message: String) {
+    fn answer(&self, id: Option<&RawValue>, code: ErrorCode, message: String) {
         eprintln!("tether mcp: {message}");
-        let line = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": {"code": code.0, "message": message},
-        });
-        self.out.queue(line.to_string().into_bytes(), None);
+        let line = ErrorLine {
+            jsonrpc: "2.0",
+            id,
+            error: ErrorBody {
+                code: code.0,
+                message: capped(&message, RPC_ERROR_CAP),
+            },
+        };
+        match serde_json::to_vec(&line) {
+            Ok(line) => {
+                self.out.queue(line, None);
+            }
+            Err(err) => eprintln!("tether mcp: cannot write an error line: {err}"),
+        }
     }
+}
+
+/// An error answered here, before the SDK: its id is the one the line carried, as written.
+#[derive(Serialize)]
+struct ErrorLine<'a> {
+    jsonrpc: &'static str,
+    id: Option<&'a RawValue>,
+    error: ErrorBody,
+}
+
+#[derive(Serialize)]
+struct ErrorBody {
+    code: i32,
+    message: String,
 }
 
 /// What a whole line holds.
@@ -151,7 +177,24 @@ enum Verdict {
     Message(Box<RxJsonRpcMessage<RoleServer>>),
     /// Nothing to serve or answer: a blank line, or a notification of no known shape.
     Skip,
-    Refuse(Value, ErrorCode, String),
+    /// An error to answer, with the id as the line wrote it (none: `null`).
+    Refuse(Option<Box<RawValue>>, ErrorCode, String),
+}
+
+/// The parts of a message read as written, before anything else is made of it.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+}
+
+/// Whether `raw`, a JSON number as written, is an integer written as one (`7`, `-3`) that
+/// the SDK holds exactly (within i64): it answers with the id it holds, which for `1e2`,
+/// `1.0` or `-0` would be another text of the number, and past i64 none at all.
+fn exact_integer(raw: &str) -> bool {
+    raw.parse::<i64>().is_ok_and(|n| n.to_string() == raw)
 }
 
 fn judge(line: &[u8]) -> Verdict {
@@ -161,29 +204,49 @@ fn judge(line: &[u8]) -> Verdict {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Verdict::Skip;
     }
+    // (A derived struct would also take an array, its elements as the fields in order.)
+    let is_object = line.trim_ascii_start().starts_with(b"{");
+    let envelope = is_object
+        .then(|| serde_json::from_slice::<Envelope>(line).ok())
+        .flatten();
+    // Only a string or a number is an id to echo; anything else gets `null`.
+    let id = envelope
+        .as_ref()
+        .and_then(|e| e.id)
+        .filter(|id| matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9')));
+    if let Some(id) = id
+        && !id.get().starts_with('"')
+        && !exact_integer(id.get())
+    {
+        return Verdict::Refuse(
+            Some(id.to_owned()),
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "invalid request: id {} is neither a string nor an integer written in plain digits that fits 64 bits; MCP ids are strings or integers, and this server answers with an id exactly as it was sent",
+                id.get()
+            ),
+        );
+    }
     let err = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
         Ok(message) => return Verdict::Message(Box::new(message)),
         Err(err) => err,
     };
-    let value = match serde_json::from_slice::<Value>(line) {
-        Ok(value) => value,
-        Err(err) => {
-            return Verdict::Refuse(
-                Value::Null,
-                ErrorCode::PARSE_ERROR,
-                format!("parse error: the line is not JSON ({err}); it was skipped"),
-            );
-        }
-    };
-    let id = value
-        .get("id")
-        .filter(|id| id.is_string() || id.is_number());
-    if value.get("method").is_some() && value.get("id").is_none() {
+    if let Err(err) = serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+        return Verdict::Refuse(
+            None,
+            ErrorCode::PARSE_ERROR,
+            format!("parse error: the line is not JSON ({err}); it was skipped"),
+        );
+    }
+    if envelope
+        .as_ref()
+        .is_some_and(|e| e.method.is_some() && e.id.is_none())
+    {
         // A notification is never answered, even one of no shape known here.
         return Verdict::Skip;
     }
     Verdict::Refuse(
-        id.cloned().unwrap_or(Value::Null),
+        id.map(ToOwned::to_owned),
         ErrorCode::INVALID_REQUEST,
         format!("invalid request: not a JSON-RPC 2.0 request, response or notification ({err})"),
     )
@@ -211,6 +274,26 @@ fn with_versions_named(mut message: TxJsonRpcMessage<RoleServer>) -> TxJsonRpcMe
     message
 }
 
+/// An error the SDK answers may quote what the client sent (serde quotes a string it
+/// refuses, whole): its message is cut to [`RPC_ERROR_CAP`], and data longer than that
+/// left out.
+fn with_error_capped(mut message: TxJsonRpcMessage<RoleServer>) -> TxJsonRpcMessage<RoleServer> {
+    if let JsonRpcMessage::Error(error) = &mut message {
+        if error.error.message.len() > RPC_ERROR_CAP {
+            error.error.message = capped(&error.error.message, RPC_ERROR_CAP).into();
+        }
+        if error
+            .error
+            .data
+            .as_ref()
+            .is_some_and(|data| data.to_string().len() > RPC_ERROR_CAP)
+        {
+            error.error.data = None;
+        }
+    }
+    message
+}
+
 impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransport<R> {
     type Error = io::Error;
 
@@ -221,7 +304,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
         // Queued now, not when the future is first polled: the order of sends is the order
         // of lines.
         let (ack, written) = oneshot::channel();
-        let queued = serde_json::to_vec(&with_versions_named(item))
+        let queued = serde_json::to_vec(&with_error_capped(with_versions_named(item)))
             .map_err(io::Error::other)
             .map(|line| self.out.queue(line, Some(ack)));
         async move {
@@ -243,7 +326,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
                 Ok(Read::Line) => {}
                 Ok(Read::Oversized) => {
                     self.answer(
-                        Value::Null,
+                        None,
                         ErrorCode::INVALID_REQUEST,
                         format!(
                             "invalid request: a message longer than {} MiB ({} bytes) was skipped unread",
@@ -264,7 +347,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
             match verdict {
                 Verdict::Message(message) => return Some(*message),
                 Verdict::Skip => {}
-                Verdict::Refuse(id, code, message) => self.answer(id, code, message),
+                Verdict::Refuse(id, code, message) => self.answer(id.as_deref(), code, message),
             }
         }
     }
@@ -277,11 +360,22 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tokio::io::AsyncReadExt;
 
     /// Feeds `input` to a transport and returns the messages it passed on and every line it
     /// wrote.
     async fn through(input: Vec<u8>, max: usize) -> (Vec<Value>, Vec<Value>) {
+        let (passed, written) = through_raw(input, max).await;
+        let lines = written
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("whole JSON lines"))
+            .collect();
+        (passed, lines)
+    }
+
+    /// [`through`], the lines written as they were.
+    async fn through_raw(input: Vec<u8>, max: usize) -> (Vec<Value>, Vec<String>) {
         let (mut client, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, mut client_out) = tokio::io::duplex(1 << 16);
         let (writer, writing) = Writer::start(server_out);
@@ -299,11 +393,7 @@ mod tests {
         writing.await.unwrap();
         let mut written = String::new();
         client_out.read_to_string(&mut written).await.unwrap();
-        let lines = written
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("whole JSON lines"))
-            .collect();
-        (passed, lines)
+        (passed, written.lines().map(str::to_string).collect())
     }
 
     const PING: &str = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
@@ -346,6 +436,55 @@ mod tests {
         assert_eq!(written.len(), 1, "{written:?}");
         assert_eq!(written[0]["error"]["code"], json!(-32600));
         assert_eq!(written[0]["id"], Value::Null);
+    }
+
+    /// JSON-RPC wants the response's id to be the request's; the SDK holds a numeric id as
+    /// an i64, so one written otherwise (`1e2`, `1.0`, `-0`) would come back as another
+    /// text, and one past i64 (`1e29`) not at all. Those are refused, their id echoed as
+    /// written; ids the SDK holds exactly are served.
+    #[tokio::test]
+    async fn an_id_is_served_exactly_or_refused_with_the_id_as_written() {
+        let refused = ["1e29", "1e2", "1.0", "-0", "1.5", "99999999999999999999"];
+        let served = ["7", "-3", "9223372036854775807", "\"\\u0041b\""];
+        let mut input = String::new();
+        for id in refused.iter().chain(&served) {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"
+            ));
+        }
+        let (passed, written) = through_raw(input.into_bytes(), 1024).await;
+        assert_eq!(written.len(), refused.len(), "{written:?}");
+        for (line, id) in written.iter().zip(refused) {
+            assert!(
+                line.starts_with(&format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32600,"
+                )),
+                "{line}"
+            );
+        }
+        let ids: Vec<Value> = passed.iter().map(|m| m["id"].clone()).collect();
+        assert_eq!(
+            ids,
+            [json!(7), json!(-3), json!(i64::MAX), json!("Ab")],
+            "{passed:?}"
+        );
+    }
+
+    #[test]
+    fn an_rpc_error_quoting_a_long_argument_is_cut() {
+        let long = "x".repeat(1 << 20);
+        let error = rmcp::model::ErrorData::invalid_params(
+            format!("failed to deserialize parameters: invalid type: string \"{long}\""),
+            Some(json!({ "echo": long })),
+        );
+        let message = with_error_capped(TxJsonRpcMessage::<RoleServer>::error(error, None));
+        let line = serde_json::to_string(&message).unwrap();
+        assert!(line.len() < RPC_ERROR_CAP + 200, "{} bytes", line.len());
+        assert!(
+            line.contains("more bytes]"),
+            "{}",
+            &line[line.len() - 100..]
+        );
     }
 
     #[test]

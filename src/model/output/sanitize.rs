@@ -95,36 +95,42 @@ impl LineRenderer {
 
     fn advance_holding_back(&mut self, bytes: &[u8]) {
         let (now, later) = bytes.split_at(bytes.len() - incomplete_utf8_suffix(bytes));
-        self.advance_showing_lone_c1(now);
+        self.advance_replacing_invalid(now);
         self.held = HeldUtf8::new(later);
     }
 
-    /// Advances the parser over `bytes`, which end on a character boundary, with each byte
-    /// 0x80..=0x9F that is not part of a UTF-8 character shown as U+FFFD. vte takes such a
-    /// lone byte for an 8-bit C1 control and hands it to `execute`, where it cannot be told
-    /// from a C1 control correctly encoded as U+0080..=U+009F (which must vanish); on its
-    /// own it is invalid UTF-8 and must show like any other.
+    /// Advances the parser over `bytes`, which end on a character boundary, with each
+    /// stretch that is not UTF-8 (a byte 0x80..=0xFF out of place, a character cut short)
+    /// handed over as one U+FFFD, so that vte is only ever given valid UTF-8.
     ///
-    /// Only what vte prints changes: a lone byte's place is a character boundary for vte
-    /// too (escape sequences begin and end with ASCII), and inside a sequence vte ignores
-    /// the replacement's bytes as it ignored the one byte, except that a DCS string ends
-    /// at an 8-bit ST (0x9C), which it is still given.
-    fn advance_showing_lone_c1(&mut self, bytes: &[u8]) {
+    /// It shows the same as vte would: vte too prints one U+FFFD for each such stretch
+    /// (the same maximal invalid prefixes `utf8_chunks` yields), but it looks for the next
+    /// ESC from each one to the end of what it was given, so a line of 64 KiB of 0xFF took
+    /// it seconds. Except a lone byte 0x80..=0x9F: vte takes that for an 8-bit C1 control
+    /// and hands it to `execute`, where it cannot be told from a C1 control correctly
+    /// encoded as U+0080..=U+009F (which must vanish); on its own it is invalid UTF-8 and
+    /// must show like any other, as it does here.
+    ///
+    /// Only what vte prints changes: a stretch's place is a character boundary for vte too
+    /// (escape sequences begin and end with ASCII), and inside a sequence vte ignores the
+    /// replacement's bytes as it ignored the stretch's, except that a DCS string ends at an
+    /// 8-bit ST (0x9C), which it is still given.
+    fn advance_replacing_invalid(&mut self, bytes: &[u8]) {
         let mut from = 0;
         let mut at = 0;
         for chunk in bytes.utf8_chunks() {
             at += chunk.valid().len();
-            if let [byte @ 0x80..=0x9f] = *chunk.invalid() {
+            let invalid = chunk.invalid();
+            if !invalid.is_empty() {
                 self.parser.advance(&mut self.screen, &bytes[from..at]);
-                let shown: &[u8] = if self.screen.in_dcs_string {
-                    &[byte]
-                } else {
-                    REPLACEMENT
+                let shown: &[u8] = match *invalid {
+                    [byte @ 0x80..=0x9f] if self.screen.in_dcs_string => &[byte],
+                    _ => REPLACEMENT,
                 };
                 self.parser.advance(&mut self.screen, shown);
-                from = at + 1;
+                from = at + invalid.len();
             }
-            at += chunk.invalid().len();
+            at += invalid.len();
         }
         self.parser.advance(&mut self.screen, &bytes[from..]);
     }
@@ -548,6 +554,33 @@ mod tests {
         ]
     }
 
+    /// The line as vte alone shows it, given every byte but a lone C1 one (as rendering was
+    /// before stretches that are not UTF-8 were replaced ahead of it): what the renderer
+    /// must still show.
+    fn rendered_by_vte(bytes: &[u8]) -> StyledLine {
+        let mut parser = Parser::new();
+        let mut screen = Screen::default();
+        let (now, later) = bytes.split_at(bytes.len() - incomplete_utf8_suffix(bytes));
+        let (mut from, mut at) = (0, 0);
+        for chunk in now.utf8_chunks() {
+            at += chunk.valid().len();
+            if let [byte @ 0x80..=0x9f] = *chunk.invalid() {
+                parser.advance(&mut screen, &now[from..at]);
+                let shown: &[u8] = if screen.in_dcs_string {
+                    &[byte]
+                } else {
+                    REPLACEMENT
+                };
+                parser.advance(&mut screen, shown);
+                from = at + 1;
+            }
+            at += chunk.invalid().len();
+        }
+        parser.advance(&mut screen, &now[from..]);
+        parser.advance(&mut screen, &[later, &[CAN]].concat());
+        screen.cells.into_line()
+    }
+
     fn assert_clean(line: &StyledLine) -> Result<(), TestCaseError> {
         for span in line {
             prop_assert!(!span.text.is_empty(), "empty span in {line:?}");
@@ -592,6 +625,13 @@ mod tests {
                 start = cut;
             }
             prop_assert_eq!(&chunked.finish(), &whole);
+        }
+
+        #[test]
+        fn what_is_not_utf8_shows_as_vte_would_show_it(
+            bytes in prop::collection::vec(interesting_byte(), 0..160),
+        ) {
+            prop_assert_eq!(render_line(&bytes), rendered_by_vte(&bytes));
         }
 
         #[test]
