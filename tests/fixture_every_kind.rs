@@ -23,6 +23,7 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Resize { .. }
         | EventKind::Output { .. }
         | EventKind::OutputCapped { .. }
+        | EventKind::OutputUndelivered { .. }
         | EventKind::ResponseTimeout { .. }
         | EventKind::FinalDrain { .. }
         | EventKind::StopStarted { .. }
@@ -103,6 +104,10 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             reason: tether::protocol::CapReason::Limit,
             stored: 0,
             message: text(),
+        },
+        EventKind::OutputUndelivered {
+            stream: Stream::Stdout,
+            bytes: 0,
         },
         EventKind::ResponseTimeout { silent_ms: 0 },
         EventKind::FinalDrain {

@@ -29,7 +29,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
 use crate::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
-use crate::protocol::{CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, Stage, StdinSource};
+use crate::protocol::{CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, Stage, StdinSource, Stream};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
@@ -266,6 +266,9 @@ struct Outcome {
     final_line: Option<(String, u64)>,
     /// The command did not exit within the drain period and was stopped: it finished.
     drained: bool,
+    /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
+    /// (`output_undelivered`): our caller took no more of it.
+    undelivered: [u64; 2],
 }
 
 impl Outcome {
@@ -556,7 +559,10 @@ async fn run(
     }
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
-    let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT), &journal_dir));
+    let given_up = outcome.undelivered.map(|bytes| bytes > 0);
+    let copy_failed =
+        copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT, given_up), &journal_dir));
+    report_undelivered(outcome.undelivered, &journal_dir);
     // After the command's last bytes: one line for whatever the journal lost, however
     // many times it lost it (a disk that filled: every stream, the event log, the result).
     if !journal_losses.is_empty() {
@@ -596,6 +602,20 @@ fn report_copy(reports: Vec<CopyReport>, journal_dir: &Path) -> bool {
         }
     }
     failed
+}
+
+/// Says what of the command's output never reached our caller, who took no more of it
+/// (the broker gave our copy up once the command had ended).
+fn report_undelivered(undelivered: [u64; 2], journal_dir: &Path) {
+    for (stream, bytes) in Stream::BOTH.into_iter().zip(undelivered) {
+        if bytes > 0 {
+            say!(
+                "{bytes} bytes of the command's {} were not delivered: its reader took no more once the command had ended (the journal in {} has them)",
+                stream.name(),
+                journal_dir.display()
+            );
+        }
+    }
 }
 
 pub(crate) fn say_line(text: &str) {

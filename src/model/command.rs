@@ -399,6 +399,7 @@ impl CommandState {
             | EventKind::ControlUnavailable { .. }
             | EventKind::LimitUnavailable { .. }
             | EventKind::TraceContextIgnored { .. }
+            | EventKind::OutputUndelivered { .. }
             | EventKind::NotifyFailed { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);

@@ -68,6 +68,14 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         },
         EventKind::Resize { size } => (format!("{}×{}", size.cols, size.rows), Tone::Quiet),
         EventKind::OutputCapped { message, .. } => (message.clone(), Tone::Warning),
+        EventKind::OutputUndelivered { stream, bytes } => (
+            format!(
+                "{} of {} never reached the caller (it took no more); the journal has them",
+                crate::units::format_size(*bytes),
+                stream.name()
+            ),
+            Tone::Warning,
+        ),
         EventKind::EventsCapped { message, .. } => (message.clone(), Tone::Warning),
         EventKind::ResponseTimeout { silent_ms } => {
             (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)

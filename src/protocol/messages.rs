@@ -598,6 +598,13 @@ pub enum EventKind {
         stored: u64,
         message: String,
     },
+    /// The front end's copy of `stream` (`tether exec`, the shell shim) was given up once
+    /// the command had ended, because its caller took nothing more (or a stop was asked):
+    /// `bytes` read from the command never reached the caller. The journal has them.
+    OutputUndelivered {
+        stream: Stream,
+        bytes: u64,
+    },
     ResponseTimeout {
         silent_ms: u64,
     },
@@ -768,6 +775,7 @@ impl EventKind {
             EventKind::Resize { .. } => "resize",
             EventKind::Output { .. } => "output",
             EventKind::OutputCapped { .. } => "output_capped",
+            EventKind::OutputUndelivered { .. } => "output_undelivered",
             EventKind::ResponseTimeout { .. } => "response_timeout",
             EventKind::FinalDrain { .. } => "final_drain",
             EventKind::StopStarted { .. } => "stop_started",
@@ -892,6 +900,10 @@ pub struct StreamTotals {
     pub bytes: u64,
     /// Bytes kept in the stream's log (less than `bytes` once capped).
     pub stored: u64,
+    /// Bytes that never reached the caller of `tether exec` or the shim: its copy was given
+    /// up once the command had ended (`output_undelivered`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub undelivered: u64,
 }
 
 #[cfg(test)]

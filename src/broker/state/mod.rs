@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 mod attention;
 mod cgroup;
+mod copy;
 mod custody;
 mod drain;
 mod input;
@@ -34,6 +35,7 @@ use crate::protocol::{
 };
 
 pub use crate::broker::reap::Reaped;
+pub use copy::CopyProgress;
 pub use kernel::{Kernel, LiveKernel};
 pub use machine::{Input, Output};
 pub use requests::Refusal;
@@ -93,6 +95,8 @@ struct StreamCount {
     total: u64,
     stored: u64,
     capped: bool,
+    /// Bytes the front end's copy never delivered ([`copy`]).
+    undelivered: u64,
 }
 
 /// Where one chunk of output goes: its place in the stream, how much of it is stored, and
@@ -129,6 +133,7 @@ impl StreamCount {
         StreamTotals {
             bytes: self.total,
             stored: self.stored,
+            undelivered: self.undelivered,
         }
     }
 }
@@ -197,6 +202,8 @@ pub struct Broker {
     final_drain: Option<drain::FinalDrain>,
     /// What the attention detector knows, and the notify command.
     attention: attention::Attention,
+    /// The front end's copy of the output, once the command has ended.
+    copy: copy::CopyWatch,
 }
 
 /// Whether a reaped process had escaped, by the one rule the tree's record uses
@@ -257,6 +264,7 @@ impl Broker {
             parent_detached: false,
             final_drain,
             attention,
+            copy: copy::CopyWatch::new(now),
         }
     }
 
