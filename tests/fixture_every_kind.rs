@@ -23,6 +23,7 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Resize { .. }
         | EventKind::Output { .. }
         | EventKind::OutputCapped { .. }
+        | EventKind::OutputTruncated { .. }
         | EventKind::OutputUndelivered { .. }
         | EventKind::ResponseTimeout { .. }
         | EventKind::FinalDrain { .. }
@@ -104,6 +105,11 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             reason: tether::protocol::CapReason::Limit,
             stored: 0,
             message: text(),
+        },
+        EventKind::OutputTruncated {
+            stream: Stream::Stdout,
+            kept: 0,
+            dropped: 0,
         },
         EventKind::OutputUndelivered {
             stream: Stream::Stdout,

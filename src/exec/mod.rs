@@ -29,7 +29,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
 use crate::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
-use crate::protocol::{CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, Stage, StdinSource, Stream};
+use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
@@ -394,12 +394,18 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     let (trace, trace_ignored) = caller_trace();
     // A user config that does not parse gives the defaults here, and is said once, by the
     // retention that runs when this session ends (the same file, the same error).
-    let (attention, _) = crate::config::attention::for_launch(&Default::default());
+    let (user, _) = crate::config::user::for_launch();
+    let attention = crate::config::attention::with_user(&user, &Default::default());
+    let (max_output, ignored) =
+        crate::config::journal::max_output(options.max_output, &user.journal);
+    if let Some(message) = ignored {
+        say!("{message}");
+    }
     let request = LaunchRequest {
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         drain_on: options.drain_on.clone(),
         drain_ms: options.drain.map(|d| d.as_millis() as u64),
-        max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
+        max_output,
         mirror: !options.json,
         stdin: match (&relay, &stdin) {
             (Some(_), _) => StdinSource::Terminal,

@@ -1,5 +1,6 @@
 //! The on-disk journal: the source of truth for live and post-mortem views alike.
 
+pub mod cut;
 pub mod paths;
 pub mod reader;
 pub mod secure;

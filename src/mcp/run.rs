@@ -164,9 +164,14 @@ pub async fn run(
     }
     let spec = CommandSpec::Shell(params.command.clone());
     let name = params.name.clone().unwrap_or_else(|| derive_name(&spec));
-    let (attention, config_error) = crate::config::attention::for_launch(&Default::default());
+    let (user, config_error) = crate::config::user::for_launch();
+    let attention = crate::config::attention::with_user(&user, &Default::default());
+    let (max_output, ignored) = crate::config::journal::max_output(None, &user.journal);
     if let Some(err) = config_error {
         eprintln!("tether mcp: {err}; attention uses its defaults");
+    }
+    if let Some(message) = ignored {
+        eprintln!("tether mcp: {message}");
     }
     let tracked = commands
         .launch(&name, params.command.clone(), |journal, session| {
@@ -178,6 +183,7 @@ pub async fn run(
                 drain_on: params.drain_on,
                 drain_ms: drain.map(|d| d.as_millis() as u64),
                 attention,
+                max_output,
                 // An agent's tool call carries no trace context of its own.
                 ..launch_request(name.clone(), spec, &journal, session, None, Pace::FLEET)
             }

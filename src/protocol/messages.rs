@@ -28,7 +28,8 @@ pub const PROTOCOL_VERSION: u32 = 4;
 /// its signals, TERM then CONT.
 pub const STOP_STARTED_SINCE: u32 = 4;
 
-/// Default per-stream storage cap: past it bytes are drained and counted, not stored.
+/// Default bound on what one command's output may take in the journal, stdout and stderr
+/// together: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
 
 /// The longest grace, timeout or heartbeat interval a broker honours; longer ones are cut
@@ -104,6 +105,7 @@ pub struct LaunchRequest {
     pub grace_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_output_timeout_ms: Option<u64>,
+    /// The bound on the command's journaled output, stdout and stderr together.
     #[serde(default = "default_max_output")]
     pub max_output: u64,
     /// How often the parent promises a `ping`; silence for three intervals is recorded as
@@ -598,6 +600,14 @@ pub enum EventKind {
         stored: u64,
         message: String,
     },
+    /// At the end: the journal kept only the first `kept` bytes of `stream` (the command's
+    /// bound on journaled output, or a disk that refused more) and dropped the `dropped`
+    /// after them, counted, never stored. The caller's copy had every byte.
+    OutputTruncated {
+        stream: Stream,
+        kept: u64,
+        dropped: u64,
+    },
     /// The front end's copy of `stream` (`tether exec`, the shell shim) was given up once
     /// the command had ended, because its caller took nothing more (or a stop was asked):
     /// `bytes` read from the command never reached the caller. The journal has them.
@@ -775,6 +785,7 @@ impl EventKind {
             EventKind::Resize { .. } => "resize",
             EventKind::Output { .. } => "output",
             EventKind::OutputCapped { .. } => "output_capped",
+            EventKind::OutputTruncated { .. } => "output_truncated",
             EventKind::OutputUndelivered { .. } => "output_undelivered",
             EventKind::ResponseTimeout { .. } => "response_timeout",
             EventKind::FinalDrain { .. } => "final_drain",
