@@ -608,9 +608,10 @@ pub enum EventKind {
         kept: u64,
         dropped: u64,
     },
-    /// The front end's copy of `stream` (`tether exec`, the shell shim) was given up once
-    /// the command had ended, because its caller took nothing more (or a stop was asked):
-    /// `bytes` read from the command never reached the caller. The journal has them.
+    /// At the end: the front end's copy of `stream` (`tether exec`, the shell shim) was given
+    /// up once the command had ended, because its caller took nothing more (or a stop was
+    /// asked), and `bytes` read from the command never reached the caller (what the copy
+    /// held then, and all read after). The journal has them.
     OutputUndelivered {
         stream: Stream,
         bytes: u64,

@@ -5,7 +5,8 @@
 //! copy is waited for as long as the caller keeps taking bytes, and given up when it took
 //! nothing for [`COPY_PATIENCE`], or at once after a stop was asked (without tether, a
 //! killed writer's pending write is lost and nothing waits; a stop must never wait on a full
-//! pipe). What was given up is journaled (`output_undelivered`): every byte is in the
+//! pipe). What was given up is journaled at the end (`output_undelivered`): what the copy
+//! still held then, and every byte of the stream read after it. Every byte is in the
 //! journal anyway, and the caller's loss is said, never silent.
 
 use std::time::Duration;
@@ -40,6 +41,9 @@ pub(super) struct CopyWatch {
     hurry: bool,
     /// Asked to be given up ([`Output::GiveUpCopy`]), not answered yet.
     giving_up: bool,
+    /// The streams (stdout, stderr) whose copy was given up: what they bring from then on
+    /// never reaches the caller.
+    given_up: [bool; 2],
 }
 
 impl CopyWatch {
@@ -49,6 +53,7 @@ impl CopyWatch {
             moved: now,
             hurry: false,
             giving_up: false,
+            given_up: [false; 2],
         }
     }
 
@@ -115,21 +120,33 @@ impl Broker {
         }
     }
 
-    /// The copy of each stream that was behind is given up: `undelivered`, the bytes of it
-    /// that never reached the caller, are journaled.
+    /// The copy of each stream that was behind is given up: `undelivered`, the bytes it
+    /// held that never reached the caller (none for a stream whose copy goes on).
     pub(super) fn copy_given_up(&mut self, undelivered: [u64; 2]) {
         self.copy.giving_up = false;
         self.copy.last.behind = false;
         for (stream, bytes) in Stream::BOTH.into_iter().zip(undelivered) {
             if bytes > 0 {
-                self.result_undelivered(stream, bytes);
+                self.copy.given_up[stream as usize] = true;
+                self.streams[stream as usize].undelivered += bytes;
+            }
+        }
+    }
+
+    /// A chunk of `stream` was read: past its copy's end, the caller never gets it.
+    pub(super) fn copy_read(&mut self, stream: Stream, len: usize) {
+        if self.copy.given_up[stream as usize] {
+            self.streams[stream as usize].undelivered += len as u64;
+        }
+    }
+
+    /// At the end, what of each stream never reached the caller, its copy given up.
+    pub(super) fn journal_undelivered(&mut self) {
+        for stream in Stream::BOTH {
+            let bytes = self.streams[stream as usize].undelivered;
+            if bytes > 0 {
                 self.emit(EventKind::OutputUndelivered { stream, bytes });
             }
         }
-        self.flush_journal();
-    }
-
-    fn result_undelivered(&mut self, stream: Stream, bytes: u64) {
-        self.streams[stream as usize].undelivered += bytes;
     }
 }

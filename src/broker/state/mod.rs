@@ -466,6 +466,7 @@ impl Broker {
         let stored: u64 = self.streams.iter().map(|s| s.stored).sum();
         let room = self.request.max_output.saturating_sub(stored);
         let placed = self.streams[stream as usize].place(bytes.len(), room);
+        self.copy_read(stream, bytes.len());
         if placed.keep > 0 {
             self.outputs.push_back(Output::Store {
                 stream,
@@ -588,6 +589,7 @@ impl Broker {
         self.flush_output();
         self.flush_input();
         self.journal_truncations();
+        self.journal_undelivered();
         self.close_custody_record();
         self.memory_peak = self.release_cgroup();
         self.outputs.push_back(Output::CloseTree);

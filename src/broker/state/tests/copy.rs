@@ -34,10 +34,15 @@ fn a_stopped_command_whose_caller_takes_nothing_ends_at_once() {
     rig.reap();
     rig.tick();
     assert_eq!(rig.copies_given_up, 1, "{:?}", rig.kinds());
-    assert_eq!(undelivered(&rig), [(Stream::Stdout, 70_000)]);
-    // Nothing held the stream unread any more: it reaches end of file, the broker ends.
+    // Nothing holds the stream unread any more: what its pipe still held is read (and never
+    // reaches the caller either), then end of file, and the broker ends.
+    rig.feed(Input::Read {
+        stream: Stream::Stdout,
+        bytes: &[b'y'; 4096],
+    });
     rig.finish();
-    assert_eq!(rig.result().stdout.undelivered, 70_000);
+    assert_eq!(undelivered(&rig), [(Stream::Stdout, 74_096)]);
+    assert_eq!(rig.result().stdout.undelivered, 74_096);
     let exit = rig.kinds().iter().position(|k| *k == "exit");
     let given_up = rig.kinds().iter().position(|k| *k == "output_undelivered");
     assert!(exit < given_up, "{:?}", rig.kinds());
@@ -64,8 +69,8 @@ fn a_caller_that_takes_bytes_is_waited_for_and_one_that_stops_taking_is_not() {
     // Then it takes nothing.
     rig.run_until(ms(70_000) + COPY_PATIENCE * 2);
     assert_eq!(rig.copies_given_up, 1);
-    assert_eq!(undelivered(&rig), [(Stream::Stderr, 4096)]);
     rig.finish();
+    assert_eq!(undelivered(&rig), [(Stream::Stderr, 4096)]);
     assert_eq!(rig.result().stderr.undelivered, 4096);
 }
 
