@@ -125,6 +125,13 @@ pub struct RunResult {
     pub stdout_cut: bool,
     pub stderr_tail: String,
     pub stderr_cut: bool,
+    /// Present when the command printed past its journal cap: the bytes of stdout after the
+    /// journaled head, never stored. The tail is then the end of the head, not of the output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout_not_journaled_bytes: Option<u64>,
+    /// As `stdout_not_journaled_bytes`, for stderr.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_not_journaled_bytes: Option<u64>,
 }
 
 pub async fn run(
@@ -214,7 +221,14 @@ pub fn result_of(tracked: &Tracked) -> RunResult {
         stdout_cut,
         stderr_tail,
         stderr_cut,
+        stdout_not_journaled_bytes: not_journaled(tracked, Stream::Stdout),
+        stderr_not_journaled_bytes: not_journaled(tracked, Stream::Stderr),
     }
+}
+
+/// The bytes of `stream` past the journal cap, if any.
+fn not_journaled(tracked: &Tracked, stream: Stream) -> Option<u64> {
+    crate::journal::cut::stream_cut(&tracked.journal, stream).map(|(_, dropped)| dropped)
 }
 
 /// Waits for command `id` to settle, at most `wait`, telling the client how it goes once a
