@@ -233,7 +233,9 @@ struct ExecArgs {
     name: Option<String>,
     #[command(flatten)]
     options: CommandOptions,
-    /// Per-stream storage cap (e.g. 64M, 1G); beyond it bytes are counted, not stored.
+    /// The command's journal cap, stdout and stderr together (e.g. 64M, 1G); beyond it bytes
+    /// are counted, not stored, never cut from what is printed. Default: TETHER_MAX_OUTPUT,
+    /// else the user config's [journal] max_output, else 1G.
     #[arg(long, value_parser = parse_size)]
     max_output: Option<u64>,
     /// Give the command /dev/null as stdin instead of tether's own.

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 
 use common::disk::SmallDisk;
 use common::{BIN, TAG_VAR, TestEnv};
+use tether::protocol::{EventKind, Stream};
 
 fn expected_seq(n: u32) -> Vec<u8> {
     (1..=n)
@@ -90,5 +91,94 @@ fn stdin_is_passed_on_unless_no_stdin() {
         assert!(out.status.success(), "{out:?}");
         assert_eq!(out.stdout, expected, "{options:?}");
     }
+    env.finish();
+}
+
+/// `S/sh -c yes | sleep 1000`, then `tether stop` (issue: hardening, item 10): a caller that
+/// takes no more of the copy holds neither the broker nor the stop. Once `yes` is gone the
+/// broker journals its end and closes, saying how many bytes never reached the caller; the
+/// shim returns without waiting for its copy.
+#[test]
+fn a_stop_does_not_wait_on_a_caller_that_takes_nothing() {
+    let env = TestEnv::new("stuck_reader");
+    let runtime = env.runtime_dir();
+    // Our read end, never read: the pipe fills, as `| sleep 1000` leaves it.
+    let (unread, caller_stdout) = nix::unistd::pipe().expect("a pipe");
+    let stderr_path = env.path("shim.stderr");
+    let shim = Command::new(BIN)
+        .args(["sh", "-c", "yes"])
+        .env("TETHER_STATE_DIR", env.state_dir())
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env(TAG_VAR, &env.tag)
+        .env_remove("TETHER_SESSION")
+        .env_remove("TETHER_BROKER_ID")
+        .stdin(Stdio::null())
+        .stdout(caller_stdout)
+        .stderr(File::create(&stderr_path).expect("the stderr capture"))
+        .spawn()
+        .expect("start the shim");
+    let dir = env.wait_command_dir();
+    // More than our pipe (64 KiB) and the copy pipe (1 MiB) hold: the copy is behind, and
+    // `yes` waits on its pipe, as it would on ours without tether.
+    let full = (1 << 20) + (64 << 10) + 1;
+    common::wait_until(&env, "the copy to fall behind", || {
+        fs::metadata(dir.join("stdout.log")).is_ok_and(|m| m.len() >= full)
+    });
+
+    let target = format!("{}/yes", common::journal::session_of(&dir));
+    let mut stop = Command::new(BIN);
+    stop.args(["stop", &target, "--state-dir"])
+        .arg(env.state_dir())
+        .env("XDG_RUNTIME_DIR", &runtime);
+    let stopped = common::run_to_end(&env, stop, "tether stop");
+    let said = String::from_utf8_lossy(&stopped.stdout).into_owned();
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    assert!(said.contains("stopped: SIGTERM"), "{said}");
+    assert!(said.contains("nothing is left"), "{said}");
+
+    // The journal has the end and what the caller never got.
+    let record = common::journal::load_complete(&dir);
+    let result = record.result.expect("result.json");
+    assert_eq!(result.exit.and_then(|s| s.signal), Some(15));
+    let undelivered: Vec<(Stream, u64)> = record
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::OutputUndelivered { stream, bytes } => Some((stream, bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        undelivered.len(),
+        1,
+        "{:?}",
+        common::journal::kinds(&record.events)
+    );
+    let (stream, bytes) = undelivered[0];
+    assert_eq!(stream, Stream::Stdout);
+    assert_eq!(result.stdout.undelivered, bytes);
+    // What our pipe took, plus what was never delivered, is every byte `yes` wrote.
+    let in_our_pipe = rustix::io::ioctl_fionread(&unread).expect("FIONREAD");
+    assert_eq!(bytes + in_our_pipe, result.stdout.bytes);
+
+    // The shim returns as the shell would, the command killed by SIGTERM, and says what
+    // its reader never got.
+    let shim = common::RunningExec {
+        child: shim,
+        started: std::time::Instant::now(),
+        stdout_path: env.path("unread"),
+        stderr_path,
+    };
+    let run = shim.wait(&env);
+    let stderr = run.stderr_text();
+    assert_eq!(run.code(), 143, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{bytes} bytes of the command's stdout were not delivered"
+        )),
+        "{stderr}"
+    );
+    drop(unread);
     env.finish();
 }

@@ -23,6 +23,8 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Resize { .. }
         | EventKind::Output { .. }
         | EventKind::OutputCapped { .. }
+        | EventKind::OutputTruncated { .. }
+        | EventKind::OutputUndelivered { .. }
         | EventKind::ResponseTimeout { .. }
         | EventKind::FinalDrain { .. }
         | EventKind::StopStarted { .. }
@@ -103,6 +105,15 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
             reason: tether::protocol::CapReason::Limit,
             stored: 0,
             message: text(),
+        },
+        EventKind::OutputTruncated {
+            stream: Stream::Stdout,
+            kept: 0,
+            dropped: 0,
+        },
+        EventKind::OutputUndelivered {
+            stream: Stream::Stdout,
+            bytes: 0,
         },
         EventKind::ResponseTimeout { silent_ms: 0 },
         EventKind::FinalDrain {

@@ -154,3 +154,120 @@ fn past_the_budget_the_tree_is_no_longer_recorded_but_the_end_is() {
     assert_eq!(result.events_capped, [CappedKind::Tree]);
     env.finish();
 }
+
+/// `seq 1 N` as it prints it.
+fn seq_bytes(n: u32) -> Vec<u8> {
+    (1..=n)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect()
+}
+
+/// Every `output_truncated`: stream, kept, dropped.
+fn truncated(events: &[Event]) -> Vec<(tether::protocol::Stream, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::OutputTruncated {
+                stream,
+                kept,
+                dropped,
+            } => Some((stream, kept, dropped)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs `tether ARGS` in the test's state dir to its end; its exit code, stdout and stderr.
+fn tether(env: &TestEnv, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = common::run_to_end(env, env.tether(args), &format!("tether {args:?}"));
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// One command's output is bounded in the journal, both streams together, by
+/// `TETHER_MAX_OUTPUT` or the user config's `[journal] max_output` (issue: hardening, item
+/// 14): the head is kept, every further byte counted, the end says what was kept and
+/// dropped, and the views say it; what the caller gets is never cut.
+#[test]
+fn a_commands_journaled_output_is_bounded_and_marked_not_its_copy() {
+    use tether::protocol::Stream;
+    let env = TestEnv::new("output_bound");
+    let script = "seq 1 20000; seq 1 3000 >&2";
+    let (out, err) = (seq_bytes(20000), seq_bytes(3000));
+    let mut exec = env.exec_command(&[], &["sh", "-c", script]);
+    exec.env("TETHER_MAX_OUTPUT", "1000")
+        .env("XDG_CONFIG_HOME", env.path("config"));
+    let run = env.spawn_captured(exec).wait(&env);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    // The caller got every byte.
+    assert_eq!(run.stdout(), out);
+    assert!(run.stderr().starts_with(&err), "{}", run.stderr_text());
+
+    let dir = env.command_dir();
+    let stored = [read(&dir, "stdout.log"), read(&dir, "stderr.log")];
+    assert_eq!(
+        stored[0].len() + stored[1].len(),
+        1000,
+        "one bound for both"
+    );
+    assert_eq!(stored[0], out[..stored[0].len()], "the head is kept");
+    let record = load_complete(&dir);
+    let result = record.result.as_ref().expect("result.json");
+    assert_eq!(result.stdout.bytes, out.len() as u64);
+    assert_eq!(result.stderr.bytes, err.len() as u64);
+    let cut = truncated(&record.events);
+    assert_eq!(cut.len(), 2, "{:?}", kinds(&record.events));
+    for (stream, kept, dropped) in cut {
+        let (file, total) = match stream {
+            Stream::Stdout => (&stored[0], out.len()),
+            Stream::Stderr => (&stored[1], err.len()),
+        };
+        assert_eq!(
+            (kept as usize, (kept + dropped) as usize),
+            (file.len(), total)
+        );
+    }
+
+    // The views say it: the timeline of the text export, grep, the model every pane reads.
+    let session = common::journal::session_of(&dir);
+    let (code, text, _) = tether(&env, &["export", &session, "--format", "text"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains("output_truncated stdout: the journal kept the first"),
+        "{text}"
+    );
+    let (code, found, said) = tether(&env, &["grep", "^19999$", &session]);
+    assert_eq!(code, Some(1), "not journaled, not found: {found}");
+    assert!(
+        said.contains("stdout: searched the first") && said.contains("were not journaled"),
+        "{said}"
+    );
+    let model = command_from_record(&record);
+    assert_eq!(
+        model.journal_cut(Stream::Stdout),
+        Some((stored[0].len() as u64, (out.len() - stored[0].len()) as u64))
+    );
+
+    // The user config sets it too, under the variable.
+    let config = env.path("config/tether");
+    std::fs::create_dir_all(&config).expect("the config dir");
+    std::fs::write(
+        config.join("config.toml"),
+        "[journal]\nmax_output = \"2K\"\n",
+    )
+    .expect("the user config");
+    let mut exec = env.exec_command(&["--session", "second"], &["sh", "-c", script]);
+    exec.env("XDG_CONFIG_HOME", env.path("config"))
+        .env_remove("TETHER_MAX_OUTPUT");
+    let run = env.spawn_captured(exec).wait(&env);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    assert_eq!(run.stdout(), out);
+    let second = env
+        .command_dirs()
+        .into_iter()
+        .find(|d| d != &dir)
+        .expect("the second command");
+    let kept = read(&second, "stdout.log").len() + read(&second, "stderr.log").len();
+    assert_eq!(kept, 2048);
+    env.finish();
+}

@@ -65,10 +65,16 @@ impl Client {
 
     /// A server in `session` (`$TETHER_SESSION`), or a new session of its own.
     fn start_in(env: &TestEnv, session: Option<&str>) -> Client {
+        Client::start_with(env, session, &[])
+    }
+
+    /// [`Client::start_in`], with variables of its own.
+    fn start_with(env: &TestEnv, session: Option<&str>, vars: &[(&str, &str)]) -> Client {
         let mut command = env.tether(&["mcp"]);
         if let Some(session) = session {
             command.env("TETHER_SESSION", session);
         }
+        command.envs(vars.iter().copied());
         let mut child = command
             .env(TAG_VAR, &env.tag)
             .stdin(Stdio::piped())
@@ -855,6 +861,36 @@ fn replies_fit_the_budget() {
     assert_eq!(unique, ids, "each command once, in order");
     let refused = client.tool_error("list", json!({"cursor": "no such"}));
     assert!(refused.contains("cursor"), "{refused}");
+    client.close();
+    env.finish();
+}
+
+/// A command past its journal cap (issue: hardening, item 14): `run` and `output` say how
+/// much of each stream was never journaled, so a tail or a last page is not taken for the
+/// end of what the command printed.
+#[test]
+fn run_and_output_say_what_was_not_journaled() {
+    let env = TestEnv::new("mcp-cap");
+    let mut client = Client::start_with(&env, None, &[("TETHER_MAX_OUTPUT", "1000")]);
+    handshake(&mut client, "2025-11-25");
+    let printed = (1..=10_000)
+        .map(|i| format!("{i}\n").len() as u64)
+        .sum::<u64>();
+    let run = client.ok(
+        "run",
+        json!({"command": "seq 1 10000; echo gone >&2", "wait_ms": 30000}),
+    );
+    assert_eq!(run["state"], json!("finished"), "{run}");
+    assert_eq!(run["stdout_bytes"], json!(1000), "{run}");
+    assert_eq!(
+        run["stdout_not_journaled_bytes"],
+        json!(printed - 1000),
+        "{run}"
+    );
+    assert_eq!(run["stderr_not_journaled_bytes"], json!(5), "{run}");
+    let page = client.ok("output", json!({"id": run["id"], "offset": 0}));
+    assert_eq!(page["stored_bytes"], json!(1000), "{page}");
+    assert_eq!(page["not_journaled_bytes"], json!(printed - 1000), "{page}");
     client.close();
     env.finish();
 }

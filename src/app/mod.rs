@@ -397,6 +397,15 @@ impl App {
                 outputs[i].total = total;
                 outputs[i].merged = merged;
                 outputs[i].estimated = !merged && open.estimated(i);
+                let shows = if merged {
+                    &Stream::BOTH[..]
+                } else {
+                    &[stream][..]
+                };
+                outputs[i].journal_cut = shows
+                    .iter()
+                    .filter_map(|s| command.journal_cut(*s))
+                    .reduce(|(k1, d1), (k2, d2)| (k1 + k2, d1 + d2));
                 let files = &open.files;
                 let (done, bytes) = if merged {
                     (files[0].len() + files[1].len(), lens[0] + lens[1])

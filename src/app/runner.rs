@@ -76,9 +76,13 @@ impl Runner {
         let dir = journal.path().to_path_buf();
         command.begin_run(dir.clone(), now_ms());
         let config = &command.config;
-        let (attention, config_error) = crate::config::attention::for_launch(&config.attention);
+        let (user, config_error) = crate::config::user::for_launch();
+        let attention = crate::config::attention::with_user(&user, &config.attention);
+        let (max_output, ignored) = crate::config::journal::max_output(None, &user.journal);
         if let Some(err) = config_error {
             self.app.view.message = Some(format!("{err}; attention uses its defaults"));
+        } else if let Some(message) = ignored {
+            self.app.view.message = Some(message);
         }
         let request = LaunchRequest {
             // None: the broker inherits the TUI's working directory.
@@ -100,6 +104,7 @@ impl Runner {
             }),
             limits: config.limits,
             attention,
+            max_output,
             // The TUI's commands end with their processes, as configured (the default
             // leftovers rule), and are the operator's: only `tether exec` and the shim stand
             // in for a caller's shell and join its trace.

@@ -36,6 +36,8 @@ pub(super) struct Outlets {
     pub(super) notify: Option<Notifier>,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
+    /// The broker asked for the front end's copy of the output to be given up.
+    pub(super) give_up_copy: bool,
     pub(super) exit: Option<i32>,
 }
 
@@ -175,6 +177,7 @@ impl Outlets {
                     broker.handle(Input::NotifyWoundDown, Instant::now());
                 }
                 Output::LetFrontEndGo => self.let_go = true,
+                Output::GiveUpCopy => self.give_up_copy = true,
                 Output::WriteResult(result) => {
                     let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
                     broker.handle(Input::ResultWritten(written), Instant::now());

@@ -21,7 +21,7 @@ use super::outlets::{JournalFiles, Outlets};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::{Broker, Input, LiveKernel};
+use super::state::{Broker, CopyProgress, Input, LiveKernel};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
 use crate::attention::notify::Notifier;
@@ -279,6 +279,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         for_subscribers: Vec::new(),
         subscribed: false,
         let_go: false,
+        give_up_copy: false,
         notify: request
             .attention
             .notify
@@ -493,9 +494,12 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         // A child that ended but whose SIGCHLD is not handled yet must not count as left.
         out.reap(&mut broker);
         let tick = Input::Tick {
-            mirror_behind: mirrors.iter().flatten().any(Mirror::is_behind),
+            copy: copy_progress(&mirrors),
         };
         out.feed(&mut broker, tick);
+        if std::mem::take(&mut out.give_up_copy) {
+            give_up_copy(&mut broker, &mut out, &mut mirrors);
+        }
         out.broadcast();
         if !broker.parent_attached() {
             out.link.queue.clear();
@@ -507,11 +511,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
         out.feed(&mut broker, Input::ParentBacklog(out.link.queue.len()));
     }
-    // The last chunks may still wait for the front end's copy; then each of its copies ends,
-    // while the result is written.
-    for mut mirror in mirrors.into_iter().flatten() {
-        let _ = mirror.flush().await;
-    }
+    // The broker is done only once no copy is behind (taken, or given up and journaled):
+    // closing the pipes ends the front end's copies while the result is written.
+    drop(mirrors);
     out.reap(&mut broker);
     out.feed(&mut broker, Input::Finish);
     let code = out.exit.unwrap_or(1);
@@ -655,6 +657,31 @@ async fn let_front_end_go(
     let _ = nix::sys::prctl::set_pdeathsig(None);
     let stderr = detach_stderr();
     out.feed(broker, Input::FrontEndLetGo { stderr });
+}
+
+/// How the front end's copy of the output stands.
+fn copy_progress(mirrors: &[Option<Mirror>; 2]) -> CopyProgress {
+    let live = mirrors.iter().flatten();
+    CopyProgress {
+        behind: live.clone().any(Mirror::is_behind),
+        taken: live.map(Mirror::taken).sum(),
+    }
+}
+
+/// The broker gave up the copy (the command has ended and its caller takes no more, or a
+/// stop was asked): each stream's copy that is behind ends here, and what it never
+/// delivered goes back to the broker, for the journal. The stream is then read to its end
+/// without waiting for anyone.
+fn give_up_copy(broker: &mut Broker, out: &mut Outlets, mirrors: &mut [Option<Mirror>; 2]) {
+    let undelivered = mirrors.each_mut().map(|slot| match slot {
+        Some(mirror) if mirror.is_behind() => {
+            let lost = mirror.undelivered();
+            *slot = None;
+            lost
+        }
+        _ => 0,
+    });
+    out.feed(broker, Input::CopyGivenUp { undelivered });
 }
 
 /// Points descriptor 2 at /dev/null.

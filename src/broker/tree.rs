@@ -30,7 +30,7 @@ const SAMPLE_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
 /// newline, with room for any timestamp.
 const LINE_OVERHEAD: u64 = 64;
 
-/// The bytes a journal's tree events may take: the per-stream storage cap the operator chose
+/// The bytes a journal's tree events may take: the journal cap the operator chose
 /// for output (`max_output`), which says how much they are prepared to store for a command,
 /// kept within [`MIN_TREE_BUDGET`, `MAX_TREE_BUDGET`].
 pub fn tree_budget(max_output: u64) -> u64 {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use toml::Spanned;
 use toml::de::DeValue;
 
-use super::user::{UserConfig, load_user, user_config_path};
+use super::user::UserConfig;
 use super::{ConfigError, Source, by_position};
 use crate::protocol::AttentionRequest;
 use crate::units::{parse_duration, parse_size};
@@ -90,18 +90,8 @@ impl AttentionSettings {
 }
 
 /// The attention part of a launch request for a command whose own table says `command`: the
-/// user config's `[attention]` beneath it and its `[notify] command`. A user config that
-/// cannot be read or parsed gives the defaults, and the error for the front end to show.
-pub fn for_launch(command: &AttentionSettings) -> (AttentionRequest, Option<ConfigError>) {
-    let (user, error) = match user_config_path().map(|path| load_user(&path)) {
-        Some(Ok(config)) => (config.unwrap_or_default(), None),
-        Some(Err(err)) => (UserConfig::default(), Some(err)),
-        None => (UserConfig::default(), None),
-    };
-    (with_user(&user, command), error)
-}
-
-/// As [`for_launch`], with the user config already read.
+/// user config's `[attention]` beneath it and its `[notify] command` (the config read by
+/// [`super::user::for_launch`]).
 pub fn with_user(user: &UserConfig, command: &AttentionSettings) -> AttentionRequest {
     command
         .over(user.attention)

@@ -5,6 +5,7 @@
 //! `[[command]]` it is in, which serde's `deny_unknown_fields` message cannot.
 
 pub mod attention;
+pub mod journal;
 pub mod naming;
 pub mod notify;
 pub mod user;

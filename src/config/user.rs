@@ -2,9 +2,10 @@
 //! `~/.config/tether/config.toml`): how tether behaves for this user, whatever the project.
 //! A project's `tether.toml` lists commands and never holds these.
 //!
-//! It holds three sections, `[retention]` below, `[notify]` (how tether tells the operator a
-//! command needs them, see [`super::notify`]) and `[attention]` (when a command needs them, see
-//! [`super::attention`]):
+//! It holds four sections, `[retention]` below, `[notify]` (how tether tells the operator a
+//! command needs them, see [`super::notify`]), `[attention]` (when a command needs them, see
+//! [`super::attention`]) and `[journal]` (how much of a command's output is journaled, see
+//! [`super::journal`]):
 //!
 //! ```toml
 //! [retention]
@@ -29,6 +30,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::attention::{AttentionSettings, attention};
+use super::journal::{JournalSettings, journal};
 use super::notify::{NotifySettings, notify};
 use super::{ConfigError, Source, by_position};
 use crate::prune::Rules;
@@ -54,6 +56,8 @@ pub struct UserConfig {
     pub notify: NotifySettings,
     /// The `[attention]` thresholds (see [`super::attention`]); nothing set without the table.
     pub attention: AttentionSettings,
+    /// The `[journal]` bound (see [`super::journal`]); nothing set without the table.
+    pub journal: JournalSettings,
 }
 
 impl UserConfig {
@@ -82,6 +86,16 @@ pub fn user_config_path() -> Option<PathBuf> {
         return Some(dir.join("tether/config.toml"));
     }
     var("HOME").map(|home| PathBuf::from(home).join(".config/tether/config.toml"))
+}
+
+/// The user config as a front end starting a command reads it: the defaults when there is
+/// none, and when it does not parse, with the error to say.
+pub fn for_launch() -> (UserConfig, Option<ConfigError>) {
+    match user_config_path().map(|path| load_user(&path)) {
+        Some(Ok(config)) => (config.unwrap_or_default(), None),
+        Some(Err(err)) => (UserConfig::default(), Some(err)),
+        None => (UserConfig::default(), None),
+    }
 }
 
 /// Reads the user config at `path`; `Ok(None)` when there is no such file.
@@ -113,12 +127,13 @@ pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
             }
             "notify" => config.notify = notify(&source, value)?,
             "attention" => config.attention = attention(&source, value, "attention")?,
+            "journal" => config.journal = journal(&source, value)?,
             other => {
                 return Err(source.error(
                     key.span().start,
                     other,
                     format!(
-                        "unknown key `{other}` at the top level; the user config holds [retention], [notify] and [attention] tables"
+                        "unknown key `{other}` at the top level; the user config holds [retention], [notify], [attention] and [journal] tables"
                     ),
                 ));
             }
@@ -294,7 +309,7 @@ mod tests {
                 "[retension]\nkeep = 3\n",
                 1,
                 "retension",
-                "[retention], [notify] and [attention] tables",
+                "[retention], [notify], [attention] and [journal] tables",
             ),
             ("[retention]\nkeep = \n", 2, "keep", "invalid TOML"),
         ];

@@ -222,6 +222,11 @@ impl ExecConversation {
             EventKind::OutputCapped { message, .. } | EventKind::EventsCapped { message, .. } => {
                 self.journal_lost(message);
             }
+            // The broker gave up our copy of this stream: what is still in its pipe is
+            // counted as never delivered, so it is not waited for.
+            EventKind::OutputUndelivered { stream, bytes } => {
+                self.outcome.undelivered[stream as usize] += bytes;
+            }
             EventKind::SpawnError { code, message } => {
                 self.outcome.spawn_error = Some((code, message))
             }

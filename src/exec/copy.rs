@@ -83,11 +83,21 @@ impl OutputCopy {
     }
 
     /// Waits until both copies have reached the end of their pipes, or until `timeout`
-    /// (our own reader is stuck and we are leaving anyway). Returns the reports received.
-    pub fn finish(mut self, timeout: Duration) -> Vec<CopyReport> {
+    /// (our own reader is stuck and we are leaving anyway). A stream the broker gave up
+    /// (`given_up`: its reader took no more, and what its pipe holds is journaled as never
+    /// delivered) is not waited for. Returns the reports received.
+    pub fn finish(mut self, timeout: Duration, given_up: [bool; 2]) -> Vec<CopyReport> {
         let deadline = Instant::now() + timeout;
         let mut reports = Vec::new();
-        while self.running > 0 {
+        let awaited = |reports: &Vec<CopyReport>| {
+            Stream::BOTH
+                .into_iter()
+                .zip(given_up)
+                .any(|(stream, given_up)| {
+                    !given_up && !reports.iter().any(|r: &CopyReport| r.stream == stream)
+                })
+        };
+        while self.running > 0 && awaited(&reports) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.reports.recv_timeout(left) {
                 Ok(report) => {

@@ -29,7 +29,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
 use crate::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
-use crate::protocol::{CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, Stage, StdinSource};
+use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
@@ -266,6 +266,9 @@ struct Outcome {
     final_line: Option<(String, u64)>,
     /// The command did not exit within the drain period and was stopped: it finished.
     drained: bool,
+    /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
+    /// (`output_undelivered`): our caller took no more of it.
+    undelivered: [u64; 2],
 }
 
 impl Outcome {
@@ -391,12 +394,18 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     let (trace, trace_ignored) = caller_trace();
     // A user config that does not parse gives the defaults here, and is said once, by the
     // retention that runs when this session ends (the same file, the same error).
-    let (attention, _) = crate::config::attention::for_launch(&Default::default());
+    let (user, _) = crate::config::user::for_launch();
+    let attention = crate::config::attention::with_user(&user, &Default::default());
+    let (max_output, ignored) =
+        crate::config::journal::max_output(options.max_output, &user.journal);
+    if let Some(message) = ignored {
+        say!("{message}");
+    }
     let request = LaunchRequest {
         no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
         drain_on: options.drain_on.clone(),
         drain_ms: options.drain.map(|d| d.as_millis() as u64),
-        max_output: options.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
+        max_output,
         mirror: !options.json,
         stdin: match (&relay, &stdin) {
             (Some(_), _) => StdinSource::Terminal,
@@ -556,7 +565,10 @@ async fn run(
     }
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
-    let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT), &journal_dir));
+    let given_up = outcome.undelivered.map(|bytes| bytes > 0);
+    let copy_failed =
+        copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT, given_up), &journal_dir));
+    report_undelivered(outcome.undelivered, &journal_dir);
     // After the command's last bytes: one line for whatever the journal lost, however
     // many times it lost it (a disk that filled: every stream, the event log, the result).
     if !journal_losses.is_empty() {
@@ -596,6 +608,20 @@ fn report_copy(reports: Vec<CopyReport>, journal_dir: &Path) -> bool {
         }
     }
     failed
+}
+
+/// Says what of the command's output never reached our caller, who took no more of it
+/// (the broker gave our copy up once the command had ended).
+fn report_undelivered(undelivered: [u64; 2], journal_dir: &Path) {
+    for (stream, bytes) in Stream::BOTH.into_iter().zip(undelivered) {
+        if bytes > 0 {
+            say!(
+                "{bytes} bytes of the command's {} were not delivered: its reader took no more once the command had ended (the journal in {} has them)",
+                stream.name(),
+                journal_dir.display()
+            );
+        }
+    }
 }
 
 pub(crate) fn say_line(text: &str) {

@@ -111,6 +111,18 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
                     out.write_all(line.as_bytes())
                         .map_err(|err| io::Error::other(Written(err)))
                 });
+                // Only what the journal kept was searched: said, so no miss is taken for
+                // an absence.
+                if let Some((kept, dropped)) = crate::journal::cut::stream_cut(&dir, stream) {
+                    eprintln!(
+                        "tether: {}/{} {}: searched the first {} only; the {} after them were not journaled (the command's bound)",
+                        crate::model::output::one_line(&session),
+                        crate::model::output::one_line(&command),
+                        stream.name(),
+                        crate::units::format_size(kept),
+                        crate::units::format_size(dropped)
+                    );
+                }
                 match searched {
                     Ok(hits) => matched |= hits > 0,
                     Err(err) if err.get_ref().is_some_and(|e| e.is::<Written>()) => {

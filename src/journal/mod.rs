@@ -1,6 +1,7 @@
 //! The on-disk journal: the source of truth for live and post-mortem views alike.
 
 pub mod bounded;
+pub mod cut;
 pub mod paths;
 pub mod reader;
 pub mod secure;

@@ -69,6 +69,11 @@ pub struct OutputPage {
     pub state: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_lines: Option<usize>,
+    /// The journal did not keep the whole stream (the command's bound on journaled output):
+    /// only its first `stored_bytes` can be read, and this many bytes after them were
+    /// dropped. Absent when every byte was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_journaled_bytes: Option<u64>,
 }
 
 pub async fn output(
@@ -148,6 +153,8 @@ pub fn page(
         stored_bytes: stored,
         state,
         matched_lines: grep.map(|_| bytes.len()),
+        not_journaled_bytes: crate::journal::cut::stream_cut(&tracked.journal, stream)
+            .map(|(_, dropped)| dropped),
     };
     let room = REPLY_BUDGET.saturating_sub(reply_size(&page));
     let fitted = fit_page(&bytes, end < stored, grep, room);

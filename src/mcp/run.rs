@@ -138,6 +138,13 @@ pub struct RunResult {
     pub stdout_cut: bool,
     pub stderr_tail: String,
     pub stderr_cut: bool,
+    /// Present when the command printed past its journal cap: the bytes of stdout after the
+    /// journaled head, never stored. The tail is then the end of the head, not of the output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout_not_journaled_bytes: Option<u64>,
+    /// As `stdout_not_journaled_bytes`, for stderr.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_not_journaled_bytes: Option<u64>,
 }
 
 pub async fn run(
@@ -186,9 +193,14 @@ pub async fn run(
     }
     let spec = CommandSpec::Shell(params.command.clone());
     let name = params.name.clone().unwrap_or_else(|| derive_name(&spec));
-    let (attention, config_error) = crate::config::attention::for_launch(&Default::default());
+    let (user, config_error) = crate::config::user::for_launch();
+    let attention = crate::config::attention::with_user(&user, &Default::default());
+    let (max_output, ignored) = crate::config::journal::max_output(None, &user.journal);
     if let Some(err) = config_error {
         eprintln!("tether mcp: {err}; attention uses its defaults");
+    }
+    if let Some(message) = ignored {
+        eprintln!("tether mcp: {message}");
     }
     let tracked = commands
         .launch(&name, params.command.clone(), |journal, session| {
@@ -200,6 +212,7 @@ pub async fn run(
                 drain_on: params.drain_on,
                 drain_ms: drain.map(|d| d.as_millis() as u64),
                 attention,
+                max_output,
                 // An agent's tool call carries no trace context of its own.
                 ..launch_request(name.clone(), spec, &journal, session, None, Pace::FLEET)
             }
@@ -226,6 +239,7 @@ pub fn result_of(tracked: &Tracked) -> RunResult {
         &tracked.command,
         !tracked.is_settled(),
         tails,
+        [Stream::Stdout, Stream::Stderr].map(|s| not_journaled(tracked, s)),
     )
 }
 
@@ -237,6 +251,7 @@ impl RunResult {
         command: &str,
         still_running: bool,
         tails: [(String, bool); 2],
+        [stdout_not_journaled_bytes, stderr_not_journaled_bytes]: [Option<u64>; 2],
     ) -> RunResult {
         // Weighed without the tails, `false` being longer than `true`: they share the rest.
         let mut result = RunResult {
@@ -247,6 +262,8 @@ impl RunResult {
             stdout_cut: false,
             stderr_tail: String::new(),
             stderr_cut: false,
+            stdout_not_journaled_bytes,
+            stderr_not_journaled_bytes,
         };
         let room = REPLY_BUDGET.saturating_sub(reply_size(&result));
         let [(stdout, stdout_cut), (stderr, stderr_cut)] = tails;
@@ -257,6 +274,11 @@ impl RunResult {
         (result.stderr_tail, result.stderr_cut) = (kept.to_string(), stderr_cut || cut);
         result
     }
+}
+
+/// The bytes of `stream` past the journal cap, if any.
+fn not_journaled(tracked: &Tracked, stream: Stream) -> Option<u64> {
+    crate::journal::cut::stream_cut(&tracked.journal, stream).map(|(_, dropped)| dropped)
 }
 
 /// Waits for command `id` to settle, at most `wait`, telling the client how it goes once a

@@ -69,7 +69,7 @@ impl TetherServer {
     }
 
     #[tool(
-        description = "Read a page of a command's stdout or stderr from its journal by byte offset (default 16 KiB, max 64 KiB), escape sequences removed. A page also ends, at a line's end where it can, where the reply would pass 40,000 bytes of JSON (about 10,000 tokens): pass next_offset back as offset for the next page; cut: true means more is stored. grep keeps only lines matching a regex. With wait_ms, waits for new output or the command's end.",
+        description = "Read a page of a command's stdout or stderr from its journal by byte offset (default 16 KiB, max 64 KiB), escape sequences removed. A page also ends, at a line's end where it can, where the reply would pass 40,000 bytes of JSON (about 10,000 tokens): pass next_offset back as offset for the next page; cut: true means more is stored; not_journaled_bytes, when present, counts what the command printed past its journal bound (never stored, not readable). grep keeps only lines matching a regex. With wait_ms, waits for new output or the command's end.",
         annotations(
             title = "Read command output",
             read_only_hint = true,

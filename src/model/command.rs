@@ -157,6 +157,9 @@ pub struct CommandState {
     pub bytes: [u64; 2],
     /// Bytes stored per stream once storing stopped.
     pub capped: [Option<(CapReason, u64)>; 2],
+    /// What the journal kept and dropped of each stream, as the broker said at the end
+    /// (`output_truncated`).
+    pub truncated: [Option<(u64, u64)>; 2],
     pub timeline: Vec<TimelineEntry>,
     /// The broker's latest record of the tree (pid, ppid, argv, start).
     pub tree: Vec<ProcessEntry>,
@@ -222,6 +225,7 @@ impl CommandState {
             ended_ms: None,
             bytes: [0; 2],
             capped: [None; 2],
+            truncated: [None; 2],
             timeline: Vec::new(),
             tree: Vec::new(),
             seen: Vec::new(),
@@ -273,6 +277,17 @@ impl CommandState {
 
     pub fn stream_len(&self, stream: Stream) -> u64 {
         self.bytes[stream as usize]
+    }
+
+    /// What the journal kept of `stream` and what it dropped after it, when it did not keep
+    /// it whole: as the broker said at the end, or while it runs, from where storing stopped
+    /// and the bytes counted since.
+    pub fn journal_cut(&self, stream: Stream) -> Option<(u64, u64)> {
+        let i = stream as usize;
+        self.truncated[i].or_else(|| {
+            let (_, kept) = self.capped[i]?;
+            Some((kept, self.bytes[i].saturating_sub(kept))).filter(|(_, dropped)| *dropped > 0)
+        })
     }
 
     /// Applies one event from the broker or the journal.
@@ -343,6 +358,11 @@ impl CommandState {
             } => {
                 self.capped[*stream as usize] = Some((*reason, *stored));
             }
+            EventKind::OutputTruncated {
+                stream,
+                kept,
+                dropped,
+            } => self.truncated[*stream as usize] = Some((*kept, *dropped)),
             EventKind::ResponseTimeout { .. } => {
                 self.response_timeout = true;
                 self.markers.push((ts, Marker::Timeout));
@@ -399,6 +419,7 @@ impl CommandState {
             | EventKind::ControlUnavailable { .. }
             | EventKind::LimitUnavailable { .. }
             | EventKind::TraceContextIgnored { .. }
+            | EventKind::OutputUndelivered { .. }
             | EventKind::NotifyFailed { .. } => {}
             EventKind::Exit { status, .. } => {
                 self.status = Status::Exited(*status);

@@ -26,6 +26,19 @@ pub enum Tone {
     Error,
 }
 
+/// The mark of a stream the journal did not keep whole, in every view of the output: the
+/// pane, the text export, `tether grep`, the MCP tool.
+pub fn truncated_words(stream: Stream, kept: u64, dropped: u64) -> String {
+    use crate::units::format_size;
+    format!(
+        "{}: the journal kept the first {} of {}; the last {} were not journaled",
+        stream.name(),
+        format_size(kept),
+        format_size(kept + dropped),
+        format_size(dropped)
+    )
+}
+
 /// How the list, the timeline and a notification name a kind of attention.
 pub fn attention_words(kind: AttentionKind) -> &'static str {
     match kind {
@@ -68,6 +81,19 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         },
         EventKind::Resize { size } => (format!("{}×{}", size.cols, size.rows), Tone::Quiet),
         EventKind::OutputCapped { message, .. } => (message.clone(), Tone::Warning),
+        EventKind::OutputTruncated {
+            stream,
+            kept,
+            dropped,
+        } => (truncated_words(*stream, *kept, *dropped), Tone::Warning),
+        EventKind::OutputUndelivered { stream, bytes } => (
+            format!(
+                "{} of {} never reached the caller (it took no more); the journal has them",
+                crate::units::format_size(*bytes),
+                stream.name()
+            ),
+            Tone::Warning,
+        ),
         EventKind::EventsCapped { message, .. } => (message.clone(), Tone::Warning),
         EventKind::ResponseTimeout { silent_ms } => {
             (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)

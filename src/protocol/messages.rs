@@ -28,7 +28,8 @@ pub const PROTOCOL_VERSION: u32 = 4;
 /// its signals, TERM then CONT.
 pub const STOP_STARTED_SINCE: u32 = 4;
 
-/// Default per-stream storage cap: past it bytes are drained and counted, not stored.
+/// Default bound on what one command's output may take in the journal, stdout and stderr
+/// together: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
 
 /// The longest grace, timeout or heartbeat interval a broker honours; longer ones are cut
@@ -104,6 +105,7 @@ pub struct LaunchRequest {
     pub grace_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_output_timeout_ms: Option<u64>,
+    /// The bound on the command's journaled output, stdout and stderr together.
     #[serde(default = "default_max_output")]
     pub max_output: u64,
     /// How often the parent promises a `ping`; silence for three intervals is recorded as
@@ -598,6 +600,22 @@ pub enum EventKind {
         stored: u64,
         message: String,
     },
+    /// At the end: the journal kept only the first `kept` bytes of `stream` (the command's
+    /// bound on journaled output, or a disk that refused more) and dropped the `dropped`
+    /// after them, counted, never stored. The caller's copy had every byte.
+    OutputTruncated {
+        stream: Stream,
+        kept: u64,
+        dropped: u64,
+    },
+    /// At the end: the front end's copy of `stream` (`tether exec`, the shell shim) was given
+    /// up once the command had ended, because its caller took nothing more (or a stop was
+    /// asked), and `bytes` read from the command never reached the caller (what the copy
+    /// held then, and all read after). The journal has them.
+    OutputUndelivered {
+        stream: Stream,
+        bytes: u64,
+    },
     ResponseTimeout {
         silent_ms: u64,
     },
@@ -768,6 +786,8 @@ impl EventKind {
             EventKind::Resize { .. } => "resize",
             EventKind::Output { .. } => "output",
             EventKind::OutputCapped { .. } => "output_capped",
+            EventKind::OutputTruncated { .. } => "output_truncated",
+            EventKind::OutputUndelivered { .. } => "output_undelivered",
             EventKind::ResponseTimeout { .. } => "response_timeout",
             EventKind::FinalDrain { .. } => "final_drain",
             EventKind::StopStarted { .. } => "stop_started",
@@ -892,6 +912,10 @@ pub struct StreamTotals {
     pub bytes: u64,
     /// Bytes kept in the stream's log (less than `bytes` once capped).
     pub stored: u64,
+    /// Bytes that never reached the caller of `tether exec` or the shim: its copy was given
+    /// up once the command had ended (`output_undelivered`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub undelivered: u64,
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub fn draw(
         Stream::Stderr => "stderr",
     };
     if state.screen {
-        draw_screen(frame, area, name, focused, lines.bytes, screen);
+        draw_screen(frame, area, name, focused, lines, screen);
         return;
     }
     let name = if lines.merged { "stdout+stderr" } else { name };
@@ -43,6 +43,8 @@ pub fn draw(
     if lines.merged {
         title.push_str(" · merged");
     }
+    // Past the command's bound the journal has the head only: said before anything else.
+    title.push_str(&journal_cut_title(lines.journal_cut));
     if let Some(percent) = lines.indexing {
         title.push_str(&format!(" · indexing {percent}%"));
     }
@@ -103,7 +105,7 @@ fn draw_screen(
     area: Rect,
     name: &str,
     focused: bool,
-    bytes: u64,
+    lines: &PaneLines,
     screen: &ScreenContent,
 ) {
     let mut title = format!("{name} · screen");
@@ -121,7 +123,9 @@ fn draw_screen(
         }
         Some(ReplayStart::Whole) | None => {}
     }
-    title.push_str(&format!(" · {} · v: lines", format_size(bytes)));
+    title.push_str(&format!(" · {}", format_size(lines.bytes)));
+    title.push_str(&journal_cut_title(lines.journal_cut));
+    title.push_str(" · v: lines");
     let block = pane_block(&title, focused);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -129,6 +133,18 @@ fn draw_screen(
         Some(grid) => frame.render_widget(ScreenWidget { grid, cursor: true }, inner),
         None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
     }
+}
+
+/// The mark of a pane whose stream the journal did not keep whole: what it kept (the
+/// head, which is what the pane shows) and what it dropped.
+fn journal_cut_title(cut: Option<(u64, u64)>) -> String {
+    cut.map_or_else(String::new, |(kept, dropped)| {
+        format!(
+            " · journal kept the first {}, not the last {}",
+            format_size(kept),
+            format_size(dropped)
+        )
+    })
 }
 
 /// What precedes row `row`: its line's time (on the line's first row only) and, merged, its
@@ -221,5 +237,19 @@ fn highlight(text: &str, needle: &str, base: ratatui::style::Style, out: &mut Ve
     }
     if start < text.len() {
         out.push(Span::styled(text[start..].to_string(), base));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pane_whose_stream_the_journal_cut_says_what_it_kept() {
+        assert_eq!(journal_cut_title(None), "");
+        assert_eq!(
+            journal_cut_title(Some((1 << 30, 700 << 20))),
+            " · journal kept the first 1.0 GiB, not the last 700.0 MiB"
+        );
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::requests::{Done, OperatorDelivered, OperatorSignal};
-use super::{Broker, Reaped};
+use super::{Broker, CopyProgress, Reaped};
 use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
@@ -119,9 +119,12 @@ pub enum Input<'a> {
     /// reached, or that the walk did not find the pid it was for.
     OperatorSignalled(OperatorDelivered),
     /// The interpreter handled what woke it, or the time of [`Broker::poll_timeout`] came:
-    /// whatever is due is done. `mirror_behind`: output waits for the front end's copy (a
-    /// stream is not read meanwhile, so its quiet is not idleness).
-    Tick { mirror_behind: bool },
+    /// whatever is due is done. `copy`: how the front end's copy of the output stands.
+    Tick { copy: CopyProgress },
+    /// The front end's copy of each stream that was behind was given up
+    /// ([`Output::GiveUpCopy`]): `undelivered`, per stream (stdout, stderr), the bytes that
+    /// never reached the caller.
+    CopyGivenUp { undelivered: [u64; 2] },
     /// The loop is over ([`Broker::is_done`]): the end is journaled and `result.json` asked
     /// for.
     Finish,
@@ -178,6 +181,10 @@ pub enum Output {
     OperatorSignal(OperatorSignal),
     /// Close the tree's record ([`Input::TreeClosed`] when done).
     CloseTree,
+    /// The command has ended and the front end's caller takes no more of the copy (or a stop
+    /// was asked): the copy of each stream that is behind ends here, its write end closed
+    /// ([`Input::CopyGivenUp`] with what it never delivered).
+    GiveUpCopy,
     /// Custody began: the front end gets what it was sent, its copy of the output ends, and
     /// it is let go ([`Input::FrontEndLetGo`] when done).
     LetFrontEndGo,
@@ -245,7 +252,11 @@ impl Broker {
             Input::FrontEndLetGo { stderr } => self.front_end_let_go(stderr),
             Input::CustodianExited { reason, pid } => self.custodian_exited(reason, pid),
             Input::CustodianUnwatched { reason, pid } => self.custodian_unwatched(reason, pid),
-            Input::Shutdown => self.start_stop(Origin::Shutdown),
+            Input::Shutdown => {
+                self.hurry_copy();
+                self.start_stop(Origin::Shutdown);
+            }
+            Input::CopyGivenUp { undelivered } => self.copy_given_up(undelivered),
             Input::CgroupChanged => self.cgroup_changed(),
             Input::Control(incoming) => self.control(incoming),
             Input::JournalFailed { error, unwritten } => self.journal_failed(&error, unwritten),
@@ -255,9 +266,10 @@ impl Broker {
                 message,
                 stored,
             } => self.store_failed(stream, reason, message, stored),
-            Input::Tick { mirror_behind } => {
+            Input::Tick { copy } => {
                 let pipes_open = self.open.iter().any(|open| *open);
-                self.tick(pipes_open, mirror_behind);
+                self.copy_seen(copy);
+                self.tick(pipes_open);
                 self.flush_journal();
                 // The front end returns now, as the shell would once its command exited.
                 if std::mem::take(&mut self.custody_began) {

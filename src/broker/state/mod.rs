@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 mod attention;
 mod cgroup;
+mod copy;
 mod custody;
 mod drain;
 mod input;
@@ -34,6 +35,7 @@ use crate::protocol::{
 };
 
 pub use crate::broker::reap::Reaped;
+pub use copy::CopyProgress;
 pub use kernel::{Kernel, LiveKernel};
 pub use machine::{Input, Output};
 pub use requests::Refusal;
@@ -87,12 +89,15 @@ struct Child {
 }
 
 /// What one output stream brought and what of it is kept: every byte is counted, bytes are
-/// stored until the cap or until the disk refuses them (the interpreter writes them).
+/// stored until the command's bound (both streams' together) or until the disk refuses them
+/// (the interpreter writes them).
 #[derive(Default)]
 struct StreamCount {
     total: u64,
     stored: u64,
     capped: bool,
+    /// Bytes the front end's copy never delivered ([`copy`]).
+    undelivered: u64,
 }
 
 /// Where one chunk of output goes: its place in the stream, how much of it is stored, and
@@ -104,7 +109,9 @@ struct Placed {
 }
 
 impl StreamCount {
-    fn place(&mut self, len: usize, max: u64) -> Placed {
+    /// Places a chunk of `len` bytes, of which `room` may still be stored (what the
+    /// command's bound leaves).
+    fn place(&mut self, len: usize, room: u64) -> Placed {
         let offset = self.total;
         self.total += len as u64;
         if self.capped {
@@ -114,7 +121,6 @@ impl StreamCount {
                 capped: false,
             };
         }
-        let room = max.saturating_sub(self.stored);
         let keep = len.min(usize::try_from(room).unwrap_or(usize::MAX));
         self.stored += keep as u64;
         self.capped = keep < len;
@@ -129,6 +135,7 @@ impl StreamCount {
         StreamTotals {
             bytes: self.total,
             stored: self.stored,
+            undelivered: self.undelivered,
         }
     }
 }
@@ -197,6 +204,8 @@ pub struct Broker {
     final_drain: Option<drain::FinalDrain>,
     /// What the attention detector knows, and the notify command.
     attention: attention::Attention,
+    /// The front end's copy of the output, once the command has ended.
+    copy: copy::CopyWatch,
 }
 
 /// Whether a reaped process had escaped, by the one rule the tree's record uses
@@ -257,6 +266,7 @@ impl Broker {
             parent_detached: false,
             final_drain,
             attention,
+            copy: copy::CopyWatch::new(now),
         }
     }
 
@@ -452,7 +462,11 @@ impl Broker {
         if matches!(self.phase, Phase::Draining { .. }) {
             self.drain_until = Some(now + DRAIN_IDLE);
         }
-        let placed = self.streams[stream as usize].place(bytes.len(), self.request.max_output);
+        // One bound for the command: a flood on either stream leaves the journal no bigger.
+        let stored: u64 = self.streams.iter().map(|s| s.stored).sum();
+        let room = self.request.max_output.saturating_sub(stored);
+        let placed = self.streams[stream as usize].place(bytes.len(), room);
+        self.copy_read(stream, bytes.len());
         if placed.keep > 0 {
             self.outputs.push_back(Output::Store {
                 stream,
@@ -476,9 +490,10 @@ impl Broker {
         }
         if placed.capped {
             let message = format!(
-                "{} reached its cap of {} bytes; further bytes are counted, not stored (raise it with --max-output)",
+                "the command's output reached its journal cap of {} (stdout and stderr together) in {}: its first {} bytes are kept, further bytes are counted, not stored (raise the cap with --max-output, TETHER_MAX_OUTPUT or [journal] max_output)",
+                crate::units::format_size(self.request.max_output),
                 stream.file_name(),
-                self.request.max_output
+                self.streams[stream as usize].stored,
             );
             self.output_capped(stream, CapReason::Limit, message);
         }
@@ -531,6 +546,23 @@ impl Broker {
         }
     }
 
+    /// Says, at the end, what of each stream the journal kept and what it dropped (the
+    /// bound, or a disk that refused): every view of the output shows it.
+    fn journal_truncations(&mut self) {
+        for stream in Stream::BOTH {
+            let count = &self.streams[stream as usize];
+            let dropped = count.total - count.stored;
+            if dropped > 0 {
+                let kept = count.stored;
+                self.emit(EventKind::OutputTruncated {
+                    stream,
+                    kept,
+                    dropped,
+                });
+            }
+        }
+    }
+
     pub(super) fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
         self.emit(EventKind::BrokerFailure {
             stage: Stage::Stdio,
@@ -556,6 +588,8 @@ impl Broker {
     pub(super) fn finish_closing(&mut self) {
         self.flush_output();
         self.flush_input();
+        self.journal_truncations();
+        self.journal_undelivered();
         self.close_custody_record();
         self.memory_peak = self.release_cgroup();
         self.outputs.push_back(Output::CloseTree);

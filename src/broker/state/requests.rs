@@ -165,6 +165,8 @@ impl Broker {
                 self.emit(EventKind::Pong);
             }
             ToBroker::Stop { origin } => {
+                // Whatever origin the front end gives (its own SIGTERM is `shutdown`).
+                self.hurry_copy();
                 let parent = self.parent_peer();
                 self.start_stop_for(origin.unwrap_or(Origin::Operator), Some(parent));
             }
@@ -195,6 +197,8 @@ impl Broker {
                 .operator_signal(signal, scope, pid, Asker::Control { client, peer })
                 .map(|()| Done::OnDelivery),
             ControlRequest::Stop => {
+                // Also when a stop of stragglers runs already: the operator wants the end.
+                self.hurry_copy();
                 if let Some(stop) = &self.stop {
                     let origin = serde_json::to_value(stop.origin)
                         .ok()
@@ -330,6 +334,9 @@ impl Broker {
     /// Starts the stop sequence; `client` is the control client that asked, journaled with
     /// each of its signals.
     pub(super) fn start_stop_for(&mut self, origin: Origin, client: Option<Peer>) {
+        if super::copy::asked(origin) {
+            self.hurry_copy();
+        }
         if self.stop.is_some() || self.child.is_none() || self.phase == Phase::Done {
             return;
         }

@@ -40,6 +40,7 @@ impl Broker {
         if let Some(until) = self.drain_deadline() {
             next.push(until);
         }
+        next.extend(self.copy_deadline());
         if let (Some(stop), false) = (&self.stop, self.stop_done) {
             next.push(stop.next_wake());
         }
@@ -61,10 +62,8 @@ impl Broker {
         next.into_iter().min()
     }
 
-    /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open;
-    /// `mirror_behind`, whether output waits for the front end's copy (and a stream is not
-    /// read meanwhile, so its quiet is not idleness).
-    pub(super) fn tick(&mut self, pipes_open: bool, mirror_behind: bool) {
+    /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open.
+    pub(super) fn tick(&mut self, pipes_open: bool) {
         let now = self.now;
         if self
             .pending
@@ -112,7 +111,7 @@ impl Broker {
         {
             self.sample_tree();
         }
-        self.advance_phase(now, pipes_open, mirror_behind);
+        self.advance_phase(now, pipes_open);
     }
 
     /// One step of the stop sequence, when it is due: KILL once grace is over, else a sweep
@@ -202,8 +201,12 @@ impl Broker {
         self.emit(event);
     }
 
-    pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool, mirror_behind: bool) {
+    /// `pipes_open`: whether either output pipe is open. While output waits for the front
+    /// end's copy, a stream is not read, so its quiet is not idleness.
+    pub(super) fn advance_phase(&mut self, now: Instant, pipes_open: bool) {
         self.check_custody_emptied();
+        self.check_copy(now);
+        let mirror_behind = self.copy.behind();
         if let Phase::Draining { since } = self.phase {
             let idle_over = !mirror_behind && now >= self.drain_until.unwrap_or(since + DRAIN_IDLE);
             if !pipes_open || idle_over || now >= since + DRAIN_CAP {
@@ -232,11 +235,11 @@ impl Broker {
             }
         }
         if let Phase::Closing { until } = self.phase {
-            if !pipes_open {
+            if !pipes_open && !mirror_behind {
                 self.phase = Phase::Done;
             } else if mirror_behind {
-                // What is left in the pipes is finite and the front end is taking it: read
-                // it to the end, at its pace.
+                // What is left in the pipes is finite: read it to the end at the front end's
+                // pace while it takes some (`check_copy` gives the copy up once it does not).
                 self.phase = Phase::Closing {
                     until: now + EOF_WAIT,
                 };

@@ -4,6 +4,7 @@
 //! the replies to control clients) and moves the clock to the broker's next deadline.
 
 mod attention;
+mod copy;
 mod custody;
 mod lifecycle;
 mod output;
@@ -19,7 +20,7 @@ use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::requests::{OperatorSignal, OperatorSignaller};
-use super::{Broker, Input, Kernel, Output, Reaped};
+use super::{Broker, CopyProgress, Input, Kernel, Output, Reaped};
 use crate::broker::signaller::{ProcessKey, Walk};
 use crate::broker::stop::TreeSignaller;
 use crate::broker::tree::TreeSample;
@@ -259,6 +260,11 @@ struct Rig {
     operator_signals: Vec<OperatorSignal>,
     result: Option<CommandResult>,
     exit: Option<i32>,
+    /// The front end's copy as the fake interpreter reports it at each tick, what giving it
+    /// up finds undelivered, and how many times it was given up.
+    copy: CopyProgress,
+    undelivered: [u64; 2],
+    copies_given_up: usize,
 }
 
 impl Rig {
@@ -294,6 +300,9 @@ impl Rig {
             operator_signals: Vec::new(),
             result: None,
             exit: None,
+            copy: CopyProgress::default(),
+            undelivered: [0; 2],
+            copies_given_up: 0,
         }
     }
 
@@ -409,6 +418,13 @@ impl Rig {
                     };
                     self.broker.handle(closed, self.now);
                 }
+                Output::GiveUpCopy => {
+                    self.copies_given_up += 1;
+                    self.copy.behind = false;
+                    let undelivered = self.undelivered;
+                    self.broker
+                        .handle(Input::CopyGivenUp { undelivered }, self.now);
+                }
                 Output::LetFrontEndGo => {
                     self.let_go += 1;
                     self.broker
@@ -458,9 +474,8 @@ impl Rig {
 
     fn tick(&mut self) {
         self.reap();
-        self.feed(Input::Tick {
-            mirror_behind: false,
-        });
+        let copy = self.copy;
+        self.feed(Input::Tick { copy });
     }
 
     /// End of file on both of the command's streams.

@@ -100,13 +100,72 @@ fn output_past_the_cap_is_counted_not_stored_and_the_cap_said_once() {
     read(&mut rig, Stream::Stderr, b"err");
     assert_eq!(
         rig.stored.last(),
-        Some(&(Stream::Stderr, 3)),
-        "a cap per stream"
+        Some(&(Stream::Stdout, 2)),
+        "one bound for the command: stderr gets nothing more either"
     );
+    assert_eq!(rig.count("output_capped"), 2);
     rig.command_ends(exited(0));
     rig.finish();
     let stdout = rig.result().stdout;
     assert_eq!((stdout.bytes, stdout.stored), (18, 10));
+    assert_eq!(
+        truncated(&rig),
+        [(Stream::Stdout, 10, 8), (Stream::Stderr, 0, 3)]
+    );
+}
+
+/// Every `output_truncated`: stream, kept, dropped.
+fn truncated(rig: &Rig) -> Vec<(Stream, u64, u64)> {
+    rig.journal()
+        .filter_map(|e| match e.kind {
+            EventKind::OutputTruncated {
+                stream,
+                kept,
+                dropped,
+            } => Some((stream, kept, dropped)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The bound is the command's, not each stream's: a command that floods both streams
+/// journals no more than it (issue 23, item 14: 1.7 GB in 3 s from one command); the end
+/// says what of each was kept and dropped, before `close`.
+#[test]
+fn both_streams_share_the_commands_bound() {
+    let mut rig = Rig::running(
+        LaunchRequest {
+            max_output: 10,
+            ..request()
+        },
+        OnTerm::Exit,
+    );
+    read(&mut rig, Stream::Stdout, b"123456");
+    read(&mut rig, Stream::Stderr, b"abcdef");
+    read(&mut rig, Stream::Stdout, b"789");
+    read(&mut rig, Stream::Stderr, b"ghi");
+    assert_eq!(rig.stored, [(Stream::Stdout, 6), (Stream::Stderr, 4)]);
+    rig.command_ends(exited(0));
+    rig.finish();
+    let (out, err) = (rig.result().stdout, rig.result().stderr);
+    assert_eq!((out.bytes, out.stored, err.bytes, err.stored), (9, 6, 9, 4));
+    assert_eq!(
+        truncated(&rig),
+        [(Stream::Stdout, 6, 3), (Stream::Stderr, 4, 5)]
+    );
+    let kinds = rig.kinds();
+    let at = |kind: &str| kinds.iter().rposition(|k| *k == kind);
+    assert!(at("output_truncated") < at("close"), "{kinds:?}");
+}
+
+/// Nothing dropped, nothing said.
+#[test]
+fn output_within_the_bound_is_not_marked() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    read(&mut rig, Stream::Stdout, b"all of it");
+    rig.command_ends(exited(0));
+    rig.finish();
+    assert!(truncated(&rig).is_empty());
 }
 
 #[test]
