@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -199,5 +200,51 @@ fn a_burst_of_failures_runs_the_notify_program_a_few_times_and_counts_the_rest()
     wait_until(&env, "the runs that were let start", || {
         std::fs::read_to_string(&got).is_ok_and(|t| t.lines().count() as u64 == runs_allowed)
     });
+    env.finish();
+}
+
+/// The issue's own set-up: an agent under `tether agent`, whose shims directory is first on
+/// the PATH its broker runs the notify program with, runs one failing command. The notify
+/// program's `sh` is the real shell: one run, never brokered, no `TETHER_*` variable, the
+/// agent's shims directory off its PATH.
+#[test]
+fn under_tether_agent_a_failing_command_notifies_once_outside_the_shims() {
+    let env = TestEnv::new("notify-agent");
+    let seen = env.path("seen.env");
+    notify_config(&env, &["sh", "-c", &env_writing_script(&seen)]);
+    let agent = env.path("fake-agent");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\n\"$CLAUDE_CODE_SHELL\" -c 'exit 1'\nwhile [ ! -e \"$GO\" ]; do sleep 0.05; done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = env.tether(&["agent", "--session", "S", "--", "./fake-agent"]);
+    command
+        .current_dir(env.dir.path())
+        .env(TAG_VAR, &env.tag)
+        .env("GO", env.path("go"))
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .stdin(std::process::Stdio::null());
+    let run = env.spawn_captured(command);
+    let (lines, pid) = seen_environment(&env, &seen);
+    std::fs::write(env.path("go"), "").unwrap();
+    let done = run.wait(&env);
+    assert_eq!(done.code(), 0, "{}", done.stderr_text());
+    no_notify_config(&env);
+    let tether: Vec<&String> = lines.iter().filter(|l| l.starts_with("TETHER_")).collect();
+    assert!(tether.is_empty(), "tether's variables: {tether:?}");
+    let path = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("PATH="))
+        .expect("a PATH");
+    assert!(
+        !path.split(':').any(|dir| dir.contains("agent-shims")),
+        "the agent's shims directory on a notify run's PATH: {path}"
+    );
+    // The agent and its one command: the notify run was not brokered.
+    let dirs = env.command_dirs();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    assert_eq!(wait_gone(&[pid], DEADLINE), Vec::<i32>::new());
     env.finish();
 }
