@@ -337,6 +337,7 @@ impl ExecArgs {
                 no_stdin,
                 pty: !no_pty,
                 leftovers,
+                die_by_signal: false,
                 fail_open,
                 retention: exec::RetentionRun::AtSessionEnd,
                 relay_keys: false,

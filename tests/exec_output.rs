@@ -337,3 +337,44 @@ fn max_output_caps_storage_but_counts_everything() {
     assert_eq!((result.stdout.bytes, result.stdout.stored), (10240, 1024));
     env.finish();
 }
+
+/// The caller gives one file for both streams (as Claude Code does, `2>&1`): the command
+/// gets one pipe for both, so the file holds what it wrote in the order it wrote it, as
+/// bash would have left it; the journal keeps it in stdout's log and says so.
+#[test]
+fn one_file_for_both_streams_keeps_the_order_written() {
+    let env = TestEnv::new("streams_merged");
+    let both = env.path("both.txt");
+    let file = File::create(&both).unwrap();
+    let mut command = env.exec_command(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "for i in $(seq 1 20); do echo out$i; echo err$i >&2; done",
+        ],
+    );
+    command.stdout(file.try_clone().unwrap()).stderr(file);
+    let mut child = command.spawn().unwrap();
+    let mut status = None;
+    common::wait_until(&env, "tether exec to end", || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(0));
+    let expected: String = (1..=20).map(|i| format!("out{i}\nerr{i}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&both).unwrap(), expected);
+    let dir = env.command_dir();
+    let record = load_complete(&dir);
+    assert!(
+        kinds(&record.events).contains(&"streams_merged"),
+        "{:?}",
+        kinds(&record.events)
+    );
+    assert_eq!(
+        String::from_utf8(read(&dir, "stdout.log")).unwrap(),
+        expected
+    );
+    assert!(read(&dir, "stderr.log").is_empty());
+    env.finish();
+}

@@ -18,6 +18,7 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::Spawned { .. }
         | EventKind::SpawnError { .. }
         | EventKind::Terminal { .. }
+        | EventKind::StreamsMerged {}
         | EventKind::TerminalUnavailable { .. }
         | EventKind::Input { .. }
         | EventKind::Resize { .. }
@@ -84,6 +85,7 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
                 size: tether::protocol::WindowSize::DEFAULT,
             },
         },
+        EventKind::StreamsMerged {},
         EventKind::TerminalUnavailable {
             code: text(),
             message: text(),

@@ -83,22 +83,52 @@ fn journals(env: &TestEnv) -> Vec<PathBuf> {
     env.command_dirs()
 }
 
+/// How a process ended, as its caller's `wait` tells it: an exit code or a signal.
+fn ending(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (status.code(), status.signal())
+}
+
 #[test]
 fn exit_status_is_the_shells() {
     let env = TestEnv::new("shim_exit");
-    for (script, code) in [
-        ("exit 0", 0),
-        ("exit 3", 3),
-        ("kill -KILL $$", 128 + 9),
-        ("kill -TERM $$", 128 + 15),
-        ("nonexistent-command-xyz", 127),
-    ] {
-        let out = run(&env, tether_sh(&env, &["-c", script]), b"");
-        assert_eq!(out.status.code(), Some(code), "`{script}`: {out:?}");
+    let scripts = [
+        "exit 0",
+        "exit 3",
+        // Death by a signal is a death by that signal, as the shell's caller would see it:
+        // not exit 128+N (an agent reads 143 as its own timeout, 137 as its interrupt).
+        "kill -KILL $$",
+        "kill -TERM $$",
+        "kill -SEGV $$",
+        "nonexistent-command-xyz",
+    ];
+    for script in scripts {
+        // In the test's scratch space: a shell that dies by SIGSEGV may leave a core file.
+        let mut shim = tether_sh(&env, &["-c", script]);
+        shim.current_dir(env.dir.path());
+        let out = run(&env, shim, b"");
+        let mut real = Command::new("/bin/sh");
+        real.args(["-c", script]).current_dir(env.dir.path());
+        let real = run(&env, real, b"");
+        assert_eq!(
+            ending(out.status),
+            ending(real.status),
+            "`{script}`: {}",
+            stderr_text(&out)
+        );
+        assert!(
+            !stderr_text(&out).contains("tether"),
+            "`{script}`: {}",
+            stderr_text(&out)
+        );
     }
+    assert_eq!(
+        ending(run(&env, tether_sh(&env, &["-c", "kill -TERM $$"]), b"").status),
+        (None, Some(15))
+    );
     // Each ran under a broker, with the shell as the command.
     let dirs = journals(&env);
-    assert_eq!(dirs.len(), 5, "{dirs:?}");
+    assert_eq!(dirs.len(), scripts.len() + 1, "{dirs:?}");
     let record = load_complete(&dirs[1]);
     assert_eq!(exit_status(&record.events).code, Some(3));
     let request = record.request.unwrap();
@@ -107,6 +137,9 @@ fn exit_status_is_the_shells() {
         ["/bin/sh", "-c", "exit 3"].map(String::from)
     );
     assert_eq!(request.name, "exit");
+    // `tether exec` keeps 128+N, as documented.
+    let exec = env.exec(&[], &["sh", "-c", "kill -TERM $$"]);
+    assert_eq!(exec.code(), 128 + 15);
     env.finish();
 }
 
@@ -283,7 +316,8 @@ fn the_shims_commands_join_tether_session() {
 
 /// A session name tether refuses (`.hidden` starts with a dot: the names of what tether sets
 /// aside, which no lister shows) neither hides the command nor loses it: the shim says so in
-/// one line and runs it, journaled in a new session of its own that `tether sessions` lists.
+/// one line of its notices (never in the command's stderr) and runs it, journaled in a new
+/// session of its own that `tether sessions` lists.
 #[test]
 fn a_refused_tether_session_runs_the_command_in_a_new_listed_session() {
     let env = TestEnv::new("shim_bad_session");
@@ -298,10 +332,14 @@ fn a_refused_tether_session_runs_the_command_in_a_new_listed_session() {
         let out = run(&env, command, b"");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{refused}: {stderr}");
+        // Said to the operator, not into the command's stderr, which its caller reads.
+        assert!(stderr.is_empty(), "{refused}: {stderr}");
+        let notices = fs::read_to_string(env.state_dir().join(tether::exec::NOTICES_FILE)).unwrap();
+        let said = notices.lines().last().unwrap_or_default();
         assert!(
-            stderr.contains("TETHER_SESSION: invalid session name")
-                && stderr.contains("journaled in a new session instead"),
-            "{refused}: {stderr}"
+            said.contains("TETHER_SESSION: invalid session name")
+                && said.contains("journaled in a new session instead"),
+            "{refused}: {notices}"
         );
         let stdout = String::from_utf8_lossy(&out.stdout);
         let session = stdout
@@ -367,7 +405,12 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
     std::thread::sleep(Duration::from_millis(200));
     signal(running.pid(), Signal::SIGTERM);
     let done = running.wait(&env);
-    assert_eq!(done.code(), 128 + 9, "stderr: {}", done.stderr_text());
+    assert_eq!(
+        ending(done.status),
+        (None, Some(9)),
+        "{}",
+        done.stderr_text()
+    );
     assert!(done.elapsed < Duration::from_secs(8), "{:?}", done.elapsed);
     env.finish();
 }
@@ -750,5 +793,48 @@ fn tether_shims_refuses_a_directory_others_can_write() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(open.join("bash").symlink_metadata().is_ok());
+    env.finish();
+}
+
+/// `tether stop` from outside, on a command the shim runs: its caller (an agent reading the
+/// command's output and status) sees the command die by SIGTERM, as from a `kill` without
+/// tether, and no words of tether's in its stderr; the stop is told to the operator, in the
+/// journal (who sent it) and the shim's notices.
+#[test]
+fn a_stop_from_outside_reaches_the_caller_as_a_death_by_sigterm_with_no_words() {
+    let env = TestEnv::new("shim_stopped");
+    let runtime = env.runtime_dir();
+    let mut shim = tether_sh(&env, &["-c", "echo ready; exec sleep 300"]);
+    shim.env("XDG_RUNTIME_DIR", &runtime);
+    let running = env.spawn_captured(shim);
+    wait_for_text(&env, &running.stdout_path, "ready");
+    let dir = env.command_dir();
+    let target = common::journal::session_of(&dir);
+    let mut stop = Command::new(BIN);
+    stop.args(["stop", &target, "--state-dir"])
+        .arg(env.state_dir())
+        .env("XDG_RUNTIME_DIR", &runtime);
+    let stopped = common::run_to_end(&env, stop, "tether stop");
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    let done = running.wait(&env);
+    assert_eq!(
+        ending(done.status),
+        (None, Some(15)),
+        "{}",
+        done.stderr_text()
+    );
+    assert_eq!(done.stderr_text(), "");
+    assert_eq!(String::from_utf8_lossy(&done.stdout()), "ready\n");
+    let notices = fs::read_to_string(env.state_dir().join(tether::exec::NOTICES_FILE)).unwrap();
+    assert!(
+        notices.contains("stopped by the operator: SIGTERM"),
+        "{notices}"
+    );
+    let sent = signals_sent(&load_complete(&dir).events);
+    assert_eq!(
+        sent.first().map(|s| s.signal.as_str()),
+        Some("TERM"),
+        "{sent:?}"
+    );
     env.finish();
 }

@@ -77,6 +77,7 @@ pub fn main(options: AgentOptions) -> i32 {
         // Nothing outlives the agent: its broker stops what is left of its tree, the
         // brokers of its commands among it (they say why: their session's owner exited).
         leftovers: LeftoversChoice::default(),
+        die_by_signal: false,
         fail_open: false,
         retention: exec::RetentionRun::AtSessionEnd,
         relay_keys: false,

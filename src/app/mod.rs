@@ -396,6 +396,7 @@ impl App {
                 outputs[i] = into_rows(sources, rows, width, wrap, view.follow);
                 outputs[i].total = total;
                 outputs[i].merged = merged;
+                outputs[i].written_as_one = command.merged_streams;
                 outputs[i].estimated = !merged && open.estimated(i);
                 let shows = if merged {
                     &Stream::BOTH[..]

@@ -241,6 +241,9 @@ pub struct PaneLines {
     pub estimated: bool,
     /// The pane shows stdout and stderr merged.
     pub merged: bool,
+    /// The command wrote both streams to one (its caller gave one file for both:
+    /// `streams_merged`): stdout's log holds its stderr too, stderr's is empty.
+    pub written_as_one: bool,
     /// The journal did not keep the whole of what the pane shows (the command's bound):
     /// bytes kept, and bytes dropped after them (both streams', merged).
     pub journal_cut: Option<(u64, u64)>,

@@ -12,7 +12,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -127,38 +127,18 @@ const TAKEN_CAP: u64 = 1 << 20;
 /// Opens `path` (created `0600`; `append`: for appending only) if it is a private regular
 /// file of ours: never through a link, never blocking.
 fn open_private(path: &Path, append: bool) -> Result<File, RateFileError> {
-    let mut options = std::fs::OpenOptions::new();
-    if append {
-        options.append(true);
-    } else {
-        options.read(true).write(true);
-    }
-    let file = options
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|source| RateFileError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let private = file.metadata().is_ok_and(|meta| {
-        meta.file_type().is_file()
-            && meta.uid() == nix::unistd::geteuid().as_raw()
-            && meta.mode() & 0o077 == 0
-    });
-    if !private {
-        return Err(RateFileError::NotPrivate {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(file)
+    use crate::journal::secure::PrivateFileError;
+    crate::journal::secure::open_private(path, append).map_err(|err| match err {
+        PrivateFileError::Open { path, source } => RateFileError::Open { path, source },
+        PrivateFileError::NotPrivate { path } => RateFileError::NotPrivate { path },
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::attention::rate::RUNS_PER_WINDOW;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn the_state_is_shared_through_the_file_and_private() {

@@ -347,9 +347,10 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
         match spawn(&request, stdin, entry) {
             Ok(child) => {
+                let merged = child.stderr.is_none();
                 pipes = [
                     Some(AsyncPipe::new(child.stdout)?),
-                    Some(AsyncPipe::new(child.stderr)?),
+                    child.stderr.map(AsyncPipe::new).transpose()?,
                 ];
                 if let Some(failure) = child.terminal_unavailable {
                     let kind = EventKind::TerminalUnavailable {
@@ -371,6 +372,16 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     out.feed(
                         &mut broker,
                         Input::Happened(EventKind::Terminal { streams }),
+                    );
+                }
+                if merged {
+                    // Nothing is ever read from stderr: stdout carries it.
+                    out.feed(&mut broker, Input::Happened(EventKind::StreamsMerged {}));
+                    out.feed(
+                        &mut broker,
+                        Input::Closed {
+                            stream: Stream::Stderr,
+                        },
                     );
                 }
                 terminals = Terminals::new(child.terminal, request.stdin == StdinSource::Terminal);

@@ -36,9 +36,10 @@ use crate::protocol::{LaunchRequest, StdinSource, TerminalRequest};
 pub struct SpawnedCommand {
     pub pid: i32,
     pub argv: Vec<String>,
-    /// What the broker reads each stream from: a pipe, or a terminal's master side.
+    /// What the broker reads each stream from: a pipe, or a terminal's master side; no
+    /// stderr when the request merges it into stdout.
     pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
+    pub stderr: Option<OwnedFd>,
     /// The streams that are terminals, as asked for; `None` with pipes.
     pub terminal: Option<TerminalRequest>,
     /// Terminals were asked for and could not be had: the command runs with pipes.
@@ -120,7 +121,13 @@ pub fn spawn(
             }
         }
     }
-    let ([out_pty, err_pty], terminal_unavailable) = open_terminals(request.terminal);
+    // Merged streams have one terminal at most: stdout's.
+    let asked = request.terminal.map(|t| TerminalRequest {
+        stderr: t.stderr && !request.merge_stderr,
+        stdout: t.stdout || (t.stderr && request.merge_stderr),
+        ..t
+    });
+    let ([out_pty, err_pty], terminal_unavailable) = open_terminals(asked);
     let terminal = (out_pty.is_some() || err_pty.is_some()).then(|| TerminalRequest {
         stdout: out_pty.is_some(),
         stderr: err_pty.is_some(),
@@ -204,7 +211,18 @@ pub fn spawn(
         }
     };
     let (stdout, child_stdout) = stream(out_pty)?;
-    let (stderr, child_stderr) = stream(err_pty)?;
+    // Merged: the command's stderr is a second descriptor of its stdout's pipe or terminal,
+    // so what it writes to either reaches the broker in the order it wrote it.
+    let (stderr, child_stderr) = if request.merge_stderr {
+        let child_stderr = child_stdout.try_clone().map_err(|err| SpawnFailure {
+            code: "other".into(),
+            message: format!("cannot run `{program}`: cannot share its stdout with stderr: {err}"),
+        })?;
+        (None, child_stderr)
+    } else {
+        let (stderr, child_stderr) = stream(err_pty)?;
+        (Some(stderr), child_stderr)
+    };
     let mut command = Command::new(program);
     command
         .args(&argv[1..])

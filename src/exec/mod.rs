@@ -13,9 +13,11 @@ mod conversation;
 mod copy;
 mod keys;
 mod leftovers;
+mod notices;
 mod terminal;
 
 pub use leftovers::{LeftoversChoice, LeftoversError, SESSION_OWNER_ENV};
+pub use notices::{NOTICES_ENV, NOTICES_FILE, divert_to as divert_notices};
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -69,6 +71,10 @@ pub struct ExecOptions {
     pub limits: crate::cgroup::Limits,
     /// What becomes of processes the command leaves running.
     pub leftovers: LeftoversChoice,
+    /// When the command dies by a signal, die by the same signal rather than exit 128+N (the
+    /// shell shim: its caller must see what bash would have shown it; an agent reads exit
+    /// 143 as its own timeout).
+    pub die_by_signal: bool,
     /// `--fail-open` (always, for the shell shim): when the command cannot be run under a
     /// broker (the journal cannot be created: a full disk, a read-only or foreign state
     /// directory), it runs directly, exec'd in tether's place, after one line on stderr.
@@ -116,6 +122,10 @@ pub fn main(options: ExecOptions) -> i32 {
     };
     match (ran, fail_open) {
         (Ok(Ran::Code(code)), _) => code,
+        (Ok(Ran::Signalled { signal, code }), _) => {
+            die_by(signal);
+            code
+        }
         (Ok(Ran::NotStarted { reason, state }), Some(open)) => {
             say!("not journaled: {reason}");
             if let (Some(state), RetentionRun::Detached) = (state, open.retention) {
@@ -210,6 +220,9 @@ struct FailOpen {
 enum Ran {
     /// The exit code: the command's, or tether's own failure once it had started.
     Code(i32),
+    /// The command died by `signal` and we are to die by it too (`code`, 128+N, where we
+    /// cannot).
+    Signalled { signal: i32, code: i32 },
     /// The command could not be run under a broker and has not started.
     NotStarted {
         reason: String,
@@ -281,6 +294,17 @@ impl Outcome {
                 crate::units::duration_ms(*drain_ms)
             ),
             None => "stopped the command after its final output (--drain-on)".into(),
+        }
+    }
+
+    /// The signal the command died by, when that is how it ended (not a drain, which ends
+    /// well, nor a start that failed).
+    fn death_signal(&self) -> Option<i32> {
+        match self.exit {
+            Some(status) if self.spawn_error.is_none() && !self.drained => {
+                status.code.is_none().then_some(status.signal).flatten()
+            }
+            _ => None,
         }
     }
 
@@ -373,6 +397,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     };
     let journal_dir = journal.path().to_path_buf();
     // With --json our stdout carries events, not the command's output.
+    let merge_stderr = !options.json && terminal::stdout_is_stderr();
     let terminal = if options.pty && !options.json {
         terminal::own_terminal()
     } else {
@@ -414,6 +439,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         },
         arg0: options.arg0.clone(),
         terminal,
+        merge_stderr,
         limits: options.limits,
         leftovers: options.leftovers.rule(),
         trace,
@@ -587,11 +613,32 @@ async fn run(
         RetentionRun::AtSessionEnd => {}
         RetentionRun::Detached => crate::prune::detached::after_command(&state, Some(&session.id)),
     }
-    Ok(Ran::Code(if copy_failed {
-        EXIT_TETHER_FAILED
-    } else {
-        code
-    }))
+    let died_by = options
+        .die_by_signal
+        .then(|| outcome.death_signal())
+        .flatten();
+    Ok(match (copy_failed, died_by) {
+        (true, _) => Ran::Code(EXIT_TETHER_FAILED),
+        (false, Some(signal)) => Ran::Signalled { signal, code },
+        (false, None) => Ran::Code(code),
+    })
+}
+
+/// Ends this process by `signal`, as the command ended: its default action restored and
+/// unblocked, without a core file of ours (the command's own was its to dump). Returns only
+/// for a signal whose default action does not end a process (SIGCHLD, SIGWINCH, ...).
+fn die_by(signal: i32) {
+    use nix::sys::signal::{SigHandler, Signal, signal as set_handler};
+    let Ok(signal) = Signal::try_from(signal) else {
+        return;
+    };
+    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+    // SAFETY: restoring the default action installs no handler of ours.
+    let _ = unsafe { set_handler(signal, SigHandler::SigDfl) };
+    let mut only = SigSet::empty();
+    only.add(signal);
+    let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+    let _ = nix::sys::signal::raise(signal);
 }
 
 /// Says what could not be copied to our own streams. Returns whether anything failed.
@@ -624,10 +671,9 @@ fn report_undelivered(undelivered: [u64; 2], journal_dir: &Path) {
     }
 }
 
+/// Says one line of tether's own (see [`notices`]: stderr, or the shim's notices file).
 pub(crate) fn say_line(text: &str) {
-    use std::io::Write;
-    let line = format!("tether: {text}\n");
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    notices::say(text);
 }
 
 /// How long the copies may take to finish once the broker has exited.

@@ -17,6 +17,21 @@ pub fn terminal_for(stdout: bool, stderr: bool, size: WindowSize) -> Option<Term
     })
 }
 
+/// Whether tether's own stdout and stderr are one file (`2>&1`, a terminal for both, one
+/// file opened twice): the same device and inode. The command then gets one pipe or
+/// terminal for both, as bash would give it one file, so that the order of what it writes
+/// reaches the caller as written.
+pub fn stdout_is_stderr() -> bool {
+    same_file(std::io::stdout().as_fd(), std::io::stderr().as_fd())
+}
+
+fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    match (nix::sys::stat::fstat(a), nix::sys::stat::fstat(b)) {
+        (Ok(a), Ok(b)) => (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),
+        _ => false,
+    }
+}
+
 /// What tether's own stdout and stderr are: the terminals to ask for.
 pub fn own_terminal() -> Option<TerminalRequest> {
     let (out, err) = (std::io::stdout(), std::io::stderr());
@@ -61,5 +76,20 @@ mod tests {
         let err_only = terminal_for(false, true, WindowSize { cols: 0, rows: 0 }).unwrap();
         assert!(!err_only.stdout && err_only.stderr);
         assert_eq!(err_only.size, WindowSize::DEFAULT);
+    }
+
+    #[test]
+    fn one_file_twice_is_the_same_file_and_two_pipes_are_not() {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let dup = write.try_clone().unwrap();
+        assert!(same_file(write.as_fd(), dup.as_fd()));
+        // Both ends of a pipe are one inode: a reader and a writer are still "one file".
+        assert!(same_file(read.as_fd(), write.as_fd()));
+        let (_other_read, other_write) = nix::unistd::pipe().unwrap();
+        assert!(!same_file(write.as_fd(), other_write.as_fd()));
+        let file = tempfile::tempfile().unwrap();
+        let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file));
+        let again = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        assert!(same_file(file.as_fd(), again.as_fd()));
     }
 }

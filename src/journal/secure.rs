@@ -266,6 +266,52 @@ pub fn open_regular_at(dir: &impl AsFd, name: &str) -> io::Result<File> {
     regular(openat(dir, name, read_flags(), Mode::empty())?)
 }
 
+/// A file of the state directory that is the user's alone (`notify-rate`, the shim's
+/// notices), created `0600` whatever the umask, opened without following a link and without
+/// blocking, and refused unless it is a regular file of ours that nobody else may read or
+/// write: a FIFO or a link put there hangs and redirects nothing.
+pub fn open_private(path: &Path, append: bool) -> Result<File, PrivateFileError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut options = std::fs::OpenOptions::new();
+    if append {
+        options.append(true);
+    } else {
+        options.read(true).write(true);
+    }
+    let file = options
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|source| PrivateFileError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let private = file.metadata().is_ok_and(|meta| {
+        meta.file_type().is_file()
+            && meta.uid() == nix::unistd::geteuid().as_raw()
+            && meta.mode() & 0o077 == 0
+    });
+    if !private {
+        return Err(PrivateFileError::NotPrivate {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(file)
+}
+
+/// Why [`open_private`] refused.
+#[derive(Debug, Error)]
+pub enum PrivateFileError {
+    #[error("cannot open {}: {source}", path.display())]
+    Open { path: PathBuf, source: io::Error },
+    #[error(
+        "{} is not a private regular file of yours; remove it and it is made again",
+        path.display()
+    )]
+    NotPrivate { path: PathBuf },
+}
+
 fn regular(fd: OwnedFd) -> io::Result<File> {
     let stat = fstat(&fd)?;
     if file_type(&stat) != SFlag::S_IFREG {

@@ -192,6 +192,9 @@ pub struct CommandState {
     pub markers: Vec<(u64, Marker)>,
     /// The run's streams that are terminals, and their size: the command can be typed into.
     pub terminal: Option<TerminalRequest>,
+    /// The command's stderr went into its stdout (`streams_merged`: the caller gave one file
+    /// for both): stdout's log holds both, in order, and stderr's is empty.
+    pub merged_streams: bool,
     /// The `output` events in order: how stdout and stderr interleaved, and when.
     pub runs: crate::model::output::runs::OutputRuns,
     /// What holds the run's tree (`containment` event): a cgroup, or the /proc walk.
@@ -242,6 +245,7 @@ impl CommandState {
             activity: Vec::new(),
             markers: Vec::new(),
             terminal: None,
+            merged_streams: false,
             runs: Default::default(),
             containment: None,
             cgroup: None,
@@ -331,6 +335,7 @@ impl CommandState {
                 self.started_ms = Some(ts);
             }
             EventKind::Terminal { streams } => self.terminal = Some(*streams),
+            EventKind::StreamsMerged {} => self.merged_streams = true,
             EventKind::Resize { size } => {
                 if let Some(terminal) = self.terminal.as_mut() {
                     terminal.size = *size;

@@ -71,6 +71,10 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
                 Tone::Quiet,
             )
         }
+        EventKind::StreamsMerged {} => (
+            "stderr in stdout, in the order written: the caller gave one file for both".into(),
+            Tone::Quiet,
+        ),
         EventKind::TerminalUnavailable { message, .. } => (message.clone(), Tone::Warning),
         EventKind::Input { bytes, dropped } => match dropped {
             0 => (format!("{bytes} B typed"), Tone::Quiet),

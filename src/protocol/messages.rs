@@ -131,6 +131,12 @@ pub struct LaunchRequest {
     /// Pseudo-terminals for the command's streams; absent: pipes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<TerminalRequest>,
+    /// The caller's stdout and stderr are one file (`2>&1`, one terminal for both): the
+    /// command gets one pipe (or terminal) for both, so that they reach the caller in the
+    /// order the command wrote them, and its stderr is journaled within stdout
+    /// (`streams_merged`). Any `terminal.stderr` is then ignored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merge_stderr: bool,
     /// Limits on the command's cgroup (`pids.max`, `memory.max`), where it has one.
     #[serde(default, skip_serializing_if = "Limits::is_empty")]
     pub limits: Limits,
@@ -567,6 +573,10 @@ pub enum EventKind {
         #[serde(flatten)]
         streams: TerminalRequest,
     },
+    /// The command's stderr is its stdout (the caller gave one file for both: see
+    /// [`LaunchRequest::merge_stderr`]): stdout's log holds both, in the order written, and
+    /// stderr's stays empty (after `spawned`).
+    StreamsMerged {},
     /// A terminal was asked for and could not be had: the command runs with pipes (and
     /// `/dev/null` for a terminal's stdin). `code`: `open`, `setup`, ...
     TerminalUnavailable {
@@ -781,6 +791,7 @@ impl EventKind {
             EventKind::Spawned { .. } => "spawned",
             EventKind::SpawnError { .. } => "spawn_error",
             EventKind::Terminal { .. } => "terminal",
+            EventKind::StreamsMerged {} => "streams_merged",
             EventKind::TerminalUnavailable { .. } => "terminal_unavailable",
             EventKind::Input { .. } => "input",
             EventKind::Resize { .. } => "resize",

@@ -168,6 +168,18 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
     let (Plan::Broker { command }, Some(arg0)) = (plan, argv0.to_str()) else {
         return pass_through(&real, &argv0, &args);
     };
+    let leftovers = match exec::LeftoversChoice::for_shim() {
+        Ok(leftovers) => leftovers,
+        Err(err) => {
+            exec::say_line(&err.to_string());
+            return 2;
+        }
+    };
+    // From here on the command runs, whatever befalls the journal: its caller reads its
+    // stderr as the command's, so tether's own lines go to the operator's notices file.
+    if let Ok(state) = crate::journal::state_dir(state_dir.as_deref()) {
+        exec::divert_notices(&state);
+    }
     let session = match crate::journal::paths::chosen_session(None) {
         Ok(session) => session,
         // The caller asked for a shell and gets one: the command runs, journaled in a new
@@ -176,13 +188,6 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         Err(message) => {
             exec::say_line(&format!("{message}; journaled in a new session instead"));
             None
-        }
-    };
-    let leftovers = match exec::LeftoversChoice::for_shim() {
-        Ok(leftovers) => leftovers,
-        Err(err) => {
-            exec::say_line(&err.to_string());
-            return 2;
         }
     };
     let mut argv = vec![real.to_string_lossy().into_owned()];
@@ -206,6 +211,7 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         limits: Default::default(),
         leftovers,
         // The caller asked for a shell: it gets one whatever state tether's journal is in.
+        die_by_signal: true,
         fail_open: true,
         retention: RetentionRun::Detached,
         // A prompt on /dev/tty gets the keys, as under the shell.

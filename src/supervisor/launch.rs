@@ -44,6 +44,7 @@ pub fn launch_request(
         session: Some(session),
         arg0: None,
         terminal: None,
+        merge_stderr: false,
         limits: Default::default(),
         leftovers: Default::default(),
         trace: None,

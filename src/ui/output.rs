@@ -43,6 +43,11 @@ pub fn draw(
     if lines.merged {
         title.push_str(" · merged");
     }
+    title.push_str(written_as_one_title(
+        lines.written_as_one,
+        stream,
+        lines.merged,
+    ));
     // Past the command's bound the journal has the head only: said before anything else.
     title.push_str(&journal_cut_title(lines.journal_cut));
     if let Some(percent) = lines.indexing {
@@ -132,6 +137,16 @@ fn draw_screen(
     match &screen.grid {
         Some(grid) => frame.render_widget(ScreenWidget { grid, cursor: true }, inner),
         None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
+    }
+}
+
+/// The mark of a pane of a command that wrote both streams to one (its caller gave one file
+/// for both), in the order written: its stderr is in stdout's pane, and stderr's is empty.
+fn written_as_one_title(written_as_one: bool, stream: Stream, merged: bool) -> &'static str {
+    match (written_as_one, stream, merged) {
+        (false, _, _) => "",
+        (true, _, true) | (true, Stream::Stdout, false) => " · stderr written into stdout",
+        (true, Stream::Stderr, false) => " · written into stdout (one file for both)",
     }
 }
 
@@ -243,6 +258,13 @@ fn highlight(text: &str, needle: &str, base: ratatui::style::Style, out: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_that_wrote_one_stream_says_so_in_both_panes() {
+        assert_eq!(written_as_one_title(false, Stream::Stdout, false), "");
+        assert!(written_as_one_title(true, Stream::Stdout, false).contains("stderr written into"));
+        assert!(written_as_one_title(true, Stream::Stderr, false).contains("into stdout"));
+    }
 
     #[test]
     fn a_pane_whose_stream_the_journal_cut_says_what_it_kept() {

@@ -206,6 +206,7 @@ fn request() -> LaunchRequest {
         session: None,
         arg0: None,
         terminal: None,
+        merge_stderr: false,
         limits: Default::default(),
         leftovers: Default::default(),
         trace: None,
