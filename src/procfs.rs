@@ -352,12 +352,33 @@ pub fn program_label(pid: i32) -> Option<String> {
     if pid <= 0 {
         return None;
     }
+    let label = plain_label(pid)?;
+    if label != SHIM_LABEL {
+        return Some(label);
+    }
+    // The shim asks for a signal it was sent, on behalf of its caller (the agent): named by
+    // that caller, whose shell it stands in for.
+    let caller = read_stat(pid)
+        .map(|s| s.ppid)
+        .and_then(|ppid| Some((plain_label(ppid)?, ppid)));
+    Some(match caller {
+        Some((caller, ppid)) => format!("{caller} (pid {ppid}) through its shell"),
+        None => label,
+    })
+}
+
+/// [`program_label`] of `pid` itself.
+fn plain_label(pid: i32) -> Option<String> {
     let exe = fs::read_link(format!("/proc/{pid}/exe"))
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .or_else(|| fs::read_to_string(format!("/proc/{pid}/comm")).ok())?;
     Some(label_of(&exe, &cmdline(pid)))
 }
+
+/// What [`label_of`] calls tether run as a shell (`tether sh`, or a link named `sh`, `bash`
+/// or `zsh`): the shim.
+pub const SHIM_LABEL: &str = "tether shell shim";
 
 /// Pure part of [`program_label`]: `exe` the executable's file name, `argv` its command line.
 pub fn label_of(exe: &str, argv: &[String]) -> String {
@@ -370,6 +391,10 @@ pub fn label_of(exe: &str, argv: &[String]) -> String {
         .collect();
     if exe != "tether" {
         return exe;
+    }
+    let argv0 = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
+    if argv0.is_some_and(|name| crate::shim::Shell::ALL.iter().any(|s| s.name() == name)) {
+        return SHIM_LABEL.into();
     }
     // The subcommand is the first word that is no option nor an option's value
     // (`--state-dir DIR watch`).
@@ -384,6 +409,7 @@ pub fn label_of(exe: &str, argv: &[String]) -> String {
         }
     };
     match subcommand.filter(|w| FRONT_ENDS.contains(w)) {
+        Some("sh") => SHIM_LABEL.into(),
         Some(sub) => format!("tether {sub}"),
         None => "tether TUI".into(),
     }
@@ -515,6 +541,15 @@ mod tests {
             "tether TUI"
         );
         assert_eq!(label_of("tether", &argv(&["tether"])), "tether TUI");
+        assert_eq!(label_of("tether", &argv(&["bash", "-c", "x"])), SHIM_LABEL);
+        assert_eq!(
+            label_of("tether", &argv(&["/s/zsh", "-lc", "x"])),
+            SHIM_LABEL
+        );
+        assert_eq!(
+            label_of("tether", &argv(&["tether", "sh", "-c", "x"])),
+            SHIM_LABEL
+        );
         // argv[0] claims nothing: the executable's name is what counts.
         assert_eq!(label_of("python3\n", &argv(&["tether", "stop"])), "python3");
         assert_eq!(label_of("socat\x1b", &[]), "socat");

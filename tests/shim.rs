@@ -396,6 +396,19 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
         "{sent:?}"
     );
     assert!(sent.iter().all(|s| s.signal != "KILL"), "{sent:?}");
+    // Attributed to who sent it: the shim's caller (this test), through its shell, not to
+    // some tether front end.
+    let program = record.events.iter().find_map(|e| match &e.kind {
+        tether::protocol::EventKind::SignalSent {
+            client: Some(peer), ..
+        } => peer.program.clone(),
+        _ => None,
+    });
+    let caller = format!("(pid {}) through its shell", std::process::id());
+    assert!(
+        program.as_deref().is_some_and(|p| p.ends_with(&caller)),
+        "{program:?}"
+    );
 
     // A command that ignores it: the second stops it (TERM, then KILL after the grace).
     let script = "trap '' INT TERM; echo ready; while :; do sleep 0.05; done";
