@@ -123,9 +123,13 @@ impl LineRenderer {
             let invalid = chunk.invalid();
             if !invalid.is_empty() {
                 self.parser.advance(&mut self.screen, &bytes[from..at]);
-                let shown: &[u8] = match *invalid {
-                    [byte @ 0x80..=0x9f] if self.screen.in_dcs_string => &[byte],
-                    _ => REPLACEMENT,
+                // In a DCS string vte passes bytes on one by one (no UTF-8 there, nothing
+                // slow), and an 8-bit ST (0x9C) in them, alone or within a character cut
+                // short (`\xe2\x9c`), ends the string: it gets them as they are.
+                let shown: &[u8] = if self.screen.in_dcs_string {
+                    invalid
+                } else {
+                    REPLACEMENT
                 };
                 self.parser.advance(&mut self.screen, shown);
                 from = at + invalid.len();
@@ -393,6 +397,15 @@ mod tests {
         // Correctly encoded as U+0080..U+009F, they are controls: none does anything.
         assert_eq!(text("a\u{9b}2Jb\u{85}\u{9c}".as_bytes()), "a2Jb");
         assert_eq!(text(b"a\xc2\x9b2J\xc2\x9d0;t\xc2\x9cb"), "a2J0;tb");
+    }
+
+    #[test]
+    fn an_st_within_a_character_cut_short_ends_a_dcs_string_as_in_vte() {
+        // Found by what_is_not_utf8_shows_as_vte_would_show_it: ESC P @ opens a DCS string,
+        // and 0x9C, though the second byte of a cut-short character, ends it.
+        let bytes = b"\x1bP@\xe2\x9c x";
+        assert_eq!(render_line(bytes), rendered_by_vte(bytes));
+        assert_eq!(plain_text(&render_line(bytes)), " x");
     }
 
     #[test]
