@@ -729,6 +729,7 @@ fn a_subscription_continues_the_journal_line_for_line() {
             signal: "WINCH".parse().expect("a signal"),
             scope: Scope::Group,
             pid: None,
+            origin: None,
         };
         let targets = match broker.answer(&winch).await {
             Answer::Done(ack) => ack.targets,
@@ -739,6 +740,7 @@ fn a_subscription_continues_the_journal_line_for_line() {
             signal: tether::protocol::ProcessSignal::TERM,
             scope: Scope::Pid,
             pid: Some(1),
+            origin: None,
         };
         let refused = broker.answer(&outside).await;
         assert!(

@@ -391,8 +391,8 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
     let record = load_complete(&env.command_dir());
     let sent = signals_sent(&record.events);
     assert_eq!(
-        sent.first().map(|s| s.signal.as_str()),
-        Some("INT"),
+        sent.first().map(|s| (s.signal.as_str(), s.origin)),
+        Some(("INT", tether::protocol::Origin::Caller)),
         "{sent:?}"
     );
     assert!(sent.iter().all(|s| s.signal != "KILL"), "{sent:?}");

@@ -327,6 +327,7 @@ async fn through_socket(
         signal: *name,
         scope: Scope::Group,
         pid: None,
+        origin: None,
     };
     let targets = match attempt(broker.answer(&request).await)? {
         Carried::Acked(ack) => ack.targets,

@@ -153,7 +153,7 @@ impl ExecConversation {
             if let (true, Some(name)) = (self.forward_signals, interrupted) {
                 // Once: a command that ignores it is then stopped by the next one.
                 self.forward_signals = false;
-                broker.post(&group_signal(name));
+                broker.post(&passed_on(name));
                 continue;
             }
             let message = match self.stops {
@@ -246,9 +246,11 @@ impl ExecConversation {
                 }
                 self.outcome.broker_failure = Some(message);
             }
+            // The operator's, from elsewhere: not a signal we passed on from our caller.
             EventKind::SignalSent {
                 signal,
                 targets,
+                origin: Origin::Operator,
                 client: Some(_),
                 ..
             } => self.from_outside.push(Sent {
@@ -305,6 +307,18 @@ fn group_signal(signal: ProcessSignal) -> ToBroker {
         signal,
         scope: Scope::Group,
         pid: None,
+        origin: None,
+    }
+}
+
+/// A signal our caller sent us, passed on to the command's group as a shell would have it
+/// delivered: journaled as the caller's, not the operator's.
+fn passed_on(signal: ProcessSignal) -> ToBroker {
+    ToBroker::Signal {
+        signal,
+        scope: Scope::Group,
+        pid: None,
+        origin: Some(Origin::Caller),
     }
 }
 

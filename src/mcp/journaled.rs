@@ -109,6 +109,7 @@ pub async fn ask(
             signal,
             scope: Scope::Group,
             pid: None,
+            origin: None,
         },
         Request::Stop { .. } => {
             broker.subscribe();

@@ -122,6 +122,7 @@ async fn through_fleet(
                 signal,
                 scope: Scope::Group,
                 pid: None,
+                origin: None,
             },
             SIGNAL_CONFIRM,
         ),

@@ -282,6 +282,7 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         Origin::Shutdown => Some("shutdown"),
         Origin::Reclaim => Some("a later tether's reclaim"),
         Origin::FinalDrain => Some("final drain"),
+        Origin::Caller => Some("passed on from its caller"),
     };
     match (client, cause) {
         (Some(client), None) => one_line(&client.describe()),

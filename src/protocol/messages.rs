@@ -277,6 +277,10 @@ pub enum ToBroker {
         scope: Scope,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<i32>,
+        /// On whose behalf: the operator (default), or the front end's caller (a signal the
+        /// shim passes on).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<Origin>,
     },
     /// Run the stop sequence; `origin` says on whose behalf (default: operator).
     Stop {
@@ -373,6 +377,9 @@ pub enum Origin {
     Reclaim,
     /// The command printed its final line (`drain_on`) and did not exit within the drain.
     FinalDrain,
+    /// The front end's caller: a signal the shell shim was sent (by the agent that ran it)
+    /// and passed on to the command's group, as a shell would have it delivered.
+    Caller,
 }
 
 /// What about a command needs the operator.

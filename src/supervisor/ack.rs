@@ -128,6 +128,7 @@ mod tests {
             signal: name.parse().expect("a signal"),
             scope,
             pid: None,
+            origin: None,
         }
     }
 

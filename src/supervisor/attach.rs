@@ -80,7 +80,9 @@ pub(super) fn over_socket(message: &ToBroker) -> Option<ControlRequest> {
     match message {
         ToBroker::Ping => Some(ControlRequest::Ping),
         ToBroker::Stop { .. } => Some(ControlRequest::Stop),
-        ToBroker::Signal { signal, scope, pid } => Some(ControlRequest::Signal {
+        ToBroker::Signal {
+            signal, scope, pid, ..
+        } => Some(ControlRequest::Signal {
             signal: *signal,
             scope: *scope,
             pid: *pid,
@@ -327,6 +329,7 @@ mod tests {
             signal: ProcessSignal::TERM,
             scope: Scope::Pid,
             pid: Some(1),
+            origin: None,
         };
         let answer = conversation.answer(&signal).await;
         assert!(
@@ -358,6 +361,7 @@ mod tests {
             signal: ProcessSignal::TERM,
             scope: Scope::Group,
             pid: None,
+            origin: None,
         };
         let answer = conversation.answer(&signal).await;
         assert!(
@@ -376,6 +380,7 @@ mod tests {
             signal: ProcessSignal::parse("HUP").expect("HUP"),
             scope: Scope::Group,
             pid: None,
+            origin: None,
         };
         let answer = conversation.answer(&hup).await;
         assert!(

@@ -370,6 +370,7 @@ fn signal(signal: ProcessSignal) -> ToBroker {
         signal,
         scope: Scope::Group,
         pid: None,
+        origin: None,
     }
 }
 
@@ -572,6 +573,7 @@ fn update_dialog(
                     signal,
                     scope: Scope::Pid,
                     pid: Some(pid),
+                    origin: None,
                 },
             ));
             // The timeline shows whether the broker delivered it.

@@ -120,7 +120,8 @@ fn signalling_a_process_names_its_command() {
             ToBroker::Signal {
                 signal: ProcessSignal::TERM,
                 scope: Scope::Pid,
-                pid: Some(8)
+                pid: Some(8),
+                origin: None,
             }
         )]
     );

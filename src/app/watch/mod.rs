@@ -273,6 +273,7 @@ async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, String
             signal,
             scope: Scope::Pid,
             pid: Some(pid),
+            ..
         } => format!("SIG{signal} sent to pid {pid}"),
         ToBroker::Signal { signal, .. } => {
             format!("SIG{signal} sent to {} processes", ack.targets.len())

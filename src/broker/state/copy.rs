@@ -78,7 +78,7 @@ impl CopyWatch {
 pub(super) fn asked(origin: Origin) -> bool {
     matches!(
         origin,
-        Origin::Operator | Origin::Watchdog | Origin::ParentLost | Origin::Reclaim
+        Origin::Operator | Origin::Caller | Origin::Watchdog | Origin::ParentLost | Origin::Reclaim
     )
 }
 

@@ -28,6 +28,8 @@ impl Custody {
 fn end_for(origin: Origin) -> LeftoversEnd {
     match origin {
         Origin::Operator => LeftoversEnd::Operator,
+        // The caller's signal was for the main process; what it left is the session's.
+        Origin::Caller => LeftoversEnd::CallerExited,
         Origin::Watchdog => LeftoversEnd::MaxDuration,
         Origin::ParentLost => LeftoversEnd::CallerExited,
         // A broker never runs a reclaim (a later tether does, once the broker is dead), nor a

@@ -40,15 +40,23 @@ pub enum Done {
 pub enum Asker {
     /// Control-socket client `client`, answered with `control_ack` or `control_error`.
     Control { client: u64, peer: Peer },
-    /// The front end that launched the broker, on its pipe: told of a refusal only, as a
-    /// protocol error in the journal.
-    Parent(Peer),
+    /// The front end that launched the broker, on its pipe, on behalf of `Origin`: told of
+    /// a refusal only, as a protocol error in the journal.
+    Parent(Peer, Origin),
 }
 
 impl Asker {
     fn peer(&self) -> &Peer {
         match self {
-            Asker::Control { peer, .. } | Asker::Parent(peer) => peer,
+            Asker::Control { peer, .. } | Asker::Parent(peer, _) => peer,
+        }
+    }
+
+    /// The operator's, unless the front end said it passes on its caller's.
+    fn origin(&self) -> Origin {
+        match self {
+            Asker::Control { .. } => Origin::Operator,
+            Asker::Parent(_, origin) => *origin,
         }
     }
 }
@@ -170,8 +178,13 @@ impl Broker {
                 let parent = self.parent_peer();
                 self.start_stop_for(origin.unwrap_or(Origin::Operator), Some(parent));
             }
-            ToBroker::Signal { signal, scope, pid } => {
-                let parent = Asker::Parent(self.parent_peer());
+            ToBroker::Signal {
+                signal,
+                scope,
+                pid,
+                origin,
+            } => {
+                let parent = Asker::Parent(self.parent_peer(), origin.unwrap_or(Origin::Operator));
                 if let Err(refusal) = self.operator_signal(signal, scope, pid, parent) {
                     self.protocol_error(refusal.code, refusal.message);
                 }
@@ -298,7 +311,7 @@ impl Broker {
                 self.emit(EventKind::SignalSent {
                     signal,
                     scope: target.scope(),
-                    origin: Origin::Operator,
+                    origin: asker.origin(),
                     targets: targets.clone(),
                     client: Some(asker.peer().clone()),
                 });
@@ -306,8 +319,8 @@ impl Broker {
             }
         };
         match (asker, outcome) {
-            (Asker::Parent(_), Ok(_)) => {}
-            (Asker::Parent(_), Err(refusal)) => self.protocol_error(refusal.code, refusal.message),
+            (Asker::Parent(..), Ok(_)) => {}
+            (Asker::Parent(..), Err(refusal)) => self.protocol_error(refusal.code, refusal.message),
             (Asker::Control { client, .. }, Ok(targets)) => {
                 let ack = EventKind::ControlAck {
                     request: "signal".into(),

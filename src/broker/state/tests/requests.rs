@@ -129,6 +129,7 @@ fn a_signal_from_the_parent_without_a_pid_is_a_protocol_error_in_the_journal() {
         signal: ProcessSignal::TERM,
         scope: Scope::Pid,
         pid: None,
+        origin: None,
     }));
     assert_eq!(protocol_errors(&rig), ["missing_pid"]);
 }
@@ -140,6 +141,7 @@ fn a_signal_from_the_parent_names_the_parent_as_its_client() {
         signal: ProcessSignal::INT,
         scope: Scope::Group,
         pid: None,
+        origin: None,
     }));
     let sent = rig
         .journal()
@@ -476,6 +478,7 @@ fn a_pid_the_walk_does_not_find_is_refused_once_delivery_says_so() {
         signal: ProcessSignal::TERM,
         scope: Scope::Pid,
         pid: Some(1),
+        origin: None,
     }));
     assert_eq!(protocol_errors(&rig), ["not_a_descendant"]);
     assert_eq!(rig.count("signal_sent"), 0);
