@@ -119,13 +119,14 @@ fn shell_quoted(word: &str) -> String {
     }
 }
 
-/// The command an agent's wrapper runs: Claude Code's Bash tool sends
-/// `shopt -u extglob 2>/dev/null || true && eval 'CMD' < /dev/null && pwd -P >| FILE`, and
+/// The command an agent's wrapper runs: Claude Code's Bash tool sends (2.1.197, as recorded)
+/// `source SNAPSHOT 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'CMD'
+/// < /dev/null && pwd -P >| FILE` (the `source` part only once it has a shell snapshot), and
 /// what the operator wants to read is `CMD`. `None` for any other script.
 pub fn agent_command(script: &str) -> Option<String> {
-    let rest = script
-        .trim_start()
-        .strip_prefix("shopt -u extglob 2>/dev/null || true && eval ")?;
+    let script = script.trim_start();
+    let script = snapshot_sourced(script).unwrap_or(script);
+    let rest = script.strip_prefix("shopt -u extglob 2>/dev/null || true && eval ")?;
     let chars: Vec<char> = rest.chars().collect();
     let (word, end) = read_word(&chars, 0);
     let after: String = chars[end..].iter().collect();
@@ -133,6 +134,18 @@ pub fn agent_command(script: &str) -> Option<String> {
     (word.quoted
         && (after.is_empty() || after.starts_with("< /dev/null") || after.starts_with("&&")))
     .then_some(word.text)
+}
+
+/// What follows Claude Code's `source SNAPSHOT 2>/dev/null || true && ` at the start of
+/// `script`, if it starts so.
+fn snapshot_sourced(script: &str) -> Option<&str> {
+    let rest = script.strip_prefix("source ")?;
+    let chars: Vec<char> = rest.chars().collect();
+    let (_, end) = read_word(&chars, 0);
+    let consumed: usize = chars[..end].iter().map(|c| c.len_utf8()).sum();
+    rest[consumed..]
+        .trim_start()
+        .strip_prefix("2>/dev/null || true && ")
 }
 
 /// The first program a shell command runs (`cd /tmp && ls` → `ls`); `None` when it holds no
