@@ -49,6 +49,7 @@ pub fn derive_name(command: &CommandSpec) -> String {
     match command {
         CommandSpec::Shell(script) => shell_program(script).unwrap_or_else(|| "sh".into()),
         CommandSpec::Argv(argv) => {
+            let argv = agent_argv(argv).unwrap_or(argv);
             let words: Vec<Word> = argv.iter().map(|a| Word::plain(a)).collect();
             match program_of(&words) {
                 Found::Program(name) => name,
@@ -80,13 +81,26 @@ pub fn command_text(command: &CommandSpec) -> String {
                 let agent = agent_command(script);
                 script_lines(agent.as_deref().unwrap_or(script))
             }
-            None => argv
+            None => agent_argv(argv)
+                .unwrap_or(argv)
                 .iter()
                 .map(|word| shell_quoted(word))
                 .collect::<Vec<_>>()
                 .join(" "),
         },
     }
+}
+
+/// The agent's own argv where `tether agent` journals it as `tether session-owner --shims DIR
+/// -- AGENT ARGS...` (the step that sets up its shims, then becomes it): what the operator
+/// started is `AGENT ARGS...`.
+fn agent_argv(argv: &[String]) -> Option<&[String]> {
+    let tether = argv.first()?.rsplit('/').next()? == "tether";
+    let owner = argv.get(1)? == crate::agent::OWNER_SUBCOMMAND;
+    let dashes = argv.iter().position(|a| a == "--")?;
+    (tether && owner)
+        .then(|| &argv[dashes + 1..])
+        .filter(|rest| !rest.is_empty())
 }
 
 /// The script of a shell run as `SHELL [-l] -c SCRIPT` (as agents call it, and as the shim

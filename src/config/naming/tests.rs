@@ -196,3 +196,24 @@ fn an_agents_wrapper_gives_the_command_it_runs() {
     );
     assert_eq!(agent_command("source x.sh && ls"), None);
 }
+
+#[test]
+fn an_agent_under_tether_agent_is_shown_as_its_own_argv() {
+    let argv = |words: &[&str]| CommandSpec::Argv(words.iter().map(|w| w.to_string()).collect());
+    let journaled = argv(&[
+        "/usr/local/bin/tether",
+        "session-owner",
+        "--shims",
+        "/tmp/tether-0/agent-shims-1-2",
+        "--",
+        "claude",
+        "-p",
+        "run the steps",
+    ]);
+    assert_eq!(command_text(&journaled), "claude -p 'run the steps'");
+    assert_eq!(derive_name(&journaled), "claude");
+    assert_eq!(
+        command_text(&argv(&["tether", "session-owner", "--"])),
+        "tether session-owner --"
+    );
+}
