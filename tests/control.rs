@@ -424,6 +424,11 @@ fn ps_kill_signal_and_unknown_targets() {
     assert!(row["rss_bytes"].as_u64() > Some(0), "{row}");
     let table = tether(&env, &runtime, &["ps", &session]);
     assert!(text(&table.stdout).contains("looper"), "{table:?}");
+    // The ID column: `SESSION/NN`, which `tether stop` takes.
+    assert!(
+        text(&table.stdout).contains(&format!("{session}/01 ")),
+        "{table:?}"
+    );
     let other = tether(&env, &runtime, &["ps", "--json", "no-such-session"]);
     assert_eq!(text(&other.stdout).trim(), "[]");
 
@@ -821,5 +826,45 @@ fn a_broker_that_does_not_answer_is_signalled_around() {
     );
     let run = running.wait(&env);
     assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    env.finish();
+}
+
+/// Two live commands of one session share a name: `stop SESSION/NAME` is refused with the id
+/// of each (as git refuses an ambiguous ref), and each id stops one.
+#[test]
+fn a_name_two_commands_share_is_refused_and_each_id_stops_one() {
+    let env = TestEnv::new("ambiguous_name");
+    let runtime = runtime_dir(&env);
+    let runs: Vec<RunningExec> = (0..2)
+        .map(|_| {
+            spawn_exec(
+                &env,
+                &runtime,
+                &["--session", "twins"],
+                &["sh", "-c", "echo ready; exec sleep 300"],
+            )
+        })
+        .collect();
+    for run in &runs {
+        wait_for_text(&env, &run.stdout_path, "ready");
+    }
+    let refused = tether(&env, &runtime, &["stop", "twins/echo"]);
+    let said = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        said.contains("`twins/echo` names 2 live commands"),
+        "{said}"
+    );
+    assert!(
+        said.contains("twins/01") && said.contains("twins/02"),
+        "{said}"
+    );
+    for id in ["twins/01", "twins/2"] {
+        let stopped = tether(&env, &runtime, &["stop", id]);
+        assert_eq!(stopped.status.code(), Some(0), "{id}: {stopped:?}");
+    }
+    for run in runs {
+        run.wait(&env);
+    }
     env.finish();
 }

@@ -13,7 +13,7 @@ use super::client::Ack;
 use super::discover::{LiveCommand, live_commands_noting};
 use super::fallback;
 use super::report::StopReport;
-use super::target::{Target, no_match};
+use super::target::{Target, no_match, short_id};
 use crate::journal::{CommandRecord, state_dir};
 use crate::model::command::exit_label;
 use crate::model::output::one_line;
@@ -145,15 +145,30 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
         eprintln!("tether: no live brokered commands");
         return 0;
     }
+    // Columns as wide as what they show now (the ID: `SESSION/NN`, which always names one
+    // command, as `tether stop` takes it).
+    let ids: Vec<String> = commands.iter().map(|c| one_line(&short_id(c))).collect();
+    let id_width = ids
+        .iter()
+        .map(|id| id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    let name_width = rows
+        .iter()
+        .map(|r| crate::ui::format::text_width(&one_line(r.name)))
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 24);
     println!(
-        "{:<28} {:<16} {:>8} {:>8} {:<17} {:>8} {:>6} {:>7} {:>5} {:<7}  CONTROL",
-        "SESSION", "NAME", "BROKER", "PID", "STATE", "RUNTIME", "CPU%", "RSS", "PROCS", "CONTAIN"
+        "{:<id_width$} {:<name_width$} {:>8} {:>8} {:<17} {:>8} {:>6} {:>7} {:>5} {:<7}  CONTROL",
+        "ID", "NAME", "BROKER", "PID", "STATE", "RUNTIME", "CPU%", "RSS", "PROCS", "CONTAIN"
     );
-    for r in &rows {
+    for (r, id) in rows.iter().zip(&ids) {
         println!(
-            "{:<28} {:<16} {:>8} {:>8} {:<17} {:>8} {:>6.1} {:>7} {:>5} {:<7}  {}",
-            one_line(r.session),
-            one_line(r.name),
+            "{:<id_width$} {:<name_width$} {:>8} {:>8} {:<17} {:>8} {:>6.1} {:>7} {:>5} {:<7}  {}",
+            id,
+            crate::ui::format::truncate(&one_line(r.name), name_width),
             r.broker_pid,
             r.pid.map_or_else(|| "-".into(), |p| p.to_string()),
             r.state,
@@ -182,11 +197,13 @@ pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
             return 2;
         }
     };
-    let chosen: Vec<LiveCommand> = target
-        .select(&all, &crate::procfs::all_processes())
-        .into_iter()
-        .cloned()
-        .collect();
+    let chosen: Vec<LiveCommand> = match target.select(&all, &crate::procfs::all_processes()) {
+        Ok(chosen) => chosen.into_iter().cloned().collect(),
+        Err(ambiguous) => {
+            eprintln!("tether: {ambiguous}");
+            return 2;
+        }
+    };
     if chosen.is_empty() {
         eprintln!("tether: {}", no_match(&target, &all));
         return 1;

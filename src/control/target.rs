@@ -9,9 +9,10 @@ use crate::procfs::{ProcStat, descendants_in};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// One command of a session, by name or by directory id (`01-sleep`); every live
-    /// command of that name if several share it. A number (`1`, `01`) names the command of
-    /// that number when no command goes by that name.
+    /// One command of a session, by name or by directory id (`01-sleep`). A name that
+    /// several live commands share is refused with their ids, as git refuses an ambiguous
+    /// ref. A number (`1`, `01`) names the command of that number when no command goes by
+    /// that name.
     Command { session: String, name: String },
     /// Every live command of a session.
     Session(String),
@@ -47,18 +48,22 @@ impl Target {
         &self,
         live: &'a [LiveCommand],
         processes: &[ProcStat],
-    ) -> Vec<&'a LiveCommand> {
+    ) -> Result<Vec<&'a LiveCommand>, String> {
         if let Target::Command { session, name } = self {
             let in_session = live.iter().filter(|c| c.session == *session);
             let named: Vec<_> = (in_session.clone())
                 .filter(|c| c.name == *name || c.id == *name)
                 .collect();
-            if !named.is_empty() {
-                return named;
+            if named.len() > 1 {
+                return Err(ambiguous(self, &named));
             }
-            return in_session.filter(|c| same_number(&c.id, name)).collect();
+            if !named.is_empty() {
+                return Ok(named);
+            }
+            return Ok(in_session.filter(|c| same_number(&c.id, name)).collect());
         }
-        live.iter()
+        Ok(live
+            .iter()
             .filter(|c| match self {
                 Target::Command { session, name } => {
                     c.session == *session && (c.name == *name || c.id == *name)
@@ -71,8 +76,32 @@ impl Target {
                             .any(|p| p.pid == *pid)
                 }
             })
-            .collect()
+            .collect())
     }
+}
+
+/// A command's short id, `SESSION/NN` (its directory's number): what `tether ps` shows and
+/// what always names exactly one command.
+pub fn short_id(command: &LiveCommand) -> String {
+    let number = command.id.split('-').next().unwrap_or(&command.id);
+    format!("{}/{number}", command.session)
+}
+
+/// The refusal of a name that several live commands share, with their ids.
+fn ambiguous(target: &Target, named: &[&LiveCommand]) -> String {
+    let mut text = format!(
+        "`{target}` names {} live commands; give one by its id:",
+        named.len()
+    );
+    for c in named {
+        let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
+        text.push_str(&format!(
+            "\n  {}  (pid {pid}, {})",
+            crate::model::output::one_line(&short_id(c)),
+            c.state
+        ));
+    }
+    text
 }
 
 impl fmt::Display for Target {
@@ -107,9 +136,9 @@ pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
     for c in live {
         let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
         text.push_str(&format!(
-            "\n  {}  (id {}, pid {pid}, {})",
+            "\n  {}  {}  (pid {pid}, {})",
+            crate::model::output::one_line(&short_id(c)),
             crate::model::output::one_line(&c.label()),
-            crate::model::output::one_line(&c.id),
             c.state
         ));
     }
@@ -174,13 +203,24 @@ mod tests {
             live("b", "sleep", "01-sleep", 400),
         ];
         let pick = |t: Target, procs: &[ProcStat]| -> Vec<i32> {
-            t.select(&all, procs).iter().map(|c| c.broker.pid).collect()
+            let chosen = t.select(&all, procs).unwrap();
+            chosen.iter().map(|c| c.broker.pid).collect()
         };
         let cmd = |s: &str, n: &str| Target::Command {
             session: s.into(),
             name: n.into(),
         };
-        assert_eq!(pick(cmd("a", "sleep"), &[]), [100, 200]);
+        // A name two commands share is refused, with the ids that name each.
+        let refused = cmd("a", "sleep").select(&all, &[]).unwrap_err();
+        assert!(
+            refused.contains("`a/sleep` names 2 live commands"),
+            "{refused}"
+        );
+        assert!(
+            refused.contains("a/01") && refused.contains("a/02"),
+            "{refused}"
+        );
+        assert_eq!(pick(cmd("b", "sleep"), &[]), [400]);
         assert_eq!(pick(cmd("a", "02-sleep"), &[]), [200]);
         assert_eq!(pick(Target::Session("a".into()), &[]), [100, 200, 300]);
         assert!(pick(cmd("c", "sleep"), &[]).is_empty());
@@ -190,7 +230,7 @@ mod tests {
         assert!(pick(cmd("a", "4"), &[]).is_empty());
         assert!(pick(cmd("a", "-1"), &[]).is_empty());
         let numbered = [live("a", "2", "01-2", 500), live("a", "x", "02-x", 600)];
-        let by_name: Vec<i32> = (cmd("a", "2").select(&numbered, &[]).iter())
+        let by_name: Vec<i32> = (cmd("a", "2").select(&numbered, &[]).unwrap().iter())
             .map(|c| c.broker.pid)
             .collect();
         assert_eq!(by_name, [500]);
