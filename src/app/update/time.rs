@@ -14,10 +14,13 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
     };
     let time = &mut view.time;
     let at = time.at_ms;
+    // With the cursor off (the whole recording shown, as `tether open` starts), a move
+    // forward starts from the session's start and a move back from its end.
+    let from_start = at.or_else(|| recording.first().map(|first| first.saturating_sub(1)));
     let (moved, nowhere) = match action {
         Action::TimePrevEvent => (recording.prev_event(at), "no event before this one"),
         Action::TimeNextEvent => (
-            recording.next_event(at),
+            recording.next_event(from_start),
             "no event after this one: End leaves the time cursor",
         ),
         Action::TimePrevNotable => (
@@ -25,13 +28,14 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
             "no signal, error, timeout or exit before this",
         ),
         Action::TimeNextNotable => (
-            recording.next_notable(at),
+            recording.next_notable(from_start),
             "no signal, error, timeout or exit after this",
         ),
         Action::TimeStepBack => (
             recording.step_back(at, time.step_ms()),
             "at the first event",
         ),
+        Action::TimeStepForward if at.is_none() => (recording.first(), "nothing was recorded"),
         Action::TimeStepForward => (
             recording.step_forward(at, time.step_ms()),
             "at the last event: End leaves the time cursor",
@@ -120,7 +124,13 @@ mod tests {
         assert_eq!(after(&model, view, &[Action::TimeNextEvent]), Some(4_000));
         assert!(view.message.as_deref().unwrap_or("").contains("End"));
         assert_eq!(after(&model, view, &[Action::TimeOff]), None);
-        assert_eq!(after(&model, view, &[Action::TimeNextEvent]), None);
+        // From the whole recording (the cursor off, as `tether open` starts), forward moves
+        // start at the session's start.
+        assert_eq!(after(&model, view, &[Action::TimeNextEvent]), Some(1_000));
+        view.time.at_ms = None;
+        assert_eq!(after(&model, view, &[Action::TimeNextNotable]), Some(3_500));
+        view.time.at_ms = None;
+        assert_eq!(after(&model, view, &[Action::TimeStepForward]), Some(1_000));
         assert_eq!(after(&model, view, &[Action::TimeFirst]), Some(1_000));
     }
 
