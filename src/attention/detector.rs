@@ -101,6 +101,9 @@ pub enum Ending {
         status: ExitStatus,
     },
     SpawnFailed,
+    /// The operator (or the agent, through the shim) stopped or signalled it: their own
+    /// doing, never a failure to tell them about.
+    ByHand,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -416,6 +419,7 @@ impl Detector {
         let ran = at.saturating_duration_since(self.started);
         let ran_text = duration_ms(ran.as_millis() as u64);
         match ending {
+            Ending::ByHand => {}
             Ending::SpawnFailed => {
                 self.raise(AttentionKind::Failed, "could not start".to_string());
             }

@@ -19,7 +19,7 @@ use crate::attention::detector::{Detector, Ending, Sample, Thresholds};
 use crate::attention::notify::{NotifyPolicy, runnable};
 use crate::attention::probe::{self, InputFile};
 use crate::procfs::{self, ProcStat};
-use crate::protocol::{AttentionRequest, EventKind, ExitStatus};
+use crate::protocol::{AttentionRequest, EventKind, ExitStatus, Origin, ProcessSignal};
 
 /// The bytes of the command's text a notification carries at most (its argv may be
 /// megabytes).
@@ -41,6 +41,9 @@ pub(super) struct Attention {
     /// The end waits for the notify command's runs ([`Output::WindDownNotify`]).
     winding_down: bool,
     page_size: u64,
+    /// The operator (or the caller, through the shim) sent the command a signal that ends a
+    /// process: however it then ends is their doing, never a failure to tell them about.
+    ended_by_hand: bool,
 }
 
 impl Attention {
@@ -56,6 +59,7 @@ impl Attention {
                 .filter(|argv| request.enabled && runnable(argv))
                 .map(|_| NotifyPolicy::default()),
             winding_down: false,
+            ended_by_hand: false,
             page_size: procfs::page_size(),
         }
     }
@@ -125,10 +129,26 @@ impl Broker {
         self.attention_emit();
     }
 
+    /// [call site: operator_signalled] The operator or the caller sent `signal`: one that ends
+    /// a process by default makes the command's end theirs.
+    pub(super) fn attention_signalled_by_hand(&mut self, signal: ProcessSignal) {
+        const ENDING: [&str; 5] = ["TERM", "KILL", "INT", "HUP", "QUIT"];
+        if ENDING.contains(&signal.name()) {
+            self.attention.ended_by_hand = true;
+        }
+    }
+
     /// [call site: reap] The command's main process ended.
     pub(super) fn attention_exited(&mut self, status: ExitStatus) {
         let now = self.now;
-        let ending = if self.result.response_timeout {
+        let by_hand = self.attention.ended_by_hand
+            || matches!(
+                self.result.stopped_by,
+                Some(Origin::Operator | Origin::Caller)
+            );
+        let ending = if by_hand {
+            Ending::ByHand
+        } else if self.result.response_timeout {
             Ending::TimedOut {
                 silent: now.saturating_duration_since(self.last_output),
                 status,

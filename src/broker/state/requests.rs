@@ -308,6 +308,7 @@ impl Broker {
             }),
             (target, targets) => {
                 let targets = targets.unwrap_or_default();
+                self.attention_signalled_by_hand(signal);
                 self.emit(EventKind::SignalSent {
                     signal,
                     scope: target.scope(),

@@ -4,7 +4,10 @@
 //! `quiet` and `runaway` with fake samples.)
 
 use super::*;
-use crate::protocol::{AttentionKind, AttentionRequest};
+use crate::broker::control::Incoming;
+use crate::protocol::{
+    AttentionKind, AttentionRequest, Origin, Peer, ProcessSignal, Scope, ToBroker,
+};
 
 fn with_attention() -> LaunchRequest {
     LaunchRequest {
@@ -241,4 +244,52 @@ fn a_notification_is_bounded_whatever_the_command_s_name_and_text() {
     let text = payload["text"].as_str().unwrap();
     assert!(text.ends_with('…'), "{text}");
     rig.finish();
+}
+
+/// The operator's stop, a signal of theirs, or one the agent sent through its shell: the
+/// command's end is their own doing, never a failure to tell them about (issue: attention
+/// that means "you"). The same exit on its own is one.
+#[test]
+fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
+    let stop = Input::Control(Incoming::Request {
+        client: 1,
+        peer: Peer {
+            pid: 4242,
+            uid: 1000,
+            program: Some("tether stop".into()),
+        },
+        request: Ok(crate::protocol::ControlRequest::Stop),
+    });
+    let signal = |origin| {
+        Input::Request(ToBroker::Signal {
+            signal: ProcessSignal::TERM,
+            scope: Scope::Group,
+            pid: None,
+            origin,
+        })
+    };
+    for (what, input) in [
+        ("the operator's stop", stop),
+        ("the operator's TERM", signal(None)),
+        ("the caller's TERM", signal(Some(Origin::Caller))),
+    ] {
+        let mut rig = Rig::running(with_attention(), OnTerm::Exit);
+        rig.advance(Duration::from_millis(5));
+        rig.feed(input);
+        rig.run_until(Duration::from_secs(30));
+        rig.finish();
+        assert_eq!(attention(&rig), [], "{what}");
+        assert!(rig.count("signal_sent") > 0, "{what}: {:?}", rig.kinds());
+    }
+    // A window resize is no stop: the failure after it is told.
+    let mut rig = Rig::running(with_attention(), OnTerm::Exit);
+    rig.feed(Input::Request(ToBroker::Signal {
+        signal: ProcessSignal::parse("WINCH").expect("WINCH"),
+        scope: Scope::Group,
+        pid: None,
+        origin: None,
+    }));
+    rig.command_ends(exited(1));
+    rig.finish();
+    assert_eq!(attention(&rig).len(), 1);
 }
