@@ -118,8 +118,8 @@ pub struct ListRows {
     pub sessions: Vec<SessionGroup>,
     /// Over every command, whatever the filter.
     pub counts: Counts,
-    /// The command whose mark that needs the operator is the latest (what the status bar
-    /// names and `g` goes to in a watch).
+    /// The command whose mark needs the operator most (by [`AttentionMark::urgency`]: the
+    /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
     pub latest_attention: Option<CommandId>,
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
@@ -180,7 +180,7 @@ impl ListRows {
         let mut session_of = Vec::with_capacity(model.commands.len());
         let mut members: Vec<Vec<CommandId>> = Vec::new();
         let mut counts = Counts::default();
-        let mut latest_attention: Option<(u64, CommandId)> = None;
+        let mut latest_attention: Option<((u8, u64), CommandId)> = None;
         let (mut name_width, mut widest_number) = (4, 0);
         for (id, command) in model.commands.iter().enumerate() {
             let dir = session_dir(model, command);
@@ -203,9 +203,9 @@ impl ListRows {
             counts.add(command);
             session_of.push(at);
             if let Some(mark) = command.needs_you() {
-                // The latest; of two at once, the one listed last.
-                if latest_attention.is_none_or(|(at_ms, _)| mark.at_ms >= at_ms) {
-                    latest_attention = Some((mark.at_ms, id));
+                // The most urgent; of two alike, the one listed last.
+                if latest_attention.is_none_or(|(urgency, _)| mark.urgency() >= urgency) {
+                    latest_attention = Some((mark.urgency(), id));
                 }
             }
             name_width = name_width.max(text_width(&one_line(&command.config.name)));

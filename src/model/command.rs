@@ -142,6 +142,21 @@ pub struct AttentionMark {
     pub active: bool,
 }
 
+impl AttentionMark {
+    /// How much it needs the operator, most first: what waits for them or burns a core now
+    /// (input, a runaway), then what is silent, then what has ended (a failure, a long
+    /// command finished); then the latest. What the status bar names and `g` goes to first.
+    pub fn urgency(&self) -> (u8, u64) {
+        let rank = match self.kind {
+            AttentionKind::NeedsInput | AttentionKind::Runaway => 0,
+            AttentionKind::Quiet => 1,
+            AttentionKind::Failed => 2,
+            AttentionKind::Finished => 3,
+        };
+        (u8::MAX - rank, self.at_ms)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CommandState {
     pub config: CommandConfig,

@@ -57,14 +57,15 @@ pub(super) fn update(
     effects
 }
 
-/// Selects the command whose mark that needs the operator is the latest; from one of them,
-/// the one before it (round to the latest again). Whatever the filter and the folding hid
+/// Selects the command that needs the operator most (a wait for input or a runaway before a
+/// failure, then the latest: `AttentionMark::urgency`); from one of them, the next in that
+/// order (round to the first again). Whatever the filter and the folding hid
 /// is shown, and the status line says how to reach it from a shell.
 fn go_to_attention(model: &Model, view: &mut ViewState) {
-    let mut marked: Vec<(u64, CommandId)> = (model.commands.iter().enumerate())
-        .filter_map(|(id, c)| c.needs_you().map(|mark| (mark.at_ms, id)))
+    let mut marked: Vec<((u8, u64), CommandId)> = (model.commands.iter().enumerate())
+        .filter_map(|(id, c)| c.needs_you().map(|mark| (mark.urgency(), id)))
         .collect();
-    // The latest first; of two at once, the one listed last (as the status bar names it).
+    // The most urgent first; of two alike, the one listed last (as the status bar names it).
     marked.sort_unstable_by(|a, b| b.cmp(a));
     let next = match marked.iter().position(|&(_, id)| id == view.selected) {
         Some(at) => (at + 1) % marked.len(),
@@ -219,14 +220,17 @@ mod tests {
     }
 
     #[test]
-    fn g_goes_to_the_latest_attention_then_to_the_one_before() {
+    fn g_goes_to_what_needs_the_operator_most_then_on() {
         let mut model = watched_sessions();
         mark(&mut model, 0, AttentionKind::NeedsInput, 100);
         mark(&mut model, 2, AttentionKind::Runaway, 200);
+        // Later than the wait for input, but a failure: after it.
         mark(&mut model, 3, AttentionKind::Failed, 150);
         // An episode of a command that has ended no longer needs anyone.
         mark(&mut model, 1, AttentionKind::Quiet, 300);
         let mut view = ViewState::default();
+        // From a command that needs nobody: `g` starts at the most urgent.
+        view.select_command(1);
         view.list.filter = ListFilter::Running;
         view.list.folded.insert("/s/b".into());
         let geometry = geometry();
@@ -246,6 +250,11 @@ mod tests {
         assert!(said.contains("tether stop b/01"), "{said}");
         assert!(said.contains("3 in all"), "{said}");
         update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(
+            view.selected, 0,
+            "the wait for input, before the later failure"
+        );
+        update(&model, &mut view, &geometry, Action::GoToAttention);
         assert_eq!(view.selected, 3);
         assert_eq!(
             view.list.filter,
@@ -255,9 +264,7 @@ mod tests {
         let said = view.message.clone().unwrap();
         assert!(!said.contains("tether stop"), "it has ended: {said}");
         update(&model, &mut view, &geometry, Action::GoToAttention);
-        assert_eq!(view.selected, 0);
-        update(&model, &mut view, &geometry, Action::GoToAttention);
-        assert_eq!(view.selected, 2, "round to the latest");
+        assert_eq!(view.selected, 2, "round to the first again");
         // The filter lists what needs the operator, and the rows know the latest.
         let rows = ListRows::build(&model, &view.list);
         let listed: Vec<_> = (0..rows.rows.len())
