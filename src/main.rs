@@ -338,6 +338,7 @@ impl ExecArgs {
                 pty: !no_pty,
                 leftovers,
                 die_by_signal: false,
+                agents_command: false,
                 fail_open,
                 retention: exec::RetentionRun::AtSessionEnd,
                 relay_keys: false,

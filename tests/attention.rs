@@ -226,3 +226,38 @@ fn a_notify_command_that_cannot_run_is_journaled_once() {
     );
     env.finish();
 }
+
+/// An agent's quick failure (a `grep` with no match, a `test -f`, through the shell shim) is
+/// counted in its row, not told; the same failure of a command the operator started is.
+#[test]
+fn an_agents_quick_failure_is_not_told_and_the_operators_is() {
+    let env = TestEnv::new("agent_failures");
+    user_config(&env, "");
+    let mut shim = std::process::Command::new(common::BIN);
+    shim.args(["sh", "-c", "exit 1"])
+        .env("TETHER_STATE_DIR", env.state_dir())
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .env(common::TAG_VAR, &env.tag)
+        .env_remove("TETHER_SESSION")
+        .env_remove("TETHER_BROKER_ID")
+        .stdin(Stdio::null());
+    let by_agent = common::run_to_end(&env, shim, "tether sh");
+    assert_eq!(by_agent.status.code(), Some(1), "{by_agent:?}");
+    let by_operator = env.spawn_captured(exec(&env, &["sh", "-c", "exit 1"]));
+    assert_eq!(by_operator.wait(&env).code(), 1);
+    let dirs = env.command_dirs();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    let told: Vec<Vec<AttentionKind>> = dirs
+        .iter()
+        .map(|dir| {
+            let record = common::journal::load_complete(dir);
+            attention(&record.events).into_iter().map(|a| a.0).collect()
+        })
+        .collect();
+    assert!(told.contains(&vec![]), "the shim's: {told:?}");
+    assert!(
+        told.contains(&vec![AttentionKind::Failed]),
+        "exec's: {told:?}"
+    );
+    env.finish();
+}

@@ -19,7 +19,12 @@ fn notify_config(env: &TestEnv, argv: &[&str]) {
     let dir = env.path("config").join("tether");
     std::fs::create_dir_all(&dir).unwrap();
     let argv: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
-    let text = format!("[notify]\ncommand = [{}]\n", argv.join(", "));
+    // Every failure told, an agent's quick ones too (through the shim they are counted only,
+    // by default): each test here fails a command on purpose.
+    let text = format!(
+        "[notify]\ncommand = [{}]\n[attention]\nagent_failures_after = \"off\"\n",
+        argv.join(", ")
+    );
     std::fs::write(dir.join("config.toml"), text).unwrap();
 }
 

@@ -78,6 +78,7 @@ pub fn main(options: AgentOptions) -> i32 {
         // brokers of its commands among it (they say why: their session's owner exited).
         leftovers: LeftoversChoice::default(),
         die_by_signal: false,
+        agents_command: false,
         fail_open: false,
         retention: exec::RetentionRun::AtSessionEnd,
         relay_keys: false,

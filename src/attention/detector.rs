@@ -26,6 +26,8 @@ pub struct Thresholds {
     pub runaway_after: Option<Duration>,
     pub memory_above: Option<u64>,
     pub finished_after: Option<Duration>,
+    /// A failure sooner than this is not told (an agent's quick failures); `None`: every one.
+    pub failed_after: Option<Duration>,
 }
 
 impl Thresholds {
@@ -37,6 +39,7 @@ impl Thresholds {
             runaway_after: ms(request.runaway_after_ms),
             memory_above: request.memory_above,
             finished_after: ms(request.finished_after_ms),
+            failed_after: ms(request.failed_after_ms),
         }
     }
 }
@@ -430,6 +433,13 @@ impl Detector {
                 );
                 self.raise(AttentionKind::Failed, detail);
             }
+            // A quick failure of an agent's command: its row says it, nobody is called.
+            Ending::Exited(status)
+                if status.code != Some(0)
+                    && self
+                        .thresholds
+                        .failed_after
+                        .is_some_and(|after| ran < after) => {}
             Ending::Exited(status) => match (status.code, status.signal) {
                 (Some(0), _) => {
                     if self

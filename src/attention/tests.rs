@@ -299,3 +299,33 @@ fn no_deadline_is_ever_at_or_before_the_last_look() {
     d.sampled(t0 + secs(3.5), Sample::Missed);
     assert_eq!(d.next_deadline(), None);
 }
+
+/// An agent's command (`failed_after`, from `agent_failures_after`): a quick failure is
+/// counted in its row, not told; one that ran past the bound is, and so is a timeout.
+#[test]
+fn an_agents_quick_failure_is_not_told_and_a_long_one_is() {
+    let t0 = Instant::now();
+    let request = AttentionRequest {
+        failed_after_ms: Some(10_000),
+        ..AttentionRequest::default()
+    };
+    let agents = || Detector::new(Thresholds::of(&request), HZ, t0);
+    let mut quick = agents();
+    quick.exited(t0 + secs(0.5), Ending::Exited(exit(1)));
+    assert!(
+        quick.take().is_empty(),
+        "grep with no match, test -f: not told"
+    );
+    let mut long = agents();
+    long.exited(t0 + secs(11.0), Ending::Exited(exit(1)));
+    assert_eq!(kinds(long.take()), ["+failed"]);
+    let mut timed_out = agents();
+    timed_out.exited(
+        t0 + secs(2.0),
+        Ending::TimedOut {
+            silent: secs(1.0),
+            status: exit(0),
+        },
+    );
+    assert_eq!(kinds(timed_out.take()), ["+failed"]);
+}

@@ -8,6 +8,7 @@
 //! runaway_after = "60s"   # 90 % of a core this long: runaway
 //! memory_above = "off"    # the tree's resident memory above this: runaway (default off)
 //! finished_after = "10s"  # a command that ran this long and ended well: finished
+//! agent_failures_after = "10s"  # an agent's command (shell shim) failing sooner: not told
 //! enabled = true          # false: no detection, no notification
 //! ```
 //!
@@ -26,12 +27,13 @@ use crate::protocol::AttentionRequest;
 use crate::units::{parse_duration, parse_size};
 
 /// Keys an attention table may hold, in the order the error message lists them.
-const ATTENTION_KEYS: [&str; 6] = [
+const ATTENTION_KEYS: [&str; 7] = [
     "input_after",
     "quiet_after",
     "runaway_after",
     "memory_above",
     "finished_after",
+    "agent_failures_after",
     "enabled",
 ];
 
@@ -45,6 +47,9 @@ pub struct AttentionSettings {
     pub runaway_after: Option<Option<Duration>>,
     pub memory_above: Option<Option<u64>>,
     pub finished_after: Option<Option<Duration>>,
+    /// An agent's command (run through the shell shim) that fails sooner is counted in its
+    /// row, not told; `"off"` tells every failure. Default: `finished_after`'s value.
+    pub agent_failures_after: Option<Option<Duration>>,
 }
 
 impl AttentionSettings {
@@ -57,6 +62,7 @@ impl AttentionSettings {
             runaway_after: self.runaway_after.or(base.runaway_after),
             memory_above: self.memory_above.or(base.memory_above),
             finished_after: self.finished_after.or(base.finished_after),
+            agent_failures_after: self.agent_failures_after.or(base.agent_failures_after),
         }
     }
 
@@ -70,6 +76,7 @@ impl AttentionSettings {
             runaway_after: duration(request.runaway_after_ms),
             memory_above: Some(request.memory_above),
             finished_after: duration(request.finished_after_ms),
+            agent_failures_after: None,
         }
     }
 
@@ -84,7 +91,21 @@ impl AttentionSettings {
             runaway_after_ms: self.runaway_after.map_or(defaults.runaway_after_ms, ms),
             memory_above: self.memory_above.unwrap_or(defaults.memory_above),
             finished_after_ms: self.finished_after.map_or(defaults.finished_after_ms, ms),
+            failed_after_ms: defaults.failed_after_ms,
             notify,
+        }
+    }
+
+    /// [`AttentionSettings::request`] for an agent's command, run through the shell shim: its
+    /// quick failures are counted, not told (see `agent_failures_after`).
+    pub fn request_for_agent(&self, notify: Option<Vec<String>>) -> AttentionRequest {
+        let request = self.request(notify);
+        let after = self
+            .agent_failures_after
+            .unwrap_or(request.finished_after_ms.map(Duration::from_millis));
+        AttentionRequest {
+            failed_after_ms: after.map(|d| d.as_millis() as u64),
+            ..request
         }
     }
 }
@@ -96,6 +117,12 @@ pub fn with_user(user: &UserConfig, command: &AttentionSettings) -> AttentionReq
     command
         .over(user.attention)
         .request(user.notify.command.clone())
+}
+
+/// [`with_user`] for an agent's command, run through the shell shim.
+pub fn for_agent(user: &UserConfig) -> AttentionRequest {
+    user.attention
+        .request_for_agent(user.notify.command.clone())
 }
 
 /// The settings of an attention table; `name` is how errors call it (`attention`).
@@ -124,6 +151,9 @@ pub(super) fn attention(
             "quiet_after" => settings.quiet_after = Some(duration(value).map_err(bad)?),
             "runaway_after" => settings.runaway_after = Some(duration(value).map_err(bad)?),
             "finished_after" => settings.finished_after = Some(duration(value).map_err(bad)?),
+            "agent_failures_after" => {
+                settings.agent_failures_after = Some(duration(value).map_err(bad)?)
+            }
             "memory_above" => settings.memory_above = Some(size(value).map_err(bad)?),
             "enabled" => {
                 let DeValue::Boolean(on) = value.get_ref() else {
@@ -217,6 +247,36 @@ mod tests {
             AttentionSettings::default().request(None),
             AttentionRequest::default()
         );
+    }
+
+    #[test]
+    fn an_agents_quick_failures_are_bounded_by_their_own_key_or_finished_after() {
+        let parse = |text: &str| parse_user(text, "c.toml").unwrap().attention;
+        let default = AttentionSettings::default().request_for_agent(None);
+        assert_eq!(default.failed_after_ms, default.finished_after_ms);
+        assert!(default.failed_after_ms.is_some());
+        assert_eq!(
+            AttentionSettings::default().request(None).failed_after_ms,
+            None
+        );
+        let own = parse(
+            "[attention]
+agent_failures_after = \"3s\"\n",
+        )
+        .request_for_agent(None);
+        assert_eq!(own.failed_after_ms, Some(3_000));
+        let off = parse(
+            "[attention]
+agent_failures_after = \"off\"\n",
+        )
+        .request_for_agent(None);
+        assert_eq!(off.failed_after_ms, None, "every failure told");
+        let finished = parse(
+            "[attention]
+finished_after = \"1m\"\n",
+        )
+        .request_for_agent(None);
+        assert_eq!(finished.failed_after_ms, Some(60_000));
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct ExecOptions {
     /// shell shim: its caller must see what bash would have shown it; an agent reads exit
     /// 143 as its own timeout).
     pub die_by_signal: bool,
+    /// An agent's command (the shell shim): a failure quicker than the user's
+    /// `agent_failures_after` is counted in its row, not told (attention `failed`).
+    pub agents_command: bool,
     /// `--fail-open` (always, for the shell shim): when the command cannot be run under a
     /// broker (the journal cannot be created: a full disk, a read-only or foreign state
     /// directory), it runs directly, exec'd in tether's place, after one line on stderr.
@@ -420,7 +423,11 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     // A user config that does not parse gives the defaults here, and is said once, by the
     // retention that runs when this session ends (the same file, the same error).
     let (user, _) = crate::config::user::for_launch();
-    let attention = crate::config::attention::with_user(&user, &Default::default());
+    let attention = if options.agents_command {
+        crate::config::attention::for_agent(&user)
+    } else {
+        crate::config::attention::with_user(&user, &Default::default())
+    };
     let (max_output, ignored) =
         crate::config::journal::max_output(options.max_output, &user.journal);
     if let Some(message) = ignored {

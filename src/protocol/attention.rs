@@ -30,6 +30,10 @@ pub struct AttentionRequest {
     /// A command that ran at least this long gets `finished` when it ends well.
     #[serde(default = "default_finished_after")]
     pub finished_after_ms: Option<u64>,
+    /// A failure is told only of a command that ran at least this long (an agent's quick
+    /// failures, through the shell shim: counted in its row, not told); absent: every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_after_ms: Option<u64>,
     /// The program and arguments run for each event, the event as JSON on its stdin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Vec<String>>,
@@ -64,6 +68,7 @@ impl Default for AttentionRequest {
             runaway_after_ms: default_runaway_after(),
             memory_above: None,
             finished_after_ms: default_finished_after(),
+            failed_after_ms: None,
             notify: None,
         }
     }
