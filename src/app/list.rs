@@ -168,6 +168,17 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
 }
 
 impl ListRows {
+    /// Of the listed commands, the one running that started last: what a watch keeps
+    /// selected while the operator has not moved the list.
+    pub fn newest_running(&self, model: &Model) -> Option<CommandId> {
+        (0..self.rows.len())
+            .filter_map(|row| self.command_of_row(row))
+            .filter_map(|id| Some((id, model.commands.get(id)?)))
+            .filter(|(_, c)| c.status.is_active())
+            .max_by_key(|(id, c)| (c.started_ms, *id))
+            .map(|(id, _)| id)
+    }
+
     /// Whether these rows still show `model` as `view` asks.
     pub fn is_current(&self, model: &Model, view: &ListView) -> bool {
         self.built_from

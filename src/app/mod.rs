@@ -124,6 +124,7 @@ impl App {
                     .and_then(|row| list.command_of_row(row));
                 if let Some(id) = clicked {
                     self.view.select_command(id);
+                    self.view.list_moved = true;
                 }
             }
         }
@@ -150,6 +151,14 @@ impl App {
             self.content.list = rows;
         }
         if let Some(id) = self.content.list.nearest(self.view.selected) {
+            self.view.select_command(id);
+        }
+        // A watch follows the newest running command until the operator moves the list.
+        let live = matches!(self.model.mode, crate::model::Mode::Watched) && self.past.is_none();
+        if live
+            && !self.view.list_moved
+            && let Some(id) = self.content.list.newest_running(&self.model)
+        {
             self.view.select_command(id);
         }
     }

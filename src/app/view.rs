@@ -144,6 +144,9 @@ pub struct ViewState {
     pub time: TimeCursor,
     /// The command list's filter, order and folded sessions.
     pub list: ListView,
+    /// The operator moved the list's selection: in a watch it no longer follows the newest
+    /// running command (`End` in the list follows again).
+    pub list_moved: bool,
 }
 
 /// The time cursor: the moment every pane shows the recorded run as it was at (`None`: off,
@@ -210,6 +213,7 @@ impl Default for ViewState {
             merged: false,
             stamps: false,
             list: ListView::default(),
+            list_moved: false,
         }
     }
 }

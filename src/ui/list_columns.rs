@@ -1,6 +1,7 @@
 //! Which columns the command list shows in a given width, and how wide each is: the state
-//! and the runtime always, the name as far as it goes, then the number, CPU, memory and start
-//! while they leave the command text room; the command text gets what is left.
+//! and the CPU always (a runaway must show at any size), the name as far as it goes, then the
+//! runtime, the number, memory and start while they leave the command text room; the command
+//! text gets what is left.
 
 /// A column of the command list, in the order shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,8 +45,9 @@ const MIN_COMMAND: usize = 10;
 const MAX_NAME: usize = 24;
 
 /// The optional columns, the first to go first: right to left, but the number goes before
-/// the CPU (the name tells most commands apart; CPU finds the runaway).
-const DROP_ORDER: [Column; 4] = [Column::Start, Column::Rss, Column::Number, Column::Cpu];
+/// the runtime (the name tells most commands apart), and the CPU never does (it finds the
+/// runaway; an ended command's shows its CPU time).
+const DROP_ORDER: [Column; 4] = [Column::Start, Column::Rss, Column::Number, Column::Time];
 
 /// The columns for a list `inner` cells wide whose longest name takes `name` columns and
 /// longest number `number` (`#` included), with their widths, in the order shown.
@@ -86,8 +88,8 @@ pub fn layout(inner: usize, name: usize, number: usize) -> Vec<(Column, usize)> 
         columns.push((Column::Command, rest));
     } else {
         // No room for the command text: the name takes up the slack, or gives way when it is
-        // too narrow even for the name; the state and the runtime never do (`running` must
-        // not read `runnin`).
+        // too narrow even for the name; the state and the CPU never do (`running` must not
+        // read `runnin`).
         let used = used(&shown);
         if let Some((_, width)) = columns.iter_mut().find(|(c, _)| *c == Column::Name) {
             *width = (*width + inner).saturating_sub(used).max(1);
@@ -138,9 +140,10 @@ mod tests {
             names(&layout(45, 10, 5)),
             [Marker, Name, State, Time, Cpu, Command]
         );
+        // The list at 120×40 (38 cells inside): the state, the CPU and the command text.
         assert_eq!(
-            names(&layout(40, 10, 5)),
-            [Marker, Name, State, Time, Command]
+            names(&layout(38, 10, 5)),
+            [Marker, Name, State, Cpu, Command]
         );
         for inner in 20..200 {
             assert_eq!(total(&layout(inner, 10, 5)), inner, "at {inner}");
@@ -148,16 +151,16 @@ mod tests {
     }
 
     #[test]
-    fn the_name_gives_way_before_the_state_and_the_time() {
+    fn the_name_gives_way_before_the_state_and_the_cpu() {
         use Column::*;
         // The list at 80×24: 25 cells inside its border.
         let columns = layout(25, 12, 3);
-        assert_eq!(columns, [(Marker, 1), (Name, 8), (State, 8), (Time, 5)]);
+        assert_eq!(columns, [(Marker, 1), (Name, 8), (State, 8), (Cpu, 5)]);
         let columns = layout(20, 12, 3);
         assert_eq!(
             columns,
-            [(Marker, 1), (Name, 3), (State, 8), (Time, 5)],
-            "the state and the runtime whole"
+            [(Marker, 1), (Name, 3), (State, 8), (Cpu, 5)],
+            "the state and the CPU whole"
         );
         // A long name is cut at the maximum.
         assert_eq!(layout(200, 80, 3)[2], (Name, MAX_NAME));

@@ -77,6 +77,7 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
     };
     let command = &model.commands[id];
     view.select_command(id);
+    view.list_moved = true;
     if !view.list.filter.shows(command) {
         view.list.filter = ListFilter::NeedsYou;
     }

@@ -422,6 +422,11 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
     let step = |value: usize, max: usize| -> usize {
         (value as i64).saturating_add(delta).clamp(0, max as i64) as usize
     };
+    if view.focus == Pane::Commands {
+        // Moved by hand: the watch stops following the newest command; to the end of the
+        // list, it follows again.
+        view.list_moved = delta < i64::MAX / 4;
+    }
     match view.focus {
         // Before the first frame there are no rows yet: the commands in their order.
         Pane::Commands if !geometry.list.is_built() => {

@@ -409,3 +409,36 @@ fn the_merged_view_starts_at_the_end_and_refuses_what_works_on_one_stream() {
     update(&model, &mut view, &geometry(), Action::ToggleMerged);
     assert!(!view.merged);
 }
+
+/// A watch keeps the newest running command selected while the operator has not moved the
+/// list (an agent's next command comes into view as it starts); once they move it, the
+/// selection is theirs; `End` in the list follows again.
+#[test]
+fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
+    let mut model = model(false, true);
+    model.mode = Mode::Watched;
+    let first = model.commands[0].clone();
+    model.commands.push(first.clone());
+    let mut app = crate::app::App::new(model);
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1, "the newest running");
+    // A third starts: followed.
+    let mut third = first.clone();
+    third.apply(&event(900, spawned(9)));
+    app.model.commands.push(third);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2);
+    // The operator moves up: theirs from now on, whatever starts.
+    app.view.focus = Pane::Commands;
+    app.handle(Action::Up);
+    assert_eq!(app.view.selected, 1);
+    let mut fourth = first;
+    fourth.apply(&event(950, spawned(11)));
+    app.model.commands.push(fourth);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1, "not taken from the operator");
+    app.handle(Action::Bottom);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 3, "End: following again");
+}
