@@ -77,10 +77,10 @@ pub fn command_text(command: &CommandSpec) -> String {
         CommandSpec::Shell(script) => script_lines(script),
         CommandSpec::Argv(argv) => match dash_c_script(argv) {
             // An agent's wrapper is the same every call: what it runs is what tells.
-            Some(script) => {
-                let agent = agent_command(script);
-                script_lines(agent.as_deref().unwrap_or(script))
-            }
+            Some(script) => match agent_command(script) {
+                Some(asked) => script_lines(&cd_folded(&asked)),
+                None => script_lines(script),
+            },
             None => agent_argv(argv)
                 .unwrap_or(argv)
                 .iter()
@@ -138,6 +138,9 @@ fn shell_quoted(word: &str) -> String {
 /// < /dev/null && pwd -P >| FILE` (the `source` part only once it has a shell snapshot), and
 /// what the operator wants to read is `CMD`. `None` for any other script.
 pub fn agent_command(script: &str) -> Option<String> {
+    if let Some(command) = gemini_command(script) {
+        return Some(command);
+    }
     let script = script.trim_start();
     let script = snapshot_sourced(script).unwrap_or(script);
     let rest = script.strip_prefix("shopt -u extglob 2>/dev/null || true && eval ")?;
@@ -148,6 +151,54 @@ pub fn agent_command(script: &str) -> Option<String> {
     (word.quoted
         && (after.is_empty() || after.starts_with("< /dev/null") || after.starts_with("&&")))
     .then_some(word.text)
+}
+
+/// The command Gemini CLI's wrapper runs. 0.61 sends (as recorded):
+///
+/// ```text
+/// shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=/tmp/gemini-shell-X/bgpids.tmp
+/// (
+///   trap 'jobs -p > "$_bgpids_file"' EXIT
+/// CMD
+/// )
+/// __code=$?
+/// exit $__code
+/// ```
+///
+/// and earlier versions the same on one line (`( trap '…' EXIT; CMD ); __code=$?; exit
+/// $__code`). `None` for any other script.
+fn gemini_command(script: &str) -> Option<String> {
+    let script = script.trim();
+    if !script.starts_with("shopt -u promptvars") {
+        return None;
+    }
+    let end = |text: &str| text.trim_end().trim_end_matches(';').trim_end().to_string();
+    let body = end(script.strip_suffix("exit $__code")?);
+    let body = end(body.strip_suffix("__code=$?")?);
+    let body = body.strip_suffix(')')?;
+    let (_, after_trap) = body.split_once("' EXIT")?;
+    let command = after_trap
+        .trim_start_matches(|c: char| c == ';' || c.is_whitespace())
+        .trim_end();
+    (!command.is_empty()).then(|| command.to_string())
+}
+
+/// `cd DIR && REST`, the form agents give a command in another directory, as `REST (cd
+/// DIR)`: what it runs first, where it runs second. Anything else as it is.
+fn cd_folded(command: &str) -> String {
+    let folded = || {
+        let rest = command.trim_start().strip_prefix("cd ")?;
+        let chars: Vec<char> = rest.chars().collect();
+        let (dir, end) = read_word(&chars, 0);
+        let consumed: usize = chars[..end].iter().map(|c| c.len_utf8()).sum();
+        let then = rest[consumed..]
+            .trim_start()
+            .strip_prefix("&&")?
+            .trim_start();
+        (!then.is_empty() && !dir.text.is_empty() && !then.contains('\n'))
+            .then(|| format!("{then} (cd {})", dir.text))
+    };
+    folded().unwrap_or_else(|| command.to_string())
 }
 
 /// What follows Claude Code's `source SNAPSHOT 2>/dev/null || true && ` at the start of

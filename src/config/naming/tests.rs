@@ -217,3 +217,43 @@ fn an_agent_under_tether_agent_is_shown_as_its_own_argv() {
         "tether session-owner --"
     );
 }
+
+#[test]
+fn gemini_clis_wrapper_gives_the_command_it_runs() {
+    // As Gemini CLI 0.61 sent them (recorded under tether agent).
+    let recorded = |cmd: &str| {
+        format!(
+            "shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=/tmp/gemini-shell-5sBILg/bgpids.tmp\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n{cmd}\n)\n__code=$?\nexit $__code"
+        )
+    };
+    assert_eq!(
+        agent_command(&recorded("ls -la")).as_deref(),
+        Some("ls -la")
+    );
+    assert_eq!(
+        agent_command(&recorded("for i in 1 2; do\n  echo $i\ndone")).as_deref(),
+        Some("for i in 1 2; do\n  echo $i\ndone")
+    );
+    // The one-line form of earlier versions.
+    let one_line = "shopt -u promptvars nullglob extglob nocaseglob dotglob; ( trap 'jobs -p > /tmp/x' EXIT; npm test ); __code=$?; exit $__code";
+    assert_eq!(agent_command(one_line).as_deref(), Some("npm test"));
+    assert_eq!(agent_command("shopt -u promptvars; ls"), None);
+    let argv = |script: String| CommandSpec::Argv(vec!["/bin/bash".into(), "-c".into(), script]);
+    assert_eq!(command_text(&argv(recorded("ls -la"))), "ls -la");
+    assert_eq!(
+        command_text(&argv(recorded("cd /tmp && echo in-tmp"))),
+        "echo in-tmp (cd /tmp)"
+    );
+    assert_eq!(
+        derive_name(&argv(recorded("cd /tmp && echo in-tmp"))),
+        "echo"
+    );
+}
+
+#[test]
+fn a_leading_cd_is_folded_after_what_the_command_runs() {
+    assert_eq!(cd_folded("cd /repo && cargo test"), "cargo test (cd /repo)");
+    assert_eq!(cd_folded("cd 'my dir' && make"), "make (cd my dir)");
+    assert_eq!(cd_folded("cd /repo; make"), "cd /repo; make");
+    assert_eq!(cd_folded("cargo test"), "cargo test");
+}
