@@ -160,6 +160,12 @@ enum Command {
         #[arg(last = true)]
         argv: Vec<OsString>,
     },
+    /// Internal: Codex's `PreToolUse` hook under `tether agent -- codex`.
+    #[command(name = "codex-hook", hide = true)]
+    CodexHook {
+        #[arg(long)]
+        shims: PathBuf,
+    },
     /// The live TUI over the commands of this user, whoever started them (`tether exec`,
     /// agents, other tethers): every session that has a live command or whose last command
     /// ended less than an hour ago, each listed whole (ended commands included), and the
@@ -474,6 +480,7 @@ fn main() {
         Some(Command::SessionOwner { shims, argv }) => {
             tether::agent::become_session_owner(&shims, &argv)
         }
+        Some(Command::CodexHook { shims }) => tether::agent::codex_hook_main(&shims),
         Some(Command::Sessions {
             session,
             long,

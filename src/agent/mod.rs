@@ -8,9 +8,11 @@
 //! names itself (pid and start time, kept by exec(2)) as the owner before it becomes the
 //! agent: the shim's brokers watch that process through a pidfd.
 
+mod codex;
 mod owner;
 mod shims_dir;
 
+pub use codex::{HOOK_SUBCOMMAND as CODEX_HOOK_SUBCOMMAND, hook_main as codex_hook_main};
 pub use owner::{OWNER_SUBCOMMAND, SHELL_VARS, become_session_owner};
 
 use std::path::{Path, PathBuf};
@@ -35,6 +37,7 @@ pub fn main(options: AgentOptions) -> i32 {
         return 2;
     };
     let name = agent_name(program);
+    let codex = codex::is_codex(program);
     let session = match options.session {
         Some(session) => session,
         None => default_session(&name, options.state_dir.as_deref(), crate::clock::now_ms()),
@@ -57,7 +60,14 @@ pub fn main(options: AgentOptions) -> i32 {
         shims_path.to_string(),
         "--".to_string(),
     ];
-    argv.extend(options.argv);
+    let mut agent = options.argv.into_iter();
+    argv.extend(agent.next());
+    // Codex runs its commands through the account's shell, whatever SHELL and PATH say: it
+    // is given a hook, on its command line, that sends them through the shim instead.
+    if codex {
+        argv.extend(codex::config_overrides(&exe, shims.path()));
+    }
+    argv.extend(agent);
     let code = exec::main(ExecOptions {
         json: false,
         name: Some(name),

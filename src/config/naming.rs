@@ -107,7 +107,7 @@ fn dash_c_script(argv: &[String]) -> Option<&str> {
 }
 
 /// `word`, in single quotes if a shell would read it as more than one plain word.
-fn shell_quoted(word: &str) -> String {
+pub(crate) fn shell_quoted(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()

@@ -1,0 +1,265 @@
+//! Codex under `tether agent`: a `PreToolUse` hook given on Codex's command line, trusted for
+//! that run only, that rewrites each shell command to run through the shell shim.
+//!
+//! Codex (0.171) ignores `SHELL` and PATH for its commands: it runs each one as `SHELL_OF_THE
+//! ACCOUNT -lc CMD` by absolute path (`codex-rs/core/src/shell.rs`, `getpwuid`), and the login
+//! shell's /etc/profile resets PATH. What it does offer is hooks: a `PreToolUse` hook may
+//! answer `permissionDecision: allow` with `updatedInput.command`, and Codex runs that instead
+//! (`with_updated_hook_input` in `codex-rs/core/src/tools/handlers/unified_exec.rs`). So
+//! `tether agent -- codex ARGS` starts `codex -c HOOK -c TRUST ARGS`:
+//!
+//! - `hooks.PreToolUse`, in the session-flags layer (`-c`), runs `tether codex-hook` for the
+//!   `Bash` tool (Codex's name for `exec_command` and `shell_command` in hooks);
+//! - `hooks.state` marks that one hook trusted: Codex runs a non-managed hook only when the
+//!   `trusted_hash` recorded for its key equals the hash of its definition
+//!   (`codex-rs/hooks/src/engine/discovery.rs`), and reads that state from the session flags
+//!   too (`codex-rs/hooks/src/config_rules.rs`). Nothing is written to the user's files and no
+//!   other hook is trusted (`--dangerously-bypass-hook-trust` would trust them all).
+//!
+//! The hook turns `CMD` into `exec -a /bin/bash SHIMS/bash -c 'CMD'`: Codex's login shell
+//! reads the profile as it would, then becomes the shim, which runs the real shell with `-c`
+//! under a broker, journaled in the agent's session. Codex's shell gets the same PATH and
+//! environment as without tether, and CMD sees the same `$0`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::config::naming::shell_quoted;
+use crate::shim::Shell;
+
+/// The hidden subcommand Codex runs as its hook.
+pub const HOOK_SUBCOMMAND: &str = "codex-hook";
+
+/// The hook's tool: Codex calls its shell tools `Bash` in hooks (`HookToolName::bash()`).
+const MATCHER: &str = "^Bash$";
+
+/// Codex's default hook timeout, part of the trusted definition (`timeout_sec.unwrap_or(600)`).
+const TIMEOUT_SECS: u64 = 600;
+
+/// The key Codex files the first `PreToolUse` hook of the `-c` layer under:
+/// `<key source>:<event>:<group>:<handler>`, the key source of that layer being a fixed
+/// synthetic path.
+const HOOK_KEY: &str = "/<session-flags>/config.toml:pre_tool_use:0:0";
+
+/// The most of a hook event read from stdin; a command past it runs unrewritten.
+const MAX_EVENT_BYTES: u64 = 16 << 20;
+
+/// Whether the agent program is Codex (`codex`, `/usr/lib/node_modules/.bin/codex`).
+pub fn is_codex(program: &str) -> bool {
+    Path::new(program)
+        .file_name()
+        .is_some_and(|name| name == "codex")
+}
+
+/// The arguments put right after `codex`: the hook and its trust, for this run only.
+pub fn config_overrides(tether: &Path, shims: &Path) -> Vec<String> {
+    let command = hook_command(tether, shims);
+    vec![
+        "-c".into(),
+        format!(
+            "hooks.PreToolUse=[{{matcher={}, hooks=[{{type=\"command\", command={}}}]}}]",
+            toml_string(MATCHER),
+            toml_string(&command)
+        ),
+        "-c".into(),
+        format!(
+            "hooks.state={{{}={{trusted_hash={}}}}}",
+            toml_string(HOOK_KEY),
+            toml_string(&trust_hash(MATCHER, &command))
+        ),
+    ]
+}
+
+/// The hook as Codex runs it (through a shell: quoted).
+fn hook_command(tether: &Path, shims: &Path) -> String {
+    format!(
+        "{} {HOOK_SUBCOMMAND} --shims {}",
+        shell_quoted(&tether.to_string_lossy()),
+        shell_quoted(&shims.to_string_lossy())
+    )
+}
+
+/// A TOML basic string: JSON's escapes are TOML's (`\"`, `\\`, `\n`, `\uXXXX`).
+fn toml_string(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+/// The hash Codex trusts a command hook by: SHA-256 of the canonical JSON (keys sorted, no
+/// spaces) of `{event_name, matcher, hooks: [the handler, normalized]}`, fields that are
+/// unset left out (`command_hook_hash` in `codex-rs/hooks/src/engine/discovery.rs`,
+/// `version_for_toml` in `codex-rs/config/src/fingerprint.rs`).
+fn trust_hash(matcher: &str, command: &str) -> String {
+    // Written in sorted key order, which is also the order serde_json keeps.
+    let identity = serde_json::json!({
+        "event_name": "pre_tool_use",
+        "hooks": [{
+            "async": false,
+            "command": command,
+            "timeout": TIMEOUT_SECS,
+            "type": "command",
+        }],
+        "matcher": matcher,
+    });
+    let digest = Sha256::digest(identity.to_string().as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// `tether codex-hook --shims DIR`: reads Codex's `PreToolUse` event on stdin and answers
+/// with the command rewritten through the shim. Anything it cannot read gets no answer (exit
+/// 0, nothing printed), and Codex runs the command as it is.
+pub fn hook_main(shims: &Path) -> i32 {
+    let mut event = String::new();
+    if std::io::stdin()
+        .take(MAX_EVENT_BYTES)
+        .read_to_string(&mut event)
+        .is_err()
+    {
+        return 0;
+    }
+    if let Some(answer) = answer(&event, shims, account_shell().as_deref()) {
+        println!("{answer}");
+    }
+    0
+}
+
+/// The hook's answer to `event`, or `None` to leave the command alone.
+fn answer(event: &str, shims: &Path, account_shell: Option<&Path>) -> Option<String> {
+    let event: serde_json::Value = serde_json::from_str(event).ok()?;
+    let command = event.get("tool_input")?.get("command")?.as_str()?;
+    let rewritten = rewrite(command, shims, account_shell);
+    Some(
+        serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "updatedInput": { "command": rewritten },
+            }
+        })
+        .to_string(),
+    )
+}
+
+/// The account's login shell, as Codex reads it.
+fn account_shell() -> Option<PathBuf> {
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok()??;
+    Some(user.shell)
+}
+
+/// `CMD` run by the shim of the shell Codex runs it in: the account's shell when it is sh,
+/// bash or zsh, bash otherwise (as Codex chooses on Linux). bash and zsh are given their own
+/// name as `$0` (`exec -a`), which sh cannot do.
+fn rewrite(command: &str, shims: &Path, account_shell: Option<&Path>) -> String {
+    let (shell, arg0) =
+        match account_shell.and_then(|path| Some((Shell::from_program(path.as_os_str())?, path))) {
+            Some((shell, path)) => (shell, path.to_string_lossy().into_owned()),
+            None => (Shell::Bash, "/bin/bash".to_string()),
+        };
+    let shim = shell_quoted(&shims.join(shell.name()).to_string_lossy());
+    let command = shell_quoted(command);
+    match shell {
+        Shell::Sh => format!("exec {shim} -c {command}"),
+        Shell::Bash | Shell::Zsh => format!("exec -a {} {shim} -c {command}", shell_quoted(&arg0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_by_its_program_name() {
+        assert!(is_codex("codex"));
+        assert!(is_codex("/opt/node/bin/codex"));
+        assert!(!is_codex("claude"));
+        assert!(!is_codex("codex-tui"));
+    }
+
+    #[test]
+    fn the_trust_hash_is_the_one_codex_accepted() {
+        // Recorded from Codex 0.171.0: a `-c` hook with this command and matcher ran with
+        // this `trusted_hash`, and did not with another.
+        assert_eq!(
+            trust_hash("^Bash$", "/tmp/cx/hook.py"),
+            "sha256:a9e0490fcef8c84fed972df1dc87e8a04e8b22739458bea77b3a36af13a7034b"
+        );
+    }
+
+    #[test]
+    fn the_overrides_name_tether_and_the_shims_by_absolute_path() {
+        let overrides = config_overrides(
+            Path::new("/opt/tether it/tether"),
+            Path::new("/run/user/1/tether/agent-1"),
+        );
+        let command = "'/opt/tether it/tether' codex-hook --shims /run/user/1/tether/agent-1";
+        assert_eq!(
+            overrides,
+            [
+                "-c".to_string(),
+                r#"hooks.PreToolUse=[{matcher="^Bash$", hooks=[{type="command", command="'/opt/tether it/tether' codex-hook --shims /run/user/1/tether/agent-1"}]}]"#
+                    .to_string(),
+                "-c".to_string(),
+                format!(
+                    "hooks.state={{\"/<session-flags>/config.toml:pre_tool_use:0:0\"={{trusted_hash=\"{}\"}}}}",
+                    trust_hash("^Bash$", command)
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn toml_strings_escape_what_toml_needs() {
+        assert_eq!(toml_string(r#"a "b" \c"#), r#""a \"b\" \\c""#);
+        assert_eq!(toml_string("x\ny"), r#""x\ny""#);
+    }
+
+    #[test]
+    fn commands_run_through_the_shim_of_the_accounts_shell() {
+        let shims = Path::new("/run/s");
+        assert_eq!(
+            rewrite("echo 'hi' $0", shims, Some(Path::new("/bin/bash"))),
+            r#"exec -a /bin/bash /run/s/bash -c 'echo '\''hi'\'' $0'"#
+        );
+        assert_eq!(
+            rewrite("ls", shims, Some(Path::new("/usr/bin/zsh"))),
+            "exec -a /usr/bin/zsh /run/s/zsh -c ls"
+        );
+        assert_eq!(
+            rewrite("ls", shims, Some(Path::new("/bin/sh"))),
+            "exec /run/s/sh -c ls"
+        );
+        for other in [Some(Path::new("/usr/bin/fish")), None] {
+            assert_eq!(
+                rewrite("ls", shims, other),
+                "exec -a /bin/bash /run/s/bash -c ls"
+            );
+        }
+    }
+
+    #[test]
+    fn the_hook_answers_a_bash_event_and_nothing_else() {
+        // Codex 0.171.0's event for `exec_command {"cmd": "exit 3"}`, trimmed.
+        let event = r#"{"session_id":"01a2","turn_id":"01a3","cwd":"/tmp/cx/work","hook_event_name":"PreToolUse","model":"mock-model","permission_mode":"bypassPermissions","tool_name":"Bash","tool_input":{"command":"exit 3"},"tool_use_id":"call_3"}"#;
+        let answer: serde_json::Value = serde_json::from_str(
+            &answer(event, Path::new("/run/s"), Some(Path::new("/bin/bash"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            answer,
+            serde_json::json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "updatedInput": {"command": "exec -a /bin/bash /run/s/bash -c 'exit 3'"},
+            }})
+        );
+        for unreadable in ["", "not json", "{}", r#"{"tool_input":{"command":["ls"]}}"#] {
+            assert_eq!(answer_of(unreadable), None, "{unreadable}");
+        }
+    }
+
+    fn answer_of(event: &str) -> Option<String> {
+        answer(event, Path::new("/run/s"), None)
+    }
+}
