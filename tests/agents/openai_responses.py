@@ -6,7 +6,8 @@
 Listens on 127.0.0.1 (an ephemeral port, written to PORT once listening) and answers every
 `POST .../responses` with a stream of Server-Sent Events, as api.openai.com does:
 `response.created`, then either one shell tool call or the final assistant message, then
-`response.completed`. SCRIPT is `{"commands": ["echo one", ...], "final": "done"}`; the
+`response.completed`. SCRIPT is `{"commands": ["echo one", ...], "final": "done"}`, a
+command being a string or `{"cmd": ..., "tty": true, ...}` (more `exec_command` arguments); the
 answer to a request is chosen by how many tool results (`function_call_output` items) its
 input holds already, so request N gets command N, and a request that carries every result
 gets the final message. Stateless: a retried request gets the same answer.
@@ -28,10 +29,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def shell_call(tools, call_id, command):
+def shell_call(tools, call_id, step):
+    """The call for one step: a command, or `{"cmd": ..., other exec_command arguments}`."""
+    extra = dict(step) if isinstance(step, dict) else {"cmd": step}
+    command = extra.pop("cmd")
     names = {tool.get("name") for tool in tools if isinstance(tool, dict)}
     if "exec_command" in names:
-        name, arguments = "exec_command", {"cmd": command}
+        name, arguments = "exec_command", dict(extra, cmd=command)
     elif "shell_command" in names:
         name, arguments = "shell_command", {"command": command}
     else:
