@@ -160,10 +160,13 @@ enum Command {
         #[arg(last = true)]
         argv: Vec<OsString>,
     },
-    /// Internal: Codex's `PreToolUse` hook under `tether agent -- codex`.
-    #[command(name = "codex-hook", hide = true)]
+    /// Codex's `PreToolUse` hook: reads the event on stdin and answers with the shell command
+    /// rewritten to run through the shim in DIR (`tether shims DIR`), journaled. `tether agent
+    /// -- codex` sets it up by itself; for Codex without it, see docs/agents.md.
+    #[command(name = "codex-hook")]
     CodexHook {
-        #[arg(long)]
+        /// The shims directory (absolute).
+        #[arg(long, value_name = "DIR")]
         shims: PathBuf,
     },
     /// The live TUI over the commands of this user, whoever started them (`tether exec`,

@@ -337,3 +337,73 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
     drop(server);
     env.finish();
 }
+
+/// The route docs/agents.md gives for Codex without `tether agent`: the shims made once, a
+/// plain-JSON `hooks.json` naming tether and the shims by absolute path, and the hook trusted
+/// (here for one `codex exec` with `--dangerously-bypass-hook-trust`; the TUI's `/hooks`
+/// trusts it for good).
+#[test]
+fn the_documented_hook_route_brokers_codex_exec() {
+    let env = TestEnv::new("real_codex_hook");
+    let codex = codex_binary();
+    let shims = env.path("shims");
+    let made = env.tether(&["shims"]).arg(&shims).output().unwrap();
+    assert!(made.status.success(), "{made:?}");
+
+    let script = serde_json::json!({
+        "commands": ["echo one; echo two", "echo failing >&2; exit 3"],
+        "final": "all done",
+    });
+    let server = ModelServer::start(&env, "hook", &script);
+    let home = codex_home(&env, "hook", &server);
+    let hook = format!("'{}' codex-hook --shims '{}'", common::BIN, shims.display());
+    let hooks = serde_json::json!({"hooks": {"PreToolUse": [
+        {"matcher": "^Bash$", "hooks": [{"type": "command", "command": hook}]}
+    ]}});
+    fs::write(home.join(".codex/hooks.json"), hooks.to_string()).unwrap();
+    let work = work_dir(&env, "hook");
+    let mut codex = codex_exec(Command::new(codex), &env, &home, &work);
+    codex
+        .arg("--dangerously-bypass-hook-trust")
+        .env("TETHER_SESSION", "manual")
+        .env("TETHER_STATE_DIR", env.state_dir());
+    let (code, stderr) = run(&env, codex);
+    assert_eq!(code, 0, "{stderr}");
+
+    let results = normalized_results(&server);
+    assert_eq!(
+        results,
+        [
+            (
+                "call_1".to_string(),
+                "Chunk ID: X\nWall time: X\nProcess exited with code 0\nOriginal token count: 2\nOutput:\none\ntwo\n".to_string()
+            ),
+            (
+                "call_2".to_string(),
+                "Chunk ID: X\nWall time: X\nProcess exited with code 3\nOriginal token count: 2\nOutput:\nfailing\n".to_string()
+            ),
+        ]
+    );
+    let session = command_dirs(&env.state_dir());
+    assert_eq!(session.len(), 2, "{session:?}");
+    for (dir, (text, code)) in session
+        .iter()
+        .zip([("echo one; echo two", 0), ("echo failing >&2; exit 3", 3)])
+    {
+        assert_eq!(
+            dir.parent().and_then(Path::file_name),
+            Some("manual".as_ref())
+        );
+        let record = load_complete(dir);
+        assert_eq!(
+            record.request.as_ref().unwrap().command.argv(),
+            ["/bin/bash", "-c", text]
+        );
+        assert_eq!(
+            record.result.and_then(|r| r.exit).and_then(|e| e.code),
+            Some(code)
+        );
+    }
+    drop(server);
+    env.finish();
+}
