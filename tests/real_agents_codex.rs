@@ -206,15 +206,21 @@ const COMMANDS: [&str; 4] = [
     "python3 fetch.py",
 ];
 
-/// `codex exec` with the run's flags, from `work`, with `home` as HOME.
-fn codex_exec(mut command: Command, env: &TestEnv, home: &Path, work: &Path) -> Command {
+/// No approvals, no sandbox: the agents-offline setting.
+const UNSANDBOXED: &[&str] = &["--dangerously-bypass-approvals-and-sandbox"];
+
+/// `codex exec FLAGS` from `work`, with `home` as HOME.
+fn codex_exec(
+    mut command: Command,
+    env: &TestEnv,
+    home: &Path,
+    work: &Path,
+    flags: &[&str],
+) -> Command {
     command
-        .args([
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "run the script",
-        ])
+        .arg("exec")
+        .args(flags)
+        .args(["--skip-git-repo-check", "run the script"])
         .current_dir(work)
         .env("HOME", home)
         .env("CODEX_HOME", home.join(".codex"))
@@ -267,7 +273,10 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
     let home = codex_home(&env, "bare", &bare_server);
     let work = work_dir(&env, "bare");
     let started = Instant::now();
-    let (code, stderr) = run(&env, codex_exec(Command::new(codex), &env, &home, &work));
+    let (code, stderr) = run(
+        &env,
+        codex_exec(Command::new(codex), &env, &home, &work, UNSANDBOXED),
+    );
     let bare_time = started.elapsed();
     assert_eq!(code, 0, "bare codex: {stderr}");
     let bare = normalized_results(&bare_server);
@@ -285,7 +294,7 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
     let mut agent = env.tether(&["agent", "--session", "codex", "--"]);
     agent.arg(codex);
     let started = Instant::now();
-    let (code, stderr) = run(&env, codex_exec(agent, &env, &home, &work));
+    let (code, stderr) = run(&env, codex_exec(agent, &env, &home, &work, UNSANDBOXED));
     let tether_time = started.elapsed();
     assert_eq!(code, 0, "codex under tether: {stderr}");
     eprintln!("wall time: bare {bare_time:?}, under tether {tether_time:?}");
@@ -362,7 +371,7 @@ fn the_documented_hook_route_brokers_codex_exec() {
     ]}});
     fs::write(home.join(".codex/hooks.json"), hooks.to_string()).unwrap();
     let work = work_dir(&env, "hook");
-    let mut codex = codex_exec(Command::new(codex), &env, &home, &work);
+    let mut codex = codex_exec(Command::new(codex), &env, &home, &work, UNSANDBOXED);
     codex
         .arg("--dangerously-bypass-hook-trust")
         .env("TETHER_SESSION", "manual")
@@ -404,6 +413,53 @@ fn the_documented_hook_route_brokers_codex_exec() {
             Some(code)
         );
     }
+    drop(server);
+    env.finish();
+}
+
+/// In Codex's own sandbox (`workspace-write`, here without /tmp, where the test's state
+/// directory is), a command's broker is forked inside the sandbox: it journals because
+/// `tether agent` makes the session's directory writable there (`--add-dir`), and nothing
+/// of tether's reaches the tool result.
+#[test]
+fn a_sandboxed_codex_command_is_journaled() {
+    let env = TestEnv::new("real_codex_sandbox");
+    let codex = codex_binary();
+    let outside = env.path("outside-the-sandbox");
+    let script = serde_json::json!({
+        "commands": [format!("echo sandboxed; touch '{}' 2>/dev/null || echo read-only", outside.display())],
+        "final": "all done",
+    });
+    let server = ModelServer::start(&env, "sandbox", &script);
+    let home = codex_home(&env, "sandbox", &server);
+    let work = work_dir(&env, "sandbox");
+    let mut agent = env.tether(&["agent", "--session", "codex", "--"]);
+    agent.arg(codex);
+    let sandboxed = [
+        "-s",
+        "workspace-write",
+        "-c",
+        "sandbox_workspace_write.exclude_slash_tmp=true",
+        "-c",
+        "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+    ];
+    let (code, stderr) = run(&env, codex_exec(agent, &env, &home, &work, &sandboxed));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!outside.exists(), "the command wrote outside the sandbox");
+    assert_eq!(
+        normalized_results(&server),
+        [(
+            "call_1".to_string(),
+            "Chunk ID: X\nWall time: X\nProcess exited with code 0\nOriginal token count: 5\nOutput:\nsandboxed\nread-only\n".to_string()
+        )]
+    );
+    let session = command_dirs(&env.state_dir());
+    assert_eq!(session.len(), 2, "{session:?}");
+    let record = load_complete(&session[1]);
+    assert_eq!(
+        record.result.and_then(|r| r.exit).and_then(|e| e.code),
+        Some(0)
+    );
     drop(server);
     env.finish();
 }

@@ -53,10 +53,15 @@ pub fn is_codex(program: &str) -> bool {
         .is_some_and(|name| name == "codex")
 }
 
-/// The arguments put right after `codex`: the hook and its trust, for this run only.
-pub fn config_overrides(tether: &Path, shims: &Path) -> Vec<String> {
+/// The arguments put right after `codex`: the hook and its trust, for this run only, and the
+/// session's journal directory made writable in Codex's sandbox (`--add-dir`, which adds to
+/// the user's writable roots): a sandboxed command's broker, forked inside the sandbox, must
+/// write its journal there. Outside a sandbox it changes nothing.
+pub fn config_overrides(tether: &Path, shims: &Path, session_dir: Option<&Path>) -> Vec<String> {
     let command = hook_command(tether, shims);
-    vec![
+    let writable =
+        session_dir.map(|dir| ["--add-dir".to_string(), dir.to_string_lossy().into_owned()]);
+    let mut overrides = vec![
         "-c".into(),
         format!(
             "hooks.PreToolUse=[{{matcher={}, hooks=[{{type=\"command\", command={}}}]}}]",
@@ -69,7 +74,9 @@ pub fn config_overrides(tether: &Path, shims: &Path) -> Vec<String> {
             toml_string(HOOK_KEY),
             toml_string(&trust_hash(MATCHER, &command))
         ),
-    ]
+    ];
+    overrides.extend(writable.into_iter().flatten());
+    overrides
 }
 
 /// The hook as Codex runs it (through a shell: quoted).
@@ -192,6 +199,7 @@ mod tests {
         let overrides = config_overrides(
             Path::new("/opt/tether it/tether"),
             Path::new("/run/user/1/tether/agent-1"),
+            Some(Path::new("/home/u/.local/state/tether/sessions/codex-1")),
         );
         let command = "'/opt/tether it/tether' codex-hook --shims /run/user/1/tether/agent-1";
         assert_eq!(
@@ -205,6 +213,8 @@ mod tests {
                     "hooks.state={{\"/<session-flags>/config.toml:pre_tool_use:0:0\"={{trusted_hash=\"{}\"}}}}",
                     trust_hash("^Bash$", command)
                 ),
+                "--add-dir".to_string(),
+                "/home/u/.local/state/tether/sessions/codex-1".to_string(),
             ]
         );
     }

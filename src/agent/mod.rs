@@ -65,7 +65,14 @@ pub fn main(options: AgentOptions) -> i32 {
     // Codex runs its commands through the account's shell, whatever SHELL and PATH say: it
     // is given a hook, on its command line, that sends them through the shim instead.
     if codex {
-        argv.extend(codex::config_overrides(&exe, shims.path()));
+        let session_dir = state_dir(options.state_dir.as_deref())
+            .ok()
+            .map(|state| sessions_dir(&state).join(session.as_str()));
+        argv.extend(codex::config_overrides(
+            &exe,
+            shims.path(),
+            session_dir.as_deref(),
+        ));
     }
     argv.extend(agent);
     let code = exec::main(ExecOptions {
