@@ -19,6 +19,7 @@ use std::time::Instant;
 use common::journal::{command_dirs, load_complete};
 use common::procs::is_gone;
 use common::{TAG_VAR, TestEnv, wait_until};
+use tether::config::naming::command_text;
 
 const CODEX_VERSION: &str = "0.171.0";
 
@@ -185,13 +186,16 @@ print(urllib.request.urlopen("http://127.0.0.1:%s/" % port).read().decode(), end
     work
 }
 
-/// The script: two short commands (one fails with exit 3), a server Codex keeps running as
-/// a session of its own (the tool call returns while it runs), and a later request to it.
+/// The script: short commands (one fails with exit 3, one is not found: the shell's message
+/// begins with its `$0`), one in a shell the model names, a server Codex keeps running as a
+/// session of its own (the tool call returns while it runs), and a later request to it.
 fn script() -> serde_json::Value {
     serde_json::json!({
         "commands": [
             "echo one; echo two",
             "echo failing >&2; exit 3",
+            "no-such-command-here",
+            {"cmd": "echo \"$0\"", "shell": "sh"},
             {"cmd": "exec python3 server.py", "yield_time_ms": 1000},
             "python3 fetch.py",
         ],
@@ -199,11 +203,14 @@ fn script() -> serde_json::Value {
     })
 }
 
-const COMMANDS: [&str; 4] = [
-    "echo one; echo two",
-    "echo failing >&2; exit 3",
-    "exec python3 server.py",
-    "python3 fetch.py",
+/// Each command's text and exit code (`None`: ended by a signal, when Codex exited).
+const COMMANDS: [(&str, Option<i32>); 6] = [
+    ("echo one; echo two", Some(0)),
+    ("echo failing >&2; exit 3", Some(3)),
+    ("no-such-command-here", Some(127)),
+    ("echo \"$0\"", Some(0)),
+    ("exec python3 server.py", None),
+    ("python3 fetch.py", Some(0)),
 ];
 
 /// No approvals, no sandbox: the agents-offline setting.
@@ -298,13 +305,23 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
     let tether_time = started.elapsed();
     assert_eq!(code, 0, "codex under tether: {stderr}");
     eprintln!("wall time: bare {bare_time:?}, under tether {tether_time:?}");
+    eprintln!("tool results, bare and under tether:\n{bare:#?}");
 
-    // What Codex told the model, call by call, is what it told it bare.
+    // What Codex told the model, call by call, is what it told it bare: the not-found
+    // message begins with the same `$0`, the named shell's `$0` is the same.
     let under_tether = normalized_results(&server);
     assert_eq!(under_tether, bare);
+    assert!(
+        bare[2]
+            .1
+            .ends_with(": no-such-command-here: command not found\n"),
+        "{bare:?}"
+    );
     let expected_starts = [
         "Process exited with code 0\nOriginal token count: 2\nOutput:\none\ntwo\n",
         "Process exited with code 3\nOriginal token count: 2\nOutput:\nfailing\n",
+        "Process exited with code 127\n",
+        "Process exited with code 0\n",
         "Process running with session ID N\n",
         "Process exited with code 0\nOriginal token count: 2\nOutput:\npong\n",
     ];
@@ -331,16 +348,13 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
     wait_until(&env, "every command's result.json", || {
         session.iter().all(|dir| dir.join("result.json").exists())
     });
-    for (dir, text) in session[1..].iter().zip(COMMANDS) {
+    for (dir, (text, code)) in session[1..].iter().zip(COMMANDS) {
         let record = load_complete(dir);
-        let argv = record.request.as_ref().unwrap().command.argv();
-        assert_eq!(argv, ["/bin/bash", "-c", text], "{}", dir.display());
-        let exit = record.result.and_then(|r| r.exit);
-        match text {
-            "echo failing >&2; exit 3" => assert_eq!(exit.and_then(|e| e.code), Some(3)),
-            "exec python3 server.py" => assert_ne!(exit.and_then(|e| e.code), Some(0)),
-            _ => assert_eq!(exit.and_then(|e| e.code), Some(0), "{text}"),
-        }
+        let command = &record.request.as_ref().unwrap().command;
+        assert_eq!(command_text(command), text, "{}", dir.display());
+        assert_eq!(command.argv()[1..3], ["-c", text]);
+        let exit = record.result.and_then(|r| r.exit).unwrap();
+        assert_eq!(exit.code, code, "{text}: {exit:?}");
     }
     drop(bare_server);
     drop(server);
@@ -405,8 +419,8 @@ fn the_documented_hook_route_brokers_codex_exec() {
         );
         let record = load_complete(dir);
         assert_eq!(
-            record.request.as_ref().unwrap().command.argv(),
-            ["/bin/bash", "-c", text]
+            command_text(&record.request.as_ref().unwrap().command),
+            text
         );
         assert_eq!(
             record.result.and_then(|r| r.exit).and_then(|e| e.code),

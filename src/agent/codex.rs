@@ -16,18 +16,19 @@
 //!   too (`codex-rs/hooks/src/config_rules.rs`). Nothing is written to the user's files and no
 //!   other hook is trusted (`--dangerously-bypass-hook-trust` would trust them all).
 //!
-//! The hook turns `CMD` into `exec -a /bin/bash SHIMS/bash -c 'CMD'`: Codex's login shell
-//! reads the profile as it would, then becomes the shim, which runs the real shell with `-c`
-//! under a broker, journaled in the agent's session. Codex's shell gets the same PATH and
-//! environment as without tether, and CMD sees the same `$0`.
+//! The hook turns `CMD` into `exec SHIMS/"${0##*/}" -c 'CMD' "$0"`: the shell Codex started
+//! (its account's shell, or the one the model named) reads the profile as it would, then
+//! becomes the shim of that same shell, which runs the real one with `-c` under a broker,
+//! journaled in the agent's session. The environment and PATH are the login shell's, as
+//! without tether, and `$0` (which a shell's own error messages begin with) is passed on as
+//! the command's name, in a form every POSIX shell reads (`exec -a` is not one).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
 use crate::config::naming::shell_quoted;
-use crate::shim::Shell;
 
 /// The hidden subcommand Codex runs as its hook.
 pub const HOOK_SUBCOMMAND: &str = "codex-hook";
@@ -47,8 +48,9 @@ const HOOK_KEY: &str = "/<session-flags>/config.toml:pre_tool_use:0:0";
 const MAX_EVENT_BYTES: u64 = 16 << 20;
 
 /// Whether the agent program is Codex (`codex`, `/usr/lib/node_modules/.bin/codex`).
-pub fn is_codex(program: &str) -> bool {
-    Path::new(program)
+pub fn is_codex(program: impl AsRef<Path>) -> bool {
+    program
+        .as_ref()
         .file_name()
         .is_some_and(|name| name == "codex")
 }
@@ -126,50 +128,37 @@ pub fn hook_main(shims: &Path) -> i32 {
     {
         return 0;
     }
-    if let Some(answer) = answer(&event, shims, account_shell().as_deref()) {
+    if let Some(answer) = answer(&event, shims) {
         println!("{answer}");
     }
     0
 }
 
 /// The hook's answer to `event`, or `None` to leave the command alone.
-fn answer(event: &str, shims: &Path, account_shell: Option<&Path>) -> Option<String> {
+fn answer(event: &str, shims: &Path) -> Option<String> {
     let event: serde_json::Value = serde_json::from_str(event).ok()?;
     let command = event.get("tool_input")?.get("command")?.as_str()?;
-    let rewritten = rewrite(command, shims, account_shell);
     Some(
         serde_json::json!({
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "allow",
-                "updatedInput": { "command": rewritten },
+                "updatedInput": { "command": rewrite(command, shims) },
             }
         })
         .to_string(),
     )
 }
 
-/// The account's login shell, as Codex reads it.
-fn account_shell() -> Option<PathBuf> {
-    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok()??;
-    Some(user.shell)
-}
-
-/// `CMD` run by the shim of the shell Codex runs it in: the account's shell when it is sh,
-/// bash or zsh, bash otherwise (as Codex chooses on Linux). bash and zsh are given their own
-/// name as `$0` (`exec -a`), which sh cannot do.
-fn rewrite(command: &str, shims: &Path, account_shell: Option<&Path>) -> String {
-    let (shell, arg0) =
-        match account_shell.and_then(|path| Some((Shell::from_program(path.as_os_str())?, path))) {
-            Some((shell, path)) => (shell, path.to_string_lossy().into_owned()),
-            None => (Shell::Bash, "/bin/bash".to_string()),
-        };
-    let shim = shell_quoted(&shims.join(shell.name()).to_string_lossy());
-    let command = shell_quoted(command);
-    match shell {
-        Shell::Sh => format!("exec {shim} -c {command}"),
-        Shell::Bash | Shell::Zsh => format!("exec -a {} {shim} -c {command}", shell_quoted(&arg0)),
-    }
+/// `CMD` run by the shim of the shell that runs this line, found by that shell's own name
+/// (`$0`: `/bin/bash`, `/usr/bin/sh`, `/bin/zsh`, the only shells Codex runs on Linux), which
+/// is passed on as the command's `$0`.
+fn rewrite(command: &str, shims: &Path) -> String {
+    format!(
+        "exec {}/\"${{0##*/}}\" -c {} \"$0\"",
+        shell_quoted(&shims.to_string_lossy()),
+        shell_quoted(command)
+    )
 }
 
 #[cfg(test)]
@@ -226,24 +215,40 @@ mod tests {
     }
 
     #[test]
-    fn commands_run_through_the_shim_of_the_accounts_shell() {
-        let shims = Path::new("/run/s");
+    fn commands_run_through_the_shim_of_the_same_shell_with_the_same_zero() {
         assert_eq!(
-            rewrite("echo 'hi' $0", shims, Some(Path::new("/bin/bash"))),
-            r#"exec -a /bin/bash /run/s/bash -c 'echo '\''hi'\'' $0'"#
+            rewrite("echo 'hi' $0", Path::new("/run/s")),
+            r#"exec /run/s/"${0##*/}" -c 'echo '\''hi'\'' $0' "$0""#
         );
         assert_eq!(
-            rewrite("ls", shims, Some(Path::new("/usr/bin/zsh"))),
-            "exec -a /usr/bin/zsh /run/s/zsh -c ls"
+            rewrite("ls", Path::new("/run/my shims")),
+            r#"exec '/run/my shims'/"${0##*/}" -c ls "$0""#
         );
-        assert_eq!(
-            rewrite("ls", shims, Some(Path::new("/bin/sh"))),
-            "exec /run/s/sh -c ls"
-        );
-        for other in [Some(Path::new("/usr/bin/fish")), None] {
+    }
+
+    #[test]
+    fn the_rewritten_line_runs_in_sh_and_bash_alike() {
+        // Each shell runs the line as Codex would (`SHELL -c LINE`); a stand-in for the shim
+        // prints what it was given. (zsh reads `${0##*/}` and `"$0"` the same way.)
+        let shims = tempfile::tempdir().unwrap();
+        let script = "#!/bin/sh\nprintf '%s|' \"${0##*/}\" \"$@\"\n";
+        for name in ["sh", "bash", "zsh"] {
+            let path = shims.path().join(name);
+            std::fs::write(&path, script).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let line = rewrite("echo 'a b'", shims.path());
+        for shell in ["/bin/sh", "/bin/bash"] {
+            let out = std::process::Command::new(shell)
+                .args(["-c", &line])
+                .output()
+                .unwrap();
+            let name = shell.rsplit('/').next().unwrap();
             assert_eq!(
-                rewrite("ls", shims, other),
-                "exec -a /bin/bash /run/s/bash -c ls"
+                String::from_utf8_lossy(&out.stdout),
+                format!("{name}|-c|echo 'a b'|{shell}|"),
+                "{shell}"
             );
         }
     }
@@ -252,16 +257,14 @@ mod tests {
     fn the_hook_answers_a_bash_event_and_nothing_else() {
         // Codex 0.171.0's event for `exec_command {"cmd": "exit 3"}`, trimmed.
         let event = r#"{"session_id":"01a2","turn_id":"01a3","cwd":"/tmp/cx/work","hook_event_name":"PreToolUse","model":"mock-model","permission_mode":"bypassPermissions","tool_name":"Bash","tool_input":{"command":"exit 3"},"tool_use_id":"call_3"}"#;
-        let answer: serde_json::Value = serde_json::from_str(
-            &answer(event, Path::new("/run/s"), Some(Path::new("/bin/bash"))).unwrap(),
-        )
-        .unwrap();
+        let answer: serde_json::Value =
+            serde_json::from_str(&answer(event, Path::new("/run/s")).unwrap()).unwrap();
         assert_eq!(
             answer,
             serde_json::json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "allow",
-                "updatedInput": {"command": "exec -a /bin/bash /run/s/bash -c 'exit 3'"},
+                "updatedInput": {"command": r#"exec /run/s/"${0##*/}" -c 'exit 3' "$0""#},
             }})
         );
         for unreadable in ["", "not json", "{}", r#"{"tool_input":{"command":["ls"]}}"#] {
@@ -270,6 +273,6 @@ mod tests {
     }
 
     fn answer_of(event: &str) -> Option<String> {
-        answer(event, Path::new("/run/s"), None)
+        answer(event, Path::new("/run/s"))
     }
 }
