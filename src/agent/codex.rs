@@ -6,7 +6,8 @@
 //! shell's /etc/profile resets PATH. What it does offer is hooks: a `PreToolUse` hook may
 //! answer `permissionDecision: allow` with `updatedInput.command`, and Codex runs that instead
 //! (`with_updated_hook_input` in `codex-rs/core/src/tools/handlers/unified_exec.rs`). So
-//! `tether agent -- codex ARGS` starts `codex -c HOOK -c TRUST ARGS`:
+//! `tether agent -- codex ARGS` starts `codex -c HOOK -c TRUST --add-dir SESSION_DIR ARGS`,
+//! with Codex's PATH and SHELL left as they are (it reads neither for its commands):
 //!
 //! - `hooks.PreToolUse`, in the session-flags layer (`-c`), runs `tether codex-hook` for the
 //!   `Bash` tool (Codex's name for `exec_command` and `shell_command` in hooks);
@@ -14,7 +15,9 @@
 //!   `trusted_hash` recorded for its key equals the hash of its definition
 //!   (`codex-rs/hooks/src/engine/discovery.rs`), and reads that state from the session flags
 //!   too (`codex-rs/hooks/src/config_rules.rs`). Nothing is written to the user's files and no
-//!   other hook is trusted (`--dangerously-bypass-hook-trust` would trust them all).
+//!   other hook is trusted (`--dangerously-bypass-hook-trust` would trust them all);
+//! - `--add-dir` makes the session's journal directory writable in Codex's sandbox, where a
+//!   sandboxed command's broker runs.
 //!
 //! The hook turns `CMD` into `exec SHIMS/"${0##*/}" -c 'CMD' "$0"`: the shell Codex started
 //! (its account's shell, or the one the model named) reads the profile as it would, then

@@ -1,7 +1,8 @@
 //! `tether agent [--session NAME] -- AGENT [ARGS...]`: an agent hooked up in one command. The
 //! agent runs as `tether exec` runs a command (the same code: its own terminal, keys, resize,
 //! its exit status), as command 01 of a session of its own, with every shell setting the
-//! agents read pointed at the shell shim. It is the session's owner: when it exits, its
+//! agents read pointed at the shell shim; Codex, which reads none, gets a hook on its command
+//! line instead (`codex.rs`). It is the session's owner: when it exits, its
 //! commands' leftovers and any command still running are stopped, and the session is over.
 //!
 //! The agent is started through [`owner::become_session_owner`], which sets the hookup and
