@@ -33,8 +33,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::naming::shell_quoted;
 
-/// The hidden subcommand Codex runs as its hook.
-pub const HOOK_SUBCOMMAND: &str = "codex-hook";
+/// The subcommand Codex runs as its hook.
+const HOOK_SUBCOMMAND: &str = "codex-hook";
 
 /// The hook's tool: Codex calls its shell tools `Bash` in hooks (`HookToolName::bash()`).
 const MATCHER: &str = "^Bash$";

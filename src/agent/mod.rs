@@ -13,7 +13,7 @@ mod codex;
 mod owner;
 mod shims_dir;
 
-pub use codex::{HOOK_SUBCOMMAND as CODEX_HOOK_SUBCOMMAND, hook_main as codex_hook_main};
+pub use codex::hook_main as codex_hook_main;
 pub use owner::{OWNER_SUBCOMMAND, SHELL_VARS, become_session_owner};
 
 use std::path::{Path, PathBuf};
