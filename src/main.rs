@@ -169,6 +169,10 @@ enum Command {
         /// The shims directory (absolute).
         #[arg(long, value_name = "DIR")]
         shims: PathBuf,
+        /// The session's journal directory: where a command cannot write it (a read-only
+        /// sandbox), the command runs as without tether, unjournaled.
+        #[arg(long, value_name = "DIR")]
+        journal: Option<PathBuf>,
     },
     /// The live TUI over the commands of this user, whoever started them (`tether exec`,
     /// agents, other tethers): every session that has a live command or whose last command
@@ -484,7 +488,9 @@ fn main() {
         Some(Command::SessionOwner { shims, argv }) => {
             tether::agent::become_session_owner(&shims, &argv)
         }
-        Some(Command::CodexHook { shims }) => tether::agent::codex_hook_main(&shims),
+        Some(Command::CodexHook { shims, journal }) => {
+            tether::agent::codex_hook_main(&shims, journal.as_deref())
+        }
         Some(Command::Sessions {
             session,
             long,

@@ -477,3 +477,45 @@ fn a_sandboxed_codex_command_is_journaled() {
     drop(server);
     env.finish();
 }
+
+/// In Codex's read-only sandbox (`codex exec`'s default), where nothing a command runs can
+/// write a journal, the command runs as it does without tether: its tool result is the bare
+/// run's, with no line of tether's, and only the agent is journaled.
+#[test]
+fn a_read_only_codex_command_runs_as_bare() {
+    let env = TestEnv::new("real_codex_read_only");
+    let codex = codex_binary();
+    let script = serde_json::json!({
+        "commands": ["echo \"$0\"; echo hi > written.txt"],
+        "final": "all done",
+    });
+    let read_only: &[&str] = &["-s", "read-only"];
+
+    let bare_server = ModelServer::start(&env, "bare", &script);
+    let home = codex_home(&env, "bare", &bare_server);
+    let work = work_dir(&env, "bare");
+    let (code, stderr) = run(
+        &env,
+        codex_exec(Command::new(codex), &env, &home, &work, read_only),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let bare = normalized_results(&bare_server);
+    assert!(
+        bare[0].1.contains("Read-only file system"),
+        "not sandboxed: {bare:?}"
+    );
+
+    let server = ModelServer::start(&env, "tether", &script);
+    let home = codex_home(&env, "tether", &server);
+    let work = work_dir(&env, "tether");
+    let mut agent = env.tether(&["agent", "--session", "codex", "--"]);
+    agent.arg(codex);
+    let (code, stderr) = run(&env, codex_exec(agent, &env, &home, &work, read_only));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(normalized_results(&server), bare);
+    let session = command_dirs(&env.state_dir());
+    assert_eq!(session.len(), 1, "{session:?}");
+    drop(bare_server);
+    drop(server);
+    env.finish();
+}

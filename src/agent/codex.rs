@@ -17,7 +17,7 @@
 //!   too (`codex-rs/hooks/src/config_rules.rs`). Nothing is written to the user's files and no
 //!   other hook is trusted (`--dangerously-bypass-hook-trust` would trust them all);
 //! - `--add-dir` makes the session's journal directory writable in Codex's sandbox, where a
-//!   sandboxed command's broker runs.
+//!   sandboxed command's broker runs (its read-only sandbox opens nothing: see [`rewrite`]).
 //!
 //! The hook turns `CMD` into `exec SHIMS/"${0##*/}" -c 'CMD' "$0"`: the shell Codex started
 //! (its account's shell, or the one the model named) reads the profile as it would, then
@@ -63,7 +63,7 @@ pub fn is_codex(program: impl AsRef<Path>) -> bool {
 /// the user's writable roots): a sandboxed command's broker, forked inside the sandbox, must
 /// write its journal there. Outside a sandbox it changes nothing.
 pub fn config_overrides(tether: &Path, shims: &Path, session_dir: Option<&Path>) -> Vec<String> {
-    let command = hook_command(tether, shims);
+    let command = hook_command(tether, shims, session_dir);
     let writable =
         session_dir.map(|dir| ["--add-dir".to_string(), dir.to_string_lossy().into_owned()]);
     let mut overrides = vec![
@@ -85,12 +85,17 @@ pub fn config_overrides(tether: &Path, shims: &Path, session_dir: Option<&Path>)
 }
 
 /// The hook as Codex runs it (through a shell: quoted).
-fn hook_command(tether: &Path, shims: &Path) -> String {
-    format!(
+fn hook_command(tether: &Path, shims: &Path, journal: Option<&Path>) -> String {
+    let mut command = format!(
         "{} {HOOK_SUBCOMMAND} --shims {}",
         shell_quoted(&tether.to_string_lossy()),
         shell_quoted(&shims.to_string_lossy())
-    )
+    );
+    if let Some(journal) = journal {
+        command.push_str(" --journal ");
+        command.push_str(&shell_quoted(&journal.to_string_lossy()));
+    }
+    command
 }
 
 /// A TOML basic string: JSON's escapes are TOML's (`\"`, `\\`, `\n`, `\uXXXX`).
@@ -119,10 +124,10 @@ fn trust_hash(matcher: &str, command: &str) -> String {
     format!("sha256:{hex}")
 }
 
-/// `tether codex-hook --shims DIR`: reads Codex's `PreToolUse` event on stdin and answers
-/// with the command rewritten through the shim. Anything it cannot read gets no answer (exit
-/// 0, nothing printed), and Codex runs the command as it is.
-pub fn hook_main(shims: &Path) -> i32 {
+/// `tether codex-hook --shims DIR [--journal DIR]`: reads Codex's `PreToolUse` event on
+/// stdin and answers with the command rewritten through the shim. Anything it cannot read
+/// gets no answer (exit 0, nothing printed), and Codex runs the command as it is.
+pub fn hook_main(shims: &Path, journal: Option<&Path>) -> i32 {
     let mut event = String::new();
     if std::io::stdin()
         .take(MAX_EVENT_BYTES)
@@ -131,14 +136,14 @@ pub fn hook_main(shims: &Path) -> i32 {
     {
         return 0;
     }
-    if let Some(answer) = answer(&event, shims) {
+    if let Some(answer) = answer(&event, shims, journal) {
         println!("{answer}");
     }
     0
 }
 
 /// The hook's answer to `event`, or `None` to leave the command alone.
-fn answer(event: &str, shims: &Path) -> Option<String> {
+fn answer(event: &str, shims: &Path, journal: Option<&Path>) -> Option<String> {
     let event: serde_json::Value = serde_json::from_str(event).ok()?;
     let command = event.get("tool_input")?.get("command")?.as_str()?;
     Some(
@@ -146,7 +151,7 @@ fn answer(event: &str, shims: &Path) -> Option<String> {
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "allow",
-                "updatedInput": { "command": rewrite(command, shims) },
+                "updatedInput": { "command": rewrite(command, shims, journal) },
             }
         })
         .to_string(),
@@ -156,12 +161,22 @@ fn answer(event: &str, shims: &Path) -> Option<String> {
 /// `CMD` run by the shim of the shell that runs this line, found by that shell's own name
 /// (`$0`: `/bin/bash`, `/usr/bin/sh`, `/bin/zsh`, the only shells Codex runs on Linux), which
 /// is passed on as the command's `$0`.
-fn rewrite(command: &str, shims: &Path) -> String {
-    format!(
-        "exec {}/\"${{0##*/}}\" -c {} \"$0\"",
-        shell_quoted(&shims.to_string_lossy()),
-        shell_quoted(command)
-    )
+///
+/// With `journal`, the session's directory: where the command runs cannot write it (Codex's
+/// read-only sandbox, which `--add-dir` does not open), the shell runs `CMD` itself, as
+/// without tether, rather than through a shim that could journal nothing and would say so in
+/// the command's output. The choice is made by the command's own shell, inside the sandbox:
+/// the hook runs outside it.
+fn rewrite(command: &str, shims: &Path, journal: Option<&Path>) -> String {
+    let shim = format!("{}/\"${{0##*/}}\"", shell_quoted(&shims.to_string_lossy()));
+    let command = shell_quoted(command);
+    match journal {
+        None => format!("exec {shim} -c {command} \"$0\""),
+        Some(journal) => format!(
+            "set -- {shim}; [ -w {} ] || set -- \"$0\"; exec \"$1\" -c {command} \"$0\"",
+            shell_quoted(&journal.to_string_lossy())
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -193,12 +208,12 @@ mod tests {
             Path::new("/run/user/1/tether/agent-1"),
             Some(Path::new("/home/u/.local/state/tether/sessions/codex-1")),
         );
-        let command = "'/opt/tether it/tether' codex-hook --shims /run/user/1/tether/agent-1";
+        let command = "'/opt/tether it/tether' codex-hook --shims /run/user/1/tether/agent-1 --journal /home/u/.local/state/tether/sessions/codex-1";
         assert_eq!(
             overrides,
             [
                 "-c".to_string(),
-                r#"hooks.PreToolUse=[{matcher="^Bash$", hooks=[{type="command", command="'/opt/tether it/tether' codex-hook --shims /run/user/1/tether/agent-1"}]}]"#
+                r#"hooks.PreToolUse=[{matcher="^Bash$", hooks=[{type="command", command="'/opt/tether it/tether' codex-hook --shims /run/user/1/tether/agent-1 --journal /home/u/.local/state/tether/sessions/codex-1"}]}]"#
                     .to_string(),
                 "-c".to_string(),
                 format!(
@@ -220,37 +235,54 @@ mod tests {
     #[test]
     fn commands_run_through_the_shim_of_the_same_shell_with_the_same_zero() {
         assert_eq!(
-            rewrite("echo 'hi' $0", Path::new("/run/s")),
+            rewrite("echo 'hi' $0", Path::new("/run/s"), None),
             r#"exec /run/s/"${0##*/}" -c 'echo '\''hi'\'' $0' "$0""#
         );
         assert_eq!(
-            rewrite("ls", Path::new("/run/my shims")),
+            rewrite("ls", Path::new("/run/my shims"), None),
             r#"exec '/run/my shims'/"${0##*/}" -c ls "$0""#
+        );
+        assert_eq!(
+            rewrite(
+                "ls",
+                Path::new("/run/s"),
+                Some(Path::new("/st/sessions/c 1"))
+            ),
+            r#"set -- /run/s/"${0##*/}"; [ -w '/st/sessions/c 1' ] || set -- "$0"; exec "$1" -c ls "$0""#
         );
     }
 
     #[test]
     fn the_rewritten_line_runs_in_sh_and_bash_alike() {
         // Each shell runs the line as Codex would (`SHELL -c LINE`); a stand-in for the shim
-        // prints what it was given. (zsh reads `${0##*/}` and `"$0"` the same way.)
+        // prints what it was given. (zsh reads `${0##*/}`, `set --` and `"$0"` the same way.)
         let shims = tempfile::tempdir().unwrap();
-        let script = "#!/bin/sh\nprintf '%s|' \"${0##*/}\" \"$@\"\n";
-        for name in ["sh", "bash", "zsh"] {
+        let script = "#!/bin/sh\nprintf 'shim '; printf '%s|' \"${0##*/}\" \"$@\"\n";
+        for name in ["sh", "bash"] {
             let path = shims.path().join(name);
             std::fs::write(&path, script).unwrap();
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let line = rewrite("echo 'a b'", shims.path());
+        let writable = shims.path();
+        let unwritable = shims.path().join("no such directory");
         for shell in ["/bin/sh", "/bin/bash"] {
-            let out = std::process::Command::new(shell)
-                .args(["-c", &line])
-                .output()
-                .unwrap();
             let name = shell.rsplit('/').next().unwrap();
+            let run = |journal: Option<&Path>| {
+                let line = rewrite("echo \"[$0]\" 'a b'", shims.path(), journal);
+                let out = std::process::Command::new(shell)
+                    .args(["-c", &line])
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            };
+            let through_shim = format!("shim {name}|-c|echo \"[$0]\" 'a b'|{shell}|");
+            assert_eq!(run(None), through_shim, "{shell}");
+            assert_eq!(run(Some(writable)), through_shim, "{shell}");
+            // Not writable: the shell itself runs the command, with the same `$0`.
             assert_eq!(
-                String::from_utf8_lossy(&out.stdout),
-                format!("{name}|-c|echo 'a b'|{shell}|"),
+                run(Some(&unwritable)),
+                format!("[{shell}] a b\n"),
                 "{shell}"
             );
         }
@@ -261,7 +293,7 @@ mod tests {
         // Codex 0.171.0's event for `exec_command {"cmd": "exit 3"}`, trimmed.
         let event = r#"{"session_id":"01a2","turn_id":"01a3","cwd":"/tmp/cx/work","hook_event_name":"PreToolUse","model":"mock-model","permission_mode":"bypassPermissions","tool_name":"Bash","tool_input":{"command":"exit 3"},"tool_use_id":"call_3"}"#;
         let answer: serde_json::Value =
-            serde_json::from_str(&answer(event, Path::new("/run/s")).unwrap()).unwrap();
+            serde_json::from_str(&answer(event, Path::new("/run/s"), None).unwrap()).unwrap();
         assert_eq!(
             answer,
             serde_json::json!({"hookSpecificOutput": {
@@ -276,6 +308,6 @@ mod tests {
     }
 
     fn answer_of(event: &str) -> Option<String> {
-        answer(event, Path::new("/run/s"))
+        answer(event, Path::new("/run/s"), None)
     }
 }
