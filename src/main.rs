@@ -141,8 +141,9 @@ enum Command {
     /// Run an agent (claude, goose, ...) in this terminal, as `exec` runs a command, with
     /// every command it runs through a shell journaled in its session: CLAUDE_CODE_SHELL,
     /// GOOSE_SHELL and SHELL point at the bash shim, a private shims directory comes first on
-    /// PATH. The agent owns the session: when it exits, whatever its commands left running
-    /// is stopped. Its exit status becomes tether's.
+    /// PATH (Codex, which reads none of these, is given a hook on its command line instead).
+    /// The agent owns the session: when it exits, whatever its commands left running is
+    /// stopped. Its exit status becomes tether's.
     Agent {
         /// The session (default: the agent's name and the UTC time, e.g.
         /// claude-20261201T201500Z).
@@ -159,6 +160,19 @@ enum Command {
         shims: PathBuf,
         #[arg(last = true)]
         argv: Vec<OsString>,
+    },
+    /// Codex's `PreToolUse` hook: reads the event on stdin and answers with the shell command
+    /// rewritten to run through the shim in DIR (`tether shims DIR`), journaled. `tether agent
+    /// -- codex` sets it up by itself; for Codex without it, see docs/agents.md.
+    #[command(name = "codex-hook")]
+    CodexHook {
+        /// The shims directory (absolute).
+        #[arg(long, value_name = "DIR")]
+        shims: PathBuf,
+        /// The session's journal directory: where a command cannot write it (a read-only
+        /// sandbox), the command runs as without tether, unjournaled.
+        #[arg(long, value_name = "DIR")]
+        journal: Option<PathBuf>,
     },
     /// The live TUI over the commands of this user, whoever started them (`tether exec`,
     /// agents, other tethers): every session that has a live command or whose last command
@@ -475,6 +489,9 @@ fn main() {
         }
         Some(Command::SessionOwner { shims, argv }) => {
             tether::agent::become_session_owner(&shims, &argv)
+        }
+        Some(Command::CodexHook { shims, journal }) => {
+            tether::agent::codex_hook_main(&shims, journal.as_deref())
         }
         Some(Command::Sessions {
             session,

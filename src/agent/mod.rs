@@ -1,16 +1,19 @@
 //! `tether agent [--session NAME] -- AGENT [ARGS...]`: an agent hooked up in one command. The
 //! agent runs as `tether exec` runs a command (the same code: its own terminal, keys, resize,
 //! its exit status), as command 01 of a session of its own, with every shell setting the
-//! agents read pointed at the shell shim. It is the session's owner: when it exits, its
+//! agents read pointed at the shell shim; Codex, which reads none, gets a hook on its command
+//! line instead (`codex.rs`). It is the session's owner: when it exits, its
 //! commands' leftovers and any command still running are stopped, and the session is over.
 //!
 //! The agent is started through [`owner::become_session_owner`], which sets the hookup and
 //! names itself (pid and start time, kept by exec(2)) as the owner before it becomes the
 //! agent: the shim's brokers watch that process through a pidfd.
 
+mod codex;
 mod owner;
 mod shims_dir;
 
+pub use codex::hook_main as codex_hook_main;
 pub use owner::{OWNER_SUBCOMMAND, SHELL_VARS, become_session_owner};
 
 use std::path::{Path, PathBuf};
@@ -35,6 +38,7 @@ pub fn main(options: AgentOptions) -> i32 {
         return 2;
     };
     let name = agent_name(program);
+    let codex = codex::is_codex(program);
     let session = match options.session {
         Some(session) => session,
         None => default_session(&name, options.state_dir.as_deref(), crate::clock::now_ms()),
@@ -57,7 +61,21 @@ pub fn main(options: AgentOptions) -> i32 {
         shims_path.to_string(),
         "--".to_string(),
     ];
-    argv.extend(options.argv);
+    let mut agent = options.argv.into_iter();
+    argv.extend(agent.next());
+    // Codex runs its commands through the account's shell, whatever SHELL and PATH say: it
+    // is given a hook, on its command line, that sends them through the shim instead.
+    if codex {
+        let session_dir = state_dir(options.state_dir.as_deref())
+            .ok()
+            .map(|state| sessions_dir(&state).join(session.as_str()));
+        argv.extend(codex::config_overrides(
+            &exe,
+            shims.path(),
+            session_dir.as_deref(),
+        ));
+    }
+    argv.extend(agent);
     let code = exec::main(ExecOptions {
         json: false,
         name: Some(name),

@@ -26,15 +26,22 @@ pub fn become_session_owner(shims: &Path, argv: &[OsString]) -> i32 {
         exec::say_line("name the agent to run: tether agent -- claude");
         return EXIT_NOT_FOUND;
     };
-    let bash = shims.join("bash");
-    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
-    let mut joined = OsString::from(shims);
-    joined.push(":");
-    joined.push(path);
     let mut command = Command::new(program);
-    command.args(&argv[1..]).env("PATH", joined);
-    for var in SHELL_VARS {
-        command.env(var, &bash);
+    command.args(&argv[1..]);
+    // Codex is hooked up by the hook on its command line, and reads none of these: its
+    // commands keep the PATH and SHELL they have without tether (with the shims first on
+    // PATH, a shell the model names, found on PATH, would be the shim, around the hook's
+    // own call of it).
+    if !super::codex::is_codex(program) {
+        let bash = shims.join("bash");
+        let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
+        let mut joined = OsString::from(shims);
+        joined.push(":");
+        joined.push(path);
+        command.env("PATH", joined);
+        for var in SHELL_VARS {
+            command.env(var, &bash);
+        }
     }
     // The agent's commands are brokered as commands of the session, not passed through as
     // the inner `sh -c` of this broker's command would be.

@@ -104,10 +104,16 @@ fn agent_argv(argv: &[String]) -> Option<&[String]> {
 }
 
 /// The script of a shell run as `SHELL [-l] -c SCRIPT` (as agents call it, and as the shim
-/// journals it), where nothing follows the script; `None` for any other argv.
+/// journals it), where nothing follows the script but maybe a shell's own name as `$0` (`bash
+/// -c SCRIPT /bin/bash`, as Codex's commands reach the shim); `None` for any other argv.
 fn dash_c_script(argv: &[String]) -> Option<&str> {
-    let shell = argv.first()?.rsplit('/').next()?;
-    if !["sh", "bash", "zsh", "dash", "ksh"].contains(&shell) {
+    const SHELLS: [&str; 5] = ["sh", "bash", "zsh", "dash", "ksh"];
+    let is_shell = |word: &str| {
+        word.rsplit('/')
+            .next()
+            .is_some_and(|name| SHELLS.contains(&name))
+    };
+    if !is_shell(argv.first()?) {
         return None;
     }
     let c = argv[1..].iter().position(|a| {
@@ -117,11 +123,16 @@ fn dash_c_script(argv: &[String]) -> Option<&str> {
     let login = |a: &String| a == "-l" || a == "--login";
     let flags_ok = argv[1..1 + c].iter().all(login);
     let rest: Vec<&String> = argv[2 + c..].iter().skip_while(|a| login(a)).collect();
-    (flags_ok && rest.len() == 1).then(|| rest[0].as_str())
+    let only_zero = match rest.as_slice() {
+        [_] => true,
+        [_, zero] => is_shell(zero),
+        _ => false,
+    };
+    (flags_ok && only_zero).then(|| rest[0].as_str())
 }
 
 /// `word`, in single quotes if a shell would read it as more than one plain word.
-fn shell_quoted(word: &str) -> String {
+pub(crate) fn shell_quoted(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()

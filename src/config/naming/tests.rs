@@ -257,3 +257,24 @@ fn a_leading_cd_is_folded_after_what_the_command_runs() {
     assert_eq!(cd_folded("cd /repo; make"), "cd /repo; make");
     assert_eq!(cd_folded("cargo test"), "cargo test");
 }
+
+#[test]
+fn a_dash_c_script_given_its_shell_as_zero_reads_as_the_script() {
+    let text = |words: &[&str]| {
+        command_text(&CommandSpec::Argv(
+            words.iter().map(|w| w.to_string()).collect(),
+        ))
+    };
+    // As Codex's commands reach the shim under `tether agent`.
+    assert_eq!(
+        text(&["/bin/bash", "-c", "cargo test", "/bin/bash"]),
+        "cargo test"
+    );
+    assert_eq!(text(&["/bin/sh", "-lc", "ls", "/usr/bin/sh"]), "ls");
+    // Any other name, or arguments after it, are part of what runs.
+    assert_eq!(text(&["sh", "-c", "echo $0", "foo"]), "sh -c 'echo $0' foo");
+    assert_eq!(
+        text(&["bash", "-c", "echo $1", "bash", "x"]),
+        "bash -c 'echo $1' bash x"
+    );
+}
