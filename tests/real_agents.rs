@@ -148,6 +148,7 @@ fn run(
         .unwrap_or_else(|err| panic!("cannot start {} ({label}): {err}", agent.name()));
 
     let runaway = pid_written_by(env, &mut child, &work.join("runaway.pid"));
+    wait_until(env, "the runaway's sleep", || sleeping_under(runaway));
     match stop {
         Stop::ProcessGroup => {
             let group = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(runaway)))
@@ -187,6 +188,31 @@ fn run(
         server_outlived_agent,
         stderr,
     }
+}
+
+/// True once `sleep 300` runs as `shell` or below it. The runaway's shell writes its pid before
+/// it starts the sleep; a SIGTERM in between would be a different test. (Gemini CLI's
+/// wrapper sets an EXIT trap, so its subshell catches SIGTERM and runs on until its child
+/// ends: a sleep forked after the signal makes the command run its 300 s, bare or not.)
+fn sleeping_under(shell: i32) -> bool {
+    let processes = tether::procfs::all_processes();
+    let parent_of = |pid: i32| processes.iter().find(|p| p.pid == pid).map(|p| p.ppid);
+    processes
+        .iter()
+        .filter(|p| common::procs::cmdline(p.pid) == "sleep 300")
+        .any(|p| {
+            let mut pid = p.pid;
+            for _ in 0..64 {
+                if pid == shell {
+                    return true;
+                }
+                match parent_of(pid) {
+                    Some(parent) if parent > 1 => pid = parent,
+                    _ => return false,
+                }
+            }
+            false
+        })
 }
 
 /// The `NN` of the session's command whose argv mentions `needle` and that has not ended.
@@ -238,9 +264,9 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
 ///   ([`MASKS`]);
 /// - for an agent that reads a command's stdout and stderr on two pipes (Codex; Gemini CLI
 ///   with `-p`), how the lines of the two interleave, which bash does not fix either (Codex's
-///   bare runs differ from each other): there, each stream's lines keep their order, and the
-///   stderr lines (`errN`) are set after the others. Claude Code gives one file for both,
-///   and its order is compared as it is.
+///   bare runs differ from each other): there, each stream's lines keep their order
+///   ([`streams_apart`]). Claude Code gives one file for both, and its order is compared as
+///   it is.
 fn mask(agent: Agent, run: &Run, text: &str) -> String {
     let dir = run.dir.to_string_lossy().into_owned();
     let dashed = dir.replace(['/', '.'], "-");
@@ -252,14 +278,38 @@ fn mask(agent: Agent, run: &Run, text: &str) -> String {
         text = re.replace_all(&text, *to).into_owned();
     }
     if agent != Agent::Claude {
-        let err_line = Regex::new(r"^err\d+$").expect("a regex");
-        let (err, other): (Vec<&str>, Vec<&str>) =
-            text.split('\n').partition(|line| err_line.is_match(line));
-        if !err.is_empty() {
-            text = [other, err].concat().join("\n");
-        }
+        text = streams_apart(&text);
     }
     text
+}
+
+/// The interleaved step's lines (`outN`, `errN`, maybe behind the agent's own prefix such
+/// as `Output: `) rebuilt as all of stdout's, then all of stderr's, each in its own order, where
+/// the first of them was.
+fn streams_apart(text: &str) -> String {
+    static LINE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(.*?)((out|err)\d+)$").expect("a regex"));
+    let mut first = None;
+    let (mut out, mut err, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+    for line in text.split('\n') {
+        match LINE.captures(line) {
+            Some(c) => {
+                if first.is_none() {
+                    first = Some((rest.len(), c[1].to_string()));
+                }
+                let which = if &c[3] == "out" { &mut out } else { &mut err };
+                which.push(c[2].to_string());
+            }
+            None => rest.push(line.to_string()),
+        }
+    }
+    let Some((at, prefix)) = first else {
+        return text.to_string();
+    };
+    let mut streams: Vec<String> = out.into_iter().chain(err).collect();
+    streams[0] = format!("{prefix}{}", streams[0]);
+    rest.splice(at..at, streams);
+    rest.join("\n")
 }
 
 /// Compares the two runs' tool results step by step; returns a line per difference.
@@ -515,4 +565,20 @@ fn gemini_cli_sees_under_tether_what_it_sees_bare() {
 #[test]
 fn codex_through_its_hook_sees_what_it_sees_bare() {
     bare_and_with_tether(Agent::Codex, through_codex_hook, &[], false);
+}
+
+#[test]
+fn the_mask_keeps_each_streams_order_but_not_their_interleaving() {
+    let bare = "<x>\nOutput: out1\nout2\nerr1\nerr2\nExit Code: 0";
+    let other = "<x>\nOutput: err1\nout1\nerr2\nout2\nExit Code: 0";
+    assert_eq!(streams_apart(bare), streams_apart(other));
+    assert_eq!(
+        streams_apart(other),
+        "<x>\nOutput: out1\nout2\nerr1\nerr2\nExit Code: 0"
+    );
+    assert_ne!(
+        streams_apart("out2\nout1\nerr1"),
+        streams_apart("out1\nout2\nerr1")
+    );
+    assert_eq!(streams_apart("no streams here"), "no streams here");
 }

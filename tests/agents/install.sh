@@ -41,5 +41,12 @@ for name in "${names[@]}"; do
       touch "$dir/.installed"
     fi
   ) 9>"$cache/$name.lock"
+  # The node it runs on must be one the package accepts (Gemini CLI wants >= 20; Debian 12's
+  # own nodejs is 18, nodesource's is newer).
+  wanted=$(node -p "(require('$dir/node_modules/$package/package.json').engines || {}).node || ''")
+  have=$(node -p 'process.versions.node')
+  if [[ "$wanted" =~ ^\>=\ *([0-9]+) ]] && [ "${have%%.*}" -lt "${BASH_REMATCH[1]}" ]; then
+    die "$package@$version needs node $wanted; this node is $have"
+  fi
   echo "$exe"
 done
