@@ -28,8 +28,11 @@ use common::{TestEnv, run_to_end, wait_until};
 use regex::Regex;
 use tether::journal::CommandRecord;
 
-/// The session every run with tether journals into.
-const SESSION: &str = "S";
+/// The session a run with tether journals into: its own name, since command cgroups are
+/// named for their session and tests running at once must not take each other's for theirs.
+fn session_of(agent: Agent) -> String {
+    format!("real-{}-{}", agent.name(), std::process::id())
+}
 
 /// How a step's command ends, as bash ends it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,13 +53,18 @@ const REQUEST_STEP: usize = 6;
 /// stderr, a background server and a later request to it, a large output, a runaway that the
 /// test stops from outside, and one more command after it. Paths are relative to the run's
 /// working directory, so that the command texts are the same in every run but the port.
-/// No `$(...)`: Gemini CLI refuses command substitution.
-fn script(http_port: u16) -> Vec<ScriptStep> {
+/// No `$(...)`: Gemini CLI refuses command substitution. Claude Code also starts a second
+/// server with its own `run_in_background`, and asks it too.
+fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
+    let Ports {
+        http: http_port,
+        background,
+    } = ports;
     let step = |command: &str, description: &str, ends| ScriptStep {
         step: Step::new(command, description),
         ends,
     };
-    vec![
+    let mut steps = vec![
         step("echo hello", "a short command", Ends::Code(0)),
         step("printf 'a\\nb\\nc\\n' | wc -l", "a pipeline", Ends::Code(0)),
         step("echo about to fail; exit 3", "a failure", Ends::Code(3)),
@@ -73,11 +81,8 @@ fn script(http_port: u16) -> Vec<ScriptStep> {
             Ends::Code(0),
         ),
         step("seq 1 200000", "a large output", Ends::Code(0)),
-        // Retries for 3 s: the server may still be binding; Codex has already ended it.
         step(
-            &format!(
-                "python3 -c \"import time, urllib.request as u\nfor _ in range(30):\n    try:\n        print(u.urlopen('http://127.0.0.1:{http_port}/').status); break\n    except OSError: time.sleep(0.1)\nelse: print('no answer')\""
-            ),
+            &request(http_port),
             "a request to the server",
             Ends::Code(0),
         ),
@@ -86,7 +91,50 @@ fn script(http_port: u16) -> Vec<ScriptStep> {
             ends: Ends::Signal(15),
         },
         step("echo after", "a command after the stop", Ends::Code(0)),
-    ]
+    ];
+    if agent == Agent::Claude {
+        steps.push(ScriptStep {
+            step: Step::new(
+                &format!(
+                    "echo $$ > background.pid; exec python3 -m http.server {background} --bind 127.0.0.1"
+                ),
+                "a server with run_in_background",
+            )
+            .in_background(),
+            // Stopped when the agent exits.
+            ends: Ends::Signal(15),
+        });
+        steps.push(step(
+            &request(background),
+            "a request to the run_in_background server",
+            Ends::Code(0),
+        ));
+    }
+    steps
+}
+
+/// A request to the server on `port`, retried for 3 s (the server may still be binding;
+/// under Codex it has already been ended): prints its status, or `no answer`.
+fn request(port: u16) -> String {
+    format!(
+        "python3 -c \"import time, urllib.request as u\nfor _ in range(30):\n    try:\n        print(u.urlopen('http://127.0.0.1:{port}/').status); break\n    except OSError: time.sleep(0.1)\nelse: print('no answer')\""
+    )
+}
+
+/// The ports of a run's two servers, chosen free for each run.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    http: u16,
+    background: u16,
+}
+
+impl Ports {
+    fn free() -> Ports {
+        Ports {
+            http: free_port(),
+            background: free_port(),
+        }
+    }
 }
 
 /// How the test stops the runaway from outside.
@@ -102,7 +150,8 @@ enum Stop {
 struct Run {
     label: &'static str,
     dir: PathBuf,
-    http_port: u16,
+    agent: Agent,
+    ports: Ports,
     results: Vec<ToolResult>,
     wall: Duration,
     status: std::process::ExitStatus,
@@ -126,8 +175,8 @@ fn run(
     let dir = env.path(label);
     let work = dir.join("work");
     fs::create_dir_all(&work).expect("create the run's working directory");
-    let http_port = free_port();
-    let steps: Vec<Step> = script(http_port).into_iter().map(|s| s.step).collect();
+    let ports = Ports::free();
+    let steps: Vec<Step> = script(agent, ports).into_iter().map(|s| s.step).collect();
     let server = ModelServer::start(env, agent, &dir, &steps, "All done.");
     let invocation = AgentInvocation::prepare(
         agent,
@@ -157,15 +206,13 @@ fn run(
                 .expect("SIGTERM the runaway's process group");
         }
         Stop::Tether => {
-            let id = running_command_with(env, "runaway.pid");
-            let out = run_to_end(
-                env,
-                env.tether(&["stop", &format!("{SESSION}/{id}")]),
-                "tether stop",
-            );
+            let session = session_of(agent);
+            let id = running_command_with(env, &session, "runaway.pid");
+            let target = format!("{session}/{id}");
+            let out = run_to_end(env, env.tether(&["stop", &target]), "tether stop");
             assert!(
                 out.status.success(),
-                "tether stop {SESSION}/{id}: {}",
+                "tether stop {target}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
         }
@@ -180,7 +227,8 @@ fn run(
     Run {
         label,
         dir,
-        http_port,
+        agent,
+        ports,
         results: server.tool_results(),
         wall,
         status,
@@ -216,10 +264,10 @@ fn sleeping_under(shell: i32) -> bool {
 }
 
 /// The `NN` of the session's command whose argv mentions `needle` and that has not ended.
-fn running_command_with(env: &TestEnv, needle: &str) -> String {
+fn running_command_with(env: &TestEnv, session: &str, needle: &str) -> String {
     let mut found = None;
     wait_until(env, &format!("a running command with `{needle}`"), || {
-        found = session_commands(env).into_iter().find(|dir| {
+        found = session_commands(env, session).into_iter().find(|dir| {
             !dir.join("result.json").exists()
                 && fs::read_to_string(dir.join("command.json")).is_ok_and(|t| t.contains(needle))
         });
@@ -231,10 +279,10 @@ fn running_command_with(env: &TestEnv, needle: &str) -> String {
     name.split('-').next().unwrap_or_default().to_string()
 }
 
-fn session_commands(env: &TestEnv) -> Vec<PathBuf> {
+fn session_commands(env: &TestEnv, session: &str) -> Vec<PathBuf> {
     command_dirs(&env.state_dir())
         .into_iter()
-        .filter(|dir| dir.parent().and_then(Path::file_name) == Some(SESSION.as_ref()))
+        .filter(|dir| dir.parent().and_then(Path::file_name) == Some(session.as_ref()))
         .collect()
 }
 
@@ -249,6 +297,9 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"Chunk ID: \w+", "Chunk ID: <id>"),
         (r"Wall time: [\d.]+ seconds", "Wall time: <t> seconds"),
         (r"session ID \d+", "session ID <id>"),
+        // Claude Code: a background task's id and its output file.
+        (r"with ID: \w+", "with ID: <id>"),
+        (r"written to: \S+", "written to: <file>"),
     ]
     .into_iter()
     .map(|(re, to)| (Regex::new(re).expect("a mask"), to))
@@ -273,7 +324,11 @@ fn mask(agent: Agent, run: &Run, text: &str) -> String {
     let mut text = text
         .replace(&dir, "<run>")
         .replace(&dashed, "<run>")
-        .replace(&format!("127.0.0.1:{}", run.http_port), "127.0.0.1:<port>");
+        .replace(&format!("127.0.0.1:{}", run.ports.http), "127.0.0.1:<port>")
+        .replace(
+            &format!("127.0.0.1:{}", run.ports.background),
+            "127.0.0.1:<port>",
+        );
     for (re, to) in MASKS.iter() {
         text = re.replace_all(&text, *to).into_owned();
     }
@@ -361,9 +416,9 @@ fn unquote(text: &str) -> String {
 /// the session, with its text and its exit status; any other command holds one of the texts
 /// in `own` (what the agent runs through its shell for itself). Returns a line per failure.
 fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
-    let steps = script(run.http_port);
+    let steps = script(run.agent, run.ports);
     let mut failures = Vec::new();
-    let records: Vec<CommandRecord> = session_commands(env)
+    let records: Vec<CommandRecord> = session_commands(env, &session_of(run.agent))
         .iter()
         .map(|dir| CommandRecord::load(dir))
         .collect();
@@ -448,6 +503,24 @@ fn check_server(env: &TestEnv, run: &Run, keeps_background: bool) -> Vec<String>
         }
         None => failures.push(format!("{}: no server.pid was written", run.label)),
     }
+    if run.agent == Agent::Claude {
+        let answer = run.results.last().map(|r| r.output.trim());
+        if answer != Some("200") {
+            failures.push(format!(
+                "the run_in_background server ({}) answered {answer:?}, not 200",
+                run.label
+            ));
+        }
+        match fs::read_to_string(run.dir.join("work/background.pid")) {
+            Ok(pid) => {
+                let pid: i32 = pid.trim().parse().expect("a pid");
+                wait_until(env, "the run_in_background server to be gone", || {
+                    is_gone(pid)
+                });
+            }
+            Err(err) => failures.push(format!("{}: no background.pid: {err}", run.label)),
+        }
+    }
     failures
 }
 
@@ -485,7 +558,8 @@ type Launch = fn(&TestEnv, &AgentInvocation) -> Command;
 
 /// `tether agent --session S -- AGENT ...`.
 fn under_tether_agent(env: &TestEnv, invocation: &AgentInvocation) -> Command {
-    let mut wrapper = env.tether(&["agent", "--session", SESSION, "--"]);
+    let session = session_of(invocation.agent);
+    let mut wrapper = env.tether(&["agent", "--session", &session, "--"]);
     wrapper.stdin(Stdio::null());
     invocation.wrapped(env, wrapper)
 }
@@ -496,7 +570,7 @@ fn through_codex_hook(env: &TestEnv, invocation: &AgentInvocation) -> Command {
         invocation,
         Path::new(common::BIN),
         &env.state_dir(),
-        SESSION,
+        &session_of(invocation.agent),
     )
     .bare(env);
     // As `env.tether` gives every tether it starts: a config directory of the test's own.
@@ -528,7 +602,7 @@ fn bare_and_with_tether(agent: Agent, launch: Launch, own: &[&str], keeps_backgr
         Stop::Tether,
     );
     report(agent, &[&bare, &tethered]);
-    let mut failures = compare(agent, &script(tethered.http_port), &bare, &tethered);
+    let mut failures = compare(agent, &script(agent, tethered.ports), &bare, &tethered);
     failures.extend(check_journal(&env, &tethered, own));
     failures.extend(check_server(&env, &tethered, keeps_background));
     end_leftovers(&tethered);

@@ -111,6 +111,8 @@ pub struct Step {
     pub description: String,
     /// Passed on as Claude Code's `timeout` and Codex's `yield_time_ms`.
     pub timeout_ms: Option<u64>,
+    /// Claude Code's `run_in_background`, Gemini CLI's `is_background`.
+    pub background: bool,
 }
 
 impl Step {
@@ -119,7 +121,13 @@ impl Step {
             command: command.to_string(),
             description: description.to_string(),
             timeout_ms: None,
+            background: false,
         }
+    }
+
+    pub fn in_background(mut self) -> Step {
+        self.background = true;
+        self
     }
 
     pub fn timeout_ms(mut self, ms: u64) -> Step {
@@ -158,6 +166,9 @@ impl ModelServer {
                 let mut step = json!({"command": s.command, "description": s.description});
                 if let Some(ms) = s.timeout_ms {
                     step["timeout_ms"] = json!(ms);
+                }
+                if s.background {
+                    step["background"] = json!(true);
                 }
                 step
             }).collect::<Vec<_>>(),
