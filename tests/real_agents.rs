@@ -22,11 +22,12 @@ use common::agents::{
     Agent, AgentInvocation, ModelServer, Step, ToolResult, free_port, pid_written_by, wait_agent,
     with_codex_tether_hook,
 };
-use common::journal::command_dirs;
+use common::journal::{command_dirs, leftovers_stopped};
 use common::procs::is_gone;
 use common::{TestEnv, run_to_end, wait_until};
 use regex::Regex;
 use tether::journal::CommandRecord;
+use tether::protocol::LeftoversEnd;
 
 /// The session a run with tether journals into: its own name, since command cgroups are
 /// named for their session and tests running at once must not take each other's for theirs.
@@ -553,6 +554,40 @@ fn report(agent: Agent, runs: &[&Run]) {
     }
 }
 
+/// What differs between the agents, as measured.
+struct Expect {
+    /// Texts of the commands the agent runs through its shell for itself.
+    own: &'static [&'static str],
+    /// Whether a server a command starts with `&` outlives that command.
+    keeps_background: bool,
+    /// Why that server was stopped, when tether kept it.
+    leftovers_end: Option<LeftoversEnd>,
+}
+
+/// The `&` server's command was kept with its server, and its custody ended for `expected`.
+fn check_leftovers_end(env: &TestEnv, run: &Run, expected: Option<LeftoversEnd>) -> Vec<String> {
+    let Some(expected) = expected else {
+        return Vec::new();
+    };
+    let server = format!("http.server {} ", run.ports.http);
+    let record = session_commands(env, &session_of(run.agent))
+        .iter()
+        .map(|dir| CommandRecord::load(dir))
+        .find(|r| {
+            r.request
+                .as_ref()
+                .is_some_and(|q| q.command.argv().join(" ").contains(&server))
+        });
+    let reason = record.and_then(|r| leftovers_stopped(&r.events).map(|(reason, _)| reason));
+    if reason == Some(expected) {
+        Vec::new()
+    } else {
+        vec![format!(
+            "the `&` server's command: leftovers stopped for {reason:?}, not {expected:?}"
+        )]
+    }
+}
+
 /// How a run with tether starts the agent from its prepared invocation.
 type Launch = fn(&TestEnv, &AgentInvocation) -> Command;
 
@@ -579,9 +614,7 @@ fn through_codex_hook(env: &TestEnv, invocation: &AgentInvocation) -> Command {
 }
 
 /// The whole comparison for one agent: bare, then started by `launch` with tether.
-/// `own` names what the agent runs through its shell for itself; `keeps_background` says
-/// whether a server a command starts with `&` outlives that command.
-fn bare_and_with_tether(agent: Agent, launch: Launch, own: &[&str], keeps_background: bool) {
+fn bare_and_with_tether(agent: Agent, launch: Launch, expect: Expect) {
     let env = TestEnv::new(&format!("real_{}", agent.name()));
     let exe = agent.install();
     let bare = run(
@@ -603,8 +636,9 @@ fn bare_and_with_tether(agent: Agent, launch: Launch, own: &[&str], keeps_backgr
     );
     report(agent, &[&bare, &tethered]);
     let mut failures = compare(agent, &script(agent, tethered.ports), &bare, &tethered);
-    failures.extend(check_journal(&env, &tethered, own));
-    failures.extend(check_server(&env, &tethered, keeps_background));
+    failures.extend(check_journal(&env, &tethered, expect.own));
+    failures.extend(check_server(&env, &tethered, expect.keeps_background));
+    failures.extend(check_leftovers_end(&env, &tethered, expect.leftovers_end));
     end_leftovers(&tethered);
     env.finish();
     assert!(
@@ -623,14 +657,26 @@ fn claude_code_sees_under_tether_what_it_sees_bare() {
     bare_and_with_tether(
         Agent::Claude,
         under_tether_agent,
-        &["bash -c env", "SNAPSHOT_FILE="],
-        true,
+        Expect {
+            own: &["bash -c env", "SNAPSHOT_FILE="],
+            keeps_background: true,
+            leftovers_end: Some(LeftoversEnd::SessionOwnerExited),
+        },
     );
 }
 
 #[test]
 fn gemini_cli_sees_under_tether_what_it_sees_bare() {
-    bare_and_with_tether(Agent::Gemini, under_tether_agent, &[], true);
+    // It relaunches itself: the child that runs the shells is their caller, and goes first.
+    bare_and_with_tether(
+        Agent::Gemini,
+        under_tether_agent,
+        Expect {
+            own: &[],
+            keeps_background: true,
+            leftovers_end: Some(LeftoversEnd::CallerExited),
+        },
+    );
 }
 
 /// Codex ends a command's process group when the command returns, so its background server
@@ -638,7 +684,15 @@ fn gemini_cli_sees_under_tether_what_it_sees_bare() {
 /// a launch that is `under_tether_agent`.
 #[test]
 fn codex_through_its_hook_sees_what_it_sees_bare() {
-    bare_and_with_tether(Agent::Codex, through_codex_hook, &[], false);
+    bare_and_with_tether(
+        Agent::Codex,
+        through_codex_hook,
+        Expect {
+            own: &[],
+            keeps_background: false,
+            leftovers_end: None,
+        },
+    );
 }
 
 #[test]
