@@ -537,7 +537,42 @@ fn end_leftovers(run: &Run) {
     }
 }
 
+/// Prints each run's wall time and, for the run with tether, a transcript: each tool call's
+/// command and the first lines of what the agent sent back (shown with `--nocapture`, or
+/// when the test fails).
 fn report(agent: Agent, runs: &[&Run]) {
+    if let Some(run) = runs.last() {
+        eprintln!(
+            "{} {} transcript ({}):",
+            agent.name(),
+            agent.version(),
+            run.label
+        );
+        for (step, result) in script(agent, run.ports).iter().zip(&run.results) {
+            let command = step.step.command.lines().next().unwrap_or_default();
+            eprintln!("  -> {command}");
+            let masked = mask(agent, run, &result.output);
+            // The agents' fixed framing says nothing here.
+            let framing = [
+                "Chunk ID",
+                "Wall time",
+                "Original token count",
+                "Process Group PGID",
+                "<untrusted_context>",
+                "</untrusted_context>",
+            ];
+            let lines: Vec<&str> = masked
+                .lines()
+                .filter(|line| !framing.iter().any(|f| line.starts_with(f)))
+                .collect();
+            for line in lines.iter().take(4) {
+                eprintln!("  <- {}", clip(line));
+            }
+            if lines.len() > 4 {
+                eprintln!("  <- …[{} more lines]", lines.len() - 4);
+            }
+        }
+    }
     for run in runs {
         eprintln!(
             "{} {} {}: {:.1} s wall, {}, background server outlived the agent: {}",

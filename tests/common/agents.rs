@@ -266,7 +266,14 @@ impl AgentInvocation {
     ) -> AgentInvocation {
         let home = dir.join("home");
         fs::create_dir_all(&home).expect("create the agent's home");
-        let mut env: Vec<(OsString, OsString)> = vec![("HOME".into(), home.clone().into())];
+        // Temporary files too stay in the run's directory (Claude Code keeps a directory
+        // per working directory under $TMPDIR/claude-UID and leaves it there).
+        let tmp = dir.join("tmp");
+        fs::create_dir_all(&tmp).expect("create the agent's TMPDIR");
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("HOME".into(), home.clone().into()),
+            ("TMPDIR".into(), tmp.into()),
+        ];
         let mut set = |key: &str, value: &str| env.push((key.into(), value.into()));
         let args: Vec<&str> = match agent {
             Agent::Claude => {
