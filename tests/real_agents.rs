@@ -2,7 +2,7 @@
 //! `tests/agents/pins`, installed from npm by `tests/agents/install.sh`) each run one script of
 //! tool calls against a scripted model server, once bare and once with tether in between, and
 //! what the agent sent back to the model for each tool call must be the same, in order, after
-//! [`mask`]. With tether, the journal must hold one command per tool call with its text and
+//! masking what may differ (`common::agents::mask`). With tether, the journal must hold one command per tool call with its text and
 //! exit status, a server started in the background must answer a later command and be gone
 //! when the agent has exited, and a runaway stopped from outside must reach the agent as a
 //! death by SIGTERM, as bash gives it.
@@ -10,23 +10,25 @@
 //! A failing comparison or check does not stop the others: each test reports every step that
 //! differs, then fails.
 
+#[path = "real_agents/checks.rs"]
+mod checks;
 mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-use common::agents::{
-    Agent, AgentInvocation, ModelServer, Step, ToolResult, free_port, pid_written_by, wait_agent,
-    with_codex_tether_hook,
+use checks::{
+    Expect, check_journal, check_leftovers_end, check_server, compare, end_leftovers, report,
 };
-use common::journal::{command_dirs, leftovers_stopped};
+use common::agents::mask::{mask, streams_apart};
+use common::agents::model_server::{ModelServer, Step, ToolResult};
+use common::agents::offline::{AgentInvocation, with_codex_tether_hook};
+use common::agents::{Agent, free_port, pid_written_by, wait_agent};
+use common::journal::command_dirs;
 use common::procs::is_gone;
 use common::{TestEnv, run_to_end, wait_until};
-use regex::Regex;
-use tether::journal::CommandRecord;
 use tether::protocol::LeftoversEnd;
 
 /// The session a run with tether journals into: its own name, since command cgroups are
@@ -264,6 +266,18 @@ fn sleeping_under(shell: i32) -> bool {
         })
 }
 
+impl Run {
+    /// `text` from this run with what differs between runs masked ([`mask`]).
+    fn mask(&self, text: &str) -> String {
+        mask(
+            self.agent,
+            &self.dir,
+            &[self.ports.http, self.ports.background],
+            text,
+        )
+    }
+}
+
 /// The `NN` of the session's command whose argv mentions `needle` and that has not ended.
 fn running_command_with(env: &TestEnv, session: &str, needle: &str) -> String {
     let mut found = None;
@@ -285,342 +299,6 @@ fn session_commands(env: &TestEnv, session: &str) -> Vec<PathBuf> {
         .into_iter()
         .filter(|dir| dir.parent().and_then(Path::file_name) == Some(session.as_ref()))
         .collect()
-}
-
-static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    [
-        // Where an agent saved a large output (Claude Code, Gemini CLI): a fresh file each run.
-        (r"(saved to|full output see): \S+", "$1: <file>"),
-        // Gemini CLI: the process group and background pids of each call.
-        (r"Process Group PGID: \d+", "Process Group PGID: <pgid>"),
-        (r"Background PIDs: [\d, ]+", "Background PIDs: <pids>"),
-        // Codex: a random id and the wall time of each result, the id of a running process.
-        (r"Chunk ID: \w+", "Chunk ID: <id>"),
-        (r"Wall time: [\d.]+ seconds", "Wall time: <t> seconds"),
-        (r"session ID \d+", "session ID <id>"),
-        // Claude Code: a background task's id and its output file.
-        (r"with ID: \w+", "with ID: <id>"),
-        (r"written to: \S+", "written to: <file>"),
-    ]
-    .into_iter()
-    .map(|(re, to)| (Regex::new(re).expect("a mask"), to))
-    .collect()
-});
-
-/// What legitimately differs between two runs of the same script, made equal; everything
-/// else an agent sent back must match byte for byte:
-/// - the run's own directory (its HOME and working directory), also in the dashed form
-///   Claude Code gives its project directories;
-/// - the port of the script's HTTP server, chosen free for each run;
-/// - pids, process groups, and the ids, file names and times an agent makes up per call
-///   ([`MASKS`]);
-/// - for an agent that reads a command's stdout and stderr on two pipes (Codex; Gemini CLI
-///   with `-p`), how the lines of the two interleave, which bash does not fix either (Codex's
-///   bare runs differ from each other): there, each stream's lines keep their order
-///   ([`streams_apart`]). Claude Code gives one file for both, and its order is compared as
-///   it is.
-fn mask(agent: Agent, run: &Run, text: &str) -> String {
-    let dir = run.dir.to_string_lossy().into_owned();
-    let dashed = dir.replace(['/', '.'], "-");
-    let mut text = text
-        .replace(&dir, "<run>")
-        .replace(&dashed, "<run>")
-        .replace(&format!("127.0.0.1:{}", run.ports.http), "127.0.0.1:<port>")
-        .replace(
-            &format!("127.0.0.1:{}", run.ports.background),
-            "127.0.0.1:<port>",
-        );
-    for (re, to) in MASKS.iter() {
-        text = re.replace_all(&text, *to).into_owned();
-    }
-    if agent != Agent::Claude {
-        text = streams_apart(&text);
-    }
-    text
-}
-
-/// The interleaved step's lines (`outN`, `errN`, maybe behind the agent's own prefix such
-/// as `Output: `) rebuilt as all of stdout's, then all of stderr's, each in its own order, where
-/// the first of them was.
-fn streams_apart(text: &str) -> String {
-    static LINE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^(.*?)((out|err)\d+)$").expect("a regex"));
-    let mut first = None;
-    let (mut out, mut err, mut rest) = (Vec::new(), Vec::new(), Vec::new());
-    for line in text.split('\n') {
-        match LINE.captures(line) {
-            Some(c) => {
-                if first.is_none() {
-                    first = Some((rest.len(), c[1].to_string()));
-                }
-                let which = if &c[3] == "out" { &mut out } else { &mut err };
-                which.push(c[2].to_string());
-            }
-            None => rest.push(line.to_string()),
-        }
-    }
-    let Some((at, prefix)) = first else {
-        return text.to_string();
-    };
-    let mut streams: Vec<String> = out.into_iter().chain(err).collect();
-    streams[0] = format!("{prefix}{}", streams[0]);
-    rest.splice(at..at, streams);
-    rest.join("\n")
-}
-
-/// Compares the two runs' tool results step by step; returns a line per difference.
-fn compare(agent: Agent, steps: &[ScriptStep], bare: &Run, other: &Run) -> Vec<String> {
-    let mut failures = Vec::new();
-    if bare.results.len() != steps.len() || other.results.len() != steps.len() {
-        failures.push(format!(
-            "tool results: {} bare, {} {}, for {} steps",
-            bare.results.len(),
-            other.results.len(),
-            other.label,
-            steps.len()
-        ));
-    }
-    for (i, (a, b)) in bare.results.iter().zip(&other.results).enumerate() {
-        let (masked_a, masked_b) = (mask(agent, bare, &a.output), mask(agent, other, &b.output));
-        if masked_a != masked_b || a.error != b.error {
-            failures.push(format!(
-                "step {i} ({}): bare sent {:?} (error {:?}), {} sent {:?} (error {:?})",
-                steps[i].step.description,
-                clip(&masked_a),
-                a.error,
-                other.label,
-                clip(&masked_b),
-                b.error
-            ));
-        }
-    }
-    failures
-}
-
-fn clip(text: &str) -> String {
-    if text.len() <= 600 {
-        return text.to_string();
-    }
-    let mut end = 600;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…[{} more bytes]", &text[..end], text.len() - end)
-}
-
-/// Undoes the quoting an agent's wrapper puts around a command (Claude Code's `eval '…'`).
-fn unquote(text: &str) -> String {
-    text.replace("'\\''", "'").replace("'\"'\"'", "'")
-}
-
-/// The journal checks of a run with tether: every tool call is one journaled command of
-/// the session, with its text and its exit status; any other command holds one of the texts
-/// in `own` (what the agent runs through its shell for itself). Returns a line per failure.
-fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
-    let steps = script(run.agent, run.ports);
-    let mut failures = Vec::new();
-    let records: Vec<CommandRecord> = session_commands(env, &session_of(run.agent))
-        .iter()
-        .map(|dir| CommandRecord::load(dir))
-        .collect();
-    let text_of = |record: &CommandRecord| {
-        record
-            .request
-            .as_ref()
-            .map(|r| unquote(&r.command.argv().join(" ")))
-            .unwrap_or_default()
-    };
-    for (i, step) in steps.iter().enumerate() {
-        let matching: Vec<&CommandRecord> = records
-            .iter()
-            .filter(|r| text_of(r).contains(&step.step.command))
-            .filter(|r| !is_agent(r))
-            .collect();
-        let [record] = matching.as_slice() else {
-            failures.push(format!(
-                "step {i} ({}): {} journaled commands hold its text, not one: {:?}",
-                step.step.description,
-                matching.len(),
-                matching.iter().map(|r| &r.id).collect::<Vec<_>>()
-            ));
-            continue;
-        };
-        let exit = record.result.as_ref().and_then(|r| r.exit);
-        let ended = exit.and_then(|e| match (e.code, e.signal) {
-            (_, Some(signal)) => Some(Ends::Signal(signal)),
-            (Some(code), None) => Some(Ends::Code(code)),
-            _ => None,
-        });
-        if ended != Some(step.ends) {
-            failures.push(format!(
-                "step {i} ({}): journaled {} ended {ended:?}, bash ends it {:?}",
-                step.step.description, record.id, step.ends
-            ));
-        }
-    }
-    for record in &records {
-        let text = text_of(record);
-        let is_step = steps.iter().any(|s| text.contains(&s.step.command));
-        let is_own = own.iter().any(|o| text.contains(o));
-        if !is_step && !is_own && !is_agent(record) {
-            failures.push(format!(
-                "journaled {} is no tool call and not one of the agent's own ({own:?}): {}",
-                record.id,
-                clip(&text)
-            ));
-        }
-    }
-    failures
-}
-
-/// The agent's own command, under `tether agent`.
-fn is_agent(record: &CommandRecord) -> bool {
-    record
-        .request
-        .as_ref()
-        .is_some_and(|r| r.command.argv().iter().any(|a| a == "session-owner"))
-}
-
-/// The checks of a run with tether beyond the journal: the background server answered the
-/// later request and is gone now that the agent has exited.
-fn check_server(env: &TestEnv, run: &Run, keeps_background: bool) -> Vec<String> {
-    let mut failures = Vec::new();
-    let answer = run.results.get(REQUEST_STEP).map(|r| r.output.as_str());
-    let expected = if keeps_background { "200" } else { "no answer" };
-    // The line the command printed, in whatever the agent wraps it (`Output: 200`).
-    let answered = answer.is_some_and(|text| {
-        text.lines()
-            .any(|line| line.trim_start_matches("Output: ").trim() == expected)
-    });
-    if !answered {
-        failures.push(format!(
-            "the request to the background server ({}) read {answer:?}, not {expected}",
-            run.label
-        ));
-    }
-    match run.server_pid {
-        Some(pid) => {
-            wait_until(env, "the background server to be gone", || is_gone(pid));
-        }
-        None => failures.push(format!("{}: no server.pid was written", run.label)),
-    }
-    if run.agent == Agent::Claude {
-        let answer = run.results.last().map(|r| r.output.trim());
-        if answer != Some("200") {
-            failures.push(format!(
-                "the run_in_background server ({}) answered {answer:?}, not 200",
-                run.label
-            ));
-        }
-        match fs::read_to_string(run.dir.join("work/background.pid")) {
-            Ok(pid) => {
-                let pid: i32 = pid.trim().parse().expect("a pid");
-                wait_until(env, "the run_in_background server to be gone", || {
-                    is_gone(pid)
-                });
-            }
-            Err(err) => failures.push(format!("{}: no background.pid: {err}", run.label)),
-        }
-    }
-    failures
-}
-
-/// Ends what a bare run left running (the agent does not), by pid: the test started it.
-fn end_leftovers(run: &Run) {
-    if let Some(pid) = run.server_pid
-        && !is_gone(pid)
-    {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-}
-
-/// Prints each run's wall time and, for the run with tether, a transcript: each tool call's
-/// command and the first lines of what the agent sent back (shown with `--nocapture`, or
-/// when the test fails).
-fn report(agent: Agent, runs: &[&Run]) {
-    if let Some(run) = runs.last() {
-        eprintln!(
-            "{} {} transcript ({}):",
-            agent.name(),
-            agent.version(),
-            run.label
-        );
-        for (step, result) in script(agent, run.ports).iter().zip(&run.results) {
-            let command = step.step.command.lines().next().unwrap_or_default();
-            eprintln!("  -> {command}");
-            let masked = mask(agent, run, &result.output);
-            // The agents' fixed framing says nothing here.
-            let framing = [
-                "Chunk ID",
-                "Wall time",
-                "Original token count",
-                "Process Group PGID",
-                "<untrusted_context>",
-                "</untrusted_context>",
-            ];
-            let lines: Vec<&str> = masked
-                .lines()
-                .filter(|line| !framing.iter().any(|f| line.starts_with(f)))
-                .collect();
-            for line in lines.iter().take(4) {
-                eprintln!("  <- {}", clip(line));
-            }
-            if lines.len() > 4 {
-                eprintln!("  <- …[{} more lines]", lines.len() - 4);
-            }
-        }
-    }
-    for run in runs {
-        eprintln!(
-            "{} {} {}: {:.1} s wall, {}, background server outlived the agent: {}",
-            agent.name(),
-            agent.version(),
-            run.label,
-            run.wall.as_secs_f64(),
-            run.status,
-            run.server_outlived_agent
-        );
-        if !run.status.success() {
-            eprintln!("  its stderr: {}", clip(&run.stderr));
-        }
-    }
-}
-
-/// What differs between the agents, as measured.
-struct Expect {
-    /// Texts of the commands the agent runs through its shell for itself.
-    own: &'static [&'static str],
-    /// Whether a server a command starts with `&` outlives that command.
-    keeps_background: bool,
-    /// Why that server was stopped, when tether kept it.
-    leftovers_end: Option<LeftoversEnd>,
-}
-
-/// The `&` server's command was kept with its server, and its custody ended for `expected`.
-fn check_leftovers_end(env: &TestEnv, run: &Run, expected: Option<LeftoversEnd>) -> Vec<String> {
-    let Some(expected) = expected else {
-        return Vec::new();
-    };
-    let server = format!("http.server {} ", run.ports.http);
-    let record = session_commands(env, &session_of(run.agent))
-        .iter()
-        .map(|dir| CommandRecord::load(dir))
-        .find(|r| {
-            r.request
-                .as_ref()
-                .is_some_and(|q| q.command.argv().join(" ").contains(&server))
-        });
-    let reason = record.and_then(|r| leftovers_stopped(&r.events).map(|(reason, _)| reason));
-    if reason == Some(expected) {
-        Vec::new()
-    } else {
-        vec![format!(
-            "the `&` server's command: leftovers stopped for {reason:?}, not {expected:?}"
-        )]
-    }
 }
 
 /// How a run with tether starts the agent from its prepared invocation.
@@ -670,7 +348,7 @@ fn bare_and_with_tether(agent: Agent, launch: Launch, expect: Expect) {
         Stop::Tether,
     );
     report(agent, &[&bare, &tethered]);
-    let mut failures = compare(agent, &script(agent, tethered.ports), &bare, &tethered);
+    let mut failures = compare(&script(agent, tethered.ports), &bare, &tethered);
     failures.extend(check_journal(&env, &tethered, expect.own));
     failures.extend(check_server(&env, &tethered, expect.keeps_background));
     failures.extend(check_leftovers_end(&env, &tethered, expect.leftovers_end));
