@@ -1,11 +1,11 @@
 //! The real agents, end to end: Claude Code, Gemini CLI and Codex (pinned in
 //! `tests/agents/pins`, installed from npm by `tests/agents/install.sh`) each run one script of
 //! tool calls against a scripted model server, once bare and once with tether in between, and
-//! what the agent sent back to the model for each tool call must be the same, in order, after
-//! masking what may differ (`common::agents::mask`). With tether, the journal must hold one command per tool call with its text and
-//! exit status, a server started in the background must answer a later command and be gone
-//! when the agent has exited, and a runaway stopped from outside must reach the agent as a
-//! death by SIGTERM, as bash gives it.
+//! what the agent sent back to the model for each tool call must be the same, in order, once
+//! what may differ between runs is masked (`common::agents::mask`). With tether, the journal
+//! must hold one command per tool call with its text and exit status, a server started in the
+//! background must answer a later command and be gone when the agent has exited, and a
+//! runaway stopped from outside must reach the agent as a death by SIGTERM, as bash gives it.
 //!
 //! A failing comparison or check does not stop the others: each test reports every step that
 //! differs, then fails.
@@ -158,14 +158,13 @@ struct Run {
     results: Vec<ToolResult>,
     wall: Duration,
     status: std::process::ExitStatus,
-    /// The background server's pid, and whether it outlived the agent.
+    /// The `&` server's pid, and whether it outlived the agent.
     server_pid: Option<i32>,
     server_outlived_agent: bool,
     stderr: String,
 }
 
 /// Runs `agent` (at `exe`) through the script in `env.path(label)`, started by `launch` from
-/// its prepared invocation, the runaway stopped by `stop`.
 /// its prepared invocation, the runaway stopped by `stop`.
 fn run(
     env: &TestEnv,
