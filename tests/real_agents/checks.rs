@@ -27,24 +27,47 @@ pub fn compare(steps: &[ScriptStep], bare: &Run, other: &Run) -> Vec<String> {
         let (masked_a, masked_b) = (bare.mask(&a.output), other.mask(&b.output));
         if masked_a != masked_b || a.error != b.error {
             failures.push(format!(
-                "step {i} ({}): bare sent {:?} (error {:?}), {} sent {:?} (error {:?})",
+                "step {i} ({}): bare sent {:?} (error {:?}), {} sent {:?} (error {:?}){}",
                 steps[i].step.description,
                 clip(&masked_a),
                 a.error,
                 other.label,
                 clip(&masked_b),
-                b.error
+                b.error,
+                first_difference(&masked_a, &masked_b)
             ));
         }
     }
     failures
 }
 
+/// Where two texts first differ, by line, when that is past what [`clip`] shows.
+fn first_difference(a: &str, b: &str) -> String {
+    let (mut lines_a, mut lines_b) = (a.lines(), b.lines());
+    for n in 1.. {
+        let (line_a, line_b) = (lines_a.next(), lines_b.next());
+        if line_a != line_b {
+            return if a.len().min(b.len()) > CLIP {
+                format!("; first differing line {n}: {line_a:?} against {line_b:?}")
+            } else {
+                String::new()
+            };
+        }
+        if line_a.is_none() {
+            break;
+        }
+    }
+    String::new()
+}
+
+/// How much of a text a failure message shows.
+const CLIP: usize = 600;
+
 pub fn clip(text: &str) -> String {
-    if text.len() <= 600 {
+    if text.len() <= CLIP {
         return text.to_string();
     }
-    let mut end = 600;
+    let mut end = CLIP;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
