@@ -22,19 +22,21 @@ use std::time::{Duration, Instant};
 use checks::{
     Expect, check_journal, check_leftovers_end, check_server, compare, end_leftovers, report,
 };
-use common::agents::mask::{mask, streams_apart};
+use common::agents::mask::{Reading, mask, streams_apart};
 use common::agents::model_server::{ModelServer, Step, ToolResult};
-use common::agents::offline::{AgentInvocation, with_codex_tether_hook};
-use common::agents::{Agent, free_port, pid_written_by, wait_agent};
+use common::agents::offline::{AgentInvocation, Interaction, with_codex_tether_hook};
+use common::agents::running::RunningAgent;
+use common::agents::{AGENT_DEADLINE, Agent, free_port};
 use common::journal::command_dirs;
 use common::procs::is_gone;
 use common::{TestEnv, run_to_end, wait_until};
 use tether::protocol::LeftoversEnd;
 
-/// The session a run with tether journals into: its own name, since command cgroups are
-/// named for their session and tests running at once must not take each other's for theirs.
-fn session_of(agent: Agent) -> String {
-    format!("real-{}-{}", agent.name(), std::process::id())
+/// The session a run with tether journals into: the test's own name, since command cgroups
+/// are named for their session and tests running at once must not take each other's for
+/// theirs.
+fn session_of(env: &TestEnv) -> String {
+    format!("real-{}", env.tag)
 }
 
 /// How a step's command ends, as bash ends it.
@@ -47,6 +49,8 @@ enum Ends {
 struct ScriptStep {
     step: Step,
     ends: Ends,
+    /// Whether the command prints anything.
+    prints: bool,
 }
 
 /// The request to the background server, by index in [`script`].
@@ -66,6 +70,11 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
     let step = |command: &str, description: &str, ends| ScriptStep {
         step: Step::new(command, description),
         ends,
+        prints: true,
+    };
+    let quiet = |command: &str, description: &str, ends| ScriptStep {
+        prints: false,
+        ..step(command, description, ends)
     };
     let mut steps = vec![
         step("echo hello", "a short command", Ends::Code(0)),
@@ -76,7 +85,7 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
             "stdout and stderr interleaved",
             Ends::Code(0),
         ),
-        step(
+        quiet(
             &format!(
                 "python3 -m http.server {http_port} --bind 127.0.0.1 > server.log 2>&1 & echo $! > server.pid"
             ),
@@ -92,6 +101,7 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
         ScriptStep {
             step: Step::new("echo $$ > runaway.pid; sleep 300", "a runaway").timeout_ms(120_000),
             ends: Ends::Signal(15),
+            prints: false,
         },
         step("echo after", "a command after the stop", Ends::Code(0)),
     ];
@@ -106,6 +116,7 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
             .in_background(),
             // Stopped when the agent exits.
             ends: Ends::Signal(15),
+            prints: false,
         });
         steps.push(step(
             &request(background),
@@ -154,23 +165,27 @@ struct Run {
     label: &'static str,
     dir: PathBuf,
     agent: Agent,
+    interaction: Interaction,
     ports: Ports,
     results: Vec<ToolResult>,
     wall: Duration,
-    status: std::process::ExitStatus,
+    /// How the agent ended (`exit status: 0`).
+    end: String,
     /// The `&` server's pid, and whether it outlived the agent.
     server_pid: Option<i32>,
     server_outlived_agent: bool,
+    /// Its stderr, or its last screen when it ran in a terminal.
     stderr: String,
 }
 
 /// Runs `agent` (at `exe`) through the script in `env.path(label)`, started by `launch` from
-/// its prepared invocation, the runaway stopped by `stop`.
+/// its prepared invocation, with or without a terminal, the runaway stopped by `stop`.
 fn run(
     env: &TestEnv,
     agent: Agent,
     exe: &Path,
     label: &'static str,
+    interaction: Interaction,
     launch: impl FnOnce(&AgentInvocation) -> Command,
     stop: Stop,
 ) -> Run {
@@ -187,18 +202,25 @@ fn run(
         &work,
         server.port,
         "Run the commands you are given.",
+        interaction,
     );
     let mut command = launch(&invocation);
     let stderr_path = dir.join("agent.stderr");
-    command
-        .stdout(fs::File::create(dir.join("agent.stdout")).expect("stdout file"))
-        .stderr(fs::File::create(&stderr_path).expect("stderr file"));
     let started = Instant::now();
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|err| panic!("cannot start {} ({label}): {err}", agent.name()));
+    let what = format!("{} ({label})", agent.name());
+    let mut running = match interaction {
+        Interaction::Print => {
+            command
+                .stdout(fs::File::create(dir.join("agent.stdout")).expect("stdout file"))
+                .stderr(fs::File::create(&stderr_path).expect("stderr file"));
+            RunningAgent::spawn(command, &what)
+        }
+        Interaction::Terminal => {
+            RunningAgent::in_terminal(env, &command, &dir.join("agent.status"))
+        }
+    };
 
-    let runaway = pid_written_by(env, &mut child, &work.join("runaway.pid"));
+    let runaway = running.pid_written(env, &work.join("runaway.pid"));
     wait_until(env, "the runaway's sleep", || sleeping_under(runaway));
     match stop {
         Stop::ProcessGroup => {
@@ -208,7 +230,7 @@ fn run(
                 .expect("SIGTERM the runaway's process group");
         }
         Stop::Tether => {
-            let session = session_of(agent);
+            let session = session_of(env);
             let id = running_command_with(env, &session, "runaway.pid");
             let target = format!("{session}/{id}");
             let out = run_to_end(env, env.tether(&["stop", &target]), "tether stop");
@@ -219,24 +241,56 @@ fn run(
             );
         }
     }
-    let status = wait_agent(env, &mut child, &format!("{} ({label})", agent.name()));
+    if interaction == Interaction::Terminal {
+        // Interactive, it waits for more once it has given its final answer.
+        wait_until_agent(env, &mut running, "the final answer", || {
+            server.answered_final()
+        });
+        running.quit_with(env, "/quit");
+    }
+    let end = running.wait(env, &what);
     let wall = started.elapsed();
     let server_pid = fs::read_to_string(work.join("server.pid"))
         .ok()
         .and_then(|t| t.trim().parse().ok());
     let server_outlived_agent = server_pid.is_some_and(|pid| !is_gone(pid));
-    let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
+    let stderr = match interaction {
+        Interaction::Print => fs::read_to_string(&stderr_path).unwrap_or_default(),
+        Interaction::Terminal => running.screen(env),
+    };
     Run {
         label,
         dir,
         agent,
+        interaction,
         ports,
         results: server.tool_results(),
         wall,
-        status,
+        end,
         server_pid,
         server_outlived_agent,
         stderr,
+    }
+}
+
+/// Waits until `done`, while the agent runs, within [`AGENT_DEADLINE`].
+fn wait_until_agent(
+    env: &TestEnv,
+    running: &mut RunningAgent,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+) {
+    let started = Instant::now();
+    while !done() {
+        if let Some(end) = running.ended() {
+            panic!("the agent ended ({end}) before {what}");
+        }
+        if started.elapsed() > AGENT_DEADLINE {
+            let screen = running.screen(env);
+            let killed = common::procs::kill_tagged(&env.tag);
+            panic!("no {what} within {AGENT_DEADLINE:?}; killed {killed:?}\n{screen}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -268,8 +322,15 @@ fn sleeping_under(shell: i32) -> bool {
 impl Run {
     /// `text` from this run with what differs between runs masked ([`mask`]).
     fn mask(&self, text: &str) -> String {
+        // Claude Code gives a command one file for stdout and stderr, Gemini CLI in a
+        // terminal one pseudo-terminal; Codex, and Gemini CLI with `-p`, two pipes.
+        let in_terminal = self.interaction == Interaction::Terminal;
+        let reading = Reading {
+            two_pipes: self.agent == Agent::Codex || (self.agent == Agent::Gemini && !in_terminal),
+            through_terminal_emulator: self.agent == Agent::Gemini && in_terminal,
+        };
         mask(
-            self.agent,
+            reading,
             &self.dir,
             &[self.ports.http, self.ports.background],
             text,
@@ -305,7 +366,7 @@ type Launch = fn(&TestEnv, &AgentInvocation) -> Command;
 
 /// `tether agent --session S -- AGENT ...`.
 fn under_tether_agent(env: &TestEnv, invocation: &AgentInvocation) -> Command {
-    let session = session_of(invocation.agent);
+    let session = session_of(env);
     let mut wrapper = env.tether(&["agent", "--session", &session, "--"]);
     wrapper.stdin(Stdio::null());
     invocation.wrapped(env, wrapper)
@@ -317,7 +378,7 @@ fn through_codex_hook(env: &TestEnv, invocation: &AgentInvocation) -> Command {
         invocation,
         Path::new(common::BIN),
         &env.state_dir(),
-        &session_of(invocation.agent),
+        &session_of(env),
     )
     .bare(env);
     // As `env.tether` gives every tether it starts: a config directory of the test's own.
@@ -326,7 +387,7 @@ fn through_codex_hook(env: &TestEnv, invocation: &AgentInvocation) -> Command {
 }
 
 /// The whole comparison for one agent: bare, then started by `launch` with tether.
-fn bare_and_with_tether(agent: Agent, launch: Launch, expect: Expect) {
+fn bare_and_with_tether(agent: Agent, interaction: Interaction, launch: Launch, expect: Expect) {
     let env = TestEnv::new(&format!("real_{}", agent.name()));
     let exe = agent.install();
     let bare = run(
@@ -334,6 +395,7 @@ fn bare_and_with_tether(agent: Agent, launch: Launch, expect: Expect) {
         agent,
         &exe,
         "bare",
+        interaction,
         |i| i.bare(&env),
         Stop::ProcessGroup,
     );
@@ -343,6 +405,7 @@ fn bare_and_with_tether(agent: Agent, launch: Launch, expect: Expect) {
         agent,
         &exe,
         "tether",
+        interaction,
         |i| launch(&env, i),
         Stop::Tether,
     );
@@ -368,6 +431,7 @@ fn claude_code_sees_under_tether_what_it_sees_bare() {
     // script that writes its shell snapshot.
     bare_and_with_tether(
         Agent::Claude,
+        Interaction::Print,
         under_tether_agent,
         Expect {
             own: &["bash -c env", "SNAPSHOT_FILE="],
@@ -379,17 +443,37 @@ fn claude_code_sees_under_tether_what_it_sees_bare() {
 
 #[test]
 fn gemini_cli_sees_under_tether_what_it_sees_bare() {
-    // It relaunches itself: the child that runs the shells is their caller, and goes first.
     bare_and_with_tether(
         Agent::Gemini,
+        Interaction::Print,
+        under_tether_agent,
+        GEMINI,
+    );
+}
+
+/// Interactive, in a terminal, Gemini CLI runs each command in a pseudo-terminal of its own:
+/// stdout and stderr are one stream there, in the command's order; and what a command starts
+/// in the background is gone when the command returns, as its terminal closes.
+#[test]
+fn gemini_cli_in_a_terminal_sees_under_tether_what_it_sees_bare() {
+    bare_and_with_tether(
+        Agent::Gemini,
+        Interaction::Terminal,
         under_tether_agent,
         Expect {
             own: &[],
-            keeps_background: true,
-            leftovers_end: Some(LeftoversEnd::CallerExited),
+            keeps_background: false,
+            leftovers_end: None,
         },
     );
 }
+
+/// It relaunches itself: the child that runs the shells is their caller, and goes first.
+const GEMINI: Expect = Expect {
+    own: &[],
+    keeps_background: true,
+    leftovers_end: Some(LeftoversEnd::CallerExited),
+};
 
 /// Codex ends a command's process group when the command returns, so its background server
 /// never answers, bare or not. `tether agent -- codex` is one more test of this shape, with
@@ -398,6 +482,7 @@ fn gemini_cli_sees_under_tether_what_it_sees_bare() {
 fn codex_through_its_hook_sees_what_it_sees_bare() {
     bare_and_with_tether(
         Agent::Codex,
+        Interaction::Print,
         through_codex_hook,
         Expect {
             own: &[],

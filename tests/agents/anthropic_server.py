@@ -44,7 +44,7 @@ class Anthropic(scripted.Wire):
         model = body.get("model", "claude-test")
         tools = [t.get("name") for t in body.get("tools") or []]
         step = script.step(len(results)) if "Bash" in tools else None
-        index = len(results) if step is not None else None
+        index = len(results) if step is not None else ("final" if "Bash" in tools else None)
         if step is None:
             text = script.final if "Bash" in tools else "ok"
             blocks = [("text", text)]

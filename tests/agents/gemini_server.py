@@ -60,7 +60,7 @@ class Gemini(scripted.Wire):
             return None
         shell = SHELL in _declared(body)
         step = script.step(len(results)) if shell else None
-        index = len(results) if step is not None else None
+        index = len(results) if step is not None else ("final" if shell else None)
         if step is None:
             part = {"text": script.final if shell else "ok"}
         else:

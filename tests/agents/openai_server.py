@@ -48,7 +48,7 @@ class Responses(scripted.Wire):
         names = _tool_names(body)
         shell = next((n for n in ("exec_command", "shell_command") if n in names), None)
         step = script.step(len(results)) if shell else None
-        index = len(results) if step is not None else None
+        index = len(results) if step is not None else ("final" if shell else None)
         response_id = f"resp_{next(_ids):06d}"
         if step is None:
             item = {"type": "message", "role": "assistant", "id": f"msg_{next(_ids):06d}",

@@ -12,8 +12,10 @@ that carries N tool results with step N, and once every step has its result, wit
 text. So the agent drives the pace, and a retried request gets the same answer.
 
 Every request is logged as one JSON line: {"path", "step", "tool_results", "body"}, where
-`tool_results` are the results found in that request, oldest first, each as
-{"output": text, "error": flag or null}. The last main-loop request of a run holds them all.
+`step` is the index of the step answered, "final" for the final text, null for a request
+outside the agent's main loop, and `tool_results` are the results found in that request,
+oldest first, each as {"output": text, "error": flag or null}. The last main-loop request of a
+run holds them all.
 
 Usage (by each server's main): SERVER --script FILE --log FILE [--port-file FILE]
 Listens on 127.0.0.1, port 0; prints the port on stdout and writes it to --port-file.
@@ -48,7 +50,7 @@ class Wire:
         raise NotImplementedError
 
     def respond(self, handler, path, body, script, results):
-        """Writes the whole HTTP response; returns the step index answered (or None)."""
+        """Writes the whole HTTP response; returns the step index answered, "final", or None."""
         raise NotImplementedError
 
 

@@ -7,6 +7,7 @@ use tether::protocol::LeftoversEnd;
 
 use super::{Ends, REQUEST_STEP, Run, ScriptStep, script, session_commands, session_of};
 use crate::common::agents::Agent;
+use crate::common::agents::offline::Interaction;
 use crate::common::journal::leftovers_stopped;
 use crate::common::procs::is_gone;
 use crate::common::{TestEnv, wait_until};
@@ -25,6 +26,22 @@ pub fn compare(steps: &[ScriptStep], bare: &Run, other: &Run) -> Vec<String> {
     }
     for (i, (a, b)) in bare.results.iter().zip(&other.results).enumerate() {
         let (masked_a, masked_b) = (bare.mask(&a.output), other.mask(&b.output));
+        // Gemini CLI in a terminal now and then reads nothing of a command that printed and
+        // exited at once (`echo hello`), bare too: such a step says nothing of tether.
+        let lost = |text: &str| text.contains("Output: (empty)");
+        if other.interaction == Interaction::Terminal
+            && steps[i].prints
+            && lost(&masked_a) != lost(&masked_b)
+        {
+            eprintln!(
+                "step {i} ({}) not compared: the agent read no output in one run: bare {:?}, {} {:?}",
+                steps[i].step.description,
+                clip(&masked_a),
+                other.label,
+                clip(&masked_b)
+            );
+            continue;
+        }
         if masked_a != masked_b || a.error != b.error {
             failures.push(format!(
                 "step {i} ({}): bare sent {:?} (error {:?}), {} sent {:?} (error {:?}){}",
@@ -85,7 +102,7 @@ pub fn unquote(text: &str) -> String {
 pub fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
     let steps = script(run.agent, run.ports);
     let mut failures = Vec::new();
-    let records: Vec<CommandRecord> = session_commands(env, &session_of(run.agent))
+    let records: Vec<CommandRecord> = session_commands(env, &session_of(env))
         .iter()
         .map(|dir| CommandRecord::load(dir))
         .collect();
@@ -246,10 +263,10 @@ pub fn report(agent: Agent, runs: &[&Run]) {
             agent.version(),
             run.label,
             run.wall.as_secs_f64(),
-            run.status,
+            run.end,
             run.server_outlived_agent
         );
-        if !run.status.success() {
+        if run.end != "exit status: 0" {
             eprintln!("  its stderr: {}", clip(&run.stderr));
         }
     }
@@ -275,7 +292,7 @@ pub fn check_leftovers_end(
         return Vec::new();
     };
     let server = format!("http.server {} ", run.ports.http);
-    let record = session_commands(env, &session_of(run.agent))
+    let record = session_commands(env, &session_of(env))
         .iter()
         .map(|dir| CommandRecord::load(dir))
         .find(|r| {

@@ -5,12 +5,13 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::Agent;
-
 static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
         // Where an agent saved a large output (Claude Code, Gemini CLI): a fresh file each run.
         (r"(saved to|full output see): \S+", "$1: <file>"),
+        // Gemini CLI in a terminal: how much of a large output it leaves out varies from run
+        // to run, bare too (it reads the terminal as it renders).
+        (r"\[[\d,]+ characters omitted\]", "[<n> characters omitted]"),
         // Gemini CLI: the process group and background pids of each call.
         (r"Process Group PGID: \d+", "Process Group PGID: <pgid>"),
         (r"Background PIDs: [\d, ]+", "Background PIDs: <pids>"),
@@ -27,6 +28,23 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     .collect()
 });
 
+/// How the agent reads a command's output.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    /// stdout and stderr on two pipes (Codex; Gemini CLI with `-p`).
+    pub two_pipes: bool,
+    /// A terminal of its own, read back through a terminal emulator (Gemini CLI in a
+    /// terminal): what it keeps of a large output past the part it cuts out differs from run
+    /// to run, bare too (lines lost or run together at the end).
+    pub through_terminal_emulator: bool,
+}
+
+/// A large output past the marker of what was left out, to the agent's own framing.
+static RENDERED_TAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?s)(\.\.\. \[<n> characters omitted\] \.\.\.).*?(\nProcess Group PGID|$)")
+        .expect("a regex")
+});
+
 /// What legitimately differs between two runs of the same script, made equal; everything
 /// else an agent sent back must match byte for byte:
 /// - the run's own directory (its HOME and working directory), also in the dashed form
@@ -34,12 +52,14 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
 /// - the ports of the script's servers (`ports`), chosen free for each run;
 /// - pids, process groups, and the ids, file names and times an agent makes up per call
 ///   ([`MASKS`]);
-/// - for an agent that reads a command's stdout and stderr on two pipes (Codex; Gemini CLI
-///   with `-p`), how the lines of the two interleave, which bash does not fix either (Codex's
-///   bare runs differ from each other): there, each stream's lines keep their order
-///   ([`streams_apart`]). Claude Code gives one file for both, and its order is compared as
-///   it is.
-pub fn mask(agent: Agent, run_dir: &Path, ports: &[u16], text: &str) -> String {
+/// - where the agent reads a large output through a terminal emulator, what it kept of it
+///   past the part it left out ([`Reading`]);
+/// - when the agent reads a command's stdout and stderr on two pipes (`two_pipes`: Codex;
+///   Gemini CLI with `-p`), how the lines of the two interleave, which bash does not fix
+///   either (Codex's bare runs differ from each other): there, each stream's lines keep their
+///   order ([`streams_apart`]). Where the command has one file or terminal for both (Claude
+///   Code; Gemini CLI in a terminal), its order is compared as it is.
+pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> String {
     let dir = run_dir.to_string_lossy().into_owned();
     let dashed = dir.replace(['/', '.'], "-");
     let mut text = text.replace(&dir, "<run>").replace(&dashed, "<run>");
@@ -49,8 +69,13 @@ pub fn mask(agent: Agent, run_dir: &Path, ports: &[u16], text: &str) -> String {
     for (re, to) in MASKS.iter() {
         text = re.replace_all(&text, *to).into_owned();
     }
-    if agent != Agent::Claude {
+    if reading.two_pipes {
         text = streams_apart(&text);
+    }
+    if reading.through_terminal_emulator {
+        text = RENDERED_TAIL
+            .replace_all(&text, "$1 <the rest as rendered>$2")
+            .into_owned();
     }
     text
 }

@@ -1,7 +1,7 @@
 //! The real agents (Claude Code, Codex, Gemini CLI) as test fixtures: installing the pinned
 //! versions (here), a scripted model server per wire API (`model_server`), the one place
-//! that knows each agent's offline settings (`offline`), and what may differ between two runs
-//! of the same script (`mask`).
+//! that knows each agent's offline settings (`offline`), the agent as it runs, with or without
+//! a terminal (`running`), and what may differ between two runs of the same script (`mask`).
 //!
 //! Nothing here reaches the network but `npm install` (through `tests/agents/install.sh`, once
 //! per version into `target/test-agents/`); every agent talks to a server on 127.0.0.1.
@@ -9,13 +9,12 @@
 pub mod mask;
 pub mod model_server;
 pub mod offline;
+pub mod running;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use super::TestEnv;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// How long one agent run may take before the test calls it hung: a run takes seconds, and
 /// a loaded machine many times that, never minutes.
@@ -85,52 +84,8 @@ pub fn agents_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
 }
 
-/// A child run to its end within [`AGENT_DEADLINE`]; past it, kills it and fails.
-pub fn wait_agent(env: &TestEnv, child: &mut Child, what: &str) -> std::process::ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for the agent") {
-            return status;
-        }
-        if started.elapsed() > AGENT_DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            let killed = super::procs::kill_tagged(&env.tag);
-            panic!("{what} did not end within {AGENT_DEADLINE:?}; killed {killed:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A TCP port nobody listens on now (bound and released), for a server a script starts.
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
     listener.local_addr().expect("its address").port()
-}
-
-/// Waits until `path` holds a whole line with a pid and returns it, while `child` (the agent
-/// that is to write it through one of its commands) runs; fails if the agent ends first.
-pub fn pid_written_by(env: &TestEnv, child: &mut Child, path: &Path) -> i32 {
-    let started = Instant::now();
-    loop {
-        if let Ok(text) = fs::read_to_string(path)
-            && text.ends_with('\n')
-        {
-            return text.trim().parse().expect("a pid");
-        }
-        if let Some(status) = child.try_wait().expect("wait for the agent") {
-            panic!(
-                "the agent ended ({status}) before writing {}",
-                path.display()
-            );
-        }
-        if started.elapsed() > AGENT_DEADLINE {
-            let killed = super::procs::kill_tagged(&env.tag);
-            panic!(
-                "no pid in {} within {AGENT_DEADLINE:?}; killed {killed:?}",
-                path.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

@@ -118,6 +118,11 @@ impl ModelServer {
             .collect()
     }
 
+    /// True once the server has answered the agent's main loop with the final text.
+    pub fn answered_final(&self) -> bool {
+        self.requests().iter().any(|r| r["step"] == "final")
+    }
+
     /// The tool results of the request that carried the most of them: all that the agent
     /// sent back in its run, in order.
     pub fn tool_results(&self) -> Vec<ToolResult> {

@@ -32,7 +32,16 @@ const CLEARED: &[&str] = &[
     "CLAUDE_CODE_SHELL",
 ];
 
-/// One agent's non-interactive run, ready to start bare or under a wrapper: the program,
+/// How the agent runs: its print mode (`-p`, no terminal), or its interactive mode in a
+/// terminal, given the prompt to start with (Gemini CLI's `-i`: only there does it run its
+/// commands in a pseudo-terminal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interaction {
+    Print,
+    Terminal,
+}
+
+/// One agent's run, ready to start bare or under a wrapper: the program,
 /// its arguments, the environment and working directory of its offline settings.
 #[derive(Clone)]
 pub struct AgentInvocation {
@@ -55,7 +64,12 @@ impl AgentInvocation {
         cwd: &Path,
         port: u16,
         prompt: &str,
+        interaction: Interaction,
     ) -> AgentInvocation {
+        assert!(
+            interaction == Interaction::Print || agent == Agent::Gemini,
+            "only Gemini CLI's interactive run is prepared here"
+        );
         let home = dir.join("home");
         fs::create_dir_all(&home).expect("create the agent's home");
         // Temporary files too stay in the run's directory (Claude Code keeps a directory
@@ -121,7 +135,10 @@ impl AgentInvocation {
                     &format!("http://127.0.0.1:{port}"),
                 );
                 set("GEMINI_API_KEY", "test-key");
-                vec!["-p", prompt, "--yolo"]
+                match interaction {
+                    Interaction::Print => vec!["-p", prompt, "--yolo"],
+                    Interaction::Terminal => vec!["-i", prompt, "--yolo"],
+                }
             }
         };
         AgentInvocation {
