@@ -4,6 +4,7 @@
 //! Each test binary uses only some of these.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod cgroups;
 pub mod direct;
 pub mod disk;

@@ -1,0 +1,110 @@
+//! What legitimately differs between two runs of the same script, and nothing else.
+
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        // Where an agent saved a large output (Claude Code, Gemini CLI): a fresh file each run.
+        (r"(saved to|full output see): \S+", "$1: <file>"),
+        // Gemini CLI in a terminal: how much of a large output it leaves out varies from run
+        // to run, bare too (it reads the terminal as it renders).
+        (r"\[[\d,]+ characters omitted\]", "[<n> characters omitted]"),
+        // Gemini CLI: the process group and background pids of each call.
+        (r"Process Group PGID: \d+", "Process Group PGID: <pgid>"),
+        (r"Background PIDs: [\d, ]+", "Background PIDs: <pids>"),
+        // Codex: a random id and the wall time of each result, the id of a running process.
+        (r"Chunk ID: \w+", "Chunk ID: <id>"),
+        (r"Wall time: [\d.]+ seconds", "Wall time: <t> seconds"),
+        (r"session ID \d+", "session ID <id>"),
+        // Claude Code: a background task's id and its output file.
+        (r"with ID: \w+", "with ID: <id>"),
+        (r"written to: \S+", "written to: <file>"),
+    ]
+    .into_iter()
+    .map(|(re, to)| (Regex::new(re).expect("a mask"), to))
+    .collect()
+});
+
+/// How the agent reads a command's output.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    /// stdout and stderr on two pipes (Codex; Gemini CLI with `-p`).
+    pub two_pipes: bool,
+    /// A terminal of its own, read back through a terminal emulator (Gemini CLI in a
+    /// terminal): what it keeps of a large output past the part it cuts out differs from run
+    /// to run, bare too (lines lost or run together at the end).
+    pub through_terminal_emulator: bool,
+}
+
+/// A large output past the marker of what was left out, to the agent's own framing.
+static RENDERED_TAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?s)(\.\.\. \[<n> characters omitted\] \.\.\.).*?(\nProcess Group PGID|$)")
+        .expect("a regex")
+});
+
+/// What legitimately differs between two runs of the same script, made equal; everything
+/// else an agent sent back must match byte for byte:
+/// - the run's own directory (its HOME and working directory), also in the dashed form
+///   Claude Code gives its project directories;
+/// - the ports of the script's servers (`ports`), chosen free for each run;
+/// - pids, process groups, and the ids, file names and times an agent makes up per call
+///   ([`MASKS`]);
+/// - where the agent reads a large output through a terminal emulator, what it kept of it
+///   past the part it left out ([`Reading`]);
+/// - when the agent reads a command's stdout and stderr on two pipes (`two_pipes`: Codex;
+///   Gemini CLI with `-p`), how the lines of the two interleave, which bash does not fix
+///   either (Codex's bare runs differ from each other): there, each stream's lines keep their
+///   order ([`streams_apart`]). Where the command has one file or terminal for both (Claude
+///   Code; Gemini CLI in a terminal), its order is compared as it is.
+pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> String {
+    let dir = run_dir.to_string_lossy().into_owned();
+    let dashed = dir.replace(['/', '.'], "-");
+    let mut text = text.replace(&dir, "<run>").replace(&dashed, "<run>");
+    for port in ports {
+        text = text.replace(&format!("127.0.0.1:{port}"), "127.0.0.1:<port>");
+    }
+    for (re, to) in MASKS.iter() {
+        text = re.replace_all(&text, *to).into_owned();
+    }
+    if reading.two_pipes {
+        text = streams_apart(&text);
+    }
+    if reading.through_terminal_emulator {
+        text = RENDERED_TAIL
+            .replace_all(&text, "$1 <the rest as rendered>$2")
+            .into_owned();
+    }
+    text
+}
+
+/// The interleaved step's lines (`outN`, `errN`, maybe behind the agent's own prefix such
+/// as `Output: `) rebuilt as all of stdout's, then all of stderr's, each in its own order, where
+/// the first of them was.
+pub fn streams_apart(text: &str) -> String {
+    static LINE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(.*?)((out|err)\d+)$").expect("a regex"));
+    let mut first = None;
+    let (mut out, mut err, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+    for line in text.split('\n') {
+        match LINE.captures(line) {
+            Some(c) => {
+                if first.is_none() {
+                    first = Some((rest.len(), c[1].to_string()));
+                }
+                let which = if &c[3] == "out" { &mut out } else { &mut err };
+                which.push(c[2].to_string());
+            }
+            None => rest.push(line.to_string()),
+        }
+    }
+    let Some((at, prefix)) = first else {
+        return text.to_string();
+    };
+    let mut streams: Vec<String> = out.into_iter().chain(err).collect();
+    streams[0] = format!("{prefix}{}", streams[0]);
+    rest.splice(at..at, streams);
+    rest.join("\n")
+}
