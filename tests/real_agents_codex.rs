@@ -1,5 +1,5 @@
 //! The real Codex (npm `@openai/codex`, pinned), driven offline by the scripted Responses-API
-//! server `tests/agents/openai_responses.py`: the same script of tool calls run once bare and
+//! server `tests/agents/openai_server.py`: the same script of tool calls run once bare and
 //! once under `tether agent -- codex`. Under tether every command is one journaled command
 //! of the agent's session with its text and exit status, and what Codex sends back to the
 //! model (each tool result) is what it sent back bare. The documented hook route (a
@@ -12,106 +12,34 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use common::agents::Agent;
+use common::agents::model_server::{ModelServer, Step};
 use common::journal::{command_dirs, load_complete};
 use common::procs::is_gone;
 use common::{TAG_VAR, TestEnv, wait_until};
 use tether::config::naming::command_text;
 
-const CODEX_VERSION: &str = "0.171.0";
-
 /// The variable the mock provider's key is read from (any value does).
 const KEY_VAR: &str = "TETHER_TEST_MOCK_KEY";
 
-/// Installs Codex once (per build directory) and returns its `codex`. One small function:
-/// a shared installer for the real agents replaces it when there is one.
+/// Codex, installed once (per build directory): its `codex`.
 fn codex_binary() -> &'static Path {
     static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target/test-agents")
-            .join(format!("codex-{CODEX_VERSION}"));
-        let bin = dir.join("node_modules/.bin/codex");
-        if !bin.exists() {
-            let status = Command::new("npm")
-                .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&dir)
-                .arg(format!("@openai/codex@{CODEX_VERSION}"))
-                .stdin(Stdio::null())
-                .status()
-                .unwrap_or_else(|err| panic!("cannot run npm to install Codex: {err}"));
-            assert!(status.success(), "npm install of Codex failed: {status}");
-        }
-        bin
-    })
+    // The pinned version, by the one installer the real-agent tests share
+    // (tests/agents/install.sh, under flock).
+    INSTALLED.get_or_init(|| Agent::Codex.install())
 }
 
-/// The scripted model server, running; killed (by its pid) when dropped.
-struct ModelServer {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl ModelServer {
-    fn start(env: &TestEnv, name: &str, script: &serde_json::Value) -> ModelServer {
-        let script_path = env.path(&format!("{name}-script.json"));
-        fs::write(&script_path, script.to_string()).unwrap();
-        let log = env.path(&format!("{name}-requests.jsonl"));
-        let port_file = env.path(&format!("{name}-port"));
-        let child = Command::new("python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/openai_responses.py"))
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .env(TAG_VAR, &env.tag)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|err| panic!("cannot start python3: {err}"));
-        wait_until(env, "the model server's port", || port_file.exists());
-        let port = fs::read_to_string(&port_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        ModelServer { child, port, log }
-    }
-
-    /// Every tool result Codex sent, `(call id, output)`, from the last request (which
-    /// carries the whole conversation).
-    fn tool_results(&self) -> Vec<(String, String)> {
-        let log = fs::read_to_string(&self.log).unwrap();
-        let last = log
-            .lines()
-            .last()
-            .expect("no request reached the model server");
-        let request: serde_json::Value = serde_json::from_str(last).unwrap();
-        request["body"]["input"]
-            .as_array()
-            .expect("a request with input")
-            .iter()
-            .filter(|item| item["type"] == "function_call_output")
-            .map(|item| {
-                (
-                    item["call_id"].as_str().unwrap().to_string(),
-                    item["output"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The shared scripted Responses API (`tests/agents/openai_server.py`, see
+/// `common::agents::model_server`), for a run named `name`, answering `steps` then `final`.
+fn model_server(env: &TestEnv, name: &str, steps: &[Step], final_text: &str) -> ModelServer {
+    let dir = env.path(&format!("{name}-model"));
+    fs::create_dir_all(&dir).unwrap();
+    ModelServer::start(env, Agent::Codex, &dir, steps, final_text)
 }
 
 /// A private Codex home pointed at `server`, with every look-up outside turned off.
@@ -189,18 +117,16 @@ print(urllib.request.urlopen("http://127.0.0.1:%s/" % port).read().decode(), end
 /// The script: short commands (one fails with exit 3, one is not found: the shell's message
 /// begins with its `$0`), one in a shell the model names, a server Codex keeps running as a
 /// session of its own (the tool call returns while it runs), and a later request to it.
-fn script() -> serde_json::Value {
-    serde_json::json!({
-        "commands": [
-            "echo one; echo two",
-            "echo failing >&2; exit 3",
-            "no-such-command-here",
-            {"cmd": "echo \"$0\"", "shell": "sh"},
-            {"cmd": "exec python3 server.py", "yield_time_ms": 1000},
-            "python3 fetch.py",
-        ],
-        "final": "all done",
-    })
+fn script() -> Vec<Step> {
+    vec![
+        Step::new("echo one; echo two", "two lines"),
+        Step::new("echo failing >&2; exit 3", "a failure"),
+        Step::new("no-such-command-here", "not found"),
+        Step::new("echo \"$0\"", "a shell the model names").shell("sh"),
+        // Still running when the call returns after a second: Codex keeps it as a session.
+        Step::new("exec python3 server.py", "a server").timeout_ms(1000),
+        Step::new("python3 fetch.py", "a request to it"),
+    ]
 }
 
 /// Each command's text and exit code (`None`: ended by a signal, when Codex exited).
@@ -257,11 +183,13 @@ fn normalized(output: &str) -> String {
     session.replace_all(&output, "session ID N").into_owned()
 }
 
+/// What Codex sent back for each call, in order, with what differs between runs masked.
 fn normalized_results(server: &ModelServer) -> Vec<(String, String)> {
     server
         .tool_results()
         .into_iter()
-        .map(|(id, output)| (id, normalized(&output)))
+        .enumerate()
+        .map(|(i, result)| (format!("call_{}", i + 1), normalized(&result.output)))
         .collect()
 }
 
@@ -276,7 +204,7 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
     let env = TestEnv::new("real_codex");
     let codex = codex_binary();
 
-    let bare_server = ModelServer::start(&env, "bare", &script());
+    let bare_server = model_server(&env, "bare", &script(), "all done");
     let home = codex_home(&env, "bare", &bare_server);
     let work = work_dir(&env, "bare");
     let started = Instant::now();
@@ -295,7 +223,7 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
         "bare Codex journaled something"
     );
 
-    let server = ModelServer::start(&env, "tether", &script());
+    let server = model_server(&env, "tether", &script(), "all done");
     let home = codex_home(&env, "tether", &server);
     let work = work_dir(&env, "tether");
     let mut agent = env.tether(&["agent", "--session", "codex", "--"]);
@@ -373,11 +301,11 @@ fn the_documented_hook_route_brokers_codex_exec() {
     let made = env.tether(&["shims"]).arg(&shims).output().unwrap();
     assert!(made.status.success(), "{made:?}");
 
-    let script = serde_json::json!({
-        "commands": ["echo one; echo two", "echo failing >&2; exit 3"],
-        "final": "all done",
-    });
-    let server = ModelServer::start(&env, "hook", &script);
+    let script = [
+        Step::new("echo one; echo two", "two lines"),
+        Step::new("echo failing >&2; exit 3", "a failure"),
+    ];
+    let server = model_server(&env, "hook", &script, "all done");
     let home = codex_home(&env, "hook", &server);
     let hook = format!("'{}' codex-hook --shims '{}'", common::BIN, shims.display());
     let hooks = serde_json::json!({"hooks": {"PreToolUse": [
@@ -440,11 +368,16 @@ fn a_sandboxed_codex_command_is_journaled() {
     let env = TestEnv::new("real_codex_sandbox");
     let codex = codex_binary();
     let outside = env.path("outside-the-sandbox");
-    let script = serde_json::json!({
-        "commands": [format!("echo sandboxed; touch '{}' 2>/dev/null || echo read-only", outside.display())],
-        "final": "all done",
-    });
-    let server = ModelServer::start(&env, "sandbox", &script);
+    let touch = format!(
+        "echo sandboxed; touch '{}' 2>/dev/null || echo read-only",
+        outside.display()
+    );
+    let server = model_server(
+        &env,
+        "sandbox",
+        &[Step::new(&touch, "write outside")],
+        "all done",
+    );
     let home = codex_home(&env, "sandbox", &server);
     let work = work_dir(&env, "sandbox");
     let mut agent = env.tether(&["agent", "--session", "codex", "--"]);
@@ -485,13 +418,12 @@ fn a_sandboxed_codex_command_is_journaled() {
 fn a_read_only_codex_command_runs_as_bare() {
     let env = TestEnv::new("real_codex_read_only");
     let codex = codex_binary();
-    let script = serde_json::json!({
-        "commands": ["echo \"$0\"; echo hi > written.txt"],
-        "final": "all done",
-    });
+    // Both lines on stderr: Codex interleaves a command's two streams in no fixed order,
+    // bare too.
+    let script = [Step::new("echo \"$0\" >&2; echo hi > written.txt", "write")];
     let read_only: &[&str] = &["-s", "read-only"];
 
-    let bare_server = ModelServer::start(&env, "bare", &script);
+    let bare_server = model_server(&env, "bare", &script, "all done");
     let home = codex_home(&env, "bare", &bare_server);
     let work = work_dir(&env, "bare");
     let (code, stderr) = run(
@@ -505,7 +437,7 @@ fn a_read_only_codex_command_runs_as_bare() {
         "not sandboxed: {bare:?}"
     );
 
-    let server = ModelServer::start(&env, "tether", &script);
+    let server = model_server(&env, "tether", &script, "all done");
     let home = codex_home(&env, "tether", &server);
     let work = work_dir(&env, "tether");
     let mut agent = env.tether(&["agent", "--session", "codex", "--"]);

@@ -167,13 +167,18 @@ fn answer(event: &str, shims: &Path, journal: Option<&Path>) -> Option<String> {
 /// without tether, rather than through a shim that could journal nothing and would say so in
 /// the command's output. The choice is made by the command's own shell, inside the sandbox:
 /// the hook runs outside it.
+///
+/// What the command leaves running (`server &`, `nohup`) is stopped when it returns
+/// (`TETHER_LEFTOVERS=stop`), as Codex does without tether: it kills the command's process
+/// group once the command returns, so such a process never outlived its command bare.
 fn rewrite(command: &str, shims: &Path, journal: Option<&Path>) -> String {
     let shim = format!("{}/\"${{0##*/}}\"", shell_quoted(&shims.to_string_lossy()));
     let command = shell_quoted(command);
+    let leftovers = format!("{}=stop", crate::exec::LEFTOVERS_ENV);
     match journal {
-        None => format!("exec {shim} -c {command} \"$0\""),
+        None => format!("{leftovers} exec {shim} -c {command} \"$0\""),
         Some(journal) => format!(
-            "set -- {shim}; [ -w {} ] || set -- \"$0\"; exec \"$1\" -c {command} \"$0\"",
+            "set -- {shim}; [ -w {} ] || set -- \"$0\"; {leftovers} exec \"$1\" -c {command} \"$0\"",
             shell_quoted(&journal.to_string_lossy())
         ),
     }
@@ -236,11 +241,11 @@ mod tests {
     fn commands_run_through_the_shim_of_the_same_shell_with_the_same_zero() {
         assert_eq!(
             rewrite("echo 'hi' $0", Path::new("/run/s"), None),
-            r#"exec /run/s/"${0##*/}" -c 'echo '\''hi'\'' $0' "$0""#
+            r#"TETHER_LEFTOVERS=stop exec /run/s/"${0##*/}" -c 'echo '\''hi'\'' $0' "$0""#
         );
         assert_eq!(
             rewrite("ls", Path::new("/run/my shims"), None),
-            r#"exec '/run/my shims'/"${0##*/}" -c ls "$0""#
+            r#"TETHER_LEFTOVERS=stop exec '/run/my shims'/"${0##*/}" -c ls "$0""#
         );
         assert_eq!(
             rewrite(
@@ -248,7 +253,7 @@ mod tests {
                 Path::new("/run/s"),
                 Some(Path::new("/st/sessions/c 1"))
             ),
-            r#"set -- /run/s/"${0##*/}"; [ -w '/st/sessions/c 1' ] || set -- "$0"; exec "$1" -c ls "$0""#
+            r#"set -- /run/s/"${0##*/}"; [ -w '/st/sessions/c 1' ] || set -- "$0"; TETHER_LEFTOVERS=stop exec "$1" -c ls "$0""#
         );
     }
 
@@ -299,7 +304,7 @@ mod tests {
             serde_json::json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "allow",
-                "updatedInput": {"command": r#"exec /run/s/"${0##*/}" -c 'exit 3' "$0""#},
+                "updatedInput": {"command": r#"TETHER_LEFTOVERS=stop exec /run/s/"${0##*/}" -c 'exit 3' "$0""#},
             }})
         );
         for unreadable in ["", "not json", "{}", r#"{"tool_input":{"command":["ls"]}}"#] {

@@ -59,6 +59,8 @@ class Responses(scripted.Wire):
                 arguments = {"cmd": step["command"]}
                 if step.get("timeout_ms"):
                     arguments["yield_time_ms"] = step["timeout_ms"]
+                if step.get("shell"):
+                    arguments["shell"] = step["shell"]
             else:
                 arguments = {"command": step["command"]}
                 if step.get("timeout_ms"):

@@ -13,7 +13,7 @@ use crate::common::procs::is_gone;
 use crate::common::{TestEnv, wait_until};
 
 /// Compares the two runs' tool results step by step; returns a line per difference.
-pub fn compare(steps: &[ScriptStep], bare: &Run, other: &Run) -> Vec<String> {
+pub fn compare(steps: &[ScriptStep], bare: &Run, other: &Run, skip: Option<usize>) -> Vec<String> {
     let mut failures = Vec::new();
     if bare.results.len() != steps.len() || other.results.len() != steps.len() {
         failures.push(format!(
@@ -25,6 +25,9 @@ pub fn compare(steps: &[ScriptStep], bare: &Run, other: &Run) -> Vec<String> {
         ));
     }
     for (i, (a, b)) in bare.results.iter().zip(&other.results).enumerate() {
+        if skip == Some(i) {
+            continue;
+        }
         let (masked_a, masked_b) = (bare.mask(&a.output), other.mask(&b.output));
         // Gemini CLI in a terminal now and then reads nothing of a command that printed and
         // exited at once (`echo hello`), bare too: such a step says nothing of tether.
@@ -280,6 +283,12 @@ pub struct Expect {
     pub keeps_background: bool,
     /// Why that server was stopped, when tether kept it.
     pub leftovers_end: Option<LeftoversEnd>,
+    /// The agent ends the `&` server when its command returns, bare, by killing the process
+    /// group the command had (Gemini CLI in a terminal), while under tether the server is in
+    /// its broker's group and kept in custody until the agent exits: a known difference,
+    /// documented in docs/agents.md, in the later request's answer alone ("no answer" bare,
+    /// "200" with tether). Checked as such, so that a change either way is seen.
+    pub bare_ends_what_tether_keeps: bool,
 }
 
 /// The `&` server's command was kept with its server, and its custody ended for `expected`.

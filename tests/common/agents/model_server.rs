@@ -19,6 +19,8 @@ pub struct Step {
     pub timeout_ms: Option<u64>,
     /// Claude Code's `run_in_background`, Gemini CLI's `is_background`.
     pub background: bool,
+    /// The shell Codex is asked to run it in (`exec_command`'s `shell`).
+    pub shell: Option<String>,
 }
 
 impl Step {
@@ -28,7 +30,14 @@ impl Step {
             description: description.to_string(),
             timeout_ms: None,
             background: false,
+            shell: None,
         }
+    }
+
+    /// Codex's `exec_command` with a `shell` the model names.
+    pub fn shell(mut self, shell: &str) -> Step {
+        self.shell = Some(shell.to_string());
+        self
     }
 
     pub fn in_background(mut self) -> Step {
@@ -75,6 +84,9 @@ impl ModelServer {
                 }
                 if s.background {
                     step["background"] = json!(true);
+                }
+                if let Some(shell) = &s.shell {
+                    step["shell"] = json!(shell);
                 }
                 step
             }).collect::<Vec<_>>(),

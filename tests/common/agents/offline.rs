@@ -178,12 +178,12 @@ impl AgentInvocation {
     }
 }
 
-/// Codex's documented route into tether (docs/agents.md): a `PreToolUse` hook, written into
-/// the run's `CODEX_HOME`, that rewrites each shell command to run under `tether exec` named
-/// by its absolute path (Codex's `bash -lc` reads /etc/profile, which resets PATH), through
-/// `bash -c` (Codex's commands are bash). Codex runs only trusted hooks and `codex exec`
-/// skips an untrusted one silently, so the run is given `--dangerously-bypass-hook-trust`;
-/// the commands join `session` in `state_dir`.
+/// Codex's documented route into tether by hand (docs/agents.md, "Codex by hand"): the shims
+/// made once, and a plain-JSON `hooks.json` in the run's `CODEX_HOME` whose `PreToolUse` hook
+/// runs `tether codex-hook` named by its absolute path (Codex's `bash -lc` reads /etc/profile,
+/// which resets PATH), turning each command into the shim of the shell Codex started. Codex
+/// runs only trusted hooks and `codex exec` skips an untrusted one silently, so the run is
+/// given `--dangerously-bypass-hook-trust`; the commands join `session` in `state_dir`.
 pub fn with_codex_tether_hook(
     invocation: &AgentInvocation,
     tether: &Path,
@@ -198,30 +198,21 @@ pub fn with_codex_tether_hook(
         .find(|(k, _)| k == "CODEX_HOME")
         .map(|(_, v)| PathBuf::from(v))
         .expect("CODEX_HOME");
-    let hook = codex_home.join("tether-hook.py");
-    fs::write(
-        &hook,
-        format!(
-            r#"#!/usr/bin/env python3
-# Every shell command of Codex, under `tether exec`.
-import json, shlex, sys
-TETHER = {tether:?}
-event = json.load(sys.stdin)
-command = event.get("tool_input", {{}}).get("command")
-if isinstance(command, str) and not command.startswith(TETHER + " "):
-    rewritten = TETHER + " exec --name codex -- bash -c " + shlex.quote(command)
-    print(json.dumps({{"hookSpecificOutput": {{"hookEventName": "PreToolUse",
-        "permissionDecision": "allow", "updatedInput": {{"command": rewritten}}}}}}))
-"#
-        ),
-    )
-    .expect("write the hook");
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).expect("chmod the hook");
+    let shims = codex_home.join("tether-shims");
+    let made = std::process::Command::new(tether)
+        .arg("shims")
+        .arg(&shims)
+        .output()
+        .expect("run tether shims");
+    assert!(made.status.success(), "tether shims: {made:?}");
+    let quoted = |path: &Path| format!("'{}'", path.display().to_string().replace('\'', "'\\''"));
     write_json(
         &codex_home.join("hooks.json"),
-        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash",
-            "hooks": [{"type": "command", "command": hook}]}]}}),
+        &json!({"hooks": {"PreToolUse": [{"matcher": "^Bash$",
+        "hooks": [{"type": "command", "command": format!(
+            "{} codex-hook --shims {} --journal {}",
+            quoted(tether), quoted(&shims), quoted(state_dir)
+        )}]}]}}),
     );
     let config = codex_home.join("config.toml");
     let mut text = fs::read_to_string(&config).expect("read config.toml");
