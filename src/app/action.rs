@@ -60,8 +60,8 @@ pub enum Action {
     ToggleFold,
     /// The list shows all commands, the running ones, the failed ones, those that need you.
     CycleFilter,
-    /// Select the command whose moment that needs the operator is the latest (`tether
-    /// watch`'s `g`); again, the one before it.
+    /// Select the command that needs the operator most (`tether
+    /// watch`'s `g`); again, the next (see `AttentionMark::urgency`).
     GoToAttention,
     /// The list in the order started, or the busiest first.
     ToggleSort,

@@ -99,7 +99,7 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
             text.push_str(&format!(" · from a shell: tether stop {target}"));
         }
         if marked.len() > 1 {
-            text.push_str(&format!(" · g: the one before ({} in all)", marked.len()));
+            text.push_str(&format!(" · g: the next ({} in all)", marked.len()));
         }
         text
     });
