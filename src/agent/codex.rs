@@ -175,13 +175,16 @@ fn rewrite(command: &str, shims: &Path, journal: Option<&Path>) -> String {
     let shim = format!("{}/\"${{0##*/}}\"", shell_quoted(&shims.to_string_lossy()));
     let command = shell_quoted(command);
     let leftovers = format!("{}=stop", crate::exec::LEFTOVERS_ENV);
-    match journal {
-        None => format!("{leftovers} exec {shim} -c {command} \"$0\""),
+    // A shell the shims have no link for (`ksh`) runs the command itself, as without tether,
+    // rather than failing it with 127.
+    let usable = match journal {
+        None => "[ -x \"$1\" ]".to_string(),
         Some(journal) => format!(
-            "set -- {shim}; [ -w {} ] || set -- \"$0\"; {leftovers} exec \"$1\" -c {command} \"$0\"",
+            "[ -x \"$1\" ] && [ -w {} ]",
             shell_quoted(&journal.to_string_lossy())
         ),
-    }
+    };
+    format!("set -- {shim}; {usable} || set -- \"$0\"; {leftovers} exec \"$1\" -c {command} \"$0\"")
 }
 
 #[cfg(test)]
@@ -241,11 +244,11 @@ mod tests {
     fn commands_run_through_the_shim_of_the_same_shell_with_the_same_zero() {
         assert_eq!(
             rewrite("echo 'hi' $0", Path::new("/run/s"), None),
-            r#"TETHER_LEFTOVERS=stop exec /run/s/"${0##*/}" -c 'echo '\''hi'\'' $0' "$0""#
+            r#"set -- /run/s/"${0##*/}"; [ -x "$1" ] || set -- "$0"; TETHER_LEFTOVERS=stop exec "$1" -c 'echo '\''hi'\'' $0' "$0""#
         );
         assert_eq!(
             rewrite("ls", Path::new("/run/my shims"), None),
-            r#"TETHER_LEFTOVERS=stop exec '/run/my shims'/"${0##*/}" -c ls "$0""#
+            r#"set -- '/run/my shims'/"${0##*/}"; [ -x "$1" ] || set -- "$0"; TETHER_LEFTOVERS=stop exec "$1" -c ls "$0""#
         );
         assert_eq!(
             rewrite(
@@ -253,7 +256,7 @@ mod tests {
                 Path::new("/run/s"),
                 Some(Path::new("/st/sessions/c 1"))
             ),
-            r#"set -- /run/s/"${0##*/}"; [ -w '/st/sessions/c 1' ] || set -- "$0"; TETHER_LEFTOVERS=stop exec "$1" -c ls "$0""#
+            r#"set -- /run/s/"${0##*/}"; [ -x "$1" ] && [ -w '/st/sessions/c 1' ] || set -- "$0"; TETHER_LEFTOVERS=stop exec "$1" -c ls "$0""#
         );
     }
 
@@ -291,6 +294,14 @@ mod tests {
                 "{shell}"
             );
         }
+        // A shell with no link among the shims (here: none at all) runs it itself too.
+        let empty = tempfile::tempdir().unwrap();
+        let line = rewrite("echo \"[$0]\"", empty.path(), None);
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", &line])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "[/bin/sh]\n");
     }
 
     #[test]
@@ -304,7 +315,7 @@ mod tests {
             serde_json::json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "allow",
-                "updatedInput": {"command": r#"TETHER_LEFTOVERS=stop exec /run/s/"${0##*/}" -c 'exit 3' "$0""#},
+                "updatedInput": {"command": r#"set -- /run/s/"${0##*/}"; [ -x "$1" ] || set -- "$0"; TETHER_LEFTOVERS=stop exec "$1" -c 'exit 3' "$0""#},
             }})
         );
         for unreadable in ["", "not json", "{}", r#"{"tool_input":{"command":["ls"]}}"#] {

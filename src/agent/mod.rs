@@ -66,8 +66,10 @@ pub fn main(options: AgentOptions) -> i32 {
     // Codex runs its commands through the account's shell, whatever SHELL and PATH say: it
     // is given a hook, on its command line, that sends them through the shim instead.
     if codex {
+        // Absolute: the hook's test for it runs in each command's own directory.
         let session_dir = state_dir(options.state_dir.as_deref())
             .ok()
+            .and_then(|state| std::path::absolute(state).ok())
             .map(|state| sessions_dir(&state).join(session.as_str()));
         argv.extend(codex::config_overrides(
             &exe,

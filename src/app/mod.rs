@@ -153,7 +153,12 @@ impl App {
         if let Some(id) = self.content.list.nearest(self.view.selected) {
             self.view.select_command(id);
         }
-        // A watch follows the newest running command until the operator moves the list.
+    }
+
+    /// A watch follows the newest running command until the operator moves the list. Once a
+    /// frame, before it is drawn, never on the way to a key's action: a key acts on the
+    /// command the operator saw selected.
+    fn follow_newest(&mut self) {
         let live = matches!(self.model.mode, crate::model::Mode::Watched) && self.past.is_none();
         if live
             && !self.view.list_moved
@@ -330,6 +335,7 @@ impl App {
         self.size = size;
         self.content.now_ms = self.prepare_cursor(now_ms).unwrap_or(now_ms);
         self.refresh_list();
+        self.follow_newest();
         let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
         let wrap = self.view.wrap;
         let lens = self.stored_lens();

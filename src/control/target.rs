@@ -51,16 +51,22 @@ impl Target {
     ) -> Result<Vec<&'a LiveCommand>, String> {
         if let Target::Command { session, name } = self {
             let in_session = live.iter().filter(|c| c.session == *session);
-            let named: Vec<_> = (in_session.clone())
+            // A number names the command of that number, as `ps` shows it (`SESSION/NN`), so
+            // that the id always names one command; a command named like a number is reached
+            // by its directory id (`01-2`).
+            let numbered: Vec<_> = (in_session.clone())
+                .filter(|c| same_number(&c.id, name))
+                .collect();
+            if !numbered.is_empty() {
+                return Ok(numbered);
+            }
+            let named: Vec<_> = in_session
                 .filter(|c| c.name == *name || c.id == *name)
                 .collect();
             if named.len() > 1 {
                 return Err(ambiguous(self, &named));
             }
-            if !named.is_empty() {
-                return Ok(named);
-            }
-            return Ok(in_session.filter(|c| same_number(&c.id, name)).collect());
+            return Ok(named);
         }
         Ok(live
             .iter()
@@ -224,16 +230,20 @@ mod tests {
         assert_eq!(pick(cmd("a", "02-sleep"), &[]), [200]);
         assert_eq!(pick(Target::Session("a".into()), &[]), [100, 200, 300]);
         assert!(pick(cmd("c", "sleep"), &[]).is_empty());
-        // SESSION/NN, as notifications name a command; a name wins over a number.
+        // SESSION/NN, as `ps` and notifications name a command.
         assert_eq!(pick(cmd("a", "02"), &[]), [200]);
         assert_eq!(pick(cmd("a", "3"), &[]), [300]);
         assert!(pick(cmd("a", "4"), &[]).is_empty());
         assert!(pick(cmd("a", "-1"), &[]).is_empty());
+        // A number is the command of that number, whatever another is named: `a/2` is
+        // `02-x`; the command named `2` is `a/01-2` (or `a/1`).
         let numbered = [live("a", "2", "01-2", 500), live("a", "x", "02-x", 600)];
-        let by_name: Vec<i32> = (cmd("a", "2").select(&numbered, &[]).unwrap().iter())
-            .map(|c| c.broker.pid)
-            .collect();
-        assert_eq!(by_name, [500]);
+        let pick_in = |t: Target| -> Vec<i32> {
+            let chosen = t.select(&numbered, &[]).unwrap();
+            chosen.iter().map(|c| c.broker.pid).collect()
+        };
+        assert_eq!(pick_in(cmd("a", "2")), [600]);
+        assert_eq!(pick_in(cmd("a", "01-2")), [500]);
         // 301 is the command of broker 300; 302 its setsid escapee, re-parented to it.
         let procs = [stat(300, 1), stat(301, 300), stat(302, 300), stat(303, 302)];
         assert_eq!(pick(Target::Pid(303), &procs), [300]);

@@ -153,14 +153,14 @@ impl ExecConversation {
             if let (true, Some(name)) = (self.forward_signals, interrupted) {
                 // Once: a command that ignores it is then stopped by the next one.
                 self.forward_signals = false;
-                broker.post(&passed_on(name));
+                broker.post(&group_signal(name, Some(Origin::Caller)));
                 continue;
             }
             let message = match self.stops {
                 0 => ToBroker::Stop {
                     origin: Some(origin),
                 },
-                _ if interrupted.is_some() => group_signal(ProcessSignal::KILL),
+                _ if interrupted.is_some() => group_signal(ProcessSignal::KILL, None),
                 _ => continue,
             };
             self.stops += 1;
@@ -176,7 +176,7 @@ impl ExecConversation {
         if crate::procfs::group_orphaned(&crate::procfs::all_processes(), us) {
             return;
         }
-        self.paused |= broker.post(&group_signal(ProcessSignal::TSTP));
+        self.paused |= broker.post(&group_signal(ProcessSignal::TSTP, None));
         if let Some(keys) = &self.keys {
             keys.pause();
         }
@@ -189,7 +189,7 @@ impl ExecConversation {
             keys.resume();
         }
         if std::mem::take(&mut self.paused) {
-            broker.post(&group_signal(ProcessSignal::CONT));
+            broker.post(&group_signal(ProcessSignal::CONT, None));
         }
     }
 
@@ -302,23 +302,14 @@ async fn broken_pipe(copy: &mut Option<OutputCopy>) -> Option<Stream> {
     }
 }
 
-fn group_signal(signal: ProcessSignal) -> ToBroker {
+/// `signal` to the command's group, on the operator's behalf, or (`Caller`) passed on from a
+/// signal our caller sent us, as a shell would have it delivered.
+fn group_signal(signal: ProcessSignal, origin: Option<Origin>) -> ToBroker {
     ToBroker::Signal {
         signal,
         scope: Scope::Group,
         pid: None,
-        origin: None,
-    }
-}
-
-/// A signal our caller sent us, passed on to the command's group as a shell would have it
-/// delivered: journaled as the caller's, not the operator's.
-fn passed_on(signal: ProcessSignal) -> ToBroker {
-    ToBroker::Signal {
-        signal,
-        scope: Scope::Group,
-        pid: None,
-        origin: Some(Origin::Caller),
+        origin,
     }
 }
 

@@ -244,12 +244,15 @@ same stdin, the same bytes on stdout and stderr, the same exit status, $0 and $1
 Anything else (a script, -s, an interactive shell, --version) runs {name} itself, as does
 any call made inside a tether command already.
 
-When the journal cannot be written (a full disk, a read-only state directory), COMMAND
-runs all the same, unjournaled, after one line on stderr (`tether: not journaled: ...`).
-After each command, retention keeps the state directory bounded (see `tether prune`).
+Nothing of tether's is written into COMMAND's output: once it runs, what tether has to say
+(a stop, a refused session name, what the journal lost) goes to shim-notices.log in the
+state directory. When the journal cannot be written (a full disk, a read-only state
+directory), COMMAND runs all the same, unjournaled, after one line on stderr (`tether: not
+journaled: ...`). After each command, retention keeps the state directory bounded (see
+`tether prune`).
 
-Environment: TETHER_SESSION (the session to journal in; a name tether refuses gets a line on
-stderr and a new session instead), TETHER_STATE_DIR.
+Environment: TETHER_SESSION (the session to journal in; a name tether refuses gets a notice
+and a new session instead), TETHER_STATE_DIR, TETHER_SHIM_NOTICES=stderr (notices on stderr).
 The real shell's own help: {real} --help. tether's: tether --help.
 "
     )

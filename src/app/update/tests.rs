@@ -441,4 +441,13 @@ fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
     app.handle(Action::Bottom);
     app.prepare(size, 1_000);
     assert_eq!(app.view.selected, 3, "End: following again");
+    // A command that starts between two frames does not take a key meant for the one on
+    // screen: the key acts on what was drawn selected.
+    let mut fifth = app.model.commands[0].clone();
+    fifth.apply(&event(990, spawned(13)));
+    app.model.commands.push(fifth);
+    app.handle(Action::FocusNext);
+    assert_eq!(app.view.selected, 3, "no follow on a key's way");
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 4);
 }

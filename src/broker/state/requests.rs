@@ -308,7 +308,13 @@ impl Broker {
             }),
             (target, targets) => {
                 let targets = targets.unwrap_or_default();
-                self.attention_signalled_by_hand(signal);
+                // To the command (its group, or its main process), not one worker of it.
+                let main = self.child.as_ref().map(|c| c.pid);
+                if matches!(target, OperatorTarget::Group(_))
+                    || matches!(target, OperatorTarget::Pid(pid) if Some(pid) == main)
+                {
+                    self.attention_signalled_by_hand(signal);
+                }
                 self.emit(EventKind::SignalSent {
                     signal,
                     scope: target.scope(),
