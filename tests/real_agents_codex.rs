@@ -18,13 +18,11 @@ use std::time::Instant;
 
 use common::agents::Agent;
 use common::agents::model_server::{ModelServer, Step};
+use common::agents::offline::{CODEX_KEY_VAR, codex_config};
 use common::journal::{command_dirs, load_complete};
 use common::procs::is_gone;
 use common::{TAG_VAR, TestEnv, wait_until};
 use tether::config::naming::command_text;
-
-/// The variable the mock provider's key is read from (any value does).
-const KEY_VAR: &str = "TETHER_TEST_MOCK_KEY";
 
 /// Codex, installed once (per build directory): its `codex`.
 fn codex_binary() -> &'static Path {
@@ -42,37 +40,13 @@ fn model_server(env: &TestEnv, name: &str, steps: &[Step], final_text: &str) -> 
     ModelServer::start(env, Agent::Codex, &dir, steps, final_text)
 }
 
-/// A private Codex home pointed at `server`, with every look-up outside turned off.
+/// A private Codex home pointed at `server`, with every look-up outside turned off (the
+/// settings every real-agent test uses: `common::agents::offline`).
 fn codex_home(env: &TestEnv, name: &str, server: &ModelServer) -> PathBuf {
     let home = env.path(&format!("{name}-home"));
     let codex_home = home.join(".codex");
     fs::create_dir_all(&codex_home).unwrap();
-    fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            r#"model = "mock-model"
-model_provider = "mock"
-check_for_update_on_startup = false
-
-[model_providers.mock]
-name = "mock"
-base_url = "http://127.0.0.1:{port}/v1"
-env_key = "{KEY_VAR}"
-wire_api = "responses"
-
-[analytics]
-enabled = false
-
-[features]
-apps = false
-plugins = false
-remote_plugin = false
-api_key_model_discovery = false
-"#,
-            port = server.port
-        ),
-    )
-    .unwrap();
+    fs::write(codex_home.join("config.toml"), codex_config(server.port)).unwrap();
     home
 }
 
@@ -157,7 +131,7 @@ fn codex_exec(
         .current_dir(work)
         .env("HOME", home)
         .env("CODEX_HOME", home.join(".codex"))
-        .env(KEY_VAR, "not-a-key")
+        .env(CODEX_KEY_VAR, "not-a-key")
         .env(TAG_VAR, &env.tag)
         .env_remove("TETHER_SESSION")
         .env_remove("TETHER_LEFTOVERS")

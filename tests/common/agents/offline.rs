@@ -108,7 +108,7 @@ impl AgentInvocation {
                 fs::write(codex_home.join("config.toml"), codex_config(port))
                     .expect("write config.toml");
                 set("CODEX_HOME", &codex_home.to_string_lossy());
-                set("TEST_MODEL_API_KEY", "test-key");
+                set(CODEX_KEY_VAR, "test-key");
                 vec![
                     "exec",
                     "--skip-git-repo-check",
@@ -229,8 +229,11 @@ pub fn with_codex_tether_hook(
     hooked
 }
 
+/// The variable Codex's mock provider reads its key from (any value does).
+pub const CODEX_KEY_VAR: &str = "TEST_MODEL_API_KEY";
+
 /// Codex's `config.toml`: the scripted server as its only provider, and no look-up outside.
-fn codex_config(port: u16) -> String {
+pub fn codex_config(port: u16) -> String {
     format!(
         r#"model = "gpt-test"
 model_provider = "mock"
@@ -239,7 +242,7 @@ check_for_update_on_startup = false
 [model_providers.mock]
 name = "scripted"
 base_url = "http://127.0.0.1:{port}/v1"
-env_key = "TEST_MODEL_API_KEY"
+env_key = "{CODEX_KEY_VAR}"
 wire_api = "responses"
 
 [analytics]
