@@ -518,3 +518,25 @@ fn the_mask_keeps_each_streams_order_but_not_their_interleaving() {
     );
     assert_eq!(streams_apart("no streams here"), "no streams here");
 }
+
+#[test]
+fn the_mask_drops_background_pids_only_where_read_through_a_terminal() {
+    let dir = std::path::Path::new("/nonexistent");
+    let step = "<x>\nOutput: (empty)\nBackground PIDs: 4242\nProcess Group PGID: 17\n</x>";
+    let terminal = Reading {
+        two_pipes: false,
+        through_terminal_emulator: true,
+    };
+    let pipes = Reading {
+        two_pipes: true,
+        through_terminal_emulator: false,
+    };
+    assert_eq!(
+        mask(terminal, dir, &[], step),
+        "<x>\nOutput: (empty)\nProcess Group PGID: <pgid>\n</x>"
+    );
+    assert_eq!(
+        mask(pipes, dir, &[], step),
+        "<x>\nOutput: (empty)\nBackground PIDs: <pids>\nProcess Group PGID: <pgid>\n</x>"
+    );
+}

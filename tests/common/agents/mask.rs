@@ -52,8 +52,9 @@ static RENDERED_TAIL: LazyLock<Regex> = LazyLock::new(|| {
 /// - the ports of the script's servers (`ports`), chosen free for each run;
 /// - pids, process groups, and the ids, file names and times an agent makes up per call
 ///   ([`MASKS`]);
-/// - where the agent reads a large output through a terminal emulator, what it kept of it
-///   past the part it left out ([`Reading`]);
+/// - where the agent reads a command through a terminal emulator, what it kept of a large
+///   output past the part it left out, and whether it told the background pids
+///   ([`Reading`]);
 /// - when the agent reads a command's stdout and stderr on two pipes (`two_pipes`: Codex;
 ///   Gemini CLI with `-p`), how the lines of the two interleave, which bash does not fix
 ///   either (Codex's bare runs differ from each other): there, each stream's lines keep their
@@ -76,9 +77,17 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
         text = RENDERED_TAIL
             .replace_all(&text, "$1 <the rest as rendered>$2")
             .into_owned();
+        // Whether it tells the background pids its wrapper wrote to a file (`jobs -p` in an
+        // EXIT trap) varies from run to run there, bare too: a `&` server's step read
+        // `Background PIDs: …` in one bare run and not in the next.
+        text = BACKGROUND_PIDS.replace_all(&text, "").into_owned();
     }
     text
 }
+
+/// Gemini CLI's line of a call's background pids, once masked.
+static BACKGROUND_PIDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^Background PIDs: <pids>\n").expect("a regex"));
 
 /// The interleaved step's lines (`outN`, `errN`, maybe behind the agent's own prefix such
 /// as `Output: `) rebuilt as all of stdout's, then all of stderr's, each in its own order, where
