@@ -233,14 +233,7 @@ fn a_notify_command_that_cannot_run_is_journaled_once() {
 fn an_agents_quick_failure_is_not_told_and_the_operators_is() {
     let env = TestEnv::new("agent_failures");
     user_config(&env, "");
-    let mut shim = std::process::Command::new(common::BIN);
-    shim.args(["sh", "-c", "exit 1"])
-        .env("TETHER_STATE_DIR", env.state_dir())
-        .env("XDG_CONFIG_HOME", env.path("config"))
-        .env(common::TAG_VAR, &env.tag)
-        .env_remove("TETHER_SESSION")
-        .env_remove("TETHER_BROKER_ID")
-        .stdin(Stdio::null());
+    let shim = env.shim(Path::new(common::BIN), &["sh", "-c", "exit 1"]);
     let by_agent = common::run_to_end(&env, shim, "tether sh");
     assert_eq!(by_agent.status.code(), Some(1), "{by_agent:?}");
     let by_operator = env.spawn_captured(exec(&env, &["sh", "-c", "exit 1"]));

@@ -105,15 +105,9 @@ fn a_stop_does_not_wait_on_a_caller_that_takes_nothing() {
     // Our read end, never read: the pipe fills, as `| sleep 1000` leaves it.
     let (unread, caller_stdout) = nix::unistd::pipe().expect("a pipe");
     let stderr_path = env.path("shim.stderr");
-    let shim = Command::new(BIN)
-        .args(["sh", "-c", "yes"])
-        .env("TETHER_STATE_DIR", env.state_dir())
-        .env("XDG_CONFIG_HOME", env.path("config"))
+    let shim = env
+        .shim(std::path::Path::new(BIN), &["sh", "-c", "yes"])
         .env("XDG_RUNTIME_DIR", &runtime)
-        .env(TAG_VAR, &env.tag)
-        .env_remove("TETHER_SESSION")
-        .env_remove("TETHER_BROKER_ID")
-        .stdin(Stdio::null())
         .stdout(caller_stdout)
         .stderr(File::create(&stderr_path).expect("the stderr capture"))
         .spawn()

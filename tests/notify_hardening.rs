@@ -44,17 +44,9 @@ fn shims(env: &TestEnv) -> PathBuf {
 /// `program ARGS`, a shim call as the manual set-up makes it: the shims directory first on
 /// PATH, in the test's state and config directories, tagged, outside any session.
 fn shim_call(env: &TestEnv, shims: &Path, program: &str, args: &[&str]) -> Command {
-    let mut command = Command::new(shims.join(program));
+    let mut command = env.shim(&shims.join(program), args);
     let path = std::env::var("PATH").unwrap_or_default();
-    command
-        .args(args)
-        .env("PATH", format!("{}:{path}", shims.display()))
-        .env("TETHER_STATE_DIR", env.state_dir())
-        .env("XDG_CONFIG_HOME", env.path("config"))
-        .env(TAG_VAR, &env.tag)
-        .env_remove("TETHER_SESSION")
-        .env_remove("TETHER_BROKER_ID")
-        .stdin(std::process::Stdio::null());
+    command.env("PATH", format!("{}:{path}", shims.display()));
     command
 }
 
@@ -100,12 +92,13 @@ fn assert_outside_the_shims(env: &TestEnv, lines: &[String], shims: &Path) {
     assert_eq!(dirs.len(), 1, "the notify run was brokered: {dirs:?}");
 }
 
-#[test]
-fn a_notify_program_s_sh_is_the_real_shell_even_with_the_shims_first_on_path() {
-    let env = TestEnv::new("notify-path");
+/// A failing shim command, with the notify program `program` (given the shims directory)
+/// running `env_writing_script`: the run is outside the shims and ends whole.
+fn notify_runs_outside_the_shims(name: &str, program: impl Fn(&Path) -> String) {
+    let env = TestEnv::new(name);
     let shims = shims(&env);
     let seen = env.path("seen.env");
-    notify_config(&env, &["sh", "-c", &env_writing_script(&seen)]);
+    notify_config(&env, &[&program(&shims), "-c", &env_writing_script(&seen)]);
     let done = env
         .spawn_captured(shim_call(&env, &shims, "bash", &["-c", "exit 1"]))
         .wait(&env);
@@ -118,24 +111,15 @@ fn a_notify_program_s_sh_is_the_real_shell_even_with_the_shims_first_on_path() {
 }
 
 #[test]
+fn a_notify_program_s_sh_is_the_real_shell_even_with_the_shims_first_on_path() {
+    notify_runs_outside_the_shims("notify-path", |_| "sh".into());
+}
+
+#[test]
 fn a_shim_called_by_its_full_path_inside_a_notify_run_runs_the_real_shell() {
-    let env = TestEnv::new("notify-shim-path");
-    let shims = shims(&env);
-    let seen = env.path("seen.env");
-    let sh = shims.join("sh");
-    notify_config(
-        &env,
-        &[sh.to_str().unwrap(), "-c", &env_writing_script(&seen)],
-    );
-    let done = env
-        .spawn_captured(shim_call(&env, &shims, "bash", &["-c", "exit 1"]))
-        .wait(&env);
-    assert_eq!(done.code(), 1, "{}", done.stderr_text());
-    let (lines, pid) = seen_environment(&env, &seen);
-    no_notify_config(&env);
-    assert_outside_the_shims(&env, &lines, &shims);
-    assert_eq!(wait_gone(&[pid], DEADLINE), Vec::<i32>::new());
-    env.finish();
+    notify_runs_outside_the_shims("notify-shim-path", |shims| {
+        shims.join("sh").to_string_lossy().into_owned()
+    });
 }
 
 #[test]

@@ -16,22 +16,13 @@ use common::disk::SmallDisk;
 use common::journal::{exit_status, load_complete, read, signals_sent};
 use common::procs::signal;
 use common::tmux::Tmux;
-use common::{BIN, RunningExec, TAG_VAR, TestEnv, wait_for_text};
+use common::{BIN, RunningExec, TestEnv, wait_for_text};
 use nix::sys::signal::Signal;
 
 /// A command for the shim (`program` is tether or one of its links), in the test's state
 /// dir and config dir, tagged, outside any session or broker the test runner may be in.
 fn shim_command(env: &TestEnv, program: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env("TETHER_STATE_DIR", env.state_dir())
-        .env("XDG_CONFIG_HOME", env.path("config"))
-        .env(TAG_VAR, &env.tag)
-        .env_remove("TETHER_SESSION")
-        .env_remove("TETHER_BROKER_ID")
-        .stdin(Stdio::null());
-    command
+    env.shim(program, args)
 }
 
 fn tether_sh(env: &TestEnv, args: &[&str]) -> Command {

@@ -103,6 +103,22 @@ impl TestEnv {
         command
     }
 
+    /// `program ARGS` as a shell shim call is made (`program` is tether, one of its shell
+    /// links, or `tether sh`'s binary): in the test's state and config directories, tagged,
+    /// outside any session or broker the test runner may be in, stdin from /dev/null.
+    pub fn shim(&self, program: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .env("TETHER_STATE_DIR", self.state_dir())
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env(TAG_VAR, &self.tag)
+            .env_remove("TETHER_SESSION")
+            .env_remove("TETHER_BROKER_ID")
+            .stdin(Stdio::null());
+        command
+    }
+
     /// `tether exec --state-dir <state> OPTIONS -- ARGV`, tagged, stdin from /dev/null.
     pub fn exec_command(&self, options: &[&str], argv: &[&str]) -> Command {
         let mut command = Command::new(BIN);
