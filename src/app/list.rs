@@ -121,6 +121,10 @@ pub struct ListRows {
     /// The command whose mark needs the operator most (by [`AttentionMark::urgency`]: the
     /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
     pub latest_attention: Option<CommandId>,
+    /// Of the listed commands, the one running that started last: what a watch keeps
+    /// selected while the operator has not moved the list. (The rows are built again when a
+    /// command starts or ends: see [`fingerprint`].)
+    pub newest_running: Option<CommandId>,
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
     pub number_width: usize,
@@ -168,17 +172,6 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
 }
 
 impl ListRows {
-    /// Of the listed commands, the one running that started last: what a watch keeps
-    /// selected while the operator has not moved the list.
-    pub fn newest_running(&self, model: &Model) -> Option<CommandId> {
-        (0..self.rows.len())
-            .filter_map(|row| self.command_of_row(row))
-            .filter_map(|id| Some((id, model.commands.get(id)?)))
-            .filter(|(_, c)| c.status.is_active())
-            .max_by_key(|(id, c)| (c.started_ms, *id))
-            .map(|(id, _)| id)
-    }
-
     /// Whether these rows still show `model` as `view` asks.
     pub fn is_current(&self, model: &Model, view: &ListView) -> bool {
         self.built_from
@@ -247,11 +240,21 @@ impl ListRows {
                 rows.push(ListRow::Command(id));
             }
         }
+        let newest_running = rows
+            .iter()
+            .filter_map(|row| match row {
+                ListRow::Command(id) => Some((*id, &model.commands[*id])),
+                ListRow::Session(_) => None,
+            })
+            .filter(|(_, c)| c.status.is_active())
+            .max_by_key(|(id, c)| (c.started_ms, *id))
+            .map(|(id, _)| id);
         ListRows {
             rows,
             sessions,
             counts,
             latest_attention: latest_attention.map(|(_, id)| id),
+            newest_running,
             name_width,
             number_width: 1 + widest_number.max(1).ilog10() as usize + 1,
             row_of,

@@ -162,7 +162,7 @@ impl App {
         let live = matches!(self.model.mode, crate::model::Mode::Watched) && self.past.is_none();
         if live
             && !self.view.list_moved
-            && let Some(id) = self.content.list.newest_running(&self.model)
+            && let Some(id) = self.content.list.newest_running
         {
             self.view.select_command(id);
         }
