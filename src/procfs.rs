@@ -114,6 +114,13 @@ impl<'a> StatFields<'a> {
 }
 
 /// Parses the contents of `/proc/PID/stat` (see [`StatFields`]).
+/// The cgroup v2 path of `pid` (its `/proc/PID/cgroup` line `0::PATH`), which a zombie
+/// still shows: where it was when it ended.
+pub fn cgroup_of(pid: i32) -> Option<String> {
+    let file = fs::File::open(format!("/proc/{pid}/cgroup")).ok()?;
+    crate::cgroup::parse_own_cgroup(&read_small(file, 8192).ok()?)
+}
+
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
     StatFields::split(text)?.to_stat()
 }
@@ -290,12 +297,17 @@ impl<'a> Family<'a> {
     /// Every descendant of `root`, parents before children, leaving out each pid in
     /// `pruned` together with everything below it.
     pub fn descendants(&self, root: i32, pruned: &[i32]) -> Vec<ProcStat> {
+        self.descendants_but(root, |pid| pruned.contains(&pid))
+    }
+
+    /// [`Family::descendants`], leaving out each pid `pruned` says yes to.
+    pub fn descendants_but(&self, root: i32, pruned: impl Fn(i32) -> bool) -> Vec<ProcStat> {
         let mut out = Vec::new();
         let mut queue = vec![root];
         while let Some(pid) = queue.pop() {
             if let Some(kids) = self.children.get(&pid) {
                 for kid in kids {
-                    if kid.pid != root && kid.pid != pid && !pruned.contains(&kid.pid) {
+                    if kid.pid != root && kid.pid != pid && !pruned(kid.pid) {
                         out.push(**kid);
                         queue.push(kid.pid);
                     }

@@ -25,7 +25,13 @@ fn fake_agent(env: &TestEnv, body: &str) {
 /// `tether agent --session S -- ./fake-agent`, tagged, run from the scratch space, with
 /// `GO` (the file the agent waits for before it exits) and `PIDS` (where it writes pids).
 fn agent_command(env: &TestEnv) -> Command {
-    let mut command = env.tether(&["agent", "--session", "S", "--", "./fake-agent"]);
+    agent_command_in(env, "S")
+}
+
+/// [`agent_command`] in the session `session`. Command cgroups are named for the session,
+/// and a test that looks at cgroups must not see another test's session of the same name.
+fn agent_command_in(env: &TestEnv, session: &str) -> Command {
+    let mut command = env.tether(&["agent", "--session", session, "--", "./fake-agent"]);
     command
         .current_dir(env.dir.path())
         .env(TAG_VAR, &env.tag)
@@ -49,9 +55,13 @@ fn written_pid(env: &TestEnv) -> i32 {
 
 /// The session's command directories, in order.
 fn session_commands(env: &TestEnv) -> Vec<PathBuf> {
+    commands_of(env, "S")
+}
+
+fn commands_of(env: &TestEnv, session: &str) -> Vec<PathBuf> {
     common::journal::command_dirs(&env.state_dir())
         .into_iter()
-        .filter(|dir| dir.parent().and_then(Path::file_name) == Some("S".as_ref()))
+        .filter(|dir| dir.parent().and_then(Path::file_name) == Some(session.as_ref()))
         .collect()
 }
 
@@ -212,6 +222,131 @@ while [ ! -e "$GO" ]; do sleep 0.05; done
         !shims.exists(),
         "the killed agent's shims directory {} outlived it",
         shims.display()
+    );
+    env.finish();
+}
+
+/// The cgroup path a command's `containment` event names.
+fn cgroup_path(events: &[tether::protocol::Event]) -> PathBuf {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            tether::protocol::EventKind::Containment { path, .. } => path.clone(),
+            _ => None,
+        })
+        .expect("a cgroup: this test needs cgroup v2 (tests run as root)")
+}
+
+/// The agent's row is the agent's: its commands' cgroups are beside its own, not in it, and
+/// their brokers live outside it, so neither a command's processes nor a broker are in the
+/// agent's tree, and the broker that kept a server, re-parented to the agent's broker when
+/// its shell call returned, is no orphan of the agent's.
+#[test]
+fn an_agents_commands_are_beside_the_agent_not_in_it() {
+    common::cgroups::hierarchy().expect("this test needs cgroup v2 (tests run as root)");
+    let env = TestEnv::new("agent_beside");
+    fake_agent(
+        &env,
+        r#""$CLAUDE_CODE_SHELL" -c 'sleep 300 & echo $! > "$PIDS"'
+"$CLAUDE_CODE_SHELL" -c 'exit 3'
+"$CLAUDE_CODE_SHELL" -c 'echo $$ > "$PIDS.running"; exec sleep 301' &
+while [ ! -e "$GO" ]; do sleep 0.05; done
+"#,
+    );
+    let run = env.spawn_captured(agent_command_in(&env, "beside"));
+    let server = written_pid(&env);
+    let running_file = env.path("pids.running");
+    wait_until(&env, "the running command's pid", || {
+        fs::read_to_string(&running_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let running: i32 = fs::read_to_string(&running_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let contained = |dir: &PathBuf| {
+        common::journal::events_now(dir)
+            .iter()
+            .any(|e| matches!(e.kind, tether::protocol::EventKind::Containment { .. }))
+    };
+    wait_until(&env, "four commands in their cgroups", || {
+        let commands = commands_of(&env, "beside");
+        commands.len() == 4 && commands.iter().all(contained)
+    });
+    let commands = commands_of(&env, "beside");
+    let agent_cgroup = cgroup_path(&common::journal::events_now(&commands[0]));
+    let members = |cgroup: &Path| -> Vec<i32> {
+        let text = fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+        text.lines().filter_map(|l| l.parse().ok()).collect()
+    };
+    for dir in &commands[1..] {
+        let events = common::journal::events_now(dir);
+        let cgroup = cgroup_path(&events);
+        assert_eq!(
+            cgroup.parent(),
+            agent_cgroup.parent(),
+            "{} is not beside the agent's {}",
+            cgroup.display(),
+            agent_cgroup.display()
+        );
+        let broker = common::journal::broker_pid(&events);
+        assert!(
+            !members(&agent_cgroup).contains(&broker),
+            "the broker of {} is in the agent's cgroup",
+            name_of(dir)
+        );
+    }
+    // Nothing below the agent's cgroup: its commands are not in it.
+    let below: Vec<PathBuf> = fs::read_dir(&agent_cgroup)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    assert!(below.is_empty(), "cgroups in the agent's: {below:?}");
+    let agent_members = members(&agent_cgroup);
+    assert!(!agent_members.contains(&server) && !agent_members.contains(&running));
+
+    fs::write(env.path("go"), "").unwrap();
+    let run = run.wait(&env);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr_text());
+    wait_until(
+        &env,
+        "the server and the running command to be gone",
+        || is_gone(server) && is_gone(running),
+    );
+    let agent = load_complete(&commands[0]);
+    // The shell call the agent left running when it exited is the agent's orphan; the
+    // brokers re-parented to the agent's broker are not.
+    let brokers: Vec<i32> = commands[1..]
+        .iter()
+        .map(|dir| common::journal::broker_pid(&load_complete(dir).events))
+        .collect();
+    let orphans = common::journal::orphans_reaped(&agent.events);
+    assert!(
+        orphans.iter().all(|pid| !brokers.contains(pid)),
+        "the agent's journal counts its commands' brokers {brokers:?} as its orphans: {orphans:?}"
+    );
+    let in_tree: Vec<Vec<String>> = common::journal::tree_entries(&agent.events)
+        .into_iter()
+        .map(|p| p.argv)
+        .filter(|argv| !argv.is_empty())
+        .collect();
+    assert!(
+        in_tree
+            .iter()
+            .all(|argv| argv[0] != "sleep" && argv[0] != "tether broker"),
+        "the agent's tree holds its commands' processes: {in_tree:?}"
+    );
+    let kept = load_complete(&commands[1]);
+    assert_eq!(
+        leftovers_stopped(&kept.events),
+        Some((
+            LeftoversEnd::SessionOwnerExited,
+            Some(spawned_pid(&agent.events))
+        )),
+        "{:?}",
+        kept.events
     );
     env.finish();
 }

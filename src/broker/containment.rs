@@ -31,7 +31,12 @@ pub fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
 /// needed: finding the hierarchy reads the whole mount table, on every shim call otherwise.
 pub fn expected_cgroup(name: &str) -> Option<PathBuf> {
     let hierarchy = Hierarchy::find().ok()?;
-    Some(hierarchy.path().join(name))
+    let beside = hierarchy.path().join(name);
+    // A broker that could not leave the command cgroup it started in made its own there.
+    match hierarchy.inside().map(|inside| inside.join(name)) {
+        Some(nested) if !beside.exists() && nested.exists() => Some(nested),
+        _ => Some(beside),
+    }
 }
 
 /// The hierarchy [`establish`] made the command's cgroup in, for [`remove_stale`]: finding it
@@ -39,11 +44,14 @@ pub fn expected_cgroup(name: &str) -> Option<PathBuf> {
 static ESTABLISHED_IN: OnceLock<Hierarchy> = OnceLock::new();
 
 pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Established {
-    let made = Hierarchy::find().and_then(|hierarchy| {
-        let cgroup = CommandCgroup::create(&hierarchy, &cgroup_name(request, broker))?;
-        let _ = ESTABLISHED_IN.set(hierarchy);
-        Ok(cgroup)
-    });
+    // A broker started inside a command's cgroup leaves it first (see `Hierarchy::enter`).
+    let made = Hierarchy::find()
+        .and_then(Hierarchy::enter)
+        .and_then(|hierarchy| {
+            let cgroup = CommandCgroup::create(&hierarchy, &cgroup_name(request, broker))?;
+            let _ = ESTABLISHED_IN.set(hierarchy);
+            Ok(cgroup)
+        });
     match made {
         Ok(cgroup) => {
             let mut events = vec![EventKind::Containment {

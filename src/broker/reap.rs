@@ -19,6 +19,12 @@ pub struct Reaped {
     pub pid: i32,
     pub status: ExitStatus,
     pub place: Option<ProcStat>,
+    /// For a process named as tether's own are (`tether-broker`, `tether-prune`), the
+    /// cgroup it ended in (the path of its `0::` line). The broker of a shell call of an
+    /// agent's that kept leftovers (re-parented here when its shell returned) and the
+    /// retention run a shell call starts (a double fork) end outside the command's cgroup,
+    /// where they moved themselves (`cgroup::Hierarchy::enter`).
+    pub tether_cgroup: Option<String>,
 }
 
 /// Reaps every child that has ended, in the order the kernel gives them: the command itself,
@@ -37,9 +43,24 @@ pub fn reap_ended() -> (Vec<Reaped>, bool) {
         };
         // Looked at unreaped (`WNOWAIT`), so that its `/proc` entry, group and session
         // included, can still be read; then reaped.
-        let place = procfs::read_stat(pid);
+        let mut buffer = vec![0u8; 1024];
+        let stat = procfs::read_stat_text(pid, &mut buffer);
+        let fields = stat.as_deref().and_then(procfs::StatFields::split);
+        let place = fields.as_ref().and_then(procfs::StatFields::to_stat);
+        let tethers = [
+            crate::broker::BROKER_COMM,
+            crate::prune::detached::PRUNE_COMM,
+        ];
+        let named_ours =
+            fields.is_some_and(|f| tethers.iter().any(|c| f.comm.as_bytes() == c.to_bytes()));
+        let tether_cgroup = named_ours.then(|| procfs::cgroup_of(pid)).flatten();
         match wait_status(pid) {
-            Ok(Some(status)) => children.push(Reaped { pid, status, place }),
+            Ok(Some(status)) => children.push(Reaped {
+                pid,
+                status,
+                place,
+                tether_cgroup,
+            }),
             Ok(None) | Err(_) => break,
         }
     }

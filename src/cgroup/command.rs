@@ -213,6 +213,11 @@ impl CommandCgroup {
         &self.path
     }
 
+    /// Its name, [`name::command_cgroup_name`]'s.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     fn read(&self, name: &str) -> io::Result<String> {
         file::read(&self.dir, name)
     }

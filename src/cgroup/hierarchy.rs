@@ -2,6 +2,14 @@
 //! cgroup2 mount (from `/proc/self/mountinfo`) joined with this process's own cgroup (the
 //! `0::PATH` line of `/proc/self/cgroup`), writable by us.
 //!
+//! A process that runs inside a command's cgroup (an agent's shell call, a `tether exec` in
+//! a command) makes its command's cgroup beside that command's, not in it: where the
+//! outermost command cgroup of its path is, which is where that command's broker lives. Its
+//! broker moves itself there too ([`Hierarchy::enter`]). So an agent's cgroup holds only
+//! the agent's processes, what the agent costs is the agent's own, and stopping the agent
+//! (`cgroup.kill`) cannot kill the broker of one of its commands before that broker has
+//! stopped its command.
+//!
 //! Parsing is pure (tested on sample text); [`Hierarchy::find`] reads the two files and asks
 //! the kernel whether we may write there.
 
@@ -24,6 +32,8 @@ pub const CGROUP_ENV: &str = "TETHER_CGROUP";
 pub struct Hierarchy {
     path: PathBuf,
     dir: Arc<OwnedFd>,
+    /// The command cgroup this process runs in, below `path`, when there is one.
+    inside: Option<PathBuf>,
 }
 
 /// Where the cgroup2 filesystem is mounted, and the cgroup its root shows (not `/` inside a
@@ -87,6 +97,21 @@ pub fn own_cgroup_dir(mount: &Cgroup2Mount, own: &str) -> Result<PathBuf, Unavai
     })
 }
 
+/// The part of a cgroup path above its outermost command cgroup (one named by
+/// [`super::name::command_cgroup_name`]), if it has one: `/a/tether.s.01-x.7-9/inner` gives
+/// `/a`.
+pub fn above_commands(cgroup: &str) -> Option<&str> {
+    let mut at = 0;
+    for part in cgroup.split('/') {
+        if super::name::owner(part).is_some() {
+            let above = cgroup[..at].trim_end_matches('/');
+            return Some(if above.is_empty() { "/" } else { above });
+        }
+        at += part.len() + 1;
+    }
+    None
+}
+
 /// `\040` and the like, as the kernel escapes mountinfo paths.
 fn unescape(field: &str) -> String {
     let bytes = field.as_bytes();
@@ -130,7 +155,37 @@ impl Hierarchy {
             return Err(Unavailable::ReadOnly(mount.mount_point));
         }
         let own = parse_own_cgroup(&read("/proc/self/cgroup")?).ok_or(Unavailable::NotInV2)?;
-        Hierarchy::at(&own_cgroup_dir(&mount, &own)?)
+        let own_dir = own_cgroup_dir(&mount, &own)?;
+        match above_commands(&own) {
+            Some(above) => {
+                let mut hierarchy = Hierarchy::at(&own_cgroup_dir(&mount, above)?)?;
+                hierarchy.inside = Some(own_dir);
+                Ok(hierarchy)
+            }
+            None => Hierarchy::at(&own_dir),
+        }
+    }
+
+    /// Moves this process out of the command cgroup it runs in into the hierarchy's own, as
+    /// the module says. Where it may not move, the hierarchy is the cgroup it is in, as it
+    /// was before commands' cgroups were made beside each other: nested, the command is
+    /// still held, only counted in the outer command too.
+    pub fn enter(self) -> Result<Hierarchy, Unavailable> {
+        let Some(inside) = &self.inside else {
+            return Ok(self);
+        };
+        match super::file::write(self.dir(), "cgroup.procs", "0") {
+            Ok(()) => Ok(Hierarchy {
+                inside: None,
+                ..self
+            }),
+            Err(_) => Hierarchy::at(inside),
+        }
+    }
+
+    /// The command cgroup this process runs in, below [`Hierarchy::path`], if any.
+    pub fn inside(&self) -> Option<&Path> {
+        self.inside.as_deref()
     }
 
     /// The hierarchy at `dir` (a real one, or a directory a test made), if we may create
@@ -157,6 +212,7 @@ impl Hierarchy {
         Ok(Hierarchy {
             path: dir.to_path_buf(),
             dir: Arc::new(fd),
+            inside: None,
         })
     }
 
@@ -248,6 +304,38 @@ mod tests {
         assert_eq!(
             Hierarchy::at(dir.path()).expect("usable").path(),
             dir.path()
+        );
+    }
+
+    #[test]
+    fn a_command_cgroup_is_made_beside_the_outermost_command_cgroup_of_the_path() {
+        let agent = "tether.s.01-claude.4242-99";
+        assert_eq!(
+            above_commands(&format!("/user/app/{agent}")),
+            Some("/user/app")
+        );
+        assert_eq!(above_commands(&format!("/{agent}")), Some("/"));
+        let deeper = format!("/user/{agent}/inner/tether.s.02-ls.77-1");
+        assert_eq!(above_commands(&deeper), Some("/user"));
+        for plain in [
+            "/",
+            "/user/app",
+            "/tether",
+            "/tether.a.b",
+            "/x/tether.a.b.c",
+        ] {
+            assert_eq!(above_commands(plain), None, "{plain}");
+        }
+        let mount = Cgroup2Mount {
+            mount_point: PathBuf::from("/sys/fs/cgroup"),
+            root: "/".into(),
+            read_only: false,
+        };
+        let inside = format!("/{agent}");
+        let top = above_commands(&inside).expect("above");
+        assert_eq!(
+            own_cgroup_dir(&mount, top).expect("dir"),
+            PathBuf::from("/sys/fs/cgroup")
         );
     }
 }

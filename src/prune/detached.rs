@@ -127,7 +127,14 @@ fn spawn(state: &Path, just_ended: Option<&str>) -> io::Result<()> {
 
 /// `tether prune --retention`: applies retention (the config's or its default) as after a
 /// command, quietly; `protect`: a session never removed. Returns the exit code.
+/// A retention run's process name (comm). Started by a shell call inside an agent's cgroup
+/// and re-parented to the agent's broker, it leaves that cgroup first, as a broker does, and
+/// by this name and where it ended the agent's broker tells it from the agent's own orphans.
+pub const PRUNE_COMM: &std::ffi::CStr = c"tether-prune";
+
 pub fn main(state: &Path, protect: Option<&str>) -> i32 {
+    let _ = nix::sys::prctl::set_name(PRUNE_COMM);
+    let _ = crate::cgroup::Hierarchy::find().and_then(crate::cgroup::Hierarchy::enter);
     let rules = match retention_rules() {
         Ok(Some(rules)) => rules,
         Ok(None) => return 0,

@@ -99,6 +99,9 @@ impl Sampler {
 
         let family = procfs::Family::of(&stats);
         let mut members: Vec<(i32, Vec<&ScannedProcess>)> = Vec::new();
+        // A broker below another (an agent's shell call's, under the agent's) has a row of
+        // its own: its tree is its command's, not the agent's.
+        let listed: HashSet<i32> = brokers.iter().copied().collect();
         let mut seen_brokers = HashSet::new();
         for &broker in brokers {
             if !seen_brokers.insert(broker) {
@@ -110,7 +113,7 @@ impl Sampler {
             let mut tree = vec![root];
             tree.extend(
                 family
-                    .descendants(broker, &[])
+                    .descendants_but(broker, |pid| listed.contains(&pid))
                     .iter()
                     .filter_map(|s| by_pid.get(&s.pid).copied()),
             );

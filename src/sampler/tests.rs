@@ -299,3 +299,37 @@ fn cpu_is_measured_between_samples_per_core() {
     young.measure_cpu(210, t0 + Duration::from_millis(200), 10_250);
     assert_eq!(young.cpu_percent, 100.0);
 }
+
+#[test]
+fn a_listed_broker_below_another_has_its_own_tree_not_a_part_of_the_others() {
+    // The test process stands for an agent's broker; the shell, for the broker of one of the
+    // agent's shell calls below it; the sleep, for that call's command.
+    let child = Command::new("sh")
+        .args(["-c", "sleep 5 & wait"])
+        .spawn()
+        .expect("sh runs");
+    let sh = child.id() as i32;
+    let mut sampler = Sampler::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let snapshot = loop {
+        let snapshot = sampler.sample(&[me(), sh]);
+        if snapshot
+            .trees
+            .get(&sh)
+            .is_some_and(|tree| tree.iter().any(|p| p.argv == ["sleep", "5"]))
+        {
+            break snapshot;
+        }
+        assert!(Instant::now() < deadline, "the sleep never showed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let outer: Vec<i32> = snapshot.trees[&me()].iter().map(|p| p.pid).collect();
+    let inner = &snapshot.trees[&sh];
+    assert_eq!(inner[0].pid, sh, "the inner broker heads its own tree");
+    let sleep = inner.iter().find(|p| p.argv == ["sleep", "5"]).unwrap();
+    assert!(
+        !outer.contains(&sh) && !outer.contains(&sleep.pid),
+        "the outer tree holds the inner broker's: {outer:?}"
+    );
+    kill_and_reap(child, &[(sleep.pid, sleep.start_ms)]);
+}

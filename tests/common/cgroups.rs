@@ -24,7 +24,26 @@ fn sessions(state_dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Cgroup directories named after one of the sessions under `state_dir`.
+/// The brokers journaled under `state_dir`, by pid; `None` if a command has no
+/// `broker_started` line (its broker died before it wrote one).
+fn brokers(state_dir: &Path) -> Option<Vec<i32>> {
+    super::journal::command_dirs(state_dir)
+        .iter()
+        .map(|dir| {
+            super::journal::events_now(dir)
+                .iter()
+                .find_map(|e| match &e.kind {
+                    tether::protocol::EventKind::BrokerStarted { broker_pid, .. } => {
+                        Some(*broker_pid)
+                    }
+                    _ => None,
+                })
+        })
+        .collect()
+}
+
+/// Cgroup directories named after one of the sessions under `state_dir` and owned by one
+/// of its brokers: tests running at once may use the same session name.
 pub fn left_for(state_dir: &Path) -> Vec<PathBuf> {
     let Ok(root) = hierarchy() else {
         return Vec::new();
@@ -33,6 +52,13 @@ pub fn left_for(state_dir: &Path) -> Vec<PathBuf> {
         .iter()
         .map(|s| format!("{}.{}.", name::PREFIX, name::sanitize(s)))
         .collect();
+    let brokers = brokers(state_dir);
+    let ours = |file: &str| {
+        let owner = name::owner(file).map(|(pid, _)| pid);
+        brokers
+            .as_ref()
+            .is_none_or(|brokers| owner.is_some_and(|pid| brokers.contains(&pid)))
+    };
     let Ok(entries) = std::fs::read_dir(&root) else {
         return Vec::new();
     };
@@ -41,7 +67,7 @@ pub fn left_for(state_dir: &Path) -> Vec<PathBuf> {
         .filter(|e| {
             let file = e.file_name();
             let file = file.to_string_lossy();
-            prefixes.iter().any(|p| file.starts_with(p.as_str()))
+            prefixes.iter().any(|p| file.starts_with(p.as_str())) && ours(&file)
         })
         .map(|e| e.path())
         .collect()

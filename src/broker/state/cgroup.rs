@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::Broker;
+use super::{Broker, Reaped};
 use crate::broker::signaller::Walk;
 use crate::broker::tree::cost;
 use crate::cgroup::CommandCgroup;
@@ -13,7 +13,22 @@ use crate::protocol::{ContainmentMode, EventKind};
 impl Broker {
     /// The command runs in `cgroup` (or, `None`, is contained by the walk of /proc).
     pub(super) fn contain(&mut self, cgroup: Option<Arc<CommandCgroup>>) {
+        self.cgroup_name = cgroup.as_ref().map(|c| c.name().to_string());
         self.cgroup = cgroup;
+    }
+
+    /// Whether a reaped orphan is one of tether's own processes, not a process of this
+    /// command: named as tether's are, and ended in a cgroup outside the command's, where
+    /// they move themselves (`cgroup::Hierarchy::enter`). The broker of an agent's shell
+    /// call is re-parented here when the call returns while its broker keeps its leftovers,
+    /// and the retention run a shell call starts is at once; the call is journaled as a
+    /// command of its own, and neither is an orphan of the agent. Without a cgroup there is
+    /// no telling, and such a process is journaled as any orphan is.
+    pub(super) fn tethers_own_process(&self, reaped: &Reaped) -> bool {
+        let (Some(ours), Some(ended_in)) = (&self.cgroup_name, &reaped.tether_cgroup) else {
+            return false;
+        };
+        outside(ended_in, ours)
     }
 
     /// The command's processes: its cgroup's members, or every descendant of this subreaper.
@@ -132,5 +147,27 @@ impl Broker {
             });
         }
         memory_peak
+    }
+}
+
+/// Whether the cgroup path `ended_in` (a `/proc/PID/cgroup` line's) is outside the command
+/// cgroup named `ours` (neither it nor below it).
+fn outside(ended_in: &str, ours: &str) -> bool {
+    !ended_in.split('/').any(|part| part == ours)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outside;
+
+    #[test]
+    fn a_process_that_ended_beside_the_commands_cgroup_is_outside_it() {
+        let ours = "tether.s.01-claude.40-9";
+        assert!(!outside("/tether.s.01-claude.40-9", ours));
+        assert!(!outside("/user/tether.s.01-claude.40-9/inner", ours));
+        assert!(outside("/", ours));
+        assert!(outside("/user", ours));
+        assert!(outside("/tether.s.02-ls.41-10", ours));
+        assert!(outside("/tether.s.01-claude.40-99", ours));
     }
 }

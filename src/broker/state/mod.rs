@@ -191,6 +191,8 @@ pub struct Broker {
     result: CommandResult,
     /// The command's own cgroup, where it has one: its members are the tree.
     cgroup: Option<Arc<CommandCgroup>>,
+    /// Its name, kept after the cgroup is released.
+    cgroup_name: Option<String>,
     /// Leftovers kept running, while they are.
     custody: Option<custody::Custody>,
     /// Custody began and the event loop has not let the front end go yet.
@@ -260,6 +262,7 @@ impl Broker {
             tree_walks: ScanSchedule::new(now),
             result: CommandResult::default(),
             cgroup: None,
+            cgroup_name: None,
             custody: None,
             custody_began: false,
             custodian_gone: None,
@@ -424,8 +427,15 @@ impl Broker {
     /// The interpreter reaped `children` (the command itself, or descendants re-parented to
     /// this subreaper), in the kernel's order; `children_left`: whether any child is left.
     pub(super) fn reaped(&mut self, children: Vec<Reaped>, children_left: bool) {
-        for Reaped { pid, status, place } in children {
+        for reaped in children {
             self.tree_walks.activity(self.now);
+            let main = self.child.as_ref().is_some_and(|c| c.pid == reaped.pid);
+            if !main && self.tethers_own_process(&reaped) {
+                continue;
+            }
+            let Reaped {
+                pid, status, place, ..
+            } = reaped;
             match self.child.as_mut() {
                 Some(child) if child.pid == pid => {
                     child.status = Some(status);

@@ -160,16 +160,19 @@ fn children_reaped_together_are_journaled_in_the_kernels_order_with_where_they_w
                 pid: 101,
                 status: exited(0),
                 place: Some(escapee),
+                tether_cgroup: None,
             },
             Reaped {
                 pid: CMD,
                 status: exited(2),
                 place: None,
+                tether_cgroup: None,
             },
             Reaped {
                 pid: 102,
                 status: killed_by(Signal::SIGTERM),
                 place: None,
+                tether_cgroup: None,
             },
         ],
         children_left: false,
@@ -203,6 +206,7 @@ fn whether_a_child_is_left_is_the_interpreters_word_after_its_reaping() {
             pid: CMD,
             status: exited(0),
             place: None,
+            tether_cgroup: None,
         }],
         children_left: true,
     });

@@ -340,6 +340,7 @@ impl Rig {
                 pid,
                 status,
                 place: None,
+                tether_cgroup: None,
             })
             .collect();
         Input::Reaped {
