@@ -26,5 +26,6 @@ pub mod sampler;
 pub mod shim;
 pub mod supervisor;
 pub mod sys;
+pub mod testing;
 pub mod ui;
 pub mod units;

@@ -67,7 +67,7 @@ fn cgroup_available(test: &str) -> bool {
     match common::cgroups::hierarchy() {
         Ok(_) => true,
         Err(reason) => {
-            eprintln!("{test}: skipped: no usable cgroup v2 here ({reason})");
+            common::skip(format!("{test}: no usable cgroup v2 here ({reason})"));
             false
         }
     }

@@ -227,7 +227,7 @@ fn stop_of_an_escapee_tree_leaves_nothing_and_exec_says_the_operator_stopped_it(
 fn a_peer_of_another_uid_is_refused_and_the_refusal_journaled() {
     let env = TestEnv::new("control_peer");
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: connecting as another user needs root");
+        common::skip("connecting as another user needs root");
         return;
     }
     let runtime = runtime_dir(&env);
@@ -265,7 +265,7 @@ print $s qq({"type":"stop"}\n); $s->flush; while (my $l = <$s>) { print $l }"#;
         other => {
             signal(running.pid(), Signal::SIGTERM);
             running.wait(&env);
-            eprintln!("skipped: cannot connect as nobody here: {other:?}");
+            common::skip(format!("cannot connect as nobody here: {other:?}"));
             return;
         }
     };

@@ -200,7 +200,7 @@ fn a_command_cannot_ptrace_its_broker_which_its_user_still_stops_by_pid() {
     use std::os::unix::fs::PermissionsExt;
     const NOBODY: u32 = 65534;
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: running as another user needs root");
+        common::skip("running as another user needs root");
         return;
     }
     let env = TestEnv::new("broker_not_dumpable");

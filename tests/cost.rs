@@ -142,7 +142,9 @@ fn cost_on_the_proc_path() {
 #[test]
 fn cost_on_the_cgroup_path() {
     if let Err(reason) = common::cgroups::hierarchy() {
-        eprintln!("cost_on_the_cgroup_path: skipped: no usable cgroup v2 here ({reason})");
+        common::skip(format!(
+            "cost_on_the_cgroup_path: no usable cgroup v2 here ({reason})"
+        ));
         return;
     }
     cost_everywhere("cost_cgroup", None, ContainmentMode::Cgroup);

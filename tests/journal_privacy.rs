@@ -23,7 +23,7 @@ fn is_root() -> bool {
 /// Runs a command as `nobody`, or returns `None` (and says why) where that is impossible.
 fn as_nobody(args: &[&OsStr]) -> Option<Output> {
     if !is_root() {
-        eprintln!("skipped: running as another user needs root");
+        common::skip("running as another user needs root");
         return None;
     }
     let output = Command::new("setpriv")
@@ -33,7 +33,7 @@ fn as_nobody(args: &[&OsStr]) -> Option<Output> {
     match output {
         Ok(output) => Some(output),
         Err(err) => {
-            eprintln!("skipped: setpriv is not available: {err}");
+            common::skip(format!("setpriv is not available: {err}"));
             None
         }
     }
@@ -192,7 +192,7 @@ fn an_existing_state_directory_of_ours_is_made_private() {
 fn session_ids_do_not_collide_across_pid_namespaces() {
     let env = TestEnv::new("pidns");
     if !is_root() {
-        eprintln!("skipped: PID namespaces need root");
+        common::skip("PID namespaces need root");
         return;
     }
     let state = env.state_dir();
@@ -220,7 +220,9 @@ fn session_ids_do_not_collide_across_pid_namespaces() {
         .iter()
         .any(|o| String::from_utf8_lossy(&o.stderr).contains("unshare failed"))
     {
-        eprintln!("skipped: this machine refuses new PID namespaces: {outputs:?}");
+        common::skip(format!(
+            "this machine refuses new PID namespaces: {outputs:?}"
+        ));
         return;
     }
     for output in &outputs {

@@ -65,7 +65,9 @@ fn private_bus() -> Option<Bus> {
     let mut daemon = match daemon {
         Ok(daemon) => daemon,
         Err(err) => {
-            eprintln!("skipped: cannot run dbus-daemon ({err}); `apt-get install dbus` to run it");
+            tether::testing::skip(format!(
+                "cannot run dbus-daemon ({err}); `apt-get install dbus` to run it"
+            ));
             return None;
         }
     };

@@ -517,7 +517,7 @@ fn a_state_dir_that_cannot_be_written_leaves_the_shell_unjournaled_not_refused()
     if disk.read_only() {
         runs_as_the_shell_unjournaled(&env, &state, "a read-only disk");
     } else {
-        eprintln!("skipped: cannot remount the disk read-only");
+        common::skip("cannot remount the disk read-only");
     }
     drop(disk);
     env.finish();

@@ -754,7 +754,7 @@ fn y_copies_lines_and_a_selection_as_plain_text() {
 #[test]
 fn top_in_batch_mode_in_the_screen_view() {
     if Command::new("top").arg("-v").output().is_err() {
-        eprintln!("skipped: no `top` on this machine");
+        common::skip("no `top` on this machine");
         return;
     }
     let env = TestEnv::new("tui-top");

@@ -178,7 +178,7 @@ mod tests {
             Ok(pty) => pty,
             // A sandbox without /dev/pts: nothing to test here (the fallback is tested
             // end to end).
-            Err(err) => return eprintln!("skipped: {}", err.message),
+            Err(err) => return crate::testing::skip(&err.message),
         };
         assert!(rustix::termios::isatty(&pty.slave));
         let size = rustix::termios::tcgetwinsize(&pty.slave).unwrap();

@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn a_directory_of_another_user_is_refused() {
         if !nix::unistd::geteuid().is_root() {
-            eprintln!("skipped: giving a directory to another user needs root");
+            crate::testing::skip("giving a directory to another user needs root");
             return;
         }
         let tmp = tempfile::tempdir().unwrap();

@@ -25,6 +25,10 @@ pub use procs::{TAG_VAR, assert_none_left};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tether");
 
+/// A test that cannot run here says why: a failure where tests must run (`CI`,
+/// `TETHER_TESTS_MUST_RUN`), else a line on stderr. The caller returns after it.
+pub use tether::testing::skip;
+
 /// The checked-in session that holds every kind of event (see `tests/fixtures/README.md`).
 pub fn every_kind_fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind")

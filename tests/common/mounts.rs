@@ -20,7 +20,7 @@ impl Mounted {
     /// process may not mount: not root, or no permission in this container.
     pub fn new(args: &[&str], target: &Path) -> Option<Mounted> {
         if !rustix::process::geteuid().is_root() {
-            eprintln!("skipped: mounting needs root");
+            super::skip("mounting needs root");
             return None;
         }
         match Command::new("mount").args(args).arg(target).status() {
@@ -29,10 +29,10 @@ impl Mounted {
                 root: rustix::fs::open(target, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok(),
             }),
             other => {
-                eprintln!(
-                    "skipped: cannot mount {args:?} on {}: {other:?}",
+                super::skip(format!(
+                    "cannot mount {args:?} on {}: {other:?}",
                     target.display()
-                );
+                ));
                 None
             }
         }

@@ -581,7 +581,7 @@ mod tests {
     /// where there is none to start a child in.
     fn own_cgroup() -> Option<OwnedFd> {
         let hierarchy = crate::cgroup::Hierarchy::find()
-            .map_err(|err| eprintln!("skipped: no cgroup: {err}"))
+            .map_err(|err| crate::testing::skip(format!("no cgroup: {err}")))
             .ok()?;
         std::fs::File::open(hierarchy.path())
             .ok()
@@ -671,7 +671,7 @@ mod tests {
             hello.arg("one").env("PATH", &path).env("GREETING", "hi");
             hello.current_dir("/");
             let Some(outcome) = run(&hello, None, &cgroup, clone) else {
-                return eprintln!("skipped: clone3 into a cgroup is unavailable");
+                return crate::testing::skip("clone3 into a cgroup is unavailable");
             };
             assert_eq!(outcome.unwrap(), (3, "one hi /\n".into()), "{name}");
             let mut bare = Command::new("bare");
@@ -706,7 +706,7 @@ mod tests {
                         .current_dir("/nonexistent");
                 }
                 let Some(outcome) = run(&command, None, &cgroup, clone) else {
-                    return eprintln!("skipped: clone3 into a cgroup is unavailable");
+                    return crate::testing::skip("clone3 into a cgroup is unavailable");
                 };
                 let err = outcome.expect_err("it cannot start");
                 assert_eq!(err.raw_os_error(), Some(errno), "{name}: {command:?}");

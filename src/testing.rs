@@ -1,0 +1,36 @@
+//! For tests, the crate's own and the end-to-end ones: what a test does when it cannot run
+//! here (no cgroup v2, not root, no dbus). It says so, and where tests must run (`CI`, or
+//! `TETHER_TESTS_MUST_RUN`, which `.ci/run` sets) it fails: a test that did not run never
+//! passes there.
+
+/// The variable that makes a test that cannot run here fail (anything but `0`, `false` or
+/// empty); `CI` does the same.
+pub const MUST_RUN_VAR: &str = "TETHER_TESTS_MUST_RUN";
+
+/// Whether a test that cannot run here must fail.
+pub fn must_run() -> bool {
+    [MUST_RUN_VAR, "CI"]
+        .iter()
+        .any(|var| std::env::var(var).is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false")))
+}
+
+/// Says why a test cannot run here: a panic where tests must run, else a line on stderr.
+/// The caller returns after it.
+#[track_caller]
+pub fn skip(reason: impl std::fmt::Display) {
+    if must_run() {
+        panic!("this test cannot run here: {reason} ({MUST_RUN_VAR} or CI is set: it must)");
+    }
+    eprintln!("skipped: {reason}");
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_a_set_variable_makes_a_skip_a_failure() {
+        // The variable's reading, not the process's environment, which tests share.
+        let set = |v: &str| !matches!(v.trim(), "" | "0" | "false");
+        assert!(set("1") && set("true") && set("yes"));
+        assert!(!set("") && !set("0") && !set("false"));
+    }
+}
