@@ -65,6 +65,19 @@ impl Scratch {
     }
 }
 
+/// Whether `path` is on tmpfs or on a disk: the shim's cost depends on it (a journal written
+/// to memory or to a disk), and a figure must say which. `TMPDIR` picks the place.
+fn filesystem(path: &Path) -> String {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    // `f_type` is i64 here, another width elsewhere.
+    #[allow(clippy::unnecessary_cast)]
+    match nix::sys::statfs::statfs(path) {
+        Ok(fs) if fs.filesystem_type().0 as i64 == TMPFS_MAGIC => "tmpfs".into(),
+        Ok(_) => "a disk, not tmpfs".into(),
+        Err(err) => format!("filesystem unknown: {err}"),
+    }
+}
+
 fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -269,6 +282,11 @@ fn main() {
     let scratch = Scratch::new(&bin);
     let against = std::env::var_os("TETHER_BENCH_AGAINST").map(|b| Scratch::new(Path::new(&b)));
     println!("tether {}", bin.display());
+    println!(
+        "state directory {} ({})",
+        scratch.state().display(),
+        filesystem(&scratch.state())
+    );
     if let Some(other) = std::env::var_os("TETHER_BENCH_AGAINST") {
         println!("against {}", Path::new(&other).display());
     }
