@@ -58,6 +58,11 @@ pub enum Action {
     DismissEnded,
     /// Fold the selected command's session under its header, or unfold it.
     ToggleFold,
+    /// Enter: on a small screen, where the list takes it, open the selected command's panes
+    /// (Esc goes back); elsewhere, and on a folded session's header, fold or unfold.
+    Open,
+    /// An agent's set-up shells: folded into one row, or listed one by one.
+    ToggleSetup,
     /// The list shows all commands, the running ones, the failed ones, those that need you.
     CycleFilter,
     /// Select the command that needs the operator most (`tether

@@ -91,6 +91,27 @@ pub fn command_text(command: &CommandSpec) -> String {
     }
 }
 
+/// Whether `command` is one of an agent's own set-up shells rather than a command it was
+/// asked to run. Claude Code (2.1.197, as recorded under `tether agent`) runs two before its
+/// first tool call: `/bin/bash -c env` (it reads the login environment) and `/bin/bash -c -l
+/// 'SNAPSHOT_FILE=~/.claude/shell-snapshots/snapshot-bash-….sh …'` (the script that writes
+/// the shell snapshot each later command sources).
+pub fn is_agent_setup(command: &CommandSpec) -> bool {
+    let script = match command {
+        CommandSpec::Shell(script) => script.as_str(),
+        CommandSpec::Argv(argv) => match dash_c_script(argv) {
+            Some(script) => script,
+            None => return false,
+        },
+    };
+    let script = script.trim();
+    let snapshot = script
+        .strip_prefix("SNAPSHOT_FILE=")
+        .and_then(|rest| rest.split_whitespace().next())
+        .is_some_and(|file| file.contains("/shell-snapshots/"));
+    script == "env" || snapshot
+}
+
 /// The agent's own argv where `tether agent` journals it as `tether session-owner --shims DIR
 /// -- AGENT ARGS...` (the step that sets up its shims, then becomes it): what the operator
 /// started is `AGENT ARGS...`.

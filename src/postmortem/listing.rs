@@ -266,7 +266,11 @@ fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7]
         command
             .peak_rss_bytes
             .map_or_else(|| "-".into(), format_size),
-        one_line(&command.command_line()),
+        one_line(&if command.is_setup() {
+            format!("(set-up) {}", command.command_line())
+        } else {
+            command.command_line()
+        }),
     ]
 }
 
@@ -317,6 +321,7 @@ mod tests {
                 ok: 1000 - 2 - failures,
                 failed: failures,
                 killed: 0,
+                stopped: 0,
             },
             failures: (1..=failures).map(|i| format!("{i:02}-test")).collect(),
             cut_short: false,
