@@ -13,6 +13,8 @@ pub const MIN_HEIGHT: u16 = 24;
 /// command's panes take it in turn ([`areas`]).
 pub const COMPACT_WIDTH: u16 = 100;
 pub const COMPACT_HEIGHT: u16 = 28;
+/// From this many columns the list takes a larger share of the width.
+const WIDE: u16 = 160;
 
 /// Whether a screen of `size` is small: the list and the command's panes take it in turn.
 pub fn is_compact(size: Rect) -> bool {
@@ -83,19 +85,28 @@ pub fn areas(size: Rect, focus: Pane, zoom: bool) -> Option<Areas> {
         return Some(areas);
     }
     if compact {
-        // The command opened: its panes as the full layout has them, without the list.
+        // The command opened: the tree across the screen (its columns need the width), the
+        // output below it, stderr and the timeline beside the output.
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(35), Constraint::Percentage(65)]).areas(body);
+        areas.tree = top;
         let [left, right] =
-            Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
-                .areas(body);
-        [areas.tree, areas.timeline] =
-            Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(left);
-        [areas.stdout, areas.stderr] =
-            Layout::vertical([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(right);
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(bottom);
+        areas.stdout = left;
+        [areas.stderr, areas.timeline] =
+            Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(right);
         return Some(areas);
     }
+    // A wide screen gives the list more: its command text is what tells an agent's commands
+    // apart, and at a third of 200 columns the other columns leave it a dozen.
+    let list = if size.width >= WIDE { 42 } else { 34 };
     let [left, right] = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(34), Constraint::Percentage(66)])
+        .constraints([
+            Constraint::Percentage(list),
+            Constraint::Percentage(100 - list),
+        ])
         .areas(body);
     [areas.commands, areas.timeline] =
         Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(left);
@@ -177,9 +188,10 @@ mod tests {
         assert_eq!(list.stdout.width, 0);
         let opened = areas(size, Pane::Stdout, false).unwrap();
         assert_eq!(opened.commands.width, 0, "no list beside the command");
+        assert_eq!(opened.tree.width, 80, "the tree's columns need the width");
         for pane in [Pane::Tree, Pane::Stdout, Pane::Stderr, Pane::Timeline] {
             let area = opened.of(pane);
-            assert!(area.width >= 36 && area.height >= 6, "{pane:?}: {area:?}");
+            assert!(area.width >= 36 && area.height >= 5, "{pane:?}: {area:?}");
         }
         let zoomed = areas(size, Pane::Timeline, true).unwrap();
         assert_eq!(zoomed.timeline, Rect::new(0, 1, 80, 22));
