@@ -90,6 +90,8 @@ pub enum Action {
     TimeStepLonger,
     TimeFirst,
     TimeOff,
+    /// Ask for a moment typed as an offset from the session's start (`+1:23`, `83s`).
+    TimeGoTo,
     /// Answers in dialogs and prompts.
     Confirm,
     Cancel,
@@ -125,6 +127,7 @@ macro_rules! time_cursor_action {
             | $crate::app::action::Action::TimeStepLonger
             | $crate::app::action::Action::TimeFirst
             | $crate::app::action::Action::TimeOff
+            | $crate::app::action::Action::TimeGoTo
     };
 }
 pub(crate) use time_cursor_action;

@@ -73,6 +73,7 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, K::Char('='), "+ =", A::TimeStepLonger, ""),
         bind(N, K::Home, "Home", A::TimeFirst, "time cursor: first event"),
         bind(N, K::End, "End", A::TimeOff, "time cursor off (the end)"),
+        bind(N, K::Char(':'), ":", A::TimeGoTo, "time cursor to +1:23, 83s…"),
         // In a watch, g goes to what needs the operator (there, Home goes to the top).
         bind(N, K::Char('g'), "g", A::GoToAttention, "go to the latest attention"),
         bind(N, K::Home, "Home g", A::Top, "go to the top"),

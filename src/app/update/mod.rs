@@ -618,6 +618,14 @@ fn update_dialog(
             // The timeline shows whether the broker delivered it.
             view.message = Some(format!("SIG{signal} asked for pid {pid}"));
         }
+        (Dialog::GoToTime { input }, Action::Submit) => {
+            view.dialog = None;
+            if let Err(refused) = time::go_to(model, view, &input) {
+                // Asked again, with what was typed kept.
+                view.message = Some(refused);
+                view.dialog = Some(Dialog::GoToTime { input });
+            }
+        }
         (dialog, _) => view.dialog = Some(dialog),
     }
     effects
@@ -627,7 +635,8 @@ fn input_of(dialog: &mut Dialog) -> Option<&mut String> {
     match dialog {
         Dialog::NewCommand { input }
         | Dialog::Search { input, .. }
-        | Dialog::SignalProcess { input, .. } => Some(input),
+        | Dialog::SignalProcess { input, .. }
+        | Dialog::GoToTime { input } => Some(input),
         _ => None,
     }
 }
