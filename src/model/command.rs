@@ -192,7 +192,8 @@ pub struct CommandState {
     /// Stopped after its final line (`drain_on`): it finished, however its signal ended it.
     pub drained: bool,
     /// The operator (or the agent, through the shim) stopped it or sent it a signal that
-    /// ends a process: however it then ended, that was their doing, not a failure.
+    /// ends a process, before it ended: however it then ended, that was their doing, not a
+    /// failure.
     pub stopped_by_hand: bool,
     pub parent_lost: Option<ParentLossCause>,
     /// The latest moment that needed the operator (`attention`), and whether it still does.
@@ -398,14 +399,17 @@ impl CommandState {
             }
             EventKind::StopStarted { origin, .. } => {
                 self.drained |= *origin == Origin::FinalDrain;
-                self.stopped_by_hand |= by_hand(*origin);
+                self.stopped_by_hand |= by_hand(*origin) && self.ended_ms.is_none();
                 if matches!(self.status, Status::Running | Status::Stopped) {
                     self.status = Status::Stopping;
                 }
             }
             EventKind::SignalSent { signal, origin, .. } => {
                 self.drained |= *origin == Origin::FinalDrain;
-                self.stopped_by_hand |= by_hand(*origin) && signal.ends_by_hand();
+                // Only before the command's own end: a signal the agent passes on to what
+                // is left after it (as the broker's attention counts) ended nothing.
+                self.stopped_by_hand |=
+                    by_hand(*origin) && signal.ends_by_hand() && self.ended_ms.is_none();
                 if *signal != ProcessSignal::CONT {
                     self.markers.push((ts, Marker::Signal));
                 }

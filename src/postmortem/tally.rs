@@ -215,6 +215,21 @@ mod tests {
         // A signal that ends nothing by default is no stop: what follows is the command's.
         assert!(signalled(Origin::Operator, "USR1").is_failure());
         assert!(signalled(Origin::Watchdog, "TERM").is_failure());
+        // After the command's end, a signal to what it left changes nothing.
+        let mut late = ended(None, Some(15));
+        late.ended_ms = Some(1);
+        late.apply(&crate::protocol::Event {
+            ts_ms: 2,
+            mono_us: 2,
+            kind: crate::protocol::EventKind::SignalSent {
+                signal: crate::protocol::ProcessSignal::TERM,
+                scope: crate::protocol::Scope::Group,
+                origin: Origin::Caller,
+                targets: vec![1],
+                client: None,
+            },
+        });
+        assert!(late.is_failure());
         let tally = Tally::of([&by_hand, &by_agent]);
         assert_eq!(tally.words(), "2 cmds: 0 ok, 0 failed, 2 stopped");
     }
