@@ -374,6 +374,9 @@ fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect>
     };
     view.focus = Pane::Stdout;
     view.zoom = false;
+    // The operator chose this one: a watch no longer moves the selection to the newest
+    // command under them (`End` in the list follows again).
+    view.list_moved = true;
     view.message = Some(format!(
         "{}: Tab the next pane · z zoom · Esc the list",
         crate::model::output::one_line(&command.config.name)

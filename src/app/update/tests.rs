@@ -464,6 +464,10 @@ fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
     let mut view = ViewState::default();
     update(&model, &mut view, &compact, Action::Open);
     assert_eq!(view.focus, Pane::Stdout, "its output first");
+    assert!(
+        view.list_moved,
+        "a watch keeps the command opened on screen"
+    );
     assert!(view.message.as_deref().is_some_and(|m| m.contains("Esc")));
     update(&model, &mut view, &compact, Action::Zoom);
     update(&model, &mut view, &compact, Action::Cancel);
