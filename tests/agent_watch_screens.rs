@@ -60,6 +60,8 @@ fn model() -> Model {
             command.observe_usage(cpu, rss);
         }
     }
+    // A command whose journal starts later was not there yet for a watch to list.
+    commands.retain(|c| c.status != tether::model::Status::Idle);
     Model {
         session_id: "claude-run".into(),
         session_dir: dir.parent().expect("sessions/").to_path_buf(),
