@@ -76,6 +76,11 @@ pub fn command_text(command: &CommandSpec) -> String {
     match command {
         CommandSpec::Shell(script) => script_lines(script),
         CommandSpec::Argv(argv) => match dash_c_script(argv) {
+            // Sixty lines of Claude Code's own, the same every run: where it writes says it.
+            Some(script) if snapshot_file(script).is_some() => format!(
+                "SNAPSHOT_FILE={} … (writes the agent's shell snapshot)",
+                snapshot_file(script).unwrap_or_default()
+            ),
             // An agent's wrapper is the same every call: what it runs is what tells.
             Some(script) => match agent_command(script) {
                 Some(asked) => script_lines(&cd_folded(&asked)),
@@ -104,12 +109,17 @@ pub fn is_agent_setup(command: &CommandSpec) -> bool {
             None => return false,
         },
     };
-    let script = script.trim();
-    let snapshot = script
+    script.trim() == "env" || snapshot_file(script).is_some()
+}
+
+/// The file Claude Code's snapshot script writes, where `script` is one
+/// (`SNAPSHOT_FILE=…/shell-snapshots/….sh` and the script that fills it).
+fn snapshot_file(script: &str) -> Option<&str> {
+    script
+        .trim_start()
         .strip_prefix("SNAPSHOT_FILE=")
         .and_then(|rest| rest.split_whitespace().next())
-        .is_some_and(|file| file.contains("/shell-snapshots/"));
-    script == "env" || snapshot
+        .filter(|file| file.contains("/shell-snapshots/"))
 }
 
 /// The agent's own argv where `tether agent` journals it as `tether session-owner --shims DIR
