@@ -13,6 +13,11 @@ pub enum UnitError {
     Size(String),
     #[error("`{0}` is not an age; write it like 90m, 12h, 30d or 2w")]
     Age(String),
+    #[error(
+        "`{0}` is not a time in the session; write it as the timeline does, +1:23 or \
+         +0:01.5 (minutes:seconds), or as 83s, 1.5s or 500ms, each from the session's start"
+    )]
+    Offset(String),
 }
 
 /// Splits `1.5s` into (1.5, "s").
@@ -108,6 +113,48 @@ pub fn offset_ms(ms: u64) -> String {
     format!("+{}:{:02}.{:03}", ms / 60_000, ms / 1000 % 60, ms % 1000)
 }
 
+/// A moment typed as an offset from the session's start, as [`offset_ms`] writes it or
+/// nearly: `+1:23`, `1:23`, `+0:01.5`, `1:02:03` (hours too), or a duration (`83s`, `1.5s`,
+/// `500ms`, `2m`; a bare number is seconds). In milliseconds.
+pub fn parse_offset(text: &str) -> Result<u64, UnitError> {
+    let err = || UnitError::Offset(text.to_string());
+    let bare = text.trim();
+    let bare = bare.strip_prefix('+').unwrap_or(bare).trim_start();
+    if bare.is_empty() {
+        return Err(err());
+    }
+    if !bare.contains(':') {
+        let duration = parse_duration(bare).map_err(|_| err())?;
+        return u64::try_from(duration.as_millis()).map_err(|_| err());
+    }
+    // Hours and minutes whole, the seconds maybe with a fraction: `1:02:03.5`.
+    let parts: Vec<&str> = bare.split(':').collect();
+    let whole = |part: &str| -> Option<u64> {
+        (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    let (seconds_part, larger) = parts.split_last().ok_or_else(err)?;
+    let mut minutes = 0u64;
+    for part in larger {
+        minutes = minutes.checked_mul(60).ok_or_else(err)? + whole(part).ok_or_else(err)?;
+    }
+    let (seconds, fraction) = match seconds_part.split_once('.') {
+        Some((s, f)) => (s, f),
+        None => (*seconds_part, ""),
+    };
+    let seconds = whole(seconds).filter(|s| *s < 60 || larger.is_empty());
+    let fraction_ok = fraction.bytes().all(|b| b.is_ascii_digit()) && fraction.len() <= 3;
+    let (Some(seconds), true, 1..=2) = (seconds, fraction_ok, larger.len()) else {
+        return Err(err());
+    };
+    let millis: u64 = format!("{fraction:0<3}").parse().map_err(|_| err())?;
+    minutes
+        .checked_mul(60_000)
+        .and_then(|ms| ms.checked_add(seconds * 1000 + millis))
+        .ok_or_else(err)
+}
+
 /// `1536` → `1.5 KiB`: compact sizes for people.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -163,6 +210,49 @@ pub fn compact_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_offset_reads_as_the_timeline_writes_it_or_as_a_duration() {
+        for (text, ms) in [
+            ("+1:23", 83_000),
+            ("1:23", 83_000),
+            ("+0:01.5", 1_500),
+            ("+1:02.345", 62_345),
+            (" + 0:07 ", 7_000),
+            ("1:02:03", 3_723_000),
+            ("83s", 83_000),
+            ("1.5s", 1_500),
+            ("500ms", 500),
+            ("2m", 120_000),
+            ("90", 90_000),
+            (&offset_ms(754_321), 754_321),
+        ] {
+            assert_eq!(parse_offset(text), Ok(ms), "{text}");
+        }
+        for text in [
+            "",
+            "+",
+            "1:",
+            ":30",
+            "1:75",
+            "1:2:3:4",
+            "1:23.4567",
+            "abc",
+            "-5s",
+            "1:x",
+        ] {
+            assert_eq!(
+                parse_offset(text),
+                Err(UnitError::Offset(text.into())),
+                "{text}"
+            );
+        }
+        let said = parse_offset("soon").unwrap_err().to_string();
+        assert!(
+            said.starts_with("`soon` is not a time in the session"),
+            "{said}"
+        );
+    }
 
     #[test]
     fn delays_read_as_people_write_them() {

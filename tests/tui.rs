@@ -994,3 +994,40 @@ fn a_paste_reaches_the_command_whole_and_ctrl_a_after_it_leaves_input_mode() {
     drop(tmux);
     env.finish();
 }
+
+/// At 80×24 the list takes the screen; Enter opens the selected command's panes, Esc goes
+/// back; grown to 120×40, the list and the panes share it again.
+#[test]
+fn a_small_terminal_shows_the_list_then_the_command_opened() {
+    let env = TestEnv::new("tui-small");
+    let tmux = Tmux::start(&env, 80, 24);
+    tmux.type_line(
+        &env,
+        &tether_line(&env, "run -c 'echo said-by-the-command; sleep 300'"),
+    );
+    let list = tmux.wait_screen(&env, "the list alone, offering Enter", |s| {
+        s.contains("Enter  open") && s.contains("echo said-by-the-command")
+    });
+    assert!(!list.contains("Process tree"), "{list}");
+    tmux.keys(&env, &["Enter"]);
+    tmux.wait_screen(&env, "the command's panes, offering Esc", |s| {
+        s.contains("Process tree: echo")
+            && s.contains("said-by-the-command")
+            && s.contains("Esc the list")
+            && !s.contains("Commands 1")
+    });
+    tmux.keys(&env, &["Escape"]);
+    tmux.wait_screen(&env, "the list again", |s| {
+        s.contains("Enter  open") && !s.contains("Process tree")
+    });
+    tmux.resize(&env, 120, 40);
+    tmux.wait_screen(&env, "the list beside the panes", |s| {
+        s.contains("Commands 1") && s.contains("Process tree: echo")
+    });
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the question to stop it", |s| s.contains("Quit"));
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the shell back", |s| !s.contains("Commands"));
+    drop(tmux);
+    env.finish();
+}

@@ -58,6 +58,11 @@ pub enum Action {
     DismissEnded,
     /// Fold the selected command's session under its header, or unfold it.
     ToggleFold,
+    /// Enter: on a small screen, where the list takes it, open the selected command's panes
+    /// (Esc goes back); elsewhere, and on a folded session's header, fold or unfold.
+    Open,
+    /// An agent's set-up shells: folded into one row, or listed one by one.
+    ToggleSetup,
     /// The list shows all commands, the running ones, the failed ones, those that need you.
     CycleFilter,
     /// Select the command that needs the operator most (`tether
@@ -85,6 +90,8 @@ pub enum Action {
     TimeStepLonger,
     TimeFirst,
     TimeOff,
+    /// Ask for a moment typed as an offset from the session's start (`+1:23`, `83s`).
+    TimeGoTo,
     /// Answers in dialogs and prompts.
     Confirm,
     Cancel,
@@ -120,6 +127,7 @@ macro_rules! time_cursor_action {
             | $crate::app::action::Action::TimeStepLonger
             | $crate::app::action::Action::TimeFirst
             | $crate::app::action::Action::TimeOff
+            | $crate::app::action::Action::TimeGoTo
     };
 }
 pub(crate) use time_cursor_action;

@@ -8,6 +8,18 @@ use super::view::Pane;
 /// The smallest terminal the full layout fits in.
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
+/// Below this many columns or rows the screen is small (80×24): five panes side by side
+/// would each be too narrow to read, so the list takes the screen, and the selected
+/// command's panes take it in turn ([`areas`]).
+pub const COMPACT_WIDTH: u16 = 100;
+pub const COMPACT_HEIGHT: u16 = 28;
+/// From this many columns the list takes a larger share of the width.
+const WIDE: u16 = 160;
+
+/// Whether a screen of `size` is small: the list and the command's panes take it in turn.
+pub fn is_compact(size: Rect) -> bool {
+    size.width < COMPACT_WIDTH || size.height < COMPACT_HEIGHT
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Areas {
@@ -41,9 +53,11 @@ impl Areas {
     }
 }
 
-/// Lays out the screen; `None` when the terminal is too small. With `zoom`, the focused
-/// pane takes the whole screen between the header and the status bar.
-pub fn areas(size: Rect, zoom: Option<Pane>) -> Option<Areas> {
+/// Lays out the screen; `None` when the terminal is too small. With `zoom`, the `focus`ed
+/// pane takes the whole screen between the header and the status bar. On a small screen
+/// ([`is_compact`]) the list takes it while it has the focus, and the selected command's
+/// panes (tree, timeline, stdout, stderr) while one of those has it.
+pub fn areas(size: Rect, focus: Pane, zoom: bool) -> Option<Areas> {
     if size.width < MIN_WIDTH || size.height < MIN_HEIGHT {
         return None;
     }
@@ -58,6 +72,8 @@ pub fn areas(size: Rect, zoom: Option<Pane>) -> Option<Areas> {
         status,
         ..Areas::default()
     };
+    let compact = is_compact(size);
+    let zoom = (zoom || (compact && focus == Pane::Commands)).then_some(focus);
     if let Some(pane) = zoom {
         match pane {
             Pane::Commands => areas.commands = body,
@@ -68,9 +84,29 @@ pub fn areas(size: Rect, zoom: Option<Pane>) -> Option<Areas> {
         }
         return Some(areas);
     }
+    if compact {
+        // The command opened: the tree across the screen (its columns need the width), the
+        // output below it, stderr and the timeline beside the output.
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(35), Constraint::Percentage(65)]).areas(body);
+        areas.tree = top;
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(bottom);
+        areas.stdout = left;
+        [areas.stderr, areas.timeline] =
+            Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(right);
+        return Some(areas);
+    }
+    // A wide screen gives the list more: its command text is what tells an agent's commands
+    // apart, and at a third of 200 columns the other columns leave it a dozen.
+    let list = if size.width >= WIDE { 42 } else { 34 };
     let [left, right] = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(34), Constraint::Percentage(66)])
+        .constraints([
+            Constraint::Percentage(list),
+            Constraint::Percentage(100 - list),
+        ])
         .areas(body);
     [areas.commands, areas.timeline] =
         Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(left);
@@ -118,13 +154,13 @@ mod tests {
 
     #[test]
     fn too_small_has_no_layout() {
-        assert_eq!(areas(Rect::new(0, 0, 79, 40), None), None);
-        assert_eq!(areas(Rect::new(0, 0, 120, 23), None), None);
+        assert_eq!(areas(Rect::new(0, 0, 79, 40), Pane::Commands, false), None);
+        assert_eq!(areas(Rect::new(0, 0, 120, 23), Pane::Commands, false), None);
     }
 
     #[test]
     fn panes_tile_the_screen() {
-        let a = areas(Rect::new(0, 0, 120, 40), None).unwrap();
+        let a = areas(Rect::new(0, 0, 120, 40), Pane::Commands, false).unwrap();
         assert_eq!(a.header, Rect::new(0, 0, 120, 1));
         assert_eq!(a.commands.y, 1);
         assert_eq!(a.status, Rect::new(0, 39, 120, 1));
@@ -135,9 +171,38 @@ mod tests {
             a.pane_at(a.stdout.x + 1, a.stdout.y + 1),
             Some(Pane::Stdout)
         );
-        let z = areas(Rect::new(0, 0, 120, 40), Some(Pane::Stderr)).unwrap();
+        let z = areas(Rect::new(0, 0, 120, 40), Pane::Stderr, true).unwrap();
         assert_eq!(z.stderr, Rect::new(0, 1, 120, 38));
         assert_eq!(z.stdout.width, 0);
+    }
+
+    #[test]
+    fn a_small_screen_shows_the_list_or_the_command_opened() {
+        let size = Rect::new(0, 0, 80, 24);
+        let list = areas(size, Pane::Commands, false).unwrap();
+        assert_eq!(
+            list.commands,
+            Rect::new(0, 1, 80, 22),
+            "the list takes the body"
+        );
+        assert_eq!(list.stdout.width, 0);
+        let opened = areas(size, Pane::Stdout, false).unwrap();
+        assert_eq!(opened.commands.width, 0, "no list beside the command");
+        assert_eq!(opened.tree.width, 80, "the tree's columns need the width");
+        for pane in [Pane::Tree, Pane::Stdout, Pane::Stderr, Pane::Timeline] {
+            let area = opened.of(pane);
+            assert!(area.width >= 36 && area.height >= 5, "{pane:?}: {area:?}");
+        }
+        let zoomed = areas(size, Pane::Timeline, true).unwrap();
+        assert_eq!(zoomed.timeline, Rect::new(0, 1, 80, 22));
+        // Wide and tall enough, the list stays beside the command's panes.
+        assert!(
+            areas(Rect::new(0, 0, 100, 28), Pane::Stdout, false)
+                .unwrap()
+                .commands
+                .width
+                > 0
+        );
     }
 
     #[test]

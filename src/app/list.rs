@@ -67,6 +67,8 @@ pub struct ListView {
     pub sort: ListSort,
     /// Sessions folded under their header, by session directory.
     pub folded: BTreeSet<PathBuf>,
+    /// An agent's set-up shells listed one by one, not folded into one row (`S`).
+    pub show_setup: bool,
 }
 
 /// One row of the list.
@@ -75,6 +77,9 @@ pub enum ListRow {
     /// A session's header: an index into [`ListRows::sessions`].
     Session(usize),
     Command(CommandId),
+    /// An agent's set-up shells that ended well, folded into one dim row (`2 set-up
+    /// shells`) where the first of them would be: an index into [`ListRows::sessions`].
+    Setup(usize),
 }
 
 /// Commands running, failed, needing the operator, and in all.
@@ -108,6 +113,8 @@ pub struct SessionGroup {
     pub folded: bool,
     /// Its first command the filter shows, in the list's order: what a folded header selects.
     pub first: Option<CommandId>,
+    /// Its set-up shells folded into one row (see [`ListRow::Setup`]).
+    pub setup_folded: usize,
     header_row: Option<usize>,
 }
 
@@ -236,6 +243,13 @@ impl ListRows {
                 continue;
             }
             for id in ids {
+                if folds_away(&model.commands[id], view) {
+                    if group.setup_folded == 0 {
+                        rows.push(ListRow::Setup(at));
+                    }
+                    group.setup_folded += 1;
+                    continue;
+                }
                 row_of[id] = Some(rows.len());
                 rows.push(ListRow::Command(id));
             }
@@ -244,7 +258,7 @@ impl ListRows {
             .iter()
             .filter_map(|row| match row {
                 ListRow::Command(id) => Some((*id, &model.commands[*id])),
-                ListRow::Session(_) => None,
+                ListRow::Session(_) | ListRow::Setup(_) => None,
             })
             .filter(|(_, c)| c.status.is_active())
             .max_by_key(|(id, c)| (c.started_ms, *id))
@@ -295,6 +309,7 @@ impl ListRows {
         match *self.rows.get(row)? {
             ListRow::Command(id) => Some(id),
             ListRow::Session(at) => self.sessions[at].first.filter(|_| self.sessions[at].folded),
+            ListRow::Setup(_) => None,
         }
     }
 
@@ -337,8 +352,20 @@ fn new_group(model: &Model, dir: &Path) -> SessionGroup {
         counts: Counts::default(),
         folded: false,
         first: None,
+        setup_folded: 0,
         header_row: None,
     }
+}
+
+/// Whether `command` is one of an agent's set-up shells that the list folds into one row:
+/// one that ended well. One that runs, failed or needs the operator is listed as any other.
+fn folds_away(command: &CommandState, view: &ListView) -> bool {
+    !view.show_setup
+        && command.is_setup()
+        && command.status != crate::model::Status::Idle
+        && !command.status.is_active()
+        && !command.is_failure()
+        && command.needs_you().is_none()
 }
 
 /// The busiest first: live commands by CPU %, then ended ones by CPU time, then the rest.

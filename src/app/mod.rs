@@ -111,7 +111,7 @@ impl App {
             if self.view.dialog.is_some() {
                 return Vec::new();
             }
-            let areas = layout::areas(self.size, self.view.zoom.then_some(self.view.focus));
+            let areas = layout::areas(self.size, self.view.focus, self.view.zoom);
             let Some(pane) = areas.and_then(|a| a.pane_at(column, row)) else {
                 return Vec::new();
             };
@@ -336,7 +336,8 @@ impl App {
         self.content.now_ms = self.prepare_cursor(now_ms).unwrap_or(now_ms);
         self.refresh_list();
         self.follow_newest();
-        let areas = layout::areas(size, self.view.zoom.then_some(self.view.focus));
+        self.geometry.compact = layout::is_compact(size);
+        let areas = layout::areas(size, self.view.focus, self.view.zoom);
         let wrap = self.view.wrap;
         let lens = self.stored_lens();
         let current = self

@@ -113,6 +113,10 @@ pub enum Dialog {
         argv: String,
         input: String,
     },
+    /// The time cursor to a moment typed as an offset from the session's start.
+    GoToTime {
+        input: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -76,6 +76,11 @@ pub fn command_text(command: &CommandSpec) -> String {
     match command {
         CommandSpec::Shell(script) => script_lines(script),
         CommandSpec::Argv(argv) => match dash_c_script(argv) {
+            // Sixty lines of Claude Code's own, the same every run: where it writes says it.
+            Some(script) if snapshot_file(script).is_some() => format!(
+                "SNAPSHOT_FILE={} … (writes the agent's shell snapshot)",
+                snapshot_file(script).unwrap_or_default()
+            ),
             // An agent's wrapper is the same every call: what it runs is what tells.
             Some(script) => match agent_command(script) {
                 Some(asked) => script_lines(&cd_folded(&asked)),
@@ -89,6 +94,32 @@ pub fn command_text(command: &CommandSpec) -> String {
                 .join(" "),
         },
     }
+}
+
+/// Whether `command` is one of an agent's own set-up shells rather than a command it was
+/// asked to run. Claude Code (2.1.197, as recorded under `tether agent`) runs two before its
+/// first tool call: `/bin/bash -c env` (it reads the login environment) and `/bin/bash -c -l
+/// 'SNAPSHOT_FILE=~/.claude/shell-snapshots/snapshot-bash-….sh …'` (the script that writes
+/// the shell snapshot each later command sources).
+pub fn is_agent_setup(command: &CommandSpec) -> bool {
+    let script = match command {
+        CommandSpec::Shell(script) => script.as_str(),
+        CommandSpec::Argv(argv) => match dash_c_script(argv) {
+            Some(script) => script,
+            None => return false,
+        },
+    };
+    script.trim() == "env" || snapshot_file(script).is_some()
+}
+
+/// The file Claude Code's snapshot script writes, where `script` is one
+/// (`SNAPSHOT_FILE=…/shell-snapshots/….sh` and the script that fills it).
+fn snapshot_file(script: &str) -> Option<&str> {
+    script
+        .trim_start()
+        .strip_prefix("SNAPSHOT_FILE=")
+        .and_then(|rest| rest.split_whitespace().next())
+        .filter(|file| file.contains("/shell-snapshots/"))
 }
 
 /// The agent's own argv where `tether agent` journals it as `tether session-owner --shims DIR

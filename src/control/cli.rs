@@ -65,6 +65,9 @@ struct PsRow<'a> {
     /// CPU time the command's cgroup accounted so far, all its processes, the ended ones
     /// included.
     cgroup_cpu_ms: Option<u64>,
+    /// What it runs, as the list says it (an agent's wrapper read as the command it runs),
+    /// from its `command.json`; `(set-up)` before an agent's own set-up shell.
+    command: String,
 }
 
 /// `tether ps [--json] [SESSION]`.
@@ -128,6 +131,7 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
                     .and_then(|p| crate::cgroup::CommandCgroup::open_existing(p).ok())
                     .and_then(|cg| cg.stats().cpu_usec)
                     .map(|us| us / 1000),
+                command: command_text(&c.dir),
             }
         })
         .collect();
@@ -145,46 +149,50 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
         eprintln!("tether: no live brokered commands");
         return 0;
     }
-    // Columns as wide as what they show now (the ID: `SESSION/NN`, which always names one
-    // command, as `tether stop` takes it).
-    let ids: Vec<String> = commands.iter().map(|c| one_line(&short_id(c))).collect();
-    let id_width = ids
+    // The ID is `SESSION/NN`, which always names one command, as `tether stop` takes it.
+    let cells: Vec<super::ps_table::PsCells> = rows
         .iter()
-        .map(|id| id.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(2);
-    let name_width = rows
-        .iter()
-        .map(|r| crate::ui::format::text_width(&one_line(r.name)))
-        .max()
-        .unwrap_or(0)
-        .clamp(4, 24);
-    println!(
-        "{:<id_width$} {:<name_width$} {:>8} {:>8} {:<17} {:>8} {:>6} {:>7} {:>5} {:<7}  CONTROL",
-        "ID", "NAME", "BROKER", "PID", "STATE", "RUNTIME", "CPU%", "RSS", "PROCS", "CONTAIN"
-    );
-    for (r, id) in rows.iter().zip(&ids) {
-        println!(
-            "{:<id_width$} {:<name_width$} {:>8} {:>8} {:<17} {:>8} {:>6.1} {:>7} {:>5} {:<7}  {}",
-            id,
-            crate::ui::format::truncate(&one_line(r.name), name_width),
-            r.broker_pid,
-            r.pid.map_or_else(|| "-".into(), |p| p.to_string()),
-            r.state,
-            crate::units::duration_ms(r.runtime_ms),
-            r.cpu_percent,
-            crate::units::compact_bytes(r.rss_bytes),
-            r.processes,
-            r.containment.unwrap_or("-"),
-            if r.controllable {
-                "socket"
-            } else {
-                "by pid (no socket)"
-            }
-        );
+        .zip(&commands)
+        .map(|(r, c)| {
+            [
+                short_id(c),
+                r.name.to_string(),
+                r.broker_pid.to_string(),
+                r.pid.map_or_else(|| "-".into(), |p| p.to_string()),
+                r.state.to_string(),
+                crate::units::duration_ms(r.runtime_ms),
+                format!("{:.1}", r.cpu_percent),
+                crate::units::compact_bytes(r.rss_bytes),
+                r.processes.to_string(),
+                r.containment.unwrap_or("-").to_string(),
+                if r.controllable {
+                    "socket"
+                } else {
+                    "by pid (no socket)"
+                }
+                .to_string(),
+                r.command.clone(),
+            ]
+        })
+        .collect();
+    let width = crate::postmortem::listing::output_width();
+    for line in super::ps_table::ps_lines(&cells, width) {
+        println!("{line}");
     }
     0
+}
+
+/// What the command in `dir` runs, as the list says it; empty without a readable
+/// `command.json`.
+fn command_text(dir: &Path) -> String {
+    crate::journal::reader::read_request(dir).map_or_else(String::new, |request| {
+        let text = crate::config::naming::command_text(&request.command);
+        if crate::config::naming::is_agent_setup(&request.command) {
+            format!("(set-up) {text}")
+        } else {
+            text
+        }
+    })
 }
 
 /// `tether stop|kill|signal SIG TARGET`: acts on every command the target names, at once,

@@ -28,6 +28,7 @@ pub mod client;
 pub mod discover;
 pub mod fallback;
 pub mod journal_link;
+pub mod ps_table;
 pub mod report;
 pub mod socket_dir;
 pub mod target;

@@ -249,6 +249,11 @@ pub fn session_started_ms(dir: &Path) -> Option<u64> {
     Some(started_ms(dir)).filter(|&ms| ms != u64::MAX)
 }
 
+/// A command's `command.json` (its launch request), if it has a readable one.
+pub fn read_request(dir: &Path) -> Option<LaunchRequest> {
+    read_json::<LaunchRequest>(&dir.join(COMMAND_FILE), COMMAND_FILE).ok()?
+}
+
 /// A command's `result.json`, if it has a readable one.
 pub fn read_result(dir: &Path) -> Option<CommandResult> {
     read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE).ok()?

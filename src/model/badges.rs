@@ -27,6 +27,10 @@ pub struct Badges {
     /// period and was stopped (origin `final_drain`): it counts as finished.
     #[serde(default)]
     pub drained: bool,
+    /// One of an agent's own set-up shells (Claude Code's `env` probe, its shell snapshot),
+    /// not a command it was asked to run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub setup: bool,
 }
 
 /// One badge, for whoever draws it.
@@ -39,6 +43,7 @@ pub enum Badge {
     Capped,
     Stragglers,
     Drained,
+    Setup,
 }
 
 impl Badge {
@@ -52,6 +57,7 @@ impl Badge {
             Badge::Capped => "capped".into(),
             Badge::Stragglers => "stragglers".into(),
             Badge::Drained => "drained".into(),
+            Badge::Setup => "set-up".into(),
         }
     }
 }
@@ -75,6 +81,7 @@ impl Badges {
             capped: command.capped.iter().any(Option::is_some),
             stragglers,
             drained: command.drained,
+            setup: command.is_setup(),
         }
     }
 
@@ -88,6 +95,7 @@ impl Badges {
             (self.capped, Badge::Capped),
             (self.stragglers, Badge::Stragglers),
             (self.drained, Badge::Drained),
+            (self.setup, Badge::Setup),
         ]
         .into_iter()
         .filter_map(|(on, badge)| on.then_some(badge))

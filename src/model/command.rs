@@ -101,6 +101,11 @@ impl Status {
     }
 }
 
+/// A stop or signal asked for by a person: the operator, or the agent through the shim.
+fn by_hand(origin: Origin) -> bool {
+    matches!(origin, Origin::Operator | Origin::Caller)
+}
+
 /// `exit 0`, `exit 3`, `SIGKILL`.
 pub fn exit_label(status: ExitStatus) -> String {
     match (status.code, status.signal) {
@@ -186,6 +191,10 @@ pub struct CommandState {
     pub response_timeout: bool,
     /// Stopped after its final line (`drain_on`): it finished, however its signal ended it.
     pub drained: bool,
+    /// The operator (or the agent, through the shim) stopped it or sent it a signal that
+    /// ends a process, before it ended: however it then ended, that was their doing, not a
+    /// failure.
+    pub stopped_by_hand: bool,
     pub parent_lost: Option<ParentLossCause>,
     /// The latest moment that needed the operator (`attention`), and whether it still does.
     pub attention: Option<AttentionMark>,
@@ -250,6 +259,7 @@ impl CommandState {
             seen_at: HashMap::new(),
             response_timeout: false,
             drained: false,
+            stopped_by_hand: false,
             parent_lost: None,
             attention: None,
             escapees_reaped: 0,
@@ -389,12 +399,17 @@ impl CommandState {
             }
             EventKind::StopStarted { origin, .. } => {
                 self.drained |= *origin == Origin::FinalDrain;
+                self.stopped_by_hand |= by_hand(*origin) && self.ended_ms.is_none();
                 if matches!(self.status, Status::Running | Status::Stopped) {
                     self.status = Status::Stopping;
                 }
             }
             EventKind::SignalSent { signal, origin, .. } => {
                 self.drained |= *origin == Origin::FinalDrain;
+                // Only before the command's own end: a signal the agent passes on to what
+                // is left after it (as the broker's attention counts) ended nothing.
+                self.stopped_by_hand |=
+                    by_hand(*origin) && signal.ends_by_hand() && self.ended_ms.is_none();
                 if *signal != ProcessSignal::CONT {
                     self.markers.push((ts, Marker::Signal));
                 }
@@ -529,12 +544,13 @@ impl CommandState {
 
     /// Ended badly (see [`Status::is_failure`]), or stopped by a watchdog or a SIGKILL
     /// whichever way it then exited (a trapped TERM may still exit 0); never when it was
-    /// stopped after its final line. The rule `tether sessions` counts by
-    /// (`postmortem::tally::Outcome`) too.
+    /// stopped after its final line, nor when the operator stopped it. The rule `tether
+    /// sessions` counts by (`postmortem::tally::Outcome`) too.
     pub fn is_failure(&self) -> bool {
         let ended = !self.status.is_active() && self.status != Status::Idle;
         ended
             && !self.drained
+            && !self.stopped_by_hand
             && (self.status.is_failure() || self.response_timeout || self.hard_killed)
     }
 
@@ -599,6 +615,12 @@ impl CommandState {
     /// A shell's `-c` string (`bash -c 'ls'` through the shim) is shown as the script it runs.
     pub fn command_line(&self) -> String {
         crate::config::naming::command_text(&self.config.command)
+    }
+
+    /// One of an agent's own set-up shells (Claude Code's `env` probe and shell snapshot),
+    /// not a command it was asked to run: the list folds it away once it ended well.
+    pub fn is_setup(&self) -> bool {
+        crate::config::naming::is_agent_setup(&self.config.command)
     }
 
     /// Milliseconds the current run has lasted (up to `now_ms` while it runs).

@@ -19,6 +19,9 @@ const GAP: usize = 2;
 const MAX_ID: usize = 40;
 /// The narrowest an id is cut to before anything else gives way.
 const MIN_ID: usize = 8;
+/// The narrowest the state column of `--long` gets: `left running (12)`, `SIGTERM (timed
+/// out)` whole.
+const MIN_STATE: usize = 20;
 /// What the list of a session's failed and killed commands starts with: nothing, it
 /// follows their counts, and 80 columns have no room to spare.
 const FAILURES: &str = "";
@@ -220,6 +223,22 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
             .saturating_sub(used(&shown) + MIN_TEXT - width)
             .max(MIN_ID.min(widths[0]));
     }
+    // One long state (`exit 0, kept 3 until its session owner exited`) does not take the
+    // command text's room from every row: past half the line for the text, the state
+    // column narrows to what most states need, and the long one is cut.
+    let widest_text = rows.iter().map(|r| text_width(&r[6])).max().unwrap_or(0);
+    let wanted = widest_text.min(width / 2);
+    let room = width.saturating_sub(
+        (0..6)
+            .filter(|&i| shown[i])
+            .map(|i| widths[i] + GAP)
+            .sum::<usize>(),
+    );
+    if room < wanted {
+        widths[3] = widths[3]
+            .saturating_sub(wanted - room)
+            .max(MIN_STATE.min(widths[3]));
+    }
     let row = |cells: &[String; 7]| {
         let mut out: Vec<String> = Vec::new();
         for i in (0..6).filter(|&i| shown[i]) {
@@ -266,7 +285,11 @@ fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7]
         command
             .peak_rss_bytes
             .map_or_else(|| "-".into(), format_size),
-        one_line(&command.command_line()),
+        one_line(&if command.is_setup() {
+            format!("(set-up) {}", command.command_line())
+        } else {
+            command.command_line()
+        }),
     ]
 }
 
@@ -317,6 +340,7 @@ mod tests {
                 ok: 1000 - 2 - failures,
                 failed: failures,
                 killed: 0,
+                stopped: 0,
             },
             failures: (1..=failures).map(|i| format!("{i:02}-test")).collect(),
             cut_short: false,
@@ -355,6 +379,50 @@ mod tests {
         let at_60 = session_rows(&lines, 60);
         assert!(!at_60[0].contains("2026-"), "{}", at_60[0]);
         assert!(at_60[0].contains("1000 cmds"), "{}", at_60[0]);
+    }
+
+    #[test]
+    fn one_long_state_leaves_the_command_text_its_room() {
+        use crate::config::CommandConfig;
+        use crate::model::{CommandState, KeptLeftovers, Mode, Model, Status};
+        use crate::protocol::{CommandSpec, ExitStatus, LeftoversEnd};
+        let command = |text: &str| {
+            let mut c = CommandState::new(CommandConfig::new("c", CommandSpec::Shell(text.into())));
+            c.status = Status::Exited(ExitStatus {
+                code: Some(0),
+                signal: None,
+                core_dumped: false,
+            });
+            c
+        };
+        let mut kept =
+            command("python3 -m http.server 8765 --bind 127.0.0.1 --directory /srv/www/site");
+        kept.leftovers = Some(KeptLeftovers {
+            kept: 3,
+            end: Some(LeftoversEnd::SessionOwnerExited),
+        });
+        let model = Model {
+            session_id: "s".into(),
+            session_dir: "/s".into(),
+            started_ms: 0,
+            commands: vec![
+                command("cargo test --workspace -- --nocapture --test-threads 1"),
+                kept,
+            ],
+            mode: Mode::Recorded(None),
+        };
+        let ids = ["01-cargo".to_string(), "02-python3".to_string()];
+        let lines = command_rows(&model, &ids, 120);
+        let header = &lines[0];
+        let text_at = header.find("COMMAND").expect("a command column");
+        assert!(
+            120 - text_at >= 60,
+            "the command text gets half the line:\n{}",
+            lines.join("\n")
+        );
+        assert!(lines[1].contains("cargo test --workspace -- --nocapture --test-threads 1"));
+        assert!(lines[2].contains("exit 0, kept 3"), "{}", lines[2]);
+        assert!(lines.iter().all(|l| text_width(l) <= 120));
     }
 
     #[test]

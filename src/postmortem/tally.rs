@@ -14,6 +14,9 @@ pub enum Outcome {
     Failed,
     /// Ended by a signal, killed by the watchdog (no output for too long) or hard-killed.
     Killed,
+    /// Stopped or signalled by the operator (or the agent, through the shim), however it
+    /// then ended: their doing, not a failure.
+    Stopped,
     /// Never started (configured, not launched).
     Idle,
 }
@@ -26,6 +29,7 @@ impl Outcome {
             // Stopped after its final line (`drain_on`): its result was out, so it finished,
             // whatever signal ended it.
             _ if command.drained => Outcome::Ok,
+            _ if command.stopped_by_hand => Outcome::Stopped,
             // A watchdog's stop ends a command whichever way it exits (a trapped TERM may
             // still exit 0 or 143): that it was stopped is what counts.
             _ if command.response_timeout || command.hard_killed => Outcome::Killed,
@@ -53,6 +57,7 @@ pub struct Tally {
     pub ok: usize,
     pub failed: usize,
     pub killed: usize,
+    pub stopped: usize,
 }
 
 impl Tally {
@@ -65,6 +70,7 @@ impl Tally {
                 Outcome::Ok => tally.ok += 1,
                 Outcome::Failed => tally.failed += 1,
                 Outcome::Killed => tally.killed += 1,
+                Outcome::Stopped => tally.stopped += 1,
                 Outcome::Idle => {}
             }
         }
@@ -72,7 +78,7 @@ impl Tally {
     }
 
     /// `31 cmds: 27 ok, 3 failed, 1 killed, 2 running`: ok and failed always (a session
-    /// without failures says so), killed and running when there are any.
+    /// without failures says so), killed, stopped and running when there are any.
     pub fn words(&self) -> String {
         let mut words = format!(
             "{} cmd{}: {} ok, {} failed",
@@ -83,6 +89,9 @@ impl Tally {
         );
         if self.killed > 0 {
             words.push_str(&format!(", {} killed", self.killed));
+        }
+        if self.stopped > 0 {
+            words.push_str(&format!(", {} stopped", self.stopped));
         }
         if self.running > 0 {
             words.push_str(&format!(", {} running", self.running));
@@ -172,11 +181,57 @@ mod tests {
                 running: 1,
                 ok: 2,
                 failed: 2,
-                killed: 2
+                killed: 2,
+                stopped: 0,
             }
         );
         assert_eq!(tally.words(), "7 cmds: 2 ok, 2 failed, 2 killed, 1 running");
         assert_eq!(Tally::of(&commands[..1]).words(), "1 cmd: 1 ok, 0 failed");
+    }
+
+    #[test]
+    fn a_command_the_operator_stopped_is_no_failure() {
+        let signalled = |origin, signal: &str| {
+            let mut command = ended(None, Some(15));
+            command.apply(&crate::protocol::Event {
+                ts_ms: 1,
+                mono_us: 1,
+                kind: crate::protocol::EventKind::SignalSent {
+                    signal: signal.parse().expect("a signal"),
+                    scope: crate::protocol::Scope::Group,
+                    origin,
+                    targets: vec![1],
+                    client: None,
+                },
+            });
+            command
+        };
+        use crate::protocol::Origin;
+        let by_hand = signalled(Origin::Operator, "TERM");
+        assert_eq!(Outcome::of(&by_hand), Outcome::Stopped);
+        assert!(!by_hand.is_failure());
+        let by_agent = signalled(Origin::Caller, "INT");
+        assert!(!by_agent.is_failure());
+        // A signal that ends nothing by default is no stop: what follows is the command's.
+        assert!(signalled(Origin::Operator, "USR1").is_failure());
+        assert!(signalled(Origin::Watchdog, "TERM").is_failure());
+        // After the command's end, a signal to what it left changes nothing.
+        let mut late = ended(None, Some(15));
+        late.ended_ms = Some(1);
+        late.apply(&crate::protocol::Event {
+            ts_ms: 2,
+            mono_us: 2,
+            kind: crate::protocol::EventKind::SignalSent {
+                signal: crate::protocol::ProcessSignal::TERM,
+                scope: crate::protocol::Scope::Group,
+                origin: Origin::Caller,
+                targets: vec![1],
+                client: None,
+            },
+        });
+        assert!(late.is_failure());
+        let tally = Tally::of([&by_hand, &by_agent]);
+        assert_eq!(tally.words(), "2 cmds: 0 ok, 0 failed, 2 stopped");
     }
 
     #[test]

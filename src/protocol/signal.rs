@@ -124,6 +124,19 @@ impl ProcessSignal {
         self.0
     }
 
+    /// One a person sends to end a process (TERM, KILL, INT, HUP, QUIT): a command that
+    /// dies of it after the operator sent it was ended by them, not failed.
+    pub fn ends_by_hand(self) -> bool {
+        [
+            ProcessSignal::TERM,
+            ProcessSignal::KILL,
+            ProcessSignal(libc::SIGINT),
+            ProcessSignal(libc::SIGHUP),
+            ProcessSignal(libc::SIGQUIT),
+        ]
+        .contains(&self)
+    }
+
     pub fn is_realtime(self) -> bool {
         self.to_nix().is_none()
     }

@@ -62,7 +62,7 @@ pub fn draw(
         let selected = Some(row) == cursor;
         let drawn = match *entry {
             // Drawn over the row below: a header spans the columns.
-            ListRow::Session(_) => Row::new(Vec::<Cell>::new()),
+            ListRow::Session(_) | ListRow::Setup(_) => Row::new(Vec::<Cell>::new()),
             ListRow::Command(id) => {
                 let started = list
                     .session_of(id)
@@ -97,11 +97,13 @@ pub fn draw(
     frame.render_widget(table, area);
     let first_row = area.y + 2;
     for (row, entry) in list.rows.iter().enumerate().skip(skip).take(visible) {
-        if let ListRow::Session(at) = *entry {
-            let y = first_row + (row - skip) as u16;
-            let line = session_line(&list.sessions[at], Some(row) == cursor);
-            frame.render_widget(line, Rect::new(area.x + 1, y, inner as u16, 1));
-        }
+        let y = first_row + (row - skip) as u16;
+        let line = match *entry {
+            ListRow::Session(at) => session_line(&list.sessions[at], Some(row) == cursor),
+            ListRow::Setup(at) => setup_line(list.sessions[at].setup_folded),
+            ListRow::Command(_) => continue,
+        };
+        frame.render_widget(line, Rect::new(area.x + 1, y, inner as u16, 1));
     }
     if list.rows.is_empty() {
         let empty = match view.list.filter {
@@ -183,6 +185,17 @@ fn needs_you_count(n: usize) -> String {
     } else {
         format!("{n} need you")
     }
+}
+
+/// `  2 set-up shells (S: show)`: an agent's own shells that ended well, in one dim row.
+fn setup_line(count: usize) -> Line<'static> {
+    Line::styled(
+        format!(
+            "  {} (S: show)",
+            format::count(count, "set-up shell", "set-up shells")
+        ),
+        style::DIM,
+    )
 }
 
 /// `▾ 20260101-abcd  2 running · 1 failed · 40`, `▸` when folded.
@@ -318,7 +331,7 @@ pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
             Badge::Timeout | Badge::Capped => Color::Yellow,
             Badge::Killed | Badge::ParentLost => Color::Red,
             Badge::Orphans(_) => Color::Magenta,
-            Badge::Stragglers => Color::DarkGray,
+            Badge::Stragglers | Badge::Setup => Color::DarkGray,
             // Finished, by its own final line: not a failure.
             Badge::Drained => Color::Cyan,
         };

@@ -81,6 +81,14 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
                 "a name (TERM, KILL, INT, HUP, STOP, CONT, USR1) or a number",
             ),
         ),
+        Dialog::GoToTime { input } => (
+            "Time cursor",
+            prompt(
+                "Go to, from the session's start:",
+                input,
+                "+1:23, +0:01.5, 1:23, 83s or 500ms",
+            ),
+        ),
     };
     let height = body.len() as u16 + 2;
     let popup = centered(area, 64, height);

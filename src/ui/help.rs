@@ -55,6 +55,13 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
     // (a recorded session's time keys take the rows of an 80×24 terminal).
     let room = (area.height as usize).saturating_sub(2);
     let with_mouse = half + mouse.len() < room;
+    // Where even the closing line has no row, the title says how to close.
+    let with_closing = half < room;
+    let title = if with_closing {
+        "Help"
+    } else {
+        "Help · Esc closes"
+    };
     let rows: Vec<Line> = (0..half)
         .map(|i| {
             let mut spans = cell(entries.get(i));
@@ -62,10 +69,10 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
             Line::from(spans)
         })
         .chain(mouse.into_iter().filter(|_| with_mouse))
-        .chain([closing])
+        .chain([closing].into_iter().filter(|_| with_closing))
         .collect();
     let height = rows.len() as u16 + 2;
     let popup = centered(area, 80, height);
     frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(rows).block(pane_block("Help", true)), popup);
+    frame.render_widget(Paragraph::new(rows).block(pane_block(title, true)), popup);
 }

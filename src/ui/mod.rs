@@ -49,7 +49,7 @@ fn draw_screen(
     bindings: &[Binding],
 ) {
     let size = frame.area();
-    let Some(areas) = layout::areas(size, view.zoom.then_some(view.focus)) else {
+    let Some(areas) = layout::areas(size, view.focus, view.zoom) else {
         too_small::draw(frame, size, model.running());
         draw_dialog(frame, size, model, view, bindings);
         return;
@@ -99,6 +99,7 @@ fn draw_screen(
         view,
         content.cursor.as_ref(),
         attention,
+        layout::is_compact(size),
     );
     draw_dialog(frame, size, model, view, bindings);
 }

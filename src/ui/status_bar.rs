@@ -44,6 +44,8 @@ const CURSOR: Style = Style::new()
     .bg(Color::Cyan)
     .add_modifier(Modifier::BOLD);
 
+/// `compact`: the screen is small, and the list and the command's panes take it in turn
+/// (`crate::app::layout::is_compact`): the way from one to the other comes first.
 pub fn draw(
     frame: &mut Frame,
     area: Rect,
@@ -51,6 +53,7 @@ pub fn draw(
     view: &ViewState,
     cursor: Option<&CursorContent>,
     attention: Option<&CommandState>,
+    compact: bool,
 ) {
     if let Some(id) = view.typing {
         frame.render_widget(Paragraph::new(typing_line(model, id, view)), area);
@@ -74,7 +77,7 @@ pub fn draw(
                 .iter()
                 .filter(|(_, _, action)| refusal(model, action).is_none());
             // Set, the cursor's own keys come first, and the way back to the end.
-            let keys: Vec<(&str, &str, Action)> = if cursor.is_some() {
+            let mut keys: Vec<(&str, &str, Action)> = if cursor.is_some() {
                 let (time, rest): (Vec<_>, Vec<_>) = keys.partition(|(_, _, a)| a.moves_in_time());
                 time.into_iter()
                     .chain(&[("End", "live", Action::TimeOff)])
@@ -84,6 +87,16 @@ pub fn draw(
             } else {
                 keys.cloned().collect()
             };
+            if compact && !model.commands.is_empty() {
+                keys.insert(
+                    0,
+                    if view.focus == crate::app::view::Pane::Commands {
+                        ("Enter", "open", Action::Open)
+                    } else {
+                        ("Esc", "list", Action::Cancel)
+                    },
+                );
+            }
             let keys = keys.into_iter().map(|(key, what, action)| match action {
                 Action::TimeStepBack => (key, step.as_str()),
                 _ => (key, what),

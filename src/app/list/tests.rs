@@ -44,6 +44,7 @@ fn rows(list: &ListRows) -> Vec<String> {
         .map(|row| match *row {
             ListRow::Session(at) => format!("[{}]", list.sessions[at].name),
             ListRow::Command(id) => id.to_string(),
+            ListRow::Setup(at) => format!("({} set-up)", list.sessions[at].setup_folded),
         })
         .collect()
 }
@@ -152,4 +153,40 @@ fn a_hidden_selection_goes_to_the_nearest_listed_command() {
     let list = ListRows::build(&model(), &view);
     assert_eq!(list.nearest(2), Some(1));
     assert_eq!(list.nearest(4), Some(4));
+}
+
+#[test]
+fn an_agents_set_up_shells_fold_into_one_row_unless_they_need_the_operator() {
+    let setup = |dir: &str, status: Status, script: &str| {
+        let mut c = command(dir, status, None);
+        c.config.command = CommandSpec::Argv(vec!["/bin/bash".into(), "-c".into(), script.into()]);
+        c
+    };
+    let snapshot = "SNAPSHOT_FILE=/h/.claude/shell-snapshots/snapshot-bash-1-x.sh\necho";
+    let mut model = Model {
+        session_id: "agent".into(),
+        session_dir: "/s/a".into(),
+        started_ms: 0,
+        commands: vec![
+            command("/s/a/01-claude", Status::Running, None),
+            setup("/s/a/02-env", exited(0), "env"),
+            setup("/s/a/03-echo", exited(0), snapshot),
+            command("/s/a/04-ls", exited(0), None),
+        ],
+        mode: Mode::Watched,
+    };
+    let list = ListRows::build(&model, &ListView::default());
+    assert_eq!(rows(&list), ["0", "(2 set-up)", "3"]);
+    assert_eq!(list.counts.total, 4, "counted all the same");
+    assert_eq!(list.cursor_row(1), None, "a folded one is not on a row");
+    assert_eq!(list.moved(0, 1), Some(3), "moving skips the folded row");
+    let shown = ListView {
+        show_setup: true,
+        ..ListView::default()
+    };
+    assert_eq!(rows(&ListRows::build(&model, &shown)), ["0", "1", "2", "3"]);
+    // One that failed is never folded away.
+    model.commands[2].status = exited(1);
+    let list = ListRows::build(&model, &ListView::default());
+    assert_eq!(rows(&list), ["0", "(1 set-up)", "2", "3"]);
 }

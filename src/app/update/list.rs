@@ -42,6 +42,14 @@ pub(super) fn update(
                 filter => format!("the list shows {} commands (F: next)", filter.label()),
             });
         }
+        Action::ToggleSetup => {
+            view.list.show_setup = !view.list.show_setup;
+            view.message = Some(if view.list.show_setup {
+                "the list shows an agent's set-up shells one by one (S: fold them)".into()
+            } else {
+                "an agent's set-up shells that ended well are folded into one row (S: show)".into()
+            });
+        }
         Action::ToggleSort => {
             view.list.sort = match view.list.sort {
                 ListSort::Start => ListSort::Cpu,

@@ -99,6 +99,9 @@ pub struct Geometry {
     pub tree_processes: Vec<Option<(i32, String)>>,
     /// The command list's rows as last built.
     pub list: std::sync::Arc<ListRows>,
+    /// The screen is small ([`crate::app::layout::is_compact`]): the list and the selected
+    /// command's panes take it in turn.
+    pub compact: bool,
 }
 
 pub fn update(
@@ -204,6 +207,11 @@ pub fn update(
             );
         }
         Action::Zoom => view.zoom = !view.zoom,
+        Action::Open => effects = open(model, view, geometry),
+        Action::Cancel if geometry.compact && view.focus != Pane::Commands => {
+            view.focus = Pane::Commands;
+            view.zoom = false;
+        }
         Action::ToggleMerged => {
             view.merged = !view.merged;
             // Merged lines are numbered apart from stdout's: the pane starts over at the end.
@@ -297,6 +305,7 @@ pub fn update(
         | Action::ToggleFold
         | Action::CycleFilter
         | Action::ToggleSort
+        | Action::ToggleSetup
         | Action::GoToAttention => effects = list::update(model, view, geometry, &action),
         Action::SignalProcess => match (
             command,
@@ -345,6 +354,34 @@ pub fn update(
         | Action::Type(_) => {}
     }
     effects
+}
+
+/// Enter: on a small screen with the list on it, the selected command's panes take the
+/// screen (its output first); on a folded session's header, or where the list is beside
+/// the panes, the session is folded or unfolded as Space does.
+fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect> {
+    let on_header = geometry
+        .list
+        .cursor_row(view.selected)
+        .and_then(|row| geometry.list.rows.get(row))
+        .is_some_and(|row| matches!(row, super::list::ListRow::Session(_)));
+    if !geometry.compact || view.focus != Pane::Commands || on_header {
+        return list::update(model, view, geometry, &Action::ToggleFold);
+    }
+    let Some(command) = model.commands.get(view.selected) else {
+        view.message = Some("no command to open".into());
+        return Vec::new();
+    };
+    view.focus = Pane::Stdout;
+    view.zoom = false;
+    // The operator chose this one: a watch no longer moves the selection to the newest
+    // command under them (`End` in the list follows again).
+    view.list_moved = true;
+    view.message = Some(format!(
+        "{}: Tab the next pane · z zoom · Esc the list",
+        crate::model::output::one_line(&command.config.name)
+    ));
+    Vec::new()
 }
 
 /// In the merged view the stdout pane's lines come from both streams: searching, selecting
@@ -584,6 +621,14 @@ fn update_dialog(
             // The timeline shows whether the broker delivered it.
             view.message = Some(format!("SIG{signal} asked for pid {pid}"));
         }
+        (Dialog::GoToTime { input }, Action::Submit) => {
+            view.dialog = None;
+            if let Err(refused) = time::go_to(model, view, &input) {
+                // Asked again, with what was typed kept.
+                view.message = Some(refused);
+                view.dialog = Some(Dialog::GoToTime { input });
+            }
+        }
         (dialog, _) => view.dialog = Some(dialog),
     }
     effects
@@ -593,7 +638,8 @@ fn input_of(dialog: &mut Dialog) -> Option<&mut String> {
     match dialog {
         Dialog::NewCommand { input }
         | Dialog::Search { input, .. }
-        | Dialog::SignalProcess { input, .. } => Some(input),
+        | Dialog::SignalProcess { input, .. }
+        | Dialog::GoToTime { input } => Some(input),
         _ => None,
     }
 }

@@ -234,7 +234,9 @@ fn another_command_selected_starts_with_a_fresh_view() {
     let mut app = crate::app::App::new(two);
     app.size = ratatui::layout::Rect::new(0, 0, 120, 40);
     scrolled(&mut app.view);
-    let list = crate::app::layout::areas(app.size, None).unwrap().commands;
+    let list = crate::app::layout::areas(app.size, Pane::Commands, false)
+        .unwrap()
+        .commands;
     // The second command's row: below the border and the header.
     app.handle(Action::ClickAt {
         column: list.x + 3,
@@ -450,4 +452,32 @@ fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
     assert_eq!(app.view.selected, 3, "no follow on a key's way");
     app.prepare(size, 1_000);
     assert_eq!(app.view.selected, 4);
+}
+
+#[test]
+fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
+    let model = model(false, true);
+    let compact = Geometry {
+        compact: true,
+        ..geometry()
+    };
+    let mut view = ViewState::default();
+    update(&model, &mut view, &compact, Action::Open);
+    assert_eq!(view.focus, Pane::Stdout, "its output first");
+    assert!(
+        view.list_moved,
+        "a watch keeps the command opened on screen"
+    );
+    assert!(view.message.as_deref().is_some_and(|m| m.contains("Esc")));
+    update(&model, &mut view, &compact, Action::Zoom);
+    update(&model, &mut view, &compact, Action::Cancel);
+    assert_eq!((view.focus, view.zoom), (Pane::Commands, false));
+    // Where the list is beside the panes, Enter folds as it always did.
+    update(&model, &mut view, &geometry(), Action::Open);
+    assert_eq!(view.focus, Pane::Commands);
+    assert!(
+        view.message.as_deref().is_some_and(|m| m.contains("fold")),
+        "{:?}",
+        view.message
+    );
 }

@@ -6,6 +6,7 @@ use crate::app::action::Action;
 use crate::app::view::ViewState;
 use crate::model::Model;
 use crate::model::recording::{STEPS_MS, step_label};
+use crate::units::offset_ms;
 
 pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
     let Some(recording) = model.mode.recording() else {
@@ -41,6 +42,12 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
             "at the last event: End leaves the time cursor",
         ),
         Action::TimeFirst => (recording.first(), "nothing was recorded"),
+        Action::TimeGoTo => {
+            view.dialog = Some(crate::app::view::Dialog::GoToTime {
+                input: String::new(),
+            });
+            return;
+        }
         Action::TimeOff => {
             time.at_ms = None;
             return;
@@ -63,6 +70,37 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
         Some(ms) => time.at_ms = Some(ms),
         None => view.message = Some(nowhere.into()),
     }
+}
+
+/// Puts the cursor at the moment `typed` says, from the session's start (`+1:23`, `83s`:
+/// [`crate::units::parse_offset`]), kept within what was recorded; what was not understood
+/// is the error, for the status bar.
+pub(super) fn go_to(model: &Model, view: &mut ViewState, typed: &str) -> Result<(), String> {
+    let offset = crate::units::parse_offset(typed).map_err(|e| e.to_string())?;
+    let Some(recording) = model.mode.recording() else {
+        return Err("nothing was recorded to move through".into());
+    };
+    let (Some(first), Some(last)) = (recording.first(), recording.last()) else {
+        return Err("nothing was recorded".into());
+    };
+    let wanted = model.started_ms.saturating_add(offset);
+    let at = wanted.clamp(first, last);
+    let shown = |ms: u64| offset_ms(ms.saturating_sub(model.started_ms));
+    view.time.at_ms = Some(at);
+    view.message = Some(if at == wanted {
+        format!("time cursor at {}", shown(at))
+    } else if wanted > last {
+        format!(
+            "the recording ends at {}: the cursor is at its last event",
+            shown(last)
+        )
+    } else {
+        format!(
+            "the first event is at {}: the cursor is there",
+            shown(first)
+        )
+    });
+    Ok(())
 }
 
 #[cfg(test)]
@@ -132,6 +170,50 @@ mod tests {
         view.time.at_ms = None;
         assert_eq!(after(&model, view, &[Action::TimeStepForward]), Some(1_000));
         assert_eq!(after(&model, view, &[Action::TimeFirst]), Some(1_000));
+    }
+
+    #[test]
+    fn a_time_typed_as_an_offset_moves_the_cursor_there() {
+        use crate::app::view::Dialog;
+        let model = model();
+        let view = &mut ViewState::default();
+        let geometry = super::super::Geometry::default();
+        let type_in = |view: &mut ViewState, text: &str| {
+            super::super::update(&model, view, &geometry, Action::TimeGoTo);
+            assert_eq!(
+                view.dialog,
+                Some(Dialog::GoToTime {
+                    input: String::new()
+                })
+            );
+            super::super::update(&model, view, &geometry, Action::Paste(text.into()));
+            super::super::update(&model, view, &geometry, Action::Submit);
+        };
+        type_in(view, "+0:02.5");
+        assert_eq!(view.time.at_ms, Some(3_500));
+        assert_eq!(view.message.as_deref(), Some("time cursor at +0:02.500"));
+        type_in(view, "1s");
+        assert_eq!(view.time.at_ms, Some(2_000));
+        type_in(view, "+1:23");
+        assert_eq!(view.time.at_ms, Some(4_000), "kept within the recording");
+        assert!(
+            view.message
+                .as_deref()
+                .unwrap_or("")
+                .contains("ends at +0:03.000")
+        );
+        // What was not understood is said, and the prompt stays with it.
+        type_in(view, "soon");
+        assert_eq!(view.time.at_ms, Some(4_000));
+        assert!(
+            view.message
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("`soon` is not a time"),
+            "{:?}",
+            view.message
+        );
+        assert!(matches!(&view.dialog, Some(Dialog::GoToTime { input }) if input == "soon"));
     }
 
     #[test]

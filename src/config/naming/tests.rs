@@ -278,3 +278,28 @@ fn a_dash_c_script_given_its_shell_as_zero_reads_as_the_script() {
         "bash -c 'echo $1' bash x"
     );
 }
+
+#[test]
+fn an_agents_set_up_shells_are_told_from_its_commands() {
+    let argv = |words: &[&str]| CommandSpec::Argv(words.iter().map(|w| w.to_string()).collect());
+    // As Claude Code 2.1.197 ran them under `tether agent` before its first tool call
+    // (recorded; the snapshot script cut after its first lines).
+    assert!(is_agent_setup(&argv(&["/bin/bash", "-c", "env"])));
+    let snapshot = "SNAPSHOT_FILE=/work/trial/home/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh\n      # No user config file to source\n\n      # First, create/clear the snapshot file\n      echo \"# Snapshot file\" >| \"$SNAPSHOT_FILE\"\n";
+    assert!(is_agent_setup(&argv(&["/bin/bash", "-c", "-l", snapshot])));
+    assert_eq!(
+        command_text(&argv(&["/bin/bash", "-c", "-l", snapshot])),
+        "SNAPSHOT_FILE=/work/trial/home/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh … (writes the agent's shell snapshot)",
+        "sixty lines of the agent's own, said by what they write"
+    );
+    // The commands it was asked for, wrapped as it sends them, are not.
+    let asked = "source /work/trial/home/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'env' < /dev/null && pwd -P >| /tmp/claude-9030-cwd";
+    assert!(!is_agent_setup(&argv(&["/bin/bash", "-c", asked])));
+    assert!(!is_agent_setup(&argv(&["env"])));
+    assert!(!is_agent_setup(&argv(&["/bin/bash", "-c", "env | sort"])));
+    assert!(!is_agent_setup(&argv(&[
+        "/bin/bash",
+        "-c",
+        "SNAPSHOT_FILE=/tmp/x.sh make"
+    ])));
+}
