@@ -742,6 +742,38 @@ fn a_shared_session_reaches_every_command() {
     env.finish();
 }
 
+/// `list` says each command as every view does: what an agent asked for, past its wrapper
+/// (Claude Code's, as recorded), and an agent's own set-up shell marked as one.
+#[test]
+fn list_shows_an_agents_command_past_its_wrapper_and_marks_set_up_shells() {
+    let env = TestEnv::new("mcp-wrapped");
+    let session = "wrapped-1";
+    let wrapper = format!(
+        "shopt -u extglob 2>/dev/null || true && eval 'echo wrapped' < /dev/null && pwd -P >| {}",
+        env.path("cwd").display()
+    );
+    for argv in [["bash", "-c", wrapper.as_str()], ["bash", "-c", "env"]] {
+        let mut command = env.exec_command(&[], &argv);
+        command.env("TETHER_SESSION", session);
+        let done = env.spawn_captured(command).wait(&env);
+        assert_eq!(done.code(), 0);
+    }
+    let mut client = Client::start_in(&env, Some(session));
+    handshake(&mut client, "2025-11-25");
+    let listed = client.ok("list", json!({}));
+    let commands = listed["commands"].as_array().expect("commands");
+    let shown: Vec<(&str, bool)> = commands
+        .iter()
+        .map(|c| {
+            let text = c["command"].as_str().unwrap_or_default();
+            (text, c["setup"].as_bool().unwrap_or(false))
+        })
+        .collect();
+    assert_eq!(shown, [("echo wrapped", false), ("env", true)], "{listed}");
+    client.close();
+    env.finish();
+}
+
 /// Arguments of the wrong shape are invalid params (-32602), not an unknown method; an id
 /// the SDK would answer with another text of it (`1e29`) is refused with the id as sent;
 /// a no-output timeout of zero, which would stop the command at once, is refused.

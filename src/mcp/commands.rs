@@ -45,6 +45,9 @@ pub struct Tracked {
     pub signals: Vec<(ProcessSignal, Origin, usize)>,
     /// What tether did itself where the broker could not.
     pub notes: Vec<String>,
+    /// One of an agent's own set-up shells, not a command it was asked to run
+    /// (`config::naming::is_agent_setup`).
+    pub setup: bool,
 }
 
 impl Tracked {
@@ -67,6 +70,7 @@ impl Tracked {
             left_running: Vec::new(),
             signals: Vec::new(),
             notes: Vec::new(),
+            setup: false,
         }
     }
 

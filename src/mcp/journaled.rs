@@ -33,7 +33,11 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
         Err(err) => (None, Some(oversized(&err)?.to_string())),
     };
     let (name, command) = match &file {
-        Some(file) => (file.request.name.clone(), file.request.command.display()),
+        // As every view says it: what the agent asked for, past its wrapper.
+        Some(file) => (
+            file.request.name.clone(),
+            crate::config::naming::command_text(&file.request.command),
+        ),
         // `03-build`: the number, then its name.
         None => match id.split_once('-') {
             Some((_, name)) => (name.to_string(), String::new()),
@@ -41,6 +45,9 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
         },
     };
     let mut tracked = Tracked::new(id, name, command, dir.to_path_buf(), false);
+    tracked.setup = file
+        .as_ref()
+        .is_some_and(|f| crate::config::naming::is_agent_setup(&f.request.command));
     tracked.notes.extend(skipped);
     if let Some(result) = read_result(dir) {
         tracked.started_ms = result.started_ms;

@@ -40,6 +40,10 @@ pub struct ListedCommand {
     pub cpu_ms: Option<u64>,
     /// Started by this server; false for another front end's in the same session.
     pub started_here: bool,
+    /// One of an agent's own set-up shells (Claude Code's `env` probe and shell snapshot),
+    /// not a command it was asked to run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub setup: bool,
 }
 
 impl ListedCommand {
@@ -49,6 +53,7 @@ impl ListedCommand {
             command: capped(&tracked.command, COMMAND_CAP),
             cpu_ms,
             started_here: tracked.mine,
+            setup: tracked.setup,
         }
     }
 }
