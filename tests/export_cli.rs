@@ -251,3 +251,43 @@ fn a_damaged_session_exports_what_it_has_and_says_what_is_missing() {
     }
     env.finish();
 }
+
+/// Exports say each command as every view does: Claude Code's calls (the checked-in real
+/// run, `tests/fixtures/claude-code`) as what the model asked for, past its wrapper, with
+/// the argv that ran beside it.
+#[test]
+fn exports_say_an_agents_command_past_its_wrapper() {
+    let env = TestEnv::new("export_wrapped");
+    let state = env.state_dir();
+    let sessions = state.join("sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::set_permissions(&sessions, fs::Permissions::from_mode(0o700)).unwrap();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/sessions/claude-run");
+    copy_dir(&fixture, &sessions.join("claude-run"));
+
+    let output = tether(&env, &["sessions", "claude-run", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let document: SessionsDocument = serde_json::from_slice(&output.stdout).unwrap();
+    let ls = document.sessions[0]
+        .commands
+        .iter()
+        .find(|c| c.id == "04-ls")
+        .expect("04-ls");
+    assert_eq!(ls.command, "ls -la");
+    assert!(
+        ls.argv.iter().any(|a| a.contains("eval 'ls -la'")),
+        "{:?}",
+        ls.argv
+    );
+
+    let output = tether(&env, &["export", "claude-run", "--format", "otlp"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let otlp = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        otlp.contains(r#"{"key":"tether.command.text","value":{"stringValue":"ls -la"}}"#),
+        "{otlp}"
+    );
+    env.finish();
+}

@@ -93,6 +93,7 @@ fn command_span(
     let mut attributes = vec![
         attribute("tether.command.id", string(&command.id)),
         attribute("tether.command.name", string(command.name())),
+        attribute("tether.command.text", string(&summary.command)),
         attribute(
             "process.command_args",
             json!({ "arrayValue": { "values": summary.argv.iter().map(|a| string(a)).collect::<Vec<_>>() } }),

@@ -47,6 +47,10 @@ pub struct CommandSummary {
     pub id: String,
     pub name: String,
     pub argv: Vec<String>,
+    /// The command as every view says it: what an agent asked for, past its wrapper
+    /// (`config::naming::command_text`); the argv is what ran.
+    #[serde(default)]
+    pub command: String,
     /// `idle`, `starting`, `running`, `stopped`, `stopping`, `exited`, `failed_to_start`
     /// or `lost` (its broker ended without saying how the command ended).
     pub state: String,
@@ -163,6 +167,7 @@ impl CommandSummary {
             id: command.id.clone(),
             name: state.config.name.clone(),
             argv: command.argv(),
+            command: crate::config::naming::command_text(&state.config.command),
             state: state_name(state.status).into(),
             exit_code: exit.and_then(|s| s.code),
             signal,
