@@ -353,6 +353,7 @@ impl ExecArgs {
                 leftovers,
                 die_by_signal: false,
                 agents_command: false,
+                agent: false,
                 fail_open,
                 retention: exec::RetentionRun::AtSessionEnd,
                 relay_keys: false,

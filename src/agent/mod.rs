@@ -99,6 +99,7 @@ pub fn main(options: AgentOptions) -> i32 {
         leftovers: LeftoversChoice::default(),
         die_by_signal: false,
         agents_command: false,
+        agent: true,
         fail_open: false,
         retention: exec::RetentionRun::AtSessionEnd,
         relay_keys: false,

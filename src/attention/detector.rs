@@ -18,6 +18,9 @@ const IDLE_SHARE: f64 = 0.02;
 /// did not read in between (a loop of short reads is seen blocked at any one moment).
 pub const CONFIRM_GAP: Duration = Duration::from_millis(500);
 
+/// How an agent's `needs_input` detail begins, and the words its row shows for it.
+pub const WAITING_FOR_YOU: &str = "waiting for you";
+
 /// The thresholds, each `None` when off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Thresholds {
@@ -28,6 +31,9 @@ pub struct Thresholds {
     pub finished_after: Option<Duration>,
     /// A failure sooner than this is not told (an agent's quick failures); `None`: every one.
     pub failed_after: Option<Duration>,
+    /// The command is an agent (`tether agent`): `needs_input` means it waits for its human
+    /// (see [`Detector::sampled`]), after `input_after`.
+    pub agent: bool,
 }
 
 impl Thresholds {
@@ -40,6 +46,7 @@ impl Thresholds {
             memory_above: request.memory_above,
             finished_after: ms(request.finished_after_ms),
             failed_after: ms(request.failed_after_ms),
+            agent: request.agent,
         }
     }
 }
@@ -80,6 +87,8 @@ pub struct ProcessSample {
     /// all of one.
     pub demand_ns: Option<u64>,
     pub blocked: Option<Blocked>,
+    /// It is the broker of a command of the agent's that runs (an agent's sample only).
+    pub runs_command: bool,
 }
 
 /// One look at the tree.
@@ -126,6 +135,19 @@ enum RunawayCause {
     Memory,
 }
 
+/// What the looks at an agent saw.
+#[derive(Debug)]
+struct AgentLooks {
+    /// The process (its pid) that waited on its terminal at the last look, and how.
+    wait: Option<(i32, Blocked)>,
+    /// A command of its ran at the last look.
+    commands: bool,
+    /// The last look that saw a command of its run (its start before any).
+    command_seen: Instant,
+    /// When the operator last typed into its terminal (through the broker).
+    typed: Option<Instant>,
+}
+
 /// Each process's CPU readings at a sample, by pid and start time: (ticks used, nanoseconds
 /// wanted).
 type Readings = HashMap<(i32, u64), (u64, Option<u64>)>;
@@ -148,6 +170,7 @@ pub struct Detector {
     busy_since: Option<Instant>,
     idle_since: Option<Instant>,
     needs_input: bool,
+    agent: AgentLooks,
     quiet: bool,
     runaway: Option<RunawayCause>,
     ended: bool,
@@ -168,6 +191,12 @@ impl Detector {
             busy_since: None,
             idle_since: None,
             needs_input: false,
+            agent: AgentLooks {
+                wait: None,
+                commands: false,
+                command_seen: started,
+                typed: None,
+            },
             quiet: false,
             runaway: None,
             ended: false,
@@ -180,9 +209,15 @@ impl Detector {
     /// `/proc/PID/schedstat` per process).
     pub fn wants(&self) -> super::probe::Looks {
         super::probe::Looks {
-            blocked: self.thresholds.input_after.is_some() && !self.ended,
+            blocked: self.thresholds.input_after.is_some()
+                && !self.ended
+                && !(self.thresholds.agent && self.needs_input),
             demand: self.thresholds.runaway_after.is_some() && !self.ended,
-            waiting: self.waiting.as_ref().map(|w| w.pid),
+            waiting: match self.thresholds.agent {
+                true => self.agent.wait.as_ref().map(|(pid, _)| *pid),
+                false => self.waiting.as_ref().map(|w| w.pid),
+            },
+            agent: self.thresholds.agent,
         }
     }
 
@@ -204,6 +239,32 @@ impl Detector {
         }
     }
 
+    /// The operator typed into the command's terminal: whatever waited for them is answered.
+    pub fn typed(&mut self, at: Instant) {
+        self.agent.typed = Some(at);
+        self.waiting = None;
+        if self.needs_input {
+            self.clear(AttentionKind::NeedsInput);
+        }
+    }
+
+    /// The agent said itself that it waits for its human (its own hook: a prompt for
+    /// permission, an idle prompt): told at once, over as any other wait is.
+    pub fn told_waiting(&mut self, what: &str) {
+        if self.ended || self.needs_input {
+            return;
+        }
+        self.needs_input = true;
+        self.raise(
+            AttentionKind::NeedsInput,
+            format!("{WAITING_FOR_YOU}: {what}"),
+        );
+    }
+
+    /// A look at the tree. For an agent, `needs_input` is "waiting for you": a thread of its
+    /// waits on its terminal (a read, or a poll, epoll or select set that holds it), no
+    /// command of its runs, and for `input_after` it wrote nothing, used no CPU (below 2 %
+    /// of a core), ran no command and was typed nothing to.
     pub fn sampled(&mut self, at: Instant, sample: Sample) {
         if self.ended {
             return;
@@ -223,7 +284,11 @@ impl Detector {
                     .map(|p| ((p.pid, p.start_ticks), (p.cpu_ticks, p.demand_ns)))
                     .collect();
                 self.last_sample = Some((at, ticks));
-                self.look_for_waiting(at, processes);
+                if self.thresholds.agent {
+                    self.look_at_agent(at, processes);
+                } else {
+                    self.look_for_waiting(at, processes);
+                }
             }
             Sample::Unchanged => {
                 if let Some((when, _)) = self.last_sample.as_mut() {
@@ -232,6 +297,10 @@ impl Detector {
                 // Nothing ran: whoever was blocked on input did not read since.
                 if let Some(waiting) = self.waiting.as_mut() {
                     waiting.confirmed = true;
+                }
+                // And a command that ran still runs.
+                if self.agent.commands {
+                    self.agent.command_seen = at;
                 }
             }
             Sample::Missed => return,
@@ -287,6 +356,49 @@ impl Detector {
         }
     }
 
+    fn look_at_agent(&mut self, at: Instant, processes: &[ProcessSample]) {
+        self.agent.commands = processes.iter().any(|p| p.runs_command);
+        if self.agent.commands {
+            self.agent.command_seen = at;
+            if self.needs_input {
+                self.clear(AttentionKind::NeedsInput);
+            }
+        }
+        self.agent.wait = processes
+            .iter()
+            .find_map(|p| Some((p.pid, p.blocked.clone()?)));
+    }
+
+    /// Whether the agent waits for its human now (see [`Detector::sampled`]).
+    fn agent_waits(&mut self, at: Instant) {
+        let (Some(after), false) = (self.thresholds.input_after, self.needs_input) else {
+            return;
+        };
+        let Some((_, wait)) = self.agent.wait.as_ref().filter(|_| !self.agent.commands) else {
+            return;
+        };
+        let quiet_since = self.agent_quiet_since();
+        let idle = self.idle_since.is_some_and(|idle| at >= idle + after);
+        if idle && at >= quiet_since + after {
+            let detail = format!(
+                "{WAITING_FOR_YOU}: {} {} on its terminal (fd {}); no output, CPU or command for {}",
+                wait.program,
+                wait.call,
+                wait.fd,
+                duration_ms(at.saturating_duration_since(quiet_since).as_millis() as u64)
+            );
+            self.needs_input = true;
+            self.raise(AttentionKind::NeedsInput, detail);
+        }
+    }
+
+    /// Since when the agent wrote nothing, ran no command and was typed nothing to.
+    fn agent_quiet_since(&self) -> Instant {
+        let command = self.agent.command_seen;
+        let typed = self.agent.typed.unwrap_or(self.started);
+        self.last_output.max(command).max(typed)
+    }
+
     fn look_for_waiting(&mut self, at: Instant, processes: &[ProcessSample]) {
         let previous = self.waiting.take();
         let found = processes.iter().find_map(|p| {
@@ -329,7 +441,9 @@ impl Detector {
 
     fn decide(&mut self, at: Instant) {
         let silent = at.saturating_duration_since(self.last_output);
-        if let (Some(after), false, Some(waiting)) =
+        if self.thresholds.agent {
+            self.agent_waits(at);
+        } else if let (Some(after), false, Some(waiting)) =
             (self.thresholds.input_after, self.needs_input, &self.waiting)
             && waiting.confirmed
             && silent >= after
@@ -480,7 +594,31 @@ impl Detector {
         }
         let looked = self.looked_at;
         let mut next: Vec<Instant> = Vec::new();
-        if let (Some(after), false) = (self.thresholds.input_after, self.needs_input) {
+        if let (Some(after), false, true) = (
+            self.thresholds.input_after,
+            self.needs_input,
+            self.thresholds.agent,
+        ) && !self.agent.commands
+        {
+            // When it may have been quiet and idle long enough; past the last look (it was
+            // not waiting then, or used CPU), a threshold after it: one look per threshold
+            // while the agent is silent and busy, none while a command of its runs (its end
+            // is output).
+            let idle = self
+                .idle_since
+                .or(looked)
+                .unwrap_or(self.started)
+                .max(self.agent_quiet_since());
+            let due = idle + after;
+            next.push(match looked {
+                Some(looked) if due <= looked => looked + after,
+                _ => due,
+            });
+        } else if let (Some(after), false, false) = (
+            self.thresholds.input_after,
+            self.needs_input,
+            self.thresholds.agent,
+        ) {
             let silent_at = self.last_output + after;
             match &self.waiting {
                 Some(w) if !w.confirmed => next.push(silent_at.max(w.seen + CONFIRM_GAP)),

@@ -3,7 +3,8 @@
 //! the `[notify] command` it runs for each such moment.
 //!
 //! - [`detector`]: the decisions, pure (samples, output and time in; events out);
-//! - [`probe`]: what a sample says of each process, read from /proc;
+//! - [`probe`]: what a sample says of each process, read from /proc; for an agent, whether it
+//!   waits on its terminal in a poll or epoll set too ([`waits`]);
 //! - [`notify`]: running the notify command, bounded, out of the command's way, through a
 //!   keeper process (`keeper`, which ends all a run left: `sweep`), at the user's rate
 //!   across all brokers ([`rate`], kept in [`rate_file`]).
@@ -15,6 +16,9 @@ pub mod probe;
 pub mod rate;
 pub mod rate_file;
 mod sweep;
+pub mod waits;
 
+#[cfg(test)]
+mod agent_tests;
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,7 @@ fn process(pid: i32, cpu_ticks: u64) -> ProcessSample {
         rss_bytes: 1 << 20,
         demand_ns: None,
         blocked: None,
+        runs_command: false,
     }
 }
 

@@ -155,6 +155,18 @@ impl AttentionMark {
         };
         (u8::MAX - rank, self.at_ms)
     }
+
+    /// How the list, the status bar and a notification name it: an agent's `needs_input` is
+    /// `waiting for you` (its detail says so, as the broker's detector wrote it: the
+    /// journal's kind stays `needs_input` for every reader).
+    pub fn words(&self) -> &'static str {
+        let waiting = crate::attention::detector::WAITING_FOR_YOU;
+        if self.kind == AttentionKind::NeedsInput && self.detail.starts_with(waiting) {
+            waiting
+        } else {
+            super::describe::attention_words(self.kind)
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

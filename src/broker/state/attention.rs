@@ -101,6 +101,14 @@ impl Broker {
         }
     }
 
+    /// [call site: input] The operator typed into the command's terminal.
+    pub(super) fn attention_typed(&mut self, now: Instant) {
+        if let Some(detector) = self.attention.detector.as_mut() {
+            detector.typed(now);
+            self.attention_emit();
+        }
+    }
+
     /// [call site: tree_sampled] The tree was looked at: `walked` is what the walk found,
     /// or `None` when nothing in the tree ran since the last one; `missed`, the walk did not
     /// finish in its budget and nothing is known.
