@@ -37,19 +37,23 @@ struct World {
     command: bool,
     /// Share of a core it uses (0.005: Claude Code at its prompt).
     cpu: f64,
+    /// Until then it used a third of a core (drawing an answer).
+    drew_until: f64,
 }
 
 const AT_PROMPT: World = World {
     waits: true,
     command: false,
     cpu: 0.005,
+    drew_until: 0.0,
 };
 
 fn look(world: World, t: f64) -> Sample {
     let mut processes = vec![ProcessSample {
         pid: AGENT,
         start_ticks: 1,
-        cpu_ticks: (t * world.cpu * HZ as f64) as u64,
+        cpu_ticks: ((t.min(world.drew_until) * 0.3 + (t - world.drew_until).max(0.0) * world.cpu)
+            * HZ as f64) as u64,
         rss_bytes: 300 << 20,
         demand_ns: None,
         blocked: world.waits.then(|| Blocked {
@@ -150,14 +154,20 @@ fn at_its_prompt_silent_and_idle_it_waits_for_you_after_the_threshold_once() {
 fn the_threshold_counts_from_its_last_output() {
     let t0 = Instant::now();
     let mut d = agent_detector(t0);
-    // Its answer streams until 5 s, then it sits at its prompt.
-    let events = drive(&mut d, t0, (0.0, 20.0), 1.0, |_| AT_PROMPT, |t| t < 5.0);
+    // Its answer streams until 5 s, drawn with a third of a core, then it sits at its
+    // prompt; the tree is looked at every 2 s (a look's CPU then spans the last frames).
+    let answering = |_| World {
+        drew_until: 5.0,
+        ..AT_PROMPT
+    };
+    let events = drive(&mut d, t0, (0.0, 20.0), 2.0, answering, |t| t < 5.0);
     let times: Vec<f64> = events.iter().map(|(t, _)| *t).collect();
     assert_eq!(
         kinds(&events.into_iter().map(|(_, e)| e).collect::<Vec<_>>()),
         ["+needs_input"]
     );
-    assert!((7.95..8.1).contains(&times[0]), "flagged at {times:?}");
+    // The threshold after its last output, not a look's interval later.
+    assert!((7.95..8.05).contains(&times[0]), "flagged at {times:?}");
 }
 
 #[test]
@@ -279,4 +289,56 @@ fn its_own_hook_tells_it_at_once_and_output_ends_it() {
     assert!(d.take().is_empty(), "once per episode");
     d.output(t0 + secs(1.0));
     assert_eq!(kinds(&d.take()), ["-needs_input"]);
+}
+
+#[test]
+fn a_look_that_finds_its_loop_awake_is_tried_again_soon() {
+    let t0 = Instant::now();
+    let mut d = agent_detector(t0);
+    // At the threshold its event loop is awake for a moment (a timer's work), not waiting.
+    let awake_at_three = |t: f64| World {
+        waits: !(2.95..3.05).contains(&t),
+        ..AT_PROMPT
+    };
+    let events = drive(&mut d, t0, (0.0, 10.0), 30.0, awake_at_three, |_| false);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        (3.25..3.35).contains(&events[0].0),
+        "flagged at {}",
+        events[0].0
+    );
+}
+
+#[test]
+fn a_moments_work_while_quiet_is_still_idle_but_sustained_work_is_not() {
+    let t0 = Instant::now();
+    let mut d = agent_detector(t0);
+    // 30 ms of work 2 s after going quiet (Claude Code after an answer), looked at each second.
+    let mut world = AT_PROMPT;
+    world.cpu = 0.0;
+    d.sampled(t0 + secs(0.5), look(world, 0.0));
+    let at = |t: f64, ticks: u64| {
+        let Sample::Fresh(mut p) = look(world, 0.0) else {
+            unreachable!()
+        };
+        p[0].cpu_ticks = ticks;
+        (t0 + secs(t), Sample::Fresh(p))
+    };
+    for (t, ticks) in [(1.5, 0), (2.5, 3)] {
+        let (now, sample) = at(t, ticks);
+        d.sampled(now, sample);
+    }
+    assert!(d.take().is_empty(), "not yet the threshold");
+    let (now, sample) = at(3.5, 3);
+    d.sampled(now, sample);
+    assert_eq!(kinds(&d.take()), ["+needs_input"]);
+    // Again from a typed key, now working a tenth of a core without a word: not idle.
+    d.typed(t0 + secs(4.0));
+    d.take();
+    for i in 0..20 {
+        let t = 4.5 + i as f64;
+        let (now, sample) = at(t, 3 + (i as u64 + 1) * 10);
+        d.sampled(now, sample);
+    }
+    assert!(d.take().is_empty(), "busy, silent: not waiting");
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::agent_wait::AgentWait;
 use crate::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
 use crate::units::{duration_ms, format_size};
 
@@ -135,19 +136,6 @@ enum RunawayCause {
     Memory,
 }
 
-/// What the looks at an agent saw.
-#[derive(Debug)]
-struct AgentLooks {
-    /// The process (its pid) that waited on its terminal at the last look, and how.
-    wait: Option<(i32, Blocked)>,
-    /// A command of its ran at the last look.
-    commands: bool,
-    /// The last look that saw a command of its run (its start before any).
-    command_seen: Instant,
-    /// When the operator last typed into its terminal (through the broker).
-    typed: Option<Instant>,
-}
-
 /// Each process's CPU readings at a sample, by pid and start time: (ticks used, nanoseconds
 /// wanted).
 type Readings = HashMap<(i32, u64), (u64, Option<u64>)>;
@@ -170,7 +158,8 @@ pub struct Detector {
     busy_since: Option<Instant>,
     idle_since: Option<Instant>,
     needs_input: bool,
-    agent: AgentLooks,
+    /// An agent's wait for its human, when the command is one.
+    agent: Option<AgentWait>,
     quiet: bool,
     runaway: Option<RunawayCause>,
     ended: bool,
@@ -191,12 +180,10 @@ impl Detector {
             busy_since: None,
             idle_since: None,
             needs_input: false,
-            agent: AgentLooks {
-                wait: None,
-                commands: false,
-                command_seen: started,
-                typed: None,
-            },
+            agent: thresholds
+                .input_after
+                .filter(|_| thresholds.agent)
+                .map(|after| AgentWait::new(after, started)),
             quiet: false,
             runaway: None,
             ended: false,
@@ -213,9 +200,9 @@ impl Detector {
                 && !self.ended
                 && !(self.thresholds.agent && self.needs_input),
             demand: self.thresholds.runaway_after.is_some() && !self.ended,
-            waiting: match self.thresholds.agent {
-                true => self.agent.wait.as_ref().map(|(pid, _)| *pid),
-                false => self.waiting.as_ref().map(|w| w.pid),
+            waiting: match &self.agent {
+                Some(agent) => agent.waiting_pid(),
+                None => self.waiting.as_ref().map(|w| w.pid),
             },
             agent: self.thresholds.agent,
         }
@@ -229,6 +216,9 @@ impl Detector {
     /// The command wrote: it is not waiting, nor quiet.
     pub fn output(&mut self, at: Instant) {
         self.last_output = at;
+        if let Some(agent) = self.agent.as_mut() {
+            agent.output(at);
+        }
         // A prompt written and then waited on is a new episode, confirmed afresh.
         self.waiting = None;
         if self.needs_input {
@@ -241,7 +231,9 @@ impl Detector {
 
     /// The operator typed into the command's terminal: whatever waited for them is answered.
     pub fn typed(&mut self, at: Instant) {
-        self.agent.typed = Some(at);
+        if let Some(agent) = self.agent.as_mut() {
+            agent.typed(at);
+        }
         self.waiting = None;
         if self.needs_input {
             self.clear(AttentionKind::NeedsInput);
@@ -263,7 +255,7 @@ impl Detector {
 
     /// A look at the tree. For an agent, `needs_input` is "waiting for you": a thread of its
     /// waits on its terminal (a read, or a poll, epoll or select set that holds it), no
-    /// command of its runs, and for `input_after` it wrote nothing, used no CPU (below 2 %
+    /// command of its runs, and for `input_after` it wrote nothing, used no CPU (below 5 %
     /// of a core), ran no command and was typed nothing to.
     pub fn sampled(&mut self, at: Instant, sample: Sample) {
         if self.ended {
@@ -284,8 +276,10 @@ impl Detector {
                     .map(|p| ((p.pid, p.start_ticks), (p.cpu_ticks, p.demand_ns)))
                     .collect();
                 self.last_sample = Some((at, ticks));
-                if self.thresholds.agent {
-                    self.look_at_agent(at, processes);
+                if let Some(agent) = self.agent.as_mut() {
+                    if agent.look(at, processes) && self.needs_input {
+                        self.clear(AttentionKind::NeedsInput);
+                    }
                 } else {
                     self.look_for_waiting(at, processes);
                 }
@@ -299,14 +293,17 @@ impl Detector {
                     waiting.confirmed = true;
                 }
                 // And a command that ran still runs.
-                if self.agent.commands {
-                    self.agent.command_seen = at;
+                if let Some(agent) = self.agent.as_mut() {
+                    agent.unchanged(at);
                 }
             }
             Sample::Missed => return,
         }
         if let (Some(share), Some(from)) = (share, previous) {
             self.track_cpu(share, from);
+            if let Some(agent) = self.agent.as_mut() {
+                agent.interval(from, at, share);
+            }
         }
         self.decide(at);
     }
@@ -356,49 +353,6 @@ impl Detector {
         }
     }
 
-    fn look_at_agent(&mut self, at: Instant, processes: &[ProcessSample]) {
-        self.agent.commands = processes.iter().any(|p| p.runs_command);
-        if self.agent.commands {
-            self.agent.command_seen = at;
-            if self.needs_input {
-                self.clear(AttentionKind::NeedsInput);
-            }
-        }
-        self.agent.wait = processes
-            .iter()
-            .find_map(|p| Some((p.pid, p.blocked.clone()?)));
-    }
-
-    /// Whether the agent waits for its human now (see [`Detector::sampled`]).
-    fn agent_waits(&mut self, at: Instant) {
-        let (Some(after), false) = (self.thresholds.input_after, self.needs_input) else {
-            return;
-        };
-        let Some((_, wait)) = self.agent.wait.as_ref().filter(|_| !self.agent.commands) else {
-            return;
-        };
-        let quiet_since = self.agent_quiet_since();
-        let idle = self.idle_since.is_some_and(|idle| at >= idle + after);
-        if idle && at >= quiet_since + after {
-            let detail = format!(
-                "{WAITING_FOR_YOU}: {} {} on its terminal (fd {}); no output, CPU or command for {}",
-                wait.program,
-                wait.call,
-                wait.fd,
-                duration_ms(at.saturating_duration_since(quiet_since).as_millis() as u64)
-            );
-            self.needs_input = true;
-            self.raise(AttentionKind::NeedsInput, detail);
-        }
-    }
-
-    /// Since when the agent wrote nothing, ran no command and was typed nothing to.
-    fn agent_quiet_since(&self) -> Instant {
-        let command = self.agent.command_seen;
-        let typed = self.agent.typed.unwrap_or(self.started);
-        self.last_output.max(command).max(typed)
-    }
-
     fn look_for_waiting(&mut self, at: Instant, processes: &[ProcessSample]) {
         let previous = self.waiting.take();
         let found = processes.iter().find_map(|p| {
@@ -441,8 +395,11 @@ impl Detector {
 
     fn decide(&mut self, at: Instant) {
         let silent = at.saturating_duration_since(self.last_output);
-        if self.thresholds.agent {
-            self.agent_waits(at);
+        if let Some(agent) = self.agent.as_mut() {
+            if let Some(detail) = agent.waits(at).filter(|_| !self.needs_input) {
+                self.needs_input = true;
+                self.raise(AttentionKind::NeedsInput, detail);
+            }
         } else if let (Some(after), false, Some(waiting)) =
             (self.thresholds.input_after, self.needs_input, &self.waiting)
             && waiting.confirmed
@@ -594,31 +551,11 @@ impl Detector {
         }
         let looked = self.looked_at;
         let mut next: Vec<Instant> = Vec::new();
-        if let (Some(after), false, true) = (
-            self.thresholds.input_after,
-            self.needs_input,
-            self.thresholds.agent,
-        ) && !self.agent.commands
+        if let (Some(agent), false) = (&self.agent, self.needs_input) {
+            next.extend(agent.deadline(looked));
+        } else if let (Some(after), false, None) =
+            (self.thresholds.input_after, self.needs_input, &self.agent)
         {
-            // When it may have been quiet and idle long enough; past the last look (it was
-            // not waiting then, or used CPU), a threshold after it: one look per threshold
-            // while the agent is silent and busy, none while a command of its runs (its end
-            // is output).
-            let idle = self
-                .idle_since
-                .or(looked)
-                .unwrap_or(self.started)
-                .max(self.agent_quiet_since());
-            let due = idle + after;
-            next.push(match looked {
-                Some(looked) if due <= looked => looked + after,
-                _ => due,
-            });
-        } else if let (Some(after), false, false) = (
-            self.thresholds.input_after,
-            self.needs_input,
-            self.thresholds.agent,
-        ) {
             let silent_at = self.last_output + after;
             match &self.waiting {
                 Some(w) if !w.confirmed => next.push(silent_at.max(w.seen + CONFIRM_GAP)),

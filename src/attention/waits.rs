@@ -81,12 +81,22 @@ pub fn parse_call(text: &str) -> Option<(i64, [u64; 6])> {
     Some((number, args))
 }
 
-/// The descriptors an epoll instance watches, from its fdinfo (`tfd:        0 events: 19 ...`).
+/// The descriptors an epoll instance waits to read, from its fdinfo (`tfd: 11 events:
+/// 40000019 ...`, the events in hex): those whose events ask for input (`EPOLLIN`,
+/// `EPOLLPRI`). A one-shot registration that fired keeps only its flags (`40000000`) until
+/// it is armed again: it waits for nothing.
 pub fn parse_epoll_fds(fdinfo: &str) -> Vec<i32> {
+    let input = (libc::EPOLLIN | libc::EPOLLPRI) as u32;
     fdinfo
         .lines()
         .filter_map(|line| line.strip_prefix("tfd:"))
-        .filter_map(|rest| rest.split_ascii_whitespace().next()?.parse().ok())
+        .filter_map(|rest| {
+            let mut fields = rest.split_ascii_whitespace();
+            let fd = fields.next()?.parse().ok()?;
+            (fields.next()? == "events:").then_some(())?;
+            let events = u32::from_str_radix(fields.next()?, 16).ok()?;
+            (events & input != 0).then_some(fd)
+        })
         .collect()
 }
 
@@ -251,11 +261,17 @@ mod tests {
 
     #[test]
     fn an_epoll_fdinfo_lists_its_descriptors() {
-        // As Linux 6.x writes it for Claude Code's main loop.
-        let fdinfo = "pos:\t0\nflags:\t02000002\nmnt_id:\t16\nino:\t1057\n\
-             tfd:        0 events:       19 data:                0  pos:0 ino:3 sdev:18\n\
-             tfd:       12 events:       19 data:                c  pos:0 ino:8a2 sdev:d\n";
-        assert_eq!(parse_epoll_fds(fdinfo), vec![0, 12]);
+        // Claude Code 2.1.197 at its prompt under `tether agent` (its event loop's thread):
+        // 11 is its stdin's terminal, armed to read; 12 and 13 its output terminal, one-shot
+        // registrations for writing that fired; the rest timers and eventfds.
+        let fdinfo = "pos:\t0\nflags:\t02000002\nmnt_id:\t17\nino:\t20\n\
+             tfd:       12 events: 40000000 data:  80005f133940028  pos:0 ino:4 sdev:1a\n\
+             tfd:       13 events: 40000000 data:  80005f133940050  pos:0 ino:4 sdev:1a\n\
+             tfd:        7 events:       19 data:      5f133650320  pos:0 ino:14 sdev:10\n\
+             tfd:       11 events: 40000019 data:  80005f133940000  pos:0 ino:3 sdev:1a\n\
+             tfd:        6 events: 80000019 data:      5f133e50480  pos:0 ino:14 sdev:10\n\
+             tfd:        8 events:       19 data:      5f133650370  pos:0 ino:14 sdev:10\n";
+        assert_eq!(parse_epoll_fds(fdinfo), vec![7, 11, 6, 8]);
         assert_eq!(parse_epoll_fds("pos:\t0\n"), Vec::<i32>::new());
     }
 

@@ -1,0 +1,244 @@
+//! The real Claude Code (pinned in `tests/agents/pins`), interactive in a terminal (tmux)
+//! under `tether agent`, against the scripted Anthropic server: it runs a 10 s command, then
+//! waits 8 s for the model's final answer (both with its spinner going), then sits at its
+//! prompt. Its broker must flag it `waiting for you` (a `needs_input` of the agent) within
+//! the threshold plus a second of the answer, never before (not during the command, not
+//! while the reply is pending), and clear it when the operator types. The attention events
+//! are printed with their times, from the model's answers.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::TestEnv;
+use common::agents::Agent;
+use common::agents::model_server::{ModelServer, Step};
+use common::agents::offline::{AgentInvocation, Interaction};
+use common::agents::running::RunningAgent;
+use common::journal::{command_dirs, events_now};
+use serde_json::Value;
+use tether::protocol::{AttentionKind, Event, EventKind};
+
+/// The threshold the test's config sets (`input_after`): short, so that the run is.
+const THRESHOLD_MS: u64 = 2_000;
+/// The model's final answer comes this long after it is asked for.
+const REPLY_DELAY_MS: u64 = 8_000;
+/// The one command the model asks for.
+const COMMAND: &str = "sleep 10";
+
+#[test]
+fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
+    let env = TestEnv::new("agent_waiting");
+    let exe = Agent::Claude.install();
+    let config = env.path("config/tether");
+    fs::create_dir_all(&config).expect("create the config directory");
+    fs::write(
+        config.join("config.toml"),
+        format!("[attention]\ninput_after = \"{THRESHOLD_MS}ms\"\n"),
+    )
+    .expect("write the config");
+    let dir = env.path("claude");
+    let work = dir.join("work");
+    fs::create_dir_all(&work).expect("create the working directory");
+    let steps = [Step::new(COMMAND, "a ten-second command")];
+    let server = ModelServer::start_slow(
+        &env,
+        Agent::Claude,
+        &dir,
+        &steps,
+        "All done.",
+        REPLY_DELAY_MS,
+    );
+    let invocation = AgentInvocation::prepare(
+        Agent::Claude,
+        exe,
+        &dir,
+        &work,
+        server.port,
+        "Run the commands you are given.",
+        Interaction::Terminal,
+    );
+    let session = format!("waiting-{}", env.tag);
+    let wrapper = env.tether(&["agent", "--session", &session, "--"]);
+    let command = invocation.wrapped(&env, wrapper);
+    let mut running = RunningAgent::in_terminal(&env, &command, &dir.join("agent.status"));
+
+    let agent_dir = || {
+        command_dirs(&env.state_dir()).into_iter().find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("01-"))
+        })
+    };
+    let attention = |dir: &Path| -> Vec<Event> {
+        events_now(dir)
+            .into_iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Attention { .. } | EventKind::AttentionCleared { .. }
+                )
+            })
+            .collect()
+    };
+    let raised = |events: &[Event]| {
+        events.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::Attention {
+                    attention: AttentionKind::NeedsInput,
+                    ..
+                }
+            )
+        })
+    };
+    running.wait_for(&env, "the model's final answer", || server.answered_final());
+    running.wait_for(&env, "`waiting for you` in the agent's journal", || {
+        agent_dir().is_some_and(|dir| raised(&attention(&dir)))
+    });
+    let typed_ms = now_ms();
+    running.type_text(&env, "x");
+    let cleared = |events: &[Event]| {
+        events.iter().any(|e| {
+            e.ts_ms >= typed_ms
+                && matches!(
+                    e.kind,
+                    EventKind::AttentionCleared {
+                        attention: AttentionKind::NeedsInput
+                    }
+                )
+        })
+    };
+    let dir = agent_dir().expect("the agent's journal");
+    running.wait_for(&env, "the flag cleared after typing", || {
+        cleared(&attention(&dir))
+    });
+    // What was typed is taken back before `/quit`.
+    running.press(&env, &["BSpace"]);
+    running.quit_with(&env, "/quit");
+    let end = running.wait(&env, "claude");
+
+    let requests = server.requests();
+    let step_answer = answered(&requests, |step| step == &Value::from(0));
+    let final_asked = received(&requests, |step| step == "final");
+    let final_answer = answered(&requests, |step| step == "final");
+    let events = attention(&dir);
+    let command_dir = command_dirs(&env.state_dir())
+        .into_iter()
+        .find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("-sleep"))
+        })
+        .expect("the command's journal");
+    let command_events = events_now(&command_dir);
+    let spawned = command_events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Spawned { .. }))
+        .map(|e| e.ts_ms);
+    let exited = command_events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Exit { .. }))
+        .map(|e| e.ts_ms);
+
+    // The timeline, from the model's answer with the command.
+    let t0 = step_answer;
+    let at = |ms: u64| format!("{:+8.2}s", (ms as f64 - t0 as f64) / 1000.0);
+    let mut lines = vec![(t0, format!("model asks for `{COMMAND}`"))];
+    if let (Some(s), Some(e)) = (spawned, exited) {
+        lines.push((s, "command starts".into()));
+        lines.push((e, "command ends".into()));
+    }
+    lines.push((final_asked, "final answer asked for".into()));
+    lines.push((final_answer, "final answer sent".into()));
+    lines.push((typed_ms, "operator types `x`".into()));
+    for e in &events {
+        let what = match &e.kind {
+            EventKind::Attention { attention, detail } => {
+                format!("{} ({detail})", attention.name())
+            }
+            EventKind::AttentionCleared { attention } => format!("{} cleared", attention.name()),
+            _ => unreachable!(),
+        };
+        lines.push((e.ts_ms, format!("attention: {what}")));
+    }
+    // By time; at the same moment, in the order told.
+    lines.sort_by_key(|(ms, _)| *ms);
+    let lines: Vec<String> = lines
+        .into_iter()
+        .map(|(ms, what)| format!("{} {what}", at(ms)))
+        .collect();
+    println!(
+        "Claude Code {} under tether agent, input_after {THRESHOLD_MS} ms, reply delayed {REPLY_DELAY_MS} ms ({end}):\n{}",
+        Agent::Claude.version(),
+        lines.join("\n")
+    );
+
+    let mut failures = Vec::new();
+    let raised_at: Vec<(u64, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Attention {
+                attention: AttentionKind::NeedsInput,
+                detail,
+            } => Some((e.ts_ms, detail.clone())),
+            _ => None,
+        })
+        .collect();
+    // Nothing before the answer: not while the command ran, not while the reply was pending.
+    if let Some((ts, detail)) = raised_at.iter().find(|(ts, _)| *ts < final_answer) {
+        failures.push(format!(
+            "flagged before the final answer, at {}: {detail}",
+            at(*ts)
+        ));
+    }
+    match raised_at.iter().find(|(ts, _)| *ts >= final_answer) {
+        Some((ts, detail)) => {
+            let after = ts - final_answer;
+            if after > THRESHOLD_MS + 1_000 {
+                failures.push(format!(
+                    "flagged {after} ms after the answer, past the threshold plus a second"
+                ));
+            }
+            if !detail.starts_with("waiting for you: ") || !detail.contains("on its terminal") {
+                failures.push(format!("the detail says {detail:?}"));
+            }
+        }
+        None => failures.push("never flagged after the answer".into()),
+    }
+    if exited.zip(spawned).is_none_or(|(e, s)| e - s < 9_500) {
+        failures.push(format!(
+            "the command did not run its 10 s: {spawned:?} to {exited:?}"
+        ));
+    }
+    if final_answer - final_asked < REPLY_DELAY_MS - 500 {
+        failures.push("the final answer was not delayed".into());
+    }
+    assert!(end.contains("exit status: 0"), "claude ended with {end}");
+    drop(server);
+    drop(running);
+    env.finish();
+    assert!(failures.is_empty(), "- {}", failures.join("\n- "));
+}
+
+/// When the server sent its answer to the first request whose step `matches`, in ms.
+fn answered(requests: &[Value], matches: impl Fn(&Value) -> bool) -> u64 {
+    time_of(requests, "answered", matches)
+}
+
+fn received(requests: &[Value], matches: impl Fn(&Value) -> bool) -> u64 {
+    time_of(requests, "received", matches)
+}
+
+fn time_of(requests: &[Value], field: &str, matches: impl Fn(&Value) -> bool) -> u64 {
+    let request = requests
+        .iter()
+        .find(|r| matches(&r["step"]))
+        .unwrap_or_else(|| panic!("no such request in the model server's log"));
+    (request[field].as_f64().expect("a time") * 1000.0) as u64
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
