@@ -21,6 +21,4 @@ mod sweep;
 pub mod waits;
 
 #[cfg(test)]
-mod agent_tests;
-#[cfg(test)]
 mod tests;

@@ -1,5 +1,7 @@
 //! The detector over fake samples and a fake clock.
 
+mod agent;
+
 use std::time::Duration;
 
 use tokio::time::Instant;

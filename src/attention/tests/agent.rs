@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::detector::{
+use crate::attention::detector::{
     Blocked, Detector, InputKind, ProcessSample, Sample, Thresholds, WAITING_FOR_YOU,
 };
 use crate::protocol::{AttentionKind, AttentionRequest, EventKind};
