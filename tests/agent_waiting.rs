@@ -242,3 +242,120 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+/// An agent that says nothing while its command runs (no spinner), waiting all along in
+/// `select` on its terminal and the command's pipe: not flagged while the command runs (its
+/// broker is still waited for by the shim), nor sooner than the threshold after its end;
+/// cleared by a key.
+#[test]
+fn a_silent_agent_is_not_waiting_while_its_command_runs() {
+    let env = TestEnv::new("agent_waiting_silent");
+    let config = env.path("config/tether");
+    fs::create_dir_all(&config).expect("create the config directory");
+    fs::write(
+        config.join("config.toml"),
+        format!("[attention]\ninput_after = \"{THRESHOLD_MS}ms\"\n"),
+    )
+    .expect("write the config");
+    // Runs `sleep 8` through its shell (the shim), waits in select on its terminal and the
+    // command's pipe until the command ends, then on its terminal for a line.
+    let agent = r#"
+import os, select, subprocess, sys
+print("ready", flush=True)
+p = subprocess.Popen([os.environ["SHELL"], "-c", "sleep 8"], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.PIPE)
+while True:
+    ready, _, _ = select.select([0, p.stdout], [], [])
+    if p.stdout in ready and not os.read(p.stdout.fileno(), 4096):
+        break
+p.wait()
+select.select([0], [], [])
+sys.stdin.readline()
+"#;
+    let session = format!("silent-{}", env.tag);
+    let mut command = env.tether(&["agent", "--session", &session, "--", "python3", "-c", agent]);
+    command
+        .env(common::TAG_VAR, &env.tag)
+        .current_dir(env.dir.path());
+    let mut running = RunningAgent::in_terminal(&env, &command, &env.path("agent.status"));
+    let dirs = || command_dirs(&env.state_dir());
+    let sleep_dir = || {
+        dirs().into_iter().find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("-sleep"))
+        })
+    };
+    running.wait_for(&env, "the command's end", || {
+        sleep_dir().is_some_and(|d| d.join("result.json").exists())
+    });
+    let agent_dir = dirs()
+        .into_iter()
+        .find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("01-"))
+        })
+        .expect("the agent's journal");
+    let raised = |events: &[Event]| {
+        events.iter().find_map(|e| match &e.kind {
+            EventKind::Attention {
+                attention: AttentionKind::NeedsInput,
+                detail,
+            } => Some((e.ts_ms, detail.clone())),
+            _ => None,
+        })
+    };
+    running.wait_for(&env, "`waiting for you` after the command", || {
+        raised(&events_now(&agent_dir)).is_some()
+    });
+    let typed_ms = now_ms();
+    running.type_text(&env, "x");
+    running.press(&env, &["Enter"]);
+    let end = running.wait(&env, "the silent agent");
+
+    let command_events = events_now(&sleep_dir().expect("the command's journal"));
+    let time_of = |kind: &str| {
+        command_events
+            .iter()
+            .find(|e| e.kind.name() == kind)
+            .map(|e| e.ts_ms)
+            .unwrap_or_else(|| panic!("no {kind} in the command's journal"))
+    };
+    let (spawned, exited) = (time_of("spawned"), time_of("exit"));
+    let agent_events = events_now(&agent_dir);
+    let (flagged, detail) = raised(&agent_events).expect("flagged");
+    let cleared = agent_events.iter().find_map(|e| match e.kind {
+        EventKind::AttentionCleared {
+            attention: AttentionKind::NeedsInput,
+        } => Some(e.ts_ms),
+        _ => None,
+    });
+    let at = |ms: u64| format!("{:+8.2}s", (ms as f64 - spawned as f64) / 1000.0);
+    println!(
+        "a silent agent (python3, select on its terminal), input_after {THRESHOLD_MS} ms ({end}):\n{} command `sleep 8` starts\n{} command ends\n{} attention: needs_input ({detail})\n{} operator types `x`\n{}",
+        at(spawned),
+        at(exited),
+        at(flagged),
+        at(typed_ms),
+        cleared.map_or("never cleared".to_string(), |c| format!(
+            "{} attention: needs_input cleared",
+            at(c)
+        )),
+    );
+    drop(running);
+    env.finish();
+    // Not while it ran, nor sooner than the threshold after it.
+    assert!(
+        flagged >= exited + THRESHOLD_MS,
+        "flagged at {}, the command having ended at {}",
+        at(flagged),
+        at(exited)
+    );
+    assert!(
+        detail.starts_with("waiting for you: python3 ") && detail.contains("select"),
+        "{detail}"
+    );
+    assert!(
+        cleared.is_some_and(|c| c >= typed_ms),
+        "not cleared by the key"
+    );
+}

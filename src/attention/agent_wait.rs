@@ -33,7 +33,8 @@ pub(super) struct AgentWait {
     wait: Option<(i32, Blocked)>,
     /// A command of its ran at the last look.
     commands: bool,
-    /// The last look that saw a command of its run.
+    /// The last look that saw a command of its run, or the first that saw none after one
+    /// did: no command ran after it, for sure.
     command_seen: Option<Instant>,
     /// When the operator last typed into its terminal (through the broker).
     typed: Option<Instant>,
@@ -74,8 +75,9 @@ impl AgentWait {
 
     /// A fresh look: whether a command of its runs (which ends a wait).
     pub(super) fn look(&mut self, at: Instant, processes: &[ProcessSample]) -> bool {
+        let ran = self.commands;
         self.commands = processes.iter().any(|p| p.runs_command);
-        if self.commands {
+        if self.commands || ran {
             self.command_seen = Some(at);
         }
         self.wait = processes
