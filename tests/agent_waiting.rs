@@ -359,3 +359,97 @@ sys.stdin.readline()
         "not cleared by the key"
     );
 }
+
+/// Claude Code's own word: asked for permission to run a command, it runs its `Notification`
+/// hook (given by `tether agent` with `--settings`), and the agent's row says `waiting for
+/// you` with its message at once (the kernel's look is put out of the way: a threshold of a
+/// minute); the operator's answer clears it.
+#[test]
+fn claude_codes_permission_prompt_is_told_by_its_hook() {
+    let env = TestEnv::new("agent_waiting_hook");
+    let exe = Agent::Claude.install();
+    let config = env.path("config/tether");
+    fs::create_dir_all(&config).expect("create the config directory");
+    fs::write(
+        config.join("config.toml"),
+        "[attention]\ninput_after = \"60s\"\n",
+    )
+    .expect("write the config");
+    let dir = env.path("claude");
+    let work = dir.join("work");
+    fs::create_dir_all(&work).expect("create the working directory");
+    let steps = [Step::new("touch made.txt", "make a file")];
+    let server = ModelServer::start(&env, Agent::Claude, &dir, &steps, "All done.");
+    let mut invocation = AgentInvocation::prepare(
+        Agent::Claude,
+        exe,
+        &dir,
+        &work,
+        server.port,
+        "Run the commands you are given.",
+        Interaction::Terminal,
+    );
+    // Asked, not skipped: the permission prompt.
+    invocation
+        .args
+        .retain(|arg| arg != "--dangerously-skip-permissions");
+    let session = format!("hook-{}", env.tag);
+    let wrapper = env.tether(&["agent", "--session", &session, "--"]);
+    let command = invocation.wrapped(&env, wrapper);
+    let mut running = RunningAgent::in_terminal(&env, &command, &dir.join("agent.status"));
+    let agent_dir = || {
+        command_dirs(&env.state_dir()).into_iter().find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("01-"))
+        })
+    };
+    let told = |dir: &Path| {
+        events_now(dir).into_iter().find_map(|e| match e.kind {
+            EventKind::Attention {
+                attention: AttentionKind::NeedsInput,
+                detail,
+            } => Some((e.ts_ms, detail)),
+            _ => None,
+        })
+    };
+    running.wait_for(&env, "the hook's `waiting for you`", || {
+        agent_dir().is_some_and(|dir| told(&dir).is_some())
+    });
+    let dir_01 = agent_dir().expect("the agent's journal");
+    let (told_ms, detail) = told(&dir_01).expect("told");
+    let asked_ms = received(&server.requests(), |step| step == &Value::from(0));
+    // `1. Yes`.
+    let answered_ms = now_ms();
+    running.press(&env, &["Enter"]);
+    running.wait_for(&env, "the model's final answer", || server.answered_final());
+    running.quit_with(&env, "/quit");
+    let end = running.wait(&env, "claude");
+    let cleared = events_now(&dir_01).into_iter().find_map(|e| match e.kind {
+        EventKind::AttentionCleared {
+            attention: AttentionKind::NeedsInput,
+        } => Some(e.ts_ms),
+        _ => None,
+    });
+    let at = |ms: u64| format!("{:+8.2}s", (ms as f64 - asked_ms as f64) / 1000.0);
+    println!(
+        "Claude Code {} asking permission under tether agent ({end}):\n{} model asks for `touch made.txt`\n{} attention: needs_input ({detail})\n{} operator presses Enter (Yes)\n{}",
+        Agent::Claude.version(),
+        at(asked_ms),
+        at(told_ms),
+        at(answered_ms),
+        cleared.map_or("never cleared".to_string(), |c| format!(
+            "{} attention: needs_input cleared",
+            at(c)
+        )),
+    );
+    let made = work.join("made.txt").exists();
+    drop(server);
+    drop(running);
+    env.finish();
+    assert_eq!(detail, "waiting for you: Claude needs your permission");
+    assert!(
+        cleared.is_some_and(|c| c >= answered_ms),
+        "not cleared by the answer"
+    );
+    assert!(made, "the command did not run after the answer");
+}
