@@ -645,6 +645,27 @@ mod tests {
     };
 
     #[test]
+    fn an_agents_needs_input_reads_waiting_for_you() {
+        let mark = |kind, detail: &str| AttentionMark {
+            kind,
+            detail: detail.into(),
+            at_ms: 1,
+            active: true,
+        };
+        let agent = mark(
+            AttentionKind::NeedsInput,
+            "waiting for you: claude epoll_pwait2 on its terminal (fd 11); no output, CPU or command for 3.0s",
+        );
+        assert_eq!(agent.words(), "waiting for you");
+        let command = mark(
+            AttentionKind::NeedsInput,
+            "sh read(0) blocked on a pipe; no output for 3.0s",
+        );
+        assert_eq!(command.words(), "needs input");
+        assert_eq!(mark(AttentionKind::Runaway, "").words(), "runaway");
+    }
+
+    #[test]
     fn an_attention_episode_is_marked_until_its_own_kind_is_cleared() {
         let mut c = begun();
         let needs = EventKind::Attention {
