@@ -161,6 +161,10 @@ enum Command {
         #[arg(last = true)]
         argv: Vec<OsString>,
     },
+    /// Internal: Claude Code's `Notification` hook under `tether agent`, which tells the
+    /// agent's broker that it waits for its human.
+    #[command(name = "agent-hook", hide = true)]
+    AgentHook,
     /// Codex's `PreToolUse` hook: reads the event on stdin and answers with the shell command
     /// rewritten to run through the shim in DIR (`tether shims DIR`), journaled. `tether agent
     /// -- codex` sets it up by itself; for Codex without it, see docs/agents.md.
@@ -353,6 +357,7 @@ impl ExecArgs {
                 leftovers,
                 die_by_signal: false,
                 agents_command: false,
+                agent: false,
                 fail_open,
                 retention: exec::RetentionRun::AtSessionEnd,
                 relay_keys: false,
@@ -490,6 +495,7 @@ fn main() {
         Some(Command::SessionOwner { shims, argv }) => {
             tether::agent::become_session_owner(&shims, &argv)
         }
+        Some(Command::AgentHook) => tether::agent::agent_hook_main(),
         Some(Command::CodexHook { shims, journal }) => {
             tether::agent::codex_hook_main(&shims, journal.as_deref())
         }

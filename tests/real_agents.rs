@@ -26,7 +26,7 @@ use common::agents::mask::{Reading, mask, streams_apart};
 use common::agents::model_server::{ModelServer, Step, ToolResult};
 use common::agents::offline::{AgentInvocation, Interaction, with_codex_tether_hook};
 use common::agents::running::RunningAgent;
-use common::agents::{AGENT_DEADLINE, Agent, free_port};
+use common::agents::{Agent, free_port};
 use common::journal::command_dirs;
 use common::procs::is_gone;
 use common::{TestEnv, run_to_end, wait_until};
@@ -273,25 +273,14 @@ fn run(
     }
 }
 
-/// Waits until `done`, while the agent runs, within [`AGENT_DEADLINE`].
+/// Waits until `done`, while the agent runs, within the agents' deadline.
 fn wait_until_agent(
     env: &TestEnv,
     running: &mut RunningAgent,
     what: &str,
-    mut done: impl FnMut() -> bool,
+    done: impl FnMut() -> bool,
 ) {
-    let started = Instant::now();
-    while !done() {
-        if let Some(end) = running.ended() {
-            panic!("the agent ended ({end}) before {what}");
-        }
-        if started.elapsed() > AGENT_DEADLINE {
-            let screen = running.screen(env);
-            let killed = common::procs::kill_tagged(&env.tag);
-            panic!("no {what} within {AGENT_DEADLINE:?}; killed {killed:?}\n{screen}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    running.wait_for(env, what, done);
 }
 
 /// True once `sleep 300` runs as `shell` or below it. The runaway's shell writes its pid before

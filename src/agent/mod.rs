@@ -2,17 +2,20 @@
 //! agent runs as `tether exec` runs a command (the same code: its own terminal, keys, resize,
 //! its exit status), as command 01 of a session of its own, with every shell setting the
 //! agents read pointed at the shell shim; Codex, which reads none, gets a hook on its command
-//! line instead (`codex.rs`). It is the session's owner: when it exits, its
+//! line instead (`codex.rs`). Claude Code is given a hook that tells when it waits for its
+//! human (`claude.rs`). It is the session's owner: when it exits, its
 //! commands' leftovers and any command still running are stopped, and the session is over.
 //!
 //! The agent is started through [`owner::become_session_owner`], which sets the hookup and
 //! names itself (pid and start time, kept by exec(2)) as the owner before it becomes the
 //! agent: the shim's brokers watch that process through a pidfd.
 
+mod claude;
 mod codex;
 mod owner;
 mod shims_dir;
 
+pub use claude::hook_main as agent_hook_main;
 pub use codex::hook_main as codex_hook_main;
 pub use owner::{OWNER_SUBCOMMAND, SHELL_VARS, become_session_owner};
 
@@ -39,6 +42,7 @@ pub fn main(options: AgentOptions) -> i32 {
     };
     let name = agent_name(program);
     let codex = codex::is_codex(program);
+    let claude = claude::is_claude(program);
     let session = match options.session {
         Some(session) => session,
         None => default_session(&name, options.state_dir.as_deref(), crate::clock::now_ms()),
@@ -63,6 +67,10 @@ pub fn main(options: AgentOptions) -> i32 {
     ];
     let mut agent = options.argv.into_iter();
     argv.extend(agent.next());
+    // Claude Code says itself when it waits for its human: a hook for this run only.
+    if claude {
+        argv.extend(claude::settings_args(&exe));
+    }
     // Codex runs its commands through the account's shell, whatever SHELL and PATH say: it
     // is given a hook, on its command line, that sends them through the shim instead.
     if codex {
@@ -99,6 +107,7 @@ pub fn main(options: AgentOptions) -> i32 {
         leftovers: LeftoversChoice::default(),
         die_by_signal: false,
         agents_command: false,
+        agent: true,
         fail_open: false,
         retention: exec::RetentionRun::AtSessionEnd,
         relay_keys: false,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::agent_wait::AgentWait;
 use crate::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
 use crate::units::{duration_ms, format_size};
 
@@ -18,6 +19,9 @@ const IDLE_SHARE: f64 = 0.02;
 /// did not read in between (a loop of short reads is seen blocked at any one moment).
 pub const CONFIRM_GAP: Duration = Duration::from_millis(500);
 
+/// How an agent's `needs_input` detail begins, and the words its row shows for it.
+pub const WAITING_FOR_YOU: &str = "waiting for you";
+
 /// The thresholds, each `None` when off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Thresholds {
@@ -28,6 +32,9 @@ pub struct Thresholds {
     pub finished_after: Option<Duration>,
     /// A failure sooner than this is not told (an agent's quick failures); `None`: every one.
     pub failed_after: Option<Duration>,
+    /// The command is an agent (`tether agent`): `needs_input` means it waits for its human
+    /// (see [`Detector::sampled`]), after `input_after`.
+    pub agent: bool,
 }
 
 impl Thresholds {
@@ -40,6 +47,7 @@ impl Thresholds {
             memory_above: request.memory_above,
             finished_after: ms(request.finished_after_ms),
             failed_after: ms(request.failed_after_ms),
+            agent: request.agent,
         }
     }
 }
@@ -80,6 +88,8 @@ pub struct ProcessSample {
     /// all of one.
     pub demand_ns: Option<u64>,
     pub blocked: Option<Blocked>,
+    /// It is the broker of a command of the agent's that runs (an agent's sample only).
+    pub runs_command: bool,
 }
 
 /// One look at the tree.
@@ -148,6 +158,8 @@ pub struct Detector {
     busy_since: Option<Instant>,
     idle_since: Option<Instant>,
     needs_input: bool,
+    /// An agent's wait for its human, when the command is one.
+    agent: Option<AgentWait>,
     quiet: bool,
     runaway: Option<RunawayCause>,
     ended: bool,
@@ -168,6 +180,10 @@ impl Detector {
             busy_since: None,
             idle_since: None,
             needs_input: false,
+            agent: thresholds
+                .input_after
+                .filter(|_| thresholds.agent)
+                .map(|after| AgentWait::new(after, started)),
             quiet: false,
             runaway: None,
             ended: false,
@@ -180,9 +196,15 @@ impl Detector {
     /// `/proc/PID/schedstat` per process).
     pub fn wants(&self) -> super::probe::Looks {
         super::probe::Looks {
-            blocked: self.thresholds.input_after.is_some() && !self.ended,
+            blocked: self.thresholds.input_after.is_some()
+                && !self.ended
+                && !(self.thresholds.agent && self.needs_input),
             demand: self.thresholds.runaway_after.is_some() && !self.ended,
-            waiting: self.waiting.as_ref().map(|w| w.pid),
+            waiting: match &self.agent {
+                Some(agent) => agent.waiting_pid(),
+                None => self.waiting.as_ref().map(|w| w.pid),
+            },
+            agent: self.thresholds.agent,
         }
     }
 
@@ -194,6 +216,9 @@ impl Detector {
     /// The command wrote: it is not waiting, nor quiet.
     pub fn output(&mut self, at: Instant) {
         self.last_output = at;
+        if let Some(agent) = self.agent.as_mut() {
+            agent.output(at);
+        }
         // A prompt written and then waited on is a new episode, confirmed afresh.
         self.waiting = None;
         if self.needs_input {
@@ -204,6 +229,34 @@ impl Detector {
         }
     }
 
+    /// The operator typed into the command's terminal: whatever waited for them is answered.
+    pub fn typed(&mut self, at: Instant) {
+        if let Some(agent) = self.agent.as_mut() {
+            agent.typed(at);
+        }
+        self.waiting = None;
+        if self.needs_input {
+            self.clear(AttentionKind::NeedsInput);
+        }
+    }
+
+    /// The agent said itself that it waits for its human (its own hook: a prompt for
+    /// permission, an idle prompt): told at once, over as any other wait is.
+    pub fn told_waiting(&mut self, what: &str) {
+        if self.ended || self.needs_input {
+            return;
+        }
+        self.needs_input = true;
+        self.raise(
+            AttentionKind::NeedsInput,
+            format!("{WAITING_FOR_YOU}: {what}"),
+        );
+    }
+
+    /// A look at the tree. For an agent, `needs_input` is "waiting for you": a thread of its
+    /// waits on its terminal (a read, or a poll, epoll or select set that holds it), no
+    /// command of its runs, and for `input_after` it wrote nothing, used no CPU (below 5 %
+    /// of a core), ran no command and was typed nothing to.
     pub fn sampled(&mut self, at: Instant, sample: Sample) {
         if self.ended {
             return;
@@ -223,7 +276,13 @@ impl Detector {
                     .map(|p| ((p.pid, p.start_ticks), (p.cpu_ticks, p.demand_ns)))
                     .collect();
                 self.last_sample = Some((at, ticks));
-                self.look_for_waiting(at, processes);
+                if let Some(agent) = self.agent.as_mut() {
+                    if agent.look(at, processes) && self.needs_input {
+                        self.clear(AttentionKind::NeedsInput);
+                    }
+                } else {
+                    self.look_for_waiting(at, processes);
+                }
             }
             Sample::Unchanged => {
                 if let Some((when, _)) = self.last_sample.as_mut() {
@@ -233,11 +292,18 @@ impl Detector {
                 if let Some(waiting) = self.waiting.as_mut() {
                     waiting.confirmed = true;
                 }
+                // And a command that ran still runs.
+                if let Some(agent) = self.agent.as_mut() {
+                    agent.unchanged(at);
+                }
             }
             Sample::Missed => return,
         }
         if let (Some(share), Some(from)) = (share, previous) {
             self.track_cpu(share, from);
+            if let Some(agent) = self.agent.as_mut() {
+                agent.interval(from, at, share);
+            }
         }
         self.decide(at);
     }
@@ -329,7 +395,12 @@ impl Detector {
 
     fn decide(&mut self, at: Instant) {
         let silent = at.saturating_duration_since(self.last_output);
-        if let (Some(after), false, Some(waiting)) =
+        if let Some(agent) = self.agent.as_mut() {
+            if let Some(detail) = agent.waits(at).filter(|_| !self.needs_input) {
+                self.needs_input = true;
+                self.raise(AttentionKind::NeedsInput, detail);
+            }
+        } else if let (Some(after), false, Some(waiting)) =
             (self.thresholds.input_after, self.needs_input, &self.waiting)
             && waiting.confirmed
             && silent >= after
@@ -480,7 +551,11 @@ impl Detector {
         }
         let looked = self.looked_at;
         let mut next: Vec<Instant> = Vec::new();
-        if let (Some(after), false) = (self.thresholds.input_after, self.needs_input) {
+        if let (Some(agent), false) = (&self.agent, self.needs_input) {
+            next.extend(agent.deadline(looked));
+        } else if let (Some(after), false, None) =
+            (self.thresholds.input_after, self.needs_input, &self.agent)
+        {
             let silent_at = self.last_output + after;
             match &self.waiting {
                 Some(w) if !w.confirmed => next.push(silent_at.max(w.seen + CONFIRM_GAP)),

@@ -2,12 +2,15 @@
 //! runs away, failed or finished), decided in the broker from what it already watches, and
 //! the `[notify] command` it runs for each such moment.
 //!
-//! - [`detector`]: the decisions, pure (samples, output and time in; events out);
-//! - [`probe`]: what a sample says of each process, read from /proc;
+//! - [`detector`]: the decisions, pure (samples, output and time in; events out); an agent's
+//!   wait for its human in `agent_wait`;
+//! - [`probe`]: what a sample says of each process, read from /proc; for an agent, whether it
+//!   waits on its terminal in a poll or epoll set too ([`waits`]);
 //! - [`notify`]: running the notify command, bounded, out of the command's way, through a
 //!   keeper process (`keeper`, which ends all a run left: `sweep`), at the user's rate
 //!   across all brokers ([`rate`], kept in [`rate_file`]).
 
+mod agent_wait;
 pub mod detector;
 mod keeper;
 pub mod notify;
@@ -15,6 +18,7 @@ pub mod probe;
 pub mod rate;
 pub mod rate_file;
 mod sweep;
+pub mod waits;
 
 #[cfg(test)]
 mod tests;

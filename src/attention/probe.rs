@@ -43,7 +43,7 @@ impl InputFile {
         (file.rdev != Some(null)).then_some(file)
     }
 
-    fn from_stat(stat: &stat::FileStat) -> InputFile {
+    pub(super) fn from_stat(stat: &stat::FileStat) -> InputFile {
         let is_char = stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFCHR.bits();
         InputFile {
             dev: stat.st_dev,
@@ -88,6 +88,9 @@ pub struct Looks {
     pub demand: bool,
     /// The process last seen blocked on the input, looked at first.
     pub waiting: Option<i32>,
+    /// The command is an agent: whether it waits on its terminal is read from every thread's
+    /// wait, a poll or epoll set too (`super::waits`), and whether a command of its runs.
+    pub agent: bool,
 }
 
 /// The samples of the tree's live processes.
@@ -115,8 +118,13 @@ pub fn sample(
                 .then(|| demand_ns(p.pid))
                 .flatten(),
             blocked: None,
+            runs_command: false,
         })
         .collect();
+    if looks.agent {
+        sample_agent(processes, inputs, looks, &mut samples);
+        return samples;
+    }
     let asleep = |pid: i32| processes.iter().any(|p| p.pid == pid && p.state == b'S');
     if let Some(pid) = looks.waiting.filter(|&pid| look && asleep(pid))
         && let Some(blocked) = blocked_on(pid, inputs)
@@ -139,6 +147,43 @@ pub fn sample(
         }
     }
     samples
+}
+
+/// An agent's sample: which processes are brokers of its running commands, and, when none
+/// is, the first process with a thread waiting on its terminal.
+fn sample_agent(
+    processes: &[ProcStat],
+    inputs: &[InputFile],
+    looks: Looks,
+    samples: &mut [ProcessSample],
+) {
+    let own = std::process::id() as i32;
+    let live = processes.iter().filter(|p| !p.is_zombie());
+    let mut commands = false;
+    for (sample, process) in samples.iter_mut().zip(live) {
+        sample.runs_command = super::waits::runs_command(process, own);
+        commands |= sample.runs_command;
+    }
+    if commands || !looks.blocked || inputs.is_empty() {
+        return;
+    }
+    // The one last seen waiting first: it is the agent's main process almost always.
+    let first = looks
+        .waiting
+        .filter(|&pid| samples.iter().any(|s| s.pid == pid))
+        .into_iter();
+    let rest = samples
+        .iter()
+        .map(|s| s.pid)
+        .filter(|&pid| Some(pid) != looks.waiting);
+    for pid in first.chain(rest).collect::<Vec<_>>() {
+        if let Some(blocked) = super::waits::terminal_wait(pid, inputs)
+            && let Some(sample) = samples.iter_mut().find(|s| s.pid == pid)
+        {
+            sample.blocked = Some(blocked);
+            return;
+        }
+    }
 }
 
 /// The read system calls, by number on this architecture.
@@ -222,7 +267,7 @@ pub fn parse_reads(text: &str) -> Option<u64> {
 }
 
 /// A small /proc file as text, without allocating for it.
-fn read_small<'b>(path: &str, buf: &'b mut [u8]) -> Option<&'b str> {
+pub(super) fn read_small<'b>(path: &str, buf: &'b mut [u8]) -> Option<&'b str> {
     let mut file = std::fs::File::open(path).ok()?;
     let mut len = 0;
     while len < buf.len() {
@@ -309,6 +354,7 @@ mod tests {
                 blocked: true,
                 demand: true,
                 waiting: None,
+                agent: false,
             };
             let sampled = sample(&[stat], &[input], looks, 4096);
             seen = sampled[0].blocked.clone();

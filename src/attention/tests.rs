@@ -1,5 +1,7 @@
 //! The detector over fake samples and a fake clock.
 
+mod agent;
+
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -36,6 +38,7 @@ fn process(pid: i32, cpu_ticks: u64) -> ProcessSample {
         rss_bytes: 1 << 20,
         demand_ns: None,
         blocked: None,
+        runs_command: false,
     }
 }
 

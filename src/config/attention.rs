@@ -92,6 +92,7 @@ impl AttentionSettings {
             memory_above: self.memory_above.unwrap_or(defaults.memory_above),
             finished_after_ms: self.finished_after.map_or(defaults.finished_after_ms, ms),
             failed_after_ms: defaults.failed_after_ms,
+            agent: false,
             notify,
         }
     }

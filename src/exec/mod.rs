@@ -78,6 +78,9 @@ pub struct ExecOptions {
     /// An agent's command (the shell shim): a failure quicker than the user's
     /// `agent_failures_after` is counted in its row, not told (attention `failed`).
     pub agents_command: bool,
+    /// The command is an agent (`tether agent`): its attention tells when it waits for its
+    /// human.
+    pub agent: bool,
     /// `--fail-open` (always, for the shell shim): when the command cannot be run under a
     /// broker (the journal cannot be created: a full disk, a read-only or foreign state
     /// directory), it runs directly, exec'd in tether's place, after one line on stderr.
@@ -427,6 +430,10 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         crate::config::attention::for_agent(&user)
     } else {
         crate::config::attention::with_user(&user, &Default::default())
+    };
+    let attention = crate::protocol::AttentionRequest {
+        agent: options.agent,
+        ..attention
     };
     let (max_output, ignored) =
         crate::config::journal::max_output(options.max_output, &user.journal);

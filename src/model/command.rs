@@ -160,6 +160,18 @@ impl AttentionMark {
         };
         (u8::MAX - rank, self.at_ms)
     }
+
+    /// How the list, the status bar and a notification name it: an agent's `needs_input` is
+    /// `waiting for you` (its detail says so, as the broker's detector wrote it: the
+    /// journal's kind stays `needs_input` for every reader).
+    pub fn words(&self) -> &'static str {
+        let waiting = crate::attention::detector::WAITING_FOR_YOU;
+        if self.kind == AttentionKind::NeedsInput && self.detail.starts_with(waiting) {
+            waiting
+        } else {
+            super::describe::attention_words(self.kind)
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -653,6 +665,27 @@ mod tests {
         signal: Some(15),
         core_dumped: false,
     };
+
+    #[test]
+    fn an_agents_needs_input_reads_waiting_for_you() {
+        let mark = |kind, detail: &str| AttentionMark {
+            kind,
+            detail: detail.into(),
+            at_ms: 1,
+            active: true,
+        };
+        let agent = mark(
+            AttentionKind::NeedsInput,
+            "waiting for you: claude epoll_pwait2 on its terminal (fd 11); no output, CPU or command for 3.0s",
+        );
+        assert_eq!(agent.words(), "waiting for you");
+        let command = mark(
+            AttentionKind::NeedsInput,
+            "sh read(0) blocked on a pipe; no output for 3.0s",
+        );
+        assert_eq!(command.words(), "needs input");
+        assert_eq!(mark(AttentionKind::Runaway, "").words(), "runaway");
+    }
 
     #[test]
     fn an_attention_episode_is_marked_until_its_own_kind_is_cleared() {

@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 
 use crate::model::command::AttentionMark;
-use crate::model::describe::attention_words;
 use crate::model::output::one_line;
 use crate::model::{CommandState, Model};
 
@@ -50,7 +49,7 @@ impl Notice {
             body.push_str(&format!("; tether stop {target}"));
         }
         Notice {
-            title: clean(&format!("{target} {}", attention_words(mark.kind))),
+            title: clean(&format!("{target} {}", mark.words())),
             body: clean(&body),
         }
     }

@@ -34,6 +34,10 @@ pub struct AttentionRequest {
     /// failures, through the shell shim: counted in its row, not told); absent: every one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_after_ms: Option<u64>,
+    /// The command is an agent (`tether agent`): `needs_input` is "waiting for you", seen
+    /// in a poll or epoll set on its terminal too, never while a command of its runs.
+    #[serde(default, skip_serializing_if = "is_no")]
+    pub agent: bool,
     /// The program and arguments run for each event, the event as JSON on its stdin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Vec<String>>,
@@ -45,6 +49,10 @@ fn yes() -> bool {
 
 fn is_yes(value: &bool) -> bool {
     *value
+}
+
+fn is_no(value: &bool) -> bool {
+    !*value
 }
 
 fn default_input_after() -> Option<u64> {
@@ -69,6 +77,7 @@ impl Default for AttentionRequest {
             memory_above: None,
             finished_after_ms: default_finished_after(),
             failed_after_ms: None,
+            agent: false,
             notify: None,
         }
     }

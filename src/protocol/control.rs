@@ -37,6 +37,12 @@ pub enum ControlRequest {
     },
     /// Run the stop sequence (journaled with origin `operator` and this client).
     Stop,
+    /// The agent says it waits for its human (its own hook, `tether agent-hook`): its
+    /// broker raises `needs_input`, "waiting for you: WHAT". Taken only from a process of
+    /// the broker's tree, and only by an agent's broker.
+    AgentWaiting {
+        what: String,
+    },
 }
 
 fn group_scope() -> Scope {
@@ -51,6 +57,7 @@ impl ControlRequest {
             ControlRequest::Ping => "ping",
             ControlRequest::Signal { .. } => "signal",
             ControlRequest::Stop => "stop",
+            ControlRequest::AgentWaiting { .. } => "agent_waiting",
         }
     }
 

@@ -213,6 +213,7 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         // The caller asked for a shell: it gets one whatever state tether's journal is in.
         die_by_signal: true,
         agents_command: true,
+        agent: false,
         fail_open: true,
         retention: RetentionRun::Detached,
         // A prompt on /dev/tty gets the keys, as under the shell.

@@ -14,7 +14,6 @@ use super::{format, pane_block, style};
 use crate::app::layout;
 use crate::app::list::{Counts, ListFilter, ListRow, ListSort, SessionGroup};
 use crate::app::view::{FrameContent, Pane, ViewState};
-use crate::model::describe::attention_words;
 use crate::model::output::one_line;
 use crate::model::{Badge, Badges, CommandId, CommandState, Model};
 use crate::protocol::AttentionKind;
@@ -316,7 +315,7 @@ pub fn attention_badge(c: &CommandState) -> Option<Span<'static>> {
         AttentionKind::Finished => Style::new().fg(Color::Green),
         AttentionKind::Failed => return None,
     };
-    Some(Span::styled(attention_words(mark.kind), style))
+    Some(Span::styled(mark.words(), style))
 }
 
 /// Short tags for what happened to a run beyond its exit status.

@@ -15,7 +15,6 @@ use super::{format, style};
 use crate::app::action::Action;
 use crate::app::update::refusal;
 use crate::app::view::{CursorContent, ViewState};
-use crate::model::describe::attention_words;
 use crate::model::output::one_line;
 use crate::model::recording::step_label;
 use crate::model::{CommandState, Model};
@@ -179,11 +178,7 @@ fn attention_span(command: &CommandState, room: usize) -> Option<Span<'static>> 
         _ => ATTENTION,
     };
     Some(Span::styled(
-        format!(
-            " {} {name}: {} ",
-            one_line(&target),
-            attention_words(mark.kind)
-        ),
+        format!(" {} {name}: {} ", one_line(&target), mark.words()),
         style,
     ))
 }

@@ -6,6 +6,7 @@ Claude Code sends its main loop as `POST /v1/messages?beta=true` with the Bash t
 a quota probe) get a short text, `count_tokens` a fixed count.
 """
 import itertools
+import time
 
 import scripted
 
@@ -46,6 +47,8 @@ class Anthropic(scripted.Wire):
         step = script.step(len(results)) if "Bash" in tools else None
         index = len(results) if step is not None else ("final" if "Bash" in tools else None)
         if step is None:
+            if "Bash" in tools and script.final_delay:
+                time.sleep(script.final_delay)
             text = script.final if "Bash" in tools else "ok"
             blocks = [("text", text)]
             stop = "end_turn"

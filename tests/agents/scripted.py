@@ -4,18 +4,20 @@ A script is JSON, the same for every wire API:
 
     {"steps": [{"command": "echo hi", "description": "say hi",
                 "background": false, "timeout_ms": 120000}, ...],
-     "final": "All done."}
+     "final": "All done.", "final_delay_ms": 8000}
 
 Each step is one call of the agent's shell tool (`background` and `timeout_ms` are optional
 and only passed on where the agent's tool has such a field). The server answers a request
 that carries N tool results with step N, and once every step has its result, with the final
-text. So the agent drives the pace, and a retried request gets the same answer.
+text. So the agent drives the pace, and a retried request gets the same answer. The final
+text comes `final_delay_ms` after the request (default at once): a model slow to answer.
 
 Every request is logged as one JSON line: {"path", "step", "tool_results", "body"}, where
 `step` is the index of the step answered, "final" for the final text, null for a request
 outside the agent's main loop, and `tool_results` are the results found in that request,
 oldest first, each as {"output": text, "error": flag or null}. The last main-loop request of a
-run holds them all.
+run holds them all. Each line also has "received" and "answered", the wall-clock times (Unix
+seconds) the request came and its answer was sent.
 
 Usage (by each server's main): SERVER --script FILE --log FILE [--port-file FILE]
 Listens on 127.0.0.1, port 0; prints the port on stdout and writes it to --port-file.
@@ -25,6 +27,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -34,6 +37,7 @@ class Script:
             data = json.load(f)
         self.steps = data["steps"]
         self.final = data.get("final", "Done.")
+        self.final_delay = data.get("final_delay_ms", 0) / 1000.0
 
     def step(self, results_seen):
         """The step to answer with after `results_seen` tool results, or None: the end."""
@@ -105,12 +109,14 @@ def serve(wire, description):
                 return {"unparsed": raw.decode("utf-8", "replace")}
 
         def _handle(self):
+            received = time.time()
             body = self._body() if self.command == "POST" else None
             results = wire.tool_results(self.path, body) if isinstance(body, dict) else []
             step = wire.respond(self, self.path, body, script, results)
             with log_lock:
                 entry = {"method": self.command, "path": self.path, "step": step,
-                         "tool_results": results, "body": body}
+                         "tool_results": results, "body": body,
+                         "received": received, "answered": time.time()}
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
 

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use crate::app::list::{ListFilter, ListSort};
 use crate::app::view::ViewState;
-use crate::model::describe::attention_words;
 use crate::model::{CommandId, Model};
 
 pub(super) fn update(
@@ -95,11 +94,7 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
     view.message = command.needs_you().map(|mark| {
         let target = command.target();
         let target = target.as_deref().unwrap_or(&command.config.name);
-        let mut text = format!(
-            "{target} {}: {}",
-            command.config.name,
-            attention_words(mark.kind)
-        );
+        let mut text = format!("{target} {}: {}", command.config.name, mark.words());
         if !mark.detail.is_empty() {
             text.push_str(&format!(" ({})", mark.detail));
         }

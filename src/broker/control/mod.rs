@@ -50,6 +50,8 @@ pub enum Incoming {
         client: u64,
         peer: Peer,
         request: Result<ControlRequest, Refusal>,
+        /// The peer is a process of the broker's tree (its command's, or the command).
+        in_tree: bool,
     },
     /// A connection refused; the broker journals it, then answers `client` (the refusal
     /// reaches the journal before the peer hears of it, and the connection ends with the
@@ -170,6 +172,7 @@ impl ControlServer {
                     client: client.id,
                     peer: client.peer.clone(),
                     request: dispatch::parse(frame),
+                    in_tree: client.quota == Quota::Command && client.peer.pid > 0,
                 });
             }
         }

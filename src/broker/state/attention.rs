@@ -101,6 +101,41 @@ impl Broker {
         }
     }
 
+    /// [call site: input] The operator typed into the command's terminal.
+    pub(super) fn attention_typed(&mut self, now: Instant) {
+        if let Some(detector) = self.attention.detector.as_mut() {
+            detector.typed(now);
+            self.attention_emit();
+        }
+    }
+
+    /// [call site: control, `agent_waiting`] The agent's own hook says it waits for its human,
+    /// `what` being its words: taken from a process of the tree only (the agent runs its
+    /// hooks), and by an agent's broker only.
+    pub(super) fn attention_told_waiting(
+        &mut self,
+        what: &str,
+        in_tree: bool,
+    ) -> Result<(), super::Refusal> {
+        if !in_tree {
+            return Err(super::Refusal {
+                code: "not_the_agent",
+                message: "only a process of the agent's own tree (its hook) may say it waits"
+                    .into(),
+            });
+        }
+        let agent = self.attention.thresholds.agent && self.attention.enabled;
+        let Some(detector) = self.attention.detector.as_mut().filter(|_| agent) else {
+            return Err(super::Refusal {
+                code: "not_an_agent",
+                message: "this broker's command is not an agent under `tether agent`".into(),
+            });
+        };
+        detector.told_waiting(&capped(one_line(what).as_str(), DETAIL_CAP / 2));
+        self.attention_emit();
+        Ok(())
+    }
+
     /// [call site: tree_sampled] The tree was looked at: `walked` is what the walk found,
     /// or `None` when nothing in the tree ran since the last one; `missed`, the walk did not
     /// finish in its budget and nothing is known.
@@ -319,6 +354,11 @@ impl Broker {
         });
         (ts_ms, value)
     }
+}
+
+/// `text` on one line: a hook's message is the agent's text, shown in a row.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `text` cut to at most `cap` bytes (on a character boundary), `…` marking the cut: every

@@ -22,6 +22,9 @@ impl Broker {
         }
         // Typing into a shell is how most of its children start.
         self.tree_may_have_changed();
+        if taken.bytes > 0 {
+            self.attention_typed(self.now);
+        }
         let (ts_ms, mono_us) = (self.kernel.wall_ms(), self.mono_us());
         let pending = self.pending_input.get_or_insert(PendingInput {
             taken: InputTaken::default(),

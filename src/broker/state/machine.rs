@@ -326,7 +326,7 @@ impl Broker {
     /// Carries out what a control client asked, or journals a refused connection, and
     /// answers the client. Events the request caused reach subscribers before the answer.
     fn control(&mut self, incoming: Incoming) {
-        let (client, peer, request) = match incoming {
+        let (client, peer, request, in_tree) = match incoming {
             Incoming::Refused {
                 client,
                 peer,
@@ -348,11 +348,23 @@ impl Broker {
                 client,
                 peer,
                 request,
-            } => (client, peer, request),
+                in_tree,
+            } => (client, peer, request, in_tree),
         };
         let answer = match request {
             Err(refusal) => refusal.into_event(),
             Ok(ControlRequest::Ping) => EventKind::Pong,
+            Ok(ControlRequest::AgentWaiting { what }) => {
+                match self.attention_told_waiting(&what, in_tree) {
+                    Ok(()) => EventKind::ControlAck {
+                        request: "agent_waiting".into(),
+                        journal_offset: None,
+                        targets: Vec::new(),
+                        message: None,
+                    },
+                    Err(refusal) => refusal.into_event(),
+                }
+            }
             Ok(ControlRequest::Subscribe) => {
                 // A front end now watches: let the tree it reads be current.
                 self.tree_may_have_changed();

@@ -228,7 +228,9 @@ impl Broker {
                 Ok(Done::Now { message: None })
             }
             // Answered by the socket's own code; nothing for the state machine to do.
-            ControlRequest::Subscribe | ControlRequest::Ping => Ok(Done::Now { message: None }),
+            ControlRequest::Subscribe
+            | ControlRequest::Ping
+            | ControlRequest::AgentWaiting { .. } => Ok(Done::Now { message: None }),
         }
     }
 

@@ -76,6 +76,19 @@ impl ModelServer {
         steps: &[Step],
         final_text: &str,
     ) -> ModelServer {
+        ModelServer::start_slow(env, agent, dir, steps, final_text, 0)
+    }
+
+    /// [`ModelServer::start`] with the final text sent `final_delay_ms` after its request
+    /// (Claude Code's wire only).
+    pub fn start_slow(
+        env: &TestEnv,
+        agent: Agent,
+        dir: &Path,
+        steps: &[Step],
+        final_text: &str,
+        final_delay_ms: u64,
+    ) -> ModelServer {
         let script = json!({
             "steps": steps.iter().map(|s| {
                 let mut step = json!({"command": s.command, "description": s.description});
@@ -91,6 +104,7 @@ impl ModelServer {
                 step
             }).collect::<Vec<_>>(),
             "final": final_text,
+            "final_delay_ms": final_delay_ms,
         });
         let script_path = dir.join("model-script.json");
         fs::write(&script_path, script.to_string()).expect("write the model script");

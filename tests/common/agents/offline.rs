@@ -67,8 +67,8 @@ impl AgentInvocation {
         interaction: Interaction,
     ) -> AgentInvocation {
         assert!(
-            interaction == Interaction::Print || agent == Agent::Gemini,
-            "only Gemini CLI's interactive run is prepared here"
+            interaction == Interaction::Print || agent != Agent::Codex,
+            "Codex's interactive run is not prepared here"
         );
         let home = dir.join("home");
         fs::create_dir_all(&home).expect("create the agent's home");
@@ -83,24 +83,44 @@ impl AgentInvocation {
         let mut set = |key: &str, value: &str| env.push((key.into(), value.into()));
         let args: Vec<&str> = match agent {
             Agent::Claude => {
+                // Interactive, it asks for a theme, whether to trust the folder and whether
+                // to use the key, unless these say it was answered.
+                let approved = &CLAUDE_KEY[CLAUDE_KEY.len() - 20..];
+                let mut projects = serde_json::Map::new();
+                projects.insert(
+                    cwd.to_string_lossy().into_owned(),
+                    json!({"hasTrustDialogAccepted": true}),
+                );
                 write_json(
                     &home.join(".claude.json"),
-                    &json!({"hasCompletedOnboarding": true}),
+                    &json!({"hasCompletedOnboarding": true, "theme": "dark",
+                            "projects": projects,
+                            "customApiKeyResponses": {"approved": [approved], "rejected": []}}),
+                );
+                // Interactive, `--dangerously-skip-permissions` asks to be accepted first,
+                // unless the user's settings say it was.
+                write_json(
+                    &home.join(".claude/settings.json"),
+                    &json!({"skipDangerousModePermissionPrompt": true}),
                 );
                 set("ANTHROPIC_BASE_URL", &format!("http://127.0.0.1:{port}"));
-                set("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdefghijklmn");
+                set("ANTHROPIC_API_KEY", CLAUDE_KEY);
                 set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
                 set("DISABLE_AUTOUPDATER", "1");
                 set("DISABLE_TELEMETRY", "1");
                 // As root, --dangerously-skip-permissions is refused outside a sandbox.
                 set("IS_SANDBOX", "1");
-                vec![
-                    "-p",
-                    prompt,
-                    "--allowedTools",
-                    "Bash",
-                    "--dangerously-skip-permissions",
-                ]
+                match interaction {
+                    Interaction::Print => vec![
+                        "-p",
+                        prompt,
+                        "--allowedTools",
+                        "Bash",
+                        "--dangerously-skip-permissions",
+                    ],
+                    // The prompt as its argument: submitted at start.
+                    Interaction::Terminal => vec![prompt, "--dangerously-skip-permissions"],
+                }
             }
             Agent::Codex => {
                 let codex_home = dir.join("codex-home");
@@ -228,6 +248,10 @@ pub fn with_codex_tether_hook(
         .push(("TETHER_STATE_DIR".into(), state_dir.into()));
     hooked
 }
+
+/// The key Claude Code is given (any key does; interactive, its last 20 characters are marked
+/// approved).
+const CLAUDE_KEY: &str = "sk-ant-test-0123456789abcdefghijklmn";
 
 /// The variable Codex's mock provider reads its key from (any value does).
 pub const CODEX_KEY_VAR: &str = "TEST_MODEL_API_KEY";

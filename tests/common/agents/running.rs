@@ -146,6 +146,33 @@ impl RunningAgent {
         }
     }
 
+    /// Waits until `done`, while the agent runs, within [`AGENT_DEADLINE`]; fails if the agent
+    /// ends first or the deadline passes, killing everything the test started.
+    pub fn wait_for(&mut self, env: &TestEnv, what: &str, mut done: impl FnMut() -> bool) {
+        let started = Instant::now();
+        while !done() {
+            if let Some(end) = self.ended() {
+                panic!("the agent ended ({end}) before {what}");
+            }
+            if started.elapsed() > AGENT_DEADLINE {
+                let screen = self.screen(env);
+                let killed = kill_tagged(&env.tag);
+                panic!("no {what} within {AGENT_DEADLINE:?}; killed {killed:?}\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Types `text` into its terminal as it is, without Enter.
+    pub fn type_text(&self, env: &TestEnv, text: &str) {
+        self.terminal().text(env, text);
+    }
+
+    /// Presses keys by tmux's names (`BSpace`, `Enter`).
+    pub fn press(&self, env: &TestEnv, keys: &[&str]) {
+        self.terminal().keys(env, keys);
+    }
+
     /// Waits until `path` holds a whole line with a pid, written by one of the agent's
     /// commands, and returns it; fails if the agent ends first.
     pub fn pid_written(&mut self, env: &TestEnv, path: &Path) -> i32 {

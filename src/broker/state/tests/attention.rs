@@ -252,6 +252,7 @@ fn a_notification_is_bounded_whatever_the_command_s_name_and_text() {
 #[test]
 fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
     let stop = Input::Control(Incoming::Request {
+        in_tree: false,
         client: 1,
         peer: Peer {
             pid: 4242,
@@ -292,4 +293,69 @@ fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
     rig.command_ends(exited(1));
     rig.finish();
     assert_eq!(attention(&rig).len(), 1);
+}
+
+/// An agent's hook (`tether agent-hook`) says it waits for its human: taken from a process of
+/// the broker's tree by an agent's broker only, raised once, ended by the agent's output.
+#[test]
+fn an_agents_own_word_that_it_waits_is_taken_from_its_tree_only() {
+    let waiting = |in_tree| {
+        Input::Control(Incoming::Request {
+            in_tree,
+            client: 3,
+            peer: Peer {
+                pid: 4343,
+                uid: 1000,
+                program: Some("tether agent-hook".into()),
+            },
+            request: Ok(crate::protocol::ControlRequest::AgentWaiting {
+                what: "Claude needs your\npermission".into(),
+            }),
+        })
+    };
+    let codes = |rig: &Rig| -> Vec<String> {
+        rig.replies
+            .iter()
+            .map(|(_, e)| match &e.kind {
+                EventKind::ControlError { code, .. } => code.clone(),
+                EventKind::ControlAck { request, .. } => format!("ack {request}"),
+                other => other.name().to_string(),
+            })
+            .collect()
+    };
+    // A command that is no agent.
+    let mut rig = Rig::running(with_attention(), OnTerm::Exit);
+    rig.feed(waiting(true));
+    assert_eq!(codes(&rig), ["not_an_agent"]);
+    assert_eq!(attention(&rig), []);
+    // An agent, asked from outside its tree, then from its hook.
+    let agent = LaunchRequest {
+        attention: AttentionRequest {
+            agent: true,
+            ..AttentionRequest::default()
+        },
+        ..request()
+    };
+    let mut rig = Rig::running(agent, OnTerm::Exit);
+    rig.feed(waiting(false));
+    rig.feed(waiting(true));
+    rig.feed(waiting(true));
+    assert_eq!(
+        codes(&rig),
+        ["not_the_agent", "ack agent_waiting", "ack agent_waiting"]
+    );
+    assert_eq!(
+        attention(&rig),
+        [(
+            AttentionKind::NeedsInput,
+            "waiting for you: Claude needs your permission".to_string()
+        )]
+    );
+    rig.feed(Input::Read {
+        stream: crate::protocol::Stream::Stdout,
+        bytes: b"1. Yes\n",
+    });
+    assert_eq!(rig.count("attention_cleared"), 1);
+    rig.command_ends(exited(0));
+    rig.finish();
 }

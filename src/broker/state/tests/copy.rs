@@ -120,6 +120,7 @@ fn a_stop_asked_while_waiting_for_the_caller_gives_the_copy_up() {
 
 fn control_stop() -> Input<'static> {
     Input::Control(crate::broker::control::Incoming::Request {
+        in_tree: false,
         client: 1,
         peer: crate::protocol::Peer {
             pid: 77,

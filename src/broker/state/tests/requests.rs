@@ -17,6 +17,7 @@ fn operator() -> Peer {
 
 fn control(client: u64, request: ControlRequest) -> Input<'static> {
     Input::Control(Incoming::Request {
+        in_tree: false,
         client,
         peer: operator(),
         request: Ok(request),
@@ -272,6 +273,7 @@ fn a_refused_connection_is_journaled_and_a_bad_line_answered() {
     assert_eq!(rig.replies[0].0, 5);
     assert_eq!(rig.replies[0].1.kind.name(), "control_error");
     rig.feed(Input::Control(Incoming::Request {
+        in_tree: false,
         client: 6,
         peer: operator(),
         request: Err(Refusal {
