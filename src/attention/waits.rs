@@ -173,18 +173,29 @@ pub fn terminal_wait(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
     None
 }
 
-/// Whether `pid` is the broker of one of the agent's commands whose front end (the shim the
-/// agent called) still waits for it: the command's main process runs. A broker leads a
-/// session of its own and names itself `tether-broker`; once its command's main process
-/// has exited its front end returns, and it (in custody of what the command left running)
-/// is adopted by the nearest subreaper, the agent's broker `own_pid`.
+/// Whether `process`, one of the agent's, stands for one of its commands running: the
+/// front end of a shell call in flight (the shim the agent called, named
+/// [`CALL_COMM`](crate::exec::CALL_COMM) while it waits for its broker), or, on the /proc
+/// walk, where the agent's tree holds its commands' brokers too, such a broker while its
+/// front end still waits for it. A broker leads a session of its own and names itself
+/// `tether-broker`; once its command's main process has exited its front end returns, and
+/// it (in custody of what the command left running) is adopted by the nearest subreaper,
+/// the agent's broker `own_pid`: a server left running is no command running.
 pub fn runs_command(process: &ProcStat, own_pid: i32) -> bool {
-    if process.pid != process.sid || process.ppid == own_pid || process.is_zombie() {
+    if process.is_zombie() {
         return false;
     }
     let mut buf = [0u8; 64];
-    read_small(&format!("/proc/{}/comm", process.pid), &mut buf)
-        .is_some_and(|comm| comm.trim().as_bytes() == crate::broker::BROKER_COMM.to_bytes())
+    let Some(comm) = read_small(&format!("/proc/{}/comm", process.pid), &mut buf) else {
+        return false;
+    };
+    let comm = comm.trim().as_bytes();
+    if comm == crate::exec::CALL_COMM.to_bytes() {
+        return true;
+    }
+    process.pid == process.sid
+        && process.ppid != own_pid
+        && comm == crate::broker::BROKER_COMM.to_bytes()
 }
 
 fn epoll_fds(pid: i32, epfd: u64) -> Vec<i32> {

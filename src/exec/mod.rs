@@ -151,11 +151,18 @@ pub fn main(options: ExecOptions) -> i32 {
     }
 }
 
+/// The process name (comm) of `tether exec` and the shell shim once they have started a
+/// broker and wait for their command: a shell call of an agent's in flight.
+pub const CALL_COMM: &std::ffi::CStr = c"tether-call";
+
 /// Starts the broker, then the event loop that talks to it. The broker is forked from this
 /// process where it can be (see [`crate::supervisor::fork_broker`]), before the runtime and
 /// our signal handlers exist, none of which the copy may share; the signals we handle are
 /// held back from the fork until the handlers are in place, so none is missed meanwhile.
 fn start(options: ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
+    // Named for what it does from now on: an agent's broker tells a shell call in flight by
+    // this name among the agent's processes (its broker is outside the agent's cgroup).
+    let _ = nix::sys::prctl::set_name(CALL_COMM);
     let held = HeldSignals::hold();
     let handover = std::mem::take(&mut prepared.handover);
     let broker = match fork_broker(&prepared.request, &prepared.journal, handover, &held.before) {
