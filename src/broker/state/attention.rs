@@ -167,8 +167,7 @@ impl Broker {
     /// [call site: operator_signalled] The operator or the caller sent `signal`: one that ends
     /// a process by default makes the command's end theirs.
     pub(super) fn attention_signalled_by_hand(&mut self, signal: ProcessSignal) {
-        const ENDING: [&str; 5] = ["TERM", "KILL", "INT", "HUP", "QUIT"];
-        if ENDING.contains(&signal.name()) {
+        if signal.ends_by_hand() {
             self.attention.ended_by_hand = true;
         }
     }
