@@ -195,7 +195,10 @@ fn leftovers_max_stops_them_after_that_long() {
     assert!(custody.kept_ms >= 1000, "{custody:?}");
     // The post-mortem says what was kept and why it ended, not a plain `exit 0`.
     let session = dir.parent().unwrap().file_name().unwrap().to_str().unwrap();
-    let listed = env.tether(&["sessions", session]).output().unwrap();
+    // Wide enough for the whole state: at 80 columns it is cut to leave the command room.
+    let mut sessions = env.tether(&["sessions", session]);
+    sessions.env("COLUMNS", "160");
+    let listed = sessions.output().unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(
         listed.contains("exit 0, kept 1 until TETHER_LEFTOVERS_MAX"),
