@@ -22,9 +22,10 @@ use tether::model::{Mode, Model};
 use tether::sampler::tree::build_tree;
 use tether::sampler::{Machine, ProcessInfo};
 
-/// 1m02.816s into the run: `yes` has been flagged a runaway (at 1m02.420s), the agent not
-/// yet; the server runs, the grep failed a minute ago.
-const AT_MS: u64 = 1_796_512_350_500;
+/// 1m04.343s into the run: `yes` has been flagged a runaway (at 1m03.943s); the agent never
+/// is, as its commands run in cgroups beside its own; the server runs, the grep failed a
+/// minute ago.
+const AT_MS: u64 = 1_796_517_990_620;
 
 fn session_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/sessions/claude-run")
@@ -33,7 +34,8 @@ fn session_dir() -> PathBuf {
 /// What a sampler would have read of a running command's processes: CPU % and memory.
 fn sampled(name: &str) -> (f32, u64) {
     match name {
-        "claude" => (3.4, 283 << 20),
+        // Waiting on the model: its commands' CPU is theirs, not the agent's.
+        "claude" => (2.0, 283 << 20),
         "python3" => (0.0, 18 << 20),
         "yes" => (99.2, 1536 << 10),
         _ => (0.0, 2 << 20),
