@@ -189,7 +189,7 @@ fn an_agents_wrapper_gives_the_command_it_runs() {
         None
     );
     // As Claude Code 2.1.197 sent it once it had its shell snapshot (recorded).
-    let recorded = "source /work/trial/home/.claude/shell-snapshots/snapshot-bash-1796509587890-zt4vni.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'sleep 1; curl -s -o /dev/null -w '\"'\"'%{http_code}\\n'\"'\"' http://127.0.0.1:8765/' < /dev/null && pwd -P >| /tmp/claude-3f3d-cwd";
+    let recorded = "source /home/dev/.claude/shell-snapshots/snapshot-bash-1796509587890-zt4vni.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'sleep 1; curl -s -o /dev/null -w '\"'\"'%{http_code}\\n'\"'\"' http://127.0.0.1:8765/' < /dev/null && pwd -P >| /tmp/claude-3f3d-cwd";
     assert_eq!(
         agent_command(recorded).as_deref(),
         Some("sleep 1; curl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8765/")
@@ -285,15 +285,15 @@ fn an_agents_set_up_shells_are_told_from_its_commands() {
     // As Claude Code 2.1.197 ran them under `tether agent` before its first tool call
     // (recorded; the snapshot script cut after its first lines).
     assert!(is_agent_setup(&argv(&["/bin/bash", "-c", "env"])));
-    let snapshot = "SNAPSHOT_FILE=/work/trial/home/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh\n      # No user config file to source\n\n      # First, create/clear the snapshot file\n      echo \"# Snapshot file\" >| \"$SNAPSHOT_FILE\"\n";
+    let snapshot = "SNAPSHOT_FILE=/home/dev/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh\n      # No user config file to source\n\n      # First, create/clear the snapshot file\n      echo \"# Snapshot file\" >| \"$SNAPSHOT_FILE\"\n";
     assert!(is_agent_setup(&argv(&["/bin/bash", "-c", "-l", snapshot])));
     assert_eq!(
         command_text(&argv(&["/bin/bash", "-c", "-l", snapshot])),
-        "SNAPSHOT_FILE=/work/trial/home/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh … (writes the agent's shell snapshot)",
+        "SNAPSHOT_FILE=/home/dev/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh … (writes the agent's shell snapshot)",
         "sixty lines of the agent's own, said by what they write"
     );
     // The commands it was asked for, wrapped as it sends them, are not.
-    let asked = "source /work/trial/home/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'env' < /dev/null && pwd -P >| /tmp/claude-9030-cwd";
+    let asked = "source /home/dev/.claude/shell-snapshots/snapshot-bash-1796512288718-h9et9b.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'env' < /dev/null && pwd -P >| /tmp/claude-9030-cwd";
     assert!(!is_agent_setup(&argv(&["/bin/bash", "-c", asked])));
     assert!(!is_agent_setup(&argv(&["env"])));
     assert!(!is_agent_setup(&argv(&["/bin/bash", "-c", "env | sort"])));
