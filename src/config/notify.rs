@@ -250,6 +250,13 @@ mod tests {
                 "command, terminal, desktop",
             ),
             ("notify = \"on\"\n", 1, 10, "notify", "expected a table"),
+            (
+                "[notify]\ncommand = [\"ntfy\", \"a\\u0000\"]\n",
+                2,
+                20,
+                "notify.command[1]",
+                "must not contain a NUL",
+            ),
         ];
         for (text, line, column, key, says) in cases {
             let err = parse_user(text, "/home/u/.config/tether/config.toml").unwrap_err();
