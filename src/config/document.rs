@@ -95,10 +95,12 @@ pub(super) fn described(path: &[Segment], problem: Problem<'_>) -> (String, Stri
 }
 
 impl Source<'_> {
-    /// Reads the document into `T`. `describe` gives an error's key and message from the path
-    /// to where it is and what is wrong there (most use [`described`]).
+    /// Reads the document into `T`. An unknown key at the top level is told with `top_level`
+    /// (what the document holds); `describe` gives any other error's key and message from the
+    /// path to where it is and what is wrong there (most use [`described`]).
     pub(super) fn read<T: DeserializeOwned>(
         &self,
+        top_level: &str,
         describe: impl Fn(&[Segment], Problem<'_>) -> (String, String),
     ) -> Result<T, ConfigError> {
         let doc = DeTable::parse(self.text).map_err(|e| self.syntax_error(&e))?;
@@ -116,7 +118,13 @@ impl Source<'_> {
         refused.map_err(|(offset, message)| {
             let mut path = Vec::new();
             let found = locate(&tree, offset, &mut path).unwrap_or("nothing");
-            let (key, message) = describe(&path, Problem::of(&message, found));
+            let (key, message) = match (&path[..], Problem::of(&message, found)) {
+                ([_], Problem::UnknownKey { key, .. }) => (
+                    key.to_string(),
+                    format!("unknown key `{key}` at the top level; {top_level}"),
+                ),
+                (path, problem) => describe(path, problem),
+            };
             self.error(offset, &key, message)
         })
     }

@@ -100,7 +100,8 @@ pub enum ConfigError {
 /// Parses a config document. `file` names it in errors; relative `cwd`s are left as written.
 pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
     let source = Source { text, file };
-    let document: Document = source.read(described_in_command_file)?;
+    let holds = "expected only [[command]] tables";
+    let document: Document = source.read(holds, described_in_command_file)?;
     let mut commands: Vec<CommandConfig> = Vec::new();
     // name -> (where its value is, which command), to report duplicates against the first.
     let mut names: HashMap<String, (usize, usize)> = HashMap::new();
@@ -267,10 +268,6 @@ impl CommandTable {
 fn described_in_command_file(path: &[Segment], problem: Problem<'_>) -> (String, String) {
     use Segment::{Index, Key};
     match (path, problem) {
-        ([Key(key)], Problem::UnknownKey { .. }) => (
-            key.clone(),
-            format!("unknown key `{key}` at the top level; expected only [[command]] tables"),
-        ),
         ([Key(_)], Problem::WrongType { .. }) => (
             "command".into(),
             "`command` must be a list of tables: write each one as [[command]], not [command]"

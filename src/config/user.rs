@@ -32,7 +32,7 @@ use toml::Value;
 
 use super::ConfigError;
 use super::attention::AttentionSettings;
-use super::document::{Problem, Segment, Source, described};
+use super::document::{Source, described};
 use super::journal::JournalSettings;
 use super::notify::NotifySettings;
 use super::values::{amount, expected, flag, read};
@@ -115,16 +115,8 @@ pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
 
 /// Parses a user config document; `file` names it in errors.
 pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
-    let tables: UserTables = Source { text, file }.read(|path, problem| match (path, problem) {
-        ([Segment::Key(key)], Problem::UnknownKey { .. }) => (
-            key.clone(),
-            format!(
-                "unknown key `{key}` at the top level; the user config holds [retention], \
-                 [notify], [attention] and [journal] tables"
-            ),
-        ),
-        (path, problem) => described(path, problem),
-    })?;
+    let holds = "the user config holds [retention], [notify], [attention] and [journal] tables";
+    let tables: UserTables = Source { text, file }.read(holds, described)?;
     let retention = tables.retention.as_ref();
     Ok(UserConfig {
         retention: retention.map(|table| Rules {
