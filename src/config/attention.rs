@@ -18,38 +18,38 @@
 
 use std::time::Duration;
 
-use toml::Spanned;
-use toml::de::DeValue;
+use serde::Deserialize;
 
 use super::user::UserConfig;
-use super::{ConfigError, Source, by_position};
+use super::values::{flag, threshold};
 use crate::protocol::AttentionRequest;
-use crate::units::{parse_duration, parse_size};
-
-/// Keys an attention table may hold, in the order the error message lists them.
-const ATTENTION_KEYS: [&str; 7] = [
-    "input_after",
-    "quiet_after",
-    "runaway_after",
-    "memory_above",
-    "finished_after",
-    "agent_failures_after",
-    "enabled",
-];
 
 /// What one table says; a key it does not set is `None` (the other table's value, else the
 /// default), a key set to `"off"` is `Some(None)`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Its keys are in the order an unknown key's message lists them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(
+    default,
+    deny_unknown_fields,
+    expecting = "a table ([attention], or attention = { input_after = \"5s\" })"
+)]
 pub struct AttentionSettings {
-    pub enabled: Option<bool>,
+    #[serde(deserialize_with = "threshold")]
     pub input_after: Option<Option<Duration>>,
+    #[serde(deserialize_with = "threshold")]
     pub quiet_after: Option<Option<Duration>>,
+    #[serde(deserialize_with = "threshold")]
     pub runaway_after: Option<Option<Duration>>,
+    #[serde(deserialize_with = "threshold")]
     pub memory_above: Option<Option<u64>>,
+    #[serde(deserialize_with = "threshold")]
     pub finished_after: Option<Option<Duration>>,
     /// An agent's command (run through the shell shim) that fails sooner is counted in its
     /// row, not told; `"off"` tells every failure. Default: `finished_after`'s value.
+    #[serde(deserialize_with = "threshold")]
     pub agent_failures_after: Option<Option<Duration>>,
+    #[serde(deserialize_with = "flag")]
+    pub enabled: Option<bool>,
 }
 
 impl AttentionSettings {
@@ -124,104 +124,6 @@ pub fn with_user(user: &UserConfig, command: &AttentionSettings) -> AttentionReq
 pub fn for_agent(user: &UserConfig) -> AttentionRequest {
     user.attention
         .request_for_agent(user.notify.command.clone())
-}
-
-/// The settings of an attention table; `name` is how errors call it (`attention`).
-pub(super) fn attention(
-    source: &Source<'_>,
-    value: &Spanned<DeValue<'_>>,
-    name: &str,
-) -> Result<AttentionSettings, ConfigError> {
-    let table = source.table(
-        value,
-        name,
-        "[attention], or attention = { input_after = \"5s\" }",
-    )?;
-    let mut settings = AttentionSettings::default();
-    for (key, value) in by_position(table) {
-        let key_name = format!("{name}.{}", key.get_ref());
-        let bad = |message: String| {
-            source.error(
-                value.span().start,
-                &key_name,
-                format!("{key_name}: {message}"),
-            )
-        };
-        match key.get_ref().as_ref() {
-            "input_after" => settings.input_after = Some(duration(value).map_err(bad)?),
-            "quiet_after" => settings.quiet_after = Some(duration(value).map_err(bad)?),
-            "runaway_after" => settings.runaway_after = Some(duration(value).map_err(bad)?),
-            "finished_after" => settings.finished_after = Some(duration(value).map_err(bad)?),
-            "agent_failures_after" => {
-                settings.agent_failures_after = Some(duration(value).map_err(bad)?)
-            }
-            "memory_above" => settings.memory_above = Some(size(value).map_err(bad)?),
-            "enabled" => {
-                let DeValue::Boolean(on) = value.get_ref() else {
-                    return Err(bad(format!(
-                        "expected true or false, found {}",
-                        value.get_ref().type_str()
-                    )));
-                };
-                settings.enabled = Some(*on);
-            }
-            other => {
-                return Err(source.error(
-                    key.span().start,
-                    &key_name,
-                    format!(
-                        "{key_name}: unknown key `{other}` in the attention table; expected one of {}",
-                        ATTENTION_KEYS.join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(settings)
-}
-
-/// Whether a value turns a threshold off: `"off"` or `false`.
-fn is_off(value: &DeValue<'_>) -> bool {
-    matches!(value, DeValue::Boolean(false)) || value.as_str() == Some("off")
-}
-
-fn duration(value: &Spanned<DeValue<'_>>) -> Result<Option<Duration>, String> {
-    threshold(value, "a duration like \"3s\"", |text| {
-        parse_duration(text).map(|d| (!d.is_zero()).then_some(d))
-    })
-}
-
-fn size(value: &Spanned<DeValue<'_>>) -> Result<Option<u64>, String> {
-    threshold(value, "a size like \"2G\"", |text| {
-        parse_size(text).map(|bytes| (bytes > 0).then_some(bytes))
-    })
-}
-
-/// A threshold: `"off"` or `false` (`None`), else a string or a decimal integer that
-/// `parse` reads; `parse` gives `None` for zero, which must be written `"off"`.
-fn threshold<T, E: std::fmt::Display>(
-    value: &Spanned<DeValue<'_>>,
-    expected: &str,
-    parse: impl FnOnce(&str) -> Result<Option<T>, E>,
-) -> Result<Option<T>, String> {
-    if is_off(value.get_ref()) {
-        return Ok(None);
-    }
-    let text = match value.get_ref() {
-        DeValue::String(text) => text.to_string(),
-        DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
-        other => {
-            return Err(format!(
-                "expected {expected} or \"off\", found {}",
-                other.type_str()
-            ));
-        }
-    };
-    match parse(&text) {
-        Ok(Some(v)) => Ok(Some(v)),
-        Ok(None) => Err("must be above 0; write \"off\" to turn it off".into()),
-        Err(e) => Err(format!("{e}; or \"off\"")),
-    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,9 @@
 //! dropped at the end). What the command prints to its caller is never cut. Retention's
 //! `max_size` only applies to finished sessions; this bounds a live one.
 
-use toml::Spanned;
-use toml::de::DeValue;
+use serde::Deserialize;
 
-use super::{ConfigError, Source, by_position};
+use super::values::amount;
 use crate::protocol::DEFAULT_MAX_OUTPUT;
 use crate::units::parse_size;
 
@@ -21,13 +20,12 @@ use crate::units::parse_size;
 /// config; a front end's own `--max-output` is over both.
 pub const MAX_OUTPUT_ENV: &str = "TETHER_MAX_OUTPUT";
 
-/// Keys the `[journal]` table may hold.
-const JOURNAL_KEYS: [&str; 1] = ["max_output"];
-
 /// What the `[journal]` table sets; nothing without it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a table ([journal])")]
 pub struct JournalSettings {
     /// The bound on one command's journaled output, both streams together.
+    #[serde(deserialize_with = "amount")]
     pub max_output: Option<u64>,
 }
 
@@ -56,46 +54,6 @@ fn resolve(
             Some(format!("{MAX_OUTPUT_ENV} is ignored: {err}")),
         ),
     }
-}
-
-/// The settings of the `[journal]` table.
-pub(super) fn journal(
-    source: &Source<'_>,
-    value: &Spanned<DeValue<'_>>,
-) -> Result<JournalSettings, ConfigError> {
-    let table = source.table(value, "journal", "[journal]")?;
-    let mut settings = JournalSettings::default();
-    for (key, value) in by_position(table) {
-        let name = format!("journal.{}", key.get_ref());
-        let bad = |message: String| source.error(value.span().start, &name, message);
-        match key.get_ref().as_ref() {
-            "max_output" => {
-                let text = match value.get_ref() {
-                    DeValue::String(text) => text.to_string(),
-                    DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
-                    other => {
-                        return Err(bad(format!(
-                            "{name}: expected a size like \"1G\", found {}",
-                            other.type_str()
-                        )));
-                    }
-                };
-                let bytes = parse_size(&text).map_err(|e| bad(format!("{name}: {e}")))?;
-                settings.max_output = Some(bytes);
-            }
-            other => {
-                return Err(source.error(
-                    key.span().start,
-                    &name,
-                    format!(
-                        "{name}: unknown key `{other}` in [journal]; expected one of {}",
-                        JOURNAL_KEYS.join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(settings)
 }
 
 #[cfg(test)]

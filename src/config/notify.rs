@@ -20,25 +20,26 @@
 //!
 //! Errors name the file, line, column and key, as the rest of the user config's do.
 
-use toml::Spanned;
-use toml::de::DeValue;
+use serde::{Deserialize, Deserializer};
+use toml::Value;
 
-use super::{ConfigError, Source, by_position};
+use super::values::{expected, read};
 
-/// Keys the `[notify]` table may hold, in the order the error message lists them.
-const NOTIFY_KEYS: [&str; 3] = ["command", "terminal", "desktop"];
-
-/// The `[notify]` settings; [`Default`] is what applies without the table.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The `[notify]` settings; [`Default`] is what applies without the table. Its keys are in the
+/// order an unknown key's message lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a table ([notify])")]
 pub struct NotifySettings {
     /// The program (and its arguments) the broker runs per attention event; `None`: nothing.
+    #[serde(deserialize_with = "command")]
     pub command: Option<Vec<String>>,
     pub terminal: TerminalNotify,
     pub desktop: DesktopNotify,
 }
 
 /// What a front end writes to its terminal to draw the operator's eye.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Value")]
 pub enum TerminalNotify {
     /// OSC 777 where the terminal is known to take it, else OSC 9; then BEL.
     #[default]
@@ -63,7 +64,8 @@ impl TerminalNotify {
 }
 
 /// Whether a front end sends desktop notifications over D-Bus.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Value")]
 pub enum DesktopNotify {
     /// Where a session bus exists; silently nothing where none does.
     #[default]
@@ -73,92 +75,60 @@ pub enum DesktopNotify {
     Off,
 }
 
-/// The settings of a `[notify]` table.
-pub(super) fn notify(
-    source: &Source<'_>,
-    value: &Spanned<DeValue<'_>>,
-) -> Result<NotifySettings, ConfigError> {
-    let table = source.table(value, "notify", "[notify]")?;
-    let mut settings = NotifySettings::default();
-    for (key, value) in by_position(table) {
-        let name = format!("notify.{}", key.get_ref());
-        let bad = |message: String| source.error(value.span().start, &name, message);
-        match key.get_ref().as_ref() {
-            "command" => {
-                settings.command = Some(command(value).map_err(|m| bad(format!("{name}: {m}")))?)
-            }
-            "terminal" => {
-                let word = value.get_ref().as_str();
-                let Some(&(_, terminal)) =
-                    TerminalNotify::WORDS.iter().find(|(w, _)| Some(*w) == word)
-                else {
-                    return Err(bad(format!(
-                        "{name}: expected one of \"auto\", \"osc9\", \"osc777\", \"bel\", \"off\", found {}",
-                        shown(value)
-                    )));
-                };
-                settings.terminal = terminal;
-            }
-            "desktop" => {
-                settings.desktop = match value.get_ref() {
-                    DeValue::Boolean(true) => DesktopNotify::On,
-                    DeValue::Boolean(false) => DesktopNotify::Off,
-                    DeValue::String(word) if word == "auto" => DesktopNotify::Auto,
-                    DeValue::String(word) if word == "off" => DesktopNotify::Off,
-                    _ => {
-                        return Err(bad(format!(
-                            "{name}: expected true, false, \"auto\" or \"off\", found {}",
-                            shown(value)
-                        )));
-                    }
-                };
-            }
-            other => {
-                return Err(source.error(
-                    key.span().start,
-                    &name,
-                    format!(
-                        "{name}: unknown key `{other}` in [notify]; expected one of {}",
-                        NOTIFY_KEYS.join(", ")
-                    ),
-                ));
-            }
+impl TryFrom<Value> for TerminalNotify {
+    type Error = String;
+    fn try_from(value: Value) -> Result<TerminalNotify, String> {
+        let word = value.as_str();
+        let found = TerminalNotify::WORDS.iter().find(|(w, _)| Some(*w) == word);
+        found.map(|&(_, terminal)| terminal).ok_or_else(|| {
+            format!(
+                "expected one of \"auto\", \"osc9\", \"osc777\", \"bel\", \"off\", found {}",
+                shown(&value)
+            )
+        })
+    }
+}
+
+impl TryFrom<Value> for DesktopNotify {
+    type Error = String;
+    fn try_from(value: Value) -> Result<DesktopNotify, String> {
+        match &value {
+            Value::Boolean(true) => Ok(DesktopNotify::On),
+            Value::Boolean(false) => Ok(DesktopNotify::Off),
+            Value::String(word) if word == "auto" => Ok(DesktopNotify::Auto),
+            Value::String(word) if word == "off" => Ok(DesktopNotify::Off),
+            _ => Err(format!(
+                "expected true, false, \"auto\" or \"off\", found {}",
+                shown(&value)
+            )),
         }
     }
-    Ok(settings)
 }
 
 /// `command = ["prog", "args"...]`: at least a program name, every item a string.
-fn command(value: &Spanned<DeValue<'_>>) -> Result<Vec<String>, String> {
+fn command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
     const LIKE: &str = "like command = [\"ntfy\", \"publish\", \"builds\"]";
-    let Some(items) = value.get_ref().as_array() else {
-        return Err(format!(
-            "expected an array of strings, {LIKE}, found {}",
-            value.get_ref().type_str()
-        ));
-    };
-    let argv = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            item.get_ref().as_str().map(str::to_string).ok_or_else(|| {
-                format!(
-                    "item {i}: expected a string, found {}",
-                    item.get_ref().type_str()
-                )
+    read(d, |value| {
+        let Some(items) = value.as_array() else {
+            return Err(expected(&format!("an array of strings, {LIKE}"), &value));
+        };
+        let argv = (items.iter().enumerate())
+            .map(|(i, item)| {
+                let word = item.as_str().map(str::to_string);
+                word.ok_or_else(|| format!("item {i}: {}", expected("a string", item)))
             })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if argv.first().is_none_or(|program| program.is_empty()) {
-        return Err(format!("needs at least a program name, {LIKE}"));
-    }
-    Ok(argv)
+            .collect::<Result<Vec<_>, _>>()?;
+        if argv.first().is_none_or(|program| program.is_empty()) {
+            return Err(format!("needs at least a program name, {LIKE}"));
+        }
+        Ok(argv)
+    })
 }
 
 /// A value as the message shows it: a string quoted, else its type.
-fn shown(value: &Spanned<DeValue<'_>>) -> String {
-    match value.get_ref() {
-        DeValue::String(text) => format!("\"{}\"", text.escape_debug()),
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("\"{}\"", text.escape_debug()),
         other => other.type_str().to_string(),
     }
 }
@@ -280,6 +250,13 @@ mod tests {
                 "command, terminal, desktop",
             ),
             ("notify = \"on\"\n", 1, 10, "notify", "expected a table"),
+            (
+                "[notify]\ncommand = [\"ntfy\", \"a\\u0000\"]\n",
+                2,
+                20,
+                "notify.command[1]",
+                "must not contain a NUL",
+            ),
         ];
         for (text, line, column, key, says) in cases {
             let err = parse_user(text, "/home/u/.config/tether/config.toml").unwrap_err();

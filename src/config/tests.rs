@@ -358,3 +358,25 @@ shell = "true"
         "tether.toml:4:9: drain: `soon`",
     );
 }
+
+#[test]
+fn keys_in_nested_tables_are_named_by_their_path() {
+    let text = "[[command]]\nname = \"a\"\nshell = \"x\"\n[[command]]\nname = \"b\"\nshell = \"x\"\n\
+                [command.env]\nA = 1\n";
+    assert_eq!(
+        error(text),
+        "tether.toml:8:5: env.A: expected a string, found integer; quote it"
+    );
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nshell = \"x\"\nattention = { input_after = [1] }\n",
+        "tether.toml:4:29: attention.input_after: expected a duration like \"2s\" or \"off\", found array",
+    );
+    assert_error_starts(
+        "command = [3]\n",
+        "tether.toml:1:12: [[command]] #1 must be a table, found integer",
+    );
+    assert_error_starts(
+        "[[command]]\nname = \"a\"\nargv = [\"x\", \"\\u0000\"]\n",
+        "tether.toml:3:14: argv[1]: must not contain a NUL character",
+    );
+}

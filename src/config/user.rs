@@ -25,19 +25,19 @@
 //! Errors name the file, the line and column, and the key, as `tether.toml`'s do.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use serde::{Deserialize, Deserializer};
+use toml::Value;
 
-use super::attention::{AttentionSettings, attention};
-use super::journal::{JournalSettings, journal};
-use super::notify::{NotifySettings, notify};
-use super::{ConfigError, Source, by_position};
+use super::ConfigError;
+use super::attention::AttentionSettings;
+use super::document::{Source, described};
+use super::journal::JournalSettings;
+use super::notify::NotifySettings;
+use super::values::{amount, expected, flag, read};
 use crate::prune::Rules;
-use crate::units::{parse_age, parse_size};
-
-/// Keys the `[retention]` table may hold, in the order the error message lists them.
-const RETENTION_KEYS: [&str; 4] = ["older_than", "keep", "max_size", "enabled"];
+use crate::units::parse_age;
 
 /// The retention that applies when the user config sets none: 14 days, 5 GiB.
 pub const DEFAULT_RETENTION: Rules = Rules {
@@ -115,110 +115,70 @@ pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
 
 /// Parses a user config document; `file` names it in errors.
 pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
-    let source = Source { text, file };
-    let doc = DeTable::parse(text).map_err(|e| source.syntax_error(&e))?;
-    let mut config = UserConfig::default();
-    for (key, value) in by_position(doc.get_ref()) {
-        match key.get_ref().as_ref() {
-            "retention" => {
-                let (rules, enabled) = retention(&source, value)?;
-                config.retention = Some(rules);
-                config.retention_disabled = !enabled;
-            }
-            "notify" => config.notify = notify(&source, value)?,
-            "attention" => config.attention = attention(&source, value, "attention")?,
-            "journal" => config.journal = journal(&source, value)?,
-            other => {
-                return Err(source.error(
-                    key.span().start,
-                    other,
-                    format!(
-                        "unknown key `{other}` at the top level; the user config holds [retention], [notify], [attention] and [journal] tables"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(config)
+    let holds = "the user config holds [retention], [notify], [attention] and [journal] tables";
+    let tables: UserTables = Source { text, file }.read(holds, described)?;
+    let retention = tables.retention.as_ref();
+    Ok(UserConfig {
+        retention: retention.map(|table| Rules {
+            older_than: table.older_than,
+            keep: table.keep,
+            max_size: table.max_size,
+        }),
+        retention_disabled: retention.is_some_and(|table| table.enabled == Some(false)),
+        notify: tables.notify,
+        attention: tables.attention,
+        journal: tables.journal,
+    })
 }
 
-/// The rules of a `[retention]` table, and its `enabled` (default true).
-fn retention(
-    source: &Source<'_>,
-    value: &Spanned<DeValue<'_>>,
-) -> Result<(Rules, bool), ConfigError> {
-    let table = source.table(value, "retention", "[retention]")?;
-    let mut rules = Rules::default();
-    let mut enabled = true;
-    for (key, value) in by_position(table) {
-        let name = format!("retention.{}", key.get_ref());
-        let bad = |message: String| source.error(value.span().start, &name, message);
-        match key.get_ref().as_ref() {
-            "older_than" => {
-                let Some(text) = value.get_ref().as_str() else {
-                    return Err(bad(format!(
-                        "{name}: expected an age like \"30d\", found {}",
-                        value.get_ref().type_str()
-                    )));
-                };
-                rules.older_than = Some(parse_age(text).map_err(|e| bad(format!("{name}: {e}")))?);
-            }
-            "keep" => {
-                let count = match value.get_ref() {
-                    DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix()).ok(),
-                    _ => None,
-                };
-                let Some(count) = count.and_then(|n| usize::try_from(n).ok()) else {
-                    return Err(bad(format!(
-                        "{name}: expected a number of sessions (0 or more), found {}",
-                        shown(value)
-                    )));
-                };
-                rules.keep = Some(count);
-            }
-            "max_size" => {
-                let text = match value.get_ref() {
-                    DeValue::String(text) => text.to_string(),
-                    DeValue::Integer(n) if n.radix() == 10 => n.as_str().to_string(),
-                    _ => {
-                        return Err(bad(format!(
-                            "{name}: expected a size like \"2G\", found {}",
-                            value.get_ref().type_str()
-                        )));
-                    }
-                };
-                rules.max_size = Some(parse_size(&text).map_err(|e| bad(format!("{name}: {e}")))?);
-            }
-            "enabled" => {
-                let DeValue::Boolean(on) = value.get_ref() else {
-                    return Err(bad(format!(
-                        "{name}: expected true or false, found {}",
-                        value.get_ref().type_str()
-                    )));
-                };
-                enabled = *on;
-            }
-            other => {
-                return Err(source.error(
-                    key.span().start,
-                    &name,
-                    format!(
-                        "{name}: unknown key `{other}` in [retention]; expected one of {}",
-                        RETENTION_KEYS.join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    Ok((rules, enabled))
+/// The user config as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserTables {
+    retention: Option<RetentionTable>,
+    #[serde(default)]
+    notify: NotifySettings,
+    #[serde(default)]
+    attention: AttentionSettings,
+    #[serde(default)]
+    journal: JournalSettings,
 }
 
-/// A value as the message shows it: the number itself, or its type.
-fn shown(value: &Spanned<DeValue<'_>>) -> String {
-    match value.get_ref() {
-        DeValue::Integer(n) => n.as_str().to_string(),
-        other => other.type_str().to_string(),
-    }
+/// The `[retention]` table as written, its keys in the order an unknown key's message lists
+/// them.
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a table ([retention])")]
+struct RetentionTable {
+    #[serde(deserialize_with = "age")]
+    older_than: Option<Duration>,
+    #[serde(deserialize_with = "keep")]
+    keep: Option<usize>,
+    #[serde(deserialize_with = "amount")]
+    max_size: Option<u64>,
+    #[serde(deserialize_with = "flag")]
+    enabled: Option<bool>,
+}
+
+/// How long ago a session ended (`"30d"`): a string, in days and weeks too.
+fn age<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    read(d, |value| match value.as_str() {
+        Some(text) => parse_age(text).map_err(|e| e.to_string()),
+        None => Err(expected("an age like \"30d\"", &value)),
+    })
+}
+
+/// How many sessions to keep: 0 or more.
+fn keep<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    read(d, |value| {
+        let count = value.as_integer().and_then(|n| usize::try_from(n).ok());
+        count.ok_or_else(|| {
+            let found = match value {
+                Value::Integer(n) => n.to_string(),
+                other => other.type_str().to_string(),
+            };
+            format!("expected a number of sessions (0 or more), found {found}")
+        })
+    })
 }
 
 #[cfg(test)]
