@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
-use super::conversation::{BrokerConversation, CommandCgroup, Due, Link};
+use super::conversation::{BrokerConversation, Due, Link};
 use super::intervals::{ACK_TIMEOUT, Pace, grace};
+use super::machine::CommandCgroup;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::stop_through_pid;
 use crate::control::{Ack, ControlClient, ControlError};
@@ -115,29 +116,14 @@ impl BrokerConversation {
         )
     }
 
-    /// Asks an attached broker for every event from now on; its answer (a `control_ack`
-    /// whose `journal_offset` is the length of `events.jsonl` before the first of them)
-    /// comes among the lines. False if it could not be written, or the broker was launched
-    /// by this front end (whose stdout carries every event already).
-    pub fn subscribe(&mut self) -> bool {
-        let Link::Attached { client, .. } = &mut self.link else {
-            return false;
-        };
-        let posted = client.post(&ControlRequest::Subscribe).is_ok();
-        if posted {
-            self.acks.ping_posted();
-        }
-        posted
-    }
-
     /// Asks `message` of the broker ([`Self::request`]) and waits for its answer, or for
     /// [`ACK_TIMEOUT`] to pass without one; a group signal not answered in time is sent by
     /// the front end itself ([`Self::check`]). Lines that come meanwhile are kept for
     /// [`Self::next_line`].
     pub async fn answer(&mut self, message: &ToBroker) -> Answer {
-        let before = self.acks.posted();
+        let before = self.machine.posted();
         self.request(message);
-        let ours = self.acks.posted();
+        let ours = self.machine.posted();
         if ours == before {
             return self
                 .check(Instant::now())
@@ -152,7 +138,7 @@ impl BrokerConversation {
                 biased;
                 line = self.read_line() => {
                     let Some(line) = line else { return Answer::Closed };
-                    if self.acks.answers() == ours
+                    if self.machine.answers() == ours
                         && let Ok(event) = &line.event
                         && let Some(answer) = Answer::of(&event.kind)
                     {
