@@ -426,3 +426,22 @@ fn the_command_group_and_cgroup_are_noted_from_the_lines() {
         }
     );
 }
+
+/// A front end kept from running (blocked copying output to a reader that does not read,
+/// stopped by Ctrl-Z) wakes long past its looks: that is one look, one ping, never a
+/// broker given up for the time it could not ping.
+#[test]
+fn a_front_end_kept_from_running_adds_one_unanswered_ping() {
+    let t0 = Instant::now();
+    let world = World::well();
+    let mut m = machine(Transport::Pipe, Pace::EXEC, t0);
+    let mut now = t0;
+    for blocked in [Duration::from_secs(60), Duration::from_secs(600)] {
+        now += blocked;
+        let actions = wake(&mut m, &world, now);
+        assert_eq!(actions, [Action::Ping], "{blocked:?}");
+        assert_eq!(m.poll_timeout(), now + Pace::EXEC.look);
+        // The broker's lines, waiting in the pipe all along, answer it.
+        output(&mut m, &world, now);
+    }
+}
