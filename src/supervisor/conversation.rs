@@ -69,6 +69,19 @@ pub struct BrokerConversation {
     /// Lines read while waiting for an answer (see [`Self::answer`]), noted already, for
     /// [`Self::next_line`].
     pub(super) kept: VecDeque<BrokerLine>,
+    /// What became of the request [`Self::answer`] waits for, once the machine says.
+    pub(super) asked: Option<Asked>,
+}
+
+/// What became of a request asked with [`BrokerConversation::answer`], short of a fallback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Asked {
+    /// The line just read answers it.
+    Answered,
+    /// No answer in time.
+    Unanswered,
+    /// It could not be posted.
+    NotPosted,
 }
 
 /// What the driver did of the machine's actions.
@@ -156,6 +169,7 @@ impl BrokerConversation {
             machine: ConversationMachine::new(transport, pace, grace, cgroup, now()),
             leader: None,
             kept: VecDeque::new(),
+            asked: None,
         }
     }
 
@@ -183,6 +197,13 @@ impl BrokerConversation {
     pub fn request(&mut self, message: &ToBroker) {
         let now = now();
         self.machine.handle(Input::Request(message), now);
+        self.act(now);
+    }
+
+    /// Posts a request whose own answer [`Self::answer`] waits for.
+    pub(super) fn ask(&mut self, message: &ToBroker) {
+        let now = now();
+        self.machine.handle(Input::Ask(message), now);
         self.act(now);
     }
 
@@ -249,11 +270,6 @@ impl BrokerConversation {
         self.act(now).due
     }
 
-    /// Whether lines the broker wrote before a deadline found passed are still unread.
-    pub(super) fn lines_waiting(&self) -> bool {
-        self.machine.lines_waiting()
-    }
-
     /// Does what the machine asks, giving back what the world answers.
     fn act(&mut self, now: std::time::Instant) -> Acted {
         let mut acted = Acted::default();
@@ -308,6 +324,9 @@ impl BrokerConversation {
                 Action::SignalItself(signal) => acted.due = Some(self.signal_itself(signal)),
                 Action::NotSignalled(text) => acted.due = Some(Due::NotSignalled(text)),
                 Action::GiveUp(end) => acted.due = Some(Due::End(end)),
+                Action::Answered => self.asked = Some(Asked::Answered),
+                Action::Unanswered => self.asked = Some(Asked::Unanswered),
+                Action::NotPosted => self.asked = Some(Asked::NotPosted),
             }
         }
         acted

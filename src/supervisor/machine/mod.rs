@@ -68,6 +68,9 @@ pub enum Input<'a> {
     /// The front end posts a stop (or the KILL of a second one) with a deadline: the
     /// broker is given up on [`STOP_SLACK`] past the grace period counted from the first.
     Stop(&'a ToBroker),
+    /// The front end asks for a message and waits for its own answer (see
+    /// [`Action::Answered`]); a group signal or a stop falls back as for [`Input::Request`].
+    Ask(&'a ToBroker),
     /// An attached front end asks for every event from now on.
     Subscribe,
     /// A write failed: the broker's end is gone, and nothing more can be written.
@@ -106,6 +109,14 @@ pub enum Action {
     NotSignalled(String),
     /// The broker must be given up on (see [`ConversationMachine::ending`]).
     GiveUp(End),
+    /// The line just taken in is the answer to what [`Input::Ask`] asked.
+    Answered,
+    /// What [`Input::Ask`] asked was not answered within [`ACK_TIMEOUT`] (a request with a
+    /// fallback says what became of it instead: [`Action::SignalItself`],
+    /// [`Action::NotSignalled`], [`Action::GiveUp`]).
+    Unanswered,
+    /// What [`Input::Ask`] asked could not be posted at all.
+    NotPosted,
 }
 
 /// What the driver does at the end, from [`ConversationMachine::ending`].
@@ -164,6 +175,8 @@ pub struct ConversationMachine {
     unread_before_due: Option<usize>,
     /// A look waits for [`Input::Looked`].
     looking: bool,
+    /// What [`Input::Ask`] waits for: the number of its answer, and until when.
+    asked: Option<(u64, Instant)>,
     actions: VecDeque<Action>,
 }
 
@@ -190,6 +203,7 @@ impl ConversationMachine {
             unwritable: false,
             unread_before_due: None,
             looking: false,
+            asked: None,
             actions: VecDeque::new(),
         }
     }
@@ -204,6 +218,16 @@ impl ConversationMachine {
                 self.post(message);
             }
             Input::Request(message) => self.request(message, now),
+            Input::Ask(message) => {
+                let before = self.acks.posted();
+                self.request(message, now);
+                let answer = self.acks.posted();
+                if answer == before {
+                    self.actions.push_back(Action::NotPosted);
+                } else {
+                    self.asked = Some((answer, now + ACK_TIMEOUT));
+                }
+            }
             Input::Stop(message) => {
                 self.stop_asked.get_or_insert(now);
                 self.post(message);
@@ -245,6 +269,7 @@ impl ConversationMachine {
         [
             Some(self.next_look),
             self.acks.deadline(),
+            self.asked.map(|(_, until)| until),
             self.stop_asked.map(|at| self.stop_overdue_at(at)),
         ]
         .into_iter()
@@ -310,7 +335,16 @@ impl ConversationMachine {
         match kind {
             Some(
                 EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. },
-            ) => self.acks.pong(),
+            ) => {
+                self.acks.pong();
+                if self
+                    .asked
+                    .is_some_and(|(answer, _)| answer == self.acks.answers())
+                {
+                    self.asked = None;
+                    self.actions.push_back(Action::Answered);
+                }
+            }
             Some(EventKind::Spawned { pgid, .. }) => {
                 self.actions.push_back(Action::FindLeader { pgid: *pgid })
             }
@@ -356,8 +390,20 @@ impl ConversationMachine {
         }
         let before = self.actions.len();
         self.due_at(now);
-        if self.actions.len() > before {
+        // A fallback says what became of the request asked, if that was it.
+        let fell_back = self.actions.iter().skip(before).any(|a| {
+            matches!(
+                a,
+                Action::SignalItself(_) | Action::NotSignalled(_) | Action::GiveUp(_)
+            )
+        });
+        if fell_back {
+            self.asked = None;
             self.unread_before_due = None;
+        } else if self.asked.is_some_and(|(_, until)| now >= until) {
+            self.asked = None;
+            self.unread_before_due = None;
+            self.actions.push_back(Action::Unanswered);
         }
     }
 
@@ -372,7 +418,8 @@ impl ConversationMachine {
         let due = self
             .stop_asked
             .is_some_and(|at| now >= self.stop_overdue_at(at))
-            || self.acks.deadline().is_some_and(|at| now >= at);
+            || self.acks.deadline().is_some_and(|at| now >= at)
+            || self.asked.is_some_and(|(_, until)| now >= until);
         if !due {
             self.unread_before_due = None;
             return false;

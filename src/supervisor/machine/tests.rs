@@ -445,3 +445,64 @@ fn a_front_end_kept_from_running_adds_one_unanswered_ping() {
         output(&mut m, &world, now);
     }
 }
+
+/// `answer`: the Nth answer is the Nth asked message's; an earlier one proves nothing.
+#[test]
+fn an_asked_request_is_answered_by_its_own_answer_only() {
+    let t0 = Instant::now();
+    let world = World::well();
+    let mut m = machine(Transport::Socket, Pace::FLEET, t0);
+    m.handle(Input::Subscribe, t0);
+    m.handle(Input::Ask(&ToBroker::Ping), t0);
+    assert_eq!(
+        drive(&mut m, &world, t0),
+        [Action::Subscribe, Action::Write(ToBroker::Ping)]
+    );
+    assert_eq!(pong(&mut m, &world, t0), [], "the subscription's answer");
+    assert_eq!(pong(&mut m, &world, t0), [Action::Answered]);
+    assert_eq!(
+        wake(&mut m, &world, t0 + ACK_TIMEOUT * 2),
+        [],
+        "nothing is overdue"
+    );
+}
+
+/// A request with no fallback (a ping, a signal to one pid) not answered in time is
+/// unanswered, once what the broker wrote before then is read.
+#[test]
+fn an_asked_request_not_answered_in_time_is_unanswered() {
+    let t0 = Instant::now();
+    let mut world = World::well();
+    let mut m = machine(Transport::Socket, Pace::FLEET, t0);
+    let one = ToBroker::Signal {
+        signal: ProcessSignal::TERM,
+        scope: Scope::Pid,
+        pid: Some(7),
+        origin: None,
+    };
+    m.handle(Input::Ask(&one), t0);
+    drive(&mut m, &world, t0);
+    assert_eq!(m.poll_timeout(), t0 + ACK_TIMEOUT);
+    assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT - MS), []);
+    world.unread = 1;
+    assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT), []);
+    assert_eq!(
+        pong(&mut m, &world, t0 + ACK_TIMEOUT),
+        [Action::Answered],
+        "the answer was waiting"
+    );
+    assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT), []);
+
+    let mut m = machine(Transport::Socket, Pace::FLEET, t0);
+    m.handle(Input::Ask(&one), t0);
+    drive(&mut m, &world, t0);
+    world.unread = 0;
+    assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT), [Action::Unanswered]);
+
+    // Keys are not carried over a socket: nothing is asked.
+    let keys = ToBroker::Input {
+        data: b"y".to_vec(),
+    };
+    m.handle(Input::Ask(&keys), t0);
+    assert_eq!(drive(&mut m, &world, t0), [Action::NotPosted]);
+}
