@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::protocol::{ExitStatus, Scope, Stream, fixtures};
+use crate::protocol::{ExitStatus, ProcessSignal, Scope, Stream, fixtures};
 use crate::supervisor::liveness::{UNANSWERED_IF_STOPPED, UNANSWERED_LIMIT};
 
 const GRACE: Duration = Duration::from_secs(2);
