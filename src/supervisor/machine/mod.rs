@@ -169,10 +169,6 @@ impl ConversationMachine {
         self.acks.answers()
     }
 
-    pub fn transport(&self) -> Transport {
-        self.transport
-    }
-
     pub fn cgroup(&self) -> &CommandCgroup {
         &self.cgroup
     }
