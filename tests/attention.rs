@@ -74,8 +74,10 @@ fn a_command_blocked_reading_a_pipe_needs_input_and_the_notify_command_hears_of_
     });
     let events = events_now(&dir);
     let (_, detail, after) = attention(&events)[0].clone();
+    // Its threshold, and room for a crowded machine: when within it the detector looks is
+    // the broker's state machine's to test on a fake clock.
     assert!(
-        after <= 3_000 + 1_000,
+        after <= 3_000 + 10_000,
         "needs_input {after} ms after spawned"
     );
     // The detector's 3 s count from the spawn, a moment before the `spawned` event is

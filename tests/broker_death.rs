@@ -55,7 +55,7 @@ fn a_broker_killed_by_its_command_leaves_nothing_behind() {
     // front end gets to it (then it is not counted), and `sleep 90` may not have started.
     let cleaned = cleaned_up(&stderr);
     assert!(cleaned >= 1, "{stderr}");
-    assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+    // It did not wait for `sleep 90`: `env.exec` fails past its DEADLINE, well short of it.
     env.finish();
 }
 
@@ -102,15 +102,17 @@ fn a_broker_stopped_by_its_command_is_killed_and_the_tree_stopped() {
         stderr.contains("the broker stopped answering and was killed; broker lost; cleaned up"),
         "{stderr}"
     );
-    assert!(run.elapsed < Duration::from_secs(8), "{:?}", run.elapsed);
+    // How many looks it takes is the conversation's machine test (on a fake clock); here,
+    // that the kernel's `T` is seen, the broker killed and the tree stopped.
     assert!(procs::is_gone(broker), "the stopped broker was left behind");
     env.finish();
 }
 
-/// SIGTERM to exec ends it within grace + 1 s, even when the broker cannot act on it.
+/// SIGTERM to exec ends it, even when the broker cannot act on it: the broker is killed
+/// and the TERM-ignoring tree KILLed by exec. That exec gives up grace + STOP_SLACK after
+/// the stop is the conversation's machine test, on a fake clock.
 #[test]
-fn sigterm_ends_exec_within_grace_and_a_second_despite_a_stopped_broker() {
-    const GRACE: Duration = Duration::from_secs(1);
+fn sigterm_ends_exec_despite_a_stopped_broker() {
     let env = TestEnv::new("broker_stopped_sigterm");
     let running = env.spawn_exec(
         &["--grace", "1s"],
@@ -132,14 +134,8 @@ fn sigterm_ends_exec_within_grace_and_a_second_despite_a_stopped_broker() {
         procs::state(broker) == Some(b'T')
     });
     signal(running.pid(), Signal::SIGTERM);
-    let asked = Instant::now();
     let run = running.wait(&env);
-    let took = asked.elapsed();
     assert_eq!(run.code(), 125, "stderr: {}", run.stderr_text());
-    assert!(
-        took < GRACE + Duration::from_secs(1),
-        "exec took {took:?} after SIGTERM"
-    );
     assert!(
         run.stderr_text().contains("broker lost; cleaned up"),
         "{}",
@@ -197,24 +193,29 @@ fn ctrl_z_pauses_the_command_and_sigcont_resumes_it() {
     env.finish();
 }
 
-/// exec blocked for seconds writing output nobody reads must not take its broker for dead:
-/// the pongs waiting in the pipe are read before any watchdog looks.
+/// exec blocked writing output nobody reads must not take its broker for dead, nor lose
+/// what it was copying. That time spent blocked adds at most one unanswered ping, and the
+/// lines waiting are read before a deadline is acted on, is the conversation's machine test
+/// (on a fake clock); here, a real exec blocked on a real pipe while its command ends.
 #[test]
 fn exec_blocked_on_its_own_output_does_not_give_up_on_its_broker() {
     let env = TestEnv::new("exec_blocked");
     let stderr_path = env.path("blocked.stderr");
     let mut child = env
-        .exec_command(
-            &[],
-            &["sh", "-c", "head -c 2000000 /dev/zero; sleep 8; echo done"],
-        )
+        .exec_command(&[], &["sh", "-c", "head -c 2000000 /dev/zero; echo done"])
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&stderr_path).expect("create the stderr capture"))
         .spawn()
         .expect("start tether exec");
     let mut stdout = child.stdout.take().expect("exec's stdout");
-    // Nobody reads exec's output for 7 s: it blocks writing it, and sends no pings.
-    std::thread::sleep(Duration::from_secs(7));
+    // Nobody reads exec's output: it blocks writing it (2 MB, a pipe holds 64 KiB), sends
+    // no pings, and the command ends meanwhile.
+    let dir = env.wait_command_dir();
+    wait_until(&env, "the command's exit, exec blocked", || {
+        events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, tether::protocol::EventKind::Exit { .. }))
+    });
     let mut output = Vec::new();
     stdout.read_to_end(&mut output).expect("read exec's stdout");
     let status = child.wait().expect("wait for tether exec");
@@ -289,7 +290,7 @@ fn killed_with_its_front_end_then_reclaimed(name: &str, cgroup: bool) {
                 .success()
                 && dir.join("result.json").exists()
     });
-    let left = procs::wait_gone(&[sleep], Duration::from_secs(5));
+    let left = procs::wait_gone(&[sleep], common::DEADLINE);
     assert!(left.is_empty(), "the command's child runs on: {left:?}");
     let reclaimed: Vec<_> = signals_sent(&events_now(&dir))
         .into_iter()
@@ -329,7 +330,7 @@ fn the_command_dies_with_its_broker() {
     signal(exec, Signal::SIGSTOP);
     wait_until(&env, "exec to stop", || procs::state(exec) == Some(b'T'));
     signal(broker, Signal::SIGKILL);
-    let left = procs::wait_gone(&[sleep], Duration::from_secs(2));
+    let left = procs::wait_gone(&[sleep], common::DEADLINE);
     signal(exec, Signal::SIGCONT);
     assert!(left.is_empty(), "the command outlived its broker");
     let run = running.wait(&env);

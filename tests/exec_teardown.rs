@@ -4,7 +4,6 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
@@ -245,7 +244,6 @@ fn escapees_are_killed_when_the_command_is_stopped() {
 
 #[test]
 fn killed_exec_leaves_nothing_behind() {
-    const GRACE: Duration = Duration::from_millis(500);
     let env = TestEnv::new("exec_killed");
     let script = r#"setsid sh -c 'trap "" TERM; echo "escapee $$"; exec sleep 1000' &
 echo "main $$"
@@ -259,26 +257,15 @@ sleep 1000"#;
     let broker = broker_pid(&events_now(&dir));
 
     signal(running.pid(), Signal::SIGKILL);
-    let killed_at = Instant::now();
     let run = running.wait(&env);
     assert_eq!(run.status.code(), None, "tether exec died of SIGKILL");
 
-    // Every process of the command's tree is gone within grace + 1 s.
-    let limit = GRACE + Duration::from_secs(1);
-    loop {
-        let tree: Vec<procs::Tagged> = procs::tagged(&env.tag)
-            .into_iter()
-            .filter(|p| p.pid != broker)
-            .collect();
-        if tree.is_empty() {
-            break;
-        }
-        if killed_at.elapsed() > limit {
-            procs::kill_tagged(&env.tag);
-            panic!("still alive {limit:?} after tether exec was killed: {tree:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Every process of the command's tree goes (the escapee by KILL after the grace: see
+    // `hard_killed` below). How soon is the broker's stop plan, not a wall-clock bound on a
+    // loaded machine.
+    wait_until(&env, "the command's tree to be gone", || {
+        procs::tagged(&env.tag).iter().all(|p| p.pid == broker)
+    });
     wait_until(&env, "the broker to finish", || procs::is_gone(broker));
 
     let record = load_complete(&dir);

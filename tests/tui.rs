@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 use common::journal::command_dirs;
 use common::tmux::Tmux;
 use common::{BIN, TAG_VAR, TestEnv, copy_dir, procs, run_to_end};
@@ -89,10 +91,17 @@ fn sigterm_and_sigkill_from_the_keyboard() {
     tmux.wait_screen(&env, "SIGTERM on the second timeline", |s| {
         s.contains("SIGTERM by tether TUI, pid")
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The TERM was sent before the timeline showed it, and the kernel discards a signal
+    // that is ignored as it is sent: whoever ignores it is untouched, no waiting needed.
     assert!(
-        second.iter().any(|p| !procs::is_gone(*p)),
+        second
+            .iter()
+            .any(|p| procs::ignores(*p, Signal::SIGTERM) && !procs::is_gone(*p)),
         "a TERM-ignoring process should survive SIGTERM"
+    );
+    assert!(
+        !events(&dirs[1]).contains(r#""signal":"KILL""#),
+        "t sends TERM only"
     );
     tmux.keys(&env, &["K"]);
     tmux.wait_screen(&env, "the SIGKILL confirmation", |s| {
@@ -349,7 +358,7 @@ fn quit_kills_a_broker_that_does_not_finish_in_time() {
         procs::wait_gone(&[tui], Duration::from_secs(15)).is_empty(),
         "the TUI did not quit"
     );
-    assert!(procs::wait_gone(&tree, Duration::from_secs(1)).is_empty());
+    assert!(procs::wait_gone(&tree, Duration::from_secs(10)).is_empty());
     assert!(procs::is_gone(broker));
     drop(tmux);
     env.finish();

@@ -5,7 +5,7 @@
 //! answer to an earlier message proves nothing.
 
 use nix::sys::signal::Signal;
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::intervals::ACK_TIMEOUT;
 use crate::protocol::{ProcessSignal, Scope, ToBroker};
@@ -102,6 +102,13 @@ impl Acks {
         self.pongs += 1;
         if self.pending.as_ref().is_some_and(|p| self.pongs >= p.ping) {
             self.pending = None;
+        }
+    }
+
+    /// The broker's end is gone: a request waiting for its answer falls back at `now`.
+    pub fn due_now(&mut self, now: Instant) {
+        if let Some(pending) = self.pending.as_mut() {
+            pending.deadline = pending.deadline.min(now);
         }
     }
 

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
-use super::conversation::{BrokerConversation, CommandCgroup, Due, Link};
-use super::intervals::{ACK_TIMEOUT, Pace, grace};
+use super::conversation::{Asked, BrokerConversation, Due, Link};
+use super::intervals::{Pace, grace};
+use super::machine::CommandCgroup;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::stop_through_pid;
 use crate::control::{Ack, ControlClient, ControlError};
@@ -33,7 +34,8 @@ pub enum Answer {
     SignalledDirectly(String),
     /// A group signal not acknowledged in time that the front end could not send either.
     NotSignalled(String),
-    /// No answer within [`ACK_TIMEOUT`]; nothing was done in its place (for a stop, see
+    /// No answer within [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT); nothing was done in
+    /// its place (for a stop, see
     /// [`BrokerConversation::stop_by_pid`]).
     Unanswered,
     /// The broker ended the conversation (or could not be written to) before it answered.
@@ -115,59 +117,40 @@ impl BrokerConversation {
         )
     }
 
-    /// Asks an attached broker for every event from now on; its answer (a `control_ack`
-    /// whose `journal_offset` is the length of `events.jsonl` before the first of them)
-    /// comes among the lines. False if it could not be written, or the broker was launched
-    /// by this front end (whose stdout carries every event already).
-    pub fn subscribe(&mut self) -> bool {
-        let Link::Attached { client, .. } = &mut self.link else {
-            return false;
-        };
-        let posted = client.post(&ControlRequest::Subscribe).is_ok();
-        if posted {
-            self.acks.ping_posted();
-        }
-        posted
-    }
-
     /// Asks `message` of the broker ([`Self::request`]) and waits for its answer, or for
-    /// [`ACK_TIMEOUT`] to pass without one; a group signal not answered in time is sent by
-    /// the front end itself ([`Self::check`]). Lines that come meanwhile are kept for
-    /// [`Self::next_line`].
+    /// [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT) to pass without one; a group signal
+    /// not answered in time is sent by the front end itself ([`Self::check`]). Lines that come meanwhile are kept for
+    /// [`Self::next_line`]. When the answer is due is the machine's to say.
     pub async fn answer(&mut self, message: &ToBroker) -> Answer {
-        let before = self.acks.posted();
-        self.request(message);
-        let ours = self.acks.posted();
-        if ours == before {
+        self.asked = None;
+        self.ask(message);
+        if self.asked.take() == Some(Asked::NotPosted) {
             return self
                 .check(Instant::now())
                 .map_or(Answer::Closed, Answer::fell_back);
         }
-        let unanswered_at = Instant::now() + ACK_TIMEOUT;
         loop {
-            let deadline = self.deadline().min(unanswered_at);
+            let deadline = self.deadline();
             tokio::select! {
                 // Lines first: a front end kept from running wakes past the deadline with
                 // the answer waiting (see `check`).
                 biased;
                 line = self.read_line() => {
                     let Some(line) = line else { return Answer::Closed };
-                    if self.acks.answers() == ours
+                    if self.asked == Some(Asked::Answered)
                         && let Ok(event) = &line.event
                         && let Some(answer) = Answer::of(&event.kind)
                     {
+                        self.asked = None;
                         return answer;
                     }
                     self.kept.push_back(line);
                 }
                 _ = sleep_until(deadline) => {}
             }
-            let now = Instant::now();
-            match self.check(now) {
+            match self.check(Instant::now()) {
                 Some(due) => return Answer::fell_back(due),
-                None if now >= unanswered_at && !self.lines_waiting() => {
-                    return Answer::Unanswered;
-                }
+                None if self.asked.take() == Some(Asked::Unanswered) => return Answer::Unanswered,
                 None => {}
             }
         }
@@ -198,6 +181,7 @@ mod tests {
 
     use super::*;
     use crate::protocol::{BrokerIdentity, Event, ProcessSignal, Scope};
+    use crate::supervisor::intervals::ACK_TIMEOUT;
 
     /// A command whose broker's pid no process can have: no fallback signals anything.
     fn command() -> LiveCommand {

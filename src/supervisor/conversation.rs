@@ -1,12 +1,14 @@
-//! A front end's one conversation with one broker. It begins one of two ways: by launching
-//! the broker ([`BrokerConversation::launch`]: requests on its stdin, lines from its stdout)
-//! or by attaching to one that another front end launched
+//! A front end's one conversation with one broker, the I/O around
+//! [`ConversationMachine`](super::machine): it begins one of two ways, by launching the
+//! broker ([`BrokerConversation::launch`]: requests on its stdin, lines from its stdout) or
+//! by attaching to one that another front end launched
 //! ([`BrokerConversation::attach`](super::attach): requests and lines over its control
-//! socket). Either way it posts requests, reads the broker's lines, sees acknowledgements
-//! and liveness, and when the broker cannot do its work falls back: a signal it did not
-//! acknowledge is sent by the front end itself; a launched broker that died, stopped
-//! answering, did not acknowledge or finish a stop is killed and what it left stopped with
-//! the broker's own sequence (see [`super::leftovers`]).
+//! socket). It owns the pipes or the socket, the broker's pid and the clock; the machine
+//! decides. Either way it posts requests, reads the broker's lines, and when the machine
+//! falls back does it: a signal the broker did not acknowledge is sent by the front end
+//! itself; a launched broker that died, stopped answering, did not acknowledge or finish a
+//! stop is killed and what it left stopped with the broker's own sequence (see
+//! [`super::leftovers`]).
 //!
 //! A front end drives it from its own `select!`: [`BrokerConversation::next_line`] in one
 //! branch, a sleep until [`BrokerConversation::deadline`] in another, and after whatever
@@ -19,20 +21,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::ack::{Acks, Fallback, repeats_harmlessly};
-use super::attach::over_socket;
-use super::ending::{End, Remains, cleanup_timing};
-use super::intervals::{
-    ABORT_PATIENCE, ACK_TIMEOUT, BUSY_STOP_PATIENCE, KILL_PATIENCE, Pace, STOP_SLACK,
-};
+use super::ending::{End, Remains};
+use super::intervals::Pace;
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
-use super::liveness::{Heartbeat, PingWatch, is_stopped};
+use super::liveness::is_stopped;
+use super::machine::{Action, CommandCgroup, ConversationMachine, Ending, Input, Transport};
 use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover};
 use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::signal_through_pid;
 use crate::journal::JournalDir;
-use crate::protocol::{EventKind, LaunchRequest, ToBroker};
+use crate::protocol::{ControlRequest, LaunchRequest, ProcessSignal, ToBroker};
 
 /// What [`BrokerConversation::check`] found due.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,36 +61,41 @@ pub(super) enum Link {
     },
 }
 
-impl Link {
-    /// Whether the broker answers `message` itself. On stdin it answers pings only, so a
-    /// request is followed by a ping; on a control socket it answers every request.
-    fn answers(&self, message: &ToBroker) -> bool {
-        matches!(self, Link::Attached { .. }) || matches!(message, ToBroker::Ping)
-    }
-}
-
 pub struct BrokerConversation {
     pub(super) link: Link,
-    pace: Pace,
-    grace: Duration,
+    pub(super) machine: ConversationMachine,
     /// The command's group leader, while it runs: what to signal if the broker cannot.
     leader: Option<GroupLeader>,
-    /// The command's cgroup: what to kill and remove if the broker dies.
-    cgroup: CommandCgroup,
-    pub(super) acks: Acks,
-    watch: PingWatch,
-    next_look: Instant,
-    last_ping: Instant,
-    /// When the broker last sent a line: one still reporting its stop is at work.
-    last_heard: Instant,
-    /// When the first stop with a deadline was asked for (see [`Self::post_stop`]).
-    stop_asked: Option<Instant>,
     /// Lines read while waiting for an answer (see [`Self::answer`]), noted already, for
     /// [`Self::next_line`].
     pub(super) kept: VecDeque<BrokerLine>,
-    /// A deadline came while the broker's lines waited unread: how many of them are still
-    /// to be read before it is acted on (see [`Self::reading_before_due`]).
-    unread_before_due: Option<usize>,
+    /// What became of the request [`Self::answer`] waits for, once the machine says.
+    pub(super) asked: Option<Asked>,
+}
+
+/// What became of a request asked with [`BrokerConversation::answer`], short of a fallback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Asked {
+    /// The line just read answers it.
+    Answered,
+    /// No answer in time.
+    Unanswered,
+    /// It could not be posted.
+    NotPosted,
+}
+
+/// What the driver did of the machine's actions.
+#[derive(Default)]
+struct Acted {
+    /// Writes asked for, and whether one failed.
+    writes: usize,
+    failed: bool,
+    due: Option<Due>,
+}
+
+/// The machine's clock: tokio's, so that a test on paused time moves it too.
+fn now() -> std::time::Instant {
+    Instant::now().into_std()
 }
 
 impl BrokerConversation {
@@ -156,21 +160,16 @@ impl BrokerConversation {
         grace: Duration,
         cgroup: CommandCgroup,
     ) -> BrokerConversation {
-        let now = Instant::now();
+        let transport = match link {
+            Link::Launched { .. } => Transport::Pipe,
+            Link::Attached { .. } => Transport::Socket,
+        };
         BrokerConversation {
             link,
-            pace,
-            grace,
+            machine: ConversationMachine::new(transport, pace, grace, cgroup, now()),
             leader: None,
-            cgroup,
-            acks: Acks::default(),
-            watch: PingWatch::default(),
-            next_look: now + pace.look,
-            last_ping: now,
-            last_heard: now,
-            stop_asked: None,
             kept: VecDeque::new(),
-            unread_before_due: None,
+            asked: None,
         }
     }
 
@@ -185,16 +184,10 @@ impl BrokerConversation {
     /// event says it was sent). False if the broker is gone, or (attached) the control
     /// socket does not carry such a request.
     pub fn post(&mut self, message: &ToBroker) -> bool {
-        let posted = match &mut self.link {
-            Link::Launched { broker, .. } => broker.post(message).is_ok(),
-            Link::Attached { client, .. } => {
-                over_socket(message).is_some_and(|request| client.post(&request).is_ok())
-            }
-        };
-        if posted && self.link.answers(message) {
-            self.acks.ping_posted();
-        }
-        posted
+        let now = now();
+        self.machine.handle(Input::Post(message), now);
+        let acted = self.act(now);
+        acted.writes > 0 && !acted.failed
     }
 
     /// Posts a request and, for a group signal or a stop, makes sure of an answer that
@@ -202,19 +195,36 @@ impl BrokerConversation {
     /// it is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT), [`Self::check`]
     /// falls back.
     pub fn request(&mut self, message: &ToBroker) {
-        let posted =
-            self.post(message) && (self.link.answers(message) || self.post(&ToBroker::Ping));
-        if let Some(fallback) = Fallback::for_request(message) {
-            self.acks.request_posted(fallback, posted, Instant::now());
-        }
+        let now = now();
+        self.machine.handle(Input::Request(message), now);
+        self.act(now);
+    }
+
+    /// Posts a request whose own answer [`Self::answer`] waits for.
+    pub(super) fn ask(&mut self, message: &ToBroker) {
+        let now = now();
+        self.machine.handle(Input::Ask(message), now);
+        self.act(now);
     }
 
     /// Posts a stop (or the KILL of a second one) with a deadline: the broker is given up
-    /// on [`STOP_SLACK`] past the grace period counted from the first, unless it is still at
-    /// work on it (see [`Self::stop_overdue_at`]).
+    /// on [`STOP_SLACK`](super::intervals::STOP_SLACK) past the grace period counted from
+    /// the first, unless it is still at work on it.
     pub fn post_stop(&mut self, message: &ToBroker, now: Instant) {
-        self.stop_asked.get_or_insert(now);
-        self.post(message);
+        let now = now.into_std();
+        self.machine.handle(Input::Stop(message), now);
+        self.act(now);
+    }
+
+    /// Asks an attached broker for every event from now on; its answer (a `control_ack`
+    /// whose `journal_offset` is the length of `events.jsonl` before the first of them)
+    /// comes among the lines. False if it could not be written, or the broker was launched
+    /// by this front end (whose stdout carries every event already).
+    pub fn subscribe(&mut self) -> bool {
+        let now = now();
+        self.machine.handle(Input::Subscribe, now);
+        let acted = self.act(now);
+        acted.writes > 0 && !acted.failed
     }
 
     /// The next line from the broker, `None` once it has closed its end; what the line
@@ -230,167 +240,121 @@ impl BrokerConversation {
     /// The next line read from the broker, noted; lines kept are not looked at.
     pub(super) async fn read_line(&mut self) -> Option<BrokerLine> {
         let line = match &mut self.link {
-            Link::Launched { broker, .. } => broker.next_line().await?,
-            Link::Attached { client, .. } => client.next_line().await?,
+            Link::Launched { broker, .. } => broker.next_line().await,
+            Link::Attached { client, .. } => client.next_line().await,
         };
-        if let Some(unread) = self.unread_before_due.as_mut() {
-            *unread = unread.saturating_sub(1);
-        }
-        self.watch.heard();
-        self.last_heard = Instant::now();
-        if let Ok(event) = &line.event {
-            match &event.kind {
-                EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. } => {
-                    self.acks.pong()
-                }
-                EventKind::Spawned { pgid, .. } => {
-                    // The leader is the broker's child, or ours if the broker is already gone.
-                    let parents = [self.pid(), std::process::id() as i32];
-                    self.leader = GroupLeader::find(*pgid, &parents);
-                }
-                EventKind::Exit { .. } => self.leader = None,
-                EventKind::Containment { path, .. } => {
-                    self.cgroup = CommandCgroup::Named(path.clone());
-                }
-                _ => {}
-            }
-        }
+        let now = now();
+        let Some(line) = line else {
+            // The caller learns it from the `None`: the machine's `End::Lost` is its too.
+            self.machine.handle(Input::Exited, now);
+            self.act(now);
+            return None;
+        };
+        self.machine
+            .handle(Input::Line(line.event.as_ref().ok().map(|e| &e.kind)), now);
+        self.act(now);
         Some(line)
     }
 
     /// When [`Self::check`] next has something to do.
     pub fn deadline(&self) -> Instant {
-        [
-            Some(self.next_look),
-            self.acks.deadline(),
-            self.stop_asked.map(|at| self.stop_overdue_at(at)),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(self.next_look)
+        Instant::from_std(self.machine.poll_timeout())
     }
 
-    /// Does what is due at `now`: gives up on a stop overdue, falls back for a request not
-    /// acknowledged, looks at the broker and pings it. Called after whatever woke the
-    /// front end, so that a flood of lines never starves a deadline. A deadline is acted on
-    /// only once the lines the broker wrote before it was found due have been read.
+    /// Does what is due at `now` (see [`ConversationMachine`]). Called after whatever woke
+    /// the front end, so that a flood of lines never starves a deadline. A deadline is
+    /// acted on only once the lines the broker wrote before it was found due have been read.
     pub fn check(&mut self, now: Instant) -> Option<Due> {
-        if self.reading_before_due(now) {
-            return None;
-        }
-        let due = self.due_at(now);
-        if due.is_some() {
-            self.unread_before_due = None;
-        }
-        due
+        let now = now.into_std();
+        self.machine.handle(Input::Timer, now);
+        self.act(now).due
     }
 
-    /// Whether a stop or an acknowledgement is due at `now` while lines the broker wrote
-    /// before `now` are still unread. A front end kept from running (a loaded machine: two
-    /// cores, a dozen processes) wakes past the deadline with the answer waiting in the
-    /// pipe, often behind the broker's other lines (the signals of the stop, the exit); it
-    /// would take a broker that answered in time for one that did not, kill it, and report
-    /// a failed stop. Those lines are read first (the selects put lines before timers), and
-    /// only those: what the broker writes after `now` does not put the deadline off again.
-    fn reading_before_due(&mut self, now: Instant) -> bool {
-        let due = self
-            .stop_asked
-            .is_some_and(|at| now >= self.stop_overdue_at(at))
-            || self.acks.deadline().is_some_and(|at| now >= at);
-        if !due {
-            self.unread_before_due = None;
-            return false;
-        }
-        let link = &mut self.link;
-        let unread = *self.unread_before_due.get_or_insert_with(|| match link {
-            Link::Launched { broker, .. } => broker.read_waiting(),
-            Link::Attached { client, .. } => client.read_waiting(),
-        });
-        unread > 0
-    }
-
-    /// Whether lines the broker wrote before a deadline found passed are still unread.
-    pub(super) fn lines_waiting(&self) -> bool {
-        self.unread_before_due.is_some_and(|unread| unread > 0)
-    }
-
-    /// What is due at `now`, everything the broker wrote before it read.
-    fn due_at(&mut self, now: Instant) -> Option<Due> {
-        if self
-            .stop_asked
-            .is_some_and(|at| now >= self.stop_overdue_at(at))
-        {
-            return Some(Due::End(End::StopOverdue));
-        }
-        match self.acks.take_due(now) {
-            Some(Fallback::Signal(signal)) => {
-                let why = "the broker did not answer";
-                return Some(match &self.link {
-                    Link::Launched { broker, .. } => Due::SignalledDirectly(signal_directly(
-                        broker.pid(),
-                        self.leader,
-                        signal,
-                        why,
-                    )),
-                    // Another front end's broker, perhaps only slow: a signal that would do
-                    // harm the second time is left to it.
-                    Link::Attached { .. } if !repeats_harmlessly(signal) => {
-                        Due::NotSignalled(format!(
-                            "the broker did not answer within {ACK_TIMEOUT:?}; SIG{} was not sent by tether, since the broker may still deliver it and a second one may do harm (only TERM, KILL, STOP and CONT are sent in its place)",
-                            signal
-                        ))
+    /// Does what the machine asks, giving back what the world answers.
+    fn act(&mut self, now: std::time::Instant) -> Acted {
+        let mut acted = Acted::default();
+        while let Some(action) = self.machine.poll_action() {
+            match action {
+                Action::Write(message) => {
+                    acted.writes += 1;
+                    if !self.write(&message) {
+                        acted.failed = true;
+                        self.machine.handle(Input::Unwritable, now);
                     }
-                    // Not our child: its pid is proved to be the broker before it is used.
-                    Link::Attached { command, .. } => {
-                        match signal_through_pid(command, signal, why) {
-                            Ok(told) => Due::SignalledDirectly(told),
-                            Err(err) => Due::NotSignalled(err),
+                }
+                Action::Subscribe => {
+                    acted.writes += 1;
+                    let written = match &mut self.link {
+                        Link::Attached { client, .. } => {
+                            client.post(&ControlRequest::Subscribe).is_ok()
                         }
+                        Link::Launched { .. } => false,
+                    };
+                    if !written {
+                        acted.failed = true;
+                        self.machine.handle(Input::Unwritable, now);
                     }
-                });
+                }
+                Action::Ping => {
+                    let pinged = match &mut self.link {
+                        Link::Launched { broker, .. } => broker.ping(),
+                        Link::Attached { client, .. } => client.ping(),
+                    };
+                    if let Ok(true) = pinged {
+                        self.machine.handle(Input::Pinged, now);
+                    }
+                }
+                Action::Look => {
+                    let stopped = is_stopped(self.pid());
+                    self.machine.handle(Input::Looked { stopped }, now);
+                }
+                Action::CountUnread => {
+                    let unread = match &mut self.link {
+                        Link::Launched { broker, .. } => broker.read_waiting(),
+                        Link::Attached { client, .. } => client.read_waiting(),
+                    };
+                    self.machine.handle(Input::Unread(unread), now);
+                }
+                Action::FindLeader { pgid } => {
+                    // The leader is the broker's child, or ours if the broker is already gone.
+                    let parents = [self.pid(), std::process::id() as i32];
+                    self.leader = GroupLeader::find(pgid, &parents);
+                }
+                Action::ForgetLeader => self.leader = None,
+                Action::SignalItself(signal) => acted.due = Some(self.signal_itself(signal)),
+                Action::NotSignalled(text) => acted.due = Some(Due::NotSignalled(text)),
+                Action::GiveUp(end) => acted.due = Some(Due::End(end)),
+                Action::Answered => self.asked = Some(Asked::Answered),
+                Action::Unanswered => self.asked = Some(Asked::Unanswered),
+                Action::NotPosted => self.asked = Some(Asked::NotPosted),
             }
-            Some(Fallback::Stop) => return Some(Due::End(End::StopUnanswered)),
-            None => {}
         }
-        if now >= self.next_look {
-            self.next_look = now + self.pace.look;
-            return self.look(now).map(Due::End);
-        }
-        None
+        acted
     }
 
-    /// A look at the broker: a ping, at the quiet pace while all is well, at every look
-    /// while it is stopped, a ping is unanswered or a stop waits.
-    fn look(&mut self, now: Instant) -> Option<End> {
-        let silent_ends = self.pace.give_up_when_silent;
-        let stopped = silent_ends && is_stopped(self.pid());
-        let watching = stopped || !self.watch.answered() || self.stop_asked.is_some();
-        if !watching && now < self.last_ping + self.pace.quiet_ping {
-            return None;
+    /// Writes `message` as the link carries it; false if it could not be.
+    fn write(&mut self, message: &ToBroker) -> bool {
+        match &mut self.link {
+            Link::Launched { broker, .. } => broker.post(message).is_ok(),
+            Link::Attached { client, .. } => super::attach::over_socket(message)
+                .is_some_and(|request| client.post(&request).is_ok()),
         }
-        self.last_ping = now;
-        if self.watch.due(stopped) == Heartbeat::GiveUp && silent_ends {
-            return Some(End::Unresponsive);
-        }
-        let pinged = match &mut self.link {
-            Link::Launched { broker, .. } => broker.ping(),
-            Link::Attached { client, .. } => client.ping(),
-        };
-        if let Ok(true) = pinged {
-            self.acks.ping_posted();
-        }
-        None
     }
 
-    /// When a stop asked for at `asked` is overdue and the broker is killed: [`STOP_SLACK`]
-    /// past the grace period, or, while the broker keeps reporting (signals to a tree that
-    /// keeps forking), `STOP_SLACK` after its last line, up to [`BUSY_STOP_PATIENCE`] past
-    /// the grace period. A stopped or wedged broker says nothing, so it is killed on time.
-    fn stop_overdue_at(&self, asked: Instant) -> Instant {
-        let on_time = asked + self.grace + STOP_SLACK;
-        let at_work = (self.last_heard + STOP_SLACK).min(asked + self.grace + BUSY_STOP_PATIENCE);
-        on_time.max(at_work)
+    /// A group signal the broker did not acknowledge, sent by the front end: to a launched
+    /// broker's group and descendants, or through an attached broker's pid once it is
+    /// proved to be it.
+    fn signal_itself(&self, signal: ProcessSignal) -> Due {
+        let why = "the broker did not answer";
+        match &self.link {
+            Link::Launched { broker, .. } => {
+                Due::SignalledDirectly(signal_directly(broker.pid(), self.leader, signal, why))
+            }
+            Link::Attached { command, .. } => match signal_through_pid(command, signal, why) {
+                Ok(told) => Due::SignalledDirectly(told),
+                Err(err) => Due::NotSignalled(err),
+            },
+        }
     }
 
     /// Ends the conversation with a launched broker: kills the broker unless it closed
@@ -414,6 +378,9 @@ impl BrokerConversation {
     }
 
     async fn finish(self, end: End, reap_kept: bool) -> Option<Remains> {
+        let Ending::Launched { kill, cleanup } = self.machine.ending(end, now()) else {
+            return None;
+        };
         let Link::Launched {
             broker,
             live,
@@ -424,7 +391,7 @@ impl BrokerConversation {
         };
         let mut child = broker.child;
         if end != End::LeftRunning || reap_kept {
-            if !matches!(end, End::Closed | End::LeftRunning) {
+            if kill {
                 let _ = child.kill();
             }
             reap(child).await;
@@ -436,38 +403,25 @@ impl BrokerConversation {
             live.lock().await.reap_adopted();
         }
         live.lock().await.unregister(ticket);
-        let why = end.why()?;
-        let (grace, patience) = match end {
-            End::Aborted => (Duration::ZERO, ABORT_PATIENCE),
-            End::StopUnanswered => (self.grace, KILL_PATIENCE),
-            _ => cleanup_timing(self.stop_asked, self.grace, Instant::now()),
-        };
+        let cleanup = cleanup?;
         Some(Remains {
-            why,
+            why: cleanup.why,
             live,
             leader: self.leader,
-            cgroup: self.cgroup.path(),
-            grace,
-            patience,
+            cgroup: cgroup_path(self.machine.cgroup()),
+            grace: cleanup.grace,
+            patience: cleanup.patience,
         })
     }
 }
 
-/// The command's cgroup as a front end knows it.
-pub(super) enum CommandCgroup {
-    /// Before the broker's `containment` event: the name it will have, where the front end
-    /// finds a hierarchy (looked for only if the broker is lost).
-    Expected(Option<String>),
-    /// As the broker's `containment` event named it (`None`: no cgroup).
-    Named(Option<PathBuf>),
-}
-
-impl CommandCgroup {
-    fn path(self) -> Option<PathBuf> {
-        match self {
-            CommandCgroup::Expected(name) => crate::broker::containment::expected_cgroup(&name?),
-            CommandCgroup::Named(path) => path,
+/// Where the command's cgroup is, if it has one.
+fn cgroup_path(cgroup: &CommandCgroup) -> Option<PathBuf> {
+    match cgroup {
+        CommandCgroup::Expected(name) => {
+            crate::broker::containment::expected_cgroup(name.as_ref()?)
         }
+        CommandCgroup::Named(path) => path.clone(),
     }
 }
 
@@ -496,6 +450,7 @@ async fn reap(mut child: BrokerChild) {
 mod tests {
     use super::super::intervals::ACK_TIMEOUT;
     use super::*;
+    use crate::protocol::EventKind;
 
     /// A stand-in broker that reads the stop and its ping, writes `lines` (an event line
     /// each), says so by creating `written`, and waits.

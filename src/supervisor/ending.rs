@@ -2,9 +2,7 @@
 //! its work left for the front end to stop.
 
 use std::path::PathBuf;
-use std::time::Duration;
-
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::intervals::{KILL_PATIENCE, STOP_SLACK};
 use super::leftovers::{Cleanup, GroupLeader, LiveBrokers, stop_leftovers};

@@ -13,6 +13,7 @@ pub mod intervals;
 mod launch;
 pub mod leftovers;
 mod liveness;
+pub mod machine;
 mod process;
 mod reclaim_proof;
 mod session;

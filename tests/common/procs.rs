@@ -14,8 +14,10 @@ use nix::unistd::Pid;
 
 pub const TAG_VAR: &str = "TEST_TAG_TETHER";
 
-/// How long processes get to disappear before a leftover is a failure.
-pub const LEFTOVER_WINDOW: Duration = Duration::from_secs(3);
+/// How long processes get to disappear before a leftover is a failure: generous, for a
+/// machine under load (two cores, a dozen builders); a test that passes waits only as long
+/// as its processes take.
+pub const LEFTOVER_WINDOW: Duration = Duration::from_secs(10);
 
 /// A live process carrying a test's tag.
 #[derive(Debug, Clone)]
@@ -130,4 +132,29 @@ pub fn wait_gone(pids: &[i32], timeout: Duration) -> Vec<i32> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The signal set `field` (`SigPnd`, `ShdPnd`, `SigBlk`, `SigIgn`, `SigCgt`) of
+/// `/proc/PID/status`, as a mask (bit N-1 for signal N); `None` once `pid` is gone.
+fn signal_set(pid: i32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?;
+    u64::from_str_radix(line.trim(), 16).ok()
+}
+
+fn has(mask: Option<u64>, sig: Signal) -> bool {
+    mask.is_some_and(|m| m & (1 << (sig as i32 - 1)) != 0)
+}
+
+/// Whether `pid` ignores `sig` (`SIG_IGN`): the kernel discards it as it is sent.
+pub fn ignores(pid: i32, sig: Signal) -> bool {
+    has(signal_set(pid, "SigIgn"), sig)
+}
+
+/// Whether `sig` was sent to `pid` (or its thread group) and is not yet acted on: a signal
+/// sent before this is either pending here or already done its work.
+pub fn pending(pid: i32, sig: Signal) -> bool {
+    has(signal_set(pid, "SigPnd"), sig) || has(signal_set(pid, "ShdPnd"), sig)
 }
