@@ -158,6 +158,11 @@ enum Command {
     SessionOwner {
         #[arg(long)]
         shims: PathBuf,
+        /// An argument tether gives the agent (Claude Code's hook, Codex's), put right after
+        /// its program: apart from the operator's own, so that the agent's row reads as the
+        /// operator typed it.
+        #[arg(long = "agent-arg", allow_hyphen_values = true)]
+        agent_args: Vec<OsString>,
         #[arg(last = true)]
         argv: Vec<OsString>,
     },
@@ -492,9 +497,11 @@ fn main() {
                 Err(err) => usage_error(&format!("--session: {err}")),
             }
         }
-        Some(Command::SessionOwner { shims, argv }) => {
-            tether::agent::become_session_owner(&shims, &argv)
-        }
+        Some(Command::SessionOwner {
+            shims,
+            agent_args,
+            argv,
+        }) => tether::agent::become_session_owner(&shims, &agent_args, &argv),
         Some(Command::AgentHook) => tether::agent::agent_hook_main(),
         Some(Command::CodexHook { shims, journal }) => {
             tether::agent::codex_hook_main(&shims, journal.as_deref())

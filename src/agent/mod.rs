@@ -63,13 +63,14 @@ pub fn main(options: AgentOptions) -> i32 {
         OWNER_SUBCOMMAND.to_string(),
         "--shims".to_string(),
         shims_path.to_string(),
-        "--".to_string(),
     ];
-    let mut agent = options.argv.into_iter();
-    argv.extend(agent.next());
+    // What tether gives the agent goes before `--`, each as `--agent-arg ARG`: the session
+    // owner puts it right after the agent's program, and the journaled argv keeps the
+    // operator's own after `--`, which the agent's row shows.
+    let mut given = Vec::new();
     // Claude Code says itself when it waits for its human: a hook for this run only.
     if claude {
-        argv.extend(claude::settings_args(&exe));
+        given.extend(claude::settings_args(&exe));
     }
     // Codex runs its commands through the account's shell, whatever SHELL and PATH say: it
     // is given a hook, on its command line, that sends them through the shim instead.
@@ -79,13 +80,17 @@ pub fn main(options: AgentOptions) -> i32 {
             .ok()
             .and_then(|state| std::path::absolute(state).ok())
             .map(|state| sessions_dir(&state).join(session.as_str()));
-        argv.extend(codex::config_overrides(
+        given.extend(codex::config_overrides(
             &exe,
             shims.path(),
             session_dir.as_deref(),
         ));
     }
-    argv.extend(agent);
+    for arg in given {
+        argv.extend(["--agent-arg".to_string(), arg]);
+    }
+    argv.push("--".to_string());
+    argv.extend(options.argv);
     let code = exec::main(ExecOptions {
         json: false,
         name: Some(name),

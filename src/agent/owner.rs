@@ -19,15 +19,16 @@ pub const SHELL_VARS: [&str; 3] = ["CLAUDE_CODE_SHELL", "GOOSE_SHELL", "SHELL"];
 /// Where PATH looks when it was not set at all (as a shell's default).
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// Becomes the agent `argv`, hooked up to the shims in `shims`. Returns only when it cannot
-/// run it (127 not found, 126 not executable, as exec gives).
-pub fn become_session_owner(shims: &Path, argv: &[OsString]) -> i32 {
+/// Becomes the agent `argv`, hooked up to the shims in `shims`, with tether's own
+/// `agent_args` right after its program. Returns only when it cannot run it (127 not found,
+/// 126 not executable, as exec gives).
+pub fn become_session_owner(shims: &Path, agent_args: &[OsString], argv: &[OsString]) -> i32 {
     let Some(program) = argv.first() else {
         exec::say_line("name the agent to run: tether agent -- claude");
         return EXIT_NOT_FOUND;
     };
     let mut command = Command::new(program);
-    command.args(&argv[1..]);
+    command.args(agent_args).args(&argv[1..]);
     // Codex is hooked up by the hook on its command line, and reads none of these: its
     // commands keep the PATH and SHELL they have without tether (with the shims first on
     // PATH, a shell the model names, found on PATH, would be the shim, around the hook's

@@ -205,11 +205,16 @@ fn an_agent_under_tether_agent_is_shown_as_its_own_argv() {
         "session-owner",
         "--shims",
         "/tmp/tether-0/agent-shims-1-2",
+        "--agent-arg",
+        "--settings",
+        "--agent-arg",
+        r#"{"hooks":{"Notification":[]}}"#,
         "--",
         "claude",
         "-p",
         "run the steps",
     ]);
+    // What tether gives the agent (its hook) is not what the operator typed.
     assert_eq!(command_text(&journaled), "claude -p 'run the steps'");
     assert_eq!(derive_name(&journaled), "claude");
     assert_eq!(
