@@ -117,6 +117,10 @@ pub enum Ending {
     /// The operator (or the agent, through the shim) stopped or signalled it: their own
     /// doing, never a failure to tell them about.
     ByHand,
+    /// tether stopped it because what ran it ended (its front end, the agent whose session
+    /// it was: a server left running is stopped with its session), or at a shutdown or a
+    /// reclaim: the end of what ran it, told there if anywhere, not a failure of its own.
+    WithWhatRanIt,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -493,7 +497,7 @@ impl Detector {
         let ran = at.saturating_duration_since(self.started);
         let ran_text = duration_ms(ran.as_millis() as u64);
         match ending {
-            Ending::ByHand => {}
+            Ending::ByHand | Ending::WithWhatRanIt => {}
             Ending::SpawnFailed => {
                 self.raise(AttentionKind::Failed, "could not start".to_string());
             }

@@ -180,8 +180,14 @@ impl Broker {
                 self.result.stopped_by,
                 Some(Origin::Operator | Origin::Caller)
             );
+        let with_what_ran_it = matches!(
+            self.result.stopped_by,
+            Some(Origin::ParentLost | Origin::Shutdown | Origin::Reclaim)
+        );
         let ending = if by_hand {
             Ending::ByHand
+        } else if with_what_ran_it {
+            Ending::WithWhatRanIt
         } else if self.result.response_timeout {
             Ending::TimedOut {
                 silent: now.saturating_duration_since(self.last_output),

@@ -295,6 +295,28 @@ fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
     assert_eq!(attention(&rig).len(), 1);
 }
 
+/// A command tether stopped because what ran it ended (its front end lost: the agent whose
+/// server it was exited) or at a shutdown ran long enough to be told of, and is not: the
+/// end is its caller's, not a failure of its own.
+#[test]
+fn a_command_stopped_with_what_ran_it_is_no_failure() {
+    for (what, input) in [
+        (
+            "its front end lost",
+            Input::ParentLost(crate::protocol::ParentLossCause::Pidfd),
+        ),
+        ("a shutdown", Input::Shutdown),
+    ] {
+        let mut rig = Rig::running(with_attention(), OnTerm::Exit);
+        rig.advance(Duration::from_secs(60));
+        rig.feed(input);
+        rig.run_until(Duration::from_secs(90));
+        rig.finish();
+        assert_eq!(attention(&rig), [], "{what}: {:?}", rig.kinds());
+        assert!(rig.count("signal_sent") > 0, "{what}: {:?}", rig.kinds());
+    }
+}
+
 /// An agent's hook (`tether agent-hook`) says it waits for its human: taken from a process of
 /// the broker's tree by an agent's broker only, raised once, ended by the agent's output.
 #[test]
