@@ -179,15 +179,7 @@ fn draw(width: u16, height: u16, model: &Model, view: &ViewState) -> String {
     terminal
         .draw(|frame| tether::ui::draw(frame, model, view, &content, &keys))
         .expect("a frame");
-    let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buffer.area.height {
-        for x in 0..buffer.area.width {
-            out.push_str(buffer[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    tether::ui::buffer_text(terminal.backend().buffer())
 }
 
 fn rows_with<'s>(screen: &'s str, needle: &str) -> Vec<&'s str> {

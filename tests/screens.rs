@@ -335,15 +335,7 @@ fn draw_with(
     terminal
         .draw(|frame| tether::ui::draw(frame, model, view, &content, &keys))
         .unwrap();
-    let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buffer.area.height {
-        for x in 0..buffer.area.width {
-            out.push_str(buffer[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    tether::ui::buffer_text(terminal.backend().buffer())
 }
 
 #[test]

@@ -735,7 +735,11 @@ fn under_a_terminal_a_job_left_running_outlives_the_main_process_until_the_calle
     // A hangup would have been sent as the main process exited, before the shim's caller
     // printed its status: it would be pending now, or have done its work. Neither.
     for pid in &leftovers {
-        assert!(!common::procs::is_gone(*pid), "leftover {pid} is gone");
+        assert!(
+            !common::procs::is_gone(*pid),
+            "leftover {pid} is gone: {:#?}",
+            tether::journal::CommandRecord::load(&dir).events
+        );
         assert!(
             !common::procs::pending(*pid, Signal::SIGHUP),
             "leftover {pid} was hung up"

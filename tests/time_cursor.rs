@@ -123,15 +123,7 @@ fn draw(app: &App, size: Rect) -> String {
     terminal
         .draw(|frame| tether::ui::draw(frame, app.shown(), &app.view, &app.content, &app.bindings))
         .unwrap();
-    let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buffer.area.height {
-        for x in 0..buffer.area.width {
-            out.push_str(buffer[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    tether::ui::buffer_text(terminal.backend().buffer())
 }
 
 fn status_line(screen: &str) -> &str {

@@ -3,7 +3,7 @@
 //! from outside (ids, names, states, command lines) is made one safe line first, then
 //! measured in columns.
 
-use crate::model::output::{one_line, text_width};
+use crate::model::output::{column_widths, one_line, text_width};
 use crate::ui::format::truncate;
 
 /// The columns, in the order shown; which read right-aligned.
@@ -33,15 +33,7 @@ pub fn ps_lines(rows: &[PsCells], width: usize) -> Vec<String> {
         .iter()
         .map(|r| r.clone().map(|c| one_line(&c)))
         .collect();
-    let mut widths: Vec<usize> = (0..COMMAND)
-        .map(|i| {
-            rows.iter()
-                .map(|r| text_width(&r[i]))
-                .chain([text_width(HEADER[i])])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let mut widths = column_widths(&rows, &HEADER, COMMAND);
     widths[1] = widths[1].min(MAX_NAME);
     let mut shown = [true; COMMAND];
     let used = |shown: &[bool; COMMAND]| -> usize {

@@ -5,7 +5,7 @@
 
 use crate::journal::SessionRecord;
 use crate::journal::paths::format_utc;
-use crate::model::output::{one_line, text_width};
+use crate::model::output::{column_widths, one_line, text_width};
 use crate::model::{CommandState, Model};
 use crate::ui::format::truncate;
 use crate::units::{duration_ms, format_size, offset_ms};
@@ -193,15 +193,7 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
         .zip(ids)
         .map(|(command, id)| command_cells(model, command, id))
         .collect();
-    let mut widths: Vec<usize> = (0..6)
-        .map(|i| {
-            rows.iter()
-                .map(|r| text_width(&r[i]))
-                .chain([text_width(HEADER[i])])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let mut widths = column_widths(&rows, &HEADER, 6);
     widths[0] = widths[0].min(MAX_ID);
     // A journal from before tether recorded the cost has none to show.
     let mut shown = [true; 6];

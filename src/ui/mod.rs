@@ -137,6 +137,18 @@ fn scrub(buffer: &mut Buffer) {
 }
 
 /// A pane's frame, brighter when it has the focus.
+/// A drawn buffer as text, a line per row: what a snapshot of a screen compares.
+pub fn buffer_text(buffer: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            out.push_str(buffer[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
 pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
     Block::new()
         .borders(Borders::ALL)

@@ -21,6 +21,24 @@ pub fn cluster_width(cluster: &str) -> usize {
     cluster.width()
 }
 
+/// The width of each of the first `columns` columns of a table: the widest of its cells in
+/// `rows` and its `header`, as shown (a table's columns sized to what it shows now).
+pub fn column_widths<R: AsRef<[String]>>(
+    rows: &[R],
+    header: &[&str],
+    columns: usize,
+) -> Vec<usize> {
+    (0..columns)
+        .map(|i| {
+            rows.iter()
+                .map(|r| text_width(&r.as_ref()[i]))
+                .chain([text_width(header[i])])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
 /// Columns taken by `text` printed on one line: the sum of its clusters' widths.
 pub fn text_width(text: &str) -> usize {
     clusters(text).map(|(_, width)| width).sum()
