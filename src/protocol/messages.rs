@@ -974,6 +974,50 @@ mod tests {
         assert_eq!(input_requests(b"").count(), 0);
     }
 
+    /// Every interval a launch request carries, as journals and brokers of every version
+    /// read it: whole milliseconds under `_ms` keys.
+    const EVERY_INTERVAL: &str = concat!(
+        r#"{"v":4,"name":"build","command":{"shell":"make"},"journal_dir":"/s/01-build","#,
+        r#""parent_pid":7,"grace_ms":1500,"no_output_timeout_ms":60000,"max_output":1024,"#,
+        r#""heartbeat_ms":5000,"leftovers":{"keep":true,"max_ms":3600000},"#,
+        r#""drain_on":"done","drain_ms":300,"attention":{"input_after_ms":5000,"#,
+        r#""quiet_after_ms":120000,"runaway_after_ms":null,"memory_above":null,"#,
+        r#""finished_after_ms":10000,"failed_after_ms":2500}}"#
+    );
+
+    #[test]
+    fn a_launch_requests_intervals_are_milliseconds_on_the_wire() {
+        let request: LaunchRequest = serde_json::from_str(EVERY_INTERVAL).unwrap();
+        assert_eq!(serde_json::to_string(&request).unwrap(), EVERY_INTERVAL);
+        assert_eq!(request.grace_ms, 1500);
+        assert_eq!(request.no_output_timeout_ms, Some(60_000));
+        assert_eq!(request.heartbeat_ms, Some(5000));
+        assert_eq!(request.leftovers.max_ms, Some(3_600_000));
+        assert_eq!(request.drain_ms, Some(300));
+        assert_eq!(request.attention.input_after_ms, Some(5000));
+        assert_eq!(request.attention.quiet_after_ms, Some(120_000));
+        assert_eq!(request.attention.runaway_after_ms, None);
+        assert_eq!(request.attention.finished_after_ms, Some(10_000));
+        assert_eq!(request.attention.failed_after_ms, Some(2500));
+    }
+
+    #[test]
+    fn an_old_request_without_intervals_gets_the_defaults() {
+        let line =
+            r#"{"v":1,"name":"a","command":{"argv":["true"]},"journal_dir":"/s/a","parent_pid":7}"#;
+        let request: LaunchRequest = serde_json::from_str(line).unwrap();
+        assert_eq!(request.grace_ms, DEFAULT_GRACE_MS);
+        assert_eq!(
+            (
+                request.no_output_timeout_ms,
+                request.heartbeat_ms,
+                request.drain_ms
+            ),
+            (None, None, None)
+        );
+        assert_eq!(request.attention, AttentionRequest::default());
+    }
+
     #[test]
     fn resize_and_terminal_events_read_flat() {
         let resize = ToBroker::Resize {
