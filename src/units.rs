@@ -42,7 +42,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     };
     // Past a week a duration is a typo, and would overflow deadline arithmetic.
     let secs = value * scale;
-    if secs > (crate::protocol::MAX_INTERVAL_MS / 1000) as f64 {
+    if secs > crate::protocol::MAX_INTERVAL.as_secs_f64() {
         return Err(err());
     }
     Duration::try_from_secs_f64(secs).map_err(|_| err())

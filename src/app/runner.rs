@@ -88,9 +88,9 @@ impl Runner {
             // None: the broker inherits the TUI's working directory.
             cwd: config.cwd.clone(),
             env: config.env.clone(),
-            no_output_timeout_ms: config.no_output_timeout.map(|d| d.as_millis() as u64),
+            no_output_timeout: config.no_output_timeout,
             drain_on: config.drain_on.clone(),
-            drain_ms: config.drain.map(|d| d.as_millis() as u64),
+            drain: config.drain,
             // With terminals, stdin is stdout's: the operator types into it with `i`.
             stdin: if config.pty {
                 StdinSource::Terminal

@@ -448,9 +448,9 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         say!("{message}");
     }
     let request = LaunchRequest {
-        no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
+        no_output_timeout: options.no_output_timeout,
         drain_on: options.drain_on.clone(),
-        drain_ms: options.drain.map(|d| d.as_millis() as u64),
+        drain: options.drain,
         max_output,
         mirror: !options.json,
         stdin: match (&relay, &stdin) {

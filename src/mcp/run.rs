@@ -207,10 +207,10 @@ pub async fn run(
             LaunchRequest {
                 cwd: params.cwd.as_ref().map(Into::into),
                 env: params.env,
-                no_output_timeout_ms: no_output_timeout.map(|d| d.as_millis() as u64),
+                no_output_timeout,
                 leftovers: commands.leftovers.clone(),
                 drain_on: params.drain_on,
-                drain_ms: drain.map(|d| d.as_millis() as u64),
+                drain,
                 attention,
                 max_output,
                 // An agent's tool call carries no trace context of its own.

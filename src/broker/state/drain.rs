@@ -24,9 +24,7 @@ impl FinalDrain {
     pub(super) fn new(regex: Regex, request: &LaunchRequest) -> FinalDrain {
         FinalDrain {
             matcher: LineMatcher::new(regex),
-            drain: request
-                .drain_ms
-                .map_or(DEFAULT_DRAIN, Duration::from_millis),
+            drain: request.drain.unwrap_or(DEFAULT_DRAIN),
             until: None,
         }
     }

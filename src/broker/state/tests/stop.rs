@@ -182,7 +182,7 @@ fn the_first_sweep_is_delayed_by_at_most_the_jitter() {
 /// A command with a no-output timeout of 500 ms.
 fn watched() -> Rig {
     let request = LaunchRequest {
-        no_output_timeout_ms: Some(500),
+        no_output_timeout: Some(Duration::from_millis(500)),
         ..request()
     };
     Rig::running(request, OnTerm::Exit)
@@ -228,7 +228,7 @@ fn the_watchdog_sleeps_once_the_command_exited() {
 fn drained_request() -> (LaunchRequest, Option<regex::bytes::Regex>) {
     let request = LaunchRequest {
         drain_on: Some("^done$".into()),
-        drain_ms: Some(300),
+        drain: Some(Duration::from_millis(300)),
         ..request()
     };
     let regex = crate::broker::final_drain::compile("^done$").unwrap();
