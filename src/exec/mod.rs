@@ -35,8 +35,8 @@ use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
-    BrokerConversation, End, Fork, ForkedBroker, Handover, Session, become_subreaper, fork_broker,
-    launch_request,
+    BrokerConversation, End, Fork, ForkedBroker, Handover, LaunchOptions, Session,
+    become_subreaper, fork_broker, launch_request,
 };
 
 /// tether's own failure (journal, broker), as opposed to the command's.
@@ -447,35 +447,37 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     if let Some(message) = ignored {
         say!("{message}");
     }
-    let request = LaunchRequest {
-        no_output_timeout: options.no_output_timeout,
-        drain_on: options.drain_on.clone(),
-        drain: options.drain,
-        max_output,
-        mirror: !options.json,
-        stdin: match (&relay, &stdin) {
-            (Some(_), _) => StdinSource::Terminal,
-            (None, Some(_)) => StdinSource::Inherit,
-            (None, None) => StdinSource::Null,
+    let request = launch_request(
+        name,
+        CommandSpec::Argv(options.argv.clone()),
+        &journal_dir,
+        session.reference(&journal),
+        Pace::EXEC,
+        LaunchOptions {
+            // No `cwd`: the broker inherits our working directory, whatever bytes its path
+            // holds.
+            grace: options.grace,
+            no_output_timeout: options.no_output_timeout,
+            drain_on: options.drain_on.clone(),
+            drain: options.drain,
+            max_output,
+            mirror: !options.json,
+            stdin: match (&relay, &stdin) {
+                (Some(_), _) => StdinSource::Terminal,
+                (None, Some(_)) => StdinSource::Inherit,
+                (None, None) => StdinSource::Null,
+            },
+            arg0: options.arg0.clone(),
+            terminal,
+            merge_stderr,
+            limits: options.limits,
+            leftovers: options.leftovers.rule(),
+            trace,
+            trace_ignored,
+            attention,
+            ..LaunchOptions::default()
         },
-        arg0: options.arg0.clone(),
-        terminal,
-        merge_stderr,
-        limits: options.limits,
-        leftovers: options.leftovers.rule(),
-        trace,
-        trace_ignored,
-        attention,
-        // No `cwd`: the broker inherits our working directory, whatever bytes its path holds.
-        ..launch_request(
-            name,
-            CommandSpec::Argv(options.argv.clone()),
-            &journal_dir,
-            session.reference(&journal),
-            options.grace,
-            Pace::EXEC,
-        )
-    };
+    );
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
     if let Err(err) = become_subreaper() {
