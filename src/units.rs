@@ -108,6 +108,11 @@ pub fn duration_ms(ms: u64) -> String {
     }
 }
 
+/// A [`Duration`] as [`duration_ms`] shows it.
+pub fn duration(interval: Duration) -> String {
+    duration_ms(u64::try_from(interval.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// Time since the session started: `+1:02.345`.
 pub fn offset_ms(ms: u64) -> String {
     format!("+{}:{:02}.{:03}", ms / 60_000, ms / 1000 % 60, ms % 1000)

@@ -289,7 +289,7 @@ struct Outcome {
     broker_failure_shown: bool,
     closed: bool,
     /// The `final_drain` event's pattern and drain period: the command printed its final line.
-    final_line: Option<(String, u64)>,
+    final_line: Option<(String, Duration)>,
     /// The command did not exit within the drain period and was stopped: it finished.
     drained: bool,
     /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
@@ -301,10 +301,10 @@ impl Outcome {
     /// One line for the caller of a drained command, which exits 0 though it was stopped.
     fn drained_message(&self) -> String {
         match &self.final_line {
-            Some((pattern, drain_ms)) => format!(
+            Some((pattern, drain)) => format!(
                 "stopped the command after its final output: a line matched `{}` and it had not exited {} later",
                 crate::model::output::one_line(pattern),
-                crate::units::duration_ms(*drain_ms)
+                crate::units::duration(*drain)
             ),
             None => "stopped the command after its final output (--drain-on)".into(),
         }

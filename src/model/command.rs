@@ -814,7 +814,7 @@ mod tests {
             4,
             EventKind::StopStarted {
                 origin: Origin::FinalDrain,
-                grace_ms: 500,
+                grace: std::time::Duration::from_millis(500),
             },
         ));
         assert_eq!(c.status, Status::Stopping);

@@ -635,13 +635,15 @@ pub enum EventKind {
     FinalDrain {
         pattern: String,
         line: String,
-        drain_ms: u64,
+        #[serde(rename = "drain_ms", with = "millis")]
+        drain: Duration,
     },
     /// The stop sequence began (`origin` says why): TERM and CONT to the whole tree follow,
-    /// then KILL to what is left after `grace_ms`.
+    /// then KILL to what is left after `grace`.
     StopStarted {
         origin: Origin,
-        grace_ms: u64,
+        #[serde(rename = "grace_ms", with = "millis")]
+        grace: Duration,
     },
     SignalSent {
         signal: ProcessSignal,
@@ -994,6 +996,17 @@ mod tests {
         assert_eq!(request.attention.runaway_after, None);
         assert_eq!(request.attention.finished_after, ms(10_000));
         assert_eq!(request.attention.failed_after, ms(2500));
+    }
+
+    #[test]
+    fn the_intervals_events_echo_are_milliseconds_on_the_wire() {
+        for line in [
+            r#"{"kind":"final_drain","pattern":"^ok","line":"ok","drain_ms":5000}"#,
+            r#"{"kind":"stop_started","origin":"operator","grace_ms":1500}"#,
+        ] {
+            let kind: EventKind = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&kind).unwrap(), line);
+        }
     }
 
     #[test]

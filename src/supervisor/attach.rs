@@ -258,7 +258,7 @@ mod tests {
             // What the stop caused reaches a subscriber before the stop's answer.
             let stopping = EventKind::StopStarted {
                 origin: crate::protocol::Origin::Operator,
-                grace_ms: 2000,
+                grace: Duration::from_secs(2),
             };
             say(&mut broker, stopping).await;
             say(&mut broker, ack("stop", Some("already running"))).await;

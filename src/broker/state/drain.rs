@@ -49,7 +49,7 @@ impl Broker {
         let kind = EventKind::FinalDrain {
             pattern: trigger.matcher.pattern().to_string(),
             line: journaled_line(&line),
-            drain_ms: trigger.drain.as_millis() as u64,
+            drain: trigger.drain,
         };
         self.emit(kind);
     }

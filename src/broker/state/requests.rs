@@ -371,7 +371,7 @@ impl Broker {
         // why, without guessing it from the signals that follow.
         self.emit(EventKind::StopStarted {
             origin,
-            grace_ms: self.request.grace.as_millis() as u64,
+            grace: self.request.grace,
         });
         let grace = self.request.grace;
         // On the /proc walk, the first signal goes to what the last walk found: hundreds of

@@ -21,11 +21,11 @@ fn a_stop_is_journaled_as_it_starts_then_term_and_cont_to_the_tree() {
     let started = rig
         .journal()
         .find_map(|e| match e.kind {
-            EventKind::StopStarted { origin, grace_ms } => Some((origin, grace_ms)),
+            EventKind::StopStarted { origin, grace } => Some((origin, grace)),
             _ => None,
         })
         .unwrap();
-    assert_eq!(started, (Origin::Operator, 1000));
+    assert_eq!(started, (Origin::Operator, Duration::from_secs(1)));
     assert_eq!(
         rig.signals(),
         [("TERM".into(), vec![CMD]), ("CONT".into(), vec![CMD])]
