@@ -42,7 +42,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     };
     // Past a week a duration is a typo, and would overflow deadline arithmetic.
     let secs = value * scale;
-    if secs > (crate::protocol::MAX_INTERVAL_MS / 1000) as f64 {
+    if secs > crate::protocol::MAX_INTERVAL.as_secs_f64() {
         return Err(err());
     }
     Duration::try_from_secs_f64(secs).map_err(|_| err())
@@ -106,6 +106,11 @@ pub fn duration_ms(ms: u64) -> String {
         60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
         _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
     }
+}
+
+/// A [`Duration`] as [`duration_ms`] shows it.
+pub fn duration(interval: Duration) -> String {
+    duration_ms(u64::try_from(interval.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Time since the session started: `+1:02.345`.

@@ -5,6 +5,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use common::every_kind_fixture;
 use tether::journal::{Damage, SessionRecord};
@@ -121,11 +122,11 @@ fn every_journaled_kind() -> BTreeSet<&'static str> {
         EventKind::FinalDrain {
             pattern: text(),
             line: text(),
-            drain_ms: 0,
+            drain: Duration::ZERO,
         },
         EventKind::StopStarted {
             origin: Origin::Watchdog,
-            grace_ms: 0,
+            grace: Duration::ZERO,
         },
         EventKind::SignalSent {
             signal: ProcessSignal::TERM,

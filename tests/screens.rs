@@ -1382,7 +1382,7 @@ fn a_drained_command_shows_its_badge_and_final_line() {
                 EventKind::FinalDrain {
                     pattern: "^RESULT".into(),
                     line: "RESULT ok".into(),
-                    drain_ms: 5_000,
+                    drain: std::time::Duration::from_secs(5),
                 },
             ),
             term(5_900),

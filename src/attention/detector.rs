@@ -39,14 +39,13 @@ pub struct Thresholds {
 
 impl Thresholds {
     pub fn of(request: &AttentionRequest) -> Thresholds {
-        let ms = |v: Option<u64>| v.map(Duration::from_millis);
         Thresholds {
-            input_after: ms(request.input_after_ms),
-            quiet_after: ms(request.quiet_after_ms),
-            runaway_after: ms(request.runaway_after_ms),
+            input_after: request.input_after,
+            quiet_after: request.quiet_after,
+            runaway_after: request.runaway_after,
             memory_above: request.memory_above,
-            finished_after: ms(request.finished_after_ms),
-            failed_after: ms(request.failed_after_ms),
+            finished_after: request.finished_after,
+            failed_after: request.failed_after,
             agent: request.agent,
         }
     }

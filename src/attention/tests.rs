@@ -24,7 +24,7 @@ fn detector(t0: Instant) -> Detector {
 /// A detector that calls a tree busy for two seconds a runaway.
 fn runaway_detector(t0: Instant) -> Detector {
     let request = AttentionRequest {
-        runaway_after_ms: Some(2_000),
+        runaway_after: Some(Duration::from_millis(2_000)),
         ..AttentionRequest::default()
     };
     Detector::new(Thresholds::of(&request), HZ, t0)
@@ -178,7 +178,7 @@ fn a_busy_process_given_half_a_core_by_a_crowded_machine_is_still_a_runaway() {
 fn half_a_core_is_no_runaway_and_memory_above_the_bound_is() {
     let t0 = Instant::now();
     let request = AttentionRequest {
-        runaway_after_ms: Some(2_000),
+        runaway_after: Some(Duration::from_millis(2_000)),
         memory_above: Some(3 << 20),
         ..AttentionRequest::default()
     };
@@ -217,7 +217,7 @@ fn quiet_needs_silence_and_no_cpu_and_is_off_by_default() {
     assert!(d.take().is_empty(), "quiet_after is off by default");
 
     let request = AttentionRequest {
-        quiet_after_ms: Some(10_000),
+        quiet_after: Some(Duration::from_millis(10_000)),
         ..AttentionRequest::default()
     };
     let mut d = Detector::new(Thresholds::of(&request), HZ, t0);
@@ -309,7 +309,7 @@ fn no_deadline_is_ever_at_or_before_the_last_look() {
 fn an_agents_quick_failure_is_not_told_and_a_long_one_is() {
     let t0 = Instant::now();
     let request = AttentionRequest {
-        failed_after_ms: Some(10_000),
+        failed_after: Some(Duration::from_millis(10_000)),
         ..AttentionRequest::default()
     };
     let agents = || Detector::new(Thresholds::of(&request), HZ, t0);

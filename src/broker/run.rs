@@ -187,11 +187,11 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         stdin,
     } = inherited;
     let mut link = ParentLink::take_stdio()?;
-    let Some((mut request, early)) = await_launch(&mut link, start).await else {
+    // Its intervals were cut to `protocol::MAX_INTERVAL` as it was read.
+    let Some((request, early)) = await_launch(&mut link, start).await else {
         // The parent went away before saying what to run: nothing was started.
         return Ok(1);
     };
-    request.clamp_intervals();
     // The front end checked the pattern; a request from elsewhere may carry any. Refused
     // before anything is created or started; compiled once, here, for the broker.
     let final_line = match request

@@ -68,14 +68,13 @@ impl AttentionSettings {
 
     /// Every key as a request set it, for a command run again from its journal.
     pub fn from_request(request: &AttentionRequest) -> AttentionSettings {
-        let duration = |ms: Option<u64>| Some(ms.map(Duration::from_millis));
         AttentionSettings {
             enabled: Some(request.enabled),
-            input_after: duration(request.input_after_ms),
-            quiet_after: duration(request.quiet_after_ms),
-            runaway_after: duration(request.runaway_after_ms),
+            input_after: Some(request.input_after),
+            quiet_after: Some(request.quiet_after),
+            runaway_after: Some(request.runaway_after),
             memory_above: Some(request.memory_above),
-            finished_after: duration(request.finished_after_ms),
+            finished_after: Some(request.finished_after),
             agent_failures_after: None,
         }
     }
@@ -83,15 +82,14 @@ impl AttentionSettings {
     /// What the broker is told: these settings over the defaults, and the notify command.
     pub fn request(&self, notify: Option<Vec<String>>) -> AttentionRequest {
         let defaults = AttentionRequest::default();
-        let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
         AttentionRequest {
             enabled: self.enabled.unwrap_or(defaults.enabled),
-            input_after_ms: self.input_after.map_or(defaults.input_after_ms, ms),
-            quiet_after_ms: self.quiet_after.map_or(defaults.quiet_after_ms, ms),
-            runaway_after_ms: self.runaway_after.map_or(defaults.runaway_after_ms, ms),
+            input_after: self.input_after.unwrap_or(defaults.input_after),
+            quiet_after: self.quiet_after.unwrap_or(defaults.quiet_after),
+            runaway_after: self.runaway_after.unwrap_or(defaults.runaway_after),
             memory_above: self.memory_above.unwrap_or(defaults.memory_above),
-            finished_after_ms: self.finished_after.map_or(defaults.finished_after_ms, ms),
-            failed_after_ms: defaults.failed_after_ms,
+            finished_after: self.finished_after.unwrap_or(defaults.finished_after),
+            failed_after: defaults.failed_after,
             agent: false,
             notify,
         }
@@ -101,11 +99,8 @@ impl AttentionSettings {
     /// quick failures are counted, not told (see `agent_failures_after`).
     pub fn request_for_agent(&self, notify: Option<Vec<String>>) -> AttentionRequest {
         let request = self.request(notify);
-        let after = self
-            .agent_failures_after
-            .unwrap_or(request.finished_after_ms.map(Duration::from_millis));
         AttentionRequest {
-            failed_after_ms: after.map(|d| d.as_millis() as u64),
+            failed_after: self.agent_failures_after.unwrap_or(request.finished_after),
             ..request
         }
     }
@@ -140,11 +135,11 @@ mod tests {
         )
         .unwrap();
         let request = config.attention.request(None);
-        assert_eq!(request.input_after_ms, Some(5_000));
-        assert_eq!(request.quiet_after_ms, Some(120_000));
-        assert_eq!(request.runaway_after_ms, None);
+        assert_eq!(request.input_after, Some(Duration::from_millis(5_000)));
+        assert_eq!(request.quiet_after, Some(Duration::from_millis(120_000)));
+        assert_eq!(request.runaway_after, None);
         assert_eq!(request.memory_above, Some(2 << 30));
-        assert_eq!(request.finished_after_ms, None);
+        assert_eq!(request.finished_after, None);
         assert!(request.enabled);
         assert_eq!(
             AttentionSettings::default().request(None),
@@ -156,10 +151,10 @@ mod tests {
     fn an_agents_quick_failures_are_bounded_by_their_own_key_or_finished_after() {
         let parse = |text: &str| parse_user(text, "c.toml").unwrap().attention;
         let default = AttentionSettings::default().request_for_agent(None);
-        assert_eq!(default.failed_after_ms, default.finished_after_ms);
-        assert!(default.failed_after_ms.is_some());
+        assert_eq!(default.failed_after, default.finished_after);
+        assert!(default.failed_after.is_some());
         assert_eq!(
-            AttentionSettings::default().request(None).failed_after_ms,
+            AttentionSettings::default().request(None).failed_after,
             None
         );
         let own = parse(
@@ -167,19 +162,19 @@ mod tests {
 agent_failures_after = \"3s\"\n",
         )
         .request_for_agent(None);
-        assert_eq!(own.failed_after_ms, Some(3_000));
+        assert_eq!(own.failed_after, Some(Duration::from_millis(3_000)));
         let off = parse(
             "[attention]
 agent_failures_after = \"off\"\n",
         )
         .request_for_agent(None);
-        assert_eq!(off.failed_after_ms, None, "every failure told");
+        assert_eq!(off.failed_after, None, "every failure told");
         let finished = parse(
             "[attention]
 finished_after = \"1m\"\n",
         )
         .request_for_agent(None);
-        assert_eq!(finished.failed_after_ms, Some(60_000));
+        assert_eq!(finished.failed_after, Some(Duration::from_millis(60_000)));
     }
 
     #[test]
@@ -195,9 +190,9 @@ finished_after = \"1m\"\n",
         )
         .unwrap();
         let request = with_user(&user, &config.commands[0].attention);
-        assert_eq!(request.input_after_ms, Some(5_000));
-        assert_eq!(request.quiet_after_ms, None);
-        assert_eq!(request.runaway_after_ms, Some(2_000));
+        assert_eq!(request.input_after, Some(Duration::from_millis(5_000)));
+        assert_eq!(request.quiet_after, None);
+        assert_eq!(request.runaway_after, Some(Duration::from_millis(2_000)));
         assert_eq!(request.notify, Some(vec!["ntfy".to_string()]));
     }
 

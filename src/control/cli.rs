@@ -379,7 +379,7 @@ async fn stop_through(
     command: &LiveCommand,
 ) -> Result<String, Attempt> {
     let started = Instant::now();
-    let deadline = started + Duration::from_millis(command.grace_ms) + REMOTE_STOP_WAIT;
+    let deadline = started + command.grace + REMOTE_STOP_WAIT;
     broker.subscribe();
     let answered = match attempt(broker.answer(&ToBroker::Stop { origin: None }).await)? {
         Carried::Acked(ack) => ack.message,

@@ -5,6 +5,7 @@
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Serialize;
 use thiserror::Error;
@@ -48,7 +49,8 @@ pub struct LiveCommand {
     /// finishes (`exit 0`, `SIGKILL`).
     pub state: String,
     /// The grace period of its stop sequence.
-    pub grace_ms: u64,
+    #[serde(rename = "grace_ms", with = "crate::protocol::millis")]
+    pub grace: Duration,
     pub control_socket: Option<PathBuf>,
     /// What holds its tree, as the broker's last `containment` event said: `cgroup` or
     /// `procfs` (absent from journals older than containment).
@@ -183,7 +185,7 @@ fn live_of(session: &str, dir: &Path, file: CommandFile) -> Option<LiveCommand> 
         pid,
         started_ms,
         state: state_label(&file, dir, &events),
-        grace_ms: file.request.grace_ms,
+        grace: file.request.grace,
         control_socket: file.control_socket,
         containment: contained.as_ref().map(|(mode, _)| *mode),
         cgroup: contained.and_then(|(_, path)| path),

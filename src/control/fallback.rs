@@ -10,8 +10,6 @@
 //! leader checked) and every descendant of the broker, as a front end does for a broker of
 //! its own that stopped answering.
 
-use std::time::Duration;
-
 use tokio::io::Interest;
 use tokio::time::{Instant, timeout};
 
@@ -30,7 +28,7 @@ use crate::units::short_duration;
 pub async fn stop_through_pid(command: &LiveCommand, why: &str) -> Result<String, String> {
     let started = Instant::now();
     let pidfd = signal_broker(command, ProcessSignal::TERM).map_err(|e| format!("{why}; {e}"))?;
-    let limit = Duration::from_millis(command.grace_ms) + REMOTE_STOP_WAIT;
+    let limit = command.grace + REMOTE_STOP_WAIT;
     let exited = async {
         // A pidfd becomes readable when its process exits.
         let fd = crate::fdio::register(pidfd, Interest::READABLE)?;

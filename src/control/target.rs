@@ -170,7 +170,7 @@ mod tests {
             pid: Some(broker + 1),
             started_ms: 0,
             state: "running".into(),
-            grace_ms: 2000,
+            grace: std::time::Duration::from_secs(2),
             control_socket: None,
             containment: None,
             cgroup: None,

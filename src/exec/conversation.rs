@@ -258,9 +258,9 @@ impl ExecConversation {
                 mono_us: event.mono_us,
                 reached: targets.len(),
             }),
-            EventKind::FinalDrain {
-                pattern, drain_ms, ..
-            } => self.outcome.final_line = Some((pattern, drain_ms)),
+            EventKind::FinalDrain { pattern, drain, .. } => {
+                self.outcome.final_line = Some((pattern, drain))
+            }
             EventKind::SignalSent {
                 origin: Origin::FinalDrain,
                 ..

@@ -58,7 +58,7 @@ impl LeftoversChoice {
         let caller = if self.keep { caller() } else { None };
         LeftoversRule {
             keep: self.keep,
-            max_ms: self.max.map(|d| d.as_millis() as u64),
+            max: self.max,
             custodians: self.owner.into_iter().chain(caller).collect(),
         }
     }

@@ -35,8 +35,8 @@ use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
-    BrokerConversation, End, Fork, ForkedBroker, Handover, Session, become_subreaper, fork_broker,
-    launch_request,
+    BrokerConversation, End, Fork, ForkedBroker, Handover, LaunchOptions, Session,
+    become_subreaper, fork_broker, launch_request,
 };
 
 /// tether's own failure (journal, broker), as opposed to the command's.
@@ -289,7 +289,7 @@ struct Outcome {
     broker_failure_shown: bool,
     closed: bool,
     /// The `final_drain` event's pattern and drain period: the command printed its final line.
-    final_line: Option<(String, u64)>,
+    final_line: Option<(String, Duration)>,
     /// The command did not exit within the drain period and was stopped: it finished.
     drained: bool,
     /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
@@ -301,10 +301,10 @@ impl Outcome {
     /// One line for the caller of a drained command, which exits 0 though it was stopped.
     fn drained_message(&self) -> String {
         match &self.final_line {
-            Some((pattern, drain_ms)) => format!(
+            Some((pattern, drain)) => format!(
                 "stopped the command after its final output: a line matched `{}` and it had not exited {} later",
                 crate::model::output::one_line(pattern),
-                crate::units::duration_ms(*drain_ms)
+                crate::units::duration(*drain)
             ),
             None => "stopped the command after its final output (--drain-on)".into(),
         }
@@ -447,35 +447,37 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     if let Some(message) = ignored {
         say!("{message}");
     }
-    let request = LaunchRequest {
-        no_output_timeout_ms: options.no_output_timeout.map(|d| d.as_millis() as u64),
-        drain_on: options.drain_on.clone(),
-        drain_ms: options.drain.map(|d| d.as_millis() as u64),
-        max_output,
-        mirror: !options.json,
-        stdin: match (&relay, &stdin) {
-            (Some(_), _) => StdinSource::Terminal,
-            (None, Some(_)) => StdinSource::Inherit,
-            (None, None) => StdinSource::Null,
+    let request = launch_request(
+        name,
+        CommandSpec::Argv(options.argv.clone()),
+        &journal_dir,
+        session.reference(&journal),
+        Pace::EXEC,
+        LaunchOptions {
+            // No `cwd`: the broker inherits our working directory, whatever bytes its path
+            // holds.
+            grace: options.grace,
+            no_output_timeout: options.no_output_timeout,
+            drain_on: options.drain_on.clone(),
+            drain: options.drain,
+            max_output,
+            mirror: !options.json,
+            stdin: match (&relay, &stdin) {
+                (Some(_), _) => StdinSource::Terminal,
+                (None, Some(_)) => StdinSource::Inherit,
+                (None, None) => StdinSource::Null,
+            },
+            arg0: options.arg0.clone(),
+            terminal,
+            merge_stderr,
+            limits: options.limits,
+            leftovers: options.leftovers.rule(),
+            trace,
+            trace_ignored,
+            attention,
+            ..LaunchOptions::default()
         },
-        arg0: options.arg0.clone(),
-        terminal,
-        merge_stderr,
-        limits: options.limits,
-        leftovers: options.leftovers.rule(),
-        trace,
-        trace_ignored,
-        attention,
-        // No `cwd`: the broker inherits our working directory, whatever bytes its path holds.
-        ..launch_request(
-            name,
-            CommandSpec::Argv(options.argv.clone()),
-            &journal_dir,
-            session.reference(&journal),
-            options.grace,
-            Pace::EXEC,
-        )
-    };
+    );
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
     if let Err(err) = become_subreaper() {

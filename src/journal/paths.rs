@@ -126,14 +126,65 @@ fn utc_fields(ms: u64) -> (i64, u32, u32, i64, i64, i64) {
     (y, mo, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A command directory's name, `03-build`: the command's number in its session, then a
+/// file-safe form of its name, absent when nothing of the name is file-safe (`04`). Made
+/// and read back here only: the journal, the watch, the MCP server and `tether stop`'s
+/// `SESSION/NN` all take a command's number and name from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandDirName {
+    pub number: u64,
+    /// File-safe: ASCII letters, digits, `-`, `_` and `.`, at most 40, not starting or
+    /// ending with `.`; empty for none.
+    pub name: String,
+}
+
+impl CommandDirName {
+    /// The directory of command `number` named `name`.
+    pub fn new(number: u64, name: &str) -> CommandDirName {
+        let safe: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect();
+        CommandDirName {
+            number,
+            name: safe.trim_matches('.').to_string(),
+        }
+    }
+
+    /// A command directory's name read back; `None` for anything else in a session
+    /// directory (`session.json`, a temporary file).
+    pub fn parse(dir_name: &str) -> Option<CommandDirName> {
+        let (digits, name) = dir_name.split_once('-').unwrap_or((dir_name, ""));
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(CommandDirName {
+            number: digits.parse().ok()?,
+            name: name.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for CommandDirName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name.as_str() {
+            "" => write!(f, "{:02}", self.number),
+            name => write!(f, "{:02}-{name}", self.number),
+        }
+    }
+}
+
 /// The number a command directory's name starts with (`03-build` → 3, `07` → 7); `None`
 /// for anything else in a session directory (`session.json`, a temporary file).
 pub fn command_dir_number(dir_name: &str) -> Option<u64> {
-    let digits = dir_name.split('-').next()?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    CommandDirName::parse(dir_name).map(|dir| dir.number)
 }
 
 /// A session's command directories in order: the directories (not links) whose names carry
@@ -155,23 +206,7 @@ pub fn command_dirs(session: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// A command directory name: its position then a file-safe form of its name (`03-build`).
 pub fn command_dir_name(index: usize, name: &str) -> String {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(40)
-        .collect();
-    let safe = safe.trim_matches('.');
-    if safe.is_empty() {
-        format!("{index:02}")
-    } else {
-        format!("{index:02}-{safe}")
-    }
+    CommandDirName::new(index as u64, name).to_string()
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -287,6 +322,23 @@ mod tests {
                 .to_string()
                 .contains("not starting with `.`")
         );
+    }
+
+    #[test]
+    fn a_command_dir_name_reads_back_as_it_was_made() {
+        for (number, name) in [
+            (3, "build"),
+            (4, "..."),
+            (12, "cargo test --all"),
+            (100, "a-b"),
+        ] {
+            let made = CommandDirName::new(number, name);
+            assert_eq!(CommandDirName::parse(&made.to_string()), Some(made));
+        }
+        let parsed = CommandDirName::parse("03-cargo_test").unwrap();
+        assert_eq!((parsed.number, parsed.name.as_str()), (3, "cargo_test"));
+        assert_eq!(CommandDirName::parse("07").unwrap().name, "");
+        assert_eq!(CommandDirName::parse("x-07"), None);
     }
 
     #[test]

@@ -39,9 +39,9 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
             crate::config::naming::command_text(&file.request.command),
         ),
         // `03-build`: the number, then its name.
-        None => match id.split_once('-') {
-            Some((_, name)) => (name.to_string(), String::new()),
-            None => (id.clone(), String::new()),
+        None => match crate::journal::CommandDirName::parse(&id) {
+            Some(dir) if !dir.name.is_empty() => (dir.name, String::new()),
+            _ => (id.clone(), String::new()),
         },
     };
     let mut tracked = Tracked::new(id, name, command, dir.to_path_buf(), false);

@@ -94,7 +94,7 @@ fn leftovers_rule() -> anyhow::Result<LeftoversRule> {
     });
     Ok(LeftoversRule {
         keep: choice.keep,
-        max_ms: choice.max.map(|d| d.as_millis() as u64),
+        max: choice.max,
         custodians: choice.owner.into_iter().chain(me).collect(),
     })
 }

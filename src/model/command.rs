@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::config::CommandConfig;
+use crate::journal::CommandDirName;
 use crate::protocol::{
     AttentionKind, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus, Origin,
     ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream, TerminalRequest,
@@ -580,19 +581,14 @@ impl CommandState {
     pub fn target(&self) -> Option<String> {
         let dir = self.journal_dir.as_deref()?;
         let session = dir.parent()?.file_name()?.to_str()?;
-        let name = dir.file_name()?.to_str()?;
-        let number = name
-            .split('-')
-            .next()
-            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))?;
-        Some(format!("{session}/{number}"))
+        let name = CommandDirName::parse(dir.file_name()?.to_str()?)?;
+        Some(format!("{session}/{:02}", name.number))
     }
 
     /// The command's number in its session: the `NN` of its journal directory `NN-name`.
     pub fn number(&self) -> Option<u32> {
         let name = self.journal_dir.as_deref()?.file_name()?.to_str()?;
-        let digits = name.split('-').next()?;
-        digits.parse().ok()
+        u32::try_from(CommandDirName::parse(name)?.number).ok()
     }
 
     /// Whether a reaped orphan had escaped, by the broker's word (`escaped`) or, in a journal
@@ -814,7 +810,7 @@ mod tests {
             4,
             EventKind::StopStarted {
                 origin: Origin::FinalDrain,
-                grace_ms: 500,
+                grace: std::time::Duration::from_millis(500),
             },
         ));
         assert_eq!(c.status, Status::Stopping);

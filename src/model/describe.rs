@@ -3,7 +3,7 @@
 //! (the UI turns the [`Tone`] into a colour).
 
 use crate::protocol::{AttentionKind, EventKind, ExitStatus, Origin, Peer, Stream};
-use crate::units::duration_ms;
+use crate::units::{duration, duration_ms};
 
 use super::CommandState;
 use super::command::exit_label;
@@ -103,11 +103,11 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)
         }
         // The line is the command's output: neutralised like every other byte of it.
-        EventKind::FinalDrain { line, drain_ms, .. } => (
+        EventKind::FinalDrain { line, drain, .. } => (
             format!(
                 "final line \"{}\"; {} to exit",
                 one_line(line),
-                duration_ms(*drain_ms)
+                duration(*drain)
             ),
             Tone::Warning,
         ),
@@ -142,11 +142,11 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             ),
             Tone::Signal,
         ),
-        EventKind::StopStarted { origin, grace_ms } => (
+        EventKind::StopStarted { origin, grace } => (
             format!(
                 "by {}, grace {}",
                 signal_origin(*origin, None),
-                duration_ms(*grace_ms)
+                duration(*grace)
             ),
             Tone::Signal,
         ),

@@ -71,15 +71,13 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             command: request.command.clone(),
             cwd: request.cwd.clone(),
             env: request.env.clone(),
-            grace: Some(std::time::Duration::from_millis(request.grace_ms)),
-            no_output_timeout: request
-                .no_output_timeout_ms
-                .map(std::time::Duration::from_millis),
+            grace: Some(request.grace),
+            no_output_timeout: request.no_output_timeout,
             autostart: false,
             pty: request.terminal.is_some(),
             limits: request.limits,
             drain_on: request.drain_on.clone(),
-            drain: request.drain_ms.map(std::time::Duration::from_millis),
+            drain: request.drain,
             attention: Box::new(AttentionSettings::from_request(&request.attention)),
         },
         None => CommandConfig {

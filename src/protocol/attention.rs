@@ -2,12 +2,16 @@
 //! this command and the `[notify] command` it runs for each event. Resolved by the front end
 //! (user config, then the command's own table), so the broker reads no config file.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
+use super::millis;
+
 /// Defaults, also what a request without the field (an older front end) gets.
-pub const DEFAULT_INPUT_AFTER_MS: u64 = 3_000;
-pub const DEFAULT_RUNAWAY_AFTER_MS: u64 = 60_000;
-pub const DEFAULT_FINISHED_AFTER_MS: u64 = 10_000;
+pub const DEFAULT_INPUT_AFTER: Duration = Duration::from_secs(3);
+pub const DEFAULT_RUNAWAY_AFTER: Duration = Duration::from_secs(60);
+pub const DEFAULT_FINISHED_AFTER: Duration = Duration::from_secs(10);
 
 /// Each threshold is `None` when it is off.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,24 +20,41 @@ pub struct AttentionRequest {
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub enabled: bool,
     /// Blocked reading the command's stdin or terminal, with no output this long.
-    #[serde(default = "default_input_after")]
-    pub input_after_ms: Option<u64>,
+    #[serde(
+        rename = "input_after_ms",
+        with = "millis::option",
+        default = "default_input_after"
+    )]
+    pub input_after: Option<Duration>,
     /// No output this long while the tree uses no CPU (default off).
-    #[serde(default)]
-    pub quiet_after_ms: Option<u64>,
+    #[serde(rename = "quiet_after_ms", with = "millis::option", default)]
+    pub quiet_after: Option<Duration>,
     /// At least 90 % of a core for this long.
-    #[serde(default = "default_runaway_after")]
-    pub runaway_after_ms: Option<u64>,
+    #[serde(
+        rename = "runaway_after_ms",
+        with = "millis::option",
+        default = "default_runaway_after"
+    )]
+    pub runaway_after: Option<Duration>,
     /// The tree's resident memory above this many bytes (default off).
     #[serde(default)]
     pub memory_above: Option<u64>,
     /// A command that ran at least this long gets `finished` when it ends well.
-    #[serde(default = "default_finished_after")]
-    pub finished_after_ms: Option<u64>,
+    #[serde(
+        rename = "finished_after_ms",
+        with = "millis::option",
+        default = "default_finished_after"
+    )]
+    pub finished_after: Option<Duration>,
     /// A failure is told only of a command that ran at least this long (an agent's quick
     /// failures, through the shell shim: counted in its row, not told); absent: every one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_after_ms: Option<u64>,
+    #[serde(
+        rename = "failed_after_ms",
+        with = "millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub failed_after: Option<Duration>,
     /// The command is an agent (`tether agent`): `needs_input` is "waiting for you", seen
     /// in a poll or epoll set on its terminal too, never while a command of its runs.
     #[serde(default, skip_serializing_if = "is_no")]
@@ -55,28 +76,28 @@ fn is_no(value: &bool) -> bool {
     !*value
 }
 
-fn default_input_after() -> Option<u64> {
-    Some(DEFAULT_INPUT_AFTER_MS)
+fn default_input_after() -> Option<Duration> {
+    Some(DEFAULT_INPUT_AFTER)
 }
 
-fn default_runaway_after() -> Option<u64> {
-    Some(DEFAULT_RUNAWAY_AFTER_MS)
+fn default_runaway_after() -> Option<Duration> {
+    Some(DEFAULT_RUNAWAY_AFTER)
 }
 
-fn default_finished_after() -> Option<u64> {
-    Some(DEFAULT_FINISHED_AFTER_MS)
+fn default_finished_after() -> Option<Duration> {
+    Some(DEFAULT_FINISHED_AFTER)
 }
 
 impl Default for AttentionRequest {
     fn default() -> AttentionRequest {
         AttentionRequest {
             enabled: true,
-            input_after_ms: default_input_after(),
-            quiet_after_ms: None,
-            runaway_after_ms: default_runaway_after(),
+            input_after: default_input_after(),
+            quiet_after: None,
+            runaway_after: default_runaway_after(),
             memory_above: None,
-            finished_after_ms: default_finished_after(),
-            failed_after_ms: None,
+            finished_after: default_finished_after(),
+            failed_after: None,
             agent: false,
             notify: None,
         }
@@ -108,9 +129,9 @@ mod tests {
         assert_eq!(parsed, AttentionRequest::default());
         let off: AttentionRequest =
             serde_json::from_str(r#"{"input_after_ms":null,"memory_above":1024}"#).unwrap();
-        assert_eq!(off.input_after_ms, None);
+        assert_eq!(off.input_after, None);
         assert_eq!(off.memory_above, Some(1024));
-        assert_eq!(off.runaway_after_ms, Some(DEFAULT_RUNAWAY_AFTER_MS));
+        assert_eq!(off.runaway_after, Some(DEFAULT_RUNAWAY_AFTER));
         let round = serde_json::to_string(&AttentionRequest::off()).unwrap();
         assert_eq!(
             serde_json::from_str::<AttentionRequest>(&round).unwrap(),

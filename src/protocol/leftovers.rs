@@ -12,8 +12,13 @@ pub struct LeftoversRule {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep: bool,
     /// Stop them this long after custody began, whatever else happens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_ms: Option<u64>,
+    #[serde(
+        rename = "max_ms",
+        with = "super::millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max: Option<std::time::Duration>,
     /// The processes whose exit ends the custody. None that can be watched: the leftovers are
     /// stopped at once, as nobody would be there to answer for them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -62,7 +67,7 @@ pub enum LeftoversEnd {
     SessionOwnerExited,
     /// `tether stop` (or a stop from any front end).
     Operator,
-    /// `max_ms` of custody were over.
+    /// `max` of custody was over.
     MaxDuration,
     /// The broker itself was told to stop (SIGTERM, SIGINT, SIGHUP).
     Shutdown,

@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::attention::AttentionRequest;
 use super::leftovers::{LeftoversEnd, LeftoversRecord, LeftoversRule};
+use super::millis;
 use super::signal::ProcessSignal;
 use super::trace::TraceContext;
 pub use crate::cgroup::Limits;
@@ -32,12 +34,8 @@ pub const STOP_STARTED_SINCE: u32 = 4;
 /// together: past it bytes are drained and counted, not stored.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 30;
 
-/// The longest grace, timeout or heartbeat interval a broker honours; longer ones are cut
-/// to it (a week is "never" for a watchdog, and keeps deadline arithmetic from overflowing).
-pub const MAX_INTERVAL_MS: u64 = 7 * 24 * 3600 * 1000;
-
 /// Default time between SIGTERM and SIGKILL in a stop sequence.
-pub const DEFAULT_GRACE_MS: u64 = 2_000;
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
 /// What the command is: an argv run directly, or a string handed to `/bin/sh -c`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,27 +43,6 @@ pub const DEFAULT_GRACE_MS: u64 = 2_000;
 pub enum CommandSpec {
     Argv(Vec<String>),
     Shell(String),
-}
-
-impl LaunchRequest {
-    /// Cuts every interval to [`MAX_INTERVAL_MS`].
-    pub fn clamp_intervals(&mut self) {
-        self.grace_ms = self.grace_ms.min(MAX_INTERVAL_MS);
-        for ms in [
-            &mut self.no_output_timeout_ms,
-            &mut self.heartbeat_ms,
-            &mut self.leftovers.max_ms,
-            &mut self.drain_ms,
-            &mut self.attention.input_after_ms,
-            &mut self.attention.quiet_after_ms,
-            &mut self.attention.runaway_after_ms,
-            &mut self.attention.finished_after_ms,
-        ] {
-            if let Some(ms) = ms.as_mut() {
-                *ms = (*ms).min(MAX_INTERVAL_MS);
-            }
-        }
-    }
 }
 
 impl CommandSpec {
@@ -101,17 +78,29 @@ pub struct LaunchRequest {
     pub journal_dir: PathBuf,
     /// The front end that owns this broker; its death stops the command.
     pub parent_pid: i32,
-    #[serde(default = "default_grace_ms")]
-    pub grace_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub no_output_timeout_ms: Option<u64>,
+    /// Between TERM and KILL in a stop sequence.
+    #[serde(rename = "grace_ms", with = "millis", default = "default_grace")]
+    pub grace: Duration,
+    /// Silence after which the command is stopped.
+    #[serde(
+        rename = "no_output_timeout_ms",
+        with = "millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub no_output_timeout: Option<Duration>,
     /// The bound on the command's journaled output, stdout and stderr together.
     #[serde(default = "default_max_output")]
     pub max_output: u64,
     /// How often the parent promises a `ping`; silence for three intervals is recorded as
     /// `parent_unresponsive` (never a reason to kill).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub heartbeat_ms: Option<u64>,
+    #[serde(
+        rename = "heartbeat_ms",
+        with = "millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub heartbeat: Option<Duration>,
     /// The front end copies the output to its own streams: it hands the broker the write
     /// ends of two pipes (see `broker::mirror`), which get every byte read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -154,13 +143,18 @@ pub struct LaunchRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_ignored: Option<String>,
     /// The final-drain trigger: a regex matched against each complete line of stdout. The
-    /// first line that matches starts the drain period (`drain_ms`, default 5 s), after which
+    /// first line that matches starts the drain period (`drain`, default 5 s), after which
     /// a command still running is stopped (origin `final_drain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain_on: Option<String>,
     /// The drain period after `drain_on` matched.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drain_ms: Option<u64>,
+    #[serde(
+        rename = "drain_ms",
+        with = "millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub drain: Option<Duration>,
     /// Attention thresholds and the notify command (see `protocol::attention`); absent in
     /// an older request: the defaults, and no notify command.
     #[serde(default, skip_serializing_if = "AttentionRequest::is_default")]
@@ -257,8 +251,8 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-fn default_grace_ms() -> u64 {
-    DEFAULT_GRACE_MS
+fn default_grace() -> Duration {
+    DEFAULT_GRACE
 }
 
 fn default_max_output() -> u64 {
@@ -641,13 +635,15 @@ pub enum EventKind {
     FinalDrain {
         pattern: String,
         line: String,
-        drain_ms: u64,
+        #[serde(rename = "drain_ms", with = "millis")]
+        drain: Duration,
     },
     /// The stop sequence began (`origin` says why): TERM and CONT to the whole tree follow,
-    /// then KILL to what is left after `grace_ms`.
+    /// then KILL to what is left after `grace`.
     StopStarted {
         origin: Origin,
-        grace_ms: u64,
+        #[serde(rename = "grace_ms", with = "millis")]
+        grace: Duration,
     },
     SignalSent {
         signal: ProcessSignal,
@@ -972,6 +968,58 @@ mod tests {
         let line = serde_json::to_vec(&input_requests(&paste).next().unwrap()).unwrap();
         assert!(line.len() < 8 * 1024, "{} bytes", line.len());
         assert_eq!(input_requests(b"").count(), 0);
+    }
+
+    /// Every interval a launch request carries, as journals and brokers of every version
+    /// read it: whole milliseconds under `_ms` keys.
+    const EVERY_INTERVAL: &str = concat!(
+        r#"{"v":4,"name":"build","command":{"shell":"make"},"journal_dir":"/s/01-build","#,
+        r#""parent_pid":7,"grace_ms":1500,"no_output_timeout_ms":60000,"max_output":1024,"#,
+        r#""heartbeat_ms":5000,"leftovers":{"keep":true,"max_ms":3600000},"#,
+        r#""drain_on":"done","drain_ms":300,"attention":{"input_after_ms":5000,"#,
+        r#""quiet_after_ms":120000,"runaway_after_ms":null,"memory_above":null,"#,
+        r#""finished_after_ms":10000,"failed_after_ms":2500}}"#
+    );
+
+    #[test]
+    fn a_launch_requests_intervals_are_milliseconds_on_the_wire() {
+        let request: LaunchRequest = serde_json::from_str(EVERY_INTERVAL).unwrap();
+        assert_eq!(serde_json::to_string(&request).unwrap(), EVERY_INTERVAL);
+        let ms = |ms| Some(Duration::from_millis(ms));
+        assert_eq!(request.grace, Duration::from_millis(1500));
+        assert_eq!(request.no_output_timeout, ms(60_000));
+        assert_eq!(request.heartbeat, ms(5000));
+        assert_eq!(request.leftovers.max, ms(3_600_000));
+        assert_eq!(request.drain, ms(300));
+        assert_eq!(request.attention.input_after, ms(5000));
+        assert_eq!(request.attention.quiet_after, ms(120_000));
+        assert_eq!(request.attention.runaway_after, None);
+        assert_eq!(request.attention.finished_after, ms(10_000));
+        assert_eq!(request.attention.failed_after, ms(2500));
+    }
+
+    #[test]
+    fn the_intervals_events_echo_are_milliseconds_on_the_wire() {
+        for line in [
+            r#"{"kind":"final_drain","pattern":"^ok","line":"ok","drain_ms":5000}"#,
+            r#"{"kind":"stop_started","origin":"operator","grace_ms":1500}"#,
+        ] {
+            let kind: EventKind = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&kind).unwrap(), line);
+        }
+    }
+
+    #[test]
+    fn an_old_request_without_intervals_gets_the_defaults() {
+        let line =
+            r#"{"v":1,"name":"a","command":{"argv":["true"]},"journal_dir":"/s/a","parent_pid":7}"#;
+        let request: LaunchRequest = serde_json::from_str(line).unwrap();
+        assert_eq!(request.grace, DEFAULT_GRACE);
+        assert_eq!(
+            (request.no_output_timeout, request.heartbeat, request.drain),
+            (None, None, None)
+        );
+        assert_eq!(request.attention, AttentionRequest::default());
     }
 
     #[test]

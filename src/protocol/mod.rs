@@ -7,6 +7,7 @@ pub(crate) mod fixtures;
 pub mod framing;
 pub mod leftovers;
 pub mod messages;
+pub mod millis;
 pub mod signal;
 pub mod trace;
 
@@ -15,5 +16,6 @@ pub use control::*;
 pub use framing::{Frame, LineSplitter, MAX_LINE, encode_line, write_frame};
 pub use leftovers::*;
 pub use messages::*;
+pub use millis::MAX_INTERVAL;
 pub use signal::ProcessSignal;
 pub use trace::TraceContext;

@@ -227,7 +227,7 @@ impl Abandoned {
     /// The grace period still to give: the command's, less what passed since a later
     /// tether's first TERM to it.
     fn grace_left(&self) -> Duration {
-        let grace = Duration::from_millis(self.file.request.grace_ms);
+        let grace = self.file.request.grace;
         let first_term = self.events.iter().find_map(|e| match &e.kind {
             EventKind::SignalSent {
                 signal,

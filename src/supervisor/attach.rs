@@ -10,12 +10,10 @@
 //! descendants; a stop it does not acknowledge is asked of it by SIGTERM, which runs its own
 //! stop sequence ([`BrokerConversation::stop_by_pid`]).
 
-use std::time::Duration;
-
 use tokio::time::{Instant, sleep_until};
 
 use super::conversation::{Asked, BrokerConversation, Due, Link};
-use super::intervals::{Pace, grace};
+use super::intervals::Pace;
 use super::machine::CommandCgroup;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::stop_through_pid;
@@ -108,11 +106,10 @@ impl BrokerConversation {
             client,
             command: Box::new(command.clone()),
         };
-        let grace = grace(Some(Duration::from_millis(command.grace_ms)));
         BrokerConversation::over(
             link,
             Pace::FLEET,
-            grace,
+            command.grace,
             CommandCgroup::Named(command.cgroup.clone()),
         )
     }
@@ -175,6 +172,7 @@ impl BrokerConversation {
 mod tests {
     use std::os::fd::OwnedFd;
     use std::path::PathBuf;
+    use std::time::Duration;
 
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     use tokio::net::UnixStream;
@@ -198,7 +196,7 @@ mod tests {
             pid: None,
             started_ms: 0,
             state: "running".into(),
-            grace_ms: 2000,
+            grace: Duration::from_secs(2),
             control_socket: None,
             containment: None,
             cgroup: None,
@@ -260,7 +258,7 @@ mod tests {
             // What the stop caused reaches a subscriber before the stop's answer.
             let stopping = EventKind::StopStarted {
                 origin: crate::protocol::Origin::Operator,
-                grace_ms: 2000,
+                grace: Duration::from_secs(2),
             };
             say(&mut broker, stopping).await;
             say(&mut broker, ack("stop", Some("already running"))).await;

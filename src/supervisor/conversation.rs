@@ -144,13 +144,12 @@ impl BrokerConversation {
         pace: Pace,
     ) -> BrokerConversation {
         let cgroup = CommandCgroup::Expected(broker.expected_cgroup.clone());
-        let grace = Duration::from_millis(request.grace_ms);
         let link = Link::Launched {
             broker,
             live: live.clone(),
             ticket,
         };
-        BrokerConversation::over(link, pace, grace, cgroup)
+        BrokerConversation::over(link, pace, request.grace, cgroup)
     }
 
     /// A conversation over `link` that has heard nothing yet.

@@ -3,14 +3,12 @@
 
 use std::time::Duration;
 
-use crate::protocol::{DEFAULT_GRACE_MS, MAX_INTERVAL_MS};
+use crate::protocol::{DEFAULT_GRACE, millis};
 
 /// The grace period of a stop: the one asked for, cut to the longest a broker honours
-/// ([`MAX_INTERVAL_MS`]), or the default ([`DEFAULT_GRACE_MS`]).
+/// ([`MAX_INTERVAL`]), or the default ([`DEFAULT_GRACE`]).
 pub fn grace(asked: Option<Duration>) -> Duration {
-    asked.map_or(Duration::from_millis(DEFAULT_GRACE_MS), |d| {
-        d.min(Duration::from_millis(MAX_INTERVAL_MS))
-    })
+    asked.map_or(DEFAULT_GRACE, millis::bounded)
 }
 
 /// How a front end keeps watch on its broker.
@@ -92,15 +90,13 @@ pub const TOOL_STOP_WAIT: Duration = Duration::from_secs(3);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::MAX_INTERVAL;
 
     #[test]
     fn grace_defaults_and_is_bounded() {
-        assert_eq!(grace(None), Duration::from_millis(DEFAULT_GRACE_MS));
+        assert_eq!(grace(None), DEFAULT_GRACE);
         assert_eq!(grace(Some(Duration::ZERO)), Duration::ZERO);
-        assert_eq!(
-            grace(Some(Duration::from_secs(u64::MAX / 2))),
-            Duration::from_millis(MAX_INTERVAL_MS)
-        );
+        assert_eq!(grace(Some(Duration::from_secs(u64::MAX / 2))), MAX_INTERVAL);
     }
 
     #[test]

@@ -14,7 +14,9 @@ use crate::control::discover::{journaled_broker_alive, session_is_followed};
 use crate::journal::secure::check_for_reading;
 use crate::journal::watcher::{Change, JournalFile, Watched};
 use crate::journal::writer::RESULT_FILE;
-use crate::journal::{CommandRecord, command_dir_number, session_dirs, sessions_dir};
+use crate::journal::{
+    CommandDirName, CommandRecord, command_dir_number, session_dirs, sessions_dir,
+};
 use crate::model::replay::{broker_alive, command_from_record, config_of, replay};
 use crate::model::{CommandState, Status};
 use crate::protocol::{CommandSpec, EventKind};
@@ -271,8 +273,8 @@ impl Watch {
         if record.request.is_none() {
             // Until its broker writes command.json, a command goes by its directory's name
             // (`03-build`: the number, then its name made file-safe).
-            if let Some((_, name)) = record.id.split_once('-').filter(|(_, n)| !n.is_empty()) {
-                row.config.name = name.to_string();
+            if let Some(dir) = CommandDirName::parse(&record.id).filter(|d| !d.name.is_empty()) {
+                row.config.name = dir.name;
             }
         }
         if record.events.is_empty() {

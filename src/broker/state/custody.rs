@@ -4,8 +4,6 @@
 //! for, the rule's longest custody, a shutdown signal. Each trigger is one call here, so a
 //! new one (the session's owner) is one more caller.
 
-use std::time::Duration;
-
 use tokio::time::Instant;
 
 use super::{Broker, Phase};
@@ -69,11 +67,7 @@ impl Broker {
         });
         self.custody = Some(Custody {
             since: now,
-            until: self
-                .request
-                .leftovers
-                .max_ms
-                .map(|ms| now + Duration::from_millis(ms)),
+            until: self.request.leftovers.max.map(|max| now + max),
         });
         self.phase = Phase::Custody;
         self.custody_began = true;

@@ -24,9 +24,7 @@ impl FinalDrain {
     pub(super) fn new(regex: Regex, request: &LaunchRequest) -> FinalDrain {
         FinalDrain {
             matcher: LineMatcher::new(regex),
-            drain: request
-                .drain_ms
-                .map_or(DEFAULT_DRAIN, Duration::from_millis),
+            drain: request.drain.unwrap_or(DEFAULT_DRAIN),
             until: None,
         }
     }
@@ -51,7 +49,7 @@ impl Broker {
         let kind = EventKind::FinalDrain {
             pattern: trigger.matcher.pattern().to_string(),
             line: journaled_line(&line),
-            drain_ms: trigger.drain.as_millis() as u64,
+            drain: trigger.drain,
         };
         self.emit(kind);
     }

@@ -371,9 +371,9 @@ impl Broker {
         // why, without guessing it from the signals that follow.
         self.emit(EventKind::StopStarted {
             origin,
-            grace_ms: self.request.grace_ms,
+            grace: self.request.grace,
         });
-        let grace = Duration::from_millis(self.request.grace_ms);
+        let grace = self.request.grace;
         // On the /proc walk, the first signal goes to what the last walk found: hundreds of
         // brokers whose TUI was killed must not each walk all of /proc at the same moment.
         let walk = match (self.cgroup.is_none(), self.last_walk.clone()) {

@@ -1,7 +1,5 @@
 //! The broker's clock: what is due when, and the phases a command's end goes through.
 
-use std::time::Duration;
-
 use tokio::time::Instant;
 
 use super::machine::Output;
@@ -26,16 +24,16 @@ impl Broker {
         }
         // A front end let go sends no more pings.
         if let (Some(hb), false, false) = (
-            self.request.heartbeat_ms,
+            self.request.heartbeat,
             self.unresponsive,
             self.parent_detached,
         ) {
-            next.push(self.last_ping + Duration::from_millis(hb * 3));
+            next.push(self.last_ping + hb * 3);
         }
-        if let (Some(ms), Phase::Running, None) =
-            (self.request.no_output_timeout_ms, self.phase, &self.stop)
+        if let (Some(timeout), Phase::Running, None) =
+            (self.request.no_output_timeout, self.phase, &self.stop)
         {
-            next.push(self.last_output + Duration::from_millis(ms));
+            next.push(self.last_output + timeout);
         }
         if let Some(until) = self.drain_deadline() {
             next.push(until);
@@ -79,20 +77,20 @@ impl Broker {
         {
             self.flush_input();
         }
-        if let (Some(hb), false) = (self.request.heartbeat_ms, self.parent_detached) {
+        if let (Some(hb), false) = (self.request.heartbeat, self.parent_detached) {
             let silent = now.saturating_duration_since(self.last_ping);
-            if !self.unresponsive && silent >= Duration::from_millis(hb * 3) {
+            if !self.unresponsive && silent >= hb * 3 {
                 self.unresponsive = true;
                 self.emit(EventKind::ParentUnresponsive {
                     silent_ms: silent.as_millis() as u64,
                 });
             }
         }
-        if let (Some(ms), Phase::Running, None) =
-            (self.request.no_output_timeout_ms, self.phase, &self.stop)
+        if let (Some(timeout), Phase::Running, None) =
+            (self.request.no_output_timeout, self.phase, &self.stop)
         {
             let silent = now.saturating_duration_since(self.last_output);
-            if silent >= Duration::from_millis(ms) {
+            if silent >= timeout {
                 self.result.response_timeout = true;
                 self.emit(EventKind::ResponseTimeout {
                     silent_ms: silent.as_millis() as u64,

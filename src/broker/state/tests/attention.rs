@@ -79,7 +79,7 @@ fn attention_off_tells_nothing_even_of_a_failure() {
 #[test]
 fn a_command_stopped_by_the_silence_watchdog_is_a_failure() {
     let request = LaunchRequest {
-        no_output_timeout_ms: Some(1000),
+        no_output_timeout: Some(Duration::from_millis(1000)),
         ..with_attention()
     };
     let mut rig = Rig::running(request, OnTerm::Exit);

@@ -5,11 +5,11 @@
 use super::*;
 use crate::protocol::{LeftoversEnd, LeftoversRule, Origin, ParentLossCause, ToBroker};
 
-fn keeping(max_ms: Option<u64>) -> LaunchRequest {
+fn keeping(max: Option<Duration>) -> LaunchRequest {
     LaunchRequest {
         leftovers: LeftoversRule {
             keep: true,
-            max_ms,
+            max,
             ..LeftoversRule::default()
         },
         ..request()
@@ -109,7 +109,7 @@ fn a_custodians_exit_ends_the_custody_with_a_stop() {
 
 #[test]
 fn the_longest_custody_ends_it_with_a_watchdog_stop() {
-    let mut rig = exits_leaving_one(keeping(Some(500)));
+    let mut rig = exits_leaving_one(keeping(Some(Duration::from_millis(500))));
     let kept_at = rig.now;
     rig.run_until(rig.now - rig.t0 + ms(499));
     assert_eq!(stopped_reason(&rig), None);

@@ -240,7 +240,7 @@ fn the_journal_starts_the_clock_at_the_broker_and_follows_the_input_time() {
 fn a_parent_silent_for_three_heartbeats_is_journaled_once_and_a_ping_answers_it() {
     let mut rig = Rig::running(
         LaunchRequest {
-            heartbeat_ms: Some(100),
+            heartbeat: Some(Duration::from_millis(100)),
             ..request()
         },
         OnTerm::Exit,
@@ -378,7 +378,7 @@ fn a_change_in_the_cgroup_brings_the_next_walk_of_the_tree_within_a_second() {
 fn a_front_end_let_go_is_no_longer_expected_to_ping() {
     let mut rig = Rig::running(
         LaunchRequest {
-            heartbeat_ms: Some(100),
+            heartbeat: Some(Duration::from_millis(100)),
             leftovers: crate::protocol::LeftoversRule {
                 keep: true,
                 ..Default::default()

@@ -21,11 +21,11 @@ fn a_stop_is_journaled_as_it_starts_then_term_and_cont_to_the_tree() {
     let started = rig
         .journal()
         .find_map(|e| match e.kind {
-            EventKind::StopStarted { origin, grace_ms } => Some((origin, grace_ms)),
+            EventKind::StopStarted { origin, grace } => Some((origin, grace)),
             _ => None,
         })
         .unwrap();
-    assert_eq!(started, (Origin::Operator, 1000));
+    assert_eq!(started, (Origin::Operator, Duration::from_secs(1)));
     assert_eq!(
         rig.signals(),
         [("TERM".into(), vec![CMD]), ("CONT".into(), vec![CMD])]
@@ -182,7 +182,7 @@ fn the_first_sweep_is_delayed_by_at_most_the_jitter() {
 /// A command with a no-output timeout of 500 ms.
 fn watched() -> Rig {
     let request = LaunchRequest {
-        no_output_timeout_ms: Some(500),
+        no_output_timeout: Some(Duration::from_millis(500)),
         ..request()
     };
     Rig::running(request, OnTerm::Exit)
@@ -228,7 +228,7 @@ fn the_watchdog_sleeps_once_the_command_exited() {
 fn drained_request() -> (LaunchRequest, Option<regex::bytes::Regex>) {
     let request = LaunchRequest {
         drain_on: Some("^done$".into()),
-        drain_ms: Some(300),
+        drain: Some(Duration::from_millis(300)),
         ..request()
     };
     let regex = crate::broker::final_drain::compile("^done$").unwrap();
