@@ -120,7 +120,17 @@ fn exit_status_is_the_shells() {
     // Each ran under a broker, with the shell as the command.
     let dirs = journals(&env);
     assert_eq!(dirs.len(), scripts.len() + 1, "{dirs:?}");
-    let record = load_complete(&dirs[1]);
+    // Found by its command, not by its place: each call is a session of its own, named for
+    // the second and the pid it started in, which need not sort in the calls' order.
+    let record = dirs
+        .iter()
+        .map(|dir| load_complete(dir))
+        .find(|r| {
+            r.request
+                .as_ref()
+                .is_some_and(|q| q.command.argv().last().is_some_and(|a| a == "exit 3"))
+        })
+        .expect("the journal of `exit 3`");
     assert_eq!(exit_status(&record.events).code, Some(3));
     let request = record.request.unwrap();
     assert_eq!(
