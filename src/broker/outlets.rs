@@ -8,9 +8,13 @@ use tokio::time::Instant;
 
 use super::control::ControlServer;
 use super::parent::ParentLink;
-use super::state::{Broker, Input, LiveKernel, Output};
+use std::sync::Arc;
+
+use super::state::{Broker, CgroupReleased, CgroupState, Input, LiveKernel, Output};
 use super::tree::TreeRecorder;
 use crate::attention::notify::Notifier;
+use crate::attention::probe;
+use crate::cgroup::CommandCgroup;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
 
@@ -34,6 +38,9 @@ pub(super) struct Outlets {
     pub(super) subscribed: bool,
     /// The `[notify] command`'s runs, started, looked at and killed as the broker says.
     pub(super) notify: Option<Notifier>,
+    /// The command's cgroup, while the broker has it: read for the broker
+    /// ([`Outlets::cgroup_state`]) and removed when it says.
+    pub(super) cgroup: Option<Arc<CommandCgroup>>,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
     /// The broker asked for the front end's copy of the output to be given up.
@@ -48,14 +55,27 @@ impl Outlets {
         self.apply(broker, &[]);
     }
 
-    /// Reaps every child that ended and tells the broker, with whether any is left.
+    /// Reaps every child that ended and tells the broker, with whether any is left and how
+    /// the cgroup stands.
     pub(super) fn reap(&mut self, broker: &mut Broker) {
         let (children, children_left) = super::reap::reap_ended();
         let reaped = Input::Reaped {
             children,
             children_left,
+            cgroup: self.cgroup_state(),
         };
         self.feed(broker, reaped);
+    }
+
+    /// How the command's cgroup stands now (`None` once the broker has none).
+    pub(super) fn cgroup_state(&self) -> Option<CgroupState> {
+        let cgroup = self.cgroup.as_ref()?;
+        Some(match cgroup.populated() {
+            Ok(true) => CgroupState::Populated,
+            Ok(false) => CgroupState::Empty,
+            Err(_) if !cgroup.exists() => CgroupState::Gone,
+            Err(_) => CgroupState::Empty,
+        })
     }
 
     /// Carries out every output the broker has, in order; `chunk` is the chunk of output
@@ -124,9 +144,42 @@ impl Outlets {
                     walk,
                     group,
                     may_skip,
+                    probe,
                 } => {
-                    let sample = self.tree.look(&walk, group, may_skip);
+                    let mut sample = self.tree.look(&walk, group, may_skip);
+                    if let (Some(probe), Some(processes)) = (probe, sample.processes.as_deref()) {
+                        let page_size = crate::procfs::page_size();
+                        let samples =
+                            probe::sample(processes, &probe.inputs, probe.looks, page_size);
+                        sample.probed = Some(samples);
+                    }
                     broker.handle(Input::TreeSampled(sample), Instant::now());
+                }
+                Output::ListLeftovers { walk } => {
+                    let pids = walk.live().iter().map(|p| p.pid).collect();
+                    broker.handle(Input::Leftovers(pids), Instant::now());
+                }
+                Output::AbandonCgroup => {
+                    // Empty (the command never entered it), it goes now; one still holding a
+                    // process stays, for a later tether to remove once empty.
+                    if let Some(cgroup) = self.cgroup.take() {
+                        let _ = cgroup.remove();
+                    }
+                }
+                Output::ReleaseCgroup => {
+                    let released = match self.cgroup.take() {
+                        Some(cgroup) => CgroupReleased {
+                            cpu_usec: cgroup.stats().cpu_usec,
+                            memory_peak: cgroup.memory_peak(),
+                            removed: cgroup.remove(),
+                        },
+                        None => CgroupReleased {
+                            cpu_usec: None,
+                            memory_peak: None,
+                            removed: Ok(()),
+                        },
+                    };
+                    broker.handle(Input::CgroupReleased(released), Instant::now());
                 }
                 Output::Signal { plan, walk, group } => {
                     let delivered = plan.deliver(&mut LiveKernel, &walk, group);
@@ -139,7 +192,13 @@ impl Outlets {
                 Output::CloseTree => {
                     let record = self.tree.close();
                     let cost = self.tree.cost();
-                    broker.handle(Input::TreeClosed { record, cost }, Instant::now());
+                    let children = super::tree::cost::children_usage();
+                    let closed = Input::TreeClosed {
+                        record,
+                        cost,
+                        children,
+                    };
+                    broker.handle(closed, Instant::now());
                 }
                 Output::Notify {
                     kind,
