@@ -72,6 +72,8 @@ struct World {
     probes: Vec<super::machine::Probe>,
     /// Processes of the tree that run commands of an agent (brokers of its shell calls).
     runs_command: Vec<i32>,
+    /// The leftovers' listings asked for ([`Output::ListLeftovers`]).
+    listings: usize,
 }
 
 /// A command's cgroup in the fake kernel: every live process of the tree is in it unless it
@@ -471,7 +473,11 @@ impl Rig {
                     self.broker.handle(Input::TreeSampled(sample), self.now);
                 }
                 Output::ListLeftovers { .. } => {
-                    let pids = self.world.borrow().pids();
+                    let pids = {
+                        let mut world = self.world.borrow_mut();
+                        world.listings += 1;
+                        world.pids()
+                    };
                     self.broker.handle(Input::Leftovers(pids), self.now);
                 }
                 Output::AbandonCgroup => {
