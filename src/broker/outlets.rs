@@ -10,13 +10,21 @@ use super::control::ControlServer;
 use super::parent::ParentLink;
 use std::sync::Arc;
 
-use super::state::{Broker, CgroupReleased, CgroupState, Input, LiveKernel, Output};
+use super::state::{Broker, CgroupReleased, CgroupState, Input, LiveKernel, Now, Output};
 use super::tree::TreeRecorder;
 use crate::attention::notify::Notifier;
 use crate::attention::probe;
 use crate::cgroup::CommandCgroup;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
+
+/// The time now, as the broker takes it with each input.
+pub(super) fn now() -> Now {
+    Now {
+        at: Instant::now(),
+        wall_ms: crate::clock::now_ms(),
+    }
+}
 
 /// The command's journal as the interpreter writes it: the broker says what goes in.
 pub(super) struct JournalFiles {
@@ -51,7 +59,7 @@ pub(super) struct Outlets {
 impl Outlets {
     /// Hands `input` to the broker and carries out what it asks.
     pub(super) fn feed(&mut self, broker: &mut Broker, input: Input<'_>) {
-        broker.handle(input, Instant::now());
+        broker.handle(input, now());
         self.apply(broker, &[]);
     }
 
@@ -95,7 +103,7 @@ impl Outlets {
                     {
                         self.journal.events = None;
                         let unwritten = line.len() as u64;
-                        broker.handle(Input::JournalFailed { error, unwritten }, Instant::now());
+                        broker.handle(Input::JournalFailed { error, unwritten }, now());
                     }
                     if subscribers && self.subscribed {
                         self.for_subscribers.extend_from_slice(&line);
@@ -111,7 +119,7 @@ impl Outlets {
                             error,
                             unwritten: 0,
                         };
-                        broker.handle(failed, Instant::now());
+                        broker.handle(failed, now());
                     }
                 }
                 Output::Store { stream, keep } => {
@@ -124,7 +132,7 @@ impl Outlets {
                             message,
                             stored,
                         };
-                        broker.handle(failed, Instant::now());
+                        broker.handle(failed, now());
                     }
                 }
                 Output::Subscribe { client } => {
@@ -153,11 +161,11 @@ impl Outlets {
                             probe::sample(processes, &probe.inputs, probe.looks, page_size);
                         sample.probed = Some(samples);
                     }
-                    broker.handle(Input::TreeSampled(sample), Instant::now());
+                    broker.handle(Input::TreeSampled(sample), now());
                 }
                 Output::ListLeftovers { walk } => {
                     let pids = walk.live().iter().map(|p| p.pid).collect();
-                    broker.handle(Input::Leftovers(pids), Instant::now());
+                    broker.handle(Input::Leftovers(pids), now());
                 }
                 Output::AbandonCgroup => {
                     // Empty (the command never entered it), it goes now; one still holding a
@@ -179,15 +187,15 @@ impl Outlets {
                             removed: Ok(()),
                         },
                     };
-                    broker.handle(Input::CgroupReleased(released), Instant::now());
+                    broker.handle(Input::CgroupReleased(released), now());
                 }
                 Output::Signal { plan, walk, group } => {
                     let delivered = plan.deliver(&mut LiveKernel, &walk, group);
-                    broker.handle(Input::Signalled(delivered), Instant::now());
+                    broker.handle(Input::Signalled(delivered), now());
                 }
                 Output::OperatorSignal(signal) => {
                     let delivered = signal.deliver(&mut LiveKernel);
-                    broker.handle(Input::OperatorSignalled(delivered), Instant::now());
+                    broker.handle(Input::OperatorSignalled(delivered), now());
                 }
                 Output::CloseTree => {
                     let record = self.tree.close();
@@ -198,7 +206,7 @@ impl Outlets {
                         cost,
                         children,
                     };
-                    broker.handle(closed, Instant::now());
+                    broker.handle(closed, now());
                 }
                 Output::Notify {
                     kind,
@@ -215,7 +223,7 @@ impl Outlets {
                         Ok(None) => continue,
                         Err(message) => Input::NotifyUnstarted { message },
                     };
-                    broker.handle(input, Instant::now());
+                    broker.handle(input, now());
                 }
                 Output::CheckNotify { overdue } => {
                     let ended = self
@@ -223,7 +231,7 @@ impl Outlets {
                         .as_mut()
                         .map_or_else(Vec::new, |n| n.check(&overdue));
                     for (pid, failure) in ended {
-                        broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
+                        broker.handle(Input::NotifyEnded { pid, failure }, now());
                     }
                 }
                 Output::WindDownNotify => {
@@ -231,15 +239,15 @@ impl Outlets {
                     // (see `Notifier::let_go`).
                     let ended = self.notify.as_mut().map_or_else(Vec::new, Notifier::let_go);
                     for (pid, failure) in ended {
-                        broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
+                        broker.handle(Input::NotifyEnded { pid, failure }, now());
                     }
-                    broker.handle(Input::NotifyWoundDown, Instant::now());
+                    broker.handle(Input::NotifyWoundDown, now());
                 }
                 Output::LetFrontEndGo => self.let_go = true,
                 Output::GiveUpCopy => self.give_up_copy = true,
                 Output::WriteResult(result) => {
                     let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
-                    broker.handle(Input::ResultWritten(written), Instant::now());
+                    broker.handle(Input::ResultWritten(written), now());
                 }
                 Output::Exit(code) => self.exit = Some(code),
             }

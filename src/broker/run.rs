@@ -21,7 +21,7 @@ use super::outlets::{JournalFiles, Outlets};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::{Broker, CopyProgress, Host, Input, LiveKernel};
+use super::state::{Broker, CopyProgress, Host, Input};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
 use crate::attention::notify::Notifier;
@@ -256,10 +256,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
 
     let parent = ParentWatch::open(request.parent_pid);
     let mut broker = Broker::new(
-        Box::new(LiveKernel),
         host(request.parent_pid),
         start,
-        Instant::now(),
+        super::outlets::now(),
         request.clone(),
         final_line,
     );
@@ -845,7 +844,7 @@ fn on_read(
                         stream,
                         bytes: chunk,
                     },
-                    Instant::now(),
+                    super::outlets::now(),
                 );
                 out.apply(broker, chunk);
                 if let Some(copy) = mirror.as_mut() {

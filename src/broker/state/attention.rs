@@ -335,7 +335,7 @@ impl Broker {
     fn notification(&self, kind: &str, detail: &str) -> (u64, serde_json::Value) {
         let request = &self.request;
         // The machine's wall clock, as the event it tells of is stamped.
-        let ts_ms = self.clock.wall_ms();
+        let ts_ms = self.wall_ms;
         let session = request.session.as_ref();
         let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
         let target = session.zip(number).map(|(s, n)| format!("{}/{n:02}", s.id));

@@ -1,7 +1,6 @@
-//! What the broker's state machine is handed rather than reads: the wall clock (the one
-//! thing it still asks for while it decides, for the journal's `ts_ms`), and the facts of
-//! the machine and of itself that do not change while it runs ([`Host`], read once by the
-//! interpreter).
+//! What the broker's state machine is handed rather than reads: the time of each input,
+//! monotonic and wall clock ([`Now`]), and the facts of the machine and of itself that do
+//! not change while it runs ([`Host`], read once by the interpreter).
 //!
 //! Everything else the kernel does or knows is an output, its answer an input, as
 //! `quinn-proto`'s `Connection` never touches a socket: the interpreter reaps
@@ -14,10 +13,15 @@
 //! when the tree's record closes (`Output::CloseTree`) and runs the notify command
 //! (`Output::Notify`…). Nothing in `broker::state` opens a file or makes a system call.
 
-/// The wall clock, in milliseconds since the epoch: the kernel's in the broker
-/// ([`LiveKernel`]), a fixed one in the tests.
-pub trait WallClock {
-    fn wall_ms(&self) -> u64;
+use tokio::time::Instant;
+
+/// When an input happened: the monotonic clock the broker's deadlines run on, and the wall
+/// clock the journal's `ts_ms` is stamped with, both read by the interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub at: Instant,
+    /// Milliseconds since the epoch.
+    pub wall_ms: u64,
 }
 
 /// What the broker knows of the machine and of itself from the start.
@@ -35,12 +39,6 @@ pub struct Host {
     pub page_size: u64,
 }
 
-/// The kernel the broker runs on: the stop sequence's own signaller (which the interpreter
-/// delivers the broker's signals through), and its clock.
+/// The kernel the broker runs on: the stop sequence's own signaller, which the interpreter
+/// delivers the broker's signals through.
 pub use crate::broker::stop::Kernel as LiveKernel;
-
-impl WallClock for LiveKernel {
-    fn wall_ms(&self) -> u64 {
-        crate::clock::now_ms()
-    }
-}

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::requests::{Done, OperatorDelivered, OperatorSignal};
-use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Reaped};
+use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
 use crate::attention::probe::{InputFile, Looks};
 use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
@@ -243,9 +243,11 @@ pub struct Probe {
 
 impl Broker {
     /// Takes what happened at `now`.
-    pub fn handle(&mut self, input: Input<'_>, now: Instant) {
-        // The clock only goes forward, whatever the interpreter read.
-        self.now = self.now.max(now);
+    pub fn handle(&mut self, input: Input<'_>, now: Now) {
+        // The clock only goes forward, whatever the interpreter read; the wall clock is as
+        // read, as the journal has always stamped it.
+        self.now = self.now.max(now.at);
+        self.wall_ms = now.wall_ms;
         // What a signal's delivery journals goes where the signal was asked for: before
         // whatever the interpreter has not carried out yet (a reply, the next events).
         let in_place = matches!(input, Input::Signalled(_) | Input::OperatorSignalled(_));
@@ -458,7 +460,7 @@ impl Broker {
     /// `kind` as an event of this moment.
     pub(super) fn stamp(&self, kind: EventKind) -> crate::protocol::Event {
         crate::protocol::Event {
-            ts_ms: self.clock.wall_ms(),
+            ts_ms: self.wall_ms,
             mono_us: self.mono_us(),
             kind,
         }

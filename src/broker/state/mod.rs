@@ -38,7 +38,7 @@ use crate::protocol::{
 pub use crate::broker::reap::Reaped;
 pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
-pub use kernel::{Host, LiveKernel, WallClock};
+pub use kernel::{Host, LiveKernel, Now};
 pub use machine::{Input, Output};
 pub use requests::{OperatorSignaller, Refusal};
 
@@ -146,8 +146,8 @@ impl StreamCount {
 }
 
 pub struct Broker {
-    /// The wall clock, for the journal (see `kernel.rs`).
-    clock: Box<dyn WallClock>,
+    /// The wall clock at the input being handled, for the journal's `ts_ms`.
+    wall_ms: u64,
     /// What the interpreter read of the machine and of the broker at the start.
     host: Host,
     /// The time of the input being handled.
@@ -231,19 +231,19 @@ impl Broker {
     /// launch whose pattern does not compile). `start`: when the broker started, the origin
     /// of the journal's `mono_us`.
     pub fn new(
-        clock: Box<dyn WallClock>,
         host: Host,
         start: Instant,
-        now: Instant,
+        now: Now,
         request: LaunchRequest,
         final_line: Option<regex::bytes::Regex>,
     ) -> Broker {
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
         let attention = attention::Attention::new(&request.attention);
+        let Now { at: now, wall_ms } = now;
         Broker {
-            started_ms: clock.wall_ms(),
+            started_ms: wall_ms,
+            wall_ms,
             pid: host.pid,
-            clock,
             host,
             now,
             start,
@@ -299,7 +299,7 @@ impl Broker {
             self.flush_input();
         }
         let event = Event {
-            ts_ms: self.clock.wall_ms(),
+            ts_ms: self.wall_ms,
             mono_us: self.mono_us(),
             kind,
         };
@@ -353,7 +353,7 @@ impl Broker {
         self.journal_alive = false;
         self.journal_len = self.journal_len.saturating_sub(unwritten);
         let event = Event {
-            ts_ms: self.clock.wall_ms(),
+            ts_ms: self.wall_ms,
             mono_us: self.mono_us(),
             kind: EventKind::BrokerFailure {
                 stage: Stage::Internal,
@@ -514,7 +514,7 @@ impl Broker {
                     stream,
                     offset: placed.offset,
                     len,
-                    ts_ms: self.clock.wall_ms(),
+                    ts_ms: self.wall_ms,
                     mono_us: self.mono_us(),
                     since: now,
                 });
@@ -646,7 +646,7 @@ impl Broker {
         self.result.stderr = self.streams[1].totals();
         self.result.failure = self.failure.clone();
         self.result.started_ms = self.started_ms;
-        self.result.ended_ms = self.clock.wall_ms();
+        self.result.ended_ms = self.wall_ms;
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
         // In the journal before `result.json` says the command is over: a reader that finds
         // the result (a test, the MCP server, a watch) finds the events up to `close` too,

@@ -206,7 +206,7 @@ fn the_end_waits_for_the_wind_down_and_goes_on_only_when_told() {
     rig.close_pipes();
     rig.run_until(Duration::from_secs(3));
     // The machine's own handling, without the rig's interpreter answering for it.
-    rig.broker.handle(Input::Finish, rig.now);
+    rig.broker.handle(Input::Finish, rig.at());
     let mut outputs = Vec::new();
     while let Some(output) = rig.broker.poll_output() {
         outputs.push(output);

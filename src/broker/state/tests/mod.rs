@@ -21,9 +21,7 @@ use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::requests::{OperatorSignal, OperatorSignaller};
-use super::{
-    Broker, CgroupReleased, CgroupState, CopyProgress, Host, Input, Output, Reaped, WallClock,
-};
+use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Host, Input, Now, Output, Reaped};
 use crate::attention::detector::ProcessSample;
 use crate::broker::signaller::{ProcessKey, Walk};
 use crate::broker::stop::TreeSignaller;
@@ -228,12 +226,6 @@ impl OperatorSignaller for FakeKernel {
     }
 }
 
-impl WallClock for FakeKernel {
-    fn wall_ms(&self) -> u64 {
-        self.0.borrow().wall_ms
-    }
-}
-
 /// The broker's own facts in every test.
 fn host() -> Host {
     Host {
@@ -338,7 +330,16 @@ impl Rig {
         world.borrow_mut().wall_ms = 1_700_000_000_000;
         let t0 = Instant::now();
         Rig {
-            broker: Broker::new(Box::new(kernel), host(), t0, t0, request, final_line),
+            broker: Broker::new(
+                host(),
+                t0,
+                Now {
+                    at: t0,
+                    wall_ms: 1_700_000_000_000,
+                },
+                request,
+                final_line,
+            ),
             world,
             t0,
             now: t0,
@@ -391,8 +392,16 @@ impl Rig {
         self
     }
 
+    /// The time of an input now: the fake clock, and the fake kernel's wall clock.
+    fn at(&self) -> Now {
+        Now {
+            at: self.now,
+            wall_ms: self.world.borrow().wall_ms,
+        }
+    }
+
     fn feed(&mut self, input: Input<'_>) {
-        self.broker.handle(input, self.now);
+        self.broker.handle(input, self.at());
         self.drain();
     }
 
@@ -470,7 +479,7 @@ impl Rig {
                             probed,
                         }
                     };
-                    self.broker.handle(Input::TreeSampled(sample), self.now);
+                    self.broker.handle(Input::TreeSampled(sample), self.at());
                 }
                 Output::ListLeftovers { .. } => {
                     let pids = {
@@ -478,7 +487,7 @@ impl Rig {
                         world.listings += 1;
                         world.pids()
                     };
-                    self.broker.handle(Input::Leftovers(pids), self.now);
+                    self.broker.handle(Input::Leftovers(pids), self.at());
                 }
                 Output::AbandonCgroup => {
                     let mut world = self.world.borrow_mut();
@@ -497,21 +506,21 @@ impl Rig {
                         }
                     };
                     self.broker
-                        .handle(Input::CgroupReleased(released), self.now);
+                        .handle(Input::CgroupReleased(released), self.at());
                 }
                 // Delivered by the fake kernel, at once, as `outlets.rs` does.
                 Output::Signal { plan, walk, group } => {
                     self.plans.push((plan.signal, plan.also_cont));
                     let mut kernel = FakeKernel(self.world.clone());
                     let delivered = plan.deliver(&mut kernel, &walk, group);
-                    self.broker.handle(Input::Signalled(delivered), self.now);
+                    self.broker.handle(Input::Signalled(delivered), self.at());
                 }
                 // The same, for a signal the operator asked for.
                 Output::OperatorSignal(signal) => {
                     self.operator_signals.push(signal.clone());
                     let delivered = signal.deliver(&mut FakeKernel(self.world.clone()));
                     self.broker
-                        .handle(Input::OperatorSignalled(delivered), self.now);
+                        .handle(Input::OperatorSignalled(delivered), self.at());
                 }
                 Output::CloseTree => {
                     let cost = SampledCost::default();
@@ -520,19 +529,19 @@ impl Rig {
                         cost: &cost,
                         children: (0, 0),
                     };
-                    self.broker.handle(closed, self.now);
+                    self.broker.handle(closed, self.at());
                 }
                 Output::GiveUpCopy => {
                     self.copies_given_up += 1;
                     self.copy.behind = false;
                     let undelivered = self.undelivered;
                     self.broker
-                        .handle(Input::CopyGivenUp { undelivered }, self.now);
+                        .handle(Input::CopyGivenUp { undelivered }, self.at());
                 }
                 Output::LetFrontEndGo => {
                     self.let_go += 1;
                     self.broker
-                        .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.now);
+                        .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.at());
                 }
                 Output::Notify { payload, .. } => {
                     let mut line = serde_json::to_vec(&payload).unwrap();
@@ -547,7 +556,7 @@ impl Rig {
                         self.notify_running.push(pid);
                         Input::NotifyStarted { pid }
                     };
-                    self.broker.handle(input, self.now);
+                    self.broker.handle(input, self.at());
                 }
                 // An overdue run is killed: a failure. Runs that end by themselves are fed by
                 // the test ([`Rig::notify_run_ends`]).
@@ -557,19 +566,19 @@ impl Rig {
                         self.notify_running.retain(|p| *p != pid);
                         let failure = Some("`notify` was killed before it finished".into());
                         self.broker
-                            .handle(Input::NotifyEnded { pid, failure }, self.now);
+                            .handle(Input::NotifyEnded { pid, failure }, self.at());
                     }
                 }
                 // The runs still going are let go, as `Notifier::let_go` does: nothing waits.
                 Output::WindDownNotify => {
                     self.wind_downs += 1;
                     self.notify_running.clear();
-                    self.broker.handle(Input::NotifyWoundDown, self.now);
+                    self.broker.handle(Input::NotifyWoundDown, self.at());
                 }
                 Output::WriteResult(result) => {
                     self.unflushed_at_result = Some(self.unflushed);
                     self.result = Some(*result);
-                    self.broker.handle(Input::ResultWritten(Ok(())), self.now);
+                    self.broker.handle(Input::ResultWritten(Ok(())), self.at());
                 }
                 Output::Exit(code) => self.exit = Some(code),
             }
