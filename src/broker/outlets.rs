@@ -169,13 +169,17 @@ impl Outlets {
                 }
                 Output::AbandonCgroup => {
                     // Empty (the command never entered it), it goes now; one still holding a
-                    // process stays, for a later tether to remove once empty.
+                    // process stays, for a later tether to remove once empty. The broker let
+                    // go of its handle before asking: the descriptors close here.
                     if let Some(cgroup) = self.cgroup.take() {
                         let _ = cgroup.remove();
                     }
                 }
                 Output::ReleaseCgroup => {
-                    let released = match self.cgroup.take() {
+                    // Held until the broker has let go of its handle too: the descriptors
+                    // close here, not in the state machine.
+                    let cgroup = self.cgroup.take();
+                    let released = match cgroup.as_ref() {
                         Some(cgroup) => CgroupReleased {
                             cpu_usec: cgroup.stats().cpu_usec,
                             memory_peak: cgroup.memory_peak(),
@@ -188,6 +192,7 @@ impl Outlets {
                         },
                     };
                     broker.handle(Input::CgroupReleased(released), now());
+                    drop(cgroup);
                 }
                 Output::Signal { plan, walk, group } => {
                     let delivered = plan.deliver(&mut LiveKernel, &walk, group);
