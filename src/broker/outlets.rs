@@ -10,7 +10,8 @@ use super::control::ControlServer;
 use super::parent::ParentLink;
 use std::sync::Arc;
 
-use super::state::{Broker, CgroupReleased, CgroupState, Input, LiveKernel, Now, Output};
+use super::state::{Broker, CgroupReleased, CgroupState, Input, Now, Output};
+use super::stop::Kernel as LiveKernel;
 use super::tree::TreeRecorder;
 use crate::attention::notify::Notifier;
 use crate::attention::probe;

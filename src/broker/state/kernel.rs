@@ -38,7 +38,3 @@ pub struct Host {
     /// The page size (`/proc` sizes are in pages).
     pub page_size: u64,
 }
-
-/// The kernel the broker runs on: the stop sequence's own signaller, which the interpreter
-/// delivers the broker's signals through.
-pub use crate::broker::stop::Kernel as LiveKernel;

@@ -38,7 +38,7 @@ use crate::protocol::{
 pub use crate::broker::reap::Reaped;
 pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
-pub use kernel::{Host, LiveKernel, Now};
+pub use kernel::{Host, Now};
 pub use machine::{Input, Output};
 pub use requests::{OperatorSignaller, Refusal};
 
