@@ -8,11 +8,24 @@ use tokio::time::Instant;
 
 use super::control::ControlServer;
 use super::parent::ParentLink;
-use super::state::{Broker, Input, LiveKernel, Output};
+use std::sync::Arc;
+
+use super::state::{Broker, CgroupReleased, CgroupState, Input, Now, Output};
+use super::stop::Kernel as LiveKernel;
 use super::tree::TreeRecorder;
 use crate::attention::notify::Notifier;
+use crate::attention::probe;
+use crate::cgroup::CommandCgroup;
 use crate::journal::JournalDir;
 use crate::journal::writer::{EventLog, RESULT_FILE, StreamLog};
+
+/// The time now, as the broker takes it with each input.
+pub(super) fn now() -> Now {
+    Now {
+        at: Instant::now(),
+        wall_ms: crate::clock::now_ms(),
+    }
+}
 
 /// The command's journal as the interpreter writes it: the broker says what goes in.
 pub(super) struct JournalFiles {
@@ -34,6 +47,9 @@ pub(super) struct Outlets {
     pub(super) subscribed: bool,
     /// The `[notify] command`'s runs, started, looked at and killed as the broker says.
     pub(super) notify: Option<Notifier>,
+    /// The command's cgroup, while the broker has it: read for the broker
+    /// ([`Outlets::cgroup_state`]) and removed when it says.
+    pub(super) cgroup: Option<Arc<CommandCgroup>>,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
     /// The broker asked for the front end's copy of the output to be given up.
@@ -44,18 +60,31 @@ pub(super) struct Outlets {
 impl Outlets {
     /// Hands `input` to the broker and carries out what it asks.
     pub(super) fn feed(&mut self, broker: &mut Broker, input: Input<'_>) {
-        broker.handle(input, Instant::now());
+        broker.handle(input, now());
         self.apply(broker, &[]);
     }
 
-    /// Reaps every child that ended and tells the broker, with whether any is left.
+    /// Reaps every child that ended and tells the broker, with whether any is left and how
+    /// the cgroup stands.
     pub(super) fn reap(&mut self, broker: &mut Broker) {
         let (children, children_left) = super::reap::reap_ended();
         let reaped = Input::Reaped {
             children,
             children_left,
+            cgroup: self.cgroup_state(),
         };
         self.feed(broker, reaped);
+    }
+
+    /// How the command's cgroup stands now (`None` once the broker has none).
+    pub(super) fn cgroup_state(&self) -> Option<CgroupState> {
+        let cgroup = self.cgroup.as_ref()?;
+        Some(match cgroup.populated() {
+            Ok(true) => CgroupState::Populated,
+            Ok(false) => CgroupState::Empty,
+            Err(_) if !cgroup.exists() => CgroupState::Gone,
+            Err(_) => CgroupState::Empty,
+        })
     }
 
     /// Carries out every output the broker has, in order; `chunk` is the chunk of output
@@ -75,7 +104,7 @@ impl Outlets {
                     {
                         self.journal.events = None;
                         let unwritten = line.len() as u64;
-                        broker.handle(Input::JournalFailed { error, unwritten }, Instant::now());
+                        broker.handle(Input::JournalFailed { error, unwritten }, now());
                     }
                     if subscribers && self.subscribed {
                         self.for_subscribers.extend_from_slice(&line);
@@ -91,7 +120,7 @@ impl Outlets {
                             error,
                             unwritten: 0,
                         };
-                        broker.handle(failed, Instant::now());
+                        broker.handle(failed, now());
                     }
                 }
                 Output::Store { stream, keep } => {
@@ -104,7 +133,7 @@ impl Outlets {
                             message,
                             stored,
                         };
-                        broker.handle(failed, Instant::now());
+                        broker.handle(failed, now());
                     }
                 }
                 Output::Subscribe { client } => {
@@ -124,22 +153,66 @@ impl Outlets {
                     walk,
                     group,
                     may_skip,
+                    probe,
                 } => {
-                    let sample = self.tree.look(&walk, group, may_skip);
-                    broker.handle(Input::TreeSampled(sample), Instant::now());
+                    let mut sample = self.tree.look(&walk, group, may_skip);
+                    if let (Some(probe), Some(processes)) = (probe, sample.processes.as_deref()) {
+                        let page_size = crate::procfs::page_size();
+                        let samples =
+                            probe::sample(processes, &probe.inputs, probe.looks, page_size);
+                        sample.probed = Some(samples);
+                    }
+                    broker.handle(Input::TreeSampled(sample), now());
+                }
+                Output::ListLeftovers { walk } => {
+                    let pids = walk.live().iter().map(|p| p.pid).collect();
+                    broker.handle(Input::Leftovers(pids), now());
+                }
+                Output::AbandonCgroup => {
+                    // Empty (the command never entered it), it goes now; one still holding a
+                    // process stays, for a later tether to remove once empty. The broker let
+                    // go of its handle before asking: the descriptors close here.
+                    if let Some(cgroup) = self.cgroup.take() {
+                        let _ = cgroup.remove();
+                    }
+                }
+                Output::ReleaseCgroup => {
+                    // Held until the broker has let go of its handle too: the descriptors
+                    // close here, not in the state machine.
+                    let cgroup = self.cgroup.take();
+                    let released = match cgroup.as_ref() {
+                        Some(cgroup) => CgroupReleased {
+                            cpu_usec: cgroup.stats().cpu_usec,
+                            memory_peak: cgroup.memory_peak(),
+                            removed: cgroup.remove(),
+                        },
+                        None => CgroupReleased {
+                            cpu_usec: None,
+                            memory_peak: None,
+                            removed: Ok(()),
+                        },
+                    };
+                    broker.handle(Input::CgroupReleased(released), now());
+                    drop(cgroup);
                 }
                 Output::Signal { plan, walk, group } => {
                     let delivered = plan.deliver(&mut LiveKernel, &walk, group);
-                    broker.handle(Input::Signalled(delivered), Instant::now());
+                    broker.handle(Input::Signalled(delivered), now());
                 }
                 Output::OperatorSignal(signal) => {
                     let delivered = signal.deliver(&mut LiveKernel);
-                    broker.handle(Input::OperatorSignalled(delivered), Instant::now());
+                    broker.handle(Input::OperatorSignalled(delivered), now());
                 }
                 Output::CloseTree => {
                     let record = self.tree.close();
                     let cost = self.tree.cost();
-                    broker.handle(Input::TreeClosed { record, cost }, Instant::now());
+                    let children = super::tree::cost::children_usage();
+                    let closed = Input::TreeClosed {
+                        record,
+                        cost,
+                        children,
+                    };
+                    broker.handle(closed, now());
                 }
                 Output::Notify {
                     kind,
@@ -156,7 +229,7 @@ impl Outlets {
                         Ok(None) => continue,
                         Err(message) => Input::NotifyUnstarted { message },
                     };
-                    broker.handle(input, Instant::now());
+                    broker.handle(input, now());
                 }
                 Output::CheckNotify { overdue } => {
                     let ended = self
@@ -164,7 +237,7 @@ impl Outlets {
                         .as_mut()
                         .map_or_else(Vec::new, |n| n.check(&overdue));
                     for (pid, failure) in ended {
-                        broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
+                        broker.handle(Input::NotifyEnded { pid, failure }, now());
                     }
                 }
                 Output::WindDownNotify => {
@@ -172,15 +245,15 @@ impl Outlets {
                     // (see `Notifier::let_go`).
                     let ended = self.notify.as_mut().map_or_else(Vec::new, Notifier::let_go);
                     for (pid, failure) in ended {
-                        broker.handle(Input::NotifyEnded { pid, failure }, Instant::now());
+                        broker.handle(Input::NotifyEnded { pid, failure }, now());
                     }
-                    broker.handle(Input::NotifyWoundDown, Instant::now());
+                    broker.handle(Input::NotifyWoundDown, now());
                 }
                 Output::LetFrontEndGo => self.let_go = true,
                 Output::GiveUpCopy => self.give_up_copy = true,
                 Output::WriteResult(result) => {
                     let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
-                    broker.handle(Input::ResultWritten(written), Instant::now());
+                    broker.handle(Input::ResultWritten(written), now());
                 }
                 Output::Exit(code) => self.exit = Some(code),
             }

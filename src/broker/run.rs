@@ -21,7 +21,7 @@ use super::outlets::{JournalFiles, Outlets};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::{Broker, CopyProgress, Input, LiveKernel};
+use super::state::{Broker, CopyProgress, Host, Input};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
 use crate::attention::notify::Notifier;
@@ -256,9 +256,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
 
     let parent = ParentWatch::open(request.parent_pid);
     let mut broker = Broker::new(
-        Box::new(LiveKernel),
+        host(request.parent_pid),
         start,
-        Instant::now(),
+        super::outlets::now(),
         request.clone(),
         final_line,
     );
@@ -286,6 +286,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .as_deref()
             .filter(|_| request.attention.enabled)
             .and_then(|argv| Notifier::new(argv, notify_rate(&request))),
+        cgroup: None,
         exit: None,
     };
     out.feed(
@@ -342,6 +343,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .cgroup
             .as_ref()
             .and_then(|c| EventsWatch::new(c.path()).ok());
+        out.cgroup = contained.cgroup.clone();
         out.feed(&mut broker, Input::Contained(contained.cgroup));
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
@@ -359,13 +361,21 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     };
                     out.feed(&mut broker, Input::Happened(kind));
                 }
+                // Whether it entered its cgroup, then whether it has ended: in this order, as a
+                // process that ends leaves the cgroup's list.
+                let in_cgroup = out
+                    .cgroup
+                    .as_ref()
+                    .is_some_and(|c| c.members().is_ok_and(|m| m.contains(&child.pid)));
                 // Unreaped, the pid is the command's: its start time is read now, for the journal.
-                let start_ticks = crate::procfs::read_stat(child.pid).map(|s| s.start_ticks);
+                let stat = crate::procfs::read_stat(child.pid);
                 let spawned = Input::Spawned {
                     pid: child.pid,
-                    start_ticks,
+                    start_ticks: stat.map(|s| s.start_ticks),
                     argv: child.argv,
                     inputs: child.inputs,
+                    in_cgroup,
+                    ended: stat.is_none_or(|s| s.is_zombie()),
                 };
                 out.feed(&mut broker, spawned);
                 if let Some(streams) = child.terminal {
@@ -491,7 +501,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 if changed.is_err() {
                     cgroup_watch = None;
                 }
-                out.feed(&mut broker, Input::CgroupChanged);
+                let state = out.cgroup_state();
+                out.feed(&mut broker, Input::CgroupChanged(state));
             }
             incoming = next_control(&mut out.control) => {
                 out.feed(&mut broker, Input::Control(incoming));
@@ -717,6 +728,17 @@ fn notify_rate(request: &LaunchRequest) -> Option<RateFile> {
     Some(RateFile::in_state_dir(state_dir))
 }
 
+/// What the broker's state machine is told of this process and machine at the start.
+fn host(parent_pid: i32) -> Host {
+    Host {
+        pid: std::process::id() as i32,
+        uid: nix::unistd::getuid().as_raw(),
+        parent_program: crate::procfs::program_label(parent_pid),
+        ticks_per_second: crate::procfs::clock_ticks_per_second(),
+        page_size: crate::procfs::page_size(),
+    }
+}
+
 /// How long control clients get, once the broker is done, to take their last events.
 const CONTROL_DRAIN: Duration = Duration::from_millis(500);
 
@@ -822,7 +844,7 @@ fn on_read(
                         stream,
                         bytes: chunk,
                     },
-                    Instant::now(),
+                    super::outlets::now(),
                 );
                 out.apply(broker, chunk);
                 if let Some(copy) = mirror.as_mut() {

@@ -60,6 +60,14 @@ pub trait TreeSignaller {
 /// Signals through the kernel: pidfds and `killpg`.
 pub struct Kernel;
 
+impl super::state::OperatorSignaller for Kernel {
+    fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool> {
+        let live = walk.live();
+        let process = live.iter().find(|p| p.pid == pid)?;
+        Some(super::signaller::signal_process(process, signal))
+    }
+}
+
 impl TreeSignaller for Kernel {
     fn signal_tree(
         &mut self,

@@ -53,6 +53,9 @@ pub struct TreeSample {
     /// The walk did not finish within its budget: nothing is known of the tree now (unlike
     /// a skipped walk, which knows nothing in it ran).
     pub missed: bool,
+    /// What attention's probe found of each of `processes`, when the walk was asked for one
+    /// (`Output::SampleTree`'s `probe`).
+    pub probed: Option<Vec<crate::attention::detector::ProcessSample>>,
 }
 
 pub struct TreeRecorder {
@@ -152,7 +155,7 @@ impl TreeRecorder {
         TreeSample {
             processes: Some(procs),
             record,
-            missed: false,
+            ..TreeSample::default()
         }
     }
 

@@ -13,12 +13,11 @@
 
 use tokio::time::Instant;
 
-use super::machine::Output;
+use super::machine::{Output, Probe};
 use super::{Broker, Phase};
-use crate::attention::detector::{Detector, Ending, Sample, Thresholds};
+use crate::attention::detector::{Detector, Ending, ProcessSample, Sample, Thresholds};
 use crate::attention::notify::{NotifyPolicy, runnable};
-use crate::attention::probe::{self, InputFile};
-use crate::procfs::{self, ProcStat};
+use crate::attention::probe::InputFile;
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus, Origin, ProcessSignal};
 
 /// The bytes of the command's text a notification carries at most (its argv may be
@@ -40,7 +39,6 @@ pub(super) struct Attention {
     notify: Option<NotifyPolicy>,
     /// The end waits for the notify command's runs ([`Output::WindDownNotify`]).
     winding_down: bool,
-    page_size: u64,
     /// The operator (or the caller, through the shim) sent the command a signal that ends a
     /// process: however it then ends is their doing, never a failure to tell them about.
     ended_by_hand: bool,
@@ -60,7 +58,6 @@ impl Attention {
                 .map(|_| NotifyPolicy::default()),
             winding_down: false,
             ended_by_hand: false,
-            page_size: procfs::page_size(),
         }
     }
 
@@ -76,7 +73,7 @@ impl Broker {
     /// [call site: spawned] The command runs (after [`Broker::attention_inputs`]).
     pub(super) fn attention_spawned(&mut self, now: Instant) {
         if self.attention.enabled {
-            let ticks = procfs::clock_ticks_per_second();
+            let ticks = self.host.ticks_per_second;
             let mut thresholds = self.attention.thresholds;
             // Nothing to wait on (stdin is /dev/null, no terminal): no look, and no wake-up,
             // for input.
@@ -136,31 +133,35 @@ impl Broker {
         Ok(())
     }
 
-    /// [call site: tree_sampled] The tree was looked at: `walked` is what the walk found,
-    /// or `None` when nothing in the tree ran since the last one; `missed`, the walk did not
-    /// finish in its budget and nothing is known.
+    /// [call site: sample_tree] What the interpreter is to probe of the processes the walk
+    /// finds: what the detector wants, over the command's inputs; nothing without a detector.
+    pub(super) fn attention_probe(&self) -> Option<Probe> {
+        let detector = self.attention.detector.as_ref()?;
+        Some(Probe {
+            inputs: self.attention.inputs.clone(),
+            looks: detector.wants(),
+        })
+    }
+
+    /// [call site: tree_sampled] The tree was looked at: `probed` is what the probe found of
+    /// each process the walk found ([`Broker::attention_probe`]), or `None` when nothing in
+    /// the tree ran since the last one; `missed`, the walk did not finish in its budget and
+    /// nothing is known.
     pub(super) fn attention_sampled(
         &mut self,
         now: Instant,
-        walked: Option<&[ProcStat]>,
+        probed: Option<Vec<ProcessSample>>,
         missed: bool,
     ) {
-        let Some(detector) = self.attention.detector.as_ref() else {
+        let Some(detector) = self.attention.detector.as_mut() else {
             return;
         };
-        let sample = match walked {
+        let sample = match probed {
             None if missed => Sample::Missed,
             None => Sample::Unchanged,
-            Some(procs) => Sample::Fresh(probe::sample(
-                procs,
-                &self.attention.inputs,
-                detector.wants(),
-                self.attention.page_size,
-            )),
+            Some(samples) => Sample::Fresh(samples),
         };
-        if let Some(detector) = self.attention.detector.as_mut() {
-            detector.sampled(now, sample);
-        }
+        detector.sampled(now, sample);
         self.attention_emit();
     }
 
@@ -340,7 +341,7 @@ impl Broker {
     fn notification(&self, kind: &str, detail: &str) -> (u64, serde_json::Value) {
         let request = &self.request;
         // The machine's wall clock, as the event it tells of is stamped.
-        let ts_ms = self.kernel.wall_ms();
+        let ts_ms = self.wall_ms;
         let session = request.session.as_ref();
         let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
         let target = session.zip(number).map(|(s, n)| format!("{}/{n:02}", s.id));

@@ -1,14 +1,41 @@
 //! The broker's side of the command's cgroup: the walk the stop and the tree record take,
 //! whether anything is left in it, the fallback when it disappears, its figures and its
-//! removal at the end.
+//! removal at the end. The cgroup is a handle here, never read: the interpreter reads it
+//! and hands in what it found ([`CgroupState`] with `Input::Reaped` and
+//! `Input::CgroupChanged`, membership with `Input::Spawned`) and removes it when asked
+//! (`Output::AbandonCgroup`, `Output::ReleaseCgroup`).
 
+use std::io;
 use std::sync::Arc;
 
+use super::machine::Output;
 use super::{Broker, Reaped};
 use crate::broker::signaller::Walk;
 use crate::broker::tree::cost;
 use crate::cgroup::CommandCgroup;
 use crate::protocol::{ContainmentMode, EventKind};
+
+/// How the command's cgroup stands, as the interpreter read it (`cgroup.events`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupState {
+    /// A process is in it.
+    Populated,
+    /// Nothing is in it (or its `populated` could not be read).
+    Empty,
+    /// Its directory is gone (a delegated subtree taken away mid-run).
+    Gone,
+}
+
+/// What releasing the cgroup at the end found ([`Output::ReleaseCgroup`]).
+#[derive(Debug)]
+pub struct CgroupReleased {
+    /// The CPU time it accounted (`cpu.stat` `usage_usec`).
+    pub cpu_usec: Option<u64>,
+    /// The most memory it held (`memory.peak`), where the kernel accounts it.
+    pub memory_peak: Option<u64>,
+    /// Its removal, which the kernel refuses while a process is in it.
+    pub removed: io::Result<()>,
+}
 
 impl Broker {
     /// The command runs in `cgroup` (or, `None`, is contained by the walk of /proc).
@@ -50,24 +77,23 @@ impl Broker {
         self.stop.is_some() && !self.stop_done
     }
 
-    /// Whether a process is left in the cgroup (false without one, or once it is gone).
+    /// Whether a process is left in the cgroup (false without one, or once it is gone), as
+    /// the interpreter last read it.
     pub(super) fn cgroup_populated(&self) -> bool {
-        self.cgroup
-            .as_ref()
-            .is_some_and(|c| c.populated().unwrap_or(false))
+        self.cgroup.is_some() && self.cgroup_state == CgroupState::Populated
     }
 
     /// The command must be in its cgroup before anything it runs can fork: it writes itself
     /// into `cgroup.procs` before exec. If that failed (the write is unchecked in the child,
     /// where nothing may allocate), the /proc walk takes over, and the journal says why.
-    pub(super) fn check_entered(&mut self, pid: i32) {
+    /// `member`: whether the cgroup listed the command's pid; `ended`: whether it had ended
+    /// when read just after.
+    pub(super) fn check_entered(&mut self, member: bool, ended: bool) {
         let Some(cgroup) = self.cgroup.as_ref() else {
             return;
         };
-        let member = cgroup.members().is_ok_and(|m| m.contains(&pid));
         // Already gone: it cannot have forked outside the cgroup, which is all that counts.
-        let gone = crate::procfs::read_stat(pid).is_none_or(|s| s.is_zombie());
-        if !member && !gone {
+        if !member && !ended {
             let reason = format!(
                 "the command could not enter its cgroup {}",
                 cgroup.path().display()
@@ -76,9 +102,12 @@ impl Broker {
         }
     }
 
-    /// Something changed in the cgroup (`cgroup.events`): the tree may have, a stop may be
-    /// done, or the cgroup may be gone.
-    pub(super) fn cgroup_changed(&mut self) {
+    /// Something changed in the cgroup (`cgroup.events`), which now stands as `state`: the
+    /// tree may have, a stop may be done, or the cgroup may be gone.
+    pub(super) fn cgroup_changed(&mut self, state: Option<CgroupState>) {
+        if let Some(state) = state {
+            self.cgroup_state = state;
+        }
         self.check_cgroup();
         self.tree_may_have_changed();
         self.check_stop_done();
@@ -87,7 +116,8 @@ impl Broker {
     /// A cgroup taken away mid-run (a delegated subtree removed) leaves the /proc walk in
     /// charge, said once in the journal.
     pub(super) fn check_cgroup(&mut self) {
-        if let Some(cgroup) = self.cgroup.as_ref().filter(|c| !c.exists()) {
+        let gone = self.cgroup_state == CgroupState::Gone;
+        if let Some(cgroup) = self.cgroup.as_ref().filter(|_| gone) {
             let reason = format!("the cgroup {} disappeared", cgroup.path().display());
             self.fall_back(reason);
         }
@@ -96,8 +126,8 @@ impl Broker {
     fn fall_back(&mut self, reason: String) {
         // Empty (the command never entered it), it goes now; one still holding a process
         // stays, for a later tether to remove once empty.
-        if let Some(cgroup) = self.cgroup.take() {
-            let _ = cgroup.remove();
+        if self.cgroup.take().is_some() {
+            self.outputs.push_back(Output::AbandonCgroup);
         }
         self.emit(EventKind::Containment {
             mode: ContainmentMode::Procfs,
@@ -109,13 +139,20 @@ impl Broker {
     /// What the tree cost, into `result.json`: `memory_peak` is the cgroup's, if it had one
     /// (see [`crate::broker::tree::cost`] for which figure is taken and why). Nothing ran,
     /// nothing to say.
-    pub(super) fn record_cost(&mut self, memory_peak: Option<u64>, sampled: &cost::SampledCost) {
+    /// `children`: the reaped children's CPU milliseconds and largest RSS in bytes, as the
+    /// kernel accounts them.
+    pub(super) fn record_cost(
+        &mut self,
+        memory_peak: Option<u64>,
+        sampled: &cost::SampledCost,
+        children: (u64, u64),
+    ) {
         if self.child.is_none() {
             return;
         }
-        let ticks = crate::procfs::clock_ticks_per_second();
-        let page = crate::procfs::page_size();
-        let (children_cpu_ms, children_max_rss_bytes) = self.kernel.children_usage();
+        let ticks = self.host.ticks_per_second;
+        let page = self.host.page_size;
+        let (children_cpu_ms, children_max_rss_bytes) = children;
         let (cpu_ms, peak) = cost::command_cost(&cost::CostSources {
             cgroup_cpu_usec: self.result.cgroup_cpu_usec,
             cgroup_memory_peak: memory_peak,
@@ -128,25 +165,37 @@ impl Broker {
         self.result.peak_rss_bytes = Some(peak);
     }
 
-    /// At the end: the CPU time the cgroup accounted goes to `result.json`, and the cgroup
-    /// is removed. The kernel refuses while a process is in it (one that survived SIGKILL):
-    /// then it stays, and a later tether removes it once empty. Returns its `memory.peak`,
-    /// where it accounts one.
-    pub(super) fn release_cgroup(&mut self) -> Option<u64> {
-        let cgroup = self.cgroup.take()?;
-        self.result.cgroup_cpu_usec = cgroup.stats().cpu_usec;
-        let memory_peak = cgroup.memory_peak();
-        if let Err(err) = cgroup.remove() {
-            self.emit(EventKind::BrokerFailure {
-                stage: crate::protocol::Stage::Internal,
-                code: "cgroup_remove".into(),
-                message: format!(
-                    "cannot remove the command's cgroup {}: {err}; a later tether removes it once it is empty",
-                    cgroup.path().display()
-                ),
-            });
+    /// At the end: the cgroup's figures are read and it is removed
+    /// ([`Output::ReleaseCgroup`]); returns whether it was asked for (there is a cgroup), the
+    /// end then going on at [`Broker::cgroup_released`].
+    pub(super) fn release_cgroup(&mut self) -> bool {
+        if self.cgroup.is_none() {
+            return false;
         }
-        memory_peak
+        self.outputs.push_back(Output::ReleaseCgroup);
+        true
+    }
+
+    /// The cgroup was released: the CPU time it accounted goes to `result.json`, its
+    /// `memory.peak` to the cost. The kernel refuses the removal while a process is in it
+    /// (one that survived SIGKILL): then it stays, and a later tether removes it once empty.
+    /// The tree's record closes next.
+    pub(super) fn cgroup_released(&mut self, released: CgroupReleased) {
+        if let Some(cgroup) = self.cgroup.take() {
+            self.result.cgroup_cpu_usec = released.cpu_usec;
+            self.memory_peak = released.memory_peak;
+            if let Err(err) = released.removed {
+                self.emit(EventKind::BrokerFailure {
+                    stage: crate::protocol::Stage::Internal,
+                    code: "cgroup_remove".into(),
+                    message: format!(
+                        "cannot remove the command's cgroup {}: {err}; a later tether removes it once it is empty",
+                        cgroup.path().display()
+                    ),
+                });
+            }
+        }
+        self.outputs.push_back(Output::CloseTree);
     }
 }
 

@@ -25,7 +25,7 @@ impl Broker {
         if taken.bytes > 0 {
             self.attention_typed(self.now);
         }
-        let (ts_ms, mono_us) = (self.kernel.wall_ms(), self.mono_us());
+        let (ts_ms, mono_us) = (self.wall_ms, self.mono_us());
         let pending = self.pending_input.get_or_insert(PendingInput {
             taken: InputTaken::default(),
             ts_ms,

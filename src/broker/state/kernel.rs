@@ -1,62 +1,40 @@
-//! What the broker's decisions still ask of the kernel while they are made: the wall clock,
-//! its own pid and uid, a front end's program name, the live processes of a walk (to say
-//! what is left to keep when the command's pipes are done), and the children's CPU and
-//! memory at the end. One trait, so the state machine runs on the kernel in the broker
-//! ([`LiveKernel`]) and on a fake table of processes in its tests. None of it changes a
-//! process.
+//! What the broker's state machine is handed rather than reads: the time of each input,
+//! monotonic and wall clock ([`Now`]), and the facts of the machine and of itself that do
+//! not change while it runs ([`Host`], read once by the interpreter).
 //!
-//! Everything else the kernel does for the broker is an output, its answer an input: the
-//! interpreter reaps (`Input::Reaped`, with whether a child is left), the stop sequence's
-//! signals are plans it delivers (`Output::Signal`, `Input::Signalled`), and so are the
-//! operator's (a control client's or the parent's `signal`: `Output::OperatorSignal`,
-//! `Input::OperatorSignalled`, after which the request is journaled and answered), the
-//! notify command runs there (`Output::Notify`…), the tree's record is walked there
-//! (`Output::SampleTree`).
+//! Everything else the kernel does or knows is an output, its answer an input, as
+//! `quinn-proto`'s `Connection` never touches a socket: the interpreter reaps
+//! (`Input::Reaped`, with whether a child is left and how the cgroup stands), reads whether
+//! the command entered its cgroup (`Input::Spawned`), delivers the stop sequence's and the
+//! operator's signals (`Output::Signal`, `Output::OperatorSignal`), walks the tree and
+//! probes what its processes wait on (`Output::SampleTree`), lists what is left when the
+//! command's pipes are done (`Output::ListLeftovers`), gives up or releases the cgroup
+//! (`Output::AbandonCgroup`, `Output::ReleaseCgroup`), reads the children's CPU and memory
+//! when the tree's record closes (`Output::CloseTree`) and runs the notify command
+//! (`Output::Notify`…). Nothing in `broker::state` opens a file or makes a system call.
 
-use crate::broker::signaller::Walk;
-use crate::procfs::{self, ProcStat};
+use tokio::time::Instant;
 
-pub trait Kernel {
-    /// This process's pid: the root of the tree on the /proc walk.
-    fn own_pid(&self) -> i32;
-    /// The wall clock, in milliseconds since the epoch, for the journal's `ts_ms`.
-    fn wall_ms(&self) -> u64;
-    /// The live processes of `walk`.
-    fn live(&mut self, walk: &Walk) -> Vec<ProcStat>;
-    /// The program of `pid`, for the journal's `client`.
-    fn program_label(&mut self, pid: i32) -> Option<String>;
-    /// This process's uid.
-    fn uid(&self) -> u32;
-    /// CPU time and largest RSS of the reaped children, as the kernel accounts them.
-    fn children_usage(&mut self) -> (u64, u64);
+/// When an input happened: the monotonic clock the broker's deadlines run on, and the wall
+/// clock the journal's `ts_ms` is stamped with, both read by the interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub at: Instant,
+    /// Milliseconds since the epoch.
+    pub wall_ms: u64,
 }
 
-/// The kernel the broker runs on: the stop sequence's own signaller (which the interpreter
-/// delivers the broker's signals through), and the rest.
-pub use crate::broker::stop::Kernel as LiveKernel;
-
-impl Kernel for LiveKernel {
-    fn own_pid(&self) -> i32 {
-        std::process::id() as i32
-    }
-
-    fn wall_ms(&self) -> u64 {
-        crate::clock::now_ms()
-    }
-
-    fn live(&mut self, walk: &Walk) -> Vec<ProcStat> {
-        walk.live()
-    }
-
-    fn program_label(&mut self, pid: i32) -> Option<String> {
-        procfs::program_label(pid)
-    }
-
-    fn uid(&self) -> u32 {
-        nix::unistd::getuid().as_raw()
-    }
-
-    fn children_usage(&mut self) -> (u64, u64) {
-        crate::broker::tree::cost::children_usage()
-    }
+/// What the broker knows of the machine and of itself from the start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// The broker's pid: the root of the tree on the /proc walk.
+    pub pid: i32,
+    /// The broker's uid, for the journal's name of its front end.
+    pub uid: u32,
+    /// The program of the front end that launched it, for the journal's `client`.
+    pub parent_program: Option<String>,
+    /// The kernel's clock ticks per second (`/proc` times are in ticks).
+    pub ticks_per_second: u64,
+    /// The page size (`/proc` sizes are in pages).
+    pub page_size: u64,
 }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::requests::{Done, OperatorDelivered, OperatorSignal};
-use super::{Broker, CopyProgress, Reaped};
-use crate::attention::probe::InputFile;
+use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
+use crate::attention::probe::{InputFile, Looks};
 use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivered, SignalPlan};
@@ -42,16 +42,21 @@ pub enum Input<'a> {
         /// What it reads input from (its stdin, its terminals), for attention to tell a
         /// process waiting on them.
         inputs: Vec<InputFile>,
+        /// Whether its cgroup listed it, read right after the spawn (false without one).
+        in_cgroup: bool,
+        /// Whether it had already ended (or could not be read), read right after that.
+        ended: bool,
     },
     /// The command could not be started (`code`, `message`).
     SpawnFailed { code: String, message: String },
     /// The interpreter reaped `children`, in the kernel's order (on SIGCHLD, before every
     /// [`Input::Tick`] and before [`Input::Finish`]): the command, or processes re-parented
     /// to the broker. `children_left`: whether any child is left, alive or unreaped, read
-    /// right after.
+    /// right after, and `cgroup`, how the command's cgroup stands then (`None` without one).
     Reaped {
         children: Vec<Reaped>,
         children_left: bool,
+        cgroup: Option<CgroupState>,
     },
     /// A chunk read from the command's stdout or stderr. The [`Output::Store`] it asks for
     /// is carried out from this very chunk, before the next read.
@@ -90,8 +95,14 @@ pub enum Input<'a> {
     },
     /// SIGTERM, SIGINT or SIGHUP to the broker.
     Shutdown,
-    /// The command's cgroup changed (`cgroup.events`).
-    CgroupChanged,
+    /// The command's cgroup changed (`cgroup.events`), and now stands as read (`None`
+    /// without one).
+    CgroupChanged(Option<CgroupState>),
+    /// The cgroup was released ([`Output::ReleaseCgroup`]).
+    CgroupReleased(CgroupReleased),
+    /// The live processes of the walk, listed when the command's pipes are done
+    /// ([`Output::ListLeftovers`]).
+    Leftovers(Vec<i32>),
     /// A control client's request, or a connection refused.
     Control(Incoming),
     /// Appending to the event log failed; `unwritten` bytes counted as journaled were not.
@@ -107,11 +118,13 @@ pub enum Input<'a> {
     /// the record to journal. An observer of the tree (a detector of a command that needs
     /// the operator) takes its samples here.
     TreeSampled(TreeSample),
-    /// The tree's record was closed ([`Output::CloseTree`]): its last record, if any, and
-    /// what its samples saw the tree use.
+    /// The tree's record was closed ([`Output::CloseTree`]): its last record, if any, what
+    /// its samples saw the tree use, and what the kernel accounted to the reaped children
+    /// (CPU milliseconds, largest RSS in bytes).
     TreeClosed {
         record: Option<EventKind>,
         cost: &'a SampledCost,
+        children: (u64, u64),
     },
     /// A plan of the stop sequence was delivered ([`Output::Signal`]): what it reached.
     Signalled(Delivered),
@@ -162,12 +175,23 @@ pub enum Output {
     /// One line to control client `client` alone: its request's answer.
     Reply { client: u64, line: Vec<u8> },
     /// Walk the tree for its record ([`Input::TreeSampled`] when done); `may_skip`: the
-    /// walk need not be taken if the last walk's processes did nothing since.
+    /// walk need not be taken if the last walk's processes did nothing since; `probe`: what
+    /// attention asks of the processes the walk finds.
     SampleTree {
         walk: Walk,
         group: i32,
         may_skip: bool,
+        probe: Option<Probe>,
     },
+    /// List the live processes of `walk` ([`Input::Leftovers`] at once): the command's
+    /// pipes are done, and what is left may be kept.
+    ListLeftovers { walk: Walk },
+    /// The cgroup is no longer the command's containment: remove it if it is empty (a
+    /// failure is no matter: a later tether removes it), and forget it.
+    AbandonCgroup,
+    /// The end: read the cgroup's CPU time and `memory.peak`, then remove it
+    /// ([`Input::CgroupReleased`] at once).
+    ReleaseCgroup,
     /// Deliver a signal of the stop sequence over `walk` (and to the process group `group`)
     /// at once ([`Input::Signalled`] answers; what it journals takes this output's place).
     Signal {
@@ -209,11 +233,21 @@ pub enum Output {
     Exit(i32),
 }
 
+/// What attention asks of each process a walk finds: `probe::sample` over them with
+/// `inputs` and `looks`, answered in [`crate::broker::tree::TreeSample::probed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub inputs: Vec<InputFile>,
+    pub looks: Looks,
+}
+
 impl Broker {
     /// Takes what happened at `now`.
-    pub fn handle(&mut self, input: Input<'_>, now: Instant) {
-        // The clock only goes forward, whatever the interpreter read.
-        self.now = self.now.max(now);
+    pub fn handle(&mut self, input: Input<'_>, now: Now) {
+        // The clock only goes forward, whatever the interpreter read; the wall clock is as
+        // read, as the journal has always stamped it.
+        self.now = self.now.max(now.at);
+        self.wall_ms = now.wall_ms;
         // What a signal's delivery journals goes where the signal was asked for: before
         // whatever the interpreter has not carried out yet (a reply, the next events).
         let in_place = matches!(input, Input::Signalled(_) | Input::OperatorSignalled(_));
@@ -226,8 +260,10 @@ impl Broker {
                 start_ticks,
                 argv,
                 inputs,
+                in_cgroup,
+                ended,
             } => {
-                self.check_entered(pid);
+                self.check_entered(in_cgroup, ended);
                 self.attention_inputs(inputs);
                 self.spawned(pid, start_ticks, argv);
             }
@@ -235,7 +271,8 @@ impl Broker {
             Input::Reaped {
                 children,
                 children_left,
-            } => self.reaped(children, children_left),
+                cgroup,
+            } => self.reaped(children, children_left, cgroup),
             Input::Read { stream, bytes } => self.output(stream, bytes),
             Input::Closed { stream } => self.open[stream as usize] = false,
             Input::ReadFailed { stream, error } => {
@@ -257,7 +294,12 @@ impl Broker {
                 self.start_stop(Origin::Shutdown);
             }
             Input::CopyGivenUp { undelivered } => self.copy_given_up(undelivered),
-            Input::CgroupChanged => self.cgroup_changed(),
+            Input::CgroupChanged(state) => self.cgroup_changed(state),
+            Input::CgroupReleased(released) => self.cgroup_released(released),
+            Input::Leftovers(pids) => {
+                self.leftovers_listed(pids);
+                self.ticked();
+            }
             Input::Control(incoming) => self.control(incoming),
             Input::JournalFailed { error, unwritten } => self.journal_failed(&error, unwritten),
             Input::StoreFailed {
@@ -270,14 +312,14 @@ impl Broker {
                 let pipes_open = self.open.iter().any(|open| *open);
                 self.copy_seen(copy);
                 self.tick(pipes_open);
-                self.flush_journal();
-                // The front end returns now, as the shell would once its command exited.
-                if std::mem::take(&mut self.custody_began) {
-                    self.outputs.push_back(Output::LetFrontEndGo);
-                }
+                self.ticked();
             }
             Input::TreeSampled(sample) => self.tree_sampled(sample),
-            Input::TreeClosed { record, cost } => self.tree_closed(record, cost),
+            Input::TreeClosed {
+                record,
+                cost,
+                children,
+            } => self.tree_closed(record, cost, children),
             Input::Signalled(delivered) => self.signalled(delivered),
             Input::OperatorSignalled(delivered) => self.operator_signalled(delivered),
             Input::Finish => self.finish(),
@@ -307,6 +349,16 @@ impl Broker {
     /// When the broker next has something to do on its own (hand it [`Input::Tick`] then).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.next_deadline()
+    }
+
+    /// After what a tick did: what it journaled reaches the disk, and a custody that began
+    /// lets the front end go.
+    fn ticked(&mut self) {
+        self.flush_journal();
+        // The front end returns now, as the shell would once its command exited.
+        if std::mem::take(&mut self.custody_began) {
+            self.outputs.push_back(Output::LetFrontEndGo);
+        }
     }
 
     /// Custody began and the front end took the news: it is let go.
@@ -408,7 +460,7 @@ impl Broker {
     /// `kind` as an event of this moment.
     pub(super) fn stamp(&self, kind: EventKind) -> crate::protocol::Event {
         crate::protocol::Event {
-            ts_ms: self.kernel.wall_ms(),
+            ts_ms: self.wall_ms,
             mono_us: self.mono_us(),
             kind,
         }

@@ -3,8 +3,9 @@
 //! The interpreter in `run.rs` owns the descriptors, the files and the clock: it hands
 //! what happened to [`Broker::handle`] as an [`Input`] and carries out what the broker asks
 //! for, drained with [`Broker::poll_output`], and wakes it at [`Broker::poll_timeout`]. The
-//! shape is `quinn-proto`'s `Connection`: nothing here reads a pipe, writes a file or waits
-//! (see `machine.rs`).
+//! shape is `quinn-proto`'s `Connection`: nothing here reads a pipe, a cgroup file or
+//! `/proc`, writes or removes a file, or waits; what it needs of the kernel is an output
+//! whose answer comes back as an input, or a fact handed in (see `machine.rs`, `kernel.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,10 +36,11 @@ use crate::protocol::{
 };
 
 pub use crate::broker::reap::Reaped;
+pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
-pub use kernel::{Kernel, LiveKernel};
+pub use kernel::{Host, Now};
 pub use machine::{Input, Output};
-pub use requests::Refusal;
+pub use requests::{OperatorSignaller, Refusal};
 
 /// After the command exits, output is still read until the pipes are quiet this long...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -65,6 +67,9 @@ enum Phase {
     /// The command exited and processes of its tree remain, kept running by the leftovers
     /// rule until something stops them (see `custody.rs`).
     Custody,
+    /// The command's pipes are done and processes of its tree remain: the interpreter lists
+    /// them ([`Output::ListLeftovers`]), for the leftovers rule to keep or stop.
+    Counting,
     /// Stopping what is left of the tree.
     TearingDown,
     /// Nothing is running; waiting for end of file on the pipes.
@@ -141,8 +146,10 @@ impl StreamCount {
 }
 
 pub struct Broker {
-    /// What the decisions ask of the kernel (see `kernel.rs`).
-    kernel: Box<dyn Kernel>,
+    /// The wall clock at the input being handled, for the journal's `ts_ms`.
+    wall_ms: u64,
+    /// What the interpreter read of the machine and of the broker at the start.
+    host: Host,
     /// The time of the input being handled.
     now: Instant,
     start: Instant,
@@ -193,6 +200,9 @@ pub struct Broker {
     cgroup: Option<Arc<CommandCgroup>>,
     /// Its name, kept after the cgroup is released.
     cgroup_name: Option<String>,
+    /// How the cgroup stood when the interpreter last read it ([`Input::Reaped`],
+    /// [`Input::CgroupChanged`]).
+    cgroup_state: CgroupState,
     /// Leftovers kept running, while they are.
     custody: Option<custody::Custody>,
     /// Custody began and the event loop has not let the front end go yet.
@@ -221,18 +231,20 @@ impl Broker {
     /// launch whose pattern does not compile). `start`: when the broker started, the origin
     /// of the journal's `mono_us`.
     pub fn new(
-        kernel: Box<dyn Kernel>,
+        host: Host,
         start: Instant,
-        now: Instant,
+        now: Now,
         request: LaunchRequest,
         final_line: Option<regex::bytes::Regex>,
     ) -> Broker {
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
         let attention = attention::Attention::new(&request.attention);
+        let Now { at: now, wall_ms } = now;
         Broker {
-            started_ms: kernel.wall_ms(),
-            pid: kernel.own_pid(),
-            kernel,
+            started_ms: wall_ms,
+            wall_ms,
+            pid: host.pid,
+            host,
             now,
             start,
             request,
@@ -263,6 +275,7 @@ impl Broker {
             result: CommandResult::default(),
             cgroup: None,
             cgroup_name: None,
+            cgroup_state: CgroupState::Empty,
             custody: None,
             custody_began: false,
             custodian_gone: None,
@@ -286,7 +299,7 @@ impl Broker {
             self.flush_input();
         }
         let event = Event {
-            ts_ms: self.kernel.wall_ms(),
+            ts_ms: self.wall_ms,
             mono_us: self.mono_us(),
             kind,
         };
@@ -340,7 +353,7 @@ impl Broker {
         self.journal_alive = false;
         self.journal_len = self.journal_len.saturating_sub(unwritten);
         let event = Event {
-            ts_ms: self.kernel.wall_ms(),
+            ts_ms: self.wall_ms,
             mono_us: self.mono_us(),
             kind: EventKind::BrokerFailure {
                 stage: Stage::Internal,
@@ -425,8 +438,17 @@ impl Broker {
     }
 
     /// The interpreter reaped `children` (the command itself, or descendants re-parented to
-    /// this subreaper), in the kernel's order; `children_left`: whether any child is left.
-    pub(super) fn reaped(&mut self, children: Vec<Reaped>, children_left: bool) {
+    /// this subreaper), in the kernel's order; `children_left`: whether any child is left;
+    /// `cgroup`: how the cgroup stands, read right after (`None` without one).
+    pub(super) fn reaped(
+        &mut self,
+        children: Vec<Reaped>,
+        children_left: bool,
+        cgroup: Option<CgroupState>,
+    ) {
+        if let Some(state) = cgroup {
+            self.cgroup_state = state;
+        }
         for reaped in children {
             self.tree_walks.activity(self.now);
             let main = self.child.as_ref().is_some_and(|c| c.pid == reaped.pid);
@@ -492,7 +514,7 @@ impl Broker {
                     stream,
                     offset: placed.offset,
                     len,
-                    ts_ms: self.kernel.wall_ms(),
+                    ts_ms: self.wall_ms,
                     mono_us: self.mono_us(),
                     since: now,
                 });
@@ -601,14 +623,22 @@ impl Broker {
         self.journal_truncations();
         self.journal_undelivered();
         self.close_custody_record();
-        self.memory_peak = self.release_cgroup();
-        self.outputs.push_back(Output::CloseTree);
+        // The tree's record closes once the cgroup is released ([`Input::CgroupReleased`]).
+        if !self.release_cgroup() {
+            self.outputs.push_back(Output::CloseTree);
+        }
     }
 
     /// The tree's record is closed (`record`: an empty tree, if the last one recorded was
-    /// not), and `cost` is what its samples saw: the result is complete.
-    pub(super) fn tree_closed(&mut self, record: Option<EventKind>, cost: &SampledCost) {
-        self.record_cost(self.memory_peak, cost);
+    /// not), `cost` is what its samples saw and `children` what the kernel accounted to the
+    /// reaped children: the result is complete.
+    pub(super) fn tree_closed(
+        &mut self,
+        record: Option<EventKind>,
+        cost: &SampledCost,
+        children: (u64, u64),
+    ) {
+        self.record_cost(self.memory_peak, cost, children);
         if let Some(event) = record {
             self.record_tree(event);
         }
@@ -616,7 +646,7 @@ impl Broker {
         self.result.stderr = self.streams[1].totals();
         self.result.failure = self.failure.clone();
         self.result.started_ms = self.started_ms;
-        self.result.ended_ms = self.kernel.wall_ms();
+        self.result.ended_ms = self.wall_ms;
         self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
         // In the journal before `result.json` says the command is over: a reader that finds
         // the result (a test, the MCP server, a watch) finds the events up to `close` too,

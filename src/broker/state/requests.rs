@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::machine::Output;
-use super::{Broker, LiveKernel, Phase};
-use crate::broker::signaller::{self, Walk};
+use super::{Broker, Phase};
+use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivered, Delivery, StopSequence, TreeSignaller};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
@@ -105,14 +105,6 @@ pub trait OperatorSignaller: TreeSignaller {
     /// `signal` to the live process `pid` of `walk` (pidfd-checked): `None` when the walk
     /// does not find it, else whether it was delivered.
     fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool>;
-}
-
-impl OperatorSignaller for LiveKernel {
-    fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool> {
-        let live = walk.live();
-        let process = live.iter().find(|p| p.pid == pid)?;
-        Some(signaller::signal_process(process, signal))
-    }
 }
 
 impl OperatorSignal {
@@ -240,8 +232,8 @@ impl Broker {
         let pid = self.request.parent_pid;
         Peer {
             pid,
-            uid: self.kernel.uid(),
-            program: self.kernel.program_label(pid),
+            uid: self.host.uid,
+            program: self.host.parent_program.clone(),
         }
     }
 
@@ -382,7 +374,7 @@ impl Broker {
         };
         let group = self.live_group();
         let (mut sequence, plan) = StopSequence::begin(origin, grace, self.now);
-        sequence.delay_first_sweep(sweep_jitter(self.pid, self.kernel.wall_ms()));
+        sequence.delay_first_sweep(sweep_jitter(self.pid, self.wall_ms));
         self.stop = Some(sequence);
         // Journaled as delivered ([`Input::Signalled`]), in this place in the journal.
         self.outputs.push_back(Output::Signal { plan, walk, group });

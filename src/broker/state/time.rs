@@ -158,10 +158,12 @@ impl Broker {
         // alone.
         let may_skip = walk.cgroup().is_none() && self.tree_walks.quiet();
         self.tree_sampling = true;
+        let probe = self.attention_probe();
         self.outputs.push_back(Output::SampleTree {
             walk,
             group,
             may_skip,
+            probe,
         });
     }
 
@@ -173,10 +175,12 @@ impl Broker {
             processes,
             record,
             missed,
+            probed,
         } = sample;
         self.tree_walks.walked(self.now, record.is_some());
-        // Attention looks at the processes the walk found (or knows nothing ran since).
-        self.attention_sampled(self.now, processes.as_deref(), missed);
+        // Attention looks at what the probe found of the processes the walk found (or knows
+        // nothing ran since).
+        self.attention_sampled(self.now, probed, missed);
         // What the /proc path's stop sends its first signal to without walking again.
         if let Some(processes) = processes.filter(|_| self.cgroup.is_none()) {
             self.last_walk = Some(processes);
@@ -210,9 +214,12 @@ impl Broker {
             if !pipes_open || idle_over || now >= since + DRAIN_CAP {
                 self.phase = Phase::TearingDown;
                 if self.tree_left() && self.stop.is_none() {
-                    let walk = self.walk();
-                    let left: Vec<i32> = self.kernel.live(&walk).iter().map(|p| p.pid).collect();
-                    if !self.keep_leftovers(left) {
+                    if self.request.leftovers.keep {
+                        // Kept or stopped once listed ([`Broker::leftovers_listed`]).
+                        self.phase = Phase::Counting;
+                        let walk = self.walk();
+                        self.outputs.push_back(Output::ListLeftovers { walk });
+                    } else {
                         self.start_stop(Origin::Shutdown);
                     }
                 }
@@ -249,6 +256,18 @@ impl Broker {
                     Phase::Done
                 };
             }
+        }
+    }
+
+    /// What is left once the command's pipes were done ([`Output::ListLeftovers`]): kept if
+    /// the leftovers rule says so, stopped otherwise.
+    pub(super) fn leftovers_listed(&mut self, pids: Vec<i32>) {
+        if self.phase != Phase::Counting {
+            return;
+        }
+        self.phase = Phase::TearingDown;
+        if !self.keep_leftovers(pids) {
+            self.start_stop(Origin::Shutdown);
         }
     }
 

@@ -1,9 +1,11 @@
 //! Attention in the machine: `failed` and `finished` as a command ends, a silence watchdog's
-//! stop as a failure, and nothing for a short command that ends well. (What a process waits
-//! on is read from /proc: the detector's own tests in `crate::attention` cover `needs_input`,
-//! `quiet` and `runaway` with fake samples.)
+//! stop as a failure, nothing for a short command that ends well, and `needs_input` from
+//! what the interpreter's probe finds (the fake kernel answers it; the detector's own tests
+//! in `crate::attention` cover `quiet` and `runaway`).
 
 use super::*;
+use crate::attention::detector::{Blocked, InputKind};
+use crate::attention::probe::InputFile;
 use crate::broker::control::Incoming;
 use crate::protocol::{
     AttentionKind, AttentionRequest, Origin, Peer, ProcessSignal, Scope, ToBroker,
@@ -204,7 +206,7 @@ fn the_end_waits_for_the_wind_down_and_goes_on_only_when_told() {
     rig.close_pipes();
     rig.run_until(Duration::from_secs(3));
     // The machine's own handling, without the rig's interpreter answering for it.
-    rig.broker.handle(Input::Finish, rig.now);
+    rig.broker.handle(Input::Finish, rig.at());
     let mut outputs = Vec::new();
     while let Some(output) = rig.broker.poll_output() {
         outputs.push(output);
@@ -380,4 +382,119 @@ fn an_agents_own_word_that_it_waits_is_taken_from_its_tree_only() {
     assert_eq!(rig.count("attention_cleared"), 1);
     rig.command_ends(exited(0));
     rig.finish();
+}
+
+/// The command's stdin, a pipe, as the interpreter names it at the spawn.
+const STDIN_PIPE: InputFile = InputFile {
+    dev: 12,
+    ino: 400,
+    rdev: None,
+    input: InputKind::Pipe,
+};
+
+/// The command's terminal.
+const TERMINAL: InputFile = InputFile {
+    dev: 25,
+    ino: 3,
+    rdev: Some(34820),
+    input: InputKind::Terminal,
+};
+
+/// What the probe finds a process asleep in: `call` on descriptor 0, which is `input`.
+fn blocked_on(input: InputKind, call: &'static str) -> Blocked {
+    Blocked {
+        fd: 0,
+        input,
+        call,
+        program: "cmd".into(),
+        reads: Some(3),
+    }
+}
+
+/// The command started, as in [`Rig::launched`], reading `inputs`.
+fn launched_reading(request: LaunchRequest, inputs: Vec<InputFile>) -> Rig {
+    let mut rig = Rig::new(request);
+    rig.world.borrow_mut().spawn(CMD, OnTerm::Exit);
+    rig.feed(Input::Spawned {
+        pid: CMD,
+        start_ticks: Some(CMD as u64),
+        argv: vec!["cmd".into()],
+        inputs,
+        in_cgroup: false,
+        ended: false,
+    });
+    rig
+}
+
+fn raised(rig: &Rig, kind: AttentionKind) -> bool {
+    attention(rig).iter().any(|(k, _)| *k == kind)
+}
+
+#[test]
+fn a_process_the_probe_finds_blocked_on_the_commands_input_needs_input() {
+    let mut rig = launched_reading(with_attention(), vec![STDIN_PIPE]);
+    let blocked = blocked_on(InputKind::Pipe, "read");
+    rig.world.borrow_mut().blocked.push((CMD, blocked));
+    rig.run_until(Duration::from_secs(300));
+    assert!(
+        raised(&rig, AttentionKind::NeedsInput),
+        "{:?}",
+        attention(&rig)
+    );
+    // What the probe was asked: the command's inputs, and to look at what sleeps on them.
+    let world = rig.world.borrow();
+    let probe = world.probes.last().expect("the walks asked for a probe");
+    assert_eq!(probe.inputs, [STDIN_PIPE]);
+    assert!(probe.looks.blocked && !probe.looks.agent);
+}
+
+#[test]
+fn with_no_input_to_wait_on_the_probe_is_not_asked_to_look_at_waits() {
+    let mut rig = launched_reading(with_attention(), Vec::new());
+    let blocked = blocked_on(InputKind::Pipe, "read");
+    rig.world.borrow_mut().blocked.push((CMD, blocked));
+    rig.run_until(Duration::from_secs(300));
+    assert!(!raised(&rig, AttentionKind::NeedsInput));
+    let world = rig.world.borrow();
+    assert!(world.probes.iter().all(|p| !p.looks.blocked));
+}
+
+#[test]
+fn without_attention_no_probe_is_asked() {
+    let mut rig = launched_reading(request(), vec![STDIN_PIPE]);
+    rig.run_until(Duration::from_secs(60));
+    assert!(rig.world.borrow().walks > 0);
+    assert!(rig.world.borrow().probes.is_empty());
+}
+
+#[test]
+fn an_agent_waiting_on_its_terminal_with_no_command_running_waits_for_its_human() {
+    let agent = LaunchRequest {
+        attention: AttentionRequest {
+            agent: true,
+            ..AttentionRequest::default()
+        },
+        ..request()
+    };
+    let mut rig = launched_reading(agent.clone(), vec![TERMINAL]);
+    let waiting = blocked_on(InputKind::Terminal, "epoll_wait");
+    rig.world.borrow_mut().blocked.push((CMD, waiting.clone()));
+    rig.run_until(Duration::from_secs(300));
+    assert!(raised(&rig, AttentionKind::NeedsInput), "{:?}", rig.kinds());
+    assert!(rig.world.borrow().probes.iter().all(|p| p.looks.agent));
+    // The same wait while a command of the agent runs (its broker, in the tree): the agent
+    // waits for that command, not for its human.
+    let mut rig = launched_reading(agent, vec![TERMINAL]);
+    {
+        let mut world = rig.world.borrow_mut();
+        world.spawn(101, OnTerm::Exit);
+        world.runs_command.push(101);
+        world.blocked.push((CMD, waiting));
+    }
+    rig.run_until(Duration::from_secs(300));
+    assert!(
+        !raised(&rig, AttentionKind::NeedsInput),
+        "{:?}",
+        rig.kinds()
+    );
 }

@@ -208,3 +208,34 @@ fn the_front_end_going_in_custody_is_no_loss() {
     assert_eq!(rig.finish(), 0);
     assert!(!rig.result().parent_lost);
 }
+
+/// What is left is listed by the interpreter once, when the pipes are done, and only when
+/// the rule may keep it: without the rule the stop needs no list.
+#[test]
+fn the_leftovers_are_listed_once_and_only_under_the_rule() {
+    let rig = exits_leaving_one(keeping(None));
+    assert_eq!(rig.world.borrow().listings, 1);
+    assert_eq!(rig.count("leftovers_kept"), 1);
+    let rig = exits_leaving_one(request());
+    assert_eq!(rig.world.borrow().listings, 0);
+    assert_eq!(rig.count("stop_started"), 1);
+}
+
+/// A listing that finds nothing left (it ended between the reaping and the list) keeps
+/// nothing, and what the reaping still counted is stopped as without the rule.
+#[test]
+fn a_listing_that_finds_nothing_keeps_nothing() {
+    let mut rig = Rig::running(keeping(None), OnTerm::Exit);
+    rig.world.borrow_mut().spawn(101, OnTerm::Exit);
+    rig.command_ends(exited(0));
+    rig.close_pipes();
+    // 101 is gone by the time the interpreter lists, not yet reaped.
+    rig.world.borrow_mut().alive.retain(|(p, _)| p.pid != 101);
+    rig.feed(Input::Tick {
+        copy: CopyProgress::default(),
+    });
+    assert_eq!(rig.world.borrow().listings, 1);
+    assert_eq!(rig.count("leftovers_kept"), 0);
+    assert_eq!(stop_origin(&rig), Some(Origin::Shutdown));
+    assert_eq!(rig.finish(), 0);
+}

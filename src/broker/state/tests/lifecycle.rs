@@ -176,6 +176,7 @@ fn children_reaped_together_are_journaled_in_the_kernels_order_with_where_they_w
             },
         ],
         children_left: false,
+        cgroup: None,
     });
     let reaped: Vec<(i32, Option<bool>)> = rig
         .journal()
@@ -209,6 +210,7 @@ fn whether_a_child_is_left_is_the_interpreters_word_after_its_reaping() {
             tether_cgroup: None,
         }],
         children_left: true,
+        cgroup: None,
     });
     assert!(!rig.broker.stop_done, "a child is left");
     // The next reaping finds none: the stop is over, without another walk or signal.
@@ -216,6 +218,7 @@ fn whether_a_child_is_left_is_the_interpreters_word_after_its_reaping() {
     rig.feed(Input::Reaped {
         children: Vec::new(),
         children_left: false,
+        cgroup: None,
     });
     assert!(rig.broker.stop_done);
     assert_eq!(rig.world.borrow().sent.len(), sent);
@@ -367,7 +370,7 @@ fn a_change_in_the_cgroup_brings_the_next_walk_of_the_tree_within_a_second() {
     rig.run_until(ms(20_000));
     let walks = rig.world.borrow().walks;
     let quiet_wake = rig.broker.poll_timeout().unwrap();
-    rig.feed(Input::CgroupChanged);
+    rig.feed(Input::CgroupChanged(None));
     let wake = rig.broker.poll_timeout().unwrap();
     assert!(wake < quiet_wake && wake <= rig.now + ms(1000), "{wake:?}");
     rig.run_until(rig.now - rig.t0 + ms(1_000));

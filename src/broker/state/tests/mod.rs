@@ -4,6 +4,7 @@
 //! the replies to control clients) and moves the clock to the broker's next deadline.
 
 mod attention;
+mod cgroup;
 mod copy;
 mod custody;
 mod lifecycle;
@@ -20,7 +21,8 @@ use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::requests::{OperatorSignal, OperatorSignaller};
-use super::{Broker, CopyProgress, Input, Kernel, Output, Reaped};
+use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Host, Input, Now, Output, Reaped};
+use crate::attention::detector::ProcessSample;
 use crate::broker::signaller::{ProcessKey, Walk};
 use crate::broker::stop::TreeSignaller;
 use crate::broker::tree::TreeSample;
@@ -60,9 +62,73 @@ struct World {
     trees: VecDeque<EventKind>,
     walks: usize,
     wall_ms: u64,
+    /// The command's cgroup as the fake kernel keeps it, when the test gives one.
+    cgroup: Option<FakeCgroup>,
+    /// What attention's probe finds a process blocked on, by pid (every other is running
+    /// its course); each probe asked for, with what it looked for.
+    blocked: Vec<(i32, crate::attention::detector::Blocked)>,
+    probes: Vec<super::machine::Probe>,
+    /// Processes of the tree that run commands of an agent (brokers of its shell calls).
+    runs_command: Vec<i32>,
+    /// The leftovers' listings asked for ([`Output::ListLeftovers`]).
+    listings: usize,
+}
+
+/// A command's cgroup in the fake kernel: every live process of the tree is in it unless it
+/// was left out, it may be taken away, and its removal may be refused.
+#[derive(Default)]
+struct FakeCgroup {
+    /// Processes that are not in it (the command that could not enter it).
+    outside: Vec<i32>,
+    /// Processes in it that are no children of the broker (nothing reaps them here).
+    strangers: Vec<i32>,
+    gone: bool,
+    /// The error its removal gives, if it is refused.
+    remove_fails: Option<std::io::ErrorKind>,
+    cpu_usec: Option<u64>,
+    memory_peak: Option<u64>,
+    /// Removals asked for: `true` at the end (released), `false` abandoned mid-run.
+    removals: Vec<bool>,
 }
 
 impl World {
+    /// How the cgroup stands, as the interpreter reads it after each reaping.
+    fn cgroup_state(&self) -> Option<CgroupState> {
+        let cgroup = self.cgroup.as_ref()?;
+        let populated = !cgroup.strangers.is_empty()
+            || self
+                .alive
+                .iter()
+                .any(|(p, _)| !cgroup.outside.contains(&p.pid));
+        Some(if cgroup.gone {
+            CgroupState::Gone
+        } else if populated {
+            CgroupState::Populated
+        } else {
+            CgroupState::Empty
+        })
+    }
+
+    /// What a probe finds of the live processes: the blocked ones as set, the rest running.
+    fn probe(&self, looks: crate::attention::probe::Looks) -> Vec<ProcessSample> {
+        self.alive
+            .iter()
+            .map(|(p, _)| ProcessSample {
+                pid: p.pid,
+                start_ticks: p.start_ticks,
+                cpu_ticks: p.cpu_ticks,
+                rss_bytes: p.rss_pages * 4096,
+                demand_ns: None,
+                blocked: self
+                    .blocked
+                    .iter()
+                    .find(|(pid, _)| looks.blocked && *pid == p.pid)
+                    .map(|(_, b)| b.clone()),
+                runs_command: looks.agent && self.runs_command.contains(&p.pid),
+            })
+            .collect()
+    }
+
     fn spawn(&mut self, pid: i32, on_term: OnTerm) {
         let stat = ProcStat {
             pid,
@@ -160,29 +226,14 @@ impl OperatorSignaller for FakeKernel {
     }
 }
 
-impl Kernel for FakeKernel {
-    fn own_pid(&self) -> i32 {
-        BROKER
-    }
-
-    fn wall_ms(&self) -> u64 {
-        self.0.borrow().wall_ms
-    }
-
-    fn live(&mut self, _walk: &Walk) -> Vec<ProcStat> {
-        self.0.borrow().alive.iter().map(|(p, _)| *p).collect()
-    }
-
-    fn program_label(&mut self, _pid: i32) -> Option<String> {
-        Some("front-end".into())
-    }
-
-    fn uid(&self) -> u32 {
-        1000
-    }
-
-    fn children_usage(&mut self) -> (u64, u64) {
-        (0, 0)
+/// The broker's own facts in every test.
+fn host() -> Host {
+    Host {
+        pid: BROKER,
+        uid: 1000,
+        parent_program: Some("front-end".into()),
+        ticks_per_second: 100,
+        page_size: 4096,
     }
 }
 
@@ -279,7 +330,16 @@ impl Rig {
         world.borrow_mut().wall_ms = 1_700_000_000_000;
         let t0 = Instant::now();
         Rig {
-            broker: Broker::new(Box::new(kernel), t0, t0, request, final_line),
+            broker: Broker::new(
+                host(),
+                t0,
+                Now {
+                    at: t0,
+                    wall_ms: 1_700_000_000_000,
+                },
+                request,
+                final_line,
+            ),
             world,
             t0,
             now: t0,
@@ -315,17 +375,33 @@ impl Rig {
     /// The command is started, as `pid` [`CMD`], doing `on_term` with TERM.
     fn launched(mut self, on_term: OnTerm) -> Rig {
         self.world.borrow_mut().spawn(CMD, on_term);
+        let in_cgroup = self
+            .world
+            .borrow()
+            .cgroup
+            .as_ref()
+            .is_some_and(|c| !c.outside.contains(&CMD));
         self.feed(Input::Spawned {
             pid: CMD,
             start_ticks: Some(CMD as u64),
             argv: vec!["cmd".into()],
             inputs: Vec::new(),
+            in_cgroup,
+            ended: false,
         });
         self
     }
 
+    /// The time of an input now: the fake clock, and the fake kernel's wall clock.
+    fn at(&self) -> Now {
+        Now {
+            at: self.now,
+            wall_ms: self.world.borrow().wall_ms,
+        }
+    }
+
     fn feed(&mut self, input: Input<'_>) {
-        self.broker.handle(input, self.now);
+        self.broker.handle(input, self.at());
         self.drain();
     }
 
@@ -346,6 +422,7 @@ impl Rig {
         Input::Reaped {
             children,
             children_left: !world.alive.is_empty(),
+            cgroup: world.cgroup_state(),
         }
     }
 
@@ -386,51 +463,85 @@ impl Rig {
                     self.replies.push((client, event));
                 }
                 // The tree as the fake has it: its live processes, and the next record.
-                Output::SampleTree { .. } => {
+                Output::SampleTree { probe, .. } => {
                     let sample = {
                         let mut world = self.world.borrow_mut();
                         world.walks += 1;
+                        let probed = probe.map(|probe| {
+                            let samples = world.probe(probe.looks);
+                            world.probes.push(probe);
+                            samples
+                        });
                         TreeSample {
                             processes: Some(world.alive.iter().map(|(p, _)| *p).collect()),
                             record: world.trees.pop_front(),
                             missed: false,
+                            probed,
                         }
                     };
-                    self.broker.handle(Input::TreeSampled(sample), self.now);
+                    self.broker.handle(Input::TreeSampled(sample), self.at());
+                }
+                Output::ListLeftovers { .. } => {
+                    let pids = {
+                        let mut world = self.world.borrow_mut();
+                        world.listings += 1;
+                        world.pids()
+                    };
+                    self.broker.handle(Input::Leftovers(pids), self.at());
+                }
+                Output::AbandonCgroup => {
+                    let mut world = self.world.borrow_mut();
+                    let cgroup = world.cgroup.as_mut().expect("a cgroup to abandon");
+                    cgroup.removals.push(false);
+                }
+                Output::ReleaseCgroup => {
+                    let released = {
+                        let mut world = self.world.borrow_mut();
+                        let cgroup = world.cgroup.as_mut().expect("a cgroup to release");
+                        cgroup.removals.push(true);
+                        CgroupReleased {
+                            cpu_usec: cgroup.cpu_usec,
+                            memory_peak: cgroup.memory_peak,
+                            removed: cgroup.remove_fails.map_or(Ok(()), |kind| Err(kind.into())),
+                        }
+                    };
+                    self.broker
+                        .handle(Input::CgroupReleased(released), self.at());
                 }
                 // Delivered by the fake kernel, at once, as `outlets.rs` does.
                 Output::Signal { plan, walk, group } => {
                     self.plans.push((plan.signal, plan.also_cont));
                     let mut kernel = FakeKernel(self.world.clone());
                     let delivered = plan.deliver(&mut kernel, &walk, group);
-                    self.broker.handle(Input::Signalled(delivered), self.now);
+                    self.broker.handle(Input::Signalled(delivered), self.at());
                 }
                 // The same, for a signal the operator asked for.
                 Output::OperatorSignal(signal) => {
                     self.operator_signals.push(signal.clone());
                     let delivered = signal.deliver(&mut FakeKernel(self.world.clone()));
                     self.broker
-                        .handle(Input::OperatorSignalled(delivered), self.now);
+                        .handle(Input::OperatorSignalled(delivered), self.at());
                 }
                 Output::CloseTree => {
                     let cost = SampledCost::default();
                     let closed = Input::TreeClosed {
                         record: self.closing_record.take(),
                         cost: &cost,
+                        children: (0, 0),
                     };
-                    self.broker.handle(closed, self.now);
+                    self.broker.handle(closed, self.at());
                 }
                 Output::GiveUpCopy => {
                     self.copies_given_up += 1;
                     self.copy.behind = false;
                     let undelivered = self.undelivered;
                     self.broker
-                        .handle(Input::CopyGivenUp { undelivered }, self.now);
+                        .handle(Input::CopyGivenUp { undelivered }, self.at());
                 }
                 Output::LetFrontEndGo => {
                     self.let_go += 1;
                     self.broker
-                        .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.now);
+                        .handle(Input::FrontEndLetGo { stderr: Ok(()) }, self.at());
                 }
                 Output::Notify { payload, .. } => {
                     let mut line = serde_json::to_vec(&payload).unwrap();
@@ -445,7 +556,7 @@ impl Rig {
                         self.notify_running.push(pid);
                         Input::NotifyStarted { pid }
                     };
-                    self.broker.handle(input, self.now);
+                    self.broker.handle(input, self.at());
                 }
                 // An overdue run is killed: a failure. Runs that end by themselves are fed by
                 // the test ([`Rig::notify_run_ends`]).
@@ -455,19 +566,19 @@ impl Rig {
                         self.notify_running.retain(|p| *p != pid);
                         let failure = Some("`notify` was killed before it finished".into());
                         self.broker
-                            .handle(Input::NotifyEnded { pid, failure }, self.now);
+                            .handle(Input::NotifyEnded { pid, failure }, self.at());
                     }
                 }
                 // The runs still going are let go, as `Notifier::let_go` does: nothing waits.
                 Output::WindDownNotify => {
                     self.wind_downs += 1;
                     self.notify_running.clear();
-                    self.broker.handle(Input::NotifyWoundDown, self.now);
+                    self.broker.handle(Input::NotifyWoundDown, self.at());
                 }
                 Output::WriteResult(result) => {
                     self.unflushed_at_result = Some(self.unflushed);
                     self.result = Some(*result);
-                    self.broker.handle(Input::ResultWritten(Ok(())), self.now);
+                    self.broker.handle(Input::ResultWritten(Ok(())), self.at());
                 }
                 Output::Exit(code) => self.exit = Some(code),
             }

@@ -341,7 +341,8 @@ fn another_event_closes_the_input_count_and_nothing_typed_is_nothing_journaled()
 #[test]
 fn a_control_stop_is_answered_after_its_signals_are_journaled() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
-    rig.broker.handle(control(8, ControlRequest::Stop), rig.now);
+    rig.broker
+        .handle(control(8, ControlRequest::Stop), rig.at());
     // Carried out one by one, as the interpreter does: the plan is delivered when it is
     // reached, and what its delivery journals comes before what was queued behind it.
     let mut seen = Vec::new();
@@ -352,7 +353,7 @@ fn a_control_stop_is_answered_after_its_signals_are_journaled() {
                 assert_eq!(group, Some(CMD));
                 seen.push("plan".to_string());
                 let delivered = plan.deliver(&mut FakeKernel(rig.world.clone()), &walk, group);
-                rig.broker.handle(Input::Signalled(delivered), rig.now);
+                rig.broker.handle(Input::Signalled(delivered), rig.at());
             }
             Output::Event { line, .. } => {
                 let event: Event = serde_json::from_slice(&line).unwrap();
@@ -391,7 +392,7 @@ fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled()
     });
     rig.broker.handle(
         control(8, signal(ProcessSignal::INT, Scope::Group, None)),
-        rig.now,
+        rig.at(),
     );
     let mut seen = Vec::new();
     while let Some(output) = rig.broker.poll_output() {
@@ -414,7 +415,7 @@ fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled()
                 seen.push("deliver".to_string());
                 let delivered = asked.deliver(&mut FakeKernel(rig.world.clone()));
                 rig.broker
-                    .handle(Input::OperatorSignalled(delivered), rig.now);
+                    .handle(Input::OperatorSignalled(delivered), rig.at());
             }
             Output::Event { line, .. } => {
                 let event: Event = serde_json::from_slice(&line).unwrap();
