@@ -68,12 +68,25 @@ impl Outlets {
     /// the cgroup stands.
     pub(super) fn reap(&mut self, broker: &mut Broker) {
         let (children, children_left) = super::reap::reap_ended();
+        // Read whole once it can matter; until then only whether it is still there (one
+        // system call, as the tick's look always took).
+        let cgroup = if !children.is_empty() || broker.cgroup_state_wanted() {
+            self.cgroup_state()
+        } else {
+            self.cgroup_gone()
+        };
         let reaped = Input::Reaped {
             children,
             children_left,
-            cgroup: self.cgroup_state(),
+            cgroup,
         };
         self.feed(broker, reaped);
+    }
+
+    /// `Gone` if the command's cgroup was taken away, else nothing new.
+    fn cgroup_gone(&self) -> Option<CgroupState> {
+        let cgroup = self.cgroup.as_ref()?;
+        (!cgroup.exists()).then_some(CgroupState::Gone)
     }
 
     /// How the command's cgroup stands now (`None` once the broker has none).

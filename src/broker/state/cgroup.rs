@@ -102,6 +102,15 @@ impl Broker {
         }
     }
 
+    /// Whether the interpreter is to read how the cgroup stands with its next reap (else it
+    /// hands in `None`, and the last state stands): once it can matter, that is once a reap
+    /// found a child ended, the main process has exited, or a stop runs. While the command
+    /// runs and nothing ended, nothing asks whether its tree is left, and a read at every
+    /// wake-up would cost an output-heavy command three system calls a chunk.
+    pub fn cgroup_state_wanted(&self) -> bool {
+        self.cgroup.is_some() && (self.stop.is_some() || self.child_reaped())
+    }
+
     /// Something changed in the cgroup (`cgroup.events`), which now stands as `state`: the
     /// tree may have, a stop may be done, or the cgroup may be gone.
     pub(super) fn cgroup_changed(&mut self, state: Option<CgroupState>) {
