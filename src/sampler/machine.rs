@@ -148,6 +148,9 @@ pub fn parse_loadavg(loadavg: &str) -> Option<[f64; 3]> {
 pub struct MachineSampler {
     /// The last reading of `/proc/stat`: CPU use is measured between two.
     cpus: Vec<CpuTimes>,
+    /// The last measure (all cores, each), said again when a sample comes before the next
+    /// clock tick (a sample asked for at once after the periodic one).
+    last: (Option<f32>, Vec<f32>),
 }
 
 impl MachineSampler {
@@ -182,16 +185,18 @@ impl MachineSampler {
             return (None, Vec::new());
         };
         let Some(all) = now.percent_since(before) else {
-            // No tick passed: keep the older reading to measure the next one against.
+            // No tick passed: keep the older reading to measure the next one against, and
+            // say the last measure again rather than none.
             self.cpus = earlier;
-            return (None, Vec::new());
+            return self.last.clone();
         };
         let cores = self.cpus[1..]
             .iter()
             .zip(&earlier[1..])
             .map(|(now, before)| now.percent_since(before).unwrap_or(0.0))
             .collect();
-        (Some(all), cores)
+        self.last = (Some(all), cores);
+        self.last.clone()
     }
 }
 
@@ -258,8 +263,12 @@ mod tests {
             sampler.measure(parse_cpu_times(later)),
             (Some(50.0), vec![100.0, 0.0])
         );
-        // The same again: no tick passed, and the reading before is kept.
-        assert_eq!(sampler.measure(parse_cpu_times(later)), (None, Vec::new()));
+        // The same again: no tick passed; the last measure is said again, and the reading
+        // it was made from is kept to measure the next one against.
+        assert_eq!(
+            sampler.measure(parse_cpu_times(later)),
+            (Some(50.0), vec![100.0, 0.0])
+        );
         assert_eq!(sampler.cpus, parse_cpu_times(later));
     }
 
