@@ -15,6 +15,7 @@ pub mod export;
 pub mod fdio;
 pub mod grep;
 pub mod journal;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
 pub mod notify;

@@ -40,6 +40,14 @@ enum Command {
     /// Serve the Model Context Protocol on stdin/stdout: agents run commands through
     /// tether's brokers by tool call (`run`, `output`, `signal`, `list`). The session is
     /// $TETHER_SESSION, or a new one named `mcp-<UTC time>`.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        command(
+            about = "Serve the Model Context Protocol on stdin/stdout: not in this build, \
+                     which was made without the cargo feature `mcp`.",
+            long_about = None
+        )
+    )]
     Mcp,
     /// Open the TUI with the given commands launched.
     Run(RunArgs),
@@ -483,7 +491,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),
-        Some(Command::Mcp) => tether::mcp::main(cli.state_dir),
+        Some(Command::Mcp) => mcp(cli.state_dir),
         Some(Command::Exec(args)) => args.main(cli.state_dir),
         Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),
@@ -633,6 +641,22 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// `tether mcp`. A build without the cargo feature `mcp` still lists the subcommand (its help
+/// says it is not in the build) and refuses it with exit code 2, so that an agent configured
+/// to start it logs why, rather than a usage error that reads as a typo.
+#[cfg(feature = "mcp")]
+fn mcp(state: Option<PathBuf>) -> i32 {
+    tether::mcp::main(state)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn mcp(_state: Option<PathBuf>) -> i32 {
+    usage_error(
+        "this tether was built without the MCP server (cargo feature `mcp`); \
+         build it with the default features (`cargo install --path .`) to serve MCP",
+    )
 }
 
 /// A bad option value: says so, exit code 2.

@@ -3,6 +3,9 @@
 //! 2026-07-28's discovery without one). Every exchange goes to a transcript; with
 //! `TETHER_MCP_TRANSCRIPT=PATH` the first era's is copied there (docs/mcp-transcript.md).
 
+// The server is in the build with the cargo feature `mcp` (a default one) only.
+#![cfg(feature = "mcp")]
+
 mod common;
 
 use std::fmt::Write as _;

@@ -2,6 +2,9 @@
 //! private `dbus-daemon` (skipped, saying so, where none is installed; CI installs it) and a
 //! small notification server in the test that records the `Notify` call.
 
+// zbus is in the build with the cargo feature `desktop-notify` (a default one) only.
+#![cfg(feature = "desktop-notify")]
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -795,9 +795,9 @@ fn open_files_soft(pid: i32) -> Option<u64> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-/// sysinfo can raise the open-files soft limit of the process using it; the TUI reads the
-/// machine with it, and what the TUI's brokers and commands inherit must stay what the TUI
-/// was given.
+/// What the TUI's brokers and commands inherit stays what the TUI was given: a crate that
+/// reads the machine can raise the open-files soft limit (sysinfo did, when the TUI used it),
+/// and so could a change to the sampler.
 #[test]
 fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
     let env = TestEnv::new("tui-nofile");
@@ -809,7 +809,7 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
             tether_line(&env, "run -c 'sleep 300 & wait'")
         ),
     );
-    // A CPU figure needs two readings of the machine: sysinfo has been used twice by then.
+    // A CPU figure needs two readings of the machine: the sampler has read it twice by then.
     tmux.wait_screen(&env, "the tree and a CPU figure in the header", |s| {
         s.contains("sleep 300") && s.contains("procs") && !s.contains("CPU –")
     });
