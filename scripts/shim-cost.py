@@ -3,8 +3,10 @@
 
 Usage: scripts/shim-cost.py [-n CALLS] TETHER [TETHER...]
 
-For each tether binary given, a `bash` shim link is made in a scratch directory of /dev/shm
-(state and XDG_RUNTIME_DIR there too, mode 0700, so that the file system does not show).
+For each tether binary given, a `bash` shim link is made in a scratch directory (state and
+XDG_RUNTIME_DIR there too, mode 0700): on a disk by default (`$TMPDIR` or /tmp, where a
+user's ~/.local/state is), on tmpfs with `--tmpfs` (/dev/shm, so that the file system does
+not show). Each line says which.
 Then, on the cgroup path and on the /proc path (TETHER_CGROUP=off), `/bin/bash -c true` and
 each shim are run alternately, CALLS times each, 10 ms apart, stdin /dev/null and output to
 pipes as an agent calls them; the median of each and the shim's ratio to bash are printed,
@@ -25,10 +27,14 @@ import time
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", "--calls", type=int, default=40)
+    parser.add_argument("--tmpfs", action="store_true",
+                        help="state on /dev/shm rather than a disk")
     parser.add_argument("tether", nargs="+")
     args = parser.parse_args()
 
-    base = tempfile.mkdtemp(prefix="tether-shim-cost-", dir="/dev/shm")
+    base = tempfile.mkdtemp(prefix="tether-shim-cost-",
+                            dir="/dev/shm" if args.tmpfs else None)
+    place = filesystem(base)
     try:
         shims = []
         for i, binary in enumerate(args.tether):
@@ -64,13 +70,27 @@ def main():
                     time.sleep(0.01)
             load = open("/proc/loadavg").read().split()[0]
             bash = statistics.median(times["/bin/bash"]) * 1000
-            line = f"{path:6} load {load:>5}  bash {bash:6.2f} ms"
+            line = f"{path:6} state on {place}, load {load:>5}  bash {bash:6.2f} ms"
             for binary, shim in zip(args.tether, shims):
                 median = statistics.median(times[shim]) * 1000
                 line += f"  | {binary}: {median:6.2f} ms ({median / bash:.1f}x)"
             print(line, flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def filesystem(path):
+    """`tmpfs` or the file system type of the disk `path` is on, from /proc/mounts."""
+    path = os.path.realpath(path)
+    best = ("", "unknown")
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            fields = line.split()
+            point, kind = fields[1], fields[2]
+            inside = path == point or path.startswith(point.rstrip("/") + "/")
+            if inside and len(point) > len(best[0]):
+                best = (point, kind)
+    return best[1] if best[1] == "tmpfs" else f"a disk ({best[1]})"
 
 
 if __name__ == "__main__":
