@@ -156,9 +156,12 @@ impl Hierarchy {
         }
         let own = parse_own_cgroup(&read("/proc/self/cgroup")?).ok_or(Unavailable::NotInV2)?;
         let own_dir = own_cgroup_dir(&mount, &own)?;
-        match above_commands(&own) {
-            Some(above) => {
-                let mut hierarchy = Hierarchy::at(&own_cgroup_dir(&mount, above)?)?;
+        // Beside the command it runs in where we may write there, else in it, as before.
+        let beside = above_commands(&own)
+            .and_then(|above| own_cgroup_dir(&mount, above).ok())
+            .and_then(|dir| Hierarchy::at(&dir).ok());
+        match beside {
+            Some(mut hierarchy) => {
                 hierarchy.inside = Some(own_dir);
                 Ok(hierarchy)
             }
