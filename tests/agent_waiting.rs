@@ -32,17 +32,30 @@ const REPLY_DELAY_MS: u64 = 8_000;
 /// The one command the model asks for.
 const COMMAND: &str = "sleep 10";
 
-#[test]
-fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
-    let env = TestEnv::new("agent_waiting");
-    let exe = Agent::Claude.install();
+/// The test's user config: `[attention] input_after = AFTER`.
+fn set_input_after(env: &TestEnv, after: &str) {
     let config = env.path("config/tether");
     fs::create_dir_all(&config).expect("create the config directory");
     fs::write(
         config.join("config.toml"),
-        format!("[attention]\ninput_after = \"{THRESHOLD_MS}ms\"\n"),
+        format!("[attention]\ninput_after = \"{after}\"\n"),
     )
     .expect("write the config");
+}
+
+/// The agent's own journal (command 01 of its session), once there is one.
+fn agent_journal(env: &TestEnv) -> Option<std::path::PathBuf> {
+    command_dirs(&env.state_dir()).into_iter().find(|d| {
+        d.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("01-"))
+    })
+}
+
+#[test]
+fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
+    let env = TestEnv::new("agent_waiting");
+    let exe = Agent::Claude.install();
+    set_input_after(&env, &format!("{THRESHOLD_MS}ms"));
     let dir = env.path("claude");
     let work = dir.join("work");
     fs::create_dir_all(&work).expect("create the working directory");
@@ -69,12 +82,6 @@ fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
     let command = invocation.wrapped(&env, wrapper);
     let mut running = RunningAgent::in_terminal(&env, &command, &dir.join("agent.status"));
 
-    let agent_dir = || {
-        command_dirs(&env.state_dir()).into_iter().find(|d| {
-            d.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("01-"))
-        })
-    };
     let attention = |dir: &Path| -> Vec<Event> {
         events_now(dir)
             .into_iter()
@@ -99,7 +106,7 @@ fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
     };
     running.wait_for(&env, "the model's final answer", || server.answered_final());
     running.wait_for(&env, "`waiting for you` in the agent's journal", || {
-        agent_dir().is_some_and(|dir| raised(&attention(&dir)))
+        agent_journal(&env).is_some_and(|dir| raised(&attention(&dir)))
     });
     let typed_ms = now_ms();
     running.type_text(&env, "x");
@@ -114,7 +121,7 @@ fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
                 )
         })
     };
-    let dir = agent_dir().expect("the agent's journal");
+    let dir = agent_journal(&env).expect("the agent's journal");
     running.wait_for(&env, "the flag cleared after typing", || {
         cleared(&attention(&dir))
     });
@@ -259,13 +266,7 @@ fn now_ms() -> u64 {
 #[test]
 fn a_silent_agent_is_not_waiting_while_its_command_runs() {
     let env = TestEnv::new("agent_waiting_silent");
-    let config = env.path("config/tether");
-    fs::create_dir_all(&config).expect("create the config directory");
-    fs::write(
-        config.join("config.toml"),
-        format!("[attention]\ninput_after = \"{THRESHOLD_MS}ms\"\n"),
-    )
-    .expect("write the config");
+    set_input_after(&env, &format!("{THRESHOLD_MS}ms"));
     // Runs `sleep 8` through its shell (the shim), waits in select on its terminal and the
     // command's pipe until the command ends, then on its terminal for a line.
     let agent = r#"
@@ -297,13 +298,7 @@ sys.stdin.readline()
     running.wait_for(&env, "the command's end", || {
         sleep_dir().is_some_and(|d| d.join("result.json").exists())
     });
-    let agent_dir = dirs()
-        .into_iter()
-        .find(|d| {
-            d.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("01-"))
-        })
-        .expect("the agent's journal");
+    let agent_dir = agent_journal(&env).expect("the agent's journal");
     let raised = |events: &[Event]| {
         events.iter().find_map(|e| match &e.kind {
             EventKind::Attention {
@@ -377,13 +372,7 @@ sys.stdin.readline()
 fn claude_codes_permission_prompt_is_told_by_its_hook() {
     let env = TestEnv::new("agent_waiting_hook");
     let exe = Agent::Claude.install();
-    let config = env.path("config/tether");
-    fs::create_dir_all(&config).expect("create the config directory");
-    fs::write(
-        config.join("config.toml"),
-        "[attention]\ninput_after = \"60s\"\n",
-    )
-    .expect("write the config");
+    set_input_after(&env, "60s");
     let dir = env.path("claude");
     let work = dir.join("work");
     fs::create_dir_all(&work).expect("create the working directory");
@@ -406,12 +395,6 @@ fn claude_codes_permission_prompt_is_told_by_its_hook() {
     let wrapper = env.tether(&["agent", "--session", &session, "--"]);
     let command = invocation.wrapped(&env, wrapper);
     let mut running = RunningAgent::in_terminal(&env, &command, &dir.join("agent.status"));
-    let agent_dir = || {
-        command_dirs(&env.state_dir()).into_iter().find(|d| {
-            d.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("01-"))
-        })
-    };
     let told = |dir: &Path| {
         events_now(dir).into_iter().find_map(|e| match e.kind {
             EventKind::Attention {
@@ -422,9 +405,9 @@ fn claude_codes_permission_prompt_is_told_by_its_hook() {
         })
     };
     running.wait_for(&env, "the hook's `waiting for you`", || {
-        agent_dir().is_some_and(|dir| told(&dir).is_some())
+        agent_journal(&env).is_some_and(|dir| told(&dir).is_some())
     });
-    let dir_01 = agent_dir().expect("the agent's journal");
+    let dir_01 = agent_journal(&env).expect("the agent's journal");
     let (told_ms, detail) = told(&dir_01).expect("told");
     let asked_ms = received(&server.requests(), |step| step == &Value::from(0));
     // `1. Yes`.
