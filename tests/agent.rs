@@ -3,7 +3,7 @@
 //! is command 01 of its session, its commands follow; what they leave running lives while
 //! the agent does and is stopped when it exits, as is a command still running then.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

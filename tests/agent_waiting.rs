@@ -7,7 +7,7 @@
 //! reply is pending), and clear it when the operator types. The attention events
 //! are printed with their times, from the model's answers.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

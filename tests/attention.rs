@@ -1,7 +1,7 @@
 //! Attention, end to end: the broker tells a command waiting on its input from one reading it
 //! steadily, a runaway from a busy one, and runs the notify command with the event's JSON.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! whose `02-fail` has a `needs_input` episode and then a `failed` mark; drawn by the real
 //! `App` into a fixed-size TestBackend.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

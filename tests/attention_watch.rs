@@ -4,7 +4,7 @@
 //! terminal (tmux has no focus reports on by default: the window may not be looked at).
 //! `pipe-pane` keeps what the watch wrote; `capture-pane` reads the screen.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,7 @@
 //! `tether broker` driven directly over its stdin/stdout protocol, the test playing the
 //! front end.
 
-mod common;
+use crate::common;
 
 use common::direct::DirectBroker;
 use common::journal::{

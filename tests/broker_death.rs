@@ -2,7 +2,7 @@
 //! or wedged while exec is told to stop. exec is a subreaper, so whatever the broker leaves
 //! comes to exec, which stops it with the broker's own sequence.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;

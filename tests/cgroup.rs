@@ -5,7 +5,7 @@
 //!
 //! Where this machine has no writable cgroup v2, the cgroup tests print why and return.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -1,7 +1,7 @@
 //! Control sockets and `tether ps`, `stop`, `kill`, `signal` end to end (issue 7, parts 2
 //! and 4). Every test gives its brokers a runtime directory of its own (`XDG_RUNTIME_DIR`).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};

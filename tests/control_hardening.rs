@@ -2,7 +2,7 @@
 //! journal: a command that fills its own control socket cannot keep `tether stop` out, and a
 //! `command.json` naming some other process of the user gets nothing signalled.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::process::{Command, Output, Stdio};

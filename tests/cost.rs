@@ -2,7 +2,7 @@
 //! containment paths, has its CPU time and peak memory in `result.json`, in `sessions
 //! --json`, in the text export's table, on the OTLP span and on the chrome-trace run.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //! the one that ran the shim lives; it is stopped when that caller exits, on `tether stop`,
 //! or after `TETHER_LEFTOVERS_MAX`; `TETHER_LEFTOVERS=stop` stops it at once, as before.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};

@@ -2,7 +2,7 @@
 //! whose final line appears and that exits within the drain ends as it would have; one that
 //! hangs on is stopped and counts as finished; one whose line never comes is left alone.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use common::direct::DirectBroker;

@@ -1,7 +1,7 @@
 //! What `tether exec` prints never depends on the journal, and a copy it could not make is
 //! never reported as success (issue: hardening, item 6).
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File};
 use std::process::{Command, Stdio};

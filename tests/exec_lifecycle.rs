@@ -1,6 +1,6 @@
 //! `tether exec` end to end: how a command's end becomes tether's exit code and the journal.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

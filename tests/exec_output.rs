@@ -1,7 +1,7 @@
 //! `tether exec` end to end: output is kept raw, per stream, byte for byte, in the journal
 //! and in what tether prints.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::io::Read;

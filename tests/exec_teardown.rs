@@ -1,7 +1,7 @@
 //! `tether exec` end to end: stopping a command's whole tree, escapees included, and what
 //! happens when tether exec itself is killed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! kind of event, a journal cut short): what other tools need of each format, counted against
 //! the journal. Pure: no process is started. The command line is tested in `export_cli.rs`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -2,7 +2,7 @@
 //! session `tests/fixtures/every-kind` in a private state directory: finding sessions (ids,
 //! prefixes, paths), the errors for what is not one, `-o FILE`. No terminal; only tether runs.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

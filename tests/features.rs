@@ -1,8 +1,8 @@
 //! What a build without a default cargo feature does (README: Install). The default build
-//! checks the help's listing; `cargo test --no-default-features --test features` also
+//! checks the help's listing; `cargo test --no-default-features --test suite features::` also
 //! checks the refusal, as `.ci/run` does.
 
-mod common;
+use crate::common;
 
 use common::{TestEnv, run_to_end};
 

@@ -2,7 +2,7 @@
 //! must keep holding every kind of event a journal can record, so that the exports, the
 //! time cursor and the post-mortem views are all tested over each of them.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

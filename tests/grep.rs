@@ -2,7 +2,7 @@
 //! UTF-8 and escape sequences: what is printed, --stream, --json read back, -i, session
 //! selection, and grep's exit codes.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::process::Output;

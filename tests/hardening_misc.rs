@@ -2,7 +2,7 @@
 //! no broker marker in its environment), and a script whose `#!` interpreter is missing is
 //! reported as such, not as a missing file.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -1,6 +1,6 @@
 //! Reading back a journal that a crash cut short.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -1,7 +1,7 @@
 //! The event log stays bounded whatever the command's tree does: a huge command line is
 //! journaled once and cut, and tree events stop at their budget while lifecycle events go on.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use common::journal::{exit_status, kinds, load_complete, read, spawned_pid, tree_entries};

@@ -2,7 +2,7 @@
 //! event log (a 100 MB line, 100 MB of garbage lines, real events around them) is listed and
 //! exported in a few MiB, the damage said once, the events after it still seen.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};

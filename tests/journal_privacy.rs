@@ -2,7 +2,7 @@
 //! parts of 8). The attacks run as user `nobody` where the tests run as root, and are skipped
 //! with a message otherwise.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::fs;

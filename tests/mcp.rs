@@ -6,7 +6,7 @@
 // The server is in the build with the cargo feature `mcp` (a default one) only.
 #![cfg(feature = "mcp")]
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -482,7 +482,7 @@ fn session(era: &'static str) {
         && era == "2025-11-25"
     {
         let doc = format!(
-            "# A `tether mcp` session\n\nWritten by `tests/mcp.rs` (`TETHER_MCP_TRANSCRIPT=docs/mcp-transcript.md cargo test --test mcp`): every line the test client sent (→) and the server answered (←), protocol {era}, the middle of long lines elided.\n\n```text\n{transcript}```\n"
+            "# A `tether mcp` session\n\nWritten by `tests/mcp.rs` (`TETHER_MCP_TRANSCRIPT=docs/mcp-transcript.md cargo test --test suite mcp::`): every line the test client sent (→) and the server answered (←), protocol {era}, the middle of long lines elided.\n\n```text\n{transcript}```\n"
         );
         std::fs::write(out, doc).expect("copy the transcript");
     }

@@ -5,7 +5,7 @@
 //! A notify run gets no `TETHER_*` variable, so not the test's tag either: its scripts here
 //! write their pid, and the test checks that pid is gone.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! a live session kept whatever the rules, links never followed out of the state directory,
 //! a mount point inside a session never emptied, and retention applied when an exec ends.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File};
 use std::os::unix::fs::MetadataExt;

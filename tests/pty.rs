@@ -2,7 +2,7 @@
 //! the fallback to pipes), `tether exec` in and out of a terminal, and the TUI in tmux
 //! (separate streams that are both terminals, typing an answer, resizing, queries).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

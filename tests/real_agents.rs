@@ -10,9 +10,8 @@
 //! A failing comparison or check does not stop the others: each test reports every step that
 //! differs, then fails.
 
-#[path = "real_agents/checks.rs"]
 mod checks;
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! Needs `npm` and the npm registry (the first run installs Codex into
 //! `target/test-agents/`), and `python3`: without them these tests fail, they do not skip.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Named sessions that many processes join (`--session`, `TETHER_SESSION`), what every
 //! broker exports to its command, and exec's stdin passed through.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File};
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! whatever the number of commands, with its counts and first failures; `--long` and
 //! `tether sessions SESSION` with one line per command, each within the width too.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -2,7 +2,7 @@
 //! makes, seen from the caller as the real shell: exit status, stdin, stdout and stderr byte
 //! for byte, `$0` and `$1`, signals; journaled when brokered, untouched when passed through.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

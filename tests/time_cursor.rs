@@ -3,7 +3,7 @@
 //! screens at several moments, drawn by the real `App` into a fixed-size TestBackend. The
 //! fixture's times and pids are fixed, so nothing needs filtering.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

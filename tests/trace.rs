@@ -3,7 +3,7 @@
 //! naming its own span, and the OTLP export makes that span the caller's child. Without
 //! one, or with a malformed one, the command's environment and its export are as before.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! End-to-end tests of the real TUI in a real terminal: tmux runs `tether`, `send-keys` types,
 //! `capture-pane` reads the screen. Each test has its own tmux server (socket) and kills it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

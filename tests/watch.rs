@@ -1,7 +1,7 @@
 //! `tether watch` in a real terminal: it lists every command of the sessions it follows,
 //! however short, each with how it really ended. tmux runs the watch, `capture-pane` reads it.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -296,12 +296,23 @@ impl ExecRun {
 
 /// Polls `done` every 10 ms until it holds; past [`DEADLINE`] kills everything tagged and
 /// fails, naming `what` was awaited.
-pub fn wait_until(env: &TestEnv, what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
+pub fn wait_until(env: &TestEnv, what: &str, done: impl FnMut() -> bool) {
+    wait_until_within(env, DEADLINE, what, done);
+}
+
+/// [`wait_until`] for something that takes `patience` on an idle machine and longer on a
+/// loaded one (a rule that needs a stretch of time to pass, then a sample to see it).
+pub fn wait_until_within(
+    env: &TestEnv,
+    patience: Duration,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + patience;
     while !done() {
         if Instant::now() >= deadline {
             let killed = procs::kill_tagged(&env.tag);
-            panic!("timed out after {DEADLINE:?} waiting for {what}; killed {killed:?}");
+            panic!("timed out after {patience:?} waiting for {what}; killed {killed:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
