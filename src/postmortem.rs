@@ -28,11 +28,7 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
     if let Some(path) = wanted.filter(|w| w.contains('/') || *w == "." || *w == "..") {
         return session_at(Path::new(path));
     }
-    let state = state_dir(state).map_err(|e| e.to_string())?;
-    check_for_reading(&state).map_err(|e| e.to_string())?;
-    let sessions = sessions_dir(&state);
-    let all =
-        list_sessions(&sessions).map_err(|e| format!("cannot list {}: {e}", sessions.display()))?;
+    let (sessions, all) = session_dirs(state).map_err(|(_, err)| err)?;
     match wanted {
         None => all.last().cloned().ok_or_else(|| {
             format!(
@@ -41,11 +37,7 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
             )
         }),
         Some(id) => {
-            let name = |d: &PathBuf| {
-                d.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            };
+            let name = |d: &PathBuf| dir_name(d);
             // A named session may be a prefix of another (`agent` and `agent-2`): its whole
             // name picks it.
             if let Some(exact) = all.iter().find(|d| name(d) == id) {
@@ -127,8 +119,13 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
                 return 2;
             }
         },
-        None => match all_sessions(state) {
-            Ok(dirs) => dirs,
+        None => match session_dirs(state) {
+            Ok((sessions, dirs)) => {
+                if dirs.is_empty() {
+                    eprintln!("tether: no sessions in {}", sessions.display());
+                }
+                dirs
+            }
             Err((code, err)) => {
                 eprintln!("tether: {err}");
                 return code;
@@ -169,15 +166,20 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
     }
 }
 
-/// Every session directory, oldest first; an error's exit code and message.
-fn all_sessions(state: Option<&Path>) -> Result<Vec<PathBuf>, (i32, String)> {
+/// The sessions directory and every session in it, oldest first; an error's exit code (2:
+/// no state directory to read, 1: one whose sessions cannot be listed) and message.
+pub fn session_dirs(state: Option<&Path>) -> Result<(PathBuf, Vec<PathBuf>), (i32, String)> {
     let state = state_dir(state).map_err(|e| (2, e.to_string()))?;
     check_for_reading(&state).map_err(|e| (2, e.to_string()))?;
     let sessions = sessions_dir(&state);
     let all = list_sessions(&sessions)
         .map_err(|err| (1, format!("cannot list {}: {err}", sessions.display())))?;
-    if all.is_empty() {
-        eprintln!("tether: no sessions in {}", sessions.display());
-    }
-    Ok(all)
+    Ok((sessions, all))
+}
+
+/// A directory's own name (a session's id, a command's `03-build`).
+pub fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

@@ -81,18 +81,9 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             attention: Box::new(AttentionSettings::from_request(&request.attention)),
         },
         None => CommandConfig {
-            name: record.id.clone(),
-            command: CommandSpec::Argv(Vec::new()),
-            cwd: None,
-            env: Default::default(),
-            grace: None,
-            no_output_timeout: None,
             autostart: false,
             pty: false,
-            limits: Default::default(),
-            drain_on: None,
-            drain: None,
-            attention: Default::default(),
+            ..CommandConfig::new(record.id.clone(), CommandSpec::Argv(Vec::new()))
         },
     }
 }
