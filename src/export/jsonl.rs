@@ -25,15 +25,17 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
                 .enumerate()
                 .map(|(n, e)| (e.ts_ms, c, n)),
         );
+        // A cut journal stops at its last event, or the session's end without one.
         if command.cut_short {
-            order.push((cut_short_at(session, c), c, CUT_SHORT));
+            let last = command.events.last().map_or(session.ended_ms, |e| e.ts_ms);
+            order.push((last, c, CUT_SHORT));
         }
     }
     order.sort_unstable();
     let mut out = Vec::new();
     for (ts_ms, c, n) in order {
         let command = &session.commands[c];
-        let object = match command.events.get(n) {
+        let mut object = match command.events.get(n) {
             Some(event) => match serde_json::to_value(event) {
                 Ok(Value::Object(object)) => object,
                 _ => continue,
@@ -46,7 +48,6 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
                 object
             }
         };
-        let mut object = object;
         object.insert("session".into(), Value::String(session.id.clone()));
         object.insert("command".into(), Value::String(command.id.clone()));
         // Serializing a `Value` cannot fail.
@@ -56,12 +57,4 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
         }
     }
     out
-}
-
-/// When command `c`'s journal stops: its last event, or the session's end without one.
-fn cut_short_at(session: &SessionExport, c: usize) -> u64 {
-    session.commands[c]
-        .events
-        .last()
-        .map_or(session.ended_ms, |e| e.ts_ms)
 }

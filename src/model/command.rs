@@ -379,9 +379,7 @@ impl CommandState {
                     terminal.size = *size;
                 }
             }
-            EventKind::TerminalUnavailable { message, .. } => {
-                self.notice = Some(message.clone());
-            }
+            EventKind::TerminalUnavailable { message, .. } => self.notice = Some(message.clone()),
             EventKind::Containment { mode, path, .. } => {
                 self.containment = Some(*mode);
                 self.cgroup = path.clone().filter(|_| *mode == ContainmentMode::Cgroup);
@@ -398,9 +396,7 @@ impl CommandState {
                 reason,
                 stored,
                 ..
-            } => {
-                self.capped[*stream as usize] = Some((*reason, *stored));
-            }
+            } => self.capped[*stream as usize] = Some((*reason, *stored)),
             EventKind::OutputTruncated {
                 stream,
                 kept,
