@@ -94,13 +94,8 @@ fn session_at(path: &Path) -> Result<PathBuf, String> {
 
 /// Session names for a message: the first ten, then how many more.
 fn listed(names: impl Iterator<Item = String>) -> String {
-    let names: Vec<String> = names.map(|n| crate::model::output::one_line(&n)).collect();
-    let shown = names
-        .iter()
-        .take(10)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names: Vec<String> = names.map(|n| one_line(&n)).collect();
+    let shown = names[..names.len().min(10)].join(", ");
     match names.len() {
         n if n > 10 => format!("{shown} and {} more", n - 10),
         _ => shown,
@@ -136,7 +131,7 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
     let long = long || wanted.is_some();
     let mut out = std::io::stdout().lock();
     let mut print = |line: &str| writeln!(out, "{line}");
-    let printed: std::io::Result<()> = dirs.iter().try_for_each(|dir| {
+    let printed = dirs.iter().try_for_each(|dir| {
         let record = match SessionRecord::load(dir) {
             Ok(record) => record,
             Err(err) => {
@@ -156,11 +151,17 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
         }
         Ok(())
     });
-    match printed {
+    exit_of_writing(printed, "the sessions")
+}
+
+/// The exit code of writing `what` to stdout: 1 if it failed, but a reader that stopped
+/// early (`| head`) is no failure of ours.
+pub fn exit_of_writing(written: std::io::Result<()>, what: &str) -> i32 {
+    match written {
         Ok(()) => 0,
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(err) => {
-            eprintln!("tether: cannot write the sessions: {err}");
+            eprintln!("tether: cannot write {what}: {err}");
             1
         }
     }

@@ -72,22 +72,15 @@ fn command_events(
     };
     let metadata =
         |name: &str, tid: i64, args: Value| event(name.into(), "__metadata", "M", 0, tid, args);
-    out.push(metadata(
-        "process_name",
-        RUN_TID,
-        json!({ "name": one_line(&format!("{} ({})", command.name(), command.id)) }),
-    ));
-    out.push(metadata(
-        "process_sort_index",
-        RUN_TID,
-        json!({ "sort_index": pid }),
-    ));
-    out.push(metadata("thread_name", RUN_TID, json!({ "name": "run" })));
-    out.push(metadata(
-        "thread_sort_index",
-        RUN_TID,
-        json!({ "sort_index": -1 }),
-    ));
+    let process_name = one_line(&format!("{} ({})", command.name(), command.id));
+    for (name, args) in [
+        ("process_name", json!({ "name": process_name })),
+        ("process_sort_index", json!({ "sort_index": pid })),
+        ("thread_name", json!({ "name": "run" })),
+        ("thread_sort_index", json!({ "sort_index": -1 })),
+    ] {
+        out.push(metadata(name, RUN_TID, args));
+    }
 
     // The run.
     if let Some(start) = command.started_ms() {

@@ -87,14 +87,11 @@ impl Tally {
             self.ok,
             self.failed
         );
-        if self.killed > 0 {
-            words.push_str(&format!(", {} killed", self.killed));
-        }
-        if self.stopped > 0 {
-            words.push_str(&format!(", {} stopped", self.stopped));
-        }
-        if self.running > 0 {
-            words.push_str(&format!(", {} running", self.running));
+        let counts = [self.killed, self.stopped, self.running];
+        for (n, word) in counts.into_iter().zip(["killed", "stopped", "running"]) {
+            if n > 0 {
+                words.push_str(&format!(", {n} {word}"));
+            }
         }
         words
     }

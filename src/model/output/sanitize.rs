@@ -15,9 +15,7 @@ use super::width::char_width;
 
 /// Renders the bytes of one output line (without its trailing '\n') as a terminal would show it.
 pub fn render_line(bytes: &[u8]) -> StyledLine {
-    let mut renderer = LineRenderer::new();
-    renderer.feed(bytes);
-    renderer.finish()
+    render_line_with_pen(Style::default(), bytes).0
 }
 
 /// Renders one line starting with `pen`, the style the line before left in effect (a
