@@ -7,7 +7,7 @@ use std::io::Write as _;
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
-use crate::model::replay::model_from_session;
+use crate::model::replay::{dir_name, model_from_session};
 use crate::ui::format::truncate;
 
 pub mod listing;
@@ -176,11 +176,4 @@ pub fn session_dirs(state: Option<&Path>) -> Result<(PathBuf, Vec<PathBuf>), (i3
     let all = list_sessions(&sessions)
         .map_err(|err| (1, format!("cannot list {}: {err}", sessions.display())))?;
     Ok((sessions, all))
-}
-
-/// A directory's own name (a session's id, a command's `03-build`).
-pub fn dir_name(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

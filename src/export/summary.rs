@@ -131,7 +131,7 @@ impl SessionSummary {
     /// A session directory that could not be read at all.
     pub fn unreadable(dir: &std::path::Path, error: String) -> SessionSummary {
         SessionSummary {
-            id: crate::postmortem::dir_name(dir),
+            id: crate::model::replay::dir_name(dir),
             dir: dir.to_string_lossy().into_owned(),
             cut_short: true,
             damage: vec![format!("cannot read the session directory: {error}")],

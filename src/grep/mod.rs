@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::journal::command_dirs;
 use crate::journal::secure::open_regular;
-use crate::postmortem::dir_name;
+use crate::model::replay::dir_name;
 use crate::protocol::Stream;
 use print::Origin;
 

@@ -317,10 +317,6 @@ impl CommandState {
         self.started_ms = Some(now_ms);
     }
 
-    pub fn stream_len(&self, stream: Stream) -> u64 {
-        self.bytes[stream as usize]
-    }
-
     /// What the journal kept of `stream` and what it dropped after it, when it did not keep
     /// it whole: as the broker said at the end, or while it runs, from where storing stopped
     /// and the bytes counted since.
@@ -776,7 +772,7 @@ mod tests {
         ));
         assert_eq!(c.status, Status::Exited(status));
         assert_eq!(c.status.label(), "SIGTERM");
-        assert_eq!(c.stream_len(Stream::Stderr), 5);
+        assert_eq!(c.bytes[Stream::Stderr as usize], 5);
         assert_eq!(c.runtime_ms(100), Some(3));
         // spawned, TERM, CONT, exit, close: output is not a timeline entry
         assert_eq!(c.timeline.len(), 5);

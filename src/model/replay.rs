@@ -5,7 +5,7 @@ use crate::config::CommandConfig;
 use crate::config::attention::AttentionSettings;
 use crate::journal::{CommandRecord, Damage, SessionRecord};
 use crate::model::Mode;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::protocol::{CommandSpec, Event, EventKind};
 
@@ -113,18 +113,19 @@ pub fn model_from_session(record: &SessionRecord) -> Model {
             .info
             .as_ref()
             .map(|i| i.id.clone())
-            .unwrap_or_else(|| {
-                record
-                    .dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            }),
+            .unwrap_or_else(|| dir_name(&record.dir)),
         session_dir: record.dir.clone(),
         started_ms,
         commands,
         mode: Mode::Recorded(None),
     }
+}
+
+/// A directory's own name (a session's id, a command's `03-build`).
+pub fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The moment a recorded session's screens are drawn at: its last event, or now while a
