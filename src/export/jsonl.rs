@@ -6,7 +6,7 @@
 //! Only the order is held for the whole session (24 bytes an event); each line is made when
 //! it is written.
 
-use serde_json::{Map, Value};
+use serde_json::{Value, json};
 
 use super::session::SessionExport;
 
@@ -35,18 +35,13 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
     let mut out = Vec::new();
     for (ts_ms, c, n) in order {
         let command = &session.commands[c];
-        let mut object = match command.events.get(n) {
-            Some(event) => match serde_json::to_value(event) {
-                Ok(Value::Object(object)) => object,
-                _ => continue,
-            },
-            None => {
-                let mut object = Map::new();
-                object.insert("ts_ms".into(), ts_ms.into());
-                object.insert("kind".into(), "journal_cut_short".into());
-                object.insert("damage".into(), command.damage.clone().into());
-                object
-            }
+        let damage = &command.damage;
+        let value = match command.events.get(n) {
+            Some(event) => serde_json::to_value(event),
+            None => Ok(json!({ "ts_ms": ts_ms, "kind": "journal_cut_short", "damage": damage })),
+        };
+        let Ok(Value::Object(mut object)) = value else {
+            continue;
         };
         object.insert("session".into(), Value::String(session.id.clone()));
         object.insert("command".into(), Value::String(command.id.clone()));

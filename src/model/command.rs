@@ -433,9 +433,7 @@ impl CommandState {
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
             EventKind::OrphanReaped { pid, escaped, .. } => {
-                if self.reaped_escapee(*pid, *escaped) {
-                    self.escapees_reaped += 1;
-                }
+                self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
             }
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
             EventKind::Attention { attention, detail } => {
