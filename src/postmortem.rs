@@ -7,7 +7,7 @@ use std::io::Write as _;
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
-use crate::model::replay::model_from_session;
+use crate::model::replay::{dir_name, model_from_session};
 use crate::ui::format::truncate;
 
 pub mod listing;
@@ -28,11 +28,7 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
     if let Some(path) = wanted.filter(|w| w.contains('/') || *w == "." || *w == "..") {
         return session_at(Path::new(path));
     }
-    let state = state_dir(state).map_err(|e| e.to_string())?;
-    check_for_reading(&state).map_err(|e| e.to_string())?;
-    let sessions = sessions_dir(&state);
-    let all =
-        list_sessions(&sessions).map_err(|e| format!("cannot list {}: {e}", sessions.display()))?;
+    let (sessions, all) = session_dirs(state).map_err(|(_, err)| err)?;
     match wanted {
         None => all.last().cloned().ok_or_else(|| {
             format!(
@@ -41,11 +37,7 @@ pub fn resolve(state: Option<&Path>, wanted: Option<&str>) -> Result<PathBuf, St
             )
         }),
         Some(id) => {
-            let name = |d: &PathBuf| {
-                d.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            };
+            let name = |d: &PathBuf| dir_name(d);
             // A named session may be a prefix of another (`agent` and `agent-2`): its whole
             // name picks it.
             if let Some(exact) = all.iter().find(|d| name(d) == id) {
@@ -102,13 +94,8 @@ fn session_at(path: &Path) -> Result<PathBuf, String> {
 
 /// Session names for a message: the first ten, then how many more.
 fn listed(names: impl Iterator<Item = String>) -> String {
-    let names: Vec<String> = names.map(|n| crate::model::output::one_line(&n)).collect();
-    let shown = names
-        .iter()
-        .take(10)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names: Vec<String> = names.map(|n| one_line(&n)).collect();
+    let shown = names[..names.len().min(10)].join(", ");
     match names.len() {
         n if n > 10 => format!("{shown} and {} more", n - 10),
         _ => shown,
@@ -127,8 +114,13 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
                 return 2;
             }
         },
-        None => match all_sessions(state) {
-            Ok(dirs) => dirs,
+        None => match session_dirs(state) {
+            Ok((sessions, dirs)) => {
+                if dirs.is_empty() {
+                    eprintln!("tether: no sessions in {}", sessions.display());
+                }
+                dirs
+            }
             Err((code, err)) => {
                 eprintln!("tether: {err}");
                 return code;
@@ -139,7 +131,7 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
     let long = long || wanted.is_some();
     let mut out = std::io::stdout().lock();
     let mut print = |line: &str| writeln!(out, "{line}");
-    let printed: std::io::Result<()> = dirs.iter().try_for_each(|dir| {
+    let printed = dirs.iter().try_for_each(|dir| {
         let record = match SessionRecord::load(dir) {
             Ok(record) => record,
             Err(err) => {
@@ -159,25 +151,29 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
         }
         Ok(())
     });
-    match printed {
+    exit_of_writing(printed, "the sessions")
+}
+
+/// The exit code of writing `what` to stdout: 1 if it failed, but a reader that stopped
+/// early (`| head`) is no failure of ours.
+pub fn exit_of_writing(written: std::io::Result<()>, what: &str) -> i32 {
+    match written {
         Ok(()) => 0,
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(err) => {
-            eprintln!("tether: cannot write the sessions: {err}");
+            eprintln!("tether: cannot write {what}: {err}");
             1
         }
     }
 }
 
-/// Every session directory, oldest first; an error's exit code and message.
-fn all_sessions(state: Option<&Path>) -> Result<Vec<PathBuf>, (i32, String)> {
+/// The sessions directory and every session in it, oldest first; an error's exit code (2:
+/// no state directory to read, 1: one whose sessions cannot be listed) and message.
+pub fn session_dirs(state: Option<&Path>) -> Result<(PathBuf, Vec<PathBuf>), (i32, String)> {
     let state = state_dir(state).map_err(|e| (2, e.to_string()))?;
     check_for_reading(&state).map_err(|e| (2, e.to_string()))?;
     let sessions = sessions_dir(&state);
     let all = list_sessions(&sessions)
         .map_err(|err| (1, format!("cannot list {}: {err}", sessions.display())))?;
-    if all.is_empty() {
-        eprintln!("tether: no sessions in {}", sessions.display());
-    }
-    Ok(all)
+    Ok((sessions, all))
 }

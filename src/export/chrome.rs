@@ -8,7 +8,6 @@
 //! its own (`tid` = its pid) with a span from its first sighting to its disappearance, named
 //! by its command line. Times are microseconds since the session started.
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::session::{CommandExport, SessionExport};
@@ -25,25 +24,6 @@ const RUN_TID: i64 = 0;
 
 /// The longest span name: a command line is cut there (its whole argv is in `args`).
 const MAX_NAME: usize = 120;
-
-/// One entry of `traceEvents`.
-#[derive(Debug, Serialize)]
-pub struct TraceEvent {
-    pub name: String,
-    /// The category: the journal's event kind, `run`, `drain`, `process`, `output`.
-    pub cat: String,
-    pub ph: &'static str,
-    pub ts: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dur: Option<u64>,
-    pub pid: u32,
-    pub tid: i64,
-    /// An instant's scope: `t`, its thread.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub s: Option<&'static str>,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub args: Value,
-}
 
 /// The whole trace as a JSON value.
 pub fn trace(session: &SessionExport) -> Value {
@@ -66,72 +46,68 @@ fn command_events(
     session: &SessionExport,
     command: &CommandExport,
     pid: u32,
-    out: &mut Vec<TraceEvent>,
+    out: &mut Vec<Value>,
 ) {
     let us = |ms: u64| ms.saturating_sub(session.started_ms).saturating_mul(1000);
-    let event =
-        |name: String, cat: &str, ph: &'static str, ts: u64, tid: i64, args: Value| TraceEvent {
-            name,
-            cat: cat.to_string(),
-            ph,
-            ts,
-            dur: None,
-            pid,
-            tid,
-            s: None,
-            args,
-        };
+    // One entry of `traceEvents`; its category (`cat`) is the journal's event kind, `run`,
+    // `drain`, `process` or `output`.
+    let event = |name: String, cat: &str, ph: &str, ts: u64, tid: i64, args: Value| {
+        let mut event =
+            json!({ "name": name, "cat": cat, "ph": ph, "ts": ts, "pid": pid, "tid": tid });
+        if !args.is_null() {
+            event["args"] = args;
+        }
+        event
+    };
+    let span = |name: String, cat: &str, start_ms: u64, end_ms: u64, tid: i64, args: Value| {
+        let mut span = event(name, cat, "X", us(start_ms), tid, args);
+        span["dur"] = json!(us(end_ms) - us(start_ms));
+        span
+    };
+    // An instant on the run's thread: its scope (`s`) is that thread.
+    let instant = |name: String, cat: &str, ts_ms: u64, args: Value| {
+        let mut instant = event(name, cat, "i", us(ts_ms), RUN_TID, args);
+        instant["s"] = json!("t");
+        instant
+    };
     let metadata =
         |name: &str, tid: i64, args: Value| event(name.into(), "__metadata", "M", 0, tid, args);
-    out.push(metadata(
-        "process_name",
-        RUN_TID,
-        json!({ "name": one_line(&format!("{} ({})", command.name(), command.id)) }),
-    ));
-    out.push(metadata(
-        "process_sort_index",
-        RUN_TID,
-        json!({ "sort_index": pid }),
-    ));
-    out.push(metadata("thread_name", RUN_TID, json!({ "name": "run" })));
-    out.push(metadata(
-        "thread_sort_index",
-        RUN_TID,
-        json!({ "sort_index": -1 }),
-    ));
+    let process_name = one_line(&format!("{} ({})", command.name(), command.id));
+    for (name, args) in [
+        ("process_name", json!({ "name": process_name })),
+        ("process_sort_index", json!({ "sort_index": pid })),
+        ("thread_name", json!({ "name": "run" })),
+        ("thread_sort_index", json!({ "sort_index": -1 })),
+    ] {
+        out.push(metadata(name, RUN_TID, args));
+    }
 
     // The run.
     if let Some(start) = command.started_ms() {
         let end = command.ended_ms().unwrap_or(session.ended_ms).max(start);
-        let summary = CommandSummary::of(command);
-        out.push(TraceEvent {
-            dur: Some(us(end) - us(start)),
-            ..event(
-                one_line(command.name()),
-                "run",
-                "X",
-                us(start),
-                RUN_TID,
-                serde_json::to_value(&summary).unwrap_or(Value::Null),
-            )
-        });
+        let summary = serde_json::to_value(CommandSummary::of(command)).unwrap_or(Value::Null);
+        out.push(span(
+            one_line(command.name()),
+            "run",
+            start,
+            end,
+            RUN_TID,
+            summary,
+        ));
     }
     // The drain: from the exit to the broker's close, while it read the pipes to the end.
     let at = |kind: fn(&EventKind) -> bool| command.events.iter().find(|e| kind(&e.kind));
     let exit = at(|k| matches!(k, EventKind::Exit { .. }));
     let close = at(|k| matches!(k, EventKind::Close { .. }));
     if let (Some(exit), Some(close)) = (exit, close) {
-        out.push(TraceEvent {
-            dur: Some(us(close.ts_ms.max(exit.ts_ms)) - us(exit.ts_ms)),
-            ..event(
-                "drain".into(),
-                "drain",
-                "X",
-                us(exit.ts_ms),
-                RUN_TID,
-                json!({ "stragglers_stopped": command.badges.stragglers }),
-            )
-        });
+        out.push(span(
+            "drain".into(),
+            "drain",
+            exit.ts_ms,
+            close.ts_ms.max(exit.ts_ms),
+            RUN_TID,
+            json!({ "stragglers_stopped": command.badges.stragglers }),
+        ));
     }
     // An instant per lifecycle event; a counter of the bytes written, at most one per
     // COUNTER_MS (a flood journals an `output` event per switch between the streams, which
@@ -149,17 +125,11 @@ fn command_events(
                 *slot = (*slot).max(offset.saturating_add(*len));
                 let totals = json!({ "stdout": written[0], "stderr": written[1] });
                 match counter_at {
-                    Some((span, at)) if span == e.ts_ms / COUNTER_MS => out[at].args = totals,
+                    Some((span, at)) if span == e.ts_ms / COUNTER_MS => out[at]["args"] = totals,
                     _ => {
                         counter_at = Some((e.ts_ms / COUNTER_MS, out.len()));
-                        out.push(event(
-                            "output bytes".into(),
-                            "output",
-                            "C",
-                            us(e.ts_ms),
-                            RUN_TID,
-                            totals,
-                        ));
+                        let name = "output bytes".into();
+                        out.push(event(name, "output", "C", us(e.ts_ms), RUN_TID, totals));
                     }
                 }
             }
@@ -171,33 +141,15 @@ fn command_events(
                 } else {
                     format!("{}: {}", kind.name(), one_line(&text))
                 };
-                out.push(TraceEvent {
-                    s: Some("t"),
-                    ..event(
-                        name,
-                        kind.name(),
-                        "i",
-                        us(e.ts_ms),
-                        RUN_TID,
-                        serde_json::to_value(kind).unwrap_or(Value::Null),
-                    )
-                });
+                let args = serde_json::to_value(kind).unwrap_or(Value::Null);
+                out.push(instant(name, kind.name(), e.ts_ms, args));
             }
         }
     }
     if command.cut_short {
         let last = command.events.last().map_or(session.ended_ms, |e| e.ts_ms);
-        out.push(TraceEvent {
-            s: Some("t"),
-            ..event(
-                "journal cut short".into(),
-                "damage",
-                "i",
-                us(last),
-                RUN_TID,
-                json!({ "damage": command.damage }),
-            )
-        });
+        let damage = json!({ "damage": command.damage });
+        out.push(instant("journal cut short".into(), "damage", last, damage));
     }
     // A thread per process of the tree.
     let mut named: Vec<i32> = Vec::new();
@@ -221,16 +173,13 @@ fn command_events(
                 ) }),
             ));
         }
-        out.push(TraceEvent {
-            dur: Some(us(process.last_ms) - us(process.first_ms.min(process.last_ms))),
-            ..event(
-                name,
-                "process",
-                "X",
-                us(process.first_ms.min(process.last_ms)),
-                tid,
-                json!({ "pid": process.pid, "argv": process.argv, "escaped": process.escaped }),
-            )
-        });
+        out.push(span(
+            name,
+            "process",
+            process.first_ms.min(process.last_ms),
+            process.last_ms,
+            tid,
+            json!({ "pid": process.pid, "argv": process.argv, "escaped": process.escaped }),
+        ));
     }
 }

@@ -10,7 +10,7 @@ use super::{Format, SessionExport, render};
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
-use crate::postmortem::resolve;
+use crate::postmortem::{exit_of_writing, resolve};
 
 /// A session that cannot be found or read, a file that cannot be written.
 const EXIT_FAILED: i32 = 1;
@@ -57,15 +57,8 @@ pub fn export(
         },
         None => {
             let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
-                Ok(()) => 0,
-                // A reader that stopped early (`| head`) is no failure of ours.
-                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
-                Err(err) => {
-                    eprintln!("tether: cannot write the export: {err}");
-                    EXIT_FAILED
-                }
-            }
+            let written = stdout.write_all(&bytes).and_then(|()| stdout.flush());
+            exit_of_writing(written, "the export")
         }
     }
 }
@@ -120,14 +113,7 @@ pub fn sessions_json(state: Option<&Path>, wanted: Option<&str>) -> i32 {
         .and_then(|json| stdout.write_all(&json))
         .and_then(|()| writeln!(stdout))
         .and_then(|()| stdout.flush());
-    match written {
-        Ok(()) => 0,
-        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
-        Err(err) => {
-            eprintln!("tether: cannot write the sessions: {err}");
-            EXIT_FAILED
-        }
-    }
+    exit_of_writing(written, "the sessions")
 }
 
 /// The document for the session directories `dirs`, in their order.

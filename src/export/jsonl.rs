@@ -6,7 +6,7 @@
 //! Only the order is held for the whole session (24 bytes an event); each line is made when
 //! it is written.
 
-use serde_json::{Map, Value};
+use serde_json::{Value, json};
 
 use super::session::SessionExport;
 
@@ -25,28 +25,24 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
                 .enumerate()
                 .map(|(n, e)| (e.ts_ms, c, n)),
         );
+        // A cut journal stops at its last event, or the session's end without one.
         if command.cut_short {
-            order.push((cut_short_at(session, c), c, CUT_SHORT));
+            let last = command.events.last().map_or(session.ended_ms, |e| e.ts_ms);
+            order.push((last, c, CUT_SHORT));
         }
     }
     order.sort_unstable();
     let mut out = Vec::new();
     for (ts_ms, c, n) in order {
         let command = &session.commands[c];
-        let object = match command.events.get(n) {
-            Some(event) => match serde_json::to_value(event) {
-                Ok(Value::Object(object)) => object,
-                _ => continue,
-            },
-            None => {
-                let mut object = Map::new();
-                object.insert("ts_ms".into(), ts_ms.into());
-                object.insert("kind".into(), "journal_cut_short".into());
-                object.insert("damage".into(), command.damage.clone().into());
-                object
-            }
+        let damage = &command.damage;
+        let value = match command.events.get(n) {
+            Some(event) => serde_json::to_value(event),
+            None => Ok(json!({ "ts_ms": ts_ms, "kind": "journal_cut_short", "damage": damage })),
         };
-        let mut object = object;
+        let Ok(Value::Object(mut object)) = value else {
+            continue;
+        };
         object.insert("session".into(), Value::String(session.id.clone()));
         object.insert("command".into(), Value::String(command.id.clone()));
         // Serializing a `Value` cannot fail.
@@ -56,12 +52,4 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
         }
     }
     out
-}
-
-/// When command `c`'s journal stops: its last event, or the session's end without one.
-fn cut_short_at(session: &SessionExport, c: usize) -> u64 {
-    session.commands[c]
-        .events
-        .last()
-        .map_or(session.ended_ms, |e| e.ts_ms)
 }

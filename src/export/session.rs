@@ -107,8 +107,9 @@ impl CommandExport {
             .filter(|d| !(**d == Damage::MissingResult && (closed || state.status.is_active())))
             .map(ToString::to_string)
             .collect();
-        let stored = Stream::BOTH
-            .map(|s| state.capped[s as usize].map_or(state.stream_len(s), |(_, stored)| stored));
+        let stored = Stream::BOTH.map(|s| {
+            state.capped[s as usize].map_or(state.bytes[s as usize], |(_, stored)| stored)
+        });
         CommandExport {
             id: journal.id.clone(),
             dir: journal.dir.clone(),

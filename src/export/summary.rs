@@ -21,7 +21,7 @@ pub struct SessionsDocument {
     pub sessions: Vec<SessionSummary>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
     /// The session's id (its directory's name).
     pub id: String,
@@ -131,20 +131,11 @@ impl SessionSummary {
     /// A session directory that could not be read at all.
     pub fn unreadable(dir: &std::path::Path, error: String) -> SessionSummary {
         SessionSummary {
-            id: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            id: crate::model::replay::dir_name(dir),
             dir: dir.to_string_lossy().into_owned(),
-            started_ms: None,
-            started: None,
-            ended_ms: None,
-            ended: None,
-            host: None,
-            user: None,
-            commands: Vec::new(),
             cut_short: true,
             damage: vec![format!("cannot read the session directory: {error}")],
+            ..SessionSummary::default()
         }
     }
 }

@@ -158,10 +158,11 @@ fn command_section(session: &SessionExport, command: &CommandExport, out: &mut S
     if command.cut_short {
         let _ = writeln!(out, "   (the journal ends here: it was cut short)");
     }
-    match stderr_tail(command, STDERR_TAIL_LINES) {
-        Ok(lines) if lines.is_empty() => {}
-        Ok(lines) => {
+    match stream_tail(&command.dir, Stream::Stderr, TAIL_WINDOW) {
+        Ok((bytes, _)) => {
+            let lines = last_lines(&bytes, STDERR_TAIL_LINES);
             let _ = match lines.len() {
+                0 => Ok(()),
                 1 => writeln!(out, "   stderr, last line:"),
                 n => writeln!(out, "   stderr, last {n} lines:"),
             };
@@ -179,14 +180,8 @@ fn command_section(session: &SessionExport, command: &CommandExport, out: &mut S
     }
 }
 
-/// The last `count` lines of the command's stderr log, each as a terminal would show it
-/// (colours and escapes dropped, `\r` applied) and cut to [`MAX_LINE_CHARS`].
-pub fn stderr_tail(command: &CommandExport, count: usize) -> std::io::Result<Vec<String>> {
-    let (bytes, _) = stream_tail(&command.dir, Stream::Stderr, TAIL_WINDOW)?;
-    Ok(last_lines(&bytes, count))
-}
-
-/// The last `count` lines of `bytes`, sanitized.
+/// The last `count` lines of `bytes` (a stderr log's end), each as a terminal would show
+/// it (colours and escapes dropped, `\r` applied) and cut to [`MAX_LINE_CHARS`].
 fn last_lines(bytes: &[u8], count: usize) -> Vec<String> {
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     if lines.last().is_some_and(|l| l.is_empty()) {

@@ -11,8 +11,9 @@ pub mod search;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::journal::secure::{check_for_reading, open_regular};
-use crate::journal::{command_dirs, list_sessions, sessions_dir, state_dir};
+use crate::journal::command_dirs;
+use crate::journal::secure::open_regular;
+use crate::model::replay::dir_name;
 use crate::protocol::Stream;
 use print::Origin;
 
@@ -72,19 +73,20 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
                 && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
         }
     };
-    let streams: &[Stream] = match options.stream {
-        Some(Stream::Stdout) => &[Stream::Stdout],
-        Some(Stream::Stderr) => &[Stream::Stderr],
-        None => &[Stream::Stdout, Stream::Stderr],
+    let streams = options.stream.as_slice();
+    let streams = if streams.is_empty() {
+        &Stream::BOTH[..]
+    } else {
+        streams
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let mut matched = false;
     let mut failed = false;
     'sessions: for session_dir in &sessions {
-        let session = file_name(session_dir);
+        let session = dir_name(session_dir);
         for dir in command_dirs(session_dir).unwrap_or_default() {
-            let command = file_name(&dir);
+            let command = dir_name(&dir);
             for &stream in streams {
                 let path = dir.join(stream.file_name());
                 let file = match open_regular(&path) {
@@ -159,16 +161,9 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
 }
 
 /// A failed write to our stdout, told apart from a failed read of a log.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the results: {0}")]
 struct Written(io::Error);
-
-impl std::fmt::Display for Written {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot write the results: {}", self.0)
-    }
-}
-
-impl std::error::Error for Written {}
 
 fn is_broken_pipe(err: &io::Error) -> bool {
     err.get_ref()
@@ -184,14 +179,7 @@ fn sessions_to_search(state: Option<&Path>, wanted: &[String]) -> Result<Vec<Pat
             .map(|id| crate::postmortem::resolve(state, Some(id)))
             .collect();
     }
-    let state = state_dir(state).map_err(|e| e.to_string())?;
-    check_for_reading(&state).map_err(|e| e.to_string())?;
-    let sessions = sessions_dir(&state);
-    list_sessions(&sessions).map_err(|e| format!("cannot list {}: {e}", sessions.display()))
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    crate::postmortem::session_dirs(state)
+        .map(|(_, all)| all)
+        .map_err(|(_, err)| err)
 }

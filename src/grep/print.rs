@@ -156,17 +156,12 @@ pub struct JsonMatch<'a> {
     /// `model::output::json`, which escapes every control and bidi character).
     pub text: String,
     /// Byte ranges of the matches within the raw line (not within `text`, whose
-    /// replacements may differ in length).
-    pub matches: Vec<JsonRange>,
+    /// replacements may differ in length), each `{"start": S, "end": E}` as serde writes a
+    /// `Range`.
+    pub matches: Vec<Range<usize>>,
     /// The line was longer than the search chunk: this is a piece of it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub piece: bool,
-}
-
-#[derive(Debug, Serialize)]
-pub struct JsonRange {
-    pub start: usize,
-    pub end: usize,
 }
 
 pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
@@ -177,14 +172,7 @@ pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
         line: hit.number,
         offset: hit.offset,
         text: String::from_utf8_lossy(hit.text).into_owned(),
-        matches: hit
-            .matches
-            .iter()
-            .map(|r| JsonRange {
-                start: r.start,
-                end: r.end,
-            })
-            .collect(),
+        matches: hit.matches.clone(),
         piece: hit.piece,
     };
     // Serializing plain strings and numbers cannot fail.

@@ -317,10 +317,6 @@ impl CommandState {
         self.started_ms = Some(now_ms);
     }
 
-    pub fn stream_len(&self, stream: Stream) -> u64 {
-        self.bytes[stream as usize]
-    }
-
     /// What the journal kept of `stream` and what it dropped after it, when it did not keep
     /// it whole: as the broker said at the end, or while it runs, from where storing stopped
     /// and the bytes counted since.
@@ -379,9 +375,7 @@ impl CommandState {
                     terminal.size = *size;
                 }
             }
-            EventKind::TerminalUnavailable { message, .. } => {
-                self.notice = Some(message.clone());
-            }
+            EventKind::TerminalUnavailable { message, .. } => self.notice = Some(message.clone()),
             EventKind::Containment { mode, path, .. } => {
                 self.containment = Some(*mode);
                 self.cgroup = path.clone().filter(|_| *mode == ContainmentMode::Cgroup);
@@ -398,9 +392,7 @@ impl CommandState {
                 reason,
                 stored,
                 ..
-            } => {
-                self.capped[*stream as usize] = Some((*reason, *stored));
-            }
+            } => self.capped[*stream as usize] = Some((*reason, *stored)),
             EventKind::OutputTruncated {
                 stream,
                 kept,
@@ -441,9 +433,7 @@ impl CommandState {
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
             EventKind::OrphanReaped { pid, escaped, .. } => {
-                if self.reaped_escapee(*pid, *escaped) {
-                    self.escapees_reaped += 1;
-                }
+                self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
             }
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
             EventKind::Attention { attention, detail } => {
@@ -780,7 +770,7 @@ mod tests {
         ));
         assert_eq!(c.status, Status::Exited(status));
         assert_eq!(c.status.label(), "SIGTERM");
-        assert_eq!(c.stream_len(Stream::Stderr), 5);
+        assert_eq!(c.bytes[Stream::Stderr as usize], 5);
         assert_eq!(c.runtime_ms(100), Some(3));
         // spawned, TERM, CONT, exit, close: output is not a timeline entry
         assert_eq!(c.timeline.len(), 5);

@@ -135,10 +135,9 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             ..
         } => (
             format!(
-                "SIG{signal} by {} → {} process{}",
+                "SIG{signal} by {} → {}",
                 signal_origin(*origin, client.as_ref()),
-                targets.len(),
-                if targets.len() == 1 { "" } else { "es" }
+                processes(targets.len())
             ),
             Tone::Signal,
         ),
@@ -186,9 +185,8 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         ),
         EventKind::LeftoversKept { pids } => (
             format!(
-                "{} process{} left running: {}",
-                pids.len(),
-                if pids.len() == 1 { "" } else { "es" },
+                "{} left running: {}",
+                processes(pids.len()),
                 pids.iter()
                     .map(i32::to_string)
                     .collect::<Vec<_>>()
@@ -225,16 +223,14 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             format!("{len} B of {} at {offset}", stream.name()),
             Tone::Quiet,
         ),
-        EventKind::Tree { processes } => (
-            format!(
-                "{} process{}",
-                processes.len(),
-                if processes.len() == 1 { "" } else { "es" }
-            ),
-            Tone::Quiet,
-        ),
+        EventKind::Tree { processes: tree } => (processes(tree.len()), Tone::Quiet),
         EventKind::Pong => (String::new(), Tone::Quiet),
     }
+}
+
+/// `1 process`, `3 processes`.
+fn processes(n: usize) -> String {
+    format!("{n} process{}", if n == 1 { "" } else { "es" })
 }
 
 /// [`describe`], with what only the command knows: a reaped orphan's command line, and

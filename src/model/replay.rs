@@ -5,7 +5,7 @@ use crate::config::CommandConfig;
 use crate::config::attention::AttentionSettings;
 use crate::journal::{CommandRecord, Damage, SessionRecord};
 use crate::model::Mode;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::protocol::{CommandSpec, Event, EventKind};
 
@@ -81,18 +81,9 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             attention: Box::new(AttentionSettings::from_request(&request.attention)),
         },
         None => CommandConfig {
-            name: record.id.clone(),
-            command: CommandSpec::Argv(Vec::new()),
-            cwd: None,
-            env: Default::default(),
-            grace: None,
-            no_output_timeout: None,
             autostart: false,
             pty: false,
-            limits: Default::default(),
-            drain_on: None,
-            drain: None,
-            attention: Default::default(),
+            ..CommandConfig::new(record.id.clone(), CommandSpec::Argv(Vec::new()))
         },
     }
 }
@@ -122,18 +113,19 @@ pub fn model_from_session(record: &SessionRecord) -> Model {
             .info
             .as_ref()
             .map(|i| i.id.clone())
-            .unwrap_or_else(|| {
-                record
-                    .dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            }),
+            .unwrap_or_else(|| dir_name(&record.dir)),
         session_dir: record.dir.clone(),
         started_ms,
         commands,
         mode: Mode::Recorded(None),
     }
+}
+
+/// A directory's own name (a session's id, a command's `03-build`).
+pub fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The moment a recorded session's screens are drawn at: its last event, or now while a

@@ -200,19 +200,19 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
     for column in [4, 5] {
         shown[column] = rows.iter().any(|r| r[column] != "-");
     }
-    let used = |shown: &[bool; 6]| -> usize {
+    let used = |shown: &[bool; 6], widths: &[usize]| -> usize {
         (0..6).filter(|&i| shown[i]).map(|i| widths[i] + GAP).sum()
     };
     // Peak, CPU, start, duration: the least telling first.
     for column in [5, 4, 1, 2] {
-        if used(&shown) + MIN_TEXT <= width {
+        if used(&shown, &widths) + MIN_TEXT <= width {
             break;
         }
         shown[column] = false;
     }
-    if used(&shown) + MIN_TEXT > width {
+    if used(&shown, &widths) + MIN_TEXT > width {
         widths[0] = widths[0]
-            .saturating_sub(used(&shown) + MIN_TEXT - width)
+            .saturating_sub(used(&shown, &widths) + MIN_TEXT - width)
             .max(MIN_ID.min(widths[0]));
     }
     // One long state (`exit 0, kept 3 until its session owner exited`) does not take the
@@ -220,12 +220,7 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
     // column narrows to what most states need, and the long one is cut.
     let widest_text = rows.iter().map(|r| text_width(&r[6])).max().unwrap_or(0);
     let wanted = widest_text.min(width / 2);
-    let room = width.saturating_sub(
-        (0..6)
-            .filter(|&i| shown[i])
-            .map(|i| widths[i] + GAP)
-            .sum::<usize>(),
-    );
+    let room = width.saturating_sub(used(&shown, &widths));
     if room < wanted {
         widths[3] = widths[3]
             .saturating_sub(wanted - room)

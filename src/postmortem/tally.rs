@@ -87,14 +87,11 @@ impl Tally {
             self.ok,
             self.failed
         );
-        if self.killed > 0 {
-            words.push_str(&format!(", {} killed", self.killed));
-        }
-        if self.stopped > 0 {
-            words.push_str(&format!(", {} stopped", self.stopped));
-        }
-        if self.running > 0 {
-            words.push_str(&format!(", {} running", self.running));
+        let counts = [self.killed, self.stopped, self.running];
+        for (n, word) in counts.into_iter().zip(["killed", "stopped", "running"]) {
+            if n > 0 {
+                words.push_str(&format!(", {n} {word}"));
+            }
         }
         words
     }
@@ -104,7 +101,9 @@ impl Tally {
 mod tests {
     use super::*;
     use crate::config::CommandConfig;
-    use crate::protocol::ExitStatus;
+    use crate::protocol::Scope::Group;
+    use crate::protocol::fixtures::{event, signal_sent};
+    use crate::protocol::{ExitStatus, Origin, ProcessSignal};
 
     fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
         let mut command = CommandState::new(CommandConfig::new(
@@ -193,20 +192,12 @@ mod tests {
     fn a_command_the_operator_stopped_is_no_failure() {
         let signalled = |origin, signal: &str| {
             let mut command = ended(None, Some(15));
-            command.apply(&crate::protocol::Event {
-                ts_ms: 1,
-                mono_us: 1,
-                kind: crate::protocol::EventKind::SignalSent {
-                    signal: signal.parse().expect("a signal"),
-                    scope: crate::protocol::Scope::Group,
-                    origin,
-                    targets: vec![1],
-                    client: None,
-                },
-            });
+            command.apply(&event(
+                1,
+                signal_sent(signal.parse().expect("a signal"), Group, origin, 1),
+            ));
             command
         };
-        use crate::protocol::Origin;
         let by_hand = signalled(Origin::Operator, "TERM");
         assert_eq!(Outcome::of(&by_hand), Outcome::Stopped);
         assert!(!by_hand.is_failure());
@@ -218,17 +209,10 @@ mod tests {
         // After the command's end, a signal to what it left changes nothing.
         let mut late = ended(None, Some(15));
         late.ended_ms = Some(1);
-        late.apply(&crate::protocol::Event {
-            ts_ms: 2,
-            mono_us: 2,
-            kind: crate::protocol::EventKind::SignalSent {
-                signal: crate::protocol::ProcessSignal::TERM,
-                scope: crate::protocol::Scope::Group,
-                origin: Origin::Caller,
-                targets: vec![1],
-                client: None,
-            },
-        });
+        late.apply(&event(
+            2,
+            signal_sent(ProcessSignal::TERM, Group, Origin::Caller, 1),
+        ));
         assert!(late.is_failure());
         let tally = Tally::of([&by_hand, &by_agent]);
         assert_eq!(tally.words(), "2 cmds: 0 ok, 0 failed, 2 stopped");
@@ -237,17 +221,10 @@ mod tests {
     #[test]
     fn a_drained_command_counts_as_ok() {
         let mut drained = ended(None, Some(15));
-        drained.apply(&crate::protocol::Event {
-            ts_ms: 1,
-            mono_us: 1,
-            kind: crate::protocol::EventKind::SignalSent {
-                signal: crate::protocol::ProcessSignal::TERM,
-                scope: crate::protocol::Scope::Group,
-                origin: crate::protocol::Origin::FinalDrain,
-                targets: vec![1],
-                client: None,
-            },
-        });
+        drained.apply(&event(
+            1,
+            signal_sent(ProcessSignal::TERM, Group, Origin::FinalDrain, 1),
+        ));
         assert_eq!(Outcome::of(&drained), Outcome::Ok);
         let badges = crate::model::Badges::of(&drained);
         assert!(badges.drained && !badges.stragglers, "{badges:?}");

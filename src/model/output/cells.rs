@@ -36,6 +36,14 @@ impl Cell {
             shape: Shape::Narrow,
         }
     }
+
+    /// The right half of a wide character in `style`.
+    fn wide_tail(style: Style) -> Self {
+        Cell {
+            shape: Shape::WideTail,
+            ..Cell::blank(style)
+        }
+    }
 }
 
 /// Invariant: every `WideTail` directly follows a `WideLead` and every `WideLead` is directly
@@ -55,39 +63,33 @@ impl LineCells {
         self.pad_to(end);
         self.split_wide_at(start);
         self.split_wide_at(end);
-        if end - start == 2 {
-            self.cells[start] = Cell {
-                ch,
-                marks: String::new(),
-                style,
-                shape: Shape::WideLead,
-            };
-            self.cells[start + 1] = Cell {
-                shape: Shape::WideTail,
-                ..Cell::blank(style)
-            };
-        } else {
-            self.cells[start] = Cell {
-                ch,
-                marks: String::new(),
-                style,
-                shape: Shape::Narrow,
-            };
+        let wide = end - start == 2;
+        self.cells[start] = Cell {
+            ch,
+            marks: String::new(),
+            style,
+            shape: if wide { Shape::WideLead } else { Shape::Narrow },
+        };
+        if wide {
+            self.cells[start + 1] = Cell::wide_tail(style);
         }
         self.cursor = end;
     }
 
+    /// Where the character left of the cursor is, if there is one.
+    fn left_of_cursor(&self) -> Option<usize> {
+        let at = self
+            .cursor
+            .checked_sub(1)
+            .filter(|&at| at < self.cells.len())?;
+        Some(at - usize::from(self.cells[at].shape == Shape::WideTail))
+    }
+
     /// Adds a zero-width character to the character left of the cursor, if there is one.
     pub(crate) fn attach(&mut self, mark: char) {
-        let Some(mut at) = self.cursor.checked_sub(1) else {
+        let Some(at) = self.left_of_cursor() else {
             return;
         };
-        if at >= self.cells.len() {
-            return;
-        }
-        if self.cells[at].shape == Shape::WideTail {
-            at -= 1;
-        }
         let cell = &mut self.cells[at];
         if cell.marks.chars().count() < MAX_MARKS {
             cell.marks.push(mark);
@@ -101,18 +103,9 @@ impl LineCells {
     pub(crate) fn extend_cluster(&mut self, c: char) -> bool {
         // Nothing ASCII continues a cluster (combining marks, joiners, modifiers and
         // regional indicators are all beyond it): the common case costs nothing.
-        if c.is_ascii() {
-            return false;
-        }
-        let Some(mut at) = self.cursor.checked_sub(1) else {
+        let Some(at) = self.left_of_cursor().filter(|_| !c.is_ascii()) else {
             return false;
         };
-        if at >= self.cells.len() {
-            return false;
-        }
-        if self.cells[at].shape == Shape::WideTail {
-            at -= 1;
-        }
         let cell = &self.cells[at];
         let mut cluster = String::with_capacity(cell.marks.len() + 8);
         cluster.push(cell.ch);
@@ -134,10 +127,7 @@ impl LineCells {
                 self.pad_to(at + 2);
                 self.split_wide_at(at + 2);
                 self.cells[at].shape = Shape::WideLead;
-                self.cells[at + 1] = Cell {
-                    shape: Shape::WideTail,
-                    ..Cell::blank(style)
-                };
+                self.cells[at + 1] = Cell::wide_tail(style);
                 self.cursor = at + 2;
             }
             // A text presentation selector on a wide emoji: its right half is a blank.
@@ -187,25 +177,17 @@ impl LineCells {
     /// The line as spans, adjacent cells of one style merged into one span.
     pub(crate) fn into_line(self) -> StyledLine {
         let mut line: StyledLine = Vec::new();
-        for cell in self.cells {
-            let (ch, marks) = match cell.shape {
-                Shape::WideTail => continue,
-                _ => (cell.ch, cell.marks.as_str()),
-            };
-            match line.last_mut() {
-                Some(span) if span.style == cell.style => {
-                    span.text.push(ch);
-                    span.text.push_str(marks);
-                }
-                _ => {
-                    let mut text = String::with_capacity(ch.len_utf8() + marks.len());
-                    text.push(ch);
-                    text.push_str(marks);
-                    line.push(Span {
-                        text,
-                        style: cell.style,
-                    });
-                }
+        for cell in self
+            .cells
+            .into_iter()
+            .filter(|c| c.shape != Shape::WideTail)
+        {
+            if line.last().is_none_or(|span| span.style != cell.style) {
+                line.push(Span::new(String::new(), cell.style));
+            }
+            if let Some(span) = line.last_mut() {
+                span.text.push(cell.ch);
+                span.text.push_str(&cell.marks);
             }
         }
         line

@@ -15,9 +15,7 @@ use super::width::char_width;
 
 /// Renders the bytes of one output line (without its trailing '\n') as a terminal would show it.
 pub fn render_line(bytes: &[u8]) -> StyledLine {
-    let mut renderer = LineRenderer::new();
-    renderer.feed(bytes);
-    renderer.finish()
+    render_line_with_pen(Style::default(), bytes).0
 }
 
 /// Renders one line starting with `pen`, the style the line before left in effect (a
@@ -33,8 +31,9 @@ pub fn render_line_with_pen(pen: Style, bytes: &[u8]) -> (StyledLine, Style) {
 pub struct LineRenderer {
     parser: Parser,
     screen: Screen,
-    /// The start of a UTF-8 character that the last feed cut short, held back for the next.
-    held: HeldUtf8,
+    /// The start of a UTF-8 character that the last feed cut short (up to three bytes), held
+    /// back for the next.
+    held: Vec<u8>,
 }
 
 impl LineRenderer {
@@ -59,12 +58,9 @@ impl LineRenderer {
                 return;
             }
             let (head, rest) = bytes.split_at(bytes.len().min(3));
-            let mut joined = [0; 6];
-            let len = self.held.len() + head.len();
-            joined[..self.held.len()].copy_from_slice(self.held.bytes());
-            joined[self.held.len()..len].copy_from_slice(head);
-            self.held = HeldUtf8::default();
-            self.advance_holding_back(&joined[..len]);
+            let mut joined = std::mem::take(&mut self.held);
+            joined.extend_from_slice(head);
+            self.advance_holding_back(&joined);
             bytes = rest;
         }
         self.advance_holding_back(bytes);
@@ -85,18 +81,16 @@ impl LineRenderer {
     pub fn finish_with_pen(mut self) -> (StyledLine, Style) {
         // CAN aborts any sequence in progress and shows a UTF-8 character cut short by the end
         // of the line as U+FFFD, without printing anything itself.
-        let mut last = [0; 4];
-        let len = self.held.len() + 1;
-        last[..self.held.len()].copy_from_slice(self.held.bytes());
-        last[len - 1] = CAN;
-        self.parser.advance(&mut self.screen, &last[..len]);
+        let mut last = std::mem::take(&mut self.held);
+        last.push(CAN);
+        self.parser.advance(&mut self.screen, &last);
         (self.screen.cells.into_line(), self.screen.style)
     }
 
     fn advance_holding_back(&mut self, bytes: &[u8]) {
         let (now, later) = bytes.split_at(bytes.len() - incomplete_utf8_suffix(bytes));
         self.advance_replacing_invalid(now);
-        self.held = HeldUtf8::new(later);
+        self.held = later.to_vec();
     }
 
     /// Advances the parser over `bytes`, which end on a character boundary, with each
@@ -142,34 +136,6 @@ impl LineRenderer {
 
 /// The UTF-8 encoding of U+FFFD, what a terminal shows for bytes that are not UTF-8.
 const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
-
-/// Up to three bytes that begin a UTF-8 character.
-#[derive(Debug, Default, Clone, Copy)]
-struct HeldUtf8 {
-    bytes: [u8; 3],
-    len: u8,
-}
-
-impl HeldUtf8 {
-    fn new(bytes: &[u8]) -> Self {
-        let mut held = HeldUtf8::default();
-        held.bytes[..bytes.len()].copy_from_slice(bytes);
-        held.len = bytes.len() as u8;
-        held
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
-    }
-
-    fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
 
 /// How many bytes at the end of `bytes` are the start of a UTF-8 character that more bytes
 /// could still complete (0 to 3).

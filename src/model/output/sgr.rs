@@ -30,18 +30,10 @@ pub(crate) fn apply_sgr(style: &mut Style, params: &Params) {
             24 => style.underline = false,
             27 => style.reverse = false,
             30..=37 => style.fg = Color::Indexed((code - 30) as u8),
-            38 => {
-                if let Some(color) = extended_color(group, &mut groups) {
-                    style.fg = color;
-                }
-            }
+            38 => style.fg = extended_color(group, &mut groups).unwrap_or(style.fg),
             39 => style.fg = Color::Default,
             40..=47 => style.bg = Color::Indexed((code - 40) as u8),
-            48 => {
-                if let Some(color) = extended_color(group, &mut groups) {
-                    style.bg = color;
-                }
-            }
+            48 => style.bg = extended_color(group, &mut groups).unwrap_or(style.bg),
             49 => style.bg = Color::Default,
             // Underline colour: not shown, but its arguments must be consumed, or `58;5;1`
             // would read as blink and bold.

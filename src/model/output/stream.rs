@@ -80,21 +80,12 @@ impl StreamFile {
         let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
             return Ok(true);
         };
-        let mut buf = vec![0; (len - pos).min(INDEX_CHUNK) as usize];
-        while pos < len {
-            let want = (len - pos).min(INDEX_CHUNK) as usize;
-            match file.read_at(&mut buf[..want], pos) {
-                // The file holds no more yet: caught up with what there is.
-                Ok(0) => return Ok(true),
-                Ok(n) => {
-                    self.index.extend(&buf[..n]);
-                    pos += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(read_error(&self.path, e)),
-            }
-        }
-        Ok(pos >= target)
+        let index = &mut self.index;
+        pos = read_range(file, &self.path, pos..len, INDEX_CHUNK, |bytes| {
+            index.extend(bytes)
+        })?;
+        // Short of `len`: the file holds no more yet, caught up with what there is.
+        Ok(pos < len || pos >= target)
     }
 
     pub fn len(&self) -> u64 {
@@ -349,7 +340,38 @@ fn render_shown(full: &Range<u64>, shown: &Range<u64>, window: &[u8]) -> StyledL
     render_line(&window[partial..])
 }
 
-fn open_if_exists<'a>(path: &Path, slot: &'a mut Option<File>) -> io::Result<Option<&'a File>> {
+/// Reads `range` of `file` (at `path`) in reads of at most `chunk` bytes, handing each to
+/// `sink`, until the range or the file ends; returns where it stopped.
+pub(crate) fn read_range(
+    file: &File,
+    path: &Path,
+    range: Range<u64>,
+    chunk: u64,
+    mut sink: impl FnMut(&[u8]),
+) -> io::Result<u64> {
+    let mut pos = range.start;
+    let mut buf = vec![0; range.end.saturating_sub(pos).min(chunk) as usize];
+    while pos < range.end {
+        let want = (range.end - pos).min(chunk) as usize;
+        match file.read_at(&mut buf[..want], pos) {
+            // The file holds no more yet.
+            Ok(0) => break,
+            Ok(n) => {
+                sink(&buf[..n]);
+                pos += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(read_error(path, e)),
+        }
+    }
+    Ok(pos)
+}
+
+/// The file at `path` in `slot`, opened now if it was not and it exists.
+pub(crate) fn open_if_exists<'a>(
+    path: &Path,
+    slot: &'a mut Option<File>,
+) -> io::Result<Option<&'a File>> {
     if slot.is_none() {
         match crate::journal::secure::open_regular(path) {
             Ok(file) => *slot = Some(file),
@@ -360,7 +382,7 @@ fn open_if_exists<'a>(path: &Path, slot: &'a mut Option<File>) -> io::Result<Opt
     Ok(slot.as_ref())
 }
 
-fn read_error(path: &Path, e: io::Error) -> io::Error {
+pub(crate) fn read_error(path: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
 }
 

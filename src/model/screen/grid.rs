@@ -88,37 +88,27 @@ pub(super) fn grid_of<T>(term: &Term<T>, alternate: bool) -> ScreenGrid {
 /// characters that are safe on screen leave it: a control or bidi character as the cell's
 /// own character shows as U+FFFD (as in the log), as a mark it is dropped.
 pub(super) fn screen_cell(cell: &Cell) -> ScreenCell {
-    let style = style_of(cell);
-    if cell.flags.contains(Flags::WIDE_CHAR_SPACER) {
-        return ScreenCell {
-            text: String::new(),
-            style,
-        };
+    let hidden = Flags::HIDDEN | Flags::LEADING_WIDE_CHAR_SPACER;
+    let text = if cell.flags.contains(Flags::WIDE_CHAR_SPACER) {
+        String::new()
+    } else if cell.flags.intersects(hidden) {
+        " ".into()
+    } else {
+        let mut text = String::with_capacity(4);
+        text.push(match cell.c {
+            '\0' => ' ',
+            c if is_unsafe_on_screen(c) => '\u{fffd}',
+            c => c,
+        });
+        let marks = cell.zerowidth().unwrap_or_default();
+        let marks = marks.iter().copied().filter(|&c| !is_unsafe_on_screen(c));
+        text.extend(marks.take(MAX_MARKS));
+        text
+    };
+    ScreenCell {
+        text,
+        style: style_of(cell),
     }
-    if cell
-        .flags
-        .intersects(Flags::HIDDEN | Flags::LEADING_WIDE_CHAR_SPACER)
-    {
-        return ScreenCell {
-            text: " ".into(),
-            style,
-        };
-    }
-    let mut text = String::with_capacity(4);
-    text.push(match cell.c {
-        '\0' => ' ',
-        c if is_unsafe_on_screen(c) => '\u{fffd}',
-        c => c,
-    });
-    let marks = cell.zerowidth().unwrap_or_default();
-    text.extend(
-        marks
-            .iter()
-            .copied()
-            .filter(|&c| !is_unsafe_on_screen(c))
-            .take(MAX_MARKS),
-    );
-    ScreenCell { text, style }
 }
 
 fn style_of(cell: &Cell) -> Style {

@@ -4,10 +4,11 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use memchr::memmem;
+
+use crate::model::output::stream::{open_if_exists, read_range};
 
 /// The newest bytes looked at each time: a flood is never read whole for a hint.
 const LOOK_BACK: u64 = 64 * 1024;
@@ -84,14 +85,7 @@ impl SignsReader {
         if len <= self.at {
             return Ok(self.signs);
         }
-        if self.file.is_none() {
-            match crate::journal::secure::open_regular(&self.path) {
-                Ok(file) => self.file = Some(file),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(self.signs),
-                Err(e) => return Err(e),
-            }
-        }
-        let Some(file) = &self.file else {
+        let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
             return Ok(self.signs);
         };
         let from = self.at.max(len.saturating_sub(LOOK_BACK));
@@ -99,29 +93,13 @@ impl SignsReader {
             self.carry.clear();
         }
         let mut bytes = std::mem::take(&mut self.carry);
-        let kept = bytes.len();
-        bytes.resize(kept + (len - from) as usize, 0);
-        let read = read_up_to(file, &mut bytes[kept..], from)?;
-        bytes.truncate(kept + read);
+        self.at = read_range(file, &self.path, from..len, LOOK_BACK, |read| {
+            bytes.extend_from_slice(read)
+        })?;
         self.signs.scan(&bytes);
-        self.at = from + read as u64;
         self.carry = bytes[bytes.len().saturating_sub(CARRY)..].to_vec();
         Ok(self.signs)
     }
-}
-
-/// Reads what the file holds at `offset` into `buf`; fewer bytes at its end.
-fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 #[cfg(test)]

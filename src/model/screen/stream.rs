@@ -4,16 +4,16 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use super::emulator::ScreenEmulator;
 use super::grid::ScreenGrid;
 use super::start::{REPLAY_CAP, ReplayStart, replay_start};
+use crate::model::output::stream::{open_if_exists, read_error, read_range};
 
 /// How much is read from the log at once.
-const READ_CHUNK: usize = 64 * 1024;
+const READ_CHUNK: u64 = 64 * 1024;
 
 pub struct StreamScreen {
     path: PathBuf,
@@ -63,14 +63,7 @@ impl StreamScreen {
     }
 
     fn feed_to(&mut self, len: u64) -> io::Result<()> {
-        if self.file.is_none() {
-            match crate::journal::secure::open_regular(&self.path) {
-                Ok(file) => self.file = Some(file),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(read_error(&self.path, e)),
-            }
-        }
-        let Some(file) = &self.file else {
+        let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
             return Ok(());
         };
         if len - self.fed > self.cap {
@@ -80,20 +73,11 @@ impl StreamScreen {
             self.fed = start.offset();
             self.start = start;
         }
-        let mut buf = vec![0; READ_CHUNK.min((len - self.fed) as usize)];
-        while self.fed < len {
-            let want = (len - self.fed).min(READ_CHUNK as u64) as usize;
-            match file.read_at(&mut buf[..want], self.fed) {
-                // The file holds no more yet.
-                Ok(0) => break,
-                Ok(n) => {
-                    self.emulator.feed(&buf[..n]);
-                    self.fed += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(read_error(&self.path, e)),
-            }
-        }
+        let (emulator, fed) = (&mut self.emulator, &mut self.fed);
+        read_range(file, &self.path, *fed..len, READ_CHUNK, |bytes| {
+            emulator.feed(bytes);
+            *fed += bytes.len() as u64;
+        })?;
         Ok(())
     }
 
@@ -115,10 +99,6 @@ impl StreamScreen {
     pub fn fed(&self) -> u64 {
         self.fed
     }
-}
-
-fn read_error(path: &std::path::Path, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
 }
 
 #[cfg(test)]
