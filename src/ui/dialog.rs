@@ -9,7 +9,6 @@ use super::{centered, format, pane_block, style};
 use crate::app::view::Dialog;
 use crate::model::Model;
 use crate::model::output::one_line;
-use crate::protocol::Stream;
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
     let (title, body): (&str, Vec<Line>) = match dialog {
@@ -60,10 +59,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
         Dialog::Search { stream, input } => (
             "Search",
             prompt(
-                match stream {
-                    Stream::Stdout => "Search stdout for:",
-                    Stream::Stderr => "Search stderr for:",
-                },
+                &format!("Search {} for:", stream.name()),
                 input,
                 "case-insensitive; n / N for next and previous; empty clears",
             ),

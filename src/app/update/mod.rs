@@ -187,7 +187,7 @@ pub fn update(
             }
             view.message = Some(format!(
                 "{}: follow {}",
-                stream_name(stream),
+                stream.name(),
                 if out.follow { "on" } else { "off" }
             ));
         }
@@ -408,13 +408,6 @@ fn signal(signal: ProcessSignal) -> ToBroker {
         scope: Scope::Group,
         pid: None,
         origin: None,
-    }
-}
-
-fn stream_name(stream: Stream) -> &'static str {
-    match stream {
-        Stream::Stdout => "stdout",
-        Stream::Stderr => "stderr",
     }
 }
 
