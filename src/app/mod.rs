@@ -198,14 +198,9 @@ impl App {
         true
     }
 
-    /// Puts a command on the list at `index` (one another process started, in `tether
-    /// watch`); the selection stays on the command it was on.
-    pub fn insert_command(&mut self, index: usize, command: CommandState) {
-        self.insert_commands(index, vec![command]);
-    }
-
-    /// Inserts `commands` in a row at `index`, the list moved once (a watch's backlog is read
-    /// in blocks of rows that go in one place); the selection stays on its command.
+    /// Inserts `commands` in a row at `index` (commands another process started, in `tether
+    /// watch`), the list moved once (a watch's backlog is read in blocks of rows that go in
+    /// one place); the selection stays on the command it was on.
     pub fn insert_commands(&mut self, index: usize, commands: Vec<CommandState>) {
         let index = index.min(self.model.commands.len());
         let had_any = !self.model.commands.is_empty();
@@ -218,48 +213,27 @@ impl App {
         self.streams.clear();
     }
 
-    /// Takes every command `gone` picks off the list in one pass (the rows of a removed
-    /// session, thousands maybe); the selection stays on its command, or moves to the
-    /// nearest one kept. Returns how many went.
-    pub fn remove_commands(&mut self, gone: impl Fn(&CommandState) -> bool) -> usize {
+    /// Takes every command `gone` picks (by index and command) off the list in one pass (a
+    /// dismissed command, the rows of a removed session, thousands maybe); the selection
+    /// stays on its command, or moves to the nearest one kept. Returns how many went.
+    pub fn remove_commands(&mut self, gone: impl Fn(usize, &CommandState) -> bool) -> usize {
         let selected = self.view.selected;
-        let (mut removed, mut kept_before, mut selected_gone) = (0, 0, false);
-        for (index, command) in self.model.commands.iter().enumerate() {
-            if gone(command) {
-                removed += 1;
-                selected_gone |= index == selected;
-            } else if index < selected {
-                kept_before += 1;
-            }
-        }
+        let commands = self.model.commands.iter().enumerate();
+        let gone: Vec<bool> = commands.map(|(index, c)| gone(index, c)).collect();
+        let removed = gone.iter().filter(|g| **g).count();
         if removed == 0 {
             return 0;
         }
-        self.model.commands.retain(|command| !gone(command));
-        if selected_gone {
+        let kept_before = gone.iter().take(selected).filter(|g| !**g).count();
+        let mut going = gone.iter();
+        self.model.commands.retain(|_| going.next() != Some(&true));
+        if gone.get(selected) == Some(&true) {
+            // Its neighbour is another command: nothing of this one's view applies to it.
             self.view.reset_command_view();
         }
         self.view.selected = kept_before.min(self.model.commands.len().saturating_sub(1));
         self.streams.clear();
         removed
-    }
-
-    /// Takes a command off the list; the selection moves to its neighbour.
-    pub fn remove_command(&mut self, index: usize) {
-        if index >= self.model.commands.len() {
-            return;
-        }
-        self.model.commands.remove(index);
-        let selected = self.view.selected;
-        if selected == index {
-            // Its neighbour is another command: nothing of this one's view applies to it.
-            self.view.reset_command_view();
-        }
-        if selected > index || selected >= self.model.commands.len() {
-            // The same command one row up, or the neighbour of the last one.
-            self.view.selected = selected.saturating_sub(1);
-        }
-        self.streams.clear();
     }
 
     /// A new sample of the processes; a command whose own process it shows stopped (state

@@ -201,7 +201,7 @@ impl Runner {
                 }
             }
             Effect::Dismiss(id) if self.app.model.mode.from_journals() => {
-                self.app.remove_command(id)
+                self.app.remove_commands(|i, _| i == id);
             }
             Effect::Dismiss(_) => {
                 self.app.view.message = Some(super::update::NO_DISMISS.into());

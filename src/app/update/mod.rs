@@ -533,21 +533,15 @@ fn update_dialog(
             view.dialog = Some(dialog);
             view.message = Some("y sends SIGKILL, n or Esc cancels".into());
         }
-        (mut dialog, Action::Paste(text)) => {
+        (mut dialog, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
             if let Some(input) = input_of(&mut dialog) {
-                input.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }));
-            }
-            view.dialog = Some(dialog);
-        }
-        (mut dialog, Action::Input(c)) => {
-            if let Some(input) = input_of(&mut dialog) {
-                input.push(c);
-            }
-            view.dialog = Some(dialog);
-        }
-        (mut dialog, Action::Backspace) => {
-            if let Some(input) = input_of(&mut dialog) {
-                input.pop();
+                match action {
+                    Action::Paste(text) => {
+                        input.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }))
+                    }
+                    Action::Input(c) => input.push(c),
+                    _ => drop(input.pop()),
+                }
             }
             view.dialog = Some(dialog);
         }
@@ -566,12 +560,10 @@ fn update_dialog(
         }
         (Dialog::Search { stream, input }, Action::Submit) => {
             view.dialog = None;
-            if input.is_empty() {
-                view.outputs[stream as usize].search = None;
-                view.outputs[stream as usize].matched = None;
-            } else {
-                view.outputs[stream as usize].search = Some(input);
-                view.outputs[stream as usize].matched = None;
+            let out = &mut view.outputs[stream as usize];
+            out.matched = None;
+            out.search = Some(input).filter(|input| !input.is_empty());
+            if out.search.is_some() {
                 effects.push(Effect::Search {
                     stream,
                     forward: false,
