@@ -173,11 +173,7 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
 
 /// `1 needs you`, `3 need you`.
 fn needs_you_count(n: usize) -> String {
-    if n == 1 {
-        "1 needs you".into()
-    } else {
-        format!("{n} need you")
-    }
+    format::count(n, "needs you", "need you")
 }
 
 /// `  2 set-up shells (S: show)`: an agent's own shells that ended well, in one dim row.

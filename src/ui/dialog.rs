@@ -35,11 +35,10 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
         Dialog::ConfirmQuit { running } => (
             "Quit",
             vec![
-                Line::raw(if *running == 1 {
-                    "1 command is still running.".to_string()
-                } else {
-                    format!("{running} commands are still running.")
-                }),
+                Line::raw(format!(
+                    "{} still running.",
+                    format::count(*running, "command is", "commands are")
+                )),
                 Line::raw(format!(
                     "Stop {} (TERM, grace, KILL) and quit?",
                     if *running == 1 { "it" } else { "them all" }

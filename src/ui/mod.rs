@@ -50,7 +50,7 @@ fn draw_screen(frame: &mut Frame, scene: Scene, bindings: &[Binding]) {
     let size = frame.area();
     let Some(areas) = layout::areas(size, view.focus, view.zoom) else {
         too_small::draw(frame, size, model.running());
-        draw_dialog(frame, size, model, view, bindings);
+        draw_dialog(frame, size, scene, bindings);
         return;
     };
     header::draw(frame, areas.header, content.machine.as_ref(), view.cores);
@@ -70,16 +70,10 @@ fn draw_screen(frame: &mut Frame, scene: Scene, bindings: &[Binding]) {
         timeline::draw(frame, areas.timeline, scene);
     }
     status_bar::draw(frame, areas.status, scene, layout::is_compact(size));
-    draw_dialog(frame, size, model, view, bindings);
+    draw_dialog(frame, size, scene, bindings);
 }
 
-fn draw_dialog(
-    frame: &mut Frame,
-    size: Rect,
-    model: &Model,
-    view: &ViewState,
-    bindings: &[Binding],
-) {
+fn draw_dialog(frame: &mut Frame, size: Rect, Scene(model, view, _): Scene, bindings: &[Binding]) {
     match &view.dialog {
         Some(Dialog::Help) => help::draw(frame, size, model, bindings),
         Some(dialog) => dialog::draw(frame, size, model, dialog),
@@ -119,18 +113,14 @@ pub fn buffer_text(buffer: &Buffer) -> String {
 }
 
 pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
+    let (border, look) = match focused {
+        true => (BorderType::Thick, style::FOCUSED_BORDER),
+        false => (BorderType::Rounded, style::BORDER),
+    };
     Block::new()
         .borders(Borders::ALL)
-        .border_type(if focused {
-            BorderType::Thick
-        } else {
-            BorderType::Rounded
-        })
-        .border_style(if focused {
-            style::FOCUSED_BORDER
-        } else {
-            style::BORDER
-        })
+        .border_type(border)
+        .border_style(look)
         .title(Span::raw(format!(
             " {} ",
             format::truncate(&one_line(title), 200)

@@ -123,11 +123,7 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
                 style::DIM.fg.unwrap_or_default(),
             ),
             EventKind::Tree { processes } => (
-                format!(
-                    "{} process{}",
-                    processes.len(),
-                    if processes.len() == 1 { "" } else { "es" }
-                ),
+                format::count(processes.len(), "process", "processes"),
                 style::DIM.fg.unwrap_or_default(),
             ),
             kind => describe(kind),

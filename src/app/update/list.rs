@@ -50,14 +50,18 @@ pub(super) fn update(
             });
         }
         Action::ToggleSort => {
-            view.list.sort = match view.list.sort {
-                ListSort::Start => ListSort::Cpu,
-                ListSort::Cpu => ListSort::Start,
+            let (sort, said) = match view.list.sort {
+                ListSort::Start => (
+                    ListSort::Cpu,
+                    "the list: busiest first, by CPU (o: as started)",
+                ),
+                ListSort::Cpu => (
+                    ListSort::Start,
+                    "the list: as the commands started (o: by CPU)",
+                ),
             };
-            view.message = Some(match view.list.sort {
-                ListSort::Cpu => "the list: busiest first, by CPU (o: as started)".into(),
-                ListSort::Start => "the list: as the commands started (o: by CPU)".into(),
-            });
+            view.list.sort = sort;
+            view.message = Some(said.into());
         }
         _ => {}
     }

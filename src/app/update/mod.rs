@@ -146,12 +146,8 @@ pub fn update(
         }
         Action::PageDown | Action::PageUp => {
             let page = page_size(view.focus, geometry) as i64;
-            let delta = if action == Action::PageDown {
-                page
-            } else {
-                -page
-            };
-            move_in_focus(model, view, geometry, delta);
+            let down = action == Action::PageDown;
+            move_in_focus(model, view, geometry, if down { page } else { -page });
         }
         Action::Top => move_in_focus(model, view, geometry, i64::MIN / 2),
         Action::Bottom => {
@@ -165,17 +161,14 @@ pub fn update(
             scroll_sideways(view, geometry, &action)
         }
         Action::FocusNext | Action::FocusPrev => {
-            let i = Pane::ORDER
-                .iter()
-                .position(|p| *p == view.focus)
-                .unwrap_or(0);
             let n = Pane::ORDER.len();
-            let next = if action == Action::FocusNext {
-                (i + 1) % n
+            let i = Pane::ORDER.iter().position(|p| *p == view.focus);
+            let step = if action == Action::FocusNext {
+                1
             } else {
-                (i + n - 1) % n
+                n - 1
             };
-            view.focus = Pane::ORDER[next];
+            view.focus = Pane::ORDER[(i.unwrap_or(0) + step) % n];
         }
         Action::ToggleFollow => {
             let stream = focused_stream(view);
