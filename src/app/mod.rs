@@ -312,25 +312,24 @@ impl App {
         self.follow_newest();
         self.geometry.compact = layout::is_compact(size);
         let areas = layout::areas(size, self.view.focus, self.view.zoom);
+        let panes =
+            Stream::BOTH.map(|s| areas.map(|a| a.of(Pane::of_stream(s))).unwrap_or_default());
+        // Rows and columns inside each output pane's border.
+        self.geometry.output_rows = panes.map(|a| a.height.saturating_sub(2) as usize);
+        self.geometry.output_cols = panes.map(|a| a.width.saturating_sub(2) as usize);
         let wrap = self.view.wrap;
         let lens = self.stored_lens();
-        let current = self
-            .shown()
-            .commands
-            .get(self.view.selected)
-            .map(|c| (self.view.selected, c.run));
+        let id = self.view.selected;
+        let shown = self.past.as_ref().map_or(&self.model, |(_, model)| model);
+        let command = shown.commands.get(id);
         // Only the command on screen keeps its files open and indexed.
+        let current = command.map(|c| (id, c.run));
         self.streams.retain(|key, _| Some(*key) == current);
         let mut outputs: [PaneLines; 2] = Default::default();
-        let mut rows_of = [0usize; 2];
-        let mut cols_of = [0usize; 2];
         let mut widest = [0usize; 2];
         let mut totals = [0usize; 2];
         let mut behind = false;
         let mut went_back = false;
-        let id = self.view.selected;
-        let shown = self.past.as_ref().map_or(&self.model, |(_, model)| model);
-        let command = shown.commands.get(id);
         let dir = command.and_then(|c| c.journal_dir.clone());
         if let (Some(lens), Some(dir), Some(command)) = (lens, dir, command) {
             let runs = &command.runs;
@@ -356,13 +355,7 @@ impl App {
                 self.view.stamps.then_some(&time_of);
             for stream in Stream::BOTH {
                 let i = stream as usize;
-                let area = areas
-                    .map(|a| a.of(Pane::of_stream(stream)))
-                    .unwrap_or_default();
-                let rows = area.height.saturating_sub(2) as usize;
-                let width = area.width.saturating_sub(2) as usize;
-                rows_of[i] = rows;
-                cols_of[i] = width;
+                let (rows, width) = (self.geometry.output_rows[i], self.geometry.output_cols[i]);
                 let merged = self.view.merged && stream == Stream::Stdout;
                 let view = &mut self.view.outputs[i];
                 let total = if merged {
@@ -409,24 +402,21 @@ impl App {
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.
-        if let Some(area) = areas.map(|a| a.of(Pane::Stdout)) {
-            let (cols, rows) = (area.width.saturating_sub(2), area.height.saturating_sub(2));
-            if cols > 0 && rows > 0 {
-                self.terminal_size = WindowSize { cols, rows };
-            }
+        let (rows, cols) = (self.geometry.output_rows[0], self.geometry.output_cols[0]);
+        if cols > 0 && rows > 0 {
+            self.terminal_size = WindowSize {
+                cols: cols as u16,
+                rows: rows as u16,
+            };
         }
         self.content.outputs = outputs;
         self.behind = behind;
         if went_back {
             self.screens = Default::default();
         }
-        self.geometry.output_rows = rows_of;
-        self.geometry.output_cols = cols_of;
         self.geometry.widest = widest;
         self.geometry.total_lines = totals;
-        let panes =
-            Stream::BOTH.map(|s| areas.map(|a| a.of(Pane::of_stream(s))).unwrap_or_default());
-        self.prepare_screens(panes, std::time::Instant::now());
+        self.prepare_screens(std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.content.machine.clone_from(&self.snapshot.machine);
         self.content.cgroup = self
