@@ -253,7 +253,7 @@ pub(super) async fn event_loop(
             _ = sleep_until(news_due.unwrap_or(now)), if news_due.is_some() && !dirty => { dirty = true; }
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
             Some(text) = watch_replies.recv() => {
-                runner.app.view.message = Some(text);
+                runner.app.view.say(text);
                 dirty = true;
             }
             _ = journals_changed(journals.as_ref()), if journals.is_some() && !journals_rest => {

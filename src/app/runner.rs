@@ -67,7 +67,7 @@ impl Runner {
                 );
                 command.status = Status::FailedToStart;
                 command.notice = Some(text.clone());
-                self.app.view.message = Some(text);
+                self.app.view.say(text);
                 return;
             }
         };
@@ -78,9 +78,11 @@ impl Runner {
         let attention = crate::config::attention::with_user(&user, &config.attention);
         let (max_output, ignored) = crate::config::journal::max_output(None, &user.journal);
         if let Some(err) = config_error {
-            self.app.view.message = Some(format!("{err}; attention uses its defaults"));
+            self.app
+                .view
+                .say(format!("{err}; attention uses its defaults"));
         } else if let Some(message) = ignored {
-            self.app.view.message = Some(message);
+            self.app.view.say(message);
         }
         let request = launch_request(
             config.name.clone(),
@@ -174,7 +176,7 @@ impl Runner {
             _ => None,
         };
         if let Some(refused) = refused {
-            self.app.view.message = Some(refused.into());
+            self.app.view.say(refused);
             return;
         }
         match effect {
@@ -204,11 +206,11 @@ impl Runner {
                 self.app.remove_commands(|i, _| i == id);
             }
             Effect::Dismiss(_) => {
-                self.app.view.message = Some(super::update::NO_DISMISS.into());
+                self.app.view.say(super::update::NO_DISMISS);
             }
             Effect::Send(id, message) => {
                 if !self.fleet.send(id, message) {
-                    self.app.view.message = Some("that command has no broker any more".into());
+                    self.app.view.say("that command has no broker any more");
                 }
             }
             Effect::Search { stream, forward } => self.app.search(stream, forward),
@@ -284,7 +286,7 @@ impl Runner {
                 {
                     c.notice = Some(text.clone());
                 }
-                self.app.view.message = Some(text);
+                self.app.view.say(text);
             }
             FleetEvent::SpawnFailed(id, text) => {
                 if let Some(c) = self.app.model.commands.get_mut(id.command)
@@ -293,7 +295,7 @@ impl Runner {
                     c.status = Status::FailedToStart;
                     c.notice = Some(text.clone());
                 }
-                self.app.view.message = Some(text);
+                self.app.view.say(text);
             }
             FleetEvent::Ended(id) => {
                 self.fleet.ended(id);

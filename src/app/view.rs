@@ -180,6 +180,11 @@ impl Default for TimeCursor {
 }
 
 impl ViewState {
+    /// Says `text` on the status bar (what just happened or what went wrong).
+    pub fn say(&mut self, text: impl Into<String>) {
+        self.message = Some(text.into());
+    }
+
     /// Selects a command. Every change of selection comes here, so that what was scrolled,
     /// searched or selected in the last command's panes never carries over to another.
     pub fn select_command(&mut self, index: CommandId) {

@@ -103,7 +103,7 @@ pub(super) fn update_output_keys(
 }
 
 fn message(view: &mut ViewState, text: String) -> Vec<Effect> {
-    view.message = Some(text);
+    view.say(text);
     Vec::new()
 }
 
