@@ -278,21 +278,14 @@ impl Runner {
     }
 
     pub(super) fn fleet_event(&mut self, event: FleetEvent) {
+        let failed = matches!(event, FleetEvent::SpawnFailed(..));
         match event {
             FleetEvent::Event(id, event) => self.app.apply_event(id.command, id.run, &event),
-            FleetEvent::Fallback(id, text) => {
-                if let Some(c) = self.app.model.commands.get_mut(id.command)
-                    && c.run == id.run
-                {
-                    c.notice = Some(text.clone());
-                }
-                self.app.view.say(text);
-            }
-            FleetEvent::SpawnFailed(id, text) => {
-                if let Some(c) = self.app.model.commands.get_mut(id.command)
-                    && c.run == id.run
-                {
-                    c.status = Status::FailedToStart;
+            FleetEvent::Fallback(id, text) | FleetEvent::SpawnFailed(id, text) => {
+                if let Some(c) = current_run(&mut self.app.model.commands, id) {
+                    if failed {
+                        c.status = Status::FailedToStart;
+                    }
                     c.notice = Some(text.clone());
                 }
                 self.app.view.say(text);
@@ -300,14 +293,18 @@ impl Runner {
             FleetEvent::Ended(id) => {
                 self.fleet.ended(id);
                 self.sizes_sent.remove(&id);
-                if let Some(c) = self.app.model.commands.get_mut(id.command)
-                    && c.run == id.run
-                {
+                if let Some(c) = current_run(&mut self.app.model.commands, id) {
                     c.broker_gone(now_ms());
                 }
             }
         }
     }
+}
+
+/// The command of run `id` while that run is its current one: what is about an older run
+/// changes nothing of it.
+fn current_run(commands: &mut [CommandState], id: RunId) -> Option<&mut CommandState> {
+    commands.get_mut(id.command).filter(|c| c.run == id.run)
 }
 
 fn action_of(app: &App, event: TermEvent) -> Option<Action> {

@@ -102,16 +102,9 @@ pub fn shown_commands(model: &Model, selected: usize, height: usize) -> Vec<usiz
     let commands = &model.commands;
     let running = (0..count).filter(|&i| commands[i].status.is_active());
     let failed = (0..count).rev().filter(|&i| commands[i].is_failure());
-    for i in running.chain(failed) {
-        if shown.len() >= room {
-            break;
-        }
-        if !shown.contains(&i) {
-            shown.push(i);
-        }
-    }
     let neighbours = (1..count).flat_map(|d| [selected.checked_sub(d), selected.checked_add(d)]);
-    for i in neighbours.flatten().filter(|&i| i < count) {
+    let neighbours = neighbours.flatten().filter(|&i| i < count);
+    for i in running.chain(failed).chain(neighbours) {
         if shown.len() >= room {
             break;
         }
