@@ -33,7 +33,7 @@ impl App {
     /// colours), one `\n` between lines and none after the last.
     pub(super) fn copy_lines(&mut self, stream: Stream, lines: Range<usize>) {
         let Some(open) = self.current_streams() else {
-            self.view.message = Some("nothing to copy: no command selected".into());
+            self.view.say("nothing to copy: no command selected");
             return;
         };
         if open.estimated(stream as usize) {
@@ -52,7 +52,7 @@ impl App {
             let rendered = match file.lines(batch.clone()) {
                 Ok(rendered) => rendered,
                 Err(err) => {
-                    self.view.message = Some(format!("nothing copied: {err}"));
+                    self.view.say(format!("nothing copied: {err}"));
                     return;
                 }
             };
@@ -75,7 +75,7 @@ impl App {
         }
         let what = match lines.len() {
             0 => {
-                self.view.message = Some("nothing to copy".into());
+                self.view.say("nothing to copy");
                 return;
             }
             1 => format!("line {}", lines.start + 1),
@@ -88,14 +88,14 @@ impl App {
     pub(super) fn copy_screen(&mut self, stream: Stream) {
         match self.screen_text(stream) {
             Some(text) => self.deliver(&text, "the screen", false),
-            None => self.view.message = Some("no screen to copy yet".into()),
+            None => self.view.say("no screen to copy yet"),
         }
     }
 
     fn deliver(&mut self, text: &str, what: &str, cut: bool) {
         let copy = clipboard::copy(text, what, cut, &self.clipboard.dir);
         self.clipboard.pending = copy.terminal;
-        self.view.message = Some(copy.message);
+        self.view.say(copy.message);
     }
 
     /// Bytes for tether's own terminal (an OSC 52 copy), taken once.

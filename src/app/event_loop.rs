@@ -9,6 +9,7 @@ use std::time::Duration;
 use crossterm::event::Event as TermEvent;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Position, Rect};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::time::{Instant, sleep_until};
@@ -50,6 +51,11 @@ fn terminal_events() -> UnboundedReceiver<TermEvent> {
         }
     });
     rx
+}
+
+/// The whole terminal, as a frame is drawn on it.
+fn screen(terminal: &Terminal<CrosstermBackend<Stdout>>) -> std::io::Result<Rect> {
+    Ok(Rect::from((Position::ORIGIN, terminal.size()?)))
 }
 
 /// Resolves when the followed journals changed (never without a watcher).
@@ -96,25 +102,14 @@ pub(super) async fn event_loop(
     let mut sighup = signal(SignalKind::hangup())?;
 
     // The output pane's size, for the terminals of the commands started next.
-    let size = terminal.size()?;
-    runner.app.prepare(
-        ratatui::layout::Rect::new(0, 0, size.width, size.height),
-        now_ms(),
-    );
+    runner.app.prepare(screen(&terminal)?, now_ms());
     if let Some(needle) = search.as_deref() {
         runner.app.open_at_first_match(needle);
     }
-    let autostart: Vec<usize> = runner
-        .app
-        .model
-        .commands
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.config.autostart)
-        .map(|(i, _)| i)
-        .collect();
-    for id in autostart {
-        runner.launch(id);
+    for id in 0..runner.app.model.commands.len() {
+        if runner.app.model.commands[id].config.autostart {
+            runner.launch(id);
+        }
     }
     if let Some(watch) = runner.watch.as_mut() {
         watch.start(&mut runner.app);
@@ -136,16 +131,12 @@ pub(super) async fn event_loop(
     loop {
         let now = Instant::now();
         if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
-            let size = terminal.size()?;
             let at = if recorded {
                 frozen_at(&runner.app.model, now_ms())
             } else {
                 now_ms()
             };
-            runner.app.prepare(
-                ratatui::layout::Rect::new(0, 0, size.width, size.height),
-                at,
-            );
+            runner.app.prepare(screen(&terminal)?, at);
             let (model, rows) = (&runner.app.model, &runner.app.content.list);
             if let Some(bytes) = runner.teller.look(model, rows, now_ms()) {
                 write_between_frames(&mut terminal, &bytes);
@@ -253,7 +244,7 @@ pub(super) async fn event_loop(
             _ = sleep_until(news_due.unwrap_or(now)), if news_due.is_some() && !dirty => { dirty = true; }
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
             Some(text) = watch_replies.recv() => {
-                runner.app.view.message = Some(text);
+                runner.app.view.say(text);
                 dirty = true;
             }
             _ = journals_changed(journals.as_ref()), if journals.is_some() && !journals_rest => {

@@ -20,26 +20,23 @@ pub enum KeyContext {
 
 pub struct Binding {
     pub context: KeyContext,
-    pub code: KeyCode,
+    /// The keys that do it, as the help screen names them in this order.
+    pub keys: &'static [KeyCode],
     pub modifiers: KeyModifiers,
-    /// How the help screen names the key.
-    pub label: &'static str,
     pub action: Action,
     pub description: &'static str,
 }
 
 const fn bind(
     context: KeyContext,
-    code: KeyCode,
-    label: &'static str,
+    keys: &'static [KeyCode],
     action: Action,
     description: &'static str,
 ) -> Binding {
     Binding {
         context,
-        code,
+        keys,
         modifiers: KeyModifiers::NONE,
-        label,
         action,
         description,
     }
@@ -52,87 +49,76 @@ pub fn bindings() -> Vec<Binding> {
     use KeyCode as K;
     use KeyContext::Normal as N;
     vec![
-        bind(N, K::Down, "↓ j", A::Down, "select next / scroll down"),
-        bind(N, K::Char('j'), "↓ j", A::Down, ""),
-        bind(N, K::Up, "↑ k", A::Up, "select previous / scroll up"),
-        bind(N, K::Char('k'), "↑ k", A::Up, ""),
-        bind(N, K::Tab, "Tab", A::FocusNext, "focus next pane"),
-        bind(N, K::BackTab, "S-Tab", A::FocusPrev, "focus previous pane"),
-        bind(N, K::PageDown, "PgDn", A::PageDown, "page down"),
-        bind(N, K::PageUp, "PgUp", A::PageUp, "page up"),
+        bind(N, &[K::Down, K::Char('j')], A::Down, "select next / scroll down"),
+        bind(N, &[K::Up, K::Char('k')], A::Up, "select previous / scroll up"),
+        bind(N, &[K::Tab], A::FocusNext, "focus next pane"),
+        bind(N, &[K::BackTab], A::FocusPrev, "focus previous pane"),
+        bind(N, &[K::PageDown], A::PageDown, "page down"),
+        bind(N, &[K::PageUp], A::PageUp, "page up"),
         // The time cursor, before Home and End: in a recorded session they move the cursor
         // (g and G still scroll); elsewhere the cursor is refused and they scroll.
-        bind(N, K::Char('['), "[", A::TimePrevEvent, "time cursor: previous event"),
-        bind(N, K::Char(']'), "]", A::TimeNextEvent, "time cursor: next event"),
-        bind(N, K::Char('{'), "{", A::TimePrevNotable, "previous signal/exit/error"),
-        bind(N, K::Char('}'), "}", A::TimeNextNotable, "next signal/exit/error"),
-        bind(N, K::Char('<'), "<", A::TimeStepBack, "step back in time"),
-        bind(N, K::Char('>'), ">", A::TimeStepForward, "step on in time"),
-        bind(N, K::Char('-'), "-", A::TimeStepShorter, "shorter time step"),
-        bind(N, K::Char('+'), "+ =", A::TimeStepLonger, "longer time step"),
-        bind(N, K::Char('='), "+ =", A::TimeStepLonger, ""),
-        bind(N, K::Home, "Home", A::TimeFirst, "time cursor: first event"),
-        bind(N, K::End, "End", A::TimeOff, "time cursor off (the end)"),
-        bind(N, K::Char(':'), ":", A::TimeGoTo, "time cursor to +1:23, 83s…"),
+        bind(N, &[K::Char('[')], A::TimePrevEvent, "time cursor: previous event"),
+        bind(N, &[K::Char(']')], A::TimeNextEvent, "time cursor: next event"),
+        bind(N, &[K::Char('{')], A::TimePrevNotable, "previous signal/exit/error"),
+        bind(N, &[K::Char('}')], A::TimeNextNotable, "next signal/exit/error"),
+        bind(N, &[K::Char('<')], A::TimeStepBack, "step back in time"),
+        bind(N, &[K::Char('>')], A::TimeStepForward, "step on in time"),
+        bind(N, &[K::Char('-')], A::TimeStepShorter, "shorter time step"),
+        bind(N, &[K::Char('+'), K::Char('=')], A::TimeStepLonger, "longer time step"),
+        bind(N, &[K::Home], A::TimeFirst, "time cursor: first event"),
+        bind(N, &[K::End], A::TimeOff, "time cursor off (the end)"),
+        bind(N, &[K::Char(':')], A::TimeGoTo, "time cursor to +1:23, 83s…"),
         // In a watch, g goes to what needs the operator (there, Home goes to the top).
-        bind(N, K::Char('g'), "g", A::GoToAttention, "go to the latest attention"),
-        bind(N, K::Home, "Home g", A::Top, "go to the top"),
-        bind(N, K::Char('g'), "Home g", A::Top, ""),
-        bind(N, K::End, "End G", A::Bottom, "go to the bottom"),
-        bind(N, K::Char('G'), "End G", A::Bottom, ""),
-        bind(N, K::Left, "← h", A::ScrollLeft, "scroll long lines left"),
-        bind(N, K::Char('h'), "← h", A::ScrollLeft, ""),
-        bind(N, K::Right, "→ l", A::ScrollRight, "scroll long lines right"),
-        bind(N, K::Char('l'), "→ l", A::ScrollRight, ""),
-        bind(N, K::Char('0'), "0", A::LineStart, "scroll to the line start"),
-        bind(N, K::Char('$'), "$", A::LineEnd, "scroll to the line end"),
-        bind(N, K::Char('f'), "f", A::ToggleFollow, "follow output on/off"),
-        bind(N, K::Char('w'), "w", A::ToggleWrap, "wrap long lines on/off"),
-        bind(N, K::Char('@'), "@", A::ToggleAbsoluteTimes, "times: offset / wall clock"),
-        bind(N, K::Char('z'), "z", A::Zoom, "zoom the focused pane"),
-        bind(N, K::Char('c'), "c", A::ToggleCores, "header: CPU per core on/off"),
-        bind(N, K::Char('/'), "/", A::Search, "search the focused output"),
-        bind(N, K::Char('n'), "n", A::SearchNext, "next match"),
-        bind(N, K::Char('N'), "N", A::SearchPrev, "previous match"),
-        bind(N, K::Char('v'), "v", A::ToggleScreen, "output as a screen / as lines"),
-        bind(N, K::Char('m'), "m", A::ToggleMerged, "stdout+stderr merged on/off"),
-        bind(N, K::Char('T'), "T", A::ToggleStamps, "times of output lines on/off"),
-        bind(N, K::Char('V'), "V", A::SelectLines, "select lines to copy"),
-        bind(N, K::Char('y'), "y", A::Copy, "copy lines or the screen"),
-        bind(N, K::Esc, "Esc", A::Cancel, "drop selection / back to list"),
-        bind(N, K::Char('t'), "t", A::Term, "SIGTERM the whole group"),
-        bind(N, K::Char('K'), "K", A::Kill, "SIGKILL the group (asks first)"),
-        bind(N, K::Char('s'), "s", A::Stop, "stop: TERM, grace, KILL"),
-        bind(N, K::Char('x'), "x", A::SignalProcess, "signal the selected process"),
-        bind(N, K::Char('r'), "r", A::Restart, "restart the command"),
-        bind(N, K::Char('a'), "a", A::NewCommand, "launch a new command"),
-        bind(N, K::Char('d'), "d", A::Dismiss, "dismiss an ended command"),
-        bind(N, K::Char('D'), "D", A::DismissEnded, "dismiss every ended one"),
-        bind(N, K::Enter, "Enter", A::Open, "open it (small screen) / fold"),
-        bind(N, K::Char(' '), "Space", A::ToggleFold, "fold/unfold the session"),
-        bind(N, K::Char('F'), "F", A::CycleFilter, "list: all/run/fail/needs you"),
-        bind(N, K::Char('o'), "o", A::ToggleSort, "list: by start / by CPU"),
-        bind(N, K::Char('S'), "S", A::ToggleSetup, "set-up shells: fold/show"),
-        bind(N, K::Char('i'), "i", A::StartTyping, "type into it (Ctrl-a ends)"),
-        bind(N, K::Char('?'), "?", A::Help, "help"),
-        bind(N, K::Char('q'), "q", A::Quit, "quit (asks if commands run)"),
-        bind(KeyContext::Confirm, K::Char('y'), "y", A::Confirm, "yes"),
+        bind(N, &[K::Char('g')], A::GoToAttention, "go to the latest attention"),
+        bind(N, &[K::Home, K::Char('g')], A::Top, "go to the top"),
+        bind(N, &[K::End, K::Char('G')], A::Bottom, "go to the bottom"),
+        bind(N, &[K::Left, K::Char('h')], A::ScrollLeft, "scroll long lines left"),
+        bind(N, &[K::Right, K::Char('l')], A::ScrollRight, "scroll long lines right"),
+        bind(N, &[K::Char('0')], A::LineStart, "scroll to the line start"),
+        bind(N, &[K::Char('$')], A::LineEnd, "scroll to the line end"),
+        bind(N, &[K::Char('f')], A::ToggleFollow, "follow output on/off"),
+        bind(N, &[K::Char('w')], A::ToggleWrap, "wrap long lines on/off"),
+        bind(N, &[K::Char('@')], A::ToggleAbsoluteTimes, "times: offset / wall clock"),
+        bind(N, &[K::Char('z')], A::Zoom, "zoom the focused pane"),
+        bind(N, &[K::Char('c')], A::ToggleCores, "header: CPU per core on/off"),
+        bind(N, &[K::Char('/')], A::Search, "search the focused output"),
+        bind(N, &[K::Char('n')], A::SearchNext, "next match"),
+        bind(N, &[K::Char('N')], A::SearchPrev, "previous match"),
+        bind(N, &[K::Char('v')], A::ToggleScreen, "output as a screen / as lines"),
+        bind(N, &[K::Char('m')], A::ToggleMerged, "stdout+stderr merged on/off"),
+        bind(N, &[K::Char('T')], A::ToggleStamps, "times of output lines on/off"),
+        bind(N, &[K::Char('V')], A::SelectLines, "select lines to copy"),
+        bind(N, &[K::Char('y')], A::Copy, "copy lines or the screen"),
+        bind(N, &[K::Esc], A::Cancel, "drop selection / back to list"),
+        bind(N, &[K::Char('t')], A::Term, "SIGTERM the whole group"),
+        bind(N, &[K::Char('K')], A::Kill, "SIGKILL the group (asks first)"),
+        bind(N, &[K::Char('s')], A::Stop, "stop: TERM, grace, KILL"),
+        bind(N, &[K::Char('x')], A::SignalProcess, "signal the selected process"),
+        bind(N, &[K::Char('r')], A::Restart, "restart the command"),
+        bind(N, &[K::Char('a')], A::NewCommand, "launch a new command"),
+        bind(N, &[K::Char('d')], A::Dismiss, "dismiss an ended command"),
+        bind(N, &[K::Char('D')], A::DismissEnded, "dismiss every ended one"),
+        bind(N, &[K::Enter], A::Open, "open it (small screen) / fold"),
+        bind(N, &[K::Char(' ')], A::ToggleFold, "fold/unfold the session"),
+        bind(N, &[K::Char('F')], A::CycleFilter, "list: all/run/fail/needs you"),
+        bind(N, &[K::Char('o')], A::ToggleSort, "list: by start / by CPU"),
+        bind(N, &[K::Char('S')], A::ToggleSetup, "set-up shells: fold/show"),
+        bind(N, &[K::Char('i')], A::StartTyping, "type into it (Ctrl-a ends)"),
+        bind(N, &[K::Char('?')], A::Help, "help"),
+        bind(N, &[K::Char('q')], A::Quit, "quit (asks if commands run)"),
+        bind(KeyContext::Confirm, &[K::Char('y')], A::Confirm, "yes"),
         // Enter is the default answer, which only a harmless question has (quit: yes); it
         // never confirms a SIGKILL.
-        bind(KeyContext::Confirm, K::Enter, "Enter", A::Submit, "the default answer"),
-        bind(KeyContext::Confirm, K::Char('n'), "n Esc", A::Cancel, "no, cancel"),
-        bind(KeyContext::Confirm, K::Esc, "n Esc", A::Cancel, ""),
-        bind(KeyContext::Prompt, K::Enter, "Enter", A::Submit, "accept"),
-        bind(KeyContext::Prompt, K::Esc, "Esc", A::Cancel, "cancel"),
-        bind(KeyContext::Prompt, K::Backspace, "Backspace", A::Backspace, "delete a character"),
+        bind(KeyContext::Confirm, &[K::Enter], A::Submit, "the default answer"),
+        bind(KeyContext::Confirm, &[K::Char('n'), K::Esc], A::Cancel, "no, cancel"),
+        bind(KeyContext::Prompt, &[K::Enter], A::Submit, "accept"),
+        bind(KeyContext::Prompt, &[K::Esc], A::Cancel, "cancel"),
+        bind(KeyContext::Prompt, &[K::Backspace], A::Backspace, "delete a character"),
         Binding {
             modifiers: KeyModifiers::CONTROL,
-            ..bind(KeyContext::Input, K::Char('a'), "Ctrl-a", A::StopTyping,
-                "stop typing into the command")
+            ..bind(KeyContext::Input, &[K::Char('a')], A::StopTyping, "stop typing into the command")
         },
-        bind(KeyContext::Help, K::Esc, "Esc ? q", A::Cancel, "close help"),
-        bind(KeyContext::Help, K::Char('?'), "Esc ? q", A::Cancel, ""),
-        bind(KeyContext::Help, K::Char('q'), "Esc ? q", A::Cancel, ""),
+        bind(KeyContext::Help, &[K::Esc, K::Char('?'), K::Char('q')], A::Cancel, "close help"),
     ]
 }
 
@@ -159,7 +145,7 @@ pub fn action_for(
     let modifiers = key.modifiers - KeyModifiers::SHIFT;
     let mut bound = bindings
         .iter()
-        .filter(|b| b.context == context && b.code == key.code && b.modifiers == modifiers);
+        .filter(|b| b.context == context && b.keys.contains(&key.code) && b.modifiers == modifiers);
     let first = bound.clone().next();
     let found = bound
         .find(|b| applies(&b.action))
@@ -186,11 +172,12 @@ pub fn keys_label(
     let names: Vec<String> = bindings
         .iter()
         .filter(|b| b.context == binding.context && b.action == binding.action)
-        .filter(|b| {
-            let key = KeyEvent::new(b.code, b.modifiers);
+        .flat_map(|b| b.keys.iter().map(move |code| (b, *code)))
+        .filter(|(b, code)| {
+            let key = KeyEvent::new(*code, b.modifiers);
             action_for(bindings, b.context, key, applies).as_ref() == Some(&binding.action)
         })
-        .map(|b| key_name(b.code))
+        .map(|(_, code)| key_name(code))
         .collect();
     names.join(" ")
 }
@@ -220,7 +207,9 @@ fn input_action(bindings: &[Binding], key: KeyEvent) -> Action {
     };
     bindings
         .iter()
-        .find(|b| b.context == KeyContext::Input && b.code == code && b.modifiers == modifiers)
+        .find(|b| {
+            b.context == KeyContext::Input && b.keys.contains(&code) && b.modifiers == modifiers
+        })
         .map_or_else(
             || Action::Type(super::terminal_keys::key_bytes(key)),
             |b| b.action.clone(),

@@ -34,13 +34,17 @@ pub struct Areas {
 }
 
 impl Areas {
-    pub fn of(&self, pane: Pane) -> Rect {
+    pub fn of(mut self, pane: Pane) -> Rect {
+        *self.of_mut(pane)
+    }
+
+    fn of_mut(&mut self, pane: Pane) -> &mut Rect {
         match pane {
-            Pane::Commands => self.commands,
-            Pane::Tree => self.tree,
-            Pane::Stdout => self.stdout,
-            Pane::Stderr => self.stderr,
-            Pane::Timeline => self.timeline,
+            Pane::Commands => &mut self.commands,
+            Pane::Tree => &mut self.tree,
+            Pane::Stdout => &mut self.stdout,
+            Pane::Stderr => &mut self.stderr,
+            Pane::Timeline => &mut self.timeline,
         }
     }
 
@@ -75,13 +79,7 @@ pub fn areas(size: Rect, focus: Pane, zoom: bool) -> Option<Areas> {
     let compact = is_compact(size);
     let zoom = (zoom || (compact && focus == Pane::Commands)).then_some(focus);
     if let Some(pane) = zoom {
-        match pane {
-            Pane::Commands => areas.commands = body,
-            Pane::Tree => areas.tree = body,
-            Pane::Stdout => areas.stdout = body,
-            Pane::Stderr => areas.stderr = body,
-            Pane::Timeline => areas.timeline = body,
-        }
+        *areas.of_mut(pane) = body;
         return Some(areas);
     }
     if compact {

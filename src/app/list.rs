@@ -22,13 +22,10 @@ pub enum ListFilter {
 }
 
 impl ListFilter {
+    const CYCLE: [ListFilter; 4] = [Self::All, Self::Running, Self::Failed, Self::NeedsYou];
+
     pub fn next(self) -> ListFilter {
-        match self {
-            ListFilter::All => ListFilter::Running,
-            ListFilter::Running => ListFilter::Failed,
-            ListFilter::Failed => ListFilter::NeedsYou,
-            ListFilter::NeedsYou => ListFilter::All,
-        }
+        Self::CYCLE[(self as usize + 1) % Self::CYCLE.len()]
     }
 
     pub fn label(self) -> &'static str {

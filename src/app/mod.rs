@@ -198,14 +198,9 @@ impl App {
         true
     }
 
-    /// Puts a command on the list at `index` (one another process started, in `tether
-    /// watch`); the selection stays on the command it was on.
-    pub fn insert_command(&mut self, index: usize, command: CommandState) {
-        self.insert_commands(index, vec![command]);
-    }
-
-    /// Inserts `commands` in a row at `index`, the list moved once (a watch's backlog is read
-    /// in blocks of rows that go in one place); the selection stays on its command.
+    /// Inserts `commands` in a row at `index` (commands another process started, in `tether
+    /// watch`), the list moved once (a watch's backlog is read in blocks of rows that go in
+    /// one place); the selection stays on the command it was on.
     pub fn insert_commands(&mut self, index: usize, commands: Vec<CommandState>) {
         let index = index.min(self.model.commands.len());
         let had_any = !self.model.commands.is_empty();
@@ -218,48 +213,27 @@ impl App {
         self.streams.clear();
     }
 
-    /// Takes every command `gone` picks off the list in one pass (the rows of a removed
-    /// session, thousands maybe); the selection stays on its command, or moves to the
-    /// nearest one kept. Returns how many went.
-    pub fn remove_commands(&mut self, gone: impl Fn(&CommandState) -> bool) -> usize {
+    /// Takes every command `gone` picks (by index and command) off the list in one pass (a
+    /// dismissed command, the rows of a removed session, thousands maybe); the selection
+    /// stays on its command, or moves to the nearest one kept. Returns how many went.
+    pub fn remove_commands(&mut self, gone: impl Fn(usize, &CommandState) -> bool) -> usize {
         let selected = self.view.selected;
-        let (mut removed, mut kept_before, mut selected_gone) = (0, 0, false);
-        for (index, command) in self.model.commands.iter().enumerate() {
-            if gone(command) {
-                removed += 1;
-                selected_gone |= index == selected;
-            } else if index < selected {
-                kept_before += 1;
-            }
-        }
+        let commands = self.model.commands.iter().enumerate();
+        let gone: Vec<bool> = commands.map(|(index, c)| gone(index, c)).collect();
+        let removed = gone.iter().filter(|g| **g).count();
         if removed == 0 {
             return 0;
         }
-        self.model.commands.retain(|command| !gone(command));
-        if selected_gone {
+        let kept_before = gone.iter().take(selected).filter(|g| !**g).count();
+        let mut going = gone.iter();
+        self.model.commands.retain(|_| going.next() != Some(&true));
+        if gone.get(selected) == Some(&true) {
+            // Its neighbour is another command: nothing of this one's view applies to it.
             self.view.reset_command_view();
         }
         self.view.selected = kept_before.min(self.model.commands.len().saturating_sub(1));
         self.streams.clear();
         removed
-    }
-
-    /// Takes a command off the list; the selection moves to its neighbour.
-    pub fn remove_command(&mut self, index: usize) {
-        if index >= self.model.commands.len() {
-            return;
-        }
-        self.model.commands.remove(index);
-        let selected = self.view.selected;
-        if selected == index {
-            // Its neighbour is another command: nothing of this one's view applies to it.
-            self.view.reset_command_view();
-        }
-        if selected > index || selected >= self.model.commands.len() {
-            // The same command one row up, or the neighbour of the last one.
-            self.view.selected = selected.saturating_sub(1);
-        }
-        self.streams.clear();
     }
 
     /// A new sample of the processes; a command whose own process it shows stopped (state
@@ -338,25 +312,24 @@ impl App {
         self.follow_newest();
         self.geometry.compact = layout::is_compact(size);
         let areas = layout::areas(size, self.view.focus, self.view.zoom);
+        let panes =
+            Stream::BOTH.map(|s| areas.map(|a| a.of(Pane::of_stream(s))).unwrap_or_default());
+        // Rows and columns inside each output pane's border.
+        self.geometry.output_rows = panes.map(|a| a.height.saturating_sub(2) as usize);
+        self.geometry.output_cols = panes.map(|a| a.width.saturating_sub(2) as usize);
         let wrap = self.view.wrap;
         let lens = self.stored_lens();
-        let current = self
-            .shown()
-            .commands
-            .get(self.view.selected)
-            .map(|c| (self.view.selected, c.run));
+        let id = self.view.selected;
+        let shown = self.past.as_ref().map_or(&self.model, |(_, model)| model);
+        let command = shown.commands.get(id);
         // Only the command on screen keeps its files open and indexed.
+        let current = command.map(|c| (id, c.run));
         self.streams.retain(|key, _| Some(*key) == current);
         let mut outputs: [PaneLines; 2] = Default::default();
-        let mut rows_of = [0usize; 2];
-        let mut cols_of = [0usize; 2];
         let mut widest = [0usize; 2];
         let mut totals = [0usize; 2];
         let mut behind = false;
         let mut went_back = false;
-        let id = self.view.selected;
-        let shown = self.past.as_ref().map_or(&self.model, |(_, model)| model);
-        let command = shown.commands.get(id);
         let dir = command.and_then(|c| c.journal_dir.clone());
         if let (Some(lens), Some(dir), Some(command)) = (lens, dir, command) {
             let runs = &command.runs;
@@ -382,13 +355,7 @@ impl App {
                 self.view.stamps.then_some(&time_of);
             for stream in Stream::BOTH {
                 let i = stream as usize;
-                let area = areas
-                    .map(|a| a.of(Pane::of_stream(stream)))
-                    .unwrap_or_default();
-                let rows = area.height.saturating_sub(2) as usize;
-                let width = area.width.saturating_sub(2) as usize;
-                rows_of[i] = rows;
-                cols_of[i] = width;
+                let (rows, width) = (self.geometry.output_rows[i], self.geometry.output_cols[i]);
                 let merged = self.view.merged && stream == Stream::Stdout;
                 let view = &mut self.view.outputs[i];
                 let total = if merged {
@@ -435,24 +402,21 @@ impl App {
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.
-        if let Some(area) = areas.map(|a| a.of(Pane::Stdout)) {
-            let (cols, rows) = (area.width.saturating_sub(2), area.height.saturating_sub(2));
-            if cols > 0 && rows > 0 {
-                self.terminal_size = WindowSize { cols, rows };
-            }
+        let (rows, cols) = (self.geometry.output_rows[0], self.geometry.output_cols[0]);
+        if cols > 0 && rows > 0 {
+            self.terminal_size = WindowSize {
+                cols: cols as u16,
+                rows: rows as u16,
+            };
         }
         self.content.outputs = outputs;
         self.behind = behind;
         if went_back {
             self.screens = Default::default();
         }
-        self.geometry.output_rows = rows_of;
-        self.geometry.output_cols = cols_of;
         self.geometry.widest = widest;
         self.geometry.total_lines = totals;
-        let panes =
-            Stream::BOTH.map(|s| areas.map(|a| a.of(Pane::of_stream(s))).unwrap_or_default());
-        self.prepare_screens(panes, std::time::Instant::now());
+        self.prepare_screens(std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.content.machine.clone_from(&self.snapshot.machine);
         self.content.cgroup = self

@@ -67,7 +67,7 @@ impl Runner {
                 );
                 command.status = Status::FailedToStart;
                 command.notice = Some(text.clone());
-                self.app.view.message = Some(text);
+                self.app.view.say(text);
                 return;
             }
         };
@@ -78,9 +78,11 @@ impl Runner {
         let attention = crate::config::attention::with_user(&user, &config.attention);
         let (max_output, ignored) = crate::config::journal::max_output(None, &user.journal);
         if let Some(err) = config_error {
-            self.app.view.message = Some(format!("{err}; attention uses its defaults"));
+            self.app
+                .view
+                .say(format!("{err}; attention uses its defaults"));
         } else if let Some(message) = ignored {
-            self.app.view.message = Some(message);
+            self.app.view.say(message);
         }
         let request = launch_request(
             config.name.clone(),
@@ -174,7 +176,7 @@ impl Runner {
             _ => None,
         };
         if let Some(refused) = refused {
-            self.app.view.message = Some(refused.into());
+            self.app.view.say(refused);
             return;
         }
         match effect {
@@ -201,14 +203,14 @@ impl Runner {
                 }
             }
             Effect::Dismiss(id) if self.app.model.mode.from_journals() => {
-                self.app.remove_command(id)
+                self.app.remove_commands(|i, _| i == id);
             }
             Effect::Dismiss(_) => {
-                self.app.view.message = Some(super::update::NO_DISMISS.into());
+                self.app.view.say(super::update::NO_DISMISS);
             }
             Effect::Send(id, message) => {
                 if !self.fleet.send(id, message) {
-                    self.app.view.message = Some("that command has no broker any more".into());
+                    self.app.view.say("that command has no broker any more");
                 }
             }
             Effect::Search { stream, forward } => self.app.search(stream, forward),
@@ -276,36 +278,33 @@ impl Runner {
     }
 
     pub(super) fn fleet_event(&mut self, event: FleetEvent) {
+        let failed = matches!(event, FleetEvent::SpawnFailed(..));
         match event {
             FleetEvent::Event(id, event) => self.app.apply_event(id.command, id.run, &event),
-            FleetEvent::Fallback(id, text) => {
-                if let Some(c) = self.app.model.commands.get_mut(id.command)
-                    && c.run == id.run
-                {
+            FleetEvent::Fallback(id, text) | FleetEvent::SpawnFailed(id, text) => {
+                if let Some(c) = current_run(&mut self.app.model.commands, id) {
+                    if failed {
+                        c.status = Status::FailedToStart;
+                    }
                     c.notice = Some(text.clone());
                 }
-                self.app.view.message = Some(text);
-            }
-            FleetEvent::SpawnFailed(id, text) => {
-                if let Some(c) = self.app.model.commands.get_mut(id.command)
-                    && c.run == id.run
-                {
-                    c.status = Status::FailedToStart;
-                    c.notice = Some(text.clone());
-                }
-                self.app.view.message = Some(text);
+                self.app.view.say(text);
             }
             FleetEvent::Ended(id) => {
                 self.fleet.ended(id);
                 self.sizes_sent.remove(&id);
-                if let Some(c) = self.app.model.commands.get_mut(id.command)
-                    && c.run == id.run
-                {
+                if let Some(c) = current_run(&mut self.app.model.commands, id) {
                     c.broker_gone(now_ms());
                 }
             }
         }
     }
+}
+
+/// The command of run `id` while that run is its current one: what is about an older run
+/// changes nothing of it.
+fn current_run(commands: &mut [CommandState], id: RunId) -> Option<&mut CommandState> {
+    commands.get_mut(id.command).filter(|c| c.run == id.run)
 }
 
 fn action_of(app: &App, event: TermEvent) -> Option<Action> {

@@ -4,8 +4,6 @@
 
 use std::time::Instant;
 
-use ratatui::layout::Rect;
-
 use super::App;
 use super::view::ScreenContent;
 use crate::model::CommandId;
@@ -26,9 +24,9 @@ pub(super) struct PaneScreens {
 
 impl App {
     /// Feeds the screens and hints of the command on screen what its logs gained (as far as
-    /// the line view indexed them); `panes` are the output panes' areas, borders included.
-    /// Called by `prepare` once the line view is read.
-    pub(super) fn prepare_screens(&mut self, panes: [Rect; 2], now: Instant) {
+    /// the line view indexed them), each the size inside its output pane's border. Called by
+    /// `prepare` once the line view is read.
+    pub(super) fn prepare_screens(&mut self, now: Instant) {
         let selected = self.view.selected;
         let command = self.shown().commands.get(selected);
         let run = command.map(|c| (selected, c.run));
@@ -67,7 +65,8 @@ impl App {
                 self.view.outputs[i].screen = alternate;
                 self.view.outputs[i].selection = None;
             }
-            let (rows, cols) = inner_size(panes[i]);
+            let (rows, cols) = (self.geometry.output_rows[i], self.geometry.output_cols[i]);
+            let (rows, cols) = (rows as u16, cols as u16);
             if !self.view.outputs[i].screen {
                 self.screens.screens[i] = None;
                 continue;
@@ -96,11 +95,6 @@ impl App {
     }
 }
 
-/// Rows and columns inside a pane's border.
-fn inner_size(pane: Rect) -> (u16, u16) {
-    (pane.height.saturating_sub(2), pane.width.saturating_sub(2))
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Write;
@@ -109,6 +103,7 @@ mod tests {
     use super::*;
     use crate::app::action::Action;
     use crate::protocol::fixtures::output;
+    use ratatui::layout::Rect;
 
     /// What `top` writes to a terminal: the alternate screen, a clear, a frame drawn by
     /// cursor moves, another frame over it.

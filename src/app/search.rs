@@ -31,12 +31,12 @@ impl App {
         match found {
             Ok(Some(line)) => self.show_match(i, line, &needle),
             Ok(None) => {
-                self.view.message = Some(format!(
+                self.view.say(format!(
                     "`{needle}` not found {}",
                     if forward { "below" } else { "above" }
                 ));
             }
-            Err(err) => self.view.message = Some(format!("search failed: {err}")),
+            Err(err) => self.view.say(format!("search failed: {err}")),
         }
     }
 
@@ -64,14 +64,15 @@ impl App {
                     }
                     Ok(None) => {}
                     Err(err) => {
-                        self.view.message = Some(format!("search failed: {err}"));
+                        self.view.say(format!("search failed: {err}"));
                         return;
                     }
                 }
             }
         }
         self.view.select_command(0);
-        self.view.message = Some(format!("`{needle}` is in no command's output"));
+        self.view
+            .say(format!("`{needle}` is in no command's output"));
     }
 
     /// Indexes the selected command's stream `i` to its end (an end shown before it was

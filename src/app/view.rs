@@ -12,8 +12,9 @@ use crate::model::{CommandId, TimelineEntry};
 use crate::protocol::{EventKind, Stream};
 use crate::sampler::{Machine, TreeRow};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pane {
+    #[default]
     Commands,
     Tree,
     Stdout,
@@ -119,7 +120,7 @@ pub enum Dialog {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ViewState {
     pub selected: CommandId,
     pub focus: Pane,
@@ -179,6 +180,11 @@ impl Default for TimeCursor {
 }
 
 impl ViewState {
+    /// Says `text` on the status bar (what just happened or what went wrong).
+    pub fn say(&mut self, text: impl Into<String>) {
+        self.message = Some(text.into());
+    }
+
     /// Selects a command. Every change of selection comes here, so that what was scrolled,
     /// searched or selected in the last command's panes never carries over to another.
     pub fn select_command(&mut self, index: CommandId) {
@@ -194,31 +200,6 @@ impl ViewState {
         self.outputs = Default::default();
         self.tree_selected = 0;
         self.timeline_back = 0;
-    }
-}
-
-impl Default for ViewState {
-    fn default() -> Self {
-        ViewState {
-            selected: 0,
-            focus: Pane::Commands,
-            zoom: false,
-            cores: false,
-            wrap: false,
-            absolute_times: false,
-            outputs: Default::default(),
-            tree_selected: 0,
-            timeline_back: 0,
-            dialog: None,
-            message: None,
-            quitting: false,
-            typing: None,
-            time: TimeCursor::default(),
-            merged: false,
-            stamps: false,
-            list: ListView::default(),
-            list_moved: false,
-        }
     }
 }
 

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Row, Table};
 
 use super::list_columns::{self, Column};
-use super::{format, pane_block, style};
+use super::{Scene, format, pane_block, style};
 use crate::app::layout;
 use crate::app::list::{Counts, ListFilter, ListRow, ListSort, SessionGroup};
 use crate::app::view::{FrameContent, Pane, ViewState};
@@ -22,13 +22,7 @@ const HEADER: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
 /// What needs the operator: the colour of its badge and counts.
 const NEEDS_YOU: Style = Style::new().fg(Color::Yellow);
 
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    view: &ViewState,
-    content: &FrameContent,
-) {
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let list = &*content.list;
     let room = area.width.saturating_sub(4) as usize;
     let block: Block = pane_block(
@@ -179,11 +173,7 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
 
 /// `1 needs you`, `3 need you`.
 fn needs_you_count(n: usize) -> String {
-    if n == 1 {
-        "1 needs you".into()
-    } else {
-        format!("{n} need you")
-    }
+    format::count(n, "needs you", "need you")
 }
 
 /// `  2 set-up shells (S: show)`: an agent's own shells that ended well, in one dim row.

@@ -9,7 +9,6 @@ use super::{centered, format, pane_block, style};
 use crate::app::view::Dialog;
 use crate::model::Model;
 use crate::model::output::one_line;
-use crate::protocol::Stream;
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
     let (title, body): (&str, Vec<Line>) = match dialog {
@@ -36,11 +35,10 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
         Dialog::ConfirmQuit { running } => (
             "Quit",
             vec![
-                Line::raw(if *running == 1 {
-                    "1 command is still running.".to_string()
-                } else {
-                    format!("{running} commands are still running.")
-                }),
+                Line::raw(format!(
+                    "{} still running.",
+                    format::count(*running, "command is", "commands are")
+                )),
                 Line::raw(format!(
                     "Stop {} (TERM, grace, KILL) and quit?",
                     if *running == 1 { "it" } else { "them all" }
@@ -60,10 +58,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
         Dialog::Search { stream, input } => (
             "Search",
             prompt(
-                match stream {
-                    Stream::Stdout => "Search stdout for:",
-                    Stream::Stderr => "Search stderr for:",
-                },
+                &format!("Search {} for:", stream.name()),
                 input,
                 "case-insensitive; n / N for next and previous; empty clears",
             ),

@@ -60,10 +60,10 @@ pub fn summary_segments(m: &Machine) -> Vec<Vec<Span<'static>>> {
                 m.load[0], m.load[1], m.load[2]
             )),
         ],
-        vec![Span::raw(format!(
-            "{} {}",
+        vec![Span::raw(super::format::count(
             m.processes,
-            if m.processes == 1 { "proc" } else { "procs" }
+            "proc",
+            "procs",
         ))],
     ]
 }

@@ -24,11 +24,15 @@ use ratatui::widgets::{Block, BorderType, Borders};
 
 use crate::app::keymap::Binding;
 use crate::app::layout;
-use crate::app::view::{Dialog, FrameContent, ViewState};
+use crate::app::view::{Dialog, FrameContent, Pane, ViewState};
 use crate::model::Model;
 use crate::model::output::one_line;
 use crate::model::output::style::is_unsafe_on_screen;
 use crate::protocol::Stream;
+
+/// What a pane is drawn from: the model, the view state and the frame's content.
+#[derive(Clone, Copy)]
+pub struct Scene<'a>(pub &'a Model, pub &'a ViewState, pub &'a FrameContent);
 
 pub fn draw(
     frame: &mut Frame,
@@ -37,80 +41,39 @@ pub fn draw(
     content: &FrameContent,
     bindings: &[Binding],
 ) {
-    draw_screen(frame, model, view, content, bindings);
+    draw_screen(frame, Scene(model, view, content), bindings);
     scrub(frame.buffer_mut());
 }
 
-fn draw_screen(
-    frame: &mut Frame,
-    model: &Model,
-    view: &ViewState,
-    content: &FrameContent,
-    bindings: &[Binding],
-) {
+fn draw_screen(frame: &mut Frame, scene: Scene, bindings: &[Binding]) {
+    let Scene(model, view, content) = scene;
     let size = frame.area();
     let Some(areas) = layout::areas(size, view.focus, view.zoom) else {
         too_small::draw(frame, size, model.running());
-        draw_dialog(frame, size, model, view, bindings);
+        draw_dialog(frame, size, scene, bindings);
         return;
     };
     header::draw(frame, areas.header, content.machine.as_ref(), view.cores);
     if areas.commands.width > 0 {
-        command_list::draw(frame, areas.commands, model, view, content);
+        command_list::draw(frame, areas.commands, scene);
     }
     if areas.tree.width > 0 {
-        tree::draw(frame, areas.tree, model, view, content);
+        tree::draw(frame, areas.tree, scene);
     }
-    // Output stamps count from the selected command's session's start, as its timeline does.
-    let session_start = model
-        .commands
-        .get(view.selected)
-        .map_or(model.started_ms, |c| model.session_start_of(c));
     for stream in Stream::BOTH {
-        let area = match stream {
-            Stream::Stdout => areas.stdout,
-            Stream::Stderr => areas.stderr,
-        };
+        let area = areas.of(Pane::of_stream(stream));
         if area.width > 0 {
-            let i = stream as usize;
-            output::draw(
-                frame,
-                area,
-                view,
-                stream,
-                &content.outputs[i],
-                &content.screens[i],
-                session_start,
-            );
+            output::draw(frame, area, scene, stream);
         }
     }
     if areas.timeline.width > 0 {
-        timeline::draw(frame, areas.timeline, model, view, content);
+        timeline::draw(frame, areas.timeline, scene);
     }
-    // A finished recording is the past: nothing in it waits for anyone any more.
-    let finished = model.mode.is_finished();
-    let attention = (content.list.latest_attention)
-        .filter(|_| !finished)
-        .and_then(|id| model.commands.get(id));
-    status_bar::draw(
-        frame,
-        areas.status,
-        model,
-        view,
-        content.cursor.as_ref(),
-        attention,
-        layout::is_compact(size),
-    );
-    draw_dialog(frame, size, model, view, bindings);
+    status_bar::draw(frame, areas.status, scene, layout::is_compact(size));
+    draw_dialog(frame, size, scene, bindings);
 }
 
-fn draw_dialog(
-    frame: &mut Frame,
-    size: Rect,
-    model: &Model,
-    view: &ViewState,
-    bindings: &[Binding],
-) {
+fn draw_dialog(frame: &mut Frame, size: Rect, Scene(model, view, _): Scene, bindings: &[Binding]) {
     match &view.dialog {
         Some(Dialog::Help) => help::draw(frame, size, model, bindings),
         Some(dialog) => dialog::draw(frame, size, model, dialog),
@@ -150,18 +113,14 @@ pub fn buffer_text(buffer: &Buffer) -> String {
 }
 
 pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
+    let (border, look) = match focused {
+        true => (BorderType::Thick, style::FOCUSED_BORDER),
+        false => (BorderType::Rounded, style::BORDER),
+    };
     Block::new()
         .borders(Borders::ALL)
-        .border_type(if focused {
-            BorderType::Thick
-        } else {
-            BorderType::Rounded
-        })
-        .border_style(if focused {
-            style::FOCUSED_BORDER
-        } else {
-            style::BORDER
-        })
+        .border_type(border)
+        .border_style(look)
         .title(Span::raw(format!(
             " {} ",
             format::truncate(&one_line(title), 200)

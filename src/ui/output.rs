@@ -7,28 +7,24 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::screen::ScreenWidget;
-use super::{format, pane_block, style};
-use crate::app::view::{LineSelection, PaneLines, STAMP_WIDTH, ScreenContent, ViewState};
+use super::{Scene, format, pane_block, style};
+use crate::app::view::{LineSelection, PaneLines, STAMP_WIDTH, ScreenContent};
 use crate::model::output::StyledLine;
 use crate::model::screen::{FullScreenSigns, ReplayStart, TAIL_REPLAY};
 use crate::protocol::Stream;
 use crate::units::format_size;
 
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    view: &ViewState,
-    stream: Stream,
-    lines: &PaneLines,
-    screen: &ScreenContent,
-    started_ms: u64,
-) {
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, stream: Stream) {
+    let (lines, screen) = (
+        &content.outputs[stream as usize],
+        &content.screens[stream as usize],
+    );
+    // Stamps count from the selected command's session's start, as its timeline does.
+    let started_ms =
+        (model.commands.get(view.selected)).map_or(model.started_ms, |c| model.session_start_of(c));
     let state = &view.outputs[stream as usize];
     let focused = view.focus.stream() == Some(stream);
-    let name = match stream {
-        Stream::Stdout => "stdout",
-        Stream::Stderr => "stderr",
-    };
+    let name = stream.name();
     if state.screen {
         draw_screen(frame, area, name, focused, lines, screen);
         return;

@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 
 use super::strip::cursor_time;
 use super::timeline::describe;
-use super::{format, style};
+use super::{Scene, format, style};
 use crate::app::action::Action;
 use crate::app::update::refusal;
 use crate::app::view::{CursorContent, ViewState};
@@ -45,15 +45,12 @@ const CURSOR: Style = Style::new()
 
 /// `compact`: the screen is small, and the list and the command's panes take it in turn
 /// (`crate::app::layout::is_compact`): the way from one to the other comes first.
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    view: &ViewState,
-    cursor: Option<&CursorContent>,
-    attention: Option<&CommandState>,
-    compact: bool,
-) {
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, compact: bool) {
+    let cursor = content.cursor.as_ref();
+    // A finished recording is the past: nothing in it waits for anyone any more.
+    let attention = (content.list.latest_attention)
+        .filter(|_| !model.mode.is_finished())
+        .and_then(|id| model.commands.get(id));
     if let Some(id) = view.typing {
         frame.render_widget(Paragraph::new(typing_line(model, id, view)), area);
         return;
@@ -126,11 +123,7 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
                 style::DIM.fg.unwrap_or_default(),
             ),
             EventKind::Tree { processes } => (
-                format!(
-                    "{} process{}",
-                    processes.len(),
-                    if processes.len() == 1 { "" } else { "es" }
-                ),
+                format::count(processes.len(), "process", "processes"),
                 style::DIM.fg.unwrap_or_default(),
             ),
             kind => describe(kind),
@@ -157,8 +150,8 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
     spans
 }
 
-/// An episode that needs the operator now: hard to miss, like the typing mark. A failure
-/// or a long run's end is said in its own colour, less loudly.
+/// An episode that needs the operator now, and the mark that says keys go to a command:
+/// hard to miss. A failure or a long run's end is said in its own colour, less loudly.
 const ATTENTION: Style = Style::new()
     .fg(Color::Black)
     .bg(Color::Yellow)
@@ -183,11 +176,6 @@ fn attention_span(command: &CommandState, room: usize) -> Option<Span<'static>> 
     ))
 }
 
-/// The mark that says keys go to a command: hard to miss.
-const TYPING: Style = Style::new()
-    .fg(Color::Black)
-    .bg(Color::Yellow)
-    .add_modifier(Modifier::BOLD);
 const ENDED: Style = Style::new().fg(Color::Red);
 
 /// `INPUT → build · Ctrl-a to leave`, and what became of the command if it ended.
@@ -200,7 +188,7 @@ fn typing_line<'a>(model: &Model, id: usize, view: &ViewState) -> Line<'a> {
         },
     );
     let mut spans = vec![
-        Span::styled(" INPUT ", TYPING),
+        Span::styled(" INPUT ", ATTENTION),
         Span::raw(format!(" → {name} ")),
     ];
     if let Some(state) = state {

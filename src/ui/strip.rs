@@ -9,18 +9,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::timeline::CURSOR;
-use super::{format, style};
-use crate::app::view::{FrameContent, ViewState};
+use super::{Scene, format, style};
 use crate::model::output::one_line;
 use crate::model::{CommandState, Marker, Model};
 
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    view: &ViewState,
-    content: &FrameContent,
-) {
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let now_ms = content.now_ms;
     let cursor = content.cursor.as_ref();
     let [rule, rows] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
@@ -109,16 +102,9 @@ pub fn shown_commands(model: &Model, selected: usize, height: usize) -> Vec<usiz
     let commands = &model.commands;
     let running = (0..count).filter(|&i| commands[i].status.is_active());
     let failed = (0..count).rev().filter(|&i| commands[i].is_failure());
-    for i in running.chain(failed) {
-        if shown.len() >= room {
-            break;
-        }
-        if !shown.contains(&i) {
-            shown.push(i);
-        }
-    }
     let neighbours = (1..count).flat_map(|d| [selected.checked_sub(d), selected.checked_add(d)]);
-    for i in neighbours.flatten().filter(|&i| i < count) {
+    let neighbours = neighbours.flatten().filter(|&i| i < count);
+    for i in running.chain(failed).chain(neighbours) {
         if shown.len() >= room {
             break;
         }
@@ -256,6 +242,7 @@ fn bar(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::view::{FrameContent, ViewState};
     use crate::model::Mode;
     use crate::model::Status;
     use crate::protocol::ExitStatus;
@@ -330,7 +317,7 @@ mod tests {
             ..FrameContent::default()
         };
         terminal
-            .draw(|f| draw(f, f.area(), &model, &ViewState::default(), &content))
+            .draw(|f| draw(f, f.area(), Scene(&model, &ViewState::default(), &content)))
             .unwrap();
         let buffer = terminal.backend().buffer();
         let rows: Vec<String> = (0..12)

@@ -7,21 +7,15 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{format, pane_block, style};
+use super::{Scene, format, pane_block, style};
 use crate::app::layout;
-use crate::app::view::{FrameContent, Pane, ViewState};
+use crate::app::view::Pane;
 use crate::model::describe::{Tone, describe_in};
 use crate::model::output::one_line;
-use crate::model::{CommandState, Model, TimelineEntry};
+use crate::model::{CommandState, TimelineEntry};
 use crate::protocol::EventKind;
 
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    view: &ViewState,
-    content: &FrameContent,
-) {
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let block = pane_block("Timeline", view.focus == Pane::Timeline);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -73,7 +67,7 @@ pub fn draw(
     }
     frame.render_widget(Paragraph::new(lines), events_area);
     if strip_rows > 0 {
-        super::strip::draw(frame, strip_area, model, view, content);
+        super::strip::draw(frame, strip_area, Scene(model, view, content));
     }
 }
 

@@ -7,20 +7,14 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{format, pane_block, style};
-use crate::app::view::{FrameContent, Pane, ViewState};
+use super::{Scene, format, pane_block, style};
+use crate::app::view::Pane;
 use crate::cgroup::CgroupStats;
+use crate::model::CommandState;
 use crate::model::output::one_line;
-use crate::model::{CommandState, Model};
 use crate::sampler::TreeRow;
 
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    view: &ViewState,
-    content: &FrameContent,
-) {
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let focused = view.focus == Pane::Tree;
     let command = model.commands.get(view.selected);
     let block = pane_block(

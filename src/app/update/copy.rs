@@ -2,7 +2,7 @@
 //! usual keys, `Esc` drops it) and copying (`y`). Pure, as [`super::update`] is: what must be
 //! read and written comes back as an [`Effect`].
 
-use super::{Effect, Geometry, focused_stream, stream_name};
+use super::{Effect, Geometry, focused_stream};
 use crate::app::action::Action;
 use crate::app::view::{LineSelection, ViewState};
 use crate::protocol::Stream;
@@ -16,7 +16,7 @@ pub(super) fn update_output_keys(
 ) -> Option<Vec<Effect>> {
     let stream = focused_stream(view);
     let i = stream as usize;
-    let name = stream_name(stream);
+    let name = stream.name();
     let total = geometry.total_lines[i];
     let current = current_line(geometry, stream);
     let out = &mut view.outputs[i];
@@ -103,7 +103,7 @@ pub(super) fn update_output_keys(
 }
 
 fn message(view: &mut ViewState, text: String) -> Vec<Effect> {
-    view.message = Some(text);
+    view.say(text);
     Vec::new()
 }
 

@@ -25,7 +25,7 @@ pub(super) fn update(
                     .filter(|&id| !model.commands[id].status.is_active())
                     .map(Effect::Dismiss),
             );
-            view.message = Some(match effects.len() {
+            view.say(match effects.len() {
                 0 => "nothing has ended: every command listed is running".into(),
                 n => format!("dismissed {n} ended commands"),
             });
@@ -34,7 +34,7 @@ pub(super) fn update(
         Action::GoToAttention => go_to_attention(model, view),
         Action::CycleFilter => {
             view.list.filter = view.list.filter.next();
-            view.message = Some(match view.list.filter {
+            view.say(match view.list.filter {
                 ListFilter::NeedsYou => {
                     "the list shows the commands that need you (F: next)".into()
                 }
@@ -43,21 +43,25 @@ pub(super) fn update(
         }
         Action::ToggleSetup => {
             view.list.show_setup = !view.list.show_setup;
-            view.message = Some(if view.list.show_setup {
-                "the list shows an agent's set-up shells one by one (S: fold them)".into()
+            view.say(if view.list.show_setup {
+                "the list shows an agent's set-up shells one by one (S: fold them)"
             } else {
-                "an agent's set-up shells that ended well are folded into one row (S: show)".into()
+                "an agent's set-up shells that ended well are folded into one row (S: show)"
             });
         }
         Action::ToggleSort => {
-            view.list.sort = match view.list.sort {
-                ListSort::Start => ListSort::Cpu,
-                ListSort::Cpu => ListSort::Start,
+            let (sort, said) = match view.list.sort {
+                ListSort::Start => (
+                    ListSort::Cpu,
+                    "the list: busiest first, by CPU (o: as started)",
+                ),
+                ListSort::Cpu => (
+                    ListSort::Start,
+                    "the list: as the commands started (o: by CPU)",
+                ),
             };
-            view.message = Some(match view.list.sort {
-                ListSort::Cpu => "the list: busiest first, by CPU (o: as started)".into(),
-                ListSort::Start => "the list: as the commands started (o: by CPU)".into(),
-            });
+            view.list.sort = sort;
+            view.say(said);
         }
         _ => {}
     }
@@ -79,7 +83,7 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
         None => 0,
     };
     let Some(&(_, id)) = marked.get(next) else {
-        view.message = Some("nothing needs you now".into());
+        view.say("nothing needs you now");
         return;
     };
     let command = &model.commands[id];
@@ -112,17 +116,18 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
 fn toggle_fold(view: &mut ViewState, geometry: &Geometry) {
     let session = geometry.list.session_of(view.selected);
     let Some(session) = session.filter(|_| geometry.list.has_headers()) else {
-        view.message = Some("one session listed: there is nothing to fold".into());
+        view.say("one session listed: there is nothing to fold");
         return;
     };
     let folded = &mut view.list.folded;
     let name = crate::model::output::one_line(&session.name);
-    view.message = Some(if folded.remove(&session.dir) {
+    let said = if folded.remove(&session.dir) {
         format!("{name} unfolded")
     } else {
         folded.insert(session.dir.clone());
         format!("{name} folded: {} commands", session.counts.total)
-    });
+    };
+    view.say(said);
 }
 
 #[cfg(test)]

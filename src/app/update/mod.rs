@@ -117,7 +117,7 @@ pub fn update(
         return effects;
     }
     if let Some(reason) = merged_refusal(view, &action) {
-        view.message = Some(reason.into());
+        view.say(reason);
         return Vec::new();
     }
     if let Some(effects) = copy::update_output_keys(view, geometry, &action) {
@@ -127,7 +127,7 @@ pub fn update(
     let command = model.commands.get(selected);
     let mut effects = Vec::new();
     if let Some(reason) = refusal(model, &action) {
-        view.message = Some(reason.into());
+        view.say(reason);
         return effects;
     }
     match action {
@@ -146,12 +146,8 @@ pub fn update(
         }
         Action::PageDown | Action::PageUp => {
             let page = page_size(view.focus, geometry) as i64;
-            let delta = if action == Action::PageDown {
-                page
-            } else {
-                -page
-            };
-            move_in_focus(model, view, geometry, delta);
+            let down = action == Action::PageDown;
+            move_in_focus(model, view, geometry, if down { page } else { -page });
         }
         Action::Top => move_in_focus(model, view, geometry, i64::MIN / 2),
         Action::Bottom => {
@@ -165,17 +161,14 @@ pub fn update(
             scroll_sideways(view, geometry, &action)
         }
         Action::FocusNext | Action::FocusPrev => {
-            let i = Pane::ORDER
-                .iter()
-                .position(|p| *p == view.focus)
-                .unwrap_or(0);
             let n = Pane::ORDER.len();
-            let next = if action == Action::FocusNext {
-                (i + 1) % n
+            let i = Pane::ORDER.iter().position(|p| *p == view.focus);
+            let step = if action == Action::FocusNext {
+                1
             } else {
-                (i + n - 1) % n
+                n - 1
             };
-            view.focus = Pane::ORDER[next];
+            view.focus = Pane::ORDER[(i.unwrap_or(0) + step) % n];
         }
         Action::ToggleFollow => {
             let stream = focused_stream(view);
@@ -185,26 +178,20 @@ pub fn update(
                 let rows = geometry.output_rows[stream as usize];
                 out.top = geometry.total_lines[stream as usize].saturating_sub(rows);
             }
-            view.message = Some(format!(
-                "{}: follow {}",
-                stream_name(stream),
-                if out.follow { "on" } else { "off" }
-            ));
+            let on = if out.follow { "on" } else { "off" };
+            view.say(format!("{}: follow {on}", stream.name()));
         }
         Action::ToggleWrap => {
             view.wrap = !view.wrap;
-            view.message = Some(format!("wrap {}", if view.wrap { "on" } else { "off" }));
+            view.say(format!("wrap {}", if view.wrap { "on" } else { "off" }));
         }
         Action::ToggleAbsoluteTimes => {
             view.absolute_times = !view.absolute_times;
-            view.message = Some(
-                if view.absolute_times {
-                    "times: wall clock (UTC)"
-                } else {
-                    "times: from the session's start"
-                }
-                .into(),
-            );
+            view.say(if view.absolute_times {
+                "times: wall clock (UTC)"
+            } else {
+                "times: from the session's start"
+            });
         }
         Action::Zoom => view.zoom = !view.zoom,
         Action::Open => effects = open(model, view, geometry),
@@ -219,16 +206,15 @@ pub fn update(
             if view.merged && view.focus.stream().is_some() {
                 view.focus = Pane::Stdout;
             }
-            view.message = Some(if view.merged {
+            view.say(if view.merged {
                 "stdout pane: stdout and stderr merged, in the order written (m: stdout alone)"
-                    .into()
             } else {
-                "stdout pane: stdout alone".into()
+                "stdout pane: stdout alone"
             });
         }
         Action::ToggleStamps => {
             view.stamps = !view.stamps;
-            view.message = Some(format!(
+            view.say(format!(
                 "times of output lines {}",
                 if view.stamps { "on" } else { "off" }
             ));
@@ -250,19 +236,19 @@ pub fn update(
                     forward: action == Action::SearchNext,
                 });
             } else {
-                view.message = Some("no search yet: press / to search".into());
+                view.say("no search yet: press / to search");
             }
         }
         Action::Term | Action::Kill | Action::Stop | Action::Restart => {
             let Some(command) = command else {
-                view.message = Some("no command selected: press a to launch one".into());
+                view.say("no command selected: press a to launch one");
                 return effects;
             };
             let active = command.status.is_active();
             match action {
                 Action::Term if active => {
                     effects.push(Effect::Send(selected, signal(ProcessSignal::TERM)));
-                    view.message = Some(format!("SIGTERM sent to {}", command.config.name));
+                    view.say(format!("SIGTERM sent to {}", command.config.name));
                 }
                 Action::Kill if active => {
                     view.dialog = Some(Dialog::ConfirmKill { command: selected })
@@ -274,10 +260,10 @@ pub fn update(
                             origin: Some(Origin::Operator),
                         },
                     ));
-                    view.message = Some(format!("stopping {}", command.config.name));
+                    view.say(format!("stopping {}", command.config.name));
                 }
                 Action::Restart if active => {
-                    view.message = Some(format!(
+                    view.say(format!(
                         "{} is still running: stop it first (s)",
                         command.config.name
                     ));
@@ -287,13 +273,13 @@ pub fn update(
                     effects.push(Effect::Launch(selected));
                 }
                 _ => {
-                    view.message = Some(format!("{} is not running", command.config.name));
+                    view.say(format!("{} is not running", command.config.name));
                 }
             }
         }
         Action::Dismiss => match command {
             Some(c) if c.status.is_active() => {
-                view.message = Some(format!(
+                view.say(format!(
                     "{} is still running; only an ended command can be dismissed",
                     c.config.name
                 ));
@@ -325,9 +311,9 @@ pub fn update(
             }
             (Some(c), None) if c.status.is_active() => {
                 view.focus = Pane::Tree;
-                view.message = Some("select a process in the tree first (Tab, ↑ ↓)".into());
+                view.say("select a process in the tree first (Tab, ↑ ↓)");
             }
-            _ => view.message = Some("nothing is running to signal".into()),
+            _ => view.say("nothing is running to signal"),
         },
         Action::NewCommand => {
             view.dialog = Some(Dialog::NewCommand {
@@ -369,7 +355,7 @@ fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect>
         return list::update(model, view, geometry, &Action::ToggleFold);
     }
     let Some(command) = model.commands.get(view.selected) else {
-        view.message = Some("no command to open".into());
+        view.say("no command to open");
         return Vec::new();
     };
     view.focus = Pane::Stdout;
@@ -377,7 +363,7 @@ fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect>
     // The operator chose this one: a watch no longer moves the selection to the newest
     // command under them (`End` in the list follows again).
     view.list_moved = true;
-    view.message = Some(format!(
+    view.say(format!(
         "{}: Tab the next pane · z zoom · Esc the list",
         crate::model::output::one_line(&command.config.name)
     ));
@@ -411,13 +397,6 @@ fn signal(signal: ProcessSignal) -> ToBroker {
     }
 }
 
-fn stream_name(stream: Stream) -> &'static str {
-    match stream {
-        Stream::Stdout => "stdout",
-        Stream::Stderr => "stderr",
-    }
-}
-
 /// The output pane an action about output applies to: the focused one, else stdout.
 fn focused_stream(view: &ViewState) -> Stream {
     view.focus.stream().unwrap_or(Stream::Stdout)
@@ -428,11 +407,11 @@ fn focused_stream(view: &ViewState) -> Stream {
 /// line is whole already.
 fn scroll_sideways(view: &mut ViewState, geometry: &Geometry, action: &Action) {
     let Some(stream) = view.focus.stream() else {
-        view.message = Some("← → h l 0 $ scroll an output pane (Tab to one)".into());
+        view.say("← → h l 0 $ scroll an output pane (Tab to one)");
         return;
     };
     if view.wrap {
-        view.message = Some("wrap is on: every line is whole (w turns it off)".into());
+        view.say("wrap is on: every line is whole (w turns it off)");
         return;
     }
     let i = stream as usize;
@@ -523,14 +502,14 @@ fn update_dialog(
             view.dialog = None;
             effects.push(Effect::Send(command, signal(ProcessSignal::KILL)));
             if let Some(c) = model.commands.get(command) {
-                view.message = Some(format!("SIGKILL sent to {}", c.config.name));
+                view.say(format!("SIGKILL sent to {}", c.config.name));
             }
         }
         (Dialog::ConfirmQuit { .. }, Action::Confirm | Action::Submit) => {
             view.dialog = None;
             view.quitting = true;
             let running = model.running();
-            view.message = Some(format!(
+            view.say(format!(
                 "stopping {running} command{}…",
                 if running == 1 { "" } else { "s" }
             ));
@@ -538,23 +517,17 @@ fn update_dialog(
         }
         (dialog @ Dialog::ConfirmKill { .. }, Action::Submit) => {
             view.dialog = Some(dialog);
-            view.message = Some("y sends SIGKILL, n or Esc cancels".into());
+            view.say("y sends SIGKILL, n or Esc cancels");
         }
-        (mut dialog, Action::Paste(text)) => {
+        (mut dialog, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
             if let Some(input) = input_of(&mut dialog) {
-                input.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }));
-            }
-            view.dialog = Some(dialog);
-        }
-        (mut dialog, Action::Input(c)) => {
-            if let Some(input) = input_of(&mut dialog) {
-                input.push(c);
-            }
-            view.dialog = Some(dialog);
-        }
-        (mut dialog, Action::Backspace) => {
-            if let Some(input) = input_of(&mut dialog) {
-                input.pop();
+                match action {
+                    Action::Paste(text) => {
+                        input.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }))
+                    }
+                    Action::Input(c) => input.push(c),
+                    _ => drop(input.pop()),
+                }
             }
             view.dialog = Some(dialog);
         }
@@ -562,7 +535,7 @@ fn update_dialog(
             view.dialog = None;
             let line = input.trim();
             if line.is_empty() {
-                view.message = Some("nothing to launch: type a shell command".into());
+                view.say("nothing to launch: type a shell command");
             } else {
                 let command = CommandSpec::Shell(line.to_string());
                 let name = naming::unique_name(&naming::derive_name(&command), |name| {
@@ -573,12 +546,10 @@ fn update_dialog(
         }
         (Dialog::Search { stream, input }, Action::Submit) => {
             view.dialog = None;
-            if input.is_empty() {
-                view.outputs[stream as usize].search = None;
-                view.outputs[stream as usize].matched = None;
-            } else {
-                view.outputs[stream as usize].search = Some(input);
-                view.outputs[stream as usize].matched = None;
+            let out = &mut view.outputs[stream as usize];
+            out.matched = None;
+            out.search = Some(input).filter(|input| !input.is_empty());
+            if out.search.is_some() {
                 effects.push(Effect::Search {
                     stream,
                     forward: false,
@@ -598,7 +569,7 @@ fn update_dialog(
                 Ok(signal) => signal,
                 Err(err) => {
                     // Asked again, with what was typed kept.
-                    view.message = Some(err);
+                    view.say(err);
                     view.dialog = Some(Dialog::SignalProcess {
                         command,
                         pid,
@@ -619,13 +590,13 @@ fn update_dialog(
                 },
             ));
             // The timeline shows whether the broker delivered it.
-            view.message = Some(format!("SIG{signal} asked for pid {pid}"));
+            view.say(format!("SIG{signal} asked for pid {pid}"));
         }
         (Dialog::GoToTime { input }, Action::Submit) => {
             view.dialog = None;
             if let Err(refused) = time::go_to(model, view, &input) {
                 // Asked again, with what was typed kept.
-                view.message = Some(refused);
+                view.say(refused);
                 view.dialog = Some(Dialog::GoToTime { input });
             }
         }

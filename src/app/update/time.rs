@@ -10,7 +10,7 @@ use crate::units::offset_ms;
 
 pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
     let Some(recording) = model.mode.recording() else {
-        view.message = Some("nothing was recorded to move through".into());
+        view.say("nothing was recorded to move through");
         return;
     };
     let time = &mut view.time;
@@ -58,17 +58,15 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
             } else {
                 time.step.saturating_sub(1)
             };
-            view.message = Some(format!(
-                "time step {} (< and > move by it)",
-                step_label(time.step_ms())
-            ));
+            let step = step_label(time.step_ms());
+            view.say(format!("time step {step} (< and > move by it)"));
             return;
         }
         _ => return,
     };
     match moved {
         Some(ms) => time.at_ms = Some(ms),
-        None => view.message = Some(nowhere.into()),
+        None => view.say(nowhere),
     }
 }
 
@@ -87,7 +85,7 @@ pub(super) fn go_to(model: &Model, view: &mut ViewState, typed: &str) -> Result<
     let at = wanted.clamp(first, last);
     let shown = |ms: u64| offset_ms(ms.saturating_sub(model.started_ms));
     view.time.at_ms = Some(at);
-    view.message = Some(if at == wanted {
+    view.say(if at == wanted {
         format!("time cursor at {}", shown(at))
     } else if wanted > last {
         format!(

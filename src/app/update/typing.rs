@@ -44,7 +44,7 @@ fn refusal(model: &Model, view: &ViewState) -> Option<String> {
 /// `i`: hands the keyboard to the selected command, or says why not.
 pub(super) fn start(model: &Model, view: &mut ViewState) {
     match refusal(model, view) {
-        Some(why) => view.message = Some(why),
+        Some(why) => view.say(why),
         None => view.typing = Some(view.selected),
     }
 }

@@ -45,7 +45,7 @@ impl Watch {
                 break;
             };
             match next {
-                Pending::Session(dir) => changed |= self.look_at_session(&dir, app),
+                Pending::Session(dir) => self.look_at_session(&dir),
                 Pending::Command(dir) => rows.extend(self.read_command(&dir)),
             }
         }
@@ -91,16 +91,16 @@ impl Watch {
         }
     }
 
-    fn look_at_session(&mut self, dir: &Path, app: &mut App) -> bool {
+    fn look_at_session(&mut self, dir: &Path) {
+        // Removed since it was listed: its removal is (or was) told on its own.
         if !fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
-            // Removed since it was listed: its removal is (or was) told on its own.
-            return false;
+            return;
         }
         if self.sessions.get(dir) == Some(&SessionSeen::Followed) {
             self.queue_commands(dir);
-            return false;
+        } else {
+            self.consider_session(dir);
         }
-        self.consider_session(dir, app)
     }
 
     /// Sessions whose directory went (removed, or renamed away by a prune): their rows go,
@@ -131,7 +131,7 @@ impl Watch {
             Pending::Command(dir) => !in_gone(dir),
         });
         // Only rows the watch listed: a command this TUI runs is its own to show.
-        let removed = app.remove_commands(|row| {
+        let removed = app.remove_commands(|_, row| {
             row.journal_dir
                 .as_ref()
                 .is_some_and(|dir| commands.contains(dir))
@@ -156,7 +156,7 @@ fn place(mut rows: Vec<CommandState>, app: &mut App) {
     }
     for row in rows {
         let at = insert_index(&app.model.commands, &row);
-        app.insert_command(at, row);
+        app.insert_commands(at, vec![row]);
     }
 }
 

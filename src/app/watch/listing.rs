@@ -30,16 +30,20 @@ impl Watch {
                 self.rescan(app);
                 true
             }
-            Change::SessionAppeared(dir) => self.consider_session(&dir, app),
+            Change::SessionAppeared(dir) => {
+                self.consider_session(&dir);
+                false
+            }
             Change::SessionGone(dir) => self.drop_sessions(&HashSet::from([dir]), app),
             Change::CommandAppeared(dir) => {
                 let Some(session) = dir.parent().map(Path::to_path_buf) else {
                     return false;
                 };
-                match self.sessions.get(&session) {
-                    Some(SessionSeen::Followed) => self.add_command(&dir, app),
-                    _ => self.follow(&session, app),
+                if self.sessions.get(&session) == Some(&SessionSeen::Followed) {
+                    return self.add_command(&dir, app);
                 }
+                self.follow(&session);
+                false
             }
             Change::CommandGone(dir) => self.drop_unfinished(&dir, app),
             Change::Journal { dir, file } => self.refresh(&dir, file, app),
@@ -108,40 +112,39 @@ impl Watch {
         }
     }
 
-    /// A session seen for the first time, or one not followed whose directory changed.
-    pub(super) fn consider_session(&mut self, dir: &Path, app: &mut App) -> bool {
+    /// A session seen for the first time, or one not followed whose directory changed: its
+    /// commands are queued to be read if it is followed now (no row changes yet).
+    pub(super) fn consider_session(&mut self, dir: &Path) {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
         if self
             .session
             .as_deref()
             .is_some_and(|wanted| Some(wanted) != name.as_deref())
         {
-            return false;
+            return;
         }
         let modified = fs::symlink_metadata(dir).and_then(|m| m.modified()).ok();
         match self.sessions.get(dir) {
-            Some(SessionSeen::Followed) => return false,
-            Some(SessionSeen::Idle(seen)) if *seen == modified => return false,
+            Some(SessionSeen::Followed) => return,
+            Some(SessionSeen::Idle(seen)) if *seen == modified => return,
             _ => {}
         }
         self.watch(Watched::Session(dir.to_path_buf()));
         if self.session.is_some() || session_is_followed(dir, now_ms()) {
-            self.follow(dir, app)
+            self.follow(dir);
         } else {
             self.sessions
                 .insert(dir.to_path_buf(), SessionSeen::Idle(modified));
-            false
         }
     }
 
     /// Follows a session: its commands are queued to be listed (its last first), and what
     /// joins it is listed as it comes.
-    fn follow(&mut self, dir: &Path, _app: &mut App) -> bool {
+    fn follow(&mut self, dir: &Path) {
         self.sessions
             .insert(dir.to_path_buf(), SessionSeen::Followed);
         self.watch(Watched::Session(dir.to_path_buf()));
         self.queue_commands(dir);
-        false
     }
 
     fn add_command(&mut self, dir: &Path, app: &mut App) -> bool {
@@ -149,7 +152,7 @@ impl Watch {
             return false;
         };
         let index = insert_index(&app.model.commands, &row);
-        app.insert_command(index, row);
+        app.insert_commands(index, vec![row]);
         true
     }
 
@@ -243,7 +246,7 @@ impl Watch {
         self.known.remove(dir);
         match index {
             Some(index) => {
-                app.remove_command(index);
+                app.remove_commands(|i, _| i == index);
                 true
             }
             None => false,

@@ -36,6 +36,17 @@ fn watch(state: &Path) -> Watch {
 }
 
 /// Waits for the watcher's next events and applies them.
+/// A watch of `state` without inotify (as when it cannot be had, or its watches ran out),
+/// started and caught up.
+fn polling(state: &Path) -> (App, Watch) {
+    let mut app = app();
+    let mut watch = watch(state);
+    watch.watcher = None;
+    watch.start(&mut app);
+    watch.catch_up(&mut app);
+    (app, watch)
+}
+
 async fn next_events(watch: &mut Watch, app: &mut App) {
     let readiness = watch.readiness().expect("inotify");
     tokio::time::timeout(Duration::from_secs(5), readiness.wait())
@@ -150,12 +161,7 @@ fn a_missing_state_dir_is_made_private() {
 fn without_inotify_the_clock_finds_what_changed() {
     let state = tempfile::tempdir().unwrap();
     runtime().block_on(async {
-        let mut app = app();
-        let mut watch = watch(state.path());
-        // As when inotify cannot be had, or its watches ran out.
-        watch.watcher = None;
-        watch.start(&mut app);
-        watch.catch_up(&mut app);
+        let (mut app, mut watch) = polling(state.path());
         assert!(watch.polling());
         let command = state.path().join("sessions/agent/01-true");
         fs::create_dir_all(&command).unwrap();
@@ -285,11 +291,7 @@ fn without_inotify_rows_of_a_removed_session_go_at_the_next_look() {
         ended_session(state.path(), name, 1_000 + n as u64, Duration::ZERO);
     }
     runtime().block_on(async {
-        let mut app = app();
-        let mut watch = watch(state.path());
-        watch.watcher = None;
-        watch.start(&mut app);
-        watch.catch_up(&mut app);
+        let (mut app, mut watch) = polling(state.path());
         assert_eq!(sessions_listed(&app), ["a", "b"]);
         fs::remove_dir_all(state.path().join("sessions/a")).unwrap();
         watch.tick(&mut app);
