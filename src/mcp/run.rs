@@ -167,20 +167,16 @@ pub async fn run(
         crate::broker::final_drain::compile(pattern)
             .map_err(|err| ToolError::new(format!("drain_on is not a usable pattern: {err}")))?;
     }
-    let no_output_timeout = params
-        .no_output_timeout
-        .as_deref()
-        .map(|t| parse_duration("no_output_timeout", t))
+    let no_output_timeout = (params.no_output_timeout.as_deref())
+        .map(|text| match parse_duration("no_output_timeout", text)? {
+            // The broker counts it in whole milliseconds from the command's start: under
+            // 1 ms it would stop the command before it could print anything.
+            timeout if timeout.as_millis() == 0 => Err(ToolError::new(format!(
+                "no_output_timeout {text} would stop the command at once: give at least 1ms, or leave it out for no limit"
+            ))),
+            timeout => Ok(timeout),
+        })
         .transpose()?;
-    // The broker counts it in whole milliseconds from the command's start: under 1 ms it
-    // would stop the command before it could print anything.
-    if let (Some(text), Some(timeout)) = (&params.no_output_timeout, no_output_timeout)
-        && timeout.as_millis() == 0
-    {
-        return Err(ToolError::new(format!(
-            "no_output_timeout {text} would stop the command at once: give at least 1ms, or leave it out for no limit"
-        )));
-    }
     let drain = params
         .drain
         .as_deref()
