@@ -280,7 +280,7 @@ impl Commands {
             .into_iter()
             .filter_map(move |dir| {
                 let id = dir.file_name()?.to_string_lossy().into_owned();
-                let place = super::list::Cursor::of(&id)?;
+                let place = super::list::cursor(&id)?;
                 if from.as_ref().is_some_and(|from| place < *from) {
                     return None;
                 }
