@@ -131,52 +131,39 @@ fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
 /// `tether prune`: the rules from the flags, or `[retention]` when no flag is given.
 /// Returns the exit code: 0 done, 1 when a session could not be removed, 2 for bad input.
 pub fn main(state: Option<&Path>, flags: Rules, dry_run: bool) -> i32 {
-    let rules = if flags.is_empty() {
-        match configured_rules() {
-            Ok(Some((rules, file))) if !rules.is_empty() => {
-                println!(
-                    "applying [retention] from {}: {}",
-                    file.display(),
-                    rules.describe()
-                );
-                rules
-            }
-            Ok(_) => {
-                eprintln!(
-                    "tether: prune needs a rule: --older-than AGE (e.g. 30d), --keep N, --max-size SIZE (e.g. 2G), and --dry-run to see first; or set them in a [retention] section of {}",
-                    user_config_path().map_or_else(
-                        || "$XDG_CONFIG_HOME/tether/config.toml".into(),
-                        |p| p.display().to_string()
-                    )
-                );
-                return 2;
-            }
-            Err(err) => {
-                eprintln!("tether: {err}");
-                return 2;
-            }
-        }
-    } else {
-        flags
+    let pruned = || {
+        let rules = match flags.is_empty() {
+            false => flags,
+            true => match configured_rules()? {
+                Some((rules, file)) if !rules.is_empty() => {
+                    println!(
+                        "applying [retention] from {}: {}",
+                        file.display(),
+                        rules.describe()
+                    );
+                    rules
+                }
+                _ => {
+                    return Err(format!(
+                        "prune needs a rule: --older-than AGE (e.g. 30d), --keep N, --max-size SIZE (e.g. 2G), and --dry-run to see first; or set them in a [retention] section of {}",
+                        user_config_path().map_or_else(
+                            || "$XDG_CONFIG_HOME/tether/config.toml".into(),
+                            |p| p.display().to_string()
+                        )
+                    ));
+                }
+            },
+        };
+        let state = state_dir(state).map_err(|err| err.to_string())?;
+        let now = now_ms();
+        let outcome = prune(&state, &rules, dry_run, None, now).map_err(|err| err.to_string())?;
+        print_outcome(&outcome, dry_run, now);
+        Ok(if outcome.failed.is_empty() { 0 } else { 1 })
     };
-    let state = match state_dir(state) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return 2;
-        }
-    };
-    let now = now_ms();
-    match prune(&state, &rules, dry_run, None, now) {
-        Ok(outcome) => {
-            print_outcome(&outcome, dry_run, now);
-            if outcome.failed.is_empty() { 0 } else { 1 }
-        }
-        Err(err) => {
-            eprintln!("tether: {err}");
-            2
-        }
-    }
+    pruned().unwrap_or_else(|err: String| {
+        eprintln!("tether: {err}");
+        2
+    })
 }
 
 /// The user config and its path; `None` without a file.
