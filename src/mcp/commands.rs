@@ -328,32 +328,26 @@ impl Commands {
     pub async fn stop_all(&self, patience: Duration) {
         {
             let inner = self.lock();
+            let stop = ToBroker::Stop {
+                origin: Some(Origin::ParentLost),
+            };
             // One in custody stops when this process exits: it is the custodian.
-            for (index, tracked) in &inner.commands {
-                if !tracked.is_settled() {
-                    inner.fleet.send(
-                        *index,
-                        ToBroker::Stop {
-                            origin: Some(Origin::ParentLost),
-                        },
-                    );
-                }
+            for (index, _) in inner.commands.iter().filter(|(_, t)| !t.is_settled()) {
+                inner.fleet.send(*index, stop.clone());
             }
         }
         let deadline = Instant::now() + patience;
-        let _ = self
-            .wait_until(deadline, || self.all().iter().all(Tracked::is_settled))
-            .await;
-        let inner_fleet_abort = {
+        let settled = || self.all().iter().all(Tracked::is_settled);
+        let _ = self.wait_until(deadline, settled).await;
+        let active = {
             let inner = self.lock();
             inner.fleet.abort_all();
             inner.fleet.active()
         };
-        if inner_fleet_abort > 0 {
+        if active > 0 {
+            let gone = || self.all().iter().all(|t| t.ended || t.in_custody());
             let _ = self
-                .wait_until(Instant::now() + Duration::from_secs(2), || {
-                    self.all().iter().all(|t| t.ended || t.in_custody())
-                })
+                .wait_until(Instant::now() + Duration::from_secs(2), gone)
                 .await;
         }
     }
