@@ -75,15 +75,14 @@ pub fn command_text(command: &CommandSpec) -> String {
     match command {
         CommandSpec::Shell(script) => script_lines(script),
         CommandSpec::Argv(argv) => match dash_c_script(argv) {
-            // Sixty lines of Claude Code's own, the same every run: where it writes says it.
-            Some(script) if snapshot_file(script).is_some() => format!(
-                "SNAPSHOT_FILE={} … (writes the agent's shell snapshot)",
-                snapshot_file(script).unwrap_or_default()
-            ),
-            // An agent's wrapper is the same every call: what it runs is what tells.
-            Some(script) => match agent_command(script) {
-                Some(asked) => script_lines(&cd_folded(&asked)),
-                None => script_lines(script),
+            Some(script) => match (snapshot_file(script), agent_command(script)) {
+                // Sixty lines of Claude Code's own, the same every run: where it writes says it.
+                (Some(file), _) => {
+                    format!("SNAPSHOT_FILE={file} … (writes the agent's shell snapshot)")
+                }
+                // An agent's wrapper is the same every call: what it runs is what tells.
+                (None, Some(asked)) => script_lines(&cd_folded(&asked)),
+                (None, None) => script_lines(script),
             },
             None => agent_argv(argv)
                 .unwrap_or(argv)
