@@ -94,16 +94,6 @@ impl AttentionSettings {
             notify,
         }
     }
-
-    /// [`AttentionSettings::request`] for an agent's command, run through the shell shim: its
-    /// quick failures are counted, not told (see `agent_failures_after`).
-    pub fn request_for_agent(&self, notify: Option<Vec<String>>) -> AttentionRequest {
-        let request = self.request(notify);
-        AttentionRequest {
-            failed_after: self.agent_failures_after.unwrap_or(request.finished_after),
-            ..request
-        }
-    }
 }
 
 /// The attention part of a launch request for a command whose own table says `command`: the
@@ -115,10 +105,14 @@ pub fn with_user(user: &UserConfig, command: &AttentionSettings) -> AttentionReq
         .request(user.notify.command.clone())
 }
 
-/// [`with_user`] for an agent's command, run through the shell shim.
+/// [`with_user`] for an agent's command, run through the shell shim: its quick failures are
+/// counted, not told (see `agent_failures_after`).
 pub fn for_agent(user: &UserConfig) -> AttentionRequest {
-    user.attention
-        .request_for_agent(user.notify.command.clone())
+    let request = user.attention.request(user.notify.command.clone());
+    AttentionRequest {
+        failed_after: (user.attention.agent_failures_after).unwrap_or(request.finished_after),
+        ..request
+    }
 }
 
 #[cfg(test)]
@@ -149,8 +143,8 @@ mod tests {
 
     #[test]
     fn an_agents_quick_failures_are_bounded_by_their_own_key_or_finished_after() {
-        let parse = |text: &str| parse_user(text, "c.toml").unwrap().attention;
-        let default = AttentionSettings::default().request_for_agent(None);
+        let parse = |text: &str| for_agent(&parse_user(text, "c.toml").unwrap());
+        let default = for_agent(&UserConfig::default());
         assert_eq!(default.failed_after, default.finished_after);
         assert!(default.failed_after.is_some());
         assert_eq!(
@@ -160,20 +154,17 @@ mod tests {
         let own = parse(
             "[attention]
 agent_failures_after = \"3s\"\n",
-        )
-        .request_for_agent(None);
+        );
         assert_eq!(own.failed_after, Some(Duration::from_millis(3_000)));
         let off = parse(
             "[attention]
 agent_failures_after = \"off\"\n",
-        )
-        .request_for_agent(None);
+        );
         assert_eq!(off.failed_after, None, "every failure told");
         let finished = parse(
             "[attention]
 finished_after = \"1m\"\n",
-        )
-        .request_for_agent(None);
+        );
         assert_eq!(finished.failed_after, Some(Duration::from_millis(60_000)));
     }
 

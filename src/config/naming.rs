@@ -52,8 +52,7 @@ pub fn derive_name(command: &CommandSpec) -> String {
             let argv = agent_argv(argv).unwrap_or(argv);
             let words: Vec<Word> = argv.iter().map(|a| Word::plain(a)).collect();
             match program_of(&words) {
-                Found::Program(name) => name,
-                Found::Preparation(name) => name,
+                Found::Program(name) | Found::Preparation(name) => name,
                 Found::Nothing => "command".into(),
             }
         }
@@ -76,15 +75,14 @@ pub fn command_text(command: &CommandSpec) -> String {
     match command {
         CommandSpec::Shell(script) => script_lines(script),
         CommandSpec::Argv(argv) => match dash_c_script(argv) {
-            // Sixty lines of Claude Code's own, the same every run: where it writes says it.
-            Some(script) if snapshot_file(script).is_some() => format!(
-                "SNAPSHOT_FILE={} … (writes the agent's shell snapshot)",
-                snapshot_file(script).unwrap_or_default()
-            ),
-            // An agent's wrapper is the same every call: what it runs is what tells.
-            Some(script) => match agent_command(script) {
-                Some(asked) => script_lines(&cd_folded(&asked)),
-                None => script_lines(script),
+            Some(script) => match (snapshot_file(script), agent_command(script)) {
+                // Sixty lines of Claude Code's own, the same every run: where it writes says it.
+                (Some(file), _) => {
+                    format!("SNAPSHOT_FILE={file} … (writes the agent's shell snapshot)")
+                }
+                // An agent's wrapper is the same every call: what it runs is what tells.
+                (None, Some(asked)) => script_lines(&cd_folded(&asked)),
+                (None, None) => script_lines(script),
             },
             None => agent_argv(argv)
                 .unwrap_or(argv)
@@ -186,9 +184,7 @@ pub fn agent_command(script: &str) -> Option<String> {
     let script = script.trim_start();
     let script = snapshot_sourced(script).unwrap_or(script);
     let rest = script.strip_prefix("shopt -u extglob 2>/dev/null || true && eval ")?;
-    let chars: Vec<char> = rest.chars().collect();
-    let (word, end) = read_word(&chars, 0);
-    let after: String = chars[end..].iter().collect();
+    let (word, after) = split_word(rest);
     let after = after.trim_start();
     (word.quoted
         && (after.is_empty() || after.starts_with("< /dev/null") || after.starts_with("&&")))
@@ -229,14 +225,8 @@ fn gemini_command(script: &str) -> Option<String> {
 /// DIR)`: what it runs first, where it runs second. Anything else as it is.
 fn cd_folded(command: &str) -> String {
     let folded = || {
-        let rest = command.trim_start().strip_prefix("cd ")?;
-        let chars: Vec<char> = rest.chars().collect();
-        let (dir, end) = read_word(&chars, 0);
-        let consumed: usize = chars[..end].iter().map(|c| c.len_utf8()).sum();
-        let then = rest[consumed..]
-            .trim_start()
-            .strip_prefix("&&")?
-            .trim_start();
+        let (dir, rest) = split_word(command.trim_start().strip_prefix("cd ")?);
+        let then = rest.trim_start().strip_prefix("&&")?.trim_start();
         (!then.is_empty() && !dir.text.is_empty() && !then.contains('\n'))
             .then(|| format!("{then} (cd {})", dir.text))
     };
@@ -246,13 +236,8 @@ fn cd_folded(command: &str) -> String {
 /// What follows Claude Code's `source SNAPSHOT 2>/dev/null || true && ` at the start of
 /// `script`, if it starts so.
 fn snapshot_sourced(script: &str) -> Option<&str> {
-    let rest = script.strip_prefix("source ")?;
-    let chars: Vec<char> = rest.chars().collect();
-    let (_, end) = read_word(&chars, 0);
-    let consumed: usize = chars[..end].iter().map(|c| c.len_utf8()).sum();
-    rest[consumed..]
-        .trim_start()
-        .strip_prefix("2>/dev/null || true && ")
+    let (_, rest) = split_word(script.strip_prefix("source ")?);
+    rest.trim_start().strip_prefix("2>/dev/null || true && ")
 }
 
 /// The first program a shell command runs (`cd /tmp && ls` → `ls`); `None` when it holds no
@@ -420,6 +405,14 @@ fn redirect(chars: &[char], mut i: usize, tokens: &mut Vec<Token>) -> usize {
     i
 }
 
+/// The word `text` starts with, and the text after it.
+fn split_word(text: &str) -> (Word, &str) {
+    let chars: Vec<char> = text.chars().collect();
+    let (word, end) = read_word(&chars, 0);
+    let consumed: usize = chars[..end].iter().map(|c| c.len_utf8()).sum();
+    (word, &text[consumed..])
+}
+
 /// One word from `start`: quotes and escapes resolved, `$(...)` and backquotes kept whole.
 fn read_word(chars: &[char], start: usize) -> (Word, usize) {
     let mut text = String::new();
@@ -536,9 +529,6 @@ fn simple_commands(tokens: &[Token]) -> Vec<Vec<Word>> {
 /// From just after `name(`, the index after the function's body: its `)`, then a `{ ... }`
 /// (matched by depth) or, failing that, nothing more.
 fn skip_function_body(tokens: &[Token], mut i: usize) -> usize {
-    if matches!(tokens.get(i), Some(Token::Separator)) {
-        i += 1;
-    }
     while matches!(tokens.get(i), Some(Token::Separator)) {
         i += 1;
     }
@@ -590,19 +580,11 @@ fn program_of(words: &[Word]) -> Found {
         }
         if word.text == "eval" {
             let script: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
-            return match shell_program(&script.join(" ")) {
-                Some(name) => Found::Program(name),
-                None => Found::Program(name),
-            };
+            return Found::Program(shell_program(&script.join(" ")).unwrap_or(name));
         }
         if SHELLS.contains(&name.as_str()) {
-            if let Some(script) = shell_script(rest) {
-                return match shell_program(script) {
-                    Some(inner) => Found::Program(inner),
-                    None => Found::Program(name),
-                };
-            }
-            return Found::Program(name);
+            let inner = shell_script(rest).and_then(shell_program);
+            return Found::Program(inner.unwrap_or(name));
         }
         if let Some(skip) = wrapper_arguments(&name, rest) {
             if skip < rest.len() {
@@ -642,13 +624,8 @@ fn file_name(word: &str) -> String {
 
 /// The string of `sh [options] -c STRING`, if the shell is given one.
 fn shell_script(args: &[Word]) -> Option<&str> {
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i].text;
-        if arg == "--" {
-            return None;
-        }
-        if !arg.starts_with('-') && !arg.starts_with('+') {
+    for (i, Word { text: arg, .. }) in args.iter().enumerate() {
+        if arg == "--" || (!arg.starts_with('-') && !arg.starts_with('+')) {
             return None;
         }
         if arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c') {
@@ -658,7 +635,6 @@ fn shell_script(args: &[Word]) -> Option<&str> {
                 .find(|w| w.text != "-l" && w.text != "--login")
                 .map(|w| w.text.as_str());
         }
-        i += 1;
     }
     None
 }

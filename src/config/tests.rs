@@ -14,6 +14,11 @@ fn assert_error_starts(text: &str, expected: &str) {
     assert!(message.starts_with(expected), "{message}");
 }
 
+/// A `[[command]]` table named `name` that runs `shell`, then the lines of `rest`.
+fn command(name: &str, shell: &str, rest: &str) -> String {
+    format!("[[command]]\nname = \"{name}\"\nshell = \"{shell}\"\n{rest}")
+}
+
 fn key_of(text: &str) -> String {
     match parse(text, "tether.toml") {
         Err(ConfigError::Invalid { key, .. }) => key,
@@ -114,17 +119,14 @@ fn missing_name_points_at_the_table() {
 #[test]
 fn shell_and_argv_are_exclusive_and_required() {
     assert_error_starts(
-        "[[command]]\nname = \"a\"\nshell = \"true\"\nargv = [\"true\"]\n",
+        &command("a", "true", "argv = [\"true\"]\n"),
         "tether.toml:4:8: argv: command `a` sets both",
     );
     assert_error_starts(
         "[[command]]\nname = \"a\"\ncwd = \"/\"\n",
         "tether.toml:1:1: shell: command `a` says nothing to run",
     );
-    assert_error_starts(
-        "[[command]]\nname = \"a\"\nshell = \"  \"\n",
-        "tether.toml:3:9: shell: is empty",
-    );
+    assert_error_starts(&command("a", "  ", ""), "tether.toml:3:9: shell: is empty");
 }
 
 #[test]
@@ -152,21 +154,19 @@ fn duplicate_names_point_at_the_second_and_cite_the_first() {
 
 #[test]
 fn bad_durations_say_how_to_write_them() {
-    let text = "[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = \"fast\"\n";
+    let text = &command("a", "x", "grace = \"fast\"\n");
     assert_eq!(
         error(text),
         "tether.toml:4:9: grace: `fast` is not a duration of at most a week; write it like 500ms, 2s, 1.5s, 5m or 1h"
     );
     assert_eq!(key_of(text), "grace");
     assert_error_starts(
-        "[[command]]\nname = \"a\"\nshell = \"x\"\nno_output_timeout = true\n",
+        &command("a", "x", "no_output_timeout = true\n"),
         "tether.toml:4:21: no_output_timeout: expected a duration",
     );
-    let seconds = parse("[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = 3\n", "t").unwrap();
+    let seconds = parse(&command("a", "x", "grace = 3\n"), "t").unwrap();
     assert_eq!(seconds.commands[0].grace, Some(Duration::from_secs(3)));
-    assert!(
-        error("[[command]]\nname = \"a\"\nshell = \"x\"\ngrace = -1\n").contains("grace: `-1`")
-    );
+    assert!(error(&command("a", "x", "grace = -1\n")).contains("grace: `-1`"));
 }
 
 #[test]
@@ -177,11 +177,11 @@ fn wrong_types_are_named() {
         "tether.toml:2:8: name: expected a string, found integer"
     );
     assert_error_starts(
-        "[[command]]\nname = \"a\"\nshell = \"x\"\nenv = { PORT = 8080 }\n",
+        &command("a", "x", "env = { PORT = 8080 }\n"),
         "tether.toml:4:16: env.PORT: expected a string, found integer",
     );
     assert_error_starts(
-        "[[command]]\nname = \"a\"\nshell = \"x\"\nautostart = \"yes\"\n",
+        &command("a", "x", "autostart = \"yes\"\n"),
         "tether.toml:4:13: autostart: expected true or false",
     );
     let nul = error("[[command]]\nname = \"a\"\nshell = \"x\\u0000\"\n");
@@ -202,7 +202,7 @@ fn syntax_errors_name_file_line_and_key() {
 
 #[test]
 fn columns_count_characters_not_bytes() {
-    let text = "[[command]]\nname = \"é\"\nshell = \"x\"\nenv = { \"ü\" = \"1\", B = 2 }\n";
+    let text = &command("é", "x", "env = { \"ü\" = \"1\", B = 2 }\n");
     assert_error_starts(text, "tether.toml:4:24: env.B:");
 }
 
@@ -302,39 +302,31 @@ fn demo_has_one_command_per_feature() {
 
 #[test]
 fn limits_are_read_and_checked() {
-    let text =
-        "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_procs = 64\nmax_memory = \"512M\"\n";
+    let text = &command("a", "true", "max_procs = 64\nmax_memory = \"512M\"\n");
     let limits = parse(text, "t.toml").unwrap().commands[0].limits;
     assert_eq!(limits.max_procs, Some(64));
     assert_eq!(limits.max_memory, Some(512 << 20));
-    let zero = "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_procs = 0\n";
+    let zero = &command("a", "true", "max_procs = 0\n");
     assert_eq!(
         error(zero),
         "tether.toml:4:13: max_procs: must be a whole number above 0, like 64"
     );
-    let bad = "[[command]]\nname = \"a\"\nshell = \"true\"\nmax_memory = \"lots\"\n";
+    let bad = &command("a", "true", "max_memory = \"lots\"\n");
     assert_error_starts(bad, "tether.toml:4:14: max_memory: ");
 }
 
 #[test]
 fn drain_on_and_drain_are_per_command_and_the_pattern_is_checked() {
-    let text = r#"
-[[command]]
-name = "agent"
-shell = "run-agent"
-drain_on = '^\{"type":"result"'
-drain = "3s"
-
-[[command]]
-name = "tests"
-shell = "cargo test"
-drain_on = "test result: "
-
-[[command]]
-name = "plain"
-shell = "true"
-"#;
-    let config = parse(text, "tether.toml").unwrap();
+    let text = [
+        command(
+            "agent",
+            "run-agent",
+            "drain_on = '^\\{\"type\":\"result\"'\ndrain = \"3s\"",
+        ),
+        command("tests", "cargo test", r#"drain_on = "test result: ""#),
+        command("plain", "true", ""),
+    ];
+    let config = parse(&text.join("\n"), "tether.toml").unwrap();
     let [agent, tests, plain] = &config.commands[..] else {
         panic!("three commands: {config:?}");
     };
@@ -347,14 +339,14 @@ shell = "true"
     );
     assert_eq!((plain.drain_on.as_deref(), plain.drain), (None, None));
 
-    let bad = "[[command]]\nname = \"a\"\nshell = \"x\"\ndrain_on = \"(oops\"\n";
+    let bad = &command("a", "x", "drain_on = \"(oops\"\n");
     assert_error_starts(
         bad,
         "tether.toml:4:12: drain_on: the --drain-on pattern `(oops` is not a valid regex",
     );
     assert_eq!(key_of(bad), "drain_on");
     assert_error_starts(
-        "[[command]]\nname = \"a\"\nshell = \"x\"\ndrain = \"soon\"\n",
+        &command("a", "x", "drain = \"soon\"\n"),
         "tether.toml:4:9: drain: `soon`",
     );
 }
@@ -368,7 +360,7 @@ fn keys_in_nested_tables_are_named_by_their_path() {
         "tether.toml:8:5: env.A: expected a string, found integer; quote it"
     );
     assert_error_starts(
-        "[[command]]\nname = \"a\"\nshell = \"x\"\nattention = { input_after = [1] }\n",
+        &command("a", "x", "attention = { input_after = [1] }\n"),
         "tether.toml:4:29: attention.input_after: expected a duration like \"2s\" or \"off\", found array",
     );
     assert_error_starts(

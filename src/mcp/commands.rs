@@ -21,7 +21,7 @@ use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
 
 /// One command of this session, as far as its broker has told.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Tracked {
     pub id: String,
     pub name: String,
@@ -60,17 +60,7 @@ impl Tracked {
             command,
             journal,
             mine,
-            started_ms: 0,
-            pid: None,
-            exit: None,
-            exited_ms: None,
-            closed: false,
-            ended: false,
-            failure: None,
-            left_running: Vec::new(),
-            signals: Vec::new(),
-            notes: Vec::new(),
-            setup: false,
+            ..Tracked::default()
         }
     }
 
@@ -113,6 +103,32 @@ impl Tracked {
     pub fn runtime_ms(&self) -> u64 {
         let end = self.exited_ms.unwrap_or_else(now_ms);
         end.saturating_sub(self.started_ms)
+    }
+
+    /// What its broker said, taken in.
+    pub(super) fn apply(&mut self, event: Event) {
+        match event.kind {
+            EventKind::Spawned { pid, .. } => self.pid = Some(pid),
+            EventKind::SpawnError { message, .. } => self.failure = Some(message),
+            EventKind::BrokerFailure { message, .. } => self.failure = Some(message),
+            EventKind::Exit { status, .. } => {
+                self.exit = Some(status);
+                self.exited_ms = Some(event.ts_ms);
+            }
+            EventKind::LeftoversKept { pids } => self.left_running = pids,
+            EventKind::LeftoversStopped { .. } => self.left_running.clear(),
+            EventKind::SignalSent {
+                signal,
+                origin,
+                targets,
+                ..
+            } => self.signals.push((signal, origin, targets.len())),
+            EventKind::Close { .. } => {
+                self.closed = true;
+                self.left_running.clear();
+            }
+            _ => {}
+        }
     }
 }
 
@@ -264,7 +280,7 @@ impl Commands {
             .into_iter()
             .filter_map(move |dir| {
                 let id = dir.file_name()?.to_string_lossy().into_owned();
-                let place = super::list::Cursor::of(&id)?;
+                let place = super::list::cursor(&id)?;
                 if from.as_ref().is_some_and(|from| place < *from) {
                     return None;
                 }
@@ -312,32 +328,26 @@ impl Commands {
     pub async fn stop_all(&self, patience: Duration) {
         {
             let inner = self.lock();
+            let stop = ToBroker::Stop {
+                origin: Some(Origin::ParentLost),
+            };
             // One in custody stops when this process exits: it is the custodian.
-            for (index, tracked) in &inner.commands {
-                if !tracked.is_settled() {
-                    inner.fleet.send(
-                        *index,
-                        ToBroker::Stop {
-                            origin: Some(Origin::ParentLost),
-                        },
-                    );
-                }
+            for (index, _) in inner.commands.iter().filter(|(_, t)| !t.is_settled()) {
+                inner.fleet.send(*index, stop.clone());
             }
         }
         let deadline = Instant::now() + patience;
-        let _ = self
-            .wait_until(deadline, || self.all().iter().all(Tracked::is_settled))
-            .await;
-        let inner_fleet_abort = {
+        let settled = || self.all().iter().all(Tracked::is_settled);
+        let _ = self.wait_until(deadline, settled).await;
+        let active = {
             let inner = self.lock();
             inner.fleet.abort_all();
             inner.fleet.active()
         };
-        if inner_fleet_abort > 0 {
+        if active > 0 {
+            let gone = || self.all().iter().all(|t| t.ended || t.in_custody());
             let _ = self
-                .wait_until(Instant::now() + Duration::from_secs(2), || {
-                    self.all().iter().all(|t| t.ended || t.in_custody())
-                })
+                .wait_until(Instant::now() + Duration::from_secs(2), gone)
                 .await;
         }
     }
@@ -358,17 +368,24 @@ impl Commands {
 
     fn apply(&self, event: FleetEvent) {
         let mut inner = self.lock();
-        let (id, what) = match event {
-            FleetEvent::Event(id, event) => (id, Change::Event(event)),
-            FleetEvent::Fallback(id, text) => (id, Change::Note(text)),
-            FleetEvent::SpawnFailed(id, text) => (id, Change::Failed(text)),
-            FleetEvent::Ended(id) => (id, Change::Ended),
-        };
-        if matches!(what, Change::Ended) {
+        let (FleetEvent::Event(id, _)
+        | FleetEvent::Fallback(id, _)
+        | FleetEvent::SpawnFailed(id, _)
+        | FleetEvent::Ended(id)) = event;
+        if matches!(event, FleetEvent::Ended(_)) {
             inner.fleet.ended(id);
         }
         if let Some(tracked) = inner.commands.get_mut(&id.command) {
-            what.apply_to(tracked);
+            match event {
+                FleetEvent::Event(_, event) => tracked.apply(event),
+                FleetEvent::Fallback(_, text) => tracked.notes.push(text),
+                FleetEvent::SpawnFailed(_, text) => tracked.failure = Some(text),
+                FleetEvent::Ended(_) => {
+                    tracked.ended = true;
+                    tracked.left_running.clear();
+                    tracked.exited_ms.get_or_insert_with(now_ms);
+                }
+            }
         }
         drop(inner);
         self.bump();
@@ -378,47 +395,4 @@ impl Commands {
 /// An id that names a directory in a session and nothing else: no path, no `.` or `..`.
 fn is_plain(id: &str) -> bool {
     !id.is_empty() && !id.contains('/') && id != "." && id != ".."
-}
-
-pub(super) enum Change {
-    Event(Event),
-    Note(String),
-    Failed(String),
-    Ended,
-}
-
-impl Change {
-    pub(super) fn apply_to(self, tracked: &mut Tracked) {
-        match self {
-            Change::Event(event) => match event.kind {
-                EventKind::Spawned { pid, .. } => tracked.pid = Some(pid),
-                EventKind::SpawnError { message, .. } => tracked.failure = Some(message),
-                EventKind::BrokerFailure { message, .. } => tracked.failure = Some(message),
-                EventKind::Exit { status, .. } => {
-                    tracked.exit = Some(status);
-                    tracked.exited_ms = Some(event.ts_ms);
-                }
-                EventKind::LeftoversKept { pids } => tracked.left_running = pids,
-                EventKind::LeftoversStopped { .. } => tracked.left_running.clear(),
-                EventKind::SignalSent {
-                    signal,
-                    origin,
-                    targets,
-                    ..
-                } => tracked.signals.push((signal, origin, targets.len())),
-                EventKind::Close { .. } => {
-                    tracked.closed = true;
-                    tracked.left_running.clear();
-                }
-                _ => {}
-            },
-            Change::Note(text) => tracked.notes.push(text),
-            Change::Failed(text) => tracked.failure = Some(text),
-            Change::Ended => {
-                tracked.ended = true;
-                tracked.left_running.clear();
-                tracked.exited_ms.get_or_insert_with(now_ms);
-            }
-        }
-    }
 }

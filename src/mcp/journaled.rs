@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::{Instant, timeout_at};
 
 use super::ToolError;
-use super::commands::{Change, Tracked};
+use super::commands::Tracked;
 use crate::control::broker_alive;
 use crate::control::discover::{live_command, log_window};
 use crate::journal::bounded::{oversized, read_metadata};
@@ -62,7 +62,7 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
     let events = log_window(&dir.join(EVENTS_FILE));
     tracked.started_ms = events.first().map_or(0, |e| e.ts_ms);
     for event in events {
-        Change::Event(event).apply_to(&mut tracked);
+        tracked.apply(event);
     }
     let broker = file.as_ref().and_then(|file| file.broker.as_ref());
     if broker.is_some_and(|b| !broker_alive(b)) {
@@ -75,23 +75,26 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
     Some(tracked)
 }
 
-/// What to ask of a broker through its socket.
-#[derive(Debug, Clone, Copy)]
-pub enum Request {
-    Signal(ProcessSignal),
-    /// The stop sequence, followed until the broker closes or `patience` is over.
-    Stop {
-        patience: Duration,
-    },
+/// `signal` to the command's process group and every process it started, as the `signal`
+/// tool sends it.
+pub fn group_signal(signal: ProcessSignal) -> ToBroker {
+    ToBroker::Signal {
+        signal,
+        scope: Scope::Group,
+        pid: None,
+        origin: None,
+    }
 }
 
-/// Asks `request` of the broker of the command journaled in `dir`. Returns each signal the
-/// broker sent for it with how many processes it reached, and whether it confirmed (a stop:
-/// the broker closed).
+/// Asks the broker of the command journaled in `dir`, through its socket, for `signal` or,
+/// with none, the stop sequence, followed until the broker closes or `patience` is over.
+/// Returns each signal the broker sent for it with how many processes it reached, and
+/// whether it confirmed (a stop: the broker closed).
 pub async fn ask(
     session: &str,
     dir: &Path,
-    request: Request,
+    signal: Option<ProcessSignal>,
+    patience: Duration,
 ) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
     let id = dir
         .file_name()
@@ -111,14 +114,9 @@ pub async fn ask(
     let mut broker = BrokerConversation::attach(&live)
         .await
         .map_err(|err| unreachable(err.to_string()))?;
-    let message = match request {
-        Request::Signal(signal) => ToBroker::Signal {
-            signal,
-            scope: Scope::Group,
-            pid: None,
-            origin: None,
-        },
-        Request::Stop { .. } => {
+    let message = match signal {
+        Some(signal) => group_signal(signal),
+        None => {
             broker.subscribe();
             ToBroker::Stop { origin: None }
         }
@@ -136,10 +134,9 @@ pub async fn ask(
         }
         Answer::Closed => return Err(unreachable("the broker closed the connection".into())),
     };
-    let patience = match request {
-        Request::Signal(signal) => return Ok((vec![(signal, ack.targets.len())], true)),
-        Request::Stop { patience } => patience,
-    };
+    if let Some(signal) = signal {
+        return Ok((vec![(signal, ack.targets.len())], true));
+    }
     let deadline = Instant::now() + patience;
     let mut sent = Vec::new();
     loop {

@@ -60,20 +60,11 @@ impl ListedCommand {
 
 /// Where a page starts: a command id (its directory's name), ordered as the session's
 /// directories are, by number and then by name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Cursor {
-    number: u64,
-    name: String,
-}
+pub type Cursor = (u64, String);
 
-impl Cursor {
-    /// The place of command `id`; None for what is no command id.
-    pub fn of(id: &str) -> Option<Cursor> {
-        Some(Cursor {
-            number: command_dir_number(id)?,
-            name: id.to_string(),
-        })
-    }
+/// The place of command `id`; None for what is no command id.
+pub fn cursor(id: &str) -> Option<Cursor> {
+    Some((command_dir_number(id)?, id.to_string()))
 }
 
 pub fn list(commands: &Commands, params: ListParams) -> Result<ListResult, ToolError> {
@@ -81,7 +72,7 @@ pub fn list(commands: &Commands, params: ListParams) -> Result<ListResult, ToolE
         .cursor
         .as_deref()
         .map(|given| {
-            Cursor::of(given).ok_or_else(|| {
+            cursor(given).ok_or_else(|| {
                 ToolError::new(format!(
                     "cursor {given} is not one `list` gave: pass a page's next_cursor, or none for the first page"
                 ))

@@ -8,11 +8,11 @@ mod fit;
 mod journaled;
 mod list;
 mod output;
-#[cfg(test)]
-mod replies;
 mod run;
 mod server;
 mod signal;
+#[cfg(test)]
+mod tests;
 mod text;
 mod transport;
 mod untyped;

@@ -13,7 +13,7 @@ use super::budget::{REPLY_BUDGET, reply_size};
 use super::commands::{Commands, Tracked};
 use super::fit::fit_page;
 use super::run::MAX_WAIT_MS;
-use super::text::{read_range, stored_len};
+use super::text::{not_journaled, read_range, stored_len};
 use crate::protocol::Stream;
 
 pub const DEFAULT_PAGE: u64 = 16 * 1024;
@@ -153,8 +153,7 @@ pub fn page(
         stored_bytes: stored,
         state,
         matched_lines: grep.map(|_| bytes.len()),
-        not_journaled_bytes: crate::journal::cut::stream_cut(&tracked.journal, stream)
-            .map(|(_, dropped)| dropped),
+        not_journaled_bytes: not_journaled(&tracked.journal, stream),
     };
     let room = REPLY_BUDGET.saturating_sub(reply_size(&page));
     let fitted = fit_page(&bytes, end < stored, grep, room);

@@ -16,7 +16,7 @@ use super::budget::{
 };
 use super::commands::{Commands, Tracked};
 use super::fit::{end_within, share};
-use super::text::{stored_len, tail};
+use super::text::{not_journaled, stored_len, tail};
 use super::{ToolError, parse_duration};
 use crate::config::naming::derive_name;
 use crate::protocol::{CommandSpec, Stream};
@@ -167,20 +167,16 @@ pub async fn run(
         crate::broker::final_drain::compile(pattern)
             .map_err(|err| ToolError::new(format!("drain_on is not a usable pattern: {err}")))?;
     }
-    let no_output_timeout = params
-        .no_output_timeout
-        .as_deref()
-        .map(|t| parse_duration("no_output_timeout", t))
+    let no_output_timeout = (params.no_output_timeout.as_deref())
+        .map(|text| match parse_duration("no_output_timeout", text)? {
+            // The broker counts it in whole milliseconds from the command's start: under
+            // 1 ms it would stop the command before it could print anything.
+            timeout if timeout.as_millis() == 0 => Err(ToolError::new(format!(
+                "no_output_timeout {text} would stop the command at once: give at least 1ms, or leave it out for no limit"
+            ))),
+            timeout => Ok(timeout),
+        })
         .transpose()?;
-    // The broker counts it in whole milliseconds from the command's start: under 1 ms it
-    // would stop the command before it could print anything.
-    if let (Some(text), Some(timeout)) = (&params.no_output_timeout, no_output_timeout)
-        && timeout.as_millis() == 0
-    {
-        return Err(ToolError::new(format!(
-            "no_output_timeout {text} would stop the command at once: give at least 1ms, or leave it out for no limit"
-        )));
-    }
     let drain = params
         .drain
         .as_deref()
@@ -239,53 +235,33 @@ pub async fn run(
     Ok(result_of(&tracked))
 }
 
+/// The result for `tracked`: its command line capped, and as much of each stream's end,
+/// from a line's start, as keeps the reply within [`REPLY_BUDGET`].
 pub fn result_of(tracked: &Tracked) -> RunResult {
-    let tails = [Stream::Stdout, Stream::Stderr].map(|s| tail(&tracked.journal, s, TAIL_BYTES));
-    RunResult::fitted(
-        CommandStatus::of(tracked),
-        &tracked.command,
-        !tracked.is_settled(),
-        tails,
-        [Stream::Stdout, Stream::Stderr].map(|s| not_journaled(tracked, s)),
-    )
-}
-
-impl RunResult {
-    /// The result with the command line capped and as much of each stream's end, from a
-    /// line's start, as keeps the reply within [`REPLY_BUDGET`].
-    pub fn fitted(
-        status: CommandStatus,
-        command: &str,
-        still_running: bool,
-        tails: [(String, bool); 2],
-        [stdout_not_journaled_bytes, stderr_not_journaled_bytes]: [Option<u64>; 2],
-    ) -> RunResult {
-        // Weighed without the tails, `false` being longer than `true`: they share the rest.
-        let mut result = RunResult {
-            status,
-            command: capped(command, COMMAND_CAP),
-            still_running,
-            stdout_tail: String::new(),
-            stdout_cut: false,
-            stderr_tail: String::new(),
-            stderr_cut: false,
-            stdout_not_journaled_bytes,
-            stderr_not_journaled_bytes,
-        };
-        let room = REPLY_BUDGET.saturating_sub(reply_size(&result));
-        let [(stdout, stdout_cut), (stderr, stderr_cut)] = tails;
-        let [stdout_room, stderr_room] = share(room, [text_cost(&stdout), text_cost(&stderr)]);
-        let (kept, cut) = end_within(&stdout, stdout_room);
-        (result.stdout_tail, result.stdout_cut) = (kept.to_string(), stdout_cut || cut);
-        let (kept, cut) = end_within(&stderr, stderr_room);
-        (result.stderr_tail, result.stderr_cut) = (kept.to_string(), stderr_cut || cut);
-        result
-    }
-}
-
-/// The bytes of `stream` past the journal cap, if any.
-fn not_journaled(tracked: &Tracked, stream: Stream) -> Option<u64> {
-    crate::journal::cut::stream_cut(&tracked.journal, stream).map(|(_, dropped)| dropped)
+    let streams = [Stream::Stdout, Stream::Stderr];
+    let [(stdout, stdout_cut), (stderr, stderr_cut)] =
+        streams.map(|s| tail(&tracked.journal, s, TAIL_BYTES));
+    let [stdout_not_journaled_bytes, stderr_not_journaled_bytes] =
+        streams.map(|s| not_journaled(&tracked.journal, s));
+    // Weighed without the tails, `false` being longer than `true`: they share the rest.
+    let mut result = RunResult {
+        status: CommandStatus::of(tracked),
+        command: capped(&tracked.command, COMMAND_CAP),
+        still_running: !tracked.is_settled(),
+        stdout_tail: String::new(),
+        stdout_cut: false,
+        stderr_tail: String::new(),
+        stderr_cut: false,
+        stdout_not_journaled_bytes,
+        stderr_not_journaled_bytes,
+    };
+    let room = REPLY_BUDGET.saturating_sub(reply_size(&result));
+    let [stdout_room, stderr_room] = share(room, [text_cost(&stdout), text_cost(&stderr)]);
+    let (kept, cut) = end_within(&stdout, stdout_room);
+    (result.stdout_tail, result.stdout_cut) = (kept.to_string(), stdout_cut || cut);
+    let (kept, cut) = end_within(&stderr, stderr_room);
+    (result.stderr_tail, result.stderr_cut) = (kept.to_string(), stderr_cut || cut);
+    result
 }
 
 /// Waits for command `id` to settle, at most `wait`, telling the client how it goes once a

@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
 use super::commands::{Commands, Tracked};
-use super::journaled::{Request, ask};
+use super::journaled::{ask, group_signal};
 use super::run::CommandStatus;
-use crate::protocol::{Origin, ProcessSignal, Scope, ToBroker};
+use crate::protocol::{Origin, ProcessSignal, ToBroker};
 use crate::supervisor::intervals::{TOOL_STOP_WAIT, grace};
 
 /// How long a broker has to say it sent a signal.
@@ -117,15 +117,7 @@ async fn through_fleet(
     let before = tracked.signals.len();
     let (message, wait) = match signal {
         None => (ToBroker::Stop { origin: None }, patience),
-        Some(signal) => (
-            ToBroker::Signal {
-                signal,
-                scope: Scope::Group,
-                pid: None,
-                origin: None,
-            },
-            SIGNAL_CONFIRM,
-        ),
+        Some(signal) => (group_signal(signal), SIGNAL_CONFIRM),
     };
     if !commands.send(&tracked.id, message) {
         return Err(ToolError::new(format!(
@@ -158,11 +150,7 @@ async fn through_socket(
     signal: Option<ProcessSignal>,
     patience: Duration,
 ) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
-    let request = match signal {
-        Some(signal) => Request::Signal(signal),
-        None => Request::Stop { patience },
-    };
-    let answer = ask(&commands.session_id, &tracked.journal, request).await?;
+    let answer = ask(&commands.session_id, &tracked.journal, signal, patience).await?;
     if tracked.mine && signal.is_none() {
         // Its end reaches this server once the broker, its child, has exited and is reaped.
         let id = &tracked.id;

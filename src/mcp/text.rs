@@ -14,6 +14,11 @@ pub fn stored_len(journal: &Path, stream: Stream) -> u64 {
     std::fs::symlink_metadata(journal.join(stream.file_name())).map_or(0, |m| m.len())
 }
 
+/// The bytes of `stream` past the journal's bound, never stored; `None` when every byte was.
+pub fn not_journaled(journal: &Path, stream: Stream) -> Option<u64> {
+    crate::journal::cut::stream_cut(journal, stream).map(|(_, dropped)| dropped)
+}
+
 /// Up to `max` bytes of `stream` from `offset`.
 pub fn read_range(
     journal: &Path,

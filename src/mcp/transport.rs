@@ -17,7 +17,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
 use super::budget::{RPC_ERROR_CAP, capped};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -140,35 +140,15 @@ impl<R: AsyncRead + Unpin + Send> LineTransport<R> {
 
     fn answer(&self, id: Option<&RawValue>, code: ErrorCode, message: String) {
         eprintln!("tether mcp: {message}");
-        let line = ErrorLine {
-            jsonrpc: "2.0",
-            id,
-            error: ErrorBody {
-                code: code.0,
-                message: capped(&message, RPC_ERROR_CAP),
-            },
-        };
-        match serde_json::to_vec(&line) {
-            Ok(line) => {
-                self.out.queue(line, None);
-            }
-            Err(err) => eprintln!("tether mcp: cannot write an error line: {err}"),
-        }
+        // Its id is the one the line carried, as written.
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":{},"message":{}}}}}"#,
+            id.map_or("null", RawValue::get),
+            code.0,
+            Value::from(capped(&message, RPC_ERROR_CAP)),
+        );
+        self.out.queue(line.into_bytes(), None);
     }
-}
-
-/// An error answered here, before the SDK: its id is the one the line carried, as written.
-#[derive(Serialize)]
-struct ErrorLine<'a> {
-    jsonrpc: &'static str,
-    id: Option<&'a RawValue>,
-    error: ErrorBody,
-}
-
-#[derive(Serialize)]
-struct ErrorBody {
-    code: i32,
-    message: String,
 }
 
 /// What a whole line holds.
@@ -252,44 +232,35 @@ fn judge(line: &[u8]) -> Verdict {
     )
 }
 
-/// The SDK answers a request for a revision it does not serve with `-32022` and the
-/// revisions in `data`; its message says only "Unsupported protocol version". A client's
-/// user sees the message: it names both.
-fn with_versions_named(mut message: TxJsonRpcMessage<RoleServer>) -> TxJsonRpcMessage<RoleServer> {
-    if let JsonRpcMessage::Error(error) = &mut message
-        && error.error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
-        && let Some(data) = &error.error.data
+/// An error the SDK answers, mended before it goes. For a request of a revision it does not
+/// serve it answers `-32022` with the revisions in `data`, and a message that says only
+/// "Unsupported protocol version": a client's user sees the message, so it names both. Its
+/// message may quote what the client sent (serde quotes a string it refuses, whole): it is
+/// cut to [`RPC_ERROR_CAP`], and data longer than that left out.
+fn mended(mut message: TxJsonRpcMessage<RoleServer>) -> TxJsonRpcMessage<RoleServer> {
+    let JsonRpcMessage::Error(error) = &mut message else {
+        return message;
+    };
+    let error = &mut error.error;
+    if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        && let Some(data) = &error.data
     {
         let requested = data["requested"].as_str().unwrap_or("?");
         let supported: Vec<&str> = data["supported"]
             .as_array()
             .map(|v| v.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        error.error.message = format!(
+        error.message = format!(
             "unsupported protocol version {requested}; this server supports {}",
             supported.join(", ")
         )
         .into();
     }
-    message
-}
-
-/// An error the SDK answers may quote what the client sent (serde quotes a string it
-/// refuses, whole): its message is cut to [`RPC_ERROR_CAP`], and data longer than that
-/// left out.
-fn with_error_capped(mut message: TxJsonRpcMessage<RoleServer>) -> TxJsonRpcMessage<RoleServer> {
-    if let JsonRpcMessage::Error(error) = &mut message {
-        if error.error.message.len() > RPC_ERROR_CAP {
-            error.error.message = capped(&error.error.message, RPC_ERROR_CAP).into();
-        }
-        if error
-            .error
-            .data
-            .as_ref()
-            .is_some_and(|data| data.to_string().len() > RPC_ERROR_CAP)
-        {
-            error.error.data = None;
-        }
+    if error.message.len() > RPC_ERROR_CAP {
+        error.message = capped(&error.message, RPC_ERROR_CAP).into();
+    }
+    if (error.data.as_ref()).is_some_and(|data| data.to_string().len() > RPC_ERROR_CAP) {
+        error.data = None;
     }
     message
 }
@@ -304,7 +275,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
         // Queued now, not when the future is first polled: the order of sends is the order
         // of lines.
         let (ack, written) = oneshot::channel();
-        let queued = serde_json::to_vec(&with_error_capped(with_versions_named(item)))
+        let queued = serde_json::to_vec(&mended(item))
             .map_err(io::Error::other)
             .map(|line| self.out.queue(line, Some(ack)));
         async move {
@@ -477,7 +448,7 @@ mod tests {
             format!("failed to deserialize parameters: invalid type: string \"{long}\""),
             Some(json!({ "echo": long })),
         );
-        let message = with_error_capped(TxJsonRpcMessage::<RoleServer>::error(error, None));
+        let message = mended(TxJsonRpcMessage::<RoleServer>::error(error, None));
         let line = serde_json::to_string(&message).unwrap();
         assert!(line.len() < RPC_ERROR_CAP + 200, "{} bytes", line.len());
         assert!(
@@ -496,7 +467,7 @@ mod tests {
                 rmcp::model::ProtocolVersion::V_2026_07_28,
             ],
         );
-        let message = with_versions_named(TxJsonRpcMessage::<RoleServer>::error(error, None));
+        let message = mended(TxJsonRpcMessage::<RoleServer>::error(error, None));
         let JsonRpcMessage::Error(error) = message else {
             panic!("an error")
         };

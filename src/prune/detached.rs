@@ -18,8 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use super::{prune, retention_rules};
-use crate::clock::now_ms;
+use super::{print_failures, retain};
 
 /// The stamp, in the state directory.
 pub const STAMP_FILE: &str = "retention.stamp";
@@ -125,33 +124,21 @@ fn spawn(state: &Path, just_ended: Option<&str>) -> io::Result<()> {
     Ok(())
 }
 
-/// `tether prune --retention`: applies retention (the config's or its default) as after a
-/// command, quietly; `protect`: a session never removed. Returns the exit code.
 /// A retention run's process name (comm). Started by a shell call inside an agent's cgroup
 /// and re-parented to the agent's broker, it leaves that cgroup first, as a broker does, and
 /// by this name and where it ended the agent's broker tells it from the agent's own orphans.
 pub const PRUNE_COMM: &std::ffi::CStr = c"tether-prune";
 
+/// `tether prune --retention`: applies retention (the config's or its default) as after a
+/// command, quietly; `protect`: a session never removed. Returns the exit code.
 pub fn main(state: &Path, protect: Option<&str>) -> i32 {
     let _ = nix::sys::prctl::set_name(PRUNE_COMM);
     let _ = crate::cgroup::Hierarchy::find().and_then(crate::cgroup::Hierarchy::enter);
-    let rules = match retention_rules() {
-        Ok(Some(rules)) => rules,
-        Ok(None) => return 0,
-        Err(err) => {
-            eprintln!("tether: retention not applied: {err}");
-            return 2;
-        }
-    };
-    match prune(state, &rules, false, protect, now_ms()) {
-        Ok(outcome) if outcome.failed.is_empty() => 0,
-        Ok(outcome) => {
-            for (candidate, why) in &outcome.failed {
-                eprintln!(
-                    "tether: cannot remove session {}: {why}",
-                    super::shown(&candidate.id)
-                );
-            }
+    match retain(state, protect) {
+        Ok(None) => 0,
+        Ok(Some(outcome)) if outcome.failed.is_empty() => 0,
+        Ok(Some(outcome)) => {
+            print_failures(&outcome);
             1
         }
         Err(err) => {

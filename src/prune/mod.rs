@@ -11,6 +11,7 @@ pub mod plan;
 pub mod remove;
 pub mod scan;
 
+use std::ffi::OsString;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -21,11 +22,11 @@ use thiserror::Error;
 pub use plan::{Candidate, Liveness, Plan, Rules, plan};
 
 use crate::clock::now_ms;
-use crate::config::user::{load_user, user_config_path};
+use crate::config::user::{UserConfig, load_user, user_config_path};
 use crate::journal::secure::{UnsafeDir, check_for_reading, open_dir_nofollow, unfit_dir};
 use crate::journal::{sessions_dir, state_dir};
+use crate::model::output::one_line;
 use crate::units::{format_age, format_size};
-use scan::Found;
 
 #[derive(Debug, Error)]
 pub enum PruneError {
@@ -67,12 +68,11 @@ pub fn prune(
     let Some(sessions) = open_sessions(&path)? else {
         return Ok(Outcome::default());
     };
-    let io_error = |source| PruneError::Io {
+    let found = scan::scan_sessions(&sessions, now_ms).map_err(|source| PruneError::Io {
         path: path.clone(),
         source,
-    };
-    let found: Vec<Found> = scan::scan_sessions(&sessions, &path, now_ms).map_err(io_error)?;
-    let candidates: Vec<Candidate> = found.iter().map(|f| f.candidate.clone()).collect();
+    })?;
+    let (names, candidates): (Vec<OsString>, Vec<Candidate>) = found.into_iter().unzip();
     let decided = plan(&candidates, rules, now_ms, protect);
     let mut outcome = Outcome {
         kept_live: decided
@@ -80,7 +80,7 @@ pub fn prune(
             .iter()
             .map(|&i| candidates[i].clone())
             .collect(),
-        unmet: decided.unmet.clone(),
+        unmet: decided.unmet,
         ..Outcome::default()
     };
     for &i in &decided.remove {
@@ -89,24 +89,24 @@ pub fn prune(
             outcome.removed.push(candidate);
             continue;
         }
-        match remove::remove_session(&sessions, &found[i].name, now_ms) {
+        match remove::remove_session(&sessions, &names[i], now_ms) {
             Ok(()) => outcome.removed.push(candidate),
             Err(remove::RemoveError::AlreadyGone) => {}
             Err(err) => outcome.failed.push((candidate, err.to_string())),
         }
     }
-    let gone: Vec<&str> = outcome.removed.iter().map(|c| c.id.as_str()).collect();
-    let left: Vec<&Candidate> = candidates
-        .iter()
-        .filter(|c| !gone.contains(&c.id.as_str()))
-        .collect();
-    outcome.left = (left.len(), left.iter().map(|c| c.size).sum());
+    let left = candidates.iter().filter(|c| !outcome.removed.contains(c));
+    outcome.left = (left.clone().count(), left.map(|c| c.size).sum());
     Ok(outcome)
 }
 
 /// `sessions/`, opened without following a link and checked as the state directory is;
 /// `None` when there is none yet.
 fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
+    let io_error = |source: io::Error| PruneError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let fd = match open_dir_nofollow(path) {
         Ok(fd) => fd,
         Err(nix::errno::Errno::ENOENT) => return Ok(None),
@@ -116,23 +116,14 @@ fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
             }
             .into());
         }
-        Err(err) => {
-            return Err(PruneError::Io {
-                path: path.to_path_buf(),
-                source: err.into(),
-            });
-        }
+        Err(err) => return Err(io_error(err.into())),
     };
-    let stat = nix::sys::stat::fstat(&fd).map_err(|err| PruneError::Io {
-        path: path.to_path_buf(),
-        source: err.into(),
-    })?;
+    let stat = nix::sys::stat::fstat(&fd).map_err(|err| io_error(err.into()))?;
     if unfit_dir(&stat, 0o022).is_some() {
         // check_for_reading said why a moment ago; this is the same directory or a swap.
-        return Err(PruneError::Io {
-            path: path.to_path_buf(),
-            source: io::Error::other("not a private directory of yours"),
-        });
+        return Err(io_error(io::Error::other(
+            "not a private directory of yours",
+        )));
     }
     Ok(Some(fd))
 }
@@ -140,125 +131,112 @@ fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
 /// `tether prune`: the rules from the flags, or `[retention]` when no flag is given.
 /// Returns the exit code: 0 done, 1 when a session could not be removed, 2 for bad input.
 pub fn main(state: Option<&Path>, flags: Rules, dry_run: bool) -> i32 {
-    let rules = if flags.is_empty() {
-        match configured_rules() {
-            Ok(Some((rules, file))) if !rules.is_empty() => {
-                println!(
-                    "applying [retention] from {}: {}",
-                    file.display(),
-                    rules.describe()
-                );
-                rules
-            }
-            Ok(_) => {
-                eprintln!(
-                    "tether: prune needs a rule: --older-than AGE (e.g. 30d), --keep N, --max-size SIZE (e.g. 2G), and --dry-run to see first; or set them in a [retention] section of {}",
-                    user_config_path().map_or_else(
-                        || "$XDG_CONFIG_HOME/tether/config.toml".into(),
-                        |p| p.display().to_string()
-                    )
-                );
-                return 2;
-            }
-            Err(err) => {
-                eprintln!("tether: {err}");
-                return 2;
-            }
-        }
-    } else {
-        flags
+    let pruned = || {
+        let rules = match flags.is_empty() {
+            false => flags,
+            true => match configured_rules()? {
+                Some((rules, file)) if !rules.is_empty() => {
+                    println!(
+                        "applying [retention] from {}: {}",
+                        file.display(),
+                        rules.describe()
+                    );
+                    rules
+                }
+                _ => {
+                    return Err(format!(
+                        "prune needs a rule: --older-than AGE (e.g. 30d), --keep N, --max-size SIZE (e.g. 2G), and --dry-run to see first; or set them in a [retention] section of {}",
+                        user_config_path().map_or_else(
+                            || "$XDG_CONFIG_HOME/tether/config.toml".into(),
+                            |p| p.display().to_string()
+                        )
+                    ));
+                }
+            },
+        };
+        let state = state_dir(state).map_err(|err| err.to_string())?;
+        let now = now_ms();
+        let outcome = prune(&state, &rules, dry_run, None, now).map_err(|err| err.to_string())?;
+        print_outcome(&outcome, dry_run, now);
+        Ok(if outcome.failed.is_empty() { 0 } else { 1 })
     };
-    let state = match state_dir(state) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return 2;
-        }
+    pruned().unwrap_or_else(|err: String| {
+        eprintln!("tether: {err}");
+        2
+    })
+}
+
+/// The user config and its path; `None` without a file.
+fn user_config() -> Result<Option<(UserConfig, PathBuf)>, String> {
+    let Some(path) = user_config_path() else {
+        return Ok(None);
     };
-    let now = now_ms();
-    match prune(&state, &rules, dry_run, None, now) {
-        Ok(outcome) => {
-            print_outcome(&outcome, dry_run, now);
-            if outcome.failed.is_empty() { 0 } else { 1 }
-        }
-        Err(err) => {
-            eprintln!("tether: {err}");
-            2
-        }
-    }
+    let config = load_user(&path).map_err(|err| err.to_string())?;
+    Ok(config.map(|config| (config, path)))
 }
 
 /// The `[retention]` rules of the user config, and its path; `None` without a file or section.
 pub fn configured_rules() -> Result<Option<(Rules, PathBuf)>, String> {
-    let Some(path) = user_config_path() else {
-        return Ok(None);
-    };
-    match load_user(&path) {
-        Ok(config) => Ok(config.and_then(|c| c.retention).map(|rules| (rules, path))),
-        Err(err) => Err(err.to_string()),
-    }
+    Ok(user_config()?.and_then(|(config, path)| Some((config.retention?, path))))
 }
 
-/// The rules retention applies on its own: `[retention]`'s, its default when the user
-/// config sets none (see [`crate::config::user`]); `None` when turned off.
-pub fn retention_rules() -> Result<Option<Rules>, String> {
-    let config = match user_config_path() {
-        Some(path) => load_user(&path).map_err(|err| err.to_string())?,
-        None => None,
+/// Applies the rules retention applies on its own (`[retention]`'s, its default when the
+/// user config sets none: see [`crate::config::user`]) to `state`, never removing `protect`
+/// nor a live session; `None` when retention is turned off. The error says why it was not
+/// applied.
+pub fn retain(state: &Path, protect: Option<&str>) -> Result<Option<Outcome>, String> {
+    let config = user_config()?.map(|(config, _)| config);
+    let Some(rules) = config.unwrap_or_default().retention_rules() else {
+        return Ok(None);
     };
-    Ok(config.unwrap_or_default().retention_rules())
+    let outcome = prune(state, &rules, false, protect, now_ms()).map_err(|e| e.to_string())?;
+    Ok(Some(outcome))
 }
 
 /// Applies retention when a session ends (`tether exec` done, the TUI quit): never the
 /// session `just_ended`, never a live one. It cannot fail the command: whatever goes wrong is
 /// one line on stderr. Silent when it removes something, as a cleanup should be.
 pub fn at_session_end(state: &Path, just_ended: &str) {
-    let rules = match retention_rules() {
-        Ok(Some(rules)) => rules,
+    let outcome = match retain(state, Some(just_ended)) {
+        Ok(Some(outcome)) => outcome,
         Ok(None) => return,
-        Err(err) => {
-            eprintln!("tether: retention not applied: {err}");
-            return;
-        }
+        Err(err) => return eprintln!("tether: retention not applied: {err}"),
     };
-    match prune(state, &rules, false, Some(just_ended), now_ms()) {
-        Ok(outcome) => {
-            if let Some((candidate, why)) = outcome.failed.first() {
-                eprintln!(
-                    "tether: retention: cannot remove session {} ({why}){}",
-                    candidate.id,
-                    match outcome.failed.len() {
-                        1 => String::new(),
-                        n => format!(" and {} more", n - 1),
-                    }
-                );
+    if let Some((candidate, why)) = outcome.failed.first() {
+        eprintln!(
+            "tether: retention: cannot remove session {} ({why}){}",
+            candidate.id,
+            match outcome.failed.len() {
+                1 => String::new(),
+                n => format!(" and {} more", n - 1),
             }
-        }
-        Err(err) => eprintln!("tether: retention not applied: {err}"),
+        );
     }
 }
 
+/// Says on stderr which sessions could not be removed, and why.
+fn print_failures(outcome: &Outcome) {
+    for (c, why) in &outcome.failed {
+        eprintln!("tether: cannot remove session {}: {why}", one_line(&c.id));
+    }
+}
+
+/// Session names are printed with anything unprintable escaped: they come from the disk.
 fn print_outcome(outcome: &Outcome, dry_run: bool, now: u64) {
     let verb = if dry_run { "would remove" } else { "removed" };
     let age = |c: &Candidate| format_age(Duration::from_millis(now.saturating_sub(c.ended_ms)));
     for c in &outcome.removed {
         println!(
             "{verb}  {}  ended {} ago  {}",
-            shown(&c.id),
+            one_line(&c.id),
             age(c),
             format_size(c.size)
         );
     }
-    for (c, why) in &outcome.failed {
-        eprintln!("tether: cannot remove session {}: {why}", shown(&c.id));
-    }
+    print_failures(outcome);
     for c in &outcome.kept_live {
         if let Liveness::Live(why) = &c.liveness {
-            println!(
-                "kept  {}  live: {}",
-                shown(&c.id),
-                crate::model::output::one_line(why)
-            );
+            println!("kept  {}  live: {}", one_line(&c.id), one_line(why));
         }
     }
     let freed: u64 = outcome.removed.iter().map(|c| c.size).sum();
@@ -275,9 +253,4 @@ fn print_outcome(outcome: &Outcome, dry_run: bool, now: u64) {
     for unmet in &outcome.unmet {
         eprintln!("tether: not met: {unmet}");
     }
-}
-
-/// A session name as printed: anything unprintable escaped (names come from the disk).
-fn shown(id: &str) -> String {
-    crate::model::output::one_line(id)
 }

@@ -71,22 +71,13 @@ pub struct Plan {
     pub unmet: Vec<String>,
 }
 
-impl Plan {
-    pub fn freed(&self, candidates: &[Candidate]) -> u64 {
-        self.remove.iter().map(|&i| candidates[i].size).sum()
-    }
-}
-
 /// Removes sessions oldest first until every rule holds: first every session that ended
 /// before `now_ms - older_than`, then the oldest until at most `keep` are left, then the
 /// oldest until the total size is at most `max_size`. A live session is never removed, and
 /// neither is `protect` (the session that just ended, when retention runs at its end).
 pub fn plan(candidates: &[Candidate], rules: &Rules, now_ms: u64, protect: Option<&str>) -> Plan {
     let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (a, b) = (&candidates[a], &candidates[b]);
-        (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id))
-    });
+    order.sort_by_key(|&i| (candidates[i].started_ms, &candidates[i].id));
     let removable =
         |c: &Candidate| c.liveness == Liveness::Finished && protect != Some(c.id.as_str());
     let mut removed = vec![false; candidates.len()];
@@ -120,13 +111,10 @@ pub fn plan(candidates: &[Candidate], rules: &Rules, now_ms: u64, protect: Optio
             }
         }
     }
-    let size_left = |removed: &[bool]| -> u64 {
-        (0..candidates.len())
-            .filter(|&i| !removed[i])
-            .map(|i| candidates[i].size)
-            .sum()
-    };
-    let mut total = size_left(&removed);
+    let mut total: u64 = (0..candidates.len())
+        .filter(|&i| !removed[i])
+        .map(|i| candidates[i].size)
+        .sum();
     if let Some(max) = rules.max_size {
         for &i in &order {
             if total <= max {
@@ -239,7 +227,10 @@ mod tests {
         assert_eq!(removed(&all, max(999), None), ["s0"]);
         assert_eq!(removed(&all, max(700), None), ["s0", "s1"]);
         assert_eq!(removed(&all, max(0), None).len(), 4);
-        assert_eq!(plan(&all, &max(700), NOW, None).freed(&all), 300);
+        let freed: u64 = (plan(&all, &max(700), NOW, None).remove.iter())
+            .map(|&i| all[i].size)
+            .sum();
+        assert_eq!(freed, 300);
     }
 
     #[test]

@@ -51,13 +51,7 @@ pub enum RemoveError {
 /// or something in it cannot be removed, it is renamed back.
 pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Result<(), RemoveError> {
     let tomb = tomb_name(name, std::process::id());
-    match renameat2(
-        sessions,
-        name.as_os_str(),
-        sessions,
-        tomb.as_os_str(),
-        RenameFlags::RENAME_NOREPLACE,
-    ) {
+    match rename(sessions, name, &tomb) {
         Ok(()) => {}
         Err(Errno::ENOENT) => return Err(RemoveError::AlreadyGone),
         // The kernel renames no mount point.
@@ -87,7 +81,8 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
             if !session.on_mount_of(&around) {
                 return Err(RemoveError::MountPoint(shown.clone().into_owned()));
             }
-            check_removable(&dir, &session)?;
+            // Walked without removing: would the removal get through?
+            clear(&dir, &session, Path::new(""), 0, false)?;
             let stat = nix::sys::stat::fstat(&dir).map_err(io::Error::from)?;
             Ok((session, stat))
         });
@@ -101,13 +96,7 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
     };
     if let Liveness::Live(why) = liveness(&dir, session_start(&dir).as_ref(), &stat, now_ms) {
         drop(dir);
-        return match renameat2(
-            sessions,
-            tomb.as_os_str(),
-            sessions,
-            name.as_os_str(),
-            RenameFlags::RENAME_NOREPLACE,
-        ) {
+        return match rename(sessions, &tomb, name) {
             Ok(()) => Err(RemoveError::BecameLive(why)),
             Err(_) => Err(RemoveError::LeftAside {
                 why,
@@ -115,7 +104,7 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
             }),
         };
     }
-    let emptied = empty_dir(&dir, &session).and_then(|()| {
+    let emptied = clear(&dir, &session, Path::new(""), 0, true).and_then(|()| {
         drop(dir);
         unlinkat(sessions, tomb.as_os_str(), UnlinkatFlags::RemoveDir)
             .map_err(|err| io::Error::from(err).into())
@@ -131,31 +120,26 @@ pub fn remove_session(sessions: &OwnedFd, name: &OsString, now_ms: u64) -> Resul
 }
 
 fn put_back(sessions: &OwnedFd, tomb: &OsString, name: &OsString) {
-    let _ = renameat2(
+    let _ = rename(sessions, tomb, name);
+}
+
+/// Renames `from` to `to` in `sessions`, never over an entry that is there.
+fn rename(sessions: &OwnedFd, from: &OsString, to: &OsString) -> nix::Result<()> {
+    renameat2(
         sessions,
-        tomb.as_os_str(),
+        from.as_os_str(),
         sessions,
-        name.as_os_str(),
+        to.as_os_str(),
         RenameFlags::RENAME_NOREPLACE,
-    );
+    )
 }
 
-/// Whether [`empty_dir`] would get through the session `dir` (which is `session`): no
-/// directory deeper than [`MAX_DEPTH`], no entry on another mount. Nothing is removed.
-fn check_removable(dir: &OwnedFd, session: &Entry) -> Result<(), RemoveError> {
-    clear(dir, session, Path::new(""), 0, false)
-}
-
-/// Removes everything in the session `dir` (not `dir` itself): directories on the mount of
-/// `session` down to [`MAX_DEPTH`], files, and links as links.
-fn empty_dir(dir: &OwnedFd, session: &Entry) -> Result<(), RemoveError> {
-    clear(dir, session, Path::new(""), 0, true)
-}
-
-/// Walks `dir` (at `at` in the session) as [`empty_dir`] does, removing what it walks when `remove` is set; without
-/// it, only says whether the walk would get through. Every entry is checked to be on the
-/// session's mount before it is entered or unlinked, even after a check, as a mount may be
-/// made meanwhile.
+/// Walks the session's directory `dir` (at `at` in it, which is `session`), removing what
+/// it walks when `remove` is set (directories on the mount of `session` down to
+/// [`MAX_DEPTH`], files, and links as links; not `dir` itself); without it, only says
+/// whether the walk would get through: no directory deeper than [`MAX_DEPTH`], no entry on
+/// another mount. Every entry is checked to be on the session's mount before it is entered
+/// or unlinked, even after a check, as a mount may be made meanwhile.
 fn clear(
     dir: &OwnedFd,
     session: &Entry,

@@ -6,7 +6,6 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat};
@@ -34,20 +33,12 @@ pub const STARTING_GRACE_MS: u64 = 60_000;
 /// deeper tree was not made by tether, and is walked no further.
 pub const MAX_DEPTH: usize = 8;
 
-/// A session directory found under `sessions/`.
-#[derive(Debug)]
-pub struct Found {
-    /// Its name in `sessions/`, as bytes may not be UTF-8.
-    pub name: OsString,
-    pub path: PathBuf,
-    pub candidate: Candidate,
-}
-
-/// The sessions under the opened `sessions` directory (at `path`), in no particular order.
+/// The sessions under the opened `sessions` directory, in no particular order: each one's
+/// name there (as bytes, which may not be UTF-8) and what is known of it.
 /// Entries that are not directories (links included) are not sessions, and are left alone.
 /// A session set aside by a prune that is gone is put back under its name first, and one that
 /// cannot be is a session under its tomb's name: either way it counts, and may go.
-pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result<Vec<Found>> {
+pub fn scan_sessions(sessions: &OwnedFd, now_ms: u64) -> io::Result<Vec<(OsString, Candidate)>> {
     tomb::restore_abandoned(sessions)?;
     let mut found = Vec::new();
     for name in entry_names(sessions)? {
@@ -74,17 +65,14 @@ pub fn scan_sessions(sessions: &OwnedFd, path: &Path, now_ms: u64) -> io::Result
         let usage = disk_usage(&dir, &stat)?;
         let started_ms = info.as_ref().map_or(mtime_ms(&stat), |s| s.started_ms);
         let liveness = liveness(&dir, info.as_ref(), &stat, now_ms);
-        found.push(Found {
-            path: path.join(&name),
-            name,
-            candidate: Candidate {
-                id,
-                started_ms,
-                ended_ms: usage.latest_ms,
-                size: usage.bytes,
-                liveness,
-            },
-        });
+        let candidate = Candidate {
+            id,
+            started_ms,
+            ended_ms: usage.latest_ms,
+            size: usage.bytes,
+            liveness,
+        };
+        found.push((name, candidate));
     }
     Ok(found)
 }
@@ -354,11 +342,11 @@ mod tests {
         std::fs::create_dir(tmp.path().join(&busy)).unwrap();
 
         let sessions = open_dir_nofollow(tmp.path()).unwrap();
-        let found = scan_sessions(&sessions, tmp.path(), u64::MAX).unwrap();
-        let names: Vec<&OsString> = found.iter().map(|f| &f.name).collect();
+        let found = scan_sessions(&sessions, u64::MAX).unwrap();
+        let names: Vec<&OsString> = found.iter().map(|(name, _)| name).collect();
         assert_eq!(names, ["s1"]);
-        assert_eq!(found[0].candidate.id, "s1");
-        assert!(found[0].candidate.size >= 8192, "{:?}", found[0].candidate);
+        assert_eq!(found[0].1.id, "s1");
+        assert!(found[0].1.size >= 8192, "{:?}", found[0].1);
         assert!(tmp.path().join("s1/01-a/stdout.log").exists());
         assert!(tmp.path().join(&busy).is_dir());
     }

@@ -10,7 +10,7 @@ use regex::Regex;
 
 use super::budget::{REPLY_BUDGET, reply_size};
 use super::commands::Tracked;
-use super::list::{Cursor, ListedCommand, page_of};
+use super::list::{Cursor, ListedCommand, cursor, page_of};
 use super::output::page;
 use super::run::{CommandStatus, result_of};
 use super::signal::{SentSignal, SignalResult};
@@ -145,14 +145,14 @@ proptest! {
             .enumerate()
             .map(|(n, (name, command))| {
                 let id = format!("{:02}-cmd", n + 1);
-                let place = Cursor::of(&id).expect("a command id");
+                let place = cursor(&id).expect("a command id");
                 (place, tracked(&journal, &id, name, command))
             })
             .collect();
         let mut seen = Vec::new();
-        let mut cursor: Option<Cursor> = None;
+        let mut at: Option<Cursor> = None;
         loop {
-            let from = cursor.clone();
+            let from = at.clone();
             let rest = listed
                 .iter()
                 .filter(|(place, _)| from.as_ref().is_none_or(|from| place >= from))
@@ -162,7 +162,7 @@ proptest! {
             prop_assert!(!page.commands.is_empty() || listed.is_empty());
             seen.extend(page.commands.iter().map(|c| c.status.id.clone()));
             match page.next_cursor {
-                Some(next) => cursor = Some(Cursor::of(&next).expect("a cursor")),
+                Some(next) => at = Some(cursor(&next).expect("a cursor")),
                 None => break,
             }
         }
