@@ -32,11 +32,11 @@ use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 use crate::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
 use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
-use crate::supervisor::intervals::Pace;
+use crate::supervisor::intervals::{Pace, grace};
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
-    BrokerConversation, End, Fork, ForkedBroker, Handover, LaunchOptions, Session,
-    become_subreaper, fork_broker, launch_request,
+    BrokerConversation, End, Fork, ForkedBroker, Handover, Session, become_subreaper, fork_broker,
+    launch_request,
 };
 
 /// tether's own failure (journal, broker), as opposed to the command's.
@@ -385,29 +385,22 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         reason: format!("{err:#}"),
         state: state.map(Path::to_path_buf),
     };
-    let state = match state_dir(options.state_dir.as_deref()) {
-        Ok(state) => state,
-        Err(err) => return Err(not_started(err.into(), None)),
-    };
-    let mut session = match Session::create(&state, options.session.as_ref()) {
-        Ok(session) => session,
-        Err(err) => return Err(not_started(err, Some(&state))),
-    };
+    let state =
+        state_dir(options.state_dir.as_deref()).map_err(|err| not_started(err.into(), None))?;
+    let mut session = Session::create(&state, options.session.as_ref())
+        .map_err(|err| not_started(err, Some(&state)))?;
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
         .name
         .clone()
         .unwrap_or_else(|| derive_name(&CommandSpec::Argv(options.argv.clone())));
-    let journal = match session.next_command_dir(&name) {
-        Ok(journal) => journal,
-        Err(err) => {
-            let err = anyhow::anyhow!(
-                "cannot create the command's journal directory in {}: {err}",
-                session.path().display()
-            );
-            return Err(not_started(err, Some(&state)));
-        }
-    };
+    let journal = session.next_command_dir(&name).map_err(|err| {
+        let err = anyhow::anyhow!(
+            "cannot create the command's journal directory in {}: {err}",
+            session.path().display()
+        );
+        not_started(err, Some(&state))
+    })?;
     let journal_dir = journal.path().to_path_buf();
     // With --json our stdout carries events, not the command's output.
     let merge_stderr = !options.json && terminal::stdout_is_stderr();
@@ -447,60 +440,51 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     if let Some(message) = ignored {
         say!("{message}");
     }
-    let request = launch_request(
-        name,
-        CommandSpec::Argv(options.argv.clone()),
-        &journal_dir,
-        session.reference(&journal),
-        Pace::EXEC,
-        LaunchOptions {
-            // No `cwd`: the broker inherits our working directory, whatever bytes its path
-            // holds.
-            grace: options.grace,
-            no_output_timeout: options.no_output_timeout,
-            drain_on: options.drain_on.clone(),
-            drain: options.drain,
-            max_output,
-            mirror: !options.json,
-            stdin: match (&relay, &stdin) {
-                (Some(_), _) => StdinSource::Terminal,
-                (None, Some(_)) => StdinSource::Inherit,
-                (None, None) => StdinSource::Null,
-            },
-            arg0: options.arg0.clone(),
-            terminal,
-            merge_stderr,
-            limits: options.limits,
-            leftovers: options.leftovers.rule(),
-            trace,
-            trace_ignored,
-            attention,
-            ..LaunchOptions::default()
+    // No `cwd`: the broker inherits our working directory, whatever bytes its path holds.
+    let request = LaunchRequest {
+        grace: grace(options.grace),
+        no_output_timeout: options.no_output_timeout,
+        drain_on: options.drain_on.clone(),
+        drain: options.drain,
+        max_output,
+        mirror: !options.json,
+        stdin: match (&relay, &stdin) {
+            (Some(_), _) => StdinSource::Terminal,
+            (None, Some(_)) => StdinSource::Inherit,
+            (None, None) => StdinSource::Null,
         },
-    );
+        arg0: options.arg0.clone(),
+        terminal,
+        merge_stderr,
+        limits: options.limits,
+        leftovers: options.leftovers.rule(),
+        trace,
+        trace_ignored,
+        attention,
+        ..launch_request(
+            name,
+            CommandSpec::Argv(options.argv.clone()),
+            &journal_dir,
+            session.reference(&journal),
+            Pace::EXEC,
+        )
+    };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
     if let Err(err) = become_subreaper() {
         let err = anyhow::anyhow!("cannot become a child subreaper: {err}");
         return Err(not_started(err, Some(&state)));
     }
-    let pipes = if options.json {
-        None
-    } else {
-        match CopyPipes::new() {
-            Ok(pipes) => Some(pipes),
-            Err(err) => {
-                let err = anyhow::anyhow!(
-                    "cannot create the pipes that copy the command's output: {err}"
-                );
-                return Err(not_started(err, Some(&state)));
-            }
-        }
-    };
-    let (copy_read, copy_write) = match pipes {
-        Some(CopyPipes { read, write }) => (Some(read), Some(write)),
-        None => (None, None),
-    };
+    let (copy_read, copy_write) = (!options.json)
+        .then(CopyPipes::new)
+        .transpose()
+        .map_err(|err| {
+            let err =
+                anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}");
+            not_started(err, Some(&state))
+        })?
+        .map(|CopyPipes { read, write }| (read, write))
+        .unzip();
     Ok(Prepared {
         state,
         session,
@@ -521,44 +505,35 @@ async fn run(
     broker: Broker,
     held: HeldSignals,
 ) -> anyhow::Result<Ran> {
-    let Prepared {
-        state,
-        session,
-        journal,
-        request,
-        relay,
-        copy_read,
-        handover: _,
-    } = prepared;
-    let journal_dir = journal.path().to_path_buf();
+    let journal_dir = prepared.journal.path();
     let forked = matches!(broker, Broker::Forked(_));
     // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
     // still run it directly. A forked broker has it already.
-    let not_started = |err: anyhow::Error, state: &Path| {
+    let not_started = |err: anyhow::Error| {
         if forked {
             Err(err)
         } else {
             Ok(Ran::NotStarted {
                 reason: format!("{err:#}"),
-                state: Some(state.to_path_buf()),
+                state: Some(prepared.state.clone()),
             })
         }
     };
-    let signals = match Signals::install(request.terminal.is_some()) {
+    let signals = match Signals::install(prepared.request.terminal.is_some()) {
         Ok(signals) => signals,
-        Err(err) => return not_started(err.into(), &state),
+        Err(err) => return not_started(err.into()),
     };
     // Our handlers take what came meanwhile.
     drop(held);
     let live = LiveBrokers::new();
     let launched = match broker {
         Broker::Forked(forked) => {
-            BrokerConversation::forked(forked, &request, &live, Pace::EXEC).await
+            BrokerConversation::forked(forked, &prepared.request, &live, Pace::EXEC).await
         }
         Broker::ToSpawn(handover) => {
             BrokerConversation::launch(
-                &request,
-                &journal,
+                &prepared.request,
+                &prepared.journal,
                 handover,
                 Stdio::inherit(),
                 &live,
@@ -569,20 +544,15 @@ async fn run(
     };
     let mut broker = match launched {
         Ok(broker) => broker,
-        Err(err) => {
-            let err = anyhow::anyhow!("cannot start the broker: {err}");
-            return not_started(err, &state);
-        }
+        Err(err) => return not_started(anyhow::anyhow!("cannot start the broker: {err}")),
     };
     // Off our path (the shim's start stays as fast), and after the broker, which a thread
     // would have kept from being forked: whatever killed brokers left running.
     let _ = crate::supervisor::abandoned::reclaim_in_background();
     // The write ends were closed when spawn returned: the copies end when the broker does.
-    let copy = copy_read.map(OutputCopy::start).transpose()?;
-
-    let mut conversation = ExecConversation::new(options.json, copy);
-    conversation.forward_signals = options.signals == SignalMode::Forward;
-    conversation.keys = relay;
+    let copy = prepared.copy_read.map(OutputCopy::start).transpose()?;
+    let forward = options.signals == SignalMode::Forward;
+    let mut conversation = ExecConversation::new(options.json, copy, forward, prepared.relay);
     let end = conversation.converse(&mut broker, signals).await;
     // The broker stays on as the leftovers' custodian if it keeps them running; we return as
     // the shell would. It is not waited for: the one that ran us re-parents nothing of ours,
@@ -603,7 +573,7 @@ async fn run(
         });
         return Ok(Ran::NotStarted {
             reason,
-            state: Some(state),
+            state: Some(prepared.state),
         });
     }
     let lost = remains.is_some();
@@ -615,26 +585,29 @@ async fn run(
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
     let given_up = outcome.undelivered.map(|bytes| bytes > 0);
-    let copy_failed =
-        copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT, given_up), &journal_dir));
-    report_undelivered(outcome.undelivered, &journal_dir);
+    let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT, given_up), journal_dir));
+    report_undelivered(outcome.undelivered, journal_dir);
     // After the command's last bytes: one line for whatever the journal lost, however
     // many times it lost it (a disk that filled: every stream, the event log, the result).
     if !journal_losses.is_empty() {
         say!("journal incomplete: {}", journal_losses.join("; "));
     }
     if !outcome.closed && end != End::LeftRunning {
-        let complete = recover_from_journal(&journal_dir, &mut outcome);
+        let complete = recover_from_journal(journal_dir, &mut outcome);
         if lost && !complete {
             return Ok(Ran::Code(EXIT_TETHER_FAILED));
         }
     }
-    let code = outcome.exit_code(&journal_dir);
+    let code = outcome.exit_code(journal_dir);
     let nested = std::env::var_os(crate::journal::BROKER_ID_ENV).is_some();
     match options.retention {
-        RetentionRun::AtSessionEnd if !nested => crate::prune::at_session_end(&state, &session.id),
+        RetentionRun::AtSessionEnd if !nested => {
+            crate::prune::at_session_end(&prepared.state, &prepared.session.id)
+        }
         RetentionRun::AtSessionEnd => {}
-        RetentionRun::Detached => crate::prune::detached::after_command(&state, Some(&session.id)),
+        RetentionRun::Detached => {
+            crate::prune::detached::after_command(&prepared.state, Some(&prepared.session.id))
+        }
     }
     let died_by = options
         .die_by_signal
