@@ -35,8 +35,7 @@ use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
 use crate::supervisor::intervals::{Pace, grace};
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
-    BrokerConversation, End, Fork, ForkedBroker, Handover, Session, become_subreaper, fork_broker,
-    launch_request,
+    BrokerConversation, End, Fork, Handover, Session, become_subreaper, fork_broker, launch_request,
 };
 
 /// tether's own failure (journal, broker), as opposed to the command's.
@@ -44,6 +43,7 @@ pub const EXIT_TETHER_FAILED: i32 = 125;
 pub const EXIT_NOT_EXECUTABLE: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 
+#[derive(Default)]
 pub struct ExecOptions {
     pub json: bool,
     pub name: Option<String>,
@@ -94,10 +94,11 @@ pub struct ExecOptions {
 }
 
 /// When a front end applies retention (see [`crate::prune`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RetentionRun {
     /// In this process, once the session ends (`tether exec`), unless nested in another
     /// tether's command: the outermost front end applies it when its own session ends.
+    #[default]
     AtSessionEnd,
     /// In a detached process after the command, at most once a minute (the shell shim,
     /// whose caller must get the exit status at once).
@@ -117,34 +118,30 @@ pub enum SignalMode {
 }
 
 pub fn main(options: ExecOptions) -> i32 {
-    let fail_open = options.fail_open.then(|| FailOpen {
-        argv: options.argv.clone(),
-        arg0: options.arg0.clone(),
-        retention: options.retention,
-    });
     let ran = match prepare(&options) {
-        Ok(prepared) => start(options, prepared),
+        Ok(prepared) => start(&options, prepared),
         Err(not_started) => Ok(not_started),
     };
-    match (ran, fail_open) {
-        (Ok(Ran::Code(code)), _) => code,
-        (Ok(Ran::Signalled { signal, code }), _) => {
+    match ran {
+        Ok(Ran::Code(code)) => code,
+        Ok(Ran::Signalled { signal, code }) => {
             die_by(signal);
             code
         }
-        (Ok(Ran::NotStarted { reason, state }), Some(open)) => {
+        Ok(Ran::NotStarted { reason, state }) if options.fail_open => {
             say!("not journaled: {reason}");
-            if let (Some(state), RetentionRun::Detached) = (state, open.retention) {
+            if let (Some(state), RetentionRun::Detached) = (state, options.retention) {
                 // A full disk is when retention is wanted most.
                 crate::prune::detached::after_command(&state, None);
             }
-            exec_directly(&open.argv, open.arg0.as_deref().map(std::ffi::OsStr::new))
+            let arg0 = options.arg0.as_deref().map(std::ffi::OsStr::new);
+            exec_directly(&options.argv, arg0)
         }
-        (Ok(Ran::NotStarted { reason, .. }), None) => {
+        Ok(Ran::NotStarted { reason, .. }) => {
             say!("{reason}");
             EXIT_TETHER_FAILED
         }
-        (Err(err), _) => {
+        Err(err) => {
             say!("{err:#}");
             EXIT_TETHER_FAILED
         }
@@ -159,15 +156,14 @@ pub const CALL_COMM: &std::ffi::CStr = c"tether-call";
 /// process where it can be (see [`crate::supervisor::fork_broker`]), before the runtime and
 /// our signal handlers exist, none of which the copy may share; the signals we handle are
 /// held back from the fork until the handlers are in place, so none is missed meanwhile.
-fn start(options: ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
+fn start(options: &ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
     // Named for what it does from now on: an agent's broker tells a shell call in flight by
     // this name among the agent's processes (its broker is outside the agent's cgroup).
     let _ = nix::sys::prctl::set_name(CALL_COMM);
     let held = HeldSignals::hold();
     let handover = std::mem::take(&mut prepared.handover);
     let broker = match fork_broker(&prepared.request, &prepared.journal, handover, &held.before) {
-        Ok(Fork::Started(forked)) => Broker::Forked(forked),
-        Ok(Fork::Declined(handover)) => Broker::ToSpawn(handover),
+        Ok(broker) => broker,
         Err(err) => {
             return Ok(Ran::NotStarted {
                 reason: format!("cannot start the broker: {err}"),
@@ -181,7 +177,7 @@ fn start(options: ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
     {
         Ok(runtime) => runtime.block_on(run(options, prepared, broker, held)),
         // A forked broker has the command already: it stops it when we are gone.
-        Err(err) if matches!(broker, Broker::Forked(_)) => {
+        Err(err) if matches!(broker, Fork::Started(_)) => {
             Err(anyhow::anyhow!("cannot start the event loop: {err}"))
         }
         Err(err) => Ok(Ran::NotStarted {
@@ -189,13 +185,6 @@ fn start(options: ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
             state: Some(prepared.state),
         }),
     }
-}
-
-/// The broker as [`start`] found it.
-enum Broker {
-    Forked(ForkedBroker),
-    /// To exec, with what it is handed.
-    ToSpawn(Handover),
 }
 
 /// The signals `tether exec` handles, blocked until its handlers are in place (dropped).
@@ -220,13 +209,6 @@ impl Drop for HeldSignals {
     fn drop(&mut self) {
         let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&self.before), None);
     }
-}
-
-/// What `--fail-open` needs to run the command without tether.
-struct FailOpen {
-    argv: Vec<String>,
-    arg0: Option<String>,
-    retention: RetentionRun,
 }
 
 /// How [`run`] ended, short of an error once the command may have started.
@@ -500,13 +482,13 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
 }
 
 async fn run(
-    options: ExecOptions,
+    options: &ExecOptions,
     prepared: Prepared,
-    broker: Broker,
+    broker: Fork,
     held: HeldSignals,
 ) -> anyhow::Result<Ran> {
     let journal_dir = prepared.journal.path();
-    let forked = matches!(broker, Broker::Forked(_));
+    let forked = matches!(broker, Fork::Started(_));
     // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
     // still run it directly. A forked broker has it already.
     let not_started = |err: anyhow::Error| {
@@ -527,10 +509,10 @@ async fn run(
     drop(held);
     let live = LiveBrokers::new();
     let launched = match broker {
-        Broker::Forked(forked) => {
+        Fork::Started(forked) => {
             BrokerConversation::forked(forked, &prepared.request, &live, Pace::EXEC).await
         }
-        Broker::ToSpawn(handover) => {
+        Fork::Declined(handover) => {
             BrokerConversation::launch(
                 &prepared.request,
                 &prepared.journal,
