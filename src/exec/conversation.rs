@@ -253,16 +253,10 @@ impl ExecConversation {
             }
             // The operator's, from elsewhere: not a signal we passed on from our caller.
             EventKind::SignalSent {
-                signal,
-                targets,
                 origin: Origin::Operator,
                 client: Some(_),
                 ..
-            } => self.from_outside.push(Sent {
-                signal,
-                mono_us: event.mono_us,
-                reached: targets.len(),
-            }),
+            } => self.from_outside.extend(Sent::of(&event)),
             EventKind::FinalDrain { pattern, drain, .. } => {
                 self.outcome.final_line = Some((pattern, drain))
             }

@@ -93,6 +93,13 @@ struct Acted {
     due: Option<Due>,
 }
 
+impl Acted {
+    /// Something was written, and nothing failed.
+    fn written(&self) -> bool {
+        self.writes > 0 && !self.failed
+    }
+}
+
 /// The machine's clock: tokio's, so that a test on paused time moves it too.
 fn now() -> std::time::Instant {
     Instant::now().into_std()
@@ -183,10 +190,7 @@ impl BrokerConversation {
     /// event says it was sent). False if the broker is gone, or (attached) the control
     /// socket does not carry such a request.
     pub fn post(&mut self, message: &ToBroker) -> bool {
-        let now = now();
-        self.machine.handle(Input::Post(message), now);
-        let acted = self.act(now);
-        acted.writes > 0 && !acted.failed
+        self.handle(Input::Post(message), now()).written()
     }
 
     /// Posts a request and, for a group signal or a stop, makes sure of an answer that
@@ -194,25 +198,19 @@ impl BrokerConversation {
     /// it is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT), [`Self::check`]
     /// falls back.
     pub fn request(&mut self, message: &ToBroker) {
-        let now = now();
-        self.machine.handle(Input::Request(message), now);
-        self.act(now);
+        self.handle(Input::Request(message), now());
     }
 
     /// Posts a request whose own answer [`Self::answer`] waits for.
     pub(super) fn ask(&mut self, message: &ToBroker) {
-        let now = now();
-        self.machine.handle(Input::Ask(message), now);
-        self.act(now);
+        self.handle(Input::Ask(message), now());
     }
 
     /// Posts a stop (or the KILL of a second one) with a deadline: the broker is given up
     /// on [`STOP_SLACK`](super::intervals::STOP_SLACK) past the grace period counted from
     /// the first, unless it is still at work on it.
     pub fn post_stop(&mut self, message: &ToBroker, now: Instant) {
-        let now = now.into_std();
-        self.machine.handle(Input::Stop(message), now);
-        self.act(now);
+        self.handle(Input::Stop(message), now.into_std());
     }
 
     /// Asks an attached broker for every event from now on; its answer (a `control_ack`
@@ -220,10 +218,7 @@ impl BrokerConversation {
     /// comes among the lines. False if it could not be written, or the broker was launched
     /// by this front end (whose stdout carries every event already).
     pub fn subscribe(&mut self) -> bool {
-        let now = now();
-        self.machine.handle(Input::Subscribe, now);
-        let acted = self.act(now);
-        acted.writes > 0 && !acted.failed
+        self.handle(Input::Subscribe, now()).written()
     }
 
     /// The next line from the broker, `None` once it has closed its end; what the line
@@ -242,16 +237,15 @@ impl BrokerConversation {
             Link::Launched { broker, .. } => broker.next_line().await,
             Link::Attached { client, .. } => client.next_line().await,
         };
-        let now = now();
         let Some(line) = line else {
             // The caller learns it from the `None`: the machine's `End::Lost` is its too.
-            self.machine.handle(Input::Exited, now);
-            self.act(now);
+            self.handle(Input::Exited, now());
             return None;
         };
-        self.machine
-            .handle(Input::Line(line.event.as_ref().ok().map(|e| &e.kind)), now);
-        self.act(now);
+        self.handle(
+            Input::Line(line.event.as_ref().ok().map(|e| &e.kind)),
+            now(),
+        );
         Some(line)
     }
 
@@ -264,9 +258,13 @@ impl BrokerConversation {
     /// the front end, so that a flood of lines never starves a deadline. A deadline is
     /// acted on only once the lines the broker wrote before it was found due have been read.
     pub fn check(&mut self, now: Instant) -> Option<Due> {
-        let now = now.into_std();
-        self.machine.handle(Input::Timer, now);
-        self.act(now).due
+        self.handle(Input::Timer, now.into_std()).due
+    }
+
+    /// Tells the machine `input`, then does what it asks.
+    fn handle(&mut self, input: Input, now: std::time::Instant) -> Acted {
+        self.machine.handle(input, now);
+        self.act(now)
     }
 
     /// Does what the machine asks, giving back what the world answers.

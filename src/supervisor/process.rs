@@ -126,14 +126,7 @@ impl BrokerProcess {
         unsafe {
             command.pre_exec(move || {
                 nix::unistd::setsid()?;
-                let [out, err] = handover
-                    .mirror
-                    .as_ref()
-                    .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
-                pass_fds(
-                    [Some(&journal_fd), out, err, handover.stdin.as_ref()],
-                    JOURNAL_FD,
-                )
+                pass_fds(handover.with_journal(&journal_fd), JOURNAL_FD)
             });
         }
         let child = command.spawn()?;
@@ -145,15 +138,8 @@ impl BrokerProcess {
     }
 
     /// Talks to the broker [`fork`] started. Must be called inside a tokio runtime.
-    pub fn forked(broker: ForkedBroker) -> io::Result<BrokerProcess> {
-        let ForkedBroker {
-            child,
-            requests,
-            events,
-            custody,
-            expected_cgroup,
-        } = broker;
-        BrokerProcess::over(child, requests, events, expected_cgroup, custody)
+    pub fn forked(f: ForkedBroker) -> io::Result<BrokerProcess> {
+        BrokerProcess::over(f.child, f.requests, f.events, f.expected_cgroup, f.custody)
     }
 
     /// Talks to `child` through its piped stdin and stdout.
@@ -413,17 +399,10 @@ fn become_broker(
     let placed = (|| -> io::Result<()> {
         nix::unistd::setsid()?;
         for (fd, target) in [(&requests, 0), (&events, 1)] {
-            // SAFETY: 0 and 1 are this copy's to give a new meaning; never closed here.
-            let mut target = unsafe { OwnedFd::from_raw_fd(target) };
-            let result = rustix::io::dup2(fd, &mut target);
-            std::mem::forget(target);
-            result?;
+            // 0 and 1 are this copy's to give a new meaning.
+            dup_to(fd, target)?;
         }
-        let [out, err] = handover
-            .mirror
-            .as_ref()
-            .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
-        let handed = [Some(&journal_fd), out, err, handover.stdin.as_ref()];
+        let handed = handover.with_journal(&journal_fd);
         let missing: Vec<RawFd> = (JOURNAL_FD..)
             .zip(&handed)
             .filter(|(_, fd)| fd.is_none())
@@ -514,6 +493,17 @@ pub struct Handover {
     pub stdin: Option<OwnedFd>,
 }
 
+impl Handover {
+    /// What the broker takes at [`JOURNAL_FD`] onwards: `journal`, then these.
+    fn with_journal<'a>(&'a self, journal: &'a OwnedFd) -> [Option<&'a OwnedFd>; 4] {
+        let [out, err] = self
+            .mirror
+            .as_ref()
+            .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
+        [Some(journal), out, err, self.stdin.as_ref()]
+    }
+}
+
 /// In a child between fork and exec: makes each given descriptor available at its target
 /// number (3, 4, 5, 6), inherited by exec. Each is first copied above every target, so no
 /// source is overwritten by an earlier target. No allocation: this runs after fork. rustix,
@@ -527,15 +517,21 @@ fn pass_fds(fds: [Option<&OwnedFd>; 4], first_target: RawFd) -> io::Result<()> {
     }
     for (i, fd) in high.iter().enumerate() {
         if let Some(fd) = fd {
-            // SAFETY: the target is a descriptor number this child gives a new meaning to;
-            // it is never closed here (forgotten below). dup2 clears close-on-exec on it.
-            let mut target = unsafe { OwnedFd::from_raw_fd(first_target + i as RawFd) };
-            let result = rustix::io::dup2(fd, &mut target);
-            std::mem::forget(target);
-            result?;
+            dup_to(fd, first_target + i as RawFd)?;
         }
     }
     Ok(())
+}
+
+/// In a child after fork: makes `target` a copy of `fd` (dup2, which clears close-on-exec
+/// on it), never closing it.
+fn dup_to(fd: &OwnedFd, target: RawFd) -> io::Result<()> {
+    // SAFETY: the target is a descriptor number this child gives a new meaning to; it is
+    // never closed here (forgotten below).
+    let mut target = unsafe { OwnedFd::from_raw_fd(target) };
+    let result = rustix::io::dup2(fd, &mut target);
+    std::mem::forget(target);
+    Ok(result?)
 }
 
 impl BrokerLine {
