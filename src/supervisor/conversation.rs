@@ -26,7 +26,7 @@ use super::intervals::Pace;
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
 use super::liveness::is_stopped;
 use super::machine::{Action, CommandCgroup, ConversationMachine, Ending, Input, Transport};
-use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover};
+use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover, Wire};
 use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::signal_through_pid;
@@ -59,6 +59,15 @@ pub(super) enum Link {
         client: ControlClient,
         command: Box<LiveCommand>,
     },
+}
+
+impl Link {
+    fn wire(&mut self) -> &mut Wire {
+        match self {
+            Link::Launched { broker, .. } => &mut broker.wire,
+            Link::Attached { client, .. } => client,
+        }
+    }
 }
 
 pub struct BrokerConversation {
@@ -233,10 +242,7 @@ impl BrokerConversation {
 
     /// The next line read from the broker, noted; lines kept are not looked at.
     pub(super) async fn read_line(&mut self) -> Option<BrokerLine> {
-        let line = match &mut self.link {
-            Link::Launched { broker, .. } => broker.next_line().await,
-            Link::Attached { client, .. } => client.next_line().await,
-        };
+        let line = self.link.wire().next_line().await;
         let Some(line) = line else {
             // The caller learns it from the `None`: the machine's `End::Lost` is its too.
             self.handle(Input::Exited, now());
@@ -306,10 +312,7 @@ impl BrokerConversation {
                     self.machine.handle(Input::Looked { stopped }, now);
                 }
                 Action::CountUnread => {
-                    let unread = match &mut self.link {
-                        Link::Launched { broker, .. } => broker.read_waiting(),
-                        Link::Attached { client, .. } => client.read_waiting(),
-                    };
+                    let unread = self.link.wire().read_waiting();
                     self.machine.handle(Input::Unread(unread), now);
                 }
                 Action::FindLeader { pgid } => {

@@ -22,7 +22,9 @@ pub use attach::Answer;
 pub use conversation::{BrokerConversation, Due};
 pub use ending::{End, Remains};
 pub use launch::launch_request;
-pub use process::{BROKER_FORK_ENV, BrokerLine, Fork, ForkedBroker, Handover, fork as fork_broker};
+pub use process::{
+    BROKER_FORK_ENV, BrokerLine, Fork, ForkedBroker, Handover, Wire, fork as fork_broker,
+};
 pub use session::Session;
 
 use std::io;

@@ -76,11 +76,8 @@ impl BrokerChild {
 /// A running broker: requests go to its stdin, events come from its stdout.
 pub struct BrokerProcess {
     pub child: BrokerChild,
-    requests: AsyncPipe,
-    events: AsyncPipe,
-    reader: LineReader,
-    /// Request lines the broker's stdin has not taken yet.
-    outbox: Outbox,
+    /// Its stdin and stdout.
+    pub wire: Wire,
     /// The name of the cgroup the broker will put the command in, where there is a
     /// hierarchy: what to kill and remove if the broker dies before its `containment` event
     /// comes (see [`containment::expected_cgroup`](crate::broker::containment::expected_cgroup)).
@@ -132,7 +129,7 @@ impl BrokerProcess {
         let child = command.spawn()?;
         let mut broker = BrokerProcess::talking_to(child, None, Some(custody))?;
         // The request first: the broker waits for it, and what follows does not.
-        broker.requests.write_all(&launch).await?;
+        broker.wire.requests.write_all(&launch).await?;
         broker.expected_cgroup = expected_cgroup(request, broker.pid());
         Ok(broker)
     }
@@ -171,10 +168,7 @@ impl BrokerProcess {
     ) -> io::Result<BrokerProcess> {
         Ok(BrokerProcess {
             child,
-            requests: AsyncPipe::new(requests)?,
-            events: AsyncPipe::new(events)?,
-            reader: LineReader::new(256 * 1024),
-            outbox: Outbox::default(),
+            wire: Wire::new(requests, Some(events), 256 * 1024)?,
             expected_cgroup,
             _custody: custody,
         })
@@ -183,51 +177,87 @@ impl BrokerProcess {
     /// Queues a request and writes what the broker's stdin takes now, never waiting: a
     /// stopped broker must not stall its front end. `Err` means the broker is gone.
     pub fn post(&mut self, message: &ToBroker) -> io::Result<()> {
-        let line = encode_line(message).map_err(io::Error::other)?;
-        self.outbox.push(&line);
-        self.flush_posted()
+        self.wire
+            .post_line(&encode_line(message).map_err(io::Error::other)?)
     }
 
     /// A ping, unless earlier requests still wait: the broker answers those first anyway.
     /// Returns whether a ping was queued.
     pub fn ping(&mut self) -> io::Result<bool> {
-        if self.outbox.is_empty() {
-            self.post(&ToBroker::Ping).map(|()| true)
-        } else {
-            self.flush_posted().map(|()| false)
-        }
-    }
-
-    /// Writes what the broker's stdin takes of the queued requests now.
-    pub fn flush_posted(&mut self) -> io::Result<()> {
-        self.outbox.write_now(&self.requests)
+        self.wire
+            .ping_with(&encode_line(&ToBroker::Ping).map_err(io::Error::other)?)
     }
 
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }
+}
 
-    /// The next line from the broker; `None` once it has closed its end. While it waits,
+/// One peer's lines: requests out, and lines (events, answers) back, over a broker's stdin
+/// and stdout, or both ways over its control socket ([`ControlClient`](crate::control::ControlClient)).
+pub struct Wire {
+    requests: AsyncPipe,
+    /// Where the lines come from, when not from `requests` (a socket carries both ways).
+    events: Option<AsyncPipe>,
+    reader: LineReader,
+    /// Request lines the peer has not taken yet.
+    pub(crate) outbox: Outbox,
+}
+
+impl Wire {
+    /// A wire over `requests` and `events` (or `requests` both ways), lines up to `max_line`
+    /// bytes. Must be called inside a tokio runtime.
+    pub(crate) fn new(
+        requests: OwnedFd,
+        events: Option<OwnedFd>,
+        max_line: usize,
+    ) -> io::Result<Wire> {
+        Ok(Wire {
+            requests: AsyncPipe::new(requests)?,
+            events: events.map(AsyncPipe::new).transpose()?,
+            reader: LineReader::new(max_line),
+            outbox: Outbox::default(),
+        })
+    }
+
+    /// Queues `line` and writes what the peer takes now, never waiting.
+    pub(crate) fn post_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.outbox.push(line);
+        self.outbox.write_now(&self.requests)
+    }
+
+    /// Posts `ping`, unless earlier requests still wait, which are written as far as the
+    /// peer takes them. Returns whether the ping was queued.
+    pub(crate) fn ping_with(&mut self, ping: &[u8]) -> io::Result<bool> {
+        if self.outbox.is_empty() {
+            self.post_line(ping).map(|()| true)
+        } else {
+            self.outbox.write_now(&self.requests).map(|()| false)
+        }
+    }
+
+    /// The next line from the peer; `None` once it has closed its end. While it waits,
     /// requests that a post could not write (a paste bigger than the pipe, a broker that
-    /// is behind) go as the broker's stdin takes them, not only with the next post.
+    /// is behind) go as the peer takes them, not only with the next post.
     /// Cancel-safe: a line is only taken in the poll that returns it, and bytes leave the
     /// queue only in the poll that writes them.
     pub async fn next_line(&mut self) -> Option<BrokerLine> {
+        let events = self.events.as_ref().unwrap_or(&self.requests);
         let frame = self
             .reader
-            .next(&self.events, &mut self.outbox, &self.requests)
+            .next(events, &mut self.outbox, &self.requests)
             .await?;
         Some(BrokerLine::from_frame(frame))
     }
-}
 
-impl BrokerProcess {
-    /// Reads, without waiting, what the broker has written and was not read yet, and returns
+    /// Reads, without waiting, what the peer has written and was not read yet, and returns
     /// how many lines then wait for [`Self::next_line`]: all it wrote before this call (the
-    /// buffer holds more than a pipe; a pipe raised past it to the 1-MiB ceiling takes a few
-    /// reads). End of file and errors are left for `next_line` to meet.
+    /// buffer holds more than a pipe; a pipe raised past it to the 1-MiB ceiling, or a
+    /// subscription's backlog, takes a few reads). End of file and errors are left for
+    /// `next_line` to meet.
     pub fn read_waiting(&mut self) -> usize {
-        self.reader.read_waiting(&self.events)
+        let events = self.events.as_ref().unwrap_or(&self.requests);
+        self.reader.read_waiting(events)
     }
 }
 
@@ -588,11 +618,15 @@ mod tests {
         for _ in 0..requests {
             reader.post(&input).expect("post");
         }
-        assert!(!reader.outbox.is_empty(), "{total} bytes fill the pipe");
-        let line = tokio::time::timeout(std::time::Duration::from_secs(30), reader.next_line())
-            .await
-            .expect("every request reaches the reader")
-            .expect("its count");
+        assert!(
+            !reader.wire.outbox.is_empty(),
+            "{total} bytes fill the pipe"
+        );
+        let line =
+            tokio::time::timeout(std::time::Duration::from_secs(30), reader.wire.next_line())
+                .await
+                .expect("every request reaches the reader")
+                .expect("its count");
         assert_eq!(String::from_utf8_lossy(&line.raw).trim(), total.to_string());
         let _ = reader.child.wait();
     }
