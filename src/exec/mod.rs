@@ -195,10 +195,7 @@ struct HeldSignals {
 
 impl HeldSignals {
     fn hold() -> HeldSignals {
-        let mut held = SigSet::empty();
-        for signal in conversation::HANDLED {
-            held.add(signal);
-        }
+        let held: SigSet = conversation::HANDLED.into_iter().collect();
         let mut before = SigSet::empty();
         let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), Some(&mut before));
         HeldSignals { before }
@@ -613,8 +610,7 @@ fn die_by(signal: i32) {
     let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
     // SAFETY: restoring the default action installs no handler of ours.
     let _ = unsafe { set_handler(signal, SigHandler::SigDfl) };
-    let mut only = SigSet::empty();
-    only.add(signal);
+    let only = SigSet::from(signal);
     let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
     let _ = nix::sys::signal::raise(signal);
 }
