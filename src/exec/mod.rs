@@ -165,10 +165,8 @@ fn start(options: &ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
     let broker = match fork_broker(&prepared.request, &prepared.journal, handover, &held.before) {
         Ok(broker) => broker,
         Err(err) => {
-            return Ok(Ran::NotStarted {
-                reason: format!("cannot start the broker: {err}"),
-                state: Some(prepared.state),
-            });
+            let err = format!("cannot start the broker: {err}");
+            return Ok(Ran::not_started(err, Some(&prepared.state)));
         }
     };
     match tokio::runtime::Builder::new_current_thread()
@@ -180,10 +178,10 @@ fn start(options: &ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
         Err(err) if matches!(broker, Fork::Started(_)) => {
             Err(anyhow::anyhow!("cannot start the event loop: {err}"))
         }
-        Err(err) => Ok(Ran::NotStarted {
-            reason: format!("cannot start the event loop: {err}"),
-            state: Some(prepared.state),
-        }),
+        Err(err) => {
+            let err = format!("cannot start the event loop: {err}");
+            Ok(Ran::not_started(err, Some(&prepared.state)))
+        }
     }
 }
 
@@ -221,6 +219,16 @@ enum Ran {
         /// The state directory, if it was found.
         state: Option<PathBuf>,
     },
+}
+
+impl Ran {
+    /// Not started, for `err` (with its causes), `state` the state directory if it was found.
+    fn not_started(err: impl std::fmt::Display, state: Option<&Path>) -> Ran {
+        Ran::NotStarted {
+            reason: format!("{err:#}"),
+            state: state.map(Path::to_path_buf),
+        }
+    }
 }
 
 /// Becomes `argv` (seen as `arg0`, if given), as a shell would run it: without tether,
@@ -360,10 +368,7 @@ struct Prepared {
 }
 
 fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
-    let not_started = |err: anyhow::Error, state: Option<&Path>| Ran::NotStarted {
-        reason: format!("{err:#}"),
-        state: state.map(Path::to_path_buf),
-    };
+    let not_started = |err: anyhow::Error, state: Option<&Path>| Ran::not_started(err, state);
     let state =
         state_dir(options.state_dir.as_deref()).map_err(|err| not_started(err.into(), None))?;
     let mut session = Session::create(&state, options.session.as_ref())
@@ -492,10 +497,7 @@ async fn run(
         if forked {
             Err(err)
         } else {
-            Ok(Ran::NotStarted {
-                reason: format!("{err:#}"),
-                state: Some(prepared.state.clone()),
-            })
+            Ok(Ran::not_started(err, Some(&prepared.state)))
         }
     };
     let signals = match Signals::install(prepared.request.terminal.is_some()) {
@@ -550,10 +552,7 @@ async fn run(
                 journal_dir.display()
             )
         });
-        return Ok(Ran::NotStarted {
-            reason,
-            state: Some(prepared.state),
-        });
+        return Ok(Ran::not_started(reason, Some(&prepared.state)));
     }
     let lost = remains.is_some();
     if let Some(remains) = remains {
