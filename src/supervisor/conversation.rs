@@ -62,6 +62,15 @@ pub(super) enum Link {
 }
 
 impl Link {
+    /// Writes `message` as the link carries it; false if it could not be.
+    fn write(&mut self, message: &ToBroker) -> bool {
+        match self {
+            Link::Launched { broker, .. } => broker.post(message).is_ok(),
+            Link::Attached { client, .. } => super::attach::over_socket(message)
+                .is_some_and(|request| client.post(&request).is_ok()),
+        }
+    }
+
     fn wire(&mut self) -> &mut Wire {
         match self {
             Link::Launched { broker, .. } => &mut broker.wire,
@@ -278,20 +287,14 @@ impl BrokerConversation {
         let mut acted = Acted::default();
         while let Some(action) = self.machine.poll_action() {
             match action {
-                Action::Write(message) => {
+                Action::Write(_) | Action::Subscribe => {
                     acted.writes += 1;
-                    if !self.write(&message) {
-                        acted.failed = true;
-                        self.machine.handle(Input::Unwritable, now);
-                    }
-                }
-                Action::Subscribe => {
-                    acted.writes += 1;
-                    let written = match &mut self.link {
-                        Link::Attached { client, .. } => {
+                    let written = match (action, &mut self.link) {
+                        (Action::Write(message), link) => link.write(&message),
+                        (_, Link::Attached { client, .. }) => {
                             client.post(&ControlRequest::Subscribe).is_ok()
                         }
-                        Link::Launched { .. } => false,
+                        (_, Link::Launched { .. }) => false,
                     };
                     if !written {
                         acted.failed = true;
@@ -330,15 +333,6 @@ impl BrokerConversation {
             }
         }
         acted
-    }
-
-    /// Writes `message` as the link carries it; false if it could not be.
-    fn write(&mut self, message: &ToBroker) -> bool {
-        match &mut self.link {
-            Link::Launched { broker, .. } => broker.post(message).is_ok(),
-            Link::Attached { client, .. } => super::attach::over_socket(message)
-                .is_some_and(|request| client.post(&request).is_ok()),
-        }
     }
 
     /// A group signal the broker did not acknowledge, sent by the front end: to a launched
