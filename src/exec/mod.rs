@@ -388,11 +388,9 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     let journal_dir = journal.path().to_path_buf();
     // With --json our stdout carries events, not the command's output.
     let merge_stderr = !options.json && terminal::stdout_is_stderr();
-    let terminal = if options.pty && !options.json {
-        terminal::own_terminal()
-    } else {
-        None
-    };
+    let terminal = (options.pty && !options.json)
+        .then(terminal::own_terminal)
+        .flatten();
     let relay = (options.relay_keys
         && !options.no_stdin
         && terminal.is_some()
@@ -401,11 +399,9 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     .flatten();
     // Our stdin becomes the command's, as a shell would give it. (std opens /dev/null for a
     // closed descriptor 0 at start, so there is always one.)
-    let stdin = if options.no_stdin || relay.is_some() {
-        None
-    } else {
-        std::io::stdin().as_fd().try_clone_to_owned().ok()
-    };
+    let stdin = (!options.no_stdin && relay.is_none())
+        .then(|| std::io::stdin().as_fd().try_clone_to_owned().ok())
+        .flatten();
     let (trace, trace_ignored) = caller_trace();
     // A user config that does not parse gives the defaults here, and is said once, by the
     // retention that runs when this session ends (the same file, the same error).
