@@ -21,7 +21,7 @@ pub use owner::{OWNER_SUBCOMMAND, SHELL_VARS, become_session_owner};
 
 use std::path::{Path, PathBuf};
 
-use crate::exec::{self, EXIT_TETHER_FAILED, ExecOptions, LeftoversChoice, SignalMode};
+use crate::exec::{self, EXIT_TETHER_FAILED, ExecOptions};
 use crate::journal::paths::{MAX_SESSION_NAME, compact_utc, sessions_dir};
 use crate::journal::{SessionName, state_dir};
 use shims_dir::PrivateShims;
@@ -92,30 +92,17 @@ pub fn main(options: AgentOptions) -> i32 {
     argv.push("--".to_string());
     argv.extend(options.argv);
     let code = exec::main(ExecOptions {
-        json: false,
         name: Some(name),
-        grace: None,
-        no_output_timeout: None,
-        drain_on: None,
-        drain: None,
-        max_output: None,
         state_dir: options.state_dir,
         session: Some(session),
         argv,
-        arg0: None,
-        signals: SignalMode::Stop,
-        no_stdin: false,
         pty: true,
-        limits: Default::default(),
-        // Nothing outlives the agent: its broker stops what is left of its tree, the
-        // brokers of its commands among it (they say why: their session's owner exited).
-        leftovers: LeftoversChoice::default(),
-        die_by_signal: false,
-        agents_command: false,
         agent: true,
-        fail_open: false,
-        retention: exec::RetentionRun::AtSessionEnd,
-        relay_keys: false,
+        // The rest as `tether exec` has it: SIGINT stops, the exit status is a code, the
+        // retention runs at the session's end. Nothing outlives the agent (the default
+        // leftovers): its broker stops what is left of its tree, the brokers of its
+        // commands among it (they say why: their session's owner exited).
+        ..ExecOptions::default()
     });
     drop(shims);
     code

@@ -23,11 +23,13 @@ use crate::clock::now_ms;
 use crate::journal::{CommandRecord, EventTail};
 use crate::model::replay::{broker_alive, reload_from_record};
 use crate::model::{CommandState, Mode, Status};
-use crate::protocol::{Origin, StdinSource, TerminalRequest, ToBroker, WindowSize, input_requests};
+use crate::protocol::{
+    LaunchRequest, Origin, StdinSource, TerminalRequest, ToBroker, WindowSize, input_requests,
+};
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
 use crate::supervisor::intervals::{Pace, grace};
-use crate::supervisor::{LaunchOptions, launch_request};
+use crate::supervisor::launch_request;
 
 /// After asking every broker to stop, how long to wait beyond the longest grace (a broker
 /// that does not acknowledge the stop is killed after a second and its leftovers stopped).
@@ -84,40 +86,39 @@ impl Runner {
         } else if let Some(message) = ignored {
             self.app.view.say(message);
         }
-        let request = launch_request(
-            config.name.clone(),
-            config.command.clone(),
-            &dir,
-            session.reference(&journal),
-            Pace::FLEET,
-            LaunchOptions {
-                // None: the broker inherits the TUI's working directory.
-                cwd: config.cwd.clone(),
-                env: config.env.clone(),
-                grace: config.grace,
-                no_output_timeout: config.no_output_timeout,
-                drain_on: config.drain_on.clone(),
-                drain: config.drain,
-                // With terminals, stdin is stdout's: the operator types into it with `i`.
-                stdin: if config.pty {
-                    StdinSource::Terminal
-                } else {
-                    StdinSource::Null
-                },
-                terminal: config.pty.then_some(TerminalRequest {
-                    stdout: true,
-                    stderr: true,
-                    size: self.app.terminal_size,
-                }),
-                limits: config.limits,
-                attention,
-                max_output,
-                // The TUI's commands end with their processes, as configured (the default
-                // leftovers rule), and are the operator's: only `tether exec` and the shim
-                // stand in for a caller's shell and join its trace.
-                ..LaunchOptions::default()
+        let request = LaunchRequest {
+            // None: the broker inherits the TUI's working directory.
+            cwd: config.cwd.clone(),
+            env: config.env.clone(),
+            grace: grace(config.grace),
+            no_output_timeout: config.no_output_timeout,
+            drain_on: config.drain_on.clone(),
+            drain: config.drain,
+            // With terminals, stdin is stdout's: the operator types into it with `i`.
+            stdin: if config.pty {
+                StdinSource::Terminal
+            } else {
+                StdinSource::Null
             },
-        );
+            terminal: config.pty.then_some(TerminalRequest {
+                stdout: true,
+                stderr: true,
+                size: self.app.terminal_size,
+            }),
+            limits: config.limits,
+            attention,
+            max_output,
+            // The TUI's commands end with their processes, as configured (the default
+            // leftovers rule), and are the operator's: only `tether exec` and the shim
+            // stand in for a caller's shell and join its trace.
+            ..launch_request(
+                config.name.clone(),
+                config.command.clone(),
+                &dir,
+                session.reference(&journal),
+                Pace::FLEET,
+            )
+        };
         self.fleet.launch(
             RunId {
                 command: id,

@@ -33,13 +33,17 @@ pub enum Action {
     Signal(ProcessSignal),
 }
 
-fn live(state: Option<&Path>, session: Option<&str>) -> Result<Vec<LiveCommand>, String> {
-    let dir = state_dir(state).map_err(|e| e.to_string())?;
-    let (live, skipped) = live_commands_noting(&dir, session).map_err(|e| e.to_string())?;
+/// The live commands, with a line on stderr for each journal skipped; `None` (said on
+/// stderr) when they cannot be listed.
+fn live(state: Option<&Path>, session: Option<&str>) -> Option<Vec<LiveCommand>> {
+    let listed = state_dir(state)
+        .map_err(|e| e.to_string())
+        .and_then(|dir| live_commands_noting(&dir, session).map_err(|e| e.to_string()));
+    let (live, skipped) = listed.inspect_err(|err| eprintln!("tether: {err}")).ok()?;
     for line in skipped {
         eprintln!("tether: {line}");
     }
-    Ok(live)
+    Some(live)
 }
 
 /// One row of `tether ps`.
@@ -83,12 +87,8 @@ pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
 }
 
 fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
-    let commands = match live(state, session) {
-        Ok(commands) => commands,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return 2;
-        }
+    let Some(commands) = live(state, session) else {
+        return 2;
     };
     let brokers: Vec<i32> = commands.iter().map(|c| c.broker.pid).collect();
     let mut sampler = Sampler::new();
@@ -198,12 +198,8 @@ fn command_text(dir: &Path) -> String {
 /// `tether stop|kill|signal SIG TARGET`: acts on every command the target names, at once,
 /// and prints what happened to each.
 pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
-    let all = match live(state, None) {
-        Ok(all) => all,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return 2;
-        }
+    let Some(all) = live(state, None) else {
+        return 2;
     };
     let chosen: Vec<LiveCommand> = match target.select(&all, &crate::procfs::all_processes()) {
         Ok(chosen) => chosen.into_iter().cloned().collect(),

@@ -15,9 +15,8 @@ use tokio::net::UnixStream;
 
 use super::discover::LiveCommand;
 use super::socket_dir;
-use crate::fdio::{AsyncPipe, LineReader, Outbox};
 use crate::protocol::{BrokerIdentity, CONTROL_MAX_LINE, ControlRequest};
-use crate::supervisor::BrokerLine;
+use crate::supervisor::Wire;
 
 #[derive(Debug, Error)]
 pub enum ControlError {
@@ -50,14 +49,10 @@ pub enum ControlError {
 
 /// One connection to a broker's control socket: the transport of a
 /// [`BrokerConversation`](crate::supervisor::BrokerConversation) attached to a broker that
-/// another front end launched. Requests are queued and written as the socket takes them;
-/// what each one got back comes among the lines, in order, one answer per request.
-pub struct ControlClient {
-    socket: AsyncPipe,
-    reader: LineReader,
-    /// Request lines the socket has not taken yet.
-    outbox: Outbox,
-}
+/// another front end launched, the socket carrying requests out and lines back. Requests
+/// are queued and written as the socket takes them; what each one got back comes among the
+/// lines, in order, one answer per request.
+pub type ControlClient = Wire;
 
 /// What a request got back.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -127,11 +122,7 @@ impl ControlClient {
 
     /// Talks over `socket`, a connected stream whose peer was checked (or a test's pair).
     pub(crate) fn over(socket: OwnedFd) -> Result<ControlClient, ControlError> {
-        Ok(ControlClient {
-            socket: AsyncPipe::new(socket)?,
-            reader: LineReader::new(64 * 1024),
-            outbox: Outbox::default(),
-        })
+        Ok(Wire::new(socket, None, 64 * 1024)?)
     }
 
     /// Queues a request and writes what the socket takes now, never waiting: a stopped
@@ -140,38 +131,13 @@ impl ControlClient {
     pub fn post(&mut self, request: &ControlRequest) -> io::Result<()> {
         let line = request.to_line();
         debug_assert!(line.len() <= CONTROL_MAX_LINE);
-        self.outbox.push(&line);
-        self.outbox.write_now(&self.socket)
+        self.post_line(&line)
     }
 
     /// A ping, unless earlier requests still wait to be written: the broker answers those
     /// first anyway. Returns whether a ping was queued.
     pub fn ping(&mut self) -> io::Result<bool> {
-        if self.outbox.is_empty() {
-            self.post(&ControlRequest::Ping).map(|()| true)
-        } else {
-            self.outbox.write_now(&self.socket).map(|()| false)
-        }
-    }
-
-    /// Reads, without waiting, what the broker has written and was not read yet, and returns
-    /// how many lines then wait for [`Self::next_line`]: all it wrote before this call, as
-    /// far as a megabyte (a subscription's backlog). End of file and errors are left for
-    /// `next_line` to meet.
-    pub fn read_waiting(&mut self) -> usize {
-        self.reader.read_waiting(&self.socket)
-    }
-
-    /// The next line from the broker (an answer, or once subscribed an event); `None` once
-    /// the broker has closed the connection (it exits right after `close`). Requests the
-    /// socket did not take at once go while it waits. Cancel-safe, as
-    /// [`BrokerProcess::next_line`](crate::supervisor::BrokerLine) is.
-    pub async fn next_line(&mut self) -> Option<BrokerLine> {
-        let frame = self
-            .reader
-            .next(&self.socket, &mut self.outbox, &self.socket)
-            .await?;
-        Some(BrokerLine::from_frame(frame))
+        self.ping_with(&ControlRequest::Ping.to_line())
     }
 }
 

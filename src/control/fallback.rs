@@ -18,7 +18,7 @@ use super::report::{Sent, describe_signals};
 use super::verify::{open_broker, signal_broker};
 use crate::journal::CommandRecord;
 use crate::model::command::exit_label;
-use crate::protocol::{EventKind, ProcessSignal};
+use crate::protocol::ProcessSignal;
 use crate::supervisor::intervals::REMOTE_STOP_WAIT;
 use crate::supervisor::leftovers::{GroupLeader, signal_directly};
 use crate::units::short_duration;
@@ -45,20 +45,7 @@ pub async fn stop_through_pid(command: &LiveCommand, why: &str) -> Result<String
         })?
         .map_err(|e: std::io::Error| e.to_string())?;
     let record = CommandRecord::load(&command.dir);
-    let sent: Vec<_> = record
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::SignalSent {
-                signal, targets, ..
-            } => Some(Sent {
-                signal: *signal,
-                mono_us: e.mono_us,
-                reached: targets.len(),
-            }),
-            _ => None,
-        })
-        .collect();
+    let sent: Vec<_> = record.events.iter().filter_map(Sent::of).collect();
     let ended = record
         .result
         .and_then(|r| r.exit)

@@ -15,6 +15,20 @@ pub struct Sent {
 }
 
 impl Sent {
+    /// The signal `event` says was sent, if it says one was.
+    pub fn of(event: &Event) -> Option<Sent> {
+        match &event.kind {
+            EventKind::SignalSent {
+                signal, targets, ..
+            } => Some(Sent {
+                signal: *signal,
+                mono_us: event.mono_us,
+                reached: targets.len(),
+            }),
+            _ => None,
+        }
+    }
+
     /// For tests: `signal` sent `ms` after the broker started, reaching one process.
     #[cfg(test)]
     pub(crate) fn to_one(signal: &str, ms: u64) -> Sent {
@@ -69,13 +83,7 @@ pub struct StopReport {
 impl StopReport {
     pub fn apply(&mut self, event: &Event) {
         match &event.kind {
-            EventKind::SignalSent {
-                signal, targets, ..
-            } => self.sent.push(Sent {
-                signal: *signal,
-                mono_us: event.mono_us,
-                reached: targets.len(),
-            }),
+            EventKind::SignalSent { .. } => self.sent.extend(Sent::of(event)),
             EventKind::Exit { status, .. } => self.exit = Some(*status),
             // Only escapees: not a process re-parented when its parent ended (unknown in a
             // journal from before the broker said, and counted then, as it was).

@@ -49,40 +49,36 @@ impl Target {
         live: &'a [LiveCommand],
         processes: &[ProcStat],
     ) -> Result<Vec<&'a LiveCommand>, String> {
-        if let Target::Command { session, name } = self {
-            let in_session = live.iter().filter(|c| c.session == *session);
-            // A number names the command of that number, as `ps` shows it (`SESSION/NN`), so
-            // that the id always names one command; a command named like a number is reached
-            // by its directory id (`01-2`).
-            let numbered: Vec<_> = (in_session.clone())
-                .filter(|c| same_number(&c.id, name))
-                .collect();
-            if !numbered.is_empty() {
-                return Ok(numbered);
+        let (session, name) = match self {
+            Target::Command { session, name } => (session, name),
+            Target::Session(session) => {
+                return Ok(live.iter().filter(|c| c.session == *session).collect());
             }
-            let named: Vec<_> = in_session
-                .filter(|c| c.name == *name || c.id == *name)
-                .collect();
-            if named.len() > 1 {
-                return Err(ambiguous(self, &named));
-            }
-            return Ok(named);
-        }
-        Ok(live
-            .iter()
-            .filter(|c| match self {
-                Target::Command { session, name } => {
-                    c.session == *session && (c.name == *name || c.id == *name)
-                }
-                Target::Session(session) => c.session == *session,
-                Target::Pid(pid) => {
+            Target::Pid(pid) => {
+                let holds = |c: &LiveCommand| {
                     c.broker.pid == *pid
-                        || descendants_in(processes, c.broker.pid)
-                            .iter()
-                            .any(|p| p.pid == *pid)
-                }
-            })
-            .collect())
+                        || (descendants_in(processes, c.broker.pid).iter()).any(|p| p.pid == *pid)
+                };
+                return Ok(live.iter().filter(|c| holds(c)).collect());
+            }
+        };
+        let in_session = live.iter().filter(|c| c.session == *session);
+        // A number names the command of that number, as `ps` shows it (`SESSION/NN`), so
+        // that the id always names one command; a command named like a number is reached
+        // by its directory id (`01-2`).
+        let numbered: Vec<_> = (in_session.clone())
+            .filter(|c| same_number(&c.id, name))
+            .collect();
+        if !numbered.is_empty() {
+            return Ok(numbered);
+        }
+        let named: Vec<_> = in_session
+            .filter(|c| c.name == *name || c.id == *name)
+            .collect();
+        if named.len() > 1 {
+            return Err(ambiguous(self, &named));
+        }
+        Ok(named)
     }
 }
 

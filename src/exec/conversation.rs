@@ -74,7 +74,7 @@ pub(super) struct ExecConversation {
     paused: bool,
     /// The first SIGINT, SIGTERM or SIGHUP goes to the command's group as it came (see
     /// [`super::SignalMode::Forward`]); later ones stop it.
-    pub(super) forward_signals: bool,
+    forward_signals: bool,
     /// Signals sent on behalf of a control-socket client (`tether stop`, `kill`, `signal`
     /// from elsewhere), to say so when the command ends.
     from_outside: Vec<Sent>,
@@ -82,11 +82,16 @@ pub(super) struct ExecConversation {
     /// told in one line after the command's last bytes: never in the middle of its stderr.
     pub(super) journal_losses: Vec<String>,
     /// Our terminal's keys, passed to the command's (see [`super::keys`]).
-    pub(super) keys: Option<KeyRelay>,
+    keys: Option<KeyRelay>,
 }
 
 impl ExecConversation {
-    pub(super) fn new(json: bool, copy: Option<OutputCopy>) -> Self {
+    pub(super) fn new(
+        json: bool,
+        copy: Option<OutputCopy>,
+        forward_signals: bool,
+        keys: Option<KeyRelay>,
+    ) -> Self {
         ExecConversation {
             json,
             copy,
@@ -94,10 +99,10 @@ impl ExecConversation {
             started: false,
             stops: 0,
             paused: false,
-            forward_signals: false,
+            forward_signals,
             from_outside: Vec::new(),
             journal_losses: Vec::new(),
-            keys: None,
+            keys,
         }
     }
 
@@ -248,16 +253,10 @@ impl ExecConversation {
             }
             // The operator's, from elsewhere: not a signal we passed on from our caller.
             EventKind::SignalSent {
-                signal,
-                targets,
                 origin: Origin::Operator,
                 client: Some(_),
                 ..
-            } => self.from_outside.push(Sent {
-                signal,
-                mono_us: event.mono_us,
-                reached: targets.len(),
-            }),
+            } => self.from_outside.extend(Sent::of(&event)),
             EventKind::FinalDrain { pattern, drain, .. } => {
                 self.outcome.final_line = Some((pattern, drain))
             }

@@ -49,7 +49,6 @@ impl CopyPipes {
 #[derive(Debug)]
 pub struct CopyReport {
     pub stream: Stream,
-    pub copied: u64,
     /// A write error other than EPIPE, and the bytes that could not be copied after it.
     pub failure: Option<(io::Error, u64)>,
 }
@@ -119,7 +118,6 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
     };
     let mut report = CopyReport {
         stream,
-        copied: 0,
         failure: None,
     };
     // splice(2) into a regular file moves the shared file offset without the lock write(2)
@@ -134,11 +132,7 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
         if copying && splice_works {
             match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
                 Ok(0) => return report,
-                Ok(n) => {
-                    report.copied += n as u64;
-                    continue;
-                }
-                Err(Errno::EINTR) => continue,
+                Ok(_) | Err(Errno::EINTR) => continue,
                 Err(Errno::EAGAIN) => {
                     wait_writable(out);
                     continue;
@@ -166,14 +160,10 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
             }
             continue;
         }
-        match write_all(out, &buf[..n]) {
-            Ok(()) => report.copied += n as u64,
-            Err((err, written)) => {
-                report.copied += written as u64;
-                fail(&mut report, &mut gone, err, broken);
-                if let Some((_, lost)) = report.failure.as_mut() {
-                    *lost += (n - written) as u64;
-                }
+        if let Err((err, written)) = write_all(out, &buf[..n]) {
+            fail(&mut report, &mut gone, err, broken);
+            if let Some((_, lost)) = report.failure.as_mut() {
+                *lost += (n - written) as u64;
             }
         }
     }

@@ -32,11 +32,10 @@ use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 use crate::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
 use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
-use crate::supervisor::intervals::Pace;
+use crate::supervisor::intervals::{Pace, grace};
 use crate::supervisor::leftovers::LiveBrokers;
 use crate::supervisor::{
-    BrokerConversation, End, Fork, ForkedBroker, Handover, LaunchOptions, Session,
-    become_subreaper, fork_broker, launch_request,
+    BrokerConversation, End, Fork, Handover, Session, become_subreaper, fork_broker, launch_request,
 };
 
 /// tether's own failure (journal, broker), as opposed to the command's.
@@ -44,6 +43,7 @@ pub const EXIT_TETHER_FAILED: i32 = 125;
 pub const EXIT_NOT_EXECUTABLE: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 
+#[derive(Default)]
 pub struct ExecOptions {
     pub json: bool,
     pub name: Option<String>,
@@ -94,10 +94,11 @@ pub struct ExecOptions {
 }
 
 /// When a front end applies retention (see [`crate::prune`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RetentionRun {
     /// In this process, once the session ends (`tether exec`), unless nested in another
     /// tether's command: the outermost front end applies it when its own session ends.
+    #[default]
     AtSessionEnd,
     /// In a detached process after the command, at most once a minute (the shell shim,
     /// whose caller must get the exit status at once).
@@ -117,34 +118,30 @@ pub enum SignalMode {
 }
 
 pub fn main(options: ExecOptions) -> i32 {
-    let fail_open = options.fail_open.then(|| FailOpen {
-        argv: options.argv.clone(),
-        arg0: options.arg0.clone(),
-        retention: options.retention,
-    });
     let ran = match prepare(&options) {
-        Ok(prepared) => start(options, prepared),
+        Ok(prepared) => start(&options, prepared),
         Err(not_started) => Ok(not_started),
     };
-    match (ran, fail_open) {
-        (Ok(Ran::Code(code)), _) => code,
-        (Ok(Ran::Signalled { signal, code }), _) => {
+    match ran {
+        Ok(Ran::Code(code)) => code,
+        Ok(Ran::Signalled { signal, code }) => {
             die_by(signal);
             code
         }
-        (Ok(Ran::NotStarted { reason, state }), Some(open)) => {
+        Ok(Ran::NotStarted { reason, state }) if options.fail_open => {
             say!("not journaled: {reason}");
-            if let (Some(state), RetentionRun::Detached) = (state, open.retention) {
+            if let (Some(state), RetentionRun::Detached) = (state, options.retention) {
                 // A full disk is when retention is wanted most.
                 crate::prune::detached::after_command(&state, None);
             }
-            exec_directly(&open.argv, open.arg0.as_deref().map(std::ffi::OsStr::new))
+            let arg0 = options.arg0.as_deref().map(std::ffi::OsStr::new);
+            exec_directly(&options.argv, arg0)
         }
-        (Ok(Ran::NotStarted { reason, .. }), None) => {
+        Ok(Ran::NotStarted { reason, .. }) => {
             say!("{reason}");
             EXIT_TETHER_FAILED
         }
-        (Err(err), _) => {
+        Err(err) => {
             say!("{err:#}");
             EXIT_TETHER_FAILED
         }
@@ -159,20 +156,17 @@ pub const CALL_COMM: &std::ffi::CStr = c"tether-call";
 /// process where it can be (see [`crate::supervisor::fork_broker`]), before the runtime and
 /// our signal handlers exist, none of which the copy may share; the signals we handle are
 /// held back from the fork until the handlers are in place, so none is missed meanwhile.
-fn start(options: ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
+fn start(options: &ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
     // Named for what it does from now on: an agent's broker tells a shell call in flight by
     // this name among the agent's processes (its broker is outside the agent's cgroup).
     let _ = nix::sys::prctl::set_name(CALL_COMM);
     let held = HeldSignals::hold();
     let handover = std::mem::take(&mut prepared.handover);
     let broker = match fork_broker(&prepared.request, &prepared.journal, handover, &held.before) {
-        Ok(Fork::Started(forked)) => Broker::Forked(forked),
-        Ok(Fork::Declined(handover)) => Broker::ToSpawn(handover),
+        Ok(broker) => broker,
         Err(err) => {
-            return Ok(Ran::NotStarted {
-                reason: format!("cannot start the broker: {err}"),
-                state: Some(prepared.state),
-            });
+            let err = format!("cannot start the broker: {err}");
+            return Ok(Ran::not_started(err, Some(&prepared.state)));
         }
     };
     match tokio::runtime::Builder::new_current_thread()
@@ -181,21 +175,14 @@ fn start(options: ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
     {
         Ok(runtime) => runtime.block_on(run(options, prepared, broker, held)),
         // A forked broker has the command already: it stops it when we are gone.
-        Err(err) if matches!(broker, Broker::Forked(_)) => {
+        Err(err) if matches!(broker, Fork::Started(_)) => {
             Err(anyhow::anyhow!("cannot start the event loop: {err}"))
         }
-        Err(err) => Ok(Ran::NotStarted {
-            reason: format!("cannot start the event loop: {err}"),
-            state: Some(prepared.state),
-        }),
+        Err(err) => {
+            let err = format!("cannot start the event loop: {err}");
+            Ok(Ran::not_started(err, Some(&prepared.state)))
+        }
     }
-}
-
-/// The broker as [`start`] found it.
-enum Broker {
-    Forked(ForkedBroker),
-    /// To exec, with what it is handed.
-    ToSpawn(Handover),
 }
 
 /// The signals `tether exec` handles, blocked until its handlers are in place (dropped).
@@ -206,10 +193,7 @@ struct HeldSignals {
 
 impl HeldSignals {
     fn hold() -> HeldSignals {
-        let mut held = SigSet::empty();
-        for signal in conversation::HANDLED {
-            held.add(signal);
-        }
+        let held: SigSet = conversation::HANDLED.into_iter().collect();
         let mut before = SigSet::empty();
         let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), Some(&mut before));
         HeldSignals { before }
@@ -220,13 +204,6 @@ impl Drop for HeldSignals {
     fn drop(&mut self) {
         let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&self.before), None);
     }
-}
-
-/// What `--fail-open` needs to run the command without tether.
-struct FailOpen {
-    argv: Vec<String>,
-    arg0: Option<String>,
-    retention: RetentionRun,
 }
 
 /// How [`run`] ended, short of an error once the command may have started.
@@ -242,6 +219,16 @@ enum Ran {
         /// The state directory, if it was found.
         state: Option<PathBuf>,
     },
+}
+
+impl Ran {
+    /// Not started, for `err` (with its causes), `state` the state directory if it was found.
+    fn not_started(err: impl std::fmt::Display, state: Option<&Path>) -> Ran {
+        Ran::NotStarted {
+            reason: format!("{err:#}"),
+            state: state.map(Path::to_path_buf),
+        }
+    }
 }
 
 /// Becomes `argv` (seen as `arg0`, if given), as a shell would run it: without tether,
@@ -381,41 +368,29 @@ struct Prepared {
 }
 
 fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
-    let not_started = |err: anyhow::Error, state: Option<&Path>| Ran::NotStarted {
-        reason: format!("{err:#}"),
-        state: state.map(Path::to_path_buf),
-    };
-    let state = match state_dir(options.state_dir.as_deref()) {
-        Ok(state) => state,
-        Err(err) => return Err(not_started(err.into(), None)),
-    };
-    let mut session = match Session::create(&state, options.session.as_ref()) {
-        Ok(session) => session,
-        Err(err) => return Err(not_started(err, Some(&state))),
-    };
+    let not_started = |err: anyhow::Error, state: Option<&Path>| Ran::not_started(err, state);
+    let state =
+        state_dir(options.state_dir.as_deref()).map_err(|err| not_started(err.into(), None))?;
+    let mut session = Session::create(&state, options.session.as_ref())
+        .map_err(|err| not_started(err, Some(&state)))?;
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
         .name
         .clone()
         .unwrap_or_else(|| derive_name(&CommandSpec::Argv(options.argv.clone())));
-    let journal = match session.next_command_dir(&name) {
-        Ok(journal) => journal,
-        Err(err) => {
-            let err = anyhow::anyhow!(
-                "cannot create the command's journal directory in {}: {err}",
-                session.path().display()
-            );
-            return Err(not_started(err, Some(&state)));
-        }
-    };
+    let journal = session.next_command_dir(&name).map_err(|err| {
+        let err = anyhow::anyhow!(
+            "cannot create the command's journal directory in {}: {err}",
+            session.path().display()
+        );
+        not_started(err, Some(&state))
+    })?;
     let journal_dir = journal.path().to_path_buf();
     // With --json our stdout carries events, not the command's output.
     let merge_stderr = !options.json && terminal::stdout_is_stderr();
-    let terminal = if options.pty && !options.json {
-        terminal::own_terminal()
-    } else {
-        None
-    };
+    let terminal = (options.pty && !options.json)
+        .then(terminal::own_terminal)
+        .flatten();
     let relay = (options.relay_keys
         && !options.no_stdin
         && terminal.is_some()
@@ -424,11 +399,9 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     .flatten();
     // Our stdin becomes the command's, as a shell would give it. (std opens /dev/null for a
     // closed descriptor 0 at start, so there is always one.)
-    let stdin = if options.no_stdin || relay.is_some() {
-        None
-    } else {
-        std::io::stdin().as_fd().try_clone_to_owned().ok()
-    };
+    let stdin = (!options.no_stdin && relay.is_none())
+        .then(|| std::io::stdin().as_fd().try_clone_to_owned().ok())
+        .flatten();
     let (trace, trace_ignored) = caller_trace();
     // A user config that does not parse gives the defaults here, and is said once, by the
     // retention that runs when this session ends (the same file, the same error).
@@ -447,60 +420,51 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     if let Some(message) = ignored {
         say!("{message}");
     }
-    let request = launch_request(
-        name,
-        CommandSpec::Argv(options.argv.clone()),
-        &journal_dir,
-        session.reference(&journal),
-        Pace::EXEC,
-        LaunchOptions {
-            // No `cwd`: the broker inherits our working directory, whatever bytes its path
-            // holds.
-            grace: options.grace,
-            no_output_timeout: options.no_output_timeout,
-            drain_on: options.drain_on.clone(),
-            drain: options.drain,
-            max_output,
-            mirror: !options.json,
-            stdin: match (&relay, &stdin) {
-                (Some(_), _) => StdinSource::Terminal,
-                (None, Some(_)) => StdinSource::Inherit,
-                (None, None) => StdinSource::Null,
-            },
-            arg0: options.arg0.clone(),
-            terminal,
-            merge_stderr,
-            limits: options.limits,
-            leftovers: options.leftovers.rule(),
-            trace,
-            trace_ignored,
-            attention,
-            ..LaunchOptions::default()
+    // No `cwd`: the broker inherits our working directory, whatever bytes its path holds.
+    let request = LaunchRequest {
+        grace: grace(options.grace),
+        no_output_timeout: options.no_output_timeout,
+        drain_on: options.drain_on.clone(),
+        drain: options.drain,
+        max_output,
+        mirror: !options.json,
+        stdin: match (&relay, &stdin) {
+            (Some(_), _) => StdinSource::Terminal,
+            (None, Some(_)) => StdinSource::Inherit,
+            (None, None) => StdinSource::Null,
         },
-    );
+        arg0: options.arg0.clone(),
+        terminal,
+        merge_stderr,
+        limits: options.limits,
+        leftovers: options.leftovers.rule(),
+        trace,
+        trace_ignored,
+        attention,
+        ..launch_request(
+            name,
+            CommandSpec::Argv(options.argv.clone()),
+            &journal_dir,
+            session.reference(&journal),
+            Pace::EXEC,
+        )
+    };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
     if let Err(err) = become_subreaper() {
         let err = anyhow::anyhow!("cannot become a child subreaper: {err}");
         return Err(not_started(err, Some(&state)));
     }
-    let pipes = if options.json {
-        None
-    } else {
-        match CopyPipes::new() {
-            Ok(pipes) => Some(pipes),
-            Err(err) => {
-                let err = anyhow::anyhow!(
-                    "cannot create the pipes that copy the command's output: {err}"
-                );
-                return Err(not_started(err, Some(&state)));
-            }
-        }
-    };
-    let (copy_read, copy_write) = match pipes {
-        Some(CopyPipes { read, write }) => (Some(read), Some(write)),
-        None => (None, None),
-    };
+    let (copy_read, copy_write) = (!options.json)
+        .then(CopyPipes::new)
+        .transpose()
+        .map_err(|err| {
+            let err =
+                anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}");
+            not_started(err, Some(&state))
+        })?
+        .map(|CopyPipes { read, write }| (read, write))
+        .unzip();
     Ok(Prepared {
         state,
         session,
@@ -516,49 +480,37 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
 }
 
 async fn run(
-    options: ExecOptions,
+    options: &ExecOptions,
     prepared: Prepared,
-    broker: Broker,
+    broker: Fork,
     held: HeldSignals,
 ) -> anyhow::Result<Ran> {
-    let Prepared {
-        state,
-        session,
-        journal,
-        request,
-        relay,
-        copy_read,
-        handover: _,
-    } = prepared;
-    let journal_dir = journal.path().to_path_buf();
-    let forked = matches!(broker, Broker::Forked(_));
+    let journal_dir = prepared.journal.path();
+    let forked = matches!(broker, Fork::Started(_));
     // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
     // still run it directly. A forked broker has it already.
-    let not_started = |err: anyhow::Error, state: &Path| {
+    let not_started = |err: anyhow::Error| {
         if forked {
             Err(err)
         } else {
-            Ok(Ran::NotStarted {
-                reason: format!("{err:#}"),
-                state: Some(state.to_path_buf()),
-            })
+            Ok(Ran::not_started(err, Some(&prepared.state)))
         }
     };
-    let signals = match Signals::install(request.terminal.is_some()) {
+    let signals = match Signals::install(prepared.request.terminal.is_some()) {
         Ok(signals) => signals,
-        Err(err) => return not_started(err.into(), &state),
+        Err(err) => return not_started(err.into()),
     };
     // Our handlers take what came meanwhile.
     drop(held);
     let live = LiveBrokers::new();
     let launched = match broker {
-        Broker::Forked(forked) => {
-            BrokerConversation::forked(forked, &request, &live, Pace::EXEC).await
+        Fork::Started(forked) => {
+            BrokerConversation::forked(forked, &prepared.request, &live, Pace::EXEC).await
         }
-        Broker::ToSpawn(handover) => {
+        Fork::Declined(handover) => {
             BrokerConversation::launch(
-                &request,
-                &journal,
+                &prepared.request,
+                &prepared.journal,
                 handover,
                 Stdio::inherit(),
                 &live,
@@ -569,20 +521,15 @@ async fn run(
     };
     let mut broker = match launched {
         Ok(broker) => broker,
-        Err(err) => {
-            let err = anyhow::anyhow!("cannot start the broker: {err}");
-            return not_started(err, &state);
-        }
+        Err(err) => return not_started(anyhow::anyhow!("cannot start the broker: {err}")),
     };
     // Off our path (the shim's start stays as fast), and after the broker, which a thread
     // would have kept from being forked: whatever killed brokers left running.
     let _ = crate::supervisor::abandoned::reclaim_in_background();
     // The write ends were closed when spawn returned: the copies end when the broker does.
-    let copy = copy_read.map(OutputCopy::start).transpose()?;
-
-    let mut conversation = ExecConversation::new(options.json, copy);
-    conversation.forward_signals = options.signals == SignalMode::Forward;
-    conversation.keys = relay;
+    let copy = prepared.copy_read.map(OutputCopy::start).transpose()?;
+    let forward = options.signals == SignalMode::Forward;
+    let mut conversation = ExecConversation::new(options.json, copy, forward, prepared.relay);
     let end = conversation.converse(&mut broker, signals).await;
     // The broker stays on as the leftovers' custodian if it keeps them running; we return as
     // the shell would. It is not waited for: the one that ran us re-parents nothing of ours,
@@ -601,10 +548,7 @@ async fn run(
                 journal_dir.display()
             )
         });
-        return Ok(Ran::NotStarted {
-            reason,
-            state: Some(state),
-        });
+        return Ok(Ran::not_started(reason, Some(&prepared.state)));
     }
     let lost = remains.is_some();
     if let Some(remains) = remains {
@@ -615,26 +559,29 @@ async fn run(
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
     let given_up = outcome.undelivered.map(|bytes| bytes > 0);
-    let copy_failed =
-        copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT, given_up), &journal_dir));
-    report_undelivered(outcome.undelivered, &journal_dir);
+    let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT, given_up), journal_dir));
+    report_undelivered(outcome.undelivered, journal_dir);
     // After the command's last bytes: one line for whatever the journal lost, however
     // many times it lost it (a disk that filled: every stream, the event log, the result).
     if !journal_losses.is_empty() {
         say!("journal incomplete: {}", journal_losses.join("; "));
     }
     if !outcome.closed && end != End::LeftRunning {
-        let complete = recover_from_journal(&journal_dir, &mut outcome);
+        let complete = recover_from_journal(journal_dir, &mut outcome);
         if lost && !complete {
             return Ok(Ran::Code(EXIT_TETHER_FAILED));
         }
     }
-    let code = outcome.exit_code(&journal_dir);
+    let code = outcome.exit_code(journal_dir);
     let nested = std::env::var_os(crate::journal::BROKER_ID_ENV).is_some();
     match options.retention {
-        RetentionRun::AtSessionEnd if !nested => crate::prune::at_session_end(&state, &session.id),
+        RetentionRun::AtSessionEnd if !nested => {
+            crate::prune::at_session_end(&prepared.state, &prepared.session.id)
+        }
         RetentionRun::AtSessionEnd => {}
-        RetentionRun::Detached => crate::prune::detached::after_command(&state, Some(&session.id)),
+        RetentionRun::Detached => {
+            crate::prune::detached::after_command(&prepared.state, Some(&prepared.session.id))
+        }
     }
     let died_by = options
         .die_by_signal
@@ -658,8 +605,7 @@ fn die_by(signal: i32) {
     let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
     // SAFETY: restoring the default action installs no handler of ours.
     let _ = unsafe { set_handler(signal, SigHandler::SigDfl) };
-    let mut only = SigSet::empty();
-    only.add(signal);
+    let only = SigSet::from(signal);
     let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
     let _ = nix::sys::signal::raise(signal);
 }

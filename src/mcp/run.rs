@@ -19,9 +19,9 @@ use super::fit::{end_within, share};
 use super::text::{not_journaled, stored_len, tail};
 use super::{ToolError, parse_duration};
 use crate::config::naming::derive_name;
-use crate::protocol::{CommandSpec, Stream};
+use crate::protocol::{CommandSpec, LaunchRequest, Stream};
 use crate::supervisor::intervals::Pace;
-use crate::supervisor::{LaunchOptions, launch_request};
+use crate::supervisor::launch_request;
 
 pub const DEFAULT_WAIT_MS: u64 = 10_000;
 pub const MAX_WAIT_MS: u64 = 60_000;
@@ -200,25 +200,18 @@ pub async fn run(
     }
     let tracked = commands
         .launch(&name, params.command.clone(), |journal, session| {
-            launch_request(
-                name.clone(),
-                spec,
-                &journal,
-                session,
-                Pace::FLEET,
-                LaunchOptions {
-                    cwd: params.cwd.as_ref().map(Into::into),
-                    env: params.env,
-                    no_output_timeout,
-                    leftovers: commands.leftovers.clone(),
-                    drain_on: params.drain_on,
-                    drain,
-                    attention,
-                    max_output,
-                    // An agent's tool call carries no trace context of its own.
-                    ..LaunchOptions::default()
-                },
-            )
+            LaunchRequest {
+                cwd: params.cwd.as_ref().map(Into::into),
+                env: params.env,
+                no_output_timeout,
+                leftovers: commands.leftovers.clone(),
+                drain_on: params.drain_on,
+                drain,
+                attention,
+                max_output,
+                // An agent's tool call carries no trace context of its own.
+                ..launch_request(name.clone(), spec, &journal, session, Pace::FLEET)
+            }
         })
         .map_err(ToolError::new)?;
     let id = tracked.id.clone();

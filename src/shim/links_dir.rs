@@ -29,13 +29,6 @@ pub enum UnsafeLinksDir {
     },
 }
 
-/// What of a directory's `stat` the rule reads.
-#[derive(Debug, Clone, Copy)]
-pub struct DirStat {
-    pub uid: u32,
-    pub mode: u32,
-}
-
 /// Where the directory stands in the chain the rule walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
@@ -45,21 +38,22 @@ pub enum Place {
     Above,
 }
 
-/// The rule for one directory of the chain, for the user `me`: `None` when it is fit.
-pub fn unfit(stat: DirStat, place: Place, me: u32, path: &Path) -> Option<UnsafeLinksDir> {
-    if stat.uid != me && stat.uid != 0 {
+/// The rule for one directory of the chain (its owner `uid` and its `mode`), for the user
+/// `me`: `None` when it is fit.
+pub fn unfit(uid: u32, mode: u32, place: Place, me: u32, path: &Path) -> Option<UnsafeLinksDir> {
+    if uid != me && uid != 0 {
         return Some(UnsafeLinksDir::NotOwned {
             path: path.to_path_buf(),
-            owner: stat.uid,
+            owner: uid,
             me,
         });
     }
-    let writable = stat.mode & 0o022 != 0;
-    let sticky = stat.mode & 0o1000 != 0;
+    let writable = mode & 0o022 != 0;
+    let sticky = mode & 0o1000 != 0;
     if writable && (place == Place::Itself || !sticky) {
         return Some(UnsafeLinksDir::Writable {
             path: path.to_path_buf(),
-            mode: stat.mode & 0o7777,
+            mode: mode & 0o7777,
         });
     }
     None
@@ -80,12 +74,8 @@ pub fn check(dir: &Path) -> Result<(), UnsafeLinksDir> {
                 path: path.to_path_buf(),
                 source,
             })?;
-            let stat = DirStat {
-                uid: meta.uid(),
-                mode: meta.mode(),
-            };
             let place = if n == 0 { Place::Itself } else { Place::Above };
-            if let Some(unfit) = unfit(stat, place, me, path) {
+            if let Some(unfit) = unfit(meta.uid(), meta.mode(), place, me, path) {
                 return Err(unfit);
             }
         }
@@ -98,7 +88,7 @@ mod tests {
     use super::*;
 
     fn verdict(uid: u32, mode: u32, place: Place) -> Option<String> {
-        unfit(DirStat { uid, mode }, place, 1000, Path::new("/d")).map(|e| e.to_string())
+        unfit(uid, mode, place, 1000, Path::new("/d")).map(|e| e.to_string())
     }
 
     #[test]

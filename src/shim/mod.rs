@@ -193,31 +193,23 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
     let mut argv = vec![real.to_string_lossy().into_owned()];
     argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
     exec::main(ExecOptions {
-        json: false,
         name: Some(command_name(&command)),
-        grace: None,
-        no_output_timeout: None,
-        drain_on: None,
-        drain: None,
-        max_output: None,
         state_dir,
         session,
         argv,
         arg0: Some(arg0.to_string()),
         signals: SignalMode::Forward,
-        no_stdin: false,
         // Transparent: a terminal where the shim's own stream is one, as the shell had.
         pty: true,
-        limits: Default::default(),
         leftovers,
         // The caller asked for a shell: it gets one whatever state tether's journal is in.
         die_by_signal: true,
         agents_command: true,
-        agent: false,
         fail_open: true,
         retention: RetentionRun::Detached,
         // A prompt on /dev/tty gets the keys, as under the shell.
         relay_keys: true,
+        ..ExecOptions::default()
     })
 }
 

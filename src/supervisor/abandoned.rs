@@ -56,19 +56,9 @@ pub struct Abandoned {
     events: Vec<Event>,
 }
 
-/// What stopping one abandoned command did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reclaimed {
-    pub journal: PathBuf,
-    /// Processes signalled.
-    pub reached: Vec<i32>,
-    /// Processes still alive when this tether gave up.
-    pub survivors: usize,
-}
-
-/// Finds the commands to stop and stops them, one after the other. Returns what was done.
-pub fn reclaim_all() -> Vec<Reclaimed> {
-    find().into_iter().map(Abandoned::stop).collect()
+/// Finds the commands to stop and stops them, one after the other.
+pub fn reclaim_all() {
+    find().into_iter().for_each(Abandoned::stop);
 }
 
 /// [`reclaim_all`] on a thread of its own: a tether's start does not wait for it. The work
@@ -76,7 +66,7 @@ pub fn reclaim_all() -> Vec<Reclaimed> {
 /// thread removes the shims directories of `tether agent`s that were killed
 /// ([`agent_shims`]). `None` when the socket directory holds neither a broker's link nor
 /// such a directory: nothing to look at, no thread.
-pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<Vec<Reclaimed>>> {
+pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<()>> {
     let dir = socket_dir::socket_dir();
     let names = socket_dir::entry_names(&dir);
     let links = journal_link::any_in(&names);
@@ -91,7 +81,9 @@ pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<Vec<Reclaimed>>
             if !shims.is_empty() && socket_dir::check(&dir).is_ok() {
                 agent_shims::remove(&shims);
             }
-            if links { reclaim_all() } else { Vec::new() }
+            if links {
+                reclaim_all();
+            }
         })
         .ok()
 }
@@ -175,10 +167,6 @@ fn group_and_descendants(pgid: i32) -> Vec<ProcStat> {
 }
 
 impl Abandoned {
-    pub fn journal(&self) -> &Path {
-        self.journal.path()
-    }
-
     /// The command's cgroup as its last `containment` event names it, else (a broker killed
     /// before that event reached the disk) the one in our hierarchy named after this broker;
     /// only a cgroup of this broker's (by its name) that still exists.
@@ -247,7 +235,7 @@ impl Abandoned {
 
     /// Runs the stop sequence over what the command left, journals it, writes `result.json`
     /// and removes the broker's link (and its stale socket).
-    pub fn stop(mut self) -> Reclaimed {
+    pub fn stop(mut self) {
         let cgroup = self.cgroup();
         let leader = self.leader();
         let broker = self.broker;
@@ -315,13 +303,6 @@ impl Abandoned {
             if let Some(socket) = &self.file.control_socket {
                 socket_dir::remove_if_stale(socket);
             }
-        }
-        reached.sort_unstable();
-        reached.dedup();
-        Reclaimed {
-            journal: self.journal.path().to_path_buf(),
-            reached,
-            survivors,
         }
     }
 

@@ -26,7 +26,7 @@ use super::intervals::Pace;
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
 use super::liveness::is_stopped;
 use super::machine::{Action, CommandCgroup, ConversationMachine, Ending, Input, Transport};
-use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover};
+use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover, Wire};
 use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::signal_through_pid;
@@ -61,6 +61,24 @@ pub(super) enum Link {
     },
 }
 
+impl Link {
+    /// Writes `message` as the link carries it; false if it could not be.
+    fn write(&mut self, message: &ToBroker) -> bool {
+        match self {
+            Link::Launched { broker, .. } => broker.post(message).is_ok(),
+            Link::Attached { client, .. } => super::attach::over_socket(message)
+                .is_some_and(|request| client.post(&request).is_ok()),
+        }
+    }
+
+    fn wire(&mut self) -> &mut Wire {
+        match self {
+            Link::Launched { broker, .. } => &mut broker.wire,
+            Link::Attached { client, .. } => client,
+        }
+    }
+}
+
 pub struct BrokerConversation {
     pub(super) link: Link,
     pub(super) machine: ConversationMachine,
@@ -91,6 +109,13 @@ struct Acted {
     writes: usize,
     failed: bool,
     due: Option<Due>,
+}
+
+impl Acted {
+    /// Something was written, and nothing failed.
+    fn written(&self) -> bool {
+        self.writes > 0 && !self.failed
+    }
 }
 
 /// The machine's clock: tokio's, so that a test on paused time moves it too.
@@ -183,10 +208,7 @@ impl BrokerConversation {
     /// event says it was sent). False if the broker is gone, or (attached) the control
     /// socket does not carry such a request.
     pub fn post(&mut self, message: &ToBroker) -> bool {
-        let now = now();
-        self.machine.handle(Input::Post(message), now);
-        let acted = self.act(now);
-        acted.writes > 0 && !acted.failed
+        self.handle(Input::Post(message), now()).written()
     }
 
     /// Posts a request and, for a group signal or a stop, makes sure of an answer that
@@ -194,25 +216,19 @@ impl BrokerConversation {
     /// it is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT), [`Self::check`]
     /// falls back.
     pub fn request(&mut self, message: &ToBroker) {
-        let now = now();
-        self.machine.handle(Input::Request(message), now);
-        self.act(now);
+        self.handle(Input::Request(message), now());
     }
 
     /// Posts a request whose own answer [`Self::answer`] waits for.
     pub(super) fn ask(&mut self, message: &ToBroker) {
-        let now = now();
-        self.machine.handle(Input::Ask(message), now);
-        self.act(now);
+        self.handle(Input::Ask(message), now());
     }
 
     /// Posts a stop (or the KILL of a second one) with a deadline: the broker is given up
     /// on [`STOP_SLACK`](super::intervals::STOP_SLACK) past the grace period counted from
     /// the first, unless it is still at work on it.
     pub fn post_stop(&mut self, message: &ToBroker, now: Instant) {
-        let now = now.into_std();
-        self.machine.handle(Input::Stop(message), now);
-        self.act(now);
+        self.handle(Input::Stop(message), now.into_std());
     }
 
     /// Asks an attached broker for every event from now on; its answer (a `control_ack`
@@ -220,10 +236,7 @@ impl BrokerConversation {
     /// comes among the lines. False if it could not be written, or the broker was launched
     /// by this front end (whose stdout carries every event already).
     pub fn subscribe(&mut self) -> bool {
-        let now = now();
-        self.machine.handle(Input::Subscribe, now);
-        let acted = self.act(now);
-        acted.writes > 0 && !acted.failed
+        self.handle(Input::Subscribe, now()).written()
     }
 
     /// The next line from the broker, `None` once it has closed its end; what the line
@@ -238,20 +251,16 @@ impl BrokerConversation {
 
     /// The next line read from the broker, noted; lines kept are not looked at.
     pub(super) async fn read_line(&mut self) -> Option<BrokerLine> {
-        let line = match &mut self.link {
-            Link::Launched { broker, .. } => broker.next_line().await,
-            Link::Attached { client, .. } => client.next_line().await,
-        };
-        let now = now();
+        let line = self.link.wire().next_line().await;
         let Some(line) = line else {
             // The caller learns it from the `None`: the machine's `End::Lost` is its too.
-            self.machine.handle(Input::Exited, now);
-            self.act(now);
+            self.handle(Input::Exited, now());
             return None;
         };
-        self.machine
-            .handle(Input::Line(line.event.as_ref().ok().map(|e| &e.kind)), now);
-        self.act(now);
+        self.handle(
+            Input::Line(line.event.as_ref().ok().map(|e| &e.kind)),
+            now(),
+        );
         Some(line)
     }
 
@@ -264,9 +273,13 @@ impl BrokerConversation {
     /// the front end, so that a flood of lines never starves a deadline. A deadline is
     /// acted on only once the lines the broker wrote before it was found due have been read.
     pub fn check(&mut self, now: Instant) -> Option<Due> {
-        let now = now.into_std();
-        self.machine.handle(Input::Timer, now);
-        self.act(now).due
+        self.handle(Input::Timer, now.into_std()).due
+    }
+
+    /// Tells the machine `input`, then does what it asks.
+    fn handle(&mut self, input: Input, now: std::time::Instant) -> Acted {
+        self.machine.handle(input, now);
+        self.act(now)
     }
 
     /// Does what the machine asks, giving back what the world answers.
@@ -274,20 +287,14 @@ impl BrokerConversation {
         let mut acted = Acted::default();
         while let Some(action) = self.machine.poll_action() {
             match action {
-                Action::Write(message) => {
+                Action::Write(_) | Action::Subscribe => {
                     acted.writes += 1;
-                    if !self.write(&message) {
-                        acted.failed = true;
-                        self.machine.handle(Input::Unwritable, now);
-                    }
-                }
-                Action::Subscribe => {
-                    acted.writes += 1;
-                    let written = match &mut self.link {
-                        Link::Attached { client, .. } => {
+                    let written = match (action, &mut self.link) {
+                        (Action::Write(message), link) => link.write(&message),
+                        (_, Link::Attached { client, .. }) => {
                             client.post(&ControlRequest::Subscribe).is_ok()
                         }
-                        Link::Launched { .. } => false,
+                        (_, Link::Launched { .. }) => false,
                     };
                     if !written {
                         acted.failed = true;
@@ -308,10 +315,7 @@ impl BrokerConversation {
                     self.machine.handle(Input::Looked { stopped }, now);
                 }
                 Action::CountUnread => {
-                    let unread = match &mut self.link {
-                        Link::Launched { broker, .. } => broker.read_waiting(),
-                        Link::Attached { client, .. } => client.read_waiting(),
-                    };
+                    let unread = self.link.wire().read_waiting();
                     self.machine.handle(Input::Unread(unread), now);
                 }
                 Action::FindLeader { pgid } => {
@@ -329,15 +333,6 @@ impl BrokerConversation {
             }
         }
         acted
-    }
-
-    /// Writes `message` as the link carries it; false if it could not be.
-    fn write(&mut self, message: &ToBroker) -> bool {
-        match &mut self.link {
-            Link::Launched { broker, .. } => broker.post(message).is_ok(),
-            Link::Attached { client, .. } => super::attach::over_socket(message)
-                .is_some_and(|request| client.post(&request).is_ok()),
-        }
     }
 
     /// A group signal the broker did not acknowledge, sent by the front end: to a launched

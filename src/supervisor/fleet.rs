@@ -202,19 +202,20 @@ impl BrokerTask {
                     if let Ok(event) = line.event
                         && !matches!(event.kind, EventKind::Pong)
                     {
-                        let closed = matches!(event.kind, EventKind::Close { .. });
-                        // The command exited and the broker keeps what it left running (the
-                        // rule the launch asked for): it lets go of its front end and runs on
-                        // alone until they are stopped; neither it nor they are stopped here.
-                        let kept = matches!(event.kind, EventKind::LeftoversKept { .. });
+                        let end = match event.kind {
+                            EventKind::Close { .. } => Some(End::Closed),
+                            // The command exited and the broker keeps what it left running
+                            // (the rule the launch asked for): it lets go of its front end and
+                            // runs on alone until they are stopped; neither it nor they are
+                            // stopped here.
+                            EventKind::LeftoversKept { .. } => Some(End::LeftRunning),
+                            _ => None,
+                        };
                         // Nobody may listen any more; the broker runs on all the same until
                         // its command ends or the TUI process exits.
                         let _ = self.events.send(FleetEvent::Event(self.id, event));
-                        if closed {
-                            return End::Closed;
-                        }
-                        if kept {
-                            return End::LeftRunning;
+                        if let Some(end) = end {
+                            return end;
                         }
                     }
                 }

@@ -21,8 +21,10 @@ mod session;
 pub use attach::Answer;
 pub use conversation::{BrokerConversation, Due};
 pub use ending::{End, Remains};
-pub use launch::{LaunchOptions, launch_request};
-pub use process::{BROKER_FORK_ENV, BrokerLine, Fork, ForkedBroker, Handover, fork as fork_broker};
+pub use launch::launch_request;
+pub use process::{
+    BROKER_FORK_ENV, BrokerLine, Fork, ForkedBroker, Handover, Wire, fork as fork_broker,
+};
 pub use session::Session;
 
 use std::io;

@@ -76,11 +76,8 @@ impl BrokerChild {
 /// A running broker: requests go to its stdin, events come from its stdout.
 pub struct BrokerProcess {
     pub child: BrokerChild,
-    requests: AsyncPipe,
-    events: AsyncPipe,
-    reader: LineReader,
-    /// Request lines the broker's stdin has not taken yet.
-    outbox: Outbox,
+    /// Its stdin and stdout.
+    pub wire: Wire,
     /// The name of the cgroup the broker will put the command in, where there is a
     /// hierarchy: what to kill and remove if the broker dies before its `containment` event
     /// comes (see [`containment::expected_cgroup`](crate::broker::containment::expected_cgroup)).
@@ -126,34 +123,20 @@ impl BrokerProcess {
         unsafe {
             command.pre_exec(move || {
                 nix::unistd::setsid()?;
-                let [out, err] = handover
-                    .mirror
-                    .as_ref()
-                    .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
-                pass_fds(
-                    [Some(&journal_fd), out, err, handover.stdin.as_ref()],
-                    JOURNAL_FD,
-                )
+                pass_fds(handover.with_journal(&journal_fd), JOURNAL_FD)
             });
         }
         let child = command.spawn()?;
         let mut broker = BrokerProcess::talking_to(child, None, Some(custody))?;
         // The request first: the broker waits for it, and what follows does not.
-        broker.requests.write_all(&launch).await?;
+        broker.wire.requests.write_all(&launch).await?;
         broker.expected_cgroup = expected_cgroup(request, broker.pid());
         Ok(broker)
     }
 
     /// Talks to the broker [`fork`] started. Must be called inside a tokio runtime.
-    pub fn forked(broker: ForkedBroker) -> io::Result<BrokerProcess> {
-        let ForkedBroker {
-            child,
-            requests,
-            events,
-            custody,
-            expected_cgroup,
-        } = broker;
-        BrokerProcess::over(child, requests, events, expected_cgroup, custody)
+    pub fn forked(f: ForkedBroker) -> io::Result<BrokerProcess> {
+        BrokerProcess::over(f.child, f.requests, f.events, f.expected_cgroup, f.custody)
     }
 
     /// Talks to `child` through its piped stdin and stdout.
@@ -185,10 +168,7 @@ impl BrokerProcess {
     ) -> io::Result<BrokerProcess> {
         Ok(BrokerProcess {
             child,
-            requests: AsyncPipe::new(requests)?,
-            events: AsyncPipe::new(events)?,
-            reader: LineReader::new(256 * 1024),
-            outbox: Outbox::default(),
+            wire: Wire::new(requests, Some(events), 256 * 1024)?,
             expected_cgroup,
             _custody: custody,
         })
@@ -197,51 +177,87 @@ impl BrokerProcess {
     /// Queues a request and writes what the broker's stdin takes now, never waiting: a
     /// stopped broker must not stall its front end. `Err` means the broker is gone.
     pub fn post(&mut self, message: &ToBroker) -> io::Result<()> {
-        let line = encode_line(message).map_err(io::Error::other)?;
-        self.outbox.push(&line);
-        self.flush_posted()
+        self.wire
+            .post_line(&encode_line(message).map_err(io::Error::other)?)
     }
 
     /// A ping, unless earlier requests still wait: the broker answers those first anyway.
     /// Returns whether a ping was queued.
     pub fn ping(&mut self) -> io::Result<bool> {
-        if self.outbox.is_empty() {
-            self.post(&ToBroker::Ping).map(|()| true)
-        } else {
-            self.flush_posted().map(|()| false)
-        }
-    }
-
-    /// Writes what the broker's stdin takes of the queued requests now.
-    pub fn flush_posted(&mut self) -> io::Result<()> {
-        self.outbox.write_now(&self.requests)
+        self.wire
+            .ping_with(&encode_line(&ToBroker::Ping).map_err(io::Error::other)?)
     }
 
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }
+}
 
-    /// The next line from the broker; `None` once it has closed its end. While it waits,
+/// One peer's lines: requests out, and lines (events, answers) back, over a broker's stdin
+/// and stdout, or both ways over its control socket ([`ControlClient`](crate::control::ControlClient)).
+pub struct Wire {
+    requests: AsyncPipe,
+    /// Where the lines come from, when not from `requests` (a socket carries both ways).
+    events: Option<AsyncPipe>,
+    reader: LineReader,
+    /// Request lines the peer has not taken yet.
+    pub(crate) outbox: Outbox,
+}
+
+impl Wire {
+    /// A wire over `requests` and `events` (or `requests` both ways), lines up to `max_line`
+    /// bytes. Must be called inside a tokio runtime.
+    pub(crate) fn new(
+        requests: OwnedFd,
+        events: Option<OwnedFd>,
+        max_line: usize,
+    ) -> io::Result<Wire> {
+        Ok(Wire {
+            requests: AsyncPipe::new(requests)?,
+            events: events.map(AsyncPipe::new).transpose()?,
+            reader: LineReader::new(max_line),
+            outbox: Outbox::default(),
+        })
+    }
+
+    /// Queues `line` and writes what the peer takes now, never waiting.
+    pub(crate) fn post_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.outbox.push(line);
+        self.outbox.write_now(&self.requests)
+    }
+
+    /// Posts `ping`, unless earlier requests still wait, which are written as far as the
+    /// peer takes them. Returns whether the ping was queued.
+    pub(crate) fn ping_with(&mut self, ping: &[u8]) -> io::Result<bool> {
+        if self.outbox.is_empty() {
+            self.post_line(ping).map(|()| true)
+        } else {
+            self.outbox.write_now(&self.requests).map(|()| false)
+        }
+    }
+
+    /// The next line from the peer; `None` once it has closed its end. While it waits,
     /// requests that a post could not write (a paste bigger than the pipe, a broker that
-    /// is behind) go as the broker's stdin takes them, not only with the next post.
+    /// is behind) go as the peer takes them, not only with the next post.
     /// Cancel-safe: a line is only taken in the poll that returns it, and bytes leave the
     /// queue only in the poll that writes them.
     pub async fn next_line(&mut self) -> Option<BrokerLine> {
+        let events = self.events.as_ref().unwrap_or(&self.requests);
         let frame = self
             .reader
-            .next(&self.events, &mut self.outbox, &self.requests)
+            .next(events, &mut self.outbox, &self.requests)
             .await?;
         Some(BrokerLine::from_frame(frame))
     }
-}
 
-impl BrokerProcess {
-    /// Reads, without waiting, what the broker has written and was not read yet, and returns
+    /// Reads, without waiting, what the peer has written and was not read yet, and returns
     /// how many lines then wait for [`Self::next_line`]: all it wrote before this call (the
-    /// buffer holds more than a pipe; a pipe raised past it to the 1-MiB ceiling takes a few
-    /// reads). End of file and errors are left for `next_line` to meet.
+    /// buffer holds more than a pipe; a pipe raised past it to the 1-MiB ceiling, or a
+    /// subscription's backlog, takes a few reads). End of file and errors are left for
+    /// `next_line` to meet.
     pub fn read_waiting(&mut self) -> usize {
-        self.reader.read_waiting(&self.events)
+        let events = self.events.as_ref().unwrap_or(&self.requests);
+        self.reader.read_waiting(events)
     }
 }
 
@@ -413,17 +429,10 @@ fn become_broker(
     let placed = (|| -> io::Result<()> {
         nix::unistd::setsid()?;
         for (fd, target) in [(&requests, 0), (&events, 1)] {
-            // SAFETY: 0 and 1 are this copy's to give a new meaning; never closed here.
-            let mut target = unsafe { OwnedFd::from_raw_fd(target) };
-            let result = rustix::io::dup2(fd, &mut target);
-            std::mem::forget(target);
-            result?;
+            // 0 and 1 are this copy's to give a new meaning.
+            dup_to(fd, target)?;
         }
-        let [out, err] = handover
-            .mirror
-            .as_ref()
-            .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
-        let handed = [Some(&journal_fd), out, err, handover.stdin.as_ref()];
+        let handed = handover.with_journal(&journal_fd);
         let missing: Vec<RawFd> = (JOURNAL_FD..)
             .zip(&handed)
             .filter(|(_, fd)| fd.is_none())
@@ -514,6 +523,17 @@ pub struct Handover {
     pub stdin: Option<OwnedFd>,
 }
 
+impl Handover {
+    /// What the broker takes at [`JOURNAL_FD`] onwards: `journal`, then these.
+    fn with_journal<'a>(&'a self, journal: &'a OwnedFd) -> [Option<&'a OwnedFd>; 4] {
+        let [out, err] = self
+            .mirror
+            .as_ref()
+            .map_or([None, None], |[o, e]| [Some(o), Some(e)]);
+        [Some(journal), out, err, self.stdin.as_ref()]
+    }
+}
+
 /// In a child between fork and exec: makes each given descriptor available at its target
 /// number (3, 4, 5, 6), inherited by exec. Each is first copied above every target, so no
 /// source is overwritten by an earlier target. No allocation: this runs after fork. rustix,
@@ -527,15 +547,21 @@ fn pass_fds(fds: [Option<&OwnedFd>; 4], first_target: RawFd) -> io::Result<()> {
     }
     for (i, fd) in high.iter().enumerate() {
         if let Some(fd) = fd {
-            // SAFETY: the target is a descriptor number this child gives a new meaning to;
-            // it is never closed here (forgotten below). dup2 clears close-on-exec on it.
-            let mut target = unsafe { OwnedFd::from_raw_fd(first_target + i as RawFd) };
-            let result = rustix::io::dup2(fd, &mut target);
-            std::mem::forget(target);
-            result?;
+            dup_to(fd, first_target + i as RawFd)?;
         }
     }
     Ok(())
+}
+
+/// In a child after fork: makes `target` a copy of `fd` (dup2, which clears close-on-exec
+/// on it), never closing it.
+fn dup_to(fd: &OwnedFd, target: RawFd) -> io::Result<()> {
+    // SAFETY: the target is a descriptor number this child gives a new meaning to; it is
+    // never closed here (forgotten below).
+    let mut target = unsafe { OwnedFd::from_raw_fd(target) };
+    let result = rustix::io::dup2(fd, &mut target);
+    std::mem::forget(target);
+    Ok(result?)
 }
 
 impl BrokerLine {
@@ -592,11 +618,15 @@ mod tests {
         for _ in 0..requests {
             reader.post(&input).expect("post");
         }
-        assert!(!reader.outbox.is_empty(), "{total} bytes fill the pipe");
-        let line = tokio::time::timeout(std::time::Duration::from_secs(30), reader.next_line())
-            .await
-            .expect("every request reaches the reader")
-            .expect("its count");
+        assert!(
+            !reader.wire.outbox.is_empty(),
+            "{total} bytes fill the pipe"
+        );
+        let line =
+            tokio::time::timeout(std::time::Duration::from_secs(30), reader.wire.next_line())
+                .await
+                .expect("every request reaches the reader")
+                .expect("its count");
         assert_eq!(String::from_utf8_lossy(&line.raw).trim(), total.to_string());
         let _ = reader.child.wait();
     }

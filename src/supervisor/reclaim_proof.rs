@@ -84,21 +84,17 @@ pub fn judge(
 /// Whether `journal` is where tether puts a command's journal, as tether makes it: see the
 /// module's first rule. `command.json` is checked by [`private_file`] when it is read.
 pub fn journal_in_place(journal: &Path) -> bool {
-    let Some(session) = journal.parent() else {
-        return false;
+    let in_place = || {
+        let session = journal.parent()?;
+        let sessions = (session.parent()).filter(|s| s.file_name() == Some("sessions".as_ref()))?;
+        let state = sessions.parent()?;
+        Some(
+            check_for_reading(state).is_ok()
+                && sessions.is_dir()
+                && [session, journal].iter().all(|dir| private_dir(dir)),
+        )
     };
-    let Some(sessions) = session
-        .parent()
-        .filter(|s| s.file_name() == Some("sessions".as_ref()))
-    else {
-        return false;
-    };
-    let Some(state) = sessions.parent() else {
-        return false;
-    };
-    check_for_reading(state).is_ok()
-        && sessions.is_dir()
-        && [session, journal].iter().all(|dir| private_dir(dir))
+    in_place().unwrap_or(false)
 }
 
 /// A real directory (no link followed), ours, with no group or other bits.

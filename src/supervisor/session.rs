@@ -140,13 +140,10 @@ impl Session {
 
     /// The names in the session directory, read through its descriptor.
     fn entries(&self) -> io::Result<Vec<String>> {
-        let mut names = Vec::new();
         // rustix: its `Dir` reads through a borrowed descriptor; nix's takes it over.
-        for entry in rustix::fs::Dir::read_from(&self.dir)? {
-            let entry = entry?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
-        }
-        Ok(names)
+        rustix::fs::Dir::read_from(&self.dir)?
+            .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
+            .collect()
     }
 
     fn highest_number(&self) -> io::Result<u64> {
