@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::signaller::{ProcessKey, Walk, signal_tree};
 use crate::protocol::{Origin, ProcessSignal};

@@ -29,7 +29,7 @@ use std::time::Duration;
 use nix::fcntl::AtFlags;
 // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
 use rustix::fs::FlockOperation;
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::intervals::KILL_PATIENCE;
 use super::reclaim_proof;
