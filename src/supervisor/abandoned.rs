@@ -34,7 +34,7 @@ use std::time::Instant;
 use super::intervals::KILL_PATIENCE;
 use super::reclaim_proof;
 use crate::broker::signaller::Walk;
-use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence};
+use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence, ThroughKernel};
 use crate::cgroup::{CommandCgroup, name};
 use crate::control::{agent_shims, discover, journal_link, socket_dir};
 use crate::journal::JournalDir;

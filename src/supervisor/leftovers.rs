@@ -19,7 +19,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::sleep_until;
 
 use crate::broker::signaller::{Walk, signal_tree};
-use crate::broker::stop::{Kernel, Settling, StopSequence};
+use crate::broker::stop::{Kernel, Settling, StopSequence, ThroughKernel};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::Origin;

@@ -5,11 +5,14 @@
 //!
 //! - [`attention`]: the attention detector (when a command waits for input, has gone quiet,
 //!   runs away) and what it asks a sample of the tree to read.
+//! - [`stop`]: the stop sequence's plan (TERM and CONT, sweeps during grace, KILL), decided
+//!   from `now` and what each delivery reached; a `TreeSignaller` delivers it.
 //!
 //! It depends on tether-protocol only (the messages and events it decides, the units), and
 //! on std without `std::fs`, `std::process` or `std::net`: never tokio (time is
 //! `std::time::Instant`, handed in), nix, rustix, libc or any crate above it.
 
 pub mod attention;
+pub mod stop;
 
 use tether_protocol::{protocol, units};

@@ -184,6 +184,8 @@ fn exited(code: i32) -> ExitStatus {
 struct FakeKernel(Rc<RefCell<World>>);
 
 impl TreeSignaller for FakeKernel {
+    type Walk = Walk;
+
     fn signal_tree(
         &mut self,
         _walk: &Walk,
