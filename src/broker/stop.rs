@@ -1,6 +1,7 @@
 //! The stop sequence delivered through the kernel: the plan is tether-core's
 //! ([`StopSequence`]: what is sent when, to whom, what is reported); [`Kernel`] sends it,
-//! through pidfds, `killpg` and a cgroup's `cgroup.kill`, over a [`Walk`].
+//! through pidfds, `killpg` and a cgroup's `cgroup.kill`, over a [`Walk`]; [`start`] and
+//! [`escalate`] deliver at once.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -40,34 +41,24 @@ impl TreeSignaller for Kernel {
     }
 }
 
-/// A stop sequence started and escalated through the kernel at once, as the front ends
-/// drive one over what a broker left.
-pub trait ThroughKernel {
-    /// Starts the sequence and delivers its first signal through the kernel.
-    fn start(
-        origin: Origin,
-        grace: Duration,
-        walk: impl Into<Walk>,
-        group: Option<i32>,
-        now: Instant,
-    ) -> (StopSequence, Delivery);
-
-    /// [`StopSequence::escalation`], delivered through the kernel at once.
-    fn escalate(&mut self, walk: impl Into<Walk>, group: Option<i32>, now: Instant) -> Delivery;
+/// Starts a stop sequence and delivers its first signal through the kernel at once, as the
+/// front ends drive one over what a broker left.
+pub fn start(
+    origin: Origin,
+    grace: Duration,
+    walk: impl Into<Walk>,
+    group: Option<i32>,
+    now: Instant,
+) -> (StopSequence, Delivery) {
+    StopSequence::start_with(&mut Kernel, origin, grace, &walk.into(), group, now)
 }
 
-impl ThroughKernel for StopSequence {
-    fn start(
-        origin: Origin,
-        grace: Duration,
-        walk: impl Into<Walk>,
-        group: Option<i32>,
-        now: Instant,
-    ) -> (StopSequence, Delivery) {
-        StopSequence::start_with(&mut Kernel, origin, grace, &walk.into(), group, now)
-    }
-
-    fn escalate(&mut self, walk: impl Into<Walk>, group: Option<i32>, now: Instant) -> Delivery {
-        self.escalate_with(&mut Kernel, &walk.into(), group, now)
-    }
+/// [`StopSequence::escalation`], delivered through the kernel at once.
+pub fn escalate(
+    sequence: &mut StopSequence,
+    walk: impl Into<Walk>,
+    group: Option<i32>,
+    now: Instant,
+) -> Delivery {
+    sequence.escalate_with(&mut Kernel, &walk.into(), group, now)
 }

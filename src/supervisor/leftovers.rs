@@ -19,7 +19,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::sleep_until;
 
 use crate::broker::signaller::{Walk, signal_tree};
-use crate::broker::stop::{Kernel, Settling, StopSequence, ThroughKernel};
+use crate::broker::stop::{self, Kernel, Settling};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::Origin;
@@ -231,11 +231,10 @@ pub async fn stop_leftovers(
         }
         let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();
-        let (mut sequence, delivery) =
-            StopSequence::start(Origin::Shutdown, grace, &walk, group(), now);
+        let (mut sequence, delivery) = stop::start(Origin::Shutdown, grace, &walk, group(), now);
         reached.extend(delivery.targets);
         let killed_at = grace.is_zero().then(|| {
-            reached.extend(sequence.escalate(&walk, group(), now).targets);
+            reached.extend(stop::escalate(&mut sequence, &walk, group(), now).targets);
             now
         });
         (sequence, killed_at)
