@@ -18,13 +18,9 @@ use rustix::process::{PidfdFlags, pidfd_open};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::ProcessSignal;
+use crate::sys::SendSignal;
 
-/// The identity of a process that outlives pid reuse.
-pub type ProcessKey = (i32, u64);
-
-pub fn key(stat: &ProcStat) -> ProcessKey {
-    (stat.pid, stat.start_ticks)
-}
+pub use tether_core::process::{ProcessKey, key};
 
 /// A pidfd on a process found by a walk, checked to still be that process (same start
 /// time), so a signal sent through it can never hit a reused pid.
@@ -332,20 +328,8 @@ fn signal_members(
     already: &mut HashSet<ProcessKey>,
 ) -> Option<Vec<i32>> {
     let frozen = signal != ProcessSignal::KILL && cgroup.freeze(true).is_ok();
-    let reached = signal_members_now(cgroup, group, signal, also_cont, already);
-    if frozen {
-        let _ = cgroup.freeze(false);
-    }
-    reached
-}
-
-fn signal_members_now(
-    cgroup: &CommandCgroup,
-    group: Option<i32>,
-    signal: ProcessSignal,
-    also_cont: bool,
-    already: &mut HashSet<ProcessKey>,
-) -> Option<Vec<i32>> {
+    // Thawed however the round ends, an unreadable listing (`?`) included.
+    let _thaw = Thaw(frozen.then_some(cgroup));
     let mut reached = Vec::new();
     let mut group_pending = group;
     let chase_until = std::time::Instant::now() + CHASE_LIMIT;
@@ -399,6 +383,17 @@ fn signal_members_now(
     reached.sort_unstable();
     reached.dedup();
     Some(reached)
+}
+
+/// Thaws the cgroup it holds when dropped.
+struct Thaw<'a>(Option<&'a CommandCgroup>);
+
+impl Drop for Thaw<'_> {
+    fn drop(&mut self) {
+        if let Some(cgroup) = self.0 {
+            let _ = cgroup.freeze(false);
+        }
+    }
 }
 
 /// A member being stopped gets the lowest CPU priority (nice 19, which any owner may set):

@@ -29,12 +29,12 @@ use std::time::Duration;
 use nix::fcntl::AtFlags;
 // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
 use rustix::fs::FlockOperation;
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::intervals::KILL_PATIENCE;
 use super::reclaim_proof;
 use crate::broker::signaller::Walk;
-use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence};
+use crate::broker::stop::{self, Delivery, Kernel as StopKernel, Settling};
 use crate::cgroup::{CommandCgroup, name};
 use crate::control::{agent_shims, discover, journal_link, socket_dir};
 use crate::journal::JournalDir;
@@ -263,12 +263,11 @@ impl Abandoned {
         let mut reached = Vec::new();
         let grace = self.grace_left();
         let now = Instant::now();
-        let (mut sequence, first) =
-            StopSequence::start(Origin::Reclaim, grace, walk(), group(), now);
+        let (mut sequence, first) = stop::start(Origin::Reclaim, grace, walk(), group(), now);
         self.journal_delivery(&first, &mut reached);
         let mut killed_at = None;
         if grace.is_zero() {
-            let kill = sequence.escalate(walk(), group(), now);
+            let kill = stop::escalate(&mut sequence, walk(), group(), now);
             self.journal_delivery(&kill, &mut reached);
             killed_at = Some(now);
         }
@@ -313,7 +312,7 @@ impl Abandoned {
         }
         reached.extend(&delivery.targets);
         self.append(EventKind::SignalSent {
-            signal: delivery.signal.into(),
+            signal: delivery.signal,
             scope: Scope::Group,
             origin: Origin::Reclaim,
             targets: delivery.targets.clone(),

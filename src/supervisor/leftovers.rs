@@ -13,11 +13,13 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
+use std::time::Instant;
 use tokio::sync::{Mutex, MutexGuard};
-use tokio::time::{Instant, sleep_until};
+
+use tokio::time::sleep_until;
 
 use crate::broker::signaller::{Walk, signal_tree};
-use crate::broker::stop::{Kernel, Settling, StopSequence};
+use crate::broker::stop::{self, Kernel, Settling};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::Origin;
@@ -229,18 +231,17 @@ pub async fn stop_leftovers(
         }
         let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();
-        let (mut sequence, delivery) =
-            StopSequence::start(Origin::Shutdown, grace, &walk, group(), now);
+        let (mut sequence, delivery) = stop::start(Origin::Shutdown, grace, &walk, group(), now);
         reached.extend(delivery.targets);
         let killed_at = grace.is_zero().then(|| {
-            reached.extend(sequence.escalate(&walk, group(), now).targets);
+            reached.extend(stop::escalate(&mut sequence, &walk, group(), now).targets);
             now
         });
         (sequence, killed_at)
     };
     let mut settling = Settling::default();
     let survivors = loop {
-        sleep_until(sequence.next_wake()).await;
+        sleep_until(sequence.next_wake().into()).await;
         let registry = live.lock().await;
         let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();

@@ -101,7 +101,7 @@ pub struct OperatorDelivered {
 
 /// What delivers an operator's signal: a tree's signaller that also signals one of the
 /// tree's processes. The kernel in the broker, a fake in the tests.
-pub trait OperatorSignaller: TreeSignaller {
+pub trait OperatorSignaller: TreeSignaller<Walk = Walk> {
     /// `signal` to the live process `pid` of `walk` (pidfd-checked): `None` when the walk
     /// does not find it, else whether it was delivered.
     fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool>;
@@ -394,7 +394,7 @@ impl Broker {
         match delivery {
             Some(term) if first => {
                 let cont = Delivery {
-                    signal: nix::sys::signal::Signal::SIGCONT,
+                    signal: ProcessSignal::CONT,
                     targets: term.targets.clone(),
                 };
                 self.report(term, origin);
@@ -419,7 +419,7 @@ impl Broker {
 
     pub(super) fn report(&mut self, delivery: Delivery, origin: Origin) {
         self.emit(EventKind::SignalSent {
-            signal: delivery.signal.into(),
+            signal: delivery.signal,
             scope: Scope::Group,
             origin,
             targets: delivery.targets,

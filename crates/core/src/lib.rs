@@ -1,0 +1,29 @@
+//! tether-core: the decisions of tether's broker without any I/O. Inputs in (what happened,
+//! and `now`), outputs out (what to do); it never reads a file or /proc, never sends a
+//! signal, never spawns a process and never reads a clock. The broker's I/O layer (the
+//! tether crate's `broker::run`) drives it; its tests drive it with a fake world.
+//!
+//! - [`attention`]: the attention detector (when a command waits for input, has gone quiet,
+//!   runs away) and what it asks a sample of the tree to read.
+//! - [`cost`]: what the command's tree cost, weighed from the sources the OS layer read.
+//! - [`final_drain`]: the final-drain pattern and the line matcher over split and very long
+//!   lines.
+//! - [`process`]: a process's `stat` fields as the OS layer reads them, and its key.
+//! - [`reports`]: what the I/O layer reports back as data (a child reaped, the input a
+//!   terminal took, a look at the tree).
+//! - [`stop`]: the stop sequence's plan (TERM and CONT, sweeps during grace, KILL), decided
+//!   from `now` and what each delivery reached; a `TreeSignaller` delivers it.
+//!
+//! It depends on tether-protocol only (the messages and events it decides, the units), on
+//! pure crates (regex, memchr, thiserror), and on std without `std::fs`, `std::process` or
+//! `std::net`: never tokio (time is `std::time::Instant`, handed in), nix, rustix, libc or
+//! any crate above it.
+
+pub mod attention;
+pub mod cost;
+pub mod final_drain;
+pub mod process;
+pub mod reports;
+pub mod stop;
+
+use tether_protocol::{protocol, units};
