@@ -26,6 +26,10 @@ impl Tmux {
         );
         // OSC 52 from the TUI lands in tmux's buffers, where the copy tests read it.
         tmux.cmd(&["set-option", "-g", "set-clipboard", "on"], env);
+        // What is typed before the shell reads its terminal is echoed by the terminal, then
+        // the prompt comes after it and the command's first output on the prompt's line
+        // (`# hi`): nothing is typed until the prompt shows, as a person would wait for it.
+        tmux.wait_screen(env, "the shell's prompt", |s| !s.trim().is_empty());
         tmux
     }
 
