@@ -392,6 +392,10 @@ fn plain_label(pid: i32) -> Option<String> {
 /// or `zsh`): the shim.
 pub const SHIM_LABEL: &str = "tether shell shim";
 
+/// The names of the shells tether stands in for, as its links are named: the shim's `Shell`,
+/// in its order. Here so that [`label_of`] knows them without reaching up into the shim.
+pub const SHELL_NAMES: [&str; 3] = ["sh", "bash", "zsh"];
+
 /// Pure part of [`program_label`]: `exe` the executable's file name, `argv` its command line.
 pub fn label_of(exe: &str, argv: &[String]) -> String {
     let exe: String = exe
@@ -405,7 +409,7 @@ pub fn label_of(exe: &str, argv: &[String]) -> String {
         return exe;
     }
     let argv0 = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
-    if argv0.is_some_and(|name| crate::shim::Shell::ALL.iter().any(|s| s.name() == name)) {
+    if argv0.is_some_and(|name| SHELL_NAMES.contains(&name)) {
         return SHIM_LABEL.into();
     }
     // The subcommand is the first word that is no option nor an option's value

@@ -153,10 +153,6 @@ impl CommandRecord {
         };
         (record, tail)
     }
-
-    pub fn is_truncated(&self) -> bool {
-        !self.damage.is_empty()
-    }
 }
 
 /// A session directory and every command in it.
@@ -390,7 +386,7 @@ mod tests {
         .unwrap();
         let record = CommandRecord::load(dir.path());
         assert_eq!(record.events.len(), 1);
-        assert!(record.is_truncated());
+        assert!(!record.damage.is_empty());
         assert!(
             record
                 .damage
