@@ -7,6 +7,7 @@
 //! kernel refuses (`EBUSY`) when the parent is not the root and holds processes itself (the
 //! "no internal processes" rule).
 
+use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::CommandCgroup;
@@ -66,7 +67,7 @@ pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
             && let Err(err) =
                 file::write(parent, "cgroup.subtree_control", &format!("+{controller}"))
         {
-            let why = if err.raw_os_error() == Some(libc::EBUSY) {
+            let why = if err.raw_os_error() == Some(Errno::EBUSY as i32) {
                 " (the parent cgroup holds processes itself; a delegated subtree must keep them in a leaf)".to_string()
             } else {
                 String::new()

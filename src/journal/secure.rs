@@ -276,7 +276,7 @@ pub fn open_private(path: &Path, append: bool) -> Result<File, PrivateFileError>
     let file = options
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).bits())
         .open(path)
         .map_err(|source| PrivateFileError::Open {
             path: path.to_path_buf(),

@@ -3,6 +3,8 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
+use nix::errno::Errno;
+
 use super::secure::JournalDir;
 use crate::protocol::{CapReason, Stream};
 
@@ -94,8 +96,8 @@ impl StreamLog {
         let room = self.max.saturating_sub(self.stored);
         let keep = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
         let capped = match self.write_fully(keep) {
-            Err(err) => Some(match err.raw_os_error() {
-                Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => (
+            Err(err) => Some(match err.raw_os_error().map(Errno::from_raw) {
+                Some(Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG) => (
                     CapReason::DiskFull,
                     format!(
                         "{} is no longer stored: the disk is full ({err}); the command keeps running and its bytes are counted",
