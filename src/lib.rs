@@ -21,7 +21,6 @@ pub mod model;
 pub mod notify;
 pub mod postmortem;
 pub mod procfs;
-pub mod protocol;
 pub mod prune;
 pub mod sampler;
 pub mod shim;
@@ -29,4 +28,5 @@ pub mod supervisor;
 pub mod sys;
 pub mod testing;
 pub mod ui;
-pub mod units;
+
+pub use tether_protocol::{protocol, units};

@@ -1,7 +1,13 @@
-//! Calls to the kernel that several parts share and none owns: random bytes, and leaving at
-//! once.
+//! Calls to the kernel that several parts share and none owns: random bytes, span ids,
+//! sending a signal, and leaving at once.
 
 use std::io;
+use std::os::fd::AsFd;
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use crate::protocol::ProcessSignal;
 
 /// Fills `bytes` from the kernel's random source (getrandom(2): it blocks only until the
 /// pool is first seeded, at boot).
@@ -32,6 +38,82 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// A fresh span id: 8 random bytes as 16 hex digits, never all zero.
+pub fn new_span_id() -> String {
+    let mut bytes = [0u8; 8];
+    let random = random_bytes(&mut bytes);
+    let mut id = u64::from_ne_bytes(bytes);
+    if random.is_err() || id == 0 {
+        // No randomness to be had: distinct enough for one machine's commands.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        id = (now ^ (u64::from(std::process::id()) << 40)) | 1;
+    }
+    format!("{id:016x}")
+}
+
+/// Sends a [`ProcessSignal`]: nix for a standard signal, rustix for a real-time one (nix's
+/// `Signal` has none) and for every pidfd (nix has no pidfd calls). The protocol holds the
+/// number; sending it is the OS layer's.
+pub trait SendSignal: Copy {
+    /// nix's `Signal`, for a standard signal; `None` for a real-time one, which it cannot
+    /// hold.
+    fn to_nix(self) -> Option<Signal>;
+
+    /// `kill(pid, self)`.
+    fn send_to_pid(self, pid: i32) -> io::Result<()>;
+
+    /// `killpg(pgid, self)`.
+    fn send_to_group(self, pgid: i32) -> io::Result<()>;
+
+    /// `pidfd_send_signal(pidfd, self)`, which reaches that process and never one that took
+    /// its pid.
+    fn send_to_pidfd(self, pidfd: impl AsFd) -> io::Result<()>;
+}
+
+impl SendSignal for ProcessSignal {
+    fn to_nix(self) -> Option<Signal> {
+        Signal::try_from(self.number()).ok()
+    }
+
+    fn send_to_pid(self, pid: i32) -> io::Result<()> {
+        match self.to_nix() {
+            Some(signal) => Ok(nix::sys::signal::kill(Pid::from_raw(pid), signal)?),
+            None => Ok(rustix::process::kill_process(
+                rustix_pid(pid)?,
+                to_rustix(self),
+            )?),
+        }
+    }
+
+    fn send_to_group(self, pgid: i32) -> io::Result<()> {
+        match self.to_nix() {
+            Some(signal) => Ok(nix::sys::signal::killpg(Pid::from_raw(pgid), signal)?),
+            None => Ok(rustix::process::kill_process_group(
+                rustix_pid(pgid)?,
+                to_rustix(self),
+            )?),
+        }
+    }
+
+    fn send_to_pidfd(self, pidfd: impl AsFd) -> io::Result<()> {
+        Ok(rustix::process::pidfd_send_signal(pidfd, to_rustix(self))?)
+    }
+}
+
+fn rustix_pid(pid: i32) -> io::Result<rustix::process::Pid> {
+    rustix::process::Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// rustix's `Signal`, which pidfds take.
+fn to_rustix(signal: ProcessSignal) -> rustix::process::Signal {
+    // SAFETY: the number is a standard signal or within SIGRTMIN..=SIGRTMAX (checked where
+    // it was made, and the protocol's numbers are held to libc's by the tests below), never
+    // one the C library keeps for itself, which is what `from_raw_unchecked` asks.
+    unsafe { rustix::process::Signal::from_raw_unchecked(signal.number()) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +128,43 @@ mod tests {
         // 64 zero bytes in a row from a working source: 2^-512.
         assert_ne!(a, [0u8; 64]);
         random_bytes(&mut []).unwrap();
+    }
+
+    #[test]
+    fn span_ids_are_16_hex_digits_never_zero_and_differ() {
+        let span = new_span_id();
+        assert_eq!(span.len(), 16);
+        assert_ne!(span, "0".repeat(16));
+        assert_ne!(span, new_span_id());
+    }
+
+    #[test]
+    fn the_protocols_signal_numbers_are_the_c_librarys() {
+        assert_eq!(ProcessSignal::rtmin(), libc::SIGRTMIN());
+        assert_eq!(ProcessSignal::rtmax(), libc::SIGRTMAX());
+        for n in 1..=ProcessSignal::rtmax() {
+            let ours = ProcessSignal::from_number(n);
+            let nix = Signal::try_from(n).ok();
+            let realtime = (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&n);
+            assert_eq!(ours.is_some(), nix.is_some() || realtime, "{n}");
+            if let (Some(ours), Some(nix)) = (ours, nix) {
+                assert_eq!(ours.name(), nix.as_str().trim_start_matches("SIG"), "{n}");
+                assert_eq!(ours.to_nix(), Some(nix));
+                assert!(!ours.is_realtime());
+            }
+        }
+        let named = [
+            (ProcessSignal::HUP, libc::SIGHUP),
+            (ProcessSignal::INT, libc::SIGINT),
+            (ProcessSignal::QUIT, libc::SIGQUIT),
+            (ProcessSignal::KILL, libc::SIGKILL),
+            (ProcessSignal::TERM, libc::SIGTERM),
+            (ProcessSignal::CONT, libc::SIGCONT),
+            (ProcessSignal::STOP, libc::SIGSTOP),
+            (ProcessSignal::TSTP, libc::SIGTSTP),
+        ];
+        for (ours, theirs) in named {
+            assert_eq!(ours.number(), theirs, "{ours}");
+        }
     }
 }

@@ -18,6 +18,7 @@ use rustix::process::{PidfdFlags, pidfd_open};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::ProcessSignal;
+use crate::sys::SendSignal;
 
 /// The identity of a process that outlives pid reuse.
 pub type ProcessKey = (i32, u64);

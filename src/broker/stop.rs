@@ -14,7 +14,6 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::signaller::{ProcessKey, Walk, signal_tree};
@@ -87,7 +86,7 @@ impl TreeSignaller for Kernel {
 
 /// What one step of the sequence did, for the journal.
 pub struct Delivery {
-    pub signal: Signal,
+    pub signal: ProcessSignal,
     pub targets: Vec<i32>,
 }
 
@@ -109,7 +108,7 @@ enum Step {
 /// its walk and hands the result back ([`StopSequence::delivered`]).
 #[derive(Debug, PartialEq)]
 pub struct SignalPlan {
-    pub signal: Signal,
+    pub signal: ProcessSignal,
     /// CONT after it, so stopped processes can act on a TERM.
     pub also_cont: bool,
     /// Processes reached before, not signalled again.
@@ -145,10 +144,10 @@ impl SignalPlan {
             step,
             at,
         } = self;
-        let targets = if signal == Signal::SIGKILL {
+        let targets = if signal == ProcessSignal::KILL {
             kill(signaller, walk, group, &mut already)
         } else {
-            signaller.signal_tree(walk, group, signal.into(), also_cont, &mut already)
+            signaller.signal_tree(walk, group, signal, also_cont, &mut already)
         };
         Delivered {
             targets,
@@ -185,7 +184,7 @@ impl StopSequence {
             reached: HashSet::new(),
         };
         let plan = SignalPlan {
-            signal: Signal::SIGTERM,
+            signal: ProcessSignal::TERM,
             also_cont: true,
             already: HashSet::new(),
             step: Step::First,
@@ -216,7 +215,7 @@ impl StopSequence {
         let (mut sequence, plan) = StopSequence::begin(origin, grace, now);
         let (delivery, _) = sequence.delivered(plan.deliver(signaller, walk, group));
         let delivery = delivery.unwrap_or(Delivery {
-            signal: Signal::SIGTERM,
+            signal: ProcessSignal::TERM,
             targets: Vec::new(),
         });
         (sequence, delivery)
@@ -260,7 +259,7 @@ impl StopSequence {
         self.next_sweep = now + self.interval;
         if !self.killed {
             return SignalPlan {
-                signal: Signal::SIGTERM,
+                signal: ProcessSignal::TERM,
                 also_cont: true,
                 already: std::mem::take(&mut self.reached),
                 step: Step::Sweep,
@@ -268,7 +267,7 @@ impl StopSequence {
             };
         }
         SignalPlan {
-            signal: Signal::SIGKILL,
+            signal: ProcessSignal::KILL,
             also_cont: false,
             already: HashSet::new(),
             step: Step::KillSweep,
@@ -283,7 +282,7 @@ impl StopSequence {
         self.interval = SWEEP_INTERVAL;
         self.next_sweep = now + SWEEP_INTERVAL;
         SignalPlan {
-            signal: Signal::SIGKILL,
+            signal: ProcessSignal::KILL,
             also_cont: false,
             already: HashSet::new(),
             step: Step::Escalation,
@@ -305,9 +304,9 @@ impl StopSequence {
             Step::First | Step::Sweep | Step::Escalation => {
                 self.reached = reached;
                 let signal = if step == Step::Escalation {
-                    Signal::SIGKILL
+                    ProcessSignal::KILL
                 } else {
-                    Signal::SIGTERM
+                    ProcessSignal::TERM
                 };
                 let reported = step != Step::Sweep || !targets.is_empty();
                 let delivery = reported.then_some(Delivery { signal, targets });
@@ -321,7 +320,7 @@ impl StopSequence {
                     .collect();
                 self.reached.extend(reached);
                 let delivery = (!fresh.is_empty()).then_some(Delivery {
-                    signal: Signal::SIGKILL,
+                    signal: ProcessSignal::KILL,
                     targets: fresh,
                 });
                 (delivery, false)
@@ -373,7 +372,7 @@ impl StopSequence {
         let plan = self.escalation(now);
         let (delivery, _) = self.delivered(plan.deliver(signaller, walk, group));
         delivery.unwrap_or(Delivery {
-            signal: Signal::SIGKILL,
+            signal: ProcessSignal::KILL,
             targets: Vec::new(),
         })
     }
@@ -394,7 +393,7 @@ fn kill(
             pids.sort_unstable();
             pids
         }
-        None => signaller.signal_tree(walk, group, Signal::SIGKILL.into(), false, reached),
+        None => signaller.signal_tree(walk, group, ProcessSignal::KILL, false, reached),
     }
 }
 
@@ -439,7 +438,7 @@ mod tests {
     #[derive(Default)]
     struct FakeTree {
         alive: Vec<ProcessKey>,
-        calls: Vec<(Signal, bool, Option<i32>)>,
+        calls: Vec<(ProcessSignal, bool, Option<i32>)>,
         /// A cgroup: `kill_all` kills every process at once.
         cgroup: bool,
         cgroup_kills: usize,
@@ -454,9 +453,6 @@ mod tests {
             also_cont: bool,
             already: &mut HashSet<ProcessKey>,
         ) -> Vec<i32> {
-            let signal = signal
-                .to_nix()
-                .expect("the stop sequence sends TERM and KILL");
             self.calls.push((signal, also_cont, group));
             let fresh: Vec<ProcessKey> = self
                 .alive
@@ -504,14 +500,14 @@ mod tests {
         let kill = stop.escalate_with(&mut cgroup, &walk, Some(10), t0 + grace);
         assert_eq!(
             (kill.signal, kill.targets),
-            (Signal::SIGKILL, vec![10, 20, 21, 22, 23, 24, 25])
+            (ProcessSignal::KILL, vec![10, 20, 21, 22, 23, 24, 25])
         );
         assert_eq!(cgroup.cgroup_kills, 1);
         assert!(
             cgroup
                 .calls
                 .iter()
-                .all(|(signal, ..)| *signal == Signal::SIGTERM)
+                .all(|(signal, ..)| *signal == ProcessSignal::TERM)
         );
         // Sweeps repeat the cgroup's kill; nothing new is reported.
         assert!(
@@ -534,11 +530,11 @@ mod tests {
             StopSequence::start_with(&mut tree, Origin::Operator, grace, &walk, Some(10), t0);
         assert_eq!(
             (first.signal, first.targets),
-            (Signal::SIGTERM, vec![10, 11])
+            (ProcessSignal::TERM, vec![10, 11])
         );
         assert_eq!(
             tree.calls[0],
-            (Signal::SIGTERM, true, Some(10)),
+            (ProcessSignal::TERM, true, Some(10)),
             "TERM with CONT"
         );
         assert_eq!(
@@ -556,7 +552,7 @@ mod tests {
             .expect("a delivery");
         assert_eq!(
             (newcomer.signal, newcomer.targets),
-            (Signal::SIGTERM, vec![12])
+            (ProcessSignal::TERM, vec![12])
         );
         assert!(stop.sweep_with(&mut tree, &walk, Some(10), t0).is_none());
         for _ in 0..10 {
@@ -567,9 +563,12 @@ mod tests {
         // Grace over: KILL to everything still there, without CONT.
         tree.alive.retain(|(pid, _)| *pid != 11);
         let kill = stop.escalate_with(&mut tree, &walk, None, t0 + grace);
-        assert_eq!((kill.signal, kill.targets), (Signal::SIGKILL, vec![10, 12]));
+        assert_eq!(
+            (kill.signal, kill.targets),
+            (ProcessSignal::KILL, vec![10, 12])
+        );
         assert!(stop.killed);
-        assert_eq!(tree.calls.last(), Some(&(Signal::SIGKILL, false, None)));
+        assert_eq!(tree.calls.last(), Some(&(ProcessSignal::KILL, false, None)));
         // KILL is repeated each sweep, but only newcomers are reported.
         assert!(
             stop.sweep_with(&mut tree, &walk, None, t0 + grace)
@@ -579,7 +578,7 @@ mod tests {
         let late = stop
             .sweep_with(&mut tree, &walk, None, t0 + grace)
             .expect("a delivery");
-        assert_eq!((late.signal, late.targets), (Signal::SIGKILL, vec![13]));
+        assert_eq!((late.signal, late.targets), (ProcessSignal::KILL, vec![13]));
     }
 
     #[test]

@@ -8,37 +8,22 @@
 //! "no internal processes" rule).
 
 use nix::errno::Errno;
-use serde::{Deserialize, Serialize};
 
 use super::CommandCgroup;
 use super::file;
 
-/// The limits asked for one command; `None`: no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Limits {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_procs: Option<u64>,
-    /// Bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_memory: Option<u64>,
-}
+pub use crate::protocol::Limits;
 
-impl Limits {
-    pub fn is_empty(&self) -> bool {
-        self.max_procs.is_none() && self.max_memory.is_none()
+/// Each limit asked: its name in `tether.toml`, its controller, its file and value.
+fn asked(limits: &Limits) -> Vec<(&'static str, &'static str, &'static str, u64)> {
+    let mut asked = Vec::new();
+    if let Some(n) = limits.max_procs {
+        asked.push(("max_procs", "pids", "pids.max", n));
     }
-
-    /// Each limit asked: its name in `tether.toml`, its controller, its file and value.
-    fn asked(&self) -> Vec<(&'static str, &'static str, &'static str, u64)> {
-        let mut asked = Vec::new();
-        if let Some(n) = self.max_procs {
-            asked.push(("max_procs", "pids", "pids.max", n));
-        }
-        if let Some(n) = self.max_memory {
-            asked.push(("max_memory", "memory", "memory.max", n));
-        }
-        asked
+    if let Some(n) = limits.max_memory {
+        asked.push(("max_memory", "memory", "memory.max", n));
     }
+    asked
 }
 
 /// Why a limit was not applied, one sentence that names the limit and what to do.
@@ -54,7 +39,7 @@ pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
     let parent = cgroup.parent();
     let available = file::read(parent, "cgroup.controllers").unwrap_or_default();
     let mut problems = Vec::new();
-    for (limit, controller, file, value) in limits.asked() {
+    for (limit, controller, file, value) in asked(limits) {
         if !listed(&available, controller) {
             problems.push(format!(
                 "{limit} not applied: the {controller} controller is not available in this cgroup v2 hierarchy (its cgroup.controllers lists `{}`); the command runs without it",

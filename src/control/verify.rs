@@ -23,6 +23,7 @@ use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, TOKEN_MEMFD_PREFIX};
 use crate::journal::secure::open_regular;
 use crate::journal::writer::EVENTS_FILE;
 use crate::protocol::BrokerIdentity;
+use crate::sys::SendSignal;
 
 #[derive(Debug, Error)]
 pub enum BrokerCheck {

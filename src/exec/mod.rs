@@ -30,7 +30,7 @@ use crate::config::naming::derive_name;
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
 use crate::journal::{CommandRecord, JournalDir, SessionName, state_dir};
-use crate::protocol::trace::{CallerTrace, TraceContext, new_span_id};
+use crate::protocol::trace::{CallerTrace, TraceContext};
 use crate::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::leftovers::LiveBrokers;
@@ -38,6 +38,7 @@ use crate::supervisor::{
     BrokerConversation, End, Fork, ForkedBroker, Handover, LaunchOptions, Session,
     become_subreaper, fork_broker, launch_request,
 };
+use crate::sys::new_span_id;
 
 /// tether's own failure (journal, broker), as opposed to the command's.
 pub const EXIT_TETHER_FAILED: i32 = 125;

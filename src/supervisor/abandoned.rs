@@ -332,7 +332,7 @@ impl Abandoned {
         }
         reached.extend(&delivery.targets);
         self.append(EventKind::SignalSent {
-            signal: delivery.signal.into(),
+            signal: delivery.signal,
             scope: Scope::Group,
             origin: Origin::Reclaim,
             targets: delivery.targets.clone(),

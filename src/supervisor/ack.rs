@@ -4,7 +4,6 @@
 //! so the answer to that message (counted from the first) proves the request was read. An
 //! answer to an earlier message proves nothing.
 
-use nix::sys::signal::Signal;
 use std::time::Instant;
 
 use super::intervals::ACK_TIMEOUT;
@@ -25,12 +24,11 @@ pub enum Fallback {
 /// something else to the program (a second Ctrl-C often forces a quit).
 pub fn repeats_harmlessly(signal: ProcessSignal) -> bool {
     [
-        Signal::SIGTERM,
-        Signal::SIGKILL,
-        Signal::SIGSTOP,
-        Signal::SIGCONT,
+        ProcessSignal::TERM,
+        ProcessSignal::KILL,
+        ProcessSignal::STOP,
+        ProcessSignal::CONT,
     ]
-    .map(ProcessSignal::from)
     .contains(&signal)
 }
 

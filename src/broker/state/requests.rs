@@ -394,7 +394,7 @@ impl Broker {
         match delivery {
             Some(term) if first => {
                 let cont = Delivery {
-                    signal: nix::sys::signal::Signal::SIGCONT,
+                    signal: ProcessSignal::CONT,
                     targets: term.targets.clone(),
                 };
                 self.report(term, origin);
@@ -419,7 +419,7 @@ impl Broker {
 
     pub(super) fn report(&mut self, delivery: Delivery, origin: Origin) {
         self.emit(EventKind::SignalSent {
-            signal: delivery.signal.into(),
+            signal: delivery.signal,
             scope: Scope::Group,
             origin,
             targets: delivery.targets,

@@ -154,7 +154,7 @@ fn a_reaping_that_finds_the_cgroup_still_populated_keeps_the_stop_going() {
     rig.feed(Input::Reaped {
         children: vec![Reaped {
             pid: CMD,
-            status: killed_by(Signal::SIGTERM),
+            status: killed_by(ProcessSignal::TERM),
             place: None,
             tether_cgroup: None,
         }],

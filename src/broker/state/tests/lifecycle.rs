@@ -53,7 +53,7 @@ fn an_exit_code_and_a_signal_from_outside_are_the_commands_own() {
     assert_eq!(rig.result().exit, Some(exited(3)));
 
     let mut rig = Rig::running(request(), OnTerm::Exit);
-    rig.command_ends(killed_by(Signal::SIGSEGV));
+    rig.command_ends(killed_by(ProcessSignal::parse("SEGV").unwrap()));
     assert_eq!(
         rig.finish(),
         0,
@@ -170,7 +170,7 @@ fn children_reaped_together_are_journaled_in_the_kernels_order_with_where_they_w
             },
             Reaped {
                 pid: 102,
-                status: killed_by(Signal::SIGTERM),
+                status: killed_by(ProcessSignal::TERM),
                 place: None,
                 tether_cgroup: None,
             },

@@ -17,7 +17,6 @@ use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use super::requests::{OperatorSignal, OperatorSignaller};
@@ -57,7 +56,7 @@ struct World {
     alive: Vec<(ProcStat, Option<OnTerm>)>,
     ended: VecDeque<(i32, ExitStatus)>,
     /// Each delivery: the signal and the pids it reached.
-    sent: Vec<(Signal, Vec<i32>)>,
+    sent: Vec<(ProcessSignal, Vec<i32>)>,
     /// Tree records the next walks return, in order.
     trees: VecDeque<EventKind>,
     walks: usize,
@@ -148,11 +147,11 @@ impl World {
         self.ended.push_back((pid, status));
     }
 
-    fn deliver(&mut self, pid: i32, signal: Signal) {
+    fn deliver(&mut self, pid: i32, signal: ProcessSignal) {
         let on_term = self.alive.iter().find(|(p, _)| p.pid == pid).map(|p| p.1);
         let ends = match signal {
-            Signal::SIGKILL => true,
-            Signal::SIGTERM => on_term == Some(Some(OnTerm::Exit)),
+            ProcessSignal::KILL => true,
+            ProcessSignal::TERM => on_term == Some(Some(OnTerm::Exit)),
             _ => false,
         };
         if ends {
@@ -165,10 +164,10 @@ impl World {
     }
 }
 
-fn killed_by(signal: Signal) -> ExitStatus {
+fn killed_by(signal: ProcessSignal) -> ExitStatus {
     ExitStatus {
         code: None,
-        signal: Some(signal as i32),
+        signal: Some(signal.number()),
         core_dumped: false,
     }
 }
@@ -193,7 +192,6 @@ impl TreeSignaller for FakeKernel {
         _also_cont: bool,
         already: &mut HashSet<ProcessKey>,
     ) -> Vec<i32> {
-        let signal = signal.to_nix().expect("the tests send standard signals");
         let mut world = self.0.borrow_mut();
         let fresh: Vec<ProcStat> = world
             .alive
@@ -217,7 +215,6 @@ impl TreeSignaller for FakeKernel {
 
 impl OperatorSignaller for FakeKernel {
     fn signal_one(&mut self, _walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool> {
-        let signal = signal.to_nix().expect("the tests send standard signals");
         let mut world = self.0.borrow_mut();
         world.alive.iter().find(|(p, _)| p.pid == pid)?;
         world.deliver(pid, signal);
@@ -307,7 +304,7 @@ struct Rig {
     notify_unstartable: bool,
     wind_downs: usize,
     /// Each [`Output::Signal`]'s plan: its signal and whether CONT follows.
-    plans: Vec<(Signal, bool)>,
+    plans: Vec<(ProcessSignal, bool)>,
     /// Each [`Output::OperatorSignal`], as asked for.
     operator_signals: Vec<OperatorSignal>,
     result: Option<CommandResult>,

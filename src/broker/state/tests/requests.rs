@@ -349,7 +349,7 @@ fn a_control_stop_is_answered_after_its_signals_are_journaled() {
     while let Some(output) = rig.broker.poll_output() {
         match output {
             Output::Signal { plan, walk, group } => {
-                assert_eq!((plan.signal, plan.also_cont), (Signal::SIGTERM, true));
+                assert_eq!((plan.signal, plan.also_cont), (ProcessSignal::TERM, true));
                 assert_eq!(group, Some(CMD));
                 seen.push("plan".to_string());
                 let delivered = plan.deliver(&mut FakeKernel(rig.world.clone()), &walk, group);
@@ -460,7 +460,10 @@ fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled()
         ["deliver", "output", "signal_sent", "flush", "reply 8"],
         "delivered, journaled, flushed, then answered"
     );
-    assert_eq!(rig.world.borrow().sent, [(Signal::SIGINT, vec![CMD, 101])]);
+    assert_eq!(
+        rig.world.borrow().sent,
+        [(ProcessSignal::INT, vec![CMD, 101])]
+    );
 }
 
 #[test]

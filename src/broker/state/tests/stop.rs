@@ -308,7 +308,7 @@ fn each_step_is_a_plan_and_its_delivery_is_journaled_with_its_targets() {
     rig.feed(stop_request());
     assert_eq!(
         rig.plans,
-        [(Signal::SIGTERM, true)],
+        [(ProcessSignal::TERM, true)],
         "the first plan: TERM and CONT"
     );
     assert_eq!(
@@ -321,11 +321,15 @@ fn each_step_is_a_plan_and_its_delivery_is_journaled_with_its_targets() {
     // Sweeps during grace are plans too; what reached nobody new is not journaled.
     rig.run_until(ms(999));
     assert!(rig.plans.len() > 1);
-    assert!(rig.plans[1..].iter().all(|p| *p == (Signal::SIGTERM, true)));
+    assert!(
+        rig.plans[1..]
+            .iter()
+            .all(|p| *p == (ProcessSignal::TERM, true))
+    );
     assert_eq!(rig.count("signal_sent"), 2);
     // Grace over: the KILL plan, its delivery journaled after `hard_kill`.
     rig.run_until(ms(1000));
-    assert_eq!(rig.plans.last(), Some(&(Signal::SIGKILL, false)));
+    assert_eq!(rig.plans.last(), Some(&(ProcessSignal::KILL, false)));
     let kinds = rig.kinds();
     assert_eq!(
         kinds[kinds.len() - 2..],

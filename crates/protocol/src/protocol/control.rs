@@ -77,7 +77,7 @@ pub struct Peer {
     pub uid: u32,
     /// The peer's program as the broker read it from /proc when the request came (its
     /// executable's name, and tether's subcommand: `tether watch`, `tether stop`; see
-    /// [`crate::procfs::program_label`]). Absent in journals written before, and when the
+    /// `procfs::program_label` in the tether crate). Absent in journals written before, and when the
     /// broker could not read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,

@@ -3,7 +3,7 @@
 use super::{Event, EventKind, Origin, ProcessEntry, ProcessSignal, Scope, Stream};
 
 /// `kind` at wall-clock `ts_ms`; what these tests read never looks at the monotonic clock.
-pub(crate) fn event(ts_ms: u64, kind: EventKind) -> Event {
+pub fn event(ts_ms: u64, kind: EventKind) -> Event {
     Event {
         ts_ms,
         mono_us: 0,
@@ -12,7 +12,7 @@ pub(crate) fn event(ts_ms: u64, kind: EventKind) -> Event {
 }
 
 /// The command started as `pid`, the leader of its own group, with no argv journaled.
-pub(crate) fn spawned(pid: i32) -> EventKind {
+pub fn spawned(pid: i32) -> EventKind {
     EventKind::Spawned {
         pid,
         pgid: pid,
@@ -22,7 +22,7 @@ pub(crate) fn spawned(pid: i32) -> EventKind {
 }
 
 /// `len` bytes of `stream` written at `offset`.
-pub(crate) fn output(ts_ms: u64, stream: Stream, offset: u64, len: u64) -> Event {
+pub fn output(ts_ms: u64, stream: Stream, offset: u64, len: u64) -> Event {
     event(
         ts_ms,
         EventKind::Output {
@@ -34,7 +34,7 @@ pub(crate) fn output(ts_ms: u64, stream: Stream, offset: u64, len: u64) -> Event
 }
 
 /// A tree of `pids`, each a child of init in group 10, named `p<pid>`, and all started at 0.
-pub(crate) fn tree(ts_ms: u64, pids: &[i32]) -> Event {
+pub fn tree(ts_ms: u64, pids: &[i32]) -> Event {
     let processes = pids
         .iter()
         .map(|&pid| ProcessEntry {
@@ -50,12 +50,7 @@ pub(crate) fn tree(ts_ms: u64, pids: &[i32]) -> Event {
 }
 
 /// `signal` sent to `target` alone, as the journal tells it.
-pub(crate) fn signal_sent(
-    signal: ProcessSignal,
-    scope: Scope,
-    origin: Origin,
-    target: i32,
-) -> EventKind {
+pub fn signal_sent(signal: ProcessSignal, scope: Scope, origin: Origin, target: i32) -> EventKind {
     EventKind::SignalSent {
         signal,
         scope,

@@ -2,19 +2,15 @@
 //! line): one type, parsed once where text comes in, written as its name without `SIG`
 //! (`TERM`, `KILL`, `RTMIN+3`), so no side parses a string the other side made.
 //!
-//! It is a signal number, checked: a standard signal (one nix names) or a real-time one
-//! (libc's `SIGRTMIN()..=SIGRTMAX()` on the running system; the few below `SIGRTMIN` are
-//! the C library's own and are refused). nix's `Signal` has no real-time signals, so the
-//! type holds the number and the calls that send it live here: nix for a standard signal,
-//! rustix for a real-time one and for every pidfd (nix has neither).
+//! It is a signal number, checked: a standard signal (Linux's 1..=31) or a real-time one
+//! (`SIGRTMIN..=SIGRTMAX` as the C library leaves them to programs; the few below `SIGRTMIN`
+//! are the C library's own and are refused). The numbers are Linux's, written here so that
+//! the protocol needs no C library; the OS layer sends the signal (`sys::SendSignal`) and its
+//! tests hold these numbers and names to libc's and nix's.
 
 use std::fmt;
-use std::io;
-use std::os::fd::AsFd;
 use std::str::FromStr;
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,28 +29,38 @@ const RTMAX_NAMES: [&str; 17] = [
     "RTMAX-16",
 ];
 
-impl ProcessSignal {
-    pub const TERM: ProcessSignal = ProcessSignal(libc::SIGTERM);
-    pub const KILL: ProcessSignal = ProcessSignal(libc::SIGKILL);
-    pub const CONT: ProcessSignal = ProcessSignal(libc::SIGCONT);
-    pub const INT: ProcessSignal = ProcessSignal(libc::SIGINT);
-    pub const HUP: ProcessSignal = ProcessSignal(libc::SIGHUP);
-    pub const TSTP: ProcessSignal = ProcessSignal(libc::SIGTSTP);
+/// The standard signals' names by number (1..=31), as Linux numbers them on every
+/// architecture but alpha, mips and sparc, which tether does not build for.
+pub const STANDARD_NAMES: [&str; 31] = [
+    "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV", "USR2",
+    "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG",
+    "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO", "PWR", "SYS",
+];
 
-    /// The first real-time signal the C library leaves to programs. libc, because nix has no
-    /// call for it (glibc keeps the first two or three for its threads).
+impl ProcessSignal {
+    pub const HUP: ProcessSignal = ProcessSignal(1);
+    pub const INT: ProcessSignal = ProcessSignal(2);
+    pub const QUIT: ProcessSignal = ProcessSignal(3);
+    pub const KILL: ProcessSignal = ProcessSignal(9);
+    pub const TERM: ProcessSignal = ProcessSignal(15);
+    pub const CONT: ProcessSignal = ProcessSignal(18);
+    pub const STOP: ProcessSignal = ProcessSignal(19);
+    pub const TSTP: ProcessSignal = ProcessSignal(20);
+
+    /// The first real-time signal the C library leaves to programs: glibc keeps 32 and 33
+    /// for its threads, musl also 34 (libc's `SIGRTMIN()`).
     pub fn rtmin() -> i32 {
-        libc::SIGRTMIN()
+        if cfg!(target_env = "musl") { 35 } else { 34 }
     }
 
     /// The last real-time signal (64 on Linux).
     pub fn rtmax() -> i32 {
-        libc::SIGRTMAX()
+        64
     }
 
     /// `n` if it is a signal a process can be sent: a standard one or a real-time one.
     pub fn from_number(n: i32) -> Option<ProcessSignal> {
-        let standard = Signal::try_from(n).is_ok();
+        let standard = Self::standard_name(n).is_some();
         let realtime = (Self::rtmin()..=Self::rtmax()).contains(&n);
         (standard || realtime).then_some(ProcessSignal(n))
     }
@@ -70,10 +76,14 @@ impl ProcessSignal {
         if let Some(realtime) = Self::parse_realtime(bare) {
             return Some(realtime);
         }
-        format!("SIG{bare}")
-            .parse::<Signal>()
-            .ok()
-            .map(ProcessSignal::from)
+        let index = STANDARD_NAMES.iter().position(|name| *name == bare)?;
+        Some(ProcessSignal(index as i32 + 1))
+    }
+
+    /// `TERM` for 15: the name of a standard signal without `SIG`.
+    fn standard_name(n: i32) -> Option<&'static str> {
+        let index = usize::try_from(n.checked_sub(1)?).ok()?;
+        STANDARD_NAMES.get(index).copied()
     }
 
     /// `RTMIN`, `RTMIN+k`, `RTMAX`, `RTMAX-k` (upper case, without `SIG`).
@@ -106,8 +116,8 @@ impl ProcessSignal {
     /// `TERM`, `RTMIN+3`: the name events and messages carry. A real-time signal is named
     /// from the nearer end of its range, as `kill -l` does (`RTMIN+15`, then `RTMAX-14`).
     pub fn name(self) -> &'static str {
-        if let Some(signal) = self.to_nix() {
-            return signal.as_str().trim_start_matches("SIG");
+        if let Some(name) = Self::standard_name(self.0) {
+            return name;
         }
         let (min, max) = (Self::rtmin(), Self::rtmax());
         let from_min = (self.0 - min) as usize;
@@ -130,65 +140,15 @@ impl ProcessSignal {
         [
             ProcessSignal::TERM,
             ProcessSignal::KILL,
-            ProcessSignal(libc::SIGINT),
-            ProcessSignal(libc::SIGHUP),
-            ProcessSignal(libc::SIGQUIT),
+            ProcessSignal::INT,
+            ProcessSignal::HUP,
+            ProcessSignal::QUIT,
         ]
         .contains(&self)
     }
 
     pub fn is_realtime(self) -> bool {
-        self.to_nix().is_none()
-    }
-
-    /// nix's `Signal`, for a standard signal; `None` for a real-time one, which it cannot
-    /// hold.
-    pub fn to_nix(self) -> Option<Signal> {
-        Signal::try_from(self.0).ok()
-    }
-
-    /// rustix's `Signal`, which pidfds take (nix has no pidfd calls).
-    pub fn to_rustix(self) -> rustix::process::Signal {
-        // SAFETY: the number is a standard signal or within libc's SIGRTMIN..=SIGRTMAX
-        // (checked where it was made), never one the C library keeps for itself, which is
-        // what `from_raw_unchecked` asks.
-        unsafe { rustix::process::Signal::from_raw_unchecked(self.0) }
-    }
-
-    /// `kill(pid, self)`: nix for a standard signal, rustix for a real-time one.
-    pub fn send_to_pid(self, pid: i32) -> io::Result<()> {
-        match self.to_nix() {
-            Some(signal) => Ok(nix::sys::signal::kill(Pid::from_raw(pid), signal)?),
-            None => {
-                let pid = rustix::process::Pid::from_raw(pid)
-                    .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-                Ok(rustix::process::kill_process(pid, self.to_rustix())?)
-            }
-        }
-    }
-
-    /// `killpg(pgid, self)`: nix for a standard signal, rustix for a real-time one.
-    pub fn send_to_group(self, pgid: i32) -> io::Result<()> {
-        match self.to_nix() {
-            Some(signal) => Ok(nix::sys::signal::killpg(Pid::from_raw(pgid), signal)?),
-            None => {
-                let pgid = rustix::process::Pid::from_raw(pgid)
-                    .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-                Ok(rustix::process::kill_process_group(pgid, self.to_rustix())?)
-            }
-        }
-    }
-
-    /// `pidfd_send_signal(pidfd, self)`, which reaches that process and never one that took
-    /// its pid.
-    pub fn send_to_pidfd(self, pidfd: impl AsFd) -> io::Result<()> {
-        Ok(rustix::process::pidfd_send_signal(pidfd, self.to_rustix())?)
-    }
-}
-
-impl From<Signal> for ProcessSignal {
-    fn from(signal: Signal) -> ProcessSignal {
-        ProcessSignal(signal as i32)
+        Self::standard_name(self.0).is_none()
     }
 }
 
@@ -263,10 +223,7 @@ mod tests {
         let (min, max) = (ProcessSignal::rtmin(), ProcessSignal::rtmax());
         let rtmin = ProcessSignal::parse("RTMIN").unwrap();
         assert_eq!(rtmin.number(), min);
-        assert!(
-            rtmin.to_nix().is_none(),
-            "nix's Signal has no real-time signals"
-        );
+        assert!(rtmin.is_realtime());
         assert_eq!(ProcessSignal::parse("RTMIN+3").unwrap().number(), min + 3);
         assert_eq!(
             ProcessSignal::parse("sigrtmin+3").unwrap().number(),

@@ -2,8 +2,8 @@
 
 pub mod attention;
 pub mod control;
-#[cfg(test)]
-pub(crate) mod fixtures;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod framing;
 pub mod leftovers;
 pub mod messages;

@@ -14,7 +14,6 @@ use super::leftovers::{LeftoversEnd, LeftoversRecord, LeftoversRule};
 use super::millis;
 use super::signal::ProcessSignal;
 use super::trace::TraceContext;
-pub use crate::cgroup::Limits;
 
 use super::Peer;
 
@@ -930,6 +929,22 @@ pub struct StreamTotals {
     /// up once the command had ended (`output_undelivered`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub undelivered: u64,
+}
+
+/// The limits asked for one command; `None`: no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_procs: Option<u64>,
+    /// Bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory: Option<u64>,
+}
+
+impl Limits {
+    pub fn is_empty(&self) -> bool {
+        self.max_procs.is_none() && self.max_memory.is_none()
+    }
 }
 
 #[cfg(test)]
