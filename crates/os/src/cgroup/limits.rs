@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use super::CommandCgroup;
 use super::file;
 
-pub use crate::protocol::Limits;
+pub use tether_protocol::protocol::Limits;
 
 /// Each limit asked: its name in `tether.toml`, its controller, its file and value.
 fn asked(limits: &Limits) -> Vec<(&'static str, &'static str, &'static str, u64)> {

@@ -11,7 +11,7 @@ use super::bounded::{oversized, read_metadata};
 use super::secure::open_regular;
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
-use crate::protocol::{CommandResult, Event, LaunchRequest, Stream};
+use tether_protocol::protocol::{CommandResult, Event, LaunchRequest, Stream};
 
 /// Who started a session, when and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
-use crate::protocol::ProcessSignal;
+use tether_protocol::protocol::ProcessSignal;
 
 /// Fills `bytes` from the kernel's random source (getrandom(2): it blocks only until the
 /// pool is first seeded, at boot).
@@ -103,7 +103,7 @@ impl SendSignal for ProcessSignal {
 }
 
 fn rustix_pid(pid: i32) -> io::Result<rustix::process::Pid> {
-    rustix::process::Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+    rustix::process::Pid::from_raw(pid).ok_or_else(|| io::Error::from(nix::errno::Errno::EINVAL))
 }
 
 /// rustix's `Signal`, which pidfds take.

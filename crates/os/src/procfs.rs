@@ -32,8 +32,8 @@ impl ProcStat {
 
     /// For tests: a sleeping process `pid`, child of `ppid`, leading its own group and
     /// session.
-    #[cfg(test)]
-    pub(crate) fn leader(pid: i32, ppid: i32) -> ProcStat {
+    #[cfg(any(test, feature = "fixtures"))]
+    pub fn leader(pid: i32, ppid: i32) -> ProcStat {
         ProcStat {
             pid,
             ppid,

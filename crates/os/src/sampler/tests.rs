@@ -206,7 +206,7 @@ fn a_huge_argv_is_cut_as_the_journal_cuts_it() {
         .map(|p| (p.pid, p.start_ms))
         .collect();
     kill_and_reap(child, &sleeps);
-    let expected = crate::protocol::capped_argv(
+    let expected = tether_protocol::protocol::capped_argv(
         ["sh", "-c", "sleep 5; :", "sh", &big]
             .map(String::from)
             .to_vec(),

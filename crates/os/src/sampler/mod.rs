@@ -16,8 +16,8 @@ pub use thread::{SamplerHandle, spawn_sampler};
 pub use tree::{TreeRow, build_tree};
 
 use crate::procfs::{self, ProcStat};
-use crate::protocol::capped_argv;
 use scan::ScannedProcess;
+use tether_protocol::protocol::capped_argv;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessInfo {

@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use nix::errno::Errno;
 
 use super::secure::JournalDir;
-use crate::protocol::{CapReason, Stream};
+use tether_protocol::protocol::{CapReason, Stream};
 
 pub const COMMAND_FILE: &str = "command.json";
 pub const EVENTS_FILE: &str = "events.jsonl";
@@ -33,7 +33,7 @@ impl EventLog {
         })
     }
 
-    /// Buffers one event line, as [`crate::protocol::Event::to_line`] makes it.
+    /// Buffers one event line, as [`tether_protocol::protocol::Event::to_line`] makes it.
     pub fn append(&mut self, line: &[u8]) -> io::Result<()> {
         self.out.write_all(line)
     }
