@@ -114,15 +114,15 @@ impl<'a> StatFields<'a> {
 }
 
 /// Parses the contents of `/proc/PID/stat` (see [`StatFields`]).
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    StatFields::split(text)?.to_stat()
+}
+
 /// The cgroup v2 path of `pid` (its `/proc/PID/cgroup` line `0::PATH`), which a zombie
 /// still shows: where it was when it ended.
 pub fn cgroup_of(pid: i32) -> Option<String> {
     let file = fs::File::open(format!("/proc/{pid}/cgroup")).ok()?;
     crate::cgroup::parse_own_cgroup(&read_small(file, 8192).ok()?)
-}
-
-pub fn parse_stat(text: &str) -> Option<ProcStat> {
-    StatFields::split(text)?.to_stat()
 }
 
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
