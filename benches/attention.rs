@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tether::attention::detector::{Detector, Sample, Thresholds};
-use tether::attention::probe::{self, InputFile};
+use tether::attention::probe;
 use tether::procfs;
 use tether::protocol::AttentionRequest;
 
@@ -142,7 +142,7 @@ fn tree(count: usize, program: &str, input: impl AsFd) -> Child {
 
 fn sample_cost(count: usize) {
     let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe");
-    let input = InputFile::of(&read).expect("the pipe");
+    let input = probe::input_file(&read).expect("the pipe");
     for (label, program) in [
         ("blocked reading the command's input", "cat"),
         ("asleep elsewhere", "sleep 600"),
@@ -156,11 +156,8 @@ fn sample_cost(count: usize) {
         }
         std::thread::sleep(Duration::from_millis(500));
         let thresholds = Thresholds::of(&AttentionRequest::default());
-        let mut detector = Detector::new(
-            thresholds,
-            procfs::clock_ticks_per_second(),
-            tokio::time::Instant::now(),
-        );
+        let mut detector =
+            Detector::new(thresholds, procfs::clock_ticks_per_second(), Instant::now());
         let page = procfs::page_size();
         let (mut walks, mut probes, mut decides) = (Vec::new(), Vec::new(), Vec::new());
         let mut blocked = 0;
@@ -174,7 +171,7 @@ fn sample_cost(count: usize) {
             probes.push(t.elapsed().as_secs_f64() * 1000.0);
             blocked = sampled.iter().filter(|p| p.blocked.is_some()).count();
             let t = Instant::now();
-            detector.sampled(tokio::time::Instant::now(), Sample::Fresh(sampled));
+            detector.sampled(Instant::now(), Sample::Fresh(sampled));
             decides.push(t.elapsed().as_secs_f64() * 1000.0);
             let _ = detector.take();
         }

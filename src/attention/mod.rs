@@ -10,8 +10,6 @@
 //!   keeper process (`keeper`, which ends all a run left: `sweep`), at the user's rate
 //!   across all brokers ([`rate`], kept in [`rate_file`]).
 
-mod agent_wait;
-pub mod detector;
 mod keeper;
 pub mod notify;
 pub mod probe;
@@ -19,6 +17,8 @@ pub mod rate;
 pub mod rate_file;
 mod sweep;
 pub mod waits;
+
+pub use tether_core::attention::detector;
 
 #[cfg(test)]
 mod tests;

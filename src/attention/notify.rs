@@ -39,7 +39,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 pub use super::keeper::KEEPER_COMM;
 use super::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};

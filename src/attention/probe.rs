@@ -17,52 +17,33 @@ use nix::sys::stat::{self, SFlag};
 
 use super::detector::{Blocked, InputKind, ProcessSample};
 use crate::procfs::ProcStat;
-
-/// A file the command reads input from, as `fstat` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InputFile {
-    pub dev: u64,
-    pub ino: u64,
-    /// For a character device (a terminal), its device number: every open of it matches.
-    pub rdev: Option<u64>,
-    pub input: InputKind,
-}
+pub use tether_core::attention::inputs::{InputFile, Looks};
 
 /// `/dev/null` and `/dev/tty`'s device numbers.
 const DEV_NULL: (u64, u64) = (1, 3);
 const DEV_TTY: (u64, u64) = (5, 0);
 
-impl InputFile {
-    /// The file open at `fd`: a terminal if it is a character device, else a pipe (or
-    /// whatever file the command was given); `None` for /dev/null (a read of it never
-    /// waits) or a descriptor that cannot be looked at.
-    pub fn of(fd: impl AsFd) -> Option<InputFile> {
-        let stat = stat::fstat(fd).ok()?;
-        let file = InputFile::from_stat(&stat);
-        let null = stat::makedev(DEV_NULL.0, DEV_NULL.1);
-        (file.rdev != Some(null)).then_some(file)
-    }
+/// The file open at `fd`: a terminal if it is a character device, else a pipe (or whatever
+/// file the command was given); `None` for /dev/null (a read of it never waits) or a
+/// descriptor that cannot be looked at.
+pub fn input_file(fd: impl AsFd) -> Option<InputFile> {
+    let stat = stat::fstat(fd).ok()?;
+    let file = input_file_from_stat(&stat);
+    let null = stat::makedev(DEV_NULL.0, DEV_NULL.1);
+    (file.rdev != Some(null)).then_some(file)
+}
 
-    pub(super) fn from_stat(stat: &stat::FileStat) -> InputFile {
-        let is_char = stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFCHR.bits();
-        InputFile {
-            dev: stat.st_dev,
-            ino: stat.st_ino,
-            rdev: is_char.then_some(stat.st_rdev),
-            input: if is_char {
-                InputKind::Terminal
-            } else {
-                InputKind::Pipe
-            },
-        }
-    }
-
-    fn matches(&self, other: &InputFile) -> bool {
-        match (self.rdev, other.rdev) {
-            (Some(a), Some(b)) => a == b,
-            (None, None) => self.dev == other.dev && self.ino == other.ino,
-            _ => false,
-        }
+pub(super) fn input_file_from_stat(stat: &stat::FileStat) -> InputFile {
+    let is_char = stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFCHR.bits();
+    InputFile {
+        dev: stat.st_dev,
+        ino: stat.st_ino,
+        rdev: is_char.then_some(stat.st_rdev),
+        input: if is_char {
+            InputKind::Terminal
+        } else {
+            InputKind::Pipe
+        },
     }
 }
 
@@ -76,21 +57,6 @@ pub fn which_input(inputs: &[InputFile], file: &InputFile) -> Option<InputKind> 
     let tty = stat::makedev(DEV_TTY.0, DEV_TTY.1);
     (file.rdev == Some(tty) && inputs.iter().any(|i| i.input == InputKind::Terminal))
         .then_some(InputKind::Terminal)
-}
-
-/// What a sample reads beyond the walk's `stat`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Looks {
-    /// What sleeping processes wait for (the detector wants it, and the command has an
-    /// input to wait on).
-    pub blocked: bool,
-    /// How much CPU each runnable process wanted (`schedstat`), for runaways.
-    pub demand: bool,
-    /// The process last seen blocked on the input, looked at first.
-    pub waiting: Option<i32>,
-    /// The command is an agent: whether it waits on its terminal is read from every thread's
-    /// wait, a poll or epoll set too (`super::waits`), and whether a command of its runs.
-    pub agent: bool,
 }
 
 /// The samples of the tree's live processes.
@@ -231,7 +197,7 @@ fn blocked_on(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
         }
     };
     let stat = stat::stat(format!("/proc/{pid}/fd/{fd}").as_str()).ok()?;
-    let input = which_input(inputs, &InputFile::from_stat(&stat))?;
+    let input = which_input(inputs, &input_file_from_stat(&stat))?;
     let program = read_small(&format!("/proc/{pid}/comm"), &mut buf)
         .map_or_else(|| pid.to_string(), |comm| comm.trim().to_string());
     let mut io = [0u8; 512];
@@ -338,7 +304,7 @@ mod tests {
     #[test]
     fn a_process_blocked_reading_a_pipe_it_was_given_is_seen() {
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
-        let input = InputFile::of(&read).unwrap();
+        let input = input_file(&read).unwrap();
         let mut child = std::process::Command::new("sh")
             .args(["-c", "read line"])
             .stdin(std::process::Stdio::from(read))
@@ -370,6 +336,6 @@ mod tests {
         assert_eq!((blocked.fd, blocked.input), (0, InputKind::Pipe));
         assert_eq!(blocked.call, "read");
         assert_eq!(blocked.program, "sh");
-        assert!(InputFile::of(std::fs::File::open("/dev/null").unwrap()).is_none());
+        assert!(input_file(std::fs::File::open("/dev/null").unwrap()).is_none());
     }
 }

@@ -4,7 +4,7 @@ mod agent;
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::detector::{
     Blocked, CONFIRM_GAP, Detector, Ending, InputKind, ProcessSample, Sample, Thresholds,

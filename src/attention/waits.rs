@@ -245,7 +245,7 @@ fn is_terminal(pid: i32, fd: i32, inputs: &[InputFile]) -> bool {
     let Ok(stat) = stat::stat(format!("/proc/{pid}/fd/{fd}").as_str()) else {
         return false;
     };
-    which_input(inputs, &InputFile::from_stat(&stat)) == Some(InputKind::Terminal)
+    which_input(inputs, &super::probe::input_file_from_stat(&stat)) == Some(InputKind::Terminal)
 }
 
 #[cfg(test)]
@@ -309,7 +309,7 @@ mod tests {
     /// A process waiting on a terminal through Python's `select` module, as each call.
     fn seen_waiting(script: &str) -> Blocked {
         let pty = nix::pty::openpty(None, None).expect("a pty");
-        let input = InputFile::of(&pty.slave).expect("the pty is a file");
+        let input = crate::attention::probe::input_file(&pty.slave).expect("the pty is a file");
         let mut child = std::process::Command::new("python3")
             .args(["-c", script])
             .stdin(std::process::Stdio::from(pty.slave))
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn a_process_waiting_on_other_descriptors_only_is_not() {
         let pty = nix::pty::openpty(None, None).expect("a pty");
-        let input = InputFile::of(&pty.slave).expect("the pty is a file");
+        let input = crate::attention::probe::input_file(&pty.slave).expect("the pty is a file");
         let mut child = std::process::Command::new("python3")
             .args([
                 "-c",

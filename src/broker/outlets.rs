@@ -4,7 +4,7 @@
 //! order, and hands any answer or failure back to it as an [`Input`] at once;
 //! [`Outlets::reap`] reaps and says what it reaped.
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::control::ControlServer;
 use super::parent::ParentLink;

@@ -9,8 +9,10 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
+use std::time::Instant;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::time::{Instant, sleep_until};
+
+use tokio::time::sleep_until;
 
 use super::BROKER_TOKEN_ENV;
 use super::containment;
@@ -214,7 +216,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
 
     // The socket exists before `command.json` names it, so whoever reads the name finds it.
     let identity = broker_identity();
-    let control = ControlServer::listen(&identity, start);
+    let control = ControlServer::listen(&identity, start.into());
     let command_file = CommandFile {
         request: request.clone(),
         broker: Some(identity),
@@ -507,7 +509,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             incoming = next_control(&mut out.control) => {
                 out.feed(&mut broker, Input::Control(incoming));
             }
-            _ = sleep_until(deadline) => {}
+            _ = sleep_until(deadline.into()) => {}
         }
         let dropped = terminals.settle(&pipes);
         if dropped > 0 {

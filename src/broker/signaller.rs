@@ -21,7 +21,7 @@ use crate::protocol::ProcessSignal;
 use crate::sys::SendSignal;
 
 /// The identity of a process that outlives pid reuse.
-pub type ProcessKey = (i32, u64);
+pub use tether_core::stop::ProcessKey;
 
 pub fn key(stat: &ProcStat) -> ProcessKey {
     (stat.pid, stat.start_ticks)

@@ -189,7 +189,7 @@ pub fn spawn(
                 .flatten()
                 .map(|p| p.slave.as_fd()),
         )
-        .filter_map(crate::attention::probe::InputFile::of)
+        .filter_map(crate::attention::probe::input_file)
         .collect();
     // A stream with a terminal gets its slave side and the broker keeps the master; one
     // without gets a pipe's write end and the broker keeps the read end.

@@ -29,12 +29,12 @@ use std::time::Duration;
 use nix::fcntl::AtFlags;
 // rustix's flock: nix's is deprecated for a `Flock` that takes the descriptor over.
 use rustix::fs::FlockOperation;
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::intervals::KILL_PATIENCE;
 use super::reclaim_proof;
 use crate::broker::signaller::Walk;
-use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence};
+use crate::broker::stop::{Delivery, Kernel as StopKernel, Settling, StopSequence, ThroughKernel};
 use crate::cgroup::{CommandCgroup, name};
 use crate::control::{agent_shims, discover, journal_link, socket_dir};
 use crate::journal::JournalDir;

@@ -13,11 +13,13 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
+use std::time::Instant;
 use tokio::sync::{Mutex, MutexGuard};
-use tokio::time::{Instant, sleep_until};
+
+use tokio::time::sleep_until;
 
 use crate::broker::signaller::{Walk, signal_tree};
-use crate::broker::stop::{Kernel, Settling, StopSequence};
+use crate::broker::stop::{Kernel, Settling, StopSequence, ThroughKernel};
 use crate::cgroup::CommandCgroup;
 use crate::procfs::{self, ProcStat};
 use crate::protocol::Origin;
@@ -240,7 +242,7 @@ pub async fn stop_leftovers(
     };
     let mut settling = Settling::default();
     let survivors = loop {
-        sleep_until(sequence.next_wake()).await;
+        sleep_until(sequence.next_wake().into()).await;
         let registry = live.lock().await;
         let walk = registry.leftovers().in_cgroup(cgroup.clone());
         let now = Instant::now();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use crate::attention::detector::{
     Blocked, Detector, InputKind, ProcessSample, Sample, Thresholds, WAITING_FOR_YOU,

@@ -11,7 +11,7 @@
 //! at which the tree is sampled as on the tree's own schedule (a few reads when nothing in
 //! the tree ran, see `TreeRecorder::unchanged`).
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::machine::{Output, Probe};
 use super::{Broker, Phase};

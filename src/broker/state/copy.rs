@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::machine::Output;
 use super::{Broker, Phase};

@@ -4,7 +4,7 @@
 //! for, the rule's longest custody, a shutdown signal. Each trigger is one call here, so a
 //! new one (the session's owner) is one more caller.
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::{Broker, Phase};
 use crate::protocol::{EventKind, LeftoversEnd, LeftoversRecord, Origin, Peer};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::{Broker, Phase};
 use regex::bytes::Regex;

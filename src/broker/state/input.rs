@@ -1,7 +1,7 @@
 //! Journaling what the operator typed into the command's terminal: how many bytes, never
 //! which, gathered into one `input` event a second.
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::Broker;
 use crate::broker::terminal::InputTaken;

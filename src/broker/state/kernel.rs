@@ -13,7 +13,7 @@
 //! when the tree's record closes (`Output::CloseTree`) and runs the notify command
 //! (`Output::Notify`…). Nothing in `broker::state` opens a file or makes a system call.
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 /// When an input happened: the monotonic clock the broker's deadlines run on, and the wall
 /// clock the journal's `ts_ms` is stamped with, both read by the interpreter.

@@ -10,7 +10,7 @@
 use std::io;
 use std::sync::Arc;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::requests::{Done, OperatorDelivered, OperatorSignal};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};

@@ -101,7 +101,7 @@ pub struct OperatorDelivered {
 
 /// What delivers an operator's signal: a tree's signaller that also signals one of the
 /// tree's processes. The kernel in the broker, a fake in the tests.
-pub trait OperatorSignaller: TreeSignaller {
+pub trait OperatorSignaller: TreeSignaller<Walk = Walk> {
     /// `signal` to the live process `pid` of `walk` (pidfd-checked): `None` when the walk
     /// does not find it, else whether it was delivered.
     fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool>;

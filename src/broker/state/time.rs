@@ -1,6 +1,6 @@
 //! The broker's clock: what is due when, and the phases a command's end goes through.
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::machine::Output;
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};

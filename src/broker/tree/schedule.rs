@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 /// The interval after a walk that found a change, or after activity: the old fixed rate, so
 /// a busy command's tree is recorded as closely as before.

@@ -17,7 +17,7 @@ use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::requests::{OperatorSignal, OperatorSignaller};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Host, Input, Now, Output, Reaped};
@@ -184,6 +184,8 @@ fn exited(code: i32) -> ExitStatus {
 struct FakeKernel(Rc<RefCell<World>>);
 
 impl TreeSignaller for FakeKernel {
+    type Walk = Walk;
+
     fn signal_tree(
         &mut self,
         _walk: &Walk,

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::detector::{Blocked, ProcessSample, WAITING_FOR_YOU};
 use crate::units::duration_ms;

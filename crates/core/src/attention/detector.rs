@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::agent_wait::AgentWait;
 use crate::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
@@ -197,8 +197,8 @@ impl Detector {
     /// What samples should read beyond the walk: which processes are blocked on input (a
     /// read of `/proc/PID/syscall` per sleeping process), how much CPU each wanted (one of
     /// `/proc/PID/schedstat` per process).
-    pub fn wants(&self) -> super::probe::Looks {
-        super::probe::Looks {
+    pub fn wants(&self) -> super::inputs::Looks {
+        super::inputs::Looks {
             blocked: self.thresholds.input_after.is_some()
                 && !self.ended
                 && !(self.thresholds.agent && self.needs_input),
