@@ -6,7 +6,7 @@
 
 pub mod containment;
 mod control;
-pub mod final_drain;
+pub use tether_core::final_drain;
 pub mod mirror;
 mod outlets;
 mod parent;

@@ -9,23 +9,10 @@
 
 use nix::errno::Errno;
 
-use crate::procfs::{self, ProcStat};
+use crate::procfs;
 use crate::protocol::ExitStatus;
 
-/// One ended child, reaped: its pid, how it ended, and where it was (its process group and
-/// session, read while it was still a zombie).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reaped {
-    pub pid: i32,
-    pub status: ExitStatus,
-    pub place: Option<ProcStat>,
-    /// For a process named as tether's own are (`tether-broker`, `tether-prune`), the
-    /// cgroup it ended in (the path of its `0::` line). The broker of a shell call of an
-    /// agent's that kept leftovers (re-parented here when its shell returned) and the
-    /// retention run a shell call starts (a double fork) end outside the command's cgroup,
-    /// where they moved themselves (`cgroup::Hierarchy::enter`).
-    pub tether_cgroup: Option<String>,
-}
+pub use tether_core::reports::Reaped;
 
 /// Reaps every child that has ended, in the order the kernel gives them: the command itself,
 /// or a descendant re-parented to this subreaper. Then whether a child is left, which the

@@ -20,12 +20,7 @@ use crate::procfs::{self, ProcStat};
 use crate::protocol::ProcessSignal;
 use crate::sys::SendSignal;
 
-/// The identity of a process that outlives pid reuse.
-pub use tether_core::stop::ProcessKey;
-
-pub fn key(stat: &ProcStat) -> ProcessKey {
-    (stat.pid, stat.start_ticks)
-}
+pub use tether_core::process::{ProcessKey, key};
 
 /// A pidfd on a process found by a walk, checked to still be that process (same start
 /// time), so a signal sent through it can never hit a reused pid.

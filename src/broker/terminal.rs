@@ -15,12 +15,7 @@ use crate::protocol::{Stream, TerminalRequest, WindowSize};
 /// The most input that may wait for a command that does not read it: a 10 MiB paste fits.
 pub const MAX_PENDING_INPUT: usize = 16 << 20;
 
-/// What became of input the front end sent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct InputTaken {
-    pub bytes: u64,
-    pub dropped: u64,
-}
+pub use tether_core::reports::InputTaken;
 
 #[derive(Default)]
 pub struct Terminals {

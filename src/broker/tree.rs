@@ -42,21 +42,7 @@ pub fn tree_budget(max_output: u64) -> u64 {
 /// vfork within one clock tick of CPU moves none of the others).
 pub const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// What one look at the tree found.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct TreeSample {
-    /// The live processes the walk found; `None` when it was skipped (a quiet tree on the
-    /// /proc walk whose processes did nothing since) or took too long (`missed`).
-    pub processes: Option<Vec<ProcStat>>,
-    /// The event to journal: a tree that changed, or the one `events_capped`.
-    pub record: Option<EventKind>,
-    /// The walk did not finish within its budget: nothing is known of the tree now (unlike
-    /// a skipped walk, which knows nothing in it ran).
-    pub missed: bool,
-    /// What attention's probe found of each of `processes`, when the walk was asked for one
-    /// (`Output::SampleTree`'s `probe`).
-    pub probed: Option<Vec<crate::attention::detector::ProcessSample>>,
-}
+pub use tether_core::reports::TreeSample;
 
 pub struct TreeRecorder {
     /// The processes of the last tree recorded.

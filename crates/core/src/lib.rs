@@ -5,14 +5,25 @@
 //!
 //! - [`attention`]: the attention detector (when a command waits for input, has gone quiet,
 //!   runs away) and what it asks a sample of the tree to read.
+//! - [`cost`]: what the command's tree cost, weighed from the sources the OS layer read.
+//! - [`final_drain`]: the final-drain pattern and the line matcher over split and very long
+//!   lines.
+//! - [`process`]: a process's `stat` fields as the OS layer reads them, and its key.
+//! - [`reports`]: what the I/O layer reports back as data (a child reaped, the input a
+//!   terminal took, a look at the tree).
 //! - [`stop`]: the stop sequence's plan (TERM and CONT, sweeps during grace, KILL), decided
 //!   from `now` and what each delivery reached; a `TreeSignaller` delivers it.
 //!
-//! It depends on tether-protocol only (the messages and events it decides, the units), and
-//! on std without `std::fs`, `std::process` or `std::net`: never tokio (time is
-//! `std::time::Instant`, handed in), nix, rustix, libc or any crate above it.
+//! It depends on tether-protocol only (the messages and events it decides, the units), on
+//! pure crates (regex, memchr, thiserror), and on std without `std::fs`, `std::process` or
+//! `std::net`: never tokio (time is `std::time::Instant`, handed in), nix, rustix, libc or
+//! any crate above it.
 
 pub mod attention;
+pub mod cost;
+pub mod final_drain;
+pub mod process;
+pub mod reports;
 pub mod stop;
 
 use tether_protocol::{protocol, units};

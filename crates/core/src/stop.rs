@@ -15,11 +15,8 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+pub use crate::process::ProcessKey;
 use crate::protocol::{Origin, ProcessSignal};
-
-/// A process as a stop knows it: its pid and start time (`/proc/PID/stat` field 22), so a
-/// pid taken by another process since is not taken for it.
-pub type ProcessKey = (i32, u64);
 
 /// How soon the tree is walked again after a signal; the interval doubles from walk to walk
 /// (newcomers are rare after the first moments), up to `SWEEP_MAX`.

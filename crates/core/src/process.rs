@@ -1,0 +1,45 @@
+//! A process as the broker's decisions see it: the fields of its `/proc/PID/stat` (read by
+//! the OS layer's `procfs`), and the key that names it for good.
+
+/// The fields of `/proc/PID/stat` that tether uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgid: i32,
+    pub sid: i32,
+    /// `R`, `S`, `D`, `Z`, `T`, ...
+    pub state: u8,
+    /// Start time in clock ticks after boot: with the pid, it names one process for good.
+    pub start_ticks: u64,
+    /// CPU time it used so far, user and system (`utime` + `stime`), in clock ticks.
+    pub cpu_ticks: u64,
+    /// Resident memory now, in pages.
+    pub rss_pages: u64,
+}
+
+impl ProcStat {
+    pub fn is_zombie(&self) -> bool {
+        self.state == b'Z' || self.state == b'X'
+    }
+
+    /// For tests: a sleeping process `pid`, child of `ppid`, leading its own group and
+    /// session.
+    pub fn leader(pid: i32, ppid: i32) -> ProcStat {
+        ProcStat {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state: b'S',
+            ..ProcStat::default()
+        }
+    }
+}
+
+/// The identity of a process that outlives pid reuse: its pid and start time.
+pub type ProcessKey = (i32, u64);
+
+pub fn key(stat: &ProcStat) -> ProcessKey {
+    (stat.pid, stat.start_ticks)
+}
