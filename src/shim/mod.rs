@@ -37,11 +37,7 @@ impl Shell {
     pub const ALL: [Shell; 3] = [Shell::Sh, Shell::Bash, Shell::Zsh];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Shell::Sh => "sh",
-            Shell::Bash => "bash",
-            Shell::Zsh => "zsh",
-        }
+        crate::procfs::SHELL_NAMES[self as usize]
     }
 
     /// Where the real shell may be, in order. Absolute, so that a link of ours on PATH is

@@ -7,10 +7,12 @@
 //! kernel refuses (`EBUSY`) when the parent is not the root and holds processes itself (the
 //! "no internal processes" rule).
 
+use nix::errno::Errno;
+
 use super::CommandCgroup;
 use super::file;
 
-pub use crate::protocol::Limits;
+pub use tether_protocol::protocol::Limits;
 
 /// Each limit asked: its name in `tether.toml`, its controller, its file and value.
 fn asked(limits: &Limits) -> Vec<(&'static str, &'static str, &'static str, u64)> {
@@ -50,7 +52,7 @@ pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
             && let Err(err) =
                 file::write(parent, "cgroup.subtree_control", &format!("+{controller}"))
         {
-            let why = if err.raw_os_error() == Some(libc::EBUSY) {
+            let why = if err.raw_os_error() == Some(Errno::EBUSY as i32) {
                 " (the parent cgroup holds processes itself; a delegated subtree must keep them in a leaf)".to_string()
             } else {
                 String::new()

@@ -79,15 +79,15 @@ impl<'a> StatFields<'a> {
 }
 
 /// Parses the contents of `/proc/PID/stat` (see [`StatFields`]).
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    StatFields::split(text)?.to_stat()
+}
+
 /// The cgroup v2 path of `pid` (its `/proc/PID/cgroup` line `0::PATH`), which a zombie
 /// still shows: where it was when it ended.
 pub fn cgroup_of(pid: i32) -> Option<String> {
     let file = fs::File::open(format!("/proc/{pid}/cgroup")).ok()?;
     crate::cgroup::parse_own_cgroup(&read_small(file, 8192).ok()?)
-}
-
-pub fn parse_stat(text: &str) -> Option<ProcStat> {
-    StatFields::split(text)?.to_stat()
 }
 
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
@@ -357,6 +357,10 @@ fn plain_label(pid: i32) -> Option<String> {
 /// or `zsh`): the shim.
 pub const SHIM_LABEL: &str = "tether shell shim";
 
+/// The names of the shells tether stands in for, as its links are named: the shim's `Shell`,
+/// in its order. Here so that [`label_of`] knows them without reaching up into the shim.
+pub const SHELL_NAMES: [&str; 3] = ["sh", "bash", "zsh"];
+
 /// Pure part of [`program_label`]: `exe` the executable's file name, `argv` its command line.
 pub fn label_of(exe: &str, argv: &[String]) -> String {
     let exe: String = exe
@@ -370,7 +374,7 @@ pub fn label_of(exe: &str, argv: &[String]) -> String {
         return exe;
     }
     let argv0 = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
-    if argv0.is_some_and(|name| crate::shim::Shell::ALL.iter().any(|s| s.name() == name)) {
+    if argv0.is_some_and(|name| SHELL_NAMES.contains(&name)) {
         return SHIM_LABEL.into();
     }
     // The subcommand is the first word that is no option nor an option's value

@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use crate::protocol::{Frame, LineSplitter, MAX_LINE};
+use tether_protocol::protocol::{Frame, LineSplitter, MAX_LINE};
 
 pub struct AsyncPipe {
     fd: AsyncFd<OwnedFd>,

@@ -11,7 +11,7 @@ use super::bounded::{oversized, read_metadata};
 use super::secure::open_regular;
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
-use crate::protocol::{CommandResult, Event, LaunchRequest, Stream};
+use tether_protocol::protocol::{CommandResult, Event, LaunchRequest, Stream};
 
 /// Who started a session, when and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,10 +152,6 @@ impl CommandRecord {
             damage,
         };
         (record, tail)
-    }
-
-    pub fn is_truncated(&self) -> bool {
-        !self.damage.is_empty()
     }
 }
 
@@ -390,7 +386,7 @@ mod tests {
         .unwrap();
         let record = CommandRecord::load(dir.path());
         assert_eq!(record.events.len(), 1);
-        assert!(record.is_truncated());
+        assert!(!record.damage.is_empty());
         assert!(
             record
                 .damage

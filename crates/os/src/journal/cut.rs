@@ -8,7 +8,7 @@ use std::path::Path;
 use super::reader::read_result;
 use super::tail::EventTail;
 use super::writer::EVENTS_FILE;
-use crate::protocol::{EventKind, Stream};
+use tether_protocol::protocol::{EventKind, Stream};
 
 /// What the journal kept of `stream` (its log's bytes, the head) and how many bytes after
 /// them it dropped; `None` when it kept every byte. A finished command's `result.json` says;

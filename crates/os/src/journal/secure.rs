@@ -155,11 +155,6 @@ impl JournalDir {
         Ok(File::from(fd))
     }
 
-    /// Opens the regular file `name` for reading: no link followed, no FIFO or device opened.
-    pub fn open_file(&self, name: &str) -> io::Result<File> {
-        open_regular_at(&self.fd, name)
-    }
-
     /// Opens the existing regular file `name` to append to it (an event log a killed broker
     /// left): no link followed, and a FIFO put in its place is neither waited on nor opened.
     pub fn open_append(&self, name: &str) -> io::Result<File> {
@@ -281,7 +276,7 @@ pub fn open_private(path: &Path, append: bool) -> Result<File, PrivateFileError>
     let file = options
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).bits())
         .open(path)
         .map_err(|source| PrivateFileError::Open {
             path: path.to_path_buf(),
@@ -492,7 +487,7 @@ mod tests {
 
         std::os::unix::fs::symlink("/etc/passwd", real.join("stdout.log")).unwrap();
         assert!(dir.create_file("stdout.log", false).is_err());
-        assert!(dir.open_file("stdout.log").is_err());
+        assert!(open_regular_at(&dir.fd, "stdout.log").is_err());
         assert!(open_regular(&real.join("stdout.log")).is_err());
         std::os::unix::fs::symlink(&shared, real.join("sessions")).unwrap();
         assert!(matches!(

@@ -7,11 +7,12 @@ use std::os::fd::AsFd;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
-use crate::protocol::ProcessSignal;
+use tether_protocol::protocol::ProcessSignal;
 
 /// Fills `bytes` from the kernel's random source (getrandom(2): it blocks only until the
 /// pool is first seeded, at boot).
 pub fn random_bytes(bytes: &mut [u8]) -> io::Result<()> {
+    // rustix: nix has no getrandom(2).
     let mut filled = 0;
     while filled < bytes.len() {
         match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
@@ -31,6 +32,7 @@ pub fn exit_now(code: i32) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
+    // libc: neither nix nor rustix (outside its unstable `runtime`) has _exit(2).
     // SAFETY: _exit ends the process; what it skips (exit handlers, destructors) holds
     // nothing of ours: our streams are flushed above, and our files are written through.
     unsafe { libc::_exit(code) }
@@ -101,7 +103,7 @@ impl SendSignal for ProcessSignal {
 }
 
 fn rustix_pid(pid: i32) -> io::Result<rustix::process::Pid> {
-    rustix::process::Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+    rustix::process::Pid::from_raw(pid).ok_or_else(|| io::Error::from(nix::errno::Errno::EINVAL))
 }
 
 /// rustix's `Signal`, which pidfds take.

@@ -16,8 +16,8 @@ pub use thread::{SamplerHandle, spawn_sampler};
 pub use tree::{TreeRow, build_tree};
 
 use crate::procfs::{self, ProcStat};
-use crate::protocol::capped_argv;
 use scan::ScannedProcess;
+use tether_protocol::protocol::capped_argv;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessInfo {
@@ -159,11 +159,19 @@ impl Sampler {
             });
         if known.argv.is_empty() || known.comm != process.comm {
             let argv = procfs::cmdline(stat.pid);
+            // `[comm]` stands for an empty command line: a zombie's, or that of a process
+            // caught in exec, its new name set and its new command line not yet. It is
+            // shown, and read again next time.
+            let settled = argv != [format!("[{}]", process.comm)];
             if !argv.is_empty() {
                 // Cut as the journal cuts it: the live pane then shows what a post-mortem
                 // shows, and a megabyte of argv is not cloned for every sample.
                 known.argv = capped_argv(argv);
-                known.comm.clone_from(&process.comm);
+                known.comm = if settled {
+                    process.comm.clone()
+                } else {
+                    String::new()
+                };
             }
         }
         let argv = if known.argv.is_empty() {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::reader::Damage;
 use super::secure::open_regular;
-use crate::protocol::{Event, Frame, LineSplitter, MAX_LINE};
+use tether_protocol::protocol::{Event, Frame, LineSplitter, MAX_LINE};
 
 /// The longest event line tether writes: a broker journals the very lines it sends its front
 /// end, and those are framed by [`MAX_LINE`] (a longer one would never reach it).

@@ -174,8 +174,8 @@ impl CommandCgroup {
     }
 
     /// As [`CommandCgroup::open_existing`], over a fake hierarchy in a temporary directory.
-    #[cfg(test)]
-    pub(crate) fn open_fake(path: &Path) -> Result<CommandCgroup, CgroupError> {
+    #[cfg(any(test, feature = "fixtures"))]
+    pub fn open_fake(path: &Path) -> Result<CommandCgroup, CgroupError> {
         CommandCgroup::open_path(path, false)
     }
 

@@ -3,8 +3,10 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
+use nix::errno::Errno;
+
 use super::secure::JournalDir;
-use crate::protocol::{CapReason, Stream};
+use tether_protocol::protocol::{CapReason, Stream};
 
 pub const COMMAND_FILE: &str = "command.json";
 pub const EVENTS_FILE: &str = "events.jsonl";
@@ -31,7 +33,7 @@ impl EventLog {
         })
     }
 
-    /// Buffers one event line, as [`crate::protocol::Event::to_line`] makes it.
+    /// Buffers one event line, as [`tether_protocol::protocol::Event::to_line`] makes it.
     pub fn append(&mut self, line: &[u8]) -> io::Result<()> {
         self.out.write_all(line)
     }
@@ -94,8 +96,8 @@ impl StreamLog {
         let room = self.max.saturating_sub(self.stored);
         let keep = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
         let capped = match self.write_fully(keep) {
-            Err(err) => Some(match err.raw_os_error() {
-                Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => (
+            Err(err) => Some(match err.raw_os_error().map(Errno::from_raw) {
+                Some(Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG) => (
                     CapReason::DiskFull,
                     format!(
                         "{} is no longer stored: the disk is full ({err}); the command keeps running and its bytes are counted",

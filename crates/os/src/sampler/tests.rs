@@ -11,13 +11,18 @@ use tokio::sync::mpsc::error::TryRecvError;
 
 use super::*;
 
+/// How long a test waits for what must come: what a loaded machine (parallel builds and
+/// tests) meets, as the integration tests' `DEADLINE`. The sleeps the tests start outlive
+/// it, and are killed at the end.
+const DEADLINE: Duration = Duration::from_secs(30);
+
 fn me() -> i32 {
     std::process::id() as i32
 }
 
-/// Samples until `found` accepts the test process's tree, for up to five seconds.
+/// Samples until `found` accepts the test process's tree, for up to [`DEADLINE`].
 fn sample_until(sampler: &mut Sampler, found: impl Fn(&[ProcessInfo]) -> bool) -> Vec<ProcessInfo> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + DEADLINE;
     loop {
         let snapshot = sampler.sample(&[me()]);
         let tree = snapshot.trees.get(&me()).cloned().unwrap_or_default();
@@ -48,7 +53,7 @@ fn kill_and_reap(mut child: Child, descendants: &[(i32, u64)]) {
     }
     let _ = child.kill();
     child.wait().expect("the test's child can be reaped");
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + DEADLINE;
     for &(pid, start_ms) in descendants {
         while still_running(pid, start_ms) {
             assert!(Instant::now() < deadline, "pid {pid} outlived the test");
@@ -69,7 +74,7 @@ fn still_running(pid: i32, start_ms: u64) -> bool {
 fn finds_a_shell_and_its_two_sleeps() {
     let started = crate::clock::now_ms();
     let child = Command::new("sh")
-        .args(["-c", "sleep 5 & sleep 5 & wait"])
+        .args(["-c", "sleep 60 & sleep 60 & wait"])
         .spawn()
         .expect("sh runs");
     let sh = child.id() as i32;
@@ -80,7 +85,7 @@ fn finds_a_shell_and_its_two_sleeps() {
         sleeps.len() == 2
             && sleeps
                 .iter()
-                .all(|p| p.argv == ["sleep", "5"] && p.rss_bytes > 0)
+                .all(|p| p.argv == ["sleep", "60"] && p.rss_bytes > 0)
     });
 
     assert_eq!(tree[0].pid, me(), "the broker comes first");
@@ -92,7 +97,7 @@ fn finds_a_shell_and_its_two_sleeps() {
     let my_group = nix::unistd::getpgrp().as_raw();
     assert_eq!(shell.ppid, me());
     assert_eq!(shell.pgid, my_group);
-    assert_eq!(shell.argv, ["sh", "-c", "sleep 5 & sleep 5 & wait"]);
+    assert_eq!(shell.argv, ["sh", "-c", "sleep 60 & sleep 60 & wait"]);
     for p in std::iter::once(shell).chain(sleeps.iter().copied()) {
         assert!(matches!(p.state, 'S' | 'R'), "{p:?}");
         assert!(p.rss_bytes > 0 && p.rss_bytes < 1 << 30, "{p:?}");
@@ -164,7 +169,7 @@ fn argv_follows_an_exec() {
     // The shell waits for a line on stdin before it execs, so the first sample sees it as
     // a shell however loaded the machine is.
     let mut child = Command::new("sh")
-        .args(["-c", "read go; exec sleep 5"])
+        .args(["-c", "read go; exec sleep 60"])
         .stdin(std::process::Stdio::piped())
         .spawn()
         .expect("sh runs");
@@ -181,7 +186,7 @@ fn argv_follows_an_exec() {
     }
     sample_until(&mut sampler, |tree| {
         tree.iter()
-            .any(|p| p.pid == pid && p.argv == ["sleep", "5"])
+            .any(|p| p.pid == pid && p.argv == ["sleep", "60"])
     });
     kill_and_reap(child, &[(pid, start_ms)]);
 }
@@ -191,7 +196,7 @@ fn a_huge_argv_is_cut_as_the_journal_cuts_it() {
     let big = "z".repeat(100_000);
     // `; :` keeps the shell from exec'ing its sleep, so it keeps its own argv.
     let child = Command::new("sh")
-        .args(["-c", "sleep 5; :", "sh", &big])
+        .args(["-c", "sleep 60; :", "sh", &big])
         .spawn()
         .expect("sh runs");
     let pid = child.id() as i32;
@@ -206,8 +211,8 @@ fn a_huge_argv_is_cut_as_the_journal_cuts_it() {
         .map(|p| (p.pid, p.start_ms))
         .collect();
     kill_and_reap(child, &sleeps);
-    let expected = crate::protocol::capped_argv(
-        ["sh", "-c", "sleep 5; :", "sh", &big]
+    let expected = tether_protocol::protocol::capped_argv(
+        ["sh", "-c", "sleep 60; :", "sh", &big]
             .map(String::from)
             .to_vec(),
     );
@@ -228,7 +233,7 @@ fn absent_brokers_have_no_tree() {
 fn thread_samples_on_request_and_stops_on_drop() {
     let (handle, mut snapshots) = spawn_sampler(Duration::from_millis(50));
     let next = |snapshots: &mut UnboundedReceiver<Snapshot>| {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + DEADLINE;
         loop {
             match snapshots.try_recv() {
                 Ok(snapshot) => return snapshot,
@@ -246,7 +251,7 @@ fn thread_samples_on_request_and_stops_on_drop() {
     assert!(next(&mut snapshots).trees.contains_key(&me()));
 
     handle.set_brokers(Vec::new());
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + DEADLINE;
     while !next(&mut snapshots).trees.is_empty() {
         assert!(Instant::now() < deadline);
     }
@@ -305,18 +310,18 @@ fn a_listed_broker_below_another_has_its_own_tree_not_a_part_of_the_others() {
     // The test process stands for an agent's broker; the shell, for the broker of one of the
     // agent's shell calls below it; the sleep, for that call's command.
     let child = Command::new("sh")
-        .args(["-c", "sleep 5 & wait"])
+        .args(["-c", "sleep 60 & wait"])
         .spawn()
         .expect("sh runs");
     let sh = child.id() as i32;
     let mut sampler = Sampler::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + DEADLINE;
     let snapshot = loop {
         let snapshot = sampler.sample(&[me(), sh]);
         if snapshot
             .trees
             .get(&sh)
-            .is_some_and(|tree| tree.iter().any(|p| p.argv == ["sleep", "5"]))
+            .is_some_and(|tree| tree.iter().any(|p| p.argv == ["sleep", "60"]))
         {
             break snapshot;
         }
@@ -326,7 +331,7 @@ fn a_listed_broker_below_another_has_its_own_tree_not_a_part_of_the_others() {
     let outer: Vec<i32> = snapshot.trees[&me()].iter().map(|p| p.pid).collect();
     let inner = &snapshot.trees[&sh];
     assert_eq!(inner[0].pid, sh, "the inner broker heads its own tree");
-    let sleep = inner.iter().find(|p| p.argv == ["sleep", "5"]).unwrap();
+    let sleep = inner.iter().find(|p| p.argv == ["sleep", "60"]).unwrap();
     assert!(
         !outer.contains(&sh) && !outer.contains(&sleep.pid),
         "the outer tree holds the inner broker's: {outer:?}"

@@ -15,8 +15,8 @@ use std::path::Path;
 use thiserror::Error;
 
 use super::secure::{open_regular, open_regular_at};
-use crate::protocol::MAX_LINE;
-use crate::units::format_size;
+use tether_protocol::protocol::MAX_LINE;
+use tether_protocol::units::format_size;
 
 /// The most a journal's metadata file may hold. The largest legitimate one is a
 /// `command.json` whose command line is long and full of bytes JSON escapes (a control byte

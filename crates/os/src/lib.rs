@@ -1,0 +1,20 @@
+//! tether-os: everything tether asks of the kernel and the disk. Processes read from /proc
+//! (`procfs`) and sampled on their own thread (`sampler`), cgroup v2 containment (`cgroup`),
+//! non-blocking pipe ends under tokio (`fdio`), the calls several parts share: random bytes,
+//! signals, leaving at once (`sys`), the wall clock as the journal records it (`clock`), and
+//! the journal's files: written, read back, watched (`journal`).
+//!
+//! The layer above tether-core and the protocol, below the broker and the front ends: it may
+//! depend on tether-protocol (the messages and units it reads and writes), tether-core (the
+//! data it fills: `ProcStat`), nix, rustix, libc, tokio, serde and thiserror; never on the
+//! tether crate above it (broker, supervisor, front ends, the TUI), nor on ratatui or
+//! crossterm. nix makes the system calls; rustix only those nix lacks (pidfds,
+//! getrandom, a directory read through a borrowed descriptor); libc only what neither has.
+
+pub mod cgroup;
+pub mod clock;
+pub mod fdio;
+pub mod journal;
+pub mod procfs;
+pub mod sampler;
+pub mod sys;
