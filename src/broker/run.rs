@@ -23,7 +23,7 @@ use super::outlets::{JournalFiles, Outlets};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::{Broker, CopyProgress, Host, Input};
+use super::state::{Broker, CommandNames, CopyProgress, Host, Input};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
 use crate::attention::notify::Notifier;
@@ -262,6 +262,11 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         start,
         super::outlets::now(),
         request.clone(),
+        CommandNames {
+            number: (request.session.as_ref())
+                .and_then(|s| crate::journal::paths::command_dir_number(&s.command)),
+            text: crate::config::naming::command_text(&request.command),
+        },
         final_line,
     );
     let control_failed = control

@@ -4,7 +4,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::session::{CommandExport, SessionExport};
-use crate::journal::paths::format_utc;
 use crate::model::command::signal_label;
 use crate::model::{Badges, Status};
 
@@ -88,10 +87,7 @@ pub struct StreamBytes {
     pub stored: u64,
 }
 
-/// `2026-01-02T03:04:05.000Z`.
-pub fn iso_utc(ms: u64) -> String {
-    format!("{}Z", format_utc(ms).replacen(' ', "T", 1))
-}
+pub use crate::units::iso_utc;
 
 /// The `state` word for a status.
 pub fn state_name(status: Status) -> &'static str {

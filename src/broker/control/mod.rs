@@ -26,12 +26,10 @@ use tokio::time::{Instant, Sleep};
 
 use self::admission::Quota;
 use self::client::Client;
-use super::state::Refusal;
+pub use super::state::Incoming;
 use crate::clock::now_ms;
 use crate::control::socket_dir::{self, SocketDirError};
-use crate::protocol::{
-    BrokerIdentity, CONTROL_MAX_LINE, ControlRequest, Event, EventKind, LineSplitter, Peer,
-};
+use crate::protocol::{BrokerIdentity, CONTROL_MAX_LINE, Event, EventKind, LineSplitter, Peer};
 
 /// Bytes a client may leave unread before it is dropped.
 pub const OUTBOX_CAP: usize = 1 << 20;
@@ -43,25 +41,6 @@ const READS_PER_WAKE: usize = 4;
 const REFUSALS_JOURNALED: u32 = 32;
 /// After `accept` fails (out of descriptors), how long before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-
-/// What a client brought the broker's loop.
-pub enum Incoming {
-    Request {
-        client: u64,
-        peer: Peer,
-        request: Result<ControlRequest, Refusal>,
-        /// The peer is a process of the broker's tree (its command's, or the command).
-        in_tree: bool,
-    },
-    /// A connection refused; the broker journals it, then answers `client` (the refusal
-    /// reaches the journal before the peer hears of it, and the connection ends with the
-    /// answer).
-    Refused {
-        client: u64,
-        peer: Peer,
-        reason: String,
-    },
-}
 
 pub struct ControlServer {
     listener: UnixListener,

@@ -20,6 +20,15 @@ use crate::attention::notify::{NotifyPolicy, runnable};
 use crate::attention::probe::InputFile;
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus, Origin, ProcessSignal};
 
+/// How a notification names the command, known at launch: its number in its session (from
+/// its journal directory's name, `03-build` → 3) and its text as the operator reads it
+/// (`config::naming::command_text`), both worked out by the I/O layer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandNames {
+    pub number: Option<u64>,
+    pub text: String,
+}
+
 /// The bytes of the command's text a notification carries at most (its argv may be
 /// megabytes).
 const TEXT_CAP: usize = 1024;
@@ -343,9 +352,8 @@ impl Broker {
         // The machine's wall clock, as the event it tells of is stamped.
         let ts_ms = self.wall_ms;
         let session = request.session.as_ref();
-        let number = session.and_then(|s| crate::journal::paths::command_dir_number(&s.command));
+        let number = self.names.number;
         let target = session.zip(number).map(|(s, n)| format!("{}/{n:02}", s.id));
-        let text = crate::config::naming::command_text(&request.command);
         let value = serde_json::json!({
             "kind": kind,
             "detail": capped(detail, DETAIL_CAP),
@@ -353,9 +361,9 @@ impl Broker {
             "command": number,
             "target": target,
             "name": capped(&request.name, NAME_CAP),
-            "text": capped(&text, TEXT_CAP),
+            "text": capped(&self.names.text, TEXT_CAP),
             "ts_ms": ts_ms,
-            "time": crate::export::summary::iso_utc(ts_ms),
+            "time": crate::units::iso_utc(ts_ms),
             "journal_dir": request.journal_dir,
         });
         (ts_ms, value)

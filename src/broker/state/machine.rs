@@ -12,10 +12,9 @@ use std::sync::Arc;
 
 use std::time::Instant;
 
-use super::requests::{Done, OperatorDelivered, OperatorSignal};
+use super::requests::{Done, Incoming, OperatorDelivered, OperatorSignal};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
 use crate::attention::probe::{InputFile, Looks};
-use crate::broker::control::Incoming;
 use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivered, SignalPlan};
 use crate::broker::terminal::InputTaken;

@@ -28,19 +28,19 @@ use super::tree::cost::SampledCost;
 use super::tree::is_escaped;
 use super::tree::schedule::ScanSchedule;
 use crate::cgroup::CommandCgroup;
-use crate::journal::writer::RESULT_FILE;
 use crate::procfs::ProcStat;
 use crate::protocol::{
-    CapReason, CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer, Stage,
-    Stream, StreamTotals, capped_argv,
+    CapReason, CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer,
+    RESULT_FILE, Stage, Stream, StreamTotals, capped_argv,
 };
 
 pub use crate::broker::reap::Reaped;
+pub use attention::CommandNames;
 pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
 pub use kernel::{Host, Now};
 pub use machine::{Input, Output};
-pub use requests::{OperatorSignaller, Refusal};
+pub use requests::{Incoming, OperatorSignaller, Refusal};
 
 /// After the command exits, output is still read until the pipes are quiet this long...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -156,6 +156,8 @@ pub struct Broker {
     started_ms: u64,
     pid: i32,
     request: LaunchRequest,
+    /// How notifications name the command.
+    names: CommandNames,
     /// What the interpreter is to do, in order.
     outputs: std::collections::VecDeque<Output>,
     /// Whether the event log still takes lines (it failed once: no more).
@@ -229,12 +231,13 @@ fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
 impl Broker {
     /// `final_line` is the request's `drain_on`, compiled (by `run.rs`, which refuses a
     /// launch whose pattern does not compile). `start`: when the broker started, the origin
-    /// of the journal's `mono_us`.
+    /// of the journal's `mono_us`. `names`: how notifications name the command.
     pub fn new(
         host: Host,
         start: Instant,
         now: Now,
         request: LaunchRequest,
+        names: CommandNames,
         final_line: Option<regex::bytes::Regex>,
     ) -> Broker {
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
@@ -248,6 +251,7 @@ impl Broker {
             now,
             start,
             request,
+            names,
             outputs: Default::default(),
             journal_alive: true,
             unflushed: false,

@@ -25,6 +25,25 @@ pub struct Refusal {
     pub message: String,
 }
 
+/// What a client brought the broker's loop.
+pub enum Incoming {
+    Request {
+        client: u64,
+        peer: Peer,
+        request: Result<ControlRequest, Refusal>,
+        /// The peer is a process of the broker's tree (its command's, or the command).
+        in_tree: bool,
+    },
+    /// A connection refused; the broker journals it, then answers `client` (the refusal
+    /// reaches the journal before the peer hears of it, and the connection ends with the
+    /// answer).
+    Refused {
+        client: u64,
+        peer: Peer,
+        reason: String,
+    },
+}
+
 /// What a control request did, for the client's acknowledgement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Done {

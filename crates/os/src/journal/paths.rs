@@ -4,6 +4,9 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+pub use tether_protocol::units::format_utc;
+use tether_protocol::units::utc_fields;
+
 #[derive(Debug, Error)]
 #[error(
     "cannot find a state directory: none of --state-dir, TETHER_STATE_DIR, XDG_STATE_HOME or HOME is set"
@@ -118,14 +121,6 @@ pub fn compact_utc(now_ms: u64) -> String {
     format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
 
-/// Year, month, day, hour, minute, second (UTC) of a wall-clock millisecond timestamp.
-fn utc_fields(ms: u64) -> (i64, u32, u32, i64, i64, i64) {
-    let secs = (ms / 1000) as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    (y, mo, d, rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 /// A command directory's name, `03-build`: the command's number in its session, then a
 /// file-safe form of its name, absent when nothing of the name is file-safe (`04`). Made
 /// and read back here only: the journal, the watch, the MCP server and `tether stop`'s
@@ -207,29 +202,6 @@ pub fn command_dirs(session: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// A command directory name: its position then a file-safe form of its name (`03-build`).
 pub fn command_dir_name(index: usize, name: &str) -> String {
     CommandDirName::new(index as u64, name).to_string()
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// Formats a wall-clock millisecond timestamp as `2026-11-30 06:41:43.123` (UTC).
-pub fn format_utc(ms: u64) -> String {
-    let (y, mo, d, h, mi, s) = utc_fields(ms);
-    format!(
-        "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{:03}",
-        ms % 1000
-    )
 }
 
 #[cfg(test)]

@@ -8,10 +8,7 @@ use nix::errno::Errno;
 use super::secure::JournalDir;
 use tether_protocol::protocol::{CapReason, Stream};
 
-pub const COMMAND_FILE: &str = "command.json";
-pub const EVENTS_FILE: &str = "events.jsonl";
-pub const RESULT_FILE: &str = "result.json";
-pub const SESSION_FILE: &str = "session.json";
+pub use tether_protocol::protocol::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
 
 /// The event log of one command: one JSON object a line, appended, flushed per batch.
 pub struct EventLog {

@@ -19,3 +19,10 @@ pub use messages::*;
 pub use millis::MAX_INTERVAL;
 pub use signal::ProcessSignal;
 pub use trace::TraceContext;
+
+/// The files of a command's journal directory, as its broker writes them and every front end
+/// reads them.
+pub const COMMAND_FILE: &str = "command.json";
+pub const EVENTS_FILE: &str = "events.jsonl";
+pub const RESULT_FILE: &str = "result.json";
+pub const SESSION_FILE: &str = "session.json";

@@ -6,7 +6,7 @@
 use super::*;
 use crate::attention::detector::{Blocked, InputKind};
 use crate::attention::probe::InputFile;
-use crate::broker::control::Incoming;
+use crate::broker::state::Incoming;
 use crate::protocol::{
     AttentionKind, AttentionRequest, Origin, Peer, ProcessSignal, Scope, ToBroker,
 };

@@ -20,7 +20,10 @@ use std::time::Duration;
 use std::time::Instant;
 
 use super::requests::{OperatorSignal, OperatorSignaller};
-use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Host, Input, Now, Output, Reaped};
+use super::{
+    Broker, CgroupReleased, CgroupState, CommandNames, CopyProgress, Host, Input, Now, Output,
+    Reaped,
+};
 use crate::attention::detector::ProcessSample;
 use crate::broker::signaller::{ProcessKey, Walk};
 use crate::broker::stop::TreeSignaller;
@@ -328,6 +331,15 @@ impl Rig {
         let world = kernel.0.clone();
         world.borrow_mut().wall_ms = 1_700_000_000_000;
         let t0 = Instant::now();
+        // The I/O layer words it as the operator reads it (`config::naming`); the plain
+        // words are enough here.
+        let names = CommandNames {
+            number: None,
+            text: match &request.command {
+                CommandSpec::Argv(argv) => argv.join(" "),
+                CommandSpec::Shell(script) => script.clone(),
+            },
+        };
         Rig {
             broker: Broker::new(
                 host(),
@@ -337,6 +349,7 @@ impl Rig {
                     wall_ms: 1_700_000_000_000,
                 },
                 request,
+                names,
                 final_line,
             ),
             world,

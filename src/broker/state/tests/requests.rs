@@ -2,7 +2,7 @@
 //! subscription and its journal offset, typed input and sizes.
 
 use super::*;
-use crate::broker::control::Incoming;
+use crate::broker::state::Incoming;
 use crate::broker::state::Refusal;
 use crate::broker::terminal::InputTaken;
 use crate::protocol::{ControlRequest, Origin, Peer, ProcessSignal, Scope, ToBroker};
