@@ -10,6 +10,7 @@ use super::control::ControlServer;
 use super::parent::ParentLink;
 use std::sync::Arc;
 
+use super::signaller::Walk;
 use super::state::{Broker, CgroupReleased, CgroupState, Input, Now, Output};
 use super::stop::Kernel as LiveKernel;
 use super::tree::TreeRecorder;
@@ -168,6 +169,7 @@ impl Outlets {
                     may_skip,
                     probe,
                 } => {
+                    let walk = Walk::of(&walk, self.cgroup.as_ref());
                     let mut sample = self.tree.look(&walk, group, may_skip);
                     if let (Some(probe), Some(processes)) = (probe, sample.processes.as_deref()) {
                         let page_size = crate::procfs::page_size();
@@ -178,6 +180,7 @@ impl Outlets {
                     broker.handle(Input::TreeSampled(sample), now());
                 }
                 Output::ListLeftovers { walk } => {
+                    let walk = Walk::of(&walk, self.cgroup.as_ref());
                     let pids = walk.live().iter().map(|p| p.pid).collect();
                     broker.handle(Input::Leftovers(pids), now());
                 }
@@ -209,11 +212,13 @@ impl Outlets {
                     drop(cgroup);
                 }
                 Output::Signal { plan, walk, group } => {
+                    let walk = Walk::of(&walk, self.cgroup.as_ref());
                     let delivered = plan.deliver(&mut LiveKernel, &walk, group);
                     broker.handle(Input::Signalled(delivered), now());
                 }
                 Output::OperatorSignal(signal) => {
-                    let delivered = signal.deliver(&mut LiveKernel);
+                    let walk = Walk::of(&signal.walk, self.cgroup.as_ref());
+                    let delivered = signal.deliver(&mut LiveKernel, &walk);
                     broker.handle(Input::OperatorSignalled(delivered), now());
                 }
                 Output::CloseTree => {

@@ -38,6 +38,7 @@ use crate::protocol::{
     LeftoversEnd, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream,
     ToBroker,
 };
+use tether_core::process::CgroupId;
 
 const READ_CHUNK: usize = 256 * 1024;
 /// Reads taken from one pipe per wake-up before the loop looks at everything else again.
@@ -351,7 +352,11 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .as_ref()
             .and_then(|c| EventsWatch::new(c.path()).ok());
         out.cgroup = contained.cgroup.clone();
-        out.feed(&mut broker, Input::Contained(contained.cgroup));
+        let named = (contained.cgroup.as_deref()).map(|c| CgroupId {
+            name: c.name().to_string(),
+            path: c.path().to_path_buf(),
+        });
+        out.feed(&mut broker, Input::Contained(named));
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
         match spawn(&request, stdin, entry) {

@@ -20,7 +20,7 @@ use crate::procfs::{self, ProcStat};
 use crate::protocol::ProcessSignal;
 use crate::sys::SendSignal;
 
-pub use tether_core::process::{ProcessKey, key};
+pub use tether_core::process::{ProcessKey, TreeWalk, key};
 
 /// A pidfd on a process found by a walk, checked to still be that process (same start
 /// time), so a signal sent through it can never hit a reused pid.
@@ -94,6 +94,17 @@ impl Walk {
     pub fn known(mut self, processes: Vec<ProcStat>) -> Walk {
         self.known = Some(processes);
         self
+    }
+
+    /// The walk the broker's state asked for, over the command's cgroup `cgroup` (the
+    /// handle the I/O layer holds) where it asked for the cgroup's members.
+    pub fn of(tree: &TreeWalk, cgroup: Option<&Arc<CommandCgroup>>) -> Walk {
+        Walk {
+            root: tree.root,
+            pruned: tree.pruned.clone(),
+            cgroup: cgroup.filter(|_| tree.in_cgroup).cloned(),
+            known: tree.known.clone(),
+        }
     }
 
     /// Leaves out these processes and everything below them.

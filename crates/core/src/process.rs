@@ -43,3 +43,37 @@ pub type ProcessKey = (i32, u64);
 pub fn key(stat: &ProcStat) -> ProcessKey {
     (stat.pid, stat.start_ticks)
 }
+
+/// A command's cgroup as the broker's decisions know it: what names it. The OS layer holds
+/// the handle (its open descriptors) and does what the decisions ask of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupId {
+    /// Its directory's name (`tether.SESSION.NN-NAME.PID-N`).
+    pub name: String,
+    /// Its directory, for the journal's words.
+    pub path: std::path::PathBuf,
+}
+
+/// Which processes a signal or a look at the tree reaches, as data: every descendant of
+/// `root` but the subtrees rooted at `pruned`, or, `in_cgroup`, the members of the command's
+/// cgroup (the OS layer's `signaller::Walk` takes it with the cgroup's handle).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeWalk {
+    pub root: i32,
+    pub pruned: Vec<i32>,
+    pub in_cgroup: bool,
+    /// What a recent walk found, taken instead of walking /proc again.
+    pub known: Option<Vec<ProcStat>>,
+}
+
+impl TreeWalk {
+    /// Every descendant of `root`.
+    pub fn below(root: i32) -> TreeWalk {
+        TreeWalk {
+            root,
+            pruned: Vec::new(),
+            in_cgroup: false,
+            known: None,
+        }
+    }
+}

@@ -1,19 +1,17 @@
 //! The broker's side of the command's cgroup: the walk the stop and the tree record take,
 //! whether anything is left in it, the fallback when it disappears, its figures and its
-//! removal at the end. The cgroup is a handle here, never read: the interpreter reads it
+//! removal at the end. The cgroup is its name here ([`CgroupId`]), never read: the interpreter reads it
 //! and hands in what it found ([`CgroupState`] with `Input::Reaped` and
 //! `Input::CgroupChanged`, membership with `Input::Spawned`) and removes it when asked
 //! (`Output::AbandonCgroup`, `Output::ReleaseCgroup`).
 
 use std::io;
-use std::sync::Arc;
 
 use super::machine::Output;
 use super::{Broker, Reaped};
-use crate::broker::signaller::Walk;
 use crate::broker::tree::cost;
-use crate::cgroup::CommandCgroup;
 use crate::protocol::{ContainmentMode, EventKind};
+use tether_core::process::{CgroupId, TreeWalk};
 
 /// How the command's cgroup stands, as the interpreter read it (`cgroup.events`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +37,8 @@ pub struct CgroupReleased {
 
 impl Broker {
     /// The command runs in `cgroup` (or, `None`, is contained by the walk of /proc).
-    pub(super) fn contain(&mut self, cgroup: Option<Arc<CommandCgroup>>) {
-        self.cgroup_name = cgroup.as_ref().map(|c| c.name().to_string());
+    pub(super) fn contain(&mut self, cgroup: Option<CgroupId>) {
+        self.cgroup_name = cgroup.as_ref().map(|c| c.name.clone());
         self.cgroup = cgroup;
     }
 
@@ -59,11 +57,14 @@ impl Broker {
     }
 
     /// The command's processes: its cgroup's members, or every descendant of this subreaper.
-    pub(in crate::broker) fn walk(&self) -> Walk {
-        // The notify command's runs are the broker's children, not the command's.
-        Walk::below(self.pid)
-            .pruning(self.attention.notifier_pids())
-            .in_cgroup(self.cgroup.clone())
+    pub(super) fn walk(&self) -> TreeWalk {
+        TreeWalk {
+            root: self.pid,
+            // The notify command's runs are the broker's children, not the command's.
+            pruned: self.attention.notifier_pids(),
+            in_cgroup: self.cgroup.is_some(),
+            known: None,
+        }
     }
 
     /// Whether the tree's record waits while a stop runs: on the cgroup path a stop's end is
@@ -96,7 +97,7 @@ impl Broker {
         if !member && !ended {
             let reason = format!(
                 "the command could not enter its cgroup {}",
-                cgroup.path().display()
+                cgroup.path.display()
             );
             self.fall_back(reason);
         }
@@ -127,7 +128,7 @@ impl Broker {
     pub(super) fn check_cgroup(&mut self) {
         let gone = self.cgroup_state == CgroupState::Gone;
         if let Some(cgroup) = self.cgroup.as_ref().filter(|_| gone) {
-            let reason = format!("the cgroup {} disappeared", cgroup.path().display());
+            let reason = format!("the cgroup {} disappeared", cgroup.path.display());
             self.fall_back(reason);
         }
     }
@@ -199,7 +200,7 @@ impl Broker {
                     code: "cgroup_remove".into(),
                     message: format!(
                         "cannot remove the command's cgroup {}: {err}; a later tether removes it once it is empty",
-                        cgroup.path().display()
+                        cgroup.path.display()
                     ),
                 });
             }

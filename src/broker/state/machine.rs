@@ -8,23 +8,21 @@
 //! ([`Input::Reaped`]) and hands [`Input::Tick`], which does whatever is due at `now`.
 
 use std::io;
-use std::sync::Arc;
 
 use std::time::Instant;
 
 use super::requests::{Done, Incoming, OperatorDelivered, OperatorSignal};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
 use crate::attention::probe::{InputFile, Looks};
-use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivered, SignalPlan};
 use crate::broker::terminal::InputTaken;
 use crate::broker::tree::TreeSample;
 use crate::broker::tree::cost::SampledCost;
-use crate::cgroup::CommandCgroup;
 use crate::protocol::{
     CapReason, CommandResult, ControlRequest, EventKind, LeftoversEnd, Origin, ParentLossCause,
     Stream, ToBroker, WindowSize,
 };
+use tether_core::process::{CgroupId, TreeWalk};
 
 /// What happened, as the interpreter saw it.
 pub enum Input<'a> {
@@ -32,7 +30,7 @@ pub enum Input<'a> {
     /// started, its containment, a terminal it could not give.
     Happened(EventKind),
     /// The command's containment: its cgroup, or `None` for the walk of /proc.
-    Contained(Option<Arc<CommandCgroup>>),
+    Contained(Option<CgroupId>),
     /// The command was started, as `pid` (its start time read while it was unreaped).
     Spawned {
         pid: i32,
@@ -177,14 +175,14 @@ pub enum Output {
     /// walk need not be taken if the last walk's processes did nothing since; `probe`: what
     /// attention asks of the processes the walk finds.
     SampleTree {
-        walk: Walk,
+        walk: TreeWalk,
         group: i32,
         may_skip: bool,
         probe: Option<Probe>,
     },
     /// List the live processes of `walk` ([`Input::Leftovers`] at once): the command's
     /// pipes are done, and what is left may be kept.
-    ListLeftovers { walk: Walk },
+    ListLeftovers { walk: TreeWalk },
     /// The cgroup is no longer the command's containment: remove it if it is empty (a
     /// failure is no matter: a later tether removes it), and forget it.
     AbandonCgroup,
@@ -195,7 +193,7 @@ pub enum Output {
     /// at once ([`Input::Signalled`] answers; what it journals takes this output's place).
     Signal {
         plan: SignalPlan,
-        walk: Walk,
+        walk: TreeWalk,
         group: Option<i32>,
     },
     /// Deliver a signal the operator asked for (a control client's or the parent's

@@ -7,7 +7,6 @@
 //! `/proc`, writes or removes a file, or waits; what it needs of the kernel is an output
 //! whose answer comes back as an input, or a fact handed in (see `machine.rs`, `kernel.rs`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use std::time::Instant;
@@ -27,12 +26,12 @@ use super::stop::StopSequence;
 use super::tree::cost::SampledCost;
 use super::tree::is_escaped;
 use super::tree::schedule::ScanSchedule;
-use crate::cgroup::CommandCgroup;
 use crate::procfs::ProcStat;
 use crate::protocol::{
     CapReason, CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer,
     RESULT_FILE, Stage, Stream, StreamTotals, capped_argv,
 };
+use tether_core::process::CgroupId;
 
 pub use crate::broker::reap::Reaped;
 pub use attention::CommandNames;
@@ -199,7 +198,7 @@ pub struct Broker {
     tree_walks: ScanSchedule,
     result: CommandResult,
     /// The command's own cgroup, where it has one: its members are the tree.
-    cgroup: Option<Arc<CommandCgroup>>,
+    cgroup: Option<CgroupId>,
     /// Its name, kept after the cgroup is released.
     cgroup_name: Option<String>,
     /// How the cgroup stood when the interpreter last read it ([`Input::Reaped`],

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use super::machine::Output;
 use super::{Broker, Phase};
-use crate::broker::signaller::Walk;
 use crate::broker::stop::{Delivered, Delivery, StopSequence, TreeSignaller};
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
 };
+use tether_core::process::TreeWalk;
 
 /// `what`: what could not be done, as in "nothing is running to stop".
 fn not_running(what: &str) -> Refusal {
@@ -104,7 +104,7 @@ impl OperatorTarget {
 pub struct OperatorSignal {
     pub signal: ProcessSignal,
     pub target: OperatorTarget,
-    pub walk: Walk,
+    pub walk: TreeWalk,
     pub asker: Asker,
 }
 
@@ -120,29 +120,34 @@ pub struct OperatorDelivered {
 
 /// What delivers an operator's signal: a tree's signaller that also signals one of the
 /// tree's processes. The kernel in the broker, a fake in the tests.
-pub trait OperatorSignaller: TreeSignaller<Walk = Walk> {
+pub trait OperatorSignaller: TreeSignaller {
     /// `signal` to the live process `pid` of `walk` (pidfd-checked): `None` when the walk
     /// does not find it, else whether it was delivered.
-    fn signal_one(&mut self, walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool>;
+    fn signal_one(&mut self, walk: &Self::Walk, pid: i32, signal: ProcessSignal) -> Option<bool>;
 }
 
 impl OperatorSignal {
     /// Delivers the signal: to the group and every process of the walk (each once, no CONT
-    /// after it), or to the one pid.
-    pub fn deliver(self, kernel: &mut (impl OperatorSignaller + ?Sized)) -> OperatorDelivered {
+    /// after it), or to the one pid. `walk`: this signal's [`TreeWalk`] as the kernel takes
+    /// it (with the cgroup's handle, in the broker).
+    pub fn deliver<K: OperatorSignaller + ?Sized>(
+        self,
+        kernel: &mut K,
+        walk: &K::Walk,
+    ) -> OperatorDelivered {
         let OperatorSignal {
             signal,
             target,
-            walk,
             asker,
+            ..
         } = self;
         let targets = match target {
             OperatorTarget::Group(group) => {
                 let mut reached = Default::default();
-                Some(kernel.signal_tree(&walk, group, signal, false, &mut reached))
+                Some(kernel.signal_tree(walk, group, signal, false, &mut reached))
             }
             OperatorTarget::Pid(pid) => kernel
-                .signal_one(&walk, pid, signal)
+                .signal_one(walk, pid, signal)
                 .map(|delivered| if delivered { vec![pid] } else { vec![] }),
         };
         OperatorDelivered {
@@ -388,7 +393,10 @@ impl Broker {
         // On the /proc walk, the first signal goes to what the last walk found: hundreds of
         // brokers whose TUI was killed must not each walk all of /proc at the same moment.
         let walk = match (self.cgroup.is_none(), self.last_walk.clone()) {
-            (true, Some(known)) => self.walk().known(known),
+            (true, Some(known)) => TreeWalk {
+                known: Some(known),
+                ..self.walk()
+            },
             _ => self.walk(),
         };
         let group = self.live_group();

@@ -156,7 +156,7 @@ impl Broker {
         // be walked again (a walk reads every process on the machine); a full walk still
         // comes every `SAFETY_WALK`. A cgroup's members are read at the cost of the tree
         // alone.
-        let may_skip = walk.cgroup().is_none() && self.tree_walks.quiet();
+        let may_skip = !walk.in_cgroup && self.tree_walks.quiet();
         self.tree_sampling = true;
         let probe = self.attention_probe();
         self.outputs.push_back(Output::SampleTree {

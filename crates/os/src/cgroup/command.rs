@@ -174,7 +174,7 @@ impl CommandCgroup {
     }
 
     /// As [`CommandCgroup::open_existing`], over a fake hierarchy in a temporary directory.
-    #[cfg(any(test, feature = "fixtures"))]
+    #[cfg(test)]
     pub fn open_fake(path: &Path) -> Result<CommandCgroup, CgroupError> {
         CommandCgroup::open_path(path, false)
     }

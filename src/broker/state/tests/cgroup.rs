@@ -2,19 +2,16 @@
 //! cgroup, how the cgroup stands after each reaping and each change, and asks for it to be
 //! given up or released; it never reads it.
 
-use std::sync::Arc;
-
 use super::*;
-use crate::cgroup::CommandCgroup;
 use crate::protocol::{ContainmentMode, ToBroker};
+use tether_core::process::CgroupId;
 
-/// A handle on a command cgroup the machine is given: a directory that looks like one, gone
-/// as soon as it is opened (the machine only names it, the fake kernel answers for it).
-fn cgroup_handle() -> Arc<CommandCgroup> {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("tether.s.c.10-1");
-    std::fs::create_dir(&path).expect("its cgroup directory");
-    Arc::new(CommandCgroup::open_fake(&path).expect("the fake cgroup opens"))
+/// The command cgroup the machine is given: its name (the fake kernel answers for it).
+fn cgroup_handle() -> CgroupId {
+    CgroupId {
+        name: "tether.s.c.10-1".into(),
+        path: "/sys/fs/cgroup/tether/tether.s.c.10-1".into(),
+    }
 }
 
 /// A broker whose command is contained by `cgroup`, then started.
@@ -52,7 +49,7 @@ fn a_command_in_its_cgroup_has_it_released_at_the_end_with_its_figures() {
         ..FakeCgroup::default()
     };
     let mut rig = contained(request(), cgroup, OnTerm::Exit);
-    assert!(rig.broker.walk().cgroup().is_some());
+    assert!(rig.broker.walk().in_cgroup);
     rig.command_ends(exited(0));
     assert_eq!(rig.finish(), 0);
     assert_eq!(fallbacks(&rig), Vec::<String>::new());
@@ -74,7 +71,7 @@ fn a_command_that_did_not_enter_its_cgroup_leaves_the_tree_to_the_proc_walk() {
     assert_eq!(reasons.len(), 1, "{:?}", rig.kinds());
     assert!(reasons[0].starts_with("the command could not enter its cgroup"));
     assert_eq!(removals(&rig), [false], "given up at once");
-    assert!(rig.broker.walk().cgroup().is_none());
+    assert!(!rig.broker.walk().in_cgroup);
     rig.command_ends(exited(0));
     rig.finish();
     // Nothing left to release, nor its figures to take.
@@ -97,7 +94,7 @@ fn a_command_that_ended_before_its_cgroup_was_read_keeps_it() {
     });
     // It cannot have forked outside the cgroup: the cgroup stays the containment.
     assert_eq!(fallbacks(&rig), Vec::<String>::new());
-    assert!(rig.broker.walk().cgroup().is_some());
+    assert!(rig.broker.walk().in_cgroup);
 }
 
 /// A process left in the cgroup that is no child of the broker (nothing reaps it here):
@@ -175,7 +172,7 @@ fn a_cgroup_that_disappears_hands_the_tree_to_the_proc_walk_once() {
     let reasons = fallbacks(&rig);
     assert_eq!(reasons.len(), 1);
     assert!(reasons[0].ends_with("disappeared"), "{reasons:?}");
-    assert!(rig.broker.walk().cgroup().is_none());
+    assert!(!rig.broker.walk().in_cgroup);
     // Later reapings still say it is gone: nothing more is journaled or asked.
     rig.run_until(ms(5_000));
     assert_eq!(fallbacks(&rig).len(), 1);

@@ -25,7 +25,7 @@ use super::{
     Reaped,
 };
 use crate::attention::detector::ProcessSample;
-use crate::broker::signaller::{ProcessKey, Walk};
+use crate::broker::signaller::ProcessKey;
 use crate::broker::stop::TreeSignaller;
 use crate::broker::tree::TreeSample;
 use crate::broker::tree::cost::SampledCost;
@@ -34,6 +34,7 @@ use crate::protocol::{
     CommandResult, CommandSpec, Event, EventKind, ExitStatus, LaunchRequest, PROTOCOL_VERSION,
     ProcessSignal, StdinSource,
 };
+use tether_core::process::TreeWalk;
 
 /// The command's pid in every test.
 const CMD: i32 = 100;
@@ -187,11 +188,11 @@ fn exited(code: i32) -> ExitStatus {
 struct FakeKernel(Rc<RefCell<World>>);
 
 impl TreeSignaller for FakeKernel {
-    type Walk = Walk;
+    type Walk = TreeWalk;
 
     fn signal_tree(
         &mut self,
-        _walk: &Walk,
+        _walk: &TreeWalk,
         _group: Option<i32>,
         signal: ProcessSignal,
         _also_cont: bool,
@@ -213,13 +214,13 @@ impl TreeSignaller for FakeKernel {
         pids
     }
 
-    fn kill_all(&mut self, _walk: &Walk) -> Option<Vec<ProcessKey>> {
+    fn kill_all(&mut self, _walk: &TreeWalk) -> Option<Vec<ProcessKey>> {
         None
     }
 }
 
 impl OperatorSignaller for FakeKernel {
-    fn signal_one(&mut self, _walk: &Walk, pid: i32, signal: ProcessSignal) -> Option<bool> {
+    fn signal_one(&mut self, _walk: &TreeWalk, pid: i32, signal: ProcessSignal) -> Option<bool> {
         let mut world = self.0.borrow_mut();
         world.alive.iter().find(|(p, _)| p.pid == pid)?;
         world.deliver(pid, signal);
@@ -530,7 +531,8 @@ impl Rig {
                 // The same, for a signal the operator asked for.
                 Output::OperatorSignal(signal) => {
                     self.operator_signals.push(signal.clone());
-                    let delivered = signal.deliver(&mut FakeKernel(self.world.clone()));
+                    let walk = signal.walk.clone();
+                    let delivered = signal.deliver(&mut FakeKernel(self.world.clone()), &walk);
                     self.broker
                         .handle(Input::OperatorSignalled(delivered), self.at());
                 }

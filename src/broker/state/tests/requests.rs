@@ -413,7 +413,8 @@ fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled()
                 );
                 assert!(!seen.iter().any(|s: &String| s.starts_with("reply")));
                 seen.push("deliver".to_string());
-                let delivered = asked.deliver(&mut FakeKernel(rig.world.clone()));
+                let walk = asked.walk.clone();
+                let delivered = asked.deliver(&mut FakeKernel(rig.world.clone()), &walk);
                 rig.broker
                     .handle(Input::OperatorSignalled(delivered), rig.at());
             }

@@ -352,7 +352,7 @@ fn a_delivery_with_no_stop_running_is_ignored() {
     let (_, plan) = crate::broker::stop::StopSequence::begin(Origin::Operator, ms(10), rig.now);
     let delivered = plan.deliver(
         &mut FakeKernel(rig.world.clone()),
-        &crate::broker::signaller::Walk::below(BROKER),
+        &TreeWalk::below(BROKER),
         Some(CMD),
     );
     let before = rig.kinds().len();
