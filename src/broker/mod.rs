@@ -15,7 +15,7 @@ mod reap;
 mod run;
 pub mod signaller;
 pub mod spawn;
-mod state;
+pub use tether_core::state;
 pub mod stop;
 mod terminal;
 mod tree;

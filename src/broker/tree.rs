@@ -232,15 +232,7 @@ impl TreeRecorder {
     }
 }
 
-/// Whether a process left the command's process group *and* its session. With a terminal
-/// the command leads a session of its own (its id is the group's), and a process in another
-/// group of that session is one of its jobs (an interactive shell's job control puts every
-/// pipeline in a group of its own), not an escapee: it still hangs up with the terminal, and
-/// the stop's walk reaches it anyway. With pipes the command shares the broker's session, so
-/// leaving the group is escaping, as before.
-pub fn is_escaped(process: &ProcStat, group: i32) -> bool {
-    procfs::escaped(process.pgid, process.sid, group)
-}
+pub use tether_core::process::is_escaped;
 
 fn capped_message(budget: u64) -> String {
     let raise = if budget < MAX_TREE_BUDGET {
@@ -260,7 +252,6 @@ fn capped_message(budget: u64) -> String {
 }
 
 pub mod cost;
-pub mod schedule;
 
 #[cfg(test)]
 mod tests;

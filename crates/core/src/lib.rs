@@ -8,22 +8,28 @@
 //! - [`cost`]: what the command's tree cost, weighed from the sources the OS layer read.
 //! - [`final_drain`]: the final-drain pattern and the line matcher over split and very long
 //!   lines.
-//! - [`process`]: a process's `stat` fields as the OS layer reads them, and its key.
+//! - [`process`]: a process's `stat` fields as the OS layer reads them, and its key; a
+//!   command's cgroup named as data ([`process::CgroupId`]) and the walks the state asks
+//!   for ([`process::TreeWalk`]), which the I/O layer carries out with the cgroup's handle.
 //! - [`reports`]: what the I/O layer reports back as data (a child reaped, the input a
 //!   terminal took, a look at the tree).
+//! - [`state`]: the broker's state machine (in the shape of quinn-proto's `Connection`):
+//!   happenings in as `Input`s with `now`, what to do out as `Output`s; cgroup reads and
+//!   removal, tree walks, signals and the notify runs are outputs, their answers inputs.
 //! - [`stop`]: the stop sequence's plan (TERM and CONT, sweeps during grace, KILL), decided
 //!   from `now` and what each delivery reached; a `TreeSignaller` delivers it.
 //!
 //! It depends on tether-protocol only (the messages and events it decides, the units), on
-//! pure crates (regex, memchr, thiserror), and on std without `std::fs`, `std::process` or
-//! `std::net`: never tokio (time is `std::time::Instant`, handed in), nix, rustix, libc or
-//! any crate above it.
+//! pure crates (regex, memchr, serde_json, thiserror), and on std without `std::fs`,
+//! `std::process` or `std::net`: never tokio (time is `std::time::Instant`, handed in), nix,
+//! rustix, libc or any crate above it.
 
 pub mod attention;
 pub mod cost;
 pub mod final_drain;
 pub mod process;
 pub mod reports;
+pub mod state;
 pub mod stop;
 
 use tether_protocol::{protocol, units};

@@ -77,3 +77,20 @@ impl TreeWalk {
         }
     }
 }
+
+/// Whether a process in group `pgid` and session `sid` escaped the command whose group is
+/// `group`: it left both (see [`is_escaped`] for why both). The one rule of the
+/// journal's tree and the live tree pane.
+pub fn escaped(pgid: i32, sid: i32, group: i32) -> bool {
+    pgid != group && sid != group
+}
+
+/// Whether a process left the command's process group *and* its session. With a terminal
+/// the command leads a session of its own (its id is the group's), and a process in another
+/// group of that session is one of its jobs (an interactive shell's job control puts every
+/// pipeline in a group of its own), not an escapee: it still hangs up with the terminal, and
+/// the stop's walk reaches it anyway. With pipes the command shares the broker's session, so
+/// leaving the group is escaping, as before.
+pub fn is_escaped(process: &ProcStat, group: i32) -> bool {
+    escaped(process.pgid, process.sid, group)
+}

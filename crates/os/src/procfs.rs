@@ -181,12 +181,7 @@ pub fn parse_activity(stat: &str, schedstat: &str) -> Option<Activity> {
     })
 }
 
-/// Whether a process in group `pgid` and session `sid` escaped the command whose group is
-/// `group`: it left both (see `broker::tree::is_escaped` for why both). The one rule of the
-/// journal's tree and the live tree pane.
-pub fn escaped(pgid: i32, sid: i32, group: i32) -> bool {
-    pgid != group && sid != group
-}
+pub use tether_core::process::escaped;
 
 /// The pids `/proc` lists at this instant.
 pub fn pids() -> Vec<i32> {

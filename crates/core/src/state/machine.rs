@@ -13,16 +13,16 @@ use std::time::Instant;
 
 use super::requests::{Done, Incoming, OperatorDelivered, OperatorSignal};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
-use crate::attention::probe::{InputFile, Looks};
-use crate::broker::stop::{Delivered, SignalPlan};
-use crate::broker::terminal::InputTaken;
-use crate::broker::tree::TreeSample;
-use crate::broker::tree::cost::SampledCost;
+use crate::attention::inputs::{InputFile, Looks};
+use crate::cost::SampledCost;
+use crate::process::{CgroupId, TreeWalk};
 use crate::protocol::{
     CapReason, CommandResult, ControlRequest, EventKind, LeftoversEnd, Origin, ParentLossCause,
     Stream, ToBroker, WindowSize,
 };
-use tether_core::process::{CgroupId, TreeWalk};
+use crate::reports::InputTaken;
+use crate::reports::TreeSample;
+use crate::stop::{Delivered, SignalPlan};
 
 /// What happened, as the interpreter saw it.
 pub enum Input<'a> {
@@ -231,7 +231,7 @@ pub enum Output {
 }
 
 /// What attention asks of each process a walk finds: `probe::sample` over them with
-/// `inputs` and `looks`, answered in [`crate::broker::tree::TreeSample::probed`].
+/// `inputs` and `looks`, answered in [`crate::reports::TreeSample::probed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     pub inputs: Vec<InputFile>,

@@ -231,7 +231,7 @@ fn drained_request() -> (LaunchRequest, Option<regex::bytes::Regex>) {
         drain: Some(Duration::from_millis(300)),
         ..request()
     };
-    let regex = crate::broker::final_drain::compile("^done$").unwrap();
+    let regex = crate::final_drain::compile("^done$").unwrap();
     (request, Some(regex))
 }
 
@@ -293,7 +293,7 @@ fn a_command_that_exits_within_the_drain_period_is_not_stopped() {
 #[test]
 fn input_typed_before_a_stop_is_journaled_before_it() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
-    rig.feed(Input::Typed(crate::broker::terminal::InputTaken {
+    rig.feed(Input::Typed(crate::reports::InputTaken {
         bytes: 4,
         dropped: 0,
     }));
@@ -349,7 +349,7 @@ fn each_step_is_a_plan_and_its_delivery_is_journaled_with_its_targets() {
 #[test]
 fn a_delivery_with_no_stop_running_is_ignored() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    let (_, plan) = crate::broker::stop::StopSequence::begin(Origin::Operator, ms(10), rig.now);
+    let (_, plan) = crate::stop::StopSequence::begin(Origin::Operator, ms(10), rig.now);
     let delivered = plan.deliver(
         &mut FakeKernel(rig.world.clone()),
         &TreeWalk::below(BROKER),

@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use super::Broker;
-use crate::broker::terminal::InputTaken;
 use crate::protocol::{Event, EventKind};
+use crate::reports::InputTaken;
 
 pub(super) struct PendingInput {
     taken: InputTaken,

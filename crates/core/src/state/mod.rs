@@ -20,20 +20,21 @@ mod input;
 mod kernel;
 mod machine;
 mod requests;
+mod schedule;
 mod time;
 
-use super::stop::StopSequence;
-use super::tree::cost::SampledCost;
-use super::tree::is_escaped;
-use super::tree::schedule::ScanSchedule;
-use crate::procfs::ProcStat;
+use crate::cost::SampledCost;
+use crate::process::CgroupId;
+use crate::process::ProcStat;
+use crate::process::is_escaped;
 use crate::protocol::{
     CapReason, CommandResult, Event, EventKind, ExitStatus, Failure, LaunchRequest, Peer,
     RESULT_FILE, Stage, Stream, StreamTotals, capped_argv,
 };
-use tether_core::process::CgroupId;
+use crate::stop::StopSequence;
+use schedule::ScanSchedule;
 
-pub use crate::broker::reap::Reaped;
+pub use crate::reports::Reaped;
 pub use attention::CommandNames;
 pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;

@@ -4,8 +4,8 @@ use std::time::Instant;
 
 use super::machine::Output;
 use super::{Broker, DRAIN_CAP, DRAIN_IDLE, EOF_WAIT, INPUT_COALESCE, OUTPUT_COALESCE, Phase};
-use crate::broker::tree::TreeSample;
 use crate::protocol::{EventKind, Origin};
+use crate::reports::TreeSample;
 
 impl Broker {
     // ---- time -------------------------------------------------------------------------

@@ -9,9 +9,9 @@ use std::io;
 
 use super::machine::Output;
 use super::{Broker, Reaped};
-use crate::broker::tree::cost;
+use crate::cost;
+use crate::process::{CgroupId, TreeWalk};
 use crate::protocol::{ContainmentMode, EventKind};
-use tether_core::process::{CgroupId, TreeWalk};
 
 /// How the command's cgroup stands, as the interpreter read it (`cgroup.events`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +147,7 @@ impl Broker {
     }
 
     /// What the tree cost, into `result.json`: `memory_peak` is the cgroup's, if it had one
-    /// (see [`crate::broker::tree::cost`] for which figure is taken and why). Nothing ran,
+    /// (see [`crate::cost`] for which figure is taken and why). Nothing ran,
     /// nothing to say.
     /// `children`: the reaped children's CPU milliseconds and largest RSS in bytes, as the
     /// kernel accounts them.

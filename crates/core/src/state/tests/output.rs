@@ -204,7 +204,7 @@ fn an_event_log_that_fails_is_said_live_and_written_to_no_more() {
     }));
     let unwritten = rig.lines.last().unwrap().event.to_line().len() as u64;
     rig.feed(Input::JournalFailed {
-        error: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        error: std::io::Error::from_raw_os_error(ENOSPC),
         unwritten,
     });
     let failure = rig.lines.last().unwrap();
@@ -228,7 +228,7 @@ fn an_event_log_that_fails_is_said_live_and_written_to_no_more() {
     assert_eq!(rig.flushes, flushes, "a dead log is not flushed");
     // Said once.
     rig.feed(Input::JournalFailed {
-        error: std::io::Error::from_raw_os_error(libc::EIO),
+        error: std::io::Error::from_raw_os_error(EIO),
         unwritten: 0,
     });
     assert_eq!(rig.count("broker_failure"), 0);

@@ -5,11 +5,11 @@
 
 use super::*;
 use crate::attention::detector::{Blocked, InputKind};
-use crate::attention::probe::InputFile;
-use crate::broker::state::Incoming;
+use crate::attention::inputs::InputFile;
 use crate::protocol::{
     AttentionKind, AttentionRequest, Origin, Peer, ProcessSignal, Scope, ToBroker,
 };
+use crate::state::Incoming;
 
 fn with_attention() -> LaunchRequest {
     LaunchRequest {

@@ -16,8 +16,8 @@ use std::time::Instant;
 use super::machine::{Output, Probe};
 use super::{Broker, Phase};
 use crate::attention::detector::{Detector, Ending, ProcessSample, Sample, Thresholds};
-use crate::attention::notify::{NotifyPolicy, runnable};
-use crate::attention::probe::InputFile;
+use crate::attention::inputs::InputFile;
+use crate::attention::notify_policy::{NotifyPolicy, runnable};
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus, Origin, ProcessSignal};
 
 /// How a notification names the command, known at launch: its number in its session (from
@@ -346,7 +346,7 @@ impl Broker {
     }
 
     /// When the event is, and the JSON object the notify command reads (the interpreter adds
-    /// what the user's rate held back before it, see `crate::attention::rate`).
+    /// what the user's rate held back before it, see the tether crate's `attention::rate`).
     fn notification(&self, kind: &str, detail: &str) -> (u64, serde_json::Value) {
         let request = &self.request;
         // The machine's wall clock, as the event it tells of is stamped.

@@ -3,8 +3,8 @@
 //! given up or released; it never reads it.
 
 use super::*;
+use crate::process::CgroupId;
 use crate::protocol::{ContainmentMode, ToBroker};
-use tether_core::process::CgroupId;
 
 /// The command cgroup the machine is given: its name (the fake kernel answers for it).
 fn cgroup_handle() -> CgroupId {

@@ -2,8 +2,8 @@
 //! bytes, given up (and journaled) when it takes none, at once after a stop was asked.
 
 use super::*;
-use crate::broker::state::copy::COPY_PATIENCE;
 use crate::protocol::{Stream, ToBroker};
+use crate::state::copy::COPY_PATIENCE;
 
 fn stop() -> Input<'static> {
     Input::Request(ToBroker::Stop { origin: None })
@@ -119,7 +119,7 @@ fn a_stop_asked_while_waiting_for_the_caller_gives_the_copy_up() {
 }
 
 fn control_stop() -> Input<'static> {
-    Input::Control(crate::broker::control::Incoming::Request {
+    Input::Control(crate::state::Incoming::Request {
         in_tree: false,
         client: 1,
         peer: crate::protocol::Peer {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::{Broker, Phase};
 use regex::bytes::Regex;
 
-use crate::broker::final_drain::{DEFAULT_DRAIN, LineMatcher, journaled_line};
+use crate::final_drain::{DEFAULT_DRAIN, LineMatcher, journaled_line};
 use crate::protocol::{EventKind, LaunchRequest, Origin, Stream};
 
 pub(super) struct FinalDrain {

@@ -25,16 +25,16 @@ use super::{
     Reaped,
 };
 use crate::attention::detector::ProcessSample;
-use crate::broker::signaller::ProcessKey;
-use crate::broker::stop::TreeSignaller;
-use crate::broker::tree::TreeSample;
-use crate::broker::tree::cost::SampledCost;
-use crate::procfs::ProcStat;
+use crate::cost::SampledCost;
+use crate::process::ProcStat;
+use crate::process::ProcessKey;
+use crate::process::TreeWalk;
 use crate::protocol::{
     CommandResult, CommandSpec, Event, EventKind, ExitStatus, LaunchRequest, PROTOCOL_VERSION,
     ProcessSignal, StdinSource,
 };
-use tether_core::process::TreeWalk;
+use crate::reports::TreeSample;
+use crate::stop::TreeSignaller;
 
 /// The command's pid in every test.
 const CMD: i32 = 100;
@@ -113,7 +113,7 @@ impl World {
     }
 
     /// What a probe finds of the live processes: the blocked ones as set, the rest running.
-    fn probe(&self, looks: crate::attention::probe::Looks) -> Vec<ProcessSample> {
+    fn probe(&self, looks: crate::attention::inputs::Looks) -> Vec<ProcessSample> {
         self.alive
             .iter()
             .map(|(p, _)| ProcessSample {
@@ -239,6 +239,10 @@ fn host() -> Host {
         page_size: 4096,
     }
 }
+
+/// Linux's errno values the fake kernel fails with (the core takes no libc).
+const EIO: i32 = 5;
+const ENOSPC: i32 = 28;
 
 fn request() -> LaunchRequest {
     LaunchRequest {

@@ -323,7 +323,7 @@ fn a_broker_whose_parent_is_gone_before_the_launch_runs_nothing() {
 
 #[test]
 fn only_a_process_out_of_the_group_and_session_escaped() {
-    use crate::broker::state::escaped;
+    use crate::state::escaped;
     let at = |pgid, sid| ProcStat {
         pid: 50,
         ppid: 1,
@@ -350,7 +350,7 @@ fn a_stream_that_cannot_be_read_is_said_and_the_command_runs_on() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
     rig.feed(Input::ReadFailed {
         stream: Stream::Stderr,
-        error: std::io::Error::from_raw_os_error(libc::EIO),
+        error: std::io::Error::from_raw_os_error(EIO),
     });
     let failure = rig.journal().find_map(|e| match &e.kind {
         EventKind::BrokerFailure { stage, code, .. } => Some((*stage, code.clone())),

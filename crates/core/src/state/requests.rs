@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use super::machine::Output;
 use super::{Broker, Phase};
-use crate::broker::stop::{Delivered, Delivery, StopSequence, TreeSignaller};
+use crate::process::TreeWalk;
 use crate::protocol::{
     ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
 };
-use tether_core::process::TreeWalk;
+use crate::stop::{Delivered, Delivery, StopSequence, TreeSignaller};
 
 /// `what`: what could not be done, as in "nothing is running to stop".
 fn not_running(what: &str) -> Refusal {
