@@ -49,7 +49,8 @@ pub(super) struct Outlets {
     /// The `[notify] command`'s runs, started, looked at and killed as the broker says.
     pub(super) notify: Option<Notifier>,
     /// The command's cgroup, while the broker has it: read for the broker
-    /// ([`Outlets::cgroup_state`]) and removed when it says.
+    /// ([`Outlets::cgroup_state`]), the members of the walks it asks for
+    /// ([`Walk::of`]), and removed when it says.
     pub(super) cgroup: Option<Arc<CommandCgroup>>,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
@@ -186,15 +187,15 @@ impl Outlets {
                 }
                 Output::AbandonCgroup => {
                     // Empty (the command never entered it), it goes now; one still holding a
-                    // process stays, for a later tether to remove once empty. The broker let
-                    // go of its handle before asking: the descriptors close here.
+                    // process stays, for a later tether to remove once empty. The state names
+                    // the cgroup only: the handle is held here, and its descriptors close here.
                     if let Some(cgroup) = self.cgroup.take() {
                         let _ = cgroup.remove();
                     }
                 }
                 Output::ReleaseCgroup => {
-                    // Held until the broker has let go of its handle too: the descriptors
-                    // close here, not in the state machine.
+                    // The handle is held here alone (the state names the cgroup only): its
+                    // descriptors close here.
                     let cgroup = self.cgroup.take();
                     let released = match cgroup.as_ref() {
                         Some(cgroup) => CgroupReleased {

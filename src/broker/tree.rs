@@ -14,6 +14,7 @@ use crate::procfs::{self, ProcStat};
 use crate::protocol::{CappedKind, EventKind, ProcessEntry, capped_argv};
 use crate::units::format_size;
 use cost::SampledCost;
+use tether_core::process::is_escaped;
 
 /// The least a journal's tree events may take, however small `--max-output` is: a few hundred
 /// changes of a small tree, or a dozen processes with 4 KiB command lines.
@@ -231,8 +232,6 @@ impl TreeRecorder {
         })
     }
 }
-
-pub use tether_core::process::is_escaped;
 
 fn capped_message(budget: u64) -> String {
     let raise = if budget < MAX_TREE_BUDGET {
