@@ -129,7 +129,24 @@ impl Walk {
 
     /// The walk over a given process list: the pure part, parents before children.
     pub fn select(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
-        procfs::descendants_pruned(processes, self.root, &self.pruned)
+        self.select_but(processes, |_| false)
+    }
+
+    /// [`Walk::select`], leaving out as well each process `custodian` says is another
+    /// command's broker, with everything below it.
+    fn select_but(&self, processes: &[ProcStat], custodian: impl Fn(i32) -> bool) -> Vec<ProcStat> {
+        procfs::Family::of(processes).descendants_but(self.root, |pid| {
+            self.pruned.contains(&pid) || (pid != self.root && custodian(pid))
+        })
+    }
+
+    /// The walk of what /proc lists. A broker below the root is another command's (a shell
+    /// call's, kept for the agent that made it; a `tether exec` in the command): it stops
+    /// its own command, journaled as its own, when it loses its front end or its session's
+    /// owner. Signalled as part of this tree, its leftovers would die of a TERM nobody
+    /// journaled, before their own broker could say why they ended.
+    fn select_live(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
+        self.select_but(processes, is_broker)
     }
 
     /// The walk now, zombies included: the cgroup's members (each read through the one /proc
@@ -144,7 +161,7 @@ impl Walk {
         if self.below_childless_self() {
             return Vec::new();
         }
-        self.select(&procfs::all_processes())
+        self.select_live(&procfs::all_processes())
     }
 
     /// Whether the walk is below this very process and it has no child, zombie or not: then
@@ -174,7 +191,7 @@ impl Walk {
         let processes = match self.members() {
             Some(members) => procfs::stats_until(members, deadline)?,
             None if self.below_childless_self() => Vec::new(),
-            None => self.select(&procfs::stats_until(procfs::pids(), deadline)?),
+            None => self.select_live(&procfs::stats_until(procfs::pids(), deadline)?),
         };
         Some(processes.into_iter().filter(|p| !p.is_zombie()).collect())
     }
@@ -446,6 +463,12 @@ pub fn live_descendants(root: i32) -> Vec<ProcStat> {
     Walk::below(root).live()
 }
 
+/// Whether `pid` is a tether broker (it names itself so as it starts).
+fn is_broker(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,6 +504,22 @@ mod tests {
         assert_eq!(Walk::from(1).select(&procs).len(), 5);
         assert_eq!(Walk::from(&walk), walk);
         assert_eq!(walk.root(), 1);
+    }
+
+    #[test]
+    fn a_walk_of_proc_leaves_another_commands_broker_and_its_tree_to_it() {
+        // The agent's broker (1): the agent (2), and a shell call's broker (3) it inherited,
+        // which keeps that call's server (4) for the agent.
+        let procs = [stat(2, 1, b'S'), stat(3, 1, b'S'), stat(4, 3, b'S')];
+        let walk = Walk::below(1);
+        let pids: Vec<i32> = walk
+            .select_but(&procs, |pid| pid == 3)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        assert_eq!(pids, [2]);
+        // The root itself is never left out, were it a broker.
+        assert_eq!(walk.select_but(&procs, |pid| pid == 1).len(), 3);
     }
 
     /// The walk below this very process asks the kernel whether it has a child before it
