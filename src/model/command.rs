@@ -652,29 +652,6 @@ mod tests {
         core_dumped: false,
     };
 
-    /// A broker's journal of an operator's TERM then CONT to one pid (as the broker's state
-    /// journals it, its test `an_operators_term_then_cont_to_one_pid_is_no_stop`): no stop.
-    #[test]
-    fn an_operators_term_then_cont_reads_running() {
-        let mut c = begun();
-        c.apply(&event(
-            1,
-            EventKind::BrokerStarted {
-                v: crate::protocol::PROTOCOL_VERSION,
-                broker_pid: 9,
-                control_socket: None,
-            },
-        ));
-        c.apply(&event(2, spawned(10)));
-        for signal in [ProcessSignal::TERM, ProcessSignal::CONT] {
-            c.apply(&event(
-                3,
-                signal_sent(signal, Scope::Pid, Origin::Operator, 10),
-            ));
-        }
-        assert_eq!(c.status, Status::Running);
-    }
-
     #[test]
     fn an_agents_needs_input_reads_waiting_for_you() {
         let mark = |kind, detail: &str| AttentionMark {

@@ -91,7 +91,7 @@ fn an_operators_term_then_cont_to_one_pid_is_no_stop() {
     ));
     assert_eq!(rig.count("stop_started"), 0);
     // Journaled as two signals of the operator's, which a reader reads back as running, not
-    // stopping (the model's `an_operators_term_then_cont_reads_running`).
+    // stopping (the model's `a_journal_that_says_its_stops_is_stopping_from_stop_started_alone`).
     assert_eq!(
         rig.signals(),
         [("TERM".into(), vec![CMD]), ("CONT".into(), vec![CMD])]
