@@ -2,7 +2,11 @@
 //! a subreaper's walk finds, each through a pidfd so a reused pid is never hit.
 //!
 //! The broker walks its own descendants; a front end whose broker is gone walks its own
-//! descendants minus the brokers that still live (they look after their own trees). Where
+//! descendants minus the brokers that still live (they look after their own trees). A walk
+//! of /proc leaves out every other broker below its root, with its tree, for the same
+//! reason: the tree sample, the leftovers and the stop all see a nested command (a shell
+//! call's, a `tether exec` in the command) as its own broker's, as a cgroup's members do,
+//! where a nested broker makes its command's cgroup beside. Where
 //! the command has a cgroup, the walk is its members instead (`cgroup.procs`): the kernel's
 //! list, escapees included, without reading every process on the machine.
 //!
@@ -53,7 +57,8 @@ fn send(handle: &Handle, signal: ProcessSignal) -> bool {
 }
 
 /// Which processes a tree signal reaches: every descendant of `root`, except the subtrees
-/// rooted at `pruned` (live brokers, under a front end). A plain pid means all below it.
+/// rooted at `pruned` (live brokers, under a front end; the broker's notify keeper) and, in
+/// a walk of /proc, at another broker. A plain pid means all below it.
 /// With a cgroup, the cgroup's members instead; the /proc walk stays the answer if the
 /// cgroup cannot be read (a delegated subtree taken away mid-run).
 #[derive(Debug, Clone)]
@@ -463,10 +468,24 @@ pub fn live_descendants(root: i32) -> Vec<ProcStat> {
     Walk::below(root).live()
 }
 
-/// Whether `pid` is a tether broker (it names itself so as it starts).
+/// Whether `pid` is a tether broker: it runs this very program (the kernel's `exe` link,
+/// which no process can set) and names itself so. A name alone is not enough: a command may
+/// call itself `tether-broker` (`prctl`, or a file of that name) to be left out of its
+/// stop.
 fn is_broker(pid: i32) -> bool {
-    std::fs::read(format!("/proc/{pid}/comm"))
-        .is_ok_and(|comm| comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes()))
+    use std::os::unix::fs::MetadataExt;
+    let named = std::fs::read(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes()));
+    let same_program = || {
+        let (Ok(theirs), Ok(ours)) = (
+            std::fs::metadata(format!("/proc/{pid}/exe")),
+            std::fs::metadata("/proc/self/exe"),
+        ) else {
+            return false;
+        };
+        (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino())
+    };
+    named && same_program()
 }
 
 #[cfg(test)]
@@ -520,6 +539,31 @@ mod tests {
         assert_eq!(pids, [2]);
         // The root itself is never left out, were it a broker.
         assert_eq!(walk.select_but(&procs, |pid| pid == 1).len(), 3);
+    }
+
+    /// A command that names itself as a broker is still part of its tree: only this very
+    /// program, named so, is another command's broker.
+    #[test]
+    fn a_process_that_only_calls_itself_a_broker_is_not_one() {
+        // The kernel names a process after the file it runs: `sleep` through a link called
+        // tether-broker is named tether-broker.
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let link = dir.path().join("tether-broker");
+        std::os::unix::fs::symlink("/bin/sleep", &link).expect("a link named tether-broker");
+        let mut fake = std::process::Command::new(&link)
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = fake.id() as i32;
+        let comm = std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let judged = is_broker(pid);
+        let _ = fake.kill();
+        let _ = fake.wait();
+        assert_eq!(comm, b"tether-broker\n", "named after its file");
+        assert!(
+            !judged,
+            "a sleep named tether-broker was taken for a broker"
+        );
     }
 
     /// The walk below this very process asks the kernel whether it has a child before it
