@@ -247,8 +247,15 @@ time.sleep(1000)
         os("-c"),
         os(tracer),
     ]));
-    wait_for_text(&env, &running.stdout_path, "seize:");
-    let seize = text(&fs::read(&running.stdout_path).expect("the command's output"));
+    // The whole line: `tether exec` copies the output as it comes, and may write a line in
+    // two pieces.
+    let mut seize = String::new();
+    common::wait_until(&env, "the tracer's whole line", || {
+        seize = text(&fs::read(&running.stdout_path).unwrap_or_default());
+        seize
+            .split_once("seize:")
+            .is_some_and(|(_, rest)| rest.contains('\n'))
+    });
 
     let dir = common::journal::command_dirs(&state)
         .pop()
