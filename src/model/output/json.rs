@@ -18,12 +18,14 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T, pretty: bool) -> serde_json::Res
         serde_json::to_string(value)?
     };
     // Outside its strings serde_json writes only ASCII (and, pretty, line breaks); inside
-    // them it has escaped every C0 control: what is left to escape is in strings, and is
-    // all in the Basic Multilingual Plane (one UTF-16 unit).
+    // them it has escaped every C0 control: what is left to escape is in strings.
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
         if c >= ' ' && is_unsafe_on_screen(c) {
-            let _ = write!(out, "\\u{:04x}", u32::from(c));
+            // As JSON escapes any character: its UTF-16 units, a surrogate pair beyond the BMP.
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
         } else {
             out.push(c);
         }
