@@ -555,7 +555,15 @@ mod tests {
             .spawn()
             .expect("sleep");
         let pid = fake.id() as i32;
-        let comm = std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default();
+        // The kernel lets a vfork parent go before it renames the child: wait for the name.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let comm = loop {
+            let comm = std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm == b"tether-broker\n" || std::time::Instant::now() > deadline {
+                break comm;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
         let judged = is_broker(pid);
         let _ = fake.kill();
         let _ = fake.wait();
