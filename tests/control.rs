@@ -701,13 +701,13 @@ fn a_subscription_continues_the_journal_line_for_line() {
         .build()
         .expect("a runtime");
     let (offset, received) = runtime_loop.block_on(async {
-        use tether::protocol::{Scope, ToBroker};
+        use tether::protocol::{Scope, Request};
         use tether::supervisor::{Answer, BrokerConversation};
         let mut broker = BrokerConversation::attach(&live[0])
             .await
             .expect("attach");
         assert!(matches!(
-            broker.answer(&ToBroker::Ping).await,
+            broker.answer(&Request::Ping).await,
             Answer::Done(_)
         ));
         assert!(broker.subscribe());
@@ -730,7 +730,7 @@ fn a_subscription_continues_the_journal_line_for_line() {
         while received.len() < 5 {
             received.push(next().await.expect("not closed"));
         }
-        let winch = ToBroker::Signal {
+        let winch = Request::Signal {
             signal: "WINCH".parse().expect("a signal"),
             scope: Scope::Group,
             pid: None,
@@ -741,7 +741,7 @@ fn a_subscription_continues_the_journal_line_for_line() {
             other => panic!("a signal answered: {other:?}"),
         };
         assert!(!targets.is_empty());
-        let outside = ToBroker::Signal {
+        let outside = Request::Signal {
             signal: tether::protocol::ProcessSignal::TERM,
             scope: Scope::Pid,
             pid: Some(1),
@@ -752,7 +752,7 @@ fn a_subscription_continues_the_journal_line_for_line() {
             matches!(&refused, Answer::Refused { message, .. } if message.contains("not part of this command's tree")),
             "{refused:?}"
         );
-        let stop = broker.answer(&ToBroker::Stop { origin: None }).await;
+        let stop = broker.answer(&Request::Stop { origin: None }).await;
         assert!(
             matches!(&stop, Answer::Done(ack) if ack.message.is_none()),
             "{stop:?}"

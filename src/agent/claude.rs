@@ -24,7 +24,7 @@ use crate::control::client::ControlClient;
 use crate::control::discover;
 use crate::exec::SESSION_OWNER_ENV;
 use crate::journal::{SESSION_ENV, state_dir};
-use crate::protocol::{ControlRequest, EventKind};
+use crate::protocol::{EventKind, Request};
 
 /// The subcommand Claude Code runs as its hook.
 pub const HOOK_SUBCOMMAND: &str = "agent-hook";
@@ -100,7 +100,7 @@ fn tell_broker(what: &str) -> Result<(), String> {
         let mut client = ControlClient::connect_to(&agent)
             .await
             .map_err(|err| err.to_string())?;
-        let request = ControlRequest::AgentWaiting {
+        let request = Request::AgentWaiting {
             what: what.to_string(),
         };
         client.post(&request).map_err(|err| err.to_string())?;

@@ -47,7 +47,7 @@ impl InputBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToBroker;
+    use crate::protocol::Request;
 
     fn input(id: usize, bytes: &[u8]) -> Effect {
         Effect::Input(id, bytes.to_vec())
@@ -68,7 +68,7 @@ mod tests {
         let mut batch = InputBatch::default();
         batch.add(vec![input(0, b"x")]);
         batch.add(vec![input(0, b"y")]);
-        let stop = Effect::Send(0, ToBroker::Stop { origin: None });
+        let stop = Effect::Send(0, Request::Stop { origin: None });
         assert_eq!(
             batch.add(vec![stop.clone()]),
             [input(0, b"xy"), stop],

@@ -24,7 +24,7 @@ use crate::journal::{CommandRecord, EventTail};
 use crate::model::replay::{broker_alive, reload_from_record};
 use crate::model::{CommandState, Mode, Status};
 use crate::protocol::{
-    LaunchRequest, Origin, StdinSource, TerminalRequest, ToBroker, WindowSize, input_requests,
+    LaunchRequest, Origin, Request, StdinSource, TerminalRequest, WindowSize, input_requests,
 };
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
@@ -144,7 +144,7 @@ impl Runner {
                 run: command.run,
             };
             let asked = self.sizes_sent.get(&run).copied().unwrap_or(terminal.size);
-            if asked != size && self.fleet.send(id, ToBroker::Resize { size }) {
+            if asked != size && self.fleet.send(id, Request::Resize { size }) {
                 self.sizes_sent.insert(run, size);
             }
         }
@@ -157,7 +157,7 @@ impl Runner {
                 longest = longest.max(grace(command.config.grace));
                 self.fleet.send(
                     id,
-                    ToBroker::Stop {
+                    Request::Stop {
                         origin: Some(Origin::Shutdown),
                     },
                 );

@@ -16,14 +16,14 @@ use tokio::time::sleep_until;
 
 use super::BROKER_TOKEN_ENV;
 use super::containment;
-use super::control::{ControlServer, Incoming};
+use super::control::ControlServer;
 use super::final_drain;
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::outlets::{JournalFiles, Outlets};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
-use super::state::{Broker, CommandNames, CopyProgress, Host, Input};
+use super::state::{Broker, CommandNames, CopyProgress, Host, Input, Sender};
 use super::terminal::Terminals;
 use super::tree::{TreeRecorder, tree_budget};
 use crate::attention::notify::Notifier;
@@ -35,8 +35,8 @@ use crate::journal::JournalDir;
 use crate::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use crate::protocol::{
     BrokerIdentity, CommandFile, Custodian, CustodianRole, Event, EventKind, Frame, LaunchRequest,
-    LeftoversEnd, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Stage, StdinSource, Stream,
-    ToBroker,
+    LeftoversEnd, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Refusal, Request, Stage,
+    StdinSource, Stream, Transport,
 };
 use tether_core::process::CgroupId;
 
@@ -79,25 +79,6 @@ pub async fn run(inherited: Inherited) -> i32 {
     }
 }
 
-/// Parses one request line; `Err` carries a protocol failure code and message.
-fn parse_request(frame: Frame) -> Result<ToBroker, (&'static str, String)> {
-    match frame {
-        Frame::TooLong { len } => Err((
-            "line_too_long",
-            format!(
-                "a request line of {len} bytes exceeds the {MAX_LINE}-byte limit; it was skipped"
-            ),
-        )),
-        Frame::Line(line) => serde_json::from_slice::<ToBroker>(&line).map_err(|err| {
-            let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
-            (
-                "malformed",
-                format!("cannot parse request `{shown}`: {err}; it was skipped"),
-            )
-        }),
-    }
-}
-
 /// Sends an event straight to the parent, before a journal exists.
 async fn tell_parent(link: &ParentLink, start: Instant, kind: EventKind) {
     let event = Event {
@@ -124,28 +105,32 @@ async fn await_launch(
         };
         let mut frames = link.lines.push(&link.buf[..n]).into_iter();
         while let Some(frame) = frames.next() {
-            let failure = match parse_request(frame) {
-                Ok(ToBroker::Launch(request)) if request.v == PROTOCOL_VERSION => {
+            let failure = match Request::parse(frame, Transport::Pipe) {
+                Ok(Request::Launch(request)) if request.v == PROTOCOL_VERSION => {
                     return Some((*request, frames.collect()));
                 }
-                Ok(ToBroker::Launch(request)) => (
-                    "version_mismatch",
-                    format!(
+                Ok(Request::Launch(request)) => Refusal {
+                    code: "version_mismatch",
+                    message: format!(
                         "launch request speaks protocol v{}, this broker v{PROTOCOL_VERSION}; use the same tether binary for both",
                         request.v
                     ),
-                ),
-                Ok(ToBroker::Ping) => {
+                },
+                Ok(Request::Ping) => {
                     tell_parent(link, start, EventKind::Pong).await;
                     continue;
                 }
-                Ok(_) => (
-                    "not_launched",
-                    "no command is launched yet; the first request must be `launch`".into(),
-                ),
+                Ok(_) => Refusal {
+                    code: "not_launched",
+                    message: "no command is launched yet; the first request must be `launch`"
+                        .into(),
+                },
                 // Only a launch request is that long: without an end, the front end would
                 // show its command `starting` for ever.
-                Err(("line_too_long", _)) => {
+                Err(Refusal {
+                    code: "line_too_long",
+                    ..
+                }) => {
                     let message = format!(
                         "the launch request exceeds the {} MiB limit; shorten the command line or its environment",
                         MAX_LINE >> 20
@@ -165,8 +150,8 @@ async fn await_launch(
                 start,
                 EventKind::BrokerFailure {
                     stage: Stage::Protocol,
-                    code: failure.0.into(),
-                    message: failure.1,
+                    code: failure.code.into(),
+                    message: failure.message,
                 },
             )
             .await;
@@ -516,9 +501,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 let state = out.cgroup_state();
                 out.feed(&mut broker, Input::CgroupChanged(state));
             }
-            incoming = next_control(&mut out.control) => {
-                out.feed(&mut broker, Input::Control(incoming));
-            }
+            input = next_control(&mut out.control) => out.feed(&mut broker, input),
             _ = sleep_until(deadline.into()) => {}
         }
         let dropped = terminals.settle(&pipes);
@@ -599,11 +582,13 @@ fn parent_frame(
     terminals: &mut Terminals,
     pipes: &[Option<AsyncPipe>; 2],
 ) -> Option<Input<'static>> {
-    Some(match parse_request(frame) {
-        Ok(ToBroker::Input { data }) => Input::Typed(terminals.input(&data, pipes)),
-        Ok(ToBroker::Resize { size }) => Input::Resized(terminals.resize(size, pipes)?),
-        Ok(message) => Input::Request(message),
-        Err((code, message)) => Input::RequestRefused { code, message },
+    Some(match Request::parse(frame, Transport::Pipe) {
+        Ok(Request::Input { data }) => Input::Typed(terminals.input(&data, pipes)),
+        Ok(Request::Resize { size }) => Input::Resized(terminals.resize(size, pipes)?),
+        request => Input::Request {
+            from: Sender::Parent,
+            request,
+        },
     })
 }
 
@@ -765,7 +750,7 @@ fn broker_identity() -> BrokerIdentity {
 }
 
 /// The next thing a control client brings; never resolves without a socket.
-async fn next_control(control: &mut Option<ControlServer>) -> Incoming {
+async fn next_control(control: &mut Option<ControlServer>) -> Input<'static> {
     match control {
         Some(server) => server.next().await,
         None => std::future::pending().await,

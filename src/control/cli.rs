@@ -2,7 +2,7 @@
 //! the command line. Exit codes: 0 done, 1 no live command matched (or one could not be
 //! controlled), 2 a usage mistake.
 
-use crate::protocol::{ProcessSignal, Scope, ToBroker};
+use crate::protocol::{ProcessSignal, Request, Scope};
 use std::path::Path;
 use std::time::Duration;
 
@@ -344,7 +344,7 @@ async fn through_socket(
         Action::Stop => return stop_through(broker, command).await,
         Action::Signal(name) => name,
     };
-    let request = ToBroker::Signal {
+    let request = Request::Signal {
         signal: *name,
         scope: Scope::Group,
         pid: None,
@@ -377,7 +377,7 @@ async fn stop_through(
     let started = Instant::now();
     let deadline = started + command.grace + REMOTE_STOP_WAIT;
     broker.subscribe();
-    let answered = match attempt(broker.answer(&ToBroker::Stop { origin: None }).await)? {
+    let answered = match attempt(broker.answer(&Request::Stop { origin: None }).await)? {
         Carried::Acked(ack) => ack.message,
         Carried::ByPid(told) => return Ok(told),
     };

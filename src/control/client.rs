@@ -15,7 +15,7 @@ use tokio::net::UnixStream;
 
 use super::discover::LiveCommand;
 use super::socket_dir;
-use crate::protocol::{BrokerIdentity, CONTROL_MAX_LINE, ControlRequest};
+use crate::protocol::BrokerIdentity;
 use crate::supervisor::Wire;
 
 #[derive(Debug, Error)]
@@ -123,21 +123,6 @@ impl ControlClient {
     /// Talks over `socket`, a connected stream whose peer was checked (or a test's pair).
     pub(crate) fn over(socket: OwnedFd) -> Result<ControlClient, ControlError> {
         Ok(Wire::new(socket, None, 64 * 1024)?)
-    }
-
-    /// Queues a request and writes what the socket takes now, never waiting: a stopped
-    /// broker must not stall its front end. Its answer (`control_ack`, `control_error` or
-    /// `pong`) comes among the lines. `Err` means the connection is over.
-    pub fn post(&mut self, request: &ControlRequest) -> io::Result<()> {
-        let line = request.to_line();
-        debug_assert!(line.len() <= CONTROL_MAX_LINE);
-        self.post_line(&line)
-    }
-
-    /// A ping, unless earlier requests still wait to be written: the broker answers those
-    /// first anyway. Returns whether a ping was queued.
-    pub fn ping(&mut self) -> io::Result<bool> {
-        self.ping_with(&ControlRequest::Ping.to_line())
     }
 }
 

@@ -8,12 +8,12 @@
 //! ```no_run
 //! # async fn demo(state: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
 //! use tether::control::live_commands;
-//! use tether::protocol::ToBroker;
+//! use tether::protocol::Request;
 //! use tether::supervisor::{Answer, BrokerConversation};
 //! for command in live_commands(state, Some("agent-1"))? {
 //!     let mut broker = BrokerConversation::attach(&command).await?;
 //!     broker.subscribe(); // events.jsonl up to its answer's offset, then live
-//!     if let Answer::Done(_) = broker.answer(&ToBroker::Stop { origin: None }).await {
+//!     if let Answer::Done(_) = broker.answer(&Request::Stop { origin: None }).await {
 //!         while let Some(line) = broker.next_line().await {
 //!             println!("{:?}", line.event.map(|e| e.kind.name()));
 //!         }

@@ -12,7 +12,7 @@ use super::copy::OutputCopy;
 use super::keys::{KeyRelay, typed};
 use crate::control::report::{Sent, describe_signals};
 use crate::protocol::{
-    EventKind, Origin, ProcessSignal, Scope, Stream, ToBroker, input_requests, write_frame,
+    EventKind, Origin, ProcessSignal, Request, Scope, Stream, input_requests, write_frame,
 };
 use crate::supervisor::{BrokerConversation, BrokerLine, Due, End};
 
@@ -125,7 +125,7 @@ impl ExecConversation {
                 _ = signals.resume.recv() => self.resume(broker),
                 _ = resized(&mut signals.resized) => {
                     let size = super::terminal::own_size();
-                    broker.post(&ToBroker::Resize { size });
+                    broker.post(&Request::Resize { size });
                 }
                 _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some(ProcessSignal::INT); }
                 _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::TERM); }
@@ -162,7 +162,7 @@ impl ExecConversation {
                 continue;
             }
             let message = match self.stops {
-                0 => ToBroker::Stop {
+                0 => Request::Stop {
                     origin: Some(origin),
                 },
                 _ if interrupted.is_some() => group_signal(ProcessSignal::KILL, None),
@@ -303,8 +303,8 @@ async fn broken_pipe(copy: &mut Option<OutputCopy>) -> Option<Stream> {
 
 /// `signal` to the command's group, on the operator's behalf, or (`Caller`) passed on from a
 /// signal our caller sent us, as a shell would have it delivered.
-fn group_signal(signal: ProcessSignal, origin: Option<Origin>) -> ToBroker {
-    ToBroker::Signal {
+fn group_signal(signal: ProcessSignal, origin: Option<Origin>) -> Request {
+    Request::Signal {
         signal,
         scope: Scope::Group,
         pid: None,

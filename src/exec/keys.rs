@@ -6,7 +6,7 @@
 //! pseudo-terminal the broker gave it (the command's group its foreground), so `/dev/tty` is
 //! that terminal, not ours (a terminal controls one session only, and ours is our caller's). So when our stdin is our controlling terminal
 //! and we are its foreground, the command's stdin is its terminal too, and what is typed
-//! into ours is written into it ([`crate::protocol::ToBroker::Input`], journaled by count
+//! into ours is written into it ([`crate::protocol::Request::Input`], journaled by count
 //! only). Our terminal stops echoing and editing lines meanwhile: the command's terminal
 //! does both, as the command sets it (a prompt turns echo off there); signals stay ours
 //! (Ctrl-C reaches the command as the shim passes signals on). It is given back as it was.

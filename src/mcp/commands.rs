@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::clock::now_ms;
 use crate::journal::command_dirs;
 use crate::protocol::{
-    Event, EventKind, LaunchRequest, LeftoversRule, Origin, ProcessSignal, ToBroker,
+    Event, EventKind, LaunchRequest, LeftoversRule, Origin, ProcessSignal, Request,
 };
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
@@ -314,7 +314,7 @@ impl Commands {
     }
 
     /// Sends a request to the broker of command `id`. False if it has none any more.
-    pub fn send(&self, id: &str, message: ToBroker) -> bool {
+    pub fn send(&self, id: &str, message: Request) -> bool {
         let inner = self.lock();
         let Some((&index, _)) = inner.commands.iter().find(|(_, t)| t.id == id) else {
             return false;
@@ -328,7 +328,7 @@ impl Commands {
     pub async fn stop_all(&self, patience: Duration) {
         {
             let inner = self.lock();
-            let stop = ToBroker::Stop {
+            let stop = Request::Stop {
                 origin: Some(Origin::ParentLost),
             };
             // One in custody stops when this process exits: it is the custodian.

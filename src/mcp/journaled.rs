@@ -15,7 +15,7 @@ use crate::control::discover::{live_command, log_window};
 use crate::journal::bounded::{oversized, read_metadata};
 use crate::journal::reader::read_result;
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE};
-use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Scope, ToBroker};
+use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Request, Scope};
 use crate::supervisor::intervals::ACK_TIMEOUT;
 use crate::supervisor::{Answer, BrokerConversation};
 
@@ -77,8 +77,8 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
 
 /// `signal` to the command's process group and every process it started, as the `signal`
 /// tool sends it.
-pub fn group_signal(signal: ProcessSignal) -> ToBroker {
-    ToBroker::Signal {
+pub fn group_signal(signal: ProcessSignal) -> Request {
+    Request::Signal {
         signal,
         scope: Scope::Group,
         pid: None,
@@ -118,7 +118,7 @@ pub async fn ask(
         Some(signal) => group_signal(signal),
         None => {
             broker.subscribe();
-            ToBroker::Stop { origin: None }
+            Request::Stop { origin: None }
         }
     };
     let ack = match broker.answer(&message).await {

@@ -12,7 +12,7 @@ use super::ToolError;
 use super::commands::{Commands, Tracked};
 use super::journaled::{ask, group_signal};
 use super::run::CommandStatus;
-use crate::protocol::{Origin, ProcessSignal, ToBroker};
+use crate::protocol::{Origin, ProcessSignal, Request};
 use crate::supervisor::intervals::{TOOL_STOP_WAIT, grace};
 
 /// How long a broker has to say it sent a signal.
@@ -116,7 +116,7 @@ async fn through_fleet(
 ) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
     let before = tracked.signals.len();
     let (message, wait) = match signal {
-        None => (ToBroker::Stop { origin: None }, patience),
+        None => (Request::Stop { origin: None }, patience),
         Some(signal) => (group_signal(signal), SIGNAL_CONFIRM),
     };
     if !commands.send(&tracked.id, message) {

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::intervals::ACK_TIMEOUT;
-use crate::protocol::{ProcessSignal, Scope, ToBroker};
+use crate::protocol::{ProcessSignal, Request, Scope};
 
 /// What the front end does itself if the broker does not acknowledge a request in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,10 +33,10 @@ pub fn repeats_harmlessly(signal: ProcessSignal) -> bool {
 }
 
 impl Fallback {
-    pub fn for_request(message: &ToBroker) -> Option<Fallback> {
+    pub fn for_request(message: &Request) -> Option<Fallback> {
         match message {
-            ToBroker::Stop { .. } => Some(Fallback::Stop),
-            ToBroker::Signal {
+            Request::Stop { .. } => Some(Fallback::Stop),
+            Request::Signal {
                 signal,
                 scope: Scope::Group,
                 ..
@@ -128,8 +128,8 @@ impl Acks {
 mod tests {
     use super::*;
 
-    fn signal(name: &str, scope: Scope) -> ToBroker {
-        ToBroker::Signal {
+    fn signal(name: &str, scope: Scope) -> Request {
+        Request::Signal {
             signal: name.parse().expect("a signal"),
             scope,
             pid: None,
@@ -139,14 +139,14 @@ mod tests {
 
     #[test]
     fn group_signals_and_stops_have_fallbacks() {
-        let stop = ToBroker::Stop { origin: None };
+        let stop = Request::Stop { origin: None };
         assert_eq!(Fallback::for_request(&stop), Some(Fallback::Stop));
         assert_eq!(
             Fallback::for_request(&signal("KILL", Scope::Group)),
             Some(Fallback::Signal(ProcessSignal::KILL))
         );
         assert_eq!(Fallback::for_request(&signal("KILL", Scope::Pid)), None);
-        assert_eq!(Fallback::for_request(&ToBroker::Ping), None);
+        assert_eq!(Fallback::for_request(&Request::Ping), None);
     }
 
     #[test]

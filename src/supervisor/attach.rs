@@ -18,7 +18,7 @@ use super::machine::CommandCgroup;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::stop_through_pid;
 use crate::control::{Ack, ControlClient, ControlError};
-use crate::protocol::{ControlRequest, EventKind, ToBroker};
+use crate::protocol::{EventKind, Request};
 
 /// What became of a request asked of a broker with [`BrokerConversation::answer`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,23 +74,6 @@ impl Answer {
     }
 }
 
-/// What a control socket carries of a request to the broker: not keys, sizes or a launch,
-/// which only the front end that launched a command sends.
-pub(super) fn over_socket(message: &ToBroker) -> Option<ControlRequest> {
-    match message {
-        ToBroker::Ping => Some(ControlRequest::Ping),
-        ToBroker::Stop { .. } => Some(ControlRequest::Stop),
-        ToBroker::Signal {
-            signal, scope, pid, ..
-        } => Some(ControlRequest::Signal {
-            signal: *signal,
-            scope: *scope,
-            pid: *pid,
-        }),
-        ToBroker::Launch(_) | ToBroker::Input { .. } | ToBroker::Resize { .. } => None,
-    }
-}
-
 impl BrokerConversation {
     /// Attaches to the broker of `command` through its control socket, which must be ours
     /// and be accepted by that very broker ([`ControlClient::connect_to`]). It is kept
@@ -118,7 +101,7 @@ impl BrokerConversation {
     /// [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT) to pass without one; a group signal
     /// not answered in time is sent by the front end itself ([`Self::check`]). Lines that come meanwhile are kept for
     /// [`Self::next_line`]. When the answer is due is the machine's to say.
-    pub async fn answer(&mut self, message: &ToBroker) -> Answer {
+    pub async fn answer(&mut self, message: &Request) -> Answer {
         self.asked = None;
         self.ask(message);
         if self.asked.take() == Some(Asked::NotPosted) {
@@ -213,10 +196,11 @@ mod tests {
         (BrokerConversation::attached(client, &command()), broker)
     }
 
-    async fn read_request(broker: &mut BufReader<UnixStream>) -> ControlRequest {
+    async fn read_request(broker: &mut BufReader<UnixStream>) -> Request {
         let mut line = String::new();
         broker.read_line(&mut line).await.expect("a request");
-        serde_json::from_str(&line).expect("a control request")
+        let frame = crate::protocol::Frame::Line(line.trim_end().as_bytes().to_vec());
+        Request::parse(frame, crate::protocol::Transport::Socket).expect("a control request")
     }
 
     async fn say(broker: &mut BufReader<UnixStream>, kind: EventKind) {
@@ -246,8 +230,11 @@ mod tests {
         let (mut conversation, mut broker) = attached();
         assert!(conversation.subscribe());
         let fake = tokio::spawn(async move {
-            assert_eq!(read_request(&mut broker).await, ControlRequest::Subscribe);
-            assert_eq!(read_request(&mut broker).await, ControlRequest::Stop);
+            assert_eq!(read_request(&mut broker).await, Request::Subscribe);
+            assert_eq!(
+                read_request(&mut broker).await,
+                Request::Stop { origin: None }
+            );
             let subscribed = EventKind::ControlAck {
                 request: "subscribe".into(),
                 journal_offset: Some(42),
@@ -264,7 +251,7 @@ mod tests {
             say(&mut broker, ack("stop", Some("already running"))).await;
             broker
         });
-        let answer = conversation.answer(&ToBroker::Stop { origin: None }).await;
+        let answer = conversation.answer(&Request::Stop { origin: None }).await;
         assert_eq!(
             answer,
             Answer::Done(Ack {
@@ -307,7 +294,7 @@ mod tests {
             say(&mut broker, refused).await;
             broker
         });
-        let signal = ToBroker::Signal {
+        let signal = Request::Signal {
             signal: ProcessSignal::TERM,
             scope: Scope::Pid,
             pid: Some(1),
@@ -319,7 +306,7 @@ mod tests {
             "{answer:?}"
         );
         drop(fake.await.expect("the fake broker"));
-        assert_eq!(conversation.answer(&ToBroker::Ping).await, Answer::Closed);
+        assert_eq!(conversation.answer(&Request::Ping).await, Answer::Closed);
     }
 
     #[tokio::test]
@@ -327,7 +314,7 @@ mod tests {
         let (mut conversation, mut broker) = attached();
         // The broker reads nothing and answers nothing: a stop is not acknowledged.
         let asked = Instant::now();
-        let answer = conversation.answer(&ToBroker::Stop { origin: None }).await;
+        let answer = conversation.answer(&Request::Stop { origin: None }).await;
         assert_eq!(answer, Answer::Unanswered);
         let waited = asked.elapsed();
         assert!(waited >= ACK_TIMEOUT, "{waited:?}");
@@ -339,7 +326,7 @@ mod tests {
             say(&mut broker, ack("stop", None)).await;
             broker
         });
-        let signal = ToBroker::Signal {
+        let signal = Request::Signal {
             signal: ProcessSignal::TERM,
             scope: Scope::Group,
             pid: None,
@@ -358,7 +345,7 @@ mod tests {
     #[tokio::test]
     async fn a_signal_that_harms_twice_is_not_sent_around_a_silent_broker() {
         let (mut conversation, broker) = attached();
-        let hup = ToBroker::Signal {
+        let hup = Request::Signal {
             signal: ProcessSignal::parse("HUP").expect("HUP"),
             scope: Scope::Group,
             pid: None,

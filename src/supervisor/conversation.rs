@@ -31,7 +31,7 @@ use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::signal_through_pid;
 use crate::journal::JournalDir;
-use crate::protocol::{ControlRequest, LaunchRequest, ProcessSignal, ToBroker};
+use crate::protocol::{LaunchRequest, ProcessSignal, Request};
 
 /// What [`BrokerConversation::check`] found due.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,15 +62,6 @@ pub(super) enum Link {
 }
 
 impl Link {
-    /// Writes `message` as the link carries it; false if it could not be.
-    fn write(&mut self, message: &ToBroker) -> bool {
-        match self {
-            Link::Launched { broker, .. } => broker.post(message).is_ok(),
-            Link::Attached { client, .. } => super::attach::over_socket(message)
-                .is_some_and(|request| client.post(&request).is_ok()),
-        }
-    }
-
     fn wire(&mut self) -> &mut Wire {
         match self {
             Link::Launched { broker, .. } => &mut broker.wire,
@@ -207,7 +198,7 @@ impl BrokerConversation {
     /// Posts a request whose delivery needs no proof (keys, sizes, a signal whose own
     /// event says it was sent). False if the broker is gone, or (attached) the control
     /// socket does not carry such a request.
-    pub fn post(&mut self, message: &ToBroker) -> bool {
+    pub fn post(&mut self, message: &Request) -> bool {
         self.handle(Input::Post(message), now()).written()
     }
 
@@ -215,19 +206,19 @@ impl BrokerConversation {
     /// proves the broker read it (on stdin a ping after it, whose pong is that answer): if
     /// it is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT), [`Self::check`]
     /// falls back.
-    pub fn request(&mut self, message: &ToBroker) {
+    pub fn request(&mut self, message: &Request) {
         self.handle(Input::Request(message), now());
     }
 
     /// Posts a request whose own answer [`Self::answer`] waits for.
-    pub(super) fn ask(&mut self, message: &ToBroker) {
+    pub(super) fn ask(&mut self, message: &Request) {
         self.handle(Input::Ask(message), now());
     }
 
     /// Posts a stop (or the KILL of a second one) with a deadline: the broker is given up
     /// on [`STOP_SLACK`](super::intervals::STOP_SLACK) past the grace period counted from
     /// the first, unless it is still at work on it.
-    pub fn post_stop(&mut self, message: &ToBroker, now: Instant) {
+    pub fn post_stop(&mut self, message: &Request, now: Instant) {
         self.handle(Input::Stop(message), now.into_std());
     }
 
@@ -236,7 +227,8 @@ impl BrokerConversation {
     /// comes among the lines. False if it could not be written, or the broker was launched
     /// by this front end (whose stdout carries every event already).
     pub fn subscribe(&mut self) -> bool {
-        self.handle(Input::Subscribe, now()).written()
+        self.handle(Input::Post(&Request::Subscribe), now())
+            .written()
     }
 
     /// The next line from the broker, `None` once it has closed its end; what the line
@@ -287,26 +279,15 @@ impl BrokerConversation {
         let mut acted = Acted::default();
         while let Some(action) = self.machine.poll_action() {
             match action {
-                Action::Write(_) | Action::Subscribe => {
+                Action::Write(message) => {
                     acted.writes += 1;
-                    let written = match (action, &mut self.link) {
-                        (Action::Write(message), link) => link.write(&message),
-                        (_, Link::Attached { client, .. }) => {
-                            client.post(&ControlRequest::Subscribe).is_ok()
-                        }
-                        (_, Link::Launched { .. }) => false,
-                    };
-                    if !written {
+                    if self.link.wire().post(&message).is_err() {
                         acted.failed = true;
                         self.machine.handle(Input::Unwritable, now);
                     }
                 }
                 Action::Ping => {
-                    let pinged = match &mut self.link {
-                        Link::Launched { broker, .. } => broker.ping(),
-                        Link::Attached { client, .. } => client.ping(),
-                    };
-                    if let Ok(true) = pinged {
+                    if let Ok(true) = self.link.wire().ping() {
                         self.machine.handle(Input::Pinged, now);
                     }
                 }
@@ -484,7 +465,7 @@ mod tests {
         };
         let mut conversation =
             BrokerConversation::over(link, Pace::FLEET, Duration::from_millis(100), cgroup);
-        conversation.request(&ToBroker::Stop { origin: None });
+        conversation.request(&Request::Stop { origin: None });
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while !written.exists() {
             assert!(

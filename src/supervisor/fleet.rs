@@ -16,7 +16,7 @@ use super::ending::End;
 use super::intervals::{ABORT_PATIENCE, Pace};
 use super::leftovers::{Cleanup, LiveBrokers, stop_leftovers};
 use crate::journal::JournalDir;
-use crate::protocol::{Event, EventKind, LaunchRequest, ToBroker};
+use crate::protocol::{Event, EventKind, LaunchRequest, Request};
 
 /// Which run of which command a message is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,7 +38,7 @@ pub enum FleetEvent {
 
 /// What the TUI asks of a broker's task.
 enum Order {
-    Send(ToBroker),
+    Send(Request),
     /// Quitting cannot wait: kill the broker, and KILL what it leaves.
     Abort,
 }
@@ -111,7 +111,7 @@ impl Fleet {
     }
 
     /// Sends a request to the broker of `command`'s current run. False if it has none.
-    pub fn send(&self, command: usize, message: ToBroker) -> bool {
+    pub fn send(&self, command: usize, message: Request) -> bool {
         self.links
             .get(&command)
             .is_some_and(|link| link.orders.send(Order::Send(message)).is_ok())
@@ -191,7 +191,7 @@ impl BrokerTask {
                     Some(Order::Abort) => return End::Aborted,
                     // Keys and sizes need no proof of delivery, and a paste comes in
                     // thousands of pieces: no ping after each.
-                    Some(Order::Send(message @ (ToBroker::Input { .. } | ToBroker::Resize { .. }))) => {
+                    Some(Order::Send(message @ (Request::Input { .. } | Request::Resize { .. }))) => {
                         broker.post(&message);
                     }
                     Some(Order::Send(message)) => broker.request(&message),

@@ -14,7 +14,7 @@ use nix::unistd::Pid;
 use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, JOURNAL_FD};
 use crate::fdio::{AsyncPipe, LineReader, Outbox};
 use crate::journal::JournalDir;
-use crate::protocol::{Event, Frame, LaunchRequest, MAX_LINE, ToBroker, encode_line};
+use crate::protocol::{Event, Frame, LaunchRequest, MAX_LINE, Request, encode_line};
 
 /// A fresh broker token: 128 bits from the kernel's random source, in hex.
 fn broker_token() -> io::Result<String> {
@@ -174,20 +174,6 @@ impl BrokerProcess {
         })
     }
 
-    /// Queues a request and writes what the broker's stdin takes now, never waiting: a
-    /// stopped broker must not stall its front end. `Err` means the broker is gone.
-    pub fn post(&mut self, message: &ToBroker) -> io::Result<()> {
-        self.wire
-            .post_line(&encode_line(message).map_err(io::Error::other)?)
-    }
-
-    /// A ping, unless earlier requests still wait: the broker answers those first anyway.
-    /// Returns whether a ping was queued.
-    pub fn ping(&mut self) -> io::Result<bool> {
-        self.wire
-            .ping_with(&encode_line(&ToBroker::Ping).map_err(io::Error::other)?)
-    }
-
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }
@@ -220,17 +206,19 @@ impl Wire {
         })
     }
 
-    /// Queues `line` and writes what the peer takes now, never waiting.
-    pub(crate) fn post_line(&mut self, line: &[u8]) -> io::Result<()> {
-        self.outbox.push(line);
+    /// Queues a request and writes what the peer takes now, never waiting: a stopped
+    /// broker must not stall its front end. Its answer, if the transport has one for it,
+    /// comes among the lines. `Err` means the peer is gone.
+    pub fn post(&mut self, request: &Request) -> io::Result<()> {
+        self.outbox.push(&request.to_line());
         self.outbox.write_now(&self.requests)
     }
 
-    /// Posts `ping`, unless earlier requests still wait, which are written as far as the
-    /// peer takes them. Returns whether the ping was queued.
-    pub(crate) fn ping_with(&mut self, ping: &[u8]) -> io::Result<bool> {
+    /// A ping, unless earlier requests still wait, which are written as far as the peer
+    /// takes them (the broker answers those first anyway). Returns whether it was queued.
+    pub fn ping(&mut self) -> io::Result<bool> {
         if self.outbox.is_empty() {
-            self.post_line(ping).map(|()| true)
+            self.post(&Request::Ping).map(|()| true)
         } else {
             self.outbox.write_now(&self.requests).map(|()| false)
         }
@@ -264,7 +252,7 @@ impl Wire {
 /// The launch request as the line the broker reads first.
 fn launch_line(request: &LaunchRequest) -> io::Result<Vec<u8>> {
     let launch =
-        encode_line(&ToBroker::Launch(Box::new(request.clone()))).map_err(io::Error::other)?;
+        encode_line(&Request::Launch(Box::new(request.clone()))).map_err(io::Error::other)?;
     if launch.len() > MAX_LINE {
         return Err(io::Error::other(format!(
             "the launch request is {} bytes, over the {}-MiB limit; shorten the command line or its environment",
@@ -602,7 +590,7 @@ mod tests {
     /// after them to carry it.
     #[tokio::test]
     async fn posted_requests_that_did_not_fit_go_while_waiting_for_a_line() {
-        let input = ToBroker::Input {
+        let input = Request::Input {
             data: vec![b'x'; crate::protocol::MAX_INPUT_CHUNK],
         };
         let line_len = encode_line(&input).expect("a request").len();
@@ -616,7 +604,7 @@ mod tests {
             .expect("run sh");
         let mut reader = BrokerProcess::talking_to(child, None, None).expect("the pipes");
         for _ in 0..requests {
-            reader.post(&input).expect("post");
+            reader.wire.post(&input).expect("post");
         }
         assert!(
             !reader.wire.outbox.is_empty(),

@@ -1,6 +1,6 @@
 //! tether-protocol: what crosses a boundary between tether's processes, as types. The
-//! messages between a front end and its brokers (`protocol`: `ToBroker`, `FromBroker`, the
-//! journal's events, signals, the control socket's requests), how they are framed on the
+//! messages between a front end and its brokers (`protocol`: `Request`, the one type of both
+//! ways to a broker, the journal's events, signals), how they are framed on the
 //! wire, and the units they carry (`units`: durations, sizes).
 //!
 //! The bottom layer: every other crate may depend on it, and it depends on no other tether

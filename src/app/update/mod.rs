@@ -13,7 +13,7 @@ use super::list::ListRows;
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
 use crate::model::{CommandId, Model};
-use crate::protocol::{CommandSpec, Origin, ProcessSignal, Scope, Stream, ToBroker};
+use crate::protocol::{CommandSpec, Origin, ProcessSignal, Request, Scope, Stream};
 
 pub const READ_ONLY: &str =
     "a recorded session is read-only: run `tether` to launch and signal commands";
@@ -29,7 +29,7 @@ pub const NO_TIME_CURSOR: &str =
 pub enum Effect {
     /// Start (or restart) a command with a fresh journal directory.
     Launch(CommandId),
-    Send(CommandId, ToBroker),
+    Send(CommandId, Request),
     /// Bytes typed or pasted into a command's terminal, split into requests on the way.
     Input(CommandId, Vec<u8>),
     /// Add a command to the session and launch it.
@@ -256,7 +256,7 @@ pub fn update(
                 Action::Stop if active => {
                     effects.push(Effect::Send(
                         selected,
-                        ToBroker::Stop {
+                        Request::Stop {
                             origin: Some(Origin::Operator),
                         },
                     ));
@@ -388,8 +388,8 @@ fn merged_refusal(view: &ViewState, action: &Action) -> Option<&'static str> {
     )
 }
 
-fn signal(signal: ProcessSignal) -> ToBroker {
-    ToBroker::Signal {
+fn signal(signal: ProcessSignal) -> Request {
+    Request::Signal {
         signal,
         scope: Scope::Group,
         pid: None,
@@ -582,7 +582,7 @@ fn update_dialog(
             view.dialog = None;
             effects.push(Effect::Send(
                 command,
-                ToBroker::Signal {
+                Request::Signal {
                     signal,
                     scope: Scope::Pid,
                     pid: Some(pid),

@@ -117,7 +117,7 @@ fn signalling_a_process_names_its_command() {
         effects,
         [Effect::Send(
             0,
-            ToBroker::Signal {
+            Request::Signal {
                 signal: ProcessSignal::TERM,
                 scope: Scope::Pid,
                 pid: Some(8),

@@ -23,7 +23,7 @@ use crate::journal::secure::JournalDir;
 pub use crate::journal::watcher::Readiness;
 use crate::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
 use crate::model::CommandState;
-use crate::protocol::{Scope, ToBroker};
+use crate::protocol::{Request, Scope, Transport};
 use crate::supervisor::intervals::ACK_TIMEOUT;
 use crate::supervisor::{Answer, BrokerConversation};
 
@@ -205,7 +205,7 @@ impl Watch {
 
     /// Sends a request to the broker of `command` through its control socket, off the event
     /// loop; what became of it comes back on the reply channel.
-    pub fn send(&self, command: &CommandState, message: ToBroker) {
+    pub fn send(&self, command: &CommandState, message: Request) {
         let name = command.config.name.clone();
         let Some(dir) = command.journal_dir.as_ref() else {
             return;
@@ -236,18 +236,18 @@ impl Watch {
 /// Asks the broker of `live`, through the conversation attached to its socket, to do what
 /// the TUI asked of it; a broker that does not answer is fallen back on as the conversation
 /// does (a group signal sent by tether itself, a stop asked of the broker's pid).
-async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, String> {
+async fn request(live: &LiveCommand, message: Request) -> Result<String, String> {
     match message {
         // A control socket takes no input: only the tether that started a command types
         // into it.
-        ToBroker::Input { .. } => {
+        Request::Input { .. } => {
             return Ok(
                 "typing goes only to commands this tether started; this one was started elsewhere"
                     .into(),
             );
         }
-        ToBroker::Launch(_) | ToBroker::Resize { .. } => return Ok(String::new()),
-        ToBroker::Ping | ToBroker::Signal { .. } | ToBroker::Stop { .. } => {}
+        _ if !Transport::Socket.accepts(&message) => return Ok(String::new()),
+        _ => {}
     }
     let mut broker = BrokerConversation::attach(live)
         .await
@@ -257,7 +257,7 @@ async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, String
         Answer::Refused { message, .. } => return Err(format!("the broker refused: {message}")),
         Answer::SignalledDirectly(told) => return Ok(told),
         Answer::NotSignalled(err) => return Err(err),
-        Answer::Unanswered if matches!(message, ToBroker::Stop { .. }) => {
+        Answer::Unanswered if matches!(message, Request::Stop { .. }) => {
             return broker.stop_by_pid("the broker did not answer").await;
         }
         Answer::Unanswered => {
@@ -266,21 +266,19 @@ async fn request(live: &LiveCommand, message: ToBroker) -> Result<String, String
         Answer::Closed => return Err("the broker closed the connection".into()),
     };
     Ok(match message {
-        ToBroker::Stop { .. } => ack
+        Request::Stop { .. } => ack
             .message
             .unwrap_or_else(|| "stop sequence started: TERM, grace, KILL".into()),
-        ToBroker::Signal {
+        Request::Signal {
             signal,
             scope: Scope::Pid,
             pid: Some(pid),
             ..
         } => format!("SIG{signal} sent to pid {pid}"),
-        ToBroker::Signal { signal, .. } => {
+        Request::Signal { signal, .. } => {
             format!("SIG{signal} sent to {} processes", ack.targets.len())
         }
-        ToBroker::Ping | ToBroker::Launch(_) | ToBroker::Input { .. } | ToBroker::Resize { .. } => {
-            String::new()
-        }
+        _ => String::new(),
     })
 }
 

@@ -10,7 +10,6 @@
 
 mod admission;
 mod client;
-mod dispatch;
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -26,10 +25,12 @@ use tokio::time::{Instant, Sleep};
 
 use self::admission::Quota;
 use self::client::Client;
-pub use super::state::Incoming;
+use super::state::{Input, Sender};
 use crate::clock::now_ms;
 use crate::control::socket_dir::{self, SocketDirError};
-use crate::protocol::{BrokerIdentity, CONTROL_MAX_LINE, Event, EventKind, LineSplitter, Peer};
+use crate::protocol::{
+    BrokerIdentity, CONTROL_MAX_LINE, Event, EventKind, LineSplitter, Peer, Request, Transport,
+};
 
 /// Bytes a client may leave unread before it is dropped.
 pub const OUTBOX_CAP: usize = 1 << 20;
@@ -129,13 +130,14 @@ impl ControlServer {
         self.clients.iter().any(|c| c.subscribed && !c.dead)
     }
 
-    /// The next request or refusal. Accepting, reading and writing happen inside; cancel-safe
-    /// (everything read is kept in the clients' state).
-    pub async fn next(&mut self) -> Incoming {
+    /// The next request (read by [`Request::parse`]) or refused connection. Accepting,
+    /// reading and writing happen inside; cancel-safe (everything read is kept in the
+    /// clients' state).
+    pub async fn next(&mut self) -> Input<'static> {
         poll_fn(|cx| self.poll_next(cx)).await
     }
 
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Incoming> {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Input<'static>> {
         self.clients.retain(|c| !c.is_finished());
         if let Some(refusal) = self.poll_accept(cx) {
             return Poll::Ready(refusal);
@@ -147,18 +149,19 @@ impl ControlServer {
             client.poll_flush(cx);
             if let Some(frame) = client.poll_frame(cx, &mut self.buf) {
                 self.rotate = i + 1;
-                return Poll::Ready(Incoming::Request {
+                let from = Sender::Client {
                     client: client.id,
                     peer: client.peer.clone(),
-                    request: dispatch::parse(frame),
                     in_tree: client.quota == Quota::Command && client.peer.pid > 0,
-                });
+                };
+                let request = Request::parse(frame, Transport::Socket);
+                return Poll::Ready(Input::Request { from, request });
             }
         }
         Poll::Pending
     }
 
-    fn poll_accept(&mut self, cx: &mut Context<'_>) -> Option<Incoming> {
+    fn poll_accept(&mut self, cx: &mut Context<'_>) -> Option<Input<'static>> {
         if let Some(sleep) = self.accept_backoff.as_mut() {
             if sleep.as_mut().poll(cx).is_pending() {
                 return None;
@@ -186,7 +189,7 @@ impl ControlServer {
 
     /// Checks a new connection's credentials and takes it on, or refuses it. Returns the
     /// refusal when it is to be journaled.
-    fn admit(&mut self, stream: UnixStream) -> Option<Incoming> {
+    fn admit(&mut self, stream: UnixStream) -> Option<Input<'static>> {
         let refuse = |stream: UnixStream, server: &mut ControlServer, code: &str, message| {
             let line = server.stamp(EventKind::ControlError {
                 code: code.into(),
@@ -249,7 +252,7 @@ impl ControlServer {
         peer: Peer,
         reason: String,
         refuse: impl FnOnce(UnixStream, &mut ControlServer, &str, String),
-    ) -> Option<Incoming> {
+    ) -> Option<Input<'static>> {
         self.refusals += 1;
         if self.refusals > REFUSALS_JOURNALED {
             refuse(stream, self, "refused", reason);
@@ -258,7 +261,7 @@ impl ControlServer {
         self.next_id += 1;
         let client = self.next_id;
         self.refused.push((client, stream));
-        Some(Incoming::Refused {
+        Some(Input::ControlRefused {
             client,
             peer,
             reason,

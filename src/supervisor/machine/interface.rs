@@ -5,35 +5,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::super::ending::End;
-use crate::protocol::{EventKind, ProcessSignal, ToBroker};
+/// How the conversation reaches its broker: what it takes, and what it answers itself.
+pub use crate::protocol::Transport;
+use crate::protocol::{EventKind, ProcessSignal, Request};
 
 #[cfg(doc)]
 use super::ConversationMachine;
 #[cfg(doc)]
 use crate::supervisor::intervals::{ACK_TIMEOUT, STOP_SLACK};
-
-/// How the conversation reaches its broker, as far as the machine cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// The broker's stdin and stdout: this front end launched it, its unreaped child. It
-    /// answers pings only, so a request that needs proof is followed by a ping.
-    Pipe,
-    /// Its control socket: another front end's broker. It answers every request itself,
-    /// and carries no keys, sizes or launch.
-    Socket,
-}
-
-impl Transport {
-    /// Whether the broker answers `message` itself.
-    pub(super) fn answers(self, message: &ToBroker) -> bool {
-        self == Transport::Socket || matches!(message, ToBroker::Ping)
-    }
-
-    /// Whether `message` can go this way at all.
-    pub(super) fn carries(self, message: &ToBroker) -> bool {
-        self == Transport::Pipe || super::super::attach::over_socket(message).is_some()
-    }
-}
 
 /// What happened, for [`ConversationMachine::handle`].
 #[derive(Debug, Clone, Copy)]
@@ -45,18 +24,16 @@ pub enum Input<'a> {
     /// A deadline (or any wake-up): see what is due.
     Timer,
     /// The front end posts a message whose delivery needs no proof (keys, sizes).
-    Post(&'a ToBroker),
+    Post(&'a Request),
     /// The front end asks for a message whose delivery needs proof (a group signal, a
     /// stop): if its answer does not come within [`ACK_TIMEOUT`], the machine falls back.
-    Request(&'a ToBroker),
+    Request(&'a Request),
     /// The front end posts a stop (or the KILL of a second one) with a deadline: the
     /// broker is given up on [`STOP_SLACK`] past the grace period counted from the first.
-    Stop(&'a ToBroker),
+    Stop(&'a Request),
     /// The front end asks for a message and waits for its own answer (see
     /// [`Action::Answered`]); a group signal or a stop falls back as for [`Input::Request`].
-    Ask(&'a ToBroker),
-    /// An attached front end asks for every event from now on.
-    Subscribe,
+    Ask(&'a Request),
     /// A write failed: the broker's end is gone, and nothing more can be written.
     Unwritable,
     /// The answer to [`Action::Ping`]: a ping was queued.
@@ -71,9 +48,7 @@ pub enum Input<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Write this message to the broker; say [`Input::Unwritable`] if it cannot be.
-    Write(ToBroker),
-    /// Ask an attached broker for every event from now on.
-    Subscribe,
+    Write(Request),
     /// Ping the broker, unless requests still wait to be written (the broker answers
     /// those first anyway); say [`Input::Pinged`] if one was queued.
     Ping,

@@ -22,7 +22,7 @@ use super::intervals::{
     ABORT_PATIENCE, ACK_TIMEOUT, BUSY_STOP_PATIENCE, KILL_PATIENCE, Pace, STOP_SLACK,
 };
 use super::liveness::{Heartbeat, PingWatch};
-use crate::protocol::{EventKind, ToBroker};
+use crate::protocol::{EventKind, Request};
 
 mod interface;
 #[cfg(test)]
@@ -107,17 +107,10 @@ impl ConversationMachine {
                 self.stop_asked.get_or_insert(now);
                 self.post(message);
             }
-            Input::Subscribe => {
-                if self.transport == Transport::Socket && !self.unwritable {
-                    self.actions.push_back(Action::Subscribe);
-                    self.acks.ping_posted();
-                }
-            }
             Input::Unwritable => {
                 self.unwritable = true;
                 self.acks.due_now(now);
-                self.actions
-                    .retain(|a| !matches!(a, Action::Write(_) | Action::Subscribe));
+                self.actions.retain(|a| !matches!(a, Action::Write(_)));
             }
             Input::Pinged => self.acks.ping_posted(),
             Input::Looked { stopped } => {
@@ -228,8 +221,8 @@ impl ConversationMachine {
     }
 
     /// Writes `message` if it can go; whether it went out.
-    fn post(&mut self, message: &ToBroker) -> bool {
-        if self.unwritable || !self.transport.carries(message) {
+    fn post(&mut self, message: &Request) -> bool {
+        if self.unwritable || !self.transport.accepts(message) {
             return false;
         }
         self.actions.push_back(Action::Write(message.clone()));
@@ -241,9 +234,9 @@ impl ConversationMachine {
 
     /// Posts `message` and, for a group signal or a stop, makes sure of an answer that
     /// proves the broker read it (on a pipe a ping after it, whose pong is that answer).
-    fn request(&mut self, message: &ToBroker, now: Instant) {
+    fn request(&mut self, message: &Request, now: Instant) {
         let posted =
-            self.post(message) && (self.transport.answers(message) || self.post(&ToBroker::Ping));
+            self.post(message) && (self.transport.answers(message) || self.post(&Request::Ping));
         if let Some(fallback) = Fallback::for_request(message) {
             self.acks.request_posted(fallback, posted, now);
         }

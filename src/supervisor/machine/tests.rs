@@ -36,9 +36,7 @@ fn drive(machine: &mut ConversationMachine, world: &World, now: Instant) -> Vec<
     let mut done = Vec::new();
     while let Some(action) = machine.poll_action() {
         match &action {
-            Action::Write(_) | Action::Subscribe if world.gone => {
-                machine.handle(Input::Unwritable, now)
-            }
+            Action::Write(_) if world.gone => machine.handle(Input::Unwritable, now),
             Action::Ping if !world.gone => machine.handle(Input::Pinged, now),
             Action::Look => machine.handle(
                 Input::Looked {
@@ -73,8 +71,8 @@ fn machine(transport: Transport, pace: Pace, t0: Instant) -> ConversationMachine
     ConversationMachine::new(transport, pace, GRACE, CommandCgroup::Expected(None), t0)
 }
 
-fn group(signal: ProcessSignal) -> ToBroker {
-    ToBroker::Signal {
+fn group(signal: ProcessSignal) -> Request {
+    Request::Signal {
         signal,
         scope: Scope::Group,
         pid: None,
@@ -82,8 +80,8 @@ fn group(signal: ProcessSignal) -> ToBroker {
     }
 }
 
-fn stop() -> ToBroker {
-    ToBroker::Stop { origin: None }
+fn stop() -> Request {
+    Request::Stop { origin: None }
 }
 
 fn pong(machine: &mut ConversationMachine, world: &World, now: Instant) -> Vec<Action> {
@@ -107,7 +105,7 @@ fn a_group_signal_not_acknowledged_is_sent_by_the_front_end() {
         drive(&mut m, &world, t0),
         [
             Action::Write(group(ProcessSignal::TERM)),
-            Action::Write(ToBroker::Ping)
+            Action::Write(Request::Ping)
         ],
         "on a pipe, a ping follows the request: its pong is the acknowledgement"
     );
@@ -178,7 +176,7 @@ fn a_request_that_cannot_be_written_falls_back_at_once() {
         [Action::SignalItself(ProcessSignal::TERM)]
     );
     // Nothing more is written to an end that is gone.
-    m.handle(Input::Post(&ToBroker::Ping), t0);
+    m.handle(Input::Post(&Request::Ping), t0);
     assert_eq!(m.poll_action(), None);
 }
 
@@ -375,7 +373,7 @@ fn an_attached_broker_gets_only_signals_that_repeat_harmlessly() {
 fn keys_go_only_where_the_transport_carries_them() {
     let t0 = Instant::now();
     let world = World::well();
-    let keys = ToBroker::Input {
+    let keys = Request::Input {
         data: b"y\n".to_vec(),
     };
     let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
@@ -452,11 +450,14 @@ fn an_asked_request_is_answered_by_its_own_answer_only() {
     let t0 = Instant::now();
     let world = World::well();
     let mut m = machine(Transport::Socket, Pace::FLEET, t0);
-    m.handle(Input::Subscribe, t0);
-    m.handle(Input::Ask(&ToBroker::Ping), t0);
+    m.handle(Input::Post(&Request::Subscribe), t0);
+    m.handle(Input::Ask(&Request::Ping), t0);
     assert_eq!(
         drive(&mut m, &world, t0),
-        [Action::Subscribe, Action::Write(ToBroker::Ping)]
+        [
+            Action::Write(Request::Subscribe),
+            Action::Write(Request::Ping)
+        ]
     );
     assert_eq!(pong(&mut m, &world, t0), [], "the subscription's answer");
     assert_eq!(pong(&mut m, &world, t0), [Action::Answered]);
@@ -474,7 +475,7 @@ fn an_asked_request_not_answered_in_time_is_unanswered() {
     let t0 = Instant::now();
     let mut world = World::well();
     let mut m = machine(Transport::Socket, Pace::FLEET, t0);
-    let one = ToBroker::Signal {
+    let one = Request::Signal {
         signal: ProcessSignal::TERM,
         scope: Scope::Pid,
         pid: Some(7),
@@ -500,7 +501,7 @@ fn an_asked_request_not_answered_in_time_is_unanswered() {
     assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT), [Action::Unanswered]);
 
     // Keys are not carried over a socket: nothing is asked.
-    let keys = ToBroker::Input {
+    let keys = Request::Input {
         data: b"y".to_vec(),
     };
     m.handle(Input::Ask(&keys), t0);

@@ -11,14 +11,14 @@ use std::io;
 
 use std::time::Instant;
 
-use super::requests::{Done, Incoming, OperatorDelivered, OperatorSignal};
+use super::requests::{OperatorDelivered, OperatorSignal, Sender};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
 use crate::attention::inputs::{InputFile, Looks};
 use crate::cost::SampledCost;
 use crate::process::{CgroupId, TreeWalk};
 use crate::protocol::{
-    CapReason, CommandResult, ControlRequest, EventKind, LeftoversEnd, Origin, ParentLossCause,
-    Stream, ToBroker, WindowSize,
+    CapReason, CommandResult, EventKind, LeftoversEnd, Origin, ParentLossCause, Peer, Refusal,
+    Request, Stream, WindowSize,
 };
 use crate::reports::InputTaken;
 use crate::reports::TreeSample;
@@ -62,11 +62,21 @@ pub enum Input<'a> {
     Closed { stream: Stream },
     /// Reading one of the command's streams failed; it is closed.
     ReadFailed { stream: Stream, error: io::Error },
-    /// A request line from the parent, parsed. Input and sizes are carried out by the
-    /// interpreter, which holds the terminals ([`Input::Typed`], [`Input::Resized`]).
-    Request(ToBroker),
-    /// A request line from the parent that could not be read.
-    RequestRefused { code: &'static str, message: String },
+    /// A request line from the parent or a control client, as [`Request::parse`] read it
+    /// (a line it could not read is refused). The parent's input and sizes are carried out
+    /// by the interpreter, which holds the terminals ([`Input::Typed`], [`Input::Resized`]).
+    Request {
+        from: Sender,
+        request: Result<Request, Refusal>,
+    },
+    /// A control connection refused; the broker journals it, then answers `client` (the
+    /// refusal reaches the journal before the peer hears of it, and the connection ends
+    /// with the answer).
+    ControlRefused {
+        client: u64,
+        peer: Peer,
+        reason: String,
+    },
     /// Input the parent sent, and how much of it reached the terminal's queue.
     Typed(InputTaken),
     /// Queued input that could not be written after all (the terminal closed).
@@ -100,8 +110,6 @@ pub enum Input<'a> {
     /// The live processes of the walk, listed when the command's pipes are done
     /// ([`Output::ListLeftovers`]).
     Leftovers(Vec<i32>),
-    /// A control client's request, or a connection refused.
-    Control(Incoming),
     /// Appending to the event log failed; `unwritten` bytes counted as journaled were not.
     JournalFailed { error: io::Error, unwritten: u64 },
     /// Storing a stream's bytes failed: `stored` bytes of it are in its file, for good.
@@ -276,8 +284,12 @@ impl Broker {
                 self.stdio_failed(stream, &error);
                 self.open[stream as usize] = false;
             }
-            Input::Request(request) => self.request(request),
-            Input::RequestRefused { code, message } => self.protocol_error(code, message),
+            Input::Request { from, request } => self.request(from, request),
+            Input::ControlRefused {
+                client,
+                peer,
+                reason,
+            } => self.control_refused(client, peer, reason),
             Input::Typed(taken) => self.input(taken),
             Input::TypedDropped(bytes) => self.input_dropped(bytes),
             Input::Resized(size) => self.emit(EventKind::Resize { size }),
@@ -297,7 +309,6 @@ impl Broker {
                 self.leftovers_listed(pids);
                 self.ticked();
             }
-            Input::Control(incoming) => self.control(incoming),
             Input::JournalFailed { error, unwritten } => self.journal_failed(&error, unwritten),
             Input::StoreFailed {
                 stream,
@@ -372,76 +383,16 @@ impl Broker {
         }
     }
 
-    /// Carries out what a control client asked, or journals a refused connection, and
-    /// answers the client. Events the request caused reach subscribers before the answer.
-    fn control(&mut self, incoming: Incoming) {
-        let (client, peer, request, in_tree) = match incoming {
-            Incoming::Refused {
-                client,
-                peer,
-                reason,
-            } => {
-                self.emit(EventKind::ControlRefused {
-                    uid: peer.uid,
-                    pid: peer.pid,
-                    reason: reason.clone(),
-                });
-                let answer = EventKind::ControlError {
-                    code: "refused".into(),
-                    message: reason,
-                };
-                self.reply(client, answer);
-                return;
-            }
-            Incoming::Request {
-                client,
-                peer,
-                request,
-                in_tree,
-            } => (client, peer, request, in_tree),
-        };
-        let answer = match request {
-            Err(refusal) => refusal.into_event(),
-            Ok(ControlRequest::Ping) => EventKind::Pong,
-            Ok(ControlRequest::AgentWaiting { what }) => {
-                match self.attention_told_waiting(&what, in_tree) {
-                    Ok(()) => EventKind::ControlAck {
-                        request: "agent_waiting".into(),
-                        journal_offset: None,
-                        targets: Vec::new(),
-                        message: None,
-                    },
-                    Err(refusal) => refusal.into_event(),
-                }
-            }
-            Ok(ControlRequest::Subscribe) => {
-                // A front end now watches: let the tree it reads be current.
-                self.tree_may_have_changed();
-                // Everything before the subscription is in the journal, flushed, and up to
-                // `journal_offset`; everything after comes on the socket.
-                self.flush_journal();
-                self.outputs.push_back(Output::Subscribe { client });
-                EventKind::ControlAck {
-                    request: "subscribe".into(),
-                    journal_offset: Some(self.journal_len()),
-                    targets: Vec::new(),
-                    message: None,
-                }
-            }
-            Ok(request) => {
-                let name = request.name();
-                match self.control_request(request, client, peer) {
-                    Ok(Done::Now { message }) => EventKind::ControlAck {
-                        request: name.into(),
-                        journal_offset: None,
-                        targets: Vec::new(),
-                        message,
-                    },
-                    // Answered when its signal is delivered.
-                    Ok(Done::OnDelivery) => return,
-                    Err(refusal) => refusal.into_event(),
-                }
-            }
+    /// Journals a refused connection, and answers its client.
+    fn control_refused(&mut self, client: u64, peer: Peer, reason: String) {
+        self.emit(EventKind::ControlRefused {
+            uid: peer.uid,
+            pid: peer.pid,
+            reason: reason.clone(),
+        });
+        let answer = EventKind::ControlError {
+            code: "refused".into(),
+            message: reason,
         };
         self.reply(client, answer);
     }
@@ -460,15 +411,6 @@ impl Broker {
             ts_ms: self.wall_ms,
             mono_us: self.mono_us(),
             kind,
-        }
-    }
-}
-
-impl super::Refusal {
-    pub(super) fn into_event(self) -> EventKind {
-        EventKind::ControlError {
-            code: self.code.into(),
-            message: self.message,
         }
     }
 }

@@ -40,7 +40,7 @@ pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
 pub use kernel::{Host, Now};
 pub use machine::{Input, Output};
-pub use requests::{Incoming, OperatorSignaller, Refusal};
+pub use requests::{OperatorSignaller, Refusal, Sender};
 
 /// After the command exits, output is still read until the pipes are quiet this long...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);

@@ -1,12 +1,13 @@
-//! What the parent asks of a broker, and the stop sequence it can start.
+//! What the parent and control clients ask of a broker, and the stop sequence it can start.
 
 use std::time::Duration;
 
 use super::machine::Output;
 use super::{Broker, Phase};
 use crate::process::TreeWalk;
+pub use crate::protocol::Refusal;
 use crate::protocol::{
-    ControlRequest, EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Scope, Stage, ToBroker,
+    EventKind, Origin, ParentLossCause, Peer, ProcessSignal, Request, Scope, Stage, Transport,
 };
 use crate::stop::{Delivered, Delivery, StopSequence, TreeSignaller};
 
@@ -18,65 +19,52 @@ fn not_running(what: &str) -> Refusal {
     }
 }
 
-/// Why a request was not carried out: a code and a message that says what to do.
+/// Who a request came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: &'static str,
-    pub message: String,
-}
-
-/// What a client brought the broker's loop.
-pub enum Incoming {
-    Request {
+pub enum Sender {
+    /// The front end that launched the broker, on its pipe.
+    Parent,
+    /// Control-socket client `client`; `in_tree`: the peer is a process of the broker's
+    /// tree (its command's, or the command).
+    Client {
         client: u64,
         peer: Peer,
-        request: Result<ControlRequest, Refusal>,
-        /// The peer is a process of the broker's tree (its command's, or the command).
         in_tree: bool,
     },
-    /// A connection refused; the broker journals it, then answers `client` (the refusal
-    /// reaches the journal before the peer hears of it, and the connection ends with the
-    /// answer).
-    Refused {
-        client: u64,
-        peer: Peer,
-        reason: String,
-    },
 }
 
-/// What a control request did, for the client's acknowledgement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Done {
-    /// Acknowledged at once, with `message` when there is something to say.
-    Now { message: Option<String> },
-    /// A signal was asked for ([`Output::OperatorSignal`]): the acknowledgement, with the
-    /// pids it reached, comes with its delivery ([`Broker::operator_signalled`]).
-    OnDelivery,
-}
-
-/// Who asked for an operator's signal: whom its answer goes to, and whom the journal names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Asker {
-    /// Control-socket client `client`, answered with `control_ack` or `control_error`.
-    Control { client: u64, peer: Peer },
-    /// The front end that launched the broker, on its pipe, on behalf of `Origin`: told of
-    /// a refusal only, as a protocol error in the journal.
-    Parent(Peer, Origin),
-}
-
-impl Asker {
-    fn peer(&self) -> &Peer {
+impl Sender {
+    fn transport(&self) -> Transport {
         match self {
-            Asker::Control { peer, .. } | Asker::Parent(peer, _) => peer,
+            Sender::Parent => Transport::Pipe,
+            Sender::Client { .. } => Transport::Socket,
         }
     }
 
-    /// The operator's, unless the front end said it passes on its caller's.
-    fn origin(&self) -> Origin {
+    fn client(&self) -> Option<u64> {
         match self {
-            Asker::Control { .. } => Origin::Operator,
-            Asker::Parent(_, origin) => *origin,
+            Sender::Parent => None,
+            Sender::Client { client, .. } => Some(*client),
         }
+    }
+}
+
+/// Who asked for an operator's signal or stop: whom its answer goes to (control client
+/// `client`, or the parent when `None`), whom the journal names, and on whose behalf (a
+/// control client is the operator; the parent may pass on its caller's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asker {
+    pub client: Option<u64>,
+    pub peer: Peer,
+    pub origin: Origin,
+}
+
+fn acked(request: &str, message: Option<String>) -> EventKind {
+    EventKind::ControlAck {
+        request: request.into(),
+        journal_offset: None,
+        targets: Vec::new(),
+        message,
     }
 }
 
@@ -173,59 +161,84 @@ fn sweep_jitter(pid: i32, now_ms: u64) -> Duration {
 impl Broker {
     // ---- requests from the parent -----------------------------------------------------
 
-    pub(super) fn request(&mut self, message: ToBroker) {
-        // A heartbeat says nothing about the tree; anything else may change it.
-        if !matches!(message, ToBroker::Ping) {
+    /// Carries out a request, from the parent or a control client, or refuses it, and
+    /// answers: a control client always (`control_ack`, `control_error`, `pong`), after
+    /// what the request caused is journaled; the parent with a pong, and with a journaled
+    /// protocol error for a refusal.
+    pub(super) fn request(&mut self, from: Sender, request: Result<Request, Refusal>) {
+        let client = from.client();
+        let answer = request.and_then(|request| self.carry_out(from, request));
+        self.answer(client, answer);
+    }
+
+    /// `answer`: `Ok(None)` when it comes later (with a signal's delivery).
+    fn answer(&mut self, client: Option<u64>, answer: Result<Option<EventKind>, Refusal>) {
+        match (client, answer) {
+            (_, Ok(None)) => {}
+            (Some(client), Ok(Some(answer))) => self.reply(client, answer),
+            (Some(client), Err(refusal)) => self.reply(client, refusal.into_event()),
+            (None, Ok(Some(EventKind::Pong))) => self.emit(EventKind::Pong),
+            (None, Ok(Some(_))) => {}
+            (None, Err(refusal)) => self.protocol_error(refusal.code, refusal.message),
+        }
+    }
+
+    /// What `request` does, and its answer (`None`: none yet). Each transport takes its own
+    /// requests only ([`Transport::accepts`]).
+    fn carry_out(&mut self, from: Sender, request: Request) -> Result<Option<EventKind>, Refusal> {
+        let on = from.transport();
+        if !on.accepts(&request) {
+            return Err(Refusal::not_taken(on, request.name()));
+        }
+        // A heartbeat or an agent's word says nothing about the tree; anything else may
+        // change it.
+        if !matches!(request, Request::Ping | Request::AgentWaiting { .. }) {
             self.tree_may_have_changed();
         }
-        match message {
-            ToBroker::Launch(_) => self.protocol_error(
-                "already_launched",
-                "a launch request arrived after the command was launched; it was ignored".into(),
-            ),
-            ToBroker::Ping => {
-                self.last_ping = self.now;
-                self.unresponsive = false;
-                self.emit(EventKind::Pong);
+        let name = request.name();
+        match request {
+            Request::Launch(_) => Err(Refusal {
+                code: "already_launched",
+                message: "a launch request arrived after the command was launched; it was ignored"
+                    .into(),
+            }),
+            Request::Ping => {
+                if from == Sender::Parent {
+                    self.last_ping = self.now;
+                    self.unresponsive = false;
+                }
+                Ok(Some(EventKind::Pong))
             }
-            ToBroker::Stop { origin } => {
-                // Whatever origin the front end gives (its own SIGTERM is `shutdown`).
-                self.hurry_copy();
-                let parent = self.parent_peer();
-                self.start_stop_for(origin.unwrap_or(Origin::Operator), Some(parent));
+            Request::Subscribe => {
+                // Everything before the subscription is in the journal, flushed, and up to
+                // `journal_offset`; everything after comes on the socket.
+                self.flush_journal();
+                if let Some(client) = from.client() {
+                    self.outputs.push_back(Output::Subscribe { client });
+                }
+                Ok(Some(EventKind::ControlAck {
+                    request: name.into(),
+                    journal_offset: Some(self.journal_len()),
+                    targets: Vec::new(),
+                    message: None,
+                }))
             }
-            ToBroker::Signal {
+            Request::AgentWaiting { what } => {
+                let in_tree = matches!(from, Sender::Client { in_tree: true, .. });
+                self.attention_told_waiting(&what, in_tree)?;
+                Ok(Some(acked(name, None)))
+            }
+            Request::Signal {
                 signal,
                 scope,
                 pid,
                 origin,
             } => {
-                let parent = Asker::Parent(self.parent_peer(), origin.unwrap_or(Origin::Operator));
-                if let Err(refusal) = self.operator_signal(signal, scope, pid, parent) {
-                    self.protocol_error(refusal.code, refusal.message);
-                }
+                let asker = self.asker(from, origin);
+                self.operator_signal(signal, scope, pid, asker)?;
+                Ok(None)
             }
-            // Carried out by the event loop, which holds the terminals (`run::on_request`).
-            ToBroker::Input { .. } | ToBroker::Resize { .. } => {}
-        }
-    }
-
-    /// A signal or a stop from control-socket client `client`, journaled as the operator's
-    /// with the client's pid and uid. A refusal goes back to that client only.
-    pub(super) fn control_request(
-        &mut self,
-        request: ControlRequest,
-        client: u64,
-        peer: Peer,
-    ) -> Result<Done, Refusal> {
-        if !matches!(request, ControlRequest::Ping) {
-            self.tree_may_have_changed();
-        }
-        match request {
-            ControlRequest::Signal { signal, scope, pid } => self
-                .operator_signal(signal, scope, pid, Asker::Control { client, peer })
-                .map(|()| Done::OnDelivery),
-            ControlRequest::Stop => {
+            Request::Stop { origin } => {
                 // Also when a stop of stragglers runs already: the operator wants the end.
                 self.hurry_copy();
                 if let Some(stop) = &self.stop {
@@ -233,31 +246,46 @@ impl Broker {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    return Ok(Done::Now {
-                        message: Some(format!("a stop is already running (origin {origin})")),
-                    });
+                    let message = format!("a stop is already running (origin {origin})");
+                    return Ok(Some(acked(name, Some(message))));
                 }
                 if self.child.is_none() || self.phase == Phase::Done {
-                    return Err(not_running("stop"));
+                    // The front end stops what it launched whenever it ends: only an
+                    // operator is told that nothing runs.
+                    return match from {
+                        Sender::Parent => Ok(None),
+                        Sender::Client { .. } => Err(not_running("stop")),
+                    };
                 }
-                self.start_stop_for(Origin::Operator, Some(peer));
-                Ok(Done::Now { message: None })
+                let asker = self.asker(from, origin);
+                self.start_stop_for(asker.origin, Some(asker.peer));
+                Ok(Some(acked(name, None)))
             }
-            // Answered by the socket's own code; nothing for the state machine to do.
-            ControlRequest::Subscribe
-            | ControlRequest::Ping
-            | ControlRequest::AgentWaiting { .. } => Ok(Done::Now { message: None }),
+            // Carried out by the event loop, which holds the terminals (`run::parent_frame`).
+            Request::Input { .. } | Request::Resize { .. } => Ok(None),
         }
     }
 
-    /// The front end that launched this broker (`tether exec`, the TUI), named for the
-    /// journal when it asks for a signal or a stop on its pipe: it is alive, it just wrote.
-    fn parent_peer(&mut self) -> Peer {
-        let pid = self.request.parent_pid;
-        Peer {
-            pid,
-            uid: self.host.uid,
-            program: self.host.parent_program.clone(),
+    /// The asker of a signal or a stop that came from `from`: the operator's, unless the
+    /// front end said it passes on its caller's.
+    fn asker(&mut self, from: Sender, origin: Option<Origin>) -> Asker {
+        match from {
+            // The front end that launched this broker (`tether exec`, the TUI), named for
+            // the journal: it is alive, it just wrote.
+            Sender::Parent => Asker {
+                client: None,
+                peer: Peer {
+                    pid: self.request.parent_pid,
+                    uid: self.host.uid,
+                    program: self.host.parent_program.clone(),
+                },
+                origin: origin.unwrap_or(Origin::Operator),
+            },
+            Sender::Client { client, peer, .. } => Asker {
+                client: Some(client),
+                peer,
+                origin: Origin::Operator,
+            },
         }
     }
 
@@ -336,29 +364,22 @@ impl Broker {
                 self.emit(EventKind::SignalSent {
                     signal,
                     scope: target.scope(),
-                    origin: asker.origin(),
+                    origin: asker.origin,
                     targets: targets.clone(),
-                    client: Some(asker.peer().clone()),
+                    client: Some(asker.peer.clone()),
                 });
                 Ok(targets)
             }
         };
-        match (asker, outcome) {
-            (Asker::Parent(..), Ok(_)) => {}
-            (Asker::Parent(..), Err(refusal)) => self.protocol_error(refusal.code, refusal.message),
-            (Asker::Control { client, .. }, Ok(targets)) => {
-                let ack = EventKind::ControlAck {
-                    request: "signal".into(),
-                    journal_offset: None,
-                    targets,
-                    message: None,
-                };
-                self.reply(client, ack);
-            }
-            (Asker::Control { client, .. }, Err(refusal)) => {
-                self.reply(client, refusal.into_event());
-            }
-        }
+        let answer = outcome.map(|targets| {
+            Some(EventKind::ControlAck {
+                request: "signal".into(),
+                journal_offset: None,
+                targets,
+                message: None,
+            })
+        });
+        self.answer(asker.client, answer);
         // A parent's signal gets no reply, whose flush would carry its `signal_sent`.
         self.flush_journal();
     }

@@ -1,71 +1,19 @@
-//! What crosses a broker's control socket, and what the broker adds to `command.json` so
-//! that any front end of the same user finds the socket.
+//! Who is at the other end of a broker's control socket, and what the broker adds to
+//! `command.json` so that any front end of the same user finds the socket.
 //!
-//! Requests on the socket are a strict subset of what the parent may ask: they can watch,
-//! signal and stop the command, never start one (a socket reachable from inside an agent's
-//! sandbox must not become a way out of it). Answers are [`super::Event`] lines: the
-//! broker's own events for subscribers (the journal's lines, byte for byte), and
-//! `control_ack` / `control_error` / `pong` for the client that asked.
+//! Its requests are [`super::Request`]s, those [`super::Transport::Socket`] takes. Answers
+//! are [`super::Event`] lines: the broker's own events for subscribers (the journal's lines,
+//! byte for byte), and `control_ack` / `control_error` / `pong` for the client that asked.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::signal::ProcessSignal;
-
-use super::{LaunchRequest, Scope};
+use super::LaunchRequest;
 
 /// The longest request line a control socket accepts: requests are a few dozen bytes, so
 /// anything longer is garbage, refused without being stored.
 pub const CONTROL_MAX_LINE: usize = 64 * 1024;
-
-/// A request on a broker's control socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ControlRequest {
-    /// Send me every event from now on (the journal has the ones before: the acknowledgement
-    /// says up to which byte of `events.jsonl`).
-    Subscribe,
-    Ping,
-    /// A signal to the command's tree (`group`) or to one process of it (`pid`).
-    Signal {
-        signal: ProcessSignal,
-        #[serde(default = "group_scope")]
-        scope: Scope,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pid: Option<i32>,
-    },
-    /// Run the stop sequence (journaled with origin `operator` and this client).
-    Stop,
-    /// The agent says it waits for its human (its own hook, `tether agent-hook`): its
-    /// broker raises `needs_input`, "waiting for you: WHAT". Taken only from a process of
-    /// the broker's tree, and only by an agent's broker.
-    AgentWaiting {
-        what: String,
-    },
-}
-
-fn group_scope() -> Scope {
-    Scope::Group
-}
-
-impl ControlRequest {
-    /// The `type` tag, as an acknowledgement names it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ControlRequest::Subscribe => "subscribe",
-            ControlRequest::Ping => "ping",
-            ControlRequest::Signal { .. } => "signal",
-            ControlRequest::Stop => "stop",
-            ControlRequest::AgentWaiting { .. } => "agent_waiting",
-        }
-    }
-
-    /// The request as one line, newline included.
-    pub fn to_line(&self) -> Vec<u8> {
-        super::framing::encode_line(self).unwrap_or_default()
-    }
-}
 
 /// Who is at the other end of a control connection, as the kernel says (`SO_PEERCRED`),
 /// or the broker's parent (the front end that launched it) when the request came on its
@@ -124,27 +72,6 @@ pub struct CommandFile {
 mod tests {
     use super::*;
     use crate::protocol::PROTOCOL_VERSION;
-
-    #[test]
-    fn requests_read_as_documented_and_launch_is_not_one() {
-        let parse = |s: &str| serde_json::from_str::<ControlRequest>(s);
-        assert_eq!(parse(r#"{"type":"stop"}"#).unwrap(), ControlRequest::Stop);
-        assert_eq!(
-            parse(r#"{"type":"signal","signal":"INT"}"#).unwrap(),
-            ControlRequest::Signal {
-                signal: ProcessSignal::INT,
-                scope: Scope::Group,
-                pid: None
-            }
-        );
-        let err = parse(r#"{"type":"launch","v":2}"#).unwrap_err();
-        assert!(
-            err.to_string().contains("unknown variant `launch`"),
-            "{err}"
-        );
-        let line = ControlRequest::Subscribe.to_line();
-        assert_eq!(line, b"{\"type\":\"subscribe\"}\n");
-    }
 
     #[test]
     fn a_command_file_is_still_a_launch_request() {

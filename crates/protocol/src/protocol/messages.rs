@@ -216,7 +216,7 @@ pub enum StdinSource {
     /// `broker::STDIN_FD`), which passes it to the command and never reads it itself.
     Inherit,
     /// The command's controlling terminal (see [`TerminalRequest`]), which the front end
-    /// writes to with [`ToBroker::Input`]; `/dev/null` when no terminal could be had.
+    /// writes to with [`super::Request::Input`]; `/dev/null` when no terminal could be had.
     Terminal,
 }
 
@@ -256,72 +256,6 @@ fn default_grace() -> Duration {
 
 fn default_max_output() -> u64 {
     DEFAULT_MAX_OUTPUT
-}
-
-/// Lines a broker accepts after the launch request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToBroker {
-    /// Boxed: it is far larger than every other request.
-    Launch(Box<LaunchRequest>),
-    Ping,
-    Signal {
-        signal: ProcessSignal,
-        scope: Scope,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pid: Option<i32>,
-        /// On whose behalf: the operator (default), or the front end's caller (a signal the
-        /// shim passes on).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        origin: Option<Origin>,
-    },
-    /// Run the stop sequence; `origin` says on whose behalf (default: operator).
-    Stop {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        origin: Option<Origin>,
-    },
-    /// Bytes for the command's terminal, as typed or pasted: at most [`MAX_INPUT_CHUNK`]
-    /// of them, base64 in the JSON. Journaled by count only (it may be a password).
-    Input {
-        #[serde(with = "base64_bytes")]
-        data: Vec<u8>,
-    },
-    /// The window the command's terminals are shown in changed size; the kernel tells the
-    /// command with SIGWINCH.
-    Resize {
-        #[serde(flatten)]
-        size: WindowSize,
-    },
-}
-
-/// The most bytes one [`ToBroker::Input`] carries: a bigger paste is split, so that no
-/// request line is large and a broker never holds up its loop for one.
-pub const MAX_INPUT_CHUNK: usize = 4096;
-
-/// Splits input into requests of at most [`MAX_INPUT_CHUNK`] bytes each.
-pub fn input_requests(bytes: &[u8]) -> impl Iterator<Item = ToBroker> + '_ {
-    bytes.chunks(MAX_INPUT_CHUNK).map(|chunk| ToBroker::Input {
-        data: chunk.to_vec(),
-    })
-}
-
-/// Bytes as a base64 string in JSON (a JSON string must be text; an array of numbers would
-/// take up to four times the bytes).
-mod base64_bytes {
-    use base64::Engine;
-    use base64::engine::general_purpose::STANDARD;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&STANDARD.encode(bytes))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        STANDARD
-            .decode(text.as_bytes())
-            .map_err(serde::de::Error::custom)
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -951,40 +885,6 @@ impl Limits {
 mod tests {
     use super::*;
 
-    #[test]
-    fn input_is_base64_in_json_and_comes_back_byte_for_byte() {
-        let data: Vec<u8> = (0..=255u8).chain([0x1b, b'[', b'A', 0, 0xff]).collect();
-        let line = serde_json::to_string(&ToBroker::Input { data: data.clone() }).unwrap();
-        assert!(line.starts_with(r#"{"type":"input","data":""#), "{line}");
-        assert!(line.is_ascii());
-        match serde_json::from_str::<ToBroker>(&line).unwrap() {
-            ToBroker::Input { data: back } => assert_eq!(back, data),
-            other => panic!("{other:?}"),
-        }
-        let bad = serde_json::from_str::<ToBroker>(r#"{"type":"input","data":"not base64!"}"#);
-        assert!(bad.is_err());
-    }
-
-    #[test]
-    fn a_big_paste_is_split_into_bounded_requests_that_add_up() {
-        let paste = vec![b'x'; 10 << 20];
-        let mut total = 0;
-        let mut count = 0;
-        for request in input_requests(&paste) {
-            let ToBroker::Input { data } = &request else {
-                panic!("{request:?}")
-            };
-            assert!(!data.is_empty() && data.len() <= MAX_INPUT_CHUNK);
-            total += data.len();
-            count += 1;
-        }
-        assert_eq!(total, paste.len());
-        assert_eq!(count, (10 << 20) / MAX_INPUT_CHUNK);
-        let line = serde_json::to_vec(&input_requests(&paste).next().unwrap()).unwrap();
-        assert!(line.len() < 8 * 1024, "{} bytes", line.len());
-        assert_eq!(input_requests(b"").count(), 0);
-    }
-
     /// Every interval a launch request carries, as journals and brokers of every version
     /// read it: whole milliseconds under `_ms` keys.
     const EVERY_INTERVAL: &str = concat!(
@@ -1038,16 +938,7 @@ mod tests {
     }
 
     #[test]
-    fn resize_and_terminal_events_read_flat() {
-        let resize = ToBroker::Resize {
-            size: WindowSize {
-                cols: 120,
-                rows: 40,
-            },
-        };
-        let line = serde_json::to_string(&resize).unwrap();
-        assert_eq!(line, r#"{"type":"resize","cols":120,"rows":40}"#);
-        assert_eq!(serde_json::from_str::<ToBroker>(&line).unwrap(), resize);
+    fn terminal_events_read_flat() {
         let event = EventKind::Terminal {
             streams: TerminalRequest {
                 stdout: true,

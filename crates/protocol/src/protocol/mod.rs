@@ -8,6 +8,7 @@ pub mod framing;
 pub mod leftovers;
 pub mod messages;
 pub mod millis;
+pub mod request;
 pub mod signal;
 pub mod trace;
 
@@ -17,6 +18,7 @@ pub use framing::{Frame, LineSplitter, MAX_LINE, encode_line, write_frame};
 pub use leftovers::*;
 pub use messages::*;
 pub use millis::MAX_INTERVAL;
+pub use request::*;
 pub use signal::ProcessSignal;
 pub use trace::TraceContext;
 

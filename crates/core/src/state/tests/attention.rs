@@ -7,9 +7,8 @@ use super::*;
 use crate::attention::detector::{Blocked, InputKind};
 use crate::attention::inputs::InputFile;
 use crate::protocol::{
-    AttentionKind, AttentionRequest, Origin, Peer, ProcessSignal, Scope, ToBroker,
+    AttentionKind, AttentionRequest, Origin, Peer, ProcessSignal, Request, Scope,
 };
-use crate::state::Incoming;
 
 fn with_attention() -> LaunchRequest {
     LaunchRequest {
@@ -253,18 +252,9 @@ fn a_notification_is_bounded_whatever_the_command_s_name_and_text() {
 /// that means "you"). The same exit on its own is one.
 #[test]
 fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
-    let stop = Input::Control(Incoming::Request {
-        in_tree: false,
-        client: 1,
-        peer: Peer {
-            pid: 4242,
-            uid: 1000,
-            program: Some("tether stop".into()),
-        },
-        request: Ok(crate::protocol::ControlRequest::Stop),
-    });
+    let stop = from_client(1, Request::Stop { origin: None });
     let signal = |origin| {
-        Input::Request(ToBroker::Signal {
+        from_parent(Request::Signal {
             signal: ProcessSignal::TERM,
             scope: Scope::Group,
             pid: None,
@@ -286,7 +276,7 @@ fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
     }
     // A window resize is no stop: the failure after it is told.
     let mut rig = Rig::running(with_attention(), OnTerm::Exit);
-    rig.feed(Input::Request(ToBroker::Signal {
+    rig.feed(from_parent(Request::Signal {
         signal: ProcessSignal::parse("WINCH").expect("WINCH"),
         scope: Scope::Group,
         pid: None,
@@ -323,8 +313,8 @@ fn a_command_stopped_with_what_ran_it_is_no_failure() {
 /// the broker's tree by an agent's broker only, raised once, ended by the agent's output.
 #[test]
 fn an_agents_own_word_that_it_waits_is_taken_from_its_tree_only() {
-    let waiting = |in_tree| {
-        Input::Control(Incoming::Request {
+    let waiting = |in_tree| Input::Request {
+        from: Sender::Client {
             in_tree,
             client: 3,
             peer: Peer {
@@ -332,10 +322,10 @@ fn an_agents_own_word_that_it_waits_is_taken_from_its_tree_only() {
                 uid: 1000,
                 program: Some("tether agent-hook".into()),
             },
-            request: Ok(crate::protocol::ControlRequest::AgentWaiting {
-                what: "Claude needs your\npermission".into(),
-            }),
-        })
+        },
+        request: Ok(Request::AgentWaiting {
+            what: "Claude needs your\npermission".into(),
+        }),
     };
     let codes = |rig: &Rig| -> Vec<String> {
         rig.replies

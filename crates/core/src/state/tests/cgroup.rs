@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::process::CgroupId;
-use crate::protocol::{ContainmentMode, ToBroker};
+use crate::protocol::{ContainmentMode, Request};
 
 /// The command cgroup the machine is given: its name (the fake kernel answers for it).
 fn cgroup_handle() -> CgroupId {
@@ -106,7 +106,7 @@ fn a_stop_ends_when_the_cgroup_empties_without_a_reaping() {
         ..FakeCgroup::default()
     };
     let mut rig = contained(request(), cgroup, OnTerm::Exit);
-    rig.feed(Input::Request(ToBroker::Stop { origin: None }));
+    rig.feed(from_parent(Request::Stop { origin: None }));
     // TERM ended the command, reaped: the cgroup still holds the stranger.
     rig.reap();
     assert!(rig.broker.child_reaped());
@@ -132,7 +132,7 @@ fn a_stop_ends_when_the_cgroup_empties_without_a_reaping() {
 #[test]
 fn a_stop_ends_when_the_reaping_of_the_last_child_finds_the_cgroup_empty() {
     let mut rig = contained(request(), FakeCgroup::default(), OnTerm::Exit);
-    rig.feed(Input::Request(ToBroker::Stop { origin: None }));
+    rig.feed(from_parent(Request::Stop { origin: None }));
     assert!(!rig.broker.stop_done);
     // TERM ended the command; its reaping says the cgroup is empty too.
     let reaped = rig.reaped();
@@ -147,7 +147,7 @@ fn a_stop_ends_when_the_reaping_of_the_last_child_finds_the_cgroup_empty() {
 #[test]
 fn a_reaping_that_finds_the_cgroup_still_populated_keeps_the_stop_going() {
     let mut rig = contained(request(), FakeCgroup::default(), OnTerm::Exit);
-    rig.feed(Input::Request(ToBroker::Stop { origin: None }));
+    rig.feed(from_parent(Request::Stop { origin: None }));
     rig.feed(Input::Reaped {
         children: vec![Reaped {
             pid: CMD,

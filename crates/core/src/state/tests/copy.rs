@@ -2,11 +2,11 @@
 //! bytes, given up (and journaled) when it takes none, at once after a stop was asked.
 
 use super::*;
-use crate::protocol::{Stream, ToBroker};
+use crate::protocol::{Request, Stream};
 use crate::state::copy::COPY_PATIENCE;
 
 fn stop() -> Input<'static> {
-    Input::Request(ToBroker::Stop { origin: None })
+    from_parent(Request::Stop { origin: None })
 }
 
 /// Every `output_undelivered`: stream and bytes.
@@ -119,14 +119,5 @@ fn a_stop_asked_while_waiting_for_the_caller_gives_the_copy_up() {
 }
 
 fn control_stop() -> Input<'static> {
-    Input::Control(crate::state::Incoming::Request {
-        in_tree: false,
-        client: 1,
-        peer: crate::protocol::Peer {
-            pid: 77,
-            uid: 0,
-            program: None,
-        },
-        request: Ok(crate::protocol::ControlRequest::Stop),
-    })
+    from_client(1, Request::Stop { origin: None })
 }

@@ -3,7 +3,7 @@
 //! asked for, or they exit on their own.
 
 use super::*;
-use crate::protocol::{LeftoversEnd, LeftoversRule, Origin, ParentLossCause, ToBroker};
+use crate::protocol::{LeftoversEnd, LeftoversRule, Origin, ParentLossCause, Request};
 
 fn keeping(max: Option<Duration>) -> LaunchRequest {
     LaunchRequest {
@@ -126,7 +126,7 @@ fn the_longest_custody_ends_it_with_a_watchdog_stop() {
 #[test]
 fn a_stop_asked_for_in_custody_ends_it() {
     let mut rig = exits_leaving_one(keeping(None));
-    rig.feed(Input::Request(ToBroker::Stop { origin: None }));
+    rig.feed(from_parent(Request::Stop { origin: None }));
     assert_eq!(stopped_reason(&rig), Some((LeftoversEnd::Operator, None)));
     assert_eq!(stop_origin(&rig), Some(Origin::Operator));
     assert_eq!(rig.signals()[0], ("TERM".into(), vec![101]));

@@ -2,7 +2,7 @@
 //! the pipes after the exit, orphans, the parent's heartbeat.
 
 use super::*;
-use crate::protocol::{Origin, ParentLossCause, Stream, ToBroker};
+use crate::protocol::{Origin, ParentLossCause, Request, Stream};
 
 #[test]
 fn a_command_that_exits_is_journaled_from_spawn_to_close() {
@@ -198,9 +198,7 @@ fn children_reaped_together_are_journaled_in_the_kernels_order_with_where_they_w
 #[test]
 fn whether_a_child_is_left_is_the_interpreters_word_after_its_reaping() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(Input::Request(crate::protocol::ToBroker::Stop {
-        origin: None,
-    }));
+    rig.feed(from_parent(Request::Stop { origin: None }));
     // The command is reaped, but a child is left: the stop goes on.
     rig.feed(Input::Reaped {
         children: vec![Reaped {
@@ -253,7 +251,7 @@ fn a_parent_silent_for_three_heartbeats_is_journaled_once_and_a_ping_answers_it(
     rig.advance(ms(1));
     rig.advance(ms(500));
     assert_eq!(rig.count("parent_unresponsive"), 1, "said once");
-    rig.feed(Input::Request(ToBroker::Ping));
+    rig.feed(from_parent(Request::Ping));
     // A pong goes to the parent alone: not journaled, not to subscribers.
     let pong = rig.lines.last().unwrap();
     assert_eq!(pong.event.kind.name(), "pong");

@@ -22,7 +22,7 @@ use std::time::Instant;
 use super::requests::{OperatorSignal, OperatorSignaller};
 use super::{
     Broker, CgroupReleased, CgroupState, CommandNames, CopyProgress, Host, Input, Now, Output,
-    Reaped,
+    Reaped, Sender,
 };
 use crate::attention::detector::ProcessSample;
 use crate::cost::SampledCost;
@@ -31,7 +31,7 @@ use crate::process::ProcessKey;
 use crate::process::TreeWalk;
 use crate::protocol::{
     CommandResult, CommandSpec, Event, EventKind, ExitStatus, LaunchRequest, PROTOCOL_VERSION,
-    ProcessSignal, StdinSource,
+    Peer, ProcessSignal, Request, StdinSource,
 };
 use crate::reports::TreeSample;
 use crate::stop::TreeSignaller;
@@ -44,6 +44,35 @@ const BROKER: i32 = 10;
 const PARENT: i32 = 7;
 /// The fake notify keepers' pids are this plus the run's number.
 const NOTIFY_KEEPER: i32 = 9000;
+
+/// A request from the front end that launched the broker, on its pipe.
+fn from_parent(request: Request) -> Input<'static> {
+    Input::Request {
+        from: Sender::Parent,
+        request: Ok(request),
+    }
+}
+
+/// The operator at a control client: `tether stop`, outside the command's tree.
+fn operator() -> Peer {
+    Peer {
+        pid: 4242,
+        uid: 1000,
+        program: Some("tether stop".into()),
+    }
+}
+
+/// A request from the operator's control client `client`.
+fn from_client(client: u64, request: Request) -> Input<'static> {
+    Input::Request {
+        from: Sender::Client {
+            client,
+            peer: operator(),
+            in_tree: false,
+        },
+        request: Ok(request),
+    }
+}
 
 /// What a process of the fake tree does with TERM.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -2,30 +2,26 @@
 //! subscription and its journal offset, typed input and sizes.
 
 use super::*;
-use crate::protocol::{ControlRequest, Origin, Peer, ProcessSignal, Scope, ToBroker};
+use crate::protocol::{Frame, Transport, WindowSize};
+use crate::protocol::{Origin, ProcessSignal, Refusal, Request, Scope};
 use crate::reports::InputTaken;
-use crate::state::Incoming;
-use crate::state::Refusal;
+use crate::state::Sender;
 
-fn operator() -> Peer {
-    Peer {
-        pid: 4242,
-        uid: 1000,
-        program: Some("tether stop".into()),
+fn client(client: u64) -> Sender {
+    Sender::Client {
+        client,
+        peer: operator(),
+        in_tree: false,
     }
 }
 
-fn control(client: u64, request: ControlRequest) -> Input<'static> {
-    Input::Control(Incoming::Request {
-        in_tree: false,
-        client,
-        peer: operator(),
-        request: Ok(request),
-    })
-}
-
-fn signal(signal: ProcessSignal, scope: Scope, pid: Option<i32>) -> ControlRequest {
-    ControlRequest::Signal { signal, scope, pid }
+fn signal(signal: ProcessSignal, scope: Scope, pid: Option<i32>) -> Request {
+    Request::Signal {
+        signal,
+        scope,
+        pid,
+        origin: None,
+    }
 }
 
 /// The failure codes journaled as protocol errors.
@@ -42,7 +38,10 @@ fn protocol_errors(rig: &Rig) -> Vec<String> {
 fn a_signal_to_the_group_reaches_the_whole_tree_and_is_acknowledged() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
     rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
-    rig.feed(control(1, signal(ProcessSignal::INT, Scope::Group, None)));
+    rig.feed(from_client(
+        1,
+        signal(ProcessSignal::INT, Scope::Group, None),
+    ));
     assert_eq!(rig.signals(), [("INT".into(), vec![CMD, 101])]);
     let (client, ack) = rig.replies.last().unwrap();
     assert_eq!(*client, 1);
@@ -70,7 +69,7 @@ fn a_signal_to_the_group_reaches_the_whole_tree_and_is_acknowledged() {
 fn a_signal_to_one_pid_reaches_it_alone() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
     rig.world.borrow_mut().spawn(101, OnTerm::Exit);
-    rig.feed(control(
+    rig.feed(from_client(
         1,
         signal(ProcessSignal::TERM, Scope::Pid, Some(101)),
     ));
@@ -81,11 +80,11 @@ fn a_signal_to_one_pid_reaches_it_alone() {
 #[test]
 fn an_operators_term_then_cont_to_one_pid_is_no_stop() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(control(
+    rig.feed(from_client(
         1,
         signal(ProcessSignal::TERM, Scope::Pid, Some(CMD)),
     ));
-    rig.feed(control(
+    rig.feed(from_client(
         1,
         signal(ProcessSignal::CONT, Scope::Pid, Some(CMD)),
     ));
@@ -105,7 +104,10 @@ fn an_operators_term_then_cont_to_one_pid_is_no_stop() {
 #[test]
 fn a_signal_to_a_pid_outside_the_tree_is_refused_to_the_client_alone() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(control(3, signal(ProcessSignal::TERM, Scope::Pid, Some(1))));
+    rig.feed(from_client(
+        3,
+        signal(ProcessSignal::TERM, Scope::Pid, Some(1)),
+    ));
     let (client, error) = rig.replies.last().unwrap();
     assert_eq!(*client, 3);
     assert!(
@@ -119,7 +121,7 @@ fn a_signal_to_a_pid_outside_the_tree_is_refused_to_the_client_alone() {
 #[test]
 fn a_signal_from_the_parent_without_a_pid_is_a_protocol_error_in_the_journal() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(Input::Request(ToBroker::Signal {
+    rig.feed(from_parent(Request::Signal {
         signal: ProcessSignal::TERM,
         scope: Scope::Pid,
         pid: None,
@@ -131,7 +133,7 @@ fn a_signal_from_the_parent_without_a_pid_is_a_protocol_error_in_the_journal() {
 #[test]
 fn a_signal_from_the_parent_names_the_parent_as_its_client() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(Input::Request(ToBroker::Signal {
+    rig.feed(from_parent(Request::Signal {
         signal: ProcessSignal::INT,
         scope: Scope::Group,
         pid: None,
@@ -159,8 +161,11 @@ fn nothing_is_signalled_once_the_command_is_over() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
     rig.command_ends(exited(0));
     rig.finish();
-    rig.feed(control(1, signal(ProcessSignal::TERM, Scope::Group, None)));
-    rig.feed(control(1, ControlRequest::Stop));
+    rig.feed(from_client(
+        1,
+        signal(ProcessSignal::TERM, Scope::Group, None),
+    ));
+    rig.feed(from_client(1, Request::Stop { origin: None }));
     let codes: Vec<&str> = rig
         .replies
         .iter()
@@ -175,7 +180,7 @@ fn nothing_is_signalled_once_the_command_is_over() {
 #[test]
 fn a_control_stop_is_acknowledged_and_its_signals_carry_the_client() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(control(2, ControlRequest::Stop));
+    rig.feed(from_client(2, Request::Stop { origin: None }));
     assert!(
         matches!(&rig.replies[0].1.kind, EventKind::ControlAck { request, message: None, .. } if request == "stop")
     );
@@ -191,13 +196,16 @@ fn a_control_stop_is_acknowledged_and_its_signals_carry_the_client() {
         );
     }
     // Mid-stop: another stop says which one runs; a signal still goes.
-    rig.feed(control(5, ControlRequest::Stop));
+    rig.feed(from_client(5, Request::Stop { origin: None }));
     let (_, second) = rig.replies.last().unwrap();
     assert!(
         matches!(&second.kind, EventKind::ControlAck { message: Some(m), .. } if m.contains("already running (origin operator)")),
         "{second:?}"
     );
-    rig.feed(control(5, signal(ProcessSignal::KILL, Scope::Group, None)));
+    rig.feed(from_client(
+        5,
+        signal(ProcessSignal::KILL, Scope::Group, None),
+    ));
     assert_eq!(rig.signals().last().unwrap(), &("KILL".into(), vec![CMD]));
     assert_eq!(rig.count("stop_started"), 1);
 }
@@ -205,11 +213,11 @@ fn a_control_stop_is_acknowledged_and_its_signals_carry_the_client() {
 #[test]
 fn a_parent_stop_mid_stop_changes_nothing_and_pings_still_answer() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(Input::Request(ToBroker::Stop { origin: None }));
-    rig.feed(Input::Request(ToBroker::Stop {
+    rig.feed(from_parent(Request::Stop { origin: None }));
+    rig.feed(from_parent(Request::Stop {
         origin: Some(Origin::Watchdog),
     }));
-    rig.feed(Input::Request(ToBroker::Ping));
+    rig.feed(from_parent(Request::Ping));
     assert_eq!(rig.count("stop_started"), 1);
     assert_eq!(rig.to_parent().last(), Some(&"pong"));
     rig.run_until(ms(1000));
@@ -231,7 +239,7 @@ fn a_subscription_is_answered_with_the_journal_offset_after_a_flush() {
         .map(|l| l.event.to_line().len() as u64)
         .sum();
     let flushes = rig.flushes;
-    rig.feed(control(9, ControlRequest::Subscribe));
+    rig.feed(from_client(9, Request::Subscribe));
     assert_eq!(rig.flushes, flushes + 1, "flushed first");
     assert_eq!(rig.subscribed, [9]);
     let (_, ack) = rig.replies.last().unwrap();
@@ -246,7 +254,7 @@ fn a_subscription_is_answered_with_the_journal_offset_after_a_flush() {
 fn a_control_ping_is_answered_and_journals_nothing() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
     let before = rig.lines.len();
-    rig.feed(control(4, ControlRequest::Ping));
+    rig.feed(from_client(4, Request::Ping));
     assert_eq!(rig.lines.len(), before);
     assert_eq!(rig.replies.len(), 1);
     assert_eq!(rig.replies[0].1.kind.name(), "pong");
@@ -255,25 +263,21 @@ fn a_control_ping_is_answered_and_journals_nothing() {
 #[test]
 fn a_refused_connection_is_journaled_and_a_bad_line_answered() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(Input::Control(Incoming::Refused {
+    rig.feed(Input::ControlRefused {
         client: 5,
         peer: operator(),
         reason: "another uid".into(),
-    }));
+    });
     assert_eq!(rig.count("control_refused"), 1);
     // The refused peer is answered, after the refusal is journaled.
     assert_eq!(rig.replies.len(), 1);
     assert_eq!(rig.replies[0].0, 5);
     assert_eq!(rig.replies[0].1.kind.name(), "control_error");
-    rig.feed(Input::Control(Incoming::Request {
-        in_tree: false,
-        client: 6,
-        peer: operator(),
-        request: Err(Refusal {
-            code: "malformed",
-            message: "cannot parse".into(),
-        }),
-    }));
+    let garbage = Frame::Line(b"garbage".to_vec());
+    rig.feed(Input::Request {
+        from: client(6),
+        request: Request::parse(garbage, Transport::Socket),
+    });
     assert_eq!(rig.replies[1].0, 6);
     assert!(
         matches!(&rig.replies[1].1.kind, EventKind::ControlError { code, .. } if code == "malformed")
@@ -284,13 +288,75 @@ fn a_refused_connection_is_journaled_and_a_bad_line_answered() {
 #[test]
 fn a_second_launch_and_an_unreadable_line_are_protocol_errors() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(Input::Request(ToBroker::Launch(Box::new(request()))));
-    rig.feed(Input::RequestRefused {
-        code: "malformed",
-        message: "cannot parse request".into(),
+    rig.feed(from_parent(Request::Launch(Box::new(request()))));
+    rig.feed(Input::Request {
+        from: Sender::Parent,
+        request: Err(Refusal {
+            code: "malformed",
+            message: "cannot parse request".into(),
+        }),
     });
     assert_eq!(protocol_errors(&rig), ["already_launched", "malformed"]);
     assert!(rig.world.borrow().sent.is_empty());
+}
+
+/// Each way to the broker takes its own requests: a launch, keys and sizes come from the
+/// front end that launched it, a subscription and an agent's word from a control client.
+/// Another is refused as a line that cannot be read is, and changes nothing.
+#[test]
+fn a_request_on_the_wrong_transport_is_refused_and_does_nothing() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    let waiting = Request::AgentWaiting {
+        what: "permission".into(),
+    };
+    rig.feed(from_parent(Request::Subscribe));
+    rig.feed(from_parent(waiting.clone()));
+    assert_eq!(
+        protocol_errors(&rig),
+        ["wrong_transport", "wrong_transport"]
+    );
+    assert!(rig.replies.is_empty());
+    let size = WindowSize { cols: 1, rows: 1 };
+    rig.feed(from_client(1, Request::Launch(Box::new(request()))));
+    rig.feed(from_client(
+        2,
+        Request::Input {
+            data: b"y\n".to_vec(),
+        },
+    ));
+    rig.feed(from_client(3, Request::Resize { size }));
+    // Read from the socket's bytes, by the one parser, a launch is refused by name.
+    let launch = Frame::Line(br#"{"type":"launch","v":4}"#.to_vec());
+    let request = Request::parse(launch, Transport::Socket);
+    rig.feed(Input::Request {
+        from: client(4),
+        request,
+    });
+    let refusals: Vec<(u64, String)> = (rig.replies.iter())
+        .map(|(client, e)| match &e.kind {
+            EventKind::ControlError { code, .. } => (*client, code.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let expected = [
+        (1, "launch_refused"),
+        (2, "wrong_transport"),
+        (3, "wrong_transport"),
+        (4, "launch_refused"),
+    ]
+    .map(|(client, code)| (client, code.to_string()));
+    assert_eq!(refusals, expected);
+    assert_eq!(rig.count("input") + rig.count("resize"), 0);
+    assert!(rig.world.borrow().sent.is_empty());
+    // On its own way, an agent's word is read (and refused here for what it says: this
+    // broker's client is no process of its tree).
+    rig.feed(from_client(5, waiting));
+    let (_, answer) = rig.replies.last().unwrap();
+    assert!(
+        matches!(&answer.kind, EventKind::ControlError { code, .. } if code != "wrong_transport"),
+        "{answer:?}"
+    );
+    assert_eq!(protocol_errors(&rig).len(), 2, "{:?}", rig.kinds());
 }
 
 #[test]
@@ -335,7 +401,7 @@ fn another_event_closes_the_input_count_and_nothing_typed_is_nothing_journaled()
 fn a_control_stop_is_answered_after_its_signals_are_journaled() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
     rig.broker
-        .handle(control(8, ControlRequest::Stop), rig.at());
+        .handle(from_client(8, Request::Stop { origin: None }), rig.at());
     // Carried out one by one, as the interpreter does: the plan is delivered when it is
     // reached, and what its delivery journals comes before what was queued behind it.
     let mut seen = Vec::new();
@@ -384,7 +450,7 @@ fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled()
         bytes: b"hi",
     });
     rig.broker.handle(
-        control(8, signal(ProcessSignal::INT, Scope::Group, None)),
+        from_client(8, signal(ProcessSignal::INT, Scope::Group, None)),
         rig.at(),
     );
     let mut seen = Vec::new();
@@ -393,13 +459,12 @@ fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled()
             Output::OperatorSignal(asked) => {
                 assert_eq!(asked.signal, ProcessSignal::INT);
                 assert_eq!(asked.target, OperatorTarget::Group(Some(CMD)));
-                assert_eq!(
-                    asked.asker,
-                    Asker::Control {
-                        client: 8,
-                        peer: operator()
-                    }
-                );
+                let asker = Asker {
+                    client: Some(8),
+                    peer: operator(),
+                    origin: Origin::Operator,
+                };
+                assert_eq!(asked.asker, asker);
                 assert!(
                     rig.world.borrow().sent.is_empty(),
                     "not sent by the machine"
@@ -464,7 +529,10 @@ fn a_group_signal_is_delivered_as_an_output_and_answered_after_it_is_journaled()
 fn a_pid_the_walk_does_not_find_is_refused_once_delivery_says_so() {
     use crate::state::requests::OperatorTarget;
     let mut rig = Rig::running(request(), OnTerm::Ignore);
-    rig.feed(control(3, signal(ProcessSignal::TERM, Scope::Pid, Some(1))));
+    rig.feed(from_client(
+        3,
+        signal(ProcessSignal::TERM, Scope::Pid, Some(1)),
+    ));
     // The machine cannot know the tree: it asks, and the delivery finds no such process.
     let asked: Vec<OperatorTarget> = rig.operator_signals.iter().map(|s| s.target).collect();
     assert_eq!(asked, [OperatorTarget::Pid(1)]);
@@ -474,7 +542,7 @@ fn a_pid_the_walk_does_not_find_is_refused_once_delivery_says_so() {
         matches!(&error.kind, EventKind::ControlError { code, message } if code == "not_a_descendant" && message.contains("pid 1 "))
     );
     // From the parent, the same refusal is a protocol error in the journal.
-    rig.feed(Input::Request(ToBroker::Signal {
+    rig.feed(from_parent(Request::Signal {
         signal: ProcessSignal::TERM,
         scope: Scope::Pid,
         pid: Some(1),
@@ -490,8 +558,11 @@ fn a_pid_the_walk_does_not_find_is_refused_once_delivery_says_so() {
 fn a_signal_mid_stop_is_journaled_between_the_stops_own_and_leaves_the_stop_running() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
     rig.world.borrow_mut().spawn(101, OnTerm::Ignore);
-    rig.feed(control(2, ControlRequest::Stop));
-    rig.feed(control(5, signal(ProcessSignal::INT, Scope::Group, None)));
+    rig.feed(from_client(2, Request::Stop { origin: None }));
+    rig.feed(from_client(
+        5,
+        signal(ProcessSignal::INT, Scope::Group, None),
+    ));
     let (client, ack) = rig.replies.last().unwrap();
     assert_eq!(*client, 5);
     assert!(

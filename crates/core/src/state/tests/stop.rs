@@ -2,10 +2,10 @@
 //! heeded or not, stragglers during grace, KILL after it, and when a stop is over.
 
 use super::*;
-use crate::protocol::{Origin, Stream, ToBroker};
+use crate::protocol::{Origin, Request, Stream};
 
 fn stop_request() -> Input<'static> {
-    Input::Request(ToBroker::Stop { origin: None })
+    from_parent(Request::Stop { origin: None })
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn a_signal_to_the_broker_stops_the_command_as_a_shutdown() {
 #[test]
 fn the_stop_origin_asked_by_the_parent_is_kept() {
     let mut rig = Rig::running(request(), OnTerm::Exit);
-    rig.feed(Input::Request(ToBroker::Stop {
+    rig.feed(from_parent(Request::Stop {
         origin: Some(Origin::Watchdog),
     }));
     rig.reap();
