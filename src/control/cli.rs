@@ -2,7 +2,7 @@
 //! the command line. Exit codes: 0 done, 1 no live command matched (or one could not be
 //! controlled), 2 a usage mistake.
 
-use crate::protocol::{ProcessSignal, Request, Scope};
+use crate::protocol::{ProcessSignal, Request};
 use std::path::Path;
 use std::time::Duration;
 
@@ -344,12 +344,7 @@ async fn through_socket(
         Action::Stop => return stop_through(broker, command).await,
         Action::Signal(name) => name,
     };
-    let request = Request::Signal {
-        signal: *name,
-        scope: Scope::Group,
-        pid: None,
-        origin: None,
-    };
+    let request = Request::group_signal(*name);
     let targets = match attempt(broker.answer(&request).await)? {
         Carried::Acked(ack) => ack.targets,
         Carried::ByPid(told) => return Ok(told),

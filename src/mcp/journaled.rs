@@ -15,7 +15,7 @@ use crate::control::discover::{live_command, log_window};
 use crate::journal::bounded::{oversized, read_metadata};
 use crate::journal::reader::read_result;
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE};
-use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Request, Scope};
+use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Request};
 use crate::supervisor::intervals::ACK_TIMEOUT;
 use crate::supervisor::{Answer, BrokerConversation};
 
@@ -75,17 +75,6 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
     Some(tracked)
 }
 
-/// `signal` to the command's process group and every process it started, as the `signal`
-/// tool sends it.
-pub fn group_signal(signal: ProcessSignal) -> Request {
-    Request::Signal {
-        signal,
-        scope: Scope::Group,
-        pid: None,
-        origin: None,
-    }
-}
-
 /// Asks the broker of the command journaled in `dir`, through its socket, for `signal` or,
 /// with none, the stop sequence, followed until the broker closes or `patience` is over.
 /// Returns each signal the broker sent for it with how many processes it reached, and
@@ -115,7 +104,7 @@ pub async fn ask(
         .await
         .map_err(|err| unreachable(err.to_string()))?;
     let message = match signal {
-        Some(signal) => group_signal(signal),
+        Some(signal) => Request::group_signal(signal),
         None => {
             broker.subscribe();
             Request::Stop { origin: None }

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
 use super::commands::{Commands, Tracked};
-use super::journaled::{ask, group_signal};
+use super::journaled::ask;
 use super::run::CommandStatus;
 use crate::protocol::{Origin, ProcessSignal, Request};
 use crate::supervisor::intervals::{TOOL_STOP_WAIT, grace};
@@ -117,7 +117,7 @@ async fn through_fleet(
     let before = tracked.signals.len();
     let (message, wait) = match signal {
         None => (Request::Stop { origin: None }, patience),
-        Some(signal) => (group_signal(signal), SIGNAL_CONFIRM),
+        Some(signal) => (Request::group_signal(signal), SIGNAL_CONFIRM),
     };
     if !commands.send(&tracked.id, message) {
         return Err(ToolError::new(format!(

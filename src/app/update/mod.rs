@@ -247,7 +247,10 @@ pub fn update(
             let active = command.status.is_active();
             match action {
                 Action::Term if active => {
-                    effects.push(Effect::Send(selected, signal(ProcessSignal::TERM)));
+                    effects.push(Effect::Send(
+                        selected,
+                        Request::group_signal(ProcessSignal::TERM),
+                    ));
                     view.say(format!("SIGTERM sent to {}", command.config.name));
                 }
                 Action::Kill if active => {
@@ -388,15 +391,6 @@ fn merged_refusal(view: &ViewState, action: &Action) -> Option<&'static str> {
     )
 }
 
-fn signal(signal: ProcessSignal) -> Request {
-    Request::Signal {
-        signal,
-        scope: Scope::Group,
-        pid: None,
-        origin: None,
-    }
-}
-
 /// The output pane an action about output applies to: the focused one, else stdout.
 fn focused_stream(view: &ViewState) -> Stream {
     view.focus.stream().unwrap_or(Stream::Stdout)
@@ -500,7 +494,10 @@ fn update_dialog(
         (Dialog::Help, _) => {}
         (Dialog::ConfirmKill { command }, Action::Confirm) => {
             view.dialog = None;
-            effects.push(Effect::Send(command, signal(ProcessSignal::KILL)));
+            effects.push(Effect::Send(
+                command,
+                Request::group_signal(ProcessSignal::KILL),
+            ));
             if let Some(c) = model.commands.get(command) {
                 view.say(format!("SIGKILL sent to {}", c.config.name));
             }

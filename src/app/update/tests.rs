@@ -258,7 +258,10 @@ fn enter_answers_quit_but_never_confirms_a_kill() {
     assert!(effects.is_empty(), "Enter sent {effects:?}");
     assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
     let effects = update(&model, &mut view, &geometry(), Action::Confirm);
-    assert_eq!(effects, [Effect::Send(0, signal(ProcessSignal::KILL))]);
+    assert_eq!(
+        effects,
+        [Effect::Send(0, Request::group_signal(ProcessSignal::KILL))]
+    );
 
     let mut view = ViewState::default();
     update(&model, &mut view, &geometry(), Action::Quit);

@@ -71,15 +71,6 @@ fn machine(transport: Transport, pace: Pace, t0: Instant) -> ConversationMachine
     ConversationMachine::new(transport, pace, GRACE, CommandCgroup::Expected(None), t0)
 }
 
-fn group(signal: ProcessSignal) -> Request {
-    Request::Signal {
-        signal,
-        scope: Scope::Group,
-        pid: None,
-        origin: None,
-    }
-}
-
 fn stop() -> Request {
     Request::Stop { origin: None }
 }
@@ -100,11 +91,14 @@ fn a_group_signal_not_acknowledged_is_sent_by_the_front_end() {
     let t0 = Instant::now();
     let world = World::well();
     let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
-    m.handle(Input::Request(&group(ProcessSignal::TERM)), t0);
+    m.handle(
+        Input::Request(&Request::group_signal(ProcessSignal::TERM)),
+        t0,
+    );
     assert_eq!(
         drive(&mut m, &world, t0),
         [
-            Action::Write(group(ProcessSignal::TERM)),
+            Action::Write(Request::group_signal(ProcessSignal::TERM)),
             Action::Write(Request::Ping)
         ],
         "on a pipe, a ping follows the request: its pong is the acknowledgement"
@@ -124,7 +118,10 @@ fn an_acknowledged_signal_falls_back_to_nothing() {
     let t0 = Instant::now();
     let world = World::well();
     let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
-    m.handle(Input::Request(&group(ProcessSignal::KILL)), t0);
+    m.handle(
+        Input::Request(&Request::group_signal(ProcessSignal::KILL)),
+        t0,
+    );
     drive(&mut m, &world, t0);
     pong(&mut m, &world, t0 + ACK_TIMEOUT - MS);
     assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT * 3), []);
@@ -168,7 +165,10 @@ fn a_request_that_cannot_be_written_falls_back_at_once() {
         ..World::well()
     };
     let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
-    m.handle(Input::Request(&group(ProcessSignal::TERM)), t0);
+    m.handle(
+        Input::Request(&Request::group_signal(ProcessSignal::TERM)),
+        t0,
+    );
     drive(&mut m, &world, t0);
     assert_eq!(m.poll_timeout(), t0);
     assert_eq!(
@@ -356,7 +356,7 @@ fn an_attached_broker_gets_only_signals_that_repeat_harmlessly() {
         (ProcessSignal::INT, false),
     ] {
         let mut m = machine(Transport::Socket, Pace::FLEET, t0);
-        m.handle(Input::Request(&group(signal)), t0);
+        m.handle(Input::Request(&Request::group_signal(signal)), t0);
         drive(&mut m, &world, t0);
         let actions = wake(&mut m, &world, t0 + ACK_TIMEOUT);
         match &actions[..] {

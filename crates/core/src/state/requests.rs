@@ -159,7 +159,7 @@ fn sweep_jitter(pid: i32, now_ms: u64) -> Duration {
 }
 
 impl Broker {
-    // ---- requests from the parent -----------------------------------------------------
+    // ---- requests, from the parent or a control client --------------------------------
 
     /// Carries out a request, from the parent or a control client, or refuses it, and
     /// answers: a control client always (`control_ack`, `control_error`, `pong`), after
@@ -268,7 +268,7 @@ impl Broker {
 
     /// The asker of a signal or a stop that came from `from`: the operator's, unless the
     /// front end said it passes on its caller's.
-    fn asker(&mut self, from: Sender, origin: Option<Origin>) -> Asker {
+    fn asker(&self, from: Sender, origin: Option<Origin>) -> Asker {
         match from {
             // The front end that launched this broker (`tether exec`, the TUI), named for
             // the journal: it is alive, it just wrote.

@@ -153,6 +153,17 @@ impl Refusal {
 }
 
 impl Request {
+    /// `signal` to the command's whole tree (its group and every process it started), on
+    /// the operator's behalf.
+    pub fn group_signal(signal: ProcessSignal) -> Request {
+        Request::Signal {
+            signal,
+            scope: Scope::Group,
+            pid: None,
+            origin: None,
+        }
+    }
+
     /// Reads one request line that came on `on`. A line whose type `on` does not take is
     /// refused as such, read or not: a launch on the socket is refused by name.
     pub fn parse(frame: Frame, on: Transport) -> Result<Request, Refusal> {
