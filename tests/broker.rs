@@ -128,6 +128,14 @@ fn bad_request_lines_are_refused_and_the_broker_carries_on() {
         "{failure:?}"
     );
 
+    // A subscription is the control socket's: the pipe refuses it.
+    broker.send(r#"{"type":"subscribe"}"#);
+    let failure = broker.wait_for("a broker_failure", is_failure);
+    assert_eq!(
+        failure_of(&failure.kind),
+        (Stage::Protocol, "wrong_transport".into())
+    );
+
     // Still working: a stop stops the command.
     broker.send(r#"{"type":"stop"}"#);
     let events = broker.wait_close();
@@ -154,7 +162,10 @@ fn bad_request_lines_are_refused_and_the_broker_carries_on() {
             code
         })
         .collect();
-    assert_eq!(codes, ["malformed", "line_too_long", "malformed"]);
+    assert_eq!(
+        codes,
+        ["malformed", "line_too_long", "malformed", "wrong_transport"]
+    );
     assert_eq!(
         record.result.expect("result.json").stopped_by,
         Some(Origin::Operator)

@@ -321,7 +321,16 @@ fn garbage_a_100_mb_line_and_a_stuck_subscriber_block_nothing() {
     (&garbage)
         .write_all(b"garbage\n{\"type\":\"launch\",\"v\":2}\n\0\xff\n")
         .expect("write garbage");
-    for code in ["malformed", "launch_refused", "malformed"] {
+    // Keys go only to the command of the front end that launched it, on its pipe.
+    (&garbage)
+        .write_all(b"{\"type\":\"input\",\"data\":\"eQo=\"}\n")
+        .expect("write input");
+    for code in [
+        "malformed",
+        "launch_refused",
+        "malformed",
+        "wrong_transport",
+    ] {
         match read_event(&mut reader).kind {
             EventKind::ControlError { code: got, message } => {
                 assert_eq!(got, code, "{message}");
