@@ -58,7 +58,8 @@ fn fields(kind: &EventKind) -> Vec<KeyValue> {
     let mut out = Vec::new();
     if let Ok(Value::Object(map)) = serde_json::to_value(kind) {
         for (name, value) in map {
-            if name != "kind" {
+            // `spawned`'s argv is the span's `process.command_args` already, and can be long.
+            if name != "kind" && name != "argv" {
                 flatten(&format!("tether.{name}"), value, &mut out);
             }
         }

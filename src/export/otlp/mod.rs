@@ -181,9 +181,17 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
     encoder.traces(spans)
 }
 
-/// Whether the command in `dir` is the agent of a `tether agent` session: its request says so.
+/// Whether the command in `dir` is the agent of a `tether agent` session: its request says
+/// so, or, in a journal written before requests said it, it ran through the session owner
+/// that only `tether agent` starts.
 pub fn is_agent(dir: &Path) -> bool {
-    crate::journal::reader::read_request(dir).is_some_and(|r| r.attention.agent)
+    crate::journal::reader::read_request(dir).is_some_and(|request| {
+        let argv = request.command.argv();
+        request.attention.agent
+            || argv
+                .get(1)
+                .is_some_and(|a| a == crate::agent::OWNER_SUBCOMMAND)
+    })
 }
 
 /// FNV-1a, 64 bits, from a given basis: enough to spread ids, and stable across versions

@@ -393,3 +393,26 @@ fn ids_are_stable_and_never_zero() {
     assert_eq!(unhex("0g"), Vec::<u8>::new());
     assert_eq!(nanos(1_767_323_045_123), 1_767_323_045_123_000_000);
 }
+
+#[test]
+fn an_agent_from_before_requests_said_so_is_known_by_its_session_owner() {
+    // A real `tether agent` run with Claude Code, journaled before requests named the agent.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/sessions/claude-run");
+    assert!(is_agent(&dir.join("01-claude")));
+    assert!(!is_agent(&dir.join("04-ls")));
+    let session = SessionExport::from_record(&SessionRecord::load(&dir).unwrap());
+    let spans = round_trip_anywhere(&session);
+    assert_eq!(spans.len(), session.commands.len());
+    let claude = named(&spans, "claude");
+    assert_eq!(claude.span_id, span_id("claude-run", ""));
+    assert!(claude.parent_span_id.is_empty());
+    assert_eq!(named(&spans, "ls").parent_span_id, claude.span_id);
+}
+
+fn round_trip_anywhere(session: &SessionExport) -> Vec<Span> {
+    let request = request(session);
+    let decoded = ExportTraceServiceRequest::decode(&request.encode_to_vec()[..]).unwrap();
+    assert_eq!(decoded, request);
+    decoded.resource_spans[0].scope_spans[0].spans.clone()
+}
