@@ -96,6 +96,37 @@ impl Encoder {
         }
     }
 
+    /// This machine's encoder, for the follower: the resource names this host and user
+    /// (and what `env` says: `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`).
+    pub fn local(
+        env: impl Fn(&str) -> Option<String>,
+        logs: Option<LogBudget>,
+    ) -> Result<Encoder, String> {
+        let host = nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let uid = nix::unistd::getuid();
+        let user = (nix::unistd::User::from_uid(uid).ok().flatten())
+            .map_or_else(|| uid.to_string(), |u| u.name);
+        Ok(Encoder::new(resource(&host, &user, env)?, logs))
+    }
+
+    /// A batch's requests: the traces, and the logs when logs are on and there are any.
+    pub fn batch(
+        &self,
+        items: &[Item],
+    ) -> (ExportTraceServiceRequest, Option<ExportLogsServiceRequest>) {
+        let mut spans = Vec::with_capacity(items.len());
+        let mut records = Vec::new();
+        for item in items {
+            let (span, logs) = self.item(item);
+            spans.push(span);
+            records.extend(logs);
+        }
+        let logs = (!records.is_empty()).then(|| self.logs(records));
+        (self.traces(spans), logs)
+    }
+
     pub fn traces(&self, spans: Vec<Span>) -> ExportTraceServiceRequest {
         ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {

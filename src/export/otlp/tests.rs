@@ -299,6 +299,14 @@ fn a_session_item_is_the_root_span() {
     assert_eq!(span.status.unwrap().code, 2);
     let request = encoder.traces(vec![Span::default(); 3]);
     assert_eq!(request.resource_spans[0].scope_spans[0].spans.len(), 3);
+    assert!(
+        encoder.batch(&[item]).1.is_none(),
+        "no logs request without records"
+    );
+    let local = Encoder::local(|_| None, None).unwrap();
+    let attributes = &local.resource.attributes;
+    assert!(text(attributes, "host.name").is_some_and(|h| !h.is_empty()));
+    assert!(text(attributes, "user.name").is_some_and(|u| !u.is_empty()));
 }
 
 fn body(record: &LogRecord) -> String {
@@ -351,6 +359,12 @@ fn log_records_are_the_head_and_tail_with_a_mark_between() {
     assert_eq!(body(stderr[0]), "oops");
     assert_eq!(stderr[0].severity_number, SeverityNumber::Warn as i32);
     assert_eq!(stderr[0].severity_text, "WARN");
+    let (traces, logs) = encoder.batch(&[item]);
+    assert_eq!(traces.resource_spans[0].scope_spans[0].spans, [span]);
+    assert_eq!(
+        logs.unwrap().resource_logs[0].scope_logs[0].log_records,
+        records
+    );
     let request = encoder.logs(records.clone());
     let decoded = ExportLogsServiceRequest::decode(&request.encode_to_vec()[..]).unwrap();
     assert_eq!(decoded.resource_logs[0].scope_logs[0].log_records, records);
