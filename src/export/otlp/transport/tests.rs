@@ -5,7 +5,9 @@ use std::thread::JoinHandle;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
+use super::target::NO_ENDPOINT;
 use super::*;
+use crate::config::otlp::{DEFAULT_TIMEOUT, OtlpSettings};
 
 /// The variables of a test: `pairs`, nothing else.
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
