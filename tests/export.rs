@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use common::every_kind_fixture;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use tether::export::{Format, SessionExport, render};
 use tether::journal::SessionRecord;
 use tether::protocol::{Event, EventKind};
@@ -192,7 +193,9 @@ fn otlp_follows_the_otlp_json_encoding() {
     };
     let trace_id = spans[0]["traceId"].clone();
     let root_id = spans[0]["spanId"].clone();
-    assert!(spans[0].get("parentSpanId").is_none());
+    // A root has no parent: the generated messages' JSON writes the empty id as "", which
+    // OTLP/JSON reads as none (a zero-length id).
+    assert!(spans[0]["parentSpanId"].as_str().is_none_or(str::is_empty));
     for span in spans {
         assert!(hex(&span["traceId"], 32), "{}", span["traceId"]);
         assert_eq!(span["traceId"], trace_id, "one trace per session");
@@ -245,6 +248,17 @@ fn otlp_follows_the_otlp_json_encoding() {
         .filter(|e| e["name"] == "signal_sent")
         .count();
     assert_eq!(signals, count_kind("signal_sent"));
+    // What the official definitions read back: the file is OTLP/JSON, not a look-alike.
+    let bytes = render(&fixture_export(), Format::Otlp);
+    let decoded: ExportTraceServiceRequest =
+        serde_json::from_slice(&bytes).expect("an ExportTraceServiceRequest");
+    let decoded_spans = &decoded.resource_spans[0].scope_spans[0].spans;
+    assert_eq!(decoded_spans.len(), spans.len());
+    assert!(
+        decoded_spans
+            .iter()
+            .all(|s| s.trace_id.len() == 16 && s.span_id.len() == 8)
+    );
     // The same session gives the same trace.
     assert_eq!(
         rendered_json(Format::Otlp)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"],

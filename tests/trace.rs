@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use common::journal::load_complete;
 use common::{TAG_VAR, TestEnv, run_to_end};
-use tether::export::otlp;
+use tether::export::otlp::{self, hex};
 use tether::protocol::{EventKind, TraceContext};
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -101,10 +101,19 @@ fn exported_span(env: &TestEnv, dir: &Path) -> Value {
 /// root span, as before trace contexts were read.
 fn assert_exported_as_before(span: &Value, dir: &Path) {
     let (session, command) = ids(dir);
-    assert_eq!(span["traceId"], otlp::trace_id(&session), "{span}");
-    assert_eq!(span["parentSpanId"], otlp::span_id(&session, ""), "{span}");
-    assert_eq!(span["spanId"], otlp::span_id(&session, &command), "{span}");
-    assert!(span.get("links").is_none(), "{span}");
+    assert_eq!(span["traceId"], hex(&otlp::trace_id(&session)), "{span}");
+    assert_eq!(
+        span["parentSpanId"],
+        hex(&otlp::span_id(&session, "")),
+        "{span}"
+    );
+    assert_eq!(
+        span["spanId"],
+        hex(&otlp::span_id(&session, &command)),
+        "{span}"
+    );
+    // The generated messages' JSON writes every field: no link is an empty list.
+    assert!(span["links"].as_array().is_none_or(Vec::is_empty), "{span}");
 }
 
 fn trace_of(dir: &Path) -> Option<TraceContext> {
@@ -154,7 +163,7 @@ fn a_callers_trace_context_reaches_the_journal_the_command_and_the_export() {
         assert_eq!(span["spanId"], trace.span_id.as_str(), "{span}");
         // Back to the session's own trace.
         let (session, _) = ids(&dir);
-        assert_eq!(span["links"][0]["traceId"], otlp::trace_id(&session));
+        assert_eq!(span["links"][0]["traceId"], hex(&otlp::trace_id(&session)));
         env.finish();
     }
 }

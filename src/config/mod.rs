@@ -9,6 +9,7 @@ mod document;
 pub mod journal;
 pub mod naming;
 pub mod notify;
+pub mod otlp;
 pub mod user;
 mod values;
 

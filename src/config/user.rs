@@ -2,10 +2,11 @@
 //! `~/.config/tether/config.toml`): how tether behaves for this user, whatever the project.
 //! A project's `tether.toml` lists commands and never holds these.
 //!
-//! It holds four sections, `[retention]` below, `[notify]` (how tether tells the operator a
+//! It holds five sections, `[retention]` below, `[notify]` (how tether tells the operator a
 //! command needs them, see [`super::notify`]), `[attention]` (when a command needs them, see
-//! [`super::attention`]) and `[journal]` (how much of a command's output is journaled, see
-//! [`super::journal`]):
+//! [`super::attention`]), `[journal]` (how much of a command's output is journaled, see
+//! [`super::journal`]) and `[export.otlp]` (where the live OTLP export sends, see
+//! [`super::otlp`]):
 //!
 //! ```toml
 //! [retention]
@@ -35,6 +36,7 @@ use super::attention::AttentionSettings;
 use super::document::{Source, described};
 use super::journal::JournalSettings;
 use super::notify::NotifySettings;
+use super::otlp::ExportSettings;
 use super::values::{amount, expected, flag, read};
 use crate::prune::Rules;
 use crate::units::parse_age;
@@ -58,6 +60,8 @@ pub struct UserConfig {
     pub attention: AttentionSettings,
     /// The `[journal]` bound (see [`super::journal`]); nothing set without the table.
     pub journal: JournalSettings,
+    /// The `[export.otlp]` settings (see [`super::otlp`]); nothing set without the table.
+    pub export: ExportSettings,
 }
 
 impl UserConfig {
@@ -115,7 +119,8 @@ pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
 
 /// Parses a user config document; `file` names it in errors.
 pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
-    let holds = "the user config holds [retention], [notify], [attention] and [journal] tables";
+    let holds = "the user config holds [retention], [notify], [attention], [journal] and \
+                 [export.otlp] tables";
     let tables: UserTables = Source { text, file }.read(holds, described)?;
     let retention = tables.retention.as_ref();
     Ok(UserConfig {
@@ -128,6 +133,7 @@ pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
         notify: tables.notify,
         attention: tables.attention,
         journal: tables.journal,
+        export: tables.export,
     })
 }
 
@@ -142,6 +148,8 @@ struct UserTables {
     attention: AttentionSettings,
     #[serde(default)]
     journal: JournalSettings,
+    #[serde(default)]
+    export: ExportSettings,
 }
 
 /// The `[retention]` table as written, its keys in the order an unknown key's message lists
@@ -269,7 +277,7 @@ mod tests {
                 "[retension]\nkeep = 3\n",
                 1,
                 "retension",
-                "[retention], [notify], [attention] and [journal] tables",
+                "[retention], [notify], [attention], [journal] and [export.otlp] tables",
             ),
             ("[retention]\nkeep = \n", 2, "keep", "invalid TOML"),
         ];

@@ -24,6 +24,10 @@ pub fn export(
     format: Format,
     output: Option<&Path>,
 ) -> i32 {
+    if let Some(missing) = format.missing() {
+        eprintln!("tether: {missing}");
+        return EXIT_USAGE;
+    }
     let dir = match resolve(state, wanted) {
         Ok(dir) => dir,
         Err(err) => {

@@ -8,6 +8,7 @@
 pub mod chrome;
 pub mod cli;
 pub mod jsonl;
+#[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod output;
 pub mod session;
@@ -30,6 +31,19 @@ pub enum Format {
     Otlp,
 }
 
+impl Format {
+    /// Why this build cannot write the format, if it cannot: OTLP needs the cargo feature.
+    pub fn missing(self) -> Option<&'static str> {
+        match self {
+            Format::Otlp if cfg!(not(feature = "otlp")) => Some(
+                "this tether was built without OTLP (cargo feature `otlp`); build it with \
+                 the default features (`cargo install --path .`) to export OTLP",
+            ),
+            _ => None,
+        }
+    }
+}
+
 /// The session in `format`, as the bytes to write.
 pub fn render(session: &SessionExport, format: Format) -> Vec<u8> {
     // Serializing a `Value` cannot fail.
@@ -44,7 +58,16 @@ pub fn render(session: &SessionExport, format: Format) -> Vec<u8> {
         Format::Text => text::report(session).into_bytes(),
         // One line: an OTLP JSON file is JSON lines, one request a line (what the
         // collector's `otlpjsonfile` receiver reads), so sessions can be appended to one.
-        Format::Otlp => json(otlp::request(session), false),
+        // The generated messages' serde is the OTLP/JSON mapping: hex ids, 64-bit integers as
+        // strings, enums as integers.
+        #[cfg(feature = "otlp")]
+        Format::Otlp => json(
+            serde_json::to_value(otlp::request(session)).unwrap_or_default(),
+            false,
+        ),
+        // `tether export` refuses the format first in such a build ([`Format::missing`]).
+        #[cfg(not(feature = "otlp"))]
+        Format::Otlp => Vec::new(),
     }
 }
 
@@ -56,4 +79,17 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn otlp_is_missing_only_from_a_build_without_its_feature() {
+        let missing = Format::Otlp.missing();
+        assert_eq!(missing.is_some(), cfg!(not(feature = "otlp")));
+        assert!(missing.is_none_or(|why| why.contains("cargo feature `otlp`")));
+        assert_eq!(Format::Jsonl.missing(), None);
+    }
 }
