@@ -73,19 +73,28 @@ pub enum Transport {
 }
 
 impl Transport {
-    /// Whether a request of type `name` is taken this way: a launch, keys and sizes only
-    /// from the front end that launched the command; a subscription and an agent's word
-    /// only on the socket.
-    pub fn takes(self, name: &str) -> bool {
+    /// Whether `request` is taken this way: a launch, keys and sizes only from the front end
+    /// that launched the command; a subscription and an agent's word only on the socket.
+    /// Every variant is named, so a new request is refused on the socket until it is
+    /// decided otherwise here.
+    pub fn accepts(self, request: &Request) -> bool {
+        match request {
+            Request::Launch(_) | Request::Input { .. } | Request::Resize { .. } => {
+                self == Transport::Pipe
+            }
+            Request::Subscribe | Request::AgentWaiting { .. } => self == Transport::Socket,
+            Request::Ping | Request::Signal { .. } | Request::Stop { .. } => true,
+        }
+    }
+
+    /// The same for a line that could not be read, by its `type`: an unknown one is
+    /// malformed, not on the wrong way.
+    fn takes(self, name: &str) -> bool {
         let only_the_other = match self {
             Transport::Pipe => ["subscribe", "agent_waiting"].as_slice(),
             Transport::Socket => ["launch", "input", "resize"].as_slice(),
         };
         !only_the_other.contains(&name)
-    }
-
-    pub fn accepts(self, request: &Request) -> bool {
-        self.takes(request.name())
     }
 
     /// Whether the broker answers `request` itself when it comes this way.
@@ -319,6 +328,37 @@ mod tests {
         );
         let long = Request::parse(Frame::TooLong { len: 1 << 20 }, Transport::Socket);
         assert!(long.unwrap_err().message.contains("65536-byte limit"));
+    }
+
+    #[test]
+    fn a_type_read_by_name_is_taken_where_the_request_is_accepted() {
+        let every = [
+            Request::Launch(Box::new(
+                serde_json::from_str(
+                    r#"{"v":4,"name":"a","command":{"argv":["true"]},"journal_dir":"/s/a","parent_pid":7}"#,
+                )
+                .unwrap(),
+            )),
+            Request::Subscribe,
+            Request::Ping,
+            Request::group_signal(ProcessSignal::TERM),
+            Request::Stop { origin: None },
+            Request::Input { data: vec![b'x'] },
+            Request::Resize {
+                size: WindowSize { cols: 80, rows: 24 },
+            },
+            Request::AgentWaiting { what: "x".into() },
+        ];
+        for on in [Transport::Pipe, Transport::Socket] {
+            for request in &every {
+                assert_eq!(
+                    on.takes(request.name()),
+                    on.accepts(request),
+                    "{on:?} {}",
+                    request.name()
+                );
+            }
+        }
     }
 
     #[test]

@@ -596,3 +596,42 @@ fn a_signal_mid_stop_is_journaled_between_the_stops_own_and_leaves_the_stop_runn
     assert_eq!(rig.finish(), 0);
     assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
 }
+
+#[test]
+fn a_control_client_is_the_operator_whatever_origin_it_names() {
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.feed(from_client(
+        1,
+        Request::Signal {
+            signal: ProcessSignal::CONT,
+            scope: Scope::Group,
+            pid: None,
+            origin: Some(Origin::Shutdown),
+        },
+    ));
+    rig.feed(from_client(
+        2,
+        Request::Stop {
+            origin: Some(Origin::Caller),
+        },
+    ));
+    let origins: Vec<(&'static str, Origin)> = rig
+        .journal()
+        .filter_map(|e| match &e.kind {
+            EventKind::SignalSent { origin, .. } | EventKind::StopStarted { origin, .. } => {
+                Some((e.kind.name(), *origin))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        origins.iter().any(|(kind, _)| *kind == "stop_started"),
+        "{origins:?}"
+    );
+    assert!(
+        origins
+            .iter()
+            .all(|(_, origin)| *origin == Origin::Operator),
+        "{origins:?}"
+    );
+}
