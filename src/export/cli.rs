@@ -130,3 +130,113 @@ pub fn sessions_document(state: &Path, dirs: &[PathBuf]) -> SessionsDocument {
             .collect(),
     }
 }
+
+/// `tether export --follow`'s flags.
+#[derive(Debug, Clone, Default)]
+pub struct FollowFlags {
+    /// A base URL: traces go to `URL/v1/traces`.
+    pub endpoint: Option<String>,
+    pub protocol: Option<String>,
+    pub logs: bool,
+    pub headers: Vec<String>,
+    pub once: bool,
+    pub status: bool,
+}
+
+/// `tether export --follow [--once | --status]`.
+pub fn follow(state: Option<&Path>, flags: FollowFlags) -> i32 {
+    let state = match state_dir(state) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    let endpoint = match traces_endpoint(flags.endpoint.as_deref(), |name| std::env::var(name).ok())
+    {
+        Ok(endpoint) => endpoint,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    if flags.status {
+        return super::follow::run::print_status(&state, &endpoint);
+    }
+    let sink = match otlp_sink(&flags, &endpoint) {
+        Ok(sink) => sink,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    let options = super::follow::FollowOptions {
+        state,
+        endpoint,
+        once: flags.once,
+        limits: super::follow::machine::Limits::default(),
+    };
+    super::follow::follow(options, sink)
+}
+
+/// The traces URL: `--endpoint` (a base), `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (as is),
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` (a base). It names the endpoint's cursors.
+// The merge replaces this with the OTLP target's resolution, which reads the config too.
+pub fn traces_endpoint(
+    flag: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let base = |url: &str| format!("{}/v1/traces", url.trim().trim_end_matches('/'));
+    match (flag, var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
+        (Some(url), _) => Ok(base(url)),
+        (None, Some(url)) => Ok(url.trim().to_string()),
+        (None, None) => var("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .map(|url| base(&url))
+            .ok_or_else(|| {
+                "no endpoint: give --endpoint URL, set OTEL_EXPORTER_OTLP_ENDPOINT or [export.otlp] endpoint"
+                    .to_string()
+            }),
+    }
+}
+
+/// Where the follower's batches go: the OTLP encoder and HTTP sender.
+// The merge wires the OTLP encoder and sender (`export::otlp`) in here.
+fn otlp_sink(
+    _flags: &FollowFlags,
+    _endpoint: &str,
+) -> Result<Box<dyn super::follow::Sink>, String> {
+    Err("this tether was built without the OTLP sender (cargo feature `otlp`)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_traces_endpoint_comes_from_the_flag_then_the_variables() {
+        let none = |_: &str| None;
+        let both = |name: &str| match name {
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" => Some("https://t.example/x".to_string()),
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://c:4318/".to_string()),
+            _ => None,
+        };
+        let base = |name: &str| {
+            (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://c:4318/".to_string())
+        };
+        assert_eq!(
+            traces_endpoint(Some("http://f:4318"), both).unwrap(),
+            "http://f:4318/v1/traces"
+        );
+        assert_eq!(traces_endpoint(None, both).unwrap(), "https://t.example/x");
+        assert_eq!(
+            traces_endpoint(None, base).unwrap(),
+            "http://c:4318/v1/traces"
+        );
+        assert!(
+            traces_endpoint(None, none)
+                .unwrap_err()
+                .starts_with("no endpoint")
+        );
+    }
+}

@@ -63,3 +63,6 @@ pub enum Sent {
 pub trait Sink: Send {
     fn send(&mut self, items: &[Item]) -> Sent;
 }
+
+#[cfg(test)]
+mod tests;

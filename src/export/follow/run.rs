@@ -47,6 +47,15 @@ pub struct FollowOptions {
 /// Runs the follower until SIGINT or SIGTERM (or, with `once`, until nothing is due); the
 /// exit code.
 pub fn follow(options: FollowOptions, sink: Box<dyn Sink>) -> i32 {
+    follow_until(options, sink, std::future::pending())
+}
+
+/// [`follow`], stopped as by SIGTERM when `stop` resolves too (for tests in this process).
+pub(crate) fn follow_until(
+    options: FollowOptions,
+    sink: Box<dyn Sink>,
+    stop: impl std::future::Future<Output = ()>,
+) -> i32 {
     let dir = match CursorDir::open(&options.state, &endpoint_key(&options.endpoint)) {
         Ok(dir) => dir,
         Err(err) => {
@@ -79,7 +88,7 @@ pub fn follow(options: FollowOptions, sink: Box<dyn Sink>) -> i32 {
             return EXIT_FAILED;
         }
     };
-    let code = runtime.block_on(Follow::new(options, dir, sink).run());
+    let code = runtime.block_on(Follow::new(options, dir, sink).run(stop));
     drop(lock);
     code
 }
@@ -162,7 +171,8 @@ impl Follow {
         }
     }
 
-    async fn run(mut self) -> i32 {
+    async fn run(mut self, stop: impl std::future::Future<Output = ()>) -> i32 {
+        let mut stop = std::pin::pin!(stop);
         let mut signals = match Signals::new() {
             Ok(signals) => signals,
             Err(err) => {
@@ -180,6 +190,13 @@ impl Follow {
         self.write_status();
         loop {
             let now = now_ms();
+            if self.options.once
+                && in_flight.is_none()
+                && let Some(code) = self.once_failed(now)
+            {
+                self.write_status();
+                return code;
+            }
             while let Some(action) = self.machine.poll_action(now) {
                 match action {
                     // Stopping: what was not sent stays in the journal for the next run.
@@ -213,6 +230,7 @@ impl Follow {
             tokio::select! {
                 _ = signals.interrupt.recv() => stopping = true,
                 _ = signals.terminate.recv() => stopping = true,
+                () = &mut stop, if !stopping => stopping = true,
                 _ = signals.status.recv() => {
                     let status = Status::of(&self.machine, &self.options.endpoint, self.since_ms, now_ms());
                     eprint!("{}", status.text(Some(std::process::id())));
@@ -247,17 +265,24 @@ impl Follow {
         }
     }
 
-    /// With `--once`: the exit code once nothing more is due, or nothing more can be sent.
+    /// With `--once`: exit 1 once a batch failed [`Limits::refused_retries`] times more
+    /// than once (the endpoint is down or refuses what it is given).
+    fn once_failed(&self, now: u64) -> Option<i32> {
+        let counts = self.machine.counts();
+        if counts.failing <= Limits::default().refused_retries {
+            return None;
+        }
+        let why = counts.last_error.as_ref().map_or("", |(_, why)| why);
+        eprintln!(
+            "tether: {} spans could not be sent ({why}); they stay in the journal for the next run",
+            self.machine.backlog(now)
+        );
+        Some(EXIT_FAILED)
+    }
+
+    /// With `--once`: the exit code once nothing more is due.
     fn once_done(&self, now: u64) -> Option<i32> {
         let counts = self.machine.counts();
-        if counts.failing > Limits::default().refused_retries {
-            let why = counts.last_error.as_ref().map_or("", |(_, why)| why);
-            eprintln!(
-                "tether: {} spans could not be sent ({why}); they stay in the journal for the next run",
-                self.machine.backlog(now)
-            );
-            return Some(EXIT_FAILED);
-        }
         if !self.machine.idle(now) {
             return None;
         }

@@ -247,6 +247,12 @@ impl Follower {
             Sent::Accepted { rejected, message } => {
                 self.counts.spans_sent += batch.len() as u64;
                 self.counts.spans_rejected += rejected;
+                if self.counts.failing > 0 {
+                    self.say(format!(
+                        "sending works again after {} failed tries",
+                        self.counts.failing
+                    ));
+                }
                 self.counts.failing = 0;
                 self.refusals = 0;
                 if rejected > 0 {
@@ -293,11 +299,21 @@ impl Follower {
             .saturating_mul(1 << (self.counts.failing - 1).min(20));
         let wait = after.unwrap_or(doubled).min(self.limits.max_backoff);
         self.not_before = now.saturating_add(wait.as_millis() as u64);
-        self.counts.last_error = Some((now, why.clone()));
-        self.say(format!(
-            "sending failed ({why}); trying again in {:.1} s",
-            wait.as_secs_f64()
-        ));
+        // Said when it starts or its reason changes, not at every retry of an outage.
+        let repeated = self.counts.failing > 1
+            && self
+                .counts
+                .last_error
+                .as_ref()
+                .is_some_and(|(_, last)| *last == why);
+        if !repeated {
+            self.say(format!(
+                "sending failed ({why}); trying again in {:.1} s, backing off up to {} s",
+                wait.as_secs_f64(),
+                self.limits.max_backoff.as_secs()
+            ));
+        }
+        self.counts.last_error = Some((now, why));
         self.again = Some(batch);
     }
 
