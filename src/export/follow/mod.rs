@@ -43,7 +43,6 @@ pub enum Item {
 
 // shared with otlp (lead merges)
 /// How an endpoint took a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sent {
     Accepted {
         rejected: u64,

@@ -141,3 +141,74 @@ pub fn running_dirs(scan: &SessionScan) -> Vec<PathBuf> {
         .map(|c| c.dir.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/every-kind")
+            .join(name)
+    }
+
+    const LATER: u64 = 1_800_000_000_000;
+
+    #[test]
+    fn a_command_is_read_as_ended_failed_or_cut_short_from_its_small_files() {
+        let ok = scan_command(&fixture("01-ok"), 1, LATER);
+        assert!(ok.ended && !ok.failed && !ok.agent);
+        assert!(ok.last_ms < LATER);
+        let failed = scan_command(&fixture("02-fail"), 2, LATER);
+        assert!(failed.ended && failed.failed);
+        // No result, its broker long gone: cut short, ended where its journal ends.
+        let crashed = scan_command(&fixture("10-crashed"), 10, LATER);
+        assert!(crashed.ended && crashed.failed, "{crashed:?}");
+        assert!(crashed.last_ms < LATER);
+    }
+
+    #[test]
+    fn a_command_no_broker_wrote_to_is_starting_until_long_after() {
+        let session = tempfile::tempdir().unwrap();
+        let reserved = session.path().join("07");
+        std::fs::create_dir(&reserved).unwrap();
+        let now = now_ms();
+        assert!(
+            !scan_command(&reserved, 7, now).ended,
+            "a broker is starting"
+        );
+        let later = now + UNCLAIMED.as_millis() as u64 + 1000;
+        assert!(
+            scan_command(&reserved, 7, later).ended,
+            "a number nobody used"
+        );
+    }
+
+    #[test]
+    fn a_session_sent_whole_is_one_listing() {
+        let session = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind");
+        let mut cursor = Cursor::default();
+        let all = scan_session(&session, &cursor, LATER).unwrap();
+        assert_eq!(all.id, "every-kind");
+        assert_eq!(all.commands.len(), 10);
+        assert!(all.info.is_some());
+        for n in 1..=10 {
+            cursor.mark(n);
+        }
+        // The root still to send: every command's timing is needed.
+        assert_eq!(
+            scan_session(&session, &cursor, LATER)
+                .unwrap()
+                .commands
+                .len(),
+            10
+        );
+        cursor.session_sent = true;
+        assert!(
+            scan_session(&session, &cursor, LATER)
+                .unwrap()
+                .commands
+                .is_empty()
+        );
+    }
+}

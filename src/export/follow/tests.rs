@@ -10,10 +10,10 @@ use super::{FollowOptions, Item, Sent, Sink, follow};
 
 const ENDPOINT: &str = "http://127.0.0.1:9/v1/traces";
 
-/// Records what it is given and answers `answer`.
+/// Records what it is given and answers what `answer` makes.
 struct FakeSink {
     got: Arc<Mutex<Vec<String>>>,
-    answer: Sent,
+    answer: fn() -> Sent,
 }
 
 impl Sink for FakeSink {
@@ -30,7 +30,7 @@ impl Sink for FakeSink {
                 Item::Session { commands, .. } => format!("session of {commands}"),
             });
         }
-        self.answer.clone()
+        (self.answer)()
     }
 }
 
@@ -54,7 +54,7 @@ fn state_with_fixture() -> tempfile::TempDir {
     state
 }
 
-fn once(state: &Path, answer: Sent) -> (i32, Vec<String>) {
+fn once(state: &Path, answer: fn() -> Sent) -> (i32, Vec<String>) {
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = FakeSink {
         got: Arc::clone(&got),
@@ -85,7 +85,7 @@ fn accepted() -> Sent {
 #[test]
 fn once_sends_every_command_and_the_session_then_a_restart_sends_nothing() {
     let state = state_with_fixture();
-    let (code, got) = once(state.path(), accepted());
+    let (code, got) = once(state.path(), accepted);
     assert_eq!(code, 0);
     let mut expected: Vec<String> = [
         "01-ok",
@@ -103,7 +103,7 @@ fn once_sends_every_command_and_the_session_then_a_restart_sends_nothing() {
     .to_vec();
     expected.push("session of 10".into());
     assert_eq!(got, expected);
-    let (code, again) = once(state.path(), accepted());
+    let (code, again) = once(state.path(), accepted);
     assert_eq!(
         (code, again),
         (0, Vec::new()),
@@ -123,7 +123,7 @@ fn once_sends_every_command_and_the_session_then_a_restart_sends_nothing() {
 #[test]
 fn once_against_a_dead_endpoint_fails_and_keeps_everything_for_the_next_run() {
     let state = state_with_fixture();
-    let down = Sent::Retry {
+    let down = || Sent::Retry {
         after: None,
         why: "connection refused".into(),
     };
@@ -131,7 +131,7 @@ fn once_against_a_dead_endpoint_fails_and_keeps_everything_for_the_next_run() {
     assert_eq!(code, 1);
     // The same batch, tried four times.
     assert_eq!(tries.len(), 4 * 11);
-    let (code, got) = once(state.path(), accepted());
+    let (code, got) = once(state.path(), accepted);
     assert_eq!((code, got.len()), (0, 11));
 }
 
@@ -141,18 +141,18 @@ fn a_second_follower_of_the_same_endpoint_is_refused() {
     let dir = super::cursor::CursorDir::open(state.path(), &super::cursor::endpoint_key(ENDPOINT))
         .unwrap();
     let _held = super::lock::take(&dir).unwrap();
-    let (code, got) = once(state.path(), accepted());
+    let (code, got) = once(state.path(), accepted);
     assert_eq!((code, got.len()), (2, 0));
 }
 
 #[test]
 fn a_live_follower_sends_what_appears_and_stops_when_told() {
     let state = state_with_fixture();
-    assert_eq!(once(state.path(), accepted()).0, 0);
+    assert_eq!(once(state.path(), accepted).0, 0);
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = FakeSink {
         got: Arc::clone(&got),
-        answer: accepted(),
+        answer: accepted,
     };
     let options = FollowOptions {
         state: state.path().to_path_buf(),
