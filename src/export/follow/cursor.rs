@@ -174,6 +174,19 @@ impl CursorDir {
         Ok(Some(bytes))
     }
 
+    /// Removes the cursor of `session` (its session is gone); there being none is fine.
+    pub fn remove(&self, session: &str) -> io::Result<()> {
+        let name = CursorDir::file_name(session);
+        match nix::unistd::unlinkat(
+            &self.dir,
+            name.as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        ) {
+            Ok(()) | Err(nix::errno::Errno::ENOENT) => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// Replaces the cursor of `session` whole (0600, temporary file then rename).
     pub fn write(&self, session: &str, cursor: &Cursor) -> io::Result<()> {
         let mut bytes = serde_json::to_vec(cursor)?;
@@ -234,6 +247,9 @@ mod tests {
         assert_eq!(mode(&dir.path().join("s1.json")), 0o600);
         assert_eq!(mode(dir.path()), 0o700);
         assert_eq!(dir.load("other").0, Cursor::default());
+        dir.remove("s1").unwrap();
+        dir.remove("s1").unwrap();
+        assert_eq!(dir.load("s1").0, Cursor::default());
     }
 
     #[test]

@@ -440,12 +440,7 @@ impl Follow {
             match change {
                 Change::Rescan => self.scan_all(),
                 Change::SessionAppeared(dir) => self.scan_session(&dir),
-                Change::SessionGone(dir) => {
-                    let id = session_id(&dir);
-                    self.unwatch(&dir);
-                    self.running.retain(|_, (session, _)| *session != id);
-                    self.machine.handle_session_gone(&id);
-                }
+                Change::SessionGone(dir) => self.session_gone(&dir),
                 Change::CommandAppeared(dir) => self.scan_command(&dir),
                 Change::CommandGone(dir) => {
                     self.unwatch(&dir);
@@ -460,6 +455,24 @@ impl Follow {
                     ..
                 } => {}
             }
+        }
+    }
+
+    /// A session removed or renamed away (`tether prune` renames before removing): it is
+    /// no longer followed, and its cursor goes, or cursors would pile up for every session
+    /// ever pruned. One that a failed prune puts back is sent again from its start.
+    fn session_gone(&mut self, dir: &Path) {
+        let id = session_id(dir);
+        self.unwatch(dir);
+        self.running.retain(|_, (session, _)| *session != id);
+        self.machine.handle_session_gone(&id);
+        if !dir.exists()
+            && let Err(err) = self.dir.remove(&id)
+        {
+            eprintln!(
+                "tether: cannot remove the cursor of {id} in {}: {err}",
+                self.dir.path().display()
+            );
         }
     }
 

@@ -202,3 +202,54 @@ fn a_live_follower_sends_what_appears_and_stops_when_told() {
         .unwrap();
     assert_eq!(dir.load("live").0.sent_below, 3);
 }
+
+#[test]
+fn a_pruned_session_loses_its_cursor() {
+    let state = state_with_fixture();
+    assert_eq!(once(state.path(), accepted).0, 0);
+    let cursors = state
+        .path()
+        .join("export/otlp")
+        .join(super::cursor::endpoint_key(ENDPOINT));
+    assert!(cursors.join("every-kind.json").exists());
+    std::fs::remove_file(cursors.join("status.json")).unwrap();
+    let options = FollowOptions {
+        state: state.path().to_path_buf(),
+        endpoint: ENDPOINT.into(),
+        once: false,
+        limits: Limits::default(),
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = FakeSink {
+        got: Arc::clone(&got),
+        answer: accepted,
+    };
+    let follower = std::thread::spawn(move || {
+        super::run::follow_until(options, Box::new(sink), async {
+            let _ = stopped.await;
+        })
+    });
+    // The follower writes its status once it watches.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !cursors.join("status.json").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Pruned as `tether prune` does: renamed aside, then removed.
+    let sessions = state.path().join("sessions");
+    std::fs::rename(
+        sessions.join("every-kind"),
+        sessions.join(".pruning-every-kind-1"),
+    )
+    .unwrap();
+    while cursors.join("every-kind.json").exists() {
+        assert!(std::time::Instant::now() < deadline, "the cursor stays");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.send(()).unwrap();
+    assert_eq!(follower.join().unwrap(), 0);
+}
