@@ -152,6 +152,17 @@ impl Followed {
         }
     }
 
+    /// When its root span is due, while it is still to send.
+    fn root_due_at(&self, quiet: Duration) -> Option<u64> {
+        let sent = self.cursor.session_sent
+            // An agent command sent before it was known as one (its request unread then).
+            || self.agent().is_some_and(|a| self.cursor.has(a.number));
+        if sent {
+            return None;
+        }
+        self.done_at(quiet)
+    }
+
     fn complete(&self) -> bool {
         self.cursor.session_sent && self.commands.keys().all(|n| self.cursor.has(*n))
     }
@@ -393,7 +404,7 @@ impl Follower {
         let mut batch = Vec::new();
         for (id, session) in &self.sessions {
             let done = session
-                .done_at(self.limits.session_quiet)
+                .root_due_at(self.limits.session_quiet)
                 .is_some_and(|at| at <= now);
             let root = session.agent().map(|a| a.number);
             for command in session.commands.values() {
@@ -411,7 +422,7 @@ impl Follower {
                     root: is_root,
                 });
             }
-            if root.is_none() && done && !session.cursor.session_sent && batch.len() < max {
+            if root.is_none() && done && batch.len() < max {
                 batch.push(Planned::Session {
                     id: id.clone(),
                     info: session.info.clone(),
@@ -448,8 +459,7 @@ impl Follower {
         let quiet = self
             .sessions
             .values()
-            .filter(|s| !s.cursor.session_sent)
-            .filter_map(|s| s.done_at(self.limits.session_quiet))
+            .filter_map(|s| s.root_due_at(self.limits.session_quiet))
             .map(|at| at.max(self.not_before))
             .min();
         gathering.into_iter().chain(quiet).min()
@@ -473,9 +483,8 @@ impl Follower {
                     .values()
                     .filter(|c| c.ended && !s.cursor.has(c.number))
                     .count();
-                let root = !s.cursor.session_sent
-                    && s.agent().is_none()
-                    && s.done_at(self.limits.session_quiet)
+                let root = s.agent().is_none()
+                    && s.root_due_at(self.limits.session_quiet)
                         .is_some_and(|at| at <= now);
                 commands + usize::from(root)
             })

@@ -368,3 +368,20 @@ fn a_complete_session_is_forgotten_but_its_cursor_kept() {
     step(&mut f, T0 + 205);
     assert!(f.idle(T0 + 1_000_000));
 }
+
+#[test]
+fn an_agent_sent_before_it_was_known_as_one_sets_no_timer() {
+    let mut cursor = Cursor::default();
+    cursor.mark(1);
+    let mut agent = command(1, true, T0);
+    agent.agent = true;
+    let mut f = follower(Limits::default());
+    follow(&mut f, session("a", vec![agent]), cursor);
+    assert!(step(&mut f, T0 + 100_000).sent.is_none());
+    assert_eq!(
+        f.poll_timeout(),
+        None,
+        "a due time that nothing answers would spin"
+    );
+    assert!(f.idle(T0 + 100_000));
+}
