@@ -7,6 +7,7 @@
 //! The encoding and the HTTP are behind [`Sink`]: this module never sees a wire format.
 
 pub mod cursor;
+mod journals;
 pub mod lock;
 pub mod machine;
 pub mod run;

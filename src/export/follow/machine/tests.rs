@@ -1,5 +1,6 @@
 //! The follower on simulated time: scans in, outcomes in, actions out.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::*;
