@@ -25,6 +25,7 @@ mod exec_output;
 mod exec_teardown;
 mod export;
 mod export_cli;
+mod export_follow;
 mod features;
 mod fixture_every_kind;
 mod grep;

@@ -134,3 +134,110 @@ pub fn sessions_document(state: &Path, dirs: &[PathBuf]) -> SessionsDocument {
             .collect(),
     }
 }
+
+/// `tether export --follow`'s flags.
+#[derive(Debug, Clone, Default)]
+pub struct FollowFlags {
+    /// A base URL: traces go to `URL/v1/traces`.
+    pub endpoint: Option<String>,
+    pub protocol: Option<String>,
+    pub logs: bool,
+    pub headers: Vec<String>,
+    pub once: bool,
+    pub status: bool,
+}
+
+/// `tether export --follow [--once | --status]`.
+#[cfg(not(feature = "otlp"))]
+pub fn follow(_state: Option<&Path>, _flags: FollowFlags) -> i32 {
+    eprintln!(
+        "tether: {}",
+        Format::Otlp
+            .missing()
+            .unwrap_or("this tether cannot send OTLP")
+    );
+    EXIT_USAGE
+}
+
+/// `tether export --follow [--once | --status]`.
+#[cfg(feature = "otlp")]
+pub fn follow(state: Option<&Path>, flags: FollowFlags) -> i32 {
+    use super::follow::machine::Limits;
+    use super::otlp::{Encoder, LogBudget, OtlpSink, Target};
+
+    let state = match state_dir(state) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    let settings = match crate::config::user::user_config_path()
+        .map(|path| crate::config::user::load_user(&path))
+        .transpose()
+    {
+        Ok(config) => config.flatten().unwrap_or_default().export.otlp,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let target = match target_flags(&flags).and_then(|t| Target::resolve(&t, env, &settings)) {
+        Ok(target) => target,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    if flags.status {
+        return super::follow::run::print_status(&state, &target.traces);
+    }
+    let logs = (flags.logs || settings.logs == Some(true)).then(|| LogBudget {
+        bytes: settings.log_bytes(),
+    });
+    let encoder = match Encoder::local(env, logs) {
+        Ok(encoder) => encoder,
+        Err(err) => {
+            eprintln!("tether: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    let options = super::follow::FollowOptions {
+        state,
+        endpoint: target.traces.clone(),
+        once: flags.once,
+        limits: Limits {
+            max_backoff: settings.max_backoff(),
+            session_quiet: settings.session_quiet(),
+            ..Limits::default()
+        },
+    };
+    super::follow::follow(options, Box::new(OtlpSink::new(encoder, target)))
+}
+
+/// The command line's part of the target: `--protocol` and each `--header K=V` read.
+#[cfg(feature = "otlp")]
+fn target_flags(flags: &FollowFlags) -> Result<super::otlp::TargetFlags, String> {
+    let protocol = (flags.protocol.as_deref())
+        .map(crate::config::otlp::Protocol::parse)
+        .transpose()
+        .map_err(|err| format!("--protocol: {err}"))?;
+    let headers = (flags.headers.iter())
+        .map(|header| match header.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_string(), value.trim().to_string()))
+            }
+            _ => Err(format!(
+                "--header: expected NAME=VALUE, like authorization=Bearer T, found \"{}\"",
+                one_line(header)
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(super::otlp::TargetFlags {
+        endpoint: flags.endpoint.clone(),
+        protocol,
+        headers,
+        logs: flags.logs,
+    })
+}

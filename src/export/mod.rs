@@ -7,6 +7,7 @@
 
 pub mod chrome;
 pub mod cli;
+pub mod follow;
 pub mod jsonl;
 #[cfg(feature = "otlp")]
 pub mod otlp;

@@ -2,7 +2,7 @@
 //! badges, bytes, the tree each process had) beside the journal's own events, with times
 //! relative to the session and the damage each journal has. Built once, fed to each format.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::journal::{CommandRecord, Damage, SessionInfo, SessionRecord};
 use crate::model::replay::model_from_session;
@@ -94,6 +94,13 @@ impl SessionExport {
 }
 
 impl CommandExport {
+    /// One command read alone from its directory (the follower sends commands one by one).
+    pub fn load(dir: &Path) -> CommandExport {
+        let journal = CommandRecord::load(dir);
+        let state = crate::model::replay::command_from_record(&journal);
+        CommandExport::new(&journal, state)
+    }
+
     fn new(journal: &CommandRecord, state: CommandState) -> CommandExport {
         let closed = journal
             .events

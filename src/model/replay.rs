@@ -51,16 +51,19 @@ pub fn reload_from_record(command: &mut CommandState, record: &CommandRecord) {
 
 /// Whether the run's broker still runs (the session is live in another tether).
 pub fn broker_alive(command: &CommandState) -> bool {
-    command.broker_pid.is_some_and(|pid| {
-        // A broker names itself; one an older tether exec'd is `tether broker`.
-        let named = || {
-            std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|comm| {
-                comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes())
-            })
-        };
-        !crate::procfs::is_gone(pid)
-            && (named() || crate::procfs::cmdline(pid).iter().any(|a| a == "broker"))
-    })
+    command.broker_pid.is_some_and(broker_pid_alive)
+}
+
+/// Whether `pid` is a live broker: a broker names itself; one an older tether exec'd is
+/// `tether broker`.
+pub fn broker_pid_alive(pid: i32) -> bool {
+    let named = || {
+        std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|comm| {
+            comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes())
+        })
+    };
+    !crate::procfs::is_gone(pid)
+        && (named() || crate::procfs::cmdline(pid).iter().any(|a| a == "broker"))
 }
 
 /// The command as its launch request configured it (as far as the journal says).

@@ -18,8 +18,6 @@ mod resource;
 mod span;
 pub mod transport;
 
-use std::path::Path;
-
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
@@ -27,31 +25,12 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
-use super::session::{CommandExport, SessionExport};
-use crate::journal::SessionInfo;
+pub use super::follow::scan::is_agent;
+pub use super::follow::{Item, Sent};
+use super::session::SessionExport;
 pub use logs::LogBudget;
 pub use resource::{key_values, resource};
-pub use transport::{Body, Sent, Target, TargetFlags, send};
-
-/// What the follower hands the encoder: one span each.
-pub enum Item {
-    /// A command's span (and, with logs on, its output's records). `root`: it is the agent of a
-    /// `tether agent` session, whose span is the session's root (no parent; span id = root id).
-    Command {
-        session: String,
-        command: Box<CommandExport>,
-        root: bool,
-    },
-    /// The root span of a session that has no agent command.
-    Session {
-        id: String,
-        info: Option<SessionInfo>,
-        started_ms: u64,
-        ended_ms: u64,
-        commands: usize,
-        failed: usize,
-    },
-}
+pub use transport::{Body, Target, TargetFlags, send};
 
 /// Turns items into spans and log records, and batches of them into requests, all under one
 /// resource (this machine, this user, `service.name`).
@@ -212,17 +191,38 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
     encoder.traces(spans)
 }
 
-/// Whether the command in `dir` is the agent of a `tether agent` session: its request says
-/// so, or, in a journal written before requests said it, it ran through the session owner
-/// that only `tether agent` starts.
-pub fn is_agent(dir: &Path) -> bool {
-    crate::journal::reader::read_request(dir).is_some_and(|request| {
-        let argv = request.command.argv();
-        request.attention.agent
-            || argv
-                .get(1)
-                .is_some_and(|a| a == crate::agent::OWNER_SUBCOMMAND)
-    })
+/// The follower's [`super::follow::Sink`]: a batch encoded, its log records sent, then its
+/// spans; the batch is taken once both are. Records go first so that a failure between the
+/// two repeats records, never spans, when the batch is sent again.
+pub struct OtlpSink {
+    encoder: Encoder,
+    target: Target,
+}
+
+impl OtlpSink {
+    pub fn new(encoder: Encoder, target: Target) -> OtlpSink {
+        OtlpSink { encoder, target }
+    }
+}
+
+impl super::follow::Sink for OtlpSink {
+    fn send(&mut self, items: &[Item]) -> Sent {
+        let (traces, logs) = self.encoder.batch(items);
+        let records = match logs.map(|logs| send(&self.target, Body::Logs(logs))) {
+            None => None,
+            Some(Sent::Accepted { rejected, message }) => Some((rejected, message)),
+            Some(failed) => return failed,
+        };
+        match (send(&self.target, Body::Traces(traces)), records) {
+            (Sent::Accepted { rejected, message }, Some((records_rejected, records_message))) => {
+                Sent::Accepted {
+                    rejected: rejected + records_rejected,
+                    message: message.or(records_message),
+                }
+            }
+            (spans, _) => spans,
+        }
+    }
 }
 
 /// FNV-1a, 64 bits, from a given basis: enough to spread ids, and stable across versions

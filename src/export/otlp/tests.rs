@@ -270,9 +270,8 @@ fn an_agents_command_is_the_sessions_root() {
 }
 
 /// One command as the follower reads it.
-fn load(dir: &Path) -> CommandExport {
-    let session = SessionExport::from_record(&SessionRecord::load(dir.parent().unwrap()).unwrap());
-    session.commands.into_iter().find(|c| c.dir == dir).unwrap()
+fn load(dir: &Path) -> crate::export::CommandExport {
+    crate::export::CommandExport::load(dir)
 }
 
 #[test]

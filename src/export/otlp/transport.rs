@@ -16,24 +16,8 @@ use crate::config::otlp::Protocol;
 use crate::model::output::one_line;
 
 mod target;
+pub use super::Sent;
 pub use target::{Target, TargetFlags};
-
-/// How an endpoint took a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sent {
-    /// A 2xx: taken, but for `rejected` items (its `partial_success`) and why.
-    Accepted {
-        rejected: u64,
-        message: Option<String>,
-    },
-    /// Not taken this time: try again, after `after` when the endpoint said (`Retry-After`).
-    Retry {
-        after: Option<Duration>,
-        why: String,
-    },
-    /// Refused as it is (400, 413, ...): sending it again will not help.
-    Refused { why: String },
-}
 
 /// One request's content.
 pub enum Body {

@@ -1,0 +1,68 @@
+//! `tether export --follow`: every command of every session sent to an OpenTelemetry
+//! endpoint as it ends, the journal being the queue. What an endpoint has taken is kept per
+//! session on disk ([`cursor`]), what to send when is decided without I/O ([`machine`]),
+//! the journal is read as it changes ([`scan`]) and [`run`] drives it all: one follower per
+//! endpoint ([`lock`]), its state on SIGUSR1 and in a file ([`status`]).
+//!
+//! The encoding and the HTTP are behind [`Sink`]: this module never sees a wire format.
+
+pub mod cursor;
+mod journals;
+pub mod lock;
+pub mod machine;
+pub mod run;
+pub mod scan;
+pub mod status;
+
+use std::time::Duration;
+
+use super::CommandExport;
+use crate::journal::SessionInfo;
+
+pub use run::{FollowOptions, follow};
+
+/// What the follower hands a [`Sink`]: one span each.
+pub enum Item {
+    /// A command's span (and, with logs on, its output's records). `root`: it is the agent of a
+    /// `tether agent` session, whose span is the session's root (no parent; span id = root id).
+    Command {
+        session: String,
+        command: Box<CommandExport>,
+        root: bool,
+    },
+    /// The root span of a session that has no agent command.
+    Session {
+        id: String,
+        info: Option<SessionInfo>,
+        started_ms: u64,
+        ended_ms: u64,
+        commands: usize,
+        failed: usize,
+    },
+}
+
+/// How an endpoint took a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
+    /// A 2xx: taken, but for `rejected` items (its `partial_success`) and why.
+    Accepted {
+        rejected: u64,
+        message: Option<String>,
+    },
+    /// Not taken this time: try again, after `after` when the endpoint said (`Retry-After`).
+    Retry {
+        after: Option<Duration>,
+        why: String,
+    },
+    /// Refused as it is (400, 413, ...): sending it again will not help.
+    Refused { why: String },
+}
+
+/// Where batches go: the OTLP encoder and sender, or a test's fake. Called on a blocking
+/// thread, one batch at a time.
+pub trait Sink: Send {
+    fn send(&mut self, items: &[Item]) -> Sent;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+//! The follower's loop on a recorded session, in this process, with a fake sink: what
+//! `--once` sends, what a restart sends again, what a dead endpoint leaves.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::machine::Limits;
+use super::{FollowOptions, Item, Sent, Sink, follow};
+
+const ENDPOINT: &str = "http://127.0.0.1:9/v1/traces";
+
+/// Records what it is given and answers what `answer` makes.
+struct FakeSink {
+    got: Arc<Mutex<Vec<String>>>,
+    answer: fn() -> Sent,
+}
+
+impl Sink for FakeSink {
+    fn send(&mut self, items: &[Item]) -> Sent {
+        let mut got = self.got.lock().unwrap();
+        for item in items {
+            got.push(match item {
+                Item::Command {
+                    command,
+                    root: false,
+                    ..
+                } => command.id.clone(),
+                Item::Command { command, .. } => format!("root {}", command.id),
+                Item::Session { commands, .. } => format!("session of {commands}"),
+            });
+        }
+        (self.answer)()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn state_with_fixture() -> tempfile::TempDir {
+    let state = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind");
+    copy_dir(&fixture, &state.path().join("sessions/every-kind"));
+    state
+}
+
+fn once(state: &Path, answer: fn() -> Sent) -> (i32, Vec<String>) {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = FakeSink {
+        got: Arc::clone(&got),
+        answer,
+    };
+    let options = FollowOptions {
+        state: state.to_path_buf(),
+        endpoint: ENDPOINT.into(),
+        once: true,
+        limits: Limits {
+            first_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(4),
+            ..Limits::default()
+        },
+    };
+    let code = follow(options, Box::new(sink));
+    let got = got.lock().unwrap().clone();
+    (code, got)
+}
+
+fn accepted() -> Sent {
+    Sent::Accepted {
+        rejected: 0,
+        message: None,
+    }
+}
+
+#[test]
+fn once_sends_every_command_and_the_session_then_a_restart_sends_nothing() {
+    let state = state_with_fixture();
+    let (code, got) = once(state.path(), accepted);
+    assert_eq!(code, 0);
+    let mut expected: Vec<String> = [
+        "01-ok",
+        "02-fail",
+        "03-tree",
+        "04-killed",
+        "05-interrupted",
+        "06-orphaned",
+        "07-capped",
+        "08-missing",
+        "09-pty",
+        "10-crashed",
+    ]
+    .map(String::from)
+    .to_vec();
+    expected.push("session of 10".into());
+    assert_eq!(got, expected);
+    let (code, again) = once(state.path(), accepted);
+    assert_eq!(
+        (code, again),
+        (0, Vec::new()),
+        "the cursor says all was sent"
+    );
+    let status = std::fs::read_to_string(
+        state
+            .path()
+            .join("export/otlp")
+            .join(super::cursor::endpoint_key(ENDPOINT))
+            .join("status.json"),
+    )
+    .unwrap();
+    assert!(status.contains("\"backlog\": 0"), "{status}");
+}
+
+#[test]
+fn once_against_a_dead_endpoint_fails_and_keeps_everything_for_the_next_run() {
+    let state = state_with_fixture();
+    let down = || Sent::Retry {
+        after: None,
+        why: "connection refused".into(),
+    };
+    let (code, tries) = once(state.path(), down);
+    assert_eq!(code, 1);
+    // The same batch, tried four times.
+    assert_eq!(tries.len(), 4 * 11);
+    let (code, got) = once(state.path(), accepted);
+    assert_eq!((code, got.len()), (0, 11));
+}
+
+#[test]
+fn a_second_follower_of_the_same_endpoint_is_refused() {
+    let state = state_with_fixture();
+    let dir = super::cursor::CursorDir::open(state.path(), &super::cursor::endpoint_key(ENDPOINT))
+        .unwrap();
+    let _held = super::lock::take(&dir).unwrap();
+    let (code, got) = once(state.path(), accepted);
+    assert_eq!((code, got.len()), (2, 0));
+}
+
+#[test]
+fn a_live_follower_sends_what_appears_and_stops_when_told() {
+    let state = state_with_fixture();
+    assert_eq!(once(state.path(), accepted).0, 0);
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = FakeSink {
+        got: Arc::clone(&got),
+        answer: accepted,
+    };
+    let options = FollowOptions {
+        state: state.path().to_path_buf(),
+        endpoint: ENDPOINT.into(),
+        once: false,
+        limits: Limits::default(),
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let follower = std::thread::spawn(move || {
+        super::run::follow_until(options, Box::new(sink), async {
+            let _ = stopped.await;
+        })
+    });
+    let fixture = state.path().join("sessions/every-kind");
+    let sent = |name: &str| got.lock().unwrap().iter().any(|g| g == name);
+    // A session appears whole (made aside, renamed in), then a command in it.
+    let aside = state.path().join(".new");
+    copy_dir(&fixture.join("01-ok"), &aside.join("01-ok"));
+    let wait = |name: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !sent(name) {
+            assert!(std::time::Instant::now() < deadline, "{name} never sent");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The follower may not watch yet: the session is made until it is seen.
+    std::fs::rename(&aside, state.path().join("sessions/live")).unwrap();
+    wait("01-ok");
+    copy_dir(&fixture.join("02-fail"), &state.path().join(".cmd"));
+    std::fs::rename(
+        state.path().join(".cmd"),
+        state.path().join("sessions/live/02-fail"),
+    )
+    .unwrap();
+    wait("02-fail");
+    stop.send(()).unwrap();
+    assert_eq!(follower.join().unwrap(), 0);
+    let got = got.lock().unwrap().clone();
+    // The new session's root goes with its command: the fixture's command ended long
+    // before session_quiet ago.
+    assert_eq!(
+        got,
+        ["01-ok", "session of 1", "02-fail"],
+        "each once, the old session not again"
+    );
+    let dir = super::cursor::CursorDir::open(state.path(), &super::cursor::endpoint_key(ENDPOINT))
+        .unwrap();
+    assert_eq!(dir.load("live").0.sent_below, 3);
+}
+
+#[test]
+fn a_pruned_session_loses_its_cursor() {
+    let state = state_with_fixture();
+    assert_eq!(once(state.path(), accepted).0, 0);
+    let cursors = state
+        .path()
+        .join("export/otlp")
+        .join(super::cursor::endpoint_key(ENDPOINT));
+    assert!(cursors.join("every-kind.json").exists());
+    std::fs::remove_file(cursors.join("status.json")).unwrap();
+    let options = FollowOptions {
+        state: state.path().to_path_buf(),
+        endpoint: ENDPOINT.into(),
+        once: false,
+        limits: Limits::default(),
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = FakeSink {
+        got: Arc::clone(&got),
+        answer: accepted,
+    };
+    let follower = std::thread::spawn(move || {
+        super::run::follow_until(options, Box::new(sink), async {
+            let _ = stopped.await;
+        })
+    });
+    // The follower writes its status once it watches.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !cursors.join("status.json").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Pruned as `tether prune` does: renamed aside, then removed.
+    let sessions = state.path().join("sessions");
+    std::fs::rename(
+        sessions.join("every-kind"),
+        sessions.join(".pruning-every-kind-1"),
+    )
+    .unwrap();
+    while cursors.join("every-kind.json").exists() {
+        assert!(std::time::Instant::now() < deadline, "the cursor stays");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.send(()).unwrap();
+    assert_eq!(follower.join().unwrap(), 0);
+}
