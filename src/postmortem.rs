@@ -80,8 +80,7 @@ fn session_at(path: &Path) -> Result<PathBuf, String> {
     };
     let has_commands = entries.filter_map(Result::ok).any(|entry| {
         entry.file_type().is_ok_and(|t| t.is_dir())
-            && crate::journal::paths::command_dir_number(&entry.file_name().to_string_lossy())
-                .is_some()
+            && crate::journal::CommandId::number_of(&entry.file_name().to_string_lossy()).is_some()
     });
     if has_commands {
         Ok(path.to_path_buf())

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use common::journal::{exit_status, load_complete, read};
 use common::{BIN, TAG_VAR, TestEnv};
-use tether::journal::{SessionInfo, command_dir_number};
+use tether::journal::{CommandId, SessionInfo};
 
 /// `tether exec` as the tests start it, without whatever session the test runner itself
 /// may run in.
@@ -79,7 +79,7 @@ fn concurrent_execs_join_one_session() {
     let commands = command_dirs_in(&sessions[0]);
     let mut numbers: Vec<u64> = commands
         .iter()
-        .map(|d| command_dir_number(&name_of(d)).unwrap())
+        .map(|d| CommandId::number_of(&name_of(d)).unwrap())
         .collect();
     numbers.sort();
     assert_eq!(numbers, (1..=2 * EACH as u64).collect::<Vec<_>>());

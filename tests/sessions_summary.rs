@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
 use common::{TestEnv, copy_dir, every_kind_fixture, run_to_end};
-use tether::journal::command_dir_name;
+use tether::journal::CommandId;
 use tether::model::output::text_width;
 
 const COMMANDS: usize = 1000;
@@ -43,7 +43,7 @@ fn agent_session(env: &TestEnv) -> (Vec<usize>, Vec<usize>) {
         };
         copy_dir(
             &every_kind_fixture().join(from),
-            &session.join(command_dir_name(n, name)),
+            &session.join(CommandId::new("s", n as u64, name).dir_name()),
         );
     }
     (failed, killed)

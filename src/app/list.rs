@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::model::output::{one_line, text_width};
-use crate::model::{CommandId, CommandState, Model};
+use crate::model::{CommandIndex, CommandState, Model};
 
 /// Which commands the list shows (`F` cycles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,7 +73,7 @@ pub struct ListView {
 pub enum ListRow {
     /// A session's header: an index into [`ListRows::sessions`].
     Session(usize),
-    Command(CommandId),
+    Command(CommandIndex),
     /// An agent's set-up shells that ended well, folded into one dim row (`2 set-up
     /// shells`) where the first of them would be: an index into [`ListRows::sessions`].
     Setup(usize),
@@ -109,7 +109,7 @@ pub struct SessionGroup {
     pub counts: Counts,
     pub folded: bool,
     /// Its first command the filter shows, in the list's order: what a folded header selects.
-    pub first: Option<CommandId>,
+    pub first: Option<CommandIndex>,
     /// Its set-up shells folded into one row (see [`ListRow::Setup`]).
     pub setup_folded: usize,
     header_row: Option<usize>,
@@ -124,11 +124,11 @@ pub struct ListRows {
     pub counts: Counts,
     /// The command whose mark needs the operator most (by [`AttentionMark::urgency`]: the
     /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
-    pub latest_attention: Option<CommandId>,
+    pub latest_attention: Option<CommandIndex>,
     /// Of the listed commands, the one running that started last: what a watch keeps
     /// selected while the operator has not moved the list. (The rows are built again when a
     /// command starts or ends: see [`fingerprint`].)
-    pub newest_running: Option<CommandId>,
+    pub newest_running: Option<CommandIndex>,
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
     pub number_width: usize,
@@ -186,9 +186,9 @@ impl ListRows {
     pub fn build(model: &Model, view: &ListView) -> ListRows {
         let mut sessions: Vec<SessionGroup> = Vec::new();
         let mut session_of = Vec::with_capacity(model.commands.len());
-        let mut members: Vec<Vec<CommandId>> = Vec::new();
+        let mut members: Vec<Vec<CommandIndex>> = Vec::new();
         let mut counts = Counts::default();
-        let mut latest_attention: Option<((u8, u64), CommandId)> = None;
+        let mut latest_attention: Option<((u8, u64), CommandIndex)> = None;
         let (mut name_width, mut widest_number) = (4, 0);
         for (id, command) in model.commands.iter().enumerate() {
             let dir = session_dir(model, command);
@@ -217,7 +217,7 @@ impl ListRows {
                 }
             }
             name_width = name_width.max(text_width(&one_line(&command.config.name)));
-            widest_number = widest_number.max(command.number().unwrap_or(id as u32 + 1));
+            widest_number = widest_number.max(command.id().map_or(id as u64 + 1, |c| c.number));
             if view.filter.shows(command) {
                 members[at].push(id);
             }
@@ -288,7 +288,7 @@ impl ListRows {
 
     /// The row the selection is on: the selected command's, or the header it is folded
     /// under; `None` when the filter hides it.
-    pub fn cursor_row(&self, selected: CommandId) -> Option<usize> {
+    pub fn cursor_row(&self, selected: CommandIndex) -> Option<usize> {
         if let Some(row) = self.row_of.get(selected).copied().flatten() {
             return Some(row);
         }
@@ -297,12 +297,12 @@ impl ListRows {
     }
 
     /// The session of a command, if it is listed.
-    pub fn session_of(&self, id: CommandId) -> Option<&SessionGroup> {
+    pub fn session_of(&self, id: CommandIndex) -> Option<&SessionGroup> {
         self.sessions.get(*self.session_of.get(id)?)
     }
 
     /// The command a row selects: its own, or a folded session's first.
-    pub fn command_of_row(&self, row: usize) -> Option<CommandId> {
+    pub fn command_of_row(&self, row: usize) -> Option<CommandIndex> {
         match *self.rows.get(row)? {
             ListRow::Command(id) => Some(id),
             ListRow::Session(at) => self.sessions[at].first.filter(|_| self.sessions[at].folded),
@@ -312,7 +312,7 @@ impl ListRows {
 
     /// The command `delta` rows from the selection (clamped to the list), skipping the
     /// headers of open sessions: those only label the rows under them.
-    pub fn moved(&self, selected: CommandId, delta: i64) -> Option<CommandId> {
+    pub fn moved(&self, selected: CommandIndex, delta: i64) -> Option<CommandIndex> {
         let last = self.rows.len().checked_sub(1)?;
         let from = self.cursor_row(selected).unwrap_or(0) as i64;
         let target = from.saturating_add(delta).clamp(0, last as i64) as usize;
@@ -328,7 +328,7 @@ impl ListRows {
 
     /// The listed command nearest to `selected` (itself if it is listed): where the
     /// selection goes when the filter hides it.
-    pub fn nearest(&self, selected: CommandId) -> Option<CommandId> {
+    pub fn nearest(&self, selected: CommandIndex) -> Option<CommandIndex> {
         if self.cursor_row(selected).is_some() {
             return Some(selected);
         }

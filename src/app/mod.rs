@@ -36,7 +36,7 @@ use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
 use crate::journal::read_result;
 use crate::model::output::{StyledLine, text_width};
-use crate::model::{CommandId, CommandState, Model};
+use crate::model::{CommandIndex, CommandState, Model};
 use crate::protocol::{Event, ProcessEntry, Stream, WindowSize};
 use crate::sampler::{ProcessInfo, Snapshot, build_tree};
 
@@ -52,13 +52,13 @@ pub struct App {
     pub content: FrameContent,
     geometry: Geometry,
     /// Open log files of each command's current run.
-    streams: HashMap<(CommandId, u32), OpenStreams>,
+    streams: HashMap<(CommandIndex, u32), OpenStreams>,
     snapshot: Snapshot,
     /// The selected command's cgroup figures, read with each snapshot (not each frame: they
     /// move on the sampler's clock), and which command they are of.
-    cgroup_stats: Option<(CommandId, crate::cgroup::CgroupStats)>,
+    cgroup_stats: Option<(CommandIndex, crate::cgroup::CgroupStats)>,
     /// The moment and command `content.cursor` was made for (see `past.rs`).
-    cursor_for: Option<(u64, CommandId)>,
+    cursor_for: Option<(u64, CommandIndex)>,
     size: Rect,
     /// The output on screen has more bytes than are indexed yet: draw again soon.
     pub behind: bool,
@@ -169,7 +169,7 @@ impl App {
     }
 
     /// An event from the broker of `command`'s run `run`; stale runs are ignored.
-    pub fn apply_event(&mut self, command: CommandId, run: u32, event: &Event) {
+    pub fn apply_event(&mut self, command: CommandIndex, run: u32, event: &Event) {
         if let Some(c) = self.model.commands.get_mut(command)
             && c.run == run
         {

@@ -6,14 +6,14 @@ use std::time::Instant;
 
 use super::App;
 use super::view::ScreenContent;
-use crate::model::CommandId;
+use crate::model::CommandIndex;
 use crate::model::screen::{SignsReader, StreamScreen};
 use crate::protocol::Stream;
 
 /// The screens and hints of one command's run.
 #[derive(Default)]
 pub(super) struct PaneScreens {
-    run: Option<(CommandId, u32)>,
+    run: Option<(CommandIndex, u32)>,
     signs: [Option<SignsReader>; 2],
     /// Only for a pane in the screen view: an emulator is dropped with the view.
     screens: [Option<StreamScreen>; 2],

@@ -8,7 +8,7 @@ use super::list::{ListRows, ListView};
 
 use crate::model::output::StyledLine;
 use crate::model::screen::{FullScreenSigns, ReplayStart, ScreenGrid};
-use crate::model::{CommandId, TimelineEntry};
+use crate::model::{CommandIndex, TimelineEntry};
 use crate::protocol::{EventKind, Stream};
 use crate::sampler::{Machine, TreeRow};
 
@@ -96,7 +96,7 @@ impl LineSelection {
 pub enum Dialog {
     Help,
     ConfirmKill {
-        command: CommandId,
+        command: CommandIndex,
     },
     ConfirmQuit {
         running: usize,
@@ -109,7 +109,7 @@ pub enum Dialog {
         input: String,
     },
     SignalProcess {
-        command: CommandId,
+        command: CommandIndex,
         pid: i32,
         argv: String,
         input: String,
@@ -122,7 +122,7 @@ pub enum Dialog {
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ViewState {
-    pub selected: CommandId,
+    pub selected: CommandIndex,
     pub focus: Pane,
     pub zoom: bool,
     /// The header shows each core's CPU instead of the machine's summary.
@@ -140,7 +140,7 @@ pub struct ViewState {
     /// Stopping everything before leaving.
     pub quitting: bool,
     /// Every key goes to this command's terminal, until Ctrl-a.
-    pub typing: Option<CommandId>,
+    pub typing: Option<CommandIndex>,
     /// The stdout pane shows stdout and stderr merged, in the order they were written.
     pub merged: bool,
     /// Output lines are stamped with the time they were written.
@@ -187,7 +187,7 @@ impl ViewState {
 
     /// Selects a command. Every change of selection comes here, so that what was scrolled,
     /// searched or selected in the last command's panes never carries over to another.
-    pub fn select_command(&mut self, index: CommandId) {
+    pub fn select_command(&mut self, index: CommandIndex) {
         if index != self.selected {
             self.selected = index;
             self.reset_command_view();

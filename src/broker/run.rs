@@ -249,8 +249,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         super::outlets::now(),
         request.clone(),
         CommandNames {
-            number: (request.session.as_ref())
-                .and_then(|s| crate::journal::paths::command_dir_number(&s.command)),
+            id: (request.session.as_ref()).and_then(|s| s.command_id()),
             text: crate::config::naming::command_text(&request.command),
         },
         final_line,

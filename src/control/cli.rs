@@ -13,7 +13,7 @@ use super::client::Ack;
 use super::discover::{LiveCommand, live_commands_noting};
 use super::fallback;
 use super::report::StopReport;
-use super::target::{Target, no_match, short_id};
+use super::target::{Target, no_match};
 use crate::journal::{CommandRecord, state_dir};
 use crate::model::command::exit_label;
 use crate::model::output::one_line;
@@ -51,7 +51,8 @@ fn live(state: Option<&Path>, session: Option<&str>) -> Option<Vec<LiveCommand>>
 struct PsRow<'a> {
     session: &'a str,
     name: &'a str,
-    id: &'a str,
+    /// Its directory in the session (`01-sleep`).
+    id: String,
     broker_pid: i32,
     pid: Option<i32>,
     state: &'a str,
@@ -109,9 +110,9 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
                 .map_or(&[][..], |t| t.get(1..).unwrap_or(&[]));
             let live = tree.iter().filter(|p| p.state != 'Z');
             PsRow {
-                session: &c.session,
+                session: &c.id.session,
                 name: &c.name,
-                id: &c.id,
+                id: c.id.dir_name(),
                 broker_pid: c.broker.pid,
                 pid: c.pid,
                 state: &c.state,
@@ -155,7 +156,7 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
         .zip(&commands)
         .map(|(r, c)| {
             [
-                short_id(c),
+                c.id.target(),
                 r.name.to_string(),
                 r.broker_pid.to_string(),
                 r.pid.map_or_else(|| "-".into(), |p| p.to_string()),

@@ -7,7 +7,6 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
 use thiserror::Error;
 
 use super::socket_dir;
@@ -15,7 +14,7 @@ use crate::config::CommandConfig;
 use crate::journal::bounded::{Oversized, oversized, read_metadata};
 use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
-use crate::journal::{command_dirs, list_sessions, sessions_dir};
+use crate::journal::{CommandId, command_dirs, list_sessions, sessions_dir};
 use crate::model::command::{CommandState, Status};
 use crate::procfs;
 use crate::protocol::{
@@ -27,19 +26,16 @@ use crate::protocol::{
 const LOG_WINDOW: u64 = 64 * 1024;
 
 /// One command whose broker runs now.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LiveCommand {
-    /// The session's name: its directory under `sessions/`.
-    pub session: String,
+    /// Its session and its directory there (`agent-1/01-sleep`): unique where names are not.
+    pub id: CommandId,
     /// The command's name, as launched.
     pub name: String,
-    /// Its directory in the session, e.g. `01-sleep`: unique where names are not.
-    pub id: String,
     pub dir: PathBuf,
     pub broker: BrokerIdentity,
     /// The broker's token, from `command.json`: what [`super::verify`] checks before
     /// signalling the broker's pid. Not shown in listings.
-    #[serde(skip)]
     pub broker_token: Option<String>,
     /// The command's own pid (the leader of its process group), once spawned.
     pub pid: Option<i32>,
@@ -49,7 +45,6 @@ pub struct LiveCommand {
     /// finishes (`exit 0`, `SIGKILL`).
     pub state: String,
     /// The grace period of its stop sequence.
-    #[serde(rename = "grace_ms", with = "crate::protocol::millis")]
     pub grace: Duration,
     pub control_socket: Option<PathBuf>,
     /// What holds its tree, as the broker's last `containment` event said: `cgroup` or
@@ -62,7 +57,7 @@ pub struct LiveCommand {
 impl LiveCommand {
     /// `SESSION/NAME`, as targets name it.
     pub fn label(&self) -> String {
-        format!("{}/{}", self.session, self.name)
+        format!("{}/{}", self.id.session, self.name)
     }
 
     /// Whether a control socket is recorded and is there, ours.
@@ -176,9 +171,8 @@ fn live_of(session: &str, dir: &Path, file: CommandFile) -> Option<LiveCommand> 
         |e| e.ts_ms,
     );
     Some(LiveCommand {
-        session: session.to_string(),
+        id: CommandId::parse(session, &file_name(dir))?,
         name: file.request.name.clone(),
-        id: file_name(dir),
         dir: dir.to_path_buf(),
         broker,
         broker_token: file.broker_token.clone(),

@@ -52,7 +52,7 @@ impl Target {
         let (session, name) = match self {
             Target::Command { session, name } => (session, name),
             Target::Session(session) => {
-                return Ok(live.iter().filter(|c| c.session == *session).collect());
+                return Ok(live.iter().filter(|c| c.id.session == *session).collect());
             }
             Target::Pid(pid) => {
                 let holds = |c: &LiveCommand| {
@@ -62,31 +62,27 @@ impl Target {
                 return Ok(live.iter().filter(|c| holds(c)).collect());
             }
         };
-        let in_session = live.iter().filter(|c| c.session == *session);
+        let in_session = live.iter().filter(|c| c.id.session == *session);
         // A number names the command of that number, as `ps` shows it (`SESSION/NN`), so
         // that the id always names one command; a command named like a number is reached
         // by its directory id (`01-2`).
+        let number = (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| name.parse::<u64>().ok())
+            .flatten();
         let numbered: Vec<_> = (in_session.clone())
-            .filter(|c| same_number(&c.id, name))
+            .filter(|c| Some(c.id.number) == number)
             .collect();
         if !numbered.is_empty() {
             return Ok(numbered);
         }
         let named: Vec<_> = in_session
-            .filter(|c| c.name == *name || c.id == *name)
+            .filter(|c| c.name == *name || c.id.dir_name() == *name)
             .collect();
         if named.len() > 1 {
             return Err(ambiguous(self, &named));
         }
         Ok(named)
     }
-}
-
-/// A command's short id, `SESSION/NN` (its directory's number): what `tether ps` shows and
-/// what always names exactly one command.
-pub fn short_id(command: &LiveCommand) -> String {
-    let number = command.id.split('-').next().unwrap_or(&command.id);
-    format!("{}/{number}", command.session)
 }
 
 /// The refusal of a name that several live commands share, with their ids.
@@ -99,7 +95,7 @@ fn ambiguous(target: &Target, named: &[&LiveCommand]) -> String {
         let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
         text.push_str(&format!(
             "\n  {}  (pid {pid}, {})",
-            crate::model::output::one_line(&short_id(c)),
+            crate::model::output::one_line(&c.id.target()),
             c.state
         ));
     }
@@ -116,17 +112,6 @@ impl fmt::Display for Target {
     }
 }
 
-/// Whether `wanted` is a number, the number of directory id `id` (`07` and `7` for `07-make`).
-fn same_number(id: &str, wanted: &str) -> bool {
-    let number = |text: &str| {
-        (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| text.parse::<u64>().ok())
-            .flatten()
-    };
-    let own = id.split('-').next().and_then(number);
-    own.is_some() && own == number(wanted)
-}
-
 /// The message for a target that names no live command: what was asked, and what is live.
 pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
     let mut text = format!("no live command matches `{target}`");
@@ -139,7 +124,7 @@ pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
         let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
         text.push_str(&format!(
             "\n  {}  {}  (pid {pid}, {})",
-            crate::model::output::one_line(&short_id(c)),
+            crate::model::output::one_line(&c.id.target()),
             crate::model::output::one_line(&c.label()),
             c.state
         ));
@@ -150,13 +135,13 @@ pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::CommandId;
     use crate::protocol::BrokerIdentity;
 
     fn live(session: &str, name: &str, id: &str, broker: i32) -> LiveCommand {
         LiveCommand {
-            session: session.into(),
+            id: CommandId::parse(session, id).unwrap(),
             name: name.into(),
-            id: id.into(),
             dir: format!("/s/{session}/{id}").into(),
             broker: BrokerIdentity {
                 pid: broker,

@@ -11,8 +11,8 @@ pub mod search;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::journal::command_dirs;
 use crate::journal::secure::open_regular;
+use crate::journal::{CommandId, command_dirs};
 use crate::model::replay::dir_name;
 use crate::protocol::Stream;
 use print::Origin;
@@ -86,7 +86,9 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
     'sessions: for session_dir in &sessions {
         let session = dir_name(session_dir);
         for dir in command_dirs(session_dir).unwrap_or_default() {
-            let command = dir_name(&dir);
+            let Some(command) = CommandId::parse(&session, &dir_name(&dir)) else {
+                continue;
+            };
             for &stream in streams {
                 let path = dir.join(stream.file_name());
                 let file = match open_regular(&path) {
@@ -100,7 +102,6 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
                     }
                 };
                 let origin = Origin {
-                    session: &session,
                     command: &command,
                     stream: stream.name(),
                 };
@@ -117,9 +118,8 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
                 // an absence.
                 if let Some((kept, dropped)) = crate::journal::cut::stream_cut(&dir, stream) {
                     eprintln!(
-                        "tether: {}/{} {}: searched the first {} only; the {} after them were not journaled (the command's bound)",
-                        crate::model::output::one_line(&session),
-                        crate::model::output::one_line(&command),
+                        "tether: {} {}: searched the first {} only; the {} after them were not journaled (the command's bound)",
+                        crate::model::output::one_line(&command.to_string()),
                         stream.name(),
                         crate::units::format_size(kept),
                         crate::units::format_size(dropped)

@@ -10,6 +10,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::search::LineMatch;
+use crate::journal::CommandId;
 use crate::model::output::LineRenderer;
 
 /// Lines longer than this (in bytes) are shown as a window of about this size.
@@ -25,8 +26,7 @@ const RESET: &str = "\x1b[0m";
 /// Where a line comes from.
 #[derive(Debug, Clone, Copy)]
 pub struct Origin<'a> {
-    pub session: &'a str,
-    pub command: &'a str,
+    pub command: &'a CommandId,
     pub stream: &'a str,
 }
 
@@ -50,8 +50,8 @@ pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool) -> String
     }
     let source = format!(
         "{}/{}",
-        sanitized(origin.session.as_bytes()),
-        sanitized(origin.command.as_bytes())
+        sanitized(origin.command.session.as_bytes()),
+        sanitized(origin.command.dir_name().as_bytes())
     );
     let place = format!("{}:{}", origin.stream, hit.number);
     if color {
@@ -146,7 +146,7 @@ fn is_continuation(byte: u8) -> bool {
 pub struct JsonMatch<'a> {
     pub session: &'a str,
     /// The command's directory in the session (`01-build`).
-    pub command: &'a str,
+    pub command: String,
     pub stream: &'a str,
     /// 1-based line number in the stream.
     pub line: u64,
@@ -166,8 +166,8 @@ pub struct JsonMatch<'a> {
 
 pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
     let record = JsonMatch {
-        session: origin.session,
-        command: origin.command,
+        session: &origin.command.session,
+        command: origin.command.dir_name(),
         stream: origin.stream,
         line: hit.number,
         offset: hit.offset,
@@ -184,6 +184,8 @@ pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::LazyLock;
+
     use super::*;
 
     fn hit<'a>(text: &'a [u8], matches: &[(usize, usize)]) -> LineMatch<'a> {
@@ -196,23 +198,23 @@ mod tests {
         }
     }
 
-    const ORIGIN: Origin<'static> = Origin {
-        session: "s1",
-        command: "01-make",
+    static COMMAND: LazyLock<CommandId> = LazyLock::new(|| CommandId::new("s1", 1, "make"));
+    static ORIGIN: LazyLock<Origin<'static>> = LazyLock::new(|| Origin {
+        command: &COMMAND,
         stream: "stdout",
-    };
+    });
 
     #[test]
     fn plain_lines_carry_their_origin_and_no_escape() {
         let text = b"\x1b]0;pwned\x07\x1b[31mred error\x1b[0m \xff";
-        let line = text_line(ORIGIN, &hit(text, &[(19, 24)]), false);
+        let line = text_line(*ORIGIN, &hit(text, &[(19, 24)]), false);
         assert_eq!(line, "s1/01-make:stdout:7: red error \u{fffd}\n");
         assert!(!line.contains('\x1b'));
     }
 
     #[test]
     fn matches_are_highlighted_on_a_terminal_and_only_there() {
-        let line = text_line(ORIGIN, &hit(b"an error here", &[(3, 8)]), true);
+        let line = text_line(*ORIGIN, &hit(b"an error here", &[(3, 8)]), true);
         assert!(line.contains("\x1b[1;31merror\x1b[0m here"), "{line:?}");
         assert!(line.starts_with("\x1b[35ms1/01-make\x1b[0m:\x1b[32mstdout:7\x1b[0m: an "));
     }
@@ -221,12 +223,12 @@ mod tests {
     fn a_match_inside_an_escape_sequence_never_shows_its_body() {
         let text = b"copy \x1b]52;c;cHduZWQ=\x07\x1b[2Jdone";
         let escapes = [(5, 6), (21, 22)];
-        let colored = text_line(ORIGIN, &hit(text, &escapes), true);
-        let plain = text_line(ORIGIN, &hit(text, &escapes), false);
+        let colored = text_line(*ORIGIN, &hit(text, &escapes), true);
+        let plain = text_line(*ORIGIN, &hit(text, &escapes), false);
         assert_eq!(plain, "s1/01-make:stdout:7: copy done\n");
         assert!(colored.ends_with(": copy done\n"), "{colored:?}");
         // A match across an escape highlights what it prints, and only that.
-        let across = text_line(ORIGIN, &hit(text, &[(2, 27)]), true);
+        let across = text_line(*ORIGIN, &hit(text, &[(2, 27)]), true);
         assert!(
             across.ends_with(": co\x1b[1;31mpy do\x1b[0mne\n"),
             "{across:?}"
@@ -261,7 +263,7 @@ mod tests {
         let mut text = "é".repeat(1000).into_bytes();
         text.extend(b"needle");
         text.extend("ü".repeat(1000).into_bytes());
-        let line = text_line(ORIGIN, &hit(&text, &[(2000, 2006)]), false);
+        let line = text_line(*ORIGIN, &hit(&text, &[(2000, 2006)]), false);
         assert!(line.contains("…éé"), "{line}");
         assert!(line.contains("needleüü"), "{line}");
         assert!(line.trim_end().ends_with("more bytes]"), "{line}");
@@ -274,7 +276,7 @@ mod tests {
 
     #[test]
     fn json_keeps_the_raw_ranges() {
-        let line = json_line(ORIGIN, &hit(b"a \xff error", &[(5, 10)]));
+        let line = json_line(*ORIGIN, &hit(b"a \xff error", &[(5, 10)]));
         let value: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["text"], "a \u{fffd} error");
         assert_eq!(value["matches"][0]["start"], 5);

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::clock::now_ms;
-use crate::journal::command_dirs;
+use crate::journal::{CommandId, command_dirs};
 use crate::protocol::{
     Event, EventKind, LaunchRequest, LeftoversRule, Origin, ProcessSignal, Request,
 };
@@ -271,16 +271,17 @@ impl Commands {
     /// numbered; each read from its journal only as the iterator reaches it.
     pub fn session_commands(
         &self,
-        from: Option<super::list::Cursor>,
+        from: Option<CommandId>,
     ) -> impl Iterator<Item = Tracked> + use<> {
         let mine: BTreeMap<String, Tracked> =
             self.all().into_iter().map(|t| (t.id.clone(), t)).collect();
+        let session = self.session_id.clone();
         command_dirs(&self.session_dir)
             .unwrap_or_default()
             .into_iter()
             .filter_map(move |dir| {
                 let id = dir.file_name()?.to_string_lossy().into_owned();
-                let place = super::list::cursor(&id)?;
+                let place = CommandId::parse(&session, &id)?;
                 if from.as_ref().is_some_and(|from| place < *from) {
                     return None;
                 }

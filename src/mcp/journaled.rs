@@ -39,8 +39,8 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
             crate::config::naming::command_text(&file.request.command),
         ),
         // `03-build`: the number, then its name.
-        None => match crate::journal::CommandDirName::parse(&id) {
-            Some(dir) if !dir.name.is_empty() => (dir.name, String::new()),
+        None => match crate::journal::CommandId::of_dir(dir) {
+            Some(command) if !command.name.is_empty() => (command.name, String::new()),
             _ => (id.clone(), String::new()),
         },
     };

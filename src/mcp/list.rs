@@ -8,7 +8,7 @@ use super::ToolError;
 use super::budget::{COMMAND_CAP, REPLY_BUDGET, capped, element_cost, reply_size};
 use super::commands::{Commands, Tracked};
 use super::run::CommandStatus;
-use crate::journal::command_dir_number;
+use crate::journal::CommandId;
 use crate::journal::reader::read_result;
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -58,21 +58,13 @@ impl ListedCommand {
     }
 }
 
-/// Where a page starts: a command id (its directory's name), ordered as the session's
-/// directories are, by number and then by name.
-pub type Cursor = (u64, String);
-
-/// The place of command `id`; None for what is no command id.
-pub fn cursor(id: &str) -> Option<Cursor> {
-    Some((command_dir_number(id)?, id.to_string()))
-}
-
 pub fn list(commands: &Commands, params: ListParams) -> Result<ListResult, ToolError> {
     let from = params
         .cursor
         .as_deref()
         .map(|given| {
-            cursor(given).ok_or_else(|| {
+            // A command id (its directory's name), ordered as the session's directories are.
+            CommandId::parse(&commands.session_id, given).ok_or_else(|| {
                 ToolError::new(format!(
                     "cursor {given} is not one `list` gave: pass a page's next_cursor, or none for the first page"
                 ))

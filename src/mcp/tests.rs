@@ -10,11 +10,12 @@ use regex::Regex;
 
 use super::budget::{REPLY_BUDGET, reply_size};
 use super::commands::Tracked;
-use super::list::{Cursor, ListedCommand, cursor, page_of};
+use super::list::{ListedCommand, page_of};
 use super::output::page;
 use super::run::{CommandStatus, result_of};
 use super::signal::{SentSignal, SignalResult};
 use super::text::sanitize;
+use crate::journal::CommandId;
 use crate::protocol::{ExitStatus, Stream};
 
 /// A run of one costly kind of byte, or of plain text.
@@ -140,17 +141,17 @@ proptest! {
         commands in prop::collection::vec((text(2_000), text(20_000)), 0..1_500),
     ) {
         let journal = PathBuf::from("/nonexistent/journal");
-        let listed: Vec<(Cursor, Tracked)> = commands
+        let listed: Vec<(CommandId, Tracked)> = commands
             .iter()
             .enumerate()
             .map(|(n, (name, command))| {
                 let id = format!("{:02}-cmd", n + 1);
-                let place = cursor(&id).expect("a command id");
+                let place = CommandId::parse("s", &id).expect("a command id");
                 (place, tracked(&journal, &id, name, command))
             })
             .collect();
         let mut seen = Vec::new();
-        let mut at: Option<Cursor> = None;
+        let mut at: Option<CommandId> = None;
         loop {
             let from = at.clone();
             let rest = listed
@@ -162,7 +163,7 @@ proptest! {
             prop_assert!(!page.commands.is_empty() || listed.is_empty());
             seen.extend(page.commands.iter().map(|c| c.status.id.clone()));
             match page.next_cursor {
-                Some(next) => at = Some(cursor(&next).expect("a cursor")),
+                Some(next) => at = Some(CommandId::parse("s", &next).expect("a cursor")),
                 None => break,
             }
         }

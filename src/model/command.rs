@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::config::CommandConfig;
-use crate::journal::CommandDirName;
+use crate::journal::CommandId;
 use crate::protocol::{
     AttentionKind, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus, Origin,
     ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream, TerminalRequest,
 };
 
 /// Index of a command in the session's list.
-pub type CommandId = usize;
+pub type CommandIndex = usize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -566,19 +566,10 @@ impl CommandState {
             .filter(|m| m.active && (!m.kind.is_episode() || self.status.is_active()))
     }
 
-    /// `SESSION/NN`, as `tether stop` takes it: the session's directory name and the `NN` of
-    /// the command's own; `None` before it has a journal directory.
-    pub fn target(&self) -> Option<String> {
-        let dir = self.journal_dir.as_deref()?;
-        let session = dir.parent()?.file_name()?.to_str()?;
-        let name = CommandDirName::parse(dir.file_name()?.to_str()?)?;
-        Some(format!("{session}/{:02}", name.number))
-    }
-
-    /// The command's number in its session: the `NN` of its journal directory `NN-name`.
-    pub fn number(&self) -> Option<u32> {
-        let name = self.journal_dir.as_deref()?.file_name()?.to_str()?;
-        u32::try_from(CommandDirName::parse(name)?.number).ok()
+    /// Its identity, read from its journal directory `SESSION/NN-name`; `None` before it
+    /// has one.
+    pub fn id(&self) -> Option<CommandId> {
+        CommandId::of_dir(self.journal_dir.as_deref()?)
     }
 
     /// Whether a reaped orphan had escaped, by the broker's word (`escaped`) or, in a journal

@@ -12,7 +12,7 @@ pub mod screen;
 use std::path::PathBuf;
 
 pub use badges::{Badge, Badges};
-pub use command::{CommandId, CommandState, KeptLeftovers, Marker, Status, TimelineEntry};
+pub use command::{CommandIndex, CommandState, KeptLeftovers, Marker, Status, TimelineEntry};
 
 pub struct Model {
     pub session_id: String,

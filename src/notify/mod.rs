@@ -38,8 +38,8 @@ impl Notice {
     /// `every-kind/02 needs input`, `fail: sh read(0) blocked; tether stop every-kind/02`.
     pub fn of(command: &CommandState, mark: &AttentionMark) -> Notice {
         let target = command
-            .target()
-            .unwrap_or_else(|| command.config.name.clone());
+            .id()
+            .map_or_else(|| command.config.name.clone(), |id| id.target());
         let mut body = command.config.name.clone();
         if !mark.detail.is_empty() {
             body.push_str(": ");

@@ -22,8 +22,10 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::config::naming::derive_name;
 use crate::exec::{self, EXIT_NOT_FOUND, ExecOptions, RetentionRun, SignalMode};
 use crate::journal::BROKER_ID_ENV;
+use crate::protocol::CommandSpec;
 
 /// The shells tether stands in for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +191,8 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
     let mut argv = vec![real.to_string_lossy().into_owned()];
     argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
     exec::main(ExecOptions {
-        name: Some(command_name(&command)),
+        // Named as every front end names a script: `cd sub && make` is `make`.
+        name: Some(derive_name(&CommandSpec::Shell(command))),
         state_dir,
         session,
         argv,
@@ -245,14 +248,6 @@ and a new session instead), TETHER_STATE_DIR, TETHER_SHIM_NOTICES=stderr (notice
 The real shell's own help: {real} --help. tether's: tether --help.
 "
     )
-}
-
-/// A journal name for a shell command: the first program it runs (`cargo test` → `cargo`,
-/// `cd sub && make` → `make`).
-fn command_name(command: &str) -> String {
-    crate::config::naming::shell_program(command)
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "sh".into())
 }
 
 #[cfg(test)]
@@ -316,10 +311,11 @@ mod tests {
 
     #[test]
     fn command_names() {
-        assert_eq!(command_name("cargo test --all"), "cargo");
-        assert_eq!(command_name("  /usr/bin/make -j2"), "make");
-        assert_eq!(command_name(""), "sh");
-        assert_eq!(command_name("dir/"), "sh");
-        assert_eq!(command_name("cd sub && FOO=1 make"), "make");
+        let name = |script: &str| derive_name(&CommandSpec::Shell(script.into()));
+        assert_eq!(name("cargo test --all"), "cargo");
+        assert_eq!(name("  /usr/bin/make -j2"), "make");
+        assert_eq!(name(""), "sh");
+        assert_eq!(name("dir/"), "sh");
+        assert_eq!(name("cd sub && FOO=1 make"), "make");
     }
 }

@@ -167,9 +167,8 @@ mod tests {
     /// A command whose broker's pid no process can have: no fallback signals anything.
     fn command() -> LiveCommand {
         LiveCommand {
-            session: "s".into(),
+            id: crate::journal::CommandId::new("s", 1, "sleep"),
             name: "sleep".into(),
-            id: "01-sleep".into(),
             dir: PathBuf::from("/nonexistent/01-sleep"),
             broker: BrokerIdentity {
                 pid: i32::MAX,

@@ -14,9 +14,7 @@ use nix::fcntl::{RenameFlags, renameat, renameat2};
 use crate::clock::now_ms;
 use crate::journal::secure::{JournalDir, lossy};
 use crate::journal::writer::SESSION_FILE;
-use crate::journal::{
-    SessionInfo, SessionName, command_dir_name, command_dir_number, new_session_id,
-};
+use crate::journal::{CommandId, SessionInfo, SessionName, new_session_id};
 use crate::protocol::SessionRef;
 
 pub struct Session {
@@ -92,7 +90,7 @@ impl Session {
     pub fn next_command_dir(&mut self, name: &str) -> io::Result<JournalDir> {
         let mut number = self.highest_number()? + 1;
         for _ in 0..NUMBER_ATTEMPTS {
-            let reserved = command_dir_name(number as usize, "");
+            let reserved = CommandId::new(&self.id, number, "").dir_name();
             let held = match self.dir.create_dir(&reserved) {
                 Ok(held) => held,
                 Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
@@ -107,7 +105,7 @@ impl Session {
                 number += 1;
                 continue;
             }
-            let wanted = command_dir_name(number as usize, name);
+            let wanted = CommandId::new(&self.id, number, name).dir_name();
             if wanted == reserved {
                 return Ok(held);
             }
@@ -150,7 +148,7 @@ impl Session {
         Ok(self
             .entries()?
             .iter()
-            .filter_map(|n| command_dir_number(n))
+            .filter_map(|n| CommandId::number_of(n))
             .max()
             .unwrap_or(0))
     }
@@ -160,7 +158,7 @@ impl Session {
         Ok(self
             .entries()?
             .iter()
-            .any(|n| n != reserved && command_dir_number(n) == Some(number)))
+            .any(|n| n != reserved && CommandId::number_of(n) == Some(number)))
     }
 
     fn rename_reserved(&self, from: &str, to: &str) -> io::Result<()> {
@@ -337,7 +335,10 @@ mod tests {
             .into_iter()
             .flat_map(|w| w.join().unwrap())
             .collect();
-        let numbers: BTreeSet<u64> = made.iter().filter_map(|n| command_dir_number(n)).collect();
+        let numbers: BTreeSet<u64> = made
+            .iter()
+            .filter_map(|n| CommandId::number_of(n))
+            .collect();
         assert_eq!(numbers.len(), WORKERS * EACH, "a number was given twice");
         assert_eq!(
             numbers,

@@ -15,7 +15,7 @@ use crate::app::layout;
 use crate::app::list::{Counts, ListFilter, ListRow, ListSort, SessionGroup};
 use crate::app::view::{FrameContent, Pane, ViewState};
 use crate::model::output::one_line;
-use crate::model::{Badge, Badges, CommandId, CommandState, Model};
+use crate::model::{Badge, Badges, CommandIndex, CommandState, Model};
 use crate::protocol::AttentionKind;
 
 const HEADER: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
@@ -232,7 +232,7 @@ fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
 fn cell(
     column: Column,
     width: usize,
-    id: CommandId,
+    id: CommandIndex,
     c: &CommandState,
     session_start: u64,
     selected: bool,
@@ -242,7 +242,7 @@ fn cell(
     let live = c.status.is_active();
     match column {
         Column::Marker => Cell::from(if selected { "▶" } else { " " }),
-        Column::Number => Cell::from(format!("#{}", c.number().unwrap_or(id as u32 + 1))),
+        Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
         Column::Name => Cell::from(format::fit(&one_line(&c.config.name), width)),
         Column::State => Cell::from(Span::styled(
             c.status.short_label(),

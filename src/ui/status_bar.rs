@@ -60,7 +60,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
     let mut spans = cursor.map_or_else(Vec::new, |c| cursor_spans(model, c, details));
     // Not twice: `g`'s message names the same command already.
     let told = |c: &CommandState| {
-        let target = c.target();
+        let target = c.id().map(|id| id.target());
         (view.message.as_deref()).is_some_and(|m| target.is_some_and(|t| m.starts_with(&t)))
     };
     let attention = attention.filter(|c| !told(c));
@@ -163,7 +163,7 @@ const ATTENTION_FINISHED: Style = Style::new().fg(Color::Green);
 /// its name cut to `room`, and what about it needs the operator.
 fn attention_span(command: &CommandState, room: usize) -> Option<Span<'static>> {
     let mark = command.needs_you()?;
-    let target = command.target().unwrap_or_default();
+    let target = command.id().map(|id| id.target()).unwrap_or_default();
     let name = format::truncate(&one_line(&command.config.name), room.max(8));
     let style = match mark.kind {
         AttentionKind::Failed => ATTENTION_FAILED,

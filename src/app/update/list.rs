@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::app::list::{ListFilter, ListSort};
 use crate::app::view::ViewState;
-use crate::model::{CommandId, Model};
+use crate::model::{CommandIndex, Model};
 
 pub(super) fn update(
     model: &Model,
@@ -73,7 +73,7 @@ pub(super) fn update(
 /// order (round to the first again). Whatever the filter and the folding hid
 /// is shown, and the status line says how to reach it from a shell.
 fn go_to_attention(model: &Model, view: &mut ViewState) {
-    let mut marked: Vec<((u8, u64), CommandId)> = (model.commands.iter().enumerate())
+    let mut marked: Vec<((u8, u64), CommandIndex)> = (model.commands.iter().enumerate())
         .filter_map(|(id, c)| c.needs_you().map(|mark| (mark.urgency(), id)))
         .collect();
     // The most urgent first; of two alike, the one listed last (as the status bar names it).
@@ -96,7 +96,7 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
         view.list.folded.remove(session);
     }
     view.message = command.needs_you().map(|mark| {
-        let target = command.target();
+        let target = command.id().map(|id| id.target());
         let target = target.as_deref().unwrap_or(&command.config.name);
         let mut text = format!("{target} {}: {}", command.config.name, mark.words());
         if !mark.detail.is_empty() {

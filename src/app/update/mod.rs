@@ -12,7 +12,7 @@ use super::action::{Action, time_cursor_action};
 use super::list::ListRows;
 use super::view::{Dialog, Pane, ViewState};
 use crate::config::{CommandConfig, naming};
-use crate::model::{CommandId, Model};
+use crate::model::{CommandIndex, Model};
 use crate::protocol::{CommandSpec, Origin, ProcessSignal, Request, Scope, Stream};
 
 pub const READ_ONLY: &str =
@@ -28,10 +28,10 @@ pub const NO_TIME_CURSOR: &str =
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Start (or restart) a command with a fresh journal directory.
-    Launch(CommandId),
-    Send(CommandId, Request),
+    Launch(CommandIndex),
+    Send(CommandIndex, Request),
     /// Bytes typed or pasted into a command's terminal, split into requests on the way.
-    Input(CommandId, Vec<u8>),
+    Input(CommandIndex, Vec<u8>),
     /// Add a command to the session and launch it.
     Add(CommandConfig),
     Search {
@@ -39,7 +39,7 @@ pub enum Effect {
         forward: bool,
     },
     /// Take an ended command off the list.
-    Dismiss(CommandId),
+    Dismiss(CommandIndex),
     /// Copy lines of a stream, as plain text, to the clipboard.
     CopyLines {
         stream: Stream,

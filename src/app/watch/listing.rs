@@ -14,9 +14,7 @@ use crate::control::discover::{journaled_broker_alive, session_is_followed};
 use crate::journal::secure::check_for_reading;
 use crate::journal::watcher::{Change, JournalFile, Watched};
 use crate::journal::writer::RESULT_FILE;
-use crate::journal::{
-    CommandDirName, CommandRecord, command_dir_number, session_dirs, sessions_dir,
-};
+use crate::journal::{CommandId, CommandRecord, session_dirs, sessions_dir};
 use crate::model::replay::{broker_alive, command_from_record, config_of, replay};
 use crate::model::{CommandState, Status};
 use crate::protocol::{CommandSpec, EventKind};
@@ -276,8 +274,8 @@ impl Watch {
         if record.request.is_none() {
             // Until its broker writes command.json, a command goes by its directory's name
             // (`03-build`: the number, then its name made file-safe).
-            if let Some(dir) = CommandDirName::parse(&record.id).filter(|d| !d.name.is_empty()) {
-                row.config.name = dir.name;
+            if let Some(id) = CommandId::of_dir(dir).filter(|id| !id.name.is_empty()) {
+                row.config.name = id.name;
             }
         }
         if record.events.is_empty() {
@@ -321,7 +319,7 @@ fn position(app: &App, dir: &Path) -> Option<usize> {
 pub(super) fn number_of(dir: &Path) -> u64 {
     dir.file_name()
         .and_then(|n| n.to_str())
-        .and_then(command_dir_number)
+        .and_then(CommandId::number_of)
         .unwrap_or(u64::MAX)
 }
 

@@ -19,13 +19,14 @@ use crate::attention::detector::{Detector, Ending, ProcessSample, Sample, Thresh
 use crate::attention::inputs::InputFile;
 use crate::attention::notify_policy::{NotifyPolicy, runnable};
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus, Origin, ProcessSignal};
+use tether_protocol::CommandId;
 
-/// How a notification names the command, known at launch: its number in its session (from
-/// its journal directory's name, `03-build` → 3) and its text as the operator reads it
+/// How a notification names the command, known at launch: its identity (from its journal
+/// directory, `SESSION/03-build`) and its text as the operator reads it
 /// (`config::naming::command_text`), both worked out by the I/O layer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandNames {
-    pub number: Option<u64>,
+    pub id: Option<CommandId>,
     pub text: String,
 }
 
@@ -352,14 +353,13 @@ impl Broker {
         // The machine's wall clock, as the event it tells of is stamped.
         let ts_ms = self.wall_ms;
         let session = request.session.as_ref();
-        let number = self.names.number;
-        let target = session.zip(number).map(|(s, n)| format!("{}/{n:02}", s.id));
+        let id = self.names.id.as_ref();
         let value = serde_json::json!({
             "kind": kind,
             "detail": capped(detail, DETAIL_CAP),
             "session": session.map(|s| &s.id),
-            "command": number,
-            "target": target,
+            "command": id.map(|id| id.number),
+            "target": id.map(CommandId::target),
             "name": capped(&request.name, NAME_CAP),
             "text": capped(&self.names.text, TEXT_CAP),
             "ts_ms": ts_ms,

@@ -11,8 +11,8 @@ pub mod watcher;
 pub mod writer;
 
 pub use paths::{
-    BROKER_ID_ENV, BadSessionName, CommandDirName, SESSION_ENV, STATE_DIR_ENV, SessionName,
-    command_dir_name, command_dir_number, command_dirs, new_session_id, sessions_dir, state_dir,
+    BROKER_ID_ENV, BadSessionName, CommandId, SESSION_ENV, STATE_DIR_ENV, SessionName,
+    command_dirs, new_session_id, sessions_dir, state_dir,
 };
 pub use reader::{
     CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions, read_result, session_dirs,

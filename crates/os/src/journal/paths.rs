@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+pub use tether_protocol::CommandId;
 pub use tether_protocol::units::format_utc;
 use tether_protocol::units::utc_fields;
 
@@ -121,69 +122,8 @@ pub fn compact_utc(now_ms: u64) -> String {
     format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
 
-/// A command directory's name, `03-build`: the command's number in its session, then a
-/// file-safe form of its name, absent when nothing of the name is file-safe (`04`). Made
-/// and read back here only: the journal, the watch, the MCP server and `tether stop`'s
-/// `SESSION/NN` all take a command's number and name from it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandDirName {
-    pub number: u64,
-    /// File-safe: ASCII letters, digits, `-`, `_` and `.`, at most 40, not starting or
-    /// ending with `.`; empty for none.
-    pub name: String,
-}
-
-impl CommandDirName {
-    /// The directory of command `number` named `name`.
-    pub fn new(number: u64, name: &str) -> CommandDirName {
-        let safe: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(40)
-            .collect();
-        CommandDirName {
-            number,
-            name: safe.trim_matches('.').to_string(),
-        }
-    }
-
-    /// A command directory's name read back; `None` for anything else in a session
-    /// directory (`session.json`, a temporary file).
-    pub fn parse(dir_name: &str) -> Option<CommandDirName> {
-        let (digits, name) = dir_name.split_once('-').unwrap_or((dir_name, ""));
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        Some(CommandDirName {
-            number: digits.parse().ok()?,
-            name: name.to_string(),
-        })
-    }
-}
-
-impl std::fmt::Display for CommandDirName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.name.as_str() {
-            "" => write!(f, "{:02}", self.number),
-            name => write!(f, "{:02}-{name}", self.number),
-        }
-    }
-}
-
-/// The number a command directory's name starts with (`03-build` → 3, `07` → 7); `None`
-/// for anything else in a session directory (`session.json`, a temporary file).
-pub fn command_dir_number(dir_name: &str) -> Option<u64> {
-    CommandDirName::parse(dir_name).map(|dir| dir.number)
-}
-
 /// A session's command directories in order: the directories (not links) whose names carry
-/// a command number ([`command_dir_number`]), by that number (`100-x` after `11-y`), then by
+/// a command number ([`CommandId::number_of`]), by that number (`100-x` after `11-y`), then by
 /// name. Anything else in a session directory (`session.json`, a temporary file) is no
 /// command's.
 pub fn command_dirs(session: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -192,16 +132,11 @@ pub fn command_dirs(session: &Path) -> std::io::Result<Vec<PathBuf>> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            command_dir_number(&name).map(|n| (n, name, e.path()))
+            CommandId::number_of(&name).map(|n| (n, name, e.path()))
         })
         .collect();
     dirs.sort();
     Ok(dirs.into_iter().map(|(_, _, path)| path).collect())
-}
-
-/// A command directory name: its position then a file-safe form of its name (`03-build`).
-pub fn command_dir_name(index: usize, name: &str) -> String {
-    CommandDirName::new(index as u64, name).to_string()
 }
 
 #[cfg(test)]
@@ -235,18 +170,6 @@ mod tests {
             "20261130T064143Z-12345"
         );
         assert_eq!(format_utc(1_796_020_903_123), "2026-11-30 06:41:43.123");
-    }
-
-    #[test]
-    fn command_dir_names_are_file_safe() {
-        assert_eq!(command_dir_name(3, "build"), "03-build");
-        assert_eq!(
-            command_dir_name(1, "cargo test --all"),
-            "01-cargo_test_--all"
-        );
-        assert_eq!(command_dir_name(2, "../.."), "02-_");
-        assert_eq!(command_dir_name(4, "..."), "04");
-        assert_eq!(command_dir_name(5, ""), "05");
     }
 
     #[test]
@@ -294,34 +217,6 @@ mod tests {
                 .to_string()
                 .contains("not starting with `.`")
         );
-    }
-
-    #[test]
-    fn a_command_dir_name_reads_back_as_it_was_made() {
-        for (number, name) in [
-            (3, "build"),
-            (4, "..."),
-            (12, "cargo test --all"),
-            (100, "a-b"),
-        ] {
-            let made = CommandDirName::new(number, name);
-            assert_eq!(CommandDirName::parse(&made.to_string()), Some(made));
-        }
-        let parsed = CommandDirName::parse("03-cargo_test").unwrap();
-        assert_eq!((parsed.number, parsed.name.as_str()), (3, "cargo_test"));
-        assert_eq!(CommandDirName::parse("07").unwrap().name, "");
-        assert_eq!(CommandDirName::parse("x-07"), None);
-    }
-
-    #[test]
-    fn command_dir_numbers() {
-        assert_eq!(command_dir_number("03-build"), Some(3));
-        assert_eq!(command_dir_number("07"), Some(7));
-        assert_eq!(command_dir_number("123-a-b"), Some(123));
-        assert_eq!(command_dir_number("session.json"), None);
-        assert_eq!(command_dir_number(".session.json.12.tmp"), None);
-        assert_eq!(command_dir_number("-3"), None);
-        assert_eq!(command_dir_number("3x-y"), None);
     }
 
     #[test]

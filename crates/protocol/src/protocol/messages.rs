@@ -16,6 +16,7 @@ use super::signal::ProcessSignal;
 use super::trace::TraceContext;
 
 use super::Peer;
+use crate::CommandId;
 
 /// Bumped whenever a message changes shape in a way an older peer would misread.
 /// v2: a `tree` event leaves out the argv of processes an earlier one recorded, and
@@ -240,9 +241,14 @@ pub struct SessionRef {
 }
 
 impl SessionRef {
-    /// `TETHER_BROKER_ID`: `<session>/<command directory>`.
+    /// `TETHER_BROKER_ID`: `<session>/<command directory>`, as [`CommandId`] shows it.
     pub fn broker_id(&self) -> String {
         format!("{}/{}", self.id, self.command)
+    }
+
+    /// The command this names; `None` if its directory's name is no command's.
+    pub fn command_id(&self) -> Option<CommandId> {
+        CommandId::parse(&self.id, &self.command)
     }
 }
 

@@ -368,7 +368,7 @@ impl Rig {
         // The I/O layer words it as the operator reads it (`config::naming`); the plain
         // words are enough here.
         let names = CommandNames {
-            number: None,
+            id: None,
             text: match &request.command {
                 CommandSpec::Argv(argv) => argv.join(" "),
                 CommandSpec::Shell(script) => script.clone(),
