@@ -10,11 +10,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::cursor::Cursor;
 use super::machine::{CommandScan, SessionScan};
 use crate::export::CommandExport;
+use crate::journal::CommandId;
 use crate::journal::bounded::read_metadata;
 use crate::journal::reader::read_request;
 use crate::journal::secure::open_regular;
 use crate::journal::writer::{EVENTS_FILE, SESSION_FILE};
-use crate::journal::{MAX_EVENT_LINE, SessionInfo, command_dir_number, command_dirs, read_result};
+use crate::journal::{MAX_EVENT_LINE, SessionInfo, command_dirs, read_result};
 use crate::model::replay::broker_pid_alive;
 use crate::protocol::{Event, EventKind};
 
@@ -58,7 +59,7 @@ pub fn scan_session(dir: &Path, cursor: &Cursor, now_ms: u64) -> io::Result<Sess
 
 /// A command directory's number.
 pub fn number_of(dir: &Path) -> Option<u64> {
-    command_dir_number(&dir.file_name()?.to_string_lossy())
+    CommandId::number_of(&dir.file_name()?.to_string_lossy())
 }
 
 fn read_info(dir: &Path) -> Option<SessionInfo> {

@@ -10,7 +10,7 @@ use super::events::events;
 use super::{nanos, span_id, trace_id, unhex};
 use crate::export::session::CommandExport;
 use crate::export::summary::{CommandSummary, state_name};
-use crate::journal::command_dir_number;
+use crate::journal::CommandId;
 use crate::model::Status as RunStatus;
 use crate::model::command::signal_label;
 use crate::model::describe::{Tone, describe_in};
@@ -119,8 +119,8 @@ fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
             values: summary.argv.iter().map(|a| string(a)).collect(),
         })),
     };
-    let number =
-        command_dir_number(&command.id).map(|n| attribute("tether.command.number", int(n as i64)));
+    let number = CommandId::number_of(&command.id)
+        .map(|n| attribute("tether.command.number", int(n as i64)));
     let mut attributes: Vec<KeyValue> = executable.into_iter().collect();
     attributes.extend([
         attribute("process.command_args", args),
