@@ -87,7 +87,7 @@ impl Follow {
 
     fn follow_running(&mut self, session: &str, number: u64, dir: &Path) {
         if !self.options.once {
-            self.watch(Watched::Command(dir.to_path_buf()));
+            self.watch(Watched::Ending(dir.to_path_buf()));
         }
         self.running
             .insert(dir.to_path_buf(), (session.to_string(), number));

@@ -16,12 +16,18 @@ pub enum Watched {
     Session(PathBuf),
     /// A command that has no result yet: its journal files change.
     Command(PathBuf),
+    /// A command whose end alone matters (the export follower): its result appearing, not
+    /// every event its broker appends.
+    Ending(PathBuf),
 }
 
 impl Watched {
     pub fn path(&self) -> &Path {
         match self {
-            Watched::Sessions(path) | Watched::Session(path) | Watched::Command(path) => path,
+            Watched::Sessions(path)
+            | Watched::Session(path)
+            | Watched::Command(path)
+            | Watched::Ending(path) => path,
         }
     }
 }
@@ -90,6 +96,12 @@ pub fn change_of(watched: &Watched, flags: AddWatchFlags, name: Option<&str>) ->
                 file,
             })
         }
+        Watched::Ending(dir) if !is_dir && appeared && name == RESULT_FILE => {
+            Some(Change::Journal {
+                dir: dir.clone(),
+                file: JournalFile::Result,
+            })
+        }
         _ => None,
     }
 }
@@ -104,6 +116,25 @@ mod tests {
 
     fn command() -> Watched {
         Watched::Command("/s/sessions/agent/03-ls".into())
+    }
+
+    #[test]
+    fn a_command_watched_for_its_end_changes_only_when_its_result_appears() {
+        let ending = Watched::Ending("/s/sessions/agent/03-ls".into());
+        assert_eq!(
+            change_of(&ending, AddWatchFlags::IN_MOVED_TO, Some(RESULT_FILE)),
+            Some(Change::Journal {
+                dir: "/s/sessions/agent/03-ls".into(),
+                file: JournalFile::Result,
+            })
+        );
+        for (flags, name) in [
+            (AddWatchFlags::IN_MODIFY, EVENTS_FILE),
+            (AddWatchFlags::IN_CREATE, COMMAND_FILE),
+            (AddWatchFlags::IN_CREATE, ".result.json.tmp"),
+        ] {
+            assert_eq!(change_of(&ending, flags, Some(name)), None, "{name}");
+        }
     }
 
     #[test]

@@ -80,6 +80,8 @@ impl JournalWatcher {
                         | AddWatchFlags::IN_MOVED_FROM
                         | AddWatchFlags::IN_DELETE
                 }
+                // A result is written whole and renamed into place.
+                Watched::Ending(_) => AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO,
                 Watched::Command(_) => {
                     AddWatchFlags::IN_CREATE
                         | AddWatchFlags::IN_MOVED_TO
