@@ -26,6 +26,7 @@ mod exec_teardown;
 mod export;
 mod export_cli;
 mod export_follow;
+mod export_follow_cli;
 mod features;
 mod fixture_every_kind;
 mod grep;

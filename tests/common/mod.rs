@@ -8,8 +8,10 @@ pub mod agents;
 pub mod cgroups;
 pub mod direct;
 pub mod disk;
+pub mod follower;
 pub mod journal;
 pub mod mounts;
+pub mod otlp_receiver;
 pub mod procs;
 pub mod tmux;
 
