@@ -358,6 +358,14 @@ impl Conn {
             headers,
             body: Vec::new(),
         };
+        if request
+            .header("expect")
+            .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+        {
+            self.stream
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .map_err(|e| e.to_string())?;
+        }
         let chunked = request
             .header("transfer-encoding")
             .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
