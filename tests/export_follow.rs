@@ -247,16 +247,27 @@ fn a_command_under_a_traceparent_is_that_spans_child() {
     env.finish();
 }
 
-/// Runs shim calls in the session until `stop` holds, `workers` at a time; returns how many.
-fn keep_running(env: &TestEnv, session: &str, mut stop: impl FnMut(usize) -> bool) -> usize {
+/// Runs shim calls in the session, four every `pace` (two at a time), until `stop` holds;
+/// returns how many. Paced as an agent runs them: a few a second, not thousands.
+fn keep_running(
+    env: &TestEnv,
+    session: &str,
+    pace: Duration,
+    mut stop: impl FnMut(usize) -> bool,
+) -> usize {
     let mut ran = 0;
     while !stop(ran) {
+        let started = Instant::now();
         let scripts: Vec<String> = (ran..ran + 4).map(|i| format!("echo {i}")).collect();
         run_shims(env, session, &scripts, 2);
         ran += scripts.len();
+        std::thread::sleep(pace.saturating_sub(started.elapsed()));
     }
     ran
 }
+
+/// How often [`keep_running`] starts four calls.
+const PACE: Duration = Duration::from_millis(250);
 
 #[test]
 fn a_receiver_down_for_ten_seconds_misses_nothing_and_doubles_nothing() {
@@ -265,12 +276,12 @@ fn a_receiver_down_for_ten_seconds_misses_nothing_and_doubles_nothing() {
     let receiver = Receiver::start();
     let follower = Follower::start(&env, &receiver.endpoint(), &[]);
     let session = "fleet-down";
-    keep_running(&env, session, |ran| ran >= 20);
+    keep_running(&env, session, PACE, |ran| ran >= 20);
     wait_all_commands(&env, &receiver, session, 20);
 
     receiver.set_mode(Mode::Down);
     let down = Instant::now();
-    let during = keep_running(&env, session, |ran| {
+    let during = keep_running(&env, session, PACE, |ran| {
         ran >= 20 && down.elapsed() >= Duration::from_secs(10)
     });
     let arrived = command_spans(&env, &receiver, session).len();
@@ -279,7 +290,7 @@ fn a_receiver_down_for_ten_seconds_misses_nothing_and_doubles_nothing() {
         arrived < 20 + during,
         "all {arrived} arrived while the receiver was down"
     );
-    keep_running(&env, session, |ran| ran >= 20);
+    keep_running(&env, session, PACE, |ran| ran >= 20);
 
     let total = 40 + during;
     wait_all_commands(&env, &receiver, session, total);
@@ -299,7 +310,7 @@ fn resumes_after(how: Signal) {
     let killed_at = std::sync::OnceLock::new();
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            keep_running(&env, session, |ran| ran >= 60);
+            keep_running(&env, session, PACE, |ran| ran >= 60);
         });
         wait_until(&env, "some spans sent", || {
             command_spans(&env, &receiver, session).len() >= 10
@@ -311,7 +322,7 @@ fn resumes_after(how: Signal) {
             assert!(status.success(), "{status:?}: {}", follower.stderr_text());
         }
     });
-    keep_running(&env, session, |ran| ran >= 20);
+    keep_running(&env, session, PACE, |ran| ran >= 20);
     let follower = Follower::start(&env, &receiver.endpoint(), &[]);
     wait_all_commands(&env, &receiver, session, 80);
     if how == Signal::SIGKILL {
