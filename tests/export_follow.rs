@@ -76,8 +76,8 @@ fn a_session_of_200_commands_arrives_whole_and_once() {
     });
     assert_each_once(&env, &receiver, session);
 
-    let trace = otlp::trace_id(session);
-    let root = otlp::span_id(session, "");
+    let trace = hex(&otlp::trace_id(session));
+    let root = hex(&otlp::span_id(session, ""));
     let spans = command_spans(&env, &receiver, session);
     let pid = std::process::id().to_string();
     for (name, arrived) in &spans {
@@ -234,8 +234,8 @@ fn a_command_under_a_traceparent_is_that_spans_child() {
     assert!(
         span.links
             .iter()
-            .any(|l| hex(&l.trace_id) == otlp::trace_id(session)
-                && hex(&l.span_id) == otlp::span_id(session, "")),
+            .any(|l| hex(&l.trace_id) == hex(&otlp::trace_id(session))
+                && hex(&l.span_id) == hex(&otlp::span_id(session, ""))),
         "no link to the session's root: {:?}",
         span.links
     );

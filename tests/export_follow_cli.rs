@@ -75,21 +75,6 @@ fn once_sends_what_is_left_and_exits_1_when_it_cannot() {
     assert_eq!(output.status.code(), Some(1), "{}", said(&output));
     assert!(!output.stderr.is_empty(), "{}", said(&output));
 
-    // No endpoint at all: a usage error.
-    let mut none = env.tether(&["export", "--follow", "--once"]);
-    for var in [
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    ] {
-        none.env_remove(var);
-    }
-    let output = run_to_end(&env, none, "tether export --follow without an endpoint");
-    assert_eq!(output.status.code(), Some(2), "{}", said(&output));
-    assert!(
-        text(&output.stderr).contains("no endpoint"),
-        "{}",
-        said(&output)
-    );
     env.finish();
 }
 
@@ -191,7 +176,7 @@ fn json_and_log_records_arrive_with_the_commands_ids() {
         "{requests:?}"
     );
     let name = &session_commands(&env, session)[0];
-    let span_id = otlp::span_id(session, name);
+    let span_id = hex(&otlp::span_id(session, name));
     let logs = receiver.logs();
     let body = |r: &common::otlp_receiver::ReceivedLog| {
         r.record
@@ -207,7 +192,7 @@ fn json_and_log_records_arrive_with_the_commands_ids() {
             .find(|r| body(r).contains(line))
             .unwrap_or_else(|| panic!("no record of {line}: {logs:?}"));
         assert_eq!(hex(&record.record.span_id), span_id);
-        assert_eq!(hex(&record.record.trace_id), otlp::trace_id(session));
+        assert_eq!(hex(&record.record.trace_id), hex(&otlp::trace_id(session)));
         assert_eq!(
             attr_text(&record.record.attributes, "tether.stream").as_deref(),
             Some(stream)

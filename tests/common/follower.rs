@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use tether::export::otlp;
 
 use super::otlp_receiver::{ReceivedSpan, Receiver, attr_int, hex};
-use super::{BIN, DEADLINE, TAG_VAR, TestEnv, procs, run_to_end, wait_until};
+use super::{BIN, DEADLINE, TAG_VAR, TestEnv, procs, run_to_end};
 
 /// The exporter settings every follower test runs with: retries a second apart at most, and
 /// a session without an agent done after a second without a new command, so that waits are
@@ -214,10 +214,10 @@ pub fn command_spans(
     receiver: &Receiver,
     session: &str,
 ) -> BTreeMap<String, Vec<ReceivedSpan>> {
-    let trace = otlp::trace_id(session);
+    let trace = hex(&otlp::trace_id(session));
     let by_id: BTreeMap<String, String> = session_commands(env, session)
         .into_iter()
-        .map(|name| (otlp::span_id(session, &name), name))
+        .map(|name| (hex(&otlp::span_id(session, &name)), name))
         .collect();
     let mut spans: BTreeMap<String, Vec<ReceivedSpan>> = BTreeMap::new();
     for span in receiver.spans() {
@@ -235,8 +235,8 @@ pub fn command_spans(
 
 /// The session's root span (no agent: the session's own), as many times as it arrived.
 pub fn root_spans(receiver: &Receiver, session: &str) -> Vec<ReceivedSpan> {
-    let trace = otlp::trace_id(session);
-    let root = otlp::span_id(session, "");
+    let trace = hex(&otlp::trace_id(session));
+    let root = hex(&otlp::span_id(session, ""));
     receiver
         .spans()
         .into_iter()
@@ -245,17 +245,34 @@ pub fn root_spans(receiver: &Receiver, session: &str) -> Vec<ReceivedSpan> {
 }
 
 /// Waits until every command the session's journal holds has arrived (`at_least` of them:
-/// the journal may still be filling).
+/// the journal may still be filling); past [`DEADLINE`] fails saying which are missing.
 pub fn wait_all_commands(env: &TestEnv, receiver: &Receiver, session: &str, at_least: usize) {
-    wait_until(
-        env,
-        &format!("{at_least} command spans of {session} at the receiver"),
-        || {
-            let journaled = session_commands(env, session);
-            journaled.len() >= at_least
-                && command_spans(env, receiver, session).len() >= journaled.len()
-        },
-    );
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let journaled = session_commands(env, session);
+        let spans = command_spans(env, receiver, session);
+        let missing: Vec<&String> = journaled
+            .iter()
+            .filter(|n| !spans.contains_key(*n))
+            .collect();
+        if journaled.len() >= at_least && missing.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            let killed = procs::kill_tagged(&env.tag);
+            let strangers: Vec<&String> = spans.keys().filter(|n| n.starts_with('?')).collect();
+            panic!(
+                "timed out after {DEADLINE:?} waiting for the {} commands of {session} (at least \
+                 {at_least}): {} missing ({:?}...), unknown span ids {strangers:?}, receiver's \
+                 errors {:?}; killed {killed:?}",
+                journaled.len(),
+                missing.len(),
+                &missing[..missing.len().min(5)],
+                receiver.errors()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Every journaled command of the session arrived exactly once and nothing else of its trace

@@ -106,7 +106,12 @@ impl Follow {
             self.scan_session(session_dir);
             return;
         }
-        let command = scan::scan_command(dir, number, now_ms());
+        let Some(command) = scan::scan_command(dir, number, now_ms()) else {
+            // Renamed to its final name (or removed): that name is looked at in its turn.
+            self.running.remove(dir);
+            self.unwatch(dir);
+            return;
+        };
         if command.ended {
             self.running.remove(dir);
             self.unwatch(dir);

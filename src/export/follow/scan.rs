@@ -42,7 +42,7 @@ pub fn scan_session(dir: &Path, cursor: &Cursor, now_ms: u64) -> io::Result<Sess
         if cursor.session_sent && cursor.has(number) {
             continue;
         }
-        commands.push(scan_command(&command, number, now_ms));
+        commands.extend(scan_command(&command, number, now_ms));
     }
     let info = read_info(dir);
     let started_ms = info.as_ref().map_or_else(
@@ -80,8 +80,19 @@ pub fn is_agent(dir: &Path) -> bool {
     })
 }
 
-/// What the follower needs of one command.
-pub fn scan_command(dir: &Path, number: u64, now_ms: u64) -> CommandScan {
+/// What the follower needs of one command; `None` when its directory is gone once it has
+/// been read. A number is reserved as a bare `NN` that is renamed `NN-name` as its command
+/// starts (docs/journal.md): what was read at the old name is of no command (a directory
+/// gone reads as a journal without events, cut short), and the number comes back under its
+/// final name. Looking after the reads catches a rename at any point during them.
+pub fn scan_command(dir: &Path, number: u64, now_ms: u64) -> Option<CommandScan> {
+    let scan = look_at_command(dir, number, now_ms);
+    dir.symlink_metadata()
+        .is_ok_and(|meta| meta.is_dir())
+        .then_some(scan)
+}
+
+fn look_at_command(dir: &Path, number: u64, now_ms: u64) -> CommandScan {
     let agent = is_agent(dir);
     let mut scan = CommandScan {
         number,
@@ -170,13 +181,13 @@ mod tests {
 
     #[test]
     fn a_command_is_read_as_ended_failed_or_cut_short_from_its_small_files() {
-        let ok = scan_command(&fixture("01-ok"), 1, LATER);
+        let ok = scan_command(&fixture("01-ok"), 1, LATER).unwrap();
         assert!(ok.ended && !ok.failed && !ok.agent);
         assert!(ok.last_ms < LATER);
-        let failed = scan_command(&fixture("02-fail"), 2, LATER);
+        let failed = scan_command(&fixture("02-fail"), 2, LATER).unwrap();
         assert!(failed.ended && failed.failed);
         // No result, its broker long gone: cut short, ended where its journal ends.
-        let crashed = scan_command(&fixture("10-crashed"), 10, LATER);
+        let crashed = scan_command(&fixture("10-crashed"), 10, LATER).unwrap();
         assert!(crashed.ended && crashed.failed, "{crashed:?}");
         assert!(crashed.last_ms < LATER);
     }
@@ -188,14 +199,18 @@ mod tests {
         std::fs::create_dir(&reserved).unwrap();
         let now = now_ms();
         assert!(
-            !scan_command(&reserved, 7, now).ended,
+            !scan_command(&reserved, 7, now).unwrap().ended,
             "a broker is starting"
         );
         let later = now + UNCLAIMED.as_millis() as u64 + 1000;
         assert!(
-            scan_command(&reserved, 7, later).ended,
+            scan_command(&reserved, 7, later).unwrap().ended,
             "a number nobody used"
         );
+        // Renamed to its final name: the old name is no command (nothing to send as cut
+        // short); the final one is read in its turn.
+        std::fs::rename(&reserved, session.path().join("07-make")).unwrap();
+        assert!(scan_command(&reserved, 7, later).is_none());
     }
 
     #[test]
