@@ -161,6 +161,11 @@ fn a_session_of_200_commands_arrives_whole_and_once() {
         killed.status.as_ref().map(|s| s.code),
         Some(StatusCode::Error as i32)
     );
+    let stopped_by = attr_text(&killed.attributes, "tether.stopped_by").unwrap_or_default();
+    assert!(
+        stopped_by.starts_with("caller") && stopped_by.contains(&format!("(pid {pid})")),
+        "{stopped_by:?}"
+    );
     let signal_events: Vec<_> = killed
         .events
         .iter()
