@@ -340,6 +340,7 @@ fn resumes_after(how: Signal) {
         // such a batch: what arrived after the restart is otherwise new.
         let spans = receiver.spans();
         let before = *killed_at.get().unwrap();
+        eprintln!("sent again after SIGKILL: {:?}", receiver.duplicates());
         for again in receiver.duplicates() {
             assert!(again.1 == 2, "{again:?} arrived more than twice");
             let copies: Vec<&ReceivedSpan> = spans
