@@ -261,10 +261,29 @@ pub fn wait_all_commands(env: &TestEnv, receiver: &Receiver, session: &str, at_l
         if Instant::now() >= deadline {
             let killed = procs::kill_tagged(&env.tag);
             let strangers: Vec<&String> = spans.keys().filter(|n| n.starts_with('?')).collect();
+            let cursors = cursors_of(env, session);
+            let status = follow_once(env, &receiver.endpoint(), &["--status"]);
+            let status = String::from_utf8_lossy(&status.stdout).into_owned();
+            let files: Vec<String> = missing
+                .iter()
+                .take(3)
+                .map(|name| {
+                    let dir = env.state_dir().join("sessions").join(session).join(name);
+                    let listed: Vec<String> = fs::read_dir(&dir)
+                        .map(|e| {
+                            e.filter_map(Result::ok)
+                                .map(|e| e.file_name().to_string_lossy().into_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    format!("{name}: {listed:?}")
+                })
+                .collect();
             panic!(
                 "timed out after {DEADLINE:?} waiting for the {} commands of {session} (at least \
                  {at_least}): {} missing ({:?}...), unknown span ids {strangers:?}, receiver's \
-                 errors {:?}; killed {killed:?}",
+                 errors {:?}; the cursors {cursors:?}; the missing ones' files {files:?}; \
+                 the follower's status:\n{status}\nkilled {killed:?}",
                 journaled.len(),
                 missing.len(),
                 &missing[..missing.len().min(5)],
@@ -300,4 +319,16 @@ pub fn assert_each_once(env: &TestEnv, receiver: &Receiver, session: &str) {
         Vec::<String>::new(),
         "the receiver's errors"
     );
+}
+
+/// The session's cursor files, each endpoint's, as text (for a failure's message).
+fn cursors_of(env: &TestEnv, session: &str) -> Vec<String> {
+    let root = env.state_dir().join("export").join("otlp");
+    fs::read_dir(&root)
+        .map(|dirs| {
+            dirs.filter_map(Result::ok)
+                .filter_map(|d| fs::read_to_string(d.path().join(format!("{session}.json"))).ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
