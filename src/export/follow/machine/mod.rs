@@ -128,14 +128,17 @@ impl Follower {
             });
         session.info = scan.info;
         session.started_ms = scan.started_ms;
-        session.commands = scan.commands.into_iter().map(|c| (c.number, c)).collect();
+        session.commands = BTreeMap::new();
+        for command in scan.commands {
+            keep(&mut session.commands, command);
+        }
         self.forget_if_complete(&scan.id);
     }
 
     /// What a look at one command of a followed session found.
     pub fn handle_command(&mut self, session: &str, command: CommandScan) {
         if let Some(followed) = self.sessions.get_mut(session) {
-            followed.commands.insert(command.number, command);
+            keep(&mut followed.commands, command);
         }
         self.forget_if_complete(session);
     }
@@ -412,3 +415,24 @@ impl Follower {
 
 #[cfg(test)]
 mod tests;
+
+/// Records what a look at a command found, unless it is a bare `NN` and the number is known
+/// under its final name `NN-name`. A number is reserved by making `NN`; a shim that makes it
+/// after another's `NN` became `NN-name` finds the number taken and removes its `NN` again
+/// (`next_command_dir`). Read in that moment it is an empty directory, "starting", and taken
+/// as the command it would replace the ended `NN-name`: that number would wait for ever.
+fn keep(commands: &mut BTreeMap<u64, CommandScan>, command: CommandScan) {
+    let bare = |scan: &CommandScan| {
+        scan.dir
+            .file_name()
+            .is_some_and(|name| !name.to_string_lossy().contains('-'))
+    };
+    if bare(&command)
+        && commands
+            .get(&command.number)
+            .is_some_and(|known| known.dir != command.dir && !bare(known))
+    {
+        return;
+    }
+    commands.insert(command.number, command);
+}

@@ -386,3 +386,32 @@ fn an_agent_sent_before_it_was_known_as_one_sets_no_timer() {
     );
     assert!(f.idle(T0 + 100_000));
 }
+
+#[test]
+fn a_bare_number_made_after_its_final_name_does_not_replace_it() {
+    // 07 reserved, then 07-c: the final name replaces the reservation.
+    let mut reserved = command(7, false, T0);
+    reserved.dir = PathBuf::from("/s/07");
+    let mut f = follower(Limits::default());
+    follow(
+        &mut f,
+        session("s", vec![reserved.clone()]),
+        Cursor::default(),
+    );
+    f.handle_command("s", command(7, true, T0 + 10));
+    assert!(step(&mut f, T0 + 10).sent.is_none(), "the gather delay");
+    // Another shim's 07, made after the rename and removed again: not the command.
+    f.handle_command("s", reserved);
+    let sent = step(&mut f, T0 + 210).sent.expect("07-c is sent");
+    assert_eq!(numbers(&sent), [7]);
+    // A listing that holds both keeps the final name too.
+    let mut bare = command(8, false, T0);
+    bare.dir = PathBuf::from("/s/08");
+    let mut g = follower(Limits::default());
+    follow(
+        &mut g,
+        session("s", vec![command(8, true, T0), bare]),
+        Cursor::default(),
+    );
+    assert_eq!(numbers(&gathered(&mut g, T0)), [8]);
+}
