@@ -43,6 +43,7 @@ mod pty;
 mod real_agents;
 mod real_agents_attention;
 mod real_agents_codex;
+mod real_agents_otlp;
 mod screens;
 mod sessions;
 mod sessions_summary;

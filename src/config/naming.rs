@@ -123,7 +123,7 @@ fn snapshot_file(script: &str) -> Option<&str> {
 /// The agent's own argv where `tether agent` journals it as `tether session-owner --shims DIR
 /// -- AGENT ARGS...` (the step that sets up its shims, then becomes it): what the operator
 /// started is `AGENT ARGS...`.
-fn agent_argv(argv: &[String]) -> Option<&[String]> {
+pub fn agent_argv(argv: &[String]) -> Option<&[String]> {
     let tether = argv.first()?.rsplit('/').next()? == "tether";
     let owner = argv.get(1)? == crate::agent::OWNER_SUBCOMMAND;
     let dashes = argv.iter().position(|a| a == "--")?;

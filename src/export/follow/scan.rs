@@ -72,11 +72,8 @@ fn read_info(dir: &Path) -> Option<SessionInfo> {
 /// that only `tether agent` starts.
 pub fn is_agent(dir: &Path) -> bool {
     read_request(dir).is_some_and(|request| {
-        let argv = request.command.argv();
         request.attention.agent
-            || argv
-                .get(1)
-                .is_some_and(|a| a == crate::agent::OWNER_SUBCOMMAND)
+            || crate::config::naming::agent_argv(&request.command.argv()).is_some()
     })
 }
 

@@ -8,6 +8,7 @@ use opentelemetry_proto::tonic::trace::v1::{Span, Status, status::StatusCode};
 
 use super::events::events;
 use super::{nanos, span_id, trace_id, unhex};
+use crate::config::naming::agent_argv;
 use crate::export::session::CommandExport;
 use crate::export::summary::{CommandSummary, state_name};
 use crate::journal::CommandId;
@@ -110,13 +111,15 @@ fn link(trace_id: Vec<u8>, span_id: Vec<u8>) -> Link {
 
 fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
     let summary = CommandSummary::of(command);
-    let executable = summary.argv.first().map(|program| {
+    // The agent's, not the step `tether agent` runs it through, as its text is.
+    let argv = agent_argv(&summary.argv).unwrap_or(&summary.argv);
+    let executable = argv.first().map(|program| {
         let name = program.rsplit('/').next().unwrap_or(program);
         attribute("process.executable.name", string(name))
     });
     let args = AnyValue {
         value: Some(any_value::Value::ArrayValue(ArrayValue {
-            values: summary.argv.iter().map(|a| string(a)).collect(),
+            values: argv.iter().map(|a| string(a)).collect(),
         })),
     };
     let number = CommandId::number_of(&command.id)
