@@ -24,6 +24,20 @@ pub fn skip(reason: impl std::fmt::Display) {
     eprintln!("skipped: {reason}");
 }
 
+/// Copies the directory tree `from` to `to` (a fixture session into a test's own space).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("create the copy");
+    for entry in std::fs::read_dir(from).expect("read the tree to copy") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("its type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+pub use tether::testing::copy_dir;
 
 use tempfile::TempDir;
 
@@ -394,18 +395,4 @@ pub fn run_measured(
         stderr: stderr.join().expect("read stderr"),
     };
     (output, peak)
-}
-
-/// Copies the directory tree `from` to `to` (a fixture session into a test's own space).
-pub fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("create the copy");
-    for entry in fs::read_dir(from).expect("read the tree to copy") {
-        let entry = entry.expect("an entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("its type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).expect("copy a file");
-        }
-    }
 }

@@ -17,7 +17,6 @@ pub mod status;
 use std::time::Duration;
 
 use super::CommandExport;
-use crate::journal::SessionInfo;
 
 pub use run::{FollowOptions, follow};
 
@@ -31,14 +30,18 @@ pub enum Item {
         root: bool,
     },
     /// The root span of a session that has no agent command.
-    Session {
-        id: String,
-        info: Option<SessionInfo>,
-        started_ms: u64,
-        ended_ms: u64,
-        commands: usize,
-        failed: usize,
-    },
+    Session(SessionRoot),
+}
+
+/// A session without an agent, as its root span tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRoot {
+    pub id: String,
+    pub started_ms: u64,
+    /// The last end of any of its commands.
+    pub ended_ms: u64,
+    pub commands: usize,
+    pub failed: usize,
 }
 
 /// How an endpoint took a request.

@@ -343,21 +343,7 @@ fn item_of(planned: Planned) -> Item {
             command: Box::new(CommandExport::load(&dir)),
             root,
         },
-        Planned::Session {
-            id,
-            info,
-            started_ms,
-            ended_ms,
-            commands,
-            failed,
-        } => Item::Session {
-            id,
-            info,
-            started_ms,
-            ended_ms,
-            commands,
-            failed,
-        },
+        Planned::Session(root) => Item::Session(root),
     }
 }
 

@@ -44,14 +44,12 @@ pub fn scan_session(dir: &Path, cursor: &Cursor, now_ms: u64) -> io::Result<Sess
         }
         commands.extend(scan_command(&command, number, now_ms));
     }
-    let info = read_info(dir);
-    let started_ms = info.as_ref().map_or_else(
+    let started_ms = read_info(dir).map_or_else(
         || commands.iter().map(|c| c.last_ms).min().unwrap_or(now_ms),
-        |i| i.started_ms,
+        |info| info.started_ms,
     );
     Ok(SessionScan {
         id: session_id(dir),
-        info,
         started_ms,
         commands,
     })
@@ -217,7 +215,8 @@ mod tests {
         let all = scan_session(&session, &cursor, LATER).unwrap();
         assert_eq!(all.id, "every-kind");
         assert_eq!(all.commands.len(), 10);
-        assert!(all.info.is_some());
+        // From its session.json, not its first command.
+        assert_eq!(all.started_ms, 1_767_323_045_000);
         for n in 1..=10 {
             cursor.mark(n);
         }

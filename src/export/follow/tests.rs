@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::machine::Limits;
 use super::{FollowOptions, Item, Sent, Sink, follow};
+use crate::testing::copy_dir;
 
 const ENDPOINT: &str = "http://127.0.0.1:9/v1/traces";
 
@@ -27,23 +28,10 @@ impl Sink for FakeSink {
                     ..
                 } => command.id.clone(),
                 Item::Command { command, .. } => format!("root {}", command.id),
-                Item::Session { commands, .. } => format!("session of {commands}"),
+                Item::Session(root) => format!("session of {}", root.commands),
             });
         }
         (self.answer)()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

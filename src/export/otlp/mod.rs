@@ -26,7 +26,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
 pub use super::follow::scan::is_agent;
-pub use super::follow::{Item, Sent};
+pub use super::follow::{Item, Sent, SessionRoot};
 use super::session::SessionExport;
 pub use logs::LogBudget;
 pub use resource::{key_values, resource};
@@ -61,17 +61,7 @@ impl Encoder {
                 };
                 (span, records)
             }
-            Item::Session {
-                id,
-                started_ms,
-                ended_ms,
-                commands,
-                failed,
-                ..
-            } => (
-                span::session(id, *started_ms, *ended_ms, *commands, *failed),
-                Vec::new(),
-            ),
+            Item::Session(root) => (span::session(root), Vec::new()),
         }
     }
 
@@ -172,13 +162,13 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
             .iter()
             .filter(|c| c.failed() || c.cut_short)
             .count();
-        spans.push(span::session(
-            &session.id,
-            session.started_ms,
-            session.ended_ms,
-            session.commands.len(),
+        spans.push(span::session(&SessionRoot {
+            id: session.id.clone(),
+            started_ms: session.started_ms,
+            ended_ms: session.ended_ms,
+            commands: session.commands.len(),
             failed,
-        ));
+        }));
     }
     for (i, command) in session.commands.iter().enumerate() {
         let mut span = span::command(&session.id, command, agent == Some(i));

@@ -6,6 +6,7 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue, any
 use opentelemetry_proto::tonic::trace::v1::span::{Link, SpanKind};
 use opentelemetry_proto::tonic::trace::v1::{Span, Status, status::StatusCode};
 
+use super::SessionRoot;
 use super::events::events;
 use super::{nanos, span_id, trace_id, unhex};
 use crate::config::naming::agent_argv;
@@ -20,7 +21,14 @@ use crate::protocol::EventKind;
 
 /// The session's root span, when no agent command is the root: from its start to its last
 /// moment, an error when a command failed.
-pub fn session(id: &str, started_ms: u64, ended_ms: u64, commands: usize, failed: usize) -> Span {
+pub fn session(root: &SessionRoot) -> Span {
+    let SessionRoot {
+        ref id,
+        started_ms,
+        ended_ms,
+        commands,
+        failed,
+    } = *root;
     let status = if failed > 0 {
         Status {
             code: StatusCode::Error as i32,

@@ -12,24 +12,12 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::journal::SessionRecord;
+use crate::testing::copy_dir;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/every-kind");
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
 const OWN_SPAN: &str = "b7ad6b7169203331";
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 /// Changes a command's `command.json`.
 fn edit_request(dir: &Path, edit: impl FnOnce(&mut Value)) {
@@ -277,14 +265,13 @@ fn load(dir: &Path) -> crate::export::CommandExport {
 #[test]
 fn a_session_item_is_the_root_span() {
     let encoder = Encoder::new(Resource::default(), None);
-    let item = Item::Session {
+    let item = Item::Session(SessionRoot {
         id: "s".into(),
-        info: None,
         started_ms: 1_000,
         ended_ms: 2_000,
         commands: 5,
         failed: 1,
-    };
+    });
     let (span, _) = encoder.item(&item);
     assert_eq!(
         (span.trace_id.clone(), span.span_id.clone()),

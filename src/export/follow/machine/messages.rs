@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::export::follow::SessionRoot;
 use crate::export::follow::cursor::Cursor;
-use crate::journal::SessionInfo;
 
 /// How the follower batches and waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +55,6 @@ pub struct CommandScan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionScan {
     pub id: String,
-    pub info: Option<SessionInfo>,
     pub started_ms: u64,
     pub commands: Vec<CommandScan>,
 }
@@ -70,21 +69,14 @@ pub enum Planned {
         /// The session's agent, whose span is the session's root.
         root: bool,
     },
-    Session {
-        id: String,
-        info: Option<SessionInfo>,
-        started_ms: u64,
-        ended_ms: u64,
-        commands: usize,
-        failed: usize,
-    },
+    Session(SessionRoot),
 }
 
 impl Planned {
     pub(super) fn session(&self) -> &str {
         match self {
             Planned::Command { session, .. } => session,
-            Planned::Session { id, .. } => id,
+            Planned::Session(root) => &root.id,
         }
     }
 }

@@ -15,16 +15,14 @@ mod messages;
 
 pub use messages::{Action, CommandScan, Counts, Limits, Planned, SessionScan};
 
-use super::Sent;
 use super::cursor::Cursor;
-use crate::journal::SessionInfo;
+use super::{Sent, SessionRoot};
 
 /// A session as followed: its cursor and what is known of its commands. Once everything
 /// in it is sent the commands are forgotten (a finished session costs its cursor alone).
 #[derive(Debug)]
 struct Followed {
     cursor: Cursor,
-    info: Option<SessionInfo>,
     started_ms: u64,
     commands: BTreeMap<u64, CommandScan>,
 }
@@ -109,7 +107,6 @@ impl Follower {
     pub fn handle_cursor(&mut self, id: &str, cursor: Cursor) {
         self.sessions.entry(id.to_string()).or_insert(Followed {
             cursor,
-            info: None,
             started_ms: 0,
             commands: BTreeMap::new(),
         });
@@ -122,11 +119,9 @@ impl Follower {
             .entry(scan.id.clone())
             .or_insert_with(|| Followed {
                 cursor: Cursor::default(),
-                info: None,
                 started_ms: 0,
                 commands: BTreeMap::new(),
             });
-        session.info = scan.info;
         session.started_ms = scan.started_ms;
         session.commands = BTreeMap::new();
         for command in scan.commands {
@@ -238,7 +233,7 @@ impl Follower {
                     session.cursor.mark(*number);
                     session.cursor.session_sent |= *root;
                 }
-                Planned::Session { .. } => session.cursor.session_sent = true,
+                Planned::Session(_) => session.cursor.session_sent = true,
             }
             if !touched.iter().any(|t| t == item.session()) {
                 touched.push(item.session().to_string());
@@ -260,7 +255,6 @@ impl Follower {
             && session.complete()
         {
             session.commands.clear();
-            session.info = None;
         }
     }
 
@@ -322,9 +316,8 @@ impl Follower {
                 });
             }
             if root.is_none() && done && batch.len() < max {
-                batch.push(Planned::Session {
+                batch.push(Planned::Session(SessionRoot {
                     id: id.clone(),
-                    info: session.info.clone(),
                     started_ms: session.started_ms,
                     ended_ms: session
                         .commands
@@ -334,7 +327,7 @@ impl Follower {
                         .unwrap_or(0),
                     commands: session.commands.len(),
                     failed: session.commands.values().filter(|c| c.failed).count(),
-                });
+                }));
             }
         }
         batch
