@@ -85,30 +85,8 @@ enum Command {
             conflicts_with = "follow"
         )]
         output: Option<PathBuf>,
-        /// Send every command of every session to an OpenTelemetry endpoint (OTLP/HTTP) as
-        /// it ends, until stopped; what the endpoint took is kept, so nothing is lost while
-        /// it is down (docs/exports.md).
-        #[arg(long)]
-        follow: bool,
-        /// The endpoint's base URL (traces go to URL/v1/traces); default
-        /// $OTEL_EXPORTER_OTLP_ENDPOINT, else `[export.otlp] endpoint`.
-        #[arg(long, value_name = "URL", requires = "follow")]
-        endpoint: Option<String>,
-        /// http/protobuf (the default) or http/json.
-        #[arg(long, value_name = "PROTOCOL", requires = "follow")]
-        protocol: Option<String>,
-        /// Send the commands' output too, as log records (it may hold secrets).
-        #[arg(long, requires = "follow")]
-        logs: bool,
-        /// A header for every request (repeatable), e.g. `authorization=Bearer T`.
-        #[arg(long = "header", value_name = "K=V", requires = "follow")]
-        headers: Vec<String>,
-        /// Send what is not sent yet, then exit: 0, or 1 if something could not be sent.
-        #[arg(long, requires = "follow")]
-        once: bool,
-        /// Print the state of the follower for this endpoint (running or not) and exit.
-        #[arg(long, requires = "follow", conflicts_with = "once")]
-        status: bool,
+        #[command(flatten)]
+        live: tether::export::cli::FollowFlags,
     },
     /// Remove whole sessions, oldest first, until every rule holds; never one in which
     /// anything may still run. Without a rule, applies [retention] from
@@ -554,26 +532,9 @@ fn main() {
             json: true,
             ..
         }) => tether::export::cli::sessions_json(cli.state_dir.as_deref(), session.as_deref()),
-        Some(Command::Export {
-            follow: true,
-            endpoint,
-            protocol,
-            logs,
-            headers,
-            once,
-            status,
-            ..
-        }) => tether::export::cli::follow(
-            cli.state_dir.as_deref(),
-            tether::export::cli::FollowFlags {
-                endpoint,
-                protocol,
-                logs,
-                headers,
-                once,
-                status,
-            },
-        ),
+        Some(Command::Export { live, .. }) if live.follow => {
+            tether::export::cli::follow(cli.state_dir.as_deref(), live)
+        }
         Some(Command::Export {
             session,
             format,

@@ -136,14 +136,31 @@ pub fn sessions_document(state: &Path, dirs: &[PathBuf]) -> SessionsDocument {
 }
 
 /// `tether export --follow`'s flags.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct FollowFlags {
-    /// A base URL: traces go to `URL/v1/traces`.
+    /// Send every command of every session to an OpenTelemetry endpoint (OTLP/HTTP) as
+    /// it ends, until stopped; what the endpoint took is kept, so nothing is lost while
+    /// it is down (docs/exports.md).
+    #[arg(long)]
+    pub follow: bool,
+    /// The endpoint's base URL (traces go to URL/v1/traces); default
+    /// $OTEL_EXPORTER_OTLP_ENDPOINT, else `[export.otlp] endpoint`.
+    #[arg(long, value_name = "URL", requires = "follow")]
     pub endpoint: Option<String>,
+    /// http/protobuf (the default) or http/json.
+    #[arg(long, value_name = "PROTOCOL", requires = "follow")]
     pub protocol: Option<String>,
+    /// Send the commands' output too, as log records (it may hold secrets).
+    #[arg(long, requires = "follow")]
     pub logs: bool,
+    /// A header for every request (repeatable), e.g. `authorization=Bearer T`.
+    #[arg(long = "header", value_name = "K=V", requires = "follow")]
     pub headers: Vec<String>,
+    /// Send what is not sent yet, then exit: 0, or 1 if something could not be sent.
+    #[arg(long, requires = "follow")]
     pub once: bool,
+    /// Print the state of the follower for this endpoint (running or not) and exit.
+    #[arg(long, requires = "follow", conflicts_with = "once")]
     pub status: bool,
 }
 

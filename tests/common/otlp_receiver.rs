@@ -511,14 +511,7 @@ fn keep(shared: &Shared, request: &RawRequest, json: bool) -> Result<(), (u16, S
     }
     match request.path.as_str() {
         "/v1/traces" => {
-            let decoded = if json {
-                serde_json::from_slice::<ExportTraceServiceRequest>(&request.body)
-                    .map_err(|e| e.to_string())
-            } else {
-                ExportTraceServiceRequest::decode(request.body.as_slice())
-                    .map_err(|e| e.to_string())
-            }
-            .map_err(|why| (400, why))?;
+            let decoded: ExportTraceServiceRequest = decode(&request.body, json)?;
             let mut received = lock(&shared.received);
             for resource_spans in decoded.resource_spans {
                 let resource = resource_spans
@@ -538,13 +531,7 @@ fn keep(shared: &Shared, request: &RawRequest, json: bool) -> Result<(), (u16, S
             Ok(())
         }
         "/v1/logs" => {
-            let decoded = if json {
-                serde_json::from_slice::<ExportLogsServiceRequest>(&request.body)
-                    .map_err(|e| e.to_string())
-            } else {
-                ExportLogsServiceRequest::decode(request.body.as_slice()).map_err(|e| e.to_string())
-            }
-            .map_err(|why| (400, why))?;
+            let decoded: ExportLogsServiceRequest = decode(&request.body, json)?;
             let mut received = lock(&shared.received);
             for resource_logs in decoded.resource_logs {
                 let resource = resource_logs
@@ -588,6 +575,18 @@ fn respond(stream: &mut TcpStream, code: u16, content_type: &str, body: &[u8]) -
         .and_then(|()| stream.write_all(body))
         .and_then(|()| stream.flush())
         .is_ok()
+}
+
+/// A request's body read as OTLP/JSON or protobuf; what cannot be read is a 400.
+fn decode<M>(body: &[u8], json: bool) -> Result<M, (u16, String)>
+where
+    M: Message + Default + serde::de::DeserializeOwned,
+{
+    if json {
+        serde_json::from_slice(body).map_err(|e| (400, e.to_string()))
+    } else {
+        M::decode(body).map_err(|e| (400, e.to_string()))
+    }
 }
 
 /// Lowercase hex, as ids are written in OTLP/JSON and W3C trace context.
