@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 use toml::Value;
 
-use super::values::{amount, expected, flag, read};
+use super::values::{amount, expected, flag, positive, read};
 
 /// How much of each stream's log goes out as log records when nothing says: 64 KiB, the
 /// first and the last 32 KiB.
@@ -45,13 +45,13 @@ pub struct OtlpSettings {
     /// Sent with every request, before the variables' and the flags' (which win on a key).
     #[serde(deserialize_with = "headers")]
     pub headers: Vec<(String, String)>,
-    #[serde(deserialize_with = "amount")]
+    #[serde(deserialize_with = "positive")]
     pub timeout: Option<Duration>,
     #[serde(deserialize_with = "flag")]
     pub logs: Option<bool>,
     #[serde(deserialize_with = "amount")]
     pub log_bytes: Option<u64>,
-    #[serde(deserialize_with = "amount")]
+    #[serde(deserialize_with = "positive")]
     pub max_backoff: Option<Duration>,
     #[serde(deserialize_with = "amount")]
     pub session_quiet: Option<Duration>,
@@ -213,6 +213,12 @@ mod tests {
                 3,
                 "endpoint, protocol, headers, timeout, logs, log_bytes, max_backoff, session_quiet",
             ),
+            (
+                "[export.otlp]\nmax_backoff = \"0s\"\n",
+                2,
+                "must be above 0",
+            ),
+            ("[export.otlp]\ntimeout = 0\n", 2, "must be above 0"),
             ("[export.otlq]\n", 1, "expected one of otlp"),
         ] {
             let err = parse_user(text, "c.toml").unwrap_err().to_string();

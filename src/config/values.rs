@@ -47,6 +47,15 @@ pub(super) fn amount<'de, D: Deserializer<'de>, T: Amount>(d: D) -> Result<Optio
     read(d, T::read)
 }
 
+/// An [`Amount`] above zero (a timeout, a longest wait: zero would time out everything, or
+/// try again at once forever).
+pub(super) fn positive<'de, D: Deserializer<'de>, T: Amount>(d: D) -> Result<Option<T>, D::Error> {
+    read(d, |value| match T::read(value)? {
+        amount if amount == T::default() => Err("must be above 0".into()),
+        amount => Ok(amount),
+    })
+}
+
 /// A threshold: `"off"` or `false` turn it off (`Some(None)`), else an [`Amount`] above zero
 /// (zero must be written `"off"`).
 pub(super) fn threshold<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>

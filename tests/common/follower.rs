@@ -327,7 +327,7 @@ fn cursors_of(env: &TestEnv, session: &str) -> Vec<String> {
     fs::read_dir(&root)
         .map(|dirs| {
             dirs.filter_map(Result::ok)
-                .filter_map(|d| fs::read_to_string(d.path().join(format!("{session}.json"))).ok())
+                .filter_map(|d| fs::read_to_string(d.path().join(format!("{session}.cursor"))).ok())
                 .collect()
         })
         .unwrap_or_default()

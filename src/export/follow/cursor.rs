@@ -1,6 +1,7 @@
 //! What the follower has sent, on disk: per endpoint a directory
 //! `STATE/export/otlp/<key>/` (the key a short hash of the traces URL, so two endpoints
-//! keep two records), and in it per session `<session-id>.json`. The journal is the queue;
+//! keep two records), and in it per session `<session-id>.cursor` (a name no session makes collide with the
+//! directory's `lock` and `status.json`, whatever it is called). The journal is the queue;
 //! a cursor only says how far an endpoint has taken it, so a restart resends nothing it
 //! accepted.
 //!
@@ -132,7 +133,7 @@ impl CursorDir {
     }
 
     fn file_name(session: &str) -> String {
-        format!("{session}.json")
+        format!("{session}.cursor")
     }
 
     /// The cursor of `session`: the default when there is none. A damaged one is moved
@@ -231,9 +232,9 @@ mod tests {
         for dir in [state.path().join("export"), loose.clone()] {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        std::fs::write(loose.join("s1.json"), b"{}").unwrap();
+        std::fs::write(loose.join("s1.cursor"), b"{}").unwrap();
         std::fs::set_permissions(
-            loose.join("s1.json"),
+            loose.join("s1.cursor"),
             std::fs::Permissions::from_mode(0o644),
         )
         .unwrap();
@@ -244,7 +245,7 @@ mod tests {
         cursor.session_sent = true;
         dir.write("s1", &cursor).unwrap();
         assert_eq!(dir.load("s1").0, cursor);
-        assert_eq!(mode(&dir.path().join("s1.json")), 0o600);
+        assert_eq!(mode(&dir.path().join("s1.cursor")), 0o600);
         assert_eq!(mode(dir.path()), 0o700);
         assert_eq!(dir.load("other").0, Cursor::default());
         dir.remove("s1").unwrap();
@@ -265,7 +266,7 @@ mod tests {
                 .unwrap()
                 .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
                 .collect();
-            assert_eq!(names, ["s.json"], "after write {n}");
+            assert_eq!(names, ["s.cursor"], "after write {n}");
             if n % 100 == 0 {
                 assert_eq!(dir.load("s").0, cursor);
             }
@@ -276,15 +277,15 @@ mod tests {
     fn a_damaged_cursor_is_moved_aside_and_the_session_starts_over() {
         let state = tempfile::tempdir().unwrap();
         let dir = CursorDir::open(state.path(), "k").unwrap();
-        std::fs::write(dir.path().join("s.json"), b"{\"v\":1,\"sent_bel").unwrap();
+        std::fs::write(dir.path().join("s.cursor"), b"{\"v\":1,\"sent_bel").unwrap();
         let (cursor, damaged) = dir.load("s");
         assert_eq!(cursor, Cursor::default());
         let damaged = damaged.unwrap();
         assert!(damaged.to_string().contains("may duplicate"), "{damaged}");
-        assert!(dir.path().join("s.json.damaged").exists());
-        assert!(!dir.path().join("s.json").exists());
+        assert!(dir.path().join("s.cursor.damaged").exists());
+        assert!(!dir.path().join("s.cursor").exists());
         // A FIFO in a cursor's place is neither waited on nor read.
-        nix::unistd::mkfifo(&dir.path().join("f.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        nix::unistd::mkfifo(&dir.path().join("f.cursor"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let (_, damaged) = dir.load("f");
         assert!(damaged.unwrap().why.contains("not a regular file"));
     }

@@ -199,7 +199,7 @@ fn a_pruned_session_loses_its_cursor() {
         .path()
         .join("export/otlp")
         .join(super::cursor::endpoint_key(ENDPOINT));
-    assert!(cursors.join("every-kind.json").exists());
+    assert!(cursors.join("every-kind.cursor").exists());
     std::fs::remove_file(cursors.join("status.json")).unwrap();
     let options = FollowOptions {
         state: state.path().to_path_buf(),
@@ -234,7 +234,7 @@ fn a_pruned_session_loses_its_cursor() {
         sessions.join(".pruning-every-kind-1"),
     )
     .unwrap();
-    while cursors.join("every-kind.json").exists() {
+    while cursors.join("every-kind.cursor").exists() {
         assert!(std::time::Instant::now() < deadline, "the cursor stays");
         std::thread::sleep(Duration::from_millis(20));
     }

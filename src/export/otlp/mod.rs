@@ -18,6 +18,8 @@ mod resource;
 mod span;
 pub mod transport;
 
+use std::time::Duration;
+
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
@@ -28,6 +30,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 pub use super::follow::scan::is_agent;
 pub use super::follow::{Item, Sent, SessionRoot};
 use super::session::SessionExport;
+use crate::model::output::one_line;
 pub use logs::LogBudget;
 pub use resource::{key_values, resource};
 pub use transport::{Body, Target, TargetFlags, send};
@@ -48,20 +51,28 @@ impl Encoder {
     /// The item's span, and its output's log records when logs are on. Reads the command's
     /// stream logs (bounded by the budget), nothing else.
     pub fn item(&self, item: &Item) -> (Span, Vec<LogRecord>) {
+        let span = self.span(item);
+        let records = self.records(item, &span);
+        (span, records)
+    }
+
+    /// The item's span.
+    pub fn span(&self, item: &Item) -> Span {
         match item {
             Item::Command {
                 session,
                 command,
                 root,
-            } => {
-                let span = span::command(session, command, *root);
-                let records = match &self.logs {
-                    Some(budget) => logs::records(command, &span, *budget),
-                    None => Vec::new(),
-                };
-                (span, records)
-            }
-            Item::Session(root) => (span::session(root), Vec::new()),
+            } => span::command(session, command, *root),
+            Item::Session(root) => span::session(root),
+        }
+    }
+
+    /// The log records of a command's output under its `span`, when logs are on.
+    pub fn records(&self, item: &Item, span: &Span) -> Vec<LogRecord> {
+        match (item, &self.logs) {
+            (Item::Command { command, .. }, Some(budget)) => logs::records(command, span, *budget),
+            _ => Vec::new(),
         }
     }
 
@@ -181,37 +192,82 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
     encoder.traces(spans)
 }
 
-/// The follower's [`super::follow::Sink`]: a batch encoded, its log records sent, then its
-/// spans; the batch is taken once both are. Records go first so that a failure between the
-/// two repeats records, never spans, when the batch is sent again.
+/// The follower's [`super::follow::Sink`]: a batch's spans, which alone decide whether it
+/// was taken (the cursor counts spans), then its commands' log records in requests of at
+/// most [`MAX_LOGS_REQUEST`] bytes, built one command at a time. A log request is tried a
+/// few times; what the endpoint will not take is dropped and said on stderr, never sent
+/// twice, and never holds back a span.
 pub struct OtlpSink {
     encoder: Encoder,
     target: Target,
 }
 
+/// The most bytes of log records one request carries (a Collector takes 20 MiB by default).
+pub const MAX_LOGS_REQUEST: usize = 4 << 20;
+
+/// Tries of one request of log records, and the longest wait between two.
+const LOGS_TRIES: u32 = 3;
+const LOGS_MAX_WAIT: Duration = Duration::from_secs(5);
+
 impl OtlpSink {
     pub fn new(encoder: Encoder, target: Target) -> OtlpSink {
         OtlpSink { encoder, target }
+    }
+
+    /// Sends one request of records, again while the endpoint asks for it, at most
+    /// [`LOGS_TRIES`] times; says on stderr what it gave up.
+    fn send_logs(&self, records: Vec<LogRecord>) {
+        let count = records.len();
+        let request = self.encoder.logs(records);
+        let mut why = String::new();
+        for attempt in 0..LOGS_TRIES {
+            match send(&self.target, Body::Logs(request.clone())) {
+                Sent::Accepted { .. } => return,
+                Sent::Refused { why: refused } => {
+                    why = refused;
+                    break;
+                }
+                Sent::Retry { after, why: retry } => {
+                    why = retry;
+                    if attempt + 1 < LOGS_TRIES {
+                        let wait = after.unwrap_or(Duration::from_millis(500) * 2u32.pow(attempt));
+                        std::thread::sleep(wait.min(LOGS_MAX_WAIT));
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "tether: {count} log records dropped, their spans sent: {}",
+            one_line(&why)
+        );
     }
 }
 
 impl super::follow::Sink for OtlpSink {
     fn send(&mut self, items: &[Item]) -> Sent {
-        let (traces, logs) = self.encoder.batch(items);
-        let records = match logs.map(|logs| send(&self.target, Body::Logs(logs))) {
-            None => None,
-            Some(Sent::Accepted { rejected, message }) => Some((rejected, message)),
-            Some(failed) => return failed,
-        };
-        match (send(&self.target, Body::Traces(traces)), records) {
-            (Sent::Accepted { rejected, message }, Some((records_rejected, records_message))) => {
-                Sent::Accepted {
-                    rejected: rejected + records_rejected,
-                    message: message.or(records_message),
+        let spans: Vec<Span> = items.iter().map(|item| self.encoder.span(item)).collect();
+        let sent = send(
+            &self.target,
+            Body::Traces(self.encoder.traces(spans.clone())),
+        );
+        if !matches!(sent, Sent::Accepted { .. }) || self.encoder.logs.is_none() {
+            return sent;
+        }
+        let (mut chunk, mut bytes) = (Vec::new(), 0);
+        for (item, span) in items.iter().zip(&spans) {
+            for record in self.encoder.records(item, span) {
+                bytes += prost::Message::encoded_len(&record);
+                chunk.push(record);
+                if bytes >= MAX_LOGS_REQUEST {
+                    self.send_logs(std::mem::take(&mut chunk));
+                    bytes = 0;
                 }
             }
-            (spans, _) => spans,
         }
+        if !chunk.is_empty() {
+            self.send_logs(chunk);
+        }
+        sent
     }
 }
 

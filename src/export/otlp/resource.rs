@@ -52,21 +52,21 @@ pub fn resource(
 /// quotes it.
 pub fn key_values(text: &str) -> Result<Vec<(String, String)>, String> {
     let mut pairs = Vec::new();
-    for entry in text.split(',').filter(|e| !e.trim().is_empty()) {
+    // An entry is not quoted back: a header's value may be a credential.
+    for (n, entry) in (text.split(',').filter(|e| !e.trim().is_empty())).enumerate() {
         let Some((key, value)) = entry.split_once('=') else {
-            return Err(format!("\"{}\" is not key=value", one_line(entry.trim())));
+            return Err(format!(
+                "entry {} is not key=value (not shown: it may hold a secret)",
+                n + 1
+            ));
         };
         let key = percent_decode(key.trim());
         if key.is_empty() {
-            return Err(format!("\"{}\" has no key", one_line(entry.trim())));
+            return Err(format!("entry {} has no key before its =", n + 1));
         }
         pairs.push((key, percent_decode(value.trim())));
     }
     Ok(pairs)
-}
-
-fn one_line(text: &str) -> String {
-    crate::model::output::one_line(text)
 }
 
 /// `%XX` as the byte it stands for; a `%` not followed by two hex digits stays as it is.
@@ -122,7 +122,9 @@ mod tests {
             ]
         );
         assert_eq!(key_values("").unwrap(), []);
-        assert!(key_values("a=1,oops").unwrap_err().contains("\"oops\""));
+        let oops = key_values("a=1,Authorization: Bearer sk-1").unwrap_err();
+        assert!(oops.starts_with("entry 2 is not key=value"), "{oops}");
+        assert!(!oops.contains("sk-1"), "a credential quoted back: {oops}");
         assert!(key_values("=1").unwrap_err().contains("no key"));
     }
 

@@ -27,7 +27,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            batch: 512,
+            batch: 128,
             gather: Duration::from_millis(200),
             first_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),

@@ -122,19 +122,19 @@ fn a_burst_is_one_batch_after_the_gather_delay() {
 #[test]
 fn a_full_batch_goes_at_once_and_the_rest_follows() {
     let mut f = follower(Limits::default());
-    let commands = (1..=1000).map(|n| command(n, true, T0)).collect();
+    let commands = (1..=200).map(|n| command(n, true, T0)).collect();
     follow(&mut f, session("s", commands), Cursor::default());
     let first = step(&mut f, T0).sent.unwrap();
-    assert_eq!(first.len(), 512);
+    assert_eq!(first.len(), 128);
     f.handle_sent(T0 + 5, accepted());
     let step2 = step(&mut f, T0 + 5);
-    assert_eq!(step2.cursors[0].1.sent_below, 513);
-    // 488 left: less than a batch, gathered as any other.
+    assert_eq!(step2.cursors[0].1.sent_below, 129);
+    // 72 left: less than a batch, gathered as any other.
     assert!(step2.sent.is_none());
     let second = step(&mut f, T0 + 205).sent.unwrap();
-    assert_eq!(second.len(), 488);
+    assert_eq!(second.len(), 72);
     f.handle_sent(T0 + 210, accepted());
-    assert_eq!(step(&mut f, T0 + 210).cursors[0].1.sent_below, 1001);
+    assert_eq!(step(&mut f, T0 + 210).cursors[0].1.sent_below, 201);
     assert_eq!(f.backlog(T0 + 210), 0);
 }
 
