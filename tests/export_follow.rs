@@ -76,8 +76,8 @@ fn a_session_of_200_commands_arrives_whole_and_once() {
     });
     assert_each_once(&env, &receiver, session);
 
-    let trace = hex(&otlp::trace_id(session));
-    let root = hex(&otlp::span_id(session, ""));
+    let trace = hex(&otlp::trace_id(&otlp::local_host(), session));
+    let root = hex(&otlp::span_id(&otlp::local_host(), session, ""));
     let spans = command_spans(&env, &receiver, session);
     let pid = std::process::id().to_string();
     for (name, arrived) in &spans {
@@ -237,10 +237,9 @@ fn a_command_under_a_traceparent_is_that_spans_child() {
     assert_eq!(hex(&span.parent_span_id), CALLER_SPAN);
     assert_eq!(hex(&span.span_id), own_span);
     assert!(
-        span.links
-            .iter()
-            .any(|l| hex(&l.trace_id) == hex(&otlp::trace_id(session))
-                && hex(&l.span_id) == hex(&otlp::span_id(session, ""))),
+        span.links.iter().any(|l| hex(&l.trace_id)
+            == hex(&otlp::trace_id(&otlp::local_host(), session))
+            && hex(&l.span_id) == hex(&otlp::span_id(&otlp::local_host(), session, ""))),
         "no link to the session's root: {:?}",
         span.links
     );

@@ -176,7 +176,7 @@ fn json_and_log_records_arrive_with_the_commands_ids() {
         "{requests:?}"
     );
     let name = &session_commands(&env, session)[0];
-    let span_id = hex(&otlp::span_id(session, name));
+    let span_id = hex(&otlp::span_id(&otlp::local_host(), session, name));
     let logs = receiver.logs();
     let body = |r: &common::otlp_receiver::ReceivedLog| {
         r.record
@@ -192,7 +192,10 @@ fn json_and_log_records_arrive_with_the_commands_ids() {
             .find(|r| body(r).contains(line))
             .unwrap_or_else(|| panic!("no record of {line}: {logs:?}"));
         assert_eq!(hex(&record.record.span_id), span_id);
-        assert_eq!(hex(&record.record.trace_id), hex(&otlp::trace_id(session)));
+        assert_eq!(
+            hex(&record.record.trace_id),
+            hex(&otlp::trace_id(&otlp::local_host(), session))
+        );
         assert_eq!(
             attr_text(&record.record.attributes, "tether.stream").as_deref(),
             Some(stream)

@@ -101,15 +101,19 @@ fn exported_span(env: &TestEnv, dir: &Path) -> Value {
 /// root span, as before trace contexts were read.
 fn assert_exported_as_before(span: &Value, dir: &Path) {
     let (session, command) = ids(dir);
-    assert_eq!(span["traceId"], hex(&otlp::trace_id(&session)), "{span}");
+    assert_eq!(
+        span["traceId"],
+        hex(&otlp::trace_id(&otlp::local_host(), &session)),
+        "{span}"
+    );
     assert_eq!(
         span["parentSpanId"],
-        hex(&otlp::span_id(&session, "")),
+        hex(&otlp::span_id(&otlp::local_host(), &session, "")),
         "{span}"
     );
     assert_eq!(
         span["spanId"],
-        hex(&otlp::span_id(&session, &command)),
+        hex(&otlp::span_id(&otlp::local_host(), &session, &command)),
         "{span}"
     );
     // The generated messages' JSON writes every field: no link is an empty list.
@@ -163,7 +167,10 @@ fn a_callers_trace_context_reaches_the_journal_the_command_and_the_export() {
         assert_eq!(span["spanId"], trace.span_id.as_str(), "{span}");
         // Back to the session's own trace.
         let (session, _) = ids(&dir);
-        assert_eq!(span["links"][0]["traceId"], hex(&otlp::trace_id(&session)));
+        assert_eq!(
+            span["links"][0]["traceId"],
+            hex(&otlp::trace_id(&otlp::local_host(), &session))
+        );
         env.finish();
     }
 }

@@ -214,10 +214,15 @@ pub fn command_spans(
     receiver: &Receiver,
     session: &str,
 ) -> BTreeMap<String, Vec<ReceivedSpan>> {
-    let trace = hex(&otlp::trace_id(session));
+    let trace = hex(&otlp::trace_id(&otlp::local_host(), session));
     let by_id: BTreeMap<String, String> = session_commands(env, session)
         .into_iter()
-        .map(|name| (hex(&otlp::span_id(session, &name)), name))
+        .map(|name| {
+            (
+                hex(&otlp::span_id(&otlp::local_host(), session, &name)),
+                name,
+            )
+        })
         .collect();
     let mut spans: BTreeMap<String, Vec<ReceivedSpan>> = BTreeMap::new();
     for span in receiver.spans() {
@@ -235,8 +240,8 @@ pub fn command_spans(
 
 /// The session's root span (no agent: the session's own), as many times as it arrived.
 pub fn root_spans(receiver: &Receiver, session: &str) -> Vec<ReceivedSpan> {
-    let trace = hex(&otlp::trace_id(session));
-    let root = hex(&otlp::span_id(session, ""));
+    let trace = hex(&otlp::trace_id(&otlp::local_host(), session));
+    let root = hex(&otlp::span_id(&otlp::local_host(), session, ""));
     receiver
         .spans()
         .into_iter()

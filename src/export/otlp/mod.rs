@@ -38,14 +38,21 @@ pub use transport::{Body, Target, TargetFlags, send};
 /// Turns items into spans and log records, and batches of them into requests, all under one
 /// resource (this machine, this user, `service.name`).
 pub struct Encoder {
+    /// The machine the sessions ran on: in every id, so that two machines' sessions of the
+    /// same name (a default id is a second and a pid) are two traces.
+    host: String,
     resource: Resource,
     /// How much of each command's output goes out as log records; none: no records.
     logs: Option<LogBudget>,
 }
 
 impl Encoder {
-    pub fn new(resource: Resource, logs: Option<LogBudget>) -> Encoder {
-        Encoder { resource, logs }
+    pub fn new(host: &str, resource: Resource, logs: Option<LogBudget>) -> Encoder {
+        Encoder {
+            host: host.to_string(),
+            resource,
+            logs,
+        }
     }
 
     /// The item's span, and its output's log records when logs are on. Reads the command's
@@ -63,8 +70,8 @@ impl Encoder {
                 session,
                 command,
                 root,
-            } => span::command(session, command, *root),
-            Item::Session(root) => span::session(root),
+            } => span::command(&self.host, session, command, *root),
+            Item::Session(root) => span::session(&self.host, root),
         }
     }
 
@@ -82,13 +89,11 @@ impl Encoder {
         env: impl Fn(&str) -> Option<String>,
         logs: Option<LogBudget>,
     ) -> Result<Encoder, String> {
-        let host = nix::unistd::gethostname()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let host = local_host();
         let uid = nix::unistd::getuid();
         let user = (nix::unistd::User::from_uid(uid).ok().flatten())
             .map_or_else(|| uid.to_string(), |u| u.name);
-        Ok(Encoder::new(resource(&host, &user, env)?, logs))
+        Ok(Encoder::new(&host, resource(&host, &user, env)?, logs))
     }
 
     /// A batch's requests: the traces, and the logs when logs are on and there are any.
@@ -149,7 +154,9 @@ fn scope() -> InstrumentationScope {
 /// user (and, since the file holds one session, the session's id and directory).
 pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
     let info = session.info.as_ref();
-    let host = info.map_or("", |i| i.host.as_str());
+    let here = local_host();
+    // The ids name the machine the session ran on, as the follower there names it.
+    let host = info.map_or(here.as_str(), |i| i.host.as_str());
     let user = info.map_or("", |i| i.user.as_str());
     // An unusable OTEL_RESOURCE_ATTRIBUTES is the follower's to refuse; a file export keeps
     // to the defaults rather than fail over it.
@@ -164,7 +171,7 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
             span::string(&session.dir.to_string_lossy()),
         ),
     ]);
-    let encoder = Encoder::new(resource, None);
+    let encoder = Encoder::new(host, resource, None);
     let agent = session.commands.iter().position(|c| is_agent(&c.dir));
     let mut spans = Vec::with_capacity(session.commands.len() + 1);
     if agent.is_none() {
@@ -173,16 +180,19 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
             .iter()
             .filter(|c| c.failed() || c.cut_short)
             .count();
-        spans.push(span::session(&SessionRoot {
-            id: session.id.clone(),
-            started_ms: session.started_ms,
-            ended_ms: session.ended_ms,
-            commands: session.commands.len(),
-            failed,
-        }));
+        spans.push(span::session(
+            host,
+            &SessionRoot {
+                id: session.id.clone(),
+                started_ms: session.started_ms,
+                ended_ms: session.ended_ms,
+                commands: session.commands.len(),
+                failed,
+            },
+        ));
     }
     for (i, command) in session.commands.iter().enumerate() {
-        let mut span = span::command(&session.id, command, agent == Some(i));
+        let mut span = span::command(host, &session.id, command, agent == Some(i));
         // A run still going has no end yet; the file shows it up to the session's last moment.
         if command.ended_ms().is_none() {
             span.end_time_unix_nano = nanos(session.ended_ms).max(span.start_time_unix_nano);
@@ -281,9 +291,20 @@ fn fnv1a(basis: u64, bytes: &[u8]) -> u64 {
 
 const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// The session's trace id, 16 bytes, never all zero (an invalid trace id).
-pub fn trace_id(session: &str) -> [u8; 16] {
-    let high = fnv1a(FNV_BASIS, format!("tether trace {session}").as_bytes());
+/// This machine's name, as sessions journal it (`session.json`'s `host`).
+pub fn local_host() -> String {
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The trace id of session `session` of machine `host`, 16 bytes, never all zero (an invalid
+/// trace id).
+pub fn trace_id(host: &str, session: &str) -> [u8; 16] {
+    let high = fnv1a(
+        FNV_BASIS,
+        format!("tether trace {host}/{session}").as_bytes(),
+    );
     let low = fnv1a(high, session.as_bytes()) | 1;
     let mut id = [0; 16];
     id[..8].copy_from_slice(&high.to_be_bytes());
@@ -293,10 +314,10 @@ pub fn trace_id(session: &str) -> [u8; 16] {
 
 /// 8 bytes, never all zero, for the session's root (`command` empty) or a command's span
 /// (`command` its directory's name).
-pub fn span_id(session: &str, command: &str) -> [u8; 8] {
+pub fn span_id(host: &str, session: &str, command: &str) -> [u8; 8] {
     let id = fnv1a(
         FNV_BASIS,
-        format!("tether span {session}/{command}").as_bytes(),
+        format!("tether span {host}/{session}/{command}").as_bytes(),
     ) | 1;
     id.to_be_bytes()
 }

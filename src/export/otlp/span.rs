@@ -21,7 +21,7 @@ use crate::protocol::EventKind;
 
 /// The session's root span, when no agent command is the root: from its start to its last
 /// moment, an error when a command failed.
-pub fn session(root: &SessionRoot) -> Span {
+pub fn session(host: &str, root: &SessionRoot) -> Span {
     let SessionRoot {
         ref id,
         started_ms,
@@ -41,8 +41,8 @@ pub fn session(root: &SessionRoot) -> Span {
         }
     };
     Span {
-        trace_id: trace_id(id).to_vec(),
-        span_id: span_id(id, "").to_vec(),
+        trace_id: trace_id(host, id).to_vec(),
+        span_id: span_id(host, id, "").to_vec(),
         name: format!("session {}", one_line(id)),
         kind: SpanKind::Internal as i32,
         start_time_unix_nano: nanos(started_ms),
@@ -60,14 +60,14 @@ pub fn session(root: &SessionRoot) -> Span {
 /// A command's span. `root`: it is the agent of a `tether agent` session and stands for the
 /// session (the root id, no parent). A command started under a `TRACEPARENT` is the caller's
 /// span's child in the caller's trace, with a link back to the session's root.
-pub fn command(session: &str, command: &CommandExport, root: bool) -> Span {
+pub fn command(host: &str, session: &str, command: &CommandExport, root: bool) -> Span {
     let start = command.started_ms().unwrap_or_default();
     let end = (command.ended_ms())
         .or_else(|| command.events.last().map(|e| e.ts_ms))
         .unwrap_or(start)
         .max(start);
-    let root_id = span_id(session, "").to_vec();
-    let session_trace = trace_id(session).to_vec();
+    let root_id = span_id(host, session, "").to_vec();
+    let session_trace = trace_id(host, session).to_vec();
     let caller = command.trace.as_ref();
     let (trace, id, parent, links) = match caller {
         // The agent's own caller, if it had one, is linked: the session's trace stays whole.
@@ -87,7 +87,7 @@ pub fn command(session: &str, command: &CommandExport, root: bool) -> Span {
         ),
         None => (
             session_trace,
-            span_id(session, &command.id).to_vec(),
+            span_id(host, session, &command.id).to_vec(),
             root_id,
             Vec::new(),
         ),

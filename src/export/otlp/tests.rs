@@ -96,8 +96,8 @@ fn a_plain_session_has_a_root_and_every_command_under_it() {
     let spans = round_trip(&session);
     assert_eq!(spans.len(), session.commands.len() + 1);
     let root = &spans[0];
-    assert_eq!(root.trace_id, trace_id("every-kind"));
-    assert_eq!(root.span_id, span_id("every-kind", ""));
+    assert_eq!(root.trace_id, trace_id("buildbox", "every-kind"));
+    assert_eq!(root.span_id, span_id("buildbox", "every-kind", ""));
     assert!(root.parent_span_id.is_empty());
     assert_eq!(
         text(&root.attributes, "tether.session.id").as_deref(),
@@ -124,7 +124,7 @@ fn a_plain_session_has_a_root_and_every_command_under_it() {
         assert!(value(attributes, "process.command_args").is_some());
     }
     let ok = named(&spans, "ok");
-    assert_eq!(ok.span_id, span_id("every-kind", "01-ok"));
+    assert_eq!(ok.span_id, span_id("buildbox", "every-kind", "01-ok"));
     assert_eq!(number(&ok.attributes, "tether.command.number"), Some(1));
     assert_eq!(
         text(&ok.attributes, "process.executable.name").as_deref(),
@@ -219,8 +219,8 @@ fn a_traceparent_child_is_the_callers_with_a_link_to_the_root() {
     assert_eq!(hex(&fail.span_id), OWN_SPAN);
     assert_eq!(hex(&fail.parent_span_id), CALLER_SPAN);
     assert_eq!(fail.links.len(), 1);
-    assert_eq!(fail.links[0].trace_id, trace_id("every-kind"));
-    assert_eq!(fail.links[0].span_id, span_id("every-kind", ""));
+    assert_eq!(fail.links[0].trace_id, trace_id("buildbox", "every-kind"));
+    assert_eq!(fail.links[0].span_id, span_id("buildbox", "every-kind", ""));
 }
 
 #[test]
@@ -230,10 +230,10 @@ fn an_agents_command_is_the_sessions_root() {
     // No session span of its own: the agent stands for the session.
     assert_eq!(spans.len(), session.commands.len());
     let agent = named(&spans, "ok");
-    let root_id = span_id("every-kind", "");
+    let root_id = span_id("buildbox", "every-kind", "");
     assert_eq!(agent.span_id, root_id);
     assert!(agent.parent_span_id.is_empty());
-    assert_eq!(agent.trace_id, trace_id("every-kind"));
+    assert_eq!(agent.trace_id, trace_id("buildbox", "every-kind"));
     assert_eq!(
         text(&agent.attributes, "tether.command.name").as_deref(),
         Some("ok")
@@ -244,8 +244,8 @@ fn an_agents_command_is_the_sessions_root() {
     {
         assert_eq!(span.parent_span_id, root_id, "{}", span.name);
     }
-    // The follower's way gives the same span.
-    let encoder = Encoder::new(Resource::default(), None);
+    // The follower's way on the session's machine gives the same span.
+    let encoder = Encoder::new("buildbox", Resource::default(), None);
     let command = session.commands.iter().find(|c| c.id == "01-ok").unwrap();
     let item = Item::Command {
         session: "every-kind".into(),
@@ -264,7 +264,7 @@ fn load(dir: &Path) -> crate::export::CommandExport {
 
 #[test]
 fn a_session_item_is_the_root_span() {
-    let encoder = Encoder::new(Resource::default(), None);
+    let encoder = Encoder::new("h", Resource::default(), None);
     let item = Item::Session(SessionRoot {
         id: "s".into(),
         started_ms: 1_000,
@@ -275,7 +275,7 @@ fn a_session_item_is_the_root_span() {
     let (span, _) = encoder.item(&item);
     assert_eq!(
         (span.trace_id.clone(), span.span_id.clone()),
-        (trace_id("s").to_vec(), span_id("s", "").to_vec())
+        (trace_id("h", "s").to_vec(), span_id("h", "s", "").to_vec())
     );
     assert!(span.parent_span_id.is_empty());
     assert_eq!(
@@ -310,7 +310,7 @@ fn log_records_are_the_head_and_tail_with_a_mark_between() {
     let log: String = (0..1000).map(|i| format!("line {i:04}\n")).collect();
     std::fs::write(command.dir.join("stdout.log"), &log).unwrap();
     std::fs::write(command.dir.join("stderr.log"), "oops\n").unwrap();
-    let encoder = Encoder::new(Resource::default(), Some(LogBudget { bytes: 1000 }));
+    let encoder = Encoder::new("h", Resource::default(), Some(LogBudget { bytes: 1000 }));
     let item = Item::Command {
         session: "every-kind".into(),
         command: Box::new(load(&command.dir)),
@@ -371,21 +371,27 @@ fn a_log_that_fits_is_whole_and_a_link_is_not_followed() {
 #[test]
 fn ids_are_stable_and_never_zero() {
     assert_eq!(
-        trace_id("20261130T064143Z-12"),
-        trace_id("20261130T064143Z-12")
+        trace_id("h", "20261130T064143Z-12"),
+        trace_id("h", "20261130T064143Z-12")
     );
     assert_ne!(
-        trace_id("20261130T064143Z-12"),
-        trace_id("20261130T064143Z-13")
+        trace_id("h", "20261130T064143Z-12"),
+        trace_id("h", "20261130T064143Z-13")
     );
-    assert_ne!(span_id("s", ""), span_id("s", "01-a"));
-    assert!(trace_id("").iter().any(|&b| b != 0));
-    // The ids the hand-written encoder gave before, so a re-export matches an old file.
+    assert_ne!(span_id("h", "s", ""), span_id("h", "s", "01-a"));
+    assert!(trace_id("h", "").iter().any(|&b| b != 0));
+    // Two machines' sessions of one name are two traces.
+    assert_ne!(trace_id("h", "s"), trace_id("h2", "s"));
+    assert_ne!(span_id("h", "s", "01-a"), span_id("h2", "s", "01-a"));
+    // Stable across versions and machines: a re-export gives a file's ids again.
     assert_eq!(
-        hex(&trace_id("every-kind")),
-        "acbe98c6223ee83cd05874147eb5bac9"
+        hex(&trace_id("buildbox", "every-kind")),
+        "d5608f7db804ced6d4b1682dba68daab"
     );
-    assert_eq!(hex(&span_id("every-kind", "01-ok")), "2944f9d0f38978ab");
+    assert_eq!(
+        hex(&span_id("buildbox", "every-kind", "01-ok")),
+        "a0d0895fd30d289f"
+    );
     assert_eq!(
         unhex("00f067aa0ba902b7"),
         [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]
@@ -405,7 +411,7 @@ fn an_agent_from_before_requests_said_so_is_known_by_its_session_owner() {
     let spans = round_trip_anywhere(&session);
     assert_eq!(spans.len(), session.commands.len());
     let claude = named(&spans, "claude");
-    assert_eq!(claude.span_id, span_id("claude-run", ""));
+    assert_eq!(claude.span_id, span_id("vm", "claude-run", ""));
     assert!(claude.parent_span_id.is_empty());
     assert_eq!(named(&spans, "ls").parent_span_id, claude.span_id);
 }
