@@ -63,6 +63,16 @@ fn once(state: &Path, answer: fn() -> Sent) -> (i32, Vec<String>) {
     (code, got)
 }
 
+/// A follower that runs until told to stop.
+fn live(state: &Path) -> FollowOptions {
+    FollowOptions {
+        state: state.to_path_buf(),
+        endpoint: ENDPOINT.into(),
+        once: false,
+        limits: Limits::default(),
+    }
+}
+
 fn accepted() -> Sent {
     Sent::Accepted {
         rejected: 0,
@@ -142,12 +152,7 @@ fn a_live_follower_sends_what_appears_and_stops_when_told() {
         got: Arc::clone(&got),
         answer: accepted,
     };
-    let options = FollowOptions {
-        state: state.path().to_path_buf(),
-        endpoint: ENDPOINT.into(),
-        once: false,
-        limits: Limits::default(),
-    };
+    let options = live(state.path());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let follower = std::thread::spawn(move || {
         super::run::follow_until(options, Box::new(sink), async {
@@ -201,12 +206,7 @@ fn a_pruned_session_loses_its_cursor() {
         .join(super::cursor::endpoint_key(ENDPOINT));
     assert!(cursors.join("every-kind.cursor").exists());
     std::fs::remove_file(cursors.join("status.json")).unwrap();
-    let options = FollowOptions {
-        state: state.path().to_path_buf(),
-        endpoint: ENDPOINT.into(),
-        once: false,
-        limits: Limits::default(),
-    };
+    let options = live(state.path());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = FakeSink {
