@@ -8,10 +8,12 @@
 //! A burst of brokers can keep the lock longer than that (the holder preempted on a loaded
 //! machine): an event that finds it busy is held back all the same, and counted without the
 //! lock, as one byte appended to `notify-rate.held` (an `O_APPEND` write is atomic), which
-//! the next holder of the lock takes in. So a burst is counted whole, never dropped.
+//! the next holder of the lock takes in from where the last one stopped (the state keeps the
+//! offset): the file is never cut or renamed while it is short, so a byte appended while a
+//! holder reads it is counted by the next holder, never lost. A burst is counted whole.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,8 +28,6 @@ use crate::protocol::AttentionKind;
 pub const RATE_FILE: &str = "notify-rate";
 /// Events held back while the lock was busy, a byte each (the kind's index, see `rate`).
 pub const HELD_FILE: &str = "notify-rate.held";
-/// [`HELD_FILE`] as the lock's holder takes it in (renamed, so later appends start anew).
-const TAKEN_FILE: &str = "notify-rate.held.taken";
 /// The most of the file read: the state is a few hundred bytes; more is not ours.
 const READ_CAP: usize = 4096;
 /// Tries at the lock, a millisecond apart.
@@ -50,7 +50,6 @@ pub enum RateFileError {
 pub struct RateFile {
     path: PathBuf,
     held: PathBuf,
-    taken: PathBuf,
 }
 
 impl RateFile {
@@ -58,7 +57,6 @@ impl RateFile {
         RateFile {
             path: state_dir.join(RATE_FILE),
             held: state_dir.join(HELD_FILE),
-            taken: state_dir.join(TAKEN_FILE),
         }
     }
 
@@ -89,18 +87,27 @@ impl RateFile {
         Ok(verdict)
     }
 
-    /// Under the lock: the events counted in [`HELD_FILE`] join `state`'s held ones.
+    /// Under the lock: the events counted in [`HELD_FILE`] since the last holder's turn join
+    /// `state`'s held ones.
     fn take_in_held(&self, state: &mut RateState, now_ms: u64) {
-        if std::fs::rename(&self.held, &self.taken).is_err() {
-            return;
-        }
-        let Ok(taken) = open_private(&self.taken, false) else {
-            let _ = std::fs::remove_file(&self.taken);
+        let Ok(held) = open_private(&self.held, false) else {
             return;
         };
-        let mut bytes = Vec::new();
-        let _ = (&taken).take(TAKEN_CAP).read_to_end(&mut bytes);
-        let _ = std::fs::remove_file(&self.taken);
+        let len = held.metadata().map_or(0, |m| m.len());
+        if len < state.held_taken {
+            // Not the file the offset was kept for (removed by hand): all of it is new.
+            state.held_taken = 0;
+        }
+        let mut bytes = vec![0; len.saturating_sub(state.held_taken).min(TAKEN_CAP) as usize];
+        let n = held.read_at(&mut bytes, state.held_taken).unwrap_or(0);
+        bytes.truncate(n);
+        state.held_taken += n as u64;
+        // Bounded: a mebibyte counted, the file starts anew (an append racing this removal
+        // is the one event it may miss, once a million were counted).
+        if state.held_taken >= TAKEN_CAP {
+            let _ = std::fs::remove_file(&self.held);
+            state.held_taken = 0;
+        }
         for byte in bytes {
             if let Some(kind) = byte.checked_sub(b'0').and_then(kind_of) {
                 add_held(state, kind, now_ms);
@@ -210,8 +217,19 @@ mod tests {
             panic!("the events counted without the lock are told with the next run");
         };
         assert_eq!(held.counts, [1, 0, 0, 1, 0]);
-        assert!(!tmp.path().join(HELD_FILE).exists(), "taken in once");
-        assert!(!tmp.path().join(TAKEN_FILE).exists());
+        // Taken in once: the next holder starts after them, and counts only what follows.
+        let holder = std::fs::File::open(tmp.path().join(RATE_FILE)).unwrap();
+        rustix::fs::flock(&holder, FlockOperation::NonBlockingLockExclusive).unwrap();
+        assert_eq!(
+            file.admit(AttentionKind::Finished, now + 3).unwrap(),
+            Verdict::Hold
+        );
+        drop(holder);
+        let Verdict::Run { held: Some(held) } = file.admit(AttentionKind::Failed, now + 4).unwrap()
+        else {
+            panic!("the one event held since is told");
+        };
+        assert_eq!(held.total(), 1, "{held:?}");
     }
 
     #[test]
