@@ -24,9 +24,17 @@ pub fn skip(reason: impl std::fmt::Display) {
     eprintln!("skipped: {reason}");
 }
 
-/// Copies the directory tree `from` to `to` (a fixture session into a test's own space).
+/// Copies the directory tree `from` to `to` (a fixture session into a test's own space),
+/// private as tether keeps journals: directories 0700, files 0600, whatever the umask and
+/// the modes the fixture has in the checkout.
 pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).expect("create the copy");
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(to)
+        .expect("create the copy");
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).expect("make it private");
     for entry in std::fs::read_dir(from).expect("read the tree to copy") {
         let entry = entry.expect("an entry");
         let target = to.join(entry.file_name());
@@ -34,6 +42,8 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
             copy_dir(&entry.path(), &target);
         } else {
             std::fs::copy(entry.path(), &target).expect("copy a file");
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600))
+                .expect("make it private");
         }
     }
 }
