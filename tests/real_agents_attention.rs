@@ -12,7 +12,6 @@ use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::agents::model_server::{ModelServer, Step};
@@ -117,13 +116,8 @@ fn claude_codes_runaway_is_the_one_thing_told_and_the_agent_is_never_flagged() {
         "Run the commands you are given.",
         Interaction::Print,
     );
-    let mut wrapper = env.tether(&["agent", "--session", SESSION, "--"]);
-    wrapper.stdin(Stdio::null());
-    let mut command = invocation.wrapped(&env, wrapper);
-    command
-        .stdout(fs::File::create(dir.join("agent.stdout")).unwrap())
-        .stderr(fs::File::create(dir.join("agent.stderr")).unwrap());
-    let mut running = RunningAgent::spawn(command, "Claude Code (attention)");
+    let mut running =
+        RunningAgent::under_tether(&env, &invocation, SESSION, &dir, "Claude Code (attention)");
 
     let runaway = running.pid_written(&env, &work.join("runaway.pid"));
     let yes = command_with(&env, "runaway.pid");

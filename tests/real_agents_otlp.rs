@@ -13,7 +13,6 @@ use crate::common;
 
 use std::collections::HashMap;
 use std::fs;
-use std::process::Stdio;
 
 use common::agents::Agent;
 use common::agents::model_server::{ModelServer, Step};
@@ -128,13 +127,8 @@ fn claude_codes_bash_calls_nest_under_its_tool_spans() {
         Interaction::Print,
     );
     with_claude_tracing(&mut invocation, &receiver.endpoint());
-    let mut wrapper = env.tether(&["agent", "--session", SESSION, "--"]);
-    wrapper.stdin(Stdio::null());
-    let mut command = invocation.wrapped(&env, wrapper);
-    command
-        .stdout(fs::File::create(dir.join("agent.stdout")).unwrap())
-        .stderr(fs::File::create(dir.join("agent.stderr")).unwrap());
-    let mut running = RunningAgent::spawn(command, "Claude Code (traced)");
+    let mut running =
+        RunningAgent::under_tether(&env, &invocation, SESSION, &dir, "Claude Code (traced)");
     let end = running.wait(&env, "Claude Code");
     assert!(
         server.answered_final(),

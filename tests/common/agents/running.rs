@@ -29,6 +29,25 @@ impl RunningAgent {
         RunningAgent::Child(child)
     }
 
+    /// `invocation`'s agent under `tether agent --session SESSION`, in print mode, stdin from
+    /// /dev/null, its stdout and stderr kept in `dir` (`agent.stdout`, `agent.stderr`).
+    pub fn under_tether(
+        env: &TestEnv,
+        invocation: &super::offline::AgentInvocation,
+        session: &str,
+        dir: &Path,
+        what: &str,
+    ) -> RunningAgent {
+        let mut wrapper = env.tether(&["agent", "--session", session, "--"]);
+        wrapper.stdin(std::process::Stdio::null());
+        let mut command = invocation.wrapped(env, wrapper);
+        let file = |name: &str| fs::File::create(dir.join(name)).expect("the agent's output file");
+        command
+            .stdout(file("agent.stdout"))
+            .stderr(file("agent.stderr"));
+        RunningAgent::spawn(command, what)
+    }
+
     /// Runs `command` (program, arguments, environment and directory as set on it) as the
     /// process of a tmux pane of `cols`×`rows`; its exit status goes to `status_file`.
     pub fn in_terminal(env: &TestEnv, command: &Command, status_file: &Path) -> RunningAgent {
