@@ -32,6 +32,9 @@ fn journaled(kind: &EventKind) -> Option<&'static str> {
         | EventKind::StopStarted { .. }
         | EventKind::SignalSent { .. }
         | EventKind::HardKill { .. }
+        | EventKind::Ready { .. }
+        | EventKind::NotReady { .. }
+        | EventKind::BudgetExceeded { .. }
         | EventKind::OrphanReaped { .. }
         | EventKind::ParentLost { .. }
         | EventKind::ParentUnresponsive { .. }

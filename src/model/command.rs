@@ -432,6 +432,10 @@ impl CommandState {
                 }
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
+            // Shown by the timeline; the launcher and the list read them in their own turn.
+            EventKind::Ready { .. }
+            | EventKind::NotReady { .. }
+            | EventKind::BudgetExceeded { .. } => {}
             EventKind::OrphanReaped { pid, escaped, .. } => {
                 self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
             }

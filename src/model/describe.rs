@@ -2,7 +2,7 @@
 //! for the TUI, the text report and the trace exports, with no terminal library involved
 //! (the UI turns the [`Tone`] into a colour).
 
-use crate::protocol::{AttentionKind, EventKind, ExitStatus, Origin, Peer, Stream};
+use crate::protocol::{AttentionKind, Budget, EventKind, ExitStatus, Origin, Peer, Stream};
 use crate::units::{duration, duration_ms};
 
 use super::CommandState;
@@ -152,6 +152,49 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         EventKind::HardKill { after_ms } => {
             (format!("after {}", duration_ms(*after_ms)), Tone::Error)
         }
+        EventKind::Ready {
+            probe,
+            detail,
+            after_ms,
+        } => (
+            format!(
+                "{probe}: {} after {}",
+                one_line(detail),
+                duration_ms(*after_ms)
+            ),
+            Tone::Success,
+        ),
+        EventKind::NotReady {
+            probe,
+            detail,
+            after_ms,
+        } => (
+            format!(
+                "{probe} gave up after {}: {}",
+                duration_ms(*after_ms),
+                one_line(detail)
+            ),
+            Tone::Warning,
+        ),
+        EventKind::BudgetExceeded {
+            budget,
+            limit,
+            used,
+        } => {
+            let amount = |n: u64| match budget {
+                Budget::Output => format!("{n} bytes"),
+                Budget::Time | Budget::Cpu => duration_ms(n),
+            };
+            (
+                format!(
+                    "{} {} reached ({} used)",
+                    budget.key(),
+                    amount(*limit),
+                    amount(*used)
+                ),
+                Tone::Error,
+            )
+        }
         EventKind::OrphanReaped { pid, status, .. } => {
             (format!("pid {pid} {}", exit_label(*status)), Tone::Signal)
         }
@@ -279,6 +322,7 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         Origin::Reclaim => Some("a later tether's reclaim"),
         Origin::FinalDrain => Some("final drain"),
         Origin::Caller => Some("passed on from its caller"),
+        Origin::Budget => Some("budget"),
     };
     match (client, cause) {
         (Some(client), None) => one_line(&client.describe()),

@@ -8,8 +8,8 @@ use std::path::Path;
 use super::intervals::{Pace, grace};
 use crate::journal::secure::lossy;
 use crate::protocol::{
-    AttentionRequest, CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, LeftoversRule, Limits,
-    PROTOCOL_VERSION, SessionRef, StdinSource,
+    AttentionRequest, Budgets, CommandSpec, DEFAULT_MAX_OUTPUT, LaunchRequest, LeftoversRule,
+    Limits, PROTOCOL_VERSION, SessionRef, StdinSource,
 };
 
 /// A request to run `command` as `name`, journaled in `journal_dir` of `session`, the broker
@@ -52,6 +52,9 @@ pub fn launch_request(
         trace: None,
         trace_ignored: None,
         attention: AttentionRequest::default(),
+        ready: None,
+        budgets: Budgets::default(),
+        run: 1,
     }
 }
 

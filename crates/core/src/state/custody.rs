@@ -28,7 +28,8 @@ fn end_for(origin: Origin) -> LeftoversEnd {
         Origin::Operator => LeftoversEnd::Operator,
         // The caller's signal was for the main process; what it left is the session's.
         Origin::Caller => LeftoversEnd::CallerExited,
-        Origin::Watchdog => LeftoversEnd::MaxDuration,
+        // A budget spent in custody (time, CPU of what was left) ends it as its limit does.
+        Origin::Watchdog | Origin::Budget => LeftoversEnd::MaxDuration,
         Origin::ParentLost => LeftoversEnd::CallerExited,
         // A broker never runs a reclaim (a later tether does, once the broker is dead), nor a
         // final drain in custody (its timer runs only while the main process does).

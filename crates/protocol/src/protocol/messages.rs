@@ -159,6 +159,133 @@ pub struct LaunchRequest {
     /// an older request: the defaults, and no notify command.
     #[serde(default, skip_serializing_if = "AttentionRequest::is_default")]
     pub attention: AttentionRequest,
+    /// How the command proves it is ready (`ready_*` in tether.toml); absent: it is never
+    /// `ready`, only running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<Readiness>,
+    /// What the command may use before it is stopped (origin `budget`); empty: no budget.
+    #[serde(default, skip_serializing_if = "Budgets::is_empty")]
+    pub budgets: Budgets,
+    /// Which start of its command this run is: 1 for the first, counting up with every
+    /// restart (by the operator or by a restart policy). Absent in older requests: 1.
+    #[serde(default = "first_run", skip_serializing_if = "is_first_run")]
+    pub run: u32,
+}
+
+fn first_run() -> u32 {
+    1
+}
+
+fn is_first_run(run: &u32) -> bool {
+    *run == 1
+}
+
+/// A readiness check and its patience: `probe` is tried every `interval` from the spawn
+/// until it passes (event `ready`) or `timeout` has passed since the spawn (event
+/// `not_ready`; the command runs on).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    pub probe: ReadyProbe,
+    #[serde(
+        rename = "interval_ms",
+        with = "millis",
+        default = "default_ready_interval"
+    )]
+    pub interval: Duration,
+    #[serde(
+        rename = "timeout_ms",
+        with = "millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
+}
+
+/// Default time between two tries of a readiness probe (`ready_interval`).
+pub const DEFAULT_READY_INTERVAL: Duration = Duration::from_millis(500);
+
+fn default_ready_interval() -> Duration {
+    DEFAULT_READY_INTERVAL
+}
+
+/// What proves a command ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "probe", rename_all = "snake_case")]
+pub enum ReadyProbe {
+    /// A complete line of stdout or stderr matches `pattern` (a regex).
+    Log { pattern: String },
+    /// A GET of `url` (plain `http://`) answers 2xx.
+    Http { url: String },
+    /// A TCP connection to `host:port` is accepted.
+    Tcp { host: String, port: u16 },
+    /// `sh -c shell` exits 0.
+    Exec { shell: String },
+}
+
+impl ReadyProbe {
+    /// The probe's one-word name, as the `ready` event and the views give it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReadyProbe::Log { .. } => "log",
+            ReadyProbe::Http { .. } => "http",
+            ReadyProbe::Tcp { .. } => "tcp",
+            ReadyProbe::Exec { .. } => "exec",
+        }
+    }
+}
+
+/// Budgets: reaching one runs the stop sequence (origin `budget`) after a
+/// `budget_exceeded` event naming it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budgets {
+    /// Wall time from the spawn, as `timeout(1)` counts it.
+    #[serde(
+        rename = "max_time_ms",
+        with = "millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_time: Option<Duration>,
+    /// CPU time (user and system) of the command's whole tree.
+    #[serde(
+        rename = "max_cpu_ms",
+        with = "millis::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_cpu: Option<Duration>,
+    /// Bytes of output (stdout and stderr together) the command may produce.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
+}
+
+impl Budgets {
+    pub fn is_empty(&self) -> bool {
+        *self == Budgets::default()
+    }
+}
+
+/// Which budget a command reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// `max_time`: limit and use in milliseconds of wall time.
+    Time,
+    /// `max_cpu`: limit and use in milliseconds of CPU time.
+    Cpu,
+    /// `max_output`: limit and use in bytes.
+    Output,
+}
+
+impl Budget {
+    /// The budget's key, as tether.toml writes it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Budget::Time => "max_time",
+            Budget::Cpu => "max_cpu",
+            Budget::Output => "max_output",
+        }
+    }
 }
 
 /// Which of the command's streams get a pseudo-terminal of their own, and its size. Each
@@ -313,6 +440,8 @@ pub enum Origin {
     /// The front end's caller: a signal the shell shim was sent (by the agent that ran it)
     /// and passed on to the command's group, as a shell would have it delivered.
     Caller,
+    /// The command reached one of its budgets (`budget_exceeded` says which).
+    Budget,
 }
 
 /// What about a command needs the operator.
@@ -598,6 +727,28 @@ pub enum EventKind {
     HardKill {
         after_ms: u64,
     },
+    /// The command proved it is ready: `probe` is which check (`log`, `http`, `tcp`,
+    /// `exec`), `detail` what it saw (the line, `200 OK`, ...), cut to 1 KiB; `after_ms`
+    /// counts from the spawn.
+    Ready {
+        probe: String,
+        detail: String,
+        after_ms: u64,
+    },
+    /// The readiness check gave up: `timeout` passed since the spawn without a pass.
+    /// `detail`: the last try's failure. The command runs on, never `ready`.
+    NotReady {
+        probe: String,
+        detail: String,
+        after_ms: u64,
+    },
+    /// A budget was reached: the stop sequence (origin `budget`) follows. `limit` and
+    /// `used` are in the budget's unit (milliseconds, or bytes for `output`).
+    BudgetExceeded {
+        budget: Budget,
+        limit: u64,
+        used: u64,
+    },
     /// A process other than the command, re-parented to the broker, was reaped.
     OrphanReaped {
         pid: i32,
@@ -746,6 +897,9 @@ impl EventKind {
             EventKind::StopStarted { .. } => "stop_started",
             EventKind::SignalSent { .. } => "signal_sent",
             EventKind::HardKill { .. } => "hard_kill",
+            EventKind::Ready { .. } => "ready",
+            EventKind::NotReady { .. } => "not_ready",
+            EventKind::BudgetExceeded { .. } => "budget_exceeded",
             EventKind::OrphanReaped { .. } => "orphan_reaped",
             EventKind::ParentLost { .. } => "parent_lost",
             EventKind::ParentUnresponsive { .. } => "parent_unresponsive",
@@ -796,6 +950,9 @@ pub struct CommandResult {
     /// Origin of the first stop sequence, if one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<Origin>,
+    /// The budget that stopped the command, when `stopped_by` is `budget`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
     /// Kinds of events that reached their budget and stopped being recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events_capped: Vec<CappedKind>,

@@ -304,6 +304,9 @@ fn request() -> LaunchRequest {
             enabled: false,
             ..Default::default()
         },
+        ready: None,
+        budgets: Default::default(),
+        run: 1,
     }
 }
 
