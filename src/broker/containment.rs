@@ -23,7 +23,7 @@ pub fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
         Some(s) => (s.id.as_str(), s.command.as_str()),
         None => ("none", request.name.as_str()),
     };
-    name::command_cgroup_name(session, command, (broker.pid, broker.start_ticks))
+    name::command_cgroup_name(session, command, broker)
 }
 
 /// Where the cgroup named `name` (see [`cgroup_name`]) is, if this process (the

@@ -12,16 +12,12 @@ const PREFIX: &str = "agent-shims-";
 
 /// The name of the shims directory made by the process `owner`.
 pub fn dir_name(owner: &BrokerIdentity) -> String {
-    format!("{PREFIX}{}-{}", owner.pid, owner.start_ticks)
+    format!("{PREFIX}{}", owner.label())
 }
 
 /// The process a shims directory's name names; `None` for any other name.
 fn owner(name: &str) -> Option<BrokerIdentity> {
-    let (pid, start) = name.strip_prefix(PREFIX)?.split_once('-')?;
-    Some(BrokerIdentity {
-        pid: pid.parse().ok()?,
-        start_ticks: start.parse().ok()?,
-    })
+    BrokerIdentity::from_label(name.strip_prefix(PREFIX)?)
 }
 
 /// Among the socket directory's entry `names`, the shims directories whose maker no longer

@@ -12,7 +12,7 @@ use crate::protocol::BrokerIdentity;
 const SUFFIX: &str = ".journal";
 
 fn link_path(dir: &Path, broker: &BrokerIdentity) -> PathBuf {
-    dir.join(format!("{}-{}{SUFFIX}", broker.pid, broker.start_ticks))
+    dir.join(format!("{}{SUFFIX}", broker.label()))
 }
 
 /// The broker `broker` journals in `journal`: links it from the socket directory (made and
@@ -34,11 +34,7 @@ pub fn remove(broker: &BrokerIdentity) {
 
 /// The broker a link's file name names.
 fn parse(name: &str) -> Option<BrokerIdentity> {
-    let (pid, start) = name.strip_suffix(SUFFIX)?.split_once('-')?;
-    Some(BrokerIdentity {
-        pid: pid.parse().ok()?,
-        start_ticks: start.parse().ok()?,
-    })
+    BrokerIdentity::from_label(name.strip_suffix(SUFFIX)?)
 }
 
 /// Whether the socket directory's entry `names` (one listing, see

@@ -177,7 +177,7 @@ impl Abandoned {
         });
         let path = journaled.or_else(|| self.named_cgroup())?;
         let owner = name::owner(path.file_name()?.to_str()?)?;
-        if owner != (self.broker.pid, self.broker.start_ticks) {
+        if owner != self.broker {
             return None;
         }
         CommandCgroup::open_existing(&path).ok().map(Arc::new)
@@ -185,7 +185,6 @@ impl Abandoned {
 
     fn named_cgroup(&self) -> Option<PathBuf> {
         let hierarchy = crate::cgroup::Hierarchy::find().ok()?;
-        let owner = (self.broker.pid, self.broker.start_ticks);
         std::fs::read_dir(hierarchy.path())
             .ok()?
             .flatten()
@@ -194,7 +193,7 @@ impl Abandoned {
                     .file_name()
                     .to_str()
                     .and_then(name::owner)
-                    .is_some_and(|o| o == owner)
+                    .is_some_and(|o| o == self.broker)
             })
             .map(|entry| entry.path())
     }

@@ -54,7 +54,7 @@ pub fn left_for(state_dir: &Path) -> Vec<PathBuf> {
         .collect();
     let brokers = brokers(state_dir);
     let ours = |file: &str| {
-        let owner = name::owner(file).map(|(pid, _)| pid);
+        let owner = name::owner(file).map(|broker| broker.pid);
         brokers
             .as_ref()
             .is_none_or(|brokers| owner.is_some_and(|pid| brokers.contains(&pid)))

@@ -4,6 +4,7 @@
 //! broker's pid and start time say whose it is, so a later tether can tell a stale one (its
 //! broker dead) from a live one, even when the pid has been reused.
 
+use tether_protocol::protocol::BrokerIdentity;
 /// Every command cgroup's name starts with this and a dot.
 pub const PREFIX: &str = "tether";
 
@@ -28,32 +29,34 @@ pub fn sanitize(part: &str) -> String {
     if clean.is_empty() { "_".into() } else { clean }
 }
 
-/// The cgroup name of one command run by the broker `(pid, start_ticks)`.
-pub fn command_cgroup_name(session: &str, command: &str, broker: (i32, u64)) -> String {
+/// The cgroup name of one command run by `broker`.
+pub fn command_cgroup_name(session: &str, command: &str, broker: &BrokerIdentity) -> String {
     format!(
-        "{PREFIX}.{}.{}.{}-{}",
+        "{PREFIX}.{}.{}.{}",
         sanitize(session),
         sanitize(command),
-        broker.0,
-        broker.1
+        broker.label()
     )
 }
 
 /// The broker that owns a cgroup named by [`command_cgroup_name`]; `None` for any other name.
-pub fn owner(name: &str) -> Option<(i32, u64)> {
+pub fn owner(name: &str) -> Option<BrokerIdentity> {
     let rest = name.strip_prefix(PREFIX)?.strip_prefix('.')?;
     let mut parts = rest.split('.');
     let (_session, _command, broker) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
         return None;
     }
-    let (pid, start) = broker.split_once('-')?;
-    Some((pid.parse().ok()?, start.parse().ok()?))
+    BrokerIdentity::from_label(broker)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn broker(pid: i32, start_ticks: u64) -> BrokerIdentity {
+        BrokerIdentity { pid, start_ticks }
+    }
 
     #[test]
     fn names_hold_only_what_a_cgroup_name_may() {
@@ -63,18 +66,23 @@ mod tests {
         assert_eq!(sanitize("a b\n/c\u{202e}é"), "a_b__c__");
         assert_eq!(sanitize(""), "_");
         assert_eq!(sanitize(&"x".repeat(500)).len(), PART_MAX);
-        let name = command_cgroup_name("s 1", "01-sleep", (4242, 99));
+        let name = command_cgroup_name("s 1", "01-sleep", &broker(4242, 99));
         assert_eq!(name, "tether.s_1.01-sleep.4242-99");
         assert!(
-            command_cgroup_name(&"é".repeat(300), &"x".repeat(300), (i32::MAX, u64::MAX)).len()
+            command_cgroup_name(
+                &"é".repeat(300),
+                &"x".repeat(300),
+                &broker(i32::MAX, u64::MAX)
+            )
+            .len()
                 <= 255
         );
     }
 
     #[test]
     fn the_owner_is_read_back_from_the_name() {
-        let name = command_cgroup_name("sess.ion", "01-a.b", (4242, 99));
-        assert_eq!(owner(&name), Some((4242, 99)));
+        let name = command_cgroup_name("sess.ion", "01-a.b", &broker(4242, 99));
+        assert_eq!(owner(&name), Some(broker(4242, 99)));
         for other in [
             "tether",
             "tether.a.b",

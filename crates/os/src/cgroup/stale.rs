@@ -19,10 +19,12 @@ pub struct Candidate<'a> {
 /// Whether a directory is a stale command cgroup to remove. `broker_alive` says whether the
 /// process with that pid and start time runs.
 pub fn is_stale(candidate: &Candidate, broker_alive: impl Fn(i32, u64) -> bool) -> bool {
-    let Some((pid, start)) = name::owner(candidate.name) else {
+    let Some(broker) = name::owner(candidate.name) else {
         return false;
     };
-    candidate.ours && candidate.populated == Some(false) && !broker_alive(pid, start)
+    candidate.ours
+        && candidate.populated == Some(false)
+        && !broker_alive(broker.pid, broker.start_ticks)
 }
 
 fn broker_alive(pid: i32, start_ticks: u64) -> bool {

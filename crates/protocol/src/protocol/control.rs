@@ -49,6 +49,23 @@ pub struct BrokerIdentity {
     pub start_ticks: u64,
 }
 
+impl BrokerIdentity {
+    /// `<pid>-<start ticks>`: the broker as the names of its journal link, its cgroup and an
+    /// agent's shims directory give it.
+    pub fn label(&self) -> String {
+        format!("{}-{}", self.pid, self.start_ticks)
+    }
+
+    /// The broker a [`label`](Self::label) names; `None` for anything else.
+    pub fn from_label(label: &str) -> Option<BrokerIdentity> {
+        let (pid, start) = label.split_once('-')?;
+        Some(BrokerIdentity {
+            pid: pid.parse().ok()?,
+            start_ticks: start.parse().ok()?,
+        })
+    }
+}
+
 /// `command.json` as the broker writes it: the launch request, plus who the broker is and
 /// where its control socket listens. Readers that only want the request read the same file
 /// as a [`LaunchRequest`] (unknown fields are ignored).
