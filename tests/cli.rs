@@ -8,7 +8,8 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{BIN, TestEnv, run_to_end};
+use common::tmux::Tmux;
+use common::{BIN, TestEnv, run_to_end, wait_until};
 
 /// The subcommands users never type: never completed, never suggested.
 const HIDDEN: [&str; 3] = ["session-owner", "agent-hook", "broker"];
@@ -320,5 +321,46 @@ fn run_procfile_reports_a_bad_line_at_its_place_before_anything_starts() {
         "conflicts: {}",
         text(&out.stderr)
     );
+    env.finish();
+}
+
+#[test]
+fn run_procfile_launches_each_process_with_the_dotenv_in_the_procfiles_directory() {
+    let env = TestEnv::new("cli_procfile_run");
+    let project = env.path("project");
+    fs::create_dir(&project).unwrap();
+    let script =
+        "web: echo \"web $GREETING in $(pwd)\"\n# a comment\n\nworker: echo worker $PORT\n";
+    fs::write(project.join("Procfile"), script).unwrap();
+    fs::write(project.join(".env"), "GREETING='from .env'\nPORT=5000\n").unwrap();
+
+    let tmux = Tmux::start(&env, 200, 50);
+    tmux.type_line(
+        &env,
+        &format!(
+            "cd {} && exec {BIN} --state-dir {} run --procfile project/Procfile",
+            env.path("").display(),
+            env.state_dir().display()
+        ),
+    );
+    let stdout_of = |name: &str| {
+        (env.command_dirs().iter())
+            .find(|dir| dir.ends_with(name))
+            .and_then(|dir| fs::read_to_string(dir.join("stdout.log")).ok())
+            .unwrap_or_default()
+    };
+    wait_until(&env, "both processes' output journaled", || {
+        stdout_of("01-web").contains("web from .env in")
+            && stdout_of("02-worker").contains("worker 5000")
+    });
+    let project = fs::canonicalize(&project).unwrap();
+    assert!(
+        stdout_of("01-web").contains(&format!("in {}", project.display())),
+        "{}",
+        stdout_of("01-web")
+    );
+    tmux.wait_screen(&env, "both ended", |s| s.matches("exit 0").count() == 2);
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
     env.finish();
 }
