@@ -10,8 +10,8 @@ pub mod suggestions;
 
 /// `cmd` without its hidden subcommands (`broker`, `session-owner`, ...): what completions
 /// offer and typos are matched against. clap cannot remove a subcommand, so the top level is
-/// built again from what `Cli` sets (name, version, about, arguments and groups) and the
-/// visible subcommands.
+/// built again from what `Cli` sets (name, version, the texts around its help, arguments and
+/// groups) and the visible subcommands; a setting added to `Cli` is added here too.
 pub fn visible(cmd: clap::Command) -> clap::Command {
     let mut visible = clap::Command::new(cmd.get_name().to_string())
         .args(cmd.get_arguments().cloned())
@@ -25,6 +25,15 @@ pub fn visible(cmd: clap::Command) -> clap::Command {
     }
     if let Some(about) = cmd.get_long_about() {
         visible = visible.long_about(about.clone());
+    }
+    if let Some(text) = cmd.get_before_help() {
+        visible = visible.before_help(text.clone());
+    }
+    if let Some(text) = cmd.get_after_help() {
+        visible = visible.after_help(text.clone());
+    }
+    if let Some(text) = cmd.get_after_long_help() {
+        visible = visible.after_long_help(text.clone());
     }
     visible
 }
