@@ -2,7 +2,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use tether::app::{Launch, run_tui};
 use tether::config::{self, CommandConfig, naming};
@@ -13,6 +13,10 @@ use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
 use tether::protocol::{CommandSpec, Limits};
 use tether::units::{parse_age, parse_duration, parse_size};
+
+mod cli;
+
+use cli::completions::{session_ids, targets};
 
 /// A terminal process monitor for commands that must not run away.
 ///
@@ -59,6 +63,7 @@ enum Command {
     /// the terminal's width (COLUMNS when stdout is not a terminal, else 80).
     Sessions {
         /// One session (an id, an id prefix or a directory): its line and its commands'.
+        #[arg(add = session_ids())]
         session: Option<String>,
         /// A line for each command too: start (from the session's start), duration, state,
         /// CPU time, peak memory and command line.
@@ -71,7 +76,7 @@ enum Command {
     /// Write a journaled session in a format other tools read (default: the latest session;
     /// give an id, an id prefix or a session directory).
     Export {
-        #[arg(conflicts_with = "follow")]
+        #[arg(conflicts_with = "follow", add = session_ids())]
         session: Option<String>,
         /// chrome-trace (Perfetto, chrome://tracing), jsonl (every event), text (a report
         /// for a bug) or otlp (OpenTelemetry OTLP/JSON).
@@ -118,6 +123,7 @@ enum Command {
         /// A regular expression (Rust regex syntax), matched against each line's bytes.
         pattern: String,
         /// Session ids (or prefixes, or directories); default: every session.
+        #[arg(add = session_ids())]
         sessions: Vec<String>,
         /// Search only this stream.
         #[arg(long, value_enum)]
@@ -135,6 +141,7 @@ enum Command {
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
     Open {
+        #[arg(add = session_ids())]
         session: Option<String>,
         /// Open at the first line whose output shows PATTERN (first command first, stdout
         /// then stderr), with the pane's search (`/`) set to it: plain text, ASCII letters in
@@ -163,7 +170,7 @@ enum Command {
     Agent {
         /// The session (default: the agent's name and the UTC time, e.g.
         /// claude-20261201T201500Z).
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", add = session_ids())]
         session: Option<String>,
         /// The agent and its arguments.
         #[arg(last = true, required = true, value_name = "AGENT")]
@@ -209,6 +216,7 @@ enum Command {
     /// as the status bar says.
     Watch {
         /// A session to show whole, from its first command.
+        #[arg(add = session_ids())]
         session: Option<String>,
     },
     /// Internal: the per-command broker, started by tether itself.
@@ -221,6 +229,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Only this session's commands.
+        #[arg(add = session_ids())]
         session: Option<String>,
     },
     /// Stop live commands' whole trees (SIGTERM, the grace period, SIGKILL) and wait until
@@ -233,6 +242,28 @@ enum Command {
         signal: tether::protocol::ProcessSignal,
         #[command(flatten)]
         target: TargetArgs,
+    },
+    /// Print the shell code that completes tether's subcommands, options and session ids:
+    /// `source <(tether completions bash)` in ~/.bashrc, `source <(tether completions zsh)`
+    /// in ~/.zshrc (after compinit), `tether completions fish | source` in
+    /// ~/.config/fish/config.fish. It asks tether for each completion, so it stays current.
+    Completions {
+        #[arg(value_enum)]
+        shell: cli::completions::Shell,
+    },
+    /// Print the manual page tether(1) as roff (`tether man | man -l -`), or write it and a
+    /// page per subcommand into DIR: `tether man --dir ~/.local/share/man/man1`.
+    Man {
+        /// Write tether.1 and tether-SUBCOMMAND.1 here (made if missing) instead.
+        #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+        dir: Option<PathBuf>,
+    },
+    /// Write a commented example tether.toml in the current directory, to edit and start
+    /// with `tether`.
+    Init {
+        /// Replace an existing tether.toml.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -259,6 +290,16 @@ struct RunArgs {
     /// A command and its arguments.
     #[arg(last = true)]
     argv: Vec<String>,
+    /// Launch the processes of a Procfile (default ./Procfile; `name: command` lines, as
+    /// Foreman reads them) with the variables of the .env beside it.
+    #[arg(
+        long,
+        value_name = "PATH",
+        num_args = 0..=1,
+        default_missing_value = "Procfile",
+        conflicts_with_all = ["names", "shell", "argv"]
+    )]
+    procfile: Option<PathBuf>,
 }
 
 /// `tether exec`.
@@ -308,11 +349,27 @@ impl RunArgs {
             pty: _,
             no_pty,
             argv,
+            procfile,
         } = self;
         let session = match chosen_session(options.session.as_deref()) {
             Ok(session) => session,
             Err(err) => return usage_error(&err),
         };
+        let with_options = |command: CommandConfig| CommandConfig {
+            grace: options.grace,
+            no_output_timeout: options.no_output_timeout,
+            drain_on: options.drain_on.clone(),
+            drain: options.drain,
+            pty: !no_pty,
+            limits: options.limits(),
+            ..command
+        };
+        if let Some(procfile) = procfile {
+            let commands = config::procfile::load(&procfile)
+                .map(|procfile| procfile.commands.into_iter().map(with_options).collect())
+                .map_err(|err| err.to_string());
+            return tui(state_dir, session, commands);
+        }
         let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
         if !argv.is_empty() {
             specs.push(CommandSpec::Argv(argv));
@@ -328,15 +385,7 @@ impl RunArgs {
         let commands = specs
             .into_iter()
             .zip(names)
-            .map(|(spec, name)| CommandConfig {
-                grace: options.grace,
-                no_output_timeout: options.no_output_timeout,
-                drain_on: options.drain_on.clone(),
-                drain: options.drain,
-                pty: !no_pty,
-                limits: options.limits(),
-                ..CommandConfig::new(name, spec)
-            })
+            .map(|(spec, name)| with_options(CommandConfig::new(name, spec)))
             .collect();
         tui(state_dir, session, Ok(commands))
     }
@@ -408,7 +457,7 @@ struct CommandOptions {
     drain: Option<Duration>,
     /// Journal in this named session, joined by every tether that names it (default:
     /// $TETHER_SESSION, else a new session).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = session_ids())]
     session: Option<String>,
     /// Limit the command's cgroup to this many processes (pids.max), where the pids
     /// controller is available; otherwise the journal says so and it runs unlimited.
@@ -446,7 +495,7 @@ enum GrepColor {
 #[derive(clap::Args)]
 struct TargetArgs {
     /// SESSION/NAME (one command; NAME, its NN-name id or its number NN), or SESSION (all its live commands).
-    #[arg(required_unless_present = "pid")]
+    #[arg(required_unless_present = "pid", add = targets())]
     target: Option<String>,
     /// The command whose process tree holds this pid.
     #[arg(long, conflicts_with = "target")]
@@ -496,7 +545,8 @@ fn main() {
     {
         std::process::exit(tether::broker::main());
     }
-    let cli = Cli::parse();
+    cli::completions::answer_if_asked(Cli::command);
+    let cli: Cli = cli::suggestions::parse();
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),
         Some(Command::Mcp) => mcp(cli.state_dir),
@@ -634,6 +684,10 @@ fn main() {
         },
         Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo().commands)),
         Some(Command::Run(args)) => args.main(cli.state_dir.as_deref()),
+        Some(Command::Completions { shell }) => cli::completions::print(shell),
+        Some(Command::Man { dir: None }) => cli::man::print(Cli::command()),
+        Some(Command::Man { dir: Some(dir) }) => cli::man::write_pages(Cli::command(), &dir),
+        Some(Command::Init { force }) => cli::init::main(force),
         None => {
             let default = Path::new("tether.toml");
             let commands = match cli.file.as_deref() {

@@ -6,10 +6,12 @@
 
 pub mod attention;
 mod document;
+pub mod example;
 pub mod journal;
 pub mod naming;
 pub mod notify;
 pub mod otlp;
+pub mod procfile;
 pub mod user;
 mod values;
 

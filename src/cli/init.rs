@@ -1,0 +1,48 @@
+//! `tether init`: a commented example `tether.toml` in the current directory, to edit.
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
+
+use tether::config::example::EXAMPLE_TOML;
+
+const FILE: &str = "tether.toml";
+
+/// Writes the example as ./tether.toml; an existing file is kept unless `force`. Exit code 0
+/// written, 2 kept, 1 the write failed.
+pub fn main(force: bool) -> i32 {
+    let mut options = OpenOptions::new();
+    // A link named tether.toml is not followed to overwrite whatever it points at.
+    options.write(true).custom_flags(libc::O_NOFOLLOW);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        // Made only if absent, in one step: nothing written between a check and the write
+        // can be lost.
+        options.create_new(true);
+    }
+    let written = options
+        .open(Path::new(FILE))
+        .and_then(|mut file| file.write_all(EXAMPLE_TOML.as_bytes()));
+    match written {
+        Ok(()) => {
+            println!(
+                "tether: wrote ./{FILE}: four example commands (db, migrate, web, worker) to \
+                 replace with yours; run `tether` in this directory to start them"
+            );
+            0
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+            eprintln!(
+                "tether: ./{FILE} already exists; left as it is (`tether init --force` \
+                 replaces it)"
+            );
+            2
+        }
+        Err(err) => {
+            eprintln!("tether: cannot write ./{FILE}: {err}");
+            1
+        }
+    }
+}

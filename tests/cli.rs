@@ -1,0 +1,366 @@
+//! The command line as users meet it: completions loaded in bash, zsh and fish (subcommands,
+//! and session ids from a state directory that `tether exec` filled), the man pages, `tether
+//! init`, `tether run --procfile`'s errors, and hidden subcommands never suggested.
+
+use crate::common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::tmux::Tmux;
+use common::{BIN, TestEnv, run_to_end, wait_until};
+
+/// The subcommands users never type: never completed, never suggested.
+const HIDDEN: [&str; 3] = ["session-owner", "agent-hook", "broker"];
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Two finished sessions in the test's state directory, `cli-older` started first.
+fn two_sessions(env: &TestEnv) {
+    for session in ["cli-older", "cli-newer"] {
+        let run = env.exec(&["--session", session, "-n", "job"], &["true"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    }
+}
+
+/// `shell ARGS` with the state directory and a home of the test's own: completions read
+/// the sessions from `TETHER_STATE_DIR`, as `tether sessions` does without `--state-dir`.
+fn in_shell(env: &TestEnv, shell: &str, args: &[&str]) -> Output {
+    let home = env.path("home");
+    fs::create_dir_all(&home).unwrap();
+    let mut command = Command::new(shell);
+    command
+        .args(args)
+        .env("TETHER_BIN", BIN)
+        .env("TETHER_STATE_DIR", env.state_dir())
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env_remove("TETHER_SESSION")
+        .env_remove("TETHER_COMPLETE");
+    let out = run_to_end(env, command, shell);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{shell}: {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    out
+}
+
+/// The value after `label: ` on its own line of `out`, split at spaces.
+fn candidates(out: &str, label: &str) -> Vec<String> {
+    let line = (out.lines())
+        .find_map(|line| line.strip_prefix(&format!("{label}:")))
+        .unwrap_or_else(|| panic!("no `{label}:` line in {out}"));
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+/// bash as it completes: the words so far, the cursor at the end, the function `complete
+/// -p` names called as bash calls it; prints COMPREPLY on one line.
+const BASH_COMPLETE: &str = r#"
+source <("$TETHER_BIN" completions bash) || exit 3
+complete -p tether || exit 4
+comp() {
+    local label=$1; shift
+    COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+    COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+    local function=$(complete -p tether | sed -n 's/.* -F \([^ ]*\) .*/\1/p')
+    "$function" tether "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+    echo "$label: ${COMPREPLY[*]}"
+}
+comp se tether se
+comp session tether session-
+comp brok tether brok
+comp open tether open ''
+comp grep tether grep pattern cli-n
+comp stop tether stop ''
+comp stop-command tether stop cli-newer/
+comp exec-session tether exec --session ''
+"#;
+
+#[test]
+fn bash_loads_the_completions_and_completes_subcommands_and_session_ids() {
+    let env = TestEnv::new("cli_bash");
+    two_sessions(&env);
+    let out = text(&in_shell(&env, "bash", &["-c", BASH_COMPLETE]).stdout);
+    assert!(
+        out.contains("-F _clap_complete_tether tether"),
+        "complete -p tether: {out}"
+    );
+    assert_eq!(candidates(&out, "se"), ["sessions"], "{out}");
+    assert_eq!(candidates(&out, "session"), [""; 0], "{out}");
+    assert_eq!(candidates(&out, "brok"), [""; 0], "{out}");
+    // Session ids newest first, then the options.
+    let open = candidates(&out, "open");
+    assert_eq!(open[..2], ["cli-newer", "cli-older"], "{out}");
+    assert!(open.contains(&"--search".to_string()), "{out}");
+    assert_eq!(candidates(&out, "grep"), ["cli-newer"], "{out}");
+    assert_eq!(
+        candidates(&out, "stop")[..2],
+        ["cli-newer", "cli-older"],
+        "{out}"
+    );
+    assert_eq!(candidates(&out, "stop-command"), ["cli-newer/job"], "{out}");
+    assert_eq!(
+        candidates(&out, "exec-session"),
+        ["cli-newer", "cli-older"],
+        "{out}"
+    );
+    env.finish();
+}
+
+#[test]
+fn zsh_loads_the_completions_and_they_answer_by_the_engines_protocol() {
+    let env = TestEnv::new("cli_zsh");
+    two_sessions(&env);
+    // compinit -D: no dump file written.
+    let script = r#"autoload -U compinit && compinit -D -u || exit 3
+source <("$TETHER_BIN" completions zsh) || exit 4
+print -r -- "registered: ${_comps[tether]}"
+whence -w _clap_dynamic_completer_tether"#;
+    let out = text(&in_shell(&env, "zsh", &["-f", "-c", script]).stdout);
+    assert!(
+        out.contains("registered: _clap_dynamic_completer_tether"),
+        "{out}"
+    );
+    assert!(
+        out.contains("_clap_dynamic_completer_tether: function"),
+        "{out}"
+    );
+    // What the registered function runs, as zsh runs it (`$CURRENT - 1` is the index).
+    let ask = r#"TETHER_COMPLETE=zsh _CLAP_IFS=$'\n' _CLAP_COMPLETE_INDEX=2 "$TETHER_BIN" -- tether open ''
+echo ---
+TETHER_COMPLETE=zsh _CLAP_IFS=$'\n' _CLAP_COMPLETE_INDEX=1 "$TETHER_BIN" -- tether se"#;
+    let out = text(&in_shell(&env, "zsh", &["-f", "-c", ask]).stdout);
+    let (open, se) = out.split_once("---\n").expect("both answers");
+    let open: Vec<&str> = open.lines().collect();
+    assert_eq!(open[..2], ["cli-newer", "cli-older"], "{out}");
+    assert!(
+        se.lines().next().is_some_and(|l| l.starts_with("sessions")),
+        "{out}"
+    );
+    assert!(HIDDEN.iter().all(|h| !se.contains(h)), "{out}");
+    env.finish();
+}
+
+#[test]
+fn fish_loads_the_completions_and_completes_subcommands_and_session_ids() {
+    let env = TestEnv::new("cli_fish");
+    two_sessions(&env);
+    let script = r#""$TETHER_BIN" completions fish | source
+echo "se: "(complete -C 'tether se' | string split -f1 \t | string join ' ')
+echo "open: "(complete -C 'tether open ' | string split -f1 \t | string join ' ')"#;
+    let out = text(&in_shell(&env, "fish", &["--no-config", "-c", script]).stdout);
+    assert_eq!(candidates(&out, "se"), ["sessions"], "{out}");
+    assert_eq!(
+        candidates(&out, "open")[..2],
+        ["cli-newer", "cli-older"],
+        "{out}"
+    );
+    env.finish();
+}
+
+#[test]
+fn a_typo_never_suggests_a_hidden_subcommand() {
+    let env = TestEnv::new("cli_typo");
+    for (typo, suggested) in [
+        ("sesion-owner", Some("sessions")),
+        ("session-ownr", Some("sessions")),
+        ("sessio", Some("sessions")),
+        ("agent-hok", Some("agent")),
+        ("brokr", None),
+        ("broke", None),
+    ] {
+        let out = run_to_end(&env, env.tether(&[typo]), typo);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{typo}: {stderr}");
+        assert!(
+            stderr.contains(&format!("unrecognized subcommand '{typo}'")),
+            "{typo}: {stderr}"
+        );
+        let tip = stderr.lines().find(|l| l.contains("tip:")).unwrap_or("");
+        for hidden in HIDDEN {
+            assert!(!tip.contains(hidden), "{typo} suggests {hidden}: {stderr}");
+        }
+        match suggested {
+            Some(name) => assert!(tip.contains(&format!("'{name}'")), "{typo}: {stderr}"),
+            None => assert_eq!(tip, "", "{typo}: {stderr}"),
+        }
+    }
+    env.finish();
+}
+
+#[test]
+fn the_man_page_and_one_page_per_visible_subcommand() {
+    let env = TestEnv::new("cli_man");
+    let out = run_to_end(&env, env.tether(&["man"]), "tether man");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(page.contains("\n.TH tether 1 "), "{page}");
+    for listed in [
+        "tether\\-run(1)",
+        "tether\\-completions(1)",
+        "tether\\-init(1)",
+    ] {
+        assert!(page.contains(listed), "{listed} in {page}");
+    }
+    for hidden in HIDDEN {
+        let listed = format!("tether\\-{}(1)", hidden.replace('-', "\\-"));
+        assert!(!page.contains(&listed), "{listed}: {page}");
+    }
+
+    let dir = env.path("man/man1");
+    let out = run_to_end(
+        &env,
+        env.tether(&["man", "--dir", dir.to_str().unwrap()]),
+        "tether man --dir",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run = fs::read_to_string(dir.join("tether-run.1")).expect("tether-run.1");
+    assert!(
+        run.contains("\n.TH tether\\-run 1 ") || run.contains("\n.TH tether-run 1 "),
+        "{run}"
+    );
+    for name in [
+        "tether.1",
+        "tether-init.1",
+        "tether-man.1",
+        "tether-completions.1",
+    ] {
+        assert!(dir.join(name).exists(), "{name}");
+    }
+    for hidden in HIDDEN {
+        assert!(!dir.join(format!("tether-{hidden}.1")).exists(), "{hidden}");
+    }
+    assert!(!dir.join("tether-help.1").exists());
+    env.finish();
+}
+
+/// `tether ARGS` run in `dir`.
+fn tether_in(env: &TestEnv, dir: &Path, args: &[&str]) -> Output {
+    let mut command = env.tether(args);
+    command.current_dir(dir);
+    run_to_end(env, command, &format!("tether {args:?}"))
+}
+
+#[test]
+fn init_writes_an_example_that_parses_and_keeps_an_existing_one() {
+    let env = TestEnv::new("cli_init");
+    let project = env.path("project");
+    fs::create_dir(&project).unwrap();
+    let file = project.join("tether.toml");
+
+    let out = tether_in(&env, &project, &["init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("wrote ./tether.toml"),
+        "{}",
+        text(&out.stdout)
+    );
+    let written = fs::read_to_string(&file).unwrap();
+    let config = tether::config::parse(&written, "tether.toml").expect("the example parses");
+    assert!(config.commands.len() >= 2, "{config:?}");
+    assert!(
+        written
+            .lines()
+            .filter(|l| l.trim_start().starts_with('#'))
+            .count()
+            > 10
+    );
+
+    fs::write(&file, "# mine\n").unwrap();
+    let out = tether_in(&env, &project, &["init"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("already exists"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), "# mine\n");
+
+    let out = tether_in(&env, &project, &["init", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(fs::read_to_string(&file).unwrap(), written);
+    env.finish();
+}
+
+#[test]
+fn run_procfile_reports_a_bad_line_at_its_place_before_anything_starts() {
+    let env = TestEnv::new("cli_procfile");
+    let project = env.path("project");
+    fs::create_dir(&project).unwrap();
+    fs::write(project.join("Procfile"), "web: serve\nnot a process\n").unwrap();
+
+    let out = tether_in(&env, &project, &["run", "--procfile"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("Procfile:2:1: expected `name: command`"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    fs::write(project.join("Procfile"), "web: serve\n").unwrap();
+    fs::write(project.join(".env"), "PORT=5000\nbad line\n").unwrap();
+    let out = tether_in(&env, &project, &["run", "--procfile", "Procfile"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(".env:2:1: expected `KEY=VALUE`"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = tether_in(&env, &project, &["run", "--procfile", "-c", "true"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "conflicts: {}",
+        text(&out.stderr)
+    );
+    env.finish();
+}
+
+#[test]
+fn run_procfile_launches_each_process_with_the_dotenv_in_the_procfiles_directory() {
+    let env = TestEnv::new("cli_procfile_run");
+    let project = env.path("project");
+    fs::create_dir(&project).unwrap();
+    let script =
+        "web: echo \"web $GREETING in $(pwd)\"\n# a comment\n\nworker: echo worker $PORT\n";
+    fs::write(project.join("Procfile"), script).unwrap();
+    fs::write(project.join(".env"), "GREETING='from .env'\nPORT=5000\n").unwrap();
+
+    let tmux = Tmux::start(&env, 200, 50);
+    tmux.type_line(
+        &env,
+        &format!(
+            "cd {} && exec {BIN} --state-dir {} run --procfile project/Procfile",
+            env.path("").display(),
+            env.state_dir().display()
+        ),
+    );
+    let stdout_of = |name: &str| {
+        (env.command_dirs().iter())
+            .find(|dir| dir.ends_with(name))
+            .and_then(|dir| fs::read_to_string(dir.join("stdout.log")).ok())
+            .unwrap_or_default()
+    };
+    wait_until(&env, "both processes' output journaled", || {
+        stdout_of("01-web").contains("web from .env in")
+            && stdout_of("02-worker").contains("worker 5000")
+    });
+    let project = fs::canonicalize(&project).unwrap();
+    assert!(
+        stdout_of("01-web").contains(&format!("in {}", project.display())),
+        "{}",
+        stdout_of("01-web")
+    );
+    tmux.wait_screen(&env, "both ended", |s| s.matches("exit 0").count() == 2);
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
