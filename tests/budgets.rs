@@ -76,9 +76,15 @@ fn a_forgotten_yes_is_stopped_by_its_cpu_budget() {
         "as bash shows SIGTERM: {}",
         run.stderr_text()
     );
-    let (budget, limit, used) = stopped_by_budget(&env.command_dir());
+    let dir = env.command_dir();
+    let (budget, limit, used) = stopped_by_budget(&dir);
     assert_eq!((budget, limit), (Budget::Cpu, 1000));
     assert!(used >= 1000, "{used}");
+    // The post-mortem says which budget ended it, not merely a signal.
+    let session = common::journal::session_of(&dir);
+    let listed = common::run_to_end(&env, env.tether(&["sessions", &session]), "sessions");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("over budget (max_cpu)"), "{listed}");
     env.finish();
 }
 
