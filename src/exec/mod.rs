@@ -284,6 +284,8 @@ struct Outcome {
     final_line: Option<(String, Duration)>,
     /// The command did not exit within the drain period and was stopped: it finished.
     drained: bool,
+    /// The budget that stopped it, as the timeline words it (`max_cpu 1.0s reached ...`).
+    over_budget: Option<String>,
     /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
     /// (`output_undelivered`): our caller took no more of it.
     undelivered: [u64; 2],
