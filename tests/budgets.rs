@@ -33,17 +33,12 @@ fn stopped_by_budget(dir: &Path) -> (Budget, u64, u64) {
         .iter()
         .position(|k| *k == "budget_exceeded")
         .unwrap();
-    assert!(
-        matches!(
-            record.events[at + 1].kind,
-            EventKind::StopStarted {
-                origin: Origin::Budget,
-                ..
-            }
-        ),
-        "the stop sequence follows: {:?}",
-        kinds(&record.events)
-    );
+    // The stop sequence follows (after `leftovers_stopped` when leftovers were kept).
+    let stop = record.events[at + 1..].iter().find_map(|e| match e.kind {
+        EventKind::StopStarted { origin, .. } => Some(origin),
+        _ => None,
+    });
+    assert_eq!(stop, Some(Origin::Budget), "{:?}", kinds(&record.events));
     let result = record.result.as_ref().expect("result.json");
     assert_eq!(result.stopped_by, Some(Origin::Budget));
     assert_eq!(result.budget, Some(exceeded[0].0));
@@ -188,5 +183,31 @@ fn the_user_configs_budgets_apply_to_a_shim_call() {
         .collect();
     budgets.sort_by_key(|b| b.map(Budget::key));
     assert_eq!(budgets, [Some(Budget::Cpu), Some(Budget::Time)]);
+    env.finish();
+}
+
+/// What a command left running, kept by `--keep-leftovers`, is still the command's: its
+/// time budget, counted from the spawn, stops it there too.
+#[test]
+fn leftovers_kept_running_are_stopped_by_the_budget() {
+    let env = TestEnv::new("budget_custody");
+    let options = ["--keep-leftovers", "--max-time", "2s"];
+    let run = exec(&env, &options, &["sh", "-c", "sleep 600 &"]);
+    assert_eq!(
+        run.code(),
+        0,
+        "the command itself ended well: {}",
+        run.stderr_text()
+    );
+    let dir = env.command_dir();
+    common::wait_until(&env, "result.json", || dir.join("result.json").exists());
+    let record = load_complete(&dir);
+    assert!(
+        kinds(&record.events).contains(&"leftovers_kept"),
+        "{:?}",
+        kinds(&record.events)
+    );
+    let (budget, ..) = stopped_by_budget(&dir);
+    assert_eq!(budget, Budget::Time);
     env.finish();
 }

@@ -112,9 +112,10 @@ pub fn budget_label(budget: Budget) -> String {
 /// [`budget_label`] within the command list's state column (8 cells).
 pub fn budget_short_label(budget: Budget) -> &'static str {
     match budget {
-        Budget::Time => "timeout",
+        // Not `timeout`: that is the no-output watchdog's badge.
+        Budget::Time => "overtime",
         Budget::Cpu => "over cpu",
-        Budget::Output => "over out",
+        Budget::Output => "flooded",
     }
 }
 
