@@ -221,6 +221,21 @@ mod tests {
     }
 
     #[test]
+    fn the_agent_itself_takes_its_own_budgets_only() {
+        let user = BudgetSettings {
+            max_cpu: Some(Some(secs(30))),
+            ..BudgetSettings::default()
+        };
+        let (budgets, _) = for_launch(BudgetSettings::default(), &user, false);
+        assert!(budgets.is_empty(), "{budgets:?}");
+        let own = BudgetSettings {
+            max_time: Some(Some(secs(5))),
+            ..BudgetSettings::default()
+        };
+        assert_eq!(for_launch(own, &user, false).0.max_time, Some(secs(5)));
+    }
+
+    #[test]
     fn a_variable_that_does_not_read_is_passed_over_and_said() {
         let env = |name: &str| (name == MAX_CPU_ENV).then(|| "lots".to_string());
         let (settings, ignored) = from_env(env);
