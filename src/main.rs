@@ -362,6 +362,7 @@ impl RunArgs {
             drain: options.drain,
             pty: !no_pty,
             limits: options.limits(),
+            budgets: options.budgets(),
             ..command
         };
         if let Some(procfile) = procfile {
@@ -414,6 +415,7 @@ impl ExecArgs {
                 grace: options.grace,
                 no_output_timeout: options.no_output_timeout,
                 limits: options.limits(),
+                budgets: options.budgets(),
                 drain_on: options.drain_on,
                 drain: options.drain,
                 max_output,
@@ -467,6 +469,33 @@ struct CommandOptions {
     /// memory controller is available; otherwise the journal says so.
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     max_memory: Option<u64>,
+    /// Budget: stop the command once this long has passed since it started (e.g. 30s, 10m),
+    /// as timeout(1) would; `off`: none. Default: $TETHER_MAX_TIME, else the user config's
+    /// [budgets] max_time.
+    #[arg(long, value_parser = time_limit, value_name = "DURATION|off")]
+    max_time: Option<Limit<Duration>>,
+    /// Budget: stop the command once its whole process tree used this much CPU time, user
+    /// and system (e.g. 1s, 5m); `off`: none. Default: $TETHER_MAX_CPU, else the user
+    /// config's [budgets] max_cpu.
+    #[arg(long, value_parser = time_limit, value_name = "DURATION|off")]
+    max_cpu: Option<Limit<Duration>>,
+    /// Budget: stop the command once it printed more than this, stdout and stderr together
+    /// (e.g. 64M); `off`: none. Unlike --max-output (what the journal stores), this stops
+    /// it. Default: $TETHER_OUTPUT_BUDGET, else the user config's [budgets] max_output.
+    #[arg(long, value_parser = size_limit, value_name = "SIZE|off")]
+    output_budget: Option<Limit<u64>>,
+}
+
+/// A budget given on the command line: a limit, or `off` (`None`).
+#[derive(Clone, Copy)]
+struct Limit<T>(Option<T>);
+
+fn time_limit(text: &str) -> Result<Limit<Duration>, String> {
+    tether::config::budgets::parse_time_limit(text).map(Limit)
+}
+
+fn size_limit(text: &str) -> Result<Limit<u64>, String> {
+    tether::config::budgets::parse_size_limit(text).map(Limit)
 }
 
 impl CommandOptions {
@@ -474,6 +503,15 @@ impl CommandOptions {
         Limits {
             max_procs: self.max_procs,
             max_memory: self.max_memory,
+        }
+    }
+
+    /// The budgets the command line sets (the rest from the variables and the user config).
+    fn budgets(&self) -> tether::config::budgets::BudgetSettings {
+        tether::config::budgets::BudgetSettings {
+            max_time: self.max_time.map(|l| l.0),
+            max_cpu: self.max_cpu.map(|l| l.0),
+            max_output: self.output_budget.map(|l| l.0),
         }
     }
 }

@@ -13,6 +13,7 @@ mod attention_screens;
 mod attention_watch;
 mod broker;
 mod broker_death;
+mod budgets;
 mod cgroup;
 mod cli;
 mod control;

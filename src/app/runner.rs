@@ -79,11 +79,13 @@ impl Runner {
         let (user, config_error) = crate::config::user::for_launch();
         let attention = crate::config::attention::with_user(&user, &config.attention);
         let (max_output, ignored) = crate::config::journal::max_output(None, &user.journal);
+        let (budgets, budgets_ignored) =
+            crate::config::budgets::for_launch(config.budgets, &user.budgets, true);
         if let Some(err) = config_error {
             self.app
                 .view
-                .say(format!("{err}; attention uses its defaults"));
-        } else if let Some(message) = ignored {
+                .say(format!("{err}; attention and budgets use their defaults"));
+        } else if let Some(message) = ignored.into_iter().chain(budgets_ignored).next() {
             self.app.view.say(message);
         }
         let request = LaunchRequest {
@@ -108,6 +110,7 @@ impl Runner {
             limits: config.limits,
             attention,
             max_output,
+            budgets,
             // The TUI's commands end with their processes, as configured (the default
             // leftovers rule), and are the operator's: only `tether exec` and the shim
             // stand in for a caller's shell and join its trace.
@@ -183,7 +186,7 @@ impl Runner {
         match effect {
             Effect::Launch(id) => self.launch(id),
             Effect::Add(config) => {
-                self.app.model.commands.push(CommandState::new(config));
+                self.app.model.commands.push(CommandState::new(*config));
                 let id = self.app.model.commands.len() - 1;
                 self.app.view.select_command(id);
                 self.launch(id);

@@ -222,6 +222,11 @@ impl Outlets {
                     let delivered = signal.deliver(&mut LiveKernel, &walk);
                     broker.handle(Input::OperatorSignalled(delivered), now());
                 }
+                Output::MeasureCpu { walk } => {
+                    let walk = Walk::of(&walk, self.cgroup.as_ref());
+                    let used = super::tree::cost::tree_cpu(&walk);
+                    broker.handle(Input::CpuMeasured(used), now());
+                }
                 Output::CloseTree => {
                     let record = self.tree.close();
                     let cost = self.tree.cost();

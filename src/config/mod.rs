@@ -5,6 +5,7 @@
 //! `shell` and `argv`, unique names) use the spans it keeps.
 
 pub mod attention;
+pub mod budgets;
 mod document;
 pub mod example;
 pub mod journal;
@@ -25,7 +26,7 @@ use toml::Spanned;
 
 use crate::protocol::{CommandSpec, Limits};
 use document::{Problem, Segment, Source, described};
-use values::{amount, count, flag};
+use values::{amount, count, flag, threshold};
 
 /// The embedded demo: one command per feature of the TUI.
 pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
@@ -56,6 +57,9 @@ pub struct CommandConfig {
     /// `attention`: this command's thresholds, over the user config's `[attention]`. Boxed:
     /// most commands set none, and a config travels inside `Effect`s.
     pub attention: Box<attention::AttentionSettings>,
+    /// `max_time`, `max_cpu`, `max_output`: this command's budgets, over the user config's
+    /// `[budgets]` (see [`budgets`]).
+    pub budgets: budgets::BudgetSettings,
 }
 
 impl CommandConfig {
@@ -75,6 +79,7 @@ impl CommandConfig {
             drain_on: None,
             drain: None,
             attention: Default::default(),
+            budgets: Default::default(),
         }
     }
 }
@@ -187,6 +192,12 @@ struct CommandTable {
     #[serde(deserialize_with = "amount")]
     drain: Option<Duration>,
     attention: attention::AttentionSettings,
+    #[serde(deserialize_with = "threshold")]
+    max_time: Option<Option<Duration>>,
+    #[serde(deserialize_with = "threshold")]
+    max_cpu: Option<Option<Duration>>,
+    #[serde(deserialize_with = "threshold")]
+    max_output: Option<Option<u64>>,
 }
 
 impl CommandTable {
@@ -261,6 +272,11 @@ impl CommandTable {
             drain_on: self.drain_on.map(Spanned::into_inner),
             drain: self.drain,
             attention: Box::new(self.attention),
+            budgets: budgets::BudgetSettings {
+                max_time: self.max_time,
+                max_cpu: self.max_cpu,
+                max_output: self.max_output,
+            },
         };
         Ok((config, name_at))
     }

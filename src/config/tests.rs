@@ -86,7 +86,7 @@ fn unknown_key_names_file_line_column_command_and_choices() {
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
              name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty, max_procs, \
-             max_memory, drain_on, drain, attention"
+             max_memory, drain_on, drain, attention, max_time, max_cpu, max_output"
     );
     assert_eq!(key_of(text), "nmae");
 }
@@ -313,6 +313,40 @@ fn limits_are_read_and_checked() {
     );
     let bad = &command("a", "true", "max_memory = \"lots\"\n");
     assert_error_starts(bad, "tether.toml:4:14: max_memory: ");
+}
+
+#[test]
+fn budgets_are_read_and_checked() {
+    let text = &command(
+        "a",
+        "true",
+        "max_time = \"2m\"\nmax_cpu = \"30s\"\nmax_output = \"64M\"\n",
+    );
+    let budgets = parse(text, "t.toml").unwrap().commands[0].budgets;
+    assert_eq!(
+        budgets.budgets(),
+        crate::protocol::Budgets {
+            max_time: Some(Duration::from_secs(120)),
+            max_cpu: Some(Duration::from_secs(30)),
+            max_output: Some(64 << 20),
+        }
+    );
+    // `off` says none, whatever the user's defaults; unset leaves them to the defaults.
+    let off = &command("a", "true", "max_cpu = \"off\"\n");
+    let budgets = parse(off, "t.toml").unwrap().commands[0].budgets;
+    assert_eq!((budgets.max_cpu, budgets.max_time), (Some(None), None));
+    assert_error_starts(
+        &command("a", "true", "max_cpu = \"lots\"\n"),
+        "tether.toml:4:11: max_cpu: ",
+    );
+    assert_error_starts(
+        &command("a", "true", "max_time = 0\n"),
+        "tether.toml:4:12: max_time: must be above 0; write \"off\" to turn it off",
+    );
+    assert_error_starts(
+        &command("a", "true", "max_output = [1]\n"),
+        "tether.toml:4:14: max_output: expected a size like \"512M\" or \"off\", found array",
+    );
 }
 
 #[test]

@@ -2,10 +2,11 @@
 //! `~/.config/tether/config.toml`): how tether behaves for this user, whatever the project.
 //! A project's `tether.toml` lists commands and never holds these.
 //!
-//! It holds five sections, `[retention]` below, `[notify]` (how tether tells the operator a
+//! It holds six sections, `[retention]` below, `[notify]` (how tether tells the operator a
 //! command needs them, see [`super::notify`]), `[attention]` (when a command needs them, see
 //! [`super::attention`]), `[journal]` (how much of a command's output is journaled, see
-//! [`super::journal`]) and `[export.otlp]` (where the live OTLP export sends, see
+//! [`super::journal`]), `[budgets]` (what every command may use before it is stopped, see
+//! [`super::budgets`]) and `[export.otlp]` (where the live OTLP export sends, see
 //! [`super::otlp`]):
 //!
 //! ```toml
@@ -33,6 +34,7 @@ use toml::Value;
 
 use super::ConfigError;
 use super::attention::AttentionSettings;
+use super::budgets::BudgetSettings;
 use super::document::{Source, described};
 use super::journal::JournalSettings;
 use super::notify::NotifySettings;
@@ -62,6 +64,9 @@ pub struct UserConfig {
     pub journal: JournalSettings,
     /// The `[export.otlp]` settings (see [`super::otlp`]); nothing set without the table.
     pub export: ExportSettings,
+    /// The `[budgets]` every launched command gets unless it sets its own (see
+    /// [`super::budgets`]); none without the table.
+    pub budgets: BudgetSettings,
 }
 
 impl UserConfig {
@@ -119,8 +124,8 @@ pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
 
 /// Parses a user config document; `file` names it in errors.
 pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
-    let holds = "the user config holds [retention], [notify], [attention], [journal] and \
-                 [export.otlp] tables";
+    let holds = "the user config holds [retention], [notify], [attention], [journal], \
+                 [budgets] and [export.otlp] tables";
     let tables: UserTables = Source { text, file }.read(holds, described)?;
     let retention = tables.retention.as_ref();
     Ok(UserConfig {
@@ -134,6 +139,7 @@ pub fn parse_user(text: &str, file: &str) -> Result<UserConfig, ConfigError> {
         attention: tables.attention,
         journal: tables.journal,
         export: tables.export,
+        budgets: tables.budgets,
     })
 }
 
@@ -150,6 +156,8 @@ struct UserTables {
     journal: JournalSettings,
     #[serde(default)]
     export: ExportSettings,
+    #[serde(default)]
+    budgets: BudgetSettings,
 }
 
 /// The `[retention]` table as written, its keys in the order an unknown key's message lists
@@ -277,7 +285,7 @@ mod tests {
                 "[retension]\nkeep = 3\n",
                 1,
                 "retension",
-                "[retention], [notify], [attention], [journal] and [export.otlp] tables",
+                "[retention], [notify], [attention], [journal], [budgets] and [export.otlp] tables",
             ),
             ("[retention]\nkeep = \n", 2, "keep", "invalid TOML"),
         ];

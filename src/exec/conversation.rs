@@ -265,6 +265,10 @@ impl ExecConversation {
                 ..
             } => self.outcome.drained = true,
             EventKind::LeftoversKept { .. } => return Ok(Some(End::LeftRunning)),
+            ref kind @ EventKind::BudgetExceeded { .. } => {
+                let (words, _) = crate::model::describe::describe(kind);
+                self.outcome.over_budget = Some(words);
+            }
             EventKind::Close { .. } => {
                 if let (false, Some(message)) =
                     (self.json, stopped_from_outside(&self.from_outside))
@@ -273,6 +277,9 @@ impl ExecConversation {
                 }
                 if let (false, true) = (self.json, self.outcome.drained) {
                     say!("{}", self.outcome.drained_message());
+                }
+                if let (false, Some(words)) = (self.json, &self.outcome.over_budget) {
+                    say!("stopped by its budget: {words}");
                 }
                 self.outcome.closed = true;
                 return Ok(Some(End::Closed));

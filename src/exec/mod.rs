@@ -54,7 +54,11 @@ pub struct ExecOptions {
     pub drain_on: Option<String>,
     /// `--drain`: how long the command may take to exit after its final line.
     pub drain: Option<Duration>,
+    /// `--max-output`: the journal's cap (bytes beyond are counted, not stored).
     pub max_output: Option<u64>,
+    /// `--max-time`, `--max-cpu`, `--output-budget`: the command's own budgets, over the
+    /// variables and the user config's `[budgets]`.
+    pub budgets: crate::config::budgets::BudgetSettings,
     pub state_dir: Option<PathBuf>,
     /// The named session to join; `None`: a fresh one.
     pub session: Option<SessionName>,
@@ -280,6 +284,8 @@ struct Outcome {
     final_line: Option<(String, Duration)>,
     /// The command did not exit within the drain period and was stopped: it finished.
     drained: bool,
+    /// The budget that stopped it, as the timeline words it (`max_cpu 1.0s reached ...`).
+    over_budget: Option<String>,
     /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
     /// (`output_undelivered`): our caller took no more of it.
     undelivered: [u64; 2],
@@ -421,6 +427,12 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     if let Some(message) = ignored {
         say!("{message}");
     }
+    // `tether agent`'s agent runs for hours: the defaults are for its commands, not for it.
+    let (budgets, ignored) =
+        crate::config::budgets::for_launch(options.budgets, &user.budgets, !options.agent);
+    for message in ignored {
+        say!("{message}");
+    }
     // No `cwd`: the broker inherits our working directory, whatever bytes its path holds.
     let request = LaunchRequest {
         grace: grace(options.grace),
@@ -442,6 +454,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         trace,
         trace_ignored,
         attention,
+        budgets,
         ..launch_request(
             name,
             CommandSpec::Argv(options.argv.clone()),

@@ -195,7 +195,10 @@ pub async fn run(
     if let Some(err) = config_error {
         eprintln!("tether mcp: {err}; attention uses its defaults");
     }
-    if let Some(message) = ignored {
+    // An agent's tool call, as its shell calls through the shim: the user's budgets apply.
+    let (budgets, budgets_ignored) =
+        crate::config::budgets::for_launch(Default::default(), &user.budgets, true);
+    for message in ignored.into_iter().chain(budgets_ignored) {
         eprintln!("tether mcp: {message}");
     }
     let tracked = commands
@@ -209,6 +212,7 @@ pub async fn run(
                 drain,
                 attention,
                 max_output,
+                budgets,
                 // An agent's tool call carries no trace context of its own.
                 ..launch_request(name.clone(), spec, &journal, session, Pace::FLEET)
             }

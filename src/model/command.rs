@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use crate::config::CommandConfig;
 use crate::journal::CommandId;
 use crate::protocol::{
-    AttentionKind, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus, Origin,
-    ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream, TerminalRequest,
+    AttentionKind, Budget, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus,
+    Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream,
+    TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -99,6 +100,22 @@ impl Status {
             Status::FailedToStart => "failed".into(),
             Status::Lost => "lost".into(),
         }
+    }
+}
+
+/// How a budget's stop reads wherever a view names how a command ended: `over budget
+/// (max_cpu)`. The one place for these words.
+pub fn budget_label(budget: Budget) -> String {
+    format!("over budget ({})", budget.key())
+}
+
+/// [`budget_label`] within the command list's state column (8 cells).
+pub fn budget_short_label(budget: Budget) -> &'static str {
+    match budget {
+        // Not `timeout`: that is the no-output watchdog's badge.
+        Budget::Time => "overtime",
+        Budget::Cpu => "over cpu",
+        Budget::Output => "flooded",
     }
 }
 
@@ -219,6 +236,8 @@ pub struct CommandState {
     /// they were stopped once they were: a post-mortem says both beside the exit status.
     pub leftovers: Option<KeptLeftovers>,
     pub hard_killed: bool,
+    /// The budget whose stop ended the run (`budget_exceeded`): how it ended, in every view.
+    pub over_budget: Option<Budget>,
     /// The broker journals each stop as it starts (`stop_started`, protocol v4 on): the run
     /// is stopping from that event, never guessed from the signals it sends.
     pub stops_journaled: bool,
@@ -278,6 +297,7 @@ impl CommandState {
             escapees_reaped: 0,
             leftovers: None,
             hard_killed: false,
+            over_budget: None,
             stops_journaled: false,
             notice: None,
             activity: Vec::new(),
@@ -433,9 +453,10 @@ impl CommandState {
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
             // Shown by the timeline; the launcher and the list read them in their own turn.
-            EventKind::Ready { .. }
-            | EventKind::NotReady { .. }
-            | EventKind::BudgetExceeded { .. } => {}
+            EventKind::Ready { .. } | EventKind::NotReady { .. } => {}
+            EventKind::BudgetExceeded { budget, .. } => {
+                self.over_budget.get_or_insert(*budget);
+            }
             EventKind::OrphanReaped { pid, escaped, .. } => {
                 self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
             }
@@ -549,7 +570,30 @@ impl CommandState {
         self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
     }
 
-    /// Ended badly (see [`Status::is_failure`]), or stopped by a watchdog or a SIGKILL
+    /// How the run stands, in words: its status, or once it ended, the budget that ended it
+    /// ([`budget_label`]).
+    pub fn status_label(&self) -> String {
+        match self.ended_over_budget() {
+            Some(budget) => budget_label(budget),
+            None => self.status.label(),
+        }
+    }
+
+    /// [`CommandState::status_label`] within the command list's state column.
+    pub fn short_status_label(&self) -> String {
+        match self.ended_over_budget() {
+            Some(budget) => budget_short_label(budget).into(),
+            None => self.status.short_label(),
+        }
+    }
+
+    /// The budget that ended the run, once it has ended.
+    fn ended_over_budget(&self) -> Option<Budget> {
+        let ended = !self.status.is_active() && self.status != Status::Idle;
+        self.over_budget.filter(|_| ended)
+    }
+
+    /// Ended badly (see [`Status::is_failure`]), or stopped by a watchdog, a budget or a SIGKILL
     /// whichever way it then exited (a trapped TERM may still exit 0); never when it was
     /// stopped after its final line, nor when the operator stopped it. The rule `tether
     /// sessions` counts by (`postmortem::tally::Outcome`) too.
@@ -558,7 +602,10 @@ impl CommandState {
         ended
             && !self.drained
             && !self.stopped_by_hand
-            && (self.status.is_failure() || self.response_timeout || self.hard_killed)
+            && (self.status.is_failure()
+                || self.response_timeout
+                || self.over_budget.is_some()
+                || self.hard_killed)
     }
 
     /// The mark that needs the operator now: the latest attention while it is not cleared,
@@ -698,6 +745,48 @@ mod tests {
         let mark = c.attention.expect("still the latest");
         assert!(!mark.active);
         assert_eq!(mark.detail, "read(0) blocked");
+    }
+
+    #[test]
+    fn a_run_a_budget_stopped_reads_over_budget_once_it_ended() {
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
+        c.apply(&event(
+            3,
+            EventKind::BudgetExceeded {
+                budget: Budget::Cpu,
+                limit: 1000,
+                used: 1020,
+            },
+        ));
+        c.apply(&event(
+            3,
+            EventKind::StopStarted {
+                origin: Origin::Budget,
+                grace: std::time::Duration::from_secs(2),
+            },
+        ));
+        assert_eq!(c.status_label(), "stopping", "not over until it ended");
+        c.apply(&event(
+            4,
+            EventKind::Exit {
+                pid: 10,
+                status: TERMINATED,
+            },
+        ));
+        assert_eq!(c.status_label(), "over budget (max_cpu)");
+        assert_eq!(
+            c.short_status_label(),
+            "over cpu",
+            "the list's state column"
+        );
+        assert!(
+            c.is_failure(),
+            "the command overran: a failure, not a stop by hand"
+        );
+        for budget in [Budget::Time, Budget::Cpu, Budget::Output] {
+            assert!(budget_short_label(budget).len() <= 8, "{budget:?}");
+        }
     }
 
     #[test]

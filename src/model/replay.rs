@@ -82,6 +82,12 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             drain_on: request.drain_on.clone(),
             drain: request.drain,
             attention: Box::new(AttentionSettings::from_request(&request.attention)),
+            // Each as it ran (none included), whatever the defaults are now.
+            budgets: crate::config::budgets::BudgetSettings {
+                max_time: Some(request.budgets.max_time),
+                max_cpu: Some(request.budgets.max_cpu),
+                max_output: Some(request.budgets.max_output),
+            },
         },
         None => CommandConfig {
             autostart: false,

@@ -245,7 +245,7 @@ fn cell(
         Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
         Column::Name => Cell::from(format::fit(&one_line(&c.config.name), width)),
         Column::State => Cell::from(Span::styled(
-            c.status.short_label(),
+            c.short_status_label(),
             style::status(c.status),
         )),
         Column::Time => Cell::from(

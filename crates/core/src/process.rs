@@ -14,6 +14,9 @@ pub struct ProcStat {
     pub start_ticks: u64,
     /// CPU time it used so far, user and system (`utime` + `stime`), in clock ticks.
     pub cpu_ticks: u64,
+    /// CPU time of the children it waited for (`cutime` + `cstime`), in clock ticks: what
+    /// the tree used in processes that ended below a live one.
+    pub waited_cpu_ticks: u64,
     /// Resident memory now, in pages.
     pub rss_pages: u64,
 }

@@ -71,6 +71,9 @@ impl<'a> StatFields<'a> {
             pgid: self.number(5)?,
             sid: self.number(6)?,
             cpu_ticks: self.number::<u64>(14)? + self.number::<u64>(15)?,
+            // Signed in the kernel, never negative in practice: a bad one counts nothing.
+            waited_cpu_ticks: self.number::<u64>(16).unwrap_or(0)
+                + self.number::<u64>(17).unwrap_or(0),
             start_ticks: self.number(22)?,
             // Negative (a kernel's accounting race) or missing: none.
             rss_pages: self.number(24).unwrap_or(0),
@@ -537,12 +540,12 @@ mod tests {
 
     #[test]
     fn parses_names_with_spaces_and_parens() {
-        let line = "4242 (evil) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 50";
+        let line = "4242 (evil) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 4 8 20 0 1 0 987654 1000 50";
         let s = parse_stat(line).unwrap();
         assert_eq!((s.pid, s.ppid, s.pgid, s.sid), (4242, 1, 4242, 4242));
         assert_eq!((s.state, s.start_ticks), (b'S', 987654));
-        // utime 1 + stime 2; rss 50 pages.
-        assert_eq!((s.cpu_ticks, s.rss_pages), (3, 50));
+        // utime 1 + stime 2; cutime 4 + cstime 8; rss 50 pages.
+        assert_eq!((s.cpu_ticks, s.waited_cpu_ticks, s.rss_pages), (3, 12, 50));
     }
 
     #[test]

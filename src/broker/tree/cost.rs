@@ -18,3 +18,22 @@ pub fn children_usage() -> (u64, u64) {
         usage.max_rss().max(0) as u64 * 1024,
     )
 }
+
+/// The CPU time (user and system) the command's whole tree used so far, for `max_cpu`: the
+/// cgroup's `usage_usec` where the walk is a cgroup's, else what the walk's processes used
+/// (with the children each waited for) plus what the broker's reaped children did
+/// (`RUSAGE_CHILDREN`, with theirs). A process is counted once: live or a zombie in /proc,
+/// or reaped by the broker, or in a live ancestor's waited-for time.
+pub fn tree_cpu(walk: &crate::broker::signaller::Walk) -> std::time::Duration {
+    if let Some(usec) = walk.cgroup().and_then(|cgroup| cgroup.cpu_usec()) {
+        return std::time::Duration::from_micros(usec);
+    }
+    let ticks_per_second = crate::procfs::clock_ticks_per_second().max(1);
+    let ticks: u64 = walk
+        .processes()
+        .iter()
+        .map(|p| p.cpu_ticks + p.waited_cpu_ticks)
+        .sum();
+    let (reaped_ms, _) = children_usage();
+    std::time::Duration::from_millis(ticks * 1000 / ticks_per_second + reaped_ms)
+}

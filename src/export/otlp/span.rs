@@ -202,6 +202,9 @@ fn ended(command: &CommandExport) -> String {
     match command.state.status {
         RunStatus::LeftRunning { processes, .. } => format!("{how}, {processes} left running"),
         _ if command.state.drained => format!("{how}, drained after its final line"),
+        _ if let Some(budget) = command.state.over_budget => {
+            format!("{how}, {}", crate::model::command::budget_label(budget))
+        }
         _ => how,
     }
 }
@@ -275,7 +278,7 @@ fn status(command: &CommandExport) -> Option<Status> {
             message: String::new(),
         });
     }
-    let mut why = vec![command.state.status.label()];
+    let mut why = vec![command.state.status_label()];
     if let Some(error) = command.events.iter().rev().find_map(|e| {
         let (text, tone) = describe_in(&command.state, &e.kind);
         (tone == Tone::Error && !matches!(e.kind, EventKind::Exit { .. })).then_some(text)

@@ -109,6 +109,17 @@ impl Broker {
         pid: Option<i32>,
         client: Option<Peer>,
     ) {
+        self.stop_leftovers_as(reason, pid, client, origin_for(reason));
+    }
+
+    /// [`Broker::stop_leftovers`], its stop journaled with `origin`.
+    fn stop_leftovers_as(
+        &mut self,
+        reason: LeftoversEnd,
+        pid: Option<i32>,
+        client: Option<Peer>,
+        origin: Origin,
+    ) {
         let Some(custody) = self.custody.take() else {
             return;
         };
@@ -119,7 +130,7 @@ impl Broker {
         self.emit(EventKind::LeftoversStopped { reason, pid });
         self.phase = Phase::TearingDown;
         if reason != LeftoversEnd::Exited {
-            self.start_stop_for(origin_for(reason), client);
+            self.start_stop_for(origin, client);
         }
     }
 
@@ -129,7 +140,13 @@ impl Broker {
         if !self.in_custody() {
             return false;
         }
-        self.stop_leftovers(end_for(origin), None, client);
+        let end = end_for(origin);
+        // A budget's stop says it was the budget (`result.json`'s `budget` names which).
+        let journaled = match origin {
+            Origin::Budget => Origin::Budget,
+            _ => origin_for(end),
+        };
+        self.stop_leftovers_as(end, None, client, journaled);
         true
     }
 

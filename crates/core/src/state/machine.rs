@@ -9,7 +9,7 @@
 
 use std::io;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::requests::{OperatorDelivered, OperatorSignal, Sender};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
@@ -131,6 +131,9 @@ pub enum Input<'a> {
         cost: &'a SampledCost,
         children: (u64, u64),
     },
+    /// The CPU time (user and system) the command's whole tree used so far
+    /// ([`Output::MeasureCpu`]).
+    CpuMeasured(Duration),
     /// A plan of the stop sequence was delivered ([`Output::Signal`]): what it reached.
     Signalled(Delivered),
     /// An operator's signal was delivered ([`Output::OperatorSignal`]): the pids it
@@ -208,6 +211,10 @@ pub enum Output {
     /// `signal`) at once ([`Input::OperatorSignalled`] answers; what it journals, and the
     /// control client's answer, take this output's place).
     OperatorSignal(OperatorSignal),
+    /// Measure the CPU time (user and system) of the whole tree of `walk`, for `max_cpu`
+    /// ([`Input::CpuMeasured`] at once): the cgroup's `cpu.stat` where there is one, else
+    /// what the walk's live processes used plus what the broker's reaped children did.
+    MeasureCpu { walk: TreeWalk },
     /// Close the tree's record ([`Input::TreeClosed`] when done).
     CloseTree,
     /// The command has ended and the front end's caller takes no more of the copy (or a stop
@@ -328,6 +335,7 @@ impl Broker {
                 cost,
                 children,
             } => self.tree_closed(record, cost, children),
+            Input::CpuMeasured(used) => self.cpu_measured(used),
             Input::Signalled(delivered) => self.signalled(delivered),
             Input::OperatorSignalled(delivered) => self.operator_signalled(delivered),
             Input::Finish => self.finish(),

@@ -12,6 +12,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 mod attention;
+mod budgets;
 mod cgroup;
 mod copy;
 mod custody;
@@ -36,6 +37,7 @@ use schedule::ScanSchedule;
 
 pub use crate::reports::Reaped;
 pub use attention::CommandNames;
+pub use budgets::{CPU_CHECK_MAX, CPU_CHECK_MIN};
 pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
 pub use kernel::{Host, Now};
@@ -220,6 +222,8 @@ pub struct Broker {
     attention: attention::Attention,
     /// The front end's copy of the output, once the command has ended.
     copy: copy::CopyWatch,
+    /// The budgets' clock and the CPU measurements asked for.
+    budgets: budgets::BudgetWatch,
 }
 
 /// Whether a reaped process had escaped, by the one rule the tree's record uses
@@ -287,6 +291,7 @@ impl Broker {
             final_drain,
             attention,
             copy: copy::CopyWatch::new(now),
+            budgets: Default::default(),
         }
     }
 
@@ -397,6 +402,7 @@ impl Broker {
         self.last_output = now;
         self.tree_walks = ScanSchedule::new(now + Duration::from_millis(50));
         self.attention_spawned(now);
+        self.budgets_spawned(now);
         self.emit(EventKind::Spawned {
             pid,
             pgid: pid,
@@ -533,6 +539,8 @@ impl Broker {
             );
             self.output_capped(stream, CapReason::Limit, message);
         }
+        let total = self.streams.iter().map(|s| s.total).sum();
+        self.check_output_budget(total);
         // After the bytes' own `output` event (emitting flushes it): the journal has the
         // final line before the event that names it.
         self.watch_for_final_line(stream, bytes, now);

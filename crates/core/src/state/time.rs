@@ -38,6 +38,7 @@ impl Broker {
         if let Some(until) = self.drain_deadline() {
             next.push(until);
         }
+        next.extend(self.budget_deadline());
         next.extend(self.copy_deadline());
         if let (Some(stop), false) = (&self.stop, self.stop_done) {
             next.push(stop.next_wake());
@@ -99,6 +100,7 @@ impl Broker {
             }
         }
         self.check_drain_deadline(now);
+        self.check_budgets(now);
         self.check_custody_deadline(now);
         self.advance_stop(now);
         self.attention_tick(now);

@@ -270,10 +270,16 @@ impl CommandCgroup {
         self.write("cgroup.freeze", if frozen { "1" } else { "0" })
     }
 
+    /// The CPU time (user and system) of everything that ran in the cgroup, in
+    /// microseconds (`cpu.stat`'s `usage_usec`, kept without the cpu controller).
+    pub fn cpu_usec(&self) -> Option<u64> {
+        self.read("cpu.stat").ok().and_then(|t| parse_cpu_usec(&t))
+    }
+
     /// What the kernel accounted to the cgroup; a figure it does not keep is `None`.
     pub fn stats(&self) -> CgroupStats {
         CgroupStats {
-            cpu_usec: self.read("cpu.stat").ok().and_then(|t| parse_cpu_usec(&t)),
+            cpu_usec: self.cpu_usec(),
             memory_bytes: self
                 .read("memory.current")
                 .ok()

@@ -4,6 +4,7 @@
 //! the replies to control clients) and moves the clock to the broker's next deadline.
 
 mod attention;
+mod budgets;
 mod cgroup;
 mod copy;
 mod custody;
@@ -104,6 +105,10 @@ struct World {
     runs_command: Vec<i32>,
     /// The leftovers' listings asked for ([`Output::ListLeftovers`]).
     listings: usize,
+    /// The tree's CPU time as a measurement finds it, and the measurements asked for
+    /// ([`Output::MeasureCpu`]).
+    cpu: Duration,
+    cpu_measures: usize,
 }
 
 /// A command's cgroup in the fake kernel: every live process of the tree is in it unless it
@@ -571,6 +576,14 @@ impl Rig {
                     let delivered = signal.deliver(&mut FakeKernel(self.world.clone()), &walk);
                     self.broker
                         .handle(Input::OperatorSignalled(delivered), self.at());
+                }
+                Output::MeasureCpu { .. } => {
+                    let used = {
+                        let mut world = self.world.borrow_mut();
+                        world.cpu_measures += 1;
+                        world.cpu
+                    };
+                    self.broker.handle(Input::CpuMeasured(used), self.at());
                 }
                 Output::CloseTree => {
                     let cost = SampledCost::default();
