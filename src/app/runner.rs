@@ -183,7 +183,7 @@ impl Runner {
         match effect {
             Effect::Launch(id) => self.launch(id),
             Effect::Add(config) => {
-                self.app.model.commands.push(CommandState::new(config));
+                self.app.model.commands.push(CommandState::new(*config));
                 let id = self.app.model.commands.len() - 1;
                 self.app.view.select_command(id);
                 self.launch(id);

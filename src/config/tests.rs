@@ -86,7 +86,8 @@ fn unknown_key_names_file_line_column_command_and_choices() {
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
              name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty, max_procs, \
-             max_memory, drain_on, drain, attention"
+             max_memory, drain_on, drain, attention, depends_on, restart, max_restarts, \
+             restart_backoff, restart_on_change"
     );
     assert_eq!(key_of(text), "nmae");
 }
@@ -95,7 +96,7 @@ fn unknown_key_names_file_line_column_command_and_choices() {
 fn unknown_top_level_key_and_single_table_are_errors() {
     assert_eq!(
         error("verbose = true\n"),
-        "tether.toml:1:1: unknown key `verbose` at the top level; expected only [[command]] tables"
+        "tether.toml:1:1: unknown key `verbose` at the top level; expected [[command]] tables and ordered_shutdown"
     );
     let message = error("[command]\nname = \"a\"\nshell = \"true\"\n");
     assert!(

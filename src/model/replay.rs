@@ -82,6 +82,8 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             drain_on: request.drain_on.clone(),
             drain: request.drain,
             attention: Box::new(AttentionSettings::from_request(&request.attention)),
+            // What the launcher decided is in the journal's runs, not in one request.
+            ..CommandConfig::new(String::new(), CommandSpec::Argv(Vec::new()))
         },
         None => CommandConfig {
             autostart: false,

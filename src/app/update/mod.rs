@@ -33,7 +33,7 @@ pub enum Effect {
     /// Bytes typed or pasted into a command's terminal, split into requests on the way.
     Input(CommandIndex, Vec<u8>),
     /// Add a command to the session and launch it.
-    Add(CommandConfig),
+    Add(Box<CommandConfig>),
     Search {
         stream: Stream,
         forward: bool,
@@ -538,7 +538,7 @@ fn update_dialog(
                 let name = naming::unique_name(&naming::derive_name(&command), |name| {
                     model.commands.iter().any(|c| c.config.name == name)
                 });
-                effects.push(Effect::Add(CommandConfig::new(name, command)));
+                effects.push(Effect::Add(Box::new(CommandConfig::new(name, command))));
             }
         }
         (Dialog::Search { stream, input }, Action::Submit) => {

@@ -199,10 +199,10 @@ fn a_launched_command_is_named_by_its_program_and_unique() {
     let effects = update(&model, &mut view, &geometry(), Action::Submit);
     assert_eq!(
         effects,
-        [Effect::Add(CommandConfig::new(
+        [Effect::Add(Box::new(CommandConfig::new(
             "make-2",
             CommandSpec::Shell("cd sub && make -j2".into())
-        ))]
+        )))]
     );
 }
 
