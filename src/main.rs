@@ -338,7 +338,11 @@ impl RunArgs {
                 ..CommandConfig::new(name, spec)
             })
             .collect();
-        tui(state_dir, session, Ok(commands))
+        let config = config::Config {
+            commands,
+            ordered_shutdown: false,
+        };
+        tui(state_dir, session, Ok(config))
     }
 }
 
@@ -632,14 +636,14 @@ fn main() {
                 EXIT_TETHER_FAILED
             }
         },
-        Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo().commands)),
+        Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo())),
         Some(Command::Run(args)) => args.main(cli.state_dir.as_deref()),
         None => {
             let default = Path::new("tether.toml");
             let commands = match cli.file.as_deref() {
-                Some(file) => config::load(file).map(|c| c.commands),
-                None if default.exists() => config::load(default).map(|c| c.commands),
-                None => Ok(Vec::new()),
+                Some(file) => config::load(file),
+                None if default.exists() => config::load(default),
+                None => Ok(config::Config::default()),
             };
             let session = match chosen_session(None) {
                 Ok(session) => session,
@@ -680,10 +684,10 @@ fn usage_error(message: &str) -> i32 {
 fn tui(
     state: Option<&Path>,
     session: Option<SessionName>,
-    commands: Result<Vec<CommandConfig>, String>,
+    config: Result<config::Config, String>,
 ) -> i32 {
-    let commands = match commands {
-        Ok(commands) => commands,
+    let config = match config {
+        Ok(config) => config,
         Err(err) => {
             eprintln!("tether: {err}");
             return 2;
@@ -697,9 +701,10 @@ fn tui(
         }
     };
     open_tui(Launch::Live {
-        commands,
+        commands: config.commands,
         state_dir,
         session,
+        ordered_shutdown: config.ordered_shutdown,
     })
 }
 

@@ -329,6 +329,18 @@ impl Launcher {
             .min()
     }
 
+    /// `ordered_shutdown`: stops go dependents first, one after another.
+    pub fn ordered(&self) -> bool {
+        self.ordered
+    }
+
+    /// A run of the command is under way, as far as the launcher knows.
+    pub fn is_running(&self, command: usize) -> bool {
+        self.entries
+            .get(command)
+            .is_some_and(|e| e.phase == Phase::Running)
+    }
+
     /// The run the command is on (0 before its first).
     pub fn run(&self, command: usize) -> u32 {
         self.entries.get(command).map_or(0, |e| e.run)
