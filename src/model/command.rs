@@ -298,6 +298,15 @@ impl CommandState {
         }
     }
 
+    /// The command's name, and which run this is once it restarted: `worker (run 3)`.
+    pub fn title(&self) -> String {
+        if self.run > 1 {
+            format!("{} (run {})", self.config.name, self.run)
+        } else {
+            self.config.name.clone()
+        }
+    }
+
     /// The list's state word: the launcher's (`waiting`, `restart`, `gave up`, `blocked`)
     /// while it has one, else the status's.
     pub fn short_label(&self) -> String {
