@@ -252,7 +252,9 @@ fn demo_has_one_command_per_feature() {
             "failing",
             "missing",
             "prompt",
-            "dashboard"
+            "dashboard",
+            "db",
+            "api"
         ]
     );
     let get = |name: &str| demo.commands.iter().find(|c| c.name == name).unwrap();
@@ -269,6 +271,11 @@ fn demo_has_one_command_per_feature() {
         dashboard.contains("\\033[?1049h"),
         "the alternate screen, for v"
     );
+
+    // A readiness and a dependency, seen at a glance: api waits for db to be ready.
+    assert!(get("db").has_ready_check);
+    let ready = tether_core::launcher::Condition::Ready;
+    assert_eq!(get("api").depends_on, [("db".to_string(), ready)]);
 
     let build = script("build");
     assert!(build.contains("\\033[1;32m") && build.contains("Compiling"));
