@@ -158,3 +158,45 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
     assert!(runs_of(&env, "web").is_empty(), "web was started");
     env.finish();
 }
+
+/// `restart_on_change`: a change to a matching file stops the command and starts it again as
+/// its next run; a file that does not match changes nothing.
+#[test]
+fn a_changed_file_restarts_its_command_as_a_new_run() {
+    let env = TestEnv::new("launcher-change");
+    let dir = env.path("project");
+    std::fs::create_dir_all(dir.join("src")).expect("create the project");
+    let toml = format!(
+        r#"
+[[command]]
+name = "server"
+cwd = "{}"
+shell = "echo serving; exec sleep 600"
+restart_on_change = ["src/**/*.rs"]
+"#,
+        dir.display()
+    );
+    let tmux = start(&env, &toml);
+    common::wait_until(&env, "the first run spawned", || {
+        runs_of(&env, "server")
+            .first()
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write a source file");
+    common::wait_until(&env, "the second run spawned", || {
+        runs_of(&env, "server")
+            .get(1)
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    let runs = runs_of(&env, "server");
+    assert_eq!(
+        CommandRecord::load(&runs[1]).request.map(|r| r.run),
+        Some(2)
+    );
+    // The first run was stopped (not a failure to restart from) before the second began.
+    assert!(has(&runs[0], "stop_started"), "{}", runs[0].display());
+    assert!(at(&runs[0], "exit") <= at(&runs[1], "spawned"));
+    quit(&env, tmux);
+    assert_eq!(runs_of(&env, "server").len(), 2);
+    env.finish();
+}

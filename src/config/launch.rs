@@ -91,7 +91,10 @@ impl LaunchKeys {
             return Err(source.error(globs.span().start, "restart_on_change", message));
         }
         let mut written = Vec::new();
-        for (name, Word(condition)) in self.depends_on {
+        // In the order written: the first condition that does not hold is the one named.
+        let mut entries: Vec<_> = self.depends_on.into_iter().collect();
+        entries.sort_by_key(|(name, _)| name.span().start);
+        for (name, Word(condition)) in entries {
             written.push((name.get_ref().clone(), name.span().start));
             config.depends_on.push((name.into_inner(), condition));
         }

@@ -51,6 +51,18 @@ restart_on_change = ["src/**/*.rs"]
 }
 
 #[test]
+fn dependencies_keep_the_order_they_are_written_in() {
+    let text = "[[command]]\nname = \"z\"\nshell = \"x\"\n[[command]]\nname = \"a\"\nshell = \"x\"\n\
+                [[command]]\nname = \"web\"\nshell = \"x\"\n\
+                depends_on = { z = \"started\", a = \"succeeded\" }\n";
+    let config = parse(text, "tether.toml").unwrap();
+    let names: Vec<&str> = (config.commands[2].depends_on.iter())
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(names, ["z", "a"]);
+}
+
+#[test]
 fn an_unknown_name_is_an_error_at_it() {
     let text = "[[command]]\nname = \"web\"\nshell = \"x\"\ndepends_on = { dbb = \"started\" }\n";
     assert_eq!(
