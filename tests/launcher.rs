@@ -200,3 +200,40 @@ restart_on_change = ["src/**/*.rs"]
     assert_eq!(runs_of(&env, "server").len(), 2);
     env.finish();
 }
+
+/// `ordered_shutdown`: quitting stops web, then api once web has ended, then db.
+#[test]
+fn an_ordered_shutdown_stops_dependents_first() {
+    let env = TestEnv::new("launcher-ordered");
+    let server = "trap 'exit 0' TERM; while :; do sleep 0.1; done";
+    let toml = format!(
+        r#"
+ordered_shutdown = true
+
+[[command]]
+name = "db"
+shell = "{server}"
+
+[[command]]
+name = "api"
+shell = "{server}"
+depends_on = {{ db = "started" }}
+
+[[command]]
+name = "web"
+shell = "{server}"
+depends_on = {{ api = "started" }}
+"#
+    );
+    let tmux = start(&env, &toml);
+    common::wait_until(&env, "web spawned", || {
+        runs_of(&env, "web")
+            .first()
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    quit(&env, tmux);
+    let [db, api, web] = ["db", "api", "web"].map(|name| runs_of(&env, name).remove(0));
+    assert!(at(&web, "exit") <= at(&api, "stop_started"));
+    assert!(at(&api, "exit") <= at(&db, "stop_started"));
+    env.finish();
+}
