@@ -303,6 +303,8 @@ impl CommandTable {
             drain_on: self.drain_on.map(Spanned::into_inner),
             drain: self.drain,
             attention: Box::new(self.attention),
+            // The launcher's keys are filled below; `has_ready_check` is true once a
+            // `ready_*` key is given (the readiness keys set it).
             ..CommandConfig::new(String::new(), CommandSpec::Shell(String::new()))
         };
         let written = launch.apply(source, &mut config)?;
