@@ -89,6 +89,7 @@ fn busy_command(i: usize) -> CommandRecording {
             tether::protocol::CommandSpec::Shell("true".into()),
         ),
         dir: "/nonexistent".into(),
+        run: 1,
         events,
     }
 }

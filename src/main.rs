@@ -367,7 +367,10 @@ impl RunArgs {
         };
         if let Some(procfile) = procfile {
             let commands = config::procfile::load(&procfile)
-                .map(|procfile| procfile.commands.into_iter().map(with_options).collect())
+                .map(|procfile| config::Config {
+                    commands: procfile.commands.into_iter().map(with_options).collect(),
+                    ..procfile
+                })
                 .map_err(|err| err.to_string());
             return tui(state_dir, session, commands);
         }
@@ -388,7 +391,11 @@ impl RunArgs {
             .zip(names)
             .map(|(spec, name)| with_options(CommandConfig::new(name, spec)))
             .collect();
-        tui(state_dir, session, Ok(commands))
+        let config = config::Config {
+            commands,
+            ordered_shutdown: false,
+        };
+        tui(state_dir, session, Ok(config))
     }
 }
 
@@ -720,7 +727,7 @@ fn main() {
                 EXIT_TETHER_FAILED
             }
         },
-        Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo().commands)),
+        Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo())),
         Some(Command::Run(args)) => args.main(cli.state_dir.as_deref()),
         Some(Command::Completions { shell }) => cli::completions::print(shell),
         Some(Command::Man { dir: None }) => cli::man::print(Cli::command()),
@@ -729,9 +736,9 @@ fn main() {
         None => {
             let default = Path::new("tether.toml");
             let commands = match cli.file.as_deref() {
-                Some(file) => config::load(file).map(|c| c.commands),
-                None if default.exists() => config::load(default).map(|c| c.commands),
-                None => Ok(Vec::new()),
+                Some(file) => config::load(file),
+                None if default.exists() => config::load(default),
+                None => Ok(config::Config::default()),
             };
             let session = match chosen_session(None) {
                 Ok(session) => session,
@@ -772,10 +779,10 @@ fn usage_error(message: &str) -> i32 {
 fn tui(
     state: Option<&Path>,
     session: Option<SessionName>,
-    commands: Result<Vec<CommandConfig>, String>,
+    config: Result<config::Config, String>,
 ) -> i32 {
-    let commands = match commands {
-        Ok(commands) => commands,
+    let config = match config {
+        Ok(config) => config,
         Err(err) => {
             eprintln!("tether: {err}");
             return 2;
@@ -789,9 +796,10 @@ fn tui(
         }
     };
     open_tui(Launch::Live {
-        commands,
+        commands: config.commands,
         state_dir,
         session,
+        ordered_shutdown: config.ordered_shutdown,
     })
 }
 

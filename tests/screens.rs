@@ -1418,3 +1418,62 @@ fn a_drained_command_shows_its_badge_and_final_line() {
     );
     assert!(screen.contains("SIGTERM by final drain"), "{screen}");
 }
+
+/// The launcher's states: a command waiting for its dependency, one restarting (its third
+/// run's title), one given up and one blocked by a failed dependency read in the list; the
+/// selected one's whole word is under its timeline.
+#[test]
+fn the_launchers_states_read_in_the_list_and_under_the_timeline() {
+    use tether::model::Plan;
+    let mut model = model();
+    let mut web = CommandState::new(config("web", "serve"));
+    web.plan = Some(Plan::Waiting {
+        on: "db".into(),
+        not_started: false,
+    });
+    let mut worker = CommandState::new(config("worker", "work"));
+    run(
+        &mut worker,
+        vec![ev(
+            5,
+            EventKind::Exit {
+                pid: 300,
+                status: ExitStatus {
+                    code: Some(1),
+                    signal: None,
+                    core_dumped: false,
+                },
+            },
+        )],
+    );
+    worker.run = 3;
+    worker.plan = Some(Plan::Restarting {
+        at_ms: T0 + 12_000,
+        run: 4,
+    });
+    let mut cron = CommandState::new(config("cron", "tick"));
+    cron.plan = Some(Plan::GaveUp { restarts: 3 });
+    let mut api = CommandState::new(config("api", "api"));
+    api.plan = Some(Plan::Blocked("migrate exited 1".into()));
+    let first_new = model.commands.len();
+    model.commands.extend([web, worker, cron, api]);
+    let row = |screen: &str, name: &str| rows_with(screen, name)[0].to_string();
+
+    let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
+    assert!(row(&screen, " web ").contains("waiting"), "{screen}");
+    assert!(
+        row(&screen, "worker (run 3)").contains("restart"),
+        "{screen}"
+    );
+    assert!(row(&screen, " cron ").contains("gave up"), "{screen}");
+    assert!(row(&screen, " api ").contains("blocked"), "{screen}");
+
+    let mut view = ViewState::default();
+    view.select_command(first_new);
+    let screen = draw_with(120, 36, &model, &content(), &view);
+    assert!(screen.contains("· waiting for db"), "{screen}");
+    view.select_command(first_new + 1);
+    let screen = draw_with(120, 36, &model, &content(), &view);
+    assert!(screen.contains("· restarting in 2s (run 4)"), "{screen}");
+    insta::assert_snapshot!(screen);
+}

@@ -37,6 +37,7 @@ mod journal;
 mod journal_budget;
 mod journal_memory;
 mod journal_privacy;
+mod launcher;
 mod mcp;
 mod notify_desktop;
 mod notify_hardening;

@@ -15,6 +15,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::time::{Instant, sleep_until};
 
 use super::App;
+use super::changes::ChangeWatcher;
 use super::input_batch::InputBatch;
 use super::run::Draw;
 use super::runner::{Runner, write_between_frames};
@@ -27,6 +28,7 @@ use crate::protocol::{EventKind, ProcessSignal};
 use crate::sampler::spawn_sampler;
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent};
+use tether_core::launcher::{Input, Launcher};
 
 const FRAME: Duration = Duration::from_micros(16_667);
 /// The most terminal events handled at one wake-up (a paste that is not bracketed is one per
@@ -58,6 +60,23 @@ fn screen(terminal: &Terminal<CrosstermBackend<Stdout>>) -> std::io::Result<Rect
     Ok(Rect::from((Position::ORIGIN, terminal.size()?)))
 }
 
+/// Resolves when a file that restarts a command may have changed.
+async fn files_changed(readiness: Option<&super::changes::Readiness>) {
+    match readiness {
+        Some(readiness) => readiness.wait().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The directory a command runs in, which its `restart_on_change` globs are relative to.
+fn base_dir(cwd: Option<&std::path::Path>) -> PathBuf {
+    let here = std::env::current_dir().unwrap_or_default();
+    match cwd {
+        Some(cwd) => here.join(cwd),
+        None => here,
+    }
+}
+
 /// Resolves when the followed journals changed (never without a watcher).
 async fn journals_changed(readiness: Option<&super::watch::Readiness>) {
     match readiness {
@@ -73,6 +92,7 @@ pub(super) async fn event_loop(
     watch_over: Option<(PathBuf, Option<String>)>,
     search: Option<String>,
     draw: Draw,
+    ordered_shutdown: bool,
 ) -> anyhow::Result<i32> {
     let recorded = model.mode.from_journals();
     let (fleet, mut fleet_events) = Fleet::new();
@@ -81,6 +101,21 @@ pub(super) async fn event_loop(
     let watch = watch_over
         .map(|(state_dir, session)| Watch::new(state_dir, session, &model.commands, replies));
     let watching = watch.is_some();
+    let configs: Vec<_> = model.commands.iter().map(|c| c.config.clone()).collect();
+    let launcher = Launcher::new(crate::config::launch::plans(&configs), ordered_shutdown);
+    let mut changes_unavailable = None;
+    let changes = if recorded || watching {
+        None
+    } else {
+        let wanted = (configs.iter().enumerate())
+            .filter(|(_, c)| !c.restart_on_change.is_empty())
+            .map(|(i, c)| (i, base_dir(c.cwd.as_deref()), c.restart_on_change.clone()))
+            .collect();
+        ChangeWatcher::new(wanted).unwrap_or_else(|why| {
+            changes_unavailable = Some(why);
+            None
+        })
+    };
     let mut runner = Runner {
         app: App::new(model),
         session,
@@ -92,7 +127,12 @@ pub(super) async fn event_loop(
         sizes_sent: HashMap::new(),
         aborted: false,
         quit_now: false,
+        launcher,
+        changes,
     };
+    if let Some(why) = changes_unavailable {
+        runner.app.view.say(why);
+    }
     let mut keys = terminal_events();
     let (sampler, mut samples) = spawn_sampler(Duration::from_secs(1));
     // A first reading of the machine for the header, before any command runs.
@@ -106,10 +146,8 @@ pub(super) async fn event_loop(
     if let Some(needle) = search.as_deref() {
         runner.app.open_at_first_match(needle);
     }
-    for id in 0..runner.app.model.commands.len() {
-        if runner.app.model.commands[id].config.autostart {
-            runner.launch(id);
-        }
+    if !recorded && !watching {
+        runner.drive(Input::Begin);
     }
     if let Some(watch) = runner.watch.as_mut() {
         watch.start(&mut runner.app);
@@ -199,7 +237,10 @@ pub(super) async fn event_loop(
         let journals = runner.watch.as_ref().and_then(Watch::readiness);
         let journals_rest =
             journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
-        let ticking = watching || runner.app.model.running() > 0;
+        // A restart's countdown is on screen too.
+        let launcher_due = runner.launcher_due();
+        let ticking = watching || runner.app.model.running() > 0 || launcher_due.is_some();
+        let changes = runner.changes.as_ref().map(ChangeWatcher::readiness);
         let backlog = runner.watch.as_ref().is_some_and(Watch::pending);
         // News that waits for the gap between two notices: a frame looks again then.
         let news_due = runner.teller.due_in(now_ms()).map(|wait| now + wait);
@@ -243,6 +284,16 @@ pub(super) async fn event_loop(
             _ = sleep_until(frame_at), if dirty => {}
             _ = sleep_until(news_due.unwrap_or(now)), if news_due.is_some() && !dirty => { dirty = true; }
             _ = sleep_until(runner.quit_deadline.unwrap_or(now)), if runner.quit_deadline.is_some() => {}
+            _ = sleep_until(launcher_due.unwrap_or(now)), if launcher_due.is_some() => {
+                runner.drive(Input::Wake);
+                dirty = true;
+            }
+            _ = files_changed(changes.as_ref()), if changes.is_some() => {
+                let changed = runner.changes.as_mut().map(ChangeWatcher::drain).unwrap_or_default();
+                for command in changed {
+                    runner.drive(Input::FileChanged(command));
+                }
+            }
             Some(text) = watch_replies.recv() => {
                 runner.app.view.say(text);
                 dirty = true;

@@ -216,7 +216,7 @@ impl ListRows {
                     latest_attention = Some((mark.urgency(), id));
                 }
             }
-            name_width = name_width.max(text_width(&one_line(&command.config.name)));
+            name_width = name_width.max(text_width(&one_line(&command.title())));
             widest_number = widest_number.max(command.id().map_or(id as u64 + 1, |c| c.number));
             if view.filter.shows(command) {
                 members[at].push(id);

@@ -2,10 +2,12 @@
 //! next frame. `run` starts it, `event_loop` drives it, `runner` carries out its effects.
 
 pub mod action;
+mod changes;
 mod copy;
 mod event_loop;
 mod input_batch;
 pub mod keymap;
+mod launcher;
 pub mod layout;
 pub mod list;
 mod past;

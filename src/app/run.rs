@@ -29,6 +29,8 @@ pub enum Launch {
         state_dir: PathBuf,
         /// A named session to join (`--session`, `TETHER_SESSION`); `None`: a fresh one.
         session: Option<SessionName>,
+        /// `ordered_shutdown`: dependents stop before what they depend on.
+        ordered_shutdown: bool,
     },
     /// A session read back from its journal; its commands that still run (started by
     /// another tether) can be signalled through their control sockets.
@@ -61,12 +63,15 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     // A live session's state directory and id: retention runs when it ends.
     let mut ends_session: Option<(PathBuf, String)> = None;
     let mut search = None;
+    let mut ordered_shutdown = false;
     let (model, session) = match launch {
         Launch::Live {
             commands,
             state_dir,
             session,
+            ordered_shutdown: ordered,
         } => {
+            ordered_shutdown = ordered;
             let session = Session::create(&state_dir, session.as_ref())?;
             ends_session = Some((state_dir.clone(), session.id.clone()));
             let model = Model {
@@ -138,7 +143,13 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
     let guard = TerminalGuard::enter().context("cannot switch the terminal to full screen")?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let result = runtime.block_on(event_loop(
-        terminal, model, session, watch_over, search, draw,
+        terminal,
+        model,
+        session,
+        watch_over,
+        search,
+        draw,
+        ordered_shutdown,
     ));
     drop(guard);
     if !watching {

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use super::App;
 use super::action::Action;
+use super::changes::ChangeWatcher;
 use super::input_batch::InputBatch;
 use super::keymap::action_for;
 use super::tell::Teller;
@@ -24,12 +25,14 @@ use crate::journal::{CommandRecord, EventTail};
 use crate::model::replay::{broker_alive, reload_from_record};
 use crate::model::{CommandState, Mode, Status};
 use crate::protocol::{
-    LaunchRequest, Origin, Request, StdinSource, TerminalRequest, WindowSize, input_requests,
+    EventKind, LaunchRequest, Origin, Request, StdinSource, TerminalRequest, WindowSize,
+    input_requests,
 };
 use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
 use crate::supervisor::intervals::{Pace, grace};
 use crate::supervisor::launch_request;
+use tether_core::launcher::{Input, Launcher};
 
 /// After asking every broker to stop, how long to wait beyond the longest grace (a broker
 /// that does not acknowledge the stop is killed after a second and its leftovers stopped).
@@ -51,14 +54,20 @@ pub(super) struct Runner {
     /// Quitting could not wait any longer for the brokers: they are being killed.
     pub(super) aborted: bool,
     pub(super) quit_now: bool,
+    /// When each command starts, waits, restarts; in which order they stop.
+    pub(super) launcher: Launcher,
+    /// Files that restart commands when they change (`restart_on_change`).
+    pub(super) changes: Option<ChangeWatcher>,
 }
 
 impl Runner {
-    pub(super) fn launch(&mut self, id: usize) {
+    /// Starts run `run` of command `id`, as the launcher decided; false if it could not
+    /// begin (the operator is told why).
+    pub(super) fn launch(&mut self, id: usize, run: u32) -> bool {
         let (Some(command), Some(session)) =
             (self.app.model.commands.get_mut(id), self.session.as_mut())
         else {
-            return;
+            return false;
         };
         let journal = match session.next_command_dir(&command.config.name) {
             Ok(journal) => journal,
@@ -70,11 +79,13 @@ impl Runner {
                 command.status = Status::FailedToStart;
                 command.notice = Some(text.clone());
                 self.app.view.say(text);
-                return;
+                return false;
             }
         };
         let dir = journal.path().to_path_buf();
         command.begin_run(dir.clone(), now_ms());
+        // The launcher counts the runs; the model's count follows it.
+        command.run = run;
         let config = &command.config;
         let (user, config_error) = crate::config::user::for_launch();
         let attention = crate::config::attention::with_user(&user, &config.attention);
@@ -111,6 +122,7 @@ impl Runner {
             attention,
             max_output,
             budgets,
+            run,
             // The TUI's commands end with their processes, as configured (the default
             // leftovers rule), and are the operator's: only `tether exec` and the shim
             // stand in for a caller's shell and join its trace.
@@ -130,6 +142,7 @@ impl Runner {
             request,
             journal,
         );
+        true
     }
 
     /// Gives the terminals of running commands the size of the output pane, once per change.
@@ -153,21 +166,36 @@ impl Runner {
         }
     }
 
+    /// Quits: the launcher stops every command (dependents first with `ordered_shutdown`,
+    /// one grace after another) and starts nothing more.
     pub(super) fn stop_all(&mut self) {
-        let mut longest = Duration::ZERO;
-        for (id, command) in self.app.model.commands.iter().enumerate() {
-            if command.status.is_active() {
-                longest = longest.max(grace(command.config.grace));
-                self.fleet.send(
-                    id,
-                    Request::Stop {
+        let graces = self
+            .app
+            .model
+            .commands
+            .iter()
+            .filter(|c| c.status.is_active());
+        let graces: Vec<Duration> = graces.map(|c| grace(c.config.grace)).collect();
+        let wait = if self.launcher.ordered() {
+            graces.iter().sum()
+        } else {
+            graces.iter().copied().max().unwrap_or_default()
+        };
+        self.app.view.quitting = true;
+        self.drive(Input::Quit);
+        // A run the launcher does not know of as running (its broker lost track) is
+        // stopped all the same.
+        if !self.launcher.ordered() {
+            for (id, command) in self.app.model.commands.iter().enumerate() {
+                if command.status.is_active() && !self.launcher.is_running(id) {
+                    let stop = Request::Stop {
                         origin: Some(Origin::Shutdown),
-                    },
-                );
+                    };
+                    self.fleet.send(id, stop);
+                }
             }
         }
-        self.app.view.quitting = true;
-        self.quit_deadline = Some(Instant::now() + longest + QUIT_SLACK);
+        self.quit_deadline = Some(Instant::now() + wait + QUIT_SLACK);
     }
 
     pub(super) fn effect(&mut self, effect: Effect) {
@@ -184,13 +212,25 @@ impl Runner {
             return;
         }
         match effect {
-            Effect::Launch(id) => self.launch(id),
+            Effect::Launch(id) => self.drive(Input::Start(id)),
             Effect::Add(config) => {
                 self.app.model.commands.push(CommandState::new(*config));
-                let id = self.app.model.commands.len() - 1;
+                let configs: Vec<_> = (self.app.model.commands.iter())
+                    .map(|c| c.config.clone())
+                    .collect();
+                let plan = crate::config::launch::plan(&configs[configs.len() - 1], &configs);
+                let id = self.launcher.add(plan);
                 self.app.view.select_command(id);
-                self.launch(id);
+                self.drive(Input::Start(id));
             }
+            // The operator's stop goes through the launcher: it stops dependents first
+            // (`ordered_shutdown`), and no restart follows it.
+            Effect::Send(
+                id,
+                Request::Stop {
+                    origin: Some(Origin::Operator),
+                },
+            ) if self.watch.is_none() => self.drive(Input::Stop(id)),
             Effect::Input(id, bytes) => {
                 // A paste of any size goes in bounded pieces, queued without waiting.
                 let delivered = input_requests(&bytes).all(|piece| self.fleet.send(id, piece));
@@ -283,8 +323,26 @@ impl Runner {
 
     pub(super) fn fleet_event(&mut self, event: FleetEvent) {
         let failed = matches!(event, FleetEvent::SpawnFailed(..));
+        let id = match &event {
+            FleetEvent::Event(id, _)
+            | FleetEvent::Fallback(id, _)
+            | FleetEvent::SpawnFailed(id, _)
+            | FleetEvent::Ended(id) => *id,
+        };
+        let Some(before) = current_run(&mut self.app.model.commands, id).map(|c| c.status) else {
+            if let FleetEvent::Ended(id) = event {
+                self.fleet.ended(id);
+                self.sizes_sent.remove(&id);
+            }
+            return;
+        };
         match event {
-            FleetEvent::Event(id, event) => self.app.apply_event(id.command, id.run, &event),
+            FleetEvent::Event(id, event) => {
+                self.app.apply_event(id.command, id.run, &event);
+                if !matches!(event.kind, EventKind::Output { .. }) {
+                    self.run_event(id.command, before, &event);
+                }
+            }
             FleetEvent::Fallback(id, text) | FleetEvent::SpawnFailed(id, text) => {
                 if let Some(c) = current_run(&mut self.app.model.commands, id) {
                     if failed {
@@ -293,6 +351,7 @@ impl Runner {
                     c.notice = Some(text.clone());
                 }
                 self.app.view.say(text);
+                self.maybe_ended(id.command, before);
             }
             FleetEvent::Ended(id) => {
                 self.fleet.ended(id);
@@ -300,6 +359,7 @@ impl Runner {
                 if let Some(c) = current_run(&mut self.app.model.commands, id) {
                     c.broker_gone(now_ms());
                 }
+                self.maybe_ended(id.command, before);
             }
         }
     }

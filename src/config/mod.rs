@@ -9,6 +9,7 @@ pub mod budgets;
 mod document;
 pub mod example;
 pub mod journal;
+pub mod launch;
 pub mod naming;
 pub mod notify;
 pub mod otlp;
@@ -26,7 +27,9 @@ use toml::Spanned;
 
 use crate::protocol::{CommandSpec, Limits};
 use document::{Problem, Segment, Source, described};
-use values::{amount, count, flag, threshold};
+use launch::{DependsOn, LaunchKeys, Word, restarts};
+use tether_core::launcher::{Condition, DEFAULT_BACKOFF, DEFAULT_MAX_RESTARTS, Restart};
+use values::{amount, count, flag, positive, threshold};
 
 /// The embedded demo: one command per feature of the TUI.
 pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
@@ -34,6 +37,9 @@ pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
     pub commands: Vec<CommandConfig>,
+    /// `ordered_shutdown = true`: stopping a command stops what depends on it first, and
+    /// quitting stops dependents before what they depend on (process-compose's key).
+    pub ordered_shutdown: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +66,16 @@ pub struct CommandConfig {
     /// `max_time`, `max_cpu`, `max_output`: this command's budgets, over the user config's
     /// `[budgets]` (see [`budgets`]).
     pub budgets: budgets::BudgetSettings,
+    /// `depends_on`: the commands it waits for, by name, and for what.
+    pub depends_on: Vec<(String, Condition)>,
+    /// `restart`, `max_restarts`, `restart_backoff`: when and how often it starts again.
+    pub restart: Restart,
+    pub max_restarts: u32,
+    pub restart_backoff: Duration,
+    /// `restart_on_change`: globs, relative to its directory, of files that restart it.
+    pub restart_on_change: Vec<String>,
+    /// It has a readiness check (a `ready_*` key), so others may wait for it to be `ready`.
+    pub has_ready_check: bool,
 }
 
 impl CommandConfig {
@@ -80,6 +96,12 @@ impl CommandConfig {
             drain: None,
             attention: Default::default(),
             budgets: Default::default(),
+            depends_on: Vec::new(),
+            restart: Restart::No,
+            max_restarts: DEFAULT_MAX_RESTARTS,
+            restart_backoff: DEFAULT_BACKOFF,
+            restart_on_change: Vec::new(),
+            has_ready_check: false,
         }
     }
 }
@@ -108,14 +130,16 @@ pub enum ConfigError {
 /// Parses a config document. `file` names it in errors; relative `cwd`s are left as written.
 pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
     let source = Source { text, file };
-    let holds = "expected only [[command]] tables";
+    let holds = "expected [[command]] tables and ordered_shutdown";
     let document: Document = source.read(holds, described_in_command_file)?;
     let mut commands: Vec<CommandConfig> = Vec::new();
     // name -> (where its value is, which command), to report duplicates against the first.
     let mut names: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut written = Vec::new();
     for (i, table) in document.command.into_iter().enumerate() {
         let (number, at) = (i + 1, table.span().start);
-        let (command, name_at) = table.into_inner().into_config(&source, at, number)?;
+        let (command, name_at, launch) = table.into_inner().into_config(&source, at, number)?;
+        written.push(launch);
         if let Some(&(first_at, first_number)) = names.get(&command.name) {
             return Err(source.error(
                 name_at,
@@ -131,7 +155,11 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
         names.insert(command.name.clone(), (name_at, number));
         commands.push(command);
     }
-    Ok(Config { commands })
+    launch::check(&source, &commands, &written)?;
+    Ok(Config {
+        commands,
+        ordered_shutdown: document.ordered_shutdown.unwrap_or(false),
+    })
 }
 
 /// Reads and parses a config file; relative `cwd`s become relative to the file's directory.
@@ -162,6 +190,8 @@ pub fn demo() -> Config {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Document {
+    #[serde(default, deserialize_with = "flag")]
+    ordered_shutdown: Option<bool>,
     #[serde(default)]
     command: Vec<Spanned<CommandTable>>,
 }
@@ -198,6 +228,13 @@ struct CommandTable {
     max_cpu: Option<Option<Duration>>,
     #[serde(deserialize_with = "threshold")]
     max_output: Option<Option<u64>>,
+    depends_on: DependsOn,
+    restart: Option<Word<Restart>>,
+    #[serde(deserialize_with = "restarts")]
+    max_restarts: Option<u32>,
+    #[serde(deserialize_with = "positive")]
+    restart_backoff: Option<Duration>,
+    restart_on_change: Option<Spanned<Vec<String>>>,
 }
 
 impl CommandTable {
@@ -208,7 +245,7 @@ impl CommandTable {
         source: &Source<'_>,
         at: usize,
         number: usize,
-    ) -> Result<(CommandConfig, usize), ConfigError> {
+    ) -> Result<(CommandConfig, usize, launch::Written), ConfigError> {
         let fail =
             |at: usize, key: &str, why: String| Err(source.error(at, key, format!("{key}: {why}")));
         let Some(name) = self.name else {
@@ -256,7 +293,14 @@ impl CommandTable {
         {
             return fail(pattern.span().start, "drain_on", e.to_string());
         }
-        let config = CommandConfig {
+        let launch = LaunchKeys {
+            depends_on: self.depends_on,
+            restart: self.restart,
+            max_restarts: self.max_restarts,
+            restart_backoff: self.restart_backoff,
+            restart_on_change: self.restart_on_change,
+        };
+        let mut config = CommandConfig {
             name,
             command,
             cwd: self.cwd.map(PathBuf::from),
@@ -277,8 +321,12 @@ impl CommandTable {
                 max_cpu: self.max_cpu,
                 max_output: self.max_output,
             },
+            // The launcher's keys are filled below; `has_ready_check` is true once a
+            // `ready_*` key is given (the readiness keys set it).
+            ..CommandConfig::new(String::new(), CommandSpec::Shell(String::new()))
         };
-        Ok((config, name_at))
+        let written = launch.apply(source, &mut config)?;
+        Ok((config, name_at, written))
     }
 }
 
@@ -308,6 +356,7 @@ fn described_in_command_file(path: &[Segment], problem: Problem<'_>) -> (String,
             let (expected, hint) = match rest {
                 [Key(key)] if key == "argv" => ("an array of strings", ""),
                 [Key(key)] if key == "env" => ("a table like { RUST_LOG = \"debug\" }", ""),
+                [Key(key)] if key == "depends_on" => ("a table like { db = \"ready\" }", ""),
                 [Key(key), Key(_)] if key == "env" => (expected, "; quote it"),
                 _ => (expected, ""),
             };

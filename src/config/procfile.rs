@@ -40,7 +40,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             ..CommandConfig::new(process.name, CommandSpec::Shell(process.command))
         })
         .collect();
-    Ok(Config { commands })
+    Ok(Config {
+        commands,
+        ..Config::default()
+    })
 }
 
 /// The processes of a Procfile's text: `name: command` lines (a name of ASCII letters,

@@ -86,7 +86,8 @@ fn unknown_key_names_file_line_column_command_and_choices() {
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
              name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty, max_procs, \
-             max_memory, drain_on, drain, attention, max_time, max_cpu, max_output"
+             max_memory, drain_on, drain, attention, max_time, max_cpu, max_output, depends_on, \
+             restart, max_restarts, restart_backoff, restart_on_change"
     );
     assert_eq!(key_of(text), "nmae");
 }
@@ -95,7 +96,7 @@ fn unknown_key_names_file_line_column_command_and_choices() {
 fn unknown_top_level_key_and_single_table_are_errors() {
     assert_eq!(
         error("verbose = true\n"),
-        "tether.toml:1:1: unknown key `verbose` at the top level; expected only [[command]] tables"
+        "tether.toml:1:1: unknown key `verbose` at the top level; expected [[command]] tables and ordered_shutdown"
     );
     let message = error("[command]\nname = \"a\"\nshell = \"true\"\n");
     assert!(
@@ -251,7 +252,9 @@ fn demo_has_one_command_per_feature() {
             "failing",
             "missing",
             "prompt",
-            "dashboard"
+            "dashboard",
+            "db",
+            "api"
         ]
     );
     let get = |name: &str| demo.commands.iter().find(|c| c.name == name).unwrap();
@@ -268,6 +271,11 @@ fn demo_has_one_command_per_feature() {
         dashboard.contains("\\033[?1049h"),
         "the alternate screen, for v"
     );
+
+    // A readiness and a dependency, seen at a glance: api waits for db to be ready.
+    assert!(get("db").has_ready_check);
+    let ready = tether_core::launcher::Condition::Ready;
+    assert_eq!(get("api").depends_on, [("db".to_string(), ready)]);
 
     let build = script("build");
     assert!(build.contains("\\033[1;32m") && build.contains("Compiling"));

@@ -269,6 +269,8 @@ pub struct CommandState {
     /// The most memory the run's tree held: from its `result.json` once it ended, before
     /// that the most the sampler saw its processes hold together.
     pub peak_rss_bytes: Option<u64>,
+    /// The launcher's word on it between runs: waiting, restarting, given up, blocked.
+    pub plan: Option<super::Plan>,
 }
 
 impl CommandState {
@@ -312,6 +314,25 @@ impl CommandState {
             rss_bytes: None,
             cpu_ms: None,
             peak_rss_bytes: None,
+            plan: None,
+        }
+    }
+
+    /// The command's name, and which run this is once it restarted: `worker (run 3)`.
+    pub fn title(&self) -> String {
+        if self.run > 1 {
+            format!("{} (run {})", self.config.name, self.run)
+        } else {
+            self.config.name.clone()
+        }
+    }
+
+    /// The list's state word: the launcher's (`waiting`, `restart`, `gave up`, `blocked`)
+    /// while it has one, else the status's.
+    pub fn short_label(&self) -> String {
+        match &self.plan {
+            Some(plan) => plan.short_label().to_string(),
+            None => self.short_status_label(),
         }
     }
 

@@ -5,6 +5,7 @@ pub mod badges;
 pub mod command;
 pub mod describe;
 pub mod output;
+pub mod plan;
 pub mod recording;
 pub mod replay;
 pub mod screen;
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 
 pub use badges::{Badge, Badges};
 pub use command::{CommandIndex, CommandState, KeptLeftovers, Marker, Status, TimelineEntry};
+pub use plan::Plan;
 
 pub struct Model {
     pub session_id: String,

@@ -9,7 +9,7 @@ use crate::config::CommandConfig;
 use crate::journal::SessionRecord;
 use crate::protocol::{Event, EventKind};
 
-use super::replay::{config_of, replay};
+use super::replay::{config_of, replay, run_of};
 use super::{CommandState, Status};
 
 /// The steps `<` and `>` move by, shortest first (`-` and `+` go along them).
@@ -28,6 +28,8 @@ pub use crate::units::step_label;
 pub struct CommandRecording {
     pub config: CommandConfig,
     pub dir: PathBuf,
+    /// Which start of its command this was (a restart's is above 1).
+    pub run: u32,
     /// In journal order.
     pub events: Vec<Event>,
 }
@@ -98,6 +100,7 @@ impl Recording {
                 .into_iter()
                 .map(|c| CommandRecording {
                     config: config_of(&c),
+                    run: run_of(&c),
                     dir: c.dir,
                     events: c.events,
                 })
@@ -154,6 +157,7 @@ impl Recording {
             .map(|c| {
                 let count = c.events.iter().take_while(|e| e.ts_ms <= at_ms).count();
                 let mut command = replay(c.config.clone(), c.dir.clone(), &c.events[..count]);
+                command.run = c.run;
                 if count == 0 {
                     command.status = Status::Idle;
                     command.started_ms = None;

@@ -15,6 +15,7 @@ use super::{CommandState, Model, Status};
 /// marked lost; what the journal lacks is said in its notice.
 pub fn command_from_record(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
+    command.run = run_of(record);
     if let Some(result) = &record.result {
         command.apply_result(result);
     }
@@ -66,6 +67,11 @@ pub fn broker_pid_alive(pid: i32) -> bool {
         && (named() || crate::procfs::cmdline(pid).iter().any(|a| a == "broker"))
 }
 
+/// Which start of its command the run was: 1, or a restart's number (`run` of its request).
+pub fn run_of(record: &CommandRecord) -> u32 {
+    record.request.as_ref().map_or(1, |r| r.run.max(1))
+}
+
 /// The command as its launch request configured it (as far as the journal says).
 pub fn config_of(record: &CommandRecord) -> CommandConfig {
     match &record.request {
@@ -88,6 +94,8 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
                 max_cpu: Some(request.budgets.max_cpu),
                 max_output: Some(request.budgets.max_output),
             },
+            // What the launcher decided is in the journal's runs, not in one request.
+            ..CommandConfig::new(String::new(), CommandSpec::Argv(Vec::new()))
         },
         None => CommandConfig {
             autostart: false,

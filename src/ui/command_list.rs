@@ -243,11 +243,8 @@ fn cell(
     match column {
         Column::Marker => Cell::from(if selected { "▶" } else { " " }),
         Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
-        Column::Name => Cell::from(format::fit(&one_line(&c.config.name), width)),
-        Column::State => Cell::from(Span::styled(
-            c.short_status_label(),
-            style::status(c.status),
-        )),
+        Column::Name => Cell::from(format::fit(&one_line(&c.title()), width)),
+        Column::State => Cell::from(Span::styled(c.short_label(), style::state(c))),
         Column::Time => Cell::from(
             c.runtime_ms(content.now_ms)
                 .map(format::duration_ms)

@@ -48,7 +48,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
             let c = &model.commands[i];
             // Padded by columns, not characters, so every bar starts in the same column
             // whatever the name holds.
-            let label = format::fit(&one_line(&c.config.name), label_width);
+            let label = format::fit(&one_line(&c.title()), label_width);
             let label_style = if i == view.selected {
                 style::SELECTED
             } else {

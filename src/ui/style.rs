@@ -30,6 +30,16 @@ pub fn status(status: Status) -> Style {
     }
 }
 
+/// A command's state: its status's colour, or the launcher's word's (red for a command
+/// that gave up or cannot start, yellow for a wait or a restart to come).
+pub fn state(command: &crate::model::CommandState) -> Style {
+    match &command.plan {
+        Some(plan) if plan.is_failure() => Style::new().fg(Color::Red),
+        Some(_) => Style::new().fg(Color::Yellow),
+        None => status(command.status),
+    }
+}
+
 fn color(c: output::Color) -> Option<Color> {
     match c {
         output::Color::Default => None,

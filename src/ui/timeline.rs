@@ -32,6 +32,14 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
         height -= 1;
         Line::styled(format!("! {}", one_line(text)), Style::new().fg(Color::Red))
     });
+    // What the launcher waits for, or why it will not start it (again).
+    let plan = command.plan.as_ref().filter(|_| height > 1).map(|plan| {
+        height -= 1;
+        Line::styled(
+            format!("· {}", one_line(&plan.label(content.now_ms))),
+            style::state(command),
+        )
+    });
     // At the time cursor the model holds the entries up to it; the next few follow,
     // dimmed, so that `]` and `}` show where they lead.
     let cursor = content.cursor.as_ref();
@@ -61,9 +69,10 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
         let end = shown_end - back;
         (end.saturating_sub(height)..end).map(line).collect()
     };
-    if let Some(notice) = notice {
+    let below: Vec<Line> = plan.into_iter().chain(notice).collect();
+    if !below.is_empty() {
         lines.resize(height, Line::raw(""));
-        lines.push(notice);
+        lines.extend(below);
     }
     frame.render_widget(Paragraph::new(lines), events_area);
     if strip_rows > 0 {

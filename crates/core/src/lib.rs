@@ -8,6 +8,8 @@
 //! - [`cost`]: what the command's tree cost, weighed from the sources the OS layer read.
 //! - [`final_drain`]: the final-drain pattern and the line matcher over split and very long
 //!   lines.
+//! - [`launcher`]: `tether run`'s launcher: dependencies, restarts, restarts on a file
+//!   change and the order of stops, decided from what the runs did and `now`.
 //! - [`process`]: a process's `stat` fields as the OS layer reads them, and its key; a
 //!   command's cgroup named as data ([`process::CgroupId`]) and the walks the state asks
 //!   for ([`process::TreeWalk`]), which the I/O layer carries out with the cgroup's handle.
@@ -27,6 +29,7 @@
 pub mod attention;
 pub mod cost;
 pub mod final_drain;
+pub mod launcher;
 pub mod process;
 pub mod reports;
 pub mod state;

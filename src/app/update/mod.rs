@@ -266,6 +266,16 @@ pub fn update(
                     ));
                     view.say(format!("stopping {}", command.config.name));
                 }
+                // A wait for a dependency or a restart to come: stopping it calls it off.
+                Action::Stop if command.plan.as_ref().is_some_and(|p| !p.is_failure()) => {
+                    effects.push(Effect::Send(
+                        selected,
+                        Request::Stop {
+                            origin: Some(Origin::Operator),
+                        },
+                    ));
+                    view.say(format!("{} will not start", command.config.name));
+                }
                 Action::Restart if active => {
                     view.say(format!(
                         "{} is still running: stop it first (s)",

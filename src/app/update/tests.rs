@@ -484,3 +484,29 @@ fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
         view.message
     );
 }
+
+/// `s` on a command that waits for a dependency or a restart calls the wait off (through
+/// the launcher, as every operator's stop goes); on one that gave up it says it is not
+/// running.
+#[test]
+fn stop_calls_off_a_wait_but_not_a_failure() {
+    use crate::model::Plan;
+    let mut model = model(false, false);
+    model.commands[0] = CommandState::new(model.commands[0].config.clone());
+    model.commands[0].plan = Some(Plan::Waiting {
+        on: "db".into(),
+        not_started: false,
+    });
+    let mut view = ViewState::default();
+    let effects = update(&model, &mut view, &geometry(), Action::Stop);
+    let stop = Request::Stop {
+        origin: Some(Origin::Operator),
+    };
+    assert_eq!(effects, [Effect::Send(0, stop)]);
+    assert_eq!(view.message.as_deref(), Some("job will not start"));
+
+    model.commands[0].plan = Some(Plan::GaveUp { restarts: 3 });
+    let effects = update(&model, &mut view, &geometry(), Action::Stop);
+    assert!(effects.is_empty());
+    assert_eq!(view.message.as_deref(), Some("job is not running"));
+}

@@ -114,6 +114,7 @@ mod tests {
         let recording = Recording::new(vec![CommandRecording {
             config: CommandConfig::new("job", CommandSpec::Shell("true".into())),
             dir: "/nonexistent".into(),
+            run: 1,
             events: vec![
                 event(1_000, spawned(7)),
                 event(3_500, EventKind::HardKill { after_ms: 1 }),

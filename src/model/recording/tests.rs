@@ -6,6 +6,7 @@ fn command(name: &str, events: Vec<Event>) -> CommandRecording {
     CommandRecording {
         config: CommandConfig::new(name, CommandSpec::Shell("true".into())),
         dir: "/nonexistent".into(),
+        run: 1,
         events,
     }
 }

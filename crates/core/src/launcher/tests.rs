@@ -1,0 +1,452 @@
+//! The launcher on a fake clock: `t(ms)` is a moment after the start.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+
+struct World {
+    launcher: Launcher,
+    start: Instant,
+}
+
+fn plan(name: &str, depends_on: &[(usize, Condition)]) -> CommandPlan {
+    CommandPlan {
+        depends_on: depends_on.to_vec(),
+        ..CommandPlan::new(name)
+    }
+}
+
+impl World {
+    fn new(plans: Vec<CommandPlan>, ordered: bool) -> World {
+        let mut world = World {
+            launcher: Launcher::new(plans, ordered),
+            start: Instant::now(),
+        };
+        world.at(0, Input::Begin);
+        world
+    }
+
+    fn t(&self, ms: u64) -> Instant {
+        self.start + Duration::from_millis(ms)
+    }
+
+    fn at(&mut self, ms: u64, input: Input) -> Vec<Action> {
+        let now = self.t(ms);
+        self.launcher.handle(input, now);
+        std::iter::from_fn(|| self.launcher.poll_action()).collect()
+    }
+
+    fn exit(&mut self, ms: u64, command: usize, code: i32) -> Vec<Action> {
+        let how = Ending::Exited {
+            code: Some(code),
+            signal: None,
+            by_operator: false,
+        };
+        self.at(ms, Input::Ended { command, how })
+    }
+}
+
+fn launch(command: usize, run: u32) -> Action {
+    Action::Launch { command, run }
+}
+
+fn fail(command: usize, reason: &str) -> Action {
+    Action::Fail {
+        command,
+        reason: reason.into(),
+    }
+}
+
+#[test]
+fn commands_without_dependencies_start_at_once_in_order() {
+    let mut launcher = Launcher::new(vec![plan("a", &[]), plan("b", &[])], false);
+    launcher.handle(Input::Begin, Instant::now());
+    let actions: Vec<_> = std::iter::from_fn(|| launcher.poll_action()).collect();
+    assert_eq!(actions, [launch(0, 1), launch(1, 1)]);
+}
+
+#[test]
+fn each_condition_waits_for_its_own_event() {
+    use Condition::*;
+    let mut w = World::new(
+        vec![
+            plan("db", &[]),
+            plan("migrate", &[]),
+            plan("web", &[(0, Ready), (1, Succeeded)]),
+            plan("tail", &[(0, Started)]),
+        ],
+        false,
+    );
+    assert_eq!(
+        w.launcher.state(2),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(
+        w.launcher.state(3),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(10, Input::Spawned(0)), [launch(3, 1)]);
+    assert_eq!(w.at(10, Input::Spawned(1)), []);
+    assert_eq!(w.at(900, Input::Ready(0)), []);
+    assert_eq!(
+        w.launcher.state(2),
+        State::Waiting {
+            on: "migrate",
+            not_started: false
+        }
+    );
+    assert_eq!(w.exit(1000, 1, 0), [launch(2, 1)]);
+}
+
+#[test]
+fn the_order_of_the_conditions_does_not_matter() {
+    use Condition::*;
+    let mut w = World::new(
+        vec![
+            plan("db", &[]),
+            plan("migrate", &[]),
+            plan("web", &[(0, Ready), (1, Succeeded)]),
+        ],
+        false,
+    );
+    assert_eq!(w.exit(100, 1, 0), []);
+    assert_eq!(w.at(200, Input::Spawned(0)), []);
+    assert_eq!(w.at(300, Input::Ready(0)), [launch(2, 1)]);
+}
+
+#[test]
+fn a_failed_dependency_fails_its_waiters_with_the_reason() {
+    use Condition::*;
+    let cases: Vec<(Condition, Input, &str)> = vec![
+        (
+            Succeeded,
+            Input::Ended {
+                command: 0,
+                how: Ending::Exited {
+                    code: Some(1),
+                    signal: None,
+                    by_operator: false,
+                },
+            },
+            "dep exited 1",
+        ),
+        (
+            Ready,
+            Input::Ended {
+                command: 0,
+                how: Ending::Exited {
+                    code: Some(0),
+                    signal: None,
+                    by_operator: false,
+                },
+            },
+            "dep exited 0 before it was ready",
+        ),
+        (
+            Ready,
+            Input::NotReady {
+                command: 0,
+                after: Duration::from_secs(30),
+            },
+            "dep was not ready within 30s",
+        ),
+        (
+            Started,
+            Input::Ended {
+                command: 0,
+                how: Ending::FailedToStart,
+            },
+            "dep failed to start",
+        ),
+        (
+            Succeeded,
+            Input::Ended {
+                command: 0,
+                how: Ending::Exited {
+                    code: None,
+                    signal: Some(9),
+                    by_operator: false,
+                },
+            },
+            "dep ended by SIGKILL",
+        ),
+    ];
+    for (condition, input, reason) in cases {
+        let mut w = World::new(
+            vec![plan("dep", &[]), plan("web", &[(0, condition)])],
+            false,
+        );
+        assert_eq!(w.at(50, input), [fail(1, reason)], "{condition:?}");
+        assert_eq!(w.launcher.state(1), State::Blocked(reason));
+    }
+}
+
+#[test]
+fn a_failure_travels_down_a_chain_of_waiters() {
+    use Condition::*;
+    let mut w = World::new(
+        vec![
+            plan("a", &[]),
+            plan("b", &[(0, Succeeded)]),
+            plan("c", &[(1, Started)]),
+        ],
+        false,
+    );
+    assert_eq!(
+        w.exit(10, 0, 2),
+        [
+            fail(1, "a exited 2"),
+            fail(2, "b did not start: a exited 2")
+        ]
+    );
+}
+
+#[test]
+fn a_waiter_outlives_a_dependency_that_restarts() {
+    use Condition::*;
+    let mut db = plan("db", &[]);
+    db.restart = Restart::OnFailure;
+    let mut w = World::new(vec![db, plan("web", &[(0, Ready)])], false);
+    w.at(10, Input::Spawned(0));
+    // Exits before it was ready: a restart comes, the waiter waits on.
+    let actions = w.exit(500, 0, 1);
+    assert!(
+        matches!(&actions[..], [Action::Report { command: 0, text }] if text == "db exited 1: restarting in 1s (run 2)")
+    );
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(1500, Input::Wake), [launch(0, 2)]);
+    w.at(1510, Input::Spawned(0));
+    // A not-ready while restarts remain: still waiting.
+    assert_eq!(
+        w.at(
+            2000,
+            Input::NotReady {
+                command: 0,
+                after: Duration::from_secs(1)
+            }
+        ),
+        []
+    );
+    assert_eq!(w.exit(2100, 0, 1).len(), 1);
+    assert_eq!(w.at(4100, Input::Wake), [launch(0, 3)]);
+    assert_eq!(w.at(4200, Input::Ready(0)), [launch(1, 1)]);
+}
+
+#[test]
+fn a_dependency_not_autostarted_keeps_its_dependent_waiting_until_started() {
+    let mut db = plan("db", &[]);
+    db.autostart = false;
+    let mut w = World::new(vec![db, plan("web", &[(0, Condition::Started)])], false);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: true
+        }
+    );
+    assert_eq!(w.at(10, Input::Start(0)), [launch(0, 1)]);
+    assert_eq!(w.at(20, Input::Spawned(0)), [launch(1, 1)]);
+}
+
+fn worker(restart: Restart, max_restarts: u32) -> CommandPlan {
+    CommandPlan {
+        restart,
+        max_restarts,
+        ..CommandPlan::new("worker")
+    }
+}
+
+#[test]
+fn on_failure_gives_up_after_max_restarts_with_backoff_doubling() {
+    let mut w = World::new(vec![worker(Restart::OnFailure, 3)], false);
+    let mut now = 0;
+    let mut waits = Vec::new();
+    for run in 2..=4 {
+        now += 100;
+        w.exit(now, 0, 1);
+        let State::Restarting { at, run: next } = w.launcher.state(0) else {
+            panic!("not restarting: {:?}", w.launcher.state(0));
+        };
+        assert_eq!(next, run);
+        assert_eq!(Some(at), w.launcher.poll_timeout());
+        waits.push(at - w.t(now));
+        now = (at - w.start).as_millis() as u64;
+        assert_eq!(w.at(now, Input::Wake), [launch(0, run)]);
+    }
+    assert_eq!(waits, [1, 2, 4].map(Duration::from_secs));
+    assert_eq!(
+        w.exit(now + 100, 0, 1),
+        [fail(0, "gave up after 3 restarts (worker exited 1)")]
+    );
+    assert_eq!(w.launcher.state(0), State::GaveUp { restarts: 3 });
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
+fn the_backoff_is_capped_and_a_long_run_resets_it() {
+    let mut plan = worker(Restart::Always, 100);
+    plan.backoff = Duration::from_secs(4);
+    let mut w = World::new(vec![plan], false);
+    let mut now = 0;
+    let mut waits = Vec::new();
+    for _ in 0..5 {
+        now += 10;
+        w.exit(now, 0, 0);
+        let at = w.launcher.poll_timeout().unwrap();
+        waits.push((at - w.t(now)).as_secs());
+        now = (at - w.start).as_millis() as u64;
+        w.at(now, Input::Wake);
+    }
+    assert_eq!(waits, [4, 8, 16, 30, 30]);
+    // A run of RESET_AFTER: the first wait again.
+    now += RESET_AFTER.as_millis() as u64;
+    w.exit(now, 0, 0);
+    assert_eq!(w.launcher.poll_timeout(), Some(w.t(now + 4000)));
+}
+
+#[test]
+fn the_policies_cover_their_endings() {
+    let cases = [
+        (Restart::No, 1, false),
+        (Restart::OnFailure, 0, false),
+        (Restart::OnFailure, 1, true),
+        (Restart::Always, 0, true),
+    ];
+    for (policy, code, restarts) in cases {
+        let mut w = World::new(vec![worker(policy, 3)], false);
+        w.exit(10, 0, code);
+        let restarting = matches!(w.launcher.state(0), State::Restarting { .. });
+        assert_eq!(restarting, restarts, "{policy:?} after exit {code}");
+    }
+}
+
+#[test]
+fn an_operator_stop_never_restarts() {
+    // By `s` (the launcher sent the stop) or by `t`/`k` (the ending says so).
+    let mut w = World::new(vec![worker(Restart::Always, 3)], false);
+    assert_eq!(w.at(10, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    assert_eq!(w.exit(20, 0, 143), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+
+    let mut w = World::new(vec![worker(Restart::Always, 3)], false);
+    let how = Ending::Exited {
+        code: None,
+        signal: Some(15),
+        by_operator: true,
+    };
+    assert_eq!(w.at(20, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
+fn a_stop_during_the_backoff_cancels_the_restart() {
+    let mut w = World::new(vec![worker(Restart::Always, 3)], false);
+    w.exit(10, 0, 1);
+    assert_eq!(w.at(20, Input::Stop(0)), []);
+    assert_eq!(w.launcher.poll_timeout(), None);
+    assert_eq!(w.at(5000, Input::Wake), []);
+}
+
+#[test]
+fn quitting_restarts_nothing_and_starts_no_waiter() {
+    let mut w = World::new(
+        vec![
+            worker(Restart::Always, 3),
+            plan("web", &[(0, Condition::Succeeded)]),
+        ],
+        false,
+    );
+    assert_eq!(w.at(10, Input::Quit), [Action::Stop { command: 0 }]);
+    assert_eq!(w.exit(20, 0, 0), []);
+    assert_eq!(w.launcher.state(1), State::Idle);
+}
+
+#[test]
+fn changes_are_debounced_into_one_restart() {
+    let mut w = World::new(vec![worker(Restart::No, 3)], false);
+    for ms in [100, 200, 350] {
+        assert_eq!(w.at(ms, Input::FileChanged(0)), []);
+    }
+    assert_eq!(w.launcher.poll_timeout(), Some(w.t(650)));
+    assert_eq!(w.at(649, Input::Wake), []);
+    assert_eq!(w.at(650, Input::Wake), [Action::Stop { command: 0 }]);
+    // The stop's exit starts the next run at once, whatever the policy.
+    assert_eq!(w.exit(700, 0, 143), [launch(0, 2)]);
+    // A change after the command ended starts it again too.
+    w.exit(800, 0, 0);
+    w.at(900, Input::FileChanged(0));
+    assert_eq!(w.at(1200, Input::Wake), [launch(0, 3)]);
+}
+
+#[test]
+fn an_ordered_stop_stops_dependents_first_in_reverse_order() {
+    use Condition::*;
+    let plans = vec![
+        plan("db", &[]),
+        plan("api", &[(0, Started)]),
+        plan("web", &[(1, Started)]),
+        plan("other", &[]),
+    ];
+    let mut w = World::new(plans, true);
+    w.at(10, Input::Spawned(0));
+    w.at(20, Input::Spawned(1));
+    w.at(30, Input::Spawned(3));
+    assert_eq!(w.at(100, Input::Stop(0)), [Action::Stop { command: 2 }]);
+    assert_eq!(w.exit(200, 2, 143), [Action::Stop { command: 1 }]);
+    assert_eq!(w.exit(300, 1, 143), [Action::Stop { command: 0 }]);
+    assert_eq!(w.exit(400, 0, 143), []);
+    assert!(
+        [0, 1, 2]
+            .iter()
+            .all(|&i| w.launcher.state(i) == State::Ended)
+    );
+    assert_eq!(w.launcher.state(3), State::Running);
+}
+
+#[test]
+fn quitting_in_order_stops_leaves_first() {
+    use Condition::*;
+    let plans = vec![
+        plan("db", &[]),
+        plan("api", &[(0, Started)]),
+        plan("cron", &[]),
+    ];
+    let mut w = World::new(plans, true);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(
+        w.at(100, Input::Quit),
+        [Action::Stop { command: 1 }, Action::Stop { command: 2 }]
+    );
+    assert_eq!(w.exit(200, 1, 0), [Action::Stop { command: 0 }]);
+}
+
+#[test]
+fn unordered_stops_stop_only_the_one() {
+    use Condition::*;
+    let mut w = World::new(vec![plan("db", &[]), plan("api", &[(0, Started)])], false);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(100, Input::Stop(0)), [Action::Stop { command: 0 }]);
+}
+
+#[test]
+fn cycles_are_named_along_their_path() {
+    assert_eq!(
+        find_cycle(&[vec![1], vec![2], vec![0]]),
+        Some(vec![0, 1, 2, 0])
+    );
+    assert_eq!(find_cycle(&[vec![], vec![1]]), Some(vec![1, 1]));
+    assert_eq!(find_cycle(&[vec![], vec![0], vec![0, 1]]), None);
+}

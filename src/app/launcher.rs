@@ -1,0 +1,140 @@
+//! The runner's side of the launcher (`tether_core::launcher`): what the fleet and the
+//! operator did, handed to it with the time; what it decides, carried out (a launch, a stop,
+//! a failure told); and its word on each command copied into the model for the list.
+
+use std::time::Instant;
+
+use tether_core::launcher::{Action as LaunchAction, Ending, Input, State};
+
+use super::runner::Runner;
+use crate::clock::now_ms;
+use crate::model::command::AttentionMark;
+use crate::model::{CommandIndex, Plan, Status};
+use crate::protocol::{AttentionKind, Event, EventKind, Origin, Request};
+
+impl Runner {
+    /// Hands the launcher what happened and carries out what it decides.
+    pub(super) fn drive(&mut self, input: Input) {
+        let now = Instant::now();
+        let mut inputs = vec![input];
+        while let Some(input) = inputs.pop() {
+            self.launcher.handle(input, now);
+            self.carry_out(&mut inputs);
+        }
+        self.copy_plans(now);
+    }
+
+    /// Carries out the launcher's actions; a launch that could not even begin (no journal
+    /// directory) is an input for it in turn.
+    fn carry_out(&mut self, inputs: &mut Vec<Input>) {
+        while let Some(action) = self.launcher.poll_action() {
+            match action {
+                LaunchAction::Launch { command, run } => {
+                    if !self.launch(command, run) {
+                        let how = Ending::FailedToStart;
+                        inputs.push(Input::Ended { command, how });
+                    }
+                }
+                LaunchAction::Stop { command } => {
+                    let origin = if self.app.view.quitting {
+                        Origin::Shutdown
+                    } else {
+                        Origin::Operator
+                    };
+                    let stop = Request::Stop {
+                        origin: Some(origin),
+                    };
+                    self.fleet.send(command, stop);
+                }
+                LaunchAction::Fail { command, reason } => self.told_failed(command, reason),
+                LaunchAction::Report { text, .. } => self.app.view.say(text),
+            }
+        }
+    }
+
+    /// The launcher's timer passed.
+    pub(super) fn launcher_due(&self) -> Option<tokio::time::Instant> {
+        self.launcher
+            .poll_timeout()
+            .map(tokio::time::Instant::from_std)
+    }
+
+    /// What an event of the current run means to the launcher, after the model applied it:
+    /// `before` was the command's status then.
+    pub(super) fn run_event(&mut self, command: CommandIndex, before: Status, event: &Event) {
+        let input = match &event.kind {
+            EventKind::Spawned { .. } => Some(Input::Spawned(command)),
+            EventKind::Ready { .. } => Some(Input::Ready(command)),
+            EventKind::NotReady { after_ms, .. } => Some(Input::NotReady {
+                command,
+                after: std::time::Duration::from_millis(*after_ms),
+            }),
+            _ => None,
+        };
+        if let Some(input) = input {
+            self.drive(input);
+        }
+        self.maybe_ended(command, before);
+    }
+
+    /// A run that was under way and no longer is (its exit once custody of its leftovers
+    /// ended, a start that failed, a broker lost) has ended, for the launcher.
+    pub(super) fn maybe_ended(&mut self, command: CommandIndex, before: Status) {
+        let Some(c) = self.app.model.commands.get(command) else {
+            return;
+        };
+        if !before.is_active() || c.status.is_active() {
+            return;
+        }
+        let how = match c.status {
+            Status::FailedToStart => Ending::FailedToStart,
+            Status::Exited(status) => Ending::Exited {
+                code: status.code,
+                signal: status.signal,
+                by_operator: c.stopped_by_hand,
+            },
+            _ => Ending::Exited {
+                code: None,
+                signal: None,
+                by_operator: c.stopped_by_hand,
+            },
+        };
+        self.drive(Input::Ended { command, how });
+    }
+
+    /// A command that will not run (again) on its own: the operator is told, as of a
+    /// failure (the attention `failed` that the status bar and notifications raise).
+    fn told_failed(&mut self, command: CommandIndex, reason: String) {
+        let Some(c) = self.app.model.commands.get_mut(command) else {
+            return;
+        };
+        let text = format!("{}: {reason}", c.config.name);
+        c.attention = Some(AttentionMark {
+            kind: AttentionKind::Failed,
+            detail: reason,
+            at_ms: now_ms(),
+            active: true,
+        });
+        self.app.view.say(text);
+    }
+
+    /// The launcher's word on each command, for the list and the timeline.
+    fn copy_plans(&mut self, now: Instant) {
+        let now_ms = now_ms();
+        for (i, c) in self.app.model.commands.iter_mut().enumerate() {
+            c.plan = match self.launcher.state(i) {
+                State::Waiting { on, not_started } => Some(Plan::Waiting {
+                    on: on.to_string(),
+                    not_started,
+                }),
+                State::Restarting { at, run } => Some(Plan::Restarting {
+                    at_ms: now_ms + at.saturating_duration_since(now).as_millis() as u64,
+                    run,
+                }),
+                State::GaveUp { restarts } => Some(Plan::GaveUp { restarts }),
+                State::Blocked(why) => Some(Plan::Blocked(why.to_string())),
+                State::Idle | State::Running | State::Ended => None,
+            };
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The launcher end to end: a `tether.toml` whose commands wait for each other and restart,
+//! run by the real TUI in tmux; the journals' times prove the order (a `ready` before the
+//! `spawned` of what waits for it, an `exit` before the `spawned` of what needs it to
+//! succeed), and the runs of a restarting command are each a command directory.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::agents::free_port;
+use common::journal::command_dirs;
+use common::tmux::Tmux;
+use common::{BIN, TestEnv};
+use tether::journal::CommandRecord;
+use tether::protocol::{Event, EventKind};
+
+/// The issue's start-up: a database stand-in that listens after a second, a migration, a
+/// web server that needs both, a worker that fails and restarts.
+fn stack(port: u16, migrate_exit: u8) -> String {
+    format!(
+        r#"
+[[command]]
+name = "db"
+shell = '''sleep 1; exec python3 -c 'import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", {port})); s.listen(); print("listening on", {port}, flush=True); time.sleep(600)' '''
+ready_log = "listening on"
+
+[[command]]
+name = "migrate"
+shell = "sleep 0.5; echo migrated; exit {migrate_exit}"
+
+[[command]]
+name = "web"
+shell = "echo serving; exec sleep 600"
+depends_on = {{ db = "ready", migrate = "succeeded" }}
+
+[[command]]
+name = "worker"
+shell = "echo working; exit 1"
+restart = "on-failure"
+max_restarts = 3
+restart_backoff = "100ms"
+"#
+    )
+}
+
+/// The journal directories of `name`'s runs, in order.
+fn runs_of(env: &TestEnv, name: &str) -> Vec<PathBuf> {
+    let suffix = format!("-{name}");
+    command_dirs(&env.state_dir())
+        .into_iter()
+        .filter(|d| d.to_string_lossy().ends_with(&suffix))
+        .collect()
+}
+
+fn events(dir: &Path) -> Vec<Event> {
+    CommandRecord::load(dir).events
+}
+
+/// When the first event of `kind` was journaled.
+fn at(dir: &Path, kind: &str) -> u64 {
+    let events = events(dir);
+    let found = events.iter().find(|e| e.kind.name() == kind);
+    found.map(|e| e.ts_ms).unwrap_or_else(|| {
+        let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+        panic!("no `{kind}` in {}: {kinds:?}", dir.display())
+    })
+}
+
+fn has(dir: &Path, kind: &str) -> bool {
+    events(dir).iter().any(|e| e.kind.name() == kind)
+}
+
+/// Runs `toml` in the TUI in tmux; the caller waits on it, then [`quit`].
+fn start(env: &TestEnv, toml: &str) -> Tmux {
+    let file = env.path("tether.toml");
+    std::fs::write(&file, toml).expect("write tether.toml");
+    let tmux = Tmux::start(env, 200, 50);
+    let line = format!(
+        "exec {BIN} --state-dir {} -f {}",
+        env.state_dir().display(),
+        file.display()
+    );
+    tmux.type_line(env, &line);
+    tmux.wait_screen(env, "the TUI", |s| s.contains("Commands"));
+    tmux
+}
+
+/// Quits (confirming while commands run) and waits for the TUI to be gone.
+fn quit(env: &TestEnv, tmux: Tmux) {
+    tmux.keys(env, &["q"]);
+    let screen = tmux.wait_screen(env, "the quit question or the end", |s| {
+        s.contains("still running.") || !s.contains("Commands")
+    });
+    if screen.contains("still running.") {
+        tmux.keys(env, &["y"]);
+    }
+    tmux.wait_screen(env, "the TUI gone", |s| !s.contains("Commands"));
+    drop(tmux);
+}
+
+#[test]
+fn dependencies_start_in_order_and_a_failing_worker_gives_up_after_three_restarts() {
+    let env = TestEnv::new("launcher-order");
+    let tmux = start(&env, &stack(free_port(), 0));
+    common::wait_until(&env, "web spawned", || {
+        runs_of(&env, "web")
+            .first()
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    let (db, migrate, web) = (
+        runs_of(&env, "db").remove(0),
+        runs_of(&env, "migrate").remove(0),
+        runs_of(&env, "web").remove(0),
+    );
+    let web_spawned = at(&web, "spawned");
+    assert!(
+        at(&db, "ready") <= web_spawned,
+        "web started before db was ready"
+    );
+    assert!(
+        at(&migrate, "exit") <= web_spawned,
+        "web started before migrate succeeded"
+    );
+    assert!(at(&db, "spawned") <= at(&db, "ready"));
+
+    // The worker: its first run and three restarts, each run a command directory of its own
+    // with its number in the request, then no more.
+    tmux.wait_screen(&env, "the worker given up", |s| s.contains("gave up"));
+    let runs = runs_of(&env, "worker");
+    let numbers: Vec<u32> = (runs.iter())
+        .map(|d| CommandRecord::load(d).request.map_or(0, |r| r.run))
+        .collect();
+    assert_eq!(numbers, [1, 2, 3, 4], "{runs:?}");
+    for run in &runs {
+        let exit = events(run).into_iter().find_map(|e| match e.kind {
+            EventKind::Exit { status, .. } => Some(status.code),
+            _ => None,
+        });
+        assert_eq!(exit, Some(Some(1)), "{}", run.display());
+    }
+    // Each restart waited for the run before it to end.
+    for pair in runs.windows(2) {
+        assert!(at(&pair[0], "exit") <= at(&pair[1], "spawned"));
+    }
+    quit(&env, tmux);
+    assert_eq!(runs_of(&env, "worker").len(), 4);
+    env.finish();
+}
+
+#[test]
+fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
+    let env = TestEnv::new("launcher-failed");
+    let tmux = start(&env, &stack(free_port(), 1));
+    let screen = tmux.wait_screen(&env, "web's reason", |s| s.contains("migrate exited 1"));
+    assert!(screen.contains("blocked"), "{screen}");
+    assert!(runs_of(&env, "web").is_empty(), "web was started");
+    quit(&env, tmux);
+    assert!(runs_of(&env, "web").is_empty(), "web was started");
+    env.finish();
+}
+
+/// `restart_on_change`: a change to a matching file stops the command and starts it again as
+/// its next run; a file that does not match changes nothing.
+#[test]
+fn a_changed_file_restarts_its_command_as_a_new_run() {
+    let env = TestEnv::new("launcher-change");
+    let dir = env.path("project");
+    std::fs::create_dir_all(dir.join("src")).expect("create the project");
+    let toml = format!(
+        r#"
+[[command]]
+name = "server"
+cwd = "{}"
+shell = "echo serving; exec sleep 600"
+restart_on_change = ["src/**/*.rs"]
+"#,
+        dir.display()
+    );
+    let tmux = start(&env, &toml);
+    common::wait_until(&env, "the first run spawned", || {
+        runs_of(&env, "server")
+            .first()
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write a source file");
+    common::wait_until(&env, "the second run spawned", || {
+        runs_of(&env, "server")
+            .get(1)
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    let runs = runs_of(&env, "server");
+    assert_eq!(
+        CommandRecord::load(&runs[1]).request.map(|r| r.run),
+        Some(2)
+    );
+    // The first run was stopped (not a failure to restart from) before the second began.
+    assert!(has(&runs[0], "stop_started"), "{}", runs[0].display());
+    assert!(at(&runs[0], "exit") <= at(&runs[1], "spawned"));
+    quit(&env, tmux);
+    assert_eq!(runs_of(&env, "server").len(), 2);
+    env.finish();
+}
+
+/// `ordered_shutdown`: quitting stops web, then api once web has ended, then db.
+#[test]
+fn an_ordered_shutdown_stops_dependents_first() {
+    let env = TestEnv::new("launcher-ordered");
+    let server = "trap 'exit 0' TERM; while :; do sleep 0.1; done";
+    let toml = format!(
+        r#"
+ordered_shutdown = true
+
+[[command]]
+name = "db"
+shell = "{server}"
+
+[[command]]
+name = "api"
+shell = "{server}"
+depends_on = {{ db = "started" }}
+
+[[command]]
+name = "web"
+shell = "{server}"
+depends_on = {{ api = "started" }}
+"#
+    );
+    let tmux = start(&env, &toml);
+    common::wait_until(&env, "web spawned", || {
+        runs_of(&env, "web")
+            .first()
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    quit(&env, tmux);
+    let [db, api, web] = ["db", "api", "web"].map(|name| runs_of(&env, name).remove(0));
+    assert!(at(&web, "exit") <= at(&api, "stop_started"));
+    assert!(at(&api, "exit") <= at(&db, "stop_started"));
+    env.finish();
+}
