@@ -46,6 +46,7 @@ impl Broker {
             next.push(self.tree_walks.next());
         }
         next.extend(self.attention_deadline());
+        next.extend(self.ready_deadline());
         match self.phase {
             Phase::Draining { since } => {
                 next.push(
@@ -102,6 +103,7 @@ impl Broker {
         self.check_custody_deadline(now);
         self.advance_stop(now);
         self.attention_tick(now);
+        self.ready_tick(now);
         if self.child.is_some()
             && self.phase != Phase::Done
             && !self.tree_paused()
