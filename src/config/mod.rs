@@ -10,6 +10,7 @@ pub mod journal;
 pub mod naming;
 pub mod notify;
 pub mod otlp;
+mod ready;
 pub mod user;
 mod values;
 
@@ -21,9 +22,9 @@ use serde::Deserialize;
 use thiserror::Error;
 use toml::Spanned;
 
-use crate::protocol::{CommandSpec, Limits};
+use crate::protocol::{CommandSpec, Limits, Readiness};
 use document::{Problem, Segment, Source, described};
-use values::{amount, count, flag};
+use values::{amount, count, flag, positive};
 
 /// The embedded demo: one command per feature of the TUI.
 pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
@@ -51,6 +52,9 @@ pub struct CommandConfig {
     /// command is given `drain` to exit before it is stopped.
     pub drain_on: Option<String>,
     pub drain: Option<Duration>,
+    /// `ready_log`, `ready_http`, `ready_tcp` or `ready_exec`, with `ready_timeout` and
+    /// `ready_interval`: how the command proves it is ready (checked).
+    pub ready: Option<Readiness>,
     /// `attention`: this command's thresholds, over the user config's `[attention]`. Boxed:
     /// most commands set none, and a config travels inside `Effect`s.
     pub attention: Box<attention::AttentionSettings>,
@@ -72,6 +76,7 @@ impl CommandConfig {
             limits: Limits::default(),
             drain_on: None,
             drain: None,
+            ready: None,
             attention: Default::default(),
         }
     }
@@ -184,6 +189,14 @@ struct CommandTable {
     drain_on: Option<Spanned<String>>,
     #[serde(deserialize_with = "amount")]
     drain: Option<Duration>,
+    ready_log: Option<Spanned<String>>,
+    ready_http: Option<Spanned<String>>,
+    ready_tcp: Option<Spanned<toml::Value>>,
+    ready_exec: Option<Spanned<String>>,
+    #[serde(deserialize_with = "positive")]
+    ready_timeout: Option<Duration>,
+    #[serde(deserialize_with = "positive")]
+    ready_interval: Option<Duration>,
     attention: attention::AttentionSettings,
 }
 
@@ -243,6 +256,15 @@ impl CommandTable {
         {
             return fail(pattern.span().start, "drain_on", e.to_string());
         }
+        let ready = ready::ReadyKeys {
+            log: self.ready_log,
+            http: self.ready_http,
+            tcp: self.ready_tcp,
+            exec: self.ready_exec,
+            timeout: self.ready_timeout,
+            interval: self.ready_interval,
+        }
+        .readiness(source, at)?;
         let config = CommandConfig {
             name,
             command,
@@ -258,6 +280,7 @@ impl CommandTable {
             },
             drain_on: self.drain_on.map(Spanned::into_inner),
             drain: self.drain,
+            ready,
             attention: Box::new(self.attention),
         };
         Ok((config, name_at))

@@ -75,6 +75,11 @@ impl Broker {
         (live && watch.since.is_some()).then_some(watch)
     }
 
+    /// Whether the probe still looks: a try still going once it does not is given up.
+    pub fn ready_probing(&self) -> bool {
+        self.ready_watching().is_some()
+    }
+
     /// [call site: spawned] The first try is due an interval after the spawn.
     pub(super) fn ready_spawned(&mut self, now: Instant) {
         if let Some(watch) = self.ready.as_mut() {
