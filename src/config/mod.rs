@@ -53,8 +53,9 @@ pub struct CommandConfig {
     pub drain_on: Option<String>,
     pub drain: Option<Duration>,
     /// `ready_log`, `ready_http`, `ready_tcp` or `ready_exec`, with `ready_timeout` and
-    /// `ready_interval`: how the command proves it is ready (checked).
-    pub ready: Option<Readiness>,
+    /// `ready_interval`: how the command proves it is ready (checked). Boxed, as
+    /// `attention` is: most commands have none.
+    pub ready: Option<Box<Readiness>>,
     /// `attention`: this command's thresholds, over the user config's `[attention]`. Boxed:
     /// most commands set none, and a config travels inside `Effect`s.
     pub attention: Box<attention::AttentionSettings>,
@@ -264,7 +265,8 @@ impl CommandTable {
             timeout: self.ready_timeout,
             interval: self.ready_interval,
         }
-        .readiness(source, at)?;
+        .readiness(source, at)?
+        .map(Box::new);
         let config = CommandConfig {
             name,
             command,

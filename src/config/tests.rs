@@ -390,7 +390,9 @@ fn each_readiness_probe_is_read_with_its_timing() {
         command("plain", "x", ""),
     ];
     let config = parse(&text.join("\n"), "tether.toml").unwrap();
-    let ready: Vec<Option<Readiness>> = config.commands.iter().map(|c| c.ready.clone()).collect();
+    let ready: Vec<Option<Readiness>> = (config.commands.iter())
+        .map(|c| c.ready.as_deref().cloned())
+        .collect();
     let probe = |i: usize| ready[i].as_ref().map(|r| r.probe.clone());
     assert_eq!(
         ready[0],

@@ -38,6 +38,23 @@ pub enum Status {
     Lost,
 }
 
+/// What a command's readiness probe decided: `ready` (it proved it) or not (the probe gave
+/// up), by which probe, on what, how long after the spawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyMark {
+    pub ready: bool,
+    pub probe: String,
+    pub detail: String,
+    pub after_ms: u64,
+}
+
+impl ReadyMark {
+    /// `ready`, or `not ready`: the one place the list's word for readiness is made.
+    pub fn word(&self) -> &'static str {
+        if self.ready { "ready" } else { "not ready" }
+    }
+}
+
 /// What a command left running when its main process exited, kept in custody.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeptLeftovers {
@@ -219,6 +236,8 @@ pub struct CommandState {
     /// they were stopped once they were: a post-mortem says both beside the exit status.
     pub leftovers: Option<KeptLeftovers>,
     pub hard_killed: bool,
+    /// What the readiness probe decided (`ready`, `not_ready`), once it did.
+    pub readiness: Option<ReadyMark>,
     /// The broker journals each stop as it starts (`stop_started`, protocol v4 on): the run
     /// is stopping from that event, never guessed from the signals it sends.
     pub stops_journaled: bool,
@@ -278,6 +297,7 @@ impl CommandState {
             escapees_reaped: 0,
             leftovers: None,
             hard_killed: false,
+            readiness: None,
             stops_journaled: false,
             notice: None,
             activity: Vec::new(),
@@ -432,10 +452,25 @@ impl CommandState {
                 }
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
-            // Shown by the timeline; the launcher and the list read them in their own turn.
-            EventKind::Ready { .. }
-            | EventKind::NotReady { .. }
-            | EventKind::BudgetExceeded { .. } => {}
+            EventKind::Ready {
+                probe,
+                detail,
+                after_ms,
+            }
+            | EventKind::NotReady {
+                probe,
+                detail,
+                after_ms,
+            } => {
+                self.readiness = Some(ReadyMark {
+                    ready: matches!(event.kind, EventKind::Ready { .. }),
+                    probe: probe.clone(),
+                    detail: detail.clone(),
+                    after_ms: *after_ms,
+                });
+            }
+            // Shown by the timeline; the launcher reads it in its own turn.
+            EventKind::BudgetExceeded { .. } => {}
             EventKind::OrphanReaped { pid, escaped, .. } => {
                 self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
             }
@@ -606,6 +641,33 @@ impl CommandState {
     /// The command line as the operator would type it, on one line: a shell command as
     /// written (its line breaks shown as ` ⏎ `), an argv with the words that need it quoted.
     /// A shell's `-c` string (`bash -c 'ls'` through the shim) is shown as the script it runs.
+    /// The word for where the command is, as the list, `tether ps` and a post-mortem say it:
+    /// a running command's readiness (`ready`, `not ready`) once its probe decided, else its
+    /// status ([`Status::label`]).
+    pub fn state_label(&self) -> String {
+        self.ready_word()
+            .map_or_else(|| self.status.label(), str::to_string)
+    }
+
+    /// [`CommandState::state_label`] within the list's state column.
+    pub fn short_state_label(&self) -> String {
+        self.ready_word()
+            .map_or_else(|| self.status.short_label(), str::to_string)
+    }
+
+    /// Whether it runs and proved it is ready (what a dependency on it waits for).
+    pub fn is_ready(&self) -> bool {
+        self.status == Status::Running && self.readiness.as_ref().is_some_and(|m| m.ready)
+    }
+
+    fn ready_word(&self) -> Option<&'static str> {
+        let mark = self
+            .readiness
+            .as_ref()
+            .filter(|_| self.status == Status::Running)?;
+        Some(mark.word())
+    }
+
     pub fn command_line(&self) -> String {
         crate::config::naming::command_text(&self.config.command)
     }
@@ -698,6 +760,51 @@ mod tests {
         let mark = c.attention.expect("still the latest");
         assert!(!mark.active);
         assert_eq!(mark.detail, "read(0) blocked");
+    }
+
+    #[test]
+    fn a_running_command_reads_ready_once_its_probe_passed_and_its_exit_after() {
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
+        assert_eq!(c.state_label(), "running");
+        let ready = EventKind::Ready {
+            probe: "tcp".into(),
+            detail: "connected to 127.0.0.1:8080".into(),
+            after_ms: 1200,
+        };
+        c.apply(&event(3, ready));
+        assert_eq!(
+            (c.state_label(), c.short_state_label()),
+            ("ready".into(), "ready".into())
+        );
+        assert!(c.is_ready());
+        let status = ExitStatus {
+            code: Some(1),
+            signal: None,
+            core_dumped: false,
+        };
+        c.apply(&event(4, EventKind::Exit { pid: 10, status }));
+        assert_eq!(
+            c.state_label(),
+            "exit 1",
+            "an ended command says how it ended"
+        );
+        assert!(!c.is_ready());
+        assert_eq!(c.readiness.as_ref().map(|m| m.after_ms), Some(1200));
+    }
+
+    #[test]
+    fn a_probe_that_gave_up_reads_not_ready() {
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
+        let gave_up = EventKind::NotReady {
+            probe: "http".into(),
+            detail: "HTTP 503".into(),
+            after_ms: 30_000,
+        };
+        c.apply(&event(3, gave_up));
+        assert_eq!(c.short_state_label(), "not ready");
+        assert!(!c.is_ready());
     }
 
     #[test]

@@ -249,7 +249,7 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
 }
 
 fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7] {
-    let mut state = command.status.label();
+    let mut state = command.state_label();
     if command.response_timeout {
         state.push_str(" (timed out)");
     }

@@ -244,10 +244,7 @@ fn cell(
         Column::Marker => Cell::from(if selected { "▶" } else { " " }),
         Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
         Column::Name => Cell::from(format::fit(&one_line(&c.config.name), width)),
-        Column::State => Cell::from(Span::styled(
-            c.status.short_label(),
-            style::status(c.status),
-        )),
+        Column::State => Cell::from(Span::styled(c.short_state_label(), style::command_state(c))),
         Column::Time => Cell::from(
             c.runtime_ms(content.now_ms)
                 .map(format::duration_ms)

@@ -30,6 +30,17 @@ pub fn status(status: Status) -> Style {
     }
 }
 
+/// A command's state as the list shows it: its status's colour, but a command whose
+/// readiness probe gave up is yellow (it runs, and what waits for it waits in vain), and a
+/// ready one green and bold.
+pub fn command_state(c: &crate::model::command::CommandState) -> Style {
+    match c.readiness.as_ref().filter(|_| c.status == Status::Running) {
+        Some(mark) if mark.ready => Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
+        Some(_) => Style::new().fg(Color::Yellow),
+        None => status(c.status),
+    }
+}
+
 fn color(c: output::Color) -> Option<Color> {
     match c {
         output::Color::Default => None,
