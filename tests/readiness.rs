@@ -325,3 +325,72 @@ fn a_try_still_going_when_the_command_exits_is_ended_with_it() {
     });
     env.finish();
 }
+
+/// The shell line that runs the TUI over `file`, in place of the pane's shell.
+fn tui_line(env: &TestEnv, file: &std::path::Path) -> String {
+    format!(
+        "exec {} --state-dir {} -f {}",
+        common::BIN,
+        env.state_dir().display(),
+        file.display()
+    )
+}
+
+#[test]
+fn the_list_says_ready_and_not_ready_from_a_tether_toml() {
+    let env = TestEnv::new("ready_tui");
+    let port = free_port();
+    let config = env.path("tether.toml");
+    let toml = format!(
+        r#"
+[[command]]
+name = "api"
+shell = "sleep 1; echo 'listening on 8080'; exec sleep 300"
+ready_log = '^listening on \d+$'
+
+[[command]]
+name = "db"
+shell = "exec sleep 300"
+ready_tcp = {port}
+ready_interval = "200ms"
+ready_timeout = "1s"
+"#
+    );
+    std::fs::write(&config, toml).expect("write tether.toml");
+    let tmux = common::tmux::Tmux::start(&env, 200, 50);
+    tmux.type_line(&env, &tui_line(&env, &config));
+    let screen = tmux.wait_screen(&env, "api ready and db not ready", |s| {
+        let row = |name: &str| {
+            s.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or("")
+                .to_string()
+        };
+        row("#1 api ").contains(" ready ") && row("#2 db ").contains(" unready ")
+    });
+    // The list's 8-cell column says `not ready` as `unready`; `tether ps` says it whole.
+    let ps = common::run_to_end(&env, env.tether(&["ps"]), "tether ps");
+    let ps = String::from_utf8_lossy(&ps.stdout).into_owned();
+    assert!(ps.contains("not ready") && ps.contains("ready"), "{ps}");
+    // The journal has the events the list read.
+    let dirs = common::journal::command_dirs(&env.state_dir());
+    let events: Vec<Vec<&'static str>> = dirs
+        .iter()
+        .map(|d| kinds(&common::journal::events_now(d)))
+        .collect();
+    assert!(
+        events.iter().any(|k| k.contains(&"ready"))
+            && events.iter().any(|k| k.contains(&"not_ready")),
+        "{events:?}\n{screen}"
+    );
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "the quit question", |s| s.contains("stop"));
+    tmux.keys(&env, &["y"]);
+    for dir in &dirs {
+        common::wait_until(&env, "the command's result", || {
+            dir.join("result.json").exists()
+        });
+    }
+    drop(tmux);
+    env.finish();
+}

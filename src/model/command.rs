@@ -649,10 +649,14 @@ impl CommandState {
             .map_or_else(|| self.status.label(), str::to_string)
     }
 
-    /// [`CommandState::state_label`] within the list's state column.
+    /// [`CommandState::state_label`] within the list's state column (8 cells): `not ready`
+    /// reads `unready` there, as `left running (3)` reads `left 3`.
     pub fn short_state_label(&self) -> String {
-        self.ready_word()
-            .map_or_else(|| self.status.short_label(), str::to_string)
+        match self.ready_word() {
+            Some("not ready") => "unready".into(),
+            Some(word) => word.into(),
+            None => self.status.short_label(),
+        }
     }
 
     /// Whether it runs and proved it is ready (what a dependency on it waits for).
@@ -803,7 +807,8 @@ mod tests {
             after_ms: 30_000,
         };
         c.apply(&event(3, gave_up));
-        assert_eq!(c.short_state_label(), "not ready");
+        assert_eq!(c.state_label(), "not ready");
+        assert_eq!(c.short_state_label(), "unready", "the list's state column");
         assert!(!c.is_ready());
     }
 
