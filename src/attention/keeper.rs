@@ -9,6 +9,11 @@
 //! lock. Hence libc throughout: nix has no `clone3`, its `waitid(P_PIDFD)` fails for a
 //! command a real-time signal killed (its `Signal` has none), and its calls may allocate
 //! (paths, error conversions).
+//!
+//! A readiness probe's `exec` try runs under a keeper too (`broker::probes::exec`), with
+//! the try's timeout and a cancel pipe: its write end closing (the broker gave the try up,
+//! or is gone) ends the run at once, as its timeout would. It goes by the same name, so a
+//! shim call inside a probe runs the real shell, unbrokered, as inside a notify run.
 
 use std::ffi::CString;
 use std::io;

@@ -10,6 +10,10 @@ pub const TRY_TIMEOUT_MIN: Duration = Duration::from_secs(2);
 /// time, so a slow one delays the next rather than piling up.
 pub const TRY_TIMEOUT_MAX: Duration = Duration::from_secs(10);
 
+/// The shortest interval between two tries: a request that says less (zero) would try
+/// without pause.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
+
 /// How long one try of a probe tried every `interval` may take.
 pub fn try_timeout(interval: Duration) -> Duration {
     interval.clamp(TRY_TIMEOUT_MIN, TRY_TIMEOUT_MAX)

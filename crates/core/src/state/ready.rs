@@ -17,7 +17,7 @@ use super::machine::Output;
 use super::{Broker, Phase};
 use crate::final_drain::{LineMatcher, journaled_line};
 use crate::protocol::{EventKind, Readiness, ReadyProbe, Stream};
-use crate::readiness::try_timeout;
+use crate::readiness::{MIN_INTERVAL, try_timeout};
 
 /// What a try of a probe found: its detail when it passed (`HTTP 200`), its failure when
 /// not (`connection refused`).
@@ -41,7 +41,8 @@ pub(super) struct ReadyWatch {
 impl ReadyWatch {
     /// The watch for `readiness`; `pattern` is a `log` probe's regex, compiled by the
     /// interpreter (without it a `log` probe is not watched: the interpreter refused it).
-    pub(super) fn new(readiness: Readiness, pattern: Option<Regex>) -> Option<ReadyWatch> {
+    pub(super) fn new(mut readiness: Readiness, pattern: Option<Regex>) -> Option<ReadyWatch> {
+        readiness.interval = readiness.interval.max(MIN_INTERVAL);
         let lines = match (&readiness.probe, pattern) {
             (ReadyProbe::Log { .. }, Some(regex)) => {
                 Some([LineMatcher::new(regex.clone()), LineMatcher::new(regex)])

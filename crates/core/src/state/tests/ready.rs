@@ -209,3 +209,17 @@ fn output_after_the_exit_proves_nothing() {
     rig.finish();
     assert!(decisions(&rig).is_empty());
 }
+
+#[test]
+fn an_interval_of_zero_is_taken_as_the_shortest() {
+    let mut rig = Rig::running(with_probe(tcp(), Duration::ZERO, None), OnTerm::Exit);
+    rig.run_until(ms(49));
+    assert!(rig.tries.is_empty());
+    rig.run_until(ms(50));
+    assert_eq!(rig.tries.len(), 1);
+    answer(&mut rig, 1, Err("connection refused"));
+    rig.tick();
+    assert_eq!(rig.tries.len(), 1, "the next try waits its interval");
+    rig.command_ends(exited(0));
+    rig.finish();
+}
