@@ -394,3 +394,56 @@ ready_timeout = "1s"
     drop(tmux);
     env.finish();
 }
+
+#[test]
+fn tether_exec_takes_a_probe_and_refuses_two_or_a_bad_one() {
+    let env = TestEnv::new("ready_exec_cli");
+    let done = env.path("done");
+    // It runs until the test has seen `ready`: a command that exited proves nothing.
+    let script = format!(
+        "echo 'up on 80'; while [ ! -e '{}' ]; do sleep 0.05; done",
+        done.display()
+    );
+    let running = env.spawn_exec(
+        &["--ready-log", "^up on \\d+$", "--ready-timeout", "20s"],
+        &["sh", "-c", &script],
+    );
+    let dir = env.wait_command_dir();
+    common::wait_until(&env, "ready in the journal", || {
+        common::journal::events_now(&dir)
+            .iter()
+            .any(|e| is_decision(&e.kind))
+    });
+    std::fs::write(&done, "").expect("let the command end");
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    let record = load_complete(&dir);
+    let ready: Vec<(bool, String, String, u64)> = (record.events.iter())
+        .filter(|e| is_decision(&e.kind))
+        .map(decision)
+        .collect();
+    assert_eq!(ready.len(), 1, "{:?}", kinds(&record.events));
+    assert_eq!(
+        (ready[0].0, ready[0].1.as_str(), ready[0].2.as_str()),
+        (true, "log", "up on 80")
+    );
+    let refusals = [
+        (
+            &["--ready-tcp", "80", "--ready-log", "x"][..],
+            "cannot be used with",
+        ),
+        (&["--ready-timeout", "1s"][..], "--ready-"),
+        (
+            &["--ready-http", "https://127.0.0.1/"][..],
+            "use ready_exec",
+        ),
+        (&["--ready-tcp", "db:5432"][..], "not an IP address"),
+    ];
+    for (options, said) in refusals {
+        let out = common::run_to_end(&env, env.exec_command(options, &["true"]), "tether exec");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{options:?}: {stderr}");
+        assert!(stderr.contains(said), "{options:?}: {stderr}");
+    }
+    env.finish();
+}

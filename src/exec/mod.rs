@@ -54,6 +54,8 @@ pub struct ExecOptions {
     pub drain_on: Option<String>,
     /// `--drain`: how long the command may take to exit after its final line.
     pub drain: Option<Duration>,
+    /// `--ready-*`: how the command proves it is ready (already checked).
+    pub ready: Option<crate::protocol::Readiness>,
     pub max_output: Option<u64>,
     pub state_dir: Option<PathBuf>,
     /// The named session to join; `None`: a fresh one.
@@ -427,6 +429,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         no_output_timeout: options.no_output_timeout,
         drain_on: options.drain_on.clone(),
         drain: options.drain,
+        ready: options.ready.clone(),
         max_output,
         mirror: !options.json,
         stdin: match (&relay, &stdin) {
