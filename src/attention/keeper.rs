@@ -26,7 +26,8 @@ pub(crate) const TIMED_OUT: u32 = u32::MAX;
 
 /// The keeper's name (comm), which a shim call inside a notify run looks for in its
 /// session's leader (see `crate::shim`): such a call runs the real shell, unbrokered.
-pub const KEEPER_COMM: &std::ffi::CStr = c"tether-notify";
+/// The process sampler leaves a broker's keepers out of its command's tree by this name.
+pub const KEEPER_COMM: &std::ffi::CStr = tether_os::sampler::KEEPER_COMM;
 
 // The kernel's `struct clone_args` as the command's own start uses it: any version the
 // kernel knows is accepted, and the fields past `tls` stay zero.
