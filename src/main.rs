@@ -11,7 +11,7 @@ use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
 use tether::journal::paths::chosen_session;
 use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
-use tether::protocol::{CommandSpec, Limits};
+use tether::protocol::{CommandSpec, DEFAULT_READY_INTERVAL, Limits, Readiness, ReadyProbe};
 use tether::units::{parse_age, parse_duration, parse_size};
 
 mod cli;
@@ -423,6 +423,7 @@ impl ExecArgs {
                 no_output_timeout: options.no_output_timeout,
                 limits: options.limits(),
                 budgets: options.budgets(),
+                ready: options.ready.readiness(),
                 drain_on: options.drain_on,
                 drain: options.drain,
                 max_output,
@@ -476,6 +477,8 @@ struct CommandOptions {
     /// memory controller is available; otherwise the journal says so.
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     max_memory: Option<u64>,
+    #[command(flatten)]
+    ready: ReadyArgs,
     /// Budget: stop the command once this long has passed since it started (e.g. 30s, 10m),
     /// as timeout(1) would; `off`: none. Default: $TETHER_MAX_TIME, else the user config's
     /// [budgets] max_time.
@@ -521,6 +524,70 @@ impl CommandOptions {
             max_output: self.output_budget.map(|l| l.0),
         }
     }
+}
+
+/// A readiness probe (`ready_*` in tether.toml): at most one of the four, each checked as
+/// the broker will use it, so that a bad one is a usage error before anything starts.
+#[derive(clap::Args)]
+#[group(skip)]
+struct ReadyArgs {
+    /// Ready once a line of stdout or stderr matches this regex (journaled as `ready`).
+    #[arg(long, value_name = "REGEX", value_parser = parse_ready_log, group = "ready_probe")]
+    ready_log: Option<String>,
+    /// Ready once a GET of this plain http:// URL answers 2xx.
+    #[arg(long, value_name = "URL", value_parser = parse_ready_http, group = "ready_probe")]
+    ready_http: Option<String>,
+    /// Ready once a TCP connection to PORT (on 127.0.0.1) or HOST:PORT is accepted.
+    #[arg(long, value_name = "PORT|HOST:PORT", value_parser = parse_ready_tcp, group = "ready_probe")]
+    ready_tcp: Option<(String, u16)>,
+    /// Ready once this shell command exits 0 (sh -c, tried every --ready-interval).
+    #[arg(long, value_name = "SHELL", group = "ready_probe")]
+    ready_exec: Option<String>,
+    /// Give up (journaled as `not_ready`; the command runs on) after this long.
+    #[arg(long, value_parser = parse_duration, requires = "ready_probe")]
+    ready_timeout: Option<Duration>,
+    /// Time between two tries of the probe (default 500ms).
+    #[arg(long, value_parser = parse_duration, requires = "ready_probe")]
+    ready_interval: Option<Duration>,
+}
+
+impl ReadyArgs {
+    fn readiness(&self) -> Option<Readiness> {
+        let probe = if let Some(pattern) = &self.ready_log {
+            ReadyProbe::Log {
+                pattern: pattern.clone(),
+            }
+        } else if let Some(url) = &self.ready_http {
+            ReadyProbe::Http { url: url.clone() }
+        } else if let Some((host, port)) = &self.ready_tcp {
+            ReadyProbe::Tcp {
+                host: host.clone(),
+                port: *port,
+            }
+        } else {
+            ReadyProbe::Exec {
+                shell: self.ready_exec.clone()?,
+            }
+        };
+        Some(Readiness {
+            probe,
+            interval: self.ready_interval.unwrap_or(DEFAULT_READY_INTERVAL),
+            timeout: self.ready_timeout,
+        })
+    }
+}
+
+fn parse_ready_log(pattern: &str) -> Result<String, String> {
+    tether::broker::probes::log_pattern(pattern).map(|_| pattern.to_string())
+}
+
+fn parse_ready_http(url: &str) -> Result<String, String> {
+    let checked = tether::broker::probes::target::http_target(url);
+    checked.map(|_| url.to_string()).map_err(|e| e.to_string())
+}
+
+fn parse_ready_tcp(text: &str) -> Result<(String, u16), String> {
+    tether::broker::probes::target::tcp_target(text).map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]

@@ -22,7 +22,7 @@ fn stack(port: u16, migrate_exit: u8) -> String {
 [[command]]
 name = "db"
 shell = '''sleep 1; exec python3 -c 'import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", {port})); s.listen(); print("listening on", {port}, flush=True); time.sleep(600)' '''
-ready_log = "listening on"
+ready_tcp = {port}
 
 [[command]]
 name = "migrate"

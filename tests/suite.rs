@@ -43,6 +43,7 @@ mod notify_desktop;
 mod notify_hardening;
 mod prune;
 mod pty;
+mod readiness;
 mod real_agents;
 mod real_agents_attention;
 mod real_agents_codex;

@@ -107,6 +107,7 @@ impl Runner {
             no_output_timeout: config.no_output_timeout,
             drain_on: config.drain_on.clone(),
             drain: config.drain,
+            ready: config.ready.as_deref().cloned(),
             // With terminals, stdin is stdout's: the operator types into it with `i`.
             stdin: if config.pty {
                 StdinSource::Terminal

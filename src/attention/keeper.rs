@@ -9,20 +9,25 @@
 //! lock. Hence libc throughout: nix has no `clone3`, its `waitid(P_PIDFD)` fails for a
 //! command a real-time signal killed (its `Signal` has none), and its calls may allocate
 //! (paths, error conversions).
+//!
+//! A readiness probe's `exec` try runs under a keeper too (`broker::probes::exec`), with
+//! the try's timeout and a cancel pipe: its write end closing (the broker gave the try up,
+//! or is gone) ends the run at once, as its timeout would. It goes by the same name, so a
+//! shim call inside a probe runs the real shell, unbrokered, as inside a notify run.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use super::notify::NOTIFY_TIMEOUT;
 use super::sweep::{ChildLister, sweep_descendants};
 
 /// The keeper's word when the notify command timed out (never a wait status).
-pub(super) const TIMED_OUT: u32 = u32::MAX;
+pub(crate) const TIMED_OUT: u32 = u32::MAX;
 
 /// The keeper's name (comm), which a shim call inside a notify run looks for in its
 /// session's leader (see `crate::shim`): such a call runs the real shell, unbrokered.
-pub const KEEPER_COMM: &std::ffi::CStr = c"tether-notify";
+/// The process sampler leaves a broker's keepers out of its command's tree by this name.
+pub const KEEPER_COMM: &std::ffi::CStr = tether_os::sampler::KEEPER_COMM;
 
 // The kernel's `struct clone_args` as the command's own start uses it: any version the
 // kernel knows is accepted, and the fields past `tls` stay zero.
@@ -32,7 +37,7 @@ const CLONE_PIDFD: u64 = 0x1000;
 
 /// `clone3` as fork, with a pidfd and this exit signal: the child's pid and pidfd in the
 /// parent, `None` in the child.
-pub(super) fn clone_with_pidfd(exit_signal: u64) -> io::Result<Option<(i32, OwnedFd)>> {
+pub(crate) fn clone_with_pidfd(exit_signal: u64) -> io::Result<Option<(i32, OwnedFd)>> {
     let mut pidfd: RawFd = -1;
     let args = CloneArgs {
         flags: CLONE_PIDFD,
@@ -53,21 +58,28 @@ pub(super) fn clone_with_pidfd(exit_signal: u64) -> io::Result<Option<(i32, Owne
 }
 
 /// What the keeper and the notify command need, prepared before the clone.
-pub(super) struct Start<'a> {
-    pub(super) program: &'a CString,
-    pub(super) argv: &'a [*const libc::c_char],
-    pub(super) envp: &'a [*const libc::c_char],
-    pub(super) stdio: [RawFd; 3],
-    pub(super) report: RawFd,
-    pub(super) verdict: RawFd,
+pub(crate) struct Start<'a> {
+    pub(crate) program: &'a CString,
+    pub(crate) argv: &'a [*const libc::c_char],
+    pub(crate) envp: &'a [*const libc::c_char],
+    pub(crate) stdio: [RawFd; 3],
+    pub(crate) report: RawFd,
+    pub(crate) verdict: RawFd,
     /// The read end of the notify command's stderr pipe, which the keeper holds open.
-    pub(super) stderr_reader: RawFd,
-    pub(super) broker: i32,
+    pub(crate) stderr_reader: RawFd,
+    pub(crate) broker: i32,
+    /// How long the command may run before the keeper kills it.
+    pub(crate) timeout_ms: i32,
+    /// A pipe's read end (or -1): its write end closing (the broker gave the run up, or is
+    /// gone) ends the run at once, as its timeout would.
+    pub(crate) cancel: RawFd,
+    /// Where the command runs (a readiness probe runs where its command does), if not here.
+    pub(crate) cwd: Option<&'a CString>,
 }
 
 /// A child's wait status once it ended (`wait`: block until then), `None` while it runs.
 /// Through its pidfd, with `__WALL`: the keeper has no exit signal, the notify command has.
-pub(super) fn exit_status(pidfd: &OwnedFd, wait: bool) -> Option<i32> {
+pub(crate) fn exit_status(pidfd: &OwnedFd, wait: bool) -> Option<i32> {
     // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let flags = libc::WEXITED | libc::__WALL | if wait { 0 } else { libc::WNOHANG };
@@ -123,7 +135,7 @@ fn errno() -> i32 {
 }
 
 /// Closes every descriptor from 3 on but `kept`. Raw system calls only.
-pub(super) unsafe fn close_all_but(kept: &mut [RawFd]) {
+pub(crate) unsafe fn close_all_but(kept: &mut [RawFd]) {
     kept.sort_unstable();
     let mut from: RawFd = 3;
     for &mut fd in kept {
@@ -139,7 +151,7 @@ pub(super) unsafe fn close_all_but(kept: &mut [RawFd]) {
 
 /// The keeper: a copy of the broker that never execs (it would stop being a "clone" child).
 /// Raw system calls only, no allocation, no lock, until it exits.
-pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
+pub(crate) unsafe fn keeper(start: &Start<'_>) -> ! {
     // SAFETY: raw system calls on descriptors and C strings valid in this copy of memory.
     unsafe {
         // No signal handler of the broker's runs here; SIGKILL still does.
@@ -165,7 +177,12 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
         // Kept: the report and verdict pipes, and the stderr pipe's read end (close-on-exec,
         // so the notify command does not hold it): a run let go by its broker can still
         // write its stderr (curl's progress meter) without dying of SIGPIPE.
-        close_all_but(&mut [start.report, start.verdict, start.stderr_reader]);
+        close_all_but(&mut [
+            start.report,
+            start.verdict,
+            start.stderr_reader,
+            start.cancel,
+        ]);
         let keeper = libc::getpid();
         // What the notify command leaves behind comes back to the keeper, not to the broker
         // (a subreaper), whose reaping would take it for the command's orphan.
@@ -176,12 +193,27 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
             Err(err) => fail(start.report, err.raw_os_error().unwrap_or(libc::EIO)),
         };
         libc::close(start.report);
-        let mut poll = libc::pollfd {
-            fd: pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        // The run's end, and the broker giving it up (a negative descriptor is ignored).
+        let mut polls = [
+            libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: start.cancel,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ended = loop {
+            let r = libc::poll(polls.as_mut_ptr(), 2, start.timeout_ms);
+            if r < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            break r > 0 && polls[0].revents != 0;
         };
-        let word = if libc::poll(&mut poll, 1, NOTIFY_TIMEOUT.as_millis() as i32) == 0 {
+        let word = if !ended {
             let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
             let _ = exit_status(&pidfd, true);
             TIMED_OUT
@@ -205,7 +237,7 @@ pub(super) unsafe fn keeper(start: &Start<'_>) -> ! {
     }
 }
 
-/// The notify command, from the keeper's clone to exec.
+/// The notify command (or a readiness probe's shell), from the keeper's clone to exec.
 unsafe fn notify_command(start: &Start<'_>, keeper: i32) -> ! {
     // SAFETY: raw system calls on descriptors and C strings valid in this copy of memory.
     unsafe {
@@ -221,6 +253,11 @@ unsafe fn notify_command(start: &Start<'_>, keeper: i32) -> ! {
         }
         if let Err(err) = crate::broker::spawn::signals::reset_in_child() {
             fail(start.report, err.raw_os_error().unwrap_or(libc::EIO));
+        }
+        if let Some(cwd) = start.cwd
+            && libc::chdir(cwd.as_ptr()) < 0
+        {
+            fail(start.report, errno());
         }
         environ = start.envp.as_ptr();
         libc::execvp(start.program.as_ptr(), start.argv.as_ptr());

@@ -10,7 +10,7 @@
 //!   keeper process (`keeper`, which ends all a run left: `sweep`), at the user's rate
 //!   across all brokers ([`rate`], kept in [`rate_file`]).
 
-mod keeper;
+pub(crate) mod keeper;
 pub mod notify;
 pub mod probe;
 pub mod rate;

@@ -241,6 +241,9 @@ impl Notifier {
             verdict: verdict_write.as_raw_fd(),
             stderr_reader: stderr_read.as_raw_fd(),
             broker: std::process::id() as i32,
+            timeout_ms: NOTIFY_TIMEOUT.as_millis() as i32,
+            cancel: -1,
+            cwd: None,
         };
         // No exit signal: a "clone" child, invisible to the broker's `waitid(P_ALL)`.
         let Some((pid, pidfd)) = clone_with_pidfd(0)? else {

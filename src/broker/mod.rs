@@ -10,6 +10,7 @@ pub use tether_core::final_drain;
 pub mod mirror;
 mod outlets;
 mod parent;
+pub mod probes;
 pub mod pty;
 mod reap;
 mod run;

@@ -52,6 +52,8 @@ pub(super) struct Outlets {
     /// ([`Outlets::cgroup_state`]), the members of the walks it asks for
     /// ([`Walk::of`]), and removed when it says.
     pub(super) cgroup: Option<Arc<CommandCgroup>>,
+    /// The readiness probe's try going, started as the broker asks ([`Output::TryReady`]).
+    pub(super) probes: super::probes::Probes,
     /// The broker asked for its front end to be let go.
     pub(super) let_go: bool,
     /// The broker asked for the front end's copy of the output to be given up.
@@ -83,6 +85,19 @@ impl Outlets {
             cgroup,
         };
         self.feed(broker, reaped);
+    }
+
+    /// The walk the broker asked for, over the cgroup's members or /proc; on /proc, an
+    /// `exec` probe's keeper, the broker's child, is no part of the command's tree.
+    fn walk(&self, tree: &tether_core::process::TreeWalk) -> Walk {
+        Walk::of(tree, self.cgroup.as_ref()).pruning(self.probes.keeper())
+    }
+
+    /// The probing is over (the broker's state says): a try still going is given up.
+    pub(super) fn settle_probes(&mut self, broker: &Broker) {
+        if !broker.ready_probing() {
+            self.probes.give_up();
+        }
     }
 
     /// `Gone` if the command's cgroup was taken away, else nothing new.
@@ -170,7 +185,7 @@ impl Outlets {
                     may_skip,
                     probe,
                 } => {
-                    let walk = Walk::of(&walk, self.cgroup.as_ref());
+                    let walk = self.walk(&walk);
                     let mut sample = self.tree.look(&walk, group, may_skip);
                     if let (Some(probe), Some(processes)) = (probe, sample.processes.as_deref()) {
                         let page_size = crate::procfs::page_size();
@@ -181,7 +196,7 @@ impl Outlets {
                     broker.handle(Input::TreeSampled(sample), now());
                 }
                 Output::ListLeftovers { walk } => {
-                    let walk = Walk::of(&walk, self.cgroup.as_ref());
+                    let walk = self.walk(&walk);
                     let pids = walk.live().iter().map(|p| p.pid).collect();
                     broker.handle(Input::Leftovers(pids), now());
                 }
@@ -213,12 +228,12 @@ impl Outlets {
                     drop(cgroup);
                 }
                 Output::Signal { plan, walk, group } => {
-                    let walk = Walk::of(&walk, self.cgroup.as_ref());
+                    let walk = self.walk(&walk);
                     let delivered = plan.deliver(&mut LiveKernel, &walk, group);
                     broker.handle(Input::Signalled(delivered), now());
                 }
                 Output::OperatorSignal(signal) => {
-                    let walk = Walk::of(&signal.walk, self.cgroup.as_ref());
+                    let walk = self.walk(&signal.walk);
                     let delivered = signal.deliver(&mut LiveKernel, &walk);
                     broker.handle(Input::OperatorSignalled(delivered), now());
                 }
@@ -279,6 +294,11 @@ impl Outlets {
                     let written = self.journal.dir.write_json_once(RESULT_FILE, &*result);
                     broker.handle(Input::ResultWritten(written), now());
                 }
+                Output::TryReady {
+                    attempt,
+                    probe,
+                    timeout,
+                } => self.probes.start(attempt, &probe, timeout),
                 Output::Exit(code) => self.exit = Some(code),
             }
         }

@@ -200,6 +200,21 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
     };
 
+    // The same for the readiness probe's: a `ready_log` pattern, an `http` URL or a `tcp`
+    // host the broker cannot use is refused before anything starts.
+    let ready_line = match super::probes::check(&request) {
+        Ok(regex) => regex,
+        Err(message) => {
+            let kind = EventKind::BrokerFailure {
+                stage: Stage::Protocol,
+                code: "invalid_ready".into(),
+                message,
+            };
+            tell_parent(&link, start, kind).await;
+            return Ok(1);
+        }
+    };
+
     // The socket exists before `command.json` names it, so whoever reads the name finds it.
     let identity = broker_identity();
     let control = ControlServer::listen(&identity, start.into());
@@ -253,6 +268,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             text: crate::config::naming::command_text(&request.command),
         },
         final_line,
+        ready_line,
     );
     let control_failed = control
         .as_ref()
@@ -279,6 +295,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .filter(|_| request.attention.enabled)
             .and_then(|argv| Notifier::new(argv, notify_rate(&request))),
         cgroup: None,
+        probes: super::probes::Probes::new(&request),
         exit: None,
     };
     out.feed(
@@ -501,6 +518,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 out.feed(&mut broker, Input::CgroupChanged(state));
             }
             input = next_control(&mut out.control) => out.feed(&mut broker, input),
+            (attempt, outcome) = out.probes.answer() => {
+                out.feed(&mut broker, Input::ReadyTried { attempt, outcome });
+            }
             _ = sleep_until(deadline.into()) => {}
         }
         let dropped = terminals.settle(&pipes);
@@ -516,6 +536,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         if std::mem::take(&mut out.give_up_copy) {
             give_up_copy(&mut broker, &mut out, &mut mirrors);
         }
+        out.settle_probes(&broker);
         out.broadcast();
         if !broker.parent_attached() {
             out.link.queue.clear();

@@ -140,7 +140,7 @@ pub(super) fn check(
             if on == i {
                 return fail(format!("`{name}` cannot depend on itself"));
             }
-            if *condition == Condition::Ready && !commands[on].has_ready_check {
+            if *condition == Condition::Ready && commands[on].ready.is_none() {
                 return fail(format!(
                     "\"ready\" needs a readiness check on `{name}`; give it ready_log, \
                      ready_http, ready_tcp or ready_exec, or wait for \"started\""

@@ -14,6 +14,7 @@ pub mod naming;
 pub mod notify;
 pub mod otlp;
 pub mod procfile;
+mod ready;
 pub mod user;
 mod values;
 
@@ -25,7 +26,7 @@ use serde::Deserialize;
 use thiserror::Error;
 use toml::Spanned;
 
-use crate::protocol::{CommandSpec, Limits};
+use crate::protocol::{CommandSpec, Limits, Readiness};
 use document::{Problem, Segment, Source, described};
 use launch::{DependsOn, LaunchKeys, Word, restarts};
 use tether_core::launcher::{Condition, DEFAULT_BACKOFF, DEFAULT_MAX_RESTARTS, Restart};
@@ -60,6 +61,10 @@ pub struct CommandConfig {
     /// command is given `drain` to exit before it is stopped.
     pub drain_on: Option<String>,
     pub drain: Option<Duration>,
+    /// `ready_log`, `ready_http`, `ready_tcp` or `ready_exec`, with `ready_timeout` and
+    /// `ready_interval`: how the command proves it is ready (checked). Boxed, as
+    /// `attention` is: most commands have none.
+    pub ready: Option<Box<Readiness>>,
     /// `attention`: this command's thresholds, over the user config's `[attention]`. Boxed:
     /// most commands set none, and a config travels inside `Effect`s.
     pub attention: Box<attention::AttentionSettings>,
@@ -74,8 +79,6 @@ pub struct CommandConfig {
     pub restart_backoff: Duration,
     /// `restart_on_change`: globs, relative to its directory, of files that restart it.
     pub restart_on_change: Vec<String>,
-    /// It has a readiness check (a `ready_*` key), so others may wait for it to be `ready`.
-    pub has_ready_check: bool,
 }
 
 impl CommandConfig {
@@ -94,6 +97,7 @@ impl CommandConfig {
             limits: Limits::default(),
             drain_on: None,
             drain: None,
+            ready: None,
             attention: Default::default(),
             budgets: Default::default(),
             depends_on: Vec::new(),
@@ -101,7 +105,6 @@ impl CommandConfig {
             max_restarts: DEFAULT_MAX_RESTARTS,
             restart_backoff: DEFAULT_BACKOFF,
             restart_on_change: Vec::new(),
-            has_ready_check: false,
         }
     }
 }
@@ -221,6 +224,14 @@ struct CommandTable {
     drain_on: Option<Spanned<String>>,
     #[serde(deserialize_with = "amount")]
     drain: Option<Duration>,
+    ready_log: Option<Spanned<String>>,
+    ready_http: Option<Spanned<String>>,
+    ready_tcp: Option<Spanned<toml::Value>>,
+    ready_exec: Option<Spanned<String>>,
+    #[serde(deserialize_with = "positive")]
+    ready_timeout: Option<Duration>,
+    #[serde(deserialize_with = "positive")]
+    ready_interval: Option<Duration>,
     attention: attention::AttentionSettings,
     #[serde(deserialize_with = "threshold")]
     max_time: Option<Option<Duration>>,
@@ -293,6 +304,17 @@ impl CommandTable {
         {
             return fail(pattern.span().start, "drain_on", e.to_string());
         }
+        let ready = ready::ReadyKeys {
+            log: self.ready_log,
+            http: self.ready_http,
+            tcp: self.ready_tcp,
+            exec: self.ready_exec,
+            timeout: self.ready_timeout,
+            interval: self.ready_interval,
+        }
+        .readiness(source, at)?
+        .map(Box::new);
+
         let launch = LaunchKeys {
             depends_on: self.depends_on,
             restart: self.restart,
@@ -315,14 +337,14 @@ impl CommandTable {
             },
             drain_on: self.drain_on.map(Spanned::into_inner),
             drain: self.drain,
+            ready,
             attention: Box::new(self.attention),
             budgets: budgets::BudgetSettings {
                 max_time: self.max_time,
                 max_cpu: self.max_cpu,
                 max_output: self.max_output,
             },
-            // The launcher's keys are filled below; `has_ready_check` is true once a
-            // `ready_*` key is given (the readiness keys set it).
+            // The launcher's keys are filled below.
             ..CommandConfig::new(String::new(), CommandSpec::Shell(String::new()))
         };
         let written = launch.apply(source, &mut config)?;

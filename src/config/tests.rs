@@ -86,7 +86,8 @@ fn unknown_key_names_file_line_column_command_and_choices() {
         error(text),
         "tether.toml:7:1: unknown key `nmae` in [[command]] #2; expected one of \
              name, shell, argv, cwd, env, grace, no_output_timeout, autostart, pty, max_procs, \
-             max_memory, drain_on, drain, attention, max_time, max_cpu, max_output, depends_on, \
+             max_memory, drain_on, drain, ready_log, ready_http, ready_tcp, ready_exec, \
+             ready_timeout, ready_interval, attention, max_time, max_cpu, max_output, depends_on, \
              restart, max_restarts, restart_backoff, restart_on_change"
     );
     assert_eq!(key_of(text), "nmae");
@@ -273,7 +274,7 @@ fn demo_has_one_command_per_feature() {
     );
 
     // A readiness and a dependency, seen at a glance: api waits for db to be ready.
-    assert!(get("db").has_ready_check);
+    assert!(get("db").ready.is_some());
     let ready = tether_core::launcher::Condition::Ready;
     assert_eq!(get("api").depends_on, [("db".to_string(), ready)]);
 
@@ -413,4 +414,116 @@ fn keys_in_nested_tables_are_named_by_their_path() {
         "[[command]]\nname = \"a\"\nargv = [\"x\", \"\\u0000\"]\n",
         "tether.toml:3:14: argv[1]: must not contain a NUL character",
     );
+}
+
+#[test]
+fn each_readiness_probe_is_read_with_its_timing() {
+    use crate::protocol::{Readiness, ReadyProbe};
+    let text = [
+        command("db", "x", "ready_tcp = 5432\nready_timeout = \"30s\"\n"),
+        command("api", "x", "ready_tcp = \"[::1]:8080\"\n"),
+        command(
+            "web",
+            "x",
+            "ready_http = \"http://127.0.0.1:8080/health\"\nready_interval = \"250ms\"\n",
+        ),
+        command("pg", "x", "ready_exec = \"pg_isready -q\"\n"),
+        command("log", "x", "ready_log = 'listening on \\d+'\n"),
+        command("plain", "x", ""),
+    ];
+    let config = parse(&text.join("\n"), "tether.toml").unwrap();
+    let ready: Vec<Option<Readiness>> = (config.commands.iter())
+        .map(|c| c.ready.as_deref().cloned())
+        .collect();
+    let probe = |i: usize| ready[i].as_ref().map(|r| r.probe.clone());
+    assert_eq!(
+        ready[0],
+        Some(Readiness {
+            probe: ReadyProbe::Tcp {
+                host: "127.0.0.1".into(),
+                port: 5432
+            },
+            interval: Duration::from_millis(500),
+            timeout: Some(Duration::from_secs(30)),
+        })
+    );
+    assert_eq!(
+        probe(1),
+        Some(ReadyProbe::Tcp {
+            host: "[::1]".into(),
+            port: 8080
+        })
+    );
+    let web = ready[2].as_ref().unwrap();
+    assert_eq!(
+        (web.interval, web.timeout),
+        (Duration::from_millis(250), None)
+    );
+    assert_eq!(
+        probe(3),
+        Some(ReadyProbe::Exec {
+            shell: "pg_isready -q".into()
+        })
+    );
+    assert_eq!(
+        probe(4),
+        Some(ReadyProbe::Log {
+            pattern: "listening on \\d+".into()
+        })
+    );
+    assert_eq!(ready[5], None);
+}
+
+#[test]
+fn a_bad_readiness_probe_is_an_error_at_its_value() {
+    let cases = [
+        (
+            "ready_log = \"(oops\"\n",
+            "tether.toml:4:13: ready_log: not a valid regex",
+        ),
+        (
+            "ready_http = \"https://127.0.0.1/health\"\n",
+            "tether.toml:4:14: ready_http: `https://127.0.0.1/health` is not a plain http:// URL; for https (or anything curl can check) use ready_exec",
+        ),
+        (
+            "ready_http = \"http://example.com/\"\n",
+            "tether.toml:4:14: ready_http: host `example.com` is not an IP address or `localhost`",
+        ),
+        (
+            "ready_tcp = 70000\n",
+            "tether.toml:4:13: ready_tcp: `70000` is not a port",
+        ),
+        (
+            "ready_tcp = \"db:5432\"\n",
+            "tether.toml:4:13: ready_tcp: host `db` is not",
+        ),
+        (
+            "ready_tcp = [1]\n",
+            "tether.toml:4:13: ready_tcp: expected a port like 8080 or \"host:port\", found array",
+        ),
+        (
+            "ready_exec = \" \"\n",
+            "tether.toml:4:14: ready_exec: is empty",
+        ),
+        (
+            "ready_tcp = 8080\nready_timeout = \"0s\"\n",
+            "tether.toml:5:17: ready_timeout: must be above 0",
+        ),
+        (
+            "ready_tcp = 8080\nready_interval = \"soon\"\n",
+            "tether.toml:5:18: ready_interval: `soon`",
+        ),
+        (
+            "ready_tcp = 8080\nready_log = \"up\"\n",
+            "tether.toml:5:13: ready_log: a command has one readiness probe: keep `ready_tcp` or `ready_log`",
+        ),
+        (
+            "ready_timeout = \"5s\"\n",
+            "tether.toml:1:1: ready_timeout: there is no readiness probe to time",
+        ),
+    ];
+    for (rest, expected) in cases {
+        assert_error_starts(&command("a", "x", rest), expected);
+    }
+    assert_eq!(key_of(&command("a", "x", "ready_tcp = 0\n")), "ready_tcp");
 }

@@ -55,6 +55,8 @@ pub struct ExecOptions {
     /// `--drain`: how long the command may take to exit after its final line.
     pub drain: Option<Duration>,
     /// `--max-output`: the journal's cap (bytes beyond are counted, not stored).
+    /// `--ready-*`: how the command proves it is ready (already checked).
+    pub ready: Option<crate::protocol::Readiness>,
     pub max_output: Option<u64>,
     /// `--max-time`, `--max-cpu`, `--output-budget`: the command's own budgets, over the
     /// variables and the user config's `[budgets]`.
@@ -439,6 +441,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         no_output_timeout: options.no_output_timeout,
         drain_on: options.drain_on.clone(),
         drain: options.drain,
+        ready: options.ready.clone(),
         max_output,
         mirror: !options.json,
         stdin: match (&relay, &stdin) {

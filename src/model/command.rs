@@ -39,6 +39,23 @@ pub enum Status {
     Lost,
 }
 
+/// What a command's readiness probe decided: `ready` (it proved it) or not (the probe gave
+/// up), by which probe, on what, how long after the spawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyMark {
+    pub ready: bool,
+    pub probe: String,
+    pub detail: String,
+    pub after_ms: u64,
+}
+
+impl ReadyMark {
+    /// `ready`, or `not ready`: the one place the list's word for readiness is made.
+    pub fn word(&self) -> &'static str {
+        if self.ready { "ready" } else { "not ready" }
+    }
+}
+
 /// What a command left running when its main process exited, kept in custody.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeptLeftovers {
@@ -238,6 +255,8 @@ pub struct CommandState {
     pub hard_killed: bool,
     /// The budget whose stop ended the run (`budget_exceeded`): how it ended, in every view.
     pub over_budget: Option<Budget>,
+    /// What the readiness probe decided (`ready`, `not_ready`), once it did.
+    pub readiness: Option<ReadyMark>,
     /// The broker journals each stop as it starts (`stop_started`, protocol v4 on): the run
     /// is stopping from that event, never guessed from the signals it sends.
     pub stops_journaled: bool,
@@ -300,6 +319,7 @@ impl CommandState {
             leftovers: None,
             hard_killed: false,
             over_budget: None,
+            readiness: None,
             stops_journaled: false,
             notice: None,
             activity: Vec::new(),
@@ -473,10 +493,25 @@ impl CommandState {
                 }
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
-            // Shown by the timeline; the launcher and the list read them in their own turn.
-            EventKind::Ready { .. } | EventKind::NotReady { .. } => {}
             EventKind::BudgetExceeded { budget, .. } => {
                 self.over_budget.get_or_insert(*budget);
+            }
+            EventKind::Ready {
+                probe,
+                detail,
+                after_ms,
+            }
+            | EventKind::NotReady {
+                probe,
+                detail,
+                after_ms,
+            } => {
+                self.readiness = Some(ReadyMark {
+                    ready: matches!(event.kind, EventKind::Ready { .. }),
+                    probe: probe.clone(),
+                    detail: detail.clone(),
+                    after_ms: *after_ms,
+                });
             }
             EventKind::OrphanReaped { pid, escaped, .. } => {
                 self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
@@ -596,15 +631,19 @@ impl CommandState {
     pub fn status_label(&self) -> String {
         match self.ended_over_budget() {
             Some(budget) => budget_label(budget),
-            None => self.status.label(),
+            None => self
+                .ready_word()
+                .map_or_else(|| self.status.label(), str::to_string),
         }
     }
 
     /// [`CommandState::status_label`] within the command list's state column.
     pub fn short_status_label(&self) -> String {
-        match self.ended_over_budget() {
-            Some(budget) => budget_short_label(budget).into(),
-            None => self.status.short_label(),
+        match (self.ended_over_budget(), self.ready_word()) {
+            (Some(budget), _) => budget_short_label(budget).into(),
+            (None, Some("not ready")) => "unready".into(),
+            (None, Some(word)) => word.into(),
+            (None, None) => self.status.short_label(),
         }
     }
 
@@ -669,6 +708,19 @@ impl CommandState {
                 .get_or_insert_with(|| "the broker ended without a result; see the journal".into());
         }
         self.tree.clear();
+    }
+
+    /// Whether it runs and proved it is ready (what a dependency on it waits for).
+    pub fn is_ready(&self) -> bool {
+        self.status == Status::Running && self.readiness.as_ref().is_some_and(|m| m.ready)
+    }
+
+    fn ready_word(&self) -> Option<&'static str> {
+        let mark = self
+            .readiness
+            .as_ref()
+            .filter(|_| self.status == Status::Running)?;
+        Some(mark.word())
     }
 
     /// The command line as the operator would type it, on one line: a shell command as
@@ -808,6 +860,52 @@ mod tests {
         for budget in [Budget::Time, Budget::Cpu, Budget::Output] {
             assert!(budget_short_label(budget).len() <= 8, "{budget:?}");
         }
+    }
+
+    #[test]
+    fn a_running_command_reads_ready_once_its_probe_passed_and_its_exit_after() {
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
+        assert_eq!(c.status_label(), "running");
+        let ready = EventKind::Ready {
+            probe: "tcp".into(),
+            detail: "connected to 127.0.0.1:8080".into(),
+            after_ms: 1200,
+        };
+        c.apply(&event(3, ready));
+        assert_eq!(
+            (c.status_label(), c.short_status_label()),
+            ("ready".into(), "ready".into())
+        );
+        assert!(c.is_ready());
+        let status = ExitStatus {
+            code: Some(1),
+            signal: None,
+            core_dumped: false,
+        };
+        c.apply(&event(4, EventKind::Exit { pid: 10, status }));
+        assert_eq!(
+            c.status_label(),
+            "exit 1",
+            "an ended command says how it ended"
+        );
+        assert!(!c.is_ready());
+        assert_eq!(c.readiness.as_ref().map(|m| m.after_ms), Some(1200));
+    }
+
+    #[test]
+    fn a_probe_that_gave_up_reads_not_ready() {
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
+        let gave_up = EventKind::NotReady {
+            probe: "http".into(),
+            detail: "HTTP 503".into(),
+            after_ms: 30_000,
+        };
+        c.apply(&event(3, gave_up));
+        assert_eq!(c.status_label(), "not ready");
+        assert_eq!(c.short_status_label(), "unready", "the list's state column");
+        assert!(!c.is_ready());
     }
 
     #[test]

@@ -87,6 +87,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             limits: request.limits,
             drain_on: request.drain_on.clone(),
             drain: request.drain,
+            ready: request.ready.clone().map(Box::new),
             attention: Box::new(AttentionSettings::from_request(&request.attention)),
             // Each as it ran (none included), whatever the defaults are now.
             budgets: crate::config::budgets::BudgetSettings {

@@ -30,13 +30,19 @@ pub fn status(status: Status) -> Style {
     }
 }
 
-/// A command's state: its status's colour, or the launcher's word's (red for a command
-/// that gave up or cannot start, yellow for a wait or a restart to come).
+/// A command's state: the launcher's word's colour while it has one (red for a command
+/// that gave up or cannot start, yellow for a wait or a restart to come); else, running,
+/// green and bold once ready and yellow once its readiness probe gave up (it runs, and what
+/// waits for it waits in vain); else its status's colour.
 pub fn state(command: &crate::model::CommandState) -> Style {
-    match &command.plan {
-        Some(plan) if plan.is_failure() => Style::new().fg(Color::Red),
-        Some(_) => Style::new().fg(Color::Yellow),
-        None => status(command.status),
+    match (&command.plan, command.readiness.as_ref()) {
+        (Some(plan), _) if plan.is_failure() => Style::new().fg(Color::Red),
+        (Some(_), _) => Style::new().fg(Color::Yellow),
+        (None, Some(mark)) if command.status == Status::Running && mark.ready => {
+            Style::new().fg(Color::Green).add_modifier(Modifier::BOLD)
+        }
+        (None, Some(_)) if command.status == Status::Running => Style::new().fg(Color::Yellow),
+        (None, _) => status(command.status),
     }
 }
 

@@ -13,6 +13,7 @@
 //! - [`process`]: a process's `stat` fields as the OS layer reads them, and its key; a
 //!   command's cgroup named as data ([`process::CgroupId`]) and the walks the state asks
 //!   for ([`process::TreeWalk`]), which the I/O layer carries out with the cgroup's handle.
+//! - [`readiness`]: how long one try of a readiness probe may take, an HTTP status line.
 //! - [`reports`]: what the I/O layer reports back as data (a child reaped, the input a
 //!   terminal took, a look at the tree).
 //! - [`state`]: the broker's state machine (in the shape of quinn-proto's `Connection`):
@@ -31,6 +32,7 @@ pub mod cost;
 pub mod final_drain;
 pub mod launcher;
 pub mod process;
+pub mod readiness;
 pub mod reports;
 pub mod state;
 pub mod stop;

@@ -129,9 +129,16 @@ fn ready_needs_a_readiness_check() {
         "tether.toml:8:16: depends_on.db: \"ready\" needs a readiness check on `db`; give it \
          ready_log, ready_http, ready_tcp or ready_exec, or wait for \"started\""
     );
-    // With one (the flag the `ready_*` keys set), the same file is valid.
+    // With one, the same file is valid.
     let mut db = CommandConfig::new("db", crate::protocol::CommandSpec::Shell("x".into()));
-    db.has_ready_check = true;
+    db.ready = Some(Box::new(crate::protocol::Readiness {
+        probe: crate::protocol::ReadyProbe::Tcp {
+            host: "127.0.0.1".into(),
+            port: 5432,
+        },
+        interval: crate::protocol::DEFAULT_READY_INTERVAL,
+        timeout: None,
+    }));
     let mut web = CommandConfig::new("web", crate::protocol::CommandSpec::Shell("x".into()));
     web.depends_on = vec![("db".into(), Condition::Ready)];
     let source = Source {

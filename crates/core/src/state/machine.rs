@@ -17,8 +17,8 @@ use crate::attention::inputs::{InputFile, Looks};
 use crate::cost::SampledCost;
 use crate::process::{CgroupId, TreeWalk};
 use crate::protocol::{
-    CapReason, CommandResult, EventKind, LeftoversEnd, Origin, ParentLossCause, Peer, Refusal,
-    Request, Stream, WindowSize,
+    CapReason, CommandResult, EventKind, LeftoversEnd, Origin, ParentLossCause, Peer, ReadyProbe,
+    Refusal, Request, Stream, WindowSize,
 };
 use crate::reports::InputTaken;
 use crate::reports::TreeSample;
@@ -159,6 +159,12 @@ pub enum Input<'a> {
     NotifyEnded { pid: i32, failure: Option<String> },
     /// The notify command's runs are all over ([`Output::WindDownNotify`]): the end goes on.
     NotifyWoundDown,
+    /// A try of the readiness probe ([`Output::TryReady`]) answered: passed, with what
+    /// proved it (`HTTP 200`), or failed, with why (`connection refused`, `timed out`).
+    ReadyTried {
+        attempt: u64,
+        outcome: super::TryOutcome,
+    },
     /// `result.json` was written, or could not be.
     ResultWritten(io::Result<()>),
 }
@@ -239,6 +245,14 @@ pub enum Output {
     /// ([`Input::NotifyEnded`] for each), the others let go to end on their own deadline,
     /// never waited for; then [`Input::NotifyWoundDown`], at once.
     WindDownNotify,
+    /// Try the readiness probe once, giving up after `timeout` ([`Input::ReadyTried`]
+    /// answers, with the same `attempt`, whenever the try is over). Never waited for: the
+    /// loop goes on meanwhile.
+    TryReady {
+        attempt: u64,
+        probe: ReadyProbe,
+        timeout: Duration,
+    },
     /// Write `result.json` ([`Input::ResultWritten`] when done).
     WriteResult(Box<CommandResult>),
     /// The broker is done: the process exits with this code once the last lines are taken.
@@ -347,6 +361,7 @@ impl Broker {
                     self.finish_closing();
                 }
             }
+            Input::ReadyTried { attempt, outcome } => self.ready_tried(attempt, outcome),
             Input::ResultWritten(written) => self.result_written(written),
         }
         if in_place {

@@ -20,6 +20,7 @@ mod drain;
 mod input;
 mod kernel;
 mod machine;
+mod ready;
 mod requests;
 mod schedule;
 mod time;
@@ -42,6 +43,7 @@ pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
 pub use kernel::{Host, Now};
 pub use machine::{Input, Output};
+pub use ready::TryOutcome;
 pub use requests::{OperatorSignaller, Refusal, Sender};
 
 /// After the command exits, output is still read until the pipes are quiet this long...
@@ -218,6 +220,8 @@ pub struct Broker {
     parent_detached: bool,
     /// The final-drain trigger, when the request has `drain_on`.
     final_drain: Option<drain::FinalDrain>,
+    /// The readiness probe, when the request has one.
+    ready: Option<ready::ReadyWatch>,
     /// What the attention detector knows, and the notify command.
     attention: attention::Attention,
     /// The front end's copy of the output, once the command has ended.
@@ -234,7 +238,7 @@ fn escaped(place: Option<&ProcStat>, group: i32) -> Option<bool> {
 
 impl Broker {
     /// `final_line` is the request's `drain_on`, compiled (by `run.rs`, which refuses a
-    /// launch whose pattern does not compile). `start`: when the broker started, the origin
+    /// launch whose pattern does not compile), and `ready_line` its `ready_log` pattern. `start`: when the broker started, the origin
     /// of the journal's `mono_us`. `names`: how notifications name the command.
     pub fn new(
         host: Host,
@@ -243,8 +247,10 @@ impl Broker {
         request: LaunchRequest,
         names: CommandNames,
         final_line: Option<regex::bytes::Regex>,
+        ready_line: Option<regex::bytes::Regex>,
     ) -> Broker {
         let final_drain = final_line.map(|regex| drain::FinalDrain::new(regex, &request));
+        let ready = (request.ready.clone()).and_then(|r| ready::ReadyWatch::new(r, ready_line));
         let attention = attention::Attention::new(&request.attention);
         let Now { at: now, wall_ms } = now;
         Broker {
@@ -289,6 +295,7 @@ impl Broker {
             custodian_gone: None,
             parent_detached: false,
             final_drain,
+            ready,
             attention,
             copy: copy::CopyWatch::new(now),
             budgets: Default::default(),
@@ -403,6 +410,7 @@ impl Broker {
         self.tree_walks = ScanSchedule::new(now + Duration::from_millis(50));
         self.attention_spawned(now);
         self.budgets_spawned(now);
+        self.ready_spawned(now);
         self.emit(EventKind::Spawned {
             pid,
             pgid: pid,
@@ -544,6 +552,7 @@ impl Broker {
         // After the bytes' own `output` event (emitting flushes it): the journal has the
         // final line before the event that names it.
         self.watch_for_final_line(stream, bytes, now);
+        self.ready_output(stream, bytes);
     }
 
     pub(super) fn flush_output(&mut self) {

@@ -47,6 +47,7 @@ impl Broker {
             next.push(self.tree_walks.next());
         }
         next.extend(self.attention_deadline());
+        next.extend(self.ready_deadline());
         match self.phase {
             Phase::Draining { since } => {
                 next.push(
@@ -104,6 +105,7 @@ impl Broker {
         self.check_custody_deadline(now);
         self.advance_stop(now);
         self.attention_tick(now);
+        self.ready_tick(now);
         if self.child.is_some()
             && self.phase != Phase::Done
             && !self.tree_paused()

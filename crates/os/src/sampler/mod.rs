@@ -19,6 +19,11 @@ use crate::procfs::{self, ProcStat};
 use scan::ScannedProcess;
 use tether_protocol::protocol::capped_argv;
 
+/// The name (comm) of a broker's keeper: the child that runs a notify command or a
+/// readiness probe's shell (the tether crate's `attention::keeper`). Neither is the
+/// command's, so neither is in its tree.
+pub const KEEPER_COMM: &std::ffi::CStr = c"tether-notify";
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessInfo {
     pub pid: i32,
@@ -111,9 +116,15 @@ impl Sampler {
                 continue;
             };
             let mut tree = vec![root];
+            // The broker's keepers (a notify run, a readiness probe) and all they started.
+            let keeper = |pid: i32| {
+                by_pid.get(&pid).is_some_and(|p| {
+                    p.stat.ppid == broker && p.comm.as_bytes() == KEEPER_COMM.to_bytes()
+                })
+            };
             tree.extend(
                 family
-                    .descendants_but(broker, |pid| listed.contains(&pid))
+                    .descendants_but(broker, |pid| listed.contains(&pid) || keeper(pid))
                     .iter()
                     .filter_map(|s| by_pid.get(&s.pid).copied()),
             );

@@ -338,3 +338,39 @@ fn a_listed_broker_below_another_has_its_own_tree_not_a_part_of_the_others() {
     );
     kill_and_reap(child, &[(sleep.pid, sleep.start_ms)]);
 }
+
+#[test]
+fn a_brokers_keeper_and_what_it_runs_are_not_in_the_tree() {
+    // A child named as a keeper is (a copy of sleep, so that its comm is the keeper's),
+    // beside a plain sleep.
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let keeper_name = KEEPER_COMM.to_str().expect("an ASCII name");
+    let keeper_path = dir.path().join(keeper_name);
+    std::fs::copy("/usr/bin/sleep", &keeper_path).expect("copy sleep");
+    let keeper = Command::new(&keeper_path)
+        .arg("61")
+        .spawn()
+        .expect("the keeper runs");
+    let plain = Command::new("sleep").arg("62").spawn().expect("sleep runs");
+    let (keeper_pid, plain_pid) = (keeper.id() as i32, plain.id() as i32);
+    // The keeper must have exec'd (its comm is the keeper's) before the sample means anything.
+    let deadline = Instant::now() + DEADLINE;
+    while std::fs::read_to_string(format!("/proc/{keeper_pid}/comm"))
+        .map_or(true, |c| c.trim_end() != keeper_name)
+    {
+        assert!(Instant::now() < deadline, "the keeper never exec'd");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut sampler = Sampler::new();
+    let tree = sample_until(&mut sampler, |tree| tree.iter().any(|p| p.pid == plain_pid));
+    assert!(
+        !tree.iter().any(|p| p.pid == keeper_pid),
+        "the keeper is no part of the command's tree: {tree:#?}"
+    );
+    let ended = |mut child: Child| {
+        let _ = child.kill();
+        let _ = child.wait();
+    };
+    ended(keeper);
+    ended(plain);
+}

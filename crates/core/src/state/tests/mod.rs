@@ -10,6 +10,7 @@ mod copy;
 mod custody;
 mod lifecycle;
 mod output;
+mod ready;
 mod requests;
 mod stop;
 
@@ -361,6 +362,9 @@ struct Rig {
     copy: CopyProgress,
     undelivered: [u64; 2],
     copies_given_up: usize,
+    /// Each [`Output::TryReady`], as asked for: its attempt, the probe's kind, its timeout and
+    /// when it was asked. The test answers them ([`Input::ReadyTried`]).
+    tries: Vec<(u64, &'static str, Duration, Instant)>,
 }
 
 impl Rig {
@@ -369,6 +373,15 @@ impl Rig {
     }
 
     fn with_drain(request: LaunchRequest, final_line: Option<regex::bytes::Regex>) -> Rig {
+        Rig::with_patterns(request, final_line, None)
+    }
+
+    /// A broker given the compiled `drain_on` and `ready_log` patterns, as `run.rs` gives them.
+    fn with_patterns(
+        request: LaunchRequest,
+        final_line: Option<regex::bytes::Regex>,
+        ready_line: Option<regex::bytes::Regex>,
+    ) -> Rig {
         let kernel = FakeKernel::default();
         let world = kernel.0.clone();
         world.borrow_mut().wall_ms = 1_700_000_000_000;
@@ -393,6 +406,7 @@ impl Rig {
                 request,
                 names,
                 final_line,
+                ready_line,
             ),
             world,
             t0,
@@ -418,6 +432,7 @@ impl Rig {
             copy: CopyProgress::default(),
             undelivered: [0; 2],
             copies_given_up: 0,
+            tries: Vec::new(),
         }
     }
 
@@ -643,6 +658,11 @@ impl Rig {
                     self.result = Some(*result);
                     self.broker.handle(Input::ResultWritten(Ok(())), self.at());
                 }
+                Output::TryReady {
+                    attempt,
+                    probe,
+                    timeout,
+                } => self.tries.push((attempt, probe.kind(), timeout, self.now)),
                 Output::Exit(code) => self.exit = Some(code),
             }
         }

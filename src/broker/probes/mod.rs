@@ -1,0 +1,192 @@
+//! The tries of a readiness probe, the interpreter's side of `state::ready`: the broker's
+//! state asks for one ([`Output::TryReady`](super::state::Output::TryReady)), the loop
+//! starts it here and polls it with everything else, and its answer goes back as
+//! `Input::ReadyTried`. One try at a time, never blocking the loop:
+//!
+//! - `tcp`: a connection accepted (tokio's connect, no name lookup: see `target`).
+//! - `http`: a minimal HTTP/1.1 GET over that connection; the status line decides (2xx).
+//! - `exec`: `sh -c CMD` through a keeper (`exec.rs`), the notify command's: no child the
+//!   broker's reaping, walk or stop ever takes for the command's.
+//!
+//! Each try is bounded by the timeout the state gives; a try still going when the probing
+//! ends is dropped ([`Probes::give_up`]), which ends an `exec` try's shell at once.
+
+mod exec;
+pub mod target;
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::protocol::{LaunchRequest, ReadyProbe};
+use tether_core::state::TryOutcome;
+
+type Try = Pin<Box<dyn Future<Output = TryOutcome>>>;
+
+/// The most of an HTTP answer read for its status line.
+const STATUS_LINE_MAX: usize = 1024;
+
+/// The try going, if any, and what an `exec` try needs of the command.
+pub struct Probes {
+    going: Option<(u64, Try)>,
+    /// The keeper of the `exec` try going, which walks of the tree leave out.
+    keeper: Option<i32>,
+    shell: exec::Shell,
+}
+
+impl Probes {
+    pub fn new(request: &LaunchRequest) -> Probes {
+        Probes {
+            going: None,
+            keeper: None,
+            shell: exec::Shell::new(request),
+        }
+    }
+
+    /// Starts try `attempt` of `probe`, bounded by `timeout`. Only the start of an `exec`
+    /// try waits (for its shell's exec, as the command's own start does).
+    pub fn start(&mut self, attempt: u64, probe: &ReadyProbe, timeout: Duration) {
+        self.keeper = None;
+        let attempt_try: Try = match probe {
+            ReadyProbe::Tcp { host, port } => match address(host, *port) {
+                Ok(address) => Box::pin(bounded(timeout, tcp(address))),
+                Err(failure) => Box::pin(std::future::ready(Err(failure))),
+            },
+            ReadyProbe::Http { url } => match target::http_target(url) {
+                Ok(target) => Box::pin(bounded(timeout, http(target))),
+                Err(err) => Box::pin(std::future::ready(Err(err.to_string()))),
+            },
+            ReadyProbe::Exec { shell } => match self.shell.start(shell, timeout) {
+                Ok(run) => {
+                    self.keeper = Some(run.keeper());
+                    Box::pin(run.outcome())
+                }
+                Err(failure) => Box::pin(std::future::ready(Err(failure))),
+            },
+            // Watched in the broker's state, never tried.
+            ReadyProbe::Log { .. } => return,
+        };
+        self.going = Some((attempt, attempt_try));
+    }
+
+    /// The answer of the try going: its attempt and outcome; never resolves without one.
+    pub async fn answer(&mut self) -> (u64, TryOutcome) {
+        let Some((attempt, going)) = self.going.as_mut() else {
+            return std::future::pending().await;
+        };
+        let outcome = going.await;
+        let attempt = *attempt;
+        self.going = None;
+        self.keeper = None;
+        (attempt, outcome)
+    }
+
+    /// The probing ended (ready, given up, the command ended or is stopped): the try going
+    /// is dropped, an `exec` try's shell and all it started ended by its keeper.
+    pub fn give_up(&mut self) {
+        self.going = None;
+        self.keeper = None;
+    }
+
+    /// The keeper of the `exec` try going: not the command's, never in its tree.
+    pub fn keeper(&self) -> Option<i32> {
+        self.keeper
+    }
+}
+
+/// The request's probe as the broker can use it: a `ready_log` pattern compiled, an `http`
+/// URL or a `tcp` host read; a message saying what is wrong otherwise.
+pub fn check(request: &LaunchRequest) -> Result<Option<regex::bytes::Regex>, String> {
+    let Some(ready) = request.ready.as_ref() else {
+        return Ok(None);
+    };
+    match &ready.probe {
+        ReadyProbe::Log { pattern } => log_pattern(pattern)
+            .map(Some)
+            .map_err(|err| format!("ready_log: {err}")),
+        ReadyProbe::Http { url } => target::http_target(url)
+            .map(|_| None)
+            .map_err(|err| format!("ready_http: {err}")),
+        ReadyProbe::Tcp { host, .. } => target::ip_of(host)
+            .map(|_| None)
+            .map_err(|err| format!("ready_tcp: {err}")),
+        ReadyProbe::Exec { .. } => Ok(None),
+    }
+}
+
+/// A `ready_log` pattern compiled, bounded as `drain_on`'s is: the regex, or what is wrong.
+pub fn log_pattern(pattern: &str) -> Result<regex::bytes::Regex, String> {
+    use tether_core::final_drain::{PatternError, compile};
+    compile(pattern).map_err(|err| match err {
+        PatternError::Empty => "the pattern is empty; give a regex that matches the line that says the command is ready, like 'listening on'".into(),
+        PatternError::TooLong(len) => format!("the pattern is {len} bytes long; at most 4096 are accepted"),
+        PatternError::Invalid { reason, .. } => format!("not a valid regex: {reason}"),
+    })
+}
+
+fn address(host: &str, port: u16) -> Result<SocketAddr, String> {
+    let ip = target::ip_of(host).map_err(|err| err.to_string())?;
+    Ok(SocketAddr::new(ip, port))
+}
+
+async fn bounded(timeout: Duration, attempt: impl Future<Output = TryOutcome>) -> TryOutcome {
+    tokio::time::timeout(timeout, attempt)
+        .await
+        .unwrap_or_else(|_| Err("timed out".into()))
+}
+
+async fn tcp(address: SocketAddr) -> TryOutcome {
+    TcpStream::connect(address).await.map_err(failure)?;
+    Ok(format!("connected to {address}"))
+}
+
+async fn http(target: target::HttpTarget) -> TryOutcome {
+    let address = SocketAddr::new(target.ip, target.port);
+    let mut stream = TcpStream::connect(address).await.map_err(failure)?;
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: tether-ready\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+        target.path, target.authority
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(failure)?;
+    let mut answer = Vec::with_capacity(256);
+    let mut buf = [0u8; 256];
+    let line = loop {
+        if let Some(end) = memchr::memchr(b'\n', &answer) {
+            break &answer[..end];
+        }
+        if answer.len() >= STATUS_LINE_MAX {
+            return Err("no HTTP status line".into());
+        }
+        let n = stream.read(&mut buf).await.map_err(failure)?;
+        if n == 0 {
+            if answer.is_empty() {
+                return Err("connection closed without an answer".into());
+            }
+            break &answer[..];
+        }
+        answer.extend_from_slice(&buf[..n]);
+    };
+    match tether_core::readiness::status_code(line) {
+        Some(code) if (200..300).contains(&code) => Ok(format!("HTTP {code}")),
+        Some(code) => Err(format!("HTTP {code}")),
+        None => Err("no HTTP status line".into()),
+    }
+}
+
+/// A failed connection in the words the journal gives: `connection refused`, not an errno.
+fn failure(err: io::Error) -> String {
+    match err.kind() {
+        io::ErrorKind::ConnectionRefused => "connection refused".into(),
+        io::ErrorKind::ConnectionReset => "connection reset".into(),
+        io::ErrorKind::TimedOut => "timed out".into(),
+        _ => err.to_string(),
+    }
+}
