@@ -58,7 +58,7 @@ fn sessions_json_round_trips_newest_last_with_the_cut_short_command() {
     let session = &document.sessions[1];
     assert!(session.cut_short);
     assert_eq!(session.started.as_deref(), Some("1970-01-01T00:00:02.000Z"));
-    assert_eq!(session.commands.len(), 10);
+    assert_eq!(session.commands.len(), 11);
     let cut: Vec<&str> = session
         .commands
         .iter()

@@ -191,7 +191,7 @@ fn oversized_metadata_files_are_skipped_by_their_size() {
             // Both sessions, the damaged one whole but for what it could not read.
             assert_eq!(document.sessions.len(), 2, "{said}");
             let commands: usize = document.sessions.iter().map(|s| s.commands.len()).sum();
-            assert_eq!(commands, 20, "{said}");
+            assert_eq!(commands, 22, "{said}");
         }
         if args[0] == "export" {
             assert!(output.status.success(), "{said}");

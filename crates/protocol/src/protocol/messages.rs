@@ -185,6 +185,8 @@ fn is_first_run(run: &u32) -> bool {
 /// `not_ready`; the command runs on).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
+    /// Flattened: `{"probe": "tcp", "host": "127.0.0.1", "port": 5432, "interval_ms": 500}`.
+    #[serde(flatten)]
     pub probe: ReadyProbe,
     #[serde(
         rename = "interval_ms",
