@@ -30,8 +30,30 @@ pub struct Origin<'a> {
     pub stream: &'a str,
 }
 
-/// The line for people, with a newline.
-pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool) -> String {
+/// `session/01-build`: a command as grep's output names it, made one safe line.
+pub fn source(command: &CommandId) -> String {
+    format!(
+        "{}/{}",
+        sanitized(command.session.as_bytes()),
+        sanitized(command.dir_name().as_bytes())
+    )
+}
+
+/// `-c`'s rows: `session/command:N` for each command searched, or `N` alone when only one
+/// was (as grep prints a count per file, and no name for a single file).
+pub fn count_rows(counts: &[(CommandId, u64)]) -> String {
+    match counts {
+        [(_, n)] => format!("{n}\n"),
+        counts => counts
+            .iter()
+            .map(|(command, n)| format!("{}:{n}\n", source(command)))
+            .collect(),
+    }
+}
+
+/// The line for people, with a newline: `source:stream:N: text` when `selected`, else
+/// (context) `source-stream-N- text`, as grep marks a context line.
+pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool, selected: bool) -> String {
     let (window, before, after) = window(hit.text, hit.matches.first());
     let mut shown = String::new();
     if before {
@@ -48,22 +70,19 @@ pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool) -> String
     if after {
         shown.push_str(&format!("… [{} more bytes]", hit.text.len() - window.end));
     }
-    let source = format!(
-        "{}/{}",
-        sanitized(origin.command.session.as_bytes()),
-        sanitized(origin.command.dir_name().as_bytes())
-    );
-    let place = format!("{}:{}", origin.stream, hit.number);
+    let source = source(origin.command);
+    let sep = if selected { ':' } else { '-' };
+    let place = format!("{}{sep}{}", origin.stream, hit.number);
     if color {
-        format!("{COLOR_SOURCE}{source}{RESET}:{COLOR_PLACE}{place}{RESET}: {shown}\n")
+        format!("{COLOR_SOURCE}{source}{RESET}{sep}{COLOR_PLACE}{place}{RESET}{sep} {shown}\n")
     } else {
-        format!("{source}:{place}: {shown}\n")
+        format!("{source}{sep}{place}{sep} {shown}\n")
     }
 }
 
 /// What a terminal would show for `bytes`, as plain text: escape sequences applied or
 /// dropped, controls and invalid UTF-8 made visible and harmless.
-fn sanitized(bytes: &[u8]) -> String {
+pub fn sanitized(bytes: &[u8]) -> String {
     highlighted(bytes, std::iter::empty(), false)
 }
 
@@ -162,9 +181,12 @@ pub struct JsonMatch<'a> {
     /// The line was longer than the search chunk: this is a piece of it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub piece: bool,
+    /// A line around a selected one (`-A`, `-B`, `-C`), not selected itself.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub context: bool,
 }
 
-pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
+pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>, selected: bool) -> String {
     let record = JsonMatch {
         session: &origin.command.session,
         command: origin.command.dir_name(),
@@ -174,6 +196,7 @@ pub fn json_line(origin: Origin<'_>, hit: &LineMatch<'_>) -> String {
         text: String::from_utf8_lossy(hit.text).into_owned(),
         matches: hit.matches.clone(),
         piece: hit.piece,
+        context: !selected,
     };
     // Serializing plain strings and numbers cannot fail.
     let json = crate::model::output::json::to_vec(&record, false).unwrap_or_default();
@@ -207,14 +230,14 @@ mod tests {
     #[test]
     fn plain_lines_carry_their_origin_and_no_escape() {
         let text = b"\x1b]0;pwned\x07\x1b[31mred error\x1b[0m \xff";
-        let line = text_line(*ORIGIN, &hit(text, &[(19, 24)]), false);
+        let line = text_line(*ORIGIN, &hit(text, &[(19, 24)]), false, true);
         assert_eq!(line, "s1/01-make:stdout:7: red error \u{fffd}\n");
         assert!(!line.contains('\x1b'));
     }
 
     #[test]
     fn matches_are_highlighted_on_a_terminal_and_only_there() {
-        let line = text_line(*ORIGIN, &hit(b"an error here", &[(3, 8)]), true);
+        let line = text_line(*ORIGIN, &hit(b"an error here", &[(3, 8)]), true, true);
         assert!(line.contains("\x1b[1;31merror\x1b[0m here"), "{line:?}");
         assert!(line.starts_with("\x1b[35ms1/01-make\x1b[0m:\x1b[32mstdout:7\x1b[0m: an "));
     }
@@ -223,12 +246,12 @@ mod tests {
     fn a_match_inside_an_escape_sequence_never_shows_its_body() {
         let text = b"copy \x1b]52;c;cHduZWQ=\x07\x1b[2Jdone";
         let escapes = [(5, 6), (21, 22)];
-        let colored = text_line(*ORIGIN, &hit(text, &escapes), true);
-        let plain = text_line(*ORIGIN, &hit(text, &escapes), false);
+        let colored = text_line(*ORIGIN, &hit(text, &escapes), true, true);
+        let plain = text_line(*ORIGIN, &hit(text, &escapes), false, true);
         assert_eq!(plain, "s1/01-make:stdout:7: copy done\n");
         assert!(colored.ends_with(": copy done\n"), "{colored:?}");
         // A match across an escape highlights what it prints, and only that.
-        let across = text_line(*ORIGIN, &hit(text, &[(2, 27)]), true);
+        let across = text_line(*ORIGIN, &hit(text, &[(2, 27)]), true, true);
         assert!(
             across.ends_with(": co\x1b[1;31mpy do\x1b[0mne\n"),
             "{across:?}"
@@ -263,7 +286,7 @@ mod tests {
         let mut text = "é".repeat(1000).into_bytes();
         text.extend(b"needle");
         text.extend("ü".repeat(1000).into_bytes());
-        let line = text_line(*ORIGIN, &hit(&text, &[(2000, 2006)]), false);
+        let line = text_line(*ORIGIN, &hit(&text, &[(2000, 2006)]), false, true);
         assert!(line.contains("…éé"), "{line}");
         assert!(line.contains("needleüü"), "{line}");
         assert!(line.trim_end().ends_with("more bytes]"), "{line}");
@@ -276,7 +299,7 @@ mod tests {
 
     #[test]
     fn json_keeps_the_raw_ranges() {
-        let line = json_line(*ORIGIN, &hit(b"a \xff error", &[(5, 10)]));
+        let line = json_line(*ORIGIN, &hit(b"a \xff error", &[(5, 10)]), true);
         let value: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["text"], "a \u{fffd} error");
         assert_eq!(value["matches"][0]["start"], 5);
