@@ -19,6 +19,7 @@ mod control_hardening;
 mod cost;
 mod custody;
 mod drain;
+mod endings;
 mod exec_copy;
 mod exec_lifecycle;
 mod exec_output;

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use crate::config::CommandConfig;
 use crate::journal::CommandId;
 use crate::protocol::{
-    AttentionKind, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus, Origin,
-    ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream, TerminalRequest,
+    AttentionKind, Budget, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus,
+    Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream,
+    TerminalRequest,
 };
 
 /// Index of a command in the session's list.
@@ -92,7 +93,8 @@ impl Status {
             Status::Idle => "idle".into(),
             Status::Starting => "starting".into(),
             Status::Running => "running".into(),
-            Status::Stopped => "stopped".into(),
+            // Not `stopped`: that is how a run stopped by hand ended (`model::ending`).
+            Status::Stopped => "paused".into(),
             Status::Stopping => "stopping".into(),
             Status::Exited(status) => exit_label(status),
             Status::LeftRunning { processes, .. } => format!("left running ({processes})"),
@@ -209,6 +211,8 @@ pub struct CommandState {
     /// failure.
     pub stopped_by_hand: bool,
     pub parent_lost: Option<ParentLossCause>,
+    /// A budget ran out (`budget_exceeded`) and its stop followed.
+    pub over_budget: Option<Budget>,
     /// The latest moment that needed the operator (`attention`), and whether it still does.
     pub attention: Option<AttentionMark>,
     /// Processes reaped after escaping the command's group or session (setsid, double fork
@@ -274,6 +278,7 @@ impl CommandState {
             drained: false,
             stopped_by_hand: false,
             parent_lost: None,
+            over_budget: None,
             attention: None,
             escapees_reaped: 0,
             leftovers: None,
@@ -433,9 +438,8 @@ impl CommandState {
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
             // Shown by the timeline; the launcher and the list read them in their own turn.
-            EventKind::Ready { .. }
-            | EventKind::NotReady { .. }
-            | EventKind::BudgetExceeded { .. } => {}
+            EventKind::Ready { .. } | EventKind::NotReady { .. } => {}
+            EventKind::BudgetExceeded { budget, .. } => self.over_budget = Some(*budget),
             EventKind::OrphanReaped { pid, escaped, .. } => {
                 self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
             }
@@ -554,11 +558,8 @@ impl CommandState {
     /// stopped after its final line, nor when the operator stopped it. The rule `tether
     /// sessions` counts by (`postmortem::tally::Outcome`) too.
     pub fn is_failure(&self) -> bool {
-        let ended = !self.status.is_active() && self.status != Status::Idle;
-        ended
-            && !self.drained
-            && !self.stopped_by_hand
-            && (self.status.is_failure() || self.response_timeout || self.hard_killed)
+        use super::ending::{Count, Ending};
+        Ending::of(self).is_some_and(|e| matches!(e.count(), Count::Failed | Count::Killed))
     }
 
     /// The mark that needs the operator now: the latest attention while it is not cleared,
@@ -850,7 +851,7 @@ mod tests {
         c.observe_state('S');
         assert_eq!(c.status, Status::Running);
         c.observe_state('T');
-        assert_eq!(c.status.label(), "stopped");
+        assert_eq!(c.status.label(), "paused");
         assert!(c.status.is_active());
         c.observe_state('R');
         assert_eq!(c.status, Status::Running);

@@ -4,6 +4,7 @@
 pub mod badges;
 pub mod command;
 pub mod describe;
+pub mod ending;
 pub mod output;
 pub mod recording;
 pub mod replay;
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 
 pub use badges::{Badge, Badges};
 pub use command::{CommandIndex, CommandState, KeptLeftovers, Marker, Status, TimelineEntry};
+pub use ending::Ending;
 
 pub struct Model {
     pub session_id: String,

@@ -249,10 +249,7 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
 }
 
 fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7] {
-    let mut state = command.status.label();
-    if command.response_timeout {
-        state.push_str(" (timed out)");
-    }
+    let mut state = command.state_words();
     if let Some(words) = command.leftovers.and_then(|l| l.words()) {
         state.push_str(", ");
         state.push_str(&words);

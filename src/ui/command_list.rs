@@ -46,7 +46,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
         return;
     }
     let inner = area.width.saturating_sub(2) as usize;
-    let columns = list_columns::layout(inner, list.name_width, list.number_width);
+    let columns = list_columns::layout(inner, list.name_width, list.number_width, list.state_width);
     let cursor = list.cursor_row(view.selected);
     let skip = layout::first_visible_command(cursor.unwrap_or(0), area);
     let visible = area.height.saturating_sub(3) as usize;
@@ -244,10 +244,7 @@ fn cell(
         Column::Marker => Cell::from(if selected { "▶" } else { " " }),
         Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
         Column::Name => Cell::from(format::fit(&one_line(&c.config.name), width)),
-        Column::State => Cell::from(Span::styled(
-            c.status.short_label(),
-            style::status(c.status),
-        )),
+        Column::State => Cell::from(Span::styled(c.short_state_words(), style::status(c.status))),
         Column::Time => Cell::from(
             c.runtime_ms(content.now_ms)
                 .map(format::duration_ms)
