@@ -14,6 +14,7 @@ mod attention_watch;
 mod broker;
 mod broker_death;
 mod cgroup;
+mod columns;
 mod control;
 mod control_hardening;
 mod cost;
