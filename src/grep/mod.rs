@@ -112,6 +112,8 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
         failed: false,
         counts: Vec::new(),
         shown_groups: false,
+        aligned: (io::stdout().is_terminal() && !options.json && options.report == Report::Lines)
+            .then(print::Aligned::default),
     };
     for session_dir in &sessions {
         if search.session(session_dir).is_break() {
@@ -122,8 +124,16 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
         matched,
         mut failed,
         counts,
+        aligned,
         ..
     } = search;
+    if let Some(mut aligned) = aligned
+        && let Err(err) = out.write_all(aligned.flush().as_bytes())
+        && err.kind() != io::ErrorKind::BrokenPipe
+    {
+        eprintln!("tether: cannot write the results: {err}");
+        failed = true;
+    }
     if options.report == Report::Count {
         let rows = print::count_rows(&counts);
         if let Err(err) = out.write_all(rows.as_bytes())
@@ -161,6 +171,8 @@ struct Search<'a, W: Write> {
     counts: Vec<(CommandId, u64)>,
     /// A group of context lines was printed: the next one starts with `--`.
     shown_groups: bool,
+    /// On a terminal, the lines held to be printed lined up.
+    aligned: Option<print::Aligned>,
 }
 
 impl<W: Write> Search<'_, W> {
@@ -248,6 +260,7 @@ impl<W: Write> Search<'_, W> {
             let color = self.color;
             let out = &mut *self.out;
             let shown_groups = &mut self.shown_groups;
+            let aligned = &mut self.aligned;
             let mut unselect = |line: &LineMatch<'_>| match (&role, &times) {
                 (Role::Agent, Some(times)) => {
                     echoes.folds(&print::sanitized(line.text), times.at(line.offset))
@@ -278,22 +291,31 @@ impl<W: Write> Search<'_, W> {
                     }
                     let context = options.scan.before + options.scan.after > 0;
                     let mut text = String::new();
+                    let mut group_break = |text: &mut String| match aligned.as_mut() {
+                        Some(aligned) => aligned.group_break(),
+                        None => text.push_str("--\n"),
+                    };
                     match found {
                         // JSON says which lines are context; it needs no separator.
                         Found::Break if options.json => {}
-                        Found::Break => text.push_str("--\n"),
+                        Found::Break => group_break(&mut text),
                         Found::Line { line, selected } => {
                             // As grep, `--` between the groups of two files too.
                             if context && first_in_stream && *shown_groups && !options.json {
-                                text.push_str("--\n");
+                                group_break(&mut text);
                             }
                             first_in_stream = false;
                             *shown_groups |= context;
-                            text.push_str(&if options.json {
-                                print::json_line(origin, &line, selected)
+                            if options.json {
+                                text.push_str(&print::json_line(origin, &line, selected));
+                            } else if let Some(aligned) = aligned.as_mut() {
+                                let parts = print::text_parts(origin, &line, color, selected);
+                                if let Some(batch) = aligned.line(parts) {
+                                    text.push_str(&batch);
+                                }
                             } else {
-                                print::text_line(origin, &line, color, selected)
-                            });
+                                text.push_str(&print::text_line(origin, &line, color, selected));
+                            }
                         }
                     }
                     out.write_all(text.as_bytes())

@@ -54,6 +54,27 @@ pub fn count_rows(counts: &[(CommandId, u64)]) -> String {
 /// The line for people, with a newline: `source:stream:N: text` when `selected`, else
 /// (context) `source-stream-N- text`, as grep marks a context line.
 pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool, selected: bool) -> String {
+    let parts = text_parts(origin, hit, color, selected);
+    format!("{} {}\n", parts.prefix, parts.text)
+}
+
+/// A line for people in two parts, so that a column of them can be lined up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextParts {
+    /// `source:stream:N:` (coloured when asked).
+    pub prefix: String,
+    /// Its width in terminal columns, colours left out.
+    pub width: usize,
+    /// The line as shown, without its newline.
+    pub text: String,
+}
+
+pub fn text_parts(
+    origin: Origin<'_>,
+    hit: &LineMatch<'_>,
+    color: bool,
+    selected: bool,
+) -> TextParts {
     let (window, before, after) = window(hit.text, hit.matches.first());
     let mut shown = String::new();
     if before {
@@ -73,10 +94,64 @@ pub fn text_line(origin: Origin<'_>, hit: &LineMatch<'_>, color: bool, selected:
     let source = source(origin.command);
     let sep = if selected { ':' } else { '-' };
     let place = format!("{}{sep}{}", origin.stream, hit.number);
-    if color {
-        format!("{COLOR_SOURCE}{source}{RESET}{sep}{COLOR_PLACE}{place}{RESET}{sep} {shown}\n")
-    } else {
-        format!("{source}{sep}{place}{sep} {shown}\n")
+    let plain = format!("{source}{sep}{place}{sep}");
+    TextParts {
+        width: crate::model::output::text_width(&plain),
+        prefix: if color {
+            format!("{COLOR_SOURCE}{source}{RESET}{sep}{COLOR_PLACE}{place}{RESET}{sep}")
+        } else {
+            plain
+        },
+        text: shown,
+    }
+}
+
+/// Lines held back until a batch of them is known, then printed with their text starting
+/// at one column: that of the widest prefix so far (on a terminal, where people read the
+/// lines; a pipe gets grep's format, unpadded). A batch is at most [`Aligned::BATCH`] lines,
+/// so memory stays bounded; a later batch with a wider prefix starts its text further right.
+#[derive(Debug, Default)]
+pub struct Aligned {
+    held: Vec<Held>,
+    width: usize,
+}
+
+#[derive(Debug)]
+enum Held {
+    Line(TextParts),
+    /// `--`, printed as it is.
+    Break,
+}
+
+impl Aligned {
+    pub const BATCH: usize = 1000;
+
+    /// Holds `parts`; returns what is to be printed when the batch is full.
+    pub fn line(&mut self, parts: TextParts) -> Option<String> {
+        self.width = self.width.max(parts.width);
+        self.held.push(Held::Line(parts));
+        (self.held.len() >= Self::BATCH).then(|| self.flush())
+    }
+
+    pub fn group_break(&mut self) {
+        self.held.push(Held::Break);
+    }
+
+    /// What is held, lined up, and nothing held any more.
+    pub fn flush(&mut self) -> String {
+        let mut out = String::new();
+        for held in self.held.drain(..) {
+            match held {
+                Held::Break => out.push_str("--\n"),
+                Held::Line(parts) => {
+                    out.push_str(&parts.prefix);
+                    out.push_str(&" ".repeat(self.width - parts.width + 1));
+                    out.push_str(&parts.text);
+                    out.push('\n');
+                }
+            }
+        }
+        out
     }
 }
 
@@ -295,6 +370,35 @@ mod tests {
             "cut on character boundaries: {line}"
         );
         assert!(line.len() < 2 * SHOWN_BYTES, "{}", line.len());
+    }
+
+    #[test]
+    fn aligned_lines_start_their_text_at_one_column() {
+        let short = CommandId::new("s1", 1, "ok");
+        let long = CommandId::new("s1", 12, "a-longer-name");
+        let origin = |command| Origin {
+            command,
+            stream: "stdout",
+        };
+        let mut aligned = Aligned::default();
+        let mut hit7 = hit("构建 error".as_bytes(), &[]);
+        hit7.number = 7;
+        let mut hit1234 = hit(b"error two", &[]);
+        hit1234.number = 1234;
+        assert_eq!(
+            aligned.line(text_parts(origin(&short), &hit7, false, true)),
+            None
+        );
+        aligned.group_break();
+        aligned.line(text_parts(origin(&long), &hit1234, false, false));
+        let out = aligned.flush();
+        let lines: Vec<&str> = out.lines().collect();
+        let long_prefix = "s1/12-a-longer-name-stdout-1234-";
+        let pad = " ".repeat(long_prefix.len() - "s1/01-ok:stdout:7:".len() + 1);
+        assert_eq!(lines[0], format!("s1/01-ok:stdout:7:{pad}构建 error"));
+        assert_eq!(lines[1], "--");
+        assert_eq!(lines[2], format!("{long_prefix} error two"));
+        assert_eq!(aligned.flush(), "", "nothing held twice");
     }
 
     #[test]
