@@ -429,3 +429,47 @@ echo "agent: I saw warnings"
     assert!(!said.contains("echoed"), "{said}");
     env.finish();
 }
+
+/// The real thing: Claude Code 2.1.197 in a terminal under `tether agent` (see
+/// tests/fixtures/README.md), its one tool call `echo UNIQUE-LINE-42; echo second-line-77`.
+/// Its terminal stream holds the words twice, each time inside a redraw of several rows
+/// joined by cursor moves: the call as it is made (`● Bash(echo UNIQUE-LINE-42; …)`), then
+/// its result (`⎿ UNIQUE-LINE-42`). Three hits for one line; folded, one.
+#[test]
+fn claude_codes_terminal_echo_of_a_tool_result_counts_once() {
+    let env = TestEnv::new("grep_claude_echo");
+    let state = env.state_dir();
+    let sessions = state.join("sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for dir in [&state, &sessions] {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code-tui/sessions/claude-tui");
+    common::copy_dir(&fixture, &sessions.join("claude-tui"));
+    let grep = |args: &[&str]| {
+        let mut all = vec!["grep", "--color", "never"];
+        all.extend(args);
+        let out = run(&env, &all);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (printed, said) = grep(&["UNIQUE-LINE-42|second-line-77"]);
+    assert_eq!(
+        printed,
+        "claude-tui/04-echo:stdout:1: UNIQUE-LINE-42\n\
+         claude-tui/04-echo:stdout:2: second-line-77\n"
+    );
+    assert!(
+        said.contains("2 lines of the agent's terminal echoed"),
+        "{said}"
+    );
+    let (all, _) = grep(&["--echoes", "-c", "UNIQUE-LINE-42"]);
+    assert_eq!(all, "claude-tui/01-claude:2\nclaude-tui/04-echo:1\n");
+    // What the agent wrote on its own is a hit as before.
+    let (own, said) = grep(&["-c", "All done"]);
+    assert_eq!(own, "claude-tui/01-claude:1\nclaude-tui/04-echo:0\n");
+    assert!(!said.contains("echoed"), "{said}");
+    env.finish();
+}

@@ -261,10 +261,13 @@ impl<W: Write> Search<'_, W> {
             let out = &mut *self.out;
             let shown_groups = &mut self.shown_groups;
             let aligned = &mut self.aligned;
+            let regex = self.regex;
             let mut unselect = |line: &LineMatch<'_>| match (&role, &times) {
-                (Role::Agent, Some(times)) => {
-                    echoes.folds(&print::sanitized(line.text), times.at(line.offset))
-                }
+                (Role::Agent, Some(times)) => echoes.folds(
+                    &echo::printed(line.text),
+                    times.span(line.offset, line.text.len() as u64),
+                    regex,
+                ),
                 _ => false,
             };
             let mut remembered = Vec::new();
@@ -284,7 +287,7 @@ impl<W: Write> Search<'_, W> {
                         },
                     ) = (&role, &found)
                     {
-                        remembered.push(print::sanitized(line.text));
+                        remembered.push(echo::printed(line.text));
                     }
                     if options.report != Report::Lines {
                         return Ok(());
