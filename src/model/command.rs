@@ -78,9 +78,9 @@ impl Status {
         )
     }
 
-    /// A short label for the command list.
-    /// The label within the command list's state column (8 cells): `left running (3)` reads
-    /// `left 3` there, the tree title and `tether ps` having the room for the whole label.
+    /// The label within the command list's state column (8 cells while nothing has ended;
+    /// an ending's words are `model::ending`'s): `left running (3)` reads `left 3` there,
+    /// the tree title and `tether ps` having the room for the whole label.
     pub fn short_label(self) -> String {
         match self {
             Status::LeftRunning { processes, .. } => format!("left {processes}"),
