@@ -75,21 +75,37 @@ pub fn text_parts(
     color: bool,
     selected: bool,
 ) -> TextParts {
-    let (window, before, after) = window(hit.text, hit.matches.first());
+    // A line that moves the cursor back over itself (a full-screen program's redraw, a
+    // progress bar's `\r`) would show only what was drawn last, maybe without the match:
+    // the part drawn where the first match is is shown instead, `…` around it.
+    let row = drawn_row(hit.text, hit.matches.first());
+    let text = &hit.text[row.clone()];
+    let matches: Vec<Range<usize>> = hit
+        .matches
+        .iter()
+        .filter(|r| r.start >= row.start && r.end <= row.end)
+        .map(|r| r.start - row.start..r.end - row.start)
+        .collect();
+    let (window, before, after) = window(text, matches.first());
     let mut shown = String::new();
-    if before {
+    if before || row.start > 0 {
         shown.push('…');
     }
     shown.push_str(&highlighted(
-        &hit.text[window.clone()],
-        hit.matches.iter().map(|r| {
+        &text[window.clone()],
+        matches.iter().map(|r| {
             r.start.clamp(window.start, window.end) - window.start
                 ..r.end.clamp(window.start, window.end) - window.start
         }),
         color,
     ));
     if after {
-        shown.push_str(&format!("… [{} more bytes]", hit.text.len() - window.end));
+        shown.push_str(&format!(
+            "… [{} more bytes]",
+            hit.text.len() - row.start - window.end
+        ));
+    } else if row.end < hit.text.len() {
+        shown.push('…');
     }
     let source = source(origin.command);
     let sep = if selected { ':' } else { '-' };
@@ -207,6 +223,44 @@ fn highlighted(bytes: &[u8], matches: impl Iterator<Item = Range<usize>>, color:
         }
     }
     shown
+}
+
+/// Where in `text` the part that holds `first` was drawn: between the moves that take the
+/// cursor elsewhere (a carriage return, a move up, down or to a place: CSI `A` `B` `E` `F`
+/// `H` `f` `d`) around it; all of `text` when there is no match or no such move.
+fn drawn_row(text: &[u8], first: Option<&Range<usize>>) -> Range<usize> {
+    let Some(first) = first else {
+        return 0..text.len();
+    };
+    let (mut start, mut end) = (0, text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let (len, moves) = match text[at] {
+            b'\r' => (1, true),
+            0x1b if text.get(at + 1) == Some(&b'[') => {
+                let len = text[at + 2..]
+                    .iter()
+                    .position(|b| (0x40..=0x7e).contains(b))
+                    .map_or(text.len() - at, |p| p + 3);
+                let moves = matches!(
+                    text.get(at + len - 1),
+                    Some(b'A' | b'B' | b'E' | b'F' | b'H' | b'f' | b'd')
+                );
+                (len, moves)
+            }
+            _ => (1, false),
+        };
+        if moves {
+            if at + len <= first.start {
+                start = at + len;
+            } else if at >= first.end.max(first.start + 1) {
+                end = at;
+                break;
+            }
+        }
+        at += len;
+    }
+    start..end.max(start)
 }
 
 /// The part of `text` to show: all of it when short, else a window of about
@@ -399,6 +453,24 @@ mod tests {
         assert_eq!(lines[1], "--");
         assert_eq!(lines[2], format!("{long_prefix} error two"));
         assert_eq!(aligned.flush(), "", "nothing held twice");
+    }
+
+    /// A line of Claude Code's terminal (as recorded): rows of a redraw joined by cursor
+    /// moves. What a terminal shows of it last is its bottom row; the row with the match is
+    /// what grep shows.
+    #[test]
+    fn a_redraw_shows_the_row_drawn_where_the_match_is() {
+        let text = b"\x1b[2A\r\xe2\x97\x8f All done.\x1b[1B\r\xe2\x94\x80\xe2\x94\x80\x1b[1B\r> ";
+        let at = text.windows(8).position(|w| w == b"All done").unwrap();
+        let line = text_line(*ORIGIN, &hit(text, &[(at, at + 8)]), false, true);
+        assert_eq!(line, "s1/01-make:stdout:7: …● All done.…\n");
+        // A progress bar: the step that matched.
+        let bar = b"10% copying\r55% copying\r100% done";
+        let line = text_line(*ORIGIN, &hit(bar, &[(12, 15)]), false, true);
+        assert_eq!(line, "s1/01-make:stdout:7: …55% copying…\n");
+        // No move: the line as a terminal shows it.
+        let plain = text_line(*ORIGIN, &hit(b"a \x1b[31merror", &[(7, 12)]), false, true);
+        assert_eq!(plain, "s1/01-make:stdout:7: a error\n");
     }
 
     #[test]
