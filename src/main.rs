@@ -137,6 +137,35 @@ enum Command {
         /// Highlight matches: auto (on a terminal), always, never.
         #[arg(long, value_enum, default_value_t = GrepColor::Auto)]
         color: GrepColor,
+        /// Select the lines that do not match.
+        #[arg(long, short = 'v')]
+        invert_match: bool,
+        /// Print how many lines each command selected (`session/command:N`), not the lines.
+        #[arg(long, short = 'c', conflicts_with_all = ["files_with_matches", "json"])]
+        count: bool,
+        /// Print the commands with a selected line (`session/command`), not the lines.
+        #[arg(long, short = 'l', conflicts_with = "json")]
+        files_with_matches: bool,
+        /// Print N lines of context around each selected line.
+        #[arg(long, short = 'C', value_name = "N")]
+        context: Option<usize>,
+        /// Print N lines of context after each selected line.
+        #[arg(long, short = 'A', value_name = "N")]
+        after_context: Option<usize>,
+        /// Print N lines of context before each selected line.
+        #[arg(long, short = 'B', value_name = "N")]
+        before_context: Option<usize>,
+        /// Only the commands whose name (`cargo_test`) or directory (`03-cargo_test`) matches
+        /// NAME, a glob (`*` any characters, `?` one); exact without them.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Accepted for grep's sake: line numbers are always shown.
+        #[arg(long = "line-number", short = 'n', hide = true)]
+        line_number: bool,
+        /// Also show the lines of an agent's terminal that echo what its commands printed
+        /// (by default such a line is shown once, as the command's).
+        #[arg(long)]
+        echoes: bool,
     },
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
@@ -741,8 +770,17 @@ fn main() {
             json,
             ignore_case,
             color,
+            invert_match,
+            count,
+            files_with_matches,
+            context,
+            after_context,
+            before_context,
+            name,
+            echoes,
+            line_number: _,
         }) => {
-            use tether::grep::{Color, GrepOptions};
+            use tether::grep::{Color, GrepOptions, Report, Scan};
             let options = GrepOptions {
                 pattern,
                 sessions,
@@ -757,6 +795,21 @@ fn main() {
                     GrepColor::Always => Color::Always,
                     GrepColor::Never => Color::Never,
                 },
+                // As grep: -A and -B win over -C for their side.
+                scan: Scan {
+                    invert: invert_match,
+                    before: before_context.or(context).unwrap_or(0),
+                    after: after_context.or(context).unwrap_or(0),
+                },
+                report: if count {
+                    Report::Count
+                } else if files_with_matches {
+                    Report::Names
+                } else {
+                    Report::Lines
+                },
+                name,
+                echoes,
             };
             tether::grep::main(cli.state_dir.as_deref(), &options)
         }

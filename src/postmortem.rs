@@ -128,24 +128,50 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
     };
     let width = listing::output_width();
     let long = long || wanted.is_some();
+    // Every session is read before the first line is printed: the columns are as wide as
+    // the widest cell of any session, so they line up from one to the next.
+    let mut sessions: Vec<Result<(SessionLine, Vec<listing::CommandCells>), String>> =
+        Vec::with_capacity(dirs.len());
+    for dir in &dirs {
+        sessions.push(match SessionRecord::load(dir) {
+            Ok(record) => {
+                let model = model_from_session(&record);
+                let cells = if long {
+                    let ids: Vec<String> = record.commands.iter().map(|c| c.id.clone()).collect();
+                    listing::command_cells_of(&model, &ids)
+                } else {
+                    Vec::new()
+                };
+                Ok((SessionLine::of(&record, &model), cells))
+            }
+            Err(err) => Err(format!("{}  unreadable: {err}", dir.display())),
+        });
+    }
+    let lines: Vec<SessionLine> = sessions
+        .iter()
+        .filter_map(|s| s.as_ref().ok().map(|(line, _)| line.clone()))
+        .collect();
+    let mut session_rows = listing::session_rows(&lines, width).into_iter();
+    let cells: Vec<Vec<listing::CommandCells>> = sessions
+        .iter_mut()
+        .filter_map(|s| s.as_mut().ok().map(|(_, cells)| std::mem::take(cells)))
+        .collect();
+    let mut tables = if long {
+        listing::command_tables(&cells, width.saturating_sub(2))
+    } else {
+        Vec::new()
+    }
+    .into_iter();
     let mut out = std::io::stdout().lock();
     let mut print = |line: &str| writeln!(out, "{line}");
-    let printed = dirs.iter().try_for_each(|dir| {
-        let record = match SessionRecord::load(dir) {
-            Ok(record) => record,
-            Err(err) => {
-                let line = format!("{}  unreadable: {err}", dir.display());
-                return print(&truncate(&one_line(&line), width));
-            }
-        };
-        let model = model_from_session(&record);
-        for row in listing::session_rows(&[SessionLine::of(&record, &model)], width) {
-            print(&row)?;
-        }
-        if long {
-            let ids: Vec<String> = record.commands.iter().map(|c| c.id.clone()).collect();
-            for row in listing::command_rows(&model, &ids, width.saturating_sub(2)) {
-                print(&format!("  {row}"))?;
+    let printed = sessions.iter().try_for_each(|session| {
+        match session {
+            Err(unreadable) => print(&truncate(&one_line(unreadable), width))?,
+            Ok(_) => {
+                print(&session_rows.next().unwrap_or_default())?;
+                for row in tables.next().unwrap_or_default() {
+                    print(&format!("  {row}"))?;
+                }
             }
         }
         Ok(())

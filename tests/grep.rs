@@ -234,3 +234,242 @@ fn a_match_inside_an_escape_sequence_shows_the_line_as_without_colour() {
     assert_eq!(stripped, plain);
     env.finish();
 }
+
+/// Two commands in one session (`tether exec --session`), for the options that speak of
+/// commands: `build` says `error` twice among other lines, `lint` once.
+fn two_commands(env: &TestEnv) {
+    for (name, script) in [
+        (
+            "build",
+            "printf 'a\\nb\\nerror one\\nc\\nd\\ne\\nf\\nERROR two\\ng\\n'",
+        ),
+        ("lint", "printf 'ok\\nerror three\\n'"),
+    ] {
+        let out = run(
+            env,
+            &[
+                "exec",
+                "--no-pty",
+                "--session",
+                "two",
+                "-n",
+                name,
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn count_names_invert_and_case_as_grep() {
+    let env = TestEnv::new("grep_count");
+    two_commands(&env);
+    let grep = |args: &[&str]| {
+        let mut all = vec!["grep", "--color", "never"];
+        all.extend(args);
+        let out = run(&env, &all);
+        (out.status.code(), text(&out.stdout))
+    };
+    assert_eq!(
+        grep(&["-c", "error"]),
+        (Some(0), "two/01-build:1\ntwo/02-lint:1\n".into())
+    );
+    assert_eq!(
+        grep(&["-c", "-i", "error"]),
+        (Some(0), "two/01-build:2\ntwo/02-lint:1\n".into())
+    );
+    // One command searched: the count alone, as grep -c of one file.
+    assert_eq!(
+        grep(&["-ci", "--name", "build", "error"]),
+        (Some(0), "2\n".into())
+    );
+    // -c counts 0 where nothing is selected, and exits 1 when nothing is anywhere.
+    assert_eq!(
+        grep(&["-c", "nowhere"]),
+        (Some(1), "two/01-build:0\ntwo/02-lint:0\n".into())
+    );
+    // -v selects the other lines; -c -v counts them.
+    assert_eq!(
+        grep(&["-cv", "-i", "error"]),
+        (Some(0), "two/01-build:7\ntwo/02-lint:1\n".into())
+    );
+    let (code, printed) = grep(&["-v", "--name", "lint", "error"]);
+    assert_eq!(
+        (code, printed),
+        (Some(0), "two/02-lint:stdout:1: ok\n".into())
+    );
+    // -l names the commands with a selected line; with -v those with a line that does not
+    // match.
+    assert_eq!(grep(&["-l", "ERROR"]), (Some(0), "two/01-build\n".into()));
+    assert_eq!(
+        grep(&["-l", "-v", "^(ok|error three)$"]),
+        (Some(0), "two/01-build\n".into())
+    );
+    assert_eq!(grep(&["-l", "nowhere"]), (Some(1), String::new()));
+    // --name: a glob over the name or the directory, exact without a wildcard.
+    assert_eq!(
+        grep(&["-l", "--name", "0?-*", "error"]),
+        (Some(0), "two/01-build\ntwo/02-lint\n".into())
+    );
+    assert_eq!(
+        grep(&["-l", "--name", "buil", "error"]),
+        (Some(1), String::new())
+    );
+    // A bad pattern is still 2, whatever the options.
+    assert_eq!(grep(&["-c", "("]).0, Some(2));
+    env.finish();
+}
+
+#[test]
+fn context_lines_and_group_breaks_as_grep() {
+    let env = TestEnv::new("grep_context");
+    two_commands(&env);
+    let out = run(
+        &env,
+        &["grep", "--color", "never", "-i", "-C", "1", "error"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "two/01-build-stdout-2- b\n\
+         two/01-build:stdout:3: error one\n\
+         two/01-build-stdout-4- c\n\
+         --\n\
+         two/01-build-stdout-7- f\n\
+         two/01-build:stdout:8: ERROR two\n\
+         two/01-build-stdout-9- g\n\
+         --\n\
+         two/02-lint-stdout-1- ok\n\
+         two/02-lint:stdout:2: error three\n"
+    );
+    // -A and -B on their own side; -A wins over -C for its side, as in grep.
+    let out = run(
+        &env,
+        &[
+            "grep", "--color", "never", "-C", "5", "-A", "0", "--name", "lint", "three",
+        ],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "two/02-lint-stdout-1- ok\ntwo/02-lint:stdout:2: error three\n"
+    );
+    // JSON marks context lines instead of a separator.
+    let out = run(
+        &env,
+        &["grep", "--json", "-B", "1", "--name", "lint", "three"],
+    );
+    let records: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["context"], true);
+    assert!(records[1].get("context").is_none());
+    env.finish();
+}
+
+/// A `tether agent` session whose agent (a sh script) runs commands through its shell and
+/// shows what they printed, as an agent's terminal does: once as it arrives (a command that
+/// inherits the agent's output), and twice more with the decoration of a tool's result (a
+/// redraw), beside a line only the agent printed.
+#[test]
+fn an_agents_echo_of_its_commands_output_counts_once() {
+    let env = TestEnv::new("grep_echo");
+    let agent = env.path("fake-agent");
+    fs::write(
+        &agent,
+        r#"#!/bin/sh
+"$CLAUDE_CODE_SHELL" -c 'echo "inherited: 3 warnings"'
+out=$("$CLAUDE_CODE_SHELL" -c 'echo "captured: 2 warnings"; echo "done"')
+printf '  \342\216\277  %s\n' "$out"
+printf '\033[2K\033[1A  \342\216\277  %s\n' "$out"
+echo "agent: I saw warnings"
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = env.tether(&["agent", "--session", "S", "--", "./fake-agent"]);
+    command
+        .current_dir(env.dir.path())
+        .env_remove("TETHER_LEFTOVERS")
+        .env_remove("TETHER_SESSION_OWNER")
+        .stdin(std::process::Stdio::null());
+    let out = run_to_end(&env, command, "the fake agent");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let grep = |args: &[&str]| {
+        let mut all = vec!["grep", "--color", "never"];
+        all.extend(args);
+        let out = run(&env, &all);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (printed, said) = grep(&["warnings"]);
+    assert_eq!(
+        printed,
+        "S/02-echo:stdout:1: inherited: 3 warnings\n\
+         S/03-echo:stdout:1: captured: 2 warnings\n\
+         S/01-fake-agent:stdout:6: agent: I saw warnings\n",
+        "each line once, the agent's own line too (stderr: {said})"
+    );
+    assert!(
+        said.contains("S: 3 lines of the agent's terminal echoed what its commands printed"),
+        "{said}"
+    );
+    let (counts, _) = grep(&["-c", "warnings"]);
+    assert_eq!(counts, "S/01-fake-agent:1\nS/02-echo:1\nS/03-echo:1\n");
+    // --echoes shows every line where it is.
+    let (all, said) = grep(&["--echoes", "warnings"]);
+    assert_eq!(all.lines().count(), 6, "{all}");
+    assert!(!said.contains("echoed"), "{said}");
+    env.finish();
+}
+
+/// The real thing: Claude Code 2.1.197 in a terminal under `tether agent` (see
+/// tests/fixtures/README.md), its one tool call `echo UNIQUE-LINE-42; echo second-line-77`.
+/// Its terminal stream holds the words twice, each time inside a redraw of several rows
+/// joined by cursor moves: the call as it is made (`● Bash(echo UNIQUE-LINE-42; …)`), then
+/// its result (`⎿ UNIQUE-LINE-42`). Three hits for one line; folded, one.
+#[test]
+fn claude_codes_terminal_echo_of_a_tool_result_counts_once() {
+    let env = TestEnv::new("grep_claude_echo");
+    let state = env.state_dir();
+    let sessions = state.join("sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for dir in [&state, &sessions] {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code-tui/sessions/claude-tui");
+    common::copy_dir(&fixture, &sessions.join("claude-tui"));
+    let grep = |args: &[&str]| {
+        let mut all = vec!["grep", "--color", "never"];
+        all.extend(args);
+        let out = run(&env, &all);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (printed, said) = grep(&["UNIQUE-LINE-42|second-line-77"]);
+    assert_eq!(
+        printed,
+        "claude-tui/04-echo:stdout:1: UNIQUE-LINE-42\n\
+         claude-tui/04-echo:stdout:2: second-line-77\n"
+    );
+    assert!(
+        said.contains("2 lines of the agent's terminal echoed"),
+        "{said}"
+    );
+    let (all, _) = grep(&["--echoes", "-c", "UNIQUE-LINE-42"]);
+    assert_eq!(all, "claude-tui/01-claude:2\nclaude-tui/04-echo:1\n");
+    // What the agent wrote on its own is a hit as before.
+    let (own, said) = grep(&["-c", "All done"]);
+    assert_eq!(own, "claude-tui/01-claude:1\nclaude-tui/04-echo:0\n");
+    assert!(!said.contains("echoed"), "{said}");
+    env.finish();
+}

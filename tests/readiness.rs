@@ -366,9 +366,9 @@ ready_timeout = "1s"
                 .unwrap_or("")
                 .to_string()
         };
-        row("#1 api ").contains(" ready ") && row("#2 db ").contains(" unready ")
+        row("#1 api ").contains(" ready ") && row("#2 db ").contains(" not ready ")
     });
-    // The list's 8-cell column says `not ready` as `unready`; `tether ps` says it whole.
+    // The list and `tether ps` say it in the same words.
     let ps = common::run_to_end(&env, env.tether(&["ps"]), "tether ps");
     let ps = String::from_utf8_lossy(&ps.stdout).into_owned();
     assert!(ps.contains("not ready") && ps.contains("ready"), "{ps}");

@@ -648,14 +648,15 @@ fn an_empty_session_has_whole_titles() {
     insta::assert_snapshot!(screen);
 }
 
-/// A command whose own process is stopped (SIGSTOP) reads `stopped`, not `running`.
+/// A command whose own process is stopped (SIGSTOP) reads `paused`, not `running` (nor
+/// `stopped`: how a run stopped by hand ended).
 #[test]
-fn a_stopped_command_reads_stopped() {
+fn a_stopped_command_reads_paused() {
     let mut model = model();
     model.commands[0].observe_state('T');
     let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
     assert!(
-        rows_with(&screen, "▶ build")[0].contains("stopped"),
+        rows_with(&screen, "▶ build")[0].contains("paused"),
         "{screen}"
     );
 }
@@ -712,8 +713,8 @@ fn the_smallest_terminal_cuts_no_state() {
     // The list takes the screen there: every column has room.
     for (row, state) in [
         ("▶ #1 build", "running"),
-        ("  #2 runaway", "SIGKILL"),
-        ("  #3 silent", "SIGTERM"),
+        ("  #2 runaway", "stopped"),
+        ("  #3 silent", "timed out"),
     ] {
         let line = rows_with(&screen, &format!("┃{row} "))[0];
         assert!(line.contains(&format!("{state} ")), "{line:?}");

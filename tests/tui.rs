@@ -253,7 +253,7 @@ fn an_unanswering_broker_is_bypassed_and_the_operator_told() {
         "the TUI's own SIGTERM did not end the tree"
     );
     procs::signal(broker, nix::sys::signal::Signal::SIGCONT);
-    tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM "));
+    tmux.wait_screen(&env, "the command ended", |s| s.contains("(SIGTERM)"));
     tmux.keys(&env, &["q"]);
     drop(tmux);
     env.finish();
@@ -518,7 +518,7 @@ fn open_of_a_live_session_controls_its_commands() {
     tmux.wait_screen(&env, "the signal sent", |s| s.contains("SIGTERM sent to"));
     let run = exec.wait(&env);
     assert_eq!(run.code(), 143, "{}", run.stderr_text());
-    tmux.wait_screen(&env, "the command ended", |s| s.contains("SIGTERM "));
+    tmux.wait_screen(&env, "the command ended", |s| s.contains("(SIGTERM)"));
     tmux.keys(&env, &["q"]);
     drop(tmux);
     env.finish();
@@ -826,7 +826,9 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
         procs::wait_gone(&tree, Duration::from_secs(10)).is_empty(),
         "SIGTERM left processes"
     );
-    tmux.wait_screen(&env, "the command ended", |s| s.contains("exit SIGTERM"));
+    tmux.wait_screen(&env, "the command ended", |s| {
+        s.contains("stopped (SIGTERM)")
+    });
     tmux.keys(&env, &["q"]);
     tmux.wait_screen(&env, "the TUI gone", |s| !s.contains("Commands"));
     drop(tmux);

@@ -132,6 +132,9 @@ pub struct ListRows {
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
     pub number_width: usize,
+    /// Columns of the widest state shown (`timed out`, `failed to start`): the rows are
+    /// built again whenever a command ends, which is when a state gets wider.
+    pub state_width: usize,
     /// Each command's row (`None`: filtered out or folded) and session.
     row_of: Vec<Option<usize>>,
     session_of: Vec<usize>,
@@ -190,6 +193,7 @@ impl ListRows {
         let mut counts = Counts::default();
         let mut latest_attention: Option<((u8, u64), CommandIndex)> = None;
         let (mut name_width, mut widest_number) = (4, 0);
+        let mut state_width = 0;
         for (id, command) in model.commands.iter().enumerate() {
             let dir = session_dir(model, command);
             // Commands come grouped by session: the last group is nearly always the one.
@@ -218,6 +222,7 @@ impl ListRows {
             }
             name_width = name_width.max(text_width(&one_line(&command.title())));
             widest_number = widest_number.max(command.id().map_or(id as u64 + 1, |c| c.number));
+            state_width = state_width.max(text_width(&command.short_state_words()));
             if view.filter.shows(command) {
                 members[at].push(id);
             }
@@ -267,6 +272,7 @@ impl ListRows {
             latest_attention: latest_attention.map(|(_, id)| id),
             newest_running,
             name_width,
+            state_width,
             number_width: 1 + widest_number.max(1).ilog10() as usize + 1,
             row_of,
             session_of,

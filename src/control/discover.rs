@@ -197,7 +197,7 @@ fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> String {
     match state.status {
         // The broker is alive: the run is not lost, it has not said `close` yet.
         Status::Lost | Status::Idle => "running".into(),
-        _ => state.status_label(),
+        _ => state.state_words(),
     }
 }
 

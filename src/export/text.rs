@@ -127,7 +127,7 @@ fn command_section(session: &SessionExport, command: &CommandExport, out: &mut S
         one_line(command.name()),
         one_line(&command.state.command_line())
     );
-    let _ = writeln!(out, "   ended: {}", one_line(&command.state.status_label()));
+    let _ = writeln!(out, "   ended: {}", one_line(&command.state.state_words()));
     for damage in &command.damage {
         let _ = writeln!(out, "   ! {}", one_line(damage));
     }

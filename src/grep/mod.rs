@@ -5,10 +5,14 @@
 //! refused (regex's bytes API). What is printed is the line as a terminal would show it,
 //! through the same sanitizer as the TUI's panes.
 
+pub mod echo;
+pub mod names;
 pub mod print;
+pub mod scan;
 pub mod search;
 
 use std::io::{self, IsTerminal, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use crate::journal::secure::open_regular;
@@ -16,6 +20,9 @@ use crate::journal::{CommandId, command_dirs};
 use crate::model::replay::dir_name;
 use crate::protocol::Stream;
 use print::Origin;
+use scan::Found;
+pub use scan::Scan;
+use search::LineMatch;
 
 /// Exit codes, as grep's.
 pub const EXIT_MATCHED: i32 = 0;
@@ -32,6 +39,18 @@ pub enum Color {
     Never,
 }
 
+/// What is printed for what is selected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Report {
+    /// The lines (and their context).
+    #[default]
+    Lines,
+    /// `-c`: how many lines each command has selected.
+    Count,
+    /// `-l`: the commands with a selected line.
+    Names,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct GrepOptions {
     pub pattern: String,
@@ -42,10 +61,19 @@ pub struct GrepOptions {
     pub json: bool,
     pub ignore_case: bool,
     pub color: Color,
+    /// `-v`, `-A`, `-B`, `-C`.
+    pub scan: Scan,
+    pub report: Report,
+    /// `--name`: only the commands whose name (`cargo`) or directory (`01-cargo`) this glob
+    /// matches.
+    pub name: Option<String>,
+    /// `--echoes`: show the lines of an agent's terminal that echo its commands' output
+    /// too (by default they are folded into the commands' own hits).
+    pub echoes: bool,
 }
 
-/// `tether grep`. Returns 0 when a line matched, 1 when none did, 2 on an error (as grep,
-/// an error wins over a match: something was not searched).
+/// `tether grep`. Returns 0 when a line was selected, 1 when none was, 2 on an error (as
+/// grep, an error wins over a match: something was not searched).
 pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
     let regex = match search::build(&options.pattern, options.ignore_case) {
         Ok(regex) => regex,
@@ -73,75 +101,46 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
                 && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
         }
     };
-    let streams = options.stream.as_slice();
-    let streams = if streams.is_empty() {
-        &Stream::BOTH[..]
-    } else {
-        streams
-    };
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    let mut matched = false;
-    let mut failed = false;
-    'sessions: for session_dir in &sessions {
-        let session = dir_name(session_dir);
-        for dir in command_dirs(session_dir).unwrap_or_default() {
-            let Some(command) = CommandId::parse(&session, &dir_name(&dir)) else {
-                continue;
-            };
-            for &stream in streams {
-                let path = dir.join(stream.file_name());
-                let file = match open_regular(&path) {
-                    Ok(file) => file,
-                    // A command that never started has no logs: nothing to search.
-                    Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-                    Err(err) => {
-                        eprintln!("tether: cannot read {}: {err}", path.display());
-                        failed = true;
-                        continue;
-                    }
-                };
-                let origin = Origin {
-                    command: &command,
-                    stream: stream.name(),
-                };
-                let searched = search::search_lines(file, &regex, |hit| {
-                    let line = if options.json {
-                        print::json_line(origin, &hit)
-                    } else {
-                        print::text_line(origin, &hit, color)
-                    };
-                    out.write_all(line.as_bytes())
-                        .map_err(|err| io::Error::other(Written(err)))
-                });
-                // Only what the journal kept was searched: said, so no miss is taken for
-                // an absence.
-                if let Some((kept, dropped)) = crate::journal::cut::stream_cut(&dir, stream) {
-                    eprintln!(
-                        "tether: {} {}: searched the first {} only; the {} after them were not journaled (the command's bound)",
-                        crate::model::output::one_line(&command.to_string()),
-                        stream.name(),
-                        crate::units::format_size(kept),
-                        crate::units::format_size(dropped)
-                    );
-                }
-                match searched {
-                    Ok(hits) => matched |= hits > 0,
-                    Err(err) if err.get_ref().is_some_and(|e| e.is::<Written>()) => {
-                        matched = true;
-                        // Whoever reads us has gone (`| head`): stop quietly.
-                        if !is_broken_pipe(&err) {
-                            eprintln!("tether: {err}");
-                            failed = true;
-                        }
-                        break 'sessions;
-                    }
-                    Err(err) => {
-                        eprintln!("tether: cannot read {}: {err}", path.display());
-                        failed = true;
-                    }
-                }
-            }
+    let mut search = Search {
+        options,
+        regex: &regex,
+        color,
+        out: &mut out,
+        matched: false,
+        failed: false,
+        counts: Vec::new(),
+        shown_groups: false,
+        aligned: (io::stdout().is_terminal() && !options.json && options.report == Report::Lines)
+            .then(print::Aligned::default),
+    };
+    for session_dir in &sessions {
+        if search.session(session_dir).is_break() {
+            break;
+        }
+    }
+    let Search {
+        matched,
+        mut failed,
+        counts,
+        aligned,
+        ..
+    } = search;
+    if let Some(mut aligned) = aligned
+        && let Err(err) = out.write_all(aligned.flush().as_bytes())
+        && err.kind() != io::ErrorKind::BrokenPipe
+    {
+        eprintln!("tether: cannot write the results: {err}");
+        failed = true;
+    }
+    if options.report == Report::Count {
+        let rows = print::count_rows(&counts);
+        if let Err(err) = out.write_all(rows.as_bytes())
+            && err.kind() != io::ErrorKind::BrokenPipe
+        {
+            eprintln!("tether: cannot write the results: {err}");
+            failed = true;
         }
     }
     let flushed = out.flush();
@@ -158,6 +157,236 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
     } else {
         EXIT_NO_MATCH
     }
+}
+
+/// One run of `tether grep` under way.
+struct Search<'a, W: Write> {
+    options: &'a GrepOptions,
+    regex: &'a regex::bytes::Regex,
+    color: bool,
+    out: &'a mut W,
+    matched: bool,
+    failed: bool,
+    /// `-c`: each command searched, with how many lines it selected.
+    counts: Vec<(CommandId, u64)>,
+    /// A group of context lines was printed: the next one starts with `--`.
+    shown_groups: bool,
+    /// On a terminal, the lines held to be printed lined up.
+    aligned: Option<print::Aligned>,
+}
+
+impl<W: Write> Search<'_, W> {
+    /// Searches one session's commands, the agent's last (its echoes of the others are then
+    /// known); `Break` when the output is gone.
+    fn session(&mut self, session_dir: &Path) -> ControlFlow<()> {
+        let session = dir_name(session_dir);
+        let mut commands: Vec<(CommandId, PathBuf, bool)> = command_dirs(session_dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|dir| {
+                let command = CommandId::parse(&session, &dir_name(&dir))?;
+                let wanted = self
+                    .options
+                    .name
+                    .as_deref()
+                    .is_none_or(|glob| names::matches(glob, &command));
+                wanted.then(|| {
+                    let agent = !self.options.echoes && echo::is_agent(&dir);
+                    (command, dir, agent)
+                })
+            })
+            .collect();
+        let folding = commands.iter().any(|c| c.2);
+        // Stable: the commands in order, then the agent.
+        commands.sort_by_key(|c| c.2);
+        let mut echoes = echo::Echoes::default();
+        let counted = self.counts.len();
+        for (command, dir, agent) in &commands {
+            let role = match (folding, agent) {
+                (false, _) => Role::Plain,
+                (true, false) => Role::Echoed(echo::lifetime(dir)),
+                (true, true) => Role::Agent,
+            };
+            let flow = self.command(command, dir, role, &mut echoes);
+            if flow.is_break() {
+                return flow;
+            }
+        }
+        // Counts read in the session's order, the agent first.
+        self.counts[counted..].sort_by_key(|(command, _)| command.number);
+        if echoes.folded > 0 {
+            eprintln!(
+                "tether: {}: {} line{} of the agent's terminal echoed what its commands printed: shown once, as the command's (--echoes shows them)",
+                crate::model::output::one_line(&session),
+                echoes.folded,
+                if echoes.folded == 1 { "" } else { "s" },
+            );
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn command(
+        &mut self,
+        command: &CommandId,
+        dir: &Path,
+        role: Role,
+        echoes: &mut echo::Echoes,
+    ) -> ControlFlow<()> {
+        let streams = self.options.stream.as_slice();
+        let streams = if streams.is_empty() {
+            &Stream::BOTH[..]
+        } else {
+            streams
+        };
+        let mut selected = 0;
+        for &stream in streams {
+            let path = dir.join(stream.file_name());
+            let file = match open_regular(&path) {
+                Ok(file) => file,
+                // A command that never started has no logs: nothing to search.
+                Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                Err(err) => {
+                    eprintln!("tether: cannot read {}: {err}", path.display());
+                    self.failed = true;
+                    continue;
+                }
+            };
+            let origin = Origin {
+                command,
+                stream: stream.name(),
+            };
+            let times = matches!(role, Role::Agent).then(|| echo::WriteTimes::load(dir, stream));
+            let options = self.options;
+            let color = self.color;
+            let out = &mut *self.out;
+            let shown_groups = &mut self.shown_groups;
+            let aligned = &mut self.aligned;
+            let regex = self.regex;
+            let mut unselect = |line: &LineMatch<'_>| match (&role, &times) {
+                (Role::Agent, Some(times)) => echoes.folds(
+                    &echo::printed(line.text),
+                    times.span(line.offset, line.text.len() as u64),
+                    regex,
+                ),
+                _ => false,
+            };
+            let mut remembered = Vec::new();
+            let mut first_in_stream = true;
+            let searched = scan::scan(
+                file,
+                self.regex,
+                options.scan,
+                search::CHUNK,
+                &mut unselect,
+                |found| {
+                    if let (
+                        Role::Echoed(_),
+                        Found::Line {
+                            line,
+                            selected: true,
+                        },
+                    ) = (&role, &found)
+                    {
+                        remembered.push(echo::printed(line.text));
+                    }
+                    if options.report != Report::Lines {
+                        return Ok(());
+                    }
+                    let context = options.scan.before + options.scan.after > 0;
+                    let mut text = String::new();
+                    let mut group_break = |text: &mut String| match aligned.as_mut() {
+                        Some(aligned) => aligned.group_break(),
+                        None => text.push_str("--\n"),
+                    };
+                    match found {
+                        // JSON says which lines are context; it needs no separator.
+                        Found::Break if options.json => {}
+                        Found::Break => group_break(&mut text),
+                        Found::Line { line, selected } => {
+                            // As grep, `--` between the groups of two files too.
+                            if context && first_in_stream && *shown_groups && !options.json {
+                                group_break(&mut text);
+                            }
+                            first_in_stream = false;
+                            *shown_groups |= context;
+                            if options.json {
+                                text.push_str(&print::json_line(origin, &line, selected));
+                            } else if let Some(aligned) = aligned.as_mut() {
+                                let parts = print::text_parts(origin, &line, color, selected);
+                                if let Some(batch) = aligned.line(parts) {
+                                    text.push_str(&batch);
+                                }
+                            } else {
+                                text.push_str(&print::text_line(origin, &line, color, selected));
+                            }
+                        }
+                    }
+                    out.write_all(text.as_bytes())
+                        .map_err(|err| io::Error::other(Written(err)))
+                },
+            );
+            if let Role::Echoed(window) = role {
+                for text in remembered {
+                    echoes.remember(&text, window);
+                }
+            }
+            // Only what the journal kept was searched: said, so no miss is taken for
+            // an absence.
+            if let Some((kept, dropped)) = crate::journal::cut::stream_cut(dir, stream) {
+                eprintln!(
+                    "tether: {} {}: searched the first {} only; the {} after them were not journaled (the command's bound)",
+                    crate::model::output::one_line(&command.to_string()),
+                    stream.name(),
+                    crate::units::format_size(kept),
+                    crate::units::format_size(dropped)
+                );
+            }
+            match searched {
+                Ok(hits) => selected += hits,
+                Err(err) if err.get_ref().is_some_and(|e| e.is::<Written>()) => {
+                    self.matched = true;
+                    // Whoever reads us has gone (`| head`): stop quietly.
+                    if !is_broken_pipe(&err) {
+                        eprintln!("tether: {err}");
+                        self.failed = true;
+                    }
+                    return ControlFlow::Break(());
+                }
+                Err(err) => {
+                    eprintln!("tether: cannot read {}: {err}", path.display());
+                    self.failed = true;
+                }
+            }
+        }
+        self.matched |= selected > 0;
+        match self.options.report {
+            Report::Lines => {}
+            Report::Count => self.counts.push((command.clone(), selected)),
+            Report::Names if selected > 0 => {
+                let name = format!("{}\n", print::source(command));
+                if let Err(err) = self.out.write_all(name.as_bytes()) {
+                    if err.kind() != io::ErrorKind::BrokenPipe {
+                        eprintln!("tether: cannot write the results: {err}");
+                        self.failed = true;
+                    }
+                    return ControlFlow::Break(());
+                }
+            }
+            Report::Names => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// How a command's hits meet an agent's echoes.
+enum Role {
+    /// No agent in the session (or `--echoes`).
+    Plain,
+    /// A command of an agent's session: its selected lines are remembered, with when it
+    /// ran (first and last event).
+    Echoed(Option<(u64, u64)>),
+    /// The agent: a selected line that echoes a remembered one is folded.
+    Agent,
 }
 
 /// A failed write to our stdout, told apart from a failed read of a log.

@@ -95,9 +95,9 @@ impl Status {
         )
     }
 
-    /// A short label for the command list.
-    /// The label within the command list's state column (8 cells): `left running (3)` reads
-    /// `left 3` there, the tree title and `tether ps` having the room for the whole label.
+    /// The label within the command list's state column (8 cells while nothing has ended;
+    /// an ending's words are `model::ending`'s): `left running (3)` reads `left 3` there,
+    /// the tree title and `tether ps` having the room for the whole label.
     pub fn short_label(self) -> String {
         match self {
             Status::LeftRunning { processes, .. } => format!("left {processes}"),
@@ -110,29 +110,14 @@ impl Status {
             Status::Idle => "idle".into(),
             Status::Starting => "starting".into(),
             Status::Running => "running".into(),
-            Status::Stopped => "stopped".into(),
+            // Not `stopped`: that is how a run stopped by hand ended (`model::ending`).
+            Status::Stopped => "paused".into(),
             Status::Stopping => "stopping".into(),
             Status::Exited(status) => exit_label(status),
             Status::LeftRunning { processes, .. } => format!("left running ({processes})"),
             Status::FailedToStart => "failed".into(),
             Status::Lost => "lost".into(),
         }
-    }
-}
-
-/// How a budget's stop reads wherever a view names how a command ended: `over budget
-/// (max_cpu)`. The one place for these words.
-pub fn budget_label(budget: Budget) -> String {
-    format!("over budget ({})", budget.key())
-}
-
-/// [`budget_label`] within the command list's state column (8 cells).
-pub fn budget_short_label(budget: Budget) -> &'static str {
-    match budget {
-        // Not `timeout`: that is the no-output watchdog's badge.
-        Budget::Time => "overtime",
-        Budget::Cpu => "over cpu",
-        Budget::Output => "flooded",
     }
 }
 
@@ -352,7 +337,7 @@ impl CommandState {
     pub fn short_label(&self) -> String {
         match &self.plan {
             Some(plan) => plan.short_label().to_string(),
-            None => self.short_status_label(),
+            None => self.short_state_words(),
         }
     }
 
@@ -626,46 +611,13 @@ impl CommandState {
         self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
     }
 
-    /// How the run stands, in words: its status, or once it ended, the budget that ended it
-    /// ([`budget_label`]).
-    pub fn status_label(&self) -> String {
-        match self.ended_over_budget() {
-            Some(budget) => budget_label(budget),
-            None => self
-                .ready_word()
-                .map_or_else(|| self.status.label(), str::to_string),
-        }
-    }
-
-    /// [`CommandState::status_label`] within the command list's state column.
-    pub fn short_status_label(&self) -> String {
-        match (self.ended_over_budget(), self.ready_word()) {
-            (Some(budget), _) => budget_short_label(budget).into(),
-            (None, Some("not ready")) => "unready".into(),
-            (None, Some(word)) => word.into(),
-            (None, None) => self.status.short_label(),
-        }
-    }
-
-    /// The budget that ended the run, once it has ended.
-    fn ended_over_budget(&self) -> Option<Budget> {
-        let ended = !self.status.is_active() && self.status != Status::Idle;
-        self.over_budget.filter(|_| ended)
-    }
-
     /// Ended badly (see [`Status::is_failure`]), or stopped by a watchdog, a budget or a SIGKILL
     /// whichever way it then exited (a trapped TERM may still exit 0); never when it was
     /// stopped after its final line, nor when the operator stopped it. The rule `tether
     /// sessions` counts by (`postmortem::tally::Outcome`) too.
     pub fn is_failure(&self) -> bool {
-        let ended = !self.status.is_active() && self.status != Status::Idle;
-        ended
-            && !self.drained
-            && !self.stopped_by_hand
-            && (self.status.is_failure()
-                || self.response_timeout
-                || self.over_budget.is_some()
-                || self.hard_killed)
+        use super::ending::{Count, Ending};
+        Ending::of(self).is_some_and(|e| matches!(e.count(), Count::Failed | Count::Killed))
     }
 
     /// The mark that needs the operator now: the latest attention while it is not cleared,
@@ -715,7 +667,8 @@ impl CommandState {
         self.status == Status::Running && self.readiness.as_ref().is_some_and(|m| m.ready)
     }
 
-    fn ready_word(&self) -> Option<&'static str> {
+    /// `ready` or `not ready` while it runs, once its readiness probe decided.
+    pub(super) fn ready_word(&self) -> Option<&'static str> {
         let mark = self
             .readiness
             .as_ref()
@@ -839,7 +792,7 @@ mod tests {
                 grace: std::time::Duration::from_secs(2),
             },
         ));
-        assert_eq!(c.status_label(), "stopping", "not over until it ended");
+        assert_eq!(c.state_words(), "stopping", "not over until it ended");
         c.apply(&event(
             4,
             EventKind::Exit {
@@ -847,26 +800,23 @@ mod tests {
                 status: TERMINATED,
             },
         ));
-        assert_eq!(c.status_label(), "over budget (max_cpu)");
+        assert_eq!(c.state_words(), "over budget (max_cpu)");
         assert_eq!(
-            c.short_status_label(),
-            "over cpu",
+            c.short_state_words(),
+            "over budget",
             "the list's state column"
         );
         assert!(
             c.is_failure(),
             "the command overran: a failure, not a stop by hand"
         );
-        for budget in [Budget::Time, Budget::Cpu, Budget::Output] {
-            assert!(budget_short_label(budget).len() <= 8, "{budget:?}");
-        }
     }
 
     #[test]
     fn a_running_command_reads_ready_once_its_probe_passed_and_its_exit_after() {
         let mut c = begun();
         c.apply(&event(2, spawned(10)));
-        assert_eq!(c.status_label(), "running");
+        assert_eq!(c.state_words(), "running");
         let ready = EventKind::Ready {
             probe: "tcp".into(),
             detail: "connected to 127.0.0.1:8080".into(),
@@ -874,7 +824,7 @@ mod tests {
         };
         c.apply(&event(3, ready));
         assert_eq!(
-            (c.status_label(), c.short_status_label()),
+            (c.state_words(), c.short_state_words()),
             ("ready".into(), "ready".into())
         );
         assert!(c.is_ready());
@@ -885,7 +835,7 @@ mod tests {
         };
         c.apply(&event(4, EventKind::Exit { pid: 10, status }));
         assert_eq!(
-            c.status_label(),
+            c.state_words(),
             "exit 1",
             "an ended command says how it ended"
         );
@@ -903,8 +853,12 @@ mod tests {
             after_ms: 30_000,
         };
         c.apply(&event(3, gave_up));
-        assert_eq!(c.status_label(), "not ready");
-        assert_eq!(c.short_status_label(), "unready", "the list's state column");
+        assert_eq!(c.state_words(), "not ready");
+        assert_eq!(
+            c.short_state_words(),
+            "not ready",
+            "the list's state column"
+        );
         assert!(!c.is_ready());
     }
 
@@ -1058,7 +1012,7 @@ mod tests {
         c.observe_state('S');
         assert_eq!(c.status, Status::Running);
         c.observe_state('T');
-        assert_eq!(c.status.label(), "stopped");
+        assert_eq!(c.status.label(), "paused");
         assert!(c.status.is_active());
         c.observe_state('R');
         assert_eq!(c.status, Status::Running);

@@ -277,7 +277,8 @@ fn processes(n: usize) -> String {
 }
 
 /// [`describe`], with what only the command knows: a reaped orphan's command line, and
-/// whether it had escaped.
+/// whether it had escaped; at the run's `exit`, how it ended in the words every view uses
+/// (`exit timed out (SIGKILL)`, `exit stopped (SIGINT)`; a plain exit stays `exit code 3`).
 pub fn describe_in(command: &CommandState, kind: &EventKind) -> (String, Tone) {
     match kind {
         EventKind::OrphanReaped {
@@ -285,6 +286,20 @@ pub fn describe_in(command: &CommandState, kind: &EventKind) -> (String, Tone) {
             status,
             escaped,
         } => orphan(command, *pid, *status, *escaped),
+        EventKind::Exit { pid, .. } if command.pid == Some(*pid) => {
+            let (words, tone) = describe(kind);
+            match super::ending::Ending::of(command) {
+                Some(super::ending::Ending::Exited(_)) | None => (words, tone),
+                Some(ending) => {
+                    let tone = match ending.count() {
+                        super::ending::Count::Ok => Tone::Success,
+                        super::ending::Count::Stopped => Tone::Signal,
+                        _ => Tone::Error,
+                    };
+                    (ending.words(), tone)
+                }
+            }
+        }
         kind => describe(kind),
     }
 }

@@ -4,6 +4,7 @@
 pub mod badges;
 pub mod command;
 pub mod describe;
+pub mod ending;
 pub mod output;
 pub mod plan;
 pub mod recording;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 pub use badges::{Badge, Badges};
 pub use command::{CommandIndex, CommandState, KeptLeftovers, Marker, Status, TimelineEntry};
+pub use ending::Ending;
 pub use plan::Plan;
 
 pub struct Model {

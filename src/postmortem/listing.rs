@@ -179,20 +179,37 @@ fn fitted_list(label: &str, items: &[String], room: usize) -> Option<String> {
     best
 }
 
+/// One command's cells in `--long`: id, start, duration, state, CPU, peak, command line.
+pub type CommandCells = [String; 7];
+
 /// One row per command of `model` (whose journal ids are `ids`), under a header row, each
 /// at most `width` columns: id, start (from the session's start), duration, state, CPU
 /// time, peak memory, then the command line cut to what is left. Peak memory, CPU, start
 /// and duration give way, in that order, when the command line would get no room.
 pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> {
-    const HEADER: [&str; 7] = ["#", "START", "DURATION", "STATE", "CPU", "PEAK", "COMMAND"];
-    // Room the command line needs before a column is dropped for it.
-    const MIN_TEXT: usize = 12;
-    let rows: Vec<[String; 7]> = model
+    command_tables(&[command_cells_of(model, ids)], width)
+        .pop()
+        .unwrap_or_default()
+}
+
+/// The cells of each command of `model`, whose journal ids are `ids`.
+pub fn command_cells_of(model: &Model, ids: &[String]) -> Vec<CommandCells> {
+    model
         .commands
         .iter()
         .zip(ids)
         .map(|(command, id)| command_cells(model, command, id))
-        .collect();
+        .collect()
+}
+
+/// [`command_rows`] for several sessions at once, their columns as wide as the widest cell
+/// of any of them: the tables of a `tether sessions --long` line up from one session to
+/// the next. One table (a header, then its rows) per session.
+pub fn command_tables(sessions: &[Vec<CommandCells>], width: usize) -> Vec<Vec<String>> {
+    const HEADER: [&str; 7] = ["#", "START", "DURATION", "STATE", "CPU", "PEAK", "COMMAND"];
+    // Room the command line needs before a column is dropped for it.
+    const MIN_TEXT: usize = 12;
+    let rows: Vec<&CommandCells> = sessions.iter().flatten().collect();
     let mut widths = column_widths(&rows, &HEADER, 6);
     widths[0] = widths[0].min(MAX_ID);
     // A journal from before tether recorded the cost has none to show.
@@ -226,7 +243,7 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
             .saturating_sub(wanted - room)
             .max(MIN_STATE.min(widths[3]));
     }
-    let row = |cells: &[String; 7]| {
+    let row = |cells: &CommandCells| {
         let mut out: Vec<String> = Vec::new();
         for i in (0..6).filter(|&i| shown[i]) {
             let cell = truncate(&cells[i], widths[i]);
@@ -243,16 +260,18 @@ pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> 
         truncate(line.trim_end(), width)
     };
     let header = HEADER.map(String::from);
-    std::iter::once(row(&header))
-        .chain(rows.iter().map(row))
+    sessions
+        .iter()
+        .map(|cells| {
+            std::iter::once(row(&header))
+                .chain(cells.iter().map(row))
+                .collect()
+        })
         .collect()
 }
 
-fn command_cells(model: &Model, command: &CommandState, id: &str) -> [String; 7] {
-    let mut state = command.status_label();
-    if command.response_timeout {
-        state.push_str(" (timed out)");
-    }
+fn command_cells(model: &Model, command: &CommandState, id: &str) -> CommandCells {
+    let mut state = command.state_words();
     if let Some(words) = command.leftovers.and_then(|l| l.words()) {
         state.push_str(", ");
         state.push_str(&words);

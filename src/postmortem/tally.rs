@@ -23,23 +23,17 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn of(command: &CommandState) -> Outcome {
-        match command.status {
-            status if status.is_active() => Outcome::Running,
-            Status::Idle => Outcome::Idle,
-            // Stopped after its final line (`drain_on`): its result was out, so it finished,
-            // whatever signal ended it.
-            _ if command.drained => Outcome::Ok,
-            _ if command.stopped_by_hand => Outcome::Stopped,
-            // A watchdog's stop ends a command whichever way it exits (a trapped TERM may
-            // still exit 0 or 143): that it was stopped is what counts.
-            _ if command.response_timeout || command.hard_killed => Outcome::Killed,
-            Status::Exited(exit) => match (exit.code, exit.signal) {
-                (Some(0), _) => Outcome::Ok,
-                (Some(_), _) => Outcome::Failed,
-                (None, Some(_)) => Outcome::Killed,
-                (None, None) => Outcome::Failed,
+        use crate::model::ending::{Count, Ending};
+        match Ending::of(command) {
+            // The same rule as the words every view shows for the ending.
+            Some(ending) => match ending.count() {
+                Count::Ok => Outcome::Ok,
+                Count::Failed => Outcome::Failed,
+                Count::Killed => Outcome::Killed,
+                Count::Stopped => Outcome::Stopped,
             },
-            _ => Outcome::Failed,
+            None if command.status == Status::Idle => Outcome::Idle,
+            None => Outcome::Running,
         }
     }
 

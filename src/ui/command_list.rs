@@ -46,7 +46,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
         return;
     }
     let inner = area.width.saturating_sub(2) as usize;
-    let columns = list_columns::layout(inner, list.name_width, list.number_width);
+    let columns = list_columns::layout(inner, list.name_width, list.number_width, list.state_width);
     let cursor = list.cursor_row(view.selected);
     let skip = layout::first_visible_command(cursor.unwrap_or(0), area);
     let visible = area.height.saturating_sub(3) as usize;

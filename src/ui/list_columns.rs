@@ -33,8 +33,10 @@ impl Column {
     }
 }
 
-/// "stopping", "exit 127", "SIGKILL".
-const STATE: usize = 8;
+/// The narrowest the state column gets: "stopping", "exit 127", "killed".
+pub const MIN_STATE: usize = 8;
+/// The widest: "failed to start", "over budget", "timed out" (`model::ending`'s short words).
+pub const MAX_STATE: usize = 15;
 /// "10.0s", "1m23s", "2h05m"; CPU as "99.9%" or a time; memory as "12.3M".
 const TIME: usize = 5;
 /// "+12:34.567".
@@ -49,15 +51,17 @@ const MAX_NAME: usize = 24;
 /// runaway; an ended command's shows its CPU time).
 const DROP_ORDER: [Column; 4] = [Column::Start, Column::Rss, Column::Number, Column::Time];
 
-/// The columns for a list `inner` cells wide whose longest name takes `name` columns and
-/// longest number `number` (`#` included), with their widths, in the order shown.
-pub fn layout(inner: usize, name: usize, number: usize) -> Vec<(Column, usize)> {
+/// The columns for a list `inner` cells wide whose longest name takes `name` columns,
+/// longest number `number` (`#` included) and longest state `state`, with their widths, in
+/// the order shown.
+pub fn layout(inner: usize, name: usize, number: usize, state: usize) -> Vec<(Column, usize)> {
     let name = name.clamp(4, MAX_NAME);
+    let state = state.clamp(MIN_STATE, MAX_STATE);
     let width_of = |column: Column| match column {
         Column::Marker => 1,
         Column::Number => number,
         Column::Name => name,
-        Column::State => STATE,
+        Column::State => state,
         Column::Time | Column::Cpu | Column::Rss => TIME,
         Column::Start => START,
         Column::Command => 0,
@@ -113,7 +117,7 @@ mod tests {
     #[test]
     fn a_wide_list_shows_every_column_and_gives_the_command_the_rest() {
         use Column::*;
-        let columns = layout(196, 10, 5);
+        let columns = layout(196, 10, 5, 8);
         assert_eq!(
             names(&columns),
             [Marker, Number, Name, State, Time, Cpu, Rss, Start, Command]
@@ -126,27 +130,27 @@ mod tests {
     fn columns_drop_out_as_the_list_narrows() {
         use Column::*;
         // Everything with the command's minimum: 56 + 1 + 10.
-        assert_eq!(names(&layout(67, 10, 5)).len(), 9);
-        assert!(!names(&layout(66, 10, 5)).contains(&Start));
+        assert_eq!(names(&layout(67, 10, 5, 8)).len(), 9);
+        assert!(!names(&layout(66, 10, 5, 8)).contains(&Start));
         assert_eq!(
-            names(&layout(60, 10, 5)),
+            names(&layout(60, 10, 5, 8)),
             [Marker, Number, Name, State, Time, Cpu, Rss, Command]
         );
         assert_eq!(
-            names(&layout(50, 10, 5)),
+            names(&layout(50, 10, 5, 8)),
             [Marker, Number, Name, State, Time, Cpu, Command]
         );
         assert_eq!(
-            names(&layout(45, 10, 5)),
+            names(&layout(45, 10, 5, 8)),
             [Marker, Name, State, Time, Cpu, Command]
         );
         // The list at 120×40 (38 cells inside): the state, the CPU and the command text.
         assert_eq!(
-            names(&layout(38, 10, 5)),
+            names(&layout(38, 10, 5, 8)),
             [Marker, Name, State, Cpu, Command]
         );
         for inner in 20..200 {
-            assert_eq!(total(&layout(inner, 10, 5)), inner, "at {inner}");
+            assert_eq!(total(&layout(inner, 10, 5, 8)), inner, "at {inner}");
         }
     }
 
@@ -154,15 +158,15 @@ mod tests {
     fn the_name_gives_way_before_the_state_and_the_cpu() {
         use Column::*;
         // The list at 80×24: 25 cells inside its border.
-        let columns = layout(25, 12, 3);
+        let columns = layout(25, 12, 3, 8);
         assert_eq!(columns, [(Marker, 1), (Name, 8), (State, 8), (Cpu, 5)]);
-        let columns = layout(20, 12, 3);
+        let columns = layout(20, 12, 3, 8);
         assert_eq!(
             columns,
             [(Marker, 1), (Name, 3), (State, 8), (Cpu, 5)],
             "the state and the CPU whole"
         );
         // A long name is cut at the maximum.
-        assert_eq!(layout(200, 80, 3)[2], (Name, MAX_NAME));
+        assert_eq!(layout(200, 80, 3, 8)[2], (Name, MAX_NAME));
     }
 }

@@ -183,7 +183,7 @@ fn typing_line<'a>(model: &Model, id: usize, view: &ViewState) -> Line<'a> {
     let (name, state) = model.commands.get(id).map_or_else(
         || ("?".to_string(), Some("gone".to_string())),
         |c| {
-            let ended = (!c.status.is_active()).then(|| c.status_label());
+            let ended = (!c.status.is_active()).then(|| c.state_words());
             (one_line(&c.config.name), ended)
         },
     );

@@ -24,7 +24,7 @@ fn refusal(model: &Model, view: &ViewState) -> Option<String> {
     if !command.status.is_active() {
         return Some(format!(
             "{name} is not running ({}): nothing reads what you would type",
-            command.status_label()
+            command.state_words()
         ));
     }
     match command.terminal {

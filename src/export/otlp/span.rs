@@ -179,33 +179,20 @@ fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
     attributes
 }
 
-/// How the run ended, in words: `exited 0`, `killed by SIGTERM`, `failed to start: ENOENT`.
+/// How the run ended, in the words every view uses (`model::ending`): `exit 0`, `killed
+/// (SIGSEGV)`, `failed to start: ENOENT`, `exit 0, 2 left running`.
 fn ended(command: &CommandExport) -> String {
-    let how = match command.state.status {
-        RunStatus::Exited(status) | RunStatus::LeftRunning { exit: status, .. } => {
-            match (status.code, status.signal) {
-                (Some(code), _) => format!("exited {code}"),
-                (None, Some(sig)) if status.core_dumped => {
-                    format!("killed by {} (core dumped)", signal_label(sig))
-                }
-                (None, Some(sig)) => format!("killed by {}", signal_label(sig)),
-                (None, None) => "ended".into(),
-            }
+    match command.state.status {
+        RunStatus::LeftRunning { exit, processes } => {
+            let mut state = command.state.clone();
+            state.status = RunStatus::Exited(exit);
+            format!("{}, {processes} left running", state.state_words())
         }
         RunStatus::FailedToStart => match spawn_error(command) {
             Some(code) => format!("failed to start: {code}"),
             None => "failed to start".into(),
         },
-        RunStatus::Lost => "lost: its broker ended without saying how".into(),
-        other => other.label(),
-    };
-    match command.state.status {
-        RunStatus::LeftRunning { processes, .. } => format!("{how}, {processes} left running"),
-        _ if command.state.drained => format!("{how}, drained after its final line"),
-        _ if let Some(budget) = command.state.over_budget => {
-            format!("{how}, {}", crate::model::command::budget_label(budget))
-        }
-        _ => how,
+        _ => command.state.state_words(),
     }
 }
 
@@ -278,7 +265,7 @@ fn status(command: &CommandExport) -> Option<Status> {
             message: String::new(),
         });
     }
-    let mut why = vec![command.state.status_label()];
+    let mut why = vec![command.state.state_words()];
     if let Some(error) = command.events.iter().rev().find_map(|e| {
         let (text, tone) = describe_in(&command.state, &e.kind);
         (tone == Tone::Error && !matches!(e.kind, EventKind::Exit { .. })).then_some(text)

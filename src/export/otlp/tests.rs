@@ -134,7 +134,7 @@ fn a_plain_session_has_a_root_and_every_command_under_it() {
     assert!(number(&ok.attributes, "process.pid").is_some());
     assert_eq!(
         text(&ok.attributes, "tether.ended").as_deref(),
-        Some("exited 0")
+        Some("exit 0")
     );
     assert_eq!(text(&ok.attributes, "error.type"), None);
     assert_eq!(ok.status.as_ref().unwrap().code, 1);
@@ -151,7 +151,7 @@ fn a_plain_session_has_a_root_and_every_command_under_it() {
     );
     assert_eq!(
         text(&killed.attributes, "tether.ended").as_deref(),
-        Some("killed by SIGKILL")
+        Some("timed out (SIGKILL)")
     );
     assert_eq!(
         text(&killed.attributes, "tether.stopped_by").as_deref(),

@@ -1,0 +1,325 @@
+//! An agent's echo of its commands' output, counted once.
+//!
+//! Under `tether agent` the agent is a command of its session too (`01-claude`), and its own
+//! terminal shows what its commands printed: a line one command wrote is in that command's
+//! stream and again in the agent's, each time the agent draws it. Claude Code (2.1.197, in
+//! a terminal) draws the tool's result when it comes and again when the next answer is
+//! drawn: one line, three hits. And a line of its terminal stream is rarely one row: a
+//! redraw moves the cursor between rows without a line break, so the echo is one part of a
+//! long line. `tether grep` searches the agent last in its session and folds a selected
+//! line of the agent's stream when, once every line it holds that a command of the session
+//! selected (as a terminal shows each, leading decoration such as `⎿` set aside) is taken
+//! out, the pattern matches nothing left, and the agent wrote it from [`ECHO_BEFORE_MS`]
+//! before that command started (the agent draws the call it makes) to [`ECHO_AFTER_MS`]
+//! after it ended.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use regex::bytes::Regex;
+
+use crate::journal::CommandRecord;
+use crate::protocol::{CommandSpec, EventKind, Stream};
+
+/// How long after a command ends the agent may still be showing its output for the first
+/// time: it reads the result when the command exits, then draws it.
+pub const ECHO_AFTER_MS: u64 = 5_000;
+/// How long before a command starts the agent may show it: it draws the call it is about
+/// to make (Claude Code's `● Bash(echo …)`, some 200 ms before the command's broker
+/// started, as recorded), which holds the same words when the pattern is in the command.
+pub const ECHO_BEFORE_MS: u64 = 2_000;
+
+/// Whether the command journaled in `dir` is the agent of a `tether agent` session.
+pub fn is_agent(dir: &Path) -> bool {
+    crate::journal::reader::read_request(dir).is_some_and(|request| match &request.command {
+        CommandSpec::Argv(argv) => crate::config::naming::agent_argv(argv).is_some(),
+        CommandSpec::Shell(_) => false,
+    })
+}
+
+/// When a command ran, from its journal: its first event to its last, wall clock.
+pub fn lifetime(dir: &Path) -> Option<(u64, u64)> {
+    let record = CommandRecord::load(dir);
+    let first = record.events.first()?.ts_ms;
+    let last = record.events.last()?.ts_ms;
+    Some((first, last))
+}
+
+/// When each piece of a stream was written, from the journal's `output` events: the
+/// time of the line that starts at an offset.
+#[derive(Debug, Default)]
+pub struct WriteTimes {
+    /// (offset, ts_ms), by offset.
+    pieces: Vec<(u64, u64)>,
+}
+
+impl WriteTimes {
+    pub fn load(dir: &Path, stream: Stream) -> WriteTimes {
+        let record = CommandRecord::load(dir);
+        let mut pieces: Vec<(u64, u64)> = record
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Output {
+                    stream: s, offset, ..
+                } if s == stream => Some((offset, e.ts_ms)),
+                _ => None,
+            })
+            .collect();
+        pieces.sort_unstable();
+        WriteTimes { pieces }
+    }
+
+    /// When the byte at `offset` was written; `None` when the journal does not say.
+    pub fn at(&self, offset: u64) -> Option<u64> {
+        let after = self.pieces.partition_point(|&(o, _)| o <= offset);
+        after.checked_sub(1).map(|i| self.pieces[i].1)
+    }
+
+    /// When the `len` bytes at `offset` were written, first to last: a line of a terminal
+    /// stream may be a long redraw, begun before a command ran and ended after.
+    pub fn span(&self, offset: u64, len: u64) -> Option<(u64, u64)> {
+        let first = self.at(offset)?;
+        let last = self.at(offset + len.saturating_sub(1)).unwrap_or(first);
+        Some((first, last))
+    }
+}
+
+/// What a terminal prints of `bytes`, every piece of it, for comparing texts: escape
+/// sequences dropped, a cursor move to the right (how a drawing program spaces words) a
+/// space, any other cursor move, a carriage return or a control a line break (the text
+/// went elsewhere on the screen), runs of blanks one space. Not what a terminal would
+/// show in the end (a redraw overwrites itself), but all it was given to show.
+pub fn printed(bytes: &[u8]) -> String {
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            0x1b => {
+                let (len, shown) = escape(&bytes[i..]);
+                kept.extend_from_slice(shown);
+                i += len;
+            }
+            b'\t' => {
+                kept.push(b' ');
+                i += 1;
+            }
+            byte if byte < 0x20 || byte == 0x7f => {
+                kept.push(b'\n');
+                i += 1;
+            }
+            byte => {
+                kept.push(byte);
+                i += 1;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&kept);
+    text.split('\n')
+        .map(|row| row.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The length of the escape sequence `bytes` starts with, and what it stands for in
+/// [`printed`]'s text.
+fn escape(bytes: &[u8]) -> (usize, &'static [u8]) {
+    match bytes.get(1) {
+        // CSI: parameters, then a final byte in 0x40..=0x7e.
+        Some(b'[') => {
+            let end = bytes[2..]
+                .iter()
+                .position(|b| (0x40..=0x7e).contains(b))
+                .map_or(bytes.len(), |at| at + 3);
+            let shown: &[u8] = match bytes.get(end - 1) {
+                Some(b'm') => b"",
+                Some(b'C' | b'G' | b'`') => b" ",
+                _ => b"\n",
+            };
+            (end, shown)
+        }
+        // OSC, DCS and the like: up to BEL or ST.
+        Some(b']' | b'P' | b'_' | b'^' | b'X') => {
+            let end = (2..bytes.len())
+                .find_map(|at| match bytes[at] {
+                    0x07 => Some(at + 1),
+                    0x1b if bytes.get(at + 1) == Some(&b'\\') => Some(at + 2),
+                    _ => None,
+                })
+                .unwrap_or(bytes.len());
+            (end, b"")
+        }
+        Some(_) => (2, b""),
+        None => (1, b""),
+    }
+}
+
+/// The selected lines of a session's commands, by what they show, with when each could be
+/// echoed.
+#[derive(Debug, Default)]
+pub struct Echoes {
+    seen: HashMap<String, Vec<(u64, u64)>>,
+    /// Agent lines folded so far.
+    pub folded: u64,
+}
+
+/// At most this many distinct texts are remembered per session: past it, a line is still
+/// shown once per stream it is in, as before folding.
+const MAX_REMEMBERED: usize = 100_000;
+
+impl Echoes {
+    /// A command's selected line, showing `text`, written while it ran over `window`
+    /// (`None`: unknown, any time).
+    pub fn remember(&mut self, text: &str, window: Option<(u64, u64)>) {
+        let (start, end) = window.unwrap_or((0, u64::MAX - ECHO_AFTER_MS));
+        // Each piece a terminal would put somewhere else (after a `\r`, a cursor move).
+        for piece in text.split('\n').map(core) {
+            if piece.is_empty()
+                || self.seen.len() >= MAX_REMEMBERED && !self.seen.contains_key(piece)
+            {
+                continue;
+            }
+            self.seen
+                .entry(piece.to_string())
+                .or_default()
+                .push((start.saturating_sub(ECHO_BEFORE_MS), end + ECHO_AFTER_MS));
+        }
+    }
+
+    /// Whether the agent's line showing `text`, written over `at` (first to last byte), is only an echo: once
+    /// every remembered text it holds (of a command that ran around `at`) is taken out, no
+    /// match of `regex` is left. (A line of an agent's terminal is often a whole redraw,
+    /// cursor moves between its rows and no line break: it can hold a command's line among
+    /// others.) A folded line is counted.
+    pub fn folds(&mut self, text: &str, at: Option<(u64, u64)>, regex: &Regex) -> bool {
+        let mut held: Vec<&str> =
+            self.seen
+                .iter()
+                .filter(|(seen, windows)| {
+                    windows.iter().any(|&(from, to)| {
+                        at.is_none_or(|(first, last)| first <= to && from <= last)
+                    }) && text.contains(seen.as_str())
+                })
+                .map(|(seen, _)| seen.as_str())
+                .collect();
+        if held.is_empty() {
+            return false;
+        }
+        // The longest first: a text that holds a shorter one goes whole.
+        held.sort_by_key(|seen| std::cmp::Reverse(seen.len()));
+        let mut rest = text.to_string();
+        for seen in held {
+            // A line break where it was: the regex never matches across one.
+            rest = rest.replace(seen, "\n");
+        }
+        let echoed = !regex.is_match(rest.as_bytes());
+        self.folded += u64::from(echoed);
+        echoed
+    }
+}
+
+/// The text without the blanks and the decoration an agent's terminal puts before a
+/// tool's output (`⎿`, `│`, `●`) nor trailing blanks.
+fn core(text: &str) -> &str {
+    text.trim_start_matches(|c: char| c.is_whitespace() || !(c.is_ascii() || c.is_alphanumeric()))
+        .trim_end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn regex(pattern: &str) -> Regex {
+        crate::grep::search::build(pattern, false).unwrap()
+    }
+
+    #[test]
+    fn an_echo_is_the_same_text_while_the_command_ran_or_just_after() {
+        let passed = regex("passed");
+        let mut echoes = Echoes::default();
+        echoes.remember("test result: ok. 12 passed", Some((1_000, 2_000)));
+        assert!(echoes.folds(
+            "  ⎿  test result: ok. 12 passed  ",
+            Some((2_500, 2_500)),
+            &passed
+        ));
+        assert!(echoes.folds(
+            "│ test result: ok. 12 passed",
+            Some((1_000, 1_000)),
+            &passed
+        ));
+        assert!(
+            !echoes.folds(
+                "test result: ok. 12 passed",
+                Some((2_000 + ECHO_AFTER_MS + 1, 2_000 + ECHO_AFTER_MS + 1)),
+                &passed
+            ),
+            "too late: the agent printed it again on its own"
+        );
+        assert!(!echoes.folds("test result: ok. 13 passed", Some((1_500, 1_500)), &passed));
+        assert!(
+            !echoes.folds("12 passed", Some((1_500, 1_500)), &passed),
+            "a part is not an echo"
+        );
+        assert_eq!(echoes.folded, 2);
+    }
+
+    /// A redraw of Claude Code's terminal (as recorded: its rows run together, cursor
+    /// moves between them): the echo is one part of it.
+    #[test]
+    fn an_echo_inside_a_redraw_folds_unless_the_agent_said_more() {
+        let pattern = regex("UNIQUE|second");
+        let mut echoes = Echoes::default();
+        echoes.remember("UNIQUE-LINE-42", Some((1_000, 1_010)));
+        echoes.remember("second-line-77", Some((1_000, 1_010)));
+        let redraw = "● Bash(echo UNIQUE-LINE-42; echo second-line-77) ⎿  UNIQUE-LINE-42 second-line-77 ● All done.";
+        // The command line it shows holds the same words: taken out too, nothing is left.
+        assert!(echoes.folds(redraw, Some((900, 1_200)), &pattern));
+        let result_only = "⎿  UNIQUE-LINE-42   second-line-77 ● All done.";
+        assert!(echoes.folds(result_only, Some((900, 1_200)), &pattern));
+        let and_more = "⎿  UNIQUE-LINE-42 ● the UNIQUE thing is done";
+        assert!(!echoes.folds(and_more, Some((900, 1_200)), &pattern));
+    }
+
+    /// Bytes as Claude Code 2.1.197 drew a tool's result in its terminal (recorded): rows
+    /// joined by cursor moves, words spaced by them.
+    #[test]
+    fn printed_keeps_every_piece_of_a_redraw() {
+        let bytes = b"\x1b[2C\x1b[3A\r\x1b[38;5;246m\xe2\x97\x8f\x1b[3G\x1b[39m\x1b[1mBash\x1b[22m(echo UNIQUE-LINE-42;\x1b[29Gecho\x1b[34Gsecond-line-77)\r\n";
+        assert_eq!(
+            printed(bytes),
+            "\n\n● Bash(echo UNIQUE-LINE-42; echo second-line-77)\n\n"
+        );
+        assert_eq!(printed(b"\x1b]0;title\x07a \t  b"), "a b");
+    }
+
+    #[test]
+    fn a_line_begun_before_the_command_and_ended_during_it_is_in_its_window() {
+        let unique = regex("UNIQUE");
+        let mut echoes = Echoes::default();
+        echoes.remember("UNIQUE-LINE-42", Some((10_000, 10_010)));
+        assert!(echoes.folds("spinner\n⎿ UNIQUE-LINE-42", Some((9_000, 10_100)), &unique));
+        // The call, drawn just before the command started.
+        assert!(echoes.folds("● Bash(echo UNIQUE-LINE-42)", Some((9_800, 9_810)), &unique));
+        assert!(!echoes.folds("⎿ UNIQUE-LINE-42", Some((100, 200)), &unique));
+    }
+
+    #[test]
+    fn blank_lines_are_never_folded() {
+        let mut echoes = Echoes::default();
+        echoes.remember("   ", None);
+        assert!(!echoes.folds("", None, &regex("^")));
+    }
+
+    #[test]
+    fn write_times_find_the_piece_holding_an_offset() {
+        let times = WriteTimes {
+            pieces: vec![(0, 10), (100, 20), (250, 30)],
+        };
+        assert_eq!(times.at(0), Some(10));
+        assert_eq!(times.at(99), Some(10));
+        assert_eq!(times.at(100), Some(20));
+        assert_eq!(times.at(1_000), Some(30));
+        assert_eq!(WriteTimes::default().at(5), None);
+    }
+}

@@ -1,0 +1,249 @@
+//! How a run ended, named once: the words every view uses for it (the command list, the
+//! timeline's `exit` row, the status bar, `tether sessions`, `tether ps`, the exports), and
+//! which of `tether sessions`' counts it goes to. A view that names an ending some other
+//! way is a view that can say `failed` where another says `killed`.
+//!
+//! The words, by what decided the end (first that applies):
+//!
+//! | ending | words | list | counted as |
+//! |---|---|---|---|
+//! | stopped after its final line (`drain_on`) | `finished` | `finished` | ok |
+//! | stopped by the operator or the agent | `stopped (SIGTERM)`, `stopped (exit 143)` | `stopped` | stopped |
+//! | a budget's stop | `over budget (max_cpu)` | `over budget` | killed |
+//! | the no-output watchdog | `timed out (SIGKILL)` | `timed out` | killed |
+//! | its front end died (`parent_lost`) | `parent lost (SIGTERM)` | `parent lost` | killed |
+//! | SIGKILL after a stop's grace | `killed (SIGKILL)`, `killed (exit 143)` | `killed` | killed |
+//! | its own exit | `exit 0`, `exit 3` | same | ok, failed |
+//! | a signal nobody here sent | `killed (SIGSEGV)`, `killed (SIGSEGV, core dumped)` | `killed` | killed |
+//! | could not be started | `failed to start` | same | failed |
+//! | its broker vanished | `lost` | `lost` | failed |
+
+use crate::protocol::{Budget, ExitStatus};
+
+use super::command::{CommandState, Status, signal_label};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Stopped by tether after it printed its final line (`drain_on`): its work was done.
+    Finished,
+    /// Stopped (or ended by a signal sent) by the operator or, through the shim, the agent.
+    Stopped(ExitStatus),
+    /// A budget's stop (`max_time`, `max_cpu`, `max_output`).
+    OverBudget(Budget),
+    /// The no-output watchdog stopped it.
+    TimedOut(ExitStatus),
+    /// Its front end died and the broker stopped it.
+    ParentLost(ExitStatus),
+    /// A stop ended in SIGKILL after its grace, for none of the reasons above.
+    HardKilled(ExitStatus),
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal nobody here sent ended it (a crash, the OOM killer, someone's `kill`).
+    Killed {
+        signal: i32,
+        core_dumped: bool,
+    },
+    /// Neither a code nor a signal: nothing says how.
+    Ended,
+    FailedToStart,
+    /// Its broker vanished without saying how it ended.
+    Lost,
+}
+
+/// Which of `tether sessions`' counts an ending goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    Ok,
+    Failed,
+    Killed,
+    Stopped,
+}
+
+impl Ending {
+    /// How `command`'s run ended; `None` while it has not (idle, starting, running, paused,
+    /// stopping, or its leftovers still kept).
+    pub fn of(command: &CommandState) -> Option<Ending> {
+        let exit = match command.status {
+            Status::Exited(exit) => exit,
+            Status::FailedToStart => return Some(Ending::FailedToStart),
+            Status::Lost => return Some(Ending::Lost),
+            _ => return None,
+        };
+        Some(if command.drained {
+            Ending::Finished
+        } else if command.stopped_by_hand {
+            Ending::Stopped(exit)
+        } else if let Some(budget) = command.over_budget {
+            Ending::OverBudget(budget)
+        } else if command.response_timeout {
+            Ending::TimedOut(exit)
+        } else if command.parent_lost.is_some() {
+            Ending::ParentLost(exit)
+        } else if command.hard_killed {
+            Ending::HardKilled(exit)
+        } else {
+            match (exit.code, exit.signal) {
+                (Some(code), _) => Ending::Exited(code),
+                (None, Some(signal)) => Ending::Killed {
+                    signal,
+                    core_dumped: exit.core_dumped,
+                },
+                (None, None) => Ending::Ended,
+            }
+        })
+    }
+
+    /// The words for it, whole: `killed (SIGSEGV)`, `over budget (max_cpu)`, `exit 3`.
+    pub fn words(self) -> String {
+        let how = |exit: ExitStatus| match (exit.code, exit.signal) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(signal)) => signal_label(signal),
+            (None, None) => "ended".into(),
+        };
+        match self {
+            Ending::Finished => "finished".into(),
+            Ending::Stopped(exit) => format!("stopped ({})", how(exit)),
+            Ending::OverBudget(budget) => format!("over budget ({})", budget.key()),
+            Ending::TimedOut(exit) => format!("timed out ({})", how(exit)),
+            Ending::ParentLost(exit) => format!("parent lost ({})", how(exit)),
+            Ending::HardKilled(exit) => format!("killed ({})", how(exit)),
+            Ending::Exited(code) => format!("exit {code}"),
+            Ending::Killed {
+                signal,
+                core_dumped: false,
+            } => format!("killed ({})", signal_label(signal)),
+            Ending::Killed {
+                signal,
+                core_dumped: true,
+            } => format!("killed ({}, core dumped)", signal_label(signal)),
+            Ending::Ended => "ended".into(),
+            Ending::FailedToStart => "failed to start".into(),
+            Ending::Lost => "lost".into(),
+        }
+    }
+
+    /// The words without what is in brackets: what the command list's narrow state column
+    /// shows (`killed`, `timed out`, `exit 3`).
+    pub fn short_words(self) -> String {
+        let words = self.words();
+        match words.split_once(" (") {
+            Some((lead, _)) => lead.to_string(),
+            None => words,
+        }
+    }
+
+    pub fn count(self) -> Count {
+        match self {
+            Ending::Finished | Ending::Exited(0) => Count::Ok,
+            Ending::Exited(_) | Ending::Ended | Ending::FailedToStart | Ending::Lost => {
+                Count::Failed
+            }
+            Ending::Stopped(_) => Count::Stopped,
+            Ending::OverBudget(_)
+            | Ending::TimedOut(_)
+            | Ending::ParentLost(_)
+            | Ending::HardKilled(_)
+            | Ending::Killed { .. } => Count::Killed,
+        }
+    }
+}
+
+impl CommandState {
+    /// What the run is doing (`ready` or `not ready` while it runs, once its readiness probe
+    /// decided), or how it ended ([`Ending::words`]): the state every view but the command
+    /// list shows.
+    pub fn state_words(&self) -> String {
+        Ending::of(self).map_or_else(
+            || {
+                self.ready_word()
+                    .map_or_else(|| self.status.label(), str::to_string)
+            },
+            Ending::words,
+        )
+    }
+
+    /// [`CommandState::state_words`] for the command list's state column.
+    pub fn short_state_words(&self) -> String {
+        Ending::of(self).map_or_else(
+            || {
+                self.ready_word()
+                    .map_or_else(|| self.status.short_label(), str::to_string)
+            },
+            Ending::short_words,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CommandConfig;
+    use crate::protocol::CommandSpec;
+
+    fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
+        let mut command =
+            CommandState::new(CommandConfig::new("x", CommandSpec::Argv(vec!["x".into()])));
+        command.status = Status::Exited(ExitStatus {
+            code,
+            signal,
+            core_dumped: false,
+        });
+        command
+    }
+
+    #[test]
+    fn each_ending_has_its_words_and_its_count() {
+        let mut by_hand = ended(None, Some(2));
+        by_hand.stopped_by_hand = true;
+        let mut timed_out = ended(Some(143), None);
+        timed_out.response_timeout = true;
+        let mut budget = ended(None, Some(15));
+        budget.over_budget = Some(Budget::Cpu);
+        budget.response_timeout = true;
+        let mut drained = ended(None, Some(15));
+        drained.drained = true;
+        let mut hard = ended(None, Some(9));
+        hard.hard_killed = true;
+        let mut missing = ended(None, None);
+        missing.status = Status::FailedToStart;
+        let cases = [
+            (ended(Some(0), None), "exit 0", "exit 0", Count::Ok),
+            (ended(Some(3), None), "exit 3", "exit 3", Count::Failed),
+            (
+                ended(None, Some(11)),
+                "killed (SIGSEGV)",
+                "killed",
+                Count::Killed,
+            ),
+            (by_hand, "stopped (SIGINT)", "stopped", Count::Stopped),
+            (
+                timed_out,
+                "timed out (exit 143)",
+                "timed out",
+                Count::Killed,
+            ),
+            (
+                budget,
+                "over budget (max_cpu)",
+                "over budget",
+                Count::Killed,
+            ),
+            (drained, "finished", "finished", Count::Ok),
+            (hard, "killed (SIGKILL)", "killed", Count::Killed),
+            (missing, "failed to start", "failed to start", Count::Failed),
+        ];
+        for (command, words, short, count) in cases {
+            let ending = Ending::of(&command).expect("ended");
+            assert_eq!(
+                (ending.words(), ending.short_words(), ending.count()),
+                (words.to_string(), short.to_string(), count)
+            );
+            assert_eq!(command.state_words(), words);
+        }
+        let mut running = ended(None, None);
+        running.status = Status::Running;
+        assert_eq!(Ending::of(&running), None);
+        assert_eq!(running.state_words(), "running");
+    }
+}

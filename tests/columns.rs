@@ -1,0 +1,105 @@
+//! The columns of `tether ps` and `tether sessions` line up: each as wide as its widest
+//! cell (what is shown, not a fixed width), measured in terminal columns, with long
+//! session and command names, wide characters (CJK, emoji) and a name holding an escape
+//! (shown sanitized, never raw).
+
+use crate::common;
+
+use common::{TestEnv, run_to_end, wait_until};
+use tether::model::output::text_width;
+
+/// The terminal column where `needle` starts in `line`.
+fn column_of(line: &str, needle: &str) -> Option<usize> {
+    line.find(needle).map(|at| text_width(&line[..at]))
+}
+
+fn tether(env: &TestEnv, args: &[&str]) -> String {
+    let mut command = env.tether(args);
+    command.env("COLUMNS", "220");
+    let out = run_to_end(env, command, &format!("tether {args:?}"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.contains('\x1b'),
+        "a raw escape reached the terminal: {text:?}"
+    );
+    text
+}
+
+/// Commands named to stretch the columns, in two sessions whose ids differ in length.
+const NAMES: [(&str, &str); 3] = [
+    ("s1", "构建🚀"),
+    ("s1", "x\x1b[31mred"),
+    (
+        "session-with-a-rather-long-name",
+        "a-very-long-command-name-indeed-longer-than-the-cap",
+    ),
+];
+
+#[test]
+fn ps_and_sessions_columns_line_up_whatever_the_names() {
+    let env = TestEnv::new("columns");
+    let running: Vec<_> = NAMES
+        .iter()
+        .map(|(session, name)| {
+            env.spawn_exec(
+                &["--no-pty", "--session", session, "--name", name],
+                &["sleep", "300"],
+            )
+        })
+        .collect();
+    wait_until(&env, "three commands running", || {
+        tether(&env, &["ps"]).lines().count() == 4
+    });
+
+    let ps = tether(&env, &["ps"]);
+    let lines: Vec<&str> = ps.lines().collect();
+    let header = lines[0];
+    for title in ["NAME", "STATE", "COMMAND"] {
+        let at = column_of(header, title).expect(title);
+        for row in &lines[1..] {
+            let cell = match title {
+                "STATE" => "running",
+                "COMMAND" => "sleep 300",
+                _ => row.split_whitespace().nth(1).unwrap(),
+            };
+            assert_eq!(
+                column_of(row, cell),
+                Some(at),
+                "{title} at column {at} in every row:\n{ps}"
+            );
+        }
+    }
+    assert!(ps.contains("构建🚀 "), "{ps}");
+    assert!(
+        ps.contains("x\u{fffd}[31mred"),
+        "the escape shown, sanitized: {ps}"
+    );
+
+    for session in ["s1", "session-with-a-rather-long-name"] {
+        tether(&env, &["stop", session]);
+    }
+    for run in running {
+        run.wait(&env);
+    }
+
+    // One line per session: their starts line up although their ids differ in length.
+    let sessions = tether(&env, &["sessions"]);
+    let starts: Vec<Option<usize>> = sessions.lines().map(|l| column_of(l, "20")).collect();
+    assert_eq!(starts.len(), 2, "{sessions}");
+    assert!(
+        starts.iter().all(|s| *s == starts[0] && s.is_some()),
+        "{sessions}"
+    );
+
+    // --long: the commands' tables of both sessions share their columns.
+    let long = tether(&env, &["sessions", "--long"]);
+    let headers: Vec<&str> = long.lines().filter(|l| l.contains("DURATION")).collect();
+    assert_eq!(headers.len(), 2, "{long}");
+    let command_at = column_of(headers[0], "COMMAND");
+    assert_eq!(command_at, column_of(headers[1], "COMMAND"), "{long}");
+    for row in long.lines().filter(|l| l.contains("sleep 300")) {
+        assert_eq!(column_of(row, "sleep 300"), command_at, "{long}");
+    }
+    env.finish();
+}
