@@ -20,6 +20,8 @@ use tether::model::replay::{frozen_at, model_from_session};
 use tether::model::{Mode, Model};
 
 const FAIL: usize = 1;
+/// `11-runaway`, stopped by its CPU budget: the latest attention of the fixture.
+const RUNAWAY: usize = 10;
 
 fn open(dir: &Path) -> Model {
     let record = SessionRecord::load(dir).expect("the fixture loads");
@@ -75,7 +77,7 @@ fn the_needs_you_filter_lists_the_failed_mark_and_the_status_bar_names_it() {
     let app = app_of(watched(), &[]);
     let all = draw(&app);
     assert!(
-        status_line(&all).starts_with(" every-kind/02 fail: failed "),
+        status_line(&all).starts_with(" every-kind/11 runaway: failed "),
         "{all}"
     );
     // The list zoomed, so that it has every column.
@@ -84,28 +86,29 @@ fn the_needs_you_filter_lists_the_failed_mark_and_the_status_bar_names_it() {
     let app = app_of(watched(), &filters);
     let filtered = draw(&app);
     assert!(
-        filtered.contains("Commands: needs you 1 of 10"),
+        filtered.contains("Commands: needs you 2 of 11"),
         "{filtered}"
     );
     let rows = list_rows(&filtered);
-    assert_eq!(rows.len(), 1, "{filtered}");
+    assert_eq!(rows.len(), 2, "{filtered}");
     assert!(rows[0].contains("fail"), "{rows:?}");
+    assert!(rows[1].contains("runaway"), "{rows:?}");
     insta::assert_snapshot!(filtered);
 }
 
 #[test]
 fn g_in_a_watch_selects_the_latest_attention_and_says_how_to_stop_it() {
     let app = app_of(watched(), &[Action::GoToAttention]);
-    assert_eq!(app.view.selected, FAIL);
+    assert_eq!(app.view.selected, RUNAWAY);
     let screen = draw(&app);
     let status = status_line(&screen);
     assert!(
-        status.contains("every-kind/02 fail: failed (exit 3)"),
+        status.contains("every-kind/11 runaway: failed (killed by SIGTERM"),
         "{status}"
     );
     insta::assert_snapshot!(screen);
-    // Its timeline, zoomed, has the episode, its end and the failure.
-    let timeline = [Action::GoToAttention, Action::FocusPrev, Action::Zoom];
+    // The failed command's timeline, zoomed, has the episode, its end and the failure.
+    let timeline = [Action::Down, Action::FocusPrev, Action::Zoom];
     let screen = draw(&app_of(watched(), &timeline));
     for words in [
         "needs input: sh read(0) blocked on a pipe",

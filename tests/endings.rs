@@ -23,7 +23,7 @@ use tether::model::replay::{frozen_at, model_from_session};
 use tether::model::{Mode, Model};
 
 /// The words each of the fixture's commands ended with, as `model::ending` names them.
-const ENDINGS: [(&str, &str, &str); 10] = [
+const ENDINGS: [(&str, &str, &str); 11] = [
     ("01-ok", "exit 0", "exit 0"),
     ("02-fail", "exit 3", "exit 3"),
     ("03-tree", "exit 0", "exit 0"),
@@ -34,6 +34,7 @@ const ENDINGS: [(&str, &str, &str); 10] = [
     ("08-missing", "failed to start", "failed to start"),
     ("09-pty", "exit 0", "exit 0"),
     ("10-crashed", "lost", "lost"),
+    ("11-runaway", "over budget (max_cpu)", "over budget"),
 ];
 
 fn open() -> Model {
@@ -131,7 +132,7 @@ fn sessions_and_the_text_export_say_the_same_words() {
     // The session's counts put each ending where its words say.
     let sessions = run(&["sessions"]);
     assert!(
-        sessions.contains("10 cmds: 4 ok, 3 failed, 2 killed, 1 stopped"),
+        sessions.contains("11 cmds: 4 ok, 3 failed, 3 killed, 1 stopped"),
         "{sessions}"
     );
     env.finish();

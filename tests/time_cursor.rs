@@ -159,7 +159,7 @@ fn cursor_off_shows_the_end() {
         "{status}"
     );
     assert!(
-        screen.contains("┏ Commands 10 · "),
+        screen.contains("┏ Commands 11 · "),
         "no cursor in the list's title"
     );
     insta::assert_snapshot!(screen);

@@ -167,6 +167,17 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
     for command in &model.commands {
         let state = u64::from(command.status.is_active()) | u64::from(command.is_failure()) << 1;
         mix(command.started_ms.unwrap_or(u64::MAX) << 2 | state);
+        // What the state column and the name say that the above does not: readiness, the
+        // launcher's word, the run (the column widths are taken from them).
+        let ready = command
+            .readiness
+            .as_ref()
+            .map_or(0, |m| 1 + u64::from(m.ready));
+        let plan = command
+            .plan
+            .as_ref()
+            .map_or(0, |p| p.short_label().len() as u64);
+        mix(ready | plan << 2 | u64::from(command.run) << 8);
         if let Some(mark) = &command.attention {
             mix(mark.at_ms << 4 | (mark.kind as u64) << 1 | u64::from(mark.active));
         }
@@ -222,7 +233,7 @@ impl ListRows {
             }
             name_width = name_width.max(text_width(&one_line(&command.title())));
             widest_number = widest_number.max(command.id().map_or(id as u64 + 1, |c| c.number));
-            state_width = state_width.max(text_width(&command.short_state_words()));
+            state_width = state_width.max(text_width(&command.short_label()));
             if view.filter.shows(command) {
                 members[at].push(id);
             }

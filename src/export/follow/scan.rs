@@ -214,10 +214,10 @@ mod tests {
         let mut cursor = Cursor::default();
         let all = scan_session(&session, &cursor, LATER).unwrap();
         assert_eq!(all.id, "every-kind");
-        assert_eq!(all.commands.len(), 10);
+        assert_eq!(all.commands.len(), 11);
         // From its session.json, not its first command.
         assert_eq!(all.started_ms, 1_767_323_045_000);
-        for n in 1..=10 {
+        for n in 1..=11 {
             cursor.mark(n);
         }
         // The root still to send: every command's timing is needed.
@@ -226,7 +226,7 @@ mod tests {
                 .unwrap()
                 .commands
                 .len(),
-            10
+            11
         );
         cursor.session_sent = true;
         assert!(

@@ -96,10 +96,11 @@ fn once_sends_every_command_and_the_session_then_a_restart_sends_nothing() {
         "08-missing",
         "09-pty",
         "10-crashed",
+        "11-runaway",
     ]
     .map(String::from)
     .to_vec();
-    expected.push("session of 10".into());
+    expected.push("session of 11".into());
     assert_eq!(got, expected);
     let (code, again) = once(state.path(), accepted);
     assert_eq!(
@@ -128,9 +129,9 @@ fn once_against_a_dead_endpoint_fails_and_keeps_everything_for_the_next_run() {
     let (code, tries) = once(state.path(), down);
     assert_eq!(code, 1);
     // The same batch, tried four times.
-    assert_eq!(tries.len(), 4 * 11);
+    assert_eq!(tries.len(), 4 * 12);
     let (code, got) = once(state.path(), accepted);
-    assert_eq!((code, got.len()), (0, 11));
+    assert_eq!((code, got.len()), (0, 12));
 }
 
 #[test]
