@@ -19,7 +19,6 @@ use tether::model::recording::Recording;
 use tether::model::replay::{frozen_at, model_from_session};
 use tether::model::{Mode, Model};
 
-const FAIL: usize = 1;
 /// `11-runaway`, stopped by its CPU budget: the latest attention of the fixture.
 const RUNAWAY: usize = 10;
 
