@@ -121,9 +121,10 @@ impl Status {
     }
 }
 
-/// A stop or signal asked for by a person: the operator, or the agent through the shim.
+/// A stop or signal asked for by a person: the operator (a key, `tether stop`, quitting the
+/// TUI, which stops everything with origin `shutdown`), or the agent through the shim.
 fn by_hand(origin: Origin) -> bool {
-    matches!(origin, Origin::Operator | Origin::Caller)
+    matches!(origin, Origin::Operator | Origin::Caller | Origin::Shutdown)
 }
 
 /// `exit 0`, `exit 3`, `SIGKILL`.

@@ -8,7 +8,7 @@
 //! | ending | words | list | counted as |
 //! |---|---|---|---|
 //! | stopped after its final line (`drain_on`) | `finished` | `finished` | ok |
-//! | stopped by the operator or the agent | `stopped (SIGTERM)`, `stopped (exit 143)` | `stopped` | stopped |
+//! | stopped by the operator (a key, `tether stop`, quitting the TUI) or the agent | `stopped (SIGTERM)`, `stopped (exit 143)` | `stopped` | stopped |
 //! | a budget's stop | `over budget (max_cpu)` | `over budget` | killed |
 //! | the no-output watchdog | `timed out (SIGKILL)` | `timed out` | killed |
 //! | its front end died (`parent_lost`) | `parent lost (SIGTERM)` | `parent lost` | killed |
@@ -27,7 +27,8 @@ use super::command::{CommandState, Status, signal_label};
 pub enum Ending {
     /// Stopped by tether after it printed its final line (`drain_on`): its work was done.
     Finished,
-    /// Stopped (or ended by a signal sent) by the operator or, through the shim, the agent.
+    /// Stopped (or ended by a signal sent) by the operator (quitting the TUI included) or,
+    /// through the shim, the agent.
     Stopped(ExitStatus),
     /// A budget's stop (`max_time`, `max_cpu`, `max_output`).
     OverBudget(Budget),
