@@ -21,8 +21,24 @@ use tether_protocol::protocol::capped_argv;
 
 /// The name (comm) of a broker's keeper: the child that runs a notify command or a
 /// readiness probe's shell (the tether crate's `attention::keeper`). Neither is the
-/// command's, so neither is in its tree.
+/// command's, so neither is in its tree: a child of the broker with this name that runs the
+/// broker's own program (a keeper never execs; a name alone anyone can take).
 pub const KEEPER_COMM: &std::ffi::CStr = c"tether-notify";
+
+/// Whether `pid` runs the very program `broker` runs (the kernel's `exe` link, which no
+/// process can set). A keeper is a fork of its broker that never execs, so it does; a command
+/// that names itself as a keeper (`prctl`, or a copy of a program under that name) to hide
+/// from the tree does not.
+fn same_program(pid: i32, broker: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(theirs), Ok(ours)) = (
+        std::fs::metadata(format!("/proc/{pid}/exe")),
+        std::fs::metadata(format!("/proc/{broker}/exe")),
+    ) else {
+        return false;
+    };
+    (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino())
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessInfo {
@@ -119,7 +135,9 @@ impl Sampler {
             // The broker's keepers (a notify run, a readiness probe) and all they started.
             let keeper = |pid: i32| {
                 by_pid.get(&pid).is_some_and(|p| {
-                    p.stat.ppid == broker && p.comm.as_bytes() == KEEPER_COMM.to_bytes()
+                    p.stat.ppid == broker
+                        && p.comm.as_bytes() == KEEPER_COMM.to_bytes()
+                        && same_program(pid, broker)
                 })
             };
             tree.extend(

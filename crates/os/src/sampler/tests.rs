@@ -340,37 +340,63 @@ fn a_listed_broker_below_another_has_its_own_tree_not_a_part_of_the_others() {
 }
 
 #[test]
-fn a_brokers_keeper_and_what_it_runs_are_not_in_the_tree() {
-    // A child named as a keeper is (a copy of sleep, so that its comm is the keeper's),
-    // beside a plain sleep.
+fn a_child_that_only_takes_a_keepers_name_is_in_the_tree() {
+    // A copy of sleep under the keeper's name: its comm is the keeper's, but it runs another
+    // program than the broker's, so it is the command's (a way to hide a CPU hog, else).
     let dir = tempfile::tempdir().expect("a scratch directory");
     let keeper_name = KEEPER_COMM.to_str().expect("an ASCII name");
     let keeper_path = dir.path().join(keeper_name);
     std::fs::copy("/usr/bin/sleep", &keeper_path).expect("copy sleep");
-    let keeper = Command::new(&keeper_path)
+    let mut impostor = Command::new(&keeper_path)
         .arg("61")
         .spawn()
-        .expect("the keeper runs");
-    let plain = Command::new("sleep").arg("62").spawn().expect("sleep runs");
-    let (keeper_pid, plain_pid) = (keeper.id() as i32, plain.id() as i32);
-    // The keeper must have exec'd (its comm is the keeper's) before the sample means anything.
+        .expect("the impostor runs");
+    let impostor_pid = impostor.id() as i32;
+    let mut sampler = Sampler::new();
+    let tree = sample_until(&mut sampler, |tree| {
+        tree.iter().any(|p| {
+            p.pid == impostor_pid && p.argv.first().is_some_and(|a| a.ends_with(keeper_name))
+        })
+    });
+    assert!(tree.iter().any(|p| p.pid == impostor_pid));
+    let _ = impostor.kill();
+    let _ = impostor.wait();
+}
+
+#[test]
+fn a_brokers_keeper_is_not_in_the_tree() {
+    // A keeper is a fork of its broker that names itself and never execs: here, a fork of the
+    // test process, beside a plain sleep.
+    // SAFETY: the child only calls async-signal-safe functions (prctl, pause, _exit).
+    let keeper_pid = match unsafe { libc::fork() } {
+        -1 => panic!("fork: {}", std::io::Error::last_os_error()),
+        0 => unsafe {
+            libc::prctl(libc::PR_SET_NAME, KEEPER_COMM.as_ptr(), 0, 0, 0);
+            loop {
+                libc::pause();
+            }
+        },
+        pid => pid,
+    };
+    let mut plain = Command::new("sleep").arg("62").spawn().expect("sleep runs");
+    let plain_pid = plain.id() as i32;
+    let keeper_name = KEEPER_COMM.to_str().expect("an ASCII name");
+    // The keeper must have named itself before the sample means anything.
     let deadline = Instant::now() + DEADLINE;
     while std::fs::read_to_string(format!("/proc/{keeper_pid}/comm"))
         .map_or(true, |c| c.trim_end() != keeper_name)
     {
-        assert!(Instant::now() < deadline, "the keeper never exec'd");
+        assert!(Instant::now() < deadline, "the keeper never named itself");
         std::thread::sleep(Duration::from_millis(10));
     }
     let mut sampler = Sampler::new();
     let tree = sample_until(&mut sampler, |tree| tree.iter().any(|p| p.pid == plain_pid));
+    let _ = kill(NixPid::from_raw(keeper_pid), Signal::SIGKILL);
+    let _ = nix::sys::wait::waitpid(NixPid::from_raw(keeper_pid), None);
+    let _ = plain.kill();
+    let _ = plain.wait();
     assert!(
         !tree.iter().any(|p| p.pid == keeper_pid),
         "the keeper is no part of the command's tree: {tree:#?}"
     );
-    let ended = |mut child: Child| {
-        let _ = child.kill();
-        let _ = child.wait();
-    };
-    ended(keeper);
-    ended(plain);
 }
