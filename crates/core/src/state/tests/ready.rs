@@ -1,6 +1,6 @@
 //! Readiness on the fake clock: a `log` probe over split lines and either stream, tries at
 //! the interval, one `ready` and no more tries, `not_ready` at the timeout, and nothing once
-//! the command exits.
+//! the command exits or is stopped (the probing over: a try going is given up).
 
 use super::*;
 use crate::protocol::{Readiness, ReadyProbe, Stream};
@@ -128,6 +128,7 @@ fn tries_come_at_the_interval_one_at_a_time_and_a_pass_ends_them() {
             2220
         )]
     );
+    assert!(!rig.broker.ready_probing(), "the pass ends the probing");
     rig.run_until(ms(60_000));
     assert_eq!(rig.tries.len(), 3, "no try after the pass");
     assert_eq!(rig.count("ready"), 1);
@@ -148,7 +149,9 @@ fn the_timeout_gives_up_with_the_last_failure_and_the_command_runs_on() {
     }
     rig.run_until(ms(3499));
     assert!(decisions(&rig).is_empty());
+    assert!(rig.broker.ready_probing());
     rig.run_until(ms(3500));
+    assert!(!rig.broker.ready_probing(), "giving up ends the probing");
     assert_eq!(
         decisions(&rig),
         [(false, "http".into(), "HTTP 503".into(), 3500)]
@@ -190,7 +193,9 @@ fn the_command_exiting_ends_the_probing() {
     let mut rig = Rig::running(with_probe(tcp(), ms(500), Some(ms(5000))), OnTerm::Exit);
     rig.run_until(ms(500));
     assert_eq!(rig.tries.len(), 1);
+    assert!(rig.broker.ready_probing());
     rig.command_ends(exited(1));
+    assert!(!rig.broker.ready_probing(), "the exit ends the probing");
     answer(&mut rig, 1, Ok("connected to 127.0.0.1:8080"));
     rig.finish();
     assert_eq!(rig.tries.len(), 1, "no try once it exited");
@@ -221,5 +226,48 @@ fn an_interval_of_zero_is_taken_as_the_shortest() {
     rig.tick();
     assert_eq!(rig.tries.len(), 1, "the next try waits its interval");
     rig.command_ends(exited(0));
+    rig.finish();
+}
+
+#[test]
+fn the_operators_stop_ends_the_probing_with_a_try_going() {
+    let mut rig = Rig::running(with_probe(tcp(), ms(500), None), OnTerm::Exit);
+    rig.run_until(ms(500));
+    assert_eq!(rig.tries.len(), 1);
+    assert!(rig.broker.ready_probing());
+    rig.feed(from_parent(crate::protocol::Request::Stop { origin: None }));
+    assert!(!rig.broker.ready_probing(), "a stop ends the probing");
+    answer(&mut rig, 1, Ok("connected to 127.0.0.1:8080"));
+    rig.run_until(ms(5000));
+    assert_eq!(rig.tries.len(), 1, "no try once stopping");
+    assert!(decisions(&rig).is_empty(), "{:?}", rig.kinds());
+    rig.reap();
+    rig.finish();
+}
+
+#[test]
+fn a_budgets_stop_ends_the_probing_with_a_try_going() {
+    let request = LaunchRequest {
+        budgets: crate::protocol::Budgets {
+            max_time: Some(ms(1200)),
+            ..Default::default()
+        },
+        ..with_probe(tcp(), ms(500), None)
+    };
+    let mut rig = Rig::running(request, OnTerm::Exit);
+    rig.run_until(ms(1000));
+    answer(&mut rig, 1, Err("connection refused"));
+    rig.tick();
+    assert_eq!(rig.tries.len(), 2);
+    assert!(rig.broker.ready_probing());
+    rig.run_until(ms(1200));
+    assert_eq!(rig.count("budget_exceeded"), 1, "{:?}", rig.kinds());
+    assert!(
+        !rig.broker.ready_probing(),
+        "a budget's stop ends the probing"
+    );
+    answer(&mut rig, 2, Ok("connected to 127.0.0.1:8080"));
+    assert!(decisions(&rig).is_empty(), "{:?}", rig.kinds());
+    rig.reap();
     rig.finish();
 }
