@@ -438,6 +438,10 @@ fn tether_exec_takes_a_probe_and_refuses_two_or_a_bad_one() {
             "use ready_exec",
         ),
         (&["--ready-tcp", "db:5432"][..], "not an IP address"),
+        (
+            &["--ready-http", "http://127.0.0.1/a\r\nX: 1"][..],
+            "percent-encoded",
+        ),
     ];
     for (options, said) in refusals {
         let out = common::run_to_end(&env, env.exec_command(options, &["true"]), "tether exec");

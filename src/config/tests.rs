@@ -490,6 +490,10 @@ fn a_bad_readiness_probe_is_an_error_at_its_value() {
             "tether.toml:4:14: ready_http: host `example.com` is not an IP address or `localhost`",
         ),
         (
+            "ready_http = \"http://127.0.0.1/a\\r\\nX-Injected: 1\"\n",
+            "tether.toml:4:14: ready_http: `http://127.0.0.1/a\r\nX-Injected: 1` has a space or a control character in its path",
+        ),
+        (
             "ready_tcp = 70000\n",
             "tether.toml:4:13: ready_tcp: `70000` is not a port",
         ),

@@ -20,6 +20,10 @@ pub enum TargetError {
         "host `{0}` is not an IP address or `localhost`; a probe connects without a name lookup"
     )]
     BadHost(String),
+    #[error(
+        "`{0}` has a space or a control character in its path; write it percent-encoded (%20)"
+    )]
+    BadPath(String),
 }
 
 /// Where an `http` probe sends its GET: the address, and the request target and `Host`.
@@ -43,6 +47,11 @@ pub fn http_target(url: &str) -> Result<HttpTarget, TargetError> {
         None => (rest, "/"),
     };
     let path = path.split('#').next().unwrap_or("/");
+    // The path goes into the request line as it is: a space or a line break would end it
+    // and start headers of the URL's making.
+    if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(TargetError::BadPath(url.to_string()));
+    }
     let path = if path.starts_with('?') {
         format!("/{path}")
     } else if path.is_empty() {
@@ -164,5 +173,24 @@ mod tests {
         assert!(tcp_target("0").is_err());
         assert!(tcp_target("db:5432").is_err());
         assert!(tcp_target("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn a_path_with_a_space_or_a_line_break_is_refused() {
+        for url in [
+            "http://127.0.0.1:8080/a b",
+            "http://127.0.0.1:8080/health\r\nX-Injected: 1",
+            "http://127.0.0.1:8080/?q=\t",
+            "http://127.0.0.1:8080/\u{7f}",
+        ] {
+            assert!(
+                matches!(http_target(url), Err(TargetError::BadPath(_))),
+                "{url:?}"
+            );
+        }
+        assert_eq!(
+            http_target("http://127.0.0.1:8080/a%20b").unwrap().path,
+            "/a%20b"
+        );
     }
 }
