@@ -570,13 +570,13 @@ struct ReadyArgs {
     #[arg(long, value_name = "PORT|HOST:PORT", value_parser = parse_ready_tcp, group = "ready_probe")]
     ready_tcp: Option<(String, u16)>,
     /// Ready once this shell command exits 0 (sh -c, tried every --ready-interval).
-    #[arg(long, value_name = "SHELL", group = "ready_probe")]
+    #[arg(long, value_name = "SHELL", value_parser = parse_ready_exec, group = "ready_probe")]
     ready_exec: Option<String>,
     /// Give up (journaled as `not_ready`; the command runs on) after this long.
-    #[arg(long, value_parser = parse_duration, requires = "ready_probe")]
+    #[arg(long, value_parser = parse_positive_duration, requires = "ready_probe")]
     ready_timeout: Option<Duration>,
     /// Time between two tries of the probe (default 500ms).
-    #[arg(long, value_parser = parse_duration, requires = "ready_probe")]
+    #[arg(long, value_parser = parse_positive_duration, requires = "ready_probe")]
     ready_interval: Option<Duration>,
 }
 
@@ -613,6 +613,22 @@ fn parse_ready_log(pattern: &str) -> Result<String, String> {
 fn parse_ready_http(url: &str) -> Result<String, String> {
     let checked = tether::broker::probes::target::http_target(url);
     checked.map(|_| url.to_string()).map_err(|e| e.to_string())
+}
+
+/// As `ready_exec` in tether.toml: a shell command, not blank (`sh -c ''` exits 0 at once).
+fn parse_ready_exec(shell: &str) -> Result<String, String> {
+    if shell.trim().is_empty() {
+        return Err("is empty; give a shell command that exits 0 once the command is ready, like \"pg_isready\"".into());
+    }
+    Ok(shell.to_string())
+}
+
+/// As `ready_timeout` and `ready_interval` in tether.toml: a duration above 0.
+fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text).map_err(|e| e.to_string())? {
+        Duration::ZERO => Err("must be above 0".into()),
+        duration => Ok(duration),
+    }
 }
 
 fn parse_ready_tcp(text: &str) -> Result<(String, u16), String> {

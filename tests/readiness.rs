@@ -438,6 +438,9 @@ fn tether_exec_takes_a_probe_and_refuses_two_or_a_bad_one() {
             "use ready_exec",
         ),
         (&["--ready-tcp", "db:5432"][..], "not an IP address"),
+        (&["--ready-exec", " "][..], "is empty"),
+        (&["--ready-exec", "true", "--ready-timeout", "0s"][..], "above 0"),
+        (&["--ready-exec", "true", "--ready-interval", "0ms"][..], "above 0"),
         (
             &["--ready-http", "http://127.0.0.1/a\r\nX: 1"][..],
             "percent-encoded",
