@@ -49,6 +49,18 @@ impl Shell {
         Shell { envp, cwd }
     }
 
+    /// A shell with only `PATH` and `vars`, in `cwd`.
+    #[cfg(test)]
+    pub fn for_tests(cwd: Option<&str>, vars: &[(&str, &str)]) -> Shell {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let envp = std::iter::once(format!("PATH={path}"))
+            .chain(vars.iter().map(|(k, v)| format!("{k}={v}")))
+            .map(|var| CString::new(var).expect("no NUL"))
+            .collect();
+        let cwd = cwd.map(|c| CString::new(c).expect("no NUL"));
+        Shell { envp, cwd }
+    }
+
     /// Starts `sh -c script`, killed after `timeout`: its run, or why it could not start.
     pub fn start(&self, script: &str, timeout: Duration) -> Result<Run, String> {
         self.spawn(script, timeout)

@@ -16,7 +16,7 @@ pub mod target;
 
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -53,9 +53,9 @@ impl Probes {
     pub fn start(&mut self, attempt: u64, probe: &ReadyProbe, timeout: Duration) {
         self.keeper = None;
         let attempt_try: Try = match probe {
-            ReadyProbe::Tcp { host, port } => match address(host, *port) {
-                Ok(address) => Box::pin(bounded(timeout, tcp(address))),
-                Err(failure) => Box::pin(std::future::ready(Err(failure))),
+            ReadyProbe::Tcp { host, port } => match target::ips_of(host) {
+                Ok(ips) => Box::pin(bounded(timeout, tcp(ips, *port))),
+                Err(err) => Box::pin(std::future::ready(Err(err.to_string()))),
             },
             ReadyProbe::Http { url } => match target::http_target(url) {
                 Ok(target) => Box::pin(bounded(timeout, http(target))),
@@ -99,6 +99,9 @@ impl Probes {
     }
 }
 
+#[cfg(test)]
+mod tests;
+
 /// The request's probe as the broker can use it: a `ready_log` pattern compiled, an `http`
 /// URL or a `tcp` host read; a message saying what is wrong otherwise.
 pub fn check(request: &LaunchRequest) -> Result<Option<regex::bytes::Regex>, String> {
@@ -112,7 +115,7 @@ pub fn check(request: &LaunchRequest) -> Result<Option<regex::bytes::Regex>, Str
         ReadyProbe::Http { url } => target::http_target(url)
             .map(|_| None)
             .map_err(|err| format!("ready_http: {err}")),
-        ReadyProbe::Tcp { host, .. } => target::ip_of(host)
+        ReadyProbe::Tcp { host, .. } => target::ips_of(host)
             .map(|_| None)
             .map_err(|err| format!("ready_tcp: {err}")),
         ReadyProbe::Exec { .. } => Ok(None),
@@ -129,25 +132,35 @@ pub fn log_pattern(pattern: &str) -> Result<regex::bytes::Regex, String> {
     })
 }
 
-fn address(host: &str, port: u16) -> Result<SocketAddr, String> {
-    let ip = target::ip_of(host).map_err(|err| err.to_string())?;
-    Ok(SocketAddr::new(ip, port))
-}
-
 async fn bounded(timeout: Duration, attempt: impl Future<Output = TryOutcome>) -> TryOutcome {
     tokio::time::timeout(timeout, attempt)
         .await
         .unwrap_or_else(|_| Err("timed out".into()))
 }
 
-async fn tcp(address: SocketAddr) -> TryOutcome {
-    TcpStream::connect(address).await.map_err(failure)?;
+/// A connection to `port` on the first of `ips` that accepts one (`localhost` is 127.0.0.1,
+/// then ::1); else the first's failure.
+async fn connect(ips: &[IpAddr], port: u16) -> Result<(TcpStream, SocketAddr), String> {
+    let mut first = None;
+    for &ip in ips {
+        let address = SocketAddr::new(ip, port);
+        match TcpStream::connect(address).await {
+            Ok(stream) => return Ok((stream, address)),
+            Err(err) => {
+                first.get_or_insert(failure(err));
+            }
+        }
+    }
+    Err(first.unwrap_or_else(|| "no address to connect to".into()))
+}
+
+async fn tcp(ips: Vec<IpAddr>, port: u16) -> TryOutcome {
+    let (_, address) = connect(&ips, port).await?;
     Ok(format!("connected to {address}"))
 }
 
 async fn http(target: target::HttpTarget) -> TryOutcome {
-    let address = SocketAddr::new(target.ip, target.port);
-    let mut stream = TcpStream::connect(address).await.map_err(failure)?;
+    let (mut stream, _) = connect(&target.ips, target.port).await?;
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: tether-ready\r\nAccept: */*\r\nConnection: close\r\n\r\n",
         target.path, target.authority

@@ -2,7 +2,7 @@
 //! the broker reads it again (it trusts no request). No name lookup: an IP address or
 //! `localhost`, so that a try never blocks on a resolver.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use thiserror::Error;
 
@@ -20,16 +20,15 @@ pub enum TargetError {
         "host `{0}` is not an IP address or `localhost`; a probe connects without a name lookup"
     )]
     BadHost(String),
-    #[error(
-        "`{0}` has a space or a control character in its path; write it percent-encoded (%20)"
-    )]
+    #[error("`{0}` has a space or a control character in its path; write it percent-encoded (%20)")]
     BadPath(String),
 }
 
 /// Where an `http` probe sends its GET: the address, and the request target and `Host`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpTarget {
-    pub ip: IpAddr,
+    /// The addresses tried in turn (see [`ips_of`]).
+    pub ips: Vec<IpAddr>,
     pub port: u16,
     /// The `Host` header: the URL's authority as written.
     pub authority: String,
@@ -64,7 +63,7 @@ pub fn http_target(url: &str) -> Result<HttpTarget, TargetError> {
     }
     let (host, port) = split_host_port(authority)?;
     Ok(HttpTarget {
-        ip: ip_of(host)?,
+        ips: ips_of(host)?,
         port: port.unwrap_or(80),
         authority: authority.to_string(),
         path,
@@ -81,15 +80,24 @@ pub fn tcp_target(text: &str) -> Result<(String, u16), TargetError> {
     let Some(port) = port else {
         return Err(TargetError::BadPort(text.to_string()));
     };
-    ip_of(host)?;
+    ips_of(host)?;
     Ok((host.to_string(), port))
 }
 
-/// The address a probe connects to: an IP address, or `localhost` as 127.0.0.1.
-pub fn ip_of(host: &str) -> Result<IpAddr, TargetError> {
+/// The addresses a probe tries in turn: an IP address, or for `localhost` 127.0.0.1 then
+/// ::1 (a server may listen on either; no name lookup).
+pub fn ips_of(host: &str) -> Result<Vec<IpAddr>, TargetError> {
     if host.eq_ignore_ascii_case("localhost") {
-        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        return Ok(vec![
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ]);
     }
+    ip_of(host).map(|ip| vec![ip])
+}
+
+/// An IP address as written (`[::1]` too): what a probe connects to.
+fn ip_of(host: &str) -> Result<IpAddr, TargetError> {
     let bare = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
@@ -135,13 +143,13 @@ mod tests {
     #[test]
     fn an_http_url_gives_address_host_and_path() {
         let t = http_target("http://127.0.0.1:8080/health?full=1").unwrap();
-        assert_eq!(t.ip, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(t.ips, [IpAddr::V4(Ipv4Addr::LOCALHOST)]);
         assert_eq!((t.port, t.authority.as_str()), (8080, "127.0.0.1:8080"));
         assert_eq!(t.path, "/health?full=1");
         let t = http_target("HTTP://localhost").unwrap();
         assert_eq!((t.port, t.path.as_str()), (80, "/"));
         let t = http_target("http://[::1]:9000").unwrap();
-        assert_eq!((t.ip.to_string(), t.port), ("::1".into(), 9000));
+        assert_eq!((t.ips[0].to_string(), t.port), ("::1".into(), 9000));
     }
 
     #[test]
@@ -173,6 +181,18 @@ mod tests {
         assert!(tcp_target("0").is_err());
         assert!(tcp_target("db:5432").is_err());
         assert!(tcp_target("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn localhost_is_tried_on_both_loopbacks_and_nothing_is_looked_up() {
+        let both = [
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ];
+        assert_eq!(ips_of("localhost").unwrap(), both);
+        assert_eq!(http_target("http://LocalHost:3000/").unwrap().ips, both);
+        assert_eq!(ips_of("::1").unwrap(), [IpAddr::V6(Ipv6Addr::LOCALHOST)]);
+        assert!(ips_of("example.com").is_err());
     }
 
     #[test]
