@@ -87,10 +87,11 @@ impl Outlets {
         self.feed(broker, reaped);
     }
 
-    /// The walk the broker asked for, over the cgroup's members or /proc; on /proc, an
-    /// `exec` probe's keeper, the broker's child, is no part of the command's tree.
+    /// The walk the broker asked for, over the cgroup's members or /proc; on /proc, the
+    /// keepers of `exec` probe tries (going, or given up and not reaped yet), the broker's
+    /// children, are no part of the command's tree.
     fn walk(&self, tree: &tether_core::process::TreeWalk) -> Walk {
-        Walk::of(tree, self.cgroup.as_ref()).pruning(self.probes.keeper())
+        Walk::of(tree, self.cgroup.as_ref()).pruning(self.probes.keepers())
     }
 
     /// The probing is over (the broker's state says): a try still going is given up.

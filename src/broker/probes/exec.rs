@@ -3,11 +3,14 @@
 //! its `waitid(P_ALL)` never reaps as an orphan of the command; in a session of its own, so
 //! no signal meant for the command's group reaches it; killed with all it started at the
 //! try's timeout, or as soon as the broker gives the try up (the cancel pipe's write end
-//! closes: dropped, or the broker gone).
+//! closes: given up, dropped, or the broker gone). Nothing here waits: the shell's start
+//! (its chdir into the command's directory, its exec) and the keeper's end are waited for
+//! with everything else, through the keeper's pidfd.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use nix::fcntl::OFlag;
@@ -18,9 +21,6 @@ use tokio::io::unix::AsyncFd;
 use crate::attention::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};
 use crate::protocol::LaunchRequest;
 use tether_core::state::TryOutcome;
-
-/// How long a try given up is waited for, its keeper reaped: it ends its shell at once.
-const GIVEN_UP_WAIT: Duration = Duration::from_secs(1);
 
 /// What every try runs in: the command's directory and its environment, outside the shims.
 pub struct Shell {
@@ -81,7 +81,9 @@ impl Shell {
         };
         let argv = pointers(&argv_owned);
         let envp = pointers(&self.envp);
-        let (report_read, report_write) = pipe2(OFlag::O_CLOEXEC)?;
+        // Read once the keeper has ended, when nothing holds its write end any more: never
+        // waited on (non-blocking all the same, should a shell outlive its keeper).
+        let (report_read, report_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         let (verdict_read, verdict_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         let (cancel_read, cancel_write) = pipe2(OFlag::O_CLOEXEC)?;
         let null = std::fs::OpenOptions::new()
@@ -107,16 +109,34 @@ impl Shell {
             unsafe { keeper(&start) }
         };
         drop((report_write, verdict_write, cancel_read, null));
-        if let Some(err) = crate::broker::spawn::clone_into::read_report(&report_read) {
-            let _ = exit_status(&pidfd, true);
-            return Err(err);
-        }
+        // Watched by the loop: readable once the keeper has ended. Should that fail (it
+        // does not, short of the broker's descriptors running out), the cancel pipe closes
+        // with the error and the keeper ends its shell at once.
+        let pidfd = KeeperFd::new(pidfd)?;
         Ok(Run {
             keeper: pid,
             pidfd: Some(pidfd),
+            report: report_read,
             verdict: verdict_read,
             cancel: Some(cancel_write),
         })
+    }
+}
+
+/// A keeper's pidfd, watched by the loop: readable once the keeper has ended.
+struct KeeperFd {
+    /// Registered by number; declared first, so deregistered before `fd` closes.
+    watch: AsyncFd<RawFd>,
+    fd: OwnedFd,
+}
+
+impl KeeperFd {
+    fn new(fd: OwnedFd) -> std::io::Result<KeeperFd> {
+        // SAFETY: `fd` stays open as long as `watch` is registered: both are fields of the
+        // one value, `watch` dropped first.
+        let watch = unsafe { AsyncFd::register_with_interest(fd.as_raw_fd(), Interest::READABLE) }
+            .map_err(std::io::Error::from)?;
+        Ok(KeeperFd { watch, fd })
     }
 }
 
@@ -124,7 +144,10 @@ impl Shell {
 pub struct Run {
     keeper: i32,
     /// Until the keeper is reaped.
-    pidfd: Option<OwnedFd>,
+    pidfd: Option<KeeperFd>,
+    /// The shell's start: an errno if it could not (a `cwd` gone, no `sh`), nothing once it
+    /// exec'd.
+    report: OwnedFd,
     verdict: OwnedFd,
     cancel: Option<OwnedFd>,
 }
@@ -134,53 +157,87 @@ impl Run {
         self.keeper
     }
 
-    /// How the shell ended: `exited 0` passes; `exited 1`, a signal or `timed out` fails.
-    pub async fn outcome(mut self) -> TryOutcome {
-        let Some(raw) = self.pidfd.as_ref().map(AsRawFd::as_raw_fd) else {
-            return Err("the probe's keeper is gone".into());
+    /// How the try ended, once its keeper has: `exited 0` passes; `exited 1`, a signal,
+    /// `timed out` or a shell that could not start fails.
+    pub fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<TryOutcome> {
+        let Some(pidfd) = self.pidfd.as_ref() else {
+            return Poll::Ready(Err("the probe's keeper is gone".into()));
         };
-        // A pidfd is readable once its process has ended. Registered by number: the run
-        // keeps the descriptor, so that a try dropped while waiting still reaps its keeper.
-        // SAFETY: `raw` is the run's pidfd, which stays open (held in `self.pidfd`) until
-        // after `watched` is dropped below, or with it when the try is dropped.
-        let registered = unsafe { AsyncFd::register_with_interest(raw, Interest::READABLE) };
-        let watched = match registered.map_err(std::io::Error::from) {
-            Ok(fd) => fd,
-            Err(err) => return Err(format!("cannot watch the probe: {err}")),
-        };
-        if let Err(err) = watched.readable().await.map(|mut g| g.retain_ready()) {
-            return Err(format!("cannot watch the probe: {err}"));
+        match pidfd.watch.poll_read_ready(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Err(err)) => {
+                return Poll::Ready(Err(format!("cannot watch the probe: {err}")));
+            }
+            Poll::Ready(Ok(_)) => {}
         }
-        drop(watched);
         if let Some(pidfd) = self.pidfd.take() {
-            let _ = exit_status(&pidfd, true);
+            let _ = exit_status(&pidfd.fd, true);
+        }
+        if let Some(err) = start_failure(&self.report) {
+            return Poll::Ready(Err(format!("cannot run sh: {err}")));
         }
         let mut word = [0u8; 4];
-        match nix::unistd::read(&self.verdict, &mut word) {
+        Poll::Ready(match nix::unistd::read(&self.verdict, &mut word) {
             Ok(4) => describe(u32::from_ne_bytes(word)),
             _ => Err("the probe's keeper ended without a verdict".into()),
-        }
+        })
+    }
+
+    /// The try given up before it ended: its keeper ends the shell at once (the cancel pipe
+    /// closes); what is left to reap it, if it has not ended yet.
+    pub fn give_up(mut self) -> Option<Dying> {
+        drop(self.cancel.take());
+        let pidfd = self.pidfd.take()?;
+        Some(Dying {
+            keeper: self.keeper,
+            pidfd,
+        })
     }
 }
 
 impl Drop for Run {
-    /// A try given up before it ended: its keeper ends the shell at once (the cancel pipe
-    /// closes) and is reaped, waited for a moment at most.
+    /// Dropped while going (the broker is done): the keeper ends the shell (the cancel
+    /// pipe closes), and is reaped here if it has already ended; never waited for.
     fn drop(&mut self) {
         drop(self.cancel.take());
-        let Some(pidfd) = self.pidfd.take() else {
-            return;
-        };
-        let mut poll = libc::pollfd {
-            fd: pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll reads one valid pollfd on this stack.
-        let ended = unsafe { libc::poll(&mut poll, 1, GIVEN_UP_WAIT.as_millis() as i32) } > 0;
-        if ended {
-            let _ = exit_status(&pidfd, true);
+        if let Some(pidfd) = self.pidfd.take() {
+            let _ = exit_status(&pidfd.fd, false);
         }
+    }
+}
+
+/// The keeper of a try given up, ending its shell: reaped once it has ended, meanwhile no
+/// part of the command's tree.
+pub struct Dying {
+    keeper: i32,
+    pidfd: KeeperFd,
+}
+
+impl Dying {
+    pub fn keeper(&self) -> i32 {
+        self.keeper
+    }
+
+    /// Ready once the keeper has ended and is reaped.
+    pub fn poll_reaped(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match self.pidfd.watch.poll_read_ready(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(_) => {
+                let _ = exit_status(&self.pidfd.fd, true);
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+/// The errno the keeper or the shell reported before the shell's exec, if any. Read without
+/// waiting: the keeper has ended, and the shell exec'd (the write end closes on exec) or
+/// ended too.
+fn start_failure(report: &OwnedFd) -> Option<std::io::Error> {
+    let mut buf = [0u8; 4];
+    match nix::unistd::read(report, &mut buf) {
+        Ok(4) => Some(std::io::Error::from_raw_os_error(i32::from_ne_bytes(buf))),
+        _ => None,
     }
 }
 

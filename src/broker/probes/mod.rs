@@ -9,7 +9,9 @@
 //!   broker's reaping, walk or stop ever takes for the command's.
 //!
 //! Each try is bounded by the timeout the state gives; a try still going when the probing
-//! ends is dropped ([`Probes::give_up`]), which ends an `exec` try's shell at once.
+//! ends is given up ([`Probes::give_up`]): an `exec` try's keeper ends its shell at once and
+//! is reaped when it has ended, waited for with everything else (never in the loop's way),
+//! its subtree left out of walks until then.
 
 mod exec;
 pub mod target;
@@ -18,6 +20,7 @@ use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,11 +34,17 @@ type Try = Pin<Box<dyn Future<Output = TryOutcome>>>;
 /// The most of an HTTP answer read for its status line.
 const STATUS_LINE_MAX: usize = 1024;
 
-/// The try going, if any, and what an `exec` try needs of the command.
+/// A try going: a connection's (`tcp`, `http`), or a shell's under its keeper (`exec`).
+enum Going {
+    Connect(Try),
+    Exec(exec::Run),
+}
+
+/// The try going, if any, the keepers of `exec` tries given up and not reaped yet, and what
+/// an `exec` try needs of the command.
 pub struct Probes {
-    going: Option<(u64, Try)>,
-    /// The keeper of the `exec` try going, which walks of the tree leave out.
-    keeper: Option<i32>,
+    going: Option<(u64, Going)>,
+    dying: Vec<exec::Dying>,
     shell: exec::Shell,
 }
 
@@ -43,59 +52,77 @@ impl Probes {
     pub fn new(request: &LaunchRequest) -> Probes {
         Probes {
             going: None,
-            keeper: None,
+            dying: Vec::new(),
             shell: exec::Shell::new(request),
         }
     }
 
-    /// Starts try `attempt` of `probe`, bounded by `timeout`. Only the start of an `exec`
-    /// try waits (for its shell's exec, as the command's own start does).
+    /// Starts try `attempt` of `probe`, bounded by `timeout`. Never waits: an `exec` try's
+    /// shell starting (its chdir, its exec) is part of the try.
     pub fn start(&mut self, attempt: u64, probe: &ReadyProbe, timeout: Duration) {
-        self.keeper = None;
-        let attempt_try: Try = match probe {
+        self.give_up();
+        let going = match probe {
             ReadyProbe::Tcp { host, port } => match target::ips_of(host) {
-                Ok(ips) => Box::pin(bounded(timeout, tcp(ips, *port))),
-                Err(err) => Box::pin(std::future::ready(Err(err.to_string()))),
+                Ok(ips) => Going::Connect(Box::pin(bounded(timeout, tcp(ips, *port)))),
+                Err(err) => Going::Connect(Box::pin(std::future::ready(Err(err.to_string())))),
             },
             ReadyProbe::Http { url } => match target::http_target(url) {
-                Ok(target) => Box::pin(bounded(timeout, http(target))),
-                Err(err) => Box::pin(std::future::ready(Err(err.to_string()))),
+                Ok(target) => Going::Connect(Box::pin(bounded(timeout, http(target)))),
+                Err(err) => Going::Connect(Box::pin(std::future::ready(Err(err.to_string())))),
             },
             ReadyProbe::Exec { shell } => match self.shell.start(shell, timeout) {
-                Ok(run) => {
-                    self.keeper = Some(run.keeper());
-                    Box::pin(run.outcome())
-                }
-                Err(failure) => Box::pin(std::future::ready(Err(failure))),
+                Ok(run) => Going::Exec(run),
+                Err(failure) => Going::Connect(Box::pin(std::future::ready(Err(failure)))),
             },
             // Watched in the broker's state, never tried.
             ReadyProbe::Log { .. } => return,
         };
-        self.going = Some((attempt, attempt_try));
+        self.going = Some((attempt, going));
     }
 
     /// The answer of the try going: its attempt and outcome; never resolves without one.
+    /// Reaps the keepers of tries given up as they end, meanwhile.
     pub async fn answer(&mut self) -> (u64, TryOutcome) {
-        let Some((attempt, going)) = self.going.as_mut() else {
-            return std::future::pending().await;
-        };
-        let outcome = going.await;
-        let attempt = *attempt;
-        self.going = None;
-        self.keeper = None;
-        (attempt, outcome)
+        std::future::poll_fn(|cx| {
+            self.dying
+                .retain_mut(|dying| dying.poll_reaped(cx).is_pending());
+            let Some((attempt, going)) = self.going.as_mut() else {
+                return Poll::Pending;
+            };
+            let outcome = match going {
+                Going::Connect(attempt_try) => attempt_try.as_mut().poll(cx),
+                Going::Exec(run) => run.poll_outcome(cx),
+            };
+            let Poll::Ready(outcome) = outcome else {
+                return Poll::Pending;
+            };
+            let attempt = *attempt;
+            self.going = None;
+            Poll::Ready((attempt, outcome))
+        })
+        .await
     }
 
     /// The probing ended (ready, given up, the command ended or is stopped): the try going
-    /// is dropped, an `exec` try's shell and all it started ended by its keeper.
+    /// is dropped; an `exec` try's keeper ends its shell and all it started, and is reaped
+    /// by [`answer`](Probes::answer) once it has.
     pub fn give_up(&mut self) {
-        self.going = None;
-        self.keeper = None;
+        if let Some((_, Going::Exec(run))) = self.going.take() {
+            self.dying.extend(run.give_up());
+        }
     }
 
-    /// The keeper of the `exec` try going: not the command's, never in its tree.
-    pub fn keeper(&self) -> Option<i32> {
-        self.keeper
+    /// The keepers of `exec` tries, going or given up and not reaped yet: not the
+    /// command's, never in its tree.
+    pub fn keepers(&self) -> Vec<i32> {
+        let going = match &self.going {
+            Some((_, Going::Exec(run))) => Some(run.keeper()),
+            _ => None,
+        };
+        going
+            .into_iter()
+            .chain(self.dying.iter().map(exec::Dying::keeper))
+            .collect()
     }
 }
 
