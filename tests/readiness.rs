@@ -181,26 +181,52 @@ fn a_shell_command_that_exits_0_makes_the_command_ready_and_is_never_its_process
     for cgroup in ["auto", "off"] {
         let env = TestEnv::new(&format!("ready_exec_{cgroup}"));
         let flag = env.path("up");
+        let tries = env.path("tries");
         // Output every 100 ms keeps the tree walked every second (a quiet tree's walks are
-        // skipped); each try takes most of its interval, so that those walks meet it.
+        // skipped, and each `sleep 0.1` changes it); each try lasts longer than that (within
+        // its 2 s timeout) and writes when it ran, so that the test can check walks met it.
         let script = format!(
-            "for i in $(seq 15); do echo tick; sleep 0.1; done; touch '{}'; exec sleep 30",
+            "for i in $(seq 30); do echo tick; sleep 0.1; done; touch '{}'; exec sleep 30",
             flag.display()
         );
         let probe = ReadyProbe::Exec {
-            shell: format!("sleep 0.8; test -e '{}'", flag.display()),
+            shell: format!(
+                "s=$(date +%s%3N); sleep 1.2; echo \"$s $(date +%s%3N)\" >> '{}'; test -e '{}'",
+                tries.display(),
+                flag.display()
+            ),
         };
         let vars = [("TETHER_CGROUP", cgroup)];
         let mut broker = launch(&env, "pg", &script, probe, None, &vars);
         let (ready, probe, detail, after_ms) = decided_then_closed(&mut broker, true);
         assert!(ready);
         assert_eq!((probe.as_str(), detail.as_str()), ("exec", "exited 0"));
-        assert!(after_ms >= 1500, "not before the flag: {after_ms} ms");
+        assert!(after_ms >= 3000, "not before the flag: {after_ms} ms");
         let record = load_complete(&broker.journal_dir);
         let on_proc = (record.events.iter()).any(|e| {
             matches!(&e.kind, EventKind::Containment { mode, .. } if *mode == ContainmentMode::Procfs)
         });
         assert!(on_proc || cgroup == "auto", "TETHER_CGROUP=off walks /proc");
+        // A tree journaled while a try ran: the probe was there to be seen, and was not.
+        let ran: Vec<(u64, u64)> = std::fs::read_to_string(&tries)
+            .expect("the tries wrote when they ran")
+            .lines()
+            .filter_map(|line| {
+                let (start, end) = line.split_once(' ')?;
+                Some((start.parse().ok()?, end.parse().ok()?))
+            })
+            .collect();
+        let walked_during_a_try = (record.events.iter())
+            .filter(|e| matches!(e.kind, EventKind::Tree { .. }))
+            .any(|e| {
+                ran.iter()
+                    .any(|&(start, end)| start < e.ts_ms && e.ts_ms < end)
+            });
+        assert!(
+            walked_during_a_try,
+            "no tree journaled during a try: {ran:?} {:?}",
+            kinds(&record.events)
+        );
         let in_tree: Vec<Vec<String>> = tree_entries(&record.events)
             .into_iter()
             .map(|p| p.argv)
@@ -371,7 +397,16 @@ ready_timeout = "1s"
     // The list and `tether ps` say it in the same words.
     let ps = common::run_to_end(&env, env.tether(&["ps"]), "tether ps");
     let ps = String::from_utf8_lossy(&ps.stdout).into_owned();
-    assert!(ps.contains("not ready") && ps.contains("ready"), "{ps}");
+    let ps_row = |name: &str| {
+        (ps.lines())
+            .find(|line| line.split_whitespace().any(|word| word == name))
+            .unwrap_or_else(|| panic!("no {name} row: {ps}"))
+    };
+    assert!(
+        ps_row("api").contains("ready") && !ps_row("api").contains("not ready"),
+        "api is ready: {ps}"
+    );
+    assert!(ps_row("db").contains("not ready"), "db is not ready: {ps}");
     // The journal has the events the list read.
     let dirs = common::journal::command_dirs(&env.state_dir());
     let events: Vec<Vec<&'static str>> = dirs
@@ -439,8 +474,14 @@ fn tether_exec_takes_a_probe_and_refuses_two_or_a_bad_one() {
         ),
         (&["--ready-tcp", "db:5432"][..], "not an IP address"),
         (&["--ready-exec", " "][..], "is empty"),
-        (&["--ready-exec", "true", "--ready-timeout", "0s"][..], "above 0"),
-        (&["--ready-exec", "true", "--ready-interval", "0ms"][..], "above 0"),
+        (
+            &["--ready-exec", "true", "--ready-timeout", "0s"][..],
+            "above 0",
+        ),
+        (
+            &["--ready-exec", "true", "--ready-interval", "0ms"][..],
+            "above 0",
+        ),
         (
             &["--ready-http", "http://127.0.0.1/a\r\nX: 1"][..],
             "percent-encoded",
