@@ -239,3 +239,25 @@ fn under_tether_agent_a_failing_command_notifies_once_outside_the_shims() {
     assert_eq!(wait_gone(&[pid], DEADLINE), Vec::<i32>::new());
     env.finish();
 }
+
+/// A command cannot pass its shell calls off as a notify run's by naming a session leader as
+/// the keeper is named: the shim also asks that the leader run tether's own program.
+#[test]
+fn a_session_leader_that_only_takes_the_keepers_name_does_not_hide_shell_calls() {
+    let env = TestEnv::new("notify-name-only");
+    let shims = shims(&env);
+    let impostor = env.path("tether-notify");
+    std::fs::copy("/bin/sh", &impostor).unwrap();
+    let script = format!("'{}' -c 'echo journaled'", shims.join("bash").display());
+    let impostor = impostor.to_string_lossy().into_owned();
+    let done = env
+        .spawn_captured(env.shim(Path::new("/usr/bin/setsid"), &[&impostor, "-c", &script]))
+        .wait(&env);
+    assert_eq!(done.code(), 0, "{}", done.stderr_text());
+    assert_eq!(
+        env.command_dirs().len(),
+        1,
+        "the shell call was not journaled: the shim took a name for a keeper"
+    );
+    env.finish();
+}

@@ -71,13 +71,26 @@ pub fn this_environment_outside() -> Vec<(OsString, OsString)> {
 }
 
 /// Whether this process runs inside a notify run: its session's leader is a keeper (named
-/// `tether-notify`, see `crate::attention::notify`). One `getsid` and one small read.
+/// `tether-notify`, see `crate::attention::notify`) that runs this very program, as a keeper
+/// (a fork of its broker, which never execs) does. The name alone would let a command run its
+/// shell calls unjournaled by naming a session leader so. One `getsid`, a small read and two
+/// `stat`s.
 pub fn inside_notify_run() -> bool {
+    use std::os::unix::fs::MetadataExt;
     let Ok(sid) = nix::unistd::getsid(None) else {
         return false;
     };
     let comm = std::fs::read(format!("/proc/{sid}/comm")).unwrap_or_default();
-    comm.strip_suffix(b"\n") == Some(crate::attention::notify::KEEPER_COMM.to_bytes())
+    if comm.strip_suffix(b"\n") != Some(crate::attention::notify::KEEPER_COMM.to_bytes()) {
+        return false;
+    }
+    match (
+        std::fs::metadata(format!("/proc/{sid}/exe")),
+        std::fs::metadata("/proc/self/exe"),
+    ) {
+        (Ok(leader), Ok(me)) => (leader.dev(), leader.ino()) == (me.dev(), me.ino()),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
