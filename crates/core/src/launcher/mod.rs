@@ -7,7 +7,8 @@
 //!
 //! The rules, as docs/configuration.md tells them to users:
 //! - `depends_on`: a command starts once each condition holds (`started`: its dependency
-//!   was spawned; `ready`: its readiness check passed; `succeeded`: it exited 0). It fails,
+//!   was spawned; `ready`: its readiness check passed; `succeeded`: it exited 0 on its
+//!   own). It fails,
 //!   never starts, once one can no longer hold, unless a restart of that dependency is
 //!   still to come: a waiter outlives a transient failure.
 //! - `restart`: after an exit that the policy covers, the command starts again after a
@@ -25,8 +26,6 @@ mod graph;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-
-use crate::protocol::ProcessSignal;
 
 pub use glob::GlobSet;
 pub use graph::{find_cycle, with_dependents};
@@ -118,40 +117,50 @@ impl CommandPlan {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
     Exited {
-        code: Option<i32>,
-        signal: Option<i32>,
+        /// It did its work: it exited 0, or it was stopped after its final line
+        /// (`drain_on`). Never a run the operator stopped, whatever its code.
+        done: bool,
         /// The operator stopped it or signalled it (s, t, k): not a failure to restart from.
         by_operator: bool,
+        /// The words every view names this ending with (`exit 1`, `killed (SIGKILL)`,
+        /// `stopped (SIGTERM)`, `finished`): the driver's, so that what the launcher says
+        /// reads as the list does.
+        words: String,
     },
     FailedToStart,
 }
 
 impl Ending {
-    pub fn succeeded(self) -> bool {
-        matches!(self, Ending::Exited { code: Some(0), .. })
+    /// It exited 0 (or finished) on its own: `succeeded` holds.
+    pub fn succeeded(&self) -> bool {
+        matches!(
+            self,
+            Ending::Exited {
+                done: true,
+                by_operator: false,
+                ..
+            }
+        )
     }
 
-    /// `exited 1`, `was stopped`, `ended by SIGKILL`, `failed to start`.
-    fn words(self) -> String {
-        match self {
+    fn by_operator(&self) -> bool {
+        matches!(
+            self,
             Ending::Exited {
-                by_operator: true, ..
-            } => "was stopped".into(),
-            Ending::Exited {
-                code: Some(code), ..
-            } => format!("exited {code}"),
-            Ending::Exited {
-                signal: Some(signal),
+                by_operator: true,
                 ..
-            } => match ProcessSignal::from_number(signal) {
-                Some(signal) => format!("ended by SIG{signal}"),
-                None => format!("ended by signal {signal}"),
-            },
-            Ending::Exited { .. } => "ended".into(),
-            Ending::FailedToStart => "failed to start".into(),
+            }
+        )
+    }
+
+    /// `web: exit 1`, `db: killed (SIGKILL)`, `db failed to start`.
+    fn of(&self, name: &str) -> String {
+        match self {
+            Ending::Exited { words, .. } => format!("{name}: {words}"),
+            Ending::FailedToStart => format!("{name} failed to start"),
         }
     }
 }
@@ -444,7 +453,7 @@ impl Launcher {
         if e.phase != Phase::Running {
             return;
         }
-        e.facts.ended = Some(how);
+        e.facts.ended = Some(how.clone());
         self.stopping.retain(|&s| s != i);
         if e.restart_after_stop && !self.quitting {
             e.restarts = 0;
@@ -452,14 +461,7 @@ impl Launcher {
             self.launch(i, now);
             return;
         }
-        let by_operator = matches!(
-            how,
-            Ending::Exited {
-                by_operator: true,
-                ..
-            }
-        );
-        if self.quitting || by_operator || e.stop_asked {
+        if self.quitting || how.by_operator() || e.stop_asked {
             e.phase = Phase::Ended;
             return;
         }
@@ -479,10 +481,9 @@ impl Launcher {
             e.phase = Phase::GaveUp;
             let n = e.restarts;
             let reason = format!(
-                "gave up after {n} restart{} ({} {})",
+                "gave up after {n} restart{} ({})",
                 if n == 1 { "" } else { "s" },
-                e.plan.name,
-                how.words()
+                how.of(&e.plan.name)
             );
             self.actions.push_back(Action::Fail { command: i, reason });
         } else {
@@ -491,9 +492,8 @@ impl Launcher {
             e.delay = (e.delay * 2).min(BACKOFF_CAP.max(e.plan.backoff));
             e.phase = Phase::RestartDue(now + wait);
             let text = format!(
-                "{} {}: restarting in {} (run {})",
-                e.plan.name,
-                how.words(),
+                "{}; restarting in {} (run {})",
+                how.of(&e.plan.name),
                 seconds(wait),
                 e.run + 1
             );
@@ -662,20 +662,20 @@ impl Launcher {
             },
             (Phase::Running, _) => Verdict::Wait,
             (Phase::Ended | Phase::GaveUp, condition) => {
-                let how = facts.ended.unwrap_or(Ending::FailedToStart);
+                let how = facts.ended.clone().unwrap_or(Ending::FailedToStart);
                 match condition {
                     Condition::Started if facts.spawned => Verdict::Holds,
                     Condition::Succeeded if how.succeeded() => Verdict::Holds,
                     Condition::Ready if how == Ending::FailedToStart => {
-                        Verdict::Never(format!("{name} failed to start"))
+                        Verdict::Never(how.of(name))
                     }
                     Condition::Ready if facts.ready => {
-                        Verdict::Never(format!("{name} {} after it was ready", how.words()))
+                        Verdict::Never(format!("{} after it was ready", how.of(name)))
                     }
                     Condition::Ready => {
-                        Verdict::Never(format!("{name} {} before it was ready", how.words()))
+                        Verdict::Never(format!("{} before it was ready", how.of(name)))
                     }
-                    _ => Verdict::Never(format!("{name} {}", how.words())),
+                    _ => Verdict::Never(how.of(name)),
                 }
             }
         }

@@ -37,12 +37,31 @@ impl World {
     }
 
     fn exit(&mut self, ms: u64, command: usize, code: i32) -> Vec<Action> {
-        let how = Ending::Exited {
-            code: Some(code),
-            signal: None,
-            by_operator: false,
-        };
-        self.at(ms, Input::Ended { command, how })
+        self.at(
+            ms,
+            Input::Ended {
+                command,
+                how: exit(code),
+            },
+        )
+    }
+}
+
+/// An exit with `code`, named as the driver names it.
+fn exit(code: i32) -> Ending {
+    Ending::Exited {
+        done: code == 0,
+        by_operator: false,
+        words: format!("exit {code}"),
+    }
+}
+
+/// The end of a run the operator stopped (by the launcher's stop, `t` or `k`).
+fn stopped(words: &str) -> Ending {
+    Ending::Exited {
+        done: false,
+        by_operator: true,
+        words: words.into(),
     }
 }
 
@@ -128,25 +147,17 @@ fn a_failed_dependency_fails_its_waiters_with_the_reason() {
             Succeeded,
             Input::Ended {
                 command: 0,
-                how: Ending::Exited {
-                    code: Some(1),
-                    signal: None,
-                    by_operator: false,
-                },
+                how: exit(1),
             },
-            "dep exited 1",
+            "dep: exit 1",
         ),
         (
             Ready,
             Input::Ended {
                 command: 0,
-                how: Ending::Exited {
-                    code: Some(0),
-                    signal: None,
-                    by_operator: false,
-                },
+                how: exit(0),
             },
-            "dep exited 0 before it was ready",
+            "dep: exit 0 before it was ready",
         ),
         (
             Ready,
@@ -169,12 +180,12 @@ fn a_failed_dependency_fails_its_waiters_with_the_reason() {
             Input::Ended {
                 command: 0,
                 how: Ending::Exited {
-                    code: None,
-                    signal: Some(9),
+                    done: false,
                     by_operator: false,
+                    words: "killed (SIGKILL)".into(),
                 },
             },
-            "dep ended by SIGKILL",
+            "dep: killed (SIGKILL)",
         ),
     ];
     for (condition, input, reason) in cases {
@@ -200,10 +211,7 @@ fn a_failure_travels_down_a_chain_of_waiters() {
     );
     assert_eq!(
         w.exit(10, 0, 2),
-        [
-            fail(1, "a exited 2"),
-            fail(2, "b did not start: a exited 2")
-        ]
+        [fail(1, "a: exit 2"), fail(2, "b did not start: a: exit 2")]
     );
 }
 
@@ -217,7 +225,7 @@ fn a_waiter_outlives_a_dependency_that_restarts() {
     // Exits before it was ready: a restart comes, the waiter waits on.
     let actions = w.exit(500, 0, 1);
     assert!(
-        matches!(&actions[..], [Action::Report { command: 0, text }] if text == "db exited 1: restarting in 1s (run 2)")
+        matches!(&actions[..], [Action::Report { command: 0, text }] if text == "db: exit 1; restarting in 1s (run 2)")
     );
     assert_eq!(
         w.launcher.state(1),
@@ -288,7 +296,7 @@ fn on_failure_gives_up_after_max_restarts_with_backoff_doubling() {
     assert_eq!(waits, [1, 2, 4].map(Duration::from_secs));
     assert_eq!(
         w.exit(now + 100, 0, 1),
-        [fail(0, "gave up after 3 restarts (worker exited 1)")]
+        [fail(0, "gave up after 3 restarts (worker: exit 1)")]
     );
     assert_eq!(w.launcher.state(0), State::GaveUp { restarts: 3 });
     assert_eq!(w.launcher.poll_timeout(), None);
@@ -341,11 +349,7 @@ fn an_operator_stop_never_restarts() {
     assert_eq!(w.launcher.state(0), State::Ended);
 
     let mut w = World::new(vec![worker(Restart::Always, 3)], false);
-    let how = Ending::Exited {
-        code: None,
-        signal: Some(15),
-        by_operator: true,
-    };
+    let how = stopped("stopped (SIGTERM)");
     assert_eq!(w.at(20, Input::Ended { command: 0, how }), []);
     assert_eq!(w.launcher.state(0), State::Ended);
     assert_eq!(w.launcher.poll_timeout(), None);
@@ -389,6 +393,26 @@ fn changes_are_debounced_into_one_restart() {
     w.exit(800, 0, 0);
     w.at(900, Input::FileChanged(0));
     assert_eq!(w.at(1200, Input::Wake), [launch(0, 3)]);
+}
+
+#[test]
+fn an_operator_stopped_run_has_not_succeeded() {
+    use Condition::*;
+    // Stopped by the operator, even with exit 0 (`trap 'exit 0' TERM`).
+    let mut w = World::new(
+        vec![plan("migrate", &[]), plan("web", &[(0, Succeeded)])],
+        false,
+    );
+    assert_eq!(w.at(10, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    let how = Ending::Exited {
+        done: true,
+        by_operator: true,
+        words: "stopped (exit 0)".into(),
+    };
+    assert_eq!(
+        w.at(20, Input::Ended { command: 0, how }),
+        [fail(1, "migrate: stopped (exit 0)")]
+    );
 }
 
 #[test]
