@@ -7,17 +7,17 @@
 //!
 //! The rules, as docs/configuration.md tells them to users:
 //! - `depends_on`: a command starts once each condition holds (`started`: its dependency
-//!   was spawned; `ready`: its readiness check passed; `succeeded`: it exited 0 on its
-//!   own). It fails,
-//!   never starts, once one can no longer hold, unless a restart of that dependency is
-//!   still to come: a waiter outlives a transient failure.
+//!   was spawned; `ready`: its readiness check passed; `succeeded`: it exited 0 on its own).
+//!   It fails, never starts, once one can no longer hold, unless a restart of that ended
+//!   dependency is still to come: a waiter outlives a transient failure.
 //! - `restart`: after an exit that the policy covers, the command starts again after a
 //!   delay that doubles from `restart_backoff` up to [`BACKOFF_CAP`], at most
 //!   `max_restarts` times in a row; a run that lasted [`RESET_AFTER`] starts the count and
 //!   the delay again (as supervisord's `startsecs`). A stop by the operator or by quitting
 //!   never restarts.
 //! - `restart_on_change`: a changed file restarts the command [`DEBOUNCE`] after the last
-//!   change, whatever its policy.
+//!   change, whatever its policy, unless the operator stopped it (until they start it
+//!   again); the operator's stop wins over a change's restart under way.
 //! - `ordered_shutdown`: stopping a command stops what depends on it first, and quitting
 //!   stops dependents before what they depend on.
 
@@ -260,6 +260,9 @@ struct Entry {
     /// The current run stops for a changed file: start it again once it ended.
     restart_after_stop: bool,
     change_due: Option<Instant>,
+    /// The operator stopped it: a changed file does not start it again until the operator
+    /// does.
+    held: bool,
 }
 
 impl Entry {
@@ -276,6 +279,7 @@ impl Entry {
             stop_sent: false,
             restart_after_stop: false,
             change_due: None,
+            held: false,
         }
     }
 
@@ -396,6 +400,7 @@ impl Launcher {
                 {
                     e.restarts = 0;
                     e.delay = e.plan.backoff;
+                    e.held = false;
                     e.phase = Phase::Waiting;
                 }
             }
@@ -408,7 +413,10 @@ impl Launcher {
             }
             Input::Ended { command, how } => self.ended(command, how, now),
             Input::FileChanged(i) if !self.quitting => {
-                if let Some(e) = self.entries.get_mut(i) {
+                if let Some(e) = self.entries.get_mut(i)
+                    && !e.held
+                    && !e.stop_asked
+                {
                     e.change_due = Some(now + DEBOUNCE);
                 }
             }
@@ -455,14 +463,20 @@ impl Launcher {
         }
         e.facts.ended = Some(how.clone());
         self.stopping.retain(|&s| s != i);
-        if e.restart_after_stop && !self.quitting {
+        // A stop the operator (or quitting) asked for wins over a change's restart: the
+        // change's own stop also ends `by_operator`, so that is told by `restart_after_stop`.
+        if self.quitting || e.stop_asked {
+            e.phase = Phase::Ended;
+        } else if e.restart_after_stop {
             e.restarts = 0;
             e.delay = e.plan.backoff;
-            self.launch(i, now);
-            return;
-        }
-        if self.quitting || how.by_operator() || e.stop_asked {
+            e.phase = Phase::Waiting;
+        } else if how.by_operator() {
+            e.held = true;
             e.phase = Phase::Ended;
+        }
+        e.restart_after_stop = false;
+        if e.phase != Phase::Running {
             return;
         }
         let lasted = e.facts.started_at.map_or(Duration::ZERO, |at| now - at);
@@ -502,34 +516,46 @@ impl Launcher {
     }
 
     fn stop_by_operator(&mut self, i: usize) {
-        let Some(e) = self.entries.get_mut(i) else {
+        if i >= self.entries.len() {
             return;
-        };
+        }
+        if !self.ordered {
+            if self.call_off(i) {
+                self.actions.push_back(Action::Stop { command: i });
+            }
+            return;
+        }
+        let deps = self.depends_on();
+        for j in with_dependents(i, &deps) {
+            let running = j == i || self.entries[j].phase == Phase::Running;
+            if running && self.call_off(j) && !self.stopping.contains(&j) {
+                self.stopping.push(j);
+            }
+        }
+    }
+
+    /// Calls off what the command was to do: a wait, a restart to come, a change's restart,
+    /// until the operator starts it again. True if a run is under way that is to stop and no
+    /// stop was sent for it yet.
+    fn call_off(&mut self, i: usize) -> bool {
+        let e = &mut self.entries[i];
+        e.held = true;
         e.change_due = None;
+        e.restart_after_stop = false;
         match e.phase {
-            Phase::Running => {}
-            Phase::Waiting | Phase::RestartDue(_) => {
+            Phase::Running => {
+                e.stop_asked = true;
+                !e.stop_sent
+            }
+            Phase::Waiting | Phase::RestartDue(_) | Phase::Blocked(_) => {
                 e.phase = if e.run == 0 {
                     Phase::Idle
                 } else {
                     Phase::Ended
                 };
-                return;
+                false
             }
-            _ => return,
-        }
-        e.stop_asked = true;
-        if !self.ordered {
-            e.stop_sent = true;
-            self.actions.push_back(Action::Stop { command: i });
-            return;
-        }
-        let deps = self.depends_on();
-        for j in with_dependents(i, &deps) {
-            if self.entries[j].phase == Phase::Running && !self.stopping.contains(&j) {
-                self.entries[j].stop_asked = true;
-                self.stopping.push(j);
-            }
+            _ => false,
         }
     }
 
@@ -537,6 +563,7 @@ impl Launcher {
         self.quitting = true;
         for (i, e) in self.entries.iter_mut().enumerate() {
             e.change_due = None;
+            e.restart_after_stop = false;
             match e.phase {
                 Phase::Waiting => e.phase = Phase::Idle,
                 Phase::RestartDue(_) => e.phase = Phase::Ended,
@@ -577,11 +604,11 @@ impl Launcher {
             .collect()
     }
 
-    /// Restarts and debounced changes whose time came.
+    /// Restarts and debounced changes whose time came. A change's start goes through
+    /// `Waiting`, so that [`Self::settle`] holds it until its dependencies' conditions hold.
     fn due(&mut self, now: Instant) {
         for i in 0..self.entries.len() {
-            let e = &mut self.entries[i];
-            if let Phase::RestartDue(at) = e.phase
+            if let Phase::RestartDue(at) = self.entries[i].phase
                 && at <= now
             {
                 self.launch(i, now);
@@ -595,12 +622,11 @@ impl Launcher {
                         e.stop_sent = true;
                         self.actions.push_back(Action::Stop { command: i });
                     }
-                    Phase::Ended | Phase::GaveUp | Phase::RestartDue(_) => {
+                    Phase::Ended | Phase::GaveUp | Phase::RestartDue(_) | Phase::Blocked(_) => {
                         e.restarts = 0;
                         e.delay = e.plan.backoff;
-                        self.launch(i, now);
+                        e.phase = Phase::Waiting;
                     }
-                    Phase::Blocked(_) => e.phase = Phase::Waiting,
                     _ => {}
                 }
             }
@@ -649,6 +675,7 @@ impl Launcher {
         };
         let name = &dep.plan.name;
         let facts = &dep.facts;
+        let succeeded = facts.ended.as_ref().is_some_and(Ending::succeeded);
         match (&dep.phase, condition) {
             (Phase::Idle | Phase::Waiting | Phase::RestartDue(_), _) => Verdict::Wait,
             (Phase::Blocked(why), _) => Verdict::Never(format!("{name} did not start: {why}")),
@@ -665,7 +692,7 @@ impl Launcher {
                 let how = facts.ended.clone().unwrap_or(Ending::FailedToStart);
                 match condition {
                     Condition::Started if facts.spawned => Verdict::Holds,
-                    Condition::Succeeded if how.succeeded() => Verdict::Holds,
+                    Condition::Succeeded if succeeded => Verdict::Holds,
                     Condition::Ready if how == Ending::FailedToStart => {
                         Verdict::Never(how.of(name))
                     }

@@ -396,6 +396,88 @@ fn changes_are_debounced_into_one_restart() {
 }
 
 #[test]
+fn an_operator_stop_during_a_change_restart_wins() {
+    let mut w = World::new(vec![worker(Restart::No, 3)], false);
+    w.at(10, Input::FileChanged(0));
+    assert_eq!(w.at(310, Input::Wake), [Action::Stop { command: 0 }]);
+    // The stop is under way: no second one, and no restart after it.
+    assert_eq!(w.at(320, Input::Stop(0)), []);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
+fn an_ordered_stop_is_not_undone_by_a_change() {
+    use Condition::*;
+    // A change restart under way on a dependency when the operator stops it in order.
+    let plans = vec![plan("db", &[]), plan("api", &[(0, Started)])];
+    let mut w = World::new(plans.clone(), true);
+    w.at(10, Input::Spawned(0));
+    w.at(20, Input::FileChanged(0));
+    assert_eq!(w.at(320, Input::Wake), [Action::Stop { command: 0 }]);
+    assert_eq!(w.at(330, Input::Stop(0)), [Action::Stop { command: 1 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.exit(500, 1, 143), []);
+    assert_eq!(w.launcher.state(1), State::Ended);
+
+    // A change while the dependency waits its turn to stop.
+    let mut w = World::new(plans, true);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(100, Input::Stop(0)), [Action::Stop { command: 1 }]);
+    assert_eq!(w.at(110, Input::FileChanged(0)), []);
+    assert_eq!(w.at(410, Input::Wake), []);
+    assert_eq!(w.exit(500, 1, 143), [Action::Stop { command: 0 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(600, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
+fn a_change_does_not_bring_back_what_the_operator_stopped() {
+    let mut w = World::new(vec![worker(Restart::No, 3)], false);
+    assert_eq!(w.at(10, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(20, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.at(30, Input::FileChanged(0)), []);
+    assert_eq!(w.launcher.poll_timeout(), None);
+    assert_eq!(w.at(1000, Input::Wake), []);
+    // Started again by the operator, it follows its changes again.
+    assert_eq!(w.at(2000, Input::Start(0)), [launch(0, 2)]);
+    w.at(2010, Input::FileChanged(0));
+    assert_eq!(w.at(2310, Input::Wake), [Action::Stop { command: 0 }]);
+}
+
+#[test]
+fn a_change_restart_waits_for_the_dependencies() {
+    use Condition::*;
+    let mut db = worker(Restart::Always, 3);
+    db.name = "db".into();
+    let mut w = World::new(vec![db, plan("web", &[(0, Ready)])], false);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    // db restarts (due at 1100) when web's change stops it.
+    assert_eq!(w.exit(100, 0, 1).len(), 1);
+    w.at(110, Input::FileChanged(1));
+    assert_eq!(w.at(410, Input::Wake), [Action::Stop { command: 1 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(500, Input::Ended { command: 1, how }), []);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(1100, Input::Wake), [launch(0, 2)]);
+    assert_eq!(w.at(1200, Input::Ready(0)), [launch(1, 2)]);
+}
+
+#[test]
 fn an_operator_stopped_run_has_not_succeeded() {
     use Condition::*;
     // Stopped by the operator, even with exit 0 (`trap 'exit 0' TERM`).
