@@ -14,12 +14,12 @@
 //!   delay that doubles from `restart_backoff` up to [`BACKOFF_CAP`], at most
 //!   `max_restarts` times in a row; a run that lasted [`RESET_AFTER`] starts the count and
 //!   the delay again (as supervisord's `startsecs`). A stop by the operator or by quitting
-//!   never restarts.
+//!   never restarts. A restart waits for `depends_on` as the first start did.
 //! - `restart_on_change`: a changed file restarts the command [`DEBOUNCE`] after the last
 //!   change, whatever its policy, unless the operator stopped it (until they start it
 //!   again); the operator's stop wins over a change's restart under way.
-//! - `ordered_shutdown`: stopping a command stops what depends on it first, and quitting
-//!   stops dependents before what they depend on.
+//! - `ordered_shutdown`: stopping a command stops what depends on it first (and calls off
+//!   their restarts to come), and quitting stops dependents before what they depend on.
 
 mod glob;
 mod graph;
@@ -527,8 +527,7 @@ impl Launcher {
         }
         let deps = self.depends_on();
         for j in with_dependents(i, &deps) {
-            let running = j == i || self.entries[j].phase == Phase::Running;
-            if running && self.call_off(j) && !self.stopping.contains(&j) {
+            if self.call_off(j) && !self.stopping.contains(&j) {
                 self.stopping.push(j);
             }
         }
@@ -604,16 +603,15 @@ impl Launcher {
             .collect()
     }
 
-    /// Restarts and debounced changes whose time came. A change's start goes through
-    /// `Waiting`, so that [`Self::settle`] holds it until its dependencies' conditions hold.
+    /// Restarts and debounced changes whose time came. A start goes through `Waiting`, so
+    /// that [`Self::settle`] holds it until its dependencies' conditions hold again.
     fn due(&mut self, now: Instant) {
-        for i in 0..self.entries.len() {
-            if let Phase::RestartDue(at) = self.entries[i].phase
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if let Phase::RestartDue(at) = e.phase
                 && at <= now
             {
-                self.launch(i, now);
+                e.phase = Phase::Waiting;
             }
-            let e = &mut self.entries[i];
             if e.change_due.is_some_and(|at| at <= now) {
                 e.change_due = None;
                 match e.phase {

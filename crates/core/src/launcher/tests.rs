@@ -478,6 +478,65 @@ fn a_change_restart_waits_for_the_dependencies() {
 }
 
 #[test]
+fn a_restart_waits_for_a_dependency_that_restarts() {
+    use Condition::*;
+    let mut db = worker(Restart::Always, 3);
+    db.name = "db".into();
+    let mut web = worker(Restart::Always, 3);
+    web.name = "web".into();
+    web.depends_on = vec![(0, Ready)];
+    web.backoff = Duration::from_millis(500);
+    let mut w = World::new(vec![db, web], false);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(w.exit(100, 0, 1).len(), 1); // db due at 1100
+    assert_eq!(w.exit(100, 1, 1).len(), 1); // web due at 600
+    assert_eq!(w.at(600, Input::Wake), []);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(1100, Input::Wake), [launch(0, 2)]);
+    assert_eq!(w.at(1200, Input::Ready(0)), [launch(1, 2)]);
+}
+
+#[test]
+fn a_restart_does_not_start_on_a_dependency_the_operator_stopped() {
+    use Condition::*;
+    let plans = || {
+        let mut web = worker(Restart::Always, 3);
+        web.name = "web".into();
+        web.depends_on = vec![(0, Ready)];
+        vec![plan("db", &[]), web]
+    };
+    let mut w = World::new(plans(), false);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(w.exit(100, 1, 1).len(), 1); // web due at 1100
+    assert_eq!(w.at(200, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(300, Input::Ended { command: 0, how }), []);
+    assert_eq!(
+        w.at(1100, Input::Wake),
+        [fail(1, "db: stopped (SIGTERM) after it was ready")]
+    );
+
+    // In order, the operator's stop of db calls off web's restart to come.
+    let mut w = World::new(plans(), true);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(w.exit(100, 1, 1).len(), 1);
+    assert_eq!(w.at(200, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    assert_eq!(w.launcher.state(1), State::Ended);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(300, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
 fn an_operator_stopped_run_has_not_succeeded() {
     use Condition::*;
     // Stopped by the operator, even with exit 0 (`trap 'exit 0' TERM`).
