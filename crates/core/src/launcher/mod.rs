@@ -9,7 +9,9 @@
 //! - `depends_on`: a command starts once each condition holds (`started`: its dependency
 //!   was spawned; `ready`: its readiness check passed; `succeeded`: it exited 0 on its own).
 //!   It fails, never starts, once one can no longer hold, unless a restart of that ended
-//!   dependency is still to come: a waiter outlives a transient failure.
+//!   dependency is still to come: a waiter outlives a transient failure. A dependency that
+//!   runs on not ready fails its waiters (no restart comes of that). A failed waiter waits
+//!   again once its dependency starts again.
 //! - `restart`: after an exit that the policy covers, the command starts again after a
 //!   delay that doubles from `restart_backoff` up to [`BACKOFF_CAP`], at most
 //!   `max_restarts` times in a row; a run that lasted [`RESET_AFTER`] starts the count and
@@ -281,11 +283,6 @@ impl Entry {
             change_due: None,
             held: false,
         }
-    }
-
-    /// A restart may still come for this command (its policy has restarts left).
-    fn may_restart(&self) -> bool {
-        self.plan.restart != Restart::No && self.restarts < self.plan.max_restarts
     }
 }
 
@@ -632,27 +629,42 @@ impl Launcher {
     }
 
     /// Starts the waiters whose conditions hold and fails those whose can no longer hold,
-    /// until nothing changes (a failure makes its own waiters fail).
+    /// until nothing changes (a failure makes its own waiters fail). A failed waiter whose
+    /// dependencies could hold again (one was started again) goes back to waiting.
     fn settle(&mut self, now: Instant) {
+        if self.quitting {
+            return;
+        }
         loop {
             let mut changed = false;
             for i in 0..self.entries.len() {
-                if self.entries[i].phase != Phase::Waiting || self.quitting {
+                let blocked = matches!(self.entries[i].phase, Phase::Blocked(_));
+                if self.entries[i].phase != Phase::Waiting && !blocked {
                     continue;
                 }
                 let verdicts: Vec<Verdict> = (self.entries[i].plan.depends_on.iter())
                     .map(|&(on, condition)| self.verdict(on, condition))
                     .collect();
-                if let Some(reason) = verdicts.iter().find_map(|v| match v {
+                let never = verdicts.iter().find_map(|v| match v {
                     Verdict::Never(reason) => Some(reason.clone()),
                     _ => None,
-                }) {
-                    self.entries[i].phase = Phase::Blocked(reason.clone());
-                    self.actions.push_back(Action::Fail { command: i, reason });
-                    changed = true;
-                } else if verdicts.iter().all(|v| matches!(v, Verdict::Holds)) {
-                    self.launch(i, now);
-                    changed = true;
+                });
+                match never {
+                    Some(_) if blocked => {}
+                    Some(reason) => {
+                        self.entries[i].phase = Phase::Blocked(reason.clone());
+                        self.actions.push_back(Action::Fail { command: i, reason });
+                        changed = true;
+                    }
+                    None if blocked => {
+                        self.entries[i].phase = Phase::Waiting;
+                        changed = true;
+                    }
+                    None if verdicts.iter().all(|v| matches!(v, Verdict::Holds)) => {
+                        self.launch(i, now);
+                        changed = true;
+                    }
+                    None => {}
                 }
             }
             if !changed {
@@ -679,11 +691,12 @@ impl Launcher {
             (Phase::Blocked(why), _) => Verdict::Never(format!("{name} did not start: {why}")),
             (Phase::Running, Condition::Started) if facts.spawned => Verdict::Holds,
             (Phase::Running, Condition::Ready) if facts.ready => Verdict::Holds,
+            // It runs on, not ready: nothing will restart it, nor make it ready.
             (Phase::Running, Condition::Ready) => match facts.not_ready {
-                Some(after) if !dep.may_restart() => {
+                Some(after) => {
                     Verdict::Never(format!("{name} was not ready within {}", seconds(after)))
                 }
-                _ => Verdict::Wait,
+                None => Verdict::Wait,
             },
             (Phase::Running, _) => Verdict::Wait,
             (Phase::Ended | Phase::GaveUp, condition) => {

@@ -236,20 +236,60 @@ fn a_waiter_outlives_a_dependency_that_restarts() {
     );
     assert_eq!(w.at(1500, Input::Wake), [launch(0, 2)]);
     w.at(1510, Input::Spawned(0));
-    // A not-ready while restarts remain: still waiting.
+    assert_eq!(w.at(2000, Input::Ready(0)), [launch(1, 1)]);
+}
+
+#[test]
+fn a_dependency_not_ready_fails_its_waiters_though_it_may_restart() {
+    use Condition::*;
+    let mut db = plan("db", &[]);
+    db.restart = Restart::Always;
+    let mut w = World::new(vec![db, plan("web", &[(0, Ready)])], false);
+    w.at(10, Input::Spawned(0));
+    // It runs on, not ready: no restart will come of that.
+    let not_ready = Input::NotReady {
+        command: 0,
+        after: Duration::from_secs(30),
+    };
     assert_eq!(
-        w.at(
-            2000,
-            Input::NotReady {
-                command: 0,
-                after: Duration::from_secs(1)
-            }
-        ),
-        []
+        w.at(30_010, not_ready),
+        [fail(1, "db was not ready within 30s")]
     );
-    assert_eq!(w.exit(2100, 0, 1).len(), 1);
-    assert_eq!(w.at(4100, Input::Wake), [launch(0, 3)]);
-    assert_eq!(w.at(4200, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Blocked("db was not ready within 30s")
+    );
+    // Once it ends and a restart is to come, its waiter waits again.
+    assert_eq!(w.exit(40_000, 0, 1).len(), 1);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(41_000, Input::Wake), [launch(0, 2)]);
+    assert_eq!(w.at(41_500, Input::Ready(0)), [launch(1, 1)]);
+}
+
+#[test]
+fn a_blocked_waiter_waits_again_when_its_dependency_is_started_again() {
+    use Condition::*;
+    let mut w = World::new(
+        vec![
+            plan("a", &[]),
+            plan("b", &[(0, Succeeded)]),
+            plan("c", &[(1, Started)]),
+        ],
+        false,
+    );
+    assert_eq!(w.exit(10, 0, 1).len(), 2);
+    assert_eq!(w.at(20, Input::Start(0)), [launch(0, 2)]);
+    for i in [1, 2] {
+        assert!(matches!(w.launcher.state(i), State::Waiting { .. }));
+    }
+    assert_eq!(w.exit(30, 0, 0), [launch(1, 1)]);
+    assert_eq!(w.at(40, Input::Spawned(1)), [launch(2, 1)]);
 }
 
 #[test]
