@@ -687,6 +687,12 @@ impl Launcher {
         let facts = &dep.facts;
         let succeeded = facts.ended.as_ref().is_some_and(Ending::succeeded);
         match (&dep.phase, condition) {
+            // Its last run exited 0: a restart to come (`restart = "always"`) does not undo it.
+            (Phase::Idle | Phase::Waiting | Phase::RestartDue(_), Condition::Succeeded)
+                if succeeded =>
+            {
+                Verdict::Holds
+            }
             (Phase::Idle | Phase::Waiting | Phase::RestartDue(_), _) => Verdict::Wait,
             (Phase::Blocked(why), _) => Verdict::Never(format!("{name} did not start: {why}")),
             (Phase::Running, Condition::Started) if facts.spawned => Verdict::Holds,

@@ -597,6 +597,20 @@ fn an_operator_stopped_run_has_not_succeeded() {
 }
 
 #[test]
+fn succeeded_holds_while_a_restart_is_to_come() {
+    use Condition::*;
+    // Exit 0 with a restart to come (`always`): its waiter starts.
+    let mut migrate = worker(Restart::Always, 3);
+    migrate.name = "migrate".into();
+    let mut w = World::new(vec![migrate, plan("web", &[(0, Succeeded)])], false);
+    let actions = w.exit(20, 0, 0);
+    assert!(
+        matches!(&actions[..], [Action::Report { command: 0, .. }, a] if *a == launch(1, 1)),
+        "{actions:?}"
+    );
+}
+
+#[test]
 fn an_ordered_stop_stops_dependents_first_in_reverse_order() {
     use Condition::*;
     let plans = vec![
