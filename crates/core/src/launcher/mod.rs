@@ -21,7 +21,8 @@
 //!   change, whatever its policy, unless the operator stopped it (until they start it
 //!   again); the operator's stop wins over a change's restart under way.
 //! - `ordered_shutdown`: stopping a command stops what depends on it first (and calls off
-//!   their restarts to come), and quitting stops dependents before what they depend on.
+//!   their waits and restarts to come), and quitting stops dependents before what they
+//!   depend on.
 
 mod glob;
 mod graph;
