@@ -1455,7 +1455,7 @@ fn the_launchers_states_read_in_the_list_and_under_the_timeline() {
     let mut cron = CommandState::new(config("cron", "tick"));
     cron.plan = Some(Plan::GaveUp { restarts: 3 });
     let mut api = CommandState::new(config("api", "api"));
-    api.plan = Some(Plan::Blocked("migrate exited 1".into()));
+    api.plan = Some(Plan::Blocked("migrate: exit 1".into()));
     let first_new = model.commands.len();
     model.commands.extend([web, worker, cron, api]);
     let row = |screen: &str, name: &str| rows_with(screen, name)[0].to_string();

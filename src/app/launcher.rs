@@ -9,7 +9,8 @@ use tether_core::launcher::{Action as LaunchAction, Ending, Input, State};
 use super::runner::Runner;
 use crate::clock::now_ms;
 use crate::model::command::AttentionMark;
-use crate::model::{CommandIndex, Plan, Status};
+use crate::model::ending::Count;
+use crate::model::{self, CommandIndex, CommandState, Plan, Status};
 use crate::protocol::{AttentionKind, Event, EventKind, Origin, Request};
 
 impl Runner {
@@ -86,19 +87,7 @@ impl Runner {
         if !before.is_active() || c.status.is_active() {
             return;
         }
-        let how = match c.status {
-            Status::FailedToStart => Ending::FailedToStart,
-            Status::Exited(status) => Ending::Exited {
-                code: status.code,
-                signal: status.signal,
-                by_operator: c.stopped_by_hand,
-            },
-            _ => Ending::Exited {
-                code: None,
-                signal: None,
-                by_operator: c.stopped_by_hand,
-            },
-        };
+        let how = launcher_ending(c);
         self.drive(Input::Ended { command, how });
     }
 
@@ -135,6 +124,71 @@ impl Runner {
                 State::Blocked(why) => Some(Plan::Blocked(why.to_string())),
                 State::Idle | State::Running | State::Ended => None,
             };
+        }
+    }
+}
+
+/// How a run that ended ended, for the launcher: in the words every view uses, and a
+/// success only as `tether sessions` counts one (an exit 0, or `finished`: stopped by
+/// `drain_on` after its final line). A run the operator stopped is no success, whatever its
+/// code.
+fn launcher_ending(c: &CommandState) -> Ending {
+    let ending = model::Ending::of(c);
+    match ending {
+        Some(model::Ending::FailedToStart) => Ending::FailedToStart,
+        _ => Ending::Exited {
+            done: ending.is_some_and(|e| e.count() == Count::Ok),
+            by_operator: c.stopped_by_hand,
+            words: ending.map_or_else(|| "ended".into(), model::Ending::words),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CommandConfig;
+    use crate::protocol::{CommandSpec, ExitStatus};
+
+    fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
+        let mut c = CommandState::new(CommandConfig::new("x", CommandSpec::Argv(vec!["x".into()])));
+        c.status = Status::Exited(ExitStatus {
+            code,
+            signal,
+            core_dumped: false,
+        });
+        c
+    }
+
+    fn exited(done: bool, by_operator: bool, words: &str) -> Ending {
+        Ending::Exited {
+            done,
+            by_operator,
+            words: words.into(),
+        }
+    }
+
+    #[test]
+    fn the_launcher_hears_of_an_ending_as_every_view_names_it() {
+        let mut drained = ended(None, Some(15));
+        drained.drained = true;
+        let mut stopped_0 = ended(Some(0), None);
+        stopped_0.stopped_by_hand = true;
+        let mut missing = ended(None, None);
+        missing.status = Status::FailedToStart;
+        let cases = [
+            (ended(Some(0), None), exited(true, false, "exit 0")),
+            (ended(Some(1), None), exited(false, false, "exit 1")),
+            (
+                ended(None, Some(9)),
+                exited(false, false, "killed (SIGKILL)"),
+            ),
+            (drained, exited(true, false, "finished")),
+            (stopped_0, exited(false, true, "stopped (exit 0)")),
+            (missing, Ending::FailedToStart),
+        ];
+        for (command, want) in cases {
+            assert_eq!(launcher_ending(&command), want);
         }
     }
 }

@@ -185,15 +185,13 @@ impl Runner {
         self.app.view.quitting = true;
         self.drive(Input::Quit);
         // A run the launcher does not know of as running (its broker lost track) is
-        // stopped all the same.
-        if !self.launcher.ordered() {
-            for (id, command) in self.app.model.commands.iter().enumerate() {
-                if command.status.is_active() && !self.launcher.is_running(id) {
-                    let stop = Request::Stop {
-                        origin: Some(Origin::Shutdown),
-                    };
-                    self.fleet.send(id, stop);
-                }
+        // stopped all the same, in either mode: no order waits for it.
+        for (id, command) in self.app.model.commands.iter().enumerate() {
+            if command.status.is_active() && !self.launcher.is_running(id) {
+                let stop = Request::Stop {
+                    origin: Some(Origin::Shutdown),
+                };
+                self.fleet.send(id, stop);
             }
         }
         self.quit_deadline = Some(Instant::now() + wait + QUIT_SLACK);

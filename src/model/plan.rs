@@ -80,8 +80,8 @@ mod tests {
             Plan::GaveUp { restarts: 3 }.label(0),
             "gave up after 3 restarts"
         );
-        let blocked = Plan::Blocked("migrate exited 1".into());
-        assert_eq!(blocked.label(0), "not started: migrate exited 1");
+        let blocked = Plan::Blocked("migrate: exit 1".into());
+        assert_eq!(blocked.label(0), "not started: migrate: exit 1");
         assert_eq!(blocked.short_label(), "blocked");
     }
 }

@@ -7,26 +7,28 @@
 //!
 //! The rules, as docs/configuration.md tells them to users:
 //! - `depends_on`: a command starts once each condition holds (`started`: its dependency
-//!   was spawned; `ready`: its readiness check passed; `succeeded`: it exited 0). It fails,
-//!   never starts, once one can no longer hold, unless a restart of that dependency is
-//!   still to come: a waiter outlives a transient failure.
+//!   was spawned; `ready`: its readiness check passed; `succeeded`: it exited 0 on its own).
+//!   It fails, never starts, once one can no longer hold, unless a restart of that ended
+//!   dependency is still to come: a waiter outlives a transient failure. A dependency that
+//!   runs on not ready fails its waiters (no restart comes of that). A failed waiter waits
+//!   again once its dependency starts again.
 //! - `restart`: after an exit that the policy covers, the command starts again after a
 //!   delay that doubles from `restart_backoff` up to [`BACKOFF_CAP`], at most
 //!   `max_restarts` times in a row; a run that lasted [`RESET_AFTER`] starts the count and
 //!   the delay again (as supervisord's `startsecs`). A stop by the operator or by quitting
-//!   never restarts.
+//!   never restarts. A restart waits for `depends_on` as the first start did.
 //! - `restart_on_change`: a changed file restarts the command [`DEBOUNCE`] after the last
-//!   change, whatever its policy.
-//! - `ordered_shutdown`: stopping a command stops what depends on it first, and quitting
-//!   stops dependents before what they depend on.
+//!   change, whatever its policy, unless the operator stopped it (until they start it
+//!   again); the operator's stop wins over a change's restart under way.
+//! - `ordered_shutdown`: stopping a command stops what depends on it first (and calls off
+//!   their waits and restarts to come), and quitting stops dependents before what they
+//!   depend on.
 
 mod glob;
 mod graph;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-
-use crate::protocol::ProcessSignal;
 
 pub use glob::GlobSet;
 pub use graph::{find_cycle, with_dependents};
@@ -118,40 +120,50 @@ impl CommandPlan {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
     Exited {
-        code: Option<i32>,
-        signal: Option<i32>,
+        /// It did its work: it exited 0, or it was stopped after its final line
+        /// (`drain_on`). Never a run the operator stopped, whatever its code.
+        done: bool,
         /// The operator stopped it or signalled it (s, t, k): not a failure to restart from.
         by_operator: bool,
+        /// The words every view names this ending with (`exit 1`, `killed (SIGKILL)`,
+        /// `stopped (SIGTERM)`, `finished`): the driver's, so that what the launcher says
+        /// reads as the list does.
+        words: String,
     },
     FailedToStart,
 }
 
 impl Ending {
-    pub fn succeeded(self) -> bool {
-        matches!(self, Ending::Exited { code: Some(0), .. })
+    /// It exited 0 (or finished) on its own: `succeeded` holds.
+    pub fn succeeded(&self) -> bool {
+        matches!(
+            self,
+            Ending::Exited {
+                done: true,
+                by_operator: false,
+                ..
+            }
+        )
     }
 
-    /// `exited 1`, `was stopped`, `ended by SIGKILL`, `failed to start`.
-    fn words(self) -> String {
-        match self {
+    fn by_operator(&self) -> bool {
+        matches!(
+            self,
             Ending::Exited {
-                by_operator: true, ..
-            } => "was stopped".into(),
-            Ending::Exited {
-                code: Some(code), ..
-            } => format!("exited {code}"),
-            Ending::Exited {
-                signal: Some(signal),
+                by_operator: true,
                 ..
-            } => match ProcessSignal::from_number(signal) {
-                Some(signal) => format!("ended by SIG{signal}"),
-                None => format!("ended by signal {signal}"),
-            },
-            Ending::Exited { .. } => "ended".into(),
-            Ending::FailedToStart => "failed to start".into(),
+            }
+        )
+    }
+
+    /// `web: exit 1`, `db: killed (SIGKILL)`, `db failed to start`.
+    fn of(&self, name: &str) -> String {
+        match self {
+            Ending::Exited { words, .. } => format!("{name}: {words}"),
+            Ending::FailedToStart => format!("{name} failed to start"),
         }
     }
 }
@@ -251,6 +263,9 @@ struct Entry {
     /// The current run stops for a changed file: start it again once it ended.
     restart_after_stop: bool,
     change_due: Option<Instant>,
+    /// The operator stopped it: a changed file does not start it again until the operator
+    /// does.
+    held: bool,
 }
 
 impl Entry {
@@ -267,12 +282,8 @@ impl Entry {
             stop_sent: false,
             restart_after_stop: false,
             change_due: None,
+            held: false,
         }
-    }
-
-    /// A restart may still come for this command (its policy has restarts left).
-    fn may_restart(&self) -> bool {
-        self.plan.restart != Restart::No && self.restarts < self.plan.max_restarts
     }
 }
 
@@ -387,6 +398,7 @@ impl Launcher {
                 {
                     e.restarts = 0;
                     e.delay = e.plan.backoff;
+                    e.held = false;
                     e.phase = Phase::Waiting;
                 }
             }
@@ -399,7 +411,10 @@ impl Launcher {
             }
             Input::Ended { command, how } => self.ended(command, how, now),
             Input::FileChanged(i) if !self.quitting => {
-                if let Some(e) = self.entries.get_mut(i) {
+                if let Some(e) = self.entries.get_mut(i)
+                    && !e.held
+                    && !e.stop_asked
+                {
                     e.change_due = Some(now + DEBOUNCE);
                 }
             }
@@ -444,23 +459,22 @@ impl Launcher {
         if e.phase != Phase::Running {
             return;
         }
-        e.facts.ended = Some(how);
+        e.facts.ended = Some(how.clone());
         self.stopping.retain(|&s| s != i);
-        if e.restart_after_stop && !self.quitting {
+        // A stop the operator (or quitting) asked for wins over a change's restart: the
+        // change's own stop also ends `by_operator`, so that is told by `restart_after_stop`.
+        if self.quitting || e.stop_asked {
+            e.phase = Phase::Ended;
+        } else if e.restart_after_stop {
             e.restarts = 0;
             e.delay = e.plan.backoff;
-            self.launch(i, now);
-            return;
-        }
-        let by_operator = matches!(
-            how,
-            Ending::Exited {
-                by_operator: true,
-                ..
-            }
-        );
-        if self.quitting || by_operator || e.stop_asked {
+            e.phase = Phase::Waiting;
+        } else if how.by_operator() {
+            e.held = true;
             e.phase = Phase::Ended;
+        }
+        e.restart_after_stop = false;
+        if e.phase != Phase::Running {
             return;
         }
         let lasted = e.facts.started_at.map_or(Duration::ZERO, |at| now - at);
@@ -479,10 +493,9 @@ impl Launcher {
             e.phase = Phase::GaveUp;
             let n = e.restarts;
             let reason = format!(
-                "gave up after {n} restart{} ({} {})",
+                "gave up after {n} restart{} ({})",
                 if n == 1 { "" } else { "s" },
-                e.plan.name,
-                how.words()
+                how.of(&e.plan.name)
             );
             self.actions.push_back(Action::Fail { command: i, reason });
         } else {
@@ -491,9 +504,8 @@ impl Launcher {
             e.delay = (e.delay * 2).min(BACKOFF_CAP.max(e.plan.backoff));
             e.phase = Phase::RestartDue(now + wait);
             let text = format!(
-                "{} {}: restarting in {} (run {})",
-                e.plan.name,
-                how.words(),
+                "{}; restarting in {} (run {})",
+                how.of(&e.plan.name),
                 seconds(wait),
                 e.run + 1
             );
@@ -502,34 +514,45 @@ impl Launcher {
     }
 
     fn stop_by_operator(&mut self, i: usize) {
-        let Some(e) = self.entries.get_mut(i) else {
+        if i >= self.entries.len() {
             return;
-        };
+        }
+        if !self.ordered {
+            if self.call_off(i) {
+                self.actions.push_back(Action::Stop { command: i });
+            }
+            return;
+        }
+        let deps = self.depends_on();
+        for j in with_dependents(i, &deps) {
+            if self.call_off(j) && !self.stopping.contains(&j) {
+                self.stopping.push(j);
+            }
+        }
+    }
+
+    /// Calls off what the command was to do: a wait, a restart to come, a change's restart,
+    /// until the operator starts it again. True if a run is under way that is to stop and no
+    /// stop was sent for it yet.
+    fn call_off(&mut self, i: usize) -> bool {
+        let e = &mut self.entries[i];
+        e.held = true;
         e.change_due = None;
+        e.restart_after_stop = false;
         match e.phase {
-            Phase::Running => {}
-            Phase::Waiting | Phase::RestartDue(_) => {
+            Phase::Running => {
+                e.stop_asked = true;
+                !e.stop_sent
+            }
+            Phase::Waiting | Phase::RestartDue(_) | Phase::Blocked(_) => {
                 e.phase = if e.run == 0 {
                     Phase::Idle
                 } else {
                     Phase::Ended
                 };
-                return;
+                false
             }
-            _ => return,
-        }
-        e.stop_asked = true;
-        if !self.ordered {
-            e.stop_sent = true;
-            self.actions.push_back(Action::Stop { command: i });
-            return;
-        }
-        let deps = self.depends_on();
-        for j in with_dependents(i, &deps) {
-            if self.entries[j].phase == Phase::Running && !self.stopping.contains(&j) {
-                self.entries[j].stop_asked = true;
-                self.stopping.push(j);
-            }
+            _ => false,
         }
     }
 
@@ -537,6 +560,7 @@ impl Launcher {
         self.quitting = true;
         for (i, e) in self.entries.iter_mut().enumerate() {
             e.change_due = None;
+            e.restart_after_stop = false;
             match e.phase {
                 Phase::Waiting => e.phase = Phase::Idle,
                 Phase::RestartDue(_) => e.phase = Phase::Ended,
@@ -577,16 +601,15 @@ impl Launcher {
             .collect()
     }
 
-    /// Restarts and debounced changes whose time came.
+    /// Restarts and debounced changes whose time came. A start goes through `Waiting`, so
+    /// that [`Self::settle`] holds it until its dependencies' conditions hold again.
     fn due(&mut self, now: Instant) {
-        for i in 0..self.entries.len() {
-            let e = &mut self.entries[i];
+        for (i, e) in self.entries.iter_mut().enumerate() {
             if let Phase::RestartDue(at) = e.phase
                 && at <= now
             {
-                self.launch(i, now);
+                e.phase = Phase::Waiting;
             }
-            let e = &mut self.entries[i];
             if e.change_due.is_some_and(|at| at <= now) {
                 e.change_due = None;
                 match e.phase {
@@ -595,12 +618,11 @@ impl Launcher {
                         e.stop_sent = true;
                         self.actions.push_back(Action::Stop { command: i });
                     }
-                    Phase::Ended | Phase::GaveUp | Phase::RestartDue(_) => {
+                    Phase::Ended | Phase::GaveUp | Phase::RestartDue(_) | Phase::Blocked(_) => {
                         e.restarts = 0;
                         e.delay = e.plan.backoff;
-                        self.launch(i, now);
+                        e.phase = Phase::Waiting;
                     }
-                    Phase::Blocked(_) => e.phase = Phase::Waiting,
                     _ => {}
                 }
             }
@@ -608,27 +630,42 @@ impl Launcher {
     }
 
     /// Starts the waiters whose conditions hold and fails those whose can no longer hold,
-    /// until nothing changes (a failure makes its own waiters fail).
+    /// until nothing changes (a failure makes its own waiters fail). A failed waiter whose
+    /// dependencies could hold again (one was started again) goes back to waiting.
     fn settle(&mut self, now: Instant) {
+        if self.quitting {
+            return;
+        }
         loop {
             let mut changed = false;
             for i in 0..self.entries.len() {
-                if self.entries[i].phase != Phase::Waiting || self.quitting {
+                let blocked = matches!(self.entries[i].phase, Phase::Blocked(_));
+                if self.entries[i].phase != Phase::Waiting && !blocked {
                     continue;
                 }
                 let verdicts: Vec<Verdict> = (self.entries[i].plan.depends_on.iter())
                     .map(|&(on, condition)| self.verdict(on, condition))
                     .collect();
-                if let Some(reason) = verdicts.iter().find_map(|v| match v {
+                let never = verdicts.iter().find_map(|v| match v {
                     Verdict::Never(reason) => Some(reason.clone()),
                     _ => None,
-                }) {
-                    self.entries[i].phase = Phase::Blocked(reason.clone());
-                    self.actions.push_back(Action::Fail { command: i, reason });
-                    changed = true;
-                } else if verdicts.iter().all(|v| matches!(v, Verdict::Holds)) {
-                    self.launch(i, now);
-                    changed = true;
+                });
+                match never {
+                    Some(_) if blocked => {}
+                    Some(reason) => {
+                        self.entries[i].phase = Phase::Blocked(reason.clone());
+                        self.actions.push_back(Action::Fail { command: i, reason });
+                        changed = true;
+                    }
+                    None if blocked => {
+                        self.entries[i].phase = Phase::Waiting;
+                        changed = true;
+                    }
+                    None if verdicts.iter().all(|v| matches!(v, Verdict::Holds)) => {
+                        self.launch(i, now);
+                        changed = true;
+                    }
+                    None => {}
                 }
             }
             if !changed {
@@ -649,33 +686,41 @@ impl Launcher {
         };
         let name = &dep.plan.name;
         let facts = &dep.facts;
+        let succeeded = facts.ended.as_ref().is_some_and(Ending::succeeded);
         match (&dep.phase, condition) {
+            // Its last run exited 0: a restart to come (`restart = "always"`) does not undo it.
+            (Phase::Idle | Phase::Waiting | Phase::RestartDue(_), Condition::Succeeded)
+                if succeeded =>
+            {
+                Verdict::Holds
+            }
             (Phase::Idle | Phase::Waiting | Phase::RestartDue(_), _) => Verdict::Wait,
             (Phase::Blocked(why), _) => Verdict::Never(format!("{name} did not start: {why}")),
             (Phase::Running, Condition::Started) if facts.spawned => Verdict::Holds,
             (Phase::Running, Condition::Ready) if facts.ready => Verdict::Holds,
+            // It runs on, not ready: nothing will restart it, nor make it ready.
             (Phase::Running, Condition::Ready) => match facts.not_ready {
-                Some(after) if !dep.may_restart() => {
+                Some(after) => {
                     Verdict::Never(format!("{name} was not ready within {}", seconds(after)))
                 }
-                _ => Verdict::Wait,
+                None => Verdict::Wait,
             },
             (Phase::Running, _) => Verdict::Wait,
             (Phase::Ended | Phase::GaveUp, condition) => {
-                let how = facts.ended.unwrap_or(Ending::FailedToStart);
+                let how = facts.ended.clone().unwrap_or(Ending::FailedToStart);
                 match condition {
                     Condition::Started if facts.spawned => Verdict::Holds,
-                    Condition::Succeeded if how.succeeded() => Verdict::Holds,
+                    Condition::Succeeded if succeeded => Verdict::Holds,
                     Condition::Ready if how == Ending::FailedToStart => {
-                        Verdict::Never(format!("{name} failed to start"))
+                        Verdict::Never(how.of(name))
                     }
                     Condition::Ready if facts.ready => {
-                        Verdict::Never(format!("{name} {} after it was ready", how.words()))
+                        Verdict::Never(format!("{} after it was ready", how.of(name)))
                     }
                     Condition::Ready => {
-                        Verdict::Never(format!("{name} {} before it was ready", how.words()))
+                        Verdict::Never(format!("{} before it was ready", how.of(name)))
                     }
-                    _ => Verdict::Never(format!("{name} {}", how.words())),
+                    _ => Verdict::Never(how.of(name)),
                 }
             }
         }

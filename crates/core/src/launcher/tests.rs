@@ -37,12 +37,31 @@ impl World {
     }
 
     fn exit(&mut self, ms: u64, command: usize, code: i32) -> Vec<Action> {
-        let how = Ending::Exited {
-            code: Some(code),
-            signal: None,
-            by_operator: false,
-        };
-        self.at(ms, Input::Ended { command, how })
+        self.at(
+            ms,
+            Input::Ended {
+                command,
+                how: exit(code),
+            },
+        )
+    }
+}
+
+/// An exit with `code`, named as the driver names it.
+fn exit(code: i32) -> Ending {
+    Ending::Exited {
+        done: code == 0,
+        by_operator: false,
+        words: format!("exit {code}"),
+    }
+}
+
+/// The end of a run the operator stopped (by the launcher's stop, `t` or `k`).
+fn stopped(words: &str) -> Ending {
+    Ending::Exited {
+        done: false,
+        by_operator: true,
+        words: words.into(),
     }
 }
 
@@ -128,25 +147,17 @@ fn a_failed_dependency_fails_its_waiters_with_the_reason() {
             Succeeded,
             Input::Ended {
                 command: 0,
-                how: Ending::Exited {
-                    code: Some(1),
-                    signal: None,
-                    by_operator: false,
-                },
+                how: exit(1),
             },
-            "dep exited 1",
+            "dep: exit 1",
         ),
         (
             Ready,
             Input::Ended {
                 command: 0,
-                how: Ending::Exited {
-                    code: Some(0),
-                    signal: None,
-                    by_operator: false,
-                },
+                how: exit(0),
             },
-            "dep exited 0 before it was ready",
+            "dep: exit 0 before it was ready",
         ),
         (
             Ready,
@@ -169,12 +180,12 @@ fn a_failed_dependency_fails_its_waiters_with_the_reason() {
             Input::Ended {
                 command: 0,
                 how: Ending::Exited {
-                    code: None,
-                    signal: Some(9),
+                    done: false,
                     by_operator: false,
+                    words: "killed (SIGKILL)".into(),
                 },
             },
-            "dep ended by SIGKILL",
+            "dep: killed (SIGKILL)",
         ),
     ];
     for (condition, input, reason) in cases {
@@ -200,10 +211,7 @@ fn a_failure_travels_down_a_chain_of_waiters() {
     );
     assert_eq!(
         w.exit(10, 0, 2),
-        [
-            fail(1, "a exited 2"),
-            fail(2, "b did not start: a exited 2")
-        ]
+        [fail(1, "a: exit 2"), fail(2, "b did not start: a: exit 2")]
     );
 }
 
@@ -217,7 +225,7 @@ fn a_waiter_outlives_a_dependency_that_restarts() {
     // Exits before it was ready: a restart comes, the waiter waits on.
     let actions = w.exit(500, 0, 1);
     assert!(
-        matches!(&actions[..], [Action::Report { command: 0, text }] if text == "db exited 1: restarting in 1s (run 2)")
+        matches!(&actions[..], [Action::Report { command: 0, text }] if text == "db: exit 1; restarting in 1s (run 2)")
     );
     assert_eq!(
         w.launcher.state(1),
@@ -228,20 +236,60 @@ fn a_waiter_outlives_a_dependency_that_restarts() {
     );
     assert_eq!(w.at(1500, Input::Wake), [launch(0, 2)]);
     w.at(1510, Input::Spawned(0));
-    // A not-ready while restarts remain: still waiting.
+    assert_eq!(w.at(2000, Input::Ready(0)), [launch(1, 1)]);
+}
+
+#[test]
+fn a_dependency_not_ready_fails_its_waiters_though_it_may_restart() {
+    use Condition::*;
+    let mut db = plan("db", &[]);
+    db.restart = Restart::Always;
+    let mut w = World::new(vec![db, plan("web", &[(0, Ready)])], false);
+    w.at(10, Input::Spawned(0));
+    // It runs on, not ready: no restart will come of that.
+    let not_ready = Input::NotReady {
+        command: 0,
+        after: Duration::from_secs(30),
+    };
     assert_eq!(
-        w.at(
-            2000,
-            Input::NotReady {
-                command: 0,
-                after: Duration::from_secs(1)
-            }
-        ),
-        []
+        w.at(30_010, not_ready),
+        [fail(1, "db was not ready within 30s")]
     );
-    assert_eq!(w.exit(2100, 0, 1).len(), 1);
-    assert_eq!(w.at(4100, Input::Wake), [launch(0, 3)]);
-    assert_eq!(w.at(4200, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Blocked("db was not ready within 30s")
+    );
+    // Once it ends and a restart is to come, its waiter waits again.
+    assert_eq!(w.exit(40_000, 0, 1).len(), 1);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(41_000, Input::Wake), [launch(0, 2)]);
+    assert_eq!(w.at(41_500, Input::Ready(0)), [launch(1, 1)]);
+}
+
+#[test]
+fn a_blocked_waiter_waits_again_when_its_dependency_is_started_again() {
+    use Condition::*;
+    let mut w = World::new(
+        vec![
+            plan("a", &[]),
+            plan("b", &[(0, Succeeded)]),
+            plan("c", &[(1, Started)]),
+        ],
+        false,
+    );
+    assert_eq!(w.exit(10, 0, 1).len(), 2);
+    assert_eq!(w.at(20, Input::Start(0)), [launch(0, 2)]);
+    for i in [1, 2] {
+        assert!(matches!(w.launcher.state(i), State::Waiting { .. }));
+    }
+    assert_eq!(w.exit(30, 0, 0), [launch(1, 1)]);
+    assert_eq!(w.at(40, Input::Spawned(1)), [launch(2, 1)]);
 }
 
 #[test]
@@ -288,7 +336,7 @@ fn on_failure_gives_up_after_max_restarts_with_backoff_doubling() {
     assert_eq!(waits, [1, 2, 4].map(Duration::from_secs));
     assert_eq!(
         w.exit(now + 100, 0, 1),
-        [fail(0, "gave up after 3 restarts (worker exited 1)")]
+        [fail(0, "gave up after 3 restarts (worker: exit 1)")]
     );
     assert_eq!(w.launcher.state(0), State::GaveUp { restarts: 3 });
     assert_eq!(w.launcher.poll_timeout(), None);
@@ -341,11 +389,7 @@ fn an_operator_stop_never_restarts() {
     assert_eq!(w.launcher.state(0), State::Ended);
 
     let mut w = World::new(vec![worker(Restart::Always, 3)], false);
-    let how = Ending::Exited {
-        code: None,
-        signal: Some(15),
-        by_operator: true,
-    };
+    let how = stopped("stopped (SIGTERM)");
     assert_eq!(w.at(20, Input::Ended { command: 0, how }), []);
     assert_eq!(w.launcher.state(0), State::Ended);
     assert_eq!(w.launcher.poll_timeout(), None);
@@ -389,6 +433,181 @@ fn changes_are_debounced_into_one_restart() {
     w.exit(800, 0, 0);
     w.at(900, Input::FileChanged(0));
     assert_eq!(w.at(1200, Input::Wake), [launch(0, 3)]);
+}
+
+#[test]
+fn an_operator_stop_during_a_change_restart_wins() {
+    let mut w = World::new(vec![worker(Restart::No, 3)], false);
+    w.at(10, Input::FileChanged(0));
+    assert_eq!(w.at(310, Input::Wake), [Action::Stop { command: 0 }]);
+    // The stop is under way: no second one, and no restart after it.
+    assert_eq!(w.at(320, Input::Stop(0)), []);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
+fn an_ordered_stop_is_not_undone_by_a_change() {
+    use Condition::*;
+    // A change restart under way on a dependency when the operator stops it in order.
+    let plans = vec![plan("db", &[]), plan("api", &[(0, Started)])];
+    let mut w = World::new(plans.clone(), true);
+    w.at(10, Input::Spawned(0));
+    w.at(20, Input::FileChanged(0));
+    assert_eq!(w.at(320, Input::Wake), [Action::Stop { command: 0 }]);
+    assert_eq!(w.at(330, Input::Stop(0)), [Action::Stop { command: 1 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.exit(500, 1, 143), []);
+    assert_eq!(w.launcher.state(1), State::Ended);
+
+    // A change while the dependency waits its turn to stop.
+    let mut w = World::new(plans, true);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(100, Input::Stop(0)), [Action::Stop { command: 1 }]);
+    assert_eq!(w.at(110, Input::FileChanged(0)), []);
+    assert_eq!(w.at(410, Input::Wake), []);
+    assert_eq!(w.exit(500, 1, 143), [Action::Stop { command: 0 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(600, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
+fn a_change_does_not_bring_back_what_the_operator_stopped() {
+    let mut w = World::new(vec![worker(Restart::No, 3)], false);
+    assert_eq!(w.at(10, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(20, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.at(30, Input::FileChanged(0)), []);
+    assert_eq!(w.launcher.poll_timeout(), None);
+    assert_eq!(w.at(1000, Input::Wake), []);
+    // Started again by the operator, it follows its changes again.
+    assert_eq!(w.at(2000, Input::Start(0)), [launch(0, 2)]);
+    w.at(2010, Input::FileChanged(0));
+    assert_eq!(w.at(2310, Input::Wake), [Action::Stop { command: 0 }]);
+}
+
+#[test]
+fn a_change_restart_waits_for_the_dependencies() {
+    use Condition::*;
+    let mut db = worker(Restart::Always, 3);
+    db.name = "db".into();
+    let mut w = World::new(vec![db, plan("web", &[(0, Ready)])], false);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    // db restarts (due at 1100) when web's change stops it.
+    assert_eq!(w.exit(100, 0, 1).len(), 1);
+    w.at(110, Input::FileChanged(1));
+    assert_eq!(w.at(410, Input::Wake), [Action::Stop { command: 1 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(500, Input::Ended { command: 1, how }), []);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(1100, Input::Wake), [launch(0, 2)]);
+    assert_eq!(w.at(1200, Input::Ready(0)), [launch(1, 2)]);
+}
+
+#[test]
+fn a_restart_waits_for_a_dependency_that_restarts() {
+    use Condition::*;
+    let mut db = worker(Restart::Always, 3);
+    db.name = "db".into();
+    let mut web = worker(Restart::Always, 3);
+    web.name = "web".into();
+    web.depends_on = vec![(0, Ready)];
+    web.backoff = Duration::from_millis(500);
+    let mut w = World::new(vec![db, web], false);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(w.exit(100, 0, 1).len(), 1); // db due at 1100
+    assert_eq!(w.exit(100, 1, 1).len(), 1); // web due at 600
+    assert_eq!(w.at(600, Input::Wake), []);
+    assert_eq!(
+        w.launcher.state(1),
+        State::Waiting {
+            on: "db",
+            not_started: false
+        }
+    );
+    assert_eq!(w.at(1100, Input::Wake), [launch(0, 2)]);
+    assert_eq!(w.at(1200, Input::Ready(0)), [launch(1, 2)]);
+}
+
+#[test]
+fn a_restart_does_not_start_on_a_dependency_the_operator_stopped() {
+    use Condition::*;
+    let plans = || {
+        let mut web = worker(Restart::Always, 3);
+        web.name = "web".into();
+        web.depends_on = vec![(0, Ready)];
+        vec![plan("db", &[]), web]
+    };
+    let mut w = World::new(plans(), false);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(w.exit(100, 1, 1).len(), 1); // web due at 1100
+    assert_eq!(w.at(200, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(300, Input::Ended { command: 0, how }), []);
+    assert_eq!(
+        w.at(1100, Input::Wake),
+        [fail(1, "db: stopped (SIGTERM) after it was ready")]
+    );
+
+    // In order, the operator's stop of db calls off web's restart to come.
+    let mut w = World::new(plans(), true);
+    w.at(10, Input::Spawned(0));
+    assert_eq!(w.at(20, Input::Ready(0)), [launch(1, 1)]);
+    assert_eq!(w.exit(100, 1, 1).len(), 1);
+    assert_eq!(w.at(200, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    assert_eq!(w.launcher.state(1), State::Ended);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(300, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+#[test]
+fn an_operator_stopped_run_has_not_succeeded() {
+    use Condition::*;
+    // Stopped by the operator, even with exit 0 (`trap 'exit 0' TERM`).
+    let mut w = World::new(
+        vec![plan("migrate", &[]), plan("web", &[(0, Succeeded)])],
+        false,
+    );
+    assert_eq!(w.at(10, Input::Stop(0)), [Action::Stop { command: 0 }]);
+    let how = Ending::Exited {
+        done: true,
+        by_operator: true,
+        words: "stopped (exit 0)".into(),
+    };
+    assert_eq!(
+        w.at(20, Input::Ended { command: 0, how }),
+        [fail(1, "migrate: stopped (exit 0)")]
+    );
+}
+
+#[test]
+fn succeeded_holds_while_a_restart_is_to_come() {
+    use Condition::*;
+    // Exit 0 with a restart to come (`always`): its waiter starts.
+    let mut migrate = worker(Restart::Always, 3);
+    migrate.name = "migrate".into();
+    let mut w = World::new(vec![migrate, plan("web", &[(0, Succeeded)])], false);
+    let actions = w.exit(20, 0, 0);
+    assert!(
+        matches!(&actions[..], [Action::Report { command: 0, .. }, a] if *a == launch(1, 1)),
+        "{actions:?}"
+    );
 }
 
 #[test]
