@@ -238,7 +238,8 @@ impl Outlets {
                     broker.handle(Input::OperatorSignalled(delivered), now());
                 }
                 Output::MeasureCpu { walk } => {
-                    let walk = Walk::of(&walk, self.cgroup.as_ref());
+                    // The walk without the probe's keeper (not the command's).
+                    let walk = self.walk(&walk);
                     let used = super::tree::cost::tree_cpu(&walk);
                     broker.handle(Input::CpuMeasured(used), now());
                 }

@@ -3,8 +3,9 @@
 
 pub use tether_core::cost::*;
 
-/// The broker's `RUSAGE_CHILDREN`: (CPU milliseconds, largest RSS in bytes); zeros if the
-/// call fails (it cannot, for this process).
+/// The broker's `RUSAGE_CHILDREN`: (CPU milliseconds, largest RSS in bytes), less the CPU
+/// time of the keepers it reaped (a readiness probe's, the notify command's: not the
+/// command's); zeros if the call fails (it cannot, for this process).
 pub fn children_usage() -> (u64, u64) {
     use nix::sys::resource::{UsageWho, getrusage};
     use nix::sys::time::TimeVal;
@@ -13,7 +14,8 @@ pub fn children_usage() -> (u64, u64) {
     };
     let ms = |t: TimeVal| t.tv_sec() as u64 * 1000 + t.tv_usec() as u64 / 1000;
     (
-        ms(usage.user_time()) + ms(usage.system_time()),
+        (ms(usage.user_time()) + ms(usage.system_time()))
+            .saturating_sub(crate::attention::keeper::reaped_keepers_cpu_ms()),
         // Kilobytes on Linux.
         usage.max_rss().max(0) as u64 * 1024,
     )
@@ -22,8 +24,8 @@ pub fn children_usage() -> (u64, u64) {
 /// The CPU time (user and system) the command's whole tree used so far, for `max_cpu`: the
 /// cgroup's `usage_usec` where the walk is a cgroup's, else what the walk's processes used
 /// (with the children each waited for) plus what the broker's reaped children did
-/// (`RUSAGE_CHILDREN`, with theirs). A process is counted once: live or a zombie in /proc,
-/// or reaped by the broker, or in a live ancestor's waited-for time.
+/// (`RUSAGE_CHILDREN`, with theirs, less its keepers'). A process is counted once: live or a
+/// zombie in /proc, or reaped by the broker, or in a live ancestor's waited-for time.
 pub fn tree_cpu(walk: &crate::broker::signaller::Walk) -> std::time::Duration {
     if let Some(usec) = walk.cgroup().and_then(|cgroup| cgroup.cpu_usec()) {
         return std::time::Duration::from_micros(usec);
