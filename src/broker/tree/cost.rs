@@ -26,16 +26,47 @@ pub fn children_usage() -> (u64, u64) {
 /// (with the children each waited for) plus what the broker's reaped children did
 /// (`RUSAGE_CHILDREN`, with theirs, less its keepers'). A process is counted once: live or a
 /// zombie in /proc, or reaped by the broker, or in a live ancestor's waited-for time.
-pub fn tree_cpu(walk: &crate::broker::signaller::Walk) -> std::time::Duration {
+///
+/// `None` when the walk of /proc would last past `deadline` (a fork storm, where reading a
+/// forking process's stat waits on it): the broker's loop must stay free for output and a
+/// stop, and the caller keeps the figure it had.
+pub fn tree_cpu(
+    walk: &crate::broker::signaller::Walk,
+    deadline: std::time::Instant,
+) -> Option<std::time::Duration> {
     if let Some(usec) = walk.cgroup().and_then(|cgroup| cgroup.cpu_usec()) {
-        return std::time::Duration::from_micros(usec);
+        return Some(std::time::Duration::from_micros(usec));
     }
     let ticks_per_second = crate::procfs::clock_ticks_per_second().max(1);
     let ticks: u64 = walk
-        .processes()
+        .processes_until(deadline)?
         .iter()
         .map(|p| p.cpu_ticks + p.waited_cpu_ticks)
         .sum();
     let (reaped_ms, _) = children_usage();
-    std::time::Duration::from_millis(ticks * 1000 / ticks_per_second + reaped_ms)
+    Some(std::time::Duration::from_millis(
+        ticks * 1000 / ticks_per_second + reaped_ms,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::signaller::Walk;
+    use std::time::{Duration, Instant};
+
+    /// On the /proc walk a measurement reads every process's stat; one that would last past
+    /// its deadline gives nothing (the broker keeps its last figure) rather than hold the
+    /// broker's loop.
+    #[test]
+    fn a_measurement_on_the_proc_walk_gives_up_at_its_deadline() {
+        let walk = Walk::below(1);
+        assert!(
+            crate::procfs::pids().len() >= 16,
+            "the machine shows too few processes to run out of time"
+        );
+        assert_eq!(tree_cpu(&walk, Instant::now()), None);
+        let far = Instant::now() + Duration::from_secs(600);
+        assert!(tree_cpu(&walk, far).is_some());
+    }
 }
