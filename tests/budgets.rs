@@ -100,6 +100,52 @@ fn the_cpu_budget_counts_waited_for_children_without_a_cgroup() {
     env.finish();
 }
 
+/// A readiness probe is not the command: on the /proc walk its keeper and what it runs are
+/// left out of the tree's CPU time while they run, and so is their time once the broker has
+/// reaped the keeper (which the kernel adds to the broker's `RUSAGE_CHILDREN`).
+#[test]
+fn an_exec_probe_that_burns_cpu_does_not_count_against_the_cpu_budget() {
+    let env = TestEnv::new("budget_cpu_probe");
+    let burned = env.path("burned");
+    // Two seconds of CPU (RLIMIT_CPU ends `yes` there), twice the command's budget.
+    let probe = format!(
+        "(ulimit -t 2; exec yes > /dev/null); touch '{}'; exit 1",
+        burned.display()
+    );
+    // The command itself uses next to none, and ends once the probe has burned its time
+    // and the broker measured again after the keeper was reaped.
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.1; done; sleep 2",
+        burned.display()
+    );
+    let options = [
+        "--max-cpu",
+        "1s",
+        "--ready-exec",
+        &probe,
+        "--ready-interval",
+        "8s",
+        "--ready-timeout",
+        "120s",
+    ];
+    let mut exec = env.exec_command(&options, &["sh", "-c", &script]);
+    exec.env("XDG_CONFIG_HOME", env.path("config"))
+        .env("TETHER_CGROUP", "off");
+    let run = env.spawn_captured(exec).wait(&env);
+    let record = load_complete(&env.command_dir());
+    assert_eq!(
+        run.code(),
+        0,
+        "{}: {:?}",
+        run.stderr_text(),
+        kinds(&record.events)
+    );
+    assert!(burned.exists(), "the probe burned its CPU");
+    let over = (record.events.iter()).any(|e| matches!(e.kind, EventKind::BudgetExceeded { .. }));
+    assert!(!over, "{:?}", kinds(&record.events));
+    env.finish();
+}
+
 #[test]
 fn a_sleep_is_stopped_by_its_time_budget() {
     let env = TestEnv::new("budget_time");

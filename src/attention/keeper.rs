@@ -77,20 +77,37 @@ pub(crate) struct Start<'a> {
     pub(crate) cwd: Option<&'a CString>,
 }
 
+/// The CPU time (milliseconds, user and system, with what each waited for) of the children
+/// [`exit_status`] reaped in this process: in the broker, its keepers (a probe's, the notify
+/// command's), whose time the kernel adds to the broker's `RUSAGE_CHILDREN` and the
+/// command's `max_cpu` must leave out.
+static REAPED_CPU_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// What [`REAPED_CPU_MS`] holds now.
+pub(crate) fn reaped_keepers_cpu_ms() -> u64 {
+    REAPED_CPU_MS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A child's wait status once it ended (`wait`: block until then), `None` while it runs.
 /// Through its pidfd, with `__WALL`: the keeper has no exit signal, the notify command has.
+/// The CPU time of a child reaped goes to [`REAPED_CPU_MS`] (the system call's own rusage:
+/// libc's `waitid` has no place for it).
 pub(crate) fn exit_status(pidfd: &OwnedFd, wait: bool) -> Option<i32> {
     // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: likewise for rusage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let flags = libc::WEXITED | libc::__WALL | if wait { 0 } else { libc::WNOHANG };
     loop {
-        // SAFETY: waitid writes only into `info`.
+        // SAFETY: waitid writes only into `info` and `usage`.
         let r = unsafe {
-            libc::waitid(
+            libc::syscall(
+                libc::SYS_waitid,
                 libc::P_PIDFD,
-                pidfd.as_raw_fd() as libc::id_t,
-                &mut info,
+                pidfd.as_raw_fd(),
+                &mut info as *mut libc::siginfo_t,
                 flags,
+                &mut usage as *mut libc::rusage,
             )
         };
         if r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
@@ -106,6 +123,11 @@ pub(crate) fn exit_status(pidfd: &OwnedFd, wait: bool) -> Option<i32> {
     if unsafe { info.si_pid() } == 0 {
         return None;
     }
+    let ms = |t: libc::timeval| t.tv_sec.max(0) as u64 * 1000 + t.tv_usec.max(0) as u64 / 1000;
+    REAPED_CPU_MS.fetch_add(
+        ms(usage.ru_utime) + ms(usage.ru_stime),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     // SAFETY: as above.
     let status = unsafe { info.si_status() };
     Some(match info.si_code {

@@ -59,6 +59,11 @@ pub(super) struct Outlets {
     /// The broker asked for the front end's copy of the output to be given up.
     pub(super) give_up_copy: bool,
     pub(super) exit: Option<i32>,
+    /// The tree's CPU time as last measured for `max_cpu`: told again when a measurement
+    /// runs out of time.
+    pub(super) cpu_used: std::time::Duration,
+    /// When the walk that measured `cpu_used` started.
+    pub(super) cpu_measured_at: Option<Instant>,
 }
 
 impl Outlets {
@@ -239,9 +244,20 @@ impl Outlets {
                     broker.handle(Input::OperatorSignalled(delivered), now());
                 }
                 Output::MeasureCpu { walk } => {
-                    let walk = Walk::of(&walk, self.cgroup.as_ref());
-                    let used = super::tree::cost::tree_cpu(&walk);
-                    broker.handle(Input::CpuMeasured(used), now());
+                    // The walk without the probe's keeper. On the /proc walk, a tree quiet
+                    // since the last measurement used nothing since: a few small reads
+                    // instead of a walk of every process on the machine. A walk that runs
+                    // out of time leaves the last figure.
+                    let walk = self.walk(&walk);
+                    let started = std::time::Instant::now();
+                    let quiet = walk.cgroup().is_none()
+                        && (self.cpu_measured_at).is_some_and(|at| self.tree.quiet_since(at));
+                    let deadline = started + super::tree::CPU_MEASURE_BUDGET;
+                    if !quiet && let Some(used) = super::tree::cost::tree_cpu(&walk, deadline) {
+                        self.cpu_used = used;
+                        self.cpu_measured_at = Some(started);
+                    }
+                    broker.handle(Input::CpuMeasured(self.cpu_used), now());
                 }
                 Output::CloseTree => {
                     let record = self.tree.close();

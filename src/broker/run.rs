@@ -297,6 +297,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         cgroup: None,
         probes: super::probes::Probes::new(&request),
         exit: None,
+        cpu_used: std::time::Duration::ZERO,
+        cpu_measured_at: None,
     };
     out.feed(
         &mut broker,

@@ -190,15 +190,21 @@ impl Walk {
 
     /// As [`Walk::live`], or `None` if reading it would last past `deadline`.
     pub fn live_until(&self, deadline: std::time::Instant) -> Option<Vec<ProcStat>> {
+        let processes = self.processes_until(deadline)?;
+        Some(processes.into_iter().filter(|p| !p.is_zombie()).collect())
+    }
+
+    /// As [`Walk::processes`] (zombies included), or `None` if reading it would last past
+    /// `deadline`.
+    pub fn processes_until(&self, deadline: std::time::Instant) -> Option<Vec<ProcStat>> {
         if let Some(known) = &self.known {
-            return Some(known.iter().filter(|p| !p.is_zombie()).copied().collect());
+            return Some(known.clone());
         }
-        let processes = match self.members() {
+        Some(match self.members() {
             Some(members) => procfs::stats_until(members, deadline)?,
             None if self.below_childless_self() => Vec::new(),
             None => self.select_live(&procfs::stats_until(procfs::pids(), deadline)?),
-        };
-        Some(processes.into_iter().filter(|p| !p.is_zombie()).collect())
+        })
     }
 
     /// The walk now, without zombies.

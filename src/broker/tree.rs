@@ -27,6 +27,10 @@ pub const MAX_TREE_BUDGET: u64 = 64 << 20;
 /// The longest one sample of the tree may take (a thousand processes take about 10 ms).
 const SAMPLE_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// The longest one measurement of the tree's CPU time for `max_cpu` may take on the /proc
+/// walk: as long as a sample of it.
+pub const CPU_MEASURE_BUDGET: std::time::Duration = SAMPLE_BUDGET;
+
 /// What a journal line adds to an event's own JSON: `{"ts_ms":…,"mono_us":…,` and the
 /// newline, with room for any timestamp.
 const LINE_OVERHEAD: u64 = 64;
@@ -144,6 +148,13 @@ impl TreeRecorder {
             record,
             ..TreeSample::default()
         }
+    }
+
+    /// Whether the tree on the /proc walk did nothing since `at`: the last full walk came
+    /// before it and none of that walk's processes did anything since (see
+    /// [`TreeRecorder::unchanged`]), so its CPU time is what it was at `at`.
+    pub fn quiet_since(&self, at: std::time::Instant) -> bool {
+        self.walked_at.is_some_and(|walked| walked <= at) && self.unchanged(SAFETY_WALK)
     }
 
     /// A look at the tree for its record: skipped when `may_skip` (a quiet tree on the /proc

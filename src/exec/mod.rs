@@ -412,9 +412,13 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         .then(|| std::io::stdin().as_fd().try_clone_to_owned().ok())
         .flatten();
     let (trace, trace_ignored) = caller_trace();
-    // A user config that does not parse gives the defaults here, and is said once, by the
-    // retention that runs when this session ends (the same file, the same error).
-    let (user, _) = crate::config::user::for_launch();
+    // A user config that does not parse gives the defaults here: its `[budgets]` are not
+    // applied, which is said now, on one line (the retention that runs when this session
+    // ends says it was not applied either).
+    let (user, config_error) = crate::config::user::for_launch();
+    if let Some(err) = config_error {
+        say!("{}", budgets_not_applied(&err));
+    }
     let attention = if options.agents_command {
         crate::config::attention::for_agent(&user)
     } else {
@@ -658,6 +662,13 @@ fn report_undelivered(undelivered: [u64; 2], journal_dir: &Path) {
 }
 
 /// Says one line of tether's own (see [`notices`]: stderr, or the shim's notices file).
+/// The one line that says a user config that does not parse leaves its budgets unapplied.
+fn budgets_not_applied(err: &crate::config::ConfigError) -> String {
+    let text = err.to_string();
+    let text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    format!("{text}; budgets not applied")
+}
+
 pub(crate) fn say_line(text: &str) {
     notices::say(text);
 }
@@ -685,4 +696,23 @@ fn recover_from_journal(dir: &Path, outcome: &mut Outcome) -> bool {
             .get_or_insert((failure.code, failure.message));
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_config_that_does_not_parse_is_said_on_one_line_with_its_place() {
+        let text = "[budgets]\nmax_time = \"soon\"\n";
+        let err = crate::config::user::parse_user(text, "/home/u/.config/tether/config.toml")
+            .expect_err("does not parse");
+        let line = budgets_not_applied(&err);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.starts_with("/home/u/.config/tether/config.toml:2:"),
+            "{line}"
+        );
+        assert!(line.ends_with("; budgets not applied"), "{line}");
+    }
 }

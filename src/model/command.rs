@@ -479,9 +479,12 @@ impl CommandState {
                 }
             }
             EventKind::HardKill { .. } => self.hard_killed = true,
-            EventKind::BudgetExceeded { budget, .. } => {
+            // Only before the main process's own end: leftovers kept after an exit and
+            // stopped by a budget do not make that exit an overrun.
+            EventKind::BudgetExceeded { budget, .. } if self.ended_ms.is_none() => {
                 self.over_budget.get_or_insert(*budget);
             }
+            EventKind::BudgetExceeded { .. } => {}
             EventKind::Ready {
                 probe,
                 detail,
@@ -811,6 +814,42 @@ mod tests {
             c.is_failure(),
             "the command overran: a failure, not a stop by hand"
         );
+    }
+
+    #[test]
+    fn leftovers_a_budget_stopped_after_a_clean_exit_leave_the_exit_its_word() {
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
+        c.apply(&event(
+            3,
+            EventKind::Exit {
+                pid: 10,
+                status: ExitStatus {
+                    code: Some(0),
+                    signal: None,
+                    core_dumped: false,
+                },
+            },
+        ));
+        c.apply(&event(4, EventKind::LeftoversKept { pids: vec![11] }));
+        c.apply(&event(
+            5,
+            EventKind::BudgetExceeded {
+                budget: Budget::Time,
+                limit: 1000,
+                used: 1000,
+            },
+        ));
+        c.apply(&event(
+            5,
+            EventKind::StopStarted {
+                origin: Origin::Budget,
+                grace: std::time::Duration::from_secs(2),
+            },
+        ));
+        assert_eq!(c.over_budget, None);
+        assert!(!c.state_words().contains("budget"), "{}", c.state_words());
+        assert!(!c.is_failure(), "the command itself succeeded");
     }
 
     #[test]

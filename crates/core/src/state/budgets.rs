@@ -21,8 +21,10 @@ use crate::protocol::{Budget, EventKind, Origin};
 
 /// The shortest interval between two measurements of the tree's CPU time: near the limit.
 pub const CPU_CHECK_MIN: Duration = Duration::from_millis(250);
-/// The longest: far from the limit. On the /proc walk (no cgroup) a measurement reads every
-/// process on the machine, so it is not taken more often than the limit needs.
+/// The longest: far from the limit. On the /proc walk (no cgroup) a measurement of a tree
+/// that did something reads every process on the machine (within a deadline: out of time,
+/// the interpreter tells the last figure again), so it is not taken more often than the
+/// limit needs.
 pub const CPU_CHECK_MAX: Duration = Duration::from_millis(500);
 
 /// What the broker keeps of the budgets between inputs.

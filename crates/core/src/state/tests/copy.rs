@@ -48,6 +48,36 @@ fn a_stopped_command_whose_caller_takes_nothing_ends_at_once() {
     assert!(exit < given_up, "{:?}", rig.kinds());
 }
 
+/// A command a budget stopped, its caller taking nothing: once it is gone the copy is given
+/// up at once, as after the watchdog's stop, not after the patience.
+#[test]
+fn a_command_a_budget_stopped_does_not_wait_for_a_caller_that_takes_nothing() {
+    let request = LaunchRequest {
+        budgets: crate::protocol::Budgets {
+            max_time: Some(std::time::Duration::from_secs(5)),
+            ..Default::default()
+        },
+        ..request()
+    };
+    let mut rig = Rig::running(request, OnTerm::Exit);
+    rig.copy = CopyProgress {
+        behind: true,
+        taken: 1 << 20,
+    };
+    rig.undelivered = [70_000, 0];
+    rig.run_until(ms(5000));
+    assert!(
+        rig.kinds().contains(&"budget_exceeded"),
+        "{:?}",
+        rig.kinds()
+    );
+    rig.reap();
+    rig.tick();
+    assert_eq!(rig.copies_given_up, 1, "{:?}", rig.kinds());
+    rig.finish();
+    assert_eq!(undelivered(&rig), [(Stream::Stdout, 70_000)]);
+}
+
 /// A command that ended on its own: its caller is waited for while it takes bytes, however
 /// slowly; once it took nothing for the patience, the copy is given up.
 #[test]
