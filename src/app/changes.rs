@@ -344,6 +344,29 @@ mod tests {
         assert_eq!(watcher.take_trouble(), None);
     }
 
+    /// More events than the kernel queues (`fs.inotify.max_queued_events`): some are lost,
+    /// so any file may have changed.
+    #[tokio::test(flavor = "current_thread")]
+    async fn lost_events_are_a_change_for_every_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().to_path_buf();
+        let wanted = vec![
+            (1, base.clone(), vec!["*.rs".to_string()]),
+            (2, base.clone(), vec!["*.toml".to_string()]),
+        ];
+        let mut watcher = ChangeWatcher::new(wanted).unwrap().unwrap();
+        let queued: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        for i in 0..=queued {
+            std::fs::write(base.join(format!("{i}.txt")), "").unwrap();
+        }
+        watcher.readiness().wait().await;
+        assert_eq!(watcher.drain(), [1, 2]);
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_matching_file_written_in_a_new_directory_is_seen() {
         let dir = tempfile::tempdir().unwrap();
