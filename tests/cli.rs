@@ -224,6 +224,28 @@ fn a_typo_never_suggests_a_hidden_subcommand() {
     env.finish();
 }
 
+/// An option of subcommands given before any: clap's look-alike (`--version`) and a usage
+/// line made of it gave way to tether's usage and the subcommands that have it.
+#[test]
+fn an_unknown_option_names_the_subcommands_that_have_it_under_the_real_usage() {
+    let env = TestEnv::new("cli_unknown_option");
+    let out = run_to_end(&env, env.tether(&["--session", "x"]), "--session");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "tip: 'tether run --session', 'tether exec --session', 'tether agent --session' exist"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Usage: tether [OPTIONS] [COMMAND]"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--version"), "{stderr}");
+    env.finish();
+}
+
 #[test]
 fn the_man_page_and_one_page_per_visible_subcommand() {
     let env = TestEnv::new("cli_man");
