@@ -114,6 +114,35 @@ fn bash_loads_the_completions_and_completes_subcommands_and_session_ids() {
     env.finish();
 }
 
+/// Directories under `sessions/` that no session name could be (bash's script splits and
+/// globs the candidates: `*` would be every file of the directory completing), and a
+/// command run twice (a directory per run): only the real names, each once.
+#[test]
+fn bash_completes_only_names_a_session_or_command_could_have_each_once() {
+    let env = TestEnv::new("cli_bash_names");
+    two_sessions(&env);
+    let run = env.exec(&["--session", "cli-newer", "-n", "job"], &["true"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    let sessions = env.state_dir().join("sessions");
+    for hostile in ["$(touch pwned)", "*", "a b"] {
+        fs::create_dir(sessions.join(hostile)).unwrap();
+    }
+    fs::create_dir(sessions.join("cli-newer/09-$(touch pwned)")).unwrap();
+    let script = BASH_COMPLETE.replace("comp se tether se", "cd \"$TETHER_STATE_DIR\"");
+    let out = text(&in_shell(&env, "bash", &["-c", &script]).stdout);
+    assert_eq!(
+        candidates(&out, "stop")
+            .into_iter()
+            .filter(|c| !c.starts_with('-'))
+            .collect::<Vec<_>>(),
+        ["cli-newer", "cli-older"],
+        "{out}"
+    );
+    assert_eq!(candidates(&out, "stop-command"), ["cli-newer/job"], "{out}");
+    assert!(!env.state_dir().join("pwned").exists());
+    env.finish();
+}
+
 #[test]
 fn zsh_loads_the_completions_and_they_answer_by_the_engines_protocol() {
     let env = TestEnv::new("cli_zsh");
@@ -192,6 +221,28 @@ fn a_typo_never_suggests_a_hidden_subcommand() {
             None => assert_eq!(tip, "", "{typo}: {stderr}"),
         }
     }
+    env.finish();
+}
+
+/// An option of subcommands given before any: clap's look-alike (`--version`) and a usage
+/// line made of it gave way to tether's usage and the subcommands that have it.
+#[test]
+fn an_unknown_option_names_the_subcommands_that_have_it_under_the_real_usage() {
+    let env = TestEnv::new("cli_unknown_option");
+    let out = run_to_end(&env, env.tether(&["--session", "x"]), "--session");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "tip: 'tether run --session', 'tether exec --session', 'tether agent --session' exist"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Usage: tether [OPTIONS] [COMMAND]"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--version"), "{stderr}");
     env.finish();
 }
 

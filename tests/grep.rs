@@ -427,6 +427,14 @@ echo "agent: I saw warnings"
     let (all, said) = grep(&["--echoes", "warnings"]);
     assert_eq!(all.lines().count(), 6, "{all}");
     assert!(!said.contains("echoed"), "{said}");
+    // Under -v an agent's line is selected for what it lacks: nothing folds, its `done`
+    // (also 03-echo's) is shown.
+    let (others, said) = grep(&["-v", "warnings"]);
+    assert!(!said.contains("echoed"), "{said}");
+    assert!(
+        others.contains("S/01-fake-agent:stdout:3: done\n"),
+        "{others}"
+    );
     env.finish();
 }
 

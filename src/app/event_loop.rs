@@ -133,6 +133,13 @@ pub(super) async fn event_loop(
     if let Some(why) = changes_unavailable {
         runner.app.view.say(why);
     }
+    if let Some(why) = runner
+        .changes
+        .as_mut()
+        .and_then(ChangeWatcher::take_trouble)
+    {
+        runner.app.view.say(why);
+    }
     let mut keys = terminal_events();
     let (sampler, mut samples) = spawn_sampler(Duration::from_secs(1));
     // A first reading of the machine for the header, before any command runs.
@@ -292,6 +299,10 @@ pub(super) async fn event_loop(
                 let changed = runner.changes.as_mut().map(ChangeWatcher::drain).unwrap_or_default();
                 for command in changed {
                     runner.drive(Input::FileChanged(command));
+                }
+                if let Some(why) = runner.changes.as_mut().and_then(ChangeWatcher::take_trouble) {
+                    runner.app.view.say(why);
+                    dirty = true;
                 }
             }
             Some(text) = watch_replies.recv() => {

@@ -6,6 +6,7 @@
 //! engine's one protocol serves all three shells (bash's `complete -F`, zsh's `compdef`,
 //! fish's `complete --arguments`).
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use clap_complete::engine::{ArgValueCompleter, CompletionCandidate};
 use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
 
 use tether::journal::paths::command_dirs;
+use tether::journal::{CommandId, SessionName};
 use tether::model::replay::dir_name;
 use tether::postmortem::{exit_of_writing, session_dirs};
 
@@ -105,16 +107,24 @@ pub fn targets() -> ArgValueCompleter {
 
 /// The ids `tether sessions` lists (the state directory tether would use: `$TETHER_STATE_DIR`
 /// and the rest, not a `--state-dir` on the line being completed), newest first; none when
-/// it cannot be read (a completion has nowhere to say why).
+/// it cannot be read (a completion has nowhere to say why). Only names a session could be
+/// given ([`SessionName::parse`]): bash's script puts the candidates in `COMPREPLY=( $(...) )`
+/// unquoted, where a directory named `*` would be a glob and one named `$(...)` shell text.
 fn sessions_newest_first() -> Vec<String> {
     let Ok((_, dirs)) = session_dirs(None) else {
         return Vec::new();
     };
-    dirs.iter().rev().map(|dir| dir_name(dir)).collect()
+    dirs.iter()
+        .rev()
+        .map(|dir| dir_name(dir))
+        .filter(|name| SessionName::parse(name).is_ok())
+        .collect()
 }
 
 /// The names of a session's commands, from their directories (`01-build` is `build`),
-/// without reading their journals.
+/// without reading their journals: each once (a command restarted has a directory per
+/// run), and only names of the characters a command's name is made of (as
+/// [`sessions_newest_first`], for bash).
 fn command_names(session: &str) -> Vec<String> {
     let Ok((_, sessions)) = session_dirs(None) else {
         return Vec::new();
@@ -126,7 +136,18 @@ fn command_names(session: &str) -> Vec<String> {
     let Ok(dirs) = command_dirs(dir) else {
         return Vec::new();
     };
-    dirs.iter()
-        .filter_map(|dir| Some(dir_name(dir).split_once('-')?.1.to_string()))
-        .collect()
+    let mut names: Vec<String> = Vec::new();
+    let mut offered = HashSet::new();
+    for dir in &dirs {
+        let dir = dir_name(dir);
+        let Some(command) = CommandId::parse(session, &dir) else {
+            continue;
+        };
+        let safe = !command.name.is_empty()
+            && (command.name.chars()).all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if safe && offered.insert(command.name.clone()) {
+            names.push(command.name);
+        }
+    }
+    names
 }

@@ -7,11 +7,13 @@
 //! drawn: one line, three hits. And a line of its terminal stream is rarely one row: a
 //! redraw moves the cursor between rows without a line break, so the echo is one part of a
 //! long line. `tether grep` searches the agent last in its session and folds a selected
-//! line of the agent's stream when, once every line it holds that a command of the session
-//! selected (as a terminal shows each, leading decoration such as `⎿` set aside) is taken
-//! out, the pattern matches nothing left, and the agent wrote it from [`ECHO_BEFORE_MS`]
-//! before that command started (the agent draws the call it makes) to [`ECHO_AFTER_MS`]
-//! after it ended.
+//! line of the agent's stream when each of its rows where the pattern matches is an echo:
+//! with the lines the commands of the session selected (as a terminal shows each, leading
+//! decoration such as `⎿` set aside, 4 characters or more) taken out where they stand
+//! whole, nothing but decoration is left, or the row is the call the agent drew
+//! (`● Bash(WORDS)`, WORDS in the command's words); and the agent wrote it from
+//! [`ECHO_BEFORE_MS`] before that command started to [`ECHO_AFTER_MS`] after it ended.
+//! Under `-v` nothing is folded.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -34,6 +36,15 @@ pub fn is_agent(dir: &Path) -> bool {
     crate::journal::reader::read_request(dir).is_some_and(|request| match &request.command {
         CommandSpec::Argv(argv) => crate::config::naming::agent_argv(argv).is_some(),
         CommandSpec::Shell(_) => false,
+    })
+}
+
+/// A command's words as an agent draws its call: its argv joined by spaces, or its shell
+/// line.
+pub fn call_words(dir: &Path) -> Option<String> {
+    crate::journal::reader::read_request(dir).map(|request| match request.command {
+        CommandSpec::Argv(argv) => argv.join(" "),
+        CommandSpec::Shell(line) => line,
     })
 }
 
@@ -159,6 +170,8 @@ fn escape(bytes: &[u8]) -> (usize, &'static [u8]) {
 #[derive(Debug, Default)]
 pub struct Echoes {
     seen: HashMap<String, Vec<(u64, u64)>>,
+    /// The session's commands' words, with when the agent may draw them.
+    calls: Vec<(String, (u64, u64))>,
     /// Agent lines folded so far.
     pub folded: u64,
 }
@@ -167,6 +180,10 @@ pub struct Echoes {
 /// shown once per stream it is in, as before folding.
 const MAX_REMEMBERED: usize = 100_000;
 
+/// A text shorter than this (visible characters) is not remembered: `ok`, `yes`, `1` stand
+/// in too many of an agent's own sentences.
+const MIN_REMEMBERED: usize = 4;
+
 impl Echoes {
     /// A command's selected line, showing `text`, written while it ran over `window`
     /// (`None`: unknown, any time).
@@ -174,7 +191,7 @@ impl Echoes {
         let (start, end) = window.unwrap_or((0, u64::MAX - ECHO_AFTER_MS));
         // Each piece a terminal would put somewhere else (after a `\r`, a cursor move).
         for piece in text.split('\n').map(core) {
-            if piece.is_empty()
+            if piece.chars().filter(|c| !c.is_whitespace()).count() < MIN_REMEMBERED
                 || self.seen.len() >= MAX_REMEMBERED && !self.seen.contains_key(piece)
             {
                 continue;
@@ -186,36 +203,95 @@ impl Echoes {
         }
     }
 
-    /// Whether the agent's line showing `text`, written over `at` (first to last byte), is only an echo: once
-    /// every remembered text it holds (of a command that ran around `at`) is taken out, no
-    /// match of `regex` is left. (A line of an agent's terminal is often a whole redraw,
-    /// cursor moves between its rows and no line break: it can hold a command's line among
-    /// others.) A folded line is counted.
+    /// A command of the session, as the agent draws the call it makes: its words (argv
+    /// joined by spaces, or its shell line), run over `window` (`None`: any time).
+    pub fn remember_call(&mut self, words: String, window: Option<(u64, u64)>) {
+        let (start, end) = window.unwrap_or((0, u64::MAX - ECHO_AFTER_MS));
+        self.calls.push((
+            words,
+            (start.saturating_sub(ECHO_BEFORE_MS), end + ECHO_AFTER_MS),
+        ));
+    }
+
+    /// Whether the agent's line showing `text`, written over `at` (first to last byte), is
+    /// only an echo: every row of it (a line of an agent's terminal is often a whole
+    /// redraw, cursor moves between its rows and no line break) where `regex` matches is
+    /// an echo row, and there is one. A row is an echo row when, with the remembered texts
+    /// it holds (of a command that ran around `at`) taken out where they stand whole (not
+    /// inside a word), nothing but decoration is left (the agent said nothing more), or
+    /// when it is the call the agent drew (`● Bash(WORDS)`, WORDS in a command's words). A
+    /// folded line is counted.
     pub fn folds(&mut self, text: &str, at: Option<(u64, u64)>, regex: &Regex) -> bool {
-        let mut held: Vec<&str> =
-            self.seen
+        let around = |windows: &[(u64, u64)]| {
+            windows
                 .iter()
-                .filter(|(seen, windows)| {
-                    windows.iter().any(|&(from, to)| {
-                        at.is_none_or(|(first, last)| first <= to && from <= last)
-                    }) && text.contains(seen.as_str())
-                })
-                .map(|(seen, _)| seen.as_str())
-                .collect();
-        if held.is_empty() {
-            return false;
-        }
+                .any(|&(from, to)| at.is_none_or(|(first, last)| first <= to && from <= last))
+        };
+        let mut held: Vec<&str> = self
+            .seen
+            .iter()
+            .filter(|(seen, windows)| text.contains(seen.as_str()) && around(windows))
+            .map(|(seen, _)| seen.as_str())
+            .collect();
         // The longest first: a text that holds a shorter one goes whole.
         held.sort_by_key(|seen| std::cmp::Reverse(seen.len()));
-        let mut rest = text.to_string();
-        for seen in held {
-            // A line break where it was: the regex never matches across one.
-            rest = rest.replace(seen, "\n");
-        }
-        let echoed = !regex.is_match(rest.as_bytes());
+        let calls: Vec<&str> = self
+            .calls
+            .iter()
+            .filter(|(_, window)| around(std::slice::from_ref(window)))
+            .map(|(words, _)| words.as_str())
+            .collect();
+        let mut rows = text
+            .split('\n')
+            .filter(|row| regex.is_match(row.as_bytes()))
+            .peekable();
+        let echoed = rows.peek().is_some()
+            && rows.all(|row| only_echoes(row, &held) || is_call(row, &calls));
         self.folded += u64::from(echoed);
         echoed
     }
+}
+
+/// Whether `row` holds one of `held` standing whole (the characters either side of it are
+/// not alphanumeric) and, those taken out, nothing alphanumeric is left.
+fn only_echoes(row: &str, held: &[&str]) -> bool {
+    let mut rest = row.to_string();
+    let mut found = false;
+    for seen in held {
+        let mut kept = String::with_capacity(rest.len());
+        let mut from = 0;
+        while let Some(at) = rest[from..].find(seen).map(|at| from + at) {
+            let end = at + seen.len();
+            let alnum = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+            if alnum(rest[..at].chars().next_back()) || alnum(rest[end..].chars().next()) {
+                kept.push_str(&rest[from..end]);
+            } else {
+                kept.push_str(&rest[from..at]);
+                kept.push(' ');
+                found = true;
+            }
+            from = end;
+        }
+        kept.push_str(&rest[from..]);
+        rest = kept;
+    }
+    found && !rest.chars().any(char::is_alphanumeric)
+}
+
+/// Whether `row` is a call as an agent draws it, `Tool(WORDS)` after its decoration, with
+/// WORDS (at least [`MIN_REMEMBERED`] characters) in one of `calls`.
+fn is_call(row: &str, calls: &[&str]) -> bool {
+    let row = core(row);
+    let Some((tool, rest)) = row.split_once('(') else {
+        return false;
+    };
+    let Some(words) = rest.strip_suffix(')') else {
+        return false;
+    };
+    !tool.is_empty()
+        && tool.chars().all(char::is_alphanumeric)
+        && words.trim().chars().count() >= MIN_REMEMBERED
+        && calls.iter().any(|call| call.contains(words.trim()))
 }
 
 /// The text without the blanks and the decoration an agent's terminal puts before a
@@ -264,21 +340,55 @@ mod tests {
         assert_eq!(echoes.folded, 2);
     }
 
-    /// A redraw of Claude Code's terminal (as recorded: its rows run together, cursor
-    /// moves between them): the echo is one part of it.
+    /// A redraw of Claude Code's terminal (as recorded: its rows joined by cursor moves,
+    /// which [`printed`] makes line breaks): the echo is some rows of it.
     #[test]
     fn an_echo_inside_a_redraw_folds_unless_the_agent_said_more() {
         let pattern = regex("UNIQUE|second");
         let mut echoes = Echoes::default();
         echoes.remember("UNIQUE-LINE-42", Some((1_000, 1_010)));
         echoes.remember("second-line-77", Some((1_000, 1_010)));
-        let redraw = "● Bash(echo UNIQUE-LINE-42; echo second-line-77) ⎿  UNIQUE-LINE-42 second-line-77 ● All done.";
-        // The command line it shows holds the same words: taken out too, nothing is left.
+        echoes.remember_call(
+            "/bin/bash -c eval 'echo UNIQUE-LINE-42; echo second-line-77'".into(),
+            Some((1_000, 1_010)),
+        );
+        // The call it draws holds the same words: a call of the session's command.
+        let redraw = "● Bash(echo UNIQUE-LINE-42; echo second-line-77)\n⎿  UNIQUE-LINE-42 second-line-77\n● All done.";
         assert!(echoes.folds(redraw, Some((900, 1_200)), &pattern));
-        let result_only = "⎿  UNIQUE-LINE-42   second-line-77 ● All done.";
+        let result_only = "⎿  UNIQUE-LINE-42   second-line-77\n● All done.";
         assert!(echoes.folds(result_only, Some((900, 1_200)), &pattern));
-        let and_more = "⎿  UNIQUE-LINE-42 ● the UNIQUE thing is done";
+        let and_more = "⎿  UNIQUE-LINE-42\n● the UNIQUE thing is done";
         assert!(!echoes.folds(and_more, Some((900, 1_200)), &pattern));
+        let other_call = "● Bash(echo UNIQUE-LINE-42 > notes)";
+        assert!(!echoes.folds(other_call, Some((900, 1_200)), &pattern));
+        assert_eq!(echoes.folded, 2);
+    }
+
+    /// A command printed `warnings`; the agent's sentence holding the word is its own.
+    #[test]
+    fn a_remembered_text_inside_the_agents_own_words_does_not_fold() {
+        let warnings = regex("warnings");
+        let mut echoes = Echoes::default();
+        echoes.remember("warnings", None);
+        echoes.remember("3 warnings", None);
+        assert!(!echoes.folds("I fixed the warnings in main.rs", None, &warnings));
+        assert!(!echoes.folds("● 3 warnings, all fixed", None, &warnings));
+        assert!(echoes.folds("  ⎿  3 warnings", None, &warnings));
+        // Inside a word is not where it stands whole.
+        let mut echoes = Echoes::default();
+        echoes.remember("warn", None);
+        assert!(!echoes.folds("⎿ warnings: warn", None, &regex("warn")));
+        assert!(echoes.folds("⎿ warn: warn", None, &regex("warn")));
+    }
+
+    #[test]
+    fn a_short_text_is_not_remembered() {
+        let ok = regex("ok");
+        let mut echoes = Echoes::default();
+        echoes.remember("ok", None);
+        echoes.remember("⎿ ok", None);
+        assert!(!echoes.folds("ok", None, &ok));
+        assert!(!echoes.folds("⎿ ok", None, &ok));
     }
 
     /// Bytes as Claude Code 2.1.197 drew a tool's result in its terminal (recorded): rows
@@ -298,10 +408,12 @@ mod tests {
         let unique = regex("UNIQUE");
         let mut echoes = Echoes::default();
         echoes.remember("UNIQUE-LINE-42", Some((10_000, 10_010)));
+        echoes.remember_call("sh -c echo UNIQUE-LINE-42".into(), Some((10_000, 10_010)));
         assert!(echoes.folds("spinner\n⎿ UNIQUE-LINE-42", Some((9_000, 10_100)), &unique));
         // The call, drawn just before the command started.
         assert!(echoes.folds("● Bash(echo UNIQUE-LINE-42)", Some((9_800, 9_810)), &unique));
         assert!(!echoes.folds("⎿ UNIQUE-LINE-42", Some((100, 200)), &unique));
+        assert!(!echoes.folds("● Bash(echo UNIQUE-LINE-42)", Some((100, 200)), &unique));
     }
 
     #[test]

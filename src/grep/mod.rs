@@ -196,7 +196,9 @@ impl<W: Write> Search<'_, W> {
                 })
             })
             .collect();
-        let folding = commands.iter().any(|c| c.2);
+        // Under -v an agent's line is selected for what it does not hold: an echo in it
+        // says nothing of why, so nothing is folded.
+        let folding = !self.options.scan.invert && commands.iter().any(|c| c.2);
         // Stable: the commands in order, then the agent.
         commands.sort_by_key(|c| c.2);
         let mut echoes = echo::Echoes::default();
@@ -204,7 +206,13 @@ impl<W: Write> Search<'_, W> {
         for (command, dir, agent) in &commands {
             let role = match (folding, agent) {
                 (false, _) => Role::Plain,
-                (true, false) => Role::Echoed(echo::lifetime(dir)),
+                (true, false) => {
+                    let window = echo::lifetime(dir);
+                    if let Some(words) = echo::call_words(dir) {
+                        echoes.remember_call(words, window);
+                    }
+                    Role::Echoed(window)
+                }
                 (true, true) => Role::Agent,
             };
             let flow = self.command(command, dir, role, &mut echoes);
