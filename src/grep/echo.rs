@@ -21,7 +21,7 @@ use std::path::Path;
 use regex::bytes::Regex;
 
 use crate::journal::CommandRecord;
-use crate::protocol::{CommandSpec, EventKind, Stream};
+use crate::protocol::{CommandSpec, Stream};
 
 /// How long after a command ends the agent may still be showing its output for the first
 /// time: it reads the result when the command exits, then draws it.
@@ -67,16 +67,7 @@ pub struct WriteTimes {
 impl WriteTimes {
     pub fn load(dir: &Path, stream: Stream) -> WriteTimes {
         let record = CommandRecord::load(dir);
-        let mut pieces: Vec<(u64, u64)> = record
-            .events
-            .iter()
-            .filter_map(|e| match e.kind {
-                EventKind::Output {
-                    stream: s, offset, ..
-                } if s == stream => Some((offset, e.ts_ms)),
-                _ => None,
-            })
-            .collect();
+        let mut pieces = crate::journal::write_times(&record.events, stream);
         pieces.sort_unstable();
         WriteTimes { pieces }
     }

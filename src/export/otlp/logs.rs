@@ -15,7 +15,7 @@ use super::nanos;
 use super::span::{attribute, int, string};
 use crate::export::session::CommandExport;
 use crate::journal::secure::open_regular;
-use crate::protocol::{EventKind, Stream};
+use crate::protocol::Stream;
 
 /// How much of each stream's log goes out, head and tail together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,14 +150,7 @@ struct OutputTimes {
 
 impl OutputTimes {
     fn of(command: &CommandExport, stream: Stream) -> OutputTimes {
-        let writes = (command.events.iter())
-            .filter_map(|e| match e.kind {
-                EventKind::Output {
-                    stream: s, offset, ..
-                } if s == stream => Some((offset, e.ts_ms)),
-                _ => None,
-            })
-            .collect();
+        let writes = crate::journal::write_times(&command.events, stream);
         let fallback = (command.ended_ms())
             .or(command.started_ms())
             .unwrap_or_default();

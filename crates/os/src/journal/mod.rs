@@ -16,7 +16,7 @@ pub use paths::{
 };
 pub use reader::{
     CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions, read_result, session_dirs,
-    session_started_ms,
+    session_started_ms, write_times,
 };
 pub use secure::JournalDir;
 pub use tail::{EventTail, MAX_EVENT_LINE};

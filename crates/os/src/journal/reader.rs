@@ -11,7 +11,7 @@ use super::bounded::{oversized, read_metadata};
 use super::secure::open_regular;
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
-use tether_protocol::protocol::{CommandResult, Event, LaunchRequest, Stream};
+use tether_protocol::protocol::{CommandResult, Event, EventKind, LaunchRequest, Stream};
 
 /// Who started a session, when and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -238,6 +238,20 @@ fn started_ms(dir: &Path) -> u64 {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(u64::MAX, |d| d.as_millis() as u64)
+}
+
+/// When each piece of `stream` was written: `(offset, ts_ms)` of its `output` events, in
+/// journal order (offsets rise).
+pub fn write_times(events: &[Event], stream: Stream) -> Vec<(u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Output {
+                stream: s, offset, ..
+            } if s == stream => Some((offset, e.ts_ms)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// When the session in `dir` began, by its `session.json`; `None` without a readable one.
