@@ -156,7 +156,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
         eprintln!("tether: session journal in {}", session_dir.display());
     }
     if let Some((state_dir, id)) = ends_session {
-        crate::prune::at_session_end(&state_dir, &id);
+        crate::prune::at_session_end(&state_dir, &id, false);
     }
     result
 }

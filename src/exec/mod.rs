@@ -374,6 +374,8 @@ struct Prepared {
     /// The read ends of the copy pipes (none with `--json`).
     copy_read: Option<[OwnedFd; 2]>,
     handover: Handover,
+    /// The user config does not parse, and that was said at launch.
+    config_said: bool,
 }
 
 fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
@@ -412,10 +414,11 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         .then(|| std::io::stdin().as_fd().try_clone_to_owned().ok())
         .flatten();
     let (trace, trace_ignored) = caller_trace();
-    // A user config that does not parse gives the defaults here: its `[budgets]` are not
-    // applied, which is said now, on one line (the retention that runs when this session
-    // ends says it was not applied either).
+    // A user config that does not parse gives the defaults here: its `[budgets]` and
+    // `[retention]` are not applied, which is said now, on one line (the retention run when
+    // this session ends does not say it again).
     let (user, config_error) = crate::config::user::for_launch();
+    let config_said = config_error.is_some();
     if let Some(err) = config_error {
         say!("{}", budgets_not_applied(&err));
     }
@@ -497,6 +500,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
             mirror: copy_write,
             stdin,
         },
+        config_said,
     })
 }
 
@@ -596,9 +600,11 @@ async fn run(
     let code = outcome.exit_code(journal_dir);
     let nested = std::env::var_os(crate::journal::BROKER_ID_ENV).is_some();
     match options.retention {
-        RetentionRun::AtSessionEnd if !nested => {
-            crate::prune::at_session_end(&prepared.state, &prepared.session.id)
-        }
+        RetentionRun::AtSessionEnd if !nested => crate::prune::at_session_end(
+            &prepared.state,
+            &prepared.session.id,
+            prepared.config_said,
+        ),
         RetentionRun::AtSessionEnd => {}
         RetentionRun::Detached => {
             crate::prune::detached::after_command(&prepared.state, Some(&prepared.session.id))
@@ -666,7 +672,7 @@ fn report_undelivered(undelivered: [u64; 2], journal_dir: &Path) {
 fn budgets_not_applied(err: &crate::config::ConfigError) -> String {
     let text = err.to_string();
     let text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
-    format!("{text}; budgets not applied")
+    format!("{text}; budgets and retention not applied")
 }
 
 pub(crate) fn say_line(text: &str) {
@@ -713,6 +719,9 @@ mod tests {
             line.starts_with("/home/u/.config/tether/config.toml:2:"),
             "{line}"
         );
-        assert!(line.ends_with("; budgets not applied"), "{line}");
+        assert!(
+            line.ends_with("; budgets and retention not applied"),
+            "{line}"
+        );
     }
 }

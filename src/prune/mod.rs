@@ -195,8 +195,12 @@ pub fn retain(state: &Path, protect: Option<&str>) -> Result<Option<Outcome>, St
 
 /// Applies retention when a session ends (`tether exec` done, the TUI quit): never the
 /// session `just_ended`, never a live one. It cannot fail the command: whatever goes wrong is
-/// one line on stderr. Silent when it removes something, as a cleanup should be.
-pub fn at_session_end(state: &Path, just_ended: &str) {
+/// one line on stderr (none for a user config that does not parse when `config_said`: the
+/// front end said so at launch). Silent when it removes something, as a cleanup should be.
+pub fn at_session_end(state: &Path, just_ended: &str, config_said: bool) {
+    if config_said && user_config().is_err() {
+        return;
+    }
     let outcome = match retain(state, Some(just_ended)) {
         Ok(Some(outcome)) => outcome,
         Ok(None) => return,
