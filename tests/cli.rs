@@ -289,7 +289,16 @@ fn the_man_page_and_one_page_per_visible_subcommand() {
         assert!(!dir.join(format!("tether-{hidden}.1")).exists(), "{hidden}");
     }
     assert!(!dir.join("tether-help.1").exists());
+    // Private whatever the umask, as everything tether writes.
+    assert_eq!(mode_of(&dir), 0o700);
+    assert_eq!(mode_of(&dir.join("tether.1")), 0o600);
     env.finish();
+}
+
+/// A file's permission bits.
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
 /// `tether ARGS` run in `dir`.
@@ -314,6 +323,7 @@ fn init_writes_an_example_that_parses_and_keeps_an_existing_one() {
         text(&out.stdout)
     );
     let written = fs::read_to_string(&file).unwrap();
+    assert_eq!(mode_of(&file), 0o600, "a tether.toml holds environments");
     let config = tether::config::parse(&written, "tether.toml").expect("the example parses");
     assert!(config.commands.len() >= 2, "{config:?}");
     assert!(

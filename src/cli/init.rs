@@ -14,7 +14,11 @@ const FILE: &str = "tether.toml";
 pub fn main(force: bool) -> i32 {
     let mut options = OpenOptions::new();
     // A link named tether.toml is not followed to overwrite whatever it points at.
-    options.write(true).custom_flags(libc::O_NOFOLLOW);
+    // 0600 whatever the umask: a tether.toml gathers commands' environments, tokens included.
+    options
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW);
     if force {
         options.create(true).truncate(true);
     } else {

@@ -39,15 +39,21 @@ pub fn write_pages(cli: clap::Command, dir: &Path) -> i32 {
 }
 
 /// The pages written: clap_mangen's `generate_to`, but with every page's footer from
-/// [`source`].
+/// [`source`], and, as everything tether writes, private whatever the umask (a directory
+/// made 0700, pages 0600, a link at a page's name never followed).
 fn pages(cli: clap::Command, dir: &Path) -> std::io::Result<usize> {
-    std::fs::create_dir_all(dir)?;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let cli = prepared(cli);
     let mut written = 0;
     for page in std::iter::once(&cli).chain(cli.get_subcommands()) {
-        clap_mangen::Man::new(page.clone())
-            .source(source())
-            .generate_to(dir)?;
+        let man = clap_mangen::Man::new(page.clone()).source(source());
+        let mut roff = Vec::new();
+        man.render(&mut roff)?;
+        tether::export::output::write_private(&dir.join(man.get_filename()), &roff)?;
         written += 1;
     }
     Ok(written)
