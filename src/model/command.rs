@@ -701,6 +701,24 @@ impl CommandState {
 }
 
 #[cfg(test)]
+impl CommandState {
+    /// A command whose run ended with `code` or by `signal`, for the tests of what reads an
+    /// ending (the ending words, the tally).
+    pub(crate) fn ended_for_test(code: Option<i32>, signal: Option<i32>) -> CommandState {
+        let mut command = CommandState::new(CommandConfig::new(
+            "x",
+            crate::protocol::CommandSpec::Argv(vec!["x".into()]),
+        ));
+        command.status = Status::Exited(ExitStatus {
+            code,
+            signal,
+            core_dumped: false,
+        });
+        command
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::fixtures::{event, signal_sent, spawned};

@@ -179,18 +179,9 @@ impl CommandState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::CommandConfig;
-    use crate::protocol::CommandSpec;
 
     fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
-        let mut command =
-            CommandState::new(CommandConfig::new("x", CommandSpec::Argv(vec!["x".into()])));
-        command.status = Status::Exited(ExitStatus {
-            code,
-            signal,
-            core_dumped: false,
-        });
-        command
+        CommandState::ended_for_test(code, signal)
     }
 
     #[test]

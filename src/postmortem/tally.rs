@@ -94,22 +94,12 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::CommandConfig;
     use crate::protocol::Scope::Group;
     use crate::protocol::fixtures::{event, signal_sent};
-    use crate::protocol::{ExitStatus, Origin, ProcessSignal};
+    use crate::protocol::{Origin, ProcessSignal};
 
     fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
-        let mut command = CommandState::new(CommandConfig::new(
-            "x",
-            crate::protocol::CommandSpec::Argv(vec!["x".into()]),
-        ));
-        command.status = Status::Exited(ExitStatus {
-            code,
-            signal,
-            core_dumped: false,
-        });
-        command
+        CommandState::ended_for_test(code, signal)
     }
 
     #[test]
