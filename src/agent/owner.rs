@@ -9,8 +9,7 @@ use std::process::Command;
 use crate::exec::{self, EXIT_NOT_FOUND, SESSION_OWNER_ENV};
 use crate::journal::BROKER_ID_ENV;
 
-/// The hidden subcommand `tether agent` starts the agent through.
-pub const OWNER_SUBCOMMAND: &str = "session-owner";
+pub use tether_protocol::names::OWNER_SUBCOMMAND;
 
 /// The shell settings pointed at the bash shim: Claude Code's, goose's, and the one most
 /// others (and the agents' own `$SHELL -c`) read.

@@ -46,7 +46,7 @@ impl PrivateShims {
             )
         })?;
         let shims = PrivateShims { dir };
-        crate::shim::make_links(&shims.dir)?;
+        tether_os::shims::make_links(&shims.dir)?;
         Ok(shims)
     }
 

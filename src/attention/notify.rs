@@ -8,7 +8,7 @@
 //!   times out, exits non-zero) that is journaled once and it is not run again for this
 //!   command, so a broken one never runs in a loop.
 //! - Outside the shims: no `TETHER_*` variable and no shims directory on its PATH
-//!   (`crate::shim::this_environment_outside`), so nothing it runs is brokered, or notifies.
+//!   (`tether_os::shims::this_environment_outside`), so nothing it runs is brokered, or notifies.
 //! - Out of the command's way: it is the broker's child, not the command's, so it is in the
 //!   broker's cgroup (never the command's), in a session of its own, with its own stdio
 //!   (the event on stdin, stdout to /dev/null, stderr to a pipe read for the failure message),
@@ -85,7 +85,7 @@ impl Notifier {
         // command that runs tether must not take itself for a broker, or join the session)
         // and no shims directory on PATH (its `sh` would be the shim: brokered, and a
         // failing run would notify again, for ever).
-        let envp = crate::shim::this_environment_outside()
+        let envp = tether_os::shims::this_environment_outside()
             .into_iter()
             .filter_map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
             .collect();

@@ -175,7 +175,7 @@ pub fn terminal_wait(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
 
 /// Whether `process`, one of the agent's, stands for one of its commands running: the
 /// front end of a shell call in flight (the shim the agent called, named
-/// [`CALL_COMM`](crate::exec::CALL_COMM) while it waits for its broker), or, on the /proc
+/// [`CALL_COMM`](tether_protocol::names::CALL_COMM) while it waits for its broker), or, on the /proc
 /// walk, where the agent's tree holds its commands' brokers too, such a broker while its
 /// front end still waits for it. A broker leads a session of its own and names itself
 /// `tether-broker`; once its command's main process has exited its front end returns, and
@@ -190,12 +190,12 @@ pub fn runs_command(process: &ProcStat, own_pid: i32) -> bool {
         return false;
     };
     let comm = comm.trim().as_bytes();
-    if comm == crate::exec::CALL_COMM.to_bytes() {
+    if comm == tether_protocol::names::CALL_COMM.to_bytes() {
         return true;
     }
     process.pid == process.sid
         && process.ppid != own_pid
-        && comm == crate::broker::BROKER_COMM.to_bytes()
+        && comm == tether_protocol::names::BROKER_COMM.to_bytes()
 }
 
 fn epoll_fds(pid: i32, epfd: u64) -> Vec<i32> {

@@ -37,9 +37,7 @@ pub const BROKER_TOKEN_ENV: &str = "TETHER_BROKER_TOKEN";
 /// or notify run holds it.
 pub const TOKEN_MEMFD_PREFIX: &str = "tether-broker-";
 
-/// The name a broker gives itself (`/proc/PID/comm`): a forked broker would otherwise be
-/// named as its front end (`bash`, for the shim).
-pub const BROKER_COMM: &std::ffi::CStr = c"tether-broker";
+pub use tether_protocol::names::BROKER_COMM;
 
 /// The descriptor on which a broker receives its command's journal directory, opened by the
 /// front end.

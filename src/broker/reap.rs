@@ -36,7 +36,7 @@ pub fn reap_ended() -> (Vec<Reaped>, bool) {
         let place = fields.as_ref().and_then(procfs::StatFields::to_stat);
         let tethers = [
             crate::broker::BROKER_COMM,
-            crate::prune::detached::PRUNE_COMM,
+            tether_protocol::names::PRUNE_COMM,
         ];
         let named_ours =
             fields.is_some_and(|f| tethers.iter().any(|c| f.comm.as_bytes() == c.to_bytes()));

@@ -300,7 +300,7 @@ impl CommandTable {
         }
         // A final-drain regex is compiled here so that a bad one is an error at its value.
         if let Some(pattern) = &self.drain_on
-            && let Err(e) = crate::broker::final_drain::compile(pattern.get_ref())
+            && let Err(e) = tether_core::final_drain::compile(pattern.get_ref())
         {
             return fail(pattern.span().start, "drain_on", e.to_string());
         }

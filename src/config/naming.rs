@@ -125,7 +125,7 @@ fn snapshot_file(script: &str) -> Option<&str> {
 /// started is `AGENT ARGS...`.
 pub fn agent_argv(argv: &[String]) -> Option<&[String]> {
     let tether = argv.first()?.rsplit('/').next()? == "tether";
-    let owner = argv.get(1)? == crate::agent::OWNER_SUBCOMMAND;
+    let owner = argv.get(1)? == tether_protocol::names::OWNER_SUBCOMMAND;
     let dashes = argv.iter().position(|a| a == "--")?;
     (tether && owner)
         .then(|| &argv[dashes + 1..])

@@ -8,7 +8,7 @@ use toml::{Spanned, Value};
 
 use super::ConfigError;
 use super::document::Source;
-use crate::broker::probes::{log_pattern, target};
+use tether_core::readiness::{log_pattern, target};
 use crate::protocol::{DEFAULT_READY_INTERVAL, Readiness, ReadyProbe};
 
 /// The probe's keys as written in one `[[command]]` table.

@@ -40,8 +40,39 @@ use super::journal::JournalSettings;
 use super::notify::NotifySettings;
 use super::otlp::ExportSettings;
 use super::values::{amount, expected, flag, read};
-use crate::prune::Rules;
-use crate::units::parse_age;
+use crate::units::{format_age, format_size, parse_age};
+
+/// The retention rules. A rule that is `None` does not apply; with none, nothing is removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// Remove sessions that ended longer ago than this.
+    pub older_than: Option<Duration>,
+    /// Keep at most this many sessions (live ones count, and are never removed).
+    pub keep: Option<usize>,
+    /// Keep the sessions' total size at most this many bytes.
+    pub max_size: Option<u64>,
+}
+
+impl Rules {
+    pub fn is_empty(&self) -> bool {
+        self.older_than.is_none() && self.keep.is_none() && self.max_size.is_none()
+    }
+
+    /// `older than 30d00h, keep 100, max size 2.0 GiB`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(age) = self.older_than {
+            parts.push(format!("older than {}", format_age(age)));
+        }
+        if let Some(keep) = self.keep {
+            parts.push(format!("keep {keep}"));
+        }
+        if let Some(size) = self.max_size {
+            parts.push(format!("max size {}", format_size(size)));
+        }
+        parts.join(", ")
+    }
+}
 
 /// The retention that applies when the user config sets none: 14 days, 5 GiB.
 pub const DEFAULT_RETENTION: Rules = Rules {

@@ -155,9 +155,7 @@ pub fn main(options: ExecOptions) -> i32 {
     }
 }
 
-/// The process name (comm) of `tether exec` and the shell shim once they have started a
-/// broker and wait for their command: a shell call of an agent's in flight.
-pub const CALL_COMM: &std::ffi::CStr = c"tether-call";
+pub use tether_protocol::names::CALL_COMM;
 
 /// Starts the broker, then the event loop that talks to it. The broker is forked from this
 /// process where it can be (see [`crate::supervisor::fork_broker`]), before the runtime and

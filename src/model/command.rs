@@ -186,7 +186,7 @@ impl AttentionMark {
     /// `waiting for you` (its detail says so, as the broker's detector wrote it: the
     /// journal's kind stays `needs_input` for every reader).
     pub fn words(&self) -> &'static str {
-        let waiting = crate::attention::detector::WAITING_FOR_YOU;
+        let waiting = tether_core::attention::detector::WAITING_FOR_YOU;
         if self.kind == AttentionKind::NeedsInput && self.detail.starts_with(waiting) {
             waiting
         } else {

@@ -60,7 +60,7 @@ pub fn broker_alive(command: &CommandState) -> bool {
 pub fn broker_pid_alive(pid: i32) -> bool {
     let named = || {
         std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|comm| {
-            comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes())
+            comm.strip_suffix(b"\n") == Some(tether_protocol::names::BROKER_COMM.to_bytes())
         })
     };
     !crate::procfs::is_gone(pid)

@@ -124,10 +124,7 @@ fn spawn(state: &Path, just_ended: Option<&str>) -> io::Result<()> {
     Ok(())
 }
 
-/// A retention run's process name (comm). Started by a shell call inside an agent's cgroup
-/// and re-parented to the agent's broker, it leaves that cgroup first, as a broker does, and
-/// by this name and where it ended the agent's broker tells it from the agent's own orphans.
-pub const PRUNE_COMM: &std::ffi::CStr = c"tether-prune";
+pub use tether_protocol::names::PRUNE_COMM;
 
 /// `tether prune --retention`: applies retention (the config's or its default) as after a
 /// command, quietly; `protect`: a session never removed. Returns the exit code.

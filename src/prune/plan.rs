@@ -1,41 +1,9 @@
 //! Which sessions to remove, given what is known of each and the rules: a pure decision,
 //! with no file system and no clock of its own, so every case is a plain unit test.
 
-use std::time::Duration;
+use crate::units::format_size;
 
-use crate::units::{format_age, format_size};
-
-/// The retention rules. A rule that is `None` does not apply; with none, nothing is removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Rules {
-    /// Remove sessions that ended longer ago than this.
-    pub older_than: Option<Duration>,
-    /// Keep at most this many sessions (live ones count, and are never removed).
-    pub keep: Option<usize>,
-    /// Keep the sessions' total size at most this many bytes.
-    pub max_size: Option<u64>,
-}
-
-impl Rules {
-    pub fn is_empty(&self) -> bool {
-        self.older_than.is_none() && self.keep.is_none() && self.max_size.is_none()
-    }
-
-    /// `older than 30d00h, keep 100, max size 2.0 GiB`.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(age) = self.older_than {
-            parts.push(format!("older than {}", format_age(age)));
-        }
-        if let Some(keep) = self.keep {
-            parts.push(format!("keep {keep}"));
-        }
-        if let Some(size) = self.max_size {
-            parts.push(format!("max size {}", format_size(size)));
-        }
-        parts.join(", ")
-    }
-}
+pub use crate::config::user::Rules;
 
 /// Whether a session may be removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +120,7 @@ pub fn plan(candidates: &[Candidate], rules: &Rules, now_ms: u64, protect: Optio
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
     use super::*;
 
     const DAY: u64 = 86_400_000;

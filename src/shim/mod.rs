@@ -10,13 +10,7 @@
 //! ([`inside_notify_run`]) is handed to the real shell with exec(2), unchanged. The real shell is found at a fixed absolute path, never through PATH, which
 //! would find the link itself.
 
-mod links;
-mod links_dir;
-mod outside;
-
-pub use links::install;
-pub(crate) use links::make_links;
-pub use outside::{inside_notify_run, this_environment_outside};
+pub use tether_os::shims::{Shell, inside_notify_run, make_links, this_environment_outside};
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -27,56 +21,18 @@ use crate::exec::{self, EXIT_NOT_FOUND, ExecOptions, RetentionRun, SignalMode};
 use crate::journal::BROKER_ID_ENV;
 use crate::protocol::CommandSpec;
 
-/// The shells tether stands in for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shell {
-    Sh,
-    Bash,
-    Zsh,
-}
-
-impl Shell {
-    pub const ALL: [Shell; 3] = [Shell::Sh, Shell::Bash, Shell::Zsh];
-
-    pub fn name(self) -> &'static str {
-        crate::procfs::SHELL_NAMES[self as usize]
-    }
-
-    /// Where the real shell may be, in order. Absolute, so that a link of ours on PATH is
-    /// never taken for it.
-    fn candidates(self) -> &'static [&'static str] {
-        match self {
-            Shell::Sh => &["/bin/sh", "/usr/bin/sh"],
-            Shell::Bash => &["/bin/bash", "/usr/bin/bash"],
-            Shell::Zsh => &["/bin/zsh", "/usr/bin/zsh"],
+/// Creates the links, or changes nothing at all if any place holds something that is not
+/// such a link. Returns the exit code; prints what it did.
+pub fn install(dir: &Path) -> i32 {
+    match make_links(dir) {
+        Ok(report) => {
+            print!("{report}");
+            0
         }
-    }
-
-    /// The shell a program name stands for: `bash`, `/x/shims/bash`, or `-bash` (a login
-    /// shell, as login(1) names it).
-    pub fn from_program(argv0: &OsStr) -> Option<Shell> {
-        let name = Path::new(argv0).file_name()?.as_bytes();
-        let name = name.strip_prefix(b"-").unwrap_or(name);
-        Shell::ALL.into_iter().find(|s| s.name().as_bytes() == name)
-    }
-
-    /// The first candidate that exists and is not tether itself (`tether shims /bin` would
-    /// otherwise make the shim exec itself for ever).
-    fn real_path(self) -> Result<PathBuf, String> {
-        let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
-        for candidate in self.candidates() {
-            match Path::new(candidate).canonicalize() {
-                Ok(real) if Some(&real) == me.as_ref() => continue,
-                Ok(_) => return Ok(PathBuf::from(candidate)),
-                Err(_) => continue,
-            }
+        Err(message) => {
+            exec::say_line(&message);
+            1
         }
-        Err(format!(
-            "no real {} found at {} (the tether binary itself does not count); install it, or remove the `{}` link to tether",
-            self.name(),
-            self.candidates().join(" or "),
-            self.name()
-        ))
     }
 }
 

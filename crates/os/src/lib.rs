@@ -17,4 +17,5 @@ pub mod fdio;
 pub mod journal;
 pub mod procfs;
 pub mod sampler;
+pub mod shims;
 pub mod sys;

@@ -10,6 +10,7 @@
 //! decided above it, and nothing here sends, reads or writes anything.
 
 pub mod command_id;
+pub mod names;
 pub mod protocol;
 pub mod units;
 

@@ -33,7 +33,7 @@ impl Shell {
         // The broker's environment outside the shims (no `TETHER_*`: the probe's shell is
         // not a command of the session), with the command's own variables on top, as the
         // probe checks what the command serves (`pg_isready -p "$PGPORT"`).
-        let mut vars: Vec<(Vec<u8>, Vec<u8>)> = crate::shim::this_environment_outside()
+        let mut vars: Vec<(Vec<u8>, Vec<u8>)> = tether_os::shims::this_environment_outside()
             .into_iter()
             .filter(|(k, _)| !request.env.contains_key(&*k.to_string_lossy()))
             .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))

@@ -14,7 +14,7 @@
 //! its subtree left out of walks until then.
 
 mod exec;
-pub mod target;
+pub use tether_core::readiness::{log_pattern, target};
 
 use std::future::Future;
 use std::io;
@@ -147,16 +147,6 @@ pub fn check(request: &LaunchRequest) -> Result<Option<regex::bytes::Regex>, Str
             .map_err(|err| format!("ready_tcp: {err}")),
         ReadyProbe::Exec { .. } => Ok(None),
     }
-}
-
-/// A `ready_log` pattern compiled, bounded as `drain_on`'s is: the regex, or what is wrong.
-pub fn log_pattern(pattern: &str) -> Result<regex::bytes::Regex, String> {
-    use tether_core::final_drain::{PatternError, compile};
-    compile(pattern).map_err(|err| match err {
-        PatternError::Empty => "the pattern is empty; give a regex that matches the line that says the command is ready, like 'listening on'".into(),
-        PatternError::TooLong(len) => format!("the pattern is {len} bytes long; at most 4096 are accepted"),
-        PatternError::Invalid { reason, .. } => format!("not a valid regex: {reason}"),
-    })
 }
 
 async fn bounded(timeout: Duration, attempt: impl Future<Output = TryOutcome>) -> TryOutcome {

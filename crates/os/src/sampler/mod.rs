@@ -19,11 +19,7 @@ use crate::procfs::{self, ProcStat};
 use scan::ScannedProcess;
 use tether_protocol::protocol::capped_argv;
 
-/// The name (comm) of a broker's keeper: the child that runs a notify command or a
-/// readiness probe's shell (the tether crate's `attention::keeper`). Neither is the
-/// command's, so neither is in its tree: a child of the broker with this name that runs the
-/// broker's own program (a keeper never execs; a name alone anyone can take).
-pub const KEEPER_COMM: &std::ffi::CStr = c"tether-notify";
+pub use tether_protocol::names::KEEPER_COMM;
 
 /// Whether `pid` runs the very program `broker` runs (the kernel's `exe` link, which no
 /// process can set). A keeper is a fork of its broker that never execs, so it does; a command

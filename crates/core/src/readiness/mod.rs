@@ -2,6 +2,8 @@
 //! The tries themselves are the I/O layer's (`broker::probes`); when to try and what the
 //! answers mean is the broker's state (`state::ready`).
 
+pub mod target;
+
 use std::time::Duration;
 
 /// The shortest a try may take before it counts as failed (`timed out`)...
@@ -28,6 +30,16 @@ pub fn status_code(line: &[u8]) -> Option<u16> {
     }
     let code = words.next()?;
     (code.len() == 3).then(|| code.parse().ok()).flatten()
+}
+
+/// A `ready_log` pattern compiled, bounded as `drain_on`'s is: the regex, or what is wrong.
+pub fn log_pattern(pattern: &str) -> Result<regex::bytes::Regex, String> {
+    use crate::final_drain::{PatternError, compile};
+    compile(pattern).map_err(|err| match err {
+        PatternError::Empty => "the pattern is empty; give a regex that matches the line that says the command is ready, like 'listening on'".into(),
+        PatternError::TooLong(len) => format!("the pattern is {len} bytes long; at most 4096 are accepted"),
+        PatternError::Invalid { reason, .. } => format!("not a valid regex: {reason}"),
+    })
 }
 
 #[cfg(test)]

@@ -18,23 +18,8 @@ pub(super) enum Found {
     Foreign(String),
 }
 
-/// Creates the links, or changes nothing at all if any place holds something that is not
-/// such a link. Returns the exit code; prints what it did.
-pub fn install(dir: &Path) -> i32 {
-    match make_links(dir) {
-        Ok(report) => {
-            print!("{report}");
-            0
-        }
-        Err(message) => {
-            crate::exec::say_line(&message);
-            1
-        }
-    }
-}
-
 /// Creates the links (the directory too, private, if it is missing); returns what it did.
-pub(crate) fn make_links(dir: &Path) -> Result<String, String> {
+pub fn make_links(dir: &Path) -> Result<String, String> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| format!("cannot tell where the tether binary is: {e}"))?;

@@ -81,7 +81,7 @@ pub fn inside_notify_run() -> bool {
         return false;
     };
     let comm = std::fs::read(format!("/proc/{sid}/comm")).unwrap_or_default();
-    if comm.strip_suffix(b"\n") != Some(crate::attention::notify::KEEPER_COMM.to_bytes()) {
+    if comm.strip_suffix(b"\n") != Some(tether_protocol::names::KEEPER_COMM.to_bytes()) {
         return false;
     }
     match (
