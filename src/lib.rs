@@ -19,8 +19,8 @@ pub mod postmortem;
 pub mod prune;
 pub mod shim;
 pub mod supervisor;
-pub mod testing;
+
 pub mod ui;
 
-pub use tether_os::{cgroup, clock, fdio, journal, procfs, sampler, sys};
+pub use tether_os::{cgroup, clock, fdio, journal, procfs, sampler, sys, testing};
 pub use tether_protocol::{protocol, units};

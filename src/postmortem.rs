@@ -7,8 +7,8 @@ use std::io::Write as _;
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
+use crate::model::output::truncate;
 use crate::model::replay::{dir_name, model_from_session};
-use crate::ui::format::truncate;
 
 pub mod listing;
 pub mod tally;

@@ -25,7 +25,7 @@ use super::sweep::{ChildLister, sweep_descendants};
 pub(crate) const TIMED_OUT: u32 = u32::MAX;
 
 /// The keeper's name (comm), which a shim call inside a notify run looks for in its
-/// session's leader (see `crate::shim`): such a call runs the real shell, unbrokered.
+/// session's leader (`tether_os::shims::inside_notify_run`): such a call runs the real shell, unbrokered.
 /// The process sampler leaves a broker's keepers out of its command's tree by this name.
 pub const KEEPER_COMM: &std::ffi::CStr = tether_os::sampler::KEEPER_COMM;
 

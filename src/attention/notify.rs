@@ -273,8 +273,8 @@ fn held_back(held: &Held) -> serde_json::Value {
     serde_json::json!({
         "count": held.total(),
         "text": held.text(),
-        "from": crate::export::summary::iso_utc(held.first_ms),
-        "to": crate::export::summary::iso_utc(held.last_ms),
+        "from": crate::units::iso_utc(held.first_ms),
+        "to": crate::units::iso_utc(held.last_ms),
     })
 }
 

@@ -229,7 +229,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             JournalDir::from_fd(dir, request.journal_dir.clone()).map_err(io::Error::other)?;
         dir.write_json_once(COMMAND_FILE, &command_file)?;
         // After `command.json`, which a later tether reads to know whose journal it is.
-        let _ = crate::control::journal_link::create(&identity, Path::new(&request.journal_dir));
+        let _ = tether_os::journal_link::create(&identity, Path::new(&request.journal_dir));
         let events = EventLog::create(&dir)?;
         let streams = [
             StreamLog::create(&dir, Stream::Stdout, u64::MAX)?,
@@ -574,7 +574,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     if let Some(server) = control.as_mut() {
         server.remove_socket();
     }
-    crate::control::journal_link::remove(&identity);
+    tether_os::journal_link::remove(&identity);
     let _ = nix::sys::prctl::set_pdeathsig(None);
     let _ = detach_stderr();
     let parent_drain = async {

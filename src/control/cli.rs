@@ -176,7 +176,7 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
             ]
         })
         .collect();
-    let width = crate::postmortem::listing::output_width();
+    let width = crate::sys::output_width();
     for line in super::ps_table::ps_lines(&cells, width) {
         println!("{line}");
     }

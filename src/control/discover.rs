@@ -16,7 +16,7 @@ use crate::journal::secure::{UnsafeDir, check_for_reading, open_regular};
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
 use crate::journal::{CommandId, command_dirs, list_sessions, sessions_dir};
 use crate::model::command::{CommandState, Status};
-use crate::procfs;
+use crate::procfs::{self, broker_alive};
 use crate::protocol::{
     BrokerIdentity, CommandFile, ContainmentMode, Event, EventKind, Frame, LineSplitter, MAX_LINE,
 };
@@ -237,13 +237,6 @@ pub fn session_is_followed(dir: &Path, now_ms: u64) -> bool {
             }
             journaled_broker_alive(command) == Some(true) || recent(&command.join(EVENTS_FILE))
         })
-}
-
-/// Whether `broker` runs: its pid names a process with the journaled start time that is not
-/// a zombie.
-pub fn broker_alive(broker: &BrokerIdentity) -> bool {
-    procfs::read_stat(broker.pid)
-        .is_some_and(|s| s.start_ticks == broker.start_ticks && !s.is_zombie())
 }
 
 /// The events at the start and at the end of a log (all of a short one), in order.

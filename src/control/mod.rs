@@ -27,14 +27,14 @@ pub mod cli;
 pub mod client;
 pub mod discover;
 pub mod fallback;
-pub mod journal_link;
 pub mod ps_table;
 pub mod report;
-pub mod socket_dir;
 pub mod target;
 pub mod verify;
 
 pub use client::{Ack, ControlClient, ControlError};
-pub use discover::{DiscoverError, LiveCommand, broker_alive, live_commands};
+pub use discover::{DiscoverError, LiveCommand, live_commands};
 pub use target::Target;
+pub use tether_os::procfs::broker_alive;
+pub use tether_os::{journal_link, socket_dir};
 pub use verify::{BrokerCheck, signal_broker};

@@ -3,8 +3,8 @@
 //! from outside (ids, names, states, command lines) is made one safe line first, then
 //! measured in columns.
 
+use crate::model::output::truncate;
 use crate::model::output::{column_widths, one_line, text_width};
-use crate::ui::format::truncate;
 
 /// The columns, in the order shown; which read right-aligned.
 const HEADER: [&str; 12] = [

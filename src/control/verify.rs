@@ -18,10 +18,11 @@ use std::path::Path;
 
 use thiserror::Error;
 
-use super::discover::{LiveCommand, broker_alive};
+use super::discover::LiveCommand;
 use crate::broker::{BROKER_ENV, BROKER_TOKEN_ENV, TOKEN_MEMFD_PREFIX};
 use crate::journal::secure::open_regular;
 use crate::journal::writer::EVENTS_FILE;
+use crate::procfs::broker_alive;
 use crate::protocol::BrokerIdentity;
 use crate::sys::SendSignal;
 

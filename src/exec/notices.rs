@@ -54,7 +54,7 @@ fn append(path: &Path, text: &str) -> Option<()> {
     if file.metadata().is_ok_and(|m| m.len() >= NOTICES_LIMIT) {
         return Some(());
     }
-    let now = crate::export::summary::iso_utc(crate::clock::now_ms());
+    let now = crate::units::iso_utc(crate::clock::now_ms());
     let line = format!(
         "{now} pid {} in {}: {}\n",
         std::process::id(),

@@ -5,9 +5,9 @@
 
 use crate::journal::SessionRecord;
 use crate::journal::paths::format_utc;
+use crate::model::output::truncate;
 use crate::model::output::{column_widths, one_line, text_width};
 use crate::model::{CommandState, Model};
-use crate::ui::format::truncate;
 use crate::units::{duration_ms, format_size, offset_ms};
 
 use super::tally::{Outcome, Tally};
@@ -313,23 +313,7 @@ fn pad_left(cell: &str, width: usize) -> String {
     )
 }
 
-/// Columns to fit: the terminal's width when stdout is one, else `COLUMNS`, else 80.
-pub fn output_width() -> usize {
-    use std::io::IsTerminal;
-    let stdout = std::io::stdout();
-    if stdout.is_terminal()
-        // rustix: nix has no call for the window size.
-        && let Ok(size) = rustix::termios::tcgetwinsize(&stdout)
-        && size.ws_col > 0
-    {
-        return usize::from(size.ws_col);
-    }
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|&c| c > 0)
-        .unwrap_or(80)
-}
+pub use crate::sys::output_width;
 
 #[cfg(test)]
 mod tests {

@@ -120,8 +120,8 @@ pub fn plan(candidates: &[Candidate], rules: &Rules, now_ms: u64, protect: Optio
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
     use super::*;
+    use std::time::Duration;
 
     const DAY: u64 = 86_400_000;
     const NOW: u64 = 100 * DAY;

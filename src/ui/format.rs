@@ -3,8 +3,8 @@
 use ratatui::style::Style;
 use ratatui::text::Span;
 
-pub use crate::model::output::text_width;
 use crate::model::output::width_clusters;
+pub use crate::model::output::{text_width, truncate};
 
 /// `1 line`, `2 lines`: a count with its noun in the number it needs.
 pub fn count(n: usize, one: &str, many: &str) -> String {
@@ -12,28 +12,6 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
 }
 
 pub use crate::units::{compact_bytes, duration_ms, offset_ms};
-
-/// Cuts `text` to at most `width` columns, ending in `…` when cut. Columns, not characters:
-/// a wide character takes two and a combining mark none, as on screen; a cluster (an emoji
-/// with its skin tone, a flag) stays whole or goes.
-pub fn truncate(text: &str, width: usize) -> String {
-    if text_width(text) <= width {
-        return text.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for (cluster, w) in width_clusters(text) {
-        used += w;
-        if used > width.saturating_sub(1) {
-            break;
-        }
-        out.push_str(cluster);
-    }
-    if width > 0 {
-        out.push('…');
-    }
-    out
-}
 
 /// Spans cut into rows of at most `width` columns, each piece keeping its style: after the
 /// last space that fits (words stay whole where they can), else between grapheme clusters.

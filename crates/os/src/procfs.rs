@@ -440,6 +440,12 @@ pub fn started_by(stat: &ProcStat, at_ms: u64) -> bool {
     start_time_ms(stat) <= at_ms.saturating_add(START_SLACK_MS)
 }
 
+/// Whether `broker` runs: its pid names a process with the journaled start time that is not
+/// a zombie.
+pub fn broker_alive(broker: &tether_protocol::protocol::BrokerIdentity) -> bool {
+    read_stat(broker.pid).is_some_and(|s| s.start_ticks == broker.start_ticks && !s.is_zombie())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,6 +114,24 @@ fn to_rustix(signal: ProcessSignal) -> rustix::process::Signal {
     unsafe { rustix::process::Signal::from_raw_unchecked(signal.number()) }
 }
 
+/// Columns to fit: the terminal's width when stdout is one, else `COLUMNS`, else 80.
+pub fn output_width() -> usize {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    if stdout.is_terminal()
+        // rustix: nix has no call for the window size.
+        && let Ok(size) = rustix::termios::tcgetwinsize(&stdout)
+        && size.ws_col > 0
+    {
+        return usize::from(size.ws_col);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .unwrap_or(80)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,10 +27,10 @@ use self::admission::Quota;
 use self::client::Client;
 use super::state::{Input, Sender};
 use crate::clock::now_ms;
-use crate::control::socket_dir::{self, SocketDirError};
 use crate::protocol::{
     BrokerIdentity, CONTROL_MAX_LINE, Event, EventKind, LineSplitter, Peer, Request, Transport,
 };
+use tether_os::socket_dir::{self, SocketDirError};
 
 /// Bytes a client may leave unread before it is dropped.
 pub const OUTBOX_CAP: usize = 1 << 20;

@@ -67,6 +67,28 @@ pub fn extends_cluster(cluster: &str, next: char) -> bool {
     last < cluster.len()
 }
 
+/// Cuts `text` to at most `width` columns, ending in `…` when cut. Columns, not characters:
+/// a wide character takes two and a combining mark none, as on screen; a cluster (an emoji
+/// with its skin tone, a flag) stays whole or goes.
+pub fn truncate(text: &str, width: usize) -> String {
+    if text_width(text) <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for (cluster, w) in clusters(text) {
+        used += w;
+        if used > width.saturating_sub(1) {
+            break;
+        }
+        out.push_str(cluster);
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

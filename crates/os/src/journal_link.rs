@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::socket_dir;
-use crate::protocol::BrokerIdentity;
+use crate::socket_dir;
+use tether_protocol::protocol::BrokerIdentity;
 
 const SUFFIX: &str = ".journal";
 
@@ -59,7 +59,7 @@ pub fn of_dead_brokers() -> Vec<(BrokerIdentity, PathBuf)> {
         .flatten()
         .filter_map(|entry| {
             let broker = parse(entry.file_name().to_str()?)?;
-            if super::broker_alive(&broker) {
+            if crate::procfs::broker_alive(&broker) {
                 return None;
             }
             let journal = std::fs::read_link(entry.path()).ok()?;

@@ -16,7 +16,7 @@ use nix::sys::stat::Mode;
 use thiserror::Error;
 
 use crate::journal::secure::{Unfit, open_dir_nofollow, unfit_dir};
-use crate::protocol::BrokerIdentity;
+use tether_protocol::protocol::BrokerIdentity;
 
 /// The longest socket path the kernel takes: `sun_path` is 108 bytes, NUL included.
 pub const SOCKET_PATH_MAX: usize = 107;
