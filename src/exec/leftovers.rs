@@ -10,7 +10,7 @@ use crate::protocol::{Custodian, CustodianRole, LeftoversRule};
 
 pub const LEFTOVERS_ENV: &str = "TETHER_LEFTOVERS";
 pub const LEFTOVERS_MAX_ENV: &str = "TETHER_LEFTOVERS_MAX";
-/// `PID:START_TICKS` of the session's owner, set by `tether agent` for its agent (see
+/// `PID:START_TICKS` of the session's owner, set by `tether agent` for its agent (its
 /// `session-owner` process). The shim's commands end with it.
 pub const SESSION_OWNER_ENV: &str = "TETHER_SESSION_OWNER";
 
