@@ -6,7 +6,6 @@ pub mod app;
 pub mod attention;
 pub mod broker;
 pub mod clipboard;
-pub mod config;
 pub mod control;
 pub mod exec;
 pub mod export;
@@ -22,5 +21,6 @@ pub mod supervisor;
 
 pub mod ui;
 
+pub use tether_config as config;
 pub use tether_os::{cgroup, clock, fdio, journal, procfs, sampler, sys, testing};
 pub use tether_protocol::{protocol, units};

@@ -8,8 +8,8 @@ use toml::{Spanned, Value};
 
 use super::ConfigError;
 use super::document::Source;
-use crate::protocol::{DEFAULT_READY_INTERVAL, Readiness, ReadyProbe};
 use tether_core::readiness::{log_pattern, target};
+use tether_protocol::protocol::{DEFAULT_READY_INTERVAL, Readiness, ReadyProbe};
 
 /// The probe's keys as written in one `[[command]]` table.
 pub(super) struct ReadyKeys {

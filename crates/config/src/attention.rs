@@ -22,7 +22,7 @@ use serde::Deserialize;
 
 use super::user::UserConfig;
 use super::values::{flag, threshold};
-use crate::protocol::AttentionRequest;
+use tether_protocol::protocol::AttentionRequest;
 
 /// What one table says; a key it does not set is `None` (the other table's value, else the
 /// default), a key set to `"off"` is `Some(None)`.
@@ -118,7 +118,7 @@ pub fn for_agent(user: &UserConfig) -> AttentionRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::user::parse_user;
+    use crate::user::parse_user;
 
     #[test]
     fn the_user_table_reads_every_key_and_off() {
@@ -175,7 +175,7 @@ finished_after = \"1m\"\n",
             "c.toml",
         )
         .unwrap();
-        let config = crate::config::parse(
+        let config = crate::parse(
             "[[command]]\nname = \"a\"\nshell = \"true\"\nattention = { quiet_after = \"off\", runaway_after = \"2s\" }\n",
             "tether.toml",
         )
@@ -231,7 +231,7 @@ finished_after = \"1m\"\n",
             assert!(shown.contains(key), "{text:?}: {shown}");
             assert!(shown.contains(says), "{text:?}: {shown}");
         }
-        let shown = crate::config::parse(
+        let shown = crate::parse(
             "[[command]]\nname = \"a\"\nshell = \"true\"\n[command.attention]\nrunaway_after = \"fast\"\n",
             "tether.toml",
         )

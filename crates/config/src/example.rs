@@ -4,7 +4,7 @@
 //! fails the build's tests rather than a new user's first run.
 
 /// The example, as `tether init` writes it.
-pub const EXAMPLE_TOML: &str = include_str!("../../assets/example.toml");
+pub const EXAMPLE_TOML: &str = include_str!("../../../assets/example.toml");
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@
 
 use thiserror::Error;
 
-use crate::protocol::CommandSpec;
+use tether_protocol::protocol::CommandSpec;
 
 /// Shell keywords that start or continue a compound command: the program comes after them.
 const KEYWORDS: [&str; 11] = [
@@ -161,7 +161,7 @@ fn dash_c_script(argv: &[String]) -> Option<&str> {
 }
 
 /// `word`, in single quotes if a shell would read it as more than one plain word.
-pub(crate) fn shell_quoted(word: &str) -> String {
+pub fn shell_quoted(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()

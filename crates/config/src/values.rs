@@ -10,7 +10,7 @@ use serde::de::Error;
 use serde::{Deserialize, Deserializer};
 use toml::Value;
 
-use crate::units::{UnitError, parse_duration, parse_size};
+use tether_protocol::units::{UnitError, parse_duration, parse_size};
 
 /// Reads a present key's value as TOML has it; `convert`'s `Err` is the message.
 pub(super) fn read<'de, D: Deserializer<'de>, T>(

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::{CommandConfig, Config, ConfigError};
-use crate::protocol::CommandSpec;
+use tether_protocol::protocol::CommandSpec;
 
 /// One `name: command` line.
 #[derive(Debug, Clone, PartialEq, Eq)]

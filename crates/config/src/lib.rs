@@ -1,4 +1,11 @@
-//! The TOML file that lists commands to run (`./tether.toml`, and the embedded demo).
+//! tether-config: what the user writes, read. The TOML file that lists commands to run
+//! (`./tether.toml`, a Procfile, and the embedded demo) and the user config
+//! (`~/.config/tether/config.toml`: [`user`]), each error at file:line:column.
+//!
+//! Above tether-protocol (the launch request the config becomes) and tether-core (the
+//! launcher's words: restarts, conditions; a readiness probe's target): it reads files and the
+//! environment only when asked to load one, and holds no process, socket or terminal. Every
+//! crate above it (the model, the broker, the front ends, the TUI, the binary) may use it.
 //!
 //! Read with serde's derive over toml's spanned deserializer ([`document`]): the parser gives
 //! every error's position, and the few checks serde cannot make (a name, exactly one of
@@ -26,14 +33,14 @@ use serde::Deserialize;
 use thiserror::Error;
 use toml::Spanned;
 
-use crate::protocol::{CommandSpec, Limits, Readiness};
 use document::{Problem, Segment, Source, described};
 use launch::{DependsOn, LaunchKeys, Word, restarts};
 use tether_core::launcher::{Condition, DEFAULT_BACKOFF, DEFAULT_MAX_RESTARTS, Restart};
+use tether_protocol::protocol::{CommandSpec, Limits, Readiness};
 use values::{amount, count, flag, positive, threshold};
 
 /// The embedded demo: one command per feature of the TUI.
-pub const DEMO_TOML: &str = include_str!("../../assets/demo.toml");
+pub const DEMO_TOML: &str = include_str!("../../../assets/demo.toml");
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {

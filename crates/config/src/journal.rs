@@ -13,8 +13,8 @@
 use serde::Deserialize;
 
 use super::values::amount;
-use crate::protocol::DEFAULT_MAX_OUTPUT;
-use crate::units::parse_size;
+use tether_protocol::protocol::DEFAULT_MAX_OUTPUT;
+use tether_protocol::units::parse_size;
 
 /// The variable that sets the bound for one run (`TETHER_MAX_OUTPUT=64M`), over the user
 /// config; a front end's own `--max-output` is over both.
@@ -59,7 +59,7 @@ fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::user::parse_user;
+    use crate::user::parse_user;
 
     #[test]
     fn the_table_sets_the_bound() {

@@ -334,7 +334,7 @@ fn budgets_are_read_and_checked() {
     let budgets = parse(text, "t.toml").unwrap().commands[0].budgets;
     assert_eq!(
         budgets.budgets(),
-        crate::protocol::Budgets {
+        tether_protocol::protocol::Budgets {
             max_time: Some(Duration::from_secs(120)),
             max_cpu: Some(Duration::from_secs(30)),
             max_output: Some(64 << 20),
@@ -418,7 +418,7 @@ fn keys_in_nested_tables_are_named_by_their_path() {
 
 #[test]
 fn each_readiness_probe_is_read_with_its_timing() {
-    use crate::protocol::{Readiness, ReadyProbe};
+    use tether_protocol::protocol::{Readiness, ReadyProbe};
     let text = [
         command("db", "x", "ready_tcp = 5432\nready_timeout = \"30s\"\n"),
         command("api", "x", "ready_tcp = \"[::1]:8080\"\n"),

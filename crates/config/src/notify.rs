@@ -136,7 +136,7 @@ fn shown(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::user::parse_user;
+    use crate::user::parse_user;
 
     fn settings(text: &str) -> NotifySettings {
         parse_user(text, "c.toml").unwrap().notify

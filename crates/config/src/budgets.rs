@@ -23,8 +23,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::values::threshold;
-use crate::protocol::Budgets;
-use crate::units::{UnitError, parse_duration, parse_size};
+use tether_protocol::protocol::Budgets;
+use tether_protocol::units::{UnitError, parse_duration, parse_size};
 
 pub const MAX_TIME_ENV: &str = "TETHER_MAX_TIME";
 pub const MAX_CPU_ENV: &str = "TETHER_MAX_CPU";
@@ -131,7 +131,7 @@ fn read_var<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::user::parse_user;
+    use crate::user::parse_user;
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)

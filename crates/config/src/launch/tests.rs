@@ -130,16 +130,22 @@ fn ready_needs_a_readiness_check() {
          ready_log, ready_http, ready_tcp or ready_exec, or wait for \"started\""
     );
     // With one, the same file is valid.
-    let mut db = CommandConfig::new("db", crate::protocol::CommandSpec::Shell("x".into()));
-    db.ready = Some(Box::new(crate::protocol::Readiness {
-        probe: crate::protocol::ReadyProbe::Tcp {
+    let mut db = CommandConfig::new(
+        "db",
+        tether_protocol::protocol::CommandSpec::Shell("x".into()),
+    );
+    db.ready = Some(Box::new(tether_protocol::protocol::Readiness {
+        probe: tether_protocol::protocol::ReadyProbe::Tcp {
             host: "127.0.0.1".into(),
             port: 5432,
         },
-        interval: crate::protocol::DEFAULT_READY_INTERVAL,
+        interval: tether_protocol::protocol::DEFAULT_READY_INTERVAL,
         timeout: None,
     }));
-    let mut web = CommandConfig::new("web", crate::protocol::CommandSpec::Shell("x".into()));
+    let mut web = CommandConfig::new(
+        "web",
+        tether_protocol::protocol::CommandSpec::Shell("x".into()),
+    );
     web.depends_on = vec![("db".into(), Condition::Ready)];
     let source = Source {
         text,

@@ -40,7 +40,7 @@ use super::journal::JournalSettings;
 use super::notify::NotifySettings;
 use super::otlp::ExportSettings;
 use super::values::{amount, expected, flag, read};
-use crate::units::{format_age, format_size, parse_age};
+use tether_protocol::units::{format_age, format_size, parse_age};
 
 /// The retention rules. A rule that is `None` does not apply; with none, nothing is removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -166,7 +166,7 @@ fn headers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::user::parse_user;
+    use crate::user::parse_user;
 
     #[test]
     fn the_table_reads_every_key() {
