@@ -12,7 +12,6 @@ pub mod export;
 pub mod grep;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod model;
 pub mod notify;
 pub mod postmortem;
 pub mod prune;
@@ -22,5 +21,6 @@ pub mod supervisor;
 pub mod ui;
 
 pub use tether_config as config;
+pub use tether_model as model;
 pub use tether_os::{cgroup, clock, fdio, journal, procfs, sampler, sys, testing};
 pub use tether_protocol::{protocol, units};

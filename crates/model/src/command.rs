@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::config::CommandConfig;
-use crate::journal::CommandId;
-use crate::protocol::{
+use tether_config::CommandConfig;
+use tether_os::journal::CommandId;
+use tether_protocol::protocol::{
     AttentionKind, Budget, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus,
     Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream,
     TerminalRequest,
@@ -62,7 +62,7 @@ pub struct KeptLeftovers {
     /// How many processes were kept.
     pub kept: usize,
     /// Why they were stopped; `None` while they run (or if the journal ends first).
-    pub end: Option<crate::protocol::LeftoversEnd>,
+    pub end: Option<tether_protocol::protocol::LeftoversEnd>,
 }
 
 impl KeptLeftovers {
@@ -257,13 +257,13 @@ pub struct CommandState {
     /// for both): stdout's log holds both, in order, and stderr's is empty.
     pub merged_streams: bool,
     /// The `output` events in order: how stdout and stderr interleaved, and when.
-    pub runs: crate::model::output::runs::OutputRuns,
+    pub runs: crate::output::runs::OutputRuns,
     /// What holds the run's tree (`containment` event): a cgroup, or the /proc walk.
     pub containment: Option<ContainmentMode>,
     /// The run's cgroup, while it has one: its figures are read from there.
     pub cgroup: Option<PathBuf>,
     /// When the command's session began, where it is not the model's own session (a watch
-    /// over many sessions): see [`crate::model::Model::session_start_of`].
+    /// over many sessions): see [`crate::Model::session_start_of`].
     pub session_started_ms: Option<u64>,
     /// CPU and resident memory of the run's processes in the sampler's last snapshot, while
     /// it runs (the broker itself not counted).
@@ -684,13 +684,13 @@ impl CommandState {
     /// written (its line breaks shown as ` ⏎ `), an argv with the words that need it quoted.
     /// A shell's `-c` string (`bash -c 'ls'` through the shim) is shown as the script it runs.
     pub fn command_line(&self) -> String {
-        crate::config::naming::command_text(&self.config.command)
+        tether_config::naming::command_text(&self.config.command)
     }
 
     /// One of an agent's own set-up shells (Claude Code's `env` probe and shell snapshot),
     /// not a command it was asked to run: the list folds it away once it ended well.
     pub fn is_setup(&self) -> bool {
-        crate::config::naming::is_agent_setup(&self.config.command)
+        tether_config::naming::is_agent_setup(&self.config.command)
     }
 
     /// Milliseconds the current run has lasted (up to `now_ms` while it runs).
@@ -700,14 +700,14 @@ impl CommandState {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fixtures"))]
 impl CommandState {
     /// A command whose run ended with `code` or by `signal`, for the tests of what reads an
     /// ending (the ending words, the tally).
-    pub(crate) fn ended_for_test(code: Option<i32>, signal: Option<i32>) -> CommandState {
+    pub fn ended_for_test(code: Option<i32>, signal: Option<i32>) -> CommandState {
         let mut command = CommandState::new(CommandConfig::new(
             "x",
-            crate::protocol::CommandSpec::Argv(vec!["x".into()]),
+            tether_protocol::protocol::CommandSpec::Argv(vec!["x".into()]),
         ));
         command.status = Status::Exited(ExitStatus {
             code,
@@ -721,8 +721,8 @@ impl CommandState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::fixtures::{event, signal_sent, spawned};
-    use crate::protocol::{CommandSpec, Scope};
+    use tether_protocol::protocol::fixtures::{event, signal_sent, spawned};
+    use tether_protocol::protocol::{CommandSpec, Scope};
 
     fn config() -> CommandConfig {
         CommandConfig::new("t", CommandSpec::Shell("true".into()))
@@ -939,7 +939,7 @@ mod tests {
         c.apply(&event(
             6,
             EventKind::LeftoversStopped {
-                reason: crate::protocol::LeftoversEnd::CallerExited,
+                reason: tether_protocol::protocol::LeftoversEnd::CallerExited,
                 pid: Some(7),
             },
         ));
@@ -1175,7 +1175,7 @@ mod tests {
         c.apply(&event(
             2,
             EventKind::EventsCapped {
-                kind_capped: crate::protocol::CappedKind::Tree,
+                kind_capped: tether_protocol::protocol::CappedKind::Tree,
                 budget: 65536,
                 message: "no more".into(),
             },

@@ -216,7 +216,7 @@ impl LineCells {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::output::style::plain_text;
+    use crate::output::style::plain_text;
 
     fn text(cells: LineCells) -> String {
         plain_text(&cells.into_line())
@@ -312,7 +312,7 @@ mod tests {
         let print = |cells: &mut LineCells, s: &str| {
             for c in s.chars() {
                 if !cells.extend_cluster(c) {
-                    let width = crate::model::output::char_width(c);
+                    let width = crate::output::char_width(c);
                     cells.put(c, width, Style::default());
                 }
             }

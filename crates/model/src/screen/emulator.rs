@@ -11,7 +11,7 @@ use alacritty_terminal::term::{Config, Osc52, TermMode};
 use alacritty_terminal::vte::ansi::Processor;
 
 use super::grid::{ScreenGrid, grid_of};
-use crate::model::output::sanitize::incomplete_utf8_suffix;
+use crate::output::sanitize::incomplete_utf8_suffix;
 
 /// The smallest screen the emulator takes (alacritty's own minimum is 2 columns, 1 line).
 const MIN_ROWS: u16 = 1;

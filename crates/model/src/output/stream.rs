@@ -373,7 +373,7 @@ pub(crate) fn open_if_exists<'a>(
     slot: &'a mut Option<File>,
 ) -> io::Result<Option<&'a File>> {
     if slot.is_none() {
-        match crate::journal::secure::open_regular(path) {
+        match tether_os::journal::secure::open_regular(path) {
             Ok(file) => *slot = Some(file),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(read_error(path, e)),
@@ -389,7 +389,7 @@ pub(crate) fn read_error(path: &Path, e: io::Error) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::output::style::plain_text;
+    use crate::output::style::plain_text;
     use std::fs::OpenOptions;
     use std::io::Write;
 
@@ -549,7 +549,7 @@ mod tests {
         let (_dir, mut stream) = stream_of(b"plain\n\x1b[31mred\nstill red\n\x1b[0mplain again\n");
         let lines = stream.lines(0..4).unwrap();
         let fg = |line: &StyledLine| line[0].style.fg;
-        use crate::model::output::style::Color;
+        use crate::output::style::Color;
         assert_eq!(fg(&lines[0]), Color::Default);
         assert_eq!(fg(&lines[1]), Color::Indexed(1));
         assert_eq!(fg(&lines[2]), Color::Indexed(1));

@@ -3,7 +3,7 @@
 //! lines of both streams and stamps each with the time its first byte was written, without
 //! ever holding the text: a line is read back from its own stream's log when shown.
 
-use crate::protocol::Stream;
+use tether_protocol::protocol::Stream;
 
 /// Bytes of one stream written at one moment (one `output` event).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,7 @@ mod tests {
         let mut index = MergedIndex::default();
         for run in runs.as_slice() {
             let upto = &logs[run.stream as usize][..run.end as usize];
-            let mut lines = crate::model::output::LineIndex::new();
+            let mut lines = crate::output::LineIndex::new();
             lines.extend(upto);
             index.push(run.stream, lines.line_count() as u64);
         }

@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use crate::config::CommandConfig;
-use crate::journal::SessionRecord;
-use crate::protocol::{Event, EventKind};
+use tether_config::CommandConfig;
+use tether_os::journal::SessionRecord;
+use tether_protocol::protocol::{Event, EventKind};
 
 use super::replay::{config_of, replay, run_of};
 use super::{CommandState, Status};
@@ -21,7 +21,7 @@ pub const STEPS_MS: [u64; 13] = [
 /// The step a recorded session opens with: one second.
 pub const DEFAULT_STEP: usize = 3;
 
-pub use crate::units::step_label;
+pub use tether_protocol::units::step_label;
 
 /// One command's journal, as read.
 #[derive(Debug, Clone)]

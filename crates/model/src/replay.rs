@@ -1,13 +1,13 @@
 //! A session read back from its journal: the same model the live TUI fills from brokers,
 //! filled from `events.jsonl` instead, so a post-mortem looks as the session looked live.
 
-use crate::config::CommandConfig;
-use crate::config::attention::AttentionSettings;
-use crate::journal::{CommandRecord, Damage, SessionRecord};
-use crate::model::Mode;
+use crate::Mode;
 use std::path::{Path, PathBuf};
+use tether_config::CommandConfig;
+use tether_config::attention::AttentionSettings;
+use tether_os::journal::{CommandRecord, Damage, SessionRecord};
 
-use crate::protocol::{CommandSpec, Event, EventKind};
+use tether_protocol::protocol::{CommandSpec, Event, EventKind};
 
 use super::{CommandState, Model, Status};
 
@@ -63,8 +63,11 @@ pub fn broker_pid_alive(pid: i32) -> bool {
             comm.strip_suffix(b"\n") == Some(tether_protocol::names::BROKER_COMM.to_bytes())
         })
     };
-    !crate::procfs::is_gone(pid)
-        && (named() || crate::procfs::cmdline(pid).iter().any(|a| a == "broker"))
+    !tether_os::procfs::is_gone(pid)
+        && (named()
+            || tether_os::procfs::cmdline(pid)
+                .iter()
+                .any(|a| a == "broker"))
 }
 
 /// Which start of its command the run was: 1, or a restart's number (`run` of its request).
@@ -90,7 +93,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
             ready: request.ready.clone().map(Box::new),
             attention: Box::new(AttentionSettings::from_request(&request.attention)),
             // Each as it ran (none included), whatever the defaults are now.
-            budgets: crate::config::budgets::BudgetSettings {
+            budgets: tether_config::budgets::BudgetSettings {
                 max_time: Some(request.budgets.max_time),
                 max_cpu: Some(request.budgets.max_cpu),
                 max_output: Some(request.budgets.max_output),
@@ -163,9 +166,9 @@ pub fn frozen_at(model: &Model, now_ms: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ExitStatus;
-    use crate::protocol::fixtures::{event, spawned};
     use std::io::Write;
+    use tether_protocol::protocol::ExitStatus;
+    use tether_protocol::protocol::fixtures::{event, spawned};
 
     fn line(ms: u64, kind: EventKind) -> String {
         serde_json::to_string(&event(ms, kind)).unwrap()

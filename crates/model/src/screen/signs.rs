@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use memchr::memmem;
 
-use crate::model::output::stream::{open_if_exists, read_range};
+use crate::output::stream::{open_if_exists, read_range};
 
 /// The newest bytes looked at each time: a flood is never read whole for a hint.
 const LOOK_BACK: u64 = 64 * 1024;

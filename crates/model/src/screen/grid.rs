@@ -8,7 +8,7 @@ use alacritty_terminal::term::TermMode;
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::vte::ansi::Color as TermColor;
 
-use crate::model::output::style::{Color, Style, is_unsafe_on_screen};
+use crate::output::style::{Color, Style, is_unsafe_on_screen};
 
 /// The most zero-width characters (combining marks, joiners, variation selectors) one cell
 /// keeps, as in the line log.
@@ -144,7 +144,7 @@ fn color(color: TermColor) -> Color {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::screen::ScreenEmulator;
+    use crate::screen::ScreenEmulator;
 
     fn cells(bytes: &[u8], rows: u16, cols: u16) -> ScreenGrid {
         let mut screen = ScreenEmulator::new(rows, cols);

@@ -1,5 +1,11 @@
-//! The session state the UI shows. No terminal code here: the same model is filled live from
-//! brokers or after the fact from a journal.
+//! tether-model: the session state every view shows. No terminal code here: the same model
+//! is filled live from brokers or after the fact from a journal, and the TUI, `tether open`,
+//! the exports, grep and the control CLI all read it.
+//!
+//! Above tether-protocol, tether-core, tether-os (the journal's reader) and tether-config;
+//! below the broker, the front ends and the TUI, which it never names. It reads journal files
+//! and `/proc` (whether a journal's broker still runs) when asked to load; it holds no process,
+//! socket or terminal.
 
 pub mod badges;
 pub mod command;

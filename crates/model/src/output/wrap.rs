@@ -43,7 +43,7 @@ fn push(rows: &mut [StyledLine], text: String, like: &Span) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::output::style::{Style, plain_text};
+    use crate::output::style::{Style, plain_text};
 
     fn texts(rows: &[StyledLine]) -> Vec<String> {
         rows.iter().map(plain_text).collect()

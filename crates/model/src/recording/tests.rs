@@ -1,6 +1,6 @@
 use super::*;
-use crate::protocol::fixtures::{event, output, signal_sent, spawned, tree};
-use crate::protocol::{CommandSpec, ExitStatus, Origin, ProcessSignal, Scope, Stream};
+use tether_protocol::protocol::fixtures::{event, output, signal_sent, spawned, tree};
+use tether_protocol::protocol::{CommandSpec, ExitStatus, Origin, ProcessSignal, Scope, Stream};
 
 fn command(name: &str, events: Vec<Event>) -> CommandRecording {
     CommandRecording {

@@ -228,7 +228,7 @@ impl Perform for Screen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::output::style::{Color, Span, plain_text};
+    use crate::output::style::{Color, Span, plain_text};
     use proptest::prelude::*;
 
     fn text(bytes: &[u8]) -> String {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::CommandState;
-use crate::protocol::EventKind;
+use tether_protocol::protocol::EventKind;
 
 /// A run's badges, each derived from the events the model applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,8 +2,10 @@
 //! for the TUI, the text report and the trace exports, with no terminal library involved
 //! (the UI turns the [`Tone`] into a colour).
 
-use crate::protocol::{AttentionKind, Budget, EventKind, ExitStatus, Origin, Peer, Stream};
-use crate::units::{duration, duration_ms};
+use tether_protocol::protocol::{
+    AttentionKind, Budget, EventKind, ExitStatus, Origin, Peer, Stream,
+};
+use tether_protocol::units::{duration, duration_ms};
 
 use super::CommandState;
 use super::command::exit_label;
@@ -29,7 +31,7 @@ pub enum Tone {
 /// The mark of a stream the journal did not keep whole, in every view of the output: the
 /// pane, the text export, `tether grep`, the MCP tool.
 pub fn truncated_words(stream: Stream, kept: u64, dropped: u64) -> String {
-    use crate::units::format_size;
+    use tether_protocol::units::format_size;
     format!(
         "{}: the journal kept the first {} of {}; the last {} were not journaled",
         stream.name(),
@@ -93,7 +95,7 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         EventKind::OutputUndelivered { stream, bytes } => (
             format!(
                 "{} of {} never reached the caller (it took no more); the journal has them",
-                crate::units::format_size(*bytes),
+                tether_protocol::units::format_size(*bytes),
                 stream.name()
             ),
             Tone::Warning,
@@ -204,12 +206,12 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
         }
         EventKind::Containment { mode, path, reason } => (
             // After the kind's own name: `containment cgroup PATH`, `containment procfs (WHY)`.
-            crate::protocol::containment_line(*mode, path.as_deref(), reason.as_deref())
+            tether_protocol::protocol::containment_line(*mode, path.as_deref(), reason.as_deref())
                 .trim_start_matches("containment: ")
                 .to_string(),
             match mode {
-                crate::protocol::ContainmentMode::Cgroup => Tone::Quiet,
-                crate::protocol::ContainmentMode::Procfs => Tone::Warning,
+                tether_protocol::protocol::ContainmentMode::Cgroup => Tone::Quiet,
+                tether_protocol::protocol::ContainmentMode::Procfs => Tone::Warning,
             },
         ),
         EventKind::LimitUnavailable { message, .. } => (message.clone(), Tone::Warning),

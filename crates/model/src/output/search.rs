@@ -65,7 +65,7 @@ impl Needle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::output::sanitize::render_line;
+    use crate::output::sanitize::render_line;
 
     impl Needle {
         /// Whether the line whose raw bytes are `raw` shows the needle once rendered.

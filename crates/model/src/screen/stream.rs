@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::emulator::ScreenEmulator;
 use super::grid::ScreenGrid;
 use super::start::{REPLAY_CAP, ReplayStart, replay_start};
-use crate::model::output::stream::{open_if_exists, read_error, read_range};
+use crate::output::stream::{open_if_exists, read_error, read_range};
 
 /// How much is read from the log at once.
 const READ_CHUNK: u64 = 64 * 1024;

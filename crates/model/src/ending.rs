@@ -18,7 +18,7 @@
 //! | could not be started | `failed to start` | same | failed |
 //! | its broker vanished | `lost` | `lost` | failed |
 
-use crate::protocol::{Budget, ExitStatus};
+use tether_protocol::protocol::{Budget, ExitStatus};
 
 use super::command::{CommandState, Status, signal_label};
 
