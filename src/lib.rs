@@ -3,8 +3,6 @@
 
 pub mod agent;
 pub mod app;
-pub mod attention;
-pub mod broker;
 pub mod clipboard;
 pub mod control;
 pub mod exec;
@@ -20,6 +18,7 @@ pub mod supervisor;
 
 pub mod ui;
 
+pub use tether_broker::{attention, broker};
 pub use tether_config as config;
 pub use tether_model as model;
 pub use tether_os::{cgroup, clock, fdio, journal, procfs, sampler, sys, testing};

@@ -1,0 +1,897 @@
+//! The broker's interpreter: it owns the descriptors, the files and the kernel, and drives
+//! the broker's state machine (`state`) with them. One `select!` over the parent's pipe, the
+//! command's pipes, SIGCHLD, the parent's pidfd, signals, the control socket and the
+//! broker's next deadline turns each happening into an [`Input`]; each output the broker
+//! then asks for is carried out at once ([`Outlets::apply`], in `outlets.rs`).
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+use std::time::Instant;
+use tokio::signal::unix::{SignalKind, signal};
+
+use tokio::time::sleep_until;
+
+use super::BROKER_TOKEN_ENV;
+use super::containment;
+use super::control::ControlServer;
+use super::final_drain;
+use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
+use super::outlets::{JournalFiles, Outlets};
+use super::parent::{CustodianWatch, ParentLink, ParentWatch};
+use super::pty;
+use super::spawn::{CgroupEntry, spawn};
+use super::state::{Broker, CommandNames, CopyProgress, Host, Input, Sender};
+use super::terminal::Terminals;
+use super::tree::{TreeRecorder, tree_budget};
+use crate::attention::notify::Notifier;
+use crate::attention::rate_file::RateFile;
+use tether_core::process::CgroupId;
+use tether_os::cgroup::EventsWatch;
+use tether_os::clock::now_ms;
+use tether_os::fdio::AsyncPipe;
+use tether_os::journal::JournalDir;
+use tether_os::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
+use tether_protocol::protocol::{
+    BrokerIdentity, CommandFile, Custodian, CustodianRole, Event, EventKind, Frame, LaunchRequest,
+    LeftoversEnd, MAX_LINE, PROTOCOL_VERSION, ParentLossCause, Refusal, Request, Stage,
+    StdinSource, Stream, Transport,
+};
+
+const READ_CHUNK: usize = 256 * 1024;
+/// Reads taken from one pipe per wake-up before the loop looks at everything else again.
+const READS_PER_WAKE: usize = 8;
+
+/// The signal `PR_SET_PDEATHSIG` delivers: a hint to be confirmed, never acted on alone.
+fn pdeath_signal() -> SignalKind {
+    SignalKind::user_defined1()
+}
+
+/// The descriptors a front end hands a broker, taken (and made close-on-exec) before
+/// anything else in the process opens one: their numbers are fixed.
+pub struct Inherited {
+    journal: io::Result<OwnedFd>,
+    mirrors: [Option<OwnedFd>; 2],
+    /// The front end's stdin, for the command; the broker never reads it.
+    stdin: Option<OwnedFd>,
+}
+
+impl Inherited {
+    pub fn take() -> Inherited {
+        Inherited {
+            journal: take_journal_fd(),
+            mirrors: MIRROR_FDS.map(take_inherited),
+            stdin: take_inherited(super::STDIN_FD),
+        }
+    }
+}
+
+pub async fn run(inherited: Inherited) -> i32 {
+    let start = Instant::now();
+    match run_inner(start, inherited).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("tether broker: {err}");
+            1
+        }
+    }
+}
+
+/// Sends an event straight to the parent, before a journal exists.
+async fn tell_parent(link: &ParentLink, start: Instant, kind: EventKind) {
+    let event = Event {
+        ts_ms: now_ms(),
+        mono_us: start.elapsed().as_micros() as u64,
+        kind,
+    };
+    let _ = link.output.write_all(&event.to_line()).await;
+}
+
+/// Waits for the launch request, answering pings meanwhile. Returns it with the frames that
+/// arrived after it in the same read, to be handled once the command runs (a `stop` sent
+/// right after the launch must not be lost). Other lines are refused and skipped, but a line
+/// too long to be read is taken for a launch request and ends the broker.
+async fn await_launch(
+    link: &mut ParentLink,
+    start: Instant,
+) -> Option<(LaunchRequest, Vec<Frame>)> {
+    loop {
+        let input = link.input.as_ref()?;
+        let n = match input.read(&mut link.buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => n,
+        };
+        let mut frames = link.lines.push(&link.buf[..n]).into_iter();
+        while let Some(frame) = frames.next() {
+            let failure = match Request::parse(frame, Transport::Pipe) {
+                Ok(Request::Launch(request)) if request.v == PROTOCOL_VERSION => {
+                    return Some((*request, frames.collect()));
+                }
+                Ok(Request::Launch(request)) => Refusal {
+                    code: "version_mismatch",
+                    message: format!(
+                        "launch request speaks protocol v{}, this broker v{PROTOCOL_VERSION}; use the same tether binary for both",
+                        request.v
+                    ),
+                },
+                Ok(Request::Ping) => {
+                    tell_parent(link, start, EventKind::Pong).await;
+                    continue;
+                }
+                Ok(_) => Refusal {
+                    code: "not_launched",
+                    message: "no command is launched yet; the first request must be `launch`"
+                        .into(),
+                },
+                // Only a launch request is that long: without an end, the front end would
+                // show its command `starting` for ever.
+                Err(Refusal {
+                    code: "line_too_long",
+                    ..
+                }) => {
+                    let message = format!(
+                        "the launch request exceeds the {} MiB limit; shorten the command line or its environment",
+                        MAX_LINE >> 20
+                    );
+                    let kind = EventKind::BrokerFailure {
+                        stage: Stage::Protocol,
+                        code: "launch_too_long".into(),
+                        message,
+                    };
+                    tell_parent(link, start, kind).await;
+                    return None;
+                }
+                Err(failure) => failure,
+            };
+            tell_parent(
+                link,
+                start,
+                EventKind::BrokerFailure {
+                    stage: Stage::Protocol,
+                    code: failure.code.into(),
+                    message: failure.message,
+                },
+            )
+            .await;
+        }
+    }
+}
+
+async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
+    // Handlers first: the death signal must never find its default action (termination).
+    let mut sigchld = signal(SignalKind::child())?;
+    let mut sigpdeath = signal(pdeath_signal())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let pdeath = nix::sys::signal::Signal::try_from(pdeath_signal().as_raw_value())?;
+    nix::sys::prctl::set_pdeathsig(pdeath)?;
+
+    let Inherited {
+        journal,
+        mirrors: mirror_fds,
+        stdin,
+    } = inherited;
+    let mut link = ParentLink::take_stdio()?;
+    // Its intervals were cut to `protocol::MAX_INTERVAL` as it was read.
+    let Some((request, early)) = await_launch(&mut link, start).await else {
+        // The parent went away before saying what to run: nothing was started.
+        return Ok(1);
+    };
+    // The front end checked the pattern; a request from elsewhere may carry any. Refused
+    // before anything is created or started; compiled once, here, for the broker.
+    let final_line = match request
+        .drain_on
+        .as_deref()
+        .map(final_drain::compile)
+        .transpose()
+    {
+        Ok(regex) => regex,
+        Err(err) => {
+            let kind = EventKind::BrokerFailure {
+                stage: Stage::Protocol,
+                code: "invalid_drain_on".into(),
+                message: err.to_string(),
+            };
+            tell_parent(&link, start, kind).await;
+            return Ok(1);
+        }
+    };
+
+    // The same for the readiness probe's: a `ready_log` pattern, an `http` URL or a `tcp`
+    // host the broker cannot use is refused before anything starts.
+    let ready_line = match super::probes::check(&request) {
+        Ok(regex) => regex,
+        Err(message) => {
+            let kind = EventKind::BrokerFailure {
+                stage: Stage::Protocol,
+                code: "invalid_ready".into(),
+                message,
+            };
+            tell_parent(&link, start, kind).await;
+            return Ok(1);
+        }
+    };
+
+    // The socket exists before `command.json` names it, so whoever reads the name finds it.
+    let identity = broker_identity();
+    let control = ControlServer::listen(&identity, start.into());
+    let command_file = CommandFile {
+        request: request.clone(),
+        broker: Some(identity),
+        broker_token: std::env::var(BROKER_TOKEN_ENV).ok(),
+        control_socket: control.as_ref().ok().map(|c| c.path().to_path_buf()),
+    };
+    let logs = journal.and_then(|dir| {
+        let dir =
+            JournalDir::from_fd(dir, request.journal_dir.clone()).map_err(io::Error::other)?;
+        dir.write_json_once(COMMAND_FILE, &command_file)?;
+        // After `command.json`, which a later tether reads to know whose journal it is.
+        let _ = tether_os::journal_link::create(&identity, Path::new(&request.journal_dir));
+        let events = EventLog::create(&dir)?;
+        let streams = [
+            StreamLog::create(&dir, Stream::Stdout, u64::MAX)?,
+            StreamLog::create(&dir, Stream::Stderr, u64::MAX)?,
+        ];
+        Ok(JournalFiles {
+            dir,
+            events: Some(events),
+            streams,
+        })
+    });
+    let journal = match logs {
+        Ok(journal) => journal,
+        Err(err) => {
+            let kind = EventKind::BrokerFailure {
+                stage: Stage::Internal,
+                code: "journal_create".into(),
+                message: format!(
+                    "cannot create the journal in {}: {err}; choose a writable --state-dir",
+                    request.journal_dir.display()
+                ),
+            };
+            tell_parent(&link, start, kind).await;
+            return Ok(1);
+        }
+    };
+
+    let parent = ParentWatch::open(request.parent_pid);
+    let mut broker = Broker::new(
+        host(request.parent_pid),
+        start,
+        super::outlets::now(),
+        request.clone(),
+        CommandNames {
+            id: (request.session.as_ref()).and_then(|s| s.command_id()),
+            text: tether_config::naming::command_text(&request.command),
+        },
+        final_line,
+        ready_line,
+    );
+    let control_failed = control
+        .as_ref()
+        .err()
+        .map(|err| EventKind::ControlUnavailable {
+            code: err.code().into(),
+            message: format!(
+                "no control socket: {err}; `tether stop` falls back to signalling the broker"
+            ),
+        });
+    let mut out = Outlets {
+        journal,
+        tree: TreeRecorder::new(tree_budget(request.max_output)),
+        link,
+        control: control.ok(),
+        for_subscribers: Vec::new(),
+        subscribed: false,
+        let_go: false,
+        give_up_copy: false,
+        notify: request
+            .attention
+            .notify
+            .as_deref()
+            .filter(|_| request.attention.enabled)
+            .and_then(|argv| Notifier::new(argv, notify_rate(&request))),
+        cgroup: None,
+        probes: super::probes::Probes::new(&request),
+        exit: None,
+        cpu_used: std::time::Duration::ZERO,
+        cpu_measured_at: None,
+    };
+    out.feed(
+        &mut broker,
+        Input::Happened(EventKind::BrokerStarted {
+            v: PROTOCOL_VERSION,
+            broker_pid: std::process::id() as i32,
+            control_socket: command_file.control_socket.clone(),
+        }),
+    );
+    // A sandbox may forbid sockets: the command runs all the same, stopped through the
+    // broker's pid instead.
+    if let Some(kind) = control_failed {
+        out.feed(&mut broker, Input::Happened(kind));
+    }
+    if let Some(reason) = &request.trace_ignored {
+        let kind = EventKind::TraceContextIgnored {
+            reason: reason.clone(),
+        };
+        out.feed(&mut broker, Input::Happened(kind));
+    }
+    let mut custodians = watch_custodians(&mut broker, &mut out, &request);
+    let mut parent = match parent {
+        Ok(watch) => Some(watch),
+        Err(cause) => {
+            // Running a command nobody owns would orphan it by design: refuse.
+            out.feed(&mut broker, Input::ParentLost(cause));
+            None
+        }
+    };
+
+    let mut mirrors: [Option<Mirror>; 2] = [None, None];
+    if request.mirror {
+        for (slot, fd) in mirrors.iter_mut().zip(mirror_fds) {
+            *slot = fd.map(Mirror::new).transpose()?;
+        }
+    }
+    let mut pipes: [Option<AsyncPipe>; 2] = [None, None];
+    let mut terminals = Terminals::default();
+    let mut cgroup_watch = None;
+    if parent.is_some() {
+        let contained = containment::establish(&request, &identity);
+        for event in contained.events {
+            out.feed(&mut broker, Input::Happened(event));
+        }
+        // Descriptors of their own: the cgroup itself goes to the broker's state first.
+        let entry = contained.cgroup.as_ref().and_then(|c| {
+            Some(CgroupEntry {
+                dir: c.dir().try_clone_to_owned().ok()?,
+                procs: c.procs_for_child().ok(),
+            })
+        });
+        cgroup_watch = contained
+            .cgroup
+            .as_ref()
+            .and_then(|c| EventsWatch::new(c.path()).ok());
+        out.cgroup = contained.cgroup.clone();
+        let named = (contained.cgroup.as_deref()).map(|c| CgroupId {
+            name: c.name().to_string(),
+            path: c.path().to_path_buf(),
+        });
+        out.feed(&mut broker, Input::Contained(named));
+        // Closed here once the command has its copy (or never used: the request says null).
+        let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
+        match spawn(&request, stdin, entry) {
+            Ok(child) => {
+                let merged = child.stderr.is_none();
+                pipes = [
+                    Some(AsyncPipe::new(child.stdout)?),
+                    child.stderr.map(AsyncPipe::new).transpose()?,
+                ];
+                if let Some(failure) = child.terminal_unavailable {
+                    let kind = EventKind::TerminalUnavailable {
+                        code: failure.code.into(),
+                        message: format!("{}; the command runs with pipes", failure.message),
+                    };
+                    out.feed(&mut broker, Input::Happened(kind));
+                }
+                // Whether it entered its cgroup, then whether it has ended: in this order, as a
+                // process that ends leaves the cgroup's list.
+                let in_cgroup = out
+                    .cgroup
+                    .as_ref()
+                    .is_some_and(|c| c.members().is_ok_and(|m| m.contains(&child.pid)));
+                // Unreaped, the pid is the command's: its start time is read now, for the journal.
+                let stat = tether_os::procfs::read_stat(child.pid);
+                let spawned = Input::Spawned {
+                    pid: child.pid,
+                    start_ticks: stat.map(|s| s.start_ticks),
+                    argv: child.argv,
+                    inputs: child.inputs,
+                    in_cgroup,
+                    ended: stat.is_none_or(|s| s.is_zombie()),
+                };
+                out.feed(&mut broker, spawned);
+                if let Some(streams) = child.terminal {
+                    out.feed(
+                        &mut broker,
+                        Input::Happened(EventKind::Terminal { streams }),
+                    );
+                }
+                if merged {
+                    // Nothing is ever read from stderr: stdout carries it.
+                    out.feed(&mut broker, Input::Happened(EventKind::StreamsMerged {}));
+                    out.feed(
+                        &mut broker,
+                        Input::Closed {
+                            stream: Stream::Stderr,
+                        },
+                    );
+                }
+                terminals = Terminals::new(child.terminal, request.stdin == StdinSource::Terminal);
+            }
+            Err(failure) => {
+                let failed = Input::SpawnFailed {
+                    code: failure.code,
+                    message: failure.message,
+                };
+                out.feed(&mut broker, failed);
+            }
+        }
+        containment::remove_stale();
+    } else {
+        let failed = Input::SpawnFailed {
+            code: "parent_lost".into(),
+            message: "the process that launched this command was gone before it could start".into(),
+        };
+        out.feed(&mut broker, failed);
+    }
+
+    for frame in early {
+        if let Some(input) = parent_frame(frame, &mut terminals, &pipes) {
+            out.feed(&mut broker, input);
+        }
+    }
+    let mut bufs = [vec![0u8; READ_CHUNK], vec![0u8; READ_CHUNK]];
+    // A child that ended before the handler was in place.
+    out.reap(&mut broker);
+    while !broker.is_done() {
+        let deadline = broker
+            .poll_timeout()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        let [out_buf, err_buf] = &mut bufs;
+        let parent_alive = broker.parent_attached();
+        let behind = mirrors
+            .each_ref()
+            .map(|m| m.as_ref().is_some_and(Mirror::is_behind));
+        let [out_mirror, err_mirror] = &mut mirrors;
+        let input_waiting = terminals.input_waiting().is_some();
+        tokio::select! {
+            // What ended is reaped below, before the tick, as after every wake-up.
+            _ = sigchld.recv() => {
+                notice_exited_custodians(&mut broker, &mut out, &mut custodians);
+            }
+            r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
+                on_read(&mut broker, &mut out, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
+            }
+            r = read_pipe(&pipes[1], err_buf), if !behind[1] => {
+                on_read(&mut broker, &mut out, &mut pipes[1], err_mirror, Stream::Stderr, r, err_buf);
+            }
+            r = write_mirror(out_mirror), if behind[0] => {
+                if r.is_err() {
+                    *out_mirror = None;
+                }
+            }
+            r = write_mirror(err_mirror), if behind[1] => {
+                if r.is_err() {
+                    *err_mirror = None;
+                }
+            }
+            r = read_pipe(&out.link.input, &mut out.link.buf), if parent_alive => match r {
+                Ok(0) | Err(_) => {
+                    out.link.input = None;
+                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::StdinEof));
+                }
+                Ok(n) => {
+                    let frames = out.link.lines.push(&out.link.buf[..n]);
+                    for frame in frames {
+                        if let Some(input) = parent_frame(frame, &mut terminals, &pipes) {
+                            out.feed(&mut broker, input);
+                        }
+                    }
+                }
+            },
+            r = write_input(&mut terminals, &pipes), if input_waiting => {
+                if r.is_err() {
+                    let dropped = terminals.forget_pending();
+                    out.feed(&mut broker, Input::TypedDropped(dropped));
+                }
+            }
+            custodian = custodians.exited(), if !custodians.is_empty() => {
+                let exited = Input::CustodianExited {
+                    reason: LeftoversEnd::custodian_exited(custodian.role),
+                    pid: Some(custodian.pid),
+                };
+                out.feed(&mut broker, exited);
+            }
+            _ = watch_parent(&parent), if parent_alive => {
+                out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pidfd));
+            }
+            _ = sigpdeath.recv() => {
+                if parent.as_ref().is_none_or(|p| !p.confirm_alive()) {
+                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pdeathsig));
+                }
+            }
+            _ = sigterm.recv() => shutdown(&mut broker, &mut out, &mut custodians),
+            _ = sigint.recv() => shutdown(&mut broker, &mut out, &mut custodians),
+            _ = sighup.recv() => shutdown(&mut broker, &mut out, &mut custodians),
+            r = out.link.queue.write_some(&out.link.output), if parent_alive && !out.link.queue.is_empty() => {
+                if r.is_err() {
+                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
+                }
+            }
+            changed = cgroup_changed(&cgroup_watch) => {
+                notice_exited_custodians(&mut broker, &mut out, &mut custodians);
+                if changed.is_err() {
+                    cgroup_watch = None;
+                }
+                let state = out.cgroup_state();
+                out.feed(&mut broker, Input::CgroupChanged(state));
+            }
+            input = next_control(&mut out.control) => out.feed(&mut broker, input),
+            (attempt, outcome) = out.probes.answer() => {
+                out.feed(&mut broker, Input::ReadyTried { attempt, outcome });
+            }
+            _ = sleep_until(deadline.into()) => {}
+        }
+        let dropped = terminals.settle(&pipes);
+        if dropped > 0 {
+            out.feed(&mut broker, Input::TypedDropped(dropped));
+        }
+        // A child that ended but whose SIGCHLD is not handled yet must not count as left.
+        out.reap(&mut broker);
+        let tick = Input::Tick {
+            copy: copy_progress(&mirrors),
+        };
+        out.feed(&mut broker, tick);
+        if std::mem::take(&mut out.give_up_copy) {
+            give_up_copy(&mut broker, &mut out, &mut mirrors);
+        }
+        out.settle_probes(&broker);
+        out.broadcast();
+        if !broker.parent_attached() {
+            out.link.queue.clear();
+        } else if out.link.push().is_err() {
+            out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
+        }
+        if std::mem::take(&mut out.let_go) {
+            let_front_end_go(&mut broker, &mut out, &mut mirrors, &mut parent).await;
+        }
+        out.feed(&mut broker, Input::ParentBacklog(out.link.queue.len()));
+    }
+    // The broker is done only once no copy is behind (taken, or given up and journaled):
+    // closing the pipes ends the front end's copies while the result is written.
+    drop(mirrors);
+    out.reap(&mut broker);
+    out.feed(&mut broker, Input::Finish);
+    let code = out.exit.unwrap_or(1);
+    let attached = broker.parent_attached();
+    if !attached {
+        out.link.queue.clear();
+    }
+    let Outlets {
+        mut link,
+        mut control,
+        for_subscribers,
+        ..
+    } = out;
+    // What is left once `close` is sent is our own exit, which the front end waits for (to
+    // reap us) before it returns. So before it: nobody new connects to a broker that is done,
+    // no later tether finds a link to it, and nothing of the front end's caller is held open
+    // here (our stderr, inherited, is its pipe: an agent reads it to end of file). The front
+    // end's exit is expected now; its death signal would mean nothing.
+    if let Some(server) = control.as_mut() {
+        server.remove_socket();
+    }
+    tether_os::journal_link::remove(&identity);
+    let _ = nix::sys::prctl::set_pdeathsig(None);
+    let _ = detach_stderr();
+    let parent_drain = async {
+        if attached {
+            link.drain(Duration::from_secs(1)).await;
+        }
+    };
+    // The socket goes first (nobody new connects to a broker that is done); subscribers get
+    // the last events (`close`) if they take them soon.
+    let control_drain = async {
+        if let Some(server) = control.as_mut() {
+            server.broadcast(&for_subscribers);
+            server.close(CONTROL_DRAIN).await;
+        }
+    };
+    tokio::join!(parent_drain, control_drain);
+    // Done: our front end waits for this exit to reap us, and dropping what is open here
+    // (a deregistration and a close for each descriptor) would only keep it waiting. The
+    // kernel closes them.
+    tether_os::sys::exit_now(code)
+}
+
+/// One request line from the parent, as the broker takes it: input and sizes go to the
+/// terminals this loop holds first.
+fn parent_frame(
+    frame: Frame,
+    terminals: &mut Terminals,
+    pipes: &[Option<AsyncPipe>; 2],
+) -> Option<Input<'static>> {
+    Some(match Request::parse(frame, Transport::Pipe) {
+        Ok(Request::Input { data }) => Input::Typed(terminals.input(&data, pipes)),
+        Ok(Request::Resize { size }) => Input::Resized(terminals.resize(size, pipes)?),
+        request => Input::Request {
+            from: Sender::Parent,
+            request,
+        },
+    })
+}
+
+/// Watches the custodians of the command's leftovers, when the rule keeps them; one that
+/// cannot be watched (or none at all) means they are stopped at once. The session's owner is
+/// watched whatever the rule: its exit ends the session, and a command still running with it.
+fn watch_custodians(
+    broker: &mut Broker,
+    out: &mut Outlets,
+    request: &LaunchRequest,
+) -> CustodianWatch {
+    let rule = &request.leftovers;
+    let watched: Vec<Custodian> = rule
+        .custodians
+        .iter()
+        .filter(|c| rule.keep || c.role == CustodianRole::SessionOwner)
+        .copied()
+        .collect();
+    let (watch, unwatched) = CustodianWatch::open(&watched);
+    if let Some(gone) = unwatched.first() {
+        let input = Input::CustodianUnwatched {
+            reason: LeftoversEnd::custodian_unwatched(gone.role),
+            pid: Some(gone.pid),
+        };
+        out.feed(broker, input);
+    } else if rule.keep && watch.is_empty() {
+        let input = Input::CustodianUnwatched {
+            reason: LeftoversEnd::CallerGone,
+            pid: None,
+        };
+        out.feed(broker, input);
+    }
+    watch
+}
+
+/// SIGTERM, SIGINT or SIGHUP to the broker.
+fn shutdown(broker: &mut Broker, out: &mut Outlets, custodians: &mut CustodianWatch) {
+    notice_exited_custodians(broker, out, custodians);
+    out.feed(broker, Input::Shutdown);
+}
+
+/// Says first which custodians have exited already, before a child's exit, a cgroup change
+/// or a stop signal is handled: the agent's own broker stops what is left of the agent's
+/// tree (its leftovers, this broker) a moment after the agent exited and its pidfd here
+/// fired, and the agent exiting, not that teardown, is why they went.
+fn notice_exited_custodians(
+    broker: &mut Broker,
+    out: &mut Outlets,
+    custodians: &mut CustodianWatch,
+) {
+    while let Some(custodian) = custodians.exited_now() {
+        let input = Input::CustodianExited {
+            reason: LeftoversEnd::custodian_exited(custodian.role),
+            pid: Some(custodian.pid),
+        };
+        out.feed(broker, input);
+    }
+}
+
+/// How long the front end is given to take its last output and events when custody begins.
+const LET_GO_WAIT: Duration = Duration::from_secs(1);
+
+/// Custody began: the front end returns now, as the shell would once its command exited. It
+/// gets the rest of its copy of the output and then end of file on it (the mirrors close),
+/// and its events up to `leftovers_kept`; then nothing more. The broker keeps nothing of
+/// the front end's caller open either: its stderr, inherited, would hold the caller's pipe
+/// (an agent reading it would wait for end of file for as long as the leftovers run).
+async fn let_front_end_go(
+    broker: &mut Broker,
+    out: &mut Outlets,
+    mirrors: &mut [Option<Mirror>; 2],
+    parent: &mut Option<ParentWatch>,
+) {
+    for mirror in mirrors.iter_mut().flatten() {
+        let _ = tokio::time::timeout(LET_GO_WAIT, mirror.flush()).await;
+    }
+    *mirrors = [None, None];
+    if broker.parent_attached() {
+        out.link.drain(LET_GO_WAIT).await;
+    }
+    out.link.input = None;
+    out.link.queue.clear();
+    *parent = None;
+    // The front end's exit is expected now; its death signal would only be confirmed away.
+    let _ = nix::sys::prctl::set_pdeathsig(None);
+    let stderr = detach_stderr();
+    out.feed(broker, Input::FrontEndLetGo { stderr });
+}
+
+/// How the front end's copy of the output stands.
+fn copy_progress(mirrors: &[Option<Mirror>; 2]) -> CopyProgress {
+    let live = mirrors.iter().flatten();
+    CopyProgress {
+        behind: live.clone().any(Mirror::is_behind),
+        taken: live.map(Mirror::taken).sum(),
+    }
+}
+
+/// The broker gave up the copy (the command has ended and its caller takes no more, or a
+/// stop was asked): each stream's copy that is behind ends here, and what it never
+/// delivered goes back to the broker, for the journal. The stream is then read to its end
+/// without waiting for anyone.
+fn give_up_copy(broker: &mut Broker, out: &mut Outlets, mirrors: &mut [Option<Mirror>; 2]) {
+    let undelivered = mirrors.each_mut().map(|slot| match slot {
+        Some(mirror) if mirror.is_behind() => {
+            let lost = mirror.undelivered();
+            *slot = None;
+            lost
+        }
+        _ => 0,
+    });
+    out.feed(broker, Input::CopyGivenUp { undelivered });
+}
+
+/// Points descriptor 2 at /dev/null.
+fn detach_stderr() -> io::Result<()> {
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    nix::unistd::dup2_stderr(&null)?;
+    Ok(())
+}
+
+/// Resolves when the command's cgroup's `cgroup.events` changes; never without a cgroup.
+async fn cgroup_changed(watch: &Option<EventsWatch>) -> io::Result<()> {
+    match watch {
+        Some(watch) => watch.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Where the user's notify rate is kept: the state directory the front end named (absent
+/// when its path is not UTF-8: this broker's own limit only, then).
+fn notify_rate(request: &LaunchRequest) -> Option<RateFile> {
+    let state_dir = request.session.as_ref()?.state_dir.as_deref()?;
+    Some(RateFile::in_state_dir(state_dir))
+}
+
+/// What the broker's state machine is told of this process and machine at the start.
+fn host(parent_pid: i32) -> Host {
+    Host {
+        pid: std::process::id() as i32,
+        uid: nix::unistd::getuid().as_raw(),
+        parent_program: tether_os::procfs::program_label(parent_pid),
+        ticks_per_second: tether_os::procfs::clock_ticks_per_second(),
+        page_size: tether_os::procfs::page_size(),
+    }
+}
+
+/// How long control clients get, once the broker is done, to take their last events.
+const CONTROL_DRAIN: Duration = Duration::from_millis(500);
+
+/// This broker's pid and start time, as `command.json` records them for front ends to
+/// check a pid against.
+fn broker_identity() -> BrokerIdentity {
+    let pid = std::process::id() as i32;
+    BrokerIdentity {
+        pid,
+        start_ticks: tether_os::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
+    }
+}
+
+/// The next thing a control client brings; never resolves without a socket.
+async fn next_control(control: &mut Option<ControlServer>) -> Input<'static> {
+    match control {
+        Some(server) => server.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The command's journal directory, which the front end opened (after checking the state
+/// directory) and handed over as [`super::JOURNAL_FD`]: the broker never resolves a journal
+/// path itself, so no link planted in one can redirect what it writes.
+fn take_journal_fd() -> io::Result<OwnedFd> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    let fd = super::JOURNAL_FD;
+    // SAFETY: borrowed only to ask (F_GETFD) whether descriptor 3 is open at all.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    if fcntl(borrowed, FcntlArg::F_GETFD).is_err() {
+        return Err(io::Error::other(format!(
+            "no journal directory was handed over as descriptor {fd}; brokers are started by tether itself"
+        )));
+    }
+    // SAFETY: the descriptor is open (checked above) and was handed to this process for it
+    // alone; nothing else in the broker uses descriptor 3.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    fcntl(&owned, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok(owned)
+}
+
+/// Writes waiting input to the command's terminal as it takes it; never resolves while
+/// nothing waits.
+async fn write_input(terminals: &mut Terminals, pipes: &[Option<AsyncPipe>; 2]) -> io::Result<()> {
+    match terminals
+        .input_waiting()
+        .and_then(|stream| pipes[stream as usize].as_ref())
+    {
+        Some(pipe) => terminals.write_some(pipe).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads from a pipe if it is open; never resolves for a closed one.
+async fn read_pipe(pipe: &Option<AsyncPipe>, buf: &mut [u8]) -> io::Result<usize> {
+    match pipe {
+        Some(pipe) => pipe.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn watch_parent(parent: &Option<ParentWatch>) {
+    match parent {
+        Some(watch) => {
+            if watch.exited().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn write_mirror(mirror: &mut Option<Mirror>) -> io::Result<()> {
+    match mirror {
+        Some(mirror) => mirror.write_some().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Stores what a read returned, then keeps reading while the pipe has more, a few times, and
+/// while the front end's copy keeps up.
+fn on_read(
+    broker: &mut Broker,
+    out: &mut Outlets,
+    pipe: &mut Option<AsyncPipe>,
+    mirror: &mut Option<Mirror>,
+    stream: Stream,
+    first: io::Result<usize>,
+    buf: &mut [u8],
+) {
+    let mut result = first;
+    for reads in 1.. {
+        match result {
+            Ok(0) => {
+                *pipe = None;
+                out.feed(broker, Input::Closed { stream });
+                return;
+            }
+            Ok(n) => {
+                let chunk = &buf[..n];
+                broker.handle(
+                    Input::Read {
+                        stream,
+                        bytes: chunk,
+                    },
+                    super::outlets::now(),
+                );
+                out.apply(broker, chunk);
+                if let Some(copy) = mirror.as_mut() {
+                    // The front end closed its end: the journal goes on alone.
+                    if copy.push(chunk).is_err() {
+                        *mirror = None;
+                    }
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
+            // A terminal's master once every holder of its slave side closed it.
+            Err(err) if pty::is_hangup(&err) => {
+                *pipe = None;
+                out.feed(broker, Input::Closed { stream });
+                return;
+            }
+            Err(error) => {
+                out.feed(broker, Input::ReadFailed { stream, error });
+                *pipe = None;
+                return;
+            }
+        }
+        // Every read taken is stored above; stop taking more after a few so the loop can
+        // look at everything else.
+        if reads == READS_PER_WAKE || mirror.as_ref().is_some_and(Mirror::is_behind) {
+            return;
+        }
+        let Some(open) = pipe.as_ref() else { return };
+        result = open.try_read(buf);
+    }
+}

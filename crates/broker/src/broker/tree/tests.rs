@@ -1,0 +1,201 @@
+use super::*;
+use tether_protocol::protocol::{ARGV_CAP, ARGV_CUT_MARK};
+
+/// A process in group 100 (the command's), started at `ticks`.
+fn proc(pid: i32, ppid: i32, ticks: u64) -> ProcStat {
+    ProcStat {
+        pid,
+        ppid,
+        pgid: 100,
+        sid: 100,
+        state: b'S',
+        start_ticks: ticks,
+        ..ProcStat::default()
+    }
+}
+
+/// Process details as /proc would give them: argv `[name, pid]`, started at `ticks * 10` ms.
+fn details(p: &ProcStat) -> (Vec<String>, u64) {
+    (
+        vec![format!("prog{}", p.pid), p.pid.to_string()],
+        p.start_ticks * 10,
+    )
+}
+
+fn processes(kind: Option<EventKind>) -> Vec<ProcessEntry> {
+    match kind {
+        Some(EventKind::Tree { processes }) => processes,
+        other => panic!("expected a tree event, got {other:?}"),
+    }
+}
+
+fn argv_of(entries: &[ProcessEntry], pid: i32) -> &[String] {
+    &entries.iter().find(|p| p.pid == pid).expect("listed").argv
+}
+
+#[test]
+fn records_each_command_line_once() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    let mut reads = Vec::new();
+    let mut read = |p: &ProcStat| {
+        reads.push(p.pid);
+        details(p)
+    };
+    let sh = proc(100, 1, 5);
+    let first = processes(recorder.update(&[sh], 100, &mut read));
+    assert_eq!(argv_of(&first, 100), ["prog100", "100"]);
+    assert_eq!(first[0].start_ms, 50);
+
+    let second = processes(recorder.update(&[sh, proc(101, 100, 7)], 100, &mut read));
+    assert_eq!(argv_of(&second, 100), [] as [String; 0], "already recorded");
+    assert_eq!(argv_of(&second, 101), ["prog101", "101"]);
+    assert_eq!(second[0].start_ms, 50, "the same identity as before");
+
+    // The same set again is no event at all.
+    assert_eq!(
+        recorder.update(&[proc(101, 100, 7), sh], 100, &mut read),
+        None
+    );
+
+    // The sleep is replaced by another: only the new one carries its argv.
+    let third = processes(recorder.update(&[sh, proc(102, 100, 9)], 100, &mut read));
+    assert_eq!(argv_of(&third, 100), [] as [String; 0]);
+    assert_eq!(argv_of(&third, 102), ["prog102", "102"]);
+    assert_eq!(reads, [100, 101, 102], "/proc is read once per process");
+}
+
+#[test]
+fn a_reused_pid_is_a_new_process() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    processes(recorder.update(&[proc(100, 1, 5), proc(101, 100, 6)], 100, details));
+    processes(recorder.update(&[proc(100, 1, 5)], 100, details));
+    let reused = processes(recorder.update(&[proc(100, 1, 5), proc(101, 100, 8)], 100, details));
+    assert_eq!(argv_of(&reused, 101), ["prog101", "101"]);
+    assert_eq!(reused[1].start_ms, 80);
+}
+
+#[test]
+fn marks_escapees() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    // The command (100) leads its own session, as with a terminal.
+    let mut job = proc(101, 100, 6);
+    job.pgid = 101;
+    let mut setsid = proc(102, 100, 7);
+    (setsid.pgid, setsid.sid) = (102, 102);
+    let entries = processes(recorder.update(&[proc(100, 1, 5), job, setsid], 100, details));
+    assert_eq!(
+        entries.iter().map(|p| p.escaped).collect::<Vec<_>>(),
+        [false, false, true],
+        "a job in the command's own session is not an escapee; a new session is"
+    );
+    // With pipes the command is in the broker's session (1): leaving the group is escaping.
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    let piped = |pid, pgid| ProcStat {
+        pgid,
+        sid: 1,
+        ..proc(pid, 100, 5)
+    };
+    let entries = processes(recorder.update(&[piped(100, 100), piped(101, 101)], 100, details));
+    assert_eq!(
+        entries.iter().map(|p| p.escaped).collect::<Vec<_>>(),
+        [false, true]
+    );
+}
+
+#[test]
+fn a_huge_command_line_is_cut_with_a_mark() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    let huge = |_: &ProcStat| {
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".into(),
+            "while :; do sleep 0.3; done".into(),
+        ];
+        argv.extend(std::iter::repeat_n("x".repeat(100_000), 10));
+        (argv, 0)
+    };
+    let entries = processes(recorder.update(&[proc(100, 1, 5)], 100, huge));
+    let argv = &entries[0].argv;
+    let (mark, kept) = argv.split_last().expect("an argv");
+    assert_eq!(kept[..3], ["sh", "-c", "while :; do sleep 0.3; done"]);
+    assert_eq!(kept.iter().map(String::len).sum::<usize>(), ARGV_CAP);
+    assert!(mark.starts_with(ARGV_CUT_MARK), "{mark}");
+    assert!(mark.contains("of 1000031 in 13 arguments"), "{mark}");
+}
+
+#[test]
+fn past_the_budget_one_events_capped_and_no_more_trees() {
+    let budget = MIN_TREE_BUDGET;
+    let mut recorder = TreeRecorder::new(budget);
+    let big = |p: &ProcStat| (vec!["x".repeat(3000), p.pid.to_string()], 0);
+    let sh = proc(100, 1, 5);
+    let mut recorded = 0u64;
+    let mut capped = Vec::new();
+    for i in 0..200 {
+        let sleep = proc(1000 + i, 100, 10 + i as u64);
+        match recorder.update(&[sh, sleep], 100, big) {
+            Some(tree @ EventKind::Tree { .. }) => {
+                assert!(capped.is_empty(), "a tree event after events_capped");
+                recorded += serde_json::to_vec(&tree).unwrap().len() as u64 + LINE_OVERHEAD;
+            }
+            Some(other) => capped.push((i, other)),
+            None => {}
+        }
+    }
+    assert_eq!(capped.len(), 1, "{capped:?}");
+    let (at, event) = &capped[0];
+    assert!(*at > 10, "a few trees fit the budget first: capped at {at}");
+    assert!(recorded <= budget, "{recorded} > {budget}");
+    match event {
+        EventKind::EventsCapped {
+            kind_capped,
+            budget: said,
+            message,
+        } => {
+            assert_eq!(*kind_capped, CappedKind::Tree);
+            assert_eq!(*said, budget);
+            assert!(message.contains("--max-output"), "{message}");
+            assert!(message.contains("64.0 KiB"), "{message}");
+        }
+        other => panic!("not events_capped: {other:?}"),
+    }
+    // Nothing more, not even the empty tree at the end.
+    assert_eq!(recorder.close(), None);
+}
+
+#[test]
+fn the_empty_tree_at_the_end() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    assert_eq!(recorder.close(), None, "nothing recorded, nothing to close");
+    processes(recorder.update(&[proc(100, 1, 5)], 100, details));
+    assert_eq!(processes(recorder.close()), []);
+}
+
+#[test]
+fn the_budget_follows_max_output_within_bounds() {
+    assert_eq!(tree_budget(1024), MIN_TREE_BUDGET);
+    assert_eq!(tree_budget(10 << 20), 10 << 20);
+    assert_eq!(
+        tree_budget(tether_protocol::protocol::DEFAULT_MAX_OUTPUT),
+        MAX_TREE_BUDGET
+    );
+    assert!(capped_message(MAX_TREE_BUDGET).contains("the most tether records"));
+}
+
+#[test]
+fn command_lines_within_the_cap_are_whole() {
+    let argv = vec!["a".repeat(ARGV_CAP - 1), "b".into()];
+    assert_eq!(capped_argv(argv.clone()), argv);
+    assert_eq!(capped_argv(Vec::new()), [] as [String; 0]);
+}
+
+#[test]
+fn a_cut_falls_on_a_character_boundary_and_drops_what_is_empty() {
+    // 2-byte characters: the cap falls in the middle of one, which is left out whole.
+    let argv = vec!["x".repeat(ARGV_CAP - 1), "éé".into(), "rest".into()];
+    let cut = capped_argv(argv);
+    assert_eq!(cut.len(), 2, "{cut:?}");
+    assert_eq!(cut[0].len(), ARGV_CAP - 1);
+    assert!(cut[1].starts_with(ARGV_CUT_MARK), "{cut:?}");
+    assert!(cut[1].contains(" 8 more bytes"), "{cut:?}");
+}
