@@ -3,23 +3,19 @@
 
 pub mod agent;
 pub mod app;
-pub mod clipboard;
-pub mod control;
-pub mod exec;
 pub mod export;
 pub mod grep;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod notify;
 pub mod postmortem;
-pub mod prune;
 pub mod shim;
-pub mod supervisor;
 
 pub mod ui;
 
 pub use tether_broker::{attention, broker};
 pub use tether_config as config;
+pub use tether_frontend::{clipboard, control, exec, prune, supervisor};
 pub use tether_model as model;
 pub use tether_os::{cgroup, clock, fdio, journal, procfs, sampler, sys, testing};
 pub use tether_protocol::{protocol, units};

@@ -1,0 +1,244 @@
+//! What `tether stop`, `kill` and `signal` act on: `SESSION/NAME` (or `SESSION/NN`, the
+//! command's number, as notifications name it), a whole `SESSION`, or the command whose tree
+//! holds a pid.
+
+use std::fmt;
+
+use super::discover::LiveCommand;
+use tether_os::procfs::{ProcStat, descendants_in};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One command of a session, by name or by directory id (`01-sleep`). A name that
+    /// several live commands share is refused with their ids, as git refuses an ambiguous
+    /// ref. A number (`1`, `01`) names the command of that number when no command goes by
+    /// that name.
+    Command { session: String, name: String },
+    /// Every live command of a session.
+    Session(String),
+    /// The command whose broker has this pid in its tree (or is it).
+    Pid(i32),
+}
+
+impl Target {
+    /// Reads `SESSION/NAME` or `SESSION`.
+    pub fn parse(text: &str) -> Result<Target, String> {
+        let bad = || {
+            format!(
+                "`{text}` is not a target; give SESSION/NAME, SESSION or --pid PID (`tether ps` lists them)"
+            )
+        };
+        match text.split_once('/') {
+            None if !text.is_empty() => Ok(Target::Session(text.into())),
+            Some((session, name))
+                if !session.is_empty() && !name.is_empty() && !name.contains('/') =>
+            {
+                Ok(Target::Command {
+                    session: session.into(),
+                    name: name.into(),
+                })
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// The commands of `live` this target names; `processes` is a /proc scan, used for
+    /// [`Target::Pid`] only.
+    pub fn select<'a>(
+        &self,
+        live: &'a [LiveCommand],
+        processes: &[ProcStat],
+    ) -> Result<Vec<&'a LiveCommand>, String> {
+        let (session, name) = match self {
+            Target::Command { session, name } => (session, name),
+            Target::Session(session) => {
+                return Ok(live.iter().filter(|c| c.id.session == *session).collect());
+            }
+            Target::Pid(pid) => {
+                let holds = |c: &LiveCommand| {
+                    c.broker.pid == *pid
+                        || (descendants_in(processes, c.broker.pid).iter()).any(|p| p.pid == *pid)
+                };
+                return Ok(live.iter().filter(|c| holds(c)).collect());
+            }
+        };
+        let in_session = live.iter().filter(|c| c.id.session == *session);
+        // A number names the command of that number, as `ps` shows it (`SESSION/NN`), so
+        // that the id always names one command; a command named like a number is reached
+        // by its directory id (`01-2`).
+        let number = (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| name.parse::<u64>().ok())
+            .flatten();
+        let numbered: Vec<_> = (in_session.clone())
+            .filter(|c| Some(c.id.number) == number)
+            .collect();
+        if !numbered.is_empty() {
+            return Ok(numbered);
+        }
+        let named: Vec<_> = in_session
+            .filter(|c| c.name == *name || c.id.dir_name() == *name)
+            .collect();
+        if named.len() > 1 {
+            return Err(ambiguous(self, &named));
+        }
+        Ok(named)
+    }
+}
+
+/// The refusal of a name that several live commands share, with their ids.
+fn ambiguous(target: &Target, named: &[&LiveCommand]) -> String {
+    let mut text = format!(
+        "`{target}` names {} live commands; give one by its id:",
+        named.len()
+    );
+    for c in named {
+        let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
+        text.push_str(&format!(
+            "\n  {}  (pid {pid}, {})",
+            tether_model::output::one_line(&c.id.target()),
+            c.state
+        ));
+    }
+    text
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Command { session, name } => write!(f, "{session}/{name}"),
+            Target::Session(session) => write!(f, "{session}"),
+            Target::Pid(pid) => write!(f, "--pid {pid}"),
+        }
+    }
+}
+
+/// The message for a target that names no live command: what was asked, and what is live.
+pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
+    let mut text = format!("no live command matches `{target}`");
+    if live.is_empty() {
+        text.push_str("; no brokered command of yours is running");
+        return text;
+    }
+    text.push_str("; live commands:");
+    for c in live {
+        let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
+        text.push_str(&format!(
+            "\n  {}  {}  (pid {pid}, {})",
+            tether_model::output::one_line(&c.id.target()),
+            tether_model::output::one_line(&c.label()),
+            c.state
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tether_os::journal::CommandId;
+    use tether_protocol::protocol::BrokerIdentity;
+
+    fn live(session: &str, name: &str, id: &str, broker: i32) -> LiveCommand {
+        LiveCommand {
+            id: CommandId::parse(session, id).unwrap(),
+            name: name.into(),
+            dir: format!("/s/{session}/{id}").into(),
+            broker: BrokerIdentity {
+                pid: broker,
+                start_ticks: 1,
+            },
+            broker_token: None,
+            pid: Some(broker + 1),
+            started_ms: 0,
+            state: "running".into(),
+            grace: std::time::Duration::from_secs(2),
+            control_socket: None,
+            containment: None,
+            cgroup: None,
+        }
+    }
+
+    fn stat(pid: i32, ppid: i32) -> ProcStat {
+        ProcStat::leader(pid, ppid)
+    }
+
+    #[test]
+    fn targets_parse_as_documented() {
+        assert_eq!(
+            Target::parse("agent-1/npm").unwrap(),
+            Target::Command {
+                session: "agent-1".into(),
+                name: "npm".into()
+            }
+        );
+        assert_eq!(
+            Target::parse("agent-1").unwrap(),
+            Target::Session("agent-1".into())
+        );
+        for bad in ["", "/x", "s/", "a/b/c"] {
+            let err = Target::parse(bad).unwrap_err();
+            assert!(err.contains("SESSION/NAME"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn targets_select_by_name_id_session_and_pid() {
+        let all = [
+            live("a", "sleep", "01-sleep", 100),
+            live("a", "sleep", "02-sleep", 200),
+            live("a", "npm", "03-npm", 300),
+            live("b", "sleep", "01-sleep", 400),
+        ];
+        let pick = |t: Target, procs: &[ProcStat]| -> Vec<i32> {
+            let chosen = t.select(&all, procs).unwrap();
+            chosen.iter().map(|c| c.broker.pid).collect()
+        };
+        let cmd = |s: &str, n: &str| Target::Command {
+            session: s.into(),
+            name: n.into(),
+        };
+        // A name two commands share is refused, with the ids that name each.
+        let refused = cmd("a", "sleep").select(&all, &[]).unwrap_err();
+        assert!(
+            refused.contains("`a/sleep` names 2 live commands"),
+            "{refused}"
+        );
+        assert!(
+            refused.contains("a/01") && refused.contains("a/02"),
+            "{refused}"
+        );
+        assert_eq!(pick(cmd("b", "sleep"), &[]), [400]);
+        assert_eq!(pick(cmd("a", "02-sleep"), &[]), [200]);
+        assert_eq!(pick(Target::Session("a".into()), &[]), [100, 200, 300]);
+        assert!(pick(cmd("c", "sleep"), &[]).is_empty());
+        // SESSION/NN, as `ps` and notifications name a command.
+        assert_eq!(pick(cmd("a", "02"), &[]), [200]);
+        assert_eq!(pick(cmd("a", "3"), &[]), [300]);
+        assert!(pick(cmd("a", "4"), &[]).is_empty());
+        assert!(pick(cmd("a", "-1"), &[]).is_empty());
+        // A number is the command of that number, whatever another is named: `a/2` is
+        // `02-x`; the command named `2` is `a/01-2` (or `a/1`).
+        let numbered = [live("a", "2", "01-2", 500), live("a", "x", "02-x", 600)];
+        let pick_in = |t: Target| -> Vec<i32> {
+            let chosen = t.select(&numbered, &[]).unwrap();
+            chosen.iter().map(|c| c.broker.pid).collect()
+        };
+        assert_eq!(pick_in(cmd("a", "2")), [600]);
+        assert_eq!(pick_in(cmd("a", "01-2")), [500]);
+        // 301 is the command of broker 300; 302 its setsid escapee, re-parented to it.
+        let procs = [stat(300, 1), stat(301, 300), stat(302, 300), stat(303, 302)];
+        assert_eq!(pick(Target::Pid(303), &procs), [300]);
+        assert_eq!(pick(Target::Pid(300), &procs), [300]);
+        assert!(pick(Target::Pid(999), &procs).is_empty());
+    }
+
+    #[test]
+    fn no_match_lists_the_live_commands() {
+        let all = [live("a", "sleep", "01-sleep", 100)];
+        let text = no_match(&Target::Session("zz".into()), &all);
+        assert!(text.contains("no live command matches `zz`"), "{text}");
+        assert!(text.contains("a/sleep"), "{text}");
+        let none = no_match(&Target::Pid(5), &[]);
+        assert!(none.contains("no brokered command"), "{none}");
+    }
+}

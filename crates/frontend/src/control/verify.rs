@@ -1,0 +1,271 @@
+//! Proving that a pid read from a journal is that journal's broker before anything signals
+//! it. A journal is only a file: copied and edited, it could name any process of the user.
+//! The process must run as us, with the journaled start time, and hold the token that the
+//! journal records, which its front end made for it alone: as the name of a memfd it holds
+//! (every broker does, forked or exec'd), or, for a broker an older tether started, in its
+//! environment beside the `TETHER_BROKER=1` marker. A broker is not dumpable (its command
+//! must not ptrace it), so only root reads its `/proc/PID/fd`; anyone else proves it by the
+//! shared `flock` it holds on its journal's `events.jsonl` for its whole life, which
+//! `/proc/locks` lists with its pid and the file's device and inode: a process that is not
+//! that journal's broker holds no lock on that file.
+//!
+//! The executable is not compared with ours: a broker outlives the binary it was started
+//! from (a rebuild or an upgrade replaces the file), and must still be stoppable; the token,
+//! 128 random bits nothing else has, is the proof.
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use thiserror::Error;
+
+use super::discover::LiveCommand;
+use tether_broker::broker::{BROKER_ENV, BROKER_TOKEN_ENV, TOKEN_MEMFD_PREFIX};
+use tether_os::journal::secure::open_regular;
+use tether_os::journal::writer::EVENTS_FILE;
+use tether_os::procfs::broker_alive;
+use tether_os::sys::SendSignal;
+use tether_protocol::protocol::BrokerIdentity;
+
+#[derive(Debug, Error)]
+pub enum BrokerCheck {
+    #[error("its broker (pid {pid}) has ended; nothing was signalled")]
+    Gone { pid: i32 },
+    #[error(
+        "its broker pid {pid} is not the tether broker that wrote this journal ({why}); nothing was signalled"
+    )]
+    NotTheBroker { pid: i32, why: String },
+    #[error("cannot signal its broker (pid {pid}): {source}")]
+    Io {
+        pid: i32,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Opens a pidfd on the broker of `command`, then checks that it is that broker. The pidfd
+/// is opened first, so the checks are of the very process any signal through it reaches.
+pub fn open_broker(command: &LiveCommand) -> Result<OwnedFd, BrokerCheck> {
+    open_verified(
+        &command.broker,
+        command.broker_token.as_deref(),
+        &command.dir,
+    )
+}
+
+/// [`open_broker`] for a broker known by its identity, journaled token and journal
+/// directory.
+pub fn open_verified(
+    broker: &BrokerIdentity,
+    token: Option<&str>,
+    journal: &Path,
+) -> Result<OwnedFd, BrokerCheck> {
+    // rustix: nix has no pidfds.
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let pid = broker.pid;
+    let gone = || BrokerCheck::Gone { pid };
+    let target = Pid::from_raw(pid).ok_or_else(gone)?;
+    let pidfd = match pidfd_open(target, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return Err(gone()),
+        Err(err) => {
+            return Err(BrokerCheck::Io {
+                pid,
+                source: err.into(),
+            });
+        }
+    };
+    if !broker_alive(broker) {
+        return Err(gone());
+    }
+    let not = |why: String| BrokerCheck::NotTheBroker { pid, why };
+    let me = nix::unistd::geteuid().as_raw();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|err| not(format!("cannot read its status: {err}")))?;
+    match uids(&status) {
+        Some((real, effective)) if real == me && effective == me => {}
+        Some((real, _)) => return Err(not(format!("it runs as uid {real}, not {me}"))),
+        None => return Err(not("its status names no uid".into())),
+    }
+    let Some(token) = token else {
+        return Err(not(
+            "the journal records no broker token: an older tether wrote it, and its pid cannot be proved to be the broker"
+                .into(),
+        ));
+    };
+    if holds_token_memfd(pid, token) || holds_journal_lock(pid, journal) {
+        return Ok(pidfd);
+    }
+    // A broker an older tether started holds its token in its environment only.
+    let environ = std::fs::read(format!("/proc/{pid}/environ"))
+        .map_err(|err| not(format!("cannot read its environment: {err}")))?;
+    check_environ(&environ, token).map_err(|why| not(why.into()))?;
+    Ok(pidfd)
+}
+
+/// Whether process `pid` holds a memfd named for `token` (see
+/// [`TOKEN_MEMFD_PREFIX`]): what every broker holds for its life.
+fn holds_token_memfd(pid: i32, token: &str) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let name = format!("/memfd:{TOKEN_MEMFD_PREFIX}{token} (deleted)");
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == name.as_str())
+    })
+}
+
+/// Whether process `pid` holds the shared lock a broker keeps on its journal's event log
+/// (`journal::writer::EventLog`), as `/proc/locks` lists it.
+fn holds_journal_lock(pid: i32, journal: &Path) -> bool {
+    let Ok(events) = open_regular(&journal.join(EVENTS_FILE)) else {
+        return false;
+    };
+    let Ok(stat) = nix::sys::stat::fstat(&events) else {
+        return false;
+    };
+    let file = lock_file_id(stat.st_dev, stat.st_ino);
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| lock_held(&locks, pid, &file))
+}
+
+/// A file as `/proc/locks` names it: `MAJOR:MINOR:INODE`, the device numbers in hex.
+fn lock_file_id(dev: libc::dev_t, ino: libc::ino_t) -> String {
+    format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev))
+}
+
+/// Whether `/proc/locks` text `locks` has a granted `flock` by `pid` on `file`
+/// (`1: FLOCK  ADVISORY  READ  4242 fe:00:1234 0 EOF`; a waiter's line has `->` after the
+/// number, and is not a lock held).
+fn lock_held(locks: &str, pid: i32, file: &str) -> bool {
+    let pid = pid.to_string();
+    locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        matches!(fields.as_slice(), [_, "FLOCK", _, _, holder, id, ..] if *holder == pid && *id == file)
+    })
+}
+
+/// The real and effective uids of a `/proc/PID/status` text.
+fn uids(status: &str) -> Option<(u32, u32)> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(str::parse::<u32>);
+    Some((ids.next()?.ok()?, ids.next()?.ok()?))
+}
+
+/// Whether a `/proc/PID/environ` block is a broker's holding `token`.
+fn check_environ(environ: &[u8], token: &str) -> Result<(), &'static str> {
+    let value = |name: &str| {
+        environ.split(|&b| b == 0).find_map(|entry| {
+            entry
+                .strip_prefix(name.as_bytes())
+                .and_then(|rest| rest.strip_prefix(b"="))
+        })
+    };
+    if value(BROKER_ENV) != Some(b"1") {
+        return Err("it is not a tether broker: its environment has no broker marker");
+    }
+    match value(BROKER_TOKEN_ENV) {
+        None => Err("its environment holds no broker token"),
+        Some(held) if held != token.as_bytes() => {
+            Err("its broker token is not the one the journal records")
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Signals the verified broker of `command` by its pidfd. Returns the pidfd, which becomes
+/// readable when the broker exits.
+pub fn signal_broker(
+    command: &LiveCommand,
+    signal: tether_protocol::protocol::ProcessSignal,
+) -> Result<OwnedFd, BrokerCheck> {
+    let pid = command.broker.pid;
+    let pidfd = open_broker(command)?;
+    signal
+        .send_to_pidfd(&pidfd)
+        .map_err(|source| BrokerCheck::Io { pid, source })?;
+    Ok(pidfd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "00112233445566778899aabbccddeeff";
+
+    #[test]
+    fn only_a_broker_holding_the_journals_token_passes() {
+        let env = |vars: &[&str]| vars.join("\0").into_bytes();
+        let broker = env(&[
+            "HOME=/h",
+            "TETHER_BROKER=1",
+            &format!("TETHER_BROKER_TOKEN={TOKEN}"),
+        ]);
+        assert_eq!(check_environ(&broker, TOKEN), Ok(()));
+        let other = "ffeeddccbbaa99887766554433221100";
+        assert!(check_environ(&broker, other).is_err());
+        let sleep = env(&["HOME=/h", "PATH=/bin"]);
+        assert!(check_environ(&sleep, TOKEN).is_err());
+        let no_marker = env(&[&format!("TETHER_BROKER_TOKEN={TOKEN}")]);
+        assert!(check_environ(&no_marker, TOKEN).is_err());
+        let prefix = env(&["TETHER_BROKER=1", &format!("TETHER_BROKER_TOKEN_X={TOKEN}")]);
+        assert!(check_environ(&prefix, TOKEN).is_err());
+    }
+
+    #[test]
+    fn only_a_granted_flock_of_that_pid_on_that_file_is_a_lock_held() {
+        // As /proc/locks writes them, a waiter's line included.
+        let locks = "1: POSIX  ADVISORY  WRITE 77 fe:00:555 0 EOF\n\
+                     2: FLOCK  ADVISORY  READ 4242 fe:00:1234 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 99 fe:00:1234 0 EOF\n\
+                     3: OFDLCK ADVISORY  READ -1 fe:00:1234 0 EOF\n";
+        assert!(lock_held(locks, 4242, "fe:00:1234"));
+        assert!(!lock_held(locks, 4242, "fe:00:12345"));
+        assert!(
+            !lock_held(locks, 99, "fe:00:1234"),
+            "a waiter holds nothing"
+        );
+        assert!(!lock_held(locks, 77, "fe:00:555"), "not a flock");
+        assert!(!lock_held(locks, 424, "fe:00:1234"));
+        assert_eq!(lock_file_id(libc::makedev(254, 0), 1234), "fe:00:1234");
+        assert_eq!(lock_file_id(libc::makedev(8, 17), 9), "08:11:9");
+    }
+
+    /// This process takes the lock a broker takes and is proved by it, through the real
+    /// /proc/locks; another file's lock proves nothing.
+    #[test]
+    fn a_shared_flock_on_the_event_log_is_found_in_proc_locks() {
+        let journal = tempfile::tempdir().unwrap();
+        let events = std::fs::File::create(journal.path().join(EVENTS_FILE)).unwrap();
+        let me = std::process::id() as i32;
+        assert!(!holds_journal_lock(me, journal.path()));
+        rustix::fs::flock(&events, rustix::fs::FlockOperation::LockShared).unwrap();
+        assert!(holds_journal_lock(me, journal.path()));
+        let other = tempfile::tempdir().unwrap();
+        std::fs::File::create(other.path().join(EVENTS_FILE)).unwrap();
+        assert!(!holds_journal_lock(me, other.path()));
+    }
+
+    #[test]
+    fn uids_are_read_from_status() {
+        let status = "Name:\tx\nUid:\t1000\t1001\t1000\t1000\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(uids(status), Some((1000, 1001)));
+        assert_eq!(uids("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn this_test_is_not_a_broker_and_nothing_is_signalled() {
+        let me = tether_os::procfs::read_stat(std::process::id() as i32).unwrap();
+        let identity = BrokerIdentity {
+            pid: me.pid,
+            start_ticks: me.start_ticks,
+        };
+        let journal = tempfile::tempdir().unwrap();
+        std::fs::write(journal.path().join(EVENTS_FILE), "").unwrap();
+        let refused = open_verified(&identity, Some(TOKEN), journal.path()).unwrap_err();
+        assert!(
+            matches!(refused, BrokerCheck::NotTheBroker { .. }),
+            "{refused}"
+        );
+        let old = open_verified(&identity, None, journal.path()).unwrap_err();
+        assert!(old.to_string().contains("no broker token"), "{old}");
+    }
+}

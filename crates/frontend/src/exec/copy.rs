@@ -1,0 +1,208 @@
+//! Copies what the broker tees from the command (see `broker::mirror`) to `tether exec`'s own
+//! stdout and stderr, byte for byte, on one thread per stream: a slow or stuck reader of our
+//! output never stalls exec's event loop, so signals, pings and the fallback still work.
+//!
+//! The copy does not read the journal, so a full journal disk or the storage cap limit what
+//! is stored, never what is printed. A failed write is remembered and reported once the
+//! command ends; EPIPE (whoever read our output is gone) is reported at once, so that the
+//! command can be stopped as it would be by SIGPIPE without tether.
+
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::stat::SFlag;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use tether_protocol::protocol::Stream;
+
+/// Pipe capacity asked for: fewer wake-ups per megabyte; refusal (a limit) is harmless.
+const PIPE_SIZE: usize = 1 << 20;
+const CHUNK: usize = 256 * 1024;
+
+/// The two pipes between the broker and the copy threads.
+pub struct CopyPipes {
+    pub read: [OwnedFd; 2],
+    /// Handed to the broker (stdout's, then stderr's), then closed here.
+    pub write: [OwnedFd; 2],
+}
+
+impl CopyPipes {
+    pub fn new() -> io::Result<CopyPipes> {
+        let (out_read, out_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (err_read, err_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        for fd in [&out_write, &err_write] {
+            let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE as i32));
+        }
+        Ok(CopyPipes {
+            read: [out_read, err_read],
+            write: [out_write, err_write],
+        })
+    }
+}
+
+/// How one stream's copy ended.
+#[derive(Debug)]
+pub struct CopyReport {
+    pub stream: Stream,
+    /// A write error other than EPIPE, and the bytes that could not be copied after it.
+    pub failure: Option<(io::Error, u64)>,
+}
+
+pub struct OutputCopy {
+    reports: mpsc::Receiver<CopyReport>,
+    running: usize,
+    /// Streams whose reader went away (EPIPE), as they happen.
+    pub broken: UnboundedReceiver<Stream>,
+}
+
+impl OutputCopy {
+    /// Starts copying each pipe to our stream of the same name until the broker closes it.
+    pub fn start(read: [OwnedFd; 2]) -> io::Result<OutputCopy> {
+        let (reports_tx, reports) = mpsc::channel();
+        let (broken_tx, broken) = unbounded_channel();
+        for (pipe, stream) in read.into_iter().zip(Stream::BOTH) {
+            let reports_tx = reports_tx.clone();
+            let broken_tx = broken_tx.clone();
+            std::thread::Builder::new()
+                .name(format!("copy-{stream:?}"))
+                .spawn(move || {
+                    let _ = reports_tx.send(copy_stream(&pipe, stream, &broken_tx));
+                })?;
+        }
+        Ok(OutputCopy {
+            reports,
+            running: 2,
+            broken,
+        })
+    }
+
+    /// Waits until both copies have reached the end of their pipes, or until `timeout`
+    /// (our own reader is stuck and we are leaving anyway). A stream the broker gave up
+    /// (`given_up`: its reader took no more, and what its pipe holds is journaled as never
+    /// delivered) is not waited for. Returns the reports received.
+    pub fn finish(mut self, timeout: Duration, given_up: [bool; 2]) -> Vec<CopyReport> {
+        let deadline = Instant::now() + timeout;
+        let mut reports = Vec::new();
+        let awaited = |reports: &Vec<CopyReport>| {
+            Stream::BOTH
+                .into_iter()
+                .zip(given_up)
+                .any(|(stream, given_up)| {
+                    !given_up && !reports.iter().any(|r: &CopyReport| r.stream == stream)
+                })
+        };
+        while self.running > 0 && awaited(&reports) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.reports.recv_timeout(left) {
+                Ok(report) => {
+                    self.running -= 1;
+                    reports.push(report);
+                }
+                Err(_) => break,
+            }
+        }
+        reports
+    }
+}
+
+fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>) -> CopyReport {
+    let out = match stream {
+        // SAFETY: descriptors 1 and 2 stay open for the life of the process.
+        Stream::Stdout => unsafe { BorrowedFd::borrow_raw(1) },
+        Stream::Stderr => unsafe { BorrowedFd::borrow_raw(2) },
+    };
+    let mut report = CopyReport {
+        stream,
+        failure: None,
+    };
+    // splice(2) into a regular file moves the shared file offset without the lock write(2)
+    // takes: with stdout and stderr on one file (`> log 2>&1`), the two copies overwrote
+    // each other's bytes. Into a file, plain writes.
+    let mut splice_works = !nix::sys::stat::fstat(out)
+        .is_ok_and(|stat| stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits());
+    let mut gone = false;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let copying = !gone && report.failure.is_none();
+        if copying && splice_works {
+            match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
+                Ok(0) => return report,
+                Ok(_) | Err(Errno::EINTR) => continue,
+                Err(Errno::EAGAIN) => {
+                    wait_writable(out);
+                    continue;
+                }
+                // Not every output takes splice (a terminal does not): copy through memory.
+                Err(Errno::EINVAL) | Err(Errno::ENOSYS) => {
+                    splice_works = false;
+                    continue;
+                }
+                Err(err) => {
+                    fail(&mut report, &mut gone, err.into(), broken);
+                    continue;
+                }
+            }
+        }
+        let n = match nix::unistd::read(pipe, &mut buf) {
+            Ok(0) => return report,
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            Err(_) => return report,
+        };
+        if !copying {
+            if let Some((_, lost)) = report.failure.as_mut() {
+                *lost += n as u64;
+            }
+            continue;
+        }
+        if let Err((err, written)) = write_all(out, &buf[..n]) {
+            fail(&mut report, &mut gone, err, broken);
+            if let Some((_, lost)) = report.failure.as_mut() {
+                *lost += (n - written) as u64;
+            }
+        }
+    }
+}
+
+/// Records a failed write: EPIPE is told at once (and not an error to report later); any
+/// other error is kept for the end. Either way the pipe is still drained, so the broker and
+/// the command are never held up by an output that is gone.
+fn fail(
+    report: &mut CopyReport,
+    gone: &mut bool,
+    err: io::Error,
+    broken: &UnboundedSender<Stream>,
+) {
+    if err.raw_os_error() == Some(Errno::EPIPE as i32) {
+        *gone = true;
+        let _ = broken.send(report.stream);
+    } else {
+        report.failure = Some((err, 0));
+    }
+}
+
+/// Writes all of `bytes`; on failure, the error and how many bytes were written before it.
+fn write_all(out: BorrowedFd<'_>, bytes: &[u8]) -> Result<(), (io::Error, usize)> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match nix::unistd::write(out, &bytes[written..]) {
+            Ok(n) => written += n,
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => wait_writable(out),
+            Err(err) => return Err((err.into(), written)),
+        }
+    }
+    Ok(())
+}
+
+/// Our stream may have been left non-blocking by whoever shares it: wait for room rather
+/// than spin.
+fn wait_writable(out: BorrowedFd<'_>) {
+    let mut fds = [PollFd::new(out, PollFlags::POLLOUT)];
+    let _ = nix::poll::poll(&mut fds, PollTimeout::NONE);
+}
