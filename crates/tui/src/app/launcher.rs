@@ -1,0 +1,194 @@
+//! The runner's side of the launcher (`tether_core::launcher`): what the fleet and the
+//! operator did, handed to it with the time; what it decides, carried out (a launch, a stop,
+//! a failure told); and its word on each command copied into the model for the list.
+
+use std::time::Instant;
+
+use tether_core::launcher::{Action as LaunchAction, Ending, Input, State};
+
+use super::runner::Runner;
+use tether_model::command::AttentionMark;
+use tether_model::ending::Count;
+use tether_model::{self as model, CommandIndex, CommandState, Plan, Status};
+use tether_os::clock::now_ms;
+use tether_protocol::protocol::{AttentionKind, Event, EventKind, Origin, Request};
+
+impl Runner {
+    /// Hands the launcher what happened and carries out what it decides.
+    pub(super) fn drive(&mut self, input: Input) {
+        let now = Instant::now();
+        let mut inputs = vec![input];
+        while let Some(input) = inputs.pop() {
+            self.launcher.handle(input, now);
+            self.carry_out(&mut inputs);
+        }
+        self.copy_plans(now);
+    }
+
+    /// Carries out the launcher's actions; a launch that could not even begin (no journal
+    /// directory) is an input for it in turn.
+    fn carry_out(&mut self, inputs: &mut Vec<Input>) {
+        while let Some(action) = self.launcher.poll_action() {
+            match action {
+                LaunchAction::Launch { command, run } => {
+                    if !self.launch(command, run) {
+                        let how = Ending::FailedToStart;
+                        inputs.push(Input::Ended { command, how });
+                    }
+                }
+                LaunchAction::Stop { command } => {
+                    let origin = if self.app.view.quitting {
+                        Origin::Shutdown
+                    } else {
+                        Origin::Operator
+                    };
+                    let stop = Request::Stop {
+                        origin: Some(origin),
+                    };
+                    self.fleet.send(command, stop);
+                }
+                LaunchAction::Fail { command, reason } => self.told_failed(command, reason),
+                LaunchAction::Report { text, .. } => self.app.view.say(text),
+            }
+        }
+    }
+
+    /// The launcher's timer passed.
+    pub(super) fn launcher_due(&self) -> Option<tokio::time::Instant> {
+        self.launcher
+            .poll_timeout()
+            .map(tokio::time::Instant::from_std)
+    }
+
+    /// What an event of the current run means to the launcher, after the model applied it:
+    /// `before` was the command's status then.
+    pub(super) fn run_event(&mut self, command: CommandIndex, before: Status, event: &Event) {
+        let input = match &event.kind {
+            EventKind::Spawned { .. } => Some(Input::Spawned(command)),
+            EventKind::Ready { .. } => Some(Input::Ready(command)),
+            EventKind::NotReady { after_ms, .. } => Some(Input::NotReady {
+                command,
+                after: std::time::Duration::from_millis(*after_ms),
+            }),
+            _ => None,
+        };
+        if let Some(input) = input {
+            self.drive(input);
+        }
+        self.maybe_ended(command, before);
+    }
+
+    /// A run that was under way and no longer is (its exit once custody of its leftovers
+    /// ended, a start that failed, a broker lost) has ended, for the launcher.
+    pub(super) fn maybe_ended(&mut self, command: CommandIndex, before: Status) {
+        let Some(c) = self.app.model.commands.get(command) else {
+            return;
+        };
+        if !before.is_active() || c.status.is_active() {
+            return;
+        }
+        let how = launcher_ending(c);
+        self.drive(Input::Ended { command, how });
+    }
+
+    /// A command that will not run (again) on its own: the operator is told, as of a
+    /// failure (the attention `failed` that the status bar and notifications raise).
+    fn told_failed(&mut self, command: CommandIndex, reason: String) {
+        let Some(c) = self.app.model.commands.get_mut(command) else {
+            return;
+        };
+        let text = format!("{}: {reason}", c.config.name);
+        c.attention = Some(AttentionMark {
+            kind: AttentionKind::Failed,
+            detail: reason,
+            at_ms: now_ms(),
+            active: true,
+        });
+        self.app.view.say(text);
+    }
+
+    /// The launcher's word on each command, for the list and the timeline.
+    fn copy_plans(&mut self, now: Instant) {
+        let now_ms = now_ms();
+        for (i, c) in self.app.model.commands.iter_mut().enumerate() {
+            c.plan = match self.launcher.state(i) {
+                State::Waiting { on, not_started } => Some(Plan::Waiting {
+                    on: on.to_string(),
+                    not_started,
+                }),
+                State::Restarting { at, run } => Some(Plan::Restarting {
+                    at_ms: now_ms + at.saturating_duration_since(now).as_millis() as u64,
+                    run,
+                }),
+                State::GaveUp { restarts } => Some(Plan::GaveUp { restarts }),
+                State::Blocked(why) => Some(Plan::Blocked(why.to_string())),
+                State::Idle | State::Running | State::Ended => None,
+            };
+        }
+    }
+}
+
+/// How a run that ended ended, for the launcher: in the words every view uses, and a
+/// success only as `tether sessions` counts one (an exit 0, or `finished`: stopped by
+/// `drain_on` after its final line). A run the operator stopped is no success, whatever its
+/// code.
+fn launcher_ending(c: &CommandState) -> Ending {
+    let ending = model::Ending::of(c);
+    match ending {
+        Some(model::Ending::FailedToStart) => Ending::FailedToStart,
+        _ => Ending::Exited {
+            done: ending.is_some_and(|e| e.count() == Count::Ok),
+            by_operator: c.stopped_by_hand,
+            words: ending.map_or_else(|| "ended".into(), model::Ending::words),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tether_config::CommandConfig;
+    use tether_protocol::protocol::{CommandSpec, ExitStatus};
+
+    fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
+        let mut c = CommandState::new(CommandConfig::new("x", CommandSpec::Argv(vec!["x".into()])));
+        c.status = Status::Exited(ExitStatus {
+            code,
+            signal,
+            core_dumped: false,
+        });
+        c
+    }
+
+    fn exited(done: bool, by_operator: bool, words: &str) -> Ending {
+        Ending::Exited {
+            done,
+            by_operator,
+            words: words.into(),
+        }
+    }
+
+    #[test]
+    fn the_launcher_hears_of_an_ending_as_every_view_names_it() {
+        let mut drained = ended(None, Some(15));
+        drained.drained = true;
+        let mut stopped_0 = ended(Some(0), None);
+        stopped_0.stopped_by_hand = true;
+        let mut missing = ended(None, None);
+        missing.status = Status::FailedToStart;
+        let cases = [
+            (ended(Some(0), None), exited(true, false, "exit 0")),
+            (ended(Some(1), None), exited(false, false, "exit 1")),
+            (
+                ended(None, Some(9)),
+                exited(false, false, "killed (SIGKILL)"),
+            ),
+            (drained, exited(true, false, "finished")),
+            (stopped_0, exited(false, true, "stopped (exit 0)")),
+            (missing, Ending::FailedToStart),
+        ];
+        for (command, want) in cases {
+            assert_eq!(launcher_ending(&command), want);
+        }
+    }
+}

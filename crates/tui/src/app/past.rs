@@ -1,0 +1,74 @@
+//! The time cursor's side of a frame: the model as the recording was at the cursor, rebuilt
+//! only when the cursor moves, and what the panes draw besides it.
+
+use super::App;
+use super::view::CursorContent;
+use tether_model::Model;
+
+impl App {
+    /// The model the panes show: the recording as it was at the time cursor, else the
+    /// model itself.
+    pub fn shown(&self) -> &Model {
+        self.past.as_ref().map_or(&self.model, |(_, model)| model)
+    }
+
+    /// Follows the time cursor: the model at its moment and the frame's cursor content, or
+    /// neither when it is off. `end_ms` is where the recording ends. Returns the moment.
+    pub(super) fn prepare_cursor(&mut self, end_ms: u64) -> Option<u64> {
+        let (Some(at), Some(recording)) = (self.view.time.at_ms, self.model.mode.recording())
+        else {
+            self.past = None;
+            self.content.cursor = None;
+            self.cursor_for = None;
+            return None;
+        };
+        if self.past.as_ref().map(|(ms, _)| *ms) != Some(at) {
+            let model = Model {
+                session_id: self.model.session_id.clone(),
+                session_dir: self.model.session_dir.clone(),
+                started_ms: self.model.started_ms,
+                commands: recording.commands_at(at),
+                mode: self.model.mode.without_recording(),
+            };
+            self.past = Some((at, model));
+        }
+        // The panel is the same while the moment and the selected command are.
+        let key = (at, self.view.selected);
+        if let (Some(cursor), true) = (self.content.cursor.as_mut(), self.cursor_for == Some(key)) {
+            cursor.end_ms = end_ms.max(at);
+            return Some(at);
+        }
+        self.cursor_for = Some(key);
+        let name = |i: usize| {
+            self.model
+                .commands
+                .get(i)
+                .map_or_else(String::new, |c| c.config.name.clone())
+        };
+        // What changed how a run went first: it is what `{` and `}` stop at.
+        let mut events: Vec<_> = recording
+            .events_at(at)
+            .map(|(i, e)| (name(i), e.kind.clone()))
+            .collect();
+        events.sort_by_key(|(_, kind)| !tether_model::recording::is_notable(kind));
+        let later = self
+            .model
+            .commands
+            .get(self.view.selected)
+            .map(|c| {
+                c.timeline
+                    .iter()
+                    .filter(|e| e.ts_ms > at)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.content.cursor = Some(CursorContent {
+            at_ms: at,
+            end_ms: end_ms.max(at),
+            events,
+            later,
+        });
+        Some(at)
+    }
+}

@@ -1,0 +1,148 @@
+//! What the output panes show of their streams as screens: the emulators of the panes in the
+//! screen view (`v`), and, for the line log, whether a stream looks like a full-screen
+//! program's. Only the command on screen has them, as only it keeps its logs open.
+
+use std::time::Instant;
+
+use super::App;
+use super::view::ScreenContent;
+use tether_model::CommandIndex;
+use tether_model::screen::{SignsReader, StreamScreen};
+use tether_protocol::protocol::Stream;
+
+/// The screens and hints of one command's run.
+#[derive(Default)]
+pub(super) struct PaneScreens {
+    run: Option<(CommandIndex, u32)>,
+    signs: [Option<SignsReader>; 2],
+    /// Only for a pane in the screen view: an emulator is dropped with the view.
+    screens: [Option<StreamScreen>; 2],
+    /// Whether each stream was on the alternate screen at the last look: a switch turns the
+    /// screen view on or off by itself (`v` still chooses in between).
+    alternate: [bool; 2],
+}
+
+impl App {
+    /// Feeds the screens and hints of the command on screen what its logs gained (as far as
+    /// the line view indexed them), each the size inside its output pane's border. Called by
+    /// `prepare` once the line view is read.
+    pub(super) fn prepare_screens(&mut self, now: Instant) {
+        let selected = self.view.selected;
+        let command = self.shown().commands.get(selected);
+        let run = command.map(|c| (selected, c.run));
+        let dir = command.and_then(|c| c.journal_dir.clone());
+        if self.screens.run != run {
+            self.screens = PaneScreens {
+                run,
+                ..PaneScreens::default()
+            };
+        }
+        let lens = self
+            .current_streams()
+            .map_or([0; 2], |open| [open.files[0].len(), open.files[1].len()]);
+        let mut content: [ScreenContent; 2] = Default::default();
+        let mut pending = false;
+        for stream in Stream::BOTH {
+            let i = stream as usize;
+            let lines = &self.content.outputs[i];
+            self.geometry.last_shown[i] = lines
+                .lines
+                .len()
+                .checked_sub(1)
+                .map(|row| lines.line_of_row(row));
+            let Some(dir) = &dir else {
+                continue;
+            };
+            let path = dir.join(stream.file_name());
+            let signs = self.screens.signs[i].get_or_insert_with(|| SignsReader::new(path.clone()));
+            // A hint only: a log that cannot be read gives none.
+            content[i].signs = signs.update(lens[i]).unwrap_or(signs.signs());
+            // A full-screen program (top, an editor) reads only as a screen; back to the
+            // line log when it leaves the alternate screen.
+            let alternate = content[i].signs.alternate;
+            if alternate != self.screens.alternate[i] {
+                self.screens.alternate[i] = alternate;
+                self.view.outputs[i].screen = alternate;
+                self.view.outputs[i].selection = None;
+            }
+            let (rows, cols) = (self.geometry.output_rows[i], self.geometry.output_cols[i]);
+            let (rows, cols) = (rows as u16, cols as u16);
+            if !self.view.outputs[i].screen {
+                self.screens.screens[i] = None;
+                continue;
+            }
+            if rows == 0 || cols == 0 {
+                continue;
+            }
+            let screen = self.screens.screens[i]
+                .get_or_insert_with(|| StreamScreen::new(path.clone(), rows, cols));
+            screen.resize(rows, cols);
+            // A log that cannot be read leaves the screen as it was, as it leaves the line log.
+            pending |= screen.update(lens[i], now).unwrap_or(false);
+            content[i].grid = Some(screen.grid());
+            content[i].start = Some(screen.start());
+        }
+        self.content.screens = content;
+        // A synchronized update still open is shown when it times out: draw again soon.
+        self.behind |= pending;
+    }
+
+    /// The text of a stream's screen, as the screen view shows it; `None` without one.
+    pub(super) fn screen_text(&self, stream: Stream) -> Option<String> {
+        self.screens.screens[stream as usize]
+            .as_ref()
+            .map(StreamScreen::text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::super::copy::tests::app_with_stdout;
+    use super::*;
+    use crate::app::action::Action;
+    use ratatui::layout::Rect;
+    use tether_protocol::protocol::fixtures::output;
+
+    /// What `top` writes to a terminal: the alternate screen, a clear, a frame drawn by
+    /// cursor moves, another frame over it.
+    const TOP: &[u8] = b"\x1b[?1049h\x1b[H\x1b[2Jtop - 10:00:01 up 1 day,  load average: 0.10\x1b[2;1HTasks: 120 total\x1b[4;1H  PID USER      %CPU COMMAND\x1b[5;1H    1 root       0.0 init\x1b[1;1Htop - 10:00:04 up 1 day,  load average: 0.12";
+
+    fn grow(app: &mut App, dir: &std::path::Path, bytes: &[u8]) {
+        let offset = app.model.commands[0].bytes[0];
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("stdout.log"))
+            .and_then(|mut f| f.write_all(bytes))
+            .expect("append to the log");
+        app.model.commands[0].apply(&output(1, Stream::Stdout, offset, bytes.len() as u64));
+        app.prepare(Rect::new(0, 0, 120, 40), 2);
+    }
+
+    #[test]
+    fn a_full_screen_program_shows_as_its_screen_until_it_leaves_the_alternate_screen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut app = app_with_stdout(dir.path(), b"starting top\n");
+        assert!(!app.view.outputs[0].screen, "lines, before the switch");
+        grow(&mut app, dir.path(), TOP);
+        assert!(app.view.outputs[0].screen, "the screen view, without `v`");
+        let grid = app.content.screens[0]
+            .grid
+            .as_ref()
+            .expect("the emulated screen");
+        assert!(grid.alternate);
+        let text = grid.text();
+        assert!(text.starts_with("top - 10:00:04"), "{text}");
+        assert!(text.contains("Tasks: 120 total"), "{text}");
+        // `v` still gives the line log while it is there...
+        app.handle(Action::ToggleScreen);
+        grow(&mut app, dir.path(), b"\x1b[1;1Htop - 10:00:07");
+        assert!(!app.view.outputs[0].screen, "the operator's choice holds");
+        app.handle(Action::ToggleScreen);
+        // ...and leaving the alternate screen goes back to the lines.
+        grow(&mut app, dir.path(), b"\x1b[?1049lbye\n");
+        assert!(!app.view.outputs[0].screen, "back to the line log");
+        assert!(app.content.screens[0].grid.is_none());
+    }
+}

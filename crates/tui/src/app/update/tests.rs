@@ -1,0 +1,512 @@
+use super::*;
+use tether_model::CommandState;
+use tether_model::Mode;
+use tether_protocol::protocol::EventKind;
+use tether_protocol::protocol::fixtures::{event, spawned};
+
+pub(super) fn model(recorded: bool, running: bool) -> Model {
+    let mut command =
+        CommandState::new(CommandConfig::new("job", CommandSpec::Shell("true".into())));
+    command.begin_run("/nonexistent".into(), 0);
+    for ms in 0..40 {
+        command.apply(&event(ms, EventKind::ParentUnresponsive { silent_ms: ms }));
+    }
+    if running {
+        command.apply(&event(50, spawned(7)));
+    }
+    Model {
+        session_id: "s".into(),
+        session_dir: "/nonexistent".into(),
+        started_ms: 0,
+        commands: vec![command],
+        mode: if recorded {
+            Mode::Recorded(None)
+        } else {
+            Mode::Live
+        },
+    }
+}
+
+pub(super) fn focused_on(pane: Pane) -> ViewState {
+    ViewState {
+        focus: pane,
+        ..ViewState::default()
+    }
+}
+
+pub(super) fn geometry() -> Geometry {
+    Geometry {
+        output_rows: [10, 10],
+        tree_rows: 5,
+        timeline_rows: 10,
+        total_lines: [100, 0],
+        output_cols: [20, 20],
+        widest: [100, 0],
+        tree_processes: vec![None, Some((8, "sleep 1".into()))],
+        ..Geometry::default()
+    }
+}
+
+#[test]
+fn timeline_scrolls_back_no_further_than_its_first_entry() {
+    let model = model(false, true);
+    let mut view = focused_on(Pane::Timeline);
+    update(&model, &mut view, &geometry(), Action::Top);
+    // 41 entries (40 + spawned), 10 rows: at most 31 back.
+    assert_eq!(view.timeline_back, 31);
+    update(&model, &mut view, &geometry(), Action::Down);
+    assert_eq!(view.timeline_back, 30);
+    update(&model, &mut view, &geometry(), Action::Bottom);
+    assert_eq!(view.timeline_back, 0);
+}
+
+#[test]
+fn scrolling_up_pauses_following_and_the_end_resumes_it() {
+    let model = model(false, true);
+    let mut view = focused_on(Pane::Stdout);
+    update(&model, &mut view, &geometry(), Action::Up);
+    assert!(!view.outputs[0].follow);
+    assert_eq!(view.outputs[0].top, 89);
+    update(&model, &mut view, &geometry(), Action::Bottom);
+    assert!(view.outputs[0].follow);
+}
+
+#[test]
+fn a_new_search_starts_afresh_and_paste_fills_the_prompt() {
+    let model = model(false, true);
+    let mut view = ViewState::default();
+    view.outputs[0].matched = Some(4);
+    update(&model, &mut view, &geometry(), Action::Search);
+    update(
+        &model,
+        &mut view,
+        &geometry(),
+        Action::Paste("be\nta".into()),
+    );
+    assert_eq!(
+        view.dialog,
+        Some(Dialog::Search {
+            stream: Stream::Stdout,
+            input: "be ta".into()
+        })
+    );
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(view.outputs[0].matched, None);
+    assert_eq!(view.outputs[0].search.as_deref(), Some("be ta"));
+    assert_eq!(
+        effects,
+        [Effect::Search {
+            stream: Stream::Stdout,
+            forward: false
+        }]
+    );
+}
+
+#[test]
+fn signalling_a_process_names_its_command() {
+    let model = model(false, true);
+    let mut view = ViewState {
+        tree_selected: 1,
+        ..focused_on(Pane::Tree)
+    };
+    update(&model, &mut view, &geometry(), Action::SignalProcess);
+    update(&model, &mut view, &geometry(), Action::Backspace);
+    update(&model, &mut view, &geometry(), Action::Input('M'));
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(
+        effects,
+        [Effect::Send(
+            0,
+            Request::Signal {
+                signal: ProcessSignal::TERM,
+                scope: Scope::Pid,
+                pid: Some(8),
+                origin: None,
+            }
+        )]
+    );
+}
+
+#[test]
+fn quitting_asks_while_commands_run_except_in_a_recorded_session() {
+    let mut view = ViewState::default();
+    let effects = update(&model(false, true), &mut view, &geometry(), Action::Quit);
+    assert!(effects.is_empty());
+    assert_eq!(view.dialog, Some(Dialog::ConfirmQuit { running: 1 }));
+    let effects = update(&model(false, true), &mut view, &geometry(), Action::Confirm);
+    assert_eq!(effects, [Effect::StopAllAndQuit]);
+
+    let mut view = ViewState::default();
+    let effects = update(&model(true, true), &mut view, &geometry(), Action::Quit);
+    assert_eq!(effects, [Effect::Quit]);
+}
+
+/// A command may end between `q` and the answer: the question then counts what still runs,
+/// and once nothing does the TUI quits without waiting for an answer that changes nothing.
+#[test]
+fn the_quit_question_follows_the_commands_and_goes_when_none_runs() {
+    let mut first = model(false, true);
+    let second = first.commands[0].clone();
+    first.commands.push(second);
+    let mut app = crate::app::App::new(first);
+    assert!(app.handle(Action::Quit).is_empty());
+    assert_eq!(app.view.dialog, Some(Dialog::ConfirmQuit { running: 2 }));
+    assert!(!app.settle_quit_question(), "two still run");
+
+    let status = tether_protocol::protocol::ExitStatus {
+        code: None,
+        signal: Some(15),
+        core_dumped: false,
+    };
+    app.apply_event(0, 1, &event(60, EventKind::Exit { pid: 7, status }));
+    assert!(!app.settle_quit_question(), "one still runs");
+    assert_eq!(app.view.dialog, Some(Dialog::ConfirmQuit { running: 1 }));
+
+    app.apply_event(1, 1, &event(61, EventKind::Exit { pid: 7, status }));
+    assert!(app.settle_quit_question(), "nothing runs: quit");
+    assert_eq!(app.view.dialog, None);
+    assert!(!app.settle_quit_question(), "asked once");
+}
+
+#[test]
+fn a_recorded_session_refuses_operator_actions() {
+    let model = model(true, true);
+    for action in [
+        Action::Term,
+        Action::Kill,
+        Action::Stop,
+        Action::Restart,
+        Action::NewCommand,
+    ] {
+        let mut view = ViewState::default();
+        let effects = update(&model, &mut view, &geometry(), action);
+        assert!(effects.is_empty());
+        assert_eq!(view.dialog, None);
+        assert_eq!(view.message.as_deref(), Some(READ_ONLY));
+    }
+}
+
+#[test]
+fn a_launched_command_is_named_by_its_program_and_unique() {
+    let mut model = model(false, true);
+    model.commands[0].config.name = "make".into();
+    let mut view = ViewState {
+        dialog: Some(Dialog::NewCommand {
+            input: "cd sub && make -j2".into(),
+        }),
+        ..ViewState::default()
+    };
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(
+        effects,
+        [Effect::Add(Box::new(CommandConfig::new(
+            "make-2",
+            CommandSpec::Shell("cd sub && make -j2".into())
+        )))]
+    );
+}
+
+/// Every way of changing the selected command forgets the last one's scrolling, search,
+/// process selection and timeline position: keys, and a click on the list.
+#[test]
+fn another_command_selected_starts_with_a_fresh_view() {
+    let mut two = model(false, true);
+    two.commands.push(two.commands[0].clone());
+    let scrolled = |view: &mut ViewState| {
+        view.outputs[0].follow = false;
+        view.outputs[0].top = 3;
+        view.outputs[1].search = Some("x".into());
+        view.tree_selected = 1;
+        view.timeline_back = 5;
+    };
+    let fresh = |view: &ViewState| {
+        view.outputs == <[crate::app::view::OutputView; 2]>::default()
+            && view.tree_selected == 0
+            && view.timeline_back == 0
+    };
+
+    let mut view = ViewState::default();
+    scrolled(&mut view);
+    update(&two, &mut view, &geometry(), Action::Down);
+    assert_eq!(view.selected, 1);
+    assert!(fresh(&view), "{view:?}");
+
+    let mut app = crate::app::App::new(two);
+    app.size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    scrolled(&mut app.view);
+    let list = crate::app::layout::areas(app.size, Pane::Commands, false)
+        .unwrap()
+        .commands;
+    // The second command's row: below the border and the header.
+    app.handle(Action::ClickAt {
+        column: list.x + 3,
+        row: list.y + 3,
+    });
+    assert_eq!(app.view.selected, 1);
+    assert_eq!(app.view.focus, Pane::Commands);
+    assert!(fresh(&app.view), "{:?}", app.view);
+}
+
+#[test]
+fn enter_answers_quit_but_never_confirms_a_kill() {
+    let model = model(false, true);
+    let mut view = ViewState::default();
+    update(&model, &mut view, &geometry(), Action::Kill);
+    assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
+    // Enter is what the keymap makes of the Enter key in a question.
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert!(effects.is_empty(), "Enter sent {effects:?}");
+    assert_eq!(view.dialog, Some(Dialog::ConfirmKill { command: 0 }));
+    let effects = update(&model, &mut view, &geometry(), Action::Confirm);
+    assert_eq!(
+        effects,
+        [Effect::Send(0, Request::group_signal(ProcessSignal::KILL))]
+    );
+
+    let mut view = ViewState::default();
+    update(&model, &mut view, &geometry(), Action::Quit);
+    let effects = update(&model, &mut view, &geometry(), Action::Submit);
+    assert_eq!(effects, [Effect::StopAllAndQuit]);
+    assert_eq!(view.message.as_deref(), Some("stopping 1 command…"));
+}
+
+#[test]
+fn what_a_screen_refuses_is_what_its_keys_leave_out() {
+    let live = model(false, true);
+    let recorded = model(true, true);
+    let mut watched = model(true, true);
+    watched.mode = Mode::Watched;
+    for action in [
+        Action::Term,
+        Action::Kill,
+        Action::Stop,
+        Action::SignalProcess,
+    ] {
+        assert_eq!(refusal(&live, &action), None);
+        assert_eq!(refusal(&recorded, &action), Some(READ_ONLY));
+        assert_eq!(refusal(&watched, &action), None);
+    }
+    for action in [Action::NewCommand, Action::Restart] {
+        assert_eq!(refusal(&live, &action), None);
+        assert_eq!(refusal(&recorded, &action), Some(READ_ONLY));
+        assert_eq!(refusal(&watched, &action), Some(NO_LAUNCH));
+    }
+    assert_eq!(refusal(&live, &Action::Dismiss), Some(NO_DISMISS));
+    assert_eq!(refusal(&watched, &Action::Dismiss), None);
+    for action in [Action::Quit, Action::Help, Action::Search, Action::Zoom] {
+        assert_eq!(refusal(&recorded, &action), None);
+    }
+    // Only a finished recording has a time cursor; nothing there types or dismisses.
+    for action in [
+        Action::TimePrevEvent,
+        Action::TimeFirst,
+        Action::TimeStepLonger,
+    ] {
+        assert_eq!(refusal(&recorded, &action), None);
+        assert_eq!(refusal(&live, &action), Some(NO_TIME_CURSOR));
+        assert_eq!(refusal(&watched, &action), Some(NO_TIME_CURSOR));
+    }
+    assert_eq!(refusal(&recorded, &Action::StartTyping), Some(READ_ONLY));
+    assert_eq!(refusal(&recorded, &Action::Dismiss), Some(NO_DISMISS));
+}
+
+#[test]
+fn long_lines_scroll_sideways_as_far_as_the_widest_on_screen() {
+    let model = model(false, true);
+    let mut view = focused_on(Pane::Stdout);
+    let press = |view: &mut ViewState, action| {
+        update(&model, view, &geometry(), action);
+        view.outputs[0].left
+    };
+    // A quarter of a 20-column pane is less than 8 columns: 8 at a time.
+    assert_eq!(press(&mut view, Action::ScrollRight), 8);
+    assert_eq!(
+        press(&mut view, Action::LineEnd),
+        80,
+        "100 columns in a 20-column pane"
+    );
+    assert_eq!(press(&mut view, Action::ScrollRight), 80);
+    assert_eq!(press(&mut view, Action::ScrollLeft), 72);
+    assert_eq!(press(&mut view, Action::LineStart), 0);
+    assert_eq!(press(&mut view, Action::ScrollLeft), 0);
+
+    view.wrap = true;
+    assert_eq!(press(&mut view, Action::ScrollRight), 0);
+    assert!(view.message.as_deref().unwrap_or("").contains("wrap is on"));
+    view.wrap = false;
+    view.focus = Pane::Tree;
+    assert_eq!(press(&mut view, Action::ScrollRight), 0);
+    assert_eq!(view.outputs[1].left, 0);
+}
+
+#[test]
+fn a_match_off_to_the_right_is_scrolled_into_sight() {
+    use crate::app::{left_to_show, match_columns};
+    use tether_model::output::render_line;
+    let line = render_line(format!("{}Needle here", "x".repeat(100)).as_bytes());
+    assert_eq!(match_columns(&line, "needle"), Some((100, 106)));
+    assert_eq!(
+        match_columns(&render_line("中文 needle".as_bytes()), "needle"),
+        Some((5, 11))
+    );
+    assert_eq!(match_columns(&line, "absent"), None);
+    // In a 30-column pane: brought in a third of the way, left alone when in sight.
+    assert_eq!(left_to_show(0, 30, 100, 106), 90);
+    assert_eq!(left_to_show(90, 30, 100, 106), 90);
+    assert_eq!(left_to_show(95, 30, 100, 106), 95);
+    assert_eq!(left_to_show(101, 30, 100, 106), 90);
+    assert_eq!(left_to_show(50, 30, 2, 6), 0);
+    // Wider than the pane leaves beside the context: its start at the left edge.
+    assert_eq!(left_to_show(0, 30, 100, 125), 100);
+}
+
+#[test]
+fn a_wrapped_timeline_scrolls_back_to_its_first_entry() {
+    let model = model(false, true);
+    let mut view = ViewState {
+        wrap: true,
+        ..focused_on(Pane::Timeline)
+    };
+    update(&model, &mut view, &geometry(), Action::Top);
+    // 41 entries: wrapped, rows per entry are the screen's business; the last is entry 0.
+    assert_eq!(view.timeline_back, 40);
+}
+
+#[test]
+fn the_merged_view_starts_at_the_end_and_refuses_what_works_on_one_stream() {
+    let model = model(true, false);
+    let mut view = focused_on(Pane::Stdout);
+    view.outputs[0].follow = false;
+    view.outputs[0].top = 3;
+    view.outputs[0].search = Some("x".into());
+    assert!(update(&model, &mut view, &geometry(), Action::ToggleMerged).is_empty());
+    assert!(view.merged);
+    assert_eq!(
+        view.outputs[0],
+        Default::default(),
+        "merged lines are numbered apart"
+    );
+    for action in [
+        Action::Search,
+        Action::SearchNext,
+        Action::SelectLines,
+        Action::Copy,
+    ] {
+        view.message = None;
+        assert!(update(&model, &mut view, &geometry(), action.clone()).is_empty());
+        assert!(view.dialog.is_none(), "{action:?}");
+        let message = view.message.clone().unwrap_or_default();
+        assert!(message.contains("m returns"), "{action:?}: {message}");
+    }
+    // The stderr pane is still stderr's own.
+    view.focus = Pane::Stderr;
+    update(&model, &mut view, &geometry(), Action::Search);
+    assert!(matches!(
+        view.dialog,
+        Some(Dialog::Search {
+            stream: Stream::Stderr,
+            ..
+        })
+    ));
+    view.dialog = None;
+    update(&model, &mut view, &geometry(), Action::ToggleStamps);
+    assert!(view.stamps);
+    update(&model, &mut view, &geometry(), Action::ToggleMerged);
+    assert!(!view.merged);
+}
+
+/// A watch keeps the newest running command selected while the operator has not moved the
+/// list (an agent's next command comes into view as it starts); once they move it, the
+/// selection is theirs; `End` in the list follows again.
+#[test]
+fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
+    let mut model = model(false, true);
+    model.mode = Mode::Watched;
+    let first = model.commands[0].clone();
+    model.commands.push(first.clone());
+    let mut app = crate::app::App::new(model);
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1, "the newest running");
+    // A third starts: followed.
+    let mut third = first.clone();
+    third.apply(&event(900, spawned(9)));
+    app.model.commands.push(third);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2);
+    // The operator moves up: theirs from now on, whatever starts.
+    app.view.focus = Pane::Commands;
+    app.handle(Action::Up);
+    assert_eq!(app.view.selected, 1);
+    let mut fourth = first;
+    fourth.apply(&event(950, spawned(11)));
+    app.model.commands.push(fourth);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1, "not taken from the operator");
+    app.handle(Action::Bottom);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 3, "End: following again");
+    // A command that starts between two frames does not take a key meant for the one on
+    // screen: the key acts on what was drawn selected.
+    let mut fifth = app.model.commands[0].clone();
+    fifth.apply(&event(990, spawned(13)));
+    app.model.commands.push(fifth);
+    app.handle(Action::FocusNext);
+    assert_eq!(app.view.selected, 3, "no follow on a key's way");
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 4);
+}
+
+#[test]
+fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
+    let model = model(false, true);
+    let compact = Geometry {
+        compact: true,
+        ..geometry()
+    };
+    let mut view = ViewState::default();
+    update(&model, &mut view, &compact, Action::Open);
+    assert_eq!(view.focus, Pane::Stdout, "its output first");
+    assert!(
+        view.list_moved,
+        "a watch keeps the command opened on screen"
+    );
+    assert!(view.message.as_deref().is_some_and(|m| m.contains("Esc")));
+    update(&model, &mut view, &compact, Action::Zoom);
+    update(&model, &mut view, &compact, Action::Cancel);
+    assert_eq!((view.focus, view.zoom), (Pane::Commands, false));
+    // Where the list is beside the panes, Enter folds as it always did.
+    update(&model, &mut view, &geometry(), Action::Open);
+    assert_eq!(view.focus, Pane::Commands);
+    assert!(
+        view.message.as_deref().is_some_and(|m| m.contains("fold")),
+        "{:?}",
+        view.message
+    );
+}
+
+/// `s` on a command that waits for a dependency or a restart calls the wait off (through
+/// the launcher, as every operator's stop goes); on one that gave up it says it is not
+/// running.
+#[test]
+fn stop_calls_off_a_wait_but_not_a_failure() {
+    use tether_model::Plan;
+    let mut model = model(false, false);
+    model.commands[0] = CommandState::new(model.commands[0].config.clone());
+    model.commands[0].plan = Some(Plan::Waiting {
+        on: "db".into(),
+        not_started: false,
+    });
+    let mut view = ViewState::default();
+    let effects = update(&model, &mut view, &geometry(), Action::Stop);
+    let stop = Request::Stop {
+        origin: Some(Origin::Operator),
+    };
+    assert_eq!(effects, [Effect::Send(0, stop)]);
+    assert_eq!(view.message.as_deref(), Some("job will not start"));
+
+    model.commands[0].plan = Some(Plan::GaveUp { restarts: 3 });
+    let effects = update(&model, &mut view, &geometry(), Action::Stop);
+    assert!(effects.is_empty());
+    assert_eq!(view.message.as_deref(), Some("job is not running"));
+}

@@ -1,0 +1,318 @@
+//! The watch over journals as they are made, half-made and in the thousands: each listed as
+//! far as it can be, nothing read twice, no watch kept on an ended command.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+use tether_model::Mode;
+
+use super::Watch;
+use crate::app::App;
+use tether_model::{Model, Status};
+
+const RESULT: &str =
+    include_str!("../../../../../tests/fixtures/every-kind/05-interrupted/result.json");
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn app() -> App {
+    App::new(Model {
+        session_id: "every session".into(),
+        session_dir: "/nonexistent".into(),
+        started_ms: 0,
+        commands: Vec::new(),
+        mode: Mode::Watched,
+    })
+}
+
+fn watch(state: &Path) -> Watch {
+    let (replies, _) = tokio::sync::mpsc::unbounded_channel();
+    Watch::new(state.to_path_buf(), None, &[], replies)
+}
+
+/// Waits for the watcher's next events and applies them.
+/// A watch of `state` without inotify (as when it cannot be had, or its watches ran out),
+/// started and caught up.
+fn polling(state: &Path) -> (App, Watch) {
+    let mut app = app();
+    let mut watch = watch(state);
+    watch.watcher = None;
+    watch.start(&mut app);
+    watch.catch_up(&mut app);
+    (app, watch)
+}
+
+async fn next_events(watch: &mut Watch, app: &mut App) {
+    let readiness = watch.readiness().expect("inotify");
+    tokio::time::timeout(Duration::from_secs(5), readiness.wait())
+        .await
+        .expect("an inotify event");
+    watch.on_events(app);
+    watch.catch_up(app);
+}
+
+fn write_result(dir: &Path) {
+    fs::write(dir.join(".result.json.1.tmp"), RESULT).unwrap();
+    fs::rename(dir.join(".result.json.1.tmp"), dir.join("result.json")).unwrap();
+}
+
+#[test]
+fn half_made_journals_are_listed_and_completed_as_they_grow() {
+    let state = tempfile::tempdir().unwrap();
+    let me = std::process::id();
+    runtime().block_on(async {
+        // A session without session.json, a command without command.json, an event log
+        // that ends in the middle of a line.
+        let command = state.path().join("sessions/agent/01-sh");
+        fs::create_dir_all(&command).unwrap();
+        let spawned = r#"{"ts_ms":1000,"mono_us":2,"kind":"spawned","pid":42,"pgid":42,"argv":["sh"]}"#;
+        let mut events = fs::File::create(command.join("events.jsonl")).unwrap();
+        write!(
+            events,
+            "{{\"ts_ms\":999,\"mono_us\":1,\"kind\":\"broker_started\",\"v\":3,\"broker_pid\":{me}}}\n{}",
+            &spawned[..30]
+        )
+        .unwrap();
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(app.model.commands.len(), 1);
+        assert_eq!(app.model.commands[0].config.name, "sh");
+        assert_eq!(app.model.commands[0].status, Status::Starting);
+
+        writeln!(events, "{}", &spawned[30..]).unwrap();
+        next_events(&mut watch, &mut app).await;
+        assert_eq!(app.model.commands[0].status, Status::Running);
+        assert_eq!(app.model.commands[0].pid, Some(42));
+
+        let watched = watch.watcher.as_ref().unwrap().watching();
+        write_result(&command);
+        next_events(&mut watch, &mut app).await;
+        assert!(matches!(app.model.commands[0].status, Status::Exited(_)));
+        assert_eq!(
+            watch.watcher.as_ref().unwrap().watching(),
+            watched - 1,
+            "an ended command keeps no watch"
+        );
+
+        // A session that appears while watching, then a command in it.
+        let late = state.path().join("sessions/late");
+        fs::create_dir(&late).unwrap();
+        next_events(&mut watch, &mut app).await;
+        fs::create_dir(late.join("01-ls")).unwrap();
+        next_events(&mut watch, &mut app).await;
+        assert_eq!(app.model.commands.len(), 2);
+        assert_eq!(app.model.commands[1].config.name, "ls");
+    });
+}
+
+#[test]
+fn ten_thousand_ended_commands_cost_no_watch_each() {
+    let state = tempfile::tempdir().unwrap();
+    let session = state.path().join("sessions/big");
+    for n in 1..=10_000 {
+        let dir = session.join(format!("{n:02}-echo"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("result.json"), RESULT).unwrap();
+    }
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(app.model.commands.len(), 10_000);
+        assert_eq!(app.model.commands[9_999].config.name, "echo");
+        // sessions/ and the session itself.
+        assert_eq!(watch.watcher.as_ref().unwrap().watching(), 2);
+        assert!(watch.open.is_empty());
+    });
+}
+
+#[test]
+fn a_missing_state_dir_is_made_private() {
+    let parent = tempfile::tempdir().unwrap();
+    let state = parent.path().join("not/yet");
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(&state);
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &fs::metadata(state.join("sessions")).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o700);
+        fs::create_dir_all(state.join("sessions/s1/01-true")).unwrap();
+        next_events(&mut watch, &mut app).await;
+        // The session, then (its watch set when it was seen) its command.
+        if app.model.commands.is_empty() {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(app.model.commands.len(), 1);
+    });
+}
+
+#[test]
+fn without_inotify_the_clock_finds_what_changed() {
+    let state = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let (mut app, mut watch) = polling(state.path());
+        assert!(watch.polling());
+        let command = state.path().join("sessions/agent/01-true");
+        fs::create_dir_all(&command).unwrap();
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(app.model.commands.len(), 1);
+        assert_eq!(app.model.commands[0].status, Status::Starting);
+        write_result(&command);
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        assert!(matches!(app.model.commands[0].status, Status::Exited(_)));
+        assert!(watch.open.is_empty());
+    });
+}
+
+/// `sessions/NAME/01-echo`, ended, in a session that started at `started_ms` and whose
+/// directory last changed `age` ago.
+fn ended_session(state: &Path, name: &str, started_ms: u64, age: Duration) {
+    let session = state.join("sessions").join(name);
+    let command = session.join("01-echo");
+    fs::create_dir_all(&command).unwrap();
+    fs::write(command.join("result.json"), RESULT).unwrap();
+    fs::write(
+        session.join("session.json"),
+        format!(
+            r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#
+        ),
+    )
+    .unwrap();
+    let changed = std::time::SystemTime::now() - age;
+    fs::File::open(&session)
+        .unwrap()
+        .set_modified(changed)
+        .unwrap();
+}
+
+fn sessions_listed(app: &App) -> Vec<String> {
+    app.model
+        .commands
+        .iter()
+        .filter_map(|c| c.journal_dir.as_deref()?.parent()?.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn the_first_frame_waits_for_no_journal_and_the_newest_are_read_first() {
+    let state = tempfile::tempdir().unwrap();
+    for n in 0..100u64 {
+        // s099 started last and changed last.
+        ended_session(
+            state.path(),
+            &format!("s{n:03}"),
+            1_000 + n,
+            Duration::from_secs(1_000 - n),
+        );
+    }
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        // Listed, not read: what the first frame waits for is a directory listing.
+        assert!(app.model.commands.is_empty());
+        assert!(watch.pending());
+
+        assert!(watch.step(&mut app));
+        let first = sessions_listed(&app);
+        assert!(!first.is_empty() && first.len() <= super::backlog::STEP_BUDGET);
+        assert!(first.contains(&"s099".to_string()), "{first:?}");
+        let newest: Vec<String> = (100 - first.len()..100)
+            .map(|n| format!("s{n:03}"))
+            .collect();
+        assert_eq!(
+            first, newest,
+            "the most recent sessions first, in start order"
+        );
+
+        watch.catch_up(&mut app);
+        let all: Vec<String> = (0..100).map(|n| format!("s{n:03}")).collect();
+        assert_eq!(sessions_listed(&app), all);
+        assert!(!watch.pending());
+    });
+}
+
+#[test]
+fn rows_of_a_removed_session_go() {
+    let state = tempfile::tempdir().unwrap();
+    for (n, name) in ["a", "b", "c"].into_iter().enumerate() {
+        ended_session(state.path(), name, 1_000 + n as u64, Duration::ZERO);
+    }
+    let sessions = state.path().join("sessions");
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["a", "b", "c"]);
+        app.view.selected = 2;
+
+        fs::remove_dir_all(sessions.join("b")).unwrap();
+        while sessions_listed(&app).len() == 3 {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(sessions_listed(&app), ["a", "c"]);
+        // Still on its command.
+        assert_eq!(app.view.selected, 1);
+        // Renamed away, as a prune does before it removes a session.
+        fs::rename(sessions.join("c"), sessions.join(".pruning-c-1")).unwrap();
+        while sessions_listed(&app).len() == 2 {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(sessions_listed(&app), ["a"]);
+        assert_eq!(watch.known.len(), 1);
+        // Put back: listed again.
+        fs::rename(sessions.join(".pruning-c-1"), sessions.join("c")).unwrap();
+        while sessions_listed(&app).len() == 1 {
+            next_events(&mut watch, &mut app).await;
+        }
+        assert_eq!(sessions_listed(&app), ["a", "c"]);
+    });
+}
+
+#[test]
+fn without_inotify_rows_of_a_removed_session_go_at_the_next_look() {
+    let state = tempfile::tempdir().unwrap();
+    for (n, name) in ["a", "b"].into_iter().enumerate() {
+        ended_session(state.path(), name, 1_000 + n as u64, Duration::ZERO);
+    }
+    runtime().block_on(async {
+        let (mut app, mut watch) = polling(state.path());
+        assert_eq!(sessions_listed(&app), ["a", "b"]);
+        fs::remove_dir_all(state.path().join("sessions/a")).unwrap();
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["b"]);
+    });
+}
+
+#[test]
+fn a_full_look_asked_for_while_one_is_under_way_lists_the_sessions_again_after_it() {
+    let state = tempfile::tempdir().unwrap();
+    ended_session(state.path(), "a", 1_000, Duration::ZERO);
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        // Made after the listing, its events dropped (a queue overflow asks for a rescan).
+        ended_session(state.path(), "b", 2_000, Duration::ZERO);
+        watch.rescan(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(sessions_listed(&app), ["a", "b"]);
+    });
+}

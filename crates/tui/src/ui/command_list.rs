@@ -1,0 +1,328 @@
+//! The command list: under session headers (when it lists more than one session), each
+//! command's number, name, state, runtime, CPU, memory, start and command text, with badges.
+//! Only the rows on screen are formatted: the rows' order comes ready in the frame content.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, Row, Table};
+use tether_model::Mode;
+
+use super::list_columns::{self, Column};
+use super::{Scene, format, pane_block, style};
+use crate::app::layout;
+use crate::app::list::{Counts, ListFilter, ListRow, ListSort, SessionGroup};
+use crate::app::view::{FrameContent, Pane, ViewState};
+use tether_model::output::one_line;
+use tether_model::{Badge, Badges, CommandIndex, CommandState, Model};
+use tether_protocol::protocol::AttentionKind;
+
+const HEADER: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+/// What needs the operator: the colour of its badge and counts.
+const NEEDS_YOU: Style = Style::new().fg(Color::Yellow);
+
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
+    let list = &*content.list;
+    let room = area.width.saturating_sub(4) as usize;
+    let block: Block = pane_block(
+        &title(model, view, content, room),
+        view.focus == Pane::Commands,
+    );
+    if model.commands.is_empty() {
+        let hint = match model.mode {
+            Mode::Live => Line::from(vec![
+                Span::raw("No commands. Press "),
+                Span::styled(" a ", style::KEY),
+                Span::raw(" to launch one."),
+            ]),
+            Mode::Watched => Line::styled(
+                "No live commands yet: they show up as they start.",
+                style::DIM,
+            ),
+            Mode::Recorded(_) => Line::styled("No commands in this session.", style::DIM),
+        };
+        frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
+        return;
+    }
+    let inner = area.width.saturating_sub(2) as usize;
+    let columns = list_columns::layout(inner, list.name_width, list.number_width, list.state_width);
+    let cursor = list.cursor_row(view.selected);
+    let skip = layout::first_visible_command(cursor.unwrap_or(0), area);
+    let visible = area.height.saturating_sub(3) as usize;
+    let rows = list.rows.iter().enumerate().skip(skip).take(visible);
+    let rows = rows.map(|(row, entry)| {
+        let selected = Some(row) == cursor;
+        let drawn = match *entry {
+            // Drawn over the row below: a header spans the columns.
+            ListRow::Session(_) | ListRow::Setup(_) => Row::new(Vec::<Cell>::new()),
+            ListRow::Command(id) => {
+                let started = list
+                    .session_of(id)
+                    .map_or(model.started_ms, |s| s.started_ms);
+                let cells = columns.iter().map(|(column, width)| {
+                    cell(
+                        *column,
+                        *width,
+                        id,
+                        &model.commands[id],
+                        started,
+                        selected,
+                        content,
+                    )
+                });
+                Row::new(cells.collect::<Vec<_>>())
+            }
+        };
+        if selected {
+            drawn.style(style::SELECTED)
+        } else {
+            drawn
+        }
+    });
+    let widths = columns
+        .iter()
+        .map(|(_, width)| Constraint::Length(*width as u16));
+    let titles = columns.iter().map(|(column, _)| column.title());
+    let table = Table::new(rows, widths)
+        .header(Row::new(titles).style(style::DIM))
+        .block(block);
+    frame.render_widget(table, area);
+    let first_row = area.y + 2;
+    for (row, entry) in list.rows.iter().enumerate().skip(skip).take(visible) {
+        let y = first_row + (row - skip) as u16;
+        let line = match *entry {
+            ListRow::Session(at) => session_line(&list.sessions[at], Some(row) == cursor),
+            ListRow::Setup(at) => setup_line(list.sessions[at].setup_folded),
+            ListRow::Command(_) => continue,
+        };
+        frame.render_widget(line, Rect::new(area.x + 1, y, inner as u16, 1));
+    }
+    if list.rows.is_empty() {
+        let empty = match view.list.filter {
+            ListFilter::NeedsYou => "Nothing needs you now (F: all)".to_string(),
+            filter => format!("No {} commands (F: all)", filter.label()),
+        };
+        let empty = Line::styled(empty, style::DIM);
+        let at = Rect::new(area.x + 2, area.y + 2, area.width.saturating_sub(4), 1);
+        frame.render_widget(empty, at);
+    }
+}
+
+/// `Commands 1000 · 2 running · 4 failed`; with a filter, what it shows of how many; at the
+/// time cursor, the moment the list is of. Shorter where `room` columns do not hold it.
+fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -> String {
+    let title = match &content.cursor {
+        Some(c) => format!(
+            "Commands at {}",
+            format::offset_ms(c.at_ms.saturating_sub(model.started_ms))
+        ),
+        None => "Commands".into(),
+    };
+    if model.commands.is_empty() {
+        return title;
+    }
+    let Counts {
+        running,
+        failed,
+        needs_you,
+        total,
+    } = content.list.counts;
+    // Said only when something needs the operator (most of the time nothing does), and
+    // not again under the needs-you filter, whose title says it.
+    let needing = if needs_you > 0 && view.list.filter != ListFilter::NeedsYou {
+        format!(" · {}", needs_you_count(needs_you))
+    } else {
+        String::new()
+    };
+    let counts = match view.list.filter {
+        ListFilter::All => format!(" {total} · {running} running · {failed} failed"),
+        ListFilter::Running => format!(": running {running} of {total} · {failed} failed"),
+        ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
+        ListFilter::NeedsYou => format!(": needs you {needs_you} of {total} · {running} running"),
+    };
+    let short = match view.list.filter {
+        ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
+        ListFilter::Running => format!(" run {running}/{total}"),
+        ListFilter::Failed => format!(" fail {failed}/{total}"),
+        ListFilter::NeedsYou => format!(" you {needs_you}/{total}"),
+    };
+    let sort = if view.list.sort == ListSort::Cpu {
+        " · by CPU"
+    } else {
+        ""
+    };
+    let longest = format!("{title}{counts}{needing}{sort}");
+    let long = format!("{title}{counts}{sort}");
+    let shorter = format!("{title}{short}");
+    if format::text_width(&longest) <= room {
+        longest
+    } else if format::text_width(&long) <= room {
+        long
+    } else if format::text_width(&shorter) <= room {
+        shorter
+    } else if content.cursor.is_some() {
+        // The moment matters more than the counts.
+        title
+    } else if view.list.filter == ListFilter::All {
+        format!("{title} {total}")
+    } else {
+        format!("{title}{short}")
+    }
+}
+
+/// `1 needs you`, `3 need you`.
+fn needs_you_count(n: usize) -> String {
+    format::count(n, "needs you", "need you")
+}
+
+/// `  2 set-up shells (S: show)`: an agent's own shells that ended well, in one dim row.
+fn setup_line(count: usize) -> Line<'static> {
+    Line::styled(
+        format!(
+            "  {} (S: show)",
+            format::count(count, "set-up shell", "set-up shells")
+        ),
+        style::DIM,
+    )
+}
+
+/// `▾ 20260101-abcd  2 running · 1 failed · 40`, `▸` when folded.
+fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
+    let marker = if selected { "▶" } else { " " };
+    let mark = if session.folded { "▸" } else { "▾" };
+    let Counts {
+        running,
+        failed,
+        needs_you,
+        total,
+    } = session.counts;
+    let mut spans = vec![
+        Span::raw(format!("{marker} ")),
+        Span::styled(format!("{mark} {} ", one_line(&session.name)), HEADER),
+        Span::styled(
+            format!(
+                " {} · {running} running",
+                format::count(total, "command", "commands")
+            ),
+            style::DIM,
+        ),
+    ];
+    let failed_style = if failed > 0 && !selected {
+        Style::new().fg(Color::Red)
+    } else {
+        style::DIM
+    };
+    spans.push(Span::styled(format!(" · {failed} failed"), failed_style));
+    if needs_you > 0 {
+        let style = if selected { style::DIM } else { NEEDS_YOU };
+        spans.push(Span::styled(
+            format!(" · {}", needs_you_count(needs_you)),
+            style,
+        ));
+    }
+    let line = Line::from(spans);
+    if selected {
+        line.style(style::SELECTED)
+    } else {
+        line
+    }
+}
+
+fn cell(
+    column: Column,
+    width: usize,
+    id: CommandIndex,
+    c: &CommandState,
+    session_start: u64,
+    selected: bool,
+    content: &FrameContent,
+) -> Cell<'static> {
+    let dash = || Cell::from(Span::styled("-", style::DIM));
+    let live = c.status.is_active();
+    match column {
+        Column::Marker => Cell::from(if selected { "▶" } else { " " }),
+        Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
+        Column::Name => Cell::from(format::fit(&one_line(&c.title()), width)),
+        Column::State => Cell::from(Span::styled(c.short_label(), style::state(c))),
+        Column::Time => Cell::from(
+            c.runtime_ms(content.now_ms)
+                .map(format::duration_ms)
+                .unwrap_or_default(),
+        ),
+        Column::Cpu => match (live, c.cpu_percent, c.cpu_ms) {
+            (true, Some(percent), _) => Cell::from(cpu_percent(percent)),
+            (false, _, Some(ms)) => Cell::from(format::duration_ms(ms)),
+            _ => dash(),
+        },
+        Column::Rss => match (live, c.rss_bytes, c.peak_rss_bytes) {
+            (true, Some(bytes), _) | (false, _, Some(bytes)) => {
+                Cell::from(format::compact_bytes(bytes))
+            }
+            _ => dash(),
+        },
+        Column::Start => match c.started_ms {
+            Some(at) => Cell::from(format::offset_ms(at.saturating_sub(session_start))),
+            None => dash(),
+        },
+        Column::Command => {
+            let mut spans = badges(c);
+            let text = c.command_line();
+            // A script can be long: only what the column shows is sanitized and measured.
+            let text: String = text.chars().take(width * 4 + 1).collect();
+            let used: usize = spans.iter().map(|s| format::text_width(&s.content)).sum();
+            spans.push(Span::styled(
+                format::truncate(&one_line(&text), width.saturating_sub(used)),
+                style::DIM,
+            ));
+            Cell::from(Line::from(spans))
+        }
+    }
+}
+
+/// `99.9%` under a hundred, `398%` above (a command's processes on several cores).
+fn cpu_percent(percent: f32) -> String {
+    if percent >= 99.95 {
+        format!("{percent:.0}%")
+    } else {
+        format!("{percent:.1}%")
+    }
+}
+
+/// What needs the operator about a run, first of its tags: `needs input`, `quiet`,
+/// `runaway` while the episode lasts, `finished` for a long run that ended well. A `failed`
+/// mark has no tag: the state column says it, in red.
+pub fn attention_badge(c: &CommandState) -> Option<Span<'static>> {
+    let mark = c.needs_you()?;
+    let style = match mark.kind {
+        AttentionKind::NeedsInput | AttentionKind::Runaway => {
+            NEEDS_YOU.add_modifier(Modifier::BOLD)
+        }
+        AttentionKind::Quiet => NEEDS_YOU,
+        AttentionKind::Finished => Style::new().fg(Color::Green),
+        AttentionKind::Failed => return None,
+    };
+    Some(Span::styled(mark.words(), style))
+}
+
+/// Short tags for what happened to a run beyond its exit status.
+pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    if let Some(badge) = attention_badge(c) {
+        out.push(badge);
+        out.push(Span::raw(" "));
+    }
+    for badge in Badges::of(c).list() {
+        let color = match badge {
+            Badge::Timeout | Badge::Capped => Color::Yellow,
+            Badge::Killed | Badge::ParentLost => Color::Red,
+            Badge::Orphans(_) => Color::Magenta,
+            Badge::Stragglers | Badge::Setup => Color::DarkGray,
+            // Finished, by its own final line: not a failure.
+            Badge::Drained => Color::Cyan,
+        };
+        out.push(Span::styled(badge.label(), Style::new().fg(color)));
+        out.push(Span::raw(" "));
+    }
+    out
+}

@@ -1,0 +1,130 @@
+//! Numbers, times and text cut to size as the screen shows them.
+
+use ratatui::style::Style;
+use ratatui::text::Span;
+
+use tether_model::output::width_clusters;
+pub use tether_model::output::{text_width, truncate};
+
+/// `1 line`, `2 lines`: a count with its noun in the number it needs.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+pub use tether_protocol::units::{compact_bytes, duration_ms, offset_ms};
+
+/// Spans cut into rows of at most `width` columns, each piece keeping its style: after the
+/// last space that fits (words stay whole where they can), else between grapheme clusters.
+/// Nothing is dropped, and an empty line is one empty row.
+pub fn wrap_spans(spans: &[Span<'static>], width: usize) -> Vec<Vec<Span<'static>>> {
+    let width = width.max(2);
+    // Each row as clusters with their style and width, merged into spans at the end.
+    let mut rows: Vec<Vec<(&str, Style, usize)>> = vec![Vec::new()];
+    let mut used = 0;
+    for span in spans {
+        for (cluster, w) in width_clusters(&span.content) {
+            if used + w > width && used > 0 {
+                let row = rows.last_mut().expect("a row");
+                // Carry the word cut short over to the next row, if a space ends one before.
+                let carried = match row.iter().rposition(|(c, _, _)| *c == " ") {
+                    Some(space) if space + 1 < row.len() => row.split_off(space + 1),
+                    _ => Vec::new(),
+                };
+                used = carried.iter().map(|(_, _, w)| w).sum();
+                rows.push(carried);
+            }
+            rows.last_mut()
+                .expect("a row")
+                .push((cluster, span.style, w));
+            used += w;
+        }
+    }
+    rows.into_iter()
+        .map(|row| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (cluster, style, _) in row {
+                match spans.last_mut() {
+                    Some(last) if last.style == style => last.content.to_mut().push_str(cluster),
+                    _ => spans.push(Span::styled(cluster.to_string(), style)),
+                }
+            }
+            spans
+        })
+        .collect()
+}
+
+/// `text` cut or padded with spaces to exactly `width` columns, for text that other text
+/// on the same row must line up after.
+pub fn fit(text: &str, width: usize) -> String {
+    let mut out = truncate(text, width);
+    let used = text_width(&out);
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(duration_ms(850), "850ms");
+        assert_eq!(duration_ms(4_200), "4.2s");
+        assert_eq!(duration_ms(83_000), "1m23s");
+        assert_eq!(duration_ms(7_500_000), "2h05m");
+        assert_eq!(offset_ms(62_345), "+1:02.345");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(count(1, "line", "lines"), "1 line");
+        assert_eq!(count(0, "line", "lines"), "0 lines");
+        assert_eq!(count(2, "process", "processes"), "2 processes");
+    }
+
+    #[test]
+    fn spans_wrap_by_columns_and_keep_their_styles() {
+        use ratatui::style::Color;
+        let red = Style::new().fg(Color::Red);
+        let spans = vec![Span::raw("ab"), Span::styled("cd中e", red)];
+        let rows = wrap_spans(&spans, 3);
+        let texts: Vec<Vec<(&str, Style)>> = rows
+            .iter()
+            .map(|row| row.iter().map(|s| (s.content.as_ref(), s.style)).collect())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                vec![("ab", Style::new()), ("c", red)],
+                vec![("d中", red)],
+                vec![("e", red)],
+            ]
+        );
+        assert_eq!(wrap_spans(&[], 3).len(), 1);
+        let words = |text: &'static str, width| -> Vec<String> {
+            wrap_spans(&[Span::raw(text)], width)
+                .iter()
+                .map(|row| row.iter().map(|s| s.content.as_ref()).collect())
+                .collect()
+        };
+        // Words stay whole where a space lets them; a word wider than a row is cut.
+        assert_eq!(
+            words("cannot run `no-such`: no such file", 14),
+            ["cannot run ", "`no-such`: no ", "such file"]
+        );
+        assert_eq!(words("abcdefgh ij", 4), ["abcd", "efgh", " ij"]);
+    }
+
+    #[test]
+    fn cuts_and_pads_by_columns() {
+        assert_eq!(truncate("中文字", 4), "中…");
+        assert_eq!(truncate("中文字", 6), "中文字");
+        assert_eq!(truncate("ab", 0), "");
+        assert_eq!(fit("ab", 4), "ab  ");
+        assert_eq!(fit("中文字幕", 5), "中文…");
+        assert_eq!(fit("中文字幕", 4), "中… ");
+        // A mark on the last character kept stays with it; it takes no column.
+        assert_eq!(fit("e\u{301}", 3), "e\u{301}  ");
+        // A skin tone is not cut from its thumb.
+        assert_eq!(truncate("ab👍🏽cd", 4), "ab…");
+        assert_eq!(truncate("ab👍🏽cd", 5), "ab👍🏽…");
+    }
+}

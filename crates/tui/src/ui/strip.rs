@@ -1,0 +1,351 @@
+//! The all-commands strip under the timeline: a bar per command over the whole session,
+//! `─` while it ran, `▪` where it printed, markers for signals, timeouts, exits and failures;
+//! with the time cursor set, each bar drawn up to it and its column crossed.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::timeline::CURSOR;
+use super::{Scene, format, style};
+use tether_model::output::one_line;
+use tether_model::{CommandState, Marker, Model};
+
+pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
+    let now_ms = content.now_ms;
+    let cursor = content.cursor.as_ref();
+    let [rule, rows] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let title = match cursor {
+        Some(c) => Span::styled(
+            format!(" all commands {} ", cursor_time(model, c.at_ms)),
+            CURSOR,
+        ),
+        None => Span::styled(" all commands ", style::DIM),
+    };
+    frame.render_widget(
+        Block::new()
+            .borders(Borders::TOP)
+            .border_style(style::BORDER)
+            .title(title),
+        rule,
+    );
+    let label_width = 10usize;
+    let bar_width = (rows.width as usize).saturating_sub(label_width + 1).max(1);
+    // At the time cursor the strip still spans the whole recording, drawn up to the cursor.
+    let end_ms = cursor.map_or(now_ms, |c| c.end_ms);
+    let span_ms = end_ms.saturating_sub(model.started_ms).max(1);
+    let column = |ts: u64| -> usize {
+        (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
+            .round() as usize
+    };
+    let height = rows.height as usize;
+    let shown = shown_commands(model, view.selected, height);
+    let mut lines: Vec<Line> = shown
+        .iter()
+        .map(|&i| {
+            let c = &model.commands[i];
+            // Padded by columns, not characters, so every bar starts in the same column
+            // whatever the name holds.
+            let label = format::fit(&one_line(&c.title()), label_width);
+            let label_style = if i == view.selected {
+                style::SELECTED
+            } else {
+                Style::new()
+            };
+            let mut spans = vec![Span::styled(label, label_style), Span::raw(" ")];
+            let at = cursor.map(|c| column(c.at_ms).min(bar_width - 1));
+            spans.extend(bar(c, bar_width, now_ms, &column, at));
+            Line::from(spans)
+        })
+        .collect();
+    let others = model.commands.len() - shown.len();
+    if others > 0 {
+        let label = format::fit(&format!("+{others} more"), label_width);
+        let density = density(model, &shown, bar_width, now_ms, &column);
+        lines.push(Line::from(vec![
+            Span::styled(label, style::DIM),
+            Span::raw(" "),
+            Span::styled(density, Style::new().fg(Color::DarkGray)),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(lines), rows);
+    // The cursor's column, marked on the rule above the bars too (where the title leaves it).
+    if let Some(c) = cursor {
+        let x = rows.x + (label_width + 1 + column(c.at_ms).min(bar_width - 1)) as u16;
+        if let Some(cell) = frame.buffer_mut().cell_mut((x, rule.y))
+            && cell.symbol() == "─"
+        {
+            cell.set_symbol("▼").set_style(CURSOR);
+        }
+    }
+}
+
+/// The commands that get a row of their own in a strip of `height` rows: all of them if they
+/// fit; else, with one row left for the density of the rest, the selected one, those that
+/// run, the latest that failed, and the selected one's neighbours in the rows still free.
+/// In the list's order.
+pub fn shown_commands(model: &Model, selected: usize, height: usize) -> Vec<usize> {
+    let count = model.commands.len();
+    if count <= height {
+        return (0..count).collect();
+    }
+    let room = height.saturating_sub(1);
+    let mut shown: Vec<usize> = Vec::with_capacity(room);
+    shown.extend(
+        (selected < count)
+            .then_some(selected)
+            .into_iter()
+            .take(room),
+    );
+    let commands = &model.commands;
+    let running = (0..count).filter(|&i| commands[i].status.is_active());
+    let failed = (0..count).rev().filter(|&i| commands[i].is_failure());
+    let neighbours = (1..count).flat_map(|d| [selected.checked_sub(d), selected.checked_add(d)]);
+    let neighbours = neighbours.flatten().filter(|&i| i < count);
+    for i in running.chain(failed).chain(neighbours) {
+        if shown.len() >= room {
+            break;
+        }
+        if !shown.contains(&i) {
+            shown.push(i);
+        }
+    }
+    shown.sort_unstable();
+    shown
+}
+
+/// How many of the commands without a row of their own ran in each column, as shades from
+/// `░` (one) to `█` (the most): where the short ones crowded.
+fn density(
+    model: &Model,
+    shown: &[usize],
+    width: usize,
+    now_ms: u64,
+    column: &dyn Fn(u64) -> usize,
+) -> String {
+    // +1 where a run starts and -1 after it ends: one pass over the commands whatever they
+    // span, then a running sum.
+    let mut steps = vec![0i64; width + 1];
+    for (i, c) in model.commands.iter().enumerate() {
+        let Some(start) = c.started_ms else {
+            continue;
+        };
+        if shown.binary_search(&i).is_ok() {
+            continue;
+        }
+        let end = column(c.ended_ms.unwrap_or(now_ms)).min(width - 1);
+        let start = column(start).min(end);
+        steps[start] += 1;
+        steps[end + 1] -= 1;
+    }
+    let mut running = 0;
+    let counts: Vec<i64> = steps[..width]
+        .iter()
+        .map(|step| {
+            running += step;
+            running
+        })
+        .collect();
+    let most = counts.iter().copied().max().unwrap_or(0).max(1);
+    counts
+        .iter()
+        .map(|&n| match n {
+            0 => ' ',
+            n if n * 4 <= most => '░',
+            n if n * 2 <= most => '▒',
+            n if n * 4 <= most * 3 => '▓',
+            _ => '█',
+        })
+        .collect()
+}
+
+/// `⏱ 03:04:07.250 (+0:02.300)`: the cursor's moment in UTC and since the session started.
+pub fn cursor_time(model: &Model, at_ms: u64) -> String {
+    let utc = tether_os::journal::paths::format_utc(at_ms);
+    let clock = utc.split_once(' ').map_or(utc.as_str(), |(_, time)| time);
+    let since = format::offset_ms(at_ms.saturating_sub(model.started_ms));
+    format!("⏱ {clock} ({since})")
+}
+
+/// One command's bar: `─` while it ran, `▪` where it printed, and markers.
+fn bar(
+    c: &CommandState,
+    width: usize,
+    now_ms: u64,
+    column: &dyn Fn(u64) -> usize,
+    cursor: Option<usize>,
+) -> Vec<Span<'static>> {
+    let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
+    if let Some(start) = c.started_ms {
+        let end = c.ended_ms.unwrap_or(now_ms);
+        for cell in cells
+            .iter_mut()
+            .take(column(end).min(width - 1) + 1)
+            .skip(column(start))
+        {
+            *cell = ('─', Color::DarkGray);
+        }
+    }
+    for ts in &c.activity {
+        if let Some(cell) = cells.get_mut(column(*ts)) {
+            *cell = ('▪', Color::Green);
+        }
+    }
+    // Markers that fall in one column would hide each other: the end of the run keeps its
+    // column, and each other marker takes the nearest free one before it (else after it), so
+    // a watchdog's `T` and its signal stay in sight next to the exit they caused.
+    let mut marked = vec![false; width];
+    for rank in [
+        Marker::Exit,
+        Marker::Failure,
+        Marker::Timeout,
+        Marker::Signal,
+    ] {
+        for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
+            let mark = match marker {
+                Marker::Signal => ('!', Color::Magenta),
+                Marker::Timeout => ('T', Color::Yellow),
+                Marker::Exit => ('|', Color::Blue),
+                Marker::Failure => ('x', Color::Red),
+            };
+            let at = column(*ts).min(width - 1);
+            let free = (0..=at).rev().chain(at + 1..width).find(|&i| !marked[i]);
+            if let Some(i) = free {
+                marked[i] = true;
+                cells[i] = mark;
+            }
+        }
+    }
+    // The time cursor's column crosses the bar where nothing else is marked.
+    if let Some(cell) = cursor.and_then(|at| cells.get_mut(at)) {
+        match cell.0 {
+            ' ' => *cell = ('│', Color::Cyan),
+            '─' => *cell = ('┼', Color::Cyan),
+            _ => {}
+        }
+    }
+    let mut spans: Vec<(String, Color)> = Vec::new();
+    for (ch, color) in cells {
+        match spans.last_mut() {
+            Some((text, c)) if *c == color => text.push(ch),
+            _ => spans.push((ch.to_string(), color)),
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(text, color)| Span::styled(text, Style::new().fg(color)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::view::{FrameContent, ViewState};
+    use tether_model::Mode;
+    use tether_model::Status;
+    use tether_protocol::protocol::ExitStatus;
+
+    /// 1,000 commands of 5 ms, 20 ms apart; three still running, every 50th failed.
+    fn thousand() -> Model {
+        let commands = (0..1000u64)
+            .map(|i| {
+                let mut c = CommandState::new(tether_config::CommandConfig::new(
+                    format!("echo-{i}"),
+                    tether_protocol::protocol::CommandSpec::Shell("echo".into()),
+                ));
+                c.begin_run(format!("/s/{i:04}-echo").into(), i * 20);
+                let code = if i % 50 == 49 { 1 } else { 0 };
+                c.status = if [10, 500, 990].contains(&i) {
+                    Status::Running
+                } else {
+                    c.ended_ms = Some(i * 20 + 5);
+                    Status::Exited(ExitStatus {
+                        code: Some(code),
+                        signal: None,
+                        core_dumped: false,
+                    })
+                };
+                c
+            })
+            .collect();
+        Model {
+            session_id: "s".into(),
+            session_dir: "/s".into(),
+            started_ms: 0,
+            commands,
+            mode: Mode::Recorded(None),
+        }
+    }
+
+    #[test]
+    fn a_thousand_commands_give_rows_to_the_selected_the_running_and_the_failed() {
+        let model = thousand();
+        let shown = shown_commands(&model, 123, 10);
+        assert_eq!(shown.len(), 9, "a row left for the rest");
+        for must in [123, 10, 500, 990] {
+            assert!(shown.contains(&must), "{must} in {shown:?}");
+        }
+        // The latest failures take the rows left.
+        assert!(shown.contains(&999) && shown.contains(&949), "{shown:?}");
+        assert!(shown.windows(2).all(|w| w[0] < w[1]), "in the list's order");
+        // Few enough commands all get a row.
+        assert_eq!(shown_commands(&model, 0, 1000).len(), 1000);
+    }
+
+    #[test]
+    fn the_rest_is_one_row_of_how_many_ran_when() {
+        let model = thousand();
+        let shown = shown_commands(&model, 0, 10);
+        let width = 40;
+        let span = 20_000u64;
+        let column = |ts: u64| ((ts as f64 / span as f64) * (width - 1) as f64).round() as usize;
+        let row = density(&model, &shown, width, span, &column);
+        assert_eq!(row.chars().count(), width);
+        // The commands ran evenly over the whole session: every column has some.
+        assert!(row.chars().all(|c| c != ' '), "{row:?}");
+    }
+
+    #[test]
+    fn a_strip_of_a_thousand_draws_its_rows_and_a_count_of_the_rest() {
+        let model = thousand();
+        let backend = ratatui::backend::TestBackend::new(60, 12);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        let content = FrameContent {
+            now_ms: 20_000,
+            ..FrameContent::default()
+        };
+        terminal
+            .draw(|f| draw(f, f.area(), Scene(&model, &ViewState::default(), &content)))
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        let rows: Vec<String> = (0..12)
+            .map(|y| (0..60).map(|x| buffer[(x, y)].symbol()).collect())
+            .collect();
+        assert!(rows[1].starts_with("echo-0 "), "{rows:#?}");
+        let last = &rows[11];
+        assert!(last.starts_with("+990 more"), "{rows:#?}");
+    }
+
+    #[test]
+    fn markers_in_one_column_all_stay_in_sight() {
+        let mut c = CommandState::new(tether_config::CommandConfig::new(
+            "silent",
+            tether_protocol::protocol::CommandSpec::Shell("sleep 9".into()),
+        ));
+        c.begin_run("/nonexistent".into(), 0);
+        c.ended_ms = Some(5_010);
+        c.markers = vec![
+            (5_000, Marker::Timeout),
+            (5_001, Marker::Signal),
+            (5_010, Marker::Exit),
+        ];
+        let column = |ts: u64| (ts / 1000) as usize;
+        let text: String = bar(&c, 8, 6_000, &column, None)
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(text, "───!T|  ");
+    }
+}
