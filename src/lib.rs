@@ -1,5 +1,10 @@
 //! tether: run commands through brokers that never orphan a process and never lose a byte,
 //! journal everything, and show it live or after the fact.
+//!
+//! The top layer (ARCHITECTURE.md: Layers): the subcommands that are not a layer of their own
+//! (`agent`, the shell `shim`, `mcp`, `export`, `grep`, `postmortem`: `tether open`'s text),
+//! over every crate below, whose modules it re-exports at the paths the binary, the tests and
+//! the benches use. Nothing below names this crate.
 
 pub mod agent;
 pub mod export;

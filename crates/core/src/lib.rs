@@ -13,7 +13,8 @@
 //! - [`process`]: a process's `stat` fields as the OS layer reads them, and its key; a
 //!   command's cgroup named as data ([`process::CgroupId`]) and the walks the state asks
 //!   for ([`process::TreeWalk`]), which the I/O layer carries out with the cgroup's handle.
-//! - [`readiness`]: how long one try of a readiness probe may take, an HTTP status line.
+//! - [`readiness`]: how long one try of a readiness probe may take, an HTTP status line, a
+//!   `ready_log` pattern compiled and a probe's target read (an address, never looked up).
 //! - [`reports`]: what the I/O layer reports back as data (a child reaped, the input a
 //!   terminal took, a look at the tree).
 //! - [`state`]: the broker's state machine (in the shape of quinn-proto's `Connection`):
@@ -24,7 +25,7 @@
 //!
 //! It depends on tether-protocol only (the messages and events it decides, the units), on
 //! pure crates (regex, memchr, serde_json, thiserror), and on std without `std::fs`,
-//! `std::process` or `std::net`: never tokio (time is `std::time::Instant`, handed in), nix,
+//! `std::process` or `std::net`'s sockets (its address types are data): never tokio (time is `std::time::Instant`, handed in), nix,
 //! rustix, libc or any crate above it.
 
 pub mod attention;
