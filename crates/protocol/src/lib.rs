@@ -13,4 +13,4 @@ pub mod command_id;
 pub mod protocol;
 pub mod units;
 
-pub use command_id::CommandId;
+pub use command_id::{BadCommandId, CommandId};
