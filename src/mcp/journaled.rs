@@ -84,7 +84,7 @@ pub async fn ask(
     patience: Duration,
 ) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
     let dir_name = id.dir_name();
-    let live = live_command(&id.session, dir).ok_or_else(|| {
+    let live = live_command(id, dir).ok_or_else(|| {
         ToolError::new(format!(
             "command {dir_name}'s broker has ended; nothing to signal"
         ))
