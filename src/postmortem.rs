@@ -137,7 +137,8 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
             Ok(record) => {
                 let model = model_from_session(&record);
                 let cells = if long {
-                    let ids: Vec<String> = record.commands.iter().map(|c| c.id.clone()).collect();
+                    let ids: Vec<String> =
+                        record.commands.iter().map(|c| c.id.dir_name()).collect();
                     listing::command_cells_of(&model, &ids)
                 } else {
                     Vec::new()

@@ -25,7 +25,7 @@ fn fixture_events() -> Vec<(String, Event)> {
     record
         .commands
         .iter()
-        .flat_map(|c| c.events.iter().map(|e| (c.id.clone(), e.clone())))
+        .flat_map(|c| c.events.iter().map(|e| (c.id.dir_name(), e.clone())))
         .collect()
 }
 
@@ -126,7 +126,7 @@ fn chrome_trace_has_the_required_fields_and_one_entry_per_event_that_matters() {
             c.events
                 .iter()
                 .filter(|e| e.kind.name() == "output")
-                .map(|e| (c.id.clone(), e.ts_ms / 10))
+                .map(|e| (c.id.dir_name(), e.ts_ms / 10))
         })
         .collect();
     assert!(

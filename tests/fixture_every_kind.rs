@@ -225,7 +225,7 @@ fn the_fixture_holds_the_situations_the_exports_are_tested_on() {
         record
             .commands
             .iter()
-            .find(|c| c.id.ends_with(name))
+            .find(|c| c.id.dir_name().ends_with(name))
             .unwrap_or_else(|| panic!("no command {name}"))
     };
     let exit = |name: &str| {

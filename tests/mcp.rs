@@ -297,6 +297,8 @@ fn exercise(env: &TestEnv, client: &mut Client) {
     assert!(message.contains("wait_ms"), "{message}");
     let message = client.tool_error("signal", json!({"id": "99-nothing", "signal": "TERM"}));
     assert!(message.contains("no command 99-nothing"), "{message}");
+    let message = client.tool_error("output", json!({"id": "../01-theirs"}));
+    assert!(message.contains("is not a command id"), "{message}");
     let other = env.state_dir().join("sessions/someone-else/01-theirs");
     std::fs::create_dir_all(&other).expect("another session's command");
     let message = client.tool_error("output", json!({"id": "01-theirs"}));

@@ -101,7 +101,7 @@ fn concurrent_execs_join_one_session() {
         let request = record.request.unwrap();
         let session = request.session.expect("the request names the session");
         assert_eq!(
-            (session.id.as_str(), session.command),
+            (session.command.session.as_str(), session.command.dir_name()),
             ("team:a-1", name_of(dir))
         );
         assert!(String::from_utf8_lossy(&read(dir, "stdout.log")).starts_with("team:a-1|"));

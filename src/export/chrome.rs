@@ -72,7 +72,7 @@ fn command_events(
     };
     let metadata =
         |name: &str, tid: i64, args: Value| event(name.into(), "__metadata", "M", 0, tid, args);
-    let process_name = one_line(&format!("{} ({})", command.name(), command.id));
+    let process_name = one_line(&format!("{} ({})", command.name(), command.id.dir_name()));
     for (name, args) in [
         ("process_name", json!({ "name": process_name })),
         ("process_sort_index", json!({ "sort_index": pid })),

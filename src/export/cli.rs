@@ -76,7 +76,7 @@ fn warn_damage(session: &SessionExport) {
         eprintln!(
             "tether: {}/{}: journal cut short, exporting what it has: {}",
             one_line(&session.id),
-            one_line(&command.id),
+            one_line(&command.id.dir_name()),
             one_line(&command.damage.join("; "))
         );
     }

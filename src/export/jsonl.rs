@@ -44,7 +44,7 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
             continue;
         };
         object.insert("session".into(), Value::String(session.id.clone()));
-        object.insert("command".into(), Value::String(command.id.clone()));
+        object.insert("command".into(), Value::String(command.id.dir_name()));
         // Serializing a `Value` cannot fail.
         if let Ok(line) = crate::model::output::json::to_vec(&Value::Object(object), false) {
             out.extend_from_slice(&line);

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::journal::{CommandRecord, Damage, SessionInfo, SessionRecord};
+use crate::journal::{CommandId, CommandRecord, Damage, SessionInfo, SessionRecord};
 use crate::model::replay::model_from_session;
 use crate::model::{Badges, CommandState};
 use crate::protocol::{Event, EventKind, ProcessEntry, Stream, TraceContext};
@@ -25,8 +25,8 @@ pub struct SessionExport {
 
 /// One command's run: the model's view of it and its journal.
 pub struct CommandExport {
-    /// The command directory's name (`03-build`), unique in the session.
-    pub id: String,
+    /// Its session and its directory's name there (`03-build`), unique in the session.
+    pub id: CommandId,
     pub dir: PathBuf,
     /// The model the TUI shows after the fact: state, bytes, caps, tree, timeline.
     pub state: CommandState,

@@ -151,7 +151,7 @@ impl CommandSummary {
             stored: command.stored[i],
         };
         CommandSummary {
-            id: command.id.clone(),
+            id: command.id.dir_name(),
             name: state.config.name.clone(),
             argv: command.argv(),
             command: crate::config::naming::command_text(&state.config.command),

@@ -48,7 +48,7 @@ pub fn report(session: &SessionExport) -> String {
     for damage in &session.damage {
         let _ = writeln!(out, "! {}", one_line(damage));
     }
-    let cut: Vec<&str> = session.cut_short().map(|c| c.id.as_str()).collect();
+    let cut: Vec<String> = session.cut_short().map(|c| c.id.dir_name()).collect();
     if !cut.is_empty() {
         let _ = writeln!(
             out,
@@ -89,7 +89,7 @@ fn summary_table(session: &SessionExport) -> String {
             badges.push("cut-short".into());
         }
         rows.push([
-            one_line(&command.id),
+            one_line(&command.id.dir_name()),
             s.state.clone(),
             match (s.exit_code, &s.signal_name) {
                 (Some(code), _) => code.to_string(),
@@ -123,7 +123,7 @@ fn command_section(session: &SessionExport, command: &CommandExport, out: &mut S
     let _ = writeln!(
         out,
         "== {} ({}): {}",
-        one_line(&command.id),
+        one_line(&command.id.dir_name()),
         one_line(command.name()),
         one_line(&command.state.command_line())
     );

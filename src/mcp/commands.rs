@@ -21,9 +21,9 @@ use crate::supervisor::Session;
 use crate::supervisor::fleet::{Fleet, FleetEvent, RunId};
 
 /// One command of this session, as far as its broker has told.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Tracked {
-    pub id: String,
+    pub id: CommandId,
     pub name: String,
     pub command: String,
     pub journal: PathBuf,
@@ -51,16 +51,26 @@ pub struct Tracked {
 }
 
 impl Tracked {
-    /// A command named `id` in the session, journaled in `journal`, of which nothing is
-    /// known yet beyond what started it.
-    pub fn new(id: String, name: String, command: String, journal: PathBuf, mine: bool) -> Self {
+    /// Command `id` of the session, journaled in `journal`, of which nothing is known yet
+    /// beyond what started it.
+    pub fn new(id: CommandId, name: String, command: String, journal: PathBuf, mine: bool) -> Self {
         Tracked {
             id,
             name,
             command,
             journal,
             mine,
-            ..Tracked::default()
+            started_ms: 0,
+            pid: None,
+            exit: None,
+            exited_ms: None,
+            closed: false,
+            ended: false,
+            failure: None,
+            left_running: Vec::new(),
+            signals: Vec::new(),
+            notes: Vec::new(),
+            setup: false,
         }
     }
 
@@ -198,19 +208,16 @@ impl Commands {
         build: impl FnOnce(PathBuf, crate::protocol::SessionRef) -> LaunchRequest,
     ) -> Result<Tracked, String> {
         let mut inner = self.lock();
-        let journal = inner.session.next_command_dir(name).map_err(|err| {
+        let (id, journal) = inner.session.next_command_dir(name).map_err(|err| {
             format!(
                 "cannot create the command's journal directory in {}: {err}",
                 inner.session.path().display()
             )
         })?;
         let path = journal.path().to_path_buf();
-        let reference = inner.session.reference(&journal);
+        let reference = inner.session.reference(&id);
         let request = build(path.clone(), reference);
         let index = inner.commands.keys().next_back().map_or(0, |last| last + 1);
-        let id = path
-            .file_name()
-            .map_or_else(|| index.to_string(), |n| n.to_string_lossy().into_owned());
         let tracked = Tracked {
             started_ms: now_ms(),
             ..Tracked::new(id, request.name.clone(), command_text, path, true)
@@ -227,40 +234,47 @@ impl Commands {
         Ok(tracked)
     }
 
+    /// The command of this session that a tool call's `id` names (`03-build`, as `run` and
+    /// `list` gave it), or why that is no command id.
+    pub fn command_id(&self, given: &str) -> Result<CommandId, super::ToolError> {
+        CommandId::from_dir_name(&self.session_id, given).map_err(|err| {
+            super::ToolError::new(format!("{err}; pass an id that `run` or `list` gave"))
+        })
+    }
+
     /// A command this server started.
-    pub fn get(&self, id: &str) -> Option<Tracked> {
-        self.lock().commands.values().find(|t| t.id == id).cloned()
+    pub fn get(&self, id: &CommandId) -> Option<Tracked> {
+        self.lock().commands.values().find(|t| t.id == *id).cloned()
     }
 
     /// Command `id` of the session: this server's own as it heard, any other as its
     /// journal says now.
-    pub fn lookup(&self, id: &str) -> Option<Tracked> {
+    pub fn lookup(&self, id: &CommandId) -> Option<Tracked> {
         if let Some(tracked) = self.get(id) {
             return Some(tracked);
         }
-        is_plain(id)
-            .then(|| super::journaled::snapshot(&self.session_dir.join(id)))
-            .flatten()
+        let dir = self.session_dir.join(id.dir_name());
+        super::journaled::snapshot(id.clone(), &dir)
     }
 
     /// The command `id` of this session, or an error that says why there is none.
-    pub fn find(&self, id: &str) -> Result<Tracked, super::ToolError> {
+    pub fn find(&self, id: &CommandId) -> Result<Tracked, super::ToolError> {
         if let Some(tracked) = self.lookup(id) {
             return Ok(tracked);
         }
+        let dir_name = id.dir_name();
         let elsewhere = self.session_dir.parent().is_some_and(|sessions| {
-            is_plain(id)
-                && std::fs::read_dir(sessions)
-                    .is_ok_and(|dirs| dirs.flatten().any(|d| d.path().join(id).is_dir()))
+            std::fs::read_dir(sessions)
+                .is_ok_and(|dirs| dirs.flatten().any(|d| d.path().join(&dir_name).is_dir()))
         });
         let why = if elsewhere {
             format!(
-                "command {id} belongs to another session; this server reaches only the commands of session {}",
+                "command {dir_name} belongs to another session; this server reaches only the commands of session {}",
                 self.session_id
             )
         } else {
             format!(
-                "no command {id} in session {}; `list` shows the session's commands",
+                "no command {dir_name} in session {}; `list` shows the session's commands",
                 self.session_id
             )
         };
@@ -273,21 +287,21 @@ impl Commands {
         &self,
         from: Option<CommandId>,
     ) -> impl Iterator<Item = Tracked> + use<> {
-        let mine: BTreeMap<String, Tracked> =
+        let mine: BTreeMap<CommandId, Tracked> =
             self.all().into_iter().map(|t| (t.id.clone(), t)).collect();
         let session = self.session_id.clone();
         command_dirs(&self.session_dir)
             .unwrap_or_default()
             .into_iter()
             .filter_map(move |dir| {
-                let id = dir.file_name()?.to_string_lossy().into_owned();
-                let place = CommandId::parse(&session, &id)?;
-                if from.as_ref().is_some_and(|from| place < *from) {
+                let name = dir.file_name()?.to_string_lossy().into_owned();
+                let id = CommandId::parse(&session, &name)?;
+                if from.as_ref().is_some_and(|from| id < *from) {
                     return None;
                 }
                 match mine.get(&id) {
                     Some(tracked) => Some(tracked.clone()),
-                    None => super::journaled::snapshot(&dir),
+                    None => super::journaled::snapshot(id, &dir),
                 }
             })
     }
@@ -315,9 +329,9 @@ impl Commands {
     }
 
     /// Sends a request to the broker of command `id`. False if it has none any more.
-    pub fn send(&self, id: &str, message: Request) -> bool {
+    pub fn send(&self, id: &CommandId, message: Request) -> bool {
         let inner = self.lock();
-        let Some((&index, _)) = inner.commands.iter().find(|(_, t)| t.id == id) else {
+        let Some((&index, _)) = inner.commands.iter().find(|(_, t)| t.id == *id) else {
             return false;
         };
         inner.fleet.send(index, message)
@@ -391,9 +405,4 @@ impl Commands {
         drop(inner);
         self.bump();
     }
-}
-
-/// An id that names a directory in a session and nothing else: no path, no `.` or `..`.
-fn is_plain(id: &str) -> bool {
-    !id.is_empty() && !id.contains('/') && id != "." && id != ".."
 }

@@ -12,6 +12,7 @@ use super::ToolError;
 use super::commands::Tracked;
 use crate::control::broker_alive;
 use crate::control::discover::{live_command, log_window};
+use crate::journal::CommandId;
 use crate::journal::bounded::{oversized, read_metadata};
 use crate::journal::reader::read_result;
 use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE};
@@ -19,12 +20,11 @@ use crate::protocol::{CommandFile, EventKind, Origin, ProcessSignal, Request};
 use crate::supervisor::intervals::ACK_TIMEOUT;
 use crate::supervisor::{Answer, BrokerConversation};
 
-/// The command journaled in `dir` as it stands: from `result.json` once it has one, else
+/// Command `id`, journaled in `dir`, as it stands: from `result.json` once it has one, else
 /// from the start and end of its event log. None for what is no command's journal (yet).
 /// A `command.json` over the bound a metadata file may be is not read: the command is
 /// listed by its directory's name, with what was skipped as its error.
-pub fn snapshot(dir: &Path) -> Option<Tracked> {
-    let id = dir.file_name()?.to_string_lossy().into_owned();
+pub fn snapshot(id: CommandId, dir: &Path) -> Option<Tracked> {
     let (file, skipped) = match read_metadata(&dir.join(COMMAND_FILE)) {
         Ok(bytes) => (
             Some(serde_json::from_slice::<CommandFile>(&bytes).ok()?),
@@ -39,10 +39,8 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
             crate::config::naming::command_text(&file.request.command),
         ),
         // `03-build`: the number, then its name.
-        None => match crate::journal::CommandId::of_dir(dir) {
-            Some(command) if !command.name.is_empty() => (command.name, String::new()),
-            _ => (id.clone(), String::new()),
-        },
+        None if !id.name.is_empty() => (id.name.clone(), String::new()),
+        None => (id.dir_name(), String::new()),
     };
     let mut tracked = Tracked::new(id, name, command, dir.to_path_buf(), false);
     tracked.setup = file
@@ -75,29 +73,26 @@ pub fn snapshot(dir: &Path) -> Option<Tracked> {
     Some(tracked)
 }
 
-/// Asks the broker of the command journaled in `dir`, through its socket, for `signal` or,
+/// Asks the broker of command `id`, journaled in `dir`, through its socket, for `signal` or,
 /// with none, the stop sequence, followed until the broker closes or `patience` is over.
 /// Returns each signal the broker sent for it with how many processes it reached, and
 /// whether it confirmed (a stop: the broker closed).
 pub async fn ask(
-    session: &str,
+    id: &CommandId,
     dir: &Path,
     signal: Option<ProcessSignal>,
     patience: Duration,
 ) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
-    let id = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let live = live_command(session, dir).ok_or_else(|| {
+    let dir_name = id.dir_name();
+    let live = live_command(id, dir).ok_or_else(|| {
         ToolError::new(format!(
-            "command {id}'s broker has ended; nothing to signal"
+            "command {dir_name}'s broker has ended; nothing to signal"
         ))
     })?;
     let unreachable = |err: String| {
         ToolError::new(format!(
-            "cannot reach command {id}'s broker through its control socket: {err}; `tether stop {session}/{}` can still stop it by pid",
-            live.name
+            "cannot reach command {dir_name}'s broker through its control socket: {err}; `tether stop {}` can still stop it by pid",
+            live.label()
         ))
     };
     let mut broker = BrokerConversation::attach(&live)
@@ -167,9 +162,9 @@ mod tests {
             include_str!("../../tests/fixtures/every-kind/01-ok/result.json"),
         )
         .unwrap();
-        let tracked = snapshot(&command).expect("listed");
+        let tracked = snapshot(CommandId::new("s", 3, "build"), &command).expect("listed");
         assert_eq!(
-            (tracked.id.as_str(), tracked.name.as_str()),
+            (tracked.id.dir_name().as_str(), tracked.name.as_str()),
             ("03-build", "build")
         );
         assert_eq!(tracked.state(), "finished");

@@ -99,7 +99,7 @@ pub async fn output(
         .map(regex::Regex::new)
         .transpose()
         .map_err(|err| ToolError::new(format!("grep is not a valid regex: {err}")))?;
-    let tracked = commands.find(&params.id)?;
+    let tracked = commands.find(&commands.command_id(&params.id)?)?;
     let stream = match params.stream.unwrap_or(StreamName::Stdout) {
         StreamName::Stdout => Stream::Stdout,
         StreamName::Stderr => Stream::Stderr,
@@ -135,7 +135,7 @@ pub fn page(
         ToolError::new(format!(
             "cannot read {} of {}: {err}",
             stream.file_name(),
-            tracked.id
+            tracked.id.dir_name()
         ))
     })?;
     let end = offset + bytes.len() as u64;
@@ -144,7 +144,7 @@ pub fn page(
     // Weighed with no text and every other field at its longest (`false` is longer than
     // `true`): the text may take the rest.
     let mut page = OutputPage {
-        id: tracked.id.clone(),
+        id: tracked.id.dir_name(),
         stream: stream.name().to_string(),
         offset,
         next_offset: end,

@@ -19,6 +19,7 @@ use super::fit::{end_within, share};
 use super::text::{not_journaled, stored_len, tail};
 use super::{ToolError, parse_duration};
 use crate::config::naming::derive_name;
+use crate::journal::CommandId;
 use crate::protocol::{CommandSpec, LaunchRequest, Stream};
 use crate::supervisor::intervals::Pace;
 use crate::supervisor::launch_request;
@@ -106,7 +107,7 @@ impl CommandStatus {
             .or_else(|| tracked.notes.last().cloned());
         let pids = &tracked.left_running;
         CommandStatus {
-            id: tracked.id.clone(),
+            id: tracked.id.dir_name(),
             name: capped(&tracked.name, NAME_CAP),
             state: tracked.state().to_string(),
             exit_code: tracked.exit.and_then(|e| e.code),
@@ -218,17 +219,18 @@ pub async fn run(
             }
         })
         .map_err(ToolError::new)?;
-    let id = tracked.id.clone();
+    let id = tracked.id;
     let wait = Duration::from_millis(wait_ms);
     let waited = wait_reporting(commands, &id, wait, progress, &cancelled).await;
+    let dir_name = id.dir_name();
     if !waited {
         return Err(ToolError::new(format!(
-            "cancelled; command {id} was left as it is"
+            "cancelled; command {dir_name} was left as it is"
         )));
     }
     let tracked = commands
         .get(&id)
-        .ok_or_else(|| ToolError::new(format!("command {id} vanished")))?;
+        .ok_or_else(|| ToolError::new(format!("command {dir_name} vanished")))?;
     Ok(result_of(&tracked))
 }
 
@@ -265,7 +267,7 @@ pub fn result_of(tracked: &Tracked) -> RunResult {
 /// second where it asked. False if the call was cancelled.
 async fn wait_reporting(
     commands: &Commands,
-    id: &str,
+    id: &CommandId,
     wait: Duration,
     progress: Option<(Peer<RoleServer>, ProgressToken)>,
     cancelled: &CancellationToken,
@@ -289,7 +291,7 @@ async fn wait_reporting(
             let elapsed = started.elapsed().as_millis() as f64;
             let message = format!(
                 "{} {}: {} bytes of output so far",
-                tracked.id,
+                tracked.id.dir_name(),
                 tracked.state(),
                 stored_len(&tracked.journal, Stream::Stdout)
                     + stored_len(&tracked.journal, Stream::Stderr)

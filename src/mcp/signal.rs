@@ -64,11 +64,11 @@ pub async fn signal(
     params: SignalParams,
     cancelled: CancellationToken,
 ) -> Result<SignalResult, ToolError> {
-    let tracked = commands.find(&params.id)?;
+    let tracked = commands.find(&commands.command_id(&params.id)?)?;
     if tracked.is_done() {
         return Err(ToolError::new(format!(
             "command {} has already {}; nothing to signal",
-            tracked.id,
+            tracked.id.dir_name(),
             tracked.state()
         )));
     }
@@ -90,7 +90,7 @@ pub async fn signal(
     let (sent, confirmed) = tokio::select! {
         answer = asked => answer?,
         _ = cancelled.cancelled() => return Err(ToolError::new(format!(
-            "cancelled; the request may have reached {}'s broker", tracked.id
+            "cancelled; the request may have reached {}'s broker", tracked.id.dir_name()
         ))),
     };
     let tracked = commands.find(&tracked.id)?;
@@ -122,7 +122,7 @@ async fn through_fleet(
     if !commands.send(&tracked.id, message) {
         return Err(ToolError::new(format!(
             "command {}'s broker has ended; nothing to signal",
-            tracked.id
+            tracked.id.dir_name()
         )));
     }
     let id = &tracked.id;
@@ -150,7 +150,7 @@ async fn through_socket(
     signal: Option<ProcessSignal>,
     patience: Duration,
 ) -> Result<(Vec<(ProcessSignal, usize)>, bool), ToolError> {
-    let answer = ask(&commands.session_id, &tracked.journal, signal, patience).await?;
+    let answer = ask(&tracked.id, &tracked.journal, signal, patience).await?;
     if tracked.mine && signal.is_none() {
         // Its end reaches this server once the broker, its child, has exited and is reaped.
         let id = &tracked.id;

@@ -50,9 +50,9 @@ fn text(max: usize) -> impl Strategy<Value = String> {
     ]
 }
 
-fn tracked(journal: &Path, id: &str, name: &str, command: &str) -> Tracked {
+fn tracked(journal: &Path, id: &CommandId, name: &str, command: &str) -> Tracked {
     Tracked::new(
-        id.to_string(),
+        id.clone(),
         name.to_string(),
         command.to_string(),
         journal.to_path_buf(),
@@ -83,7 +83,7 @@ proptest! {
     ) {
         let journal = tempfile::tempdir().expect("a temp dir");
         std::fs::write(journal.path().join(Stream::Stdout.file_name()), &stream).expect("write");
-        let command = tracked(journal.path(), "01-out", "out", "out");
+        let command = tracked(journal.path(), &CommandId::new("s", 1, "out"), "out", "out");
         let grep = grep.map(|g| Regex::new(g).expect("a regex"));
         let mut offset = 0u64;
         loop {
@@ -120,7 +120,7 @@ proptest! {
         let journal = tempfile::tempdir().expect("a temp dir");
         std::fs::write(journal.path().join(Stream::Stdout.file_name()), &stdout).expect("write");
         std::fs::write(journal.path().join(Stream::Stderr.file_name()), &stderr).expect("write");
-        let mut command = tracked(journal.path(), "01-name", &name, &command);
+        let mut command = tracked(journal.path(), &CommandId::new("s", 1, "name"), &name, &command);
         command.failure = error;
         command.exit = Some(ExitStatus { code: Some(1), signal: None, core_dumped: false });
         command.left_running = (1..=left as i32).collect();
@@ -145,9 +145,8 @@ proptest! {
             .iter()
             .enumerate()
             .map(|(n, (name, command))| {
-                let id = format!("{:02}-cmd", n + 1);
-                let place = CommandId::parse("s", &id).expect("a command id");
-                (place, tracked(&journal, &id, name, command))
+                let place = CommandId::new("s", n as u64 + 1, "cmd");
+                (place.clone(), tracked(&journal, &place, name, command))
             })
             .collect();
         let mut seen = Vec::new();
@@ -167,7 +166,7 @@ proptest! {
                 None => break,
             }
         }
-        let all: Vec<String> = listed.iter().map(|(_, t)| t.id.clone()).collect();
+        let all: Vec<String> = listed.iter().map(|(_, t)| t.id.dir_name()).collect();
         prop_assert_eq!(seen, all);
     }
 }
@@ -178,7 +177,12 @@ proptest! {
 fn a_status_with_every_field_at_its_worst_fits() {
     let worst = "\u{1}".repeat(100_000);
     let journal = PathBuf::from(format!("/{}", "\u{1}".repeat(5_000)));
-    let id = format!("7-{}", "\u{1}".repeat(200));
+    // Longer than any id tether makes (a name is at most 40 file-safe characters).
+    let id = CommandId {
+        session: "s".into(),
+        number: 7,
+        name: "\u{1}".repeat(200),
+    };
     let mut command = tracked(&journal, &id, &worst, &worst);
     command.failure = Some(worst.clone());
     command.left_running = (4_000_000..4_010_000).collect();

@@ -69,7 +69,7 @@ impl SessionLine {
                 .iter()
                 .zip(&record.commands)
                 .filter(|(state, _)| Outcome::of(state).is_failure())
-                .map(|(_, journal)| one_line(&journal.id))
+                .map(|(_, journal)| one_line(&journal.id.dir_name()))
                 .collect(),
             cut_short,
         }

@@ -104,7 +104,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
         None => CommandConfig {
             autostart: false,
             pty: false,
-            ..CommandConfig::new(record.id.clone(), CommandSpec::Argv(Vec::new()))
+            ..CommandConfig::new(record.id.dir_name(), CommandSpec::Argv(Vec::new()))
         },
     }
 }

@@ -6,6 +6,17 @@
 use std::fmt;
 use std::path::Path;
 
+use thiserror::Error;
+
+/// A command id given from outside (a message, a tool call) that is not one tether makes.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "`{given}` is not a command id: one is a command's number and name as its journal directory says them (`03-build`, or `04` with no name)"
+)]
+pub struct BadCommandId {
+    pub given: String,
+}
+
 /// Command `number` of `session`, named `name` (`agent-1/03-build`). Ordered as a session's
 /// directories are: by number (`100-x` after `11-y`), then by name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -41,16 +52,27 @@ impl CommandId {
     }
 
     /// The command whose directory in `session` is named `dir_name`; `None` for anything
-    /// else in a session directory (`session.json`, a temporary file).
+    /// else in a session directory (`session.json`, a temporary file). Only the form
+    /// [`Self::dir_name`] writes is one (`03`, not `3` or `003`; not `03-`), so that an id
+    /// names one directory and prints back as it was read.
     pub fn parse(session: &str, dir_name: &str) -> Option<CommandId> {
         let (digits, name) = dir_name.split_once('-').unwrap_or((dir_name, ""));
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || name.contains('/') {
             return None;
         }
-        Some(CommandId {
+        let id = CommandId {
             session: session.to_string(),
             number: digits.parse().ok()?,
             name: name.to_string(),
+        };
+        (id.dir_name() == dir_name).then_some(id)
+    }
+
+    /// [`Self::parse`] for an id given from outside (a message, a tool call), with what is
+    /// wrong with one that is none.
+    pub fn from_dir_name(session: &str, text: &str) -> Result<CommandId, BadCommandId> {
+        CommandId::parse(session, text).ok_or_else(|| BadCommandId {
+            given: text.to_string(),
         })
     }
 
@@ -118,6 +140,31 @@ mod tests {
         assert_eq!((parsed.number, parsed.name.as_str()), (3, "cargo_test"));
         assert_eq!(CommandId::parse("s", "07").unwrap().name, "");
         assert_eq!(CommandId::parse("s", "x-07"), None);
+    }
+
+    #[test]
+    fn an_id_names_one_directory_and_prints_back_as_given() {
+        for given in ["03-build", "04", "123-a-b", "01-cargo_test_--all", "05-.."] {
+            let id = CommandId::from_dir_name("s", given).unwrap();
+            assert_eq!(
+                (id.session.as_str(), id.dir_name()),
+                ("s", given.to_string())
+            );
+        }
+        for bad in [
+            "",
+            "build",
+            "3-build",
+            "003-build",
+            "03-",
+            "03-../x",
+            "-3",
+            "x-07",
+        ] {
+            let err = CommandId::from_dir_name("s", bad).unwrap_err();
+            assert_eq!(err.given, bad);
+            assert!(err.to_string().contains("is not a command id"), "{err}");
+        }
     }
 
     #[test]

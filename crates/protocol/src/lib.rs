@@ -14,4 +14,4 @@ pub mod names;
 pub mod protocol;
 pub mod units;
 
-pub use command_id::CommandId;
+pub use command_id::{BadCommandId, CommandId};

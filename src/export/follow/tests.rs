@@ -26,8 +26,8 @@ impl Sink for FakeSink {
                     command,
                     root: false,
                     ..
-                } => command.id.clone(),
-                Item::Command { command, .. } => format!("root {}", command.id),
+                } => command.id.dir_name(),
+                Item::Command { command, .. } => format!("root {}", command.id.dir_name()),
                 Item::Session(root) => format!("session of {}", root.commands),
             });
         }

@@ -12,7 +12,6 @@ use super::{nanos, span_id, trace_id, unhex};
 use crate::config::naming::agent_argv;
 use crate::export::session::CommandExport;
 use crate::export::summary::{CommandSummary, state_name};
-use crate::journal::CommandId;
 use crate::model::Status as RunStatus;
 use crate::model::command::signal_label;
 use crate::model::describe::{Tone, describe_in};
@@ -87,7 +86,7 @@ pub fn command(host: &str, session: &str, command: &CommandExport, root: bool) -
         ),
         None => (
             session_trace,
-            span_id(host, session, &command.id).to_vec(),
+            span_id(host, session, &command.id.dir_name()).to_vec(),
             root_id,
             Vec::new(),
         ),
@@ -130,16 +129,15 @@ fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
             values: argv.iter().map(|a| string(a)).collect(),
         })),
     };
-    let number = CommandId::number_of(&command.id)
-        .map(|n| attribute("tether.command.number", int(n as i64)));
+    let number = attribute("tether.command.number", int(command.id.number as i64));
     let mut attributes: Vec<KeyValue> = executable.into_iter().collect();
     attributes.extend([
         attribute("process.command_args", args),
         attribute("tether.session.id", string(session)),
     ]);
-    attributes.extend(number);
+    attributes.push(number);
     attributes.extend([
-        attribute("tether.command.id", string(&command.id)),
+        attribute("tether.command.id", string(&command.id.dir_name())),
         attribute("tether.command.name", string(command.name())),
         attribute("tether.command.text", string(&summary.command)),
         attribute(

@@ -246,7 +246,11 @@ fn an_agents_command_is_the_sessions_root() {
     }
     // The follower's way on the session's machine gives the same span.
     let encoder = Encoder::new("buildbox", Resource::default(), None);
-    let command = session.commands.iter().find(|c| c.id == "01-ok").unwrap();
+    let command = session
+        .commands
+        .iter()
+        .find(|c| c.id.dir_name() == "01-ok")
+        .unwrap();
     let item = Item::Command {
         session: "every-kind".into(),
         command: Box::new(load(&command.dir)),
@@ -305,7 +309,11 @@ fn body(record: &LogRecord) -> String {
 #[test]
 fn log_records_are_the_head_and_tail_with_a_mark_between() {
     let (_tmp, session) = fixture(false);
-    let command = session.commands.iter().find(|c| c.id == "01-ok").unwrap();
+    let command = session
+        .commands
+        .iter()
+        .find(|c| c.id.dir_name() == "01-ok")
+        .unwrap();
     // 1,000 lines of 10 bytes; the budget keeps 50 of each end.
     let log: String = (0..1000).map(|i| format!("line {i:04}\n")).collect();
     std::fs::write(command.dir.join("stdout.log"), &log).unwrap();

@@ -19,11 +19,10 @@ pub struct Established {
 /// is stopped before its `containment` event reaches the front end (see
 /// [`expected_cgroup`]).
 pub fn cgroup_name(request: &LaunchRequest, broker: &BrokerIdentity) -> String {
-    let (session, command) = match &request.session {
-        Some(s) => (s.id.as_str(), s.command.as_str()),
-        None => ("none", request.name.as_str()),
-    };
-    name::command_cgroup_name(session, command, broker)
+    match &request.session {
+        Some(s) => name::command_cgroup_name(&s.command.session, &s.command.dir_name(), broker),
+        None => name::command_cgroup_name("none", &request.name, broker),
+    }
 }
 
 /// Where the cgroup named `name` (see [`cgroup_name`]) is, if this process (the

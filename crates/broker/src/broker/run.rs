@@ -264,7 +264,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         super::outlets::now(),
         request.clone(),
         CommandNames {
-            id: (request.session.as_ref()).and_then(|s| s.command_id()),
+            id: (request.session.as_ref()).map(|s| s.command.clone()),
             text: tether_config::naming::command_text(&request.command),
         },
         final_line,

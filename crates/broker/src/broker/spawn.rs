@@ -247,7 +247,7 @@ pub fn spawn(
     match &request.session {
         Some(session) => {
             command
-                .env(SESSION_ENV, &session.id)
+                .env(SESSION_ENV, &session.command.session)
                 .env(BROKER_ID_ENV, session.broker_id());
             if let Some(state) = &session.state_dir {
                 command.env(STATE_DIR_ENV, state);

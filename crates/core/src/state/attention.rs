@@ -357,7 +357,7 @@ impl Broker {
         let value = serde_json::json!({
             "kind": kind,
             "detail": capped(detail, DETAIL_CAP),
-            "session": session.map(|s| &s.id),
+            "session": session.map(|s| &s.command.session),
             "command": id.map(|id| id.number),
             "target": id.map(CommandId::target),
             "name": capped(&request.name, NAME_CAP),

@@ -117,23 +117,26 @@ pub fn live_commands_noting(
             continue;
         }
         for dir in command_dirs(&session_dir).unwrap_or_default() {
-            match read_live_command(&name, &dir) {
+            let Some(id) = CommandId::parse(&name, &file_name(&dir)) else {
+                continue;
+            };
+            match read_live_command(&id, &dir) {
                 Ok(Some(command)) => live.push(command),
                 Ok(None) => {}
-                Err(oversized) => skipped.push(format!("{name}/{}: {oversized}", file_name(&dir))),
+                Err(oversized) => skipped.push(format!("{id}: {oversized}")),
             }
         }
     }
     Ok((live, skipped))
 }
 
-/// The command journaled in `dir`, if its broker runs.
-pub fn live_command(session: &str, dir: &Path) -> Option<LiveCommand> {
-    read_live_command(session, dir).ok().flatten()
+/// Command `id`, journaled in `dir`, if its broker runs.
+pub fn live_command(id: &CommandId, dir: &Path) -> Option<LiveCommand> {
+    read_live_command(id, dir).ok().flatten()
 }
 
 /// [`live_command`], or why its `command.json` was not read: it is over the bound.
-fn read_live_command(session: &str, dir: &Path) -> Result<Option<LiveCommand>, Oversized> {
+fn read_live_command(id: &CommandId, dir: &Path) -> Result<Option<LiveCommand>, Oversized> {
     // Finished commands, the great majority, cost one stat.
     if fs::symlink_metadata(dir.join(RESULT_FILE)).is_ok() {
         return Ok(None);
@@ -144,11 +147,11 @@ fn read_live_command(session: &str, dir: &Path) -> Result<Option<LiveCommand>, O
     };
     Ok(serde_json::from_slice(&bytes)
         .ok()
-        .and_then(|file| live_of(session, dir, file)))
+        .and_then(|file| live_of(id, dir, file)))
 }
 
 /// The live command `file` names in `dir`, if its broker runs.
-fn live_of(session: &str, dir: &Path, file: CommandFile) -> Option<LiveCommand> {
+fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand> {
     let broker = file.broker?;
     if !broker_alive(&broker) {
         // Killed before it could clean up: its socket is stale.
@@ -171,7 +174,7 @@ fn live_of(session: &str, dir: &Path, file: CommandFile) -> Option<LiveCommand> 
         |e| e.ts_ms,
     );
     Some(LiveCommand {
-        id: CommandId::parse(session, &file_name(dir))?,
+        id: id.clone(),
         name: file.request.name.clone(),
         dir: dir.to_path_buf(),
         broker,

@@ -387,7 +387,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         .name
         .clone()
         .unwrap_or_else(|| derive_name(&CommandSpec::Argv(options.argv.clone())));
-    let journal = session.next_command_dir(&name).map_err(|err| {
+    let (command_id, journal) = session.next_command_dir(&name).map_err(|err| {
         let err = anyhow::anyhow!(
             "cannot create the command's journal directory in {}: {err}",
             session.path().display()
@@ -467,7 +467,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
             name,
             CommandSpec::Argv(options.argv.clone()),
             &journal_dir,
-            session.reference(&journal),
+            session.reference(&command_id),
             Pace::EXEC,
         )
     };

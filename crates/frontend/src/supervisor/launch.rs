@@ -65,8 +65,7 @@ mod tests {
 
     fn session() -> SessionRef {
         SessionRef {
-            id: "s".into(),
-            command: "01-a".into(),
+            command: tether_os::journal::CommandId::new("s", 1, "a"),
             state_dir: None,
         }
     }

@@ -87,7 +87,7 @@ impl Session {
     /// then renames `NN` to `NN-name`. Two processes can never both hold `NN` at once, and a
     /// later holder always sees the earlier one's `NN-name`, so no number is given twice.
     /// No lock is involved: a crash leaves at worst an empty `NN` directory.
-    pub fn next_command_dir(&mut self, name: &str) -> io::Result<JournalDir> {
+    pub fn next_command_dir(&mut self, name: &str) -> io::Result<(CommandId, JournalDir)> {
         let mut number = self.highest_number()? + 1;
         for _ in 0..NUMBER_ATTEMPTS {
             let reserved = CommandId::new(&self.id, number, "").dir_name();
@@ -105,29 +105,26 @@ impl Session {
                 number += 1;
                 continue;
             }
-            let wanted = CommandId::new(&self.id, number, name).dir_name();
+            let id = CommandId::new(&self.id, number, name);
+            let wanted = id.dir_name();
             if wanted == reserved {
-                return Ok(held);
+                return Ok((id, held));
             }
             self.rename_reserved(&reserved, &wanted)?;
-            return JournalDir::from_fd(held.try_clone_fd()?, self.dir.join(&wanted))
-                .map_err(io::Error::other);
+            let dir = JournalDir::from_fd(held.try_clone_fd()?, self.dir.join(&wanted))
+                .map_err(io::Error::other)?;
+            return Ok((id, dir));
         }
         Err(io::Error::other(format!(
             "no free command number after {NUMBER_ATTEMPTS} attempts"
         )))
     }
 
-    /// What a broker exports to its command for the journal directory `journal` of this
-    /// session, so that nested tether calls join the session.
-    pub fn reference(&self, journal: &JournalDir) -> SessionRef {
+    /// What a broker exports to `command` of this session (as [`Self::next_command_dir`]
+    /// made it), so that nested tether calls join the session.
+    pub fn reference(&self, command: &CommandId) -> SessionRef {
         SessionRef {
-            id: self.id.clone(),
-            command: journal
-                .path()
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            command: command.clone(),
             state_dir: self.state_dir.clone(),
         }
     }
@@ -272,13 +269,13 @@ mod tests {
             ("agent-1", "agent-1")
         );
         assert_eq!(first.path(), state.join("sessions/agent-1"));
-        let a = first.next_command_dir("build").unwrap();
-        let b = second.next_command_dir("build").unwrap();
-        let c = first.next_command_dir("").unwrap();
+        let (_, a) = first.next_command_dir("build").unwrap();
+        let (b_id, b) = second.next_command_dir("build").unwrap();
+        let (_, c) = first.next_command_dir("").unwrap();
         assert_eq!(a.path(), state.join("sessions/agent-1/01-build"));
         assert_eq!(b.path(), state.join("sessions/agent-1/02-build"));
         assert_eq!(c.path(), state.join("sessions/agent-1/03"));
-        assert_eq!(first.reference(&b).command, "02-build");
+        assert_eq!(first.reference(&b_id).broker_id(), "agent-1/02-build");
         // The descriptor is the renamed directory's.
         b.create_file("probe", false).unwrap();
         assert!(state.join("sessions/agent-1/02-build/probe").exists());
@@ -320,7 +317,7 @@ mod tests {
                     (0..EACH)
                         .map(|i| {
                             // Names differ, so only the number can collide.
-                            let dir = session.next_command_dir(&format!("w{w}-{i}")).unwrap();
+                            let (_, dir) = session.next_command_dir(&format!("w{w}-{i}")).unwrap();
                             dir.path()
                                 .file_name()
                                 .unwrap()

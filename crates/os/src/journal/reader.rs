@@ -11,6 +11,7 @@ use super::bounded::{oversized, read_metadata};
 use super::secure::open_regular;
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
+use tether_protocol::CommandId;
 use tether_protocol::protocol::{CommandResult, Event, EventKind, LaunchRequest, Stream};
 
 /// Who started a session, when and where.
@@ -91,8 +92,8 @@ impl std::fmt::Display for Damage {
 #[derive(Debug, Clone)]
 pub struct CommandRecord {
     pub dir: PathBuf,
-    /// The directory name, e.g. `01-build`.
-    pub id: String,
+    /// Its session and its directory's name there (`agent-1/01-build`).
+    pub id: CommandId,
     pub request: Option<LaunchRequest>,
     pub events: Vec<Event>,
     pub result: Option<CommandResult>,
@@ -142,10 +143,7 @@ impl CommandRecord {
         }
         let record = CommandRecord {
             dir: dir.to_path_buf(),
-            id: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            id: id_of(dir),
             request,
             events,
             result,
@@ -153,6 +151,21 @@ impl CommandRecord {
         };
         (record, tail)
     }
+}
+
+/// The command journaled in `dir`, its session's and its own names read lossily as a
+/// listing shows them. A directory that is no command's (a test's scratch directory) reads
+/// as command 0 of its parent, named as it is.
+fn id_of(dir: &Path) -> CommandId {
+    let name_of = |path: Option<&Path>| {
+        (path.and_then(Path::file_name)).map_or_else(String::new, |n| n.to_string_lossy().into())
+    };
+    let (session, name) = (name_of(dir.parent()), name_of(Some(dir)));
+    CommandId::parse(&session, &name).unwrap_or(CommandId {
+        session,
+        number: 0,
+        name,
+    })
 }
 
 /// A session directory and every command in it.

@@ -71,7 +71,7 @@ pub fn this_environment_outside() -> Vec<(OsString, OsString)> {
 }
 
 /// Whether this process runs inside a notify run: its session's leader is a keeper (named
-/// `tether-notify`, see `crate::attention::notify`) that runs this very program, as a keeper
+/// `tether-notify`, see the broker crate's `attention::notify`) that runs this very program, as a keeper
 /// (a fork of its broker, which never execs) does. The name alone would let a command run its
 /// shell calls unjournaled by naming a session leader so. One `getsid`, a small read and two
 /// `stat`s.

@@ -358,26 +358,50 @@ impl StdinSource {
 
 /// A command's place in the journal: its session id and its directory there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "SessionRefFields", into = "SessionRefFields")]
 pub struct SessionRef {
-    pub id: String,
-    /// The command directory's name (`03-build`).
-    pub command: String,
+    /// Its session (`id` on the wire) and its directory's name there (`command`: `03-build`).
+    pub command: CommandId,
     /// The state directory, absolute, exported as `TETHER_STATE_DIR` so that a nested call
     /// finds the same session even when the front end was given `--state-dir` (absent when
     /// the path is not UTF-8: the nested call then uses its own default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_dir: Option<PathBuf>,
 }
 
 impl SessionRef {
     /// `TETHER_BROKER_ID`: `<session>/<command directory>`, as [`CommandId`] shows it.
     pub fn broker_id(&self) -> String {
-        format!("{}/{}", self.id, self.command)
+        self.command.to_string()
     }
+}
 
-    /// The command this names; `None` if its directory's name is no command's.
-    pub fn command_id(&self) -> Option<CommandId> {
-        CommandId::parse(&self.id, &self.command)
+/// [`SessionRef`] as it is written: the session and the directory as two strings.
+#[derive(Serialize, Deserialize)]
+struct SessionRefFields {
+    id: String,
+    command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state_dir: Option<PathBuf>,
+}
+
+impl TryFrom<SessionRefFields> for SessionRef {
+    type Error = crate::BadCommandId;
+
+    fn try_from(fields: SessionRefFields) -> Result<SessionRef, crate::BadCommandId> {
+        Ok(SessionRef {
+            command: CommandId::from_dir_name(&fields.id, &fields.command)?,
+            state_dir: fields.state_dir,
+        })
+    }
+}
+
+impl From<SessionRef> for SessionRefFields {
+    fn from(session: SessionRef) -> SessionRefFields {
+        SessionRefFields {
+            command: session.command.dir_name(),
+            id: session.command.session,
+            state_dir: session.state_dir,
+        }
     }
 }
 
@@ -1086,6 +1110,26 @@ mod tests {
         ] {
             let kind: EventKind = serde_json::from_str(line).unwrap();
             assert_eq!(serde_json::to_string(&kind).unwrap(), line);
+        }
+    }
+
+    #[test]
+    fn a_session_reference_is_its_command_id_on_the_wire() {
+        for line in [
+            r#"{"id":"agent-1","command":"03-build"}"#,
+            r#"{"id":"20261130T064143Z-12","command":"04","state_dir":"/home/a/.local/state/tether"}"#,
+        ] {
+            let session: SessionRef = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&session).unwrap(), line);
+        }
+        let session: SessionRef =
+            serde_json::from_str(r#"{"id":"agent-1","command":"03-build"}"#).unwrap();
+        assert_eq!(session.command, CommandId::new("agent-1", 3, "build"));
+        assert_eq!(session.broker_id(), "agent-1/03-build");
+        for bad in ["build", "3-build", "03-a/b", ""] {
+            let line = format!(r#"{{"id":"s","command":"{bad}"}}"#);
+            let err = serde_json::from_str::<SessionRef>(&line).unwrap_err();
+            assert!(err.to_string().contains("is not a command id"), "{err}");
         }
     }
 

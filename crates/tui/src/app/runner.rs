@@ -69,8 +69,8 @@ impl Runner {
         else {
             return false;
         };
-        let journal = match session.next_command_dir(&command.config.name) {
-            Ok(journal) => journal,
+        let (command_id, journal) = match session.next_command_dir(&command.config.name) {
+            Ok(made) => made,
             Err(err) => {
                 let text = format!(
                     "cannot create a journal directory in {}: {err}; the command was not started",
@@ -131,7 +131,7 @@ impl Runner {
                 config.name.clone(),
                 config.command.clone(),
                 &dir,
-                session.reference(&journal),
+                session.reference(&command_id),
                 Pace::FLEET,
             )
         };

@@ -210,12 +210,7 @@ impl Watch {
         let Some(dir) = command.journal_dir.as_ref() else {
             return;
         };
-        let session = dir
-            .parent()
-            .and_then(Path::file_name)
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let live = discover::live_command(&session, dir);
+        let live = (command.id()).and_then(|id| discover::live_command(&id, dir));
         let Some(live) = live else {
             let _ = self
                 .replies
