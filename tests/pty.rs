@@ -37,11 +37,15 @@ fn a_terminal_per_stream_and_10_mib_of_binary_input_that_never_blocks_the_broker
     let env = TestEnv::new("pty-broker");
     let mut broker = DirectBroker::spawn(&env, "01-input");
     let received = env.path("received");
+    let go = env.path("go");
     // Raw mode first, so that every byte value passes as it is (no Ctrl-C, no line editing),
-    // then a pause: the whole input waits in the broker meanwhile.
+    // then a pause until the test says go: the whole input waits in the broker meanwhile,
+    // however long a loaded machine takes to send it.
     let script = format!(
         "test -t 0 && test -t 1 && test -t 2 && echo all-tty; echo err-side >&2; stty size; \
-         stty raw -echo -iexten; echo ready; sleep 1; head -c {TEN_MIB} > {}; echo done",
+         stty raw -echo -iexten; echo ready; while [ ! -e {} ]; do sleep 0.05; done; \
+         head -c {TEN_MIB} > {}; echo done",
+        go.display(),
         received.display()
     );
     let mut request = broker.launch_request("input", &["sh", "-c", &script], 2000);
@@ -69,6 +73,7 @@ fn a_terminal_per_stream_and_10_mib_of_binary_input_that_never_blocks_the_broker
     broker.wait_for("a pong while the input waits", |k| {
         matches!(k, EventKind::Pong)
     });
+    std::fs::write(&go, "").expect("tell the command to read");
     let events = broker.wait_close();
     assert_eq!(broker.wait_exit(), 0);
 

@@ -136,9 +136,11 @@ impl ModelServer {
     }
 
     /// Every request the agent made, as logged (`{method, path, step, tool_results, body}`).
+    /// A last line the server is still writing (no newline yet) is not one yet.
     pub fn requests(&self) -> Vec<Value> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        whole
             .lines()
             .map(|line| serde_json::from_str(line).expect("a logged request"))
             .collect()
