@@ -18,7 +18,8 @@
 //! | could not be started | `failed to start` | same | failed |
 //! | its broker vanished | `lost` | `lost` | failed |
 
-use tether_protocol::protocol::{Budget, ExitStatus};
+use tether_config::CommandConfig;
+use tether_protocol::protocol::{Budget, CommandSpec, Event, ExitStatus};
 
 use super::command::{CommandState, Status, signal_label};
 
@@ -93,6 +94,16 @@ impl Ending {
                 (None, None) => Ending::Ended,
             }
         })
+    }
+
+    /// How the run that `events` tell of ended, read as [`Ending::of`] reads a command: for a
+    /// front end that has only a run's events (`tether stop` following a broker, a journal).
+    pub fn of_events(events: &[Event]) -> Option<Ending> {
+        let mut run = CommandState::new(CommandConfig::new("", CommandSpec::Argv(Vec::new())));
+        for event in events {
+            run.apply(event);
+        }
+        Ending::of(&run)
     }
 
     /// The words for it, whole: `killed (SIGSEGV)`, `over budget (max_cpu)`, `exit 3`.
@@ -237,5 +248,42 @@ mod tests {
         running.status = Status::Running;
         assert_eq!(Ending::of(&running), None);
         assert_eq!(running.state_words(), "running");
+    }
+
+    #[test]
+    fn the_events_of_a_run_tell_how_it_ended() {
+        use tether_protocol::protocol::fixtures::{event, signal_sent, spawned};
+        use tether_protocol::protocol::{EventKind, Origin, ProcessSignal, Scope};
+        let term = || {
+            event(
+                10,
+                signal_sent(ProcessSignal::TERM, Scope::Group, Origin::Operator, 7),
+            )
+        };
+        let exit = |code, signal| {
+            event(
+                30,
+                EventKind::Exit {
+                    pid: 7,
+                    status: ExitStatus {
+                        code,
+                        signal,
+                        core_dumped: false,
+                    },
+                },
+            )
+        };
+        let stop = [event(0, spawned(7)), term(), exit(None, Some(15))];
+        let words = |events: &[Event]| Ending::of_events(events).map(Ending::words);
+        assert_eq!(words(&stop), Some("stopped (SIGTERM)".into()));
+        // What a subscriber sees of a stop, without the start before it.
+        assert_eq!(words(&stop[1..]), Some("stopped (SIGTERM)".into()));
+        let trapped = [event(0, spawned(7)), term(), exit(Some(143), None)];
+        assert_eq!(words(&trapped), Some("stopped (exit 143)".into()));
+        assert_eq!(
+            words(&[event(0, spawned(7)), exit(Some(1), None)]),
+            Some("exit 1".into())
+        );
+        assert_eq!(words(&stop[..2]), None, "not ended yet");
     }
 }
