@@ -166,6 +166,11 @@ fn stop_of_an_escapee_tree_leaves_nothing_and_exec_says_the_operator_stopped_it(
         "{said}"
     );
     assert!(said.contains("nothing is left"), "{said}");
+    // In the words every view uses for how it ended (`model::ending`), not a bare status.
+    assert!(
+        said.contains("; the command ended: stopped (SIGKILL);"),
+        "{said}"
+    );
 
     let run = running.wait(&env);
     let stderr = run.stderr_text();
@@ -657,6 +662,10 @@ fn without_a_socket_the_command_runs_and_stop_goes_through_the_brokers_pid() {
         assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
         assert!(
             text(&stopped.stdout).contains("stopped through its broker's pid"),
+            "{stopped:?}"
+        );
+        assert!(
+            text(&stopped.stdout).contains("; the command ended: stopped (SIGTERM);"),
             "{stopped:?}"
         );
         let run = running.wait(&env);

@@ -475,6 +475,13 @@ fn claude_codes_terminal_echo_of_a_tool_result_counts_once() {
     );
     let (all, _) = grep(&["--echoes", "-c", "UNIQUE-LINE-42"]);
     assert_eq!(all, "claude-tui/01-claude:2\nclaude-tui/04-echo:1\n");
+    // The call's row as the terminal showed it: Claude Code draws the spaces between its
+    // words by moves to a column (`CSI 29 G`), which are the spaces they skip.
+    let (call, _) = grep(&["--echoes", "Bash"]);
+    assert_eq!(
+        call,
+        "claude-tui/01-claude:stdout:30: …● Bash(echo UNIQUE-LINE-42; echo second-line-77)…\n"
+    );
     // What the agent wrote on its own is a hit as before.
     let (own, said) = grep(&["-c", "All done"]);
     assert_eq!(own, "claude-tui/01-claude:1\nclaude-tui/04-echo:0\n");

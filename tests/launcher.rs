@@ -12,7 +12,7 @@ use common::journal::command_dirs;
 use common::tmux::Tmux;
 use common::{BIN, TestEnv};
 use tether::journal::CommandRecord;
-use tether::protocol::{Event, EventKind};
+use tether::protocol::{Event, EventKind, Origin};
 
 /// The start-up: a database stand-in that listens after a second, a migration, a
 /// web server that needs both, a worker that fails and restarts.
@@ -196,6 +196,17 @@ restart_on_change = ["src/**/*.rs"]
     // The first run was stopped (not a failure to restart from) before the second began.
     assert!(has(&runs[0], "stop_started"), "{}", runs[0].display());
     assert!(at(&runs[0], "exit") <= at(&runs[1], "spawned"));
+    // And reads as restarted for the change, not as stopped by the operator.
+    let first = CommandRecord::load(&runs[0]);
+    let stops = first.events.iter().filter_map(|e| match &e.kind {
+        EventKind::StopStarted { origin, .. } => Some(*origin),
+        _ => None,
+    });
+    assert_eq!(stops.collect::<Vec<_>>(), [Origin::FileChanged]);
+    assert_eq!(
+        tether::model::replay::command_from_record(&first).state_words(),
+        "restarted (file changed)"
+    );
     quit(&env, tmux);
     assert_eq!(runs_of(&env, "server").len(), 2);
     env.finish();

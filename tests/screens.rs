@@ -343,6 +343,23 @@ fn main_view() {
     insta::assert_snapshot!(draw(120, 36, &ViewState::default()));
 }
 
+/// At 120 columns the list is 40 wide: `failed to start` gives COMMAND its 10 columns, cut
+/// only as far as that takes, and every row still says what it runs.
+#[test]
+fn a_narrow_list_keeps_room_for_the_command_text() {
+    let screen = draw(120, 36, &ViewState::default());
+    for (name, state, command) in [
+        ("build", "running ", "make"),
+        ("runaway", "stopped ", "killed tr…"),
+        ("missing", "failed to s…", "no-such-c…"),
+    ] {
+        let row = rows_with(&screen, &format!(" {name} "))[0];
+        assert!(row.contains(state), "{state} in {row:?}");
+        assert!(row.contains(command), "{command} in {row:?}");
+    }
+    assert!(rows_with(&screen, "  NAME ")[0].contains("COMMAND"));
+}
+
 #[test]
 fn tree_focused_with_selection() {
     let view = ViewState {
@@ -1462,10 +1479,8 @@ fn the_launchers_states_read_in_the_list_and_under_the_timeline() {
 
     let screen = draw_with(120, 36, &model, &content(), &ViewState::default());
     assert!(row(&screen, " web ").contains("waiting"), "{screen}");
-    assert!(
-        row(&screen, "worker (run 3)").contains("restart"),
-        "{screen}"
-    );
+    // Its name cut where the list keeps COMMAND its room (`worker (…`).
+    assert!(row(&screen, " worker ").contains("restart"), "{screen}");
     assert!(row(&screen, " cron ").contains("gave up"), "{screen}");
     assert!(row(&screen, " api ").contains("blocked"), "{screen}");
 

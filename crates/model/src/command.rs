@@ -228,6 +228,8 @@ pub struct CommandState {
     /// ends a process, before it ended: however it then ended, that was their doing, not a
     /// failure.
     pub stopped_by_hand: bool,
+    /// The TUI's launcher stopped it to start it again: a watched file changed.
+    pub restarted_for_change: bool,
     pub parent_lost: Option<ParentLossCause>,
     /// The latest moment that needed the operator (`attention`), and whether it still does.
     pub attention: Option<AttentionMark>,
@@ -299,6 +301,7 @@ impl CommandState {
             response_timeout: false,
             drained: false,
             stopped_by_hand: false,
+            restarted_for_change: false,
             parent_lost: None,
             attention: None,
             escapees_reaped: 0,
@@ -452,6 +455,8 @@ impl CommandState {
             EventKind::StopStarted { origin, .. } => {
                 self.drained |= *origin == Origin::FinalDrain;
                 self.stopped_by_hand |= by_hand(*origin) && self.ended_ms.is_none();
+                self.restarted_for_change |=
+                    *origin == Origin::FileChanged && self.ended_ms.is_none();
                 if matches!(self.status, Status::Running | Status::Stopped) {
                     self.status = Status::Stopping;
                 }
@@ -462,6 +467,9 @@ impl CommandState {
                 // is left after it (as the broker's attention counts) ended nothing.
                 self.stopped_by_hand |=
                     by_hand(*origin) && signal.ends_by_hand() && self.ended_ms.is_none();
+                self.restarted_for_change |= *origin == Origin::FileChanged
+                    && signal.ends_by_hand()
+                    && self.ended_ms.is_none();
                 if *signal != ProcessSignal::CONT {
                     self.markers.push((ts, Marker::Signal));
                 }

@@ -340,6 +340,7 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         Origin::FinalDrain => Some("final drain"),
         Origin::Caller => Some("passed on from its caller"),
         Origin::Budget => Some("budget"),
+        Origin::FileChanged => Some("a watched file changed"),
     };
     match (client, cause) {
         (Some(client), None) => one_line(&client.describe()),

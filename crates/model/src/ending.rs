@@ -9,6 +9,7 @@
 //! |---|---|---|---|
 //! | stopped after its final line (`drain_on`) | `finished` | `finished` | ok |
 //! | stopped by the operator (a key, `tether stop`, quitting the TUI) or the agent | `stopped (SIGTERM)`, `stopped (exit 143)` | `stopped` | stopped |
+//! | stopped by the TUI's launcher to start it again (`restart_on_change`) | `restarted (file changed)` | `restarted` | stopped |
 //! | a budget's stop | `over budget (max_cpu)` | `over budget` | killed |
 //! | the no-output watchdog | `timed out (SIGKILL)` | `timed out` | killed |
 //! | its front end died (`parent_lost`) | `parent lost (SIGTERM)` | `parent lost` | killed |
@@ -18,7 +19,8 @@
 //! | could not be started | `failed to start` | same | failed |
 //! | its broker vanished | `lost` | `lost` | failed |
 
-use tether_protocol::protocol::{Budget, ExitStatus};
+use tether_config::CommandConfig;
+use tether_protocol::protocol::{Budget, CommandSpec, Event, ExitStatus};
 
 use super::command::{CommandState, Status, signal_label};
 
@@ -30,6 +32,9 @@ pub enum Ending {
     /// Stopped (or ended by a signal sent) by the operator (quitting the TUI included) or,
     /// through the shim, the agent.
     Stopped(ExitStatus),
+    /// Stopped by the TUI's launcher to start it again, because a file that its
+    /// `restart_on_change` watches changed: not a failure, nor the operator's stop.
+    Restarted,
     /// A budget's stop (`max_time`, `max_cpu`, `max_output`).
     OverBudget(Budget),
     /// The no-output watchdog stopped it.
@@ -75,6 +80,8 @@ impl Ending {
             Ending::Finished
         } else if command.stopped_by_hand {
             Ending::Stopped(exit)
+        } else if command.restarted_for_change {
+            Ending::Restarted
         } else if let Some(budget) = command.over_budget {
             Ending::OverBudget(budget)
         } else if command.response_timeout {
@@ -95,6 +102,16 @@ impl Ending {
         })
     }
 
+    /// How the run that `events` tell of ended, read as [`Ending::of`] reads a command: for a
+    /// front end that has only a run's events (`tether stop` following a broker, a journal).
+    pub fn of_events(events: &[Event]) -> Option<Ending> {
+        let mut run = CommandState::new(CommandConfig::new("", CommandSpec::Argv(Vec::new())));
+        for event in events {
+            run.apply(event);
+        }
+        Ending::of(&run)
+    }
+
     /// The words for it, whole: `killed (SIGSEGV)`, `over budget (max_cpu)`, `exit 3`.
     pub fn words(self) -> String {
         let how = |exit: ExitStatus| match (exit.code, exit.signal) {
@@ -105,6 +122,7 @@ impl Ending {
         match self {
             Ending::Finished => "finished".into(),
             Ending::Stopped(exit) => format!("stopped ({})", how(exit)),
+            Ending::Restarted => "restarted (file changed)".into(),
             Ending::OverBudget(budget) => format!("over budget ({})", budget.key()),
             Ending::TimedOut(exit) => format!("timed out ({})", how(exit)),
             Ending::ParentLost(exit) => format!("parent lost ({})", how(exit)),
@@ -140,7 +158,7 @@ impl Ending {
             Ending::Exited(_) | Ending::Ended | Ending::FailedToStart | Ending::Lost => {
                 Count::Failed
             }
-            Ending::Stopped(_) => Count::Stopped,
+            Ending::Stopped(_) | Ending::Restarted => Count::Stopped,
             Ending::OverBudget(_)
             | Ending::TimedOut(_)
             | Ending::ParentLost(_)
@@ -237,5 +255,107 @@ mod tests {
         running.status = Status::Running;
         assert_eq!(Ending::of(&running), None);
         assert_eq!(running.state_words(), "running");
+    }
+
+    #[test]
+    fn the_events_of_a_run_tell_how_it_ended() {
+        use tether_protocol::protocol::fixtures::{event, signal_sent, spawned};
+        use tether_protocol::protocol::{EventKind, Origin, ProcessSignal, Scope};
+        let term = || {
+            event(
+                10,
+                signal_sent(ProcessSignal::TERM, Scope::Group, Origin::Operator, 7),
+            )
+        };
+        let exit = |code, signal| {
+            event(
+                30,
+                EventKind::Exit {
+                    pid: 7,
+                    status: ExitStatus {
+                        code,
+                        signal,
+                        core_dumped: false,
+                    },
+                },
+            )
+        };
+        let stop = [event(0, spawned(7)), term(), exit(None, Some(15))];
+        let words = |events: &[Event]| Ending::of_events(events).map(Ending::words);
+        assert_eq!(words(&stop), Some("stopped (SIGTERM)".into()));
+        // What a subscriber sees of a stop, without the start before it.
+        assert_eq!(words(&stop[1..]), Some("stopped (SIGTERM)".into()));
+        let trapped = [event(0, spawned(7)), term(), exit(Some(143), None)];
+        assert_eq!(words(&trapped), Some("stopped (exit 143)".into()));
+        assert_eq!(
+            words(&[event(0, spawned(7)), exit(Some(1), None)]),
+            Some("exit 1".into())
+        );
+        assert_eq!(words(&stop[..2]), None, "not ended yet");
+    }
+
+    /// The launcher's restart on a changed file reads as that, not as the operator's stop;
+    /// a journal from before `file_changed` (origin `operator`) reads as it always did.
+    #[test]
+    fn a_restart_for_a_changed_file_reads_as_one() {
+        use std::time::Duration;
+        use tether_protocol::protocol::fixtures::{event, signal_sent, spawned};
+        use tether_protocol::protocol::{EventKind, Origin, ProcessSignal, Scope};
+        let run = |origin| {
+            [
+                event(0, spawned(7)),
+                event(
+                    10,
+                    EventKind::StopStarted {
+                        origin,
+                        grace: Duration::from_secs(2),
+                    },
+                ),
+                event(
+                    10,
+                    signal_sent(ProcessSignal::TERM, Scope::Group, origin, 7),
+                ),
+                event(
+                    20,
+                    EventKind::Exit {
+                        pid: 7,
+                        status: ExitStatus {
+                            code: None,
+                            signal: Some(15),
+                            core_dumped: false,
+                        },
+                    },
+                ),
+            ]
+        };
+        let restarted = Ending::of_events(&run(Origin::FileChanged)).expect("ended");
+        assert_eq!(restarted, Ending::Restarted);
+        assert_eq!(
+            (
+                restarted.words(),
+                restarted.short_words(),
+                restarted.count()
+            ),
+            (
+                "restarted (file changed)".into(),
+                "restarted".into(),
+                Count::Stopped
+            )
+        );
+        let old = Ending::of_events(&run(Origin::Operator)).expect("ended");
+        assert_eq!(old.words(), "stopped (SIGTERM)");
+        // The operator's stop of a run that a change was restarting wins.
+        let mut both = run(Origin::FileChanged).to_vec();
+        both.insert(
+            2,
+            event(
+                10,
+                signal_sent(ProcessSignal::KILL, Scope::Group, Origin::Operator, 7),
+            ),
+        );
+        assert_eq!(
+            Ending::of_events(&both).map(Ending::words),
+            Some("stopped (SIGTERM)".into())
+        );
     }
 }

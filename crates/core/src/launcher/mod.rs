@@ -198,8 +198,12 @@ pub enum Input {
 pub enum Action {
     /// Start run `run` of the command (1 for its first), in a fresh journal directory.
     Launch { command: usize, run: u32 },
-    /// Run the command's stop sequence.
+    /// Run the command's stop sequence: the operator's stop, or quitting.
     Stop { command: usize },
+    /// Run the command's stop sequence to start it again: a file that its
+    /// `restart_on_change` watches changed (journaled as that, origin `file_changed`, so
+    /// that the run does not read as stopped by the operator).
+    Restart { command: usize },
     /// The command will not run (again) on its own: tell the operator why, as a failure.
     Fail { command: usize, reason: String },
     /// Tell the operator (a restart to come).
@@ -461,8 +465,8 @@ impl Launcher {
         }
         e.facts.ended = Some(how.clone());
         self.stopping.retain(|&s| s != i);
-        // A stop the operator (or quitting) asked for wins over a change's restart: the
-        // change's own stop also ends `by_operator`, so that is told by `restart_after_stop`.
+        // A stop the operator (or quitting) asked for wins over a change's restart; the
+        // change's own stop is told by `restart_after_stop`, however the run's end reads.
         if self.quitting || e.stop_asked {
             e.phase = Phase::Ended;
         } else if e.restart_after_stop {
@@ -616,7 +620,7 @@ impl Launcher {
                     Phase::Running if !e.stop_sent => {
                         e.restart_after_stop = true;
                         e.stop_sent = true;
-                        self.actions.push_back(Action::Stop { command: i });
+                        self.actions.push_back(Action::Restart { command: i });
                     }
                     Phase::Ended | Phase::GaveUp | Phase::RestartDue(_) | Phase::Blocked(_) => {
                         e.restarts = 0;

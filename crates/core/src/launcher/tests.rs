@@ -65,6 +65,15 @@ fn stopped(words: &str) -> Ending {
     }
 }
 
+/// The end of a run the launcher stopped for a changed file, as the driver names it.
+fn restarted() -> Ending {
+    Ending::Exited {
+        done: false,
+        by_operator: false,
+        words: "restarted (file changed)".into(),
+    }
+}
+
 fn launch(command: usize, run: u32) -> Action {
     Action::Launch { command, run }
 }
@@ -426,7 +435,7 @@ fn changes_are_debounced_into_one_restart() {
     }
     assert_eq!(w.launcher.poll_timeout(), Some(w.t(650)));
     assert_eq!(w.at(649, Input::Wake), []);
-    assert_eq!(w.at(650, Input::Wake), [Action::Stop { command: 0 }]);
+    assert_eq!(w.at(650, Input::Wake), [Action::Restart { command: 0 }]);
     // The stop's exit starts the next run at once, whatever the policy.
     assert_eq!(w.exit(700, 0, 143), [launch(0, 2)]);
     // A change after the command ended starts it again too.
@@ -435,11 +444,31 @@ fn changes_are_debounced_into_one_restart() {
     assert_eq!(w.at(1200, Input::Wake), [launch(0, 3)]);
 }
 
+/// A change's stop is a restart, not the operator's stop (which would hold the command) nor
+/// a crash (which the policy would count, or give up on): the next run starts at once and
+/// nothing is said of the one that ended.
+#[test]
+fn a_change_restart_is_neither_a_stop_nor_a_crash() {
+    let mut w = World::new(vec![worker(Restart::OnFailure, 0)], false);
+    w.at(10, Input::Spawned(0));
+    w.at(20, Input::FileChanged(0));
+    assert_eq!(w.at(320, Input::Wake), [Action::Restart { command: 0 }]);
+    assert_eq!(w.launcher.state(0), State::Running);
+    let how = restarted();
+    assert_eq!(w.at(400, Input::Ended { command: 0, how }), [launch(0, 2)]);
+    // And again: no count of restarts in a row to give up on.
+    w.at(410, Input::Spawned(0));
+    w.at(420, Input::FileChanged(0));
+    assert_eq!(w.at(720, Input::Wake), [Action::Restart { command: 0 }]);
+    let how = restarted();
+    assert_eq!(w.at(800, Input::Ended { command: 0, how }), [launch(0, 3)]);
+}
+
 #[test]
 fn an_operator_stop_during_a_change_restart_wins() {
     let mut w = World::new(vec![worker(Restart::No, 3)], false);
     w.at(10, Input::FileChanged(0));
-    assert_eq!(w.at(310, Input::Wake), [Action::Stop { command: 0 }]);
+    assert_eq!(w.at(310, Input::Wake), [Action::Restart { command: 0 }]);
     // The stop is under way: no second one, and no restart after it.
     assert_eq!(w.at(320, Input::Stop(0)), []);
     let how = stopped("stopped (SIGTERM)");
@@ -456,7 +485,7 @@ fn an_ordered_stop_is_not_undone_by_a_change() {
     let mut w = World::new(plans.clone(), true);
     w.at(10, Input::Spawned(0));
     w.at(20, Input::FileChanged(0));
-    assert_eq!(w.at(320, Input::Wake), [Action::Stop { command: 0 }]);
+    assert_eq!(w.at(320, Input::Wake), [Action::Restart { command: 0 }]);
     assert_eq!(w.at(330, Input::Stop(0)), [Action::Stop { command: 1 }]);
     let how = stopped("stopped (SIGTERM)");
     assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
@@ -489,7 +518,7 @@ fn a_change_does_not_bring_back_what_the_operator_stopped() {
     // Started again by the operator, it follows its changes again.
     assert_eq!(w.at(2000, Input::Start(0)), [launch(0, 2)]);
     w.at(2010, Input::FileChanged(0));
-    assert_eq!(w.at(2310, Input::Wake), [Action::Stop { command: 0 }]);
+    assert_eq!(w.at(2310, Input::Wake), [Action::Restart { command: 0 }]);
 }
 
 #[test]
@@ -503,8 +532,8 @@ fn a_change_restart_waits_for_the_dependencies() {
     // db restarts (due at 1100) when web's change stops it.
     assert_eq!(w.exit(100, 0, 1).len(), 1);
     w.at(110, Input::FileChanged(1));
-    assert_eq!(w.at(410, Input::Wake), [Action::Stop { command: 1 }]);
-    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(410, Input::Wake), [Action::Restart { command: 1 }]);
+    let how = restarted();
     assert_eq!(w.at(500, Input::Ended { command: 1, how }), []);
     assert_eq!(
         w.launcher.state(1),

@@ -189,7 +189,7 @@ impl Broker {
         let by_hand = self.attention.ended_by_hand
             || matches!(
                 self.result.stopped_by,
-                Some(Origin::Operator | Origin::Caller)
+                Some(Origin::Operator | Origin::Caller | Origin::FileChanged)
             );
         let with_what_ran_it = matches!(
             self.result.stopped_by,

@@ -79,6 +79,7 @@ pub(super) fn asked(origin: Origin) -> bool {
     matches!(
         origin,
         Origin::Operator
+            | Origin::FileChanged
             | Origin::Caller
             | Origin::Watchdog
             | Origin::Budget

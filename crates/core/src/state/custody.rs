@@ -25,7 +25,8 @@ impl Custody {
 /// What a stop sequence's origin means for leftovers kept in custody.
 fn end_for(origin: Origin) -> LeftoversEnd {
     match origin {
-        Origin::Operator => LeftoversEnd::Operator,
+        // The launcher's restart is the operator's TUI stopping it.
+        Origin::Operator | Origin::FileChanged => LeftoversEnd::Operator,
         // The caller's signal was for the main process; what it left is the session's.
         Origin::Caller => LeftoversEnd::CallerExited,
         // A budget spent in custody (time, CPU of what was left) ends it as its limit does.

@@ -12,11 +12,10 @@ use tokio::time::{Instant, timeout_at};
 use super::client::Ack;
 use super::discover::{LiveCommand, live_commands_noting};
 use super::fallback;
-use super::report::StopReport;
+use super::report::{StopReport, ended_words};
 use super::target::{Target, no_match};
 use crate::supervisor::intervals::{ACK_TIMEOUT, REMOTE_STOP_WAIT};
 use crate::supervisor::{Answer, BrokerConversation};
-use tether_model::command::exit_label;
 use tether_model::output::one_line;
 use tether_os::journal::{CommandRecord, state_dir};
 use tether_os::sampler::Sampler;
@@ -281,10 +280,13 @@ async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String
 
 /// The answer for a command that finished between the listing and now.
 fn ended_already(command: &LiveCommand, action: &Action) -> Result<String, String> {
-    let ended = CommandRecord::load(&command.dir)
+    let record = CommandRecord::load(&command.dir);
+    let ended = record
         .result
         .and_then(|r| r.exit)
-        .map_or_else(String::new, |s| format!(" ({})", exit_label(s)));
+        .map_or_else(String::new, |s| {
+            format!(" ({})", ended_words(&record.events, s))
+        });
     match action {
         Action::Stop => Ok(format!("it had already ended{ended}; nothing is left")),
         Action::Signal(_) => Err(format!("it ended before it could be signalled{ended}")),

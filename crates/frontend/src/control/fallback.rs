@@ -14,11 +14,10 @@ use tokio::io::Interest;
 use tokio::time::{Instant, timeout};
 
 use super::discover::LiveCommand;
-use super::report::{Sent, describe_signals};
+use super::report::{Sent, describe_signals, ended_words};
 use super::verify::{open_broker, signal_broker};
 use crate::supervisor::intervals::REMOTE_STOP_WAIT;
 use crate::supervisor::leftovers::{GroupLeader, signal_directly};
-use tether_model::command::exit_label;
 use tether_os::journal::CommandRecord;
 use tether_protocol::protocol::ProcessSignal;
 use tether_protocol::units::short_duration;
@@ -50,7 +49,7 @@ pub async fn stop_through_pid(command: &LiveCommand, why: &str) -> Result<String
         .result
         .and_then(|r| r.exit)
         .map_or_else(String::new, |s| {
-            format!("; the command ended: {}", exit_label(s))
+            format!("; the command ended: {}", ended_words(&record.events, s))
         });
     Ok(format!(
         "stopped through its broker's pid ({why}): {}{ended}; nothing is left ({})",

@@ -2,6 +2,7 @@
 //! `tether stop` and by the `tether exec` whose command was stopped from outside.
 
 use tether_model::command::exit_label;
+use tether_model::ending::Ending;
 use tether_protocol::protocol::{Event, EventKind, ExitStatus, ProcessSignal};
 use tether_protocol::units::short_duration;
 
@@ -71,10 +72,13 @@ pub fn describe_signals(sent: &[Sent]) -> String {
 }
 
 /// What a subscriber learns of a stop, event by event.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StopReport {
     pub sent: Vec<Sent>,
     pub exit: Option<ExitStatus>,
+    /// The events that say how the run ended (who stopped it, a hard kill, its exit), for
+    /// the words every view uses for that ([`Ending`]).
+    pub ending_events: Vec<Event>,
     pub orphans_reaped: usize,
     /// The broker said `close`: nothing of the command is left.
     pub closed: bool,
@@ -82,6 +86,12 @@ pub struct StopReport {
 
 impl StopReport {
     pub fn apply(&mut self, event: &Event) {
+        if !matches!(
+            event.kind,
+            EventKind::Output { .. } | EventKind::Tree { .. } | EventKind::OrphanReaped { .. }
+        ) {
+            self.ending_events.push(event.clone());
+        }
         match &event.kind {
             EventKind::SignalSent { .. } => self.sent.extend(Sent::of(event)),
             EventKind::Exit { status, .. } => self.exit = Some(*status),
@@ -95,11 +105,15 @@ impl StopReport {
         }
     }
 
-    /// `SIGTERM, SIGKILL after 2s; the command ended: SIGKILL; 2 orphans reaped`.
+    /// `SIGTERM, SIGKILL after 2s; the command ended: stopped (SIGKILL); 2 escaped processes
+    /// reaped`.
     pub fn describe(&self) -> String {
         let mut text = describe_signals(&self.sent);
         if let Some(status) = self.exit {
-            text.push_str(&format!("; the command ended: {}", exit_label(status)));
+            text.push_str(&format!(
+                "; the command ended: {}",
+                ended_words(&self.ending_events, status)
+            ));
         }
         if self.orphans_reaped > 0 {
             let es = if self.orphans_reaped == 1 { "" } else { "es" };
@@ -110,6 +124,12 @@ impl StopReport {
         }
         text
     }
+}
+
+/// How a run ended, in the words every view uses (`stopped (SIGTERM)`, `exit 1`), read from
+/// its events; the bare status where they do not say (its leftovers still kept).
+pub fn ended_words(events: &[Event], status: ExitStatus) -> String {
+    Ending::of_events(events).map_or_else(|| exit_label(status), Ending::words)
 }
 
 #[cfg(test)]
@@ -177,7 +197,7 @@ mod tests {
         assert!(report.closed);
         assert_eq!(
             report.describe(),
-            "SIGTERM; the command ended: SIGTERM; 1 escaped process reaped"
+            "SIGTERM; the command ended: stopped (SIGTERM); 1 escaped process reaped"
         );
     }
 }

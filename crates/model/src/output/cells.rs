@@ -1,5 +1,5 @@
 //! One terminal row of unbounded width: the cells a line's characters land in, and the cursor
-//! that `\r`, `\t`, backspace and erase-in-line move about in it.
+//! that `\r`, `\t`, backspace, the moves along the row and erase-in-line move about in it.
 
 use super::style::{Span, Style, StyledLine};
 use super::width::{cluster_width, extends_cluster};
@@ -7,6 +7,10 @@ use super::width::{cluster_width, extends_cluster};
 /// The most combining marks one cell keeps; more would only let a line of "zalgo" text grow
 /// a cell without limit.
 const MAX_MARKS: usize = 16;
+
+/// The right margin of the moves along a row (`CSI n C`, `CSI n G`): no terminal is wider,
+/// and so a line of such moves, a few bytes each, cannot grow a row without limit.
+pub(crate) const MOVE_MARGIN: usize = 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -148,6 +152,21 @@ impl LineCells {
         self.cursor = self.cursor.saturating_sub(1);
     }
 
+    /// Cursor forward (`CSI n C`): `n` columns right, up to [`MOVE_MARGIN`]. What it moves
+    /// over stays; where the row has no cells yet, what is written after it pads with
+    /// blanks: the spaces a program that draws words apart by moves meant.
+    pub(crate) fn forward(&mut self, n: usize) {
+        self.cursor = self
+            .cursor
+            .saturating_add(n)
+            .min(MOVE_MARGIN.max(self.cursor));
+    }
+
+    /// Cursor to column `column` (0-based) of the row (`CSI n G`), at most [`MOVE_MARGIN`].
+    pub(crate) fn move_to_column(&mut self, column: usize) {
+        self.cursor = column.min(MOVE_MARGIN);
+    }
+
     /// Moves to the next multiple of 8, filling with blanks where the line has no cells yet.
     pub(crate) fn tab(&mut self) {
         self.cursor = (self.cursor / 8 + 1) * 8;
@@ -257,6 +276,44 @@ mod tests {
         cells.tab();
         put_str(&mut cells, "X");
         assert_eq!(text(cells), "abcdefghXj");
+    }
+
+    #[test]
+    fn moves_along_the_row_leave_blanks_and_keep_what_they_pass() {
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "echo");
+        cells.forward(1);
+        put_str(&mut cells, "hi");
+        cells.move_to_column(10);
+        put_str(&mut cells, "|");
+        assert_eq!(text(cells), "echo hi   |");
+
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "abcdef");
+        cells.carriage_return();
+        cells.forward(2);
+        put_str(&mut cells, "X");
+        cells.move_to_column(0);
+        put_str(&mut cells, "Y");
+        assert_eq!(text(cells), "YbXdef");
+
+        // Nothing after the move: no blanks at the end.
+        let mut cells = LineCells::default();
+        put_str(&mut cells, "a");
+        cells.forward(5);
+        assert_eq!(text(cells), "a");
+    }
+
+    #[test]
+    fn moves_stop_at_the_margin() {
+        let mut cells = LineCells::default();
+        for _ in 0..100 {
+            cells.forward(usize::from(u16::MAX));
+            put_str(&mut cells, "x");
+        }
+        cells.move_to_column(usize::MAX);
+        put_str(&mut cells, "y");
+        assert!(text(cells).chars().count() <= MOVE_MARGIN + 101);
     }
 
     #[test]

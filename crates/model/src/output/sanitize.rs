@@ -134,6 +134,15 @@ impl LineRenderer {
     }
 }
 
+/// A CSI sequence's first parameter; 0 when it has none.
+fn first_param(params: &Params) -> usize {
+    params
+        .iter()
+        .next()
+        .and_then(|p| p.first().copied())
+        .map_or(0, usize::from)
+}
+
 /// The UTF-8 encoding of U+FFFD, what a terminal shows for bytes that are not UTF-8.
 const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 
@@ -220,6 +229,11 @@ impl Perform for Screen {
                 let mode = params.iter().next().and_then(|p| p.first().copied());
                 self.cells.erase(mode.unwrap_or(0));
             }
+            // Moves along the row: a terminal UI (Claude Code's) draws the spaces between
+            // words by them, and without them `echo hi` would read `echohi`. Moves to other
+            // rows are dropped: the line has one.
+            'C' => self.cells.forward(first_param(params).max(1)),
+            'G' => self.cells.move_to_column(first_param(params).max(1) - 1),
             _ => {}
         }
     }
@@ -319,9 +333,30 @@ mod tests {
     #[test]
     fn clear_screen_and_cursor_moves_are_dropped() {
         assert_eq!(text(b"\x1b[2Ja\x1b[Hb\x1b[3;4Hc"), "abc");
-        assert_eq!(text(b"a\x1b[2Ab\x1b[5Cc\x1b[1Dd\x1b[10Ge"), "abcde");
+        // Moves along the row (`C`, `G`) are kept: `tests::moves_along_the_row_...`.
+        assert_eq!(text(b"a\x1b[2Ab\x1b[1Dd\x1b[3Be"), "abde");
         assert_eq!(text(b"\x1b[?1049h\x1b[?25lx\x1b[1;24r\x1b[?1049l"), "x");
         assert_eq!(text(b"a\x1b[6nb\x1b[cc\x1b[0;0;0tz"), "abcz");
+    }
+
+    /// Claude Code draws a tool call's words apart by moves to a column (recorded:
+    /// tests/fixtures/claude-code-tui), and sometimes by cursor-forward.
+    #[test]
+    fn moves_along_the_row_are_the_spaces_they_skip() {
+        let row = b"\xe2\x97\x8f\x1b[3G\x1b[39m\x1b[1mBash\x1b[22m(echo UNIQUE-LINE-42;\x1b[29Gecho\x1b[34Gsecond-line-77)";
+        assert_eq!(
+            text(row),
+            "\u{25cf} Bash(echo UNIQUE-LINE-42; echo second-line-77)"
+        );
+        assert_eq!(text(b"Bash(echo\x1b[1Chi)"), "Bash(echo hi)");
+        assert_eq!(
+            text(b"a\x1b[Cb\x1b[0Cc"),
+            "a b c",
+            "no count, or 0: one column"
+        );
+        assert_eq!(text(b"abc\x1b[Gx"), "xbc", "no column: the first");
+        // A move forward with nothing after it adds nothing.
+        assert_eq!(text(b"done\x1b[5C"), "done");
     }
 
     #[test]

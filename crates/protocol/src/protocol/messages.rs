@@ -468,6 +468,9 @@ pub enum Origin {
     Caller,
     /// The command reached one of its budgets (`budget_exceeded` says which).
     Budget,
+    /// The TUI's launcher stops the command to start it again: a file that its
+    /// `restart_on_change` watches changed.
+    FileChanged,
 }
 
 /// What about a command needs the operator.
@@ -1110,6 +1113,26 @@ mod tests {
         ] {
             let kind: EventKind = serde_json::from_str(line).unwrap();
             assert_eq!(serde_json::to_string(&kind).unwrap(), line);
+        }
+    }
+
+    /// Journals keep these names: one renamed would make every old journal unreadable.
+    #[test]
+    fn each_origin_has_its_name_on_the_wire() {
+        for (origin, name) in [
+            (Origin::Operator, "operator"),
+            (Origin::Watchdog, "watchdog"),
+            (Origin::ParentLost, "parent_lost"),
+            (Origin::Shutdown, "shutdown"),
+            (Origin::Reclaim, "reclaim"),
+            (Origin::FinalDrain, "final_drain"),
+            (Origin::Caller, "caller"),
+            (Origin::Budget, "budget"),
+            (Origin::FileChanged, "file_changed"),
+        ] {
+            let wire = format!("{name:?}");
+            assert_eq!(serde_json::to_string(&origin).unwrap(), wire);
+            assert_eq!(serde_json::from_str::<Origin>(&wire).unwrap(), origin);
         }
     }
 

@@ -47,6 +47,12 @@ impl Runner {
                     };
                     self.fleet.send(command, stop);
                 }
+                LaunchAction::Restart { command } => {
+                    let stop = Request::Stop {
+                        origin: Some(Origin::FileChanged),
+                    };
+                    self.fleet.send(command, stop);
+                }
                 LaunchAction::Fail { command, reason } => self.told_failed(command, reason),
                 LaunchAction::Report { text, .. } => self.app.view.say(text),
             }

@@ -244,7 +244,11 @@ fn cell(
         Column::Marker => Cell::from(if selected { "▶" } else { " " }),
         Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
         Column::Name => Cell::from(format::fit(&one_line(&c.title()), width)),
-        Column::State => Cell::from(Span::styled(c.short_label(), style::state(c))),
+        // Cut only where the list is narrow and the state is a long one (`list_columns`).
+        Column::State => Cell::from(Span::styled(
+            format::truncate(&c.short_label(), width),
+            style::state(c),
+        )),
         Column::Time => Cell::from(
             c.runtime_ms(content.now_ms)
                 .map(format::duration_ms)

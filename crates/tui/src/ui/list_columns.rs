@@ -1,7 +1,8 @@
 //! Which columns the command list shows in a given width, and how wide each is: the state
 //! and the CPU always (a runaway must show at any size), the name as far as it goes, then the
 //! runtime, the number, memory and start while they leave the command text room; the command
-//! text gets what is left.
+//! text gets what is left, and keeps [`MIN_COMMAND`] where a long name or a long state
+//! (`failed to start`) would take it: those give way first, the state cut with `…`.
 
 /// A column of the command list, in the order shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,8 @@ const START: usize = 10;
 const MIN_COMMAND: usize = 10;
 /// A name longer than this is cut: the command text after it says the rest.
 const MAX_NAME: usize = 24;
+/// The narrowest a name gets to leave the command text its minimum.
+const MIN_NAME: usize = 8;
 
 /// The optional columns, the first to go first: right to left, but the number goes before
 /// the runtime (the name tells most commands apart), and the CPU never does (it finds the
@@ -55,9 +58,9 @@ const DROP_ORDER: [Column; 4] = [Column::Start, Column::Rss, Column::Number, Col
 /// longest number `number` (`#` included) and longest state `state`, with their widths, in
 /// the order shown.
 pub fn layout(inner: usize, name: usize, number: usize, state: usize) -> Vec<(Column, usize)> {
-    let name = name.clamp(4, MAX_NAME);
-    let state = state.clamp(MIN_STATE, MAX_STATE);
-    let width_of = |column: Column| match column {
+    let mut name = name.clamp(4, MAX_NAME);
+    let mut state = state.clamp(MIN_STATE, MAX_STATE);
+    let width_of = |column: Column, name: usize, state: usize| match column {
         Column::Marker => 1,
         Column::Number => number,
         Column::Name => name,
@@ -77,16 +80,34 @@ pub fn layout(inner: usize, name: usize, number: usize, state: usize) -> Vec<(Co
         Column::Start,
     ];
     // Each column but the first takes a space before it.
-    let used = |shown: &[Column]| -> usize {
-        shown.iter().map(|c| width_of(*c)).sum::<usize>() + shown.len() - 1
+    let used = |shown: &[Column], name: usize, state: usize| -> usize {
+        shown
+            .iter()
+            .map(|c| width_of(*c, name, state))
+            .sum::<usize>()
+            + shown.len()
+            - 1
     };
     for column in DROP_ORDER {
-        if inner >= used(&shown) + 1 + MIN_COMMAND {
+        if inner >= used(&shown, name, state) + 1 + MIN_COMMAND {
             break;
         }
         shown.retain(|c| *c != column);
     }
-    let mut columns: Vec<(Column, usize)> = shown.iter().map(|c| (*c, width_of(*c))).collect();
+    // What the columns that stay still take from the command text's minimum: first from a
+    // long name (the command text says what it is too), then from a state wider than the
+    // common ones (`failed to start`, cut with `…`: the detail view has it whole).
+    let mut short = (used(&shown, name, state) + 1 + MIN_COMMAND).saturating_sub(inner);
+    for (width, least) in [(&mut name, MIN_NAME), (&mut state, MIN_STATE)] {
+        let give = short.min(width.saturating_sub(least));
+        *width -= give;
+        short -= give;
+    }
+    let used = |shown: &[Column]| used(shown, name, state);
+    let mut columns: Vec<(Column, usize)> = shown
+        .iter()
+        .map(|c| (*c, width_of(*c, name, state)))
+        .collect();
     let rest = inner.saturating_sub(used(&shown) + 1);
     if rest > 0 {
         columns.push((Column::Command, rest));
@@ -168,5 +189,55 @@ mod tests {
         );
         // A long name is cut at the maximum.
         assert_eq!(layout(200, 80, 3, 8)[2], (Name, MAX_NAME));
+    }
+
+    #[test]
+    fn a_narrow_list_keeps_room_for_the_command_text() {
+        use Column::*;
+        // The list at 120 columns (38 cells inside) showing `failed to start`: the state
+        // gives the command text its minimum, and no more.
+        assert_eq!(
+            layout(38, 7, 3, MAX_STATE),
+            [
+                (Marker, 1),
+                (Name, 7),
+                (State, 11),
+                (Cpu, 5),
+                (Command, MIN_COMMAND)
+            ]
+        );
+        // A long name gives way first, down to its own minimum; the state then.
+        assert_eq!(
+            layout(38, 20, 3, 9),
+            [
+                (Marker, 1),
+                (Name, 9),
+                (State, 9),
+                (Cpu, 5),
+                (Command, MIN_COMMAND)
+            ]
+        );
+        assert_eq!(
+            layout(38, MAX_NAME, 3, MAX_STATE),
+            [
+                (Marker, 1),
+                (Name, MIN_NAME),
+                (State, 10),
+                (Cpu, 5),
+                (Command, MIN_COMMAND)
+            ]
+        );
+        // Where the command text has its room anyway, nothing is cut.
+        assert_eq!(layout(78, 7, 3, MAX_STATE)[3], (State, MAX_STATE));
+        for inner in 20..200 {
+            let columns = layout(inner, MAX_NAME, 5, MAX_STATE);
+            assert_eq!(total(&columns), inner, "at {inner}");
+            if inner >= 1 + 1 + MIN_NAME + 1 + MIN_STATE + 1 + TIME + 1 + MIN_COMMAND {
+                assert!(
+                    matches!(columns.last(), Some((Command, width)) if *width >= MIN_COMMAND),
+                    "at {inner}: {columns:?}"
+                );
+            }
+        }
     }
 }

@@ -247,9 +247,9 @@ fn a_notification_is_bounded_whatever_the_command_s_name_and_text() {
     rig.finish();
 }
 
-/// The operator's stop, a signal of theirs, or one the agent sent through its shell: the
-/// command's end is their own doing, never a failure to tell them about (issue: attention
-/// that means "you"). The same exit on its own is one.
+/// The operator's stop, a signal of theirs, one the agent sent through its shell, or the
+/// TUI's restart for a changed file: the command's end is their own doing, never a failure
+/// to tell them about (issue: attention that means "you"). The same exit on its own is one.
 #[test]
 fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
     let stop = from_client(1, Request::Stop { origin: None });
@@ -265,6 +265,12 @@ fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
         ("the operator's stop", stop),
         ("the operator's TERM", signal(None)),
         ("the caller's TERM", signal(Some(Origin::Caller))),
+        (
+            "the launcher's restart for a changed file",
+            from_parent(Request::Stop {
+                origin: Some(Origin::FileChanged),
+            }),
+        ),
     ] {
         let mut rig = Rig::running(with_attention(), OnTerm::Exit);
         rig.advance(Duration::from_millis(5));
