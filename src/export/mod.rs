@@ -17,7 +17,7 @@ pub mod summary;
 pub mod text;
 
 pub use session::{CommandExport, ProcessSpan, SessionExport};
-pub use summary::{CommandSummary, SessionSummary, SessionsDocument, StreamBytes};
+pub use summary::SessionsDocument;
 
 /// What `tether export --format` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -57,7 +57,6 @@ pub struct ProcessInfo {
 
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    pub taken_ms: u64,
     /// broker pid -> the broker itself (first) and all its live descendants, parents before
     /// children. A broker that no longer exists has no entry.
     pub trees: HashMap<i32, Vec<ProcessInfo>>,
@@ -159,7 +158,6 @@ impl Sampler {
         }
         self.known.retain(|key, _| live.contains(key));
         Snapshot {
-            taken_ms,
             trees,
             machine: None,
         }
