@@ -16,7 +16,7 @@ pub mod session;
 pub mod summary;
 pub mod text;
 
-pub use session::{CommandExport, ProcessSpan, SessionExport};
+pub use session::{CommandExport, SessionExport};
 pub use summary::SessionsDocument;
 
 /// What `tether export --format` writes.

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 pub use machine::Machine;
-pub use thread::{SamplerHandle, spawn_sampler};
+pub use thread::spawn_sampler;
 pub use tree::{TreeRow, build_tree};
 
 use crate::procfs::{self, ProcStat};
