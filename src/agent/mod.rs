@@ -17,7 +17,7 @@ mod shims_dir;
 
 pub use claude::hook_main as agent_hook_main;
 pub use codex::hook_main as codex_hook_main;
-pub use owner::{OWNER_SUBCOMMAND, SHELL_VARS, become_session_owner};
+pub use owner::{OWNER_SUBCOMMAND, become_session_owner};
 
 use std::path::{Path, PathBuf};
 

@@ -16,8 +16,8 @@ pub mod session;
 pub mod summary;
 pub mod text;
 
-pub use session::{CommandExport, ProcessSpan, SessionExport};
-pub use summary::{CommandSummary, SessionSummary, SessionsDocument, StreamBytes};
+pub use session::{CommandExport, SessionExport};
+pub use summary::SessionsDocument;
 
 /// What `tether export --format` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

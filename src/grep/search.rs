@@ -115,17 +115,9 @@ pub struct LineMatch<'a> {
     pub piece: bool,
 }
 
-/// Calls `found` for every line of `input` that `regex` matches, in order; stops at the
-/// first error `found` returns. Returns how many lines matched.
-pub fn search_lines(
-    input: impl Read,
-    regex: &Regex,
-    found: impl FnMut(LineMatch<'_>) -> io::Result<()>,
-) -> io::Result<u64> {
-    search_with_chunk(input, regex, CHUNK, found)
-}
-
-/// [`search_lines`] with a chunk size of its own (small ones for tests).
+/// Calls `found` for every line of `input` that `regex` matches, in order, reading `chunk`
+/// bytes at a time ([`CHUNK`], or small ones for tests); stops at the first error `found`
+/// returns. Returns how many lines matched.
 pub fn search_with_chunk(
     mut input: impl Read,
     regex: &Regex,
@@ -216,6 +208,14 @@ pub fn search_with_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn search_lines(
+        input: impl Read,
+        regex: &Regex,
+        found: impl FnMut(LineMatch<'_>) -> io::Result<()>,
+    ) -> io::Result<u64> {
+        search_with_chunk(input, regex, CHUNK, found)
+    }
 
     /// Line number, offset, text and matches of a hit.
     type Hit = (u64, u64, Vec<u8>, Vec<Range<usize>>);

@@ -182,16 +182,6 @@ fn fitted_list(label: &str, items: &[String], room: usize) -> Option<String> {
 /// One command's cells in `--long`: id, start, duration, state, CPU, peak, command line.
 pub type CommandCells = [String; 7];
 
-/// One row per command of `model` (whose journal ids are `ids`), under a header row, each
-/// at most `width` columns: id, start (from the session's start), duration, state, CPU
-/// time, peak memory, then the command line cut to what is left. Peak memory, CPU, start
-/// and duration give way, in that order, when the command line would get no room.
-pub fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> {
-    command_tables(&[command_cells_of(model, ids)], width)
-        .pop()
-        .unwrap_or_default()
-}
-
 /// The cells of each command of `model`, whose journal ids are `ids`.
 pub fn command_cells_of(model: &Model, ids: &[String]) -> Vec<CommandCells> {
     model
@@ -202,9 +192,11 @@ pub fn command_cells_of(model: &Model, ids: &[String]) -> Vec<CommandCells> {
         .collect()
 }
 
-/// [`command_rows`] for several sessions at once, their columns as wide as the widest cell
-/// of any of them: the tables of a `tether sessions --long` line up from one session to
-/// the next. One table (a header, then its rows) per session.
+/// One table per session (a header row, then a row per command), each row at most `width`
+/// columns: id, start (from the session's start), duration, state, CPU time, peak memory,
+/// then the command line cut to what is left. Peak memory, CPU, start and duration give
+/// way, in that order, when the command line would get no room. The columns are as wide as
+/// the widest cell of any session: the tables of a `tether sessions --long` line up.
 pub fn command_tables(sessions: &[Vec<CommandCells>], width: usize) -> Vec<Vec<String>> {
     const HEADER: [&str; 7] = ["#", "START", "DURATION", "STATE", "CPU", "PEAK", "COMMAND"];
     // Room the command line needs before a column is dropped for it.
@@ -318,6 +310,13 @@ pub use crate::sys::output_width;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One command table, for one session.
+    fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> {
+        command_tables(&[command_cells_of(model, ids)], width)
+            .pop()
+            .unwrap_or_default()
+    }
 
     fn line(id: &str, failures: usize) -> SessionLine {
         SessionLine {

@@ -10,7 +10,7 @@
 //! ([`inside_notify_run`]) is handed to the real shell with exec(2), unchanged. The real shell is found at a fixed absolute path, never through PATH, which
 //! would find the link itself.
 
-pub use tether_os::shims::{Shell, inside_notify_run, make_links, this_environment_outside};
+pub use tether_os::shims::{Shell, inside_notify_run, make_links};
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;

@@ -303,18 +303,6 @@ impl StopSequence {
         self.delivered(plan.deliver(signaller, walk, group))
     }
 
-    /// [`StopSequence::sweep`], delivered through `signaller` at once.
-    pub fn sweep_with<S: TreeSignaller + ?Sized>(
-        &mut self,
-        signaller: &mut S,
-        walk: &S::Walk,
-        group: Option<i32>,
-        now: Instant,
-    ) -> Option<Delivery> {
-        let plan = self.sweep(now);
-        self.delivered(plan.deliver(signaller, walk, group)).0
-    }
-
     pub fn escalate_with<S: TreeSignaller + ?Sized>(
         &mut self,
         signaller: &mut S,
@@ -385,6 +373,20 @@ impl Settling {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl StopSequence {
+        /// [`StopSequence::sweep`], delivered through `signaller` at once.
+        fn sweep_with<S: TreeSignaller + ?Sized>(
+            &mut self,
+            signaller: &mut S,
+            walk: &S::Walk,
+            group: Option<i32>,
+            now: Instant,
+        ) -> Option<Delivery> {
+            let plan = self.sweep(now);
+            self.delivered(plan.deliver(signaller, walk, group)).0
+        }
+    }
 
     /// A tree that is a list of (pid, start) the test edits: signalling reaches every listed
     /// process not yet in `already`, and the calls are kept.

@@ -39,11 +39,6 @@ pub fn osc52(text: &str) -> Option<String> {
     Some(format!("\x1b]52;c;{}\x1b\\", STANDARD.encode(text)))
 }
 
-/// Where the clipboard file goes: the control sockets' directory.
-pub fn default_dir() -> PathBuf {
-    socket_dir::socket_dir()
-}
-
 /// Writes `text` to `dir/clipboard.txt`, 0600, replacing what was there (a temporary file
 /// made with `O_EXCL | O_NOFOLLOW`, then renamed over it: a planted file or link is never
 /// written through). `dir` is made 0700 if missing, and must be ours and closed to others.

@@ -4,7 +4,7 @@
 //! its broker is found gone without a result, to see how far it got.
 
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::cursor::Cursor;
@@ -153,18 +153,10 @@ pub fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// The directories of the commands in `scan` that still run (to watch).
-pub fn running_dirs(scan: &SessionScan) -> Vec<PathBuf> {
-    scan.commands
-        .iter()
-        .filter(|c| !c.ended)
-        .map(|c| c.dir.clone())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -32,7 +32,7 @@ pub use super::follow::{Item, Sent, SessionRoot};
 use super::session::SessionExport;
 use crate::model::output::one_line;
 pub use logs::LogBudget;
-pub use resource::{key_values, resource};
+pub use resource::resource;
 pub use transport::{Body, Target, TargetFlags, send};
 
 /// Turns items into spans and log records, and batches of them into requests, all under one
@@ -53,14 +53,6 @@ impl Encoder {
             resource,
             logs,
         }
-    }
-
-    /// The item's span, and its output's log records when logs are on. Reads the command's
-    /// stream logs (bounded by the budget), nothing else.
-    pub fn item(&self, item: &Item) -> (Span, Vec<LogRecord>) {
-        let span = self.span(item);
-        let records = self.records(item, &span);
-        (span, records)
     }
 
     /// The item's span.
@@ -94,22 +86,6 @@ impl Encoder {
         let user = (nix::unistd::User::from_uid(uid).ok().flatten())
             .map_or_else(|| uid.to_string(), |u| u.name);
         Ok(Encoder::new(&host, resource(&host, &user, env)?, logs))
-    }
-
-    /// A batch's requests: the traces, and the logs when logs are on and there are any.
-    pub fn batch(
-        &self,
-        items: &[Item],
-    ) -> (ExportTraceServiceRequest, Option<ExportLogsServiceRequest>) {
-        let mut spans = Vec::with_capacity(items.len());
-        let mut records = Vec::new();
-        for item in items {
-            let (span, logs) = self.item(item);
-            spans.push(span);
-            records.extend(logs);
-        }
-        let logs = (!records.is_empty()).then(|| self.logs(records));
-        (self.traces(spans), logs)
     }
 
     pub fn traces(&self, spans: Vec<Span>) -> ExportTraceServiceRequest {

@@ -19,6 +19,34 @@ const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
 const OWN_SPAN: &str = "b7ad6b7169203331";
 
+/// What the follower sends for `items` taken together (the follower itself sends the traces
+/// first and the logs only once they are taken): the spans, and the logs when on.
+impl Encoder {
+    /// The item's span, and its output's log records when logs are on. Reads the command's
+    /// stream logs (bounded by the budget), nothing else.
+    fn item(&self, item: &Item) -> (Span, Vec<LogRecord>) {
+        let span = self.span(item);
+        let records = self.records(item, &span);
+        (span, records)
+    }
+
+    /// A batch's requests: the traces, and the logs when logs are on and there are any.
+    fn batch(
+        &self,
+        items: &[Item],
+    ) -> (ExportTraceServiceRequest, Option<ExportLogsServiceRequest>) {
+        let mut spans = Vec::with_capacity(items.len());
+        let mut records = Vec::new();
+        for item in items {
+            let (span, logs) = self.item(item);
+            spans.push(span);
+            records.extend(logs);
+        }
+        let logs = (!records.is_empty()).then(|| self.logs(records));
+        (self.traces(spans), logs)
+    }
+}
+
 /// Changes a command's `command.json`.
 fn edit_request(dir: &Path, edit: impl FnOnce(&mut Value)) {
     let path = dir.join("command.json");

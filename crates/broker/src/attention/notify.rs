@@ -37,7 +37,6 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
-pub use super::keeper::KEEPER_COMM;
 use super::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};
 use super::rate::{Held, Verdict};
 use super::rate_file::RateFile;

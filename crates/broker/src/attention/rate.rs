@@ -1,5 +1,5 @@
 //! How many notify runs the user gets, across all their brokers: at most [`RUNS_PER_WINDOW`]
-//! in a [`WINDOW`]; the events held back meanwhile are counted, and the next run that may
+//! in a window of [`WINDOW_MS`]; the events held back meanwhile are counted, and the next run that may
 //! start tells them as one burst ("397 commands failed in 4 s") rather than dropping them
 //! silently. 400 failing commands at once make a few runs, not 400.
 //!
@@ -14,8 +14,6 @@ use tether_protocol::protocol::AttentionKind;
 pub const WINDOW_MS: u64 = 60_000;
 /// Runs a window, at most, for all of a user's brokers together.
 pub const RUNS_PER_WINDOW: u32 = 5;
-/// [`WINDOW_MS`] as a duration, for the docs' sake.
-pub const WINDOW: std::time::Duration = std::time::Duration::from_millis(WINDOW_MS);
 
 /// The kinds in the order [`Held::counts`] keeps them.
 const KINDS: [AttentionKind; 5] = [

@@ -469,11 +469,6 @@ const WALK_LIMIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// How long one tree signal keeps walking again for processes forked meanwhile.
 const CHASE_LIMIT: std::time::Duration = std::time::Duration::from_millis(30);
 
-/// Live (non-zombie) descendants of `root`.
-pub fn live_descendants(root: i32) -> Vec<ProcStat> {
-    Walk::below(root).live()
-}
-
 /// Whether `pid` is a tether broker: it runs this very program (the kernel's `exe` link,
 /// which no process can set) and names itself so. A name alone is not enough: a command may
 /// call itself `tether-broker` (`prctl`, or a file of that name) to be left out of its

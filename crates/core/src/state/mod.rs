@@ -38,7 +38,6 @@ use schedule::ScanSchedule;
 
 pub use crate::reports::Reaped;
 pub use attention::CommandNames;
-pub use budgets::{CPU_CHECK_MAX, CPU_CHECK_MIN};
 pub use cgroup::{CgroupReleased, CgroupState};
 pub use copy::CopyProgress;
 pub use kernel::{Host, Now};

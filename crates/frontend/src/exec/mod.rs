@@ -16,8 +16,8 @@ mod leftovers;
 mod notices;
 mod terminal;
 
-pub use leftovers::{LEFTOVERS_ENV, LeftoversChoice, LeftoversError, SESSION_OWNER_ENV};
-pub use notices::{NOTICES_ENV, NOTICES_FILE, divert_to as divert_notices};
+pub use leftovers::{LEFTOVERS_ENV, LeftoversChoice, SESSION_OWNER_ENV};
+pub use notices::{NOTICES_FILE, divert_to as divert_notices};
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use plan::{Candidate, Liveness, Plan, Rules, plan};
+pub use plan::{Candidate, Liveness, Rules, plan};
 
 use tether_config::user::{UserConfig, load_user, user_config_path};
 use tether_model::output::one_line;

@@ -157,10 +157,6 @@ impl GroupLeader {
         })
     }
 
-    pub fn pgid(&self) -> i32 {
-        self.pgid
-    }
-
     /// The group to signal, while its leader is unreaped.
     pub fn live_group(&self) -> Option<i32> {
         self.group_if(procfs::read_stat(self.pgid).as_ref())
@@ -304,6 +300,12 @@ pub fn signal_directly(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl GroupLeader {
+        fn pgid(&self) -> i32 {
+            self.pgid
+        }
+    }
 
     fn stat(pid: i32, ppid: i32, pgid: i32, state: u8, start_ticks: u64) -> ProcStat {
         ProcStat {

@@ -20,11 +20,9 @@ mod session;
 
 pub use attach::Answer;
 pub use conversation::{BrokerConversation, Due};
-pub use ending::{End, Remains};
+pub use ending::End;
 pub use launch::launch_request;
-pub use process::{
-    BROKER_FORK_ENV, BrokerLine, Fork, ForkedBroker, Handover, Wire, fork as fork_broker,
-};
+pub use process::{BROKER_FORK_ENV, BrokerLine, Fork, Handover, Wire, fork as fork_broker};
 pub use session::Session;
 
 use std::io;

@@ -18,9 +18,7 @@ pub mod wrap;
 
 pub use index::LineIndex;
 pub use sanitize::{LineRenderer, render_line};
-pub use stream::{MAX_LINE_BYTES, StreamFile};
-pub use style::{Color, Span, Style, StyledLine, one_line, plain_text};
-pub use width::{
-    char_width, cluster_width, clusters as width_clusters, column_widths, text_width, truncate,
-};
+pub use stream::StreamFile;
+pub use style::{Color, Style, StyledLine, one_line, plain_text};
+pub use width::{char_width, clusters as width_clusters, column_widths, text_width, truncate};
 pub use wrap::wrap;

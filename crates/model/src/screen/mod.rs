@@ -17,5 +17,5 @@ mod stream;
 pub use emulator::ScreenEmulator;
 pub use grid::{ScreenCell, ScreenGrid};
 pub use signs::{FullScreenSigns, SignsReader};
-pub use start::{REPLAY_CAP, ReplayStart, TAIL_REPLAY, replay_start};
+pub use start::{ReplayStart, TAIL_REPLAY};
 pub use stream::StreamScreen;

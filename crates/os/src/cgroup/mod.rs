@@ -20,10 +20,8 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use command::{CgroupStats, CommandCgroup, parse_cpu_usec, parse_populated, parse_procs};
-pub use hierarchy::{
-    CGROUP_ENV, Cgroup2Mount, Hierarchy, own_cgroup_dir, parse_mountinfo, parse_own_cgroup,
-};
+pub use command::{CgroupStats, CommandCgroup};
+pub use hierarchy::{CGROUP_ENV, Hierarchy, parse_own_cgroup};
 pub use limits::Limits;
 pub use watch::EventsWatch;
 

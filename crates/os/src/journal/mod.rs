@@ -11,8 +11,8 @@ pub mod watcher;
 pub mod writer;
 
 pub use paths::{
-    BROKER_ID_ENV, BadSessionName, CommandId, SESSION_ENV, STATE_DIR_ENV, SessionName,
-    command_dirs, new_session_id, sessions_dir, state_dir,
+    BROKER_ID_ENV, CommandId, SESSION_ENV, STATE_DIR_ENV, SessionName, command_dirs,
+    new_session_id, sessions_dir, state_dir,
 };
 pub use reader::{
     CommandRecord, Damage, SessionInfo, SessionRecord, list_sessions, read_result, session_dirs,
@@ -20,4 +20,3 @@ pub use reader::{
 };
 pub use secure::JournalDir;
 pub use tail::{EventTail, MAX_EVENT_LINE};
-pub use writer::{EventLog, StreamLog};

@@ -84,7 +84,7 @@ impl JournalDir {
         }
         let fd =
             nix::fcntl::open(path, dir_flags(), Mode::empty()).map_err(|e| open_error(path, e))?;
-        JournalDir::checked(fd, path.to_path_buf())
+        JournalDir::from_fd(fd, path.to_path_buf())
     }
 
     /// Opens the subdirectory `name`, creating it if it does not exist (`sessions/`).
@@ -96,7 +96,7 @@ impl JournalDir {
         }
         let fd =
             openat(&self.fd, name, dir_flags(), Mode::empty()).map_err(|e| open_error(&path, e))?;
-        JournalDir::checked(fd, path)
+        JournalDir::from_fd(fd, path)
     }
 
     /// Creates the subdirectory `name`, which must not exist yet (a session or a command).
@@ -105,13 +105,7 @@ impl JournalDir {
         mkdirat(&self.fd, name, Mode::from_bits_truncate(DIR_MODE))?;
         let path = self.path.join(name);
         let fd = openat(&self.fd, name, dir_flags(), Mode::empty())?;
-        JournalDir::checked(fd, path).map_err(io::Error::other)
-    }
-
-    /// Adopts a descriptor handed over by another process (a broker's journal directory),
-    /// after the same checks as any other.
-    pub fn from_fd(fd: OwnedFd, path: PathBuf) -> Result<JournalDir, UnsafeDir> {
-        JournalDir::checked(fd, path)
+        JournalDir::from_fd(fd, path).map_err(io::Error::other)
     }
 
     /// Removes the empty subdirectory `name` (a session whose creation failed half-way).
@@ -119,7 +113,10 @@ impl JournalDir {
         Ok(unlinkat(&self.fd, name, UnlinkatFlags::RemoveDir)?)
     }
 
-    fn checked(fd: OwnedFd, path: PathBuf) -> Result<JournalDir, UnsafeDir> {
+    /// The directory `fd` (at `path`) once checked, and made 0700 if it was not: how every
+    /// `JournalDir` is made, one opened here or one handed over by another process (a
+    /// broker's journal directory).
+    pub fn from_fd(fd: OwnedFd, path: PathBuf) -> Result<JournalDir, UnsafeDir> {
         let stat = fstat(&fd).map_err(|e| UnsafeDir::io(&path, e))?;
         check_dir(&stat, &path)?;
         if stat.st_mode & 0o777 != DIR_MODE {

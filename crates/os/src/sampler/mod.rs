@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 pub use machine::Machine;
-pub use thread::{SamplerHandle, spawn_sampler};
+pub use thread::spawn_sampler;
 pub use tree::{TreeRow, build_tree};
 
 use crate::procfs::{self, ProcStat};
@@ -57,7 +57,6 @@ pub struct ProcessInfo {
 
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    pub taken_ms: u64,
     /// broker pid -> the broker itself (first) and all its live descendants, parents before
     /// children. A broker that no longer exists has no entry.
     pub trees: HashMap<i32, Vec<ProcessInfo>>,
@@ -159,7 +158,6 @@ impl Sampler {
         }
         self.known.retain(|key, _| live.contains(key));
         Snapshot {
-            taken_ms,
             trees,
             machine: None,
         }

@@ -226,7 +226,6 @@ fn absent_brokers_have_no_tree() {
     let snapshot = sampler.sample(&[0, me(), me()]);
     assert!(!snapshot.trees.contains_key(&0));
     assert_eq!(snapshot.trees[&me()][0].pid, me());
-    assert!(snapshot.taken_ms > 0);
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod links_dir;
 mod outside;
 
 pub use links::make_links;
-pub use outside::{environment_outside, inside_notify_run, is_shims_dir, this_environment_outside};
+pub use outside::{inside_notify_run, is_shims_dir, this_environment_outside};
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

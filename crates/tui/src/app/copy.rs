@@ -22,7 +22,8 @@ pub(super) struct ClipboardOut {
 impl Default for ClipboardOut {
     fn default() -> Self {
         ClipboardOut {
-            dir: clipboard::default_dir(),
+            // The clipboard file goes in the control sockets' directory.
+            dir: tether_os::socket_dir::socket_dir(),
             pending: None,
         }
     }

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use ratatui::layout::Rect;
 
-pub use run::{Draw, Launch, run_tui};
+pub use run::{Launch, run_tui};
 
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};

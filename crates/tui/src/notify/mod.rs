@@ -118,10 +118,6 @@ impl AttentionNews {
         }
     }
 
-    pub fn focus(&self) -> Focus {
-        self.focus
-    }
-
     /// Looks at every command's mark (a comparison each) at `now_ms`, and returns what to
     /// tell now: `None` when nothing is new, when the window is looked at (the news is then
     /// seen, not kept for later), or when the last notice was under [`MIN_GAP_MS`] ago

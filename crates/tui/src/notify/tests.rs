@@ -3,6 +3,12 @@ use tether_config::CommandConfig;
 use tether_model::Status;
 use tether_protocol::protocol::{AttentionKind, CommandSpec};
 
+impl AttentionNews {
+    fn focus(&self) -> Focus {
+        self.focus
+    }
+}
+
 fn command(dir: &str, status: Status) -> CommandState {
     let mut c = CommandState::new(CommandConfig::new(
         "build",

@@ -399,11 +399,6 @@ impl Follower {
     pub fn counts(&self) -> &Counts {
         &self.counts
     }
-
-    /// Whether a batch is in flight.
-    pub fn sending(&self) -> bool {
-        self.in_flight.is_some()
-    }
 }
 
 #[cfg(test)]

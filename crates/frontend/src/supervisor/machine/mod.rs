@@ -146,22 +146,6 @@ impl ConversationMachine {
         .unwrap_or(self.next_look)
     }
 
-    /// Whether lines the broker wrote before a deadline found passed are still unread.
-    pub fn lines_waiting(&self) -> bool {
-        self.unread_before_due.is_some_and(|unread| unread > 0)
-    }
-
-    /// How many messages the broker answers went out: the number of the answer that
-    /// acknowledges the last of them.
-    pub fn posted(&self) -> u64 {
-        self.acks.posted()
-    }
-
-    /// How many answers came.
-    pub fn answers(&self) -> u64 {
-        self.acks.answers()
-    }
-
     pub fn cgroup(&self) -> &CommandCgroup {
         &self.cgroup
     }

@@ -10,6 +10,19 @@ use tether_protocol::protocol::{ExitStatus, ProcessSignal, Scope, Stream, fixtur
 const GRACE: Duration = Duration::from_secs(2);
 const MS: Duration = Duration::from_millis(1);
 
+impl ConversationMachine {
+    /// Whether lines the broker wrote before a deadline found passed are still unread.
+    fn lines_waiting(&self) -> bool {
+        self.unread_before_due.is_some_and(|unread| unread > 0)
+    }
+
+    /// How many messages the broker answers went out: the number of the answer that
+    /// acknowledges the last of them.
+    fn posted(&self) -> u64 {
+        self.acks.posted()
+    }
+}
+
 /// What the fake world answers to the actions that ask it something.
 struct World {
     /// The kernel shows the broker stopped.
