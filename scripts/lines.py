@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Lines of tether's non-test Rust: src/ and crates/*/src, leaving out test files
-(`tests.rs`, `tests/`, `testing.rs`) and, in each file, a `#[cfg(test)] mod ...` and what
-follows it. Prints the lines with comments and blank lines, then without them.
+(`tests.rs`, `tests/`, `testing.rs`) and, in each file, an inline `#[cfg(test)] mod NAME {`
+and what follows it (a `#[cfg(test)] mod NAME;` that names a file counts as a line).
+Prints the lines with comments and blank lines, then without them.
 
     scripts/lines.py [CHECKOUT]      (default: this checkout)
 """
@@ -26,8 +27,9 @@ def non_test_lines(path):
         j = i + 1
         while j < len(lines) and (not lines[j].strip() or lines[j].strip().startswith("#[")):
             j += 1
-        if j < len(lines) and re.match(r"\s*(pub(\(\w+\))?\s+)?mod\s", lines[j]):
+        if j < len(lines) and re.match(r"\s*(pub(\(\w+\))?\s+)?mod\s+\w+\s*\{", lines[j]):
             return lines[:i]
+    # A test module in a file of its own (`#[cfg(test)] mod tests;`) is one line here.
     return lines
 
 
