@@ -6,7 +6,6 @@
 use crate::common;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,8 +17,7 @@ use tether::protocol::{LeftoversEnd, Origin};
 /// Writes the fake agent `body` (sh) as `./fake-agent` in the test's scratch space.
 fn fake_agent(env: &TestEnv, body: &str) {
     let path = env.path("fake-agent");
-    fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&path, &format!("#!/bin/sh\n{body}"));
 }
 
 /// `tether agent --session S -- ./fake-agent`, tagged, run from the scratch space, with

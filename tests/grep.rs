@@ -380,7 +380,7 @@ fn context_lines_and_group_breaks_as_grep() {
 fn an_agents_echo_of_its_commands_output_counts_once() {
     let env = TestEnv::new("grep_echo");
     let agent = env.path("fake-agent");
-    fs::write(
+    common::write_script(
         &agent,
         r#"#!/bin/sh
 "$CLAUDE_CODE_SHELL" -c 'echo "inherited: 3 warnings"'
@@ -389,10 +389,7 @@ printf '  \342\216\277  %s\n' "$out"
 printf '\033[2K\033[1A  \342\216\277  %s\n' "$out"
 echo "agent: I saw warnings"
 "#,
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let mut command = env.tether(&["agent", "--session", "S", "--", "./fake-agent"]);
     command
         .current_dir(env.dir.path())

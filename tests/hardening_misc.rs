@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -72,8 +70,7 @@ fn broker_marker_is_not_in_the_commands_environment() {
 fn missing_interpreter_is_126_and_named() {
     let env = TestEnv::new("bad_interpreter");
     let script = env.path("x");
-    fs::write(&script, "#!/nonexistent/interp\necho should not run\n").unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&script, "#!/nonexistent/interp\necho should not run\n");
     let mut command = env.exec_command(&[], &["./x"]);
     command.current_dir(env.dir.path());
     let run = run_captured(&env, command);

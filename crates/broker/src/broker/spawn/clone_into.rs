@@ -648,8 +648,24 @@ mod tests {
         clones
     }
 
+    /// A script at `path`, written by a child process (`tee`), never through a descriptor of
+    /// ours: a test on another thread that forks while we hold one open for writing would
+    /// hand it to its child, and until that child execs, running the script fails with
+    /// ETXTBSY ("text file busy").
     fn executable(path: &std::path::Path, text: &str, mode: u32) {
-        std::fs::write(path, text).expect("write");
+        use std::io::Write;
+        let mut tee = Command::new("tee")
+            .arg(path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("tee");
+        tee.stdin
+            .take()
+            .expect("its stdin")
+            .write_all(text.as_bytes())
+            .expect("write");
+        assert!(tee.wait().expect("tee ends").success(), "tee {path:?}");
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
     }
 
