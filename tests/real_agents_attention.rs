@@ -192,7 +192,42 @@ fn claude_codes_runaway_is_the_one_thing_told_and_the_agent_is_never_flagged() {
     if grep_exit.and_then(|e| e.code) != Some(1) {
         failures.push(format!("the grep ended {grep_exit:?}, not with exit 1"));
     }
+    if !failures.is_empty() {
+        failures.push(what_happened(&env, &server, &dir));
+    }
     drop(server);
     env.finish();
     assert!(failures.is_empty(), "- {}", failures.join("\n- "));
+}
+
+/// For a failure: what Claude Code sent back to the model for each tool call, every row of
+/// the state directory (in any session) with its text and end, tether's own notices and
+/// the agent's stderr. Claude Code 2.1.197 reads a shell that died by SIGTERM as `Exit code
+/// 144`, and one it could not start, or that died by any other signal, as `Exit code 1`
+/// with no output.
+fn what_happened(env: &TestEnv, server: &ModelServer, dir: &Path) -> String {
+    let mut text = String::from("what happened:\n  tool results sent back:\n");
+    for (i, result) in server.tool_results().iter().enumerate() {
+        text += &format!(
+            "    {i}: error {:?}: {:?}\n",
+            result.error,
+            result.output.chars().take(400).collect::<String>()
+        );
+    }
+    text += "  rows:\n";
+    for row in command_dirs(&env.state_dir()) {
+        let record = tether::journal::CommandRecord::load(&row);
+        let command = record.request.map(|r| command_text(&r.command));
+        let end = record.result.map(|r| (r.exit, r.failure));
+        text += &format!("    {}: {command:?} ended {end:?}\n", row.display());
+    }
+    let notices = env.state_dir().join(tether::exec::NOTICES_FILE);
+    for (what, path) in [
+        ("notices", notices),
+        ("agent stderr", dir.join("agent.stderr")),
+    ] {
+        let read = fs::read_to_string(&path).unwrap_or_else(|err| format!("({err})"));
+        text += &format!("  {what} ({}):\n{read}\n", path.display());
+    }
+    text
 }
