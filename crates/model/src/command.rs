@@ -585,9 +585,10 @@ impl CommandState {
     }
 
     /// The tree of a `tree` event with every argv: a journal carries a process's argv only in
-    /// the first event that lists it, so a process already in `seen` takes it from there.
-    /// Processes not seen before are added to `seen`. This memory is the run's, as the
-    /// journal is: `begin_run` starts it afresh.
+    /// the first event that lists it with one (the broker reads again one it could not read),
+    /// so a process already in `seen` takes it from there, or gives it there. Processes not
+    /// seen before are added to `seen`. This memory is the run's, as the journal is:
+    /// `begin_run` starts it afresh.
     fn remember(&mut self, processes: &[ProcessEntry]) -> Vec<ProcessEntry> {
         processes
             .iter()
@@ -596,7 +597,12 @@ impl CommandState {
                     argv: self.seen[i].argv.clone(),
                     ..p.clone()
                 },
-                Some(_) => p.clone(),
+                Some(&i) => {
+                    if self.seen[i].argv.is_empty() {
+                        self.seen[i].argv = p.argv.clone();
+                    }
+                    p.clone()
+                }
                 None => {
                     self.seen_at.insert((p.pid, p.start_ms), self.seen.len());
                     self.seen.push(p.clone());
@@ -1043,6 +1049,21 @@ mod tests {
 
     fn tree(ts_ms: u64, processes: Vec<ProcessEntry>) -> Event {
         event(ts_ms, EventKind::Tree { processes })
+    }
+
+    #[test]
+    fn an_argv_the_broker_read_late_is_the_processs_from_then_on() {
+        let mut c = begun();
+        c.apply(&tree(2, vec![entry(10, 2, &["sh"]), entry(11, 3, &[])]));
+        c.apply(&tree(
+            3,
+            vec![entry(10, 2, &[]), entry(11, 3, &["sleep", "1"])],
+        ));
+        c.apply(&tree(4, vec![entry(10, 2, &[]), entry(11, 3, &[])]));
+        let argvs =
+            |c: &CommandState| -> Vec<String> { c.tree.iter().map(|p| p.argv.join(" ")).collect() };
+        assert_eq!(argvs(&c), ["sh", "sleep 1"]);
+        assert_eq!(c.seen[1].argv, ["sleep", "1"]);
     }
 
     #[test]

@@ -52,11 +52,13 @@ pub use tether_core::reports::TreeSample;
 pub struct TreeRecorder {
     /// The processes of the last tree recorded.
     last: Vec<ProcessKey>,
-    /// The start time recorded for each process of the last tree, whose argv is therefore in
+    /// The start time recorded for each process of the last tree, and whether its argv is in
     /// the journal. Kept so that a process's identity in the journal (pid and start time)
     /// never shifts by a millisecond between events; a process that left the tree cannot come
-    /// back under the same key, so it is forgotten.
-    recorded: HashMap<ProcessKey, u64>,
+    /// back under the same key, so it is forgotten. An argv not read (the walk's deadline had
+    /// passed, or the process was a zombie, whose command line reads empty) is read again in
+    /// the next tree recorded.
+    recorded: HashMap<ProcessKey, (u64, bool)>,
     budget: u64,
     /// Bytes the tree events recorded so far take in the journal.
     used: u64,
@@ -212,10 +214,15 @@ impl TreeRecorder {
             .iter()
             .map(|p| {
                 let (argv, start_ms) = match self.recorded.get(&key(p)) {
-                    Some(&start_ms) => (Vec::new(), start_ms),
+                    Some(&(start_ms, true)) => (Vec::new(), start_ms),
+                    Some(&(start_ms, false)) => {
+                        let (argv, _) = details(p);
+                        self.recorded.insert(key(p), (start_ms, !argv.is_empty()));
+                        (capped_argv(argv), start_ms)
+                    }
                     None => {
                         let (argv, start_ms) = details(p);
-                        self.recorded.insert(key(p), start_ms);
+                        self.recorded.insert(key(p), (start_ms, !argv.is_empty()));
                         (capped_argv(argv), start_ms)
                     }
                 };

@@ -199,3 +199,32 @@ fn a_cut_falls_on_a_character_boundary_and_drops_what_is_empty() {
     assert!(cut[1].starts_with(ARGV_CUT_MARK), "{cut:?}");
     assert!(cut[1].contains(" 8 more bytes"), "{cut:?}");
 }
+
+#[test]
+fn a_command_line_not_read_is_read_again_in_the_next_tree() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    // The walk's deadline passed before the child's command line was read (or it was a
+    // zombie's, which reads empty): nothing of it is in the first tree.
+    let mut unread = |p: &ProcStat| {
+        if p.pid == 101 {
+            (Vec::new(), p.start_ticks * 10)
+        } else {
+            details(p)
+        }
+    };
+    let (sh, child) = (proc(100, 1, 5), proc(101, 100, 7));
+    let first = processes(recorder.update(&[sh, child], 100, &mut unread));
+    assert_eq!(argv_of(&first, 101), [] as [String; 0]);
+
+    let second = processes(recorder.update(&[sh, child, proc(102, 100, 9)], 100, &mut details));
+    assert_eq!(argv_of(&second, 101), ["prog101", "101"], "read again");
+    assert_eq!(argv_of(&second, 100), [] as [String; 0], "already recorded");
+    assert_eq!(second[1].start_ms, 70, "the same identity as before");
+
+    let third = processes(recorder.update(&[sh, child], 100, &mut details));
+    assert_eq!(
+        argv_of(&third, 101),
+        [] as [String; 0],
+        "recorded once read"
+    );
+}
