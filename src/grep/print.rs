@@ -226,8 +226,9 @@ fn highlighted(bytes: &[u8], matches: impl Iterator<Item = Range<usize>>, color:
 }
 
 /// Where in `text` the part that holds `first` was drawn: between the moves that take the
-/// cursor elsewhere (a carriage return, a move up, down or to a place: CSI `A` `B` `E` `F`
-/// `H` `f` `d`) around it; all of `text` when there is no match or no such move.
+/// cursor elsewhere (a carriage return or a move to the first column, CSI `G`; a move up,
+/// down or to a place: CSI `A` `B` `E` `F` `H` `f` `d`) around it; all of `text` when there
+/// is no match or no such move.
 fn drawn_row(text: &[u8], first: Option<&Range<usize>>) -> Range<usize> {
     let Some(first) = first else {
         return 0..text.len();
@@ -242,10 +243,18 @@ fn drawn_row(text: &[u8], first: Option<&Range<usize>>) -> Range<usize> {
                     .iter()
                     .position(|b| (0x40..=0x7e).contains(b))
                     .map_or(text.len() - at, |p| p + 3);
-                let moves = matches!(
-                    text.get(at + len - 1),
-                    Some(b'A' | b'B' | b'E' | b'F' | b'H' | b'f' | b'd')
-                );
+                let moves = match text.get(at + len - 1) {
+                    Some(b'A' | b'B' | b'E' | b'F' | b'H' | b'f' | b'd') => true,
+                    // To the first column, as a carriage return (`readline.cursorTo(0)`, a
+                    // progress bar's redraw); a move further along spaces words (Claude
+                    // Code's) and stays in the row.
+                    Some(b'G') => match std::str::from_utf8(&text[at + 2..at + len - 1]) {
+                        Ok("") => true,
+                        Ok(column) => column.parse::<u32>().is_ok_and(|n| n <= 1),
+                        Err(_) => false,
+                    },
+                    _ => false,
+                };
                 (len, moves)
             }
             _ => (1, false),
@@ -458,6 +467,25 @@ mod tests {
     /// A line of Claude Code's terminal (as recorded): rows of a redraw joined by cursor
     /// moves. What a terminal shows of it last is its bottom row; the row with the match is
     /// what grep shows.
+    #[test]
+    fn a_move_to_the_first_column_is_a_redraw_and_a_move_along_is_not() {
+        // `npm ERR fetch` drawn over from the first column: the hit shows what was drawn
+        // where the match is, as after a carriage return.
+        for redraw in ["\x1b[1G", "\x1b[G", "\x1b[0G"] {
+            let text = format!("npm ERR fetch{redraw}\x1b[0Kdone");
+            let hit = hit(text.as_bytes(), &[(4, 7)]);
+            assert_eq!(
+                drawn_row(hit.text, hit.matches.first()),
+                0..13,
+                "{redraw:?}"
+            );
+        }
+        // Claude Code spaces its words by moving along the row: one row, whole.
+        let text = b"Bash(echo UNIQUE-LINE-42;\x1b[29Gecho\x1b[34Gsecond-line-77)";
+        let hit = hit(text, &[(10, 24)]);
+        assert_eq!(drawn_row(hit.text, hit.matches.first()), 0..text.len());
+    }
+
     #[test]
     fn a_redraw_shows_the_row_drawn_where_the_match_is() {
         let text = b"\x1b[2A\r\xe2\x97\x8f All done.\x1b[1B\r\xe2\x94\x80\xe2\x94\x80\x1b[1B\r> ";
