@@ -7,7 +7,7 @@ use crate::common;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -196,6 +196,22 @@ fn session_ids_do_not_collide_across_pid_namespaces() {
         return;
     }
     let state = env.state_dir();
+    // A live agent's shims directory in the socket directory, named for its maker (this
+    // test's process): a tether in another PID namespace, reading its own /proc, would find
+    // no such process and remove it, as it would reclaim a live broker's journal. It keeps
+    // to a socket directory of its own.
+    let runtime = env.runtime_dir();
+    let me = tether::procfs::read_stat(std::process::id() as i32).expect("our own stat");
+    let shims = runtime.join("tether").join(format!(
+        "agent-shims-{}-{}",
+        std::process::id(),
+        me.start_ticks
+    ));
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&shims)
+        .expect("a shims directory");
     // In its own PID namespace every tether is pid 1, so all three ask for the same id in
     // the same second.
     let children: Vec<_> = (0..3)
@@ -205,6 +221,7 @@ fn session_ids_do_not_collide_across_pid_namespaces() {
                 .arg(&state)
                 .args(["--", "sleep", "0.2"])
                 .env(TAG_VAR, &env.tag)
+                .env("XDG_RUNTIME_DIR", &runtime)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -234,6 +251,10 @@ fn session_ids_do_not_collide_across_pid_namespaces() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(sessions.len(), 3, "{sessions:?}");
+    assert!(
+        shims.is_dir(),
+        "a tether in another PID namespace removed a live agent's shims directory"
+    );
     env.finish();
 }
 

@@ -24,7 +24,12 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
         .events
         .iter()
         .any(|e| matches!(e.kind, EventKind::Close { .. }));
-    if !closed && !broker_alive(&command) {
+    // A run whose broker is not named yet while the front end that launches it still runs is
+    // starting (a loaded machine may take a while to journal `broker_started`), not failed.
+    let starting = command.broker_pid.is_none()
+        && record.result.is_none()
+        && (record.request.as_ref()).is_some_and(|r| !tether_os::procfs::is_gone(r.parent_pid));
+    if !closed && !starting && !broker_alive(&command) {
         let last = record.events.last().map_or(started, |e| e.ts_ms);
         command.broker_gone(last);
     }
@@ -214,6 +219,33 @@ mod tests {
         assert_eq!(command.runtime_ms(10_000), Some(489));
         // No result.json, but the log says the run closed: nothing to report.
         assert_eq!(command.notice, None);
+    }
+
+    /// A journal its broker has not begun yet: the launch request only, from `parent_pid`.
+    fn launched_by(parent_pid: i32) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/every-kind/01-ok/command.json"
+        );
+        let mut request: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+        request["parent_pid"] = parent_pid.into();
+        std::fs::write(dir.path().join("command.json"), request.to_string()).unwrap();
+        std::fs::write(dir.path().join("events.jsonl"), "").unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_run_whose_broker_is_not_named_yet_is_starting_while_its_front_end_runs() {
+        let dir = launched_by(std::process::id() as i32);
+        let command = command_from_record(&CommandRecord::load(dir.path()));
+        assert_eq!(command.status, Status::Starting);
+        // Its front end gone (no pid reaches i32::MAX), no broker will ever be named: it
+        // failed to start.
+        let dir = launched_by(i32::MAX);
+        let command = command_from_record(&CommandRecord::load(dir.path()));
+        assert_eq!(command.status, Status::FailedToStart);
     }
 
     #[test]

@@ -72,19 +72,43 @@ impl SocketDirError {
 }
 
 /// The directory for control sockets: `XDG_RUNTIME_DIR/tether` when `xdg_runtime_dir` is
-/// an absolute path (the XDG spec says to ignore anything else), else `/tmp/tether-<uid>`.
-pub fn socket_dir_for(xdg_runtime_dir: Option<&OsStr>, uid: u32) -> PathBuf {
+/// an absolute path (the XDG spec says to ignore anything else), else `/tmp/tether-<uid>`;
+/// with `-pidns-<inode>` after it in a PID namespace other than the first (`pid_namespace`).
+///
+/// What the directory holds is named by pid (a broker's socket and journal link, an agent's
+/// shims directory), and a tether judges whether each maker still runs by reading `/proc`:
+/// one in another PID namespace would read other processes under those pids, or none, and
+/// take the live for the dead (removing a running agent's shims, reclaiming a running
+/// broker's journal). So each PID namespace has a directory of its own.
+pub fn socket_dir_for(
+    xdg_runtime_dir: Option<&OsStr>,
+    uid: u32,
+    pid_namespace: Option<u64>,
+) -> PathBuf {
+    let suffix = pid_namespace.map_or(String::new(), |inode| format!("-pidns-{inode}"));
     match xdg_runtime_dir.map(Path::new) {
-        Some(dir) if dir.is_absolute() => dir.join("tether"),
-        _ => PathBuf::from(format!("/tmp/tether-{uid}")),
+        Some(dir) if dir.is_absolute() => dir.join(format!("tether{suffix}")),
+        _ => PathBuf::from(format!("/tmp/tether-{uid}{suffix}")),
     }
 }
 
-/// [`socket_dir_for`] this process's environment and effective uid.
+/// The inode of the first PID namespace's `ns/pid` file (the kernel's `PROC_PID_INIT_INO`).
+const INITIAL_PID_NAMESPACE: u64 = 0xEFFF_FFFC;
+
+/// This process's PID namespace (the inode of `/proc/self/ns/pid`) when it is not the first
+/// one; `None` in the first, or when it cannot be read.
+pub fn own_pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+    (inode != INITIAL_PID_NAMESPACE).then_some(inode)
+}
+
+/// [`socket_dir_for`] this process's environment, effective uid and PID namespace.
 pub fn socket_dir() -> PathBuf {
     socket_dir_for(
         std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
         nix::unistd::geteuid().as_raw(),
+        own_pid_namespace(),
     )
 }
 
@@ -216,15 +240,27 @@ mod tests {
     #[test]
     fn the_directory_follows_xdg_runtime_dir_when_it_is_absolute() {
         assert_eq!(
-            socket_dir_for(Some(OsStr::new("/run/user/1000")), 1000),
+            socket_dir_for(Some(OsStr::new("/run/user/1000")), 1000, None),
             PathBuf::from("/run/user/1000/tether")
         );
         for ignored in [None, Some(OsStr::new("")), Some(OsStr::new("relative/dir"))] {
             assert_eq!(
-                socket_dir_for(ignored, 1000),
+                socket_dir_for(ignored, 1000, None),
                 PathBuf::from("/tmp/tether-1000")
             );
         }
+    }
+
+    #[test]
+    fn another_pid_namespace_has_a_directory_of_its_own() {
+        assert_eq!(
+            socket_dir_for(Some(OsStr::new("/run/user/1000")), 1000, Some(4026532301)),
+            PathBuf::from("/run/user/1000/tether-pidns-4026532301")
+        );
+        assert_eq!(
+            socket_dir_for(None, 1000, Some(4026532301)),
+            PathBuf::from("/tmp/tether-1000-pidns-4026532301")
+        );
     }
 
     #[test]
