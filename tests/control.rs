@@ -137,9 +137,12 @@ fn stop_of_an_escapee_tree_leaves_nothing_and_exec_says_the_operator_stopped_it(
     let dir = env.wait_command_dir();
     wait_for_text(&env, &dir.join("stdout.log"), "main ready");
     let socket = socket_of(&env, &dir);
-    assert!(socket.starts_with(runtime.join("tether")), "{socket:?}");
+    assert!(
+        socket.starts_with(common::socket_dir_in(&runtime)),
+        "{socket:?}"
+    );
     assert_eq!(mode(&socket), 0o600);
-    assert_eq!(mode(&runtime.join("tether")), 0o700);
+    assert_eq!(mode(&common::socket_dir_in(&runtime)), 0o700);
     let events = events_now(&dir);
     let started = events.iter().find_map(|e| match &e.kind {
         EventKind::BrokerStarted { control_socket, .. } => control_socket.clone(),
@@ -580,7 +583,7 @@ fn the_socket_goes_with_its_broker_and_a_stale_one_is_cleaned_up() {
     let run = spawn_exec(&env, &runtime, &[], &["true"]).wait(&env);
     assert_eq!(run.code(), 0, "{}", run.stderr_text());
     let sockets = || -> Vec<PathBuf> {
-        fs::read_dir(runtime.join("tether"))
+        fs::read_dir(common::socket_dir_in(&runtime))
             .map(|d| d.flatten().map(|e| e.path()).collect())
             .unwrap_or_default()
     };
@@ -610,8 +613,12 @@ fn without_a_socket_the_command_runs_and_stop_goes_through_the_brokers_pid() {
     let env = TestEnv::new("control_fallback");
     // Two ways a socket cannot be made: a runtime dir others can read, a path too long.
     let open = env.path("open");
-    fs::create_dir_all(open.join("tether")).expect("mkdir");
-    fs::set_permissions(open.join("tether"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    fs::create_dir_all(common::socket_dir_in(&open)).expect("mkdir");
+    fs::set_permissions(
+        common::socket_dir_in(&open),
+        fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
     let long = env.path(&"l".repeat(100));
     fs::create_dir(&long).expect("mkdir");
     for (name, runtime, code, says) in [

@@ -336,9 +336,7 @@ fn forge_abandoned(
     private("events.jsonl", format!("{spawned}\n").into_bytes());
     std::os::unix::fs::symlink(
         &dir,
-        runtime
-            .join("tether")
-            .join(format!("{}-{}.journal", broker.0, broker.1)),
+        common::socket_dir_in(runtime).join(format!("{}-{}.journal", broker.0, broker.1)),
     )
     .expect("link");
     dir

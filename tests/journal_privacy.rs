@@ -202,7 +202,7 @@ fn session_ids_do_not_collide_across_pid_namespaces() {
     // to a socket directory of its own.
     let runtime = env.runtime_dir();
     let me = tether::procfs::read_stat(std::process::id() as i32).expect("our own stat");
-    let shims = runtime.join("tether").join(format!(
+    let shims = common::socket_dir_in(&runtime).join(format!(
         "agent-shims-{}-{}",
         std::process::id(),
         me.start_ticks

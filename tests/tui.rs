@@ -647,7 +647,7 @@ fn with_runtime_dir(env: &TestEnv, line: &str) -> (std::path::PathBuf, String) {
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
         .expect("chmod the runtime dir");
     let line = format!("XDG_RUNTIME_DIR={} {line}", runtime.display());
-    (runtime.join("tether"), line)
+    (common::socket_dir_in(&runtime), line)
 }
 
 fn tmux_buffer(tmux: &Tmux, env: &TestEnv) -> String {

@@ -248,11 +248,25 @@ fn drawn_row(text: &[u8], first: Option<&Range<usize>>) -> Range<usize> {
                     // To the first column, as a carriage return (`readline.cursorTo(0)`, a
                     // progress bar's redraw); a move further along spaces words (Claude
                     // Code's) and stays in the row.
-                    Some(b'G') => match std::str::from_utf8(&text[at + 2..at + len - 1]) {
-                        Ok("") => true,
-                        Ok(column) => column.parse::<u32>().is_ok_and(|n| n <= 1),
-                        Err(_) => false,
-                    },
+                    // The column is the first parameter, as the renderer reads it (none: 1);
+                    // a private marker or an intermediate makes it some other sequence.
+                    Some(b'G') => {
+                        let params = &text[at + 2..at + len - 1];
+                        let first = params.split(|&b| b == b';' || b == b':').next();
+                        let column = std::str::from_utf8(first.unwrap_or_default())
+                            .ok()
+                            .and_then(|c| {
+                                if c.is_empty() {
+                                    Some(1)
+                                } else {
+                                    c.parse::<u32>().ok()
+                                }
+                            });
+                        params
+                            .iter()
+                            .all(|&b| b.is_ascii_digit() || b == b';' || b == b':')
+                            && column.is_some_and(|c| c <= 1)
+                    }
                     _ => false,
                 };
                 (len, moves)
@@ -471,13 +485,23 @@ mod tests {
     fn a_move_to_the_first_column_is_a_redraw_and_a_move_along_is_not() {
         // `npm ERR fetch` drawn over from the first column: the hit shows what was drawn
         // where the match is, as after a carriage return.
-        for redraw in ["\x1b[1G", "\x1b[G", "\x1b[0G"] {
+        for redraw in ["\x1b[1G", "\x1b[G", "\x1b[0G", "\x1b[1;5G", "\x1b[;G"] {
             let text = format!("npm ERR fetch{redraw}\x1b[0Kdone");
             let hit = hit(text.as_bytes(), &[(4, 7)]);
             assert_eq!(
                 drawn_row(hit.text, hit.matches.first()),
                 0..13,
                 "{redraw:?}"
+            );
+        }
+        // Not a move to the first column: a sign, a private marker, a column further on.
+        for other in ["\x1b[+1G", "\x1b[?1G", "\x1b[10G", "\x1b[99999999999G"] {
+            let text = format!("npm ERR fetch{other}done");
+            let hit = hit(text.as_bytes(), &[(4, 7)]);
+            assert_eq!(
+                drawn_row(hit.text, hit.matches.first()),
+                0..text.len(),
+                "{other:?}"
             );
         }
         // Claude Code spaces its words by moving along the row: one row, whole.

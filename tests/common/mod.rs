@@ -297,6 +297,18 @@ impl ExecRun {
     }
 }
 
+/// The socket directory tether uses under the runtime directory `runtime`
+/// (`XDG_RUNTIME_DIR`): `runtime/tether`, or `tether-pidns-<inode>` when the tests run in a
+/// PID namespace other than the first (a container's).
+pub fn socket_dir_in(runtime: &Path) -> PathBuf {
+    use tether::control::socket_dir;
+    socket_dir::socket_dir_for(
+        Some(runtime.as_os_str()),
+        nix::unistd::geteuid().as_raw(),
+        socket_dir::own_pid_namespace(),
+    )
+}
+
 /// An executable script at `path` (mode 0755), written by a child process (`tee`), never
 /// through a descriptor of this process: a test on another thread that forks while one is
 /// open for writing hands it to its child, and until that child execs, running the script

@@ -4,8 +4,8 @@
 //! The file is always written too: no terminal answers whether it took an OSC 52 (tmux drops
 //! it with `set-clipboard off`, many terminals ignore it, some cap its size), so a copy that
 //! may have gone nowhere must land somewhere the operator can find. It lives next to the
-//! control sockets, in `$XDG_RUNTIME_DIR/tether/` (or `/tmp/tether-<uid>/`), a directory that
-//! is ours and closed to others (checked as for the sockets), created 0600 and replaced
+//! control sockets, in the socket directory (`$XDG_RUNTIME_DIR/tether/`, see `socket_dir`),
+//! which is ours and closed to others (checked as for the sockets), created 0600 and replaced
 //! whole: what was copied is output of the operator's own commands, which only they may read.
 
 use std::io;

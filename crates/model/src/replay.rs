@@ -24,11 +24,14 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
         .events
         .iter()
         .any(|e| matches!(e.kind, EventKind::Close { .. }));
-    // A run whose broker is not named yet while the front end that launches it still runs is
-    // starting (a loaded machine may take a while to journal `broker_started`), not failed.
+    // A run whose broker has not journaled `broker_started` yet (a loaded machine may take a
+    // while) but runs, as `command.json` names it (pid and start time), is starting, not
+    // failed.
     let starting = command.broker_pid.is_none()
         && record.result.is_none()
-        && (record.request.as_ref()).is_some_and(|r| !tether_os::procfs::is_gone(r.parent_pid));
+        && record
+            .broker
+            .is_some_and(|b| tether_os::procfs::broker_alive(&b));
     if !closed && !starting && !broker_alive(&command) {
         let last = record.events.last().map_or(started, |e| e.ts_ms);
         command.broker_gone(last);
@@ -221,8 +224,9 @@ mod tests {
         assert_eq!(command.notice, None);
     }
 
-    /// A journal its broker has not begun yet: the launch request only, from `parent_pid`.
-    fn launched_by(parent_pid: i32) -> tempfile::TempDir {
+    /// A journal its broker (`pid`, started at `start_ticks`) has not begun yet: its
+    /// `command.json` only.
+    fn named_broker(pid: i32, start_ticks: u64) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let fixture = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -230,22 +234,29 @@ mod tests {
         );
         let mut request: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
-        request["parent_pid"] = parent_pid.into();
+        request["broker"] = serde_json::json!({ "pid": pid, "start_ticks": start_ticks });
         std::fs::write(dir.path().join("command.json"), request.to_string()).unwrap();
         std::fs::write(dir.path().join("events.jsonl"), "").unwrap();
         dir
     }
 
     #[test]
-    fn a_run_whose_broker_is_not_named_yet_is_starting_while_its_front_end_runs() {
-        let dir = launched_by(std::process::id() as i32);
+    fn a_run_whose_broker_has_not_begun_its_journal_is_starting_while_that_broker_runs() {
+        // This process stands for the broker.
+        let me = std::process::id() as i32;
+        let ticks = tether_os::procfs::read_stat(me)
+            .expect("our stat")
+            .start_ticks;
+        let dir = named_broker(me, ticks);
         let command = command_from_record(&CommandRecord::load(dir.path()));
         assert_eq!(command.status, Status::Starting);
-        // Its front end gone (no pid reaches i32::MAX), no broker will ever be named: it
-        // failed to start.
-        let dir = launched_by(i32::MAX);
-        let command = command_from_record(&CommandRecord::load(dir.path()));
-        assert_eq!(command.status, Status::FailedToStart);
+        // That pid, but another process (another start time), or no such pid: the broker
+        // died before it began the journal.
+        for (pid, start_ticks) in [(me, ticks + 1), (i32::MAX, ticks)] {
+            let dir = named_broker(pid, start_ticks);
+            let command = command_from_record(&CommandRecord::load(dir.path()));
+            assert_eq!(command.status, Status::FailedToStart, "{pid} {start_ticks}");
+        }
     }
 
     #[test]

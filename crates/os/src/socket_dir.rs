@@ -1,7 +1,8 @@
 //! Where control sockets live, and the rules a directory and a path must meet before a
 //! broker listens there or a front end connects.
 //!
-//! The directory is `$XDG_RUNTIME_DIR/tether/` (or `/tmp/tether-<uid>/` without one), made
+//! The directory is `$XDG_RUNTIME_DIR/tether/` (or `/tmp/tether-<uid>/` without one; with
+//! `-pidns-<inode>` in a PID namespace other than the first, see [`socket_dir_for`]), made
 //! 0700 and checked as tmux checks its own: a real directory (not a link), owned by us, with
 //! no group or other bits at all. A socket path must fit `sockaddr_un` (108 bytes with its
 //! NUL); names are short on purpose: the broker's pid and start time.

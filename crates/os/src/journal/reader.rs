@@ -12,7 +12,9 @@ use super::secure::open_regular;
 use super::tail::EventTail;
 use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
 use tether_protocol::CommandId;
-use tether_protocol::protocol::{CommandResult, Event, EventKind, LaunchRequest, Stream};
+use tether_protocol::protocol::{
+    BrokerIdentity, CommandFile, CommandResult, Event, EventKind, LaunchRequest, Stream,
+};
 
 /// Who started a session, when and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +97,9 @@ pub struct CommandRecord {
     /// Its session and its directory's name there (`agent-1/01-build`).
     pub id: CommandId,
     pub request: Option<LaunchRequest>,
+    /// The broker `command.json` names (it writes the file before it journals
+    /// `broker_started`).
+    pub broker: Option<BrokerIdentity>,
     pub events: Vec<Event>,
     pub result: Option<CommandResult>,
     pub damage: Vec<Damage>,
@@ -109,11 +114,13 @@ impl CommandRecord {
     /// again, it gives exactly the events appended since, none missed, none twice.
     pub fn load_following(dir: &Path) -> (CommandRecord, EventTail) {
         let mut damage = Vec::new();
-        let request = read_json::<LaunchRequest>(&dir.join(COMMAND_FILE), COMMAND_FILE)
-            .unwrap_or_else(|d| {
+        let file =
+            read_json::<CommandFile>(&dir.join(COMMAND_FILE), COMMAND_FILE).unwrap_or_else(|d| {
                 damage.push(d);
                 None
             });
+        let broker = file.as_ref().and_then(|f| f.broker);
+        let request = file.map(|f| f.request);
         let mut tail = EventTail::new(dir.join(EVENTS_FILE));
         let events = match tail.poll() {
             Ok((events, mut bad)) => {
@@ -145,6 +152,7 @@ impl CommandRecord {
             dir: dir.to_path_buf(),
             id: id_of(dir),
             request,
+            broker,
             events,
             result,
             damage,
