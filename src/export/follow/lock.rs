@@ -15,10 +15,18 @@ use super::cursor::CursorDir;
 
 const LOCK_FILE: &str = "lock";
 
-/// The lock, held until dropped (the kernel releases it with the descriptor).
+/// The lock, held until dropped.
 #[derive(Debug)]
 pub struct FollowerLock {
-    _file: File,
+    file: File,
+}
+
+/// Released by name, not by the close alone: a flock belongs to the open file, which a child
+/// forked meanwhile (from another thread) holds too until it execs, and the lock with it.
+impl Drop for FollowerLock {
+    fn drop(&mut self) {
+        let _ = flock(self.file.as_fd(), FlockOperation::Unlock);
+    }
 }
 
 /// What trying the lock found.
@@ -64,13 +72,15 @@ pub fn take(dir: &CursorDir) -> io::Result<Locked> {
     file.set_len(0)?;
     file.rewind()?;
     writeln!(file, "{}", std::process::id())?;
-    Ok(Locked::Ours(FollowerLock { _file: file }))
+    Ok(Locked::Ours(FollowerLock { file }))
 }
 
 /// The pid of the follower that holds the lock; `None` when none runs.
 pub fn holder(dir: &CursorDir) -> io::Result<Option<u32>> {
     let mut file = open(dir)?;
     if flock(file.as_fd(), FlockOperation::NonBlockingLockShared).is_ok() {
+        // The probe's lock let go at once (see `FollowerLock`'s drop).
+        let _ = flock(file.as_fd(), FlockOperation::Unlock);
         return Ok(None);
     }
     Ok(Some(read_pid(&mut file).unwrap_or(0)))
