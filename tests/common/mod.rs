@@ -309,24 +309,10 @@ pub fn socket_dir_in(runtime: &Path) -> PathBuf {
     )
 }
 
-/// An executable script at `path` (mode 0755), written by a child process (`tee`), never
-/// through a descriptor of this process: a test on another thread that forks while one is
-/// open for writing hands it to its child, and until that child execs, running the script
-/// fails with ETXTBSY ("text file busy").
+/// An executable script at `path` (0755), written so that no fork elsewhere makes it busy
+/// (`tether::testing::write_script`).
 pub fn write_script(path: &Path, text: &str) {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let mut tee = Command::new("tee")
-        .arg(path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("start tee");
-    let mut stdin = tee.stdin.take().expect("tee's stdin");
-    stdin.write_all(text.as_bytes()).expect("write the script");
-    drop(stdin);
-    assert!(tee.wait().expect("tee ends").success(), "tee {path:?}");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    tether::testing::write_script(path, text, 0o755);
 }
 
 /// Polls `done` every 10 ms until it holds; past [`DEADLINE`] kills everything tagged and

@@ -24,6 +24,26 @@ pub fn skip(reason: impl std::fmt::Display) {
     eprintln!("skipped: {reason}");
 }
 
+/// A script at `path` with `mode`, written by a child process, never through a descriptor of
+/// this process: a test on another thread that forks while one is open for writing hands it
+/// to its child, and until that child execs, running the script fails with ETXTBSY ("text
+/// file busy"). Made 0600 (`umask 077`), then given `mode`.
+pub fn write_script(path: &std::path::Path, text: &str, mode: u32) {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let mut writer = std::process::Command::new("sh")
+        .args(["-c", "umask 077; cat > \"$1\"", "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("start sh to write the script");
+    let mut stdin = writer.stdin.take().expect("its stdin");
+    stdin.write_all(text.as_bytes()).expect("write the script");
+    drop(stdin);
+    assert!(writer.wait().expect("sh ends").success(), "write {path:?}");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
 /// Copies the directory tree `from` to `to` (a fixture session into a test's own space),
 /// private as tether keeps journals: directories 0700, files 0600, whatever the umask and
 /// the modes the fixture has in the checkout.

@@ -575,7 +575,6 @@ unsafe fn exec(context: &ChildContext<'_>) -> i32 {
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
-    use std::os::unix::fs::PermissionsExt;
 
     /// The test process's own cgroup, open as clone3 takes it; `None` (and why, printed)
     /// where there is none to start a child in.
@@ -648,38 +647,17 @@ mod tests {
         clones
     }
 
-    /// A script at `path`, written by a child process (`tee`), never through a descriptor of
-    /// ours: a test on another thread that forks while we hold one open for writing would
-    /// hand it to its child, and until that child execs, running the script fails with
-    /// ETXTBSY ("text file busy").
-    fn executable(path: &std::path::Path, text: &str, mode: u32) {
-        use std::io::Write;
-        let mut tee = Command::new("tee")
-            .arg(path)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("tee");
-        tee.stdin
-            .take()
-            .expect("its stdin")
-            .write_all(text.as_bytes())
-            .expect("write");
-        assert!(tee.wait().expect("tee ends").success(), "tee {path:?}");
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
-    }
-
     #[test]
     fn the_command_runs_with_its_path_arguments_environment_and_directory() {
         let Some(cgroup) = own_cgroup() else { return };
         let dir = tempfile::tempdir().expect("tempdir");
-        executable(
+        tether_os::testing::write_script(
             &dir.path().join("hello"),
             "#!/bin/sh\necho \"$1 $GREETING $(pwd)\"\nexit 3\n",
             0o755,
         );
         // No `#!`: exec refuses it and execvp has /bin/sh run it.
-        executable(&dir.path().join("bare"), "echo bare \"$1\"\n", 0o755);
+        tether_os::testing::write_script(&dir.path().join("bare"), "echo bare \"$1\"\n", 0o755);
         // The first entry is missing: the search passes over it, as execvp's does.
         let path = format!("/nonexistent:{}", dir.path().display());
         for (name, clone) in clones() {
@@ -705,7 +683,7 @@ mod tests {
     fn a_command_that_cannot_start_says_why_as_execvp_would() {
         let Some(cgroup) = own_cgroup() else { return };
         let dir = tempfile::tempdir().expect("tempdir");
-        executable(&dir.path().join("locked"), "#!/bin/sh\n", 0o644);
+        tether_os::testing::write_script(&dir.path().join("locked"), "#!/bin/sh\n", 0o644);
         let path = dir.path().display().to_string();
         for (name, clone) in clones() {
             let cases: [(Command, i32); 4] = [
