@@ -97,11 +97,15 @@ pub fn socket_dir_for(
 const INITIAL_PID_NAMESPACE: u64 = 0xEFFF_FFFC;
 
 /// This process's PID namespace (the inode of `/proc/self/ns/pid`) when it is not the first
-/// one; `None` in the first, or when it cannot be read.
+/// one; `None` in the first, or when it cannot be read. Read once: tether never changes its
+/// namespace, and a shim call asks for the socket directory more than once.
 pub fn own_pid_namespace() -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
-    let inode = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
-    (inode != INITIAL_PID_NAMESPACE).then_some(inode)
+    static OWN: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *OWN.get_or_init(|| {
+        let inode = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+        (inode != INITIAL_PID_NAMESPACE).then_some(inode)
+    })
 }
 
 /// [`socket_dir_for`] this process's environment, effective uid and PID namespace.
