@@ -1,6 +1,6 @@
 //! A tmux server of one test, for what only a real terminal shows: tmux runs tether,
 //! `send-keys` types, `capture-pane` reads the screen, `resize-window` resizes it. Every
-//! process in it carries the test's tag; dropping it kills the server.
+//! process in it carries the test's tag; dropping it kills the server and removes its socket.
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -9,13 +9,16 @@ use super::{DEADLINE, TAG_VAR, TestEnv};
 
 pub struct Tmux {
     socket: String,
+    /// The socket's file (`/tmp/tmux-UID/tether-TAG`), which `kill-server` leaves behind.
+    socket_path: Option<String>,
 }
 
 impl Tmux {
     /// Starts a server whose first window (`cols`×`rows`) runs `sh`.
     pub fn start(env: &TestEnv, cols: u16, rows: u16) -> Tmux {
-        let tmux = Tmux {
+        let mut tmux = Tmux {
             socket: format!("tether-{}", env.tag),
+            socket_path: None,
         };
         let (x, y) = (cols.to_string(), rows.to_string());
         let out = tmux.cmd(&["new-session", "-d", "-x", &x, "-y", &y, "sh"], env);
@@ -24,6 +27,9 @@ impl Tmux {
             "tmux failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let out = tmux.cmd(&["display-message", "-p", "#{socket_path}"], env);
+        tmux.socket_path = Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            .filter(|path| !path.is_empty());
         // OSC 52 from the TUI lands in tmux's buffers, where the copy tests read it.
         tmux.cmd(&["set-option", "-g", "set-clipboard", "on"], env);
         // What is typed before the shell reads its terminal is echoed by the terminal, then
@@ -125,5 +131,8 @@ impl Drop for Tmux {
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .output();
+        if let Some(path) = &self.socket_path {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
