@@ -528,3 +528,33 @@ fn the_mask_drops_background_pids_only_where_read_through_a_terminal() {
         "<x>\nOutput: (empty)\nBackground PIDs: <pids>\nProcess Group PGID: <pgid>\n</x>"
     );
 }
+
+/// Gemini CLI keeps a large output's last characters together with its own framing after
+/// them: a process group's pid with one digit more cuts one character later. The run seen
+/// on a loaded machine: `195436` bare, `95436` under tether, with pids 6932 and 16887.
+#[test]
+fn the_mask_hides_where_a_kept_tail_was_cut_and_nothing_after_it() {
+    let dir = std::path::Path::new("/nonexistent");
+    let pipes = Reading {
+        two_pipes: true,
+        through_terminal_emulator: false,
+    };
+    let kept = |cut: &str, omitted: &str, pgid: &str| {
+        format!(
+            "Output too large.\nOutput: 1\n2\n\n... [{omitted} characters omitted] ...\n\n{cut}\n\
+             199999\n200000\nProcess Group PGID: {pgid}\n</x>"
+        )
+    };
+    let bare = mask(pipes, dir, &[], &kept("195436", "1,247,041", "6932"));
+    let tethered = mask(pipes, dir, &[], &kept("95436", "1,247,042", "16887"));
+    assert_eq!(bare, tethered);
+    assert!(bare.contains("<cut>\n199999\n200000\n"), "{bare}");
+    // What follows the cut line is still compared.
+    let other = mask(
+        pipes,
+        dir,
+        &[],
+        &kept("95436", "1,247,042", "16887").replace("199999", "199998"),
+    );
+    assert_ne!(bare, other);
+}

@@ -70,6 +70,11 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
     for (re, to) in MASKS.iter() {
         text = re.replace_all(&text, *to).into_owned();
     }
+    // Where a large output's kept tail begins depends on the length of what follows it in
+    // the agent's own text: Gemini CLI keeps the last 32,000 characters of the output and its
+    // `Process Group PGID: N` line, so a pid with one digit more moves the cut by one. The
+    // line the cut falls in is masked; the lines after it are compared.
+    text = TAIL_CUT.replace_all(&text, "$1<cut>\n").into_owned();
     if reading.two_pipes {
         text = streams_apart(&text);
     }
@@ -84,6 +89,11 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
     }
     text
 }
+
+/// The first line of a large output's kept tail, which begins where the agent's cut fell.
+static TAIL_CUT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(\.\.\. \[<n> characters omitted\] \.\.\.\n\n)[^\n]*\n").expect("a regex")
+});
 
 /// Gemini CLI's line of a call's background pids, once masked.
 static BACKGROUND_PIDS: LazyLock<Regex> =
