@@ -1,6 +1,7 @@
 //! What a run with tether must show against the bare run, and the report of both.
 
 use std::fs;
+use std::time::{Duration, Instant};
 
 use tether::journal::CommandRecord;
 use tether::protocol::LeftoversEnd;
@@ -10,7 +11,7 @@ use crate::common::agents::Agent;
 use crate::common::agents::offline::Interaction;
 use crate::common::journal::leftovers_stopped;
 use crate::common::procs::is_gone;
-use crate::common::{TestEnv, wait_until};
+use crate::common::{DEADLINE, TestEnv, wait_until};
 
 /// Compares the two runs' tool results step by step; returns a line per difference.
 pub fn compare(steps: &[ScriptStep], bare: &Run, other: &Run, skip: Option<usize>) -> Vec<String> {
@@ -105,10 +106,6 @@ pub fn unquote(text: &str) -> String {
 pub fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
     let steps = script(run.agent, run.ports);
     let mut failures = Vec::new();
-    let records: Vec<CommandRecord> = session_commands(env, &session_of(env))
-        .iter()
-        .map(|dir| CommandRecord::load(dir))
-        .collect();
     let text_of = |record: &CommandRecord| {
         record
             .request
@@ -116,6 +113,28 @@ pub fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
             .map(|r| unquote(&r.command.argv().join(" ")))
             .unwrap_or_default()
     };
+    let load = || -> Vec<CommandRecord> {
+        session_commands(env, &session_of(env))
+            .iter()
+            .map(|dir| CommandRecord::load(dir))
+            .collect()
+    };
+    // A broker writes `result.json` as it closes: after the agent read the command's end,
+    // once the journal has all the output and what the command left has ended. The agent
+    // may be gone before that on a loaded machine, so each step's result is waited for; a
+    // step whose result never comes is reported below as not ended.
+    let mut records = load();
+    let deadline = Instant::now() + DEADLINE;
+    while Instant::now() < deadline
+        && steps.iter().any(|step| {
+            records.iter().any(|r| {
+                r.result.is_none() && !is_agent(r) && text_of(r).contains(&step.step.command)
+            })
+        })
+    {
+        std::thread::sleep(Duration::from_millis(100));
+        records = load();
+    }
     for (i, step) in steps.iter().enumerate() {
         let matching: Vec<&CommandRecord> = records
             .iter()
