@@ -349,19 +349,48 @@ pub fn wait_for_text(env: &TestEnv, path: &Path, needle: &str) {
 /// Runs `command` (tagged, stdin from /dev/null, output captured) to its end; past
 /// [`DEADLINE`] kills it and fails, naming `what`.
 pub fn run_to_end(env: &TestEnv, command: Command, what: &str) -> std::process::Output {
-    run_measured(env, command, what).0
+    run_reaped(env, command, what)
 }
 
-/// [`run_to_end`], also giving the child's peak resident set in bytes, from the rusage the
-/// kernel hands back when the child is reaped (nothing to race, unlike reading its /proc).
-// The child is reaped, by `wait4` for its rusage, which clippy cannot see.
-#[allow(clippy::zombie_processes)]
-pub fn run_measured(
-    env: &TestEnv,
-    mut command: Command,
-    what: &str,
-) -> (std::process::Output, u64) {
-    use std::os::unix::process::ExitStatusExt;
+/// [`run_to_end`], also giving the command's peak resident set in bytes, as GNU time
+/// measures it. Not from the rusage this process gets back: a process forked from this one
+/// starts its `ru_maxrss` at what this one held (exec keeps the larger), and the test binary,
+/// running other tests on its threads, is often larger than tether. `time` is small, and the
+/// figure it gives is its child's own.
+pub fn run_measured(env: &TestEnv, command: Command, what: &str) -> (std::process::Output, u64) {
+    static MEASURED: AtomicUsize = AtomicUsize::new(0);
+    let file = env.path(&format!(
+        "peak-{}",
+        MEASURED.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut timed = Command::new("/usr/bin/time");
+    timed
+        .args(["-f", "%M", "-o"])
+        .arg(&file)
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => timed.env(key, value),
+            None => timed.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    let output = run_to_end(env, timed, what);
+    // `Command exited with non-zero status N` may come first; the figure is the last line.
+    let said = fs::read_to_string(&file).unwrap_or_default();
+    let kib: u64 = said
+        .lines()
+        .last()
+        .and_then(|line| line.trim().parse().ok())
+        .unwrap_or_else(|| panic!("GNU time measured no peak for {what}: {said:?}"));
+    (output, kib << 10)
+}
+
+/// Runs `command` to its end as [`run_to_end`] says.
+fn run_reaped(env: &TestEnv, mut command: Command, what: &str) -> std::process::Output {
     let mut child = command
         .env(TAG_VAR, &env.tag)
         .stdin(Stdio::null())
@@ -383,34 +412,20 @@ pub fn run_measured(
     let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
     let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let started = Instant::now();
-    let pid = child.id() as libc::pid_t;
-    let mut killed = false;
-    let (status, peak) = loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain old data the kernel fills; all-zero is a valid value.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let flags = if killed { 0 } else { libc::WNOHANG };
-        // SAFETY: `pid` is our own unreaped child; both pointers are to live locals.
-        let reaped = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
-        assert!(
-            reaped >= 0,
-            "wait for {what}: {}",
-            std::io::Error::last_os_error()
-        );
-        if reaped == pid {
-            break (status, usage.ru_maxrss as u64 * 1024);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
         }
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
-            killed = true;
+            let _ = child.wait();
+            panic!("{what} did not finish within {DEADLINE:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    assert!(!killed, "{what} did not finish within {DEADLINE:?}");
-    let output = std::process::Output {
-        status: std::process::ExitStatus::from_raw(status),
+    std::process::Output {
+        status,
         stdout: stdout.join().expect("read stdout"),
         stderr: stderr.join().expect("read stderr"),
-    };
-    (output, peak)
+    }
 }
