@@ -313,12 +313,7 @@ impl Broker {
         if !matches!(kind, EventKind::Output { .. } | EventKind::Input { .. }) {
             self.flush_input();
         }
-        let event = Event {
-            ts_ms: self.wall_ms,
-            mono_us: self.mono_us(),
-            kind,
-        };
-        self.record(&event);
+        self.record(&self.stamp(kind));
     }
 
     /// Journals an event (pongs excepted) and queues the very same line for the parent and
@@ -367,19 +362,16 @@ impl Broker {
         }
         self.journal_alive = false;
         self.journal_len = self.journal_len.saturating_sub(unwritten);
-        let event = Event {
-            ts_ms: self.wall_ms,
-            mono_us: self.mono_us(),
-            kind: EventKind::BrokerFailure {
+        let line = self
+            .stamp(EventKind::BrokerFailure {
                 stage: Stage::Internal,
                 code: "journal_write".into(),
                 message: format!(
                     "cannot append to the event log in {}: {err}; events are still sent live",
                     self.request.journal_dir.display()
                 ),
-            },
-        };
-        let line = event.to_line();
+            })
+            .to_line();
         let parent = self.parent_takes(line.len(), false);
         self.outputs.push_back(Output::Event {
             line,

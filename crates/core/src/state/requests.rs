@@ -242,10 +242,7 @@ impl Broker {
                 // Also when a stop of stragglers runs already: the operator wants the end.
                 self.hurry_copy();
                 if let Some(stop) = &self.stop {
-                    let origin = serde_json::to_value(stop.origin)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default();
+                    let origin: &str = stop.origin.into();
                     let message = format!("a stop is already running (origin {origin})");
                     return Ok(Some(acked(name, Some(message))));
                 }
