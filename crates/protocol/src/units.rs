@@ -110,7 +110,7 @@ pub fn duration_ms(ms: u64) -> String {
 
 /// A [`Duration`] as [`duration_ms`] shows it.
 pub fn duration(interval: Duration) -> String {
-    duration_ms(u64::try_from(interval.as_millis()).unwrap_or(u64::MAX))
+    duration_ms(crate::protocol::millis::to_wire(interval))
 }
 
 /// Time since the session started: `+1:02.345`.

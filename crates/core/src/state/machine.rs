@@ -9,7 +9,7 @@
 
 use std::io;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::requests::{OperatorDelivered, OperatorSignal, Sender};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
@@ -375,11 +375,6 @@ impl Broker {
     /// The next thing to do, in order; `None` once everything asked for was taken.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.outputs.pop_front()
-    }
-
-    /// When the broker next has something to do on its own (hand it [`Input::Tick`] then).
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_deadline()
     }
 
     /// After what a tick did: what it journaled reaches the disk, and a custody that began
