@@ -160,6 +160,15 @@ pub fn parse_offset(text: &str) -> Result<u64, UnitError> {
         .ok_or_else(err)
 }
 
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
+pub fn head(text: &str, max: usize) -> &str {
+    let mut cut = max.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
 /// `1536` → `1.5 KiB`: compact sizes for people.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

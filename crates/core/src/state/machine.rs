@@ -312,7 +312,7 @@ impl Broker {
                 reason,
             } => self.control_refused(client, peer, reason),
             Input::Typed(taken) => self.input(taken),
-            Input::TypedDropped(bytes) => self.input_dropped(bytes),
+            Input::TypedDropped(dropped) => self.input(InputTaken { bytes: 0, dropped }),
             Input::Resized(size) => self.emit(EventKind::Resize { size }),
             Input::ParentLost(cause) => self.parent_lost(cause),
             Input::ParentBacklog(bytes) => self.parent_backlog = bytes,

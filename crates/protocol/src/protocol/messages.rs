@@ -580,10 +580,7 @@ pub fn capped_argv(mut argv: Vec<String>) -> Vec<String> {
     for arg in &mut argv {
         let room = ARGV_CAP - kept;
         if arg.len() > room {
-            let mut cut = room;
-            while !arg.is_char_boundary(cut) {
-                cut -= 1;
-            }
+            let cut = crate::units::head(arg, room).len();
             arg.truncate(cut);
             kept += cut;
             keep_args += usize::from(cut > 0);
