@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::agent_wait::AgentWait;
 use crate::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
-use crate::units::{duration_ms, format_size};
+use crate::units::{duration, format_size};
 
 /// A tree at or above this share of one core is busy.
 const BUSY_SHARE: f64 = 0.9;
@@ -391,7 +391,7 @@ impl Detector {
                 b.program,
                 b.call,
                 b.fd,
-                duration_ms(silent.as_millis() as u64)
+                duration(silent)
             );
             self.needs_input = true;
             self.raise(AttentionKind::NeedsInput, detail);
@@ -402,10 +402,7 @@ impl Detector {
             && at.saturating_duration_since(idle) >= after
         {
             self.quiet = true;
-            let detail = format!(
-                "no output for {}, no CPU used",
-                duration_ms(silent.as_millis() as u64)
-            );
+            let detail = format!("no output for {}, no CPU used", duration(silent));
             self.raise(AttentionKind::Quiet, detail);
         }
         let memory_over = self
@@ -436,7 +433,7 @@ impl Detector {
                     let detail = format!(
                         "at least {:.0}% of a core for {}",
                         BUSY_SHARE * 100.0,
-                        duration_ms(busy.as_millis() as u64)
+                        duration(busy)
                     );
                     self.raise(AttentionKind::Runaway, detail);
                 }
@@ -467,17 +464,14 @@ impl Detector {
             self.clear(AttentionKind::Runaway);
         }
         let ran = at.saturating_duration_since(self.started);
-        let ran_text = duration_ms(ran.as_millis() as u64);
+        let ran_text = duration(ran);
         match ending {
             Ending::ByHand | Ending::WithWhatRanIt => {}
             Ending::SpawnFailed => {
                 self.raise(AttentionKind::Failed, "could not start".to_string());
             }
             Ending::TimedOut { silent, .. } => {
-                let detail = format!(
-                    "timed out: no output for {}",
-                    duration_ms(silent.as_millis() as u64)
-                );
+                let detail = format!("timed out: no output for {}", duration(silent));
                 self.raise(AttentionKind::Failed, detail);
             }
             // A quick failure of an agent's command: its row says it, nobody is called.

@@ -391,13 +391,10 @@ impl Broker {
     fn front_end_let_go(&mut self, stderr: io::Result<()>) {
         self.detach_parent();
         if let Err(err) = stderr {
-            self.emit(EventKind::BrokerFailure {
-                stage: crate::protocol::Stage::Internal,
-                code: "detach_stderr".into(),
-                message: format!(
-                    "cannot point the broker's stderr at /dev/null: {err}; the caller's stderr stays open while the leftovers run"
-                ),
-            });
+            let message = format!(
+                "cannot point the broker's stderr at /dev/null: {err}; the caller's stderr stays open while the leftovers run"
+            );
+            self.broker_failure(crate::protocol::Stage::Internal, "detach_stderr", message);
         }
     }
 

@@ -608,11 +608,8 @@ impl Broker {
     }
 
     pub(super) fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
-        self.emit(EventKind::BrokerFailure {
-            stage: Stage::Stdio,
-            code: "read".into(),
-            message: format!("reading the command's {stream:?} failed: {err}"),
-        });
+        let message = format!("reading the command's {stream:?} failed: {err}");
+        self.broker_failure(Stage::Stdio, "read", message);
     }
 
     /// Journals the end of the command and asks for the tree's record to be closed
@@ -672,12 +669,9 @@ impl Broker {
     /// when the command ran its course, 1 when the parent was lost.
     pub(super) fn result_written(&mut self, written: std::io::Result<()>) {
         if let Err(err) = written {
-            let result_path = self.request.journal_dir.join(RESULT_FILE);
-            self.emit(EventKind::BrokerFailure {
-                stage: Stage::Internal,
-                code: "result_write".into(),
-                message: format!("cannot write {}: {err}", result_path.display()),
-            });
+            let path = self.request.journal_dir.join(RESULT_FILE);
+            let message = format!("cannot write {}: {err}", path.display());
+            self.broker_failure(Stage::Internal, "result_write", message);
         }
         self.emit(EventKind::Close {
             stdout_bytes: self.result.stdout.bytes,

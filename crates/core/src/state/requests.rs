@@ -179,7 +179,9 @@ impl Broker {
             (Some(client), Err(refusal)) => self.reply(client, refusal.into_event()),
             (None, Ok(Some(EventKind::Pong))) => self.emit(EventKind::Pong),
             (None, Ok(Some(_))) => {}
-            (None, Err(refusal)) => self.protocol_error(refusal.code, refusal.message),
+            (None, Err(refusal)) => {
+                self.broker_failure(Stage::Protocol, refusal.code, refusal.message)
+            }
         }
     }
 
@@ -286,9 +288,9 @@ impl Broker {
         }
     }
 
-    pub(super) fn protocol_error(&mut self, code: &str, message: String) {
+    pub(super) fn broker_failure(&mut self, stage: Stage, code: &str, message: String) {
         self.emit(EventKind::BrokerFailure {
-            stage: Stage::Protocol,
+            stage,
             code: code.into(),
             message,
         });
