@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tether::attention::detector::{Detector, Sample, Thresholds};
+use tether::attention::detector::{Detector, Sample};
 use tether::attention::probe;
 use tether::procfs;
 use tether::protocol::AttentionRequest;
@@ -155,7 +155,7 @@ fn sample_cost(count: usize) {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(500));
-        let thresholds = Thresholds::of(&AttentionRequest::default());
+        let thresholds = AttentionRequest::default();
         let mut detector =
             Detector::new(thresholds, procfs::clock_ticks_per_second(), Instant::now());
         let page = procfs::page_size();

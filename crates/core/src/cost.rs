@@ -34,11 +34,8 @@ pub struct SampledCost {
 impl SampledCost {
     /// Takes one sample of the tree: `procs` are its live processes now.
     pub fn sampled(&mut self, procs: &[ProcStat]) {
-        let mut now: HashMap<ProcessKey, u64> = HashMap::with_capacity(procs.len());
         // A zombie's reading is its last, and exact.
-        for p in procs {
-            now.insert(key(p), p.cpu_ticks);
-        }
+        let now: HashMap<ProcessKey, u64> = procs.iter().map(|p| (key(p), p.cpu_ticks)).collect();
         // A process gone since keeps its last reading; the map holds the live tree only.
         self.ended_ticks += self
             .live
@@ -79,16 +76,12 @@ pub struct CostSources {
 
 /// `cpu_ms` and `peak_rss_bytes` from what each source said (see the module's comment).
 pub fn command_cost(sources: &CostSources) -> (u64, u64) {
-    let cpu_ms = match sources.cgroup_cpu_usec {
-        Some(usec) => usec / 1000,
-        None => sources.sampled_cpu_ms.max(sources.children_cpu_ms),
-    };
-    let peak = match sources.cgroup_memory_peak {
-        Some(bytes) => bytes,
-        None => sources
-            .sampled_peak_rss_bytes
-            .max(sources.children_max_rss_bytes),
-    };
+    let cpu_ms = (sources.cgroup_cpu_usec.map(|usec| usec / 1000))
+        .unwrap_or(sources.sampled_cpu_ms.max(sources.children_cpu_ms));
+    let sampled_peak = sources
+        .sampled_peak_rss_bytes
+        .max(sources.children_max_rss_bytes);
+    let peak = sources.cgroup_memory_peak.unwrap_or(sampled_peak);
     (cpu_ms, peak)
 }
 

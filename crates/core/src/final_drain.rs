@@ -132,15 +132,7 @@ impl LineMatcher {
 /// The matched line as it is journaled: lossy UTF-8, at most [`JOURNALED_LINE`] bytes, cut
 /// on a character boundary.
 pub fn journaled_line(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(line);
-    if text.len() <= JOURNALED_LINE {
-        return text.into_owned();
-    }
-    let mut cut = JOURNALED_LINE;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text[..cut].to_string()
+    crate::units::head(&String::from_utf8_lossy(line), JOURNALED_LINE).to_string()
 }
 
 #[cfg(test)]

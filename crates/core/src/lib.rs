@@ -24,7 +24,7 @@
 //!   from `now` and what each delivery reached; a `TreeSignaller` delivers it.
 //!
 //! It depends on tether-protocol only (the messages and events it decides, the units), on
-//! pure crates (regex, memchr, serde_json, thiserror), and on std without `std::fs`,
+//! pure crates (regex, memchr, serde_json, strum, thiserror), and on std without `std::fs`,
 //! `std::process` or `std::net`'s sockets (its address types are data): never tokio (time is `std::time::Instant`, handed in), nix,
 //! rustix, libc or any crate above it.
 

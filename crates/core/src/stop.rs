@@ -77,6 +77,15 @@ enum Step {
     KillSweep,
 }
 
+impl Step {
+    fn signal(self) -> ProcessSignal {
+        match self {
+            Step::First | Step::Sweep => ProcessSignal::TERM,
+            Step::Escalation | Step::KillSweep => ProcessSignal::KILL,
+        }
+    }
+}
+
 /// One signal the sequence asks for, decided without touching a process: what to send, and
 /// to whom not again. Whoever drives the sequence delivers it ([`SignalPlan::deliver`]) over
 /// its walk and hands the result back ([`StopSequence::delivered`]).
@@ -103,6 +112,17 @@ pub struct Delivered {
 }
 
 impl SignalPlan {
+    /// A TERM comes with CONT, so that stopped processes can act on it.
+    fn new(step: Step, already: HashSet<ProcessKey>, at: Instant) -> SignalPlan {
+        SignalPlan {
+            signal: step.signal(),
+            also_cont: step.signal() == ProcessSignal::TERM,
+            already,
+            step,
+            at,
+        }
+    }
+
     /// Delivers the plan over `walk` (the group `group` too): KILL through the containment's
     /// own kill where it has one, else to the group and each process through pidfds.
     pub fn deliver<S: TreeSignaller + ?Sized>(
@@ -157,13 +177,7 @@ impl StopSequence {
             interval: SWEEP_INTERVAL,
             reached: HashSet::new(),
         };
-        let plan = SignalPlan {
-            signal: ProcessSignal::TERM,
-            also_cont: true,
-            already: HashSet::new(),
-            step: Step::First,
-            at: now,
-        };
+        let plan = SignalPlan::new(Step::First, HashSet::new(), now);
         (sequence, plan)
     }
 
@@ -221,21 +235,9 @@ impl StopSequence {
         self.interval = (self.interval * 2).min(SWEEP_MAX);
         self.next_sweep = now + self.interval;
         if !self.killed {
-            return SignalPlan {
-                signal: ProcessSignal::TERM,
-                also_cont: true,
-                already: std::mem::take(&mut self.reached),
-                step: Step::Sweep,
-                at: now,
-            };
+            return SignalPlan::new(Step::Sweep, std::mem::take(&mut self.reached), now);
         }
-        SignalPlan {
-            signal: ProcessSignal::KILL,
-            also_cont: false,
-            already: HashSet::new(),
-            step: Step::KillSweep,
-            at: now,
-        }
+        SignalPlan::new(Step::KillSweep, HashSet::new(), now)
     }
 
     /// Grace is over: SIGKILL the group and every descendant.
@@ -244,13 +246,7 @@ impl StopSequence {
         self.reached.clear();
         self.interval = SWEEP_INTERVAL;
         self.next_sweep = now + SWEEP_INTERVAL;
-        SignalPlan {
-            signal: ProcessSignal::KILL,
-            also_cont: false,
-            already: HashSet::new(),
-            step: Step::Escalation,
-            at: now,
-        }
+        SignalPlan::new(Step::Escalation, HashSet::new(), now)
     }
 
     /// What a plan's delivery did, for the journal: the first signal and the KILL whatever
@@ -266,11 +262,7 @@ impl StopSequence {
         match step {
             Step::First | Step::Sweep | Step::Escalation => {
                 self.reached = reached;
-                let signal = if step == Step::Escalation {
-                    ProcessSignal::KILL
-                } else {
-                    ProcessSignal::TERM
-                };
+                let signal = step.signal();
                 let reported = step != Step::Sweep || !targets.is_empty();
                 let delivery = reported.then_some(Delivery { signal, targets });
                 (delivery, step == Step::Escalation)

@@ -5,7 +5,7 @@
 //! (`CommandId`: session, number, name).
 //!
 //! The bottom layer: every other crate may depend on it, and it depends on no other tether
-//! crate. It may use serde, serde_json, base64 and thiserror; never tokio, nix, rustix,
+//! crate. It may use serde, serde_json, base64, strum and thiserror; never tokio, nix, rustix,
 //! libc or the filesystem. It holds data and pure functions on data: what a message means is
 //! decided above it, and nothing here sends, reads or writes anything.
 

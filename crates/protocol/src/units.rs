@@ -110,7 +110,7 @@ pub fn duration_ms(ms: u64) -> String {
 
 /// A [`Duration`] as [`duration_ms`] shows it.
 pub fn duration(interval: Duration) -> String {
-    duration_ms(u64::try_from(interval.as_millis()).unwrap_or(u64::MAX))
+    duration_ms(crate::protocol::millis::to_wire(interval))
 }
 
 /// Time since the session started: `+1:02.345`.
@@ -158,6 +158,15 @@ pub fn parse_offset(text: &str) -> Result<u64, UnitError> {
         .checked_mul(60_000)
         .and_then(|ms| ms.checked_add(seconds * 1000 + millis))
         .ok_or_else(err)
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
+pub fn head(text: &str, max: usize) -> &str {
+    let mut cut = max.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
 }
 
 /// `1536` → `1.5 KiB`: compact sizes for people.

@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use std::time::Instant;
 
-use super::detector::{
-    Blocked, CONFIRM_GAP, Detector, Ending, InputKind, ProcessSample, Sample, Thresholds,
-};
+use super::detector::{Blocked, CONFIRM_GAP, Detector, Ending, InputKind, ProcessSample, Sample};
 use tether_protocol::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
 
 const HZ: u64 = 100;
@@ -18,7 +16,7 @@ fn secs(s: f64) -> Duration {
 }
 
 fn detector(t0: Instant) -> Detector {
-    Detector::new(Thresholds::of(&AttentionRequest::default()), HZ, t0)
+    Detector::new(AttentionRequest::default(), HZ, t0)
 }
 
 /// A detector that calls a tree busy for two seconds a runaway.
@@ -27,7 +25,7 @@ fn runaway_detector(t0: Instant) -> Detector {
         runaway_after: Some(Duration::from_millis(2_000)),
         ..AttentionRequest::default()
     };
-    Detector::new(Thresholds::of(&request), HZ, t0)
+    Detector::new(request.clone(), HZ, t0)
 }
 
 fn process(pid: i32, cpu_ticks: u64) -> ProcessSample {
@@ -182,7 +180,7 @@ fn half_a_core_is_no_runaway_and_memory_above_the_bound_is() {
         memory_above: Some(3 << 20),
         ..AttentionRequest::default()
     };
-    let mut d = Detector::new(Thresholds::of(&request), HZ, t0);
+    let mut d = Detector::new(request.clone(), HZ, t0);
     for i in 0..20u64 {
         d.sampled(
             t0 + secs(i as f64),
@@ -220,7 +218,7 @@ fn quiet_needs_silence_and_no_cpu_and_is_off_by_default() {
         quiet_after: Some(Duration::from_millis(10_000)),
         ..AttentionRequest::default()
     };
-    let mut d = Detector::new(Thresholds::of(&request), HZ, t0);
+    let mut d = Detector::new(request.clone(), HZ, t0);
     // Silent but computing: not quiet.
     d.sampled(t0 + secs(1.0), Sample::Fresh(vec![process(10, 0)]));
     d.sampled(t0 + secs(11.0), Sample::Fresh(vec![process(10, 500)]));
@@ -312,7 +310,7 @@ fn an_agents_quick_failure_is_not_told_and_a_long_one_is() {
         failed_after: Some(Duration::from_millis(10_000)),
         ..AttentionRequest::default()
     };
-    let agents = || Detector::new(Thresholds::of(&request), HZ, t0);
+    let agents = || Detector::new(request.clone(), HZ, t0);
     let mut quick = agents();
     quick.exited(t0 + secs(0.5), Ending::Exited(exit(1)));
     assert!(

@@ -16,7 +16,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use super::detector::{Blocked, ProcessSample, WAITING_FOR_YOU};
-use crate::units::duration_ms;
+use crate::units::duration;
 
 /// Below this share of a core, over its quiet stretch, an agent is idle.
 const IDLE_SHARE: f64 = 0.05;
@@ -141,7 +141,7 @@ impl AgentWait {
             wait.program,
             wait.call,
             wait.fd,
-            duration_ms(at.saturating_duration_since(quiet).as_millis() as u64)
+            duration(at.saturating_duration_since(quiet))
         ))
     }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::agent_wait::AgentWait;
 use crate::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
-use crate::units::{duration_ms, format_size};
+use crate::units::{duration, format_size};
 
 /// A tree at or above this share of one core is busy.
 const BUSY_SHARE: f64 = 0.9;
@@ -21,35 +21,6 @@ pub const CONFIRM_GAP: Duration = Duration::from_millis(500);
 
 /// How an agent's `needs_input` detail begins, and the words its row shows for it.
 pub const WAITING_FOR_YOU: &str = "waiting for you";
-
-/// The thresholds, each `None` when off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Thresholds {
-    pub input_after: Option<Duration>,
-    pub quiet_after: Option<Duration>,
-    pub runaway_after: Option<Duration>,
-    pub memory_above: Option<u64>,
-    pub finished_after: Option<Duration>,
-    /// A failure sooner than this is not told (an agent's quick failures); `None`: every one.
-    pub failed_after: Option<Duration>,
-    /// The command is an agent (`tether agent`): `needs_input` means it waits for its human
-    /// (see [`Detector::sampled`]), after `input_after`.
-    pub agent: bool,
-}
-
-impl Thresholds {
-    pub fn of(request: &AttentionRequest) -> Thresholds {
-        Thresholds {
-            input_after: request.input_after,
-            quiet_after: request.quiet_after,
-            runaway_after: request.runaway_after,
-            memory_above: request.memory_above,
-            finished_after: request.finished_after,
-            failed_after: request.failed_after,
-            agent: request.agent,
-        }
-    }
-}
 
 /// What a blocked process is reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +117,9 @@ type Readings = HashMap<(i32, u64), (u64, Option<u64>)>;
 /// The decisions for one command.
 #[derive(Debug)]
 pub struct Detector {
-    thresholds: Thresholds,
+    /// The thresholds, each `None` when off; `agent`: `needs_input` means the agent waits for
+    /// its human (see [`Detector::sampled`]).
+    thresholds: AttentionRequest,
     ticks_per_second: u64,
     started: Instant,
     last_output: Instant,
@@ -170,7 +143,10 @@ pub struct Detector {
 }
 
 impl Detector {
-    pub fn new(thresholds: Thresholds, ticks_per_second: u64, started: Instant) -> Detector {
+    pub fn new(thresholds: AttentionRequest, ticks_per_second: u64, started: Instant) -> Detector {
+        let agent = (thresholds.input_after)
+            .filter(|_| thresholds.agent)
+            .map(|after| AgentWait::new(after, started));
         Detector {
             thresholds,
             ticks_per_second: ticks_per_second.max(1),
@@ -183,10 +159,7 @@ impl Detector {
             busy_since: None,
             idle_since: None,
             needs_input: false,
-            agent: thresholds
-                .input_after
-                .filter(|_| thresholds.agent)
-                .map(|after| AgentWait::new(after, started)),
+            agent,
             quiet: false,
             runaway: None,
             ended: false,
@@ -418,7 +391,7 @@ impl Detector {
                 b.program,
                 b.call,
                 b.fd,
-                duration_ms(silent.as_millis() as u64)
+                duration(silent)
             );
             self.needs_input = true;
             self.raise(AttentionKind::NeedsInput, detail);
@@ -429,10 +402,7 @@ impl Detector {
             && at.saturating_duration_since(idle) >= after
         {
             self.quiet = true;
-            let detail = format!(
-                "no output for {}, no CPU used",
-                duration_ms(silent.as_millis() as u64)
-            );
+            let detail = format!("no output for {}, no CPU used", duration(silent));
             self.raise(AttentionKind::Quiet, detail);
         }
         let memory_over = self
@@ -463,7 +433,7 @@ impl Detector {
                     let detail = format!(
                         "at least {:.0}% of a core for {}",
                         BUSY_SHARE * 100.0,
-                        duration_ms(busy.as_millis() as u64)
+                        duration(busy)
                     );
                     self.raise(AttentionKind::Runaway, detail);
                 }
@@ -494,17 +464,14 @@ impl Detector {
             self.clear(AttentionKind::Runaway);
         }
         let ran = at.saturating_duration_since(self.started);
-        let ran_text = duration_ms(ran.as_millis() as u64);
+        let ran_text = duration(ran);
         match ending {
             Ending::ByHand | Ending::WithWhatRanIt => {}
             Ending::SpawnFailed => {
                 self.raise(AttentionKind::Failed, "could not start".to_string());
             }
             Ending::TimedOut { silent, .. } => {
-                let detail = format!(
-                    "timed out: no output for {}",
-                    duration_ms(silent.as_millis() as u64)
-                );
+                let detail = format!("timed out: no output for {}", duration(silent));
                 self.raise(AttentionKind::Failed, detail);
             }
             // A quick failure of an agent's command: its row says it, nobody is called.

@@ -14,10 +14,9 @@ pub struct GlobSet {
 impl GlobSet {
     /// The set of `patterns`; an error names the pattern that is not a glob (an unclosed `[`).
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<GlobSet, String> {
-        let mut alternatives = Vec::new();
-        for pattern in patterns {
-            alternatives.push(translate(pattern.as_ref())?);
-        }
+        let alternatives: Vec<String> = (patterns.iter())
+            .map(|pattern| translate(pattern.as_ref()))
+            .collect::<Result<_, _>>()?;
         let regex = Regex::new(&format!("^(?:{})$", alternatives.join("|")))
             .map_err(|e| format!("not a glob: {e}"))?;
         Ok(GlobSet { regex })

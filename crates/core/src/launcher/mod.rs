@@ -46,7 +46,8 @@ pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// What a dependent waits for of a dependency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum Condition {
     /// It was spawned.
     Started,
@@ -60,17 +61,13 @@ impl Condition {
     pub const WORDS: &'static str = "\"started\", \"ready\" or \"succeeded\"";
 
     pub fn parse(word: &str) -> Option<Condition> {
-        match word {
-            "started" => Some(Condition::Started),
-            "ready" => Some(Condition::Ready),
-            "succeeded" => Some(Condition::Succeeded),
-            _ => None,
-        }
+        word.parse().ok()
     }
 }
 
 /// When a command that ended starts again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, strum::EnumString)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Restart {
     #[default]
     No,
@@ -82,12 +79,7 @@ impl Restart {
     pub const WORDS: &'static str = "\"no\", \"on-failure\" or \"always\"";
 
     pub fn parse(word: &str) -> Option<Restart> {
-        match word {
-            "no" => Some(Restart::No),
-            "on-failure" => Some(Restart::OnFailure),
-            "always" => Some(Restart::Always),
-            _ => None,
-        }
+        word.parse().ok()
     }
 }
 

@@ -698,3 +698,17 @@ fn cycles_are_named_along_their_path() {
     assert_eq!(find_cycle(&[vec![], vec![1]]), Some(vec![1, 1]));
     assert_eq!(find_cycle(&[vec![], vec![0], vec![0, 1]]), None);
 }
+
+#[test]
+fn config_words_read_as_written_and_nothing_else() {
+    assert_eq!(Condition::parse("started"), Some(Condition::Started));
+    assert_eq!(Condition::parse("ready"), Some(Condition::Ready));
+    assert_eq!(Condition::parse("succeeded"), Some(Condition::Succeeded));
+    assert_eq!(Restart::parse("no"), Some(Restart::No));
+    assert_eq!(Restart::parse("on-failure"), Some(Restart::OnFailure));
+    assert_eq!(Restart::parse("always"), Some(Restart::Always));
+    for word in ["Ready", "on_failure", "On-Failure", "", "yes"] {
+        assert_eq!(Condition::parse(word), None, "{word}");
+        assert_eq!(Restart::parse(word), None, "{word}");
+    }
+}

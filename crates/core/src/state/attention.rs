@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::machine::{Output, Probe};
 use super::{Broker, Phase};
-use crate::attention::detector::{Detector, Ending, ProcessSample, Sample, Thresholds};
+use crate::attention::detector::{Detector, Ending, ProcessSample, Sample};
 use crate::attention::inputs::InputFile;
 use crate::attention::notify_policy::{NotifyPolicy, runnable};
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus, Origin, ProcessSignal};
@@ -40,8 +40,8 @@ const NAME_CAP: usize = 256;
 const DETAIL_CAP: usize = 512;
 
 pub(super) struct Attention {
-    enabled: bool,
-    thresholds: Thresholds,
+    /// Its thresholds, and whether it is on at all.
+    request: AttentionRequest,
     detector: Option<Detector>,
     /// What the command was given to read (its stdin, its terminals).
     inputs: Vec<InputFile>,
@@ -57,8 +57,7 @@ pub(super) struct Attention {
 impl Attention {
     pub(super) fn new(request: &AttentionRequest) -> Attention {
         Attention {
-            enabled: request.enabled,
-            thresholds: Thresholds::of(request),
+            request: request.clone(),
             detector: None,
             inputs: Vec::new(),
             notify: request
@@ -82,9 +81,9 @@ impl Attention {
 impl Broker {
     /// [call site: spawned] The command runs (after [`Broker::attention_inputs`]).
     pub(super) fn attention_spawned(&mut self, now: Instant) {
-        if self.attention.enabled {
+        if self.attention.request.enabled {
             let ticks = self.host.ticks_per_second;
-            let mut thresholds = self.attention.thresholds;
+            let mut thresholds = self.attention.request.clone();
             // Nothing to wait on (stdin is /dev/null, no terminal): no look, and no wake-up,
             // for input.
             if self.attention.inputs.is_empty() {
@@ -131,7 +130,7 @@ impl Broker {
                     .into(),
             });
         }
-        let agent = self.attention.thresholds.agent && self.attention.enabled;
+        let agent = self.attention.request.agent && self.attention.request.enabled;
         let Some(detector) = self.attention.detector.as_mut().filter(|_| agent) else {
             return Err(super::Refusal {
                 code: "not_an_agent",
@@ -215,9 +214,9 @@ impl Broker {
 
     /// [call site: spawn_failed] The command never ran.
     pub(super) fn attention_spawn_failed(&mut self) {
-        if self.attention.enabled {
+        if self.attention.request.enabled {
             let now = self.now;
-            let mut detector = Detector::new(self.attention.thresholds, 100, now);
+            let mut detector = Detector::new(self.attention.request.clone(), 100, now);
             detector.exited(now, Ending::SpawnFailed);
             self.attention.detector = Some(detector);
             self.attention_emit();
@@ -382,9 +381,5 @@ fn capped(text: &str, cap: usize) -> String {
     if text.len() <= cap {
         return text.to_string();
     }
-    let mut cut = cap;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
+    format!("{}…", crate::units::head(text, cap))
 }

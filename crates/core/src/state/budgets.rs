@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::machine::Output;
 use super::{Broker, Phase};
+use crate::protocol::millis::to_wire as millis;
 use crate::protocol::{Budget, EventKind, Origin};
 
 /// The shortest interval between two measurements of the tree's CPU time: near the limit.
@@ -129,10 +130,6 @@ impl Broker {
         self.result.budget = Some(budget);
         self.start_stop(Origin::Budget);
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -195,14 +195,11 @@ impl Broker {
             self.result.cgroup_cpu_usec = released.cpu_usec;
             self.memory_peak = released.memory_peak;
             if let Err(err) = released.removed {
-                self.emit(EventKind::BrokerFailure {
-                    stage: crate::protocol::Stage::Internal,
-                    code: "cgroup_remove".into(),
-                    message: format!(
-                        "cannot remove the command's cgroup {}: {err}; a later tether removes it once it is empty",
-                        cgroup.path.display()
-                    ),
-                });
+                let message = format!(
+                    "cannot remove the command's cgroup {}: {err}; a later tether removes it once it is empty",
+                    cgroup.path.display()
+                );
+                self.broker_failure(crate::protocol::Stage::Internal, "cgroup_remove", message);
             }
         }
         self.outputs.push_back(Output::CloseTree);

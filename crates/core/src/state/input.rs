@@ -36,14 +36,6 @@ impl Broker {
         pending.taken.dropped += taken.dropped;
     }
 
-    /// Input that was queued and could not be written after all (the terminal closed).
-    pub(super) fn input_dropped(&mut self, bytes: u64) {
-        self.input(InputTaken {
-            bytes: 0,
-            dropped: bytes,
-        });
-    }
-
     pub(super) fn flush_input(&mut self) {
         if let Some(p) = self.pending_input.take() {
             let event = Event {

@@ -9,7 +9,7 @@
 
 use std::io;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::requests::{OperatorDelivered, OperatorSignal, Sender};
 use super::{Broker, CgroupReleased, CgroupState, CopyProgress, Now, Reaped};
@@ -312,7 +312,7 @@ impl Broker {
                 reason,
             } => self.control_refused(client, peer, reason),
             Input::Typed(taken) => self.input(taken),
-            Input::TypedDropped(bytes) => self.input_dropped(bytes),
+            Input::TypedDropped(dropped) => self.input(InputTaken { bytes: 0, dropped }),
             Input::Resized(size) => self.emit(EventKind::Resize { size }),
             Input::ParentLost(cause) => self.parent_lost(cause),
             Input::ParentBacklog(bytes) => self.parent_backlog = bytes,
@@ -377,11 +377,6 @@ impl Broker {
         self.outputs.pop_front()
     }
 
-    /// When the broker next has something to do on its own (hand it [`Input::Tick`] then).
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_deadline()
-    }
-
     /// After what a tick did: what it journaled reaches the disk, and a custody that began
     /// lets the front end go.
     fn ticked(&mut self) {
@@ -396,13 +391,10 @@ impl Broker {
     fn front_end_let_go(&mut self, stderr: io::Result<()>) {
         self.detach_parent();
         if let Err(err) = stderr {
-            self.emit(EventKind::BrokerFailure {
-                stage: crate::protocol::Stage::Internal,
-                code: "detach_stderr".into(),
-                message: format!(
-                    "cannot point the broker's stderr at /dev/null: {err}; the caller's stderr stays open while the leftovers run"
-                ),
-            });
+            let message = format!(
+                "cannot point the broker's stderr at /dev/null: {err}; the caller's stderr stays open while the leftovers run"
+            );
+            self.broker_failure(crate::protocol::Stage::Internal, "detach_stderr", message);
         }
     }
 

@@ -313,12 +313,7 @@ impl Broker {
         if !matches!(kind, EventKind::Output { .. } | EventKind::Input { .. }) {
             self.flush_input();
         }
-        let event = Event {
-            ts_ms: self.wall_ms,
-            mono_us: self.mono_us(),
-            kind,
-        };
-        self.record(&event);
+        self.record(&self.stamp(kind));
     }
 
     /// Journals an event (pongs excepted) and queues the very same line for the parent and
@@ -367,19 +362,16 @@ impl Broker {
         }
         self.journal_alive = false;
         self.journal_len = self.journal_len.saturating_sub(unwritten);
-        let event = Event {
-            ts_ms: self.wall_ms,
-            mono_us: self.mono_us(),
-            kind: EventKind::BrokerFailure {
+        let line = self
+            .stamp(EventKind::BrokerFailure {
                 stage: Stage::Internal,
                 code: "journal_write".into(),
                 message: format!(
                     "cannot append to the event log in {}: {err}; events are still sent live",
                     self.request.journal_dir.display()
                 ),
-            },
-        };
-        let line = event.to_line();
+            })
+            .to_line();
         let parent = self.parent_takes(line.len(), false);
         self.outputs.push_back(Output::Event {
             line,
@@ -616,11 +608,8 @@ impl Broker {
     }
 
     pub(super) fn stdio_failed(&mut self, stream: Stream, err: &std::io::Error) {
-        self.emit(EventKind::BrokerFailure {
-            stage: Stage::Stdio,
-            code: "read".into(),
-            message: format!("reading the command's {stream:?} failed: {err}"),
-        });
+        let message = format!("reading the command's {stream:?} failed: {err}");
+        self.broker_failure(Stage::Stdio, "read", message);
     }
 
     /// Journals the end of the command and asks for the tree's record to be closed
@@ -680,12 +669,9 @@ impl Broker {
     /// when the command ran its course, 1 when the parent was lost.
     pub(super) fn result_written(&mut self, written: std::io::Result<()>) {
         if let Err(err) = written {
-            let result_path = self.request.journal_dir.join(RESULT_FILE);
-            self.emit(EventKind::BrokerFailure {
-                stage: Stage::Internal,
-                code: "result_write".into(),
-                message: format!("cannot write {}: {err}", result_path.display()),
-            });
+            let path = self.request.journal_dir.join(RESULT_FILE);
+            let message = format!("cannot write {}: {err}", path.display());
+            self.broker_failure(Stage::Internal, "result_write", message);
         }
         self.emit(EventKind::Close {
             stdout_bytes: self.result.stdout.bytes,

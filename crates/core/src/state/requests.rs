@@ -179,7 +179,9 @@ impl Broker {
             (Some(client), Err(refusal)) => self.reply(client, refusal.into_event()),
             (None, Ok(Some(EventKind::Pong))) => self.emit(EventKind::Pong),
             (None, Ok(Some(_))) => {}
-            (None, Err(refusal)) => self.protocol_error(refusal.code, refusal.message),
+            (None, Err(refusal)) => {
+                self.broker_failure(Stage::Protocol, refusal.code, refusal.message)
+            }
         }
     }
 
@@ -242,10 +244,7 @@ impl Broker {
                 // Also when a stop of stragglers runs already: the operator wants the end.
                 self.hurry_copy();
                 if let Some(stop) = &self.stop {
-                    let origin = serde_json::to_value(stop.origin)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default();
+                    let origin: &str = stop.origin.into();
                     let message = format!("a stop is already running (origin {origin})");
                     return Ok(Some(acked(name, Some(message))));
                 }
@@ -289,9 +288,9 @@ impl Broker {
         }
     }
 
-    pub(super) fn protocol_error(&mut self, code: &str, message: String) {
+    pub(super) fn broker_failure(&mut self, stage: Stage, code: &str, message: String) {
         self.emit(EventKind::BrokerFailure {
-            stage: Stage::Protocol,
+            stage,
             code: code.into(),
             message,
         });

@@ -10,8 +10,9 @@ use crate::reports::TreeSample;
 impl Broker {
     // ---- time -------------------------------------------------------------------------
 
-    /// The next moment at which [`Broker::tick`] has something to do.
-    pub(super) fn next_deadline(&self) -> Option<Instant> {
+    /// The next moment at which [`Broker::tick`] has something to do: hand the broker
+    /// [`Input::Tick`](super::Input::Tick) then.
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let mut next: Vec<Instant> = Vec::new();
         if let Some(p) = &self.pending {
             next.push(p.since + OUTPUT_COALESCE);

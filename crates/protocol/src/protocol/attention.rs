@@ -57,7 +57,7 @@ pub struct AttentionRequest {
     pub failed_after: Option<Duration>,
     /// The command is an agent (`tether agent`): `needs_input` is "waiting for you", seen
     /// in a poll or epoll set on its terminal too, never while a command of its runs.
-    #[serde(default, skip_serializing_if = "is_no")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub agent: bool,
     /// The program and arguments run for each event, the event as JSON on its stdin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,10 +70,6 @@ fn yes() -> bool {
 
 fn is_yes(value: &bool) -> bool {
     *value
-}
-
-fn is_no(value: &bool) -> bool {
-    !*value
 }
 
 fn default_input_after() -> Option<Duration> {

@@ -211,8 +211,9 @@ fn default_ready_interval() -> Duration {
 }
 
 /// What proves a command ready.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(tag = "probe", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ReadyProbe {
     /// A complete line of stdout or stderr matches `pattern` (a regex).
     Log { pattern: String },
@@ -227,12 +228,7 @@ pub enum ReadyProbe {
 impl ReadyProbe {
     /// The probe's one-word name, as the `ready` event and the views give it.
     pub fn kind(&self) -> &'static str {
-        match self {
-            ReadyProbe::Log { .. } => "log",
-            ReadyProbe::Http { .. } => "http",
-            ReadyProbe::Tcp { .. } => "tcp",
-            ReadyProbe::Exec { .. } => "exec",
-        }
+        self.into()
     }
 }
 
@@ -426,8 +422,9 @@ pub enum Scope {
     Pid,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Stream {
     Stdout,
     Stderr,
@@ -444,16 +441,14 @@ impl Stream {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Stream::Stdout => "stdout",
-            Stream::Stderr => "stderr",
-        }
+        self.into()
     }
 }
 
 /// Who asked for a signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Origin {
     Operator,
     Watchdog,
@@ -474,8 +469,9 @@ pub enum Origin {
 }
 
 /// What about a command needs the operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum AttentionKind {
     /// A process of the tree is blocked reading the command's stdin or its terminal, and the
     /// command has been silent: it waits for input nobody may give.
@@ -492,13 +488,7 @@ pub enum AttentionKind {
 
 impl AttentionKind {
     pub fn name(self) -> &'static str {
-        match self {
-            AttentionKind::NeedsInput => "needs_input",
-            AttentionKind::Quiet => "quiet",
-            AttentionKind::Runaway => "runaway",
-            AttentionKind::Failed => "failed",
-            AttentionKind::Finished => "finished",
-        }
+        self.into()
     }
 
     /// Episodes that begin and end while the command runs; `failed` and `finished` happen once.
@@ -590,10 +580,7 @@ pub fn capped_argv(mut argv: Vec<String>) -> Vec<String> {
     for arg in &mut argv {
         let room = ARGV_CAP - kept;
         if arg.len() > room {
-            let mut cut = room;
-            while !arg.is_char_boundary(cut) {
-                cut -= 1;
-            }
+            let cut = crate::units::head(arg, room).len();
             arg.truncate(cut);
             kept += cut;
             keep_args += usize::from(cut > 0);
@@ -640,8 +627,9 @@ impl Event {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum EventKind {
     /// First event of every broker: who it is and which protocol it speaks.
     BrokerStarted {
@@ -908,49 +896,7 @@ pub enum EventKind {
 impl EventKind {
     /// The `kind` tag as it appears in JSON.
     pub fn name(&self) -> &'static str {
-        match self {
-            EventKind::BrokerStarted { .. } => "broker_started",
-            EventKind::Spawned { .. } => "spawned",
-            EventKind::SpawnError { .. } => "spawn_error",
-            EventKind::Terminal { .. } => "terminal",
-            EventKind::StreamsMerged {} => "streams_merged",
-            EventKind::TerminalUnavailable { .. } => "terminal_unavailable",
-            EventKind::Input { .. } => "input",
-            EventKind::Resize { .. } => "resize",
-            EventKind::Output { .. } => "output",
-            EventKind::OutputCapped { .. } => "output_capped",
-            EventKind::OutputTruncated { .. } => "output_truncated",
-            EventKind::OutputUndelivered { .. } => "output_undelivered",
-            EventKind::ResponseTimeout { .. } => "response_timeout",
-            EventKind::FinalDrain { .. } => "final_drain",
-            EventKind::StopStarted { .. } => "stop_started",
-            EventKind::SignalSent { .. } => "signal_sent",
-            EventKind::HardKill { .. } => "hard_kill",
-            EventKind::Ready { .. } => "ready",
-            EventKind::NotReady { .. } => "not_ready",
-            EventKind::BudgetExceeded { .. } => "budget_exceeded",
-            EventKind::OrphanReaped { .. } => "orphan_reaped",
-            EventKind::ParentLost { .. } => "parent_lost",
-            EventKind::ParentUnresponsive { .. } => "parent_unresponsive",
-            EventKind::Tree { .. } => "tree",
-            EventKind::EventsCapped { .. } => "events_capped",
-            EventKind::Exit { .. } => "exit",
-            EventKind::LeftoversKept { .. } => "leftovers_kept",
-            EventKind::LeftoversStopped { .. } => "leftovers_stopped",
-            EventKind::Attention { .. } => "attention",
-            EventKind::AttentionCleared { .. } => "attention_cleared",
-            EventKind::NotifyFailed { .. } => "notify_failed",
-            EventKind::Close { .. } => "close",
-            EventKind::BrokerFailure { .. } => "broker_failure",
-            EventKind::Pong => "pong",
-            EventKind::ControlRefused { .. } => "control_refused",
-            EventKind::ControlUnavailable { .. } => "control_unavailable",
-            EventKind::Containment { .. } => "containment",
-            EventKind::LimitUnavailable { .. } => "limit_unavailable",
-            EventKind::TraceContextIgnored { .. } => "trace_context_ignored",
-            EventKind::ControlAck { .. } => "control_ack",
-            EventKind::ControlError { .. } => "control_error",
-        }
+        self.into()
     }
 }
 
@@ -1003,8 +949,9 @@ pub struct CommandResult {
 }
 
 /// What holds a command's tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ContainmentMode {
     /// A cgroup v2 of its own: membership, kill and emptiness from the kernel.
     Cgroup,
@@ -1014,10 +961,7 @@ pub enum ContainmentMode {
 
 impl ContainmentMode {
     pub fn label(self) -> &'static str {
-        match self {
-            ContainmentMode::Cgroup => "cgroup",
-            ContainmentMode::Procfs => "procfs",
-        }
+        self.into()
     }
 }
 
@@ -1196,5 +1140,35 @@ mod tests {
             WindowSize { cols: 0, rows: 9 }.or_default(),
             WindowSize::DEFAULT
         );
+    }
+
+    #[test]
+    fn a_name_is_the_wire_tag() {
+        let kinds = [
+            EventKind::Pong,
+            EventKind::StreamsMerged {},
+            EventKind::HardKill { after_ms: 1 },
+            EventKind::TraceContextIgnored { reason: "x".into() },
+            EventKind::ParentUnresponsive { silent_ms: 1 },
+        ];
+        for kind in kinds {
+            assert_eq!(serde_json::to_value(&kind).unwrap()["kind"], kind.name());
+        }
+        for attention in [AttentionKind::NeedsInput, AttentionKind::Runaway] {
+            assert_eq!(serde_json::to_value(attention).unwrap(), attention.name());
+        }
+        for mode in [ContainmentMode::Cgroup, ContainmentMode::Procfs] {
+            assert_eq!(serde_json::to_value(mode).unwrap(), mode.label());
+        }
+        let origin: &str = Origin::FinalDrain.into();
+        assert_eq!(serde_json::to_value(Origin::FinalDrain).unwrap(), origin);
+        for stream in Stream::BOTH {
+            assert_eq!(serde_json::to_value(stream).unwrap(), stream.name());
+        }
+        let probe = ReadyProbe::Tcp {
+            host: "h".into(),
+            port: 1,
+        };
+        assert_eq!(serde_json::to_value(&probe).unwrap()["probe"], probe.kind());
     }
 }

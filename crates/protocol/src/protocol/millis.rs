@@ -17,7 +17,9 @@ pub fn bounded(interval: Duration) -> Duration {
     interval.min(MAX_INTERVAL)
 }
 
-fn to_wire(interval: Duration) -> u64 {
+/// `interval` in whole milliseconds, as the wire carries it (a longer one than `u64` holds
+/// saturates).
+pub fn to_wire(interval: Duration) -> u64 {
     u64::try_from(interval.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -9,8 +9,9 @@ use super::framing::{Frame, MAX_LINE, encode_line};
 use super::{CONTROL_MAX_LINE, EventKind, LaunchRequest, Origin, ProcessSignal, Scope, WindowSize};
 
 /// A request line to a broker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Request {
     /// What to run: the first line on the pipe. Boxed: it is far larger than every other
     /// request.
@@ -210,16 +211,7 @@ impl Request {
 
     /// The `type` tag, as an acknowledgement names it.
     pub fn name(&self) -> &'static str {
-        match self {
-            Request::Launch(_) => "launch",
-            Request::Subscribe => "subscribe",
-            Request::Ping => "ping",
-            Request::Signal { .. } => "signal",
-            Request::Stop { .. } => "stop",
-            Request::Input { .. } => "input",
-            Request::Resize { .. } => "resize",
-            Request::AgentWaiting { .. } => "agent_waiting",
-        }
+        self.into()
     }
 
     /// The request as one line, newline included.

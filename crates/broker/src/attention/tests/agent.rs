@@ -7,7 +7,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use crate::attention::detector::{
-    Blocked, Detector, InputKind, ProcessSample, Sample, Thresholds, WAITING_FOR_YOU,
+    Blocked, Detector, InputKind, ProcessSample, Sample, WAITING_FOR_YOU,
 };
 use tether_protocol::protocol::{AttentionKind, AttentionRequest, EventKind};
 
@@ -25,7 +25,7 @@ fn agent_detector(t0: Instant) -> Detector {
         agent: true,
         ..AttentionRequest::default()
     };
-    Detector::new(Thresholds::of(&request), HZ, t0)
+    Detector::new(request.clone(), HZ, t0)
 }
 
 /// What a look at the agent finds at `t` seconds.
