@@ -318,16 +318,9 @@ pub fn signal_tree(
         for (p, pidfd) in &fresh {
             already.insert(key(p));
             let in_group = group.is_some_and(|g| g == p.pgid);
-            // A member of the group got the group signal; a dead one was reached by it.
-            // Before the signal, right after the check that the pid is that process: once
-            // signalled it may end at once, and its pid be taken by another.
-            if signal != ProcessSignal::KILL {
-                yield_cpu(p.pid);
-            }
-            if send(pidfd, signal) || in_group || procfs::is_gone(p.pid) {
-                if also_cont {
-                    send(pidfd, ProcessSignal::CONT);
-                }
+            // A member of the group got the group signal (and its CONT); a dead one was
+            // reached by it.
+            if deliver(pidfd, p.pid, signal, also_cont) || in_group || procfs::is_gone(p.pid) {
                 reached.push(p.pid);
             }
         }
@@ -399,19 +392,7 @@ fn signal_members(
         signal_group(group_pending.take(), signal, also_cont);
         for (pid, pidfd) in pinned {
             already.insert(member_key(pid));
-            let pidfd = Handle::Pidfd(pidfd);
-            if !still.contains(&pid) {
-                continue;
-            }
-            // Before the signal, right after the check that the pid is that process: once
-            // signalled it may end at once, and its pid be taken by another.
-            if signal != ProcessSignal::KILL {
-                yield_cpu(pid);
-            }
-            if send(&pidfd, signal) {
-                if also_cont {
-                    send(&pidfd, ProcessSignal::CONT);
-                }
+            if still.contains(&pid) && deliver(&Handle::Pidfd(pidfd), pid, signal, also_cont) {
                 reached.push(pid);
             }
         }
@@ -422,6 +403,21 @@ fn signal_members(
     reached.sort_unstable();
     reached.dedup();
     Some(reached)
+}
+
+/// Sends `signal` to one process just checked to be the one meant, and CONT after it if
+/// asked; a stopped process's priority is lowered first ([`yield_cpu`]), right after the
+/// check: once signalled it may end at once, and its pid be taken by another. Returns
+/// whether `signal` was delivered.
+fn deliver(handle: &Handle, pid: i32, signal: ProcessSignal, also_cont: bool) -> bool {
+    if signal != ProcessSignal::KILL {
+        yield_cpu(pid);
+    }
+    let sent = send(handle, signal);
+    if sent && also_cont {
+        send(handle, ProcessSignal::CONT);
+    }
+    sent
 }
 
 /// Thaws the cgroup it holds when dropped.
