@@ -184,12 +184,7 @@ impl Notifier {
 
     /// How run `run`, ended, went: its verdict read from the keeper.
     fn failure(&self, run: &Running) -> Option<String> {
-        let mut word = [0u8; 4];
-        let verdict = match nix::unistd::read(&run.verdict, &mut word) {
-            Ok(4) => Some(u32::from_ne_bytes(word)),
-            _ => None,
-        };
-        match verdict {
+        match read_word(&run.verdict) {
             Some(0) => None,
             Some(TIMED_OUT) => Some(format!(
                 "`{}` did not finish within {}s and was killed",
@@ -220,11 +215,6 @@ impl Notifier {
         let (report_read, report_write) = pipe2(OFlag::O_CLOEXEC)?;
         let (verdict_read, verdict_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-        let pointers = |list: &[CString]| {
-            let mut p: Vec<*const std::ffi::c_char> = list.iter().map(|s| s.as_ptr()).collect();
-            p.push(std::ptr::null());
-            p
-        };
         let argv = pointers(&self.argv);
         let envp = pointers(&self.envp);
         let start = Start {
@@ -264,6 +254,25 @@ impl Notifier {
             stderr: stderr_read,
             verdict: verdict_read,
         })
+    }
+}
+
+/// `list` as exec takes it: pointers to each string, then a null one. The keeper's `Start`
+/// borrows them, for a notify run and for a readiness probe's `exec` try alike.
+pub(crate) fn pointers(list: &[CString]) -> Vec<*const std::ffi::c_char> {
+    list.iter()
+        .map(|s| s.as_ptr())
+        .chain([std::ptr::null()])
+        .collect()
+}
+
+/// The 4-byte word a keeper writes on a pipe (a verdict, an errno), read without waiting;
+/// `None` when it wrote none.
+pub(crate) fn read_word(pipe: &OwnedFd) -> Option<u32> {
+    let mut word = [0u8; 4];
+    match nix::unistd::read(pipe, &mut word) {
+        Ok(4) => Some(u32::from_ne_bytes(word)),
+        _ => None,
     }
 }
 
