@@ -213,15 +213,12 @@ impl TreeRecorder {
         let processes = procs
             .iter()
             .map(|p| {
-                let (argv, start_ms) = match self.recorded.get(&key(p)) {
-                    Some(&(start_ms, true)) => (Vec::new(), start_ms),
-                    Some(&(start_ms, false)) => {
-                        let (argv, _) = details(p);
-                        self.recorded.insert(key(p), (start_ms, !argv.is_empty()));
-                        (capped_argv(argv), start_ms)
-                    }
-                    None => {
-                        let (argv, start_ms) = details(p);
+                let (argv, start_ms) = match self.recorded.get(&key(p)).copied() {
+                    Some((start_ms, true)) => (Vec::new(), start_ms),
+                    // An argv not read yet; the start time, once recorded, is kept.
+                    known => {
+                        let (argv, read_start_ms) = details(p);
+                        let start_ms = known.map_or(read_start_ms, |(start_ms, _)| start_ms);
                         self.recorded.insert(key(p), (start_ms, !argv.is_empty()));
                         (capped_argv(argv), start_ms)
                     }
