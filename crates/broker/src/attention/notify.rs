@@ -143,32 +143,30 @@ impl Notifier {
     /// Takes the runs that ended, killing first those in `kill` (past their deadline: the
     /// keeper itself is stuck); each with its failure, `None` when it did its job.
     pub fn check(&mut self, kill: &[i32]) -> Vec<(i32, Option<String>)> {
-        let mut ended = Vec::new();
-        let mut index = 0;
-        while index < self.running.len() {
-            let run = &self.running[index];
-            if exit_status(&run.pidfd, false).is_none() {
-                if !kill.contains(&run.pid) {
-                    index += 1;
-                    continue;
-                }
-                // The keeper leads its own group (its `setsid`), which the notify command and
-                // whatever it started share: all of it goes, not the keeper alone (its
-                // children's children would be re-parented to the broker, which reaps the
-                // command's tree). The keeper is unreaped, so its pid names no other group.
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(run.pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-                // rustix: nix has no pidfds.
-                let _ =
-                    rustix::process::pidfd_send_signal(&run.pidfd, rustix::process::Signal::KILL);
-                let _ = exit_status(&run.pidfd, true);
+        let ended: Vec<Running> = (self.running.extract_if(.., |run| {
+            if exit_status(&run.pidfd, false).is_some() {
+                return true;
             }
-            let run = self.running.swap_remove(index);
-            ended.push((run.pid, self.failure(&run)));
-        }
-        ended
+            if !kill.contains(&run.pid) {
+                return false;
+            }
+            // The keeper leads its own group (its `setsid`), which the notify command and
+            // whatever it started share: all of it goes, not the keeper alone (its
+            // children's children would be re-parented to the broker, which reaps the
+            // command's tree). The keeper is unreaped, so its pid names no other group.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(run.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            // rustix: nix has no pidfds.
+            let _ = rustix::process::pidfd_send_signal(&run.pidfd, rustix::process::Signal::KILL);
+            let _ = exit_status(&run.pidfd, true);
+            true
+        }))
+        .collect();
+        (ended.iter())
+            .map(|run| (run.pid, self.failure(run)))
+            .collect()
     }
 
     /// The broker is done: the runs that ended, each with its failure; the others are let

@@ -486,11 +486,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 }
             }
             custodian = custodians.exited(), if !custodians.is_empty() => {
-                let exited = Input::CustodianExited {
-                    reason: LeftoversEnd::custodian_exited(custodian.role),
-                    pid: Some(custodian.pid),
-                };
-                out.feed(&mut broker, exited);
+                out.feed(&mut broker, custodian_exited(custodian));
             }
             _ = or_pending(parent.as_ref().map(ParentWatch::exited)), if parent_alive => {
                 out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pidfd));
@@ -659,11 +655,14 @@ fn notice_exited_custodians(
     custodians: &mut CustodianWatch,
 ) {
     while let Some(custodian) = custodians.exited_now() {
-        let input = Input::CustodianExited {
-            reason: LeftoversEnd::custodian_exited(custodian.role),
-            pid: Some(custodian.pid),
-        };
-        out.feed(broker, input);
+        out.feed(broker, custodian_exited(custodian));
+    }
+}
+
+fn custodian_exited(custodian: Custodian) -> Input<'static> {
+    Input::CustodianExited {
+        reason: LeftoversEnd::custodian_exited(custodian.role),
+        pid: Some(custodian.pid),
     }
 }
 
