@@ -157,16 +157,7 @@ impl Walk {
     /// The walk now, zombies included: the cgroup's members (each read through the one /proc
     /// reader), or the walk of `/proc`.
     pub fn processes(&self) -> Vec<ProcStat> {
-        if let Some(known) = &self.known {
-            return known.clone();
-        }
-        if let Some(members) = self.members() {
-            return members.into_iter().filter_map(procfs::read_stat).collect();
-        }
-        if self.below_childless_self() {
-            return Vec::new();
-        }
-        self.select_live(&procfs::all_processes())
+        (self.processes_until(no_deadline())).unwrap_or_default()
     }
 
     /// Whether the walk is below this very process and it has no child, zombie or not: then
@@ -209,10 +200,7 @@ impl Walk {
 
     /// The walk now, without zombies.
     pub fn live(&self) -> Vec<ProcStat> {
-        self.processes()
-            .into_iter()
-            .filter(|p| !p.is_zombie())
-            .collect()
+        (self.live_until(no_deadline())).unwrap_or_default()
     }
 
     /// SIGKILL to the whole cgroup at once (`cgroup.kill`), where the walk is a cgroup's.
@@ -225,6 +213,11 @@ impl Walk {
         cgroup.kill().ok()?;
         Some(members.into_iter().map(member_key).collect())
     }
+}
+
+/// A deadline no walk reaches: the walk takes as long as it takes.
+fn no_deadline() -> std::time::Instant {
+    std::time::Instant::now() + std::time::Duration::from_secs(365 * 24 * 3600)
 }
 
 impl From<i32> for Walk {
