@@ -98,11 +98,6 @@ impl Notifier {
         })
     }
 
-    /// The pids of runs still going.
-    pub fn pids(&self) -> Vec<i32> {
-        self.running.iter().map(|r| r.pid).collect()
-    }
-
     /// Starts a run for an event of `kind` at `at_ms` with `payload` (and what the user's
     /// rate held back before it) on its stdin, unless the rate holds this one back
     /// (`Ok(None)`): the keeper's pid, or why it could not start. A rate file that cannot
@@ -316,6 +311,13 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    impl Notifier {
+        /// The pids of runs still going.
+        fn pids(&self) -> Vec<i32> {
+            self.running.iter().map(|r| r.pid).collect()
+        }
+    }
 
     fn notifier(script: &str) -> Notifier {
         Notifier::new(&["sh".into(), "-c".into(), script.into()], None).unwrap()

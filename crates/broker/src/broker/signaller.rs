@@ -124,21 +124,13 @@ impl Walk {
         self
     }
 
-    pub fn root(&self) -> i32 {
-        self.root
-    }
-
     pub fn cgroup(&self) -> Option<&CommandCgroup> {
         self.cgroup.as_deref()
     }
 
-    /// The walk over a given process list: the pure part, parents before children.
-    pub fn select(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
-        self.select_but(processes, |_| false)
-    }
-
-    /// [`Walk::select`], leaving out as well each process `custodian` says is another
-    /// command's broker, with everything below it.
+    /// The walk over a given process list, parents before children (the pure part), leaving
+    /// out as well each process `custodian` says is another command's broker, with
+    /// everything below it.
     fn select_but(&self, processes: &[ProcStat], custodian: impl Fn(i32) -> bool) -> Vec<ProcStat> {
         procfs::Family::of(processes).descendants_but(self.root, |pid| {
             self.pruned.contains(&pid) || (pid != self.root && custodian(pid))
@@ -481,6 +473,17 @@ fn is_broker(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Walk {
+        fn root(&self) -> i32 {
+            self.root
+        }
+
+        /// The walk over a given process list, every broker below the root included.
+        fn select(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
+            self.select_but(processes, |_| false)
+        }
+    }
 
     fn stat(pid: i32, ppid: i32, state: u8) -> ProcStat {
         ProcStat {
