@@ -108,11 +108,11 @@ impl Notifier {
         at_ms: u64,
         mut payload: serde_json::Value,
     ) -> Result<Option<i32>, String> {
-        let verdict = match self.rate.as_ref().map(|rate| rate.admit(kind, at_ms)) {
-            Some(Ok(verdict)) => verdict,
-            Some(Err(_)) | None => Verdict::Run { held: None },
-        };
-        let Verdict::Run { held } = verdict else {
+        let verdict = self
+            .rate
+            .as_ref()
+            .and_then(|rate| rate.admit(kind, at_ms).ok());
+        let Verdict::Run { held } = verdict.unwrap_or(Verdict::Run { held: None }) else {
             return Ok(None);
         };
         if let (Some(held), Some(fields)) = (held, payload.as_object_mut()) {
@@ -125,14 +125,11 @@ impl Notifier {
 
     /// Starts a run with `payload` on its stdin: the keeper's pid, or why it could not start.
     pub fn start(&mut self, payload: &[u8]) -> Result<i32, String> {
-        match self.spawn(payload) {
-            Ok(running) => {
-                let pid = running.pid;
-                self.running.push(running);
-                Ok(pid)
-            }
-            Err(err) => Err(format!("cannot run `{}`: {err}", self.shown)),
-        }
+        let running =
+            (self.spawn(payload)).map_err(|err| format!("cannot run `{}`: {err}", self.shown))?;
+        let pid = running.pid;
+        self.running.push(running);
+        Ok(pid)
     }
 
     /// Takes the runs that ended, killing first those in `kill` (past their deadline: the
