@@ -623,19 +623,12 @@ fn watch_custodians(
         .copied()
         .collect();
     let (watch, unwatched) = CustodianWatch::open(&watched);
-    if let Some(gone) = unwatched.first() {
-        let input = Input::CustodianUnwatched {
-            reason: LeftoversEnd::custodian_unwatched(gone.role),
-            pid: Some(gone.pid),
-        };
-        out.feed(broker, input);
-    } else if rule.keep && watch.is_empty() {
-        let input = Input::CustodianUnwatched {
-            reason: LeftoversEnd::CallerGone,
-            pid: None,
-        };
-        out.feed(broker, input);
-    }
+    let (reason, pid) = match unwatched.first() {
+        Some(gone) => (LeftoversEnd::custodian_unwatched(gone.role), Some(gone.pid)),
+        None if rule.keep && watch.is_empty() => (LeftoversEnd::CallerGone, None),
+        None => return watch,
+    };
+    out.feed(broker, Input::CustodianUnwatched { reason, pid });
     watch
 }
 
