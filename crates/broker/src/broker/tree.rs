@@ -49,6 +49,7 @@ pub const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300)
 
 pub use tether_core::reports::TreeSample;
 
+#[derive(Default)]
 pub struct TreeRecorder {
     /// The processes of the last tree recorded.
     last: Vec<ProcessKey>,
@@ -74,14 +75,8 @@ pub struct TreeRecorder {
 impl TreeRecorder {
     pub fn new(budget: u64) -> TreeRecorder {
         TreeRecorder {
-            last: Vec::new(),
-            recorded: HashMap::new(),
             budget,
-            used: 0,
-            capped: false,
-            marks: Vec::new(),
-            walked_at: None,
-            cost: SampledCost::default(),
+            ..TreeRecorder::default()
         }
     }
 
