@@ -98,11 +98,6 @@ impl Notifier {
         })
     }
 
-    /// The pids of runs still going.
-    pub fn pids(&self) -> Vec<i32> {
-        self.running.iter().map(|r| r.pid).collect()
-    }
-
     /// Starts a run for an event of `kind` at `at_ms` with `payload` (and what the user's
     /// rate held back before it) on its stdin, unless the rate holds this one back
     /// (`Ok(None)`): the keeper's pid, or why it could not start. A rate file that cannot
@@ -113,11 +108,11 @@ impl Notifier {
         at_ms: u64,
         mut payload: serde_json::Value,
     ) -> Result<Option<i32>, String> {
-        let verdict = match self.rate.as_ref().map(|rate| rate.admit(kind, at_ms)) {
-            Some(Ok(verdict)) => verdict,
-            Some(Err(_)) | None => Verdict::Run { held: None },
-        };
-        let Verdict::Run { held } = verdict else {
+        let verdict = self
+            .rate
+            .as_ref()
+            .and_then(|rate| rate.admit(kind, at_ms).ok());
+        let Verdict::Run { held } = verdict.unwrap_or(Verdict::Run { held: None }) else {
             return Ok(None);
         };
         if let (Some(held), Some(fields)) = (held, payload.as_object_mut()) {
@@ -130,45 +125,40 @@ impl Notifier {
 
     /// Starts a run with `payload` on its stdin: the keeper's pid, or why it could not start.
     pub fn start(&mut self, payload: &[u8]) -> Result<i32, String> {
-        match self.spawn(payload) {
-            Ok(running) => {
-                let pid = running.pid;
-                self.running.push(running);
-                Ok(pid)
-            }
-            Err(err) => Err(format!("cannot run `{}`: {err}", self.shown)),
-        }
+        let running =
+            (self.spawn(payload)).map_err(|err| format!("cannot run `{}`: {err}", self.shown))?;
+        let pid = running.pid;
+        self.running.push(running);
+        Ok(pid)
     }
 
     /// Takes the runs that ended, killing first those in `kill` (past their deadline: the
     /// keeper itself is stuck); each with its failure, `None` when it did its job.
     pub fn check(&mut self, kill: &[i32]) -> Vec<(i32, Option<String>)> {
-        let mut ended = Vec::new();
-        let mut index = 0;
-        while index < self.running.len() {
-            let run = &self.running[index];
-            if exit_status(&run.pidfd, false).is_none() {
-                if !kill.contains(&run.pid) {
-                    index += 1;
-                    continue;
-                }
-                // The keeper leads its own group (its `setsid`), which the notify command and
-                // whatever it started share: all of it goes, not the keeper alone (its
-                // children's children would be re-parented to the broker, which reaps the
-                // command's tree). The keeper is unreaped, so its pid names no other group.
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(run.pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-                // rustix: nix has no pidfds.
-                let _ =
-                    rustix::process::pidfd_send_signal(&run.pidfd, rustix::process::Signal::KILL);
-                let _ = exit_status(&run.pidfd, true);
+        let ended: Vec<Running> = (self.running.extract_if(.., |run| {
+            if exit_status(&run.pidfd, false).is_some() {
+                return true;
             }
-            let run = self.running.swap_remove(index);
-            ended.push((run.pid, self.failure(&run)));
-        }
-        ended
+            if !kill.contains(&run.pid) {
+                return false;
+            }
+            // The keeper leads its own group (its `setsid`), which the notify command and
+            // whatever it started share: all of it goes, not the keeper alone (its
+            // children's children would be re-parented to the broker, which reaps the
+            // command's tree). The keeper is unreaped, so its pid names no other group.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(run.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            // rustix: nix has no pidfds.
+            let _ = rustix::process::pidfd_send_signal(&run.pidfd, rustix::process::Signal::KILL);
+            let _ = exit_status(&run.pidfd, true);
+            true
+        }))
+        .collect();
+        (ended.iter())
+            .map(|run| (run.pid, self.failure(run)))
+            .collect()
     }
 
     /// The broker is done: the runs that ended, each with its failure; the others are let
@@ -184,12 +174,7 @@ impl Notifier {
 
     /// How run `run`, ended, went: its verdict read from the keeper.
     fn failure(&self, run: &Running) -> Option<String> {
-        let mut word = [0u8; 4];
-        let verdict = match nix::unistd::read(&run.verdict, &mut word) {
-            Ok(4) => Some(u32::from_ne_bytes(word)),
-            _ => None,
-        };
-        match verdict {
+        match read_word(&run.verdict) {
             Some(0) => None,
             Some(TIMED_OUT) => Some(format!(
                 "`{}` did not finish within {}s and was killed",
@@ -220,11 +205,6 @@ impl Notifier {
         let (report_read, report_write) = pipe2(OFlag::O_CLOEXEC)?;
         let (verdict_read, verdict_write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-        let pointers = |list: &[CString]| {
-            let mut p: Vec<*const std::ffi::c_char> = list.iter().map(|s| s.as_ptr()).collect();
-            p.push(std::ptr::null());
-            p
-        };
         let argv = pointers(&self.argv);
         let envp = pointers(&self.envp);
         let start = Start {
@@ -264,6 +244,25 @@ impl Notifier {
             stderr: stderr_read,
             verdict: verdict_read,
         })
+    }
+}
+
+/// `list` as exec takes it: pointers to each string, then a null one. The keeper's `Start`
+/// borrows them, for a notify run and for a readiness probe's `exec` try alike.
+pub(crate) fn pointers(list: &[CString]) -> Vec<*const std::ffi::c_char> {
+    list.iter()
+        .map(|s| s.as_ptr())
+        .chain([std::ptr::null()])
+        .collect()
+}
+
+/// The 4-byte word a keeper writes on a pipe (a verdict, an errno), read without waiting;
+/// `None` when it wrote none.
+pub(crate) fn read_word(pipe: &OwnedFd) -> Option<u32> {
+    let mut word = [0u8; 4];
+    match nix::unistd::read(pipe, &mut word) {
+        Ok(4) => Some(u32::from_ne_bytes(word)),
+        _ => None,
     }
 }
 
@@ -309,6 +308,13 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    impl Notifier {
+        /// The pids of runs still going.
+        fn pids(&self) -> Vec<i32> {
+            self.running.iter().map(|r| r.pid).collect()
+        }
+    }
 
     fn notifier(script: &str) -> Notifier {
         Notifier::new(&["sh".into(), "-c".into(), script.into()], None).unwrap()

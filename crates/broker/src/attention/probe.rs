@@ -33,7 +33,7 @@ pub fn input_file(fd: impl AsFd) -> Option<InputFile> {
     (file.rdev != Some(null)).then_some(file)
 }
 
-pub(super) fn input_file_from_stat(stat: &stat::FileStat) -> InputFile {
+fn input_file_from_stat(stat: &stat::FileStat) -> InputFile {
     let is_char = stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFCHR.bits();
     InputFile {
         dev: stat.st_dev,
@@ -196,10 +196,8 @@ fn blocked_on(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
             READ_WAITS.contains(&wchan.trim()).then_some(("read", 0))?
         }
     };
-    let stat = stat::stat(format!("/proc/{pid}/fd/{fd}").as_str()).ok()?;
-    let input = which_input(inputs, &input_file_from_stat(&stat))?;
-    let program = read_small(&format!("/proc/{pid}/comm"), &mut buf)
-        .map_or_else(|| pid.to_string(), |comm| comm.trim().to_string());
+    let input = fd_input(pid, fd, inputs)?;
+    let program = program_name(pid);
     let mut io = [0u8; 512];
     let reads = read_small(&format!("/proc/{pid}/io"), &mut io).and_then(parse_reads);
     Some(Blocked {
@@ -209,6 +207,19 @@ fn blocked_on(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
         program,
         reads,
     })
+}
+
+/// Which of the command's inputs descriptor `fd` of `pid` is, if it is one.
+pub(super) fn fd_input(pid: i32, fd: i32, inputs: &[InputFile]) -> Option<InputKind> {
+    let stat = stat::stat(format!("/proc/{pid}/fd/{fd}").as_str()).ok()?;
+    which_input(inputs, &input_file_from_stat(&stat))
+}
+
+/// The name `pid` runs under (its `comm`), or its pid when that cannot be read.
+pub(super) fn program_name(pid: i32) -> String {
+    let mut buf = [0u8; 64];
+    read_small(&format!("/proc/{pid}/comm"), &mut buf)
+        .map_or_else(|| pid.to_string(), |comm| comm.trim().to_string())
 }
 
 /// Run time plus run-queue wait of the main thread, from `/proc/PID/schedstat`.

@@ -39,8 +39,6 @@ pub enum RateFileError {
     Open { path: PathBuf, source: io::Error },
     #[error("{path} is not a private regular file of yours; remove it")]
     NotPrivate { path: PathBuf },
-    #[error("{path} stayed locked by other brokers")]
-    Busy { path: PathBuf },
     #[error("cannot update {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
 }
@@ -64,7 +62,7 @@ impl RateFile {
     /// keeps the new state.
     pub fn admit(&self, kind: AttentionKind, now_ms: u64) -> Result<Verdict, RateFileError> {
         let file = open_private(&self.path, false)?;
-        if self.lock(&file).is_err() {
+        if !locked(&file) {
             // Held back, and counted for the next holder.
             let held = open_private(&self.held, true)?;
             let byte = [b'0' + kind_index(kind)];
@@ -114,18 +112,17 @@ impl RateFile {
             }
         }
     }
+}
 
-    fn lock(&self, file: &File) -> Result<(), RateFileError> {
-        for _ in 0..LOCK_TRIES {
-            if rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive).is_ok() {
-                return Ok(());
-            }
+/// Whether `file`'s lock could be had within [`LOCK_TRIES`]; it goes with the descriptor.
+fn locked(file: &File) -> bool {
+    (0..LOCK_TRIES).any(|_| {
+        let taken = rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive).is_ok();
+        if !taken {
             std::thread::sleep(Duration::from_millis(1));
         }
-        Err(RateFileError::Busy {
-            path: self.path.clone(),
-        })
-    }
+        taken
+    })
 }
 
 /// The most of [`HELD_FILE`] taken in at once: a count, not a log.

@@ -222,41 +222,32 @@ fn found_in_stat(stat: &[u8], keeper: i32) -> Option<Found> {
 
 /// Reaps `pid` if it is an ended child: whether it did.
 unsafe fn reap(pid: i32) -> bool {
-    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it.
+    // SAFETY: a waitid on the keeper's own children.
+    unsafe { reap_one(libc::P_PID, pid as libc::id_t) }
+}
+
+/// Reaps every child of the keeper that ended, without waiting.
+unsafe fn reap_ended() {
+    // SAFETY: a waitid on the keeper's own children.
+    while unsafe { reap_one(libc::P_ALL, 0) } {}
+}
+
+/// Reaps one ended child that `idtype` and `id` name, without waiting: whether it did.
+unsafe fn reap_one(idtype: libc::idtype_t, id: libc::id_t) -> bool {
+    // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it. Zeroed each
+    // time: with WNOHANG and nothing ended, `si_pid` 0 is how that is told.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: waitid writes only into `info`.
     let r = unsafe {
         libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
+            idtype,
+            id,
             &mut info,
             libc::WEXITED | libc::__WALL | libc::WNOHANG,
         )
     };
     // SAFETY: filled in by waitid; 0 when nothing ended.
     r == 0 && unsafe { info.si_pid() } != 0
-}
-
-/// Reaps every child of the keeper that ended, without waiting.
-unsafe fn reap_ended() {
-    loop {
-        // SAFETY: a zeroed siginfo_t is a valid value; waitid only writes into it. Zeroed
-        // each time: with WNOHANG and nothing ended, `si_pid` 0 is how that is told.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid writes only into `info`.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_ALL,
-                0,
-                &mut info,
-                libc::WEXITED | libc::__WALL | libc::WNOHANG,
-            )
-        };
-        // SAFETY: filled in by waitid; 0 when nothing ended.
-        if r < 0 || unsafe { info.si_pid() } == 0 {
-            return;
-        }
-    }
 }
 
 /// Milliseconds on the monotonic clock (a vDSO read, no lock): the sweep's patience is

@@ -19,12 +19,11 @@
 
 use std::os::unix::ffi::OsStrExt;
 
-use nix::sys::stat;
 use nix::sys::uio::{RemoteIoVec, process_vm_readv};
 use nix::unistd::Pid;
 
 use super::detector::{Blocked, InputKind};
-use super::probe::{InputFile, read_small, which_input};
+use super::probe::{InputFile, fd_input, program_name, read_small};
 use tether_os::procfs::ProcStat;
 
 /// A set larger than this is not read (a loop waiting on more descriptors is no terminal
@@ -115,21 +114,20 @@ pub fn parse_pollfds(bytes: &[u8]) -> Vec<i32> {
 /// The descriptors set in an `fd_set` of `count` descriptors: an array of longs, bit B of
 /// long L being descriptor `L * bits + B`.
 pub fn parse_fd_set(bytes: &[u8], count: u64) -> Vec<i32> {
-    let longs = bytes.chunks_exact(std::mem::size_of::<libc::c_ulong>());
-    let mut fds = Vec::new();
-    for (i, long) in longs.enumerate() {
-        let mut word = [0u8; std::mem::size_of::<libc::c_ulong>()];
-        word.copy_from_slice(long);
-        let word = libc::c_ulong::from_ne_bytes(word);
-        let bits = libc::c_ulong::BITS as usize;
-        for bit in 0..bits {
-            let fd = i * bits + bit;
-            if (fd as u64) < count && word & (1 << bit) != 0 {
-                fds.push(fd as i32);
-            }
-        }
-    }
-    fds
+    let bits = libc::c_ulong::BITS as usize;
+    let (longs, _) = bytes.as_chunks::<{ std::mem::size_of::<libc::c_ulong>() }>();
+    longs
+        .iter()
+        .map(|long| libc::c_ulong::from_ne_bytes(*long))
+        .enumerate()
+        .flat_map(|(i, word)| {
+            (0..bits)
+                .filter(move |bit| word & (1 << bit) != 0)
+                .map(move |bit| i * bits + bit)
+        })
+        .filter(|&fd| (fd as u64) < count)
+        .map(|fd| fd as i32)
+        .collect()
 }
 
 /// What a thread of `pid` waits on that is the command's terminal, if any: the first thread
@@ -158,14 +156,13 @@ pub fn terminal_wait(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
             Waits::Poll => poll_fds(pid, args[0], args[1]),
             Waits::Select => select_fds(pid, args[1], args[0]),
         };
-        if let Some(fd) = fds.into_iter().find(|&fd| is_terminal(pid, fd, inputs)) {
-            let program = read_small(&format!("/proc/{pid}/comm"), &mut buf)
-                .map_or_else(|| pid.to_string(), |comm| comm.trim().to_string());
+        let terminal = |&fd: &i32| fd_input(pid, fd, inputs) == Some(InputKind::Terminal);
+        if let Some(fd) = fds.into_iter().find(terminal) {
             return Some(Blocked {
                 fd,
                 input: InputKind::Terminal,
                 call: name,
-                program,
+                program: program_name(pid),
                 reads: None,
             });
         }
@@ -239,13 +236,6 @@ fn read_memory(pid: i32, address: u64, len: usize) -> Option<Vec<u8>> {
     )
     .ok()?;
     (read == len).then_some(bytes)
-}
-
-fn is_terminal(pid: i32, fd: i32, inputs: &[InputFile]) -> bool {
-    let Ok(stat) = stat::stat(format!("/proc/{pid}/fd/{fd}").as_str()) else {
-        return false;
-    };
-    which_input(inputs, &super::probe::input_file_from_stat(&stat)) == Some(InputKind::Terminal)
 }
 
 #[cfg(test)]

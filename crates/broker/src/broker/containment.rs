@@ -51,37 +51,28 @@ pub fn establish(request: &LaunchRequest, broker: &BrokerIdentity) -> Establishe
             let _ = ESTABLISHED_IN.set(hierarchy);
             Ok(cgroup)
         });
-    match made {
-        Ok(cgroup) => {
-            let mut events = vec![EventKind::Containment {
-                mode: ContainmentMode::Cgroup,
-                path: Some(cgroup.path().to_path_buf()),
-                reason: None,
-            }];
-            for problem in cgroup::limits::apply(&cgroup, &request.limits) {
-                events.push(limit_unavailable(problem));
-            }
-            Established {
-                cgroup: Some(Arc::new(cgroup)),
-                events,
-            }
-        }
-        Err(reason) => {
-            let mut events = vec![EventKind::Containment {
-                mode: ContainmentMode::Procfs,
-                path: None,
-                reason: Some(reason.to_string()),
-            }];
-            events.extend(
-                without_cgroup(&request.limits)
-                    .into_iter()
-                    .map(limit_unavailable),
-            );
-            Established {
-                cgroup: None,
-                events,
-            }
-        }
+    let (cgroup, reason) = match made {
+        Ok(cgroup) => (Some(cgroup), None),
+        Err(reason) => (None, Some(reason.to_string())),
+    };
+    let problems = match &cgroup {
+        Some(cgroup) => cgroup::limits::apply(cgroup, &request.limits),
+        None => without_cgroup(&request.limits),
+    };
+    let containment = EventKind::Containment {
+        mode: match cgroup {
+            Some(_) => ContainmentMode::Cgroup,
+            None => ContainmentMode::Procfs,
+        },
+        path: cgroup.as_ref().map(|c| c.path().to_path_buf()),
+        reason,
+    };
+    let events = std::iter::once(containment)
+        .chain(problems.into_iter().map(limit_unavailable))
+        .collect();
+    Established {
+        cgroup: cgroup.map(Arc::new),
+        events,
     }
 }
 
@@ -104,12 +95,13 @@ fn limit_unavailable(message: String) -> EventKind {
 
 /// Limits asked of a command that has no cgroup: each said, once.
 fn without_cgroup(limits: &Limits) -> Vec<String> {
-    let mut problems = Vec::new();
-    if limits.max_procs.is_some() {
-        problems.push("max_procs not applied: the command has no cgroup (see containment); it runs without it".to_string());
-    }
-    if limits.max_memory.is_some() {
-        problems.push("max_memory not applied: the command has no cgroup (see containment); it runs without it".to_string());
-    }
-    problems
+    let asked = [
+        ("max_procs", limits.max_procs.is_some()),
+        ("max_memory", limits.max_memory.is_some()),
+    ];
+    (asked.into_iter().filter(|(_, asked)| *asked))
+        .map(|(limit, _)| {
+            format!("{limit} not applied: the command has no cgroup (see containment); it runs without it")
+        })
+        .collect()
 }

@@ -36,7 +36,6 @@ pub(super) struct JournalFiles {
     pub(super) streams: [StreamLog; 2],
 }
 
-/// Where the broker's outputs go: the journal, the parent, the control clients.
 pub(super) struct Outlets {
     pub(super) journal: JournalFiles,
     /// The tree's record: the walks the broker asks for, and what they found.
@@ -218,17 +217,10 @@ impl Outlets {
                     // The handle is held here alone (the state names the cgroup only): its
                     // descriptors close here.
                     let cgroup = self.cgroup.take();
-                    let released = match cgroup.as_ref() {
-                        Some(cgroup) => CgroupReleased {
-                            cpu_usec: cgroup.stats().cpu_usec,
-                            memory_peak: cgroup.memory_peak(),
-                            removed: cgroup.remove(),
-                        },
-                        None => CgroupReleased {
-                            cpu_usec: None,
-                            memory_peak: None,
-                            removed: Ok(()),
-                        },
+                    let released = CgroupReleased {
+                        cpu_usec: cgroup.as_ref().and_then(|c| c.stats().cpu_usec),
+                        memory_peak: cgroup.as_ref().and_then(|c| c.memory_peak()),
+                        removed: cgroup.as_ref().map_or(Ok(()), |c| c.remove()),
                     };
                     broker.handle(Input::CgroupReleased(released), now());
                     drop(cgroup);
@@ -288,19 +280,16 @@ impl Outlets {
                     broker.handle(input, now());
                 }
                 Output::CheckNotify { overdue } => {
-                    let ended = self
-                        .notify
-                        .as_mut()
-                        .map_or_else(Vec::new, |n| n.check(&overdue));
-                    for (pid, failure) in ended {
+                    let ended = self.notify.as_mut().map(|n| n.check(&overdue));
+                    for (pid, failure) in ended.into_iter().flatten() {
                         broker.handle(Input::NotifyEnded { pid, failure }, now());
                     }
                 }
                 Output::WindDownNotify => {
                     // The runs that ended are told; the others are let go, not waited for
                     // (see `Notifier::let_go`).
-                    let ended = self.notify.as_mut().map_or_else(Vec::new, Notifier::let_go);
-                    for (pid, failure) in ended {
+                    let ended = self.notify.as_mut().map(Notifier::let_go);
+                    for (pid, failure) in ended.into_iter().flatten() {
                         broker.handle(Input::NotifyEnded { pid, failure }, now());
                     }
                     broker.handle(Input::NotifyWoundDown, now());

@@ -84,12 +84,14 @@ impl ParentWatch {
         Ok(ParentWatch { pidfd, expected })
     }
 
-    /// Resolves when the parent has exited.
-    pub async fn exited(&self) -> io::Result<()> {
-        match &self.pidfd {
-            Some(pidfd) => pidfd.readable().await.map(|_| ()),
-            None => std::future::pending().await,
+    /// Resolves when the parent has exited; never without a pidfd to tell it.
+    pub async fn exited(&self) {
+        if let Some(pidfd) = &self.pidfd
+            && pidfd.readable().await.is_ok()
+        {
+            return;
         }
+        std::future::pending().await
     }
 
     /// Checks, without waiting, whether the parent still lives: used to confirm a

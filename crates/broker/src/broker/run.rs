@@ -5,7 +5,7 @@
 //! then asks for is carried out at once ([`Outlets::apply`], in `outlets.rs`).
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -89,6 +89,27 @@ async fn tell_parent(link: &ParentLink, start: Instant, kind: EventKind) {
     let _ = link.output.write_all(&event.to_line()).await;
 }
 
+/// Tells the parent why the broker cannot go on, before a journal exists.
+async fn tell_failure(
+    link: &ParentLink,
+    start: Instant,
+    stage: Stage,
+    code: &str,
+    message: String,
+) {
+    let code = code.into();
+    tell_parent(
+        link,
+        start,
+        EventKind::BrokerFailure {
+            stage,
+            code,
+            message,
+        },
+    )
+    .await;
+}
+
 /// Waits for the launch request, answering pings meanwhile. Returns it with the frames that
 /// arrived after it in the same read, to be handled once the command runs (a `stop` sent
 /// right after the launch must not be lost). Other lines are refused and skipped, but a line
@@ -135,26 +156,12 @@ async fn await_launch(
                         "the launch request exceeds the {} MiB limit; shorten the command line or its environment",
                         MAX_LINE >> 20
                     );
-                    let kind = EventKind::BrokerFailure {
-                        stage: Stage::Protocol,
-                        code: "launch_too_long".into(),
-                        message,
-                    };
-                    tell_parent(link, start, kind).await;
+                    tell_failure(link, start, Stage::Protocol, "launch_too_long", message).await;
                     return None;
                 }
                 Err(failure) => failure,
             };
-            tell_parent(
-                link,
-                start,
-                EventKind::BrokerFailure {
-                    stage: Stage::Protocol,
-                    code: failure.code.into(),
-                    message: failure.message,
-                },
-            )
-            .await;
+            tell_failure(link, start, Stage::Protocol, failure.code, failure.message).await;
         }
     }
 }
@@ -190,12 +197,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     {
         Ok(regex) => regex,
         Err(err) => {
-            let kind = EventKind::BrokerFailure {
-                stage: Stage::Protocol,
-                code: "invalid_drain_on".into(),
-                message: err.to_string(),
-            };
-            tell_parent(&link, start, kind).await;
+            let message = err.to_string();
+            tell_failure(&link, start, Stage::Protocol, "invalid_drain_on", message).await;
             return Ok(1);
         }
     };
@@ -205,12 +208,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     let ready_line = match super::probes::check(&request) {
         Ok(regex) => regex,
         Err(message) => {
-            let kind = EventKind::BrokerFailure {
-                stage: Stage::Protocol,
-                code: "invalid_ready".into(),
-                message,
-            };
-            tell_parent(&link, start, kind).await;
+            tell_failure(&link, start, Stage::Protocol, "invalid_ready", message).await;
             return Ok(1);
         }
     };
@@ -244,15 +242,11 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     let journal = match logs {
         Ok(journal) => journal,
         Err(err) => {
-            let kind = EventKind::BrokerFailure {
-                stage: Stage::Internal,
-                code: "journal_create".into(),
-                message: format!(
-                    "cannot create the journal in {}: {err}; choose a writable --state-dir",
-                    request.journal_dir.display()
-                ),
-            };
-            tell_parent(&link, start, kind).await;
+            let message = format!(
+                "cannot create the journal in {}: {err}; choose a writable --state-dir",
+                request.journal_dir.display()
+            );
+            tell_failure(&link, start, Stage::Internal, "journal_create", message).await;
             return Ok(1);
         }
     };
@@ -446,29 +440,32 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .each_ref()
             .map(|m| m.as_ref().is_some_and(Mirror::is_behind));
         let [out_mirror, err_mirror] = &mut mirrors;
-        let input_waiting = terminals.input_waiting().is_some();
+        // Where waiting input goes, as the terminal takes it.
+        let input_pipe = terminals
+            .input_waiting()
+            .and_then(|stream| pipes[stream as usize].as_ref());
         tokio::select! {
             // What ended is reaped below, before the tick, as after every wake-up.
             _ = sigchld.recv() => {
                 notice_exited_custodians(&mut broker, &mut out, &mut custodians);
             }
-            r = read_pipe(&pipes[0], out_buf), if !behind[0] => {
+            r = or_pending(pipes[0].as_ref().map(|p| p.read(out_buf))), if !behind[0] => {
                 on_read(&mut broker, &mut out, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
             }
-            r = read_pipe(&pipes[1], err_buf), if !behind[1] => {
+            r = or_pending(pipes[1].as_ref().map(|p| p.read(err_buf))), if !behind[1] => {
                 on_read(&mut broker, &mut out, &mut pipes[1], err_mirror, Stream::Stderr, r, err_buf);
             }
-            r = write_mirror(out_mirror), if behind[0] => {
+            r = or_pending(out_mirror.as_mut().map(Mirror::write_some)), if behind[0] => {
                 if r.is_err() {
                     *out_mirror = None;
                 }
             }
-            r = write_mirror(err_mirror), if behind[1] => {
+            r = or_pending(err_mirror.as_mut().map(Mirror::write_some)), if behind[1] => {
                 if r.is_err() {
                     *err_mirror = None;
                 }
             }
-            r = read_pipe(&out.link.input, &mut out.link.buf), if parent_alive => match r {
+            r = or_pending(out.link.input.as_ref().map(|p| p.read(&mut out.link.buf))), if parent_alive => match r {
                 Ok(0) | Err(_) => {
                     out.link.input = None;
                     out.feed(&mut broker, Input::ParentLost(ParentLossCause::StdinEof));
@@ -482,20 +479,16 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     }
                 }
             },
-            r = write_input(&mut terminals, &pipes), if input_waiting => {
+            r = or_pending(input_pipe.map(|pipe| terminals.write_some(pipe))), if input_pipe.is_some() => {
                 if r.is_err() {
                     let dropped = terminals.forget_pending();
                     out.feed(&mut broker, Input::TypedDropped(dropped));
                 }
             }
             custodian = custodians.exited(), if !custodians.is_empty() => {
-                let exited = Input::CustodianExited {
-                    reason: LeftoversEnd::custodian_exited(custodian.role),
-                    pid: Some(custodian.pid),
-                };
-                out.feed(&mut broker, exited);
+                out.feed(&mut broker, custodian_exited(custodian));
             }
-            _ = watch_parent(&parent), if parent_alive => {
+            _ = or_pending(parent.as_ref().map(ParentWatch::exited)), if parent_alive => {
                 out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pidfd));
             }
             _ = sigpdeath.recv() => {
@@ -511,7 +504,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
                 }
             }
-            changed = cgroup_changed(&cgroup_watch) => {
+            changed = or_pending(cgroup_watch.as_ref().map(EventsWatch::changed)) => {
                 notice_exited_custodians(&mut broker, &mut out, &mut custodians);
                 if changed.is_err() {
                     cgroup_watch = None;
@@ -519,7 +512,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 let state = out.cgroup_state();
                 out.feed(&mut broker, Input::CgroupChanged(state));
             }
-            input = next_control(&mut out.control) => out.feed(&mut broker, input),
+            input = or_pending(out.control.as_mut().map(ControlServer::next)) => out.feed(&mut broker, input),
             (attempt, outcome) = out.probes.answer() => {
                 out.feed(&mut broker, Input::ReadyTried { attempt, outcome });
             }
@@ -630,19 +623,12 @@ fn watch_custodians(
         .copied()
         .collect();
     let (watch, unwatched) = CustodianWatch::open(&watched);
-    if let Some(gone) = unwatched.first() {
-        let input = Input::CustodianUnwatched {
-            reason: LeftoversEnd::custodian_unwatched(gone.role),
-            pid: Some(gone.pid),
-        };
-        out.feed(broker, input);
-    } else if rule.keep && watch.is_empty() {
-        let input = Input::CustodianUnwatched {
-            reason: LeftoversEnd::CallerGone,
-            pid: None,
-        };
-        out.feed(broker, input);
-    }
+    let (reason, pid) = match unwatched.first() {
+        Some(gone) => (LeftoversEnd::custodian_unwatched(gone.role), Some(gone.pid)),
+        None if rule.keep && watch.is_empty() => (LeftoversEnd::CallerGone, None),
+        None => return watch,
+    };
+    out.feed(broker, Input::CustodianUnwatched { reason, pid });
     watch
 }
 
@@ -662,11 +648,14 @@ fn notice_exited_custodians(
     custodians: &mut CustodianWatch,
 ) {
     while let Some(custodian) = custodians.exited_now() {
-        let input = Input::CustodianExited {
-            reason: LeftoversEnd::custodian_exited(custodian.role),
-            pid: Some(custodian.pid),
-        };
-        out.feed(broker, input);
+        out.feed(broker, custodian_exited(custodian));
+    }
+}
+
+fn custodian_exited(custodian: Custodian) -> Input<'static> {
+    Input::CustodianExited {
+        reason: LeftoversEnd::custodian_exited(custodian.role),
+        pid: Some(custodian.pid),
     }
 }
 
@@ -732,14 +721,6 @@ fn detach_stderr() -> io::Result<()> {
     Ok(())
 }
 
-/// Resolves when the command's cgroup's `cgroup.events` changes; never without a cgroup.
-async fn cgroup_changed(watch: &Option<EventsWatch>) -> io::Result<()> {
-    match watch {
-        Some(watch) => watch.changed().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Where the user's notify rate is kept: the state directory the front end named (absent
 /// when its path is not UTF-8: this broker's own limit only, then).
 fn notify_rate(request: &LaunchRequest) -> Option<RateFile> {
@@ -771,68 +752,22 @@ fn broker_identity() -> BrokerIdentity {
     }
 }
 
-/// The next thing a control client brings; never resolves without a socket.
-async fn next_control(control: &mut Option<ControlServer>) -> Input<'static> {
-    match control {
-        Some(server) => server.next().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The command's journal directory, which the front end opened (after checking the state
 /// directory) and handed over as [`super::JOURNAL_FD`]: the broker never resolves a journal
 /// path itself, so no link planted in one can redirect what it writes.
 fn take_journal_fd() -> io::Result<OwnedFd> {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
     let fd = super::JOURNAL_FD;
-    // SAFETY: borrowed only to ask (F_GETFD) whether descriptor 3 is open at all.
-    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    if fcntl(borrowed, FcntlArg::F_GETFD).is_err() {
-        return Err(io::Error::other(format!(
+    take_inherited(fd).ok_or_else(|| {
+        io::Error::other(format!(
             "no journal directory was handed over as descriptor {fd}; brokers are started by tether itself"
-        )));
-    }
-    // SAFETY: the descriptor is open (checked above) and was handed to this process for it
-    // alone; nothing else in the broker uses descriptor 3.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    fcntl(&owned, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    Ok(owned)
+        ))
+    })
 }
 
-/// Writes waiting input to the command's terminal as it takes it; never resolves while
-/// nothing waits.
-async fn write_input(terminals: &mut Terminals, pipes: &[Option<AsyncPipe>; 2]) -> io::Result<()> {
-    match terminals
-        .input_waiting()
-        .and_then(|stream| pipes[stream as usize].as_ref())
-    {
-        Some(pipe) => terminals.write_some(pipe).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Reads from a pipe if it is open; never resolves for a closed one.
-async fn read_pipe(pipe: &Option<AsyncPipe>, buf: &mut [u8]) -> io::Result<usize> {
-    match pipe {
-        Some(pipe) => pipe.read(buf).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn watch_parent(parent: &Option<ParentWatch>) {
-    match parent {
-        Some(watch) => {
-            if watch.exited().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-        None => std::future::pending().await,
-    }
-}
-
-async fn write_mirror(mirror: &mut Option<Mirror>) -> io::Result<()> {
-    match mirror {
-        Some(mirror) => mirror.write_some().await,
+/// Awaits `future`; never resolves without one (a closed pipe, no socket, nothing to write).
+async fn or_pending<T>(future: Option<impl Future<Output = T>>) -> T {
+    match future {
+        Some(future) => future.await,
         None => std::future::pending().await,
     }
 }

@@ -124,21 +124,13 @@ impl Walk {
         self
     }
 
-    pub fn root(&self) -> i32 {
-        self.root
-    }
-
     pub fn cgroup(&self) -> Option<&CommandCgroup> {
         self.cgroup.as_deref()
     }
 
-    /// The walk over a given process list: the pure part, parents before children.
-    pub fn select(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
-        self.select_but(processes, |_| false)
-    }
-
-    /// [`Walk::select`], leaving out as well each process `custodian` says is another
-    /// command's broker, with everything below it.
+    /// The walk over a given process list, parents before children (the pure part), leaving
+    /// out as well each process `custodian` says is another command's broker, with
+    /// everything below it.
     fn select_but(&self, processes: &[ProcStat], custodian: impl Fn(i32) -> bool) -> Vec<ProcStat> {
         procfs::Family::of(processes).descendants_but(self.root, |pid| {
             self.pruned.contains(&pid) || (pid != self.root && custodian(pid))
@@ -157,16 +149,7 @@ impl Walk {
     /// The walk now, zombies included: the cgroup's members (each read through the one /proc
     /// reader), or the walk of `/proc`.
     pub fn processes(&self) -> Vec<ProcStat> {
-        if let Some(known) = &self.known {
-            return known.clone();
-        }
-        if let Some(members) = self.members() {
-            return members.into_iter().filter_map(procfs::read_stat).collect();
-        }
-        if self.below_childless_self() {
-            return Vec::new();
-        }
-        self.select_live(&procfs::all_processes())
+        (self.processes_until(no_deadline())).unwrap_or_default()
     }
 
     /// Whether the walk is below this very process and it has no child, zombie or not: then
@@ -209,10 +192,7 @@ impl Walk {
 
     /// The walk now, without zombies.
     pub fn live(&self) -> Vec<ProcStat> {
-        self.processes()
-            .into_iter()
-            .filter(|p| !p.is_zombie())
-            .collect()
+        (self.live_until(no_deadline())).unwrap_or_default()
     }
 
     /// SIGKILL to the whole cgroup at once (`cgroup.kill`), where the walk is a cgroup's.
@@ -225,6 +205,11 @@ impl Walk {
         cgroup.kill().ok()?;
         Some(members.into_iter().map(member_key).collect())
     }
+}
+
+/// A deadline no walk reaches: the walk takes as long as it takes.
+fn no_deadline() -> std::time::Instant {
+    std::time::Instant::now() + std::time::Duration::from_secs(365 * 24 * 3600)
 }
 
 impl From<i32> for Walk {
@@ -318,16 +303,9 @@ pub fn signal_tree(
         for (p, pidfd) in &fresh {
             already.insert(key(p));
             let in_group = group.is_some_and(|g| g == p.pgid);
-            // A member of the group got the group signal; a dead one was reached by it.
-            // Before the signal, right after the check that the pid is that process: once
-            // signalled it may end at once, and its pid be taken by another.
-            if signal != ProcessSignal::KILL {
-                yield_cpu(p.pid);
-            }
-            if send(pidfd, signal) || in_group || procfs::is_gone(p.pid) {
-                if also_cont {
-                    send(pidfd, ProcessSignal::CONT);
-                }
+            // A member of the group got the group signal (and its CONT); a dead one was
+            // reached by it.
+            if deliver(pidfd, p.pid, signal, also_cont) || in_group || procfs::is_gone(p.pid) {
                 reached.push(p.pid);
             }
         }
@@ -399,19 +377,7 @@ fn signal_members(
         signal_group(group_pending.take(), signal, also_cont);
         for (pid, pidfd) in pinned {
             already.insert(member_key(pid));
-            let pidfd = Handle::Pidfd(pidfd);
-            if !still.contains(&pid) {
-                continue;
-            }
-            // Before the signal, right after the check that the pid is that process: once
-            // signalled it may end at once, and its pid be taken by another.
-            if signal != ProcessSignal::KILL {
-                yield_cpu(pid);
-            }
-            if send(&pidfd, signal) {
-                if also_cont {
-                    send(&pidfd, ProcessSignal::CONT);
-                }
+            if still.contains(&pid) && deliver(&Handle::Pidfd(pidfd), pid, signal, also_cont) {
                 reached.push(pid);
             }
         }
@@ -422,6 +388,21 @@ fn signal_members(
     reached.sort_unstable();
     reached.dedup();
     Some(reached)
+}
+
+/// Sends `signal` to one process just checked to be the one meant, and CONT after it if
+/// asked; a stopped process's priority is lowered first ([`yield_cpu`]), right after the
+/// check: once signalled it may end at once, and its pid be taken by another. Returns
+/// whether `signal` was delivered.
+fn deliver(handle: &Handle, pid: i32, signal: ProcessSignal, also_cont: bool) -> bool {
+    if signal != ProcessSignal::KILL {
+        yield_cpu(pid);
+    }
+    let sent = send(handle, signal);
+    if sent && also_cont {
+        send(handle, ProcessSignal::CONT);
+    }
+    sent
 }
 
 /// Thaws the cgroup it holds when dropped.
@@ -492,6 +473,17 @@ fn is_broker(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Walk {
+        fn root(&self) -> i32 {
+            self.root
+        }
+
+        /// The walk over a given process list, every broker below the root included.
+        fn select(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
+            self.select_but(processes, |_| false)
+        }
+    }
 
     fn stat(pid: i32, ppid: i32, state: u8) -> ProcStat {
         ProcStat {

@@ -70,6 +70,13 @@ pub struct SpawnFailure {
     pub message: String,
 }
 
+impl SpawnFailure {
+    fn new(code: &str, message: String) -> SpawnFailure {
+        let code = code.into();
+        SpawnFailure { code, message }
+    }
+}
+
 /// Bigger pipes mean fewer wake-ups per megabyte; refusal (a limit) is harmless.
 const PIPE_SIZE: i32 = 1 << 20;
 
@@ -92,32 +99,26 @@ pub fn spawn(
 ) -> Result<SpawnedCommand, SpawnFailure> {
     let argv = request.command.argv();
     let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
-        return Err(SpawnFailure {
-            code: "empty_command".into(),
-            message: "the command is empty; give a program to run".into(),
-        });
+        let message = "the command is empty; give a program to run".into();
+        return Err(SpawnFailure::new("empty_command", message));
     };
     if let Some(cwd) = &request.cwd {
         match std::fs::metadata(cwd) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
-                return Err(SpawnFailure {
-                    code: "cwd_not_a_directory".into(),
-                    message: format!(
-                        "cannot run `{program}` in {}: not a directory",
-                        cwd.display()
-                    ),
-                });
+                let message = format!(
+                    "cannot run `{program}` in {}: not a directory",
+                    cwd.display()
+                );
+                return Err(SpawnFailure::new("cwd_not_a_directory", message));
             }
             Err(err) => {
-                return Err(SpawnFailure {
-                    code: "cwd_not_found".into(),
-                    message: format!(
-                        "cannot run `{program}` in {}: {}; check the working directory",
-                        cwd.display(),
-                        describe(&err)
-                    ),
-                });
+                let message = format!(
+                    "cannot run `{program}` in {}: {}; check the working directory",
+                    cwd.display(),
+                    describe(&err)
+                );
+                return Err(SpawnFailure::new("cwd_not_found", message));
             }
         }
     }
@@ -151,19 +152,20 @@ pub fn spawn(
         true => (terminal_fd, None),
         false => (None, terminal_fd),
     };
+    // What the command cannot be given, as `cannot run PROGRAM: cannot WHAT: ERR`.
+    let cannot = |code: &str, what: &str, err: io::Error| {
+        SpawnFailure::new(
+            code,
+            format!("cannot run `{program}`: cannot {what}: {err}"),
+        )
+    };
     let clone_slave = |pty: &Pty| {
-        pty.slave.try_clone().map_err(|err| SpawnFailure {
-            code: "terminal".into(),
-            message: format!("cannot run `{program}`: cannot pass it its terminal: {err}"),
-        })
+        (pty.slave.try_clone()).map_err(|e| cannot("terminal", "pass it its terminal", e))
     };
     let null = || {
         std::fs::File::open("/dev/null")
             .map(OwnedFd::from)
-            .map_err(|err| SpawnFailure {
-                code: "other".into(),
-                message: format!("cannot run `{program}`: cannot open /dev/null: {err}"),
-            })
+            .map_err(|err| cannot("other", "open /dev/null", err))
     };
     let stdin = match (request.stdin, stdin) {
         (StdinSource::Null, _) => null()?,
@@ -173,13 +175,11 @@ pub fn spawn(
         },
         (StdinSource::Inherit, Some(fd)) => fd,
         (StdinSource::Inherit, None) => {
-            return Err(SpawnFailure {
-                code: "no_stdin".into(),
-                message: format!(
-                    "cannot run `{program}`: the launch request asks for the front end's stdin, but none was handed over (descriptor {}); brokers are started by tether itself",
-                    super::STDIN_FD
-                ),
-            });
+            let message = format!(
+                "cannot run `{program}`: the launch request asks for the front end's stdin, but none was handed over (descriptor {}); brokers are started by tether itself",
+                super::STDIN_FD
+            );
+            return Err(SpawnFailure::new("no_stdin", message));
         }
     };
     let inputs = std::iter::once(stdin.as_fd())
@@ -198,13 +198,8 @@ pub fn spawn(
             Some(pty) => Ok((pty.master, pty.slave)),
             None => {
                 use nix::fcntl::{FcntlArg, OFlag, fcntl};
-                let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|err| {
-                    let err = io::Error::from(err);
-                    SpawnFailure {
-                        code: "other".into(),
-                        message: format!("cannot run `{program}`: cannot make a pipe: {err}"),
-                    }
-                })?;
+                let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)
+                    .map_err(|err| cannot("other", "make a pipe", err.into()))?;
                 let _ = fcntl(&read, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
                 Ok((read, write))
             }
@@ -214,10 +209,8 @@ pub fn spawn(
     // Merged: the command's stderr is a second descriptor of its stdout's pipe or terminal,
     // so what it writes to either reaches the broker in the order it wrote it.
     let (stderr, child_stderr) = if request.merge_stderr {
-        let child_stderr = child_stdout.try_clone().map_err(|err| SpawnFailure {
-            code: "other".into(),
-            message: format!("cannot run `{program}`: cannot share its stdout with stderr: {err}"),
-        })?;
+        let child_stderr = (child_stdout.try_clone())
+            .map_err(|err| cannot("other", "share its stdout with stderr", err))?;
         (None, child_stderr)
     } else {
         let (stderr, child_stderr) = stream(err_pty)?;
@@ -369,10 +362,8 @@ pub fn spawn(
 /// before calling it "no such file" the program is looked for where exec looked.
 fn spawn_failure(program: &str, request: &LaunchRequest, err: &io::Error) -> SpawnFailure {
     if err.raw_os_error() == Some(libc::ENOENT) {
-        let path = match request.env.get("PATH") {
-            Some(path) => Some(OsString::from(path)),
-            None => std::env::var_os("PATH"),
-        };
+        let path =
+            (request.env.get("PATH").map(OsString::from)).or_else(|| std::env::var_os("PATH"));
         if let Some(failure) =
             interpreter::diagnose(program, request.cwd.as_deref(), path.as_deref())
         {
@@ -411,16 +402,13 @@ fn classify(program: &str, err: &io::Error) -> SpawnFailure {
         Some(libc::EPERM) => ("eperm", "the system does not allow it"),
         _ => ("other", "see the error above"),
     };
-    let code = if code == "other" {
-        err.raw_os_error()
-            .map_or_else(|| "unknown".to_string(), |n| format!("errno_{n}"))
-    } else {
-        code.to_string()
+    let code = match (code, err.raw_os_error()) {
+        ("other", Some(n)) => format!("errno_{n}"),
+        ("other", None) => "unknown".into(),
+        _ => code.into(),
     };
-    SpawnFailure {
-        code,
-        message: format!("cannot run `{program}`: {}; {hint}", describe(err)),
-    }
+    let message = format!("cannot run `{program}`: {}; {hint}", describe(err));
+    SpawnFailure { code, message }
 }
 
 /// An OS error without Rust's "(os error N)" suffix, in lower case.

@@ -49,6 +49,7 @@ pub const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300)
 
 pub use tether_core::reports::TreeSample;
 
+#[derive(Default)]
 pub struct TreeRecorder {
     /// The processes of the last tree recorded.
     last: Vec<ProcessKey>,
@@ -74,14 +75,8 @@ pub struct TreeRecorder {
 impl TreeRecorder {
     pub fn new(budget: u64) -> TreeRecorder {
         TreeRecorder {
-            last: Vec::new(),
-            recorded: HashMap::new(),
             budget,
-            used: 0,
-            capped: false,
-            marks: Vec::new(),
-            walked_at: None,
-            cost: SampledCost::default(),
+            ..TreeRecorder::default()
         }
     }
 
@@ -213,15 +208,12 @@ impl TreeRecorder {
         let processes = procs
             .iter()
             .map(|p| {
-                let (argv, start_ms) = match self.recorded.get(&key(p)) {
-                    Some(&(start_ms, true)) => (Vec::new(), start_ms),
-                    Some(&(start_ms, false)) => {
-                        let (argv, _) = details(p);
-                        self.recorded.insert(key(p), (start_ms, !argv.is_empty()));
-                        (capped_argv(argv), start_ms)
-                    }
-                    None => {
-                        let (argv, start_ms) = details(p);
+                let (argv, start_ms) = match self.recorded.get(&key(p)).copied() {
+                    Some((start_ms, true)) => (Vec::new(), start_ms),
+                    // An argv not read yet; the start time, once recorded, is kept.
+                    known => {
+                        let (argv, read_start_ms) = details(p);
+                        let start_ms = known.map_or(read_start_ms, |(start_ms, _)| start_ms);
                         self.recorded.insert(key(p), (start_ms, !argv.is_empty()));
                         (capped_argv(argv), start_ms)
                     }

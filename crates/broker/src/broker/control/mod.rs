@@ -190,14 +190,6 @@ impl ControlServer {
     /// Checks a new connection's credentials and takes it on, or refuses it. Returns the
     /// refusal when it is to be journaled.
     fn admit(&mut self, stream: UnixStream) -> Option<Input<'static>> {
-        let refuse = |stream: UnixStream, server: &mut ControlServer, code: &str, message| {
-            let line = server.stamp(EventKind::ControlError {
-                code: code.into(),
-                message,
-            });
-            // Best effort: the socket buffer of a fresh connection takes one line.
-            let _ = stream.try_write(&line.to_line());
-        };
         let peer = match stream.peer_cred() {
             Ok(cred) => Peer {
                 pid: cred.pid().unwrap_or(0),
@@ -212,7 +204,7 @@ impl ControlServer {
                     uid: u32::MAX,
                     program: None,
                 };
-                return self.journal_refusal(stream, peer, message, refuse);
+                return self.journal_refusal(stream, peer, message);
             }
         };
         if peer.uid != self.me {
@@ -220,12 +212,12 @@ impl ControlServer {
                 "uid {} is not the broker's (uid {}); only the same user may control a command",
                 peer.uid, self.me
             );
-            return self.journal_refusal(stream, peer, reason, refuse);
+            return self.journal_refusal(stream, peer, reason);
         }
         let quota = Quota::of(peer.pid, self.pid);
         let held = self.clients.iter().filter(|c| !c.dead).map(|c| c.quota);
         if let Err(full) = admission::admit(held, quota) {
-            refuse(stream, self, "too_many_clients", full.0);
+            self.refuse(stream, "too_many_clients", full.0);
             return None;
         }
         self.next_id += 1;
@@ -251,11 +243,10 @@ impl ControlServer {
         stream: UnixStream,
         peer: Peer,
         reason: String,
-        refuse: impl FnOnce(UnixStream, &mut ControlServer, &str, String),
     ) -> Option<Input<'static>> {
         self.refusals += 1;
         if self.refusals > REFUSALS_JOURNALED {
-            refuse(stream, self, "refused", reason);
+            self.refuse(stream, "refused", reason);
             return None;
         }
         self.next_id += 1;
@@ -268,12 +259,18 @@ impl ControlServer {
         })
     }
 
-    fn stamp(&self, kind: EventKind) -> Event {
-        Event {
+    /// Refuses a connection at once, with a `control_error` it is sent and not journaled.
+    fn refuse(&self, stream: UnixStream, code: &str, message: String) {
+        let event = Event {
             ts_ms: now_ms(),
             mono_us: self.start.elapsed().as_micros() as u64,
-            kind,
-        }
+            kind: EventKind::ControlError {
+                code: code.into(),
+                message,
+            },
+        };
+        // Best effort: the socket buffer of a fresh connection takes one line.
+        let _ = stream.try_write(&event.to_line());
     }
 
     /// Queues `lines` (whole event lines) for every subscriber and writes what each takes

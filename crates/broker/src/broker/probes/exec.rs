@@ -19,6 +19,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use crate::attention::keeper::{Start, TIMED_OUT, clone_with_pidfd, exit_status, keeper};
+use crate::attention::notify::{pointers, read_word};
 use tether_core::state::TryOutcome;
 use tether_protocol::protocol::LaunchRequest;
 
@@ -33,17 +34,14 @@ impl Shell {
         // The broker's environment outside the shims (no `TETHER_*`: the probe's shell is
         // not a command of the session), with the command's own variables on top, as the
         // probe checks what the command serves (`pg_isready -p "$PGPORT"`).
-        let mut vars: Vec<(Vec<u8>, Vec<u8>)> = tether_os::shims::this_environment_outside()
+        let outside = tether_os::shims::this_environment_outside()
             .into_iter()
             .filter(|(k, _)| !request.env.contains_key(&*k.to_string_lossy()))
-            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
-            .collect();
-        vars.extend(
-            (request.env.iter()).map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())),
-        );
-        let envp = vars
-            .into_iter()
-            .filter_map(|(k, v)| CString::new([k, b"=".to_vec(), v].concat()).ok())
+            .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat());
+        let own = (request.env.iter()).map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat());
+        let envp = outside
+            .chain(own)
+            .filter_map(|var| CString::new(var).ok())
             .collect();
         let cwd = (request.cwd.as_ref()).and_then(|c| CString::new(c.as_os_str().as_bytes()).ok());
         Shell { envp, cwd }
@@ -74,11 +72,6 @@ impl Shell {
             c"-c".to_owned(),
             CString::new(script).map_err(std::io::Error::other)?,
         ];
-        let pointers = |list: &[CString]| {
-            let mut p: Vec<*const std::ffi::c_char> = list.iter().map(|s| s.as_ptr()).collect();
-            p.push(std::ptr::null());
-            p
-        };
         let argv = pointers(&argv_owned);
         let envp = pointers(&self.envp);
         // Read once the keeper has ended, when nothing holds its write end any more: never
@@ -173,13 +166,16 @@ impl Run {
         if let Some(pidfd) = self.pidfd.take() {
             let _ = exit_status(&pidfd.fd, true);
         }
-        if let Some(err) = start_failure(&self.report) {
+        // The errno the keeper or the shell reported before the shell's exec, if any. Read
+        // without waiting: the keeper has ended, and the shell exec'd (the write end closes
+        // on exec) or ended too.
+        if let Some(errno) = read_word(&self.report) {
+            let err = std::io::Error::from_raw_os_error(errno as i32);
             return Poll::Ready(Err(format!("cannot run sh: {err}")));
         }
-        let mut word = [0u8; 4];
-        Poll::Ready(match nix::unistd::read(&self.verdict, &mut word) {
-            Ok(4) => describe(u32::from_ne_bytes(word)),
-            _ => Err("the probe's keeper ended without a verdict".into()),
+        Poll::Ready(match read_word(&self.verdict) {
+            Some(word) => describe(word),
+            None => Err("the probe's keeper ended without a verdict".into()),
         })
     }
 
@@ -227,17 +223,6 @@ impl Dying {
                 Poll::Ready(())
             }
         }
-    }
-}
-
-/// The errno the keeper or the shell reported before the shell's exec, if any. Read without
-/// waiting: the keeper has ended, and the shell exec'd (the write end closes on exec) or
-/// ended too.
-fn start_failure(report: &OwnedFd) -> Option<std::io::Error> {
-    let mut buf = [0u8; 4];
-    match nix::unistd::read(report, &mut buf) {
-        Ok(4) => Some(std::io::Error::from_raw_os_error(i32::from_ne_bytes(buf))),
-        _ => None,
     }
 }
 
