@@ -72,7 +72,6 @@ impl Acks {
         self.pings
     }
 
-    /// How many answers came.
     pub fn answers(&self) -> u64 {
         self.pongs
     }

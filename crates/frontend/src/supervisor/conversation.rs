@@ -41,7 +41,6 @@ pub enum Due {
     /// The broker did not acknowledge a signal, and the front end could not send it itself
     /// (an attached broker whose pid could not be proved to be it), as the text says.
     NotSignalled(String),
-    /// The broker must be given up on.
     End(End),
 }
 
@@ -85,11 +84,9 @@ pub struct BrokerConversation {
 /// What became of a request asked with [`BrokerConversation::answer`], short of a fallback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Asked {
-    /// The line just read answers it.
     Answered,
     /// No answer in time.
     Unanswered,
-    /// It could not be posted.
     NotPosted,
 }
 
@@ -268,7 +265,6 @@ impl BrokerConversation {
         self.handle(Input::Timer, now.into_std()).due
     }
 
-    /// Tells the machine `input`, then does what it asks.
     fn handle(&mut self, input: Input, now: std::time::Instant) -> Acted {
         self.machine.handle(input, now);
         self.act(now)
@@ -390,7 +386,6 @@ impl BrokerConversation {
     }
 }
 
-/// Where the command's cgroup is, if it has one.
 fn cgroup_path(cgroup: &CommandCgroup) -> Option<PathBuf> {
     match cgroup {
         CommandCgroup::Expected(name) => {
@@ -409,7 +404,7 @@ async fn reap(mut child: BrokerChild) {
     if let Ok(Some(_)) = child.try_wait() {
         return;
     }
-    let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
+    let pidfd = rustix::process::Pid::from_raw(child.pid)
         .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok())
         .and_then(|fd| tether_os::fdio::register(fd, tokio::io::Interest::READABLE).ok());
     if let Some(pidfd) = pidfd

@@ -160,7 +160,7 @@ impl BrokerTask {
     async fn drive(self, mut broker: BrokerConversation, orders: UnboundedReceiver<Order>) {
         let end = self.converse(&mut broker, orders).await;
         if let Some(remains) = broker.end_and_reap(end).await {
-            let why = remains.why();
+            let why = remains.why;
             self.tell(format!("{why}; stopping what it left"));
             let cleanup = remains.stop().await;
             self.tell(format!("{why}; {}", cleanup.describe()));

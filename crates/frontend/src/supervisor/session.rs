@@ -129,10 +129,6 @@ impl Session {
         }
     }
 
-    pub fn dir_path(&self) -> PathBuf {
-        self.dir.path().to_path_buf()
-    }
-
     /// The names in the session directory, read through its descriptor.
     fn entries(&self) -> io::Result<Vec<String>> {
         // rustix: its `Dir` reads through a borrowed descriptor; nix's takes it over.

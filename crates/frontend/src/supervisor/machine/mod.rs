@@ -83,7 +83,6 @@ impl ConversationMachine {
         }
     }
 
-    /// Takes in what happened at `now`.
     pub fn handle(&mut self, input: Input, now: Instant) {
         match input {
             Input::Line(kind) => self.heard(kind, now),
@@ -127,7 +126,6 @@ impl ConversationMachine {
         }
     }
 
-    /// The next thing to do, in order.
     pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()
     }
