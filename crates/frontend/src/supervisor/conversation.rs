@@ -192,17 +192,13 @@ impl BrokerConversation {
         }
     }
 
-    /// Posts a request whose delivery needs no proof (keys, sizes, a signal whose own
-    /// event says it was sent). False if the broker is gone, or (attached) the control
-    /// socket does not carry such a request.
+    /// [`Input::Post`]. False if the broker is gone, or (attached) the control socket does
+    /// not carry such a request.
     pub fn post(&mut self, message: &Request) -> bool {
         self.handle(Input::Post(message), now()).written()
     }
 
-    /// Posts a request and, for a group signal or a stop, makes sure of an answer that
-    /// proves the broker read it (on stdin a ping after it, whose pong is that answer): if
-    /// it is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT), [`Self::check`]
-    /// falls back.
+    /// [`Input::Request`]: [`Self::check`] does the fallback.
     pub fn request(&mut self, message: &Request) {
         self.handle(Input::Request(message), now());
     }
@@ -212,9 +208,7 @@ impl BrokerConversation {
         self.handle(Input::Ask(message), now());
     }
 
-    /// Posts a stop (or the KILL of a second one) with a deadline: the broker is given up
-    /// on [`STOP_SLACK`](super::intervals::STOP_SLACK) past the grace period counted from
-    /// the first, unless it is still at work on it.
+    /// [`Input::Stop`], unless the broker is still at work on it.
     pub fn post_stop(&mut self, message: &Request, now: Instant) {
         self.handle(Input::Stop(message), now.into_std());
     }
@@ -259,8 +253,7 @@ impl BrokerConversation {
     }
 
     /// Does what is due at `now` (see [`ConversationMachine`]). Called after whatever woke
-    /// the front end, so that a flood of lines never starves a deadline. A deadline is
-    /// acted on only once the lines the broker wrote before it was found due have been read.
+    /// the front end, so that a flood of lines never starves a deadline.
     pub fn check(&mut self, now: Instant) -> Option<Due> {
         self.handle(Input::Timer, now.into_std()).due
     }

@@ -93,9 +93,9 @@ impl ConversationMachine {
             }
             Input::Request(message) => self.request(message, now),
             Input::Ask(message) => {
-                let before = self.acks.posted();
+                let before = self.acks.posted;
                 self.request(message, now);
-                let answer = self.acks.posted();
+                let answer = self.acks.posted;
                 if answer == before {
                     self.actions.push_back(Action::NotPosted);
                 } else {
@@ -185,7 +185,7 @@ impl ConversationMachine {
                 self.acks.pong();
                 if self
                     .asked
-                    .is_some_and(|(answer, _)| answer == self.acks.answers())
+                    .is_some_and(|(answer, _)| answer == self.acks.answers)
                 {
                     self.asked = None;
                     self.actions.push_back(Action::Answered);
