@@ -302,12 +302,10 @@ impl Outcome {
     /// The signal the command died by, when that is how it ended (not a drain, which ends
     /// well, nor a start that failed).
     fn death_signal(&self) -> Option<i32> {
-        match self.exit {
-            Some(status) if self.spawn_error.is_none() && !self.drained => {
-                status.code.is_none().then_some(status.signal).flatten()
-            }
-            _ => None,
-        }
+        let ended_badly = self.spawn_error.is_none() && !self.drained;
+        self.exit
+            .filter(|s| ended_badly && s.code.is_none())?
+            .signal
     }
 
     fn exit_code(&self, journal: &std::path::Path) -> i32 {

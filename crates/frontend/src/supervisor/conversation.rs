@@ -218,8 +218,7 @@ impl BrokerConversation {
     /// comes among the lines. False if it could not be written, or the broker was launched
     /// by this front end (whose stdout carries every event already).
     pub fn subscribe(&mut self) -> bool {
-        self.handle(Input::Post(&Request::Subscribe), now())
-            .written()
+        self.post(&Request::Subscribe)
     }
 
     /// The next line from the broker, `None` once it has closed its end; what the line

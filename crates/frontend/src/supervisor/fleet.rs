@@ -1,9 +1,6 @@
 //! The brokers of a front end with many (the TUI, the MCP server): one task per broker holds
 //! its [`BrokerConversation`], forwards its events to a single channel and carries requests
-//! to it. When a broker cannot do its work the TUI does it: a signal the broker does
-//! not acknowledge goes to the group and the broker's descendants from here; a broker that
-//! dies, or does not acknowledge a stop, is killed and what it left is stopped from here with
-//! the broker's own sequence (see [`super::leftovers`]).
+//! to it. When a broker cannot do its work, its conversation's fallback does it from here.
 
 use std::collections::HashMap;
 use std::process::Stdio;

@@ -228,10 +228,7 @@ impl ConversationMachine {
     /// acknowledged, looks at the broker and pings it. A deadline is acted on only once the
     /// lines the broker wrote before it was found due have been read.
     fn timer(&mut self, now: Instant) {
-        if self.looking {
-            return;
-        }
-        if self.reading_before_due(now) {
+        if self.looking || self.reading_before_due(now) {
             return;
         }
         let before = self.actions.len();
@@ -290,26 +287,23 @@ impl ConversationMachine {
             self.actions.push_back(Action::GiveUp(End::StopOverdue));
             return;
         }
-        match self.acks.take_due(now) {
+        let fallback = match self.acks.take_due(now) {
             // Another front end's broker, perhaps only slow: a signal that would do harm
             // the second time is left to it.
             Some(Fallback::Signal(signal))
                 if self.transport == Transport::Socket && !repeats_harmlessly(signal) =>
             {
-                self.actions.push_back(Action::NotSignalled(format!(
+                Some(Action::NotSignalled(format!(
                     "the broker did not answer within {ACK_TIMEOUT:?}; SIG{signal} was not sent by tether, since the broker may still deliver it and a second one may do harm (only TERM, KILL, STOP and CONT are sent in its place)"
-                )));
-                return;
+                )))
             }
-            Some(Fallback::Signal(signal)) => {
-                self.actions.push_back(Action::SignalItself(signal));
-                return;
-            }
-            Some(Fallback::Stop) => {
-                self.actions.push_back(Action::GiveUp(End::StopUnanswered));
-                return;
-            }
-            None => {}
+            Some(Fallback::Signal(signal)) => Some(Action::SignalItself(signal)),
+            Some(Fallback::Stop) => Some(Action::GiveUp(End::StopUnanswered)),
+            None => None,
+        };
+        if let Some(action) = fallback {
+            self.actions.push_back(action);
+            return;
         }
         if now >= self.next_look {
             self.next_look = now + self.pace.look;
