@@ -55,9 +55,9 @@ pub struct ExecOptions {
     pub drain_on: Option<String>,
     /// `--drain`: how long the command may take to exit after its final line.
     pub drain: Option<Duration>,
-    /// `--max-output`: the journal's cap (bytes beyond are counted, not stored).
     /// `--ready-*`: how the command proves it is ready (already checked).
     pub ready: Option<tether_protocol::protocol::Readiness>,
+    /// `--max-output`: the journal's cap (bytes beyond are counted, not stored).
     pub max_output: Option<u64>,
     /// `--max-time`, `--max-cpu`, `--output-budget`: the command's own budgets, over the
     /// variables and the user config's `[budgets]`.
