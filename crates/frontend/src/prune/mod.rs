@@ -134,14 +134,8 @@ pub fn main(state: Option<&Path>, flags: Rules, dry_run: bool) -> i32 {
     let pruned = || {
         let rules = match flags.is_empty() {
             false => flags,
-            true => match user_config()? {
-                Some((
-                    UserConfig {
-                        retention: Some(rules),
-                        ..
-                    },
-                    file,
-                )) if !rules.is_empty() => {
+            true => match user_config()?.and_then(|(c, file)| Some((c.retention?, file))) {
+                Some((rules, file)) if !rules.is_empty() => {
                     println!(
                         "applying [retention] from {}: {}",
                         file.display(),
