@@ -8,15 +8,14 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use thiserror::Error;
-use tokio::net::UnixStream;
 
 use super::discover::LiveCommand;
 use super::socket_dir;
 use crate::supervisor::Wire;
-use tether_protocol::protocol::BrokerIdentity;
 
 #[derive(Debug, Error)]
 pub enum ControlError {
@@ -63,13 +62,14 @@ pub struct Ack {
 }
 
 impl ControlClient {
-    /// Connects to the socket at `path`, which must be a socket owned by us; the process
-    /// that accepts must be ours and, when `broker` is given, that very broker. A socket
-    /// nobody listens on is removed ([`ControlError::Stale`]).
-    async fn connect(
-        path: &Path,
-        broker: Option<&BrokerIdentity>,
-    ) -> Result<ControlClient, ControlError> {
+    /// Connects to the broker of a live command through its socket, which must be a socket
+    /// owned by us; the process that accepts must be ours and that very broker (its
+    /// journaled pid). A socket nobody listens on is removed ([`ControlError::Stale`]).
+    pub async fn connect_to(command: &LiveCommand) -> Result<ControlClient, ControlError> {
+        let path = command
+            .control_socket
+            .as_deref()
+            .ok_or(ControlError::NoSocket)?;
         if !socket_dir::is_own_socket(path) {
             return Err(match std::fs::symlink_metadata(path) {
                 Err(err) if err.kind() == io::ErrorKind::NotFound => ControlError::Connect {
@@ -81,8 +81,8 @@ impl ControlClient {
                 },
             });
         }
-        let stream = match socket_dir::connect_now(path) {
-            Ok(fd) => stream_from(fd)?,
+        let socket = match socket_dir::connect_now(path) {
+            Ok(fd) => fd,
             Err(err) if err.raw_os_error() == Some(libc::ECONNREFUSED) => {
                 socket_dir::remove_if_stale(path);
                 return Err(ControlError::Stale {
@@ -96,37 +96,21 @@ impl ControlClient {
                 });
             }
         };
-        let cred = stream.peer_cred()?;
-        let me = nix::unistd::geteuid().as_raw();
-        let pid = cred.pid().unwrap_or(0);
-        let expected = broker.map_or(pid, |b| b.pid);
-        if cred.uid() != me || pid != expected {
+        let cred = getsockopt(&socket, PeerCredentials).map_err(io::Error::from)?;
+        let expected = command.broker.pid;
+        if cred.uid() != nix::unistd::geteuid().as_raw() || cred.pid() != expected {
             return Err(ControlError::WrongPeer {
                 path: path.to_path_buf(),
-                pid,
+                pid: cred.pid(),
                 uid: cred.uid(),
                 expected,
             });
         }
-        ControlClient::over(OwnedFd::from(stream.into_std()?))
-    }
-
-    /// Connects to the broker of a live command (checked against its journaled pid).
-    pub async fn connect_to(command: &LiveCommand) -> Result<ControlClient, ControlError> {
-        let socket = command
-            .control_socket
-            .as_deref()
-            .ok_or(ControlError::NoSocket)?;
-        ControlClient::connect(socket, Some(&command.broker)).await
+        ControlClient::over(socket)
     }
 
     /// Talks over `socket`, a connected stream whose peer was checked (or a test's pair).
     pub(crate) fn over(socket: OwnedFd) -> Result<ControlClient, ControlError> {
         Ok(Wire::new(socket, None, 64 * 1024)?)
     }
-}
-
-/// A connected non-blocking socket, handed to tokio.
-fn stream_from(fd: OwnedFd) -> io::Result<UnixStream> {
-    UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
 }

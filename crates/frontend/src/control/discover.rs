@@ -30,7 +30,6 @@ const LOG_WINDOW: u64 = 64 * 1024;
 pub struct LiveCommand {
     /// Its session and its directory there (`agent-1/01-sleep`): unique where names are not.
     pub id: CommandId,
-    /// The command's name, as launched.
     pub name: String,
     pub dir: PathBuf,
     pub broker: BrokerIdentity,
@@ -50,7 +49,6 @@ pub struct LiveCommand {
     /// What holds its tree, as the broker's last `containment` event said: `cgroup` or
     /// `procfs` (absent from journals older than containment).
     pub containment: Option<ContainmentMode>,
-    /// Its cgroup, with the cgroup containment.
     pub cgroup: Option<PathBuf>,
 }
 

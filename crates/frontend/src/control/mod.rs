@@ -33,8 +33,7 @@ pub mod target;
 pub mod verify;
 
 pub use client::{Ack, ControlClient, ControlError};
-pub use discover::{DiscoverError, LiveCommand, live_commands};
+pub use discover::{LiveCommand, live_commands};
 pub use target::Target;
 pub use tether_os::procfs::broker_alive;
 pub use tether_os::{journal_link, socket_dir};
-pub use verify::{BrokerCheck, signal_broker};

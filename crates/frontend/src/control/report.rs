@@ -29,46 +29,27 @@ impl Sent {
             _ => None,
         }
     }
-
-    /// For tests: `signal` sent `ms` after the broker started, reaching one process.
-    #[cfg(test)]
-    pub(crate) fn to_one(signal: &str, ms: u64) -> Sent {
-        Sent {
-            signal: signal.parse().expect("a signal"),
-            mono_us: ms * 1000,
-            reached: 1,
-        }
-    }
 }
 
 /// `SIGTERM, SIGKILL after 2s`: the signals in order, each after the first with its delay.
 /// The SIGCONT that follows every stop signal is left out (it only wakes stopped processes).
 pub fn describe_signals(sent: &[Sent]) -> String {
-    let shown: Vec<&Sent> = sent
+    let mut shown: Vec<&Sent> = sent
         .iter()
         .filter(|s| s.signal != ProcessSignal::CONT)
         .collect();
+    // Repeats of one signal (a sweep reaching newcomers) are one step.
+    shown.dedup_by_key(|s| s.signal);
     let Some(first) = shown.first() else {
         return "no signal".into();
     };
-    let mut parts: Vec<String> = Vec::new();
-    for s in &shown {
-        let name = format!("SIG{}", s.signal);
-        // Repeats of one signal (a sweep reaching newcomers) are one step.
-        if parts
-            .last()
-            .is_some_and(|p| p.split(' ').next() == Some(name.as_str()))
-        {
-            continue;
-        }
-        if parts.is_empty() {
-            parts.push(name);
-        } else {
-            let after = (s.mono_us.saturating_sub(first.mono_us)) / 1000;
-            parts.push(format!("{name} after {}", short_duration(after)));
-        }
-    }
-    parts.join(", ")
+    let after = |s: &Sent| short_duration(s.mono_us.saturating_sub(first.mono_us) / 1000);
+    let rest = shown[1..]
+        .iter()
+        .map(|s| format!(", SIG{} after {}", s.signal, after(s)));
+    std::iter::once(format!("SIG{}", first.signal))
+        .chain(rest)
+        .collect()
 }
 
 /// What a subscriber learns of a stop, event by event.
@@ -136,8 +117,13 @@ pub fn ended_words(events: &[Event], status: ExitStatus) -> String {
 mod tests {
     use super::*;
 
+    /// `signal` sent `ms` after the broker started, reaching one process.
     fn sent(signal: &str, ms: u64) -> Sent {
-        Sent::to_one(signal, ms)
+        Sent {
+            signal: signal.parse().expect("a signal"),
+            mono_us: ms * 1000,
+            reached: 1,
+        }
     }
 
     #[test]

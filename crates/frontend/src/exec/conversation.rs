@@ -22,7 +22,6 @@ pub(super) const HANDLED: [nix::sys::signal::Signal; 6] = {
     [SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT, SIGWINCH]
 };
 
-/// The signals `tether exec` acts on.
 pub(super) struct Signals {
     interrupt: Signal,
     terminate: Signal,
@@ -61,6 +60,7 @@ async fn resized(signal: &mut Option<Signal>) {
 
 /// What `tether exec` keeps track of while its broker runs the command: its half of the
 /// [`BrokerConversation`].
+#[derive(Default)]
 pub(super) struct ExecConversation {
     json: bool,
     /// The copy of the output to our own streams (none with `--json`).
@@ -95,14 +95,9 @@ impl ExecConversation {
         ExecConversation {
             json,
             copy,
-            outcome: Outcome::default(),
-            started: false,
-            stops: 0,
-            paused: false,
             forward_signals,
-            from_outside: Vec::new(),
-            journal_losses: Vec::new(),
             keys,
+            ..Default::default()
         }
     }
 
@@ -270,16 +265,16 @@ impl ExecConversation {
                 self.outcome.over_budget = Some(words);
             }
             EventKind::Close { .. } => {
-                if let (false, Some(message)) =
-                    (self.json, stopped_from_outside(&self.from_outside))
-                {
-                    say!("{message}");
-                }
-                if let (false, true) = (self.json, self.outcome.drained) {
-                    say!("{}", self.outcome.drained_message());
-                }
-                if let (false, Some(words)) = (self.json, &self.outcome.over_budget) {
-                    say!("stopped by its budget: {words}");
+                if !self.json {
+                    if let Some(message) = stopped_from_outside(&self.from_outside) {
+                        say!("{message}");
+                    }
+                    if self.outcome.drained {
+                        say!("{}", self.outcome.drained_message());
+                    }
+                    if let Some(words) = &self.outcome.over_budget {
+                        say!("stopped by its budget: {words}");
+                    }
                 }
                 self.outcome.closed = true;
                 return Ok(Some(End::Closed));
@@ -323,8 +318,13 @@ fn group_signal(signal: ProcessSignal, origin: Option<Origin>) -> Request {
 mod tests {
     use super::*;
 
+    /// `signal` sent `ms` after the broker started, reaching one process.
     fn sent(signal: &str, ms: u64) -> Sent {
-        Sent::to_one(signal, ms)
+        Sent {
+            signal: signal.parse().expect("a signal"),
+            mono_us: ms * 1000,
+            reached: 1,
+        }
     }
 
     #[test]

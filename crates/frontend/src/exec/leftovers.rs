@@ -78,16 +78,15 @@ fn from_vars(
             Some(other) => return Err(LeftoversError::Rule(other.to_string())),
         },
     };
-    let max = match text(LEFTOVERS_MAX_ENV) {
-        None => None,
-        Some(value) if value.is_empty() => None,
-        Some(value) => Some(
+    let max = text(LEFTOVERS_MAX_ENV)
+        .filter(|value| !value.is_empty())
+        .map(|value| {
             tether_protocol::units::parse_duration(&value)
                 .ok()
                 .filter(|d| !d.is_zero())
-                .ok_or(LeftoversError::Max(value))?,
-        ),
-    };
+                .ok_or(LeftoversError::Max(value))
+        })
+        .transpose()?;
     let owner = var(SESSION_OWNER_ENV).and_then(|v| session_owner(&v.to_string_lossy()));
     Ok(LeftoversChoice { keep, max, owner })
 }

@@ -17,7 +17,7 @@ mod notices;
 mod terminal;
 
 pub use leftovers::{LEFTOVERS_ENV, LeftoversChoice, SESSION_OWNER_ENV};
-pub use notices::{NOTICES_FILE, divert_to as divert_notices};
+pub use notices::{NOTICES_FILE, divert_to as divert_notices, say as say_line};
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -36,6 +36,7 @@ use crate::supervisor::{
 };
 use tether_os::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use tether_os::sys::new_span_id;
+use tether_protocol::names::CALL_COMM;
 use tether_protocol::protocol::trace::{CallerTrace, TraceContext};
 use tether_protocol::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
 
@@ -54,9 +55,9 @@ pub struct ExecOptions {
     pub drain_on: Option<String>,
     /// `--drain`: how long the command may take to exit after its final line.
     pub drain: Option<Duration>,
-    /// `--max-output`: the journal's cap (bytes beyond are counted, not stored).
     /// `--ready-*`: how the command proves it is ready (already checked).
     pub ready: Option<tether_protocol::protocol::Readiness>,
+    /// `--max-output`: the journal's cap (bytes beyond are counted, not stored).
     pub max_output: Option<u64>,
     /// `--max-time`, `--max-cpu`, `--output-budget`: the command's own budgets, over the
     /// variables and the user config's `[budgets]`.
@@ -67,7 +68,6 @@ pub struct ExecOptions {
     pub argv: Vec<String>,
     /// The `argv[0]` the program sees, if not `argv[0]` itself (the shell shim's).
     pub arg0: Option<String>,
-    /// What SIGINT, SIGTERM and SIGHUP to tether do.
     pub signals: SignalMode,
     /// The command's stdin is /dev/null rather than ours (`--no-stdin`).
     pub no_stdin: bool,
@@ -76,7 +76,6 @@ pub struct ExecOptions {
     pub pty: bool,
     /// `--max-procs`, `--max-memory`: limits on the command's cgroup.
     pub limits: tether_os::cgroup::Limits,
-    /// What becomes of processes the command leaves running.
     pub leftovers: LeftoversChoice,
     /// When the command dies by a signal, die by the same signal rather than exit 128+N (the
     /// shell shim: its caller must see what bash would have shown it; an agent reads exit
@@ -92,7 +91,6 @@ pub struct ExecOptions {
     /// broker (the journal cannot be created: a full disk, a read-only or foreign state
     /// directory), it runs directly, exec'd in tether's place, after one line on stderr.
     pub fail_open: bool,
-    /// When retention runs after the command.
     pub retention: RetentionRun,
     /// Where our stdin is our terminal and the command gets terminals: its stdin is its own
     /// terminal too, which gets the keys typed into ours, so that it can read `/dev/tty`
@@ -154,8 +152,6 @@ pub fn main(options: ExecOptions) -> i32 {
         }
     }
 }
-
-pub use tether_protocol::names::CALL_COMM;
 
 /// Starts the broker, then the event loop that talks to it. The broker is forked from this
 /// process where it can be (see [`crate::supervisor::fork_broker`]), before the runtime and
@@ -221,7 +217,6 @@ enum Ran {
     /// The command could not be run under a broker and has not started.
     NotStarted {
         reason: String,
-        /// The state directory, if it was found.
         state: Option<PathBuf>,
     },
 }
@@ -307,12 +302,10 @@ impl Outcome {
     /// The signal the command died by, when that is how it ended (not a drain, which ends
     /// well, nor a start that failed).
     fn death_signal(&self) -> Option<i32> {
-        match self.exit {
-            Some(status) if self.spawn_error.is_none() && !self.drained => {
-                status.code.is_none().then_some(status.signal).flatten()
-            }
-            _ => None,
-        }
+        let ended_badly = self.spawn_error.is_none() && !self.drained;
+        self.exit
+            .filter(|s| ended_badly && s.code.is_none())?
+            .signal
     }
 
     fn exit_code(&self, journal: &std::path::Path) -> i32 {
@@ -377,11 +370,10 @@ struct Prepared {
 }
 
 fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
-    let not_started = |err: anyhow::Error, state: Option<&Path>| Ran::not_started(err, state);
-    let state =
-        state_dir(options.state_dir.as_deref()).map_err(|err| not_started(err.into(), None))?;
+    let state = state_dir(options.state_dir.as_deref())
+        .map_err(|err| Ran::not_started(anyhow::Error::from(err), None))?;
     let mut session = Session::create(&state, options.session.as_ref())
-        .map_err(|err| not_started(err, Some(&state)))?;
+        .map_err(|err| Ran::not_started(err, Some(&state)))?;
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
         .name
@@ -392,7 +384,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
             "cannot create the command's journal directory in {}: {err}",
             session.path().display()
         );
-        not_started(err, Some(&state))
+        Ran::not_started(err, Some(&state))
     })?;
     let journal_dir = journal.path().to_path_buf();
     // With --json our stdout carries events, not the command's output.
@@ -475,7 +467,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
     if let Err(err) = become_subreaper() {
         let err = anyhow::anyhow!("cannot become a child subreaper: {err}");
-        return Err(not_started(err, Some(&state)));
+        return Err(Ran::not_started(err, Some(&state)));
     }
     let (copy_read, copy_write) = (!options.json)
         .then(CopyPipes::new)
@@ -483,7 +475,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         .map_err(|err| {
             let err =
                 anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}");
-            not_started(err, Some(&state))
+            Ran::not_started(err, Some(&state))
         })?
         .map(|CopyPipes { read, write }| (read, write))
         .unzip();
@@ -575,7 +567,7 @@ async fn run(
     }
     let lost = remains.is_some();
     if let Some(remains) = remains {
-        let why = remains.why();
+        let why = remains.why;
         let cleanup = remains.stop().await;
         say!("{why}; {}", cleanup.describe());
     }
@@ -665,16 +657,11 @@ fn report_undelivered(undelivered: [u64; 2], journal_dir: &Path) {
     }
 }
 
-/// Says one line of tether's own (see [`notices`]: stderr, or the shim's notices file).
 /// The one line that says a user config that does not parse leaves its budgets unapplied.
 fn budgets_not_applied(err: &tether_config::ConfigError) -> String {
     let text = err.to_string();
     let text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
     format!("{text}; budgets and retention not applied")
-}
-
-pub fn say_line(text: &str) {
-    notices::say(text);
 }
 
 /// How long the copies may take to finish once the broker has exited.

@@ -18,9 +18,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
+use tether_protocol::names::PRUNE_COMM;
+
 use super::{print_failures, retain};
 
-/// The stamp, in the state directory.
 pub const STAMP_FILE: &str = "retention.stamp";
 /// The least time between two retention runs started by shims on one state directory.
 pub const INTERVAL: Duration = Duration::from_secs(60);
@@ -123,8 +124,6 @@ fn spawn(state: &Path, just_ended: Option<&str>) -> io::Result<()> {
     child.wait()?;
     Ok(())
 }
-
-pub use tether_protocol::names::PRUNE_COMM;
 
 /// `tether prune --retention`: applies retention (the config's or its default) as after a
 /// command, quietly; `protect`: a session never removed. Returns the exit code.

@@ -134,7 +134,7 @@ pub fn main(state: Option<&Path>, flags: Rules, dry_run: bool) -> i32 {
     let pruned = || {
         let rules = match flags.is_empty() {
             false => flags,
-            true => match configured_rules()? {
+            true => match user_config()?.and_then(|(c, file)| Some((c.retention?, file))) {
                 Some((rules, file)) if !rules.is_empty() => {
                     println!(
                         "applying [retention] from {}: {}",
@@ -173,11 +173,6 @@ fn user_config() -> Result<Option<(UserConfig, PathBuf)>, String> {
     };
     let config = load_user(&path).map_err(|err| err.to_string())?;
     Ok(config.map(|config| (config, path)))
-}
-
-/// The `[retention]` rules of the user config, and its path; `None` without a file or section.
-pub fn configured_rules() -> Result<Option<(Rules, PathBuf)>, String> {
-    Ok(user_config()?.and_then(|(config, path)| Some((config.retention?, path))))
 }
 
 /// Applies the rules retention applies on its own (`[retention]`'s, its default when the

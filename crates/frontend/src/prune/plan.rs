@@ -23,7 +23,6 @@ pub struct Candidate {
     pub started_ms: u64,
     /// When anything in it last changed, ms since the epoch: when it ended, for a finished one.
     pub ended_ms: u64,
-    /// Bytes it takes on disk.
     pub size: u64,
     pub liveness: Liveness,
 }

@@ -56,16 +56,11 @@ pub struct Abandoned {
     events: Vec<Event>,
 }
 
-/// Finds the commands to stop and stops them, one after the other.
-pub fn reclaim_all() {
-    find().into_iter().for_each(Abandoned::stop);
-}
-
-/// [`reclaim_all`] on a thread of its own: a tether's start does not wait for it. The work
-/// is cut short if this process ends first; the next tether to start takes it up. The same
-/// thread removes the shims directories of `tether agent`s that were killed
-/// ([`agent_shims`]). `None` when the socket directory holds neither a broker's link nor
-/// such a directory: nothing to look at, no thread.
+/// Finds the commands to stop and stops them, one after the other, on a thread of its own:
+/// a tether's start does not wait for it. The work is cut short if this process ends first;
+/// the next tether to start takes it up. The same thread removes the shims directories of
+/// `tether agent`s that were killed ([`agent_shims`]). `None` when the socket directory
+/// holds neither a broker's link nor such a directory: nothing to look at, no thread.
 pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<()>> {
     let dir = socket_dir::socket_dir();
     let names = socket_dir::entry_names(&dir);
@@ -82,7 +77,7 @@ pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<()>> {
                 agent_shims::remove(&shims);
             }
             if links {
-                reclaim_all();
+                find().into_iter().for_each(Abandoned::stop);
             }
         })
         .ok()
@@ -90,7 +85,7 @@ pub fn reclaim_in_background() -> Option<std::thread::JoinHandle<()>> {
 
 /// The abandoned commands, each claimed. Links to journals that are complete, gone, or not
 /// that broker's are removed on the way.
-pub fn find() -> Vec<Abandoned> {
+fn find() -> Vec<Abandoned> {
     journal_link::of_dead_brokers()
         .into_iter()
         .filter_map(|(broker, journal)| match claim(broker, &journal) {

@@ -54,8 +54,11 @@ struct Pending {
 
 #[derive(Default)]
 pub struct Acks {
-    pings: u64,
-    pongs: u64,
+    /// How many messages the broker answers went out: the number of the answer that
+    /// acknowledges the last of them.
+    pub posted: u64,
+    /// How many answers came.
+    pub answers: u64,
     pending: Option<Pending>,
 }
 
@@ -63,18 +66,7 @@ impl Acks {
     /// A message the broker answers went out (a ping, or over a control socket any
     /// request).
     pub fn ping_posted(&mut self) {
-        self.pings += 1;
-    }
-
-    /// How many messages the broker answers went out: the number of the answer that
-    /// acknowledges the last of them.
-    pub fn posted(&self) -> u64 {
-        self.pings
-    }
-
-    /// How many answers came.
-    pub fn answers(&self) -> u64 {
-        self.pongs
+        self.posted += 1;
     }
 
     /// A request went out with the message whose answer acknowledges it, already counted
@@ -90,15 +82,19 @@ impl Acks {
         }
         self.pending = Some(Pending {
             deadline: if posted { now + ACK_TIMEOUT } else { now },
-            ping: self.pings,
+            ping: self.posted,
             fallback,
         });
     }
 
     /// An answer came (a pong, or over a control socket an acknowledgement or a refusal).
     pub fn pong(&mut self) {
-        self.pongs += 1;
-        if self.pending.as_ref().is_some_and(|p| self.pongs >= p.ping) {
+        self.answers += 1;
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| self.answers >= p.ping)
+        {
             self.pending = None;
         }
     }

@@ -41,7 +41,6 @@ pub enum Due {
     /// The broker did not acknowledge a signal, and the front end could not send it itself
     /// (an attached broker whose pid could not be proved to be it), as the text says.
     NotSignalled(String),
-    /// The broker must be given up on.
     End(End),
 }
 
@@ -85,11 +84,9 @@ pub struct BrokerConversation {
 /// What became of a request asked with [`BrokerConversation::answer`], short of a fallback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Asked {
-    /// The line just read answers it.
     Answered,
     /// No answer in time.
     Unanswered,
-    /// It could not be posted.
     NotPosted,
 }
 
@@ -195,17 +192,13 @@ impl BrokerConversation {
         }
     }
 
-    /// Posts a request whose delivery needs no proof (keys, sizes, a signal whose own
-    /// event says it was sent). False if the broker is gone, or (attached) the control
-    /// socket does not carry such a request.
+    /// [`Input::Post`]. False if the broker is gone, or (attached) the control socket does
+    /// not carry such a request.
     pub fn post(&mut self, message: &Request) -> bool {
         self.handle(Input::Post(message), now()).written()
     }
 
-    /// Posts a request and, for a group signal or a stop, makes sure of an answer that
-    /// proves the broker read it (on stdin a ping after it, whose pong is that answer): if
-    /// it is not in by [`ACK_TIMEOUT`](super::intervals::ACK_TIMEOUT), [`Self::check`]
-    /// falls back.
+    /// [`Input::Request`]: [`Self::check`] does the fallback.
     pub fn request(&mut self, message: &Request) {
         self.handle(Input::Request(message), now());
     }
@@ -215,9 +208,7 @@ impl BrokerConversation {
         self.handle(Input::Ask(message), now());
     }
 
-    /// Posts a stop (or the KILL of a second one) with a deadline: the broker is given up
-    /// on [`STOP_SLACK`](super::intervals::STOP_SLACK) past the grace period counted from
-    /// the first, unless it is still at work on it.
+    /// [`Input::Stop`], unless the broker is still at work on it.
     pub fn post_stop(&mut self, message: &Request, now: Instant) {
         self.handle(Input::Stop(message), now.into_std());
     }
@@ -227,8 +218,7 @@ impl BrokerConversation {
     /// comes among the lines. False if it could not be written, or the broker was launched
     /// by this front end (whose stdout carries every event already).
     pub fn subscribe(&mut self) -> bool {
-        self.handle(Input::Post(&Request::Subscribe), now())
-            .written()
+        self.post(&Request::Subscribe)
     }
 
     /// The next line from the broker, `None` once it has closed its end; what the line
@@ -262,13 +252,11 @@ impl BrokerConversation {
     }
 
     /// Does what is due at `now` (see [`ConversationMachine`]). Called after whatever woke
-    /// the front end, so that a flood of lines never starves a deadline. A deadline is
-    /// acted on only once the lines the broker wrote before it was found due have been read.
+    /// the front end, so that a flood of lines never starves a deadline.
     pub fn check(&mut self, now: Instant) -> Option<Due> {
         self.handle(Input::Timer, now.into_std()).due
     }
 
-    /// Tells the machine `input`, then does what it asks.
     fn handle(&mut self, input: Input, now: std::time::Instant) -> Acted {
         self.machine.handle(input, now);
         self.act(now)
@@ -390,7 +378,6 @@ impl BrokerConversation {
     }
 }
 
-/// Where the command's cgroup is, if it has one.
 fn cgroup_path(cgroup: &CommandCgroup) -> Option<PathBuf> {
     match cgroup {
         CommandCgroup::Expected(name) => {
@@ -409,7 +396,7 @@ async fn reap(mut child: BrokerChild) {
     if let Ok(Some(_)) = child.try_wait() {
         return;
     }
-    let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
+    let pidfd = rustix::process::Pid::from_raw(child.pid)
         .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok())
         .and_then(|fd| tether_os::fdio::register(fd, tokio::io::Interest::READABLE).ok());
     if let Some(pidfd) = pidfd

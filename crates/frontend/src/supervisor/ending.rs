@@ -51,7 +51,8 @@ impl End {
 
 /// What a broker that could not finish left, to be stopped by the front end.
 pub struct Remains {
-    pub(super) why: &'static str,
+    /// Why the front end stops it: `broker lost`, and how.
+    pub why: &'static str,
     pub(super) live: LiveBrokers,
     pub(super) leader: Option<GroupLeader>,
     pub(super) cgroup: Option<PathBuf>,
@@ -60,11 +61,6 @@ pub struct Remains {
 }
 
 impl Remains {
-    /// Why the front end stops it: `broker lost`, and how.
-    pub fn why(&self) -> &'static str {
-        self.why
-    }
-
     /// Stops it with the broker's own sequence.
     pub async fn stop(self) -> Cleanup {
         stop_leftovers(

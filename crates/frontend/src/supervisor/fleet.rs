@@ -1,9 +1,6 @@
 //! The brokers of a front end with many (the TUI, the MCP server): one task per broker holds
 //! its [`BrokerConversation`], forwards its events to a single channel and carries requests
-//! to it. When a broker cannot do its work the TUI does it: a signal the broker does
-//! not acknowledge goes to the group and the broker's descendants from here; a broker that
-//! dies, or does not acknowledge a stop, is killed and what it left is stopped from here with
-//! the broker's own sequence (see [`super::leftovers`]).
+//! to it. When a broker cannot do its work, its conversation's fallback does it from here.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -160,7 +157,7 @@ impl BrokerTask {
     async fn drive(self, mut broker: BrokerConversation, orders: UnboundedReceiver<Order>) {
         let end = self.converse(&mut broker, orders).await;
         if let Some(remains) = broker.end_and_reap(end).await {
-            let why = remains.why();
+            let why = remains.why;
             self.tell(format!("{why}; stopping what it left"));
             let cleanup = remains.stop().await;
             self.tell(format!("{why}; {}", cleanup.describe()));

@@ -32,6 +32,7 @@ pub struct LiveBrokers {
     registry: Arc<Mutex<Registry>>,
 }
 
+#[derive(Default)]
 pub struct Registry {
     me: i32,
     /// pid → the registration that holds it, so a late unregistration of a reaped broker
@@ -71,9 +72,7 @@ impl Registry {
     fn new(me: i32) -> Registry {
         Registry {
             me,
-            brokers: HashMap::new(),
-            next_ticket: 0,
-            protected: HashSet::new(),
+            ..Default::default()
         }
     }
 

@@ -27,17 +27,13 @@ fn broker_token() -> io::Result<String> {
 /// exec'd, or a fork of this process: see [`fork`]). Unreaped, its pid cannot name another
 /// process; once reaped here, nothing is sent to that pid again.
 pub struct BrokerChild {
-    pid: i32,
+    pub(super) pid: i32,
     reaped: bool,
 }
 
 impl BrokerChild {
     fn new(pid: i32) -> BrokerChild {
         BrokerChild { pid, reaped: false }
-    }
-
-    pub fn id(&self) -> u32 {
-        self.pid as u32
     }
 
     /// SIGKILL, unless it was reaped already.
@@ -53,7 +49,6 @@ impl BrokerChild {
         self.reap(Some(WaitPidFlag::WNOHANG))
     }
 
-    /// Waits for it to exit and reaps it.
     pub fn wait(&mut self) -> io::Result<()> {
         self.reap(None).map(|_| ())
     }
@@ -76,7 +71,6 @@ impl BrokerChild {
 /// A running broker: requests go to its stdin, events come from its stdout.
 pub struct BrokerProcess {
     pub child: BrokerChild,
-    /// Its stdin and stdout.
     pub wire: Wire,
     /// The name of the cgroup the broker will put the command in, where there is a
     /// hierarchy: what to kill and remove if the broker dies before its `containment` event
@@ -175,7 +169,7 @@ impl BrokerProcess {
     }
 
     pub fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.child.pid
     }
 }
 
@@ -379,7 +373,6 @@ pub fn fork(
 
 /// How [`fork`] went, short of an error.
 pub enum Fork {
-    /// The broker runs, a fork of this process.
     Started(ForkedBroker),
     /// Not forked (see [`fork`]): the handover back, for an exec'd broker.
     Declined(Handover),

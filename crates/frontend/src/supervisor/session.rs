@@ -43,21 +43,19 @@ impl Session {
             .filter(|p| p.to_str().is_some());
         let sessions = state.open_or_create("sessions")?;
         let started_ms = now_ms();
-        let (id, dir) = match name {
+        let (id, dir, created) = match name {
             Some(name) => match join(&sessions, name.as_str())? {
-                Joined::Existing(dir) => {
-                    return Ok(Session {
-                        id: name.to_string(),
-                        dir,
-                        state_dir: absolute,
-                    });
-                }
-                Joined::Created(dir) => (name.to_string(), dir),
+                Joined::Existing(dir) => (name.to_string(), dir, false),
+                Joined::Created(dir) => (name.to_string(), dir, true),
             },
-            None => create_fresh(&sessions, started_ms)?,
+            None => {
+                let (id, dir) = create_fresh(&sessions, started_ms)?;
+                (id, dir, true)
+            }
         };
-        let info = session_info(&id, started_ms);
-        if let Err(err) = dir.write_json_once(SESSION_FILE, &info) {
+        if created
+            && let Err(err) = dir.write_json_once(SESSION_FILE, &session_info(&id, started_ms))
+        {
             // An empty session directory would be listed as a session that never started.
             // (A named one that others joined meanwhile is not empty, and stays.)
             drop(dir);
@@ -127,10 +125,6 @@ impl Session {
             command: command.clone(),
             state_dir: self.state_dir.clone(),
         }
-    }
-
-    pub fn dir_path(&self) -> PathBuf {
-        self.dir.path().to_path_buf()
     }
 
     /// The names in the session directory, read through its descriptor.

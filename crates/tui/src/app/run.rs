@@ -76,7 +76,7 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
             ends_session = Some((state_dir.clone(), session.id.clone()));
             let model = Model {
                 session_id: session.id.clone(),
-                session_dir: session.dir_path(),
+                session_dir: session.path().to_path_buf(),
                 started_ms: now_ms(),
                 commands: commands.into_iter().map(CommandState::new).collect(),
                 mode: Mode::Live,

@@ -83,7 +83,6 @@ impl ConversationMachine {
         }
     }
 
-    /// Takes in what happened at `now`.
     pub fn handle(&mut self, input: Input, now: Instant) {
         match input {
             Input::Line(kind) => self.heard(kind, now),
@@ -94,9 +93,9 @@ impl ConversationMachine {
             }
             Input::Request(message) => self.request(message, now),
             Input::Ask(message) => {
-                let before = self.acks.posted();
+                let before = self.acks.posted;
                 self.request(message, now);
-                let answer = self.acks.posted();
+                let answer = self.acks.posted;
                 if answer == before {
                     self.actions.push_back(Action::NotPosted);
                 } else {
@@ -127,7 +126,6 @@ impl ConversationMachine {
         }
     }
 
-    /// The next thing to do, in order.
     pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()
     }
@@ -187,7 +185,7 @@ impl ConversationMachine {
                 self.acks.pong();
                 if self
                     .asked
-                    .is_some_and(|(answer, _)| answer == self.acks.answers())
+                    .is_some_and(|(answer, _)| answer == self.acks.answers)
                 {
                     self.asked = None;
                     self.actions.push_back(Action::Answered);
@@ -230,10 +228,7 @@ impl ConversationMachine {
     /// acknowledged, looks at the broker and pings it. A deadline is acted on only once the
     /// lines the broker wrote before it was found due have been read.
     fn timer(&mut self, now: Instant) {
-        if self.looking {
-            return;
-        }
-        if self.reading_before_due(now) {
+        if self.looking || self.reading_before_due(now) {
             return;
         }
         let before = self.actions.len();
@@ -292,26 +287,23 @@ impl ConversationMachine {
             self.actions.push_back(Action::GiveUp(End::StopOverdue));
             return;
         }
-        match self.acks.take_due(now) {
+        let fallback = match self.acks.take_due(now) {
             // Another front end's broker, perhaps only slow: a signal that would do harm
             // the second time is left to it.
             Some(Fallback::Signal(signal))
                 if self.transport == Transport::Socket && !repeats_harmlessly(signal) =>
             {
-                self.actions.push_back(Action::NotSignalled(format!(
+                Some(Action::NotSignalled(format!(
                     "the broker did not answer within {ACK_TIMEOUT:?}; SIG{signal} was not sent by tether, since the broker may still deliver it and a second one may do harm (only TERM, KILL, STOP and CONT are sent in its place)"
-                )));
-                return;
+                )))
             }
-            Some(Fallback::Signal(signal)) => {
-                self.actions.push_back(Action::SignalItself(signal));
-                return;
-            }
-            Some(Fallback::Stop) => {
-                self.actions.push_back(Action::GiveUp(End::StopUnanswered));
-                return;
-            }
-            None => {}
+            Some(Fallback::Signal(signal)) => Some(Action::SignalItself(signal)),
+            Some(Fallback::Stop) => Some(Action::GiveUp(End::StopUnanswered)),
+            None => None,
+        };
+        if let Some(action) = fallback {
+            self.actions.push_back(action);
+            return;
         }
         if now >= self.next_look {
             self.next_look = now + self.pace.look;

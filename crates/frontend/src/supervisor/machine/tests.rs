@@ -19,7 +19,7 @@ impl ConversationMachine {
     /// How many messages the broker answers went out: the number of the answer that
     /// acknowledges the last of them.
     fn posted(&self) -> u64 {
-        self.acks.posted()
+        self.acks.posted
     }
 }
 
