@@ -453,26 +453,15 @@ impl App {
         let Some(broker) = command.broker_pid else {
             return Vec::new();
         };
-        let group = command.pid;
+        let (group, active) = (command.pid, command.status.is_active());
         // A live command is sampled, whoever started it; a post-mortem shows what was recorded.
-        let sampled = command.status.is_active() && !model.mode.is_finished();
-        if !sampled {
-            let entries = if command.status.is_active() {
-                &command.tree
-            } else {
-                &command.seen
-            };
-            return recorded_tree(broker, entries, group, command.started_ms.unwrap_or(0));
+        let sampled = (self.snapshot.trees.get(&broker))
+            .filter(|processes| active && !model.mode.is_finished() && !processes.is_empty());
+        if let Some(processes) = sampled {
+            return build_tree(broker, processes, group);
         }
-        match self.snapshot.trees.get(&broker) {
-            Some(processes) if !processes.is_empty() => build_tree(broker, processes, group),
-            _ => recorded_tree(
-                broker,
-                &command.tree,
-                group,
-                command.started_ms.unwrap_or(0),
-            ),
-        }
+        let entries = if active { &command.tree } else { &command.seen };
+        recorded_tree(broker, entries, group, command.started_ms.unwrap_or(0))
     }
 }
 
@@ -486,29 +475,24 @@ fn recorded_tree(
     if entries.is_empty() {
         return Vec::new();
     }
-    let root = ProcessInfo {
-        pid: broker,
-        ppid: 0,
-        pgid: broker,
-        sid: broker,
+    let info = |pid, ppid, pgid, sid, start_ms, argv| ProcessInfo {
+        pid,
+        ppid,
+        pgid,
+        sid,
         state: '-',
         cpu_percent: 0.0,
         rss_bytes: 0,
-        start_ms: started_ms,
-        argv: vec!["tether".into(), "broker".into()],
+        start_ms,
+        argv,
     };
+    let root = vec!["tether".into(), "broker".into()];
+    let root = info(broker, 0, broker, broker, started_ms, root);
     let processes: Vec<ProcessInfo> = std::iter::once(root)
-        .chain(entries.iter().map(|entry| ProcessInfo {
-            pid: entry.pid,
-            ppid: entry.ppid,
-            pgid: entry.pgid,
+        .chain(entries.iter().map(|e| {
             // What the broker recorded decides: in the command's session unless it escaped.
-            sid: if entry.escaped { 0 } else { group.unwrap_or(0) },
-            state: '-',
-            cpu_percent: 0.0,
-            rss_bytes: 0,
-            start_ms: entry.start_ms,
-            argv: entry.argv.clone(),
+            let sid = if e.escaped { 0 } else { group.unwrap_or(0) };
+            info(e.pid, e.ppid, e.pgid, sid, e.start_ms, e.argv.clone())
         }))
         .collect();
     build_tree(broker, &processes, group)

@@ -141,15 +141,10 @@ pub fn update(
                 view.dialog = Some(Dialog::ConfirmQuit { running });
             }
         }
-        Action::Down | Action::Up => {
-            let down = action == Action::Down;
-            move_in_focus(model, view, geometry, if down { 1 } else { -1 });
-        }
-        Action::PageDown | Action::PageUp => {
-            let page = page_size(view.focus, geometry) as i64;
-            let down = action == Action::PageDown;
-            move_in_focus(model, view, geometry, if down { page } else { -page });
-        }
+        Action::Down => move_in_focus(model, view, geometry, 1),
+        Action::Up => move_in_focus(model, view, geometry, -1),
+        Action::PageDown => move_in_focus(model, view, geometry, page_size(view.focus, geometry)),
+        Action::PageUp => move_in_focus(model, view, geometry, -page_size(view.focus, geometry)),
         Action::Top => move_in_focus(model, view, geometry, i64::MIN / 2),
         Action::Bottom => {
             if let Some(stream) = view.focus.stream() {
@@ -179,12 +174,12 @@ pub fn update(
                 let rows = geometry.output_rows[stream as usize];
                 out.top = geometry.total_lines[stream as usize].saturating_sub(rows);
             }
-            let on = if out.follow { "on" } else { "off" };
+            let on = on_off(out.follow);
             view.say(format!("{}: follow {on}", stream.name()));
         }
         Action::ToggleWrap => {
             view.wrap = !view.wrap;
-            view.say(format!("wrap {}", if view.wrap { "on" } else { "off" }));
+            view.say(format!("wrap {}", on_off(view.wrap)));
         }
         Action::ToggleAbsoluteTimes => {
             view.absolute_times = !view.absolute_times;
@@ -215,10 +210,7 @@ pub fn update(
         }
         Action::ToggleStamps => {
             view.stamps = !view.stamps;
-            view.say(format!(
-                "times of output lines {}",
-                if view.stamps { "on" } else { "off" }
-            ));
+            view.say(format!("times of output lines {}", on_off(view.stamps)));
         }
         Action::ToggleCores => view.cores = !view.cores,
         Action::Search => {
@@ -248,33 +240,25 @@ pub fn update(
             let active = command.status.is_active();
             match action {
                 Action::Term if active => {
-                    effects.push(Effect::Send(
-                        selected,
-                        Request::group_signal(ProcessSignal::TERM),
-                    ));
+                    let term = Request::group_signal(ProcessSignal::TERM);
+                    effects.push(Effect::Send(selected, term));
                     view.say(format!("SIGTERM sent to {}", command.config.name));
                 }
                 Action::Kill if active => {
                     view.dialog = Some(Dialog::ConfirmKill { command: selected })
                 }
-                Action::Stop if active => {
-                    effects.push(Effect::Send(
-                        selected,
-                        Request::Stop {
-                            origin: Some(Origin::Operator),
-                        },
-                    ));
-                    view.say(format!("stopping {}", command.config.name));
-                }
                 // A wait for a dependency or a restart to come: stopping it calls it off.
-                Action::Stop if command.plan.as_ref().is_some_and(|p| !p.is_failure()) => {
-                    effects.push(Effect::Send(
-                        selected,
-                        Request::Stop {
-                            origin: Some(Origin::Operator),
-                        },
-                    ));
-                    view.say(format!("{} will not start", command.config.name));
+                Action::Stop
+                    if active || command.plan.as_ref().is_some_and(|p| !p.is_failure()) =>
+                {
+                    let origin = Some(Origin::Operator);
+                    effects.push(Effect::Send(selected, Request::Stop { origin }));
+                    let name = &command.config.name;
+                    view.say(if active {
+                        format!("stopping {name}")
+                    } else {
+                        format!("{name} will not start")
+                    });
                 }
                 Action::Restart if active => {
                     view.say(format!(
@@ -329,16 +313,12 @@ pub fn update(
             }
             _ => view.say("nothing is running to signal"),
         },
-        Action::NewCommand => {
-            view.dialog = Some(Dialog::NewCommand {
-                input: String::new(),
-            })
-        }
+        Action::NewCommand => view.dialog = Some(Dialog::NewCommand { input: "".into() }),
         Action::Help => view.dialog = Some(Dialog::Help),
         Action::StartTyping => typing::start(model, view),
         time_cursor_action!() => time::update(model, view, &action),
         Action::ScrollAt { up, .. } => {
-            move_in_focus(model, view, geometry, if up { -3 } else { 3 });
+            move_in_focus(model, view, geometry, if up { -3 } else { 3 })
         }
         // Handled by `copy::update_output_keys`.
         Action::ToggleScreen | Action::SelectLines | Action::Copy => {}
@@ -432,11 +412,16 @@ fn scroll_sideways(view: &mut ViewState, geometry: &Geometry, action: &Action) {
     };
 }
 
-fn page_size(focus: Pane, geometry: &Geometry) -> usize {
-    match focus.stream() {
-        Some(stream) => geometry.output_rows[stream as usize].max(1),
-        None => geometry.tree_rows.max(1),
-    }
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+fn page_size(focus: Pane, geometry: &Geometry) -> i64 {
+    let rows = match focus.stream() {
+        Some(stream) => geometry.output_rows[stream as usize],
+        None => geometry.tree_rows,
+    };
+    rows.max(1) as i64
 }
 
 fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta: i64) {
@@ -505,10 +490,8 @@ fn update_dialog(
         (Dialog::Help, _) => {}
         (Dialog::ConfirmKill { command }, Action::Confirm) => {
             view.dialog = None;
-            effects.push(Effect::Send(
-                command,
-                Request::group_signal(ProcessSignal::KILL),
-            ));
+            let kill = Request::group_signal(ProcessSignal::KILL);
+            effects.push(Effect::Send(command, kill));
             if let Some(c) = model.commands.get(command) {
                 view.say(format!("SIGKILL sent to {}", c.config.name));
             }
