@@ -31,8 +31,6 @@ pub use run::{Launch, run_tui};
 
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};
-#[cfg(test)]
-use self::search::{left_to_show, match_columns};
 use self::streams::{OpenStreams, into_rows};
 use self::update::{Effect, Geometry, update};
 use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};

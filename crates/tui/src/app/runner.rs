@@ -188,10 +188,8 @@ impl Runner {
         // stopped all the same, in either mode: no order waits for it.
         for (id, command) in self.app.model.commands.iter().enumerate() {
             if command.status.is_active() && !self.launcher.is_running(id) {
-                let stop = Request::Stop {
-                    origin: Some(Origin::Shutdown),
-                };
-                self.fleet.send(id, stop);
+                let origin = Some(Origin::Shutdown);
+                self.fleet.send(id, Request::Stop { origin });
             }
         }
         self.quit_deadline = Some(Instant::now() + wait + QUIT_SLACK);
@@ -234,8 +232,8 @@ impl Runner {
                 // A paste of any size goes in bounded pieces, queued without waiting.
                 let delivered = input_requests(&bytes).all(|piece| self.fleet.send(id, piece));
                 if !delivered {
-                    self.app.view.message =
-                        Some("that command has no broker any more: the input went nowhere".into());
+                    (self.app.view)
+                        .say("that command has no broker any more: the input went nowhere");
                 }
             }
             Effect::Send(id, message) if self.watch.is_some() => {
@@ -328,11 +326,11 @@ impl Runner {
             | FleetEvent::SpawnFailed(id, _)
             | FleetEvent::Ended(id) => *id,
         };
+        if let FleetEvent::Ended(id) = &event {
+            self.fleet.ended(*id);
+            self.sizes_sent.remove(id);
+        }
         let Some(before) = current_run(&mut self.app.model.commands, id).map(|c| c.status) else {
-            if let FleetEvent::Ended(id) = event {
-                self.fleet.ended(id);
-                self.sizes_sent.remove(&id);
-            }
             return;
         };
         match event {
@@ -353,8 +351,6 @@ impl Runner {
                 self.maybe_ended(id.command, before);
             }
             FleetEvent::Ended(id) => {
-                self.fleet.ended(id);
-                self.sizes_sent.remove(&id);
                 if let Some(c) = current_run(&mut self.app.model.commands, id) {
                     c.broker_gone(now_ms());
                 }
