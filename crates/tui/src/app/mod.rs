@@ -378,29 +378,21 @@ impl App {
                 };
                 let prefix = prefix_width(self.view.stamps, merged);
                 let width = width.saturating_sub(prefix).max(1);
-                outputs[i] = into_rows(sources, rows, width, wrap, view.follow);
-                outputs[i].total = total;
-                outputs[i].merged = merged;
-                outputs[i].written_as_one = command.merged_streams;
-                outputs[i].estimated = !merged && open.estimated(i);
-                let shows = if merged {
-                    &Stream::BOTH[..]
-                } else {
-                    &[stream][..]
-                };
-                outputs[i].journal_cut = shows
-                    .iter()
-                    .filter_map(|s| command.journal_cut(*s))
+                let out = &mut outputs[i];
+                *out = into_rows(sources, rows, width, wrap, view.follow);
+                out.total = total;
+                out.merged = merged;
+                out.written_as_one = command.merged_streams;
+                out.estimated = !merged && open.estimated(i);
+                // The streams the pane shows: the merged view's, both.
+                let shows = if merged { 0..2 } else { i..i + 1 };
+                out.journal_cut = (shows.clone())
+                    .filter_map(|s| command.journal_cut(Stream::BOTH[s]))
                     .reduce(|(k1, d1), (k2, d2)| (k1 + k2, d1 + d2));
-                let files = &open.files;
-                let (done, bytes) = if merged {
-                    (files[0].len() + files[1].len(), lens[0] + lens[1])
-                } else {
-                    (files[i].len(), lens[i])
-                };
-                outputs[i].bytes = bytes;
-                outputs[i].indexing = streams::indexing(done, bytes);
-                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0) + prefix;
+                let done = shows.clone().map(|s| open.files[s].len()).sum();
+                out.bytes = shows.map(|s| lens[s]).sum();
+                out.indexing = streams::indexing(done, out.bytes);
+                widest[i] = out.lines.iter().map(line_width).max().unwrap_or(0) + prefix;
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.

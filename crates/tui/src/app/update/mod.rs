@@ -159,11 +159,8 @@ pub fn update(
         Action::FocusNext | Action::FocusPrev => {
             let n = Pane::ORDER.len();
             let i = Pane::ORDER.iter().position(|p| *p == view.focus);
-            let step = if action == Action::FocusNext {
-                1
-            } else {
-                n - 1
-            };
+            let next = action == Action::FocusNext;
+            let step = if next { 1 } else { n - 1 };
             view.focus = Pane::ORDER[(i.unwrap_or(0) + step) % n];
         }
         Action::ToggleFollow => {
@@ -478,6 +475,8 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
     }
 }
 
+/// A key while `dialog` is open (`view.dialog` holds it): it stays open unless the key
+/// answers or cancels it.
 fn update_dialog(
     model: &Model,
     view: &mut ViewState,
@@ -487,7 +486,6 @@ fn update_dialog(
     let mut effects = Vec::new();
     match (dialog, action) {
         (_, Action::Cancel) => view.dialog = None,
-        (Dialog::Help, _) => {}
         (Dialog::ConfirmKill { command }, Action::Confirm) => {
             view.dialog = None;
             let kill = Request::group_signal(ProcessSignal::KILL);
@@ -506,12 +504,11 @@ fn update_dialog(
             ));
             effects.push(Effect::StopAllAndQuit);
         }
-        (dialog @ Dialog::ConfirmKill { .. }, Action::Submit) => {
-            view.dialog = Some(dialog);
-            view.say("y sends SIGKILL, n or Esc cancels");
+        (Dialog::ConfirmKill { .. }, Action::Submit) => {
+            view.say("y sends SIGKILL, n or Esc cancels")
         }
-        (mut dialog, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
-            if let Some(input) = input_of(&mut dialog) {
+        (_, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
+            if let Some(input) = view.dialog.as_mut().and_then(input_of) {
                 match action {
                     Action::Paste(text) => {
                         input.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }))
@@ -520,7 +517,6 @@ fn update_dialog(
                     _ => drop(input.pop()),
                 }
             }
-            view.dialog = Some(dialog);
         }
         (Dialog::NewCommand { input }, Action::Submit) => {
             view.dialog = None;
@@ -547,51 +543,37 @@ fn update_dialog(
                 });
             }
         }
+        // What is refused is said, and the prompt stays with what was typed.
         (
             Dialog::SignalProcess {
                 command,
                 pid,
-                argv,
                 input,
+                ..
             },
             Action::Submit,
         ) => {
-            let signal = match input.parse::<ProcessSignal>() {
-                Ok(signal) => signal,
-                Err(err) => {
-                    // Asked again, with what was typed kept.
-                    view.say(err);
-                    view.dialog = Some(Dialog::SignalProcess {
-                        command,
-                        pid,
-                        argv,
-                        input,
-                    });
-                    return effects;
+            match input.parse::<ProcessSignal>() {
+                Err(err) => view.say(err),
+                Ok(signal) => {
+                    view.dialog = None;
+                    let request = Request::Signal {
+                        signal,
+                        scope: Scope::Pid,
+                        pid: Some(pid),
+                        origin: None,
+                    };
+                    effects.push(Effect::Send(command, request));
+                    // The timeline shows whether the broker delivered it.
+                    view.say(format!("SIG{signal} asked for pid {pid}"));
                 }
-            };
-            view.dialog = None;
-            effects.push(Effect::Send(
-                command,
-                Request::Signal {
-                    signal,
-                    scope: Scope::Pid,
-                    pid: Some(pid),
-                    origin: None,
-                },
-            ));
-            // The timeline shows whether the broker delivered it.
-            view.say(format!("SIG{signal} asked for pid {pid}"));
-        }
-        (Dialog::GoToTime { input }, Action::Submit) => {
-            view.dialog = None;
-            if let Err(refused) = time::go_to(model, view, &input) {
-                // Asked again, with what was typed kept.
-                view.say(refused);
-                view.dialog = Some(Dialog::GoToTime { input });
             }
         }
-        (dialog, _) => view.dialog = Some(dialog),
+        (Dialog::GoToTime { input }, Action::Submit) => match time::go_to(model, view, &input) {
+            Err(refused) => view.say(refused),
+            Ok(()) => view.dialog = None,
+        },
+        _ => {}
     }
     effects
 }
