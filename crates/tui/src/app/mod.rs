@@ -33,12 +33,12 @@ use self::action::Action;
 use self::keymap::{Binding, KeyContext};
 use self::streams::{OpenStreams, into_rows};
 use self::update::{Effect, Geometry, update};
-use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
+use self::view::{Dialog, FrameContent, Pane, ViewState};
 use tether_model::output::{StyledLine, text_width};
 use tether_model::{CommandIndex, CommandState, Model};
 use tether_os::journal::read_result;
 use tether_os::sampler::{ProcessInfo, Snapshot, build_tree};
-use tether_protocol::protocol::{Event, ProcessEntry, Stream, WindowSize};
+use tether_protocol::protocol::{Event, EventKind, ProcessEntry, Stream, WindowSize};
 
 /// Bytes of output indexed per frame at most, so a flood never freezes the screen.
 const INDEX_BUDGET: u64 = 32 << 20;
@@ -175,10 +175,8 @@ impl App {
         {
             c.apply(event);
             // `result.json` is written before `close`: what the run cost is there.
-            if matches!(
-                event.kind,
-                tether_protocol::protocol::EventKind::Close { .. }
-            ) && let Some(result) = c.journal_dir.as_deref().and_then(read_result)
+            if matches!(event.kind, EventKind::Close { .. })
+                && let Some(result) = c.journal_dir.as_deref().and_then(read_result)
             {
                 c.apply_result(&result);
             }
@@ -327,11 +325,9 @@ impl App {
         // Only the command on screen keeps its files open and indexed.
         let current = command.map(|c| (id, c.run));
         self.streams.retain(|key, _| Some(*key) == current);
-        let mut outputs: [PaneLines; 2] = Default::default();
-        let mut widest = [0usize; 2];
-        let mut totals = [0usize; 2];
-        let mut behind = false;
-        let mut went_back = false;
+        self.content.outputs = Default::default();
+        (self.geometry.widest, self.geometry.total_lines) = ([0; 2], [0; 2]);
+        self.behind = false;
         let dir = command.and_then(|c| c.journal_dir.clone());
         if let (Some(lens), Some(dir), Some(command)) = (lens, dir, command) {
             let runs = &command.runs;
@@ -342,7 +338,7 @@ impl App {
             if (0..2).any(|i| open.files[i].len() > lens[i]) {
                 // The time cursor went back: the panes end where the streams were then.
                 *open = OpenStreams::new(&dir);
-                went_back = true;
+                self.screens = Default::default();
             }
             let follow = [0, 1].map(|i| self.view.outputs[i].follow);
             // A frame that shows an end just read is drawn at once; indexing goes on after.
@@ -351,7 +347,7 @@ impl App {
             } else {
                 INDEX_BUDGET
             };
-            behind = open.catch_up(runs.as_slice(), lens, budget);
+            self.behind = open.catch_up(runs.as_slice(), lens, budget);
             let time_of = |stream: Stream, at: u64| runs.time_of(stream, at);
             let stamp: Option<&dyn Fn(Stream, u64) -> Option<u64>> =
                 self.view.stamps.then_some(&time_of);
@@ -365,7 +361,7 @@ impl App {
                 } else {
                     open.settle(i, view)
                 };
-                totals[i] = total;
+                self.geometry.total_lines[i] = total;
                 let first = if view.follow {
                     total.saturating_sub(rows)
                 } else {
@@ -378,7 +374,7 @@ impl App {
                 };
                 let prefix = prefix_width(self.view.stamps, merged);
                 let width = width.saturating_sub(prefix).max(1);
-                let out = &mut outputs[i];
+                let out = &mut self.content.outputs[i];
                 *out = into_rows(sources, rows, width, wrap, view.follow);
                 out.total = total;
                 out.merged = merged;
@@ -392,7 +388,8 @@ impl App {
                 let done = shows.clone().map(|s| open.files[s].len()).sum();
                 out.bytes = shows.map(|s| lens[s]).sum();
                 out.indexing = streams::indexing(done, out.bytes);
-                widest[i] = out.lines.iter().map(line_width).max().unwrap_or(0) + prefix;
+                self.geometry.widest[i] =
+                    out.lines.iter().map(line_width).max().unwrap_or(0) + prefix;
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.
@@ -403,13 +400,6 @@ impl App {
                 rows: rows as u16,
             };
         }
-        self.content.outputs = outputs;
-        self.behind = behind;
-        if went_back {
-            self.screens = Default::default();
-        }
-        self.geometry.widest = widest;
-        self.geometry.total_lines = totals;
         self.prepare_screens(std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.content.machine.clone_from(&self.snapshot.machine);

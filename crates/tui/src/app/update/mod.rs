@@ -117,7 +117,8 @@ pub fn update(
     if let Some(effects) = typing::update(model, view, &action) {
         return effects;
     }
-    if let Some(reason) = merged_refusal(view, &action) {
+    // The mode refuses none of the output panes' own keys (`copy`); the merged view does.
+    if let Some(reason) = merged_refusal(view, &action).or_else(|| refusal(model, &action)) {
         view.say(reason);
         return Vec::new();
     }
@@ -127,10 +128,6 @@ pub fn update(
     let selected = view.selected;
     let command = model.commands.get(selected);
     let mut effects = Vec::new();
-    if let Some(reason) = refusal(model, &action) {
-        view.say(reason);
-        return effects;
-    }
     match action {
         Action::Quit => {
             let running = model.running();
