@@ -259,12 +259,10 @@ fn reach(glob: &str) -> (PathBuf, Depth) {
 fn literal_start(glob: &str) -> PathBuf {
     let glob = glob.trim_start_matches("./");
     let segments: Vec<&str> = glob.split('/').collect();
-    let literal = segments[..segments.len() - 1]
+    segments[..segments.len() - 1]
         .iter()
         .take_while(|s| !s.contains(['*', '?', '[']))
-        .copied()
-        .collect::<Vec<_>>();
-    literal.iter().collect()
+        .collect()
 }
 
 #[cfg(test)]

@@ -60,10 +60,11 @@ fn screen(terminal: &Terminal<CrosstermBackend<Stdout>>) -> std::io::Result<Rect
     Ok(Rect::from((Position::ORIGIN, terminal.size()?)))
 }
 
-/// Resolves when a file that restarts a command may have changed.
-async fn files_changed(readiness: Option<&super::changes::Readiness>) {
-    match readiness {
-        Some(readiness) => readiness.wait().await,
+/// Resolves with `wait` (a readiness: a file that restarts a command may have changed, the
+/// followed journals changed), never without one.
+async fn ready(wait: Option<impl Future<Output = ()>>) {
+    match wait {
+        Some(wait) => wait.await,
         None => std::future::pending().await,
     }
 }
@@ -71,18 +72,7 @@ async fn files_changed(readiness: Option<&super::changes::Readiness>) {
 /// The directory a command runs in, which its `restart_on_change` globs are relative to.
 fn base_dir(cwd: Option<&std::path::Path>) -> PathBuf {
     let here = std::env::current_dir().unwrap_or_default();
-    match cwd {
-        Some(cwd) => here.join(cwd),
-        None => here,
-    }
-}
-
-/// Resolves when the followed journals changed (never without a watcher).
-async fn journals_changed(readiness: Option<&super::watch::Readiness>) {
-    match readiness {
-        Some(readiness) => readiness.wait().await,
-        None => std::future::pending().await,
-    }
+    cwd.map_or_else(|| here.clone(), |cwd| here.join(cwd))
 }
 
 pub(super) async fn event_loop(
@@ -295,7 +285,7 @@ pub(super) async fn event_loop(
                 runner.drive(Input::Wake);
                 dirty = true;
             }
-            _ = files_changed(changes.as_ref()), if changes.is_some() => {
+            _ = ready(changes.as_ref().map(|r| r.wait())), if changes.is_some() => {
                 let changed = runner.changes.as_mut().map(ChangeWatcher::drain).unwrap_or_default();
                 for command in changed {
                     runner.drive(Input::FileChanged(command));
@@ -309,7 +299,7 @@ pub(super) async fn event_loop(
                 runner.app.view.say(text);
                 dirty = true;
             }
-            _ = journals_changed(journals.as_ref()), if journals.is_some() && !journals_rest => {
+            _ = ready(journals.as_ref().map(|r| r.wait())), if journals.is_some() && !journals_rest => {
                 journals_read_at = Some(Instant::now());
                 if let Some(watch) = runner.watch.as_mut() {
                     dirty |= watch.on_events(&mut runner.app);

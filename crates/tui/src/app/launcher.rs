@@ -36,22 +36,13 @@ impl Runner {
                         inputs.push(Input::Ended { command, how });
                     }
                 }
-                LaunchAction::Stop { command } => {
-                    let origin = if self.app.view.quitting {
-                        Origin::Shutdown
-                    } else {
-                        Origin::Operator
-                    };
-                    let stop = Request::Stop {
-                        origin: Some(origin),
-                    };
-                    self.fleet.send(command, stop);
-                }
-                LaunchAction::Restart { command } => {
-                    let stop = Request::Stop {
-                        origin: Some(Origin::FileChanged),
-                    };
-                    self.fleet.send(command, stop);
+                LaunchAction::Stop { command } | LaunchAction::Restart { command } => {
+                    let origin = Some(match action {
+                        LaunchAction::Restart { .. } => Origin::FileChanged,
+                        _ if self.app.view.quitting => Origin::Shutdown,
+                        _ => Origin::Operator,
+                    });
+                    self.fleet.send(command, Request::Stop { origin });
                 }
                 LaunchAction::Fail { command, reason } => self.told_failed(command, reason),
                 LaunchAction::Report { text, .. } => self.app.view.say(text),

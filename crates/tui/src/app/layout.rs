@@ -1,7 +1,7 @@
 //! Where each pane goes, and which rows inside a pane show what. Pure geometry, shared by the
 //! app (to size scrolling and hit-test the mouse) and the UI (to draw): one answer for both.
 
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::view::Pane;
 
@@ -85,35 +85,24 @@ pub fn areas(size: Rect, focus: Pane, zoom: bool) -> Option<Areas> {
     if compact {
         // The command opened: the tree across the screen (its columns need the width), the
         // output below it, stderr and the timeline beside the output.
-        let [top, bottom] =
-            Layout::vertical([Constraint::Percentage(35), Constraint::Percentage(65)]).areas(body);
+        let [top, bottom] = Layout::vertical(Constraint::from_percentages([35, 65])).areas(body);
         areas.tree = top;
         let [left, right] =
-            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
-                .areas(bottom);
+            Layout::horizontal(Constraint::from_percentages([55, 45])).areas(bottom);
         areas.stdout = left;
         [areas.stderr, areas.timeline] =
-            Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(right);
+            Layout::vertical(Constraint::from_percentages([40, 60])).areas(right);
         return Some(areas);
     }
     // A wide screen gives the list more: its command text is what tells an agent's commands
     // apart, and at a third of 200 columns the other columns leave it a dozen.
     let list = if size.width >= WIDE { 42 } else { 34 };
-    let [left, right] = Layout::default()
-        .direction(Direction::Horizontal)
-        .constraints([
-            Constraint::Percentage(list),
-            Constraint::Percentage(100 - list),
-        ])
-        .areas(body);
+    let [left, right] =
+        Layout::horizontal(Constraint::from_percentages([list, 100 - list])).areas(body);
     [areas.commands, areas.timeline] =
-        Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(left);
-    [areas.tree, areas.stdout, areas.stderr] = Layout::vertical([
-        Constraint::Percentage(30),
-        Constraint::Percentage(42),
-        Constraint::Percentage(28),
-    ])
-    .areas(right);
+        Layout::vertical(Constraint::from_percentages([45, 55])).areas(left);
+    [areas.tree, areas.stdout, areas.stderr] =
+        Layout::vertical(Constraint::from_percentages([30, 42, 28])).areas(right);
     Some(areas)
 }
 

@@ -97,7 +97,7 @@ impl Counts {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SessionGroup {
     /// The session's directory (where its commands' journal directories are).
     pub dir: PathBuf,
@@ -363,11 +363,7 @@ fn new_group(model: &Model, dir: &Path) -> SessionGroup {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         started_ms: if own { model.started_ms } else { u64::MAX },
-        counts: Counts::default(),
-        folded: false,
-        first: None,
-        setup_folded: 0,
-        header_row: None,
+        ..SessionGroup::default()
     }
 }
 

@@ -31,16 +31,14 @@ pub use run::{Launch, run_tui};
 
 use self::action::Action;
 use self::keymap::{Binding, KeyContext};
-#[cfg(test)]
-use self::search::{left_to_show, match_columns};
 use self::streams::{OpenStreams, into_rows};
 use self::update::{Effect, Geometry, update};
-use self::view::{Dialog, FrameContent, Pane, PaneLines, ViewState};
+use self::view::{Dialog, FrameContent, Pane, ViewState};
 use tether_model::output::{StyledLine, text_width};
 use tether_model::{CommandIndex, CommandState, Model};
 use tether_os::journal::read_result;
 use tether_os::sampler::{ProcessInfo, Snapshot, build_tree};
-use tether_protocol::protocol::{Event, ProcessEntry, Stream, WindowSize};
+use tether_protocol::protocol::{Event, EventKind, ProcessEntry, Stream, WindowSize};
 
 /// Bytes of output indexed per frame at most, so a flood never freezes the screen.
 const INDEX_BUDGET: u64 = 32 << 20;
@@ -177,10 +175,8 @@ impl App {
         {
             c.apply(event);
             // `result.json` is written before `close`: what the run cost is there.
-            if matches!(
-                event.kind,
-                tether_protocol::protocol::EventKind::Close { .. }
-            ) && let Some(result) = c.journal_dir.as_deref().and_then(read_result)
+            if matches!(event.kind, EventKind::Close { .. })
+                && let Some(result) = c.journal_dir.as_deref().and_then(read_result)
             {
                 c.apply_result(&result);
             }
@@ -329,11 +325,9 @@ impl App {
         // Only the command on screen keeps its files open and indexed.
         let current = command.map(|c| (id, c.run));
         self.streams.retain(|key, _| Some(*key) == current);
-        let mut outputs: [PaneLines; 2] = Default::default();
-        let mut widest = [0usize; 2];
-        let mut totals = [0usize; 2];
-        let mut behind = false;
-        let mut went_back = false;
+        self.content.outputs = Default::default();
+        (self.geometry.widest, self.geometry.total_lines) = ([0; 2], [0; 2]);
+        self.behind = false;
         let dir = command.and_then(|c| c.journal_dir.clone());
         if let (Some(lens), Some(dir), Some(command)) = (lens, dir, command) {
             let runs = &command.runs;
@@ -344,7 +338,7 @@ impl App {
             if (0..2).any(|i| open.files[i].len() > lens[i]) {
                 // The time cursor went back: the panes end where the streams were then.
                 *open = OpenStreams::new(&dir);
-                went_back = true;
+                self.screens = Default::default();
             }
             let follow = [0, 1].map(|i| self.view.outputs[i].follow);
             // A frame that shows an end just read is drawn at once; indexing goes on after.
@@ -353,7 +347,7 @@ impl App {
             } else {
                 INDEX_BUDGET
             };
-            behind = open.catch_up(runs.as_slice(), lens, budget);
+            self.behind = open.catch_up(runs.as_slice(), lens, budget);
             let time_of = |stream: Stream, at: u64| runs.time_of(stream, at);
             let stamp: Option<&dyn Fn(Stream, u64) -> Option<u64>> =
                 self.view.stamps.then_some(&time_of);
@@ -367,7 +361,7 @@ impl App {
                 } else {
                     open.settle(i, view)
                 };
-                totals[i] = total;
+                self.geometry.total_lines[i] = total;
                 let first = if view.follow {
                     total.saturating_sub(rows)
                 } else {
@@ -380,29 +374,22 @@ impl App {
                 };
                 let prefix = prefix_width(self.view.stamps, merged);
                 let width = width.saturating_sub(prefix).max(1);
-                outputs[i] = into_rows(sources, rows, width, wrap, view.follow);
-                outputs[i].total = total;
-                outputs[i].merged = merged;
-                outputs[i].written_as_one = command.merged_streams;
-                outputs[i].estimated = !merged && open.estimated(i);
-                let shows = if merged {
-                    &Stream::BOTH[..]
-                } else {
-                    &[stream][..]
-                };
-                outputs[i].journal_cut = shows
-                    .iter()
-                    .filter_map(|s| command.journal_cut(*s))
+                let out = &mut self.content.outputs[i];
+                *out = into_rows(sources, rows, width, wrap, view.follow);
+                out.total = total;
+                out.merged = merged;
+                out.written_as_one = command.merged_streams;
+                out.estimated = !merged && open.estimated(i);
+                // The streams the pane shows: the merged view's, both.
+                let shows = if merged { 0..2 } else { i..i + 1 };
+                out.journal_cut = (shows.clone())
+                    .filter_map(|s| command.journal_cut(Stream::BOTH[s]))
                     .reduce(|(k1, d1), (k2, d2)| (k1 + k2, d1 + d2));
-                let files = &open.files;
-                let (done, bytes) = if merged {
-                    (files[0].len() + files[1].len(), lens[0] + lens[1])
-                } else {
-                    (files[i].len(), lens[i])
-                };
-                outputs[i].bytes = bytes;
-                outputs[i].indexing = streams::indexing(done, bytes);
-                widest[i] = outputs[i].lines.iter().map(line_width).max().unwrap_or(0) + prefix;
+                let done = shows.clone().map(|s| open.files[s].len()).sum();
+                out.bytes = shows.map(|s| lens[s]).sum();
+                out.indexing = streams::indexing(done, out.bytes);
+                self.geometry.widest[i] =
+                    out.lines.iter().map(line_width).max().unwrap_or(0) + prefix;
             }
         }
         // Terminals follow the stdout pane, kept while another pane is zoomed over it.
@@ -413,13 +400,6 @@ impl App {
                 rows: rows as u16,
             };
         }
-        self.content.outputs = outputs;
-        self.behind = behind;
-        if went_back {
-            self.screens = Default::default();
-        }
-        self.geometry.widest = widest;
-        self.geometry.total_lines = totals;
         self.prepare_screens(std::time::Instant::now());
         self.content.tree = self.tree_rows();
         self.content.machine.clone_from(&self.snapshot.machine);
@@ -453,26 +433,15 @@ impl App {
         let Some(broker) = command.broker_pid else {
             return Vec::new();
         };
-        let group = command.pid;
+        let (group, active) = (command.pid, command.status.is_active());
         // A live command is sampled, whoever started it; a post-mortem shows what was recorded.
-        let sampled = command.status.is_active() && !model.mode.is_finished();
-        if !sampled {
-            let entries = if command.status.is_active() {
-                &command.tree
-            } else {
-                &command.seen
-            };
-            return recorded_tree(broker, entries, group, command.started_ms.unwrap_or(0));
+        let sampled = (self.snapshot.trees.get(&broker))
+            .filter(|processes| active && !model.mode.is_finished() && !processes.is_empty());
+        if let Some(processes) = sampled {
+            return build_tree(broker, processes, group);
         }
-        match self.snapshot.trees.get(&broker) {
-            Some(processes) if !processes.is_empty() => build_tree(broker, processes, group),
-            _ => recorded_tree(
-                broker,
-                &command.tree,
-                group,
-                command.started_ms.unwrap_or(0),
-            ),
-        }
+        let entries = if active { &command.tree } else { &command.seen };
+        recorded_tree(broker, entries, group, command.started_ms.unwrap_or(0))
     }
 }
 
@@ -486,29 +455,24 @@ fn recorded_tree(
     if entries.is_empty() {
         return Vec::new();
     }
-    let root = ProcessInfo {
-        pid: broker,
-        ppid: 0,
-        pgid: broker,
-        sid: broker,
+    let info = |pid, ppid, pgid, sid, start_ms, argv| ProcessInfo {
+        pid,
+        ppid,
+        pgid,
+        sid,
         state: '-',
         cpu_percent: 0.0,
         rss_bytes: 0,
-        start_ms: started_ms,
-        argv: vec!["tether".into(), "broker".into()],
+        start_ms,
+        argv,
     };
+    let root = vec!["tether".into(), "broker".into()];
+    let root = info(broker, 0, broker, broker, started_ms, root);
     let processes: Vec<ProcessInfo> = std::iter::once(root)
-        .chain(entries.iter().map(|entry| ProcessInfo {
-            pid: entry.pid,
-            ppid: entry.ppid,
-            pgid: entry.pgid,
+        .chain(entries.iter().map(|e| {
             // What the broker recorded decides: in the command's session unless it escaped.
-            sid: if entry.escaped { 0 } else { group.unwrap_or(0) },
-            state: '-',
-            cpu_percent: 0.0,
-            rss_bytes: 0,
-            start_ms: entry.start_ms,
-            argv: entry.argv.clone(),
+            let sid = if e.escaped { 0 } else { group.unwrap_or(0) };
+            info(e.pid, e.ppid, e.pgid, sid, e.start_ms, e.argv.clone())
         }))
         .collect();
     build_tree(broker, &processes, group)

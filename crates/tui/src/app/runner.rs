@@ -18,7 +18,7 @@ use super::changes::ChangeWatcher;
 use super::input_batch::InputBatch;
 use super::keymap::action_for;
 use super::tell::Teller;
-use super::update::Effect;
+use super::update::{Effect, NO_DISMISS, refusal};
 use super::watch::Watch;
 use tether_core::launcher::{Input, Launcher};
 use tether_frontend::supervisor::Session;
@@ -26,7 +26,7 @@ use tether_frontend::supervisor::fleet::{Fleet, FleetEvent, RunId};
 use tether_frontend::supervisor::intervals::{Pace, grace};
 use tether_frontend::supervisor::launch_request;
 use tether_model::replay::{broker_alive, reload_from_record};
-use tether_model::{CommandState, Mode, Status};
+use tether_model::{CommandState, Status};
 use tether_os::clock::now_ms;
 use tether_os::journal::{CommandRecord, EventTail};
 use tether_protocol::protocol::{
@@ -188,25 +188,21 @@ impl Runner {
         // stopped all the same, in either mode: no order waits for it.
         for (id, command) in self.app.model.commands.iter().enumerate() {
             if command.status.is_active() && !self.launcher.is_running(id) {
-                let stop = Request::Stop {
-                    origin: Some(Origin::Shutdown),
-                };
-                self.fleet.send(id, stop);
+                let origin = Some(Origin::Shutdown);
+                self.fleet.send(id, Request::Stop { origin });
             }
         }
         self.quit_deadline = Some(Instant::now() + wait + QUIT_SLACK);
     }
 
     pub(super) fn effect(&mut self, effect: Effect) {
-        let model = &self.app.model;
-        let launches = matches!(effect, Effect::Launch(_) | Effect::Add(_));
-        let sends = matches!(effect, Effect::Send(..));
-        let refused = match model.mode {
-            Mode::Watched if launches => Some(super::update::NO_LAUNCH),
-            Mode::Recorded(_) if launches || sends => Some(super::update::READ_ONLY),
+        // Refused as the actions that ask for it are, by the same rule.
+        let asked_by = match effect {
+            Effect::Launch(_) | Effect::Add(_) => Some(Action::Restart),
+            Effect::Send(..) => Some(Action::Term),
             _ => None,
         };
-        if let Some(refused) = refused {
+        if let Some(refused) = asked_by.and_then(|action| refusal(&self.app.model, &action)) {
             self.app.view.say(refused);
             return;
         }
@@ -234,8 +230,8 @@ impl Runner {
                 // A paste of any size goes in bounded pieces, queued without waiting.
                 let delivered = input_requests(&bytes).all(|piece| self.fleet.send(id, piece));
                 if !delivered {
-                    self.app.view.message =
-                        Some("that command has no broker any more: the input went nowhere".into());
+                    (self.app.view)
+                        .say("that command has no broker any more: the input went nowhere");
                 }
             }
             Effect::Send(id, message) if self.watch.is_some() => {
@@ -249,7 +245,7 @@ impl Runner {
                 self.app.remove_commands(|i, _| i == id);
             }
             Effect::Dismiss(_) => {
-                self.app.view.say(super::update::NO_DISMISS);
+                self.app.view.say(NO_DISMISS);
             }
             Effect::Send(id, message) => {
                 if !self.fleet.send(id, message) {
@@ -328,11 +324,11 @@ impl Runner {
             | FleetEvent::SpawnFailed(id, _)
             | FleetEvent::Ended(id) => *id,
         };
+        if let FleetEvent::Ended(id) = &event {
+            self.fleet.ended(*id);
+            self.sizes_sent.remove(id);
+        }
         let Some(before) = current_run(&mut self.app.model.commands, id).map(|c| c.status) else {
-            if let FleetEvent::Ended(id) = event {
-                self.fleet.ended(id);
-                self.sizes_sent.remove(&id);
-            }
             return;
         };
         match event {
@@ -353,8 +349,6 @@ impl Runner {
                 self.maybe_ended(id.command, before);
             }
             FleetEvent::Ended(id) => {
-                self.fleet.ended(id);
-                self.sizes_sent.remove(&id);
                 if let Some(c) = current_run(&mut self.app.model.commands, id) {
                     c.broker_gone(now_ms());
                 }
@@ -373,7 +367,7 @@ fn current_run(commands: &mut [CommandState], id: RunId) -> Option<&mut CommandS
 fn action_of(app: &App, event: TermEvent) -> Option<Action> {
     match event {
         TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
-            let applies = |action: &Action| super::update::refusal(&app.model, action).is_none();
+            let applies = |action: &Action| refusal(&app.model, action).is_none();
             action_for(&app.bindings, app.key_context(), key, &applies)
         }
         TermEvent::Mouse(mouse) => match mouse.kind {

@@ -157,6 +157,15 @@ impl OpenStreams {
         let stamp = |at: u64| stamp.and_then(|f| f(stream, at));
         let count = self.files[s].line_count();
         let mut out = Vec::with_capacity(rows);
+        let mut push = |number, line, ts_ms| {
+            let mark = None;
+            out.push(SourceLine {
+                number,
+                line,
+                ts_ms,
+                mark,
+            });
+        };
         let end = first + rows;
         if first < count {
             let file = &mut self.files[s];
@@ -164,17 +173,8 @@ impl OpenStreams {
             for (k, line) in lines.into_iter().enumerate() {
                 let number = first + k;
                 // Only a stamp needs the line's offset.
-                let ts_ms = if stamps {
-                    file.line_start(number).ok().and_then(stamp)
-                } else {
-                    None
-                };
-                out.push(SourceLine {
-                    number,
-                    line,
-                    ts_ms,
-                    mark: None,
-                });
+                let at = stamps.then(|| file.line_start(number).ok()).flatten();
+                push(number, line, at.and_then(stamp));
             }
         }
         let Some(mut base) = self.tail_base[s] else {
@@ -190,23 +190,17 @@ impl OpenStreams {
             }
         }
         if first.max(count) < base && end > count {
-            out.push(SourceLine {
-                number: count,
-                line: tether_model::output::render_line(b"\xe2\x8b\xaf"),
-                ts_ms: None,
-                mark: None,
-            });
+            push(
+                count,
+                tether_model::output::render_line("⋯".as_bytes()),
+                None,
+            );
         }
         if end > base {
             let from = first.max(base) - base;
             let lines = file.tail_lines(from..end - base).unwrap_or_default();
             for (k, (at, line)) in lines.into_iter().enumerate() {
-                out.push(SourceLine {
-                    number: base + from + k,
-                    line,
-                    ts_ms: stamp(at),
-                    mark: None,
-                });
+                push(base + from + k, line, stamp(at));
             }
         }
         out.truncate(rows);
@@ -308,32 +302,29 @@ pub(super) fn into_rows(
     wrap: bool,
     follow: bool,
 ) -> PaneLines {
-    let mut pane = PaneLines::default();
-    for source in sources {
-        let pieces = if wrap {
-            tether_model::output::wrap(&source.line, width)
+    let mut pieces = Vec::new();
+    for s in sources {
+        let lines = if wrap {
+            tether_model::output::wrap(&s.line, width)
         } else {
-            vec![source.line]
+            vec![s.line]
         };
-        for piece in pieces {
-            pane.numbers.push(source.number);
-            pane.lines.push(piece);
-            pane.stamps.push(source.ts_ms);
-            pane.marks.push(source.mark);
-        }
+        pieces.extend(
+            lines
+                .into_iter()
+                .map(|line| (s.number, line, s.ts_ms, s.mark)),
+        );
     }
-    let excess = pane.lines.len().saturating_sub(rows);
-    fn apply<T>(v: &mut Vec<T>, follow: bool, excess: usize, rows: usize) {
-        if follow {
-            v.drain(..excess);
-        } else {
-            v.truncate(rows);
-        }
+    // Following, the last rows; else the first.
+    let excess = pieces.len().saturating_sub(rows);
+    let skip = if follow { excess } else { 0 };
+    let mut pane = PaneLines::default();
+    for (number, line, ts_ms, mark) in pieces.into_iter().skip(skip).take(rows) {
+        pane.numbers.push(number);
+        pane.lines.push(line);
+        pane.stamps.push(ts_ms);
+        pane.marks.push(mark);
     }
-    apply(&mut pane.numbers, follow, excess, rows);
-    apply(&mut pane.lines, follow, excess, rows);
-    apply(&mut pane.stamps, follow, excess, rows);
-    apply(&mut pane.marks, follow, excess, rows);
     pane.first = pane.numbers.first().copied().unwrap_or(0);
     pane
 }

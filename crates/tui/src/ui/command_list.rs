@@ -60,18 +60,10 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
                 let started = list
                     .session_of(id)
                     .map_or(model.started_ms, |s| s.started_ms);
-                let cells = columns.iter().map(|(column, width)| {
-                    cell(
-                        *column,
-                        *width,
-                        id,
-                        &model.commands[id],
-                        started,
-                        selected,
-                        content,
-                    )
-                });
-                Row::new(cells.collect::<Vec<_>>())
+                let command = &model.commands[id];
+                Row::new(columns.iter().map(|&(column, width)| {
+                    cell(column, width, id, command, started, selected, content)
+                }))
             }
         };
         if selected {
@@ -147,11 +139,8 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
         ListFilter::Failed => format!(" fail {failed}/{total}"),
         ListFilter::NeedsYou => format!(" you {needs_you}/{total}"),
     };
-    let sort = if view.list.sort == ListSort::Cpu {
-        " · by CPU"
-    } else {
-        ""
-    };
+    let by_cpu = view.list.sort == ListSort::Cpu;
+    let sort = if by_cpu { " · by CPU" } else { "" };
     let longest = format!("{title}{counts}{needing}{sort}");
     let long = format!("{title}{counts}{sort}");
     let shorter = format!("{title}{short}");

@@ -8,7 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::format::compact_bytes;
+use super::format::{compact_bytes, count};
 use super::style;
 use tether_os::sampler::Machine;
 
@@ -60,11 +60,7 @@ pub fn summary_segments(m: &Machine) -> Vec<Vec<Span<'static>>> {
                 m.load[0], m.load[1], m.load[2]
             )),
         ],
-        vec![Span::raw(super::format::count(
-            m.processes,
-            "proc",
-            "procs",
-        ))],
+        vec![Span::raw(count(m.processes, "proc", "procs"))],
     ]
 }
 
@@ -102,9 +98,7 @@ pub fn fit_segments(segments: Vec<Vec<Span<'static>>>, width: usize) -> Line<'st
         let need = gap + columns(&segment);
         // The last segment needs no room for the `…` after it.
         let reserve = if i + 1 == count { 0 } else { 2 };
-        let fits_with_room = used + need + reserve <= width;
-        let fits_as_last = i + 1 == count && used + need <= width;
-        if !(fits_with_room || fits_as_last) {
+        if used + need + reserve > width {
             if used + 2 <= width {
                 spans.push(Span::styled(" …", LABEL));
             }

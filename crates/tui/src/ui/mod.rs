@@ -99,7 +99,6 @@ fn scrub(buffer: &mut Buffer) {
     }
 }
 
-/// A pane's frame, brighter when it has the focus.
 /// A drawn buffer as text, a line per row: what a snapshot of a screen compares.
 pub fn buffer_text(buffer: &Buffer) -> String {
     let mut out = String::new();
@@ -112,6 +111,7 @@ pub fn buffer_text(buffer: &Buffer) -> String {
     out
 }
 
+/// A pane's frame, brighter when it has the focus.
 pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
     let (border, look) = match focused {
         true => (BorderType::Thick, style::FOCUSED_BORDER),

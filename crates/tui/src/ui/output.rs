@@ -3,6 +3,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
@@ -15,14 +16,11 @@ use tether_protocol::protocol::Stream;
 use tether_protocol::units::format_size;
 
 pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, stream: Stream) {
-    let (lines, screen) = (
-        &content.outputs[stream as usize],
-        &content.screens[stream as usize],
-    );
+    let i = stream as usize;
+    let (lines, screen, state) = (&content.outputs[i], &content.screens[i], &view.outputs[i]);
     // Stamps count from the selected command's session's start, as its timeline does.
     let started_ms =
         (model.commands.get(view.selected)).map_or(model.started_ms, |c| model.session_start_of(c));
-    let state = &view.outputs[stream as usize];
     let focused = view.focus.stream() == Some(stream);
     let name = stream.name();
     if state.screen {
@@ -33,17 +31,14 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, s
     let mut title = format!(
         "{name} · {}{} · {}",
         if lines.estimated { "≈" } else { "" },
-        super::format::count(lines.total, "line", "lines"),
+        format::count(lines.total, "line", "lines"),
         format_size(lines.bytes)
     );
     if lines.merged {
         title.push_str(" · merged");
     }
-    title.push_str(written_as_one_title(
-        lines.written_as_one,
-        stream,
-        lines.merged,
-    ));
+    let (written_as_one, merged) = (lines.written_as_one, lines.merged);
+    title.push_str(written_as_one_title(written_as_one, stream, merged));
     // Past the command's bound the journal has the head only: said before anything else.
     title.push_str(&journal_cut_title(lines.journal_cut));
     if let Some(percent) = lines.indexing {
@@ -223,15 +218,14 @@ fn render(line: &StyledLine, needle: Option<&str>, current: bool) -> Line<'stati
             None => spans.push(Span::styled(span.text.clone(), base)),
         }
     }
-    let mut out = Line::from(spans);
-    if current {
-        out = out
-            .patch_style(ratatui::style::Style::new().add_modifier(ratatui::style::Modifier::BOLD));
+    let line = Line::from(spans);
+    match current {
+        true => line.patch_style(Style::new().add_modifier(Modifier::BOLD)),
+        false => line,
     }
-    out
 }
 
-fn highlight(text: &str, needle: &str, base: ratatui::style::Style, out: &mut Vec<Span<'static>>) {
+fn highlight(text: &str, needle: &str, base: Style, out: &mut Vec<Span<'static>>) {
     // ASCII folding keeps byte offsets identical between `text` and `lower`, so matches found
     // in one are character boundaries in the other; it is also how search matches.
     let lower = text.to_ascii_lowercase();

@@ -93,12 +93,9 @@ pub fn shown_commands(model: &Model, selected: usize, height: usize) -> Vec<usiz
     }
     let room = height.saturating_sub(1);
     let mut shown: Vec<usize> = Vec::with_capacity(room);
-    shown.extend(
-        (selected < count)
-            .then_some(selected)
-            .into_iter()
-            .take(room),
-    );
+    if selected < count && room > 0 {
+        shown.push(selected);
+    }
     let commands = &model.commands;
     let running = (0..count).filter(|&i| commands[i].status.is_active());
     let failed = (0..count).rev().filter(|&i| commands[i].is_failure());

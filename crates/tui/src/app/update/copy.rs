@@ -4,7 +4,7 @@
 
 use super::{Effect, Geometry, focused_stream};
 use crate::app::action::Action;
-use crate::app::view::{LineSelection, ViewState};
+use crate::app::view::{LineSelection, OutputView, ViewState};
 use tether_protocol::protocol::Stream;
 
 /// Handles `action` if it is one of these keys, or a move while the focused pane has a
@@ -20,7 +20,6 @@ pub(super) fn update_output_keys(
     let total = geometry.total_lines[i];
     let current = current_line(geometry, stream);
     let out = &mut view.outputs[i];
-    let mut effects = Vec::new();
     let message = match action {
         Action::ToggleScreen => {
             out.screen = !out.screen;
@@ -49,10 +48,7 @@ pub(super) fn update_output_keys(
                 "selecting lines: ↑ ↓ PgUp PgDn g G extend, y copies, Esc drops".into()
             }
         },
-        Action::Copy if out.screen => {
-            effects.push(Effect::CopyScreen(stream));
-            return Some(effects);
-        }
+        Action::Copy if out.screen => return Some(vec![Effect::CopyScreen(stream)]),
         Action::Copy => {
             let lines = match (out.selection.take(), out.matched, current) {
                 (Some(selection), _, _) => Some(selection.lines()),
@@ -61,10 +57,7 @@ pub(super) fn update_output_keys(
                 (None, _, None) => None,
             };
             match lines {
-                Some(lines) => {
-                    effects.push(Effect::CopyLines { stream, lines });
-                    return Some(effects);
-                }
+                Some(lines) => return Some(vec![Effect::CopyLines { stream, lines }]),
                 None => format!("{name}: nothing to copy"),
             }
         }
@@ -95,16 +88,12 @@ pub(super) fn update_output_keys(
                 _ => i64::MAX / 2,
             };
             move_selection(out, geometry, stream, delta);
-            return Some(effects);
+            return Some(Vec::new());
         }
         _ => return None,
     };
-    Some(self::message(view, message))
-}
-
-fn message(view: &mut ViewState, text: String) -> Vec<Effect> {
-    view.say(text);
-    Vec::new()
+    view.say(message);
+    Some(Vec::new())
 }
 
 /// The line `y` copies when nothing is selected and no search matched: the last line on
@@ -116,7 +105,7 @@ fn current_line(geometry: &Geometry, stream: Stream) -> Option<usize> {
 }
 
 /// Stops following, keeping the lines on screen where they are.
-fn hold_still(out: &mut crate::app::view::OutputView, geometry: &Geometry, stream: Stream) {
+fn hold_still(out: &mut OutputView, geometry: &Geometry, stream: Stream) {
     let i = stream as usize;
     if out.follow {
         out.top = geometry.total_lines[i].saturating_sub(geometry.output_rows[i]);
@@ -125,12 +114,7 @@ fn hold_still(out: &mut crate::app::view::OutputView, geometry: &Geometry, strea
 }
 
 /// Moves the selection's moving end by `delta` lines and scrolls it into view.
-fn move_selection(
-    out: &mut crate::app::view::OutputView,
-    geometry: &Geometry,
-    stream: Stream,
-    delta: i64,
-) {
+fn move_selection(out: &mut OutputView, geometry: &Geometry, stream: Stream, delta: i64) {
     let i = stream as usize;
     let Some(selection) = out.selection.as_mut() else {
         return;

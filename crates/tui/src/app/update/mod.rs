@@ -117,7 +117,8 @@ pub fn update(
     if let Some(effects) = typing::update(model, view, &action) {
         return effects;
     }
-    if let Some(reason) = merged_refusal(view, &action) {
+    // The mode refuses none of the output panes' own keys (`copy`); the merged view does.
+    if let Some(reason) = merged_refusal(view, &action).or_else(|| refusal(model, &action)) {
         view.say(reason);
         return Vec::new();
     }
@@ -127,10 +128,6 @@ pub fn update(
     let selected = view.selected;
     let command = model.commands.get(selected);
     let mut effects = Vec::new();
-    if let Some(reason) = refusal(model, &action) {
-        view.say(reason);
-        return effects;
-    }
     match action {
         Action::Quit => {
             let running = model.running();
@@ -141,15 +138,10 @@ pub fn update(
                 view.dialog = Some(Dialog::ConfirmQuit { running });
             }
         }
-        Action::Down | Action::Up => {
-            let down = action == Action::Down;
-            move_in_focus(model, view, geometry, if down { 1 } else { -1 });
-        }
-        Action::PageDown | Action::PageUp => {
-            let page = page_size(view.focus, geometry) as i64;
-            let down = action == Action::PageDown;
-            move_in_focus(model, view, geometry, if down { page } else { -page });
-        }
+        Action::Down => move_in_focus(model, view, geometry, 1),
+        Action::Up => move_in_focus(model, view, geometry, -1),
+        Action::PageDown => move_in_focus(model, view, geometry, page_size(view.focus, geometry)),
+        Action::PageUp => move_in_focus(model, view, geometry, -page_size(view.focus, geometry)),
         Action::Top => move_in_focus(model, view, geometry, i64::MIN / 2),
         Action::Bottom => {
             if let Some(stream) = view.focus.stream() {
@@ -164,11 +156,8 @@ pub fn update(
         Action::FocusNext | Action::FocusPrev => {
             let n = Pane::ORDER.len();
             let i = Pane::ORDER.iter().position(|p| *p == view.focus);
-            let step = if action == Action::FocusNext {
-                1
-            } else {
-                n - 1
-            };
+            let next = action == Action::FocusNext;
+            let step = if next { 1 } else { n - 1 };
             view.focus = Pane::ORDER[(i.unwrap_or(0) + step) % n];
         }
         Action::ToggleFollow => {
@@ -179,12 +168,12 @@ pub fn update(
                 let rows = geometry.output_rows[stream as usize];
                 out.top = geometry.total_lines[stream as usize].saturating_sub(rows);
             }
-            let on = if out.follow { "on" } else { "off" };
+            let on = on_off(out.follow);
             view.say(format!("{}: follow {on}", stream.name()));
         }
         Action::ToggleWrap => {
             view.wrap = !view.wrap;
-            view.say(format!("wrap {}", if view.wrap { "on" } else { "off" }));
+            view.say(format!("wrap {}", on_off(view.wrap)));
         }
         Action::ToggleAbsoluteTimes => {
             view.absolute_times = !view.absolute_times;
@@ -215,10 +204,7 @@ pub fn update(
         }
         Action::ToggleStamps => {
             view.stamps = !view.stamps;
-            view.say(format!(
-                "times of output lines {}",
-                if view.stamps { "on" } else { "off" }
-            ));
+            view.say(format!("times of output lines {}", on_off(view.stamps)));
         }
         Action::ToggleCores => view.cores = !view.cores,
         Action::Search => {
@@ -248,33 +234,25 @@ pub fn update(
             let active = command.status.is_active();
             match action {
                 Action::Term if active => {
-                    effects.push(Effect::Send(
-                        selected,
-                        Request::group_signal(ProcessSignal::TERM),
-                    ));
+                    let term = Request::group_signal(ProcessSignal::TERM);
+                    effects.push(Effect::Send(selected, term));
                     view.say(format!("SIGTERM sent to {}", command.config.name));
                 }
                 Action::Kill if active => {
                     view.dialog = Some(Dialog::ConfirmKill { command: selected })
                 }
-                Action::Stop if active => {
-                    effects.push(Effect::Send(
-                        selected,
-                        Request::Stop {
-                            origin: Some(Origin::Operator),
-                        },
-                    ));
-                    view.say(format!("stopping {}", command.config.name));
-                }
                 // A wait for a dependency or a restart to come: stopping it calls it off.
-                Action::Stop if command.plan.as_ref().is_some_and(|p| !p.is_failure()) => {
-                    effects.push(Effect::Send(
-                        selected,
-                        Request::Stop {
-                            origin: Some(Origin::Operator),
-                        },
-                    ));
-                    view.say(format!("{} will not start", command.config.name));
+                Action::Stop
+                    if active || command.plan.as_ref().is_some_and(|p| !p.is_failure()) =>
+                {
+                    let origin = Some(Origin::Operator);
+                    effects.push(Effect::Send(selected, Request::Stop { origin }));
+                    let name = &command.config.name;
+                    view.say(if active {
+                        format!("stopping {name}")
+                    } else {
+                        format!("{name} will not start")
+                    });
                 }
                 Action::Restart if active => {
                     view.say(format!(
@@ -329,16 +307,12 @@ pub fn update(
             }
             _ => view.say("nothing is running to signal"),
         },
-        Action::NewCommand => {
-            view.dialog = Some(Dialog::NewCommand {
-                input: String::new(),
-            })
-        }
+        Action::NewCommand => view.dialog = Some(Dialog::NewCommand { input: "".into() }),
         Action::Help => view.dialog = Some(Dialog::Help),
         Action::StartTyping => typing::start(model, view),
         time_cursor_action!() => time::update(model, view, &action),
         Action::ScrollAt { up, .. } => {
-            move_in_focus(model, view, geometry, if up { -3 } else { 3 });
+            move_in_focus(model, view, geometry, if up { -3 } else { 3 })
         }
         // Handled by `copy::update_output_keys`.
         Action::ToggleScreen | Action::SelectLines | Action::Copy => {}
@@ -432,11 +406,16 @@ fn scroll_sideways(view: &mut ViewState, geometry: &Geometry, action: &Action) {
     };
 }
 
-fn page_size(focus: Pane, geometry: &Geometry) -> usize {
-    match focus.stream() {
-        Some(stream) => geometry.output_rows[stream as usize].max(1),
-        None => geometry.tree_rows.max(1),
-    }
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+fn page_size(focus: Pane, geometry: &Geometry) -> i64 {
+    let rows = match focus.stream() {
+        Some(stream) => geometry.output_rows[stream as usize],
+        None => geometry.tree_rows,
+    };
+    rows.max(1) as i64
 }
 
 fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta: i64) {
@@ -493,6 +472,8 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
     }
 }
 
+/// A key while `dialog` is open (`view.dialog` holds it): it stays open unless the key
+/// answers or cancels it.
 fn update_dialog(
     model: &Model,
     view: &mut ViewState,
@@ -502,13 +483,10 @@ fn update_dialog(
     let mut effects = Vec::new();
     match (dialog, action) {
         (_, Action::Cancel) => view.dialog = None,
-        (Dialog::Help, _) => {}
         (Dialog::ConfirmKill { command }, Action::Confirm) => {
             view.dialog = None;
-            effects.push(Effect::Send(
-                command,
-                Request::group_signal(ProcessSignal::KILL),
-            ));
+            let kill = Request::group_signal(ProcessSignal::KILL);
+            effects.push(Effect::Send(command, kill));
             if let Some(c) = model.commands.get(command) {
                 view.say(format!("SIGKILL sent to {}", c.config.name));
             }
@@ -523,12 +501,11 @@ fn update_dialog(
             ));
             effects.push(Effect::StopAllAndQuit);
         }
-        (dialog @ Dialog::ConfirmKill { .. }, Action::Submit) => {
-            view.dialog = Some(dialog);
-            view.say("y sends SIGKILL, n or Esc cancels");
+        (Dialog::ConfirmKill { .. }, Action::Submit) => {
+            view.say("y sends SIGKILL, n or Esc cancels")
         }
-        (mut dialog, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
-            if let Some(input) = input_of(&mut dialog) {
+        (_, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
+            if let Some(input) = view.dialog.as_mut().and_then(input_of) {
                 match action {
                     Action::Paste(text) => {
                         input.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }))
@@ -537,7 +514,6 @@ fn update_dialog(
                     _ => drop(input.pop()),
                 }
             }
-            view.dialog = Some(dialog);
         }
         (Dialog::NewCommand { input }, Action::Submit) => {
             view.dialog = None;
@@ -564,51 +540,37 @@ fn update_dialog(
                 });
             }
         }
+        // What is refused is said, and the prompt stays with what was typed.
         (
             Dialog::SignalProcess {
                 command,
                 pid,
-                argv,
                 input,
+                ..
             },
             Action::Submit,
         ) => {
-            let signal = match input.parse::<ProcessSignal>() {
-                Ok(signal) => signal,
-                Err(err) => {
-                    // Asked again, with what was typed kept.
-                    view.say(err);
-                    view.dialog = Some(Dialog::SignalProcess {
-                        command,
-                        pid,
-                        argv,
-                        input,
-                    });
-                    return effects;
+            match input.parse::<ProcessSignal>() {
+                Err(err) => view.say(err),
+                Ok(signal) => {
+                    view.dialog = None;
+                    let request = Request::Signal {
+                        signal,
+                        scope: Scope::Pid,
+                        pid: Some(pid),
+                        origin: None,
+                    };
+                    effects.push(Effect::Send(command, request));
+                    // The timeline shows whether the broker delivered it.
+                    view.say(format!("SIG{signal} asked for pid {pid}"));
                 }
-            };
-            view.dialog = None;
-            effects.push(Effect::Send(
-                command,
-                Request::Signal {
-                    signal,
-                    scope: Scope::Pid,
-                    pid: Some(pid),
-                    origin: None,
-                },
-            ));
-            // The timeline shows whether the broker delivered it.
-            view.say(format!("SIG{signal} asked for pid {pid}"));
-        }
-        (Dialog::GoToTime { input }, Action::Submit) => {
-            view.dialog = None;
-            if let Err(refused) = time::go_to(model, view, &input) {
-                // Asked again, with what was typed kept.
-                view.say(refused);
-                view.dialog = Some(Dialog::GoToTime { input });
             }
         }
-        (dialog, _) => view.dialog = Some(dialog),
+        (Dialog::GoToTime { input }, Action::Submit) => match time::go_to(model, view, &input) {
+            Err(refused) => view.say(refused),
+            Ok(()) => view.dialog = None,
+        },
+        _ => {}
     }
     effects
 }

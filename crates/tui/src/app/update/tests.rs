@@ -341,7 +341,7 @@ fn long_lines_scroll_sideways_as_far_as_the_widest_on_screen() {
 
 #[test]
 fn a_match_off_to_the_right_is_scrolled_into_sight() {
-    use crate::app::{left_to_show, match_columns};
+    use crate::app::search::{left_to_show, match_columns};
     use tether_model::output::render_line;
     let line = render_line(format!("{}Needle here", "x".repeat(100)).as_bytes());
     assert_eq!(match_columns(&line, "needle"), Some((100, 106)));

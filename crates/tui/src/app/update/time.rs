@@ -3,7 +3,7 @@
 //! business (`model::recording`); this only picks the move.
 
 use crate::app::action::Action;
-use crate::app::view::ViewState;
+use crate::app::view::{Dialog, ViewState};
 use tether_model::Model;
 use tether_model::recording::{STEPS_MS, step_label};
 use tether_protocol::units::offset_ms;
@@ -43,9 +43,7 @@ pub(super) fn update(model: &Model, view: &mut ViewState, action: &Action) {
         ),
         Action::TimeFirst => (recording.first(), "nothing was recorded"),
         Action::TimeGoTo => {
-            view.dialog = Some(crate::app::view::Dialog::GoToTime {
-                input: String::new(),
-            });
+            view.dialog = Some(Dialog::GoToTime { input: "".into() });
             return;
         }
         Action::TimeOff => {

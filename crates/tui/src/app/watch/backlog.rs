@@ -57,14 +57,6 @@ impl Watch {
         changed
     }
 
-    /// Reads the whole backlog (tests, which look at the list once it is complete).
-    #[cfg(test)]
-    pub fn catch_up(&mut self, app: &mut App) {
-        while self.pending() {
-            self.step(app);
-        }
-    }
-
     /// Queues `sessions` to be looked at, the most recently changed first.
     pub(super) fn queue_sessions(&mut self, sessions: Vec<PathBuf>) {
         let mut keyed: Vec<_> = sessions

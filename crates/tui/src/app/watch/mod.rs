@@ -23,7 +23,7 @@ use tether_frontend::supervisor::{Answer, BrokerConversation};
 use tether_model::CommandState;
 use tether_os::journal::EventTail;
 use tether_os::journal::secure::JournalDir;
-pub use tether_os::journal::watcher::Readiness;
+use tether_os::journal::watcher::Readiness;
 use tether_os::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
 use tether_protocol::protocol::{Request, Scope, Transport};
 

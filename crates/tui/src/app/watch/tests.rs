@@ -14,6 +14,15 @@ use tether_model::{Model, Status};
 const RESULT: &str =
     include_str!("../../../../../tests/fixtures/every-kind/05-interrupted/result.json");
 
+impl Watch {
+    /// Reads the whole backlog: these tests look at the list once it is complete.
+    fn catch_up(&mut self, app: &mut App) {
+        while self.pending() {
+            self.step(app);
+        }
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
