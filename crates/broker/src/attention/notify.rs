@@ -395,7 +395,9 @@ mod tests {
         let escapee = pid_in(&named);
         let failure = failures(finish(&mut n)).remove(0);
         assert!(failure.contains("did not finish within 5s"), "{failure}");
-        assert!(start.elapsed() < NOTIFY_TIMEOUT + Duration::from_secs(1));
+        // Ended at its timeout, not when its `sleep 30` would have: a bound a loaded machine
+        // meets, well short of the sleep.
+        assert!(start.elapsed() < Duration::from_secs(25));
         assert!(n.pids().is_empty());
         assert!(tether_os::procfs::is_gone(keeper));
         assert!(

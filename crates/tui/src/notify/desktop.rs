@@ -208,9 +208,8 @@ mod tests {
             title: "t".into(),
             body: "b".into(),
         };
-        let started = std::time::Instant::now();
         let err = send(&address, &notice).await.unwrap_err();
+        // A connection refused, not the timeout a hang would have ended in.
         assert!(matches!(err, DesktopError::Connect { .. }), "{err}");
-        assert!(started.elapsed() < SEND_TIMEOUT);
     }
 }

@@ -136,10 +136,11 @@ fn clean_cuts_long_text_on_a_character() {
     assert!(cut.ends_with('…'));
 }
 
-/// The cost of a look over a session of 10,000 commands, every one with a mark told already
-/// (the most a look pays: a map lookup each), printed; far under a frame even unoptimized.
+/// A look over a session of 10,000 commands, every one with a mark told already (the most a
+/// look pays: a map lookup each), says nothing new, look after look. Its cost is
+/// `cargo bench --bench attention news`'s.
 #[test]
-fn a_look_over_ten_thousand_marked_commands_is_cheap() {
+fn a_look_over_ten_thousand_told_marks_says_nothing() {
     let mut commands: Vec<CommandState> = (0..10_000)
         .map(|i| command(&format!("/s/x/{i:05}-c"), Status::FailedToStart))
         .collect();
@@ -149,12 +150,7 @@ fn a_look_over_ten_thousand_marked_commands_is_cheap() {
     let m = model(commands);
     let mut news = AttentionNews::new(0);
     assert!(news.look(&m, 100_000).is_some(), "every mark is news once");
-    let started = std::time::Instant::now();
-    let looks = 20;
-    for _ in 0..looks {
+    for _ in 0..20 {
         assert_eq!(news.look(&m, 200_000), None);
     }
-    let each = started.elapsed() / looks;
-    eprintln!("a look over 10,000 marked commands: {each:?}");
-    assert!(each < std::time::Duration::from_millis(100), "{each:?}");
 }
