@@ -10,7 +10,8 @@
 //!   had reaped in turn: as a subreaper it reaps the command and every orphan, so once the
 //!   tree is gone it holds all of it, except a process still running (one that survived the
 //!   stop) and one whose parent ignored `SIGCHLD` (the kernel reaps those and drops their
-//!   time). Its `ru_maxrss` is the largest RSS of any one process, not of the tree at once.
+//!   time). Its `ru_maxrss` is the largest RSS of any one process, not of the tree at once,
+//!   and only where it is above the broker's own: each child's starts at its parent's.
 //!
 //! Every source is a lower bound of the real figure, so without a cgroup figure the larger
 //! of the other two is taken. The OS layer reads the cgroup and `RUSAGE_CHILDREN`

@@ -172,7 +172,9 @@ impl Broker {
             children_max_rss_bytes,
         });
         self.result.cpu_ms = Some(cpu_ms);
-        self.result.peak_rss_bytes = Some(peak);
+        // Nothing measured it: a command that ended before its first sample, without a
+        // cgroup's memory figure, and whose processes stayed below the broker's own.
+        self.result.peak_rss_bytes = (peak > 0).then_some(peak);
     }
 
     /// At the end: the cgroup's figures are read and it is removed

@@ -6,18 +6,30 @@ pub use tether_core::cost::*;
 /// The broker's `RUSAGE_CHILDREN`: (CPU milliseconds, largest RSS in bytes), less the CPU
 /// time of the keepers it reaped (a readiness probe's, the notify command's: not the
 /// command's); zeros if the call fails (it cannot, for this process).
+///
+/// The largest RSS is 0 unless it is above the broker's own: a process's `ru_maxrss` starts
+/// at the resident set of the process it was forked from (exec keeps the larger), so every
+/// child of the broker (the command, its keepers) begins at the broker's high-water mark,
+/// and `true` would read as the broker's 4 MiB. A figure above it is a process of the tree's
+/// own; one below it says nothing, and the other sources decide.
 pub fn children_usage() -> (u64, u64) {
     use nix::sys::resource::{UsageWho, getrusage};
     use nix::sys::time::TimeVal;
     let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
         return (0, 0);
     };
+    let own = getrusage(UsageWho::RUSAGE_SELF).map_or(i64::MAX, |own| own.max_rss());
     let ms = |t: TimeVal| t.tv_sec() as u64 * 1000 + t.tv_usec() as u64 / 1000;
+    let max_rss = if usage.max_rss() > own {
+        usage.max_rss()
+    } else {
+        0
+    };
     (
         (ms(usage.user_time()) + ms(usage.system_time()))
             .saturating_sub(crate::attention::keeper::reaped_keepers_cpu_ms()),
         // Kilobytes on Linux.
-        usage.max_rss().max(0) as u64 * 1024,
+        max_rss as u64 * 1024,
     )
 }
 
