@@ -135,8 +135,8 @@ enum Command {
         #[arg(long, short = 'i')]
         ignore_case: bool,
         /// Highlight matches: auto (on a terminal), always, never.
-        #[arg(long, value_enum, default_value_t = GrepColor::Auto)]
-        color: GrepColor,
+        #[arg(long, value_enum, default_value_t = tether::grep::Color::Auto)]
+        color: tether::grep::Color,
         /// Select the lines that do not match.
         #[arg(long, short = 'v')]
         invert_match: bool,
@@ -641,13 +641,6 @@ enum GrepStream {
     Stderr,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum GrepColor {
-    Auto,
-    Always,
-    Never,
-}
-
 /// What `stop`, `kill` and `signal` act on.
 #[derive(clap::Args)]
 struct TargetArgs {
@@ -673,10 +666,7 @@ impl TargetArgs {
 fn act(state: Option<&Path>, action: control::cli::Action, target: &TargetArgs) -> i32 {
     match target.parse() {
         Ok(target) => control::cli::act(state, action, target),
-        Err(err) => {
-            eprintln!("tether: {err}");
-            2
-        }
+        Err(err) => usage_error(&err),
     }
 }
 
@@ -759,10 +749,7 @@ fn main() {
             ..
         }) => match tether::journal::state_dir(cli.state_dir.as_deref()) {
             Ok(state) => tether::prune::detached::main(&state, protect.as_deref()),
-            Err(err) => {
-                eprintln!("tether: {err}");
-                2
-            }
+            Err(err) => usage_error(&err.to_string()),
         },
         Some(Command::Prune {
             older_than,
@@ -796,7 +783,7 @@ fn main() {
             echoes,
             line_number: _,
         }) => {
-            use tether::grep::{Color, GrepOptions, Report, Scan};
+            use tether::grep::{GrepOptions, Report, Scan};
             let options = GrepOptions {
                 pattern,
                 sessions,
@@ -806,11 +793,7 @@ fn main() {
                 }),
                 json,
                 ignore_case,
-                color: match color {
-                    GrepColor::Auto => Color::Auto,
-                    GrepColor::Always => Color::Always,
-                    GrepColor::Never => Color::Never,
-                },
+                color,
                 // As grep: -A and -B win over -C for their side.
                 scan: Scan {
                     invert: invert_match,
@@ -919,10 +902,7 @@ fn tui(
 ) -> i32 {
     let config = match config {
         Ok(config) => config,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return 2;
-        }
+        Err(err) => return usage_error(&err),
     };
     let state_dir = match state_dir(state) {
         Ok(dir) => dir,

@@ -29,10 +29,10 @@ pub const EXIT_MATCHED: i32 = 0;
 pub const EXIT_NO_MATCH: i32 = 1;
 pub const EXIT_ERROR: i32 = 2;
 
-/// When to highlight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// When to highlight (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Color {
-    /// When stdout is a terminal and `NO_COLOR` is not set.
+    // When stdout is a terminal and `NO_COLOR` is not set.
     #[default]
     Auto,
     Always,
@@ -127,29 +127,13 @@ pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
         aligned,
         ..
     } = search;
-    if let Some(mut aligned) = aligned
-        && let Err(err) = out.write_all(aligned.flush().as_bytes())
-        && err.kind() != io::ErrorKind::BrokenPipe
-    {
-        eprintln!("tether: cannot write the results: {err}");
-        failed = true;
+    if let Some(mut aligned) = aligned {
+        failed |= !written(out.write_all(aligned.flush().as_bytes()));
     }
     if options.report == Report::Count {
-        let rows = print::count_rows(&counts);
-        if let Err(err) = out.write_all(rows.as_bytes())
-            && err.kind() != io::ErrorKind::BrokenPipe
-        {
-            eprintln!("tether: cannot write the results: {err}");
-            failed = true;
-        }
+        failed |= !written(out.write_all(print::count_rows(&counts).as_bytes()));
     }
-    let flushed = out.flush();
-    if let Err(err) = flushed
-        && err.kind() != io::ErrorKind::BrokenPipe
-    {
-        eprintln!("tether: cannot write the results: {err}");
-        failed = true;
-    }
+    failed |= !written(out.flush());
     if failed {
         EXIT_ERROR
     } else if matched {
@@ -372,11 +356,8 @@ impl<W: Write> Search<'_, W> {
             Report::Count => self.counts.push((command.clone(), selected)),
             Report::Names if selected > 0 => {
                 let name = format!("{}\n", print::source(command));
-                if let Err(err) = self.out.write_all(name.as_bytes()) {
-                    if err.kind() != io::ErrorKind::BrokenPipe {
-                        eprintln!("tether: cannot write the results: {err}");
-                        self.failed = true;
-                    }
+                if let result @ Err(_) = self.out.write_all(name.as_bytes()) {
+                    self.failed |= !written(result);
                     return ControlFlow::Break(());
                 }
             }
@@ -401,6 +382,18 @@ enum Role {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the results: {0}")]
 struct Written(io::Error);
+
+/// Whether a write to our stdout went through, or failed only because whoever reads it has
+/// gone (`| head`); any other failure is said.
+fn written(result: io::Result<()>) -> bool {
+    match result {
+        Err(err) if err.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("tether: cannot write the results: {err}");
+            false
+        }
+        _ => true,
+    }
+}
 
 fn is_broken_pipe(err: &io::Error) -> bool {
     err.get_ref()
