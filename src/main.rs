@@ -8,6 +8,7 @@ use tether::app::{Launch, run_tui};
 use tether::config::{self, CommandConfig, naming};
 use tether::control;
 use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
+use tether::exit::{OrExit, exit_code};
 use tether::journal::paths::chosen_session;
 use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
@@ -380,51 +381,47 @@ impl RunArgs {
             argv,
             procfile,
         } = self;
-        let session = match chosen_session(options.session.as_deref()) {
-            Ok(session) => session,
-            Err(err) => return usage_error(&err),
-        };
-        let with_options = |command: CommandConfig| CommandConfig {
-            grace: options.grace,
-            no_output_timeout: options.no_output_timeout,
-            drain_on: options.drain_on.clone(),
-            drain: options.drain,
-            pty: !no_pty,
-            limits: options.limits(),
-            budgets: options.budgets(),
-            ..command
-        };
-        if let Some(procfile) = procfile {
-            let commands = config::procfile::load(&procfile)
-                .map(|procfile| config::Config {
-                    commands: procfile.commands.into_iter().map(with_options).collect(),
-                    ..procfile
-                })
-                .map_err(|err| err.to_string());
-            return tui(state_dir, session, commands);
-        }
-        let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
-        if !argv.is_empty() {
-            specs.push(CommandSpec::Argv(argv));
-        }
-        if specs.is_empty() {
-            eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");
-            return 2;
-        }
-        let names = match naming::assign_names(&specs, &names) {
-            Ok(names) => names,
-            Err(err) => return usage_error(&err.to_string()),
-        };
-        let commands = specs
-            .into_iter()
-            .zip(names)
-            .map(|(spec, name)| with_options(CommandConfig::new(name, spec)))
-            .collect();
-        let config = config::Config {
-            commands,
-            ordered_shutdown: false,
-        };
-        tui(state_dir, session, Ok(config))
+        exit_code(|| {
+            let session = chosen_session(options.session.as_deref()).or_exit(2)?;
+            let with_options = |command: CommandConfig| CommandConfig {
+                grace: options.grace,
+                no_output_timeout: options.no_output_timeout,
+                drain_on: options.drain_on.clone(),
+                drain: options.drain,
+                pty: !no_pty,
+                limits: options.limits(),
+                budgets: options.budgets(),
+                ..command
+            };
+            if let Some(procfile) = procfile {
+                let commands = config::procfile::load(&procfile)
+                    .map(|procfile| config::Config {
+                        commands: procfile.commands.into_iter().map(with_options).collect(),
+                        ..procfile
+                    })
+                    .map_err(|err| err.to_string());
+                return Ok(tui(state_dir, session, commands));
+            }
+            let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
+            if !argv.is_empty() {
+                specs.push(CommandSpec::Argv(argv));
+            }
+            if specs.is_empty() {
+                let nothing = "nothing to run: give `-c 'shell command'` or `-- CMD ARGS`";
+                return Err((2, nothing.into()));
+            }
+            let names = naming::assign_names(&specs, &names).or_exit(2)?;
+            let commands = specs
+                .into_iter()
+                .zip(names)
+                .map(|(spec, name)| with_options(CommandConfig::new(name, spec)))
+                .collect();
+            let config = config::Config {
+                commands,
+                ordered_shutdown: false,
+            };
+            Ok(tui(state_dir, session, Ok(config)))
+        })
     }
 }
 
@@ -839,13 +836,10 @@ fn main() {
                 Err(err) => usage_error(&err.to_string()),
             }
         }
-        Some(Command::Watch { session }) => match state_dir(cli.state_dir.as_deref()) {
-            Ok(state_dir) => open_tui(Launch::Watch { state_dir, session }),
-            Err(err) => {
-                eprintln!("tether: {err}");
-                EXIT_TETHER_FAILED
-            }
-        },
+        Some(Command::Watch { session }) => exit_code(|| {
+            let state_dir = state_dir(cli.state_dir.as_deref()).or_exit(EXIT_TETHER_FAILED)?;
+            Ok(open_tui(Launch::Watch { state_dir, session }))
+        }),
         Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo())),
         Some(Command::Run(args)) => args.main(cli.state_dir.as_deref()),
         Some(Command::Completions { shell }) => cli::completions::print(shell),
@@ -900,22 +894,15 @@ fn tui(
     session: Option<SessionName>,
     config: Result<config::Config, String>,
 ) -> i32 {
-    let config = match config {
-        Ok(config) => config,
-        Err(err) => return usage_error(&err),
-    };
-    let state_dir = match state_dir(state) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_TETHER_FAILED;
-        }
-    };
-    open_tui(Launch::Live {
-        commands: config.commands,
-        state_dir,
-        session,
-        ordered_shutdown: config.ordered_shutdown,
+    exit_code(|| {
+        let config = config.or_exit(2)?;
+        let state_dir = state_dir(state).or_exit(EXIT_TETHER_FAILED)?;
+        Ok(open_tui(Launch::Live {
+            commands: config.commands,
+            state_dir,
+            session,
+            ordered_shutdown: config.ordered_shutdown,
+        }))
     })
 }
 
