@@ -31,14 +31,6 @@ pub const ECHO_AFTER_MS: u64 = 5_000;
 /// started, as recorded), which holds the same words when the pattern is in the command.
 pub const ECHO_BEFORE_MS: u64 = 2_000;
 
-/// Whether the command journaled in `dir` is the agent of a `tether agent` session.
-pub fn is_agent(dir: &Path) -> bool {
-    crate::journal::reader::read_request(dir).is_some_and(|request| match &request.command {
-        CommandSpec::Argv(argv) => crate::config::naming::agent_argv(argv).is_some(),
-        CommandSpec::Shell(_) => false,
-    })
-}
-
 /// A command's words as an agent draws its call: its argv joined by spaces, or its shell
 /// line.
 pub fn call_words(dir: &Path) -> Option<String> {

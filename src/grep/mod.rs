@@ -170,7 +170,7 @@ impl<W: Write> Search<'_, W> {
                     .as_deref()
                     .is_none_or(|glob| names::matches(glob, &command));
                 wanted.then(|| {
-                    let agent = !self.options.echoes && echo::is_agent(&dir);
+                    let agent = !self.options.echoes && crate::export::follow::scan::is_agent(&dir);
                     (command, dir, agent)
                 })
             })
