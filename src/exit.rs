@@ -3,6 +3,11 @@
 
 use std::fmt::Display;
 
+/// Something failed: a session that cannot be found or read, a file that cannot be written.
+pub const EXIT_FAILED: i32 = 1;
+/// What was asked cannot be understood (no such session, no state directory).
+pub const EXIT_USAGE: i32 = 2;
+
 /// An exit code, and what follows `tether: ` on stderr.
 pub type Failure = (i32, String);
 

@@ -8,7 +8,7 @@ use tether::app::{Launch, run_tui};
 use tether::config::{self, CommandConfig, naming};
 use tether::control;
 use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
-use tether::exit::{OrExit, exit_code};
+use tether::exit::{EXIT_USAGE, OrExit, exit_code};
 use tether::journal::paths::chosen_session;
 use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
@@ -382,7 +382,7 @@ impl RunArgs {
             procfile,
         } = self;
         exit_code(|| {
-            let session = chosen_session(options.session.as_deref()).or_exit(2)?;
+            let session = chosen_session(options.session.as_deref()).or_exit(EXIT_USAGE)?;
             let with_options = |command: CommandConfig| CommandConfig {
                 grace: options.grace,
                 no_output_timeout: options.no_output_timeout,
@@ -408,9 +408,9 @@ impl RunArgs {
             }
             if specs.is_empty() {
                 let nothing = "nothing to run: give `-c 'shell command'` or `-- CMD ARGS`";
-                return Err((2, nothing.into()));
+                return Err((EXIT_USAGE, nothing.into()));
             }
-            let names = naming::assign_names(&specs, &names).or_exit(2)?;
+            let names = naming::assign_names(&specs, &names).or_exit(EXIT_USAGE)?;
             let commands = specs
                 .into_iter()
                 .zip(names)
@@ -895,7 +895,7 @@ fn tui(
     config: Result<config::Config, String>,
 ) -> i32 {
     exit_code(|| {
-        let config = config.or_exit(2)?;
+        let config = config.or_exit(EXIT_USAGE)?;
         let state_dir = state_dir(state).or_exit(EXIT_TETHER_FAILED)?;
         Ok(open_tui(Launch::Live {
             commands: config.commands,

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use std::io::Write as _;
 
-use crate::exit::{OrExit, exit_code};
+use crate::exit::{EXIT_USAGE, OrExit, exit_code};
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
@@ -111,7 +111,7 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
             Some(_) => vec![
                 resolve(state, wanted)
                     .map_err(|err| one_line(&err))
-                    .or_exit(2)?,
+                    .or_exit(EXIT_USAGE)?,
             ],
             None => {
                 let (sessions, dirs) = session_dirs(state)?;

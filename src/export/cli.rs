@@ -7,16 +7,11 @@ use std::path::{Path, PathBuf};
 use super::output::write_private;
 use super::summary::{SESSIONS_JSON_VERSION, SessionSummary, SessionsDocument};
 use super::{Format, SessionExport, render};
-use crate::exit::{OrExit, exit_code};
+use crate::exit::{EXIT_FAILED, EXIT_USAGE, OrExit, exit_code};
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
 use crate::postmortem::{exit_of_writing, resolve};
-
-/// A session that cannot be found or read, a file that cannot be written.
-const EXIT_FAILED: i32 = 1;
-/// What was asked cannot be understood (no such session, no state directory).
-const EXIT_USAGE: i32 = 2;
 
 /// `tether export [SESSION] --format F [-o FILE]`.
 pub fn export(

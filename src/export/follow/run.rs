@@ -19,7 +19,7 @@ use super::machine::{Action, Follower, Limits, Planned};
 use super::scan::now_ms;
 use super::status::{self, Status};
 use super::{Item, Sent, Sink};
-use crate::exit::{OrExit, exit_code};
+use crate::exit::{EXIT_FAILED, EXIT_USAGE, OrExit, exit_code};
 use crate::export::CommandExport;
 use crate::journal::watcher::JournalWatcher;
 
@@ -27,10 +27,6 @@ use crate::journal::watcher::JournalWatcher;
 pub(super) const LIVENESS: Duration = Duration::from_secs(10);
 /// How often the journals are listed where inotify is unavailable.
 const POLL: Duration = Duration::from_millis(500);
-
-/// Exit codes.
-const EXIT_FAILED: i32 = 1;
-const EXIT_USAGE: i32 = 2;
 
 /// What `tether export --follow` was asked.
 #[derive(Debug, Clone)]
