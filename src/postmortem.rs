@@ -121,7 +121,7 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
                 dirs
             }
         };
-        let width = listing::output_width();
+        let width = crate::sys::output_width();
         let long = long || wanted.is_some();
         // Every session is read before the first line is printed: the columns are as wide as
         // the widest cell of any session, so they line up from one to the next.

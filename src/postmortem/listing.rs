@@ -302,8 +302,6 @@ fn pad_left(cell: &str, width: usize) -> String {
     )
 }
 
-pub use crate::sys::output_width;
-
 #[cfg(test)]
 mod tests {
     use super::*;
