@@ -7,6 +7,7 @@
 //! the benches use. Nothing below names this crate.
 
 pub mod agent;
+pub mod exit;
 pub mod export;
 pub mod grep;
 #[cfg(feature = "mcp")]

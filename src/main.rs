@@ -8,6 +8,7 @@ use tether::app::{Launch, run_tui};
 use tether::config::{self, CommandConfig, naming};
 use tether::control;
 use tether::exec::{self, EXIT_TETHER_FAILED, ExecOptions, SignalMode};
+use tether::exit::{EXIT_USAGE, OrExit, exit_code};
 use tether::journal::paths::chosen_session;
 use tether::journal::{SessionName, state_dir};
 use tether::postmortem;
@@ -119,54 +120,7 @@ enum Command {
     },
     /// Search what commands printed (their stored stdout and stderr) with a regex, in every
     /// session or the given ones. Exit status as grep's: 0 matched, 1 nothing, 2 error.
-    Grep {
-        /// A regular expression (Rust regex syntax), matched against each line's bytes.
-        pattern: String,
-        /// Session ids (or prefixes, or directories); default: every session.
-        #[arg(add = session_ids())]
-        sessions: Vec<String>,
-        /// Search only this stream.
-        #[arg(long, value_enum)]
-        stream: Option<GrepStream>,
-        /// Print one JSON object per matching line.
-        #[arg(long)]
-        json: bool,
-        /// Ignore case.
-        #[arg(long, short = 'i')]
-        ignore_case: bool,
-        /// Highlight matches: auto (on a terminal), always, never.
-        #[arg(long, value_enum, default_value_t = GrepColor::Auto)]
-        color: GrepColor,
-        /// Select the lines that do not match.
-        #[arg(long, short = 'v')]
-        invert_match: bool,
-        /// Print how many lines each command selected (`session/command:N`), not the lines.
-        #[arg(long, short = 'c', conflicts_with_all = ["files_with_matches", "json"])]
-        count: bool,
-        /// Print the commands with a selected line (`session/command`), not the lines.
-        #[arg(long, short = 'l', conflicts_with = "json")]
-        files_with_matches: bool,
-        /// Print N lines of context around each selected line.
-        #[arg(long, short = 'C', value_name = "N")]
-        context: Option<usize>,
-        /// Print N lines of context after each selected line.
-        #[arg(long, short = 'A', value_name = "N")]
-        after_context: Option<usize>,
-        /// Print N lines of context before each selected line.
-        #[arg(long, short = 'B', value_name = "N")]
-        before_context: Option<usize>,
-        /// Only the commands whose name (`cargo_test`) or directory (`03-cargo_test`) matches
-        /// NAME, a glob (`*` any characters, `?` one); exact without them.
-        #[arg(long, value_name = "NAME")]
-        name: Option<String>,
-        /// Accepted for grep's sake: line numbers are always shown.
-        #[arg(long = "line-number", short = 'n', hide = true)]
-        line_number: bool,
-        /// Also show the lines of an agent's terminal that echo what its commands printed
-        /// (by default such a line is shown once, as the command's).
-        #[arg(long)]
-        echoes: bool,
-    },
+    Grep(GrepArgs),
     /// Open a journaled session in the TUI, read-only, as it looked live (default: the
     /// latest; give an id from `tether sessions` or a session directory).
     Open {
@@ -331,6 +285,90 @@ struct RunArgs {
     procfile: Option<PathBuf>,
 }
 
+/// `tether grep`.
+#[derive(clap::Args)]
+struct GrepArgs {
+    /// A regular expression (Rust regex syntax), matched against each line's bytes.
+    pattern: String,
+    /// Session ids (or prefixes, or directories); default: every session.
+    #[arg(add = session_ids())]
+    sessions: Vec<String>,
+    /// Search only this stream.
+    #[arg(long, value_enum)]
+    stream: Option<GrepStream>,
+    /// Print one JSON object per matching line.
+    #[arg(long)]
+    json: bool,
+    /// Ignore case.
+    #[arg(long, short = 'i')]
+    ignore_case: bool,
+    /// Highlight matches: auto (on a terminal), always, never.
+    #[arg(long, value_enum, default_value_t = tether::grep::Color::Auto)]
+    color: tether::grep::Color,
+    /// Select the lines that do not match.
+    #[arg(long, short = 'v')]
+    invert_match: bool,
+    /// Print how many lines each command selected (`session/command:N`), not the lines.
+    #[arg(long, short = 'c', conflicts_with_all = ["files_with_matches", "json"])]
+    count: bool,
+    /// Print the commands with a selected line (`session/command`), not the lines.
+    #[arg(long, short = 'l', conflicts_with = "json")]
+    files_with_matches: bool,
+    /// Print N lines of context around each selected line.
+    #[arg(long, short = 'C', value_name = "N")]
+    context: Option<usize>,
+    /// Print N lines of context after each selected line.
+    #[arg(long, short = 'A', value_name = "N")]
+    after_context: Option<usize>,
+    /// Print N lines of context before each selected line.
+    #[arg(long, short = 'B', value_name = "N")]
+    before_context: Option<usize>,
+    /// Only the commands whose name (`cargo_test`) or directory (`03-cargo_test`) matches
+    /// NAME, a glob (`*` any characters, `?` one); exact without them.
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// Accepted for grep's sake: line numbers are always shown.
+    #[arg(long = "line-number", short = 'n', hide = true)]
+    line_number: bool,
+    /// Also show the lines of an agent's terminal that echo what its commands printed
+    /// (by default such a line is shown once, as the command's).
+    #[arg(long)]
+    echoes: bool,
+}
+
+impl GrepArgs {
+    fn main(self, state_dir: Option<&Path>) -> i32 {
+        use tether::grep::{GrepOptions, Report, Scan};
+        let options = GrepOptions {
+            pattern: self.pattern,
+            sessions: self.sessions,
+            stream: self.stream.map(|s| match s {
+                GrepStream::Stdout => tether::protocol::Stream::Stdout,
+                GrepStream::Stderr => tether::protocol::Stream::Stderr,
+            }),
+            json: self.json,
+            ignore_case: self.ignore_case,
+            color: self.color,
+            // As grep: -A and -B win over -C for their side.
+            scan: Scan {
+                invert: self.invert_match,
+                before: self.before_context.or(self.context).unwrap_or(0),
+                after: self.after_context.or(self.context).unwrap_or(0),
+            },
+            report: if self.count {
+                Report::Count
+            } else if self.files_with_matches {
+                Report::Names
+            } else {
+                Report::Lines
+            },
+            name: self.name,
+            echoes: self.echoes,
+        };
+        tether::grep::main(state_dir, &options)
+    }
+}
+
 /// `tether exec`.
 #[derive(clap::Args)]
 struct ExecArgs {
@@ -380,51 +418,47 @@ impl RunArgs {
             argv,
             procfile,
         } = self;
-        let session = match chosen_session(options.session.as_deref()) {
-            Ok(session) => session,
-            Err(err) => return usage_error(&err),
-        };
-        let with_options = |command: CommandConfig| CommandConfig {
-            grace: options.grace,
-            no_output_timeout: options.no_output_timeout,
-            drain_on: options.drain_on.clone(),
-            drain: options.drain,
-            pty: !no_pty,
-            limits: options.limits(),
-            budgets: options.budgets(),
-            ..command
-        };
-        if let Some(procfile) = procfile {
-            let commands = config::procfile::load(&procfile)
-                .map(|procfile| config::Config {
-                    commands: procfile.commands.into_iter().map(with_options).collect(),
-                    ..procfile
-                })
-                .map_err(|err| err.to_string());
-            return tui(state_dir, session, commands);
-        }
-        let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
-        if !argv.is_empty() {
-            specs.push(CommandSpec::Argv(argv));
-        }
-        if specs.is_empty() {
-            eprintln!("tether: nothing to run: give `-c 'shell command'` or `-- CMD ARGS`");
-            return 2;
-        }
-        let names = match naming::assign_names(&specs, &names) {
-            Ok(names) => names,
-            Err(err) => return usage_error(&err.to_string()),
-        };
-        let commands = specs
-            .into_iter()
-            .zip(names)
-            .map(|(spec, name)| with_options(CommandConfig::new(name, spec)))
-            .collect();
-        let config = config::Config {
-            commands,
-            ordered_shutdown: false,
-        };
-        tui(state_dir, session, Ok(config))
+        exit_code(|| {
+            let session = chosen_session(options.session.as_deref()).or_exit(EXIT_USAGE)?;
+            let with_options = |command: CommandConfig| CommandConfig {
+                grace: options.grace,
+                no_output_timeout: options.no_output_timeout,
+                drain_on: options.drain_on.clone(),
+                drain: options.drain,
+                pty: !no_pty,
+                limits: options.limits(),
+                budgets: options.budgets(),
+                ..command
+            };
+            if let Some(procfile) = procfile {
+                let commands = config::procfile::load(&procfile)
+                    .map(|procfile| config::Config {
+                        commands: procfile.commands.into_iter().map(with_options).collect(),
+                        ..procfile
+                    })
+                    .map_err(|err| err.to_string());
+                return Ok(tui(state_dir, session, commands));
+            }
+            let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
+            if !argv.is_empty() {
+                specs.push(CommandSpec::Argv(argv));
+            }
+            if specs.is_empty() {
+                let nothing = "nothing to run: give `-c 'shell command'` or `-- CMD ARGS`";
+                return Err((EXIT_USAGE, nothing.into()));
+            }
+            let names = naming::assign_names(&specs, &names).or_exit(EXIT_USAGE)?;
+            let commands = specs
+                .into_iter()
+                .zip(names)
+                .map(|(spec, name)| with_options(CommandConfig::new(name, spec)))
+                .collect();
+            let config = config::Config {
+                commands,
+                ordered_shutdown: false,
+            };
+            Ok(tui(state_dir, session, Ok(config)))
+        })
     }
 }
 
@@ -641,13 +675,6 @@ enum GrepStream {
     Stderr,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum GrepColor {
-    Auto,
-    Always,
-    Never,
-}
-
 /// What `stop`, `kill` and `signal` act on.
 #[derive(clap::Args)]
 struct TargetArgs {
@@ -673,10 +700,7 @@ impl TargetArgs {
 fn act(state: Option<&Path>, action: control::cli::Action, target: &TargetArgs) -> i32 {
     match target.parse() {
         Ok(target) => control::cli::act(state, action, target),
-        Err(err) => {
-            eprintln!("tether: {err}");
-            2
-        }
+        Err(err) => usage_error(&err),
     }
 }
 
@@ -704,17 +728,18 @@ fn main() {
     }
     cli::completions::answer_if_asked(Cli::command);
     let cli: Cli = cli::suggestions::parse();
+    let state = cli.state_dir.as_deref();
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),
-        Some(Command::Mcp) => mcp(cli.state_dir),
-        Some(Command::Exec(args)) => args.main(cli.state_dir),
-        Some(Command::Sh { args }) => tether::shim::main_subcommand(args, cli.state_dir),
+        Some(Command::Mcp) => mcp(state.map(PathBuf::from)),
+        Some(Command::Exec(args)) => args.main(state.map(PathBuf::from)),
+        Some(Command::Sh { args }) => tether::shim::main_subcommand(args, state.map(PathBuf::from)),
         Some(Command::Shims { dir }) => tether::shim::install(&dir),
         Some(Command::Agent { session, argv }) => {
             match session.as_deref().map(SessionName::parse).transpose() {
                 Ok(session) => tether::agent::main(tether::agent::AgentOptions {
                     session,
-                    state_dir: cli.state_dir,
+                    state_dir: state.map(PathBuf::from),
                     argv,
                 }),
                 Err(err) => usage_error(&format!("--session: {err}")),
@@ -733,122 +758,56 @@ fn main() {
             session,
             long,
             json: false,
-        }) => postmortem::list(cli.state_dir.as_deref(), session.as_deref(), long),
+        }) => postmortem::list(state, session.as_deref(), long),
         Some(Command::Sessions {
             session,
             json: true,
             ..
-        }) => tether::export::cli::sessions_json(cli.state_dir.as_deref(), session.as_deref()),
+        }) => tether::export::cli::sessions_json(state, session.as_deref()),
         Some(Command::Export { live, .. }) if live.follow => {
-            tether::export::cli::follow(cli.state_dir.as_deref(), live)
+            tether::export::cli::follow(state, live)
         }
         Some(Command::Export {
             session,
             format,
             output,
             ..
-        }) => tether::export::cli::export(
-            cli.state_dir.as_deref(),
-            session.as_deref(),
-            format,
-            output.as_deref(),
-        ),
+        }) => tether::export::cli::export(state, session.as_deref(), format, output.as_deref()),
         Some(Command::Prune {
             retention: true,
             protect,
             ..
-        }) => match tether::journal::state_dir(cli.state_dir.as_deref()) {
+        }) => match tether::journal::state_dir(state) {
             Ok(state) => tether::prune::detached::main(&state, protect.as_deref()),
-            Err(err) => {
-                eprintln!("tether: {err}");
-                2
-            }
+            Err(err) => usage_error(&err.to_string()),
         },
         Some(Command::Prune {
             older_than,
             keep,
             max_size,
             dry_run,
-            retention: false,
-            protect: _,
+            ..
         }) => {
             let rules = tether::prune::Rules {
                 older_than,
                 keep,
                 max_size,
             };
-            tether::prune::main(cli.state_dir.as_deref(), rules, dry_run)
+            tether::prune::main(state, rules, dry_run)
         }
-        Some(Command::Grep {
-            pattern,
-            sessions,
-            stream,
-            json,
-            ignore_case,
-            color,
-            invert_match,
-            count,
-            files_with_matches,
-            context,
-            after_context,
-            before_context,
-            name,
-            echoes,
-            line_number: _,
-        }) => {
-            use tether::grep::{Color, GrepOptions, Report, Scan};
-            let options = GrepOptions {
-                pattern,
-                sessions,
-                stream: stream.map(|s| match s {
-                    GrepStream::Stdout => tether::protocol::Stream::Stdout,
-                    GrepStream::Stderr => tether::protocol::Stream::Stderr,
-                }),
-                json,
-                ignore_case,
-                color: match color {
-                    GrepColor::Auto => Color::Auto,
-                    GrepColor::Always => Color::Always,
-                    GrepColor::Never => Color::Never,
-                },
-                // As grep: -A and -B win over -C for their side.
-                scan: Scan {
-                    invert: invert_match,
-                    before: before_context.or(context).unwrap_or(0),
-                    after: after_context.or(context).unwrap_or(0),
-                },
-                report: if count {
-                    Report::Count
-                } else if files_with_matches {
-                    Report::Names
-                } else {
-                    Report::Lines
-                },
-                name,
-                echoes,
-            };
-            tether::grep::main(cli.state_dir.as_deref(), &options)
-        }
-        Some(Command::Ps { json, session }) => {
-            control::cli::ps(cli.state_dir.as_deref(), json, session.as_deref())
-        }
-        Some(Command::Stop(target)) => act(
-            cli.state_dir.as_deref(),
-            control::cli::Action::Stop,
-            &target,
-        ),
+        Some(Command::Grep(args)) => args.main(state),
+        Some(Command::Ps { json, session }) => control::cli::ps(state, json, session.as_deref()),
+        Some(Command::Stop(target)) => act(state, control::cli::Action::Stop, &target),
         Some(Command::Kill(target)) => act(
-            cli.state_dir.as_deref(),
+            state,
             control::cli::Action::Signal(tether::protocol::ProcessSignal::KILL),
             &target,
         ),
-        Some(Command::Signal { signal, target }) => act(
-            cli.state_dir.as_deref(),
-            control::cli::Action::Signal(signal),
-            &target,
-        ),
+        Some(Command::Signal { signal, target }) => {
+            act(state, control::cli::Action::Signal(signal), &target)
+        }
         Some(Command::Open { session, search }) => {
-            match postmortem::resolve(cli.state_dir.as_deref(), session.as_deref()) {
+            match postmortem::resolve(state, session.as_deref()) {
                 Ok(session_dir) => open_tui(Launch::Recorded {
                     session_dir,
                     search,
@@ -856,15 +815,12 @@ fn main() {
                 Err(err) => usage_error(&err.to_string()),
             }
         }
-        Some(Command::Watch { session }) => match state_dir(cli.state_dir.as_deref()) {
-            Ok(state_dir) => open_tui(Launch::Watch { state_dir, session }),
-            Err(err) => {
-                eprintln!("tether: {err}");
-                EXIT_TETHER_FAILED
-            }
-        },
-        Some(Command::Demo) => tui(cli.state_dir.as_deref(), None, Ok(config::demo())),
-        Some(Command::Run(args)) => args.main(cli.state_dir.as_deref()),
+        Some(Command::Watch { session }) => exit_code(|| {
+            let state_dir = state_dir(state).or_exit(EXIT_TETHER_FAILED)?;
+            Ok(open_tui(Launch::Watch { state_dir, session }))
+        }),
+        Some(Command::Demo) => tui(state, None, Ok(config::demo())),
+        Some(Command::Run(args)) => args.main(state),
         Some(Command::Completions { shell }) => cli::completions::print(shell),
         Some(Command::Man { dir: None }) => cli::man::print(Cli::command()),
         Some(Command::Man { dir: Some(dir) }) => cli::man::write_pages(Cli::command(), &dir),
@@ -880,11 +836,7 @@ fn main() {
                 Ok(session) => session,
                 Err(err) => std::process::exit(usage_error(&err)),
             };
-            tui(
-                cli.state_dir.as_deref(),
-                session,
-                commands.map_err(|e| e.to_string()),
-            )
+            tui(state, session, commands.map_err(|e| e.to_string()))
         }
     };
     std::process::exit(code);
@@ -917,25 +869,15 @@ fn tui(
     session: Option<SessionName>,
     config: Result<config::Config, String>,
 ) -> i32 {
-    let config = match config {
-        Ok(config) => config,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return 2;
-        }
-    };
-    let state_dir = match state_dir(state) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_TETHER_FAILED;
-        }
-    };
-    open_tui(Launch::Live {
-        commands: config.commands,
-        state_dir,
-        session,
-        ordered_shutdown: config.ordered_shutdown,
+    exit_code(|| {
+        let config = config.or_exit(EXIT_USAGE)?;
+        let state_dir = state_dir(state).or_exit(EXIT_TETHER_FAILED)?;
+        Ok(open_tui(Launch::Live {
+            commands: config.commands,
+            state_dir,
+            session,
+            ordered_shutdown: config.ordered_shutdown,
+        }))
     })
 }
 

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use std::io::Write as _;
 
+use crate::exit::{EXIT_USAGE, OrExit, exit_code};
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
@@ -105,79 +106,74 @@ fn listed(names: impl Iterator<Item = String>) -> String {
 /// with `long`, or for the one session `wanted` names, each command's line below its
 /// session's. Returns the exit code.
 pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
-    let dirs = match wanted {
-        Some(_) => match resolve(state, wanted) {
-            Ok(dir) => vec![dir],
-            Err(err) => {
-                eprintln!("tether: {}", crate::model::output::one_line(&err));
-                return 2;
-            }
-        },
-        None => match session_dirs(state) {
-            Ok((sessions, dirs)) => {
+    exit_code(|| {
+        let dirs = match wanted {
+            Some(_) => vec![
+                resolve(state, wanted)
+                    .map_err(|err| one_line(&err))
+                    .or_exit(EXIT_USAGE)?,
+            ],
+            None => {
+                let (sessions, dirs) = session_dirs(state)?;
                 if dirs.is_empty() {
                     eprintln!("tether: no sessions in {}", sessions.display());
                 }
                 dirs
             }
-            Err((code, err)) => {
-                eprintln!("tether: {err}");
-                return code;
-            }
-        },
-    };
-    let width = listing::output_width();
-    let long = long || wanted.is_some();
-    // Every session is read before the first line is printed: the columns are as wide as
-    // the widest cell of any session, so they line up from one to the next.
-    let mut sessions: Vec<Result<(SessionLine, Vec<listing::CommandCells>), String>> =
-        Vec::with_capacity(dirs.len());
-    for dir in &dirs {
-        sessions.push(match SessionRecord::load(dir) {
-            Ok(record) => {
-                let model = model_from_session(&record);
-                let cells = if long {
-                    let ids: Vec<String> =
-                        record.commands.iter().map(|c| c.id.dir_name()).collect();
-                    listing::command_cells_of(&model, &ids)
-                } else {
-                    Vec::new()
-                };
-                Ok((SessionLine::of(&record, &model), cells))
-            }
-            Err(err) => Err(format!("{}  unreadable: {err}", dir.display())),
-        });
-    }
-    let lines: Vec<SessionLine> = sessions
-        .iter()
-        .filter_map(|s| s.as_ref().ok().map(|(line, _)| line.clone()))
-        .collect();
-    let mut session_rows = listing::session_rows(&lines, width).into_iter();
-    let cells: Vec<Vec<listing::CommandCells>> = sessions
-        .iter_mut()
-        .filter_map(|s| s.as_mut().ok().map(|(_, cells)| std::mem::take(cells)))
-        .collect();
-    let mut tables = if long {
-        listing::command_tables(&cells, width.saturating_sub(2))
-    } else {
-        Vec::new()
-    }
-    .into_iter();
-    let mut out = std::io::stdout().lock();
-    let mut print = |line: &str| writeln!(out, "{line}");
-    let printed = sessions.iter().try_for_each(|session| {
-        match session {
-            Err(unreadable) => print(&truncate(&one_line(unreadable), width))?,
-            Ok(_) => {
-                print(&session_rows.next().unwrap_or_default())?;
-                for row in tables.next().unwrap_or_default() {
-                    print(&format!("  {row}"))?;
+        };
+        let width = crate::sys::output_width();
+        let long = long || wanted.is_some();
+        // Every session is read before the first line is printed: the columns are as wide as
+        // the widest cell of any session, so they line up from one to the next.
+        let mut sessions: Vec<Result<(SessionLine, Vec<listing::CommandCells>), String>> =
+            Vec::with_capacity(dirs.len());
+        for dir in &dirs {
+            sessions.push(match SessionRecord::load(dir) {
+                Ok(record) => {
+                    let model = model_from_session(&record);
+                    let cells = if long {
+                        let ids: Vec<String> =
+                            record.commands.iter().map(|c| c.id.dir_name()).collect();
+                        listing::command_cells_of(&model, &ids)
+                    } else {
+                        Vec::new()
+                    };
+                    Ok((SessionLine::of(&record, &model), cells))
+                }
+                Err(err) => Err(format!("{}  unreadable: {err}", dir.display())),
+            });
+        }
+        let lines: Vec<SessionLine> = sessions
+            .iter()
+            .filter_map(|s| s.as_ref().ok().map(|(line, _)| line.clone()))
+            .collect();
+        let mut session_rows = listing::session_rows(&lines, width).into_iter();
+        let cells: Vec<Vec<listing::CommandCells>> = sessions
+            .iter_mut()
+            .filter_map(|s| s.as_mut().ok().map(|(_, cells)| std::mem::take(cells)))
+            .collect();
+        let mut tables = if long {
+            listing::command_tables(&cells, width.saturating_sub(2))
+        } else {
+            Vec::new()
+        }
+        .into_iter();
+        let mut out = std::io::stdout().lock();
+        let mut print = |line: &str| writeln!(out, "{line}");
+        let printed = sessions.iter().try_for_each(|session| {
+            match session {
+                Err(unreadable) => print(&truncate(&one_line(unreadable), width))?,
+                Ok(_) => {
+                    print(&session_rows.next().unwrap_or_default())?;
+                    for row in tables.next().unwrap_or_default() {
+                        print(&format!("  {row}"))?;
+                    }
                 }
             }
-        }
-        Ok(())
-    });
-    exit_of_writing(printed, "the sessions")
+            Ok(())
+        });
+        Ok(exit_of_writing(printed, "the sessions"))
+    })
 }
 
 /// The exit code of writing `what` to stdout: 1 if it failed, but a reader that stopped

@@ -43,10 +43,9 @@ pub fn main(options: AgentOptions) -> i32 {
     let name = agent_name(program);
     let codex = codex::is_codex(program);
     let claude = claude::is_claude(program);
-    let session = match options.session {
-        Some(session) => session,
-        None => default_session(&name, options.state_dir.as_deref(), crate::clock::now_ms()),
-    };
+    let session = options.session.unwrap_or_else(|| {
+        default_session(&name, options.state_dir.as_deref(), crate::clock::now_ms())
+    });
     let shims = match PrivateShims::create() {
         Ok(shims) => shims,
         Err(message) => {

@@ -75,12 +75,7 @@ fn this_program() -> String {
 /// newest first.
 pub fn session_ids() -> ArgValueCompleter {
     ArgValueCompleter::new(|current: &OsStr| {
-        let typed = current.to_str().unwrap_or_default();
-        sessions_newest_first()
-            .into_iter()
-            .filter(|id| id.starts_with(typed))
-            .map(CompletionCandidate::new)
-            .collect::<Vec<_>>()
+        sessions_newest_first(current.to_str().unwrap_or_default())
     })
 }
 
@@ -90,11 +85,7 @@ pub fn targets() -> ArgValueCompleter {
     ArgValueCompleter::new(|current: &OsStr| {
         let typed = current.to_str().unwrap_or_default();
         let Some((session, _)) = typed.split_once('/') else {
-            return sessions_newest_first()
-                .into_iter()
-                .filter(|id| id.starts_with(typed))
-                .map(CompletionCandidate::new)
-                .collect();
+            return sessions_newest_first(typed);
         };
         command_names(session)
             .into_iter()
@@ -105,19 +96,18 @@ pub fn targets() -> ArgValueCompleter {
     })
 }
 
-/// The ids `tether sessions` lists (the state directory tether would use: `$TETHER_STATE_DIR`
+/// The ids that start with `typed` of those `tether sessions` lists (the state directory tether would use: `$TETHER_STATE_DIR`
 /// and the rest, not a `--state-dir` on the line being completed), newest first; none when
 /// it cannot be read (a completion has nowhere to say why). Only names a session could be
 /// given ([`SessionName::parse`]): bash's script puts the candidates in `COMPREPLY=( $(...) )`
 /// unquoted, where a directory named `*` would be a glob and one named `$(...)` shell text.
-fn sessions_newest_first() -> Vec<String> {
-    let Ok((_, dirs)) = session_dirs(None) else {
-        return Vec::new();
-    };
+fn sessions_newest_first(typed: &str) -> Vec<CompletionCandidate> {
+    let dirs = session_dirs(None).map_or_else(|_| Vec::new(), |(_, dirs)| dirs);
     dirs.iter()
         .rev()
         .map(|dir| dir_name(dir))
-        .filter(|name| SessionName::parse(name).is_ok())
+        .filter(|name| name.starts_with(typed) && SessionName::parse(name).is_ok())
+        .map(CompletionCandidate::new)
         .collect()
 }
 
@@ -126,16 +116,11 @@ fn sessions_newest_first() -> Vec<String> {
 /// run), and only names of the characters a command's name is made of (as
 /// [`sessions_newest_first`], for bash).
 fn command_names(session: &str) -> Vec<String> {
-    let Ok((_, sessions)) = session_dirs(None) else {
-        return Vec::new();
-    };
     // Looked up among the listed sessions, so that what is typed is never a path.
-    let Some(dir) = sessions.iter().find(|dir| dir_name(dir) == session) else {
-        return Vec::new();
-    };
-    let Ok(dirs) = command_dirs(dir) else {
-        return Vec::new();
-    };
+    let dirs = (session_dirs(None).ok())
+        .and_then(|(_, sessions)| sessions.into_iter().find(|dir| dir_name(dir) == session))
+        .and_then(|dir| command_dirs(&dir).ok())
+        .unwrap_or_default();
     let mut names: Vec<String> = Vec::new();
     let mut offered = HashSet::new();
     for dir in &dirs {

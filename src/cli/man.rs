@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use tether::exit::{EXIT_FAILED, OrExit, exit_code};
 use tether::postmortem::exit_of_writing;
 
 /// Prints tether(1) on stdout.
@@ -19,23 +20,17 @@ pub fn print(cli: clap::Command) -> i32 {
 /// Writes tether.1 and tether-SUBCOMMAND.1 for each visible subcommand into `dir` (made if
 /// missing), then says how many and how `man` finds them.
 pub fn write_pages(cli: clap::Command, dir: &Path) -> i32 {
-    match pages(cli, dir) {
-        Ok(written) => {
-            println!(
-                "tether: wrote {written} pages (tether.1, tether-run.1, ...) to {}; `man tether` \
-                 finds them when that directory's parent is on the manual path (`manpath`)",
-                dir.display()
-            );
-            0
-        }
-        Err(err) => {
-            eprintln!(
-                "tether: cannot write the man pages to {}: {err}",
-                dir.display()
-            );
-            1
-        }
-    }
+    exit_code(|| {
+        let written = pages(cli, dir)
+            .map_err(|err| format!("cannot write the man pages to {}: {err}", dir.display()))
+            .or_exit(EXIT_FAILED)?;
+        println!(
+            "tether: wrote {written} pages (tether.1, tether-run.1, ...) to {}; `man tether` \
+             finds them when that directory's parent is on the manual path (`manpath`)",
+            dir.display()
+        );
+        Ok(0)
+    })
 }
 
 /// The pages written: clap_mangen's `generate_to`, but with every page's footer from

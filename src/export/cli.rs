@@ -7,15 +7,11 @@ use std::path::{Path, PathBuf};
 use super::output::write_private;
 use super::summary::{SESSIONS_JSON_VERSION, SessionSummary, SessionsDocument};
 use super::{Format, SessionExport, render};
+use crate::exit::{EXIT_FAILED, EXIT_USAGE, OrExit, exit_code};
 use crate::journal::secure::check_for_reading;
 use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
 use crate::model::output::one_line;
 use crate::postmortem::{exit_of_writing, resolve};
-
-/// A session that cannot be found or read, a file that cannot be written.
-const EXIT_FAILED: i32 = 1;
-/// What was asked cannot be understood (no such session, no state directory).
-const EXIT_USAGE: i32 = 2;
 
 /// `tether export [SESSION] --format F [-o FILE]`.
 pub fn export(
@@ -24,47 +20,32 @@ pub fn export(
     format: Format,
     output: Option<&Path>,
 ) -> i32 {
-    if let Some(missing) = format.missing() {
-        eprintln!("tether: {missing}");
-        return EXIT_USAGE;
-    }
-    let dir = match resolve(state, wanted) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_USAGE;
+    exit_code(|| {
+        if let Some(missing) = format.missing() {
+            return Err((EXIT_USAGE, missing.to_string()));
         }
-    };
-    let record = match SessionRecord::load(&dir) {
-        Ok(record) => record,
-        Err(err) => {
-            eprintln!(
-                "tether: cannot read the session in {}: {err}",
-                dir.display()
-            );
-            return EXIT_FAILED;
-        }
-    };
-    let session = SessionExport::from_record(&record);
-    warn_damage(&session);
-    let bytes = render(&session, format);
-    match output {
-        Some(path) => match write_private(path, &bytes) {
-            Ok(()) => 0,
-            Err(err) => {
-                eprintln!(
-                    "tether: cannot write {}: {err}; choose another -o FILE",
-                    path.display()
-                );
-                EXIT_FAILED
-            }
-        },
-        None => {
+        let dir = resolve(state, wanted).or_exit(EXIT_USAGE)?;
+        let record = SessionRecord::load(&dir)
+            .map_err(|err| format!("cannot read the session in {}: {err}", dir.display()))
+            .or_exit(EXIT_FAILED)?;
+        let session = SessionExport::from_record(&record);
+        warn_damage(&session);
+        let bytes = render(&session, format);
+        let Some(path) = output else {
             let mut stdout = std::io::stdout().lock();
             let written = stdout.write_all(&bytes).and_then(|()| stdout.flush());
-            exit_of_writing(written, "the export")
-        }
-    }
+            return Ok(exit_of_writing(written, "the export"));
+        };
+        write_private(path, &bytes)
+            .map_err(|err| {
+                format!(
+                    "cannot write {}: {err}; choose another -o FILE",
+                    path.display()
+                )
+            })
+            .or_exit(EXIT_FAILED)?;
+        Ok(0)
+    })
 }
 
 /// Says on stderr which journals are damaged and how: the export holds what they have.
@@ -84,40 +65,29 @@ fn warn_damage(session: &SessionExport) {
 
 /// `tether sessions --json`: one document, sessions oldest first (or the one `wanted` names).
 pub fn sessions_json(state: Option<&Path>, wanted: Option<&str>) -> i32 {
-    let state = match state_dir(state) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_USAGE;
-        }
-    };
-    if let Err(err) = check_for_reading(&state) {
-        eprintln!("tether: {err}");
-        return EXIT_USAGE;
-    }
-    let sessions = sessions_dir(&state);
-    let dirs = match wanted.map(|w| resolve(Some(&state), Some(w))) {
-        Some(Ok(dir)) => vec![dir],
-        Some(Err(err)) => {
-            eprintln!("tether: {}", one_line(&err));
-            return EXIT_USAGE;
-        }
-        None => match list_sessions(&sessions) {
-            Ok(dirs) => dirs,
-            Err(err) => {
-                eprintln!("tether: cannot list {}: {err}", sessions.display());
-                return EXIT_FAILED;
-            }
-        },
-    };
-    let document = sessions_document(&state, &dirs);
-    let mut stdout = std::io::stdout().lock();
-    let written = crate::model::output::json::to_vec(&document, true)
-        .map_err(std::io::Error::from)
-        .and_then(|json| stdout.write_all(&json))
-        .and_then(|()| writeln!(stdout))
-        .and_then(|()| stdout.flush());
-    exit_of_writing(written, "the sessions")
+    exit_code(|| {
+        let state = state_dir(state).or_exit(EXIT_USAGE)?;
+        check_for_reading(&state).or_exit(EXIT_USAGE)?;
+        let sessions = sessions_dir(&state);
+        let dirs = match wanted {
+            Some(wanted) => vec![
+                resolve(Some(&state), Some(wanted))
+                    .map_err(|err| one_line(&err))
+                    .or_exit(EXIT_USAGE)?,
+            ],
+            None => list_sessions(&sessions)
+                .map_err(|err| format!("cannot list {}: {err}", sessions.display()))
+                .or_exit(EXIT_FAILED)?,
+        };
+        let document = sessions_document(&state, &dirs);
+        let mut stdout = std::io::stdout().lock();
+        let written = crate::model::output::json::to_vec(&document, true)
+            .map_err(std::io::Error::from)
+            .and_then(|json| stdout.write_all(&json))
+            .and_then(|()| writeln!(stdout))
+            .and_then(|()| stdout.flush());
+        Ok(exit_of_writing(written, "the sessions"))
+    })
 }
 
 /// The document for the session directories `dirs`, in their order.
@@ -182,55 +152,42 @@ pub fn follow(state: Option<&Path>, flags: FollowFlags) -> i32 {
     use super::follow::machine::Limits;
     use super::otlp::{Encoder, LogBudget, OtlpSink, Target};
 
-    let state = match state_dir(state) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_USAGE;
+    exit_code(|| {
+        let state = state_dir(state).or_exit(EXIT_USAGE)?;
+        let settings = crate::config::user::user_config_path()
+            .map(|path| crate::config::user::load_user(&path))
+            .transpose()
+            .or_exit(EXIT_USAGE)?
+            .flatten()
+            .unwrap_or_default()
+            .export
+            .otlp;
+        let env = |name: &str| std::env::var(name).ok();
+        let target = target_flags(&flags)
+            .and_then(|t| Target::resolve(&t, env, &settings))
+            .or_exit(EXIT_USAGE)?;
+        if flags.status {
+            return Ok(super::follow::run::print_status(&state, &target.traces));
         }
-    };
-    let settings = match crate::config::user::user_config_path()
-        .map(|path| crate::config::user::load_user(&path))
-        .transpose()
-    {
-        Ok(config) => config.flatten().unwrap_or_default().export.otlp,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_USAGE;
-        }
-    };
-    let env = |name: &str| std::env::var(name).ok();
-    let target = match target_flags(&flags).and_then(|t| Target::resolve(&t, env, &settings)) {
-        Ok(target) => target,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_USAGE;
-        }
-    };
-    if flags.status {
-        return super::follow::run::print_status(&state, &target.traces);
-    }
-    let logs = (flags.logs || settings.logs == Some(true)).then(|| LogBudget {
-        bytes: settings.log_bytes(),
-    });
-    let encoder = match Encoder::local(env, logs) {
-        Ok(encoder) => encoder,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_USAGE;
-        }
-    };
-    let options = super::follow::FollowOptions {
-        state,
-        endpoint: target.traces.clone(),
-        once: flags.once,
-        limits: Limits {
-            max_backoff: settings.max_backoff(),
-            session_quiet: settings.session_quiet(),
-            ..Limits::default()
-        },
-    };
-    super::follow::follow(options, Box::new(OtlpSink::new(encoder, target)))
+        let logs = (flags.logs || settings.logs == Some(true)).then(|| LogBudget {
+            bytes: settings.log_bytes(),
+        });
+        let encoder = Encoder::local(env, logs).or_exit(EXIT_USAGE)?;
+        let options = super::follow::FollowOptions {
+            state,
+            endpoint: target.traces.clone(),
+            once: flags.once,
+            limits: Limits {
+                max_backoff: settings.max_backoff(),
+                session_quiet: settings.session_quiet(),
+                ..Limits::default()
+            },
+        };
+        Ok(super::follow::follow(
+            options,
+            Box::new(OtlpSink::new(encoder, target)),
+        ))
+    })
 }
 
 /// The command line's part of the target: `--protocol` and each `--header K=V` read.

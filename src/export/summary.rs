@@ -10,7 +10,6 @@ use crate::model::{Badges, Status};
 /// Bumped when a field changes meaning or goes away (new fields may appear at any time).
 pub const SESSIONS_JSON_VERSION: u32 = 1;
 
-/// The whole document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionsDocument {
     pub version: u32,

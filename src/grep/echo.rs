@@ -31,14 +31,6 @@ pub const ECHO_AFTER_MS: u64 = 5_000;
 /// started, as recorded), which holds the same words when the pattern is in the command.
 pub const ECHO_BEFORE_MS: u64 = 2_000;
 
-/// Whether the command journaled in `dir` is the agent of a `tether agent` session.
-pub fn is_agent(dir: &Path) -> bool {
-    crate::journal::reader::read_request(dir).is_some_and(|request| match &request.command {
-        CommandSpec::Argv(argv) => crate::config::naming::agent_argv(argv).is_some(),
-        CommandSpec::Shell(_) => false,
-    })
-}
-
 /// A command's words as an agent draws its call: its argv joined by spaces, or its shell
 /// line.
 pub fn call_words(dir: &Path) -> Option<String> {
@@ -96,25 +88,18 @@ pub fn printed(bytes: &[u8]) -> String {
     let mut kept = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
-            0x1b => {
-                let (len, shown) = escape(&bytes[i..]);
-                kept.extend_from_slice(shown);
-                i += len;
-            }
-            b'\t' => {
-                kept.push(b' ');
-                i += 1;
-            }
-            byte if byte < 0x20 || byte == 0x7f => {
-                kept.push(b'\n');
-                i += 1;
-            }
-            byte => {
-                kept.push(byte);
-                i += 1;
-            }
+        if bytes[i] == 0x1b {
+            let (len, shown) = escape(&bytes[i..]);
+            kept.extend_from_slice(shown);
+            i += len;
+            continue;
         }
+        kept.push(match bytes[i] {
+            b'\t' => b' ',
+            byte if byte < 0x20 || byte == 0x7f => b'\n',
+            byte => byte,
+        });
+        i += 1;
     }
     let text = String::from_utf8_lossy(&kept);
     text.split('\n')
@@ -179,7 +164,6 @@ impl Echoes {
     /// A command's selected line, showing `text`, written while it ran over `window`
     /// (`None`: unknown, any time).
     pub fn remember(&mut self, text: &str, window: Option<(u64, u64)>) {
-        let (start, end) = window.unwrap_or((0, u64::MAX - ECHO_AFTER_MS));
         // Each piece a terminal would put somewhere else (after a `\r`, a cursor move).
         for piece in text.split('\n').map(core) {
             if piece.chars().filter(|c| !c.is_whitespace()).count() < MIN_REMEMBERED
@@ -190,18 +174,14 @@ impl Echoes {
             self.seen
                 .entry(piece.to_string())
                 .or_default()
-                .push((start.saturating_sub(ECHO_BEFORE_MS), end + ECHO_AFTER_MS));
+                .push(echo_window(window));
         }
     }
 
     /// A command of the session, as the agent draws the call it makes: its words (argv
     /// joined by spaces, or its shell line), run over `window` (`None`: any time).
     pub fn remember_call(&mut self, words: String, window: Option<(u64, u64)>) {
-        let (start, end) = window.unwrap_or((0, u64::MAX - ECHO_AFTER_MS));
-        self.calls.push((
-            words,
-            (start.saturating_sub(ECHO_BEFORE_MS), end + ECHO_AFTER_MS),
-        ));
+        self.calls.push((words, echo_window(window)));
     }
 
     /// Whether the agent's line showing `text`, written over `at` (first to last byte), is
@@ -241,6 +221,12 @@ impl Echoes {
         self.folded += u64::from(echoed);
         echoed
     }
+}
+
+/// When the agent may echo what a command did over `window` (`None`: unknown, any time).
+fn echo_window(window: Option<(u64, u64)>) -> (u64, u64) {
+    let (start, end) = window.unwrap_or((0, u64::MAX - ECHO_AFTER_MS));
+    (start.saturating_sub(ECHO_BEFORE_MS), end + ECHO_AFTER_MS)
 }
 
 /// Whether `row` holds one of `held` standing whole (the characters either side of it are

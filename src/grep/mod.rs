@@ -15,6 +15,7 @@ use std::io::{self, IsTerminal, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
+use crate::exit::{OrExit, exit_code};
 use crate::journal::secure::open_regular;
 use crate::journal::{CommandId, command_dirs};
 use crate::model::replay::dir_name;
@@ -29,10 +30,10 @@ pub const EXIT_MATCHED: i32 = 0;
 pub const EXIT_NO_MATCH: i32 = 1;
 pub const EXIT_ERROR: i32 = 2;
 
-/// When to highlight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// When to highlight (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Color {
-    /// When stdout is a terminal and `NO_COLOR` is not set.
+    // When stdout is a terminal and `NO_COLOR` is not set.
     #[default]
     Auto,
     Always,
@@ -75,88 +76,66 @@ pub struct GrepOptions {
 /// `tether grep`. Returns 0 when a line was selected, 1 when none was, 2 on an error (as
 /// grep, an error wins over a match: something was not searched).
 pub fn main(state: Option<&Path>, options: &GrepOptions) -> i32 {
-    let regex = match search::build(&options.pattern, options.ignore_case) {
-        Ok(regex) => regex,
-        Err(err) => {
-            eprintln!(
-                "tether: invalid pattern `{}`: {err}",
-                crate::model::output::one_line(&options.pattern),
-            );
-            return EXIT_ERROR;
+    exit_code(|| {
+        let regex = search::build(&options.pattern, options.ignore_case)
+            .map_err(|err| {
+                let pattern = crate::model::output::one_line(&options.pattern);
+                format!("invalid pattern `{pattern}`: {err}")
+            })
+            .or_exit(EXIT_ERROR)?;
+        let sessions = sessions_to_search(state, &options.sessions).or_exit(EXIT_ERROR)?;
+        let color = match options.color {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => {
+                io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            }
+        };
+        let stdout = io::stdout();
+        let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+        let mut search = Search {
+            options,
+            regex: &regex,
+            color,
+            out: &mut out,
+            matched: false,
+            failed: false,
+            counts: Vec::new(),
+            shown_groups: false,
+            aligned: (io::stdout().is_terminal()
+                && !options.json
+                && options.report == Report::Lines)
+                .then(print::Aligned::default),
+        };
+        for session_dir in &sessions {
+            if search.session(session_dir).is_break() {
+                break;
+            }
         }
-    };
-    let sessions = match sessions_to_search(state, &options.sessions) {
-        Ok(sessions) => sessions,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_ERROR;
+        let Search {
+            matched,
+            mut failed,
+            counts,
+            aligned,
+            ..
+        } = search;
+        if let Some(mut aligned) = aligned {
+            failed |= !written(out.write_all(aligned.flush().as_bytes()));
         }
-    };
-    let color = match options.color {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => {
-            io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+        if options.report == Report::Count {
+            failed |= !written(out.write_all(print::count_rows(&counts).as_bytes()));
         }
-    };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    let mut search = Search {
-        options,
-        regex: &regex,
-        color,
-        out: &mut out,
-        matched: false,
-        failed: false,
-        counts: Vec::new(),
-        shown_groups: false,
-        aligned: (io::stdout().is_terminal() && !options.json && options.report == Report::Lines)
-            .then(print::Aligned::default),
-    };
-    for session_dir in &sessions {
-        if search.session(session_dir).is_break() {
-            break;
-        }
-    }
-    let Search {
-        matched,
-        mut failed,
-        counts,
-        aligned,
-        ..
-    } = search;
-    if let Some(mut aligned) = aligned
-        && let Err(err) = out.write_all(aligned.flush().as_bytes())
-        && err.kind() != io::ErrorKind::BrokenPipe
-    {
-        eprintln!("tether: cannot write the results: {err}");
-        failed = true;
-    }
-    if options.report == Report::Count {
-        let rows = print::count_rows(&counts);
-        if let Err(err) = out.write_all(rows.as_bytes())
-            && err.kind() != io::ErrorKind::BrokenPipe
-        {
-            eprintln!("tether: cannot write the results: {err}");
-            failed = true;
-        }
-    }
-    let flushed = out.flush();
-    if let Err(err) = flushed
-        && err.kind() != io::ErrorKind::BrokenPipe
-    {
-        eprintln!("tether: cannot write the results: {err}");
-        failed = true;
-    }
-    if failed {
-        EXIT_ERROR
-    } else if matched {
-        EXIT_MATCHED
-    } else {
-        EXIT_NO_MATCH
-    }
+        failed |= !written(out.flush());
+        Ok(if failed {
+            EXIT_ERROR
+        } else if matched {
+            EXIT_MATCHED
+        } else {
+            EXIT_NO_MATCH
+        })
+    })
 }
 
 /// One run of `tether grep` under way.
@@ -191,7 +170,7 @@ impl<W: Write> Search<'_, W> {
                     .as_deref()
                     .is_none_or(|glob| names::matches(glob, &command));
                 wanted.then(|| {
-                    let agent = !self.options.echoes && echo::is_agent(&dir);
+                    let agent = !self.options.echoes && crate::export::follow::scan::is_agent(&dir);
                     (command, dir, agent)
                 })
             })
@@ -372,11 +351,8 @@ impl<W: Write> Search<'_, W> {
             Report::Count => self.counts.push((command.clone(), selected)),
             Report::Names if selected > 0 => {
                 let name = format!("{}\n", print::source(command));
-                if let Err(err) = self.out.write_all(name.as_bytes()) {
-                    if err.kind() != io::ErrorKind::BrokenPipe {
-                        eprintln!("tether: cannot write the results: {err}");
-                        self.failed = true;
-                    }
+                if let result @ Err(_) = self.out.write_all(name.as_bytes()) {
+                    self.failed |= !written(result);
                     return ControlFlow::Break(());
                 }
             }
@@ -401,6 +377,18 @@ enum Role {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the results: {0}")]
 struct Written(io::Error);
+
+/// Whether a write to our stdout went through, or failed only because whoever reads it has
+/// gone (`| head`); any other failure is said.
+fn written(result: io::Result<()>) -> bool {
+    match result {
+        Err(err) if err.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("tether: cannot write the results: {err}");
+            false
+        }
+        _ => true,
+    }
+}
 
 fn is_broken_pipe(err: &io::Error) -> bool {
     err.get_ref()

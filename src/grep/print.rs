@@ -253,15 +253,12 @@ fn drawn_row(text: &[u8], first: Option<&Range<usize>>) -> Range<usize> {
                     Some(b'G') => {
                         let params = &text[at + 2..at + len - 1];
                         let first = params.split(|&b| b == b';' || b == b':').next();
-                        let column = std::str::from_utf8(first.unwrap_or_default())
-                            .ok()
-                            .and_then(|c| {
-                                if c.is_empty() {
-                                    Some(1)
-                                } else {
-                                    c.parse::<u32>().ok()
-                                }
-                            });
+                        let column = match first.unwrap_or_default() {
+                            b"" => Some(1),
+                            digits => std::str::from_utf8(digits)
+                                .ok()
+                                .and_then(|c| c.parse::<u32>().ok()),
+                        };
                         params
                             .iter()
                             .all(|&b| b.is_ascii_digit() || b == b';' || b == b':')

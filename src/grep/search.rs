@@ -100,7 +100,6 @@ fn one_line(message: &str) -> String {
         )
 }
 
-/// One matching line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineMatch<'a> {
     /// 1-based.

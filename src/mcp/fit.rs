@@ -8,7 +8,7 @@ use super::budget::{char_cost, text_cost};
 use super::text::sanitize_line;
 
 /// A page of a stream fitted to its room.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct FittedPage {
     /// The bytes of the input the page covers, from its start.
     pub taken: usize,
@@ -24,11 +24,7 @@ pub struct FittedPage {
 /// shown, and while more of the stream follows `bytes`, a line that `bytes` cuts short is
 /// left whole for the next page.
 pub fn fit_page(bytes: &[u8], more_after: bool, grep: Option<&Regex>, room: usize) -> FittedPage {
-    let mut page = FittedPage {
-        taken: 0,
-        text: String::new(),
-        matched: 0,
-    };
+    let mut page = FittedPage::default();
     let mut cost = 0;
     for line in bytes.split_inclusive(|&b| b == b'\n') {
         let cut_short = !line.ends_with(b"\n");

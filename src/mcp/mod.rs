@@ -58,27 +58,24 @@ fn parse_duration(field: &str, text: &str) -> Result<Duration, ToolError> {
 const STOP_PATIENCE: Duration = Duration::from_secs(10);
 
 pub fn main(state: Option<PathBuf>) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let served = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("tether mcp: cannot start the event loop: {err}");
-            return 1;
-        }
-    };
-    let code = match runtime.block_on(serve(state)) {
+        .map_err(|err| anyhow::anyhow!("cannot start the event loop: {err}"))
+        .and_then(|runtime| {
+            let served = runtime.block_on(serve(state));
+            // Brokers holding leftovers are waited for by tasks that end only when they do,
+            // and they end only once this process, their custodian, has exited.
+            runtime.shutdown_background();
+            served
+        });
+    match served {
         Ok(()) => 0,
         Err(err) => {
             eprintln!("tether mcp: {err:#}");
             1
         }
-    };
-    // Brokers holding leftovers are waited for by tasks that end only when they do, and
-    // they end only once this process, their custodian, has exited.
-    runtime.shutdown_background();
-    code
+    }
 }
 
 /// Processes a command leaves running (`&`, a daemon) are kept, in their broker's custody,

@@ -30,14 +30,11 @@ pub struct SignalParams {
 /// descendant (escapees included). `stop`: the whole stop sequence (TERM, then KILL after
 /// the grace period), waited for until the command and what it left are gone.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum SignalName {
-    #[serde(rename = "TERM")]
     Term,
-    #[serde(rename = "INT")]
     Int,
-    #[serde(rename = "HUP")]
     Hup,
-    #[serde(rename = "KILL")]
     Kill,
     #[serde(rename = "stop")]
     Stop,

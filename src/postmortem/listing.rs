@@ -22,9 +22,6 @@ const MIN_ID: usize = 8;
 /// The narrowest the state column of `--long` gets: `left running (12)`, `SIGTERM (timed
 /// out)` whole.
 const MIN_STATE: usize = 20;
-/// What the list of a session's failed and killed commands starts with: nothing, it
-/// follows their counts, and 80 columns have no room to spare.
-const FAILURES: &str = "";
 
 /// What one line says of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +144,7 @@ pub fn session_rows(lines: &[SessionLine], width: usize) -> Vec<String> {
             cells.push(pad(&line.counts_cell(), counts_w));
             let mut row = cells.join(&" ".repeat(GAP));
             let room = width.saturating_sub(text_width(&row) + GAP);
-            if let Some(failures) = fitted_list(FAILURES, &line.failures, room) {
+            if let Some(failures) = fitted_list(&line.failures, room) {
                 row.push_str(&" ".repeat(GAP));
                 row.push_str(&failures);
             }
@@ -156,11 +153,11 @@ pub fn session_rows(lines: &[SessionLine], width: usize) -> Vec<String> {
         .collect()
 }
 
-/// `label` and as many of `items` as fit in `room` columns, then `+N more` for the rest;
+/// As many of `items` as fit in `room` columns, then `+N more` for the rest;
 /// `None` when there is none, or not even the first fits.
-fn fitted_list(label: &str, items: &[String], room: usize) -> Option<String> {
+fn fitted_list(items: &[String], room: usize) -> Option<String> {
     let mut best = None;
-    let mut shown = label.to_string();
+    let mut shown = String::new();
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             shown.push(' ');
@@ -304,8 +301,6 @@ fn pad_left(cell: &str, width: usize) -> String {
         " ".repeat(width.saturating_sub(text_width(cell)))
     )
 }
-
-pub use crate::sys::output_width;
 
 #[cfg(test)]
 mod tests {

@@ -7,10 +7,12 @@
 use std::path::{Path, PathBuf};
 
 use super::run::Follow;
-use super::scan::{self, now_ms, number_of, session_id};
+use super::scan::{self, number_of};
+use crate::clock::now_ms;
 use crate::journal::secure::JournalDir;
 use crate::journal::session_dirs;
 use crate::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
+use crate::model::replay::dir_name;
 
 impl Follow {
     /// Watches `sessions/` and reads every session once.
@@ -61,7 +63,7 @@ impl Follow {
     }
 
     fn scan_session(&mut self, dir: &Path) {
-        let id = session_id(dir);
+        let id = dir_name(dir);
         if !self.machine.knows(&id) {
             let (cursor, damaged) = self.dir.load(&id);
             if let Some(damaged) = damaged {
@@ -98,7 +100,7 @@ impl Follow {
         let Some(session_dir) = dir.parent() else {
             return;
         };
-        let session = session_id(session_dir);
+        let session = dir_name(session_dir);
         let Some(number) = number_of(dir) else {
             return;
         };
@@ -161,7 +163,7 @@ impl Follow {
     /// no longer followed, and its cursor goes, or cursors would pile up for every session
     /// ever pruned. One that a failed prune puts back is sent again from its start.
     fn session_gone(&mut self, dir: &Path) {
-        let id = session_id(dir);
+        let id = dir_name(dir);
         self.unwatch(dir);
         self.running.retain(|_, (session, _)| *session != id);
         self.machine.handle_session_gone(&id);

@@ -16,9 +16,10 @@ use tokio::task::JoinHandle;
 use super::cursor::{CursorDir, endpoint_key};
 use super::lock::{self, Locked};
 use super::machine::{Action, Follower, Limits, Planned};
-use super::scan::now_ms;
 use super::status::{self, Status};
 use super::{Item, Sent, Sink};
+use crate::clock::now_ms;
+use crate::exit::{EXIT_FAILED, EXIT_USAGE, OrExit, exit_code};
 use crate::export::CommandExport;
 use crate::journal::watcher::JournalWatcher;
 
@@ -26,10 +27,6 @@ use crate::journal::watcher::JournalWatcher;
 pub(super) const LIVENESS: Duration = Duration::from_secs(10);
 /// How often the journals are listed where inotify is unavailable.
 const POLL: Duration = Duration::from_millis(500);
-
-/// Exit codes.
-const EXIT_FAILED: i32 = 1;
-const EXIT_USAGE: i32 = 2;
 
 /// What `tether export --follow` was asked.
 #[derive(Debug, Clone)]
@@ -54,80 +51,54 @@ pub(crate) fn follow_until(
     sink: Box<dyn Sink>,
     stop: impl std::future::Future<Output = ()>,
 ) -> i32 {
-    let dir = match CursorDir::open(&options.state, &endpoint_key(&options.endpoint)) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_FAILED;
-        }
-    };
-    let lock = match lock::take(&dir) {
-        Ok(Locked::Ours(lock)) => lock,
-        Ok(Locked::Held(pid)) => {
-            let pid = pid.map_or("another process".into(), |pid| format!("pid {pid}"));
-            eprintln!(
-                "tether: a follower ({pid}) sends to {} already; `tether export --follow --status` shows it",
-                options.endpoint
-            );
-            return EXIT_USAGE;
-        }
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_FAILED;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("tether: cannot start: {err}");
-            return EXIT_FAILED;
-        }
-    };
-    let code = runtime.block_on(Follow::new(options, dir, sink).run(stop));
-    drop(lock);
-    code
+    exit_code(|| {
+        let dir = CursorDir::open(&options.state, &endpoint_key(&options.endpoint))
+            .or_exit(EXIT_FAILED)?;
+        let lock = match lock::take(&dir).or_exit(EXIT_FAILED)? {
+            Locked::Ours(lock) => lock,
+            Locked::Held(pid) => {
+                let pid = pid.map_or("another process".into(), |pid| format!("pid {pid}"));
+                return Err((
+                    EXIT_USAGE,
+                    format!(
+                        "a follower ({pid}) sends to {} already; `tether export --follow --status` shows it",
+                        options.endpoint
+                    ),
+                ));
+            }
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| format!("cannot start: {err}"))
+            .or_exit(EXIT_FAILED)?;
+        let code = runtime.block_on(Follow::new(options, dir, sink).run(stop));
+        drop(lock);
+        Ok(code)
+    })
 }
 
 /// `tether export --follow --status`: the follower's last state for `endpoint`, and whether
 /// it runs.
 pub fn print_status(state: &Path, endpoint: &str) -> i32 {
-    let dir = match CursorDir::open(state, &endpoint_key(endpoint)) {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_FAILED;
-        }
-    };
-    let runs = match lock::holder(&dir) {
-        Ok(runs) => runs,
-        Err(err) => {
-            eprintln!("tether: {err}");
-            return EXIT_FAILED;
-        }
-    };
-    match status::read(&dir) {
-        Ok(Some(status)) => {
-            print!("{}", status.text(runs));
-            0
-        }
-        Ok(None) => {
-            match runs {
-                Some(pid) => println!("follower running (pid {pid}), no status written yet"),
-                None => println!("no follower has sent to {endpoint} from this state directory"),
+    exit_code(|| {
+        let dir = CursorDir::open(state, &endpoint_key(endpoint)).or_exit(EXIT_FAILED)?;
+        let runs = lock::holder(&dir).or_exit(EXIT_FAILED)?;
+        let status = status::read(&dir)
+            .map_err(|err| {
+                let path = dir.path().join(status::STATUS_FILE);
+                format!("cannot read {}: {err}", path.display())
+            })
+            .or_exit(EXIT_FAILED)?;
+        match (status, runs) {
+            (Some(status), _) => print!("{}", status.text(runs)),
+            (None, Some(pid)) => println!("follower running (pid {pid}), no status written yet"),
+            (None, None) => {
+                println!("no follower has sent to {endpoint} from this state directory")
             }
-            0
         }
-        Err(err) => {
-            eprintln!(
-                "tether: cannot read {}: {err}",
-                dir.path().join(status::STATUS_FILE).display()
-            );
-            EXIT_FAILED
-        }
-    }
+        Ok(0)
+    })
 }
 
 pub(super) struct Follow {
@@ -171,17 +142,16 @@ impl Follow {
 
     async fn run(mut self, stop: impl std::future::Future<Output = ()>) -> i32 {
         let mut stop = std::pin::pin!(stop);
-        let mut signals = match Signals::new() {
+        let started = Signals::new()
+            .map_err(|err| format!("cannot handle signals: {err}"))
+            .and_then(|signals| self.start().map(|()| signals));
+        let mut signals = match started {
             Ok(signals) => signals,
             Err(err) => {
-                eprintln!("tether: cannot handle signals: {err}");
+                eprintln!("tether: {err}");
                 return EXIT_FAILED;
             }
         };
-        if let Err(err) = self.start() {
-            eprintln!("tether: {err}");
-            return EXIT_FAILED;
-        }
         let mut in_flight: Option<JoinHandle<(Box<dyn Sink>, Sent)>> = None;
         let mut stopping = false;
         let mut liveness_at = tokio::time::Instant::now() + LIVENESS;

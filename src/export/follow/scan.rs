@@ -5,7 +5,7 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use super::cursor::Cursor;
 use super::machine::{CommandScan, SessionScan};
@@ -16,19 +16,12 @@ use crate::journal::reader::read_request;
 use crate::journal::secure::open_regular;
 use crate::journal::writer::{EVENTS_FILE, SESSION_FILE};
 use crate::journal::{MAX_EVENT_LINE, SessionInfo, command_dirs, read_result};
-use crate::model::replay::broker_pid_alive;
+use crate::model::replay::{broker_pid_alive, dir_name};
 use crate::protocol::{Event, EventKind};
 
 /// A command directory with no broker's word after this long is a number reserved by a
 /// process that died before using it: found cut short, not waited for.
 const UNCLAIMED: Duration = Duration::from_secs(60);
-
-/// The session id of a session directory: its name.
-pub fn session_id(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
 
 /// A session as the follower needs it, given what `cursor` says was sent: a command sent
 /// already is not read again, unless the session's root is still to be sent (its timing
@@ -49,7 +42,7 @@ pub fn scan_session(dir: &Path, cursor: &Cursor, now_ms: u64) -> io::Result<Sess
         |info| info.started_ms,
     );
     Ok(SessionScan {
-        id: session_id(dir),
+        id: dir_name(dir),
         started_ms,
         commands,
     })
@@ -145,14 +138,6 @@ fn modified_ms(dir: &Path) -> Option<u64> {
     )
 }
 
-/// Milliseconds since the epoch now.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,7 +169,7 @@ mod tests {
         let session = tempfile::tempdir().unwrap();
         let reserved = session.path().join("07");
         std::fs::create_dir(&reserved).unwrap();
-        let now = now_ms();
+        let now = crate::clock::now_ms();
         assert!(
             !scan_command(&reserved, 7, now).unwrap().ended,
             "a broker is starting"

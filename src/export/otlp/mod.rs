@@ -55,7 +55,6 @@ impl Encoder {
         }
     }
 
-    /// The item's span.
     pub fn span(&self, item: &Item) -> Span {
         match item {
             Item::Command {
@@ -315,7 +314,6 @@ fn unhex(text: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// Milliseconds since the epoch as nanoseconds.
 fn nanos(ms: u64) -> u64 {
     ms.saturating_mul(1_000_000)
 }

@@ -78,17 +78,11 @@ fn percent_decode(text: &str) -> String {
         let byte = (bytes[i] == b'%')
             .then(|| bytes.get(i + 1..i + 3))
             .flatten()
+            // from_str_radix alone would read `%+A` as a sign and a digit.
+            .filter(|pair| pair.iter().all(u8::is_ascii_hexdigit))
             .and_then(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok());
-        match byte {
-            Some(byte) => {
-                out.push(byte);
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
+        out.push(byte.unwrap_or(bytes[i]));
+        i += if byte.is_some() { 3 } else { 1 };
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -126,6 +120,11 @@ mod tests {
         assert!(oops.starts_with("entry 2 is not key=value"), "{oops}");
         assert!(!oops.contains("sk-1"), "a credential quoted back: {oops}");
         assert!(key_values("=1").unwrap_err().contains("no key"));
+    }
+
+    #[test]
+    fn a_percent_without_two_hex_digits_stays() {
+        assert_eq!(percent_decode("a%+Ab%-1c%2"), "a%+Ab%-1c%2");
     }
 
     #[test]

@@ -117,31 +117,23 @@ fn outcome(
             format!("HTTP {status}: {text}")
         }
     };
-    match status {
-        200..=299 => partial_success(answer, body, json),
-        300..=399 => Sent::Retry {
-            after: retry_after,
-            why: format!(
-                "HTTP {status}, redirected to {}: give that URL as the endpoint",
-                location.as_deref().map_or("?".into(), one_line)
-            ),
-        },
-        401 | 403 => Sent::Retry {
-            after: retry_after,
-            why: format!("{}; check the headers (credentials)", said()),
-        },
-        404 => Sent::Retry {
-            after: retry_after,
-            why: format!(
-                "{}; check the endpoint (a base URL, like http://collector:4318)",
-                said()
-            ),
-        },
-        408 | 429 | 500..=599 => Sent::Retry {
-            after: retry_after,
-            why: said(),
-        },
-        _ => Sent::Refused { why: said() },
+    let why = match status {
+        200..=299 => return partial_success(answer, body, json),
+        300..=399 => format!(
+            "HTTP {status}, redirected to {}: give that URL as the endpoint",
+            location.as_deref().map_or("?".into(), one_line)
+        ),
+        401 | 403 => format!("{}; check the headers (credentials)", said()),
+        404 => format!(
+            "{}; check the endpoint (a base URL, like http://collector:4318)",
+            said()
+        ),
+        408 | 429 | 500..=599 => said(),
+        _ => return Sent::Refused { why: said() },
+    };
+    Sent::Retry {
+        after: retry_after,
+        why,
     }
 }
 

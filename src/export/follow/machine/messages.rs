@@ -92,7 +92,6 @@ pub enum Action {
     Say(String),
 }
 
-/// Counts for the status.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
     pub spans_sent: u64,

@@ -62,7 +62,6 @@ impl Followed {
     }
 }
 
-/// The follower's state.
 #[derive(Debug)]
 pub struct Follower {
     limits: Limits,
