@@ -7,6 +7,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
+use std::time::Duration;
 
 use tether::protocol::{Budget, EventKind, Origin};
 
@@ -107,33 +108,40 @@ fn the_cpu_budget_counts_waited_for_children_without_a_cgroup() {
 fn an_exec_probe_that_burns_cpu_does_not_count_against_the_cpu_budget() {
     let env = TestEnv::new("budget_cpu_probe");
     let burned = env.path("burned");
-    // A second of CPU (RLIMIT_CPU ends `yes` there), twice the command's budget.
+    // 600 ms of CPU, twice the command's budget, counted by the process itself: on a loaded
+    // machine a try gets its share of a core, not a core, and a try past its 8 s is ended.
     let probe = format!(
-        "(ulimit -t 1; exec yes > /dev/null); touch '{}'; exit 1",
+        "python3 -c 'import time\nwhile time.process_time() < 0.6: pass' && touch '{}'; exit 1",
         burned.display()
     );
-    // The command itself uses next to none, and ends once the probe has burned its time
-    // and the broker measured again after the keeper was reaped.
+    // The command itself uses next to none (a `sleep` every half second), and ends once
+    // the probe has burned its time and the broker measured again after the keeper was
+    // reaped.
     let script = format!(
-        "while [ ! -e '{}' ]; do sleep 0.1; done; sleep 2",
+        "while [ ! -e '{}' ]; do sleep 0.5; done; sleep 2",
         burned.display()
     );
     // The first try comes an interval after the spawn, and may take that interval
-    // (docs/configuration.md): 4 s for its second of CPU, which a loaded machine gives.
+    // (docs/configuration.md): 8 s for its 600 ms of CPU, which a machine at load 20 on two
+    // cores still gives.
     let options = [
         "--max-cpu",
-        "500ms",
+        "300ms",
         "--ready-exec",
         &probe,
         "--ready-interval",
-        "4s",
+        "8s",
         "--ready-timeout",
         "120s",
     ];
     let mut exec = env.exec_command(&options, &["sh", "-c", &script]);
     exec.env("XDG_CONFIG_HOME", env.path("config"))
         .env("TETHER_CGROUP", "off");
-    let run = env.spawn_captured(exec).wait(&env);
+    // The try's 8 s, its burn and the command's 2 s after it: more than the usual deadline
+    // on a loaded machine.
+    let run = env
+        .spawn_captured(exec)
+        .wait_within(&env, Duration::from_secs(90));
     let record = load_complete(&env.command_dir());
     assert_eq!(
         run.code(),
