@@ -940,7 +940,9 @@ pub struct CommandResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_ms: Option<u64>,
     /// The most memory the tree held: the cgroup's `memory.peak` where it is accounted, else
-    /// the larger of the tree's largest sampled RSS and its largest process's.
+    /// the larger of the tree's largest sampled RSS and its largest process's (where that is
+    /// above the broker's own, which every child's starts from). Absent when nothing measured
+    /// it (a command that ended before its first sample), and in journals written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
     /// Processes kept running after the main process exited, and how that ended.
