@@ -220,6 +220,72 @@ restart_on_change = ["src/**/*.rs"]
     env.finish();
 }
 
+/// The operator's stop while a changed file's restart is stopping the command: the run ends
+/// as stopped by the operator, not as restarted, and no second run starts.
+#[test]
+fn an_operator_stop_during_a_change_restart_ends_the_command() {
+    let env = TestEnv::new("launcher-change-stop");
+    let dir = env.path("project");
+    std::fs::create_dir_all(dir.join("src")).expect("create the project");
+    // It ignores TERM (as its `sleep`s do), so the change's stop lasts its grace.
+    let toml = format!(
+        r#"
+[[command]]
+name = "server"
+cwd = "{}"
+shell = "trap '' TERM; echo serving; while :; do sleep 0.2; done"
+grace = "60s"
+restart_on_change = ["src/**/*.rs"]
+"#,
+        dir.display()
+    );
+    let tmux = start(&env, &toml);
+    common::wait_until(&env, "the first run spawned", || {
+        runs_of(&env, "server")
+            .first()
+            .is_some_and(|d| has(d, "spawned"))
+    });
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write a source file");
+    common::wait_until(&env, "the change's stop", || {
+        has(&runs_of(&env, "server")[0], "stop_started")
+    });
+    tmux.keys(&env, &["s"]);
+    let stops = |dir: &Path| -> Vec<Origin> {
+        let record = CommandRecord::load(dir);
+        (record.events.iter())
+            .filter_map(|e| match &e.kind {
+                EventKind::StopStarted { origin, .. } => Some(*origin),
+                _ => None,
+            })
+            .collect()
+    };
+    common::wait_until(&env, "the operator's stop journaled", || {
+        stops(&runs_of(&env, "server")[0]).len() == 2
+    });
+    let first = runs_of(&env, "server")[0].clone();
+    assert_eq!(stops(&first), [Origin::FileChanged, Origin::Operator]);
+    // Its grace is the change's; KILL ends it sooner, by the operator's hand too.
+    tmux.keys(&env, &["K"]);
+    tmux.wait_screen(&env, "the kill's question", |s| s.contains("SIGKILL"));
+    tmux.keys(&env, &["y"]);
+    tmux.wait_screen(&env, "the server stopped", |s| {
+        s.lines()
+            .any(|l| l.contains("server") && l.contains("stopped"))
+    });
+    let record = CommandRecord::load(&first);
+    assert_eq!(
+        tether::model::replay::command_from_record(&record).state_words(),
+        "stopped (SIGKILL)"
+    );
+    assert_eq!(
+        record.result.and_then(|r| r.stopped_by),
+        Some(Origin::Operator)
+    );
+    quit(&env, tmux);
+    assert_eq!(runs_of(&env, "server").len(), 1, "no run after the stop");
+    env.finish();
+}
+
 /// `ordered_shutdown`: quitting stops web, then api once web has ended, then db.
 #[test]
 fn an_ordered_shutdown_stops_dependents_first() {

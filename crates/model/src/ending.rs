@@ -357,5 +357,21 @@ mod tests {
             Ending::of_events(&both).map(Ending::words),
             Some("stopped (SIGTERM)".into())
         );
+        // As the broker journals the operator's stop taking over the change's.
+        let mut taken_over = run(Origin::FileChanged).to_vec();
+        taken_over.insert(
+            3,
+            event(
+                15,
+                EventKind::StopStarted {
+                    origin: Origin::Operator,
+                    grace: Duration::from_secs(2),
+                },
+            ),
+        );
+        assert_eq!(
+            Ending::of_events(&taken_over).map(Ending::words),
+            Some("stopped (SIGTERM)".into())
+        );
     }
 }

@@ -534,7 +534,11 @@ impl Launcher {
         let e = &mut self.entries[i];
         e.held = true;
         e.change_due = None;
-        e.restart_after_stop = false;
+        // A restart for a changed file has sent its stop already; the operator's is sent too,
+        // and the broker lets it take over, so that the run ends as stopped, not restarted.
+        if std::mem::take(&mut e.restart_after_stop) {
+            e.stop_sent = false;
+        }
         match e.phase {
             Phase::Running => {
                 e.stop_asked = true;

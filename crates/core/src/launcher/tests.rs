@@ -469,8 +469,9 @@ fn an_operator_stop_during_a_change_restart_wins() {
     let mut w = World::new(vec![worker(Restart::No, 3)], false);
     w.at(10, Input::FileChanged(0));
     assert_eq!(w.at(310, Input::Wake), [Action::Restart { command: 0 }]);
-    // The stop is under way: no second one, and no restart after it.
-    assert_eq!(w.at(320, Input::Stop(0)), []);
+    // The change's stop is under way: the operator's is sent too (the broker lets it take
+    // over, so that the run ends as stopped), and no restart follows.
+    assert_eq!(w.at(320, Input::Stop(0)), [Action::Stop { command: 0 }]);
     let how = stopped("stopped (SIGTERM)");
     assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
     assert_eq!(w.launcher.state(0), State::Ended);

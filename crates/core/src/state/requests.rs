@@ -243,9 +243,14 @@ impl Broker {
             Request::Stop { origin } => {
                 // Also when a stop of stragglers runs already: the operator wants the end.
                 self.hurry_copy();
-                if let Some(stop) = &self.stop {
-                    let origin: &str = stop.origin.into();
-                    let message = format!("a stop is already running (origin {origin})");
+                if let Some(running) = self.stop.as_ref().map(|stop| stop.origin) {
+                    let asker = self.asker(from, origin);
+                    if running == Origin::FileChanged && asker.origin != Origin::FileChanged {
+                        self.take_over_stop(asker);
+                        return Ok(Some(acked(name, None)));
+                    }
+                    let running: &str = running.into();
+                    let message = format!("a stop is already running (origin {running})");
                     return Ok(Some(acked(name, Some(message))));
                 }
                 if self.child.is_none() || self.phase == Phase::Done {
@@ -263,6 +268,22 @@ impl Broker {
             // Carried out by the event loop, which holds the terminals (`run::parent_frame`).
             Request::Input { .. } | Request::Resize { .. } => Ok(None),
         }
+    }
+
+    /// A stop asked while the launcher's stop for a changed file runs takes that stop over:
+    /// its signals go on as they were, but it is now the asker's (`stop_started` again, with
+    /// their origin), so that the run ends as stopped, not as restarted; the launcher, told
+    /// of the operator's stop, starts no new run.
+    fn take_over_stop(&mut self, asker: Asker) {
+        if let Some(stop) = &mut self.stop {
+            stop.origin = asker.origin;
+        }
+        self.stop_client = Some(asker.peer);
+        self.result.stopped_by = Some(asker.origin);
+        self.emit(EventKind::StopStarted {
+            origin: asker.origin,
+            grace: self.request.grace,
+        });
     }
 
     /// The asker of a signal or a stop that came from `from`: the operator's, unless the

@@ -635,3 +635,48 @@ fn a_control_client_is_the_operator_whatever_origin_it_names() {
         "{origins:?}"
     );
 }
+
+/// The operator's stop during the launcher's stop for a changed file takes it over: no second
+/// TERM, but the run is now the operator's (`stop_started` with their origin, `stopped_by`),
+/// so that it reads stopped, not restarted. A stop for a change during an operator's stop
+/// changes nothing.
+#[test]
+fn an_operator_stop_takes_over_a_stop_for_a_changed_file() {
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(from_parent(Request::Stop {
+        origin: Some(Origin::FileChanged),
+    }));
+    let terms = rig.signals().len();
+    rig.feed(from_client(2, Request::Stop { origin: None }));
+    assert!(
+        matches!(&rig.replies.last().unwrap().1.kind, EventKind::ControlAck { request, message: None, .. } if request == "stop"),
+        "{:?}",
+        rig.replies
+    );
+    assert_eq!(rig.signals().len(), terms, "no second TERM");
+    let origins: Vec<Origin> = rig
+        .journal()
+        .filter_map(|e| match e.kind {
+            EventKind::StopStarted { origin, .. } => Some(origin),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(origins, [Origin::FileChanged, Origin::Operator]);
+    // Its grace is the first stop's: KILL at 1 s, journaled as the operator's.
+    rig.run_until(ms(1000));
+    assert_eq!(rig.signals().last().unwrap(), &("KILL".into(), vec![CMD]));
+    rig.reap();
+    rig.finish();
+    assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
+
+    let mut rig = Rig::running(request(), OnTerm::Ignore);
+    rig.feed(from_client(2, Request::Stop { origin: None }));
+    rig.feed(from_parent(Request::Stop {
+        origin: Some(Origin::FileChanged),
+    }));
+    assert_eq!(rig.count("stop_started"), 1);
+    rig.run_until(ms(1000));
+    rig.reap();
+    rig.finish();
+    assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
+}
