@@ -229,8 +229,12 @@ pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
             tasks.spawn(async move { (i, act_on(&command, &action).await) });
         }
         let mut results = vec![Err("did not run".to_string()); chosen.len()];
-        while let Some(Ok((i, result))) = tasks.join_next().await {
-            results[i] = result;
+        // Every task is waited for, even after one of them failed to finish (a panic):
+        // leaving the loop would drop the set, and with it the stops still under way.
+        while let Some(joined) = tasks.join_next().await {
+            if let Ok((i, result)) = joined {
+                results[i] = result;
+            }
         }
         results
     });
