@@ -167,11 +167,10 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
     env.finish();
 }
 
-/// `restart_on_change`: a change to a matching file stops the command and starts it again as
-/// its next run; a file that does not match changes nothing.
-#[test]
-fn a_changed_file_restarts_its_command_as_a_new_run() {
-    let env = TestEnv::new("launcher-change");
+/// A project whose command `server` (`shell`, and the keys in `extra`) restarts when a file
+/// under `src/` changes: started in the TUI, its first run spawned, then a source file
+/// written.
+fn change_a_watched_server(env: &TestEnv, shell: &str, extra: &str) -> Tmux {
     let dir = env.path("project");
     std::fs::create_dir_all(dir.join("src")).expect("create the project");
     let toml = format!(
@@ -179,18 +178,38 @@ fn a_changed_file_restarts_its_command_as_a_new_run() {
 [[command]]
 name = "server"
 cwd = "{}"
-shell = "echo serving; exec sleep 600"
+shell = "{shell}"
 restart_on_change = ["src/**/*.rs"]
+{extra}
 "#,
         dir.display()
     );
-    let tmux = start(&env, &toml);
-    common::wait_until(&env, "the first run spawned", || {
-        runs_of(&env, "server")
+    let tmux = start(env, &toml);
+    common::wait_until(env, "the first run spawned", || {
+        runs_of(env, "server")
             .first()
             .is_some_and(|d| has(d, "spawned"))
     });
     std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write a source file");
+    tmux
+}
+
+/// The origins of the stops a run journaled, in order.
+fn stop_origins(dir: &Path) -> Vec<Origin> {
+    (events(dir).iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::StopStarted { origin, .. } => Some(*origin),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `restart_on_change`: a change to a matching file stops the command and starts it again as
+/// its next run; a file that does not match changes nothing.
+#[test]
+fn a_changed_file_restarts_its_command_as_a_new_run() {
+    let env = TestEnv::new("launcher-change");
+    let tmux = change_a_watched_server(&env, "echo serving; exec sleep 600", "");
     common::wait_until(&env, "the second run spawned", || {
         runs_of(&env, "server")
             .get(1)
@@ -205,12 +224,8 @@ restart_on_change = ["src/**/*.rs"]
     assert!(has(&runs[0], "stop_started"), "{}", runs[0].display());
     assert!(at(&runs[0], "exit") <= at(&runs[1], "spawned"));
     // And reads as restarted for the change, not as stopped by the operator.
+    assert_eq!(stop_origins(&runs[0]), [Origin::FileChanged]);
     let first = CommandRecord::load(&runs[0]);
-    let stops = first.events.iter().filter_map(|e| match &e.kind {
-        EventKind::StopStarted { origin, .. } => Some(*origin),
-        _ => None,
-    });
-    assert_eq!(stops.collect::<Vec<_>>(), [Origin::FileChanged]);
     assert_eq!(
         tether::model::replay::command_from_record(&first).state_words(),
         "restarted (file changed)"
@@ -225,45 +240,21 @@ restart_on_change = ["src/**/*.rs"]
 #[test]
 fn an_operator_stop_during_a_change_restart_ends_the_command() {
     let env = TestEnv::new("launcher-change-stop");
-    let dir = env.path("project");
-    std::fs::create_dir_all(dir.join("src")).expect("create the project");
     // It ignores TERM (as its `sleep`s do), so the change's stop lasts its grace.
-    let toml = format!(
-        r#"
-[[command]]
-name = "server"
-cwd = "{}"
-shell = "trap '' TERM; echo serving; while :; do sleep 0.2; done"
-grace = "60s"
-restart_on_change = ["src/**/*.rs"]
-"#,
-        dir.display()
-    );
-    let tmux = start(&env, &toml);
-    common::wait_until(&env, "the first run spawned", || {
-        runs_of(&env, "server")
-            .first()
-            .is_some_and(|d| has(d, "spawned"))
-    });
-    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write a source file");
+    let shell = "trap '' TERM; echo serving; while :; do sleep 0.2; done";
+    let tmux = change_a_watched_server(&env, shell, "grace = \"60s\"");
     common::wait_until(&env, "the change's stop", || {
         has(&runs_of(&env, "server")[0], "stop_started")
     });
     tmux.keys(&env, &["s"]);
-    let stops = |dir: &Path| -> Vec<Origin> {
-        let record = CommandRecord::load(dir);
-        (record.events.iter())
-            .filter_map(|e| match &e.kind {
-                EventKind::StopStarted { origin, .. } => Some(*origin),
-                _ => None,
-            })
-            .collect()
-    };
     common::wait_until(&env, "the operator's stop journaled", || {
-        stops(&runs_of(&env, "server")[0]).len() == 2
+        stop_origins(&runs_of(&env, "server")[0]).len() == 2
     });
     let first = runs_of(&env, "server")[0].clone();
-    assert_eq!(stops(&first), [Origin::FileChanged, Origin::Operator]);
+    assert_eq!(
+        stop_origins(&first),
+        [Origin::FileChanged, Origin::Operator]
+    );
     // Its grace is the change's; KILL ends it sooner, by the operator's hand too.
     tmux.keys(&env, &["K"]);
     tmux.wait_screen(&env, "the kill's question", |s| s.contains("SIGKILL"));
