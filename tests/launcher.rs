@@ -263,6 +263,10 @@ fn an_operator_stop_during_a_change_restart_ends_the_command() {
         s.lines()
             .any(|l| l.contains("server") && l.contains("stopped"))
     });
+    // The screen says so at the exit; result.json comes as the broker closes.
+    common::wait_until(&env, "the first run's result.json", || {
+        CommandRecord::load(&first).result.is_some()
+    });
     let record = CommandRecord::load(&first);
     assert_eq!(
         tether::model::replay::command_from_record(&record).state_words(),

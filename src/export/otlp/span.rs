@@ -222,15 +222,23 @@ fn error_type(command: &CommandExport) -> Option<String> {
     })
 }
 
-/// Who stopped the run, when something did: the origin of its first stop or signal, and the
-/// program that sent it (`operator: tether stop (pid 7698)`).
+/// Who stopped the run, when something did: the origin of its first stop or signal (or of a
+/// second stop, which took over a restart's stop), and the program that sent it
+/// (`operator: tether stop (pid 7698)`).
 fn stopped_by(command: &CommandExport) -> Option<String> {
-    let origin = command.events.iter().find_map(|e| match &e.kind {
+    let first = command.events.iter().find_map(|e| match &e.kind {
         EventKind::StopStarted { origin, .. } | EventKind::SignalSent { origin, .. } => {
             Some(*origin)
         }
         _ => None,
-    })?;
+    });
+    let taken_over = (command.events.iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::StopStarted { origin, .. } => Some(*origin),
+            _ => None,
+        })
+        .nth(1);
+    let origin = taken_over.or(first)?;
     let word = serde_json::to_value(origin)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))

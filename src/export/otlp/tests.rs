@@ -458,3 +458,37 @@ fn round_trip_anywhere(session: &SessionExport) -> Vec<Span> {
     assert_eq!(decoded, request);
     decoded.resource_spans[0].scope_spans[0].spans.clone()
 }
+
+/// A run whose stop for a changed file the operator's stop took over is the operator's, as
+/// result.json and every view say, not the launcher's.
+#[test]
+fn a_stop_that_took_over_a_restart_names_who_stopped_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("every-kind");
+    copy_dir(Path::new(FIXTURE), &dir);
+    let events = dir.join("04-killed/events.jsonl");
+    let mut lines: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|line| line.replace("\"origin\":\"watchdog\"", "\"origin\":\"file_changed\""))
+        .collect();
+    let kill = lines.iter().position(|l| l.contains("\"KILL\"")).unwrap();
+    lines[kill] = lines[kill].replace("file_changed", "operator");
+    let ts = lines[kill - 1].split(',').next().unwrap().to_string();
+    lines.insert(
+        kill,
+        format!("{ts},\"mono_us\":1,\"kind\":\"stop_started\",\"origin\":\"operator\",\"grace_ms\":250}}"),
+    );
+    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+    let session = SessionExport::from_record(&SessionRecord::load(&dir).unwrap());
+    let spans = round_trip(&session);
+    let killed = named(&spans, "killed");
+    assert_eq!(
+        text(&killed.attributes, "tether.stopped_by").as_deref(),
+        Some("operator")
+    );
+    assert_eq!(
+        text(&killed.attributes, "tether.ended").as_deref(),
+        Some("stopped (SIGKILL)")
+    );
+}

@@ -457,17 +457,18 @@ impl Launcher {
         }
         e.facts.ended = Some(how.clone());
         self.stopping.retain(|&s| s != i);
-        // A stop the operator (or quitting) asked for wins over a change's restart; the
-        // change's own stop is told by `restart_after_stop`, however the run's end reads.
+        // A stop the operator (or quitting) asked for wins over a change's restart, also one
+        // that reached the broker by another way (`tether stop`, which takes over the
+        // change's stop there); the change's own stop is told by `restart_after_stop`.
         if self.quitting || e.stop_asked {
+            e.phase = Phase::Ended;
+        } else if how.by_operator() {
+            e.held = true;
             e.phase = Phase::Ended;
         } else if e.restart_after_stop {
             e.restarts = 0;
             e.delay = e.plan.backoff;
             e.phase = Phase::Waiting;
-        } else if how.by_operator() {
-            e.held = true;
-            e.phase = Phase::Ended;
         }
         e.restart_after_stop = false;
         if e.phase != Phase::Running {
@@ -521,7 +522,16 @@ impl Launcher {
         }
         let deps = self.depends_on();
         for j in with_dependents(i, &deps) {
-            if self.call_off(j) && !self.stopping.contains(&j) {
+            let changing = self.entries[j].restart_after_stop;
+            if !self.call_off(j) {
+                continue;
+            }
+            if changing {
+                // Already stopping for its change: the order is moot, and the operator's
+                // stop is sent at once to take that stop over.
+                self.entries[j].stop_sent = true;
+                self.actions.push_back(Action::Stop { command: j });
+            } else if !self.stopping.contains(&j) {
                 self.stopping.push(j);
             }
         }
@@ -560,13 +570,18 @@ impl Launcher {
         self.quitting = true;
         for (i, e) in self.entries.iter_mut().enumerate() {
             e.change_due = None;
-            e.restart_after_stop = false;
+            // A run stopping for its change is stopped for the quit instead, at once (the
+            // broker lets the quit's stop take the change's over): it is not restarted.
+            let changing = std::mem::take(&mut e.restart_after_stop);
+            if changing {
+                e.stop_sent = false;
+            }
             match e.phase {
                 Phase::Waiting => e.phase = Phase::Idle,
                 Phase::RestartDue(_) => e.phase = Phase::Ended,
                 Phase::Running if !e.stop_sent => {
                     e.stop_asked = true;
-                    if self.ordered {
+                    if self.ordered && !changing {
                         if !self.stopping.contains(&i) {
                             self.stopping.push(i);
                         }

@@ -487,7 +487,14 @@ fn an_ordered_stop_is_not_undone_by_a_change() {
     w.at(10, Input::Spawned(0));
     w.at(20, Input::FileChanged(0));
     assert_eq!(w.at(320, Input::Wake), [Action::Restart { command: 0 }]);
-    assert_eq!(w.at(330, Input::Stop(0)), [Action::Stop { command: 1 }]);
+    // db is stopping already, for its change: the operator's stop goes to it at once (to
+    // take that stop over), beside api's.
+    let mut sent = w.at(330, Input::Stop(0));
+    sent.sort_by_key(|a| format!("{a:?}"));
+    assert_eq!(
+        sent,
+        [Action::Stop { command: 0 }, Action::Stop { command: 1 }]
+    );
     let how = stopped("stopped (SIGTERM)");
     assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
     assert_eq!(w.launcher.state(0), State::Ended);
@@ -505,6 +512,41 @@ fn an_ordered_stop_is_not_undone_by_a_change() {
     assert_eq!(w.at(600, Input::Ended { command: 0, how }), []);
     assert_eq!(w.launcher.state(0), State::Ended);
     assert_eq!(w.launcher.poll_timeout(), None);
+}
+
+/// A run whose change's stop was taken over by a stop from elsewhere (`tether stop` through
+/// the broker's socket: the launcher hears nothing of it) ends as the operator's: held, not
+/// restarted.
+#[test]
+fn a_change_restart_stopped_from_elsewhere_is_not_restarted() {
+    let mut w = World::new(vec![worker(Restart::No, 3)], false);
+    w.at(10, Input::FileChanged(0));
+    assert_eq!(w.at(310, Input::Wake), [Action::Restart { command: 0 }]);
+    let how = stopped("stopped (SIGTERM)");
+    assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
+    assert_eq!(w.launcher.state(0), State::Ended);
+    assert_eq!(w.at(1000, Input::Wake), []);
+    assert_eq!(w.at(1010, Input::FileChanged(0)), [], "held, as after `s`");
+    assert_eq!(w.at(2000, Input::Wake), []);
+}
+
+/// Quitting while a change's stop runs sends the quit's own stop, which takes it over: the
+/// run reads stopped, and nothing restarts it.
+#[test]
+fn a_quit_during_a_change_restart_stops_the_run() {
+    for ordered in [false, true] {
+        let mut w = World::new(vec![worker(Restart::No, 3)], ordered);
+        w.at(10, Input::FileChanged(0));
+        assert_eq!(w.at(310, Input::Wake), [Action::Restart { command: 0 }]);
+        assert_eq!(
+            w.at(320, Input::Quit),
+            [Action::Stop { command: 0 }],
+            "{ordered}"
+        );
+        let how = stopped("stopped (SIGTERM)");
+        assert_eq!(w.at(400, Input::Ended { command: 0, how }), []);
+        assert_eq!(w.launcher.state(0), State::Ended);
+    }
 }
 
 #[test]

@@ -245,7 +245,10 @@ impl Broker {
                 self.hurry_copy();
                 if let Some(running) = self.stop.as_ref().map(|stop| stop.origin) {
                     let asker = self.asker(from, origin);
-                    if running == Origin::FileChanged && asker.origin != Origin::FileChanged {
+                    if running == Origin::FileChanged
+                        && asker.origin != Origin::FileChanged
+                        && !self.child_reaped()
+                    {
                         self.take_over_stop(asker);
                         return Ok(Some(acked(name, None)));
                     }
@@ -270,19 +273,22 @@ impl Broker {
         }
     }
 
-    /// A stop asked while the launcher's stop for a changed file runs takes that stop over:
-    /// its signals go on as they were, but it is now the asker's (`stop_started` again, with
-    /// their origin), so that the run ends as stopped, not as restarted; the launcher, told
-    /// of the operator's stop, starts no new run.
+    /// A stop asked while the launcher's stop for a changed file runs, before the command
+    /// ended, takes that stop over: its signals go on as they were, but it is now the
+    /// asker's (`stop_started` again, with their origin), so that the run ends as stopped,
+    /// not as restarted, and the launcher, which reads the run's end, starts no new run.
+    /// Its `grace` is what is left of the first stop's: the KILL is due at the same moment.
     fn take_over_stop(&mut self, asker: Asker) {
+        let mut grace = self.request.grace;
         if let Some(stop) = &mut self.stop {
             stop.origin = asker.origin;
+            grace = grace.saturating_sub(self.now.saturating_duration_since(stop.started));
         }
         self.stop_client = Some(asker.peer);
         self.result.stopped_by = Some(asker.origin);
         self.emit(EventKind::StopStarted {
             origin: asker.origin,
-            grace: self.request.grace,
+            grace,
         });
     }
 

@@ -647,6 +647,7 @@ fn an_operator_stop_takes_over_a_stop_for_a_changed_file() {
         origin: Some(Origin::FileChanged),
     }));
     let terms = rig.signals().len();
+    rig.run_until(ms(300));
     rig.feed(from_client(2, Request::Stop { origin: None }));
     assert!(
         matches!(&rig.replies.last().unwrap().1.kind, EventKind::ControlAck { request, message: None, .. } if request == "stop"),
@@ -654,15 +655,18 @@ fn an_operator_stop_takes_over_a_stop_for_a_changed_file() {
         rig.replies
     );
     assert_eq!(rig.signals().len(), terms, "no second TERM");
-    let origins: Vec<Origin> = rig
+    let stops: Vec<(Origin, Duration)> = rig
         .journal()
         .filter_map(|e| match e.kind {
-            EventKind::StopStarted { origin, .. } => Some(origin),
+            EventKind::StopStarted { origin, grace } => Some((origin, grace)),
             _ => None,
         })
         .collect();
-    assert_eq!(origins, [Origin::FileChanged, Origin::Operator]);
-    // Its grace is the first stop's: KILL at 1 s, journaled as the operator's.
+    // Its grace is what is left of the first stop's: the KILL is due at 1 s all the same.
+    assert_eq!(
+        stops,
+        [(Origin::FileChanged, ms(1000)), (Origin::Operator, ms(700))]
+    );
     rig.run_until(ms(1000));
     assert_eq!(rig.signals().last().unwrap(), &("KILL".into(), vec![CMD]));
     rig.reap();
@@ -679,4 +683,15 @@ fn an_operator_stop_takes_over_a_stop_for_a_changed_file() {
     rig.reap();
     rig.finish();
     assert_eq!(rig.result().stopped_by, Some(Origin::Operator));
+
+    // Once the command has ended, the change's stop is how it ended: nothing to take over.
+    let mut rig = Rig::running(request(), OnTerm::Exit);
+    rig.feed(from_parent(Request::Stop {
+        origin: Some(Origin::FileChanged),
+    }));
+    rig.reap();
+    rig.feed(from_client(2, Request::Stop { origin: None }));
+    assert_eq!(rig.count("stop_started"), 1);
+    rig.finish();
+    assert_eq!(rig.result().stopped_by, Some(Origin::FileChanged));
 }
