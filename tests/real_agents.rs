@@ -558,3 +558,22 @@ fn the_mask_hides_where_a_kept_tail_was_cut_and_nothing_after_it() {
     );
     assert_ne!(bare, other);
 }
+
+/// The runaway's group sent TERM: whether bash says `Terminated` or names the job it had not
+/// reaped is its own race, masked; any other output still counts.
+#[test]
+fn the_mask_hides_bash_s_race_at_a_group_term_and_nothing_else() {
+    let dir = std::path::Path::new("/nonexistent");
+    let pipes = Reading {
+        two_pipes: true,
+        through_terminal_emulator: false,
+    };
+    let said = "<x>\nOutput: Terminated\nSignal: 15\nProcess Group PGID: 7\n</x>";
+    let named = "<x>\nOutput: (empty)\nSignal: 15\nBackground PIDs: 9\nProcess Group PGID: 8\n</x>";
+    assert_eq!(mask(pipes, dir, &[], said), mask(pipes, dir, &[], named));
+    let other = "<x>\nOutput: oops\nSignal: 15\nProcess Group PGID: 7\n</x>";
+    assert_ne!(mask(pipes, dir, &[], other), mask(pipes, dir, &[], named));
+    // Not where no TERM ended the call: a server's background pid stays.
+    let server = "<x>\nOutput: (empty)\nBackground PIDs: 9\nProcess Group PGID: 8\n</x>";
+    assert!(mask(pipes, dir, &[], server).contains("Background PIDs"));
+}
