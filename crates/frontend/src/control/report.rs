@@ -29,6 +29,16 @@ impl Sent {
             _ => None,
         }
     }
+
+    /// For tests: `signal` sent `ms` after the broker started, reaching one process.
+    #[cfg(test)]
+    pub(crate) fn to_one(signal: &str, ms: u64) -> Sent {
+        Sent {
+            signal: signal.parse().expect("a signal"),
+            mono_us: ms * 1000,
+            reached: 1,
+        }
+    }
 }
 
 /// `SIGTERM, SIGKILL after 2s`: the signals in order, each after the first with its delay.
@@ -117,13 +127,8 @@ pub fn ended_words(events: &[Event], status: ExitStatus) -> String {
 mod tests {
     use super::*;
 
-    /// `signal` sent `ms` after the broker started, reaching one process.
     fn sent(signal: &str, ms: u64) -> Sent {
-        Sent {
-            signal: signal.parse().expect("a signal"),
-            mono_us: ms * 1000,
-            reached: 1,
-        }
+        Sent::to_one(signal, ms)
     }
 
     #[test]

@@ -318,13 +318,8 @@ fn group_signal(signal: ProcessSignal, origin: Option<Origin>) -> Request {
 mod tests {
     use super::*;
 
-    /// `signal` sent `ms` after the broker started, reaching one process.
     fn sent(signal: &str, ms: u64) -> Sent {
-        Sent {
-            signal: signal.parse().expect("a signal"),
-            mono_us: ms * 1000,
-            reached: 1,
-        }
+        Sent::to_one(signal, ms)
     }
 
     #[test]
