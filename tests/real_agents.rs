@@ -403,7 +403,13 @@ fn bare_and_with_tether(agent: Agent, interaction: Interaction, launch: Launch, 
     let mut failures = compare(&script(agent, tethered.ports), &bare, &tethered, skip);
     failures.extend(check_journal(&env, &tethered, expect.own));
     if differs {
-        failures.extend(check_server(&env, &bare, false));
+        // Whether the bare run's server died with its terminal is Gemini CLI's and the
+        // kernel's business, not tether's: it did in most runs, and once, on a loaded
+        // machine, it answered. Said, not checked; tether keeping it is checked.
+        let bare_server = check_server(&env, &bare, false);
+        if !bare_server.is_empty() {
+            eprintln!("bare, not checked: {}", bare_server.join("; "));
+        }
         failures.extend(check_server(&env, &tethered, true));
     } else {
         failures.extend(check_server(&env, &tethered, expect.keeps_background));
@@ -449,7 +455,8 @@ fn gemini_cli_sees_under_tether_what_it_sees_bare() {
 
 /// Interactive, in a terminal, Gemini CLI runs each command in a pseudo-terminal of its own:
 /// stdout and stderr are one stream there, in the command's order; and what a command starts
-/// in the background is gone when the command returns, as its terminal closes.
+/// in the background is gone when the command returns, as its terminal closes (mostly: a
+/// loaded machine once kept it bare), where tether keeps it until the agent exits.
 #[test]
 fn gemini_cli_in_a_terminal_sees_under_tether_what_it_sees_bare() {
     bare_and_with_tether(

@@ -157,9 +157,24 @@ pub fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
             _ => None,
         });
         if ended != Some(step.ends) {
+            // What the journal says of its end, to tell a broker still at work from one
+            // that lost the command.
+            let last: Vec<&str> = record
+                .events
+                .iter()
+                .rev()
+                .take(6)
+                .map(|e| e.kind.name())
+                .collect();
             failures.push(format!(
-                "step {i} ({}): journaled {} ended {ended:?}, bash ends it {:?}",
-                step.step.description, record.id, step.ends
+                "step {i} ({}): journaled {} ended {ended:?}, bash ends it {:?}; result.json {}, last events (newest first) {last:?}",
+                step.step.description,
+                record.id,
+                step.ends,
+                match &record.result {
+                    Some(result) => format!("{:?} stopped_by {:?}", result.exit, result.stopped_by),
+                    None => "absent".into(),
+                }
             ));
         }
     }
