@@ -538,32 +538,51 @@ fn the_mask_drops_background_pids_only_where_read_through_a_terminal() {
 
 /// Gemini CLI keeps a large output's last characters together with its own framing after
 /// them: a process group's pid with one digit more cuts one character later. The run seen
-/// on a loaded machine: `195436` bare, `95436` under tether, with pids 6932 and 16887.
+/// on a loaded machine: `195436` bare, `95436` under tether, with pids 6932 and 16887; another
+/// differed by a whole line. The tail is compared from its end.
 #[test]
-fn the_mask_hides_where_a_kept_tail_was_cut_and_nothing_after_it() {
+fn the_mask_compares_a_kept_tail_from_its_end() {
     let dir = std::path::Path::new("/nonexistent");
     let pipes = Reading {
         two_pipes: true,
         through_terminal_emulator: false,
     };
-    let kept = |cut: &str, omitted: &str, pgid: &str| {
+    let numbers = |from: u32| {
+        (from..=200_000)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let kept = |from: u32, cut: &str, omitted: &str, pgid: &str| {
         format!(
-            "Output too large.\nOutput: 1\n2\n\n... [{omitted} characters omitted] ...\n\n{cut}\n\
-             199999\n200000\nProcess Group PGID: {pgid}\n</x>"
+            "Output too large.\nOutput: 1\n2\n\n... [{omitted} characters omitted] ...\n\n{cut}\n{}\nProcess Group PGID: {pgid}\n</x>",
+            numbers(from)
         )
     };
-    let bare = mask(pipes, dir, &[], &kept("195436", "1,247,041", "6932"));
-    let tethered = mask(pipes, dir, &[], &kept("95436", "1,247,042", "16887"));
-    assert_eq!(bare, tethered);
-    assert!(bare.contains("<cut>\n199999\n200000\n"), "{bare}");
-    // What follows the cut line is still compared.
-    let other = mask(
+    let bare = mask(
         pipes,
         dir,
         &[],
-        &kept("95436", "1,247,042", "16887").replace("199999", "199998"),
+        &kept(195_437, "195436", "1,247,041", "6932"),
     );
-    assert_ne!(bare, other);
+    let tethered = mask(
+        pipes,
+        dir,
+        &[],
+        &kept(195_438, "95437", "1,247,048", "16887"),
+    );
+    assert_eq!(bare, tethered);
+    assert!(bare.contains("<cut>\n"), "{bare}");
+    assert!(
+        bare.ends_with("199999\n200000\nProcess Group PGID: <pgid>\n</x>"),
+        "{bare}"
+    );
+    // The end is still compared: a last line lost, or one more, is a difference.
+    let short = kept(195_437, "195436", "1,247,041", "6932").replace("\n200000\n", "\n");
+    assert_ne!(mask(pipes, dir, &[], &short), bare);
+    // A short tail (fewer lines than are compared) is compared whole.
+    let small = "... [<n> characters omitted] ...\n\n5\n6\n";
+    assert_eq!(mask(pipes, dir, &[], small), small);
 }
 
 /// The runaway's group sent TERM: whether bash says `Terminated` or names the job it had not

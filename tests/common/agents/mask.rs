@@ -72,9 +72,10 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
     }
     // Where a large output's kept tail begins depends on the length of what follows it in
     // the agent's own text: Gemini CLI keeps the last 32,000 characters of the output and its
-    // `Process Group PGID: N` line, so a pid with one digit more moves the cut by one. The
-    // line the cut falls in is masked; the lines after it are compared.
-    text = TAIL_CUT.replace_all(&text, "$1<cut>\n").into_owned();
+    // `Process Group PGID: N` line, so a pid with one digit more moves the cut by one, and
+    // the runs seen differed by up to a line. The tail is compared from its end: its last
+    // [`TAIL_LINES`] lines, framing included; the lines before them are masked.
+    text = kept_tail_from_its_end(&text);
     // A call whose process group was sent TERM (the runaway), in Gemini CLI's wrapper: its
     // subshell either reaps the killed `sleep` first and says `Terminated`, or dies first and
     // its EXIT trap names the job not yet reaped as a background pid. Which comes first is
@@ -99,10 +100,27 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
     text
 }
 
-/// The first line of a large output's kept tail, which begins where the agent's cut fell.
-static TAIL_CUT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(\.\.\. \[<n> characters omitted\] \.\.\.\n\n)[^\n]*\n").expect("a regex")
-});
+/// How many lines of a large output's kept tail are compared, counted from its end: fewer
+/// than Gemini CLI's 32,000 characters hold (4,571 lines of `seq`'s six-digit numbers).
+const TAIL_LINES: usize = 4_000;
+
+/// `text` with the start of a large output's kept tail masked, where the agent's cut fell:
+/// only its last [`TAIL_LINES`] lines are kept.
+fn kept_tail_from_its_end(text: &str) -> String {
+    const MARK: &str = "... [<n> characters omitted] ...\n\n";
+    let Some(at) = text.find(MARK) else {
+        return text.to_string();
+    };
+    let (head, tail) = text.split_at(at + MARK.len());
+    let lines: Vec<&str> = tail.split('\n').collect();
+    if lines.len() <= TAIL_LINES {
+        return text.to_string();
+    }
+    format!(
+        "{head}<cut>\n{}",
+        lines[lines.len() - TAIL_LINES..].join("\n")
+    )
+}
 
 /// Gemini CLI's line of a call's background pids, once masked.
 static BACKGROUND_PIDS: LazyLock<Regex> =
