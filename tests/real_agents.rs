@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use checks::{
     Expect, check_journal, check_leftovers_end, check_server, compare, end_leftovers, report,
 };
-use common::agents::mask::{Reading, mask, streams_apart};
+use common::agents::mask::{Reading, mask, same_but_where_the_tail_was_cut, streams_apart};
 use common::agents::model_server::{ModelServer, Step, ToolResult};
 use common::agents::offline::{AgentInvocation, Interaction, with_codex_tether_hook};
 use common::agents::running::RunningAgent;
@@ -537,11 +537,11 @@ fn the_mask_drops_background_pids_only_where_read_through_a_terminal() {
 }
 
 /// Gemini CLI keeps a large output's last characters together with its own framing after
-/// them: a process group's pid with one digit more cuts one character later. The run seen
-/// on a loaded machine: `195436` bare, `95436` under tether, with pids 6932 and 16887; another
-/// differed by a whole line. The tail is compared from its end.
+/// them: a process group's pid with one digit more cuts later. The runs seen on a loaded
+/// machine: `195436` bare against `95436` under tether (pids 6932 and 16887), and another
+/// a whole line apart. Every line both runs kept is still compared.
 #[test]
-fn the_mask_compares_a_kept_tail_from_its_end() {
+fn a_kept_tail_may_begin_a_line_later_and_nothing_else_differs() {
     let dir = std::path::Path::new("/nonexistent");
     let pipes = Reading {
         two_pipes: true,
@@ -553,36 +553,36 @@ fn the_mask_compares_a_kept_tail_from_its_end() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let kept = |from: u32, cut: &str, omitted: &str, pgid: &str| {
-        format!(
-            "Output too large.\nOutput: 1\n2\n\n... [{omitted} characters omitted] ...\n\n{cut}\n{}\nProcess Group PGID: {pgid}\n</x>",
-            numbers(from)
+    let kept = |from: u32, cut: &str, pgid: &str| {
+        mask(
+            pipes,
+            dir,
+            &[],
+            &format!(
+                "Output too large.\nOutput: 1\n2\n\n... [1,247,041 characters omitted] ...\n\n{cut}\n{}\nProcess Group PGID: {pgid}\n</x>",
+                numbers(from)
+            ),
         )
     };
-    let bare = mask(
-        pipes,
-        dir,
-        &[],
-        &kept(195_437, "195436", "1,247,041", "6932"),
-    );
-    let tethered = mask(
-        pipes,
-        dir,
-        &[],
-        &kept(195_438, "95437", "1,247,048", "16887"),
-    );
-    assert_eq!(bare, tethered);
-    assert!(bare.contains("<cut>\n"), "{bare}");
-    assert!(
-        bare.ends_with("199999\n200000\nProcess Group PGID: <pgid>\n</x>"),
-        "{bare}"
-    );
-    // The end is still compared: a last line lost, or one more, is a difference.
-    let short = kept(195_437, "195436", "1,247,041", "6932").replace("\n200000\n", "\n");
-    assert_ne!(mask(pipes, dir, &[], &short), bare);
-    // A short tail (fewer lines than are compared) is compared whole.
-    let small = "... [<n> characters omitted] ...\n\n5\n6\n";
-    assert_eq!(mask(pipes, dir, &[], small), small);
+    let bare = kept(195_437, "195436", "6932");
+    assert!(bare.contains("<cut>\n195437\n"), "{bare}");
+    // One character later: the same lines after the cut.
+    assert_eq!(bare, kept(195_437, "95436", "16887"));
+    // A whole line later.
+    let later = kept(195_438, "95437", "16887");
+    assert_ne!(bare, later);
+    assert!(same_but_where_the_tail_was_cut(&bare, &later));
+    assert!(same_but_where_the_tail_was_cut(&later, &bare));
+    // A line lost, or changed, among those both kept is a difference.
+    let lost = bare.replace("\n199999\n", "\n");
+    assert!(!same_but_where_the_tail_was_cut(&lost, &later));
+    let changed = bare.replace("\n199999\n", "\n199998\n");
+    assert!(!same_but_where_the_tail_was_cut(&changed, &later));
+    // Far more than a cut's shift is a difference too.
+    assert!(!same_but_where_the_tail_was_cut(
+        &bare,
+        &kept(195_500, "95499", "16887")
+    ));
 }
 
 /// The runaway's group sent TERM: whether bash says `Terminated` or names the job it had not

@@ -8,6 +8,7 @@ use tether::protocol::LeftoversEnd;
 
 use super::{Ends, REQUEST_STEP, Run, ScriptStep, script, session_commands, session_of};
 use crate::common::agents::Agent;
+use crate::common::agents::mask::same_but_where_the_tail_was_cut;
 use crate::common::agents::offline::Interaction;
 use crate::common::journal::leftovers_stopped;
 use crate::common::procs::is_gone;
@@ -46,7 +47,8 @@ pub fn compare(steps: &[ScriptStep], bare: &Run, other: &Run, skip: Option<usize
             );
             continue;
         }
-        if masked_a != masked_b || a.error != b.error {
+        let same = masked_a == masked_b || same_but_where_the_tail_was_cut(&masked_a, &masked_b);
+        if !same || a.error != b.error {
             failures.push(format!(
                 "step {i} ({}): bare sent {:?} (error {:?}), {} sent {:?} (error {:?}){}",
                 steps[i].step.description,

@@ -230,6 +230,9 @@ pub struct CommandState {
     pub stopped_by_hand: bool,
     /// The TUI's launcher stopped it to start it again: a watched file changed.
     pub restarted_for_change: bool,
+    /// The origin of the last stop journaled before it ended: a stop that took over the
+    /// launcher's for a changed file is the second.
+    pub last_stop: Option<Origin>,
     pub parent_lost: Option<ParentLossCause>,
     /// The latest moment that needed the operator (`attention`), and whether it still does.
     pub attention: Option<AttentionMark>,
@@ -302,6 +305,7 @@ impl CommandState {
             drained: false,
             stopped_by_hand: false,
             restarted_for_change: false,
+            last_stop: None,
             parent_lost: None,
             attention: None,
             escapees_reaped: 0,
@@ -333,6 +337,17 @@ impl CommandState {
             format!("{} (run {})", self.config.name, self.run)
         } else {
             self.config.name.clone()
+        }
+    }
+
+    /// Whether the run's end was a person's doing, for the launcher (no restart follows):
+    /// the stop that ended it was theirs, or, without a stop, a signal they sent. A signal
+    /// sent earlier in the run that it survived (a `HUP` to reload) does not outweigh the
+    /// launcher's own stop for a changed file.
+    pub fn ended_by_hand(&self) -> bool {
+        match self.last_stop {
+            Some(origin) => by_hand(origin),
+            None => self.stopped_by_hand,
         }
     }
 
@@ -457,6 +472,9 @@ impl CommandState {
                 self.stopped_by_hand |= by_hand(*origin) && self.ended_ms.is_none();
                 self.restarted_for_change |=
                     *origin == Origin::FileChanged && self.ended_ms.is_none();
+                if self.ended_ms.is_none() {
+                    self.last_stop = Some(*origin);
+                }
                 if matches!(self.status, Status::Running | Status::Stopped) {
                     self.status = Status::Stopping;
                 }

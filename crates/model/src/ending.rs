@@ -20,7 +20,7 @@
 //! | its broker vanished | `lost` | `lost` | failed |
 
 use tether_config::CommandConfig;
-use tether_protocol::protocol::{Budget, CommandSpec, Event, ExitStatus};
+use tether_protocol::protocol::{Budget, CommandSpec, Event, ExitStatus, Origin};
 
 use super::command::{CommandState, Status, signal_label};
 
@@ -78,6 +78,10 @@ impl Ending {
         };
         Some(if command.drained {
             Ending::Finished
+        } else if command.last_stop == Some(Origin::FileChanged) {
+            // The launcher's stop for a changed file ended it, and it starts again, whatever
+            // signal someone sent before (a stop of theirs would have taken this one over).
+            Ending::Restarted
         } else if command.stopped_by_hand {
             Ending::Stopped(exit)
         } else if command.restarted_for_change {
@@ -344,7 +348,8 @@ mod tests {
         );
         let old = Ending::of_events(&run(Origin::Operator)).expect("ended");
         assert_eq!(old.words(), "stopped (SIGTERM)");
-        // The operator's stop of a run that a change was restarting wins.
+        // A signal of the operator's during the change's stop (`K`) does not call the restart
+        // off: the run reads restarted, as the launcher then restarts it.
         let mut both = run(Origin::FileChanged).to_vec();
         both.insert(
             2,
@@ -355,7 +360,7 @@ mod tests {
         );
         assert_eq!(
             Ending::of_events(&both).map(Ending::words),
-            Some("stopped (SIGTERM)".into())
+            Some("restarted (file changed)".into())
         );
         // As the broker journals the operator's stop taking over the change's.
         let mut taken_over = run(Origin::FileChanged).to_vec();

@@ -72,10 +72,10 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
     }
     // Where a large output's kept tail begins depends on the length of what follows it in
     // the agent's own text: Gemini CLI keeps the last 32,000 characters of the output and its
-    // `Process Group PGID: N` line, so a pid with one digit more moves the cut by one, and
-    // the runs seen differed by up to a line. The tail is compared from its end: its last
-    // [`TAIL_LINES`] lines, framing included; the lines before them are masked.
-    text = kept_tail_from_its_end(&text);
+    // `Process Group PGID: N` line, so a pid with one digit more moves the cut. The line the
+    // cut falls in is masked; [`same_but_where_the_tail_was_cut`] allows the few whole lines
+    // such a shift moves.
+    text = TAIL_CUT.replace_all(&text, "$1<cut>\n").into_owned();
     // A call whose process group was sent TERM (the runaway), in Gemini CLI's wrapper: its
     // subshell either reaps the killed `sleep` first and says `Terminated`, or dies first and
     // its EXIT trap names the job not yet reaped as a background pid. Which comes first is
@@ -100,26 +100,36 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
     text
 }
 
-/// How many lines of a large output's kept tail are compared, counted from its end: fewer
-/// than Gemini CLI's 32,000 characters hold (4,571 lines of `seq`'s six-digit numbers).
-const TAIL_LINES: usize = 4_000;
+/// The first line of a large output's kept tail, which begins where the agent's cut fell.
+static TAIL_CUT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(\.\.\. \[<n> characters omitted\] \.\.\.\n\n)[^\n]*\n").expect("a regex")
+});
 
-/// `text` with the start of a large output's kept tail masked, where the agent's cut fell:
-/// only its last [`TAIL_LINES`] lines are kept.
-fn kept_tail_from_its_end(text: &str) -> String {
-    const MARK: &str = "... [<n> characters omitted] ...\n\n";
-    let Some(at) = text.find(MARK) else {
-        return text.to_string();
+/// How many whole lines a kept tail may begin earlier in one run than in the other: the
+/// agent's framing after the output differs by a few characters (a longer pid), which moves
+/// the cut by at most a short line or two.
+const CUT_SHIFT_LINES: usize = 3;
+
+/// Whether two masked tool results differ only in where a large output's kept tail begins:
+/// the same text up to the cut, and after it one tail is the other with at most
+/// [`CUT_SHIFT_LINES`] more lines at its start. Every line both kept is compared.
+pub fn same_but_where_the_tail_was_cut(a: &str, b: &str) -> bool {
+    const MARK: &str = "... [<n> characters omitted] ...\n\n<cut>\n";
+    let (Some(at_a), Some(at_b)) = (a.find(MARK), b.find(MARK)) else {
+        return false;
     };
-    let (head, tail) = text.split_at(at + MARK.len());
-    let lines: Vec<&str> = tail.split('\n').collect();
-    if lines.len() <= TAIL_LINES {
-        return text.to_string();
-    }
-    format!(
-        "{head}<cut>\n{}",
-        lines[lines.len() - TAIL_LINES..].join("\n")
-    )
+    let (head_a, tail_a) = a.split_at(at_a + MARK.len());
+    let (head_b, tail_b) = b.split_at(at_b + MARK.len());
+    let (shorter, longer) = if tail_a.len() <= tail_b.len() {
+        (tail_a, tail_b)
+    } else {
+        (tail_b, tail_a)
+    };
+    let extra = &longer[..longer.len() - shorter.len()];
+    head_a == head_b
+        && longer.ends_with(shorter)
+        && (extra.is_empty() || extra.ends_with('\n'))
+        && extra.matches('\n').count() <= CUT_SHIFT_LINES
 }
 
 /// Gemini CLI's line of a call's background pids, once masked.

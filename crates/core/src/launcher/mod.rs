@@ -141,7 +141,8 @@ impl Ending {
         )
     }
 
-    fn by_operator(&self) -> bool {
+    /// Ended by a person's hand: no restart follows.
+    pub fn by_operator(&self) -> bool {
         matches!(
             self,
             Ending::Exited {

@@ -135,7 +135,7 @@ fn launcher_ending(c: &CommandState) -> Ending {
         Some(model::Ending::FailedToStart) => Ending::FailedToStart,
         _ => Ending::Exited {
             done: ending.is_some_and(|e| e.count() == Count::Ok),
-            by_operator: c.stopped_by_hand,
+            by_operator: c.ended_by_hand(),
             words: ending.map_or_else(|| "ended".into(), model::Ending::words),
         },
     }
@@ -187,5 +187,23 @@ mod tests {
         for (command, want) in cases {
             assert_eq!(launcher_ending(&command), want);
         }
+    }
+
+    /// A signal the run survived (the operator's `HUP` to reload) does not make the launcher's
+    /// own stop for a changed file the operator's: it still restarts. A stop that took the
+    /// change's over is the operator's.
+    #[test]
+    fn the_stop_that_ended_the_run_says_whose_end_it_was() {
+        use tether_protocol::protocol::Origin;
+        let mut reloaded = ended(None, Some(15));
+        reloaded.stopped_by_hand = true;
+        reloaded.last_stop = Some(Origin::FileChanged);
+        assert!(!launcher_ending(&reloaded).by_operator());
+        let mut taken_over = reloaded.clone();
+        taken_over.last_stop = Some(Origin::Operator);
+        assert!(launcher_ending(&taken_over).by_operator());
+        let mut signalled = ended(None, Some(15));
+        signalled.stopped_by_hand = true;
+        assert!(launcher_ending(&signalled).by_operator(), "`t`: no stop");
     }
 }
