@@ -270,7 +270,7 @@ mod tests {
             let path = shims.path().join(name);
             std::fs::write(&path, script).unwrap();
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
         }
         let writable = shims.path();
         let unwritable = shims.path().join("no such directory");

