@@ -282,6 +282,18 @@ impl Entry {
             held: false,
         }
     }
+
+    /// Calls off a restart for a changed file whose stop is under way, and returns whether
+    /// there was one. Its stop then counts as not sent: the stop that replaces it (the
+    /// operator's, the quit's) is sent, and the broker lets it take the change's over, so
+    /// that the run ends as stopped, not restarted.
+    fn call_off_change(&mut self) -> bool {
+        let changing = std::mem::take(&mut self.restart_after_stop);
+        if changing {
+            self.stop_sent = false;
+        }
+        changing
+    }
 }
 
 /// What a dependency's condition is for a waiter now.
@@ -545,11 +557,7 @@ impl Launcher {
         let e = &mut self.entries[i];
         e.held = true;
         e.change_due = None;
-        // A restart for a changed file has sent its stop already; the operator's is sent too,
-        // and the broker lets it take over, so that the run ends as stopped, not restarted.
-        if std::mem::take(&mut e.restart_after_stop) {
-            e.stop_sent = false;
-        }
+        e.call_off_change();
         match e.phase {
             Phase::Running => {
                 e.stop_asked = true;
@@ -571,12 +579,8 @@ impl Launcher {
         self.quitting = true;
         for (i, e) in self.entries.iter_mut().enumerate() {
             e.change_due = None;
-            // A run stopping for its change is stopped for the quit instead, at once (the
-            // broker lets the quit's stop take the change's over): it is not restarted.
-            let changing = std::mem::take(&mut e.restart_after_stop);
-            if changing {
-                e.stop_sent = false;
-            }
+            // A run stopping for its change is stopped for the quit instead, at once.
+            let changing = e.call_off_change();
             match e.phase {
                 Phase::Waiting => e.phase = Phase::Idle,
                 Phase::RestartDue(_) => e.phase = Phase::Ended,
