@@ -263,12 +263,8 @@ fn cell(
             let text = c.command_line();
             // A script can be long: only what the column shows is sanitized and measured.
             let text: String = text.chars().take(width * 4 + 1).collect();
-            let used: usize = spans.iter().map(|s| format::text_width(&s.content)).sum();
-            spans.push(Span::styled(
-                format::truncate(&one_line(&text), width.saturating_sub(used)),
-                style::DIM,
-            ));
-            Cell::from(Line::from(spans))
+            spans.push(Span::styled(one_line(&text), style::DIM));
+            Cell::from(Line::from(format::cut_spans(spans, width)))
         }
     }
 }

@@ -53,6 +53,26 @@ pub fn wrap_spans(spans: &[Span<'static>], width: usize) -> Vec<Vec<Span<'static
         .collect()
 }
 
+/// Spans cut to at most `width` columns together, as [`truncate`] cuts one text: the span
+/// the cut falls in ends with its `…`, and none follows it.
+pub fn cut_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
+    let mut left = width;
+    let mut out = Vec::with_capacity(spans.len());
+    for span in spans {
+        let w = text_width(&span.content);
+        if w <= left {
+            left -= w;
+            out.push(span);
+            continue;
+        }
+        if left > 0 {
+            out.push(Span::styled(truncate(&span.content, left), span.style));
+        }
+        break;
+    }
+    out
+}
+
 /// `text` cut or padded with spaces to exactly `width` columns, for text that other text
 /// on the same row must line up after.
 pub fn fit(text: &str, width: usize) -> String {
@@ -65,6 +85,28 @@ pub fn fit(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_are_cut_together() {
+        let spans = || {
+            vec![
+                Span::raw("needs input"),
+                Span::raw(" "),
+                Span::raw("sleep 300"),
+            ]
+        };
+        let texts = |spans: Vec<Span<'static>>| -> Vec<String> {
+            spans.into_iter().map(|s| s.content.into_owned()).collect()
+        };
+        assert_eq!(texts(cut_spans(spans(), 10)), ["needs inp…"]);
+        assert_eq!(texts(cut_spans(spans(), 11)), ["needs input"]);
+        assert_eq!(texts(cut_spans(spans(), 16)), ["needs input", " ", "sle…"]);
+        assert_eq!(
+            texts(cut_spans(spans(), 21)),
+            ["needs input", " ", "sleep 300"]
+        );
+        assert!(cut_spans(spans(), 0).is_empty());
+    }
 
     #[test]
     fn formats() {
