@@ -210,6 +210,18 @@ impl TestEnv {
 impl Drop for TestEnv {
     fn drop(&mut self) {
         procs::kill_tagged(&self.tag);
+        // A failing test's world, for a post-mortem, where `TETHER_TEST_KEEP` names a folder.
+        if let (true, Some(keep)) = (
+            std::thread::panicking(),
+            std::env::var_os("TETHER_TEST_KEEP"),
+        ) {
+            let _ = fs::create_dir_all(&keep);
+            let _ = Command::new("cp")
+                .arg("-a")
+                .arg(self.dir.path())
+                .arg(Path::new(&keep).join(&self.tag))
+                .status();
+        }
     }
 }
 
