@@ -50,6 +50,9 @@ struct ScriptStep {
     ends: Ends,
     /// Whether the command prints anything.
     prints: bool,
+    /// What the journal must hold as the command's stdout, where that is known and nothing
+    /// goes to stderr: every byte, whatever the agent was shown of it.
+    journals: Option<String>,
 }
 
 /// The request to the background server, by index in [`script`].
@@ -70,15 +73,30 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
         step: Step::new(command, description),
         ends,
         prints: true,
+        journals: None,
+    };
+    let journals = |command: &str, description: &str, ends, stdout: String| ScriptStep {
+        journals: Some(stdout),
+        ..step(command, description, ends)
     };
     let quiet = |command: &str, description: &str, ends| ScriptStep {
         prints: false,
         ..step(command, description, ends)
     };
     let mut steps = vec![
-        step("echo hello", "a short command", Ends::Code(0)),
+        journals(
+            "echo hello",
+            "a short command",
+            Ends::Code(0),
+            "hello\n".into(),
+        ),
         step("printf 'a\\nb\\nc\\n' | wc -l", "a pipeline", Ends::Code(0)),
-        step("echo about to fail; exit 3", "a failure", Ends::Code(3)),
+        journals(
+            "echo about to fail; exit 3",
+            "a failure",
+            Ends::Code(3),
+            "about to fail\n".into(),
+        ),
         step(
             "for i in {1..20}; do echo out$i; echo err$i >&2; done",
             "stdout and stderr interleaved",
@@ -91,7 +109,12 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
             "a server in the background",
             Ends::Code(0),
         ),
-        step("seq 1 200000", "a large output", Ends::Code(0)),
+        journals(
+            "seq 1 200000",
+            "a large output",
+            Ends::Code(0),
+            (1..=200_000).map(|n| format!("{n}\n")).collect(),
+        ),
         step(
             &request(http_port),
             "a request to the server",
@@ -101,8 +124,14 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
             step: Step::new("echo $$ > runaway.pid; sleep 300", "a runaway").timeout_ms(120_000),
             ends: Ends::Signal(15),
             prints: false,
+            journals: None,
         },
-        step("echo after", "a command after the stop", Ends::Code(0)),
+        journals(
+            "echo after",
+            "a command after the stop",
+            Ends::Code(0),
+            "after\n".into(),
+        ),
     ];
     if agent == Agent::Claude {
         steps.push(ScriptStep {
@@ -116,6 +145,7 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
             // Stopped when the agent exits.
             ends: Ends::Signal(15),
             prints: false,
+            journals: None,
         });
         steps.push(step(
             &request(background),

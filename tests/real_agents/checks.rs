@@ -179,6 +179,23 @@ pub fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
                 }
             ));
         }
+        if let Some(expected) = &step.journals {
+            // In a terminal the line discipline wrote each `\n` as `\r\n`.
+            let journaled = fs::read(record.dir.join("stdout.log")).unwrap_or_default();
+            let journaled = String::from_utf8_lossy(&journaled).replace("\r\n", "\n");
+            if journaled != *expected {
+                let first = (journaled.bytes().zip(expected.bytes()))
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(journaled.len().min(expected.len()));
+                failures.push(format!(
+                    "step {i} ({}): journaled {}'s stdout is not what the command wrote from byte {first} on ({} bytes journaled, {} written)",
+                    step.step.description,
+                    record.id,
+                    journaled.len(),
+                    expected.len(),
+                ));
+            }
+        }
     }
     for record in &records {
         let text = text_of(record);
