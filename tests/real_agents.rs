@@ -446,6 +446,9 @@ fn bare_and_with_tether(agent: Agent, interaction: Interaction, launch: Launch, 
     }
     failures.extend(check_leftovers_end(&env, &tethered, expect.leftovers_end));
     end_leftovers(&tethered);
+    if !failures.is_empty() {
+        env.keep();
+    }
     env.finish();
     assert!(
         failures.is_empty(),

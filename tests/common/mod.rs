@@ -200,6 +200,21 @@ impl TestEnv {
         self.command_dir()
     }
 
+    /// A failing test's world, for a post-mortem: copied into the folder `TETHER_TEST_KEEP`
+    /// names, if it names one. Done when the test panics with its world still held, and by a
+    /// test that reports its failures after [`TestEnv::finish`].
+    pub fn keep(&self) {
+        let Some(keep) = std::env::var_os("TETHER_TEST_KEEP") else {
+            return;
+        };
+        let _ = fs::create_dir_all(&keep);
+        let _ = Command::new("cp")
+            .arg("-a")
+            .arg(self.dir.path())
+            .arg(Path::new(&keep).join(&self.tag))
+            .status();
+    }
+
     /// Checks that nothing the test started is still alive (with a short retry window).
     pub fn finish(self) {
         assert_none_left(&self.tag);
@@ -210,17 +225,8 @@ impl TestEnv {
 impl Drop for TestEnv {
     fn drop(&mut self) {
         procs::kill_tagged(&self.tag);
-        // A failing test's world, for a post-mortem, where `TETHER_TEST_KEEP` names a folder.
-        if let (true, Some(keep)) = (
-            std::thread::panicking(),
-            std::env::var_os("TETHER_TEST_KEEP"),
-        ) {
-            let _ = fs::create_dir_all(&keep);
-            let _ = Command::new("cp")
-                .arg("-a")
-                .arg(self.dir.path())
-                .arg(Path::new(&keep).join(&self.tag))
-                .status();
+        if std::thread::panicking() {
+            self.keep();
         }
     }
 }
