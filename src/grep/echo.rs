@@ -21,7 +21,7 @@ use std::path::Path;
 use regex::bytes::Regex;
 
 use crate::journal::CommandRecord;
-use crate::protocol::{CommandSpec, Stream};
+use crate::protocol::CommandSpec;
 
 /// How long after a command ends the agent may still be showing its output for the first
 /// time: it reads the result when the command exits, then draws it.
@@ -46,37 +46,6 @@ pub fn lifetime(dir: &Path) -> Option<(u64, u64)> {
     let first = record.events.first()?.ts_ms;
     let last = record.events.last()?.ts_ms;
     Some((first, last))
-}
-
-/// When each piece of a stream was written, from the journal's `output` events: the
-/// time of the line that starts at an offset.
-#[derive(Debug, Default)]
-pub struct WriteTimes {
-    /// (offset, ts_ms), by offset.
-    pieces: Vec<(u64, u64)>,
-}
-
-impl WriteTimes {
-    pub fn load(dir: &Path, stream: Stream) -> WriteTimes {
-        let record = CommandRecord::load(dir);
-        let mut pieces = crate::journal::write_times(&record.events, stream);
-        pieces.sort_unstable();
-        WriteTimes { pieces }
-    }
-
-    /// When the byte at `offset` was written; `None` when the journal does not say.
-    pub fn at(&self, offset: u64) -> Option<u64> {
-        let after = self.pieces.partition_point(|&(o, _)| o <= offset);
-        after.checked_sub(1).map(|i| self.pieces[i].1)
-    }
-
-    /// When the `len` bytes at `offset` were written, first to last: a line of a terminal
-    /// stream may be a long redraw, begun before a command ran and ended after.
-    pub fn span(&self, offset: u64, len: u64) -> Option<(u64, u64)> {
-        let first = self.at(offset)?;
-        let last = self.at(offset + len.saturating_sub(1)).unwrap_or(first);
-        Some((first, last))
-    }
 }
 
 /// What a terminal prints of `bytes`, every piece of it, for comparing texts: escape
@@ -398,17 +367,5 @@ mod tests {
         let mut echoes = Echoes::default();
         echoes.remember("   ", None);
         assert!(!echoes.folds("", None, &regex("^")));
-    }
-
-    #[test]
-    fn write_times_find_the_piece_holding_an_offset() {
-        let times = WriteTimes {
-            pieces: vec![(0, 10), (100, 20), (250, 30)],
-        };
-        assert_eq!(times.at(0), Some(10));
-        assert_eq!(times.at(99), Some(10));
-        assert_eq!(times.at(100), Some(20));
-        assert_eq!(times.at(1_000), Some(30));
-        assert_eq!(WriteTimes::default().at(5), None);
     }
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::exit::{OrExit, exit_code};
 use crate::journal::secure::open_regular;
-use crate::journal::{CommandId, command_dirs};
+use crate::journal::{CommandId, CommandRecord, WriteTimes, command_dirs};
 use crate::model::replay::dir_name;
 use crate::protocol::Stream;
 use print::Origin;
@@ -242,7 +242,8 @@ impl<W: Write> Search<'_, W> {
                 command,
                 stream: stream.name(),
             };
-            let times = matches!(role, Role::Agent).then(|| echo::WriteTimes::load(dir, stream));
+            let times = matches!(role, Role::Agent)
+                .then(|| WriteTimes::of(&CommandRecord::load(dir).events, stream));
             let options = self.options;
             let color = self.color;
             let out = &mut *self.out;

@@ -14,6 +14,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use super::nanos;
 use super::span::{attribute, int, string};
 use crate::export::session::CommandExport;
+use crate::journal::WriteTimes;
 use crate::journal::secure::open_regular;
 use crate::protocol::Stream;
 
@@ -38,9 +39,15 @@ pub struct Cut {
 pub fn records(command: &CommandExport, span: &Span, budget: LogBudget) -> Vec<LogRecord> {
     let mut records = Vec::new();
     for stream in Stream::BOTH {
-        let times = OutputTimes::of(command, stream);
+        let times = WriteTimes::of(&command.events, stream);
+        // Bytes before the first write the journal times (a cut head) get that write's
+        // time; a stream no event times, the command's end or start.
+        let fallback = (times.first())
+            .or(command.ended_ms())
+            .or(command.started_ms())
+            .unwrap_or_default();
         let record = |offset: u64, body: String, extra: Vec<KeyValue>| {
-            let time = nanos(times.at(offset));
+            let time = nanos(times.at(offset).unwrap_or(fallback));
             let (severity, text) = match stream {
                 Stream::Stdout => (SeverityNumber::Info, "INFO"),
                 Stream::Stderr => (SeverityNumber::Warn, "WARN"),
@@ -139,30 +146,4 @@ fn lines(bytes: &[u8], offset: u64) -> Vec<(u64, String)> {
         at += line.len() as u64;
     }
     out
-}
-
-/// When each byte of a stream was written: the output events' offsets and times.
-struct OutputTimes {
-    /// (offset, ts_ms), in offset order.
-    writes: Vec<(u64, u64)>,
-    fallback: u64,
-}
-
-impl OutputTimes {
-    fn of(command: &CommandExport, stream: Stream) -> OutputTimes {
-        let writes = crate::journal::write_times(&command.events, stream);
-        let fallback = (command.ended_ms())
-            .or(command.started_ms())
-            .unwrap_or_default();
-        OutputTimes { writes, fallback }
-    }
-
-    /// The time of the write that holds `offset`.
-    fn at(&self, offset: u64) -> u64 {
-        let i = self.writes.partition_point(|&(start, _)| start <= offset);
-        match i {
-            0 => self.writes.first().map_or(self.fallback, |&(_, ts)| ts),
-            i => self.writes[i - 1].1,
-        }
-    }
 }

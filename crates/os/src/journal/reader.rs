@@ -261,18 +261,46 @@ fn started_ms(dir: &Path) -> u64 {
         .map_or(u64::MAX, |d| d.as_millis() as u64)
 }
 
-/// When each piece of `stream` was written: `(offset, ts_ms)` of its `output` events, in
-/// journal order (offsets rise).
-pub fn write_times(events: &[Event], stream: Stream) -> Vec<(u64, u64)> {
-    events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Output {
-                stream: s, offset, ..
-            } if s == stream => Some((offset, e.ts_ms)),
-            _ => None,
-        })
-        .collect()
+/// When each piece of a stream was written, from the journal's `output` events: the time
+/// of the write that holds an offset.
+#[derive(Debug, Default)]
+pub struct WriteTimes {
+    /// (offset, ts_ms), by offset.
+    pieces: Vec<(u64, u64)>,
+}
+
+impl WriteTimes {
+    pub fn of(events: &[Event], stream: Stream) -> WriteTimes {
+        let mut pieces: Vec<(u64, u64)> = (events.iter())
+            .filter_map(|e| match e.kind {
+                EventKind::Output {
+                    stream: s, offset, ..
+                } if s == stream => Some((offset, e.ts_ms)),
+                _ => None,
+            })
+            .collect();
+        pieces.sort_unstable();
+        WriteTimes { pieces }
+    }
+
+    /// When the byte at `offset` was written; `None` when the journal does not say.
+    pub fn at(&self, offset: u64) -> Option<u64> {
+        let after = self.pieces.partition_point(|&(o, _)| o <= offset);
+        after.checked_sub(1).map(|i| self.pieces[i].1)
+    }
+
+    /// When the first piece was written.
+    pub fn first(&self) -> Option<u64> {
+        self.pieces.first().map(|&(_, ts)| ts)
+    }
+
+    /// When the `len` bytes at `offset` were written, first to last: a line of a terminal
+    /// stream may be a long redraw, begun before a command ran and ended after.
+    pub fn span(&self, offset: u64, len: u64) -> Option<(u64, u64)> {
+        let first = self.at(offset)?;
+        let last = self.at(offset + len.saturating_sub(1)).unwrap_or(first);
+        Some((first, last))
+    }
 }
 
 /// When the session in `dir` began, by its `session.json`; `None` without a readable one.
@@ -347,6 +375,19 @@ fn read_json<T: for<'de> Deserialize<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_times_find_the_piece_holding_an_offset() {
+        let times = WriteTimes {
+            pieces: vec![(0, 10), (100, 20), (250, 30)],
+        };
+        assert_eq!(times.at(0), Some(10));
+        assert_eq!(times.at(99), Some(10));
+        assert_eq!(times.at(100), Some(20));
+        assert_eq!(times.at(1_000), Some(30));
+        assert_eq!(times.span(90, 20), Some((10, 20)));
+        assert_eq!(WriteTimes::default().at(5), None);
+    }
 
     #[test]
     fn a_stream_tail_starts_at_a_whole_line() {
