@@ -264,7 +264,11 @@ impl ExecConversation {
                 let (words, _) = tether_model::describe::describe(kind);
                 self.outcome.over_budget = Some(words);
             }
-            EventKind::Close { .. } => {
+            EventKind::Close {
+                stdout_bytes,
+                stderr_bytes,
+            } => {
+                self.outcome.written = Some([stdout_bytes, stderr_bytes]);
                 if !self.json {
                     if let Some(message) = stopped_from_outside(&self.from_outside) {
                         say!("{message}");

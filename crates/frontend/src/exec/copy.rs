@@ -9,7 +9,8 @@
 
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -56,6 +57,8 @@ pub struct CopyReport {
 pub struct OutputCopy {
     reports: mpsc::Receiver<CopyReport>,
     running: usize,
+    /// Bytes of each stream written to our own stdout and stderr so far.
+    copied: [Arc<AtomicU64>; 2],
     /// Streams whose reader went away (EPIPE), as they happen.
     pub broken: UnboundedReceiver<Stream>,
 }
@@ -65,20 +68,27 @@ impl OutputCopy {
     pub fn start(read: [OwnedFd; 2]) -> io::Result<OutputCopy> {
         let (reports_tx, reports) = mpsc::channel();
         let (broken_tx, broken) = unbounded_channel();
-        for (pipe, stream) in read.into_iter().zip(Stream::BOTH) {
+        let copied: [Arc<AtomicU64>; 2] = Default::default();
+        for ((pipe, stream), copied) in read.into_iter().zip(Stream::BOTH).zip(copied.clone()) {
             let reports_tx = reports_tx.clone();
             let broken_tx = broken_tx.clone();
             std::thread::Builder::new()
                 .name(format!("copy-{stream:?}"))
                 .spawn(move || {
-                    let _ = reports_tx.send(copy_stream(&pipe, stream, &broken_tx));
+                    let _ = reports_tx.send(copy_stream(&pipe, stream, &broken_tx, &copied));
                 })?;
         }
         Ok(OutputCopy {
             reports,
             running: 2,
+            copied,
             broken,
         })
+    }
+
+    /// The bytes of each stream (stdout, stderr) copied so far, as the copies go on.
+    pub fn copied(&self) -> [Arc<AtomicU64>; 2] {
+        self.copied.clone()
     }
 
     /// Waits until both copies have reached the end of their pipes, or until `timeout`
@@ -110,7 +120,12 @@ impl OutputCopy {
     }
 }
 
-fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>) -> CopyReport {
+fn copy_stream(
+    pipe: &OwnedFd,
+    stream: Stream,
+    broken: &UnboundedSender<Stream>,
+    copied: &AtomicU64,
+) -> CopyReport {
     let out = match stream {
         // SAFETY: descriptors 1 and 2 stay open for the life of the process.
         Stream::Stdout => unsafe { BorrowedFd::borrow_raw(1) },
@@ -132,7 +147,11 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
         if copying && splice_works {
             match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
                 Ok(0) => return report,
-                Ok(_) | Err(Errno::EINTR) => continue,
+                Ok(n) => {
+                    copied.fetch_add(n as u64, Ordering::Release);
+                    continue;
+                }
+                Err(Errno::EINTR) => continue,
                 Err(Errno::EAGAIN) => {
                     wait_writable(out);
                     continue;
@@ -160,10 +179,16 @@ fn copy_stream(pipe: &OwnedFd, stream: Stream, broken: &UnboundedSender<Stream>)
             }
             continue;
         }
-        if let Err((err, written)) = write_all(out, &buf[..n]) {
-            fail(&mut report, &mut gone, err, broken);
-            if let Some((_, lost)) = report.failure.as_mut() {
-                *lost += (n - written) as u64;
+        match write_all(out, &buf[..n]) {
+            Ok(()) => {
+                copied.fetch_add(n as u64, Ordering::Release);
+            }
+            Err((err, written)) => {
+                copied.fetch_add(written as u64, Ordering::Release);
+                fail(&mut report, &mut gone, err, broken);
+                if let Some((_, lost)) = report.failure.as_mut() {
+                    *lost += (n - written) as u64;
+                }
             }
         }
     }

@@ -284,6 +284,8 @@ struct Outcome {
     /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
     /// (`output_undelivered`): our caller took no more of it.
     undelivered: [u64; 2],
+    /// What the command wrote to each stream in all, as `close` says.
+    written: Option<[u64; 2]>,
 }
 
 impl Outcome {
@@ -574,8 +576,13 @@ async fn run(
     // The broker is gone, so the pipes end once what they hold is copied; a reader of ours
     // that takes nothing more must not keep us here.
     let given_up = outcome.undelivered.map(|bytes| bytes > 0);
+    let copied = copy.as_ref().map(OutputCopy::copied);
     let copy_failed = copy.is_some_and(|c| report_copy(c.finish(COPY_WAIT, given_up), journal_dir));
-    report_undelivered(outcome.undelivered, journal_dir);
+    let copied = copied.map(|c| c.map(|n| n.load(std::sync::atomic::Ordering::Acquire)));
+    report_undelivered(
+        undelivered(outcome.undelivered, outcome.written, copied),
+        journal_dir,
+    );
     // After the command's last bytes: one line for whatever the journal lost, however
     // many times it lost it (a disk that filled: every stream, the event log, the result).
     if !journal_losses.is_empty() {
@@ -643,13 +650,31 @@ fn report_copy(reports: Vec<CopyReport>, journal_dir: &Path) -> bool {
     failed
 }
 
+/// What of each stream never reached our caller, where the broker gave its copy up
+/// (`given_up`: what its pipe and queue held then). Our copy may have taken some of that
+/// since, so where the command's totals (`written`) and our copies' (`copied`) are known,
+/// it is their difference.
+fn undelivered(
+    given_up: [u64; 2],
+    written: Option<[u64; 2]>,
+    copied: Option<[u64; 2]>,
+) -> [u64; 2] {
+    match (written, copied) {
+        (Some(written), Some(copied)) => std::array::from_fn(|i| match given_up[i] {
+            0 => 0,
+            _ => written[i].saturating_sub(copied[i]),
+        }),
+        _ => given_up,
+    }
+}
+
 /// Says what of the command's output never reached our caller, who took no more of it
 /// (the broker gave our copy up once the command had ended).
 fn report_undelivered(undelivered: [u64; 2], journal_dir: &Path) {
     for (stream, bytes) in Stream::BOTH.into_iter().zip(undelivered) {
         if bytes > 0 {
             say!(
-                "{bytes} bytes of the command's {} were not delivered: its reader took no more once the command had ended (the journal in {} has them)",
+                "{bytes} bytes of the command's {} were not delivered: the command had ended and its reader was behind (the journal in {} has them)",
                 stream.name(),
                 journal_dir.display()
             );
@@ -692,6 +717,20 @@ fn recover_from_journal(dir: &Path, outcome: &mut Outcome) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn undelivered_is_what_was_written_less_what_our_copy_took() {
+        const MIB: u64 = 1 << 20;
+        // Given up with a full pipe (1 MiB) and 8 KiB queued, while our copy had taken
+        // 1 MiB of the first: it went on to take the pipe's, so 8 KiB never came.
+        let written = Some([2 * MIB + 8192, 10]);
+        let copied = Some([2 * MIB, 10]);
+        assert_eq!(undelivered([MIB + 8192, 0], written, copied), [8192, 0]);
+        // A stream whose copy went on is not counted, whatever its figures.
+        assert_eq!(undelivered([0, 0], written, Some([MIB, 0])), [0, 0]);
+        // Without the totals (no `close`), the broker's own count.
+        assert_eq!(undelivered([MIB, 0], None, copied), [MIB, 0]);
+    }
 
     #[test]
     fn a_user_config_that_does_not_parse_is_said_on_one_line_with_its_place() {
