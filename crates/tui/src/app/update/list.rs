@@ -27,7 +27,10 @@ pub(super) fn update(
             );
             view.say(match effects.len() {
                 0 => "nothing has ended: every command listed is running".into(),
-                n => format!("dismissed {n} ended commands"),
+                n => format!(
+                    "dismissed {}",
+                    crate::ui::format::count(n, "ended command", "ended commands")
+                ),
             });
         }
         Action::ToggleFold => toggle_fold(view, geometry),
