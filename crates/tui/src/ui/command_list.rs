@@ -133,11 +133,12 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
         ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
         ListFilter::NeedsYou => format!(": needs you {needs_you} of {total} · {running} running"),
     };
+    // The filtered count alone, in the same words as the long title.
     let short = match view.list.filter {
         ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
-        ListFilter::Running => format!(" run {running}/{total}"),
-        ListFilter::Failed => format!(" fail {failed}/{total}"),
-        ListFilter::NeedsYou => format!(" you {needs_you}/{total}"),
+        ListFilter::Running => format!(": running {running} of {total}"),
+        ListFilter::Failed => format!(": failed {failed} of {total}"),
+        ListFilter::NeedsYou => format!(": needs you {needs_you} of {total}"),
     };
     let by_cpu = view.list.sort == ListSort::Cpu;
     let sort = if by_cpu { " · by CPU" } else { "" };
@@ -314,4 +315,47 @@ pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
         out.push(Span::raw(" "));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::list::ListRows;
+    use tether_config::CommandConfig;
+    use tether_protocol::protocol::CommandSpec;
+
+    #[test]
+    fn a_filtered_title_keeps_its_words_where_the_counts_do_not_fit() {
+        let config = CommandConfig::new("sleep", CommandSpec::Shell("sleep 1".into()));
+        let model = Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 0,
+            commands: vec![CommandState::new(config)],
+            mode: Mode::Watched,
+        };
+        let mut view = ViewState::default();
+        view.list.filter = ListFilter::NeedsYou;
+        let mut list = ListRows::default();
+        list.counts = Counts {
+            running: 0,
+            failed: 2,
+            needs_you: 3,
+            total: 7,
+        };
+        let content = FrameContent {
+            list: std::sync::Arc::new(list),
+            ..FrameContent::default()
+        };
+        let title = |view: &ViewState, room| title(&model, view, &content, room);
+        assert_eq!(title(&view, 60), "Commands: needs you 3 of 7 · 0 running");
+        // A third of 120 columns: the count the filter is about, in the same words.
+        assert_eq!(title(&view, 36), "Commands: needs you 3 of 7");
+        view.list.filter = ListFilter::Failed;
+        assert_eq!(
+            title(&view, 50),
+            "Commands: failed 2 of 7 · 0 running · 3 need you"
+        );
+        assert_eq!(title(&view, 30), "Commands: failed 2 of 7");
+    }
 }
