@@ -866,6 +866,24 @@ fn an_empty_watch_does_not_offer_to_launch() {
     );
     assert!(screen.contains("No live commands yet"), "{screen}");
     assert!(!screen.contains(" a  "), "{screen}");
+    // Where the list is narrower than the line, the line ends in `…`.
+    let hint = rows_with(&screen, "No live commands yet")[0];
+    assert!(hint.contains("yet: they show up as …┃"), "{hint}");
+}
+
+/// A pane's title longer than its frame ends in `…`, the frame's corner in its place.
+#[test]
+fn a_title_too_long_for_its_pane_ends_in_an_ellipsis() {
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    view.outputs[0].search = Some("z".repeat(60));
+    view.outputs[0].follow = false;
+    let screen = draw(120, 36, &view);
+    let title = rows_with(&screen, "┏ stdout")[0];
+    assert!(title.contains("/zzz"), "{title}");
+    assert!(title.contains("z… ┓"), "{title}");
 }
 
 /// `orphans:N` counts processes that escaped the command's group, not one re-parented to

@@ -91,7 +91,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
     frame.render_widget(
         Paragraph::new(body)
             .wrap(Wrap { trim: false })
-            .block(pane_block(title, true)),
+            .block(pane_block(title, true, popup.width)),
         popup,
     );
 }

@@ -74,5 +74,8 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
     let height = rows.len() as u16 + 2;
     let popup = centered(area, 80, height);
     frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(rows).block(pane_block(title, true)), popup);
+    frame.render_widget(
+        Paragraph::new(rows).block(pane_block(title, true, popup.width)),
+        popup,
+    );
 }

@@ -111,8 +111,9 @@ pub fn buffer_text(buffer: &Buffer) -> String {
     out
 }
 
-/// A pane's frame, brighter when it has the focus.
-pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
+/// A pane's frame, brighter when it has the focus, `width` columns wide: a title longer
+/// than the frame holds ends in `…`.
+pub fn pane_block(title: &str, focused: bool, width: u16) -> Block<'static> {
     let (border, look) = match focused {
         true => (BorderType::Thick, style::FOCUSED_BORDER),
         false => (BorderType::Rounded, style::BORDER),
@@ -123,7 +124,8 @@ pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
         .border_style(look)
         .title(Span::raw(format!(
             " {} ",
-            format::truncate(&one_line(title), 200)
+            // Two columns of border and a space either side.
+            format::truncate(&one_line(title), usize::from(width.saturating_sub(4)))
         )))
 }
 
