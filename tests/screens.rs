@@ -1511,3 +1511,37 @@ fn the_launchers_states_read_in_the_list_and_under_the_timeline() {
     assert!(screen.contains("· restarting in 2s (run 4)"), "{screen}");
     insta::assert_snapshot!(screen);
 }
+
+/// A message too long for the status bar ends in `…`, but the command it names for the
+/// operator to type stays whole: the explanation before it is cut.
+#[test]
+fn the_status_bar_keeps_a_command_to_type_whole() {
+    let view = ViewState {
+        message: Some(
+            "mywork/03 build: needs input (sh read(0) blocked on a pipe; no output for 3.0s) \
+             · g: the next (2 in all) · from a shell: `tether stop mywork/03`"
+                .into(),
+        ),
+        ..ViewState::default()
+    };
+    let screen = draw(100, 30, &view);
+    let bar = screen.lines().last().unwrap_or_default();
+    assert!(
+        bar.starts_with(" mywork/03 build: needs input (sh"),
+        "{bar}"
+    );
+    assert!(
+        bar.contains("… · from a shell: `tether stop mywork/03`"),
+        "{bar}"
+    );
+    let plain = ViewState {
+        message: Some("select a process in the tree first (Tab, ↑ ↓)".into()),
+        ..ViewState::default()
+    };
+    let bar = draw(100, 30, &plain);
+    let bar = bar.lines().last().unwrap_or_default();
+    assert_eq!(
+        bar.trim_end(),
+        " select a process in the tree first (Tab, ↑ ↓)"
+    );
+}

@@ -105,11 +105,12 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
         if !mark.detail.is_empty() {
             text.push_str(&format!(" ({})", mark.detail));
         }
-        if command.status.is_active() {
-            text.push_str(&format!(" · from a shell: tether stop {target}"));
-        }
         if marked.len() > 1 {
             text.push_str(&format!(" · g: the next ({} in all)", marked.len()));
+        }
+        // Last, in backticks: a narrow status bar keeps it whole and cuts what comes before.
+        if command.status.is_active() {
+            text.push_str(&format!(" · from a shell: `tether stop {target}`"));
         }
         text
     });
