@@ -114,6 +114,12 @@ pub fn bindings() -> Vec<Binding> {
         bind(KeyContext::Prompt, &[K::Enter], A::Submit, "accept"),
         bind(KeyContext::Prompt, &[K::Esc], A::Cancel, "cancel"),
         bind(KeyContext::Prompt, &[K::Backspace], A::Backspace, "delete a character"),
+        // Up recalls the last search, as a shell's history does (`/` starts empty).
+        bind(KeyContext::Prompt, &[K::Up], A::Up, "the last search"),
+        Binding {
+            modifiers: KeyModifiers::CONTROL,
+            ..bind(KeyContext::Prompt, &[K::Char('u')], A::ClearInput, "clear the line")
+        },
         Binding {
             modifiers: KeyModifiers::CONTROL,
             ..bind(KeyContext::Input, &[K::Char('a')], A::StopTyping, "stop typing into the command")

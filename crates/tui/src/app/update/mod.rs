@@ -207,13 +207,13 @@ pub fn update(
             view.say(format!("times of output lines {}", on_off(view.stamps)));
         }
         Action::ToggleCores => view.cores = !view.cores,
+        // An empty query, as less and vim start one: Up recalls the last, `n` goes on with it.
         Action::Search => {
             let stream = focused_stream(view);
-            let input = view.outputs[stream as usize]
-                .search
-                .clone()
-                .unwrap_or_default();
-            view.dialog = Some(Dialog::Search { stream, input });
+            view.dialog = Some(Dialog::Search {
+                stream,
+                input: String::new(),
+            });
         }
         Action::SearchNext | Action::SearchPrev => {
             let stream = focused_stream(view);
@@ -323,6 +323,7 @@ pub fn update(
         | Action::Input(_)
         | Action::Paste(_)
         | Action::Backspace
+        | Action::ClearInput
         | Action::Submit
         | Action::StopTyping
         | Action::Type(_) => {}
@@ -504,6 +505,18 @@ fn update_dialog(
         (Dialog::ConfirmKill { .. }, Action::Submit) => {
             view.say("y sends SIGKILL, n or Esc cancels")
         }
+        (Dialog::Search { stream, .. }, Action::Up) => {
+            let last = view.last_search.clone();
+            let input = last.or_else(|| view.outputs[stream as usize].search.clone());
+            if let (Some(input), Some(typed)) = (input, view.dialog.as_mut().and_then(input_of)) {
+                *typed = input;
+            }
+        }
+        (_, Action::ClearInput) => {
+            if let Some(input) = view.dialog.as_mut().and_then(input_of) {
+                input.clear();
+            }
+        }
         (_, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
             if let Some(input) = view.dialog.as_mut().and_then(input_of) {
                 match action {
@@ -534,6 +547,7 @@ fn update_dialog(
             out.matched = None;
             out.search = Some(input).filter(|input| !input.is_empty());
             if out.search.is_some() {
+                view.last_search = out.search.clone();
                 effects.push(Effect::Search {
                     stream,
                     forward: false,

@@ -102,6 +102,36 @@ fn a_new_search_starts_afresh_and_paste_fills_the_prompt() {
     );
 }
 
+/// As in less and vim: `/` starts an empty query whatever was searched before, Up recalls
+/// the last, Ctrl-U clears what is typed.
+#[test]
+fn the_search_prompt_starts_empty_recalls_the_last_and_clears() {
+    let model = model(false, true);
+    let mut view = ViewState::default();
+    let act = |view: &mut ViewState, action| update(&model, view, &geometry(), action);
+    let typed = |view: &ViewState| match &view.dialog {
+        Some(Dialog::Search { input, .. }) => input.clone(),
+        other => panic!("no search prompt: {other:?}"),
+    };
+    act(&mut view, Action::Search);
+    for c in "build".chars() {
+        act(&mut view, Action::Input(c));
+    }
+    act(&mut view, Action::Submit);
+    assert_eq!(view.outputs[0].search.as_deref(), Some("build"));
+    act(&mut view, Action::Search);
+    assert_eq!(typed(&view), "");
+    act(&mut view, Action::Input('z'));
+    assert_eq!(typed(&view), "z");
+    act(&mut view, Action::Up);
+    assert_eq!(typed(&view), "build");
+    act(&mut view, Action::ClearInput);
+    assert_eq!(typed(&view), "");
+    // Cancelled, the last search still stands for `n`.
+    act(&mut view, Action::Cancel);
+    assert_eq!(view.outputs[0].search.as_deref(), Some("build"));
+}
+
 #[test]
 fn signalling_a_process_names_its_command() {
     let model = model(false, true);
