@@ -629,6 +629,37 @@ fn a_watch_offers_signals_and_dismiss_but_no_launch() {
     );
     let live = draw(120, 36, &ViewState::default());
     assert!(!live.lines().last().unwrap().contains("dismiss"));
+    // Its help lists only the keys that work there, in words true there: no typing into a
+    // command another tether started, no folding of the one session listed, no set-up
+    // shells where there are none, and `q` quits at once.
+    let help = ViewState {
+        dialog: Some(Dialog::Help),
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 40, &model, &content(), &help);
+    for refused in [
+        "type into it",
+        "Space",
+        "fold/unfold",
+        "set-up shells",
+        "asks if commands run",
+        "launch a new command",
+    ] {
+        assert!(
+            !screen.contains(refused),
+            "help offers {refused:?}:\n{screen}"
+        );
+    }
+    for offered in ["t       SIGTERM", "d       dismiss", "q       quit "] {
+        assert!(
+            screen.contains(offered),
+            "help lacks {offered:?}:\n{screen}"
+        );
+    }
+    // The tether that runs its commands types into them and asks before quitting.
+    let live = draw_with(120, 40, &model_live(), &content(), &help);
+    assert!(live.contains("type into it"), "{live}");
+    assert!(live.contains("quit (asks if commands run)"), "{live}");
 }
 
 /// A finished run with nothing recorded: the title does not promise a list above "no

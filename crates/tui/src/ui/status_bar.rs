@@ -13,7 +13,7 @@ use super::strip::cursor_time;
 use super::timeline::describe;
 use super::{Scene, format, style};
 use crate::app::action::Action;
-use crate::app::update::refusal;
+use crate::app::update::{OnScreen, refusal_on};
 use crate::app::view::{CursorContent, ViewState};
 use tether_model::output::one_line;
 use tether_model::recording::step_label;
@@ -78,9 +78,13 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
         ))),
         None => {
             let step = format!("step {}", step_label(view.time.step_ms()));
-            let keys = KEYS
-                .iter()
-                .filter(|(_, _, action)| refusal(model, action).is_none());
+            let keys = KEYS.iter().filter(|(_, _, action)| {
+                let on = OnScreen {
+                    list: &content.list,
+                    compact,
+                };
+                refusal_on(model, on, action).is_none()
+            });
             // Set, the cursor's own keys come first, and the way back to the end.
             let mut keys: Vec<(&str, &str, Action)> = if cursor.is_some() {
                 let (time, rest): (Vec<_>, Vec<_>) = keys.partition(|(_, _, a)| a.moves_in_time());

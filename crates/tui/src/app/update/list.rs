@@ -120,7 +120,7 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
 fn toggle_fold(view: &mut ViewState, geometry: &Geometry) {
     let session = geometry.list.session_of(view.selected);
     let Some(session) = session.filter(|_| geometry.list.has_headers()) else {
-        view.say("one session listed: there is nothing to fold");
+        view.say(super::NO_FOLD);
         return;
     };
     let folded = &mut view.list.folded;

@@ -300,6 +300,48 @@ fn enter_answers_quit_but_never_confirms_a_kill() {
     assert_eq!(view.message.as_deref(), Some("stopping 1 command…"));
 }
 
+/// `i` in a watch, Space and Enter with one session listed, `S` with no set-up shells: each
+/// refused with why, by the rule the help lists keys by.
+#[test]
+fn keys_that_do_nothing_on_this_screen_are_refused_by_one_rule() {
+    use super::{NO_FOLD, NO_SETUP, NO_TYPING, OnScreen, refusal_on};
+    let live = model(false, true);
+    let mut watched = model(false, true);
+    watched.mode = Mode::Watched;
+    let list = ListRows::build(&live, &Default::default());
+    assert!(!list.has_headers());
+    let wide = OnScreen {
+        list: &list,
+        compact: false,
+    };
+    let small = OnScreen {
+        compact: true,
+        ..wide
+    };
+    assert_eq!(
+        refusal_on(&watched, wide, &Action::StartTyping),
+        Some(NO_TYPING)
+    );
+    assert_eq!(refusal_on(&live, wide, &Action::StartTyping), None);
+    assert_eq!(refusal_on(&live, wide, &Action::ToggleFold), Some(NO_FOLD));
+    assert_eq!(refusal_on(&live, wide, &Action::Open), Some(NO_FOLD));
+    assert_eq!(refusal_on(&live, small, &Action::Open), None);
+    assert_eq!(
+        refusal_on(&live, wide, &Action::ToggleSetup),
+        Some(NO_SETUP)
+    );
+    // The update says the same.
+    let mut view = ViewState::default();
+    update(&watched, &mut view, &geometry(), Action::StartTyping);
+    assert_eq!(
+        (view.typing, view.message.as_deref()),
+        (None, Some(NO_TYPING))
+    );
+    update(&live, &mut view, &geometry(), Action::ToggleSetup);
+    assert_eq!(view.message.as_deref(), Some(NO_SETUP));
+    assert!(!view.list.show_setup);
+}
+
 #[test]
 fn what_a_screen_refuses_is_what_its_keys_leave_out() {
     let live = model(false, true);
