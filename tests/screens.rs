@@ -629,6 +629,37 @@ fn a_watch_offers_signals_and_dismiss_but_no_launch() {
     );
     let live = draw(120, 36, &ViewState::default());
     assert!(!live.lines().last().unwrap().contains("dismiss"));
+    // Its help lists only the keys that work there, in words true there: no typing into a
+    // command another tether started, no folding of the one session listed, no set-up
+    // shells where there are none, and `q` quits at once.
+    let help = ViewState {
+        dialog: Some(Dialog::Help),
+        ..ViewState::default()
+    };
+    let screen = draw_with(120, 40, &model, &content(), &help);
+    for refused in [
+        "type into it",
+        "Space",
+        "fold/unfold",
+        "set-up shells",
+        "asks if commands run",
+        "launch a new command",
+    ] {
+        assert!(
+            !screen.contains(refused),
+            "help offers {refused:?}:\n{screen}"
+        );
+    }
+    for offered in ["t       SIGTERM", "d       dismiss", "q       quit "] {
+        assert!(
+            screen.contains(offered),
+            "help lacks {offered:?}:\n{screen}"
+        );
+    }
+    // The tether that runs its commands types into them and asks before quitting.
+    let live = draw_with(120, 40, &model_live(), &content(), &help);
+    assert!(live.contains("type into it"), "{live}");
+    assert!(live.contains("quit (asks if commands run)"), "{live}");
 }
 
 /// A finished run with nothing recorded: the title does not promise a list above "no
@@ -866,6 +897,24 @@ fn an_empty_watch_does_not_offer_to_launch() {
     );
     assert!(screen.contains("No live commands yet"), "{screen}");
     assert!(!screen.contains(" a  "), "{screen}");
+    // Where the list is narrower than the line, the line ends in `…`.
+    let hint = rows_with(&screen, "No live commands yet")[0];
+    assert!(hint.contains("yet: they show up as …┃"), "{hint}");
+}
+
+/// A pane's title longer than its frame ends in `…`, the frame's corner in its place.
+#[test]
+fn a_title_too_long_for_its_pane_ends_in_an_ellipsis() {
+    let mut view = ViewState {
+        focus: Pane::Stdout,
+        ..ViewState::default()
+    };
+    view.outputs[0].search = Some("z".repeat(60));
+    view.outputs[0].follow = false;
+    let screen = draw(120, 36, &view);
+    let title = rows_with(&screen, "┏ stdout")[0];
+    assert!(title.contains("/zzz"), "{title}");
+    assert!(title.contains("z… ┓"), "{title}");
 }
 
 /// `orphans:N` counts processes that escaped the command's group, not one re-parented to
@@ -1492,4 +1541,38 @@ fn the_launchers_states_read_in_the_list_and_under_the_timeline() {
     let screen = draw_with(120, 36, &model, &content(), &view);
     assert!(screen.contains("· restarting in 2s (run 4)"), "{screen}");
     insta::assert_snapshot!(screen);
+}
+
+/// A message too long for the status bar ends in `…`, but the command it names for the
+/// operator to type stays whole: the explanation before it is cut.
+#[test]
+fn the_status_bar_keeps_a_command_to_type_whole() {
+    let view = ViewState {
+        message: Some(
+            "mywork/03 build: needs input (sh read(0) blocked on a pipe; no output for 3.0s) \
+             · g: the next (2 in all) · from a shell: `tether stop mywork/03`"
+                .into(),
+        ),
+        ..ViewState::default()
+    };
+    let screen = draw(100, 30, &view);
+    let bar = screen.lines().last().unwrap_or_default();
+    assert!(
+        bar.starts_with(" mywork/03 build: needs input (sh"),
+        "{bar}"
+    );
+    assert!(
+        bar.contains("… · from a shell: `tether stop mywork/03`"),
+        "{bar}"
+    );
+    let plain = ViewState {
+        message: Some("select a process in the tree first (Tab, ↑ ↓)".into()),
+        ..ViewState::default()
+    };
+    let bar = draw(100, 30, &plain);
+    let bar = bar.lines().last().unwrap_or_default();
+    assert_eq!(
+        bar.trim_end(),
+        " select a process in the tree first (Tab, ↑ ↓)"
+    );
 }

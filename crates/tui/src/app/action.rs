@@ -99,6 +99,8 @@ pub enum Action {
     /// Text pasted into the terminal (bracketed paste).
     Paste(String),
     Backspace,
+    /// Ctrl-U in a prompt: the line typed so far goes.
+    ClearInput,
     Submit,
     /// Mouse wheel over the screen cell (column, row).
     ScrollAt {

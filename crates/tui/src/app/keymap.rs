@@ -114,12 +114,28 @@ pub fn bindings() -> Vec<Binding> {
         bind(KeyContext::Prompt, &[K::Enter], A::Submit, "accept"),
         bind(KeyContext::Prompt, &[K::Esc], A::Cancel, "cancel"),
         bind(KeyContext::Prompt, &[K::Backspace], A::Backspace, "delete a character"),
+        // Up recalls the last search, as a shell's history does (`/` starts empty).
+        bind(KeyContext::Prompt, &[K::Up], A::Up, "the last search"),
+        Binding {
+            modifiers: KeyModifiers::CONTROL,
+            ..bind(KeyContext::Prompt, &[K::Char('u')], A::ClearInput, "clear the line")
+        },
         Binding {
             modifiers: KeyModifiers::CONTROL,
             ..bind(KeyContext::Input, &[K::Char('a')], A::StopTyping, "stop typing into the command")
         },
         bind(KeyContext::Help, &[K::Esc, K::Char('?'), K::Char('q')], A::Cancel, "close help"),
     ]
+}
+
+/// The help's words for `binding` on a screen read from journals (`tether watch`, `tether
+/// open`), where its action does less than in the tether that runs the commands: there `q`
+/// quits at once, since what runs belongs to whoever started it.
+pub fn description_from_journals(binding: &Binding) -> &'static str {
+    match binding.action {
+        Action::Quit => "quit",
+        _ => binding.description,
+    }
 }
 
 /// The action for a key in a context, if any. In a prompt, printable keys are text.

@@ -30,12 +30,12 @@ impl App {
         };
         match found {
             Ok(Some(line)) => self.show_match(i, line, &needle),
-            Ok(None) => {
-                self.view.say(format!(
-                    "`{needle}` not found {}",
-                    if forward { "below" } else { "above" }
-                ));
-            }
+            // Without a match to go on from, the whole log was searched.
+            Ok(None) => self.view.say(match (matched, forward) {
+                (None, _) => format!("`{needle}` not found"),
+                (Some(_), true) => format!("`{needle}` not found below"),
+                (Some(_), false) => format!("`{needle}` not found above"),
+            }),
             Err(err) => self.view.say(format!("search failed: {err}")),
         }
     }
@@ -233,5 +233,26 @@ mod tests {
         assert_eq!(app.view.selected, 0);
         let message = app.view.message.clone().expect("a message");
         assert!(message.contains("absent"), "{message}");
+    }
+
+    #[test]
+    fn a_query_found_nowhere_says_not_found_and_from_a_match_says_which_way() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let mut app = app(vec![command(root.path(), "only", "a\nbuild\nc\n", "")]);
+        let size = Rect::new(0, 0, 160, 45);
+        app.prepare(size, 0);
+        app.view.outputs[0].search = Some("zzz".into());
+        app.search(Stream::Stdout, false);
+        assert_eq!(app.view.message.as_deref(), Some("`zzz` not found"));
+        app.search(Stream::Stdout, true);
+        assert_eq!(app.view.message.as_deref(), Some("`zzz` not found"));
+        app.view.message = None;
+        app.view.outputs[0].search = Some("build".into());
+        app.search(Stream::Stdout, false);
+        assert_eq!(app.view.outputs[0].matched, Some(1));
+        app.search(Stream::Stdout, false);
+        assert_eq!(app.view.message.as_deref(), Some("`build` not found above"));
+        app.search(Stream::Stdout, true);
+        assert_eq!(app.view.message.as_deref(), Some("`build` not found below"));
     }
 }

@@ -152,6 +152,8 @@ pub struct ViewState {
     /// The operator moved the list's selection: in a watch it no longer follows the newest
     /// running command (`End` in the list follows again).
     pub list_moved: bool,
+    /// The last query searched for, in any pane: what Up recalls in the search prompt.
+    pub last_search: Option<String>,
 }
 
 /// The time cursor: the moment every pane shows the recorded run as it was at (`None`: off,

@@ -28,24 +28,26 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let block: Block = pane_block(
         &title(model, view, content, room),
         view.focus == Pane::Commands,
+        area.width,
     );
+    let inner = area.width.saturating_sub(2) as usize;
     if model.commands.is_empty() {
         let hint = match model.mode {
-            Mode::Live => Line::from(vec![
+            Mode::Live => vec![
                 Span::raw("No commands. Press "),
                 Span::styled(" a ", style::KEY),
                 Span::raw(" to launch one."),
-            ]),
-            Mode::Watched => Line::styled(
+            ],
+            Mode::Watched => vec![Span::styled(
                 "No live commands yet: they show up as they start.",
                 style::DIM,
-            ),
-            Mode::Recorded(_) => Line::styled("No commands in this session.", style::DIM),
+            )],
+            Mode::Recorded(_) => vec![Span::styled("No commands in this session.", style::DIM)],
         };
+        let hint = Line::from(format::cut_spans(hint, inner));
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
-    let inner = area.width.saturating_sub(2) as usize;
     let columns = list_columns::layout(inner, list.name_width, list.number_width, list.state_width);
     let cursor = list.cursor_row(view.selected);
     let skip = layout::first_visible_command(cursor.unwrap_or(0), area);
@@ -84,8 +86,8 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     for (row, entry) in list.rows.iter().enumerate().skip(skip).take(visible) {
         let y = first_row + (row - skip) as u16;
         let line = match *entry {
-            ListRow::Session(at) => session_line(&list.sessions[at], Some(row) == cursor),
-            ListRow::Setup(at) => setup_line(list.sessions[at].setup_folded),
+            ListRow::Session(at) => session_line(&list.sessions[at], Some(row) == cursor, inner),
+            ListRow::Setup(at) => setup_line(list.sessions[at].setup_folded, inner),
             ListRow::Command(_) => continue,
         };
         frame.render_widget(line, Rect::new(area.x + 1, y, inner as u16, 1));
@@ -95,8 +97,8 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
             ListFilter::NeedsYou => "Nothing needs you now (F: all)".to_string(),
             filter => format!("No {} commands (F: all)", filter.label()),
         };
-        let empty = Line::styled(empty, style::DIM);
         let at = Rect::new(area.x + 2, area.y + 2, area.width.saturating_sub(4), 1);
+        let empty = Line::styled(format::truncate(&empty, at.width.into()), style::DIM);
         frame.render_widget(empty, at);
     }
 }
@@ -133,11 +135,12 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
         ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
         ListFilter::NeedsYou => format!(": needs you {needs_you} of {total} · {running} running"),
     };
+    // The filtered count alone, in the same words as the long title.
     let short = match view.list.filter {
         ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
-        ListFilter::Running => format!(" run {running}/{total}"),
-        ListFilter::Failed => format!(" fail {failed}/{total}"),
-        ListFilter::NeedsYou => format!(" you {needs_you}/{total}"),
+        ListFilter::Running => format!(": running {running} of {total}"),
+        ListFilter::Failed => format!(": failed {failed} of {total}"),
+        ListFilter::NeedsYou => format!(": needs you {needs_you} of {total}"),
     };
     let by_cpu = view.list.sort == ListSort::Cpu;
     let sort = if by_cpu { " · by CPU" } else { "" };
@@ -165,19 +168,19 @@ fn needs_you_count(n: usize) -> String {
     format::count(n, "needs you", "need you")
 }
 
-/// `  2 set-up shells (S: show)`: an agent's own shells that ended well, in one dim row.
-fn setup_line(count: usize) -> Line<'static> {
-    Line::styled(
-        format!(
-            "  {} (S: show)",
-            format::count(count, "set-up shell", "set-up shells")
-        ),
-        style::DIM,
-    )
+/// `  2 set-up shells (S: show)`: an agent's own shells that ended well, in one dim row
+/// `width` columns wide.
+fn setup_line(count: usize, width: usize) -> Line<'static> {
+    let text = format!(
+        "  {} (S: show)",
+        format::count(count, "set-up shell", "set-up shells")
+    );
+    Line::styled(format::truncate(&text, width), style::DIM)
 }
 
-/// `▾ 20260101-abcd  2 running · 1 failed · 40`, `▸` when folded.
-fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
+/// `▾ 20260101-abcd  40 commands · 2 running · 1 failed`, `▸` when folded, cut to `width`
+/// columns with a `…`.
+fn session_line(session: &SessionGroup, selected: bool, width: usize) -> Line<'static> {
     let marker = if selected { "▶" } else { " " };
     let mark = if session.folded { "▸" } else { "▾" };
     let Counts {
@@ -210,7 +213,7 @@ fn session_line(session: &SessionGroup, selected: bool) -> Line<'static> {
             style,
         ));
     }
-    let line = Line::from(spans);
+    let line = Line::from(format::cut_spans(spans, width));
     if selected {
         line.style(style::SELECTED)
     } else {
@@ -314,4 +317,47 @@ pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
         out.push(Span::raw(" "));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::list::ListRows;
+    use tether_config::CommandConfig;
+    use tether_protocol::protocol::CommandSpec;
+
+    #[test]
+    fn a_filtered_title_keeps_its_words_where_the_counts_do_not_fit() {
+        let config = CommandConfig::new("sleep", CommandSpec::Shell("sleep 1".into()));
+        let model = Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 0,
+            commands: vec![CommandState::new(config)],
+            mode: Mode::Watched,
+        };
+        let mut view = ViewState::default();
+        view.list.filter = ListFilter::NeedsYou;
+        let mut list = ListRows::default();
+        list.counts = Counts {
+            running: 0,
+            failed: 2,
+            needs_you: 3,
+            total: 7,
+        };
+        let content = FrameContent {
+            list: std::sync::Arc::new(list),
+            ..FrameContent::default()
+        };
+        let title = |view: &ViewState, room| title(&model, view, &content, room);
+        assert_eq!(title(&view, 60), "Commands: needs you 3 of 7 · 0 running");
+        // A third of 120 columns: the count the filter is about, in the same words.
+        assert_eq!(title(&view, 36), "Commands: needs you 3 of 7");
+        view.list.filter = ListFilter::Failed;
+        assert_eq!(
+            title(&view, 50),
+            "Commands: failed 2 of 7 · 0 running · 3 need you"
+        );
+        assert_eq!(title(&view, 30), "Commands: failed 2 of 7");
+    }
 }

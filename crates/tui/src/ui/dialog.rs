@@ -55,14 +55,18 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
                 "run by /bin/sh -c in the current directory",
             ),
         ),
-        Dialog::Search { stream, input } => (
-            "Search",
-            prompt(
+        Dialog::Search { stream, input } => {
+            let mut body = prompt(
                 &format!("Search {} for:", stream.name()),
                 input,
                 "case-insensitive; n / N for next and previous; empty clears",
-            ),
-        ),
+            );
+            body.push(Line::styled(
+                "↑ the last search; Ctrl-U clears the line",
+                style::DIM,
+            ));
+            ("Search", body)
+        }
         Dialog::SignalProcess {
             pid, argv, input, ..
         } => (
@@ -91,7 +95,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, dialog: &Dialog) {
     frame.render_widget(
         Paragraph::new(body)
             .wrap(Wrap { trim: false })
-            .block(pane_block(title, true)),
+            .block(pane_block(title, true, popup.width)),
         popup,
     );
 }

@@ -7,13 +7,15 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use super::{centered, format, pane_block, style};
 use crate::app::action::Action;
-use crate::app::keymap::{Binding, KeyContext, keys_label};
-use crate::app::update::{READ_ONLY, refusal};
+use crate::app::keymap::{Binding, KeyContext, description_from_journals, keys_label};
+use crate::app::update::{OnScreen, READ_ONLY, refusal, refusal_on};
 use tether_model::Model;
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) {
-    // Only the keys that do something here: a recorded session refuses to launch or signal.
-    let applies = |action: &Action| refusal(model, action).is_none();
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, on: OnScreen, bindings: &[Binding]) {
+    // Only the keys that do something here, by the rule the keys are refused by: a recorded
+    // session launches and signals nothing, a watch types into nothing, one session listed
+    // has nothing to fold.
+    let applies = |action: &Action| refusal_on(model, on, action).is_none();
     let entries: Vec<(String, &Binding)> = bindings
         .iter()
         .filter(|b| b.context == KeyContext::Normal && !b.description.is_empty())
@@ -21,13 +23,17 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
         .map(|b| (keys_label(bindings, b, &applies), b))
         .collect();
     let read_only = refusal(model, &Action::Term) == Some(READ_ONLY);
+    let describe = |b: &Binding| match model.mode.from_journals() {
+        true => description_from_journals(b),
+        false => b.description,
+    };
     // Two columns, so that the whole key map fits the smallest terminal (80×24).
     let half = entries.len().div_ceil(2);
     let cell = |b: Option<&(String, &Binding)>| -> Vec<Span<'static>> {
         match b {
             Some((label, b)) => vec![
                 Span::styled(format!(" {label:<7}"), style::KEY),
-                Span::raw(format!(" {:<30}", format::truncate(b.description, 30))),
+                Span::raw(format!(" {:<30}", format::truncate(describe(b), 30))),
             ],
             None => Vec::new(),
         }
@@ -74,5 +80,8 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, bindings: &[Binding]) 
     let height = rows.len() as u16 + 2;
     let popup = centered(area, 80, height);
     frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(rows).block(pane_block(title, true)), popup);
+    frame.render_widget(
+        Paragraph::new(rows).block(pane_block(title, true, popup.width)),
+        popup,
+    );
 }

@@ -24,6 +24,7 @@ use ratatui::widgets::{Block, BorderType, Borders};
 
 use crate::app::keymap::Binding;
 use crate::app::layout;
+use crate::app::update::OnScreen;
 use crate::app::view::{Dialog, FrameContent, Pane, ViewState};
 use tether_model::Model;
 use tether_model::output::one_line;
@@ -73,9 +74,20 @@ fn draw_screen(frame: &mut Frame, scene: Scene, bindings: &[Binding]) {
     draw_dialog(frame, size, scene, bindings);
 }
 
-fn draw_dialog(frame: &mut Frame, size: Rect, Scene(model, view, _): Scene, bindings: &[Binding]) {
+fn draw_dialog(
+    frame: &mut Frame,
+    size: Rect,
+    Scene(model, view, content): Scene,
+    bindings: &[Binding],
+) {
     match &view.dialog {
-        Some(Dialog::Help) => help::draw(frame, size, model, bindings),
+        Some(Dialog::Help) => {
+            let on = OnScreen {
+                list: &content.list,
+                compact: layout::is_compact(size),
+            };
+            help::draw(frame, size, model, on, bindings)
+        }
         Some(dialog) => dialog::draw(frame, size, model, dialog),
         None => {}
     }
@@ -111,8 +123,9 @@ pub fn buffer_text(buffer: &Buffer) -> String {
     out
 }
 
-/// A pane's frame, brighter when it has the focus.
-pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
+/// A pane's frame, brighter when it has the focus, `width` columns wide: a title longer
+/// than the frame holds ends in `…`.
+pub fn pane_block(title: &str, focused: bool, width: u16) -> Block<'static> {
     let (border, look) = match focused {
         true => (BorderType::Thick, style::FOCUSED_BORDER),
         false => (BorderType::Rounded, style::BORDER),
@@ -123,7 +136,8 @@ pub fn pane_block(title: &str, focused: bool) -> Block<'static> {
         .border_style(look)
         .title(Span::raw(format!(
             " {} ",
-            format::truncate(&one_line(title), 200)
+            // Two columns of border and a space either side.
+            format::truncate(&one_line(title), usize::from(width.saturating_sub(4)))
         )))
 }
 

@@ -90,7 +90,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, s
     frame.render_widget(
         Paragraph::new(text)
             .scroll((0, u16::try_from(left).unwrap_or(u16::MAX)))
-            .block(pane_block(&title, focused)),
+            .block(pane_block(&title, focused, area.width)),
         area,
     );
 }
@@ -122,7 +122,7 @@ fn draw_screen(
     title.push_str(&format!(" · {}", format_size(lines.bytes)));
     title.push_str(&journal_cut_title(lines.journal_cut));
     title.push_str(" · v: lines");
-    let block = pane_block(&title, focused);
+    let block = pane_block(&title, focused, area.width);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     match &screen.grid {

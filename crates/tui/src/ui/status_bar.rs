@@ -13,7 +13,7 @@ use super::strip::cursor_time;
 use super::timeline::describe;
 use super::{Scene, format, style};
 use crate::app::action::Action;
-use crate::app::update::refusal;
+use crate::app::update::{OnScreen, refusal_on};
 use crate::app::view::{CursorContent, ViewState};
 use tether_model::output::one_line;
 use tether_model::recording::step_label;
@@ -52,7 +52,10 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
         .filter(|_| !model.mode.is_finished())
         .and_then(|id| model.commands.get(id));
     if let Some(id) = view.typing {
-        frame.render_widget(Paragraph::new(typing_line(model, id, view)), area);
+        frame.render_widget(
+            Paragraph::new(typing_line(model, id, view, area.width.into())),
+            area,
+        );
         return;
     }
     // The event's details give way to the keys on a narrow screen.
@@ -65,13 +68,23 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
     };
     let attention = attention.filter(|c| !told(c));
     spans.extend(attention.and_then(|c| attention_span(c, details)));
+    let width = usize::from(area.width);
+    let room = width.saturating_sub(spans.iter().map(Span::width).sum());
     match &view.message {
-        Some(message) => spans.push(Span::raw(format!(" {}", one_line(message)))),
+        // A message wins over the key hints: it is what just happened.
+        Some(message) => spans.push(Span::raw(format!(
+            " {}",
+            cut_message(&one_line(message), room.saturating_sub(1))
+        ))),
         None => {
             let step = format!("step {}", step_label(view.time.step_ms()));
-            let keys = KEYS
-                .iter()
-                .filter(|(_, _, action)| refusal(model, action).is_none());
+            let keys = KEYS.iter().filter(|(_, _, action)| {
+                let on = OnScreen {
+                    list: &content.list,
+                    compact,
+                };
+                refusal_on(model, on, action).is_none()
+            });
             // Set, the cursor's own keys come first, and the way back to the end.
             let mut keys: Vec<(&str, &str, Action)> = if cursor.is_some() {
                 let (time, rest): (Vec<_>, Vec<_>) = keys.partition(|(_, _, a)| a.moves_in_time());
@@ -97,15 +110,79 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
                 Action::TimeStepBack => (key, step.as_str()),
                 _ => (key, what),
             });
-            spans.extend(keys.into_iter().flat_map(|(key, what)| {
-                [
+            // As many hints as fit, each whole: a key without its word says nothing.
+            let mut left = room;
+            for (key, what) in keys {
+                let hint = [
                     Span::styled(format!(" {key} "), style::KEY),
                     Span::raw(format!(" {what} ")),
-                ]
-            }));
+                ];
+                let needs: usize = hint.iter().map(Span::width).sum();
+                if needs > left {
+                    break;
+                }
+                left -= needs;
+                spans.extend(hint);
+            }
         }
     }
+    // What comes before the message (the moment, what needs you) is cut too on a narrow bar.
+    let spans = format::cut_spans(spans, width);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `message` cut to `width` columns, ending in `…`. A command it names for the operator to
+/// type (in backticks, starting with `tether`) is kept whole, with the clause it ends (from
+/// the ` · ` before it) where that fits, and the explanation before it is cut instead:
+/// `mywork/03 build: needs inp… · from a shell: `tether stop mywork/03``.
+fn cut_message(message: &str, width: usize) -> String {
+    if format::text_width(message) <= width {
+        return message.to_string();
+    }
+    let Some(command) = command_to_type(message) else {
+        return cut(message, width);
+    };
+    // The plain cut keeps the command whole anyway.
+    if format::text_width(&message[..command.end]) < width {
+        return cut(message, width);
+    }
+    let after = &message[command.end..];
+    // What follows the command, if anything, is marked as cut by one `…` after it.
+    let tail = if after.is_empty() { "" } else { "…" };
+    let clause = message[..command.start]
+        .rfind(" · ")
+        .unwrap_or(command.start);
+    for start in [clause, command.start] {
+        let kept = &message[start..command.end];
+        let room = width.checked_sub(format::text_width(kept) + tail.len());
+        if let Some(room) = room.filter(|&room| room >= 2) {
+            return format!("{}{kept}{tail}", cut(&message[..start], room));
+        }
+    }
+    // Not even the command fits with something before it: its start is better than nothing.
+    cut(&message[command.start..], width)
+}
+
+/// `text` cut to `width` columns with `…`, with no space left before the `…`.
+fn cut(text: &str, width: usize) -> String {
+    let cut = format::truncate(text, width);
+    match cut.strip_suffix('…') {
+        Some(kept) if kept.ends_with(' ') => format!("{}…", kept.trim_end()),
+        _ => cut,
+    }
+}
+
+/// Where `message` names a command for the operator to type: its last backticked text that
+/// starts with `tether`, backticks included.
+fn command_to_type(message: &str) -> Option<std::ops::Range<usize>> {
+    let ticks: Vec<usize> = message.match_indices('`').map(|(at, _)| at).collect();
+    ticks
+        .chunks_exact(2)
+        .map(|pair| pair[0]..pair[1] + 1)
+        .rfind(|range| {
+            let inside = &message[range.start + 1..range.end - 1];
+            inside == "tether" || inside.starts_with("tether ")
+        })
 }
 
 /// ` ⏱ 03:04:07.250 (+0:02.300)  runaway exit SIGKILL `: the moment, in UTC and since the
@@ -179,7 +256,7 @@ fn attention_span(command: &CommandState, room: usize) -> Option<Span<'static>> 
 const ENDED: Style = Style::new().fg(Color::Red);
 
 /// `INPUT → build · Ctrl-a to leave`, and what became of the command if it ended.
-fn typing_line<'a>(model: &Model, id: usize, view: &ViewState) -> Line<'a> {
+fn typing_line<'a>(model: &Model, id: usize, view: &ViewState, width: usize) -> Line<'a> {
     let (name, state) = model.commands.get(id).map_or_else(
         || ("?".to_string(), Some("gone".to_string())),
         |c| {
@@ -200,5 +277,54 @@ fn typing_line<'a>(model: &Model, id: usize, view: &ViewState) -> Line<'a> {
     if let Some(message) = &view.message {
         spans.push(Span::raw(format!("· {}", one_line(message))));
     }
-    Line::from(spans)
+    Line::from(format::cut_spans(spans, width))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_message_ends_in_an_ellipsis() {
+        let said = "select a process in the tree first (Tab, ↑ ↓)";
+        assert_eq!(cut_message(said, 60), said);
+        assert_eq!(cut_message(said, 30), "select a process in the tree…");
+        assert_eq!(
+            cut_message("`abc` is not a time in the session; write it as…", 32),
+            "`abc` is not a time in the sess…"
+        );
+    }
+
+    #[test]
+    fn a_command_to_type_is_kept_whole_and_the_explanation_before_it_cut() {
+        let said = "mywork/03 build: needs input (sh read(0) blocked on a pipe) · g: the next \
+                    (2 in all) · from a shell: `tether stop mywork/03`";
+        let cut = cut_message(said, 60);
+        assert!(text_width(&cut) <= 60);
+        assert!(cut.starts_with("mywork/03 build: ne…"), "{cut}");
+        assert!(
+            cut.ends_with("… · from a shell: `tether stop mywork/03`"),
+            "{cut}"
+        );
+        // Narrower, the command alone.
+        let cut = cut_message(said, 30);
+        assert!(cut.ends_with("…`tether stop mywork/03`"), "{cut}");
+        // What follows the command is cut, and said to be.
+        let read_only = cut_message(crate::app::update::READ_ONLY, 40);
+        assert!(read_only.ends_with("…`tether`…"), "{read_only}");
+        assert!(text_width(&read_only) <= 40);
+        // Where the plain cut keeps the command, it is the plain cut.
+        assert_eq!(
+            cut_message("run `tether run` to launch one, it is simple", 30),
+            "run `tether run` to launch on…"
+        );
+        // A quoted word that is no command is cut as any text.
+        assert_eq!(cut_message("`zzz` not found here", 10), "`zzz` not…");
+        // Narrower than the command itself: its start.
+        assert_eq!(cut_message(said, 12), "`tether sto…");
+    }
+
+    fn text_width(text: &str) -> usize {
+        format::text_width(text)
+    }
 }

@@ -16,7 +16,7 @@ use tether_model::{CommandState, TimelineEntry};
 use tether_protocol::protocol::EventKind;
 
 pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
-    let block = pane_block("Timeline", view.focus == Pane::Timeline);
+    let block = pane_block("Timeline", view.focus == Pane::Timeline, area.width);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let strip_rows = layout::strip_rows(inner.height, model.commands.len());

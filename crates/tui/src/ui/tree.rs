@@ -20,6 +20,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let block = pane_block(
         &title(command, !content.tree.is_empty(), content.cgroup.as_ref()),
         focused,
+        area.width,
     );
     let run_start = command.and_then(|c| c.started_ms).unwrap_or(0);
     if content.tree.is_empty() {

@@ -188,3 +188,25 @@ fn every_normal_action_is_described_once() {
         );
     }
 }
+
+#[test]
+fn ctrl_u_clears_a_prompt_and_up_recalls_the_last_search() {
+    let b = bindings();
+    assert_eq!(
+        pressed(
+            &b,
+            KeyContext::Prompt,
+            KeyCode::Char('u'),
+            KeyModifiers::CONTROL
+        ),
+        Some(Action::ClearInput)
+    );
+    assert_eq!(
+        unmodified(&b, KeyContext::Prompt, KeyCode::Char('u')),
+        Some(Action::Input('u'))
+    );
+    assert_eq!(
+        unmodified(&b, KeyContext::Prompt, KeyCode::Up),
+        Some(Action::Up)
+    );
+}

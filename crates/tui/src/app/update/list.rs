@@ -27,7 +27,10 @@ pub(super) fn update(
             );
             view.say(match effects.len() {
                 0 => "nothing has ended: every command listed is running".into(),
-                n => format!("dismissed {n} ended commands"),
+                n => format!(
+                    "dismissed {}",
+                    crate::ui::format::count(n, "ended command", "ended commands")
+                ),
             });
         }
         Action::ToggleFold => toggle_fold(view, geometry),
@@ -102,11 +105,12 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
         if !mark.detail.is_empty() {
             text.push_str(&format!(" ({})", mark.detail));
         }
-        if command.status.is_active() {
-            text.push_str(&format!(" · from a shell: tether stop {target}"));
-        }
         if marked.len() > 1 {
             text.push_str(&format!(" · g: the next ({} in all)", marked.len()));
+        }
+        // Last, in backticks: a narrow status bar keeps it whole and cuts what comes before.
+        if command.status.is_active() {
+            text.push_str(&format!(" · from a shell: `tether stop {target}`"));
         }
         text
     });
@@ -116,7 +120,7 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
 fn toggle_fold(view: &mut ViewState, geometry: &Geometry) {
     let session = geometry.list.session_of(view.selected);
     let Some(session) = session.filter(|_| geometry.list.has_headers()) else {
-        view.say("one session listed: there is nothing to fold");
+        view.say(super::NO_FOLD);
         return;
     };
     let folded = &mut view.list.folded;

@@ -24,6 +24,11 @@ pub const NO_ATTENTION_KEY: &str =
     "g goes to the latest attention in `tether watch`; here F shows what needs you";
 pub const NO_TIME_CURSOR: &str =
     "the time cursor moves over a finished session: open one with `tether open`";
+pub const NO_TYPING: &str =
+    "these commands were started elsewhere: only the tether that started a command types into it";
+pub const NO_FOLD: &str = "one session listed: there is nothing to fold";
+pub const NO_SETUP: &str =
+    "no set-up shells here: S folds or shows an agent's own shells (such as `bash -c env`)";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -62,8 +67,9 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     let dismisses = matches!(action, Action::Dismiss | Action::DismissEnded);
     let signals = matches!(
         action,
-        Action::Term | Action::Kill | Action::Stop | Action::SignalProcess | Action::StartTyping
+        Action::Term | Action::Kill | Action::Stop | Action::SignalProcess
     );
+    let types = *action == Action::StartTyping;
     // A finished recording: what `tether open` reads back and nothing adds to (the model
     // drawn at the cursor is one too).
     let finished = model.mode.is_finished();
@@ -77,10 +83,34 @@ pub fn refusal(model: &Model, action: &Action) -> Option<&'static str> {
     }
     match model.mode {
         Mode::Watched if launches => Some(NO_LAUNCH),
-        Mode::Recorded(_) if launches || signals => Some(READ_ONLY),
+        // A control socket takes no input: only the tether that started a command holds its
+        // terminal.
+        Mode::Watched if types => Some(NO_TYPING),
+        Mode::Recorded(_) if launches || signals || types => Some(READ_ONLY),
         Mode::Recorded(_) | Mode::Live if dismisses => Some(NO_DISMISS),
         _ => None,
     }
+}
+
+/// What the screen at hand holds that decides whether a key does anything there, besides the
+/// model: the list as last built, and whether the screen is small.
+#[derive(Clone, Copy)]
+pub struct OnScreen<'a> {
+    pub list: &'a ListRows,
+    pub compact: bool,
+}
+
+/// Why `action` does nothing on this screen, if it does not: [`refusal`], then what the list
+/// holds (one session listed has nothing to fold; `S` needs an agent's set-up shells). The
+/// update refuses by this, and the help and the status bar offer only what it lets through.
+pub fn refusal_on(model: &Model, on: OnScreen, action: &Action) -> Option<&'static str> {
+    refusal(model, action).or_else(|| match action {
+        Action::ToggleFold if !on.list.has_headers() => Some(NO_FOLD),
+        // Enter opens a command on a small screen; elsewhere it folds, as Space does.
+        Action::Open if !on.compact && !on.list.has_headers() => Some(NO_FOLD),
+        Action::ToggleSetup if !model.commands.iter().any(|c| c.is_setup()) => Some(NO_SETUP),
+        _ => None,
+    })
 }
 
 /// What the update needs from the last frame: sizes, and the process selected in the tree.
@@ -118,7 +148,11 @@ pub fn update(
         return effects;
     }
     // The mode refuses none of the output panes' own keys (`copy`); the merged view does.
-    if let Some(reason) = merged_refusal(view, &action).or_else(|| refusal(model, &action)) {
+    let on = OnScreen {
+        list: &geometry.list,
+        compact: geometry.compact,
+    };
+    if let Some(reason) = merged_refusal(view, &action).or_else(|| refusal_on(model, on, &action)) {
         view.say(reason);
         return Vec::new();
     }
@@ -207,13 +241,13 @@ pub fn update(
             view.say(format!("times of output lines {}", on_off(view.stamps)));
         }
         Action::ToggleCores => view.cores = !view.cores,
+        // An empty query, as less and vim start one: Up recalls the last, `n` goes on with it.
         Action::Search => {
             let stream = focused_stream(view);
-            let input = view.outputs[stream as usize]
-                .search
-                .clone()
-                .unwrap_or_default();
-            view.dialog = Some(Dialog::Search { stream, input });
+            view.dialog = Some(Dialog::Search {
+                stream,
+                input: String::new(),
+            });
         }
         Action::SearchNext | Action::SearchPrev => {
             let stream = focused_stream(view);
@@ -323,6 +357,7 @@ pub fn update(
         | Action::Input(_)
         | Action::Paste(_)
         | Action::Backspace
+        | Action::ClearInput
         | Action::Submit
         | Action::StopTyping
         | Action::Type(_) => {}
@@ -504,6 +539,18 @@ fn update_dialog(
         (Dialog::ConfirmKill { .. }, Action::Submit) => {
             view.say("y sends SIGKILL, n or Esc cancels")
         }
+        (Dialog::Search { stream, .. }, Action::Up) => {
+            let last = view.last_search.clone();
+            let input = last.or_else(|| view.outputs[stream as usize].search.clone());
+            if let (Some(input), Some(typed)) = (input, view.dialog.as_mut().and_then(input_of)) {
+                *typed = input;
+            }
+        }
+        (_, Action::ClearInput) => {
+            if let Some(input) = view.dialog.as_mut().and_then(input_of) {
+                input.clear();
+            }
+        }
         (_, action @ (Action::Paste(_) | Action::Input(_) | Action::Backspace)) => {
             if let Some(input) = view.dialog.as_mut().and_then(input_of) {
                 match action {
@@ -534,6 +581,7 @@ fn update_dialog(
             out.matched = None;
             out.search = Some(input).filter(|input| !input.is_empty());
             if out.search.is_some() {
+                view.last_search = out.search.clone();
                 effects.push(Effect::Search {
                     stream,
                     forward: false,

@@ -102,6 +102,36 @@ fn a_new_search_starts_afresh_and_paste_fills_the_prompt() {
     );
 }
 
+/// As in less and vim: `/` starts an empty query whatever was searched before, Up recalls
+/// the last, Ctrl-U clears what is typed.
+#[test]
+fn the_search_prompt_starts_empty_recalls_the_last_and_clears() {
+    let model = model(false, true);
+    let mut view = ViewState::default();
+    let act = |view: &mut ViewState, action| update(&model, view, &geometry(), action);
+    let typed = |view: &ViewState| match &view.dialog {
+        Some(Dialog::Search { input, .. }) => input.clone(),
+        other => panic!("no search prompt: {other:?}"),
+    };
+    act(&mut view, Action::Search);
+    for c in "build".chars() {
+        act(&mut view, Action::Input(c));
+    }
+    act(&mut view, Action::Submit);
+    assert_eq!(view.outputs[0].search.as_deref(), Some("build"));
+    act(&mut view, Action::Search);
+    assert_eq!(typed(&view), "");
+    act(&mut view, Action::Input('z'));
+    assert_eq!(typed(&view), "z");
+    act(&mut view, Action::Up);
+    assert_eq!(typed(&view), "build");
+    act(&mut view, Action::ClearInput);
+    assert_eq!(typed(&view), "");
+    // Cancelled, the last search still stands for `n`.
+    act(&mut view, Action::Cancel);
+    assert_eq!(view.outputs[0].search.as_deref(), Some("build"));
+}
+
 #[test]
 fn signalling_a_process_names_its_command() {
     let model = model(false, true);
@@ -268,6 +298,48 @@ fn enter_answers_quit_but_never_confirms_a_kill() {
     let effects = update(&model, &mut view, &geometry(), Action::Submit);
     assert_eq!(effects, [Effect::StopAllAndQuit]);
     assert_eq!(view.message.as_deref(), Some("stopping 1 command…"));
+}
+
+/// `i` in a watch, Space and Enter with one session listed, `S` with no set-up shells: each
+/// refused with why, by the rule the help lists keys by.
+#[test]
+fn keys_that_do_nothing_on_this_screen_are_refused_by_one_rule() {
+    use super::{NO_FOLD, NO_SETUP, NO_TYPING, OnScreen, refusal_on};
+    let live = model(false, true);
+    let mut watched = model(false, true);
+    watched.mode = Mode::Watched;
+    let list = ListRows::build(&live, &Default::default());
+    assert!(!list.has_headers());
+    let wide = OnScreen {
+        list: &list,
+        compact: false,
+    };
+    let small = OnScreen {
+        compact: true,
+        ..wide
+    };
+    assert_eq!(
+        refusal_on(&watched, wide, &Action::StartTyping),
+        Some(NO_TYPING)
+    );
+    assert_eq!(refusal_on(&live, wide, &Action::StartTyping), None);
+    assert_eq!(refusal_on(&live, wide, &Action::ToggleFold), Some(NO_FOLD));
+    assert_eq!(refusal_on(&live, wide, &Action::Open), Some(NO_FOLD));
+    assert_eq!(refusal_on(&live, small, &Action::Open), None);
+    assert_eq!(
+        refusal_on(&live, wide, &Action::ToggleSetup),
+        Some(NO_SETUP)
+    );
+    // The update says the same.
+    let mut view = ViewState::default();
+    update(&watched, &mut view, &geometry(), Action::StartTyping);
+    assert_eq!(
+        (view.typing, view.message.as_deref()),
+        (None, Some(NO_TYPING))
+    );
+    update(&live, &mut view, &geometry(), Action::ToggleSetup);
+    assert_eq!(view.message.as_deref(), Some(NO_SETUP));
+    assert!(!view.list.show_setup);
 }
 
 #[test]

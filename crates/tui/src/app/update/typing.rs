@@ -1,26 +1,19 @@
 //! Typing into a command (`i` … Ctrl-a): while it lasts every key and paste is input for the
 //! command's terminal, and the status bar says so.
 
-use super::{Effect, READ_ONLY};
+use super::Effect;
 use crate::app::action::Action;
 use crate::app::terminal_keys::paste_bytes;
 use crate::app::view::ViewState;
 use tether_model::Model;
 
-/// Why the selected command cannot be typed into, if it cannot.
+/// Why the selected command cannot be typed into, if it cannot. (A recorded session or a
+/// watch refuses `i` whatever is selected: `super::refusal`.)
 fn refusal(model: &Model, view: &ViewState) -> Option<String> {
-    if model.mode.is_finished() {
-        return Some(READ_ONLY.into());
-    }
     let Some(command) = model.commands.get(view.selected) else {
         return Some("no command selected: press a to launch one".into());
     };
     let name = &command.config.name;
-    if model.mode.from_journals() {
-        return Some(format!(
-            "{name} was started elsewhere: only the tether that started a command types into it"
-        ));
-    }
     if !command.status.is_active() {
         return Some(format!(
             "{name} is not running ({}): nothing reads what you would type",
@@ -178,6 +171,9 @@ mod tests {
         );
         let mut recorded = model(true, true, false);
         recorded.mode = Mode::Recorded(None);
-        assert_eq!(why(&recorded), READ_ONLY);
+        assert_eq!(why(&recorded), super::super::READ_ONLY);
+        let mut watched = model(true, true, false);
+        watched.mode = Mode::Watched;
+        assert_eq!(why(&watched), super::super::NO_TYPING);
     }
 }

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::App;
-use tether_frontend::control::{LiveCommand, discover};
+use crate::ui::format::count;
+use tether_frontend::control::{Ack, LiveCommand, discover};
 use tether_frontend::supervisor::intervals::ACK_TIMEOUT;
 use tether_frontend::supervisor::{Answer, BrokerConversation};
 use tether_model::CommandState;
@@ -260,7 +261,13 @@ async fn request(live: &LiveCommand, message: Request) -> Result<String, String>
         }
         Answer::Closed => return Err("the broker closed the connection".into()),
     };
-    Ok(match message {
+    Ok(done_words(&message, ack))
+}
+
+/// What the status bar says of a request its broker carried out: `SIGTERM sent to 1
+/// process`, `SIGKILL sent to pid 4242`, or the stop's own words.
+fn done_words(message: &Request, ack: Ack) -> String {
+    match message {
         Request::Stop { .. } => ack
             .message
             .unwrap_or_else(|| "stop sequence started: TERM, grace, KILL".into()),
@@ -270,11 +277,12 @@ async fn request(live: &LiveCommand, message: Request) -> Result<String, String>
             pid: Some(pid),
             ..
         } => format!("SIG{signal} sent to pid {pid}"),
-        Request::Signal { signal, .. } => {
-            format!("SIG{signal} sent to {} processes", ack.targets.len())
-        }
+        Request::Signal { signal, .. } => format!(
+            "SIG{signal} sent to {}",
+            count(ack.targets.len(), "process", "processes")
+        ),
         _ => String::new(),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -325,3 +325,23 @@ fn a_full_look_asked_for_while_one_is_under_way_lists_the_sessions_again_after_i
         assert_eq!(sessions_listed(&app), ["a", "b"]);
     });
 }
+
+#[test]
+fn a_signal_carried_out_counts_its_processes_in_english() {
+    use tether_frontend::control::Ack;
+    use tether_protocol::protocol::{ProcessSignal, Request};
+    let ack = |targets: Vec<i32>| Ack {
+        journal_offset: None,
+        targets,
+        message: None,
+    };
+    let term = Request::group_signal(ProcessSignal::TERM);
+    assert_eq!(
+        super::done_words(&term, ack(vec![42])),
+        "SIGTERM sent to 1 process"
+    );
+    assert_eq!(
+        super::done_words(&term, ack(vec![42, 43])),
+        "SIGTERM sent to 2 processes"
+    );
+}
