@@ -392,6 +392,15 @@ fn run_procfile_reports_a_bad_line_at_its_place_before_anything_starts() {
         text(&out.stderr)
     );
 
+    // A Procfile that is not there is called one, whatever its name.
+    let out = tether_in(&env, &project, &["run", "--procfile", "nonexist"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot read Procfile nonexist: "),
+        "{}",
+        text(&out.stderr)
+    );
+
     fs::write(project.join("Procfile"), "web: serve\n").unwrap();
     fs::write(project.join(".env"), "PORT=5000\nbad line\n").unwrap();
     let out = tether_in(&env, &project, &["run", "--procfile", "Procfile"]);
