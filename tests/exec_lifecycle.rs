@@ -90,6 +90,25 @@ fn permission_denied_is_126_and_journaled() {
     env.finish();
 }
 
+/// exec says "permission denied" of a directory: tether says what it is.
+#[test]
+fn a_directory_is_126_and_called_one() {
+    let env = TestEnv::new("eisdir");
+    let dir = env.path("a-directory");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.to_str().unwrap();
+    let run = env.exec(&[], &[dir]);
+    assert_eq!(run.code(), 126, "stderr: {}", run.stderr_text());
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains(&format!("cannot run `{dir}`: it is a directory")),
+        "{stderr:?}"
+    );
+    assert!(!stderr.contains("permission denied"), "{stderr:?}");
+    assert_spawn_error(&env, "eisdir");
+    env.finish();
+}
+
 fn assert_spawn_error(env: &TestEnv, expected: &str) {
     let record = load_complete(&env.command_dir());
     let codes: Vec<&str> = record
