@@ -170,6 +170,23 @@ fn no_output_watchdog_stops_a_silent_command() {
     env.finish();
 }
 
+/// Without `--json`, the caller is told that the watchdog stopped the command, as a budget's
+/// stop and the operator's are: 143 alone does not say who.
+#[test]
+fn the_no_output_watchdog_says_it_stopped_the_command() {
+    let env = TestEnv::new("watchdog_said");
+    let run = env.exec(&["--no-output-timeout", "300ms"], &["sleep", "100"]);
+    assert_eq!(run.code(), 143, "stderr: {}", run.stderr_text());
+    let said = run.stderr_text();
+    let lines: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("tether: stopped by its no-output timeout: no output for "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{said}");
+    assert!(run.stdout().is_empty());
+    env.finish();
+}
+
 #[test]
 fn background_straggler_holding_the_pipe_is_stopped() {
     let env = TestEnv::new("straggler");
