@@ -54,7 +54,7 @@ fn news_cost(count: usize) {
             let mut command = CommandState::new(config);
             command.journal_dir = Some(format!("/s/x/{i:05}-c").into());
             command.status = Status::FailedToStart;
-            command.attention = Some(AttentionMark {
+            command.mark_attention(AttentionMark {
                 kind: AttentionKind::Failed,
                 detail: "exit 1".into(),
                 at_ms: 10 + i as u64,

@@ -70,7 +70,7 @@ enum Command {
         /// CPU time, peak memory and command line.
         #[arg(long)]
         long: bool,
-        /// Print one JSON document instead (fields in the README).
+        /// Print one JSON document instead (its fields: docs/exports.md).
         #[arg(long)]
         json: bool,
     },

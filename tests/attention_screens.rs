@@ -18,6 +18,8 @@ use tether::journal::SessionRecord;
 use tether::model::recording::Recording;
 use tether::model::replay::{frozen_at, model_from_session};
 use tether::model::{Mode, Model};
+use tether::protocol::fixtures::event;
+use tether::protocol::{AttentionKind, EventKind};
 
 /// `11-runaway`, stopped by its CPU budget: the latest attention of the fixture.
 const RUNAWAY: usize = 10;
@@ -116,6 +118,59 @@ fn g_in_a_watch_selects_the_latest_attention_and_says_how_to_stop_it() {
     ] {
         assert!(screen.contains(words), "{words}: {screen}");
     }
+}
+
+/// `read x` under `quiet_after = "4s"`: `needs_input` at 3.0 s, then `quiet` at 4.1 s, both
+/// standing. Every view names the wait for input, the more pressing, though quiet came
+/// later: the list's badge, the status bar, and `g`'s line.
+#[test]
+fn a_wait_for_input_that_fell_quiet_needs_input_in_every_view() {
+    let mut model = watched();
+    let asking = &mut model.commands[8];
+    asking.status = tether::model::Status::Running;
+    asking.ended_ms = None;
+    let t0 = asking.started_ms.unwrap();
+    for (after, attention, detail) in [
+        (
+            3_000,
+            AttentionKind::NeedsInput,
+            "sh read(0) blocked on a terminal",
+        ),
+        (
+            4_100,
+            AttentionKind::Quiet,
+            "no output for 4.1s, no CPU used",
+        ),
+    ] {
+        asking.apply(&event(
+            t0 + after,
+            EventKind::Attention {
+                attention,
+                detail: detail.into(),
+            },
+        ));
+    }
+    // The watch selects it (the newest running); `g` goes on to the two failures, then
+    // round to it, the first.
+    let app = app_of(model, &vec![Action::GoToAttention; 3]);
+    assert_eq!(app.view.selected, 8, "{:?}", app.view.message);
+    let said = app.view.message.clone().unwrap_or_default();
+    assert!(
+        said.starts_with("every-kind/09 pty: needs input (sh read(0) blocked"),
+        "{said}"
+    );
+    let screen = draw(&app);
+    let row = (screen.lines())
+        .find(|l| l.starts_with('┃') && l.contains(" pty "))
+        .unwrap_or_else(|| panic!("no row for pty: {screen}"));
+    // Its badge, cut to the narrow column.
+    assert!(row.contains("needs inp"), "{row}");
+    assert!(!row.contains("quiet"), "{row}");
+    let status = status_line(&screen);
+    assert!(
+        status.starts_with(" every-kind/09 pty: needs input "),
+        "{status}"
+    );
 }
 
 /// The screen of the finished recording with the time cursor at `at_ms` from its start

@@ -161,6 +161,12 @@ fn a_sleep_is_stopped_by_its_time_budget() {
     let env = TestEnv::new("budget_time");
     let run = exec(&env, &["--max-time", "1s"], &["sleep", "30"]);
     assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    // The caller is told who stopped it: 143 alone does not say.
+    let said = run.stderr_text();
+    assert!(
+        said.contains("tether: stopped by its budget: max_time 1.0s reached"),
+        "{said}"
+    );
     let (budget, limit, used) = stopped_by_budget(&env.command_dir());
     assert_eq!((budget, limit), (Budget::Time, 1000));
     assert!(used >= 1000, "{used}");

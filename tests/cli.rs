@@ -295,6 +295,33 @@ fn the_man_page_and_one_page_per_visible_subcommand() {
     env.finish();
 }
 
+/// A help that sends the reader to a document names one that exists and says what it is
+/// sent for: `sessions --json`'s fields are in docs/exports.md, not the README.
+#[test]
+fn the_help_names_the_documents_that_hold_what_it_sends_the_reader_to() {
+    let env = TestEnv::new("cli_help_docs");
+    let out = run_to_end(
+        &env,
+        env.tether(&["sessions", "--help"]),
+        "tether sessions --help",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    let json = help
+        .split("--json")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no --json in {help}"));
+    assert!(json.contains("docs/exports.md"), "{help}");
+    assert!(!help.contains("README"), "{help}");
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exports.md");
+    let exports = fs::read_to_string(&docs).expect("docs/exports.md");
+    assert!(
+        exports.contains("### `tether sessions --json`"),
+        "{exports}"
+    );
+    env.finish();
+}
+
 /// A file's permission bits.
 fn mode_of(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
@@ -361,6 +388,15 @@ fn run_procfile_reports_a_bad_line_at_its_place_before_anything_starts() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("Procfile:2:1: expected `name: command`"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A Procfile that is not there is called one, whatever its name.
+    let out = tether_in(&env, &project, &["run", "--procfile", "nonexist"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot read Procfile nonexist: "),
         "{}",
         text(&out.stderr)
     );

@@ -2,8 +2,8 @@
 //! (an exit 0, an exit 3, a watchdog's kill, an operator's SIGINT, a parent lost, a command
 //! that could not start, a broker lost...) read by the TUI's list and timeline (as `tether
 //! open` draws them), `tether sessions --long`, the status bar and `tether export --format
-//! text`: each names each command's ending with the same words, those of
-//! `model::ending`.
+//! text` (its table and its sections): each names each command's ending with the same
+//! words, those of `model::ending`.
 
 use crate::common;
 
@@ -128,7 +128,19 @@ fn sessions_and_the_text_export_say_the_same_words() {
             .find_map(|l| l.trim_start().strip_prefix("ended: "))
             .unwrap_or_else(|| panic!("no `ended:` for {id}"));
         assert!(ended.starts_with(words), "{id}: the export says `{ended}`");
+        // Its row of the summary table above the sections says them too.
+        let table = text.split("\n== ").next().unwrap_or_default();
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no table row for {id}:\n{table}"));
+        assert!(row.contains(&format!("  {words}  ")), "{id}: {row}");
     }
+    let header = text.lines().find(|l| l.starts_with("COMMAND")).unwrap();
+    assert!(
+        !header.contains("EXIT"),
+        "the state says the exit: {header}"
+    );
     // The session's counts put each ending where its words say.
     let sessions = run(&["sessions"]);
     assert!(

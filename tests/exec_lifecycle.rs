@@ -90,6 +90,25 @@ fn permission_denied_is_126_and_journaled() {
     env.finish();
 }
 
+/// exec says "permission denied" of a directory: tether says what it is.
+#[test]
+fn a_directory_is_126_and_called_one() {
+    let env = TestEnv::new("eisdir");
+    let dir = env.path("a-directory");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.to_str().unwrap();
+    let run = env.exec(&[], &[dir]);
+    assert_eq!(run.code(), 126, "stderr: {}", run.stderr_text());
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains(&format!("cannot run `{dir}`: it is a directory")),
+        "{stderr:?}"
+    );
+    assert!(!stderr.contains("permission denied"), "{stderr:?}");
+    assert_spawn_error(&env, "eisdir");
+    env.finish();
+}
+
 fn assert_spawn_error(env: &TestEnv, expected: &str) {
     let record = load_complete(&env.command_dir());
     let codes: Vec<&str> = record
@@ -148,6 +167,23 @@ fn no_output_watchdog_stops_a_silent_command() {
     assert!(result.response_timeout);
     assert_eq!(result.stopped_by, Some(Origin::Watchdog));
     assert!(!result.hard_killed, "TERM was enough");
+    env.finish();
+}
+
+/// Without `--json`, the caller is told that the watchdog stopped the command, as a budget's
+/// stop and the operator's are: 143 alone does not say who.
+#[test]
+fn the_no_output_watchdog_says_it_stopped_the_command() {
+    let env = TestEnv::new("watchdog_said");
+    let run = env.exec(&["--no-output-timeout", "300ms"], &["sleep", "100"]);
+    assert_eq!(run.code(), 143, "stderr: {}", run.stderr_text());
+    let said = run.stderr_text();
+    let lines: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("tether: stopped by its no-output timeout: no output for "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{said}");
+    assert!(run.stdout().is_empty());
     env.finish();
 }
 

@@ -1,5 +1,5 @@
 //! `tether sessions --json`: every session and how each of its commands ended, as one JSON
-//! document with stable field names (documented in the README).
+//! document with stable field names (documented in docs/exports.md).
 
 use serde::{Deserialize, Serialize};
 

@@ -121,10 +121,14 @@ pub enum ConfigError {
     /// The file could not be read at all. (`io` is in the message, not a `source`, so an
     /// error chain does not print it twice.)
     #[error(
-        "cannot read config file {}: {io}; check the path and that the file is readable",
+        "cannot read {what} {}: {io}; check the path and that the file is readable",
         path.display()
     )]
-    Read { path: PathBuf, io: std::io::Error },
+    Read {
+        what: FileKind,
+        path: PathBuf,
+        io: std::io::Error,
+    },
     /// The file was read but is not a valid command list. `message` starts with the key.
     #[error("{file}:{line}:{column}: {message}")]
     Invalid {
@@ -135,6 +139,26 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+}
+
+/// What a file that could not be read was to be: its error names it as the operator knows
+/// it (`tether run --procfile` reads a Procfile, not a config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Config,
+    Procfile,
+    /// The `.env` beside a Procfile.
+    Dotenv,
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileKind::Config => "config file",
+            FileKind::Procfile => "Procfile",
+            FileKind::Dotenv => ".env file",
+        })
+    }
 }
 
 /// Parses a config document. `file` names it in errors; relative `cwd`s are left as written.
@@ -175,6 +199,7 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
 /// Reads and parses a config file; relative `cwd`s become relative to the file's directory.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|io| ConfigError::Read {
+        what: FileKind::Config,
         path: path.to_path_buf(),
         io,
     })?;

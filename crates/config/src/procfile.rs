@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use super::{CommandConfig, Config, ConfigError};
+use super::{CommandConfig, Config, ConfigError, FileKind};
 use tether_protocol::protocol::CommandSpec;
 
 /// One `name: command` line.
@@ -25,9 +25,16 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let env = match std::fs::read_to_string(&env_path) {
         Ok(text) => parse_env(&text, &env_path.display().to_string())?,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
-        Err(io) => return Err(ConfigError::Read { path: env_path, io }),
+        Err(io) => {
+            return Err(ConfigError::Read {
+                what: FileKind::Dotenv,
+                path: env_path,
+                io,
+            });
+        }
     };
     let text = std::fs::read_to_string(path).map_err(|io| ConfigError::Read {
+        what: FileKind::Procfile,
         path: path.to_path_buf(),
         io,
     })?;

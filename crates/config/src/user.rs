@@ -32,7 +32,6 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 use toml::Value;
 
-use super::ConfigError;
 use super::attention::AttentionSettings;
 use super::budgets::BudgetSettings;
 use super::document::{Source, described};
@@ -40,6 +39,7 @@ use super::journal::JournalSettings;
 use super::notify::NotifySettings;
 use super::otlp::ExportSettings;
 use super::values::{amount, expected, flag, read};
+use super::{ConfigError, FileKind};
 use tether_protocol::units::{format_age, format_size, parse_age};
 
 /// The retention rules. A rule that is `None` does not apply; with none, nothing is removed.
@@ -145,6 +145,7 @@ pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(io) => {
             return Err(ConfigError::Read {
+                what: FileKind::Config,
                 path: path.to_path_buf(),
                 io,
             });

@@ -234,8 +234,11 @@ pub struct CommandState {
     /// launcher's for a changed file is the second.
     pub last_stop: Option<Origin>,
     pub parent_lost: Option<ParentLossCause>,
-    /// The latest moment that needed the operator (`attention`), and whether it still does.
-    pub attention: Option<AttentionMark>,
+    /// The latest moment of each kind that needed the operator (`attention`), and whether
+    /// it still does: two episodes can hold at once (a command blocked on its input for
+    /// `input_after` is quiet too once `quiet_after` passes), and the more pressing one is
+    /// what every view names ([`CommandState::needs_you`]), whichever came last.
+    pub attention: Vec<AttentionMark>,
     /// Processes reaped after escaping the command's group or session (setsid, double fork
     /// into another group): what `orphans:N` counts. A process merely re-parented to the
     /// broker when its parent ended is reaped too, but is no escapee.
@@ -307,7 +310,7 @@ impl CommandState {
             restarted_for_change: false,
             last_stop: None,
             parent_lost: None,
-            attention: None,
+            attention: Vec::new(),
             escapees_reaped: 0,
             leftovers: None,
             hard_killed: false,
@@ -532,16 +535,14 @@ impl CommandState {
                 self.escapees_reaped += u32::from(self.reaped_escapee(*pid, *escaped));
             }
             EventKind::ParentLost { cause } => self.parent_lost = Some(*cause),
-            EventKind::Attention { attention, detail } => {
-                self.attention = Some(AttentionMark {
-                    kind: *attention,
-                    detail: detail.clone(),
-                    at_ms: ts,
-                    active: true,
-                });
-            }
+            EventKind::Attention { attention, detail } => self.mark_attention(AttentionMark {
+                kind: *attention,
+                detail: detail.clone(),
+                at_ms: ts,
+                active: true,
+            }),
             EventKind::AttentionCleared { attention } => {
-                if let Some(mark) = self.attention.as_mut().filter(|m| m.kind == *attention) {
+                if let Some(mark) = self.attention.iter_mut().find(|m| m.kind == *attention) {
                     mark.active = false;
                 }
             }
@@ -656,13 +657,27 @@ impl CommandState {
         Ending::of(self).is_some_and(|e| matches!(e.count(), Count::Failed | Count::Killed))
     }
 
-    /// The mark that needs the operator now: the latest attention while it is not cleared,
-    /// an episode (`needs_input`, `quiet`, `runaway`) only while the command runs. What the
-    /// list's "needs you" filter shows and what its badge says.
+    /// The mark that needs the operator now: of the marks not cleared (an episode,
+    /// `needs_input`, `quiet`, `runaway`, only while the command runs), the most pressing
+    /// by [`AttentionMark::urgency`], then the latest. What the list's "needs you" filter
+    /// shows and its badge says, what the status bar names, `g` goes to and a notification
+    /// tells: one choice for every view.
     pub fn needs_you(&self) -> Option<&AttentionMark> {
         self.attention
-            .as_ref()
+            .iter()
             .filter(|m| m.active && (!m.kind.is_episode() || self.status.is_active()))
+            .max_by_key(|m| m.urgency())
+    }
+
+    /// A new moment that needs the operator: it takes the place of its kind's last one.
+    pub fn mark_attention(&mut self, mark: AttentionMark) {
+        self.attention.retain(|m| m.kind != mark.kind);
+        self.attention.push(mark);
+    }
+
+    /// The latest mark, cleared or not: what the command's last moment of attention was.
+    pub fn latest_attention(&self) -> Option<&AttentionMark> {
+        self.attention.iter().max_by_key(|m| m.at_ms)
     }
 
     /// Its identity, read from its journal directory `SESSION/NN-name`; `None` before it
@@ -803,7 +818,7 @@ mod tests {
             detail: "read(0) blocked".into(),
         };
         c.apply(&event(7, needs));
-        let mark = c.attention.clone().expect("a mark");
+        let mark = c.latest_attention().cloned().expect("a mark");
         assert_eq!(
             (mark.kind, mark.at_ms, mark.active),
             (AttentionKind::NeedsInput, 7, true)
@@ -815,16 +830,62 @@ mod tests {
                 attention: AttentionKind::Quiet,
             },
         ));
-        assert!(c.attention.as_ref().is_some_and(|m| m.active));
+        assert!(c.needs_you().is_some());
         c.apply(&event(
             9,
             EventKind::AttentionCleared {
                 attention: AttentionKind::NeedsInput,
             },
         ));
-        let mark = c.attention.expect("still the latest");
+        let mark = c.latest_attention().expect("still the latest");
         assert!(!mark.active);
         assert_eq!(mark.detail, "read(0) blocked");
+        assert_eq!(c.needs_you(), None);
+    }
+
+    /// `read x` under `quiet_after = "4s"`: `needs_input` at 3.0 s, `quiet` at 4.1 s, neither
+    /// cleared. The wait for input is what needs the operator, though quiet came later; once
+    /// the input comes and only quiet holds, quiet is named.
+    #[test]
+    fn of_two_episodes_at_once_the_more_pressing_needs_you() {
+        let mut c = begun();
+        c.apply(&event(2, spawned(10)));
+        let attention = |kind, detail: &str| EventKind::Attention {
+            attention: kind,
+            detail: detail.into(),
+        };
+        c.apply(&event(
+            3_000,
+            attention(
+                AttentionKind::NeedsInput,
+                "sh read(0) blocked on a terminal",
+            ),
+        ));
+        c.apply(&event(
+            4_100,
+            attention(AttentionKind::Quiet, "no output for 4.1s, no CPU used"),
+        ));
+        let mark = c.needs_you().expect("a mark");
+        assert_eq!((mark.kind, mark.at_ms), (AttentionKind::NeedsInput, 3_000));
+        assert_eq!(
+            c.latest_attention().map(|m| m.kind),
+            Some(AttentionKind::Quiet)
+        );
+        c.apply(&event(
+            5_000,
+            EventKind::AttentionCleared {
+                attention: AttentionKind::NeedsInput,
+            },
+        ));
+        assert_eq!(c.needs_you().map(|m| m.kind), Some(AttentionKind::Quiet));
+        // A new episode of a kind replaces its old mark: one mark a kind.
+        c.apply(&event(
+            6_000,
+            attention(AttentionKind::NeedsInput, "sh read(0) blocked again"),
+        ));
+        assert_eq!(c.attention.len(), 2);
+        let mark = c.needs_you().expect("a mark");
+        assert_eq!((mark.kind, mark.at_ms), (AttentionKind::NeedsInput, 6_000));
     }
 
     #[test]

@@ -361,6 +361,11 @@ pub fn spawn(
 /// Why `program` did not start. exec's ENOENT also means a missing `#!` interpreter, so
 /// before calling it "no such file" the program is looked for where exec looked.
 fn spawn_failure(program: &str, request: &LaunchRequest, err: &io::Error) -> SpawnFailure {
+    if err.raw_os_error() == Some(libc::EACCES)
+        && let Some(failure) = directory(program, request.cwd.as_deref())
+    {
+        return failure;
+    }
     if err.raw_os_error() == Some(libc::ENOENT) {
         let path =
             (request.env.get("PATH").map(OsString::from)).or_else(|| std::env::var_os("PATH"));
@@ -371,6 +376,21 @@ fn spawn_failure(program: &str, request: &LaunchRequest, err: &io::Error) -> Spa
         }
     }
     classify(program, err)
+}
+
+/// exec says "permission denied" of a directory, which sends people to its mode bits: a
+/// `program` path (one with a slash; relative ones from `cwd`, as exec takes them) that is a
+/// directory is called one.
+fn directory(program: &str, cwd: Option<&std::path::Path>) -> Option<SpawnFailure> {
+    let path = std::path::Path::new(program);
+    let path = match cwd {
+        Some(cwd) if path.is_relative() => cwd.join(path),
+        _ => path.to_path_buf(),
+    };
+    (program.contains('/') && path.is_dir()).then(|| SpawnFailure {
+        code: "eisdir".into(),
+        message: format!("cannot run `{program}`: it is a directory, not a program"),
+    })
 }
 
 fn classify(program: &str, err: &io::Error) -> SpawnFailure {
@@ -441,5 +461,25 @@ mod tests {
             classify("x", &io::Error::from_raw_os_error(libc::EXDEV)).code,
             format!("errno_{}", libc::EXDEV)
         );
+    }
+
+    #[test]
+    fn a_directory_is_called_one_not_unexecutable() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let absolute = dir.path().to_str().unwrap();
+        let e = directory(absolute, None).expect("a directory");
+        assert_eq!(e.code, "eisdir");
+        assert_eq!(
+            e.message,
+            format!("cannot run `{absolute}`: it is a directory, not a program")
+        );
+        // A relative path is taken from the command's directory, as exec takes it.
+        assert!(directory("./sub", Some(dir.path())).is_some());
+        assert!(directory("./sub", None).is_none());
+        // A bare name is looked up on PATH, not taken as a path; a file is no directory.
+        assert!(directory("sub", Some(dir.path())).is_none());
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        assert!(directory("./file", Some(dir.path())).is_none());
     }
 }

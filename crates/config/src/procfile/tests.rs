@@ -121,10 +121,32 @@ fn load_without_a_dotenv_and_of_a_missing_procfile() {
     let procfile = dir.path().join("Procfile");
     let missing = error_of(load(&procfile));
     assert!(
-        missing.starts_with(&format!("cannot read config file {}", procfile.display())),
+        missing.starts_with(&format!("cannot read Procfile {}", procfile.display())),
         "{missing}"
     );
     std::fs::write(&procfile, "web: serve\n").unwrap();
     let config = load(&procfile).unwrap();
     assert!(config.commands[0].env.is_empty());
+}
+
+/// A file that cannot be read is named as what it was to be: the Procfile whatever its
+/// name, the `.env` beside it; neither is a config file.
+#[test]
+fn an_unreadable_file_is_named_a_procfile_or_a_dotenv() {
+    let dir = tempfile::tempdir().unwrap();
+    let procfile = dir.path().join("nonexist");
+    let missing = error_of(load(&procfile));
+    assert!(
+        missing.starts_with(&format!("cannot read Procfile {}: ", procfile.display())),
+        "{missing}"
+    );
+    assert!(!missing.contains("config file"), "{missing}");
+    std::fs::write(&procfile, "web: serve\n").unwrap();
+    let dotenv = dir.path().join(".env");
+    std::fs::create_dir(&dotenv).unwrap();
+    let unreadable = error_of(load(&procfile));
+    assert!(
+        unreadable.starts_with(&format!("cannot read .env file {}: ", dotenv.display())),
+        "{unreadable}"
+    );
 }

@@ -260,6 +260,7 @@ impl ExecConversation {
                 ..
             } => self.outcome.drained = true,
             EventKind::LeftoversKept { .. } => return Ok(Some(End::LeftRunning)),
+            EventKind::ResponseTimeout { silent_ms } => self.outcome.silent_ms = Some(silent_ms),
             ref kind @ EventKind::BudgetExceeded { .. } => {
                 let (words, _) = tether_model::describe::describe(kind);
                 self.outcome.over_budget = Some(words);
@@ -276,8 +277,8 @@ impl ExecConversation {
                     if self.outcome.drained {
                         say!("{}", self.outcome.drained_message());
                     }
-                    if let Some(words) = &self.outcome.over_budget {
-                        say!("stopped by its budget: {words}");
+                    if let Some(line) = self.outcome.stopped_by_tether() {
+                        say!("{line}");
                     }
                 }
                 self.outcome.closed = true;

@@ -281,6 +281,8 @@ struct Outcome {
     drained: bool,
     /// The budget that stopped it, as the timeline words it (`max_cpu 1.0s reached ...`).
     over_budget: Option<String>,
+    /// How long it had been silent when the no-output watchdog stopped it.
+    silent_ms: Option<u64>,
     /// Bytes of each stream (stdout, stderr) whose copy the broker gave up
     /// (`output_undelivered`): our caller took no more of it.
     undelivered: [u64; 2],
@@ -299,6 +301,20 @@ impl Outcome {
             ),
             None => "stopped the command after its final output (--drain-on)".into(),
         }
+    }
+
+    /// The line that tells the caller tether itself stopped the command, by a budget or the
+    /// no-output watchdog: the exit status alone (143) does not say who ended it. A budget
+    /// first, as the ending's words go (`model::ending`).
+    fn stopped_by_tether(&self) -> Option<String> {
+        if let Some(words) = &self.over_budget {
+            return Some(format!("stopped by its budget: {words}"));
+        }
+        let silent = self.silent_ms?;
+        Some(format!(
+            "stopped by its no-output timeout: no output for {}",
+            tether_protocol::units::duration_ms(silent)
+        ))
     }
 
     /// The signal the command died by, when that is how it ended (not a drain, which ends
@@ -730,6 +746,22 @@ mod tests {
         assert_eq!(undelivered([0, 0], written, Some([MIB, 0])), [0, 0]);
         // Without the totals (no `close`), the broker's own count.
         assert_eq!(undelivered([MIB, 0], None, copied), [MIB, 0]);
+    }
+
+    #[test]
+    fn a_stop_of_tethers_own_is_told_in_one_line() {
+        let mut outcome = Outcome::default();
+        assert_eq!(outcome.stopped_by_tether(), None);
+        outcome.silent_ms = Some(1_004);
+        assert_eq!(
+            outcome.stopped_by_tether().as_deref(),
+            Some("stopped by its no-output timeout: no output for 1.0s")
+        );
+        outcome.over_budget = Some("max_time 1.0s reached (1.0s used)".into());
+        assert_eq!(
+            outcome.stopped_by_tether().as_deref(),
+            Some("stopped by its budget: max_time 1.0s reached (1.0s used)")
+        );
     }
 
     #[test]

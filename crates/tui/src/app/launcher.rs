@@ -95,7 +95,7 @@ impl Runner {
             return;
         };
         let text = format!("{}: {reason}", c.config.name);
-        c.attention = Some(AttentionMark {
+        c.mark_attention(AttentionMark {
             kind: AttentionKind::Failed,
             detail: reason,
             at_ms: now_ms(),

@@ -155,7 +155,7 @@ fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
 }
 
 /// A cheap sum of what the rows depend on in the model: how many commands, each one's start,
-/// whether it runs or failed, its latest attention, and under the CPU sort its CPU. One
+/// whether it runs or failed, its attention marks, and under the CPU sort its CPU. One
 /// pass, no allocation.
 pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
     let mut hash = model.commands.len() as u64;
@@ -178,7 +178,7 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
             .as_ref()
             .map_or(0, |p| p.short_label().len() as u64);
         mix(ready | plan << 2 | u64::from(command.run) << 8);
-        if let Some(mark) = &command.attention {
+        for mark in &command.attention {
             mix(mark.at_ms << 4 | (mark.kind as u64) << 1 | u64::from(mark.active));
         }
         if sort == ListSort::Cpu {

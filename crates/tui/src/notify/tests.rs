@@ -30,7 +30,7 @@ fn model(commands: Vec<CommandState>) -> Model {
 }
 
 fn mark(c: &mut CommandState, kind: AttentionKind, at_ms: u64, detail: &str) {
-    c.attention = Some(AttentionMark {
+    c.mark_attention(AttentionMark {
         kind,
         detail: detail.into(),
         at_ms,
@@ -83,7 +83,7 @@ fn only_marks_made_while_open_are_news_and_each_once() {
     assert_eq!(told.title, "s/02 runaway");
     assert_eq!(news.look(&m, 10_000), None, "told once");
     // The episode cleared: nothing; a new one later is news again.
-    m.commands[1].attention.as_mut().unwrap().active = false;
+    m.commands[1].attention[0].active = false;
     assert_eq!(news.look(&m, 10_001), None);
     mark(
         &mut m.commands[1],

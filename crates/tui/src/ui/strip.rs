@@ -1,6 +1,7 @@
 //! The all-commands strip under the timeline: a bar per command over the whole session,
-//! `─` while it ran, `▪` where it printed, markers for signals, timeouts, exits and failures;
-//! with the time cursor set, each bar drawn up to it and its column crossed.
+//! `─` while it ran, `▪` where it printed, markers for signals, timeouts, exits and failures
+//! (a failed exit among them); with the time cursor set, each bar drawn up to it and its
+//! column crossed.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -190,31 +191,7 @@ fn bar(
             *cell = ('▪', Color::Green);
         }
     }
-    // Markers that fall in one column would hide each other: the end of the run keeps its
-    // column, and each other marker takes the nearest free one before it (else after it), so
-    // a watchdog's `T` and its signal stay in sight next to the exit they caused.
-    let mut marked = vec![false; width];
-    for rank in [
-        Marker::Exit,
-        Marker::Failure,
-        Marker::Timeout,
-        Marker::Signal,
-    ] {
-        for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
-            let mark = match marker {
-                Marker::Signal => ('!', Color::Magenta),
-                Marker::Timeout => ('T', Color::Yellow),
-                Marker::Exit => ('|', Color::Blue),
-                Marker::Failure => ('x', Color::Red),
-            };
-            let at = column(*ts).min(width - 1);
-            let free = (0..=at).rev().chain(at + 1..width).find(|&i| !marked[i]);
-            if let Some(i) = free {
-                marked[i] = true;
-                cells[i] = mark;
-            }
-        }
-    }
+    place_markers(c, &mut cells, column, now_ms);
     // The time cursor's column crosses the bar where nothing else is marked.
     if let Some(cell) = cursor.and_then(|at| cells.get_mut(at)) {
         match cell.0 {
@@ -234,6 +211,48 @@ fn bar(
         .into_iter()
         .map(|(text, color)| Span::styled(text, Style::new().fg(color)))
         .collect()
+}
+
+/// The markers of a bar. Markers that fall in one column would hide each other: the end of
+/// the run keeps its column and is the last mark (nothing is drawn after the run ended),
+/// and each other marker takes the nearest free column before it, so that a watchdog's `T`
+/// and its signal stay in sight next to the exit they caused. A marker whose kind already
+/// shows where it would go (a burst of signals in one column) adds nothing; one with no
+/// room left before it is not drawn. An exit that was a failure is drawn as one (`x`).
+fn place_markers(
+    c: &CommandState,
+    cells: &mut [(char, Color)],
+    column: &dyn Fn(u64) -> usize,
+    now_ms: u64,
+) {
+    let width = cells.len();
+    let last = column(c.ended_ms.unwrap_or(now_ms)).min(width - 1);
+    let failed = c.is_failure();
+    let mut marked = vec![false; width];
+    for rank in [
+        Marker::Exit,
+        Marker::Failure,
+        Marker::Timeout,
+        Marker::Signal,
+    ] {
+        for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
+            let mark = match marker {
+                Marker::Signal => ('!', Color::Magenta),
+                Marker::Timeout => ('T', Color::Yellow),
+                Marker::Exit if failed => ('x', Color::Red),
+                Marker::Exit => ('|', Color::Blue),
+                Marker::Failure => ('x', Color::Red),
+            };
+            let at = column(*ts).min(last);
+            let Some(i) = (0..=at).rev().find(|&i| !marked[i] || cells[i] == mark) else {
+                continue;
+            };
+            if !marked[i] {
+                marked[i] = true;
+                cells[i] = mark;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -344,5 +363,64 @@ mod tests {
             .map(|s| s.content.as_ref())
             .collect();
         assert_eq!(text, "───!T|  ");
+    }
+
+    fn ended(name: &str, code: Option<i32>, signal: Option<i32>, end_ms: u64) -> CommandState {
+        let mut c = CommandState::new(tether_config::CommandConfig::new(
+            name,
+            tether_protocol::protocol::CommandSpec::Shell("true".into()),
+        ));
+        c.begin_run("/nonexistent".into(), 0);
+        c.ended_ms = Some(end_ms);
+        c.status = Status::Exited(ExitStatus {
+            code,
+            signal,
+            core_dumped: false,
+        });
+        c.markers.push((end_ms, Marker::Exit));
+        c
+    }
+
+    fn text_of(c: &CommandState, width: usize) -> String {
+        let column = |ts: u64| (ts / 1000) as usize;
+        bar(c, width, 12_000, &column, None)
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect()
+    }
+
+    /// The demo's `runaway` stopped on quit: its stop signalled every process of its tree
+    /// (nine signals in the exit's column, two more to what was left after it). The exit
+    /// is the last mark and the burst one `!`: its running time stays in sight.
+    #[test]
+    fn a_burst_of_signals_is_one_mark_and_the_exit_is_the_last() {
+        let mut c = ended("runaway", None, Some(9), 6_500);
+        c.stopped_by_hand = true;
+        c.markers
+            .extend((0..9).map(|i| (6_000 + i * 10, Marker::Signal)));
+        c.markers
+            .extend([(7_200, Marker::Signal), (8_100, Marker::Signal)]);
+        assert_eq!(text_of(&c, 12), "─────!|     ");
+        // A signal seconds before, in its own column, is its own mark.
+        c.markers.push((3_000, Marker::Signal));
+        assert_eq!(text_of(&c, 12), "───!─!|     ");
+    }
+
+    /// `x` marks a failure, as the legend says: an exit that failed is drawn as one.
+    #[test]
+    fn a_failed_exit_is_an_x() {
+        let failing = ended("failing", Some(3), None, 4_000);
+        assert_eq!(text_of(&failing, 8), "────x   ");
+        let spans = bar(&failing, 8, 12_000, &|ts| (ts / 1000) as usize, None);
+        let x = spans.iter().find(|s| s.content == "x").expect("an x");
+        assert_eq!(x.style.fg, Some(Color::Red));
+        assert_eq!(text_of(&ended("ok", Some(0), None, 4_000), 8), "────|   ");
+        // A watchdog's stop is a failure: its `T`, its signal, then the `x`.
+        let mut silent = ended("silent", None, Some(15), 5_010);
+        silent.response_timeout = true;
+        silent
+            .markers
+            .extend([(5_000, Marker::Timeout), (5_001, Marker::Signal)]);
+        assert_eq!(text_of(&silent, 8), "───!Tx  ");
     }
 }

@@ -224,7 +224,7 @@ mod tests {
     }
 
     fn mark(model: &mut Model, id: usize, kind: AttentionKind, at_ms: u64) {
-        model.commands[id].attention = Some(AttentionMark {
+        model.commands[id].mark_attention(AttentionMark {
             kind,
             detail: format!("seen at {at_ms}"),
             at_ms,
