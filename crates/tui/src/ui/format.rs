@@ -53,11 +53,19 @@ pub fn wrap_spans(spans: &[Span<'static>], width: usize) -> Vec<Vec<Span<'static
         .collect()
 }
 
-/// Spans cut to at most `width` columns together, as [`truncate`] cuts one text: the span
-/// the cut falls in ends with its `…`, and none follows it.
+/// Spans cut to at most `width` columns together, as [`truncate`] cuts one text: where
+/// they do not fit, what fits of them in `width - 1` columns, then `…` in the style of the
+/// span the cut falls in.
 pub fn cut_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
-    let mut left = width;
+    let total: usize = spans.iter().map(|s| text_width(&s.content)).sum();
+    if total <= width {
+        return spans;
+    }
     let mut out = Vec::with_capacity(spans.len());
+    if width == 0 {
+        return out;
+    }
+    let mut left = width - 1;
     for span in spans {
         let w = text_width(&span.content);
         if w <= left {
@@ -65,9 +73,16 @@ pub fn cut_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> 
             out.push(span);
             continue;
         }
-        if left > 0 {
-            out.push(Span::styled(truncate(&span.content, left), span.style));
+        let mut text = String::new();
+        for (cluster, w) in width_clusters(&span.content) {
+            if w > left {
+                break;
+            }
+            left -= w;
+            text.push_str(cluster);
         }
+        text.push('…');
+        out.push(Span::styled(text, span.style));
         break;
     }
     out
@@ -99,7 +114,10 @@ mod tests {
             spans.into_iter().map(|s| s.content.into_owned()).collect()
         };
         assert_eq!(texts(cut_spans(spans(), 10)), ["needs inp…"]);
-        assert_eq!(texts(cut_spans(spans(), 11)), ["needs input"]);
+        // A span that would end at the edge with more to come leaves room for the mark.
+        assert_eq!(texts(cut_spans(spans(), 11)), ["needs inpu…"]);
+        assert_eq!(texts(cut_spans(spans(), 12)), ["needs input", "…"]);
+        assert_eq!(texts(cut_spans(spans(), 13)), ["needs input", " ", "…"]);
         assert_eq!(texts(cut_spans(spans(), 16)), ["needs input", " ", "sle…"]);
         assert_eq!(
             texts(cut_spans(spans(), 21)),

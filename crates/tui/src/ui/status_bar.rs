@@ -154,7 +154,7 @@ fn cut_message(message: &str, width: usize) -> String {
         .unwrap_or(command.start);
     for start in [clause, command.start] {
         let kept = &message[start..command.end];
-        let room = width.checked_sub(format::text_width(kept) + tail.len());
+        let room = width.checked_sub(format::text_width(kept) + format::text_width(tail));
         if let Some(room) = room.filter(|&room| room >= 2) {
             return format!("{}{kept}{tail}", cut(&message[..start], room));
         }
