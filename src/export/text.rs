@@ -68,9 +68,9 @@ pub fn report(session: &SessionExport) -> String {
 /// One row per command, in columns as wide as their widest cell.
 fn summary_table(session: &SessionExport) -> String {
     let header = [
-        "COMMAND", "STATE", "DURATION", "CPU", "PEAK RSS", "STDOUT", "STDERR", "BADGES",
+        "COMMAND", "STATE", "EXIT", "DURATION", "CPU", "PEAK RSS", "STDOUT", "STDERR", "BADGES",
     ];
-    let mut rows: Vec<[String; 8]> = vec![header.map(String::from)];
+    let mut rows: Vec<[String; 9]> = vec![header.map(String::from)];
     for command in &session.commands {
         let s = CommandSummary::of(command);
         let bytes = |b: super::summary::StreamBytes| {
@@ -93,6 +93,13 @@ fn summary_table(session: &SessionExport) -> String {
             // The words every view names the ending with (`stopped (SIGKILL)`, `exit 3`,
             // `failed to start`), the exit status among them.
             one_line(&command.state.state_words()),
+            // The status itself, which some words do not carry (`finished`, `lost`,
+            // `over budget (max_cpu)`).
+            match (s.exit_code, &s.signal_name) {
+                (Some(code), _) => code.to_string(),
+                (None, Some(signal)) => signal.clone(),
+                (None, None) => "-".into(),
+            },
             s.duration_ms.map_or_else(|| "-".into(), duration_ms),
             s.cpu_ms.map_or_else(|| "-".into(), duration_ms),
             s.peak_rss_bytes.map_or_else(|| "-".into(), format_size),

@@ -660,13 +660,23 @@ impl CommandState {
     /// The mark that needs the operator now: of the marks not cleared (an episode,
     /// `needs_input`, `quiet`, `runaway`, only while the command runs), the most pressing
     /// by [`AttentionMark::urgency`], then the latest. What the list's "needs you" filter
-    /// shows and its badge says, what the status bar names, `g` goes to and a notification
-    /// tells: one choice for every view.
+    /// shows and its badge says, what the status bar names and `g` goes to: one choice for
+    /// every view.
     pub fn needs_you(&self) -> Option<&AttentionMark> {
-        self.attention
-            .iter()
+        self.standing_marks().max_by_key(|m| m.urgency())
+    }
+
+    /// The newest of the marks that stand: what a notification tells as it comes, whatever
+    /// stands beside it (a `quiet` during a `needs_input` is news when it comes, not once
+    /// the input was typed).
+    pub fn newest_need(&self) -> Option<&AttentionMark> {
+        self.standing_marks().max_by_key(|m| m.at_ms)
+    }
+
+    /// The marks not cleared; an episode's only while the command runs.
+    fn standing_marks(&self) -> impl Iterator<Item = &AttentionMark> {
+        (self.attention.iter())
             .filter(|m| m.active && (!m.kind.is_episode() || self.status.is_active()))
-            .max_by_key(|m| m.urgency())
     }
 
     /// A new moment that needs the operator: it takes the place of its kind's last one.

@@ -124,7 +124,7 @@ impl AttentionNews {
     /// (then it waits, and [`AttentionNews::due_ms`] says until when).
     pub fn look(&mut self, model: &Model, now_ms: u64) -> Option<Notice> {
         for command in &model.commands {
-            let (Some(mark), Some(dir)) = (command.needs_you(), command.journal_dir.as_ref())
+            let (Some(mark), Some(dir)) = (command.newest_need(), command.journal_dir.as_ref())
             else {
                 continue;
             };

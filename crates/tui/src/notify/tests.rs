@@ -94,6 +94,32 @@ fn only_marks_made_while_open_are_news_and_each_once() {
     assert_eq!(news.look(&m, 10_002).unwrap().title, "s/02 quiet");
 }
 
+/// Each mark is news as it comes, though a more pressing one stands beside it; once told,
+/// it is not told again when the pressing one clears.
+#[test]
+fn a_mark_beside_a_more_pressing_one_is_told_as_it_comes() {
+    let mut news = AttentionNews::new(0);
+    let mut m = model(vec![command("/state/sessions/s/03-ask", Status::Running)]);
+    mark(
+        &mut m.commands[0],
+        AttentionKind::NeedsInput,
+        3_000,
+        "read(0)",
+    );
+    assert_eq!(news.look(&m, 3_000).unwrap().title, "s/03 needs input");
+    mark(&mut m.commands[0], AttentionKind::Quiet, 4_100, "no output");
+    assert_eq!(
+        m.commands[0].needs_you().unwrap().kind,
+        AttentionKind::NeedsInput
+    );
+    assert_eq!(news.look(&m, 60_000).unwrap().title, "s/03 quiet");
+    // The input typed: its mark cleared.
+    for a in &mut m.commands[0].attention {
+        a.active &= a.kind != AttentionKind::NeedsInput;
+    }
+    assert_eq!(news.look(&m, 120_000), None, "told when it came");
+}
+
 #[test]
 fn news_within_the_gap_waits_and_goes_together() {
     let mut news = AttentionNews::new(0);

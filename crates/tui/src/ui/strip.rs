@@ -228,6 +228,8 @@ fn place_markers(
     let width = cells.len();
     let last = column(c.ended_ms.unwrap_or(now_ms)).min(width - 1);
     let failed = c.is_failure();
+    // What came after the exit (signals to leftovers it kept) did not lead to it: not drawn.
+    let exit_at = (c.markers.iter()).find_map(|(ts, m)| (*m == Marker::Exit).then_some(*ts));
     let mut marked = vec![false; width];
     for rank in [
         Marker::Exit,
@@ -236,6 +238,9 @@ fn place_markers(
         Marker::Signal,
     ] {
         for (ts, marker) in c.markers.iter().filter(|(_, m)| *m == rank) {
+            if rank != Marker::Exit && exit_at.is_some_and(|exit| *ts > exit) {
+                continue;
+            }
             let mark = match marker {
                 Marker::Signal => ('!', Color::Magenta),
                 Marker::Timeout => ('T', Color::Yellow),
@@ -404,6 +409,16 @@ mod tests {
         // A signal seconds before, in its own column, is its own mark.
         c.markers.push((3_000, Marker::Signal));
         assert_eq!(text_of(&c, 12), "───!─!|     ");
+    }
+
+    /// A command that exited by itself, whose kept leftovers were stopped later: the
+    /// signals to them did not lead to its exit, and are not drawn before it.
+    #[test]
+    fn signals_after_the_exit_are_not_drawn_before_it() {
+        let mut c = ended("server", Some(0), None, 4_000);
+        c.markers
+            .extend([(6_000, Marker::Signal), (6_300, Marker::Signal)]);
+        assert_eq!(text_of(&c, 8), "────|   ");
     }
 
     /// `x` marks a failure, as the legend says: an exit that failed is drawn as one.
