@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::ending::{End, Remains};
 use super::intervals::Pace;
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
-use super::liveness::is_stopped;
+use super::liveness;
 use super::machine::{Action, CommandCgroup, ConversationMachine, Ending, Input, Transport};
 use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover, Wire};
 use crate::control::ControlClient;
@@ -280,8 +280,8 @@ impl BrokerConversation {
                     }
                 }
                 Action::Look => {
-                    let stopped = is_stopped(self.pid());
-                    self.machine.handle(Input::Looked { stopped }, now);
+                    let seen = liveness::look(self.pid());
+                    self.machine.handle(Input::Looked(seen), now);
                 }
                 Action::CountUnread => {
                     let unread = self.link.wire().read_waiting();

@@ -9,10 +9,30 @@
 pub const UNANSWERED_LIMIT: u32 = 5;
 /// ... or after which a broker that the kernel shows stopped is given up on.
 pub const UNANSWERED_IF_STOPPED: u32 = 2;
+/// ... or after which a broker that the kernel shows at work all the while (its CPU time
+/// growing, or waiting on the disk) is given up on all the same: a minute, for a journal on
+/// a disk that never answers.
+pub const UNANSWERED_IF_WORKING: u32 = 60;
+
+/// What the kernel shows of a broker at a look.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// Stopped by a signal (state `T`).
+    pub stopped: bool,
+    /// In an uninterruptible wait (state `D`): a journal write behind a disk that is
+    /// writing back gigabytes for others stalls its single thread for seconds.
+    pub disk_wait: bool,
+    /// The CPU time it used so far, in clock ticks.
+    pub cpu_ticks: u64,
+}
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct PingWatch {
     unanswered: u32,
+    /// Looks since the last line at which the broker was seen at work.
+    working: u32,
+    /// Its CPU time at the last look.
+    cpu_ticks: Option<u64>,
 }
 
 /// What to do when a heartbeat is due.
@@ -27,16 +47,28 @@ impl PingWatch {
     /// A line came from the broker.
     pub fn heard(&mut self) {
         self.unanswered = 0;
+        self.working = 0;
     }
 
     /// Whether every ping sent was answered.
     pub fn answered(&self) -> bool {
-        self.unanswered == 0
+        self.unanswered == 0 && self.working == 0
     }
 
-    /// A heartbeat is due; `stopped` says whether the broker is stopped (state `T`).
-    pub fn due(&mut self, stopped: bool) -> Heartbeat {
-        let limit = if stopped {
+    /// A heartbeat is due; `seen` is what the kernel shows of the broker. A broker at work
+    /// (its CPU time grew since the last look, or it waits on the disk) is slow, not
+    /// wedged: its silence counts only against [`UNANSWERED_IF_WORKING`].
+    pub fn due(&mut self, seen: Seen) -> Heartbeat {
+        let ran = self.cpu_ticks.is_some_and(|before| seen.cpu_ticks > before);
+        self.cpu_ticks = Some(seen.cpu_ticks);
+        if !seen.stopped && (seen.disk_wait || ran) {
+            if self.working >= UNANSWERED_IF_WORKING {
+                return Heartbeat::GiveUp;
+            }
+            self.working += 1;
+            return Heartbeat::Ping;
+        }
+        let limit = if seen.stopped {
             UNANSWERED_IF_STOPPED
         } else {
             UNANSWERED_LIMIT
@@ -49,22 +81,37 @@ impl PingWatch {
     }
 }
 
-/// Whether `pid` is stopped by a signal (state `T` in /proc).
-pub fn is_stopped(pid: i32) -> bool {
-    tether_os::procfs::read_stat(pid).is_some_and(|s| s.state == b'T')
+/// What the kernel shows of `pid` now; nothing (a sleeping broker that has not run) when
+/// /proc does not say.
+pub fn look(pid: i32) -> Seen {
+    tether_os::procfs::read_stat(pid).map_or_else(Seen::default, |s| Seen {
+        stopped: s.state == b'T' || s.state == b't',
+        disk_wait: s.state == b'D',
+        cpu_ticks: s.cpu_ticks,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const IDLE: Seen = Seen {
+        stopped: false,
+        disk_wait: false,
+        cpu_ticks: 7,
+    };
+    const STOPPED: Seen = Seen {
+        stopped: true,
+        ..IDLE
+    };
+
     #[test]
     fn a_silent_broker_is_given_up_after_five_pings() {
         let mut watch = PingWatch::default();
         for _ in 0..UNANSWERED_LIMIT {
-            assert_eq!(watch.due(false), Heartbeat::Ping);
+            assert_eq!(watch.due(IDLE), Heartbeat::Ping);
         }
-        assert_eq!(watch.due(false), Heartbeat::GiveUp);
+        assert_eq!(watch.due(IDLE), Heartbeat::GiveUp);
     }
 
     #[test]
@@ -72,7 +119,7 @@ mod tests {
         let mut watch = PingWatch::default();
         for _ in 0..10 {
             for _ in 0..UNANSWERED_LIMIT {
-                assert_eq!(watch.due(false), Heartbeat::Ping);
+                assert_eq!(watch.due(IDLE), Heartbeat::Ping);
             }
             watch.heard();
         }
@@ -81,12 +128,57 @@ mod tests {
     #[test]
     fn a_stopped_broker_is_given_up_sooner() {
         let mut watch = PingWatch::default();
-        assert_eq!(watch.due(true), Heartbeat::Ping);
-        assert_eq!(watch.due(true), Heartbeat::Ping);
-        assert_eq!(watch.due(true), Heartbeat::GiveUp);
+        assert_eq!(watch.due(STOPPED), Heartbeat::Ping);
+        assert_eq!(watch.due(STOPPED), Heartbeat::Ping);
+        assert_eq!(watch.due(STOPPED), Heartbeat::GiveUp);
         // One ping unanswered is not enough, even if the broker is stopped at that instant.
         let mut watch = PingWatch::default();
-        assert_eq!(watch.due(false), Heartbeat::Ping);
-        assert_eq!(watch.due(true), Heartbeat::Ping);
+        assert_eq!(watch.due(IDLE), Heartbeat::Ping);
+        assert_eq!(watch.due(STOPPED), Heartbeat::Ping);
+    }
+
+    /// A broker stalled in a journal write behind a busy disk, or running, is slow: a
+    /// minute, not five seconds. Idle looks in between still count.
+    #[test]
+    fn a_broker_at_work_is_given_up_only_after_a_minute() {
+        let mut watch = PingWatch::default();
+        let disk = Seen {
+            disk_wait: true,
+            ..IDLE
+        };
+        for _ in 0..UNANSWERED_IF_WORKING {
+            assert_eq!(watch.due(disk), Heartbeat::Ping);
+        }
+        assert_eq!(watch.due(disk), Heartbeat::GiveUp);
+        // Its CPU time growing at each look is work too; a look where it did not run is not.
+        let mut watch = PingWatch::default();
+        assert_eq!(watch.due(IDLE), Heartbeat::Ping);
+        for ticks in 8..8 + u64::from(UNANSWERED_IF_WORKING) {
+            let running = Seen {
+                cpu_ticks: ticks,
+                ..IDLE
+            };
+            assert_eq!(watch.due(running), Heartbeat::Ping);
+        }
+        let last = 8 + u64::from(UNANSWERED_IF_WORKING) - 1;
+        for _ in 1..UNANSWERED_LIMIT {
+            let still = Seen {
+                cpu_ticks: last,
+                ..IDLE
+            };
+            assert_eq!(watch.due(still), Heartbeat::Ping);
+        }
+        let still = Seen {
+            cpu_ticks: last,
+            ..IDLE
+        };
+        assert_eq!(watch.due(still), Heartbeat::GiveUp);
+        // A line answers for all of it.
+        let mut watch = PingWatch::default();
+        for _ in 0..UNANSWERED_IF_WORKING {
+            assert_eq!(watch.due(disk), Heartbeat::Ping);
+        }
+        watch.heard();
+        assert_eq!(watch.due(disk), Heartbeat::Ping);
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::super::ending::End;
+use super::super::liveness::Seen;
 /// How the conversation reaches its broker: what it takes, and what it answers itself.
 pub use tether_protocol::protocol::Transport;
 use tether_protocol::protocol::{EventKind, ProcessSignal, Request};
@@ -38,8 +39,9 @@ pub enum Input<'a> {
     Unwritable,
     /// The answer to [`Action::Ping`]: a ping was queued.
     Pinged,
-    /// The answer to [`Action::Look`]: whether the kernel shows the broker stopped.
-    Looked { stopped: bool },
+    /// The answer to [`Action::Look`]: what the kernel shows of the broker (stopped, or
+    /// at work: waiting on the disk, its CPU time).
+    Looked(Seen),
     /// The answer to [`Action::CountUnread`]: how many lines wait unread.
     Unread(usize),
 }
@@ -52,7 +54,7 @@ pub enum Action {
     /// Ping the broker, unless requests still wait to be written (the broker answers
     /// those first anyway); say [`Input::Pinged`] if one was queued.
     Ping,
-    /// Look whether the broker is stopped; say [`Input::Looked`].
+    /// Look at the broker in /proc; say [`Input::Looked`].
     Look,
     /// Read what the broker wrote and was not read yet; say [`Input::Unread`].
     CountUnread,

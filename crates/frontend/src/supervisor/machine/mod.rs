@@ -21,7 +21,7 @@ use super::ending::{End, cleanup_timing};
 use super::intervals::{
     ABORT_PATIENCE, ACK_TIMEOUT, BUSY_STOP_PATIENCE, KILL_PATIENCE, Pace, STOP_SLACK,
 };
-use super::liveness::{Heartbeat, PingWatch};
+use super::liveness::{Heartbeat, PingWatch, Seen};
 use tether_protocol::protocol::{EventKind, Request};
 
 mod interface;
@@ -112,9 +112,9 @@ impl ConversationMachine {
                 self.actions.retain(|a| !matches!(a, Action::Write(_)));
             }
             Input::Pinged => self.acks.ping_posted(),
-            Input::Looked { stopped } => {
+            Input::Looked(seen) => {
                 if std::mem::take(&mut self.looking)
-                    && let Some(end) = self.look(now, stopped)
+                    && let Some(end) = self.look(now, seen)
                 {
                     self.actions.push_back(Action::GiveUp(end));
                 }
@@ -308,10 +308,10 @@ impl ConversationMachine {
         if now >= self.next_look {
             self.next_look = now + self.pace.look;
             if self.pace.give_up_when_silent {
-                // Whether the broker is stopped decides how soon silence ends it.
+                // Whether the broker is stopped, or at work, decides how soon silence ends it.
                 self.looking = true;
                 self.actions.push_back(Action::Look);
-            } else if let Some(end) = self.look(now, false) {
+            } else if let Some(end) = self.look(now, Seen::default()) {
                 self.actions.push_back(Action::GiveUp(end));
             }
         }
@@ -319,15 +319,15 @@ impl ConversationMachine {
 
     /// A look at the broker: a ping, at the quiet pace while all is well, at every look
     /// while it is stopped, a ping is unanswered or a stop waits.
-    fn look(&mut self, now: Instant, stopped: bool) -> Option<End> {
+    fn look(&mut self, now: Instant, seen: Seen) -> Option<End> {
         let silent_ends = self.pace.give_up_when_silent;
-        let stopped = silent_ends && stopped;
-        let watching = stopped || !self.watch.answered() || self.stop_asked.is_some();
+        let seen = if silent_ends { seen } else { Seen::default() };
+        let watching = seen.stopped || !self.watch.answered() || self.stop_asked.is_some();
         if !watching && now < self.last_ping + self.pace.quiet_ping {
             return None;
         }
         self.last_ping = now;
-        if self.watch.due(stopped) == Heartbeat::GiveUp && silent_ends {
+        if self.watch.due(seen) == Heartbeat::GiveUp && silent_ends {
             return Some(End::Unresponsive);
         }
         if !self.unwritable {

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::supervisor::liveness::{UNANSWERED_IF_STOPPED, UNANSWERED_LIMIT};
+use crate::supervisor::liveness::{UNANSWERED_IF_STOPPED, UNANSWERED_IF_WORKING, UNANSWERED_LIMIT};
 use tether_protocol::protocol::{ExitStatus, ProcessSignal, Scope, Stream, fixtures};
 
 const GRACE: Duration = Duration::from_secs(2);
@@ -27,6 +27,8 @@ impl ConversationMachine {
 struct World {
     /// The kernel shows the broker stopped.
     stopped: bool,
+    /// The kernel shows the broker waiting on the disk.
+    disk_wait: bool,
     /// Lines the broker wrote and nobody read yet.
     unread: usize,
     /// Writes fail: the broker's end is gone.
@@ -37,6 +39,7 @@ impl World {
     fn well() -> World {
         World {
             stopped: false,
+            disk_wait: false,
             unread: 0,
             gone: false,
         }
@@ -52,9 +55,11 @@ fn drive(machine: &mut ConversationMachine, world: &World, now: Instant) -> Vec<
             Action::Write(_) if world.gone => machine.handle(Input::Unwritable, now),
             Action::Ping if !world.gone => machine.handle(Input::Pinged, now),
             Action::Look => machine.handle(
-                Input::Looked {
+                Input::Looked(Seen {
                     stopped: world.stopped,
-                },
+                    disk_wait: world.disk_wait,
+                    cpu_ticks: 0,
+                }),
                 now,
             ),
             Action::CountUnread => machine.handle(Input::Unread(world.unread), now),
@@ -231,6 +236,32 @@ fn a_broker_that_stops_answering_is_given_up_after_its_looks() {
     assert_eq!(
         now,
         t0 + Pace::EXEC.quiet_ping + Pace::EXEC.look * UNANSWERED_LIMIT
+    );
+}
+
+/// A broker whose single thread waits on the disk (a journal write behind gigabytes of
+/// others' writeback) is slow, not wedged: given up after a minute of looks, not five.
+#[test]
+fn a_broker_waiting_on_the_disk_is_given_up_only_after_a_minute() {
+    let t0 = Instant::now();
+    let world = World {
+        disk_wait: true,
+        ..World::well()
+    };
+    let mut m = machine(Transport::Pipe, Pace::EXEC, t0);
+    let mut looks = 0;
+    let now = loop {
+        looks += 1;
+        let now = m.poll_timeout();
+        if given_up(&wake(&mut m, &world, now)) == Some(End::Unresponsive) {
+            break now;
+        }
+        assert!(looks < 1_000, "never given up");
+    };
+    // The first quiet ping, then a ping at each look, a second apart, each at work.
+    assert_eq!(
+        now,
+        t0 + Pace::EXEC.quiet_ping + Pace::EXEC.look * UNANSWERED_IF_WORKING
     );
 }
 
