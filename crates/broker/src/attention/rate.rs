@@ -12,6 +12,10 @@ use tether_protocol::protocol::AttentionKind;
 
 /// The window the runs are counted in.
 pub const WINDOW_MS: u64 = 60_000;
+/// How much older than its window's start an event may be and still count in it: the
+/// brokers of commands failing at once, on a loaded machine, take the rate file in another
+/// order than their events' times, by milliseconds to seconds.
+const LATE_MS: u64 = 10_000;
 /// Runs a window, at most, for all of a user's brokers together.
 pub const RUNS_PER_WINDOW: u32 = 5;
 
@@ -130,9 +134,11 @@ pub enum Verdict {
 /// reboots and clock changes: a window from the future would hold every run back).
 pub fn decide(state: &RateState, kind: AttentionKind, now_ms: u64) -> (Verdict, RateState) {
     let mut next = state.clone();
-    // A window opens at its first run.
+    // A window opens at its first run. Brokers take the file in turn, not in the order of
+    // their events: one at most LATE_MS older than the window's start came late and counts
+    // in it; older, the clock was set back, and a new window starts.
     let expired = state.started == 0
-        || now_ms < state.window_start_ms
+        || state.window_start_ms.saturating_sub(now_ms) > LATE_MS
         || now_ms.saturating_sub(state.window_start_ms) >= WINDOW_MS;
     if expired {
         next.window_start_ms = now_ms;
@@ -167,6 +173,28 @@ mod tests {
                 verdict
             })
             .collect()
+    }
+
+    /// Twelve brokers failing at once take the file in another order than their events'
+    /// times: an event older than the window's start is late, not a new window.
+    #[test]
+    fn a_late_event_counts_in_the_window_it_came_late_to() {
+        let mut state = RateState::default();
+        let start = 1_700_000_000_000;
+        let times = [105, 100, 110, 98, 120, 99, 130, 97, 101, 102, 103, 96];
+        let runs = (times.iter())
+            .filter(|&&t| {
+                let (verdict, next) = decide(&state, AttentionKind::Failed, start + t);
+                state = next;
+                verdict != Verdict::Hold
+            })
+            .count();
+        assert_eq!(runs, RUNS_PER_WINDOW as usize);
+        assert_eq!(state.started, RUNS_PER_WINDOW);
+        // A clock set back further opens a new one.
+        let (verdict, next) = decide(&state, AttentionKind::Failed, start - LATE_MS - 1);
+        assert_ne!(verdict, Verdict::Hold);
+        assert_eq!(next.started, 1);
     }
 
     #[test]
