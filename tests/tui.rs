@@ -433,9 +433,8 @@ fn a_finished_session_opens_read_only_as_it_looked() {
     let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, &tether_line(&env, "open"));
     let screen = tmux.wait_screen(&env, "the recorded session", |s| {
-        s.contains("recorded-job") && s.contains("from-the-journal")
+        s.contains("recorded-job") && s.contains("from-the-journal") && s.contains("exit 4")
     });
-    assert!(screen.contains("exit 4"), "{screen}");
     assert!(
         screen.contains("every process seen during the run"),
         "{screen}"
@@ -599,8 +598,9 @@ fn commands_are_named_by_their_program_and_a_match_off_to_the_right_is_shown() {
         s.contains("Search stdout for:")
     });
     tmux.type_line(&env, "needle");
-    let after = tmux.wait_screen(&env, "the match in sight", |s| s.contains("needle-here"));
-    assert!(after.contains("from column"), "{after}");
+    tmux.wait_screen(&env, "the match in sight", |s| {
+        s.contains("needle-here") && s.contains("from column")
+    });
     // 0 goes back to the start of the line: the match is out of sight again.
     tmux.keys(&env, &["0"]);
     tmux.wait_screen(&env, "the start of the line", |s| {
@@ -680,9 +680,10 @@ fn the_screen_view_shows_a_program_that_draws_and_y_copies_it() {
     });
     tmux.keys(&env, &["v"]);
     let screen = tmux.wait_screen(&env, "the last frame in the screen view", |s| {
-        s.contains("stdout · screen") && s.contains("screen-frame-2")
+        s.contains("stdout · screen")
+            && s.contains("screen-frame-2")
+            && s.contains("alternate screen")
     });
-    assert!(screen.contains("alternate screen"), "{screen}");
     assert!(!screen.contains("screen-frame-1"), "{screen}");
     // `moved-here` is in column 10 of the pane (its border, then 9 columns).
     // The last such row: the tree's title above holds the command line, which says it too.
@@ -851,16 +852,19 @@ fn open_at_a_search_match_and_the_merged_view() {
     let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, &tether_line(&env, "open --search THE-NEEDLE"));
     let screen = tmux.wait_screen(&env, "the first match", |s| {
-        s.contains("the-needle-line") && s.contains("/THE-NEEDLE (line 100001)")
+        // The match is mid-pane, the log around it in sight, not the end.
+        s.contains("the-needle-line")
+            && s.contains("/THE-NEEDLE (line 100001)")
+            && s.contains("100000")
     });
-    // The match is mid-pane, the log around it in sight, not the end.
-    assert!(screen.contains("100000"), "{screen}");
     assert!(!screen.contains("200000"), "{screen}");
     tmux.keys(&env, &["G", "m", "T"]);
-    let screen = tmux.wait_screen(&env, "the merged view with times", |s| {
-        s.contains("stdout+stderr") && s.contains("merged") && s.contains("1│200000")
+    tmux.wait_screen(&env, "the merged view with times", |s| {
+        s.contains("stdout+stderr")
+            && s.contains("merged")
+            && s.contains("1│200000")
+            && s.contains("+0:")
     });
-    assert!(screen.contains("+0:"), "{screen}");
     tmux.keys(&env, &["g"]);
     tmux.wait_screen(&env, "the merged view from its first line", |s| {
         s.contains("1│1 ")
@@ -884,27 +888,27 @@ fn the_time_cursor_moves_what_open_shows() {
         &env,
         &tether_child_line(&env, &format!("open {}", session.display())),
     );
+    // The whole first frame, its status bar's hints included: on a loaded machine tmux can
+    // show a frame whose last rows are still being written.
     let end = tmux.wait_screen(&env, "the session at its end", |s| {
-        s.contains("Commands") && s.contains("compiling 2 of 2")
+        s.contains("Commands") && s.contains("compiling 2 of 2") && s.contains("[ ]  event")
     });
     assert!(!end.contains('⏱'), "no cursor at first: {end}");
-    assert!(end.contains("[ ]  event"), "{end}");
 
     // Home: the first event; nothing written yet, every other command idle.
     tmux.keys(&env, &["Home"]);
-    let first = tmux.wait_screen(&env, "the cursor at the first event", |s| {
+    tmux.wait_screen(&env, "the cursor at the first event", |s| {
         s.contains("⏱ 03:04:05.100 (+0:00.100)")
+            && s.contains("stdout · 0 lines · 0 B")
+            && s.contains("fail        idle")
     });
-    assert!(first.contains("stdout · 0 lines · 0 B"), "{first}");
-    assert!(first.contains("fail        idle"), "{first}");
 
     // ] ]: on past ok's spawn to its first line of stdout.
     tmux.keys(&env, &["]", "]"]);
     let output = tmux.wait_screen(&env, "the first line written", |s| {
-        s.contains("(+0:00.105)") && s.contains("compiling 1 of 2")
+        s.contains("(+0:00.105)") && s.contains("compiling 1 of 2") && s.contains("running")
     });
     assert!(!output.contains("compiling 2 of 2"), "{output}");
-    assert!(output.contains("running"), "{output}");
 
     // }: the next notable event, ok's exit; [ goes back one event from it.
     tmux.keys(&env, &["}"]);
