@@ -326,7 +326,7 @@ fn stopped_command_is_continued_and_terminated() {
 fn a_process_with_a_cut_multibyte_name_is_still_stopped() {
     let env = TestEnv::new("cut_name");
     let sleeper = env.path("ééééééééé");
-    std::fs::copy("/bin/sleep", &sleeper).expect("copy sleep");
+    common::copy_program("/bin/sleep", &sleeper);
     let script = format!(
         "(setsid '{}' 1000 &); sleep 0.3; echo done",
         sleeper.display()

@@ -247,7 +247,7 @@ fn a_session_leader_that_only_takes_the_keepers_name_does_not_hide_shell_calls()
     let env = TestEnv::new("notify-name-only");
     let shims = shims(&env);
     let impostor = env.path("tether-notify");
-    std::fs::copy("/bin/sh", &impostor).unwrap();
+    common::copy_program("/bin/sh", &impostor);
     let script = format!("'{}' -c 'echo journaled'", shims.join("bash").display());
     let impostor = impostor.to_string_lossy().into_owned();
     let done = env

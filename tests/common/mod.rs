@@ -333,6 +333,17 @@ pub fn write_script(path: &Path, text: &str) {
     tether::testing::write_script(path, text, 0o755);
 }
 
+/// A copy of the program `from` at `to`, made by `cp` so that no fork elsewhere makes it
+/// busy (ETXTBSY) when it is run, as [`write_script`] writes scripts.
+pub fn copy_program(from: &str, to: &Path) {
+    let copied = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("run cp");
+    assert!(copied.success(), "copy {from} to {to:?}");
+}
+
 /// Polls `done` every 10 ms until it holds; past [`DEADLINE`] kills everything tagged and
 /// fails, naming `what` was awaited.
 pub fn wait_until(env: &TestEnv, what: &str, done: impl FnMut() -> bool) {

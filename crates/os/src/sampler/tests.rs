@@ -345,7 +345,14 @@ fn a_child_that_only_takes_a_keepers_name_is_in_the_tree() {
     let dir = tempfile::tempdir().expect("a scratch directory");
     let keeper_name = KEEPER_COMM.to_str().expect("an ASCII name");
     let keeper_path = dir.path().join(keeper_name);
-    std::fs::copy("/usr/bin/sleep", &keeper_path).expect("copy sleep");
+    // Copied by a child process: a descriptor of ours open for writing, handed to a child
+    // another test forks meanwhile, would make it busy (ETXTBSY) until that child execs.
+    let copied = Command::new("cp")
+        .arg("/usr/bin/sleep")
+        .arg(&keeper_path)
+        .status()
+        .expect("run cp");
+    assert!(copied.success(), "copy sleep");
     let mut impostor = Command::new(&keeper_path)
         .arg("61")
         .spawn()
