@@ -95,7 +95,10 @@ fn permission_denied_is_126_and_journaled() {
 fn a_directory_is_126_and_called_one() {
     let env = TestEnv::new("eisdir");
     let dir = env.path("a-directory");
-    std::fs::create_dir(&dir).unwrap();
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+    }
     let dir = dir.to_str().unwrap();
     let run = env.exec(&[], &[dir]);
     assert_eq!(run.code(), 126, "stderr: {}", run.stderr_text());

@@ -333,15 +333,17 @@ pub fn write_script(path: &Path, text: &str) {
     tether::testing::write_script(path, text, 0o755);
 }
 
-/// A copy of the program `from` at `to`, made by `cp` so that no fork elsewhere makes it
-/// busy (ETXTBSY) when it is run, as [`write_script`] writes scripts.
+/// A copy of the program `from` at `to` (0700), made by `cp` so that no fork elsewhere
+/// makes it busy (ETXTBSY) when it is run, as [`write_script`] writes scripts.
 pub fn copy_program(from: &str, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
     let copied = Command::new("cp")
         .arg(from)
         .arg(to)
         .status()
         .expect("run cp");
     assert!(copied.success(), "copy {from} to {to:?}");
+    fs::set_permissions(to, fs::Permissions::from_mode(0o700)).expect("chmod 0700");
 }
 
 /// Polls `done` every 10 ms until it holds; past [`DEADLINE`] kills everything tagged and

@@ -466,7 +466,13 @@ mod tests {
     #[test]
     fn a_directory_is_called_one_not_unexecutable() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir.path().join("sub"))
+                .unwrap();
+        }
         let absolute = dir.path().to_str().unwrap();
         let e = directory(absolute, None).expect("a directory");
         assert_eq!(e.code, "eisdir");
@@ -479,7 +485,7 @@ mod tests {
         assert!(directory("./sub", None).is_none());
         // A bare name is looked up on PATH, not taken as a path; a file is no directory.
         assert!(directory("sub", Some(dir.path())).is_none());
-        std::fs::write(dir.path().join("file"), "").unwrap();
+        tether_os::testing::write_script(&dir.path().join("file"), "", 0o600);
         assert!(directory("./file", Some(dir.path())).is_none());
     }
 }

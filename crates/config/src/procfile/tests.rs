@@ -141,9 +141,22 @@ fn an_unreadable_file_is_named_a_procfile_or_a_dotenv() {
         "{missing}"
     );
     assert!(!missing.contains("config file"), "{missing}");
-    std::fs::write(&procfile, "web: serve\n").unwrap();
+    {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&procfile)
+            .unwrap();
+        file.write_all(b"web: serve\n").unwrap();
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir.path().join(".env"))
+            .unwrap();
+    }
     let dotenv = dir.path().join(".env");
-    std::fs::create_dir(&dotenv).unwrap();
     let unreadable = error_of(load(&procfile));
     assert!(
         unreadable.starts_with(&format!("cannot read .env file {}: ", dotenv.display())),

@@ -353,6 +353,11 @@ fn a_child_that_only_takes_a_keepers_name_is_in_the_tree() {
         .status()
         .expect("run cp");
     assert!(copied.success(), "copy sleep");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&keeper_path, std::fs::Permissions::from_mode(0o700))
+            .expect("make it the owner's alone");
+    }
     let mut impostor = Command::new(&keeper_path)
         .arg("61")
         .spawn()
