@@ -10,8 +10,8 @@ pub const UNANSWERED_LIMIT: u32 = 5;
 /// ... or after which a broker that the kernel shows stopped is given up on.
 pub const UNANSWERED_IF_STOPPED: u32 = 2;
 /// ... or after which a broker that the kernel shows at work all the while (its CPU time
-/// growing, or waiting on the disk) is given up on all the same: a minute, for a journal on
-/// a disk that never answers.
+/// growing, or in an uninterruptible wait) is given up on all the same: a minute, for a
+/// wait that never ends (a journal on a disk that never answers).
 pub const UNANSWERED_IF_WORKING: u32 = 60;
 
 /// What the kernel shows of a broker at a look.
@@ -19,8 +19,9 @@ pub const UNANSWERED_IF_WORKING: u32 = 60;
 pub struct Seen {
     /// Stopped by a signal (state `T`).
     pub stopped: bool,
-    /// In an uninterruptible wait (state `D`): a journal write behind a disk that is
-    /// writing back gigabytes for others stalls its single thread for seconds.
+    /// In an uninterruptible wait (state `D`): on a loaded machine brokers were seen there
+    /// for seconds at a time (pipe writes among them), their single thread answering
+    /// nothing meanwhile.
     pub disk_wait: bool,
     /// The CPU time it used so far, in clock ticks.
     pub cpu_ticks: u64,
@@ -56,7 +57,7 @@ impl PingWatch {
     }
 
     /// A heartbeat is due; `seen` is what the kernel shows of the broker. A broker at work
-    /// (its CPU time grew since the last look, or it waits on the disk) is slow, not
+    /// (its CPU time grew since the last look, or it is in an uninterruptible wait) is slow, not
     /// wedged: its silence counts only against [`UNANSWERED_IF_WORKING`].
     pub fn due(&mut self, seen: Seen) -> Heartbeat {
         let ran = self.cpu_ticks.is_some_and(|before| seen.cpu_ticks > before);
@@ -137,8 +138,8 @@ mod tests {
         assert_eq!(watch.due(STOPPED), Heartbeat::Ping);
     }
 
-    /// A broker stalled in a journal write behind a busy disk, or running, is slow: a
-    /// minute, not five seconds. Idle looks in between still count.
+    /// A broker in an uninterruptible wait, or running, is slow: a minute, not five
+    /// seconds. Idle looks in between still count.
     #[test]
     fn a_broker_at_work_is_given_up_only_after_a_minute() {
         let mut watch = PingWatch::default();

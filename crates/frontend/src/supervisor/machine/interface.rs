@@ -40,7 +40,7 @@ pub enum Input<'a> {
     /// The answer to [`Action::Ping`]: a ping was queued.
     Pinged,
     /// The answer to [`Action::Look`]: what the kernel shows of the broker (stopped, or
-    /// at work: waiting on the disk, its CPU time).
+    /// at work: in an uninterruptible wait, its CPU time).
     Looked(Seen),
     /// The answer to [`Action::CountUnread`]: how many lines wait unread.
     Unread(usize),
