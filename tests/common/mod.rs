@@ -207,7 +207,14 @@ impl TestEnv {
         let Some(keep) = std::env::var_os("TETHER_TEST_KEEP") else {
             return;
         };
-        let _ = fs::create_dir_all(&keep);
+        // It holds journals: the user's alone, as the state directory is.
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&keep);
+        }
         let _ = Command::new("cp")
             .arg("-a")
             .arg(self.dir.path())
