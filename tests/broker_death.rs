@@ -226,6 +226,88 @@ fn exec_blocked_on_its_own_output_does_not_give_up_on_its_broker() {
     env.finish();
 }
 
+/// exec's output is a socket nobody reads (an agent started by Node reads a socketpair):
+/// its copy waits on the socket, the broker's tee fills, and the command waits on its own
+/// pipe. The broker must still answer. When exec spliced the pipe into the socket, the
+/// splice held the pipe's lock while the socket was full, and the broker's next write to the
+/// pipe slept on that lock, uninterruptibly: `tether stop` got no answer and its SIGTERM to
+/// the broker did nothing for as long as the reader read nothing.
+#[test]
+fn a_stop_is_answered_while_execs_socket_is_not_read() {
+    let env = TestEnv::new("exec_socket_unread");
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    let mut command = env.exec_command(
+        &["--session", "unread"],
+        &["head", "-c", "8000000", "/dev/zero"],
+    );
+    let stderr_path = env.path("unread.stderr");
+    let mut child = command
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stderr(std::fs::File::create(&stderr_path).expect("create the stderr capture"))
+        .spawn()
+        .expect("start tether exec");
+    // Our copy of exec's end goes, or the socket would never reach its end.
+    drop(command);
+    let dir = env.wait_command_dir();
+    wait_until(&env, "the spawned event", || {
+        events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, tether::protocol::EventKind::Spawned { .. }))
+    });
+    let head = spawned_pid(&events_now(&dir));
+    wait_until(&env, "the command to wait on its full pipe", || {
+        procs::state(head) == Some(b'S')
+            && std::fs::read_to_string(format!("/proc/{head}/wchan"))
+                .is_ok_and(|w| w.contains("pipe_write"))
+    });
+    let stop = common::run_to_end(&env, env.tether(&["stop", "unread/1"]), "tether stop");
+    let said = String::from_utf8_lossy(&[stop.stdout, stop.stderr].concat()).into_owned();
+    assert!(stop.status.success(), "{said}");
+    assert!(said.contains("stopped: SIGTERM"), "{said}");
+    // exec ends without waiting for a reader that takes nothing, and only then is the
+    // socket read: what exec passed on is what the socket holds.
+    let mut status = None;
+    wait_until(&env, "tether exec to end", || {
+        status = child.try_wait().expect("wait for tether exec");
+        status.is_some()
+    });
+    let mut read = Vec::new();
+    ours.set_read_timeout(Some(common::DEADLINE))
+        .expect("a deadline for the read");
+    (&ours).read_to_end(&mut read).expect("read exec's output");
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    assert_eq!(status.and_then(|s| s.code()), Some(143), "stderr: {stderr}");
+    // Not a byte lost: what the reader got and what exec says it did not deliver make up
+    // what the command wrote, which the journal holds.
+    let written = std::fs::metadata(dir.join("stdout.log")).map_or(0, |m| m.len());
+    assert!(read.iter().all(|&b| b == 0));
+    assert_eq!(
+        read.len() as u64 + undelivered(&stderr),
+        written,
+        "{stderr}"
+    );
+    env.finish();
+}
+
+/// N of exec's `N bytes of the command's stdout were not delivered`, or 0.
+fn undelivered(stderr: &str) -> u64 {
+    stderr
+        .find(" bytes of the command's stdout were not delivered")
+        .map_or(0, |end| {
+            let digits: String = stderr[..end]
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits
+                .chars()
+                .rev()
+                .collect::<String>()
+                .parse()
+                .unwrap_or(0)
+        })
+}
+
 /// The pid of the one live tagged process whose command line is `cmdline`, once it runs.
 fn tagged_pid(env: &TestEnv, cmdline: &str) -> i32 {
     let mut pid = None;

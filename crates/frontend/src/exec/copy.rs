@@ -8,7 +8,7 @@
 //! command can be stopped as it would be by SIGPIPE without tether.
 
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::MsgFlags;
 use nix::sys::stat::SFlag;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -120,6 +121,41 @@ impl OutputCopy {
     }
 }
 
+/// What our stream is, for how it is written: each way is the one that never waits with the
+/// broker's pipe locked and counts every byte it passes on as it goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Output {
+    /// splice(2): a pipe, which it waits for room in with neither pipe locked, or
+    /// `/dev/null`, which never makes it wait (and takes the pages without a copy).
+    Splice,
+    /// send(2) with MSG_DONTWAIT, then a wait for room: a blocking write of a large chunk
+    /// into a full socket counts nothing until all of it is taken, so what was passed on
+    /// when exec ends would be unknown. The flag is the call's, not the descriptor's, which
+    /// whoever shares it keeps as it was.
+    Socket,
+    /// write(2): a regular file, a terminal, a device.
+    Other,
+}
+
+impl Output {
+    fn of(out: BorrowedFd<'_>) -> Output {
+        const DEV_NULL: (u64, u64) = (1, 3);
+        let Ok(stat) = nix::sys::stat::fstat(out) else {
+            return Output::Other;
+        };
+        match stat.st_mode & SFlag::S_IFMT.bits() {
+            mode if mode == SFlag::S_IFIFO.bits() => Output::Splice,
+            mode if mode == SFlag::S_IFCHR.bits()
+                && stat.st_rdev == nix::sys::stat::makedev(DEV_NULL.0, DEV_NULL.1) =>
+            {
+                Output::Splice
+            }
+            mode if mode == SFlag::S_IFSOCK.bits() => Output::Socket,
+            _ => Output::Other,
+        }
+    }
+}
+
 fn copy_stream(
     pipe: &OwnedFd,
     stream: Stream,
@@ -135,16 +171,19 @@ fn copy_stream(
         stream,
         failure: None,
     };
-    // splice(2) into a regular file moves the shared file offset without the lock write(2)
-    // takes: with stdout and stderr on one file (`> log 2>&1`), the two copies overwrote
-    // each other's bytes. Into a file, plain writes.
-    let mut splice_works = !nix::sys::stat::fstat(out)
-        .is_ok_and(|stat| stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits());
+    // Only into a pipe (or /dev/null) does splice(2) never wait with our pipe locked. Into
+    // a socket it holds our pipe's lock while the socket is full, and the broker's next
+    // write to the pipe sleeps on that lock, uninterruptibly: for as long as our reader read
+    // nothing, the broker answered no stop and no signal. Into a terminal the same, while
+    // its output is held. Into a regular file it moves the shared file offset without the
+    // lock write(2) takes: with stdout and stderr on one file (`> log 2>&1`), the two
+    // copies overwrote each other's bytes.
+    let mut output = Output::of(out);
     let mut gone = false;
     let mut buf = vec![0u8; CHUNK];
     loop {
         let copying = !gone && report.failure.is_none();
-        if copying && splice_works {
+        if copying && output == Output::Splice {
             match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
                 Ok(0) => return report,
                 Ok(n) => {
@@ -156,9 +195,9 @@ fn copy_stream(
                     wait_writable(out);
                     continue;
                 }
-                // Not every output takes splice (a terminal does not): copy through memory.
+                // A pipe that will not take it: copy through memory.
                 Err(Errno::EINVAL) | Err(Errno::ENOSYS) => {
-                    splice_works = false;
+                    output = Output::Other;
                     continue;
                 }
                 Err(err) => {
@@ -179,16 +218,10 @@ fn copy_stream(
             }
             continue;
         }
-        match write_all(out, &buf[..n]) {
-            Ok(()) => {
-                copied.fetch_add(n as u64, Ordering::Release);
-            }
-            Err((err, written)) => {
-                copied.fetch_add(written as u64, Ordering::Release);
-                fail(&mut report, &mut gone, err, broken);
-                if let Some((_, lost)) = report.failure.as_mut() {
-                    *lost += (n - written) as u64;
-                }
+        if let Err((err, written)) = write_all(out, output, &buf[..n], copied) {
+            fail(&mut report, &mut gone, err, broken);
+            if let Some((_, lost)) = report.failure.as_mut() {
+                *lost += (n - written) as u64;
             }
         }
     }
@@ -211,12 +244,29 @@ fn fail(
     }
 }
 
-/// Writes all of `bytes`; on failure, the error and how many bytes were written before it.
-fn write_all(out: BorrowedFd<'_>, bytes: &[u8]) -> Result<(), (io::Error, usize)> {
+/// Writes all of `bytes`, counting in `copied` what is passed on as it goes; on failure,
+/// the error and how many bytes were written before it.
+fn write_all(
+    out: BorrowedFd<'_>,
+    output: Output,
+    bytes: &[u8],
+    copied: &AtomicU64,
+) -> Result<(), (io::Error, usize)> {
     let mut written = 0;
     while written < bytes.len() {
-        match nix::unistd::write(out, &bytes[written..]) {
-            Ok(n) => written += n,
+        let sent = match output {
+            Output::Socket => nix::sys::socket::send(
+                out.as_raw_fd(),
+                &bytes[written..],
+                MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+            ),
+            _ => nix::unistd::write(out, &bytes[written..]),
+        };
+        match sent {
+            Ok(n) => {
+                written += n;
+                copied.fetch_add(n as u64, Ordering::Release);
+            }
             Err(Errno::EINTR) => {}
             Err(Errno::EAGAIN) => wait_writable(out),
             Err(err) => return Err((err.into(), written)),

@@ -20,8 +20,9 @@ pub struct Seen {
     /// Stopped by a signal (state `T`).
     pub stopped: bool,
     /// In an uninterruptible wait (state `D`): on a loaded machine brokers were seen there
-    /// for seconds at a time (pipe writes among them), their single thread answering
-    /// nothing meanwhile.
+    /// for seconds at a time, their single thread answering nothing meanwhile. Most were
+    /// pipe writes held up by exec's splice into a socket its reader did not empty (no
+    /// longer made); a slow disk's waits remain.
     pub disk_wait: bool,
     /// The CPU time it used so far, in clock ticks.
     pub cpu_ticks: u64,
