@@ -162,8 +162,43 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
         s.contains("not started: migrate: exit 1")
     });
     assert!(runs_of(&env, "web").is_empty(), "web was started");
+    tmux.wait_screen(&env, "the worker given up", |s| s.contains("gave up"));
     quit(&env, tmux);
     assert!(runs_of(&env, "web").is_empty(), "web was started");
+
+    // The post-mortem shows what the launcher said: web, which never ran, blocked and why;
+    // the worker's last run given up.
+    let sessions: Vec<_> = std::fs::read_dir(env.state_dir().join("sessions"))
+        .expect("the sessions")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let tmux = Tmux::start(&env, 200, 50);
+    tmux.type_line(
+        &env,
+        &format!(
+            "exec {BIN} --state-dir {} open {}",
+            env.state_dir().display(),
+            sessions[0]
+        ),
+    );
+    let screen = tmux.wait_screen(&env, "the recorded session", |s| {
+        s.lines()
+            .any(|l| l.contains(" web ") && l.contains("blocked"))
+            && s.lines()
+                .any(|l| l.contains(" worker ") && l.contains("gave up"))
+    });
+    let web = screen
+        .lines()
+        .find(|l| l.contains(" web "))
+        .unwrap_or_default();
+    assert!(
+        web.contains("- ") && !web.contains('#'),
+        "web has no number: {web}"
+    );
+    tmux.keys(&env, &["q"]);
+    tmux.wait_screen(&env, "open gone", |s| !s.contains("Commands"));
+    drop(tmux);
     env.finish();
 }
 

@@ -1,11 +1,21 @@
 //! What the launcher says of a command between its runs, or before its first: waiting for a
 //! dependency, a restart to come, given up, or never to start because a dependency failed.
 //! The runner copies it from `tether_core::launcher` after each of the launcher's steps; the
-//! list's state column and the timeline show it.
+//! list's state column and the timeline show it. It journals each change beside the session's
+//! `session.json` (`launcher.jsonl`), so that a recorded session shows it as it was: a
+//! command that never ran (blocked by a failed dependency) among the others, a run that was
+//! the last one the launcher would restart.
+
+use serde::{Deserialize, Serialize};
+
+use super::CommandState;
+use tether_config::CommandConfig;
+use tether_os::journal::LauncherLine;
 
 /// The launcher's word on a command that is not running (`None` while it runs, or when the
 /// launcher has nothing to add to its status).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Plan {
     /// Its first dependency whose condition does not hold yet; `not_started`: that one
     /// waits for the operator to start it (`autostart = false`).
@@ -59,9 +69,61 @@ impl Plan {
     }
 }
 
+/// The journal's line for `command`'s plan from `ts_ms` on.
+pub fn line(ts_ms: u64, command: &CommandState, plan: Option<&Plan>) -> LauncherLine {
+    LauncherLine {
+        ts_ms,
+        command: command.config.name.clone(),
+        spec: command.config.command.clone(),
+        plan: serde_json::to_value(plan).unwrap_or_default(),
+    }
+}
+
+/// The rows of the commands the launcher spoke of that have no run among those named `ran`:
+/// they never started. In the order the journal first names them, each `idle`, no plan yet.
+pub fn unstarted(ran: &[&str], lines: &[LauncherLine]) -> Vec<CommandState> {
+    let mut rows: Vec<CommandState> = Vec::new();
+    for line in lines {
+        let listed = rows.iter().any(|c| c.config.name == line.command);
+        if !listed && !ran.contains(&line.command.as_str()) {
+            let config = CommandConfig::new(line.command.clone(), line.spec.clone());
+            rows.push(CommandState::new(config));
+        }
+    }
+    rows
+}
+
+/// Gives each command the launcher's word on it at `at_ms` (at the end: `None`), as the
+/// journal's `lines` have it: on its latest run begun by then (its first, before any began).
+pub fn apply(commands: &mut [CommandState], lines: &[LauncherLine], at_ms: Option<u64>) {
+    let said = lines
+        .iter()
+        .filter(|l| at_ms.is_none_or(|at| l.ts_ms <= at));
+    let mut latest: Vec<&LauncherLine> = Vec::new();
+    for line in said {
+        match latest.iter_mut().find(|l| l.command == line.command) {
+            Some(last) => *last = line,
+            None => latest.push(line),
+        }
+    }
+    for line in latest {
+        let plan = serde_json::from_value::<Option<Plan>>(line.plan.clone())
+            .ok()
+            .flatten();
+        let named = |c: &CommandState| c.config.name == line.command;
+        let row = (commands
+            .iter()
+            .rposition(|c| named(c) && c.started_ms.is_some()))
+        .or_else(|| commands.iter().position(named));
+        if let Some(row) = row {
+            commands[row].plan = plan;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Plan;
+    use super::*;
 
     #[test]
     fn labels_say_what_the_launcher_waits_for() {
@@ -83,5 +145,71 @@ mod tests {
         let blocked = Plan::Blocked("migrate: exit 1".into());
         assert_eq!(blocked.label(0), "not started: migrate: exit 1");
         assert_eq!(blocked.short_label(), "blocked");
+    }
+
+    fn said(ts_ms: u64, command: &str, plan: Option<Plan>) -> LauncherLine {
+        let row = CommandState::new(CommandConfig::new(
+            command,
+            tether_protocol::protocol::CommandSpec::Shell(format!("run {command}")),
+        ));
+        line(ts_ms, &row, plan.as_ref())
+    }
+
+    fn ran(name: &str, started_ms: Option<u64>) -> CommandState {
+        let mut row = CommandState::new(CommandConfig::new(
+            name,
+            tether_protocol::protocol::CommandSpec::Argv(vec![name.into()]),
+        ));
+        row.started_ms = started_ms;
+        row
+    }
+
+    /// The journal's lines read back as the runner wrote them: the migration failed, so web
+    /// never ran; the worker's third run was its last.
+    #[test]
+    fn a_recorded_session_shows_what_the_launcher_said_as_it_was_at_each_moment() {
+        let blocked = Plan::Blocked("migrate: exit 1".into());
+        let gave_up = Plan::GaveUp { restarts: 2 };
+        let lines: Vec<LauncherLine> = [
+            said(
+                10,
+                "web",
+                Some(Plan::Waiting {
+                    on: "migrate".into(),
+                    not_started: false,
+                }),
+            ),
+            said(20, "worker", Some(Plan::Restarting { at_ms: 120, run: 2 })),
+            said(30, "web", Some(blocked.clone())),
+            said(120, "worker", None),
+            said(300, "worker", Some(gave_up.clone())),
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(&serde_json::to_string(l).unwrap()).unwrap())
+        .collect();
+        let runs = [ran("worker", Some(5)), ran("worker", Some(130))];
+        let never = unstarted(&["worker"], &lines);
+        assert_eq!(never.len(), 1);
+        assert_eq!(never[0].config.name, "web");
+        assert_eq!(never[0].config.command.argv(), ["/bin/sh", "-c", "run web"]);
+
+        let mut end: Vec<CommandState> = runs.iter().cloned().chain(never.clone()).collect();
+        apply(&mut end, &lines, None);
+        let plans: Vec<_> = end.iter().map(|c| c.plan.clone()).collect();
+        assert_eq!(plans, [None, Some(gave_up), Some(blocked)]);
+
+        // Before the second run began, the first waited for it; web waited for migrate.
+        let mut at_25: Vec<CommandState> = vec![ran("worker", Some(5)), ran("worker", None)];
+        at_25.extend(never);
+        apply(&mut at_25, &lines, Some(25));
+        assert_eq!(at_25[0].plan, Some(Plan::Restarting { at_ms: 120, run: 2 }));
+        assert_eq!(at_25[1].plan, None);
+        assert_eq!(
+            at_25[2].plan,
+            Some(Plan::Waiting {
+                on: "migrate".into(),
+                not_started: false
+            })
+        );
     }
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use tether_config::CommandConfig;
-use tether_os::journal::SessionRecord;
+use tether_os::journal::{LauncherLine, SessionRecord};
 use tether_protocol::protocol::{Event, EventKind};
 
 use super::replay::{config_of, replay, run_of};
@@ -37,6 +37,10 @@ pub struct CommandRecording {
 #[derive(Debug, Clone, Default)]
 pub struct Recording {
     commands: Vec<CommandRecording>,
+    /// What the launcher said of its commands, oldest first (see [`super::plan`]).
+    launcher: Vec<LauncherLine>,
+    /// The rows of the commands it spoke of that never ran, after the others.
+    unstarted: Vec<CommandState>,
     /// Every moment (ms) an event was journaled at, ascending, each once.
     moments: Vec<u64>,
     /// The moments of notable events: signals, errors, timeouts, exits, kills, orphans,
@@ -89,12 +93,13 @@ impl Recording {
             commands,
             moments,
             notable,
+            ..Recording::default()
         }
     }
 
-    /// Takes the events of a session read back from its journal.
+    /// Takes the events of a session read back from its journal, and what its launcher said.
     pub fn from_session(record: SessionRecord) -> Recording {
-        Recording::new(
+        let recording = Recording::new(
             record
                 .commands
                 .into_iter()
@@ -105,7 +110,32 @@ impl Recording {
                     events: c.events,
                 })
                 .collect(),
-        )
+        );
+        recording.with_launcher(record.launcher)
+    }
+
+    /// What the launcher said (`lines`, oldest first): each change is a moment to stop at,
+    /// a command given up or blocked a notable one, and a command that never ran a row.
+    pub fn with_launcher(mut self, lines: Vec<LauncherLine>) -> Recording {
+        let ran: Vec<&str> = self
+            .commands
+            .iter()
+            .map(|c| c.config.name.as_str())
+            .collect();
+        self.unstarted = super::plan::unstarted(&ran, &lines);
+        for line in &lines {
+            self.moments.push(line.ts_ms);
+            let plan = serde_json::from_value::<Option<super::Plan>>(line.plan.clone());
+            if plan.is_ok_and(|p| p.is_some_and(|p| p.is_failure())) {
+                self.notable.push(line.ts_ms);
+            }
+        }
+        for times in [&mut self.moments, &mut self.notable] {
+            times.sort_unstable();
+            times.dedup();
+        }
+        self.launcher = lines;
+        self
     }
 
     pub fn first(&self) -> Option<u64> {
@@ -152,8 +182,7 @@ impl Recording {
     /// Every command as it was at `at_ms`: its events up to then, replayed. A command whose
     /// journal starts later reads `idle`, with nothing run yet.
     pub fn commands_at(&self, at_ms: u64) -> Vec<CommandState> {
-        self.commands
-            .iter()
+        let mut commands: Vec<CommandState> = (self.commands.iter())
             .map(|c| {
                 let count = c.events.iter().take_while(|e| e.ts_ms <= at_ms).count();
                 let mut command = replay(c.config.clone(), c.dir.clone(), &c.events[..count]);
@@ -164,7 +193,10 @@ impl Recording {
                 }
                 command
             })
-            .collect()
+            .chain(self.unstarted.iter().cloned())
+            .collect();
+        super::plan::apply(&mut commands, &self.launcher, Some(at_ms));
+        commands
     }
 
     /// What was journaled at exactly `at_ms`: each event with its command's index.

@@ -15,8 +15,8 @@ pub use paths::{
     new_session_id, sessions_dir, state_dir,
 };
 pub use reader::{
-    CommandRecord, Damage, SessionInfo, SessionRecord, WriteTimes, list_sessions, read_result,
-    session_dirs, session_started_ms,
+    CommandRecord, Damage, LauncherLine, SessionInfo, SessionRecord, WriteTimes, list_sessions,
+    read_result, session_dirs, session_started_ms,
 };
 pub use secure::JournalDir;
 pub use tail::{EventTail, MAX_EVENT_LINE};

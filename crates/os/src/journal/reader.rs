@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::bounded::{oversized, read_metadata};
 use super::secure::open_regular;
 use super::tail::EventTail;
-use super::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
+use super::writer::{COMMAND_FILE, EVENTS_FILE, LAUNCHER_FILE, RESULT_FILE, SESSION_FILE};
 use tether_protocol::CommandId;
 use tether_protocol::protocol::{
     BrokerIdentity, CommandFile, CommandResult, Event, EventKind, LaunchRequest, Stream,
@@ -183,6 +183,61 @@ pub struct SessionRecord {
     pub info: Option<SessionInfo>,
     pub damage: Vec<Damage>,
     pub commands: Vec<CommandRecord>,
+    /// What its launcher said of its commands between their runs (a TUI session's; none
+    /// for others), oldest first.
+    pub launcher: Vec<LauncherLine>,
+}
+
+/// One line of [`LAUNCHER_FILE`]: from `ts_ms` on, the launcher's word on the command named
+/// `command` (`plan`, `null` once it has nothing to add: a run began). The model reads
+/// `plan` (`tether_model::Plan`); `spec` is the command, for one that never ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LauncherLine {
+    pub ts_ms: u64,
+    pub command: String,
+    pub spec: tether_protocol::protocol::CommandSpec,
+    pub plan: serde_json::Value,
+}
+
+/// The lines of [`LAUNCHER_FILE`] in `dir`, oldest first; none if it does not exist. A line
+/// that cannot be read is skipped and said as damage, once.
+fn read_launcher(dir: &Path, damage: &mut Vec<Damage>) -> Vec<LauncherLine> {
+    let bytes = match read_metadata(&dir.join(LAUNCHER_FILE)) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Vec::new(),
+        Err(err) => {
+            damage.push(match oversized(&err) {
+                Some(oversized) => Damage::Oversized(oversized.clone()),
+                None => Damage::Unreadable {
+                    file: LAUNCHER_FILE,
+                    error: err.to_string(),
+                },
+            });
+            return Vec::new();
+        }
+    };
+    let mut lines = Vec::new();
+    let mut bad = None;
+    // A last line cut short (a crash while writing it) is not read.
+    let whole = match memchr::memrchr(b'\n', &bytes) {
+        Some(end) => &bytes[..end],
+        None => &[][..],
+    };
+    for line in whole.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        match serde_json::from_slice(line) {
+            Ok(line) => lines.push(line),
+            Err(err) => {
+                bad.get_or_insert(err);
+            }
+        }
+    }
+    if let Some(err) = bad {
+        damage.push(Damage::Unreadable {
+            file: LAUNCHER_FILE,
+            error: format!("a line is not the launcher's: {err}"),
+        });
+    }
+    lines
 }
 
 impl SessionRecord {
@@ -194,10 +249,12 @@ impl SessionRecord {
                 None
             });
         let command_dirs = super::paths::command_dirs(dir)?;
+        let launcher = read_launcher(dir, &mut damage);
         Ok(SessionRecord {
             dir: dir.to_path_buf(),
             info,
             damage,
+            launcher,
             commands: command_dirs
                 .iter()
                 .map(|d| CommandRecord::load(d))

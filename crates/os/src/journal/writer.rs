@@ -8,7 +8,9 @@ use nix::errno::Errno;
 use super::secure::JournalDir;
 use tether_protocol::protocol::{CapReason, Stream};
 
-pub use tether_protocol::protocol::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE, SESSION_FILE};
+pub use tether_protocol::protocol::{
+    COMMAND_FILE, EVENTS_FILE, LAUNCHER_FILE, RESULT_FILE, SESSION_FILE,
+};
 
 /// The event log of one command: one JSON object a line, appended, flushed per batch.
 pub struct EventLog {

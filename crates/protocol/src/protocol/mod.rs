@@ -28,3 +28,6 @@ pub const COMMAND_FILE: &str = "command.json";
 pub const EVENTS_FILE: &str = "events.jsonl";
 pub const RESULT_FILE: &str = "result.json";
 pub const SESSION_FILE: &str = "session.json";
+/// Beside `session.json`: what the launcher of a TUI session said of each command between
+/// its runs (waiting, restarting, gave up, blocked), one JSON object a line, as it changed.
+pub const LAUNCHER_FILE: &str = "launcher.jsonl";

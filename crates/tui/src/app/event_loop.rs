@@ -119,6 +119,7 @@ pub(super) async fn event_loop(
         quit_now: false,
         launcher,
         changes,
+        plans: Default::default(),
     };
     if let Some(why) = changes_unavailable {
         runner.app.view.say(why);

@@ -7,10 +7,14 @@ use std::time::Instant;
 use tether_core::launcher::{Action as LaunchAction, Ending, Input, State};
 
 use super::runner::Runner;
+use tether_frontend::supervisor::Session;
 use tether_model::command::AttentionMark;
 use tether_model::ending::Count;
+use tether_model::plan;
 use tether_model::{self as model, CommandIndex, CommandState, Plan, Status};
 use tether_os::clock::now_ms;
+use tether_os::journal::LauncherLine;
+use tether_os::journal::writer::LAUNCHER_FILE;
 use tether_protocol::protocol::{AttentionKind, Event, EventKind, Origin, Request};
 
 impl Runner {
@@ -104,11 +108,12 @@ impl Runner {
         self.app.view.say(text);
     }
 
-    /// The launcher's word on each command, for the list and the timeline.
+    /// The launcher's word on each command, for the list and the timeline, and journaled
+    /// where it changed.
     fn copy_plans(&mut self, now: Instant) {
         let now_ms = now_ms();
         for (i, c) in self.app.model.commands.iter_mut().enumerate() {
-            c.plan = match self.launcher.state(i) {
+            let plan = match self.launcher.state(i) {
                 State::Waiting { on, not_started } => Some(Plan::Waiting {
                     on: on.to_string(),
                     not_started,
@@ -121,7 +126,65 @@ impl Runner {
                 State::Blocked(why) => Some(Plan::Blocked(why.to_string())),
                 State::Idle | State::Running | State::Ended => None,
             };
+            if !same_plan(c.plan.as_ref(), plan.as_ref())
+                && let Some(session) = &self.session
+                && let Err(err) = self
+                    .plans
+                    .write(session, &plan::line(now_ms, c, plan.as_ref()))
+            {
+                self.app.view.say(err);
+            }
+            c.plan = plan;
         }
+    }
+}
+
+/// Whether two plans say the same: a restart's time, counted again at each step from the
+/// launcher's clock, may move by a millisecond.
+fn same_plan(a: Option<&Plan>, b: Option<&Plan>) -> bool {
+    match (a, b) {
+        (Some(Plan::Restarting { run: a, .. }), Some(Plan::Restarting { run: b, .. })) => a == b,
+        _ => a == b,
+    }
+}
+
+/// The session's `launcher.jsonl`, opened at its first line.
+#[derive(Default)]
+pub(super) struct PlanJournal {
+    file: Option<std::fs::File>,
+    /// Writing failed once (said then): nothing more is tried.
+    failed: bool,
+}
+
+impl PlanJournal {
+    /// Appends `line`; the first failure is returned, to be said, and later lines are dropped.
+    fn write(&mut self, session: &Session, line: &LauncherLine) -> Result<(), String> {
+        use std::io::Write;
+        if self.failed {
+            return Ok(());
+        }
+        let written = (|| {
+            if self.file.is_none() {
+                let file = match session.dir.create_file(LAUNCHER_FILE, true) {
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                        session.dir.open_append(LAUNCHER_FILE)
+                    }
+                    file => file,
+                }?;
+                self.file = Some(file);
+            }
+            let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+            bytes.push(b'\n');
+            // One write, O_APPEND: a line is never split by another's.
+            self.file.as_mut().map_or(Ok(()), |f| f.write_all(&bytes))
+        })();
+        written.map_err(|err| {
+            self.failed = true;
+            format!(
+                "cannot journal the launcher's plans in {}: {err}; `tether open` will not show them",
+                session.path().display()
+            )
+        })
     }
 }
 

@@ -58,6 +58,8 @@ pub(super) struct Runner {
     pub(super) launcher: Launcher,
     /// Files that restart commands when they change (`restart_on_change`).
     pub(super) changes: Option<ChangeWatcher>,
+    /// Where the launcher's word on each command is journaled as it changes.
+    pub(super) plans: super::launcher::PlanJournal,
 }
 
 impl Runner {

@@ -15,7 +15,7 @@ use crate::app::layout;
 use crate::app::list::{Counts, ListFilter, ListRow, ListSort, SessionGroup};
 use crate::app::view::{FrameContent, Pane, ViewState};
 use tether_model::output::one_line;
-use tether_model::{Badge, Badges, CommandIndex, CommandState, Model};
+use tether_model::{Badge, Badges, CommandIndex, CommandState, Model, Status};
 use tether_protocol::protocol::AttentionKind;
 
 const HEADER: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
@@ -234,7 +234,13 @@ fn cell(
     let live = c.status.is_active();
     match column {
         Column::Marker => Cell::from(if selected { "▶" } else { " " }),
-        Column::Number => Cell::from(format!("#{}", c.id().map_or(id as u64 + 1, |c| c.number))),
+        // A command's number is its journal directory's, given when it starts: one that has
+        // not started has none yet (its place in the list would be another's number).
+        Column::Number => match c.id() {
+            Some(command) => Cell::from(format!("#{}", command.number)),
+            None if c.status == Status::Idle => dash(),
+            None => Cell::from(format!("#{}", id + 1)),
+        },
         Column::Name => Cell::from(format::fit(&one_line(&c.title()), width)),
         // Cut only where the list is narrow and the state is a long one (`list_columns`).
         Column::State => Cell::from(Span::styled(
