@@ -41,7 +41,7 @@ impl ListFilter {
         match self {
             ListFilter::All => true,
             ListFilter::Running => command.status.is_active(),
-            ListFilter::Failed => command.is_failure(),
+            ListFilter::Failed => failed(command),
             ListFilter::NeedsYou => command.needs_you().is_some(),
         }
     }
@@ -79,6 +79,13 @@ pub enum ListRow {
     Setup(usize),
 }
 
+/// What the failed filter shows and the title counts as failed: a run that ended badly, or a
+/// command the launcher will not start (a dependency failed) or start again (it gave up),
+/// as the status bar tells them.
+fn failed(command: &CommandState) -> bool {
+    command.is_failure() || command.plan.as_ref().is_some_and(|p| p.is_failure())
+}
+
 /// Commands running, failed, needing the operator, and in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
@@ -91,7 +98,7 @@ pub struct Counts {
 impl Counts {
     fn add(&mut self, command: &CommandState) {
         self.running += usize::from(command.status.is_active());
-        self.failed += usize::from(command.is_failure());
+        self.failed += usize::from(failed(command));
         self.needs_you += usize::from(command.needs_you().is_some());
         self.total += 1;
     }

@@ -190,3 +190,39 @@ fn an_agents_set_up_shells_fold_into_one_row_unless_they_need_the_operator() {
     let list = ListRows::build(&model, &ListView::default());
     assert_eq!(rows(&list), ["0", "(1 set-up)", "2", "3"]);
 }
+
+/// A command the launcher will not start (a dependency failed) is failed, as the status bar
+/// tells it: the failed filter lists it and the title counts it. One that waits is not.
+#[test]
+fn a_blocked_command_is_among_the_failed() {
+    let plan_only = |name: &str, plan: tether_model::Plan| {
+        let config = CommandConfig::new(name, CommandSpec::Shell("true".into()));
+        let mut c = CommandState::new(config);
+        c.plan = Some(plan);
+        c
+    };
+    let model = Model {
+        session_id: "s".into(),
+        session_dir: "/s/a".into(),
+        started_ms: 0,
+        commands: vec![
+            command("/s/a/01-migrate", exited(1), None),
+            plan_only("web", tether_model::Plan::Blocked("migrate: exit 1".into())),
+            plan_only(
+                "api",
+                tether_model::Plan::Waiting {
+                    on: "db".into(),
+                    not_started: false,
+                },
+            ),
+        ],
+        mode: Mode::Live,
+    };
+    let view = ListView {
+        filter: ListFilter::Failed,
+        ..ListView::default()
+    };
+    let list = ListRows::build(&model, &view);
+    assert_eq!(rows(&list), ["0", "1"]);
+    assert_eq!(list.counts.failed, 2);
+}
