@@ -199,6 +199,20 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
     tmux.keys(&env, &["q"]);
     tmux.wait_screen(&env, "open gone", |s| !s.contains("Commands"));
     drop(tmux);
+    // `tether sessions` says it too: counted as blocked, and listed with why.
+    let listing = |args: &[&str]| {
+        let mut sessions = env.tether(args);
+        sessions.env("COLUMNS", "200");
+        let out = common::run_to_end(&env, sessions, "tether sessions");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(listing(&["sessions"]).contains("1 blocked"));
+    let long = listing(&["sessions", &sessions[0]]);
+    let web = long
+        .lines()
+        .find(|l| l.starts_with("  web "))
+        .unwrap_or_default();
+    assert!(web.contains("not started: migrate: exit 1"), "{long}");
     env.finish();
 }
 

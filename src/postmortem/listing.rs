@@ -179,13 +179,17 @@ fn fitted_list(items: &[String], room: usize) -> Option<String> {
 /// One command's cells in `--long`: id, start, duration, state, CPU, peak, command line.
 pub type CommandCells = [String; 7];
 
-/// The cells of each command of `model`, whose journal ids are `ids`.
+/// The cells of each command of `model`, whose journal ids are `ids`; a command the
+/// launcher spoke of that never ran (after those) has no id: its name stands there.
 pub fn command_cells_of(model: &Model, ids: &[String]) -> Vec<CommandCells> {
     model
         .commands
         .iter()
-        .zip(ids)
-        .map(|(command, id)| command_cells(model, command, id))
+        .enumerate()
+        .map(|(i, command)| {
+            let id = ids.get(i).unwrap_or(&command.config.name);
+            command_cells(model, command, id)
+        })
         .collect()
 }
 
@@ -261,6 +265,18 @@ pub fn command_tables(sessions: &[Vec<CommandCells>], width: usize) -> Vec<Vec<S
 
 fn command_cells(model: &Model, command: &CommandState, id: &str) -> CommandCells {
     let mut state = command.state_words();
+    // What the launcher said last, where it is an end: `not started: migrate: exit 1` for a
+    // command that never ran, `exit 1, gave up after 3 restarts` for its last run.
+    match &command.plan {
+        Some(plan) if plan.is_failure() && command.status == crate::model::Status::Idle => {
+            state = plan.label(0);
+        }
+        Some(plan) if plan.is_failure() => {
+            state.push_str(", ");
+            state.push_str(&plan.label(0));
+        }
+        _ => {}
+    }
     if let Some(words) = command.leftovers.and_then(|l| l.words()) {
         state.push_str(", ");
         state.push_str(&words);
@@ -325,6 +341,7 @@ mod tests {
                 failed: failures,
                 killed: 0,
                 stopped: 0,
+                blocked: 0,
             },
             failures: (1..=failures).map(|i| format!("{i:02}-test")).collect(),
             cut_short: false,

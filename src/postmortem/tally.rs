@@ -19,6 +19,8 @@ pub enum Outcome {
     Stopped,
     /// Never started (configured, not launched).
     Idle,
+    /// Never started: the launcher would not start it (a dependency failed).
+    Blocked,
 }
 
 impl Outcome {
@@ -32,6 +34,11 @@ impl Outcome {
                 Count::Killed => Outcome::Killed,
                 Count::Stopped => Outcome::Stopped,
             },
+            None if command.status == Status::Idle
+                && command.plan.as_ref().is_some_and(|p| p.is_failure()) =>
+            {
+                Outcome::Blocked
+            }
             None if command.status == Status::Idle => Outcome::Idle,
             None => Outcome::Running,
         }
@@ -52,6 +59,7 @@ pub struct Tally {
     pub failed: usize,
     pub killed: usize,
     pub stopped: usize,
+    pub blocked: usize,
 }
 
 impl Tally {
@@ -65,6 +73,7 @@ impl Tally {
                 Outcome::Failed => tally.failed += 1,
                 Outcome::Killed => tally.killed += 1,
                 Outcome::Stopped => tally.stopped += 1,
+                Outcome::Blocked => tally.blocked += 1,
                 Outcome::Idle => {}
             }
         }
@@ -72,7 +81,8 @@ impl Tally {
     }
 
     /// `31 cmds: 27 ok, 3 failed, 1 killed, 2 running`: ok and failed always (a session
-    /// without failures says so), killed, stopped and running when there are any.
+    /// without failures says so), killed, stopped, running and blocked (never started, a
+    /// dependency having failed) when there are any.
     pub fn words(&self) -> String {
         let mut words = format!(
             "{} cmd{}: {} ok, {} failed",
@@ -81,8 +91,11 @@ impl Tally {
             self.ok,
             self.failed
         );
-        let counts = [self.killed, self.stopped, self.running];
-        for (n, word) in counts.into_iter().zip(["killed", "stopped", "running"]) {
+        let counts = [self.killed, self.stopped, self.running, self.blocked];
+        for (n, word) in counts
+            .into_iter()
+            .zip(["killed", "stopped", "running", "blocked"])
+        {
             if n > 0 {
                 words.push_str(&format!(", {n} {word}"));
             }
@@ -166,6 +179,7 @@ mod tests {
                 failed: 2,
                 killed: 2,
                 stopped: 0,
+                blocked: 0,
             }
         );
         assert_eq!(tally.words(), "7 cmds: 2 ok, 2 failed, 2 killed, 1 running");
@@ -216,5 +230,20 @@ mod tests {
             badges.list().iter().map(|b| b.label()).collect::<Vec<_>>(),
             ["drained"]
         );
+    }
+
+    /// A command the launcher never started, its dependency having failed, is counted as
+    /// blocked; one merely configured and never started is not counted at all.
+    #[test]
+    fn a_command_blocked_by_a_failed_dependency_is_counted_as_blocked() {
+        let mut blocked = ended(None, None);
+        blocked.status = Status::Idle;
+        blocked.plan = Some(crate::model::Plan::Blocked("migrate: exit 1".into()));
+        let mut idle = ended(None, None);
+        idle.status = Status::Idle;
+        assert_eq!(Outcome::of(&blocked), Outcome::Blocked);
+        assert!(!Outcome::of(&blocked).is_failure());
+        let tally = Tally::of([&ended(Some(1), None), &blocked, &idle]);
+        assert_eq!(tally.words(), "3 cmds: 0 ok, 1 failed, 1 blocked");
     }
 }

@@ -126,11 +126,8 @@ impl Runner {
                 State::Blocked(why) => Some(Plan::Blocked(why.to_string())),
                 State::Idle | State::Running | State::Ended => None,
             };
-            if !same_plan(c.plan.as_ref(), plan.as_ref())
-                && let Some(session) = &self.session
-                && let Err(err) = self
-                    .plans
-                    .write(session, &plan::line(now_ms, c, plan.as_ref()))
+            if let Some(session) = &self.session
+                && let Err(err) = self.plans.note(session, now_ms, c, plan.as_ref())
             {
                 self.app.view.say(err);
             }
@@ -152,11 +149,33 @@ fn same_plan(a: Option<&Plan>, b: Option<&Plan>) -> bool {
 #[derive(Default)]
 pub(super) struct PlanJournal {
     file: Option<std::fs::File>,
+    /// What it last said of each command, by name: a run that begins is a new row whose plan
+    /// was never set, so the rows cannot say what changed.
+    said: std::collections::HashMap<String, Plan>,
     /// Writing failed once (said then): nothing more is tried.
     failed: bool,
 }
 
 impl PlanJournal {
+    /// Journals `plan` for `command` at `now_ms` if it is not what was said of it last.
+    fn note(
+        &mut self,
+        session: &Session,
+        now_ms: u64,
+        command: &CommandState,
+        plan: Option<&Plan>,
+    ) -> Result<(), String> {
+        let name = &command.config.name;
+        if same_plan(self.said.get(name), plan) {
+            return Ok(());
+        }
+        match plan {
+            Some(plan) => self.said.insert(name.clone(), plan.clone()),
+            None => self.said.remove(name),
+        };
+        self.write(session, &plan::line(now_ms, command, plan))
+    }
+
     /// Appends `line`; the first failure is returned, to be said, and later lines are dropped.
     fn write(&mut self, session: &Session, line: &LauncherLine) -> Result<(), String> {
         use std::io::Write;
