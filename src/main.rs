@@ -61,7 +61,7 @@ enum Command {
     Exec(ExecArgs),
     /// List the journaled sessions, oldest first: one line each (id, start, duration, how
     /// many commands ran, failed, were killed or still run, the first failures), fitted to
-    /// the terminal's width (COLUMNS when stdout is not a terminal, else 80).
+    /// the terminal's width; to a file or a pipe, whole, unless COLUMNS gives a width.
     Sessions {
         /// One session (an id, an id prefix or a directory): its line and its commands'.
         #[arg(add = session_ids())]
@@ -206,7 +206,8 @@ enum Command {
     #[command(hide = true)]
     Broker,
     /// List the live brokered commands of this user, from every session or one: broker and
-    /// command pids, state, runtime, CPU, memory, process count, whether it is controllable.
+    /// command pids, state, runtime, CPU, memory, process count, whether it is controllable;
+    /// fitted to the terminal's width, or, to a file or a pipe, whole unless COLUMNS gives one.
     Ps {
         /// Print one JSON array instead of a table.
         #[arg(long)]
