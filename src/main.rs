@@ -19,6 +19,9 @@ mod cli;
 
 use cli::completions::{session_ids, targets};
 
+/// The config plain `tether` reads when it is there and no `-f` is given.
+const DEFAULT_CONFIG: &str = "tether.toml";
+
 /// A terminal process monitor for commands that must not run away.
 ///
 /// Without a subcommand, tether opens the TUI with the commands of ./tether.toml, or with
@@ -445,8 +448,8 @@ impl RunArgs {
                 specs.push(CommandSpec::Argv(argv));
             }
             if specs.is_empty() {
-                let nothing = "nothing to run: give `-c 'shell command'` or `-- CMD ARGS`";
-                return Err((EXIT_USAGE, nothing.into()));
+                let config_here = Path::new(DEFAULT_CONFIG).exists();
+                return Err((EXIT_USAGE, nothing_to_run(config_here)));
             }
             let names = naming::assign_names(&specs, &names).or_exit(EXIT_USAGE)?;
             let commands = specs
@@ -460,6 +463,20 @@ impl RunArgs {
             };
             Ok(tui(state_dir, session, Ok(config)))
         })
+    }
+}
+
+/// `tether run` with no command: what to give, and that a config's commands are run by
+/// plain `tether` (the operator who typed `run` beside a tether.toml meant those).
+fn nothing_to_run(config_here: bool) -> String {
+    let give = "nothing to run: give `-c 'shell command'`, `-- CMD ARGS` or `--procfile`";
+    if config_here {
+        format!(
+            "{give}; to run the commands of ./{DEFAULT_CONFIG}, run `tether` alone (`tether -f \
+             FILE` for another config)"
+        )
+    } else {
+        format!("{give}; `tether -f FILE` runs the commands of a config (`tether init` writes one)")
     }
 }
 
@@ -827,7 +844,7 @@ fn main() {
         Some(Command::Man { dir: Some(dir) }) => cli::man::write_pages(Cli::command(), &dir),
         Some(Command::Init { force }) => cli::init::main(force),
         None => {
-            let default = Path::new("tether.toml");
+            let default = Path::new(DEFAULT_CONFIG);
             let commands = match cli.file.as_deref() {
                 Some(file) => config::load(file),
                 None if default.exists() => config::load(default),

@@ -462,6 +462,40 @@ fn run_procfile_launches_each_process_with_the_dotenv_in_the_procfiles_directory
     env.finish();
 }
 
+/// `tether run` without a command says what to give and, beside a tether.toml, that plain
+/// `tether` runs its commands: the operator who typed `run` there meant those.
+#[test]
+fn run_without_a_command_points_to_plain_tether_beside_a_config() {
+    let env = TestEnv::new("cli_run_nothing");
+    let project = env.path("project");
+    fs::create_dir(&project).unwrap();
+    let out = tether_in(&env, &project, &["run"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("tether: nothing to run: give `-c 'shell command'`, `-- CMD ARGS`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`tether -f FILE` runs the commands of a config"),
+        "{stderr}"
+    );
+
+    fs::write(
+        project.join("tether.toml"),
+        "[[command]]\nname = \"a\"\nshell = \"true\"\n",
+    )
+    .unwrap();
+    let out = tether_in(&env, &project, &["run"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("to run the commands of ./tether.toml, run `tether` alone"),
+        "{stderr}"
+    );
+    env.finish();
+}
+
 /// A FIFO at `path`, the owner's alone.
 fn mkfifo(path: &Path) {
     rustix::fs::mknodat(
