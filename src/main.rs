@@ -19,6 +19,9 @@ mod cli;
 
 use cli::completions::{session_ids, targets};
 
+/// The config plain `tether` reads when it is there and no `-f` is given.
+const DEFAULT_CONFIG: &str = "tether.toml";
+
 /// A terminal process monitor for commands that must not run away.
 ///
 /// Without a subcommand, tether opens the TUI with the commands of ./tether.toml, or with
@@ -61,7 +64,7 @@ enum Command {
     Exec(ExecArgs),
     /// List the journaled sessions, oldest first: one line each (id, start, duration, how
     /// many commands ran, failed, were killed or still run, the first failures), fitted to
-    /// the terminal's width (COLUMNS when stdout is not a terminal, else 80).
+    /// the terminal's width; to a file or a pipe, whole, unless COLUMNS gives a width.
     Sessions {
         /// One session (an id, an id prefix or a directory): its line and its commands'.
         #[arg(add = session_ids())]
@@ -206,7 +209,8 @@ enum Command {
     #[command(hide = true)]
     Broker,
     /// List the live brokered commands of this user, from every session or one: broker and
-    /// command pids, state, runtime, CPU, memory, process count, whether it is controllable.
+    /// command pids, state, runtime, CPU, memory, process count, whether it is controllable;
+    /// fitted to the terminal's width, or, to a file or a pipe, whole unless COLUMNS gives one.
     Ps {
         /// Print one JSON array instead of a table.
         #[arg(long)]
@@ -444,8 +448,8 @@ impl RunArgs {
                 specs.push(CommandSpec::Argv(argv));
             }
             if specs.is_empty() {
-                let nothing = "nothing to run: give `-c 'shell command'` or `-- CMD ARGS`";
-                return Err((EXIT_USAGE, nothing.into()));
+                let config_here = Path::new(DEFAULT_CONFIG).exists();
+                return Err((EXIT_USAGE, nothing_to_run(config_here)));
             }
             let names = naming::assign_names(&specs, &names).or_exit(EXIT_USAGE)?;
             let commands = specs
@@ -459,6 +463,20 @@ impl RunArgs {
             };
             Ok(tui(state_dir, session, Ok(config)))
         })
+    }
+}
+
+/// `tether run` with no command: what to give, and that a config's commands are run by
+/// plain `tether` (the operator who typed `run` beside a tether.toml meant those).
+fn nothing_to_run(config_here: bool) -> String {
+    let give = "nothing to run: give `-c 'shell command'`, `-- CMD ARGS` or `--procfile`";
+    if config_here {
+        format!(
+            "{give}; to run the commands of ./{DEFAULT_CONFIG}, run `tether` alone (`tether -f \
+             FILE` for another config)"
+        )
+    } else {
+        format!("{give}; `tether -f FILE` runs the commands of a config (`tether init` writes one)")
     }
 }
 
@@ -826,7 +844,7 @@ fn main() {
         Some(Command::Man { dir: Some(dir) }) => cli::man::write_pages(Cli::command(), &dir),
         Some(Command::Init { force }) => cli::init::main(force),
         None => {
-            let default = Path::new("tether.toml");
+            let default = Path::new(DEFAULT_CONFIG);
             let commands = match cli.file.as_deref() {
                 Some(file) => config::load(file),
                 None if default.exists() => config::load(default),

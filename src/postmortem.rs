@@ -102,9 +102,9 @@ fn listed(names: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// `tether sessions`: one line per session, oldest first, fitted to the output's width;
-/// with `long`, or for the one session `wanted` names, each command's line below its
-/// session's. Returns the exit code.
+/// `tether sessions`: one line per session, oldest first, fitted to the output's width
+/// (whole to a file or a pipe, unless `COLUMNS` gives one); with `long`, or for the one
+/// session `wanted` names, each command's line below its session's. Returns the exit code.
 pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
     exit_code(|| {
         let dirs = match wanted {
@@ -153,7 +153,7 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
             .filter_map(|s| s.as_mut().ok().map(|(_, cells)| std::mem::take(cells)))
             .collect();
         let mut tables = if long {
-            listing::command_tables(&cells, width.saturating_sub(2))
+            listing::command_tables(&cells, width.map(|w| w.saturating_sub(2)))
         } else {
             Vec::new()
         }
@@ -162,7 +162,10 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
         let mut print = |line: &str| writeln!(out, "{line}");
         let printed = sessions.iter().try_for_each(|session| {
             match session {
-                Err(unreadable) => print(&truncate(&one_line(unreadable), width))?,
+                Err(unreadable) => print(&truncate(
+                    &one_line(unreadable),
+                    width.unwrap_or(usize::MAX),
+                ))?,
                 Ok(_) => {
                     print(&session_rows.next().unwrap_or_default())?;
                     for row in tables.next().unwrap_or_default() {

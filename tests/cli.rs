@@ -461,3 +461,106 @@ fn run_procfile_launches_each_process_with_the_dotenv_in_the_procfiles_directory
     drop(tmux);
     env.finish();
 }
+
+/// `tether run` without a command says what to give and, beside a tether.toml, that plain
+/// `tether` runs its commands: the operator who typed `run` there meant those.
+#[test]
+fn run_without_a_command_points_to_plain_tether_beside_a_config() {
+    let env = TestEnv::new("cli_run_nothing");
+    let project = env.path("project");
+    fs::create_dir(&project).unwrap();
+    let out = tether_in(&env, &project, &["run"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("tether: nothing to run: give `-c 'shell command'`, `-- CMD ARGS`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`tether -f FILE` runs the commands of a config"),
+        "{stderr}"
+    );
+
+    fs::write(
+        project.join("tether.toml"),
+        "[[command]]\nname = \"a\"\nshell = \"true\"\n",
+    )
+    .unwrap();
+    let out = tether_in(&env, &project, &["run"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("to run the commands of ./tether.toml, run `tether` alone"),
+        "{stderr}"
+    );
+    env.finish();
+}
+
+/// A FIFO at `path`, the owner's alone.
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+}
+
+/// Every file the operator names is refused at once when it is a FIFO, said as one, exit 2:
+/// opened as before, each of these waited in open(2) for a writer until killed (run_to_end
+/// fails past its deadline). The user config, read by every `tether exec`, is said not to
+/// apply and the command runs.
+#[test]
+fn a_fifo_named_as_a_config_procfile_or_dotenv_is_refused_without_waiting() {
+    let env = TestEnv::new("cli_fifo");
+    let project = env.path("project");
+    fs::create_dir(&project).unwrap();
+    mkfifo(&project.join("fifo.toml"));
+    let refused = |args: &[&str], what: &str| {
+        let out = tether_in(&env, &project, args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "cannot read {what}: it is a FIFO (named pipe), not a regular file; "
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("write the text to a regular file"),
+            "{args:?}: {stderr}"
+        );
+    };
+    refused(&["-f", "fifo.toml"], "config file fifo.toml");
+    refused(&["run", "--procfile", "fifo.toml"], "Procfile fifo.toml");
+
+    // ./tether.toml, read by plain `tether`.
+    mkfifo(&project.join("tether.toml"));
+    refused(&[], "config file tether.toml");
+
+    // The .env beside a Procfile.
+    let app = project.join("app");
+    fs::create_dir(&app).unwrap();
+    fs::write(app.join("Procfile"), "web: serve\n").unwrap();
+    mkfifo(&app.join(".env"));
+    refused(&["run", "--procfile", "app/Procfile"], ".env file app/.env");
+
+    // The user config.
+    let user_config = env.path("config").join("tether");
+    fs::create_dir_all(&user_config).unwrap();
+    mkfifo(&user_config.join("config.toml"));
+    let mut exec = env.exec_command(&["--no-pty"], &["echo", "ran"]);
+    exec.env("XDG_CONFIG_HOME", env.path("config"));
+    let run = env.spawn_captured(exec).wait(&env);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    assert_eq!(text(&run.stdout()), "ran\n");
+    assert!(
+        run.stderr_text()
+            .contains("it is a FIFO (named pipe), not a regular file"),
+        "{}",
+        run.stderr_text()
+    );
+    env.finish();
+}

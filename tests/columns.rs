@@ -1,7 +1,7 @@
 //! The columns of `tether ps` and `tether sessions` line up: each as wide as its widest
 //! cell (what is shown, not a fixed width), measured in terminal columns, with long
 //! session and command names, wide characters (CJK, emoji) and a name holding an escape
-//! (shown sanitized, never raw).
+//! (shown sanitized, never raw). Printed to a pipe without `COLUMNS`, nothing is cut.
 
 use crate::common;
 
@@ -101,5 +101,71 @@ fn ps_and_sessions_columns_line_up_whatever_the_names() {
     for row in long.lines().filter(|l| l.contains("sleep 300")) {
         assert_eq!(column_of(row, "sleep 300"), command_at, "{long}");
     }
+    env.finish();
+}
+
+/// `tether ARGS` printed to a pipe, as a script reads it, with no `COLUMNS` set.
+fn piped(env: &TestEnv, args: &[&str]) -> String {
+    let mut command = env.tether(args);
+    command.env_remove("COLUMNS");
+    let out = run_to_end(env, command, &format!("tether {args:?}"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A script reading `ps` or `sessions` gets whole lines: a long name and command line, the
+/// session's start and every failure. Before, output that was not a terminal was fitted to
+/// 80 columns: the command cut to `echo '…`, the start and the failures dropped.
+#[test]
+fn piped_without_columns_nothing_is_cut() {
+    let env = TestEnv::new("columns_piped");
+    let words = "word ".repeat(30);
+    let failing = format!("echo '{}'; exit 3", words.trim_end());
+    for _ in 0..3 {
+        let run = env.exec(
+            &["--no-pty", "--session", "whole", "-n", "failing"],
+            &["sh", "-c", &failing],
+        );
+        assert_eq!(run.code(), 3, "{}", run.stderr_text());
+    }
+    let name = "a-name-longer-than-the-twenty-four-columns-of-ps";
+    let tail = "x".repeat(120);
+    let server = env.spawn_exec(
+        &["--no-pty", "--session", "whole", "--name", name],
+        &["sh", "-c", &format!("sleep 300; : {tail}")],
+    );
+    wait_until(&env, "the server listed", || {
+        piped(&env, &["ps", "whole"]).lines().count() == 2
+    });
+
+    let ps = piped(&env, &["ps", "whole"]);
+    let row = ps.lines().nth(1).unwrap();
+    assert!(row.contains(name), "{ps}");
+    assert!(row.ends_with(&format!(": {tail}")), "{ps}");
+    assert!(ps.lines().next().unwrap().contains("CONTAIN"), "{ps}");
+
+    let sessions = piped(&env, &["sessions", "whole"]);
+    let summary = sessions.lines().next().unwrap();
+    let start = summary.split_whitespace().nth(1).unwrap_or_default();
+    assert!(
+        start.len() == 10 && start.starts_with("20"),
+        "the start: {summary}"
+    );
+    assert!(
+        summary.ends_with("01-failing 02-failing 03-failing"),
+        "{summary}"
+    );
+    let commands: Vec<&str> = sessions.lines().filter(|l| l.contains("exit 3")).collect();
+    assert_eq!(commands.len(), 3, "{sessions}");
+    for line in commands {
+        assert!(line.contains(words.trim_end()), "{sessions}");
+    }
+    assert!(
+        !sessions.contains('…') && !ps.contains('…'),
+        "{ps}{sessions}"
+    );
+
+    tether(&env, &["stop", "whole"]);
+    server.wait(&env);
     env.finish();
 }

@@ -446,20 +446,67 @@ fn ps_kill_signal_and_unknown_targets() {
         text(&table.stdout).contains(&format!("{session}/01 ")),
         "{table:?}"
     );
-    let other = tether(&env, &runtime, &["ps", "--json", "no-such-session"]);
-    assert_eq!(text(&other.stdout).trim(), "[]");
-
-    for target in [format!("{session}/nope"), "nope".to_string()] {
-        let missed = tether(&env, &runtime, &["stop", &target]);
-        let said = text(&missed.stderr);
-        assert_eq!(missed.status.code(), Some(1), "{missed:?}");
+    // A session that is not there is a mistake, said as `open` and `sessions` say it; one
+    // whose commands all ended lists nothing, as before.
+    for args in [
+        &["ps", "no-such-session"][..],
+        &["ps", "--json", "no-such-session"],
+    ] {
+        let other = tether(&env, &runtime, args);
+        assert_eq!(other.status.code(), Some(2), "{other:?}");
         assert!(
-            said.contains(&format!("no live command matches `{target}`")),
-            "{said}"
+            text(&other.stderr).starts_with("tether: no session `no-such-session` in "),
+            "{other:?}"
         );
+        assert_eq!(text(&other.stdout), "", "{other:?}");
+    }
+    let ended = env.exec(&["--session", "ended", "-n", "done"], &["true"]);
+    assert_eq!(ended.code(), 0, "{}", ended.stderr_text());
+    let quiet = tether(&env, &runtime, &["ps", "ended"]);
+    assert_eq!(quiet.status.code(), Some(0), "{quiet:?}");
+    assert!(
+        text(&quiet.stderr).contains("no live brokered commands"),
+        "{quiet:?}"
+    );
+    let quiet = tether(&env, &runtime, &["ps", "--json", "ended"]);
+    assert_eq!(text(&quiet.stdout).trim(), "[]", "{quiet:?}");
+
+    // A name no command of the session ever had is said to be unknown, with the names it
+    // has, whether something of the session still runs or all of it ended; a name whose
+    // command ended is said not to match a live one, the live ones listed.
+    for (target, said_exactly) in [
+        (
+            format!("{session}/nope"),
+            format!("no command of session `{session}` is named `nope`; its commands: looper"),
+        ),
+        (
+            "ended/nope".to_string(),
+            "no command of session `ended` is named `nope`; its commands: done".to_string(),
+        ),
+    ] {
+        let missed = tether(&env, &runtime, &["kill", &target]);
+        assert_eq!(missed.status.code(), Some(1), "{missed:?}");
+        assert_eq!(text(&missed.stderr), format!("tether: {said_exactly}\n"));
+    }
+    // `looper` alone reads as a session that is not there: said, and the live ones listed.
+    for (target, said) in [
+        (
+            "ended/done",
+            "no live command matches `ended/done`; live commands:",
+        ),
+        (
+            "looper",
+            "no live command matches `looper`: there is no session `looper` (`tether sessions` \
+             lists them); live commands:",
+        ),
+    ] {
+        let missed = tether(&env, &runtime, &["stop", target]);
+        let stderr = text(&missed.stderr);
+        assert_eq!(missed.status.code(), Some(1), "{missed:?}");
+        assert!(stderr.starts_with(&format!("tether: {said}")), "{stderr}");
         assert!(
-            said.contains(&format!("{session}/looper")),
-            "lists the live ones: {said}"
+            stderr.contains(&format!("{session}/looper")),
+            "lists the live ones: {stderr}"
         );
     }
     let bad = tether(&env, &runtime, &["signal", "NOPE", &session]);

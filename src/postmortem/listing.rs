@@ -1,5 +1,6 @@
-//! The lines `tether sessions` prints, fitted to a width: one per session (counts and the
-//! first failures, never one word per command), and with `--long` one per command. Every
+//! The lines `tether sessions` prints, fitted to a width, or whole without one (stdout a file
+//! or a pipe): one per session (counts and the first failures, never one word per command),
+//! and with `--long` one per command. Every
 //! piece that came from outside (ids, names, command lines) is made one safe line first,
 //! then measured in columns.
 
@@ -95,8 +96,9 @@ impl SessionLine {
 
 /// One row per session, each at most `width` columns: the id, start and duration columns
 /// as wide as their widest cell; start, then duration, give way when the counts would not
-/// fit; the first failures take what is left of each row, then `+N more`.
-pub fn session_rows(lines: &[SessionLine], width: usize) -> Vec<String> {
+/// fit; the first failures take what is left of each row, then `+N more`. Without a width,
+/// every cell whole and every failure named.
+pub fn session_rows(lines: &[SessionLine], width: Option<usize>) -> Vec<String> {
     let widest = |cell: &dyn Fn(&SessionLine) -> String| {
         lines
             .iter()
@@ -104,7 +106,14 @@ pub fn session_rows(lines: &[SessionLine], width: usize) -> Vec<String> {
             .max()
             .unwrap_or(0)
     };
-    let mut id_w = widest(&|l| l.id.clone()).min(MAX_ID);
+    let mut id_w = widest(&|l| l.id.clone());
+    let width = match width {
+        Some(width) => {
+            id_w = id_w.min(MAX_ID);
+            width
+        }
+        None => usize::MAX,
+    };
     let start_w = widest(&SessionLine::start_cell);
     let duration_w = widest(&SessionLine::duration_cell);
     let counts_w = widest(&SessionLine::counts_cell);
@@ -198,13 +207,20 @@ pub fn command_cells_of(model: &Model, ids: &[String]) -> Vec<CommandCells> {
 /// then the command line cut to what is left. Peak memory, CPU, start and duration give
 /// way, in that order, when the command line would get no room. The columns are as wide as
 /// the widest cell of any session: the tables of a `tether sessions --long` line up.
-pub fn command_tables(sessions: &[Vec<CommandCells>], width: usize) -> Vec<Vec<String>> {
+/// Without a width, every cell whole.
+pub fn command_tables(sessions: &[Vec<CommandCells>], width: Option<usize>) -> Vec<Vec<String>> {
     const HEADER: [&str; 7] = ["#", "START", "DURATION", "STATE", "CPU", "PEAK", "COMMAND"];
     // Room the command line needs before a column is dropped for it.
     const MIN_TEXT: usize = 12;
     let rows: Vec<&CommandCells> = sessions.iter().flatten().collect();
     let mut widths = column_widths(&rows, &HEADER, 6);
-    widths[0] = widths[0].min(MAX_ID);
+    let width = match width {
+        Some(width) => {
+            widths[0] = widths[0].min(MAX_ID);
+            width
+        }
+        None => usize::MAX,
+    };
     // A journal from before tether recorded the cost has none to show.
     let mut shown = [true; 6];
     for column in [4, 5] {
@@ -323,7 +339,7 @@ mod tests {
     use super::*;
 
     /// One command table, for one session.
-    fn command_rows(model: &Model, ids: &[String], width: usize) -> Vec<String> {
+    fn command_rows(model: &Model, ids: &[String], width: Option<usize>) -> Vec<String> {
         command_tables(&[command_cells_of(model, ids)], width)
             .pop()
             .unwrap_or_default()
@@ -350,7 +366,7 @@ mod tests {
 
     #[test]
     fn failures_fill_the_row_then_say_how_many_more() {
-        let rows = session_rows(&[line("agent-1", 40)], 120);
+        let rows = session_rows(&[line("agent-1", 40)], Some(120));
         let row = &rows[0];
         assert!(text_width(row) <= 120, "{row}");
         assert!(
@@ -369,15 +385,29 @@ mod tests {
         assert_eq!(named + more, 40, "{row}");
     }
 
+    /// Printed to a file or a pipe (no width): the start, every failure and a long id whole.
+    #[test]
+    fn without_a_width_nothing_is_cut_or_dropped() {
+        let id = "session-with-a-name-longer-than-forty-columns-which-is-kept";
+        let row = &session_rows(&[line(id, 40)], None)[0];
+        assert!(
+            row.starts_with(&format!("{id}  2026-01-02 03:04:05  12m34s  ")),
+            "{row}"
+        );
+        assert!(row.ends_with("39-test 40-test"), "{row}");
+        assert_eq!(row.matches("-test").count(), 40, "{row}");
+        assert!(!row.contains('…') && !row.contains("more"), "{row}");
+    }
+
     #[test]
     fn narrow_rows_drop_the_start_then_the_duration() {
         let lines = [line("20261130T064143Z-12", 3), line("x", 0)];
         for width in [20, 40, 60, 80, 100] {
-            for row in session_rows(&lines, width) {
+            for row in session_rows(&lines, Some(width)) {
                 assert!(text_width(&row) <= width, "{width}: {row}");
             }
         }
-        let at_60 = session_rows(&lines, 60);
+        let at_60 = session_rows(&lines, Some(60));
         assert!(!at_60[0].contains("2026-"), "{}", at_60[0]);
         assert!(at_60[0].contains("1000 cmds"), "{}", at_60[0]);
     }
@@ -413,7 +443,7 @@ mod tests {
             mode: Mode::Recorded(None),
         };
         let ids = ["01-cargo".to_string(), "02-python3".to_string()];
-        let lines = command_rows(&model, &ids, 120);
+        let lines = command_rows(&model, &ids, Some(120));
         let header = &lines[0];
         let text_at = header.find("COMMAND").expect("a command column");
         assert!(
@@ -431,7 +461,7 @@ mod tests {
         let mut evil = line("a\x1b[2Jb", 1);
         evil.failures = vec![one_line("01-x\x1b]0;t\x07")];
         evil.id = one_line(&evil.id);
-        let rows = session_rows(&[evil], 200);
+        let rows = session_rows(&[evil], Some(200));
         assert!(!rows[0].chars().any(|c| c.is_control()), "{:?}", rows[0]);
     }
 }

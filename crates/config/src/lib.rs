@@ -4,8 +4,10 @@
 //!
 //! Above tether-protocol (the launch request the config becomes) and tether-core (the
 //! launcher's words: restarts, conditions; a readiness probe's target): it reads files and the
-//! environment only when asked to load one, and holds no process, socket or terminal. Every
-//! crate above it (the model, the broker, the front ends, the TUI, the binary) may use it.
+//! environment only when asked to load one (each file through [`file`], which refuses a FIFO
+//! without waiting on it: libc's open flags are all it takes of the OS), and holds no
+//! process, socket or terminal. Every crate above it (the model, the broker, the front ends,
+//! the TUI, the binary) may use it.
 //!
 //! Read with serde's derive over toml's spanned deserializer ([`document`]): the parser gives
 //! every error's position, and the few checks serde cannot make (a name, exactly one of
@@ -15,6 +17,7 @@ pub mod attention;
 pub mod budgets;
 mod document;
 pub mod example;
+pub mod file;
 pub mod journal;
 pub mod launch;
 pub mod naming;
@@ -129,6 +132,18 @@ pub enum ConfigError {
         path: PathBuf,
         io: std::io::Error,
     },
+    /// What is at the path is not a regular file (a FIFO, a directory, a device): refused
+    /// without reading it, since a FIFO would hold tether until something wrote to it.
+    #[error(
+        "cannot read {what} {}: it is {found}, not a regular file; {}",
+        path.display(),
+        found.advice()
+    )]
+    NotRegular {
+        what: FileKind,
+        path: PathBuf,
+        found: file::NotRegular,
+    },
     /// The file was read but is not a valid command list. `message` starts with the key.
     #[error("{file}:{line}:{column}: {message}")]
     Invalid {
@@ -198,11 +213,7 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
 
 /// Reads and parses a config file; relative `cwd`s become relative to the file's directory.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|io| ConfigError::Read {
-        what: FileKind::Config,
-        path: path.to_path_buf(),
-        io,
-    })?;
+    let text = file::read_text(path, FileKind::Config)?;
     let mut config = parse(&text, &path.display().to_string())?;
     let base = path.parent().unwrap_or(Path::new(""));
     for command in &mut config.commands {

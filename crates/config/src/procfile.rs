@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use super::file::read_text;
 use super::{CommandConfig, Config, ConfigError, FileKind};
 use tether_protocol::protocol::CommandSpec;
 
@@ -22,22 +23,14 @@ pub struct Process {
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty());
     let env_path = dir.unwrap_or(Path::new("")).join(".env");
-    let env = match std::fs::read_to_string(&env_path) {
+    let env = match read_text(&env_path, FileKind::Dotenv) {
         Ok(text) => parse_env(&text, &env_path.display().to_string())?,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
-        Err(io) => {
-            return Err(ConfigError::Read {
-                what: FileKind::Dotenv,
-                path: env_path,
-                io,
-            });
+        Err(ConfigError::Read { io, .. }) if io.kind() == std::io::ErrorKind::NotFound => {
+            BTreeMap::new()
         }
+        Err(err) => return Err(err),
     };
-    let text = std::fs::read_to_string(path).map_err(|io| ConfigError::Read {
-        what: FileKind::Procfile,
-        path: path.to_path_buf(),
-        io,
-    })?;
+    let text = read_text(path, FileKind::Procfile)?;
     let processes = parse(&text, &path.display().to_string())?;
     let commands = processes
         .into_iter()

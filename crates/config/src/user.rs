@@ -140,16 +140,12 @@ pub fn for_launch() -> (UserConfig, Option<ConfigError>) {
 
 /// Reads the user config at `path`; `Ok(None)` when there is no such file.
 pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match super::file::read_text(path, FileKind::Config) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(io) => {
-            return Err(ConfigError::Read {
-                what: FileKind::Config,
-                path: path.to_path_buf(),
-                io,
-            });
+        Err(ConfigError::Read { io, .. }) if io.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
         }
+        Err(err) => return Err(err),
     };
     parse_user(&text, &path.display().to_string()).map(Some)
 }

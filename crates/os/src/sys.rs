@@ -114,27 +114,47 @@ fn to_rustix(signal: ProcessSignal) -> rustix::process::Signal {
     unsafe { rustix::process::Signal::from_raw_unchecked(signal.number()) }
 }
 
-/// Columns to fit: the terminal's width when stdout is one, else `COLUMNS`, else 80.
-pub fn output_width() -> usize {
+/// Columns to fit a listing to (`tether ps`, `tether sessions`): the terminal's width when
+/// stdout is one (80 if it does not say), else `COLUMNS` when it is set; `None`, whole lines
+/// with nothing cut, when stdout is a file or a pipe and `COLUMNS` is unset: a script
+/// reading the output wants every field, not what fits a terminal it does not have.
+pub fn output_width() -> Option<usize> {
     use std::io::IsTerminal;
     let stdout = std::io::stdout();
-    if stdout.is_terminal()
-        // rustix: nix has no call for the window size.
+    let terminal = stdout.is_terminal();
+    // rustix: nix has no call for the window size.
+    if terminal
         && let Ok(size) = rustix::termios::tcgetwinsize(&stdout)
         && size.ws_col > 0
     {
-        return usize::from(size.ws_col);
+        return Some(usize::from(size.ws_col));
     }
-    std::env::var("COLUMNS")
-        .ok()
+    columns_or(std::env::var("COLUMNS").ok().as_deref(), terminal)
+}
+
+/// The width `COLUMNS` (`columns`) gives, else 80 on a `terminal` that did not say, else
+/// none.
+fn columns_or(columns: Option<&str>, terminal: bool) -> Option<usize> {
+    columns
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|&c| c > 0)
-        .unwrap_or(80)
+        .or(terminal.then_some(80))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_set_are_the_width_and_without_them_only_a_terminal_has_one() {
+        assert_eq!(columns_or(Some("132"), false), Some(132));
+        assert_eq!(columns_or(Some(" 60 "), true), Some(60));
+        assert_eq!(columns_or(None, true), Some(80));
+        assert_eq!(columns_or(Some("wide"), true), Some(80));
+        // A file or a pipe: whole lines.
+        assert_eq!(columns_or(None, false), None);
+        assert_eq!(columns_or(Some("0"), false), None);
+    }
 
     #[test]
     fn random_bytes_fill_the_whole_buffer_and_differ() {

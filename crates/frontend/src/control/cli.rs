@@ -1,8 +1,8 @@
 //! `tether ps`, `tether stop`, `tether kill` and `tether signal`: the control library from
 //! the command line. Exit codes: 0 done, 1 no live command matched (or one could not be
-//! controlled), 2 a usage mistake.
+//! controlled), 2 a usage mistake (`ps` of a session that is not there among them).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tether_protocol::protocol::{ProcessSignal, Request};
 
@@ -10,14 +10,14 @@ use serde::Serialize;
 use tokio::time::{Instant, timeout_at};
 
 use super::client::Ack;
-use super::discover::{LiveCommand, live_commands_noting};
+use super::discover::{LiveCommand, journaled_commands, live_commands_noting, session_dir};
 use super::fallback;
 use super::report::{StopReport, ended_words};
-use super::target::{Target, no_match};
+use super::target::{Target, no_match, no_session, unknown_name};
 use crate::supervisor::intervals::{ACK_TIMEOUT, REMOTE_STOP_WAIT};
 use crate::supervisor::{Answer, BrokerConversation};
 use tether_model::output::one_line;
-use tether_os::journal::{CommandRecord, state_dir};
+use tether_os::journal::{CommandRecord, sessions_dir, state_dir};
 use tether_os::sampler::Sampler;
 use tether_protocol::units::short_duration;
 
@@ -32,17 +32,18 @@ pub enum Action {
     Signal(ProcessSignal),
 }
 
-/// The live commands, with a line on stderr for each journal skipped; `None` (said on
-/// stderr) when they cannot be listed.
-fn live(state: Option<&Path>, session: Option<&str>) -> Option<Vec<LiveCommand>> {
-    let listed = state_dir(state)
-        .map_err(|e| e.to_string())
-        .and_then(|dir| live_commands_noting(&dir, session).map_err(|e| e.to_string()));
-    let (live, skipped) = listed.inspect_err(|err| eprintln!("tether: {err}")).ok()?;
+/// The state directory and its live commands, with a line on stderr for each journal
+/// skipped; `None` (said on stderr) when they cannot be listed.
+fn live(state: Option<&Path>, session: Option<&str>) -> Option<(PathBuf, Vec<LiveCommand>)> {
+    let listed = state_dir(state).map_err(|e| e.to_string()).and_then(|dir| {
+        let listed = live_commands_noting(&dir, session).map_err(|e| e.to_string())?;
+        Ok((dir, listed))
+    });
+    let (dir, (live, skipped)) = listed.inspect_err(|err| eprintln!("tether: {err}")).ok()?;
     for line in skipped {
         eprintln!("tether: {line}");
     }
-    Some(live)
+    Some((dir, live))
 }
 
 /// One row of `tether ps`.
@@ -87,9 +88,18 @@ pub fn ps(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
 }
 
 fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
-    let Some(commands) = live(state, session) else {
+    let Some((state_dir, commands)) = live(state, session) else {
         return 2;
     };
+    // A session with nothing live is listed as such; one that is not there is a mistake,
+    // said as `open`, `sessions`, `grep` and `export` say it.
+    if let Some(session) = session
+        && commands.is_empty()
+        && session_dir(&state_dir, session).is_none()
+    {
+        eprintln!("tether: {}", no_session(session, &sessions_dir(&state_dir)));
+        return 2;
+    }
     let brokers: Vec<i32> = commands.iter().map(|c| c.broker.pid).collect();
     let mut sampler = Sampler::new();
     let mut snapshot = sampler.sample(&brokers);
@@ -198,7 +208,7 @@ fn command_text(dir: &Path) -> String {
 /// `tether stop|kill|signal SIG TARGET`: acts on every command the target names, at once,
 /// and prints what happened to each.
 pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
-    let Some(all) = live(state, None) else {
+    let Some((state_dir, all)) = live(state, None) else {
         return 2;
     };
     let chosen: Vec<LiveCommand> = match target.select(&all, &tether_os::procfs::all_processes()) {
@@ -209,7 +219,7 @@ pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
         }
     };
     if chosen.is_empty() {
-        eprintln!("tether: {}", no_match(&target, &all));
+        eprintln!("tether: {}", unmatched(&target, &all, &state_dir));
         return 1;
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -257,6 +267,21 @@ pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
         }
     }
     code
+}
+
+/// Why `target` matched no live command: what it names is not there (its session, or a
+/// command of that name in it), or it has ended.
+fn unmatched(target: &Target, live: &[LiveCommand], state_dir: &Path) -> String {
+    let (session, name) = match target {
+        Target::Command { session, name } => (session, Some(name)),
+        Target::Session(session) => (session, None),
+        Target::Pid(_) => return no_match(target, live, false),
+    };
+    let Some(dir) = session_dir(state_dir, session) else {
+        return no_match(target, live, true);
+    };
+    name.and_then(|name| unknown_name(session, name, &journaled_commands(&dir)))
+        .unwrap_or_else(|| no_match(target, live, false))
 }
 
 async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String> {

@@ -15,7 +15,7 @@ use tether_model::command::{CommandState, Status};
 use tether_os::journal::bounded::{Oversized, oversized, read_metadata};
 use tether_os::journal::secure::{UnsafeDir, check_for_reading, open_regular};
 use tether_os::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
-use tether_os::journal::{CommandId, command_dirs, list_sessions, sessions_dir};
+use tether_os::journal::{CommandId, command_dirs, list_sessions, session_dirs, sessions_dir};
 use tether_os::procfs::{self, broker_alive};
 use tether_protocol::protocol::{
     BrokerIdentity, CommandFile, ContainmentMode, Event, EventKind, Frame, LineSplitter, MAX_LINE,
@@ -208,6 +208,35 @@ pub fn journaled_broker_alive(dir: &Path) -> Option<bool> {
     let file: CommandFile =
         serde_json::from_slice(&read_metadata(&dir.join(COMMAND_FILE)).ok()?).ok()?;
     Some(broker_alive(&file.broker?))
+}
+
+/// The directory of the session named `session` under `state_dir`, found as
+/// [`live_commands`] finds sessions (a directory listing, no `session.json` read); `None`
+/// when there is none.
+pub fn session_dir(state_dir: &Path, session: &str) -> Option<PathBuf> {
+    session_dirs(&sessions_dir(state_dir))
+        .ok()?
+        .into_iter()
+        .find(|dir| file_name(dir) == session)
+}
+
+/// Every command journaled in `session_dir`, ended ones included, with the name it goes by
+/// (from its `command.json`, else its directory's): what a target whose name matches no live
+/// command is checked against. Reads every `command.json`, so only for a target that failed.
+pub fn journaled_commands(session_dir: &Path) -> Vec<(CommandId, String)> {
+    let session = file_name(session_dir);
+    command_dirs(session_dir)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|dir| {
+            let id = CommandId::parse(&session, &file_name(dir))?;
+            let name = read_metadata(&dir.join(COMMAND_FILE))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<CommandFile>(&bytes).ok())
+                .map_or_else(|| id.name.clone(), |file| file.request.name);
+            Some((id, name))
+        })
+        .collect()
 }
 
 /// How long after its last command ended `tether watch` still follows a session.

@@ -27,14 +27,21 @@ const DROP_ORDER: [usize; 4] = [9, 2, 8, 10];
 pub type PsCells = [String; 12];
 
 /// The table's lines, the header first, each at most `width` columns (a line whose fixed
-/// columns alone are wider is not cut: the id and the state are never lost).
-pub fn ps_lines(rows: &[PsCells], width: usize) -> Vec<String> {
+/// columns alone are wider is not cut: the id and the state are never lost); without a
+/// width, every cell whole (stdout is a file or a pipe).
+pub fn ps_lines(rows: &[PsCells], width: Option<usize>) -> Vec<String> {
     let rows: Vec<PsCells> = rows
         .iter()
         .map(|r| r.clone().map(|c| one_line(&c)))
         .collect();
     let mut widths = column_widths(&rows, &HEADER, COMMAND);
-    widths[1] = widths[1].min(MAX_NAME);
+    let width = match width {
+        Some(width) => {
+            widths[1] = widths[1].min(MAX_NAME);
+            width
+        }
+        None => usize::MAX,
+    };
     let mut shown = [true; COMMAND];
     let used = |shown: &[bool; COMMAND]| -> usize {
         (0..COMMAND)
@@ -99,7 +106,7 @@ mod tests {
             row("agent/01", "running", "python3 -m http.server 8765"),
             row("agent/02", "left running (3)", "npm run dev (cd /repo)"),
         ];
-        let lines = ps_lines(&rows, 120);
+        let lines = ps_lines(&rows, Some(120));
         assert_eq!(
             lines[0],
             "ID       NAME BROKER  PID STATE            RUNTIME CPU%   RSS PROCS CONTAIN CONTROL COMMAND"
@@ -115,9 +122,9 @@ mod tests {
     #[test]
     fn a_narrow_terminal_drops_columns_before_the_command_goes_under_its_minimum() {
         let rows = [row("agent/01", "running", &"x".repeat(100))];
-        let wide = ps_lines(&rows, 200);
+        let wide = ps_lines(&rows, Some(200));
         assert!(wide[0].contains("CONTAIN") && wide[0].contains("BROKER"));
-        let narrow = ps_lines(&rows, 80);
+        let narrow = ps_lines(&rows, Some(80));
         assert!(!narrow[0].contains("CONTAIN"), "{}", narrow[0]);
         assert!(narrow.iter().all(|l| text_width(l) <= 80), "{narrow:?}");
         assert!(
@@ -130,7 +137,20 @@ mod tests {
     #[test]
     fn outside_text_is_one_safe_line() {
         let rows = [row("a/01", "running", "echo \x1b[2Jhi\nthere")];
-        let lines = ps_lines(&rows, 120);
+        let lines = ps_lines(&rows, Some(120));
         assert!(!lines[1].chars().any(|c| c.is_control()), "{:?}", lines[1]);
+    }
+
+    /// Printed to a file or a pipe (no width): no column dropped, no name or command cut.
+    #[test]
+    fn without_a_width_every_cell_is_whole() {
+        let name = "a-very-long-command-name-indeed-longer-than-the-cap";
+        let command = format!("echo '{}'", "y".repeat(300));
+        let mut long = row("agent/01", "running", &command);
+        long[1] = name.to_string();
+        let lines = ps_lines(&[long], None);
+        assert!(lines[0].contains("CONTAIN") && lines[0].contains("BROKER"));
+        assert!(lines[1].contains(name), "{}", lines[1]);
+        assert!(lines[1].ends_with(&command), "{}", lines[1]);
     }
 }

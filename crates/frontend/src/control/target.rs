@@ -3,8 +3,11 @@
 //! holds a pid.
 
 use std::fmt;
+use std::path::Path;
 
 use super::discover::LiveCommand;
+use tether_model::output::one_line;
+use tether_os::journal::CommandId;
 use tether_os::procfs::{ProcStat, descendants_in};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,9 +69,7 @@ impl Target {
         // A number names the command of that number, as `ps` shows it (`SESSION/NN`), so
         // that the id always names one command; a command named like a number is reached
         // by its directory id (`01-2`).
-        let number = (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| name.parse::<u64>().ok())
-            .flatten();
+        let number = number_in(name);
         let numbered: Vec<_> = (in_session.clone())
             .filter(|c| Some(c.id.number) == number)
             .collect();
@@ -85,6 +86,71 @@ impl Target {
     }
 }
 
+/// The number `name` is, when it is all digits (`02`, `2`).
+fn number_in(name: &str) -> Option<u64> {
+    (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+/// Whether `asked`, the NAME of a `SESSION/NAME` target, could name command `id`, which
+/// goes by `name`: by its number, its name or its directory id, as [`Target::select`] reads it.
+fn could_name(asked: &str, id: &CommandId, name: &str) -> bool {
+    number_in(asked) == Some(id.number) || asked == name || asked == id.dir_name()
+}
+
+/// How many of a session's names a message lists before it counts the rest.
+const NAMES_LISTED: usize = 10;
+
+/// The message for a `SESSION/NAME` target that matched no live command because no command
+/// of the session goes by NAME, ended ones included (`journaled`: each with the name it goes
+/// by, [`super::discover::journaled_commands`]): the session's names, the first ten. `None`
+/// when one does, and has ended: [`no_match`] says that.
+pub fn unknown_name(
+    session: &str,
+    name: &str,
+    journaled: &[(CommandId, String)],
+) -> Option<String> {
+    if journaled.iter().any(|(id, n)| could_name(name, id, n)) {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (_, n) in journaled {
+        let n = one_line(n);
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let session = one_line(session);
+    let mut text = format!(
+        "no command of session `{session}` is named `{}`",
+        one_line(name)
+    );
+    match names.len() {
+        0 => text.push_str("; it has none yet"),
+        n => {
+            let shown = names[..n.min(NAMES_LISTED)].join(", ");
+            text.push_str(&format!("; its commands: {shown}"));
+            if n > NAMES_LISTED {
+                text.push_str(&format!(
+                    " and {} more (`tether sessions {session}` lists them)",
+                    n - NAMES_LISTED
+                ));
+            }
+        }
+    }
+    Some(text)
+}
+
+/// A session that is not there, as `open`, `sessions`, `grep` and `export` say it.
+pub fn no_session(session: &str, sessions: &Path) -> String {
+    format!(
+        "no session `{}` in {}; `tether sessions` lists them",
+        one_line(session),
+        sessions.display()
+    )
+}
+
 /// The refusal of a name that several live commands share, with their ids.
 fn ambiguous(target: &Target, named: &[&LiveCommand]) -> String {
     let mut text = format!(
@@ -95,7 +161,7 @@ fn ambiguous(target: &Target, named: &[&LiveCommand]) -> String {
         let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
         text.push_str(&format!(
             "\n  {}  (pid {pid}, {})",
-            tether_model::output::one_line(&c.id.target()),
+            one_line(&c.id.target()),
             c.state
         ));
     }
@@ -112,9 +178,19 @@ impl fmt::Display for Target {
     }
 }
 
-/// The message for a target that names no live command: what was asked, and what is live.
-pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
+/// The message for a target that names no live command: what was asked, that its session
+/// is not there at all (`session_missing`: a command's name given without its session, a
+/// typo), and what is live.
+pub fn no_match(target: &Target, live: &[LiveCommand], session_missing: bool) -> String {
     let mut text = format!("no live command matches `{target}`");
+    if let (true, Target::Command { session, .. } | Target::Session(session)) =
+        (session_missing, target)
+    {
+        text.push_str(&format!(
+            ": there is no session `{}` (`tether sessions` lists them)",
+            one_line(session)
+        ));
+    }
     if live.is_empty() {
         text.push_str("; no brokered command of yours is running");
         return text;
@@ -124,8 +200,8 @@ pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
         let pid = c.pid.map_or_else(|| "-".into(), |p| p.to_string());
         text.push_str(&format!(
             "\n  {}  {}  (pid {pid}, {})",
-            tether_model::output::one_line(&c.id.target()),
-            tether_model::output::one_line(&c.label()),
+            one_line(&c.id.target()),
+            one_line(&c.label()),
             c.state
         ));
     }
@@ -135,7 +211,6 @@ pub fn no_match(target: &Target, live: &[LiveCommand]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tether_os::journal::CommandId;
     use tether_protocol::protocol::BrokerIdentity;
 
     fn live(session: &str, name: &str, id: &str, broker: i32) -> LiveCommand {
@@ -235,10 +310,59 @@ mod tests {
     #[test]
     fn no_match_lists_the_live_commands() {
         let all = [live("a", "sleep", "01-sleep", 100)];
-        let text = no_match(&Target::Session("zz".into()), &all);
-        assert!(text.contains("no live command matches `zz`"), "{text}");
+        let text = no_match(&Target::Session("zz".into()), &all, false);
+        assert!(
+            text.contains("no live command matches `zz`; live"),
+            "{text}"
+        );
         assert!(text.contains("a/sleep"), "{text}");
-        let none = no_match(&Target::Pid(5), &[]);
+        let text = no_match(&Target::Session("sleep".into()), &all, true);
+        assert!(
+            text.starts_with(
+                "no live command matches `sleep`: there is no session `sleep` (`tether \
+                 sessions` lists them); live commands:"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("a/sleep"), "{text}");
+        let none = no_match(&Target::Pid(5), &[], false);
         assert!(none.contains("no brokered command"), "{none}");
+    }
+
+    /// A name that no command of the session ever had is said to be unknown, with the
+    /// names it has; a name whose commands all ended is left to `no_match`.
+    #[test]
+    fn a_name_no_command_of_the_session_had_is_said_unknown() {
+        let journaled = |names: &[&str]| -> Vec<(CommandId, String)> {
+            (names.iter().enumerate())
+                .map(|(i, n)| (CommandId::new("s", i as u64 + 1, n), n.to_string()))
+                .collect()
+        };
+        let session = journaled(&["build", "cargo test", "build"]);
+        let text = unknown_name("s", "nosuchname", &session).unwrap();
+        assert_eq!(
+            text,
+            "no command of session `s` is named `nosuchname`; its commands: build, cargo test"
+        );
+        // By name, by directory id, by number: known, ended.
+        for known in ["cargo test", "02-cargo_test", "2", "03", "build"] {
+            assert_eq!(unknown_name("s", known, &session), None, "{known}");
+        }
+        assert!(unknown_name("s", "4", &session).is_some());
+        assert!(
+            unknown_name("s", "x", &[])
+                .unwrap()
+                .ends_with("; it has none yet")
+        );
+        let many: Vec<String> = (1..=12).map(|i| format!("job{i}")).collect();
+        let many = journaled(&many.iter().map(String::as_str).collect::<Vec<_>>());
+        let text = unknown_name("s", "x", &many).unwrap();
+        assert!(
+            text.ends_with("job9, job10 and 2 more (`tether sessions s` lists them)"),
+            "{text}"
+        );
+        // What came from outside is one safe line.
+        let text = unknown_name("s", "a\x1b[2Jb", &session).unwrap();
+        assert!(!text.chars().any(char::is_control), "{text:?}");
     }
 }

@@ -1,0 +1,192 @@
+//! Reading a file the operator named (`tether -f FILE`, `./tether.toml`, a Procfile and the
+//! `.env` beside it, the user config) as the journal's readers read theirs: opened without
+//! waiting, so that a FIFO in its place is refused at once instead of holding tether in
+//! `open` until something writes to it, and read only if it is a regular file (a device such
+//! as `/dev/zero` never ends).
+//!
+//! Unlike a journal's file, a link is followed: a config kept in a dotfiles repository and
+//! linked into place is common, and the operator chose the path; what the link leads to must
+//! be a regular file all the same.
+
+use std::fs::{FileType, OpenOptions};
+use std::io::Read as _;
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+use std::path::Path;
+
+use super::{ConfigError, FileKind};
+
+/// The text of the file at `path`, which is to be `what`. A file that is not there is a
+/// [`ConfigError::Read`] whose `io` is `NotFound`, which the readers of optional files (the
+/// `.env`, the user config) take as none; anything but a regular file is
+/// [`ConfigError::NotRegular`].
+pub(crate) fn read_text(path: &Path, what: FileKind) -> Result<String, ConfigError> {
+    let failed = |io| ConfigError::Read {
+        what,
+        path: path.to_path_buf(),
+        io,
+    };
+    // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer. It changes
+    // nothing for a regular file ("no effect for regular files and block devices", open(2)),
+    // so the file is read as it was opened. O_NOCTTY: a terminal named by mistake does not
+    // become tether's controlling terminal.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(failed)?;
+    let file_type = file.metadata().map_err(failed)?.file_type();
+    if !file_type.is_file() {
+        return Err(ConfigError::NotRegular {
+            what,
+            path: path.to_path_buf(),
+            found: NotRegular::of(file_type),
+        });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(failed)?;
+    Ok(text)
+}
+
+/// What was found where a file was to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotRegular {
+    Directory,
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+    Other,
+}
+
+impl NotRegular {
+    fn of(file_type: FileType) -> NotRegular {
+        if file_type.is_dir() {
+            NotRegular::Directory
+        } else if file_type.is_fifo() {
+            NotRegular::Fifo
+        } else if file_type.is_socket() {
+            NotRegular::Socket
+        } else if file_type.is_char_device() {
+            NotRegular::CharDevice
+        } else if file_type.is_block_device() {
+            NotRegular::BlockDevice
+        } else {
+            NotRegular::Other
+        }
+    }
+
+    /// What to do instead, for the error's end.
+    pub fn advice(self) -> &'static str {
+        match self {
+            NotRegular::Directory => "give the path of a file in it",
+            NotRegular::Fifo | NotRegular::Socket | NotRegular::CharDevice => {
+                "tether reads the whole file before it starts anything: write the text to a \
+                 regular file and use that"
+            }
+            NotRegular::BlockDevice | NotRegular::Other => "give the path of a regular file",
+        }
+    }
+}
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotRegular::Directory => "a directory",
+            NotRegular::Fifo => "a FIFO (named pipe)",
+            NotRegular::Socket => "a socket",
+            NotRegular::CharDevice => "a character device",
+            NotRegular::BlockDevice => "a block device",
+            NotRegular::Other => "not a file",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt as _;
+
+    fn mkfifo(path: &Path) {
+        let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo");
+    }
+
+    /// A FIFO with no writer is refused at once (opened as before, the read would wait for
+    /// ever); so is a directory and a device, each said as what it is, with what to do.
+    #[test]
+    fn anything_but_a_regular_file_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.toml");
+        mkfifo(&fifo);
+        let refused = read_text(&fifo, FileKind::Config).unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                ConfigError::NotRegular {
+                    found: NotRegular::Fifo,
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+        let message = refused.to_string();
+        assert!(
+            message.starts_with(&format!(
+                "cannot read config file {}: it is a FIFO (named pipe), not a regular file; ",
+                fifo.display()
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("write the text to a regular file"),
+            "{message}"
+        );
+
+        let refused = read_text(dir.path(), FileKind::Procfile).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("is a directory, not a regular file; give the path of a file in it"),
+            "{refused}"
+        );
+        let refused = read_text(Path::new("/dev/null"), FileKind::Dotenv).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .starts_with("cannot read .env file /dev/null: it is a character device"),
+            "{refused}"
+        );
+    }
+
+    /// A link to a regular file is read (a config linked from a dotfiles repository); one to
+    /// a FIFO is refused as the FIFO is.
+    #[test]
+    fn a_link_is_followed_to_what_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.toml");
+        std::fs::write(&real, "ordered_shutdown = true\n").unwrap();
+        let link = dir.path().join("tether.toml");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(
+            read_text(&link, FileKind::Config).unwrap(),
+            "ordered_shutdown = true\n"
+        );
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let to_fifo = dir.path().join("to-fifo.toml");
+        std::os::unix::fs::symlink(&fifo, &to_fifo).unwrap();
+        assert!(matches!(
+            read_text(&to_fifo, FileKind::Config),
+            Err(ConfigError::NotRegular {
+                found: NotRegular::Fifo,
+                ..
+            })
+        ));
+        let missing = read_text(&dir.path().join("none"), FileKind::Config).unwrap_err();
+        assert!(
+            matches!(&missing, ConfigError::Read { io, .. } if io.kind() == std::io::ErrorKind::NotFound),
+            "{missing:?}"
+        );
+    }
+}
