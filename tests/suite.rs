@@ -56,5 +56,6 @@ mod sessions_summary;
 mod shim;
 mod time_cursor;
 mod trace;
+mod tree_exec;
 mod tui;
 mod watch;

@@ -19,6 +19,41 @@ pub struct ProcStat {
     pub waited_cpu_ticks: u64,
     /// Resident memory now, in pages.
     pub rss_pages: u64,
+    /// The program it runs, as far as its `stat` tells: an exec changes it, a fork does not.
+    pub image: ProcessImage,
+}
+
+/// What a process's `stat` says of the program it runs: its name (`comm`, at most 15 bytes
+/// of the executable's file name) and where its code and stack begin (`startcode`,
+/// `startstack`). An `execve` keeps the pid and the start time but gives a new name (the new
+/// file's), and a new address space: with address randomisation (the kernel's default),
+/// even the same program again begins its stack elsewhere. So a process whose image changed
+/// may run another command line, which is read again; nothing else makes the addresses
+/// move, and a name changed by the program itself (`prctl(PR_SET_NAME)`), or an exec caught
+/// half done (the name comes first, the code's address last), costs one read of a command
+/// line found unchanged or not readable yet. A zombie has no address space (both read 0); a
+/// process tether may not inspect shows 1 and 0, so only its name tells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessImage {
+    /// `comm`'s bytes, zero-padded.
+    pub comm: [u8; 16],
+    pub code_start: u64,
+    pub stack_start: u64,
+}
+
+impl ProcessImage {
+    /// The image of a process named `comm` (cut to 16 bytes), its code and stack at
+    /// `code_start` and `stack_start`.
+    pub fn new(comm: &[u8], code_start: u64, stack_start: u64) -> ProcessImage {
+        let mut name = [0; 16];
+        let len = comm.len().min(name.len());
+        name[..len].copy_from_slice(&comm[..len]);
+        ProcessImage {
+            comm: name,
+            code_start,
+            stack_start,
+        }
+    }
 }
 
 impl ProcStat {

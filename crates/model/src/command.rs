@@ -216,8 +216,10 @@ pub struct CommandState {
     pub timeline: Vec<TimelineEntry>,
     /// The broker's latest record of the tree (pid, ppid, argv, start).
     pub tree: Vec<ProcessEntry>,
-    /// Every process the broker ever recorded in this run's tree: who ran, for a post-mortem.
-    /// Also where a tree event's left-out argv is found (see [`ProcessEntry::argv`]).
+    /// Every process the broker ever recorded in this run's tree, with the latest command
+    /// line recorded for it (a process that exec'd reads as what it became): who ran, for a
+    /// post-mortem. Also where a tree event's left-out argv is found (see
+    /// [`ProcessEntry::argv`]).
     pub seen: Vec<ProcessEntry>,
     /// Where each process of `seen` is, by pid and start time.
     seen_at: HashMap<(i32, u64), usize>,
@@ -605,7 +607,8 @@ impl CommandState {
 
     /// The tree of a `tree` event with every argv: a journal carries a process's argv only in
     /// the first event that lists it with one (the broker reads again one it could not read),
-    /// so a process already in `seen` takes it from there, or gives it there. Processes not
+    /// and again in the first after it exec'd another, so a process already in `seen` takes
+    /// it from there, or gives it there, the latest replacing the one before. Processes not
     /// seen before are added to `seen`. This memory is the run's, as the journal is:
     /// `begin_run` starts it afresh.
     fn remember(&mut self, processes: &[ProcessEntry]) -> Vec<ProcessEntry> {
@@ -617,9 +620,7 @@ impl CommandState {
                     ..p.clone()
                 },
                 Some(&i) => {
-                    if self.seen[i].argv.is_empty() {
-                        self.seen[i].argv = p.argv.clone();
-                    }
+                    self.seen[i].argv.clone_from(&p.argv);
                     p.clone()
                 }
                 None => {

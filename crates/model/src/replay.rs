@@ -338,4 +338,86 @@ mod tests {
         }
         assert_eq!(seen[0], seen[1]);
     }
+
+    /// The journal of a user trial's `server` (`sleep 1; python3 -m http.server`, python3 a
+    /// pyenv shim that execs bash scripts and at last python3), stopped by the operator's
+    /// TERM: the shim's process is first recorded as `pyenv-exec`, and again (the event at
+    /// 3000 ms) once it exec'd python3.
+    fn exec_journal() -> String {
+        let sh = r#"{"pid":88,"ppid":86,"pgid":88,"start_ms":412"#;
+        let server = r#"{"pid":922,"ppid":88,"pgid":88,"start_ms":1422"#;
+        [
+            r#"{"ts_ms":10,"mono_us":0,"kind":"broker_started","v":4,"broker_pid":86}"#.into(),
+            r#"{"ts_ms":11,"mono_us":0,"kind":"spawned","pid":88,"pgid":88,"argv":["/bin/sh"]}"#
+                .into(),
+            format!(
+                r#"{{"ts_ms":470,"mono_us":0,"kind":"tree","processes":[{sh},"argv":["/bin/sh","-c","sleep 1; python3 -m http.server"]}},{{"pid":893,"ppid":88,"pgid":88,"argv":["sleep","1"],"start_ms":422}}]}}"#
+            ),
+            format!(
+                r#"{{"ts_ms":1474,"mono_us":0,"kind":"tree","processes":[{sh}}},{server},"argv":["bash","/root/.pyenv/libexec/pyenv-exec","python3","-m","http.server"]}},{{"pid":930,"ppid":922,"pgid":88,"argv":["bash","/root/.pyenv/libexec/pyenv-version-name","-f"],"start_ms":1452}}]}}"#
+            ),
+            format!(r#"{{"ts_ms":2476,"mono_us":0,"kind":"tree","processes":[{sh}}},{server}}}]}}"#),
+            format!(
+                r#"{{"ts_ms":3000,"mono_us":0,"kind":"tree","processes":[{sh}}},{server},"argv":["/root/.pyenv/versions/3.11.7/bin/python3","-m","http.server"]}}]}}"#
+            ),
+            format!(r#"{{"ts_ms":4000,"mono_us":0,"kind":"tree","processes":[{sh}}},{server}}}]}}"#),
+            r#"{"ts_ms":55804,"mono_us":0,"kind":"signal_sent","signal":"TERM","scope":"group","origin":"operator","targets":[88,922]}"#.into(),
+            r#"{"ts_ms":55804,"mono_us":0,"kind":"exit","pid":88,"status":{"signal":15}}"#.into(),
+            r#"{"ts_ms":55806,"mono_us":0,"kind":"orphan_reaped","pid":922,"status":{"signal":15},"escaped":false}"#.into(),
+            r#"{"ts_ms":55806,"mono_us":0,"kind":"tree","processes":[]}"#.into(),
+            r#"{"ts_ms":55806,"mono_us":0,"kind":"close","stdout_bytes":0,"stderr_bytes":0}"#.into(),
+        ]
+        .join("\n")
+            + "\n"
+    }
+
+    fn argvs(processes: &[tether_protocol::protocol::ProcessEntry]) -> Vec<(i32, String)> {
+        processes
+            .iter()
+            .map(|p| (p.pid, p.argv.join(" ")))
+            .collect()
+    }
+
+    #[test]
+    fn every_process_seen_live_is_what_the_journal_replays_with_each_latest_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("events.jsonl"), exec_journal()).unwrap();
+        let record = CommandRecord::load(dir.path());
+        let replayed = command_from_record(&record);
+        // Live: the events one by one, as the TUI applies its broker's lines, looked at after
+        // each.
+        let mut live = CommandState::new(config_of(&record));
+        live.begin_run(record.dir.clone(), 0);
+        for (i, event) in record.events.iter().enumerate() {
+            live.apply(event);
+            let so_far = replay(config_of(&record), dir.path().into(), &record.events[..=i]);
+            assert_eq!(argvs(&live.seen), argvs(&so_far.seen), "after event {i}");
+        }
+        assert_eq!(live.seen, replayed.seen);
+        assert_eq!(
+            argvs(&replayed.seen),
+            [
+                (88, "/bin/sh -c sleep 1; python3 -m http.server".to_string()),
+                (893, "sleep 1".into()),
+                // The server reads as what it became, not as the shim's script it began as.
+                (
+                    922,
+                    "/root/.pyenv/versions/3.11.7/bin/python3 -m http.server".into()
+                ),
+                (
+                    930,
+                    "bash /root/.pyenv/libexec/pyenv-version-name -f".into()
+                ),
+            ]
+        );
+        // Before its exec was recorded, it was the shim's script.
+        let at_2s = replay(config_of(&record), dir.path().into(), &record.events[..5]);
+        assert_eq!(
+            argvs(&at_2s.tree)[1].1,
+            "bash /root/.pyenv/libexec/pyenv-exec python3 -m http.server"
+        );
+        // A tree leaving the argv out after the exec keeps the new one.
+        let at_4s = replay(config_of(&record), dir.path().into(), &record.events[..7]);
+        assert_eq!(argvs(&at_4s.tree)[1].1, argvs(&replayed.seen)[2].1);
+    }
 }

@@ -8,10 +8,11 @@ use std::fs;
 
 use nix::unistd::SysconfVar;
 
-pub use tether_core::process::ProcStat;
+pub use tether_core::process::{ProcStat, ProcessImage};
 
-/// The fields after the name that anyone reads: state (field 3 of proc(5)) to rss (24).
-const STAT_FIELDS: usize = 22;
+/// The fields after the name that anyone reads: state (field 3 of proc(5)) to startstack
+/// (28).
+const STAT_FIELDS: usize = 26;
 
 /// `/proc/PID/stat` split into its fields, the one reading of its format. The command name
 /// may hold spaces and parentheses, so it is what lies between the first `(` and the last
@@ -21,7 +22,7 @@ pub struct StatFields<'a> {
     pid: &'a str,
     /// `comm`: at most 15 bytes of the executable's name.
     pub comm: &'a str,
-    /// Fields 3 to 24; "" past the end of a short line.
+    /// Fields 3 to 28; "" past the end of a short line.
     after_name: [&'a str; STAT_FIELDS],
 }
 
@@ -53,7 +54,7 @@ impl<'a> StatFields<'a> {
     pub fn number<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
         match n {
             1 => self.pid.parse().ok(),
-            3..=24 => self.after_name[n - 3].parse().ok(),
+            3..=28 => self.after_name[n - 3].parse().ok(),
             _ => None,
         }
     }
@@ -77,6 +78,11 @@ impl<'a> StatFields<'a> {
             start_ticks: self.number(22)?,
             // Negative (a kernel's accounting race) or missing: none.
             rss_pages: self.number(24).unwrap_or(0),
+            image: ProcessImage::new(
+                self.comm.as_bytes(),
+                self.number(26).unwrap_or(0),
+                self.number(28).unwrap_or(0),
+            ),
         })
     }
 }
@@ -552,6 +558,38 @@ mod tests {
         assert_eq!((s.state, s.start_ticks), (b'S', 987654));
         // utime 1 + stime 2; cutime 4 + cstime 8; rss 50 pages.
         assert_eq!((s.cpu_ticks, s.waited_cpu_ticks, s.rss_pages), (3, 12, 50));
+        // A line that ends before startcode: an image of the name alone.
+        assert_eq!(s.image, ProcessImage::new(b"evil) (name", 0, 0));
+    }
+
+    #[test]
+    fn an_exec_changes_the_image_and_nothing_that_names_the_process() {
+        use std::io::Write;
+        // A shell that waits for a line, then execs sleep: the same process all along.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read line; exec sleep 30"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        let pid = child.id() as i32;
+        // Once its exec of `comm` is over: the name comes first, the code's address last.
+        let runs = |comm: &[u8]| {
+            std::iter::repeat_with(|| read_stat(pid))
+                .find(|s| {
+                    s.is_none_or(|s| s.image.comm.starts_with(comm) && s.image.code_start != 0)
+                })
+                .flatten()
+        };
+        let before = runs(b"sh\0");
+        let _ = writeln!(child.stdin.as_mut().expect("its stdin"), "go");
+        let after = runs(b"sleep\0");
+        let _ = child.kill();
+        let _ = child.wait();
+        let (before, after) = (before.expect("sh's stat"), after.expect("sleep's stat"));
+        let key = |s: &ProcStat| (s.pid, s.start_ticks);
+        assert_eq!(key(&after), key(&before), "pid and start time stay");
+        assert_ne!(after.image.code_start, before.image.code_start);
+        assert_ne!(after.image.stack_start, before.image.stack_start);
     }
 
     #[test]

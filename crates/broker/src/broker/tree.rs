@@ -2,17 +2,19 @@
 //! budget of journal bytes.
 //!
 //! A tree event lists every process, but carries a process's command line only the first time
-//! the journal records that process: a command with a huge argv that keeps forking would
-//! otherwise write its argv again every second (7 MB in 6 s for a 1 MB argv). The events
+//! the journal records that process, and again once it runs another (an exec): a command with
+//! a huge argv that keeps forking would otherwise write its argv again every second (7 MB in
+//! 6 s for a 1 MB argv). The events
 //! together may take [`tree_budget`] bytes; past it one `events_capped` event says so and the
 //! tree is no longer recorded, while lifecycle events still are.
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use super::signaller::{ProcessKey, Walk, key};
 use cost::SampledCost;
 use tether_core::process::is_escaped;
-use tether_os::procfs::{self, ProcStat};
+use tether_os::procfs::{self, ProcStat, ProcessImage};
 use tether_protocol::protocol::{CappedKind, EventKind, ProcessEntry, capped_argv};
 use tether_protocol::units::format_size;
 
@@ -49,17 +51,43 @@ pub const SAFETY_WALK: std::time::Duration = std::time::Duration::from_secs(300)
 
 pub use tether_core::reports::TreeSample;
 
+/// What the journal holds of one process.
+#[derive(Debug, Clone, Copy)]
+struct Recorded {
+    /// Its start time as first recorded: a process's identity in the journal (pid and start
+    /// time) never shifts by a millisecond between events.
+    start_ms: u64,
+    /// A hash of the command line recorded last; `None` while none was read (the walk's
+    /// deadline had passed, or the process was a zombie, whose command line reads empty),
+    /// which is read again in the next tree recorded.
+    argv: Option<u64>,
+    /// The program it ran when that command line was read: once it runs another (an exec:
+    /// same pid, same start time), its command line is read again and, if it changed,
+    /// recorded again.
+    image: ProcessImage,
+}
+
+impl Recorded {
+    /// Whether `process` (this one, by its key) runs another program than the one its
+    /// recorded command line was read from. A zombie's image is empty: it ran nothing new.
+    fn execed(&self, process: &ProcStat) -> bool {
+        self.argv.is_some() && !process.is_zombie() && self.image != process.image
+    }
+}
+
+fn argv_hash(argv: &[String]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    argv.hash(&mut hasher);
+    hasher.finish()
+}
+
 #[derive(Default)]
 pub struct TreeRecorder {
     /// The processes of the last tree recorded.
     last: Vec<ProcessKey>,
-    /// The start time recorded for each process of the last tree, and whether its argv is in
-    /// the journal. Kept so that a process's identity in the journal (pid and start time)
-    /// never shifts by a millisecond between events; a process that left the tree cannot come
-    /// back under the same key, so it is forgotten. An argv not read (the walk's deadline had
-    /// passed, or the process was a zombie, whose command line reads empty) is read again in
-    /// the next tree recorded.
-    recorded: HashMap<ProcessKey, (u64, bool)>,
+    /// What the journal holds of each process of the last tree; a process that left the
+    /// tree cannot come back under the same key, so it is forgotten.
+    recorded: HashMap<ProcessKey, Recorded>,
     budget: u64,
     /// Bytes the tree events recorded so far take in the journal.
     used: u64,
@@ -186,9 +214,10 @@ impl TreeRecorder {
         self.update(&[], 0, |_| (Vec::new(), 0))
     }
 
-    /// The event that records `procs`: a tree if it changed and fits the budget, the one
-    /// `events_capped` if it does not, then nothing. `details` reads the argv and start time
-    /// of a process recorded for the first time.
+    /// The event that records `procs`: a tree if it changed (a process came or went, or one
+    /// runs a new command line) and fits the budget, the one `events_capped` if it does not,
+    /// then nothing. `details` reads the argv and start time of a process recorded for the
+    /// first time, or whose program changed.
     fn update(
         &mut self,
         procs: &[ProcStat],
@@ -200,22 +229,31 @@ impl TreeRecorder {
         }
         let mut keys: Vec<ProcessKey> = procs.iter().map(key).collect();
         keys.sort_unstable();
-        if keys == self.last {
+        let execed = |p: &ProcStat| self.recorded.get(&key(p)).is_some_and(|r| r.execed(p));
+        let same_set = keys == self.last;
+        if same_set && !procs.iter().any(execed) {
             return None;
         }
         self.recorded.retain(|k, _| keys.binary_search(k).is_ok());
         self.last = keys;
-        let processes = procs
+        let mut argv_changed = false;
+        let processes: Vec<ProcessEntry> = procs
             .iter()
             .map(|p| {
-                let (argv, start_ms) = match self.recorded.get(&key(p)).copied() {
-                    Some((start_ms, true)) => (Vec::new(), start_ms),
-                    // An argv not read yet; the start time, once recorded, is kept.
-                    known => {
+                let known = self.recorded.get(&key(p)).copied();
+                let (argv, start_ms) = match known {
+                    Some(recorded) if recorded.argv.is_some() && !recorded.execed(p) => {
+                        (Vec::new(), recorded.start_ms)
+                    }
+                    // New, an argv not read yet, or another program: read; the start time,
+                    // once recorded, is kept.
+                    _ => {
                         let (argv, read_start_ms) = details(p);
-                        let start_ms = known.map_or(read_start_ms, |(start_ms, _)| start_ms);
-                        self.recorded.insert(key(p), (start_ms, !argv.is_empty()));
-                        (capped_argv(argv), start_ms)
+                        let start_ms = known.map_or(read_start_ms, |r| r.start_ms);
+                        let argv = capped_argv(argv);
+                        let recorded = self.record_argv(p, known, start_ms, &argv);
+                        argv_changed |= recorded;
+                        (if recorded { argv } else { Vec::new() }, start_ms)
                     }
                 };
                 ProcessEntry {
@@ -228,6 +266,11 @@ impl TreeRecorder {
                 }
             })
             .collect();
+        // An exec whose command line could not be read, or reads as before (a program that
+        // renamed itself): nothing the last tree did not say.
+        if same_set && !argv_changed {
+            return None;
+        }
         let tree = EventKind::Tree { processes };
         let size = serde_json::to_vec(&tree).map_or(0, |json| json.len() as u64) + LINE_OVERHEAD;
         if self.used + size <= self.budget {
@@ -240,6 +283,35 @@ impl TreeRecorder {
             budget: self.budget,
             message: capped_message(self.budget),
         })
+    }
+
+    /// Keeps what the journal holds of `process` now that `argv` was read (empty: it could
+    /// not be), and says whether the tree lists that argv: a process seen for the first time
+    /// with whatever was read, a known one only with a command line the journal does not
+    /// hold yet. An argv not read keeps the image it was last read from, so that it is read
+    /// again at the next tree.
+    fn record_argv(
+        &mut self,
+        process: &ProcStat,
+        known: Option<Recorded>,
+        start_ms: u64,
+        argv: &[String],
+    ) -> bool {
+        let hash = (!argv.is_empty()).then(|| argv_hash(argv));
+        let before = known.and_then(|r| r.argv);
+        let image = match (hash, known) {
+            (None, Some(known)) => known.image,
+            _ => process.image,
+        };
+        self.recorded.insert(
+            key(process),
+            Recorded {
+                start_ms,
+                argv: hash.or(before),
+                image,
+            },
+        );
+        known.is_none() || (hash.is_some() && hash != before)
     }
 }
 

@@ -545,8 +545,9 @@ pub struct ProcessEntry {
     pub ppid: i32,
     pub pgid: i32,
     /// The command line, carried only by the first `tree` event of a journal that lists the
-    /// process (same `pid` and `start_ms`) and left out of later ones: a reader takes it from
-    /// there (see `model::command`). A longer one is cut to [`ARGV_CAP`] bytes and ends in an
+    /// process (same `pid` and `start_ms`), and again by the first after it exec'd another
+    /// command line, and left out of the others: a reader takes the latest one carried (see
+    /// `model::command`). A longer one is cut to [`ARGV_CAP`] bytes and ends in an
     /// [`ARGV_CUT_MARK`] argument. Journals of protocol v1 carry it in every event; they read
     /// the same.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -228,3 +228,93 @@ fn a_command_line_not_read_is_read_again_in_the_next_tree() {
         "recorded once read"
     );
 }
+
+/// `process` once it has exec'd `comm`: same pid and start time, another name and address
+/// space.
+fn execed(process: ProcStat, comm: &str, code_start: u64) -> ProcStat {
+    ProcStat {
+        image: ProcessImage::new(comm.as_bytes(), code_start, code_start + 1),
+        ..process
+    }
+}
+
+/// Process details with the command line `argv`, counted in `reads`.
+fn command_line<'a>(
+    argv: &'a [&str],
+    reads: &'a std::cell::Cell<usize>,
+) -> impl FnMut(&ProcStat) -> (Vec<String>, u64) + 'a {
+    move |p| {
+        reads.set(reads.get() + 1);
+        (
+            argv.iter().map(|a| a.to_string()).collect(),
+            p.start_ticks * 10,
+        )
+    }
+}
+
+#[test]
+fn a_process_that_execs_is_recorded_again_with_its_new_command_line() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    let reads = std::cell::Cell::new(0);
+    let pyenv = command_line(
+        &["bash", "/root/.pyenv/libexec/pyenv-exec", "python3"],
+        &reads,
+    );
+    let sh = execed(proc(100, 1, 5), "pyenv-exec", 1);
+    let first = processes(recorder.update(&[sh], 100, pyenv));
+    assert_eq!(argv_of(&first, 100)[1], "/root/.pyenv/libexec/pyenv-exec");
+
+    // Looked at again while it still runs the same program: nothing new, nothing read.
+    let python = [
+        "/root/.pyenv/versions/3.11.7/bin/python3",
+        "-m",
+        "http.server",
+    ];
+    assert_eq!(
+        recorder.update(&[sh], 100, command_line(&python, &reads)),
+        None
+    );
+    assert_eq!(
+        reads.get(),
+        1,
+        "a known program's command line is not read again"
+    );
+
+    // It execs python3: the tree lists it again with the new command line, once.
+    let server = execed(sh, "python3", 2);
+    let second = processes(recorder.update(&[server], 100, command_line(&python, &reads)));
+    assert_eq!(argv_of(&second, 100), python);
+    assert_eq!(second[0].start_ms, 50, "the same identity as before");
+    let looked = recorder.update(&[server], 100, command_line(&python, &reads));
+    assert_eq!(looked, None);
+
+    // The same name again (a shim named python3 that execs python3): a new address space.
+    let again = execed(sh, "python3", 3);
+    let port = ["python3", "-m", "http.server", "8000"];
+    let third = processes(recorder.update(&[again], 100, command_line(&port, &reads)));
+    assert_eq!(argv_of(&third, 100), port);
+}
+
+#[test]
+fn a_new_image_with_the_same_command_line_or_none_read_records_nothing() {
+    let mut recorder = TreeRecorder::new(MAX_TREE_BUDGET);
+    let worker = execed(proc(100, 1, 5), "worker", 1);
+    processes(recorder.update(&[worker], 100, details));
+    // It renamed itself (prctl): its command line reads as before.
+    let renamed = execed(worker, "worker: idle", 1);
+    assert_eq!(recorder.update(&[renamed], 100, details), None);
+    // It exec'd, but its command line could not be read: nothing now, read at the next tree.
+    let other = execed(worker, "other", 2);
+    let unread = |p: &ProcStat| (Vec::new(), p.start_ticks * 10);
+    assert_eq!(recorder.update(&[other], 100, unread), None);
+    let new_argv = |p: &ProcStat| (vec!["other".to_string()], p.start_ticks * 10);
+    let tree = processes(recorder.update(&[other], 100, new_argv));
+    assert_eq!(argv_of(&tree, 100), ["other"]);
+    // A zombie's image is empty: that is no exec.
+    let zombie = ProcStat {
+        state: b'Z',
+        image: ProcessImage::default(),
+        ..other
+    };
+    assert_eq!(recorder.update(&[zombie], 100, new_argv), None);
+}
