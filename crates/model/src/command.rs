@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use tether_config::CommandConfig;
+use tether_core::by_hand::{SignalsByHand, by_hand};
 use tether_os::journal::CommandId;
 use tether_protocol::protocol::{
     AttentionKind, Budget, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus,
-    Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream,
+    Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Scope, Stream,
     TerminalRequest,
 };
 
@@ -121,12 +122,6 @@ impl Status {
     }
 }
 
-/// A stop or signal asked for by a person: the operator (a key, `tether stop`, quitting the
-/// TUI, which stops everything with origin `shutdown`), or the agent through the shim.
-fn by_hand(origin: Origin) -> bool {
-    matches!(origin, Origin::Operator | Origin::Caller | Origin::Shutdown)
-}
-
 /// `exit 0`, `exit 3`, `SIGKILL`.
 pub fn exit_label(status: ExitStatus) -> String {
     match (status.code, status.signal) {
@@ -224,10 +219,13 @@ pub struct CommandState {
     pub response_timeout: bool,
     /// Stopped after its final line (`drain_on`): it finished, however its signal ended it.
     pub drained: bool,
-    /// The operator (or the agent, through the shim) stopped it or sent it a signal that
-    /// ends a process, before it ended: however it then ended, that was their doing, not a
+    /// The operator (or the agent, through the shim) stopped it, or sent it a signal that
+    /// ended it ([`SignalsByHand`]): however it then ended, that was their doing, not a
     /// failure.
     pub stopped_by_hand: bool,
+    /// The signals that end a process a person sent before it ended: at its `exit`, whether
+    /// they ended it.
+    signals_by_hand: SignalsByHand,
     /// The TUI's launcher stopped it to start it again: a watched file changed.
     pub restarted_for_change: bool,
     /// The origin of the last stop journaled before it ended: a stop that took over the
@@ -307,6 +305,7 @@ impl CommandState {
             response_timeout: false,
             drained: false,
             stopped_by_hand: false,
+            signals_by_hand: SignalsByHand::default(),
             restarted_for_change: false,
             last_stop: None,
             parent_lost: None,
@@ -482,12 +481,21 @@ impl CommandState {
                     self.status = Status::Stopping;
                 }
             }
-            EventKind::SignalSent { signal, origin, .. } => {
+            EventKind::SignalSent {
+                signal,
+                origin,
+                scope,
+                targets,
+                ..
+            } => {
                 self.drained |= *origin == Origin::FinalDrain;
                 // Only before the command's own end: a signal the agent passes on to what
-                // is left after it (as the broker's attention counts) ended nothing.
-                self.stopped_by_hand |=
-                    by_hand(*origin) && signal.ends_by_hand() && self.ended_ms.is_none();
+                // is left after it ended nothing. As the broker's attention counts them.
+                if self.ended_ms.is_none() {
+                    let to_command = *scope == Scope::Group
+                        || self.pid.is_some_and(|pid| targets.contains(&pid));
+                    (self.signals_by_hand).sent(*origin, *signal, to_command);
+                }
                 self.restarted_for_change |= *origin == Origin::FileChanged
                     && signal.ends_by_hand()
                     && self.ended_ms.is_none();
@@ -557,6 +565,7 @@ impl CommandState {
             | EventKind::OutputUndelivered { .. }
             | EventKind::NotifyFailed { .. } => {}
             EventKind::Exit { status, .. } => {
+                self.stopped_by_hand |= self.signals_by_hand.ended_it(*status);
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);
                 self.markers.push((ts, Marker::Exit));

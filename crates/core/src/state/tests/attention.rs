@@ -293,6 +293,42 @@ fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
     assert_eq!(attention(&rig).len(), 1);
 }
 
+/// `x` (TERM) on a worker of the command, a server's python under `sh`: the shell then
+/// exits 143, and that end is the operator's, as every view words it (`stopped (exit 143)`);
+/// a failure of the command after a signal it went on from (a HUP to reload) is its own.
+#[test]
+fn a_worker_signalled_by_hand_ends_the_command_by_hand_when_its_end_carries_the_signal() {
+    for (signal, status, failed) in [
+        (ProcessSignal::TERM, exited(143), false),
+        (ProcessSignal::KILL, exited(137), false),
+        (ProcessSignal::TERM, exited(1), true),
+        (ProcessSignal::HUP, exited(2), true),
+    ] {
+        let mut rig = Rig::running(with_attention(), OnTerm::Ignore);
+        rig.world.borrow_mut().spawn(101, OnTerm::Exit);
+        rig.advance(Duration::from_millis(5));
+        rig.feed(from_client(
+            1,
+            Request::Signal {
+                signal,
+                scope: Scope::Pid,
+                pid: Some(101),
+                origin: None,
+            },
+        ));
+        assert_eq!(rig.count("signal_sent"), 1, "{:?}", rig.kinds());
+        rig.command_ends(status);
+        rig.finish();
+        let told: Vec<_> = attention(&rig).into_iter().map(|(kind, _)| kind).collect();
+        let expected: &[AttentionKind] = if failed {
+            &[AttentionKind::Failed]
+        } else {
+            &[]
+        };
+        assert_eq!(told, expected, "SIG{signal} to a worker, then {status:?}");
+    }
+}
+
 /// A command tether stopped because what ran it ended (its front end lost: the agent whose
 /// server it was exited) or at a shutdown ran long enough to be told of, and is not: the
 /// end is its caller's, not a failure of its own.
