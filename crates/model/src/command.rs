@@ -177,16 +177,10 @@ impl AttentionMark {
         (u8::MAX - rank, self.at_ms)
     }
 
-    /// How the list, the status bar and a notification name it: an agent's `needs_input` is
-    /// `waiting for you` (its detail says so, as the broker's detector wrote it: the
-    /// journal's kind stays `needs_input` for every reader).
+    /// How the list, the status bar, the timeline and a notification name it
+    /// ([`super::describe::mark_words`]): `needs input`, `waiting for you`, `over budget`.
     pub fn words(&self) -> &'static str {
-        let waiting = tether_core::attention::detector::WAITING_FOR_YOU;
-        if self.kind == AttentionKind::NeedsInput && self.detail.starts_with(waiting) {
-            waiting
-        } else {
-            super::describe::attention_words(self.kind)
-        }
+        super::describe::mark_words(self.kind, &self.detail)
     }
 }
 
@@ -827,6 +821,32 @@ mod tests {
         );
         assert_eq!(command.words(), "needs input");
         assert_eq!(mark(AttentionKind::Runaway, "").words(), "runaway");
+    }
+
+    /// A budget's stop, which the broker tells as `failed` with the words every view has for
+    /// that end, reads `over budget` in the status bar, the list and a notification, and once
+    /// on the timeline; another failure reads `failed`.
+    #[test]
+    fn a_budgets_failed_mark_reads_over_budget() {
+        use crate::describe::describe;
+        let told = |detail: &str| EventKind::Attention {
+            attention: AttentionKind::Failed,
+            detail: detail.into(),
+        };
+        let mut c = begun();
+        c.apply(&event(10, told("over budget (max_output) after 558ms")));
+        assert_eq!(c.attention[0].words(), "over budget");
+        assert_eq!(
+            describe(&told("over budget (max_output) after 558ms")).0,
+            "over budget (max_output) after 558ms"
+        );
+        let mut failed = begun();
+        failed.apply(&event(10, told("exit 3 after 2.0s")));
+        assert_eq!(failed.attention[0].words(), "failed");
+        assert_eq!(
+            describe(&told("exit 3 after 2.0s")).0,
+            "failed: exit 3 after 2.0s"
+        );
     }
 
     #[test]

@@ -128,7 +128,7 @@ impl Ending {
             Ending::Finished => "finished".into(),
             Ending::Stopped(exit) => format!("stopped ({})", how(exit)),
             Ending::Restarted => "restarted (file changed)".into(),
-            Ending::OverBudget(budget) => format!("over budget ({})", budget.key()),
+            Ending::OverBudget(budget) => budget.ended_words(),
             Ending::TimedOut(exit) => format!("timed out ({})", how(exit)),
             Ending::ParentLost(exit) => format!("parent lost ({})", how(exit)),
             Ending::HardKilled(exit) => format!("killed ({})", how(exit)),

@@ -199,10 +199,17 @@ impl Broker {
             self.result.stopped_by,
             Some(Origin::ParentLost | Origin::Shutdown | Origin::Reclaim)
         );
-        let ending = if by_hand {
+        // In the order the model words an end (`model::ending`): a drained run finished
+        // whatever stopped it, a person's end is theirs, and a budget's stop is that before
+        // anything else that happened during it.
+        let ending = if self.result.drained {
+            Ending::Drained
+        } else if by_hand {
             Ending::ByHand
         } else if with_what_ran_it {
             Ending::WithWhatRanIt
+        } else if let Some(budget) = self.result.budget {
+            Ending::OverBudget(budget)
         } else if self.result.response_timeout {
             Ending::TimedOut {
                 silent: now.saturating_duration_since(self.last_output),
