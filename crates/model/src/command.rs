@@ -76,15 +76,6 @@ impl KeptLeftovers {
 }
 
 impl Status {
-    /// Ended badly: a non-zero exit, a signal, a start that failed, a broker lost.
-    pub fn is_failure(self) -> bool {
-        match self {
-            Status::Exited(status) => status.code != Some(0),
-            Status::FailedToStart | Status::Lost => true,
-            _ => false,
-        }
-    }
-
     pub fn is_active(self) -> bool {
         matches!(
             self,
@@ -651,10 +642,11 @@ impl CommandState {
         self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
     }
 
-    /// Ended badly (see [`Status::is_failure`]), or stopped by a watchdog, a budget or a SIGKILL
-    /// whichever way it then exited (a trapped TERM may still exit 0); never when it was
-    /// stopped after its final line, nor when the operator stopped it. The rule `tether
-    /// sessions` counts by (`postmortem::tally::Outcome`) too.
+    /// Ended badly (a non-zero exit, a signal, a start that failed, a broker lost), or stopped
+    /// by a watchdog, a budget or a SIGKILL whichever way it then exited (a trapped TERM may
+    /// still exit 0); never when it was stopped after its final line, nor when the operator
+    /// ended it ([`super::ending::Ending::count`]). The one rule: `tether sessions`
+    /// (`postmortem::tally::Outcome`), the list, the strip, the exports count by it.
     pub fn is_failure(&self) -> bool {
         use super::ending::{Count, Ending};
         Ending::of(self).is_some_and(|e| matches!(e.count(), Count::Failed | Count::Killed))
