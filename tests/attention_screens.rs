@@ -78,7 +78,7 @@ fn the_needs_you_filter_lists_the_failed_mark_and_the_status_bar_names_it() {
     let app = app_of(watched(), &[]);
     let all = draw(&app);
     assert!(
-        status_line(&all).starts_with(" every-kind/11 runaway: failed "),
+        status_line(&all).starts_with(" every-kind/11 runaway: over budget "),
         "{all}"
     );
     // The list zoomed, so that it has every column.
@@ -104,7 +104,7 @@ fn g_in_a_watch_selects_the_latest_attention_and_says_how_to_stop_it() {
     let screen = draw(&app);
     let status = status_line(&screen);
     assert!(
-        status.contains("every-kind/11 runaway: failed (killed by SIGTERM"),
+        status.contains("every-kind/11 runaway: over budget (max_cpu) after 504ms · "),
         "{status}"
     );
     insta::assert_snapshot!(screen);

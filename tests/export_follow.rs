@@ -149,17 +149,19 @@ fn a_session_of_200_commands_arrives_whole_and_once() {
         Some(StatusCode::Error as i32)
     );
 
-    // Killed: the signal's name, and the signal as an event naming its sender.
+    // Ended by its caller's SIGTERM: stopped, as `tether sessions` counts it, so no error;
+    // who stopped it, and the signal as an event naming its sender.
     let killed = &span_of(&spans, &dir_running(&env, session, killed_script)).span;
     assert_eq!(
-        attr_text(&killed.attributes, "error.type").as_deref(),
-        Some("SIGTERM"),
+        attr_text(&killed.attributes, "tether.ended").as_deref(),
+        Some("stopped (SIGTERM)"),
         "{:?}",
         killed.attributes
     );
+    assert_eq!(attr_text(&killed.attributes, "error.type"), None);
     assert_eq!(
         killed.status.as_ref().map(|s| s.code),
-        Some(StatusCode::Error as i32)
+        Some(StatusCode::Ok as i32)
     );
     let stopped_by = attr_text(&killed.attributes, "tether.stopped_by").unwrap_or_default();
     assert!(

@@ -220,6 +220,30 @@ fn cursor_after_the_exit() {
     insta::assert_snapshot!(screen);
 }
 
+/// `05-interrupted`, which the operator's INT ended: at its signal the timeline's dimmed
+/// `exit` after the cursor reads as it does at the end (`exit stopped (SIGINT)`, not `exit
+/// SIGINT`), and so does the status bar once the cursor is on the exit; the same for the
+/// watchdog's stop of `killed` (`timed out (SIGKILL)`).
+#[test]
+fn an_exit_reads_as_its_run_ended_wherever_the_cursor_is() {
+    const INTERRUPTED: usize = 4;
+    let before = screen_after(&select(INTERRUPTED, to(T0 + 5_789)));
+    assert!(before.contains("exit stopped (SIGINT)"), "{before}");
+    assert!(!before.contains("exit SIGINT"), "{before}");
+    let at = screen_after(&select(INTERRUPTED, to(T0 + 5_792)));
+    let status = status_line(&at);
+    assert!(
+        status.contains("interrupted exit stopped (SIGINT)"),
+        "{status}"
+    );
+    let killed = screen_after(&select(KILLED, to(T0 + 4_509)));
+    let status = status_line(&killed);
+    assert!(
+        status.contains("killed exit timed out (SIGKILL)"),
+        "{status}"
+    );
+}
+
 #[test]
 fn end_leaves_the_cursor_and_shows_the_end_again() {
     let end = screen_after(&[]);

@@ -173,14 +173,10 @@ impl CommandExport {
             .or_else(|| self.events.last().map(|e| e.ts_ms))
     }
 
-    /// Whether the run counts as failed: it did not exit 0 (a drained run, stopped after its
-    /// final line, finished).
+    /// Whether the run counts as failed, as `tether sessions` and every view count it
+    /// (`CommandState::is_failure`): failed or killed, never stopped by hand or finished.
     pub fn failed(&self) -> bool {
-        !matches!(
-            self.state.status,
-            crate::model::Status::Exited(status) if status.code == Some(0)
-        ) && !self.state.status.is_active()
-            && !self.state.drained
+        self.state.is_failure()
     }
 }
 

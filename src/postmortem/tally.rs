@@ -109,7 +109,7 @@ mod tests {
     use super::*;
     use crate::protocol::Scope::Group;
     use crate::protocol::fixtures::{event, signal_sent};
-    use crate::protocol::{Origin, ProcessSignal};
+    use crate::protocol::{EventKind, ExitStatus, Origin, ProcessSignal};
 
     fn ended(code: Option<i32>, signal: Option<i32>) -> CommandState {
         CommandState::ended_for_test(code, signal)
@@ -188,11 +188,24 @@ mod tests {
 
     #[test]
     fn a_command_the_operator_stopped_is_no_failure() {
+        // The signal, then the exit it ended in, as a journal has them.
         let signalled = |origin, signal: &str| {
-            let mut command = ended(None, Some(15));
+            let mut command = ended(None, None);
+            command.status = Status::Running;
             command.apply(&event(
                 1,
                 signal_sent(signal.parse().expect("a signal"), Group, origin, 1),
+            ));
+            command.apply(&event(
+                2,
+                EventKind::Exit {
+                    pid: 1,
+                    status: ExitStatus {
+                        code: None,
+                        signal: Some(15),
+                        core_dumped: false,
+                    },
+                },
             ));
             command
         };

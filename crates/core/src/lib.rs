@@ -5,6 +5,8 @@
 //!
 //! - [`attention`]: the attention detector (when a command waits for input, has gone quiet,
 //!   runs away) and what it asks a sample of the tree to read.
+//! - [`by_hand`]: whose doing a command's end was, a person's or its own: the one rule for
+//!   the broker's `failed` and for the words and counts of every view (the model's).
 //! - [`cost`]: what the command's tree cost, weighed from the sources the OS layer read.
 //! - [`final_drain`]: the final-drain pattern and the line matcher over split and very long
 //!   lines.
@@ -29,6 +31,7 @@
 //! rustix, libc or any crate above it.
 
 pub mod attention;
+pub mod by_hand;
 pub mod cost;
 pub mod final_drain;
 pub mod launcher;

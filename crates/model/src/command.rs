@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use tether_config::CommandConfig;
+use tether_core::by_hand::{SignalsByHand, by_hand};
 use tether_os::journal::CommandId;
 use tether_protocol::protocol::{
     AttentionKind, Budget, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus,
-    Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Stream,
+    Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Scope, Stream,
     TerminalRequest,
 };
 
@@ -75,15 +76,6 @@ impl KeptLeftovers {
 }
 
 impl Status {
-    /// Ended badly: a non-zero exit, a signal, a start that failed, a broker lost.
-    pub fn is_failure(self) -> bool {
-        match self {
-            Status::Exited(status) => status.code != Some(0),
-            Status::FailedToStart | Status::Lost => true,
-            _ => false,
-        }
-    }
-
     pub fn is_active(self) -> bool {
         matches!(
             self,
@@ -119,12 +111,6 @@ impl Status {
             Status::Lost => "lost".into(),
         }
     }
-}
-
-/// A stop or signal asked for by a person: the operator (a key, `tether stop`, quitting the
-/// TUI, which stops everything with origin `shutdown`), or the agent through the shim.
-fn by_hand(origin: Origin) -> bool {
-    matches!(origin, Origin::Operator | Origin::Caller | Origin::Shutdown)
 }
 
 /// `exit 0`, `exit 3`, `SIGKILL`.
@@ -182,16 +168,10 @@ impl AttentionMark {
         (u8::MAX - rank, self.at_ms)
     }
 
-    /// How the list, the status bar and a notification name it: an agent's `needs_input` is
-    /// `waiting for you` (its detail says so, as the broker's detector wrote it: the
-    /// journal's kind stays `needs_input` for every reader).
+    /// How the list, the status bar, the timeline and a notification name it
+    /// ([`super::describe::mark_words`]): `needs input`, `waiting for you`, `over budget`.
     pub fn words(&self) -> &'static str {
-        let waiting = tether_core::attention::detector::WAITING_FOR_YOU;
-        if self.kind == AttentionKind::NeedsInput && self.detail.starts_with(waiting) {
-            waiting
-        } else {
-            super::describe::attention_words(self.kind)
-        }
+        super::describe::mark_words(self.kind, &self.detail)
     }
 }
 
@@ -226,10 +206,13 @@ pub struct CommandState {
     pub response_timeout: bool,
     /// Stopped after its final line (`drain_on`): it finished, however its signal ended it.
     pub drained: bool,
-    /// The operator (or the agent, through the shim) stopped it or sent it a signal that
-    /// ends a process, before it ended: however it then ended, that was their doing, not a
+    /// The operator (or the agent, through the shim) stopped it, or sent it a signal that
+    /// ended it ([`SignalsByHand`]): however it then ended, that was their doing, not a
     /// failure.
     pub stopped_by_hand: bool,
+    /// The signals that end a process a person sent before it ended: at its `exit`, whether
+    /// they ended it.
+    signals_by_hand: SignalsByHand,
     /// The TUI's launcher stopped it to start it again: a watched file changed.
     pub restarted_for_change: bool,
     /// The origin of the last stop journaled before it ended: a stop that took over the
@@ -309,6 +292,7 @@ impl CommandState {
             response_timeout: false,
             drained: false,
             stopped_by_hand: false,
+            signals_by_hand: SignalsByHand::default(),
             restarted_for_change: false,
             last_stop: None,
             parent_lost: None,
@@ -484,12 +468,21 @@ impl CommandState {
                     self.status = Status::Stopping;
                 }
             }
-            EventKind::SignalSent { signal, origin, .. } => {
+            EventKind::SignalSent {
+                signal,
+                origin,
+                scope,
+                targets,
+                ..
+            } => {
                 self.drained |= *origin == Origin::FinalDrain;
                 // Only before the command's own end: a signal the agent passes on to what
-                // is left after it (as the broker's attention counts) ended nothing.
-                self.stopped_by_hand |=
-                    by_hand(*origin) && signal.ends_by_hand() && self.ended_ms.is_none();
+                // is left after it ended nothing. As the broker's attention counts them.
+                if self.ended_ms.is_none() {
+                    let to_command = *scope == Scope::Group
+                        || self.pid.is_some_and(|pid| targets.contains(&pid));
+                    (self.signals_by_hand).sent(*origin, *signal, to_command);
+                }
                 self.restarted_for_change |= *origin == Origin::FileChanged
                     && signal.ends_by_hand()
                     && self.ended_ms.is_none();
@@ -559,6 +552,7 @@ impl CommandState {
             | EventKind::OutputUndelivered { .. }
             | EventKind::NotifyFailed { .. } => {}
             EventKind::Exit { status, .. } => {
+                self.stopped_by_hand |= self.signals_by_hand.ended_it(*status);
                 self.status = Status::Exited(*status);
                 self.ended_ms = Some(ts);
                 self.markers.push((ts, Marker::Exit));
@@ -649,10 +643,11 @@ impl CommandState {
         self.peak_rss_bytes = Some(self.peak_rss_bytes.unwrap_or(0).max(rss_bytes));
     }
 
-    /// Ended badly (see [`Status::is_failure`]), or stopped by a watchdog, a budget or a SIGKILL
-    /// whichever way it then exited (a trapped TERM may still exit 0); never when it was
-    /// stopped after its final line, nor when the operator stopped it. The rule `tether
-    /// sessions` counts by (`postmortem::tally::Outcome`) too.
+    /// Ended badly (a non-zero exit, a signal, a start that failed, a broker lost), or stopped
+    /// by a watchdog, a budget or a SIGKILL whichever way it then exited (a trapped TERM may
+    /// still exit 0); never when it was stopped after its final line, nor when the operator
+    /// ended it ([`super::ending::Ending::count`]). The one rule: `tether sessions`
+    /// (`postmortem::tally::Outcome`), the list, the strip, the exports count by it.
     pub fn is_failure(&self) -> bool {
         use super::ending::{Count, Ending};
         Ending::of(self).is_some_and(|e| matches!(e.count(), Count::Failed | Count::Killed))
@@ -819,6 +814,32 @@ mod tests {
         );
         assert_eq!(command.words(), "needs input");
         assert_eq!(mark(AttentionKind::Runaway, "").words(), "runaway");
+    }
+
+    /// A budget's stop, which the broker tells as `failed` with the words every view has for
+    /// that end, reads `over budget` in the status bar, the list and a notification, and once
+    /// on the timeline; another failure reads `failed`.
+    #[test]
+    fn a_budgets_failed_mark_reads_over_budget() {
+        use crate::describe::describe;
+        let told = |detail: &str| EventKind::Attention {
+            attention: AttentionKind::Failed,
+            detail: detail.into(),
+        };
+        let mut c = begun();
+        c.apply(&event(10, told("over budget (max_output) after 558ms")));
+        assert_eq!(c.attention[0].words(), "over budget");
+        assert_eq!(
+            describe(&told("over budget (max_output) after 558ms")).0,
+            "over budget (max_output) after 558ms"
+        );
+        let mut failed = begun();
+        failed.apply(&event(10, told("exit 3 after 2.0s")));
+        assert_eq!(failed.attention[0].words(), "failed");
+        assert_eq!(
+            describe(&told("exit 3 after 2.0s")).0,
+            "failed: exit 3 after 2.0s"
+        );
     }
 
     #[test]

@@ -52,6 +52,30 @@ pub fn attention_words(kind: AttentionKind) -> &'static str {
     }
 }
 
+/// How every view names one attention mark, as its detail begins where the broker's
+/// detector words it more closely: an agent's `needs_input` is `waiting for you`, a
+/// `failed` that a budget's stop was is `over budget` (the words every view has for that
+/// end). The journal's kind stays `needs_input` or `failed` for every reader.
+pub fn mark_words(kind: AttentionKind, detail: &str) -> &'static str {
+    use tether_core::attention::detector::WAITING_FOR_YOU;
+    use tether_protocol::protocol::OVER_BUDGET;
+    match kind {
+        AttentionKind::NeedsInput if detail.starts_with(WAITING_FOR_YOU) => WAITING_FOR_YOU,
+        AttentionKind::Failed if detail.starts_with(OVER_BUDGET) => OVER_BUDGET,
+        kind => attention_words(kind),
+    }
+}
+
+/// A mark in a line, its words then what was seen, without saying its words twice:
+/// `failed: exit 3 after 2.0s`, `over budget (max_cpu) after 504ms`.
+fn mark_line(kind: AttentionKind, detail: &str) -> String {
+    let detail = one_line(detail);
+    match mark_words(kind, &detail) {
+        words if detail.starts_with(words) => detail,
+        words => format!("{words}: {detail}"),
+    }
+}
+
 /// The details of an event, in a few words, and its tone. A reaped orphan is told better by
 /// [`describe_in`], which knows the command's tree.
 pub fn describe(kind: &EventKind) -> (String, Tone) {
@@ -114,7 +138,7 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             Tone::Warning,
         ),
         EventKind::Attention { attention, detail } => (
-            format!("{}: {}", attention_words(*attention), one_line(detail)),
+            mark_line(*attention, detail),
             match attention {
                 AttentionKind::Failed => Tone::Error,
                 AttentionKind::Finished => Tone::Quiet,

@@ -8,7 +8,7 @@
 //! | ending | words | list | counted as |
 //! |---|---|---|---|
 //! | stopped after its final line (`drain_on`) | `finished` | `finished` | ok |
-//! | stopped by the operator (a key, `tether stop`, quitting the TUI) or the agent | `stopped (SIGTERM)`, `stopped (exit 143)` | `stopped` | stopped |
+//! | stopped by the operator (a key, `tether stop`, quitting the TUI) or the agent, or ended by a signal of theirs (`tether_core::by_hand`) | `stopped (SIGTERM)`, `stopped (exit 143)` | `stopped` | stopped |
 //! | stopped by the TUI's launcher to start it again (`restart_on_change`) | `restarted (file changed)` | `restarted` | stopped |
 //! | a budget's stop | `over budget (max_cpu)` | `over budget` | killed |
 //! | the no-output watchdog | `timed out (SIGKILL)` | `timed out` | killed |
@@ -30,7 +30,8 @@ pub enum Ending {
     /// Stopped by tether after it printed its final line (`drain_on`): its work was done.
     Finished,
     /// Stopped (or ended by a signal sent) by the operator (quitting the TUI included) or,
-    /// through the shim, the agent.
+    /// through the shim, the agent: `tether_core::by_hand::SignalsByHand` says when a signal
+    /// ended it, for the broker's attention too.
     Stopped(ExitStatus),
     /// Stopped by the TUI's launcher to start it again, because a file that its
     /// `restart_on_change` watches changed: not a failure, nor the operator's stop.
@@ -127,7 +128,7 @@ impl Ending {
             Ending::Finished => "finished".into(),
             Ending::Stopped(exit) => format!("stopped ({})", how(exit)),
             Ending::Restarted => "restarted (file changed)".into(),
-            Ending::OverBudget(budget) => format!("over budget ({})", budget.key()),
+            Ending::OverBudget(budget) => budget.ended_words(),
             Ending::TimedOut(exit) => format!("timed out ({})", how(exit)),
             Ending::ParentLost(exit) => format!("parent lost ({})", how(exit)),
             Ending::HardKilled(exit) => format!("killed ({})", how(exit)),
@@ -296,6 +297,46 @@ mod tests {
             Some("exit 1".into())
         );
         assert_eq!(words(&stop[..2]), None, "not ended yet");
+    }
+
+    /// A signal of the operator's to one worker of the command (`x` in the tree) made its end
+    /// theirs when the end carries it, as the broker's attention decides (`SignalsByHand`):
+    /// `sh` exiting 143 after its python was sent TERM was stopped; a command that went on
+    /// after a HUP to a worker and failed later failed.
+    #[test]
+    fn a_signal_to_a_worker_is_the_end_s_cause_only_when_the_end_carries_it() {
+        use tether_protocol::protocol::fixtures::{event, signal_sent, spawned};
+        use tether_protocol::protocol::{EventKind, ProcessSignal, Scope};
+        let run = |signal, to: i32, code| {
+            let exit = EventKind::Exit {
+                pid: 7,
+                status: ExitStatus {
+                    code: Some(code),
+                    signal: None,
+                    core_dumped: false,
+                },
+            };
+            let events = [
+                event(0, spawned(7)),
+                event(10, signal_sent(signal, Scope::Pid, Origin::Operator, to)),
+                event(30, exit),
+            ];
+            let ending = Ending::of_events(&events).expect("ended");
+            (ending.words(), ending.count())
+        };
+        assert_eq!(
+            run(ProcessSignal::TERM, 8, 143),
+            ("stopped (exit 143)".into(), Count::Stopped)
+        );
+        assert_eq!(
+            run(ProcessSignal::HUP, 8, 1),
+            ("exit 1".into(), Count::Failed)
+        );
+        // To the main process itself: whatever it then does is the operator's doing.
+        assert_eq!(
+            run(ProcessSignal::TERM, 7, 1),
+            ("stopped (exit 1)".into(), Count::Stopped)
+        );
     }
 
     /// The launcher's restart on a changed file reads as that, not as the operator's stop;

@@ -1,7 +1,10 @@
 //! Reading what the follower decides on: a session's command numbers (one directory
 //! listing) and, for a command not yet sent, four facts from its small files (whether it
 //! ended, failed, is the agent, when it last ran). A command's events are read only when
-//! its broker is found gone without a result, to see how far it got.
+//! its broker is found gone without a result, to see how far it got, or when its result
+//! says something stopped it or it did not exit 0: whether that was a failure is the
+//! model's word (`CommandState::is_failure`), which a stop or signal of the operator's
+//! makes none.
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
@@ -92,7 +95,16 @@ fn look_at_command(dir: &Path, number: u64, now_ms: u64) -> CommandScan {
     };
     if let Some(result) = read_result(dir) {
         scan.ended = true;
-        scan.failed = !result.drained && result.exit.is_none_or(|e| e.code != Some(0));
+        // An exit 0 that nothing stopped is no failure by any reading; any other end is
+        // read as every view reads it (a stop or signal of the operator's is no failure, a
+        // budget's is), from its events.
+        let clean = result.exit.is_some_and(|e| e.code == Some(0))
+            && result.stopped_by.is_none()
+            && !(result.response_timeout || result.hard_killed || result.parent_lost);
+        scan.failed = !clean && !result.drained && {
+            let command = CommandExport::load(dir);
+            command.failed() || command.cut_short
+        };
         scan.last_ms = result.ended_ms;
         return scan;
     }
@@ -108,7 +120,7 @@ fn look_at_command(dir: &Path, number: u64, now_ms: u64) -> CommandScan {
             // Its broker is gone without a result: cut short, as far as its journal goes.
             let command = CommandExport::load(dir);
             scan.ended = command.ended_ms().is_some() || command.events.is_empty();
-            scan.failed = command.failed();
+            scan.failed = command.failed() || command.cut_short;
             scan.last_ms = command
                 .ended_ms()
                 .or_else(|| modified_ms(dir))
@@ -158,6 +170,12 @@ mod tests {
         assert!(ok.last_ms < LATER);
         let failed = scan_command(&fixture("02-fail"), 2, LATER).unwrap();
         assert!(failed.ended && failed.failed);
+        // How it ended is the model's word: the operator's INT is no failure, a budget's
+        // stop is one.
+        let interrupted = scan_command(&fixture("05-interrupted"), 5, LATER).unwrap();
+        assert!(interrupted.ended && !interrupted.failed, "{interrupted:?}");
+        let over_budget = scan_command(&fixture("11-runaway"), 11, LATER).unwrap();
+        assert!(over_budget.ended && over_budget.failed, "{over_budget:?}");
         // No result, its broker long gone: cut short, ended where its journal ends.
         let crashed = scan_command(&fixture("10-crashed"), 10, LATER).unwrap();
         assert!(crashed.ended && crashed.failed, "{crashed:?}");

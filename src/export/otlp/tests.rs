@@ -197,6 +197,33 @@ fn a_plain_session_has_a_root_and_every_command_under_it() {
     assert_eq!(ended, "failed to start: enoent");
 }
 
+/// The root span counts the commands that failed as `tether sessions` does (failed or
+/// killed; a run cut short too), and a run the operator stopped is no error: `05-interrupted`
+/// (INT through `tether signal`) was counted failed, which made the root of a session of
+/// stopped commands say all of them failed.
+#[test]
+fn the_root_counts_failures_as_tether_sessions_does() {
+    let (_tmp, session) = fixture(false);
+    let spans = round_trip(&session);
+    let tally = crate::postmortem::tally::Tally::of(session.commands.iter().map(|c| &c.state));
+    assert_eq!(
+        tally.words(),
+        "11 cmds: 4 ok, 3 failed, 3 killed, 1 stopped"
+    );
+    // The failed (`10-crashed`, cut short, among them: its broker was lost) and the killed.
+    let failed = number(&spans[0].attributes, "tether.commands.failed");
+    assert_eq!(failed, Some(6));
+    let message = &spans[0].status.as_ref().unwrap().message;
+    assert_eq!(message, "6 of 11 commands failed or were cut short");
+    let interrupted = named(&spans, "interrupted");
+    assert_eq!(
+        text(&interrupted.attributes, "tether.ended").as_deref(),
+        Some("stopped (SIGINT)")
+    );
+    assert_eq!(text(&interrupted.attributes, "error.type"), None);
+    assert_eq!(interrupted.status.as_ref().unwrap().code, 1, "OK");
+}
+
 fn event<'a>(span: &'a Span, name: &str) -> &'a Event {
     span.events.iter().find(|e| e.name == name).unwrap()
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use super::agent_wait::AgentWait;
-use crate::protocol::{AttentionKind, AttentionRequest, EventKind, ExitStatus};
+use crate::protocol::{AttentionKind, AttentionRequest, Budget, EventKind, ExitStatus};
 use crate::units::{duration, format_size};
 
 /// A tree at or above this share of one core is busy.
@@ -78,6 +78,10 @@ pub enum Sample {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
     Exited(ExitStatus),
+    /// tether stopped it after its final line (`drain_on`): its work was done, as an exit 0.
+    Drained,
+    /// A budget's stop ended it: a failure, in the words every view has for it.
+    OverBudget(Budget),
     /// Its watchdog stopped it (no output for this long).
     TimedOut {
         silent: Duration,
@@ -465,10 +469,23 @@ impl Detector {
         }
         let ran = at.saturating_duration_since(self.started);
         let ran_text = duration(ran);
+        // Its work was done: told as an exit 0, whatever signal then stopped it.
+        let ending = match ending {
+            Ending::Drained => Ending::Exited(ExitStatus {
+                code: Some(0),
+                signal: None,
+                core_dumped: false,
+            }),
+            ending => ending,
+        };
         match ending {
             Ending::ByHand | Ending::WithWhatRanIt => {}
             Ending::SpawnFailed => {
                 self.raise(AttentionKind::Failed, "could not start".to_string());
+            }
+            Ending::OverBudget(budget) => {
+                let detail = format!("{} after {ran_text}", budget.ended_words());
+                self.raise(AttentionKind::Failed, detail);
             }
             Ending::TimedOut { silent, .. } => {
                 let detail = format!("timed out: no output for {}", duration(silent));
@@ -481,6 +498,7 @@ impl Detector {
                         .thresholds
                         .failed_after
                         .is_some_and(|after| ran < after) => {}
+            Ending::Drained => {}
             Ending::Exited(status) => match (status.code, status.signal) {
                 (Some(0), _) => {
                     if self

@@ -18,6 +18,7 @@ use super::{Broker, Phase};
 use crate::attention::detector::{Detector, Ending, ProcessSample, Sample};
 use crate::attention::inputs::InputFile;
 use crate::attention::notify_policy::{NotifyPolicy, runnable};
+use crate::by_hand::SignalsByHand;
 use crate::protocol::{AttentionRequest, EventKind, ExitStatus, Origin, ProcessSignal};
 use tether_protocol::CommandId;
 
@@ -49,9 +50,9 @@ pub(super) struct Attention {
     notify: Option<NotifyPolicy>,
     /// The end waits for the notify command's runs ([`Output::WindDownNotify`]).
     winding_down: bool,
-    /// The operator (or the caller, through the shim) sent the command a signal that ends a
-    /// process: however it then ends is their doing, never a failure to tell them about.
-    ended_by_hand: bool,
+    /// The signals that end a process the operator (or the caller, through the shim) sent:
+    /// an end they caused is their doing, never a failure to tell them about.
+    signals_by_hand: SignalsByHand,
 }
 
 impl Attention {
@@ -66,7 +67,7 @@ impl Attention {
                 .filter(|argv| request.enabled && runnable(argv))
                 .map(|_| NotifyPolicy::default()),
             winding_down: false,
-            ended_by_hand: false,
+            signals_by_hand: SignalsByHand::default(),
         }
     }
 
@@ -174,18 +175,22 @@ impl Broker {
         self.attention_emit();
     }
 
-    /// [call site: operator_signalled] The operator or the caller sent `signal`: one that ends
-    /// a process by default makes the command's end theirs.
-    pub(super) fn attention_signalled_by_hand(&mut self, signal: ProcessSignal) {
-        if signal.ends_by_hand() {
-            self.attention.ended_by_hand = true;
-        }
+    /// [call site: operator_signalled] `origin` (the operator or the caller) sent `signal` to
+    /// the command (`to_command`: its group or its main process) or to another process of its
+    /// tree: see [`SignalsByHand`] for when that makes the command's end theirs.
+    pub(super) fn attention_signalled(
+        &mut self,
+        origin: Origin,
+        signal: ProcessSignal,
+        to_command: bool,
+    ) {
+        (self.attention.signals_by_hand).sent(origin, signal, to_command);
     }
 
     /// [call site: reap] The command's main process ended.
     pub(super) fn attention_exited(&mut self, status: ExitStatus) {
         let now = self.now;
-        let by_hand = self.attention.ended_by_hand
+        let by_hand = self.attention.signals_by_hand.ended_it(status)
             || matches!(
                 self.result.stopped_by,
                 Some(Origin::Operator | Origin::Caller | Origin::FileChanged)
@@ -194,10 +199,17 @@ impl Broker {
             self.result.stopped_by,
             Some(Origin::ParentLost | Origin::Shutdown | Origin::Reclaim)
         );
-        let ending = if by_hand {
+        // In the order the model words an end (`model::ending`): a drained run finished
+        // whatever stopped it, a person's end is theirs, and a budget's stop is that before
+        // anything else that happened during it.
+        let ending = if self.result.drained {
+            Ending::Drained
+        } else if by_hand {
             Ending::ByHand
         } else if with_what_ran_it {
             Ending::WithWhatRanIt
+        } else if let Some(budget) = self.result.budget {
+            Ending::OverBudget(budget)
         } else if self.result.response_timeout {
             Ending::TimedOut {
                 silent: now.saturating_duration_since(self.last_output),

@@ -380,13 +380,11 @@ impl Broker {
             }),
             (target, targets) => {
                 let targets = targets.unwrap_or_default();
-                // To the command (its group, or its main process), not one worker of it.
+                // To the command (its group, or its main process), or one worker of it.
                 let main = self.child.as_ref().map(|c| c.pid);
-                if matches!(target, OperatorTarget::Group(_))
-                    || matches!(target, OperatorTarget::Pid(pid) if Some(pid) == main)
-                {
-                    self.attention_signalled_by_hand(signal);
-                }
+                let to_command = matches!(target, OperatorTarget::Group(_))
+                    || matches!(target, OperatorTarget::Pid(pid) if Some(pid) == main);
+                self.attention_signalled(asker.origin, signal, to_command);
                 self.emit(EventKind::SignalSent {
                     signal,
                     scope: target.scope(),

@@ -275,6 +275,9 @@ pub enum Budget {
     Output,
 }
 
+/// How every view begins the words for a run a budget stopped.
+pub const OVER_BUDGET: &str = "over budget";
+
 impl Budget {
     /// The budget's key, as tether.toml writes it.
     pub fn key(self) -> &'static str {
@@ -283,6 +286,12 @@ impl Budget {
             Budget::Cpu => "max_cpu",
             Budget::Output => "max_output",
         }
+    }
+
+    /// How a run this budget stopped ended, in every view and in the broker's `failed`
+    /// attention: `over budget (max_cpu)`.
+    pub fn ended_words(self) -> String {
+        format!("{OVER_BUDGET} ({})", self.key())
     }
 }
 

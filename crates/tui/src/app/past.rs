@@ -2,7 +2,11 @@
 //! only when the cursor moves, and what the panes draw besides it.
 
 use super::App;
-use super::view::CursorContent;
+use super::view::{CursorContent, ToldEvent};
+
+/// The entries after the cursor kept for the timeline, which shows at most a third of its
+/// pane of them: more than the tallest pane's third.
+const LATER_KEPT: usize = 128;
 use tether_model::Model;
 
 impl App {
@@ -39,34 +43,34 @@ impl App {
             return Some(at);
         }
         self.cursor_for = Some(key);
-        let name = |i: usize| {
-            self.model
-                .commands
-                .get(i)
-                .map_or_else(String::new, |c| c.config.name.clone())
-        };
+        // Each event is told by its whole run (the model of the whole recording), so that it
+        // reads the same wherever the cursor is.
+        let runs = &self.model.commands;
         // What changed how a run went first: it is what `{` and `}` stop at.
-        let mut events: Vec<_> = recording
-            .events_at(at)
-            .map(|(i, e)| (name(i), e.kind.clone()))
-            .collect();
-        events.sort_by_key(|(_, kind)| !tether_model::recording::is_notable(kind));
-        let later = self
-            .model
-            .commands
+        let mut events: Vec<_> = recording.events_at(at).collect();
+        events.sort_by_key(|(_, e)| !tether_model::recording::is_notable(&e.kind));
+        let first = events.first().and_then(|(i, e)| {
+            let run = runs.get(*i)?;
+            Some((
+                run.config.name.clone(),
+                ToldEvent::of(run, e.ts_ms, &e.kind),
+            ))
+        });
+        let later = runs
             .get(self.view.selected)
-            .map(|c| {
-                c.timeline
-                    .iter()
+            .map(|run| {
+                (run.timeline.iter())
                     .filter(|e| e.ts_ms > at)
-                    .cloned()
+                    .take(LATER_KEPT)
+                    .map(|e| ToldEvent::of(run, e.ts_ms, &e.kind))
                     .collect()
             })
             .unwrap_or_default();
         self.content.cursor = Some(CursorContent {
             at_ms: at,
             end_ms: end_ms.max(at),
-            events,
+            events: events.len(),
+            first,
             later,
         });
         Some(at)

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use super::list::{ListRows, ListView};
 
+use tether_model::describe::Tone;
 use tether_model::output::StyledLine;
 use tether_model::screen::{FullScreenSigns, ReplayStart, ScreenGrid};
-use tether_model::{CommandIndex, TimelineEntry};
+use tether_model::{CommandIndex, CommandState};
 use tether_os::sampler::{Machine, TreeRow};
 use tether_protocol::protocol::{EventKind, Stream};
 
@@ -272,10 +273,36 @@ pub struct CursorContent {
     pub at_ms: u64,
     /// The recording's end: the all-commands strip spans the whole session.
     pub end_ms: u64,
-    /// What was journaled at the cursor's moment: the command's name and the event.
-    pub events: Vec<(String, EventKind)>,
-    /// The selected command's timeline entries after the cursor, shown dimmed after it.
-    pub later: Vec<TimelineEntry>,
+    /// What was journaled at the cursor's moment, the notable first: how many events, and
+    /// the first with its command's name.
+    pub events: usize,
+    pub first: Option<(String, ToldEvent)>,
+    /// The selected command's first timeline entries after the cursor (no more than a pane
+    /// shows), shown dimmed after it.
+    pub later: Vec<ToldEvent>,
+}
+
+/// An event as its whole run tells it ([`tether_model::describe::describe_in`] the command
+/// as the recording ends): before the cursor reaches the run's end, its `exit` still reads
+/// as the run ended (`stopped (SIGTERM)`), as it does at the end and in every other view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToldEvent {
+    pub ts_ms: u64,
+    pub kind: EventKind,
+    pub text: String,
+    pub tone: Tone,
+}
+
+impl ToldEvent {
+    pub fn of(run: &CommandState, ts_ms: u64, kind: &EventKind) -> ToldEvent {
+        let (text, tone) = tether_model::describe::describe_in(run, kind);
+        ToldEvent {
+            ts_ms,
+            kind: kind.clone(),
+            text,
+            tone,
+        }
+    }
 }
 
 /// What an output pane shows of its stream as a screen.

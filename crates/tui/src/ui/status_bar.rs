@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::strip::cursor_time;
-use super::timeline::describe;
+use super::timeline::tone_color;
 use super::{Scene, format, style};
 use crate::app::action::Action;
 use crate::app::update::{OnScreen, refusal_on};
@@ -192,7 +192,8 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
         format!(" {} ", cursor_time(model, cursor.at_ms)),
         CURSOR,
     )];
-    if let Some((name, kind)) = cursor.events.first() {
+    if let Some((name, told)) = &cursor.first {
+        let kind = &told.kind;
         let (text, color) = match kind {
             // The timeline leaves these out; at the cursor they are what happened.
             EventKind::Output { stream, len, .. } => (
@@ -203,7 +204,8 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
                 format::count(processes.len(), "process", "processes"),
                 style::DIM.fg.unwrap_or_default(),
             ),
-            kind => describe(kind),
+            // As its whole run tells it, as the timeline does.
+            _ => (told.text.clone(), tone_color(told.tone)),
         };
         spans.push(Span::raw(format!(" {} ", one_line(name))));
         spans.push(Span::styled(
@@ -216,9 +218,9 @@ fn cursor_spans(model: &Model, cursor: &CursorContent, details: usize) -> Vec<Sp
                 format::truncate(&one_line(&text), details)
             )));
         }
-        if cursor.events.len() > 1 {
+        if cursor.events > 1 {
             spans.push(Span::styled(
-                format!(" +{} more", cursor.events.len() - 1),
+                format!(" +{} more", cursor.events - 1),
                 style::DIM,
             ));
         }

@@ -33,8 +33,11 @@ pub fn status(status: Status) -> Style {
 /// A command's state: the launcher's word's colour while it has one (red for a command
 /// that gave up or cannot start, yellow for a wait or a restart to come); else, running,
 /// green and bold once ready and yellow once its readiness probe gave up (it runs, and what
-/// waits for it waits in vain); else its status's colour.
+/// waits for it waits in vain); else, ended, the colour of how it ended as every view counts
+/// it (`model::ending`: blue for ok, magenta for a stop of yours, as the timeline's `exit`,
+/// red for a failure or a kill); else its status's colour.
 pub fn state(command: &tether_model::CommandState) -> Style {
+    use tether_model::ending::{Count, Ending};
     match (&command.plan, command.readiness.as_ref()) {
         (Some(plan), _) if plan.is_failure() => Style::new().fg(Color::Red),
         (Some(_), _) => Style::new().fg(Color::Yellow),
@@ -42,7 +45,12 @@ pub fn state(command: &tether_model::CommandState) -> Style {
             Style::new().fg(Color::Green).add_modifier(Modifier::BOLD)
         }
         (None, Some(_)) if command.status == Status::Running => Style::new().fg(Color::Yellow),
-        (None, _) => status(command.status),
+        (None, _) => match Ending::of(command).map(Ending::count) {
+            Some(Count::Ok) => Style::new().fg(Color::Blue),
+            Some(Count::Stopped) => Style::new().fg(Color::Magenta),
+            Some(Count::Failed | Count::Killed) => Style::new().fg(Color::Red),
+            None => status(command.status),
+        },
     }
 }
 
@@ -93,4 +101,31 @@ pub fn output_style(s: output::Style) -> Style {
         }
     }
     style
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tether_model::CommandState;
+
+    /// An ended command's state is coloured as every view counts its end: a run the operator
+    /// stopped (exit 143 after their TERM) is not red as a failure is.
+    #[test]
+    fn an_ended_state_is_coloured_by_how_it_ended() {
+        let fg = |command: &CommandState| state(command).fg;
+        let mut stopped = CommandState::ended_for_test(Some(143), None);
+        stopped.stopped_by_hand = true;
+        assert_eq!(fg(&stopped), Some(Color::Magenta));
+        assert_eq!(
+            fg(&CommandState::ended_for_test(Some(143), None)),
+            Some(Color::Red)
+        );
+        assert_eq!(
+            fg(&CommandState::ended_for_test(Some(0), None)),
+            Some(Color::Blue)
+        );
+        let mut drained = CommandState::ended_for_test(None, Some(15));
+        drained.drained = true;
+        assert_eq!(fg(&drained), Some(Color::Blue));
+    }
 }

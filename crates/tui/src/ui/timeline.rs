@@ -9,10 +9,9 @@ use ratatui::widgets::Paragraph;
 
 use super::{Scene, format, pane_block, style};
 use crate::app::layout;
-use crate::app::view::Pane;
+use crate::app::view::{Pane, ToldEvent};
 use tether_model::describe::{Tone, describe_in};
 use tether_model::output::one_line;
-use tether_model::{CommandState, TimelineEntry};
 use tether_protocol::protocol::EventKind;
 
 pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
@@ -41,17 +40,25 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
         )
     });
     // At the time cursor the model holds the entries up to it; the next few follow,
-    // dimmed, so that `]` and `}` show where they lead.
+    // dimmed, so that `]` and `}` show where they lead, told as their whole run tells them.
     let cursor = content.cursor.as_ref();
     let past = &command.timeline;
-    let later: &[TimelineEntry] = cursor.map_or(&[], |c| &c.later);
-    let entry = |i: usize| past.get(i).unwrap_or_else(|| &later[i - past.len()]);
+    let later: &[ToldEvent] = cursor.map_or(&[], |c| &c.later);
     let line = |i: usize| {
         let clock = Clock {
             session_start: model.session_start_of(command),
             absolute: view.absolute_times,
         };
-        let line = entry_line(command, entry(i), clock);
+        let line = match past.get(i) {
+            Some(entry) => {
+                let (text, tone) = describe_in(command, &entry.kind);
+                entry_line(entry.ts_ms, &entry.kind, &text, tone, clock)
+            }
+            None => {
+                let told = &later[i - past.len()];
+                entry_line(told.ts_ms, &told.kind, &told.text, told.tone, clock)
+            }
+        };
         match cursor {
             None => line,
             Some(_) => at_cursor(line, i + 1 == past.len(), i >= past.len()),
@@ -155,16 +162,15 @@ impl Clock {
     }
 }
 
-fn entry_line(command: &CommandState, entry: &TimelineEntry, clock: Clock) -> Line<'static> {
-    let time = Span::styled(clock.show(entry.ts_ms), style::DIM);
-    let (text, tone) = describe_in(command, &entry.kind);
+fn entry_line(ts_ms: u64, kind: &EventKind, text: &str, tone: Tone, clock: Clock) -> Line<'static> {
+    let time = Span::styled(clock.show(ts_ms), style::DIM);
     let color = tone_color(tone);
     Line::from(vec![
         time,
         Span::raw(" "),
-        Span::styled(entry.kind.name().to_string(), Style::new().fg(color)),
+        Span::styled(kind.name().to_string(), Style::new().fg(color)),
         Span::raw(" "),
-        Span::raw(one_line(&text)),
+        Span::raw(one_line(text)),
     ])
 }
 
@@ -175,7 +181,7 @@ pub fn describe(kind: &EventKind) -> (String, Color) {
 }
 
 /// The colour the timeline gives each tone of event.
-fn tone_color(tone: Tone) -> Color {
+pub fn tone_color(tone: Tone) -> Color {
     match tone {
         Tone::Quiet => Color::DarkGray,
         Tone::Started => Color::Green,

@@ -94,6 +94,57 @@ fn a_command_stopped_by_the_silence_watchdog_is_a_failure() {
     );
 }
 
+/// A budget's stop is a failure told in the words every view has for that end (`over
+/// budget (max_output)`), not as the signal it died of (`killed by SIGTERM`).
+#[test]
+fn a_budgets_stop_is_told_over_budget() {
+    let request = LaunchRequest {
+        budgets: crate::protocol::Budgets {
+            max_output: Some(10),
+            ..Default::default()
+        },
+        ..with_attention()
+    };
+    let mut rig = Rig::running(request, OnTerm::Exit);
+    rig.advance(Duration::from_millis(500));
+    rig.feed(Input::Read {
+        stream: crate::protocol::Stream::Stdout,
+        bytes: b"more than ten bytes\n",
+    });
+    rig.run_until(Duration::from_secs(30));
+    rig.finish();
+    let told = attention(&rig);
+    assert!(
+        matches!(&told[..], [(AttentionKind::Failed, detail)]
+            if detail.starts_with("over budget (max_output) after ")),
+        "{told:?}: {:?}",
+        rig.kinds()
+    );
+}
+
+/// A run stopped after its final line (`drain_on`) finished, as every view says: never a
+/// `failed`, and `finished` once it ran `finished_after`.
+#[test]
+fn a_run_stopped_after_its_final_line_finished() {
+    let request = LaunchRequest {
+        drain_on: Some("^done$".into()),
+        drain: Some(Duration::from_millis(300)),
+        ..with_attention()
+    };
+    let regex = crate::final_drain::compile("^done$").ok();
+    let mut rig = Rig::with_drain(request, regex).launched(OnTerm::Exit);
+    rig.advance(Duration::from_secs(11));
+    rig.feed(Input::Read {
+        stream: crate::protocol::Stream::Stdout,
+        bytes: b"done\n",
+    });
+    rig.run_until(Duration::from_secs(30));
+    rig.finish();
+    assert!(rig.result().drained, "{:?}", rig.kinds());
+    let told: Vec<_> = attention(&rig).into_iter().map(|(kind, _)| kind).collect();
+    assert_eq!(told, [AttentionKind::Finished], "{:?}", rig.kinds());
+}
+
 fn with_notify() -> LaunchRequest {
     LaunchRequest {
         attention: AttentionRequest {
@@ -291,6 +342,42 @@ fn an_end_the_operator_or_the_caller_caused_is_no_failure() {
     rig.command_ends(exited(1));
     rig.finish();
     assert_eq!(attention(&rig).len(), 1);
+}
+
+/// `x` (TERM) on a worker of the command, a server's python under `sh`: the shell then
+/// exits 143, and that end is the operator's, as every view words it (`stopped (exit 143)`);
+/// a failure of the command after a signal it went on from (a HUP to reload) is its own.
+#[test]
+fn a_worker_signalled_by_hand_ends_the_command_by_hand_when_its_end_carries_the_signal() {
+    for (signal, status, failed) in [
+        (ProcessSignal::TERM, exited(143), false),
+        (ProcessSignal::KILL, exited(137), false),
+        (ProcessSignal::TERM, exited(1), true),
+        (ProcessSignal::HUP, exited(2), true),
+    ] {
+        let mut rig = Rig::running(with_attention(), OnTerm::Ignore);
+        rig.world.borrow_mut().spawn(101, OnTerm::Exit);
+        rig.advance(Duration::from_millis(5));
+        rig.feed(from_client(
+            1,
+            Request::Signal {
+                signal,
+                scope: Scope::Pid,
+                pid: Some(101),
+                origin: None,
+            },
+        ));
+        assert_eq!(rig.count("signal_sent"), 1, "{:?}", rig.kinds());
+        rig.command_ends(status);
+        rig.finish();
+        let told: Vec<_> = attention(&rig).into_iter().map(|(kind, _)| kind).collect();
+        let expected: &[AttentionKind] = if failed {
+            &[AttentionKind::Failed]
+        } else {
+            &[]
+        };
+        assert_eq!(told, expected, "SIG{signal} to a worker, then {status:?}");
+    }
 }
 
 /// A command tether stopped because what ran it ended (its front end lost: the agent whose

@@ -101,9 +101,13 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
     view.message = command.needs_you().map(|mark| {
         let target = command.id().map(|id| id.target());
         let target = target.as_deref().unwrap_or(&command.config.name);
-        let mut text = format!("{target} {}: {}", command.config.name, mark.words());
-        if !mark.detail.is_empty() {
-            text.push_str(&format!(" ({})", mark.detail));
+        let mut text = format!("{target} {}: ", command.config.name);
+        // A detail that begins with the mark's words says them (`over budget (max_cpu)
+        // after 504ms`): not twice.
+        match (mark.words(), mark.detail.as_str()) {
+            (words, detail) if detail.starts_with(words) => text.push_str(detail),
+            (words, "") => text.push_str(words),
+            (words, detail) => text.push_str(&format!("{words} ({detail})")),
         }
         if marked.len() > 1 {
             text.push_str(&format!(" · g: the next ({} in all)", marked.len()));
