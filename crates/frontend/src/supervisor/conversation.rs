@@ -8,9 +8,7 @@
 //! falls back does it: a signal the broker did not acknowledge is sent by the front end
 //! itself; a launched broker that died, stopped answering, did not acknowledge or finish a
 //! stop is killed and what it left stopped with the broker's own sequence (see
-//! [`super::leftovers`]), except a stop that the TUI's broker, at work, did not acknowledge:
-//! that one the front end runs itself, keeping the broker (see the machine's
-//! `stop_unanswered`).
+//! [`super::leftovers`]).
 //!
 //! A front end drives it from its own `select!`: [`BrokerConversation::next_line`] in one
 //! branch, a sleep until [`BrokerConversation::deadline`] in another, and after whatever

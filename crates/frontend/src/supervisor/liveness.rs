@@ -24,8 +24,6 @@ pub struct Seen {
     /// pipe writes held up by exec's splice into a socket its reader did not empty (no
     /// longer made); a slow disk's waits remain.
     pub disk_wait: bool,
-    /// Running or ready to run (state `R`): at work, or waiting for a core.
-    pub running: bool,
     /// The CPU time it used so far, in clock ticks.
     pub cpu_ticks: u64,
 }
@@ -91,7 +89,6 @@ pub fn look(pid: i32) -> Seen {
     tether_os::procfs::read_stat(pid).map_or_else(Seen::default, |s| Seen {
         stopped: s.state == b'T' || s.state == b't',
         disk_wait: s.state == b'D',
-        running: s.state == b'R',
         cpu_ticks: s.cpu_ticks,
     })
 }
@@ -103,7 +100,6 @@ mod tests {
     const IDLE: Seen = Seen {
         stopped: false,
         disk_wait: false,
-        running: false,
         cpu_ticks: 7,
     };
     const STOPPED: Seen = Seen {

@@ -22,7 +22,7 @@ use super::intervals::{
     ABORT_PATIENCE, ACK_TIMEOUT, BUSY_STOP_PATIENCE, KILL_PATIENCE, Pace, STOP_SLACK,
 };
 use super::liveness::{Heartbeat, PingWatch, Seen};
-use tether_protocol::protocol::{EventKind, ProcessSignal, Request};
+use tether_protocol::protocol::{EventKind, Request};
 
 mod interface;
 #[cfg(test)]
@@ -50,11 +50,6 @@ pub struct ConversationMachine {
     unread_before_due: Option<usize>,
     /// A look waits for [`Input::Looked`].
     looking: bool,
-    /// That look decides what becomes of a stop the broker did not acknowledge.
-    looking_for_stop: bool,
-    /// The front end sent the command's group TERM itself for a stop that a broker at work
-    /// did not acknowledge: when its KILL is due, unless the broker speaks first.
-    own_kill_at: Option<Instant>,
     /// What [`Input::Ask`] waits for: the number of its answer, and until when.
     asked: Option<(u64, Instant)>,
     actions: VecDeque<Action>,
@@ -83,8 +78,6 @@ impl ConversationMachine {
             unwritable: false,
             unread_before_due: None,
             looking: false,
-            looking_for_stop: false,
-            own_kill_at: None,
             asked: None,
             actions: VecDeque::new(),
         }
@@ -120,12 +113,9 @@ impl ConversationMachine {
             }
             Input::Pinged => self.acks.ping_posted(),
             Input::Looked(seen) => {
-                if !std::mem::take(&mut self.looking) {
-                    return;
-                }
-                if std::mem::take(&mut self.looking_for_stop) {
-                    self.stop_unanswered(now, seen);
-                } else if let Some(end) = self.look(now, seen) {
+                if std::mem::take(&mut self.looking)
+                    && let Some(end) = self.look(now, seen)
+                {
                     self.actions.push_back(Action::GiveUp(end));
                 }
             }
@@ -145,7 +135,6 @@ impl ConversationMachine {
         [
             Some(self.next_look),
             self.acks.deadline(),
-            self.own_kill_at,
             self.asked.map(|(_, until)| until),
             self.stop_asked.map(|at| self.stop_overdue_at(at)),
         ]
@@ -189,8 +178,6 @@ impl ConversationMachine {
         }
         self.watch.heard();
         self.last_heard = now;
-        // The broker speaks again: the stop it was asked for is its own to finish.
-        self.own_kill_at = None;
         match kind {
             Some(
                 EventKind::Pong | EventKind::ControlAck { .. } | EventKind::ControlError { .. },
@@ -311,26 +298,11 @@ impl ConversationMachine {
                 )))
             }
             Some(Fallback::Signal(signal)) => Some(Action::SignalItself(signal)),
-            // A launched broker of a front end that stays (the TUI, the MCP server): whether
-            // it is at work decides (see `stop_unanswered`).
-            Some(Fallback::Stop)
-                if self.transport == Transport::Pipe && !self.pace.give_up_when_silent =>
-            {
-                self.looking = true;
-                self.looking_for_stop = true;
-                Some(Action::Look)
-            }
             Some(Fallback::Stop) => Some(Action::GiveUp(End::StopUnanswered)),
             None => None,
         };
         if let Some(action) = fallback {
             self.actions.push_back(action);
-            return;
-        }
-        if self.own_kill_at.is_some_and(|at| now >= at) {
-            self.own_kill_at = None;
-            self.actions
-                .push_back(Action::SignalItself(ProcessSignal::KILL));
             return;
         }
         if now >= self.next_look {
@@ -343,23 +315,6 @@ impl ConversationMachine {
                 self.actions.push_back(Action::GiveUp(end));
             }
         }
-    }
-
-    /// A stop the broker did not acknowledge, and what the kernel shows of it. Stopped, or
-    /// asleep and silent (wedged), it is given up on: killed, and what it left stopped. At
-    /// work (in an uninterruptible wait, or running: a loaded machine, a slow disk), it is
-    /// kept, since killing it would lose the end of its journal (what it had read and not yet
-    /// written): the front end runs the stop sequence itself, TERM to the command's group now
-    /// and KILL when the grace is over, and the broker, once it goes on, finds its command
-    /// ended and journals it. If it speaks before then, the stop is its own again.
-    fn stop_unanswered(&mut self, now: Instant, seen: Seen) {
-        if seen.stopped || !(seen.disk_wait || seen.running) {
-            self.actions.push_back(Action::GiveUp(End::StopUnanswered));
-            return;
-        }
-        self.actions
-            .push_back(Action::SignalItself(ProcessSignal::TERM));
-        self.own_kill_at = Some(now + self.grace);
     }
 
     /// A look at the broker: a ping, at the quiet pace while all is well, at every look

@@ -29,8 +29,6 @@ struct World {
     stopped: bool,
     /// The kernel shows the broker in an uninterruptible wait (`D`).
     disk_wait: bool,
-    /// The kernel shows the broker running or ready to run (`R`).
-    running: bool,
     /// Lines the broker wrote and nobody read yet.
     unread: usize,
     /// Writes fail: the broker's end is gone.
@@ -42,7 +40,6 @@ impl World {
         World {
             stopped: false,
             disk_wait: false,
-            running: false,
             unread: 0,
             gone: false,
         }
@@ -61,7 +58,6 @@ fn drive(machine: &mut ConversationMachine, world: &World, now: Instant) -> Vec<
                 Input::Looked(Seen {
                     stopped: world.stopped,
                     disk_wait: world.disk_wait,
-                    running: world.running,
                     cpu_ticks: 0,
                 }),
                 now,
@@ -553,91 +549,4 @@ fn an_asked_request_not_answered_in_time_is_unanswered() {
     };
     m.handle(Input::Ask(&keys), t0);
     assert_eq!(drive(&mut m, &world, t0), [Action::NotPosted]);
-}
-
-/// The TUI's stop that a broker at work (in an uninterruptible wait, or running on a loaded
-/// machine) did not acknowledge within a second: the broker is kept, since killing it loses
-/// what it read and had not journaled yet; the front end sends TERM to the command itself,
-/// and KILL once the grace is over.
-#[test]
-fn a_stop_a_broker_at_work_does_not_acknowledge_is_run_by_the_front_end_which_keeps_it() {
-    let t0 = Instant::now();
-    for world in [
-        World {
-            disk_wait: true,
-            ..World::well()
-        },
-        World {
-            running: true,
-            ..World::well()
-        },
-    ] {
-        let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
-        m.handle(Input::Request(&stop()), t0);
-        drive(&mut m, &world, t0);
-        assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT - MS), []);
-        let at = t0 + ACK_TIMEOUT;
-        assert_eq!(
-            wake(&mut m, &world, at),
-            [Action::SignalItself(ProcessSignal::TERM)],
-            "kept, not given up"
-        );
-        assert_eq!(m.poll_timeout(), at + GRACE);
-        assert_eq!(wake(&mut m, &world, at + GRACE - MS), []);
-        assert_eq!(
-            wake(&mut m, &world, at + GRACE),
-            [Action::SignalItself(ProcessSignal::KILL)]
-        );
-        assert_eq!(wake(&mut m, &world, at + GRACE * 3), []);
-    }
-}
-
-/// The broker at work speaks again before the grace is over: the stop it was asked for is
-/// its own to finish, and the front end sends no KILL.
-#[test]
-fn a_broker_that_speaks_again_finishes_the_stop_itself() {
-    let t0 = Instant::now();
-    let world = World {
-        disk_wait: true,
-        ..World::well()
-    };
-    let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
-    m.handle(Input::Request(&stop()), t0);
-    drive(&mut m, &world, t0);
-    let at = t0 + ACK_TIMEOUT;
-    wake(&mut m, &world, at);
-    output(&mut m, &world, at + MS);
-    assert_eq!(wake(&mut m, &world, at + GRACE), []);
-    assert_eq!(wake(&mut m, &world, at + GRACE * 3), []);
-}
-
-/// Stopped (its command sent it SIGSTOP), or asleep and silent (wedged), a broker that does
-/// not acknowledge the TUI's stop is given up on as before: killed, and what it left stopped.
-/// `tether exec` gives it up whatever it is doing: its caller waits for the exit status.
-#[test]
-fn a_stopped_or_wedged_broker_and_execs_are_given_up_on_an_unanswered_stop() {
-    let t0 = Instant::now();
-    let stopped = World {
-        stopped: true,
-        ..World::well()
-    };
-    for (pace, world) in [
-        (Pace::FLEET, &stopped),
-        (Pace::FLEET, &World::well()),
-        (
-            Pace::EXEC,
-            &World {
-                disk_wait: true,
-                ..World::well()
-            },
-        ),
-    ] {
-        let mut m = machine(Transport::Pipe, pace, t0);
-        m.handle(Input::Request(&stop()), t0);
-        drive(&mut m, world, t0);
-        assert_eq!(
-            given_up(&wake(&mut m, world, t0 + ACK_TIMEOUT)),
-            Some(End::StopUnanswered)
-        );
-    }
 }
