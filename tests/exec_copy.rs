@@ -180,3 +180,56 @@ fn a_stop_does_not_wait_on_a_caller_that_takes_nothing() {
     drop(unread);
     env.finish();
 }
+
+/// exec's stdout is a pipe left non-blocking by whoever shares it (Node makes its end so),
+/// and the command is quiet for a second: the copy waits for data, not spins. A non-blocking
+/// end makes splice return at once when there is nothing to move; waiting only for room,
+/// which there was, it called splice again straight away, a core busy for as long as the
+/// command was quiet. Measured in CPU time (GNU time), not wall-clock time.
+#[test]
+fn a_quiet_command_does_not_make_exec_spin_on_a_non_blocking_pipe() {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use std::io::Read;
+    let env = TestEnv::new("exec_nonblocking_quiet");
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).expect("a pipe");
+    fcntl(&write, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).expect("a non-blocking end");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = File::from(read).read_to_end(&mut out);
+        out
+    });
+    let times = env.path("exec.times");
+    let mut timed = Command::new("/usr/bin/time");
+    timed
+        .args(["-f", "%U %S", "-o"])
+        .arg(&times)
+        .arg(BIN)
+        .args(["exec", "--state-dir"])
+        .arg(env.state_dir())
+        .args(["--", "sh", "-c", "sleep 1; echo done"])
+        .env(TAG_VAR, &env.tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(write));
+    // Not `run_to_end`, which captures stdout: exec's must be this pipe.
+    let mut child = timed.spawn().expect("start tether exec under time");
+    drop(timed);
+    let mut status = None;
+    common::wait_until(&env, "tether exec to end", || {
+        status = child.try_wait().expect("wait for tether exec");
+        status.is_some()
+    });
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    let out = reader.join().expect("the reader");
+    assert_eq!(out, b"done\n");
+    let said = fs::read_to_string(&times).unwrap_or_default();
+    let cpu: f64 = said
+        .split_whitespace()
+        .filter_map(|s| s.parse::<f64>().ok())
+        .sum();
+    // Spinning took the whole second; waiting takes a few milliseconds.
+    assert!(
+        cpu < 0.5,
+        "exec used {cpu} s of CPU over a quiet second: {said:?}"
+    );
+    env.finish();
+}

@@ -8,7 +8,7 @@
 //! command can be stopped as it would be by SIGPIPE without tether.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -191,7 +191,11 @@ fn copy_stream(
                     continue;
                 }
                 Err(Errno::EINTR) => continue,
+                // Non-blocking in either end (our stdout shared with a caller that made it so),
+                // splice does not wait for data or for room: wait for both here, or a quiet
+                // command would have us spin.
                 Err(Errno::EAGAIN) => {
+                    wait_for(pipe.as_fd(), PollFlags::POLLIN);
                     wait_writable(out);
                     continue;
                 }
@@ -278,6 +282,11 @@ fn write_all(
 /// Our stream may have been left non-blocking by whoever shares it: wait for room rather
 /// than spin.
 fn wait_writable(out: BorrowedFd<'_>) {
-    let mut fds = [PollFd::new(out, PollFlags::POLLOUT)];
+    wait_for(out, PollFlags::POLLOUT);
+}
+
+/// Waits until `fd` is ready for `what` (or its other end is gone).
+fn wait_for(fd: BorrowedFd<'_>, what: PollFlags) {
+    let mut fds = [PollFd::new(fd, what)];
     let _ = nix::poll::poll(&mut fds, PollTimeout::NONE);
 }
