@@ -69,14 +69,22 @@ impl Plan {
     }
 }
 
-/// The journal's line for `command`'s plan from `ts_ms` on.
-pub fn line(ts_ms: u64, command: &CommandState, plan: Option<&Plan>) -> LauncherLine {
+/// The journal's line for `command`'s plan from `ts_ms` on; `first`: the first line about
+/// it, which says what it runs.
+pub fn line(ts_ms: u64, command: &CommandState, plan: Option<&Plan>, first: bool) -> LauncherLine {
     LauncherLine {
         ts_ms,
         command: command.config.name.clone(),
-        spec: command.config.command.clone(),
+        dir: dir_name(command),
+        spec: first.then(|| command.config.command.clone()),
         plan: serde_json::to_value(plan).unwrap_or_default(),
     }
+}
+
+/// The name of the journal directory of `command`'s run, once it has one.
+fn dir_name(command: &CommandState) -> Option<String> {
+    let dir = command.journal_dir.as_ref()?.file_name()?;
+    Some(dir.to_string_lossy().into_owned())
 }
 
 /// The rows of the commands the launcher spoke of that have no run among those named `ran`:
@@ -86,15 +94,24 @@ pub fn unstarted(ran: &[&str], lines: &[LauncherLine]) -> Vec<CommandState> {
     for line in lines {
         let listed = rows.iter().any(|c| c.config.name == line.command);
         if !listed && !ran.contains(&line.command.as_str()) {
-            let config = CommandConfig::new(line.command.clone(), line.spec.clone());
-            rows.push(CommandState::new(config));
+            let spec = (lines.iter())
+                .filter(|l| l.command == line.command)
+                .find_map(|l| l.spec.clone())
+                .unwrap_or(tether_protocol::protocol::CommandSpec::Argv(Vec::new()));
+            rows.push(CommandState::new(CommandConfig::new(
+                line.command.clone(),
+                spec,
+            )));
         }
     }
     rows
 }
 
 /// Gives each command the launcher's word on it at `at_ms` (at the end: `None`), as the
-/// journal's `lines` have it: on its latest run begun by then (its first, before any began).
+/// journal's `lines` have it: on the run a line names, or, for a line before any run, on a
+/// row of that name that had not started by then. A name alone never reaches a run: in a
+/// named session that another tether joined, or that a shim call shares, a name is not one
+/// command's.
 pub fn apply(commands: &mut [CommandState], lines: &[LauncherLine], at_ms: Option<u64>) {
     let said = lines
         .iter()
@@ -111,10 +128,10 @@ pub fn apply(commands: &mut [CommandState], lines: &[LauncherLine], at_ms: Optio
             .ok()
             .flatten();
         let named = |c: &CommandState| c.config.name == line.command;
-        let row = (commands
-            .iter()
-            .rposition(|c| named(c) && c.started_ms.is_some()))
-        .or_else(|| commands.iter().position(named));
+        let row = match &line.dir {
+            Some(dir) => (commands.iter()).position(|c| dir_name(c).as_ref() == Some(dir)),
+            None => (commands.iter()).position(|c| named(c) && c.started_ms.is_none()),
+        };
         if let Some(row) = row {
             commands[row].plan = plan;
         }
@@ -147,47 +164,54 @@ mod tests {
         assert_eq!(blocked.short_label(), "blocked");
     }
 
-    fn said(ts_ms: u64, command: &str, plan: Option<Plan>) -> LauncherLine {
-        let row = CommandState::new(CommandConfig::new(
+    /// The runner's line for the run of `command` in `dir` (`None`: before its first run).
+    fn said(ts_ms: u64, command: &str, dir: Option<&str>, plan: Option<Plan>) -> LauncherLine {
+        let mut row = CommandState::new(CommandConfig::new(
             command,
             tether_protocol::protocol::CommandSpec::Shell(format!("run {command}")),
         ));
-        line(ts_ms, &row, plan.as_ref())
+        row.journal_dir = dir.map(|d| std::path::PathBuf::from("/s").join(d));
+        line(ts_ms, &row, plan.as_ref(), dir.is_none())
     }
 
-    fn ran(name: &str, started_ms: Option<u64>) -> CommandState {
+    fn ran(dir: &str, started_ms: Option<u64>) -> CommandState {
+        let name = dir.split_once('-').map_or(dir, |(_, name)| name);
         let mut row = CommandState::new(CommandConfig::new(
             name,
             tether_protocol::protocol::CommandSpec::Argv(vec![name.into()]),
         ));
+        row.journal_dir = Some(std::path::PathBuf::from("/s").join(dir));
         row.started_ms = started_ms;
         row
     }
 
     /// The journal's lines read back as the runner wrote them: the migration failed, so web
-    /// never ran; the worker's third run was its last.
+    /// never ran; the worker's second run was its last. A `worker` of another tether that
+    /// joined the session (08) is not given what was said of this one.
     #[test]
     fn a_recorded_session_shows_what_the_launcher_said_as_it_was_at_each_moment() {
         let blocked = Plan::Blocked("migrate: exit 1".into());
-        let gave_up = Plan::GaveUp { restarts: 2 };
+        let gave_up = Plan::GaveUp { restarts: 1 };
+        let waiting = Plan::Waiting {
+            on: "migrate".into(),
+            not_started: false,
+        };
+        let restarting = Plan::Restarting { at_ms: 120, run: 2 };
         let lines: Vec<LauncherLine> = [
-            said(
-                10,
-                "web",
-                Some(Plan::Waiting {
-                    on: "migrate".into(),
-                    not_started: false,
-                }),
-            ),
-            said(20, "worker", Some(Plan::Restarting { at_ms: 120, run: 2 })),
-            said(30, "web", Some(blocked.clone())),
-            said(120, "worker", None),
-            said(300, "worker", Some(gave_up.clone())),
+            said(10, "web", None, Some(waiting.clone())),
+            said(20, "worker", Some("02-worker"), Some(restarting.clone())),
+            said(30, "web", None, Some(blocked.clone())),
+            said(120, "worker", Some("03-worker"), None),
+            said(300, "worker", Some("03-worker"), Some(gave_up.clone())),
         ]
         .iter()
         .map(|l| serde_json::from_str(&serde_json::to_string(l).unwrap()).unwrap())
         .collect();
-        let runs = [ran("worker", Some(5)), ran("worker", Some(130))];
+        let runs = [
+            ran("02-worker", Some(5)),
+            ran("03-worker", Some(130)),
+            ran("08-worker", Some(400)),
+        ];
         let never = unstarted(&["worker"], &lines);
         assert_eq!(never.len(), 1);
         assert_eq!(never[0].config.name, "web");
@@ -196,20 +220,13 @@ mod tests {
         let mut end: Vec<CommandState> = runs.iter().cloned().chain(never.clone()).collect();
         apply(&mut end, &lines, None);
         let plans: Vec<_> = end.iter().map(|c| c.plan.clone()).collect();
-        assert_eq!(plans, [None, Some(gave_up), Some(blocked)]);
+        assert_eq!(plans, [None, Some(gave_up), None, Some(blocked)]);
 
         // Before the second run began, the first waited for it; web waited for migrate.
-        let mut at_25: Vec<CommandState> = vec![ran("worker", Some(5)), ran("worker", None)];
+        let mut at_25 = vec![ran("02-worker", Some(5)), ran("03-worker", None)];
         at_25.extend(never);
         apply(&mut at_25, &lines, Some(25));
-        assert_eq!(at_25[0].plan, Some(Plan::Restarting { at_ms: 120, run: 2 }));
-        assert_eq!(at_25[1].plan, None);
-        assert_eq!(
-            at_25[2].plan,
-            Some(Plan::Waiting {
-                on: "migrate".into(),
-                not_started: false
-            })
-        );
+        let plans: Vec<_> = at_25.iter().map(|c| c.plan.clone()).collect();
+        assert_eq!(plans, [Some(restarting), None, Some(waiting)]);
     }
 }

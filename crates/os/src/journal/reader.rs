@@ -189,13 +189,18 @@ pub struct SessionRecord {
 }
 
 /// One line of [`LAUNCHER_FILE`]: from `ts_ms` on, the launcher's word on the command named
-/// `command` (`plan`, `null` once it has nothing to add: a run began). The model reads
-/// `plan` (`tether_model::Plan`); `spec` is the command, for one that never ran.
+/// `command` (`plan`, `null` once it has nothing to add: a run began), about its run whose
+/// journal directory is `dir` (`03-worker`; none before its first run). The model reads
+/// `plan` (`tether_model::Plan`); `spec` is the command, in a command's first line only, for
+/// one that never ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LauncherLine {
     pub ts_ms: u64,
     pub command: String,
-    pub spec: tether_protocol::protocol::CommandSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<tether_protocol::protocol::CommandSpec>,
     pub plan: serde_json::Value,
 }
 

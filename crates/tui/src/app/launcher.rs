@@ -151,7 +151,7 @@ pub(super) struct PlanJournal {
     file: Option<std::fs::File>,
     /// What it last said of each command, by name: a run that begins is a new row whose plan
     /// was never set, so the rows cannot say what changed.
-    said: std::collections::HashMap<String, Plan>,
+    said: std::collections::HashMap<String, Option<Plan>>,
     /// Writing failed once (said then): nothing more is tried.
     failed: bool,
 }
@@ -166,14 +166,14 @@ impl PlanJournal {
         plan: Option<&Plan>,
     ) -> Result<(), String> {
         let name = &command.config.name;
-        if same_plan(self.said.get(name), plan) {
+        // Nothing said yet reads as no plan: a command that starts at once says nothing.
+        let first = !self.said.contains_key(name);
+        let said = self.said.get(name).and_then(Option::as_ref);
+        if same_plan(said, plan) {
             return Ok(());
         }
-        match plan {
-            Some(plan) => self.said.insert(name.clone(), plan.clone()),
-            None => self.said.remove(name),
-        };
-        self.write(session, &plan::line(now_ms, command, plan))
+        self.said.insert(name.clone(), plan.cloned());
+        self.write(session, &plan::line(now_ms, command, plan, first))
     }
 
     /// Appends `line`; the first failure is returned, to be said, and later lines are dropped.
@@ -185,8 +185,22 @@ impl PlanJournal {
         let written = (|| {
             if self.file.is_none() {
                 let file = match session.dir.create_file(LAUNCHER_FILE, true) {
+                    // Another tether's, of a named session this one joined: appended to only
+                    // if it is a file of ours alone, not a link a command planted to have
+                    // us write through it.
                     Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                        session.dir.open_append(LAUNCHER_FILE)
+                        let file = session.dir.open_append(LAUNCHER_FILE)?;
+                        let meta = file.metadata()?;
+                        use std::os::unix::fs::MetadataExt;
+                        if meta.nlink() != 1
+                            || meta.uid() != nix::unistd::geteuid().as_raw()
+                            || meta.mode() & 0o077 != 0
+                        {
+                            return Err(std::io::Error::other(
+                                "it is not a private file of ours with one name (a link planted there?)",
+                            ));
+                        }
+                        Ok(file)
                     }
                     file => file,
                 }?;

@@ -102,6 +102,13 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 .any(|c| c.events.is_empty() && c.result.is_none());
             if model.running() > 0 || starting {
                 // Live in another tether: watch it, with control, and list what joins it.
+                // The launcher's word (`launcher.jsonl`) is not followed there: what it said
+                // at this moment would stand unchanged, and a command that starts later
+                // would be listed twice.
+                model.commands.retain(|c| c.journal_dir.is_some());
+                for command in &mut model.commands {
+                    command.plan = None;
+                }
                 model.mode = Mode::Watched;
                 let state_dir = session_dir.parent().and_then(Path::parent);
                 let name = session_dir.file_name();
