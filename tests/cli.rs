@@ -524,7 +524,7 @@ fn a_fifo_named_as_a_config_procfile_or_dotenv_is_refused_without_waiting() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains(&format!(
-                "cannot read {what}: it is a FIFO (named pipe), not a regular file; "
+                "cannot read {what}: it is a FIFO (named pipe) that nothing writes to, not a regular file; "
             )),
             "{args:?}: {stderr}"
         );
@@ -558,7 +558,7 @@ fn a_fifo_named_as_a_config_procfile_or_dotenv_is_refused_without_waiting() {
     assert_eq!(text(&run.stdout()), "ran\n");
     assert!(
         run.stderr_text()
-            .contains("it is a FIFO (named pipe), not a regular file"),
+            .contains("it is a FIFO (named pipe) that nothing writes to, not a regular file"),
         "{}",
         run.stderr_text()
     );

@@ -153,7 +153,11 @@ pub fn session_rows(lines: &[SessionLine], width: Option<usize>) -> Vec<String> 
             cells.push(pad(&line.counts_cell(), counts_w));
             let mut row = cells.join(&" ".repeat(GAP));
             let room = width.saturating_sub(text_width(&row) + GAP);
-            if let Some(failures) = fitted_list(&line.failures, room) {
+            // Unfitted (a pipe), the first failures all the same, not thousands: `--long` and
+            // `--json` name them all.
+            let failures = &line.failures[..line.failures.len().min(UNFITTED_FAILURES)];
+            let beyond = line.failures.len() - failures.len();
+            if let Some(failures) = fitted_list(failures, beyond, room) {
                 row.push_str(&" ".repeat(GAP));
                 row.push_str(&failures);
             }
@@ -162,9 +166,12 @@ pub fn session_rows(lines: &[SessionLine], width: Option<usize>) -> Vec<String> 
         .collect()
 }
 
-/// As many of `items` as fit in `room` columns, then `+N more` for the rest;
-/// `None` when there is none, or not even the first fits.
-fn fitted_list(items: &[String], room: usize) -> Option<String> {
+/// The most failures a session's line names where nothing fits it to a width.
+const UNFITTED_FAILURES: usize = 20;
+
+/// As many of `items` as fit in `room` columns, then `+N more` for the rest and the
+/// `beyond` not given; `None` when there is none, or not even the first fits.
+fn fitted_list(items: &[String], beyond: usize, room: usize) -> Option<String> {
     let mut best = None;
     let mut shown = String::new();
     for (i, item) in items.iter().enumerate() {
@@ -172,7 +179,7 @@ fn fitted_list(items: &[String], room: usize) -> Option<String> {
             shown.push(' ');
         }
         shown.push_str(item);
-        let left = items.len() - i - 1;
+        let left = items.len() - i - 1 + beyond;
         let candidate = match left {
             0 => shown.clone(),
             n => format!("{shown} +{n} more"),
@@ -364,6 +371,18 @@ mod tests {
         }
     }
 
+    /// Unfitted (a pipe), a line names its first twenty failures and counts the rest.
+    #[test]
+    fn an_unfitted_line_names_twenty_failures_then_how_many_more() {
+        let rows = session_rows(&[line("agent-1", 40)], None);
+        let expected: Vec<String> = (1..=20).map(|i| format!("{i:02}-test")).collect();
+        assert!(
+            rows[0].ends_with(&format!("{} +20 more", expected.join(" "))),
+            "{}",
+            rows[0]
+        );
+    }
+
     #[test]
     fn failures_fill_the_row_then_say_how_many_more() {
         let rows = session_rows(&[line("agent-1", 40)], Some(120));
@@ -385,17 +404,18 @@ mod tests {
         assert_eq!(named + more, 40, "{row}");
     }
 
-    /// Printed to a file or a pipe (no width): the start, every failure and a long id whole.
+    /// Printed to a file or a pipe (no width): the start, the first twenty failures and a
+    /// long id whole, nothing cut.
     #[test]
     fn without_a_width_nothing_is_cut_or_dropped() {
         let id = "session-with-a-name-longer-than-forty-columns-which-is-kept";
-        let row = &session_rows(&[line(id, 40)], None)[0];
+        let row = &session_rows(&[line(id, 20)], None)[0];
         assert!(
             row.starts_with(&format!("{id}  2026-01-02 03:04:05  12m34s  ")),
             "{row}"
         );
-        assert!(row.ends_with("39-test 40-test"), "{row}");
-        assert_eq!(row.matches("-test").count(), 40, "{row}");
+        assert!(row.ends_with("19-test 20-test"), "{row}");
+        assert_eq!(row.matches("-test").count(), 20, "{row}");
         assert!(!row.contains('…') && !row.contains("more"), "{row}");
     }
 

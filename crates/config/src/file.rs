@@ -35,6 +35,9 @@ pub(crate) fn read_text(path: &Path, what: FileKind) -> Result<String, ConfigErr
         .open(path)
         .map_err(failed)?;
     let file_type = file.metadata().map_err(failed)?.file_type();
+    if file_type.is_fifo() {
+        return read_pipe(file, path, what);
+    }
     if !file_type.is_file() {
         return Err(ConfigError::NotRegular {
             what,
@@ -45,6 +48,41 @@ pub(crate) fn read_text(path: &Path, what: FileKind) -> Result<String, ConfigErr
     let mut text = String::new();
     file.read_to_string(&mut text).map_err(failed)?;
     Ok(text)
+}
+
+/// A pipe the operator named: `tether -f <(generate)`, `/dev/stdin`. With a writer it is read
+/// to its end, as a shell reads a script from one; with none (a FIFO nothing writes to) it is
+/// refused at once: the open did not wait, and one read without waiting tells the two apart.
+fn read_pipe(mut file: std::fs::File, path: &Path, what: FileKind) -> Result<String, ConfigError> {
+    let failed = |io| ConfigError::Read {
+        what,
+        path: path.to_path_buf(),
+        io,
+    };
+    let mut bytes = Vec::new();
+    let mut first = [0u8; 8192];
+    match file.read(&mut first) {
+        // No writer has it open: nothing will ever come.
+        Ok(0) => {
+            return Err(ConfigError::NotRegular {
+                what,
+                path: path.to_path_buf(),
+                found: NotRegular::Fifo,
+            });
+        }
+        Ok(n) => bytes.extend_from_slice(&first[..n]),
+        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+        Err(err) => return Err(failed(err)),
+    }
+    // A writer is there: wait for the rest, to its end.
+    let flags =
+        nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL).map_err(|e| failed(e.into()))?;
+    let blocking = nix::fcntl::OFlag::from_bits_truncate(flags) & !nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(blocking))
+        .map_err(|e| failed(e.into()))?;
+    file.read_to_end(&mut bytes).map_err(failed)?;
+    String::from_utf8(bytes)
+        .map_err(|err| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, err)))
 }
 
 /// What was found where a file was to be read.
@@ -79,7 +117,11 @@ impl NotRegular {
     pub fn advice(self) -> &'static str {
         match self {
             NotRegular::Directory => "give the path of a file in it",
-            NotRegular::Fifo | NotRegular::Socket | NotRegular::CharDevice => {
+            NotRegular::Fifo => {
+                "write the text to a regular file and use that, or give a pipe with a writer \
+                 (`tether -f <(generate)`)"
+            }
+            NotRegular::Socket | NotRegular::CharDevice => {
                 "tether reads the whole file before it starts anything: write the text to a \
                  regular file and use that"
             }
@@ -92,7 +134,7 @@ impl std::fmt::Display for NotRegular {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             NotRegular::Directory => "a directory",
-            NotRegular::Fifo => "a FIFO (named pipe)",
+            NotRegular::Fifo => "a FIFO (named pipe) that nothing writes to",
             NotRegular::Socket => "a socket",
             NotRegular::CharDevice => "a character device",
             NotRegular::BlockDevice => "a block device",
@@ -133,7 +175,7 @@ mod tests {
         let message = refused.to_string();
         assert!(
             message.starts_with(&format!(
-                "cannot read config file {}: it is a FIFO (named pipe), not a regular file; ",
+                "cannot read config file {}: it is a FIFO (named pipe) that nothing writes to, not a regular file; ",
                 fifo.display()
             )),
             "{message}"
@@ -188,5 +230,28 @@ mod tests {
             matches!(&missing, ConfigError::Read { io, .. } if io.kind() == std::io::ErrorKind::NotFound),
             "{missing:?}"
         );
+    }
+
+    /// A pipe with a writer (`tether -f <(generate)`, `/dev/stdin`) is read to its end,
+    /// whether its text is there when it is opened or comes after.
+    #[test]
+    fn a_pipe_with_a_writer_is_read_to_its_end() {
+        use std::io::Write as _;
+        use std::os::fd::AsRawFd as _;
+        // Written and closed before it is read.
+        let (read, write) = nix::unistd::pipe().unwrap();
+        std::fs::File::from(write).write_all(b"a = 1\n").unwrap();
+        let path = std::path::PathBuf::from(format!("/proc/self/fd/{}", read.as_raw_fd()));
+        assert_eq!(read_text(&path, FileKind::Config).unwrap(), "a = 1\n");
+        drop(read);
+        // Its writer still there, nothing written yet: the text comes after.
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let path = std::path::PathBuf::from(format!("/proc/self/fd/{}", read.as_raw_fd()));
+        let writer = std::thread::spawn(move || {
+            let mut write = std::fs::File::from(write);
+            write.write_all(b"b = 2\n").unwrap();
+        });
+        assert_eq!(read_text(&path, FileKind::Config).unwrap(), "b = 2\n");
+        writer.join().unwrap();
     }
 }
