@@ -145,10 +145,33 @@ pub fn unknown_name(
 /// A session that is not there, as `open`, `sessions`, `grep` and `export` say it.
 pub fn no_session(session: &str, sessions: &Path) -> String {
     format!(
-        "no session `{}` in {}; `tether sessions` lists them",
+        "no session `{}` in {}{}",
         one_line(session),
-        sessions.display()
+        sessions.display(),
+        whole_ids_of(session, sessions)
     )
+}
+
+/// What to say after a session that is not there: the ids that begin with it, since `open`
+/// and `sessions` take a prefix and the control commands take only a whole id; else where
+/// the sessions are listed.
+pub fn whole_ids_of(session: &str, sessions: &Path) -> String {
+    let mut begin: Vec<String> = tether_os::journal::session_dirs(sessions)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|name| !session.is_empty() && name.starts_with(session))
+        .collect();
+    begin.sort();
+    match begin.as_slice() {
+        [] => "; `tether sessions` lists them".into(),
+        [one] => format!("; `{}` begins so: give its whole id", one_line(one)),
+        more => format!(
+            "; {} sessions begin so (`{}`, ...): give a whole id",
+            more.len(),
+            one_line(&more[0])
+        ),
+    }
 }
 
 /// The refusal of a name that several live commands share, with their ids.
@@ -364,5 +387,27 @@ mod tests {
         // What came from outside is one safe line.
         let text = unknown_name("s", "a\x1b[2Jb", &session).unwrap();
         assert!(!text.chars().any(char::is_control), "{text:?}");
+    }
+
+    /// `open` and `sessions` take a prefix of a session's id, the control commands a whole
+    /// one: a prefix given to them is answered with the ids it begins.
+    #[test]
+    fn a_session_not_there_names_the_ids_it_begins() {
+        let state = tempfile::tempdir().unwrap();
+        let sessions = state.path().join("sessions");
+        std::fs::create_dir_all(sessions.join("agent-1")).unwrap();
+        let said = no_session("agent", &sessions);
+        assert!(
+            said.ends_with("; `agent-1` begins so: give its whole id"),
+            "{said}"
+        );
+        std::fs::create_dir_all(sessions.join("agent-2")).unwrap();
+        let said = no_session("agent", &sessions);
+        assert!(
+            said.ends_with("2 sessions begin so (`agent-1`, ...): give a whole id"),
+            "{said}"
+        );
+        let said = no_session("web", &sessions);
+        assert!(said.ends_with("; `tether sessions` lists them"), "{said}");
     }
 }
