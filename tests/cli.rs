@@ -374,6 +374,13 @@ fn init_writes_an_example_that_parses_and_keeps_an_existing_one() {
     let out = tether_in(&env, &project, &["init", "--force"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(fs::read_to_string(&file).unwrap(), written);
+
+    // A FIFO in its place is not waited on for a reader (it was, for ever).
+    fs::remove_file(&file).unwrap();
+    nix::unistd::mkfifo(&file, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let out = tether_in(&env, &project, &["init", "--force"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("FIFO"), "{}", text(&out.stderr));
     env.finish();
 }
 

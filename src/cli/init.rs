@@ -15,10 +15,11 @@ pub fn main(force: bool) -> i32 {
     let mut options = OpenOptions::new();
     // A link named tether.toml is not followed to overwrite whatever it points at.
     // 0600 whatever the umask: a tether.toml gathers commands' environments, tokens included.
+    // O_NONBLOCK: a FIFO named tether.toml is not waited on for a reader (`--force`).
     options
         .write(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW);
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     if force {
         options.create(true).truncate(true);
     } else {
@@ -28,6 +29,16 @@ pub fn main(force: bool) -> i32 {
     }
     let written = options
         .open(Path::new(FILE))
+        .map_err(|err| match err.raw_os_error() {
+            Some(libc::ENXIO) => std::io::Error::other("it is a FIFO (named pipe) nothing reads"),
+            _ => err,
+        })
+        .and_then(|file| match file.metadata() {
+            Ok(meta) if !meta.is_file() => Err(std::io::Error::other(
+                "it is not a regular file; remove it or run `tether init` elsewhere",
+            )),
+            _ => Ok(file),
+        })
         .and_then(|mut file| file.write_all(EXAMPLE_TOML.as_bytes()));
     match written {
         Ok(()) => {
