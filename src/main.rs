@@ -33,8 +33,8 @@ struct Cli {
     /// ~/.local/state/tether).
     #[arg(long, global = true)]
     state_dir: Option<PathBuf>,
-    /// The config file to read when no subcommand is given (default: ./tether.toml when
-    /// it exists).
+    /// The config file to run when no subcommand is given (default: ./tether.toml when it
+    /// exists); refused with a subcommand, which would not read it.
     #[arg(long, short = 'f')]
     file: Option<PathBuf>,
     #[command(subcommand)]
@@ -747,6 +747,15 @@ fn main() {
     cli::completions::answer_if_asked(Cli::command);
     let cli: Cli = cli::suggestions::parse();
     let state = cli.state_dir.as_deref();
+    // `-f` names the config that plain `tether` runs: with a subcommand it would be
+    // dropped without a word (`tether -f x.toml run` ran nothing of x.toml).
+    if let (Some(file), Some(_)) = (&cli.file, &cli.command) {
+        std::process::exit(usage_error(&format!(
+            "-f {} names the config that `tether` alone runs, and is not read with a subcommand: run `tether -f {}`",
+            file.display(),
+            file.display()
+        )));
+    }
     let code = match cli.command {
         Some(Command::Broker) => tether::broker::main(),
         Some(Command::Mcp) => mcp(state.map(PathBuf::from)),

@@ -500,6 +500,12 @@ fn run_without_a_command_points_to_plain_tether_beside_a_config() {
         stderr.contains("to run the commands of ./tether.toml, run `tether` alone"),
         "{stderr}"
     );
+
+    // `-f` with a subcommand was dropped without a word: it is refused, saying what runs it.
+    let out = tether_in(&env, &project, &["-f", "tether.toml", "run", "--", "true"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("run `tether -f tether.toml`"), "{stderr}");
     env.finish();
 }
 

@@ -15,6 +15,9 @@ use std::path::Path;
 
 use super::{ConfigError, FileKind};
 
+/// The most bytes a config, Procfile or `.env` may hold: far beyond any written by hand.
+const MAX_TEXT: u64 = 16 << 20;
+
 /// The text of the file at `path`, which is to be `what`. A file that is not there is a
 /// [`ConfigError::Read`] whose `io` is `NotFound`, which the readers of optional files (the
 /// `.env`, the user config) take as none; anything but a regular file is
@@ -34,7 +37,16 @@ pub(crate) fn read_text(path: &Path, what: FileKind) -> Result<String, ConfigErr
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(failed)?;
-    let file_type = file.metadata().map_err(failed)?.file_type();
+    let metadata = file.metadata().map_err(failed)?;
+    let file_type = metadata.file_type();
+    if file_type.is_file() && metadata.len() > MAX_TEXT {
+        // A file named by mistake (a log, a disk image) is not read into memory whole.
+        return Err(failed(std::io::Error::other(format!(
+            "it is {} bytes, and a config, Procfile or .env is read whole up to {} MiB: give the right file",
+            metadata.len(),
+            MAX_TEXT >> 20
+        ))));
+    }
     if file_type.is_fifo() {
         return read_pipe(file, path, what);
     }
@@ -80,7 +92,16 @@ fn read_pipe(mut file: std::fs::File, path: &Path, what: FileKind) -> Result<Str
     let blocking = nix::fcntl::OFlag::from_bits_truncate(flags) & !nix::fcntl::OFlag::O_NONBLOCK;
     nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(blocking))
         .map_err(|e| failed(e.into()))?;
-    file.read_to_end(&mut bytes).map_err(failed)?;
+    (&mut file)
+        .take(MAX_TEXT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_TEXT {
+        return Err(failed(std::io::Error::other(format!(
+            "it holds more than {} MiB, the most a config, Procfile or .env is read whole up to",
+            MAX_TEXT >> 20
+        ))));
+    }
     String::from_utf8(bytes)
         .map_err(|err| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, err)))
 }
@@ -116,7 +137,9 @@ impl NotRegular {
     /// What to do instead, for the error's end.
     pub fn advice(self) -> &'static str {
         match self {
-            NotRegular::Directory => "give the path of a file in it",
+            NotRegular::Directory => {
+                "give the path of a regular file, or move the directory out of the way"
+            }
             NotRegular::Fifo => {
                 "write the text to a regular file and use that, or give a pipe with a writer \
                  (`tether -f <(generate)`)"
@@ -189,7 +212,7 @@ mod tests {
         assert!(
             refused
                 .to_string()
-                .contains("is a directory, not a regular file; give the path of a file in it"),
+                .contains("is a directory, not a regular file; give the path of a regular file, or move the directory out of the way"),
             "{refused}"
         );
         let refused = read_text(Path::new("/dev/null"), FileKind::Dotenv).unwrap_err();
@@ -253,5 +276,20 @@ mod tests {
         });
         assert_eq!(read_text(&path, FileKind::Config).unwrap(), "b = 2\n");
         writer.join().unwrap();
+    }
+
+    /// A file far larger than any config written by hand (a log named by mistake) is
+    /// refused by its size, not read into memory whole.
+    #[test]
+    fn a_file_too_large_for_a_config_is_refused_by_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.toml");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(MAX_TEXT + 1).unwrap();
+        let refused = read_text(&big, FileKind::Config).unwrap_err().to_string();
+        assert!(
+            refused.contains(&format!("it is {} bytes", MAX_TEXT + 1)),
+            "{refused}"
+        );
     }
 }
