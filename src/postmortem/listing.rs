@@ -155,7 +155,12 @@ pub fn session_rows(lines: &[SessionLine], width: Option<usize>) -> Vec<String> 
             let room = width.saturating_sub(text_width(&row) + GAP);
             // Unfitted (a pipe), the first failures all the same, not thousands: `--long` and
             // `--json` name them all.
-            let failures = &line.failures[..line.failures.len().min(UNFITTED_FAILURES)];
+            let cap = if width == usize::MAX {
+                UNFITTED_FAILURES
+            } else {
+                line.failures.len()
+            };
+            let failures = &line.failures[..line.failures.len().min(cap)];
             let beyond = line.failures.len() - failures.len();
             if let Some(failures) = fitted_list(failures, beyond, room) {
                 row.push_str(&" ".repeat(GAP));

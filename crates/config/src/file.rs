@@ -23,6 +23,17 @@ const MAX_TEXT: u64 = 16 << 20;
 /// `.env`, the user config) take as none; anything but a regular file is
 /// [`ConfigError::NotRegular`].
 pub(crate) fn read_text(path: &Path, what: FileKind) -> Result<String, ConfigError> {
+    read(path, what, true)
+}
+
+/// [`read_text`] of a file nobody named for this run (the user config, read by every `tether
+/// exec` and shim call): a pipe is refused too, since one held open by a writer that never
+/// writes would hold every command an agent runs.
+pub(crate) fn read_regular_text(path: &Path, what: FileKind) -> Result<String, ConfigError> {
+    read(path, what, false)
+}
+
+fn read(path: &Path, what: FileKind, pipes: bool) -> Result<String, ConfigError> {
     let failed = |io| ConfigError::Read {
         what,
         path: path.to_path_buf(),
@@ -47,7 +58,7 @@ pub(crate) fn read_text(path: &Path, what: FileKind) -> Result<String, ConfigErr
             MAX_TEXT >> 20
         ))));
     }
-    if file_type.is_fifo() {
+    if file_type.is_fifo() && pipes {
         return read_pipe(file, path, what);
     }
     if !file_type.is_file() {
@@ -57,8 +68,12 @@ pub(crate) fn read_text(path: &Path, what: FileKind) -> Result<String, ConfigErr
             found: NotRegular::of(file_type),
         });
     }
+    // Bounded as it is read too: a log growing past the size it had at the fstat.
     let mut text = String::new();
-    file.read_to_string(&mut text).map_err(failed)?;
+    (&mut file)
+        .take(MAX_TEXT)
+        .read_to_string(&mut text)
+        .map_err(failed)?;
     Ok(text)
 }
 
@@ -291,5 +306,25 @@ mod tests {
             refused.contains(&format!("it is {} bytes", MAX_TEXT + 1)),
             "{refused}"
         );
+    }
+
+    /// The user config, which every `tether exec` and shim call reads, is never a pipe, even
+    /// one with a writer: a writer that never ends would hold every command an agent runs.
+    #[test]
+    fn the_user_config_is_never_read_from_a_pipe() {
+        use std::io::Write as _;
+        use std::os::fd::AsRawFd as _;
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let mut write = std::fs::File::from(write);
+        write.write_all(b"a = 1\n").unwrap();
+        let path = std::path::PathBuf::from(format!("/proc/self/fd/{}", read.as_raw_fd()));
+        assert!(matches!(
+            read_regular_text(&path, FileKind::Config),
+            Err(ConfigError::NotRegular {
+                found: NotRegular::Fifo,
+                ..
+            })
+        ));
+        drop(write);
     }
 }

@@ -140,7 +140,7 @@ pub fn for_launch() -> (UserConfig, Option<ConfigError>) {
 
 /// Reads the user config at `path`; `Ok(None)` when there is no such file.
 pub fn load_user(path: &Path) -> Result<Option<UserConfig>, ConfigError> {
-    let text = match super::file::read_text(path, FileKind::Config) {
+    let text = match super::file::read_regular_text(path, FileKind::Config) {
         Ok(text) => text,
         Err(ConfigError::Read { io, .. }) if io.kind() == std::io::ErrorKind::NotFound => {
             return Ok(None);

@@ -153,7 +153,10 @@ impl JournalDir {
     }
 
     /// Opens the existing regular file `name` to append to it (an event log a killed broker
-    /// left): no link followed, and a FIFO put in its place is neither waited on nor opened.
+    /// left, a joined session's `launcher.jsonl`): no link followed, a FIFO put in its place
+    /// neither waited on nor opened, and only a file of ours with one name and for us alone:
+    /// a hard link a command planted there (to another file of its user's) is never written
+    /// through.
     pub fn open_append(&self, name: &str) -> io::Result<File> {
         let flags = OFlag::O_WRONLY
             | OFlag::O_APPEND
@@ -161,7 +164,18 @@ impl JournalDir {
             | OFlag::O_NONBLOCK
             | OFlag::O_NOCTTY
             | OFlag::O_CLOEXEC;
-        regular(openat(&self.fd, name, flags, Mode::empty())?)
+        let file = regular(openat(&self.fd, name, flags, Mode::empty())?)?;
+        let stat = fstat(&file)?;
+        if stat.st_nlink != 1
+            || stat.st_uid != nix::unistd::geteuid().as_raw()
+            || stat.st_mode & 0o077 != 0
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "not a private file of ours with one name (a link planted in a journal?)",
+            ));
+        }
+        Ok(file)
     }
 
     /// Writes `value` as pretty JSON to `name` so that readers see either nothing or all of
@@ -420,6 +434,28 @@ mod tests {
 
     fn mode(path: &Path) -> u32 {
         std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+    }
+
+    /// A file a journal appends to (an event log a reclaim finishes, a joined session's
+    /// `launcher.jsonl`) is written only if it is ours alone with one name: a hard link a
+    /// command planted there, to another file of its user's, is refused, as is a FIFO.
+    #[test]
+    fn appends_only_to_a_private_file_with_one_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = JournalDir::open_state(&tmp.path().join("state")).unwrap();
+        dir.create_file("events.jsonl", true).unwrap();
+        assert!(dir.open_append("events.jsonl").is_ok());
+
+        let elsewhere = tmp.path().join("bashrc");
+        std::fs::write(&elsewhere, "mine\n").unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::hard_link(&elsewhere, dir.join("launcher.jsonl")).unwrap();
+        let refused = dir.open_append("launcher.jsonl").unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::PermissionDenied, "{refused}");
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "mine\n");
+
+        nix::unistd::mkfifo(&dir.join("fifo"), Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(dir.open_append("fifo").is_err());
     }
 
     #[test]

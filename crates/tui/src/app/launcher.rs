@@ -186,21 +186,9 @@ impl PlanJournal {
             if self.file.is_none() {
                 let file = match session.dir.create_file(LAUNCHER_FILE, true) {
                     // Another tether's, of a named session this one joined: appended to only
-                    // if it is a file of ours alone, not a link a command planted to have
-                    // us write through it.
+                    // if it is a file of ours alone with one name (`open_append`).
                     Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                        let file = session.dir.open_append(LAUNCHER_FILE)?;
-                        let meta = file.metadata()?;
-                        use std::os::unix::fs::MetadataExt;
-                        if meta.nlink() != 1
-                            || meta.uid() != nix::unistd::geteuid().as_raw()
-                            || meta.mode() & 0o077 != 0
-                        {
-                            return Err(std::io::Error::other(
-                                "it is not a private file of ours with one name (a link planted there?)",
-                            ));
-                        }
-                        Ok(file)
+                        session.dir.open_append(LAUNCHER_FILE)
                     }
                     file => file,
                 }?;
