@@ -154,9 +154,8 @@ impl JournalDir {
 
     /// Opens the existing regular file `name` to append to it (an event log a killed broker
     /// left, a joined session's `launcher.jsonl`): no link followed, a FIFO put in its place
-    /// neither waited on nor opened, and only a file of ours with one name and for us alone:
-    /// a hard link a command planted there (to another file of its user's) is never written
-    /// through.
+    /// neither waited on nor opened, and only a file of ours with one name: a hard link a
+    /// command planted there (to another file of its user's) is never written through.
     pub fn open_append(&self, name: &str) -> io::Result<File> {
         let flags = OFlag::O_WRONLY
             | OFlag::O_APPEND
@@ -166,13 +165,10 @@ impl JournalDir {
             | OFlag::O_CLOEXEC;
         let file = regular(openat(&self.fd, name, flags, Mode::empty())?)?;
         let stat = fstat(&file)?;
-        if stat.st_nlink != 1
-            || stat.st_uid != nix::unistd::geteuid().as_raw()
-            || stat.st_mode & 0o077 != 0
-        {
+        if stat.st_nlink != 1 || stat.st_uid != nix::unistd::geteuid().as_raw() {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
-                "not a private file of ours with one name (a link planted in a journal?)",
+                "not a file of ours with one name (a link planted in a journal?)",
             ));
         }
         Ok(file)
@@ -437,7 +433,7 @@ mod tests {
     }
 
     /// A file a journal appends to (an event log a reclaim finishes, a joined session's
-    /// `launcher.jsonl`) is written only if it is ours alone with one name: a hard link a
+    /// `launcher.jsonl`) is written only if it is ours with one name: a hard link a
     /// command planted there, to another file of its user's, is refused, as is a FIFO.
     #[test]
     fn appends_only_to_a_private_file_with_one_name() {

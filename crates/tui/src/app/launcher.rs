@@ -186,7 +186,7 @@ impl PlanJournal {
             if self.file.is_none() {
                 let file = match session.dir.create_file(LAUNCHER_FILE, true) {
                     // Another tether's, of a named session this one joined: appended to only
-                    // if it is a file of ours alone with one name (`open_append`).
+                    // if it is a file of ours with one name (`open_append`).
                     Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
                         session.dir.open_append(LAUNCHER_FILE)
                     }
