@@ -184,7 +184,19 @@ impl std::fmt::Display for NotRegular {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
     use std::os::unix::ffi::OsStrExt as _;
+
+    /// A new file at `path`, 0600 whatever the umask, for writing.
+    fn private_file(path: &Path) -> std::fs::File {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .unwrap()
+    }
 
     fn mkfifo(path: &Path) {
         let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -245,7 +257,9 @@ mod tests {
     fn a_link_is_followed_to_what_it_names() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.toml");
-        std::fs::write(&real, "ordered_shutdown = true\n").unwrap();
+        private_file(&real)
+            .write_all(b"ordered_shutdown = true\n")
+            .unwrap();
         let link = dir.path().join("tether.toml");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         assert_eq!(
@@ -274,7 +288,6 @@ mod tests {
     /// whether its text is there when it is opened or comes after.
     #[test]
     fn a_pipe_with_a_writer_is_read_to_its_end() {
-        use std::io::Write as _;
         use std::os::fd::AsRawFd as _;
         // Written and closed before it is read.
         let (read, write) = nix::unistd::pipe().unwrap();
@@ -299,8 +312,7 @@ mod tests {
     fn a_file_too_large_for_a_config_is_refused_by_its_size() {
         let dir = tempfile::tempdir().unwrap();
         let big = dir.path().join("big.toml");
-        let file = std::fs::File::create(&big).unwrap();
-        file.set_len(MAX_TEXT + 1).unwrap();
+        private_file(&big).set_len(MAX_TEXT + 1).unwrap();
         let refused = read_text(&big, FileKind::Config).unwrap_err().to_string();
         assert!(
             refused.contains(&format!("it is {} bytes", MAX_TEXT + 1)),
@@ -312,7 +324,6 @@ mod tests {
     /// one with a writer: a writer that never ends would hold every command an agent runs.
     #[test]
     fn the_user_config_is_never_read_from_a_pipe() {
-        use std::io::Write as _;
         use std::os::fd::AsRawFd as _;
         let (read, write) = nix::unistd::pipe().unwrap();
         let mut write = std::fs::File::from(write);

@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn every_process_seen_live_is_what_the_journal_replays_with_each_latest_command_line() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("events.jsonl"), exec_journal()).unwrap();
+        tether_os::testing::write_private(&dir.path().join("events.jsonl"), exec_journal());
         let record = CommandRecord::load(dir.path());
         let replayed = command_from_record(&record);
         // Live: the events one by one, as the TUI applies its broker's lines, looked at after

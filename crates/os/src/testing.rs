@@ -44,6 +44,33 @@ pub fn write_script(path: &std::path::Path, text: &str, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
+/// Writes `bytes` to the file at `path` (created or emptied), 0600 whatever the umask: what a
+/// test puts in a journal's place is kept as tether keeps journals.
+pub fn write_private(path: &std::path::Path, bytes: impl AsRef<[u8]>) {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .expect("create a private file");
+    file.write_all(bytes.as_ref())
+        .expect("write a private file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+/// Creates the directory `path` and any parents missing, 0700 whatever the umask.
+pub fn private_dir(path: &std::path::Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .expect("create a private directory");
+}
+
 /// Copies the directory tree `from` to `to` (a fixture session into a test's own space),
 /// private as tether keeps journals: directories 0700, files 0600, whatever the umask and
 /// the modes the fixture has in the checkout.

@@ -395,13 +395,13 @@ mod tests {
     fn a_session_not_there_names_the_ids_it_begins() {
         let state = tempfile::tempdir().unwrap();
         let sessions = state.path().join("sessions");
-        std::fs::create_dir_all(sessions.join("agent-1")).unwrap();
+        tether_os::testing::private_dir(&sessions.join("agent-1"));
         let said = no_session("agent", &sessions);
         assert!(
             said.ends_with("; `agent-1` begins so: give its whole id"),
             "{said}"
         );
-        std::fs::create_dir_all(sessions.join("agent-2")).unwrap();
+        tether_os::testing::private_dir(&sessions.join("agent-2"));
         let said = no_session("agent", &sessions);
         assert!(
             said.ends_with("2 sessions begin so (`agent-1`, ...): give a whole id"),

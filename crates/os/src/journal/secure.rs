@@ -443,8 +443,7 @@ mod tests {
         assert!(dir.open_append("events.jsonl").is_ok());
 
         let elsewhere = tmp.path().join("bashrc");
-        std::fs::write(&elsewhere, "mine\n").unwrap();
-        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+        crate::testing::write_private(&elsewhere, "mine\n");
         std::fs::hard_link(&elsewhere, dir.join("launcher.jsonl")).unwrap();
         let refused = dir.open_append("launcher.jsonl").unwrap_err();
         assert_eq!(refused.kind(), io::ErrorKind::PermissionDenied, "{refused}");
