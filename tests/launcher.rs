@@ -213,6 +213,48 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
         .find(|l| l.starts_with("  web "))
         .unwrap_or_default();
     assert!(web.contains("not started: migrate: exit 1"), "{long}");
+
+    // So do the exports: web is in each, the worker's last run says it was given up on.
+    let export = |format: &str| listing(&["export", &sessions[0], "--format", format]);
+    let text = export("text");
+    // The summary table's last row of each: `web`, `07-worker`.
+    let row = |name: &str| {
+        (text.lines())
+            .rfind(|l| (l.split(' ').next()).is_some_and(|cell| cell.ends_with(name)))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        row("web").contains("not started: migrate: exit 1"),
+        "{text}"
+    );
+    assert!(row("-worker").contains("gave up after"), "{text}");
+    assert!(text.contains("== web (never ran): "), "{text}");
+    let lines: Vec<serde_json::Value> = (export("jsonl").lines())
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let web = (lines.iter())
+        .find(|l| l["kind"] == "not_started")
+        .expect("web's line");
+    assert_eq!(web["name"], "web");
+    assert_eq!(web["plan"]["blocked"], "migrate: exit 1");
+    let trace = export("chrome-trace");
+    assert!(trace.contains("web (never ran)"), "{trace}");
+    assert!(trace.contains("not started: migrate: exit 1"), "{trace}");
+    let otlp = export("otlp");
+    assert!(otlp.contains(r#""name":"not_started""#), "{otlp}");
+    let json: serde_json::Value =
+        serde_json::from_str(&listing(&["sessions", "--json"])).expect("sessions --json");
+    let session = &json["sessions"][0];
+    assert_eq!(session["not_started"][0]["name"], "web", "{session}");
+    assert_eq!(
+        session["not_started"][0]["words"],
+        "not started: migrate: exit 1"
+    );
+    let worker = (session["commands"].as_array().expect("commands").iter())
+        .rfind(|c| c["name"] == "worker")
+        .expect("the worker");
+    assert!(worker["plan"]["gave_up"].is_object(), "{worker}");
     env.finish();
 }
 

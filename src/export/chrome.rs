@@ -6,7 +6,9 @@
 //! lifecycle event (signals, timeouts, exits, reaped orphans, ...) and a counter of the bytes
 //! each stream has written; each process of its tree (from the `tree` events) is a thread of
 //! its own (`tid` = its pid) with a span from its first sighting to its disappearance, named
-//! by its command line. Times are microseconds since the session started.
+//! by its command line. A command the launcher never started is a process track after them
+//! with one instant, the launcher's last word (`not started: migrate: exit 1`). Times are
+//! microseconds since the session started.
 
 use serde_json::{Value, json};
 
@@ -30,6 +32,30 @@ pub fn trace(session: &SessionExport) -> Value {
     let mut events = Vec::new();
     for (i, command) in session.commands.iter().enumerate() {
         command_events(session, command, i as u32 + 1, &mut events);
+    }
+    let runs = session.commands.len();
+    for (i, never) in session.not_started.iter().enumerate() {
+        let pid = (runs + i) as u32 + 1;
+        let track = |name: &str, args: Value| json!({ "name": name, "cat": "__metadata", "ph": "M", "ts": 0, "pid": pid, "tid": RUN_TID, "args": args });
+        events.push(track(
+            "process_name",
+            json!({ "name": one_line(&format!("{} (never ran)", never.name())) }),
+        ));
+        events.push(track("process_sort_index", json!({ "sort_index": pid })));
+        let ts = never
+            .since_ms
+            .saturating_sub(session.started_ms)
+            .saturating_mul(1000);
+        events.push(json!({
+            "name": one_line(&never.words()),
+            "cat": "not_started",
+            "ph": "i",
+            "s": "p",
+            "ts": ts,
+            "pid": pid,
+            "tid": RUN_TID,
+            "args": { "command_line": never.state.command_line(), "plan": never.state.plan },
+        }));
     }
     json!({
         "traceEvents": events,

@@ -1,7 +1,9 @@
 //! `--format jsonl`: every event of every command, merged in time order, one JSON object a
 //! line: the journal's line with `session` and `command` (the command directory's name)
 //! added. A journal cut short adds one line of kind `journal_cut_short` after its last
-//! event, with what is missing in `damage`.
+//! event, with what is missing in `damage`. A command the launcher never started is one line
+//! of kind `not_started` at its launcher's last word, with `name`, `command_line`, `plan` and
+//! `words` (`not started: migrate: exit 1`) and no `command`.
 //!
 //! Only the order is held for the whole session (24 bytes an event); each line is made when
 //! it is written.
@@ -31,10 +33,33 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
             order.push((last, c, CUT_SHORT));
         }
     }
+    let runs = session.commands.len();
+    order.extend(
+        (session.not_started.iter().enumerate()).map(|(i, never)| (never.since_ms, runs + i, 0)),
+    );
     order.sort_unstable();
     let mut out = Vec::new();
+    let mut push = |value: &Value| {
+        // Serializing a `Value` cannot fail.
+        if let Ok(line) = crate::model::output::json::to_vec(value, false) {
+            out.extend_from_slice(&line);
+            out.push(b'\n');
+        }
+    };
     for (ts_ms, c, n) in order {
-        let command = &session.commands[c];
+        let Some(command) = session.commands.get(c) else {
+            let never = &session.not_started[c - runs];
+            push(&json!({
+                "ts_ms": ts_ms,
+                "kind": "not_started",
+                "session": session.id,
+                "name": never.name(),
+                "command_line": never.state.command_line(),
+                "plan": never.state.plan,
+                "words": never.words(),
+            }));
+            continue;
+        };
         let damage = &command.damage;
         let value = match command.events.get(n) {
             Some(event) => serde_json::to_value(event),
@@ -45,11 +70,7 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
         };
         object.insert("session".into(), Value::String(session.id.clone()));
         object.insert("command".into(), Value::String(command.id.dir_name()));
-        // Serializing a `Value` cannot fail.
-        if let Ok(line) = crate::model::output::json::to_vec(&Value::Object(object), false) {
-            out.extend_from_slice(&line);
-            out.push(b'\n');
-        }
+        push(&Value::Object(object));
     }
     out
 }

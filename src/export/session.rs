@@ -19,8 +19,39 @@ pub struct SessionExport {
     /// Its last moment: the latest end, or last event, of any command.
     pub ended_ms: u64,
     pub commands: Vec<CommandExport>,
+    /// The commands its launcher spoke of that never ran (`launcher.jsonl`): blocked by a
+    /// failed dependency, or still waiting when the session ended. In the order the launcher
+    /// first named them.
+    pub not_started: Vec<NotStarted>,
     /// What is wrong with the session's own files (`session.json`).
     pub damage: Vec<String>,
+}
+
+/// A command the launcher never started: its name, its command and its last word on it.
+pub struct NotStarted {
+    /// The model's row: the configured name and command, and the plan.
+    pub state: CommandState,
+    /// When the launcher last spoke of it.
+    pub since_ms: u64,
+}
+
+impl NotStarted {
+    pub fn name(&self) -> &str {
+        &self.state.config.name
+    }
+
+    /// `not started: migrate: exit 1`, `waiting for db`, or, with nothing said, `not started`.
+    pub fn words(&self) -> String {
+        match &self.state.plan {
+            Some(plan) => plan.label(self.since_ms),
+            None => "not started".into(),
+        }
+    }
+
+    /// Whether every view counts it failed: blocked, as `tether sessions` counts it.
+    pub fn failed(&self) -> bool {
+        self.state.plan.as_ref().is_some_and(|p| p.is_failure())
+    }
 }
 
 /// One command's run: the model's view of it and its journal.
@@ -60,12 +91,27 @@ pub struct ProcessSpan {
 
 impl SessionExport {
     pub fn from_record(record: &SessionRecord) -> SessionExport {
-        let model = model_from_session(record);
+        let mut model = model_from_session(record);
+        // The model lists the runs in journal order, then the commands that never ran.
+        let unstarted = model
+            .commands
+            .split_off(record.commands.len().min(model.commands.len()));
         let commands: Vec<CommandExport> = record
             .commands
             .iter()
             .zip(model.commands)
             .map(|(journal, state)| CommandExport::new(journal, state))
+            .collect();
+        let not_started: Vec<NotStarted> = unstarted
+            .into_iter()
+            .map(|state| {
+                let said = record
+                    .launcher
+                    .iter()
+                    .filter(|l| l.command == state.config.name);
+                let since_ms = said.map(|l| l.ts_ms).max().unwrap_or(model.started_ms);
+                NotStarted { state, since_ms }
+            })
             .collect();
         let ended_ms = commands
             .iter()
@@ -75,7 +121,8 @@ impl SessionExport {
             })
             .max()
             .unwrap_or(model.started_ms)
-            .max(model.started_ms);
+            .max(model.started_ms)
+            .max(not_started.iter().map(|n| n.since_ms).max().unwrap_or(0));
         SessionExport {
             id: model.session_id,
             dir: record.dir.clone(),
@@ -83,6 +130,7 @@ impl SessionExport {
             started_ms: model.started_ms,
             ended_ms,
             commands,
+            not_started,
             damage: record.damage.iter().map(ToString::to_string).collect(),
         }
     }

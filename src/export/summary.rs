@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::session::{CommandExport, SessionExport};
 use crate::model::command::signal_label;
-use crate::model::{Badges, Status};
+use crate::model::{Badges, Plan, Status};
 
 /// Bumped when a field changes meaning or goes away (new fields may appear at any time).
 pub const SESSIONS_JSON_VERSION: u32 = 1;
@@ -33,6 +33,10 @@ pub struct SessionSummary {
     pub host: Option<String>,
     pub user: Option<String>,
     pub commands: Vec<CommandSummary>,
+    /// The commands its launcher never started: blocked by a failed dependency, or still
+    /// waiting when the session ended.
+    #[serde(default)]
+    pub not_started: Vec<NotStartedSummary>,
     /// Some journal of the session misses something (see each command's `damage`).
     pub cut_short: bool,
     /// What is wrong with the session's own files, or why it could not be read at all.
@@ -71,11 +75,31 @@ pub struct CommandSummary {
     pub stdout: StreamBytes,
     pub stderr: StreamBytes,
     pub badges: Badges,
+    /// The launcher's last word on this run, where it had one: `{"gave_up": {"restarts":
+    /// 3}}` on the last run of a command it restarted as often as it would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
     /// The journal misses something: it ends mid-line, has lines that are not events, or
     /// has no result while no broker runs the command.
     pub cut_short: bool,
     /// What is missing or broken, in words.
     pub damage: Vec<String>,
+}
+
+/// A command the launcher never started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotStartedSummary {
+    pub name: String,
+    /// What it would have run.
+    pub command: String,
+    /// The launcher's last word on it: `{"blocked": "migrate: exit 1"}`, `{"waiting": {"on":
+    /// "db", "not_started": false}}`; absent if it said none.
+    pub plan: Option<Plan>,
+    /// The same as every view says it: `not started: migrate: exit 1`.
+    pub words: String,
+    /// When the launcher said it.
+    pub at_ms: u64,
+    pub at: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,6 +143,16 @@ impl SessionSummary {
             user: session.info.as_ref().map(|i| i.user.clone()),
             cut_short: !session.damage.is_empty() || commands.iter().any(|c| c.cut_short),
             commands,
+            not_started: (session.not_started.iter())
+                .map(|never| NotStartedSummary {
+                    name: never.name().to_string(),
+                    command: crate::config::naming::command_text(&never.state.config.command),
+                    plan: never.state.plan.clone(),
+                    words: never.words(),
+                    at_ms: never.since_ms,
+                    at: iso_utc(never.since_ms),
+                })
+                .collect(),
             damage: session.damage.clone(),
         }
     }
@@ -169,6 +203,7 @@ impl CommandSummary {
             stdout: bytes(0),
             stderr: bytes(1),
             badges: command.badges.clone(),
+            plan: state.plan.clone(),
             cut_short: command.cut_short,
             damage: command.damage.clone(),
         }

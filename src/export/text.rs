@@ -62,6 +62,16 @@ pub fn report(session: &SessionExport) -> String {
         out.push('\n');
         command_section(session, command, &mut out);
     }
+    for never in &session.not_started {
+        let _ = writeln!(
+            out,
+            "\n== {} (never ran): {}\n   {}  {}",
+            one_line(never.name()),
+            one_line(&never.state.command_line()),
+            offset_ms(never.since_ms.saturating_sub(session.started_ms)),
+            one_line(&never.words())
+        );
+    }
     out
 }
 
@@ -91,8 +101,9 @@ fn summary_table(session: &SessionExport) -> String {
         rows.push([
             one_line(&command.id.dir_name()),
             // The words every view names the ending with (`stopped (SIGKILL)`, `exit 3`,
-            // `failed to start`), the exit status among them.
-            one_line(&command.state.state_words()),
+            // `failed to start`), the exit status among them, and the launcher's last word
+            // (`gave up after 3 restarts`).
+            one_line(&command.state.outcome_words()),
             // The status itself, which some words do not carry (`finished`, `lost`,
             // `over budget (max_cpu)`).
             match (s.exit_code, &s.signal_name) {
@@ -106,6 +117,20 @@ fn summary_table(session: &SessionExport) -> String {
             bytes(s.stdout),
             bytes(s.stderr),
             badges.join(" "),
+        ]);
+    }
+    for never in &session.not_started {
+        let none = || "-".to_string();
+        rows.push([
+            one_line(never.name()),
+            one_line(&never.words()),
+            none(),
+            none(),
+            none(),
+            none(),
+            none(),
+            none(),
+            String::new(),
         ]);
     }
     let widths: Vec<usize> = (0..header.len())
@@ -131,7 +156,11 @@ fn command_section(session: &SessionExport, command: &CommandExport, out: &mut S
         one_line(command.name()),
         one_line(&command.state.command_line())
     );
-    let _ = writeln!(out, "   ended: {}", one_line(&command.state.state_words()));
+    let _ = writeln!(
+        out,
+        "   ended: {}",
+        one_line(&command.state.outcome_words())
+    );
     for damage in &command.damage {
         let _ = writeln!(out, "   ! {}", one_line(damage));
     }

@@ -292,19 +292,7 @@ pub fn command_tables(sessions: &[Vec<CommandCells>], width: Option<usize>) -> V
 }
 
 fn command_cells(model: &Model, command: &CommandState, id: &str) -> CommandCells {
-    let mut state = command.state_words();
-    // What the launcher said last, where it is an end: `not started: migrate: exit 1` for a
-    // command that never ran, `exit 1, gave up after 3 restarts` for its last run.
-    match &command.plan {
-        Some(plan) if plan.is_failure() && command.status == crate::model::Status::Idle => {
-            state = plan.label(0);
-        }
-        Some(plan) if plan.is_failure() => {
-            state.push_str(", ");
-            state.push_str(&plan.label(0));
-        }
-        _ => {}
-    }
+    let mut state = command.outcome_words();
     if let Some(words) = command.leftovers.and_then(|l| l.words()) {
         state.push_str(", ");
         state.push_str(&words);

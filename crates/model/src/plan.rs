@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::CommandState;
+use super::{CommandState, Status};
 use tether_config::CommandConfig;
 use tether_os::journal::LauncherLine;
 
@@ -66,6 +66,19 @@ impl Plan {
     /// A failure the operator is told of (`gave up`, `blocked`), not a wait.
     pub fn is_failure(&self) -> bool {
         matches!(self, Plan::GaveUp { .. } | Plan::Blocked(_))
+    }
+}
+
+impl CommandState {
+    /// How a run ended in every view's words, with the launcher's last word where it is an
+    /// end: `not started: migrate: exit 1` for a command that never ran, `exit 1, gave up
+    /// after 3 restarts` for the last run of one it gave up on.
+    pub fn outcome_words(&self) -> String {
+        match &self.plan {
+            Some(plan) if plan.is_failure() && self.status == Status::Idle => plan.label(0),
+            Some(plan) if plan.is_failure() => format!("{}, {}", self.state_words(), plan.label(0)),
+            _ => self.state_words(),
+        }
     }
 }
 

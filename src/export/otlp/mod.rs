@@ -10,7 +10,10 @@
 //! its lifecycle events (signals, timeouts, exit, reaped orphans, ...) as span events. A
 //! command whose caller passed it a W3C `TRACEPARENT` is instead a span of the caller's trace,
 //! the child of the caller's span, with the span id the command was given in its own
-//! `TRACEPARENT`; a link leads from it to the session's root span.
+//! `TRACEPARENT`; a link leads from it to the session's root span. A command the launcher
+//! never started has no span: it is a `not_started` event of the root span, with its name
+//! and the launcher's last word, and counts among the root's commands (and its failures,
+//! when blocked). The live follower reads command journals only and sends no such event.
 
 mod events;
 mod logs;
@@ -25,6 +28,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
 pub use super::follow::scan::is_agent;
@@ -154,14 +158,15 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
             .commands
             .iter()
             .filter(|c| c.failed() || c.cut_short)
-            .count();
+            .count()
+            + session.not_started.iter().filter(|n| n.failed()).count();
         spans.push(span::session(
             host,
             &SessionRoot {
                 id: session.id.clone(),
                 started_ms: session.started_ms,
                 ended_ms: session.ended_ms,
-                commands: session.commands.len(),
+                commands: session.commands.len() + session.not_started.len(),
                 failed,
             },
         ));
@@ -173,6 +178,23 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
             span.end_time_unix_nano = nanos(session.ended_ms).max(span.start_time_unix_nano);
         }
         spans.push(span);
+    }
+    // The root: the session's span, or the agent's standing for it.
+    let root = agent.map_or(0, |i| i);
+    if let Some(root) = spans.get_mut(root) {
+        root.events
+            .extend(session.not_started.iter().map(|never| Event {
+                time_unix_nano: nanos(never.since_ms),
+                name: "not_started".into(),
+                attributes: vec![
+                    span::attribute("tether.command.name", span::string(never.name())),
+                    span::attribute(
+                        "tether.description",
+                        span::string(&one_line(&never.words())),
+                    ),
+                ],
+                dropped_attributes_count: 0,
+            }));
     }
     encoder.traces(spans)
 }
