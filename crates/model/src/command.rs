@@ -269,6 +269,22 @@ pub struct CommandState {
     pub peak_rss_bytes: Option<u64>,
     /// The launcher's word on it between runs: waiting, restarting, given up, blocked.
     pub plan: Option<super::Plan>,
+    /// The runs before this one, oldest first (at most [`EARLIER_RUNS_KEPT`], the latest),
+    /// as the all-commands strip draws them beside this one.
+    pub earlier_runs: Vec<EarlierRun>,
+}
+
+/// The most earlier runs a command keeps for the strip: a server restarting for days keeps
+/// its latest.
+pub const EARLIER_RUNS_KEPT: usize = 64;
+
+/// A run before the current one of a command the launcher restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlierRun {
+    pub started_ms: u64,
+    pub ended_ms: u64,
+    /// It failed, as every view counts it.
+    pub failed: bool,
 }
 
 impl CommandState {
@@ -317,6 +333,7 @@ impl CommandState {
             cpu_ms: None,
             peak_rss_bytes: None,
             plan: None,
+            earlier_runs: Vec::new(),
         }
     }
 
@@ -363,7 +380,19 @@ impl CommandState {
         let config = self.config.clone();
         let run = self.run + 1;
         let session_started_ms = self.session_started_ms;
+        let mut earlier_runs = std::mem::take(&mut self.earlier_runs);
+        if let Some(started_ms) = self.started_ms {
+            if earlier_runs.len() == EARLIER_RUNS_KEPT {
+                earlier_runs.remove(0);
+            }
+            earlier_runs.push(EarlierRun {
+                started_ms,
+                ended_ms: self.ended_ms.unwrap_or(now_ms).max(started_ms),
+                failed: self.is_failure(),
+            });
+        }
         *self = CommandState::new(config);
+        self.earlier_runs = earlier_runs;
         self.run = run;
         self.session_started_ms = session_started_ms;
         self.journal_dir = Some(journal_dir);
@@ -1321,5 +1350,36 @@ mod tests {
             },
         ));
         assert_eq!(c.timeline.len(), 1);
+    }
+
+    #[test]
+    fn a_restart_keeps_the_earlier_runs_spans_and_the_latest_sixty_four() {
+        let mut c = CommandState::new(CommandConfig::new(
+            "worker",
+            tether_protocol::protocol::CommandSpec::Shell("exit 1".into()),
+        ));
+        c.begin_run("/tmp/1".into(), 10);
+        c.ended_ms = Some(20);
+        c.status = Status::Exited(ExitStatus {
+            code: Some(1),
+            signal: None,
+            core_dumped: false,
+        });
+        c.begin_run("/tmp/2".into(), 30);
+        assert_eq!(
+            c.earlier_runs,
+            [EarlierRun {
+                started_ms: 10,
+                ended_ms: 20,
+                failed: true
+            }]
+        );
+        for n in 3..100 {
+            c.begin_run(format!("/tmp/{n}").into(), n * 10);
+        }
+        assert_eq!(c.earlier_runs.len(), EARLIER_RUNS_KEPT);
+        // The latest kept: runs 35 to 98, each ended where the next began.
+        assert_eq!(c.earlier_runs[0].started_ms, 350);
+        assert_eq!(c.earlier_runs.last().map(|r| r.ended_ms), Some(990));
     }
 }

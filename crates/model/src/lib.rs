@@ -20,7 +20,9 @@ pub mod screen;
 use std::path::PathBuf;
 
 pub use badges::{Badge, Badges};
-pub use command::{CommandIndex, CommandState, KeptLeftovers, Marker, Status, TimelineEntry};
+pub use command::{
+    CommandIndex, CommandState, EarlierRun, KeptLeftovers, Marker, Status, TimelineEntry,
+};
 pub use ending::Ending;
 pub use plan::Plan;
 

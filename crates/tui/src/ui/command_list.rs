@@ -241,7 +241,7 @@ fn cell(
             None if c.status == Status::Idle => dash(),
             None => Cell::from(format!("#{}", id + 1)),
         },
-        Column::Name => Cell::from(format::fit(&one_line(&c.title()), width)),
+        Column::Name => Cell::from(format::fit(&format::title(c, width), width)),
         // Cut only where the list is narrow and the state is a long one (`list_columns`).
         Column::State => Cell::from(Span::styled(
             format::truncate(&c.short_label(), width),

@@ -3,7 +3,8 @@
 use ratatui::style::Style;
 use ratatui::text::Span;
 
-use tether_model::output::width_clusters;
+use tether_model::CommandState;
+use tether_model::output::{one_line, width_clusters};
 pub use tether_model::output::{text_width, truncate};
 
 /// `1 line`, `2 lines`: a count with its noun in the number it needs.
@@ -88,6 +89,23 @@ pub fn cut_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> 
     out
 }
 
+/// A command's title in at most `width` columns, one safe line: `worker (run 3)` where it
+/// fits, else `worker ↻2` (the restarts so far), the name cut before the mark if need be
+/// while six columns of it still show; narrower, the title as it is, for the caller to cut.
+pub fn title(command: &CommandState, width: usize) -> String {
+    let whole = one_line(&command.title());
+    if command.run <= 1 || text_width(&whole) <= width {
+        return whole;
+    }
+    let restarts = format!(" ↻{}", command.run - 1);
+    let name = one_line(&command.config.name);
+    let room = width.saturating_sub(text_width(&restarts));
+    if room < text_width(&name).min(6) {
+        return whole;
+    }
+    format!("{}{restarts}", truncate(&name, room))
+}
+
 /// `text` cut or padded with spaces to exactly `width` columns, for text that other text
 /// on the same row must line up after.
 pub fn fit(text: &str, width: usize) -> String {
@@ -100,6 +118,26 @@ pub fn fit(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_narrow_title_keeps_the_restarts_in_sight() {
+        let mut c = CommandState::new(tether_config::CommandConfig::new(
+            "worker",
+            tether_protocol::protocol::CommandSpec::Shell("true".into()),
+        ));
+        c.run = 3;
+        assert_eq!(title(&c, 20), "worker (run 3)");
+        assert_eq!(title(&c, 11), "worker ↻2");
+        // Too narrow for the name and the mark: the caller cuts the title.
+        assert_eq!(title(&c, 8), "worker (run 3)");
+        c.config.name = "frontend-dev-server".into();
+        assert_eq!(title(&c, 11), "fronten… ↻2");
+        c.run = 1;
+        assert_eq!(title(&c, 4), "frontend-dev-server");
+        c.config.name = "a\x1b]0;x\x07b".into();
+        c.run = 2;
+        assert!(!title(&c, 6).contains('\x1b'));
+    }
 
     #[test]
     fn spans_are_cut_together() {

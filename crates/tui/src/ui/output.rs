@@ -44,10 +44,15 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, s
     if let Some(percent) = lines.indexing {
         title.push_str(&format!(" · indexing {percent}%"));
     }
-    title.push_str(if state.follow {
-        " · follow"
-    } else {
-        " · paused"
+    // Following is for output still to come: of a run that ended, the pane is at its end or
+    // scrolled back.
+    let ended = (model.commands.get(view.selected))
+        .is_some_and(|c| !c.status.is_active() && c.ended_ms.is_some());
+    title.push_str(match (state.follow, ended) {
+        (true, false) => " · follow",
+        (false, false) => " · paused",
+        (true, true) => " · end",
+        (false, true) => " · scrolled",
     });
     if view.wrap {
         title.push_str(" · wrap");

@@ -11,7 +11,6 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::timeline::CURSOR;
 use super::{Scene, format, style};
-use tether_model::output::one_line;
 use tether_model::{CommandState, Marker, Model};
 
 pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
@@ -49,7 +48,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
             let c = &model.commands[i];
             // Padded by columns, not characters, so every bar starts in the same column
             // whatever the name holds.
-            let label = format::fit(&one_line(&c.title()), label_width);
+            let label = format::fit(&format::title(c, label_width), label_width);
             let label_style = if i == view.selected {
                 style::SELECTED
             } else {
@@ -176,6 +175,18 @@ fn bar(
     cursor: Option<usize>,
 ) -> Vec<Span<'static>> {
     let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
+    // A restarted command's earlier runs, each to its end: `─`, then `x` or `|`.
+    for run in &c.earlier_runs {
+        let end = column(run.ended_ms).min(width - 1);
+        for cell in cells.iter_mut().take(end + 1).skip(column(run.started_ms)) {
+            *cell = ('─', Color::DarkGray);
+        }
+        cells[end] = if run.failed {
+            ('x', Color::Red)
+        } else {
+            ('|', Color::Blue)
+        };
+    }
     if let Some(start) = c.started_ms {
         let end = c.ended_ms.unwrap_or(now_ms);
         for cell in cells
@@ -392,6 +403,24 @@ mod tests {
             .iter()
             .map(|s| s.content.as_ref())
             .collect()
+    }
+
+    /// A restarted command's bar holds its earlier runs, each to its end, beside the one
+    /// running now: a crash loop reads as one.
+    #[test]
+    fn a_restarted_command_shows_its_earlier_runs() {
+        let mut c = ended("worker", Some(1), None, 2_000);
+        c.begin_run("/nonexistent/2".into(), 4_000);
+        c.ended_ms = Some(5_000);
+        c.status = Status::Exited(ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        });
+        c.begin_run("/nonexistent/3".into(), 7_000);
+        c.status = Status::Running;
+        assert_eq!(c.run, 3);
+        assert_eq!(text_of(&c, 12), "──x ─| ─────");
     }
 
     /// The demo's `runaway` stopped on quit: its stop signalled every process of its tree
