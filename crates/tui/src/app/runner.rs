@@ -344,6 +344,7 @@ impl Runner {
                 if let Some(c) = current_run(&mut self.app.model.commands, id) {
                     if failed {
                         c.status = Status::FailedToStart;
+                        c.ended_ms.get_or_insert_with(now_ms);
                     }
                     c.notice = Some(text.clone());
                 }

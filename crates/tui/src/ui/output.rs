@@ -10,6 +10,7 @@ use ratatui::widgets::Paragraph;
 use super::screen::ScreenWidget;
 use super::{Scene, format, pane_block, style};
 use crate::app::view::{LineSelection, PaneLines, STAMP_WIDTH, ScreenContent};
+use tether_model::Status;
 use tether_model::output::StyledLine;
 use tether_model::screen::{FullScreenSigns, ReplayStart, TAIL_REPLAY};
 use tether_protocol::protocol::Stream;
@@ -46,8 +47,10 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, s
     }
     // Following is for output still to come: of a run that ended, the pane is at its end or
     // scrolled back.
-    let ended = (model.commands.get(view.selected))
-        .is_some_and(|c| !c.status.is_active() && c.ended_ms.is_some());
+    let ended = (model.commands.get(view.selected)).is_some_and(|c| {
+        let over = c.ended_ms.is_some() || c.status == Status::FailedToStart;
+        !c.status.is_active() && (over || c.plan.as_ref().is_some_and(|p| p.is_failure()))
+    });
     title.push_str(match (state.follow, ended) {
         (true, false) => " · follow",
         (false, false) => " · paused",

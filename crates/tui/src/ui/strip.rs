@@ -175,17 +175,14 @@ fn bar(
     cursor: Option<usize>,
 ) -> Vec<Span<'static>> {
     let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
-    // A restarted command's earlier runs, each to its end: `─`, then `x` or `|`.
+    // A restarted command's earlier runs, each to its end: `─`, then `x` or `|` once every
+    // run's line is drawn, so that a restart in the column of the crash before it (a backoff
+    // shorter than a column) does not hide the crash.
     for run in &c.earlier_runs {
         let end = column(run.ended_ms).min(width - 1);
         for cell in cells.iter_mut().take(end + 1).skip(column(run.started_ms)) {
             *cell = ('─', Color::DarkGray);
         }
-        cells[end] = if run.failed {
-            ('x', Color::Red)
-        } else {
-            ('|', Color::Blue)
-        };
     }
     if let Some(start) = c.started_ms {
         let end = c.ended_ms.unwrap_or(now_ms);
@@ -201,6 +198,13 @@ fn bar(
         if let Some(cell) = cells.get_mut(column(*ts)) {
             *cell = ('▪', Color::Green);
         }
+    }
+    for run in &c.earlier_runs {
+        cells[column(run.ended_ms).min(width - 1)] = if run.failed {
+            ('x', Color::Red)
+        } else {
+            ('|', Color::Blue)
+        };
     }
     place_markers(c, &mut cells, column, now_ms);
     // The time cursor's column crosses the bar where nothing else is marked.
@@ -421,6 +425,18 @@ mod tests {
         c.status = Status::Running;
         assert_eq!(c.run, 3);
         assert_eq!(text_of(&c, 12), "──x ─| ─────");
+        // A crash loop: each restart in the column of the crash before it.
+        let mut c = ended("worker", Some(1), None, 3_000);
+        c.begin_run("/nonexistent/2".into(), 3_400);
+        c.ended_ms = Some(6_000);
+        c.status = Status::Exited(ExitStatus {
+            code: Some(1),
+            signal: None,
+            core_dumped: false,
+        });
+        c.begin_run("/nonexistent/3".into(), 6_200);
+        c.status = Status::Running;
+        assert_eq!(text_of(&c, 12), "───x──x─────");
     }
 
     /// The demo's `runaway` stopped on quit: its stop signalled every process of its tree
