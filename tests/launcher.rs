@@ -163,6 +163,29 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
     });
     assert!(runs_of(&env, "web").is_empty(), "web was started");
     tmux.wait_screen(&env, "the worker given up", |s| s.contains("gave up"));
+    // A watch from another terminal (a tmux server of its own) shows what the launcher said
+    // too, from its journal: in the session's header, then web's row and the worker's.
+    let viewer = TestEnv::new("launcher-failed-watch");
+    let watch = Tmux::start(&viewer, 120, 40);
+    watch.type_line(
+        &viewer,
+        &format!("exec {BIN} --state-dir {} watch", env.state_dir().display()),
+    );
+    watch.wait_screen(
+        &viewer,
+        "web blocked and the worker given up, watched",
+        |s| {
+            s.contains("▾ ")
+                && s.lines()
+                    .any(|l| l.contains(" web ") && l.contains("blocked"))
+                && s.lines()
+                    .any(|l| l.contains(" worker") && l.contains("gave up"))
+        },
+    );
+    watch.keys(&viewer, &["q"]);
+    watch.wait_screen(&viewer, "the watch gone", |s| !s.contains("Commands"));
+    drop(watch);
+    viewer.finish();
     quit(&env, tmux);
     assert!(runs_of(&env, "web").is_empty(), "web was started");
 

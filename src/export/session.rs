@@ -16,7 +16,8 @@ pub struct SessionExport {
     pub info: Option<SessionInfo>,
     /// When the session began (its `session.json`, else its first command).
     pub started_ms: u64,
-    /// Its last moment: the latest end, or last event, of any command.
+    /// Its last moment: the latest end, or last event, of any command, or the launcher's
+    /// last word on one that never ran.
     pub ended_ms: u64,
     pub commands: Vec<CommandExport>,
     /// The commands its launcher spoke of that never ran (`launcher.jsonl`): blocked by a
@@ -48,9 +49,10 @@ impl NotStarted {
         }
     }
 
-    /// Whether every view counts it failed: blocked, as `tether sessions` counts it.
-    pub fn failed(&self) -> bool {
-        self.state.plan.as_ref().is_some_and(|p| p.is_failure())
+    /// Blocked by a dependency that failed: `tether sessions` counts it apart from the
+    /// failed, as `blocked`.
+    pub fn blocked(&self) -> bool {
+        matches!(self.state.plan, Some(crate::model::Plan::Blocked(_)))
     }
 }
 
@@ -92,7 +94,9 @@ pub struct ProcessSpan {
 impl SessionExport {
     pub fn from_record(record: &SessionRecord) -> SessionExport {
         let mut model = model_from_session(record);
-        // The model lists the runs in journal order, then the commands that never ran.
+        // The model lists the runs in journal order, one a journal, then the commands that
+        // never ran.
+        debug_assert!(model.commands.len() >= record.commands.len());
         let unstarted = model
             .commands
             .split_off(record.commands.len().min(model.commands.len()));

@@ -269,6 +269,9 @@ pub struct CommandState {
     pub peak_rss_bytes: Option<u64>,
     /// The launcher's word on it between runs: waiting, restarting, given up, blocked.
     pub plan: Option<super::Plan>,
+    /// The session directory of a command the launcher has not started, which has no
+    /// journal directory to tell it (a watch over many sessions groups rows by it).
+    pub unstarted_in: Option<PathBuf>,
     /// The runs before this one, oldest first (at most [`EARLIER_RUNS_KEPT`], the latest),
     /// as the all-commands strip draws them beside this one.
     pub earlier_runs: Vec<EarlierRun>,
@@ -333,6 +336,7 @@ impl CommandState {
             cpu_ms: None,
             peak_rss_bytes: None,
             plan: None,
+            unstarted_in: None,
             earlier_runs: Vec::new(),
         }
     }
@@ -385,9 +389,16 @@ impl CommandState {
             if earlier_runs.len() == EARLIER_RUNS_KEPT {
                 earlier_runs.remove(0);
             }
+            // One still going is cut off now; one that ended without a time (a start that
+            // failed) took none.
+            let ended_ms = (self.ended_ms).unwrap_or(if self.status.is_active() {
+                now_ms
+            } else {
+                started_ms
+            });
             earlier_runs.push(EarlierRun {
                 started_ms,
-                ended_ms: self.ended_ms.unwrap_or(now_ms).max(started_ms),
+                ended_ms: ended_ms.max(started_ms),
                 failed: self.is_failure(),
             });
         }

@@ -100,13 +100,17 @@ fn dir_name(command: &CommandState) -> Option<String> {
     Some(dir.to_string_lossy().into_owned())
 }
 
-/// The rows of the commands the launcher spoke of that have no run among those named `ran`:
-/// they never started. In the order the journal first names them, each `idle`, no plan yet.
-pub fn unstarted(ran: &[&str], lines: &[LauncherLine]) -> Vec<CommandState> {
+/// The rows of the commands the launcher spoke of that it never started: no line about one
+/// names a run of it (a run's first line names its directory). Not a name among the runs:
+/// a run under a name the journal did not give it yet (`03-web`, its `command.json` never
+/// written) is still the launcher's, and a shim call's `web` in the same session is not.
+/// In the order the journal first names them, each `idle`, no plan yet.
+pub fn unstarted(lines: &[LauncherLine]) -> Vec<CommandState> {
     let mut rows: Vec<CommandState> = Vec::new();
     for line in lines {
         let listed = rows.iter().any(|c| c.config.name == line.command);
-        if !listed && !ran.contains(&line.command.as_str()) {
+        let ran = || (lines.iter()).any(|l| l.command == line.command && l.dir.is_some());
+        if !listed && !ran() {
             let spec = (lines.iter())
                 .filter(|l| l.command == line.command)
                 .find_map(|l| l.spec.clone())
@@ -126,6 +130,13 @@ pub fn unstarted(ran: &[&str], lines: &[LauncherLine]) -> Vec<CommandState> {
 /// named session that another tether joined, or that a shim call shares, a name is not one
 /// command's.
 pub fn apply(commands: &mut [CommandState], lines: &[LauncherLine], at_ms: Option<u64>) {
+    let mut rows: Vec<&mut CommandState> = commands.iter_mut().collect();
+    apply_to(&mut rows, lines, at_ms);
+}
+
+/// [`apply`] to some of a list's rows: one session's of a watch over many, whose directory
+/// names (`03-web`) another session may have too.
+pub fn apply_to(commands: &mut [&mut CommandState], lines: &[LauncherLine], at_ms: Option<u64>) {
     let said = lines
         .iter()
         .filter(|l| at_ms.is_none_or(|at| l.ts_ms <= at));
@@ -225,7 +236,7 @@ mod tests {
             ran("03-worker", Some(130)),
             ran("08-worker", Some(400)),
         ];
-        let never = unstarted(&["worker"], &lines);
+        let never = unstarted(&lines);
         assert_eq!(never.len(), 1);
         assert_eq!(never[0].config.name, "web");
         assert_eq!(never[0].config.command.argv(), ["/bin/sh", "-c", "run web"]);
@@ -241,5 +252,25 @@ mod tests {
         apply(&mut at_25, &lines, Some(25));
         let plans: Vec<_> = at_25.iter().map(|c| c.plan.clone()).collect();
         assert_eq!(plans, [Some(restarting), None, Some(waiting)]);
+    }
+
+    /// Never started is what no line says of a run: a run the journal knows only by its
+    /// directory's name (`03-api`, no `command.json`) is one.
+    #[test]
+    fn a_command_is_unstarted_until_a_line_names_a_run_of_it() {
+        let waiting = Plan::Waiting {
+            on: "db".into(),
+            not_started: false,
+        };
+        let lines = [
+            said(10, "web", None, Some(Plan::Blocked("db: exit 1".into()))),
+            said(20, "api", None, Some(waiting)),
+            said(30, "api", Some("03-api"), None),
+        ];
+        let never: Vec<String> = unstarted(&lines)
+            .into_iter()
+            .map(|c| c.config.name)
+            .collect();
+        assert_eq!(never, ["web"]);
     }
 }

@@ -117,12 +117,7 @@ impl Recording {
     /// What the launcher said (`lines`, oldest first): each change is a moment to stop at,
     /// a command given up or blocked a notable one, and a command that never ran a row.
     pub fn with_launcher(mut self, lines: Vec<LauncherLine>) -> Recording {
-        let ran: Vec<&str> = self
-            .commands
-            .iter()
-            .map(|c| c.config.name.as_str())
-            .collect();
-        self.unstarted = super::plan::unstarted(&ran, &lines);
+        self.unstarted = super::plan::unstarted(&lines);
         for line in &lines {
             self.moments.push(line.ts_ms);
             let plan = serde_json::from_value::<Option<super::Plan>>(line.plan.clone());

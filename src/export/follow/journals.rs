@@ -140,6 +140,8 @@ impl Follow {
         for change in changes {
             match change {
                 Change::Rescan => self.scan_all(),
+                // The launcher's word is read from a finished session only (`export`).
+                Change::Launcher(_) => {}
                 Change::SessionAppeared(dir) => self.scan_session(&dir),
                 Change::SessionGone(dir) => self.session_gone(&dir),
                 Change::CommandAppeared(dir) => self.scan_command(&dir),

@@ -11,9 +11,10 @@
 //! command whose caller passed it a W3C `TRACEPARENT` is instead a span of the caller's trace,
 //! the child of the caller's span, with the span id the command was given in its own
 //! `TRACEPARENT`; a link leads from it to the session's root span. A command the launcher
-//! never started has no span: it is a `not_started` event of the root span, with its name
-//! and the launcher's last word, and counts among the root's commands (and its failures,
-//! when blocked). The live follower reads command journals only and sends no such event.
+//! never started has no span: it is a `not_started` event of the root span (the agent's, in
+//! a `tether agent` session), with its name and the launcher's last word; the session's root
+//! counts it among its commands, and apart as blocked (`tether.commands.blocked`) as `tether
+//! sessions` does. The live follower reads command journals only and sends no such event.
 
 mod events;
 mod logs;
@@ -158,8 +159,7 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
             .commands
             .iter()
             .filter(|c| c.failed() || c.cut_short)
-            .count()
-            + session.not_started.iter().filter(|n| n.failed()).count();
+            .count();
         spans.push(span::session(
             host,
             &SessionRoot {
@@ -180,8 +180,16 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
         spans.push(span);
     }
     // The root: the session's span, or the agent's standing for it.
-    let root = agent.map_or(0, |i| i);
-    if let Some(root) = spans.get_mut(root) {
+    let blocked = session.not_started.iter().filter(|n| n.blocked()).count();
+    if agent.is_none()
+        && let Some(root) = spans.first_mut()
+    {
+        root.attributes.push(span::attribute(
+            "tether.commands.blocked",
+            span::int(blocked as i64),
+        ));
+    }
+    if let Some(root) = spans.get_mut(agent.unwrap_or(0)) {
         root.events
             .extend(session.not_started.iter().map(|never| Event {
                 time_unix_nano: nanos(never.since_ms),

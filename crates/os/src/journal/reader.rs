@@ -206,7 +206,7 @@ pub struct LauncherLine {
 
 /// The lines of [`LAUNCHER_FILE`] in `dir`, oldest first; none if it does not exist. A line
 /// that cannot be read is skipped and said as damage, once.
-fn read_launcher(dir: &Path, damage: &mut Vec<Damage>) -> Vec<LauncherLine> {
+pub fn read_launcher(dir: &Path, damage: &mut Vec<Damage>) -> Vec<LauncherLine> {
     let bytes = match read_metadata(&dir.join(LAUNCHER_FILE)) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Vec::new(),

@@ -158,6 +158,7 @@ fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
         .journal_dir
         .as_deref()
         .and_then(Path::parent)
+        .or(command.unstarted_in.as_deref())
         .unwrap_or(&model.session_dir)
 }
 

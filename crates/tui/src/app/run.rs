@@ -102,9 +102,8 @@ pub fn run_tui(launch: Launch, draw: Draw) -> anyhow::Result<i32> {
                 .any(|c| c.events.is_empty() && c.result.is_none());
             if model.running() > 0 || starting {
                 // Live in another tether: watch it, with control, and list what joins it.
-                // The launcher's word (`launcher.jsonl`) is not followed there: what it said
-                // at this moment would stand unchanged, and a command that starts later
-                // would be listed twice.
+                // The watch follows the launcher's word (`launcher.jsonl`) as it grows: what
+                // it said at this moment is left to it.
                 model.commands.retain(|c| c.journal_dir.is_some());
                 for command in &mut model.commands {
                     command.plan = None;

@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 
 use nix::sys::inotify::AddWatchFlags;
 
-use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, RESULT_FILE};
+use crate::journal::writer::{COMMAND_FILE, EVENTS_FILE, LAUNCHER_FILE, RESULT_FILE};
 
 /// What a watched directory is in the journal's layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Watched {
     /// `STATE/sessions`: session directories appear in it.
     Sessions(PathBuf),
-    /// A session: command directories appear in it.
+    /// A session: command directories appear in it, and its launcher's word
+    /// (`launcher.jsonl`) grows.
     Session(PathBuf),
     /// A command that has no result yet: its journal files change.
     Command(PathBuf),
@@ -58,6 +59,8 @@ pub enum Change {
         dir: PathBuf,
         file: JournalFile,
     },
+    /// The session's `launcher.jsonl` appeared or grew.
+    Launcher(PathBuf),
 }
 
 /// The change an event on `watched` stands for; `None` for what concerns no reader (a stream
@@ -81,6 +84,15 @@ pub fn change_of(watched: &Watched, flags: AddWatchFlags, name: Option<&str>) ->
             Some(Change::CommandAppeared(dir.join(name)))
         }
         Watched::Session(dir) if is_dir && gone => Some(Change::CommandGone(dir.join(name))),
+        Watched::Session(dir)
+            if !is_dir
+                && name == LAUNCHER_FILE
+                && (appeared
+                    || flags
+                        .intersects(AddWatchFlags::IN_MODIFY | AddWatchFlags::IN_CLOSE_WRITE)) =>
+        {
+            Some(Change::Launcher(dir.clone()))
+        }
         Watched::Command(dir) if !is_dir => {
             let written = appeared || flags.contains(AddWatchFlags::IN_CLOSE_WRITE);
             let file = match name {
@@ -116,6 +128,29 @@ mod tests {
 
     fn command() -> Watched {
         Watched::Command("/s/sessions/agent/03-ls".into())
+    }
+
+    #[test]
+    fn a_launcher_journal_growing_is_a_change_of_its_session() {
+        for flags in [
+            AddWatchFlags::IN_CREATE,
+            AddWatchFlags::IN_MODIFY,
+            AddWatchFlags::IN_CLOSE_WRITE,
+        ] {
+            assert_eq!(
+                change_of(&session(), flags, Some(LAUNCHER_FILE)),
+                Some(Change::Launcher("/s/sessions/agent".into()))
+            );
+        }
+        for (flags, name) in [
+            (AddWatchFlags::IN_MODIFY, "session.json"),
+            (
+                AddWatchFlags::IN_MODIFY | AddWatchFlags::IN_ISDIR,
+                LAUNCHER_FILE,
+            ),
+        ] {
+            assert_eq!(change_of(&session(), flags, Some(name)), None, "{name}");
+        }
     }
 
     #[test]

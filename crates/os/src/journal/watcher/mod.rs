@@ -74,11 +74,19 @@ impl JournalWatcher {
         let flags = AddWatchFlags::IN_ONLYDIR
             | AddWatchFlags::IN_DONT_FOLLOW
             | match watched {
-                Watched::Sessions(_) | Watched::Session(_) => {
+                Watched::Sessions(_) => {
                     AddWatchFlags::IN_CREATE
                         | AddWatchFlags::IN_MOVED_TO
                         | AddWatchFlags::IN_MOVED_FROM
                         | AddWatchFlags::IN_DELETE
+                }
+                // And its launcher's journal, appended to in place.
+                Watched::Session(_) => {
+                    AddWatchFlags::IN_CREATE
+                        | AddWatchFlags::IN_MOVED_TO
+                        | AddWatchFlags::IN_MOVED_FROM
+                        | AddWatchFlags::IN_DELETE
+                        | AddWatchFlags::IN_MODIFY
                 }
                 // A result is written whole and renamed into place.
                 Watched::Ending(_) => AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO,

@@ -51,6 +51,7 @@ impl Watch {
         }
         changed |= !rows.is_empty();
         place(rows, app);
+        changed |= self.settle_plans(app);
         if self.backlog.is_empty() && std::mem::take(&mut self.relist) {
             self.rescan(app);
         }
@@ -128,7 +129,7 @@ impl Watch {
                 .as_ref()
                 .is_some_and(|dir| commands.contains(dir))
         });
-        removed > 0
+        removed + self.drop_plans(gone, app) > 0
     }
 }
 

@@ -45,6 +45,12 @@ impl Watch {
             }
             Change::CommandGone(dir) => self.drop_unfinished(&dir, app),
             Change::Journal { dir, file } => self.refresh(&dir, file, app),
+            Change::Launcher(session) => {
+                if self.sessions.get(&session) == Some(&SessionSeen::Followed) {
+                    self.plans_changed(&session);
+                }
+                false
+            }
         }
     }
 
@@ -77,6 +83,16 @@ impl Watch {
                 .cloned()
                 .collect();
             self.drop_sessions(&gone, app);
+            // Polling sees no event of a launcher's word either: read again at each look.
+            if self.polling() {
+                let followed = (self.sessions.iter())
+                    .filter(|(_, seen)| **seen == SessionSeen::Followed)
+                    .map(|(dir, _)| dir.clone())
+                    .collect::<Vec<_>>();
+                for session in followed {
+                    self.plans_changed(&session);
+                }
+            }
             self.queue_sessions(sessions);
         }
         self.check_open(app);
@@ -143,6 +159,7 @@ impl Watch {
             .insert(dir.to_path_buf(), SessionSeen::Followed);
         self.watch(Watched::Session(dir.to_path_buf()));
         self.queue_commands(dir);
+        self.plans_changed(dir);
     }
 
     fn add_command(&mut self, dir: &Path, app: &mut App) -> bool {
@@ -171,6 +188,9 @@ impl Watch {
         let (record, tail) = CommandRecord::load_following(dir);
         let (row, may_run) = self.row_of(&record);
         self.settle(dir, !may_run, tail);
+        if let Some(session) = dir.parent() {
+            self.rows_changed(session);
+        }
         Some(row)
     }
 
@@ -214,6 +234,9 @@ impl Watch {
         }
         app.model.commands[index] = row;
         self.settle(dir, !may_run, tail);
+        if let Some(session) = dir.parent() {
+            self.rows_changed(session);
+        }
     }
 
     /// A finished command's journal (a result, or a broker gone without one) changes no

@@ -9,6 +9,7 @@
 
 mod backlog;
 mod listing;
+mod plans;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -22,10 +23,10 @@ use tether_frontend::control::{Ack, LiveCommand, discover};
 use tether_frontend::supervisor::intervals::ACK_TIMEOUT;
 use tether_frontend::supervisor::{Answer, BrokerConversation};
 use tether_model::CommandState;
-use tether_os::journal::EventTail;
 use tether_os::journal::secure::JournalDir;
 use tether_os::journal::watcher::Readiness;
 use tether_os::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
+use tether_os::journal::{EventTail, LauncherLine};
 use tether_protocol::protocol::{Request, Scope, Transport};
 
 /// How often the journals are looked at where inotify is unavailable.
@@ -51,6 +52,12 @@ pub struct Watch {
     /// `None`: inotify is unavailable, the journals are looked at every [`POLL`].
     watcher: Option<JournalWatcher>,
     sessions: HashMap<PathBuf, SessionSeen>,
+    /// What the launcher of each followed session journaled (`launcher.jsonl`), as last read.
+    plans: HashMap<PathBuf, Vec<LauncherLine>>,
+    /// Sessions whose `launcher.jsonl` is to be read again, and those whose rows changed since
+    /// their plans were shown ([`Watch::settle_plans`]).
+    plans_unread: HashSet<PathBuf>,
+    plans_stale: HashSet<PathBuf>,
     /// Command directories listed already (or dismissed): discovery adds only new ones.
     known: HashSet<PathBuf>,
     /// The listed commands that have no result yet, and where reading their events left off.
@@ -88,6 +95,9 @@ impl Watch {
             open: HashMap::new(),
             backlog: Vec::new(),
             relist: false,
+            plans: HashMap::new(),
+            plans_unread: HashSet::new(),
+            plans_stale: HashSet::new(),
             last_rescan: Instant::now(),
             unreadable: None,
             replies,
@@ -162,7 +172,8 @@ impl Watch {
             }
             changed |= self.apply(change, app);
         }
-        changed | self.drop_sessions(&gone, app)
+        changed |= self.drop_sessions(&gone, app);
+        changed | self.settle_plans(app)
     }
 
     /// The clock's part: brokers that died without a word, and a full look now and then
@@ -173,6 +184,7 @@ impl Watch {
         } else {
             self.check_open(app);
         }
+        self.settle_plans(app);
     }
 
     fn say(&mut self, text: String) {
@@ -209,6 +221,10 @@ impl Watch {
     pub fn send(&self, command: &CommandState, message: Request) {
         let name = command.config.name.clone();
         let Some(dir) = command.journal_dir.as_ref() else {
+            // A command its launcher has not started: that launcher is another tether's.
+            let _ = self.replies.send(format!(
+                "{name} has not started: only the tether whose launcher it waits on can start or stop it"
+            ));
             return;
         };
         let live = (command.id()).and_then(|id| discover::live_command(&id, dir));

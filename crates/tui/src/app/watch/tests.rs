@@ -345,3 +345,121 @@ fn a_signal_carried_out_counts_its_processes_in_english() {
         "SIGTERM sent to 2 processes"
     );
 }
+
+/// A line of `launcher.jsonl`: at `ts_ms`, the launcher's word `plan` on `command`, about its
+/// run in `dir`.
+fn plan_line(ts_ms: u64, command: &str, dir: Option<&str>, plan: &str) -> String {
+    let dir = dir.map_or(String::new(), |d| format!(r#","dir":"{d}""#));
+    format!(r#"{{"ts_ms":{ts_ms},"command":"{command}"{dir},"plan":{plan}}}"#) + "\n"
+}
+
+/// A session run by a launcher, watched live: a command it has not started is a row of its
+/// own in its session, with the launcher's word; once it starts, its run takes the row's
+/// place; a run the launcher gave up on says so. The file is followed as it grows, through
+/// inotify and by the clock alike.
+#[test]
+fn the_launchers_word_is_followed_as_it_grows() {
+    use tether_model::Plan;
+    use tether_os::testing::{private_dir, write_private};
+    let state = tempfile::tempdir().unwrap();
+    let session = state.path().join("sessions/stack");
+    let migrate = session.join("01-migrate");
+    private_dir(&migrate);
+    write_private(&migrate.join("result.json"), RESULT);
+    // Another session with a command of the same directory name: its row is not this one's.
+    let other = state.path().join("sessions/other/01-migrate");
+    private_dir(&other);
+    write_private(&other.join("result.json"), RESULT);
+    let launcher = session.join("launcher.jsonl");
+    let blocked = r#"{"blocked":"migrate: exit 1"}"#;
+    write_private(
+        &launcher,
+        plan_line(
+            10,
+            "web",
+            None,
+            r#"{"waiting":{"on":"migrate","not_started":false}}"#,
+        ) + &plan_line(
+            20,
+            "migrate",
+            Some("01-migrate"),
+            r#"{"gave_up":{"restarts":0}}"#,
+        ) + &plan_line(30, "web", None, blocked),
+    );
+    let rows_of = |app: &App| -> Vec<(String, Option<Plan>, bool)> {
+        (app.model.commands.iter())
+            .map(|c| {
+                let at = c.journal_dir.as_deref().or(c.unstarted_in.as_deref());
+                let at = at.map(|d| d.strip_prefix(state.path()).unwrap().display().to_string());
+                (
+                    at.unwrap_or_default(),
+                    c.plan.clone(),
+                    c.journal_dir.is_none(),
+                )
+            })
+            .collect()
+    };
+    let append = |line: String| {
+        let mut file = fs::OpenOptions::new().append(true).open(&launcher).unwrap();
+        file.write_all(line.as_bytes()).unwrap();
+    };
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        let rows = rows_of(&app);
+        let gave_up = Some(Plan::GaveUp { restarts: 0 });
+        let web_blocked = Some(Plan::Blocked("migrate: exit 1".into()));
+        assert!(
+            rows.contains(&("sessions/other/01-migrate".into(), None, false)),
+            "{rows:?}"
+        );
+        assert!(rows.contains(&("sessions/stack/01-migrate".into(), gave_up.clone(), false)));
+        assert!(
+            rows.contains(&("sessions/stack".into(), web_blocked.clone(), true)),
+            "{rows:?}"
+        );
+        assert_eq!(rows.len(), 3);
+        // In its session's place: right after its run.
+        let web = rows.iter().position(|r| r.2).unwrap();
+        assert_eq!(rows[web - 1].0, "sessions/stack/01-migrate", "{rows:?}");
+
+        // The launcher changes its mind (restarted by hand): web waits again, then starts.
+        append(plan_line(40, "web", None, "null"));
+        next_events(&mut watch, &mut app).await;
+        assert!(rows_of(&app).contains(&("sessions/stack".into(), None, true)));
+        let web_run = session.join("02-web");
+        private_dir(&web_run);
+        append(plan_line(50, "web", Some("02-web"), "null"));
+        next_events(&mut watch, &mut app).await;
+        if app.model.commands.iter().any(|c| c.journal_dir.is_none()) {
+            next_events(&mut watch, &mut app).await;
+        }
+        let rows = rows_of(&app);
+        assert!(!rows.iter().any(|r| r.2), "web started: {rows:?}");
+        assert!(
+            rows.contains(&("sessions/stack/02-web".into(), None, false)),
+            "{rows:?}"
+        );
+    });
+
+    // By the clock where inotify is not had: the same word.
+    runtime().block_on(async {
+        let (mut app, mut watch) = polling(state.path());
+        append(plan_line(
+            60,
+            "web",
+            Some("02-web"),
+            r#"{"gave_up":{"restarts":2}}"#,
+        ));
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        let rows = rows_of(&app);
+        let gave_up = Some(Plan::GaveUp { restarts: 2 });
+        assert!(
+            rows.contains(&("sessions/stack/02-web".into(), gave_up, false)),
+            "{rows:?}"
+        );
+    });
+}

@@ -1,0 +1,112 @@
+//! The launcher's word in a watch. A session that a `tether` launcher runs journals its plans
+//! beside its commands (`launcher.jsonl`): a command waiting for a dependency or blocked by
+//! one that failed, a restart to come, a command given up on. The watch shows them as the
+//! launcher's own TUI does, and as `tether open` does once the session ended: a command that
+//! has not started as a row of its own in its session, each run's plan in its state; and it
+//! follows the file as it grows.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use super::Watch;
+use crate::app::App;
+use tether_model::CommandState;
+use tether_model::plan::{apply_to, unstarted};
+use tether_os::journal::reader::read_launcher;
+use tether_os::journal::session_started_ms;
+
+impl Watch {
+    /// A followed session's `launcher.jsonl` is to be read (again) at the next settle.
+    pub(super) fn plans_changed(&mut self, session: &Path) {
+        self.plans_unread.insert(session.to_path_buf());
+    }
+
+    /// The rows of `session` changed (a run listed or read again): its plans are shown on
+    /// them again at the next settle, if it has any.
+    pub(super) fn rows_changed(&mut self, session: &Path) {
+        if self.plans.contains_key(session) {
+            self.plans_stale.insert(session.to_path_buf());
+        }
+    }
+
+    /// Reads what is unread and shows the plans of sessions whose rows changed. Returns
+    /// whether a row changed.
+    pub(super) fn settle_plans(&mut self, app: &mut App) -> bool {
+        let mut changed = false;
+        for session in std::mem::take(&mut self.plans_unread) {
+            let mut damage = Vec::new();
+            // A damaged line is skipped: `tether open` and `tether sessions` say so.
+            let lines = read_launcher(&session, &mut damage);
+            if lines.is_empty() && !self.plans.contains_key(&session) {
+                continue;
+            }
+            self.plans.insert(session.clone(), lines);
+            self.plans_stale.insert(session);
+        }
+        for session in std::mem::take(&mut self.plans_stale) {
+            changed |= self.show_plans(&session, app);
+        }
+        changed
+    }
+
+    /// The session's plans as last read, on its rows: a row for each command not started
+    /// (kept while it is not, so that a selection on it stays), and each row's plan.
+    fn show_plans(&self, session: &Path, app: &mut App) -> bool {
+        let Some(lines) = self.plans.get(session) else {
+            return false;
+        };
+        let of_session = |c: &CommandState| run_in(c, session);
+        let wanted = unstarted(lines);
+        let names: HashSet<&str> = wanted.iter().map(|c| c.config.name.as_str()).collect();
+        app.remove_commands(|_, c| {
+            unstarted_in(c, session) && !names.contains(c.config.name.as_str())
+        });
+        let shown: HashSet<String> = (app.model.commands.iter())
+            .filter(|c| unstarted_in(c, session))
+            .map(|c| c.config.name.clone())
+            .collect();
+        let started_ms = session_started_ms(session);
+        let new: Vec<CommandState> = (wanted.into_iter())
+            .filter(|c| !shown.contains(&c.config.name))
+            .map(|mut c| {
+                c.unstarted_in = Some(session.to_path_buf());
+                c.session_started_ms = started_ms;
+                c
+            })
+            .collect();
+        if !new.is_empty() {
+            let at = (app.model.commands.iter())
+                .rposition(|c| of_session(c) || unstarted_in(c, session))
+                .map_or(app.model.commands.len(), |i| i + 1);
+            app.insert_commands(at, new);
+        }
+        let mut rows: Vec<&mut CommandState> = (app.model.commands.iter_mut())
+            .filter(|c| run_in(c, session) || unstarted_in(c, session))
+            .collect();
+        for row in &mut rows {
+            row.plan = None;
+        }
+        apply_to(&mut rows, lines, None);
+        true
+    }
+
+    /// Forgets the plans of sessions gone, and their rows of commands not started.
+    pub(super) fn drop_plans(&mut self, gone: &HashSet<PathBuf>, app: &mut App) -> usize {
+        for dir in gone {
+            self.plans.remove(dir);
+            self.plans_unread.remove(dir);
+            self.plans_stale.remove(dir);
+        }
+        app.remove_commands(|_, c| c.unstarted_in.as_ref().is_some_and(|s| gone.contains(s)))
+    }
+}
+
+/// A run journaled in `session`.
+fn run_in(command: &CommandState, session: &Path) -> bool {
+    command.journal_dir.as_deref().and_then(Path::parent) == Some(session)
+}
+
+/// A command of `session` that its launcher has not started.
+fn unstarted_in(command: &CommandState, session: &Path) -> bool {
+    command.journal_dir.is_none() && command.unstarted_in.as_deref() == Some(session)
+}
