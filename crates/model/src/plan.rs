@@ -6,6 +6,8 @@
 //! command that never ran (blocked by a failed dependency) among the others, a run that was
 //! the last one the launcher would restart.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{CommandState, Status};
@@ -100,28 +102,59 @@ fn dir_name(command: &CommandState) -> Option<String> {
     Some(dir.to_string_lossy().into_owned())
 }
 
-/// The rows of the commands the launcher spoke of that it never started: no line about one
-/// names a run of it (a run's first line names its directory). Not a name among the runs:
-/// a run under a name the journal did not give it yet (`03-web`, its `command.json` never
-/// written) is still the launcher's, and a shim call's `web` in the same session is not.
-/// In the order the journal first names them, each `idle`, no plan yet.
-pub fn unstarted(lines: &[LauncherLine]) -> Vec<CommandState> {
-    let mut rows: Vec<CommandState> = Vec::new();
+/// The rows of the commands the launcher spoke of that it never started, given the session's
+/// `runs` (each one's name and start): no line about one names a run of it (a run's first
+/// line names its directory; a run the journal knows by its directory's name alone, `03-web`,
+/// is one), and no run of its name began after the launcher's last word on it (a line the
+/// launcher could not write, the disk full, does not make a run unseen). In the order the
+/// journal first names them, each `idle`, no plan yet. One pass over each.
+pub fn unstarted(lines: &[LauncherLine], runs: &[(&str, Option<u64>)]) -> Vec<CommandState> {
+    struct Said<'l> {
+        name: &'l str,
+        last_ms: u64,
+        ran: bool,
+        spec: Option<&'l tether_protocol::protocol::CommandSpec>,
+    }
+    let mut said: Vec<Said> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
     for line in lines {
-        let listed = rows.iter().any(|c| c.config.name == line.command);
-        let ran = || (lines.iter()).any(|l| l.command == line.command && l.dir.is_some());
-        if !listed && !ran() {
-            let spec = (lines.iter())
-                .filter(|l| l.command == line.command)
-                .find_map(|l| l.spec.clone())
-                .unwrap_or(tether_protocol::protocol::CommandSpec::Argv(Vec::new()));
-            rows.push(CommandState::new(CommandConfig::new(
-                line.command.clone(),
-                spec,
-            )));
+        let i = *at.entry(line.command.as_str()).or_insert_with(|| {
+            said.push(Said {
+                name: &line.command,
+                last_ms: 0,
+                ran: false,
+                spec: None,
+            });
+            said.len() - 1
+        });
+        let entry = &mut said[i];
+        entry.last_ms = entry.last_ms.max(line.ts_ms);
+        entry.ran |= line.dir.is_some();
+        entry.spec = entry.spec.or(line.spec.as_ref());
+    }
+    let mut latest_run: HashMap<&str, u64> = HashMap::new();
+    for (name, started) in runs {
+        if let Some(started) = started {
+            let latest = latest_run.entry(name).or_default();
+            *latest = (*latest).max(*started);
         }
     }
-    rows
+    (said.into_iter())
+        .filter(|s| !s.ran && latest_run.get(s.name).is_none_or(|run| *run < s.last_ms))
+        .map(|s| {
+            let spec = (s.spec.cloned())
+                .unwrap_or(tether_protocol::protocol::CommandSpec::Argv(Vec::new()));
+            CommandState::new(CommandConfig::new(s.name.to_string(), spec))
+        })
+        .collect()
+}
+
+/// Each run's name and start, for [`unstarted`].
+pub fn runs_of(commands: &[CommandState]) -> Vec<(&str, Option<u64>)> {
+    (commands.iter())
+        .filter(|c| c.journal_dir.is_some())
+        .map(|c| (c.config.name.as_str(), c.started_ms))
+        .collect()
 }
 
 /// Gives each command the launcher's word on it at `at_ms` (at the end: `None`), as the
@@ -236,7 +269,7 @@ mod tests {
             ran("03-worker", Some(130)),
             ran("08-worker", Some(400)),
         ];
-        let never = unstarted(&lines);
+        let never = unstarted(&lines, &runs_of(&runs));
         assert_eq!(never.len(), 1);
         assert_eq!(never[0].config.name, "web");
         assert_eq!(never[0].config.command.argv(), ["/bin/sh", "-c", "run web"]);
@@ -267,10 +300,17 @@ mod tests {
             said(20, "api", None, Some(waiting)),
             said(30, "api", Some("03-api"), None),
         ];
-        let never: Vec<String> = unstarted(&lines)
-            .into_iter()
-            .map(|c| c.config.name)
-            .collect();
-        assert_eq!(never, ["web"]);
+        let names = |runs: &[(&str, Option<u64>)]| -> Vec<String> {
+            unstarted(&lines, runs)
+                .into_iter()
+                .map(|c| c.config.name)
+                .collect()
+        };
+        assert_eq!(names(&[]), ["web"]);
+        // A run of web that began after the launcher's last word on it, whose own line was
+        // never written (the disk full): web ran.
+        assert!(names(&[("web", Some(15))]).is_empty());
+        // One before it does not count: the launcher said more since.
+        assert_eq!(names(&[("web", Some(5)), ("api", None)]), ["web"]);
     }
 }

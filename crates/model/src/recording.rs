@@ -117,7 +117,10 @@ impl Recording {
     /// What the launcher said (`lines`, oldest first): each change is a moment to stop at,
     /// a command given up or blocked a notable one, and a command that never ran a row.
     pub fn with_launcher(mut self, lines: Vec<LauncherLine>) -> Recording {
-        self.unstarted = super::plan::unstarted(&lines);
+        let runs: Vec<(&str, Option<u64>)> = (self.commands.iter())
+            .map(|c| (c.config.name.as_str(), c.events.first().map(|e| e.ts_ms)))
+            .collect();
+        self.unstarted = super::plan::unstarted(&lines, &runs);
         for line in &lines {
             self.moments.push(line.ts_ms);
             let plan = serde_json::from_value::<Option<super::Plan>>(line.plan.clone());

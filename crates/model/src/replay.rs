@@ -131,7 +131,7 @@ pub fn replay(config: CommandConfig, dir: PathBuf, events: &[Event]) -> CommandS
 
 pub fn model_from_session(record: &SessionRecord) -> Model {
     let mut commands: Vec<CommandState> = record.commands.iter().map(command_from_record).collect();
-    let unstarted = super::plan::unstarted(&record.launcher);
+    let unstarted = super::plan::unstarted(&record.launcher, &super::plan::runs_of(&commands));
     commands.extend(unstarted);
     super::plan::apply(&mut commands, &record.launcher, None);
     let started_ms = record

@@ -207,9 +207,20 @@ pub struct LauncherLine {
 /// The lines of [`LAUNCHER_FILE`] in `dir`, oldest first; none if it does not exist. A line
 /// that cannot be read is skipped and said as damage, once.
 pub fn read_launcher(dir: &Path, damage: &mut Vec<Damage>) -> Vec<LauncherLine> {
+    read_launcher_from(dir, 0, damage).0
+}
+
+/// The whole lines of [`LAUNCHER_FILE`] in `dir` from byte `from` on (where the last read
+/// ended: the file is only appended to), and where they end; from the start again, with
+/// `true`, when the file is shorter than `from` (replaced). As [`read_launcher`] otherwise.
+pub fn read_launcher_from(
+    dir: &Path,
+    from: usize,
+    damage: &mut Vec<Damage>,
+) -> (Vec<LauncherLine>, usize, bool) {
     let bytes = match read_metadata(&dir.join(LAUNCHER_FILE)) {
         Ok(bytes) => bytes,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Vec::new(),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return (Vec::new(), 0, true),
         Err(err) => {
             damage.push(match oversized(&err) {
                 Some(oversized) => Damage::Oversized(oversized.clone()),
@@ -218,17 +229,19 @@ pub fn read_launcher(dir: &Path, damage: &mut Vec<Damage>) -> Vec<LauncherLine> 
                     error: err.to_string(),
                 },
             });
-            return Vec::new();
+            return (Vec::new(), 0, true);
         }
     };
+    let again = bytes.len() < from;
+    let from = if again { 0 } else { from };
     let mut lines = Vec::new();
     let mut bad = None;
-    // A last line cut short (a crash while writing it) is not read.
-    let whole = match memchr::memrchr(b'\n', &bytes) {
-        Some(end) => &bytes[..end],
-        None => &[][..],
-    };
-    for line in whole.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+    // A last line cut short (a crash while writing it, or one being written) is not read.
+    let end = memchr::memrchr(b'\n', &bytes[from..]).map_or(from, |end| from + end + 1);
+    for line in bytes[from..end]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+    {
         match serde_json::from_slice(line) {
             Ok(line) => lines.push(line),
             Err(err) => {
@@ -242,7 +255,7 @@ pub fn read_launcher(dir: &Path, damage: &mut Vec<Damage>) -> Vec<LauncherLine> 
             error: format!("a line is not the launcher's: {err}"),
         });
     }
-    lines
+    (lines, end, again || from == 0)
 }
 
 impl SessionRecord {

@@ -202,7 +202,7 @@ impl PlanJournal {
         written.map_err(|err| {
             self.failed = true;
             format!(
-                "cannot journal the launcher's plans in {}: {err}; `tether open` will not show them",
+                "cannot journal the launcher's plans in {}: {err}; `tether open`, `tether watch` and the exports will miss what it says from now on",
                 session.path().display()
             )
         })

@@ -209,6 +209,7 @@ impl App {
         if had_any && index <= self.view.selected {
             self.view.selected += count;
         }
+        self.follow_moved(|i| Some(if i >= index { i + count } else { i }));
         // Open logs are keyed by position.
         self.streams.clear();
     }
@@ -225,6 +226,10 @@ impl App {
             return 0;
         }
         let kept_before = gone.iter().take(selected).filter(|g| !**g).count();
+        self.follow_moved(|i| {
+            let kept = !gone.get(i).copied().unwrap_or(true);
+            kept.then(|| gone.iter().take(i).filter(|g| !**g).count())
+        });
         let mut going = gone.iter();
         self.model.commands.retain(|_| going.next() != Some(&true));
         if gone.get(selected) == Some(&true) {
@@ -234,6 +239,33 @@ impl App {
         self.view.selected = kept_before.min(self.model.commands.len().saturating_sub(1));
         self.streams.clear();
         removed
+    }
+
+    /// What names a command by its place in the list (a kill or signal waiting to be
+    /// confirmed, the command being typed into) follows it when rows move: a confirmation
+    /// must never reach the command that took its place. One whose command went is closed.
+    fn follow_moved(&mut self, to: impl Fn(CommandIndex) -> Option<CommandIndex>) {
+        let named = match &self.view.dialog {
+            Some(Dialog::ConfirmKill { command } | Dialog::SignalProcess { command, .. }) => {
+                Some(to(*command))
+            }
+            _ => None,
+        };
+        match (named, &mut self.view.dialog) {
+            (Some(None), _) => {
+                self.view.dialog = None;
+                self.view
+                    .say("the command went from the list: nothing was sent");
+            }
+            (
+                Some(Some(moved)),
+                Some(Dialog::ConfirmKill { command } | Dialog::SignalProcess { command, .. }),
+            ) => *command = moved,
+            _ => {}
+        }
+        if let Some(typing) = self.view.typing {
+            self.view.typing = to(typing);
+        }
     }
 
     /// A new sample of the processes; a command whose own process it shows stopped (state

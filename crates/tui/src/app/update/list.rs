@@ -22,7 +22,10 @@ pub(super) fn update(
             let ended = (0..model.commands.len()).rev();
             effects.extend(
                 ended
-                    .filter(|&id| !model.commands[id].status.is_active())
+                    .filter(|&id| {
+                        let c = &model.commands[id];
+                        !c.status.is_active() && c.journal_dir.is_some()
+                    })
                     .map(Effect::Dismiss),
             );
             view.say(match effects.len() {

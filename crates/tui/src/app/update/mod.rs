@@ -275,6 +275,13 @@ pub fn update(
                 Action::Kill if active => {
                     view.dialog = Some(Dialog::ConfirmKill { command: selected })
                 }
+                // A launcher's wait watched from here is that launcher's to call off.
+                Action::Stop if !active && matches!(model.mode, Mode::Watched) => {
+                    view.say(format!(
+                        "{} is not running: the tether whose launcher it waits on can call that off",
+                        command.config.name
+                    ));
+                }
                 // A wait for a dependency or a restart to come: stopping it calls it off.
                 Action::Stop
                     if active || command.plan.as_ref().is_some_and(|p| !p.is_failure()) =>
@@ -307,6 +314,13 @@ pub fn update(
             Some(c) if c.status.is_active() => {
                 view.say(format!(
                     "{} is still running; only an ended command can be dismissed",
+                    c.config.name
+                ));
+            }
+            // The launcher's word keeps it listed until it starts.
+            Some(c) if c.journal_dir.is_none() => {
+                view.say(format!(
+                    "{} has not started; only an ended command can be dismissed",
                     c.config.name
                 ));
             }

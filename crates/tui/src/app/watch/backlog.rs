@@ -157,7 +157,8 @@ fn place(mut rows: Vec<CommandState>, app: &mut App) {
 /// `session.json` last), a session's commands by number.
 pub(super) fn order(a: &CommandState, b: &CommandState) -> Ordering {
     let (a_dir, b_dir) = (a.journal_dir.as_deref(), b.journal_dir.as_deref());
-    let (a_session, b_session) = (a_dir.and_then(Path::parent), b_dir.and_then(Path::parent));
+    // A command its launcher has not started goes after its session's runs.
+    let (a_session, b_session) = (session_of(a), session_of(b));
     let number = |dir: Option<&Path>| dir.map_or(u64::MAX, number_of);
     if a_session.is_some() && a_session == b_session {
         // One session, whatever its start was read as for each row.
@@ -165,4 +166,11 @@ pub(super) fn order(a: &CommandState, b: &CommandState) -> Ordering {
     }
     let started = |row: &CommandState| row.session_started_ms.unwrap_or(u64::MAX);
     (started(a), a_session, number(a_dir)).cmp(&(started(b), b_session, number(b_dir)))
+}
+
+/// The session a row is of: its run's, or, for a command not started, the one it waits in.
+fn session_of(row: &CommandState) -> Option<&Path> {
+    (row.journal_dir.as_deref())
+        .and_then(Path::parent)
+        .or(row.unstarted_in.as_deref())
 }

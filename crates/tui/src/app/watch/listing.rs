@@ -353,8 +353,7 @@ pub(super) fn number_of(dir: &Path) -> u64 {
 /// the top), each found without a walk of the whole list in those two cases.
 pub(super) fn insert_index(rows: &[CommandState], new: &CommandState) -> usize {
     let after = |row: &CommandState| {
-        row.journal_dir
-            .is_some()
+        (row.journal_dir.is_some() || row.unstarted_in.is_some())
             .then(|| order(row, new) == Ordering::Greater)
     };
     if rows.iter().rev().find_map(after) != Some(true) {
@@ -387,6 +386,19 @@ mod tests {
         assert_eq!(insert_index(&rows, &row("/s/b/02-z")), 3);
         assert_eq!(insert_index(&rows, &row("/s/c/01-z")), 3);
         assert_eq!(insert_index(&rows[1..], &row("/s/a/01-z")), 0);
+    }
+
+    /// A command its launcher has not started stays after its session's runs, however late
+    /// they are read.
+    #[test]
+    fn a_run_goes_before_its_sessions_commands_not_started() {
+        let mut web = row("web");
+        web.journal_dir = None;
+        web.unstarted_in = Some(PathBuf::from("/s/a"));
+        let rows = [row("/s/a/01-x"), web, row("/s/b/01-y")];
+        assert_eq!(insert_index(&rows, &row("/s/a/02-z")), 1);
+        assert_eq!(insert_index(&rows[1..], &row("/s/a/01-x")), 0);
+        assert_eq!(insert_index(&rows, &row("/s/b/02-z")), 3);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! uses the same, for that session alone.
 //!
 //! Nothing is polled: an inotify watcher says when a session or a command appears, an event
-//! log grows or a result is written, and only that is read again.
+//! log grows, a result is written or a session's launcher says more (`launcher.jsonl`), and
+//! only that is read again.
 
 mod backlog;
 mod listing;
@@ -23,10 +24,10 @@ use tether_frontend::control::{Ack, LiveCommand, discover};
 use tether_frontend::supervisor::intervals::ACK_TIMEOUT;
 use tether_frontend::supervisor::{Answer, BrokerConversation};
 use tether_model::CommandState;
+use tether_os::journal::EventTail;
 use tether_os::journal::secure::JournalDir;
 use tether_os::journal::watcher::Readiness;
 use tether_os::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
-use tether_os::journal::{EventTail, LauncherLine};
 use tether_protocol::protocol::{Request, Scope, Transport};
 
 /// How often the journals are looked at where inotify is unavailable.
@@ -53,7 +54,7 @@ pub struct Watch {
     watcher: Option<JournalWatcher>,
     sessions: HashMap<PathBuf, SessionSeen>,
     /// What the launcher of each followed session journaled (`launcher.jsonl`), as last read.
-    plans: HashMap<PathBuf, Vec<LauncherLine>>,
+    plans: HashMap<PathBuf, plans::Plans>,
     /// Sessions whose `launcher.jsonl` is to be read again, and those whose rows changed since
     /// their plans were shown ([`Watch::settle_plans`]).
     plans_unread: HashSet<PathBuf>,

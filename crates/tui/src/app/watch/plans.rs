@@ -12,8 +12,16 @@ use super::Watch;
 use crate::app::App;
 use tether_model::CommandState;
 use tether_model::plan::{apply_to, unstarted};
-use tether_os::journal::reader::read_launcher;
+use tether_os::journal::LauncherLine;
+use tether_os::journal::reader::read_launcher_from;
 use tether_os::journal::session_started_ms;
+
+/// What a session's launcher journaled, as far as it was read.
+pub(super) struct Plans {
+    lines: Vec<LauncherLine>,
+    /// Where the whole lines read end in `launcher.jsonl`.
+    read_to: usize,
+}
 
 impl Watch {
     /// A followed session's `launcher.jsonl` is to be read (again) at the next settle.
@@ -35,13 +43,32 @@ impl Watch {
         let mut changed = false;
         for session in std::mem::take(&mut self.plans_unread) {
             let mut damage = Vec::new();
-            // A damaged line is skipped: `tether open` and `tether sessions` say so.
-            let lines = read_launcher(&session, &mut damage);
-            if lines.is_empty() && !self.plans.contains_key(&session) {
-                continue;
+            // What was appended since the last read: the file is only appended to. A damaged
+            // line is skipped (`tether open` and `tether sessions` say so).
+            let from = self.plans.get(&session).map_or(0, |p| p.read_to);
+            let (lines, read_to, whole) = read_launcher_from(&session, from, &mut damage);
+            let new = match self.plans.get_mut(&session) {
+                None if lines.is_empty() => continue,
+                None => {
+                    self.plans.insert(session.clone(), Plans { lines, read_to });
+                    true
+                }
+                Some(plans) => {
+                    plans.read_to = read_to;
+                    if whole {
+                        let new = plans.lines != lines;
+                        plans.lines = lines;
+                        new
+                    } else {
+                        let new = !lines.is_empty();
+                        plans.lines.extend(lines);
+                        new
+                    }
+                }
+            };
+            if new {
+                self.plans_stale.insert(session);
             }
-            self.plans.insert(session.clone(), lines);
-            self.plans_stale.insert(session);
         }
         for session in std::mem::take(&mut self.plans_stale) {
             changed |= self.show_plans(&session, app);
@@ -52,15 +79,21 @@ impl Watch {
     /// The session's plans as last read, on its rows: a row for each command not started
     /// (kept while it is not, so that a selection on it stays), and each row's plan.
     fn show_plans(&self, session: &Path, app: &mut App) -> bool {
-        let Some(lines) = self.plans.get(session) else {
+        let Some(Plans { lines, .. }) = self.plans.get(session) else {
             return false;
         };
         let of_session = |c: &CommandState| run_in(c, session);
-        let wanted = unstarted(lines);
+        let runs: Vec<(&str, Option<u64>)> = (app.model.commands.iter())
+            .filter(|c| of_session(c))
+            .map(|c| (c.config.name.as_str(), c.started_ms))
+            .collect();
+        let wanted = unstarted(lines, &runs);
         let names: HashSet<&str> = wanted.iter().map(|c| c.config.name.as_str()).collect();
-        app.remove_commands(|_, c| {
-            unstarted_in(c, session) && !names.contains(c.config.name.as_str())
-        });
+        let going =
+            |c: &CommandState| unstarted_in(c, session) && !names.contains(c.config.name.as_str());
+        if app.model.commands.iter().any(going) {
+            app.remove_commands(|_, c| going(c));
+        }
         let shown: HashSet<String> = (app.model.commands.iter())
             .filter(|c| unstarted_in(c, session))
             .map(|c| c.config.name.clone())

@@ -9,7 +9,7 @@ use tether_model::Mode;
 
 use super::Watch;
 use crate::app::App;
-use tether_model::{Model, Status};
+use tether_model::{CommandState, Model, Status};
 
 const RESULT: &str =
     include_str!("../../../../../tests/fixtures/every-kind/05-interrupted/result.json");
@@ -462,4 +462,30 @@ fn the_launchers_word_is_followed_as_it_grows() {
             "{rows:?}"
         );
     });
+}
+
+/// Rows come and go under a kill waiting to be confirmed (a watch's backlog, a launcher's
+/// unstarted commands): the confirmation follows its command, and goes with it.
+#[test]
+fn a_kill_to_confirm_follows_its_command_as_rows_move() {
+    use crate::app::view::Dialog;
+    let row = |name: &str| {
+        let mut c = CommandState::new(tether_config::CommandConfig::new(
+            name,
+            tether_protocol::protocol::CommandSpec::Shell("true".into()),
+        ));
+        c.journal_dir = Some(format!("/s/sessions/a/{name}").into());
+        c
+    };
+    let mut app = app();
+    app.insert_commands(0, vec![row("01-a"), row("02-b"), row("03-c")]);
+    app.view.dialog = Some(Dialog::ConfirmKill { command: 2 });
+    app.insert_commands(1, vec![row("00-new")]);
+    assert_eq!(app.view.dialog, Some(Dialog::ConfirmKill { command: 3 }));
+    assert_eq!(app.model.commands[3].config.name, "03-c");
+    app.remove_commands(|i, _| i == 0);
+    assert_eq!(app.view.dialog, Some(Dialog::ConfirmKill { command: 2 }));
+    assert_eq!(app.model.commands[2].config.name, "03-c");
+    app.remove_commands(|_, c| c.config.name == "03-c");
+    assert_eq!(app.view.dialog, None);
 }
