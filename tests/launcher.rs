@@ -261,11 +261,28 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
         .expect("web's line");
     assert_eq!(web["name"], "web");
     assert_eq!(web["plan"]["blocked"], "migrate: exit 1");
+    // Every word of the launcher, the worker's give-up among them, on the run it ended.
+    let gave_up = (lines.iter())
+        .find(|l| l["kind"] == "plan" && l["plan"]["gave_up"].is_object())
+        .expect("the worker's give-up");
+    assert_eq!(gave_up["name"], "worker");
+    assert!(
+        gave_up["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with("-worker"))
+    );
+    assert!(
+        gave_up["words"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("gave up after"))
+    );
     let trace = export("chrome-trace");
     assert!(trace.contains("web (never ran)"), "{trace}");
     assert!(trace.contains("not started: migrate: exit 1"), "{trace}");
     let otlp = export("otlp");
     assert!(otlp.contains(r#""name":"not_started""#), "{otlp}");
+    assert!(otlp.contains("tether.launcher.plan"), "{otlp}");
+    assert!(otlp.contains("tether.commands.blocked"), "{otlp}");
     let json: serde_json::Value =
         serde_json::from_str(&listing(&["sessions", "--json"])).expect("sessions --json");
     let session = &json["sessions"][0];

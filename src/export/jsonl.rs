@@ -3,7 +3,10 @@
 //! added. A journal cut short adds one line of kind `journal_cut_short` after its last
 //! event, with what is missing in `damage`. A command the launcher never started is one line
 //! of kind `not_started` at its launcher's last word, with `name`, `command_line`, `plan` and
-//! `words` (`not started: migrate: exit 1`) and no `command`.
+//! `words` (`not started: migrate: exit 1`) and no `command`. Each word of the launcher
+//! (`launcher.jsonl`) is a line of kind `plan` at its time: `name`, `command` (the run it is
+//! about, when it names one), `plan` (`null` once a run began) and `words` (`restarting in
+//! 2s (run 3)`, `gave up after 3 restarts`).
 //!
 //! Only the order is held for the whole session (24 bytes an event); each line is made when
 //! it is written.
@@ -37,6 +40,9 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
     order.extend(
         (session.not_started.iter().enumerate()).map(|(i, never)| (never.since_ms, runs + i, 0)),
     );
+    // The launcher's words after them.
+    let plans = runs + session.not_started.len();
+    order.extend((session.launcher.iter().enumerate()).map(|(i, line)| (line.ts_ms, plans + i, 0)));
     order.sort_unstable();
     let mut out = Vec::new();
     let mut push = |value: &Value| {
@@ -47,6 +53,24 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
         }
     };
     for (ts_ms, c, n) in order {
+        if let Some(line) = c.checked_sub(plans).and_then(|i| session.launcher.get(i)) {
+            let plan = serde_json::from_value::<Option<crate::model::Plan>>(line.plan.clone())
+                .ok()
+                .flatten();
+            let mut value = json!({
+                "ts_ms": ts_ms,
+                "kind": "plan",
+                "session": session.id,
+                "name": line.command,
+                "plan": line.plan,
+                "words": plan.map_or_else(|| "started".to_string(), |p| p.label(ts_ms)),
+            });
+            if let Some(dir) = &line.dir {
+                value["command"] = json!(dir);
+            }
+            push(&value);
+            continue;
+        }
         let Some(command) = session.commands.get(c) else {
             let never = &session.not_started[c - runs];
             push(&json!({

@@ -24,6 +24,9 @@ pub struct SessionExport {
     /// failed dependency, or still waiting when the session ended. In the order the launcher
     /// first named them.
     pub not_started: Vec<NotStarted>,
+    /// Every word of its launcher (`launcher.jsonl`), oldest first: each change of a
+    /// command's plan.
+    pub launcher: Vec<crate::journal::LauncherLine>,
     /// What is wrong with the session's own files (`session.json`).
     pub damage: Vec<String>,
 }
@@ -135,6 +138,7 @@ impl SessionExport {
             ended_ms,
             commands,
             not_started,
+            launcher: record.launcher.clone(),
             damage: record.damage.iter().map(ToString::to_string).collect(),
         }
     }

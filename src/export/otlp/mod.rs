@@ -14,7 +14,8 @@
 //! never started has no span: it is a `not_started` event of the root span (the agent's, in
 //! a `tether agent` session), with its name and the launcher's last word; the session's root
 //! counts it among its commands, and apart as blocked (`tether.commands.blocked`) as `tether
-//! sessions` does. The live follower reads command journals only and sends no such event.
+//! sessions` does; a run the launcher gave up on says so (`tether.launcher.plan`). The live
+//! follower reads command journals only and sends neither.
 
 mod events;
 mod logs;
@@ -173,6 +174,15 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
     }
     for (i, command) in session.commands.iter().enumerate() {
         let mut span = span::command(host, &session.id, command, agent == Some(i));
+        // The launcher's last word on the run (`gave up after 3 restarts`): in the file only,
+        // which reads the session's launcher journal.
+        if let Some(plan) = &command.state.plan {
+            let end = command.ended_ms().unwrap_or(session.ended_ms);
+            span.attributes.push(span::attribute(
+                "tether.launcher.plan",
+                span::string(&one_line(&plan.label(end))),
+            ));
+        }
         // A run still going has no end yet; the file shows it up to the session's last moment.
         if command.ended_ms().is_none() {
             span.end_time_unix_nano = nanos(session.ended_ms).max(span.start_time_unix_nano);

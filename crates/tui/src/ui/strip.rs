@@ -35,10 +35,21 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let bar_width = (rows.width as usize).saturating_sub(label_width + 1).max(1);
     // At the time cursor the strip still spans the whole recording, drawn up to the cursor.
     let end_ms = cursor.map_or(now_ms, |c| c.end_ms);
-    let span_ms = end_ms.saturating_sub(model.started_ms).max(1);
+    // From the first run it lists: a watch's model begins when the watch did, after runs it
+    // found ended or going.
+    let first = (model.commands.iter())
+        .filter_map(|c| {
+            c.earlier_runs
+                .first()
+                .map(|r| r.started_ms)
+                .or(c.started_ms)
+        })
+        .min();
+    let origin = first.map_or(model.started_ms, |first| first.min(model.started_ms));
+    let span_ms = end_ms.saturating_sub(origin).max(1);
     let column = |ts: u64| -> usize {
-        (((ts.saturating_sub(model.started_ms)) as f64 / span_ms as f64) * (bar_width - 1) as f64)
-            .round() as usize
+        (((ts.saturating_sub(origin)) as f64 / span_ms as f64) * (bar_width - 1) as f64).round()
+            as usize
     };
     let height = rows.height as usize;
     let shown = shown_commands(model, view.selected, height);
@@ -437,6 +448,36 @@ mod tests {
         c.begin_run("/nonexistent/3".into(), 6_200);
         c.status = Status::Running;
         assert_eq!(text_of(&c, 12), "───x──x─────");
+    }
+
+    /// A watch begins after runs it finds ended or going: the strip spans from the first of
+    /// them, not from the watch's start, where they would all pile up in the first column.
+    #[test]
+    fn the_strip_begins_at_the_first_run_listed() {
+        let model = Model {
+            session_id: "every session".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 10_000,
+            commands: vec![ended("early", Some(0), None, 3_000), {
+                let mut c = ended("late", Some(0), None, 9_000);
+                c.started_ms = Some(6_000);
+                c
+            }],
+            mode: Mode::Watched,
+        };
+        let backend = ratatui::backend::TestBackend::new(22, 4);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        let content = FrameContent {
+            now_ms: 10_000,
+            ..FrameContent::default()
+        };
+        terminal
+            .draw(|f| draw(f, f.area(), Scene(&model, &ViewState::default(), &content)))
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        let row = |y: u16| -> String { (0..22).map(|x| buffer[(x, y)].symbol()).collect() };
+        assert_eq!(row(1), "early      ───|       ", "{:?}", [row(1), row(2)]);
+        assert_eq!(row(2), "late             ───| ");
     }
 
     /// The demo's `runaway` stopped on quit: its stop signalled every process of its tree

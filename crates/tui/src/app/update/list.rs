@@ -24,7 +24,7 @@ pub(super) fn update(
                 ended
                     .filter(|&id| {
                         let c = &model.commands[id];
-                        !c.status.is_active() && c.journal_dir.is_some()
+                        !c.status.is_active() && c.journal_dir.is_some() && !super::waits(c)
                     })
                     .map(Effect::Dismiss),
             );

@@ -276,7 +276,11 @@ pub fn update(
                     view.dialog = Some(Dialog::ConfirmKill { command: selected })
                 }
                 // A launcher's wait watched from here is that launcher's to call off.
-                Action::Stop if !active && matches!(model.mode, Mode::Watched) => {
+                Action::Stop
+                    if !active
+                        && matches!(model.mode, Mode::Watched)
+                        && command.plan.as_ref().is_some_and(|p| !p.is_failure()) =>
+                {
                     view.say(format!(
                         "{} is not running: the tether whose launcher it waits on can call that off",
                         command.config.name
@@ -317,10 +321,11 @@ pub fn update(
                     c.config.name
                 ));
             }
-            // The launcher's word keeps it listed until it starts.
-            Some(c) if c.journal_dir.is_none() => {
+            // The launcher's word keeps it listed until it starts, or while it waits to
+            // start again.
+            Some(c) if c.journal_dir.is_none() || waits(c) => {
                 view.say(format!(
-                    "{} has not started; only an ended command can be dismissed",
+                    "{} waits to start; only an ended command can be dismissed",
                     c.config.name
                 ));
             }
@@ -645,6 +650,11 @@ fn input_of(dialog: &mut Dialog) -> Option<&mut String> {
         | Dialog::GoToTime { input } => Some(input),
         _ => None,
     }
+}
+
+/// A command the launcher will start (again): waiting for a dependency or a restart.
+pub(super) fn waits(command: &tether_model::CommandState) -> bool {
+    command.plan.as_ref().is_some_and(|p| !p.is_failure())
 }
 
 #[cfg(test)]

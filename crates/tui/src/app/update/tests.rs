@@ -582,3 +582,46 @@ fn stop_calls_off_a_wait_but_not_a_failure() {
     assert!(effects.is_empty());
     assert_eq!(view.message.as_deref(), Some("job is not running"));
 }
+
+/// In a watch, a wait is another tether's launcher's: `s` sends nothing and says so, `d` and
+/// `D` leave the row (its run ended, but the command will start again); a command that gave
+/// up is only not running.
+#[test]
+fn a_watched_wait_is_neither_stopped_nor_dismissed_from_here() {
+    use tether_model::Plan;
+    let mut model = model(false, false);
+    model.mode = Mode::Watched;
+    model.commands[0].ended_ms = Some(60);
+    model.commands[0].status =
+        tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        });
+    model.commands[0].plan = Some(Plan::Waiting {
+        on: "db".into(),
+        not_started: false,
+    });
+    let mut view = ViewState::default();
+    assert!(update(&model, &mut view, &geometry(), Action::Stop).is_empty());
+    assert!(
+        view.message
+            .as_deref()
+            .unwrap()
+            .contains("launcher it waits on")
+    );
+    assert!(update(&model, &mut view, &geometry(), Action::Dismiss).is_empty());
+    assert_eq!(
+        view.message.as_deref(),
+        Some("job waits to start; only an ended command can be dismissed")
+    );
+    assert!(update(&model, &mut view, &geometry(), Action::DismissEnded).is_empty());
+
+    model.commands[0].plan = Some(Plan::GaveUp { restarts: 3 });
+    assert!(update(&model, &mut view, &geometry(), Action::Stop).is_empty());
+    assert_eq!(view.message.as_deref(), Some("job is not running"));
+    assert_eq!(
+        update(&model, &mut view, &geometry(), Action::Dismiss),
+        [Effect::Dismiss(0)]
+    );
+}

@@ -489,3 +489,47 @@ fn a_kill_to_confirm_follows_its_command_as_rows_move() {
     app.remove_commands(|_, c| c.config.name == "03-c");
     assert_eq!(app.view.dialog, None);
 }
+
+/// A restart's run read while it runs is named as it will be once it ended: `(run 3)`.
+#[test]
+fn a_restarts_run_is_numbered_while_it_runs() {
+    use tether_os::testing::{private_dir, write_private};
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("sessions/stack/03-worker");
+    private_dir(&dir);
+    let mut request: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../../../tests/fixtures/every-kind/05-interrupted/command.json"
+    ))
+    .unwrap();
+    // Its broker this process, alive: the row is read as running.
+    let stat = fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let me = std::process::id();
+    request["broker"] =
+        serde_json::json!({ "pid": me, "start_ticks": fields[19].parse::<u64>().unwrap() });
+    request["run"] = 3.into();
+    write_private(
+        &dir.join("command.json"),
+        serde_json::to_vec(&request).unwrap(),
+    );
+    write_private(
+        &dir.join("events.jsonl"),
+        format!(
+            "{{\"ts_ms\":999,\"mono_us\":1,\"kind\":\"broker_started\",\"v\":3,\"broker_pid\":{me}}}\n"
+        ),
+    );
+    runtime().block_on(async {
+        let mut app = app();
+        let mut watch = watch(state.path());
+        watch.start(&mut app);
+        watch.catch_up(&mut app);
+        let row = &app.model.commands[0];
+        assert!(row.status.is_active(), "{:?}", row.status);
+        assert_eq!(row.title(), "interrupted (run 3)");
+    });
+}
