@@ -54,6 +54,8 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
     };
     for (ts_ms, c, n) in order {
         if let Some(line) = c.checked_sub(plans).and_then(|i| session.launcher.get(i)) {
+            // `null` words for a plan of `null` (a run began, or a wait was called off) or one
+            // this tether cannot read; the plan as journaled either way.
             let plan = serde_json::from_value::<Option<crate::model::Plan>>(line.plan.clone())
                 .ok()
                 .flatten();
@@ -63,7 +65,7 @@ pub fn lines(session: &SessionExport) -> Vec<u8> {
                 "session": session.id,
                 "name": line.command,
                 "plan": line.plan,
-                "words": plan.map_or_else(|| "started".to_string(), |p| p.label(ts_ms)),
+                "words": plan.map(|p| p.label(ts_ms)),
             });
             if let Some(dir) = &line.dir {
                 value["command"] = json!(dir);

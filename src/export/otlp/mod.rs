@@ -14,7 +14,8 @@
 //! never started has no span: it is a `not_started` event of the root span (the agent's, in
 //! a `tether agent` session), with its name and the launcher's last word; the session's root
 //! counts it among its commands, and apart as blocked (`tether.commands.blocked`) as `tether
-//! sessions` does; a run the launcher gave up on says so (`tether.launcher.plan`). The live
+//! sessions` does; a run the launcher had a last word on says it (`tether.launcher.plan`:
+//! `gave up after 3 restarts`, or a restart the session's end called off). The live
 //! follower reads command journals only and sends neither.
 
 mod events;

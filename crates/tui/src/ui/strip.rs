@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::timeline::CURSOR;
 use super::{Scene, format, style};
-use tether_model::{CommandState, Marker, Model};
+use tether_model::{CommandState, Marker, Mode, Model};
 
 pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let now_ms = content.now_ms;
@@ -35,8 +35,8 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let bar_width = (rows.width as usize).saturating_sub(label_width + 1).max(1);
     // At the time cursor the strip still spans the whole recording, drawn up to the cursor.
     let end_ms = cursor.map_or(now_ms, |c| c.end_ms);
-    // From the first run it lists: a watch's model begins when the watch did, after runs it
-    // found ended or going.
+    // A watch's model begins when the watch did, after runs it found ended or going: its
+    // strip begins at the first run it lists. A session's begins with the session.
     let first = (model.commands.iter())
         .filter_map(|c| {
             c.earlier_runs
@@ -44,7 +44,8 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
                 .map(|r| r.started_ms)
                 .or(c.started_ms)
         })
-        .min();
+        .min()
+        .filter(|_| matches!(model.mode, Mode::Watched));
     let origin = first.map_or(model.started_ms, |first| first.min(model.started_ms));
     let span_ms = end_ms.saturating_sub(origin).max(1);
     let column = |ts: u64| -> usize {
@@ -478,6 +479,35 @@ mod tests {
         let row = |y: u16| -> String { (0..22).map(|x| buffer[(x, y)].symbol()).collect() };
         assert_eq!(row(1), "early      ───|       ", "{:?}", [row(1), row(2)]);
         assert_eq!(row(2), "late             ───| ");
+    }
+
+    /// A session's strip begins with the session, whatever start a row claims (a run with
+    /// no journaled event replays as started at 0).
+    #[test]
+    fn a_sessions_strip_begins_with_the_session() {
+        let mut bogus = ended("bogus", Some(0), None, 0);
+        bogus.started_ms = Some(0);
+        let mut late = ended("late", Some(0), None, 19_000);
+        late.started_ms = Some(15_000);
+        let model = Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 10_000,
+            commands: vec![bogus, late],
+            mode: Mode::Recorded(None),
+        };
+        let backend = ratatui::backend::TestBackend::new(22, 4);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        let content = FrameContent {
+            now_ms: 20_000,
+            ..FrameContent::default()
+        };
+        terminal
+            .draw(|f| draw(f, f.area(), Scene(&model, &ViewState::default(), &content)))
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        let row = |y: u16| -> String { (0..22).map(|x| buffer[(x, y)].symbol()).collect() };
+        assert_eq!(row(2), "late            ────| ", "{:?}", [row(1), row(2)]);
     }
 
     /// The demo's `runaway` stopped on quit: its stop signalled every process of its tree

@@ -29,7 +29,7 @@ pub(super) fn update(
                     .map(Effect::Dismiss),
             );
             view.say(match effects.len() {
-                0 => "nothing has ended: every command listed is running".into(),
+                0 => "nothing to dismiss: every command listed runs or waits to start".into(),
                 n => format!(
                     "dismissed {}",
                     crate::ui::format::count(n, "ended command", "ended commands")

@@ -277,9 +277,7 @@ pub fn update(
                 }
                 // A launcher's wait watched from here is that launcher's to call off.
                 Action::Stop
-                    if !active
-                        && matches!(model.mode, Mode::Watched)
-                        && command.plan.as_ref().is_some_and(|p| !p.is_failure()) =>
+                    if !active && matches!(model.mode, Mode::Watched) && waits(command) =>
                 {
                     view.say(format!(
                         "{} is not running: the tether whose launcher it waits on can call that off",
@@ -287,9 +285,7 @@ pub fn update(
                     ));
                 }
                 // A wait for a dependency or a restart to come: stopping it calls it off.
-                Action::Stop
-                    if active || command.plan.as_ref().is_some_and(|p| !p.is_failure()) =>
-                {
+                Action::Stop if active || waits(command) => {
                     let origin = Some(Origin::Operator);
                     effects.push(Effect::Send(selected, Request::Stop { origin }));
                     let name = &command.config.name;
@@ -324,8 +320,13 @@ pub fn update(
             // The launcher's word keeps it listed until it starts, or while it waits to
             // start again.
             Some(c) if c.journal_dir.is_none() || waits(c) => {
+                let why = match (waits(c), c.journal_dir.is_some()) {
+                    (true, true) => "will start again",
+                    (true, false) => "waits to start",
+                    (false, _) => "never started",
+                };
                 view.say(format!(
-                    "{} waits to start; only an ended command can be dismissed",
+                    "{} {why}: its launcher keeps it listed",
                     c.config.name
                 ));
             }

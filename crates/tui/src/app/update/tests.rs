@@ -613,7 +613,7 @@ fn a_watched_wait_is_neither_stopped_nor_dismissed_from_here() {
     assert!(update(&model, &mut view, &geometry(), Action::Dismiss).is_empty());
     assert_eq!(
         view.message.as_deref(),
-        Some("job waits to start; only an ended command can be dismissed")
+        Some("job will start again: its launcher keeps it listed")
     );
     assert!(update(&model, &mut view, &geometry(), Action::DismissEnded).is_empty());
 

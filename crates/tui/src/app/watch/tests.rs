@@ -502,16 +502,9 @@ fn a_restarts_run_is_numbered_while_it_runs() {
     ))
     .unwrap();
     // Its broker this process, alive: the row is read as running.
-    let stat = fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
     let me = std::process::id();
-    request["broker"] =
-        serde_json::json!({ "pid": me, "start_ticks": fields[19].parse::<u64>().unwrap() });
+    let ticks = tether_os::procfs::read_stat(me as i32).unwrap().start_ticks;
+    request["broker"] = serde_json::json!({ "pid": me, "start_ticks": ticks });
     request["run"] = 3.into();
     write_private(
         &dir.join("command.json"),
