@@ -451,34 +451,41 @@ mod tests {
         assert_eq!(text_of(&c, 12), "───x──x─────");
     }
 
-    /// A watch begins after runs it finds ended or going: the strip spans from the first of
-    /// them, not from the watch's start, where they would all pile up in the first column.
-    #[test]
-    fn the_strip_begins_at_the_first_run_listed() {
+    /// The strip of `commands` at `now_ms`, 22 columns by 4 rows, as a model of `mode`
+    /// begun at 10 s draws it: its rows as text.
+    fn strip_of(commands: Vec<CommandState>, mode: Mode, now_ms: u64) -> Vec<String> {
         let model = Model {
-            session_id: "every session".into(),
+            session_id: "s".into(),
             session_dir: "/nonexistent".into(),
             started_ms: 10_000,
-            commands: vec![ended("early", Some(0), None, 3_000), {
-                let mut c = ended("late", Some(0), None, 9_000);
-                c.started_ms = Some(6_000);
-                c
-            }],
-            mode: Mode::Watched,
+            commands,
+            mode,
         };
-        let backend = ratatui::backend::TestBackend::new(22, 4);
-        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(22, 4)).unwrap();
         let content = FrameContent {
-            now_ms: 10_000,
+            now_ms,
             ..FrameContent::default()
         };
         terminal
             .draw(|f| draw(f, f.area(), Scene(&model, &ViewState::default(), &content)))
             .unwrap();
         let buffer = terminal.backend().buffer();
-        let row = |y: u16| -> String { (0..22).map(|x| buffer[(x, y)].symbol()).collect() };
-        assert_eq!(row(1), "early      ───|       ", "{:?}", [row(1), row(2)]);
-        assert_eq!(row(2), "late             ───| ");
+        (0..4)
+            .map(|y| (0..22).map(|x| buffer[(x, y)].symbol()).collect())
+            .collect()
+    }
+
+    /// A watch begins after runs it finds ended or going: the strip spans from the first of
+    /// them, not from the watch's start, where they would all pile up in the first column.
+    #[test]
+    fn the_strip_begins_at_the_first_run_listed() {
+        let mut late = ended("late", Some(0), None, 9_000);
+        late.started_ms = Some(6_000);
+        let early = ended("early", Some(0), None, 3_000);
+        let rows = strip_of(vec![early, late], Mode::Watched, 10_000);
+        assert_eq!(rows[1], "early      ───|       ", "{rows:?}");
+        assert_eq!(rows[2], "late             ───| ");
     }
 
     /// A session's strip begins with the session, whatever start a row claims (a run with
@@ -489,25 +496,8 @@ mod tests {
         bogus.started_ms = Some(0);
         let mut late = ended("late", Some(0), None, 19_000);
         late.started_ms = Some(15_000);
-        let model = Model {
-            session_id: "s".into(),
-            session_dir: "/nonexistent".into(),
-            started_ms: 10_000,
-            commands: vec![bogus, late],
-            mode: Mode::Recorded(None),
-        };
-        let backend = ratatui::backend::TestBackend::new(22, 4);
-        let mut terminal = ratatui::Terminal::new(backend).unwrap();
-        let content = FrameContent {
-            now_ms: 20_000,
-            ..FrameContent::default()
-        };
-        terminal
-            .draw(|f| draw(f, f.area(), Scene(&model, &ViewState::default(), &content)))
-            .unwrap();
-        let buffer = terminal.backend().buffer();
-        let row = |y: u16| -> String { (0..22).map(|x| buffer[(x, y)].symbol()).collect() };
-        assert_eq!(row(2), "late            ────| ", "{:?}", [row(1), row(2)]);
+        let rows = strip_of(vec![bogus, late], Mode::Recorded(None), 20_000);
+        assert_eq!(rows[2], "late            ────| ", "{rows:?}");
     }
 
     /// The demo's `runaway` stopped on quit: its stop signalled every process of its tree
