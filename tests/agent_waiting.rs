@@ -22,8 +22,11 @@ use serde_json::Value;
 use tether::protocol::{AttentionKind, Event, EventKind};
 
 /// How late past the threshold a flag may come on a machine busy with other builds: the
-/// broker's look is scheduled, and so is the agent's event loop.
-const LOADED_SLACK_MS: u64 = 5_000;
+/// broker's look is scheduled, and so is the agent's event loop, whose CPU after its answer
+/// (Node's collector) counts as work until it stops. The threshold itself is held on a
+/// simulated clock (attention::tests::agent); here only what a loaded machine meets: 7.5 s
+/// was seen with two copies of the suite and a release build on two cores.
+const LOADED_SLACK_MS: u64 = 15_000;
 
 /// The threshold the test's config sets (`input_after`): short, so that the run is.
 const THRESHOLD_MS: u64 = 2_000;
