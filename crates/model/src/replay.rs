@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn a_finished_run_reads_back_as_it_ended() {
         let dir = tempfile::tempdir().unwrap();
-        let mut events = std::fs::File::create(dir.path().join("events.jsonl")).unwrap();
+        let mut events = tether_os::testing::create_private(&dir.path().join("events.jsonl"));
         let status = ExitStatus {
             code: Some(2),
             signal: None,
@@ -238,8 +238,8 @@ mod tests {
         let mut request: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
         request["broker"] = serde_json::json!({ "pid": pid, "start_ticks": start_ticks });
-        std::fs::write(dir.path().join("command.json"), request.to_string()).unwrap();
-        std::fs::write(dir.path().join("events.jsonl"), "").unwrap();
+        tether_os::testing::write_private(&dir.path().join("command.json"), request.to_string());
+        tether_os::testing::write_private(&dir.path().join("events.jsonl"), "");
         dir
     }
 
@@ -266,11 +266,10 @@ mod tests {
     fn a_journal_cut_short_is_a_lost_run_that_says_why() {
         let dir = tempfile::tempdir().unwrap();
         let spawned = line(11, spawned(5));
-        std::fs::write(
-            dir.path().join("events.jsonl"),
+        tether_os::testing::write_private(
+            &dir.path().join("events.jsonl"),
             format!("{}\n{spawned}\n{{\"ts_ms\":12,", broker_started()),
-        )
-        .unwrap();
+        );
         let command = command_from_record(&CommandRecord::load(dir.path()));
         assert_eq!(command.status, Status::Lost);
         let notice = command.notice.expect("a notice");
@@ -317,7 +316,10 @@ mod tests {
         let mut seen = Vec::new();
         for argv_again in [true, false] {
             let dir = tempfile::tempdir().unwrap();
-            std::fs::write(dir.path().join("events.jsonl"), tree_journal(argv_again)).unwrap();
+            tether_os::testing::write_private(
+                &dir.path().join("events.jsonl"),
+                tree_journal(argv_again),
+            );
             let command = command_from_record(&CommandRecord::load(dir.path()));
             let argvs: Vec<(i32, String)> = command
                 .seen

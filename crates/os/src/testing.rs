@@ -61,6 +61,16 @@ pub fn write_private(path: &std::path::Path, bytes: impl AsRef<[u8]>) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
 }
 
+/// A new file at `path` (or the one there, emptied), 0600 whatever the umask, open for
+/// writing: a journal a test writes a piece at a time.
+pub fn create_private(path: &std::path::Path) -> std::fs::File {
+    write_private(path, b"");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open a private file")
+}
+
 /// Creates the directory `path` and any parents missing, 0700 whatever the umask.
 pub fn private_dir(path: &std::path::Path) {
     use std::os::unix::fs::DirBuilderExt;

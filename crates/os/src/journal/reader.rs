@@ -474,11 +474,10 @@ mod tests {
             stream_tail(dir.path(), Stream::Stderr, 8).unwrap(),
             (Vec::new(), false)
         );
-        std::fs::write(
-            dir.path().join(Stream::Stderr.file_name()),
+        crate::testing::write_private(
+            &dir.path().join(Stream::Stderr.file_name()),
             b"one\ntwo\nthree\n",
-        )
-        .unwrap();
+        );
         assert_eq!(
             stream_tail(dir.path(), Stream::Stderr, 9).unwrap(),
             (b"three\n".to_vec(), true)
@@ -497,19 +496,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let session = |name: &str, started_ms: u64| {
             let path = dir.path().join(name);
-            fs::create_dir(&path).unwrap();
-            fs::write(
-                path.join(SESSION_FILE),
-                format!(r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#),
-            )
-            .unwrap();
+            crate::testing::private_dir(&path);
+            crate::testing::write_private(
+                &path.join(SESSION_FILE),
+                format!(
+                    r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#
+                ),
+            );
         };
         session("20261130T064143Z-12", 5_000);
         session("zz-agent", 1_000);
         session("agent-2", 9_000);
         session("20261130T064144Z-13", 6_000);
         // No session.json yet: its directory's time, which is now, so last.
-        fs::create_dir(dir.path().join("aaa-new")).unwrap();
+        crate::testing::private_dir(&dir.path().join("aaa-new"));
         let names: Vec<String> = list_sessions(dir.path())
             .unwrap()
             .iter()
@@ -530,11 +530,10 @@ mod tests {
     #[test]
     fn cut_journal_reports_truncation() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(
-            dir.path().join(EVENTS_FILE),
+        crate::testing::write_private(
+            &dir.path().join(EVENTS_FILE),
             format!("{LINE}\nnot json\n{}", &LINE[..30]),
-        )
-        .unwrap();
+        );
         let record = CommandRecord::load(dir.path());
         assert_eq!(record.events.len(), 1);
         assert!(!record.damage.is_empty());

@@ -529,7 +529,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = JournalDir::open_state(&tmp.path().join("s")).unwrap();
         // The rename onto a non-empty directory fails, as a full disk fails the write.
-        std::fs::create_dir_all(dir.join("session.json/x")).unwrap();
+        crate::testing::private_dir(&dir.join("session.json/x"));
         assert!(dir.write_json_atomic("session.json", &1).is_err());
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -552,7 +552,7 @@ mod tests {
         nix::unistd::mkfifo(&dir.join("events.jsonl"), Mode::from_bits_truncate(0o600)).unwrap();
         assert!(dir.open_append("events.jsonl").is_err());
         std::fs::remove_file(dir.join("events.jsonl")).unwrap();
-        std::fs::write(dir.join("events.jsonl"), b"a\n").unwrap();
+        crate::testing::write_private(&dir.join("events.jsonl"), b"a\n");
         std::io::Write::write_all(&mut dir.open_append("events.jsonl").unwrap(), b"b\n").unwrap();
         assert_eq!(std::fs::read(dir.join("events.jsonl")).unwrap(), b"a\nb\n");
     }

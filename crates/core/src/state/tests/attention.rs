@@ -94,6 +94,17 @@ fn a_command_stopped_by_the_silence_watchdog_is_a_failure() {
     );
 }
 
+/// `after` into the run, the command prints `bytes`; the run then goes on to its end.
+fn prints_then_ends(rig: &mut Rig, after: Duration, bytes: &[u8]) {
+    rig.advance(after);
+    rig.feed(Input::Read {
+        stream: crate::protocol::Stream::Stdout,
+        bytes,
+    });
+    rig.run_until(Duration::from_secs(30));
+    rig.finish();
+}
+
 /// A budget's stop is a failure told in the words every view has for that end (`over
 /// budget (max_output)`), not as the signal it died of (`killed by SIGTERM`).
 #[test]
@@ -106,13 +117,11 @@ fn a_budgets_stop_is_told_over_budget() {
         ..with_attention()
     };
     let mut rig = Rig::running(request, OnTerm::Exit);
-    rig.advance(Duration::from_millis(500));
-    rig.feed(Input::Read {
-        stream: crate::protocol::Stream::Stdout,
-        bytes: b"more than ten bytes\n",
-    });
-    rig.run_until(Duration::from_secs(30));
-    rig.finish();
+    prints_then_ends(
+        &mut rig,
+        Duration::from_millis(500),
+        b"more than ten bytes\n",
+    );
     let told = attention(&rig);
     assert!(
         matches!(&told[..], [(AttentionKind::Failed, detail)]
@@ -133,13 +142,7 @@ fn a_run_stopped_after_its_final_line_finished() {
     };
     let regex = crate::final_drain::compile("^done$").ok();
     let mut rig = Rig::with_drain(request, regex).launched(OnTerm::Exit);
-    rig.advance(Duration::from_secs(11));
-    rig.feed(Input::Read {
-        stream: crate::protocol::Stream::Stdout,
-        bytes: b"done\n",
-    });
-    rig.run_until(Duration::from_secs(30));
-    rig.finish();
+    prints_then_ends(&mut rig, Duration::from_secs(11), b"done\n");
     assert!(rig.result().drained, "{:?}", rig.kinds());
     let told: Vec<_> = attention(&rig).into_iter().map(|(kind, _)| kind).collect();
     assert_eq!(told, [AttentionKind::Finished], "{:?}", rig.kinds());

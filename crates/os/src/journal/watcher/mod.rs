@@ -188,15 +188,15 @@ mod tests {
     async fn a_new_command_and_its_result_are_seen_and_an_ended_one_unwatched() {
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("agent");
-        std::fs::create_dir(&session).unwrap();
+        crate::testing::private_dir(&session);
         let mut watcher = JournalWatcher::new().unwrap();
         watcher.watch(Watched::Session(session.clone())).unwrap();
         let command = session.join("01-ls");
-        std::fs::create_dir(&command).unwrap();
+        crate::testing::private_dir(&command);
         watcher.readiness().wait().await;
         assert_eq!(watcher.drain(), [Change::CommandAppeared(command.clone())]);
         watcher.watch(Watched::Command(command.clone())).unwrap();
-        std::fs::write(command.join(".result.json.1.tmp"), b"{}").unwrap();
+        crate::testing::write_private(&command.join(".result.json.1.tmp"), b"{}");
         std::fs::rename(
             command.join(".result.json.1.tmp"),
             command.join("result.json"),
@@ -212,7 +212,7 @@ mod tests {
         );
         watcher.unwatch(&command);
         assert_eq!(watcher.watching(), 1);
-        std::fs::write(command.join("events.jsonl"), b"x").unwrap();
+        crate::testing::write_private(&command.join("events.jsonl"), b"x");
         assert_eq!(watcher.drain(), []);
     }
 

@@ -67,7 +67,7 @@ async fn next_events(watch: &mut Watch, app: &mut App) {
 }
 
 fn write_result(dir: &Path) {
-    fs::write(dir.join(".result.json.1.tmp"), RESULT).unwrap();
+    tether_os::testing::write_private(&dir.join(".result.json.1.tmp"), RESULT);
     fs::rename(dir.join(".result.json.1.tmp"), dir.join("result.json")).unwrap();
 }
 
@@ -79,9 +79,9 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
         // A session without session.json, a command without command.json, an event log
         // that ends in the middle of a line.
         let command = state.path().join("sessions/agent/01-sh");
-        fs::create_dir_all(&command).unwrap();
+        tether_os::testing::private_dir(&command);
         let spawned = r#"{"ts_ms":1000,"mono_us":2,"kind":"spawned","pid":42,"pgid":42,"argv":["sh"]}"#;
-        let mut events = fs::File::create(command.join("events.jsonl")).unwrap();
+        let mut events = tether_os::testing::create_private(&command.join("events.jsonl"));
         write!(
             events,
             "{{\"ts_ms\":999,\"mono_us\":1,\"kind\":\"broker_started\",\"v\":3,\"broker_pid\":{me}}}\n{}",
@@ -113,9 +113,9 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
 
         // A session that appears while watching, then a command in it.
         let late = state.path().join("sessions/late");
-        fs::create_dir(&late).unwrap();
+        tether_os::testing::private_dir(&late);
         next_events(&mut watch, &mut app).await;
-        fs::create_dir(late.join("01-ls")).unwrap();
+        tether_os::testing::private_dir(&late.join("01-ls"));
         next_events(&mut watch, &mut app).await;
         assert_eq!(app.model.commands.len(), 2);
         assert_eq!(app.model.commands[1].config.name, "ls");
@@ -128,8 +128,8 @@ fn ten_thousand_ended_commands_cost_no_watch_each() {
     let session = state.path().join("sessions/big");
     for n in 1..=10_000 {
         let dir = session.join(format!("{n:02}-echo"));
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join("result.json"), RESULT).unwrap();
+        tether_os::testing::private_dir(&dir);
+        tether_os::testing::write_private(&dir.join("result.json"), RESULT);
     }
     runtime().block_on(async {
         let mut app = app();
@@ -157,7 +157,7 @@ fn a_missing_state_dir_is_made_private() {
             &fs::metadata(state.join("sessions")).unwrap().permissions(),
         );
         assert_eq!(mode & 0o777, 0o700);
-        fs::create_dir_all(state.join("sessions/s1/01-true")).unwrap();
+        tether_os::testing::private_dir(&state.join("sessions/s1/01-true"));
         next_events(&mut watch, &mut app).await;
         // The session, then (its watch set when it was seen) its command.
         if app.model.commands.is_empty() {
@@ -174,7 +174,7 @@ fn without_inotify_the_clock_finds_what_changed() {
         let (mut app, mut watch) = polling(state.path());
         assert!(watch.polling());
         let command = state.path().join("sessions/agent/01-true");
-        fs::create_dir_all(&command).unwrap();
+        tether_os::testing::private_dir(&command);
         watch.tick(&mut app);
         watch.catch_up(&mut app);
         assert_eq!(app.model.commands.len(), 1);
@@ -192,15 +192,14 @@ fn without_inotify_the_clock_finds_what_changed() {
 fn ended_session(state: &Path, name: &str, started_ms: u64, age: Duration) {
     let session = state.join("sessions").join(name);
     let command = session.join("01-echo");
-    fs::create_dir_all(&command).unwrap();
-    fs::write(command.join("result.json"), RESULT).unwrap();
-    fs::write(
-        session.join("session.json"),
+    tether_os::testing::private_dir(&command);
+    tether_os::testing::write_private(&command.join("result.json"), RESULT);
+    tether_os::testing::write_private(
+        &session.join("session.json"),
         format!(
             r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#
         ),
-    )
-    .unwrap();
+    );
     let changed = std::time::SystemTime::now() - age;
     fs::File::open(&session)
         .unwrap()
