@@ -185,8 +185,10 @@ impl Watch {
             self.known.remove(dir);
             return None;
         }
+        // Whether its broker runs, asked before its journal is read: see `row_of`.
+        let alive = journaled_broker_alive(dir);
         let (record, tail) = CommandRecord::load_following(dir);
-        let (row, may_run) = self.row_of(&record);
+        let (row, may_run) = self.row_of(&record, alive);
         self.settle(dir, !may_run, tail);
         if let Some(session) = dir.parent() {
             self.rows_changed(session);
@@ -223,8 +225,9 @@ impl Watch {
 
     /// Builds row `index` again from its whole journal.
     pub(super) fn reload(&mut self, index: usize, dir: &Path, app: &mut App) {
+        let alive = journaled_broker_alive(dir);
         let (record, tail) = CommandRecord::load_following(dir);
-        let (mut row, may_run) = self.row_of(&record);
+        let (mut row, may_run) = self.row_of(&record, alive);
         let old = &app.model.commands[index];
         // The name it is shown under (made unique among its session's) stays, once it is a
         // command's and not yet its directory's.
@@ -277,7 +280,12 @@ impl Watch {
     /// The row for a journal, and whether it may still change: live while its broker runs
     /// (or, no broker named yet, while the directory is new enough to be starting); as the
     /// journal ends, otherwise.
-    fn row_of(&self, record: &CommandRecord) -> (CommandState, bool) {
+    ///
+    /// `alive` is whether the broker `command.json` names ran, asked before the journal was
+    /// read: a broker that writes its result and exits between the two reads would otherwise
+    /// leave a journal read without its result beside a broker found gone, taken as ended
+    /// for good (`failed to start`) and never read again.
+    fn row_of(&self, record: &CommandRecord, alive: Option<bool>) -> (CommandState, bool) {
         let dir = &record.dir;
         let closed = record
             .events
@@ -286,7 +294,7 @@ impl Watch {
         let created_ms = modified_ms(dir);
         let may_run = record.result.is_none()
             && !closed
-            && journaled_broker_alive(dir).unwrap_or_else(|| {
+            && alive.unwrap_or_else(|| {
                 created_ms.is_some_and(|ms| now_ms().saturating_sub(ms) < STARTING_GRACE_MS)
             });
         let mut row = if may_run {
