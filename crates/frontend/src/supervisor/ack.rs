@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::intervals::ACK_TIMEOUT;
+use super::intervals::{ACK_TIMEOUT, BUSY_STOP_PATIENCE};
 use tether_protocol::protocol::{ProcessSignal, Request, Scope};
 
 /// What the front end does itself if the broker does not acknowledge a request in time.
@@ -47,6 +47,8 @@ impl Fallback {
 }
 
 struct Pending {
+    /// When the request went out.
+    since: Instant,
     deadline: Instant,
     ping: u64,
     fallback: Fallback,
@@ -81,6 +83,7 @@ impl Acks {
             return;
         }
         self.pending = Some(Pending {
+            since: now,
             deadline: if posted { now + ACK_TIMEOUT } else { now },
             ping: self.posted,
             fallback,
@@ -106,17 +109,37 @@ impl Acks {
         }
     }
 
+    /// A broker the kernel shows at work (slow, not wedged) gets until `until` to
+    /// acknowledge a stop, up to [`BUSY_STOP_PATIENCE`] past [`ACK_TIMEOUT`]: its fallback
+    /// kills the broker. A signal's fallback does no harm and keeps its deadline.
+    pub fn put_off(&mut self, until: Instant) {
+        if let Some(p) = self.pending.as_mut()
+            && p.fallback == Fallback::Stop
+        {
+            let cap = p.since + ACK_TIMEOUT + BUSY_STOP_PATIENCE;
+            p.deadline = p.deadline.max(until.min(cap));
+        }
+    }
+
+    /// The fallback due at `now`, if any; it is not taken.
+    pub fn due(&self, now: Instant) -> Option<Fallback> {
+        self.pending
+            .as_ref()
+            .filter(|p| now >= p.deadline)
+            .map(|p| p.fallback)
+    }
+
     pub fn deadline(&self) -> Option<Instant> {
         self.pending.as_ref().map(|p| p.deadline)
     }
 
     /// The fallback whose deadline has passed at `now`, if any; it is taken.
     pub fn take_due(&mut self, now: Instant) -> Option<Fallback> {
-        if self.pending.as_ref().is_some_and(|p| now >= p.deadline) {
-            self.pending.take().map(|p| p.fallback)
-        } else {
-            None
+        let due = self.due(now);
+        if due.is_some() {
+            self.pending = None;
         }
+        due
     }
 }
 

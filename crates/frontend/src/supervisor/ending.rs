@@ -75,8 +75,8 @@ impl Remains {
 }
 
 /// The grace and the patience after KILL of the front end's own stop. Asked to stop, exec
-/// ends within grace + 1 s whatever happens: KILL when the grace asked for is over, and give
-/// up soon after.
+/// ends within grace + 1 s whatever happens once the broker is given up on: KILL when the
+/// grace asked for is over, and give up soon after.
 pub(super) fn cleanup_timing(
     stop_asked: Option<Instant>,
     grace: Duration,

@@ -54,16 +54,19 @@ impl Pace {
 /// How long a broker may take to acknowledge a signal or stop before the front end acts,
 /// on its stdin or its control socket. A broker answers a ping within milliseconds; a
 /// second is far beyond any busy broker and short enough that an operator's KILL still
-/// lands at once.
+/// lands at once. A stop, whose fallback kills the broker, waits longer for a broker the
+/// kernel shows at work ([`BUSY_STOP_PATIENCE`]).
 pub const ACK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Asked to stop, how long past the grace period the broker may take before it is killed
 /// and the leftovers KILLed (which then may take as long again): `tether exec` ends within
-/// grace + 1 s.
+/// grace + 1 s, unless the broker is at work ([`BUSY_STOP_PATIENCE`]).
 pub const STOP_SLACK: Duration = Duration::from_millis(450);
 
-/// The most past the grace period a broker still at work on the stop (its lines keep coming:
-/// a fork storm on the /proc path) is given before it is killed all the same.
+/// The most past the grace period a broker still at work on the stop is given before it is
+/// killed all the same: its lines keep coming (a fork storm on the /proc path), or the
+/// kernel shows it running, waiting for a core or in an uninterruptible wait when it is
+/// looked at before being given up on (two loaded cores). Each sign buys [`STOP_SLACK`].
 pub const BUSY_STOP_PATIENCE: Duration = Duration::from_secs(5);
 
 /// How long KILL is repeated to something that will not die before the front end gives up:

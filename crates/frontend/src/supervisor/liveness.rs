@@ -24,6 +24,9 @@ pub struct Seen {
     /// pipe writes held up by exec's splice into a socket its reader did not empty (no
     /// longer made); a slow disk's waits remain.
     pub disk_wait: bool,
+    /// Running or waiting for a core (state `R`): on two loaded cores a broker was seen
+    /// waiting there for most of a second, its CPU time still.
+    pub runnable: bool,
     /// The CPU time it used so far, in clock ticks.
     pub cpu_ticks: u64,
 }
@@ -58,12 +61,10 @@ impl PingWatch {
     }
 
     /// A heartbeat is due; `seen` is what the kernel shows of the broker. A broker at work
-    /// (its CPU time grew since the last look, or it is in an uninterruptible wait) is slow, not
-    /// wedged: its silence counts only against [`UNANSWERED_IF_WORKING`].
+    /// ([`Seen::at_work`]) is slow, not wedged: its silence counts only against
+    /// [`UNANSWERED_IF_WORKING`].
     pub fn due(&mut self, seen: Seen) -> Heartbeat {
-        let ran = self.cpu_ticks.is_some_and(|before| seen.cpu_ticks > before);
-        self.cpu_ticks = Some(seen.cpu_ticks);
-        if !seen.stopped && (seen.disk_wait || ran) {
+        if seen.at_work(&mut self.cpu_ticks) {
             if self.working >= UNANSWERED_IF_WORKING {
                 return Heartbeat::GiveUp;
             }
@@ -83,12 +84,24 @@ impl PingWatch {
     }
 }
 
+impl Seen {
+    /// Whether the broker is at work, slow rather than wedged: not stopped, and running or
+    /// waiting for a core, in an uninterruptible wait, or with more CPU time than at the look
+    /// before (`cpu_before`, which becomes this look's).
+    pub fn at_work(&self, cpu_before: &mut Option<u64>) -> bool {
+        let ran = cpu_before.is_some_and(|before| self.cpu_ticks > before);
+        *cpu_before = Some(self.cpu_ticks);
+        !self.stopped && (self.runnable || self.disk_wait || ran)
+    }
+}
+
 /// What the kernel shows of `pid` now; nothing (a sleeping broker that has not run) when
 /// /proc does not say.
 pub fn look(pid: i32) -> Seen {
     tether_os::procfs::read_stat(pid).map_or_else(Seen::default, |s| Seen {
         stopped: s.state == b'T' || s.state == b't',
         disk_wait: s.state == b'D',
+        runnable: s.state == b'R',
         cpu_ticks: s.cpu_ticks,
     })
 }
@@ -100,6 +113,7 @@ mod tests {
     const IDLE: Seen = Seen {
         stopped: false,
         disk_wait: false,
+        runnable: false,
         cpu_ticks: 7,
     };
     const STOPPED: Seen = Seen {
@@ -152,6 +166,23 @@ mod tests {
             assert_eq!(watch.due(disk), Heartbeat::Ping);
         }
         assert_eq!(watch.due(disk), Heartbeat::GiveUp);
+        // So is one waiting for a core, its CPU time still; stopped, it is not at work.
+        let mut watch = PingWatch::default();
+        let runnable = Seen {
+            runnable: true,
+            ..IDLE
+        };
+        for _ in 0..UNANSWERED_IF_WORKING {
+            assert_eq!(watch.due(runnable), Heartbeat::Ping);
+        }
+        assert_eq!(watch.due(runnable), Heartbeat::GiveUp);
+        assert!(
+            !Seen {
+                stopped: true,
+                ..runnable
+            }
+            .at_work(&mut Some(0))
+        );
         // Its CPU time growing at each look is work too; a look where it did not run is not.
         let mut watch = PingWatch::default();
         assert_eq!(watch.due(IDLE), Heartbeat::Ping);

@@ -30,6 +30,15 @@ mod tests;
 
 pub use interface::{Action, Cleanup, CommandCgroup, Ending, Input, Transport};
 
+/// Why the machine looks at the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Looking {
+    /// Its heartbeat: stopped or at work decides how soon its silence ends it.
+    Heartbeat,
+    /// A deadline that gives it up: at work, it gets more time.
+    Deadline,
+}
+
 pub struct ConversationMachine {
     transport: Transport,
     pace: Pace,
@@ -41,6 +50,11 @@ pub struct ConversationMachine {
     last_ping: Instant,
     /// When the broker last sent a line: one still reporting its stop is at work.
     last_heard: Instant,
+    /// When a look last showed the broker at work ([`Seen::at_work`]): one the kernel shows
+    /// busy or waiting for a core is slow, not wedged, and its stop is not overdue yet.
+    last_at_work: Option<Instant>,
+    /// Its CPU time at the last look.
+    cpu_ticks: Option<u64>,
     /// When the first stop with a deadline was asked for.
     stop_asked: Option<Instant>,
     /// A write failed: the broker's end is gone.
@@ -48,8 +62,10 @@ pub struct ConversationMachine {
     /// A deadline came while the broker's lines waited unread: how many of them are still
     /// to be read before it is acted on (see [`Self::reading_before_due`]).
     unread_before_due: Option<usize>,
-    /// A look waits for [`Input::Looked`].
-    looking: bool,
+    /// A look waits for [`Input::Looked`], asked for this.
+    looking: Option<Looking>,
+    /// A look was made at the deadline being acted on: what is still due is done.
+    looked_at_deadline: bool,
     /// What [`Input::Ask`] waits for: the number of its answer, and until when.
     asked: Option<(u64, Instant)>,
     actions: VecDeque<Action>,
@@ -74,10 +90,13 @@ impl ConversationMachine {
             next_look: now + pace.look,
             last_ping: now,
             last_heard: now,
+            last_at_work: None,
+            cpu_ticks: None,
             stop_asked: None,
             unwritable: false,
             unread_before_due: None,
-            looking: false,
+            looking: None,
+            looked_at_deadline: false,
             asked: None,
             actions: VecDeque::new(),
         }
@@ -113,10 +132,23 @@ impl ConversationMachine {
             }
             Input::Pinged => self.acks.ping_posted(),
             Input::Looked(seen) => {
-                if std::mem::take(&mut self.looking)
-                    && let Some(end) = self.look(now, seen)
-                {
-                    self.actions.push_back(Action::GiveUp(end));
+                let looking = self.looking.take();
+                if looking.is_some() && seen.at_work(&mut self.cpu_ticks) {
+                    self.last_at_work = Some(now);
+                    self.acks.put_off(now + STOP_SLACK);
+                }
+                match looking {
+                    Some(Looking::Heartbeat) => {
+                        if let Some(end) = self.look(now, seen) {
+                            self.actions.push_back(Action::GiveUp(end));
+                        }
+                    }
+                    Some(Looking::Deadline) => {
+                        self.looked_at_deadline = true;
+                        self.timer(now);
+                        self.looked_at_deadline = false;
+                    }
+                    None => {}
                 }
             }
             Input::Unread(lines) => {
@@ -228,7 +260,7 @@ impl ConversationMachine {
     /// acknowledged, looks at the broker and pings it. A deadline is acted on only once the
     /// lines the broker wrote before it was found due have been read.
     fn timer(&mut self, now: Instant) {
-        if self.looking || self.reading_before_due(now) {
+        if self.looking.is_some() || self.reading_before_due(now) {
             return;
         }
         let before = self.actions.len();
@@ -278,12 +310,20 @@ impl ConversationMachine {
         }
     }
 
-    /// What is due at `now`, everything the broker wrote before it read.
+    /// What is due at `now`, everything the broker wrote before it read. Before a broker
+    /// is given up on (a stop overdue or not acknowledged), it is looked at: one the kernel
+    /// shows at work gets [`STOP_SLACK`] more, up to [`BUSY_STOP_PATIENCE`].
     fn due_at(&mut self, now: Instant) {
-        if self
+        let stop_overdue = self
             .stop_asked
-            .is_some_and(|at| now >= self.stop_overdue_at(at))
+            .is_some_and(|at| now >= self.stop_overdue_at(at));
+        if (stop_overdue || self.acks.due(now) == Some(Fallback::Stop)) && !self.looked_at_deadline
         {
+            self.looking = Some(Looking::Deadline);
+            self.actions.push_back(Action::Look);
+            return;
+        }
+        if stop_overdue {
             self.actions.push_back(Action::GiveUp(End::StopOverdue));
             return;
         }
@@ -309,7 +349,7 @@ impl ConversationMachine {
             self.next_look = now + self.pace.look;
             if self.pace.give_up_when_silent {
                 // Whether the broker is stopped, or at work, decides how soon silence ends it.
-                self.looking = true;
+                self.looking = Some(Looking::Heartbeat);
                 self.actions.push_back(Action::Look);
             } else if let Some(end) = self.look(now, Seen::default()) {
                 self.actions.push_back(Action::GiveUp(end));
@@ -338,11 +378,15 @@ impl ConversationMachine {
 
     /// When a stop asked for at `asked` is overdue and the broker is killed: [`STOP_SLACK`]
     /// past the grace period, or, while the broker keeps reporting (signals to a tree that
-    /// keeps forking), `STOP_SLACK` after its last line, up to [`BUSY_STOP_PATIENCE`] past
-    /// the grace period. A stopped or wedged broker says nothing, so it is killed on time.
+    /// keeps forking) or the kernel shows it at work (a loaded machine), `STOP_SLACK` after
+    /// that, up to [`BUSY_STOP_PATIENCE`] past the grace period. A stopped or wedged broker
+    /// says nothing and is idle, so it is killed on time.
     fn stop_overdue_at(&self, asked: Instant) -> Instant {
         let on_time = asked + self.grace + STOP_SLACK;
-        let at_work = (self.last_heard + STOP_SLACK).min(asked + self.grace + BUSY_STOP_PATIENCE);
+        let last = self
+            .last_at_work
+            .map_or(self.last_heard, |at| at.max(self.last_heard));
+        let at_work = (last + STOP_SLACK).min(asked + self.grace + BUSY_STOP_PATIENCE);
         on_time.max(at_work)
     }
 }

@@ -29,6 +29,10 @@ struct World {
     stopped: bool,
     /// The kernel shows the broker in an uninterruptible wait (`D`).
     disk_wait: bool,
+    /// The kernel shows the broker running or waiting for a core (`R`).
+    runnable: bool,
+    /// Its CPU time.
+    cpu_ticks: u64,
     /// Lines the broker wrote and nobody read yet.
     unread: usize,
     /// Writes fail: the broker's end is gone.
@@ -40,6 +44,8 @@ impl World {
         World {
             stopped: false,
             disk_wait: false,
+            runnable: false,
+            cpu_ticks: 0,
             unread: 0,
             gone: false,
         }
@@ -58,7 +64,8 @@ fn drive(machine: &mut ConversationMachine, world: &World, now: Instant) -> Vec<
                 Input::Looked(Seen {
                     stopped: world.stopped,
                     disk_wait: world.disk_wait,
-                    cpu_ticks: 0,
+                    runnable: world.runnable,
+                    cpu_ticks: world.cpu_ticks,
                 }),
                 now,
             ),
@@ -361,6 +368,126 @@ fn a_busy_broker_gets_more_patience_up_to_a_cap() {
     assert_eq!(
         given_up(&wake(&mut m, &world, last + STOP_SLACK)),
         Some(End::StopOverdue)
+    );
+}
+
+/// A loaded machine: the broker waits for a core through its stop's deadline, silent. It
+/// is looked at before it is killed, and gets [`STOP_SLACK`] more while the kernel shows it
+/// at work (waiting for a core, or its CPU time growing), up to [`BUSY_STOP_PATIENCE`].
+#[test]
+fn a_stop_overdue_waits_while_the_kernel_shows_the_broker_at_work() {
+    let t0 = Instant::now();
+    let on_time = t0 + GRACE + STOP_SLACK;
+    for pace in [Pace::EXEC, Pace::FLEET] {
+        let mut m = machine(Transport::Pipe, pace, t0);
+        m.handle(Input::Stop(&stop()), t0);
+        pong(&mut m, &World::well(), t0 + 10 * MS);
+        let starved = World {
+            runnable: true,
+            ..World::well()
+        };
+        let mut now = t0 + 10 * MS;
+        while now < on_time {
+            now = m.poll_timeout();
+            assert_eq!(given_up(&wake(&mut m, &starved, now)), None, "{now:?}");
+            pong(&mut m, &starved, now);
+        }
+        assert_eq!(m.poll_timeout(), on_time + STOP_SLACK, "{pace:?}");
+        // Its CPU time grew since: still at work.
+        let ran = World {
+            cpu_ticks: 3,
+            ..World::well()
+        };
+        assert_eq!(given_up(&wake(&mut m, &ran, on_time + STOP_SLACK)), None);
+        // Idle since: given up at the next deadline, not before.
+        let ended = loop {
+            now = m.poll_timeout();
+            if let Some(end) = given_up(&wake(&mut m, &ran, now)) {
+                break end;
+            }
+        };
+        assert_eq!(ended, End::StopOverdue);
+        assert_eq!(now, on_time + STOP_SLACK * 2, "{pace:?}");
+    }
+
+    // Never idle: given up all the same at the cap.
+    let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
+    m.handle(Input::Stop(&stop()), t0);
+    let starved = World {
+        runnable: true,
+        ..World::well()
+    };
+    let mut now;
+    let ended = loop {
+        now = m.poll_timeout();
+        if let Some(end) = given_up(&wake(&mut m, &starved, now)) {
+            break end;
+        }
+        pong(&mut m, &starved, now);
+        assert!(now < t0 + GRACE + BUSY_STOP_PATIENCE * 2, "never given up");
+    };
+    assert_eq!(ended, End::StopOverdue);
+    assert_eq!(now, t0 + GRACE + BUSY_STOP_PATIENCE);
+
+    // Stopped, it is not at work however it came to be: killed on time.
+    let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
+    m.handle(Input::Stop(&stop()), t0);
+    pong(&mut m, &World::well(), t0 + 10 * MS);
+    let stopped = World {
+        stopped: true,
+        runnable: true,
+        cpu_ticks: 9,
+        ..World::well()
+    };
+    assert_eq!(
+        given_up(&wake(&mut m, &stopped, on_time)),
+        Some(End::StopOverdue)
+    );
+}
+
+/// A stop the broker has not acknowledged when [`ACK_TIMEOUT`] ends kills the broker, unless
+/// the kernel shows it at work; a signal's fallback, which does no harm, is not put off.
+#[test]
+fn an_unacknowledged_stop_waits_while_the_kernel_shows_the_broker_at_work() {
+    let t0 = Instant::now();
+    let starved = World {
+        runnable: true,
+        ..World::well()
+    };
+    let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
+    m.handle(Input::Request(&stop()), t0);
+    drive(&mut m, &starved, t0);
+    assert_eq!(given_up(&wake(&mut m, &starved, t0 + ACK_TIMEOUT)), None);
+    assert_eq!(m.poll_timeout(), t0 + ACK_TIMEOUT + STOP_SLACK);
+    assert_eq!(
+        given_up(&wake(&mut m, &World::well(), t0 + ACK_TIMEOUT + STOP_SLACK)),
+        Some(End::StopUnanswered)
+    );
+    // At work all along: given up at the cap.
+    let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
+    m.handle(Input::Request(&stop()), t0);
+    drive(&mut m, &starved, t0);
+    let mut now;
+    let ended = loop {
+        now = m.poll_timeout();
+        if let Some(end) = given_up(&wake(&mut m, &starved, now)) {
+            break end;
+        }
+        assert!(
+            now < t0 + ACK_TIMEOUT + BUSY_STOP_PATIENCE * 2,
+            "never given up"
+        );
+    };
+    assert_eq!(ended, End::StopUnanswered);
+    assert_eq!(now, t0 + ACK_TIMEOUT + BUSY_STOP_PATIENCE);
+    // A group signal falls back on time.
+    let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
+    let term = Request::group_signal(ProcessSignal::TERM);
+    m.handle(Input::Request(&term), t0);
+    drive(&mut m, &starved, t0);
+    assert_eq!(
+        wake(&mut m, &starved, t0 + ACK_TIMEOUT),
+        [Action::SignalItself(ProcessSignal::TERM)]
     );
 }
 
