@@ -1542,6 +1542,26 @@ fn the_launchers_states_read_in_the_list_and_under_the_timeline() {
     let screen = draw_with(120, 36, &model, &content(), &view);
     assert!(screen.contains("· restarting in 2s (run 4)"), "{screen}");
     insta::assert_snapshot!(screen);
+
+    // A dependency the operator starts: `r` starts it where this front end launches, not
+    // in a watch.
+    model.commands[first_new].plan = Some(Plan::Waiting {
+        on: "db".into(),
+        not_started: true,
+    });
+    view.select_command(first_new);
+    let screen = draw_with(120, 36, &model, &content(), &view);
+    assert!(
+        screen.contains("· waiting for db (not started: press r"),
+        "{screen}"
+    );
+    model.mode = tether::model::Mode::Watched;
+    let screen = draw_with(120, 36, &model, &content(), &view);
+    assert!(
+        screen.contains("· waiting for db (not started)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("press r"), "{screen}");
 }
 
 /// A message too long for the status bar ends in `…`, but the command it names for the

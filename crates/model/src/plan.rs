@@ -42,7 +42,7 @@ impl Plan {
             Plan::Waiting {
                 on,
                 not_started: true,
-            } => format!("waiting for {on} (not started: press r on it)"),
+            } => format!("waiting for {on} (not started)"),
             Plan::Restarting { at_ms, run } => {
                 let secs = at_ms.saturating_sub(now_ms).div_ceil(1000);
                 format!("restarting in {secs}s (run {run})")

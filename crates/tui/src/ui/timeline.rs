@@ -10,8 +10,10 @@ use ratatui::widgets::Paragraph;
 use super::{Scene, format, pane_block, style};
 use crate::app::layout;
 use crate::app::view::{Pane, ToldEvent};
+use tether_model::Mode;
 use tether_model::describe::{Tone, describe_in};
 use tether_model::output::one_line;
+use tether_model::plan::Plan;
 use tether_protocol::protocol::EventKind;
 
 pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
@@ -31,13 +33,20 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
         height -= 1;
         Line::styled(format!("! {}", one_line(text)), Style::new().fg(Color::Red))
     });
-    // What the launcher waits for, or why it will not start it (again).
+    // What the launcher waits for, or why it will not start it (again). A dependency the
+    // operator starts is started with `r` where the launcher is this front end's own.
     let plan = command.plan.as_ref().filter(|_| height > 1).map(|plan| {
         height -= 1;
-        Line::styled(
-            format!("· {}", one_line(&plan.label(content.now_ms))),
-            style::state(command),
-        )
+        let label = match plan {
+            Plan::Waiting {
+                on,
+                not_started: true,
+            } if matches!(model.mode, Mode::Live) => {
+                format!("waiting for {on} (not started: press r on it)")
+            }
+            _ => plan.label(content.now_ms),
+        };
+        Line::styled(format!("· {}", one_line(&label)), style::state(command))
     });
     // At the time cursor the model holds the entries up to it; the next few follow,
     // dimmed, so that `]` and `}` show where they lead, told as their whole run tells them.
