@@ -411,6 +411,17 @@ impl CommandState {
         self.started_ms = Some(now_ms);
     }
 
+    /// A run that could not begin at all (no journal directory for it: a full disk): a run
+    /// of its own that took no time and failed, saying why. The run before it is kept as an
+    /// earlier one, and its times are not this run's.
+    pub fn start_failed(&mut self, now_ms: u64, notice: String) {
+        self.begin_run(PathBuf::new(), now_ms);
+        self.journal_dir = None;
+        self.status = Status::FailedToStart;
+        self.ended_ms = Some(now_ms);
+        self.notice = Some(notice);
+    }
+
     /// What the journal kept of `stream` and what it dropped after it, when it did not keep
     /// it whole: as the broker said at the end, or while it runs, from where storing stopped
     /// and the bytes counted since.
@@ -1392,5 +1403,35 @@ mod tests {
         // The latest kept: runs 35 to 98, each ended where the next began.
         assert_eq!(c.earlier_runs[0].started_ms, 350);
         assert_eq!(c.earlier_runs.last().map(|r| r.ended_ms), Some(990));
+    }
+
+    /// A run with no journal directory (a full disk) is a failed run at its own time: the
+    /// run before it stays an earlier one, and the next run does not record that span twice.
+    #[test]
+    fn a_run_that_could_not_begin_takes_no_time_of_the_one_before() {
+        let mut c = CommandState::new(CommandConfig::new(
+            "worker",
+            tether_protocol::protocol::CommandSpec::Shell("true".into()),
+        ));
+        c.begin_run("/tmp/1".into(), 10);
+        c.ended_ms = Some(20);
+        c.status = Status::Exited(ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        });
+        c.start_failed(50, "no room".into());
+        assert_eq!(c.run, 2);
+        assert_eq!((c.started_ms, c.ended_ms), (Some(50), Some(50)));
+        assert_eq!(c.status, Status::FailedToStart);
+        assert_eq!(c.journal_dir, None);
+        assert_eq!(c.notice.as_deref(), Some("no room"));
+        c.begin_run("/tmp/3".into(), 70);
+        let spans: Vec<_> = c
+            .earlier_runs
+            .iter()
+            .map(|r| (r.started_ms, r.ended_ms, r.failed))
+            .collect();
+        assert_eq!(spans, [(10, 20, false), (50, 50, true)]);
     }
 }

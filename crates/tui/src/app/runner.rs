@@ -78,8 +78,8 @@ impl Runner {
                     "cannot create a journal directory in {}: {err}; the command was not started",
                     session.path().display()
                 );
-                command.status = Status::FailedToStart;
-                command.notice = Some(text.clone());
+                command.start_failed(now_ms(), text.clone());
+                command.run = run;
                 self.app.view.say(text);
                 return false;
             }
