@@ -381,6 +381,16 @@ fn init_writes_an_example_that_parses_and_keeps_an_existing_one() {
     let out = tether_in(&env, &project, &["init", "--force"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("FIFO"), "{}", text(&out.stderr));
+    // A socket is called one.
+    fs::remove_file(&file).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(&file).unwrap();
+    let out = tether_in(&env, &project, &["init", "--force"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("it is a socket") && !said.contains("FIFO"),
+        "{said}"
+    );
     env.finish();
 }
 

@@ -2,7 +2,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::Path;
 
 use tether::config::example::EXAMPLE_TOML;
@@ -30,7 +30,15 @@ pub fn main(force: bool) -> i32 {
     let written = options
         .open(Path::new(FILE))
         .map_err(|err| match err.raw_os_error() {
-            Some(libc::ENXIO) => std::io::Error::other("it is a FIFO (named pipe) nothing reads"),
+            // What cannot be opened for writing without a reader: a FIFO, or a socket.
+            Some(libc::ENXIO) => std::io::Error::other(
+                match std::fs::symlink_metadata(FILE).map(|m| m.file_type()) {
+                    Ok(kind) if kind.is_socket() => {
+                        "it is a socket; remove it or run `tether init` elsewhere"
+                    }
+                    _ => "it is a FIFO (named pipe) nothing reads; remove it or run `tether init` elsewhere",
+                },
+            ),
             _ => err,
         })
         .and_then(|file| match file.metadata() {
