@@ -496,8 +496,8 @@ fn ps_kill_signal_and_unknown_targets() {
         ),
         (
             "looper",
-            "no live command matches `looper`: there is no session `looper` (`tether sessions` \
-             lists them); live commands:",
+            "no live command matches `looper`: there is no session `looper`; `tether sessions` \
+             lists them; live commands:",
         ),
     ] {
         let missed = tether(&env, &runtime, &["stop", target]);
@@ -509,6 +509,14 @@ fn ps_kill_signal_and_unknown_targets() {
             "lists the live ones: {stderr}"
         );
     }
+    // A prefix of the session's id, as `open` takes it: the whole id is named.
+    let prefix = &session[..session.len() - 1];
+    let missed = tether(&env, &runtime, &["stop", prefix]);
+    assert_eq!(missed.status.code(), Some(1), "{missed:?}");
+    assert!(
+        text(&missed.stderr).contains(&format!("; `{session}` begins so: give its whole id")),
+        "{missed:?}"
+    );
     let bad = tether(&env, &runtime, &["signal", "NOPE", &session]);
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
 

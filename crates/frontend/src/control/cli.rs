@@ -275,13 +275,13 @@ fn unmatched(target: &Target, live: &[LiveCommand], state_dir: &Path) -> String 
     let (session, name) = match target {
         Target::Command { session, name } => (session, Some(name)),
         Target::Session(session) => (session, None),
-        Target::Pid(_) => return no_match(target, live, false),
+        Target::Pid(_) => return no_match(target, live, None),
     };
     let Some(dir) = session_dir(state_dir, session) else {
-        return no_match(target, live, true);
+        return no_match(target, live, Some(&sessions_dir(state_dir)));
     };
     name.and_then(|name| unknown_name(session, name, &journaled_commands(&dir)))
-        .unwrap_or_else(|| no_match(target, live, false))
+        .unwrap_or_else(|| no_match(target, live, None))
 }
 
 async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String> {

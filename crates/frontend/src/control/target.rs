@@ -202,16 +202,18 @@ impl fmt::Display for Target {
 }
 
 /// The message for a target that names no live command: what was asked, that its session
-/// is not there at all (`session_missing`: a command's name given without its session, a
-/// typo), and what is live.
-pub fn no_match(target: &Target, live: &[LiveCommand], session_missing: bool) -> String {
+/// is not there at all (`missing_in`: the sessions' directory, where it is not; a command's
+/// name given without its session, a typo, a prefix of a session's id) with the ids that
+/// begin with it, and what is live.
+pub fn no_match(target: &Target, live: &[LiveCommand], missing_in: Option<&Path>) -> String {
     let mut text = format!("no live command matches `{target}`");
-    if let (true, Target::Command { session, .. } | Target::Session(session)) =
-        (session_missing, target)
+    if let (Some(sessions), Target::Command { session, .. } | Target::Session(session)) =
+        (missing_in, target)
     {
         text.push_str(&format!(
-            ": there is no session `{}` (`tether sessions` lists them)",
-            one_line(session)
+            ": there is no session `{}`{}",
+            one_line(session),
+            whole_ids_of(session, sessions)
         ));
     }
     if live.is_empty() {
@@ -333,22 +335,31 @@ mod tests {
     #[test]
     fn no_match_lists_the_live_commands() {
         let all = [live("a", "sleep", "01-sleep", 100)];
-        let text = no_match(&Target::Session("zz".into()), &all, false);
+        let text = no_match(&Target::Session("zz".into()), &all, None);
         assert!(
             text.contains("no live command matches `zz`; live"),
             "{text}"
         );
         assert!(text.contains("a/sleep"), "{text}");
-        let text = no_match(&Target::Session("sleep".into()), &all, true);
+        let state = tempfile::tempdir().unwrap();
+        let sessions = state.path().join("sessions");
+        let text = no_match(&Target::Session("sleep".into()), &all, Some(&sessions));
         assert!(
             text.starts_with(
-                "no live command matches `sleep`: there is no session `sleep` (`tether \
-                 sessions` lists them); live commands:"
+                "no live command matches `sleep`: there is no session `sleep`; `tether \
+                 sessions` lists them; live commands:"
             ),
             "{text}"
         );
+        // A prefix of a session's id: the id is named.
+        tether_os::testing::private_dir(&sessions.join("sleepy-1"));
+        let text = no_match(&Target::Session("sleep".into()), &all, Some(&sessions));
+        assert!(
+            text.contains("there is no session `sleep`; `sleepy-1` begins so: give its whole id"),
+            "{text}"
+        );
         assert!(text.contains("a/sleep"), "{text}");
-        let none = no_match(&Target::Pid(5), &[], false);
+        let none = no_match(&Target::Pid(5), &[], None);
         assert!(none.contains("no brokered command"), "{none}");
     }
 
