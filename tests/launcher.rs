@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use common::agents::free_port;
 use common::journal::command_dirs;
+use common::otlp_receiver::{ReceivedSpan, Receiver, attr_int, attr_text};
 use common::tmux::Tmux;
 use common::{BIN, TestEnv};
 use tether::journal::CommandRecord;
@@ -295,6 +296,46 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
         .rfind(|c| c["name"] == "worker")
         .expect("the worker");
     assert!(worker["plan"]["gave_up"].is_object(), "{worker}");
+
+    // And the live exporter: web on the session's root span, counted as blocked, and the
+    // worker's last run given up on.
+    common::follower::write_config(&env, "");
+    let receiver = Receiver::start();
+    let root = |spans: &[ReceivedSpan]| {
+        (spans.iter())
+            .find(|s| s.span.parent_span_id.is_empty() && s.span.name.starts_with("session "))
+            .cloned()
+    };
+    common::wait_until(&env, "the session's root span", || {
+        let out = common::follower::follow_once(&env, &receiver.endpoint(), &["--once"]);
+        assert!(out.status.success(), "{out:?}");
+        root(&receiver.spans()).is_some()
+    });
+    let spans = receiver.spans();
+    let root = root(&spans).expect("the root");
+    assert_eq!(
+        attr_int(&root.span.attributes, "tether.commands.blocked"),
+        Some(1)
+    );
+    let web = (root.span.events.iter())
+        .find(|e| e.name == "not_started")
+        .expect("web's event");
+    assert_eq!(
+        attr_text(&web.attributes, "tether.command.name").as_deref(),
+        Some("web")
+    );
+    assert_eq!(
+        attr_text(&web.attributes, "tether.description").as_deref(),
+        Some("not started: migrate: exit 1")
+    );
+    let gave_up = (spans.iter())
+        .filter(|s| s.span.name == "worker")
+        .filter_map(|s| attr_text(&s.span.attributes, "tether.launcher.plan"))
+        .collect::<Vec<_>>();
+    assert!(
+        matches!(&gave_up[..], [words] if words.starts_with("gave up after")),
+        "{gave_up:?}"
+    );
     env.finish();
 }
 

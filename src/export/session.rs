@@ -40,6 +40,31 @@ pub struct NotStarted {
 }
 
 impl NotStarted {
+    /// `state`'s row, said last of in `lines` (else at `otherwise_ms`).
+    fn new(
+        state: CommandState,
+        lines: &[crate::journal::LauncherLine],
+        otherwise_ms: u64,
+    ) -> NotStarted {
+        let said = lines.iter().filter(|l| l.command == state.config.name);
+        let since_ms = said.map(|l| l.ts_ms).max().unwrap_or(otherwise_ms);
+        NotStarted { state, since_ms }
+    }
+
+    /// What the launcher never started, from its `lines` and the session's `runs` (each
+    /// one's name and start), each with its last word: as a live session's root span tells
+    /// it, without replaying the session.
+    pub fn from_launcher(
+        lines: &[crate::journal::LauncherLine],
+        runs: &[(&str, Option<u64>)],
+    ) -> Vec<NotStarted> {
+        let mut rows = crate::model::plan::unstarted(lines, runs);
+        crate::model::plan::apply(&mut rows, lines, None);
+        (rows.into_iter())
+            .map(|state| NotStarted::new(state, lines, 0))
+            .collect()
+    }
+
     pub fn name(&self) -> &str {
         &self.state.config.name
     }
@@ -56,6 +81,16 @@ impl NotStarted {
     /// failed, as `blocked`.
     pub fn blocked(&self) -> bool {
         matches!(self.state.plan, Some(crate::model::Plan::Blocked(_)))
+    }
+
+    /// As a root span tells it.
+    pub fn never_ran(&self) -> crate::export::follow::NeverRan {
+        crate::export::follow::NeverRan {
+            name: self.name().to_string(),
+            words: self.words(),
+            at_ms: self.since_ms,
+            blocked: self.blocked(),
+        }
     }
 }
 
@@ -111,14 +146,7 @@ impl SessionExport {
             .collect();
         let not_started: Vec<NotStarted> = unstarted
             .into_iter()
-            .map(|state| {
-                let said = record
-                    .launcher
-                    .iter()
-                    .filter(|l| l.command == state.config.name);
-                let since_ms = said.map(|l| l.ts_ms).max().unwrap_or(model.started_ms);
-                NotStarted { state, since_ms }
-            })
+            .map(|state| NotStarted::new(state, &record.launcher, model.started_ms))
             .collect();
         let ended_ms = commands
             .iter()

@@ -40,8 +40,24 @@ pub struct SessionRoot {
     pub started_ms: u64,
     /// The last end of any of its commands.
     pub ended_ms: u64,
+    /// Its runs (the commands the launcher never started are `never_ran`).
     pub commands: usize,
     pub failed: usize,
+    /// What its launcher never started (`launcher.jsonl`), as it stood when the span was
+    /// made: blocked by a failed dependency, or still waiting.
+    pub never_ran: Vec<NeverRan>,
+}
+
+/// A command its launcher never started, as a root span tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeverRan {
+    pub name: String,
+    /// `not started: migrate: exit 1`, `waiting for db`.
+    pub words: String,
+    /// When the launcher last spoke of it.
+    pub at_ms: u64,
+    /// Blocked by a dependency that failed, counted apart from the failed.
+    pub blocked: bool,
 }
 
 /// How an endpoint took a request.

@@ -21,7 +21,11 @@ use super::{Item, Sent, Sink};
 use crate::clock::now_ms;
 use crate::exit::{EXIT_FAILED, EXIT_USAGE, OrExit, exit_code};
 use crate::export::CommandExport;
+use crate::export::session::NotStarted;
+use crate::journal::reader::{read_launcher, read_request};
 use crate::journal::watcher::JournalWatcher;
+use crate::journal::{CommandId, command_dirs};
+use crate::model::plan::apply_to;
 
 /// How often commands that run are looked at for a broker that died without a result.
 pub(super) const LIVENESS: Duration = Duration::from_secs(10);
@@ -303,18 +307,54 @@ impl Follow {
     }
 }
 
-/// What the sink is given for a planned span: a command is read from its journal now.
+/// What the sink is given for a planned span: a command is read from its journal now, with
+/// the launcher's last word on its run; a session's root with what its launcher never
+/// started, as `launcher.jsonl` says it now.
 fn item_of(planned: Planned) -> Item {
     match planned {
         Planned::Command {
             session, dir, root, ..
-        } => Item::Command {
-            session,
-            command: Box::new(CommandExport::load(&dir)),
-            root,
-        },
-        Planned::Session(root) => Item::Session(root),
+        } => {
+            let mut command = CommandExport::load(&dir);
+            if let Some(session_dir) = dir.parent() {
+                let lines = read_launcher(session_dir, &mut Vec::new());
+                apply_to(&mut [&mut command.state], &lines, None);
+            }
+            Item::Command {
+                session,
+                command: Box::new(command),
+                root,
+            }
+        }
+        Planned::Session { mut root, dir } => {
+            let lines = read_launcher(&dir, &mut Vec::new());
+            if !lines.is_empty() {
+                let runs = runs_in(&dir);
+                let runs: Vec<(&str, Option<u64>)> = (runs.iter())
+                    .map(|(name, at)| (name.as_str(), *at))
+                    .collect();
+                root.never_ran = NotStarted::from_launcher(&lines, &runs)
+                    .iter()
+                    .map(NotStarted::never_ran)
+                    .collect();
+            }
+            Item::Session(root)
+        }
     }
+}
+
+/// Each run of the session in `dir`: its name and its broker's start, as its journal has
+/// them (what [`NotStarted::from_launcher`] weighs the launcher's word against).
+fn runs_in(dir: &Path) -> Vec<(String, Option<u64>)> {
+    (command_dirs(dir).unwrap_or_default().iter())
+        .map(|run| {
+            let name = read_request(run).map_or_else(
+                || CommandId::of_dir(run).map_or_else(String::new, |id| id.name),
+                |request| request.name,
+            );
+            (name, super::scan::started_ms(run))
+        })
+        .collect()
 }
 
 impl Signals {

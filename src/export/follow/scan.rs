@@ -130,6 +130,11 @@ fn look_at_command(dir: &Path, number: u64, now_ms: u64) -> CommandScan {
     scan
 }
 
+/// When the command in `dir` began: its broker's first event.
+pub fn started_ms(dir: &Path) -> Option<u64> {
+    first_event(dir).map(|e| e.ts_ms)
+}
+
 /// The first event of a command's log (its broker's start), read alone.
 fn first_event(dir: &Path) -> Option<Event> {
     let file = open_regular(&dir.join(EVENTS_FILE)).ok()?;

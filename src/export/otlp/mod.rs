@@ -31,7 +31,6 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
 pub use super::follow::scan::is_agent;
@@ -168,52 +167,24 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
                 id: session.id.clone(),
                 started_ms: session.started_ms,
                 ended_ms: session.ended_ms,
-                commands: session.commands.len() + session.not_started.len(),
+                commands: session.commands.len(),
                 failed,
+                never_ran: session.not_started.iter().map(|n| n.never_ran()).collect(),
             },
         ));
     }
     for (i, command) in session.commands.iter().enumerate() {
         let mut span = span::command(host, &session.id, command, agent == Some(i));
-        // The launcher's last word on the run (`gave up after 3 restarts`): in the file only,
-        // which reads the session's launcher journal.
-        if let Some(plan) = &command.state.plan {
-            let end = command.ended_ms().unwrap_or(session.ended_ms);
-            span.attributes.push(span::attribute(
-                "tether.launcher.plan",
-                span::string(&one_line(&plan.label(end))),
-            ));
-        }
         // A run still going has no end yet; the file shows it up to the session's last moment.
         if command.ended_ms().is_none() {
             span.end_time_unix_nano = nanos(session.ended_ms).max(span.start_time_unix_nano);
         }
         spans.push(span);
     }
-    // The root: the session's span, or the agent's standing for it.
-    let blocked = session.not_started.iter().filter(|n| n.blocked()).count();
-    if agent.is_none()
-        && let Some(root) = spans.first_mut()
-    {
-        root.attributes.push(span::attribute(
-            "tether.commands.blocked",
-            span::int(blocked as i64),
-        ));
-    }
-    if let Some(root) = spans.get_mut(agent.unwrap_or(0)) {
-        root.events
-            .extend(session.not_started.iter().map(|never| Event {
-                time_unix_nano: nanos(never.since_ms),
-                name: "not_started".into(),
-                attributes: vec![
-                    span::attribute("tether.command.name", span::string(never.name())),
-                    span::attribute(
-                        "tether.description",
-                        span::string(&one_line(&never.words())),
-                    ),
-                ],
-                dropped_attributes_count: 0,
-            }));
+    // The agent's span stands for the session: what the launcher never started is its too.
+    if let Some(root) = agent.and_then(|i| spans.get_mut(i)) {
+        let never_ran: Vec<_> = session.not_started.iter().map(|n| n.never_ran()).collect();
+        root.events.extend(span::not_started(&never_ran));
     }
     encoder.traces(spans)
 }

@@ -3,13 +3,14 @@
 //! status. The span events are [`super::events`]'.
 
 use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue, any_value};
-use opentelemetry_proto::tonic::trace::v1::span::{Link, SpanKind};
+use opentelemetry_proto::tonic::trace::v1::span::{Event, Link, SpanKind};
 use opentelemetry_proto::tonic::trace::v1::{Span, Status, status::StatusCode};
 
 use super::SessionRoot;
 use super::events::events;
 use super::{nanos, span_id, trace_id, unhex};
 use crate::config::naming::agent_argv;
+use crate::export::follow::NeverRan;
 use crate::export::session::CommandExport;
 use crate::export::summary::{CommandSummary, state_name};
 use crate::model::Status as RunStatus;
@@ -19,7 +20,7 @@ use crate::model::output::one_line;
 use crate::protocol::EventKind;
 
 /// The session's root span, when no agent command is the root: from its start to its last
-/// moment, an error when a command failed.
+/// moment, an error when a command failed; what its launcher never started are its events.
 pub fn session(host: &str, root: &SessionRoot) -> Span {
     let SessionRoot {
         ref id,
@@ -27,7 +28,10 @@ pub fn session(host: &str, root: &SessionRoot) -> Span {
         ended_ms,
         commands,
         failed,
+        ref never_ran,
     } = *root;
+    let commands = commands + never_ran.len();
+    let blocked = never_ran.iter().filter(|n| n.blocked).count();
     let status = if failed > 0 {
         Status {
             code: StatusCode::Error as i32,
@@ -50,10 +54,27 @@ pub fn session(host: &str, root: &SessionRoot) -> Span {
             attribute("tether.session.id", string(id)),
             attribute("tether.commands", int(commands as i64)),
             attribute("tether.commands.failed", int(failed as i64)),
+            attribute("tether.commands.blocked", int(blocked as i64)),
         ],
+        events: not_started(never_ran),
         status: Some(status),
         ..Default::default()
     }
+}
+
+/// A `not_started` event on the root for each command its launcher never started.
+pub fn not_started(never_ran: &[NeverRan]) -> Vec<Event> {
+    (never_ran.iter())
+        .map(|never| Event {
+            time_unix_nano: nanos(never.at_ms),
+            name: "not_started".into(),
+            attributes: vec![
+                attribute("tether.command.name", string(&never.name)),
+                attribute("tether.description", string(&one_line(&never.words))),
+            ],
+            dropped_attributes_count: 0,
+        })
+        .collect()
 }
 
 /// A command's span. `root`: it is the agent of a `tether agent` session and stands for the
@@ -159,6 +180,11 @@ fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
         (summary.peak_rss_bytes).map(|b| attribute("tether.peak_rss_bytes", int(b as i64))),
         (summary.signal_name.as_deref()).map(|s| attribute("tether.exit.signal", string(s))),
         stopped_by(command).map(|who| attribute("tether.stopped_by", string(&who))),
+        // The launcher's last word on the run (`gave up after 3 restarts`).
+        (command.state.plan.as_ref()).map(|plan| {
+            let at = command.ended_ms().or(command.started_ms()).unwrap_or(0);
+            attribute("tether.launcher.plan", string(&one_line(&plan.label(at))))
+        }),
     ];
     attributes.extend(optional.into_iter().flatten());
     for badge in command.badges.list() {

@@ -330,8 +330,28 @@ fn a_session_item_is_the_root_span() {
         ended_ms: 2_000,
         commands: 5,
         failed: 1,
+        never_ran: vec![crate::export::follow::NeverRan {
+            name: "web".into(),
+            words: "not started: migrate: exit 1".into(),
+            at_ms: 1_500,
+            blocked: true,
+        }],
     });
     let (span, _) = encoder.item(&item);
+    // What the launcher never started: counted, blocked apart, and an event each.
+    assert_eq!(number(&span.attributes, "tether.commands"), Some(6));
+    assert_eq!(number(&span.attributes, "tether.commands.blocked"), Some(1));
+    let [event] = &span.events[..] else {
+        panic!("{:?}", span.events)
+    };
+    assert_eq!(
+        (event.name.as_str(), event.time_unix_nano),
+        ("not_started", 1_500_000_000)
+    );
+    assert_eq!(
+        text(&event.attributes, "tether.description").as_deref(),
+        Some("not started: migrate: exit 1")
+    );
     assert_eq!(
         (span.trace_id.clone(), span.span_id.clone()),
         (trace_id("h", "s").to_vec(), span_id("h", "s", "").to_vec())

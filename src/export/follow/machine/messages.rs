@@ -69,14 +69,15 @@ pub enum Planned {
         /// The session's agent, whose span is the session's root.
         root: bool,
     },
-    Session(SessionRoot),
+    /// The root of a session with no agent, in `dir`, where its launcher's word is read.
+    Session { root: SessionRoot, dir: PathBuf },
 }
 
 impl Planned {
     pub(super) fn session(&self) -> &str {
         match self {
             Planned::Command { session, .. } => session,
-            Planned::Session(root) => &root.id,
+            Planned::Session { root, .. } => &root.id,
         }
     }
 }

@@ -232,7 +232,7 @@ impl Follower {
                     session.cursor.mark(*number);
                     session.cursor.session_sent |= *root;
                 }
-                Planned::Session(_) => session.cursor.session_sent = true,
+                Planned::Session { .. } => session.cursor.session_sent = true,
             }
             if !touched.iter().any(|t| t == item.session()) {
                 touched.push(item.session().to_string());
@@ -314,8 +314,12 @@ impl Follower {
                     root: is_root,
                 });
             }
-            if root.is_none() && done && batch.len() < max {
-                batch.push(Planned::Session(SessionRoot {
+            // Done means it has commands: their directories' is the session's.
+            let dir = (session.commands.values().next()).and_then(|c| c.dir.parent());
+            if let (None, true, Some(dir)) = (root, done, dir)
+                && batch.len() < max
+            {
+                let root = SessionRoot {
                     id: id.clone(),
                     started_ms: session.started_ms,
                     ended_ms: session
@@ -326,7 +330,11 @@ impl Follower {
                         .unwrap_or(0),
                     commands: session.commands.len(),
                     failed: session.commands.values().filter(|c| c.failed).count(),
-                }));
+                    // Read by the loop, from `launcher.jsonl`, as it sends the span.
+                    never_ran: Vec::new(),
+                };
+                let dir = dir.to_path_buf();
+                batch.push(Planned::Session { root, dir });
             }
         }
         batch

@@ -74,7 +74,7 @@ fn numbers(batch: &[Planned]) -> Vec<u64> {
         .iter()
         .filter_map(|p| match p {
             Planned::Command { number, .. } => Some(*number),
-            Planned::Session(_) => None,
+            Planned::Session { .. } => None,
         })
         .collect()
 }
@@ -301,7 +301,7 @@ fn a_plain_session_is_sent_once_quiet_for_session_quiet() {
     let sent = step(&mut f, later + 200).sent.unwrap();
     assert!(matches!(
         &sent[..],
-        [Planned::Session(SessionRoot { commands: 3, failed: 1, ended_ms, .. })] if *ended_ms == quiet_at + 10
+        [Planned::Session { root: SessionRoot { commands: 3, failed: 1, ended_ms, .. }, .. }] if *ended_ms == quiet_at + 10
     ));
     f.handle_sent(later + 200, accepted());
     let written = step(&mut f, later + 200);
