@@ -174,16 +174,34 @@ pub fn apply_to(commands: &mut [&mut CommandState], lines: &[LauncherLine], at_m
         .iter()
         .filter(|l| at_ms.is_none_or(|at| l.ts_ms <= at));
     let mut latest: Vec<&LauncherLine> = Vec::new();
+    // The last line on each run: a run the launcher gave up on keeps that word though the
+    // command was started again since (by hand), where a wait or a restart it planned is
+    // the command's only while it is the latest word.
+    let mut last_on_run: HashMap<&str, &LauncherLine> = HashMap::new();
     for line in said {
         match latest.iter_mut().find(|l| l.command == line.command) {
             Some(last) => *last = line,
             None => latest.push(line),
         }
+        if let Some(dir) = &line.dir {
+            last_on_run.insert(dir, line);
+        }
+    }
+    let plan_of = |line: &LauncherLine| {
+        serde_json::from_value::<Option<Plan>>(line.plan.clone())
+            .ok()
+            .flatten()
+    };
+    for (dir, line) in last_on_run {
+        let Some(plan) = plan_of(line).filter(Plan::is_failure) else {
+            continue;
+        };
+        if let Some(row) = (commands.iter_mut()).find(|c| dir_name(c).as_deref() == Some(dir)) {
+            row.plan = Some(plan);
+        }
     }
     for line in latest {
-        let plan = serde_json::from_value::<Option<Plan>>(line.plan.clone())
-            .ok()
-            .flatten();
+        let plan = plan_of(line);
         let named = |c: &CommandState| c.config.name == line.command;
         let row = match &line.dir {
             Some(dir) => (commands.iter()).position(|c| dir_name(c).as_ref() == Some(dir)),
@@ -285,6 +303,29 @@ mod tests {
         apply(&mut at_25, &lines, Some(25));
         let plans: Vec<_> = at_25.iter().map(|c| c.plan.clone()).collect();
         assert_eq!(plans, [Some(restarting), None, Some(waiting)]);
+    }
+
+    /// The operator started a command again after the launcher gave up on it: the run given
+    /// up on keeps the word, the new one has none; a restart once planned for a run is not
+    /// its word once the next run began.
+    #[test]
+    fn a_run_given_up_on_keeps_the_word_after_a_run_by_hand() {
+        let gave_up = Plan::GaveUp { restarts: 1 };
+        let restarting = Plan::Restarting { at_ms: 120, run: 2 };
+        let lines = [
+            said(20, "worker", Some("02-worker"), Some(restarting)),
+            said(120, "worker", Some("03-worker"), None),
+            said(300, "worker", Some("03-worker"), Some(gave_up.clone())),
+            said(500, "worker", Some("09-worker"), None),
+        ];
+        let mut runs = [
+            ran("02-worker", Some(5)),
+            ran("03-worker", Some(130)),
+            ran("09-worker", Some(500)),
+        ];
+        apply(&mut runs, &lines, None);
+        let plans: Vec<_> = runs.iter().map(|c| c.plan.clone()).collect();
+        assert_eq!(plans, [None, Some(gave_up.clone()), None]);
     }
 
     /// Never started is what no line says of a run: a run the journal knows only by its
