@@ -85,11 +85,16 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
                 };
                 refusal_on(model, on, action).is_none()
             });
-            // Set, the cursor's own keys come first, and the way back to the end.
+            // Set, the cursor's own keys come first, and the way back to the end: what is
+            // live now, or the end of a session that has ended.
+            let back = match model.mode {
+                tether_model::Mode::Recorded(_) => ("End", "end", Action::TimeOff),
+                _ => ("End", "live", Action::TimeOff),
+            };
             let mut keys: Vec<(&str, &str, Action)> = if cursor.is_some() {
                 let (time, rest): (Vec<_>, Vec<_>) = keys.partition(|(_, _, a)| a.moves_in_time());
                 time.into_iter()
-                    .chain(&[("End", "live", Action::TimeOff)])
+                    .chain(std::iter::once(&back))
                     .chain(rest)
                     .cloned()
                     .collect()
