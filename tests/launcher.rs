@@ -296,6 +296,14 @@ fn a_failed_dependency_is_reported_and_its_dependent_never_starts() {
         .rfind(|c| c["name"] == "worker")
         .expect("the worker");
     assert!(worker["plan"]["gave_up"].is_object(), "{worker}");
+    // A restart says which run it is, in each export that lists runs.
+    let run = worker["run"].as_u64().expect("a restart's run");
+    assert!(run > 1, "{worker}");
+    assert!(
+        text.contains(&format!("-worker (worker, run {run}): ")),
+        "{text}"
+    );
+    assert!(otlp.contains("tether.command.run"), "{otlp}");
 
     // And the live exporter: web on the session's root span, counted as blocked, and the
     // worker's last run given up on.

@@ -75,6 +75,10 @@ pub struct CommandSummary {
     pub stdout: StreamBytes,
     pub stderr: StreamBytes,
     pub badges: Badges,
+    /// Which run of its command this is, counted by the launcher that restarts it: 2 for the
+    /// first restart; absent for a first run.
+    #[serde(default = "first_run", skip_serializing_if = "is_first_run")]
+    pub run: u32,
     /// The launcher's last word on this run, where it had one: `{"gave_up": {"restarts":
     /// 3}}` on the last run of a command it restarted as often as it would.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,11 +207,20 @@ impl CommandSummary {
             stdout: bytes(0),
             stderr: bytes(1),
             badges: command.badges.clone(),
+            run: state.run.max(1),
             plan: state.plan.clone(),
             cut_short: command.cut_short,
             damage: command.damage.clone(),
         }
     }
+}
+
+fn first_run() -> u32 {
+    1
+}
+
+fn is_first_run(run: &u32) -> bool {
+    *run <= 1
 }
 
 #[cfg(test)]

@@ -151,9 +151,13 @@ fn summary_table(session: &SessionExport) -> String {
 fn command_section(session: &SessionExport, command: &CommandExport, out: &mut String) {
     let _ = writeln!(
         out,
-        "== {} ({}): {}",
+        "== {} ({}{}): {}",
         one_line(&command.id.dir_name()),
         one_line(command.name()),
+        match command.state.run {
+            run @ 2.. => format!(", run {run}"),
+            _ => String::new(),
+        },
         one_line(&command.state.command_line())
     );
     let _ = writeln!(

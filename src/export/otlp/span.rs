@@ -180,6 +180,8 @@ fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
         (summary.peak_rss_bytes).map(|b| attribute("tether.peak_rss_bytes", int(b as i64))),
         (summary.signal_name.as_deref()).map(|s| attribute("tether.exit.signal", string(s))),
         stopped_by(command).map(|who| attribute("tether.stopped_by", string(&who))),
+        (command.state.run > 1)
+            .then(|| attribute("tether.command.run", int(i64::from(command.state.run)))),
         // The launcher's last word on the run (`gave up after 3 restarts`).
         (command.state.plan.as_ref()).map(|plan| {
             let at = command.ended_ms().or(command.started_ms()).unwrap_or(0);
