@@ -59,6 +59,8 @@ pub struct Watch {
     /// their plans were shown ([`Watch::settle_plans`]).
     plans_unread: HashSet<PathBuf>,
     plans_stale: HashSet<PathBuf>,
+    /// Sessions whose `launcher.jsonl` could not be read whole, said once each.
+    plans_damage_said: HashSet<PathBuf>,
     /// Command directories listed already (or dismissed): discovery adds only new ones.
     known: HashSet<PathBuf>,
     /// The listed commands that have no result yet, and where reading their events left off.
@@ -99,6 +101,7 @@ impl Watch {
             plans: HashMap::new(),
             plans_unread: HashSet::new(),
             plans_stale: HashSet::new(),
+            plans_damage_said: HashSet::new(),
             last_rescan: Instant::now(),
             unreadable: None,
             replies,

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use super::Watch;
 use crate::app::App;
 use tether_model::CommandState;
+use tether_model::output::one_line;
 use tether_model::plan::{apply_to, unstarted};
 use tether_os::journal::LauncherLine;
 use tether_os::journal::reader::read_launcher_from;
@@ -44,9 +45,23 @@ impl Watch {
         for session in std::mem::take(&mut self.plans_unread) {
             let mut damage = Vec::new();
             // What was appended since the last read: the file is only appended to. A damaged
-            // line is skipped (`tether open` and `tether sessions` say so).
+            // line is skipped, and said once.
             let from = self.plans.get(&session).map_or(0, |p| p.read_to);
             let (lines, read_to, whole) = read_launcher_from(&session, from, &mut damage);
+            if let Some(damage) = damage.first()
+                && self.plans_damage_said.insert(session.clone())
+            {
+                app.view.say(format!(
+                    "{}: {}; the launcher's word may be missing from this session's rows",
+                    one_line(&session.to_string_lossy()),
+                    one_line(&damage.to_string()),
+                ));
+            }
+            // A file that could not be read at all (unreadable, too large) keeps what was
+            // shown from it.
+            if !damage.is_empty() && lines.is_empty() && read_to == 0 {
+                continue;
+            }
             let new = match self.plans.get_mut(&session) {
                 None if lines.is_empty() => continue,
                 None => {

@@ -457,9 +457,27 @@ fn the_launchers_word_is_followed_as_it_grows() {
         let rows = rows_of(&app);
         let gave_up = Some(Plan::GaveUp { restarts: 2 });
         assert!(
+            rows.contains(&("sessions/stack/02-web".into(), gave_up.clone(), false)),
+            "{rows:?}"
+        );
+
+        // The file cannot be read any more (a directory in its place): said once, and what
+        // was shown from it stays.
+        fs::remove_file(&launcher).unwrap();
+        private_dir(&launcher);
+        app.view.message = None;
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        let said = app.view.message.take().unwrap_or_default();
+        assert!(said.contains("cannot read launcher.jsonl"), "{said}");
+        let rows = rows_of(&app);
+        assert!(
             rows.contains(&("sessions/stack/02-web".into(), gave_up, false)),
             "{rows:?}"
         );
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        assert_eq!(app.view.message, None, "said once");
     });
 }
 
