@@ -161,6 +161,22 @@ pub fn update(
     }
     let selected = view.selected;
     let command = model.commands.get(selected);
+    // Acting on the selected command takes the list from a watch's following of the newest
+    // running one: the command acted on stays on screen, showing what the action did (a
+    // stopped runaway handed the selection to a server, a trial found).
+    if command.is_some()
+        && matches!(
+            action,
+            Action::Term
+                | Action::Kill
+                | Action::Stop
+                | Action::Restart
+                | Action::SignalProcess
+                | Action::StartTyping
+        )
+    {
+        view.list_moved = true;
+    }
     let mut effects = Vec::new();
     match action {
         Action::Quit => {

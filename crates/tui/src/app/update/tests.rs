@@ -625,3 +625,22 @@ fn a_watched_wait_is_neither_stopped_nor_dismissed_from_here() {
         [Effect::Dismiss(0)]
     );
 }
+
+/// A watch follows the newest running command until the operator moves the list, or acts
+/// on the command selected: a stop keeps the stopped command in view.
+#[test]
+fn acting_on_a_command_keeps_it_selected_in_a_watch() {
+    let mut model = model(true, true);
+    model.mode = Mode::Watched;
+    for action in [
+        Action::Stop,
+        Action::Term,
+        Action::Kill,
+        Action::SignalProcess,
+    ] {
+        let mut view = ViewState::default();
+        let what = format!("{action:?}");
+        update(&model, &mut view, &geometry(), action);
+        assert!(view.list_moved, "{what}");
+    }
+}
