@@ -174,28 +174,26 @@ pub fn apply_to(commands: &mut [&mut CommandState], lines: &[LauncherLine], at_m
         .iter()
         .filter(|l| at_ms.is_none_or(|at| l.ts_ms <= at));
     let mut latest: Vec<&LauncherLine> = Vec::new();
-    // The last line on each run: a run the launcher gave up on keeps that word though the
-    // command was started again since (by hand), where a wait or a restart it planned is
-    // the command's only while it is the latest word.
-    let mut last_on_run: HashMap<&str, &LauncherLine> = HashMap::new();
-    for line in said {
-        match latest.iter_mut().find(|l| l.command == line.command) {
-            Some(last) => *last = line,
-            None => latest.push(line),
-        }
-        if let Some(dir) = &line.dir {
-            last_on_run.insert(dir, line);
-        }
-    }
     let plan_of = |line: &LauncherLine| {
         serde_json::from_value::<Option<Plan>>(line.plan.clone())
             .ok()
             .flatten()
     };
-    for (dir, line) in last_on_run {
-        let Some(plan) = plan_of(line).filter(Plan::is_failure) else {
-            continue;
-        };
+    // A run the launcher gave up on keeps that word whatever it said of the command since
+    // (started again by hand, a wait for a dependency first): it is the end of that run.
+    // Any other word (a wait, a restart planned, blocked) names the command's current
+    // directory, and is the command's only while it is the latest.
+    let mut gave_up: HashMap<&str, Plan> = HashMap::new();
+    for line in said {
+        match latest.iter_mut().find(|l| l.command == line.command) {
+            Some(last) => *last = line,
+            None => latest.push(line),
+        }
+        if let (Some(dir), Some(plan @ Plan::GaveUp { .. })) = (&line.dir, plan_of(line)) {
+            gave_up.insert(dir, plan);
+        }
+    }
+    for (dir, plan) in gave_up {
         if let Some(row) = (commands.iter_mut()).find(|c| dir_name(c).as_deref() == Some(dir)) {
             row.plan = Some(plan);
         }
@@ -326,6 +324,47 @@ mod tests {
         apply(&mut runs, &lines, None);
         let plans: Vec<_> = runs.iter().map(|c| c.plan.clone()).collect();
         assert_eq!(plans, [None, Some(gave_up.clone()), None]);
+
+        // Started by hand, it first waits for a dependency: the wait names the run given up
+        // on (the command's directory until the next run), and is the command's while it
+        // lasts; once the next run began, the give-up is that run's again.
+        let waiting = Plan::Waiting {
+            on: "db".into(),
+            not_started: false,
+        };
+        let mut lines = lines[..3].to_vec();
+        lines.push(said(
+            400,
+            "worker",
+            Some("03-worker"),
+            Some(waiting.clone()),
+        ));
+        let mut two = [ran("02-worker", Some(5)), ran("03-worker", Some(130))];
+        apply(&mut two, &lines, None);
+        assert_eq!(two[1].plan, Some(waiting));
+        lines.push(said(500, "worker", Some("09-worker"), None));
+        apply(&mut runs, &lines, None);
+        let plans: Vec<_> = runs.iter().map(|c| c.plan.clone()).collect();
+        assert_eq!(plans, [None, Some(gave_up), None]);
+    }
+
+    /// Blocked is the command's word, not a run's: a run that ended before its command was
+    /// blocked, then unblocked and started again, does not read blocked.
+    #[test]
+    fn blocked_does_not_stay_on_the_run_before() {
+        let blocked = Plan::Blocked("db: exit 1".into());
+        let lines = [
+            said(100, "web", Some("03-web"), Some(blocked.clone())),
+            said(200, "web", Some("07-web"), None),
+        ];
+        let mut runs = [ran("03-web", Some(10)), ran("07-web", Some(200))];
+        apply(&mut runs, &lines, None);
+        assert_eq!(runs[0].plan, None);
+        assert_eq!(runs[1].plan, None);
+        // While it is the latest word, it is the command's.
+        let mut runs = [ran("03-web", Some(10))];
+        apply(&mut runs, &lines[..1], None);
+        assert_eq!(runs[0].plan, Some(blocked));
     }
 
     /// Never started is what no line says of a run: a run the journal knows only by its
