@@ -47,8 +47,9 @@ impl Fallback {
 }
 
 struct Pending {
-    /// When the request went out.
+    /// When the request went out, if it did.
     since: Instant,
+    posted: bool,
     deadline: Instant,
     ping: u64,
     fallback: Fallback,
@@ -84,6 +85,7 @@ impl Acks {
         }
         self.pending = Some(Pending {
             since: now,
+            posted,
             deadline: if posted { now + ACK_TIMEOUT } else { now },
             ping: self.posted,
             fallback,
@@ -106,19 +108,29 @@ impl Acks {
     pub fn due_now(&mut self, now: Instant) {
         if let Some(pending) = self.pending.as_mut() {
             pending.deadline = pending.deadline.min(now);
+            pending.posted = false;
         }
     }
 
     /// A broker the kernel shows at work (slow, not wedged) gets until `until` to
     /// acknowledge a stop, up to [`BUSY_STOP_PATIENCE`] past [`ACK_TIMEOUT`]: its fallback
-    /// kills the broker. A signal's fallback does no harm and keeps its deadline.
+    /// kills the broker. A signal's fallback does no harm and keeps its deadline, and a stop
+    /// that could not be written cannot be acknowledged at all.
     pub fn put_off(&mut self, until: Instant) {
         if let Some(p) = self.pending.as_mut()
             && p.fallback == Fallback::Stop
+            && p.posted
         {
             let cap = p.since + ACK_TIMEOUT + BUSY_STOP_PATIENCE;
             p.deadline = p.deadline.max(until.min(cap));
         }
+    }
+
+    /// When a stop waiting for its acknowledgement falls back.
+    pub fn stop_deadline(&self) -> Option<Instant> {
+        (self.pending.as_ref())
+            .filter(|p| p.fallback == Fallback::Stop)
+            .map(|p| p.deadline)
     }
 
     /// The fallback due at `now`, if any; it is not taken.

@@ -74,9 +74,10 @@ impl Remains {
     }
 }
 
-/// The grace and the patience after KILL of the front end's own stop. Asked to stop, exec
-/// ends within grace + 1 s whatever happens once the broker is given up on: KILL when the
-/// grace asked for is over, and give up soon after.
+/// The grace and the patience after KILL of the front end's own stop, once the broker is
+/// given up on: KILL when the grace asked for is over, and give up [`STOP_SLACK`] after. Asked
+/// to stop, exec so ends within grace + 1 s, or grace + 5.5 s when the broker was seen at
+/// work ([`super::intervals::BUSY_STOP_PATIENCE`]).
 pub(super) fn cleanup_timing(
     stop_asked: Option<Instant>,
     grace: Duration,

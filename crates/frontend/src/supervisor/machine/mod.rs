@@ -136,6 +136,12 @@ impl ConversationMachine {
                 if looking.is_some() && seen.at_work(&mut self.cpu_ticks) {
                     self.last_at_work = Some(now);
                     self.acks.put_off(now + STOP_SLACK);
+                    // A stop asked for and waited on is waited on as long.
+                    if let (Some((_, until)), Some(stop)) =
+                        (self.asked.as_mut(), self.acks.stop_deadline())
+                    {
+                        *until = (*until).max(stop);
+                    }
                 }
                 match looking {
                     Some(Looking::Heartbeat) => {
@@ -265,6 +271,10 @@ impl ConversationMachine {
         }
         let before = self.actions.len();
         self.due_at(now);
+        // A look at the broker decides first whether anything is due.
+        if self.looking.is_some() {
+            return;
+        }
         // A fallback says what became of the request asked, if that was it.
         let fell_back = self.actions.iter().skip(before).any(|a| {
             matches!(
@@ -379,8 +389,9 @@ impl ConversationMachine {
     /// When a stop asked for at `asked` is overdue and the broker is killed: [`STOP_SLACK`]
     /// past the grace period, or, while the broker keeps reporting (signals to a tree that
     /// keeps forking) or the kernel shows it at work (a loaded machine), `STOP_SLACK` after
-    /// that, up to [`BUSY_STOP_PATIENCE`] past the grace period. A stopped or wedged broker
-    /// says nothing and is idle, so it is killed on time.
+    /// that, up to [`BUSY_STOP_PATIENCE`] past the grace period. A stopped broker, or one
+    /// idle since the look before (wedged), is killed on time; one whose CPU time grew since
+    /// that look (it worked on the stop until then) gets `STOP_SLACK` once more.
     fn stop_overdue_at(&self, asked: Instant) -> Instant {
         let on_time = asked + self.grace + STOP_SLACK;
         let last = self

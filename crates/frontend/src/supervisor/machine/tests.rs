@@ -480,6 +480,36 @@ fn an_unacknowledged_stop_waits_while_the_kernel_shows_the_broker_at_work() {
     };
     assert_eq!(ended, End::StopUnanswered);
     assert_eq!(now, t0 + ACK_TIMEOUT + BUSY_STOP_PATIENCE);
+    // A stop asked for and waited on (`tether stop`, over the socket) is waited on as long,
+    // and then falls back without being said unanswered.
+    let mut m = machine(Transport::Socket, Pace::FLEET, t0);
+    m.handle(Input::Ask(&stop()), t0);
+    drive(&mut m, &starved, t0);
+    assert_eq!(wake(&mut m, &starved, t0 + ACK_TIMEOUT), []);
+    assert_eq!(m.poll_timeout(), t0 + ACK_TIMEOUT + STOP_SLACK);
+    assert_eq!(
+        wake(&mut m, &World::well(), t0 + ACK_TIMEOUT + STOP_SLACK),
+        [Action::GiveUp(End::StopUnanswered)]
+    );
+    // A stop that could not be written cannot be answered: no more time.
+    let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
+    let gone = World {
+        gone: true,
+        ..World {
+            runnable: true,
+            ..World::well()
+        }
+    };
+    m.handle(Input::Request(&stop()), t0);
+    assert_eq!(
+        given_up(&drive(&mut m, &gone, t0)),
+        None,
+        "acted on at the next timer"
+    );
+    assert_eq!(
+        given_up(&wake(&mut m, &gone, t0)),
+        Some(End::StopUnanswered)
+    );
     // A group signal falls back on time.
     let mut m = machine(Transport::Pipe, Pace::FLEET, t0);
     let term = Request::group_signal(ProcessSignal::TERM);
