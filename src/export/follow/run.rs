@@ -6,8 +6,9 @@
 //! a backoff, a session going quiet) or a command runs, whose broker may die without a
 //! result (looked at every [`LIVENESS`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -22,9 +23,11 @@ use crate::clock::now_ms;
 use crate::exit::{EXIT_FAILED, EXIT_USAGE, OrExit, exit_code};
 use crate::export::CommandExport;
 use crate::export::session::NotStarted;
+use crate::journal::LauncherLine;
 use crate::journal::reader::{read_launcher, read_request};
 use crate::journal::watcher::JournalWatcher;
 use crate::journal::{CommandId, command_dirs};
+use crate::model::Plan;
 use crate::model::plan::apply_to;
 
 /// How often commands that run are looked at for a broker that died without a result.
@@ -117,6 +120,8 @@ pub(super) struct Follow {
     /// `None` while a batch is in flight (the sink is on the blocking thread).
     pub(super) sink: Option<Box<dyn Sink>>,
     pub(super) since_ms: u64,
+    /// Sessions whose `launcher.jsonl` could not be read whole, said once each.
+    launcher_damage_said: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 struct Signals {
@@ -140,6 +145,7 @@ impl Follow {
             watcher: None,
             running: HashMap::new(),
             sink: Some(sink),
+            launcher_damage_said: Arc::default(),
             since_ms: now_ms(),
         }
     }
@@ -284,8 +290,9 @@ impl Follow {
     /// Hands `batch` to the sink on a blocking thread; the commands are read there too.
     fn send(&mut self, batch: Vec<Planned>) -> JoinHandle<(Box<dyn Sink>, Sent)> {
         let mut sink = self.sink.take().expect("one batch in flight at a time");
+        let said = self.launcher_damage_said.clone();
         tokio::task::spawn_blocking(move || {
-            let items: Vec<Item> = batch.into_iter().map(item_of).collect();
+            let items = items_of(batch, &said);
             let sent = sink.send(&items);
             (sink, sent)
         })
@@ -307,18 +314,60 @@ impl Follow {
     }
 }
 
-/// What the sink is given for a planned span: a command is read from its journal now, with
-/// the launcher's last word on its run; a session's root with what its launcher never
-/// started, as `launcher.jsonl` says it now.
-fn item_of(planned: Planned) -> Item {
+/// What the sink is given for each planned span: a command is read from its journal now,
+/// with the launcher's give-up if it gave up on that run; a session's root with what its
+/// launcher never started. `launcher.jsonl` is read as it is now, once a batch for each
+/// session; what cannot be read of it is said once (`said`: the sessions said so far).
+pub(super) fn items_of(batch: Vec<Planned>, said: &Mutex<HashSet<PathBuf>>) -> Vec<Item> {
+    let mut launchers = Launchers {
+        read: HashMap::new(),
+        said,
+    };
+    (batch.into_iter())
+        .map(|planned| item_of(planned, &mut launchers))
+        .collect()
+}
+
+/// The launcher journals of a batch's sessions, each read once.
+struct Launchers<'a> {
+    read: HashMap<PathBuf, Vec<LauncherLine>>,
+    said: &'a Mutex<HashSet<PathBuf>>,
+}
+
+impl Launchers<'_> {
+    fn of(&mut self, dir: &Path) -> &[LauncherLine] {
+        let said = self.said;
+        self.read.entry(dir.to_path_buf()).or_insert_with(|| {
+            let mut damage = Vec::new();
+            let lines = read_launcher(dir, &mut damage);
+            if let Some(damage) = damage.first()
+                && said
+                    .lock()
+                    .is_ok_and(|mut said| said.insert(dir.to_path_buf()))
+            {
+                eprintln!(
+                    "tether: {}: {damage}; the launcher's word may be missing from its spans",
+                    dir.display()
+                );
+            }
+            lines
+        })
+    }
+}
+
+fn item_of(planned: Planned, launchers: &mut Launchers) -> Item {
     match planned {
         Planned::Command {
             session, dir, root, ..
         } => {
             let mut command = CommandExport::load(&dir);
             if let Some(session_dir) = dir.parent() {
-                let lines = read_launcher(session_dir, &mut Vec::new());
-                apply_to(&mut [&mut command.state], &lines, None);
+                apply_to(&mut [&mut command.state], launchers.of(session_dir), None);
+                // Only the run's end: a restart planned or a wait is the command's word of
+                // the moment the span happens to go out.
+                if !matches!(command.state.plan, Some(Plan::GaveUp { .. })) {
+                    command.state.plan = None;
+                }
             }
             Item::Command {
                 session,
@@ -327,13 +376,13 @@ fn item_of(planned: Planned) -> Item {
             }
         }
         Planned::Session { mut root, dir } => {
-            let lines = read_launcher(&dir, &mut Vec::new());
+            let lines = launchers.of(&dir);
             if !lines.is_empty() {
                 let runs = runs_in(&dir);
                 let runs: Vec<(&str, Option<u64>)> = (runs.iter())
                     .map(|(name, at)| (name.as_str(), *at))
                     .collect();
-                root.never_ran = NotStarted::from_launcher(&lines, &runs)
+                root.never_ran = NotStarted::from_launcher(lines, &runs)
                     .iter()
                     .map(NotStarted::never_ran)
                     .collect();

@@ -242,3 +242,91 @@ fn a_pruned_session_loses_its_cursor() {
     stop.send(()).unwrap();
     assert_eq!(follower.join().unwrap(), 0);
 }
+
+/// A command's span carries the launcher's give-up on its run, never a word of the moment
+/// (a restart planned); a session's root, what the launcher never started. A launcher
+/// journal that cannot be read is said once.
+#[test]
+fn spans_carry_the_launchers_give_up_and_never_started() {
+    use super::machine::Planned;
+    use crate::model::{CommandState, Plan};
+    use crate::testing::{private_dir, write_private};
+    use std::collections::HashSet;
+    let state = tempfile::tempdir().unwrap();
+    let session = state.path().join("sessions/stack");
+    let (first, last) = (session.join("01-worker"), session.join("02-worker"));
+    private_dir(&first);
+    private_dir(&last);
+    let line = |ts: u64, name: &str, dir: Option<&Path>, plan: Option<Plan>| {
+        let mut row = CommandState::new(crate::config::CommandConfig::new(
+            name,
+            crate::protocol::CommandSpec::Shell(format!("run {name}")),
+        ));
+        row.journal_dir = dir.map(Path::to_path_buf);
+        let line = crate::model::plan::line(ts, &row, plan.as_ref(), dir.is_none());
+        serde_json::to_string(&line).unwrap() + "\n"
+    };
+    let restarting = Plan::Restarting { at_ms: 50, run: 2 };
+    let lines = line(10, "web", None, Some(Plan::Blocked("db: exit 1".into())))
+        + &line(20, "worker", Some(&first), Some(restarting))
+        + &line(50, "worker", Some(&last), None)
+        + &line(
+            90,
+            "worker",
+            Some(&last),
+            Some(Plan::GaveUp { restarts: 1 }),
+        );
+    let launcher = session.join("launcher.jsonl");
+    write_private(&launcher, lines);
+    let command = |dir: &Path| Planned::Command {
+        session: "stack".into(),
+        number: 1,
+        dir: dir.to_path_buf(),
+        root: false,
+    };
+    let root = super::SessionRoot {
+        id: "stack".into(),
+        started_ms: 0,
+        ended_ms: 100,
+        commands: 2,
+        failed: 1,
+        never_ran: Vec::new(),
+    };
+    let batch = vec![
+        command(&first),
+        command(&last),
+        Planned::Session {
+            root: root.clone(),
+            dir: session.clone(),
+        },
+    ];
+    let said = Mutex::new(HashSet::new());
+    let items = super::run::items_of(batch, &said);
+    let plans: Vec<_> = (items.iter())
+        .filter_map(|item| match item {
+            Item::Command { command, .. } => Some(command.state.plan.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(plans, [None, Some(Plan::GaveUp { restarts: 1 })]);
+    let Some(Item::Session(sent)) = items.last() else {
+        panic!("no root")
+    };
+    assert_eq!(sent.never_ran.len(), 1, "{:?}", sent.never_ran);
+    assert_eq!(sent.never_ran[0].name, "web");
+    assert!(sent.never_ran[0].blocked);
+    assert_eq!(sent.never_ran[0].words, "not started: db: exit 1");
+
+    // Unreadable (a directory in its place): nothing of it, said once.
+    std::fs::remove_file(&launcher).unwrap();
+    private_dir(&launcher);
+    let again = || {
+        vec![Planned::Session {
+            root: root.clone(),
+            dir: session.clone(),
+        }]
+    };
+    let items = super::run::items_of(again(), &said);
+    assert!(matches!(&items[..], [Item::Session(r)] if r.never_ran.is_empty()));
+    assert!(said.lock().unwrap().contains(&session));
+}

@@ -121,7 +121,7 @@ pub fn command(host: &str, session: &str, command: &CommandExport, root: bool) -
         kind: SpanKind::Internal as i32,
         start_time_unix_nano: nanos(start),
         end_time_unix_nano: nanos(end),
-        attributes: attributes(session, command),
+        attributes: attributes(session, command, end),
         events: events(command, end),
         links,
         status: status(command),
@@ -137,7 +137,7 @@ fn link(trace_id: Vec<u8>, span_id: Vec<u8>) -> Link {
     }
 }
 
-fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
+fn attributes(session: &str, command: &CommandExport, end: u64) -> Vec<KeyValue> {
     let summary = CommandSummary::of(command);
     // The agent's, not the step `tether agent` runs it through, as its text is.
     let argv = agent_argv(&summary.argv).unwrap_or(&summary.argv);
@@ -182,11 +182,10 @@ fn attributes(session: &str, command: &CommandExport) -> Vec<KeyValue> {
         stopped_by(command).map(|who| attribute("tether.stopped_by", string(&who))),
         (command.state.run > 1)
             .then(|| attribute("tether.command.run", int(i64::from(command.state.run)))),
-        // The launcher's last word on the run (`gave up after 3 restarts`).
-        (command.state.plan.as_ref()).map(|plan| {
-            let at = command.ended_ms().or(command.started_ms()).unwrap_or(0);
-            attribute("tether.launcher.plan", string(&one_line(&plan.label(at))))
-        }),
+        // The launcher's last word on the run (`gave up after 3 restarts`), as of the span's
+        // end (a restart the session's end called off: `restarting in 2s (run 4)`).
+        (command.state.plan.as_ref())
+            .map(|plan| attribute("tether.launcher.plan", string(&one_line(&plan.label(end))))),
     ];
     attributes.extend(optional.into_iter().flatten());
     for badge in command.badges.list() {
