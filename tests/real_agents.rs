@@ -64,11 +64,23 @@ const REQUEST_STEP: usize = 6;
 /// working directory, so that the command texts are the same in every run but the port.
 /// No `$(...)`: Gemini CLI refuses command substitution. Claude Code also starts a second
 /// server with its own `run_in_background`, and asks it too.
-fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
+fn script(agent: Agent, ports: Ports, interaction: Interaction) -> Vec<ScriptStep> {
     let Ports {
         http: http_port,
         background,
     } = ports;
+    // Large enough for each agent to cut what it shows the model (Claude Code keeps it in a
+    // file, Gemini CLI keeps 40,000 characters, Codex about 10 KB). In a terminal, Gemini CLI
+    // reads a command's output back from its own terminal emulator, which on a loaded machine
+    // may have taken in only part of it when the command ends (once, in a stress run, a third
+    // of 20,000 lines under tether where bare it had them all, and the cut then differed):
+    // 200,000 lines stay past the cut however much of them it has, at the cost of the
+    // emulator's 20 s. Through pipes, 20,000 lines test as much, and the journal
+    // keeps every byte either way (200 MB byte for byte: tests/exec_output.rs).
+    let large: u32 = match interaction {
+        Interaction::Terminal => 200_000,
+        Interaction::Print => 20_000,
+    };
     let step = |command: &str, description: &str, ends| ScriptStep {
         step: Step::new(command, description),
         ends,
@@ -109,15 +121,11 @@ fn script(agent: Agent, ports: Ports) -> Vec<ScriptStep> {
             "a server in the background",
             Ends::Code(0),
         ),
-        // Large enough for each agent to cut what it shows the model (Claude Code keeps it in
-        // a file, Gemini CLI keeps 40,000 characters, Codex about 10 KB); 200,000 lines
-        // took Gemini CLI's own terminal emulator 20 s more to take in, bare, and tested
-        // nothing more of tether (200 MB kept byte for byte: tests/exec_output.rs).
         journals(
-            "seq 1 20000",
+            &format!("seq 1 {large}"),
             "a large output",
             Ends::Code(0),
-            (1..=20_000).map(|n| format!("{n}\n")).collect(),
+            (1..=large).map(|n| format!("{n}\n")).collect(),
         ),
         step(
             &request(http_port),
@@ -226,7 +234,9 @@ fn run(
     let work = dir.join("work");
     fs::create_dir_all(&work).expect("create the run's working directory");
     let ports = Ports::free();
-    let steps: Vec<Step> = script(agent, ports).into_iter().map(|s| s.step).collect();
+    let steps: Vec<Step> = (script(agent, ports, interaction).into_iter())
+        .map(|s| s.step)
+        .collect();
     let server = ModelServer::start(env, agent, &dir, &steps, "All done.");
     let invocation = AgentInvocation::prepare(
         agent,
@@ -434,7 +444,8 @@ fn bare_and_with_tether(agent: Agent, interaction: Interaction, launch: Launch, 
     report(agent, &[&bare, &tethered]);
     let differs = expect.bare_ends_what_tether_keeps;
     let skip = differs.then_some(REQUEST_STEP);
-    let mut failures = compare(&script(agent, tethered.ports), &bare, &tethered, skip);
+    let script = script(agent, tethered.ports, interaction);
+    let mut failures = compare(&script, &bare, &tethered, skip);
     failures.extend(check_journal(&env, &tethered, expect.own));
     if differs {
         // Whether the bare run's server died with its terminal is Gemini CLI's and the

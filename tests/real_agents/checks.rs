@@ -106,7 +106,7 @@ pub fn unquote(text: &str) -> String {
 /// the session, with its text and its exit status; any other command holds one of the texts
 /// in `own` (what the agent runs through its shell for itself). Returns a line per failure.
 pub fn check_journal(env: &TestEnv, run: &Run, own: &[&str]) -> Vec<String> {
-    let steps = script(run.agent, run.ports);
+    let steps = script(run.agent, run.ports, run.interaction);
     let mut failures = Vec::new();
     let text_of = |record: &CommandRecord| {
         record
@@ -287,7 +287,10 @@ pub fn report(agent: Agent, runs: &[&Run]) {
             agent.version(),
             run.label
         );
-        for (step, result) in script(agent, run.ports).iter().zip(&run.results) {
+        for (step, result) in script(agent, run.ports, run.interaction)
+            .iter()
+            .zip(&run.results)
+        {
             let command = step.step.command.lines().next().unwrap_or_default();
             eprintln!("  -> {command}");
             let masked = run.mask(&result.output);
