@@ -141,6 +141,26 @@ pub fn update(
     geometry: &Geometry,
     action: Action,
 ) -> Vec<Effect> {
+    let effects = act(model, view, geometry, action);
+    // Acting on a command takes the list from a watch's following of the newest running
+    // one: the command acted on stays on screen, showing what the action did (a stopped
+    // runaway handed the selection to a server, a trial found). A key that did nothing
+    // (`is not running`) leaves the following as it was.
+    let acted = effects
+        .iter()
+        .any(|e| matches!(e, Effect::Launch(_) | Effect::Send(..) | Effect::Input(..)))
+        || matches!(
+            view.dialog,
+            Some(Dialog::ConfirmKill { .. } | Dialog::SignalProcess { .. })
+        )
+        || view.typing.is_some();
+    if acted {
+        view.list_moved = true;
+    }
+    effects
+}
+
+fn act(model: &Model, view: &mut ViewState, geometry: &Geometry, action: Action) -> Vec<Effect> {
     if let Some(dialog) = view.dialog.clone() {
         return update_dialog(model, view, dialog, action);
     }
@@ -161,22 +181,6 @@ pub fn update(
     }
     let selected = view.selected;
     let command = model.commands.get(selected);
-    // Acting on the selected command takes the list from a watch's following of the newest
-    // running one: the command acted on stays on screen, showing what the action did (a
-    // stopped runaway handed the selection to a server, a trial found).
-    if command.is_some()
-        && matches!(
-            action,
-            Action::Term
-                | Action::Kill
-                | Action::Stop
-                | Action::Restart
-                | Action::SignalProcess
-                | Action::StartTyping
-        )
-    {
-        view.list_moved = true;
-    }
     let mut effects = Vec::new();
     match action {
         Action::Quit => {

@@ -627,20 +627,29 @@ fn a_watched_wait_is_neither_stopped_nor_dismissed_from_here() {
 }
 
 /// A watch follows the newest running command until the operator moves the list, or acts
-/// on the command selected: a stop keeps the stopped command in view.
+/// on the command selected: a stop keeps the stopped command in view. A key that did
+/// nothing leaves the following on.
 #[test]
 fn acting_on_a_command_keeps_it_selected_in_a_watch() {
     let mut model = model(true, true);
     model.mode = Mode::Watched;
-    for action in [
-        Action::Stop,
-        Action::Term,
-        Action::Kill,
-        Action::SignalProcess,
-    ] {
+    for action in [Action::Stop, Action::Term, Action::Kill] {
         let mut view = ViewState::default();
         let what = format!("{action:?}");
         update(&model, &mut view, &geometry(), action);
         assert!(view.list_moved, "{what}");
+    }
+    // Ended: a stop, a TERM, a KILL say it is not running, and the following goes on.
+    model.commands[0].status =
+        tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        });
+    for action in [Action::Stop, Action::Term, Action::Kill] {
+        let mut view = ViewState::default();
+        let what = format!("{action:?}");
+        update(&model, &mut view, &geometry(), action);
+        assert!(!view.list_moved, "{what}");
     }
 }

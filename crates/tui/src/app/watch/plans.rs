@@ -48,7 +48,10 @@ impl Watch {
             // line is skipped, and said once.
             let from = self.plans.get(&session).map_or(0, |p| p.read_to);
             let (lines, read_to, whole) = read_launcher_from(&session, from, &mut damage);
-            if let Some(damage) = damage.first()
+            if damage.is_empty() {
+                // Whole again: a later damage is said again.
+                self.plans_damage_said.remove(&session);
+            } else if let Some(damage) = damage.first()
                 && self.plans_damage_said.insert(session.clone())
             {
                 app.view.say(format!(
@@ -144,6 +147,7 @@ impl Watch {
             self.plans.remove(dir);
             self.plans_unread.remove(dir);
             self.plans_stale.remove(dir);
+            self.plans_damage_said.remove(dir);
         }
         app.remove_commands(|_, c| c.unstarted_in.as_ref().is_some_and(|s| gone.contains(s)))
     }

@@ -478,6 +478,18 @@ fn the_launchers_word_is_followed_as_it_grows() {
         watch.tick(&mut app);
         watch.catch_up(&mut app);
         assert_eq!(app.view.message, None, "said once");
+        // Readable again, then not: said again.
+        fs::remove_dir(&launcher).unwrap();
+        write_private(&launcher, plan_line(70, "web", Some("02-web"), "null"));
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        fs::remove_file(&launcher).unwrap();
+        private_dir(&launcher);
+        app.view.message = None;
+        watch.tick(&mut app);
+        watch.catch_up(&mut app);
+        let said = app.view.message.take().unwrap_or_default();
+        assert!(said.contains("cannot read launcher.jsonl"), "{said}");
     });
 }
 
