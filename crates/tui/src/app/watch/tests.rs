@@ -463,12 +463,15 @@ fn the_launchers_word_is_followed_as_it_grows() {
 
         // The file cannot be read any more (a directory in its place): said once, and what
         // was shown from it stays.
-        fs::remove_file(&launcher).unwrap();
-        private_dir(&launcher);
-        app.view.message = None;
-        watch.tick(&mut app);
-        watch.catch_up(&mut app);
-        let said = app.view.message.take().unwrap_or_default();
+        let break_it = |app: &mut App, watch: &mut Watch| {
+            fs::remove_file(&launcher).unwrap();
+            private_dir(&launcher);
+            app.view.message = None;
+            watch.tick(app);
+            watch.catch_up(app);
+            app.view.message.take().unwrap_or_default()
+        };
+        let said = break_it(&mut app, &mut watch);
         assert!(said.contains("cannot read launcher.jsonl"), "{said}");
         let rows = rows_of(&app);
         assert!(
@@ -483,12 +486,7 @@ fn the_launchers_word_is_followed_as_it_grows() {
         write_private(&launcher, plan_line(70, "web", Some("02-web"), "null"));
         watch.tick(&mut app);
         watch.catch_up(&mut app);
-        fs::remove_file(&launcher).unwrap();
-        private_dir(&launcher);
-        app.view.message = None;
-        watch.tick(&mut app);
-        watch.catch_up(&mut app);
-        let said = app.view.message.take().unwrap_or_default();
+        let said = break_it(&mut app, &mut watch);
         assert!(said.contains("cannot read launcher.jsonl"), "{said}");
     });
 }
