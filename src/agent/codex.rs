@@ -268,9 +268,7 @@ mod tests {
         let script = "#!/bin/sh\nprintf 'shim '; printf '%s|' \"${0##*/}\" \"$@\"\n";
         for name in ["sh", "bash"] {
             let path = shims.path().join(name);
-            std::fs::write(&path, script).unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+            crate::testing::write_script(&path, script, 0o700);
         }
         let writable = shims.path();
         let unwritable = shims.path().join("no such directory");

@@ -51,7 +51,7 @@ mod tests {
     fn the_file_is_private_and_replaced_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.json");
-        std::fs::write(&path, b"a much longer old content").unwrap();
+        crate::testing::write_private(&path, b"a much longer old content");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         write_private(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
@@ -63,7 +63,7 @@ mod tests {
     fn a_link_is_refused_and_its_target_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("target");
-        std::fs::write(&target, b"keep").unwrap();
+        crate::testing::write_private(&target, b"keep");
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let err = write_private(&link, b"x").unwrap_err();

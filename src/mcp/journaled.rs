@@ -152,16 +152,14 @@ mod tests {
     fn an_oversized_command_json_is_listed_by_its_name_with_what_was_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let command = dir.path().join("03-build");
-        std::fs::create_dir(&command).unwrap();
-        std::fs::File::create(command.join(COMMAND_FILE))
-            .unwrap()
+        crate::testing::private_dir(&command);
+        crate::testing::create_private(&command.join(COMMAND_FILE))
             .set_len(3 << 30)
             .unwrap();
-        std::fs::write(
-            command.join("result.json"),
+        crate::testing::write_private(
+            &command.join("result.json"),
             include_str!("../../tests/fixtures/every-kind/01-ok/result.json"),
-        )
-        .unwrap();
+        );
         let tracked = snapshot(CommandId::new("s", 3, "build"), &command).expect("listed");
         assert_eq!(
             (tracked.id.dir_name().as_str(), tracked.name.as_str()),

@@ -228,11 +228,11 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let key = endpoint_key("http://c:4318/v1/traces");
         let loose = state.path().join("export/otlp").join(&key);
-        std::fs::create_dir_all(&loose).unwrap();
+        crate::testing::private_dir(&loose);
         for dir in [state.path().join("export"), loose.clone()] {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        std::fs::write(loose.join("s1.cursor"), b"{}").unwrap();
+        crate::testing::write_private(&loose.join("s1.cursor"), b"{}");
         std::fs::set_permissions(
             loose.join("s1.cursor"),
             std::fs::Permissions::from_mode(0o644),
@@ -277,7 +277,7 @@ mod tests {
     fn a_damaged_cursor_is_moved_aside_and_the_session_starts_over() {
         let state = tempfile::tempdir().unwrap();
         let dir = CursorDir::open(state.path(), "k").unwrap();
-        std::fs::write(dir.path().join("s.cursor"), b"{\"v\":1,\"sent_bel").unwrap();
+        crate::testing::write_private(&dir.path().join("s.cursor"), b"{\"v\":1,\"sent_bel");
         let (cursor, damaged) = dir.load("s");
         assert_eq!(cursor, Cursor::default());
         let damaged = damaged.unwrap();
@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn a_link_or_file_in_the_directory_place_says_what_to_remove() {
         let state = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(state.path().join("export")).unwrap();
+        crate::testing::private_dir(&state.path().join("export"));
         std::os::unix::fs::symlink("/tmp", state.path().join("export/otlp")).unwrap();
         let err = CursorDir::open(state.path(), "k").unwrap_err();
         assert!(

@@ -191,7 +191,7 @@ mod tests {
     fn a_command_no_broker_wrote_to_is_starting_until_long_after() {
         let session = tempfile::tempdir().unwrap();
         let reserved = session.path().join("07");
-        std::fs::create_dir(&reserved).unwrap();
+        crate::testing::private_dir(&reserved);
         let now = crate::clock::now_ms();
         assert!(
             !scan_command(&reserved, 7, now).unwrap().ended,

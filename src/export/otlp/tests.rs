@@ -52,7 +52,7 @@ fn edit_request(dir: &Path, edit: impl FnOnce(&mut Value)) {
     let path = dir.join("command.json");
     let mut request: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     edit(&mut request);
-    std::fs::write(&path, serde_json::to_vec(&request).unwrap()).unwrap();
+    crate::testing::write_private(&path, serde_json::to_vec(&request).unwrap());
 }
 
 /// The fixture in a temporary directory: `agent` makes `01-ok` a `tether agent`'s command;
@@ -391,8 +391,8 @@ fn log_records_are_the_head_and_tail_with_a_mark_between() {
         .unwrap();
     // 1,000 lines of 10 bytes; the budget keeps 50 of each end.
     let log: String = (0..1000).map(|i| format!("line {i:04}\n")).collect();
-    std::fs::write(command.dir.join("stdout.log"), &log).unwrap();
-    std::fs::write(command.dir.join("stderr.log"), "oops\n").unwrap();
+    crate::testing::write_private(&command.dir.join("stdout.log"), &log);
+    crate::testing::write_private(&command.dir.join("stderr.log"), "oops\n");
     let encoder = Encoder::new("h", Resource::default(), Some(LogBudget { bytes: 1000 }));
     let item = Item::Command {
         session: "every-kind".into(),
@@ -442,7 +442,7 @@ fn log_records_are_the_head_and_tail_with_a_mark_between() {
 #[test]
 fn a_log_that_fits_is_whole_and_a_link_is_not_followed() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("stdout.log"), "a\nb\n").unwrap();
+    crate::testing::write_private(&tmp.path().join("stdout.log"), "a\nb\n");
     let cut = logs::cut(tmp.path(), crate::protocol::Stream::Stdout, 4).unwrap();
     assert_eq!((cut.head.as_slice(), cut.left_out), (&b"a\nb\n"[..], 0));
     let none = logs::cut(tmp.path(), crate::protocol::Stream::Stderr, 4).unwrap();
@@ -526,7 +526,7 @@ fn a_stop_that_took_over_a_restart_names_who_stopped_the_run() {
         kill,
         format!("{ts},\"mono_us\":1,\"kind\":\"stop_started\",\"origin\":\"operator\",\"grace_ms\":250}}"),
     );
-    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+    crate::testing::write_private(&events, lines.join("\n") + "\n");
     let session = SessionExport::from_record(&SessionRecord::load(&dir).unwrap());
     let spans = round_trip(&session);
     let killed = named(&spans, "killed");
