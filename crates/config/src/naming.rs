@@ -26,6 +26,11 @@ const PREPARATIONS: [&str; 29] = [
     "ulimit", "shopt", "source", ".", "local", "readonly", "declare", "typeset", "alias", "[",
     "[[", "test", "exit", "return", "break", "continue", "shift", "wait",
 ];
+/// Builtins that do nothing. A loop that runs nothing else (`while :; do :; done`, a busy
+/// loop) is named by its loop keyword, not by `:`.
+const NO_OPS: [&str; 3] = [":", "true", "false"];
+/// Keywords that start a loop.
+const LOOPS: [&str; 4] = ["while", "until", "for", "select"];
 /// Shells whose `-c` string is itself read for a name.
 const SHELLS: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "ash"];
 
@@ -245,7 +250,10 @@ fn snapshot_sourced(script: &str) -> Option<&str> {
 pub fn shell_program(script: &str) -> Option<String> {
     let tokens = tokenize(script);
     let mut fallback = None;
+    let mut looped = None;
     for words in simple_commands(&tokens) {
+        looped =
+            looped.or_else(|| (words.first()).and_then(|w| LOOPS.into_iter().find(|k| w.is(k))));
         match program_of(&words) {
             Found::Program(name) => return Some(name),
             Found::Preparation(name) => {
@@ -254,7 +262,10 @@ pub fn shell_program(script: &str) -> Option<String> {
             Found::Nothing => {}
         }
     }
-    fallback
+    match (fallback, looped) {
+        (Some(name), Some(keyword)) if NO_OPS.contains(&name.as_str()) => Some(keyword.into()),
+        (fallback, _) => fallback,
+    }
 }
 
 /// Names for commands given on the command line: `given` (from `-n`, in order) when there is

@@ -96,7 +96,12 @@ fn a_command_of_preparations_only_is_named_by_the_first() {
     assert_eq!(shell(":"), ":");
     assert_eq!(shell(""), "sh");
     assert_eq!(shell("  # nothing\n"), "sh");
-    assert_eq!(shell("for x in a b; do :; done"), ":");
+    // A loop of nothing (a busy loop) is named by its loop, not by `:` or `true`.
+    assert_eq!(shell("for x in a b; do :; done"), "for");
+    assert_eq!(shell("while :; do :; done"), "while");
+    assert_eq!(shell("sh -c 'while true; do :; done'"), "while");
+    assert_eq!(shell("until false; do true; done"), "until");
+    assert_eq!(shell("cd /tmp; while :; do :; done"), "cd");
     assert_eq!(argv(&[]), "command");
 }
 
