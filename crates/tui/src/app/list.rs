@@ -225,8 +225,11 @@ impl ListRows {
                 }
             };
             let group = &mut sessions[at];
+            // Offsets count from the session's start, as `tether sessions` and the exports
+            // count them; a command of a session with no readable `session.json`, from the
+            // earliest start listed.
             if dir != model.session_dir
-                && let Some(start) = command.started_ms
+                && let Some(start) = command.session_started_ms.or(command.started_ms)
             {
                 group.started_ms = group.started_ms.min(start);
             }

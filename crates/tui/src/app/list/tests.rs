@@ -226,3 +226,22 @@ fn a_blocked_command_is_among_the_failed() {
     assert_eq!(rows(&list), ["0", "1"]);
     assert_eq!(list.counts.failed, 2);
 }
+
+/// A session's offsets count from its own start (`session.json`), as `tether sessions` and
+/// the exports count them, not from its first command's; without one, from that command's.
+#[test]
+fn a_sessions_offsets_count_from_its_start() {
+    let mut model = model();
+    for c in &mut model.commands[..3] {
+        c.started_ms = Some(1_460);
+        c.session_started_ms = Some(1_000);
+    }
+    model.commands[0].started_ms = Some(1_004);
+    let list = ListRows::build(&model, &ListView::default());
+    assert_eq!(list.sessions[0].started_ms, 1_000, "session a's start");
+    assert_eq!(list.sessions[1].started_ms, 1_000, "b has no session.json");
+    model.commands[3].started_ms = Some(2_000);
+    model.commands[4].started_ms = Some(2_500);
+    let list = ListRows::build(&model, &ListView::default());
+    assert_eq!(list.sessions[1].started_ms, 2_000, "b's first command");
+}
