@@ -378,3 +378,36 @@ fn one_file_for_both_streams_keeps_the_order_written() {
     assert!(read(&dir, "stderr.log").is_empty());
     env.finish();
 }
+
+/// A command that writes stderr and then stdout within a fraction of a millisecond (curl's
+/// error line, a byte a write, then its `-w` output) is journaled in that order, every
+/// time: the broker reads its two pipes in the order they became readable, where it once
+/// took either first when both waited at one wake-up.
+#[test]
+fn stderr_written_just_before_stdout_is_journaled_first() {
+    let env = TestEnv::new("streams_order");
+    let script = "for c in c u r l : ' ' e r r o r; do printf %s \"$c\" >&2; done; echo; echo 000";
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    for run in 1..=20 {
+        let exec = env.exec(&[], &["sh", "-c", script]);
+        assert_eq!(exec.code(), 0, "stderr: {}", exec.stderr_text());
+        assert_eq!(exec.stdout(), b"\n000\n");
+        assert_eq!(exec.stderr(), b"curl: error");
+        let dirs = env.command_dirs();
+        let new: Vec<&std::path::PathBuf> = dirs.iter().filter(|d| !seen.contains(*d)).collect();
+        assert_eq!(new.len(), 1, "run {run}: {new:?}");
+        let streams: Vec<Stream> = (load_complete(new[0]).events.iter())
+            .filter_map(|e| match e.kind {
+                EventKind::Output { stream, .. } => Some(stream),
+                _ => None,
+            })
+            .collect();
+        let first_out = streams.iter().position(|s| *s == Stream::Stdout);
+        assert!(
+            first_out.is_some_and(|at| streams[at..].iter().all(|s| *s == Stream::Stdout)),
+            "run {run}: stderr journaled after stdout: {streams:?}"
+        );
+        seen = dirs;
+    }
+    env.finish();
+}

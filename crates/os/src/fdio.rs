@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
@@ -69,6 +70,82 @@ impl AsyncPipe {
 impl AsFd for AsyncPipe {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.get_ref().as_fd()
+    }
+}
+
+/// The order in which two pipes became readable, as the kernel keeps it: an epoll set of
+/// their read ends, level-triggered, whose ready list runs in the order the pipes became
+/// ready. A command's stdout and stderr read in that order are taken in the order it wrote
+/// them, even when both wait at one wake-up (curl's error line, a byte a write, then its
+/// output), where waiting on each pipe apart picks one of the two at random.
+pub struct ReadyOrder {
+    epoll: AsyncFd<EpollFd>,
+    /// Each slot's watched descriptor: a duplicate, so that it is taken out of the set
+    /// before it closes whoever closes the pipe.
+    watched: [Option<OwnedFd>; 2],
+}
+
+/// An epoll descriptor, for tokio's reactor (which wants `AsRawFd`).
+struct EpollFd(Epoll);
+
+impl std::os::fd::AsRawFd for EpollFd {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.0.as_raw_fd()
+    }
+}
+
+impl ReadyOrder {
+    pub fn new() -> io::Result<ReadyOrder> {
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        Ok(ReadyOrder {
+            // SAFETY: the epoll descriptor is owned by the `EpollFd` the `AsyncFd` owns, and
+            // stays open, unchanged, until it drops it.
+            epoll: unsafe { AsyncFd::register_with_interest(EpollFd(epoll), Interest::READABLE) }
+                .map_err(io::Error::from)?,
+            watched: [None, None],
+        })
+    }
+
+    /// Watches `pipe` as `slot` while there is one and `on`; stops watching otherwise.
+    pub fn watch(&mut self, slot: usize, pipe: Option<BorrowedFd>, on: bool) -> io::Result<()> {
+        let epoll = &self.epoll.get_ref().0;
+        match (&self.watched[slot], pipe.filter(|_| on)) {
+            (Some(_), Some(_)) | (None, None) => {}
+            (None, Some(pipe)) => {
+                let dup = pipe.try_clone_to_owned()?;
+                epoll.add(&dup, EpollEvent::new(EpollFlags::EPOLLIN, slot as u64))?;
+                self.watched[slot] = Some(dup);
+            }
+            (Some(dup), None) => {
+                epoll.delete(dup)?;
+                self.watched[slot] = None;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn watching(&self) -> bool {
+        self.watched.iter().any(Option::is_some)
+    }
+
+    /// Waits until a watched pipe can be read (or is closed); the slots that can be, first
+    /// ready first. Cancel-safe: what is found is returned in the poll that finds it, and
+    /// what is not taken is found again (level-triggered).
+    pub async fn ready(&self) -> io::Result<Vec<usize>> {
+        loop {
+            let mut guard = self.epoll.readable().await?;
+            let mut events = [EpollEvent::empty(); 2];
+            let found = guard.try_io(|epoll| match epoll.get_ref().0.wait(&mut events, 0u8) {
+                Ok(0) => Err(io::ErrorKind::WouldBlock.into()),
+                Ok(n) => Ok(n),
+                Err(errno) => Err(errno.into()),
+            });
+            match found {
+                Ok(Ok(n)) => return Ok(events[..n].iter().map(|e| e.data() as usize).collect()),
+                Ok(Err(err)) => return Err(err),
+                Err(_would_block) => continue,
+            }
+        }
     }
 }
 
@@ -225,5 +302,43 @@ impl LineReader {
             }
         }
         self.frames.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd;
+
+    use super::*;
+
+    fn pipe() -> (AsyncPipe, OwnedFd) {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        (AsyncPipe::new(read).unwrap(), write)
+    }
+
+    /// Two pipes that both wait are found in the order they became readable, whichever
+    /// that is; a pipe read dry, or no longer watched, is not found.
+    #[tokio::test(flavor = "current_thread")]
+    async fn pipes_are_found_first_ready_first() {
+        let (out, out_w) = pipe();
+        let (err, err_w) = pipe();
+        let mut order = ReadyOrder::new().unwrap();
+        order.watch(0, Some(out.as_fd()), true).unwrap();
+        order.watch(1, Some(err.as_fd()), true).unwrap();
+        nix::unistd::write(&err_w, b"e").unwrap();
+        nix::unistd::write(&out_w, b"o").unwrap();
+        assert_eq!(order.ready().await.unwrap(), [1, 0]);
+        // Level-triggered: found again until read.
+        assert_eq!(order.ready().await.unwrap(), [1, 0]);
+        let mut buf = [0u8; 8];
+        assert_eq!(err.try_read(&mut buf).unwrap(), 1);
+        assert_eq!(order.ready().await.unwrap(), [0]);
+        nix::unistd::write(&err_w, b"e").unwrap();
+        assert_eq!(order.ready().await.unwrap(), [0, 1]);
+        order.watch(0, Some(out.as_fd()), false).unwrap();
+        assert_eq!(order.ready().await.unwrap(), [1]);
+        assert!(order.watching());
+        order.watch(1, None, true).unwrap();
+        assert!(!order.watching());
     }
 }

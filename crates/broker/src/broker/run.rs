@@ -5,7 +5,7 @@
 //! then asks for is carried out at once ([`Outlets::apply`], in `outlets.rs`).
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,7 +31,7 @@ use crate::attention::rate_file::RateFile;
 use tether_core::process::CgroupId;
 use tether_os::cgroup::EventsWatch;
 use tether_os::clock::now_ms;
-use tether_os::fdio::AsyncPipe;
+use tether_os::fdio::{AsyncPipe, ReadyOrder};
 use tether_os::journal::JournalDir;
 use tether_os::journal::writer::{COMMAND_FILE, EventLog, StreamLog};
 use tether_protocol::protocol::{
@@ -330,6 +330,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         }
     }
     let mut pipes: [Option<AsyncPipe>; 2] = [None, None];
+    // The command's output is read in the order its pipes became readable; without an epoll
+    // set (the kernel refused one), each pipe as it can be read.
+    let mut order = ReadyOrder::new().ok();
     let mut terminals = Terminals::default();
     let mut cgroup_watch = None;
     if parent.is_some() {
@@ -356,7 +359,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         out.feed(&mut broker, Input::Contained(named));
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
-        match spawn(&request, stdin, entry) {
+        match spawn(&request, stdin, entry, order.as_mut()) {
             Ok(child) => {
                 let merged = child.stderr.is_none();
                 pipes = [
@@ -434,11 +437,20 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let deadline = broker
             .poll_timeout()
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-        let [out_buf, err_buf] = &mut bufs;
         let parent_alive = broker.parent_attached();
         let behind = mirrors
             .each_ref()
             .map(|m| m.as_ref().is_some_and(Mirror::is_behind));
+        // A stream is read while its copy keeps up.
+        if let Some(set) = order.as_mut()
+            && (pipes.iter().enumerate()).any(|(slot, pipe)| {
+                set.watch(slot, pipe.as_ref().map(AsFd::as_fd), !behind[slot])
+                    .is_err()
+            })
+        {
+            order = None;
+        }
+        let [out_buf, err_buf] = &mut bufs;
         let [out_mirror, err_mirror] = &mut mirrors;
         // Where waiting input goes, as the terminal takes it.
         let input_pipe = terminals
@@ -449,10 +461,28 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             _ = sigchld.recv() => {
                 notice_exited_custodians(&mut broker, &mut out, &mut custodians);
             }
-            r = or_pending(pipes[0].as_ref().map(|p| p.read(out_buf))), if !behind[0] => {
+            ready = or_pending(order.as_ref().map(ReadyOrder::ready)), if order.as_ref().is_some_and(ReadyOrder::watching) => {
+                // The set failed: each pipe as it can be read from now on.
+                if ready.is_err() {
+                    order = None;
+                }
+                // First ready, first read: what the command wrote first is journaled and
+                // copied first, whichever stream it went to.
+                for slot in ready.unwrap_or_default() {
+                    let (stream, mirror, buf) = match slot {
+                        0 => (Stream::Stdout, &mut *out_mirror, &mut *out_buf),
+                        _ => (Stream::Stderr, &mut *err_mirror, &mut *err_buf),
+                    };
+                    let Some(first) = pipes[slot].as_ref().map(|p| p.try_read(buf)) else {
+                        continue;
+                    };
+                    on_read(&mut broker, &mut out, &mut pipes[slot], mirror, stream, first, buf);
+                }
+            }
+            r = or_pending(pipes[0].as_ref().map(|p| p.read(out_buf))), if order.is_none() && !behind[0] => {
                 on_read(&mut broker, &mut out, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);
             }
-            r = or_pending(pipes[1].as_ref().map(|p| p.read(err_buf))), if !behind[1] => {
+            r = or_pending(pipes[1].as_ref().map(|p| p.read(err_buf))), if order.is_none() && !behind[1] => {
                 on_read(&mut broker, &mut out, &mut pipes[1], err_mirror, Stream::Stderr, r, err_buf);
             }
             r = or_pending(out_mirror.as_mut().map(Mirror::write_some)), if behind[0] => {

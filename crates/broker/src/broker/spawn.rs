@@ -29,6 +29,7 @@ use std::process::{Command, Stdio};
 
 use super::pty::{self, Pty, PtyError};
 use super::{BROKER_ENV, BROKER_TOKEN_ENV};
+use tether_os::fdio::ReadyOrder;
 use tether_os::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
 use tether_protocol::protocol::trace::{TRACEPARENT_ENV, TRACESTATE_ENV};
 use tether_protocol::protocol::{LaunchRequest, StdinSource, TerminalRequest};
@@ -96,6 +97,7 @@ pub fn spawn(
     request: &LaunchRequest,
     stdin: Option<OwnedFd>,
     cgroup: Option<CgroupEntry>,
+    order: Option<&mut ReadyOrder>,
 ) -> Result<SpawnedCommand, SpawnFailure> {
     let argv = request.command.argv();
     let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
@@ -216,6 +218,14 @@ pub fn spawn(
         let (stderr, child_stderr) = stream(err_pty)?;
         (Some(stderr), child_stderr)
     };
+    // Watched before the command can write: a pipe readable when it joins the set would be
+    // placed by when it joined, not by when it was written.
+    if let Some(order) = order {
+        let _ = order.watch(0, Some(stdout.as_fd()), true);
+        if let Some(stderr) = &stderr {
+            let _ = order.watch(1, Some(stderr.as_fd()), true);
+        }
+    }
     let mut command = Command::new(program);
     command
         .args(&argv[1..])

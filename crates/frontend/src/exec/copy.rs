@@ -1,6 +1,7 @@
 //! Copies what the broker tees from the command (see `broker::mirror`) to `tether exec`'s own
 //! stdout and stderr, byte for byte, on one thread per stream: a slow or stuck reader of our
 //! output never stalls exec's event loop, so signals, pings and the fallback still work.
+//! The two threads take turns in the order the broker wrote to their pipes ([`Turns`]).
 //!
 //! The copy does not read the journal, so a full journal disk or the storage cap limit what
 //! is stored, never what is printed. A failed write is remembered and reported once the
@@ -10,12 +11,13 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use nix::sys::socket::MsgFlags;
 use nix::sys::stat::SFlag;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -28,9 +30,18 @@ const CHUNK: usize = 256 * 1024;
 
 /// The two pipes between the broker and the copy threads.
 pub struct CopyPipes {
-    pub read: [OwnedFd; 2],
+    pub read: CopyReads,
     /// Handed to the broker (stdout's, then stderr's), then closed here.
     pub write: [OwnedFd; 2],
+}
+
+/// The read ends, stdout's then stderr's, and their turns, watched from before the broker
+/// starts: a pipe readable when it joins the set would be placed by when it joined, not by
+/// when the broker wrote to it.
+pub struct CopyReads {
+    pipes: [OwnedFd; 2],
+    /// None where the kernel refused an epoll set: each stream goes as it comes.
+    turns: Option<Turns>,
 }
 
 impl CopyPipes {
@@ -40,8 +51,10 @@ impl CopyPipes {
         for fd in [&out_write, &err_write] {
             let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE as i32));
         }
+        let pipes = [out_read, err_read];
+        let turns = Turns::new(&pipes).ok();
         Ok(CopyPipes {
-            read: [out_read, err_read],
+            read: CopyReads { pipes, turns },
             write: [out_write, err_write],
         })
     }
@@ -66,17 +79,21 @@ pub struct OutputCopy {
 
 impl OutputCopy {
     /// Starts copying each pipe to our stream of the same name until the broker closes it.
-    pub fn start(read: [OwnedFd; 2]) -> io::Result<OutputCopy> {
+    pub fn start(read: CopyReads) -> io::Result<OutputCopy> {
         let (reports_tx, reports) = mpsc::channel();
         let (broken_tx, broken) = unbounded_channel();
         let copied: [Arc<AtomicU64>; 2] = Default::default();
-        for ((pipe, stream), copied) in read.into_iter().zip(Stream::BOTH).zip(copied.clone()) {
+        let CopyReads { pipes, turns } = read;
+        let turns = turns.map(Arc::new);
+        for ((pipe, stream), copied) in pipes.into_iter().zip(Stream::BOTH).zip(copied.clone()) {
             let reports_tx = reports_tx.clone();
             let broken_tx = broken_tx.clone();
+            let turns = turns.clone();
             std::thread::Builder::new()
                 .name(format!("copy-{stream:?}"))
                 .spawn(move || {
-                    let _ = reports_tx.send(copy_stream(&pipe, stream, &broken_tx, &copied));
+                    let report = copy_stream(&pipe, stream, &broken_tx, &copied, turns.as_deref());
+                    let _ = reports_tx.send(report);
                 })?;
         }
         Ok(OutputCopy {
@@ -156,11 +173,87 @@ impl Output {
     }
 }
 
+/// How long a stream's copy waits for the other's to pass on what the broker wrote before
+/// it. Past that (the other's reader takes nothing), it goes on: out of order, never stuck.
+const TURN_WAIT: Duration = Duration::from_millis(20);
+
+/// Turns between the two copies, so that what the broker wrote to one pipe and then to the
+/// other reaches our stdout and stderr in that order (curl's stderr line, then its stdout):
+/// an epoll set of both pipes, level-triggered, whose ready list runs in the order the
+/// pipes became readable. A copy whose pipe became readable after the other's waits, at
+/// most [`TURN_WAIT`], until the other's bytes are passed on.
+struct Turns {
+    /// Duplicates of both pipes' read ends, watched as their stream's index.
+    epoll: Epoll,
+    _watched: [OwnedFd; 2],
+    /// Bumped each time a copy passes something on; the epoll set is only read under it.
+    moved: Mutex<u64>,
+    turn: Condvar,
+}
+
+impl Turns {
+    fn new(pipes: &[OwnedFd; 2]) -> io::Result<Turns> {
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        let watched = [pipes[0].try_clone()?, pipes[1].try_clone()?];
+        for (slot, fd) in watched.iter().enumerate() {
+            epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, slot as u64))?;
+        }
+        Ok(Turns {
+            epoll,
+            _watched: watched,
+            moved: Mutex::new(0),
+            turn: Condvar::new(),
+        })
+    }
+
+    /// Waits while the other stream's pipe became readable before `stream`'s, at most
+    /// [`TURN_WAIT`].
+    fn wait_turn(&self, stream: Stream) {
+        let deadline = Instant::now() + TURN_WAIT;
+        let Ok(mut moved) = self.moved.lock() else {
+            return;
+        };
+        while self.other_first(stream) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.turn.wait_timeout(moved, left) {
+                Ok((guard, _)) => moved = guard,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Whether the first readable pipe is the other stream's. Called under `moved`.
+    fn other_first(&self, stream: Stream) -> bool {
+        let mut events = [EpollEvent::empty(); 2];
+        match self.epoll.wait(&mut events, 0u8) {
+            Ok(n) => n > 0 && events[0].data() != stream as u64,
+            Err(_) => false,
+        }
+    }
+
+    /// A copy passed something on: the other may go. The set is read again at once, so
+    /// that a pipe this left empty drops out of the kernel's ready list (level-triggered,
+    /// a pipe found readable stays in its place there until a read of the set finds it
+    /// empty), and bytes written to it later queue behind the other's.
+    fn moved(&self) {
+        if let Ok(mut moved) = self.moved.lock() {
+            *moved += 1;
+            let mut events = [EpollEvent::empty(); 2];
+            let _ = self.epoll.wait(&mut events, 0u8);
+        }
+        self.turn.notify_all();
+    }
+}
+
 fn copy_stream(
     pipe: &OwnedFd,
     stream: Stream,
     broken: &UnboundedSender<Stream>,
     copied: &AtomicU64,
+    turns: Option<&Turns>,
 ) -> CopyReport {
     let out = match stream {
         // SAFETY: descriptors 1 and 2 stay open for the life of the process.
@@ -183,11 +276,18 @@ fn copy_stream(
     let mut buf = vec![0u8; CHUNK];
     loop {
         let copying = !gone && report.failure.is_none();
+        if let Some(turns) = turns.filter(|_| copying) {
+            wait_for(pipe.as_fd(), PollFlags::POLLIN);
+            turns.wait_turn(stream);
+        }
         if copying && output == Output::Splice {
             match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
                 Ok(0) => return report,
                 Ok(n) => {
                     copied.fetch_add(n as u64, Ordering::Release);
+                    if let Some(turns) = turns {
+                        turns.moved();
+                    }
                     continue;
                 }
                 Err(Errno::EINTR) => continue,
@@ -227,6 +327,9 @@ fn copy_stream(
             if let Some((_, lost)) = report.failure.as_mut() {
                 *lost += (n - written) as u64;
             }
+        }
+        if let Some(turns) = turns {
+            turns.moved();
         }
     }
 }
@@ -289,4 +392,41 @@ fn wait_writable(out: BorrowedFd<'_>) {
 fn wait_for(fd: BorrowedFd<'_>, what: PollFlags) {
     let mut fds = [PollFd::new(fd, what)];
     let _ = nix::poll::poll(&mut fds, PollTimeout::NONE);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy whose pipe became readable after the other's waits its turn: until the other
+    /// has passed its bytes on, or, if it never does, not past [`TURN_WAIT`].
+    #[test]
+    fn a_copy_waits_for_the_stream_written_before_it() {
+        let (out_read, out_write) = nix::unistd::pipe().unwrap();
+        let (err_read, err_write) = nix::unistd::pipe().unwrap();
+        let turns = Arc::new(Turns::new(&[out_read, err_read.try_clone().unwrap()]).unwrap());
+        nix::unistd::write(&err_write, b"curl: error").unwrap();
+        nix::unistd::write(&out_write, b"000\n").unwrap();
+        assert!(turns.other_first(Stream::Stdout) && !turns.other_first(Stream::Stderr));
+        // Stdout waits while stderr's copy is behind, and goes once it has passed it on.
+        let waiting = std::thread::spawn({
+            let turns = turns.clone();
+            move || turns.wait_turn(Stream::Stdout)
+        });
+        let mut buf = [0u8; 64];
+        assert_eq!(nix::unistd::read(&err_read, &mut buf).unwrap(), 11);
+        turns.moved();
+        waiting.join().unwrap();
+        assert!(!turns.other_first(Stream::Stdout));
+        // A stderr never taken holds stdout up for TURN_WAIT at most.
+        let out_read = turns._watched[0].try_clone().unwrap();
+        assert_eq!(nix::unistd::read(&out_read, &mut buf).unwrap(), 4);
+        turns.moved();
+        nix::unistd::write(&err_write, b"more").unwrap();
+        nix::unistd::write(&out_write, b"200\n").unwrap();
+        let started = Instant::now();
+        turns.wait_turn(Stream::Stdout);
+        assert!(started.elapsed() >= TURN_WAIT);
+        assert!(turns.other_first(Stream::Stdout));
+    }
 }

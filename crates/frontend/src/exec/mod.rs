@@ -19,13 +19,13 @@ mod terminal;
 pub use leftovers::{LEFTOVERS_ENV, LeftoversChoice, SESSION_OWNER_ENV};
 pub use notices::{NOTICES_FILE, divert_to as divert_notices, say as say_line};
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use self::conversation::{ExecConversation, Signals};
-use self::copy::{CopyPipes, CopyReport, OutputCopy};
+use self::copy::{CopyPipes, CopyReads, CopyReport, OutputCopy};
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 use tether_config::naming::derive_name;
 
@@ -381,7 +381,7 @@ struct Prepared {
     request: LaunchRequest,
     relay: Option<keys::KeyRelay>,
     /// The read ends of the copy pipes (none with `--json`).
-    copy_read: Option<[OwnedFd; 2]>,
+    copy_read: Option<CopyReads>,
     handover: Handover,
     /// The user config does not parse, and that was said at launch.
     config_said: bool,
