@@ -26,9 +26,9 @@ const PREPARATIONS: [&str; 29] = [
     "ulimit", "shopt", "source", ".", "local", "readonly", "declare", "typeset", "alias", "[",
     "[[", "test", "exit", "return", "break", "continue", "shift", "wait",
 ];
-/// Builtins that do nothing. A loop that runs nothing else (`while :; do :; done`, a busy
-/// loop) is named by its loop keyword, not by `:`.
-const NO_OPS: [&str; 3] = [":", "true", "false"];
+/// Builtins that do nothing but succeed or fail. A loop that runs nothing else (`while :;
+/// do :; done`, `while [ 1 ]; do :; done`: a busy loop) is named by its loop keyword.
+const NO_OPS: [&str; 6] = [":", "true", "false", "[", "[[", "test"];
 /// Keywords that start a loop.
 const LOOPS: [&str; 4] = ["while", "until", "for", "select"];
 /// Shells whose `-c` string is itself read for a name.

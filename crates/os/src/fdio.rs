@@ -124,6 +124,15 @@ impl ReadyOrder {
         Ok(())
     }
 
+    /// After the pipes found ready were read: looks at the set once more, so that a pipe
+    /// read dry drops out of the kernel's ready list (level-triggered, a pipe found ready
+    /// keeps its place there until a look finds it empty) and bytes written to it later
+    /// queue behind the other's. What is still ready is found again by [`Self::ready`].
+    pub fn settle(&self) {
+        let mut events = [EpollEvent::empty(); 2];
+        let _ = self.epoll.get_ref().0.wait(&mut events, 0u8);
+    }
+
     pub fn watching(&self) -> bool {
         self.watched.iter().any(Option::is_some)
     }
@@ -335,6 +344,13 @@ mod tests {
         assert_eq!(order.ready().await.unwrap(), [0]);
         nix::unistd::write(&err_w, b"e").unwrap();
         assert_eq!(order.ready().await.unwrap(), [0, 1]);
+        // Read dry and settled, a pipe queues behind what was written before its next bytes.
+        assert_eq!(out.try_read(&mut buf).unwrap(), 1);
+        assert_eq!(err.try_read(&mut buf).unwrap(), 1);
+        order.settle();
+        nix::unistd::write(&err_w, b"e").unwrap();
+        nix::unistd::write(&out_w, b"o").unwrap();
+        assert_eq!(order.ready().await.unwrap(), [1, 0]);
         order.watch(0, Some(out.as_fd()), false).unwrap();
         assert_eq!(order.ready().await.unwrap(), [1]);
         assert!(order.watching());

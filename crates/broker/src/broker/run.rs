@@ -478,6 +478,9 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     };
                     on_read(&mut broker, &mut out, &mut pipes[slot], mirror, stream, first, buf);
                 }
+                if let Some(set) = &order {
+                    set.settle();
+                }
             }
             r = or_pending(pipes[0].as_ref().map(|p| p.read(out_buf))), if order.is_none() && !behind[0] => {
                 on_read(&mut broker, &mut out, &mut pipes[0], out_mirror, Stream::Stdout, r, out_buf);

@@ -101,6 +101,7 @@ fn a_command_of_preparations_only_is_named_by_the_first() {
     assert_eq!(shell("while :; do :; done"), "while");
     assert_eq!(shell("sh -c 'while true; do :; done'"), "while");
     assert_eq!(shell("until false; do true; done"), "until");
+    assert_eq!(shell("while [ 1 ]; do :; done"), "while");
     assert_eq!(shell("cd /tmp; while :; do :; done"), "cd");
     assert_eq!(argv(&[]), "command");
 }

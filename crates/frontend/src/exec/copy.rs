@@ -93,6 +93,9 @@ impl OutputCopy {
                 .name(format!("copy-{stream:?}"))
                 .spawn(move || {
                     let report = copy_stream(&pipe, stream, &broken_tx, &copied, turns.as_deref());
+                    if let Some(turns) = &turns {
+                        turns.done(stream);
+                    }
                     let _ = reports_tx.send(report);
                 })?;
         }
@@ -183,11 +186,10 @@ const TURN_WAIT: Duration = Duration::from_millis(20);
 /// pipes became readable. A copy whose pipe became readable after the other's waits, at
 /// most [`TURN_WAIT`], until the other's bytes are passed on.
 struct Turns {
-    /// Duplicates of both pipes' read ends, watched as their stream's index.
     epoll: Epoll,
-    _watched: [OwnedFd; 2],
-    /// Bumped each time a copy passes something on; the epoll set is only read under it.
-    moved: Mutex<u64>,
+    /// Duplicates of both pipes' read ends, watched as their stream's index, until that
+    /// stream's copy ends. The set is only read under this lock.
+    watched: Mutex<[Option<OwnedFd>; 2]>,
     turn: Condvar,
 }
 
@@ -200,38 +202,39 @@ impl Turns {
         }
         Ok(Turns {
             epoll,
-            _watched: watched,
-            moved: Mutex::new(0),
+            watched: Mutex::new(watched.map(Some)),
             turn: Condvar::new(),
         })
     }
 
     /// Waits while the other stream's pipe became readable before `stream`'s, at most
-    /// [`TURN_WAIT`].
-    fn wait_turn(&self, stream: Stream) {
+    /// [`TURN_WAIT`]. True if it waited that long.
+    fn wait_turn(&self, stream: Stream) -> bool {
         let deadline = Instant::now() + TURN_WAIT;
-        let Ok(mut moved) = self.moved.lock() else {
-            return;
+        let Ok(mut watched) = self.watched.lock() else {
+            return false;
         };
         while self.other_first(stream) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return;
+                return true;
             }
-            match self.turn.wait_timeout(moved, left) {
-                Ok((guard, _)) => moved = guard,
-                Err(_) => return,
+            match self.turn.wait_timeout(watched, left) {
+                Ok((guard, _)) => watched = guard,
+                Err(_) => return false,
             }
         }
+        false
     }
 
-    /// Whether the first readable pipe is the other stream's. Called under `moved`.
+    /// Whether the first pipe that holds bytes is the other stream's. A pipe closed and
+    /// empty (EPOLLHUP alone) holds nothing to wait for. Called under `watched`.
     fn other_first(&self, stream: Stream) -> bool {
         let mut events = [EpollEvent::empty(); 2];
-        match self.epoll.wait(&mut events, 0u8) {
-            Ok(n) => n > 0 && events[0].data() != stream as u64,
-            Err(_) => false,
-        }
+        let n = self.epoll.wait(&mut events, 0u8).unwrap_or(0);
+        (events[..n].iter())
+            .find(|e| e.events().contains(EpollFlags::EPOLLIN))
+            .is_some_and(|e| e.data() != stream as u64)
     }
 
     /// A copy passed something on: the other may go. The set is read again at once, so
@@ -239,10 +242,20 @@ impl Turns {
     /// a pipe found readable stays in its place there until a read of the set finds it
     /// empty), and bytes written to it later queue behind the other's.
     fn moved(&self) {
-        if let Ok(mut moved) = self.moved.lock() {
-            *moved += 1;
+        if let Ok(_watched) = self.watched.lock() {
             let mut events = [EpollEvent::empty(); 2];
             let _ = self.epoll.wait(&mut events, 0u8);
+        }
+        self.turn.notify_all();
+    }
+
+    /// `stream`'s copy ended: its pipe leaves the set, and its duplicate is closed, so that
+    /// the broker learns it as it would without one (EPIPE).
+    fn done(&self, stream: Stream) {
+        if let Ok(mut watched) = self.watched.lock()
+            && let Some(fd) = watched[stream as usize].take()
+        {
+            let _ = self.epoll.delete(&fd);
         }
         self.turn.notify_all();
     }
@@ -404,7 +417,9 @@ mod tests {
     fn a_copy_waits_for_the_stream_written_before_it() {
         let (out_read, out_write) = nix::unistd::pipe().unwrap();
         let (err_read, err_write) = nix::unistd::pipe().unwrap();
-        let turns = Arc::new(Turns::new(&[out_read, err_read.try_clone().unwrap()]).unwrap());
+        let turns = Arc::new(
+            Turns::new(&[out_read.try_clone().unwrap(), err_read.try_clone().unwrap()]).unwrap(),
+        );
         nix::unistd::write(&err_write, b"curl: error").unwrap();
         nix::unistd::write(&out_write, b"000\n").unwrap();
         assert!(turns.other_first(Stream::Stdout) && !turns.other_first(Stream::Stderr));
@@ -416,17 +431,40 @@ mod tests {
         let mut buf = [0u8; 64];
         assert_eq!(nix::unistd::read(&err_read, &mut buf).unwrap(), 11);
         turns.moved();
-        waiting.join().unwrap();
-        assert!(!turns.other_first(Stream::Stdout));
-        // A stderr never taken holds stdout up for TURN_WAIT at most.
-        let out_read = turns._watched[0].try_clone().unwrap();
+        assert!(!waiting.join().unwrap(), "went when stderr was passed on");
+        // Stdout taken too; then stderr, then stdout again: stdout waits its turn, and a
+        // stderr never taken holds it up for TURN_WAIT only.
         assert_eq!(nix::unistd::read(&out_read, &mut buf).unwrap(), 4);
         turns.moved();
         nix::unistd::write(&err_write, b"more").unwrap();
         nix::unistd::write(&out_write, b"200\n").unwrap();
-        let started = Instant::now();
-        turns.wait_turn(Stream::Stdout);
-        assert!(started.elapsed() >= TURN_WAIT);
-        assert!(turns.other_first(Stream::Stdout));
+        assert!(turns.wait_turn(Stream::Stdout), "waited out");
+        assert!(!turns.wait_turn(Stream::Stderr));
+    }
+
+    /// A pipe at its end and empty holds nothing the other must wait for, nor does the pipe
+    /// of a copy that ended.
+    #[test]
+    fn an_ended_stream_holds_nothing_up() {
+        let (out_read, out_write) = nix::unistd::pipe().unwrap();
+        let (err_read, err_write) = nix::unistd::pipe().unwrap();
+        let turns =
+            Turns::new(&[out_read.try_clone().unwrap(), err_read.try_clone().unwrap()]).unwrap();
+        // As the broker ends: stdout's copy pipe closed first, then stderr's.
+        drop(out_write);
+        nix::unistd::write(&err_write, b"last").unwrap();
+        drop(err_write);
+        assert!(
+            !turns.wait_turn(Stream::Stderr),
+            "stdout's end is not bytes"
+        );
+        let (out_read2, out_write2) = nix::unistd::pipe().unwrap();
+        let (err_read2, err_write2) = nix::unistd::pipe().unwrap();
+        let turns = Turns::new(&[out_read2, err_read2.try_clone().unwrap()]).unwrap();
+        nix::unistd::write(&out_write2, b"never taken").unwrap();
+        nix::unistd::write(&err_write2, b"x").unwrap();
+        turns.done(Stream::Stdout);
+        assert!(!turns.wait_turn(Stream::Stderr), "stdout's copy ended");
+        drop((out_read, err_read, err_read2));
     }
 }
