@@ -9,8 +9,8 @@
 //! command can be stopped as it would be by SIGPIPE without tether.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -191,20 +191,75 @@ struct Turns {
     /// stream's copy ends. The set is only read under this lock.
     watched: Mutex<[Option<OwnedFd>; 2]>,
     turn: Condvar,
+    /// Where each stream is passed on: our stdout and stderr (another pair in tests).
+    outputs: [RawFd; 2],
+    /// How long a reader is given to take what the other stream passed on: [`TURN_WAIT`].
+    patience: Duration,
+    /// The stream that passed something on last (2: none yet).
+    last: AtomicU8,
+    /// Whether our stdout, our stderr, is a pipe whose reader has taken what it was given
+    /// within [`TURN_WAIT`] each time so far: such a reader is given time to take one
+    /// stream's bytes before the other's come (below).
+    prompt: [AtomicBool; 2],
 }
 
 impl Turns {
     fn new(pipes: &[OwnedFd; 2]) -> io::Result<Turns> {
+        Turns::passing_on_to(pipes, [1, 2], TURN_WAIT)
+    }
+
+    /// Turns for copies to `outputs`, which stay open as long as the turns.
+    fn passing_on_to(
+        pipes: &[OwnedFd; 2],
+        outputs: [RawFd; 2],
+        patience: Duration,
+    ) -> io::Result<Turns> {
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         let watched = [pipes[0].try_clone()?, pipes[1].try_clone()?];
         for (slot, fd) in watched.iter().enumerate() {
             epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, slot as u64))?;
         }
+        let is_pipe = |fd: RawFd| {
+            // SAFETY: the outputs stay open as long as the turns (our stdout and stderr for
+            // the life of the process).
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            nix::sys::stat::fstat(fd)
+                .is_ok_and(|stat| stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFIFO.bits())
+        };
         Ok(Turns {
             epoll,
             watched: Mutex::new(watched.map(Some)),
             turn: Condvar::new(),
+            outputs,
+            patience,
+            last: AtomicU8::new(2),
+            prompt: outputs.map(|fd| AtomicBool::new(is_pipe(fd))),
         })
+    }
+
+    /// After the other stream passed bytes on to a pipe whose reader keeps up: waits until
+    /// that reader has taken them, at most [`TURN_WAIT`]. Without tether the command writes
+    /// straight into the reader's pipes, one write after the other, and a reader of both
+    /// (Codex) has taken the one before the other comes; through the copies both come at
+    /// once, and it would take them in no fixed order. A reader that leaves them there that
+    /// long is not waited for again.
+    fn wait_taken(&self, stream: Stream) {
+        let other = 1 - stream as usize;
+        if self.last.load(Ordering::Acquire) as usize != other
+            || !self.prompt[other].load(Ordering::Relaxed)
+        {
+            return;
+        }
+        // SAFETY: the outputs stay open as long as the turns.
+        let out = unsafe { BorrowedFd::borrow_raw(self.outputs[other]) };
+        let deadline = Instant::now() + self.patience;
+        while rustix::io::ioctl_fionread(out).is_ok_and(|held| held > 0) {
+            if Instant::now() >= deadline {
+                self.prompt[other].store(false, Ordering::Relaxed);
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
     }
 
     /// Waits while the other stream's pipe became readable before `stream`'s, at most
@@ -241,7 +296,8 @@ impl Turns {
     /// that a pipe this left empty drops out of the kernel's ready list (level-triggered,
     /// a pipe found readable stays in its place there until a read of the set finds it
     /// empty), and bytes written to it later queue behind the other's.
-    fn moved(&self) {
+    fn moved(&self, stream: Stream) {
+        self.last.store(stream as u8, Ordering::Release);
         if let Ok(_watched) = self.watched.lock() {
             let mut events = [EpollEvent::empty(); 2];
             let _ = self.epoll.wait(&mut events, 0u8);
@@ -292,6 +348,7 @@ fn copy_stream(
         if let Some(turns) = turns.filter(|_| copying) {
             wait_for(pipe.as_fd(), PollFlags::POLLIN);
             turns.wait_turn(stream);
+            turns.wait_taken(stream);
         }
         if copying && output == Output::Splice {
             match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
@@ -299,7 +356,7 @@ fn copy_stream(
                 Ok(n) => {
                     copied.fetch_add(n as u64, Ordering::Release);
                     if let Some(turns) = turns {
-                        turns.moved();
+                        turns.moved(stream);
                     }
                     continue;
                 }
@@ -342,7 +399,7 @@ fn copy_stream(
             }
         }
         if let Some(turns) = turns {
-            turns.moved();
+            turns.moved(stream);
         }
     }
 }
@@ -430,12 +487,12 @@ mod tests {
         });
         let mut buf = [0u8; 64];
         assert_eq!(nix::unistd::read(&err_read, &mut buf).unwrap(), 11);
-        turns.moved();
+        turns.moved(Stream::Stderr);
         assert!(!waiting.join().unwrap(), "went when stderr was passed on");
         // Stdout taken too; then stderr, then stdout again: stdout waits its turn, and a
         // stderr never taken holds it up for TURN_WAIT only.
         assert_eq!(nix::unistd::read(&out_read, &mut buf).unwrap(), 4);
-        turns.moved();
+        turns.moved(Stream::Stdout);
         nix::unistd::write(&err_write, b"more").unwrap();
         nix::unistd::write(&out_write, b"200\n").unwrap();
         assert!(turns.wait_turn(Stream::Stdout), "waited out");
@@ -466,5 +523,46 @@ mod tests {
         turns.done(Stream::Stdout);
         assert!(!turns.wait_turn(Stream::Stderr), "stdout's copy ended");
         drop((out_read, err_read, err_read2));
+    }
+
+    /// After stderr passed bytes on, stdout waits until stderr's reader has taken them, as
+    /// without tether the command's next write came after they were read; a reader that
+    /// leaves them for TURN_WAIT is not waited for again.
+    #[test]
+    fn a_copy_waits_for_the_other_streams_reader_while_it_keeps_up() {
+        let (out_read, _out_write) = nix::unistd::pipe().unwrap();
+        let (err_read, _err_write) = nix::unistd::pipe().unwrap();
+        let (given_out, to_out) = nix::unistd::pipe().unwrap();
+        let (given_err, to_err) = nix::unistd::pipe().unwrap();
+        let outputs = [to_out.as_raw_fd(), to_err.as_raw_fd()];
+        // Patience enough for any load: the wait ends when the bytes are read.
+        let patient = |pipes| Turns::passing_on_to(pipes, outputs, Duration::from_secs(60));
+        let turns = Arc::new(
+            patient(&[out_read.try_clone().unwrap(), err_read.try_clone().unwrap()]).unwrap(),
+        );
+        nix::unistd::write(&to_err, b"curl: error").unwrap();
+        turns.moved(Stream::Stderr);
+        let waiting = std::thread::spawn({
+            let turns = turns.clone();
+            move || turns.wait_taken(Stream::Stdout)
+        });
+        let mut buf = [0u8; 64];
+        assert_eq!(nix::unistd::read(&given_err, &mut buf).unwrap(), 11);
+        waiting.join().unwrap();
+        assert!(
+            turns.prompt[1].load(Ordering::Relaxed),
+            "taken: still prompt"
+        );
+        // Left unread: waited out once, then not again.
+        let turns = Turns::passing_on_to(&[out_read, err_read], outputs, TURN_WAIT).unwrap();
+        turns.moved(Stream::Stderr);
+        nix::unistd::write(&to_err, b"more").unwrap();
+        turns.wait_taken(Stream::Stdout);
+        assert!(!turns.prompt[1].load(Ordering::Relaxed));
+        assert!(
+            turns.prompt[0].load(Ordering::Relaxed),
+            "stdout's reader is another"
+        );
+        drop((given_out, to_out));
     }
 }
