@@ -195,8 +195,10 @@ struct Turns {
     outputs: [RawFd; 2],
     /// How long a reader is given to take what the other stream passed on: [`TURN_WAIT`].
     patience: Duration,
-    /// The stream that passed something on last (2: none yet).
+    /// The stream that passed something on last, or is passing it on (2: none yet).
     last: AtomicU8,
+    /// Whether each stream's copy is passing bytes on now (between its turn and `moved`).
+    busy: [AtomicBool; 2],
     /// Whether our stdout, our stderr, is a pipe whose reader has taken what it was given
     /// within [`TURN_WAIT`] each time so far: such a reader is given time to take one
     /// stream's bytes before the other's come (below).
@@ -233,6 +235,7 @@ impl Turns {
             outputs,
             patience,
             last: AtomicU8::new(2),
+            busy: [AtomicBool::new(false), AtomicBool::new(false)],
             prompt: outputs.map(|fd| AtomicBool::new(is_pipe(fd))),
         })
     }
@@ -253,19 +256,32 @@ impl Turns {
         // SAFETY: the outputs stay open as long as the turns.
         let out = unsafe { BorrowedFd::borrow_raw(self.outputs[other]) };
         let deadline = Instant::now() + self.patience;
-        while rustix::io::ioctl_fionread(out).is_ok_and(|held| held > 0) {
+        let mut pause = Duration::from_micros(10);
+        while self.busy[other].load(Ordering::Acquire)
+            || rustix::io::ioctl_fionread(out).is_ok_and(|held| held > 0)
+        {
             if Instant::now() >= deadline {
-                self.prompt[other].store(false, Ordering::Relaxed);
+                // Only a reader that was given everything and took nothing is given up on.
+                if !self.busy[other].load(Ordering::Acquire) {
+                    self.prompt[other].store(false, Ordering::Relaxed);
+                }
                 return;
             }
-            std::thread::sleep(Duration::from_micros(100));
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
         }
+    }
+
+    /// `stream`'s copy is about to pass bytes on: the other waits for them to be taken.
+    fn passing(&self, stream: Stream) {
+        self.busy[stream as usize].store(true, Ordering::Release);
+        self.last.store(stream as u8, Ordering::Release);
     }
 
     /// Waits while the other stream's pipe became readable before `stream`'s, at most
     /// [`TURN_WAIT`]. True if it waited that long.
     fn wait_turn(&self, stream: Stream) -> bool {
-        let deadline = Instant::now() + TURN_WAIT;
+        let deadline = Instant::now() + self.patience;
         let Ok(mut watched) = self.watched.lock() else {
             return false;
         };
@@ -298,6 +314,7 @@ impl Turns {
     /// empty), and bytes written to it later queue behind the other's.
     fn moved(&self, stream: Stream) {
         self.last.store(stream as u8, Ordering::Release);
+        self.busy[stream as usize].store(false, Ordering::Release);
         if let Ok(_watched) = self.watched.lock() {
             let mut events = [EpollEvent::empty(); 2];
             let _ = self.epoll.wait(&mut events, 0u8);
@@ -345,10 +362,13 @@ fn copy_stream(
     let mut buf = vec![0u8; CHUNK];
     loop {
         let copying = !gone && report.failure.is_none();
-        if let Some(turns) = turns.filter(|_| copying) {
-            wait_for(pipe.as_fd(), PollFlags::POLLIN);
+        // Turns are for bytes: a pipe at its end (POLLHUP alone) waits for nothing.
+        if let Some(turns) = turns.filter(|_| copying)
+            && wait_for(pipe.as_fd(), PollFlags::POLLIN).contains(PollFlags::POLLIN)
+        {
             turns.wait_turn(stream);
             turns.wait_taken(stream);
+            turns.passing(stream);
         }
         if copying && output == Output::Splice {
             match nix::fcntl::splice(pipe, None, out, None, CHUNK, SpliceFFlags::SPLICE_F_MOVE) {
@@ -365,7 +385,7 @@ fn copy_stream(
                 // splice does not wait for data or for room: wait for both here, or a quiet
                 // command would have us spin.
                 Err(Errno::EAGAIN) => {
-                    wait_for(pipe.as_fd(), PollFlags::POLLIN);
+                    let _ = wait_for(pipe.as_fd(), PollFlags::POLLIN);
                     wait_writable(out);
                     continue;
                 }
@@ -376,6 +396,9 @@ fn copy_stream(
                 }
                 Err(err) => {
                     fail(&mut report, &mut gone, err.into(), broken);
+                    if gone && let Some(turns) = turns {
+                        turns.prompt[stream as usize].store(false, Ordering::Relaxed);
+                    }
                     continue;
                 }
             }
@@ -394,6 +417,9 @@ fn copy_stream(
         }
         if let Err((err, written)) = write_all(out, output, &buf[..n], copied) {
             fail(&mut report, &mut gone, err, broken);
+            if gone && let Some(turns) = turns {
+                turns.prompt[stream as usize].store(false, Ordering::Relaxed);
+            }
             if let Some((_, lost)) = report.failure.as_mut() {
                 *lost += (n - written) as u64;
             }
@@ -455,13 +481,14 @@ fn write_all(
 /// Our stream may have been left non-blocking by whoever shares it: wait for room rather
 /// than spin.
 fn wait_writable(out: BorrowedFd<'_>) {
-    wait_for(out, PollFlags::POLLOUT);
+    let _ = wait_for(out, PollFlags::POLLOUT);
 }
 
 /// Waits until `fd` is ready for `what` (or its other end is gone).
-fn wait_for(fd: BorrowedFd<'_>, what: PollFlags) {
+fn wait_for(fd: BorrowedFd<'_>, what: PollFlags) -> PollFlags {
     let mut fds = [PollFd::new(fd, what)];
     let _ = nix::poll::poll(&mut fds, PollTimeout::NONE);
+    fds[0].revents().unwrap_or(PollFlags::empty())
 }
 
 #[cfg(test)]
@@ -474,9 +501,13 @@ mod tests {
     fn a_copy_waits_for_the_stream_written_before_it() {
         let (out_read, out_write) = nix::unistd::pipe().unwrap();
         let (err_read, err_write) = nix::unistd::pipe().unwrap();
-        let turns = Arc::new(
-            Turns::new(&[out_read.try_clone().unwrap(), err_read.try_clone().unwrap()]).unwrap(),
+        // Patience enough for any load: the wait ends when stderr is passed on.
+        let patient = Turns::passing_on_to(
+            &[out_read.try_clone().unwrap(), err_read.try_clone().unwrap()],
+            [1, 2],
+            Duration::from_secs(60),
         );
+        let turns = Arc::new(patient.unwrap());
         nix::unistd::write(&err_write, b"curl: error").unwrap();
         nix::unistd::write(&out_write, b"000\n").unwrap();
         assert!(turns.other_first(Stream::Stdout) && !turns.other_first(Stream::Stderr));
@@ -493,6 +524,8 @@ mod tests {
         // stderr never taken holds it up for TURN_WAIT only.
         assert_eq!(nix::unistd::read(&out_read, &mut buf).unwrap(), 4);
         turns.moved(Stream::Stdout);
+        assert!(!turns.other_first(Stream::Stdout) && !turns.other_first(Stream::Stderr));
+        let turns = Turns::new(&[out_read, err_read]).unwrap();
         nix::unistd::write(&err_write, b"more").unwrap();
         nix::unistd::write(&out_write, b"200\n").unwrap();
         assert!(turns.wait_turn(Stream::Stdout), "waited out");
@@ -546,6 +579,8 @@ mod tests {
             let turns = turns.clone();
             move || turns.wait_taken(Stream::Stdout)
         });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiting.is_finished(), "waits while the bytes are there");
         let mut buf = [0u8; 64];
         assert_eq!(nix::unistd::read(&given_err, &mut buf).unwrap(), 11);
         waiting.join().unwrap();
