@@ -575,15 +575,21 @@ mod tests {
         );
         nix::unistd::write(&to_err, b"curl: error").unwrap();
         turns.moved(Stream::Stderr);
+        // The wait ends once the bytes are read, never before the read is about to happen
+        // (without the wait it would most likely return long before).
+        let read = Arc::new(AtomicBool::new(false));
         let waiting = std::thread::spawn({
-            let turns = turns.clone();
-            move || turns.wait_taken(Stream::Stdout)
+            let (turns, read) = (turns.clone(), read.clone());
+            move || {
+                turns.wait_taken(Stream::Stdout);
+                read.load(Ordering::Acquire)
+            }
         });
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!waiting.is_finished(), "waits while the bytes are there");
         let mut buf = [0u8; 64];
+        // Set before the read, so that a wait that ends with the read always sees it.
+        read.store(true, Ordering::Release);
         assert_eq!(nix::unistd::read(&given_err, &mut buf).unwrap(), 11);
-        waiting.join().unwrap();
+        assert!(waiting.join().unwrap(), "returned before stderr was read");
         assert!(
             turns.prompt[1].load(Ordering::Relaxed),
             "taken: still prompt"
