@@ -1,11 +1,13 @@
 //! The real Claude Code (pinned in `tests/agents/pins`), interactive in a terminal (tmux)
-//! under `tether agent`, against the scripted Anthropic server: it runs a 10 s command, then
-//! waits 8 s for the model's final answer (both with its spinner going), then sits at its
-//! prompt. Its broker must flag it `waiting for you` (a `needs_input` of the agent) soon
-//! after the threshold has passed since the answer (a second in the runs measured; here held
-//! to what a loaded machine meets), never before (not during the command, not while the
-//! reply is pending), and clear it when the operator types. The attention events
-//! are printed with their times, from the model's answers.
+//! under `tether agent`, against the scripted Anthropic server: it starts a command in the
+//! background (`run_in_background`, a server's stand-in that runs to the end), runs a 10 s
+//! command, then waits 8 s for the model's final answer (both with its spinner going), then
+//! sits at its prompt. Its broker must flag it `waiting for you` (a `needs_input` of the
+//! agent) soon after the threshold has passed since the answer, the background command
+//! still running (a second in the runs measured; here held to what a loaded machine meets),
+//! never before (not during the command, not while the reply is pending), and clear it when
+//! the operator types. The attention events are printed with their times, from the model's
+//! answers.
 
 use crate::common;
 
@@ -32,8 +34,10 @@ const LOADED_SLACK_MS: u64 = 15_000;
 const THRESHOLD_MS: u64 = 2_000;
 /// The model's final answer comes this long after it is asked for.
 const REPLY_DELAY_MS: u64 = 8_000;
-/// The one command the model asks for.
+/// The command the model asks for in the foreground.
 const COMMAND: &str = "sleep 10";
+/// The one it asks for in the background first: it runs until the session ends.
+const BACKGROUND: &str = "tail -f /dev/null";
 
 /// The test's user config: `[attention] input_after = AFTER`.
 fn set_input_after(env: &TestEnv, after: &str) {
@@ -62,7 +66,10 @@ fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
     let dir = env.path("claude");
     let work = dir.join("work");
     fs::create_dir_all(&work).expect("create the working directory");
-    let steps = [Step::new(COMMAND, "a ten-second command")];
+    let steps = [
+        Step::new(BACKGROUND, "a server").in_background(),
+        Step::new(COMMAND, "a ten-second command"),
+    ];
     let server = ModelServer::start_slow(
         &env,
         Agent::Claude,
@@ -134,7 +141,7 @@ fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
     let end = running.wait(&env, "claude");
 
     let requests = server.requests();
-    let step_answer = answered(&requests, |step| step == &Value::from(0));
+    let step_answer = answered(&requests, |step| step == &Value::from(1));
     let final_asked = received(&requests, |step| step == "final");
     let final_answer = answered(&requests, |step| step == "final");
     let events = attention(&dir);

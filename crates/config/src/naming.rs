@@ -180,8 +180,8 @@ pub fn shell_quoted(word: &str) -> String {
 
 /// The command an agent's wrapper runs: Claude Code's Bash tool sends (2.1.197, as recorded)
 /// `source SNAPSHOT 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'CMD'
-/// < /dev/null && pwd -P >| FILE` (the `source` part only once it has a shell snapshot), and
-/// what the operator wants to read is `CMD`. `None` for any other script.
+/// < /dev/null && pwd -P >| FILE` (the `source` part only once it has a shell snapshot; `CMD`
+/// unquoted when it is one plain word), and what the operator wants to read is `CMD`. `None` for any other script.
 pub fn agent_command(script: &str) -> Option<String> {
     if let Some(command) = gemini_command(script) {
         return Some(command);
@@ -191,9 +191,16 @@ pub fn agent_command(script: &str) -> Option<String> {
     let rest = script.strip_prefix("shopt -u extglob 2>/dev/null || true && eval ")?;
     let (word, after) = split_word(rest);
     let after = after.trim_start();
-    (word.quoted
-        && (after.is_empty() || after.starts_with("< /dev/null") || after.starts_with("&&")))
-    .then_some(word.text)
+    // A command of one plain word comes unquoted (`eval true < /dev/null`), as a shell
+    // quoter leaves it; only in the whole wrapper, so that a script ending `eval ls` is not
+    // taken for one.
+    let stdin_closed = after.starts_with("< /dev/null");
+    let whole = if word.quoted {
+        after.is_empty() || stdin_closed || after.starts_with("&&")
+    } else {
+        stdin_closed && shell_quoted(&word.text) == word.text
+    };
+    whole.then_some(word.text)
 }
 
 /// The command Gemini CLI's wrapper runs. 0.61 sends (as recorded):

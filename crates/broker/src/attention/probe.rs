@@ -115,8 +115,10 @@ pub fn sample(
     samples
 }
 
-/// An agent's sample: which processes are brokers of its running commands, and, when none
-/// is, the first process with a thread waiting on its terminal.
+/// An agent's sample: which processes are brokers of its running commands, and the first of
+/// its own processes (none of a command's) with a thread waiting on its terminal. A command
+/// running is no reason not to look: the detector tells one the agent waits for from one it
+/// left in the background.
 fn sample_agent(
     processes: &[ProcStat],
     inputs: &[InputFile],
@@ -124,15 +126,19 @@ fn sample_agent(
     samples: &mut [ProcessSample],
 ) {
     let own = std::process::id() as i32;
-    let live = processes.iter().filter(|p| !p.is_zombie());
-    let mut commands = false;
-    for (sample, process) in samples.iter_mut().zip(live) {
+    let live: Vec<&ProcStat> = processes.iter().filter(|p| !p.is_zombie()).collect();
+    for (sample, process) in samples.iter_mut().zip(&live) {
         sample.runs_command = super::waits::runs_command(process, own);
-        commands |= sample.runs_command;
     }
-    if commands || !looks.blocked || inputs.is_empty() {
+    if !looks.blocked || inputs.is_empty() {
         return;
     }
+    let commands: Vec<i32> = samples
+        .iter()
+        .filter(|s| s.runs_command)
+        .map(|s| s.pid)
+        .collect();
+    let agents_own = |pid: i32| !in_subtree(&live, pid, &commands);
     // The one last seen waiting first: it is the agent's main process almost always.
     let first = looks
         .waiting
@@ -142,7 +148,11 @@ fn sample_agent(
         .iter()
         .map(|s| s.pid)
         .filter(|&pid| Some(pid) != looks.waiting);
-    for pid in first.chain(rest).collect::<Vec<_>>() {
+    for pid in first
+        .chain(rest)
+        .filter(|&pid| agents_own(pid))
+        .collect::<Vec<_>>()
+    {
         if let Some(blocked) = super::waits::terminal_wait(pid, inputs)
             && let Some(sample) = samples.iter_mut().find(|s| s.pid == pid)
         {
@@ -150,6 +160,22 @@ fn sample_agent(
             return;
         }
     }
+}
+
+/// Whether `pid` is one of `roots` or descends from one, by the parents in `processes`.
+fn in_subtree(processes: &[&ProcStat], pid: i32, roots: &[i32]) -> bool {
+    let mut at = pid;
+    // A chain no longer than the tree: a parent loop (a pid reused between reads) ends too.
+    for _ in 0..=processes.len() {
+        if roots.contains(&at) {
+            return true;
+        }
+        match processes.iter().find(|p| p.pid == at) {
+            Some(process) => at = process.ppid,
+            None => return false,
+        }
+    }
+    false
 }
 
 /// The read system calls, by number on this architecture.

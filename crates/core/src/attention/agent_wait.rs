@@ -1,8 +1,16 @@
 //! An agent waiting for its human (`tether agent`): the part of the detector that decides it,
 //! pure as the rest. The agent waits for you when a thread of its waits on its terminal (a
 //! read, or a poll, epoll or select set that holds it: `super::waits`), no command of its
-//! runs, and for the threshold (`input_after`) it wrote nothing, ran no command, was typed
-//! nothing to and used no CPU.
+//! runs in the foreground, and for the threshold (`input_after`) it wrote nothing, started
+//! or ended no command, was typed nothing to and used no CPU.
+//!
+//! A command it wrote after is in the background: it went on without waiting for it (Claude
+//! Code's `run_in_background`, a command moved there at its timeout, a server it started),
+//! and such a command runs as long as the agent's session may. One it wrote nothing since
+//! is in the foreground, as far as can be told: an agent that waits for a command in
+//! silence and one that left it to run look alike, except by what they write. An agent at
+//! work shows it (Claude Code counts a command's seconds, others spin), so a foreground
+//! command held as background costs nothing while it does.
 //!
 //! "No CPU" is measured over the whole quiet stretch, not look by look: an event loop at
 //! its prompt does a little work now and then (Claude Code 2.1 uses 0.5 % of a core at
@@ -31,10 +39,14 @@ pub(super) struct AgentWait {
     last_output: Instant,
     /// The process (its pid) that waited on its terminal at the last look, and how.
     wait: Option<(i32, Blocked)>,
-    /// A command of its ran at the last look.
+    /// A command of its ran in the foreground at the last look (or since, until it wrote).
     commands: bool,
-    /// The last look that saw a command of its run, or the first that saw none after one
-    /// did: no command ran after it, for sure.
+    /// Its commands running at the last look (pid, start), each with the look that first
+    /// saw it.
+    running: Vec<(i32, u64, Instant)>,
+    /// The last look that saw a command of its run in the foreground, the first that saw
+    /// none after one did, or one that saw a command start: no command started or ended
+    /// in the foreground after it, for sure.
     command_seen: Option<Instant>,
     /// When the operator last typed into its terminal (through the broker).
     typed: Option<Instant>,
@@ -53,6 +65,7 @@ impl AgentWait {
             last_output: started,
             wait: None,
             commands: false,
+            running: Vec::new(),
             command_seen: None,
             typed: None,
             window: None,
@@ -65,19 +78,35 @@ impl AgentWait {
         self.wait.as_ref().map(|(pid, _)| *pid)
     }
 
+    /// It wrote: every command of its running now is in the background.
     pub(super) fn output(&mut self, at: Instant) {
         self.last_output = at;
+        self.commands = false;
     }
 
     pub(super) fn typed(&mut self, at: Instant) {
         self.typed = Some(at);
     }
 
-    /// A fresh look: whether a command of its runs (which ends a wait).
+    /// A fresh look: whether a command of its runs in the foreground (which ends a wait).
     pub(super) fn look(&mut self, at: Instant, processes: &[ProcessSample]) -> bool {
         let ran = self.commands;
-        self.commands = processes.iter().any(|p| p.runs_command);
-        if self.commands || ran {
+        let first_seen = |p: &ProcessSample| {
+            let known = self
+                .running
+                .iter()
+                .find(|r| (r.0, r.1) == (p.pid, p.start_ticks));
+            known.map_or(at, |r| r.2)
+        };
+        let running: Vec<_> = processes
+            .iter()
+            .filter(|p| p.runs_command)
+            .map(|p| (p.pid, p.start_ticks, first_seen(p)))
+            .collect();
+        let started = running.iter().any(|r| r.2 == at);
+        self.running = running;
+        self.commands = self.running.iter().any(|r| r.2 >= self.last_output);
+        if self.commands || ran || started {
             self.command_seen = Some(at);
         }
         self.wait = processes
@@ -86,7 +115,8 @@ impl AgentWait {
         self.commands
     }
 
-    /// A look that found nothing ran since the last: a command that ran still runs.
+    /// A look that found nothing ran since the last: a command that ran still runs (in the
+    /// foreground if it was).
     pub(super) fn unchanged(&mut self, at: Instant) {
         if self.commands {
             self.command_seen = Some(at);
@@ -148,8 +178,8 @@ impl AgentWait {
     /// When to look next, given the last look: just after it went quiet, then when the
     /// threshold may have passed; a look past it that did not find it waiting is tried once
     /// more [`SETTLE`] later, then a threshold later (one look per threshold while it is
-    /// silent and busy, or waits on something else). None while a command of its runs:
-    /// its end is output.
+    /// silent and busy, or waits on something else). None while a command of its runs in
+    /// the foreground: its end is output.
     pub(super) fn deadline(&self, looked: Option<Instant>) -> Option<Instant> {
         if self.commands {
             return None;
@@ -178,7 +208,8 @@ impl AgentWait {
         })
     }
 
-    /// Since when it wrote nothing, ran no command and was typed nothing to.
+    /// Since when it wrote nothing, started, ran or ended no command in the foreground and
+    /// was typed nothing to.
     fn quiet_since(&self) -> Instant {
         let command = self.command_seen.unwrap_or(self.started);
         let typed = self.typed.unwrap_or(self.started);

@@ -235,8 +235,9 @@ impl Detector {
 
     /// A look at the tree. For an agent, `needs_input` is "waiting for you": a thread of its
     /// waits on its terminal (a read, or a poll, epoll or select set that holds it), no
-    /// command of its runs, and for `input_after` it wrote nothing, used no CPU (below 5 %
-    /// of a core), ran no command and was typed nothing to.
+    /// command of its runs in the foreground (one it wrote after is in the background), and
+    /// for `input_after` it wrote nothing, used no CPU (below 5 % of a core), started or
+    /// ended no command and was typed nothing to.
     pub fn sampled(&mut self, at: Instant, sample: Sample) {
         if self.ended {
             return;

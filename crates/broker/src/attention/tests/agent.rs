@@ -14,6 +14,7 @@ use tether_protocol::protocol::{AttentionKind, AttentionRequest, EventKind};
 const HZ: u64 = 100;
 const AGENT: i32 = 10;
 const BROKER: i32 = 20;
+const SERVER: i32 = 30;
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
@@ -35,6 +36,8 @@ struct World {
     waits: bool,
     /// A command of its runs.
     command: bool,
+    /// Another command of its runs, started before `command` (a server).
+    server: bool,
     /// Share of a core it uses (0.005: Claude Code at its prompt).
     cpu: f64,
     /// Until then it used a third of a core (drawing an answer).
@@ -44,6 +47,7 @@ struct World {
 const AT_PROMPT: World = World {
     waits: true,
     command: false,
+    server: false,
     cpu: 0.005,
     drew_until: 0.0,
 };
@@ -65,10 +69,11 @@ fn look(world: World, t: f64) -> Sample {
         }),
         runs_command: false,
     }];
-    if world.command {
+    let commands = [(world.server, SERVER, 2), (world.command, BROKER, 3)];
+    for (_, pid, start_ticks) in commands.into_iter().filter(|c| c.0) {
         processes.push(ProcessSample {
-            pid: BROKER,
-            start_ticks: 2,
+            pid,
+            start_ticks,
             cpu_ticks: 0,
             rss_bytes: 4 << 20,
             demand_ns: None,
@@ -186,6 +191,47 @@ fn never_while_a_command_of_its_runs() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(
         (13.0..14.1).contains(&events[0].0),
+        "flagged at {}",
+        events[0].0
+    );
+}
+
+/// A server it started and then wrote after (`Running in the background`) is no command
+/// it waits for: at its prompt it waits for you a threshold after it last wrote, the server
+/// running all along. A command it starts in silence meanwhile holds the wait as any does.
+#[test]
+fn a_command_it_wrote_after_runs_in_the_background() {
+    let t0 = Instant::now();
+    let mut d = agent_detector(t0);
+    // The server from 1 s; the agent tells of it at 1.5 s.
+    let server = |t: f64| World {
+        server: t >= 1.0,
+        ..AT_PROMPT
+    };
+    let told = |t: f64| (t - 1.5).abs() < 1e-9;
+    let events = drive(&mut d, t0, (0.0, 10.0), 1.0, server, told);
+    assert_eq!(
+        kinds(&events.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>()),
+        ["+needs_input"]
+    );
+    assert!(
+        (4.5..4.6).contains(&events[0].0),
+        "flagged at {}",
+        events[0].0
+    );
+    // The operator types; then a silent 10 s command from 12 s, the server still running.
+    d.typed(t0 + secs(10.5));
+    assert_eq!(kinds(&d.take()), ["-needs_input"]);
+    let both = |t: f64| World {
+        command: (12.0..22.0).contains(&t),
+        ..server(t)
+    };
+    let events = drive(&mut d, t0, (10.5, 22.0), 1.0, both, |_| false);
+    assert!(events.is_empty(), "{events:?}");
+    let events = drive(&mut d, t0, (22.0, 40.0), 1.0, both, |_| false);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        (25.0..26.1).contains(&events[0].0),
         "flagged at {}",
         events[0].0
     );
