@@ -167,7 +167,7 @@ fn session_dir_of(command: &tether::model::CommandState) -> PathBuf {
 fn following(model: &Model) -> ViewState {
     let list = ListRows::build(model, &ListView::default());
     ViewState {
-        selected: list.newest_running.expect("a command runs"),
+        selected: list.followed.expect("a command runs"),
         ..ViewState::default()
     }
 }

@@ -132,10 +132,11 @@ pub struct ListRows {
     /// The command whose mark needs the operator most (by [`AttentionMark::urgency`]: the
     /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
     pub latest_attention: Option<CommandIndex>,
-    /// Of the listed commands, the one running that started last: what a watch keeps
-    /// selected while the operator has not moved the list. (The rows are built again when a
-    /// command starts or ends: see [`fingerprint`].)
-    pub newest_running: Option<CommandIndex>,
+    /// What a watch keeps selected while the operator has not moved the list: of the listed
+    /// commands, the one running that started last, or under the CPU sort the busiest one
+    /// running, which is listed first. (The rows are built again when a command starts or
+    /// ends: see [`fingerprint`].)
+    pub followed: Option<CommandIndex>,
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
     pub number_width: usize,
@@ -278,21 +279,24 @@ impl ListRows {
                 rows.push(ListRow::Command(id));
             }
         }
-        let newest_running = rows
+        let running = rows
             .iter()
             .filter_map(|row| match row {
                 ListRow::Command(id) => Some((*id, &model.commands[*id])),
                 ListRow::Session(_) | ListRow::Setup(_) => None,
             })
-            .filter(|(_, c)| c.status.is_active())
-            .max_by_key(|(id, c)| (c.started_ms, *id))
-            .map(|(id, _)| id);
+            .filter(|(_, c)| c.status.is_active());
+        let followed = match view.sort {
+            ListSort::Start => running.max_by_key(|(id, c)| (c.started_ms, *id)),
+            ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
+        }
+        .map(|(id, _)| id);
         ListRows {
             rows,
             sessions,
             counts,
             latest_attention: latest_attention.map(|(_, id)| id),
-            newest_running,
+            followed,
             name_width,
             state_width,
             number_width: 1 + widest_number.max(1).ilog10() as usize + 1,

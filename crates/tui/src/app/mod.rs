@@ -155,14 +155,15 @@ impl App {
         }
     }
 
-    /// A watch follows the newest running command until the operator moves the list. Once a
+    /// A watch follows the newest running command (the busiest under the CPU sort) until the
+    /// operator moves the list. Once a
     /// frame, before it is drawn, never on the way to a key's action: a key acts on the
     /// command the operator saw selected.
     fn follow_newest(&mut self) {
         let live = matches!(self.model.mode, tether_model::Mode::Watched) && self.past.is_none();
         if live
             && !self.view.list_moved
-            && let Some(id) = self.content.list.newest_running
+            && let Some(id) = self.content.list.followed
         {
             self.view.select_command(id);
         }

@@ -9,7 +9,7 @@ use std::ops::Range;
 use tether_model::Mode;
 
 use super::action::{Action, time_cursor_action};
-use super::list::ListRows;
+use super::list::{ListRows, ListSort};
 use super::view::{Dialog, Pane, ViewState};
 use tether_config::{CommandConfig, naming};
 use tether_model::{CommandIndex, Model};
@@ -499,8 +499,11 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
     };
     if view.focus == Pane::Commands {
         // Moved by hand: the watch stops following the newest command; to the end of the
-        // list, it follows again.
-        view.list_moved = delta < i64::MAX / 4;
+        // list (under the CPU sort, to its top, where the busiest is), it follows again.
+        view.list_moved = match view.list.sort {
+            ListSort::Start => delta < i64::MAX / 4,
+            ListSort::Cpu => delta > i64::MIN / 4,
+        };
     }
     match view.focus {
         // Before the first frame there are no rows yet: the commands in their order.

@@ -529,6 +529,42 @@ fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
     assert_eq!(app.view.selected, 4);
 }
 
+/// Sorted by CPU, a watch keeps the busiest running command selected, listed first, not the
+/// newest (which a busy agent starts every moment, at the bottom, and which would scroll a
+/// runaway out of sight); `Home` follows again after the operator moved.
+#[test]
+fn sorted_by_cpu_a_watch_follows_the_busiest_running_command() {
+    let mut model = model(false, true);
+    model.mode = Mode::Watched;
+    let first = model.commands[0].clone();
+    let mut busy = first.clone();
+    busy.cpu_percent = Some(97.0);
+    model.commands.push(busy);
+    let mut app = crate::app::App::new(model);
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.handle(Action::ToggleSort);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1, "the busiest");
+    // A newer, idle command starts: the busiest stays selected.
+    let mut newer = first;
+    newer.apply(&event(900, spawned(9)));
+    newer.cpu_percent = Some(0.0);
+    app.model.commands.push(newer);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1);
+    // The operator moves down, then Home: the busiest again, followed.
+    app.view.focus = Pane::Commands;
+    app.handle(Action::Down);
+    app.prepare(size, 1_000);
+    assert_ne!(app.view.selected, 1);
+    app.handle(Action::Top);
+    app.prepare(size, 1_000);
+    assert!(!app.view.list_moved, "Home: following again");
+    app.model.commands[2].cpu_percent = Some(99.0);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2, "the new busiest");
+}
+
 #[test]
 fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
     let model = model(false, true);
