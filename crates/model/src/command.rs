@@ -258,6 +258,9 @@ pub struct CommandState {
     /// When the command's session began, where it is not the model's own session (a watch
     /// over many sessions): see [`crate::Model::session_start_of`].
     pub session_started_ms: Option<u64>,
+    /// The process that asked for the run (`parent_pid` of its `command.json`), as read back
+    /// from a journal: for an agent's command, its shell call in the agent's tree.
+    pub caller_pid: Option<i32>,
     /// CPU and resident memory of the run's processes in the sampler's last snapshot, while
     /// it runs (the broker itself not counted).
     pub cpu_percent: Option<f32>,
@@ -331,6 +334,7 @@ impl CommandState {
             containment: None,
             cgroup: None,
             session_started_ms: None,
+            caller_pid: None,
             cpu_percent: None,
             rss_bytes: None,
             cpu_ms: None,

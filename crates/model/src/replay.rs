@@ -16,6 +16,7 @@ use super::{CommandState, Model, Status};
 pub fn command_from_record(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
     command.run = run_of(record);
+    command.caller_pid = record.request.as_ref().map(|r| r.parent_pid);
     if let Some(result) = &record.result {
         command.apply_result(result);
     }

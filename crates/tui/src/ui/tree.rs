@@ -51,13 +51,15 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     // selected in the focused tree; in half the pane at most, so that its neighbours stay in
     // sight, unless the pane is zoomed.
     let max_rows = if view.zoom { visible } else { visible / 2 }.max(1);
+    let calls = command.map_or_else(Vec::new, |c| calls_in(model, c));
     let commands: Vec<Vec<Line>> = content
         .tree
         .iter()
         .enumerate()
         .map(|(i, row)| {
             let whole = view.wrap || (focused && i == selected);
-            command_lines(row, command_width, whole, max_rows)
+            let call = calls.iter().find(|call| call.is(&row.process));
+            command_lines(row, call, command_width, whole, max_rows)
         })
         .collect();
     let heights: Vec<usize> = commands.iter().map(Vec::len).collect();
@@ -115,10 +117,58 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
 /// Widths of the columns before the command line: pid, state, CPU, RSS, age.
 const WIDTHS: [u16; 5] = [7, 2, 6, 7, 7];
 
+/// How much later than a command's start its caller may seem to start: a process's start
+/// is read in clock ticks since boot.
+const START_LEEWAY_MS: u64 = 1_000;
+
+/// A command of the session that a process of this tree asked for: an agent's shell call
+/// (the shim, in a session of its own, so no escapee) is the command `#number`.
+struct Call {
+    pid: i32,
+    started_ms: u64,
+    number: u64,
+    text: String,
+}
+
+impl Call {
+    /// Whether `process` is the caller: its pid, and alive when the command started (not
+    /// another process given the pid later), within the leeway of a process's start read
+    /// back as wall-clock time (clock ticks).
+    fn is(&self, process: &tether_os::sampler::ProcessInfo) -> bool {
+        process.pid == self.pid && process.start_ms <= self.started_ms + START_LEEWAY_MS
+    }
+}
+
+/// The commands of `command`'s session whose caller is another process than `command`'s.
+fn calls_in(model: &tether_model::Model, command: &CommandState) -> Vec<Call> {
+    let Some(session) = command.id().map(|id| id.session) else {
+        return Vec::new();
+    };
+    (model.commands.iter())
+        .filter(|c| c.caller_pid.is_some() && c.caller_pid != command.caller_pid)
+        .filter_map(|c| {
+            let id = c.id().filter(|id| id.session == session)?;
+            Some(Call {
+                pid: c.caller_pid?,
+                started_ms: c.started_ms?,
+                number: id.number,
+                text: c.command_line(),
+            })
+        })
+        .collect()
+}
+
 /// The command column of one process: its place in the tree, the escapee mark and its
-/// command line, on one line (cut by the column), or `whole`, wrapped to the column's
-/// `width` in at most `max_rows` rows, continuation rows indented under the command line.
-fn command_lines(row: &TreeRow, width: usize, whole: bool, max_rows: usize) -> Vec<Line<'static>> {
+/// command line (for a shell call of the session's, the command's number and text), on one
+/// line (cut by the column), or `whole`, wrapped to the column's `width` in at most
+/// `max_rows` rows, continuation rows indented under the command line.
+fn command_lines(
+    row: &TreeRow,
+    call: Option<&Call>,
+    width: usize,
+    whole: bool,
+    max_rows: usize,
+) -> Vec<Line<'static>> {
     let mut branch = "  ".repeat(row.depth);
     if row.depth > 0 {
         branch.push_str("└ ");
@@ -126,10 +176,18 @@ fn command_lines(row: &TreeRow, width: usize, whole: bool, max_rows: usize) -> V
     // The mark goes before the command line: the column cuts what is too long for it at
     // the right, and a long command line must not cut the one fact that matters here.
     let mut text = Vec::new();
-    if row.escaped {
-        text.push(Span::styled("(escaped) ", Style::new().fg(Color::Magenta)));
+    match call {
+        Some(call) => {
+            let mark = format!("(command #{}) ", call.number);
+            text.push(Span::styled(mark, Style::new().fg(Color::Cyan)));
+            text.push(Span::raw(one_line(&call.text)));
+        }
+        None if row.escaped => {
+            text.push(Span::styled("(escaped) ", Style::new().fg(Color::Magenta)));
+            text.push(Span::raw(one_line(&row.process.argv.join(" "))));
+        }
+        None => text.push(Span::raw(one_line(&row.process.argv.join(" ")))),
     }
-    text.push(Span::raw(one_line(&row.process.argv.join(" "))));
     if !whole {
         let mut spans = vec![Span::raw(branch)];
         spans.extend(text);
@@ -279,6 +337,73 @@ mod tests {
         assert_eq!(
             title(Some(&command), false, Some(&stats)),
             "Process tree: web · cgroup cpu 4.2s mem 3.0M"
+        );
+    }
+
+    /// In an agent's tree, the shell call of a command of its session (the shim, which Claude
+    /// Code starts in a session of its own) reads as that command, not as an escapee with
+    /// the shim's argv; a process given the pid after the command started, or the same pid
+    /// in another session's command, does not.
+    #[test]
+    fn an_agents_shell_call_reads_as_the_command_it_asked_for() {
+        use tether_config::CommandConfig;
+        use tether_protocol::protocol::CommandSpec;
+        let command = |dir: &str, caller: i32, started_ms: u64, script: &str| {
+            let spec = CommandSpec::Argv(vec!["bash".into(), "-c".into(), script.into()]);
+            let mut c = CommandState::new(CommandConfig::new("c", spec));
+            c.begin_run(format!("/state/sessions/{dir}").into(), started_ms);
+            c.started_ms = Some(started_ms);
+            c.caller_pid = Some(caller);
+            c
+        };
+        let agent = command("s1/01-claude", 100, 1_000, "claude");
+        let model = tether_model::Model {
+            commands: vec![
+                agent.clone(),
+                command("s1/05-python3", 9274, 20_000, "python3 -m http.server"),
+                command("s2/07-ls", 9300, 20_000, "ls"),
+            ],
+            session_id: "s1".into(),
+            session_dir: "/state/sessions/s1".into(),
+            started_ms: 1_000,
+            mode: tether_model::Mode::Watched,
+        };
+        let calls = calls_in(&model, &agent);
+        let row = |pid: i32, start_ms: u64| TreeRow {
+            depth: 2,
+            process: tether_os::sampler::ProcessInfo {
+                pid,
+                ppid: 101,
+                pgid: pid,
+                sid: pid,
+                state: 'S',
+                cpu_percent: 0.0,
+                rss_bytes: 0,
+                start_ms,
+                argv: vec!["/tmp/tether-0/agent-shims-1-2/bash".into(), "-c".into()],
+            },
+            escaped: true,
+        };
+        let text = |row: &TreeRow| {
+            let call = calls.iter().find(|call| call.is(&row.process));
+            let lines = command_lines(row, call, 80, false, 1);
+            lines[0]
+                .spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        };
+        assert_eq!(
+            text(&row(9274, 19_990)),
+            "    └ (command #5) python3 -m http.server"
+        );
+        assert_eq!(
+            text(&row(9274, 25_000)),
+            "    └ (escaped) /tmp/tether-0/agent-shims-1-2/bash -c"
+        );
+        assert_eq!(
+            text(&row(9300, 19_990)),
+            "    └ (escaped) /tmp/tether-0/agent-shims-1-2/bash -c"
         );
     }
 
