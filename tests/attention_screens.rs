@@ -99,7 +99,8 @@ fn the_needs_you_filter_lists_the_failed_mark_and_the_status_bar_names_it() {
 
 #[test]
 fn g_in_a_watch_selects_the_latest_attention_and_says_how_to_stop_it() {
-    let app = app_of(watched(), &[Action::GoToAttention]);
+    // The ended session opens at its last command, the runaway: from the top, `g` goes to it.
+    let app = app_of(watched(), &[Action::Top, Action::GoToAttention]);
     assert_eq!(app.view.selected, RUNAWAY);
     let screen = draw(&app);
     let status = status_line(&screen);
@@ -109,7 +110,7 @@ fn g_in_a_watch_selects_the_latest_attention_and_says_how_to_stop_it() {
     );
     insta::assert_snapshot!(screen);
     // The failed command's timeline, zoomed, has the episode, its end and the failure.
-    let timeline = [Action::Down, Action::FocusPrev, Action::Zoom];
+    let timeline = [Action::Top, Action::Down, Action::FocusPrev, Action::Zoom];
     let screen = draw(&app_of(watched(), &timeline));
     for words in [
         "needs input: sh read(0) blocked on a pipe",

@@ -133,9 +133,10 @@ pub struct ListRows {
     /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
     pub latest_attention: Option<CommandIndex>,
     /// What a watch keeps selected while the operator has not moved the list: of the listed
-    /// commands, the one running that started last, or under the CPU sort the busiest one
-    /// running, which is listed first. (The rows are built again when a command starts or
-    /// ends: see [`fingerprint`].)
+    /// commands, the one running that started last (with none running, the last to start:
+    /// an ended session opens at its end), or under the CPU sort the busiest one running,
+    /// which is listed first. (The rows are built again when a command starts or ends: see
+    /// [`fingerprint`].)
     pub followed: Option<CommandIndex>,
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
@@ -279,16 +280,17 @@ impl ListRows {
                 rows.push(ListRow::Command(id));
             }
         }
-        let running = rows
-            .iter()
-            .filter_map(|row| match row {
-                ListRow::Command(id) => Some((*id, &model.commands[*id])),
-                ListRow::Session(_) | ListRow::Setup(_) => None,
-            })
-            .filter(|(_, c)| c.status.is_active());
+        let listed = rows.iter().filter_map(|row| match row {
+            ListRow::Command(id) => Some((*id, &model.commands[*id])),
+            ListRow::Session(_) | ListRow::Setup(_) => None,
+        });
         let followed = match view.sort {
-            ListSort::Start => running.max_by_key(|(id, c)| (c.started_ms, *id)),
-            ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
+            ListSort::Start => {
+                listed.max_by_key(|(id, c)| (c.status.is_active(), c.started_ms, *id))
+            }
+            ListSort::Cpu => listed
+                .filter(|(_, c)| c.status.is_active())
+                .min_by(|(_, a), (_, b)| cpu_order(a, b)),
         }
         .map(|(id, _)| id);
         ListRows {

@@ -529,6 +529,30 @@ fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
     assert_eq!(app.view.selected, 4);
 }
 
+/// A watch over a session where nothing runs any more opens at its last command, not at
+/// whichever one its first read of the journals caught running.
+#[test]
+fn a_watch_of_an_ended_session_opens_at_its_last_command() {
+    let mut model = model(false, false);
+    model.mode = Mode::Watched;
+    let ended = tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
+        code: Some(0),
+        signal: None,
+        core_dumped: false,
+    });
+    model.commands[0].status = ended;
+    let first = model.commands[0].clone();
+    for at in [900, 950] {
+        let mut later = first.clone();
+        later.apply(&event(at, spawned(9)));
+        later.status = ended;
+        model.commands.push(later);
+    }
+    let mut app = crate::app::App::new(model);
+    app.prepare(ratatui::layout::Rect::new(0, 0, 120, 40), 1_000);
+    assert_eq!(app.view.selected, 2);
+}
+
 /// Sorted by CPU, a watch keeps the busiest running command selected, listed first, not the
 /// newest (which a busy agent starts every moment, at the bottom, and which would scroll a
 /// runaway out of sight); `Home` follows again after the operator moved.
