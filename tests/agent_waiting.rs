@@ -231,6 +231,37 @@ fn claude_code_at_its_prompt_is_waiting_for_you_and_not_while_it_works() {
         }
         None => failures.push("never flagged after the answer".into()),
     }
+    // The background command ran from before the answer to past the flag.
+    let background_dir = command_dirs(&env.state_dir()).into_iter().find(|d| {
+        d.file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("-tail"))
+    });
+    let background = background_dir
+        .as_deref()
+        .map(events_now)
+        .unwrap_or_default();
+    let background_at =
+        |is: fn(&EventKind) -> bool| background.iter().find(|e| is(&e.kind)).map(|e| e.ts_ms);
+    let started = background_at(|k| matches!(k, EventKind::Spawned { .. }));
+    let ended = background_at(|k| matches!(k, EventKind::Exit { .. }));
+    let flagged = raised_at
+        .iter()
+        .map(|(ts, _)| *ts)
+        .find(|ts| *ts >= final_answer);
+    if started.is_none_or(|s| s > final_answer) {
+        failures.push(format!(
+            "the background `{BACKGROUND}` did not start before the answer: {started:?}"
+        ));
+    }
+    if let (Some(ended), Some(flagged)) = (ended, flagged)
+        && ended <= flagged
+    {
+        failures.push(format!(
+            "the background `{BACKGROUND}` ended at {} before the flag at {}",
+            at(ended),
+            at(flagged)
+        ));
+    }
     if exited.zip(spawned).is_none_or(|(e, s)| e - s < 9_500) {
         failures.push(format!(
             "the command did not run its 10 s: {spawned:?} to {exited:?}"

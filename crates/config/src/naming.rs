@@ -192,13 +192,14 @@ pub fn agent_command(script: &str) -> Option<String> {
     let (word, after) = split_word(rest);
     let after = after.trim_start();
     // A command of one plain word comes unquoted (`eval true < /dev/null`), as a shell
-    // quoter leaves it; only in the whole wrapper, so that a script ending `eval ls` is not
-    // taken for one.
-    let stdin_closed = after.starts_with("< /dev/null");
+    // quoter leaves it; only in the whole wrapper (`< /dev/null && pwd -P >| FILE` after
+    // it), so that a script ending `eval ls`, or going on after it, is not taken for one.
+    let stdin_closed = after.strip_prefix("< /dev/null").map(str::trim_start);
     let whole = if word.quoted {
-        after.is_empty() || stdin_closed || after.starts_with("&&")
+        after.is_empty() || stdin_closed.is_some() || after.starts_with("&&")
     } else {
-        stdin_closed && shell_quoted(&word.text) == word.text
+        stdin_closed.is_some_and(|rest| rest.is_empty() || rest.starts_with("&& pwd -P >| "))
+            && shell_quoted(&word.text) == word.text
     };
     whole.then_some(word.text)
 }

@@ -126,19 +126,22 @@ fn sample_agent(
     samples: &mut [ProcessSample],
 ) {
     let own = std::process::id() as i32;
-    let live: Vec<&ProcStat> = processes.iter().filter(|p| !p.is_zombie()).collect();
-    for (sample, process) in samples.iter_mut().zip(&live) {
+    let live = processes.iter().filter(|p| !p.is_zombie());
+    for (sample, process) in samples.iter_mut().zip(live) {
         sample.runs_command = super::waits::runs_command(process, own);
     }
     if !looks.blocked || inputs.is_empty() {
         return;
     }
-    let commands: Vec<i32> = samples
-        .iter()
+    // Each command's processes, its shell call and all below it: none is the agent's own.
+    let family = tether_os::procfs::Family::of(processes);
+    let commands: std::collections::HashSet<i32> = (samples.iter())
         .filter(|s| s.runs_command)
-        .map(|s| s.pid)
+        .flat_map(|s| {
+            let below = family.descendants(s.pid, &[]).into_iter().map(|p| p.pid);
+            std::iter::once(s.pid).chain(below)
+        })
         .collect();
-    let agents_own = |pid: i32| !in_subtree(&live, pid, &commands);
     // The one last seen waiting first: it is the agent's main process almost always.
     let first = looks
         .waiting
@@ -148,11 +151,10 @@ fn sample_agent(
         .iter()
         .map(|s| s.pid)
         .filter(|&pid| Some(pid) != looks.waiting);
-    for pid in first
-        .chain(rest)
-        .filter(|&pid| agents_own(pid))
-        .collect::<Vec<_>>()
-    {
+    for pid in first.chain(rest).collect::<Vec<_>>() {
+        if commands.contains(&pid) {
+            continue;
+        }
         if let Some(blocked) = super::waits::terminal_wait(pid, inputs)
             && let Some(sample) = samples.iter_mut().find(|s| s.pid == pid)
         {
@@ -160,22 +162,6 @@ fn sample_agent(
             return;
         }
     }
-}
-
-/// Whether `pid` is one of `roots` or descends from one, by the parents in `processes`.
-fn in_subtree(processes: &[&ProcStat], pid: i32, roots: &[i32]) -> bool {
-    let mut at = pid;
-    // A chain no longer than the tree: a parent loop (a pid reused between reads) ends too.
-    for _ in 0..=processes.len() {
-        if roots.contains(&at) {
-            return true;
-        }
-        match processes.iter().find(|p| p.pid == at) {
-            Some(process) => at = process.ppid,
-            None => return false,
-        }
-    }
-    false
 }
 
 /// The read system calls, by number on this architecture.

@@ -4,13 +4,16 @@
 //! runs in the foreground, and for the threshold (`input_after`) it wrote nothing, started
 //! or ended no command, was typed nothing to and used no CPU.
 //!
-//! A command it wrote after is in the background: it went on without waiting for it (Claude
-//! Code's `run_in_background`, a command moved there at its timeout, a server it started),
-//! and such a command runs as long as the agent's session may. One it wrote nothing since
-//! is in the foreground, as far as can be told: an agent that waits for a command in
-//! silence and one that left it to run look alike, except by what they write. An agent at
-//! work shows it (Claude Code counts a command's seconds, others spin), so a foreground
-//! command held as background costs nothing while it does.
+//! A command it wrote after (after a look first saw the command run) is in the background:
+//! it went on without waiting for it (Claude Code's `run_in_background`, a command moved
+//! there at its timeout, a server it started), and such a command runs as long as the
+//! agent's session may. One it wrote nothing since is in the foreground, as far as can be
+//! told: an agent that waits for a command in silence and one that left it to run look
+//! alike, except by what they write. An agent at work shows it (Claude Code counts a
+//! command's seconds, others spin), so a foreground command held as background costs
+//! nothing while it does; an agent that writes once during a command (the command's first
+//! line passed on) and then sits silent, waiting on its terminal among other things, is
+//! taken for one waiting for you a threshold later.
 //!
 //! "No CPU" is measured over the whole quiet stretch, not look by look: an event loop at
 //! its prompt does a little work now and then (Claude Code 2.1 uses 0.5 % of a core at
@@ -44,8 +47,8 @@ pub(super) struct AgentWait {
     /// Its commands running at the last look (pid, start), each with the look that first
     /// saw it.
     running: Vec<(i32, u64, Instant)>,
-    /// The last look that saw a command of its run in the foreground, the first that saw
-    /// none after one did, or one that saw a command start: no command started or ended
+    /// The last look that saw a command of its run in the foreground (a command is, when
+    /// first seen), or the first that saw none after one did: no command started or ended
     /// in the foreground after it, for sure.
     command_seen: Option<Instant>,
     /// When the operator last typed into its terminal (through the broker).
@@ -103,10 +106,10 @@ impl AgentWait {
             .filter(|p| p.runs_command)
             .map(|p| (p.pid, p.start_ticks, first_seen(p)))
             .collect();
-        let started = running.iter().any(|r| r.2 == at);
         self.running = running;
+        // A command first seen now is in the foreground (the agent wrote nothing since).
         self.commands = self.running.iter().any(|r| r.2 >= self.last_output);
-        if self.commands || ran || started {
+        if self.commands || ran {
             self.command_seen = Some(at);
         }
         self.wait = processes

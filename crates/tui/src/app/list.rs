@@ -133,9 +133,9 @@ pub struct ListRows {
     /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
     pub latest_attention: Option<CommandIndex>,
     /// What a watch keeps selected while the operator has not moved the list: of the listed
-    /// commands, the one running that started last (with none running, the last to start:
-    /// an ended session opens at its end), or under the CPU sort the busiest one running,
-    /// which is listed first. (The rows are built again when a command starts or ends: see
+    /// commands, the one running that started last, or under the CPU sort the busiest one
+    /// running, which is listed first (in its session); with none running, the last to
+    /// end (an ended session opens at its end). (The rows are built again when a command starts or ends: see
     /// [`fingerprint`].)
     pub followed: Option<CommandIndex>,
     /// Columns of the widest name, and of the widest number (`#123`).
@@ -280,19 +280,19 @@ impl ListRows {
                 rows.push(ListRow::Command(id));
             }
         }
-        let listed = rows.iter().filter_map(|row| match row {
-            ListRow::Command(id) => Some((*id, &model.commands[*id])),
-            ListRow::Session(_) | ListRow::Setup(_) => None,
-        });
+        let listed: Vec<(CommandIndex, &CommandState)> = (rows.iter())
+            .filter_map(|row| match row {
+                ListRow::Command(id) => Some((*id, &model.commands[*id])),
+                ListRow::Session(_) | ListRow::Setup(_) => None,
+            })
+            .collect();
+        let running = listed.iter().filter(|(_, c)| c.status.is_active());
         let followed = match view.sort {
-            ListSort::Start => {
-                listed.max_by_key(|(id, c)| (c.status.is_active(), c.started_ms, *id))
-            }
-            ListSort::Cpu => listed
-                .filter(|(_, c)| c.status.is_active())
-                .min_by(|(_, a), (_, b)| cpu_order(a, b)),
+            ListSort::Start => running.max_by_key(|(id, c)| (c.started_ms, *id)),
+            ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
         }
-        .map(|(id, _)| id);
+        .or_else(|| (listed.iter()).max_by_key(|(id, c)| (c.ended_ms, c.started_ms, *id)))
+        .map(|(id, _)| *id);
         ListRows {
             rows,
             sessions,

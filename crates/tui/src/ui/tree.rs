@@ -51,7 +51,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     // selected in the focused tree; in half the pane at most, so that its neighbours stay in
     // sight, unless the pane is zoomed.
     let max_rows = if view.zoom { visible } else { visible / 2 }.max(1);
-    let calls = command.map_or_else(Vec::new, |c| calls_in(model, c));
+    let calls = command.map_or_else(Vec::new, |c| calls_in(model, c, &content.tree));
     let commands: Vec<Vec<Line>> = content
         .tree
         .iter()
@@ -139,13 +139,17 @@ impl Call {
     }
 }
 
-/// The commands of `command`'s session whose caller is another process than `command`'s.
-fn calls_in(model: &tether_model::Model, command: &CommandState) -> Vec<Call> {
+/// The commands of `command`'s session whose caller is a process of its `tree` (not
+/// `command`'s own caller), in the order they started: of two given the same pid, the
+/// earlier is found first, and [`Call::is`] tells them apart by the process's start.
+fn calls_in(model: &tether_model::Model, command: &CommandState, tree: &[TreeRow]) -> Vec<Call> {
     let Some(session) = command.id().map(|id| id.session) else {
         return Vec::new();
     };
+    let pids: std::collections::HashSet<i32> = tree.iter().map(|row| row.process.pid).collect();
     (model.commands.iter())
-        .filter(|c| c.caller_pid.is_some() && c.caller_pid != command.caller_pid)
+        .filter(|c| c.caller_pid.is_some_and(|pid| pids.contains(&pid)))
+        .filter(|c| c.caller_pid != command.caller_pid)
         .filter_map(|c| {
             let id = c.id().filter(|id| id.session == session)?;
             Some(Call {
@@ -368,7 +372,6 @@ mod tests {
             started_ms: 1_000,
             mode: tether_model::Mode::Watched,
         };
-        let calls = calls_in(&model, &agent);
         let row = |pid: i32, start_ms: u64| TreeRow {
             depth: 2,
             process: tether_os::sampler::ProcessInfo {
@@ -384,6 +387,8 @@ mod tests {
             },
             escaped: true,
         };
+        let tree = [row(9274, 19_990), row(9300, 19_990)];
+        let calls = calls_in(&model, &agent, &tree);
         let text = |row: &TreeRow| {
             let call = calls.iter().find(|call| call.is(&row.process));
             let lines = command_lines(row, call, 80, false, 1);

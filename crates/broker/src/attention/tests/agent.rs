@@ -176,7 +176,7 @@ fn the_threshold_counts_from_its_last_output() {
 }
 
 #[test]
-fn never_while_a_command_of_its_runs() {
+fn never_while_a_command_of_its_runs_and_it_says_nothing() {
     let t0 = Instant::now();
     let mut d = agent_detector(t0);
     // A 10 s command from 1 s, the agent silent (no spinner) and idle all along.

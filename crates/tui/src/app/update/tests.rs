@@ -529,10 +529,10 @@ fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
     assert_eq!(app.view.selected, 4);
 }
 
-/// A watch over a session where nothing runs any more opens at its last command, not at
-/// whichever one its first read of the journals caught running.
+/// A watch over a session where nothing runs any more selects the command that ended last,
+/// not whichever one its first read of the journals caught running.
 #[test]
-fn a_watch_of_an_ended_session_opens_at_its_last_command() {
+fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
     let mut model = model(false, false);
     model.mode = Mode::Watched;
     let ended = tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
@@ -546,11 +546,14 @@ fn a_watch_of_an_ended_session_opens_at_its_last_command() {
         let mut later = first.clone();
         later.apply(&event(at, spawned(9)));
         later.status = ended;
+        later.ended_ms = Some(at + 10);
         model.commands.push(later);
     }
+    // The first ended last of all, after the others (a long build): it is the one.
+    model.commands[0].ended_ms = Some(990);
     let mut app = crate::app::App::new(model);
     app.prepare(ratatui::layout::Rect::new(0, 0, 120, 40), 1_000);
-    assert_eq!(app.view.selected, 2);
+    assert_eq!(app.view.selected, 0);
 }
 
 /// Sorted by CPU, a watch keeps the busiest running command selected, listed first, not the
