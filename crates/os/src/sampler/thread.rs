@@ -14,6 +14,10 @@ use super::{Sampler, Snapshot};
 
 /// Below this the thread would spin rather than sample.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// A changed watch list is sampled at once, but not sooner than this after the last sample:
+/// an agent that starts 35 commands a second changes the list 70 times a second, and each
+/// sample reads every process of the machine.
+const CHANGED_LIST_GAP: Duration = Duration::from_millis(100);
 
 enum Control {
     SetBrokers(Vec<i32>),
@@ -33,8 +37,9 @@ pub struct SamplerHandle {
 }
 
 impl SamplerHandle {
-    /// Replaces the watch list; a changed list is sampled at once, so a new command's tree
-    /// shows without waiting for the next tick.
+    /// Replaces the watch list; a changed list is sampled at once (or [`CHANGED_LIST_GAP`]
+    /// after the last sample, if that is later), so a new command's tree shows without
+    /// waiting for the next tick.
     pub fn set_brokers(&self, brokers: Vec<i32>) {
         self.send(Control::SetBrokers(brokers));
     }
@@ -111,18 +116,16 @@ fn run(interval: Duration, requests: &Receiver<Control>, snapshots: &UnboundedSe
                 Err(TryRecvError::Disconnected) => return,
             }
         }
-        let stale = last_sample.is_none_or(|at| at.elapsed() >= pace.base());
-        match wanted {
-            Wanted::Now => {}
-            Wanted::IfStale if stale => {}
-            Wanted::IfStale => {
-                // Fresh enough: the next sample comes one base interval after the last.
-                next = last_sample
-                    .filter(|_| !brokers.is_empty())
-                    .map(|at| at + pace.base());
+        let now = Instant::now();
+        let since = last_sample.map(|at| now.saturating_duration_since(at));
+        match when(wanted, since, pace.base()) {
+            When::Now => {}
+            When::After(wait) if !brokers.is_empty() => {
+                let at = now + wait;
+                next = Some(next.map_or(at, |next| next.min(at)));
                 continue;
             }
-            Wanted::Nothing => continue,
+            When::After(_) | When::Unchanged => continue,
         }
         let mut snapshot = sampler.sample(&brokers);
         snapshot.machine = Some(machine.sample(sampler.processes()));
@@ -141,7 +144,34 @@ enum Wanted {
     Nothing,
     /// A sample unless the last one is younger than the base interval.
     IfStale,
+    /// A sample unless the last one is younger than [`CHANGED_LIST_GAP`].
+    Soon,
     Now,
+}
+
+/// When the sample a request calls for is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    Now,
+    /// This long from now, unless the periodic sample comes first.
+    After(Duration),
+    /// The schedule stands.
+    Unchanged,
+}
+
+/// When to sample for `wanted`, the last sample having been taken `since` ago (`None`:
+/// never), at a `base` interval.
+fn when(wanted: Wanted, since: Option<Duration>, base: Duration) -> When {
+    let after = |gap: Duration| match since {
+        Some(since) if since < gap => When::After(gap - since),
+        _ => When::Now,
+    };
+    match wanted {
+        Wanted::Now => When::Now,
+        Wanted::Soon => after(CHANGED_LIST_GAP),
+        Wanted::IfStale => after(base),
+        Wanted::Nothing => When::Unchanged,
+    }
 }
 
 /// Applies one request and says what it calls for.
@@ -156,10 +186,34 @@ fn apply(message: Control, brokers: &mut Vec<i32>, pace: &mut Pace) -> Wanted {
             let changed = list != *brokers;
             *brokers = list;
             if changed {
-                Wanted::Now
+                Wanted::Soon
             } else {
                 Wanted::Nothing
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A changed list is sampled at once unless the last sample is younger than the gap,
+    /// and then when the gap has passed: a burst of new commands costs a sample a gap, not
+    /// one a command. A sample asked for (a signal's effect) is never put off.
+    #[test]
+    fn a_changed_list_is_sampled_at_most_once_a_gap() {
+        let base = Duration::from_secs(1);
+        let ms = Duration::from_millis;
+        assert_eq!(when(Wanted::Soon, None, base), When::Now);
+        assert_eq!(when(Wanted::Soon, Some(ms(150)), base), When::Now);
+        assert_eq!(when(Wanted::Soon, Some(ms(30)), base), When::After(ms(70)));
+        assert_eq!(when(Wanted::Now, Some(ms(1)), base), When::Now);
+        assert_eq!(
+            when(Wanted::IfStale, Some(ms(400)), base),
+            When::After(ms(600))
+        );
+        assert_eq!(when(Wanted::IfStale, Some(ms(1_000)), base), When::Now);
+        assert_eq!(when(Wanted::Nothing, Some(ms(1)), base), When::Unchanged);
     }
 }

@@ -1,5 +1,6 @@
 //! The TUI's event loop: one `select!` over keys, broker events, process samples, signals and
-//! the next frame. It draws only when something changed, at most 60 times a second.
+//! the next frame. It draws only when something changed, at most 60 times a second (a watch,
+//! for what its journals told, at most 20).
 
 use std::collections::HashMap;
 use std::io::Stdout;
@@ -31,6 +32,10 @@ use tether_os::sampler::spawn_sampler;
 use tether_protocol::protocol::{EventKind, ProcessSignal};
 
 const FRAME: Duration = Duration::from_micros(16_667);
+/// The shortest time between two frames of a watch that only show what its journals told:
+/// an agent that starts 35 commands a second would have the list built again and drawn 60
+/// times a second, a third of a core. A key is answered at [`FRAME`]'s pace.
+const WATCH_FRAME: Duration = Duration::from_millis(50);
 /// The most terminal events handled at one wake-up (a paste that is not bracketed is one per
 /// character): enough to join a paste into few pieces, few enough that frames and brokers
 /// are not kept waiting.
@@ -41,6 +46,16 @@ const KEYS_PER_WAKE: usize = 1024;
 const JOURNAL_READS: Duration = Duration::from_millis(8);
 /// After that, how long brokers that did not finish get to be killed with their leftovers.
 const ABORT_SLACK: Duration = Duration::from_secs(2);
+
+/// The shortest time since the last frame before the next: a watch's news waits longer than
+/// an answer to the operator.
+fn frame_gap(watching: bool, prompt: bool) -> Duration {
+    if watching && !prompt {
+        WATCH_FRAME
+    } else {
+        FRAME
+    }
+}
 
 /// Reads terminal events on a thread of their own (crossterm's read blocks).
 fn terminal_events() -> UnboundedReceiver<TermEvent> {
@@ -160,13 +175,16 @@ pub(super) async fn event_loop(
     // reports a program that a signal ended.
     let mut ended_by: Option<i32> = None;
     let mut dirty = true;
+    // What is to be drawn answers the operator (a key, a signal): at the full frame rate.
+    let mut prompt = true;
     let mut last_draw: Option<Instant> = None;
     let mut watched: Vec<i32> = Vec::new();
     let mut next_tick = Instant::now() + Duration::from_secs(1);
     let mut journals_read_at: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
+        let frame = frame_gap(watching, prompt);
+        if dirty && last_draw.is_none_or(|t| now >= t + frame) {
             let at = if recorded {
                 frozen_at(&runner.app.model, now_ms())
             } else {
@@ -195,6 +213,7 @@ pub(super) async fn event_loop(
             drawn?;
             // Output not yet indexed is caught up with over the next frames.
             dirty = runner.app.behind;
+            prompt = false;
             runner.sync_terminal_sizes();
             last_draw = Some(now);
         }
@@ -216,13 +235,12 @@ pub(super) async fn event_loop(
         }
         let brokers = runner.app.brokers();
         if brokers != watched {
+            // A new broker's tree is sampled soon (at most one sample a gap in a burst of
+            // commands: `set_brokers`).
             sampler.set_brokers(brokers.clone());
-            if brokers.len() > watched.len() {
-                sampler.sample_now();
-            }
             watched = brokers;
         }
-        let frame_at = last_draw.map_or(now, |t| t + FRAME);
+        let frame_at = last_draw.map_or(now, |t| t + frame);
         // Runtimes on screen change every second while anything runs; a watch also checks
         // its brokers then (and looks at the journals twice a second without inotify).
         let polling = runner.watch.as_ref().is_some_and(Watch::polling);
@@ -263,6 +281,7 @@ pub(super) async fn event_loop(
                 if handled {
                     sampler.attend();
                     dirty = true;
+                    prompt = true;
                 }
             }
             Some(event) = fleet_events.recv() => {
@@ -327,4 +346,19 @@ pub(super) async fn event_loop(
     // Nothing the TUI adopted from a dead broker outlives it.
     runner.fleet.kill_leftovers().await;
     Ok(ended_by.map_or(0, |signal| 128 + signal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A watch draws what its journals told at most 20 times a second; a key, and anything
+    /// in a TUI that runs its own commands, at most 60.
+    #[test]
+    fn a_watchs_news_is_drawn_at_a_slower_pace_than_a_key() {
+        assert_eq!(frame_gap(true, false), WATCH_FRAME);
+        assert_eq!(frame_gap(true, true), FRAME);
+        assert_eq!(frame_gap(false, false), FRAME);
+        assert!(WATCH_FRAME > 2 * FRAME);
+    }
 }

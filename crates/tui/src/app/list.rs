@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use tether_model::output::{one_line, text_width};
 use tether_model::{CommandIndex, CommandState, Model};
+use tether_protocol::CommandId;
 
 /// Which commands the list shows (`F` cycles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -245,7 +246,13 @@ impl ListRows {
                 }
             }
             name_width = name_width.max(text_width(&one_line(&command.title())));
-            widest_number = widest_number.max(command.id().map_or(id as u64 + 1, |c| c.number));
+            // The number alone, from the directory's name (not the whole id: this runs for
+            // every command at each change of a list of thousands).
+            let number = (command.journal_dir.as_deref())
+                .and_then(Path::file_name)
+                .and_then(|name| name.to_str())
+                .and_then(CommandId::number_of);
+            widest_number = widest_number.max(number.unwrap_or(id as u64 + 1));
             state_width = state_width.max(text_width(&command.short_label()));
             if view.filter.shows(command) {
                 members[at].push(id);
@@ -387,12 +394,14 @@ fn new_group(model: &Model, dir: &Path) -> SessionGroup {
 /// Whether `command` is one of an agent's set-up shells that the list folds into one row:
 /// one that ended well. One that runs, failed or needs the operator is listed as any other.
 fn folds_away(command: &CommandState, view: &ListView) -> bool {
+    // Whether it is a set-up shell (its command line parsed) is asked last, of the few that
+    // ended well.
     !view.show_setup
-        && command.is_setup()
         && command.status != tether_model::Status::Idle
         && !command.status.is_active()
         && !command.is_failure()
         && command.needs_you().is_none()
+        && command.is_setup()
 }
 
 /// The busiest first: live commands by CPU %, then ended ones by CPU time, then the rest.

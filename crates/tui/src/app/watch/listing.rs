@@ -257,6 +257,11 @@ impl Watch {
     /// renamed to the command's name (listed again under it), or a reservation removed.
     /// An ended row stays (`tether prune` may remove its journal; the row is still news).
     fn drop_unfinished(&mut self, dir: &Path, app: &mut App) -> bool {
+        // Never listed (a reserved number renamed before it was read, as most are): no row
+        // to look for among thousands.
+        if !self.known.contains(dir) && !self.open.contains_key(dir) {
+            return false;
+        }
         let open = self.open.remove(dir).is_some();
         let index = position(app, dir);
         // Read once, when it was already going: it never had a command.json.
