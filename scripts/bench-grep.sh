@@ -10,9 +10,10 @@
 #   BENCH_BYTES=104857600 scripts/bench-grep.sh   # a quicker 100 MiB
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/common.sh
 BYTES=${BENCH_BYTES:-1073741824}
 cargo build --release --quiet
-TETHER=$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)
+TETHER=$(release_tether)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tether-bench-grep.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 STATE=$WORK/state

@@ -11,13 +11,14 @@
 #   bash scripts/bench-open.sh [RUNS]        (default 11 runs of each; prints medians)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/common.sh
 RUNS=${1:-11}
 need() { command -v "$1" >/dev/null 2>&1 || {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1"; }; }
 need tmux
 need less
 cargo build --release --quiet
-TETHER=$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)
+TETHER=$(release_tether)
 
 WORK=$(mktemp -d)
 SOCKET="tether-bench-open-$$"

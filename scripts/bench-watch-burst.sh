@@ -3,13 +3,15 @@
 # N commands (default 600: `true`, `echo`, `cat`, `ls | head`), each `"$SHELL" -c CMD`, run
 # by a script under `tether agent`; the same script bare (SHELL=/bin/bash) for comparison.
 # Prints each run's wall time and the watch's CPU by thread (its main loop and its process
-# sampler), in ms and per command. Usage: scripts/bench-watch-burst.sh [path/to/tether] [N]
+# sampler), in ms and per command, from when it has read the sessions already there (each
+# round adds one: the watch lists N, 2N, then 3N commands of the earlier rounds besides). Usage: scripts/bench-watch-burst.sh [path/to/tether] [N]
 # (default: the release build). The state directory is made under ${TMPDIR:-/tmp}; its file
 # system is printed, since a disk and a tmpfs give different figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/common.sh
 [ -n "${1:-}" ] || cargo build --release --quiet
-BIN=${1:-$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)}
+BIN=${1:-$(release_tether)}
 N=${2:-600}
 if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
@@ -48,13 +50,21 @@ for round in 1 2 3; do
   echo "round $round: bare bash: $(ms_since "$t") ms"
 
   t=$(clock)
-  "$BIN" agent --state-dir "$WORK/state" --session "alone-$round" -- bash "$WORK/agent.sh"
+  "$BIN" agent --state-dir "$WORK/alone" --session "alone-$round" -- bash "$WORK/agent.sh"
   echo "round $round: tether agent, no watch: $(ms_since "$t") ms"
 
   tmux -L "$SOCKET" new-session -d -x 120 -y 40 "exec $BIN watch --state-dir $WORK/state"
-  until tmux -L "$SOCKET" capture-pane -p -t 0 | grep -q Commands; do sleep 0.05; done
   watch=$(tmux -L "$SOCKET" list-panes -F '#{pane_pid}')
+  # Measured from when the watch has read what is there already: its CPU still for a second.
+  deadline=$((SECONDS + 120))
   before=$(ticks "$watch")
+  while sleep 1; now=$(ticks "$watch"); [ "$now" != "$before" ]; do
+    before=$now
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "the watch did not settle in 120 s" >&2
+      exit 1
+    fi
+  done
   t=$(clock)
   "$BIN" agent --state-dir "$WORK/state" --session "watched-$round" -- bash "$WORK/agent.sh"
   took=$(ms_since "$t")

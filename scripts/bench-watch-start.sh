@@ -6,8 +6,9 @@
 # scripts/bench-watch-start.sh [path/to/tether] [N] (default: the release build, 5001).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/common.sh
 [ -n "${1:-}" ] || cargo build --release --quiet
-BIN=${1:-$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)}
+BIN=${1:-$(release_tether)}
 N=${2:-5001}
 WORK=$(mktemp -d /tmp/tether-bench-watch-start.XXXXXX)
 SOCKET="tether-bench-watch-start-$$"

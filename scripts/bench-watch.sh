@@ -7,8 +7,9 @@
 # broker: an upper bound of broker start → row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/common.sh
 [ -n "${1:-}" ] || cargo build --release --quiet
-BIN=${1:-$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)}
+BIN=${1:-$(release_tether)}
 if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
 fi

@@ -4,8 +4,9 @@
 # Usage: bash scripts/screenshots.sh   (needs tmux and python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/common.sh
 cargo build --release --quiet
-bin=$(ls -d "$PWD"/target/*/release/tether "$PWD"/target/release/tether 2>/dev/null | head -1)
+bin=$(release_tether)
 out="$PWD/screenshots"
 mkdir -p "$out"
 state=$(mktemp -d)

@@ -191,16 +191,22 @@ pub fn agent_command(script: &str) -> Option<String> {
     let rest = script.strip_prefix("shopt -u extglob 2>/dev/null || true && eval ")?;
     let (word, after) = split_word(rest);
     let after = after.trim_start();
-    // A command of one plain word comes unquoted (`eval true < /dev/null`), as a shell
-    // quoter leaves it; only in the whole wrapper (`< /dev/null && pwd -P >| FILE` after
-    // it), so that a script ending `eval ls`, or going on after it, is not taken for one.
+    // What may follow the command: `< /dev/null`, then `&& pwd -P >| FILE` (either may be
+    // missing, as earlier versions sent), and nothing else, so that a script that only
+    // begins as the wrapper does is not taken for one. A command of one plain word comes
+    // unquoted (`eval true < /dev/null`), as a shell quoter leaves it; unquoted, `< /dev/null`
+    // must be there, so that a script ending `eval ls` is not taken for one either.
     let stdin_closed = after.strip_prefix("< /dev/null").map(str::trim_start);
-    let whole = if word.quoted {
-        after.is_empty() || stdin_closed.is_some() || after.starts_with("&&")
-    } else {
-        stdin_closed.is_some_and(|rest| rest.is_empty() || rest.starts_with("&& pwd -P >| "))
-            && shell_quoted(&word.text) == word.text
+    let tail = stdin_closed.unwrap_or(after);
+    let cwd_written = |tail: &str| {
+        let Some(file) = tail.strip_prefix("&& pwd -P >| ") else {
+            return false;
+        };
+        let (file, end) = split_word(file);
+        !file.text.is_empty() && end.trim().is_empty()
     };
+    let whole = (tail.is_empty() || cwd_written(tail))
+        && (word.quoted || (stdin_closed.is_some() && shell_quoted(&word.text) == word.text));
     whole.then_some(word.text)
 }
 

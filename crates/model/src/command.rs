@@ -795,6 +795,13 @@ impl CommandState {
         tether_config::naming::command_text(&self.config.command)
     }
 
+    /// The agent of a `tether agent` session (journaled as `tether session-owner ... --
+    /// AGENT ARGS`), which owns the session: it ends after its commands.
+    pub fn is_session_owner(&self) -> bool {
+        matches!(&self.config.command, tether_protocol::protocol::CommandSpec::Argv(argv)
+            if tether_config::naming::agent_argv(argv).is_some())
+    }
+
     /// One of an agent's own set-up shells (Claude Code's `env` probe and shell snapshot),
     /// not a command it was asked to run: the list folds it away once it ended well.
     pub fn is_setup(&self) -> bool {

@@ -206,6 +206,15 @@ fn an_agents_wrapper_gives_the_command_it_runs() {
         agent_command("shopt -u extglob 2>/dev/null || true && eval ls < /dev/null; curl x"),
         None
     );
+    // Whatever the quoting, nothing may follow the file `pwd` writes to.
+    for after in ["; curl x", " && curl x", " x"] {
+        let script = format!("{}{after}", wrapped("'ls'"));
+        assert_eq!(agent_command(&script), None, "{script}");
+    }
+    assert_eq!(
+        agent_command("shopt -u extglob 2>/dev/null || true && eval 'ls' && curl x"),
+        None
+    );
     // As Claude Code 2.1.197 sent it once it had its shell snapshot (recorded).
     let recorded = "source /home/dev/.claude/shell-snapshots/snapshot-bash-1796509587890-zt4vni.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'sleep 1; curl -s -o /dev/null -w '\"'\"'%{http_code}\\n'\"'\"' http://127.0.0.1:8765/' < /dev/null && pwd -P >| /tmp/claude-3f3d-cwd";
     assert_eq!(

@@ -185,10 +185,11 @@ fn apply(message: Control, brokers: &mut Vec<i32>, pace: &mut Pace) -> Wanted {
         Control::SetBrokers(list) => {
             let changed = list != *brokers;
             *brokers = list;
-            if changed {
-                Wanted::Soon
-            } else {
-                Wanted::Nothing
+            match (changed, brokers.is_empty()) {
+                (false, _) => Wanted::Nothing,
+                // The last, empty snapshot goes at once: nothing is sampled after it.
+                (true, true) => Wanted::Now,
+                (true, false) => Wanted::Soon,
             }
         }
     }
@@ -215,5 +216,24 @@ mod tests {
         );
         assert_eq!(when(Wanted::IfStale, Some(ms(1_000)), base), When::Now);
         assert_eq!(when(Wanted::Nothing, Some(ms(1)), base), When::Unchanged);
+        // What each change of the list asks for: a new list soon, an empty one at once.
+        let mut pace = Pace::new(base);
+        let mut brokers = vec![1];
+        assert_eq!(
+            apply(Control::SetBrokers(vec![1]), &mut brokers, &mut pace),
+            Wanted::Nothing
+        );
+        assert_eq!(
+            apply(Control::SetBrokers(vec![1, 2]), &mut brokers, &mut pace),
+            Wanted::Soon
+        );
+        assert_eq!(
+            apply(Control::SetBrokers(vec![]), &mut brokers, &mut pace),
+            Wanted::Now
+        );
+        assert_eq!(
+            apply(Control::SampleNow, &mut brokers, &mut pace),
+            Wanted::Now
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The TUI's event loop: one `select!` over keys, broker events, process samples, signals and
 //! the next frame. It draws only when something changed, at most 60 times a second (a watch,
-//! for what its journals told, at most 20).
+//! but in answer to a key, at most 20).
 
 use std::collections::HashMap;
 use std::io::Stdout;
@@ -32,9 +32,10 @@ use tether_os::sampler::spawn_sampler;
 use tether_protocol::protocol::{EventKind, ProcessSignal};
 
 const FRAME: Duration = Duration::from_micros(16_667);
-/// The shortest time between two frames of a watch that only show what its journals told:
-/// an agent that starts 35 commands a second would have the list built again and drawn 60
-/// times a second, a third of a core. A key is answered at [`FRAME`]'s pace.
+/// The shortest time between two frames of a watch, but for those that answer a key: what
+/// its journals tell of an agent that starts 35 commands a second would have the list built
+/// again and drawn 60 times a second, a third of a core. A key is answered at [`FRAME`]'s
+/// pace.
 const WATCH_FRAME: Duration = Duration::from_millis(50);
 /// The most terminal events handled at one wake-up (a paste that is not bracketed is one per
 /// character): enough to join a paste into few pieces, few enough that frames and brokers
@@ -175,7 +176,8 @@ pub(super) async fn event_loop(
     // reports a program that a signal ended.
     let mut ended_by: Option<i32> = None;
     let mut dirty = true;
-    // What is to be drawn answers the operator (a key, a signal): at the full frame rate.
+    // What is to be drawn answers a key (and what it opened is still being caught up with):
+    // at the full frame rate.
     let mut prompt = true;
     let mut last_draw: Option<Instant> = None;
     let mut watched: Vec<i32> = Vec::new();
@@ -213,7 +215,7 @@ pub(super) async fn event_loop(
             drawn?;
             // Output not yet indexed is caught up with over the next frames.
             dirty = runner.app.behind;
-            prompt = false;
+            prompt &= runner.app.behind;
             runner.sync_terminal_sizes();
             last_draw = Some(now);
         }

@@ -136,7 +136,7 @@ pub struct ListRows {
     /// What a watch keeps selected while the operator has not moved the list: of the listed
     /// commands, the one running that started last, or under the CPU sort the busiest one
     /// running, which is listed first (in its session); with none running, the last to
-    /// end (an ended session opens at its end). (The rows are built again when a command starts or ends: see
+    /// end but an agent, which ends after its commands (an ended session opens at its end). (The rows are built again when a command starts or ends: see
     /// [`fingerprint`].)
     pub followed: Option<CommandIndex>,
     /// Columns of the widest name, and of the widest number (`#123`).
@@ -298,7 +298,12 @@ impl ListRows {
             ListSort::Start => running.max_by_key(|(id, c)| (c.started_ms, *id)),
             ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
         }
-        .or_else(|| (listed.iter()).max_by_key(|(id, c)| (c.ended_ms, c.started_ms, *id)))
+        .or_else(|| {
+            let last = |(id, c): &&(CommandIndex, &CommandState)| (c.ended_ms, c.started_ms, *id);
+            (listed.iter().filter(|(_, c)| !c.is_session_owner()))
+                .max_by_key(last)
+                .or_else(|| listed.iter().max_by_key(last))
+        })
         .map(|(id, _)| *id);
         ListRows {
             rows,

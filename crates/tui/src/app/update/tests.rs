@@ -549,8 +549,24 @@ fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
         later.ended_ms = Some(at + 10);
         model.commands.push(later);
     }
-    // The first ended last of all, after the others (a long build): it is the one.
+    // The first ended last of all, after the others (a long build): it is the one. An agent,
+    // which ends after its commands, is not.
     model.commands[0].ended_ms = Some(990);
+    let owner = [
+        "/usr/bin/tether",
+        "session-owner",
+        "--shims",
+        "/s",
+        "--",
+        "claude",
+    ];
+    let mut agent = CommandState::new(CommandConfig::new(
+        "claude",
+        CommandSpec::Argv(owner.iter().map(|a| a.to_string()).collect()),
+    ));
+    agent.status = ended;
+    agent.ended_ms = Some(999);
+    model.commands.push(agent);
     let mut app = crate::app::App::new(model);
     app.prepare(ratatui::layout::Rect::new(0, 0, 120, 40), 1_000);
     assert_eq!(app.view.selected, 0);
