@@ -7,8 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
-[ -n "${1:-}" ] || cargo build --release --quiet
-BIN=${1:-$(release_tether)}
+BIN=$(tether_under_test "${1:-}")
 N=${2:-5001}
 WORK=$(mktemp -d /tmp/tether-bench-watch-start.XXXXXX)
 SOCKET="tether-bench-watch-start-$$"

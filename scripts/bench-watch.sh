@@ -8,8 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
-[ -n "${1:-}" ] || cargo build --release --quiet
-BIN=${1:-$(release_tether)}
+BIN=$(tether_under_test "${1:-}")
 if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
 fi

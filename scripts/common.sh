@@ -13,3 +13,13 @@ release_tether() {
   echo "no release build of tether under $PWD/target: run cargo build --release" >&2
   return 1
 }
+
+# The tether a benchmark measures: the path it was given, or the release build, built first.
+tether_under_test() {
+  if [ -n "${1:-}" ]; then
+    echo "$1"
+    return
+  fi
+  cargo build --release --quiet >&2
+  release_tether
+}
