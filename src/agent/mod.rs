@@ -170,7 +170,7 @@ mod tests {
         let at = 1_796_156_100_000;
         let first = default_session("claude", Some(state.path()), at);
         assert_eq!(first.as_str(), "claude-20261201T201500Z");
-        crate::testing::private_dir(&sessions_dir(state.path()).join(first.as_str()));
+        crate::testing::private_dir(sessions_dir(state.path()).join(first.as_str()));
         let second = default_session("claude", Some(state.path()), at);
         assert_eq!(second.as_str(), "claude-20261201T201500Z-2");
     }

@@ -153,11 +153,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let command = dir.path().join("03-build");
         crate::testing::private_dir(&command);
-        crate::testing::create_private(&command.join(COMMAND_FILE))
+        crate::testing::create_private(command.join(COMMAND_FILE))
             .set_len(3 << 30)
             .unwrap();
         crate::testing::write_private(
-            &command.join("result.json"),
+            command.join("result.json"),
             include_str!("../../tests/fixtures/every-kind/01-ok/result.json"),
         );
         let tracked = snapshot(CommandId::new("s", 3, "build"), &command).expect("listed");

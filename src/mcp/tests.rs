@@ -83,7 +83,7 @@ proptest! {
         grep in prop::option::of(prop::sample::select(vec!["x", "^$", "é", "[0-9]"])),
     ) {
         let journal = tempfile::tempdir().expect("a temp dir");
-        write_private(&journal.path().join(Stream::Stdout.file_name()), &stream);
+        write_private(journal.path().join(Stream::Stdout.file_name()), &stream);
         let command = tracked(journal.path(), &CommandId::new("s", 1, "out"), "out", "out");
         let grep = grep.map(|g| Regex::new(g).expect("a regex"));
         let mut offset = 0u64;
@@ -119,8 +119,8 @@ proptest! {
         left in 0usize..3_000,
     ) {
         let journal = tempfile::tempdir().expect("a temp dir");
-        write_private(&journal.path().join(Stream::Stdout.file_name()), &stdout);
-        write_private(&journal.path().join(Stream::Stderr.file_name()), &stderr);
+        write_private(journal.path().join(Stream::Stdout.file_name()), &stdout);
+        write_private(journal.path().join(Stream::Stderr.file_name()), &stderr);
         let mut command = tracked(journal.path(), &CommandId::new("s", 1, "name"), &name, &command);
         command.failure = error;
         command.exit = Some(ExitStatus { code: Some(1), signal: None, core_dumped: false });

@@ -212,16 +212,15 @@ fn columns_count_characters_not_bytes() {
 fn load_resolves_relative_cwd_against_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tether.toml");
-    std::fs::write(
+    tether_os::testing::write_private(
         &path,
         "[[command]]\nname = \"a\"\nshell = \"x\"\ncwd = \"sub\"\n\
              [[command]]\nname = \"b\"\nshell = \"x\"\ncwd = \"/abs\"\n",
-    )
-    .unwrap();
+    );
     let config = load(&path).unwrap();
     assert_eq!(config.commands[0].cwd, Some(dir.path().join("sub")));
     assert_eq!(config.commands[1].cwd, Some(PathBuf::from("/abs")));
-    std::fs::write(&path, "[[command]]\nnme = \"a\"\n").unwrap();
+    tether_os::testing::write_private(&path, "[[command]]\nnme = \"a\"\n");
     let message = load(&path).unwrap_err().to_string();
     assert!(message.starts_with(&format!("{}:2:1: unknown key `nme`", path.display())));
 }

@@ -155,7 +155,7 @@ mod tests {
     /// A clipboard directory `tether` in `parent`, made beforehand with `mode`.
     fn clip_dir(parent: &Path, mode: u32) -> PathBuf {
         let clip = parent.join("tether");
-        std::fs::create_dir(&clip).unwrap();
+        tether_os::testing::private_dir(&clip);
         std::fs::set_permissions(&clip, std::fs::Permissions::from_mode(mode)).unwrap();
         clip
     }
@@ -165,7 +165,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let clip = clip_dir(dir.path(), 0o700);
         let target = dir.path().join("target");
-        std::fs::write(&target, "untouched").unwrap();
+        tether_os::testing::write_private(&target, "untouched");
         std::os::unix::fs::symlink(&target, clip.join(FILE_NAME)).unwrap();
         write_file(&clip, "copied").unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");

@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn a_finished_run_reads_back_as_it_ended() {
         let dir = tempfile::tempdir().unwrap();
-        let mut events = tether_os::testing::create_private(&dir.path().join("events.jsonl"));
+        let mut events = tether_os::testing::create_private(dir.path().join("events.jsonl"));
         let status = ExitStatus {
             code: Some(2),
             signal: None,
@@ -239,8 +239,8 @@ mod tests {
         let mut request: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
         request["broker"] = serde_json::json!({ "pid": pid, "start_ticks": start_ticks });
-        tether_os::testing::write_private(&dir.path().join("command.json"), request.to_string());
-        tether_os::testing::write_private(&dir.path().join("events.jsonl"), "");
+        tether_os::testing::write_private(dir.path().join("command.json"), request.to_string());
+        tether_os::testing::write_private(dir.path().join("events.jsonl"), "");
         dir
     }
 
@@ -268,7 +268,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spawned = line(11, spawned(5));
         tether_os::testing::write_private(
-            &dir.path().join("events.jsonl"),
+            dir.path().join("events.jsonl"),
             format!("{}\n{spawned}\n{{\"ts_ms\":12,", broker_started()),
         );
         let command = command_from_record(&CommandRecord::load(dir.path()));
@@ -318,7 +318,7 @@ mod tests {
         for argv_again in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             tether_os::testing::write_private(
-                &dir.path().join("events.jsonl"),
+                dir.path().join("events.jsonl"),
                 tree_journal(argv_again),
             );
             let command = command_from_record(&CommandRecord::load(dir.path()));
@@ -383,7 +383,7 @@ mod tests {
     #[test]
     fn every_process_seen_live_is_what_the_journal_replays_with_each_latest_command_line() {
         let dir = tempfile::tempdir().unwrap();
-        tether_os::testing::write_private(&dir.path().join("events.jsonl"), exec_journal());
+        tether_os::testing::write_private(dir.path().join("events.jsonl"), exec_journal());
         let record = CommandRecord::load(dir.path());
         let replayed = command_from_record(&record);
         // Live: the events one by one, as the TUI applies its broker's lines, looked at after

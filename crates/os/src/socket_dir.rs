@@ -310,7 +310,7 @@ mod tests {
     fn unsafe_directories_are_refused_with_the_reason() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("tether");
-        std::fs::create_dir(&dir).unwrap();
+        crate::testing::private_dir(&dir);
         for mode in [0o750, 0o701, 0o1777] {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
             let err = prepare(&dir).unwrap_err();
@@ -330,7 +330,7 @@ mod tests {
         ));
 
         let file = tmp.path().join("file");
-        std::fs::write(&file, "").unwrap();
+        crate::testing::write_private(&file, "");
         assert!(matches!(
             check(&file).unwrap_err(),
             SocketDirError::NotADirectory { .. }
@@ -356,7 +356,7 @@ mod tests {
         assert!(remove_if_stale(&path));
         assert!(!path.exists());
         let file = tmp.path().join("plain");
-        std::fs::write(&file, "").unwrap();
+        crate::testing::write_private(&file, "");
         assert!(!remove_if_stale(&file), "not a socket: left alone");
         assert!(file.exists());
     }
@@ -369,7 +369,7 @@ mod tests {
         }
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("tether");
-        std::fs::create_dir(&dir).unwrap();
+        crate::testing::private_dir(&dir);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
         let err = prepare(&dir).unwrap_err();

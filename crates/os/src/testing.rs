@@ -46,7 +46,8 @@ pub fn write_script(path: &std::path::Path, text: &str, mode: u32) {
 
 /// Writes `bytes` to the file at `path` (created or emptied), 0600 whatever the umask: what a
 /// test puts in a journal's place is kept as tether keeps journals.
-pub fn write_private(path: &std::path::Path, bytes: impl AsRef<[u8]>) {
+pub fn write_private(path: impl AsRef<std::path::Path>, bytes: impl AsRef<[u8]>) {
+    let path = path.as_ref();
     use std::io::Write;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut file = std::fs::OpenOptions::new()
@@ -63,7 +64,8 @@ pub fn write_private(path: &std::path::Path, bytes: impl AsRef<[u8]>) {
 
 /// A new file at `path` (or the one there, emptied), 0600 whatever the umask, open for
 /// writing: a journal a test writes a piece at a time.
-pub fn create_private(path: &std::path::Path) -> std::fs::File {
+pub fn create_private(path: impl AsRef<std::path::Path>) -> std::fs::File {
+    let path = path.as_ref();
     write_private(path, b"");
     std::fs::OpenOptions::new()
         .append(true)
@@ -72,7 +74,8 @@ pub fn create_private(path: &std::path::Path) -> std::fs::File {
 }
 
 /// Creates the directory `path` and any parents missing, 0700 whatever the umask.
-pub fn private_dir(path: &std::path::Path) {
+pub fn private_dir(path: impl AsRef<std::path::Path>) {
+    let path = path.as_ref();
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -232,7 +232,7 @@ mod tests {
         for dir in [state.path().join("export"), loose.clone()] {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        crate::testing::write_private(&loose.join("s1.cursor"), b"{}");
+        crate::testing::write_private(loose.join("s1.cursor"), b"{}");
         std::fs::set_permissions(
             loose.join("s1.cursor"),
             std::fs::Permissions::from_mode(0o644),
@@ -277,7 +277,7 @@ mod tests {
     fn a_damaged_cursor_is_moved_aside_and_the_session_starts_over() {
         let state = tempfile::tempdir().unwrap();
         let dir = CursorDir::open(state.path(), "k").unwrap();
-        crate::testing::write_private(&dir.path().join("s.cursor"), b"{\"v\":1,\"sent_bel");
+        crate::testing::write_private(dir.path().join("s.cursor"), b"{\"v\":1,\"sent_bel");
         let (cursor, damaged) = dir.load("s");
         assert_eq!(cursor, Cursor::default());
         let damaged = damaged.unwrap();
@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn a_link_or_file_in_the_directory_place_says_what_to_remove() {
         let state = tempfile::tempdir().unwrap();
-        crate::testing::private_dir(&state.path().join("export"));
+        crate::testing::private_dir(state.path().join("export"));
         std::os::unix::fs::symlink("/tmp", state.path().join("export/otlp")).unwrap();
         let err = CursorDir::open(state.path(), "k").unwrap_err();
         assert!(

@@ -391,8 +391,8 @@ fn log_records_are_the_head_and_tail_with_a_mark_between() {
         .unwrap();
     // 1,000 lines of 10 bytes; the budget keeps 50 of each end.
     let log: String = (0..1000).map(|i| format!("line {i:04}\n")).collect();
-    crate::testing::write_private(&command.dir.join("stdout.log"), &log);
-    crate::testing::write_private(&command.dir.join("stderr.log"), "oops\n");
+    crate::testing::write_private(command.dir.join("stdout.log"), &log);
+    crate::testing::write_private(command.dir.join("stderr.log"), "oops\n");
     let encoder = Encoder::new("h", Resource::default(), Some(LogBudget { bytes: 1000 }));
     let item = Item::Command {
         session: "every-kind".into(),
@@ -442,7 +442,7 @@ fn log_records_are_the_head_and_tail_with_a_mark_between() {
 #[test]
 fn a_log_that_fits_is_whole_and_a_link_is_not_followed() {
     let tmp = tempfile::tempdir().unwrap();
-    crate::testing::write_private(&tmp.path().join("stdout.log"), "a\nb\n");
+    crate::testing::write_private(tmp.path().join("stdout.log"), "a\nb\n");
     let cut = logs::cut(tmp.path(), crate::protocol::Stream::Stdout, 4).unwrap();
     assert_eq!((cut.head.as_slice(), cut.left_out), (&b"a\nb\n"[..], 0));
     let none = logs::cut(tmp.path(), crate::protocol::Stream::Stderr, 4).unwrap();

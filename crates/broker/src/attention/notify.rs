@@ -480,7 +480,7 @@ mod tests {
         assert_eq!(n.let_go(), [], "nothing ended yet");
         assert!(n.pids().is_empty(), "the run is let go");
         assert!(!done.exists());
-        std::fs::write(&go, "").unwrap();
+        tether_os::testing::write_private(&go, "");
         let shell = pid_in(&done);
         assert!(gone_soon(shell), "the run ends on its own");
         assert!(gone_soon(keeper), "and its keeper with it");
@@ -510,7 +510,7 @@ mod tests {
         ));
         let keeper = n.start(b"{}").unwrap();
         assert_eq!(n.let_go(), []);
-        std::fs::write(&go, "").unwrap();
+        tether_os::testing::write_private(&go, "");
         let shell = pid_in(&done);
         assert!(gone_soon(shell));
         assert!(gone_soon(keeper));

@@ -275,7 +275,7 @@ mod tests {
         assert!(matches!(err, RateFileError::NotPrivate { .. }), "{err}");
         std::fs::remove_file(&path).unwrap();
         let target = tmp.path().join("elsewhere");
-        std::fs::write(&target, "").unwrap();
+        tether_os::testing::write_private(&target, "");
         std::os::unix::fs::symlink(&target, &path).unwrap();
         let err = file.admit(AttentionKind::Failed, 1).unwrap_err();
         assert!(matches!(err, RateFileError::Open { .. }), "{err}");
@@ -285,7 +285,7 @@ mod tests {
             "never written through"
         );
         std::fs::remove_file(&path).unwrap();
-        std::fs::write(&path, "").unwrap();
+        tether_os::testing::write_private(&path, "");
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .unwrap();
         let err = file.admit(AttentionKind::Failed, 1).unwrap_err();

@@ -100,8 +100,8 @@ fn a_dotenv_line_that_is_no_assignment_is_an_error_at_its_line() {
 fn load_gives_each_process_the_dotenv_and_the_procfiles_directory() {
     let dir = tempfile::tempdir().unwrap();
     let procfile = dir.path().join("Procfile");
-    std::fs::write(&procfile, "web: serve\nworker: work\n").unwrap();
-    std::fs::write(dir.path().join(".env"), "PORT=5000\n").unwrap();
+    tether_os::testing::write_private(&procfile, "web: serve\nworker: work\n");
+    tether_os::testing::write_private(dir.path().join(".env"), "PORT=5000\n");
     let config = load(&procfile).unwrap();
     let names: Vec<&str> = config.commands.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["web", "worker"]);
@@ -124,7 +124,7 @@ fn load_without_a_dotenv_and_of_a_missing_procfile() {
         missing.starts_with(&format!("cannot read Procfile {}", procfile.display())),
         "{missing}"
     );
-    std::fs::write(&procfile, "web: serve\n").unwrap();
+    tether_os::testing::write_private(&procfile, "web: serve\n");
     let config = load(&procfile).unwrap();
     assert!(config.commands[0].env.is_empty());
 }

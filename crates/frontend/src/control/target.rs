@@ -352,7 +352,7 @@ mod tests {
             "{text}"
         );
         // A prefix of a session's id: the id is named.
-        tether_os::testing::private_dir(&sessions.join("sleepy-1"));
+        tether_os::testing::private_dir(sessions.join("sleepy-1"));
         let text = no_match(&Target::Session("sleep".into()), &all, Some(&sessions));
         assert!(
             text.contains("there is no session `sleep`; `sleepy-1` begins so: give its whole id"),
@@ -406,13 +406,13 @@ mod tests {
     fn a_session_not_there_names_the_ids_it_begins() {
         let state = tempfile::tempdir().unwrap();
         let sessions = state.path().join("sessions");
-        tether_os::testing::private_dir(&sessions.join("agent-1"));
+        tether_os::testing::private_dir(sessions.join("agent-1"));
         let said = no_session("agent", &sessions);
         assert!(
             said.ends_with("; `agent-1` begins so: give its whole id"),
             "{said}"
         );
-        tether_os::testing::private_dir(&sessions.join("agent-2"));
+        tether_os::testing::private_dir(sessions.join("agent-2"));
         let said = no_session("agent", &sessions);
         assert!(
             said.ends_with("2 sessions begin so (`agent-1`, ...): give a whole id"),

@@ -234,13 +234,13 @@ mod tests {
     #[test]
     fn a_shared_flock_on_the_event_log_is_found_in_proc_locks() {
         let journal = tempfile::tempdir().unwrap();
-        let events = std::fs::File::create(journal.path().join(EVENTS_FILE)).unwrap();
+        let events = tether_os::testing::create_private(journal.path().join(EVENTS_FILE));
         let me = std::process::id() as i32;
         assert!(!holds_journal_lock(me, journal.path()));
         rustix::fs::flock(&events, rustix::fs::FlockOperation::LockShared).unwrap();
         assert!(holds_journal_lock(me, journal.path()));
         let other = tempfile::tempdir().unwrap();
-        std::fs::File::create(other.path().join(EVENTS_FILE)).unwrap();
+        tether_os::testing::create_private(other.path().join(EVENTS_FILE));
         assert!(!holds_journal_lock(me, other.path()));
     }
 
@@ -259,7 +259,7 @@ mod tests {
             start_ticks: me.start_ticks,
         };
         let journal = tempfile::tempdir().unwrap();
-        std::fs::write(journal.path().join(EVENTS_FILE), "").unwrap();
+        tether_os::testing::write_private(journal.path().join(EVENTS_FILE), "");
         let refused = open_verified(&identity, Some(TOKEN), journal.path()).unwrap_err();
         assert!(
             matches!(refused, BrokerCheck::NotTheBroker { .. }),

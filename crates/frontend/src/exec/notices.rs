@@ -84,7 +84,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        std::fs::write(&path, vec![b'x'; NOTICES_LIMIT as usize]).unwrap();
+        tether_os::testing::write_private(&path, vec![b'x'; NOTICES_LIMIT as usize]);
         assert!(append(&path, "more").is_some());
         assert_eq!(std::fs::metadata(&path).unwrap().len(), NOTICES_LIMIT);
     }

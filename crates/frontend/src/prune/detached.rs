@@ -168,7 +168,7 @@ mod tests {
     fn a_stamp_that_is_a_link_is_not_followed() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("elsewhere");
-        std::fs::write(&target, "keep").unwrap();
+        tether_os::testing::write_private(&target, "keep");
         std::os::unix::fs::symlink(&target, tmp.path().join(STAMP_FILE)).unwrap();
         assert!(claim(tmp.path(), SystemTime::now()).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");

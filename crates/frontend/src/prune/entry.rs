@@ -98,8 +98,8 @@ mod tests {
     #[test]
     fn entries_of_one_directory_are_on_its_mount_and_say_what_they_are() {
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::create_dir(tmp.path().join("sub")).unwrap();
-        std::fs::write(tmp.path().join("file"), "x").unwrap();
+        tether_os::testing::private_dir(tmp.path().join("sub"));
+        tether_os::testing::write_private(tmp.path().join("file"), "x");
         let dir = open_dir_nofollow(tmp.path()).unwrap();
         let here = Entry::of(&dir).unwrap();
         assert_eq!(here.kind, FileType::Directory);

@@ -204,8 +204,8 @@ mod tests {
     fn one_session(parent: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
         let sessions = parent.join("sessions");
         let session = sessions.join("s1");
-        std::fs::create_dir_all(session.join("01-cmd")).unwrap();
-        std::fs::write(session.join("01-cmd/stdout.log"), "x").unwrap();
+        tether_os::testing::private_dir(session.join("01-cmd"));
+        tether_os::testing::write_private(session.join("01-cmd/stdout.log"), "x");
         (sessions, session)
     }
 
@@ -213,8 +213,8 @@ mod tests {
     fn links_are_removed_as_links_and_their_targets_survive() {
         let tmp = tempfile::tempdir().unwrap();
         let outside = tmp.path().join("outside");
-        std::fs::create_dir(&outside).unwrap();
-        std::fs::write(outside.join("precious"), "keep me").unwrap();
+        tether_os::testing::private_dir(&outside);
+        tether_os::testing::write_private(outside.join("precious"), "keep me");
         let (sessions, session) = one_session(tmp.path());
         std::os::unix::fs::symlink(&outside, session.join("01-cmd/escape")).unwrap();
         std::os::unix::fs::symlink(&outside, session.join("02-link")).unwrap();
@@ -239,7 +239,7 @@ mod tests {
         let (sessions, session) = one_session(tmp.path());
         // Nested deeper than a journal ever is, after a file that would go first.
         let deep: std::path::PathBuf = (0..MAX_DEPTH + 1).map(|i| format!("d{i}")).collect();
-        std::fs::create_dir_all(session.join("02-deep").join(&deep)).unwrap();
+        tether_os::testing::private_dir(session.join("02-deep").join(&deep));
         let fd = open_dir_nofollow(&sessions).unwrap();
         let err = remove_session(&fd, &OsString::from("s1"), u64::MAX).unwrap_err();
         assert!(err.to_string().contains("nest deeper"), "{err}");
@@ -266,10 +266,10 @@ mod tests {
     fn a_session_that_is_a_link_is_not_followed() {
         let tmp = tempfile::tempdir().unwrap();
         let outside = tmp.path().join("outside");
-        std::fs::create_dir(&outside).unwrap();
-        std::fs::write(outside.join("precious"), "keep me").unwrap();
+        tether_os::testing::private_dir(&outside);
+        tether_os::testing::write_private(outside.join("precious"), "keep me");
         let sessions = tmp.path().join("sessions");
-        std::fs::create_dir(&sessions).unwrap();
+        tether_os::testing::private_dir(&sessions);
         std::os::unix::fs::symlink(&outside, sessions.join("s1")).unwrap();
         let fd = open_dir_nofollow(&sessions).unwrap();
         let err = remove_session(&fd, &OsString::from("s1"), u64::MAX).unwrap_err();

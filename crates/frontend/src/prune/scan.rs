@@ -279,9 +279,9 @@ mod tests {
     fn liveness_of(files: &[(&str, String)], now_ms: u64) -> Liveness {
         let tmp = tempfile::tempdir().unwrap();
         let command = tmp.path().join("01-sleep");
-        std::fs::create_dir(&command).unwrap();
+        tether_os::testing::private_dir(&command);
         for (name, text) in files {
-            std::fs::write(command.join(name), text).unwrap();
+            tether_os::testing::write_private(command.join(name), text);
         }
         let info = SessionStart {
             started_ms: 0,
@@ -335,11 +335,14 @@ mod tests {
         let gone = child.id();
         child.wait().unwrap();
         let tomb = tomb::tomb_name("s1".as_ref(), gone);
-        std::fs::create_dir_all(tmp.path().join(&tomb).join("01-a")).unwrap();
-        std::fs::write(tmp.path().join(&tomb).join("01-a/stdout.log"), [b'x'; 8192]).unwrap();
+        tether_os::testing::private_dir(tmp.path().join(&tomb).join("01-a"));
+        tether_os::testing::write_private(
+            tmp.path().join(&tomb).join("01-a/stdout.log"),
+            [b'x'; 8192],
+        );
         // One a prune is at work on (pid 1 set it aside just now): neither counted nor moved.
         let busy = tomb::tomb_name("s2".as_ref(), 1);
-        std::fs::create_dir(tmp.path().join(&busy)).unwrap();
+        tether_os::testing::private_dir(tmp.path().join(&busy));
 
         let sessions = open_dir_nofollow(tmp.path()).unwrap();
         let found = scan_sessions(&sessions, u64::MAX).unwrap();

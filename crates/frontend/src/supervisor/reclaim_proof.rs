@@ -216,7 +216,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let state = tmp.path().join("state");
         let journal = state.join("sessions/s1/01-x");
-        std::fs::create_dir_all(&journal).unwrap();
+        tether_os::testing::private_dir(&journal);
         for dir in [
             &state,
             &state.join("sessions"),
@@ -227,7 +227,7 @@ mod tests {
         }
         assert!(journal_in_place(&journal));
         let elsewhere = tmp.path().join("s1/01-x");
-        std::fs::create_dir_all(&elsewhere).unwrap();
+        tether_os::testing::private_dir(&elsewhere);
         assert!(!journal_in_place(&elsewhere), "not under a sessions/");
         std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(!journal_in_place(&journal), "readable by others");

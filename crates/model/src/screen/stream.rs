@@ -119,7 +119,7 @@ mod tests {
         // Not there yet: an empty screen.
         assert!(!screen.update(5, Instant::now()).expect("update"));
         assert_eq!(screen.text(), "");
-        let mut log = std::fs::File::create(&path).expect("create log");
+        let mut log = tether_os::testing::create_private(&path);
         let len = append(&mut log, b"\x1b[?1049h\x1b[Hframe 1");
         screen.update(len, Instant::now()).expect("update");
         assert_eq!(screen.text(), "frame 1");
@@ -138,7 +138,7 @@ mod tests {
     fn far_behind_it_replays_from_the_last_fresh_screen() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("stdout.log");
-        let mut log = std::fs::File::create(&path).expect("create log");
+        let mut log = tether_os::testing::create_private(&path);
         let mut len = append(&mut log, b"\x1b[?1049h");
         for n in 0..2000 {
             len = append(
@@ -161,7 +161,7 @@ mod tests {
     fn a_flood_without_clears_keeps_a_bounded_tail() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("stdout.log");
-        let mut log = std::fs::File::create(&path).expect("create log");
+        let mut log = tether_os::testing::create_private(&path);
         let mut bytes = Vec::new();
         for n in 0..100_000 {
             bytes.extend_from_slice(format!("line {n}\n").as_bytes());

@@ -339,7 +339,7 @@ mod tests {
     /// A directory laid out as a cgroup: what the kernel would create, as plain files.
     fn fake_hierarchy() -> (tempfile::TempDir, Hierarchy) {
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("cgroup.procs"), "").expect("write");
+        crate::testing::write_private(dir.path().join("cgroup.procs"), "");
         let hierarchy = Hierarchy::at(dir.path()).expect("hierarchy");
         (dir, hierarchy)
     }
@@ -348,7 +348,7 @@ mod tests {
     fn a_directory_named_like_a_cgroup_elsewhere_is_not_opened() {
         let (dir, _hierarchy) = fake_hierarchy();
         let lookalike = dir.path().join("tether.s.c.1-2");
-        std::fs::create_dir(&lookalike).expect("mkdir");
+        crate::testing::private_dir(&lookalike);
         // A journal naming it must not make a front end freeze, kill in or remove it.
         assert!(CommandCgroup::open_existing(&lookalike).is_err());
         assert!(CommandCgroup::open_fake(&lookalike).is_ok());

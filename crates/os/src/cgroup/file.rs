@@ -60,13 +60,13 @@ mod tests {
     fn files_are_read_and_written_below_a_held_directory_and_links_are_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = open_path_dir(tmp.path()).unwrap();
-        std::fs::write(tmp.path().join("pids.max"), "max\n").unwrap();
+        crate::testing::write_private(tmp.path().join("pids.max"), "max\n");
         write(&dir, "pids.max", "64").unwrap();
         assert_eq!(read(&dir, "pids.max").unwrap(), "64");
         std::os::unix::fs::symlink(tmp.path().join("pids.max"), tmp.path().join("link")).unwrap();
         assert!(read(&dir, "link").is_err());
         assert!(write(&dir, "link", "1").is_err());
-        std::fs::create_dir(tmp.path().join("child")).unwrap();
+        crate::testing::private_dir(tmp.path().join("child"));
         assert!(open_dir(&dir, "child").is_ok());
         assert!(open_dir(&dir, "pids.max").is_err());
     }

@@ -303,7 +303,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         // No cgroup.procs: not a cgroup we can move processes through.
         assert!(Hierarchy::at(dir.path()).is_err());
-        std::fs::write(dir.path().join("cgroup.procs"), "").expect("write");
+        crate::testing::write_private(dir.path().join("cgroup.procs"), "");
         assert_eq!(
             Hierarchy::at(dir.path()).expect("usable").path(),
             dir.path()

@@ -85,13 +85,13 @@ mod tests {
     fn hierarchy(controllers: &str, files: &[&str]) -> (tempfile::TempDir, CommandCgroup) {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
-        fs::write(root.join("cgroup.procs"), "").expect("write");
-        fs::write(root.join("cgroup.controllers"), controllers).expect("write");
-        fs::write(root.join("cgroup.subtree_control"), "").expect("write");
+        crate::testing::write_private(root.join("cgroup.procs"), "");
+        crate::testing::write_private(root.join("cgroup.controllers"), controllers);
+        crate::testing::write_private(root.join("cgroup.subtree_control"), "");
         let name = "tether.s.c.1-2";
-        fs::create_dir(root.join(name)).expect("mkdir");
+        crate::testing::private_dir(root.join(name));
         for file in files {
-            fs::write(root.join(name).join(file), "max\n").expect("write");
+            crate::testing::write_private(root.join(name).join(file), "max\n");
         }
         Hierarchy::at(root).expect("hierarchy");
         let cgroup = CommandCgroup::open_fake(&root.join(name)).expect("open");

@@ -98,7 +98,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("command.json");
         // Sparse: 3 GiB that take no disk and would take 3 GiB of memory to read.
-        File::create(&path).unwrap().set_len(3 << 30).unwrap();
+        crate::testing::create_private(&path)
+            .set_len(3 << 30)
+            .unwrap();
         let err = read_metadata(&path).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
         assert_eq!(
@@ -122,7 +124,7 @@ mod tests {
     fn a_file_at_the_bound_is_read_and_one_past_it_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("result.json");
-        std::fs::write(&path, b"0123456789").unwrap();
+        crate::testing::write_private(&path, b"0123456789");
         let open = || open_regular(&path).unwrap();
         assert_eq!(
             read_bounded(open(), "result.json", 10).unwrap(),

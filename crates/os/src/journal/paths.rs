@@ -147,10 +147,10 @@ mod tests {
     fn command_dirs_go_by_number_and_only_numbered_directories_count() {
         let session = tempfile::tempdir().unwrap();
         for name in ["100-x", "11-y", "02", "02-b", "notes", ".tmp-3"] {
-            std::fs::create_dir(session.path().join(name)).unwrap();
+            crate::testing::private_dir(session.path().join(name));
         }
-        std::fs::write(session.path().join("session.json"), "{}").unwrap();
-        std::fs::write(session.path().join("07-file"), "").unwrap();
+        crate::testing::write_private(session.path().join("session.json"), "{}");
+        crate::testing::write_private(session.path().join("07-file"), "");
         std::os::unix::fs::symlink(session.path().join("11-y"), session.path().join("12-link"))
             .unwrap();
         let names: Vec<_> = command_dirs(session.path())

@@ -475,7 +475,7 @@ mod tests {
             (Vec::new(), false)
         );
         crate::testing::write_private(
-            &dir.path().join(Stream::Stderr.file_name()),
+            dir.path().join(Stream::Stderr.file_name()),
             b"one\ntwo\nthree\n",
         );
         assert_eq!(
@@ -498,7 +498,7 @@ mod tests {
             let path = dir.path().join(name);
             crate::testing::private_dir(&path);
             crate::testing::write_private(
-                &path.join(SESSION_FILE),
+                path.join(SESSION_FILE),
                 format!(
                     r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#
                 ),
@@ -509,7 +509,7 @@ mod tests {
         session("agent-2", 9_000);
         session("20261130T064144Z-13", 6_000);
         // No session.json yet: its directory's time, which is now, so last.
-        crate::testing::private_dir(&dir.path().join("aaa-new"));
+        crate::testing::private_dir(dir.path().join("aaa-new"));
         let names: Vec<String> = list_sessions(dir.path())
             .unwrap()
             .iter()
@@ -531,7 +531,7 @@ mod tests {
     fn cut_journal_reports_truncation() {
         let dir = tempfile::tempdir().unwrap();
         crate::testing::write_private(
-            &dir.path().join(EVENTS_FILE),
+            dir.path().join(EVENTS_FILE),
             format!("{LINE}\nnot json\n{}", &LINE[..30]),
         );
         let record = CommandRecord::load(dir.path());

@@ -490,7 +490,7 @@ mod tests {
     fn refuses_links_shared_dirs_and_planted_files() {
         let tmp = tempfile::tempdir().unwrap();
         let real = tmp.path().join("real");
-        std::fs::create_dir(&real).unwrap();
+        crate::testing::private_dir(&real);
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         assert!(matches!(
@@ -499,7 +499,7 @@ mod tests {
         ));
 
         let shared = tmp.path().join("shared");
-        std::fs::create_dir(&shared).unwrap();
+        crate::testing::private_dir(&shared);
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let err = JournalDir::open_state(&shared).unwrap_err();
         assert!(
@@ -529,7 +529,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = JournalDir::open_state(&tmp.path().join("s")).unwrap();
         // The rename onto a non-empty directory fails, as a full disk fails the write.
-        crate::testing::private_dir(&dir.join("session.json/x"));
+        crate::testing::private_dir(dir.join("session.json/x"));
         assert!(dir.write_json_atomic("session.json", &1).is_err());
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -552,7 +552,7 @@ mod tests {
         nix::unistd::mkfifo(&dir.join("events.jsonl"), Mode::from_bits_truncate(0o600)).unwrap();
         assert!(dir.open_append("events.jsonl").is_err());
         std::fs::remove_file(dir.join("events.jsonl")).unwrap();
-        crate::testing::write_private(&dir.join("events.jsonl"), b"a\n");
+        crate::testing::write_private(dir.join("events.jsonl"), b"a\n");
         std::io::Write::write_all(&mut dir.open_append("events.jsonl").unwrap(), b"b\n").unwrap();
         assert_eq!(std::fs::read(dir.join("events.jsonl")).unwrap(), b"a\nb\n");
     }

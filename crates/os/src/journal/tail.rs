@@ -110,7 +110,7 @@ fn too_long(frame: &Frame) -> String {
 mod tests {
     use super::*;
     use crate::journal::writer::EVENTS_FILE;
-    use std::fs::File;
+
     use std::io::Write;
 
     const LINE: &str =
@@ -120,7 +120,7 @@ mod tests {
     fn tail_returns_only_complete_lines() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(EVENTS_FILE);
-        let mut file = File::create(&path).unwrap();
+        let mut file = crate::testing::create_private(&path);
         write!(file, "{LINE}\n{}", &LINE[..20]).unwrap();
         let mut tail = EventTail::new(path);
         let (events, damage) = tail.poll().unwrap();
@@ -134,7 +134,7 @@ mod tests {
     fn an_over_long_line_and_the_garbage_after_it_are_one_damage() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(EVENTS_FILE);
-        let mut file = File::create(&path).unwrap();
+        let mut file = crate::testing::create_private(&path);
         writeln!(file, "{LINE}").unwrap();
         file.write_all(&vec![b'x'; MAX_EVENT_LINE + 1]).unwrap();
         write!(file, "\nnot json\nnor this\n{LINE}\n").unwrap();

@@ -146,20 +146,19 @@ mod tests {
     fn a_tomb_of_a_gone_prune_is_put_back_under_its_name_and_one_at_work_is_not() {
         let tmp = tempfile::tempdir().unwrap();
         let gone = dead_pid();
-        std::fs::create_dir_all(
+        crate::testing::private_dir(
             tmp.path()
                 .join(tomb_name(OsStr::new("s1"), gone))
                 .join("01-a"),
-        )
-        .unwrap();
+        );
         // Set aside by pid 1, which started long before: at work.
-        std::fs::create_dir(tmp.path().join(tomb_name(OsStr::new("s2"), 1))).unwrap();
+        crate::testing::private_dir(tmp.path().join(tomb_name(OsStr::new("s2"), 1)));
         // Abandoned, but a new session took its name: it stays, as a session still.
-        std::fs::create_dir(tmp.path().join("s3")).unwrap();
-        std::fs::create_dir(tmp.path().join(tomb_name(OsStr::new("s3"), gone))).unwrap();
+        crate::testing::private_dir(tmp.path().join("s3"));
+        crate::testing::private_dir(tmp.path().join(tomb_name(OsStr::new("s3"), gone)));
         // A tomb of a tomb: unwound to the session.
         let inner = tomb_name(OsStr::new("s4"), gone);
-        std::fs::create_dir(tmp.path().join(tomb_name(&inner, gone))).unwrap();
+        crate::testing::private_dir(tmp.path().join(tomb_name(&inner, gone)));
 
         let sessions = open_dir_nofollow(tmp.path()).unwrap();
         let left = restore_abandoned(&sessions).unwrap();

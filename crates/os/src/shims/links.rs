@@ -138,7 +138,7 @@ mod tests {
     fn what_may_be_replaced() {
         let tmp = tempfile::tempdir().unwrap();
         let exe = tmp.path().join("tether");
-        std::fs::write(&exe, "").unwrap();
+        crate::testing::write_private(&exe, "");
         let at = |name: &str| tmp.path().join(name);
         assert_eq!(inspect(&at("none"), &exe), Found::Nothing);
         std::os::unix::fs::symlink(&exe, at("ours")).unwrap();
@@ -150,7 +150,7 @@ mod tests {
             inspect(&at("dash"), &exe),
             Found::Foreign("a link to /bin/dash".into())
         );
-        std::fs::write(at("file"), "#!/bin/sh\n").unwrap();
+        crate::testing::write_private(at("file"), "#!/bin/sh\n");
         assert_eq!(inspect(&at("file"), &exe), Found::Foreign("a file".into()));
     }
 }

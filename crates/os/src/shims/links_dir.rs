@@ -116,7 +116,7 @@ mod tests {
     fn a_directory_of_ours_under_private_parents_passes() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("shims");
-        std::fs::create_dir(&dir).unwrap();
+        crate::testing::private_dir(&dir);
         check(&dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -127,10 +127,10 @@ mod tests {
         // A link to it is judged by where it leads too.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         let open = tmp.path().join("open");
-        std::fs::create_dir(&open).unwrap();
+        crate::testing::private_dir(&open);
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
         let inner = open.join("inner");
-        std::fs::create_dir(&inner).unwrap();
+        crate::testing::private_dir(&inner);
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&inner, &link).unwrap();
         assert!(matches!(

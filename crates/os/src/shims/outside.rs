@@ -129,17 +129,17 @@ mod tests {
     fn a_shims_directory_is_known_by_its_links_not_its_name() {
         let tmp = tempfile::tempdir().unwrap();
         let exe = tmp.path().join("bin/tether");
-        std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
-        std::fs::write(&exe, "").unwrap();
+        crate::testing::private_dir(exe.parent().unwrap());
+        crate::testing::write_private(&exe, "");
         let exe = exe.canonicalize().unwrap();
         let by_hand = tmp.path().join("anything");
-        std::fs::create_dir(&by_hand).unwrap();
+        crate::testing::private_dir(&by_hand);
         std::os::unix::fs::symlink(&exe, by_hand.join("bash")).unwrap();
         let other_build = tmp.path().join("other");
-        std::fs::create_dir(&other_build).unwrap();
+        crate::testing::private_dir(&other_build);
         std::os::unix::fs::symlink("/old/target/release/tether", other_build.join("sh")).unwrap();
         let named_shims = tmp.path().join("shims");
-        std::fs::create_dir(&named_shims).unwrap();
+        crate::testing::private_dir(&named_shims);
         std::os::unix::fs::symlink("/bin/dash", named_shims.join("sh")).unwrap();
         assert!(is_shims_dir(&by_hand, &exe));
         assert!(is_shims_dir(&other_build, &exe));

@@ -299,7 +299,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().to_path_buf();
         for sub in ["src/a/b", "docs/x", "src/c"] {
-            std::fs::create_dir_all(base.join(sub)).unwrap();
+            tether_os::testing::private_dir(base.join(sub));
         }
         let globs = vec!["Cargo.toml".to_string(), "src/*.rs".to_string()];
         let watcher = ChangeWatcher::new(vec![(0, base.clone(), globs)]);
@@ -318,8 +318,8 @@ mod tests {
     async fn files_in_a_new_directory_before_its_watch_and_a_touch_are_changes() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().to_path_buf();
-        std::fs::create_dir(base.join("src")).unwrap();
-        std::fs::write(base.join("src/lib.rs"), "x").unwrap();
+        tether_os::testing::private_dir(base.join("src"));
+        tether_os::testing::write_private(base.join("src/lib.rs"), "x");
         let wanted = vec![
             (1, base.clone(), vec!["src/**/*.rs".to_string()]),
             (2, base.clone(), vec!["*.toml".to_string()]),
@@ -327,8 +327,8 @@ mod tests {
         let mut watcher = ChangeWatcher::new(wanted).unwrap().unwrap();
         // `mkdir -p src/new/deeper && echo > src/new/deeper/x.rs` before the watcher reads:
         // no watch was on src/new when x.rs was written.
-        std::fs::create_dir_all(base.join("src/new/deeper")).unwrap();
-        std::fs::write(base.join("src/new/deeper/x.rs"), "x").unwrap();
+        tether_os::testing::private_dir(base.join("src/new/deeper"));
+        tether_os::testing::write_private(base.join("src/new/deeper/x.rs"), "x");
         watcher.readiness().wait().await;
         assert_eq!(watcher.drain(), [1]);
         // `touch`: its attributes only.
@@ -359,7 +359,7 @@ mod tests {
             .parse()
             .unwrap();
         for i in 0..=queued {
-            std::fs::write(base.join(format!("{i}.txt")), "").unwrap();
+            tether_os::testing::write_private(base.join(format!("{i}.txt")), "");
         }
         watcher.readiness().wait().await;
         assert_eq!(watcher.drain(), [1, 2]);
@@ -369,15 +369,15 @@ mod tests {
     async fn a_matching_file_written_in_a_new_directory_is_seen() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().to_path_buf();
-        std::fs::create_dir(base.join("src")).unwrap();
+        tether_os::testing::private_dir(base.join("src"));
         let wanted = vec![(3, base.clone(), vec!["src/**/*.rs".to_string()])];
         let mut watcher = ChangeWatcher::new(wanted).unwrap().unwrap();
-        std::fs::write(base.join("src/notes.txt"), "x").unwrap();
-        std::fs::write(base.join("top.rs"), "x").unwrap();
-        std::fs::create_dir(base.join("src/app")).unwrap();
+        tether_os::testing::write_private(base.join("src/notes.txt"), "x");
+        tether_os::testing::write_private(base.join("top.rs"), "x");
+        tether_os::testing::private_dir(base.join("src/app"));
         watcher.readiness().wait().await;
         assert_eq!(watcher.drain(), Vec::<usize>::new());
-        std::fs::write(base.join("src/app/mod.rs"), "x").unwrap();
+        tether_os::testing::write_private(base.join("src/app/mod.rs"), "x");
         watcher.readiness().wait().await;
         assert_eq!(watcher.drain(), [3]);
     }

@@ -107,7 +107,6 @@ impl App {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use std::io::Write;
 
     use tether_model::Mode;
 
@@ -124,9 +123,7 @@ pub(super) mod tests {
 
     /// An app showing one command whose stdout log holds `bytes`, copying into `clip`.
     pub(in crate::app) fn app_with_stdout(dir: &std::path::Path, bytes: &[u8]) -> App {
-        std::fs::File::create(dir.join("stdout.log"))
-            .and_then(|mut f| f.write_all(bytes))
-            .expect("write the log");
+        tether_os::testing::write_private(dir.join("stdout.log"), bytes);
         let mut command = CommandState::new(CommandConfig::new(
             "printer",
             CommandSpec::Shell("printf".into()),

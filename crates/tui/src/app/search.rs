@@ -157,12 +157,12 @@ mod tests {
     /// A recorded command whose logs hold `stdout` and `stderr`, each one `output` event.
     fn command(root: &std::path::Path, name: &str, stdout: &str, stderr: &str) -> CommandState {
         let dir = root.join(name);
-        std::fs::create_dir(&dir).expect("command dir");
+        tether_os::testing::private_dir(&dir);
         let mut command =
             CommandState::new(CommandConfig::new(name, CommandSpec::Shell("x".into())));
         command.begin_run(dir.clone(), 0);
         for (stream, text) in [(Stream::Stdout, stdout), (Stream::Stderr, stderr)] {
-            std::fs::write(dir.join(stream.file_name()), text).expect("log");
+            tether_os::testing::write_private(dir.join(stream.file_name()), text);
             command.apply(&output(1, stream, 0, text.len() as u64));
         }
         command

@@ -347,8 +347,10 @@ mod tests {
             log.extend_from_slice(data);
         }
         for stream in Stream::BOTH {
-            std::fs::write(dir.path().join(stream.file_name()), &bytes[stream as usize])
-                .expect("write log");
+            tether_os::testing::write_private(
+                dir.path().join(stream.file_name()),
+                &bytes[stream as usize],
+            );
         }
         let lens = [bytes[0].len() as u64, bytes[1].len() as u64];
         (dir, runs, lens)

@@ -91,7 +91,7 @@ mod tests {
 
     fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
         let file = dir.join(name);
-        fs::write(&file, text).unwrap();
+        tether_os::testing::write_private(&file, text);
         fs::set_permissions(&file, fs::Permissions::from_mode(0o700)).unwrap();
         file
     }
@@ -134,10 +134,10 @@ mod tests {
     fn found_on_path_and_relative_to_the_commands_directory() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
-        fs::create_dir(&bin).unwrap();
+        tether_os::testing::private_dir(&bin);
         script(&bin, "tool", "#!/nonexistent/interp\n");
         // A file of that name earlier on PATH that is not executable is passed over.
-        fs::write(dir.path().join("tool"), "#!/elsewhere\n").unwrap();
+        tether_os::testing::write_private(dir.path().join("tool"), "#!/elsewhere\n");
         let path = std::env::join_paths([dir.path(), &bin]).unwrap();
         let failure = diagnose("tool", None, Some(&path)).expect("found on PATH");
         assert!(
@@ -171,7 +171,7 @@ mod tests {
         script(dir.path(), "binary", "\x7fELF");
         assert!(diagnose("./binary", Some(dir.path()), None).is_none());
         let file = dir.path().join("not-executable");
-        fs::write(&file, "#!/nonexistent/interp\n").unwrap();
+        tether_os::testing::write_private(&file, "#!/nonexistent/interp\n");
         assert!(diagnose("./not-executable", Some(dir.path()), None).is_none());
     }
 

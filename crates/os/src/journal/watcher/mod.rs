@@ -196,7 +196,7 @@ mod tests {
         watcher.readiness().wait().await;
         assert_eq!(watcher.drain(), [Change::CommandAppeared(command.clone())]);
         watcher.watch(Watched::Command(command.clone())).unwrap();
-        crate::testing::write_private(&command.join(".result.json.1.tmp"), b"{}");
+        crate::testing::write_private(command.join(".result.json.1.tmp"), b"{}");
         std::fs::rename(
             command.join(".result.json.1.tmp"),
             command.join("result.json"),
@@ -212,7 +212,7 @@ mod tests {
         );
         watcher.unwatch(&command);
         assert_eq!(watcher.watching(), 1);
-        crate::testing::write_private(&command.join("events.jsonl"), b"x");
+        crate::testing::write_private(command.join("events.jsonl"), b"x");
         assert_eq!(watcher.drain(), []);
     }
 

@@ -67,7 +67,7 @@ async fn next_events(watch: &mut Watch, app: &mut App) {
 }
 
 fn write_result(dir: &Path) {
-    tether_os::testing::write_private(&dir.join(".result.json.1.tmp"), RESULT);
+    tether_os::testing::write_private(dir.join(".result.json.1.tmp"), RESULT);
     fs::rename(dir.join(".result.json.1.tmp"), dir.join("result.json")).unwrap();
 }
 
@@ -81,7 +81,7 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
         let command = state.path().join("sessions/agent/01-sh");
         tether_os::testing::private_dir(&command);
         let spawned = r#"{"ts_ms":1000,"mono_us":2,"kind":"spawned","pid":42,"pgid":42,"argv":["sh"]}"#;
-        let mut events = tether_os::testing::create_private(&command.join("events.jsonl"));
+        let mut events = tether_os::testing::create_private(command.join("events.jsonl"));
         write!(
             events,
             "{{\"ts_ms\":999,\"mono_us\":1,\"kind\":\"broker_started\",\"v\":3,\"broker_pid\":{me}}}\n{}",
@@ -115,7 +115,7 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
         let late = state.path().join("sessions/late");
         tether_os::testing::private_dir(&late);
         next_events(&mut watch, &mut app).await;
-        tether_os::testing::private_dir(&late.join("01-ls"));
+        tether_os::testing::private_dir(late.join("01-ls"));
         next_events(&mut watch, &mut app).await;
         assert_eq!(app.model.commands.len(), 2);
         assert_eq!(app.model.commands[1].config.name, "ls");
@@ -129,7 +129,7 @@ fn ten_thousand_ended_commands_cost_no_watch_each() {
     for n in 1..=10_000 {
         let dir = session.join(format!("{n:02}-echo"));
         tether_os::testing::private_dir(&dir);
-        tether_os::testing::write_private(&dir.join("result.json"), RESULT);
+        tether_os::testing::write_private(dir.join("result.json"), RESULT);
     }
     runtime().block_on(async {
         let mut app = app();
@@ -157,7 +157,7 @@ fn a_missing_state_dir_is_made_private() {
             &fs::metadata(state.join("sessions")).unwrap().permissions(),
         );
         assert_eq!(mode & 0o777, 0o700);
-        tether_os::testing::private_dir(&state.join("sessions/s1/01-true"));
+        tether_os::testing::private_dir(state.join("sessions/s1/01-true"));
         next_events(&mut watch, &mut app).await;
         // The session, then (its watch set when it was seen) its command.
         if app.model.commands.is_empty() {
@@ -193,9 +193,9 @@ fn ended_session(state: &Path, name: &str, started_ms: u64, age: Duration) {
     let session = state.join("sessions").join(name);
     let command = session.join("01-echo");
     tether_os::testing::private_dir(&command);
-    tether_os::testing::write_private(&command.join("result.json"), RESULT);
+    tether_os::testing::write_private(command.join("result.json"), RESULT);
     tether_os::testing::write_private(
-        &session.join("session.json"),
+        session.join("session.json"),
         format!(
             r#"{{"id":"{name}","started_ms":{started_ms},"cwd":"/","user":"u","host":"h","pid":1,"tether_version":"0","argv":[]}}"#
         ),
@@ -364,11 +364,11 @@ fn the_launchers_word_is_followed_as_it_grows() {
     let session = state.path().join("sessions/stack");
     let migrate = session.join("01-migrate");
     private_dir(&migrate);
-    write_private(&migrate.join("result.json"), RESULT);
+    write_private(migrate.join("result.json"), RESULT);
     // Another session with a command of the same directory name: its row is not this one's.
     let other = state.path().join("sessions/other/01-migrate");
     private_dir(&other);
-    write_private(&other.join("result.json"), RESULT);
+    write_private(other.join("result.json"), RESULT);
     let launcher = session.join("launcher.jsonl");
     let blocked = r#"{"blocked":"migrate: exit 1"}"#;
     write_private(
@@ -534,11 +534,11 @@ fn a_restarts_run_is_numbered_while_it_runs() {
     request["broker"] = serde_json::json!({ "pid": me, "start_ticks": ticks });
     request["run"] = 3.into();
     write_private(
-        &dir.join("command.json"),
+        dir.join("command.json"),
         serde_json::to_vec(&request).unwrap(),
     );
     write_private(
-        &dir.join("events.jsonl"),
+        dir.join("events.jsonl"),
         format!(
             "{{\"ts_ms\":999,\"mono_us\":1,\"kind\":\"broker_started\",\"v\":3,\"broker_pid\":{me}}}\n"
         ),
