@@ -287,24 +287,7 @@ impl ListRows {
                 rows.push(ListRow::Command(id));
             }
         }
-        let listed: Vec<(CommandIndex, &CommandState)> = (rows.iter())
-            .filter_map(|row| match row {
-                ListRow::Command(id) => Some((*id, &model.commands[*id])),
-                ListRow::Session(_) | ListRow::Setup(_) => None,
-            })
-            .collect();
-        let running = listed.iter().filter(|(_, c)| c.status.is_active());
-        let followed = match view.sort {
-            ListSort::Start => running.max_by_key(|(id, c)| (c.started_ms, *id)),
-            ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
-        }
-        .or_else(|| {
-            let last = |(id, c): &&(CommandIndex, &CommandState)| (c.ended_ms, c.started_ms, *id);
-            (listed.iter().filter(|(_, c)| !c.is_session_owner()))
-                .max_by_key(last)
-                .or_else(|| listed.iter().max_by_key(last))
-        })
-        .map(|(id, _)| *id);
+        let followed = followed(model, &rows, view.sort);
         ListRows {
             rows,
             sessions,
@@ -407,6 +390,28 @@ fn folds_away(command: &CommandState, view: &ListView) -> bool {
         && !command.is_failure()
         && command.needs_you().is_none()
         && command.is_setup()
+}
+
+/// What a watch follows ([`ListRows::followed`]), of the commands `rows` list.
+fn followed(model: &Model, rows: &[ListRow], sort: ListSort) -> Option<CommandIndex> {
+    let listed = || {
+        rows.iter().filter_map(|row| match row {
+            ListRow::Command(id) => Some((*id, &model.commands[*id])),
+            ListRow::Session(_) | ListRow::Setup(_) => None,
+        })
+    };
+    let running = listed().filter(|(_, c)| c.status.is_active());
+    let last = |(id, c): &(CommandIndex, &CommandState)| (c.ended_ms, c.started_ms, *id);
+    match sort {
+        ListSort::Start => running.max_by_key(|(id, c)| (c.started_ms, *id)),
+        ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
+    }
+    .or_else(|| {
+        (listed().filter(|(_, c)| !c.is_session_owner()))
+            .max_by_key(last)
+            .or_else(|| listed().max_by_key(last))
+    })
+    .map(|(id, _)| id)
 }
 
 /// The busiest first: live commands by CPU %, then ended ones by CPU time, then the rest.
