@@ -96,6 +96,13 @@ fn kinds(events: &[EventKind]) -> Vec<String> {
         .collect()
 }
 
+/// `events` are one `needs_input` raised, at a time within `within` (seconds).
+fn flagged_once(events: &[(f64, EventKind)], within: std::ops::Range<f64>) {
+    let raised: Vec<EventKind> = events.iter().map(|(_, e)| e.clone()).collect();
+    assert_eq!(kinds(&raised), ["+needs_input"], "{events:?}");
+    assert!(within.contains(&events[0].0), "flagged at {}", events[0].0);
+}
+
 /// Drives the detector as the broker does, from `from` to `to` seconds: a look on the tree's
 /// own schedule (every `every` seconds) and at each deadline the detector asks for;
 /// `world(t)` says what a look finds, `wrote(t)` whether the agent wrote in the 50 ms step
@@ -188,12 +195,7 @@ fn never_while_a_command_of_its_runs_and_it_says_nothing() {
     assert!(events.is_empty(), "{events:?}");
     // Over: flagged a threshold after the last look that saw it run.
     let events = drive(&mut d, t0, (11.0, 30.0), 1.0, command, |_| false);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert!(
-        (13.0..14.1).contains(&events[0].0),
-        "flagged at {}",
-        events[0].0
-    );
+    flagged_once(&events, 13.0..14.1);
 }
 
 /// A server it started and then wrote after (`Running in the background`) is no command
@@ -210,15 +212,7 @@ fn a_command_it_wrote_after_runs_in_the_background() {
     };
     let told = |t: f64| (t - 1.5).abs() < 1e-9;
     let events = drive(&mut d, t0, (0.0, 10.0), 1.0, server, told);
-    assert_eq!(
-        kinds(&events.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>()),
-        ["+needs_input"]
-    );
-    assert!(
-        (4.5..4.6).contains(&events[0].0),
-        "flagged at {}",
-        events[0].0
-    );
+    flagged_once(&events, 4.5..4.6);
     // The operator types; then a silent 10 s command from 12 s, the server still running.
     d.typed(t0 + secs(10.5));
     assert_eq!(kinds(&d.take()), ["-needs_input"]);
@@ -229,12 +223,7 @@ fn a_command_it_wrote_after_runs_in_the_background() {
     let events = drive(&mut d, t0, (10.5, 22.0), 1.0, both, |_| false);
     assert!(events.is_empty(), "{events:?}");
     let events = drive(&mut d, t0, (22.0, 40.0), 1.0, both, |_| false);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert!(
-        (25.0..26.1).contains(&events[0].0),
-        "flagged at {}",
-        events[0].0
-    );
+    flagged_once(&events, 25.0..26.1);
 }
 
 #[test]
@@ -258,12 +247,7 @@ fn never_while_it_animates_a_spinner_or_uses_cpu() {
     assert!(events.is_empty(), "{events:?}");
     // Idle from 20 s: a threshold later.
     let events = drive(&mut d, t0, (20.0, 30.0), 1.0, |_| AT_PROMPT, |_| false);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert!(
-        (23.0..24.1).contains(&events[0].0),
-        "flagged at {}",
-        events[0].0
-    );
+    flagged_once(&events, 23.0..24.1);
 }
 
 #[test]
@@ -292,12 +276,7 @@ fn typing_or_its_output_clears_it_and_it_waits_again_a_threshold_later() {
     d.typed(t0 + secs(5.5));
     assert_eq!(kinds(&d.take()), ["-needs_input"]);
     let events = drive(&mut d, t0, (5.5, 12.0), 1.0, |_| AT_PROMPT, |_| false);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert!(
-        (8.5..9.1).contains(&events[0].0),
-        "flagged at {}",
-        events[0].0
-    );
+    flagged_once(&events, 8.5..9.1);
     d.output(t0 + secs(12.5));
     assert_eq!(kinds(&d.take()), ["-needs_input"]);
 }
@@ -347,12 +326,7 @@ fn a_look_that_finds_its_loop_awake_is_tried_again_soon() {
         ..AT_PROMPT
     };
     let events = drive(&mut d, t0, (0.0, 10.0), 30.0, awake_at_three, |_| false);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert!(
-        (3.25..3.35).contains(&events[0].0),
-        "flagged at {}",
-        events[0].0
-    );
+    flagged_once(&events, 3.25..3.35);
 }
 
 #[test]
