@@ -67,6 +67,8 @@ pub struct Notifier {
     argv: Vec<CString>,
     envp: Vec<CString>,
     running: Vec<Running>,
+    /// How long a run may take: [`NOTIFY_TIMEOUT`] but in the tests of the keeper.
+    timeout: std::time::Duration,
 }
 
 impl Notifier {
@@ -95,6 +97,7 @@ impl Notifier {
             argv,
             envp,
             running: Vec::new(),
+            timeout: NOTIFY_TIMEOUT,
         })
     }
 
@@ -177,9 +180,8 @@ impl Notifier {
         match read_word(&run.verdict) {
             Some(0) => None,
             Some(TIMED_OUT) => Some(format!(
-                "`{}` did not finish within {}s and was killed",
-                self.shown,
-                NOTIFY_TIMEOUT.as_secs()
+                "`{}` did not finish within {:?} and was killed",
+                self.shown, self.timeout
             )),
             Some(status) => Some(format!(
                 "`{}` {}{}",
@@ -220,7 +222,7 @@ impl Notifier {
             verdict: verdict_write.as_raw_fd(),
             stderr_reader: stderr_read.as_raw_fd(),
             broker: std::process::id() as i32,
-            timeout_ms: NOTIFY_TIMEOUT.as_millis() as i32,
+            timeout_ms: self.timeout.as_millis() as i32,
             cancel: -1,
             cwd: None,
         };
@@ -389,12 +391,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let named = tmp.path().join("setsid.pid");
         let mut n = notifier(&escaping_then(&named, "sleep 30"));
+        // The keeper's own clock, shortened: the broker's deadline is the policy's, tested
+        // on a simulated clock below.
+        n.timeout = Duration::from_millis(500);
         let keeper = n.start(b"{}").unwrap();
         assert_eq!(n.check(&[]), []);
         let escapee = pid_in(&named);
         let failure = failures(finish(&mut n)).remove(0);
         // Ended at its timeout (the failure says so), not when its `sleep 30` would have.
-        assert!(failure.contains("did not finish within 5s"), "{failure}");
+        assert!(failure.contains("did not finish within 500ms"), "{failure}");
         assert!(n.pids().is_empty());
         assert!(tether_os::procfs::is_gone(keeper));
         assert!(
