@@ -444,6 +444,7 @@ mod tests {
         kept.leftovers = Some(KeptLeftovers {
             kept: 3,
             end: Some(LeftoversEnd::SessionOwnerExited),
+            until_ms: Some(90_000),
         });
         let model = Model {
             session_id: "s".into(),

@@ -20,9 +20,15 @@ pub struct Badges {
     /// A stream stopped being stored (its cap, a full disk).
     pub capped: bool,
     /// After the command exited, processes still holding its pipes or left in its tree
-    /// were stopped: a signal sent after `exit`.
+    /// were stopped: a signal sent after `exit`, but for the stop that ends the custody of
+    /// leftovers kept by the leftovers rule (after `leftovers_stopped`): a server kept for
+    /// an agent and stopped with its session was expected to run on.
     #[serde(default)]
     pub stragglers: bool,
+    /// How many processes the leftovers rule kept running after the exit (a server started
+    /// with `&`), once their custody is over; while it lasts the state says `left N`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kept: usize,
     /// The command printed its final line (`drain_on`), did not exit within the drain
     /// period and was stopped (origin `final_drain`): it counts as finished.
     #[serde(default)]
@@ -42,6 +48,7 @@ pub enum Badge {
     Orphans(u32),
     Capped,
     Stragglers,
+    Kept(usize),
     Drained,
     Setup,
 }
@@ -56,6 +63,7 @@ impl Badge {
             Badge::Orphans(n) => format!("orphans:{n}"),
             Badge::Capped => "capped".into(),
             Badge::Stragglers => "stragglers".into(),
+            Badge::Kept(n) => format!("kept:{n}"),
             Badge::Drained => "drained".into(),
             Badge::Setup => "set-up".into(),
         }
@@ -69,8 +77,8 @@ impl Badges {
             .iter()
             .position(|e| matches!(e.kind, EventKind::Exit { .. }));
         let stragglers = exited_at.is_some_and(|at| {
-            command.timeline[at..]
-                .iter()
+            (command.timeline[at..].iter())
+                .take_while(|e| !matches!(e.kind, EventKind::LeftoversStopped { .. }))
                 .any(|e| matches!(e.kind, EventKind::SignalSent { .. }))
         });
         Badges {
@@ -80,6 +88,9 @@ impl Badges {
             orphans: command.escapees_reaped,
             capped: command.capped.iter().any(Option::is_some),
             stragglers,
+            kept: (command.leftovers)
+                .filter(|kept| kept.until_ms.is_some())
+                .map_or(0, |kept| kept.kept),
             drained: command.drained,
             setup: command.is_setup(),
         }
@@ -94,6 +105,7 @@ impl Badges {
             (self.orphans > 0, Badge::Orphans(self.orphans)),
             (self.capped, Badge::Capped),
             (self.stragglers, Badge::Stragglers),
+            (self.kept > 0, Badge::Kept(self.kept)),
             (self.drained, Badge::Drained),
             (self.setup, Badge::Setup),
         ]
@@ -101,4 +113,8 @@ impl Badges {
         .filter_map(|(on, badge)| on.then_some(badge))
         .collect()
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -64,6 +64,9 @@ pub struct KeptLeftovers {
     pub kept: usize,
     /// Why they were stopped; `None` while they run (or if the journal ends first).
     pub end: Option<tether_protocol::protocol::LeftoversEnd>,
+    /// When custody ended: they were stopped (or had all exited), or the broker closed;
+    /// `None` while they run.
+    pub until_ms: Option<u64>,
 }
 
 impl KeptLeftovers {
@@ -616,6 +619,7 @@ impl CommandState {
                 self.leftovers = Some(KeptLeftovers {
                     kept: pids.len(),
                     end: None,
+                    until_ms: None,
                 });
                 if let Status::Exited(exit) = self.status {
                     self.status = Status::LeftRunning {
@@ -627,6 +631,7 @@ impl CommandState {
             EventKind::LeftoversStopped { reason, .. } => {
                 if let Some(kept) = self.leftovers.as_mut() {
                     kept.end = Some(*reason);
+                    kept.until_ms.get_or_insert(ts);
                 }
                 if let Status::LeftRunning { exit, .. } = self.status {
                     self.status = Status::Exited(exit);
@@ -639,6 +644,9 @@ impl CommandState {
                 self.bytes = [*stdout_bytes, *stderr_bytes];
                 self.tree.clear();
                 self.ended_ms.get_or_insert(ts);
+                if let Some(kept) = self.leftovers.as_mut() {
+                    kept.until_ms.get_or_insert(ts);
+                }
                 if self.status.is_active() {
                     self.status = Status::Lost;
                 }
@@ -1132,10 +1140,53 @@ mod tests {
         ));
         assert_eq!(c.status, Status::Exited(status));
         assert_eq!(
+            c.leftovers.and_then(|l| l.until_ms),
+            Some(6),
+            "custody's end"
+        );
+        assert_eq!(
             c.leftovers.and_then(|l| l.words()).as_deref(),
             Some("kept 2 until its caller exited"),
             "a post-mortem says what was kept and why it was stopped"
         );
+    }
+
+    /// Stopping what was kept when its custody ends is no straggler: a server kept for its
+    /// agent was meant to run on. A signal to what held the pipes before that still is.
+    #[test]
+    fn the_stop_that_ends_custody_is_no_straggler() {
+        use crate::Badges;
+        use tether_protocol::protocol::{LeftoversEnd, Origin, ProcessSignal};
+        let status = ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        };
+        let term = |ts| {
+            event(
+                ts,
+                signal_sent(ProcessSignal::TERM, Scope::Group, Origin::ParentLost, 11),
+            )
+        };
+        let mut kept = begun();
+        kept.apply(&event(2, spawned(10)));
+        kept.apply(&event(3, EventKind::Exit { pid: 10, status }));
+        kept.apply(&event(4, EventKind::LeftoversKept { pids: vec![11] }));
+        let stopped = EventKind::LeftoversStopped {
+            reason: LeftoversEnd::SessionOwnerExited,
+            pid: Some(7),
+        };
+        kept.apply(&event(90_000, stopped));
+        kept.apply(&term(90_001));
+        let badges = Badges::of(&kept);
+        assert!(!badges.stragglers);
+        assert_eq!(badges.kept, 1, "what was kept, once its custody is over");
+
+        let mut held = begun();
+        held.apply(&event(2, spawned(10)));
+        held.apply(&event(3, EventKind::Exit { pid: 10, status }));
+        held.apply(&term(200));
+        assert!(Badges::of(&held).stragglers);
     }
 
     #[test]

@@ -197,6 +197,7 @@ fn attributes(session: &str, command: &CommandExport, end: u64) -> Vec<KeyValue>
             .to_string();
         let value = match badge {
             crate::model::Badge::Orphans(n) => int(i64::from(n)),
+            crate::model::Badge::Kept(n) => int(n as i64),
             _ => boolean(true),
         };
         attributes.push(attribute(&format!("tether.badge.{key}"), value));

@@ -315,7 +315,7 @@ pub fn badges(c: &CommandState) -> Vec<Span<'static>> {
             Badge::Timeout | Badge::Capped => Color::Yellow,
             Badge::Killed | Badge::ParentLost => Color::Red,
             Badge::Orphans(_) => Color::Magenta,
-            Badge::Stragglers | Badge::Setup => Color::DarkGray,
+            Badge::Stragglers | Badge::Kept(_) | Badge::Setup => Color::DarkGray,
             // Finished, by its own final line: not a failure.
             Badge::Drained => Color::Cyan,
         };

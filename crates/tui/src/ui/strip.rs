@@ -1,5 +1,5 @@
 //! The all-commands strip under the timeline: a bar per command over the whole session,
-//! `─` while it ran, `▪` where it printed, markers for signals, timeouts, exits and failures
+//! `─` while it ran, `┄` while what it left ran on in custody, `▪` where it printed, markers for signals, timeouts, exits and failures
 //! (a failed exit among them); with the time cursor set, each bar drawn up to it and its
 //! column crossed.
 
@@ -204,6 +204,14 @@ fn bar(
             .skip(column(start))
         {
             *cell = ('─', Color::DarkGray);
+        }
+    }
+    // What the run left running and its custody kept (a server started with `&`): `┄` from
+    // the exit until the custody ended, so that it shows for as long as it served.
+    if let (Some(kept), Some(exit)) = (c.leftovers, c.ended_ms) {
+        let until = column(kept.until_ms.unwrap_or(now_ms)).min(width - 1);
+        for cell in cells.iter_mut().take(until + 1).skip(column(exit) + 1) {
+            *cell = ('┄', Color::DarkGray);
         }
     }
     for ts in &c.activity {
@@ -525,6 +533,31 @@ mod tests {
         c.markers
             .extend([(6_000, Marker::Signal), (6_300, Marker::Signal)]);
         assert_eq!(text_of(&c, 8), "────|   ");
+    }
+
+    /// A server started with `&`: its shell exited at once and custody kept the server.
+    /// `┄` runs on from the exit for as long as it was kept, up to now while it still is.
+    #[test]
+    fn what_custody_kept_runs_on_after_the_exit() {
+        use tether_model::KeptLeftovers;
+        let mut c = ended("server", Some(0), None, 1_000);
+        c.leftovers = Some(KeptLeftovers {
+            kept: 1,
+            end: None,
+            until_ms: None,
+        });
+        assert_eq!(text_of(&c, 14), "─|┄┄┄┄┄┄┄┄┄┄┄ ", "kept until now (12 s)");
+        c.leftovers = Some(KeptLeftovers {
+            kept: 1,
+            end: Some(tether_protocol::protocol::LeftoversEnd::SessionOwnerExited),
+            until_ms: Some(6_000),
+        });
+        c.markers.push((6_000, Marker::Signal));
+        assert_eq!(
+            text_of(&c, 14),
+            "─|┄┄┄┄┄       ",
+            "kept until its session ended"
+        );
     }
 
     /// `x` marks a failure, as the legend says: an exit that failed is drawn as one.
