@@ -14,9 +14,7 @@ use super::{CommandState, Model, Status};
 /// Rebuilds a command from its journal. A run whose broker is gone without a result is
 /// marked lost; what the journal lacks is said in its notice.
 pub fn command_from_record(record: &CommandRecord) -> CommandState {
-    let mut command = replay(config_of(record), record.dir.clone(), &record.events);
-    command.run = run_of(record);
-    command.caller_pid = record.request.as_ref().map(|r| r.parent_pid);
+    let mut command = command_so_far(record);
     if let Some(result) = &record.result {
         command.apply_result(result);
     }
@@ -46,6 +44,16 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
     if !damage.is_empty() && command.status != Status::Running {
         command.notice = Some(damage.join("; "));
     }
+    command
+}
+
+/// A command as its journal tells it so far, for a run that may still go: its events,
+/// which run of its command it is and who asked for it (what links an agent's shell call
+/// to the command it asked for); [`command_from_record`] adds how it ended.
+pub fn command_so_far(record: &CommandRecord) -> CommandState {
+    let mut command = replay(config_of(record), record.dir.clone(), &record.events);
+    command.run = run_of(record);
+    command.caller_pid = record.request.as_ref().map(|r| r.parent_pid);
     command
 }
 

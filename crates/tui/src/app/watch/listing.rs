@@ -11,7 +11,7 @@ use super::{SessionSeen, Watch};
 use crate::app::App;
 use tether_frontend::control::discover::{journaled_broker_alive, session_is_followed};
 use tether_frontend::prune::scan::STARTING_GRACE_MS;
-use tether_model::replay::{broker_alive, command_from_record, config_of, replay, run_of};
+use tether_model::replay::{broker_alive, command_from_record, command_so_far};
 use tether_model::{CommandState, Status};
 use tether_os::clock::now_ms;
 use tether_os::journal::secure::check_for_reading;
@@ -303,10 +303,9 @@ impl Watch {
                 created_ms.is_some_and(|ms| now_ms().saturating_sub(ms) < STARTING_GRACE_MS)
             });
         let mut row = if may_run {
-            let mut row = replay(config_of(record), dir.clone(), &record.events);
-            // A restart's run (`worker (run 3)`) while it runs, as once it ended.
-            row.run = run_of(record);
-            row
+            // A restart's run (`worker (run 3)`) and an agent's call (`(command #5)` in its
+            // tree) while it runs, as once it ended.
+            command_so_far(record)
         } else {
             command_from_record(record)
         };

@@ -517,7 +517,8 @@ fn a_kill_to_confirm_follows_its_command_as_rows_move() {
     assert_eq!(app.view.dialog, None);
 }
 
-/// A restart's run read while it runs is named as it will be once it ended: `(run 3)`.
+/// A restart's run read while it runs is named as it will be once it ended, `(run 3)`,
+/// and knows its caller.
 #[test]
 fn a_restarts_run_is_numbered_while_it_runs() {
     use tether_os::testing::{private_dir, write_private};
@@ -551,5 +552,11 @@ fn a_restarts_run_is_numbered_while_it_runs() {
         let row = &app.model.commands[0];
         assert!(row.status.is_active(), "{:?}", row.status);
         assert_eq!(row.title(), "interrupted (run 3)");
+        // Who asked for it, as once it ended: an agent's tree shows the call as the command.
+        assert_eq!(
+            row.caller_pid,
+            request["parent_pid"].as_i64().map(|p| p as i32)
+        );
+        assert!(row.caller_pid.is_some());
     });
 }
