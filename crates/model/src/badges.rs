@@ -20,7 +20,7 @@ pub struct Badges {
     /// A stream stopped being stored (its cap, a full disk).
     pub capped: bool,
     /// After the command exited, processes still holding its pipes or left in its tree
-    /// were stopped: a signal sent after `exit`, but for the stop that ends the custody of
+    /// were stopped: a signal sent after `exit` that reached a process, but for the stop that ends the custody of
     /// leftovers kept by the leftovers rule (after `leftovers_stopped`): a server kept for
     /// an agent and stopped with its session was expected to run on.
     #[serde(default)]
@@ -79,7 +79,7 @@ impl Badges {
         let stragglers = exited_at.is_some_and(|at| {
             (command.timeline[at..].iter())
                 .take_while(|e| !matches!(e.kind, EventKind::LeftoversStopped { .. }))
-                .any(|e| matches!(e.kind, EventKind::SignalSent { .. }))
+                .any(|e| matches!(&e.kind, EventKind::SignalSent { targets, .. } if !targets.is_empty()))
         });
         Badges {
             timeout: command.response_timeout,

@@ -1152,7 +1152,8 @@ mod tests {
     }
 
     /// Stopping what was kept when its custody ends is no straggler: a server kept for its
-    /// agent was meant to run on. A signal to what held the pipes before that still is.
+    /// agent was meant to run on; nor is a signal that reached nothing. A signal to what
+    /// held the pipes after the exit is.
     #[test]
     fn the_stop_that_ends_custody_is_no_straggler() {
         use crate::Badges;
@@ -1185,6 +1186,16 @@ mod tests {
         let mut held = begun();
         held.apply(&event(2, spawned(10)));
         held.apply(&event(3, EventKind::Exit { pid: 10, status }));
+        // A stop at the broker's end that found nothing left stopped nothing.
+        let mut none_left = signal_sent(ProcessSignal::TERM, Scope::Group, Origin::Shutdown, 11);
+        if let EventKind::SignalSent { targets, .. } = &mut none_left {
+            targets.clear();
+        }
+        held.apply(&event(100, none_left));
+        assert!(
+            !Badges::of(&held).stragglers,
+            "a signal that reached nothing"
+        );
         held.apply(&term(200));
         assert!(Badges::of(&held).stragglers);
     }
