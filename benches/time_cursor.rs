@@ -90,6 +90,7 @@ fn busy_command(i: usize) -> CommandRecording {
         ),
         dir: "/nonexistent".into(),
         run: 1,
+        caller_pid: None,
         events,
     }
 }

@@ -20,9 +20,10 @@ pub struct Badges {
     /// A stream stopped being stored (its cap, a full disk).
     pub capped: bool,
     /// After the command exited, processes still holding its pipes or left in its tree
-    /// were stopped: a signal sent after `exit` that reached a process, but for the stop that ends the custody of
-    /// leftovers kept by the leftovers rule (after `leftovers_stopped`): a server kept for
-    /// an agent and stopped with its session was expected to run on.
+    /// were stopped: a signal sent after `exit` that reached a process, but not once the
+    /// leftovers rule kept what was left (`leftovers_kept`): a server kept for an agent, and
+    /// stopped when its custody ended, was meant to run on. Leftovers stopped at once for
+    /// want of a custodian (no `leftovers_kept`) are stragglers.
     #[serde(default)]
     pub stragglers: bool,
     /// How many processes the leftovers rule kept running after the exit (a server started
@@ -78,7 +79,7 @@ impl Badges {
             .position(|e| matches!(e.kind, EventKind::Exit { .. }));
         let stragglers = exited_at.is_some_and(|at| {
             (command.timeline[at..].iter())
-                .take_while(|e| !matches!(e.kind, EventKind::LeftoversStopped { .. }))
+                .take_while(|e| !matches!(e.kind, EventKind::LeftoversKept { .. }))
                 .any(|e| matches!(&e.kind, EventKind::SignalSent { targets, .. } if !targets.is_empty()))
         });
         Badges {

@@ -775,11 +775,29 @@ impl CommandState {
             } else {
                 Status::Lost
             };
-            self.ended_ms = Some(now_ms);
+            // Lost in custody: the run ended at its exit, the custody now.
+            match self.leftovers.as_mut().filter(|_| self.ended_ms.is_some()) {
+                Some(kept) => _ = kept.until_ms.get_or_insert(now_ms),
+                None => self.ended_ms = Some(now_ms),
+            }
             self.notice
                 .get_or_insert_with(|| "the broker ended without a result; see the journal".into());
         }
         self.tree.clear();
+    }
+
+    /// When what the run left ran on in custody (a server started with `&`): from its exit
+    /// to the custody's end, or to `now_ms` while it lasts; in a journal cut short during
+    /// it, to its last event. `None` if nothing was kept.
+    pub fn custody(&self, now_ms: u64) -> Option<(u64, u64)> {
+        let kept = self.leftovers?;
+        let from = self.ended_ms?;
+        let until = match kept.until_ms {
+            Some(until) => until,
+            None if matches!(self.status, Status::LeftRunning { .. }) => now_ms,
+            None => self.timeline.last().map_or(from, |e| e.ts_ms),
+        };
+        Some((from, until.max(from)))
     }
 
     /// Whether it runs and proved it is ready (what a dependency on it waits for).
@@ -1144,11 +1162,40 @@ mod tests {
             Some(6),
             "custody's end"
         );
+        assert_eq!(c.custody(100), Some((3, 6)), "from the exit to its end");
         assert_eq!(
             c.leftovers.and_then(|l| l.words()).as_deref(),
             Some("kept 2 until its caller exited"),
             "a post-mortem says what was kept and why it was stopped"
         );
+    }
+
+    /// A broker lost while it kept leftovers: the run ended at its exit, the custody when
+    /// the loss was seen, and neither grows on from there.
+    #[test]
+    fn a_broker_lost_in_custody_ends_the_custody_not_the_run() {
+        let status = ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        };
+        let mut c = begun();
+        c.broker_pid = Some(9);
+        c.apply(&event(2, spawned(10)));
+        c.apply(&event(3, EventKind::Exit { pid: 10, status }));
+        c.apply(&event(4, EventKind::LeftoversKept { pids: vec![11] }));
+        assert_eq!(c.custody(50), Some((3, 50)), "to now while it lasts");
+        c.broker_gone(70);
+        assert_eq!(c.status, Status::Lost);
+        assert_eq!(c.ended_ms, Some(3), "the run ended at its exit");
+        assert_eq!(c.custody(500), Some((3, 70)));
+        // A journal cut short in custody, its end read from a result: as far as it tells.
+        let mut cut = begun();
+        cut.apply(&event(2, spawned(10)));
+        cut.apply(&event(3, EventKind::Exit { pid: 10, status }));
+        cut.apply(&event(4, EventKind::LeftoversKept { pids: vec![11] }));
+        cut.status = Status::Exited(status);
+        assert_eq!(cut.custody(500), Some((3, 4)));
     }
 
     /// Stopping what was kept when its custody ends is no straggler: a server kept for its
@@ -1177,11 +1224,31 @@ mod tests {
             reason: LeftoversEnd::SessionOwnerExited,
             pid: Some(7),
         };
+        let hup = signal_sent(ProcessSignal::HUP, Scope::Group, Origin::Operator, 11);
+        kept.apply(&event(30_000, hup));
+        assert!(
+            !Badges::of(&kept).stragglers,
+            "the operator's signal in custody"
+        );
         kept.apply(&event(90_000, stopped));
         kept.apply(&term(90_001));
         let badges = Badges::of(&kept);
         assert!(!badges.stragglers);
         assert_eq!(badges.kept, 1, "what was kept, once its custody is over");
+
+        // No custodian left when it exited: stopped at once, as without the rule.
+        let mut at_once = begun();
+        at_once.apply(&event(2, spawned(10)));
+        at_once.apply(&event(3, EventKind::Exit { pid: 10, status }));
+        let gone = EventKind::LeftoversStopped {
+            reason: LeftoversEnd::CallerGone,
+            pid: None,
+        };
+        at_once.apply(&event(4, gone));
+        at_once.apply(&term(5));
+        let badges = Badges::of(&at_once);
+        assert!(badges.stragglers, "stopped at once: stragglers");
+        assert_eq!(badges.kept, 0);
 
         let mut held = begun();
         held.apply(&event(2, spawned(10)));

@@ -30,6 +30,9 @@ pub struct CommandRecording {
     pub dir: PathBuf,
     /// Which start of its command this was (a restart's is above 1).
     pub run: u32,
+    /// The process that asked for it (command.json's `parent_pid`): what links an agent's
+    /// shell call to its row at the time cursor too.
+    pub caller_pid: Option<i32>,
     /// In journal order.
     pub events: Vec<Event>,
 }
@@ -106,6 +109,7 @@ impl Recording {
                 .map(|c| CommandRecording {
                     config: config_of(&c),
                     run: run_of(&c),
+                    caller_pid: c.request.as_ref().map(|r| r.parent_pid),
                     dir: c.dir,
                     events: c.events,
                 })
@@ -185,6 +189,7 @@ impl Recording {
                 let count = c.events.iter().take_while(|e| e.ts_ms <= at_ms).count();
                 let mut command = replay(c.config.clone(), c.dir.clone(), &c.events[..count]);
                 command.run = c.run;
+                command.caller_pid = c.caller_pid;
                 if count == 0 {
                     command.status = Status::Idle;
                     command.started_ms = None;

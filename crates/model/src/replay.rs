@@ -169,16 +169,15 @@ pub fn dir_name(dir: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The moment a recorded session's screens are drawn at: its last event, or now while a
-/// command in it still runs.
+/// The moment a recorded session's screens are drawn at: the last end (of a run, or of the
+/// custody of what it left running), or now while a command in it still runs.
 pub fn frozen_at(model: &Model, now_ms: u64) -> u64 {
     if model.running() > 0 {
         return now_ms;
     }
-    model
-        .commands
-        .iter()
-        .filter_map(|c| c.ended_ms.or(c.started_ms))
+    let end = |c: &CommandState| c.custody(now_ms).map(|(_, until)| until);
+    (model.commands.iter())
+        .filter_map(|c| end(c).or(c.ended_ms).or(c.started_ms))
         .max()
         .unwrap_or(now_ms)
 }

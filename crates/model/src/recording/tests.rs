@@ -7,8 +7,24 @@ fn command(name: &str, events: Vec<Event>) -> CommandRecording {
         config: CommandConfig::new(name, CommandSpec::Shell("true".into())),
         dir: "/nonexistent".into(),
         run: 1,
+        caller_pid: None,
         events,
     }
+}
+
+/// At the time cursor a command knows who asked for it, as it does live and at the end:
+/// an agent's tree shows its shell call as that command, not as an escapee.
+#[test]
+fn a_command_at_the_cursor_knows_its_caller() {
+    let mut call = command("server", vec![event(1_000, spawned(7))]);
+    call.caller_pid = Some(4242);
+    let recording = Recording::new(vec![call]);
+    assert_eq!(recording.commands_at(2_000)[0].caller_pid, Some(4242));
+    assert_eq!(
+        recording.commands_at(500)[0].caller_pid,
+        Some(4242),
+        "not started yet"
+    );
 }
 
 /// `job` prints, grows a tree, is signalled and exits; `late` starts after it began.

@@ -144,7 +144,9 @@ fn density(
         if shown.binary_search(&i).is_ok() {
             continue;
         }
-        let end = column(c.ended_ms.unwrap_or(now_ms)).min(width - 1);
+        // A run, and what it left running in custody after it.
+        let end = c.custody(now_ms).map(|(_, until)| until).or(c.ended_ms);
+        let end = column(end.unwrap_or(now_ms)).min(width - 1);
         let start = column(start).min(end);
         steps[start] += 1;
         steps[end + 1] -= 1;
@@ -208,8 +210,8 @@ fn bar(
     }
     // What the run left running and its custody kept (a server started with `&`): `┄` from
     // the exit until the custody ended, so that it shows for as long as it served.
-    if let (Some(kept), Some(exit)) = (c.leftovers, c.ended_ms) {
-        let until = column(kept.until_ms.unwrap_or(now_ms)).min(width - 1);
+    if let Some((exit, until)) = c.custody(now_ms) {
+        let until = column(until).min(width - 1);
         for cell in cells.iter_mut().take(until + 1).skip(column(exit) + 1) {
             *cell = ('┄', Color::DarkGray);
         }
@@ -231,7 +233,7 @@ fn bar(
     if let Some(cell) = cursor.and_then(|at| cells.get_mut(at)) {
         match cell.0 {
             ' ' => *cell = ('│', Color::Cyan),
-            '─' => *cell = ('┼', Color::Cyan),
+            '─' | '┄' => *cell = ('┼', Color::Cyan),
             _ => {}
         }
     }
@@ -546,11 +548,29 @@ mod tests {
             end: None,
             until_ms: None,
         });
+        c.status = Status::LeftRunning {
+            exit: ExitStatus {
+                code: Some(0),
+                signal: None,
+                core_dumped: false,
+            },
+            processes: 1,
+        };
         assert_eq!(text_of(&c, 14), "─|┄┄┄┄┄┄┄┄┄┄┄ ", "kept until now (12 s)");
+        let column = |ts: u64| (ts / 1000) as usize;
+        let crossed: String = (bar(&c, 14, 12_000, &column, Some(5)).iter())
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(crossed, "─|┄┄┄┼┄┄┄┄┄┄┄ ", "the time cursor crosses it");
         c.leftovers = Some(KeptLeftovers {
             kept: 1,
             end: Some(tether_protocol::protocol::LeftoversEnd::SessionOwnerExited),
             until_ms: Some(6_000),
+        });
+        c.status = Status::Exited(ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
         });
         c.markers.push((6_000, Marker::Signal));
         assert_eq!(

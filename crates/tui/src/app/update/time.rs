@@ -113,6 +113,7 @@ mod tests {
             config: CommandConfig::new("job", CommandSpec::Shell("true".into())),
             dir: "/nonexistent".into(),
             run: 1,
+            caller_pid: None,
             events: vec![
                 event(1_000, spawned(7)),
                 event(3_500, EventKind::HardKill { after_ms: 1 }),
