@@ -414,7 +414,12 @@ fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect>
         .cursor_row(view.selected)
         .and_then(|row| geometry.list.rows.get(row))
         .is_some_and(|row| matches!(row, super::list::ListRow::Session(_)));
-    if !geometry.compact || view.focus != Pane::Commands || on_header {
+    if geometry.compact && view.focus != Pane::Commands {
+        // A command opened on a small screen hides the list: nothing there to fold behind it.
+        view.say("Esc: back to the list");
+        return Vec::new();
+    }
+    if !geometry.compact || on_header {
         return list::update(model, view, geometry, &Action::ToggleFold);
     }
     let Some(command) = model.commands.get(view.selected) else {

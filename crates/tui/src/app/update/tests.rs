@@ -623,6 +623,12 @@ fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
         "a watch keeps the command opened on screen"
     );
     assert!(view.message.as_deref().is_some_and(|m| m.contains("Esc")));
+    // Enter again, the command open: the list behind it stays as it was.
+    let folded = view.list.folded.clone();
+    update(&model, &mut view, &compact, Action::Open);
+    assert_eq!(view.focus, Pane::Stdout);
+    assert_eq!(view.list.folded, folded, "nothing folded out of sight");
+    assert_eq!(view.message.as_deref(), Some("Esc: back to the list"));
     update(&model, &mut view, &compact, Action::Zoom);
     update(&model, &mut view, &compact, Action::Cancel);
     assert_eq!((view.focus, view.zoom), (Pane::Commands, false));
