@@ -54,6 +54,7 @@ struct PsRow<'a> {
     /// Its directory in the session (`01-sleep`).
     id: String,
     broker_pid: i32,
+    /// The command's process; once it exited and left others running, the first of those.
     pid: Option<i32>,
     state: &'a str,
     runtime_ms: u64,
@@ -118,12 +119,18 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
                 .get(&c.broker.pid)
                 .map_or(&[][..], |t| t.get(1..).unwrap_or(&[]));
             let live = tree.iter().filter(|p| p.state != 'Z');
+            // Once the main process exited and left others running (`left running`), the
+            // pid to act on is theirs: the first still alive in its tree.
+            let pid = (c.pid)
+                .filter(|&pid| live.clone().any(|p| p.pid == pid))
+                .or_else(|| live.clone().next().map(|p| p.pid))
+                .or(c.pid);
             PsRow {
                 session: &c.id.session,
                 name: &c.name,
                 id: c.id.dir_name(),
                 broker_pid: c.broker.pid,
-                pid: c.pid,
+                pid,
                 state: &c.state,
                 runtime_ms: now.saturating_sub(c.started_ms),
                 // A fold from 0.0: a float sum of nothing is -0.0, printed `-0.0`.
