@@ -804,6 +804,27 @@ fn the_list_with_every_column_at_200_columns() {
     insta::assert_snapshot!(screen);
 }
 
+/// On a small screen a command opened over the list keeps the way back, `Esc list`, on the
+/// status bar, however long the message beside it and whatever needs the operator.
+#[test]
+fn an_opened_command_on_a_small_screen_keeps_the_way_back_beside_a_message() {
+    let view = ViewState {
+        focus: Pane::Stdout,
+        message: Some(format!(
+            "build: Tab the next pane · z zoom · {}",
+            "x".repeat(200)
+        )),
+        ..ViewState::default()
+    };
+    let screen = draw_with(80, 24, &model_with_costs(), &content(), &view);
+    let bar = screen.lines().last().unwrap_or_default();
+    assert!(bar.starts_with(" Esc  list  build: Tab"), "{bar:?}");
+    assert!(
+        bar.trim_end().ends_with('…'),
+        "the message cut, not the way back: {bar:?}"
+    );
+}
+
 /// At 80 columns the zoomed list still has room for every column, the command text cut.
 #[test]
 fn the_list_with_every_column_at_80_columns() {

@@ -1028,7 +1028,7 @@ fn a_small_terminal_shows_the_list_then_the_command_opened() {
     tmux.wait_screen(&env, "the command's panes, offering Esc", |s| {
         s.contains("Process tree: echo")
             && s.contains("said-by-the-command")
-            && s.contains("Esc the list")
+            && s.contains("Esc  list")
             && !s.contains("Commands 1")
     });
     tmux.keys(&env, &["Escape"]);

@@ -14,7 +14,7 @@ use super::timeline::tone_color;
 use super::{Scene, format, style};
 use crate::app::action::Action;
 use crate::app::update::{OnScreen, refusal_on};
-use crate::app::view::{CursorContent, ViewState};
+use crate::app::view::{CursorContent, Pane, ViewState};
 use tether_model::output::one_line;
 use tether_model::recording::step_label;
 use tether_model::{CommandState, Model};
@@ -69,13 +69,20 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
     let attention = attention.filter(|c| !told(c));
     spans.extend(attention.and_then(|c| attention_span(c, details)));
     let width = usize::from(area.width);
-    let room = width.saturating_sub(spans.iter().map(Span::width).sum());
+    let opened = compact && view.focus != Pane::Commands && !model.commands.is_empty();
     match &view.message {
-        // A message wins over the key hints: it is what just happened.
-        Some(message) => spans.push(Span::raw(format!(
-            " {}",
-            cut_message(&one_line(message), room.saturating_sub(1))
-        ))),
+        // A message wins over the key hints: it is what just happened. But a command opened
+        // on a small screen hides the list, and the way back to it stays in sight.
+        Some(message) => {
+            if opened {
+                spans.extend(hint("Esc", "list"));
+            }
+            let room = width.saturating_sub(spans.iter().map(Span::width).sum());
+            spans.push(Span::raw(format!(
+                " {}",
+                cut_message(&one_line(message), room.saturating_sub(1))
+            )));
+        }
         None => {
             let step = format!("step {}", step_label(view.time.step_ms()));
             let keys = KEYS.iter().filter(|(_, _, action)| {
@@ -104,10 +111,10 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
             if compact && !model.commands.is_empty() {
                 keys.insert(
                     0,
-                    if view.focus == crate::app::view::Pane::Commands {
-                        ("Enter", "open", Action::Open)
-                    } else {
+                    if opened {
                         ("Esc", "list", Action::Cancel)
+                    } else {
+                        ("Enter", "open", Action::Open)
                     },
                 );
             }
@@ -116,12 +123,9 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
                 _ => (key, what),
             });
             // As many hints as fit, each whole: a key without its word says nothing.
-            let mut left = room;
+            let mut left = width.saturating_sub(spans.iter().map(Span::width).sum());
             for (key, what) in keys {
-                let hint = [
-                    Span::styled(format!(" {key} "), style::KEY),
-                    Span::raw(format!(" {what} ")),
-                ];
+                let hint = hint(key, what);
                 let needs: usize = hint.iter().map(Span::width).sum();
                 if needs > left {
                     break;
@@ -134,6 +138,14 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
     // What comes before the message (the moment, what needs you) is cut too on a narrow bar.
     let spans = format::cut_spans(spans, width);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// ` Esc  list`: a key, highlighted, and what it does.
+fn hint(key: &str, what: &str) -> [Span<'static>; 2] {
+    [
+        Span::styled(format!(" {key} "), style::KEY),
+        Span::raw(format!(" {what} ")),
+    ]
 }
 
 /// `message` cut to `width` columns, ending in `…`. A command it names for the operator to

@@ -622,7 +622,7 @@ fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
         view.list_moved,
         "a watch keeps the command opened on screen"
     );
-    assert!(view.message.as_deref().is_some_and(|m| m.contains("Esc")));
+    assert!(view.message.as_deref().is_some_and(|m| m.contains("Tab")));
     // Enter again, the command open: the list behind it stays as it was.
     let folded = view.list.folded.clone();
     update(&model, &mut view, &compact, Action::Open);
