@@ -10,3 +10,13 @@
 pub mod app;
 pub mod notify;
 pub mod ui;
+
+/// For the crate's tests: a scratch directory in memory (`/dev/shm`) where there is one, for
+/// fixtures of thousands of files, whose inodes a disk's file system is slow to hand out
+/// (ext4 looks for recently deleted ones at each); the usual temporary directory otherwise.
+#[cfg(test)]
+pub(crate) fn memory_tempdir() -> tempfile::TempDir {
+    (tempfile::Builder::new().tempdir_in("/dev/shm"))
+        .or_else(|_| tempfile::tempdir())
+        .expect("a scratch directory")
+}

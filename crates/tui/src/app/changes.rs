@@ -346,7 +346,7 @@ mod tests {
     /// so any file may have changed.
     #[tokio::test(flavor = "current_thread")]
     async fn lost_events_are_a_change_for_every_command() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::memory_tempdir();
         let base = dir.path().to_path_buf();
         let wanted = vec![
             (1, base.clone(), vec!["*.rs".to_string()]),

@@ -124,7 +124,7 @@ fn half_made_journals_are_listed_and_completed_as_they_grow() {
 
 #[test]
 fn ten_thousand_ended_commands_cost_no_watch_each() {
-    let state = tempfile::tempdir().unwrap();
+    let state = crate::memory_tempdir();
     let session = state.path().join("sessions/big");
     for n in 1..=10_000 {
         let dir = session.join(format!("{n:02}-echo"));
