@@ -80,16 +80,22 @@ fn chrome_trace_has_the_required_fields_and_one_entry_per_event_that_matters() {
         assert!(journaled > 0, "the fixture has no {kind}");
         assert_eq!(instants(kind), journaled, "instants for {kind}");
     }
-    // A drain for each run that exited and closed; a span for each run.
+    // A drain for each run that exited and closed, a custody instead for one whose
+    // leftovers were kept; a span for each run.
     let record = SessionRecord::load(&every_kind_fixture()).unwrap();
     let has = |c: &tether::journal::CommandRecord, name: &str| {
         c.events.iter().any(|e| e.kind.name() == name)
     };
-    let drains = record
-        .commands
-        .iter()
-        .filter(|c| has(c, "exit") && has(c, "close"))
+    let ended = |c: &&tether::journal::CommandRecord| has(c, "exit") && has(c, "close");
+    let drains = (record.commands.iter())
+        .filter(ended)
+        .filter(|c| !has(c, "leftovers_kept"))
         .count();
+    let custodies = (record.commands.iter())
+        .filter(ended)
+        .filter(|c| has(c, "leftovers_kept"))
+        .count();
+    assert!(custodies > 0, "the fixture keeps leftovers (03-tree)");
     let spans = |cat: &str| {
         events
             .iter()
@@ -97,6 +103,7 @@ fn chrome_trace_has_the_required_fields_and_one_entry_per_event_that_matters() {
             .count()
     };
     assert_eq!(spans("drain"), drains);
+    assert_eq!(spans("custody"), custodies);
     assert_eq!(spans("run"), record.commands.len());
     // A thread and a span per process the tree events recorded.
     let processes: BTreeSet<(String, i64, u64)> = fixture_events()

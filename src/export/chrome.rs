@@ -121,18 +121,30 @@ fn command_events(
             summary,
         ));
     }
-    // The drain: from the exit to the broker's close, while it read the pipes to the end.
+    // From the exit to the broker's close: the drain, while it read the pipes to the end;
+    // or the custody of what the run left running, kept by the leftovers rule.
     let at = |kind: fn(&EventKind) -> bool| command.events.iter().find(|e| kind(&e.kind));
     let exit = at(|k| matches!(k, EventKind::Exit { .. }));
     let close = at(|k| matches!(k, EventKind::Close { .. }));
+    let kept = command.events.iter().find_map(|e| match &e.kind {
+        EventKind::LeftoversKept { pids } => Some(pids.len()),
+        _ => None,
+    });
     if let (Some(exit), Some(close)) = (exit, close) {
+        let (name, args) = match kept {
+            Some(kept) => ("custody", json!({ "kept": kept })),
+            None => (
+                "drain",
+                json!({ "stragglers_stopped": command.badges.stragglers }),
+            ),
+        };
         out.push(span(
-            "drain".into(),
-            "drain",
+            name.into(),
+            name,
             exit.ts_ms,
             close.ts_ms.max(exit.ts_ms),
             RUN_TID,
-            json!({ "stragglers_stopped": command.badges.stragglers }),
+            args,
         ));
     }
     // An instant per lifecycle event; a counter of the bytes written, at most one per
