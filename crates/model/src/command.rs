@@ -768,18 +768,25 @@ impl CommandState {
 
     /// The broker went away; if it never said how the command ended, say so.
     pub fn broker_gone(&mut self, now_ms: u64) {
-        if self.status.is_active() {
+        if let (Status::LeftRunning { exit, .. }, Some(kept)) =
+            (self.status, self.leftovers.as_mut())
+        {
+            // Lost in custody: the run ended as its exit said, the custody now.
+            self.status = Status::Exited(exit);
+            kept.until_ms.get_or_insert(now_ms);
+            self.notice.get_or_insert_with(|| {
+                "the broker ended while it kept what the command left running, without a \
+                 result; see the journal"
+                    .into()
+            });
+        } else if self.status.is_active() {
             // A broker that refused its launch request never ran anything.
             self.status = if self.broker_pid.is_none() {
                 Status::FailedToStart
             } else {
                 Status::Lost
             };
-            // Lost in custody: the run ended at its exit, the custody now.
-            match self.leftovers.as_mut().filter(|_| self.ended_ms.is_some()) {
-                Some(kept) => _ = kept.until_ms.get_or_insert(now_ms),
-                None => self.ended_ms = Some(now_ms),
-            }
+            self.ended_ms = Some(now_ms);
             self.notice
                 .get_or_insert_with(|| "the broker ended without a result; see the journal".into());
         }
@@ -1186,7 +1193,13 @@ mod tests {
         c.apply(&event(4, EventKind::LeftoversKept { pids: vec![11] }));
         assert_eq!(c.custody(50), Some((3, 50)), "to now while it lasts");
         c.broker_gone(70);
-        assert_eq!(c.status, Status::Lost);
+        assert_eq!(
+            c.status,
+            Status::Exited(status),
+            "its exit said how it ended"
+        );
+        assert!(!c.is_failure());
+        assert!(c.notice.is_some(), "the loss is said");
         assert_eq!(c.ended_ms, Some(3), "the run ended at its exit");
         assert_eq!(c.custody(500), Some((3, 70)));
         // A journal cut short in custody, its end read from a result: as far as it tells.

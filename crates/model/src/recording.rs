@@ -9,7 +9,7 @@ use tether_config::CommandConfig;
 use tether_os::journal::{LauncherLine, SessionRecord};
 use tether_protocol::protocol::{Event, EventKind};
 
-use super::replay::{config_of, replay, run_of};
+use super::replay::{caller_of, config_of, replay, run_of};
 use super::{CommandState, Status};
 
 /// The steps `<` and `>` move by, shortest first (`-` and `+` go along them).
@@ -109,7 +109,7 @@ impl Recording {
                 .map(|c| CommandRecording {
                     config: config_of(&c),
                     run: run_of(&c),
-                    caller_pid: c.request.as_ref().map(|r| r.parent_pid),
+                    caller_pid: caller_of(&c),
                     dir: c.dir,
                     events: c.events,
                 })

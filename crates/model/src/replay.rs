@@ -53,8 +53,13 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
 pub fn command_so_far(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
     command.run = run_of(record);
-    command.caller_pid = record.request.as_ref().map(|r| r.parent_pid);
+    command.caller_pid = caller_of(record);
     command
+}
+
+/// The process that asked for the command (`command.json`'s `parent_pid`).
+pub fn caller_of(record: &CommandRecord) -> Option<i32> {
+    record.request.as_ref().map(|r| r.parent_pid)
 }
 
 /// Rebuilds `command` from its journal again, keeping the name it is shown under (made

@@ -365,6 +365,27 @@ mod tests {
         assert!(row.chars().all(|c| c != ' '), "{row:?}");
     }
 
+    /// A server kept after its exit, in the rest: counted for as long as it was kept.
+    #[test]
+    fn the_rest_counts_what_custody_kept() {
+        use tether_model::KeptLeftovers;
+        let mut server = ended("server", Some(0), None, 1_000);
+        server.leftovers = Some(KeptLeftovers {
+            kept: 1,
+            end: None,
+            until_ms: Some(6_000),
+        });
+        let model = Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 0,
+            commands: vec![server],
+            mode: Mode::Recorded(None),
+        };
+        let column = |ts: u64| (ts / 1000) as usize;
+        assert_eq!(density(&model, &[], 10, 9_000, &column), "███████   ");
+    }
+
     #[test]
     fn a_strip_of_a_thousand_draws_its_rows_and_a_count_of_the_rest() {
         let model = thousand();
