@@ -819,6 +819,18 @@ fn an_opened_command_on_a_small_screen_keeps_the_way_back_beside_a_message() {
     let screen = draw_with(80, 24, &model_with_costs(), &content(), &view);
     let bar = screen.lines().last().unwrap_or_default();
     assert!(bar.starts_with(" Esc  list  build: Tab"), "{bar:?}");
+    // A failure that needs the operator, with a long word of its own, comes after it.
+    let mut model = model_with_costs();
+    model.commands[0].mark_attention(tether::model::command::AttentionMark {
+        kind: tether::protocol::AttentionKind::Failed,
+        detail: "y".repeat(300),
+        at_ms: 1,
+        active: true,
+    });
+    let screen = draw_with(80, 24, &model, &content(), &view);
+    let bar = screen.lines().last().unwrap_or_default();
+    assert!(bar.starts_with(" Esc  list "), "{bar:?}");
+    assert!(bar.contains("failed"), "what needs you follows: {bar:?}");
     assert!(
         bar.trim_end().ends_with('…'),
         "the message cut, not the way back: {bar:?}"

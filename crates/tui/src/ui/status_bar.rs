@@ -60,7 +60,15 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
     }
     // The event's details give way to the keys on a narrow screen.
     let details = (area.width as usize / 4).min(40);
-    let mut spans = cursor.map_or_else(Vec::new, |c| cursor_spans(model, c, details));
+    // A command opened on a small screen hides the list: the way back to it comes first,
+    // before the moment, what needs you or a message, which a narrow bar cuts instead.
+    let opened = compact && view.focus != Pane::Commands && !model.commands.is_empty();
+    let mut spans = if opened {
+        hint("Esc", "list").to_vec()
+    } else {
+        Vec::new()
+    };
+    spans.extend(cursor.map_or_else(Vec::new, |c| cursor_spans(model, c, details)));
     // Not twice: `g`'s message names the same command already.
     let told = |c: &CommandState| {
         let target = c.id().map(|id| id.target());
@@ -69,14 +77,9 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
     let attention = attention.filter(|c| !told(c));
     spans.extend(attention.and_then(|c| attention_span(c, details)));
     let width = usize::from(area.width);
-    let opened = compact && view.focus != Pane::Commands && !model.commands.is_empty();
     match &view.message {
-        // A message wins over the key hints: it is what just happened. But a command opened
-        // on a small screen hides the list, and the way back to it stays in sight.
+        // A message wins over the key hints: it is what just happened.
         Some(message) => {
-            if opened {
-                spans.extend(hint("Esc", "list"));
-            }
             let room = width.saturating_sub(spans.iter().map(Span::width).sum());
             spans.push(Span::raw(format!(
                 " {}",
@@ -108,15 +111,8 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene, c
             } else {
                 keys.cloned().collect()
             };
-            if compact && !model.commands.is_empty() {
-                keys.insert(
-                    0,
-                    if opened {
-                        ("Esc", "list", Action::Cancel)
-                    } else {
-                        ("Enter", "open", Action::Open)
-                    },
-                );
+            if compact && !model.commands.is_empty() && !opened {
+                keys.insert(0, ("Enter", "open", Action::Open));
             }
             let keys = keys.into_iter().map(|(key, what, action)| match action {
                 Action::TimeStepBack => (key, step.as_str()),

@@ -415,8 +415,9 @@ fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect>
         .and_then(|row| geometry.list.rows.get(row))
         .is_some_and(|row| matches!(row, super::list::ListRow::Session(_)));
     if geometry.compact && view.focus != Pane::Commands {
-        // A command opened on a small screen hides the list: nothing there to fold behind it.
-        view.say("Esc: back to the list");
+        // A command opened on a small screen hides the list: nothing there to fold behind it
+        // (the status bar offers `Esc list`).
+        view.say("the command is open already");
         return Vec::new();
     }
     if !geometry.compact || on_header {

@@ -628,7 +628,7 @@ fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
     update(&model, &mut view, &compact, Action::Open);
     assert_eq!(view.focus, Pane::Stdout);
     assert_eq!(view.list.folded, folded, "nothing folded out of sight");
-    assert_eq!(view.message.as_deref(), Some("Esc: back to the list"));
+    assert_eq!(view.message.as_deref(), Some("the command is open already"));
     update(&model, &mut view, &compact, Action::Zoom);
     update(&model, &mut view, &compact, Action::Cancel);
     assert_eq!((view.focus, view.zoom), (Pane::Commands, false));
