@@ -133,10 +133,10 @@ fn a_server_started_with_and_runs_until_the_shims_caller_exits() {
     let leftovers = kept(&events);
     assert!(!leftovers.is_empty(), "no leftovers_kept: {events:?}");
     assert!(!dir.join("result.json").exists());
-    // Its pid is the server's, which runs, not the shell's, which exited.
+    // The pid to act on is the server's, which runs, not the shell's, which exited.
     let listed = run_to_end(&env, env.tether(&["ps", "--json"]), "tether ps");
     let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("ps --json");
-    let pid = rows[0]["pid"].as_i64().map(|p| p as i32);
+    let pid = rows[0]["left_running_pid"].as_i64().map(|p| p as i32);
     assert!(
         pid.is_some_and(|pid| leftovers.contains(&pid)),
         "{pid:?} not among {leftovers:?}"

@@ -54,8 +54,11 @@ struct PsRow<'a> {
     /// Its directory in the session (`01-sleep`).
     id: String,
     broker_pid: i32,
-    /// The command's process; once it exited and left others running, the first of those.
+    /// The command's own process, as it was spawned.
     pid: Option<i32>,
+    /// Left running: the first process of what it left, still alive (the one to act on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    left_running_pid: Option<i32>,
     state: &'a str,
     runtime_ms: u64,
     cpu_percent: f32,
@@ -119,18 +122,18 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
                 .get(&c.broker.pid)
                 .map_or(&[][..], |t| t.get(1..).unwrap_or(&[]));
             let live = tree.iter().filter(|p| p.state != 'Z');
-            // Once the main process exited and left others running (`left running`), the
-            // pid to act on is theirs: the first still alive in its tree.
-            let pid = (c.pid)
-                .filter(|&pid| live.clone().any(|p| p.pid == pid))
-                .or_else(|| live.clone().next().map(|p| p.pid))
-                .or(c.pid);
+            // Once the main process exited and left others running in custody, the pid to
+            // act on is theirs: the first still alive in its tree.
+            let left_running_pid = (c.left_running)
+                .then(|| live.clone().next().map(|p| p.pid))
+                .flatten();
             PsRow {
                 session: &c.id.session,
                 name: &c.name,
                 id: c.id.dir_name(),
                 broker_pid: c.broker.pid,
-                pid,
+                pid: c.pid,
+                left_running_pid,
                 state: &c.state,
                 runtime_ms: now.saturating_sub(c.started_ms),
                 // A fold from 0.0: a float sum of nothing is -0.0, printed `-0.0`.
@@ -175,7 +178,7 @@ fn ps_now(state: Option<&Path>, json: bool, session: Option<&str>) -> i32 {
                 c.id.target(),
                 r.name.to_string(),
                 r.broker_pid.to_string(),
-                r.pid.map_or_else(|| "-".into(), |p| p.to_string()),
+                (r.left_running_pid.or(r.pid)).map_or_else(|| "-".into(), |p| p.to_string()),
                 r.state.to_string(),
                 tether_protocol::units::duration_ms(r.runtime_ms),
                 format!("{:.1}", r.cpu_percent),

@@ -40,9 +40,11 @@ pub struct LiveCommand {
     pub pid: Option<i32>,
     /// When the broker started, ms since the Unix epoch.
     pub started_ms: u64,
-    /// `running`, `stopping`, `starting`, or how the command exited while its broker
-    /// finishes (`exit 0`, `SIGKILL`).
+    /// `running`, `stopping`, `starting`, `left running (N)`, or how the command exited
+    /// while its broker finishes (`exit 0`, `SIGKILL`).
     pub state: String,
+    /// Its main process exited and what it left runs on in custody (`left running (N)`).
+    pub left_running: bool,
     /// The grace period of its stop sequence.
     pub grace: Duration,
     pub control_socket: Option<PathBuf>,
@@ -171,6 +173,7 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
         || procfs::read_stat(broker.pid).map_or(0, |s| procfs::start_time_ms(&s)),
         |e| e.ts_ms,
     );
+    let (state, left_running) = state_label(&file, dir, &events);
     Some(LiveCommand {
         id: id.clone(),
         name: file.request.name.clone(),
@@ -179,7 +182,8 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
         broker_token: file.broker_token.clone(),
         pid,
         started_ms,
-        state: state_label(&file, dir, &events),
+        state,
+        left_running,
         grace: file.request.grace,
         control_socket: file.control_socket,
         containment: contained.as_ref().map(|(mode, _)| *mode),
@@ -187,19 +191,22 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
     })
 }
 
-/// Where the command is in its life, by the model's own reading of its events.
-fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> String {
+/// Where the command is in its life, by the model's own reading of its events, and whether
+/// it is left running.
+fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> (String, bool) {
     let config = CommandConfig::new(file.request.name.clone(), file.request.command.clone());
     let mut state = CommandState::new(config);
     state.begin_run(dir.to_path_buf(), events.first().map_or(0, |e| e.ts_ms));
     for event in events {
         state.apply(event);
     }
-    match state.status {
+    let left_running = matches!(state.status, Status::LeftRunning { .. });
+    let words = match state.status {
         // The broker is alive: the run is not lost, it has not said `close` yet.
         Status::Lost | Status::Idle => "running".into(),
         _ => state.state_words(),
-    }
+    };
+    (words, left_running)
 }
 
 /// Whether the broker that `dir`'s `command.json` names runs; `None` while no broker is

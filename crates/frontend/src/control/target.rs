@@ -251,6 +251,7 @@ mod tests {
             pid: Some(broker + 1),
             started_ms: 0,
             state: "running".into(),
+            left_running: false,
             grace: std::time::Duration::from_secs(2),
             control_socket: None,
             containment: None,

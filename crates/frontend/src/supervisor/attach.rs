@@ -178,6 +178,7 @@ mod tests {
             pid: None,
             started_ms: 0,
             state: "running".into(),
+            left_running: false,
             grace: Duration::from_secs(2),
             control_socket: None,
             containment: None,
