@@ -11,12 +11,18 @@ pub mod app;
 pub mod notify;
 pub mod ui;
 
-/// For the crate's tests: a scratch directory in memory (`/dev/shm`) where there is one, for
-/// fixtures of thousands of files, whose inodes a disk's file system is slow to hand out
-/// (ext4 looks for recently deleted ones at each); the usual temporary directory otherwise.
+/// For the crate's tests: a scratch directory in memory (`/dev/shm`) where there is one with
+/// room to spare, for fixtures of thousands of files, whose inodes a disk's file system is
+/// slow to hand out (ext4 looks for recently deleted ones at each); the usual temporary
+/// directory otherwise, or where `TMPDIR` names one.
 #[cfg(test)]
 pub(crate) fn memory_tempdir() -> tempfile::TempDir {
-    (tempfile::Builder::new().tempdir_in("/dev/shm"))
-        .or_else(|_| tempfile::tempdir())
-        .expect("a scratch directory")
+    const ROOM: u64 = 256 << 20;
+    let shm = std::path::Path::new("/dev/shm");
+    let roomy = nix::sys::statvfs::statvfs(shm)
+        .is_ok_and(|fs| fs.blocks_available() * fs.fragment_size() >= ROOM);
+    let in_memory = (std::env::var_os("TMPDIR").is_none() && roomy)
+        .then(|| tempfile::Builder::new().tempdir_in(shm).ok())
+        .flatten();
+    in_memory.unwrap_or_else(|| tempfile::tempdir().expect("a scratch directory"))
 }
