@@ -368,13 +368,7 @@ mod tests {
     /// A server kept after its exit, in the rest: counted for as long as it was kept.
     #[test]
     fn the_rest_counts_what_custody_kept() {
-        use tether_model::KeptLeftovers;
-        let mut server = ended("server", Some(0), None, 1_000);
-        server.leftovers = Some(KeptLeftovers {
-            kept: 1,
-            end: None,
-            until_ms: Some(6_000),
-        });
+        let server = kept_server(Some(6_000));
         let model = Model {
             session_id: "s".into(),
             session_dir: "/nonexistent".into(),
@@ -441,6 +435,17 @@ mod tests {
             core_dumped: false,
         });
         c.markers.push((end_ms, Marker::Exit));
+        c
+    }
+
+    /// A server whose shell exited at 1 s, kept by the leftovers rule until `until_ms`.
+    fn kept_server(until_ms: Option<u64>) -> CommandState {
+        let mut c = ended("server", Some(0), None, 1_000);
+        c.leftovers = Some(tether_model::KeptLeftovers {
+            kept: 1,
+            end: None,
+            until_ms,
+        });
         c
     }
 
@@ -563,12 +568,7 @@ mod tests {
     #[test]
     fn what_custody_kept_runs_on_after_the_exit() {
         use tether_model::KeptLeftovers;
-        let mut c = ended("server", Some(0), None, 1_000);
-        c.leftovers = Some(KeptLeftovers {
-            kept: 1,
-            end: None,
-            until_ms: None,
-        });
+        let mut c = kept_server(None);
         c.status = Status::LeftRunning {
             exit: ExitStatus {
                 code: Some(0),
