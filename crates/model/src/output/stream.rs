@@ -394,9 +394,11 @@ mod tests {
     use std::io::Write;
 
     fn append(path: &Path, bytes: &[u8]) -> u64 {
+        use std::os::unix::fs::OpenOptionsExt;
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(path)
             .expect("open log for appending");
         file.write_all(bytes).expect("append to log");
