@@ -41,12 +41,8 @@ pub struct RateState {
     pub held: Option<Held>,
     /// The bytes of `notify-rate.held` already counted (see `rate_file`): that file only
     /// grows, so a byte appended while a holder reads it is counted by the next one.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "tether_protocol::protocol::is_zero")]
     pub held_taken: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// Events held back: how many of each kind, from when to when.

@@ -410,8 +410,9 @@ impl From<SessionRef> for SessionRefFields {
     }
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+/// For `skip_serializing_if`: a count or a size that is zero is left out of the JSON.
+pub fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 fn default_grace() -> Duration {

@@ -1,7 +1,7 @@
 //! The all-commands strip under the timeline: a bar per command over the whole session,
-//! `─` while it ran, `┄` while what it left ran on in custody, `▪` where it printed, markers for signals, timeouts, exits and failures
-//! (a failed exit among them); with the time cursor set, each bar drawn up to it and its
-//! column crossed.
+//! `─` while it ran, `┄` while what it left ran on in custody, `▪` where it printed, markers
+//! for signals, timeouts, exits and failures (a failed exit among them); with the time
+//! cursor set, each bar drawn up to it and its column crossed.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

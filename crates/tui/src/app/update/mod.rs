@@ -432,7 +432,7 @@ fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect>
     // The operator chose this one: a watch no longer moves the selection to the newest
     // command under them (`End` in the list follows again).
     view.list_moved = true;
-    // The way back, `Esc list`, stays on the status bar beside any message.
+    // The way back, `Esc list`, leads the status bar (ui::status_bar).
     view.say(format!(
         "{}: Tab the next pane · z zoom",
         tether_model::output::one_line(&command.config.name)
