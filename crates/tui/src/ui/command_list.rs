@@ -94,6 +94,8 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     }
     if list.rows.is_empty() {
         let empty = match view.list.filter {
+            // A time cursor before the first command began.
+            ListFilter::All => "Nothing had started yet (End: the end)".to_string(),
             ListFilter::NeedsYou => "Nothing needs you now (F: all)".to_string(),
             filter => format!("No {} commands (F: all)", filter.label()),
         };
@@ -144,15 +146,26 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
     };
     let by_cpu = view.list.sort == ListSort::Cpu;
     let sort = if by_cpu { " · by CPU" } else { "" };
-    let longest = format!("{title}{counts}{needing}{sort}");
-    let long = format!("{title}{counts}{sort}");
-    let shorter = format!("{title}{short}");
-    if format::text_width(&longest) <= room {
-        longest
-    } else if format::text_width(&long) <= room {
-        long
-    } else if format::text_width(&shorter) <= room {
-        shorter
+    let mut candidates = vec![format!("{title}{counts}{needing}{sort}")];
+    // Live, what needs the operator goes last of all: the counts shorten first, then go
+    // (the failed before the total). A recorded session keeps its counts instead.
+    let live = matches!(model.mode, Mode::Live | Mode::Watched);
+    if live && !needing.is_empty() {
+        let (fewer, fewest) = match view.list.filter {
+            ListFilter::All => (format!(" {total} · {failed} fail"), format!(" {total}")),
+            _ => (short.clone(), short.clone()),
+        };
+        candidates.extend([
+            format!("{title}{counts}{needing}"),
+            format!("{title}{short}{needing}"),
+            format!("{title}{fewer}{needing}"),
+            format!("{title}{fewest}{needing}"),
+        ]);
+    }
+    candidates.extend([format!("{title}{counts}{sort}"), format!("{title}{short}")]);
+    let fits = |text: &String| format::text_width(text) <= room;
+    if let Some(fitting) = candidates.into_iter().find(fits) {
+        fitting
     } else if content.cursor.is_some() {
         // The moment matters more than the counts.
         title
@@ -339,7 +352,7 @@ mod tests {
             session_id: "s".into(),
             session_dir: "/nonexistent".into(),
             started_ms: 0,
-            commands: vec![CommandState::new(config)],
+            commands: vec![CommandState::new(config.clone())],
             mode: Mode::Watched,
         };
         let mut view = ViewState::default();
@@ -365,5 +378,25 @@ mod tests {
             "Commands: failed 2 of 7 · 0 running · 3 need you"
         );
         assert_eq!(title(&view, 30), "Commands: failed 2 of 7");
+        // Live, what needs the operator outlasts the other counts (36: a third of 120
+        // columns); a recorded session keeps its counts.
+        view.list.filter = ListFilter::All;
+        let recorded = Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 0,
+            commands: vec![CommandState::new(config)],
+            mode: Mode::Recorded(None),
+        };
+        let recorded = super::title(&recorded, &view, &content, 36);
+        assert_eq!(
+            title(&view, 60),
+            "Commands 7 · 0 running · 2 failed · 3 need you"
+        );
+        assert_eq!(title(&view, 40), "Commands 7 · 0 run · 2 fail · 3 need you");
+        assert_eq!(title(&view, 36), "Commands 7 · 2 fail · 3 need you");
+        assert_eq!(title(&view, 30), "Commands 7 · 3 need you");
+        assert_eq!(title(&view, 20), "Commands 7");
+        assert_eq!(recorded, "Commands 7 · 0 running · 2 failed");
     }
 }
