@@ -895,13 +895,15 @@ fn the_time_cursor_moves_what_open_shows() {
     });
     assert!(!end.contains('⏱'), "no cursor at first: {end}");
 
-    // Home: the first event; nothing written yet, every other command idle.
+    // Home: the first event; nothing written yet, and no other command listed: none had
+    // begun.
     tmux.keys(&env, &["Home"]);
-    tmux.wait_screen(&env, "the cursor at the first event", |s| {
+    let first = tmux.wait_screen(&env, "the cursor at the first event", |s| {
         s.contains("⏱ 03:04:05.100 (+0:00.100)")
             && s.contains("stdout · 0 lines · 0 B")
-            && s.contains("fail        idle")
+            && s.contains("Commands at +0:00.100 1 · 1 running · 0 failed")
     });
+    assert!(!first.contains(" idle "), "{first}");
 
     // ] ]: on past ok's spawn to its first line of stdout.
     tmux.keys(&env, &["]", "]"]);

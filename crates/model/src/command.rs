@@ -281,6 +281,10 @@ pub struct CommandState {
     /// The runs before this one, oldest first (at most [`EARLIER_RUNS_KEPT`], the latest),
     /// as the all-commands strip draws them beside this one.
     pub earlier_runs: Vec<EarlierRun>,
+    /// At a time cursor: nothing of the command had happened by the moment (no event of its
+    /// run, no word of the launcher's), so that the list leaves it out, as a watch did not
+    /// list it then. Never set outside [`crate::recording::Recording::commands_at`].
+    pub not_yet: bool,
 }
 
 /// The most earlier runs a command keeps for the strip: a server restarting for days keeps
@@ -345,6 +349,7 @@ impl CommandState {
             plan: None,
             unstarted_in: None,
             earlier_runs: Vec::new(),
+            not_yet: false,
         }
     }
 

@@ -182,7 +182,8 @@ impl Recording {
     }
 
     /// Every command as it was at `at_ms`: its events up to then, replayed. A command whose
-    /// journal starts later reads `idle`, with nothing run yet.
+    /// journal starts later reads `idle`, with nothing run yet, and is `not_yet` unless the
+    /// launcher had said something of it by then.
     pub fn commands_at(&self, at_ms: u64) -> Vec<CommandState> {
         let mut commands: Vec<CommandState> = (self.commands.iter())
             .map(|c| {
@@ -193,12 +194,21 @@ impl Recording {
                 if count == 0 {
                     command.status = Status::Idle;
                     command.started_ms = None;
+                    command.not_yet = true;
                 }
                 command
             })
-            .chain(self.unstarted.iter().cloned())
+            .chain(self.unstarted.iter().cloned().map(|mut command| {
+                command.not_yet = true;
+                command
+            }))
             .collect();
         super::plan::apply(&mut commands, &self.launcher, Some(at_ms));
+        // What the launcher had said of a command by then is something of it: a wait for a
+        // dependency, a command that would never start.
+        for command in &mut commands {
+            command.not_yet &= command.plan.is_none();
+        }
         commands
     }
 

@@ -176,8 +176,10 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
             .rotate_left(17);
     };
     for command in &model.commands {
-        let state = u64::from(command.status.is_active()) | u64::from(command.is_failure()) << 1;
-        mix(command.started_ms.unwrap_or(u64::MAX) << 2 | state);
+        let state = u64::from(command.status.is_active())
+            | u64::from(command.is_failure()) << 1
+            | u64::from(command.not_yet) << 2;
+        mix(command.started_ms.unwrap_or(u64::MAX) << 3 | state);
         // What the state column and the name say that the above does not: readiness, the
         // launcher's word, the run (the column widths are taken from them).
         let ready = command
@@ -227,6 +229,11 @@ impl ListRows {
                     sessions.len() - 1
                 }
             };
+            session_of.push(at);
+            // At a time cursor, a command that had not begun was not listed yet.
+            if command.not_yet {
+                continue;
+            }
             let group = &mut sessions[at];
             // Offsets count from the session's start, as `tether sessions` and the exports
             // count them; a command of a session with no readable `session.json`, from the
@@ -238,7 +245,6 @@ impl ListRows {
             }
             group.counts.add(command);
             counts.add(command);
-            session_of.push(at);
             if let Some(mark) = command.needs_you() {
                 // The most urgent; of two alike, the one listed last.
                 if latest_attention.is_none_or(|(urgency, _)| mark.urgency() >= urgency) {

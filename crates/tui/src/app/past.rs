@@ -27,11 +27,17 @@ impl App {
             return None;
         };
         if self.past.as_ref().map(|(ms, _)| *ms) != Some(at) {
+            let mut commands = recording.commands_at(at);
+            // The selected command stays listed (`idle`) before it began: moving the cursor
+            // never moves the selection.
+            if let Some(selected) = commands.get_mut(self.view.selected) {
+                selected.not_yet = false;
+            }
             let model = Model {
                 session_id: self.model.session_id.clone(),
                 session_dir: self.model.session_dir.clone(),
                 started_ms: self.model.started_ms,
-                commands: recording.commands_at(at),
+                commands,
                 mode: self.model.mode.without_recording(),
             };
             self.past = Some((at, model));

@@ -245,3 +245,22 @@ fn a_sessions_offsets_count_from_its_start() {
     let list = ListRows::build(&model, &ListView::default());
     assert_eq!(list.sessions[1].started_ms, 2_000, "b's first command");
 }
+
+/// At the time cursor, what had not begun is not listed or counted, and the rows are built
+/// again once it begins.
+#[test]
+fn what_had_not_begun_at_the_cursor_is_left_out() {
+    let mut model = model();
+    model.commands[1].not_yet = true;
+    model.commands[4].not_yet = true;
+    let list = ListRows::build(&model, &ListView::default());
+    assert_eq!(rows(&list), ["[a]", "0", "2", "[b]", "3"]);
+    assert_eq!((list.counts.total, list.counts.failed), (3, 0));
+    assert_eq!(
+        list.nearest(1),
+        Some(0),
+        "the selection moves to a listed one"
+    );
+    model.commands[4].not_yet = false;
+    assert!(!list.is_current(&model, &ListView::default()));
+}
