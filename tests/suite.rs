@@ -7,13 +7,6 @@ mod common;
 mod agent;
 mod agent_waiting;
 mod agent_watch_screens;
-// The real agents' tests are the suite's longest (a minute for some, under load); libtest
-// starts tests in the order of their names, so these sort near the start and overlap the
-// hundreds of short ones instead of being the last to end.
-mod agents_real;
-mod agents_real_attention;
-mod agents_real_codex;
-mod agents_real_otlp;
 mod architecture_map;
 mod attention;
 mod attention_screens;
@@ -53,6 +46,10 @@ mod notify_hardening;
 mod prune;
 mod pty;
 mod readiness;
+mod real_agents;
+mod real_agents_attention;
+mod real_agents_codex;
+mod real_agents_otlp;
 mod screens;
 mod sessions;
 mod sessions_summary;

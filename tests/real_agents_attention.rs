@@ -1,5 +1,5 @@
 //! What the operator is told of a real agent run: the real Claude Code (pinned, offline
-//! against the scripted Anthropic server, as in `tests/agents_real.rs`) under `tether agent`
+//! against the scripted Anthropic server, as in `tests/real_agents.rs`) under `tether agent`
 //! runs a grep that finds nothing, a server in the background and a CPU runaway. The
 //! runaway is flagged on its own row and is the one notification; the agent's own row is
 //! never flagged (its commands' CPU is theirs, not the agent's); the grep, a quick failure of

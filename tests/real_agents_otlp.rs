@@ -1,5 +1,5 @@
 //! The live OTLP export against the real Claude Code: with its tracing on, Claude Code (pinned,
-//! offline against the scripted Anthropic server, as in `tests/agents_real.rs`) sends its own
+//! offline against the scripted Anthropic server, as in `tests/real_agents.rs`) sends its own
 //! spans to an OTLP receiver and gives each Bash call a `TRACEPARENT` naming its
 //! `claude_code.tool.execution` span. Under `tether agent`, with `tether export --follow`
 //! sending to the same receiver, each of those commands must arrive as that span's child in
