@@ -329,6 +329,9 @@ fn the_screen_view_follows_the_cursor() {
     // Before the output (it all came at the exit), then the end again, then back.
     let before = screen_after(&view_stdout(vec![Action::TimeFirst]));
     assert!(!before.contains("┃in a terminal"), "{before}");
+    // Not begun then, and still selected: the cursor never moves the selection.
+    assert!(before.contains("▶ pty "), "{before}");
+    assert!(before.contains("idle"), "{before}");
     let back = screen_after(&view_stdout(vec![
         Action::TimeFirst,
         Action::TimeOff,

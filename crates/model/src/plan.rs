@@ -97,6 +97,17 @@ pub fn line(ts_ms: u64, command: &CommandState, plan: Option<&Plan>, first: bool
 }
 
 /// The name of the journal directory of `command`'s run, once it has one.
+/// Whether the launcher had said anything of `command` by `at_ms` (a plan, or `null` once it
+/// had nothing to add): a line about its run's directory, or, before a first run, about its
+/// name.
+pub fn spoken_of(command: &CommandState, lines: &[LauncherLine], at_ms: u64) -> bool {
+    let dir = dir_name(command);
+    (lines.iter().take_while(|l| l.ts_ms <= at_ms)).any(|l| match &l.dir {
+        Some(said) => dir.as_ref() == Some(said),
+        None => command.run <= 1 && l.command == command.config.name,
+    })
+}
+
 fn dir_name(command: &CommandState) -> Option<String> {
     let dir = command.journal_dir.as_ref()?.file_name()?;
     Some(dir.to_string_lossy().into_owned())

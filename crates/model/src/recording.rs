@@ -205,9 +205,9 @@ impl Recording {
             .collect();
         super::plan::apply(&mut commands, &self.launcher, Some(at_ms));
         // What the launcher had said of a command by then is something of it: a wait for a
-        // dependency, a command that would never start.
+        // dependency, a command that would never start, and whatever it said after.
         for command in &mut commands {
-            command.not_yet &= command.plan.is_none();
+            command.not_yet &= !super::plan::spoken_of(command, &self.launcher, at_ms);
         }
         commands
     }

@@ -194,7 +194,9 @@ fn a_command_not_begun_at_the_cursor_is_not_yet() {
         }),
         false,
     );
-    let r = Recording::new(vec![early, late]).with_launcher(vec![said]);
+    // Nothing more to add, a few milliseconds before the run's first event.
+    let cleared = crate::plan::line(2_990, &waiting, None, false);
+    let r = Recording::new(vec![early, late]).with_launcher(vec![said, cleared]);
     let not_yet = |at: u64| -> Vec<bool> { r.commands_at(at).iter().map(|c| c.not_yet).collect() };
     assert_eq!(not_yet(500), [true, true], "before anything");
     assert_eq!(
@@ -207,6 +209,7 @@ fn a_command_not_begun_at_the_cursor_is_not_yet() {
         [false, false],
         "waiting, as the launcher said"
     );
+    assert_eq!(not_yet(2_990), [false, false], "once spoken of, listed");
     assert_eq!(not_yet(3_000), [false, false]);
     let without_launcher = Recording::new(vec![command("late", vec![event(3_000, spawned(8))])]);
     assert!(without_launcher.commands_at(2_999)[0].not_yet);

@@ -230,6 +230,16 @@ impl ListRows {
                 }
             };
             session_of.push(at);
+            // The columns are as wide as the whole session's, whatever the time cursor lists.
+            name_width = name_width.max(text_width(&one_line(&command.title())));
+            // The number alone, from the directory's name (not the whole id: this runs for
+            // every command at each change of a list of thousands).
+            let number = (command.journal_dir.as_deref())
+                .and_then(Path::file_name)
+                .and_then(|name| name.to_str())
+                .and_then(CommandId::number_of);
+            widest_number = widest_number.max(number.unwrap_or(id as u64 + 1));
+            state_width = state_width.max(text_width(&command.short_label()));
             // At a time cursor, a command that had not begun was not listed yet.
             if command.not_yet {
                 continue;
@@ -251,15 +261,6 @@ impl ListRows {
                     latest_attention = Some((mark.urgency(), id));
                 }
             }
-            name_width = name_width.max(text_width(&one_line(&command.title())));
-            // The number alone, from the directory's name (not the whole id: this runs for
-            // every command at each change of a list of thousands).
-            let number = (command.journal_dir.as_deref())
-                .and_then(Path::file_name)
-                .and_then(|name| name.to_str())
-                .and_then(CommandId::number_of);
-            widest_number = widest_number.max(number.unwrap_or(id as u64 + 1));
-            state_width = state_width.max(text_width(&command.short_label()));
             if view.filter.shows(command) {
                 members[at].push(id);
             }
@@ -273,8 +274,10 @@ impl ListRows {
             }
             group.first = ids.first().copied();
             group.folded = headers && view.folded.contains(&group.dir);
-            // Under a filter, a session with nothing to show has no header either.
-            if headers && (view.filter == ListFilter::All || !ids.is_empty()) {
+            // Under a filter, a session with nothing to show has no header either; nor, at a
+            // time cursor, one none of whose commands had begun.
+            let begun = group.counts.total > 0;
+            if headers && begun && (view.filter == ListFilter::All || !ids.is_empty()) {
                 group.header_row = Some(rows.len());
                 rows.push(ListRow::Session(at));
             }

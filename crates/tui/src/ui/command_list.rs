@@ -94,8 +94,6 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     }
     if list.rows.is_empty() {
         let empty = match view.list.filter {
-            // A time cursor before the first command began.
-            ListFilter::All => "Nothing had started yet (End: the end)".to_string(),
             ListFilter::NeedsYou => "Nothing needs you now (F: all)".to_string(),
             filter => format!("No {} commands (F: all)", filter.label()),
         };

@@ -251,6 +251,8 @@ fn a_sessions_offsets_count_from_its_start() {
 #[test]
 fn what_had_not_begun_at_the_cursor_is_left_out() {
     let mut model = model();
+    model.commands[4].config.name = "the-widest-name-of-all".into();
+    let all = ListRows::build(&model, &ListView::default());
     model.commands[1].not_yet = true;
     model.commands[4].not_yet = true;
     let list = ListRows::build(&model, &ListView::default());
@@ -261,6 +263,14 @@ fn what_had_not_begun_at_the_cursor_is_left_out() {
         Some(0),
         "the selection moves to a listed one"
     );
+    // A session none of whose commands had begun has no header; the columns stay as wide
+    // as the whole session's.
+    model.commands[3].not_yet = true;
+    let hidden = ListRows::build(&model, &ListView::default());
+    assert_eq!(rows(&hidden), ["[a]", "0", "2"]);
+    assert_eq!(hidden.name_width, all.name_width);
+    assert_eq!(hidden.name_width, "the-widest-name-of-all".len());
+    model.commands[3].not_yet = false;
     model.commands[4].not_yet = false;
     assert!(!list.is_current(&model, &ListView::default()));
 }
