@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::CommandState;
-use tether_protocol::protocol::EventKind;
+use tether_protocol::protocol::{EventKind, ProcessSignal};
 
 /// A run's badges, each derived from the events the model applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +23,9 @@ pub struct Badges {
     /// were stopped: a signal sent after `exit` that reached a process, but not once the
     /// leftovers rule kept what was left (`leftovers_kept`): a server kept for an agent, and
     /// stopped when its custody ended, was meant to run on. Leftovers stopped at once for
-    /// want of a custodian (no `leftovers_kept`) are stragglers.
+    /// want of a custodian (no `leftovers_kept`) are stragglers. Not a CONT, nor a signal
+    /// to a process that was sent the same one before the exit (a group's TERM that ended
+    /// the command ends the rest too); a KILL to what outlived that TERM is.
     #[serde(default)]
     pub stragglers: bool,
     /// How many processes the leftovers rule kept running after the exit (a server started
@@ -78,9 +80,28 @@ impl Badges {
             .iter()
             .position(|e| matches!(e.kind, EventKind::Exit { .. }));
         let stragglers = exited_at.is_some_and(|at| {
-            (command.timeline[at..].iter())
+            let (before, after) = command.timeline.split_at(at);
+            // The same signal to the same process before the exit: the end-of-run stop that
+            // follows a group signal (an agent ending its background shell) finds what that
+            // signal is still ending, which outlived nothing.
+            let sent_before = |signal: ProcessSignal, pid: &i32| {
+                before.iter().any(|e| {
+                    matches!(&e.kind, EventKind::SignalSent { signal: s, targets, .. }
+                        if *s == signal && targets.contains(pid))
+                })
+            };
+            (after.iter())
                 .take_while(|e| !matches!(e.kind, EventKind::LeftoversKept { .. }))
-                .any(|e| matches!(&e.kind, EventKind::SignalSent { targets, .. } if !targets.is_empty()))
+                .any(|e| match &e.kind {
+                    // CONT wakes what a stop signals; it stops nothing.
+                    EventKind::SignalSent {
+                        signal, targets, ..
+                    } => {
+                        *signal != ProcessSignal::CONT
+                            && targets.iter().any(|pid| !sent_before(*signal, pid))
+                    }
+                    _ => false,
+                })
         });
         Badges {
             timeout: command.response_timeout,

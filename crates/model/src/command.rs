@@ -1283,6 +1283,35 @@ mod tests {
         );
         held.apply(&term(200));
         assert!(Badges::of(&held).stragglers);
+
+        // An agent ends its background shell with a TERM to the group; the end-of-run stop
+        // finds the server that TERM is still ending: no straggler. A KILL to what outlived
+        // the TERM is one.
+        let caller = |signal| signal_sent(signal, Scope::Group, Origin::Caller, 11);
+        let shutdown = |signal| signal_sent(signal, Scope::Group, Origin::Shutdown, 11);
+        let by_term = ExitStatus {
+            code: None,
+            signal: Some(15),
+            core_dumped: false,
+        };
+        let mut ended = begun();
+        ended.apply(&event(2, spawned(10)));
+        ended.apply(&event(50, caller(ProcessSignal::TERM)));
+        ended.apply(&event(
+            50,
+            EventKind::Exit {
+                pid: 10,
+                status: by_term,
+            },
+        ));
+        ended.apply(&event(50, shutdown(ProcessSignal::TERM)));
+        ended.apply(&event(50, shutdown(ProcessSignal::CONT)));
+        assert!(
+            !Badges::of(&ended).stragglers,
+            "the same TERM again, and a CONT"
+        );
+        ended.apply(&event(2_050, shutdown(ProcessSignal::KILL)));
+        assert!(Badges::of(&ended).stragglers, "it outlived the TERM");
     }
 
     #[test]
