@@ -23,9 +23,10 @@ pub struct Badges {
     /// were stopped: a signal sent after `exit` that reached a process, but not once the
     /// leftovers rule kept what was left (`leftovers_kept`): a server kept for an agent, and
     /// stopped when its custody ended, was meant to run on. Leftovers stopped at once for
-    /// want of a custodian (no `leftovers_kept`) are stragglers. Not a CONT, nor a signal
-    /// to a process that was sent the same one before the exit (a group's TERM that ended
-    /// the command ends the rest too); a KILL to what outlived that TERM is.
+    /// want of a custodian (no `leftovers_kept`) are stragglers. Not a CONT, nor the
+    /// signal that ended the command (its exit says which) sent again to what it reached (a
+    /// group's TERM that ended the command ends the rest too); a KILL to what outlived that
+    /// TERM is, and so is a signal to what an earlier one did not end.
     #[serde(default)]
     pub stragglers: bool,
     /// How many processes the leftovers rule kept running after the exit (a server started
@@ -81,25 +82,33 @@ impl Badges {
             .position(|e| matches!(e.kind, EventKind::Exit { .. }));
         let stragglers = exited_at.is_some_and(|at| {
             let (before, after) = command.timeline.split_at(at);
-            // The same signal to the same process before the exit: the end-of-run stop that
-            // follows a group signal (an agent ending its background shell) finds what that
-            // signal is still ending, which outlived nothing.
-            let sent_before = |signal: ProcessSignal, pid: &i32| {
-                before.iter().any(|e| {
-                    matches!(&e.kind, EventKind::SignalSent { signal: s, targets, .. }
-                        if *s == signal && targets.contains(pid))
-                })
+            // The signal that ended the command, if one did (its exit says so): the last
+            // one sent before the exit but a CONT. The end-of-run stop that follows (an
+            // agent's TERM to its background shell's group) finds what that signal is still
+            // ending, which outlived nothing.
+            let died_of = match &after[0].kind {
+                EventKind::Exit { status, .. } => status.signal,
+                _ => None,
             };
+            let ending = (before.iter().rev())
+                .find_map(|e| match &e.kind {
+                    EventKind::SignalSent {
+                        signal, targets, ..
+                    } if *signal != ProcessSignal::CONT => Some((*signal, targets)),
+                    _ => None,
+                })
+                .filter(|(signal, _)| died_of == Some(signal.number()));
             (after.iter())
                 .take_while(|e| !matches!(e.kind, EventKind::LeftoversKept { .. }))
                 .any(|e| match &e.kind {
                     // CONT wakes what a stop signals; it stops nothing.
                     EventKind::SignalSent {
                         signal, targets, ..
-                    } => {
-                        *signal != ProcessSignal::CONT
-                            && targets.iter().any(|pid| !sent_before(*signal, pid))
-                    }
+                    } if *signal != ProcessSignal::CONT => targets.iter().any(|pid| {
+                        !ending.is_some_and(|(ended_by, reached)| {
+                            ended_by == *signal && reached.contains(pid)
+                        })
+                    }),
                     _ => false,
                 })
         });

@@ -1312,6 +1312,15 @@ mod tests {
         );
         ended.apply(&event(2_050, shutdown(ProcessSignal::KILL)));
         assert!(Badges::of(&ended).stragglers, "it outlived the TERM");
+
+        // A TERM long before an exit 0 ended nothing: what it reached and the stop after the
+        // exit had to end is a straggler.
+        let mut caught = begun();
+        caught.apply(&event(2, spawned(10)));
+        caught.apply(&event(5_000, caller(ProcessSignal::TERM)));
+        caught.apply(&event(60_000, EventKind::Exit { pid: 10, status }));
+        caught.apply(&event(60_000, shutdown(ProcessSignal::TERM)));
+        assert!(Badges::of(&caught).stragglers, "the TERM ended nothing");
     }
 
     #[test]

@@ -96,7 +96,6 @@ pub fn line(ts_ms: u64, command: &CommandState, plan: Option<&Plan>, first: bool
     }
 }
 
-/// The name of the journal directory of `command`'s run, once it has one.
 /// Whether the launcher had said anything of `command` by `at_ms` (a plan, or `null` once it
 /// had nothing to add): a line about its run's directory, or, before a first run, about its
 /// name.
@@ -108,6 +107,7 @@ pub fn spoken_of(command: &CommandState, lines: &[LauncherLine], at_ms: u64) -> 
     })
 }
 
+/// The name of the journal directory of `command`'s run, once it has one.
 fn dir_name(command: &CommandState) -> Option<String> {
     let dir = command.journal_dir.as_ref()?.file_name()?;
     Some(dir.to_string_lossy().into_owned())

@@ -174,43 +174,50 @@ fn steps_are_named_as_the_status_bar_shows_them() {
 
 /// At the time cursor a command that had not begun is `not_yet`, so that the list leaves it
 /// out as a watch did not list it then; a word of the launcher's about it (a wait for a
-/// dependency) is something of it, and it is listed from then on.
+/// dependency before its first run, by its name; its `null` about a run, by its directory)
+/// is something of it, and it is listed from then on.
 #[test]
 fn a_command_not_begun_at_the_cursor_is_not_yet() {
     let early = command("early", vec![event(1_000, spawned(7))]);
     let mut late = command("late", vec![event(3_000, spawned(8))]);
     late.dir = "/s/02-late".into();
-    let mut waiting = CommandState::new(CommandConfig::new(
+    let unborn = CommandState::new(CommandConfig::new(
         "late",
         CommandSpec::Shell("true".into()),
     ));
-    waiting.journal_dir = Some("/s/02-late".into());
-    let said = crate::plan::line(
-        2_000,
-        &waiting,
-        Some(&crate::Plan::Waiting {
-            on: "early".into(),
-            not_started: false,
-        }),
-        false,
-    );
-    // Nothing more to add, a few milliseconds before the run's first event.
-    let cleared = crate::plan::line(2_990, &waiting, None, false);
-    let r = Recording::new(vec![early, late]).with_launcher(vec![said, cleared]);
-    let not_yet = |at: u64| -> Vec<bool> { r.commands_at(at).iter().map(|c| c.not_yet).collect() };
-    assert_eq!(not_yet(500), [true, true], "before anything");
+    let waiting = crate::Plan::Waiting {
+        on: "early".into(),
+        not_started: false,
+    };
+    // Before its first run the launcher names it; it has no directory yet.
+    let said = crate::plan::line(1_500, &unborn, Some(&waiting), true);
+    assert_eq!(said.dir, None);
+    let r = Recording::new(vec![early.clone(), late.clone()]).with_launcher(vec![said]);
+    let not_yet = |r: &Recording, at: u64| -> Vec<bool> {
+        r.commands_at(at).iter().map(|c| c.not_yet).collect()
+    };
+    assert_eq!(not_yet(&r, 500), [true, true], "before anything");
     assert_eq!(
-        not_yet(1_000),
+        not_yet(&r, 1_000),
         [false, true],
         "an event at the moment counts"
     );
     assert_eq!(
-        not_yet(2_000),
+        not_yet(&r, 1_500),
         [false, false],
         "waiting, as the launcher said"
     );
-    assert_eq!(not_yet(2_990), [false, false], "once spoken of, listed");
-    assert_eq!(not_yet(3_000), [false, false]);
+    assert_eq!(not_yet(&r, 3_000), [false, false]);
+
+    // Its run's `null` (nothing more to add), a few milliseconds before the run's first
+    // event: listed from then on.
+    let mut run = unborn.clone();
+    run.journal_dir = Some("/s/02-late".into());
+    let cleared = crate::plan::line(2_990, &run, None, false);
+    let r = Recording::new(vec![early, late]).with_launcher(vec![cleared]);
+    assert_eq!(not_yet(&r, 2_989), [false, true]);
+    assert_eq!(not_yet(&r, 2_990), [false, false], "once spoken of, listed");
+
     let without_launcher = Recording::new(vec![command("late", vec![event(3_000, spawned(8))])]);
     assert!(without_launcher.commands_at(2_999)[0].not_yet);
     assert!(!without_launcher.commands_at(3_000)[0].not_yet);
