@@ -264,7 +264,7 @@ mod tests {
     fn the_rewritten_line_runs_in_sh_and_bash_alike() {
         // Each shell runs the line as Codex would (`SHELL -c LINE`); a stand-in for the shim
         // prints what it was given. (zsh reads `${0##*/}`, `set --` and `"$0"` the same way.)
-        let shims = tempfile::tempdir().unwrap();
+        let shims = tether_os::testing::private_tempdir();
         let script = "#!/bin/sh\nprintf 'shim '; printf '%s|' \"${0##*/}\" \"$@\"\n";
         for name in ["sh", "bash"] {
             let path = shims.path().join(name);
@@ -293,7 +293,7 @@ mod tests {
             );
         }
         // A shell with no link among the shims (here: none at all) runs it itself too.
-        let empty = tempfile::tempdir().unwrap();
+        let empty = tether_os::testing::private_tempdir();
         let line = rewrite("echo \"[$0]\"", empty.path(), None);
         let out = std::process::Command::new("/bin/sh")
             .args(["-c", &line])

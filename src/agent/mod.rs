@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn the_default_session_is_the_agent_and_the_time() {
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         // 2026-12-01 20:15:00 UTC.
         let at = 1_796_156_100_000;
         let first = default_session("claude", Some(state.path()), at);

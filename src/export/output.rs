@@ -49,7 +49,7 @@ mod tests {
 
     #[test]
     fn the_file_is_private_and_replaced_whole() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("trace.json");
         crate::testing::write_private(&path, b"a much longer old content");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -61,7 +61,7 @@ mod tests {
 
     #[test]
     fn a_link_is_refused_and_its_target_untouched() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let target = dir.path().join("target");
         crate::testing::write_private(&target, b"keep");
         let link = dir.path().join("link");

@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn an_oversized_command_json_is_listed_by_its_name_with_what_was_skipped() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let command = dir.path().join("03-build");
         crate::testing::private_dir(&command);
         crate::testing::create_private(command.join(COMMAND_FILE))

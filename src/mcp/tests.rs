@@ -82,7 +82,7 @@ proptest! {
         max in prop_oneof![Just(65_536usize), Just(16_384), 1usize..70_000],
         grep in prop::option::of(prop::sample::select(vec!["x", "^$", "é", "[0-9]"])),
     ) {
-        let journal = tempfile::tempdir().expect("a temp dir");
+        let journal = tether_os::testing::private_tempdir();
         write_private(journal.path().join(Stream::Stdout.file_name()), &stream);
         let command = tracked(journal.path(), &CommandId::new("s", 1, "out"), "out", "out");
         let grep = grep.map(|g| Regex::new(g).expect("a regex"));
@@ -118,7 +118,7 @@ proptest! {
         error in prop::option::of(text(5_000)),
         left in 0usize..3_000,
     ) {
-        let journal = tempfile::tempdir().expect("a temp dir");
+        let journal = tether_os::testing::private_tempdir();
         write_private(journal.path().join(Stream::Stdout.file_name()), &stdout);
         write_private(journal.path().join(Stream::Stderr.file_name()), &stderr);
         let mut command = tracked(journal.path(), &CommandId::new("s", 1, "name"), &name, &command);

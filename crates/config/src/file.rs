@@ -208,7 +208,7 @@ mod tests {
     /// ever); so is a directory and a device, each said as what it is, with what to do.
     #[test]
     fn anything_but_a_regular_file_is_refused_without_waiting() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let fifo = dir.path().join("fifo.toml");
         mkfifo(&fifo);
         let refused = read_text(&fifo, FileKind::Config).unwrap_err();
@@ -255,7 +255,7 @@ mod tests {
     /// a FIFO is refused as the FIFO is.
     #[test]
     fn a_link_is_followed_to_what_it_names() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let real = dir.path().join("real.toml");
         private_file(&real)
             .write_all(b"ordered_shutdown = true\n")
@@ -310,7 +310,7 @@ mod tests {
     /// refused by its size, not read into memory whole.
     #[test]
     fn a_file_too_large_for_a_config_is_refused_by_its_size() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let big = dir.path().join("big.toml");
         private_file(&big).set_len(MAX_TEXT + 1).unwrap();
         let refused = read_text(&big, FileKind::Config).unwrap_err().to_string();

@@ -210,7 +210,7 @@ fn columns_count_characters_not_bytes() {
 
 #[test]
 fn load_resolves_relative_cwd_against_the_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tether_os::testing::private_tempdir();
     let path = dir.path().join("tether.toml");
     tether_os::testing::write_private(
         &path,
@@ -227,7 +227,7 @@ fn load_resolves_relative_cwd_against_the_file() {
 
 #[test]
 fn unreadable_file_names_the_path_and_what_to_do() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tether_os::testing::private_tempdir();
     let path = dir.path().join("missing.toml");
     let error = load(&path).unwrap_err();
     assert!(

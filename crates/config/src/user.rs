@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_missing_file_is_no_config() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         assert_eq!(load_user(&tmp.path().join("none.toml")).unwrap(), None);
     }
 }

@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn the_file_is_private_and_replaced_whole() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let clip = dir.path().join("tether");
         let path = write_file(&clip, "first, longer text").unwrap();
         assert_eq!(path, clip.join(FILE_NAME));
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_link_in_place_of_the_file_is_replaced_not_followed() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let clip = clip_dir(dir.path(), 0o700);
         let target = dir.path().join("target");
         tether_os::testing::write_private(&target, "untouched");
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_directory_open_to_others_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let clip = clip_dir(dir.path(), 0o755);
         let err = write_file(&clip, "secret").unwrap_err();
         assert!(err.to_string().contains("chmod 700"), "{err}");
@@ -186,7 +186,7 @@ mod tests {
 
     #[test]
     fn messages_say_where_the_text_went() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let clip = dir.path().join("tether");
         let small = copy("one line", "line 3", false, &clip);
         assert_eq!(small.terminal.as_deref(), osc52("one line").as_deref());

@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn a_finished_run_reads_back_as_it_ended() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let mut events = tether_os::testing::create_private(dir.path().join("events.jsonl"));
         let status = ExitStatus {
             code: Some(2),
@@ -243,7 +243,7 @@ mod tests {
     /// A journal its broker (`pid`, started at `start_ticks`) has not begun yet: its
     /// `command.json` only.
     fn named_broker(pid: i32, start_ticks: u64) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let fixture = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/every-kind/01-ok/command.json"
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn a_journal_cut_short_is_a_lost_run_that_says_why() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let spawned = line(11, spawned(5));
         tether_os::testing::write_private(
             dir.path().join("events.jsonl"),
@@ -328,7 +328,7 @@ mod tests {
     fn old_and_new_journals_give_every_process_its_whole_argv() {
         let mut seen = Vec::new();
         for argv_again in [true, false] {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = tether_os::testing::private_tempdir();
             tether_os::testing::write_private(
                 dir.path().join("events.jsonl"),
                 tree_journal(argv_again),
@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn every_process_seen_live_is_what_the_journal_replays_with_each_latest_command_line() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         tether_os::testing::write_private(dir.path().join("events.jsonl"), exec_journal());
         let record = CommandRecord::load(dir.path());
         let replayed = command_from_record(&record);

@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn a_fresh_directory_is_private_whatever_the_umask() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let dir = tmp.path().join("tether");
         let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
         let made = prepare(&dir);
@@ -308,7 +308,7 @@ mod tests {
 
     #[test]
     fn unsafe_directories_are_refused_with_the_reason() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let dir = tmp.path().join("tether");
         crate::testing::private_dir(&dir);
         for mode in [0o750, 0o701, 0o1777] {
@@ -345,7 +345,7 @@ mod tests {
 
     #[test]
     fn only_a_socket_nobody_listens_on_is_removed_as_stale() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let path = tmp.path().join("1-2.sock");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         assert!(connect_now(&path).is_ok());
@@ -367,7 +367,7 @@ mod tests {
             crate::testing::skip("giving a directory to another user needs root");
             return;
         }
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let dir = tmp.path().join("tether");
         crate::testing::private_dir(&dir);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();

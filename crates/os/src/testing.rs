@@ -84,6 +84,22 @@ pub fn private_dir(path: impl AsRef<std::path::Path>) {
         .expect("create a private directory");
 }
 
+/// A new scratch directory in the temporary directory (`TMPDIR`), 0700 whatever the umask:
+/// tempfile makes directories with the default mode, which the usual umask leaves readable
+/// by every user. Removed when dropped.
+pub fn private_tempdir() -> tempfile::TempDir {
+    private_tempdir_in(std::env::temp_dir())
+}
+
+/// [`private_tempdir`] in `dir`.
+pub fn private_tempdir_in(dir: impl AsRef<std::path::Path>) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(dir)
+        .expect("create a private scratch directory")
+}
+
 /// Copies the directory tree `from` to `to` (a fixture session into a test's own space),
 /// private as tether keeps journals: directories 0700, files 0600, whatever the umask and
 /// the modes the fixture has in the checkout.
@@ -116,5 +132,14 @@ mod tests {
         let set = |v: &str| !matches!(v.trim(), "" | "0" | "false");
         assert!(set("1") && set("true") && set("yes"));
         assert!(!set("") && !set("0") && !set("false"));
+    }
+
+    /// The scratch directories every crate's tests make are their user's alone.
+    #[test]
+    fn a_private_tempdir_is_0700() {
+        let dir = super::private_tempdir();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
     }
 }

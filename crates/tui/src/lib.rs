@@ -14,15 +14,16 @@ pub mod ui;
 /// For the crate's tests: a scratch directory in memory (`/dev/shm`) where there is one with
 /// room to spare, for fixtures of thousands of files, whose inodes a disk's file system is
 /// slow to hand out (ext4 looks for recently deleted ones at each); the usual temporary
-/// directory otherwise, or where `TMPDIR` names one.
+/// directory otherwise, or where `TMPDIR` names one. 0700, as every scratch directory.
 #[cfg(test)]
 pub(crate) fn memory_tempdir() -> tempfile::TempDir {
     const ROOM: u64 = 256 << 20;
     let shm = std::path::Path::new("/dev/shm");
     let roomy = nix::sys::statvfs::statvfs(shm)
         .is_ok_and(|fs| fs.blocks_available() * fs.fragment_size() >= ROOM);
-    let in_memory = (std::env::var_os("TMPDIR").is_none() && roomy)
-        .then(|| tempfile::Builder::new().tempdir_in(shm).ok())
-        .flatten();
-    in_memory.unwrap_or_else(|| tempfile::tempdir().expect("a scratch directory"))
+    if std::env::var_os("TMPDIR").is_none() && roomy {
+        tether_os::testing::private_tempdir_in(shm)
+    } else {
+        tether_os::testing::private_tempdir()
+    }
 }

@@ -225,7 +225,7 @@ mod tests {
     fn a_cursor_round_trips_private_whatever_the_umask() {
         // What a loose umask would have made (the umask itself is process-wide, shared with
         // the tests running beside this one): the modes are set, not left to it.
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         let key = endpoint_key("http://c:4318/v1/traces");
         let loose = state.path().join("export/otlp").join(&key);
         crate::testing::private_dir(&loose);
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn a_write_leaves_no_partial_file_in_sight() {
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         let dir = CursorDir::open(state.path(), "k").unwrap();
         let mut cursor = Cursor::default();
         for n in 1..300 {
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_damaged_cursor_is_moved_aside_and_the_session_starts_over() {
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         let dir = CursorDir::open(state.path(), "k").unwrap();
         crate::testing::write_private(dir.path().join("s.cursor"), b"{\"v\":1,\"sent_bel");
         let (cursor, damaged) = dir.load("s");
@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_link_or_file_in_the_directory_place_says_what_to_remove() {
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         crate::testing::private_dir(state.path().join("export"));
         std::os::unix::fs::symlink("/tmp", state.path().join("export/otlp")).unwrap();
         let err = CursorDir::open(state.path(), "k").unwrap_err();

@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn a_second_taker_is_told_the_holders_pid() {
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         let dir = CursorDir::open(state.path(), "k").unwrap();
         assert_eq!(holder(&dir).unwrap(), None);
         let Locked::Ours(lock) = take(&dir).unwrap() else {

@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_command_no_broker_wrote_to_is_starting_until_long_after() {
-        let session = tempfile::tempdir().unwrap();
+        let session = tether_os::testing::private_tempdir();
         let reserved = session.path().join("07");
         crate::testing::private_dir(&reserved);
         let now = crate::clock::now_ms();

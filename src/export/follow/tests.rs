@@ -36,7 +36,7 @@ impl Sink for FakeSink {
 }
 
 fn state_with_fixture() -> tempfile::TempDir {
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-kind");
     copy_dir(&fixture, &state.path().join("sessions/every-kind"));
     state
@@ -252,7 +252,7 @@ fn spans_carry_the_launchers_give_up_and_never_started() {
     use crate::model::{CommandState, Plan};
     use crate::testing::{private_dir, write_private};
     use std::collections::HashSet;
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     let session = state.path().join("sessions/stack");
     let (first, last) = (session.join("01-worker"), session.join("02-worker"));
     private_dir(&first);

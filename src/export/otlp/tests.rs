@@ -58,7 +58,7 @@ fn edit_request(dir: &Path, edit: impl FnOnce(&mut Value)) {
 /// The fixture in a temporary directory: `agent` makes `01-ok` a `tether agent`'s command;
 /// `02-fail` always runs under a caller's `TRACEPARENT`.
 fn fixture(agent: bool) -> (tempfile::TempDir, SessionExport) {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tether_os::testing::private_tempdir();
     let dir = tmp.path().join("every-kind");
     copy_dir(Path::new(FIXTURE), &dir);
     edit_request(&dir.join("02-fail"), |r| {
@@ -441,7 +441,7 @@ fn log_records_are_the_head_and_tail_with_a_mark_between() {
 
 #[test]
 fn a_log_that_fits_is_whole_and_a_link_is_not_followed() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tether_os::testing::private_tempdir();
     crate::testing::write_private(tmp.path().join("stdout.log"), "a\nb\n");
     let cut = logs::cut(tmp.path(), crate::protocol::Stream::Stdout, 4).unwrap();
     assert_eq!((cut.head.as_slice(), cut.left_out), (&b"a\nb\n"[..], 0));
@@ -510,7 +510,7 @@ fn round_trip_anywhere(session: &SessionExport) -> Vec<Span> {
 /// result.json and every view say, not the launcher's.
 #[test]
 fn a_stop_that_took_over_a_restart_names_who_stopped_the_run() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tether_os::testing::private_tempdir();
     let dir = tmp.path().join("every-kind");
     copy_dir(Path::new(FIXTURE), &dir);
     let events = dir.join("04-killed/events.jsonl");

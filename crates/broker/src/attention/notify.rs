@@ -340,7 +340,7 @@ mod tests {
 
     #[test]
     fn it_gets_the_payload_on_stdin_and_is_no_child_a_plain_wait_sees() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let out = tmp.path().join("got");
         let mut n = notifier(&format!("cat > {}", out.display()));
         let pid = n.start(b"{\"kind\":\"needs_input\"}\n").unwrap();
@@ -388,7 +388,7 @@ mod tests {
         assert!(failure.contains("exited with status 4"), "{failure}");
         assert!(failure.contains("no route to ntfy"), "{failure}");
 
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let named = tmp.path().join("setsid.pid");
         let mut n = notifier(&escaping_then(&named, "sleep 30"));
         // The keeper's own clock, shortened (but long enough for the `setsid` child to
@@ -412,7 +412,7 @@ mod tests {
     /// A notify command that leaves a process of its own (a `sleep` in the background) and
     /// waits for it, and the file that names that process once it runs.
     fn leaving_a_sleep() -> (Notifier, tempfile::TempDir, std::path::PathBuf) {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let named = tmp.path().join("sleep.pid");
         let n = notifier(&format!("sleep 30 & echo $! > {}; wait", named.display()));
         (n, tmp, named)
@@ -474,7 +474,7 @@ mod tests {
 
     #[test]
     fn at_the_end_a_run_is_let_go_not_waited_for_and_finishes_on_its_own() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let (go, done) = (tmp.path().join("go"), tmp.path().join("done"));
         // It finishes only once the test says so: `let_go` cannot have waited for it.
         let mut n = notifier(&format!(
@@ -506,7 +506,7 @@ mod tests {
 
     #[test]
     fn a_run_let_go_can_still_write_its_stderr() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let (go, done) = (tmp.path().join("go"), tmp.path().join("done"));
         // It writes to stderr only after the broker's side of the pipe is gone.
         let mut n = notifier(&format!(
@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn what_a_run_started_in_a_session_of_its_own_ends_with_it() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let named = tmp.path().join("setsid.pid");
         // The escapee names itself once in a session (and group) of its own, and the notify
         // command exits only then, leaving it behind.

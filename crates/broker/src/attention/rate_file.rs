@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn the_state_is_shared_through_the_file_and_private() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let file = RateFile::in_state_dir(tmp.path());
         let now = 1_700_000_000_000;
         let verdicts: Vec<Verdict> = (0..RUNS_PER_WINDOW + 3)
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn many_threads_at_once_start_the_window_s_runs_and_no_more() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let now = 1_700_000_000_000;
         let threads: Vec<_> = (0..16)
             .map(|_| {
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn an_event_that_finds_the_lock_busy_is_held_and_counted_without_it() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let file = RateFile::in_state_dir(tmp.path());
         let now = 1_700_000_000_000;
         assert!(matches!(
@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_fifo_a_link_or_a_shared_file_is_refused_at_once() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let path = tmp.path().join(RATE_FILE);
         let file = RateFile::in_state_dir(tmp.path());
         // A FIFO nobody writes to: a blocking open would hang here for ever.

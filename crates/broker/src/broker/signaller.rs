@@ -540,7 +540,7 @@ mod tests {
     fn a_process_that_only_calls_itself_a_broker_is_not_one() {
         // The kernel names a process after the file it runs: `sleep` through a link called
         // tether-broker is named tether-broker.
-        let dir = tempfile::tempdir().expect("a temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let link = dir.path().join("tether-broker");
         std::os::unix::fs::symlink("/bin/sleep", &link).expect("a link named tether-broker");
         let mut fake = std::process::Command::new(&link)

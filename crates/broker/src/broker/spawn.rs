@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn a_directory_is_called_one_not_unexecutable() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()

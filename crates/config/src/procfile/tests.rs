@@ -98,7 +98,7 @@ fn a_dotenv_line_that_is_no_assignment_is_an_error_at_its_line() {
 
 #[test]
 fn load_gives_each_process_the_dotenv_and_the_procfiles_directory() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tether_os::testing::private_tempdir();
     let procfile = dir.path().join("Procfile");
     tether_os::testing::write_private(&procfile, "web: serve\nworker: work\n");
     tether_os::testing::write_private(dir.path().join(".env"), "PORT=5000\n");
@@ -117,7 +117,7 @@ fn load_gives_each_process_the_dotenv_and_the_procfiles_directory() {
 
 #[test]
 fn load_without_a_dotenv_and_of_a_missing_procfile() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tether_os::testing::private_tempdir();
     let procfile = dir.path().join("Procfile");
     let missing = error_of(load(&procfile));
     assert!(
@@ -133,7 +133,7 @@ fn load_without_a_dotenv_and_of_a_missing_procfile() {
 /// name, the `.env` beside it; neither is a config file.
 #[test]
 fn an_unreadable_file_is_named_a_procfile_or_a_dotenv() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tether_os::testing::private_tempdir();
     let procfile = dir.path().join("nonexist");
     let missing = error_of(load(&procfile));
     assert!(

@@ -342,7 +342,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("a/sleep"), "{text}");
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         let sessions = state.path().join("sessions");
         let text = no_match(&Target::Session("sleep".into()), &all, Some(&sessions));
         assert!(
@@ -405,7 +405,7 @@ mod tests {
     /// one: a prefix given to them is answered with the ids it begins.
     #[test]
     fn a_session_not_there_names_the_ids_it_begins() {
-        let state = tempfile::tempdir().unwrap();
+        let state = tether_os::testing::private_tempdir();
         let sessions = state.path().join("sessions");
         tether_os::testing::private_dir(sessions.join("agent-1"));
         let said = no_session("agent", &sessions);

@@ -233,13 +233,13 @@ mod tests {
     /// /proc/locks; another file's lock proves nothing.
     #[test]
     fn a_shared_flock_on_the_event_log_is_found_in_proc_locks() {
-        let journal = tempfile::tempdir().unwrap();
+        let journal = tether_os::testing::private_tempdir();
         let events = tether_os::testing::create_private(journal.path().join(EVENTS_FILE));
         let me = std::process::id() as i32;
         assert!(!holds_journal_lock(me, journal.path()));
         rustix::fs::flock(&events, rustix::fs::FlockOperation::LockShared).unwrap();
         assert!(holds_journal_lock(me, journal.path()));
-        let other = tempfile::tempdir().unwrap();
+        let other = tether_os::testing::private_tempdir();
         tether_os::testing::create_private(other.path().join(EVENTS_FILE));
         assert!(!holds_journal_lock(me, other.path()));
     }
@@ -258,7 +258,7 @@ mod tests {
             pid: me.pid,
             start_ticks: me.start_ticks,
         };
-        let journal = tempfile::tempdir().unwrap();
+        let journal = tether_os::testing::private_tempdir();
         tether_os::testing::write_private(journal.path().join(EVENTS_FILE), "");
         let refused = open_verified(&identity, Some(TOKEN), journal.path()).unwrap_err();
         assert!(

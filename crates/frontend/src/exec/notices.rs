@@ -72,7 +72,7 @@ mod tests {
 
     #[test]
     fn a_notice_is_one_line_of_a_private_file_that_stops_growing_at_its_limit() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join(NOTICES_FILE);
         assert!(append(&path, "stopped by the operator:\nSIGTERM").is_some());
         let text = std::fs::read_to_string(&path).unwrap();
@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn a_fifo_in_its_place_takes_nothing_and_holds_nothing() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join(NOTICES_FILE);
         nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         assert!(append(&path, "never blocks").is_none());
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn a_state_directory_others_may_write_takes_no_notice() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let path = dir.path().join(NOTICES_FILE);

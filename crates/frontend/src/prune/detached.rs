@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn once_a_minute() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let t0 = SystemTime::now();
         assert!(claim(tmp.path(), t0).unwrap(), "the first run");
         assert!(!claim(tmp.path(), t0 + Duration::from_secs(10)).unwrap());
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn a_stamp_that_is_a_link_is_not_followed() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let target = tmp.path().join("elsewhere");
         tether_os::testing::write_private(&target, "keep");
         std::os::unix::fs::symlink(&target, tmp.path().join(STAMP_FILE)).unwrap();
@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn a_stamp_that_is_a_fifo_is_not_waited_on() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let fifo = tmp.path().join(STAMP_FILE);
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         // No reader: a blocking open for writing would wait here for good. (ENXIO.)
@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_lock_held_elsewhere_means_someone_else_decides() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let t0 = SystemTime::now();
         assert!(claim(tmp.path(), t0).unwrap());
         let other = File::open(tmp.path().join(STAMP_FILE)).unwrap();

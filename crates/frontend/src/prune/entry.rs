@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn entries_of_one_directory_are_on_its_mount_and_say_what_they_are() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         tether_os::testing::private_dir(tmp.path().join("sub"));
         tether_os::testing::write_private(tmp.path().join("file"), "x");
         let dir = open_dir_nofollow(tmp.path()).unwrap();

@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn links_are_removed_as_links_and_their_targets_survive() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let outside = tmp.path().join("outside");
         tether_os::testing::private_dir(&outside);
         tether_os::testing::write_private(outside.join("precious"), "keep me");
@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn a_session_that_cannot_be_removed_whole_is_left_as_it_was() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let (sessions, session) = one_session(tmp.path());
         // Nested deeper than a journal ever is, after a file that would go first.
         let deep: std::path::PathBuf = (0..MAX_DEPTH + 1).map(|i| format!("d{i}")).collect();
@@ -256,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_session_another_prune_took_is_already_gone() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let fd = open_dir_nofollow(tmp.path()).unwrap();
         let err = remove_session(&fd, &OsString::from("gone"), u64::MAX).unwrap_err();
         assert!(matches!(err, RemoveError::AlreadyGone), "{err}");
@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn a_session_that_is_a_link_is_not_followed() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let outside = tmp.path().join("outside");
         tether_os::testing::private_dir(&outside);
         tether_os::testing::write_private(outside.join("precious"), "keep me");

@@ -277,7 +277,7 @@ mod tests {
 
     /// A session directory holding one command directory with `files`; its liveness now.
     fn liveness_of(files: &[(&str, String)], now_ms: u64) -> Liveness {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let command = tmp.path().join("01-sleep");
         tether_os::testing::private_dir(&command);
         for (name, text) in files {
@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_session_left_aside_by_a_gone_prune_is_put_back_and_counted() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let gone = child.id();
         child.wait().unwrap();

@@ -481,7 +481,7 @@ mod tests {
     /// running) and the pong waits in the pipe behind another line: the stop was answered.
     #[tokio::test]
     async fn a_pong_waiting_behind_other_lines_answers_a_deadline_found_passed() {
-        let dir = tempfile::tempdir().expect("a temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let mut broker =
             broker_answering(&[stop_line(), EventKind::Pong], &dir.path().join("w")).await;
         let late = Instant::now() + ACK_TIMEOUT * 3;
@@ -499,7 +499,7 @@ mod tests {
     /// with no pong in it, the stop is unanswered.
     #[tokio::test]
     async fn a_deadline_is_acted_on_once_what_was_waiting_is_read() {
-        let dir = tempfile::tempdir().expect("a temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let mut broker = broker_answering(&[stop_line()], &dir.path().join("w")).await;
         let late = Instant::now() + ACK_TIMEOUT * 3;
         assert_eq!(broker.check(late), None, "a line waits unread");

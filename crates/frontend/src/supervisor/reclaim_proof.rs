@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn only_a_private_command_directory_of_a_state_directory_is_in_place() {
         use std::os::unix::fs::PermissionsExt;
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let state = tmp.path().join("state");
         let journal = state.join("sessions/s1/01-x");
         tether_os::testing::private_dir(&journal);

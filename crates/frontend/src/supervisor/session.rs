@@ -254,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_named_session_is_created_once_and_joined() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let state = tmp.path().join("state");
         let mut first = Session::create(&state, Some(&name("agent-1"))).unwrap();
         let mut second = Session::create(&state, Some(&name("agent-1"))).unwrap();
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_planted_link_is_not_joined() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let state = tmp.path().join("state");
         Session::create(&state, None).unwrap();
         std::os::unix::fs::symlink(tmp.path(), state.join("sessions/evil")).unwrap();
@@ -299,7 +299,7 @@ mod tests {
     fn command_numbers_are_unique_under_contention() {
         const WORKERS: usize = 8;
         const EACH: usize = 25;
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tether_os::testing::private_tempdir();
         let state = tmp.path().join("state");
         let barrier = Arc::new(Barrier::new(WORKERS));
         let workers: Vec<_> = (0..WORKERS)

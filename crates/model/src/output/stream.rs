@@ -412,7 +412,7 @@ mod tests {
     }
 
     fn stream_of(bytes: &[u8]) -> (tempfile::TempDir, StreamFile) {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("stdout.log");
         let len = append(&path, bytes);
         let mut stream = StreamFile::new(path);
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn missing_file_reads_as_empty_until_it_appears() {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("stdout.log");
         let mut stream = StreamFile::new(path.clone());
         stream.refresh(10).expect("refresh of a missing file");
@@ -437,7 +437,7 @@ mod tests {
 
     #[test]
     fn file_growing_between_refreshes() {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("stderr.log");
         let mut stream = StreamFile::new(path.clone());
 
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn refresh_reads_only_new_bytes() {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("stdout.log");
         let mut stream = StreamFile::new(path.clone());
         append(&path, b"aaaa");

@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_missing_file_has_no_signs_yet() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let mut reader = SignsReader::new(dir.path().join("stdout.log"));
         assert_eq!(reader.update(10).unwrap(), FullScreenSigns::default());
     }

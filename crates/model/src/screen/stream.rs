@@ -113,7 +113,7 @@ mod tests {
 
     #[test]
     fn follows_a_growing_log_from_where_it_left_off() {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("stdout.log");
         let mut screen = StreamScreen::new(path.clone(), 3, 20);
         // Not there yet: an empty screen.
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn far_behind_it_replays_from_the_last_fresh_screen() {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("stdout.log");
         let mut log = tether_os::testing::create_private(&path);
         let mut len = append(&mut log, b"\x1b[?1049h");
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_flood_without_clears_keeps_a_bounded_tail() {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("stdout.log");
         let mut log = tether_os::testing::create_private(&path);
         let mut bytes = Vec::new();

@@ -338,7 +338,7 @@ mod tests {
 
     /// A directory laid out as a cgroup: what the kernel would create, as plain files.
     fn fake_hierarchy() -> (tempfile::TempDir, Hierarchy) {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = crate::testing::private_tempdir();
         crate::testing::write_private(dir.path().join("cgroup.procs"), "");
         let hierarchy = Hierarchy::at(dir.path()).expect("hierarchy");
         (dir, hierarchy)

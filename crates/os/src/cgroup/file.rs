@@ -58,7 +58,7 @@ mod tests {
 
     #[test]
     fn files_are_read_and_written_below_a_held_directory_and_links_are_refused() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let dir = open_path_dir(tmp.path()).unwrap();
         crate::testing::write_private(tmp.path().join("pids.max"), "max\n");
         write(&dir, "pids.max", "64").unwrap();

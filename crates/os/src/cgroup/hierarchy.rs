@@ -300,7 +300,7 @@ mod tests {
             err.to_string().contains("/nonexistent/tether-cgroup-test"),
             "{err}"
         );
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = crate::testing::private_tempdir();
         // No cgroup.procs: not a cgroup we can move processes through.
         assert!(Hierarchy::at(dir.path()).is_err());
         crate::testing::write_private(dir.path().join("cgroup.procs"), "");

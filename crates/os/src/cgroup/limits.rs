@@ -83,7 +83,7 @@ mod tests {
     /// command cgroup in it with the given limit files (what the kernel creates once a
     /// controller is enabled).
     fn hierarchy(controllers: &str, files: &[&str]) -> (tempfile::TempDir, CommandCgroup) {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = crate::testing::private_tempdir();
         let root = dir.path();
         crate::testing::write_private(root.join("cgroup.procs"), "");
         crate::testing::write_private(root.join("cgroup.controllers"), controllers);

@@ -95,7 +95,7 @@ mod tests {
 
     #[test]
     fn an_oversized_file_is_refused_by_its_size_without_reading_it() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let path = dir.path().join("command.json");
         // Sparse: 3 GiB that take no disk and would take 3 GiB of memory to read.
         crate::testing::create_private(&path)
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_file_at_the_bound_is_read_and_one_past_it_is_not() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let path = dir.path().join("result.json");
         crate::testing::write_private(&path, b"0123456789");
         let open = || open_regular(&path).unwrap();
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_fifo_or_a_link_is_refused_without_blocking() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let fifo = dir.path().join("session.json");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         assert!(read_metadata(&fifo).is_err());

@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn command_dirs_go_by_number_and_only_numbered_directories_count() {
-        let session = tempfile::tempdir().unwrap();
+        let session = crate::testing::private_tempdir();
         for name in ["100-x", "11-y", "02", "02-b", "notes", ".tmp-3"] {
             crate::testing::private_dir(session.path().join(name));
         }

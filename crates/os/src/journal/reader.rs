@@ -469,7 +469,7 @@ mod tests {
         assert_eq!(first_line_start(b"cut piece\nfirst\nlast"), 10);
         assert_eq!(first_line_start(b"inside one long line\n"), 0);
         assert_eq!(first_line_start(b"no newline at all"), 0);
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         assert_eq!(
             stream_tail(dir.path(), Stream::Stderr, 8).unwrap(),
             (Vec::new(), false)
@@ -493,7 +493,7 @@ mod tests {
 
     #[test]
     fn sessions_are_listed_by_start_time_not_name() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let session = |name: &str, started_ms: u64| {
             let path = dir.path().join(name);
             crate::testing::private_dir(&path);
@@ -529,7 +529,7 @@ mod tests {
 
     #[test]
     fn cut_journal_reports_truncation() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         crate::testing::write_private(
             dir.path().join(EVENTS_FILE),
             format!("{LINE}\nnot json\n{}", &LINE[..30]),

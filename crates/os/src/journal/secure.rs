@@ -437,7 +437,7 @@ mod tests {
     /// command planted there, to another file of its user's, is refused, as is a FIFO.
     #[test]
     fn appends_only_to_a_private_file_with_one_name() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let dir = JournalDir::open_state(&tmp.path().join("state")).unwrap();
         dir.create_file("events.jsonl", true).unwrap();
         assert!(dir.open_append("events.jsonl").is_ok());
@@ -455,7 +455,7 @@ mod tests {
 
     #[test]
     fn creates_private_dirs_and_files_whatever_the_umask() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let state = tmp.path().join("a/b/state");
         let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o000));
         let result = (|| {
@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn refuses_links_shared_dirs_and_planted_files() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let real = tmp.path().join("real");
         crate::testing::private_dir(&real);
         let link = tmp.path().join("link");
@@ -526,7 +526,7 @@ mod tests {
 
     #[test]
     fn a_failed_atomic_write_leaves_no_temporary_file() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let dir = JournalDir::open_state(&tmp.path().join("s")).unwrap();
         // The rename onto a non-empty directory fails, as a full disk fails the write.
         crate::testing::private_dir(dir.join("session.json/x"));
@@ -540,7 +540,7 @@ mod tests {
 
     #[test]
     fn readers_refuse_fifos_without_blocking() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let fifo = tmp.path().join("stdout.log");
         nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
         let err = open_regular(&fifo).unwrap_err();

@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn tail_returns_only_complete_lines() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let path = dir.path().join(EVENTS_FILE);
         let mut file = crate::testing::create_private(&path);
         write!(file, "{LINE}\n{}", &LINE[..20]).unwrap();
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn an_over_long_line_and_the_garbage_after_it_are_one_damage() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let path = dir.path().join(EVENTS_FILE);
         let mut file = crate::testing::create_private(&path);
         writeln!(file, "{LINE}").unwrap();

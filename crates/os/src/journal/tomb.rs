@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_tomb_of_a_gone_prune_is_put_back_under_its_name_and_one_at_work_is_not() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let gone = dead_pid();
         crate::testing::private_dir(
             tmp.path()

@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn stream_log_caps_mid_chunk_and_keeps_counting() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stdout, 5).unwrap();
         assert_eq!(log.write(b"abc"), Stored::default());
         let second = log.write(b"defg");
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn full_disk_stops_storing_without_failing() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stderr, 100).unwrap();
         log.file = OpenOptions::new().write(true).open("/dev/full").unwrap();
         let stored = log.write(b"bytes");

@@ -342,7 +342,7 @@ fn a_listed_broker_below_another_has_its_own_tree_not_a_part_of_the_others() {
 fn a_child_that_only_takes_a_keepers_name_is_in_the_tree() {
     // A copy of sleep under the keeper's name: its comm is the keeper's, but it runs another
     // program than the broker's, so it is the command's (a way to hide a CPU hog, else).
-    let dir = tempfile::tempdir().expect("a scratch directory");
+    let dir = crate::testing::private_tempdir();
     let keeper_name = KEEPER_COMM.to_str().expect("an ASCII name");
     let keeper_path = dir.path().join(keeper_name);
     // Copied by a child process: a descriptor of ours open for writing, handed to a child

@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn what_may_be_replaced() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let exe = tmp.path().join("tether");
         crate::testing::write_private(&exe, "");
         let at = |name: &str| tmp.path().join(name);

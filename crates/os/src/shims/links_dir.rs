@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn a_directory_of_ours_under_private_parents_passes() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let dir = tmp.path().join("shims");
         crate::testing::private_dir(&dir);
         check(&dir).unwrap();

@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn a_shims_directory_is_known_by_its_links_not_its_name() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::testing::private_tempdir();
         let exe = tmp.path().join("bin/tether");
         crate::testing::private_dir(exe.parent().unwrap());
         crate::testing::write_private(&exe, "");

@@ -296,7 +296,7 @@ mod tests {
     /// `Cargo.toml` and `src/*.rs` watch two directories, not the tree below them.
     #[tokio::test(flavor = "current_thread")]
     async fn a_glob_without_double_star_watches_only_the_levels_it_names() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let base = dir.path().to_path_buf();
         for sub in ["src/a/b", "docs/x", "src/c"] {
             tether_os::testing::private_dir(base.join(sub));
@@ -316,7 +316,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn files_in_a_new_directory_before_its_watch_and_a_touch_are_changes() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let base = dir.path().to_path_buf();
         tether_os::testing::private_dir(base.join("src"));
         tether_os::testing::write_private(base.join("src/lib.rs"), "x");
@@ -367,7 +367,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_matching_file_written_in_a_new_directory_is_seen() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let base = dir.path().to_path_buf();
         tether_os::testing::private_dir(base.join("src"));
         let wanted = vec![(3, base.clone(), vec!["src/**/*.rs".to_string()])];

@@ -156,7 +156,7 @@ pub(super) mod tests {
 
     #[test]
     fn y_copies_the_plain_text_of_the_last_line_on_screen() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let mut app = app_with_stdout(dir.path(), b"one\n\x1b[31mtwo\x1b[0m \x1b]0;t\x07end\n");
         assert_eq!(copy(&mut app, Action::Copy), "two end");
         assert_eq!(
@@ -169,7 +169,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_selection_copies_its_lines_joined() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let mut app = app_with_stdout(dir.path(), b"a\nb\r\nc\n");
         app.handle(Action::SelectLines);
         app.handle(Action::Up);
@@ -180,7 +180,7 @@ pub(super) mod tests {
 
     #[test]
     fn y_in_the_screen_view_copies_the_screen() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let mut app = app_with_stdout(dir.path(), b"\x1b[?1049h\x1b[2J\x1b[3;5Hdrawn\x1b[1;1Htop");
         // On the alternate screen, the screen view by itself (no `v`).
         assert!(app.view.outputs[0].screen);

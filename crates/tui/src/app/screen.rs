@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_full_screen_program_shows_as_its_screen_until_it_leaves_the_alternate_screen() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let mut app = app_with_stdout(dir.path(), b"starting top\n");
         assert!(!app.view.outputs[0].screen, "lines, before the switch");
         grow(&mut app, dir.path(), TOP);

@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn open_search_shows_the_first_match_on_the_first_frame() {
-        let root = tempfile::tempdir().expect("temp dir");
+        let root = tether_os::testing::private_tempdir();
         let many: String = (0..1000)
             .map(|n| {
                 if n == 500 {
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn open_search_prefers_stdout_then_stderr_then_the_next_command() {
-        let root = tempfile::tempdir().expect("temp dir");
+        let root = tether_os::testing::private_tempdir();
         let mut app = app(vec![
             command(root.path(), "first", "a\n", "b\nneedle\n"),
             command(root.path(), "second", "needle\n", ""),
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn open_search_without_a_match_says_so() {
-        let root = tempfile::tempdir().expect("temp dir");
+        let root = tether_os::testing::private_tempdir();
         let mut app = app(vec![command(root.path(), "only", "a\n", "b\n")]);
         app.prepare(Rect::new(0, 0, 160, 45), 0);
         app.open_at_first_match("absent");
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_query_found_nowhere_says_not_found_and_from_a_match_says_which_way() {
-        let root = tempfile::tempdir().expect("temp dir");
+        let root = tether_os::testing::private_tempdir();
         let mut app = app(vec![command(root.path(), "only", "a\nbuild\nc\n", "")]);
         let size = Rect::new(0, 0, 160, 45);
         app.prepare(size, 0);

@@ -338,7 +338,7 @@ mod tests {
     /// Journal directory with the two logs written as (time, stream, bytes) say, and the
     /// runs their `output` events give.
     fn logs(writes: &[(u64, Stream, &[u8])]) -> (tempfile::TempDir, OutputRuns, [u64; 2]) {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let mut bytes: [Vec<u8>; 2] = Default::default();
         let mut runs = OutputRuns::default();
         for &(ts, stream, data) in writes {
@@ -489,7 +489,7 @@ mod tests {
 
     #[test]
     fn a_missing_log_promised_big_shows_nothing_and_asks_for_no_more_frames() {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = tether_os::testing::private_tempdir();
         let mut runs = OutputRuns::default();
         runs.push(1, Stream::Stdout, 0, 1 << 30);
         let lens = [1 << 30, 0];

@@ -202,7 +202,7 @@ mod tests {
     #[cfg(feature = "desktop-notify")]
     #[tokio::test]
     async fn a_bus_that_is_not_there_is_an_error_not_a_hang() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let address = format!("unix:path={}", dir.path().join("none").display());
         let notice = Notice {
             title: "t".into(),

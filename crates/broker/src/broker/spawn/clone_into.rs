@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn the_command_runs_with_its_path_arguments_environment_and_directory() {
         let Some(cgroup) = own_cgroup() else { return };
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = tether_os::testing::private_tempdir();
         tether_os::testing::write_script(
             &dir.path().join("hello"),
             "#!/bin/sh\necho \"$1 $GREETING $(pwd)\"\nexit 3\n",
@@ -682,7 +682,7 @@ mod tests {
     #[test]
     fn a_command_that_cannot_start_says_why_as_execvp_would() {
         let Some(cgroup) = own_cgroup() else { return };
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = tether_os::testing::private_tempdir();
         tether_os::testing::write_script(&dir.path().join("locked"), "#!/bin/sh\n", 0o600);
         let path = dir.path().display().to_string();
         for (name, clone) in clones() {

@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn reads_the_interpreter_as_the_kernel_does() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let cases = [
             ("#!/nonexistent/interp\n", Some("/nonexistent/interp")),
             (
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn a_missing_interpreter_is_named() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         script(dir.path(), "x", "#!/nonexistent/interp\n");
         let failure = diagnose("./x", Some(dir.path()), None).expect("a diagnosis");
         assert_eq!(failure.code, "bad_interpreter");
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn found_on_path_and_relative_to_the_commands_directory() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let bin = dir.path().join("bin");
         tether_os::testing::private_dir(&bin);
         script(&bin, "tool", "#!/nonexistent/interp\n");
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn windows_line_endings_are_called_out() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         script(dir.path(), "x", "#!/bin/sh\r\necho hi\r\n");
         let failure = diagnose("./x", Some(dir.path()), None).expect("a diagnosis");
         assert!(
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn no_diagnosis_for_missing_programs_or_other_files() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         assert!(diagnose("./missing", Some(dir.path()), None).is_none());
         script(dir.path(), "binary", "\x7fELF");
         assert!(diagnose("./binary", Some(dir.path()), None).is_none());
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn an_interpreter_that_exists_but_does_not_start() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tether_os::testing::private_tempdir();
         let broken = script(dir.path(), "broken-interp", "#!/nonexistent/deeper\n");
         script(dir.path(), "x", &format!("#!{}\n", broken.display()));
         let failure = diagnose("./x", Some(dir.path()), None).expect("a diagnosis");

@@ -186,7 +186,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_new_command_and_its_result_are_seen_and_an_ended_one_unwatched() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::testing::private_tempdir();
         let session = dir.path().join("agent");
         crate::testing::private_dir(&session);
         let mut watcher = JournalWatcher::new().unwrap();

@@ -73,7 +73,7 @@ fn write_result(dir: &Path) {
 
 #[test]
 fn half_made_journals_are_listed_and_completed_as_they_grow() {
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     let me = std::process::id();
     runtime().block_on(async {
         // A session without session.json, a command without command.json, an event log
@@ -146,7 +146,7 @@ fn ten_thousand_ended_commands_cost_no_watch_each() {
 
 #[test]
 fn a_missing_state_dir_is_made_private() {
-    let parent = tempfile::tempdir().unwrap();
+    let parent = tether_os::testing::private_tempdir();
     let state = parent.path().join("not/yet");
     runtime().block_on(async {
         let mut app = app();
@@ -169,7 +169,7 @@ fn a_missing_state_dir_is_made_private() {
 
 #[test]
 fn without_inotify_the_clock_finds_what_changed() {
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     runtime().block_on(async {
         let (mut app, mut watch) = polling(state.path());
         assert!(watch.polling());
@@ -218,7 +218,7 @@ fn sessions_listed(app: &App) -> Vec<String> {
 
 #[test]
 fn the_first_frame_waits_for_no_journal_and_the_newest_are_read_first() {
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     for n in 0..100u64 {
         // s099 started last and changed last.
         ended_session(
@@ -257,7 +257,7 @@ fn the_first_frame_waits_for_no_journal_and_the_newest_are_read_first() {
 
 #[test]
 fn rows_of_a_removed_session_go() {
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     for (n, name) in ["a", "b", "c"].into_iter().enumerate() {
         ended_session(state.path(), name, 1_000 + n as u64, Duration::ZERO);
     }
@@ -295,7 +295,7 @@ fn rows_of_a_removed_session_go() {
 
 #[test]
 fn without_inotify_rows_of_a_removed_session_go_at_the_next_look() {
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     for (n, name) in ["a", "b"].into_iter().enumerate() {
         ended_session(state.path(), name, 1_000 + n as u64, Duration::ZERO);
     }
@@ -311,7 +311,7 @@ fn without_inotify_rows_of_a_removed_session_go_at_the_next_look() {
 
 #[test]
 fn a_full_look_asked_for_while_one_is_under_way_lists_the_sessions_again_after_it() {
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     ended_session(state.path(), "a", 1_000, Duration::ZERO);
     runtime().block_on(async {
         let mut app = app();
@@ -360,7 +360,7 @@ fn plan_line(ts_ms: u64, command: &str, dir: Option<&str>, plan: &str) -> String
 fn the_launchers_word_is_followed_as_it_grows() {
     use tether_model::Plan;
     use tether_os::testing::{private_dir, write_private};
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     let session = state.path().join("sessions/stack");
     let migrate = session.join("01-migrate");
     private_dir(&migrate);
@@ -522,7 +522,7 @@ fn a_kill_to_confirm_follows_its_command_as_rows_move() {
 #[test]
 fn a_restarts_run_is_numbered_while_it_runs() {
     use tether_os::testing::{private_dir, write_private};
-    let state = tempfile::tempdir().unwrap();
+    let state = tether_os::testing::private_tempdir();
     let dir = state.path().join("sessions/stack/03-worker");
     private_dir(&dir);
     let mut request: serde_json::Value = serde_json::from_str(include_str!(
