@@ -91,7 +91,10 @@ fn claude_codes_runaway_is_the_one_thing_told_and_the_agent_is_never_flagged() {
         format!(
             "python3 -m http.server {port} --bind 127.0.0.1 > server.log 2>&1 & echo $! > server.pid"
         ),
-        "echo $$ > runaway.pid; yes > /dev/null".to_string(),
+        // On the cores' idle time only (SCHED_IDLE): it still wants a whole core, which is
+        // what the rule counts (its run time and its wait for one), without taking from the
+        // tests beside it the 15-20 CPU-s it burns before it is stopped.
+        "echo $$ > runaway.pid; chrt --idle 0 yes > /dev/null".to_string(),
         "echo after".to_string(),
     ];
     let steps: Vec<Step> = asked

@@ -40,7 +40,7 @@ impl LineSplitter {
     pub fn push(&mut self, mut bytes: &[u8]) -> Vec<Frame> {
         let mut frames = Vec::new();
         while !bytes.is_empty() {
-            let newline = bytes.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', bytes);
             let (head, rest) = match newline {
                 Some(i) => (&bytes[..i], Some(&bytes[i + 1..])),
                 None => (bytes, None),
