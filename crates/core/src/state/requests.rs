@@ -522,7 +522,11 @@ impl Broker {
         // Nothing more goes to a parent that is gone (the interpreter drops what it queued).
         self.result.parent_lost = true;
         self.emit(EventKind::ParentLost { cause });
-        self.start_stop(Origin::ParentLost);
+        self.start_stop(if self.request.caller_stand_in {
+            Origin::Caller
+        } else {
+            Origin::ParentLost
+        });
     }
 
     /// Whether the front end still hears from this broker: neither lost nor let go.

@@ -459,6 +459,7 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         ready: options.ready.clone(),
         max_output,
         mirror: !options.json,
+        caller_stand_in: true,
         stdin: match (&relay, &stdin) {
             (Some(_), _) => StdinSource::Terminal,
             (None, Some(_)) => StdinSource::Inherit,

@@ -16,8 +16,9 @@ use tether_protocol::protocol::{
 /// told the front end's `pace` (its heartbeat) and the front end's pid (its parent, whose
 /// death stops the command). The rest is what a request holds unless its front end says
 /// otherwise: the broker's working directory and environment (the front end's), the default
-/// grace, no watchdog, no drain, the default output cap, no mirror, stdin `/dev/null`, no
-/// terminals, no limits, leftovers ended with the command, no trace, the default attention
+/// grace, no watchdog, no drain, the default output cap, no mirror, a front end that is no
+/// caller's stand-in, stdin `/dev/null`, no terminals, no limits, leftovers ended with the
+/// command, no trace, the default attention
 /// thresholds (each front end resolves the user's and the command's: see
 /// `config::attention::for_launch`). A grace a front end asks for goes through [`grace`].
 pub fn launch_request(
@@ -35,6 +36,7 @@ pub fn launch_request(
         env: BTreeMap::new(),
         journal_dir: lossy(journal_dir),
         parent_pid: std::process::id() as i32,
+        caller_stand_in: false,
         grace: grace(None),
         no_output_timeout: None,
         drain_on: None,

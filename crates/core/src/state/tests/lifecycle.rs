@@ -297,6 +297,32 @@ fn a_lost_parent_stops_the_command_and_the_broker_exits_1() {
     }
 }
 
+/// The front end of `tether exec` and of the shell shim stands in for its caller: its loss
+/// (an agent's SIGKILL to the group it started the shim in) is journaled as a loss, and the
+/// stop that follows is the caller's, as that kill would have ended the command bare.
+#[test]
+fn a_stand_ins_loss_is_its_callers_stop() {
+    let request = LaunchRequest {
+        caller_stand_in: true,
+        ..request()
+    };
+    let mut rig = Rig::running(request, OnTerm::Exit);
+    rig.feed(Input::ParentLost(ParentLossCause::Pidfd));
+    assert_eq!(rig.count("parent_lost"), 1);
+    let stops: Vec<Origin> = (rig.journal())
+        .filter_map(|e| match e.kind {
+            EventKind::StopStarted { origin, .. } => Some(origin),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stops, [Origin::Caller]);
+    assert_eq!(rig.signals()[0], ("TERM".into(), vec![CMD]));
+    rig.reap();
+    assert_eq!(rig.finish(), 1);
+    assert!(rig.result().parent_lost);
+    assert_eq!(rig.result().stopped_by, Some(Origin::Caller));
+}
+
 #[test]
 fn a_parent_lost_twice_is_journaled_once() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);

@@ -288,6 +288,7 @@ fn request() -> LaunchRequest {
         env: Default::default(),
         journal_dir: "/journal/01-test".into(),
         parent_pid: PARENT,
+        caller_stand_in: false,
         grace: Duration::from_secs(1),
         no_output_timeout: None,
         drain_on: None,
