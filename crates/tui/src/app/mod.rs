@@ -68,6 +68,8 @@ pub struct App {
     clipboard: copy::ClipboardOut,
     /// The recording as it was at the time cursor's moment, when the cursor is set.
     past: Option<(u64, Model)>,
+    /// What a watch followed at the last frame ([`list::ListRows::followed`]).
+    followed: Option<CommandIndex>,
 }
 
 impl App {
@@ -86,6 +88,7 @@ impl App {
             behind: false,
             terminal_size: WindowSize::DEFAULT,
             screens: Default::default(),
+            followed: None,
             clipboard: Default::default(),
             past: None,
         }
@@ -156,17 +159,23 @@ impl App {
     }
 
     /// A watch follows the newest running command (the busiest under the CPU sort) until the
-    /// operator moves the list. Once a
-    /// frame, before it is drawn, never on the way to a key's action: a key acts on the
-    /// command the operator saw selected.
+    /// operator moves the list: the selection goes to it when it changes (a command started
+    /// or ended), so that `End`, which follows again, leaves the selection at the bottom of
+    /// the list until something starts or ends, also where the command followed is above it
+    /// (nothing runs, and the last to end started earlier). Once a frame, before it is
+    /// drawn, never on the way to a key's action: a key acts on the command the operator saw
+    /// selected.
     fn follow_newest(&mut self) {
         let live = matches!(self.model.mode, tether_model::Mode::Watched) && self.past.is_none();
+        let followed = self.content.list.followed;
         if live
             && !self.view.list_moved
-            && let Some(id) = self.content.list.followed
+            && followed != self.followed
+            && let Some(id) = followed
         {
             self.view.select_command(id);
         }
+        self.followed = followed;
     }
 
     /// An event from the broker of `command`'s run `run`; stale runs are ignored.
@@ -267,6 +276,7 @@ impl App {
         if let Some(typing) = self.view.typing {
             self.view.typing = to(typing);
         }
+        self.followed = self.followed.and_then(&to);
     }
 
     /// A new sample of the processes; a command whose own process it shows stopped (state

@@ -572,6 +572,48 @@ fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
     assert_eq!(app.view.selected, 0);
 }
 
+/// `End` in a watch goes to the bottom of the list and follows again: where nothing runs,
+/// and the command followed (the last to end) is above the bottom, the selection stays at
+/// the bottom until a command starts or ends.
+#[test]
+fn end_in_a_watch_goes_to_the_bottom_though_the_last_to_end_is_above() {
+    let mut model = model(false, false);
+    model.mode = Mode::Watched;
+    let ended = tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
+        code: Some(0),
+        signal: None,
+        core_dumped: false,
+    });
+    model.commands[0].status = ended;
+    let first = model.commands[0].clone();
+    for at in [900, 950] {
+        let mut later = first.clone();
+        later.apply(&event(at, spawned(9)));
+        later.status = ended;
+        later.ended_ms = Some(at + 10);
+        model.commands.push(later);
+    }
+    model.commands[0].ended_ms = Some(990);
+    let mut app = crate::app::App::new(model);
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 0, "the last to end");
+    app.view.focus = Pane::Commands;
+    app.handle(Action::Up);
+    app.handle(Action::Bottom);
+    assert!(!app.view.list_moved, "following again");
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2, "End: the bottom");
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2, "and it stays there");
+    // A command starts: followed.
+    let mut next = first;
+    next.apply(&event(995, spawned(11)));
+    app.model.commands.push(next);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 3);
+}
+
 /// Sorted by CPU, a watch keeps the busiest running command selected, listed first, not the
 /// newest (which a busy agent starts every moment, at the bottom, and which would scroll a
 /// runaway out of sight); `Home` follows again after the operator moved.
