@@ -138,7 +138,8 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
                     } else {
                         Vec::new()
                     };
-                    Ok((SessionLine::of(&record, &model), cells))
+                    let now_ms = crate::clock::now_ms();
+                    Ok((SessionLine::of(&record, &model, now_ms), cells))
                 }
                 Err(err) => Err(format!("{}  unreadable: {err}", dir.display())),
             });

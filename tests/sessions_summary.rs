@@ -1,14 +1,17 @@
 //! `tether sessions` on an agent-sized session: one line per session within the width,
 //! whatever the number of commands, with its counts and first failures; `--long` and
-//! `tether sessions SESSION` with one line per command, each within the width too.
+//! `tether sessions SESSION` with one line per command, each within the width too; a
+//! session that still runs lasts until now.
 
 use crate::common;
 
 use std::fs;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::process::Output;
+use std::process::{Output, Stdio};
 
-use common::{TestEnv, copy_dir, every_kind_fixture, run_to_end};
+use common::{TestEnv, copy_dir, every_kind_fixture, run_to_end, wait_for_text, wait_until};
+use serde_json::Value;
 use tether::journal::CommandId;
 use tether::model::output::text_width;
 
@@ -168,5 +171,47 @@ fn printed_text_is_sanitized() {
         "{text:?}"
     );
     assert!(text.contains("1001-evil"), "{text}");
+    env.finish();
+}
+
+/// A session while a command of it runs: its duration is the time so far, not the time to
+/// its last event, and `--json` gives it no end until the command ends.
+#[test]
+fn a_running_sessions_duration_runs_until_now() {
+    let env = TestEnv::new("sessions-live");
+    let mut command = env.exec_command(
+        &["--session", "live"],
+        &["sh", "-c", "echo started; read line"],
+    );
+    command
+        .env_remove("TETHER_SESSION")
+        .env_remove("TETHER_BROKER_ID")
+        .stdin(Stdio::piped());
+    let mut running = env.spawn_captured(command);
+    let mut stdin = running.child.stdin.take().unwrap();
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "started");
+    let ended = |env: &TestEnv| {
+        let json: Value = serde_json::from_slice(&sessions(env, 200, &["--json"]).stdout).unwrap();
+        json["sessions"][0]["ended"].clone()
+    };
+    assert_eq!(ended(&env), Value::Null, "no end while it runs");
+    // Its last event was the echo; the line's duration goes on past it: `1.0s`, not `4ms`.
+    let duration = |env: &TestEnv| {
+        let line = lines(&sessions(env, 200, &[]))[0].clone();
+        assert!(line.contains("1 running"), "{line}");
+        line.split_whitespace()
+            .nth(3)
+            .unwrap_or_default()
+            .to_string()
+    };
+    wait_until(&env, "the duration to pass a second", || {
+        !duration(&env).ends_with("ms")
+    });
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    assert!(ended(&env).is_string(), "an end once it ended");
     env.finish();
 }

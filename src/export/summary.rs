@@ -136,13 +136,15 @@ impl SessionSummary {
         let commands: Vec<CommandSummary> =
             session.commands.iter().map(CommandSummary::of).collect();
         let known = session.info.is_some() || !session.commands.is_empty();
+        // While a command of it runs, it has not ended.
+        let ended = known && !(session.commands.iter()).any(|c| c.state.status.is_active());
         SessionSummary {
             id: session.id.clone(),
             dir: session.dir.to_string_lossy().into_owned(),
             started_ms: known.then_some(session.started_ms),
             started: known.then(|| iso_utc(session.started_ms)),
-            ended_ms: known.then_some(session.ended_ms),
-            ended: known.then(|| iso_utc(session.ended_ms)),
+            ended_ms: ended.then_some(session.ended_ms),
+            ended: ended.then(|| iso_utc(session.ended_ms)),
             host: session.info.as_ref().map(|i| i.host.clone()),
             user: session.info.as_ref().map(|i| i.user.clone()),
             cut_short: !session.damage.is_empty() || commands.iter().any(|c| c.cut_short),

@@ -29,6 +29,7 @@ const MIN_STATE: usize = 20;
 pub struct SessionLine {
     pub id: String,
     pub started_ms: Option<u64>,
+    /// From its start to its last moment; while a command of it runs, to `now_ms`.
     pub duration_ms: Option<u64>,
     pub tally: Tally,
     /// The command directories (`03-build`) of its failures, in order.
@@ -37,17 +38,19 @@ pub struct SessionLine {
 }
 
 impl SessionLine {
-    /// The line for `record`, whose model (replayed) is `model`.
-    pub fn of(record: &SessionRecord, model: &Model) -> SessionLine {
+    /// The line for `record`, whose model (replayed) is `model`, read at `now_ms`.
+    pub fn of(record: &SessionRecord, model: &Model, now_ms: u64) -> SessionLine {
         let known = record.info.is_some() || !model.commands.is_empty();
-        let ended = model
-            .commands
-            .iter()
-            .zip(&record.commands)
-            .filter_map(|(state, journal)| {
-                state.ended_ms.max(journal.events.last().map(|e| e.ts_ms))
-            })
-            .max();
+        let runs = model.commands.iter().any(|c| c.status.is_active());
+        let ended = if runs {
+            Some(now_ms)
+        } else {
+            (model.commands.iter().zip(&record.commands))
+                .filter_map(|(state, journal)| {
+                    state.ended_ms.max(journal.events.last().map(|e| e.ts_ms))
+                })
+                .max()
+        };
         let cut_short = record.commands.iter().any(|c| {
             c.damage
                 .iter()
