@@ -362,7 +362,7 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         Origin::Shutdown => Some("shutdown"),
         Origin::Reclaim => Some("a later tether's reclaim"),
         Origin::FinalDrain => Some("final drain"),
-        Origin::Caller => Some("passed on from its caller"),
+        Origin::Caller => Some("its caller"),
         Origin::Budget => Some("budget"),
         Origin::FileChanged => Some("a watched file changed"),
     };
@@ -406,5 +406,25 @@ mod tests {
             },
         });
         assert_eq!((text.as_str(), tone), ("SIGKILL", Tone::Error));
+    }
+
+    /// A caller's stop (after it killed the shim or `tether exec` that ran the command)
+    /// reads as theirs; one passed on with the program that sent it names the program.
+    #[test]
+    fn a_callers_stop_reads_by_its_caller() {
+        let (text, _) = describe(&EventKind::StopStarted {
+            origin: Origin::Caller,
+            grace: std::time::Duration::from_secs(2),
+        });
+        assert_eq!(text, "by its caller, grace 2.0s");
+        let client = Peer {
+            pid: 7,
+            uid: 0,
+            program: Some("codex (pid 6) through its shell".into()),
+        };
+        assert_eq!(
+            signal_origin(Origin::Caller, Some(&client)),
+            "codex (pid 6) through its shell, pid 7 (its caller)"
+        );
     }
 }
