@@ -52,14 +52,12 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     // sight, unless the pane is zoomed.
     let max_rows = if view.zoom { visible } else { visible / 2 }.max(1);
     let calls = command.map_or_else(Vec::new, |c| calls_in(model, c, &content.tree));
-    let commands: Vec<Vec<Line>> = content
-        .tree
-        .iter()
+    let links = links(&content.tree, &calls);
+    let commands: Vec<Vec<Line>> = (content.tree.iter().zip(links))
         .enumerate()
-        .map(|(i, row)| {
+        .map(|(i, (row, link))| {
             let whole = view.wrap || (focused && i == selected);
-            let call = calls.iter().find(|call| call.is(&row.process));
-            command_lines(row, call, command_width, whole, max_rows)
+            command_lines(row, link, command_width, whole, max_rows)
         })
         .collect();
     let heights: Vec<usize> = commands.iter().map(Vec::len).collect();
@@ -162,13 +160,44 @@ fn calls_in(model: &tether_model::Model, command: &CommandState, tree: &[TreeRow
         .collect()
 }
 
+/// What a process of the tree is to its session's commands.
+#[derive(Clone, Copy)]
+enum Link<'a> {
+    /// A shell call of the session's: the command `#number`.
+    Call(&'a Call),
+    /// Below one: the call's broker, seen as it forked, before it left for a session of its
+    /// own (the command's processes are its own row's). No escapee of this tree's.
+    Below(u64),
+    None,
+}
+
+/// Each row's [`Link`], in one pass over the depth-first rows.
+fn links<'a>(tree: &[TreeRow], calls: &'a [Call]) -> Vec<Link<'a>> {
+    let mut under: Option<(usize, u64)> = None;
+    (tree.iter())
+        .map(|row| {
+            if under.is_some_and(|(depth, _)| row.depth <= depth) {
+                under = None;
+            }
+            match calls.iter().find(|call| call.is(&row.process)) {
+                Some(call) => {
+                    under = Some((row.depth, call.number));
+                    Link::Call(call)
+                }
+                None => under.map_or(Link::None, |(_, number)| Link::Below(number)),
+            }
+        })
+        .collect()
+}
+
 /// The command column of one process: its place in the tree, the escapee mark and its
-/// command line (for a shell call of the session's, the command's number and text), on one
-/// line (cut by the column), or `whole`, wrapped to the column's `width` in at most
-/// `max_rows` rows, continuation rows indented under the command line.
+/// command line (for a shell call of the session's, the command's number and text; below
+/// one, the command's number), on one line (cut by the column), or `whole`, wrapped to the
+/// column's `width` in at most `max_rows` rows, continuation rows indented under the
+/// command line.
 fn command_lines(
     row: &TreeRow,
-    call: Option<&Call>,
+    link: Link,
     width: usize,
     whole: bool,
     max_rows: usize,
@@ -180,17 +209,22 @@ fn command_lines(
     // The mark goes before the command line: the column cuts what is too long for it at
     // the right, and a long command line must not cut the one fact that matters here.
     let mut text = Vec::new();
-    match call {
-        Some(call) => {
+    match link {
+        Link::Call(call) => {
             let mark = format!("(command #{}) ", call.number);
             text.push(Span::styled(mark, Style::new().fg(Color::Cyan)));
             text.push(Span::raw(one_line(&call.text)));
         }
-        None if row.escaped => {
+        Link::Below(number) => {
+            let mark = format!("(of command #{number}) ");
+            text.push(Span::styled(mark, Style::new().fg(Color::Cyan)));
+            text.push(Span::raw(one_line(&row.process.argv.join(" "))));
+        }
+        Link::None if row.escaped => {
             text.push(Span::styled("(escaped) ", Style::new().fg(Color::Magenta)));
             text.push(Span::raw(one_line(&row.process.argv.join(" "))));
         }
-        None => text.push(Span::raw(one_line(&row.process.argv.join(" ")))),
+        Link::None => text.push(Span::raw(one_line(&row.process.argv.join(" ")))),
     }
     if !whole {
         let mut spans = vec![Span::raw(branch)];
@@ -346,8 +380,9 @@ mod tests {
 
     /// In an agent's tree, the shell call of a command of its session (the shim, which Claude
     /// Code starts in a session of its own) reads as that command, not as an escapee with
-    /// the shim's argv; a process given the pid after the command started, or the same pid
-    /// in another session's command, does not.
+    /// the shim's argv, and so does the broker below it, seen as it forked; a process given
+    /// the pid after the command started, or the same pid in another session's command,
+    /// does not, nor what is below them.
     #[test]
     fn an_agents_shell_call_reads_as_the_command_it_asked_for() {
         use tether_config::CommandConfig;
@@ -372,8 +407,8 @@ mod tests {
             started_ms: 1_000,
             mode: tether_model::Mode::Watched,
         };
-        let row = |pid: i32, start_ms: u64| TreeRow {
-            depth: 2,
+        let process = |depth: usize, pid: i32, start_ms: u64, argv: &[&str]| TreeRow {
+            depth,
             process: tether_os::sampler::ProcessInfo {
                 pid,
                 ppid: 101,
@@ -383,32 +418,39 @@ mod tests {
                 cpu_percent: 0.0,
                 rss_bytes: 0,
                 start_ms,
-                argv: vec!["/tmp/tether-0/agent-shims-1-2/bash".into(), "-c".into()],
+                argv: argv.iter().map(|a| a.to_string()).collect(),
             },
             escaped: true,
         };
-        let tree = [row(9274, 19_990), row(9300, 19_990)];
-        let calls = calls_in(&model, &agent, &tree);
-        let text = |row: &TreeRow| {
-            let call = calls.iter().find(|call| call.is(&row.process));
-            let lines = command_lines(row, call, 80, false, 1);
-            lines[0]
-                .spans
-                .iter()
-                .map(|s| s.content.as_ref())
-                .collect::<String>()
+        let shim = ["/tmp/tether-0/agent-shims-1-2/bash", "-c"];
+        let row = |pid: i32, start_ms: u64| process(2, pid, start_ms, &shim);
+        let broker = |pid: i32| process(3, pid, 19_995, &["tether", "broker"]);
+        let texts = |tree: &[TreeRow]| -> Vec<String> {
+            let calls = calls_in(&model, &agent, tree);
+            (tree.iter().zip(links(tree, &calls)))
+                .map(|(row, link)| {
+                    let lines = command_lines(row, link, 80, false, 1);
+                    lines[0].spans.iter().map(|s| s.content.as_ref()).collect()
+                })
+                .collect()
         };
         assert_eq!(
-            text(&row(9274, 19_990)),
-            "    └ (command #5) python3 -m http.server"
+            texts(&[
+                row(9274, 19_990),
+                broker(9275),
+                row(9300, 19_990),
+                broker(9301)
+            ]),
+            [
+                "    └ (command #5) python3 -m http.server",
+                "      └ (of command #5) tether broker",
+                "    └ (escaped) /tmp/tether-0/agent-shims-1-2/bash -c",
+                "      └ (escaped) tether broker",
+            ]
         );
         assert_eq!(
-            text(&row(9274, 25_000)),
-            "    └ (escaped) /tmp/tether-0/agent-shims-1-2/bash -c"
-        );
-        assert_eq!(
-            text(&row(9300, 19_990)),
-            "    └ (escaped) /tmp/tether-0/agent-shims-1-2/bash -c"
+            texts(&[row(9274, 25_000)]),
+            ["    └ (escaped) /tmp/tether-0/agent-shims-1-2/bash -c"]
         );
     }
 
