@@ -931,9 +931,14 @@ fn an_empty_watch_does_not_offer_to_launch() {
     );
     assert!(screen.contains("No live commands yet"), "{screen}");
     assert!(!screen.contains(" a  "), "{screen}");
-    // Where the list is narrower than the line, the line ends in `…`.
+    // Where the list is narrower than the line, it goes on in the row below.
     let hint = rows_with(&screen, "No live commands yet")[0];
-    assert!(hint.contains("yet: they show up as …┃"), "{hint}");
+    assert!(
+        hint.contains("No live commands yet: they show up as"),
+        "{hint}"
+    );
+    assert!(!hint.contains('…'), "{hint}");
+    assert!(rows_with(&screen, "they start.").len() == 1, "{screen}");
 }
 
 /// A pane's title longer than its frame ends in `…`, the frame's corner in its place.

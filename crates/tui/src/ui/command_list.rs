@@ -44,7 +44,10 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
             )],
             Mode::Recorded(_) => vec![Span::styled("No commands in this session.", style::DIM)],
         };
-        let hint = Line::from(format::cut_spans(hint, inner));
+        // Wrapped, not cut: the list is a third of a wide screen.
+        let hint: Vec<Line> = (format::wrap_spans(&hint, inner).into_iter())
+            .map(Line::from)
+            .collect();
         frame.render_widget(ratatui::widgets::Paragraph::new(hint).block(block), area);
         return;
     }
@@ -342,6 +345,31 @@ mod tests {
     use crate::app::list::ListRows;
     use tether_config::CommandConfig;
     use tether_protocol::protocol::CommandSpec;
+
+    /// A watch with nothing yet says so whole where the list is a third of the screen.
+    #[test]
+    fn an_empty_watchs_hint_is_wrapped_not_cut() {
+        let model = Model {
+            session_id: "s".into(),
+            session_dir: "/nonexistent".into(),
+            started_ms: 0,
+            commands: Vec::new(),
+            mode: Mode::Watched,
+        };
+        let (view, content) = (ViewState::default(), FrameContent::default());
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(40, 6)).unwrap();
+        terminal
+            .draw(|frame| draw(frame, frame.area(), Scene(&model, &view, &content)))
+            .unwrap();
+        let text = crate::ui::buffer_text(terminal.backend().buffer());
+        let words: Vec<&str> = text
+            .split(|c: char| c.is_whitespace() || "┃━┏┓┗┛".contains(c))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let hint = "No live commands yet: they show up as they start.";
+        assert!(words.join(" ").contains(hint), "{text}");
+    }
 
     #[test]
     fn a_filtered_title_keeps_its_words_where_the_counts_do_not_fit() {
