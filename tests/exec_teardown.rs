@@ -269,13 +269,12 @@ sleep 1000"#;
     wait_until(&env, "the broker to finish", || procs::is_gone(broker));
 
     let record = load_complete(&dir);
-    // `tether exec` stands in for its caller: the kill was the caller's, and so is the stop
-    // that follows, as the same kill of a shell's child would have ended the command.
+    // Not the shim: its caller's signals it does not pass on, and its death is a loss.
     let command = tether::model::replay::command_so_far(&record);
-    assert_eq!(command.state_words(), "stopped (SIGTERM)");
+    assert_eq!(command.state_words(), "parent lost (SIGTERM)");
     let result = record.result.expect("result.json is written");
     assert!(result.parent_lost);
-    assert_eq!(result.stopped_by, Some(Origin::Caller));
+    assert_eq!(result.stopped_by, Some(Origin::ParentLost));
     assert!(result.hard_killed, "the TERM-ignoring escapee needed KILL");
     assert!(
         kinds(&record.events).contains(&"parent_lost"),
@@ -283,7 +282,10 @@ sleep 1000"#;
         kinds(&record.events)
     );
     let sent = signals_sent(&record.events);
-    assert!(sent.iter().all(|s| s.origin == Origin::Caller), "{sent:?}");
+    assert!(
+        sent.iter().all(|s| s.origin == Origin::ParentLost),
+        "{sent:?}"
+    );
     assert!(
         sent.iter()
             .any(|s| s.signal == "KILL" && s.targets.contains(&escapee)),

@@ -14,7 +14,7 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use common::journal::{events_now, leftovers_stopped};
+use common::journal::{events_now, leftovers_stopped, load_complete};
 use common::procs::wait_gone;
 use common::{DEADLINE, TAG_VAR, TestEnv};
 use serde_json::{Value, json};
@@ -569,6 +569,13 @@ fn unknown_version_at_initialize_and_departure_mid_call() {
             .any(|e| matches!(e.kind, EventKind::Spawned { .. }))
     });
     client.close();
+    // Stopped on the client's behalf: its doing, not a failure.
+    common::wait_until(&env, "the command's result", || {
+        dir.join("result.json").exists()
+    });
+    let record = load_complete(&dir);
+    let command = tether::model::replay::command_so_far(&record);
+    assert_eq!(command.state_words(), "stopped (SIGTERM)");
     env.finish();
 }
 

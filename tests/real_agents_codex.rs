@@ -258,8 +258,10 @@ fn codex_under_tether_agent_has_every_command_brokered_and_sends_back_what_it_se
         if code.is_none() {
             // Codex ended it as it exited, with a SIGKILL to the group it started the shim
             // in: its caller's stop, which reads as one, not as a failure (`parent lost`).
-            let words = tether::model::replay::command_so_far(&record).state_words();
-            assert_eq!(words, "stopped (SIGTERM)", "{text}");
+            let command = tether::model::replay::command_so_far(&record);
+            assert_eq!(command.state_words(), "stopped (SIGTERM)", "{text}");
+            let badges = tether::model::badges::Badges::of(&command);
+            assert!(!badges.parent_lost, "{text}: {badges:?}");
         }
         let exit = record.result.and_then(|r| r.exit).unwrap();
         assert_eq!(exit.code, code, "{text}: {exit:?}");

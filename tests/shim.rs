@@ -442,6 +442,37 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
     env.finish();
 }
 
+/// An agent that ends a command by killing the group it started the shim in (Codex, at each
+/// call's end and as it exits) kills the shim, which passes on every signal but that one:
+/// the broker stops the command as the caller's doing, and it reads `stopped`, not `parent
+/// lost`, with no `parent-lost` badge.
+#[test]
+fn a_shim_its_caller_kills_leaves_its_command_stopped_by_the_caller() {
+    let env = TestEnv::new("shim_killed");
+    let running = spawn_shim(&env, "echo ready; sleep 1000");
+    wait_for_text(&env, &running.stdout_path, "ready");
+    signal(running.pid(), Signal::SIGKILL);
+    let done = running.wait(&env);
+    assert_eq!(ending(done.status), (None, Some(9)));
+    let dir = env.command_dir();
+    common::wait_until(&env, "the broker's result", || {
+        dir.join("result.json").exists()
+    });
+    let record = load_complete(&dir);
+    let stops: Vec<tether::protocol::Origin> = (record.events.iter())
+        .filter_map(|e| match e.kind {
+            tether::protocol::EventKind::StopStarted { origin, .. } => Some(origin),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stops, [tether::protocol::Origin::Caller]);
+    let command = tether::model::replay::command_so_far(&record);
+    assert!(command.parent_lost.is_some(), "the loss is journaled");
+    assert_eq!(command.state_words(), "stopped (SIGTERM)");
+    assert!(!tether::model::badges::Badges::of(&command).parent_lost);
+    env.finish();
+}
+
 #[test]
 fn shims_refuses_to_overwrite_what_is_not_its_link() {
     let env = TestEnv::new("shims_refuse");

@@ -337,14 +337,14 @@ impl Commands {
         inner.fleet.send(index, message)
     }
 
-    /// The client is gone: every command still running is stopped on its behalf (as its
-    /// broker would once it saw us exit), waited for up to `patience`, and then whatever is
-    /// left is killed.
+    /// The client is gone: every command still running is stopped on its behalf (origin
+    /// `caller`: an agent that exits ends what it started, as Codex does through its shell),
+    /// waited for up to `patience`, and then whatever is left is killed.
     pub async fn stop_all(&self, patience: Duration) {
         {
             let inner = self.lock();
             let stop = Request::Stop {
-                origin: Some(Origin::ParentLost),
+                origin: Some(Origin::Caller),
             };
             // One in custody stops when this process exits: it is the custodian.
             for (index, _) in inner.commands.iter().filter(|(_, t)| !t.is_settled()) {

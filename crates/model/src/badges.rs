@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::CommandState;
-use tether_protocol::protocol::{EventKind, ProcessSignal};
+use tether_protocol::protocol::{EventKind, Origin, ProcessSignal};
 
 /// A run's badges, each derived from the events the model applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -13,7 +13,8 @@ pub struct Badges {
     pub timeout: bool,
     /// A stop sequence ended in SIGKILL after its grace (`hard_kill`).
     pub killed: bool,
-    /// The front end died and the broker stopped the command (`parent_lost`).
+    /// The front end died and the broker stopped the command (`parent_lost`); not a shim
+    /// its caller killed, whose stop is the caller's.
     pub parent_lost: bool,
     /// Processes reaped after escaping the command's group or session.
     pub orphans: u32,
@@ -115,7 +116,9 @@ impl Badges {
         Badges {
             timeout: command.response_timeout,
             killed: command.hard_killed,
-            parent_lost: command.parent_lost.is_some(),
+            // Not where the front end stood in for a caller that killed it (an agent's
+            // SIGKILL to the shim's group): that stop is the caller's, and reads so.
+            parent_lost: command.parent_lost.is_some() && command.last_stop != Some(Origin::Caller),
             orphans: command.escapees_reaped,
             capped: command.capped.iter().any(Option::is_some),
             stragglers,

@@ -38,7 +38,9 @@ use tether_os::journal::{CommandRecord, JournalDir, SessionName, state_dir};
 use tether_os::sys::new_span_id;
 use tether_protocol::names::CALL_COMM;
 use tether_protocol::protocol::trace::{CallerTrace, TraceContext};
-use tether_protocol::protocol::{CommandSpec, LaunchRequest, Stage, StdinSource, Stream};
+use tether_protocol::protocol::{
+    CommandSpec, LaunchRequest, Origin, Request, Stage, StdinSource, Stream,
+};
 
 /// tether's own failure (journal, broker), as opposed to the command's.
 pub const EXIT_TETHER_FAILED: i32 = 125;
@@ -459,7 +461,8 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
         ready: options.ready.clone(),
         max_output,
         mirror: !options.json,
-        caller_stand_in: true,
+        // The shim passes its caller's signals on; its death is the caller's doing too.
+        caller_stand_in: options.signals == SignalMode::Forward,
         stdin: match (&relay, &stdin) {
             (Some(_), _) => StdinSource::Terminal,
             (None, Some(_)) => StdinSource::Inherit,
@@ -561,7 +564,17 @@ async fn run(
     // would have kept from being forked: whatever killed brokers left running.
     let _ = crate::supervisor::abandoned::reclaim_in_background();
     // The write ends were closed when spawn returned: the copies end when the broker does.
-    let copy = prepared.copy_read.map(OutputCopy::start).transpose()?;
+    let copy = match prepared.copy_read.map(OutputCopy::start).transpose() {
+        Ok(copy) => copy,
+        Err(err) => {
+            // Our own failure, not our caller's: the command is stopped as at our shutdown
+            // before the broker finds us gone (which a shim's broker reads as its caller's).
+            broker.post(&Request::Stop {
+                origin: Some(Origin::Shutdown),
+            });
+            return Err(err.into());
+        }
+    };
     let forward = options.signals == SignalMode::Forward;
     let mut conversation = ExecConversation::new(options.json, copy, forward, prepared.relay);
     let end = conversation.converse(&mut broker, signals).await;

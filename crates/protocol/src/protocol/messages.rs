@@ -78,12 +78,12 @@ pub struct LaunchRequest {
     pub journal_dir: PathBuf,
     /// The front end that owns this broker; its death stops the command.
     pub parent_pid: i32,
-    /// That front end stands in for its caller (`tether exec`, the shell shim): it passes
-    /// the caller's signals on (origin `caller`), and its death, which only a signal it
-    /// cannot catch brings (an agent's SIGKILL to the group it started), is the caller's
-    /// doing too: the stop that follows has origin `caller`, not `parent_lost`, as the
-    /// same kill without tether would have ended the command. Absent: the TUI's brokers,
-    /// whose front end's death is a loss.
+    /// That front end stands in for its caller (the shell shim): it passes the caller's
+    /// signals on (origin `caller`), and its death, which only a signal it cannot catch
+    /// brings (an agent's SIGKILL to the group it started), is the caller's doing too: the
+    /// stop that follows has origin `caller`, not `parent_lost`, as the same kill without
+    /// tether would have ended the command. (A failure of its own it stops the command for
+    /// first, with origin `shutdown`.) Absent: every other front end, whose death is a loss.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub caller_stand_in: bool,
     /// Between TERM and KILL in a stop sequence.
