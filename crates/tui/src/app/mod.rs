@@ -140,6 +140,8 @@ impl App {
         let effects = update(&self.model, &mut self.view, &self.geometry, action);
         if before.is_some_and(|before| self.view.list != before) {
             self.refresh_list();
+            // Another filter, order or fold: what is followed is selected again.
+            self.followed = None;
         }
         effects
     }
@@ -159,18 +161,20 @@ impl App {
     }
 
     /// A watch follows the newest running command (the busiest under the CPU sort) until the
-    /// operator moves the list: the selection goes to it when it changes (a command started
-    /// or ended), so that `End`, which follows again, leaves the selection at the bottom of
-    /// the list until something starts or ends, also where the command followed is above it
-    /// (nothing runs, and the last to end started earlier). Once a frame, before it is
-    /// drawn, never on the way to a key's action: a key acts on the command the operator saw
-    /// selected.
+    /// operator moves the list. By start, the selection goes to it when it changes (a newer
+    /// one starts, or the one followed ends), so that `End`, which follows again, leaves the
+    /// selection at the bottom of the list until then, also where the command followed is
+    /// above it (nothing runs, and the last to end started earlier). By CPU the busiest is
+    /// listed first, where `Home` goes, and is selected at every frame. Once a frame, before
+    /// it is drawn, never on the way to a key's action: a key acts on the command the
+    /// operator saw selected.
     fn follow_newest(&mut self) {
         let live = matches!(self.model.mode, tether_model::Mode::Watched) && self.past.is_none();
         let followed = self.content.list.followed;
+        let by_cpu = self.view.list.sort == list::ListSort::Cpu;
         if live
             && !self.view.list_moved
-            && followed != self.followed
+            && (followed != self.followed || by_cpu)
             && let Some(id) = followed
         {
             self.view.select_command(id);

@@ -529,10 +529,9 @@ fn a_watch_follows_the_newest_running_command_until_the_list_is_moved() {
     assert_eq!(app.view.selected, 4);
 }
 
-/// A watch over a session where nothing runs any more selects the command that ended last,
-/// not whichever one its first read of the journals caught running.
-#[test]
-fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
+/// A watch's model where nothing runs any more: three commands that exited 0, the first of
+/// them last of all, after the two below it (a long build); and `ended`, their status.
+fn watched_after_the_end() -> (Model, tether_model::Status) {
     let mut model = model(false, false);
     model.mode = Mode::Watched;
     let ended = tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
@@ -549,9 +548,17 @@ fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
         later.ended_ms = Some(at + 10);
         model.commands.push(later);
     }
-    // The first ended last of all, after the others (a long build): it is the one. An agent,
-    // which ends after its commands, is not.
     model.commands[0].ended_ms = Some(990);
+    (model, ended)
+}
+
+/// A watch over a session where nothing runs any more selects the command that ended last,
+/// not whichever one its first read of the journals caught running.
+#[test]
+fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
+    // The first ended last of all: it is the one. An agent, which ends after its commands,
+    // is not.
+    let (mut model, ended) = watched_after_the_end();
     let owner = [
         "/usr/bin/tether",
         "session-owner",
@@ -577,23 +584,8 @@ fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
 /// the bottom until a command starts or ends.
 #[test]
 fn end_in_a_watch_goes_to_the_bottom_though_the_last_to_end_is_above() {
-    let mut model = model(false, false);
-    model.mode = Mode::Watched;
-    let ended = tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
-        code: Some(0),
-        signal: None,
-        core_dumped: false,
-    });
-    model.commands[0].status = ended;
+    let (model, _) = watched_after_the_end();
     let first = model.commands[0].clone();
-    for at in [900, 950] {
-        let mut later = first.clone();
-        later.apply(&event(at, spawned(9)));
-        later.status = ended;
-        later.ended_ms = Some(at + 10);
-        model.commands.push(later);
-    }
-    model.commands[0].ended_ms = Some(990);
     let mut app = crate::app::App::new(model);
     let size = ratatui::layout::Rect::new(0, 0, 120, 40);
     app.prepare(size, 1_000);
@@ -606,6 +598,15 @@ fn end_in_a_watch_goes_to_the_bottom_though_the_last_to_end_is_above() {
     assert_eq!(app.view.selected, 2, "End: the bottom");
     app.prepare(size, 1_000);
     assert_eq!(app.view.selected, 2, "and it stays there");
+    // Another order: what is followed is selected again (by CPU time, it is listed first).
+    app.handle(Action::ToggleSort);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 0, "followed under another order");
+    app.handle(Action::ToggleSort);
+    app.prepare(size, 1_000);
+    app.handle(Action::Bottom);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2);
     // A command starts: followed.
     let mut next = first;
     next.apply(&event(995, spawned(11)));
