@@ -171,20 +171,21 @@ enum Link<'a> {
     None,
 }
 
-/// Each row's [`Link`], in one pass over the depth-first rows.
+/// Each row's [`Link`], in one pass over the depth-first rows: below the innermost call
+/// that a row is under.
 fn links<'a>(tree: &[TreeRow], calls: &'a [Call]) -> Vec<Link<'a>> {
-    let mut under: Option<(usize, u64)> = None;
+    let mut under: Vec<(usize, u64)> = Vec::new();
     (tree.iter())
         .map(|row| {
-            if under.is_some_and(|(depth, _)| row.depth <= depth) {
-                under = None;
+            while under.last().is_some_and(|&(depth, _)| row.depth <= depth) {
+                under.pop();
             }
             match calls.iter().find(|call| call.is(&row.process)) {
                 Some(call) => {
-                    under = Some((row.depth, call.number));
+                    under.push((row.depth, call.number));
                     Link::Call(call)
                 }
-                None => under.map_or(Link::None, |(_, number)| Link::Below(number)),
+                None => under.last().map_or(Link::None, |&(_, n)| Link::Below(n)),
             }
         })
         .collect()
@@ -452,6 +453,16 @@ mod tests {
             texts(&[row(9274, 25_000)]),
             ["    └ (escaped) /tmp/tether-0/agent-shims-1-2/bash -c"]
         );
+        // A call below the rows of another (the /proc walk sees a call's whole tree): what
+        // follows the inner one's subtree is the outer one's again.
+        let deeper = |depth: usize, row: TreeRow| TreeRow { depth, ..row };
+        let shown = texts(&[
+            deeper(1, row(9274, 19_990)),
+            deeper(2, broker(9275)),
+            deeper(3, row(9300, 19_990)),
+            deeper(2, broker(9276)),
+        ]);
+        assert_eq!(shown[3], "    └ (of command #5) tether broker", "{shown:?}");
     }
 
     #[test]
