@@ -362,6 +362,9 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         Origin::Shutdown => Some("shutdown"),
         Origin::Reclaim => Some("a later tether's reclaim"),
         Origin::FinalDrain => Some("final drain"),
+        // A signal passed on names the program that sent it; a stop on a caller's behalf
+        // (it killed the shim, or left `tether mcp`) names nobody.
+        Origin::Caller if client.is_some() => Some("passed on from its caller"),
         Origin::Caller => Some("its caller"),
         Origin::Budget => Some("budget"),
         Origin::FileChanged => Some("a watched file changed"),
@@ -424,7 +427,7 @@ mod tests {
         };
         assert_eq!(
             signal_origin(Origin::Caller, Some(&client)),
-            "codex (pid 6) through its shell, pid 7 (its caller)"
+            "codex (pid 6) through its shell, pid 7 (passed on from its caller)"
         );
     }
 }
