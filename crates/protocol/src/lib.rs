@@ -5,8 +5,8 @@
 //! (`CommandId`: session, number, name).
 //!
 //! The bottom layer: every other crate may depend on it, and it depends on no other tether
-//! crate. It may use serde, serde_json, base64, strum and thiserror; never tokio, nix, rustix,
-//! libc or the filesystem. It holds data and pure functions on data: what a message means is
+//! crate. It may use serde, serde_json, base64, strum, thiserror and memchr; never tokio, nix,
+//! rustix, libc or the filesystem. It holds data and pure functions on data: what a message means is
 //! decided above it, and nothing here sends, reads or writes anything.
 
 pub mod command_id;
