@@ -131,14 +131,14 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
             sessions.push(match SessionRecord::load(dir) {
                 Ok(record) => {
                     let model = model_from_session(&record);
+                    let now_ms = crate::clock::now_ms();
                     let cells = if long {
                         let ids: Vec<String> =
                             record.commands.iter().map(|c| c.id.dir_name()).collect();
-                        listing::command_cells_of(&model, &ids)
+                        listing::command_cells_of(&model, &ids, now_ms)
                     } else {
                         Vec::new()
                     };
-                    let now_ms = crate::clock::now_ms();
                     Ok((SessionLine::of(&record, &model, now_ms), cells))
                 }
                 Err(err) => Err(format!("{}  unreadable: {err}", dir.display())),

@@ -208,6 +208,11 @@ fn a_running_sessions_duration_runs_until_now() {
     wait_until(&env, "the duration to pass a second", || {
         !duration(&env).ends_with("ms")
     });
+    // So does the command's, in the session's table.
+    let table = lines(&sessions(&env, 200, &["live"]));
+    let row: Vec<&str> = table[2].split_whitespace().collect();
+    assert_eq!(row[3], "running", "{table:?}");
+    assert!(!["-", "0ms"].contains(&row[2]), "{table:?}");
     stdin.write_all(b"go\n").unwrap();
     drop(stdin);
     let run = running.wait(&env);

@@ -203,16 +203,17 @@ fn fitted_list(items: &[String], beyond: usize, room: usize) -> Option<String> {
 /// One command's cells in `--long`: id, start, duration, state, CPU, peak, command line.
 pub type CommandCells = [String; 7];
 
-/// The cells of each command of `model`, whose journal ids are `ids`; a command the
-/// launcher spoke of that never ran (after those) has no id: its name stands there.
-pub fn command_cells_of(model: &Model, ids: &[String]) -> Vec<CommandCells> {
+/// The cells of each command of `model`, whose journal ids are `ids`, read at `now_ms` (the
+/// duration of one that runs: so far); a command the launcher spoke of that never ran (after
+/// those) has no id: its name stands there.
+pub fn command_cells_of(model: &Model, ids: &[String], now_ms: u64) -> Vec<CommandCells> {
     model
         .commands
         .iter()
         .enumerate()
         .map(|(i, command)| {
             let id = ids.get(i).unwrap_or(&command.config.name);
-            command_cells(model, command, id)
+            command_cells(model, command, id, now_ms)
         })
         .collect()
 }
@@ -294,7 +295,7 @@ pub fn command_tables(sessions: &[Vec<CommandCells>], width: Option<usize>) -> V
         .collect()
 }
 
-fn command_cells(model: &Model, command: &CommandState, id: &str) -> CommandCells {
+fn command_cells(model: &Model, command: &CommandState, id: &str, now_ms: u64) -> CommandCells {
     let mut state = command.outcome_words();
     if let Some(words) = command.leftovers.and_then(|l| l.words()) {
         state.push_str(", ");
@@ -306,10 +307,7 @@ fn command_cells(model: &Model, command: &CommandState, id: &str) -> CommandCell
             || "-".into(),
             |ms| offset_ms(ms.saturating_sub(model.started_ms)),
         ),
-        command
-            .started_ms
-            .zip(command.ended_ms)
-            .map_or_else(|| "-".into(), |(s, e)| duration_ms(e.saturating_sub(s))),
+        (command.runtime_ms(now_ms)).map_or_else(|| "-".into(), duration_ms),
         one_line(&state),
         command.cpu_ms.map_or_else(|| "-".into(), duration_ms),
         command
@@ -343,7 +341,7 @@ mod tests {
 
     /// One command table, for one session.
     fn command_rows(model: &Model, ids: &[String], width: Option<usize>) -> Vec<String> {
-        command_tables(&[command_cells_of(model, ids)], width)
+        command_tables(&[command_cells_of(model, ids, 0)], width)
             .pop()
             .unwrap_or_default()
     }
