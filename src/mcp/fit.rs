@@ -67,44 +67,59 @@ fn shown(line: &[u8], grep: Option<&Regex>) -> Option<String> {
 /// The longest start of `line` whose text fits `room` (at least one byte), ending on a
 /// character boundary unless none fits.
 fn fitting_start(line: &[u8], grep: Option<&Regex>, room: usize) -> (usize, Option<String>) {
-    let fits = |len: usize| shown(&line[..len], grep).as_deref().map_or(0, text_cost) <= room;
+    let cost = |len: usize| shown(&line[..len], grep).as_deref().map_or(0, text_cost);
     let boundaries: Vec<usize> = (1..=line.len())
         .filter(|&at| line.get(at).is_none_or(|&b| !(0x80..0xc0).contains(&b)))
         .collect();
-    let len = last_fitting(&boundaries, fits)
-        .or_else(|| last_fitting(&(1..=line.len()).collect::<Vec<_>>(), fits))
+    let len = last_fitting(&boundaries, cost, room)
+        .or_else(|| last_fitting(&(1..=line.len()).collect::<Vec<_>>(), cost, room))
         .unwrap_or(1);
     (len, shown(&line[..len], grep))
 }
 
-/// The last of `lengths` (increasing) that `fits`: doubling from the shortest while they
-/// fit, then halving between the last that did and the first that did not, so that what
-/// is rendered to find it is a few times what fits, not the whole line at every step. The
-/// sanitizer's text grows with its input but for a few erasing controls: what is found
-/// fits, and the next length does not.
-fn last_fitting(lengths: &[usize], fits: impl Fn(usize) -> bool) -> Option<usize> {
-    let mut found = None;
+/// The last of `lengths` (increasing) whose `cost` is at most `room`. A text's cost grows
+/// with its input, nearly in proportion, but for a few erasing controls: what is found
+/// fits, and the next length does not. Doubling from the shortest while they fit, then
+/// between the last that did and the first that did not, at the length their costs point
+/// to (in proportion), halving instead after a step that did not halve what was left: what
+/// is rendered to find it is a few times what fits, not the whole line at every step.
+fn last_fitting(lengths: &[usize], cost: impl Fn(usize) -> usize, room: usize) -> Option<usize> {
+    // The last index known to fit, with its cost; the first known not to, with its cost.
+    let mut fit: Option<(usize, usize)> = None;
+    let mut over: Option<usize> = None;
     let (mut low, mut high) = (0, lengths.len());
     let mut step = 64;
     while low + step < high {
-        if !fits(lengths[low + step]) {
-            high = low + step;
+        let at = low + step;
+        let spent = cost(lengths[at]);
+        if spent > room {
+            (high, over) = (at, Some(spent));
             break;
         }
-        found = Some(lengths[low + step]);
-        low += step + 1;
+        fit = Some((at, spent));
+        low = at + 1;
         step *= 2;
     }
+    let mut halve = false;
     while low < high {
-        let mid = low + (high - low) / 2;
-        if fits(lengths[mid]) {
-            found = Some(lengths[mid]);
-            low = mid + 1;
+        let span = high - low;
+        let at = match (fit, over) {
+            (Some((at, spent)), Some(over)) if !halve && over > spent => {
+                let ahead = (room - spent) * (high - at) / (over - spent);
+                (at + ahead).clamp(low, high - 1)
+            }
+            _ => low + span / 2,
+        };
+        let spent = cost(lengths[at]);
+        if spent <= room {
+            fit = Some((at, spent));
+            low = at + 1;
         } else {
-            high = mid;
+            (high, over) = (at, Some(spent));
         }
+        halve = high - low > span / 2;
     }
-    found
+    fit.map(|(at, _)| lengths[at])
 }
 
 /// The room each of two texts gets when both together cost more than `room`: the cheaper
@@ -171,6 +186,37 @@ mod tests {
         // Not inside a character.
         let page = fit_page("ééééé".as_bytes(), false, None, 9);
         assert_eq!((page.taken, page.text.as_str()), (4, "éé"));
+    }
+
+    /// The last length that fits, whatever the costs (in proportion, by steps, with a jump),
+    /// in a few renders where the cost is in proportion to the length.
+    #[test]
+    fn the_last_length_that_fits_is_found_in_a_few_renders() {
+        let lengths: Vec<usize> = (1..=65_536).collect();
+        // Each cost, and the most renders it may take.
+        type Cost = fn(usize) -> usize;
+        let costs: [(Cost, usize); 3] = [
+            (|l| 2 * l, 16),
+            (|l| l + l / 7 * 9, 16),
+            (|l| if l > 30_000 { 3 * l } else { l }, 40),
+        ];
+        for (cost, most) in costs {
+            for room in [0, 1, 100, 129, 40_000, 70_000, 96_000, 1_000_000] {
+                let renders = std::cell::Cell::new(0);
+                let counted = |len| {
+                    renders.set(renders.get() + 1);
+                    cost(len)
+                };
+                let found = last_fitting(&lengths, counted, room);
+                let wanted = lengths.iter().copied().rfind(|&l| cost(l) <= room);
+                assert_eq!(found, wanted, "room {room}");
+                assert!(
+                    renders.get() <= most,
+                    "room {room}: {} renders",
+                    renders.get()
+                );
+            }
+        }
     }
 
     #[test]
