@@ -173,7 +173,7 @@ fn command_events(
             }
             EventKind::Tree { .. } | EventKind::Pong => {}
             kind => {
-                let (text, _) = describe_in(&command.state, e.ts_ms, kind);
+                let (text, _) = describe_in(&command.state, kind);
                 let name = if text.is_empty() {
                     kind.name().to_string()
                 } else {

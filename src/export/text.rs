@@ -183,7 +183,7 @@ fn command_section(session: &SessionExport, command: &CommandExport, out: &mut S
         ) {
             continue;
         }
-        let (text, _) = describe_in(&command.state, event.ts_ms, &event.kind);
+        let (text, _) = describe_in(&command.state, &event.kind);
         let _ = writeln!(
             out,
             "   {}  {} {}",

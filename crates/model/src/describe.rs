@@ -302,33 +302,11 @@ fn processes(n: usize) -> String {
     format!("{n} process{}", if n == 1 { "" } else { "es" })
 }
 
-/// [`describe`] of an event at `ts_ms`, with what only the command knows: a reaped
-/// orphan's command line, and whether it had escaped; at the run's `exit`, how it ended in
-/// the words every view uses (`exit timed out (SIGKILL)`, `exit stopped (SIGINT)`; a plain
-/// exit stays `exit code 3`); after it, the broker's own stop (`shutdown`) is of what the
-/// command left running (`stop_started of what it left running, grace 2.0s`).
-pub fn describe_in(command: &CommandState, ts_ms: u64, kind: &EventKind) -> (String, Tone) {
-    let after_exit = command.ended_ms.is_some_and(|ended| ended <= ts_ms);
+/// [`describe`], with what only the command knows: a reaped orphan's command line, and
+/// whether it had escaped; at the run's `exit`, how it ended in the words every view uses
+/// (`exit timed out (SIGKILL)`, `exit stopped (SIGINT)`; a plain exit stays `exit code 3`).
+pub fn describe_in(command: &CommandState, kind: &EventKind) -> (String, Tone) {
     match kind {
-        EventKind::StopStarted {
-            origin: Origin::Shutdown,
-            grace,
-        } if after_exit => (
-            format!("of what it left running, grace {}", duration(*grace)),
-            Tone::Signal,
-        ),
-        EventKind::SignalSent {
-            signal,
-            origin: Origin::Shutdown,
-            targets,
-            ..
-        } if after_exit => (
-            format!(
-                "SIG{signal} to what it left running → {}",
-                processes(targets.len())
-            ),
-            Tone::Signal,
-        ),
         EventKind::OrphanReaped {
             pid,
             status,
@@ -431,33 +409,6 @@ mod tests {
             },
         });
         assert_eq!((text.as_str(), tone), ("SIGKILL", Tone::Error));
-    }
-
-    /// After the exit, the broker's own stop is of what the command left running; before
-    /// it (quitting the TUI), it is a shutdown's.
-    #[test]
-    fn the_brokers_stop_after_the_exit_is_of_what_the_command_left() {
-        let mut command = CommandState::ended_for_test(Some(0), None);
-        command.ended_ms = Some(1_000);
-        let stop = EventKind::StopStarted {
-            origin: Origin::Shutdown,
-            grace: std::time::Duration::from_secs(2),
-        };
-        let sent = EventKind::SignalSent {
-            signal: tether_protocol::protocol::ProcessSignal::TERM,
-            scope: tether_protocol::protocol::Scope::Group,
-            origin: Origin::Shutdown,
-            targets: vec![7],
-            client: None,
-        };
-        let text = |ts_ms, kind| describe_in(&command, ts_ms, kind).0;
-        assert_eq!(text(1_000, &stop), "of what it left running, grace 2.0s");
-        assert_eq!(
-            text(1_001, &sent),
-            "SIGTERM to what it left running → 1 process"
-        );
-        assert_eq!(text(999, &stop), "by shutdown, grace 2.0s");
-        assert_eq!(text(999, &sent), "SIGTERM by shutdown → 1 process");
     }
 
     /// A caller's stop (after it killed the shim or `tether exec` that ran the command)

@@ -25,7 +25,7 @@ pub fn events(command: &CommandExport, end_ms: u64) -> Vec<Event> {
             )
         })
         .map(|e| {
-            let (text, _) = describe_in(&command.state, e.ts_ms, &e.kind);
+            let (text, _) = describe_in(&command.state, &e.kind);
             let mut attributes = fields(&e.kind);
             attributes.push(attribute("tether.description", string(&one_line(&text))));
             Event {

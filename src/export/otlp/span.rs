@@ -301,7 +301,7 @@ fn status(command: &CommandExport) -> Option<Status> {
     }
     let mut why = vec![command.state.state_words()];
     if let Some(error) = command.events.iter().rev().find_map(|e| {
-        let (text, tone) = describe_in(&command.state, e.ts_ms, &e.kind);
+        let (text, tone) = describe_in(&command.state, &e.kind);
         (tone == Tone::Error && !matches!(e.kind, EventKind::Exit { .. })).then_some(text)
     }) {
         why.push(error);

@@ -295,7 +295,7 @@ pub struct ToldEvent {
 
 impl ToldEvent {
     pub fn of(run: &CommandState, ts_ms: u64, kind: &EventKind) -> ToldEvent {
-        let (text, tone) = tether_model::describe::describe_in(run, ts_ms, kind);
+        let (text, tone) = tether_model::describe::describe_in(run, kind);
         ToldEvent {
             ts_ms,
             kind: kind.clone(),

@@ -60,7 +60,7 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
         };
         let line = match past.get(i) {
             Some(entry) => {
-                let (text, tone) = describe_in(command, entry.ts_ms, &entry.kind);
+                let (text, tone) = describe_in(command, &entry.kind);
                 entry_line(entry.ts_ms, &entry.kind, &text, tone, clock)
             }
             None => {
