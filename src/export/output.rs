@@ -52,7 +52,7 @@ mod tests {
         let dir = tether_os::testing::private_tempdir();
         let path = dir.path().join("trace.json");
         crate::testing::write_private(&path, b"a much longer old content");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        crate::testing::loosen(&path, 0o644);
         write_private(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;

@@ -156,7 +156,7 @@ mod tests {
     fn clip_dir(parent: &Path, mode: u32) -> PathBuf {
         let clip = parent.join("tether");
         tether_os::testing::private_dir(&clip);
-        std::fs::set_permissions(&clip, std::fs::Permissions::from_mode(mode)).unwrap();
+        tether_os::testing::loosen(&clip, mode);
         clip
     }
 

@@ -84,6 +84,25 @@ pub fn private_dir(path: impl AsRef<std::path::Path>) {
         .expect("create a private directory");
 }
 
+/// Opens `path` to other users with `mode` (0755, 0644, 0777): a fixture of what tether
+/// refuses or narrows, as an older tether or another user could have left it. Only below a
+/// directory of this user's that no one else may enter (asserted: a scratch directory of
+/// [`private_tempdir`]), so that nothing is open to anyone while the test runs.
+pub fn loosen(path: impl AsRef<std::path::Path>, mode: u32) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let path = path.as_ref();
+    let uid = nix::unistd::geteuid().as_raw();
+    let shut = (path.ancestors().skip(1)).any(|dir| {
+        std::fs::metadata(dir).is_ok_and(|meta| meta.uid() == uid && meta.mode() & 0o077 == 0)
+    });
+    assert!(
+        shut,
+        "{} is not below a directory of ours closed to others: loosen only inside one",
+        path.display()
+    );
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
 /// A new scratch directory in the temporary directory (`TMPDIR`), 0700 whatever the umask:
 /// tempfile makes directories with the default mode, which the usual umask leaves readable
 /// by every user. Removed when dropped.
@@ -141,5 +160,20 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    }
+
+    /// A fixture opened to others is only ever opened below a directory closed to them.
+    #[test]
+    fn loosen_opens_only_below_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = super::private_tempdir();
+        let inner = dir.path().join("inner");
+        super::private_dir(&inner);
+        super::loosen(&inner, 0o755);
+        let mode = std::fs::metadata(&inner).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        // Below `/` (0755) and nothing of ours: refused before any chmod.
+        let outside = std::panic::catch_unwind(|| super::loosen("/no-such-tether-dir/x", 0o644));
+        assert!(outside.is_err());
     }
 }

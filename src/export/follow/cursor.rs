@@ -230,14 +230,10 @@ mod tests {
         let loose = state.path().join("export/otlp").join(&key);
         crate::testing::private_dir(&loose);
         for dir in [state.path().join("export"), loose.clone()] {
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            crate::testing::loosen(&dir, 0o755);
         }
         crate::testing::write_private(loose.join("s1.cursor"), b"{}");
-        std::fs::set_permissions(
-            loose.join("s1.cursor"),
-            std::fs::Permissions::from_mode(0o644),
-        )
-        .unwrap();
+        crate::testing::loosen(loose.join("s1.cursor"), 0o644);
         let dir = CursorDir::open(state.path(), &key).unwrap();
         let mut cursor = Cursor::default();
         cursor.mark(1);

@@ -286,8 +286,7 @@ mod tests {
         );
         std::fs::remove_file(&path).unwrap();
         tether_os::testing::write_private(&path, "");
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .unwrap();
+        tether_os::testing::loosen(&path, 0o666);
         let err = file.admit(AttentionKind::Failed, 1).unwrap_err();
         assert!(matches!(err, RateFileError::NotPrivate { .. }), "{err}");
     }

@@ -99,10 +99,11 @@ mod tests {
 
     #[test]
     fn a_state_directory_others_may_write_takes_no_notice() {
-        let dir = tether_os::testing::private_tempdir();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let path = dir.path().join(NOTICES_FILE);
+        let tmp = tether_os::testing::private_tempdir();
+        let state = tmp.path().join("state");
+        tether_os::testing::private_dir(&state);
+        tether_os::testing::loosen(&state, 0o777);
+        let path = state.join(NOTICES_FILE);
         assert!(append(&path, "to stderr instead").is_none());
         assert!(!path.exists());
     }

@@ -229,10 +229,10 @@ mod tests {
         let elsewhere = tmp.path().join("s1/01-x");
         tether_os::testing::private_dir(&elsewhere);
         assert!(!journal_in_place(&elsewhere), "not under a sessions/");
-        std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o755)).unwrap();
+        tether_os::testing::loosen(&journal, 0o755);
         assert!(!journal_in_place(&journal), "readable by others");
         std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o700)).unwrap();
-        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+        tether_os::testing::loosen(&state, 0o777);
         assert!(
             !journal_in_place(&journal),
             "in a state directory others can write"

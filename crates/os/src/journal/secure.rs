@@ -426,7 +426,7 @@ pub fn lossy(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::MetadataExt;
 
     fn mode(path: &Path) -> u32 {
         std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
@@ -500,7 +500,7 @@ mod tests {
 
         let shared = tmp.path().join("shared");
         crate::testing::private_dir(&shared);
-        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        crate::testing::loosen(&shared, 0o1777);
         let err = JournalDir::open_state(&shared).unwrap_err();
         assert!(
             matches!(err, UnsafeDir::Writable { mode: 0o1777, .. }),
@@ -509,7 +509,7 @@ mod tests {
         assert!(err.to_string().contains("writable by other users"));
 
         // Readable by others only (an older tether's 0755): narrowed, not refused.
-        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::testing::loosen(&real, 0o755);
         let dir = JournalDir::open_state(&real).unwrap();
         assert_eq!(mode(&real), 0o700);
 

@@ -119,7 +119,7 @@ mod tests {
         crate::testing::private_dir(&dir);
         check(&dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        crate::testing::loosen(&dir, 0o777);
         assert!(matches!(
             check(&dir),
             Err(UnsafeLinksDir::Writable { mode: 0o777, .. })
@@ -128,7 +128,7 @@ mod tests {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         let open = tmp.path().join("open");
         crate::testing::private_dir(&open);
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        crate::testing::loosen(&open, 0o777);
         let inner = open.join("inner");
         crate::testing::private_dir(&inner);
         let link = tmp.path().join("link");
