@@ -41,8 +41,9 @@ impl SessionLine {
     /// The line for `record`, whose model (replayed) is `model`, read at `now_ms`.
     pub fn of(record: &SessionRecord, model: &Model, now_ms: u64) -> SessionLine {
         let known = record.info.is_some() || !model.commands.is_empty();
-        let runs = model.commands.iter().any(|c| c.status.is_active());
-        let ended = if runs {
+        let tally = Tally::of(&model.commands);
+        // While one of them runs (the line says so), it lasts until now.
+        let ended = if tally.running > 0 {
             Some(now_ms)
         } else {
             (model.commands.iter().zip(&record.commands))
@@ -64,7 +65,7 @@ impl SessionLine {
                     .unwrap_or(model.started_ms)
                     .saturating_sub(model.started_ms)
             }),
-            tally: Tally::of(&model.commands),
+            tally,
             failures: model
                 .commands
                 .iter()
