@@ -177,3 +177,45 @@ mod tests {
         assert!(outside.is_err());
     }
 }
+
+/// Another process holding `flock`'s exclusive lock on a file, as another broker would:
+/// `flock -o`, whose shell waits for a line, so that its release is real. A descriptor of
+/// the test's own process would be copied into any child another test forks meanwhile, and
+/// the lock, which its open file holds, would outlive our close until that child ends (a
+/// keeper never execs). Let go when dropped.
+pub struct LockHolder(std::process::Child);
+
+impl LockHolder {
+    /// Takes the lock on `path` (which must exist: flock would make it with the umask's
+    /// mode), waiting for it.
+    pub fn lock(path: &std::path::Path) -> LockHolder {
+        use std::io::Read;
+        let mut child = std::process::Command::new("flock")
+            .args(["-x", "-o"])
+            .arg(path)
+            .args(["-c", "echo locked; read -r _"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("flock (util-linux)");
+        let mut said = [0u8; 7];
+        let mut stdout = child.stdout.take().expect("flock's stdout");
+        stdout
+            .read_exact(&mut said)
+            .expect("flock says it holds the lock");
+        assert_eq!(&said, b"locked\n");
+        LockHolder(child)
+    }
+}
+
+impl Drop for LockHolder {
+    /// Its shell reads its line and ends, and flock with it: the lock is free once it is
+    /// waited for.
+    fn drop(&mut self) {
+        use std::io::Write;
+        if let Some(mut stdin) = self.0.stdin.take() {
+            let _ = stdin.write_all(b"\n");
+        }
+        let _ = self.0.wait();
+    }
+}

@@ -192,43 +192,6 @@ mod tests {
         assert_eq!(runs, RUNS_PER_WINDOW as usize);
     }
 
-    /// Another broker holding the rate file's lock: a process of its own (`flock -o`, whose
-    /// shell waits for a line), so that its release is real. A descriptor of this process
-    /// would be copied into any child another test forks meanwhile, and the lock, which its
-    /// open file holds, would outlive our close until that child ends (a keeper never
-    /// execs).
-    struct Holder(std::process::Child);
-
-    impl Holder {
-        fn lock(path: &std::path::Path) -> Holder {
-            use std::io::Read;
-            let mut child = std::process::Command::new("flock")
-                .args(["-x", "-o"])
-                .arg(path)
-                .args(["-c", "echo locked; read -r _"])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .expect("flock (util-linux)");
-            let mut said = [0u8; 7];
-            child.stdout.take().unwrap().read_exact(&mut said).unwrap();
-            assert_eq!(&said, b"locked\n");
-            Holder(child)
-        }
-    }
-
-    impl Drop for Holder {
-        /// Its shell reads its line and ends, and flock with it: the lock is free once it is
-        /// waited for.
-        fn drop(&mut self) {
-            use std::io::Write;
-            if let Some(mut stdin) = self.0.stdin.take() {
-                let _ = stdin.write_all(b"\n");
-            }
-            let _ = self.0.wait();
-        }
-    }
-
     #[test]
     fn an_event_that_finds_the_lock_busy_is_held_and_counted_without_it() {
         let tmp = tether_os::testing::private_tempdir();
@@ -239,7 +202,7 @@ mod tests {
             Ok(Verdict::Run { held: None })
         ));
         // Another broker holds the lock for longer than the tries.
-        let holder = Holder::lock(&tmp.path().join(RATE_FILE));
+        let holder = tether_os::testing::LockHolder::lock(&tmp.path().join(RATE_FILE));
         for kind in [AttentionKind::Failed, AttentionKind::NeedsInput] {
             assert_eq!(file.admit(kind, now + 1).unwrap(), Verdict::Hold);
         }
@@ -251,7 +214,7 @@ mod tests {
         };
         assert_eq!(held.counts, [1, 0, 0, 1, 0]);
         // Taken in once: the next holder starts after them, and counts only what follows.
-        let holder = Holder::lock(&tmp.path().join(RATE_FILE));
+        let holder = tether_os::testing::LockHolder::lock(&tmp.path().join(RATE_FILE));
         assert_eq!(
             file.admit(AttentionKind::Finished, now + 3).unwrap(),
             Verdict::Hold
