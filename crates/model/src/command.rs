@@ -186,6 +186,9 @@ pub struct CommandState {
     pub journal_dir: Option<PathBuf>,
     pub status: Status,
     pub broker_pid: Option<i32>,
+    /// The broker's start time in clock ticks after boot, where `command.json` gives it:
+    /// with `broker_pid`, a broker no other process can pass for once its pid is reused.
+    pub broker_start_ticks: Option<u64>,
     pub pid: Option<i32>,
     pub started_ms: Option<u64>,
     pub ended_ms: Option<u64>,
@@ -308,6 +311,7 @@ impl CommandState {
             journal_dir: None,
             status: Status::Idle,
             broker_pid: None,
+            broker_start_ticks: None,
             pid: None,
             started_ms: None,
             ended_ms: None,

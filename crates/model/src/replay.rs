@@ -7,7 +7,7 @@ use tether_config::CommandConfig;
 use tether_config::attention::AttentionSettings;
 use tether_os::journal::{CommandRecord, Damage, SessionRecord};
 
-use tether_protocol::protocol::{CommandSpec, Event, EventKind};
+use tether_protocol::protocol::{BrokerIdentity, CommandSpec, Event, EventKind};
 
 use super::{CommandState, Model, Status};
 
@@ -52,6 +52,9 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
 /// to the command it asked for); [`command_from_record`] adds how it ended.
 pub fn command_so_far(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
+    command.broker_start_ticks = (record.broker)
+        .filter(|b| command.broker_pid == Some(b.pid))
+        .map(|b| b.start_ticks);
     command.run = run_of(record);
     command.caller_pid = caller_of(record);
     command
@@ -72,9 +75,16 @@ pub fn reload_from_record(command: &mut CommandState, record: &CommandRecord) {
     command.session_started_ms = session_started_ms;
 }
 
-/// Whether the run's broker still runs (the session is live in another tether).
+/// Whether the run's broker still runs (the session is live in another tether): its pid
+/// with the start time `command.json` gave, or, without one, a live broker's name. (Pids
+/// come round again: a dead broker's may be another broker's by now.)
 pub fn broker_alive(command: &CommandState) -> bool {
-    command.broker_pid.is_some_and(broker_pid_alive)
+    match (command.broker_pid, command.broker_start_ticks) {
+        (Some(pid), Some(start_ticks)) => {
+            tether_os::procfs::broker_alive(&BrokerIdentity { pid, start_ticks })
+        }
+        (pid, _) => pid.is_some_and(broker_pid_alive),
+    }
 }
 
 /// Whether `pid` is a live broker: a broker names itself; one an older tether exec'd is
@@ -288,6 +298,45 @@ mod tests {
         let notice = command.notice.expect("a notice");
         assert!(notice.contains("partial line"), "{notice}");
         assert!(notice.contains("no result.json"), "{notice}");
+    }
+
+    /// A running command's broker is its pid with the start time `command.json` gave: a
+    /// process that took the pid since (another broker, on a machine whose pids wrap) is
+    /// not it, and the run reads lost.
+    #[test]
+    fn a_broker_is_its_pid_and_start_time_not_whoever_has_the_pid_now() {
+        let me = std::process::id() as i32;
+        let ticks = tether_os::procfs::read_stat(me).unwrap().start_ticks;
+        let config = CommandConfig::new("t", CommandSpec::Shell("true".into()));
+        let mut command = CommandState::new(config);
+        command.broker_pid = Some(me);
+        command.broker_start_ticks = Some(ticks);
+        assert!(broker_alive(&command), "the process that started then");
+        command.broker_start_ticks = Some(ticks + 1);
+        assert!(!broker_alive(&command), "another process with its pid");
+        // Without the start time (an older journal), only a broker's name passes.
+        command.broker_start_ticks = None;
+        assert!(!broker_alive(&command), "the test is no broker");
+        // From the journal: command.json's identity is taken when it names the same pid.
+        let dir = tether_os::testing::private_tempdir();
+        let started = format!(
+            r#"{{"ts_ms":10,"mono_us":0,"kind":"broker_started","v":4,"broker_pid":{me}}}"#
+        );
+        tether_os::testing::write_private(dir.path().join("events.jsonl"), started + "\n");
+        let mut record = CommandRecord::load(dir.path());
+        record.broker = Some(BrokerIdentity {
+            pid: me,
+            start_ticks: ticks + 1,
+        });
+        let command = command_from_record(&record);
+        assert_eq!(command.broker_start_ticks, Some(ticks + 1));
+        assert_eq!(command.status, Status::Lost, "{:?}", command.status);
+        record.broker = Some(BrokerIdentity {
+            pid: me,
+            start_ticks: ticks,
+        });
+        let status = command_from_record(&record).status;
+        assert!(status.is_active(), "{status:?}");
     }
 
     /// A run of `sh` that started two `sleep`s one after the other, as the broker journals
