@@ -866,6 +866,9 @@ fn main() {
             tui(state, session, commands.map_err(|e| e.to_string()))
         }
     };
+    // A reclaim at work (the TUI's, `exec`'s) ends between two signals, never between a
+    // signal and its line in the journal.
+    tether::supervisor::abandoned::settle();
     std::process::exit(code);
 }
 

@@ -129,6 +129,9 @@ pub fn main(options: ExecOptions) -> i32 {
         Ok(prepared) => start(&options, prepared),
         Err(not_started) => Ok(not_started),
     };
+    // Whatever killed brokers left, that this process was stopping meanwhile: never left
+    // signalled but not journaled.
+    crate::supervisor::abandoned::settle();
     match ran {
         Ok(Ran::Code(code)) => code,
         Ok(Ran::Signalled { signal, code }) => {

@@ -19,11 +19,15 @@
 //!   its descendants, the group signalled only while the kernel proves it the command's
 //!   (pid and start time, the broker's session, dead with its broker: [`super::reclaim_proof`]);
 //! * journaled in its `events.jsonl` (`signal_sent`, origin `reclaim`), then `result.json`
-//!   is written so the command reads as ended, and the link is removed.
+//!   is written so the command reads as ended, and the link is removed. The work is cut
+//!   short when this process ends, but never between a signal and its line in the journal
+//!   ([`settle`]): a later tether finds the processes it killed gone, and only the journal
+//!   can say who killed them.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use nix::fcntl::AtFlags;
@@ -46,6 +50,26 @@ use tether_protocol::protocol::{
     BrokerIdentity, CommandFile, CommandResult, Event, EventKind, Failure, Origin, ProcessSignal,
     Scope, Stage,
 };
+
+/// Held from a signal the reclaim sends to its line in the journal; taken for good by
+/// [`settle`].
+static DELIVERING: Mutex<()> = Mutex::new(());
+
+/// Waits for a signal being sent to be journaled, and keeps any other from being sent: for
+/// a process about to end while its reclaim may be at work (an `exec` whose command ended).
+/// Called more than once (by `exec`, then as the process exits), it waits only the first
+/// time.
+pub fn settle() {
+    static SETTLED: AtomicBool = AtomicBool::new(false);
+    if !SETTLED.swap(true, Ordering::SeqCst) {
+        std::mem::forget(DELIVERING.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+}
+
+/// While the value lives, this process does not end (see [`settle`]).
+fn delivering() -> MutexGuard<'static, ()> {
+    DELIVERING.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A command whose broker and front end are gone, taken over by this process: its journal
 /// stays locked until the value is dropped.
@@ -254,15 +278,31 @@ impl Abandoned {
                 .as_ref()
                 .is_some_and(|c| c.populated().unwrap_or(false))
         };
-        let mut reached = Vec::new();
+        // Counted with what an earlier tether's reclaim of it reached, as journaled.
+        let mut reached: Vec<i32> = (self.events.iter())
+            .flat_map(|e| match &e.kind {
+                EventKind::SignalSent {
+                    origin: Origin::Reclaim,
+                    targets,
+                    ..
+                } => targets.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
         let grace = self.grace_left();
         let now = Instant::now();
-        let (mut sequence, first) = stop::start(Origin::Reclaim, grace, walk(), group(), now);
+        let (targets, proven) = (walk(), group());
+        let pair = delivering();
+        let (mut sequence, first) = stop::start(Origin::Reclaim, grace, targets, proven, now);
         self.journal_delivery(&first, &mut reached);
+        drop(pair);
         let mut killed_at = None;
         if grace.is_zero() {
-            let kill = stop::escalate(&mut sequence, walk(), group(), now);
+            let (targets, proven) = (walk(), group());
+            let pair = delivering();
+            let kill = stop::escalate(&mut sequence, targets, proven, now);
             self.journal_delivery(&kill, &mut reached);
+            drop(pair);
             killed_at = Some(now);
         }
         let mut settling = Settling::default();
@@ -273,13 +313,16 @@ impl Abandoned {
                     .saturating_duration_since(Instant::now()),
             );
             let now = Instant::now();
-            let (delivery, escalated) = sequence.step_with(&mut StopKernel, &walk(), group(), now);
+            let (targets, proven) = (walk(), group());
+            let pair = delivering();
+            let (delivery, escalated) = sequence.step_with(&mut StopKernel, &targets, proven, now);
             if escalated {
                 killed_at = Some(now);
             }
             if let Some(delivery) = delivery {
                 self.journal_delivery(&delivery, &mut reached);
             }
+            drop(pair);
             let alive = walk().live().len();
             if let Some(survivors) =
                 settling.settled(alive, populated(), killed_at, KILL_PATIENCE, now)
@@ -291,6 +334,8 @@ impl Abandoned {
             let _ = cgroup.remove();
         }
         if survivors == 0 {
+            reached.sort_unstable();
+            reached.dedup();
             self.write_result(leader.map(|(pid, _)| pid), reached.len());
             journal_link::remove(&self.broker);
             if let Some(socket) = &self.file.control_socket {
