@@ -12,16 +12,23 @@ use common::{TestEnv, copy_program, run_to_end, wait_until, write_script};
 use tether::model::replay::command_from_record;
 use tether::protocol::ContainmentMode;
 
-/// Runs a script that sleeps, then execs a copy of `sleep` named `served`, until the
-/// journal has recorded what it became; then stops it and reads it back.
+/// Runs a script that waits on a FIFO until the journal has recorded it as it began, then
+/// execs a copy of `sleep` named `served`, until the journal has recorded what it became;
+/// then stops it and reads it back.
 fn exec_recorded_again(name: &str, cgroup: Option<&str>, expected: ContainmentMode) {
     let env = TestEnv::new(name);
     let served = env.path("served");
     copy_program("/bin/sleep", &served);
+    let go = env.path("go");
+    nix::unistd::mkfifo(&go, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let script = env.path("serve.sh");
     write_script(
         &script,
-        &format!("#!/bin/sh\nsleep 1\nexec {} 30\n", served.display()),
+        &format!(
+            "#!/bin/sh\nread -r _ < {}\nexec {} 30\n",
+            go.display(),
+            served.display()
+        ),
     );
     let script = script.to_string_lossy().into_owned();
     let mut command = env.exec_command(&["-n", "server"], &[&script]);
@@ -46,6 +53,12 @@ fn exec_recorded_again(name: &str, cgroup: Option<&str>, expected: ContainmentMo
             .map(|p| p.argv)
             .collect()
     };
+    let began = vec!["/bin/sh".to_string(), script.clone()];
+    wait_until(&env, "the script recorded as it began", || {
+        recorded(&events_now(&dir)).first() == Some(&began)
+    });
+    // Opened for writing once the script opened it for reading: its line lets it go on.
+    std::fs::write(&go, "go\n").unwrap();
     wait_until(&env, "the exec recorded", || {
         recorded(&events_now(&dir)).last() == Some(&served_argv)
     });
@@ -70,10 +83,7 @@ fn exec_recorded_again(name: &str, cgroup: Option<&str>, expected: ContainmentMo
     // Before: the first command line only, `/bin/sh serve.sh`, for the whole run.
     assert_eq!(
         recorded(&record.events),
-        [
-            vec!["/bin/sh".to_string(), script.clone()],
-            served_argv.clone()
-        ],
+        [began, served_argv.clone()],
         "recorded as it began, and once again after its exec"
     );
 
