@@ -251,10 +251,13 @@ pub fn signal_tree(
 ) -> Vec<i32> {
     let walk = walk.into();
     let signal = signal.into();
-    if let (Some(pgid), false) = (group, signal == ProcessSignal::KILL) {
-        // Before anything that takes time (a walk, a listing): the group's CPU priority to
-        // the lowest, so that a command forking as fast as it can stops crowding out the
-        // broker the moment its stop starts (see [`yield_cpu`]).
+    if let (Some(pgid), true) = (group, also_cont) {
+        // A stop's TERM (the one signal sent with CONT after it), before anything that
+        // takes time (a walk, a listing): the group's CPU priority to the lowest, so that a
+        // command forking as fast as it can stops crowding out the broker the moment its
+        // stop starts (see [`yield_cpu`]). Never for another signal: a TSTP then CONT
+        // (Ctrl-Z, `fg`) or an operator's HUP leaves the command running on, at its own
+        // priority.
         // A pgid that is no pid (0) would be our own group: never that.
         if let Some(pgid) = rustix::process::Pid::from_raw(pgid) {
             let _ = rustix::process::setpriority_pgrp(Some(pgid), 19);
@@ -391,11 +394,11 @@ fn signal_members(
 }
 
 /// Sends `signal` to one process just checked to be the one meant, and CONT after it if
-/// asked; a stopped process's priority is lowered first ([`yield_cpu`]), right after the
-/// check: once signalled it may end at once, and its pid be taken by another. Returns
-/// whether `signal` was delivered.
+/// asked (a stop's TERM); a process being stopped so has its priority lowered first
+/// ([`yield_cpu`]), right after the check: once signalled it may end at once, and its pid be
+/// taken by another. Returns whether `signal` was delivered.
 fn deliver(handle: &Handle, pid: i32, signal: ProcessSignal, also_cont: bool) -> bool {
-    if signal != ProcessSignal::KILL {
+    if also_cont {
         yield_cpu(pid);
     }
     let sent = send(handle, signal);
@@ -569,6 +572,45 @@ mod tests {
 
     /// The walk below this very process asks the kernel whether it has a child before it
     /// reads /proc: a child, and what it forked, are still found.
+    /// Only a stop's TERM lowers the CPU priority of what it signals: a TSTP then CONT
+    /// (Ctrl-Z, then `fg`) or an operator's HUP leaves the command at its own.
+    #[test]
+    fn only_a_stops_term_lowers_the_priority_of_what_it_signals() {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM HUP; echo ready; read -r _"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("run sh");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("sh is ready");
+        let pid = child.id() as i32;
+        let nice = || {
+            rustix::process::getpriority_process(rustix::process::Pid::from_raw(pid))
+                .expect("its priority")
+        };
+        let ours = rustix::process::getpriority_process(None).expect("our priority");
+        let walk = || Walk::below(-1).known(procfs::read_stat(pid).into_iter().collect());
+        let signal = |signal, also_cont| {
+            signal_tree(walk(), Some(pid), signal, also_cont, &mut HashSet::new())
+        };
+        let mut seen = Vec::new();
+        for sent in [ProcessSignal::TSTP, ProcessSignal::CONT, ProcessSignal::HUP] {
+            assert_eq!(signal(sent, false), [pid]);
+            seen.push(nice());
+        }
+        assert_eq!(signal(ProcessSignal::TERM, true), [pid]);
+        seen.push(nice());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(seen, [ours, ours, ours, 19]);
+    }
+
     #[test]
     fn a_walk_below_ourselves_finds_our_child_and_its_child() {
         let mut child = std::process::Command::new("sh")
