@@ -212,8 +212,8 @@ fn background_straggler_holding_the_pipe_is_stopped() {
     let sent = signals_sent(&record.events);
     assert!(
         sent.iter()
-            .any(|s| s.signal == "TERM" && s.origin == Origin::Shutdown && !s.targets.is_empty()),
-        "the straggler got no TERM from the shutdown: {sent:?}"
+            .any(|s| s.signal == "TERM" && s.origin == Origin::Leftovers && !s.targets.is_empty()),
+        "the straggler got no TERM by the leftovers rule: {sent:?}"
     );
     assert!(
         !orphans_reaped(&record.events).is_empty(),
@@ -223,7 +223,7 @@ fn background_straggler_holding_the_pipe_is_stopped() {
     assert!(broker_failures(&record.events).is_empty());
     let result = record.result.expect("result.json");
     assert_eq!(result.stdout.bytes, 10);
-    assert_eq!(result.stopped_by, Some(Origin::Shutdown));
+    assert_eq!(result.stopped_by, Some(Origin::Leftovers));
     env.finish();
 }
 

@@ -180,7 +180,7 @@ fn escapees_are_killed_when_the_command_exits() {
     let sent = signals_sent(&record.events);
     assert!(
         sent.iter()
-            .any(|s| s.origin == Origin::Shutdown && s.signal == "TERM"),
+            .any(|s| s.origin == Origin::Leftovers && s.signal == "TERM"),
         "the leftovers were not stopped: {sent:?}"
     );
     check_escapees_reaped(&dir, &stdout);

@@ -368,6 +368,7 @@ pub fn signal_origin(origin: Origin, client: Option<&Peer>) -> String {
         Origin::Caller => Some("its caller"),
         Origin::Budget => Some("budget"),
         Origin::FileChanged => Some("a watched file changed"),
+        Origin::Leftovers => Some("the leftovers rule"),
     };
     match (client, cause) {
         (Some(client), None) => one_line(&client.describe()),

@@ -74,7 +74,7 @@ impl CopyWatch {
 /// Stops by origin that do not wait for the copy once the command has ended: the watchdog's,
 /// a budget's, the front end's loss. (Every stop request, and a signal to the broker, hurries the copy
 /// where it is taken.) The broker's own stop of stragglers after a command that ended on
-/// its own (`shutdown`), and a final drain (the command finished), do wait.
+/// its own (`leftovers`), and a final drain (the command finished), do wait.
 pub(super) fn asked(origin: Origin) -> bool {
     matches!(
         origin,

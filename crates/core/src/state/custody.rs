@@ -35,6 +35,9 @@ fn end_for(origin: Origin) -> LeftoversEnd {
         // A broker never runs a reclaim (a later tether does, once the broker is dead), nor a
         // final drain in custody (its timer runs only while the main process does).
         Origin::Shutdown | Origin::Reclaim | Origin::FinalDrain => LeftoversEnd::Shutdown,
+        // Its own stop of what a command left, once what was kept has nobody to answer
+        // for it.
+        Origin::Leftovers => LeftoversEnd::Shutdown,
     }
 }
 

@@ -225,7 +225,7 @@ impl Broker {
                         let walk = self.walk();
                         self.outputs.push_back(Output::ListLeftovers { walk });
                     } else {
-                        self.start_stop(Origin::Shutdown);
+                        self.start_stop(Origin::Leftovers);
                     }
                 }
             }
@@ -234,7 +234,7 @@ impl Broker {
             if self.tree_left() {
                 // Whatever is left is stopped, even if a stop had already finished.
                 if self.stop.is_none() {
-                    self.start_stop(Origin::Shutdown);
+                    self.start_stop(Origin::Leftovers);
                 } else if self.stop_done {
                     self.stop_done = false;
                 }
@@ -272,7 +272,7 @@ impl Broker {
         }
         self.phase = Phase::TearingDown;
         if !self.keep_leftovers(pids) {
-            self.start_stop(Origin::Shutdown);
+            self.start_stop(Origin::Leftovers);
         }
     }
 

@@ -484,6 +484,9 @@ pub enum Origin {
     /// The TUI's launcher stops the command to start it again: a file that its
     /// `restart_on_change` watches changed.
     FileChanged,
+    /// The broker, stopping what the command left running once its main process exited
+    /// (the leftovers rule `stop`, or kept processes nobody is left to answer for).
+    Leftovers,
 }
 
 /// What about a command needs the operator.
@@ -1094,6 +1097,7 @@ mod tests {
             (Origin::Caller, "caller"),
             (Origin::Budget, "budget"),
             (Origin::FileChanged, "file_changed"),
+            (Origin::Leftovers, "leftovers"),
         ] {
             let wire = format!("{name:?}");
             assert_eq!(serde_json::to_string(&origin).unwrap(), wire);

@@ -43,11 +43,11 @@ fn stop_origin(rig: &Rig) -> Option<Origin> {
 #[test]
 fn without_the_rule_stragglers_are_stopped_when_the_command_exits() {
     let mut rig = exits_leaving_one(request());
-    assert_eq!(stop_origin(&rig), Some(Origin::Shutdown));
+    assert_eq!(stop_origin(&rig), Some(Origin::Leftovers));
     assert_eq!(rig.signals()[0], ("TERM".into(), vec![101]));
     assert_eq!(rig.count("leftovers_kept"), 0);
     assert_eq!(rig.finish(), 0);
-    assert_eq!(rig.result().stopped_by, Some(Origin::Shutdown));
+    assert_eq!(rig.result().stopped_by, Some(Origin::Leftovers));
     assert_eq!(rig.result().orphans_reaped, 1);
 }
 
@@ -165,7 +165,7 @@ fn a_custodian_gone_before_the_exit_means_leftovers_are_stopped_at_once() {
     rig.tick();
     assert_eq!(stopped_reason(&rig), Some((LeftoversEnd::CallerGone, None)));
     assert_eq!(rig.count("leftovers_kept"), 0);
-    assert_eq!(stop_origin(&rig), Some(Origin::Shutdown));
+    assert_eq!(stop_origin(&rig), Some(Origin::Leftovers));
     assert_eq!(rig.let_go, 0);
 }
 
@@ -236,6 +236,6 @@ fn a_listing_that_finds_nothing_keeps_nothing() {
     });
     assert_eq!(rig.world.borrow().listings, 1);
     assert_eq!(rig.count("leftovers_kept"), 0);
-    assert_eq!(stop_origin(&rig), Some(Origin::Shutdown));
+    assert_eq!(stop_origin(&rig), Some(Origin::Leftovers));
     assert_eq!(rig.finish(), 0);
 }

@@ -98,7 +98,7 @@ fn output_after_the_exit_is_read_until_the_pipes_are_quiet() {
     assert_eq!(rig.count("output"), 1);
     rig.finish();
     assert_eq!(rig.result().stdout.bytes, 4);
-    assert_eq!(rig.result().stopped_by, Some(Origin::Shutdown));
+    assert_eq!(rig.result().stopped_by, Some(Origin::Leftovers));
 }
 
 #[test]
