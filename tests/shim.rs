@@ -439,6 +439,15 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
         "{}",
         done.stderr_text()
     );
+    // The stop the second one started is the caller's, as the first one passed on was.
+    let stops: Vec<tether::protocol::Origin> = (command_dirs(&env.state_dir()).iter())
+        .flat_map(|d| events_now(d))
+        .filter_map(|e| match e.kind {
+            tether::protocol::EventKind::StopStarted { origin, .. } => Some(origin),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stops, [tether::protocol::Origin::Caller]);
     env.finish();
 }
 

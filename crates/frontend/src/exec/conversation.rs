@@ -75,6 +75,9 @@ pub(super) struct ExecConversation {
     /// The first SIGINT, SIGTERM or SIGHUP goes to the command's group as it came (see
     /// [`super::SignalMode::Forward`]); later ones stop it.
     forward_signals: bool,
+    /// Whether our signals are our caller's (the shell shim's, in forward mode): the stop a
+    /// later one starts is the caller's doing, as the first one passed on was.
+    signals_from_caller: bool,
     /// Signals sent on behalf of a control-socket client (`tether stop`, `kill`, `signal`
     /// from elsewhere), to say so when the command ends.
     from_outside: Vec<Sent>,
@@ -96,6 +99,7 @@ impl ExecConversation {
             json,
             copy,
             forward_signals,
+            signals_from_caller: forward_signals,
             keys,
             ..Default::default()
         }
@@ -149,12 +153,15 @@ impl ExecConversation {
                 Some(Due::SignalledDirectly(told) | Due::NotSignalled(told)) => say!("{told}"),
                 None => {}
             }
-            let Some(origin) = stop else { continue };
+            let Some(mut origin) = stop else { continue };
             if let (true, Some(name)) = (self.forward_signals, interrupted) {
                 // Once: a command that ignores it is then stopped by the next one.
                 self.forward_signals = false;
                 broker.post(&group_signal(name, Some(Origin::Caller)));
                 continue;
+            }
+            if self.signals_from_caller && interrupted.is_some() {
+                origin = Origin::Caller;
             }
             let message = match self.stops {
                 0 => Request::Stop {
