@@ -143,41 +143,6 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn only_a_set_variable_makes_a_skip_a_failure() {
-        // The variable's reading, not the process's environment, which tests share.
-        let set = |v: &str| !matches!(v.trim(), "" | "0" | "false");
-        assert!(set("1") && set("true") && set("yes"));
-        assert!(!set("") && !set("0") && !set("false"));
-    }
-
-    /// The scratch directories every crate's tests make are their user's alone.
-    #[test]
-    fn a_private_tempdir_is_0700() {
-        let dir = super::private_tempdir();
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
-    }
-
-    /// A fixture opened to others is only ever opened below a directory closed to them.
-    #[test]
-    fn loosen_opens_only_below_a_private_directory() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = super::private_tempdir();
-        let inner = dir.path().join("inner");
-        super::private_dir(&inner);
-        super::loosen(&inner, 0o755);
-        let mode = std::fs::metadata(&inner).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o755);
-        // Below `/` (0755) and nothing of ours: refused before any chmod.
-        let outside = std::panic::catch_unwind(|| super::loosen("/no-such-tether-dir/x", 0o644));
-        assert!(outside.is_err());
-    }
-}
-
 /// Another process holding `flock`'s exclusive lock on a file, as another broker would:
 /// `flock -o`, whose shell waits for a line, so that its release is real. A descriptor of
 /// the test's own process would be copied into any child another test forks meanwhile, and
@@ -217,5 +182,40 @@ impl Drop for LockHolder {
             let _ = stdin.write_all(b"\n");
         }
         let _ = self.0.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_a_set_variable_makes_a_skip_a_failure() {
+        // The variable's reading, not the process's environment, which tests share.
+        let set = |v: &str| !matches!(v.trim(), "" | "0" | "false");
+        assert!(set("1") && set("true") && set("yes"));
+        assert!(!set("") && !set("0") && !set("false"));
+    }
+
+    /// The scratch directories every crate's tests make are their user's alone.
+    #[test]
+    fn a_private_tempdir_is_0700() {
+        let dir = super::private_tempdir();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    }
+
+    /// A fixture opened to others is only ever opened below a directory closed to them.
+    #[test]
+    fn loosen_opens_only_below_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = super::private_tempdir();
+        let inner = dir.path().join("inner");
+        super::private_dir(&inner);
+        super::loosen(&inner, 0o755);
+        let mode = std::fs::metadata(&inner).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        // Below `/` (0755) and nothing of ours: refused before any chmod.
+        let outside = std::panic::catch_unwind(|| super::loosen("/no-such-tether-dir/x", 0o644));
+        assert!(outside.is_err());
     }
 }
