@@ -37,7 +37,7 @@ fn end_for(origin: Origin) -> LeftoversEnd {
         Origin::Shutdown | Origin::Reclaim | Origin::FinalDrain => LeftoversEnd::Shutdown,
         // Its own stop of what a command left, once what was kept has nobody to answer
         // for it.
-        Origin::Leftovers => LeftoversEnd::Shutdown,
+        Origin::Leftovers => LeftoversEnd::CallerExited,
     }
 }
 
@@ -46,9 +46,11 @@ fn origin_for(end: LeftoversEnd) -> Origin {
     match end {
         LeftoversEnd::Operator => Origin::Operator,
         LeftoversEnd::MaxDuration => Origin::Watchdog,
+        // The rule kept them while their caller or the session's owner ran: that it
+        // exited is the rule's end, not a loss (`leftovers_stopped` says which).
         LeftoversEnd::CallerExited
         | LeftoversEnd::CallerGone
-        | LeftoversEnd::SessionOwnerExited => Origin::ParentLost,
+        | LeftoversEnd::SessionOwnerExited => Origin::Leftovers,
         LeftoversEnd::Shutdown | LeftoversEnd::Exited => Origin::Shutdown,
     }
 }
@@ -195,10 +197,12 @@ mod tests {
         ] {
             assert_eq!(end_for(origin_for(end)), end);
         }
-        assert_eq!(origin_for(LeftoversEnd::CallerGone), Origin::ParentLost);
+        assert_eq!(origin_for(LeftoversEnd::CallerGone), Origin::Leftovers);
         assert_eq!(
             origin_for(LeftoversEnd::SessionOwnerExited),
-            Origin::ParentLost
+            Origin::Leftovers
         );
+        // A front end lost in custody is its caller's end.
+        assert_eq!(end_for(Origin::ParentLost), LeftoversEnd::CallerExited);
     }
 }

@@ -94,7 +94,7 @@ fn a_custodians_exit_ends_the_custody_with_a_stop() {
         stopped_reason(&rig),
         Some((LeftoversEnd::CallerExited, Some(PARENT)))
     );
-    assert_eq!(stop_origin(&rig), Some(Origin::ParentLost));
+    assert_eq!(stop_origin(&rig), Some(Origin::Leftovers));
     assert_eq!(
         rig.finish(),
         0,
