@@ -210,6 +210,29 @@ pub fn remove_if_stale(path: &Path) -> bool {
     }
 }
 
+/// Removes from the socket directory `dir` the sockets of brokers that are dead (killed
+/// before they could remove their own): named `<pid>-<start ticks>[.N].sock`, with no live
+/// process of that pid and start time, and then only as [`remove_if_stale`] does. Returns
+/// how many. A live broker's socket is never connected to.
+pub fn remove_stale(dir: &Path) -> usize {
+    entry_names(dir)
+        .iter()
+        .filter(|name| broker_of(name).is_some_and(|b| !crate::procfs::broker_alive(&b)))
+        .filter(|name| remove_if_stale(&dir.join(name)))
+        .count()
+}
+
+/// The broker a socket's name gives ([`socket_path`]).
+fn broker_of(name: &str) -> Option<BrokerIdentity> {
+    let stem = name.strip_suffix(".sock")?;
+    let label = stem.split_once('.').map_or(stem, |(label, _attempt)| label);
+    let (pid, ticks) = label.split_once('-')?;
+    Some(BrokerIdentity {
+        pid: pid.parse().ok().filter(|pid| *pid > 0)?,
+        start_ticks: ticks.parse().ok()?,
+    })
+}
+
 /// Whether `path` is a socket (not a link to one) owned by our effective uid.
 pub fn is_own_socket(path: &Path) -> bool {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -359,6 +382,36 @@ mod tests {
         crate::testing::write_private(&file, "");
         assert!(!remove_if_stale(&file), "not a socket: left alone");
         assert!(file.exists());
+    }
+
+    /// Killed brokers' sockets go; a live broker's, a name of no broker and a socket
+    /// something still listens on stay.
+    #[test]
+    fn the_sockets_of_dead_brokers_are_removed() {
+        let tmp = crate::testing::private_tempdir();
+        let me = crate::procfs::read_stat(std::process::id() as i32).unwrap();
+        let ours = BrokerIdentity {
+            pid: me.pid,
+            start_ticks: me.start_ticks,
+        };
+        let dead = BrokerIdentity {
+            pid: me.pid,
+            start_ticks: me.start_ticks + 1,
+        };
+        let bind = |path: &Path| std::os::unix::net::UnixListener::bind(path).unwrap();
+        // A live broker's, and a dead one's at its first and its second attempt.
+        let live = bind(&socket_path(tmp.path(), &ours, 0));
+        drop(bind(&socket_path(tmp.path(), &dead, 0)));
+        drop(bind(&socket_path(tmp.path(), &dead, 2)));
+        // A dead broker's name that something listens on, and a name of no broker.
+        let listening = bind(&tmp.path().join("1-1.sock"));
+        drop(bind(&tmp.path().join("notes.sock")));
+        assert_eq!(remove_stale(tmp.path()), 2);
+        let mut left = entry_names(tmp.path());
+        left.sort();
+        let ours = format!("{}-{}.sock", ours.pid, ours.start_ticks);
+        assert_eq!(left, ["1-1.sock", ours.as_str(), "notes.sock"]);
+        drop((live, listening));
     }
 
     #[test]

@@ -185,6 +185,12 @@ pub fn retain(state: &Path, protect: Option<&str>) -> Result<Option<Outcome>, St
         return Ok(None);
     };
     let outcome = prune(state, &rules, false, protect, now_ms()).map_err(|e| e.to_string())?;
+    // The control sockets killed brokers left (each named after its broker): only in a
+    // directory fit for sockets (ours, private).
+    let sockets = tether_os::socket_dir::socket_dir();
+    if tether_os::socket_dir::check(&sockets).is_ok() {
+        tether_os::socket_dir::remove_stale(&sockets);
+    }
     Ok(Some(outcome))
 }
 
