@@ -174,12 +174,22 @@ fn ctrl_z_pauses_the_command_and_sigcont_resumes_it() {
     let command = spawned_pid(&events_now(&dir));
     let exec = running.pid();
 
+    // What each was, and what the journal had, if they never get there.
+    let tell = || {
+        let state = |pid| procs::state(pid).map_or('-', char::from);
+        let events: Vec<String> = (events_now(&dir).iter())
+            .map(|e| format!("{:?}", e.kind))
+            .filter(|e| !e.starts_with("Output") && !e.starts_with("Tree"))
+            .collect();
+        let (exec, command) = (state(exec), state(command));
+        format!("exec {exec}, the command {command}; journal: {events:?}")
+    };
     signal(exec, Signal::SIGTSTP);
-    wait_until(&env, "exec and the command to stop", || {
+    common::wait_until_telling(&env, "exec and the command to stop", tell, || {
         procs::state(exec) == Some(b'T') && procs::state(command) == Some(b'T')
     });
     signal(exec, Signal::SIGCONT);
-    wait_until(&env, "exec and the command to go on", || {
+    common::wait_until_telling(&env, "exec and the command to go on", tell, || {
         ![procs::state(exec), procs::state(command)].contains(&Some(b'T'))
     });
     signal(exec, Signal::SIGTERM);

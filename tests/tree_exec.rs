@@ -57,8 +57,18 @@ fn exec_recorded_again(name: &str, cgroup: Option<&str>, expected: ContainmentMo
     wait_until(&env, "the script recorded as it began", || {
         recorded(&events_now(&dir)).first() == Some(&began)
     });
-    // Opened for writing once the script opened it for reading: its line lets it go on.
-    std::fs::write(&go, "go\n").unwrap();
+    // Its line lets it go on, written once the script has the FIFO open for reading (an
+    // open that would wait for a reader fails at once instead: ENXIO).
+    wait_until(&env, "the script to read its FIFO", || {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .open(&go)
+            .and_then(|mut fifo| fifo.write_all(b"go\n"))
+            .is_ok()
+    });
     wait_until(&env, "the exec recorded", || {
         recorded(&events_now(&dir)).last() == Some(&served_argv)
     });

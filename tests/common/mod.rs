@@ -377,6 +377,25 @@ pub fn wait_until_within(
     }
 }
 
+/// [`wait_until`], its failure also saying what `tell` finds then (the states of the
+/// processes awaited, what the journal has), read before anything is killed.
+pub fn wait_until_telling(
+    env: &TestEnv,
+    what: &str,
+    tell: impl Fn() -> String,
+    mut done: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done() {
+        if Instant::now() >= deadline {
+            let told = tell();
+            let killed = procs::kill_tagged(&env.tag);
+            panic!("timed out after {DEADLINE:?} waiting for {what} ({told}); killed {killed:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Waits until the file at `path` contains `needle`.
 pub fn wait_for_text(env: &TestEnv, path: &Path, needle: &str) {
     wait_until(env, &format!("`{needle}` in {}", path.display()), || {

@@ -305,7 +305,22 @@ mod tests {
     /// not it, and the run reads lost.
     #[test]
     fn a_broker_is_its_pid_and_start_time_not_whoever_has_the_pid_now() {
-        let me = std::process::id() as i32;
+        // A process that is no broker by any name (the test binary's argv may hold a filter
+        // that reads `broker`).
+        struct Ended(std::process::Child);
+        impl Drop for Ended {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+        let sleep = Ended(
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .expect("run sleep"),
+        );
+        let me = sleep.0.id() as i32;
         let ticks = tether_os::procfs::read_stat(me).unwrap().start_ticks;
         let config = CommandConfig::new("t", CommandSpec::Shell("true".into()));
         let mut command = CommandState::new(config);
@@ -316,7 +331,7 @@ mod tests {
         assert!(!broker_alive(&command), "another process with its pid");
         // Without the start time (an older journal), only a broker's name passes.
         command.broker_start_ticks = None;
-        assert!(!broker_alive(&command), "the test is no broker");
+        assert!(!broker_alive(&command), "a sleep is no broker");
         // From the journal: command.json's identity is taken when it names the same pid.
         let dir = tether_os::testing::private_tempdir();
         let started = format!(
@@ -336,6 +351,7 @@ mod tests {
             start_ticks: ticks,
         });
         let status = command_from_record(&record).status;
+        drop(sleep);
         assert!(status.is_active(), "{status:?}");
     }
 

@@ -167,7 +167,10 @@ impl ExecConversation {
                 0 => Request::Stop {
                     origin: Some(origin),
                 },
-                _ if interrupted.is_some() => group_signal(ProcessSignal::KILL, None),
+                _ if interrupted.is_some() => {
+                    let caller = self.signals_from_caller.then_some(Origin::Caller);
+                    group_signal(ProcessSignal::KILL, caller)
+                }
                 _ => continue,
             };
             self.stops += 1;

@@ -131,6 +131,9 @@ fn open_sessions(path: &Path) -> Result<Option<OwnedFd>, PruneError> {
 /// `tether prune`: the rules from the flags, or `[retention]` when no flag is given.
 /// Returns the exit code: 0 done, 1 when a session could not be removed, 2 for bad input.
 pub fn main(state: Option<&Path>, flags: Rules, dry_run: bool) -> i32 {
+    if !dry_run {
+        remove_stale_sockets();
+    }
     let pruned = || {
         let rules = match flags.is_empty() {
             false => flags,
@@ -180,18 +183,24 @@ fn user_config() -> Result<Option<(UserConfig, PathBuf)>, String> {
 /// nor a live session; `None` when retention is turned off. The error says why it was not
 /// applied.
 pub fn retain(state: &Path, protect: Option<&str>) -> Result<Option<Outcome>, String> {
+    remove_stale_sockets();
     let config = user_config()?.map(|(config, _)| config);
     let Some(rules) = config.unwrap_or_default().retention_rules() else {
         return Ok(None);
     };
     let outcome = prune(state, &rules, false, protect, now_ms()).map_err(|e| e.to_string())?;
-    // The control sockets killed brokers left (each named after its broker): only in a
-    // directory fit for sockets (ours, private).
-    let sockets = tether_os::socket_dir::socket_dir();
-    if tether_os::socket_dir::check(&sockets).is_ok() {
-        tether_os::socket_dir::remove_stale(&sockets);
-    }
     Ok(Some(outcome))
+}
+
+/// Removes the control sockets killed brokers left (each named after its broker), with or
+/// without retention rules: only in a directory fit for sockets (ours, private). Returns how
+/// many.
+fn remove_stale_sockets() -> usize {
+    let sockets = tether_os::socket_dir::socket_dir();
+    match tether_os::socket_dir::check(&sockets) {
+        Ok(_) => tether_os::socket_dir::remove_stale(&sockets),
+        Err(_) => 0,
+    }
 }
 
 /// Applies retention when a session ends (`tether exec` done, the TUI quit): never the
@@ -200,6 +209,7 @@ pub fn retain(state: &Path, protect: Option<&str>) -> Result<Option<Outcome>, St
 /// front end said so at launch). Silent when it removes something, as a cleanup should be.
 pub fn at_session_end(state: &Path, just_ended: &str, config_said: bool) {
     if config_said && user_config().is_err() {
+        remove_stale_sockets();
         return;
     }
     let outcome = match retain(state, Some(just_ended)) {
