@@ -6,13 +6,17 @@ use crate::common;
 
 use serde_json::Value;
 
-use common::journal::load_complete;
-use common::{TestEnv, run_to_end};
+use common::journal::{events_now, load_complete};
+use common::{TestEnv, run_to_end, wait_until};
 use tether::protocol::{CommandResult, ContainmentMode, EventKind};
 
 /// A busy loop in a shell below the command's shell: its CPU time is a grandchild's, which
-/// the broker reaps nothing of directly.
-const BUSY: &str = "sh -c 'i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done'; echo done";
+/// the broker reaps nothing of directly. Then the command waits for `$GO`: a process that
+/// ends before the tree's first sample, without a cgroup's memory figure and below the
+/// broker's own RSS, has no peak anyone measured (`tether_core::cost`), and the first sample
+/// comes when a loaded machine lets it.
+const BUSY: &str = "sh -c 'i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done'; \
+    while [ ! -e \"$GO\" ]; do sleep 0.05; done; echo done";
 
 /// The least CPU time the loop takes anywhere (it takes hundreds of ms).
 const AT_LEAST_MS: u64 = 20;
@@ -37,11 +41,21 @@ fn tether_text(env: &TestEnv, args: &[&str]) -> String {
 fn cost_everywhere(name: &str, cgroup: Option<&str>, expected: ContainmentMode) {
     let env = TestEnv::new(name);
     let mut command = env.exec_command(&["-n", "busy"], &["sh", "-c", BUSY]);
+    command.env("GO", env.path("go"));
     match cgroup {
         Some(value) => command.env(tether::cgroup::CGROUP_ENV, value),
         None => command.env_remove(tether::cgroup::CGROUP_ENV),
     };
-    let run = env.spawn_captured(command).wait(&env);
+    let running = env.spawn_captured(command);
+    let dir = env.wait_command_dir();
+    wait_until(&env, "a sample of the command's tree", || {
+        events_now(&dir).iter().any(|e| match &e.kind {
+            EventKind::Tree { processes } => !processes.is_empty(),
+            _ => false,
+        })
+    });
+    std::fs::write(env.path("go"), "").unwrap();
+    let run = running.wait(&env);
     assert_eq!(run.code(), 0, "{}", run.stderr_text());
     let record = load_complete(&env.command_dir());
     let mode = record.events.iter().find_map(|e| match &e.kind {
