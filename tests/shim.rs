@@ -482,6 +482,41 @@ fn a_shim_its_caller_kills_leaves_its_command_stopped_by_the_caller() {
     env.finish();
 }
 
+/// Claude Code ends a background task by a TERM to every process of its tree, the shim's
+/// broker among them: a stop signal to the broker from the process that ran the shim (here
+/// the test) is the caller's doing, as the kernel names its sender; the command reads
+/// `stopped by its caller`, not `by shutdown`.
+#[test]
+fn a_term_to_the_shims_broker_from_its_caller_is_the_callers() {
+    let env = TestEnv::new("shim_broker_term");
+    let running = spawn_shim(&env, "echo ready; sleep 1000");
+    wait_for_text(&env, &running.stdout_path, "ready");
+    let dir = env.command_dir();
+    let broker = (events_now(&dir).iter())
+        .find_map(|e| match e.kind {
+            tether::protocol::EventKind::BrokerStarted { broker_pid, .. } => Some(broker_pid),
+            _ => None,
+        })
+        .expect("broker_started");
+    signal(broker, Signal::SIGTERM);
+    let done = running.wait(&env);
+    assert_eq!(
+        ending(done.status),
+        (None, Some(15)),
+        "{}",
+        done.stderr_text()
+    );
+    let record = load_complete(&dir);
+    let stops: Vec<tether::protocol::Origin> = (record.events.iter())
+        .filter_map(|e| match e.kind {
+            tether::protocol::EventKind::StopStarted { origin, .. } => Some(origin),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stops, [tether::protocol::Origin::Caller]);
+    env.finish();
+}
+
 #[test]
 fn shims_refuses_to_overwrite_what_is_not_its_link() {
     let env = TestEnv::new("shims_refuse");

@@ -7,6 +7,7 @@
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use std::time::Instant;
@@ -173,6 +174,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sighup = signal(SignalKind::hangup())?;
+    keep_stop_senders()?;
     let pdeath = nix::sys::signal::Signal::try_from(pdeath_signal().as_raw_value())?;
     nix::sys::prctl::set_pdeathsig(pdeath)?;
 
@@ -668,7 +670,30 @@ fn watch_custodians(
 /// SIGTERM, SIGINT or SIGHUP to the broker.
 fn shutdown(broker: &mut Broker, out: &mut Outlets, custodians: &mut CustodianWatch) {
     notice_exited_custodians(broker, out, custodians);
-    out.feed(broker, Input::Shutdown);
+    let sender = STOP_SENDER.swap(0, Ordering::SeqCst);
+    let sender = (sender > 0).then_some(sender);
+    out.feed(broker, Input::Shutdown { sender });
+}
+
+/// The pid that sent the last SIGTERM, SIGINT or SIGHUP (0: none, or the kernel's own),
+/// kept by a handler beside tokio's: the stop's origin depends on who sent it (see
+/// `Broker::shutdown_origin`).
+static STOP_SENDER: AtomicI32 = AtomicI32::new(0);
+
+/// Keeps the sender of each stop signal in [`STOP_SENDER`]. signal-hook-registry, which
+/// tokio's handlers are registered with too, runs every action of a signal, and gives this
+/// one the `siginfo_t` tokio's do not see.
+fn keep_stop_senders() -> io::Result<()> {
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: the action is async-signal-safe: it reads the siginfo it is given and
+        // stores one integer in an atomic.
+        unsafe {
+            signal_hook_registry::register_sigaction(signal, |info: &libc::siginfo_t| {
+                STOP_SENDER.store(info.si_pid(), Ordering::SeqCst);
+            })
+        }?;
+    }
+    Ok(())
 }
 
 /// Says first which custodians have exited already, before a child's exit, a cgroup change

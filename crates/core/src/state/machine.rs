@@ -17,8 +17,8 @@ use crate::attention::inputs::{InputFile, Looks};
 use crate::cost::SampledCost;
 use crate::process::{CgroupId, TreeWalk};
 use crate::protocol::{
-    CapReason, CommandResult, EventKind, LeftoversEnd, Origin, ParentLossCause, Peer, ReadyProbe,
-    Refusal, Request, Stream, WindowSize,
+    CapReason, CommandResult, EventKind, LeftoversEnd, ParentLossCause, Peer, ReadyProbe, Refusal,
+    Request, Stream, WindowSize,
 };
 use crate::reports::InputTaken;
 use crate::reports::TreeSample;
@@ -100,8 +100,9 @@ pub enum Input<'a> {
         reason: LeftoversEnd,
         pid: Option<i32>,
     },
-    /// SIGTERM, SIGINT or SIGHUP to the broker.
-    Shutdown,
+    /// SIGTERM, SIGINT or SIGHUP to the broker; `sender`: the process that sent it, as the
+    /// kernel said.
+    Shutdown { sender: Option<i32> },
     /// The command's cgroup changed (`cgroup.events`), and now stands as read (`None`
     /// without one).
     CgroupChanged(Option<CgroupState>),
@@ -319,9 +320,10 @@ impl Broker {
             Input::FrontEndLetGo { stderr } => self.front_end_let_go(stderr),
             Input::CustodianExited { reason, pid } => self.custodian_exited(reason, pid),
             Input::CustodianUnwatched { reason, pid } => self.custodian_unwatched(reason, pid),
-            Input::Shutdown => {
+            Input::Shutdown { sender } => {
                 self.hurry_copy();
-                self.start_stop(Origin::Shutdown);
+                let origin = self.shutdown_origin(sender);
+                self.start_stop(origin);
             }
             Input::CopyGivenUp { undelivered } => self.copy_given_up(undelivered),
             Input::CgroupChanged(state) => self.cgroup_changed(state),

@@ -529,6 +529,21 @@ impl Broker {
         });
     }
 
+    /// Whose a stop signal to the broker was: its caller's where the front end stands in
+    /// for its caller (the shell shim) and the sender is one the request names as its
+    /// custodian (the agent that ran the shim, or owns the session: Claude Code ends a
+    /// background task by a TERM to every process of its tree, this broker's too); else a
+    /// shutdown's.
+    pub(super) fn shutdown_origin(&self, sender: Option<i32>) -> Origin {
+        let custodians = &self.request.leftovers.custodians;
+        let by_caller = sender.is_some_and(|pid| custodians.iter().any(|c| c.pid == pid));
+        if self.request.caller_stand_in && by_caller {
+            Origin::Caller
+        } else {
+            Origin::Shutdown
+        }
+    }
+
     /// Whether the front end still hears from this broker: neither lost nor let go.
     pub fn parent_attached(&self) -> bool {
         !self.result.parent_lost && !self.parent_detached

@@ -393,7 +393,7 @@ fn a_command_stopped_with_what_ran_it_is_no_failure() {
             "its front end lost",
             Input::ParentLost(crate::protocol::ParentLossCause::Pidfd),
         ),
-        ("a shutdown", Input::Shutdown),
+        ("a shutdown", Input::Shutdown { sender: None }),
     ] {
         let mut rig = Rig::running(with_attention(), OnTerm::Exit);
         rig.advance(Duration::from_secs(60));

@@ -135,7 +135,7 @@ fn a_stop_asked_for_in_custody_ends_it() {
 #[test]
 fn a_shutdown_in_custody_ends_it() {
     let mut rig = exits_leaving_one(keeping(None));
-    rig.feed(Input::Shutdown);
+    rig.feed(Input::Shutdown { sender: None });
     assert_eq!(stopped_reason(&rig), Some((LeftoversEnd::Shutdown, None)));
     assert_eq!(stop_origin(&rig), Some(Origin::Shutdown));
 }
@@ -203,7 +203,7 @@ fn the_front_end_going_in_custody_is_no_loss() {
     rig.feed(Input::ParentLost(ParentLossCause::Pidfd));
     assert_eq!(rig.count("parent_lost"), 0);
     assert_eq!(stop_origin(&rig), None);
-    rig.feed(Input::Shutdown);
+    rig.feed(Input::Shutdown { sender: None });
     rig.reap();
     assert_eq!(rig.finish(), 0);
     assert!(!rig.result().parent_lost);

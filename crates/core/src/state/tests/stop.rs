@@ -132,16 +132,50 @@ fn a_second_stop_while_stopping_sends_nothing_more() {
     let mut rig = Rig::running(request(), OnTerm::Ignore);
     rig.feed(stop_request());
     rig.feed(stop_request());
-    rig.feed(Input::Shutdown);
+    rig.feed(Input::Shutdown { sender: None });
     assert_eq!(rig.count("stop_started"), 1);
     assert_eq!(rig.count("signal_sent"), 2);
+}
+
+/// Claude Code ends a background task by a TERM to every process of its tree: a shim's
+/// broker that its caller (a custodian the request names) signals stops the command as the
+/// caller's doing. Another sender, or a broker of a front end that stands in for nobody,
+/// stops it as a shutdown.
+#[test]
+fn a_stop_signal_from_the_shims_caller_is_the_callers() {
+    use crate::protocol::{Custodian, CustodianRole, LeftoversRule};
+    let shim = |caller_stand_in| LaunchRequest {
+        caller_stand_in,
+        leftovers: LeftoversRule {
+            keep: true,
+            custodians: vec![Custodian {
+                pid: 4242,
+                start_ticks: 7,
+                role: CustodianRole::Caller,
+            }],
+            ..LeftoversRule::default()
+        },
+        ..request()
+    };
+    for (request, sender, origin) in [
+        (shim(true), Some(4242), Origin::Caller),
+        (shim(true), Some(4243), Origin::Shutdown),
+        (shim(true), None, Origin::Shutdown),
+        (shim(false), Some(4242), Origin::Shutdown),
+    ] {
+        let mut rig = Rig::running(request, OnTerm::Exit);
+        rig.feed(Input::Shutdown { sender });
+        rig.reap();
+        rig.finish();
+        assert_eq!(rig.result().stopped_by, Some(origin), "sender {sender:?}");
+    }
 }
 
 #[test]
 fn a_signal_to_the_broker_stops_the_command_as_a_shutdown() {
     // The command itself may send it (`kill $PPID`): the broker stops it all the same.
     let mut rig = Rig::running(request(), OnTerm::Exit);
-    rig.feed(Input::Shutdown);
+    rig.feed(Input::Shutdown { sender: None });
     rig.reap();
     assert_eq!(rig.finish(), 0);
     assert_eq!(rig.result().stopped_by, Some(Origin::Shutdown));
