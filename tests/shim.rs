@@ -374,6 +374,16 @@ fn a_refused_tether_session_runs_the_command_in_a_new_listed_session() {
     env.finish();
 }
 
+/// The origins of the stops `events` journal, in order.
+fn stop_origins(events: &[tether::protocol::Event]) -> Vec<tether::protocol::Origin> {
+    (events.iter())
+        .filter_map(|e| match e.kind {
+            tether::protocol::EventKind::StopStarted { origin, .. } => Some(origin),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Starts `tether sh -c SCRIPT` with its output captured to files, for signalling.
 fn spawn_shim(env: &TestEnv, script: &str) -> RunningExec {
     env.spawn_captured(tether_sh(env, &["-c", script]))
@@ -440,14 +450,10 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
         done.stderr_text()
     );
     // The stop the second one started is the caller's, as the first one passed on was.
-    let stops: Vec<tether::protocol::Origin> = (command_dirs(&env.state_dir()).iter())
+    let events: Vec<_> = (command_dirs(&env.state_dir()).iter())
         .flat_map(|d| events_now(d))
-        .filter_map(|e| match e.kind {
-            tether::protocol::EventKind::StopStarted { origin, .. } => Some(origin),
-            _ => None,
-        })
         .collect();
-    assert_eq!(stops, [tether::protocol::Origin::Caller]);
+    assert_eq!(stop_origins(&events), [tether::protocol::Origin::Caller]);
     env.finish();
 }
 
@@ -468,13 +474,10 @@ fn a_shim_its_caller_kills_leaves_its_command_stopped_by_the_caller() {
         dir.join("result.json").exists()
     });
     let record = load_complete(&dir);
-    let stops: Vec<tether::protocol::Origin> = (record.events.iter())
-        .filter_map(|e| match e.kind {
-            tether::protocol::EventKind::StopStarted { origin, .. } => Some(origin),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(stops, [tether::protocol::Origin::Caller]);
+    assert_eq!(
+        stop_origins(&record.events),
+        [tether::protocol::Origin::Caller]
+    );
     let command = tether::model::replay::command_so_far(&record);
     assert!(command.parent_lost.is_some(), "the loss is journaled");
     assert_eq!(command.state_words(), "stopped (SIGTERM)");
@@ -500,20 +503,12 @@ fn a_term_to_the_shims_broker_from_its_caller_is_the_callers() {
         .expect("broker_started");
     signal(broker, Signal::SIGTERM);
     let done = running.wait(&env);
-    assert_eq!(
-        ending(done.status),
-        (None, Some(15)),
-        "{}",
-        done.stderr_text()
-    );
+    assert_eq!(ending(done.status), (None, Some(15)));
     let record = load_complete(&dir);
-    let stops: Vec<tether::protocol::Origin> = (record.events.iter())
-        .filter_map(|e| match e.kind {
-            tether::protocol::EventKind::StopStarted { origin, .. } => Some(origin),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(stops, [tether::protocol::Origin::Caller]);
+    assert_eq!(
+        stop_origins(&record.events),
+        [tether::protocol::Origin::Caller]
+    );
     env.finish();
 }
 
