@@ -457,20 +457,21 @@ fn a_signal_to_the_shim_reaches_the_command_as_itself() {
     env.finish();
 }
 
-/// An agent that ends a command by killing the group it started the shim in (Codex, at each
-/// call's end and as it exits) kills the shim, which passes on every signal but that one:
-/// the broker stops the command as the caller's doing, and it reads `stopped`, not `parent
-/// lost`, with no `parent-lost` badge.
-#[test]
-fn a_shim_its_caller_kills_leaves_its_command_stopped_by_the_caller() {
-    let env = TestEnv::new("shim_killed");
-    let running = spawn_shim(&env, "echo ready; sleep 1000");
-    wait_for_text(&env, &running.stdout_path, "ready");
-    signal(running.pid(), Signal::SIGKILL);
-    let done = running.wait(&env);
-    assert_eq!(ending(done.status), (None, Some(9)));
+/// Runs `echo ready; sleep 1000` through the shim, lets `stop` signal what it picks (its
+/// argument: the journal's directory), and checks that the shim ended by `ends_by` and that
+/// the one stop journaled was the caller's. The journal, complete.
+fn stopped_as_the_callers(
+    env: &TestEnv,
+    stop: impl FnOnce(&RunningExec, &Path),
+    ends_by: i32,
+) -> tether::journal::CommandRecord {
+    let running = spawn_shim(env, "echo ready; sleep 1000");
+    wait_for_text(env, &running.stdout_path, "ready");
     let dir = env.command_dir();
-    common::wait_until(&env, "the broker's result", || {
+    stop(&running, &dir);
+    let done = running.wait(env);
+    assert_eq!(ending(done.status), (None, Some(ends_by)));
+    common::wait_until(env, "the broker's result", || {
         dir.join("result.json").exists()
     });
     let record = load_complete(&dir);
@@ -478,6 +479,18 @@ fn a_shim_its_caller_kills_leaves_its_command_stopped_by_the_caller() {
         stop_origins(&record.events),
         [tether::protocol::Origin::Caller]
     );
+    record
+}
+
+/// An agent that ends a command by killing the group it started the shim in (Codex, at each
+/// call's end and as it exits) kills the shim, which passes on every signal but that one:
+/// the broker stops the command as the caller's doing, and it reads `stopped`, not `parent
+/// lost`, with no `parent-lost` badge.
+#[test]
+fn a_shim_its_caller_kills_leaves_its_command_stopped_by_the_caller() {
+    let env = TestEnv::new("shim_killed");
+    let kill = |shim: &RunningExec, _: &Path| signal(shim.pid(), Signal::SIGKILL);
+    let record = stopped_as_the_callers(&env, kill, 9);
     let command = tether::model::replay::command_so_far(&record);
     assert!(command.parent_lost.is_some(), "the loss is journaled");
     assert_eq!(command.state_words(), "stopped (SIGTERM)");
@@ -492,23 +505,16 @@ fn a_shim_its_caller_kills_leaves_its_command_stopped_by_the_caller() {
 #[test]
 fn a_term_to_the_shims_broker_from_its_caller_is_the_callers() {
     let env = TestEnv::new("shim_broker_term");
-    let running = spawn_shim(&env, "echo ready; sleep 1000");
-    wait_for_text(&env, &running.stdout_path, "ready");
-    let dir = env.command_dir();
-    let broker = (events_now(&dir).iter())
-        .find_map(|e| match e.kind {
-            tether::protocol::EventKind::BrokerStarted { broker_pid, .. } => Some(broker_pid),
-            _ => None,
-        })
-        .expect("broker_started");
-    signal(broker, Signal::SIGTERM);
-    let done = running.wait(&env);
-    assert_eq!(ending(done.status), (None, Some(15)));
-    let record = load_complete(&dir);
-    assert_eq!(
-        stop_origins(&record.events),
-        [tether::protocol::Origin::Caller]
-    );
+    let term_the_broker = |_: &RunningExec, dir: &Path| {
+        let broker = (events_now(dir).iter())
+            .find_map(|e| match e.kind {
+                tether::protocol::EventKind::BrokerStarted { broker_pid, .. } => Some(broker_pid),
+                _ => None,
+            })
+            .expect("broker_started");
+        signal(broker, Signal::SIGTERM);
+    };
+    stopped_as_the_callers(&env, term_the_broker, 15);
     env.finish();
 }
 

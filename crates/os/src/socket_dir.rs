@@ -226,11 +226,7 @@ pub fn remove_stale(dir: &Path) -> usize {
 fn broker_of(name: &str) -> Option<BrokerIdentity> {
     let stem = name.strip_suffix(".sock")?;
     let label = stem.split_once('.').map_or(stem, |(label, _attempt)| label);
-    let (pid, ticks) = label.split_once('-')?;
-    Some(BrokerIdentity {
-        pid: pid.parse().ok().filter(|pid| *pid > 0)?,
-        start_ticks: ticks.parse().ok()?,
-    })
+    BrokerIdentity::from_label(label).filter(|broker| broker.pid > 0)
 }
 
 /// Whether `path` is a socket (not a link to one) owned by our effective uid.
