@@ -33,6 +33,9 @@ pub enum Status {
     LeftRunning {
         exit: ExitStatus,
         processes: usize,
+        /// Every process kept is stopped by a signal (state `T`), as the process sampler
+        /// last saw them: a kept server paused by hand. It runs again on SIGCONT.
+        paused: bool,
     },
     /// The command could not be started (not found, not executable, ...).
     FailedToStart,
@@ -95,7 +98,15 @@ impl Status {
     /// the tree title and `tether ps` having the room for the whole label.
     pub fn short_label(self) -> String {
         match self {
-            Status::LeftRunning { processes, .. } => format!("left {processes}"),
+            Status::LeftRunning {
+                processes, paused, ..
+            } => {
+                if paused {
+                    format!("paused {processes}")
+                } else {
+                    format!("left {processes}")
+                }
+            }
             other => other.label(),
         }
     }
@@ -109,7 +120,12 @@ impl Status {
             Status::Stopped => "paused".into(),
             Status::Stopping => "stopping".into(),
             Status::Exited(status) => exit_label(status),
-            Status::LeftRunning { processes, .. } => format!("left running ({processes})"),
+            Status::LeftRunning {
+                processes, paused, ..
+            } => {
+                let how = if paused { "paused" } else { "running" };
+                format!("left {how} ({processes})")
+            }
             Status::FailedToStart => "failed".into(),
             Status::Lost => "lost".into(),
         }
@@ -634,6 +650,7 @@ impl CommandState {
                     self.status = Status::LeftRunning {
                         exit,
                         processes: pids.len(),
+                        paused: false,
                     };
                 }
             }
@@ -705,6 +722,15 @@ impl CommandState {
             (Status::Running, 'T') => self.status = Status::Stopped,
             (Status::Stopped, state) if state != 'T' => self.status = Status::Running,
             _ => {}
+        }
+    }
+
+    /// What the process sampler saw of the processes kept after the command's own exited
+    /// (their `/proc` state letters): all in `T` is a kept server paused by hand.
+    pub fn observe_kept_states(&mut self, states: impl Iterator<Item = char>) {
+        if let Status::LeftRunning { paused, .. } = &mut self.status {
+            let mut states = states.peekable();
+            *paused = states.peek().is_some() && states.all(|state| state == 'T');
         }
     }
 
@@ -1165,6 +1191,24 @@ mod tests {
         assert!(c.status.is_active());
         c.apply(&tree(5, vec![entry(11, 2, &["server"])]));
         assert_eq!(c.status.label(), "left running (1)", "what is left now");
+        // Paused by hand: every process kept is stopped; one that runs is not paused.
+        c.observe_kept_states(['T'].into_iter());
+        assert_eq!(c.status.label(), "left paused (1)");
+        assert_eq!(c.status.short_label(), "paused 1");
+        assert!(c.status.is_active());
+        c.observe_kept_states(['T', 'S'].into_iter());
+        assert_eq!(
+            c.status.label(),
+            "left running (1)",
+            "resumed, or part of it"
+        );
+        c.observe_kept_states(['T'].into_iter());
+        c.observe_kept_states(std::iter::empty());
+        assert_eq!(
+            c.status.label(),
+            "left running (1)",
+            "none seen is none paused"
+        );
         c.apply(&event(
             6,
             EventKind::LeftoversStopped {

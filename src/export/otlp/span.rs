@@ -209,7 +209,9 @@ fn attributes(session: &str, command: &CommandExport, end: u64) -> Vec<KeyValue>
 /// (SIGSEGV)`, `failed to start: ENOENT`, `exit 0, 2 left running`.
 fn ended(command: &CommandExport) -> String {
     match command.state.status {
-        RunStatus::LeftRunning { exit, processes } => {
+        RunStatus::LeftRunning {
+            exit, processes, ..
+        } => {
             let mut state = command.state.clone();
             state.status = RunStatus::Exited(exit);
             format!("{}, {processes} left running", state.state_words())

@@ -284,7 +284,7 @@ impl App {
     }
 
     /// A new sample of the processes; a command whose own process it shows stopped (state
-    /// `T`) reads `stopped`.
+    /// `T`) reads `paused`, and so does one whose kept processes it shows all stopped.
     pub fn set_snapshot(&mut self, snapshot: Snapshot) {
         for command in &mut self.model.commands {
             let (Some(broker), Some(pid)) = (command.broker_pid, command.pid) else {
@@ -296,6 +296,7 @@ impl App {
             if let Some(process) = tree.iter().find(|p| p.pid == pid) {
                 command.observe_state(process.state);
             }
+            command.observe_kept_states(tree.iter().filter(|p| p.pid != broker).map(|p| p.state));
             if command.status.is_active() {
                 // The command's processes: the broker's own work is tether's, not the command's.
                 let own = tree.iter().filter(|p| p.pid != broker);

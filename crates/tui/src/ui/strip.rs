@@ -576,6 +576,7 @@ mod tests {
                 core_dumped: false,
             },
             processes: 1,
+            paused: false,
         };
         assert_eq!(text_of(&c, 14), "─|┄┄┄┄┄┄┄┄┄┄┄ ", "kept until now (12 s)");
         let column = |ts: u64| (ts / 1000) as usize;
