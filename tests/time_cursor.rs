@@ -88,7 +88,13 @@ fn the_state_at_a_moment_over_every_kind_of_event() {
 
     // The moments: the first event, the last, and every notable kind is a stop for `{ }`.
     assert_eq!(r.first(), Some(T0 + 100));
-    assert_eq!(r.next_notable(Some(T0 + 100)), Some(T0 + 520), "ok's exit");
+    // ok's exit 0 is not one, its final drain at the same moment is.
+    assert_eq!(r.next_notable(Some(T0 + 100)), Some(T0 + 520), "ok's drain");
+    assert_eq!(
+        r.next_notable(Some(T0 + 2_809 - 1)),
+        Some(T0 + 2_912),
+        "tree's exit 0 passed by, to the signal after it"
+    );
     assert_eq!(
         r.next_notable(Some(T0 + 4_204 - 1)),
         Some(T0 + 4_204),

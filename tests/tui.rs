@@ -912,9 +912,10 @@ fn the_time_cursor_moves_what_open_shows() {
     });
     assert!(!output.contains("compiling 2 of 2"), "{output}");
 
-    // }: the next notable event, ok's exit; [ goes back one event from it.
+    // }: the next notable event, ok's final drain as it exited; [ goes back one event
+    // from it.
     tmux.keys(&env, &["}"]);
-    tmux.wait_screen(&env, "ok's exit", |s| {
+    tmux.wait_screen(&env, "ok's drain and exit", |s| {
         s.contains("(+0:00.520)") && s.contains("exit 0")
     });
     tmux.keys(&env, &["["]);

@@ -46,14 +46,18 @@ pub struct Recording {
     unstarted: Vec<CommandState>,
     /// Every moment (ms) an event was journaled at, ascending, each once.
     moments: Vec<u64>,
-    /// The moments of notable events: signals, errors, timeouts, exits, kills, orphans,
-    /// moments that needed the operator.
+    /// The moments of notable events: signals, errors, timeouts, exits but a clean
+    /// `exit 0`, kills, orphans, moments that needed the operator.
     notable: Vec<u64>,
 }
 
 /// The events `{` and `}` stop at: what changed how a run went, and what needed the
-/// operator (`attention`).
+/// operator (`attention`). An exit is one unless it is a clean `exit 0`: an agent's run
+/// is thousands of those, and stopping at each would make `}` the same as `]`.
 pub fn is_notable(kind: &EventKind) -> bool {
+    if let EventKind::Exit { status, .. } = kind {
+        return status.code != Some(0);
+    }
     matches!(
         kind,
         EventKind::StopStarted { .. }
@@ -62,7 +66,6 @@ pub fn is_notable(kind: &EventKind) -> bool {
             | EventKind::BrokerFailure { .. }
             | EventKind::ResponseTimeout { .. }
             | EventKind::FinalDrain { .. }
-            | EventKind::Exit { .. }
             | EventKind::HardKill { .. }
             | EventKind::OrphanReaped { .. }
             | EventKind::ParentLost { .. }

@@ -107,6 +107,28 @@ fn the_cursor_stops_at_every_moment_once_and_at_notable_ones_on_braces() {
     assert_eq!(r.next_notable(Some(1_000)), Some(2_000));
 }
 
+/// An agent's run is thousands of commands that exit 0: `}` passes them by, and stops at
+/// one that failed.
+#[test]
+fn a_clean_exit_is_not_notable_and_a_failed_one_is() {
+    let exit = |ts, code| {
+        let status = ExitStatus {
+            code: Some(code),
+            signal: None,
+            core_dumped: false,
+        };
+        event(ts, EventKind::Exit { pid: 7, status })
+    };
+    let r = Recording::new(vec![
+        command("ok", vec![event(1_000, spawned(7)), exit(1_100, 0)]),
+        command("failed", vec![event(1_200, spawned(8)), exit(1_300, 3)]),
+    ]);
+    assert_eq!(r.next_event(Some(1_000)), Some(1_100));
+    assert_eq!(r.next_notable(Some(1_000)), Some(1_300));
+    assert_eq!(r.prev_notable(None), Some(1_300));
+    assert_eq!(r.prev_notable(Some(1_300)), None);
+}
+
 #[test]
 fn steps_stay_within_the_recording() {
     let r = recording();
