@@ -260,8 +260,12 @@ fn snapshot_sourced(script: &str) -> Option<&str> {
 }
 
 /// The first program a shell command runs (`cd /tmp && ls` → `ls`); `None` when it holds no
-/// word at all.
+/// word at all. An agent's wrapper is named by what it runs ([`agent_command`]), never by its
+/// own builtins (Gemini CLI's `shopt`, where the command is `true` or a busy loop).
 pub fn shell_program(script: &str) -> Option<String> {
+    if let Some(asked) = gemini_command(script) {
+        return shell_program(&asked);
+    }
     let tokens = tokenize(script);
     let mut fallback = None;
     let mut looped = None;

@@ -280,6 +280,14 @@ fn gemini_clis_wrapper_gives_the_command_it_runs() {
         derive_name(&argv(recorded("cd /tmp && echo in-tmp"))),
         "echo"
     );
+    // A command of builtins only is named by them, as it is bare, never by the wrapper's
+    // own `shopt`: a busy loop by its keyword.
+    assert_eq!(derive_name(&argv(recorded("true"))), "true");
+    assert_eq!(derive_name(&argv(recorded("while :; do :; done"))), "while");
+    assert_eq!(
+        derive_name(&argv(one_line.replace("npm test", "true"))),
+        "true"
+    );
 }
 
 #[test]
