@@ -151,9 +151,9 @@ fn a_wait_for_input_that_fell_quiet_needs_input_in_every_view() {
             },
         ));
     }
-    // The watch selects it (the newest running); `g` goes on to the two failures, then
-    // round to it, the first.
-    let app = app_of(model, &vec![Action::GoToAttention; 3]);
+    // The watch selects it (the newest running); a first `g` stays on it, the most
+    // urgent, and names it; `g` again goes on to the two failures, then round to it.
+    let app = app_of(model, &vec![Action::GoToAttention; 4]);
     assert_eq!(app.view.selected, 8, "{:?}", app.view.message);
     let said = app.view.message.clone().unwrap_or_default();
     assert!(

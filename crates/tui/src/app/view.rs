@@ -153,6 +153,9 @@ pub struct ViewState {
     /// The operator moved the list's selection: in a watch it no longer follows the newest
     /// running command (`End` in the list follows again).
     pub list_moved: bool,
+    /// The last key was `g`: another goes on to the next command that needs the operator.
+    /// After any other key `g` goes to the most urgent again, even where it is selected.
+    pub attention_cycle: bool,
     /// The last query searched for, in any pane: what Up recalls in the search prompt.
     pub last_search: Option<String>,
 }

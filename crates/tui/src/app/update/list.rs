@@ -75,9 +75,11 @@ pub(super) fn update(
 }
 
 /// Selects the command that needs the operator most (a wait for input or a runaway before a
-/// failure, then the latest: `AttentionMark::urgency`); from one of them, the next in that
-/// order (round to the first again). Whatever the filter and the folding hid
-/// is shown, and the status line says how to reach it from a shell.
+/// failure, then the latest: `AttentionMark::urgency`); `g` again right after, the next in
+/// that order (round to the first again). Whatever the filter and the folding hid is shown,
+/// and the status line says how to reach it from a shell. A first `g` on the most urgent,
+/// selected by the watch's following or by hand, stays there: the key after it (`s`) is
+/// meant for that command.
 fn go_to_attention(model: &Model, view: &mut ViewState) {
     let mut marked: Vec<((u8, u64), CommandIndex)> = (model.commands.iter().enumerate())
         .filter_map(|(id, c)| c.needs_you().map(|mark| (mark.urgency(), id)))
@@ -85,8 +87,8 @@ fn go_to_attention(model: &Model, view: &mut ViewState) {
     // The most urgent first; of two alike, the one listed last (as the status bar names it).
     marked.sort_unstable_by(|a, b| b.cmp(a));
     let next = match marked.iter().position(|&(_, id)| id == view.selected) {
-        Some(at) => (at + 1) % marked.len(),
-        None => 0,
+        Some(at) if view.attention_cycle => (at + 1) % marked.len(),
+        _ => 0,
     };
     let Some(&(_, id)) = marked.get(next) else {
         view.say("nothing needs you now");
@@ -295,6 +297,28 @@ mod tests {
         assert_eq!(rows.counts.needs_you, 3);
         let per_session: Vec<usize> = rows.sessions.iter().map(|s| s.counts.needs_you).collect();
         assert_eq!(per_session, [1, 2], "each header counts its own");
+    }
+
+    /// The watch selected the runaway (or the operator did): `g` names it and stays, so
+    /// that the `s` after it stops the runaway, not the next command that needs anyone.
+    #[test]
+    fn a_first_g_stays_on_the_most_urgent_where_it_is_selected() {
+        let mut model = watched_sessions();
+        mark(&mut model, 0, AttentionKind::Finished, 300);
+        mark(&mut model, 2, AttentionKind::Runaway, 200);
+        let mut view = ViewState::default();
+        view.select_command(2);
+        let geometry = geometry();
+        update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(view.selected, 2, "the runaway, still");
+        let said = view.message.clone().unwrap();
+        assert!(said.contains("runaway"), "{said}");
+        update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(view.selected, 0, "g again: the next");
+        // Any other key between: the most urgent first again.
+        update(&model, &mut view, &geometry, Action::Down);
+        update(&model, &mut view, &geometry, Action::GoToAttention);
+        assert_eq!(view.selected, 2);
     }
 
     #[test]

@@ -141,7 +141,9 @@ pub fn update(
     geometry: &Geometry,
     action: Action,
 ) -> Vec<Effect> {
+    let going_to_attention = action == Action::GoToAttention;
     let effects = act(model, view, geometry, action);
+    view.attention_cycle = going_to_attention;
     // Acting on a command takes the list from a watch's following of the newest running
     // one: the command acted on stays on screen, showing what the action did (a stopped
     // runaway handed the selection to a server, a trial found). A key that did nothing
