@@ -106,11 +106,14 @@ pub fn with_user(user: &UserConfig, command: &AttentionSettings) -> AttentionReq
 }
 
 /// [`with_user`] for an agent's command, run through the shell shim: its quick failures are
-/// counted, not told (see `agent_failures_after`).
+/// counted, not told (see `agent_failures_after`), and its good ends are not told at all:
+/// the agent reads how its command ended and goes on; what needs the operator is the
+/// agent's own end (`finished` on its row), not each of its builds and test runs.
 pub fn for_agent(user: &UserConfig) -> AttentionRequest {
     let request = user.attention.request(user.notify.command.clone());
     AttentionRequest {
         failed_after: (user.attention.agent_failures_after).unwrap_or(request.finished_after),
+        finished_after: None,
         ..request
     }
 }
@@ -145,8 +148,13 @@ mod tests {
     fn an_agents_quick_failures_are_bounded_by_their_own_key_or_finished_after() {
         let parse = |text: &str| for_agent(&parse_user(text, "c.toml").unwrap());
         let default = for_agent(&UserConfig::default());
-        assert_eq!(default.failed_after, default.finished_after);
+        let finished_after = AttentionRequest::default().finished_after;
+        assert_eq!(default.failed_after, finished_after);
         assert!(default.failed_after.is_some());
+        assert_eq!(
+            default.finished_after, None,
+            "an agent's good end is its own"
+        );
         assert_eq!(
             AttentionSettings::default().request(None).failed_after,
             None
