@@ -163,3 +163,50 @@ fn cost_on_the_cgroup_path() {
     }
     cost_everywhere("cost_cgroup", None, ContainmentMode::Cgroup);
 }
+
+/// A command's run is timed from before its fork to its reaping, as a shell's `time` is: a
+/// quick one ends before the broker has its pid, and its run, timed from then, read shorter
+/// than the CPU its one thread used (a trial's `uname`: `0ms` run, `2ms` CPU). One thread's
+/// CPU time cannot exceed the time it lived, on any machine under any load.
+#[test]
+fn a_quick_commands_run_is_no_shorter_than_its_cpu_time() {
+    if let Err(reason) = common::cgroups::hierarchy() {
+        common::skip(format!(
+            "a_quick_commands_run_is_no_shorter_than_its_cpu_time: no usable cgroup v2 here \
+             ({reason})"
+        ));
+        return;
+    }
+    let env = TestEnv::new("cost_quick");
+    for _ in 0..5 {
+        let run = env.exec(&["--session", "quick"], &["uname", "-r"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr_text());
+    }
+    let session = env.state_dir().join("sessions").join("quick");
+    let mut dirs: Vec<_> = std::fs::read_dir(&session)
+        .unwrap()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.is_dir())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 5, "{dirs:?}");
+    for dir in dirs {
+        let record = load_complete(&dir);
+        let at = |wanted: fn(&EventKind) -> bool| {
+            (record.events.iter())
+                .find(|e| wanted(&e.kind))
+                .map(|e| e.mono_us)
+                .unwrap_or_else(|| panic!("{}: {:?}", dir.display(), record.events))
+        };
+        let lived_us = at(|k| matches!(k, EventKind::Exit { .. }))
+            - at(|k| matches!(k, EventKind::Spawned { .. }));
+        let result: CommandResult = record.result.expect("result.json");
+        let cpu_us = result.cgroup_cpu_usec.expect("the cgroup's CPU time");
+        assert!(
+            lived_us >= cpu_us,
+            "{}: a run of {lived_us} µs used {cpu_us} µs of CPU",
+            dir.display()
+        );
+    }
+    env.finish();
+}

@@ -68,7 +68,12 @@ pub(super) struct Outlets {
 impl Outlets {
     /// Hands `input` to the broker and carries out what it asks.
     pub(super) fn feed(&mut self, broker: &mut Broker, input: Input<'_>) {
-        broker.handle(input, now());
+        self.feed_at(broker, input, now());
+    }
+
+    /// [`Self::feed`] with what happened at `at`, read before the work that told of it.
+    pub(super) fn feed_at(&mut self, broker: &mut Broker, input: Input<'_>, at: Now) {
+        broker.handle(input, at);
         self.apply(broker, &[]);
     }
 

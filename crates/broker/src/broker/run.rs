@@ -20,7 +20,7 @@ use super::containment;
 use super::control::ControlServer;
 use super::final_drain;
 use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
-use super::outlets::{JournalFiles, Outlets};
+use super::outlets::{JournalFiles, Outlets, now};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
 use super::spawn::{CgroupEntry, spawn};
@@ -361,6 +361,10 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         out.feed(&mut broker, Input::Contained(named));
         // Closed here once the command has its copy (or never used: the request says null).
         let stdin = stdin.filter(|_| request.stdin == StdinSource::Inherit);
+        // The command's start is stamped before the fork, as a shell's `time` counts it: a
+        // quick command has often ended before `spawn` returns and its pid is looked up, and
+        // its run then read shorter than the CPU it used.
+        let spawning = now();
         match spawn(&request, stdin, entry, order.as_mut()) {
             Ok(child) => {
                 let merged = child.stderr.is_none();
@@ -373,7 +377,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                         code: failure.code.into(),
                         message: format!("{}; the command runs with pipes", failure.message),
                     };
-                    out.feed(&mut broker, Input::Happened(kind));
+                    out.feed_at(&mut broker, Input::Happened(kind), spawning);
                 }
                 // Whether it entered its cgroup, then whether it has ended: in this order, as a
                 // process that ends leaves the cgroup's list.
@@ -391,7 +395,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                     in_cgroup,
                     ended: stat.is_none_or(|s| s.is_zombie()),
                 };
-                out.feed(&mut broker, spawned);
+                out.feed_at(&mut broker, spawned, spawning);
                 if let Some(streams) = child.terminal {
                     out.feed(
                         &mut broker,
