@@ -34,7 +34,7 @@ pub enum Action {
     SearchPrev,
     /// An output pane: the screen as a terminal shows it, or the line log.
     ToggleScreen,
-    /// The stdout pane: stdout and stderr merged in the order written, or stdout alone.
+    /// The stdout pane: stdout and stderr merged in the order read, or stdout alone.
     ToggleMerged,
     /// Output lines stamped with the time they were written, or not.
     ToggleStamps,

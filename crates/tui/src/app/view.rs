@@ -142,7 +142,7 @@ pub struct ViewState {
     pub quitting: bool,
     /// Every key goes to this command's terminal, until Ctrl-a.
     pub typing: Option<CommandIndex>,
-    /// The stdout pane shows stdout and stderr merged, in the order they were written.
+    /// The stdout pane shows stdout and stderr merged, in the order they were read.
     pub merged: bool,
     /// Output lines are stamped with the time they were written.
     pub stamps: bool,

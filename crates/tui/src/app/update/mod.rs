@@ -253,7 +253,7 @@ fn act(model: &Model, view: &mut ViewState, geometry: &Geometry, action: Action)
                 view.focus = Pane::Stdout;
             }
             view.say(if view.merged {
-                "stdout pane: stdout and stderr merged, in the order written (m: stdout alone)"
+                "stdout pane: stdout and stderr merged, in the order read (m: stdout alone)"
             } else {
                 "stdout pane: stdout alone"
             });
