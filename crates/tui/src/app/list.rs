@@ -411,8 +411,16 @@ fn followed(model: &Model, rows: &[ListRow], sort: ListSort) -> Option<CommandIn
     };
     let running = listed().filter(|(_, c)| c.status.is_active());
     let last = |(id, c): &(CommandIndex, &CommandState)| (c.ended_ms, c.started_ms, *id);
+    // What runs in the background of the others is not followed by start: an agent's own row
+    // and a server the leftovers rule keeps run through the session, and following them
+    // took the selection from the command that just ended up to an old row.
+    let background = |c: &CommandState| {
+        c.is_session_owner() || matches!(c.status, tether_model::Status::LeftRunning { .. })
+    };
     match sort {
-        ListSort::Start => running.max_by_key(|(id, c)| (c.started_ms, *id)),
+        ListSort::Start => running
+            .filter(|(_, c)| !background(c))
+            .max_by_key(|(id, c)| (c.started_ms, *id)),
         ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
     }
     .or_else(|| {

@@ -579,6 +579,53 @@ fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
     assert_eq!(app.view.selected, 0);
 }
 
+/// An agent's row and a server kept after its command exited run through the session: the
+/// watch follows the newest command that runs in the foreground, else the last to end, not
+/// them (a trial's watch went back from `echo after` to the kept `&` server at the top).
+#[test]
+fn a_watch_does_not_follow_the_agent_nor_a_kept_server() {
+    let (mut model, ended) = watched_after_the_end();
+    let tether_model::Status::Exited(exit) = ended else {
+        unreachable!()
+    };
+    // The first command's main process exited; what it left is kept: it started first.
+    model.commands[0].status = tether_model::Status::LeftRunning {
+        exit,
+        processes: 1,
+        paused: false,
+    };
+    model.commands[0].ended_ms = Some(50);
+    let owner = [
+        "/usr/bin/tether",
+        "session-owner",
+        "--shims",
+        "/s",
+        "--",
+        "claude",
+    ];
+    let mut agent = CommandState::new(CommandConfig::new(
+        "claude",
+        CommandSpec::Argv(owner.iter().map(|a| a.to_string()).collect()),
+    ));
+    agent.apply(&event(100, spawned(5)));
+    model.commands.push(agent);
+    let mut app = crate::app::App::new(model);
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2, "the last to end, at 960");
+    // A command starts: followed; it ends: the last to end again.
+    let mut next = app.model.commands[1].clone();
+    next.apply(&event(995, spawned(11)));
+    next.status = tether_model::Status::Running;
+    app.model.commands.push(next);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 4);
+    app.model.commands[4].status = ended;
+    app.model.commands[4].ended_ms = Some(998);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 4, "not the kept server nor the agent");
+}
+
 /// `End` in a watch goes to the bottom of the list and follows again: where nothing runs,
 /// and the command followed (the last to end) is above the bottom, the selection stays at
 /// the bottom until a command starts or ends.
