@@ -219,7 +219,7 @@ fn cursor_just_after_a_signal() {
 fn cursor_after_the_exit() {
     let screen = screen_after(&select(KILLED, to(T0 + 4_509)));
     assert!(screen.contains("SIGKILL"), "{screen}");
-    assert!(screen.contains("orphan_reaped pid 8494 esca"), "{screen}");
+    assert!(screen.contains("orphan_reaped pid 8494 esc…"), "{screen}");
     assert!(screen.contains("every process seen"), "{screen}");
     // What comes after, dimmed, below the cursor's entry.
     assert!(screen.contains("▶ +0:04.509"), "{screen}");

@@ -83,7 +83,11 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     } else {
         let back = view.timeline_back.min(shown_end.saturating_sub(height));
         let end = shown_end - back;
-        (end.saturating_sub(height)..end).map(line).collect()
+        // An entry wider than the pane ends in `…`, so that a cut reads as one (`w` wraps).
+        let width = events_area.width as usize;
+        (end.saturating_sub(height)..end)
+            .map(|i| Line::from(format::cut_spans(line(i).spans, width)))
+            .collect()
     };
     let below: Vec<Line> = plan.into_iter().chain(notice).collect();
     if !below.is_empty() {
