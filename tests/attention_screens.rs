@@ -206,7 +206,7 @@ fn an_episode_shows_as_a_badge_while_it_lasts() {
     insta::assert_snapshot!(format!("{during}\n{after}"));
 }
 
-/// The watch's help names `g` for the latest attention and Home for the top, and still fits
+/// The watch's help names `g` for what needs you most and Home for the top, and still fits
 /// the smallest terminal; the TUI's keeps `g` for the top.
 #[test]
 fn the_help_of_a_watch_names_g_for_the_latest_attention() {
@@ -223,7 +223,7 @@ fn the_help_of_a_watch_names_g_for_the_latest_attention() {
         })
         .collect();
     assert!(
-        screen.contains("g       go to the latest attention"),
+        screen.contains("g       go to what needs you most"),
         "{screen}"
     );
     assert!(screen.contains("Home    go to the top"), "{screen}");

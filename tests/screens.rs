@@ -931,6 +931,10 @@ fn an_empty_watch_does_not_offer_to_launch() {
     );
     assert!(screen.contains("No live commands yet"), "{screen}");
     assert!(!screen.contains(" a  "), "{screen}");
+    // Nor to signal or dismiss what is not there.
+    for key in ["TERM", "KILL", "stop", "dismiss"] {
+        assert!(!screen.contains(key), "{key}: {screen}");
+    }
     // Where the list is narrower than the line, it goes on in the row below.
     let hint = rows_with(&screen, "No live commands yet")[0];
     assert!(
@@ -1372,7 +1376,7 @@ fn header_per_core_and_before_any_reading() {
     );
 }
 
-/// The merged view with times: stdout and stderr lines in the order they were written, each
+/// The merged view with times: stdout and stderr lines in the order they were read, each
 /// stamped with the time of the `output` event that wrote its first byte, stderr marked.
 #[test]
 fn merged_view_with_timestamps() {

@@ -345,3 +345,25 @@ fn the_screen_view_follows_the_cursor() {
     ]));
     assert_eq!(back, before);
 }
+
+/// At a moment where a command wrote its last output and exited 0 (Claude Code's `ls`, as
+/// recorded), the status bar names the exit, not the output, though a clean exit is no stop
+/// for `{ }`: at one moment the notable events come first, then an exit.
+#[test]
+fn the_status_bar_names_a_clean_exit_at_its_moment() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/sessions/claude-run");
+    let record = SessionRecord::load(&dir).expect("the fixture loads");
+    let recording = Recording::from_session(record);
+    let exit_ms = 1_796_517_928_412;
+    let mut actions = vec![Action::TimeFirst];
+    let mut at = recording.first();
+    while at.is_some_and(|t| t < exit_ms) {
+        at = recording.next_event(at);
+        actions.push(Action::TimeNextEvent);
+    }
+    assert_eq!(at, Some(exit_ms), "ls's exit is a moment of the fixture");
+    let screen = screen_of(open(&dir), &actions);
+    let status = status_line(&screen);
+    assert!(status.contains("ls exit code 0"), "{status}");
+}

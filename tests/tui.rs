@@ -837,7 +837,7 @@ fn launched_commands_keep_the_open_files_limit_the_tui_was_given() {
 }
 
 /// Issue 10: `tether open --search` opens at the first match (stdout before stderr), with the
-/// pane's search set; `m` merges stdout and stderr in the order written and `T` stamps lines.
+/// pane's search set; `m` merges stdout and stderr in the order read and `T` stamps lines.
 #[test]
 fn open_at_a_search_match_and_the_merged_view() {
     let env = TestEnv::new("tui-open-search");

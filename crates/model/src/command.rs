@@ -726,10 +726,11 @@ impl CommandState {
     }
 
     /// What the process sampler saw of the processes kept after the command's own exited
-    /// (their `/proc` state letters): all in `T` is a kept server paused by hand.
+    /// (their `/proc` state letters): all in `T` is a kept server paused by hand (a zombie
+    /// among them, a child not yet reaped, is no sign either way).
     pub fn observe_kept_states(&mut self, states: impl Iterator<Item = char>) {
         if let Status::LeftRunning { paused, .. } = &mut self.status {
-            let mut states = states.peekable();
+            let mut states = states.filter(|&state| state != 'Z').peekable();
             *paused = states.peek().is_some() && states.all(|state| state == 'T');
         }
     }
@@ -1202,7 +1203,8 @@ mod tests {
             "left running (1)",
             "resumed, or part of it"
         );
-        c.observe_kept_states(['T'].into_iter());
+        c.observe_kept_states(['T', 'Z'].into_iter());
+        assert_eq!(c.status.label(), "left paused (1)", "a zombie is no sign");
         c.observe_kept_states(std::iter::empty());
         assert_eq!(
             c.status.label(),

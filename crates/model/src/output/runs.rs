@@ -15,7 +15,7 @@ pub struct Run {
     pub end: u64,
 }
 
-/// The runs of a command's run, in the order they were written.
+/// The runs of a command's run, in the order they were read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OutputRuns {
     runs: Vec<Run>,

@@ -78,7 +78,7 @@ pub enum Action {
     Type(Vec<u8>),
     Help,
     /// The time cursor over a recorded session: to the previous/next journaled event, the
-    /// previous/next notable one (signal, error, timeout, exit, kill, orphan), back/on by
+    /// previous/next notable one (signal, error, timeout, exit but a clean one, kill, orphan), back/on by
     /// the step, a shorter/longer step, the first event, and off (the end).
     TimePrevEvent,
     TimeNextEvent,

@@ -69,7 +69,7 @@ pub fn bindings() -> Vec<Binding> {
         bind(N, &[K::End], A::TimeOff, "time cursor off (the end)"),
         bind(N, &[K::Char(':')], A::TimeGoTo, "time cursor to +1:23, 83s…"),
         // In a watch, g goes to what needs the operator (there, Home goes to the top).
-        bind(N, &[K::Char('g')], A::GoToAttention, "go to the latest attention"),
+        bind(N, &[K::Char('g')], A::GoToAttention, "go to what needs you most"),
         bind(N, &[K::Home, K::Char('g')], A::Top, "go to the top"),
         bind(N, &[K::End, K::Char('G')], A::Bottom, "go to the bottom"),
         bind(N, &[K::Left, K::Char('h')], A::ScrollLeft, "scroll long lines left"),

@@ -134,7 +134,8 @@ pub struct ListRows {
     /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
     pub latest_attention: Option<CommandIndex>,
     /// What a watch keeps selected while the operator has not moved the list: of the listed
-    /// commands, the one running that started last, or under the CPU sort the busiest one
+    /// commands, the one running that started last (not an agent's own row nor a server the
+    /// leftovers rule keeps: they run in the background of the others), or under the CPU sort the busiest one
     /// running, which is listed first (in its session); with none running, the last to
     /// end but an agent, which ends after its commands (an ended session opens at its end). (The rows are built again when a command starts or ends: see
     /// [`fingerprint`].)
@@ -143,7 +144,8 @@ pub struct ListRows {
     pub name_width: usize,
     pub number_width: usize,
     /// Columns of the widest state shown (`timed out`, `failed to start`): the rows are
-    /// built again whenever a command ends, which is when a state gets wider.
+    /// built again whenever a command ends, or what it left is paused or resumed or fewer,
+    /// which is when a state gets wider.
     pub state_width: usize,
     /// Each command's row (`None`: filtered out or folded) and session.
     row_of: Vec<Option<usize>>,
@@ -190,7 +192,15 @@ pub fn fingerprint(model: &Model, sort: ListSort) -> u64 {
             .plan
             .as_ref()
             .map_or(0, |p| p.short_label().len() as u64);
+        // What a command left running: how many, and whether paused (`paused 10`).
+        let left = match command.status {
+            tether_model::Status::LeftRunning {
+                processes, paused, ..
+            } => 1 + u64::from(paused) + ((processes as u64) << 1),
+            _ => 0,
+        };
         mix(ready | plan << 2 | u64::from(command.run) << 8);
+        mix(left);
         for mark in &command.attention {
             mix(mark.at_ms << 4 | (mark.kind as u64) << 1 | u64::from(mark.active));
         }

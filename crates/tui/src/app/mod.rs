@@ -160,7 +160,8 @@ impl App {
         }
     }
 
-    /// A watch follows the newest running command (the busiest under the CPU sort) until the
+    /// A watch follows the newest running command (not the agent's row nor a kept server;
+    /// the busiest under the CPU sort) until the
     /// operator moves the list. By start, the selection goes to it when it changes (a newer
     /// one starts, or the one followed ends), so that `End`, which follows again, leaves the
     /// selection at the bottom of the list until then, also where the command followed is

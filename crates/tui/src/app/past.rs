@@ -52,9 +52,13 @@ impl App {
         // Each event is told by its whole run (the model of the whole recording), so that it
         // reads the same wherever the cursor is.
         let runs = &self.model.commands;
-        // What changed how a run went first: it is what `{` and `}` stop at.
+        // What changed how a run went first: it is what `{` and `}` stop at; then an exit,
+        // which a clean `exit 0` is without being notable.
         let mut events: Vec<_> = recording.events_at(at).collect();
-        events.sort_by_key(|(_, e)| !tether_model::recording::is_notable(&e.kind));
+        events.sort_by_key(|(_, e)| {
+            let exit = matches!(e.kind, tether_protocol::protocol::EventKind::Exit { .. });
+            (!tether_model::recording::is_notable(&e.kind), !exit)
+        });
         let first = events.first().and_then(|(i, e)| {
             let run = runs.get(*i)?;
             Some((

@@ -137,6 +137,20 @@ fn rows_are_rebuilt_only_when_what_they_show_changed() {
     assert!(list.is_current(&model, &view), "CPU orders nothing here");
     model.commands[0].status = exited(0);
     assert!(!list.is_current(&model, &view), "a command ended");
+    // What a command left running: paused is wider in the state column (`paused 10`).
+    let left = |paused| Status::LeftRunning {
+        exit: ExitStatus {
+            code: Some(0),
+            signal: None,
+            core_dumped: false,
+        },
+        processes: 10,
+        paused,
+    };
+    model.commands[0].status = left(false);
+    let list = ListRows::build(&model, &view);
+    model.commands[0].status = left(true);
+    assert!(!list.is_current(&model, &view), "what it left was paused");
     let by_cpu = ListView {
         sort: ListSort::Cpu,
         ..ListView::default()

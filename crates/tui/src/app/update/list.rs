@@ -1,5 +1,5 @@
 //! The command list's keys: fold a session, cycle the filter, toggle the order, dismiss
-//! every ended command of a watch, go to the latest attention.
+//! every ended command of a watch, go to what needs the operator most.
 
 use super::{Effect, Geometry};
 use crate::app::action::Action;
@@ -313,6 +313,8 @@ mod tests {
         assert_eq!(view.selected, 2, "the runaway, still");
         let said = view.message.clone().unwrap();
         assert!(said.contains("runaway"), "{said}");
+        // A resize between is no key: g again goes on.
+        update(&model, &mut view, &geometry, Action::Resize);
         update(&model, &mut view, &geometry, Action::GoToAttention);
         assert_eq!(view.selected, 0, "g again: the next");
         // Any other key between: the most urgent first again.

@@ -21,12 +21,13 @@ pub const NO_LAUNCH: &str =
     "these commands were started elsewhere: signal them here, launch new ones with `tether run`";
 pub const NO_DISMISS: &str = "dismiss is for `tether watch`; here an ended command stays listed";
 pub const NO_ATTENTION_KEY: &str =
-    "g goes to the latest attention in `tether watch`; here F shows what needs you";
+    "g goes to what needs you most in `tether watch`; here F shows what needs you";
 pub const NO_TIME_CURSOR: &str =
     "the time cursor moves over a finished session: open one with `tether open`";
 pub const NO_TYPING: &str =
     "these commands were started elsewhere: only the tether that started a command types into it";
 pub const NO_FOLD: &str = "one session listed: there is nothing to fold";
+pub const NO_COMMAND: &str = "no command listed yet: nothing to signal, restart or dismiss";
 pub const NO_SETUP: &str =
     "no set-up shells here: S folds or shows an agent's own shells (such as `bash -c env`)";
 
@@ -109,6 +110,17 @@ pub fn refusal_on(model: &Model, on: OnScreen, action: &Action) -> Option<&'stat
         // Enter opens a command on a small screen; elsewhere it folds, as Space does.
         Action::Open if !on.compact && !on.list.has_headers() => Some(NO_FOLD),
         Action::ToggleSetup if !model.commands.iter().any(|c| c.is_setup()) => Some(NO_SETUP),
+        Action::Term
+        | Action::Kill
+        | Action::Stop
+        | Action::SignalProcess
+        | Action::Restart
+        | Action::Dismiss
+        | Action::DismissEnded
+            if model.commands.is_empty() =>
+        {
+            Some(NO_COMMAND)
+        }
         _ => None,
     })
 }
@@ -141,9 +153,16 @@ pub fn update(
     geometry: &Geometry,
     action: Action,
 ) -> Vec<Effect> {
-    let going_to_attention = action == Action::GoToAttention;
+    // A resize between two `g` is no key between them: the second goes on.
+    let cycle = match action {
+        Action::GoToAttention => Some(true),
+        Action::Resize => None,
+        _ => Some(false),
+    };
     let effects = act(model, view, geometry, action);
-    view.attention_cycle = going_to_attention;
+    if let Some(cycle) = cycle {
+        view.attention_cycle = cycle;
+    }
     // Acting on a command takes the list from a watch's following of the newest running
     // one: the command acted on stays on screen, showing what the action did (a stopped
     // runaway handed the selection to a server, a trial found). A key that did nothing
