@@ -138,7 +138,11 @@ fn status_line(screen: &str) -> &str {
 
 /// Moves the cursor by `]` until it reaches `at_ms` (it stops at every moment on the way).
 fn to(at_ms: u64) -> Vec<Action> {
-    let r = recording();
+    moves_to(&recording(), at_ms)
+}
+
+/// [`to`] over the recording `r`.
+fn moves_to(r: &Recording, at_ms: u64) -> Vec<Action> {
     let mut actions = vec![Action::TimeFirst];
     let mut at = r.first();
     while at.is_some_and(|t| t < at_ms) {
@@ -354,15 +358,8 @@ fn the_status_bar_names_a_clean_exit_at_its_moment() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/claude-code/sessions/claude-run");
     let record = SessionRecord::load(&dir).expect("the fixture loads");
-    let recording = Recording::from_session(record);
-    let exit_ms = 1_796_517_928_412;
-    let mut actions = vec![Action::TimeFirst];
-    let mut at = recording.first();
-    while at.is_some_and(|t| t < exit_ms) {
-        at = recording.next_event(at);
-        actions.push(Action::TimeNextEvent);
-    }
-    assert_eq!(at, Some(exit_ms), "ls's exit is a moment of the fixture");
+    let ls_exit_ms = 1_796_517_928_412;
+    let actions = moves_to(&Recording::from_session(record), ls_exit_ms);
     let screen = screen_of(open(&dir), &actions);
     let status = status_line(&screen);
     assert!(status.contains("ls exit code 0"), "{status}");

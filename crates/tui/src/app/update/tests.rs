@@ -552,13 +552,8 @@ fn watched_after_the_end() -> (Model, tether_model::Status) {
     (model, ended)
 }
 
-/// A watch over a session where nothing runs any more selects the command that ended last,
-/// not whichever one its first read of the journals caught running.
-#[test]
-fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
-    // The first ended last of all: it is the one. An agent, which ends after its commands,
-    // is not.
-    let (mut model, ended) = watched_after_the_end();
+/// An agent's own row, as `tether agent` journals it (`tether session-owner ... -- claude`).
+fn agent_row() -> CommandState {
     let owner = [
         "/usr/bin/tether",
         "session-owner",
@@ -567,10 +562,20 @@ fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
         "--",
         "claude",
     ];
-    let mut agent = CommandState::new(CommandConfig::new(
+    CommandState::new(CommandConfig::new(
         "claude",
         CommandSpec::Argv(owner.iter().map(|a| a.to_string()).collect()),
-    ));
+    ))
+}
+
+/// A watch over a session where nothing runs any more selects the command that ended last,
+/// not whichever one its first read of the journals caught running.
+#[test]
+fn a_watch_where_nothing_runs_selects_the_command_that_ended_last() {
+    // The first ended last of all: it is the one. An agent, which ends after its commands,
+    // is not.
+    let (mut model, ended) = watched_after_the_end();
+    let mut agent = agent_row();
     agent.status = ended;
     agent.ended_ms = Some(999);
     model.commands.push(agent);
@@ -595,18 +600,7 @@ fn a_watch_does_not_follow_the_agent_nor_a_kept_server() {
         paused: false,
     };
     model.commands[0].ended_ms = Some(50);
-    let owner = [
-        "/usr/bin/tether",
-        "session-owner",
-        "--shims",
-        "/s",
-        "--",
-        "claude",
-    ];
-    let mut agent = CommandState::new(CommandConfig::new(
-        "claude",
-        CommandSpec::Argv(owner.iter().map(|a| a.to_string()).collect()),
-    ));
+    let mut agent = agent_row();
     agent.apply(&event(100, spawned(5)));
     model.commands.push(agent);
     let mut app = crate::app::App::new(model);
