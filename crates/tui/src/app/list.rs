@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use tether_model::output::{one_line, text_width};
 use tether_model::{CommandIndex, CommandState, Model};
 use tether_protocol::CommandId;
+use tether_protocol::protocol::AttentionKind;
 
 /// Which commands the list shows (`F` cycles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -134,8 +135,9 @@ pub struct ListRows {
     /// kind, then the latest), what the status bar names and `g` goes to first in a watch.
     pub latest_attention: Option<CommandIndex>,
     /// What a watch keeps selected while the operator has not moved the list: of the listed
-    /// commands, the one running that started last (not an agent's own row nor a server the
-    /// leftovers rule keeps: they run in the background of the others), or under the CPU sort the busiest one
+    /// commands, one that needs the operator now (a runaway, a wait for input), else the one
+    /// running that started last (not an agent's own row nor a server the leftovers rule
+    /// keeps: they run in the background of the others), or under the CPU sort the busiest one
     /// running, which is listed first (in its session); with none running, the last to
     /// end but an agent, which ends after its commands (an ended session opens at its end). (The rows are built again when a command starts or ends: see
     /// [`fingerprint`].)
@@ -427,10 +429,26 @@ fn followed(model: &Model, rows: &[ListRow], sort: ListSort) -> Option<CommandIn
     let background = |c: &CommandState| {
         c.is_session_owner() || matches!(c.status, tether_model::Status::LeftRunning { .. })
     };
+    // A command that needs the operator now (a runaway, a wait for input) comes before the
+    // newest: the status bar names it, and the key pressed next is meant for it. Not the
+    // agent's own wait for you: that is at its terminal, and its row is `g` away.
+    let urgent = || {
+        listed()
+            .filter(|(_, c)| c.status.is_active() && !c.is_session_owner())
+            .filter_map(|(id, c)| {
+                let now = [AttentionKind::NeedsInput, AttentionKind::Runaway];
+                let mark = c.needs_you().filter(|m| now.contains(&m.kind))?;
+                Some((mark.at_ms, id, c))
+            })
+            .max_by_key(|&(at, id, _)| (at, id))
+            .map(|(_, id, c)| (id, c))
+    };
     match sort {
-        ListSort::Start => running
-            .filter(|(_, c)| !background(c))
-            .max_by_key(|(id, c)| (c.started_ms, *id)),
+        ListSort::Start => urgent().or_else(|| {
+            running
+                .filter(|(_, c)| !background(c))
+                .max_by_key(|(id, c)| (c.started_ms, *id))
+        }),
         ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),
     }
     .or_else(|| {

@@ -620,6 +620,39 @@ fn a_watch_does_not_follow_the_agent_nor_a_kept_server() {
     assert_eq!(app.view.selected, 4, "not the kept server nor the agent");
 }
 
+/// A runaway flagged while newer commands run (Codex left it in the background) is what the
+/// watch follows, not the newest: the status bar names it, and `t` or `s` is meant for it.
+/// Once it ends, the newest again.
+#[test]
+fn a_watch_follows_a_runaway_before_the_newest() {
+    let mut model = model(false, true);
+    model.mode = Mode::Watched;
+    let first = model.commands[0].clone();
+    let mut newer = first.clone();
+    newer.apply(&event(900, spawned(9)));
+    model.commands.push(newer);
+    let mut app = crate::app::App::new(model);
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1, "the newest running");
+    app.model.commands[0].mark_attention(tether_model::command::AttentionMark {
+        kind: tether_protocol::protocol::AttentionKind::Runaway,
+        detail: "at least 90% of a core for 1m00s".into(),
+        at_ms: 950,
+        active: true,
+    });
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 0, "the runaway");
+    app.model.commands[0].status =
+        tether_model::Status::Exited(tether_protocol::protocol::ExitStatus {
+            code: None,
+            signal: Some(15),
+            core_dumped: false,
+        });
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 1, "stopped: the newest again");
+}
+
 /// `End` in a watch goes to the bottom of the list and follows again: where nothing runs,
 /// and the command followed (the last to end) is above the bottom, the selection stays at
 /// the bottom until a command starts or ends.
