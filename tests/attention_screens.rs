@@ -230,3 +230,30 @@ fn the_help_of_a_watch_names_g_for_the_latest_attention() {
     assert!(screen.contains("needs you"), "the filter's words: {screen}");
     assert!(screen.contains("closes this help"), "it fits: {screen}");
 }
+
+/// A watch the operator took from following says what is listed below the screen and how to
+/// follow again; following, or with nothing below, it says nothing.
+#[test]
+fn a_watch_not_following_says_what_is_below() {
+    let long = || {
+        let mut model = watched();
+        let first = model.commands[0].clone();
+        let session = first.journal_dir.as_deref().and_then(|d| d.parent());
+        let session = session.unwrap().to_path_buf();
+        for n in 20..50 {
+            let mut more = first.clone();
+            more.journal_dir = Some(session.join(format!("{n}-more")));
+            model.commands.push(more);
+        }
+        model
+    };
+    let following = draw(&app_of(long(), &[]));
+    assert!(!following.contains("End: follow"), "{following}");
+    let moved = draw(&app_of(long(), &[Action::Top]));
+    let bottom = (moved.lines())
+        .find(|l| l.contains("End: follow"))
+        .unwrap_or_else(|| panic!("{moved}"));
+    assert!(bottom.contains("more · End: follow"), "{bottom}");
+    let again = draw(&app_of(long(), &[Action::Top, Action::Bottom]));
+    assert!(!again.contains("End: follow"), "{again}");
+}

@@ -55,6 +55,15 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     let cursor = list.cursor_row(view.selected);
     let skip = layout::first_visible_command(cursor.unwrap_or(0), area);
     let visible = area.height.saturating_sub(3) as usize;
+    // A watch the operator took from following (a key, `g`, a stop) says what came in below
+    // it, and how to follow again.
+    let below = list.rows.len().saturating_sub(skip + visible);
+    let block = if below > 0 && view.list_moved && matches!(model.mode, Mode::Watched) {
+        let more = format!(" ↓ {below} more · End: follow ");
+        block.title_bottom(Line::from(more).right_aligned())
+    } else {
+        block
+    };
     let rows = list.rows.iter().enumerate().skip(skip).take(visible);
     let rows = rows.map(|(row, entry)| {
         let selected = Some(row) == cursor;
