@@ -70,7 +70,14 @@ pub struct App {
     past: Option<(u64, Model)>,
     /// What a watch followed at the last frame ([`list::ListRows::followed`]).
     followed: Option<CommandIndex>,
+    /// The status bar's message as first drawn, and when (ms on the clock `prepare` is
+    /// given): it goes after [`MESSAGE_KEPT_MS`], or at the next key.
+    message_since: Option<(String, u64)>,
 }
+
+/// How long the status bar keeps what it said with no key pressed: long enough to read it
+/// and to act on it, not so long that it tells of a stop minutes gone as news.
+pub const MESSAGE_KEPT_MS: u64 = 30_000;
 
 impl App {
     pub fn new(model: Model) -> App {
@@ -89,6 +96,7 @@ impl App {
             terminal_size: WindowSize::DEFAULT,
             screens: Default::default(),
             followed: None,
+            message_since: None,
             clipboard: Default::default(),
             past: None,
         }
@@ -181,6 +189,25 @@ impl App {
             self.view.select_command(id);
         }
         self.followed = followed;
+    }
+
+    /// Drops the status bar's message once it has been on screen for [`MESSAGE_KEPT_MS`]
+    /// (a dialog's own words stay while it is open).
+    fn age_message(&mut self, now_ms: u64) {
+        let Some(message) = &self.view.message else {
+            self.message_since = None;
+            return;
+        };
+        match &self.message_since {
+            Some((seen, since)) if seen == message => {
+                let old = now_ms.saturating_sub(*since) >= MESSAGE_KEPT_MS;
+                if old && self.view.dialog.is_none() {
+                    self.view.message = None;
+                    self.message_since = None;
+                }
+            }
+            _ => self.message_since = Some((message.clone(), now_ms)),
+        }
     }
 
     /// An event from the broker of `command`'s run `run`; stale runs are ignored.
@@ -356,6 +383,7 @@ impl App {
     /// the time cursor set, as they were at its moment.
     pub fn prepare(&mut self, size: Rect, now_ms: u64) {
         self.size = size;
+        self.age_message(now_ms);
         self.content.now_ms = self.prepare_cursor(now_ms).unwrap_or(now_ms);
         self.refresh_list();
         self.follow_newest();

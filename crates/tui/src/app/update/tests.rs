@@ -620,6 +620,25 @@ fn a_watch_does_not_follow_the_agent_nor_a_kept_server() {
     assert_eq!(app.view.selected, 4, "not the kept server nor the agent");
 }
 
+/// What the status bar said goes after half a minute on screen with no key (a stop told as
+/// news minutes later misled a trial's operator), or at the next key; said again, it stays
+/// its own half minute.
+#[test]
+fn the_status_bar_message_goes_after_half_a_minute() {
+    let mut app = crate::app::App::new(model(false, true));
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.view.say("while: stop sequence started");
+    app.prepare(size, 1_000);
+    app.prepare(size, 1_000 + crate::app::MESSAGE_KEPT_MS - 1);
+    assert!(app.view.message.is_some(), "still news");
+    app.prepare(size, 1_000 + crate::app::MESSAGE_KEPT_MS);
+    assert_eq!(app.view.message, None, "gone");
+    app.view.say("said again");
+    app.prepare(size, 50_000);
+    app.prepare(size, 50_000 + crate::app::MESSAGE_KEPT_MS - 1);
+    assert!(app.view.message.is_some());
+}
+
 /// A runaway flagged while newer commands run (Codex left it in the background) is what the
 /// watch follows, not the newest: the status bar names it, and `t` or `s` is meant for it.
 /// Once it ends, the newest again.
