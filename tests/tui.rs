@@ -901,7 +901,7 @@ fn the_time_cursor_moves_what_open_shows() {
     let first = tmux.wait_screen(&env, "the cursor at the first event", |s| {
         s.contains("⏱ 03:04:05.100 (+0:00.100)")
             && s.contains("stdout · 0 lines · 0 B")
-            && s.contains("Commands at +0:00.100 1 · 1 running · 0 failed")
+            && s.contains("Commands at +0:00.100 · 1 · 1 running · 0 failed")
     });
     assert!(!first.contains(" idle "), "{first}");
 

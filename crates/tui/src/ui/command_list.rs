@@ -141,15 +141,21 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
     } else {
         String::new()
     };
+    // At the cursor, the moment and the total are two numbers: apart.
+    let lead = if content.cursor.is_some() {
+        " · "
+    } else {
+        " "
+    };
     let counts = match view.list.filter {
-        ListFilter::All => format!(" {total} · {running} running · {failed} failed"),
+        ListFilter::All => format!("{lead}{total} · {running} running · {failed} failed"),
         ListFilter::Running => format!(": running {running} of {total} · {failed} failed"),
         ListFilter::Failed => format!(": failed {failed} of {total} · {running} running"),
         ListFilter::NeedsYou => format!(": needs you {needs_you} of {total} · {running} running"),
     };
     // The filtered count alone, in the same words as the long title.
     let short = match view.list.filter {
-        ListFilter::All => format!(" {total} · {running} run · {failed} fail"),
+        ListFilter::All => format!("{lead}{total} · {running} run · {failed} fail"),
         ListFilter::Running => format!(": running {running} of {total}"),
         ListFilter::Failed => format!(": failed {failed} of {total}"),
         ListFilter::NeedsYou => format!(": needs you {needs_you} of {total}"),
@@ -162,7 +168,10 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
     let live = matches!(model.mode, Mode::Live | Mode::Watched);
     if live && !needing.is_empty() {
         let (fewer, fewest) = match view.list.filter {
-            ListFilter::All => (format!(" {total} · {failed} fail"), format!(" {total}")),
+            ListFilter::All => (
+                format!("{lead}{total} · {failed} fail"),
+                format!("{lead}{total}"),
+            ),
             _ => (short.clone(), short.clone()),
         };
         candidates.extend([
