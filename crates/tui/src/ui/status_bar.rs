@@ -27,9 +27,11 @@ const KEYS: [(&str, &str, Action); 14] = [
     ("{ }", "notable", Action::TimePrevNotable),
     ("< >", "step", Action::TimeStepBack),
     ("a", "add", Action::NewCommand),
+    // The whole stop (TERM, grace, KILL) before its parts: on a narrow bar beside a
+    // runaway's name it is the key that stays.
+    ("s", "stop", Action::Stop),
     ("t", "TERM", Action::Term),
     ("K", "KILL", Action::Kill),
-    ("s", "stop", Action::Stop),
     ("r", "restart", Action::Restart),
     ("d", "dismiss", Action::Dismiss),
     ("/", "search", Action::Search),
