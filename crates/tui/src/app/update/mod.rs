@@ -448,7 +448,14 @@ fn open(model: &Model, view: &mut ViewState, geometry: &Geometry) -> Vec<Effect>
         view.say("no command to open");
         return Vec::new();
     };
-    view.focus = Pane::Stdout;
+    // Where its output is: a failure that wrote only to stderr opens there.
+    let only_stderr =
+        command.bytes[Stream::Stdout as usize] == 0 && command.bytes[Stream::Stderr as usize] > 0;
+    view.focus = if only_stderr {
+        Pane::Stderr
+    } else {
+        Pane::Stdout
+    };
     view.zoom = false;
     // The operator chose this one: a watch no longer moves the selection to the newest
     // command under them (`End` in the list follows again).

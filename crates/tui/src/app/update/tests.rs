@@ -769,6 +769,12 @@ fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
     update(&model, &mut view, &compact, Action::Cancel);
     assert_eq!((view.focus, view.zoom), (Pane::Commands, false));
     // Where the list is beside the panes, Enter folds as it always did.
+    // A failure that wrote only to stderr opens there.
+    let mut failed = super::tests::model(false, true);
+    failed.commands[0].bytes = [0, 36];
+    let mut opened = ViewState::default();
+    update(&failed, &mut opened, &compact, Action::Open);
+    assert_eq!(opened.focus, Pane::Stderr, "where its output is");
     update(&model, &mut view, &geometry(), Action::Open);
     assert_eq!(view.focus, Pane::Commands);
     assert!(
