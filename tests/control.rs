@@ -948,3 +948,44 @@ fn a_name_two_commands_share_is_refused_and_each_id_stops_one() {
     }
     env.finish();
 }
+
+/// A pause is no journal event: `tether ps` reads it from `/proc`, as the watch does. A
+/// command whose process is stopped by SIGSTOP reads `paused`, and `running` again on CONT.
+#[test]
+fn ps_says_a_command_stopped_by_a_signal_is_paused() {
+    let env = TestEnv::new("control_ps_paused");
+    let runtime = runtime_dir(&env);
+    let running = spawn_exec(
+        &env,
+        &runtime,
+        &["--name", "sleeper"],
+        &["sh", "-c", "echo ready; exec sleep 1000"],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let pid = spawned_pid(&events_now(&dir));
+    let state = || {
+        let listed = tether(&env, &runtime, &["ps", "--json"]);
+        assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+        let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+        rows[0]["state"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(state(), "running");
+    signal(pid, Signal::SIGSTOP);
+    wait_until(&env, "the command stopped", || {
+        tether::procfs::read_stat(pid).is_some_and(|s| s.state == b'T')
+    });
+    assert_eq!(state(), "paused");
+    let table = tether(&env, &runtime, &["ps"]);
+    assert!(text(&table.stdout).contains(" paused "), "{table:?}");
+    signal(pid, Signal::SIGCONT);
+    wait_until(&env, "the command running again", || {
+        tether::procfs::read_stat(pid).is_some_and(|s| s.state != b'T')
+    });
+    assert_eq!(state(), "running");
+    let session = session_of(&dir);
+    let stopped = tether(&env, &runtime, &["stop", &format!("{session}/01")]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    running.wait(&env);
+    env.finish();
+}

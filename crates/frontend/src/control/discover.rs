@@ -173,7 +173,7 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
         || procfs::read_stat(broker.pid).map_or(0, |s| procfs::start_time_ms(&s)),
         |e| e.ts_ms,
     );
-    let (state, left_running) = state_label(&file, dir, &events);
+    let (state, left_running) = state_label(&file, dir, &events, broker.pid);
     Some(LiveCommand {
         id: id.clone(),
         name: file.request.name.clone(),
@@ -192,14 +192,35 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
 }
 
 /// Where the command is in its life, by the model's own reading of its events, and whether
-/// it is left running.
-fn state_label(file: &CommandFile, dir: &Path, events: &[Event]) -> (String, bool) {
+/// it is left running. A pause is no event: whether its process, or all it left, is stopped
+/// by a signal now (`paused`, `left paused (N)`) is read from `/proc`, as the watch reads it.
+fn state_label(
+    file: &CommandFile,
+    dir: &Path,
+    events: &[Event],
+    broker_pid: i32,
+) -> (String, bool) {
     let config = CommandConfig::new(file.request.name.clone(), file.request.command.clone());
     let mut state = CommandState::new(config);
     state.begin_run(dir.to_path_buf(), events.first().map_or(0, |e| e.ts_ms));
     for event in events {
         state.apply(event);
     }
+    // Unreaped while its run lasts, the command's own pid is its; a kept process is known
+    // by its start too, the journal's last tree being seconds old.
+    let state_now = |pid: i32, started_ms: Option<u64>| {
+        let stat = procfs::read_stat(pid)?;
+        let same = started_ms.is_none_or(|ms| procfs::start_time_ms(&stat).abs_diff(ms) <= 1_000);
+        same.then_some(char::from(stat.state))
+    };
+    if let Some(letter) = state.pid.and_then(|pid| state_now(pid, None)) {
+        state.observe_state(letter);
+    }
+    let kept: Vec<char> = (state.tree.iter())
+        .filter(|p| p.pid != broker_pid)
+        .filter_map(|p| state_now(p.pid, Some(p.start_ms)))
+        .collect();
+    state.observe_kept_states(kept.into_iter());
     let left_running = matches!(state.status, Status::LeftRunning { .. });
     let words = match state.status {
         // The broker is alive: the run is not lost, it has not said `close` yet.
