@@ -51,6 +51,25 @@ use tether_protocol::protocol::{
     Scope, Stage,
 };
 
+/// Which signal this reclaim journaled for which pid: a sweep tells only of processes not
+/// told of before for the same signal, as the broker's own stop reports them.
+#[derive(Default)]
+struct Told(std::collections::HashSet<(ProcessSignal, i32)>);
+
+impl Told {
+    fn of(&self, signal: ProcessSignal, pid: i32) -> bool {
+        self.0.contains(&(signal, pid))
+    }
+
+    fn add(&mut self, signal: ProcessSignal, pids: &[i32]) {
+        self.0.extend(pids.iter().map(|&pid| (signal, pid)));
+    }
+
+    fn reached(&self) -> impl Iterator<Item = i32> + '_ {
+        self.0.iter().map(|&(_, pid)| pid)
+    }
+}
+
 /// Held from a signal the reclaim sends to its line in the journal; taken for good by
 /// [`settle`].
 static DELIVERING: Mutex<()> = Mutex::new(());
@@ -291,17 +310,20 @@ impl Abandoned {
             .collect();
         let grace = self.grace_left();
         let now = Instant::now();
+        let mut told = Told::default();
         let (targets, proven) = (walk(), group());
         let pair = delivering();
+        let announced = self.announce(ProcessSignal::TERM, &targets, &mut told);
         let (mut sequence, first) = stop::start(Origin::Reclaim, grace, targets, proven, now);
-        self.journal_delivery(&first, &mut reached);
+        self.journal_beyond(&first, &announced, &mut told);
         drop(pair);
         let mut killed_at = None;
         if grace.is_zero() {
             let (targets, proven) = (walk(), group());
             let pair = delivering();
+            let announced = self.announce(ProcessSignal::KILL, &targets, &mut told);
             let kill = stop::escalate(&mut sequence, targets, proven, now);
-            self.journal_delivery(&kill, &mut reached);
+            self.journal_beyond(&kill, &announced, &mut told);
             drop(pair);
             killed_at = Some(now);
         }
@@ -315,12 +337,17 @@ impl Abandoned {
             let now = Instant::now();
             let (targets, proven) = (walk(), group());
             let pair = delivering();
+            let signal = match killed_at.is_some() || sequence.kill_due(now) {
+                true => ProcessSignal::KILL,
+                false => ProcessSignal::TERM,
+            };
+            let announced = self.announce(signal, &targets, &mut told);
             let (delivery, escalated) = sequence.step_with(&mut StopKernel, &targets, proven, now);
             if escalated {
                 killed_at = Some(now);
             }
             if let Some(delivery) = delivery {
-                self.journal_delivery(&delivery, &mut reached);
+                self.journal_beyond(&delivery, &announced, &mut told);
             }
             drop(pair);
             let alive = walk().live().len();
@@ -334,6 +361,7 @@ impl Abandoned {
             let _ = cgroup.remove();
         }
         if survivors == 0 {
+            reached.extend(told.reached());
             reached.sort_unstable();
             reached.dedup();
             self.write_result(leader.map(|(pid, _)| pid), reached.len());
@@ -344,17 +372,40 @@ impl Abandoned {
         }
     }
 
-    /// Appends a `signal_sent` of what `delivery` reached (nothing when it reached nothing).
-    fn journal_delivery(&mut self, delivery: &Delivery, reached: &mut Vec<i32>) {
-        if delivery.targets.is_empty() {
+    /// Journals that `signal` goes to what `walk` holds now and was not told of for it
+    /// before, and returns those pids: the line goes before the signal, so that a tether
+    /// killed between the two (a front end SIGKILLed as it reclaims) never leaves processes
+    /// dead with nobody named. A journal that cannot be written stops nothing: the signal
+    /// goes all the same (a command that put a FIFO in its log's place is still stopped).
+    fn announce(&mut self, signal: ProcessSignal, walk: &Walk, told: &mut Told) -> Vec<i32> {
+        let pids: Vec<i32> = (walk.live().iter())
+            .map(|p| p.pid)
+            .filter(|&pid| !told.of(signal, pid))
+            .collect();
+        self.journal_signal(signal, &pids, told);
+        pids
+    }
+
+    /// Journals what `delivery` reached beyond what was `announced` for it (a process
+    /// forked between the listing and the signal).
+    fn journal_beyond(&mut self, delivery: &Delivery, announced: &[i32], told: &mut Told) {
+        let beyond: Vec<i32> = (delivery.targets.iter().copied())
+            .filter(|pid| !announced.contains(pid) && !told.of(delivery.signal, *pid))
+            .collect();
+        self.journal_signal(delivery.signal, &beyond, told);
+    }
+
+    /// Appends a `signal_sent` of `signal` to `pids` (nothing when there are none).
+    fn journal_signal(&mut self, signal: ProcessSignal, pids: &[i32], told: &mut Told) {
+        if pids.is_empty() {
             return;
         }
-        reached.extend(&delivery.targets);
+        told.add(signal, pids);
         self.append(EventKind::SignalSent {
-            signal: delivery.signal,
+            signal,
             scope: Scope::Group,
             origin: Origin::Reclaim,
-            targets: delivery.targets.clone(),
+            targets: pids.to_vec(),
             client: None,
         });
     }
