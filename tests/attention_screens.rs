@@ -256,4 +256,7 @@ fn a_watch_not_following_says_what_is_below() {
     assert!(bottom.contains("more · End: follow"), "{bottom}");
     let again = draw(&app_of(long(), &[Action::Top, Action::Bottom]));
     assert!(!again.contains("End: follow"), "{again}");
+    // By CPU the followed command is listed first: Home follows there.
+    let by_cpu = draw(&app_of(long(), &[Action::ToggleSort, Action::Down]));
+    assert!(by_cpu.contains("more · Home: follow"), "{by_cpu}");
 }

@@ -216,11 +216,13 @@ fn state_label(
     if let Some(letter) = state.pid.and_then(|pid| state_now(pid, None)) {
         state.observe_state(letter);
     }
-    let kept: Vec<char> = (state.tree.iter())
-        .filter(|p| p.pid != broker_pid)
-        .filter_map(|p| state_now(p.pid, Some(p.start_ms)))
-        .collect();
-    state.observe_kept_states(kept.into_iter());
+    if matches!(state.status, Status::LeftRunning { .. }) {
+        let kept: Vec<char> = (state.tree.iter())
+            .filter(|p| p.pid != broker_pid)
+            .filter_map(|p| state_now(p.pid, Some(p.start_ms)))
+            .collect();
+        state.observe_kept_states(kept.into_iter());
+    }
     let left_running = matches!(state.status, Status::LeftRunning { .. });
     let words = match state.status {
         // The broker is alive: the run is not lost, it has not said `close` yet.

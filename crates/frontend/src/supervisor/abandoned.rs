@@ -64,14 +64,10 @@ impl Told {
     fn add(&mut self, signal: ProcessSignal, pids: &[i32]) {
         self.0.extend(pids.iter().map(|&pid| (signal, pid)));
     }
-
-    fn reached(&self) -> impl Iterator<Item = i32> + '_ {
-        self.0.iter().map(|&(_, pid)| pid)
-    }
 }
 
-/// Held from a signal the reclaim sends to its line in the journal; taken for good by
-/// [`settle`].
+/// Held from a signal's line in the journal to the signal the reclaim sends after it;
+/// taken for good by [`settle`].
 static DELIVERING: Mutex<()> = Mutex::new(());
 
 /// Waits for a signal being sent to be journaled, and keeps any other from being sent: for
@@ -313,17 +309,17 @@ impl Abandoned {
         let mut told = Told::default();
         let (targets, proven) = (walk(), group());
         let pair = delivering();
-        let announced = self.announce(ProcessSignal::TERM, &targets, &mut told);
+        self.announce(ProcessSignal::TERM, &targets, &mut told);
         let (mut sequence, first) = stop::start(Origin::Reclaim, grace, targets, proven, now);
-        self.journal_beyond(&first, &announced, &mut told);
+        self.journal_beyond(&first, &mut told, &mut reached);
         drop(pair);
         let mut killed_at = None;
         if grace.is_zero() {
             let (targets, proven) = (walk(), group());
             let pair = delivering();
-            let announced = self.announce(ProcessSignal::KILL, &targets, &mut told);
+            self.announce(ProcessSignal::KILL, &targets, &mut told);
             let kill = stop::escalate(&mut sequence, targets, proven, now);
-            self.journal_beyond(&kill, &announced, &mut told);
+            self.journal_beyond(&kill, &mut told, &mut reached);
             drop(pair);
             killed_at = Some(now);
         }
@@ -337,17 +333,18 @@ impl Abandoned {
             let now = Instant::now();
             let (targets, proven) = (walk(), group());
             let pair = delivering();
-            let signal = match killed_at.is_some() || sequence.kill_due(now) {
-                true => ProcessSignal::KILL,
-                false => ProcessSignal::TERM,
+            let signal = if killed_at.is_some() || sequence.kill_due(now) {
+                ProcessSignal::KILL
+            } else {
+                ProcessSignal::TERM
             };
-            let announced = self.announce(signal, &targets, &mut told);
+            self.announce(signal, &targets, &mut told);
             let (delivery, escalated) = sequence.step_with(&mut StopKernel, &targets, proven, now);
             if escalated {
                 killed_at = Some(now);
             }
             if let Some(delivery) = delivery {
-                self.journal_beyond(&delivery, &announced, &mut told);
+                self.journal_beyond(&delivery, &mut told, &mut reached);
             }
             drop(pair);
             let alive = walk().live().len();
@@ -361,7 +358,6 @@ impl Abandoned {
             let _ = cgroup.remove();
         }
         if survivors == 0 {
-            reached.extend(told.reached());
             reached.sort_unstable();
             reached.dedup();
             self.write_result(leader.map(|(pid, _)| pid), reached.len());
@@ -373,24 +369,29 @@ impl Abandoned {
     }
 
     /// Journals that `signal` goes to what `walk` holds now and was not told of for it
-    /// before, and returns those pids: the line goes before the signal, so that a tether
-    /// killed between the two (a front end SIGKILLed as it reclaims) never leaves processes
-    /// dead with nobody named. A journal that cannot be written stops nothing: the signal
-    /// goes all the same (a command that put a FIFO in its log's place is still stopped).
-    fn announce(&mut self, signal: ProcessSignal, walk: &Walk, told: &mut Told) -> Vec<i32> {
-        let pids: Vec<i32> = (walk.live().iter())
-            .map(|p| p.pid)
+    /// before: the line goes before the signal, so that a tether killed between the two (a
+    /// front end SIGKILLed as it reclaims) never leaves processes dead with nobody named; a
+    /// line may then name a signal that never went, which the next tether sends. The
+    /// cgroup's members are listed, not read one by one (a fork storm's thousands, before
+    /// the signal that stops them). A journal that cannot be written stops nothing: the
+    /// signal goes all the same (a command that put a FIFO in its log's place is stopped).
+    fn announce(&mut self, signal: ProcessSignal, walk: &Walk, told: &mut Told) {
+        let listed = match walk.cgroup() {
+            Some(cgroup) => cgroup.members().unwrap_or_default(),
+            None => walk.live().iter().map(|p| p.pid).collect(),
+        };
+        let pids: Vec<i32> = (listed.into_iter())
             .filter(|&pid| !told.of(signal, pid))
             .collect();
         self.journal_signal(signal, &pids, told);
-        pids
     }
 
-    /// Journals what `delivery` reached beyond what was `announced` for it (a process
-    /// forked between the listing and the signal).
-    fn journal_beyond(&mut self, delivery: &Delivery, announced: &[i32], told: &mut Told) {
+    /// Journals what `delivery` reached that was not announced for it (a process forked
+    /// between the listing and the signal), and counts what it reached for `result.json`.
+    fn journal_beyond(&mut self, delivery: &Delivery, told: &mut Told, reached: &mut Vec<i32>) {
+        reached.extend(&delivery.targets);
         let beyond: Vec<i32> = (delivery.targets.iter().copied())
-            .filter(|pid| !announced.contains(pid) && !told.of(delivery.signal, *pid))
+            .filter(|pid| !told.of(delivery.signal, *pid))
             .collect();
         self.journal_signal(delivery.signal, &beyond, told);
     }

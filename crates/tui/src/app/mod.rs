@@ -116,6 +116,8 @@ impl App {
     pub fn handle(&mut self, action: Action) -> Vec<Effect> {
         if self.view.dialog.is_none() {
             self.view.message = None;
+            // The same words said again by this key are news again.
+            self.message_since = None;
         }
         if let Action::ScrollAt { column, row, .. } | Action::ClickAt { column, row } = action {
             // A dialog owns the screen: the mouse must not change what it acts on.

@@ -59,7 +59,12 @@ pub fn draw(frame: &mut Frame, area: Rect, Scene(model, view, content): Scene) {
     // it, and how to follow again.
     let below = list.rows.len().saturating_sub(skip + visible);
     let block = if below > 0 && view.list_moved && matches!(model.mode, Mode::Watched) {
-        let more = format!(" ↓ {below} more · End: follow ");
+        // By CPU the followed command is listed first, where Home goes.
+        let key = match view.list.sort {
+            ListSort::Cpu => "Home",
+            ListSort::Start => "End",
+        };
+        let more = format!(" ↓ {below} more · {key}: follow ");
         block.title_bottom(Line::from(more).right_aligned())
     } else {
         block

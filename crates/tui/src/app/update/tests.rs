@@ -637,6 +637,14 @@ fn the_status_bar_message_goes_after_half_a_minute() {
     app.prepare(size, 50_000);
     app.prepare(size, 50_000 + crate::app::MESSAGE_KEPT_MS - 1);
     assert!(app.view.message.is_some());
+    // The same words again after a key (the key said them again): their own half minute.
+    app.handle(Action::Down);
+    app.view.say("said again");
+    app.prepare(size, 90_000);
+    assert!(
+        app.view.message.is_some(),
+        "news again, not as old as the first"
+    );
 }
 
 /// A runaway flagged while newer commands run (Codex left it in the background) is what the
@@ -768,13 +776,13 @@ fn on_a_small_screen_enter_opens_the_command_and_esc_goes_back_to_the_list() {
     update(&model, &mut view, &compact, Action::Zoom);
     update(&model, &mut view, &compact, Action::Cancel);
     assert_eq!((view.focus, view.zoom), (Pane::Commands, false));
-    // Where the list is beside the panes, Enter folds as it always did.
     // A failure that wrote only to stderr opens there.
     let mut failed = super::tests::model(false, true);
     failed.commands[0].bytes = [0, 36];
     let mut opened = ViewState::default();
     update(&failed, &mut opened, &compact, Action::Open);
     assert_eq!(opened.focus, Pane::Stderr, "where its output is");
+    // Where the list is beside the panes, Enter folds as it always did.
     update(&model, &mut view, &geometry(), Action::Open);
     assert_eq!(view.focus, Pane::Commands);
     assert!(
