@@ -869,6 +869,19 @@ fn a_subscription_continues_the_journal_line_for_line() {
     env.finish();
 }
 
+/// `sleep 1000` under `tether exec --name sleeper`, once it runs: the exec and its journal.
+fn sleeper(env: &TestEnv, runtime: &Path) -> (RunningExec, PathBuf) {
+    let running = spawn_exec(
+        env,
+        runtime,
+        &["--name", "sleeper"],
+        &["sh", "-c", "echo ready; exec sleep 1000"],
+    );
+    let dir = env.wait_command_dir();
+    wait_for_text(env, &dir.join("stdout.log"), "ready");
+    (running, dir)
+}
+
 /// A broker that stops answering its socket (stopped here, with its exec, which would give
 /// it up) gets a second to acknowledge a signal, as a broker on its pipe does; then `tether
 /// signal` sends the signal itself, the broker's pid proved first.
@@ -876,14 +889,7 @@ fn a_subscription_continues_the_journal_line_for_line() {
 fn a_broker_that_does_not_answer_is_signalled_around() {
     let env = TestEnv::new("control_unanswered");
     let runtime = runtime_dir(&env);
-    let running = spawn_exec(
-        &env,
-        &runtime,
-        &["--name", "sleeper"],
-        &["sh", "-c", "echo ready; exec sleep 1000"],
-    );
-    let dir = env.wait_command_dir();
-    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let (running, dir) = sleeper(&env, &runtime);
     let broker = broker_pid(&events_now(&dir));
     let exec = running.child.id() as i32;
     signal(exec, Signal::SIGSTOP);
@@ -955,14 +961,7 @@ fn a_name_two_commands_share_is_refused_and_each_id_stops_one() {
 fn ps_says_a_command_stopped_by_a_signal_is_paused() {
     let env = TestEnv::new("control_ps_paused");
     let runtime = runtime_dir(&env);
-    let running = spawn_exec(
-        &env,
-        &runtime,
-        &["--name", "sleeper"],
-        &["sh", "-c", "echo ready; exec sleep 1000"],
-    );
-    let dir = env.wait_command_dir();
-    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let (running, dir) = sleeper(&env, &runtime);
     let pid = spawned_pid(&events_now(&dir));
     let state = || {
         let listed = tether(&env, &runtime, &["ps", "--json"]);
