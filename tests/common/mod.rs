@@ -365,16 +365,9 @@ pub fn wait_until_within(
     env: &TestEnv,
     patience: Duration,
     what: &str,
-    mut done: impl FnMut() -> bool,
+    done: impl FnMut() -> bool,
 ) {
-    let deadline = Instant::now() + patience;
-    while !done() {
-        if Instant::now() >= deadline {
-            let killed = procs::kill_tagged(&env.tag);
-            panic!("timed out after {patience:?} waiting for {what}; killed {killed:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    waiting(env, patience, what, || None, done);
 }
 
 /// [`wait_until`], its failure also saying what `tell` finds then (the states of the
@@ -383,14 +376,26 @@ pub fn wait_until_telling(
     env: &TestEnv,
     what: &str,
     tell: impl Fn() -> String,
+    done: impl FnMut() -> bool,
+) {
+    waiting(env, DEADLINE, what, || Some(tell()), done);
+}
+
+/// The one wait under the others: `done` polled until `patience` is up, then the test's
+/// processes killed and the failure said, with what `tell` finds first.
+fn waiting(
+    env: &TestEnv,
+    patience: Duration,
+    what: &str,
+    tell: impl Fn() -> Option<String>,
     mut done: impl FnMut() -> bool,
 ) {
-    let deadline = Instant::now() + DEADLINE;
+    let deadline = Instant::now() + patience;
     while !done() {
         if Instant::now() >= deadline {
-            let told = tell();
+            let told = tell().map(|t| format!(" ({t})")).unwrap_or_default();
             let killed = procs::kill_tagged(&env.tag);
-            panic!("timed out after {DEADLINE:?} waiting for {what} ({told}); killed {killed:?}");
+            panic!("timed out after {patience:?} waiting for {what}{told}; killed {killed:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
