@@ -446,6 +446,13 @@ pub fn started_by(stat: &ProcStat, at_ms: u64) -> bool {
     start_time_ms(stat) <= at_ms.saturating_add(START_SLACK_MS)
 }
 
+/// Whether the process of `stat` is the one that started at `at_ms` (wall clock, ms since
+/// the epoch: a journal's `start_ms`), within [`START_SLACK_MS`]: not another that got its
+/// pid since.
+pub fn started_at(stat: &ProcStat, at_ms: u64) -> bool {
+    start_time_ms(stat).abs_diff(at_ms) <= START_SLACK_MS
+}
+
 /// Whether `broker` runs: its pid names a process with the journaled start time that is not
 /// a zombie.
 pub fn broker_alive(broker: &tether_protocol::protocol::BrokerIdentity) -> bool {
@@ -455,6 +462,16 @@ pub fn broker_alive(broker: &tether_protocol::protocol::BrokerIdentity) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process is the one a journal recorded by its start, within the slack; one that
+    /// started seconds later only has its pid.
+    #[test]
+    fn a_process_is_known_by_its_start_within_the_slack() {
+        let me = read_stat(std::process::id() as i32).expect("our own stat");
+        let at = start_time_ms(&me);
+        assert!(started_at(&me, at) && started_at(&me, at + 1_000));
+        assert!(!started_at(&me, at + 10_000) && !started_at(&me, at.saturating_sub(10_000)));
+    }
 
     #[test]
     fn a_small_read_takes_the_whole_file_whatever_its_size() {

@@ -210,7 +210,7 @@ fn state_label(
     // by its start too, the journal's last tree being seconds old.
     let state_now = |pid: i32, started_ms: Option<u64>| {
         let stat = procfs::read_stat(pid)?;
-        let same = started_ms.is_none_or(|ms| procfs::start_time_ms(&stat).abs_diff(ms) <= 1_000);
+        let same = started_ms.is_none_or(|ms| procfs::started_at(&stat, ms));
         same.then_some(char::from(stat.state))
     };
     if let Some(letter) = state.pid.and_then(|pid| state_now(pid, None)) {
