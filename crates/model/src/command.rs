@@ -187,6 +187,12 @@ impl AttentionMark {
         (u8::MAX - rank, self.at_ms)
     }
 
+    /// Whether it needs the operator now: a wait for input, a runaway (what a watch follows
+    /// before the newest command, and what ranks first by [`Self::urgency`]).
+    pub fn is_pressing(&self) -> bool {
+        self.urgency().0 == u8::MAX
+    }
+
     /// How the list, the status bar, the timeline and a notification name it
     /// ([`super::describe::mark_words`]): `needs input`, `waiting for you`, `over budget`.
     pub fn words(&self) -> &'static str {

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use tether_model::output::{one_line, text_width};
 use tether_model::{CommandIndex, CommandState, Model};
 use tether_protocol::CommandId;
-use tether_protocol::protocol::AttentionKind;
 
 /// Which commands the list shows (`F` cycles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -139,8 +138,8 @@ pub struct ListRows {
     /// running that started last (not an agent's own row nor a server the leftovers rule
     /// keeps: they run in the background of the others), or under the CPU sort the busiest one
     /// running, which is listed first (in its session); with none running, the last to
-    /// end but an agent, which ends after its commands (an ended session opens at its end). (The rows are built again when a command starts or ends: see
-    /// [`fingerprint`].)
+    /// end but an agent, which ends after its commands (an ended session opens at its end).
+    /// (The rows are built again when a command starts or ends: see [`fingerprint`].)
     pub followed: Option<CommandIndex>,
     /// Columns of the widest name, and of the widest number (`#123`).
     pub name_width: usize,
@@ -436,8 +435,7 @@ fn followed(model: &Model, rows: &[ListRow], sort: ListSort) -> Option<CommandIn
         listed()
             .filter(|(_, c)| c.status.is_active() && !c.is_session_owner())
             .filter_map(|(id, c)| {
-                let now = [AttentionKind::NeedsInput, AttentionKind::Runaway];
-                let mark = c.needs_you().filter(|m| now.contains(&m.kind))?;
+                let mark = c.needs_you().filter(|m| m.is_pressing())?;
                 Some((mark.at_ms, id, c))
             })
             .max_by_key(|&(at, id, _)| (at, id))
