@@ -193,13 +193,11 @@ pub fn retain(state: &Path, protect: Option<&str>) -> Result<Option<Outcome>, St
 }
 
 /// Removes the control sockets killed brokers left (each named after its broker), with or
-/// without retention rules: only in a directory fit for sockets (ours, private). Returns how
-/// many.
-fn remove_stale_sockets() -> usize {
+/// without retention rules: only in a directory fit for sockets (ours, private).
+fn remove_stale_sockets() {
     let sockets = tether_os::socket_dir::socket_dir();
-    match tether_os::socket_dir::check(&sockets) {
-        Ok(_) => tether_os::socket_dir::remove_stale(&sockets),
-        Err(_) => 0,
+    if tether_os::socket_dir::check(&sockets).is_ok() {
+        tether_os::socket_dir::remove_stale(&sockets);
     }
 }
 
