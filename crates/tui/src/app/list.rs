@@ -135,8 +135,9 @@ pub struct ListRows {
     pub latest_attention: Option<CommandIndex>,
     /// What a watch keeps selected while the operator has not moved the list: of the listed
     /// commands, one that needs the operator now (a runaway, a wait for input), else the one
-    /// running that started last (not an agent's own row nor a server the leftovers rule
-    /// keeps: they run in the background of the others), or under the CPU sort the busiest one
+    /// running that started last (not an agent's own row, a server the leftovers rule
+    /// keeps, nor a command its agent went on from: they run in the background of the
+    /// others), or under the CPU sort the busiest one
     /// running, which is listed first (in its session); with none running, the last to
     /// end but an agent, which ends after its commands (an ended session opens at its end).
     /// (The rows are built again when a command starts or ends: see [`fingerprint`].)
@@ -229,6 +230,9 @@ impl ListRows {
         let mut latest_attention: Option<((u8, u64), CommandIndex)> = None;
         let (mut name_width, mut widest_number) = (4, 0);
         let mut state_width = 0;
+        // Per session: whether an agent runs it (its own row is listed), and the latest
+        // start of a command of it (see [`followed`]).
+        let mut agent_starts: Vec<(bool, u64)> = Vec::new();
         for (id, command) in model.commands.iter().enumerate() {
             let dir = session_dir(model, command);
             // Commands come grouped by session: the last group is nearly always the one.
@@ -237,6 +241,7 @@ impl ListRows {
                 None => {
                     sessions.push(new_group(model, dir));
                     members.push(Vec::new());
+                    agent_starts.push((false, 0));
                     sessions.len() - 1
                 }
             };
@@ -254,6 +259,12 @@ impl ListRows {
             // At a time cursor, a command that had not begun was not listed yet.
             if command.not_yet {
                 continue;
+            }
+            let starts = &mut agent_starts[at];
+            if command.is_session_owner() {
+                starts.0 = true;
+            } else if let Some(started) = command.started_ms {
+                starts.1 = starts.1.max(started);
             }
             let group = &mut sessions[at];
             // Offsets count from the session's start, as `tether sessions` and the exports
@@ -307,7 +318,11 @@ impl ListRows {
                 rows.push(ListRow::Command(id));
             }
         }
-        let followed = followed(model, &rows, view.sort);
+        let went_on = |id: CommandIndex| {
+            let (agent, latest) = agent_starts[session_of[id]];
+            agent && model.commands[id].started_ms.is_some_and(|s| s < latest)
+        };
+        let followed = followed(model, &rows, view.sort, went_on);
         ListRows {
             rows,
             sessions,
@@ -413,7 +428,12 @@ fn folds_away(command: &CommandState, view: &ListView) -> bool {
 }
 
 /// What a watch follows ([`ListRows::followed`]), of the commands `rows` list.
-fn followed(model: &Model, rows: &[ListRow], sort: ListSort) -> Option<CommandIndex> {
+fn followed(
+    model: &Model,
+    rows: &[ListRow],
+    sort: ListSort,
+    went_on: impl Fn(CommandIndex) -> bool,
+) -> Option<CommandIndex> {
     let listed = || {
         rows.iter().filter_map(|row| match row {
             ListRow::Command(id) => Some((*id, &model.commands[*id])),
@@ -424,9 +444,14 @@ fn followed(model: &Model, rows: &[ListRow], sort: ListSort) -> Option<CommandIn
     let last = |(id, c): &(CommandIndex, &CommandState)| (c.ended_ms, c.started_ms, *id);
     // What runs in the background of the others is not followed by start: an agent's own row
     // and a server the leftovers rule keeps run through the session, and following them
-    // took the selection from the command that just ended up to an old row.
-    let background = |c: &CommandState| {
-        c.is_session_owner() || matches!(c.status, tether_model::Status::LeftRunning { .. })
+    // took the selection from the command that just ended up to an old row. So does a
+    // command an agent went on from, one of its session started after it (Claude Code's
+    // `run_in_background` task): an agent waits on one command at a time, and between two
+    // the watch went up to that task and back down.
+    let background = |id: CommandIndex, c: &CommandState| {
+        c.is_session_owner()
+            || matches!(c.status, tether_model::Status::LeftRunning { .. })
+            || went_on(id)
     };
     // A command that needs the operator now (a runaway, a wait for input) comes before the
     // newest: the status bar names it, and the key pressed next is meant for it. Not the
@@ -444,7 +469,7 @@ fn followed(model: &Model, rows: &[ListRow], sort: ListSort) -> Option<CommandIn
     match sort {
         ListSort::Start => urgent().or_else(|| {
             running
-                .filter(|(_, c)| !background(c))
+                .filter(|(id, c)| !background(*id, c))
                 .max_by_key(|(id, c)| (c.started_ms, *id))
         }),
         ListSort::Cpu => running.min_by(|(_, a), (_, b)| cpu_order(a, b)),

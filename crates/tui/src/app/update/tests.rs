@@ -620,6 +620,40 @@ fn a_watch_does_not_follow_the_agent_nor_a_kept_server() {
     assert_eq!(app.view.selected, 4, "not the kept server nor the agent");
 }
 
+/// A command its agent went on from (Claude Code's `run_in_background` task: a later one
+/// started while it runs) runs in the background of the others: once the newest ends, the
+/// watch stays on it, not up at that task (a trial's watch went there between every two
+/// commands). Without an agent's row (a config's servers) the running one is followed.
+#[test]
+fn a_watch_does_not_go_back_to_a_task_its_agent_went_on_from() {
+    let (mut model, ended) = watched_after_the_end();
+    model.commands[0].apply(&event(50, spawned(7)));
+    model.commands[0].status = tether_model::Status::Running;
+    model.commands[0].ended_ms = None;
+    let mut app = crate::app::App::new(model);
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 0, "no agent: the one running");
+    // Its agent's row, in its session.
+    let mut agent = agent_row();
+    agent.journal_dir = app.model.commands[0].journal_dir.clone();
+    agent.apply(&event(10, spawned(5)));
+    app.model.commands.push(agent);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 2, "the last to end, not the task");
+    // The agent's next command is followed while it runs; once it ends, it stays.
+    let mut next = app.model.commands[1].clone();
+    next.apply(&event(995, spawned(11)));
+    next.status = tether_model::Status::Running;
+    app.model.commands.push(next);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 4);
+    app.model.commands[4].status = ended;
+    app.model.commands[4].ended_ms = Some(998);
+    app.prepare(size, 1_000);
+    assert_eq!(app.view.selected, 4, "not back up at the task");
+}
+
 /// What the status bar said goes after half a minute on screen with no key (a stop told as
 /// news minutes later misled a trial's operator), or at the next key; said again, it stays
 /// its own half minute.
