@@ -144,6 +144,13 @@ fn script(agent: Agent, ports: Ports, interaction: Interaction) -> Vec<ScriptSte
             Ends::Code(0),
             "after\n".into(),
         ),
+        // The shell's own words name it as bare (`/bin/bash: line 1: …` for Claude Code,
+        // whose shell is the shim called by its path), never a path of tether's.
+        step(
+            "echo \"$0\" >&2; no_such_command_here",
+            "a command not found",
+            Ends::Code(127),
+        ),
     ];
     if agent == Agent::Claude {
         steps.push(ScriptStep {

@@ -109,6 +109,15 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
             return EXIT_NOT_FOUND;
         }
     };
+    // Called by its path (`CLAUDE_CODE_SHELL=SHIMS_DIR/bash`), the shell is named by the
+    // real one's, as the caller would have named it without tether: `$0` and the shell's
+    // messages (`/bin/bash: line 1: foo: command not found`) never show a path into a
+    // shims directory. Called by name (found on PATH, `bash`, `-bash`), by that name.
+    let argv0 = if argv0.as_bytes().contains(&b'/') {
+        real.clone().into_os_string()
+    } else {
+        argv0
+    };
     // Inside a notify run (called by its full path: its PATH has no shims directory), the
     // call is the operator's own, never a command of a session: brokered, a failing one
     // would notify again, for ever.

@@ -70,6 +70,11 @@ pub fn mask(reading: Reading, run_dir: &Path, ports: &[u16], text: &str) -> Stri
     for (re, to) in MASKS.iter() {
         text = re.replace_all(&text, *to).into_owned();
     }
+    // The shell's name in `$0` and its messages: bare, the agent's own lookup (`$SHELL`,
+    // `/bin/bash` here, for Claude Code; the first `bash` on PATH, `/usr/bin/bash`, for Gemini
+    // CLI); under tether, the path the shim runs it from (`/bin/bash`): one file on a merged
+    // /usr (docs/agents.md). A path of tether's would still differ.
+    text = text.replace("/usr/bin/bash", "/bin/bash");
     // Where a large output's kept tail begins depends on the length of what follows it in
     // the agent's own text: Gemini CLI keeps the last 32,000 characters of the output and its
     // `Process Group PGID: N` line, so a pid with one digit more moves the cut. The line the
