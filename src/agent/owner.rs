@@ -8,6 +8,7 @@ use std::process::Command;
 
 use crate::exec::{self, EXIT_NOT_FOUND, SESSION_OWNER_ENV};
 use crate::journal::BROKER_ID_ENV;
+use crate::shim::Shell;
 
 pub use tether_protocol::names::OWNER_SUBCOMMAND;
 
@@ -33,14 +34,14 @@ pub fn become_session_owner(shims: &Path, agent_args: &[OsString], argv: &[OsStr
     // PATH, a shell the model names, found on PATH, would be the shim, around the hook's
     // own call of it).
     if !super::codex::is_codex(program) {
-        let bash = shims.join("bash");
         let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
         let mut joined = OsString::from(shims);
         joined.push(":");
         joined.push(path);
         command.env("PATH", joined);
-        for var in SHELL_VARS {
-            command.env(var, &bash);
+        let installed = |shell: Shell| shell.real_path().is_ok();
+        for (var, shell) in shell_settings(|var| std::env::var_os(var), installed) {
+            command.env(var, shims.join(shell.name()));
         }
     }
     // The agent's commands are brokered as commands of the session, not passed through as
@@ -61,9 +62,96 @@ pub fn become_session_owner(shims: &Path, agent_args: &[OsString], argv: &[OsStr
     exec::become_command(command)
 }
 
+/// The shim each of [`SHELL_VARS`] is pointed at: the shell the agent would run without
+/// tether, so that a zsh user's commands stay zsh's. `SHELL` keeps its own kind (`sh`, `bash`
+/// or `zsh`); Claude Code's and goose's setting, its own where it names bash or zsh, else
+/// `SHELL`'s where that is one of those two (what Claude Code falls back to). Else bash, as
+/// for a shell the shim finds no real one of (a zsh in `/usr/local/bin` only).
+fn shell_settings(
+    var: impl Fn(&str) -> Option<OsString>,
+    installed: impl Fn(Shell) -> bool,
+) -> [(&'static str, Shell); 3] {
+    let kind = |name: &str| {
+        var(name)
+            .and_then(|value| Shell::from_program(&value))
+            .filter(|shell| installed(*shell))
+    };
+    let login = kind("SHELL");
+    let bash_or_zsh = |shell: Option<Shell>| shell.filter(|s| *s != Shell::Sh);
+    SHELL_VARS.map(|name| {
+        let shell = match name {
+            "SHELL" => login,
+            _ => bash_or_zsh(kind(name)).or(bash_or_zsh(login)),
+        };
+        (name, shell.unwrap_or(Shell::Bash))
+    })
+}
+
 /// `PID:START_TICKS` of this process, which the agent will be.
 fn own_identity() -> Option<String> {
     let pid = std::process::id() as i32;
     let stat = crate::procfs::read_stat(pid)?;
     Some(format!("{pid}:{}", stat.start_ticks))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Vec<(&'static str, &'static str)> {
+        settings_with(vars, |_| true)
+    }
+
+    fn settings_with(
+        vars: &[(&str, &str)],
+        installed: impl Fn(Shell) -> bool,
+    ) -> Vec<(&'static str, &'static str)> {
+        let vars: Vec<(String, OsString)> = (vars.iter())
+            .map(|(k, v)| (k.to_string(), v.into()))
+            .collect();
+        let lookup = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        shell_settings(lookup, installed)
+            .into_iter()
+            .map(|(var, shell)| (var, shell.name()))
+            .collect()
+    }
+
+    #[test]
+    fn each_shell_setting_points_at_the_shim_of_the_shell_it_would_run() {
+        let all = |shell| {
+            vec![
+                ("CLAUDE_CODE_SHELL", shell),
+                ("GOOSE_SHELL", shell),
+                ("SHELL", shell),
+            ]
+        };
+        assert_eq!(settings(&[]), all("bash"));
+        assert_eq!(settings(&[("SHELL", "/bin/bash")]), all("bash"));
+        assert_eq!(settings(&[("SHELL", "/usr/bin/zsh")]), all("zsh"));
+        // A zsh the shim would find no real one of: bash, as before.
+        assert_eq!(
+            settings_with(&[("SHELL", "/usr/local/bin/zsh")], |s| s != Shell::Zsh),
+            all("bash")
+        );
+        // A login shell agents do not run (fish): bash, as without a SHELL.
+        assert_eq!(settings(&[("SHELL", "/usr/bin/fish")]), all("bash"));
+        // `sh` stays `sh` for `$SHELL -c`; Claude Code and goose run bash instead.
+        assert_eq!(
+            settings(&[("SHELL", "/bin/sh")]),
+            [
+                ("CLAUDE_CODE_SHELL", "bash"),
+                ("GOOSE_SHELL", "bash"),
+                ("SHELL", "sh")
+            ]
+        );
+        // An agent's own setting wins over SHELL.
+        assert_eq!(
+            settings(&[("SHELL", "/bin/zsh"), ("CLAUDE_CODE_SHELL", "/bin/bash")]),
+            [
+                ("CLAUDE_CODE_SHELL", "bash"),
+                ("GOOSE_SHELL", "zsh"),
+                ("SHELL", "zsh")
+            ]
+        );
+    }
 }
