@@ -741,6 +741,82 @@ fn without_a_socket_the_command_runs_and_stop_goes_through_the_brokers_pid() {
     env.finish();
 }
 
+/// A broker in a PID namespace of its own journals the pid it has there, and, as in Codex's
+/// workspace-write sandbox (a read-only `/tmp`), no control socket. Outside, that pid names
+/// another process or none: `tether ps` listed nothing, the watch read the command `lost`
+/// and `s` said it was not running. It is found by its start time among the processes here,
+/// listed running, and stopped through its broker's pid.
+#[test]
+fn a_broker_in_a_pid_namespace_of_its_own_is_listed_and_stopped_from_outside() {
+    let env = TestEnv::new("control_pidns");
+    if !nix::unistd::geteuid().is_root() {
+        return common::skip("a PID namespace of its own needs root (`unshare --pid`)");
+    }
+    // No socket: its path would be too long.
+    let long = env.path(&"l".repeat(100));
+    fs::create_dir(&long).expect("mkdir");
+    let exec = env.exec_command(
+        &["--name", "sandboxed"],
+        &["sh", "-c", "echo ready; exec sleep 1000"],
+    );
+    // `sh` is the namespace's first process, as a sandbox's own init is, and waits for it.
+    let mut command = Command::new("unshare");
+    command
+        .args([
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--",
+            "sh",
+            "-c",
+            "\"$@\"; :",
+            "sh",
+        ])
+        .arg(exec.get_program())
+        .args(exec.get_args())
+        .env(TAG_VAR, &env.tag)
+        .env("XDG_RUNTIME_DIR", &long);
+    let running = env.spawn_captured(command);
+    let dir = wait_named_dir(&env, "01-sandboxed");
+    wait_for_text(&env, &dir.join("stdout.log"), "ready");
+    let file = command_file(&env, &dir);
+    let inner = file.broker.expect("a broker").pid;
+    assert!(file.broker_pid_ns.is_some(), "its namespace is journaled");
+    assert_eq!(file.control_socket, None);
+
+    let listed = tether(&env, &long, &["ps", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    let host = rows[0]["broker_pid"]
+        .as_i64()
+        .expect("listed, with its pid here") as i32;
+    assert_ne!(host, inner, "{rows}");
+    let status = fs::read_to_string(format!("/proc/{host}/status")).expect("its status");
+    let nspid = status
+        .lines()
+        .find(|l| l.starts_with("NSpid:"))
+        .expect("NSpid");
+    assert!(nspid.ends_with(&format!("\t{inner}")), "{nspid}");
+    // What the watch and `tether open` replay: running, not lost.
+    let record = tether::journal::CommandRecord::load(&dir);
+    let replayed = tether::model::replay::command_so_far(&record);
+    assert_eq!(replayed.broker_pid, Some(host));
+    assert!(tether::model::replay::broker_alive(&replayed));
+
+    let stopped = tether(&env, &long, &["stop", &session_of(&dir)]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    assert!(
+        text(&stopped.stdout).contains("stopped through its broker's pid"),
+        "{stopped:?}"
+    );
+    running.wait(&env);
+    let record = load_complete(&dir);
+    assert_eq!(
+        record.result.and_then(|r| r.stopped_by),
+        Some(Origin::Shutdown)
+    );
+    env.finish();
+}
+
 trait StderrNow {
     fn stderr_text_now(&self) -> String;
 }

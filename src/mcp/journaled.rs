@@ -62,8 +62,8 @@ pub fn snapshot(id: CommandId, dir: &Path) -> Option<Tracked> {
     for event in events {
         tracked.apply(event);
     }
-    let broker = file.as_ref().and_then(|file| file.broker.as_ref());
-    if broker.is_some_and(|b| !broker_alive(b)) {
+    let broker = file.as_ref().and_then(tether_os::procfs::journaled_broker);
+    if broker.is_some_and(|b| !broker_alive(&b)) {
         tracked.ended = true;
         tracked.left_running.clear();
         tracked

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use tether_config::CommandConfig;
 use tether_config::attention::AttentionSettings;
 use tether_os::journal::{CommandRecord, Damage, SessionRecord};
+use tether_os::procfs::broker_seen_from_here;
 
 use tether_protocol::protocol::{BrokerIdentity, CommandSpec, Event, EventKind};
 
@@ -28,9 +29,9 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
     // failed.
     let starting = command.broker_pid.is_none()
         && record.result.is_none()
-        && record
-            .broker
-            .is_some_and(|b| tether_os::procfs::broker_alive(&b));
+        && (record.broker).is_some_and(|b| {
+            tether_os::procfs::broker_alive(&broker_seen_from_here(b, record.broker_pid_ns))
+        });
     if !closed && !starting && !broker_alive(&command) {
         let last = record.events.last().map_or(started, |e| e.ts_ms);
         command.broker_gone(last);
@@ -52,9 +53,14 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
 /// to the command it asked for); [`command_from_record`] adds how it ended.
 pub fn command_so_far(record: &CommandRecord) -> CommandState {
     let mut command = replay(config_of(record), record.dir.clone(), &record.events);
-    command.broker_start_ticks = (record.broker)
-        .filter(|b| command.broker_pid == Some(b.pid))
-        .map(|b| b.start_ticks);
+    // As this process sees it: a broker in a PID namespace of its own journals the pid it
+    // has there (looked up only while the run may go on).
+    if let Some(broker) = (record.broker).filter(|b| command.broker_pid == Some(b.pid)) {
+        let pid_ns = record.broker_pid_ns.filter(|_| record.result.is_none());
+        let here = broker_seen_from_here(broker, pid_ns);
+        command.broker_pid = Some(here.pid);
+        command.broker_start_ticks = Some(here.start_ticks);
+    }
     command.run = run_of(record);
     command.caller_pid = caller_of(record);
     command

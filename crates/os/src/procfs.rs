@@ -459,6 +459,66 @@ pub fn broker_alive(broker: &tether_protocol::protocol::BrokerIdentity) -> bool 
     read_stat(broker.pid).is_some_and(|s| s.start_ticks == broker.start_ticks && !s.is_zombie())
 }
 
+/// The broker a `command.json` names, as this process sees it (see
+/// [`broker_seen_from_here`]).
+pub fn journaled_broker(
+    file: &tether_protocol::protocol::CommandFile,
+) -> Option<tether_protocol::protocol::BrokerIdentity> {
+    Some(broker_seen_from_here(file.broker?, file.broker_pid_ns))
+}
+
+/// `broker` as this process sees it, given the PID namespace the broker journaled
+/// (`broker_pid_ns`: set only outside the first one). A broker in a namespace of its own (an
+/// agent's sandbox runs its commands so, and the shim's broker with them) journals the pid
+/// it has there, which names another process here, or none: it is found by its start time
+/// among the processes whose innermost pid (`NSpid`'s last) is that pid. In the same
+/// namespace, or where it is not found, `broker` as journaled (then judged gone).
+pub fn broker_seen_from_here(
+    broker: tether_protocol::protocol::BrokerIdentity,
+    pid_ns: Option<u64>,
+) -> tether_protocol::protocol::BrokerIdentity {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Key = (i32, u64, u64);
+    // Found once, then checked by its start: a watch asks again at every refresh. One not
+    // found is gone for good (it ran before its journal named it), and is not looked for again.
+    static FOUND: Mutex<Option<HashMap<Key, Option<i32>>>> = Mutex::new(None);
+    let Some(ns) = pid_ns.filter(|ns| crate::socket_dir::own_pid_namespace() != Some(*ns)) else {
+        return broker;
+    };
+    let key = (broker.pid, broker.start_ticks, ns);
+    let here = |pid: i32| tether_protocol::protocol::BrokerIdentity { pid, ..broker };
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = found.get_or_insert_with(HashMap::new);
+    match cache.get(&key) {
+        Some(None) => return broker,
+        Some(&Some(pid)) if read_stat(pid).is_some_and(|s| s.start_ticks == broker.start_ticks) => {
+            return here(pid);
+        }
+        _ => {}
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return broker;
+    };
+    let inner_pid = |pid: i32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+        let mut pids = line.split_whitespace();
+        // Only a process of a namespace below this one has more than one.
+        pids.next()?;
+        pids.last()?.parse::<i32>().ok()
+    };
+    let pid = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .find(|&pid| {
+            inner_pid(pid) == Some(broker.pid)
+                && read_stat(pid).is_some_and(|s| s.start_ticks == broker.start_ticks)
+        });
+    cache.insert(key, pid);
+    pid.map_or(broker, here)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

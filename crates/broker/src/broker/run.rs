@@ -223,6 +223,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         broker: Some(identity),
         broker_token: std::env::var(BROKER_TOKEN_ENV).ok(),
         control_socket: control.as_ref().ok().map(|c| c.path().to_path_buf()),
+        broker_pid_ns: tether_os::socket_dir::own_pid_namespace(),
     };
     let logs = journal.and_then(|dir| {
         let dir =

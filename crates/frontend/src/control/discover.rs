@@ -152,7 +152,7 @@ fn read_live_command(id: &CommandId, dir: &Path) -> Result<Option<LiveCommand>, 
 
 /// The live command `file` names in `dir`, if its broker runs.
 fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand> {
-    let broker = file.broker?;
+    let broker = tether_os::procfs::journaled_broker(&file)?;
     if !broker_alive(&broker) {
         // Killed before it could clean up: its socket is stale.
         if let Some(socket) = &file.control_socket {
@@ -237,7 +237,7 @@ fn state_label(
 pub fn journaled_broker_alive(dir: &Path) -> Option<bool> {
     let file: CommandFile =
         serde_json::from_slice(&read_metadata(&dir.join(COMMAND_FILE)).ok()?).ok()?;
-    Some(broker_alive(&file.broker?))
+    Some(broker_alive(&tether_os::procfs::journaled_broker(&file)?))
 }
 
 /// The directory of the session named `session` under `state_dir`, found as

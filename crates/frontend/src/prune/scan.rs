@@ -157,7 +157,7 @@ fn command_runs(dir: &OwnedFd, shown: &str, stat: &FileStat, now_ms: u64) -> Opt
         Ok(file) => file,
         Err(err) => return Some(format!("{shown}/{COMMAND_FILE} is unreadable ({err})")),
     };
-    let Some(broker) = file.broker else {
+    let Some(broker) = tether_os::procfs::journaled_broker(&file) else {
         return Some(format!(
             "{shown}/{COMMAND_FILE} names no broker: cannot tell"
         ));

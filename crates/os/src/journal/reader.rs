@@ -100,6 +100,9 @@ pub struct CommandRecord {
     /// The broker `command.json` names (it writes the file before it journals
     /// `broker_started`).
     pub broker: Option<BrokerIdentity>,
+    /// The broker's PID namespace, where it is not the first one (see
+    /// `CommandFile::broker_pid_ns`): `broker.pid` is the pid it has there.
+    pub broker_pid_ns: Option<u64>,
     pub events: Vec<Event>,
     pub result: Option<CommandResult>,
     pub damage: Vec<Damage>,
@@ -120,6 +123,7 @@ impl CommandRecord {
                 None
             });
         let broker = file.as_ref().and_then(|f| f.broker);
+        let broker_pid_ns = file.as_ref().and_then(|f| f.broker_pid_ns);
         let request = file.map(|f| f.request);
         let mut tail = EventTail::new(dir.join(EVENTS_FILE));
         let events = match tail.poll() {
@@ -153,6 +157,7 @@ impl CommandRecord {
             id: id_of(dir),
             request,
             broker,
+            broker_pid_ns,
             events,
             result,
             damage,

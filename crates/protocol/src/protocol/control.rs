@@ -83,6 +83,11 @@ pub struct CommandFile {
     /// Absent when the broker could not create one (a `control_unavailable` event says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_socket: Option<PathBuf>,
+    /// The broker's PID namespace (the inode of its `/proc/self/ns/pid`) when it is not the
+    /// first one: `broker`'s pid is the one it has there (an agent's sandbox), which a
+    /// reader elsewhere must find its own pid for (`procfs::broker_seen_from_here`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_pid_ns: Option<u64>,
 }
 
 #[cfg(test)]
@@ -109,6 +114,7 @@ mod tests {
             }),
             broker_token: Some("0123456789abcdef0123456789abcdef".into()),
             control_socket: Some("/run/user/1/tether/42-99.sock".into()),
+            broker_pid_ns: None,
         };
         let json = serde_json::to_string(&file).unwrap();
         assert_eq!(
