@@ -303,7 +303,7 @@ fn processes(n: usize) -> String {
 }
 
 /// [`describe`], with what only the command knows: a reaped orphan's command line, and
-/// whether it had escaped; at the run's `exit`, how it ended in the words every view uses
+/// whether it had escaped; an agent's `waiting for you no longer`; at the run's `exit`, how it ended in the words every view uses
 /// (`exit timed out (SIGKILL)`, `exit stopped (SIGINT)`; a plain exit stays `exit code 3`).
 pub fn describe_in(command: &CommandState, kind: &EventKind) -> (String, Tone) {
     match kind {
@@ -326,6 +326,16 @@ pub fn describe_in(command: &CommandState, kind: &EventKind) -> (String, Tone) {
                 }
             }
         }
+        // An agent's wait for you ends in the words it began with.
+        EventKind::AttentionCleared {
+            attention: AttentionKind::NeedsInput,
+        } if command.is_session_owner() => (
+            format!(
+                "{} no longer",
+                tether_core::attention::detector::WAITING_FOR_YOU
+            ),
+            Tone::Quiet,
+        ),
         kind => describe(kind),
     }
 }
@@ -410,6 +420,34 @@ mod tests {
             },
         });
         assert_eq!((text.as_str(), tone), ("SIGKILL", Tone::Error));
+    }
+
+    /// An agent's wait for you ends as it began (a trial read `waiting for you`, then
+    /// `needs input no longer`); a command's wait for input as before.
+    #[test]
+    fn an_agents_wait_ends_in_its_own_words() {
+        use tether_protocol::protocol::CommandSpec;
+        let argv = [
+            "/usr/bin/tether",
+            "session-owner",
+            "--shims",
+            "/s",
+            "--",
+            "gemini",
+        ];
+        let agent = CommandState::new(tether_config::CommandConfig::new(
+            "gemini",
+            CommandSpec::Argv(argv.iter().map(|a| a.to_string()).collect()),
+        ));
+        let command = CommandState::new(tether_config::CommandConfig::new(
+            "read",
+            CommandSpec::Shell("read a".into()),
+        ));
+        let cleared = EventKind::AttentionCleared {
+            attention: AttentionKind::NeedsInput,
+        };
+        assert_eq!(describe_in(&agent, &cleared).0, "waiting for you no longer");
+        assert_eq!(describe_in(&command, &cleared).0, "needs input no longer");
     }
 
     /// A caller's stop (after it killed the shim or `tether exec` that ran the command)
