@@ -584,3 +584,36 @@ fn an_agent_waiting_on_its_terminal_with_no_command_running_waits_for_its_human(
         rig.kinds()
     );
 }
+
+/// An agent that rewrites its window title every second while it waits (Codex asking for
+/// approval) waits all the same: a write of terminal controls alone is no sign of work.
+/// One that draws text each second (a spinner) is at work.
+#[test]
+fn an_agent_that_only_retitles_its_window_still_waits_for_its_human() {
+    let agent = LaunchRequest {
+        attention: AttentionRequest {
+            agent: true,
+            ..AttentionRequest::default()
+        },
+        ..request()
+    };
+    let title: &[u8] = b"\x1b[?2026h\x1b[0m\x1b[?2026l\x1b]0;[ ! ] Action Required\x07";
+    for (writes, waits) in [(title, true), ("\x1b[2K⠋ Working".as_bytes(), false)] {
+        let mut rig = launched_reading(agent.clone(), vec![TERMINAL]);
+        let waiting = blocked_on(InputKind::Terminal, "epoll_wait");
+        rig.world.borrow_mut().blocked.push((CMD, waiting));
+        for _ in 0..30 {
+            rig.advance(Duration::from_secs(1));
+            rig.feed(Input::Read {
+                stream: crate::protocol::Stream::Stdout,
+                bytes: writes,
+            });
+        }
+        assert_eq!(
+            raised(&rig, AttentionKind::NeedsInput),
+            waits,
+            "{:?}",
+            rig.kinds()
+        );
+    }
+}
