@@ -790,12 +790,22 @@ fn a_broker_in_a_pid_namespace_of_its_own_is_listed_and_stopped_from_outside() {
         .as_i64()
         .expect("listed, with its pid here") as i32;
     assert_ne!(host, inner, "{rows}");
-    let status = fs::read_to_string(format!("/proc/{host}/status")).expect("its status");
-    let nspid = status
-        .lines()
-        .find(|l| l.starts_with("NSpid:"))
-        .expect("NSpid");
-    assert!(nspid.ends_with(&format!("\t{inner}")), "{nspid}");
+    let nspid = |pid: i64| {
+        let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("NSpid:"))
+            .map(str::to_owned);
+        line.expect("NSpid")
+    };
+    assert!(
+        nspid(host.into()).ends_with(&format!("\t{inner}")),
+        "{rows}"
+    );
+    // And its command's pid, as the one here.
+    let spawned = spawned_pid(&events_now(&dir));
+    let pid = rows[0]["pid"].as_i64().expect("its command's pid");
+    assert!(nspid(pid).ends_with(&format!("\t{spawned}")), "{rows}");
     // What the watch and `tether open` replay: running, not lost.
     let record = tether::journal::CommandRecord::load(&dir);
     let replayed = tether::model::replay::command_so_far(&record);

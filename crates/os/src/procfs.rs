@@ -470,53 +470,62 @@ pub fn journaled_broker(
 /// `broker` as this process sees it, given the PID namespace the broker journaled
 /// (`broker_pid_ns`: set only outside the first one). A broker in a namespace of its own (an
 /// agent's sandbox runs its commands so, and the shim's broker with them) journals the pid
-/// it has there, which names another process here, or none: it is found by its start time
-/// among the processes whose innermost pid (`NSpid`'s last) is that pid. In the same
-/// namespace, or where it is not found, `broker` as journaled (then judged gone).
+/// it has there, which names another process here, or none: see [`pid_seen_from_here`]. In
+/// the same namespace, or where it is not found, `broker` as journaled (then judged gone).
 pub fn broker_seen_from_here(
     broker: tether_protocol::protocol::BrokerIdentity,
     pid_ns: Option<u64>,
 ) -> tether_protocol::protocol::BrokerIdentity {
+    match pid_seen_from_here(broker.pid, broker.start_ticks, pid_ns) {
+        Some(pid) => tether_protocol::protocol::BrokerIdentity { pid, ..broker },
+        None => broker,
+    }
+}
+
+/// Whether a journal's pids are of another PID namespace than this process's: `pid_ns` is
+/// the namespace its broker journaled (`None`: the first one).
+pub fn is_foreign_namespace(pid_ns: Option<u64>) -> bool {
+    pid_ns != crate::socket_dir::own_pid_namespace()
+}
+
+/// The pid here of the process that has `pid` in PID namespace `pid_ns` and started at
+/// `start_ticks`: found among the processes whose innermost pid (`NSpid`'s last) is `pid`,
+/// by its start. `pid` itself where `pid_ns` is this process's own; `None` where it is not
+/// found.
+pub fn pid_seen_from_here(pid: i32, start_ticks: u64, pid_ns: Option<u64>) -> Option<i32> {
     use std::collections::HashMap;
     use std::sync::Mutex;
-    type Key = (i32, u64, u64);
+    type Key = (i32, u64, Option<u64>);
     // Found once, then checked by its start: a watch asks again at every refresh. One not
     // found is gone for good (it ran before its journal named it), and is not looked for again.
     static FOUND: Mutex<Option<HashMap<Key, Option<i32>>>> = Mutex::new(None);
-    let Some(ns) = pid_ns.filter(|ns| crate::socket_dir::own_pid_namespace() != Some(*ns)) else {
-        return broker;
-    };
-    let key = (broker.pid, broker.start_ticks, ns);
-    let here = |pid: i32| tether_protocol::protocol::BrokerIdentity { pid, ..broker };
+    if !is_foreign_namespace(pid_ns) {
+        return Some(pid);
+    }
+    let key = (pid, start_ticks, pid_ns);
+    let started = |here: i32| read_stat(here).is_some_and(|s| s.start_ticks == start_ticks);
     let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
     let cache = found.get_or_insert_with(HashMap::new);
     match cache.get(&key) {
-        Some(None) => return broker,
-        Some(&Some(pid)) if read_stat(pid).is_some_and(|s| s.start_ticks == broker.start_ticks) => {
-            return here(pid);
-        }
+        Some(None) => return None,
+        Some(&Some(here)) if started(here) => return Some(here),
         _ => {}
     }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return broker;
-    };
-    let inner_pid = |pid: i32| {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let inner_pid = |here: i32| {
+        let status = std::fs::read_to_string(format!("/proc/{here}/status")).ok()?;
         let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
         let mut pids = line.split_whitespace();
         // Only a process of a namespace below this one has more than one.
         pids.next()?;
         pids.last()?.parse::<i32>().ok()
     };
-    let pid = entries
+    let here = std::fs::read_dir("/proc")
+        .ok()?
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .find(|&pid| {
-            inner_pid(pid) == Some(broker.pid)
-                && read_stat(pid).is_some_and(|s| s.start_ticks == broker.start_ticks)
-        });
-    cache.insert(key, pid);
-    pid.map_or(broker, here)
+        .find(|&here| inner_pid(here) == Some(pid) && started(here));
+    cache.insert(key, here);
+    here
 }
 
 #[cfg(test)]

@@ -161,7 +161,13 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
         return None;
     }
     let events = log_window(&dir.join(EVENTS_FILE));
+    // A broker in a PID namespace of its own (an agent's sandbox) journals its command's
+    // pid there too: the pid here, found by its start, or none.
+    let foreign = procfs::is_foreign_namespace(file.broker_pid_ns);
     let pid = events.iter().find_map(|e| match e.kind {
+        EventKind::Spawned {
+            pid, start_ticks, ..
+        } if foreign => procfs::pid_seen_from_here(pid, start_ticks?, file.broker_pid_ns),
         EventKind::Spawned { pid, .. } => Some(pid),
         _ => None,
     });
@@ -173,7 +179,7 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
         || procfs::read_stat(broker.pid).map_or(0, |s| procfs::start_time_ms(&s)),
         |e| e.ts_ms,
     );
-    let (state, left_running) = state_label(&file, dir, &events, broker.pid);
+    let (state, left_running) = state_label(&file, dir, &events, (!foreign).then_some(broker.pid));
     Some(LiveCommand {
         id: id.clone(),
         name: file.request.name.clone(),
@@ -193,12 +199,13 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
 
 /// Where the command is in its life, by the model's own reading of its events, and whether
 /// it is left running. A pause is no event: whether its process, or all it left, is stopped
-/// by a signal now (`paused`, `left paused (N)`) is read from `/proc`, as the watch reads it.
+/// by a signal now (`paused`, `left paused (N)`) is read from `/proc`, as the watch reads it,
+/// where the journal's pids are this namespace's (`broker_pid` given).
 fn state_label(
     file: &CommandFile,
     dir: &Path,
     events: &[Event],
-    broker_pid: i32,
+    broker_pid: Option<i32>,
 ) -> (String, bool) {
     let config = CommandConfig::new(file.request.name.clone(), file.request.command.clone());
     let mut state = CommandState::new(config);
@@ -209,6 +216,7 @@ fn state_label(
     // Unreaped while its run lasts, the command's own pid is its; a kept process is known
     // by its start too, the journal's last tree being seconds old.
     let state_now = |pid: i32, started_ms: Option<u64>| {
+        broker_pid?;
         let stat = procfs::read_stat(pid)?;
         let same = started_ms.is_none_or(|ms| procfs::started_at(&stat, ms));
         same.then_some(char::from(stat.state))
@@ -218,7 +226,7 @@ fn state_label(
     }
     if matches!(state.status, Status::LeftRunning { .. }) {
         let kept: Vec<char> = (state.tree.iter())
-            .filter(|p| p.pid != broker_pid)
+            .filter(|p| Some(p.pid) != broker_pid)
             .filter_map(|p| state_now(p.pid, Some(p.start_ms)))
             .collect();
         state.observe_kept_states(kept.into_iter());
