@@ -1043,6 +1043,48 @@ fn a_name_two_commands_share_is_refused_and_each_id_stops_one() {
 
 /// A pause is no journal event: `tether ps` reads it from `/proc`, as the watch does. A
 /// command whose process is stopped by SIGSTOP reads `paused`, and `running` again on CONT.
+/// A command that waits for input nobody gives reads so in `tether ps` too, as in the
+/// watch (a trial's `ps` said `running` while both watches flagged the prompt).
+#[test]
+fn ps_says_what_needs_the_operator() {
+    let env = TestEnv::new("control_ps_needs");
+    let runtime = runtime_dir(&env);
+    fs::create_dir_all(env.path("config/tether")).expect("mkdir");
+    fs::write(
+        env.path("config/tether/config.toml"),
+        "[attention]\ninput_after = \"100ms\"\n",
+    )
+    .expect("config");
+    // Its stdin a pipe the test holds open and never writes to.
+    let running = spawn_exec_with(
+        &env,
+        &runtime,
+        &["--name", "prompt"],
+        &["sh", "-c", "printf 'Continue? '; read answer"],
+        |command| {
+            command
+                .stdin(Stdio::piped())
+                .env("XDG_CONFIG_HOME", env.path("config"));
+        },
+    );
+    let dir = wait_named_dir(&env, "01-prompt");
+    let mut rows = serde_json::Value::Null;
+    wait_until(&env, "ps to say it needs input", || {
+        let listed = tether(&env, &runtime, &["ps", "--json"]);
+        rows = serde_json::from_slice(&listed.stdout).expect("JSON");
+        rows[0]["state"] == "running, needs input"
+    });
+    let table = tether(&env, &runtime, &["ps"]);
+    assert!(
+        text(&table.stdout).contains("running, needs input"),
+        "{table:?}"
+    );
+    let stopped = tether(&env, &runtime, &["stop", &session_of(&dir)]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    running.wait(&env);
+    env.finish();
+}
+
 #[test]
 fn ps_says_a_command_stopped_by_a_signal_is_paused() {
     let env = TestEnv::new("control_ps_paused");

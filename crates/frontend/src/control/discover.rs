@@ -197,8 +197,9 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
     })
 }
 
-/// Where the command is in its life, by the model's own reading of its events, and whether
-/// it is left running. A pause is no event: whether its process, or all it left, is stopped
+/// Where the command is in its life, by the model's own reading of its events, with what
+/// needs the operator now (`running, needs input`, `running, runaway`), and whether it is
+/// left running. A pause is no event: whether its process, or all it left, is stopped
 /// by a signal now (`paused`, `left paused (N)`) is read from `/proc`, as the watch reads it,
 /// where the journal's pids are this namespace's (`broker_pid` given).
 fn state_label(
@@ -236,6 +237,14 @@ fn state_label(
         // The broker is alive: the run is not lost, it has not said `close` yet.
         Status::Lost | Status::Idle => "running".into(),
         _ => state.state_words(),
+    };
+    // What needs the operator now, in the words the watch has for it: `running, needs input`.
+    let words = match state.needs_you().filter(|mark| mark.kind.is_episode()) {
+        Some(mark) => format!(
+            "{words}, {}",
+            tether_model::describe::mark_words(mark.kind, &mark.detail)
+        ),
+        None => words,
     };
     (words, left_running)
 }
