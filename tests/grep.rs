@@ -388,6 +388,7 @@ out=$("$CLAUDE_CODE_SHELL" -c 'echo "captured: 2 warnings"; echo "done"')
 printf '  \342\216\277  %s\n' "$out"
 printf '\033[2K\033[1A  \342\216\277  %s\n' "$out"
 echo "agent: I saw warnings"
+for frame in 1 2 3; do printf '\033[2K\342\224\202 Shell: count the warnings \342\224\202\n'; done
 "#,
     );
     let mut command = env.tether(&["agent", "--session", "S", "--", "./fake-agent"]);
@@ -411,19 +412,28 @@ echo "agent: I saw warnings"
         printed,
         "S/02-echo:stdout:1: inherited: 3 warnings\n\
          S/03-echo:stdout:1: captured: 2 warnings\n\
-         S/01-fake-agent:stdout:6: agent: I saw warnings\n",
-        "each line once, the agent's own line too (stderr: {said})"
+         S/01-fake-agent:stdout:6: agent: I saw warnings\n\
+         S/01-fake-agent:stdout:7: │ Shell: count the warnings │\n",
+        "each line once, the agent's own lines too (stderr: {said})"
     );
     assert!(
         said.contains("S: 3 lines of the agent's terminal echoed what its commands printed"),
         "{said}"
     );
+    // Its box drawn three times (a terminal program's redraws): once.
+    assert!(
+        said.contains("S: 2 lines of the agent's terminal drew again what it showed above"),
+        "{said}"
+    );
     let (counts, _) = grep(&["-c", "warnings"]);
-    assert_eq!(counts, "S/01-fake-agent:1\nS/02-echo:1\nS/03-echo:1\n");
+    assert_eq!(counts, "S/01-fake-agent:2\nS/02-echo:1\nS/03-echo:1\n");
     // --echoes shows every line where it is.
     let (all, said) = grep(&["--echoes", "warnings"]);
-    assert_eq!(all.lines().count(), 6, "{all}");
-    assert!(!said.contains("echoed"), "{said}");
+    assert_eq!(all.lines().count(), 9, "{all}");
+    assert!(
+        !said.contains("echoed") && !said.contains("again"),
+        "{said}"
+    );
     // Under -v an agent's line is selected for what it lacks: nothing folds, its `done`
     // (also 03-echo's) is shown.
     let (others, said) = grep(&["-v", "warnings"]);

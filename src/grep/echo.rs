@@ -15,7 +15,7 @@
 //! [`ECHO_BEFORE_MS`] before that command started to [`ECHO_AFTER_MS`] after it ended.
 //! Under `-v` nothing is folded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use regex::bytes::Regex;
@@ -119,6 +119,10 @@ pub struct Echoes {
     calls: Vec<(String, (u64, u64))>,
     /// Agent lines folded so far.
     pub folded: u64,
+    /// The agent's rows shown so far (see [`Echoes::redraws`]).
+    shown: HashSet<String>,
+    /// Agent lines folded as redraws so far.
+    pub redrawn: u64,
 }
 
 /// At most this many distinct texts are remembered per session: past it, a line is still
@@ -151,6 +155,31 @@ impl Echoes {
     /// joined by spaces, or its shell line), run over `window` (`None`: any time).
     pub fn remember_call(&mut self, words: String, window: Option<(u64, u64)>) {
         self.calls.push((words, echo_window(window)));
+    }
+
+    /// Whether the agent's line showing `text` only draws again what it showed already: a
+    /// terminal program redraws its screen (Gemini CLI's box around a call came 102 times
+    /// for one `Password:` prompt). Every row of it where `regex` matches was in a line of
+    /// the agent's shown before; else its rows are remembered as shown. A folded line is
+    /// counted.
+    pub fn redraws(&mut self, text: &str, regex: &Regex) -> bool {
+        let rows: Vec<&str> = (text.split('\n'))
+            .filter(|row| regex.is_match(row.as_bytes()))
+            .map(core)
+            .collect();
+        if rows.is_empty() {
+            return false;
+        }
+        if rows.iter().all(|row| self.shown.contains(*row)) {
+            self.redrawn += 1;
+            return true;
+        }
+        for row in rows {
+            if self.shown.len() < MAX_REMEMBERED {
+                self.shown.insert(row.to_string());
+            }
+        }
+        false
     }
 
     /// Whether the agent's line showing `text`, written over `at` (first to last byte), is

@@ -209,6 +209,14 @@ impl<W: Write> Search<'_, W> {
                 if echoes.folded == 1 { "" } else { "s" },
             );
         }
+        if echoes.redrawn > 0 {
+            eprintln!(
+                "tether: {}: {} line{} of the agent's terminal drew again what it showed above: shown once (--echoes shows them)",
+                crate::model::output::one_line(&session),
+                echoes.redrawn,
+                if echoes.redrawn == 1 { "" } else { "s" },
+            );
+        }
         ControlFlow::Continue(())
     }
 
@@ -251,11 +259,11 @@ impl<W: Write> Search<'_, W> {
             let aligned = &mut self.aligned;
             let regex = self.regex;
             let mut unselect = |line: &LineMatch<'_>| match (&role, &times) {
-                (Role::Agent, Some(times)) => echoes.folds(
-                    &echo::printed(line.text),
-                    times.span(line.offset, line.text.len() as u64),
-                    regex,
-                ),
+                (Role::Agent, Some(times)) => {
+                    let printed = echo::printed(line.text);
+                    let span = times.span(line.offset, line.text.len() as u64);
+                    echoes.folds(&printed, span, regex) || echoes.redraws(&printed, regex)
+                }
                 _ => false,
             };
             let mut remembered = Vec::new();
