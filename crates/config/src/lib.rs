@@ -92,6 +92,12 @@ pub struct CommandConfig {
 }
 
 impl CommandConfig {
+    /// The agent of a `tether agent` session (journaled as `tether session-owner ... --
+    /// AGENT`), which owns it.
+    pub fn is_session_owner(&self) -> bool {
+        matches!(&self.command, CommandSpec::Argv(argv) if naming::agent_argv(argv).is_some())
+    }
+
     /// A command with every option at its default: started at once, in the current
     /// directory, with the default grace and no watchdog.
     pub fn new(name: impl Into<String>, command: CommandSpec) -> CommandConfig {

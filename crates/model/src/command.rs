@@ -873,8 +873,7 @@ impl CommandState {
     /// The agent of a `tether agent` session (journaled as `tether session-owner ... --
     /// AGENT ARGS`), which owns the session: it ends after its commands.
     pub fn is_session_owner(&self) -> bool {
-        matches!(&self.config.command, tether_protocol::protocol::CommandSpec::Argv(argv)
-            if tether_config::naming::agent_argv(argv).is_some())
+        self.config.is_session_owner()
     }
 
     /// One of an agent's own set-up shells (Claude Code's `env` probe and shell snapshot),

@@ -129,6 +129,42 @@ fn a_clean_exit_is_not_notable_and_a_failed_one_is() {
     assert_eq!(r.prev_notable(Some(1_300)), None);
 }
 
+/// An agent's own row redraws its screen all the time: its output is no moment for `[ ]`;
+/// a command's output is.
+#[test]
+fn an_agents_screen_output_is_no_moment_to_stop_at() {
+    let owner = [
+        "/usr/bin/tether",
+        "session-owner",
+        "--shims",
+        "/s",
+        "--",
+        "gemini",
+    ];
+    let mut agent = command("gemini", vec![event(1_000, spawned(5))]);
+    agent.config.command = CommandSpec::Argv(owner.iter().map(|a| a.to_string()).collect());
+    for ts in [1_100, 1_200, 1_300] {
+        agent
+            .events
+            .push(output(ts, Stream::Stdout, (ts - 1_100) * 100, 100));
+    }
+    let ls = command(
+        "ls",
+        vec![
+            event(1_150, spawned(7)),
+            output(1_250, Stream::Stdout, 0, 10),
+        ],
+    );
+    let r = Recording::new(vec![agent, ls]);
+    let mut at = r.first();
+    let mut visited = vec![at.unwrap()];
+    while let Some(ms) = r.next_event(at) {
+        visited.push(ms);
+        at = Some(ms);
+    }
+    assert_eq!(visited, [1_000, 1_150, 1_250]);
+}
+
 #[test]
 fn steps_stay_within_the_recording() {
     let r = recording();
