@@ -498,6 +498,35 @@ fn watch_shows_an_exec_started_elsewhere_and_stops_it() {
     env.finish();
 }
 
+/// A watched command whose broker has no control socket (an agent's sandbox: its `/tmp` is
+/// read-only) is stopped with `s` all the same, by its broker's pid, as `tether stop` does
+/// (the watch said `its broker has no control socket` and stopped nothing).
+#[test]
+fn watch_stops_a_command_whose_broker_has_no_socket() {
+    let env = TestEnv::new("tui-watch-nosocket");
+    let long = env.path(&"l".repeat(100));
+    std::fs::create_dir(&long).expect("mkdir");
+    let tmux = Tmux::start(&env, 200, 50);
+    tmux.type_line(&env, &tether_line(&env, "watch"));
+    tmux.wait_screen(&env, "the watch", |s| s.contains("Commands"));
+    let mut command = env.exec_command(&["--name", "socketless"], &["sleep", "300"]);
+    command.env("XDG_RUNTIME_DIR", &long);
+    let exec = env.spawn_captured(command);
+    tmux.wait_screen(&env, "the command running", |s| {
+        s.lines()
+            .any(|l| l.contains("socketless") && l.contains(" running "))
+    });
+    tmux.keys(&env, &["s"]);
+    let run = exec.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    tmux.wait_screen(&env, "the stop told", |s| {
+        s.contains("stopped through its broker's pid")
+    });
+    tmux.keys(&env, &["q"]);
+    drop(tmux);
+    env.finish();
+}
+
 /// Issue 7: `tether open` of a session whose commands still run signals them too.
 #[test]
 fn open_of_a_live_session_controls_its_commands() {

@@ -265,9 +265,13 @@ async fn request(live: &LiveCommand, message: Request) -> Result<String, String>
         _ if !Transport::Socket.accepts(&message) => return Ok(String::new()),
         _ => {}
     }
-    let mut broker = BrokerConversation::attach(live)
-        .await
-        .map_err(|err| err.to_string())?;
+    let mut broker = match BrokerConversation::attach(live).await {
+        Ok(broker) => broker,
+        // Attaching fails only before the broker heard anything (it has no socket: an
+        // agent's sandbox): by its pid, as `tether stop` and `signal` go, once that pid is
+        // proved to be the broker.
+        Err(err) => return by_pid(live, &message, &err.to_string()).await,
+    };
     let ack = match broker.answer(&message).await {
         Answer::Done(ack) => ack,
         Answer::Refused { message, .. } => return Err(format!("the broker refused: {message}")),
@@ -282,6 +286,21 @@ async fn request(live: &LiveCommand, message: Request) -> Result<String, String>
         Answer::Closed => return Err("the broker closed the connection".into()),
     };
     Ok(done_words(&message, ack))
+}
+
+/// A stop or a group signal without the broker's socket: a stop is asked of its pid (SIGTERM
+/// makes it run its stop sequence), a signal sent by tether itself.
+async fn by_pid(live: &LiveCommand, message: &Request, why: &str) -> Result<String, String> {
+    use tether_frontend::control::fallback;
+    match message {
+        Request::Stop { .. } => fallback::stop_through_pid(live, why).await,
+        Request::Signal {
+            signal,
+            scope: Scope::Group,
+            ..
+        } => fallback::signal_through_pid(live, *signal, why),
+        _ => Err(why.to_string()),
+    }
 }
 
 /// What the status bar says of a request its broker carried out: `SIGTERM sent to 1
