@@ -56,8 +56,10 @@ pub fn command_so_far(record: &CommandRecord) -> CommandState {
     // As this process sees it: a broker in a PID namespace of its own journals the pid it
     // has there (looked up only while the run may go on).
     if let Some(broker) = (record.broker).filter(|b| command.broker_pid == Some(b.pid)) {
-        let pid_ns = record.broker_pid_ns.filter(|_| record.result.is_none());
-        let here = broker_seen_from_here(broker, pid_ns);
+        let here = match record.result {
+            None => broker_seen_from_here(broker, record.broker_pid_ns),
+            Some(_) => broker,
+        };
         command.broker_pid = Some(here.pid);
         command.broker_start_ticks = Some(here.start_ticks);
     }

@@ -483,26 +483,60 @@ pub fn broker_seen_from_here(
 }
 
 /// Whether a journal's pids are of another PID namespace than this process's: `pid_ns` is
-/// the namespace its broker journaled (`None`: the first one).
+/// the namespace its broker journaled, set only outside the first one. A journal without one
+/// read in a namespace of this process's own (a container) is taken as before: its pids are
+/// not to be found from here either way.
 pub fn is_foreign_namespace(pid_ns: Option<u64>) -> bool {
-    pid_ns != crate::socket_dir::own_pid_namespace()
+    pid_ns.is_some() && pid_ns != crate::socket_dir::own_pid_namespace()
+}
+
+/// A process here that may be one a journal of another PID namespace names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Candidate {
+    /// Its pid here.
+    here: i32,
+    /// Its pid in the innermost namespace it is in (`NSpid`'s last).
+    inner: i32,
+    uid: u32,
+    /// Its PID namespace, where its `ns/pid` could be read (not a broker's, by another
+    /// than root: a broker is not dumpable).
+    ns: Option<u64>,
+}
+
+/// Of the processes that started at the journaled tick, the one that is `pid` in namespace
+/// `ns` and runs as `uid`; `None` when none is, or when two are and their namespaces cannot
+/// tell them apart (two sandboxes whose commands started in the same tick).
+fn choose(candidates: &[Candidate], pid: i32, uid: u32, ns: u64) -> Option<i32> {
+    let mut matching = candidates.iter().filter(|c| c.inner == pid && c.uid == uid);
+    let first = matching.next()?;
+    let Some(_) = matching.next() else {
+        return (first.ns.is_none_or(|n| n == ns)).then_some(first.here);
+    };
+    let mut in_ns =
+        (candidates.iter()).filter(|c| c.inner == pid && c.uid == uid && c.ns == Some(ns));
+    match (in_ns.next(), in_ns.next()) {
+        (Some(only), None) => Some(only.here),
+        _ => None,
+    }
 }
 
 /// The pid here of the process that has `pid` in PID namespace `pid_ns` and started at
-/// `start_ticks`: found among the processes whose innermost pid (`NSpid`'s last) is `pid`,
-/// by its start. `pid` itself where `pid_ns` is this process's own; `None` where it is not
-/// found.
+/// `start_ticks`: found among this user's processes that started then, by their innermost
+/// pid (`NSpid`'s last) and, where two match, their namespace. `pid` itself where `pid_ns`
+/// is not foreign ([`is_foreign_namespace`]); `None` where it is not found for sure.
 pub fn pid_seen_from_here(pid: i32, start_ticks: u64, pid_ns: Option<u64>) -> Option<i32> {
     use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
     use std::sync::Mutex;
-    type Key = (i32, u64, Option<u64>);
+    type Key = (i32, u64, u64);
     // Found once, then checked by its start: a watch asks again at every refresh. One not
-    // found is gone for good (it ran before its journal named it), and is not looked for again.
+    // found is gone for good (it ran before its journal named it), and is not looked for
+    // again; an answer two processes left open is looked for again.
     static FOUND: Mutex<Option<HashMap<Key, Option<i32>>>> = Mutex::new(None);
-    if !is_foreign_namespace(pid_ns) {
+    let Some(ns) = pid_ns.filter(|_| is_foreign_namespace(pid_ns)) else {
         return Some(pid);
-    }
-    let key = (pid, start_ticks, pid_ns);
+    };
+    let key = (pid, start_ticks, ns);
     let started = |here: i32| read_stat(here).is_some_and(|s| s.start_ticks == start_ticks);
     let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
     let cache = found.get_or_insert_with(HashMap::new);
@@ -511,26 +545,79 @@ pub fn pid_seen_from_here(pid: i32, start_ticks: u64, pid_ns: Option<u64>) -> Op
         Some(&Some(here)) if started(here) => return Some(here),
         _ => {}
     }
-    let inner_pid = |here: i32| {
+    let candidate = |here: i32| {
+        // The start first: one stat read rules out nearly every process.
+        if !started(here) {
+            return None;
+        }
         let status = std::fs::read_to_string(format!("/proc/{here}/status")).ok()?;
-        let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
-        let mut pids = line.split_whitespace();
-        // Only a process of a namespace below this one has more than one.
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name));
+        // Only a process of a namespace below this one has more than one pid.
+        let mut pids = field("NSpid:")?.split_whitespace();
         pids.next()?;
-        pids.last()?.parse::<i32>().ok()
+        let inner = pids.last()?.parse().ok()?;
+        let uid = field("Uid:")?.split_whitespace().next()?.parse().ok()?;
+        let ns = std::fs::metadata(format!("/proc/{here}/ns/pid"))
+            .ok()
+            .map(|m| m.ino());
+        Some(Candidate {
+            here,
+            inner,
+            uid,
+            ns,
+        })
     };
-    let here = std::fs::read_dir("/proc")
+    let candidates: Vec<Candidate> = std::fs::read_dir("/proc")
         .ok()?
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .find(|&here| inner_pid(here) == Some(pid) && started(here));
-    cache.insert(key, here);
+        .filter_map(candidate)
+        .collect();
+    let uid = nix::unistd::geteuid().as_raw();
+    let here = choose(&candidates, pid, uid, ns);
+    let matching = (candidates.iter())
+        .filter(|c| c.inner == pid && c.uid == uid)
+        .count();
+    if here.is_some() || matching == 0 {
+        cache.insert(key, here);
+    }
     here
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two sandboxes whose brokers are both pid 3 there and started in the same tick are
+    /// told apart by their namespace where it can be read, else by nobody; another user's
+    /// process is never taken; one of ours in no namespace below is no candidate at all.
+    #[test]
+    fn a_pid_of_another_namespace_is_found_only_where_it_is_certain() {
+        let candidate = |here, inner, uid, ns| Candidate {
+            here,
+            inner,
+            uid,
+            ns,
+        };
+        let ours = candidate(100, 3, 1000, Some(7));
+        assert_eq!(choose(&[ours], 3, 1000, 7), Some(100));
+        assert_eq!(choose(&[ours], 4, 1000, 7), None, "another pid");
+        assert_eq!(choose(&[ours], 3, 1001, 7), None, "another user's");
+        assert_eq!(choose(&[ours], 3, 1000, 8), None, "another namespace");
+        // Its namespace unreadable (a broker, not dumpable): the one candidate is taken.
+        let unread = candidate(100, 3, 1000, None);
+        assert_eq!(choose(&[unread], 3, 1000, 7), Some(100));
+        // Two alike: the namespace tells.
+        let other = candidate(200, 3, 1000, Some(8));
+        assert_eq!(choose(&[other, ours], 3, 1000, 7), Some(100));
+        assert_eq!(choose(&[ours, other], 3, 1000, 8), Some(200));
+        // Two alike, neither namespace read: nobody.
+        let unread_other = candidate(200, 3, 1000, None);
+        assert_eq!(choose(&[unread, unread_other], 3, 1000, 7), None);
+        // Another user's twin does not make ours uncertain.
+        let theirs = candidate(300, 3, 1001, None);
+        assert_eq!(choose(&[theirs, unread], 3, 1000, 7), Some(100));
+    }
 
     /// A process is the one a journal recorded by its start, within the slack; one that
     /// started seconds later only has its pid.

@@ -254,7 +254,12 @@ fn state_label(
 pub fn journaled_broker_alive(dir: &Path) -> Option<bool> {
     let file: CommandFile =
         serde_json::from_slice(&read_metadata(&dir.join(COMMAND_FILE)).ok()?).ok()?;
-    Some(broker_alive(&tether_os::procfs::journaled_broker(&file)?))
+    // An ended run's broker is not looked for in another PID namespace: it is gone or going.
+    let broker = match fs::symlink_metadata(dir.join(RESULT_FILE)) {
+        Ok(_) => file.broker?,
+        Err(_) => tether_os::procfs::journaled_broker(&file)?,
+    };
+    Some(broker_alive(&broker))
 }
 
 /// The directory of the session named `session` under `state_dir`, found as
