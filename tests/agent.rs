@@ -38,6 +38,9 @@ fn agent_command_in(env: &TestEnv, session: &str) -> Command {
         .env_remove("TETHER_LEFTOVERS")
         .env_remove("TETHER_LEFTOVERS_MAX")
         .env_remove("TETHER_SESSION_OWNER")
+        // The shims the agent is given follow the user's shell: bash here, whatever the
+        // runner's.
+        .env("SHELL", "/bin/bash")
         .stdin(std::process::Stdio::null());
     command
 }

@@ -12,8 +12,8 @@ use crate::shim::Shell;
 
 pub use tether_protocol::names::OWNER_SUBCOMMAND;
 
-/// The shell settings pointed at the bash shim: Claude Code's, goose's, and the one most
-/// others (and the agents' own `$SHELL -c`) read.
+/// The shell settings pointed at a shim (see [`shell_settings`]): Claude Code's, goose's,
+/// and the one most others (and the agents' own `$SHELL -c`) read.
 pub const SHELL_VARS: [&str; 3] = ["CLAUDE_CODE_SHELL", "GOOSE_SHELL", "SHELL"];
 
 /// Where PATH looks when it was not set at all (as a shell's default).
@@ -65,8 +65,9 @@ pub fn become_session_owner(shims: &Path, agent_args: &[OsString], argv: &[OsStr
 /// The shim each of [`SHELL_VARS`] is pointed at: the shell the agent would run without
 /// tether, so that a zsh user's commands stay zsh's. `SHELL` keeps its own kind (`sh`, `bash`
 /// or `zsh`); Claude Code's and goose's setting, its own where it names bash or zsh, else
-/// `SHELL`'s where that is one of those two (what Claude Code falls back to). Else bash, as
-/// for a shell the shim finds no real one of (a zsh in `/usr/local/bin` only).
+/// `SHELL`'s where that is one of those two. Past those, Claude Code 2.1 looks for zsh
+/// first, then bash: so does its setting here; goose's and any other is bash. Never a shell
+/// the shim finds no real one of (a zsh in `/usr/local/bin` only).
 fn shell_settings(
     var: impl Fn(&str) -> Option<OsString>,
     installed: impl Fn(Shell) -> bool,
@@ -81,6 +82,9 @@ fn shell_settings(
     SHELL_VARS.map(|name| {
         let shell = match name {
             "SHELL" => login,
+            "CLAUDE_CODE_SHELL" => bash_or_zsh(kind(name))
+                .or(bash_or_zsh(login))
+                .or(Some(Shell::Zsh).filter(|zsh| installed(*zsh))),
             _ => bash_or_zsh(kind(name)).or(bash_or_zsh(login)),
         };
         (name, shell.unwrap_or(Shell::Bash))
@@ -125,19 +129,30 @@ mod tests {
                 ("SHELL", shell),
             ]
         };
-        assert_eq!(settings(&[]), all("bash"));
+        assert_eq!(settings_with(&[], |s| s != Shell::Zsh), all("bash"));
         assert_eq!(settings(&[("SHELL", "/bin/bash")]), all("bash"));
         assert_eq!(settings(&[("SHELL", "/usr/bin/zsh")]), all("zsh"));
         // A zsh the shim would find no real one of: bash, as before.
+        let no_zsh = |s: Shell| s != Shell::Zsh;
         assert_eq!(
-            settings_with(&[("SHELL", "/usr/local/bin/zsh")], |s| s != Shell::Zsh),
+            settings_with(&[("SHELL", "/usr/local/bin/zsh")], no_zsh),
             all("bash")
         );
-        // A login shell agents do not run (fish): bash, as without a SHELL.
-        assert_eq!(settings(&[("SHELL", "/usr/bin/fish")]), all("bash"));
-        // `sh` stays `sh` for `$SHELL -c`; Claude Code and goose run bash instead.
+        // A login shell agents do not run (fish): Claude Code looks for zsh first, the
+        // others run bash; without zsh, bash for all.
+        let fish = [("SHELL", "/usr/bin/fish")];
         assert_eq!(
-            settings(&[("SHELL", "/bin/sh")]),
+            settings(&fish),
+            [
+                ("CLAUDE_CODE_SHELL", "zsh"),
+                ("GOOSE_SHELL", "bash"),
+                ("SHELL", "bash")
+            ]
+        );
+        assert_eq!(settings_with(&fish, no_zsh), all("bash"));
+        // `sh` stays `sh` for `$SHELL -c`; goose runs bash instead.
+        assert_eq!(
+            settings_with(&[("SHELL", "/bin/sh")], no_zsh),
             [
                 ("CLAUDE_CODE_SHELL", "bash"),
                 ("GOOSE_SHELL", "bash"),

@@ -79,6 +79,9 @@ impl AgentInvocation {
         let mut env: Vec<(OsString, OsString)> = vec![
             ("HOME".into(), home.clone().into()),
             ("TMPDIR".into(), tmp.into()),
+            // The user's shell, which Claude Code runs (without one it looks for zsh first):
+            // the same bash for every run, whatever the runner's.
+            ("SHELL".into(), "/bin/bash".into()),
         ];
         let mut set = |key: &str, value: &str| env.push((key.into(), value.into()));
         let args: Vec<&str> = match agent {
