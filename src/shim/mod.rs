@@ -110,11 +110,17 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         }
     };
     // Called by its path (`CLAUDE_CODE_SHELL=SHIMS_DIR/bash`), the shell is named by the
-    // real one's, as the caller would have named it without tether: `$0` and the shell's
-    // messages (`/bin/bash: line 1: foo: command not found`) never show a path into a
-    // shims directory. Called by name (found on PATH, `bash`, `-bash`), by that name.
+    // real one's path (a login shell's `-` kept): `$0` and the shell's messages (`/bin/bash:
+    // line 1: foo: command not found`) never show a path into a shims directory. Called by
+    // name (found on PATH, `bash`, `-bash`), by that name.
     let argv0 = if argv0.as_bytes().contains(&b'/') {
-        real.clone().into_os_string()
+        let mut named = OsString::from(if argv0.as_bytes().starts_with(b"-") {
+            "-"
+        } else {
+            ""
+        });
+        named.push(&real);
+        named
     } else {
         argv0
     };
