@@ -37,10 +37,12 @@ fn skip_escape(bytes: &[u8]) -> Option<usize> {
         b'[' => (2..bytes.len())
             .find(|&i| (0x40..=0x7e).contains(&bytes[i]))
             .map(|i| i + 1),
-        // OSC, DCS, SOS, PM, APC: a string up to BEL (OSC) or ST (ESC \).
+        // OSC, DCS, SOS, PM, APC: a string up to BEL (OSC) or ST (ESC \); another ESC ends
+        // it where it stands and begins a sequence of its own, as a terminal takes it.
         b']' | b'P' | b'X' | b'^' | b'_' => (2..bytes.len()).find_map(|i| match bytes[i] {
             BEL => Some(i + 1),
             ESC if bytes.get(i + 1) == Some(&b'\\') => Some(i + 2),
+            ESC if i + 1 < bytes.len() => Some(i),
             _ => None,
         }),
         // A character set or another sequence of intermediates, then a final byte.
@@ -73,5 +75,7 @@ mod tests {
         assert!(shows_text(b"\x1b]0;cut short"));
         assert!(shows_text(b"\x1b[38;5"));
         assert!(shows_text(b"x"));
+        // An OSC broken off by another sequence: what follows it is text.
+        assert!(shows_text(b"\x1b]0;t\x1b[31mRed\x07"));
     }
 }
