@@ -433,3 +433,65 @@ fn a_read_only_codex_command_runs_as_bare() {
     drop(server);
     env.finish();
 }
+
+/// A command in Codex's own workspace-write sandbox (`codex sandbox`: a PID namespace of its
+/// own, a read-only `/tmp`, a seccomp filter that denies `sendto`) is listed from outside
+/// with its pids here and stopped by `tether stop` through its broker's pid. The broker
+/// heard no signal there while tokio's handler woke it with a `send` on a socket pair:
+/// the stop waited its 12 s and the command ran on.
+#[test]
+fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
+    let env = TestEnv::new("codex_sandbox_stop");
+    let home = env.path("codex-home");
+    fs::create_dir_all(&home).unwrap();
+    let mut command = Command::new(codex_binary());
+    command
+        .args(["sandbox", "-c", "sandbox_mode=\"workspace-write\"", "--"])
+        .arg(common::BIN)
+        .arg("exec")
+        .arg("--state-dir")
+        .arg(env.state_dir())
+        .args([
+            "--session",
+            "sbx",
+            "--name",
+            "sleeper",
+            "--",
+            "sleep",
+            "300",
+        ])
+        .current_dir(env.dir.path())
+        .env("CODEX_HOME", &home)
+        .env(TAG_VAR, &env.tag)
+        .stdin(Stdio::null());
+    let running = env.spawn_captured(command);
+    let dir = env.wait_command_dir();
+    wait_until(&env, "the sleep spawned in the sandbox", || {
+        common::journal::events_now(&dir)
+            .iter()
+            .any(|e| matches!(e.kind, tether::protocol::EventKind::Spawned { .. }))
+    });
+    let tether = |args: &[&str]| {
+        let mut command = env.tether(args);
+        command.env(TAG_VAR, &env.tag);
+        common::run_to_end(&env, command, &format!("tether {args:?}"))
+    };
+    let listed = tether(&["ps", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    assert_eq!(rows[0]["state"], "running", "{rows}");
+    let broker = rows[0]["broker_pid"]
+        .as_i64()
+        .expect("its broker's pid here");
+    assert!(!is_gone(broker as i32), "{rows}");
+    let stopped = tether(&["stop", "sbx/01"]);
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    let said = String::from_utf8_lossy(&stopped.stdout);
+    assert!(said.contains("stopped through its broker's pid"), "{said}");
+    assert!(
+        said.contains("the command ended: stopped (SIGTERM)"),
+        "{said}"
+    );
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    env.finish();
+}

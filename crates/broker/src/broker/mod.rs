@@ -15,6 +15,7 @@ pub mod pty;
 mod reap;
 mod run;
 pub mod signaller;
+mod signals;
 pub mod spawn;
 pub use tether_core::state;
 pub mod stop;

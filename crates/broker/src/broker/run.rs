@@ -7,11 +7,9 @@
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use std::time::Instant;
-use tokio::signal::unix::{SignalKind, signal};
 
 use tokio::time::sleep_until;
 
@@ -23,6 +21,7 @@ use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::outlets::{JournalFiles, Outlets, now};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
+use super::signals::Signals;
 use super::spawn::{CgroupEntry, spawn};
 use super::state::{Broker, CommandNames, CopyProgress, Host, Input, Sender};
 use super::terminal::Terminals;
@@ -46,9 +45,7 @@ const READ_CHUNK: usize = 256 * 1024;
 const READS_PER_WAKE: usize = 8;
 
 /// The signal `PR_SET_PDEATHSIG` delivers: a hint to be confirmed, never acted on alone.
-fn pdeath_signal() -> SignalKind {
-    SignalKind::user_defined1()
-}
+const PDEATH_SIGNAL: libc::c_int = libc::SIGUSR1;
 
 /// The descriptors a front end hands a broker, taken (and made close-on-exec) before
 /// anything else in the process opens one: their numbers are fixed.
@@ -169,14 +166,8 @@ async fn await_launch(
 
 async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     // Handlers first: the death signal must never find its default action (termination).
-    let mut sigchld = signal(SignalKind::child())?;
-    let mut sigpdeath = signal(pdeath_signal())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    keep_stop_senders()?;
-    let pdeath = nix::sys::signal::Signal::try_from(pdeath_signal().as_raw_value())?;
-    nix::sys::prctl::set_pdeathsig(pdeath)?;
+    let mut signals = Signals::install()?;
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::try_from(PDEATH_SIGNAL)?)?;
 
     let Inherited {
         journal,
@@ -464,9 +455,19 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             .input_waiting()
             .and_then(|stream| pipes[stream as usize].as_ref());
         tokio::select! {
-            // What ended is reaped below, before the tick, as after every wake-up.
-            _ = sigchld.recv() => {
-                notice_exited_custodians(&mut broker, &mut out, &mut custodians);
+            arrived = signals.recv() => {
+                // What ended is reaped below, before the tick, as after every wake-up.
+                if arrived.has(libc::SIGCHLD) {
+                    notice_exited_custodians(&mut broker, &mut out, &mut custodians);
+                }
+                if arrived.has(PDEATH_SIGNAL)
+                    && parent.as_ref().is_none_or(|p| !p.confirm_alive())
+                {
+                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pdeathsig));
+                }
+                if arrived.stop() {
+                    shutdown(&mut broker, &mut out, &mut custodians);
+                }
             }
             ready = or_pending(order.as_ref().map(ReadyOrder::ready)), if order.as_ref().is_some_and(ReadyOrder::watching) => {
                 // The set failed: each pipe as it can be read from now on.
@@ -531,14 +532,6 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
             _ = or_pending(parent.as_ref().map(ParentWatch::exited)), if parent_alive => {
                 out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pidfd));
             }
-            _ = sigpdeath.recv() => {
-                if parent.as_ref().is_none_or(|p| !p.confirm_alive()) {
-                    out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pdeathsig));
-                }
-            }
-            _ = sigterm.recv() => shutdown(&mut broker, &mut out, &mut custodians),
-            _ = sigint.recv() => shutdown(&mut broker, &mut out, &mut custodians),
-            _ = sighup.recv() => shutdown(&mut broker, &mut out, &mut custodians),
             r = out.link.queue.write_some(&out.link.output), if parent_alive && !out.link.queue.is_empty() => {
                 if r.is_err() {
                     out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
@@ -675,30 +668,8 @@ fn watch_custodians(
 /// SIGTERM, SIGINT or SIGHUP to the broker.
 fn shutdown(broker: &mut Broker, out: &mut Outlets, custodians: &mut CustodianWatch) {
     notice_exited_custodians(broker, out, custodians);
-    let sender = STOP_SENDER.swap(0, Ordering::SeqCst);
-    let sender = (sender > 0).then_some(sender);
+    let sender = super::signals::take_stop_sender();
     out.feed(broker, Input::Shutdown { sender });
-}
-
-/// The pid that sent the last SIGTERM, SIGINT or SIGHUP (0: none, or the kernel's own),
-/// kept by a handler beside tokio's: the stop's origin depends on who sent it (see
-/// `Broker::shutdown_origin`).
-static STOP_SENDER: AtomicI32 = AtomicI32::new(0);
-
-/// Keeps the sender of each stop signal in [`STOP_SENDER`]. signal-hook-registry, which
-/// tokio's handlers are registered with too, runs every action of a signal, and gives this
-/// one the `siginfo_t` tokio's do not see.
-fn keep_stop_senders() -> io::Result<()> {
-    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        // SAFETY: the action is async-signal-safe: it reads the siginfo it is given and
-        // stores one integer in an atomic.
-        unsafe {
-            signal_hook_registry::register_sigaction(signal, |info: &libc::siginfo_t| {
-                STOP_SENDER.store(info.si_pid(), Ordering::SeqCst);
-            })
-        }?;
-    }
-    Ok(())
 }
 
 /// Says first which custodians have exited already, before a child's exit, a cgroup change
