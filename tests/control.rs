@@ -806,6 +806,16 @@ fn a_broker_in_a_pid_namespace_of_its_own_is_listed_and_stopped_from_outside() {
     let spawned = spawned_pid(&events_now(&dir));
     let pid = rows[0]["pid"].as_i64().expect("its command's pid");
     assert!(nspid(pid).ends_with(&format!("\t{spawned}")), "{rows}");
+    // Its pause is read by that pid.
+    let pid = pid as i32;
+    signal(pid, Signal::SIGSTOP);
+    wait_until(&env, "the command stopped", || {
+        tether::procfs::read_stat(pid).is_some_and(|s| s.state == b'T')
+    });
+    let listed = tether(&env, &long, &["ps", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    assert_eq!(rows[0]["state"], "paused", "{rows}");
+    signal(pid, Signal::SIGCONT);
     // What the watch and `tether open` replay: running, not lost.
     let record = tether::journal::CommandRecord::load(&dir);
     let replayed = tether::model::replay::command_so_far(&record);

@@ -179,7 +179,11 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
         || procfs::read_stat(broker.pid).map_or(0, |s| procfs::start_time_ms(&s)),
         |e| e.ts_ms,
     );
-    let (state, left_running) = state_label(&file, dir, &events, (!foreign).then_some(broker.pid));
+    let here = Here {
+        pid,
+        broker: (!foreign).then_some(broker.pid),
+    };
+    let (state, left_running) = state_label(&file, dir, &events, here);
     Some(LiveCommand {
         id: id.clone(),
         name: file.request.name.clone(),
@@ -197,17 +201,22 @@ fn live_of(id: &CommandId, dir: &Path, file: CommandFile) -> Option<LiveCommand>
     })
 }
 
+/// A live command's pids as this process sees them: its own (found where its broker is in
+/// a PID namespace of its own), and its broker's where the journal's pids are this
+/// namespace's (what it left is known only by the journal's).
+#[derive(Clone, Copy)]
+struct Here {
+    pid: Option<i32>,
+    broker: Option<i32>,
+}
+
 /// Where the command is in its life, by the model's own reading of its events, with what
 /// needs the operator now (`running, needs input`, `running, runaway`), and whether it is
 /// left running. A pause is no event: whether its process, or all it left, is stopped
 /// by a signal now (`paused`, `left paused (N)`) is read from `/proc`, as the watch reads it,
-/// where the journal's pids are this namespace's (`broker_pid` given).
-fn state_label(
-    file: &CommandFile,
-    dir: &Path,
-    events: &[Event],
-    broker_pid: Option<i32>,
-) -> (String, bool) {
+/// by the command's pid here, and by what it left where the journal's pids are this
+/// namespace's.
+fn state_label(file: &CommandFile, dir: &Path, events: &[Event], here: Here) -> (String, bool) {
     let config = CommandConfig::new(file.request.name.clone(), file.request.command.clone());
     let mut state = CommandState::new(config);
     state.begin_run(dir.to_path_buf(), events.first().map_or(0, |e| e.ts_ms));
@@ -217,17 +226,16 @@ fn state_label(
     // Unreaped while its run lasts, the command's own pid is its; a kept process is known
     // by its start too, the journal's last tree being seconds old.
     let state_now = |pid: i32, started_ms: Option<u64>| {
-        broker_pid?;
         let stat = procfs::read_stat(pid)?;
         let same = started_ms.is_none_or(|ms| procfs::started_at(&stat, ms));
         same.then_some(char::from(stat.state))
     };
-    if let Some(letter) = state.pid.and_then(|pid| state_now(pid, None)) {
+    if let Some(letter) = here.pid.and_then(|pid| state_now(pid, None)) {
         state.observe_state(letter);
     }
-    if matches!(state.status, Status::LeftRunning { .. }) {
+    if let (Status::LeftRunning { .. }, Some(broker_pid)) = (&state.status, here.broker) {
         let kept: Vec<char> = (state.tree.iter())
-            .filter(|p| Some(p.pid) != broker_pid)
+            .filter(|p| p.pid != broker_pid)
             .filter_map(|p| state_now(p.pid, Some(p.start_ms)))
             .collect();
         state.observe_kept_states(kept.into_iter());
