@@ -303,8 +303,9 @@ fn processes(n: usize) -> String {
 }
 
 /// [`describe`], with what only the command knows: a reaped orphan's command line, and
-/// whether it had escaped; an agent's `waiting for you no longer`; at the run's `exit`, how it ended in the words every view uses
-/// (`exit timed out (SIGKILL)`, `exit stopped (SIGINT)`; a plain exit stays `exit code 3`).
+/// whether it had escaped; an agent's `waiting for you no longer`; at the run's `exit`, how
+/// it ended in the words every view uses (`exit timed out (SIGKILL)`, `exit stopped
+/// (SIGINT)`; a plain exit stays `exit code 3`).
 pub fn describe_in(command: &CommandState, kind: &EventKind) -> (String, Tone) {
     match kind {
         EventKind::OrphanReaped {
