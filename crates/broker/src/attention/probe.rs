@@ -85,6 +85,7 @@ pub fn sample(
                 .flatten(),
             blocked: None,
             runs_command: false,
+            of_command: false,
         })
         .collect();
     if looks.agent {
@@ -130,18 +131,25 @@ fn sample_agent(
     for (sample, process) in samples.iter_mut().zip(live) {
         sample.runs_command = super::waits::runs_command(process, own);
     }
+    // Each command's processes, its shell call and all below it: none is the agent's own.
+    let commands: std::collections::HashSet<i32> = if samples.iter().any(|s| s.runs_command) {
+        let family = tether_os::procfs::Family::of(processes);
+        (samples.iter())
+            .filter(|s| s.runs_command)
+            .flat_map(|s| {
+                let below = family.descendants(s.pid, &[]).into_iter().map(|p| p.pid);
+                std::iter::once(s.pid).chain(below)
+            })
+            .collect()
+    } else {
+        Default::default()
+    };
+    for sample in samples.iter_mut() {
+        sample.of_command = commands.contains(&sample.pid);
+    }
     if !looks.blocked || inputs.is_empty() {
         return;
     }
-    // Each command's processes, its shell call and all below it: none is the agent's own.
-    let family = tether_os::procfs::Family::of(processes);
-    let commands: std::collections::HashSet<i32> = (samples.iter())
-        .filter(|s| s.runs_command)
-        .flat_map(|s| {
-            let below = family.descendants(s.pid, &[]).into_iter().map(|p| p.pid);
-            std::iter::once(s.pid).chain(below)
-        })
-        .collect();
     // The one last seen waiting first: it is the agent's main process almost always.
     let first = looks
         .waiting

@@ -37,6 +37,7 @@ fn process(pid: i32, cpu_ticks: u64) -> ProcessSample {
         demand_ns: None,
         blocked: None,
         runs_command: false,
+        of_command: false,
     }
 }
 

@@ -60,6 +60,11 @@ pub struct ProcessSample {
     pub blocked: Option<Blocked>,
     /// It is the broker of a command of the agent's that runs (an agent's sample only).
     pub runs_command: bool,
+    /// It is a process of a command of the agent's: such a broker or anything below it (an
+    /// agent's sample only). Not the agent's own work: left out of its CPU and memory, which
+    /// a sandbox that keeps its commands in the agent's own cgroup and tree (Codex's) would
+    /// otherwise count as the agent's, and flag the agent as the runaway its command is.
+    pub of_command: bool,
 }
 
 /// One look at the tree.
@@ -251,7 +256,8 @@ impl Detector {
         };
         match &sample {
             Sample::Fresh(processes) => {
-                self.rss_bytes = processes.iter().map(|p| p.rss_bytes).sum();
+                let own = processes.iter().filter(|p| !p.of_command);
+                self.rss_bytes = own.map(|p| p.rss_bytes).sum();
                 let ticks = processes
                     .iter()
                     .map(|p| ((p.pid, p.start_ticks), (p.cpu_ticks, p.demand_ns)))
@@ -300,7 +306,7 @@ impl Detector {
         // last interval with it (a lower bound, as every source of CPU time here is).
         let mut ticks = 0;
         let mut demand_ns = 0;
-        for p in processes {
+        for p in processes.iter().filter(|p| !p.of_command) {
             // New since: all its time is this interval's. Its demand counts only between two
             // readings (a process asleep at the last sample has none then).
             let (old_ticks, old_demand) = before

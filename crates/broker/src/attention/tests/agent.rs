@@ -42,6 +42,8 @@ struct World {
     cpu: f64,
     /// Until then it used a third of a core (drawing an answer).
     drew_until: f64,
+    /// A process of the server uses a whole core (a runaway the agent left running).
+    server_burns: bool,
 }
 
 const AT_PROMPT: World = World {
@@ -50,6 +52,7 @@ const AT_PROMPT: World = World {
     server: false,
     cpu: 0.005,
     drew_until: 0.0,
+    server_burns: false,
 };
 
 fn look(world: World, t: f64) -> Sample {
@@ -68,6 +71,7 @@ fn look(world: World, t: f64) -> Sample {
             reads: None,
         }),
         runs_command: false,
+        of_command: false,
     }];
     let commands = [(world.server, SERVER, 2), (world.command, BROKER, 3)];
     for (_, pid, start_ticks) in commands.into_iter().filter(|c| c.0) {
@@ -79,6 +83,20 @@ fn look(world: World, t: f64) -> Sample {
             demand_ns: None,
             blocked: None,
             runs_command: true,
+            of_command: true,
+        });
+    }
+    if world.server && world.server_burns {
+        // In the agent's tree below the server's broker, as a sandbox keeps it (Codex's).
+        processes.push(ProcessSample {
+            pid: SERVER + 1,
+            start_ticks: 4,
+            cpu_ticks: (t * HZ as f64) as u64,
+            rss_bytes: 1 << 30,
+            demand_ns: None,
+            blocked: None,
+            runs_command: false,
+            of_command: true,
         });
     }
     Sample::Fresh(processes)
@@ -224,6 +242,24 @@ fn a_command_it_wrote_after_runs_in_the_background() {
     assert!(events.is_empty(), "{events:?}");
     let events = drive(&mut d, t0, (22.0, 40.0), 1.0, both, |_| false);
     flagged_once(&events, 25.0..26.1);
+}
+
+/// A command of its that burns a core in its tree (Codex's sandbox keeps its commands there,
+/// in its cgroup) is the command's work, not the agent's: the agent at its prompt waits for
+/// you all the same, and is no runaway (a trial's watch flagged Codex, and `g` offered to
+/// stop it, for its sandboxed runaway).
+#[test]
+fn a_command_that_burns_a_core_in_its_tree_is_not_the_agents_work() {
+    let t0 = Instant::now();
+    let mut d = agent_detector(t0);
+    let server = |t: f64| World {
+        server: t >= 1.0,
+        server_burns: t >= 1.0,
+        ..AT_PROMPT
+    };
+    let told = |t: f64| (t - 1.5).abs() < 1e-9;
+    let events = drive(&mut d, t0, (0.0, 200.0), 1.0, server, told);
+    flagged_once(&events, 4.5..4.6);
 }
 
 #[test]

@@ -163,6 +163,7 @@ impl World {
                     .find(|(pid, _)| looks.blocked && *pid == p.pid)
                     .map(|(_, b)| b.clone()),
                 runs_command: looks.agent && self.runs_command.contains(&p.pid),
+                of_command: false,
             })
             .collect()
     }
