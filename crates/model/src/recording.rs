@@ -49,6 +49,9 @@ pub struct Recording {
     /// The moments of notable events: signals, errors, timeouts, exits but a clean
     /// `exit 0`, kills, orphans, moments that needed the operator.
     notable: Vec<u64>,
+    /// The first and last moment of every event, an agent's output too: the recording's
+    /// bounds (its last screen is where a killed agent's journal ends).
+    span: Option<(u64, u64)>,
 }
 
 /// The events `{` and `}` stop at: what changed how a run went, and what needed the
@@ -101,10 +104,17 @@ impl Recording {
             times
         };
         let (moments, notable) = (sorted(false), sorted(true));
+        let times = || {
+            (commands.iter().flat_map(|c| &c.events))
+                .filter(|e| is_moment(&e.kind))
+                .map(|e| e.ts_ms)
+        };
+        let span = times().min().zip(times().max());
         Recording {
             commands,
             moments,
             notable,
+            span,
             ..Recording::default()
         }
     }
@@ -145,16 +155,20 @@ impl Recording {
             times.sort_unstable();
             times.dedup();
         }
+        for line in &lines {
+            let (first, last) = self.span.unwrap_or((line.ts_ms, line.ts_ms));
+            self.span = Some((first.min(line.ts_ms), last.max(line.ts_ms)));
+        }
         self.launcher = lines;
         self
     }
 
     pub fn first(&self) -> Option<u64> {
-        self.moments.first().copied()
+        self.span.map(|(first, _)| first)
     }
 
     pub fn last(&self) -> Option<u64> {
-        self.moments.last().copied()
+        self.span.map(|(_, last)| last)
     }
 
     /// The moment before the cursor (`None`: at the live end, where the last moment is the

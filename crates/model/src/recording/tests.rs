@@ -163,6 +163,8 @@ fn an_agents_screen_output_is_no_moment_to_stop_at() {
         at = Some(ms);
     }
     assert_eq!(visited, [1_000, 1_150, 1_250]);
+    // Its output still bounds the recording: its last screen, at 1 300, is the end.
+    assert_eq!((r.first(), r.last()), (Some(1_000), Some(1_300)));
 }
 
 #[test]
