@@ -116,6 +116,21 @@ pub fn sample(
     samples
 }
 
+/// The processes of `roots` (the agent's commands' shell calls and brokers) and all below
+/// them.
+fn of_commands(processes: &[ProcStat], roots: &[i32]) -> std::collections::HashSet<i32> {
+    if roots.is_empty() {
+        return Default::default();
+    }
+    let family = tether_os::procfs::Family::of(processes);
+    (roots.iter())
+        .flat_map(|&root| {
+            let below = family.descendants(root, &[]).into_iter().map(|p| p.pid);
+            std::iter::once(root).chain(below)
+        })
+        .collect()
+}
+
 /// An agent's sample: which processes are brokers of its running commands, and the first of
 /// its own processes (none of a command's) with a thread waiting on its terminal. A command
 /// running is no reason not to look: the detector tells one the agent waits for from one it
@@ -126,24 +141,20 @@ fn sample_agent(
     looks: Looks,
     samples: &mut [ProcessSample],
 ) {
+    use super::waits::{CommandRole, command_role};
     let own = std::process::id() as i32;
     let live = processes.iter().filter(|p| !p.is_zombie());
+    let mut roots = Vec::new();
     for (sample, process) in samples.iter_mut().zip(live) {
-        sample.runs_command = super::waits::runs_command(process, own);
+        let role = command_role(process, own);
+        sample.runs_command = role == Some(CommandRole::Running);
+        if role.is_some() {
+            roots.push(process.pid);
+        }
     }
-    // Each command's processes, its shell call and all below it: none is the agent's own.
-    let commands: std::collections::HashSet<i32> = if samples.iter().any(|s| s.runs_command) {
-        let family = tether_os::procfs::Family::of(processes);
-        (samples.iter())
-            .filter(|s| s.runs_command)
-            .flat_map(|s| {
-                let below = family.descendants(s.pid, &[]).into_iter().map(|p| p.pid);
-                std::iter::once(s.pid).chain(below)
-            })
-            .collect()
-    } else {
-        Default::default()
-    };
+    // Each command's processes, its shell call or broker (a kept one too) and all below it:
+    // none is the agent's own.
+    let commands = of_commands(processes, &roots);
     for sample in samples.iter_mut() {
         sample.of_command = commands.contains(&sample.pid);
     }
@@ -368,5 +379,43 @@ mod tests {
         assert_eq!(blocked.call, "read");
         assert_eq!(blocked.program, "sh");
         assert!(input_file(std::fs::File::open("/dev/null").unwrap()).is_none());
+    }
+}
+
+#[cfg(test)]
+mod agent_tests {
+    use super::*;
+
+    fn process(pid: i32, ppid: i32) -> ProcStat {
+        ProcStat {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state: b'S',
+            ..ProcStat::default()
+        }
+    }
+
+    /// A command's processes are its root (a shell call, a broker, one kept in custody) and
+    /// everything below it; the agent's own processes beside them are not.
+    #[test]
+    fn a_commands_processes_are_its_root_and_all_below_it() {
+        // The agent 10 with a helper 11; a call 20 with its broker 21 and command 22 below;
+        // a kept broker 30 (adopted) with its server 31 and that server's worker 32.
+        let processes = [
+            process(10, 1),
+            process(11, 10),
+            process(20, 10),
+            process(21, 20),
+            process(22, 21),
+            process(30, 1),
+            process(31, 30),
+            process(32, 31),
+        ];
+        let mut found: Vec<i32> = of_commands(&processes, &[20, 30]).into_iter().collect();
+        found.sort_unstable();
+        assert_eq!(found, [20, 21, 22, 30, 31, 32]);
+        assert!(of_commands(&processes, &[]).is_empty());
     }
 }

@@ -179,20 +179,35 @@ pub fn terminal_wait(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
 /// it (in custody of what the command left running) is adopted by the nearest subreaper,
 /// the agent's broker `own_pid`: a server left running is no command running.
 pub fn runs_command(process: &ProcStat, own_pid: i32) -> bool {
-    if process.is_zombie() {
-        return false;
+    command_role(process, own_pid) == Some(CommandRole::Running)
+}
+
+/// What `process`, one of the agent's, is of its commands (see [`runs_command`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandRole {
+    /// A shell call in flight, or the broker of a command its front end waits for.
+    Running,
+    /// A broker in custody of what a command left running, adopted by the agent's broker.
+    Kept,
+}
+
+pub fn command_role(process: &ProcStat, own_pid: i32) -> Option<CommandRole> {
+    if process.is_zombie() || process.pid == own_pid {
+        return None;
     }
     let mut buf = [0u8; 64];
-    let Some(comm) = read_small(&format!("/proc/{}/comm", process.pid), &mut buf) else {
-        return false;
-    };
+    let comm = read_small(&format!("/proc/{}/comm", process.pid), &mut buf)?;
     let comm = comm.trim().as_bytes();
     if comm == tether_protocol::names::CALL_COMM.to_bytes() {
-        return true;
+        return Some(CommandRole::Running);
     }
-    process.pid == process.sid
-        && process.ppid != own_pid
-        && comm == tether_protocol::names::BROKER_COMM.to_bytes()
+    let broker =
+        process.pid == process.sid && comm == tether_protocol::names::BROKER_COMM.to_bytes();
+    match (broker, process.ppid == own_pid) {
+        (false, _) => None,
+        (true, false) => Some(CommandRole::Running),
+        (true, true) => Some(CommandRole::Kept),
+    }
 }
 
 fn epoll_fds(pid: i32, epfd: u64) -> Vec<i32> {
