@@ -150,9 +150,9 @@ enum Command {
     /// Run an agent (claude, goose, ...) in this terminal, as `exec` runs a command, with
     /// every command it runs through a shell journaled in its session: CLAUDE_CODE_SHELL,
     /// GOOSE_SHELL and SHELL point at the shim of the shell each would run, a private shims
-    /// directory comes first on PATH (Codex, which reads none of these, is given a hook on its command line instead).
-    /// The agent owns the session: when it exits, whatever its commands left running is
-    /// stopped. Its exit status becomes tether's.
+    /// directory comes first on PATH (Codex, which reads none of these, is given a hook on
+    /// its command line instead). The agent owns the session: when it exits, whatever its
+    /// commands left running is stopped. Its exit status becomes tether's.
     Agent {
         /// The session (default: the agent's name and the UTC time, e.g.
         /// claude-20261201T201500Z).

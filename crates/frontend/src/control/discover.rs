@@ -213,9 +213,9 @@ struct Here {
 /// Where the command is in its life, by the model's own reading of its events, with what
 /// needs the operator now (`running, needs input`, `running, runaway`), and whether it is
 /// left running. A pause is no event: whether its process, or all it left, is stopped
-/// by a signal now (`paused`, `left paused (N)`) is read from `/proc`, as the watch reads it,
-/// by the command's pid here, and by what it left where the journal's pids are this
-/// namespace's.
+/// by a signal now (`paused`, `left paused (N)`) is read from `/proc`: by the command's pid
+/// here, and by what it left where the journal's pids are this namespace's (the watch reads
+/// its sampler's, by the journal's pids).
 fn state_label(file: &CommandFile, dir: &Path, events: &[Event], here: Here) -> (String, bool) {
     let config = CommandConfig::new(file.request.name.clone(), file.request.command.clone());
     let mut state = CommandState::new(config);
