@@ -334,8 +334,8 @@ struct GrepArgs {
     /// Accepted for grep's sake: line numbers are always shown.
     #[arg(long = "line-number", short = 'n', hide = true)]
     line_number: bool,
-    /// Also show the lines of an agent's terminal that echo what its commands printed
-    /// (by default such a line is shown once, as the command's).
+    /// Also show the lines of an agent's terminal that echo what its commands printed, or
+    /// that redraw what it showed a moment before (by default such a line is shown once).
     #[arg(long)]
     echoes: bool,
 }

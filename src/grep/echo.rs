@@ -13,9 +13,10 @@
 //! whole, nothing but decoration is left, or the row is the call the agent drew
 //! (`● Bash(WORDS)`, WORDS in the command's words); and the agent wrote it from
 //! [`ECHO_BEFORE_MS`] before that command started to [`ECHO_AFTER_MS`] after it ended.
-//! Under `-v` nothing is folded.
+//! A line of the agent's that only draws again rows it drew a moment before (a redraw) is
+//! folded too ([`Echoes::redraws`]). Under `-v` nothing is folded.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
 use regex::bytes::Regex;
@@ -23,6 +24,9 @@ use regex::bytes::Regex;
 use crate::journal::CommandRecord;
 use crate::protocol::CommandSpec;
 
+/// How long after the agent last drew a row the same row is a redraw of it, not a new hit:
+/// a terminal program redraws at frames well apart from that (a spinner's, a second's).
+pub const REDRAW_WITHIN_MS: u64 = 5_000;
 /// How long after a command ends the agent may still be showing its output for the first
 /// time: it reads the result when the command exits, then draws it.
 pub const ECHO_AFTER_MS: u64 = 5_000;
@@ -119,8 +123,9 @@ pub struct Echoes {
     calls: Vec<(String, (u64, u64))>,
     /// Agent lines folded so far.
     pub folded: u64,
-    /// The agent's rows shown so far (see [`Echoes::redraws`]).
-    shown: HashSet<String>,
+    /// The agent's rows shown so far, each with when it was last drawn (see
+    /// [`Echoes::redraws`]).
+    shown: HashMap<String, Option<u64>>,
     /// Agent lines folded as redraws so far.
     pub redrawn: u64,
 }
@@ -157,29 +162,36 @@ impl Echoes {
         self.calls.push((words, echo_window(window)));
     }
 
-    /// Whether the agent's line showing `text` only draws again what it showed already: a
-    /// terminal program redraws its screen (Gemini CLI's box around a call came 102 times
-    /// for one `Password:` prompt). Every row of it where `regex` matches was in a line of
-    /// the agent's shown before; else its rows are remembered as shown. A folded line is
-    /// counted.
-    pub fn redraws(&mut self, text: &str, regex: &Regex) -> bool {
+    /// Whether the agent's line showing `text`, written over `at`, only draws again what it
+    /// showed a moment before: a terminal program redraws its screen (Gemini CLI's box
+    /// around a call came 102 times for one `Password:` prompt). Every row of it where
+    /// `regex` matches was in a line of the agent's drawn at most [`REDRAW_WITHIN_MS`]
+    /// before (or when either time is unknown), each such drawing renewing the row's time;
+    /// a row under [`MIN_REMEMBERED`] visible characters is never a redraw. The same row
+    /// drawn again later (a second prompt) is a hit again. A folded line is counted.
+    pub fn redraws(&mut self, text: &str, at: Option<(u64, u64)>, regex: &Regex) -> bool {
         let rows: Vec<&str> = (text.split('\n'))
             .filter(|row| regex.is_match(row.as_bytes()))
             .map(core)
             .collect();
-        if rows.is_empty() {
+        let short =
+            |row: &&str| row.chars().filter(|c| !c.is_whitespace()).count() < MIN_REMEMBERED;
+        if rows.is_empty() || rows.iter().any(short) {
             return false;
         }
-        if rows.iter().all(|row| self.shown.contains(*row)) {
-            self.redrawn += 1;
-            return true;
-        }
+        let recent = |row: &&str| match (self.shown.get(*row), at) {
+            (Some(&Some(last)), Some((first, _))) => first <= last + REDRAW_WITHIN_MS,
+            (Some(_), _) => true,
+            (None, _) => false,
+        };
+        let redrawn = rows.iter().all(recent);
         for row in rows {
-            if self.shown.len() < MAX_REMEMBERED {
-                self.shown.insert(row.to_string());
+            if self.shown.len() < MAX_REMEMBERED || self.shown.contains_key(row) {
+                self.shown.insert(row.to_string(), at.map(|(_, last)| last));
             }
         }
-        false
+        self.redrawn += u64::from(redrawn);
+        redrawn
     }
 
     /// Whether the agent's line showing `text`, written over `at` (first to last byte), is
@@ -389,6 +401,29 @@ mod tests {
         assert!(echoes.folds("● Bash(echo UNIQUE-LINE-42)", Some((9_800, 9_810)), &unique));
         assert!(!echoes.folds("⎿ UNIQUE-LINE-42", Some((100, 200)), &unique));
         assert!(!echoes.folds("● Bash(echo UNIQUE-LINE-42)", Some((100, 200)), &unique));
+    }
+
+    #[test]
+    fn a_row_drawn_again_a_moment_later_is_a_redraw_and_an_hour_later_a_hit() {
+        let mut echoes = Echoes::default();
+        let re = regex("Password");
+        let box_row = "│ Shell python3 -c input('Password: ') │";
+        assert!(
+            !echoes.redraws(box_row, Some((1_000, 1_010)), &re),
+            "first drawn"
+        );
+        for frame in 1..50 {
+            let at = 1_000 + frame * 200;
+            assert!(echoes.redraws(box_row, Some((at, at + 10)), &re));
+        }
+        assert_eq!(echoes.redrawn, 49);
+        // A second prompt an hour later is a hit again, and its redraws fold.
+        assert!(!echoes.redraws(box_row, Some((3_600_000, 3_600_010)), &re));
+        assert!(echoes.redraws(box_row, Some((3_600_100, 3_600_110)), &re));
+        // A short row (`ok`) is never a redraw.
+        let ok = regex("ok");
+        assert!(!echoes.redraws("ok", Some((1, 1)), &ok));
+        assert!(!echoes.redraws("ok", Some((2, 2)), &ok));
     }
 
     #[test]

@@ -68,8 +68,8 @@ pub struct GrepOptions {
     /// `--name`: only the commands whose name (`cargo`) or directory (`01-cargo`) this glob
     /// matches.
     pub name: Option<String>,
-    /// `--echoes`: show the lines of an agent's terminal that echo its commands' output
-    /// too (by default they are folded into the commands' own hits).
+    /// `--echoes`: show the lines of an agent's terminal that echo its commands' output, or
+    /// redraw its own, too (by default they are folded into the hits shown).
     pub echoes: bool,
 }
 
@@ -262,7 +262,7 @@ impl<W: Write> Search<'_, W> {
                 (Role::Agent, Some(times)) => {
                     let printed = echo::printed(line.text);
                     let span = times.span(line.offset, line.text.len() as u64);
-                    echoes.folds(&printed, span, regex) || echoes.redraws(&printed, regex)
+                    echoes.folds(&printed, span, regex) || echoes.redraws(&printed, span, regex)
                 }
                 _ => false,
             };
