@@ -30,7 +30,11 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
     let starting = command.broker_pid.is_none()
         && record.result.is_none()
         && (record.broker).is_some_and(|b| {
-            tether_os::procfs::broker_alive(&broker_seen_from_here(b, record.broker_pid_ns))
+            tether_os::procfs::broker_alive(&broker_seen_from_here(
+                b,
+                record.broker_pid_ns,
+                &record.dir,
+            ))
         });
     if !closed && !starting && !broker_alive(&command) {
         let last = record.events.last().map_or(started, |e| e.ts_ms);
@@ -57,7 +61,7 @@ pub fn command_so_far(record: &CommandRecord) -> CommandState {
     // has there (looked up only while the run may go on).
     if let Some(broker) = (record.broker).filter(|b| command.broker_pid == Some(b.pid)) {
         let here = match record.result {
-            None => broker_seen_from_here(broker, record.broker_pid_ns),
+            None => broker_seen_from_here(broker, record.broker_pid_ns, &record.dir),
             Some(_) => broker,
         };
         command.broker_pid = Some(here.pid);

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::path::Path;
 
 use nix::unistd::SysconfVar;
 
@@ -464,7 +465,43 @@ pub fn broker_alive(broker: &tether_protocol::protocol::BrokerIdentity) -> bool 
 pub fn journaled_broker(
     file: &tether_protocol::protocol::CommandFile,
 ) -> Option<tether_protocol::protocol::BrokerIdentity> {
-    Some(broker_seen_from_here(file.broker?, file.broker_pid_ns))
+    let journal = &file.request.journal_dir;
+    Some(broker_seen_from_here(
+        file.broker?,
+        file.broker_pid_ns,
+        journal,
+    ))
+}
+
+/// Whether process `pid` holds the shared lock a broker keeps on its journal's event log
+/// (`journal::writer::EventLog`) for its life, as `/proc/locks` lists it (its pids are this
+/// namespace's): a process that is not that journal's broker holds no lock on that file.
+pub fn holds_journal_lock(pid: i32, journal: &Path) -> bool {
+    let events = journal.join(crate::journal::writer::EVENTS_FILE);
+    let Ok(events) = crate::journal::secure::open_regular(&events) else {
+        return false;
+    };
+    let Ok(stat) = nix::sys::stat::fstat(&events) else {
+        return false;
+    };
+    let file = lock_file_id(stat.st_dev, stat.st_ino);
+    fs::read_to_string("/proc/locks").is_ok_and(|locks| lock_held(&locks, pid, &file))
+}
+
+/// A file as `/proc/locks` names it: `MAJOR:MINOR:INODE`, the device numbers in hex.
+fn lock_file_id(dev: libc::dev_t, ino: libc::ino_t) -> String {
+    format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev))
+}
+
+/// Whether `/proc/locks` text `locks` has a granted `flock` by `pid` on `file`
+/// (`1: FLOCK  ADVISORY  READ  4242 fe:00:1234 0 EOF`; a waiter's line has `->` after the
+/// number, and is not a lock held).
+fn lock_held(locks: &str, pid: i32, file: &str) -> bool {
+    let pid = pid.to_string();
+    locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        matches!(fields.as_slice(), [_, "FLOCK", _, _, holder, id, ..] if *holder == pid && *id == file)
+    })
 }
 
 /// `broker` as this process sees it, given the PID namespace the broker journaled
@@ -475,8 +512,12 @@ pub fn journaled_broker(
 pub fn broker_seen_from_here(
     broker: tether_protocol::protocol::BrokerIdentity,
     pid_ns: Option<u64>,
+    journal: &Path,
 ) -> tether_protocol::protocol::BrokerIdentity {
-    match pid_seen_from_here(broker.pid, broker.start_ticks, pid_ns) {
+    // Two alike (brokers of two sandboxes started in the same tick): the one that holds
+    // this journal's lock, as every broker does for its life.
+    let holds = |here: i32| holds_journal_lock(here, journal);
+    match pid_seen_from_here_by(broker.pid, broker.start_ticks, pid_ns, holds) {
         Some(pid) => tether_protocol::protocol::BrokerIdentity { pid, ..broker },
         None => broker,
     }
@@ -504,19 +545,39 @@ struct Candidate {
 }
 
 /// Of the processes that started at the journaled tick, the one that is `pid` in namespace
-/// `ns` and runs as `uid`; `None` when none is, or when two are and their namespaces cannot
-/// tell them apart (two sandboxes whose commands started in the same tick).
-fn choose(candidates: &[Candidate], pid: i32, uid: u32, ns: u64) -> Option<i32> {
-    let mut matching = candidates.iter().filter(|c| c.inner == pid && c.uid == uid);
-    let first = matching.next()?;
-    let Some(_) = matching.next() else {
-        return (first.ns.is_none_or(|n| n == ns)).then_some(first.here);
-    };
-    let mut in_ns =
-        (candidates.iter()).filter(|c| c.inner == pid && c.uid == uid && c.ns == Some(ns));
-    match (in_ns.next(), in_ns.next()) {
-        (Some(only), None) => Some(only.here),
+/// `ns` and runs as `uid`: those of another namespace (where it could be read) ruled out,
+/// the one left, or the one whose namespace is known to be `ns`, or the one `tie` picks
+/// (a broker: the holder of its journal's lock); `None` when none is, or several are
+/// (two sandboxes whose brokers started in the same tick, neither told apart).
+fn choose(
+    candidates: &[Candidate],
+    pid: i32,
+    uid: u32,
+    ns: u64,
+    tie: impl Fn(i32) -> bool,
+) -> Option<i32> {
+    let survivors: Vec<&Candidate> = (candidates.iter())
+        .filter(|c| c.inner == pid && c.uid == uid && c.ns.is_none_or(|n| n == ns))
+        .collect();
+    let one = |picked: Vec<i32>| match picked.as_slice() {
+        [only] => Some(*only),
         _ => None,
+    };
+    match survivors.as_slice() {
+        [] => None,
+        [only] => Some(only.here),
+        many => one(many
+            .iter()
+            .filter(|c| c.ns == Some(ns))
+            .map(|c| c.here)
+            .collect())
+        .or_else(|| {
+            one(many
+                .iter()
+                .map(|c| c.here)
+                .filter(|&here| tie(here))
+                .collect())
+        }),
     }
 }
 
@@ -525,6 +586,16 @@ fn choose(candidates: &[Candidate], pid: i32, uid: u32, ns: u64) -> Option<i32> 
 /// pid (`NSpid`'s last) and, where two match, their namespace. `pid` itself where `pid_ns`
 /// is not foreign ([`is_foreign_namespace`]); `None` where it is not found for sure.
 pub fn pid_seen_from_here(pid: i32, start_ticks: u64, pid_ns: Option<u64>) -> Option<i32> {
+    pid_seen_from_here_by(pid, start_ticks, pid_ns, |_| false)
+}
+
+/// [`pid_seen_from_here`], two alike told apart by `tie`.
+fn pid_seen_from_here_by(
+    pid: i32,
+    start_ticks: u64,
+    pid_ns: Option<u64>,
+    tie: impl Fn(i32) -> bool,
+) -> Option<i32> {
     use std::collections::HashMap;
     use std::os::unix::fs::MetadataExt;
     use std::sync::Mutex;
@@ -574,7 +645,7 @@ pub fn pid_seen_from_here(pid: i32, start_ticks: u64, pid_ns: Option<u64>) -> Op
         .filter_map(candidate)
         .collect();
     let uid = nix::unistd::geteuid().as_raw();
-    let here = choose(&candidates, pid, uid, ns);
+    let here = choose(&candidates, pid, uid, ns, tie);
     let matching = (candidates.iter())
         .filter(|c| c.inner == pid && c.uid == uid)
         .count();
@@ -589,8 +660,8 @@ mod tests {
     use super::*;
 
     /// Two sandboxes whose brokers are both pid 3 there and started in the same tick are
-    /// told apart by their namespace where it can be read, else by nobody; another user's
-    /// process is never taken; one of ours in no namespace below is no candidate at all.
+    /// told apart by their namespace where it can be read, else by the tie-breaker (a
+    /// broker's journal lock), else by nobody; another user's process is never taken.
     #[test]
     fn a_pid_of_another_namespace_is_found_only_where_it_is_certain() {
         let candidate = |here, inner, uid, ns| Candidate {
@@ -599,24 +670,50 @@ mod tests {
             uid,
             ns,
         };
+        let none = |_| false;
         let ours = candidate(100, 3, 1000, Some(7));
-        assert_eq!(choose(&[ours], 3, 1000, 7), Some(100));
-        assert_eq!(choose(&[ours], 4, 1000, 7), None, "another pid");
-        assert_eq!(choose(&[ours], 3, 1001, 7), None, "another user's");
-        assert_eq!(choose(&[ours], 3, 1000, 8), None, "another namespace");
+        assert_eq!(choose(&[ours], 3, 1000, 7, none), Some(100));
+        assert_eq!(choose(&[ours], 4, 1000, 7, none), None, "another pid");
+        assert_eq!(choose(&[ours], 3, 1001, 7, none), None, "another user's");
+        assert_eq!(choose(&[ours], 3, 1000, 8, none), None, "another namespace");
         // Its namespace unreadable (a broker, not dumpable): the one candidate is taken.
         let unread = candidate(100, 3, 1000, None);
-        assert_eq!(choose(&[unread], 3, 1000, 7), Some(100));
-        // Two alike: the namespace tells.
+        assert_eq!(choose(&[unread], 3, 1000, 7, none), Some(100));
+        // Two alike: the namespace tells, a known other one ruling its process out.
         let other = candidate(200, 3, 1000, Some(8));
-        assert_eq!(choose(&[other, ours], 3, 1000, 7), Some(100));
-        assert_eq!(choose(&[ours, other], 3, 1000, 8), Some(200));
-        // Two alike, neither namespace read: nobody.
+        assert_eq!(choose(&[other, ours], 3, 1000, 7, none), Some(100));
+        assert_eq!(choose(&[ours, other], 3, 1000, 8, none), Some(200));
+        assert_eq!(choose(&[other, unread], 3, 1000, 7, none), Some(100));
+        // Two alike, neither namespace read: the tie-breaker, else nobody.
         let unread_other = candidate(200, 3, 1000, None);
-        assert_eq!(choose(&[unread, unread_other], 3, 1000, 7), None);
+        assert_eq!(choose(&[unread, unread_other], 3, 1000, 7, none), None);
+        let holds_200 = |here| here == 200;
+        assert_eq!(
+            choose(&[unread, unread_other], 3, 1000, 7, holds_200),
+            Some(200)
+        );
         // Another user's twin does not make ours uncertain.
         let theirs = candidate(300, 3, 1001, None);
-        assert_eq!(choose(&[theirs, unread], 3, 1000, 7), Some(100));
+        assert_eq!(choose(&[theirs, unread], 3, 1000, 7, none), Some(100));
+    }
+
+    #[test]
+    fn only_a_granted_flock_of_that_pid_on_that_file_is_a_lock_held() {
+        // As /proc/locks writes them, a waiter's line included.
+        let locks = "1: POSIX  ADVISORY  WRITE 77 fe:00:555 0 EOF\n\
+                     2: FLOCK  ADVISORY  READ 4242 fe:00:1234 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 99 fe:00:1234 0 EOF\n\
+                     3: OFDLCK ADVISORY  READ -1 fe:00:1234 0 EOF\n";
+        assert!(lock_held(locks, 4242, "fe:00:1234"));
+        assert!(!lock_held(locks, 4242, "fe:00:12345"));
+        assert!(
+            !lock_held(locks, 99, "fe:00:1234"),
+            "a waiter holds nothing"
+        );
+        assert!(!lock_held(locks, 77, "fe:00:555"), "not a flock");
+        assert!(!lock_held(locks, 424, "fe:00:1234"));
+        assert_eq!(lock_file_id(libc::makedev(254, 0), 1234), "fe:00:1234");
+        assert_eq!(lock_file_id(libc::makedev(8, 17), 9), "08:11:9");
     }
 
     /// A process is the one a journal recorded by its start, within the slack; one that

@@ -20,9 +20,7 @@ use thiserror::Error;
 
 use super::discover::LiveCommand;
 use tether_broker::broker::{BROKER_ENV, BROKER_TOKEN_ENV, TOKEN_MEMFD_PREFIX};
-use tether_os::journal::secure::open_regular;
-use tether_os::journal::writer::EVENTS_FILE;
-use tether_os::procfs::broker_alive;
+use tether_os::procfs::{broker_alive, holds_journal_lock};
 use tether_os::sys::SendSignal;
 use tether_protocol::protocol::BrokerIdentity;
 
@@ -114,35 +112,6 @@ fn holds_token_memfd(pid: i32, token: &str) -> bool {
     })
 }
 
-/// Whether process `pid` holds the shared lock a broker keeps on its journal's event log
-/// (`journal::writer::EventLog`), as `/proc/locks` lists it.
-fn holds_journal_lock(pid: i32, journal: &Path) -> bool {
-    let Ok(events) = open_regular(&journal.join(EVENTS_FILE)) else {
-        return false;
-    };
-    let Ok(stat) = nix::sys::stat::fstat(&events) else {
-        return false;
-    };
-    let file = lock_file_id(stat.st_dev, stat.st_ino);
-    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| lock_held(&locks, pid, &file))
-}
-
-/// A file as `/proc/locks` names it: `MAJOR:MINOR:INODE`, the device numbers in hex.
-fn lock_file_id(dev: libc::dev_t, ino: libc::ino_t) -> String {
-    format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev))
-}
-
-/// Whether `/proc/locks` text `locks` has a granted `flock` by `pid` on `file`
-/// (`1: FLOCK  ADVISORY  READ  4242 fe:00:1234 0 EOF`; a waiter's line has `->` after the
-/// number, and is not a lock held).
-fn lock_held(locks: &str, pid: i32, file: &str) -> bool {
-    let pid = pid.to_string();
-    locks.lines().any(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        matches!(fields.as_slice(), [_, "FLOCK", _, _, holder, id, ..] if *holder == pid && *id == file)
-    })
-}
-
 /// The real and effective uids of a `/proc/PID/status` text.
 fn uids(status: &str) -> Option<(u32, u32)> {
     let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
@@ -188,6 +157,7 @@ pub fn signal_broker(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tether_os::journal::writer::EVENTS_FILE;
 
     const TOKEN: &str = "00112233445566778899aabbccddeeff";
 
@@ -208,25 +178,6 @@ mod tests {
         assert!(check_environ(&no_marker, TOKEN).is_err());
         let prefix = env(&["TETHER_BROKER=1", &format!("TETHER_BROKER_TOKEN_X={TOKEN}")]);
         assert!(check_environ(&prefix, TOKEN).is_err());
-    }
-
-    #[test]
-    fn only_a_granted_flock_of_that_pid_on_that_file_is_a_lock_held() {
-        // As /proc/locks writes them, a waiter's line included.
-        let locks = "1: POSIX  ADVISORY  WRITE 77 fe:00:555 0 EOF\n\
-                     2: FLOCK  ADVISORY  READ 4242 fe:00:1234 0 EOF\n\
-                     2: -> FLOCK  ADVISORY  WRITE 99 fe:00:1234 0 EOF\n\
-                     3: OFDLCK ADVISORY  READ -1 fe:00:1234 0 EOF\n";
-        assert!(lock_held(locks, 4242, "fe:00:1234"));
-        assert!(!lock_held(locks, 4242, "fe:00:12345"));
-        assert!(
-            !lock_held(locks, 99, "fe:00:1234"),
-            "a waiter holds nothing"
-        );
-        assert!(!lock_held(locks, 77, "fe:00:555"), "not a flock");
-        assert!(!lock_held(locks, 424, "fe:00:1234"));
-        assert_eq!(lock_file_id(libc::makedev(254, 0), 1234), "fe:00:1234");
-        assert_eq!(lock_file_id(libc::makedev(8, 17), 9), "08:11:9");
     }
 
     /// This process takes the lock a broker takes and is proved by it, through the real
