@@ -493,5 +493,42 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
     );
     let run = running.wait(&env);
     assert_eq!(run.code(), 143, "{}", run.stderr_text());
+
+    // The front end in the sandbox hears its caller's signals: a TERM to `tether exec`
+    // there (as the agent's interrupt sends its call's group) stops the command at once.
+    // It heard none while tokio's handler woke it with a `send`.
+    let mut command = Command::new(codex_binary());
+    command
+        .args(["sandbox", "-c", "sandbox_mode=\"workspace-write\"", "--"])
+        .arg(common::BIN)
+        .arg("exec")
+        .arg("--state-dir")
+        .arg(env.state_dir())
+        .args(["--session", "sbx", "--name", "second", "--", "sleep", "300"])
+        .current_dir(env.dir.path())
+        .env("CODEX_HOME", &home)
+        .env(TAG_VAR, &env.tag)
+        .stdin(Stdio::null());
+    let running = env.spawn_captured(command);
+    let mut exec = None;
+    wait_until(
+        &env,
+        "tether exec and its sleep running in the sandbox",
+        || {
+            let all = tether::procfs::all_processes();
+            let below = tether::procfs::descendants_in(&all, running.pid());
+            let named = |p: &tether::procfs::ProcStat, name: &[u8]| {
+                p.image.comm.split(|&b| b == 0).next() == Some(name)
+            };
+            // It names itself so while its command runs.
+            let call = tether_protocol::names::CALL_COMM.to_bytes();
+            exec = below.iter().find(|p| named(p, call)).map(|p| p.pid);
+            exec.is_some() && below.iter().any(|p| named(p, b"sleep"))
+        },
+    );
+    let exec = exec.expect("tether exec");
+    common::procs::signal(exec, nix::sys::signal::Signal::SIGTERM);
+    let run = running.wait(&env);
+    assert_eq!(run.code(), 143, "{}", run.stderr_text());
     env.finish();
 }

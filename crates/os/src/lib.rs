@@ -22,6 +22,7 @@ pub mod journal_link;
 pub mod procfs;
 pub mod sampler;
 pub mod shims;
+pub mod signal_pipe;
 pub mod socket_dir;
 pub mod sys;
 pub mod testing;

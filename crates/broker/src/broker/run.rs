@@ -21,7 +21,7 @@ use super::mirror::{MIRROR_FDS, Mirror, take_inherited};
 use super::outlets::{JournalFiles, Outlets, now};
 use super::parent::{CustodianWatch, ParentLink, ParentWatch};
 use super::pty;
-use super::signals::Signals;
+use super::signals::{self, PDEATH_SIGNAL, STOP_SIGNALS};
 use super::spawn::{CgroupEntry, spawn};
 use super::state::{Broker, CommandNames, CopyProgress, Host, Input, Sender};
 use super::terminal::Terminals;
@@ -43,9 +43,6 @@ use tether_protocol::protocol::{
 const READ_CHUNK: usize = 256 * 1024;
 /// Reads taken from one pipe per wake-up before the loop looks at everything else again.
 const READS_PER_WAKE: usize = 8;
-
-/// The signal `PR_SET_PDEATHSIG` delivers: a hint to be confirmed, never acted on alone.
-const PDEATH_SIGNAL: libc::c_int = libc::SIGUSR1;
 
 /// The descriptors a front end hands a broker, taken (and made close-on-exec) before
 /// anything else in the process opens one: their numbers are fixed.
@@ -166,7 +163,7 @@ async fn await_launch(
 
 async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
     // Handlers first: the death signal must never find its default action (termination).
-    let mut signals = Signals::install()?;
+    let mut signals = signals::install()?;
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::try_from(PDEATH_SIGNAL)?)?;
 
     let Inherited {
@@ -465,7 +462,7 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 {
                     out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pdeathsig));
                 }
-                if arrived.stop() {
+                if arrived.first_of(&STOP_SIGNALS).is_some() {
                     shutdown(&mut broker, &mut out, &mut custodians);
                 }
             }
@@ -668,7 +665,7 @@ fn watch_custodians(
 /// SIGTERM, SIGINT or SIGHUP to the broker.
 fn shutdown(broker: &mut Broker, out: &mut Outlets, custodians: &mut CustodianWatch) {
     notice_exited_custodians(broker, out, custodians);
-    let sender = super::signals::take_stop_sender();
+    let sender = signals::take_stop_sender();
     out.feed(broker, Input::Shutdown { sender });
 }
 

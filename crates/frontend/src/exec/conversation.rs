@@ -4,7 +4,6 @@
 
 use std::io::Write;
 
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
 use super::Outcome;
@@ -23,40 +22,31 @@ pub(super) const HANDLED: [nix::sys::signal::Signal; 6] = {
 };
 
 pub(super) struct Signals {
-    interrupt: Signal,
-    terminate: Signal,
-    hangup: Signal,
-    suspend: Signal,
-    resume: Signal,
-    /// Our terminal changed size: the command's terminals follow (only when it has some).
-    resized: Option<Signal>,
+    pipe: tether_os::signal_pipe::SignalPipe,
 }
 
 impl Signals {
-    /// `terminal`: the command has terminals whose size follows ours.
+    /// `terminal`: the command has terminals whose size follows ours (SIGWINCH is heard).
+    /// Through a pipe of our own, not tokio's streams: inside an agent's sandbox (Codex's)
+    /// their wake-up is denied, and the shim heard none of its caller's signals there.
     pub(super) fn install(terminal: bool) -> std::io::Result<Signals> {
+        let heard: Vec<libc::c_int> = (HANDLED.iter())
+            .filter(|s| terminal || **s != nix::sys::signal::Signal::SIGWINCH)
+            .map(|s| *s as libc::c_int)
+            .collect();
         Ok(Signals {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-            suspend: signal(SignalKind::from_raw(ProcessSignal::TSTP.number()))?,
-            resume: signal(SignalKind::from_raw(ProcessSignal::CONT.number()))?,
-            resized: terminal
-                .then(|| signal(SignalKind::window_change()))
-                .transpose()?,
+            pipe: tether_os::signal_pipe::SignalPipe::install(&heard, &[])?,
         })
     }
 }
 
-/// Waits for SIGWINCH, if we listen for it; never resolves otherwise.
-async fn resized(signal: &mut Option<Signal>) {
-    match signal {
-        Some(signal) => {
-            signal.recv().await;
-        }
-        None => std::future::pending().await,
-    }
-}
+/// The stop signals, in the order a batch that holds several is taken, each with the stop's
+/// origin when it is ours, not forwarded.
+const STOPS: [(libc::c_int, ProcessSignal, Origin); 3] = [
+    (libc::SIGINT, ProcessSignal::INT, Origin::Operator),
+    (libc::SIGTERM, ProcessSignal::TERM, Origin::Shutdown),
+    (libc::SIGHUP, ProcessSignal::HUP, Origin::Shutdown),
+];
 
 /// What `tether exec` keeps track of while its broker runs the command: its half of the
 /// [`BrokerConversation`].
@@ -120,15 +110,22 @@ impl ExecConversation {
                 // Lines before the timers: a line already in the pipe answers our pings, however
                 // long we were blocked copying output or stopped.
                 biased;
-                _ = signals.suspend.recv() => self.suspend(broker),
-                _ = signals.resume.recv() => self.resume(broker),
-                _ = resized(&mut signals.resized) => {
-                    let size = super::terminal::own_size();
-                    broker.post(&Request::Resize { size });
+                arrived = signals.pipe.recv() => {
+                    if arrived.has(libc::SIGTSTP) {
+                        self.suspend(broker);
+                    }
+                    if arrived.has(libc::SIGCONT) {
+                        self.resume(broker);
+                    }
+                    if arrived.has(libc::SIGWINCH) {
+                        let size = super::terminal::own_size();
+                        broker.post(&Request::Resize { size });
+                    }
+                    if let Some((_, name, origin)) = STOPS.iter().find(|s| arrived.has(s.0)) {
+                        stop = Some(*origin);
+                        interrupted = Some(*name);
+                    }
                 }
-                _ = signals.interrupt.recv() => { stop = Some(Origin::Operator); interrupted = Some(ProcessSignal::INT); }
-                _ = signals.terminate.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::TERM); }
-                _ = signals.hangup.recv() => { stop = Some(Origin::Shutdown); interrupted = Some(ProcessSignal::HUP); }
                 // Whoever read our output is gone: stop the command, as SIGPIPE would.
                 Some(_) = broken_pipe(&mut self.copy) => stop = Some(Origin::Shutdown),
                 typed = typed(&mut self.keys) => {
