@@ -109,21 +109,7 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
             return EXIT_NOT_FOUND;
         }
     };
-    // Called by its path (`CLAUDE_CODE_SHELL=SHIMS_DIR/bash`), the shell is named by the
-    // real one's path (a login shell's `-` kept): `$0` and the shell's messages (`/bin/bash:
-    // line 1: foo: command not found`) never show a path into a shims directory. Called by
-    // name (found on PATH, `bash`, `-bash`), by that name.
-    let argv0 = if argv0.as_bytes().contains(&b'/') {
-        let mut named = OsString::from(if argv0.as_bytes().starts_with(b"-") {
-            "-"
-        } else {
-            ""
-        });
-        named.push(&real);
-        named
-    } else {
-        argv0
-    };
+    let argv0 = shell_name(argv0, &real);
     // Inside a notify run (called by its full path: its PATH has no shims directory), the
     // call is the operator's own, never a command of a session: brokered, a failing one
     // would notify again, for ever.
@@ -183,6 +169,23 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
     })
 }
 
+/// The `argv[0]` the real shell is given. Called by its path (`CLAUDE_CODE_SHELL=
+/// SHIMS_DIR/bash`), the shell is named by the real one's path (a login shell's `-` kept):
+/// `$0` and the shell's messages (`/bin/bash: line 1: foo: command not found`) never show a
+/// path into a shims directory. Called by name (found on PATH, `bash`, `-bash`), by that name.
+fn shell_name(argv0: OsString, real: &Path) -> OsString {
+    if !argv0.as_bytes().contains(&b'/') {
+        return argv0;
+    }
+    let mut named = OsString::from(if argv0.as_bytes().starts_with(b"-") {
+        "-"
+    } else {
+        ""
+    });
+    named.push(real);
+    named
+}
+
 /// Becomes the real shell, with the same `argv[0]` and arguments. Returns only on failure.
 fn pass_through(real: &Path, argv0: &OsStr, args: &[OsString]) -> i32 {
     let argv: Vec<&OsStr> = std::iter::once(real.as_os_str())
@@ -224,6 +227,16 @@ The real shell's own help: {real} --help. tether's: tether --help.
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_called_by_path_is_named_by_the_real_ones() {
+        let real = Path::new("/bin/bash");
+        let named = |argv0: &str| shell_name(argv0.into(), real);
+        assert_eq!(named("/tmp/tether-0/agent-shims-1-2/bash"), "/bin/bash");
+        assert_eq!(named("-/tmp/tether-0/agent-shims-1-2/bash"), "-/bin/bash");
+        assert_eq!(named("bash"), "bash");
+        assert_eq!(named("-bash"), "-bash");
+    }
     use std::os::unix::ffi::OsStringExt;
 
     fn args(list: &[&str]) -> Vec<OsString> {

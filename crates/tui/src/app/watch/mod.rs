@@ -292,6 +292,10 @@ async fn request(live: &LiveCommand, message: Request) -> Result<String, String>
 /// makes it run its stop sequence), a signal sent by tether itself.
 async fn by_pid(live: &LiveCommand, message: &Request, why: &str) -> Result<String, String> {
     use tether_frontend::control::fallback;
+    // Ended between the listing and the key: said so, not why a late signal found nothing.
+    if !live.is_alive() {
+        return Ok("it had already ended".into());
+    }
     match message {
         Request::Stop { .. } => fallback::stop_through_pid(live, why).await,
         Request::Signal {
