@@ -444,27 +444,23 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
     let env = TestEnv::new("codex_sandbox_stop");
     let home = env.path("codex-home");
     fs::create_dir_all(&home).unwrap();
-    let mut command = Command::new(codex_binary());
-    command
-        .args(["sandbox", "-c", "sandbox_mode=\"workspace-write\"", "--"])
-        .arg(common::BIN)
-        .arg("exec")
-        .arg("--state-dir")
-        .arg(env.state_dir())
-        .args([
-            "--session",
-            "sbx",
-            "--name",
-            "sleeper",
-            "--",
-            "sleep",
-            "300",
-        ])
-        .current_dir(env.dir.path())
-        .env("CODEX_HOME", &home)
-        .env(TAG_VAR, &env.tag)
-        .stdin(Stdio::null());
-    let running = env.spawn_captured(command);
+    // `tether exec --name NAME -- sleep 300` in Codex's sandbox.
+    let sandboxed = |name: &str| {
+        let mut command = Command::new(codex_binary());
+        command
+            .args(["sandbox", "-c", "sandbox_mode=\"workspace-write\"", "--"])
+            .arg(common::BIN)
+            .arg("exec")
+            .arg("--state-dir")
+            .arg(env.state_dir())
+            .args(["--session", "sbx", "--name", name, "--", "sleep", "300"])
+            .current_dir(env.dir.path())
+            .env("CODEX_HOME", &home)
+            .env(TAG_VAR, &env.tag)
+            .stdin(Stdio::null());
+        env.spawn_captured(command)
+    };
+    let running = sandboxed("sleeper");
     let dir = env.wait_command_dir();
     wait_until(&env, "the sleep spawned in the sandbox", || {
         common::journal::events_now(&dir)
@@ -497,19 +493,7 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
     // The front end in the sandbox hears its caller's signals: a TERM to `tether exec`
     // there (as the agent's interrupt sends its call's group) stops the command at once.
     // It heard none while tokio's handler woke it with a `send`.
-    let mut command = Command::new(codex_binary());
-    command
-        .args(["sandbox", "-c", "sandbox_mode=\"workspace-write\"", "--"])
-        .arg(common::BIN)
-        .arg("exec")
-        .arg("--state-dir")
-        .arg(env.state_dir())
-        .args(["--session", "sbx", "--name", "second", "--", "sleep", "300"])
-        .current_dir(env.dir.path())
-        .env("CODEX_HOME", &home)
-        .env(TAG_VAR, &env.tag)
-        .stdin(Stdio::null());
-    let running = env.spawn_captured(command);
+    let running = sandboxed("second");
     let mut exec = None;
     wait_until(
         &env,

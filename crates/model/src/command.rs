@@ -891,6 +891,21 @@ impl CommandState {
 
 #[cfg(any(test, feature = "fixtures"))]
 impl CommandState {
+    /// The agent's own row of a `tether agent` session, as it journals it (`tether
+    /// session-owner ... -- AGENT`), for the tests of what reads an agent's row.
+    pub fn agent_for_test(agent: &str) -> CommandConfig {
+        let owner = [
+            "/usr/bin/tether",
+            "session-owner",
+            "--shims",
+            "/s",
+            "--",
+            agent,
+        ];
+        let argv = owner.iter().map(|a| a.to_string()).collect();
+        CommandConfig::new(agent, tether_protocol::protocol::CommandSpec::Argv(argv))
+    }
+
     /// A command whose run ended with `code` or by `signal`, for the tests of what reads an
     /// ending (the ending words, the tally).
     pub fn ended_for_test(code: Option<i32>, signal: Option<i32>) -> CommandState {

@@ -428,18 +428,7 @@ mod tests {
     #[test]
     fn an_agents_wait_ends_in_its_own_words() {
         use tether_protocol::protocol::CommandSpec;
-        let argv = [
-            "/usr/bin/tether",
-            "session-owner",
-            "--shims",
-            "/s",
-            "--",
-            "gemini",
-        ];
-        let agent = CommandState::new(tether_config::CommandConfig::new(
-            "gemini",
-            CommandSpec::Argv(argv.iter().map(|a| a.to_string()).collect()),
-        ));
+        let agent = CommandState::new(CommandState::agent_for_test("gemini"));
         let command = CommandState::new(tether_config::CommandConfig::new(
             "read",
             CommandSpec::Shell("read a".into()),

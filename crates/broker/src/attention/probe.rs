@@ -386,17 +386,6 @@ mod tests {
 mod agent_tests {
     use super::*;
 
-    fn process(pid: i32, ppid: i32) -> ProcStat {
-        ProcStat {
-            pid,
-            ppid,
-            pgid: pid,
-            sid: pid,
-            state: b'S',
-            ..ProcStat::default()
-        }
-    }
-
     /// A command's processes are its root (a shell call, a broker, one kept in custody) and
     /// everything below it; the agent's own processes beside them are not.
     #[test]
@@ -404,15 +393,16 @@ mod agent_tests {
         // The agent 10 with a helper 11; a call 20 with its broker 21 and command 22 below;
         // a kept broker 30 (adopted) with its server 31 and that server's worker 32.
         let processes = [
-            process(10, 1),
-            process(11, 10),
-            process(20, 10),
-            process(21, 20),
-            process(22, 21),
-            process(30, 1),
-            process(31, 30),
-            process(32, 31),
-        ];
+            (10, 1),
+            (11, 10),
+            (20, 10),
+            (21, 20),
+            (22, 21),
+            (30, 1),
+            (31, 30),
+            (32, 31),
+        ]
+        .map(|(pid, ppid)| ProcStat::leader(pid, ppid));
         let mut found: Vec<i32> = of_commands(&processes, &[20, 30]).into_iter().collect();
         found.sort_unstable();
         assert_eq!(found, [20, 21, 22, 30, 31, 32]);

@@ -133,16 +133,8 @@ fn a_clean_exit_is_not_notable_and_a_failed_one_is() {
 /// a command's output is.
 #[test]
 fn an_agents_screen_output_is_no_moment_to_stop_at() {
-    let owner = [
-        "/usr/bin/tether",
-        "session-owner",
-        "--shims",
-        "/s",
-        "--",
-        "gemini",
-    ];
     let mut agent = command("gemini", vec![event(1_000, spawned(5))]);
-    agent.config.command = CommandSpec::Argv(owner.iter().map(|a| a.to_string()).collect());
+    agent.config = CommandState::agent_for_test("gemini");
     for ts in [1_100, 1_200, 1_300] {
         agent
             .events

@@ -554,18 +554,7 @@ fn watched_after_the_end() -> (Model, tether_model::Status) {
 
 /// An agent's own row, as `tether agent` journals it (`tether session-owner ... -- claude`).
 fn agent_row() -> CommandState {
-    let owner = [
-        "/usr/bin/tether",
-        "session-owner",
-        "--shims",
-        "/s",
-        "--",
-        "claude",
-    ];
-    CommandState::new(CommandConfig::new(
-        "claude",
-        CommandSpec::Argv(owner.iter().map(|a| a.to_string()).collect()),
-    ))
+    CommandState::new(CommandState::agent_for_test("claude"))
 }
 
 /// A watch over a session where nothing runs any more selects the command that ended last,
@@ -608,6 +597,13 @@ fn a_watch_does_not_follow_the_agent_nor_a_kept_server() {
     app.prepare(size, 1_000);
     assert_eq!(app.view.selected, 2, "the last to end, at 960");
     // A command starts: followed; it ends: the last to end again.
+    next_command_starts_and_ends(&mut app, ended, "not the kept server nor the agent");
+}
+
+/// A watch's next command (the fifth) starts at 995 and is followed; it ends at 998 and is
+/// still the one selected (`why` not the others).
+fn next_command_starts_and_ends(app: &mut crate::app::App, ended: tether_model::Status, why: &str) {
+    let size = ratatui::layout::Rect::new(0, 0, 120, 40);
     let mut next = app.model.commands[1].clone();
     next.apply(&event(995, spawned(11)));
     next.status = tether_model::Status::Running;
@@ -617,7 +613,7 @@ fn a_watch_does_not_follow_the_agent_nor_a_kept_server() {
     app.model.commands[4].status = ended;
     app.model.commands[4].ended_ms = Some(998);
     app.prepare(size, 1_000);
-    assert_eq!(app.view.selected, 4, "not the kept server nor the agent");
+    assert_eq!(app.view.selected, 4, "{why}");
 }
 
 /// A command its agent went on from (Claude Code's `run_in_background` task: a later one
@@ -642,16 +638,7 @@ fn a_watch_does_not_go_back_to_a_task_its_agent_went_on_from() {
     app.prepare(size, 1_000);
     assert_eq!(app.view.selected, 2, "the last to end, not the task");
     // The agent's next command is followed while it runs; once it ends, it stays.
-    let mut next = app.model.commands[1].clone();
-    next.apply(&event(995, spawned(11)));
-    next.status = tether_model::Status::Running;
-    app.model.commands.push(next);
-    app.prepare(size, 1_000);
-    assert_eq!(app.view.selected, 4);
-    app.model.commands[4].status = ended;
-    app.model.commands[4].ended_ms = Some(998);
-    app.prepare(size, 1_000);
-    assert_eq!(app.view.selected, 4, "not back up at the task");
+    next_command_starts_and_ends(&mut app, ended, "not back up at the task");
 }
 
 /// What the status bar said goes after half a minute on screen with no key (a stop told as
