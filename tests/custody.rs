@@ -6,7 +6,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::direct::DirectBroker;
 use common::journal::{leftovers_stopped, load_complete, orphans_reaped};
 use common::procs::{is_gone, signal};
-use common::{BIN, DEADLINE, TAG_VAR, TestEnv, run_to_end, wait_until};
+use common::{BIN, DEADLINE, TAG_VAR, TestEnv, free_port, run_to_end, wait_until};
 use nix::sys::signal::Signal;
 use tether::protocol::{Event, EventKind, LeftoversEnd};
 
@@ -39,11 +39,6 @@ fn tagged(env: &TestEnv, program: &Path, args: &[&str]) -> Command {
         .env_remove("TETHER_LEFTOVERS_MAX")
         .stdin(Stdio::null());
     command
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
-    listener.local_addr().unwrap().port()
 }
 
 /// Whether an HTTP GET to 127.0.0.1:`port` gets an answer.

@@ -7,16 +7,10 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::TestEnv;
 use common::direct::DirectBroker;
 use common::journal::{kinds, load_complete, orphans_reaped, tree_entries};
+use common::{TestEnv, free_port};
 use tether::protocol::{ContainmentMode, Event, EventKind, Readiness, ReadyProbe};
-
-/// A port nobody listens on now (bound, then let go).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
-    listener.local_addr().expect("its address").port()
-}
 
 /// Launches `script` under `sh -c` with `probe`, tried every 100 ms, giving up after
 /// `timeout`.

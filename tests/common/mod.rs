@@ -353,6 +353,42 @@ pub fn copy_program(from: &str, to: &Path) {
     fs::set_permissions(to, fs::Permissions::from_mode(0o700)).expect("chmod 0700");
 }
 
+/// A TCP port on 127.0.0.1 that nothing listens on, for a server a test starts, kept for
+/// this test process alone for its life. Taken below the kernel's ephemeral range (32768
+/// and up), where no program binding port 0 (a model server, an agent) is given it, and
+/// reserved by a lock file other tether test processes check (two suites at once took the
+/// same free port: one test's server answered another's probe).
+pub fn free_port() -> u16 {
+    use nix::fcntl::{Flock, FlockArg};
+    use std::sync::Mutex;
+    static HELD: Mutex<Vec<Flock<fs::File>>> = Mutex::new(Vec::new());
+    let dir = std::env::temp_dir().join("tether-test-ports");
+    fs::create_dir_all(&dir).expect("create the ports' lock directory");
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    let offset = std::process::id() * 101;
+    for i in 0..COUNT {
+        let port = (FIRST + (offset + i) % COUNT) as u16;
+        let Ok(file) = fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(dir.join(port.to_string()))
+        else {
+            continue;
+        };
+        // Another process's (or this one's, earlier): taken.
+        let Ok(held) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
+            continue;
+        };
+        if std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok() {
+            HELD.lock().unwrap_or_else(|e| e.into_inner()).push(held);
+            return port;
+        }
+    }
+    panic!("no free port between {FIRST} and {}", FIRST + COUNT);
+}
+
 /// Polls `done` every 10 ms until it holds; past [`DEADLINE`] kills everything tagged and
 /// fails, naming `what` was awaited.
 pub fn wait_until(env: &TestEnv, what: &str, done: impl FnMut() -> bool) {

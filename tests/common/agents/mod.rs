@@ -84,8 +84,4 @@ pub fn agents_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
 }
 
-/// A TCP port nobody listens on now (bound and released), for a server a script starts.
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
-    listener.local_addr().expect("its address").port()
-}
+pub use super::free_port;
