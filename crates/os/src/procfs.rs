@@ -473,6 +473,13 @@ pub fn journaled_broker(
     ))
 }
 
+/// The real and effective uids of a `/proc/PID/status` text.
+pub fn status_uids(status: &str) -> Option<(u32, u32)> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(str::parse::<u32>);
+    Some((ids.next()?.ok()?, ids.next()?.ok()?))
+}
+
 /// Whether process `pid` holds the shared lock a broker keeps on its journal's event log
 /// (`journal::writer::EventLog`) for its life, as `/proc/locks` lists it (its pids are this
 /// namespace's): a process that is not that journal's broker holds no lock on that file.
@@ -596,7 +603,6 @@ fn pid_seen_from_here_by(
     pid_ns: Option<u64>,
     tie: impl Fn(i32) -> bool,
 ) -> Option<i32> {
-    use std::collections::HashMap;
     use std::os::unix::fs::MetadataExt;
     use std::sync::Mutex;
     type Key = (i32, u64, u64);
@@ -627,7 +633,7 @@ fn pid_seen_from_here_by(
         let mut pids = field("NSpid:")?.split_whitespace();
         pids.next()?;
         let inner = pids.last()?.parse().ok()?;
-        let uid = field("Uid:")?.split_whitespace().next()?.parse().ok()?;
+        let (uid, _) = status_uids(&status)?;
         let ns = std::fs::metadata(format!("/proc/{here}/ns/pid"))
             .ok()
             .map(|m| m.ino());
@@ -638,12 +644,7 @@ fn pid_seen_from_here_by(
             ns,
         })
     };
-    let candidates: Vec<Candidate> = std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(candidate)
-        .collect();
+    let candidates: Vec<Candidate> = pids().into_iter().filter_map(candidate).collect();
     let uid = nix::unistd::geteuid().as_raw();
     let here = choose(&candidates, pid, uid, ns, tie);
     let matching = (candidates.iter())
@@ -695,6 +696,13 @@ mod tests {
         // Another user's twin does not make ours uncertain.
         let theirs = candidate(300, 3, 1001, None);
         assert_eq!(choose(&[theirs, unread], 3, 1000, 7, none), Some(100));
+    }
+
+    #[test]
+    fn uids_are_read_from_status() {
+        let status = "Name:\tx\nUid:\t1000\t1001\t1000\t1000\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(status_uids(status), Some((1000, 1001)));
+        assert_eq!(status_uids("Name:\tx\n"), None);
     }
 
     #[test]

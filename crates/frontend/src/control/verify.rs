@@ -20,7 +20,7 @@ use thiserror::Error;
 
 use super::discover::LiveCommand;
 use tether_broker::broker::{BROKER_ENV, BROKER_TOKEN_ENV, TOKEN_MEMFD_PREFIX};
-use tether_os::procfs::{broker_alive, holds_journal_lock};
+use tether_os::procfs::{broker_alive, holds_journal_lock, status_uids};
 use tether_os::sys::SendSignal;
 use tether_protocol::protocol::BrokerIdentity;
 
@@ -79,7 +79,7 @@ pub fn open_verified(
     let me = nix::unistd::geteuid().as_raw();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|err| not(format!("cannot read its status: {err}")))?;
-    match uids(&status) {
+    match status_uids(&status) {
         Some((real, effective)) if real == me && effective == me => {}
         Some((real, _)) => return Err(not(format!("it runs as uid {real}, not {me}"))),
         None => return Err(not("its status names no uid".into())),
@@ -110,13 +110,6 @@ fn holds_token_memfd(pid: i32, token: &str) -> bool {
     fds.flatten().any(|fd| {
         std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == name.as_str())
     })
-}
-
-/// The real and effective uids of a `/proc/PID/status` text.
-fn uids(status: &str) -> Option<(u32, u32)> {
-    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
-    let mut ids = line.split_whitespace().map(str::parse::<u32>);
-    Some((ids.next()?.ok()?, ids.next()?.ok()?))
 }
 
 /// Whether a `/proc/PID/environ` block is a broker's holding `token`.
@@ -193,13 +186,6 @@ mod tests {
         let other = tether_os::testing::private_tempdir();
         tether_os::testing::create_private(other.path().join(EVENTS_FILE));
         assert!(!holds_journal_lock(me, other.path()));
-    }
-
-    #[test]
-    fn uids_are_read_from_status() {
-        let status = "Name:\tx\nUid:\t1000\t1001\t1000\t1000\nGid:\t5\t5\t5\t5\n";
-        assert_eq!(uids(status), Some((1000, 1001)));
-        assert_eq!(uids("Name:\tx\n"), None);
     }
 
     #[test]
