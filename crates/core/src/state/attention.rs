@@ -100,9 +100,13 @@ impl Broker {
         self.attention.inputs = inputs;
     }
 
-    /// [call site: output] The command wrote.
-    pub(super) fn attention_output(&mut self, now: Instant) {
-        if let Some(detector) = self.attention.detector.as_mut() {
+    /// [call site: output] The command wrote `bytes`. Terminal controls alone (a title
+    /// rewritten every second) are no sign of work; the bytes are looked at only where a
+    /// detector listens (this runs for every chunk read).
+    pub(super) fn attention_output(&mut self, now: Instant, bytes: &[u8]) {
+        if let Some(detector) = self.attention.detector.as_mut()
+            && crate::attention::shown::shows_text(bytes)
+        {
             detector.output(now);
             self.attention_emit();
         }

@@ -499,10 +499,7 @@ impl Broker {
         let now = self.now;
         self.last_output = now;
         self.tree_walks.activity(now);
-        // Terminal controls alone (a title rewritten every second) are no sign of work.
-        if crate::attention::shown::shows_text(bytes) {
-            self.attention_output(now);
-        }
+        self.attention_output(now, bytes);
         if matches!(self.phase, Phase::Draining { .. }) {
             self.drain_until = Some(now + DRAIN_IDLE);
         }
