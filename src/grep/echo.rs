@@ -81,37 +81,18 @@ pub fn printed(bytes: &[u8]) -> String {
         .join("\n")
 }
 
-/// The length of the escape sequence `bytes` starts with, and what it stands for in
-/// [`printed`]'s text.
+/// The length of the escape sequence `bytes` starts with (the attention detector's reading
+/// of it; one cut short, the rest), and what it stands for in [`printed`]'s text.
 fn escape(bytes: &[u8]) -> (usize, &'static [u8]) {
-    match bytes.get(1) {
-        // CSI: parameters, then a final byte in 0x40..=0x7e.
-        Some(b'[') => {
-            let end = bytes[2..]
-                .iter()
-                .position(|b| (0x40..=0x7e).contains(b))
-                .map_or(bytes.len(), |at| at + 3);
-            let shown: &[u8] = match bytes.get(end - 1) {
-                Some(b'm') => b"",
-                Some(b'C' | b'G' | b'`') => b" ",
-                _ => b"\n",
-            };
-            (end, shown)
-        }
-        // OSC, DCS and the like: up to BEL or ST.
-        Some(b']' | b'P' | b'_' | b'^' | b'X') => {
-            let end = (2..bytes.len())
-                .find_map(|at| match bytes[at] {
-                    0x07 => Some(at + 1),
-                    0x1b if bytes.get(at + 1) == Some(&b'\\') => Some(at + 2),
-                    _ => None,
-                })
-                .unwrap_or(bytes.len());
-            (end, b"")
-        }
-        Some(_) => (2, b""),
-        None => (1, b""),
-    }
+    let end = tether_core::attention::shown::escape_length(bytes).unwrap_or(bytes.len());
+    let shown: &[u8] = match (bytes.get(1), bytes.get(end - 1)) {
+        // CSI: colours are nothing, a move along the row a space, any other move a new row.
+        (Some(b'['), Some(b'm')) => b"",
+        (Some(b'['), Some(b'C' | b'G' | b'`')) => b" ",
+        (Some(b'['), _) => b"\n",
+        _ => b"",
+    };
+    (end, shown)
 }
 
 /// The selected lines of a session's commands, by what they show, with when each could be
@@ -424,6 +405,15 @@ mod tests {
         let ok = regex("ok");
         assert!(!echoes.redraws("ok", Some((1, 1)), &ok));
         assert!(!echoes.redraws("ok", Some((2, 2)), &ok));
+    }
+
+    /// Escape sequences are read as the attention detector reads them: a character set's
+    /// final byte is no text, and an OSC broken off by another sequence ends there.
+    #[test]
+    fn escapes_are_skipped_whole() {
+        assert_eq!(printed(b"\x1b(Bok"), "ok");
+        assert!(printed(b"\x1b]0;t\x1b[31mRed\x07").starts_with("Red"));
+        assert_eq!(printed(b"a\x1b[2Cb"), "a b");
     }
 
     #[test]

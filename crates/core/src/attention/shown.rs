@@ -21,7 +21,7 @@ pub fn shows_text(bytes: &[u8]) -> bool {
             at += 1;
             continue;
         }
-        match skip_escape(&bytes[at..]) {
+        match escape_length(&bytes[at..]) {
             Some(length) => at += length,
             None => return true,
         }
@@ -30,8 +30,8 @@ pub fn shows_text(bytes: &[u8]) -> bool {
 }
 
 /// The length of the escape sequence `bytes` begins with (`bytes[0]` is ESC), or `None` if
-/// it is cut short.
-fn skip_escape(bytes: &[u8]) -> Option<usize> {
+/// it is cut short. Also what `tether grep` skips of an agent's terminal stream.
+pub fn escape_length(bytes: &[u8]) -> Option<usize> {
     match *bytes.get(1)? {
         // CSI: parameters and intermediates, then a final byte.
         b'[' => (2..bytes.len())
