@@ -117,22 +117,37 @@ pub fn take_sender() -> Option<i32> {
 mod tests {
     use super::*;
 
-    /// A signal raised is heard, with its sender (ourselves), however many came at once.
+    /// A signal raised while the loop waits wakes it through the pipe, with its sender
+    /// (ourselves); several at once come as one batch; the pipe drained, the next signal
+    /// wakes it again.
     #[tokio::test]
-    async fn a_raised_signal_is_heard_with_its_sender() {
+    async fn a_raised_signal_wakes_the_waiting_loop_with_its_sender() {
+        use nix::sys::signal::{Signal, raise};
         let mut pipe = SignalPipe::install(&[libc::SIGUSR2, libc::SIGWINCH], &[libc::SIGUSR2])
             .expect("install");
-        for _ in 0..3 {
-            nix::sys::signal::raise(nix::sys::signal::Signal::SIGUSR2).unwrap();
+        for round in 0..2 {
+            // Raised from another task once this one waits: only the pipe can wake it.
+            let raiser = tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                raise(Signal::SIGUSR2).unwrap();
+                if round == 0 {
+                    raise(Signal::SIGUSR2).unwrap();
+                    raise(Signal::SIGWINCH).unwrap();
+                }
+            });
+            let wait = std::time::Duration::from_secs(60);
+            let arrived = tokio::time::timeout(wait, pipe.recv())
+                .await
+                .expect("woken");
+            raiser.await.unwrap();
+            assert!(arrived.has(libc::SIGUSR2));
+            assert_eq!(arrived.has(libc::SIGWINCH), round == 0);
+            assert_eq!(
+                arrived.first_of(&[libc::SIGINT, libc::SIGUSR2]),
+                Some(libc::SIGUSR2)
+            );
+            assert_eq!(take_sender(), Some(std::process::id() as i32));
+            assert_eq!(take_sender(), None);
         }
-        nix::sys::signal::raise(nix::sys::signal::Signal::SIGWINCH).unwrap();
-        let arrived = pipe.recv().await;
-        assert!(arrived.has(libc::SIGUSR2) && arrived.has(libc::SIGWINCH));
-        assert_eq!(
-            arrived.first_of(&[libc::SIGINT, libc::SIGUSR2]),
-            Some(libc::SIGUSR2)
-        );
-        assert_eq!(take_sender(), Some(std::process::id() as i32));
-        assert_eq!(take_sender(), None);
     }
 }
