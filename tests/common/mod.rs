@@ -354,29 +354,38 @@ pub fn copy_program(from: &str, to: &Path) {
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on, for a server a test starts, kept for
-/// this test process alone for its life. Taken below the kernel's ephemeral range (32768
-/// and up), where no program binding port 0 (a model server, an agent) is given it, and
-/// reserved by a lock file other tether test processes check (two suites at once took the
-/// same free port: one test's server answered another's probe).
+/// this test process alone for its life. Taken outside the kernel's ephemeral range
+/// (`ip_local_port_range`), where no program binding port 0 (a model server, an agent) is
+/// given it, and reserved by a lock file other tether test processes, any user's, check
+/// (two suites at once took the same free port: one test's server answered another's probe).
 pub fn free_port() -> u16 {
     use nix::fcntl::{Flock, FlockArg};
+    use std::os::unix::fs::PermissionsExt;
     use std::sync::Mutex;
     static HELD: Mutex<Vec<Flock<fs::File>>> = Mutex::new(Vec::new());
+    // Shared by every user's suites, as /tmp is: anyone may add a lock, nobody remove
+    // another's.
     let dir = std::env::temp_dir().join("tether-test-ports");
-    fs::create_dir_all(&dir).expect("create the ports' lock directory");
-    const FIRST: u32 = 20_000;
-    const COUNT: u32 = 12_000;
+    let _ = fs::create_dir(&dir);
+    // Its maker's to open to all (another user's chmod fails and changes nothing).
+    let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777));
+    let (ports, count) = ports_outside_the_ephemeral_range();
     let offset = std::process::id() * 101;
-    for i in 0..COUNT {
-        let port = (FIRST + (offset + i) % COUNT) as u16;
+    for i in 0..count {
+        let port = (ports + (offset + i) % count) as u16;
+        let path = dir.join(port.to_string());
+        let created = !path.exists();
         let Ok(file) = fs::OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(false)
-            .open(dir.join(port.to_string()))
+            .open(&path)
         else {
             continue;
         };
+        if created {
+            let _ = file.set_permissions(fs::Permissions::from_mode(0o666));
+        }
         // Another process's (or this one's, earlier): taken.
         let Ok(held) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
             continue;
@@ -386,7 +395,24 @@ pub fn free_port() -> u16 {
             return port;
         }
     }
-    panic!("no free port between {FIRST} and {}", FIRST + COUNT);
+    panic!("no free port among {count} from {ports}");
+}
+
+/// The first port and how many of them the kernel never gives a bind to port 0: below
+/// `ip_local_port_range` (32768-60999 by default), or above it where it starts too low.
+fn ports_outside_the_ephemeral_range() -> (u32, u32) {
+    let range = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok();
+    let mut bounds = (range.iter()).flat_map(|r| r.split_whitespace().map(str::parse::<u32>));
+    let (low, high) = match (bounds.next(), bounds.next()) {
+        (Some(Ok(low)), Some(Ok(high))) => (low, high),
+        _ => (32_768, 60_999),
+    };
+    if low >= 8_000 {
+        let first = low.saturating_sub(12_000).max(2_000);
+        (first, low - first)
+    } else {
+        (high + 1, 65_535 - high)
+    }
 }
 
 /// Polls `done` every 10 ms until it holds; past [`DEADLINE`] kills everything tagged and
