@@ -447,8 +447,16 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
     // `tether exec --name NAME -- sleep 300` in Codex's sandbox.
     let sandboxed = |name: &str| {
         let mut command = Command::new(codex_binary());
+        // As Codex's interactive sandbox has it: /tmp and $TMPDIR read-only (no control
+        // socket, whose directory is under /tmp without a runtime directory).
         command
-            .args(["sandbox", "-c", "sandbox_mode=\"workspace-write\"", "--"])
+            .args(["sandbox", "-c", "sandbox_mode=\"workspace-write\""])
+            .args(["-c", "sandbox_workspace_write.exclude_slash_tmp=true"])
+            .args([
+                "-c",
+                "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+                "--",
+            ])
             .arg(common::BIN)
             .arg("exec")
             .arg("--state-dir")
@@ -457,6 +465,7 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
             .current_dir(env.dir.path())
             .env("CODEX_HOME", &home)
             .env(TAG_VAR, &env.tag)
+            .env_remove("XDG_RUNTIME_DIR")
             .stdin(Stdio::null());
         env.spawn_captured(command)
     };
@@ -489,12 +498,15 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
     );
     let run = running.wait(&env);
     assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    // Its broker ended too: the sandbox's processes are not all found by their tag here.
+    wait_until(&env, "the sandboxed broker gone", || is_gone(broker as i32));
 
     // The front end in the sandbox hears its caller's signals: a TERM to `tether exec`
     // there (as the agent's interrupt sends its call's group) stops the command at once.
     // It heard none while tokio's handler woke it with a `send`.
     let running = sandboxed("second");
     let mut exec = None;
+    let mut sandbox = Vec::new();
     wait_until(
         &env,
         "tether exec and its sleep running in the sandbox",
@@ -507,6 +519,7 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
             // It names itself so while its command runs.
             let call = tether_protocol::names::CALL_COMM.to_bytes();
             exec = below.iter().find(|p| named(p, call)).map(|p| p.pid);
+            sandbox = below.iter().map(|p| p.pid).collect();
             exec.is_some() && below.iter().any(|p| named(p, b"sleep"))
         },
     );
@@ -514,5 +527,9 @@ fn a_command_in_codexs_sandbox_is_listed_and_stopped_from_outside() {
     common::procs::signal(exec, nix::sys::signal::Signal::SIGTERM);
     let run = running.wait(&env);
     assert_eq!(run.code(), 143, "{}", run.stderr_text());
+    // Everything the sandbox ran (its broker and the sleep among them) ended with it.
+    wait_until(&env, "the sandbox's processes gone", || {
+        sandbox.iter().all(|&pid| is_gone(pid))
+    });
     env.finish();
 }
