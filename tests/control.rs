@@ -674,8 +674,7 @@ fn without_a_socket_the_command_runs_and_stop_goes_through_the_brokers_pid() {
         fs::Permissions::from_mode(0o755),
     )
     .expect("chmod");
-    let long = env.path(&"l".repeat(100));
-    fs::create_dir(&long).expect("mkdir");
+    let long = env.socketless_runtime_dir();
     for (name, runtime, code, says) in [
         ("open", &open, "unsafe_mode", "chmod 700"),
         ("long", &long, "path_too_long", "107-byte limit"),
@@ -753,8 +752,7 @@ fn a_broker_in_a_pid_namespace_of_its_own_is_listed_and_stopped_from_outside() {
         return common::skip("a PID namespace of its own needs root (`unshare --pid`)");
     }
     // No socket: its path would be too long.
-    let long = env.path(&"l".repeat(100));
-    fs::create_dir(&long).expect("mkdir");
+    let long = env.socketless_runtime_dir();
     let exec = env.exec_command(
         &["--name", "sandboxed"],
         &["sh", "-c", "echo ready; exec sleep 1000"],
@@ -1051,8 +1049,6 @@ fn a_name_two_commands_share_is_refused_and_each_id_stops_one() {
     env.finish();
 }
 
-/// A pause is no journal event: `tether ps` reads it from `/proc`, as the watch does. A
-/// command whose process is stopped by SIGSTOP reads `paused`, and `running` again on CONT.
 /// A command that waits for input nobody gives reads so in `tether ps` too, as in the
 /// watch (a trial's `ps` said `running` while both watches flagged the prompt).
 #[test]
@@ -1095,6 +1091,8 @@ fn ps_says_what_needs_the_operator() {
     env.finish();
 }
 
+/// A pause is no journal event: `tether ps` reads it from `/proc`, as the watch does. A
+/// command whose process is stopped by SIGSTOP reads `paused`, and `running` again on CONT.
 #[test]
 fn ps_says_a_command_stopped_by_a_signal_is_paused() {
     let env = TestEnv::new("control_ps_paused");

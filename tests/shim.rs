@@ -206,13 +206,10 @@ fn links_broker_dash_c_and_pass_everything_else_through() {
     // Called by its path, the shell is named as the caller would have named it without
     // tether: by the real shell's path, never the link's (a tether path in an agent's
     // `$0` and in every message of its shell: `/tmp/.../bash: line 1: foo: command not found`).
-    let real_sh = ["/bin/sh", "/usr/bin/sh"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("a real sh");
+    let real_sh = tether::shim::Shell::Sh.real_path().expect("a real sh");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("via link\n{real_sh}\n")
+        format!("via link\n{}\n", real_sh.display())
     );
     assert!(
         out.stderr.is_empty(),
@@ -234,7 +231,7 @@ fn links_broker_dash_c_and_pass_everything_else_through() {
     ];
     for (args, input) in cases {
         let through = run(&env, shim_command(&env, &sh, args), input);
-        let mut real = Command::new(real_sh);
+        let mut real = Command::new(&real_sh);
         real.args(args);
         let real = run(&env, real, input);
         assert_eq!(

@@ -504,8 +504,7 @@ fn watch_shows_an_exec_started_elsewhere_and_stops_it() {
 #[test]
 fn watch_stops_a_command_whose_broker_has_no_socket() {
     let env = TestEnv::new("tui-watch-nosocket");
-    let long = env.path(&"l".repeat(100));
-    std::fs::create_dir(&long).expect("mkdir");
+    let long = env.socketless_runtime_dir();
     let tmux = Tmux::start(&env, 200, 50);
     tmux.type_line(&env, &tether_line(&env, "watch"));
     tmux.wait_screen(&env, "the watch", |s| s.contains("Commands"));

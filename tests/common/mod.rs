@@ -77,6 +77,14 @@ impl TestEnv {
         self.dir.path().join("state")
     }
 
+    /// A runtime directory whose path is too long for a control socket in it (over the
+    /// 107-byte limit): given as `XDG_RUNTIME_DIR`, a broker has no socket, as in a sandbox.
+    pub fn socketless_runtime_dir(&self) -> PathBuf {
+        let dir = self.path(&"l".repeat(100));
+        fs::create_dir_all(&dir).expect("create the socketless runtime dir");
+        dir
+    }
+
     /// The test's own runtime directory (0700), where its brokers put their control sockets
     /// when it is given them as `XDG_RUNTIME_DIR`.
     pub fn runtime_dir(&self) -> PathBuf {

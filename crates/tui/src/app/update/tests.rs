@@ -660,6 +660,7 @@ fn the_status_bar_message_goes_after_half_a_minute() {
     assert!(app.view.message.is_some());
     // The same words again after a key (the key said them again): their own half minute.
     app.handle(Action::Down);
+    assert_eq!(app.view.message, None, "gone at a key");
     app.view.say("said again");
     app.prepare(size, 90_000);
     assert!(
