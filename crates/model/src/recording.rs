@@ -104,12 +104,12 @@ impl Recording {
             times
         };
         let (moments, notable) = (sorted(false), sorted(true));
-        let times = || {
-            (commands.iter().flat_map(|c| &c.events))
-                .filter(|e| is_moment(&e.kind))
-                .map(|e| e.ts_ms)
-        };
-        let span = times().min().zip(times().max());
+        let span = (commands.iter().flat_map(|c| &c.events))
+            .filter(|e| is_moment(&e.kind))
+            .fold(None, |span: Option<(u64, u64)>, e| {
+                let (first, last) = span.unwrap_or((e.ts_ms, e.ts_ms));
+                Some((first.min(e.ts_ms), last.max(e.ts_ms)))
+            });
         Recording {
             commands,
             moments,

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use tether_config::CommandConfig;
 use tether_config::attention::AttentionSettings;
 use tether_os::journal::{CommandRecord, Damage, SessionRecord};
-use tether_os::procfs::broker_seen_from_here;
 
 use tether_protocol::protocol::{BrokerIdentity, CommandSpec, Event, EventKind};
 
@@ -29,13 +28,9 @@ pub fn command_from_record(record: &CommandRecord) -> CommandState {
     // failed.
     let starting = command.broker_pid.is_none()
         && record.result.is_none()
-        && (record.broker).is_some_and(|b| {
-            tether_os::procfs::broker_alive(&broker_seen_from_here(
-                b,
-                record.broker_pid_ns,
-                &record.dir,
-            ))
-        });
+        && record
+            .broker_here()
+            .is_some_and(|b| tether_os::procfs::broker_alive(&b));
     if !closed && !starting && !broker_alive(&command) {
         let last = record.events.last().map_or(started, |e| e.ts_ms);
         command.broker_gone(last);
@@ -61,7 +56,7 @@ pub fn command_so_far(record: &CommandRecord) -> CommandState {
     // has there (looked up only while the run may go on).
     if let Some(broker) = (record.broker).filter(|b| command.broker_pid == Some(b.pid)) {
         let here = match record.result {
-            None => broker_seen_from_here(broker, record.broker_pid_ns, &record.dir),
+            None => record.broker_here().unwrap_or(broker),
             Some(_) => broker,
         };
         command.broker_pid = Some(here.pid);

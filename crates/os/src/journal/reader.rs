@@ -109,6 +109,17 @@ pub struct CommandRecord {
 }
 
 impl CommandRecord {
+    /// The broker `command.json` names, as this process sees it (its pid here, where it ran
+    /// in a PID namespace of its own: [`crate::procfs::broker_seen_from_here`]).
+    pub fn broker_here(&self) -> Option<BrokerIdentity> {
+        let broker = self.broker?;
+        Some(crate::procfs::broker_seen_from_here(
+            broker,
+            self.broker_pid_ns,
+            &self.dir,
+        ))
+    }
+
     pub fn load(dir: &Path) -> CommandRecord {
         CommandRecord::load_following(dir).0
     }
