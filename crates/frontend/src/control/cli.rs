@@ -12,12 +12,12 @@ use tokio::time::{Instant, timeout_at};
 use super::client::Ack;
 use super::discover::{LiveCommand, journaled_commands, live_commands_noting, session_dir};
 use super::fallback;
-use super::report::{StopReport, ended_words};
+use super::report::StopReport;
 use super::target::{Target, no_match, no_session, unknown_name};
 use crate::supervisor::intervals::{ACK_TIMEOUT, REMOTE_STOP_WAIT};
 use crate::supervisor::{Answer, BrokerConversation};
 use tether_model::output::one_line;
-use tether_os::journal::{CommandRecord, sessions_dir, state_dir};
+use tether_os::journal::{sessions_dir, state_dir};
 use tether_os::sampler::Sampler;
 use tether_protocol::units::short_duration;
 
@@ -297,7 +297,7 @@ fn unmatched(target: &Target, live: &[LiveCommand], state_dir: &Path) -> String 
 async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String> {
     let attached = BrokerConversation::attach(command).await;
     if attached.is_err() && !command.is_alive() {
-        return ended_already(command, action);
+        return fallback::ended_already(command, action);
     }
     let why = match attached {
         Ok(broker) => match through_socket(broker, command, action).await {
@@ -305,7 +305,7 @@ async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String
             // A command that ended meanwhile is said to have ended, not why a late signal
             // found nothing to reach.
             Err(Attempt::Failed(_)) if !command.is_alive() => {
-                return ended_already(command, action);
+                return fallback::ended_already(command, action);
             }
             Err(Attempt::Failed(err)) => return Err(err),
             Err(Attempt::Unreachable(why)) => why,
@@ -313,30 +313,8 @@ async fn act_on(command: &LiveCommand, action: &Action) -> Result<String, String
         // Attaching fails only before the broker heard anything: the pid may still do it.
         Err(err) => err.to_string(),
     };
-    if !command.is_alive() {
-        return ended_already(command, action);
-    }
-    // The socket cannot carry it (none, refused, full): by the broker's pid, once that pid
-    // is proved to be the broker.
-    match action {
-        Action::Stop => fallback::stop_through_pid(command, &why).await,
-        Action::Signal(signal) => fallback::signal_through_pid(command, *signal, &why),
-    }
-}
-
-/// The answer for a command that finished between the listing and now.
-fn ended_already(command: &LiveCommand, action: &Action) -> Result<String, String> {
-    let record = CommandRecord::load(&command.dir);
-    let ended = record
-        .result
-        .and_then(|r| r.exit)
-        .map_or_else(String::new, |s| {
-            format!(" ({})", ended_words(&record.events, s))
-        });
-    match action {
-        Action::Stop => Ok(format!("it had already ended{ended}; nothing is left")),
-        Action::Signal(_) => Err(format!("it ended before it could be signalled{ended}")),
-    }
+    // The socket cannot carry it (none, refused, full): by the broker's pid.
+    fallback::by_pid(command, action, &why).await
 }
 
 /// How a request through the socket failed.

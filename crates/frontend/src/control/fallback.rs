@@ -13,6 +13,7 @@
 use tokio::io::Interest;
 use tokio::time::{Instant, timeout};
 
+use super::cli::Action;
 use super::discover::LiveCommand;
 use super::report::{Sent, describe_signals, ended_words};
 use super::verify::{open_broker, signal_broker};
@@ -21,6 +22,35 @@ use crate::supervisor::leftovers::{GroupLeader, signal_directly};
 use tether_os::journal::CommandRecord;
 use tether_protocol::protocol::ProcessSignal;
 use tether_protocol::units::short_duration;
+
+/// What a socket could not carry (there is none, it refused, the broker never heard it),
+/// done by the broker's pid once that pid is proved to be the broker; a command that ended
+/// meanwhile is said to have ended, not why a late signal found nothing to reach. `why`
+/// says why the socket was not used.
+pub async fn by_pid(command: &LiveCommand, action: &Action, why: &str) -> Result<String, String> {
+    if !command.is_alive() {
+        return ended_already(command, action);
+    }
+    match action {
+        Action::Stop => stop_through_pid(command, why).await,
+        Action::Signal(signal) => signal_through_pid(command, *signal, why),
+    }
+}
+
+/// The answer for a command that finished between the listing and now.
+pub fn ended_already(command: &LiveCommand, action: &Action) -> Result<String, String> {
+    let record = CommandRecord::load(&command.dir);
+    let ended = record
+        .result
+        .and_then(|r| r.exit)
+        .map_or_else(String::new, |s| {
+            format!(" ({})", ended_words(&record.events, s))
+        });
+    match action {
+        Action::Stop => Ok(format!("it had already ended{ended}; nothing is left")),
+        Action::Signal(_) => Err(format!("it ended before it could be signalled{ended}")),
+    }
+}
 
 /// The stop by pid: SIGTERM to the verified broker, then wait for it to exit, which it
 /// does once nothing of the command is left. `why` says why the socket was not used.

@@ -291,20 +291,17 @@ async fn request(live: &LiveCommand, message: Request) -> Result<String, String>
 /// A stop or a group signal without the broker's socket: a stop is asked of its pid (SIGTERM
 /// makes it run its stop sequence), a signal sent by tether itself.
 async fn by_pid(live: &LiveCommand, message: &Request, why: &str) -> Result<String, String> {
-    use tether_frontend::control::fallback;
-    // Ended between the listing and the key: said so, not why a late signal found nothing.
-    if !live.is_alive() {
-        return Ok("it had already ended".into());
-    }
-    match message {
-        Request::Stop { .. } => fallback::stop_through_pid(live, why).await,
+    use tether_frontend::control::{cli::Action, fallback};
+    let action = match message {
+        Request::Stop { .. } => Action::Stop,
         Request::Signal {
             signal,
             scope: Scope::Group,
             ..
-        } => fallback::signal_through_pid(live, *signal, why),
-        _ => Err(why.to_string()),
-    }
+        } => Action::Signal(*signal),
+        _ => return Err(why.to_string()),
+    };
+    fallback::by_pid(live, &action, why).await
 }
 
 /// What the status bar says of a request its broker carried out: `SIGTERM sent to 1
