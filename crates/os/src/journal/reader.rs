@@ -55,6 +55,17 @@ pub enum Damage {
 }
 
 impl Damage {
+    /// The damage of the metadata file `file`, which [`read_metadata`] failed to read.
+    fn of_read(err: &io::Error, file: &'static str) -> Damage {
+        match oversized(err) {
+            Some(oversized) => Damage::Oversized(oversized.clone()),
+            None => Damage::Unreadable {
+                file,
+                error: err.to_string(),
+            },
+        }
+    }
+
     /// Whether this is the damage of the file `name` (which is there, but unusable).
     fn is_of(&self, name: &str) -> bool {
         match self {
@@ -128,11 +139,7 @@ impl CommandRecord {
     /// again, it gives exactly the events appended since, none missed, none twice.
     pub fn load_following(dir: &Path) -> (CommandRecord, EventTail) {
         let mut damage = Vec::new();
-        let file =
-            read_json::<CommandFile>(&dir.join(COMMAND_FILE), COMMAND_FILE).unwrap_or_else(|d| {
-                damage.push(d);
-                None
-            });
+        let file = read_json_or_damage::<CommandFile>(dir, COMMAND_FILE, &mut damage);
         let broker = file.as_ref().and_then(|f| f.broker);
         let broker_pid_ns = file.as_ref().and_then(|f| f.broker_pid_ns);
         let request = file.map(|f| f.request);
@@ -155,11 +162,7 @@ impl CommandRecord {
                 Vec::new()
             }
         };
-        let result = read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE)
-            .unwrap_or_else(|d| {
-                damage.push(d);
-                None
-            });
+        let result = read_json_or_damage::<CommandResult>(dir, RESULT_FILE, &mut damage);
         if result.is_none() && !damage.iter().any(|d| d.is_of(RESULT_FILE)) {
             damage.push(Damage::MissingResult);
         }
@@ -238,13 +241,7 @@ pub fn read_launcher_from(
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return (Vec::new(), 0, true),
         Err(err) => {
-            damage.push(match oversized(&err) {
-                Some(oversized) => Damage::Oversized(oversized.clone()),
-                None => Damage::Unreadable {
-                    file: LAUNCHER_FILE,
-                    error: err.to_string(),
-                },
-            });
+            damage.push(Damage::of_read(&err, LAUNCHER_FILE));
             return (Vec::new(), 0, true);
         }
     };
@@ -277,11 +274,7 @@ pub fn read_launcher_from(
 impl SessionRecord {
     pub fn load(dir: &Path) -> io::Result<SessionRecord> {
         let mut damage = Vec::new();
-        let info =
-            read_json::<SessionInfo>(&dir.join(SESSION_FILE), SESSION_FILE).unwrap_or_else(|d| {
-                damage.push(d);
-                None
-            });
+        let info = read_json_or_damage::<SessionInfo>(dir, SESSION_FILE, &mut damage);
         let command_dirs = super::paths::command_dirs(dir)?;
         let launcher = read_launcher(dir, &mut damage);
         Ok(SessionRecord {
@@ -342,7 +335,7 @@ fn started_ms(dir: &Path) -> u64 {
     struct Start {
         started_ms: u64,
     }
-    if let Ok(Some(start)) = read_json::<Start>(&dir.join(SESSION_FILE), SESSION_FILE) {
+    if let Ok(Some(start)) = read_json::<Start>(dir, SESSION_FILE) {
         return start.started_ms;
     }
     fs::symlink_metadata(dir)
@@ -401,12 +394,12 @@ pub fn session_started_ms(dir: &Path) -> Option<u64> {
 
 /// A command's `command.json` (its launch request), if it has a readable one.
 pub fn read_request(dir: &Path) -> Option<LaunchRequest> {
-    read_json::<LaunchRequest>(&dir.join(COMMAND_FILE), COMMAND_FILE).ok()?
+    read_json::<LaunchRequest>(dir, COMMAND_FILE).ok()?
 }
 
 /// A command's `result.json`, if it has a readable one.
 pub fn read_result(dir: &Path) -> Option<CommandResult> {
-    read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE).ok()?
+    read_json::<CommandResult>(dir, RESULT_FILE).ok()?
 }
 
 /// The end of a command's `stream` log: its last `window` bytes, from the first line that
@@ -437,23 +430,28 @@ fn first_line_start(bytes: &[u8]) -> usize {
     }
 }
 
-/// `Ok(None)` when the file does not exist; `Err` when it exists but cannot be used.
+/// [`read_json`], what cannot be used said as damage.
+fn read_json_or_damage<T: for<'de> Deserialize<'de>>(
+    dir: &Path,
+    file: &'static str,
+    damage: &mut Vec<Damage>,
+) -> Option<T> {
+    read_json(dir, file).unwrap_or_else(|d| {
+        damage.push(d);
+        None
+    })
+}
+
+/// The file `file` in `dir`: `Ok(None)` when it does not exist; `Err` when it exists but
+/// cannot be used.
 fn read_json<T: for<'de> Deserialize<'de>>(
-    path: &Path,
+    dir: &Path,
     file: &'static str,
 ) -> Result<Option<T>, Damage> {
-    let bytes = match read_metadata(path) {
+    let bytes = match read_metadata(&dir.join(file)) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(match oversized(&err) {
-                Some(oversized) => Damage::Oversized(oversized.clone()),
-                None => Damage::Unreadable {
-                    file,
-                    error: err.to_string(),
-                },
-            });
-        }
+        Err(err) => return Err(Damage::of_read(&err, file)),
     };
     serde_json::from_slice(&bytes)
         .map(Some)
