@@ -232,20 +232,9 @@ pub fn stats_until(
     Some(stats)
 }
 
-/// Every descendant of `root`, parents before children.
-pub fn descendants(root: i32) -> Vec<ProcStat> {
-    descendants_in(&all_processes(), root)
-}
-
-/// Pure part of [`descendants`], over a given process list.
+/// Every descendant of `root` in `processes`, parents before children.
 pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
-    descendants_pruned(processes, root, &[])
-}
-
-/// Every descendant of `root` in `processes`, parents before children, leaving out each pid
-/// in `pruned` together with everything below it.
-pub fn descendants_pruned(processes: &[ProcStat], root: i32, pruned: &[i32]) -> Vec<ProcStat> {
-    Family::of(processes).descendants(root, pruned)
+    Family::of(processes).descendants(root)
 }
 
 /// Who is whose child among a list of processes: built once, it answers for many roots (the
@@ -264,13 +253,13 @@ impl<'a> Family<'a> {
         Family { children }
     }
 
-    /// Every descendant of `root`, parents before children, leaving out each pid in
-    /// `pruned` together with everything below it.
-    pub fn descendants(&self, root: i32, pruned: &[i32]) -> Vec<ProcStat> {
-        self.descendants_but(root, |pid| pruned.contains(&pid))
+    /// Every descendant of `root`, parents before children.
+    pub fn descendants(&self, root: i32) -> Vec<ProcStat> {
+        self.descendants_but(root, |_| false)
     }
 
-    /// [`Family::descendants`], leaving out each pid `pruned` says yes to.
+    /// [`Family::descendants`], leaving out each pid `pruned` says yes to, together with
+    /// everything below it.
     pub fn descendants_but(&self, root: i32, pruned: impl Fn(i32) -> bool) -> Vec<ProcStat> {
         let mut out = Vec::new();
         let mut queue = vec![root];
@@ -905,13 +894,12 @@ mod tests {
             stat(21, 20),
             stat(22, 21),
         ];
-        let mut found: Vec<i32> = descendants_pruned(&procs, 10, &[20])
-            .iter()
-            .map(|p| p.pid)
-            .collect();
+        let family = Family::of(&procs);
+        let pruned = |pruned: &'static [i32]| family.descendants_but(10, |p| pruned.contains(&p));
+        let mut found: Vec<i32> = pruned(&[20]).iter().map(|p| p.pid).collect();
         found.sort();
         assert_eq!(found, [11, 12, 13]);
-        assert!(descendants_pruned(&procs, 10, &[11, 12, 20]).is_empty());
+        assert!(pruned(&[11, 12, 20]).is_empty());
     }
 
     #[test]
