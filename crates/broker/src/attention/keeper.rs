@@ -31,7 +31,7 @@ pub const KEEPER_COMM: &std::ffi::CStr = tether_os::sampler::KEEPER_COMM;
 
 // The kernel's `struct clone_args` as the command's own start uses it: any version the
 // kernel knows is accepted, and the fields past `tls` stay zero.
-use crate::broker::spawn::clone_into::CloneArgs;
+use crate::broker::spawn::clone_into::{CloneArgs, errno, fail};
 
 const CLONE_PIDFD: u64 = 0x1000;
 
@@ -138,22 +138,6 @@ pub(crate) fn exit_status(pidfd: &OwnedFd, wait: bool) -> Option<i32> {
 
 unsafe extern "C" {
     static mut environ: *const *const libc::c_char;
-}
-
-/// Writes an errno to the report pipe and exits: the broker says the command could not run.
-unsafe fn fail(report: RawFd, errno: i32) -> ! {
-    let bytes = errno.to_ne_bytes();
-    // SAFETY: raw write and _exit; `bytes` lives on this stack.
-    unsafe {
-        libc::write(report, bytes.as_ptr().cast(), bytes.len());
-        libc::_exit(127)
-    }
-}
-
-fn errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// Closes every descriptor from 3 on but `kept`. Raw system calls only.
