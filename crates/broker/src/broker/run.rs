@@ -665,7 +665,8 @@ fn watch_custodians(
 /// SIGTERM, SIGINT or SIGHUP to the broker.
 fn shutdown(broker: &mut Broker, out: &mut Outlets, custodians: &mut CustodianWatch) {
     notice_exited_custodians(broker, out, custodians);
-    let sender = signals::take_stop_sender();
+    // The sender of the last stop signal, taken (`None`: the kernel's own, or none kept).
+    let sender = tether_os::signal_pipe::take_sender();
     out.feed(broker, Input::Shutdown { sender });
 }
 
