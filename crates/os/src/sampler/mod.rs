@@ -202,11 +202,7 @@ impl Sampler {
         } else {
             known.argv.clone()
         };
-        known.measure_cpu(
-            process.cpu_ticks * 1000 / self.ticks_per_second,
-            now,
-            now_ms,
-        );
+        known.measure_cpu(stat.cpu_ticks * 1000 / self.ticks_per_second, now, now_ms);
         ProcessInfo {
             pid: stat.pid,
             ppid: stat.ppid,
@@ -214,7 +210,7 @@ impl Sampler {
             sid: stat.sid,
             state: char::from(stat.state),
             cpu_percent: known.cpu_percent,
-            rss_bytes: process.rss_pages * self.page_size,
+            rss_bytes: stat.rss_pages * self.page_size,
             start_ms: known.start_ms,
             argv,
         }
