@@ -392,11 +392,7 @@ fn spawn_failure(program: &str, request: &LaunchRequest, err: &io::Error) -> Spa
 /// `program` path (one with a slash; relative ones from `cwd`, as exec takes them) that is a
 /// directory is called one.
 fn directory(program: &str, cwd: Option<&std::path::Path>) -> Option<SpawnFailure> {
-    let path = std::path::Path::new(program);
-    let path = match cwd {
-        Some(cwd) if path.is_relative() => cwd.join(path),
-        _ => path.to_path_buf(),
-    };
+    let path = interpreter::resolve(std::path::Path::new(program), cwd);
     (program.contains('/') && path.is_dir()).then(|| SpawnFailure {
         code: "eisdir".into(),
         message: format!("cannot run `{program}`: it is a directory, not a program"),
