@@ -390,6 +390,24 @@ pub fn label_of(exe: &str, argv: &[String]) -> String {
     }
 }
 
+/// Whether processes `a` and `b` (as `/proc` names them: a pid, or `self`) run the very same
+/// program: their `exe` links, which no process can set, name the same file.
+pub fn same_program(a: impl std::fmt::Display, b: impl std::fmt::Display) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let exe = |p: &dyn std::fmt::Display| {
+        fs::metadata(format!("/proc/{p}/exe")).map(|m| (m.dev(), m.ino()))
+    };
+    matches!((exe(&a), exe(&b)), (Ok(theirs), Ok(ours)) if theirs == ours)
+}
+
+/// Whether process `pid` runs this very program ([`same_program`]) and names itself `comm`.
+/// The name alone is not enough: any process may take it (`prctl`, or a file so named).
+pub fn runs_this_program_as(pid: i32, comm: &std::ffi::CStr) -> bool {
+    let named = fs::read(format!("/proc/{pid}/comm"))
+        .is_ok_and(|name| name.strip_suffix(b"\n") == Some(comm.to_bytes()));
+    named && same_program(pid, "self")
+}
+
 /// True when `pid` no longer runs: absent, or a zombie nobody has reaped yet.
 pub fn is_gone(pid: i32) -> bool {
     read_stat(pid).is_none_or(|s| s.is_zombie())

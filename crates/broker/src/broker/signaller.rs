@@ -458,19 +458,7 @@ const CHASE_LIMIT: std::time::Duration = std::time::Duration::from_millis(30);
 /// call itself `tether-broker` (`prctl`, or a file of that name) to be left out of its
 /// stop.
 fn is_broker(pid: i32) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let named = std::fs::read(format!("/proc/{pid}/comm"))
-        .is_ok_and(|comm| comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes()));
-    let same_program = || {
-        let (Ok(theirs), Ok(ours)) = (
-            std::fs::metadata(format!("/proc/{pid}/exe")),
-            std::fs::metadata("/proc/self/exe"),
-        ) else {
-            return false;
-        };
-        (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino())
-    };
-    named && same_program()
+    procfs::runs_this_program_as(pid, crate::broker::BROKER_COMM)
 }
 
 #[cfg(test)]
