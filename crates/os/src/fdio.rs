@@ -173,9 +173,18 @@ impl Outbox {
     /// Writes as much as the pipe takes now, without waiting. `Err` means the reader is gone;
     /// the queue is then dropped.
     pub fn write_now(&mut self, pipe: &AsyncPipe) -> io::Result<()> {
+        self.write_now_with(|bytes| pipe.try_write(bytes))
+    }
+
+    /// [`Outbox::write_now`] through `try_write`, a non-blocking write of some other end
+    /// (a socket's).
+    pub fn write_now_with(
+        &mut self,
+        mut try_write: impl FnMut(&[u8]) -> io::Result<usize>,
+    ) -> io::Result<()> {
         let mut written = 0;
         while written < self.queue.len() {
-            match pipe.try_write(&self.queue[written..]) {
+            match try_write(&self.queue[written..]) {
                 Ok(n) => written += n,
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
                 Err(err) => {
