@@ -566,11 +566,14 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         if std::mem::take(&mut out.give_up_copy) {
             give_up_copy(&mut broker, &mut out, &mut mirrors);
         }
-        out.settle_probes(&broker);
+        // The probing is over (the broker's state says): a try still going is given up.
+        if !broker.ready_probing() {
+            out.probes.give_up();
+        }
         out.broadcast();
         if !broker.parent_attached() {
             out.link.queue.clear();
-        } else if out.link.push().is_err() {
+        } else if out.link.queue.write_now(&out.link.output).is_err() {
             out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
         }
         if std::mem::take(&mut out.let_go) {
