@@ -298,10 +298,9 @@ impl SessionRecord {
 /// A session that a prune set aside and did not finish (`.pruning-NAME-PID`, its prune gone)
 /// is put back under its name first, or listed under the tomb's name where that name is taken.
 pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let dirs = session_dirs(sessions_dir)?;
-    let mut keyed: Vec<(u64, PathBuf)> = dirs.into_iter().map(|d| (started_ms(&d), d)).collect();
-    keyed.sort();
-    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+    let mut dirs = session_dirs(sessions_dir)?;
+    dirs.sort_by_cached_key(|d| (started_ms(d), d.clone()));
+    Ok(dirs)
 }
 
 /// The session directories under `sessions_dir` as [`list_sessions`] finds them (a prune's
@@ -312,8 +311,8 @@ pub fn session_dirs(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
         Ok(dir) => super::tomb::restore_abandoned(&dir).unwrap_or_default(),
         Err(_) => Vec::new(),
     };
-    let dirs: Vec<PathBuf> = match fs::read_dir(sessions_dir) {
-        Ok(entries) => entries
+    match fs::read_dir(sessions_dir) {
+        Ok(entries) => Ok(entries
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             // Never a session: a `.pruning-…` that a prune is removing right now.
@@ -322,11 +321,10 @@ pub fn session_dirs(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
                     || left_aside.contains(&e.file_name())
             })
             .map(|e| e.path())
-            .collect(),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(err) => return Err(err),
-    };
-    Ok(dirs)
+            .collect()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(err) => Err(err),
+    }
 }
 
 /// When the session in `dir` started, as well as can be told.
