@@ -20,6 +20,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::sweep::{ChildLister, sweep_descendants};
+use crate::broker::spawn::clone_into::{errno, fail};
 
 /// The keeper's word when the notify command timed out (never a wait status).
 pub(crate) const TIMED_OUT: u32 = u32::MAX;
@@ -31,7 +32,7 @@ pub const KEEPER_COMM: &std::ffi::CStr = tether_os::sampler::KEEPER_COMM;
 
 // The kernel's `struct clone_args` as the command's own start uses it: any version the
 // kernel knows is accepted, and the fields past `tls` stay zero.
-use crate::broker::spawn::clone_into::{CloneArgs, errno, fail};
+use crate::broker::spawn::clone_into::CloneArgs;
 
 const CLONE_PIDFD: u64 = 0x1000;
 

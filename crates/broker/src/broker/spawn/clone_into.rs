@@ -450,12 +450,12 @@ pub(crate) fn read_report(pipe: &OwnedFd) -> Option<io::Error> {
     }
 }
 
-/// Writes an errno to the report pipe and exits, in a child before exec: the broker says
-/// the command could not run.
+/// Writes an errno to the report pipe and exits, in a child before exec (the command's, a
+/// keeper's notify command's) or in a keeper: the broker says the command could not run.
 ///
 /// # Safety
 ///
-/// Only in a child between its clone and exec, which ends here.
+/// Only in such a child of the broker, which ends here.
 pub(crate) unsafe fn fail(report: RawFd, errno: i32) -> ! {
     let bytes = errno.to_ne_bytes();
     // SAFETY: raw write and _exit; `bytes` lives on this stack.
