@@ -51,13 +51,9 @@ impl Client {
     /// Writes what the socket takes now, without waiting; a broken one is dead.
     fn write_now(&mut self) {
         let stream = &self.stream;
-        if self
-            .outbox
-            .write_now_with(|bytes| stream.try_write(bytes))
-            .is_err()
-        {
-            self.dead = true;
-        }
+        self.dead |= (self.outbox)
+            .write_now_with(|b| stream.try_write(b))
+            .is_err();
     }
 
     pub(super) fn poll_flush(&mut self, cx: &mut Context<'_>) {
