@@ -578,7 +578,6 @@ fn choose(
         _ => None,
     };
     match survivors.as_slice() {
-        [] => None,
         [only] => Some(only.here),
         many => one(many
             .iter()
