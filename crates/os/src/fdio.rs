@@ -28,13 +28,9 @@ impl AsyncPipe {
     /// Waits until something can be read and reads it; `Ok(0)` is end of file.
     /// Cancel-safe: bytes are only taken in the poll that returns them.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let mut guard = self.fd.readable().await?;
-            match guard.try_io(|fd| read_fd(fd.get_ref(), buf)) {
-                Ok(result) => return result,
-                Err(_would_block) => continue,
-            }
-        }
+        (self.fd)
+            .async_io(Interest::READABLE, |fd| read_fd(fd, buf))
+            .await
     }
 
     /// Reads what is there without waiting; `WouldBlock` when nothing is.
@@ -49,13 +45,9 @@ impl AsyncPipe {
 
     /// Waits until the pipe takes bytes and writes some of `buf`.
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        loop {
-            let mut guard = self.fd.writable().await?;
-            match guard.try_io(|fd| write_fd(fd.get_ref(), buf)) {
-                Ok(result) => return result,
-                Err(_would_block) => continue,
-            }
-        }
+        (self.fd)
+            .async_io(Interest::WRITABLE, |fd| write_fd(fd, buf))
+            .await
     }
 
     pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
@@ -141,20 +133,16 @@ impl ReadyOrder {
     /// ready first. Cancel-safe: what is found is returned in the poll that finds it, and
     /// what is not taken is found again (level-triggered).
     pub async fn ready(&self) -> io::Result<Vec<usize>> {
-        loop {
-            let mut guard = self.epoll.readable().await?;
-            let mut events = [EpollEvent::empty(); 2];
-            let found = guard.try_io(|epoll| match epoll.get_ref().0.wait(&mut events, 0u8) {
+        let mut events = [EpollEvent::empty(); 2];
+        let found = self.epoll.async_io(Interest::READABLE, |epoll| {
+            match epoll.0.wait(&mut events, 0u8) {
                 Ok(0) => Err(io::ErrorKind::WouldBlock.into()),
                 Ok(n) => Ok(n),
                 Err(errno) => Err(errno.into()),
-            });
-            match found {
-                Ok(Ok(n)) => return Ok(events[..n].iter().map(|e| e.data() as usize).collect()),
-                Ok(Err(err)) => return Err(err),
-                Err(_would_block) => continue,
             }
-        }
+        });
+        let n = found.await?;
+        Ok(events[..n].iter().map(|e| e.data() as usize).collect())
     }
 }
 
@@ -185,9 +173,18 @@ impl Outbox {
     /// Writes as much as the pipe takes now, without waiting. `Err` means the reader is gone;
     /// the queue is then dropped.
     pub fn write_now(&mut self, pipe: &AsyncPipe) -> io::Result<()> {
+        self.write_now_with(|bytes| pipe.try_write(bytes))
+    }
+
+    /// [`Outbox::write_now`] through `try_write`, a non-blocking write of some other end
+    /// (a socket's).
+    pub fn write_now_with(
+        &mut self,
+        mut try_write: impl FnMut(&[u8]) -> io::Result<usize>,
+    ) -> io::Result<()> {
         let mut written = 0;
         while written < self.queue.len() {
-            match pipe.try_write(&self.queue[written..]) {
+            match try_write(&self.queue[written..]) {
                 Ok(n) => written += n,
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
                 Err(err) => {

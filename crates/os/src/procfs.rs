@@ -232,20 +232,9 @@ pub fn stats_until(
     Some(stats)
 }
 
-/// Every descendant of `root`, parents before children.
-pub fn descendants(root: i32) -> Vec<ProcStat> {
-    descendants_in(&all_processes(), root)
-}
-
-/// Pure part of [`descendants`], over a given process list.
+/// Every descendant of `root` in `processes`, parents before children.
 pub fn descendants_in(processes: &[ProcStat], root: i32) -> Vec<ProcStat> {
-    descendants_pruned(processes, root, &[])
-}
-
-/// Every descendant of `root` in `processes`, parents before children, leaving out each pid
-/// in `pruned` together with everything below it.
-pub fn descendants_pruned(processes: &[ProcStat], root: i32, pruned: &[i32]) -> Vec<ProcStat> {
-    Family::of(processes).descendants(root, pruned)
+    Family::of(processes).descendants(root)
 }
 
 /// Who is whose child among a list of processes: built once, it answers for many roots (the
@@ -264,13 +253,13 @@ impl<'a> Family<'a> {
         Family { children }
     }
 
-    /// Every descendant of `root`, parents before children, leaving out each pid in
-    /// `pruned` together with everything below it.
-    pub fn descendants(&self, root: i32, pruned: &[i32]) -> Vec<ProcStat> {
-        self.descendants_but(root, |pid| pruned.contains(&pid))
+    /// Every descendant of `root`, parents before children.
+    pub fn descendants(&self, root: i32) -> Vec<ProcStat> {
+        self.descendants_but(root, |_| false)
     }
 
-    /// [`Family::descendants`], leaving out each pid `pruned` says yes to.
+    /// [`Family::descendants`], leaving out each pid `pruned` says yes to, together with
+    /// everything below it.
     pub fn descendants_but(&self, root: i32, pruned: impl Fn(i32) -> bool) -> Vec<ProcStat> {
         let mut out = Vec::new();
         let mut queue = vec![root];
@@ -399,6 +388,24 @@ pub fn label_of(exe: &str, argv: &[String]) -> String {
         Some(sub) => format!("tether {sub}"),
         None => "tether TUI".into(),
     }
+}
+
+/// Whether processes `a` and `b` (as `/proc` names them: a pid, or `self`) run the very same
+/// program: their `exe` links, which no process can set, name the same file.
+pub fn same_program(a: impl std::fmt::Display, b: impl std::fmt::Display) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let exe = |p: &dyn std::fmt::Display| {
+        fs::metadata(format!("/proc/{p}/exe")).map(|m| (m.dev(), m.ino()))
+    };
+    matches!((exe(&a), exe(&b)), (Ok(theirs), Ok(ours)) if theirs == ours)
+}
+
+/// Whether process `pid` runs this very program ([`same_program`]) and names itself `comm`.
+/// The name alone is not enough: any process may take it (`prctl`, or a file so named).
+pub fn runs_this_program_as(pid: i32, comm: &std::ffi::CStr) -> bool {
+    let named = fs::read(format!("/proc/{pid}/comm"))
+        .is_ok_and(|name| name.strip_suffix(b"\n") == Some(comm.to_bytes()));
+    named && same_program(pid, "self")
 }
 
 /// True when `pid` no longer runs: absent, or a zombie nobody has reaped yet.
@@ -571,7 +578,6 @@ fn choose(
         _ => None,
     };
     match survivors.as_slice() {
-        [] => None,
         [only] => Some(only.here),
         many => one(many
             .iter()
@@ -905,13 +911,12 @@ mod tests {
             stat(21, 20),
             stat(22, 21),
         ];
-        let mut found: Vec<i32> = descendants_pruned(&procs, 10, &[20])
-            .iter()
-            .map(|p| p.pid)
-            .collect();
+        let family = Family::of(&procs);
+        let pruned = |pruned: &'static [i32]| family.descendants_but(10, |p| pruned.contains(&p));
+        let mut found: Vec<i32> = pruned(&[20]).iter().map(|p| p.pid).collect();
         found.sort();
         assert_eq!(found, [11, 12, 13]);
-        assert!(descendants_pruned(&procs, 10, &[11, 12, 20]).is_empty());
+        assert!(pruned(&[11, 12, 20]).is_empty());
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::sweep::{ChildLister, sweep_descendants};
+use crate::broker::spawn::clone_into::{errno, fail};
 
 /// The keeper's word when the notify command timed out (never a wait status).
 pub(crate) const TIMED_OUT: u32 = u32::MAX;
@@ -138,22 +139,6 @@ pub(crate) fn exit_status(pidfd: &OwnedFd, wait: bool) -> Option<i32> {
 
 unsafe extern "C" {
     static mut environ: *const *const libc::c_char;
-}
-
-/// Writes an errno to the report pipe and exits: the broker says the command could not run.
-unsafe fn fail(report: RawFd, errno: i32) -> ! {
-    let bytes = errno.to_ne_bytes();
-    // SAFETY: raw write and _exit; `bytes` lives on this stack.
-    unsafe {
-        libc::write(report, bytes.as_ptr().cast(), bytes.len());
-        libc::_exit(127)
-    }
-}
-
-fn errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// Closes every descriptor from 3 on but `kept`. Raw system calls only.

@@ -297,12 +297,8 @@ fn quoted_stderr(stderr: &OwnedFd) -> String {
     let mut buf = [0u8; STDERR_QUOTED];
     let n = nix::unistd::read(stderr, &mut buf).unwrap_or(0);
     let text = String::from_utf8_lossy(&buf[..n]);
-    let text = text.trim();
-    if text.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", text.lines().next().unwrap_or(text))
-    }
+    let first_line = text.trim().lines().next();
+    first_line.map_or_else(String::new, |line| format!(": {line}"))
 }
 
 #[cfg(test)]

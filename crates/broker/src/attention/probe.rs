@@ -125,7 +125,7 @@ fn of_commands(processes: &[ProcStat], roots: &[i32]) -> std::collections::HashS
     let family = tether_os::procfs::Family::of(processes);
     (roots.iter())
         .flat_map(|&root| {
-            let below = family.descendants(root, &[]).into_iter().map(|p| p.pid);
+            let below = family.descendants(root).into_iter().map(|p| p.pid);
             std::iter::once(root).chain(below)
         })
         .collect()

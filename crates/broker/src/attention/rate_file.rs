@@ -22,6 +22,7 @@ use rustix::fs::FlockOperation;
 use thiserror::Error;
 
 use super::rate::{RateState, Verdict, add_held, decide, kind_index, kind_of};
+use tether_os::journal::secure::{PrivateFileError, open_private};
 use tether_protocol::protocol::AttentionKind;
 
 /// The file's name in the state directory.
@@ -33,12 +34,12 @@ const READ_CAP: usize = 4096;
 /// Tries at the lock, a millisecond apart.
 const LOCK_TRIES: u32 = 20;
 
+/// Why the rate file was not used (the broker's own limit stays; the reason is not shown).
 #[derive(Debug, Error)]
 pub enum RateFileError {
-    #[error("cannot open {path}: {source}")]
-    Open { path: PathBuf, source: io::Error },
-    #[error("{path} is not a private regular file of yours; remove it")]
-    NotPrivate { path: PathBuf },
+    /// It or its held file cannot be opened, or is not a private regular file of ours.
+    #[error(transparent)]
+    Private(#[from] PrivateFileError),
     #[error("cannot update {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
 }
@@ -127,16 +128,6 @@ fn locked(file: &File) -> bool {
 
 /// The most of [`HELD_FILE`] taken in at once: a count, not a log.
 const TAKEN_CAP: u64 = 1 << 20;
-
-/// Opens `path` (created `0600`; `append`: for appending only) if it is a private regular
-/// file of ours: never through a link, never blocking.
-fn open_private(path: &Path, append: bool) -> Result<File, RateFileError> {
-    use tether_os::journal::secure::PrivateFileError;
-    tether_os::journal::secure::open_private(path, append).map_err(|err| match err {
-        PrivateFileError::Open { path, source } => RateFileError::Open { path, source },
-        PrivateFileError::NotPrivate { path } => RateFileError::NotPrivate { path },
-    })
-}
 
 #[cfg(test)]
 mod tests {
@@ -235,13 +226,22 @@ mod tests {
         // A FIFO nobody writes to: a blocking open would hang here for ever.
         nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let err = file.admit(AttentionKind::Failed, 1).unwrap_err();
-        assert!(matches!(err, RateFileError::NotPrivate { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                RateFileError::Private(PrivateFileError::NotPrivate { .. })
+            ),
+            "{err}"
+        );
         std::fs::remove_file(&path).unwrap();
         let target = tmp.path().join("elsewhere");
         tether_os::testing::write_private(&target, "");
         std::os::unix::fs::symlink(&target, &path).unwrap();
         let err = file.admit(AttentionKind::Failed, 1).unwrap_err();
-        assert!(matches!(err, RateFileError::Open { .. }), "{err}");
+        assert!(
+            matches!(err, RateFileError::Private(PrivateFileError::Open { .. })),
+            "{err}"
+        );
         assert_eq!(
             std::fs::read(&target).unwrap(),
             b"",
@@ -251,6 +251,12 @@ mod tests {
         tether_os::testing::write_private(&path, "");
         tether_os::testing::loosen(&path, 0o666);
         let err = file.admit(AttentionKind::Failed, 1).unwrap_err();
-        assert!(matches!(err, RateFileError::NotPrivate { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                RateFileError::Private(PrivateFileError::NotPrivate { .. })
+            ),
+            "{err}"
+        );
     }
 }

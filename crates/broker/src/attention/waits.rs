@@ -170,19 +170,7 @@ pub fn terminal_wait(pid: i32, inputs: &[InputFile]) -> Option<Blocked> {
     None
 }
 
-/// Whether `process`, one of the agent's, stands for one of its commands running: the
-/// front end of a shell call in flight (the shim the agent called, named
-/// [`CALL_COMM`](tether_protocol::names::CALL_COMM) while it waits for its broker), or, on the /proc
-/// walk, where the agent's tree holds its commands' brokers too, such a broker while its
-/// front end still waits for it. A broker leads a session of its own and names itself
-/// `tether-broker`; once its command's main process has exited its front end returns, and
-/// it (in custody of what the command left running) is adopted by the nearest subreaper,
-/// the agent's broker `own_pid`: a server left running is no command running.
-pub fn runs_command(process: &ProcStat, own_pid: i32) -> bool {
-    command_role(process, own_pid) == Some(CommandRole::Running)
-}
-
-/// What `process`, one of the agent's, is of its commands (see [`runs_command`]).
+/// What `process`, one of the agent's, is of its commands (see [`command_role`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandRole {
     /// A shell call in flight, or the broker of a command its front end waits for.
@@ -191,6 +179,14 @@ pub enum CommandRole {
     Kept,
 }
 
+/// What `process`, one of the agent's, is of its commands, if anything. `Running`: the
+/// front end of a shell call in flight (the shim the agent called, named
+/// [`CALL_COMM`](tether_protocol::names::CALL_COMM) while it waits for its broker), or, on the /proc
+/// walk, where the agent's tree holds its commands' brokers too, such a broker while its
+/// front end still waits for it. A broker leads a session of its own and names itself
+/// `tether-broker`; once its command's main process has exited its front end returns, and
+/// it (in custody of what the command left running) is adopted by the nearest subreaper,
+/// the agent's broker `own_pid`: `Kept`, as a server left running is no command running.
 pub fn command_role(process: &ProcStat, own_pid: i32) -> Option<CommandRole> {
     if process.is_zombie() || process.pid == own_pid {
         return None;

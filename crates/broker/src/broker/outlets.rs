@@ -103,13 +103,6 @@ impl Outlets {
         Walk::of(tree, self.cgroup.as_ref()).pruning(self.probes.keepers())
     }
 
-    /// The probing is over (the broker's state says): a try still going is given up.
-    pub(super) fn settle_probes(&mut self, broker: &Broker) {
-        if !broker.ready_probing() {
-            self.probes.give_up();
-        }
-    }
-
     /// `Gone` if the command's cgroup was taken away, else nothing new.
     fn cgroup_gone(&self) -> Option<CgroupState> {
         let cgroup = self.cgroup.as_ref()?;

@@ -39,11 +39,6 @@ impl ParentLink {
         })
     }
 
-    /// Writes as much of the queue as the pipe takes now. `Err` means the parent is gone.
-    pub(super) fn push(&mut self) -> io::Result<()> {
-        self.queue.write_now(&self.output)
-    }
-
     /// Writes what is queued, for at most `limit`: the parent may not be reading.
     pub(super) async fn drain(&mut self, limit: Duration) {
         let _ = tokio::time::timeout(limit, async {

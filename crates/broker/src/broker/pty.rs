@@ -86,17 +86,14 @@ fn io_errno(err: &io::Error) -> rustix::io::Errno {
 /// The slave side, without a path where the kernel allows it (no race with another
 /// process's terminal at the same name), else by its name.
 fn open_slave(master: &OwnedFd, flags: OpenptFlags) -> rustix::io::Result<OwnedFd> {
-    match ioctl_tiocgptpeer(master, flags) {
-        Ok(slave) => Ok(slave),
-        Err(_) => {
-            let name = rustix::pty::ptsname(master, Vec::new())?;
-            rustix::fs::open(
-                name.as_c_str(),
-                rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            )
-        }
-    }
+    ioctl_tiocgptpeer(master, flags).or_else(|_| {
+        let name = rustix::pty::ptsname(master, Vec::new())?;
+        rustix::fs::open(
+            name.as_c_str(),
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+    })
 }
 
 /// Gives a terminal (through its master) a new size; the kernel sends SIGWINCH to the

@@ -462,8 +462,13 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
                 {
                     out.feed(&mut broker, Input::ParentLost(ParentLossCause::Pdeathsig));
                 }
+                // SIGTERM, SIGINT or SIGHUP to the broker.
                 if arrived.first_of(&STOP_SIGNALS).is_some() {
-                    shutdown(&mut broker, &mut out, &mut custodians);
+                    notice_exited_custodians(&mut broker, &mut out, &mut custodians);
+                    // The sender of the last stop signal, taken (`None`: the kernel's own, or
+                    // none kept).
+                    let sender = tether_os::signal_pipe::take_sender();
+                    out.feed(&mut broker, Input::Shutdown { sender });
                 }
             }
             ready = or_pending(order.as_ref().map(ReadyOrder::ready)), if order.as_ref().is_some_and(ReadyOrder::watching) => {
@@ -561,11 +566,14 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         if std::mem::take(&mut out.give_up_copy) {
             give_up_copy(&mut broker, &mut out, &mut mirrors);
         }
-        out.settle_probes(&broker);
+        // The probing is over (the broker's state says): a try still going is given up.
+        if !broker.ready_probing() {
+            out.probes.give_up();
+        }
         out.broadcast();
         if !broker.parent_attached() {
             out.link.queue.clear();
-        } else if out.link.push().is_err() {
+        } else if out.link.queue.write_now(&out.link.output).is_err() {
             out.feed(&mut broker, Input::ParentLost(ParentLossCause::Epipe));
         }
         if std::mem::take(&mut out.let_go) {
@@ -660,13 +668,6 @@ fn watch_custodians(
     };
     out.feed(broker, Input::CustodianUnwatched { reason, pid });
     watch
-}
-
-/// SIGTERM, SIGINT or SIGHUP to the broker.
-fn shutdown(broker: &mut Broker, out: &mut Outlets, custodians: &mut CustodianWatch) {
-    notice_exited_custodians(broker, out, custodians);
-    let sender = signals::take_stop_sender();
-    out.feed(broker, Input::Shutdown { sender });
 }
 
 /// Says first which custodians have exited already, before a child's exit, a cgroup change

@@ -137,15 +137,6 @@ impl Walk {
         })
     }
 
-    /// The walk of what /proc lists. A broker below the root is another command's (a shell
-    /// call's, kept for the agent that made it; a `tether exec` in the command): it stops
-    /// its own command, journaled as its own, when it loses its front end or its session's
-    /// owner. Signalled as part of this tree, its leftovers would die of a TERM nobody
-    /// journaled, before their own broker could say why they ended.
-    fn select_live(&self, processes: &[ProcStat]) -> Vec<ProcStat> {
-        self.select_but(processes, is_broker)
-    }
-
     /// The walk now, zombies included: the cgroup's members (each read through the one /proc
     /// reader), or the walk of `/proc`.
     pub fn processes(&self) -> Vec<ProcStat> {
@@ -186,7 +177,12 @@ impl Walk {
         Some(match self.members() {
             Some(members) => procfs::stats_until(members, deadline)?,
             None if self.below_childless_self() => Vec::new(),
-            None => self.select_live(&procfs::stats_until(procfs::pids(), deadline)?),
+            // The walk of what /proc lists. A broker below the root is another command's (a
+            // shell call's, kept for the agent that made it; a `tether exec` in the command):
+            // it stops its own command, journaled as its own, when it loses its front end or
+            // its session's owner. Signalled as part of this tree, its leftovers would die of
+            // a TERM nobody journaled, before their own broker could say why they ended.
+            None => self.select_but(&procfs::stats_until(procfs::pids(), deadline)?, is_broker),
         })
     }
 
@@ -458,19 +454,7 @@ const CHASE_LIMIT: std::time::Duration = std::time::Duration::from_millis(30);
 /// call itself `tether-broker` (`prctl`, or a file of that name) to be left out of its
 /// stop.
 fn is_broker(pid: i32) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let named = std::fs::read(format!("/proc/{pid}/comm"))
-        .is_ok_and(|comm| comm.strip_suffix(b"\n") == Some(crate::broker::BROKER_COMM.to_bytes()));
-    let same_program = || {
-        let (Ok(theirs), Ok(ours)) = (
-            std::fs::metadata(format!("/proc/{pid}/exe")),
-            std::fs::metadata("/proc/self/exe"),
-        ) else {
-            return false;
-        };
-        (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino())
-    };
-    named && same_program()
+    procfs::runs_this_program_as(pid, crate::broker::BROKER_COMM)
 }
 
 #[cfg(test)]

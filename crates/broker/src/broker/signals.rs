@@ -20,8 +20,3 @@ pub fn install() -> io::Result<Signals> {
     heard.extend(STOP_SIGNALS);
     Signals::install(&heard, &STOP_SIGNALS)
 }
-
-/// The sender of the last stop signal, taken (`None`: the kernel's own, or none kept).
-pub fn take_stop_sender() -> Option<i32> {
-    tether_os::signal_pipe::take_sender()
-}

@@ -32,7 +32,7 @@ use super::{BROKER_ENV, BROKER_TOKEN_ENV};
 use tether_os::fdio::ReadyOrder;
 use tether_os::journal::{BROKER_ID_ENV, SESSION_ENV, STATE_DIR_ENV};
 use tether_protocol::protocol::trace::{TRACEPARENT_ENV, TRACESTATE_ENV};
-use tether_protocol::protocol::{LaunchRequest, StdinSource, TerminalRequest};
+use tether_protocol::protocol::{LaunchRequest, StdinSource, TerminalRequest, WindowSize};
 
 pub struct SpawnedCommand {
     pub pid: i32,
@@ -134,10 +134,7 @@ pub fn spawn(
     let terminal = (out_pty.is_some() || err_pty.is_some()).then(|| TerminalRequest {
         stdout: out_pty.is_some(),
         stderr: err_pty.is_some(),
-        size: request
-            .terminal
-            .map(|t| t.size.or_default())
-            .unwrap_or(tether_protocol::protocol::WindowSize::DEFAULT),
+        size: (request.terminal).map_or(WindowSize::DEFAULT, |t| t.size.or_default()),
     });
     // The controlling terminal: stdout's, else stderr's; the broker's if it can take it
     // (then the command joins its foreground), else the command's own.
@@ -222,9 +219,7 @@ pub fn spawn(
     // placed by when it joined, not by when it was written.
     if let Some(order) = order {
         let _ = order.watch(0, Some(stdout.as_fd()), true);
-        if let Some(stderr) = &stderr {
-            let _ = order.watch(1, Some(stderr.as_fd()), true);
-        }
+        let _ = order.watch(1, stderr.as_ref().map(AsFd::as_fd), true);
     }
     let mut command = Command::new(program);
     command
@@ -392,11 +387,7 @@ fn spawn_failure(program: &str, request: &LaunchRequest, err: &io::Error) -> Spa
 /// `program` path (one with a slash; relative ones from `cwd`, as exec takes them) that is a
 /// directory is called one.
 fn directory(program: &str, cwd: Option<&std::path::Path>) -> Option<SpawnFailure> {
-    let path = std::path::Path::new(program);
-    let path = match cwd {
-        Some(cwd) if path.is_relative() => cwd.join(path),
-        _ => path.to_path_buf(),
-    };
+    let path = interpreter::resolve(std::path::Path::new(program), cwd);
     (program.contains('/') && path.is_dir()).then(|| SpawnFailure {
         code: "eisdir".into(),
         message: format!("cannot run `{program}`: it is a directory, not a program"),

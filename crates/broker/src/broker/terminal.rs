@@ -34,15 +34,10 @@ impl Terminals {
         let Some(given) = given else {
             return Terminals::default();
         };
-        let controlling = if given.stdout {
-            Some(Stream::Stdout)
-        } else if given.stderr {
-            Some(Stream::Stderr)
-        } else {
-            None
-        };
+        let streams = [given.stdout, given.stderr];
+        let controlling = Stream::BOTH.into_iter().find(|&s| streams[s as usize]);
         Terminals {
-            streams: [given.stdout, given.stderr],
+            streams,
             input: controlling.filter(|_| stdin_is_terminal),
             size: Some(given.size),
             pending: Outbox::default(),

@@ -192,7 +192,7 @@ fn group_and_descendants(pgid: i32) -> Vec<ProcStat> {
     let mut found: Vec<ProcStat> = all.iter().filter(|p| p.pgid == pgid).copied().collect();
     let below: Vec<ProcStat> = found
         .iter()
-        .flat_map(|p| family.descendants(p.pid, &[]))
+        .flat_map(|p| family.descendants(p.pid))
         .collect();
     found.extend(below);
     found.sort_unstable_by_key(|p| p.pid);

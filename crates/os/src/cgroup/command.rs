@@ -222,7 +222,8 @@ impl CommandCgroup {
         file::read(&self.dir, name)
     }
 
-    fn write(&self, name: &str, value: &str) -> io::Result<()> {
+    /// Writes `value` to the cgroup's file `name` (a limit's too: `pids.max`, `memory.max`).
+    pub(super) fn write(&self, name: &str, value: &str) -> io::Result<()> {
         file::write(&self.dir, name, value)
     }
 
@@ -291,11 +292,6 @@ impl CommandCgroup {
     /// accounts it (Linux 5.19 and later, with `memory` enabled for this cgroup).
     pub fn memory_peak(&self) -> Option<u64> {
         self.read("memory.peak").ok()?.trim().parse().ok()
-    }
-
-    /// Writes a limit file (`pids.max`, `memory.max`).
-    pub(super) fn write_limit(&self, file: &str, value: u64) -> io::Result<()> {
-        self.write(file, &value.to_string())
     }
 
     pub(super) fn parent(&self) -> &OwnedFd {

@@ -62,7 +62,7 @@ pub fn apply(cgroup: &CommandCgroup, limits: &Limits) -> Vec<LimitProblem> {
                 ));
             continue;
         }
-        if let Err(err) = cgroup.write_limit(file, value) {
+        if let Err(err) = cgroup.write(file, &value.to_string()) {
             problems.push(format!(
                 "{limit} not applied: cannot write {value} to {}: {err}; the command runs without it",
                 cgroup.path().join(file).display()

@@ -7,6 +7,7 @@ use nix::unistd::UnlinkatFlags;
 use super::command::parse_populated;
 use super::file;
 use super::{Hierarchy, name};
+use tether_protocol::protocol::BrokerIdentity;
 
 /// What is known of one directory in the hierarchy, for [`is_stale`].
 pub struct Candidate<'a> {
@@ -17,18 +18,12 @@ pub struct Candidate<'a> {
 }
 
 /// Whether a directory is a stale command cgroup to remove. `broker_alive` says whether the
-/// process with that pid and start time runs.
-pub fn is_stale(candidate: &Candidate, broker_alive: impl Fn(i32, u64) -> bool) -> bool {
+/// broker (the process with that pid and start time) runs.
+pub fn is_stale(candidate: &Candidate, broker_alive: impl Fn(&BrokerIdentity) -> bool) -> bool {
     let Some(broker) = name::owner(candidate.name) else {
         return false;
     };
-    candidate.ours
-        && candidate.populated == Some(false)
-        && !broker_alive(broker.pid, broker.start_ticks)
-}
-
-fn broker_alive(pid: i32, start_ticks: u64) -> bool {
-    crate::procfs::read_stat(pid).is_some_and(|s| s.start_ticks == start_ticks && !s.is_zombie())
+    candidate.ours && candidate.populated == Some(false) && !broker_alive(&broker)
 }
 
 /// Removes the stale command cgroups in `hierarchy`; returns how many.
@@ -58,7 +53,7 @@ pub fn remove_stale(hierarchy: &Hierarchy) -> usize {
             ours,
             populated,
         };
-        if !is_stale(&candidate, broker_alive) {
+        if !is_stale(&candidate, crate::procfs::broker_alive) {
             continue;
         }
         // `populated 0` counts the cgroups below it too: those the command made go first.
@@ -76,8 +71,8 @@ mod tests {
 
     #[test]
     fn only_an_empty_cgroup_of_ours_whose_broker_is_dead_is_stale() {
-        let dead = |_, _| false;
-        let alive = |_, _| true;
+        let dead = |_: &BrokerIdentity| false;
+        let alive = |_: &BrokerIdentity| true;
         let empty = Candidate {
             name: "tether.s.01-a.4242-99",
             ours: true,
@@ -106,7 +101,7 @@ mod tests {
         };
         assert!(!is_stale(&other, dead), "not tether's");
         // The pid and start time both count: a reused pid is another process.
-        let reused = |pid, start| pid == 4242 && start == 100;
+        let reused = |b: &BrokerIdentity| b.pid == 4242 && b.start_ticks == 100;
         assert!(is_stale(&empty, reused));
     }
 }

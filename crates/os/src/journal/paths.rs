@@ -18,19 +18,11 @@ pub struct NoStateDir;
 /// `~/.local/state/tether`.
 pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, NoStateDir> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = explicit {
-        return Ok(dir.to_path_buf());
-    }
-    if let Some(dir) = var(STATE_DIR_ENV) {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = var("XDG_STATE_HOME") {
-        return Ok(PathBuf::from(dir).join("tether"));
-    }
-    if let Some(home) = var("HOME") {
-        return Ok(PathBuf::from(home).join(".local/state/tether"));
-    }
-    Err(NoStateDir)
+    (explicit.map(Path::to_path_buf))
+        .or_else(|| var(STATE_DIR_ENV).map(PathBuf::from))
+        .or_else(|| var("XDG_STATE_HOME").map(|dir| PathBuf::from(dir).join("tether")))
+        .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".local/state/tether")))
+        .ok_or(NoStateDir)
 }
 
 pub fn sessions_dir(state_dir: &Path) -> PathBuf {

@@ -55,6 +55,17 @@ pub enum Damage {
 }
 
 impl Damage {
+    /// The damage of the metadata file `file`, which [`read_metadata`] failed to read.
+    fn of_read(err: &io::Error, file: &'static str) -> Damage {
+        match oversized(err) {
+            Some(oversized) => Damage::Oversized(oversized.clone()),
+            None => Damage::Unreadable {
+                file,
+                error: err.to_string(),
+            },
+        }
+    }
+
     /// Whether this is the damage of the file `name` (which is there, but unusable).
     fn is_of(&self, name: &str) -> bool {
         match self {
@@ -128,11 +139,7 @@ impl CommandRecord {
     /// again, it gives exactly the events appended since, none missed, none twice.
     pub fn load_following(dir: &Path) -> (CommandRecord, EventTail) {
         let mut damage = Vec::new();
-        let file =
-            read_json::<CommandFile>(&dir.join(COMMAND_FILE), COMMAND_FILE).unwrap_or_else(|d| {
-                damage.push(d);
-                None
-            });
+        let file = read_json_or_damage::<CommandFile>(dir, COMMAND_FILE, &mut damage);
         let broker = file.as_ref().and_then(|f| f.broker);
         let broker_pid_ns = file.as_ref().and_then(|f| f.broker_pid_ns);
         let request = file.map(|f| f.request);
@@ -155,11 +162,7 @@ impl CommandRecord {
                 Vec::new()
             }
         };
-        let result = read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE)
-            .unwrap_or_else(|d| {
-                damage.push(d);
-                None
-            });
+        let result = read_json_or_damage::<CommandResult>(dir, RESULT_FILE, &mut damage);
         if result.is_none() && !damage.iter().any(|d| d.is_of(RESULT_FILE)) {
             damage.push(Damage::MissingResult);
         }
@@ -238,13 +241,7 @@ pub fn read_launcher_from(
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return (Vec::new(), 0, true),
         Err(err) => {
-            damage.push(match oversized(&err) {
-                Some(oversized) => Damage::Oversized(oversized.clone()),
-                None => Damage::Unreadable {
-                    file: LAUNCHER_FILE,
-                    error: err.to_string(),
-                },
-            });
+            damage.push(Damage::of_read(&err, LAUNCHER_FILE));
             return (Vec::new(), 0, true);
         }
     };
@@ -277,11 +274,7 @@ pub fn read_launcher_from(
 impl SessionRecord {
     pub fn load(dir: &Path) -> io::Result<SessionRecord> {
         let mut damage = Vec::new();
-        let info =
-            read_json::<SessionInfo>(&dir.join(SESSION_FILE), SESSION_FILE).unwrap_or_else(|d| {
-                damage.push(d);
-                None
-            });
+        let info = read_json_or_damage::<SessionInfo>(dir, SESSION_FILE, &mut damage);
         let command_dirs = super::paths::command_dirs(dir)?;
         let launcher = read_launcher(dir, &mut damage);
         Ok(SessionRecord {
@@ -305,10 +298,9 @@ impl SessionRecord {
 /// A session that a prune set aside and did not finish (`.pruning-NAME-PID`, its prune gone)
 /// is put back under its name first, or listed under the tomb's name where that name is taken.
 pub fn list_sessions(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let dirs = session_dirs(sessions_dir)?;
-    let mut keyed: Vec<(u64, PathBuf)> = dirs.into_iter().map(|d| (started_ms(&d), d)).collect();
-    keyed.sort();
-    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+    let mut dirs = session_dirs(sessions_dir)?;
+    dirs.sort_by_cached_key(|d| (started_ms(d), d.clone()));
+    Ok(dirs)
 }
 
 /// The session directories under `sessions_dir` as [`list_sessions`] finds them (a prune's
@@ -319,8 +311,8 @@ pub fn session_dirs(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
         Ok(dir) => super::tomb::restore_abandoned(&dir).unwrap_or_default(),
         Err(_) => Vec::new(),
     };
-    let dirs: Vec<PathBuf> = match fs::read_dir(sessions_dir) {
-        Ok(entries) => entries
+    match fs::read_dir(sessions_dir) {
+        Ok(entries) => Ok(entries
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             // Never a session: a `.pruning-…` that a prune is removing right now.
@@ -329,11 +321,10 @@ pub fn session_dirs(sessions_dir: &Path) -> io::Result<Vec<PathBuf>> {
                     || left_aside.contains(&e.file_name())
             })
             .map(|e| e.path())
-            .collect(),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(err) => return Err(err),
-    };
-    Ok(dirs)
+            .collect()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(err) => Err(err),
+    }
 }
 
 /// When the session in `dir` started, as well as can be told.
@@ -342,7 +333,7 @@ fn started_ms(dir: &Path) -> u64 {
     struct Start {
         started_ms: u64,
     }
-    if let Ok(Some(start)) = read_json::<Start>(&dir.join(SESSION_FILE), SESSION_FILE) {
+    if let Ok(Some(start)) = read_json::<Start>(dir, SESSION_FILE) {
         return start.started_ms;
     }
     fs::symlink_metadata(dir)
@@ -401,12 +392,12 @@ pub fn session_started_ms(dir: &Path) -> Option<u64> {
 
 /// A command's `command.json` (its launch request), if it has a readable one.
 pub fn read_request(dir: &Path) -> Option<LaunchRequest> {
-    read_json::<LaunchRequest>(&dir.join(COMMAND_FILE), COMMAND_FILE).ok()?
+    read_json::<LaunchRequest>(dir, COMMAND_FILE).ok()?
 }
 
 /// A command's `result.json`, if it has a readable one.
 pub fn read_result(dir: &Path) -> Option<CommandResult> {
-    read_json::<CommandResult>(&dir.join(RESULT_FILE), RESULT_FILE).ok()?
+    read_json::<CommandResult>(dir, RESULT_FILE).ok()?
 }
 
 /// The end of a command's `stream` log: its last `window` bytes, from the first line that
@@ -437,23 +428,28 @@ fn first_line_start(bytes: &[u8]) -> usize {
     }
 }
 
-/// `Ok(None)` when the file does not exist; `Err` when it exists but cannot be used.
+/// [`read_json`], what cannot be used said as damage.
+fn read_json_or_damage<T: for<'de> Deserialize<'de>>(
+    dir: &Path,
+    file: &'static str,
+    damage: &mut Vec<Damage>,
+) -> Option<T> {
+    read_json(dir, file).unwrap_or_else(|d| {
+        damage.push(d);
+        None
+    })
+}
+
+/// The file `file` in `dir`: `Ok(None)` when it does not exist; `Err` when it exists but
+/// cannot be used.
 fn read_json<T: for<'de> Deserialize<'de>>(
-    path: &Path,
+    dir: &Path,
     file: &'static str,
 ) -> Result<Option<T>, Damage> {
-    let bytes = match read_metadata(path) {
+    let bytes = match read_metadata(&dir.join(file)) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(match oversized(&err) {
-                Some(oversized) => Damage::Oversized(oversized.clone()),
-                None => Damage::Unreadable {
-                    file,
-                    error: err.to_string(),
-                },
-            });
-        }
+        Err(err) => return Err(Damage::of_read(&err, file)),
     };
     serde_json::from_slice(&bytes)
         .map(Some)

@@ -95,22 +95,19 @@ impl StreamLog {
         let room = self.max.saturating_sub(self.stored);
         let keep = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
         let capped = match self.write_fully(keep) {
-            Err(err) => Some(match err.raw_os_error().map(Errno::from_raw) {
-                Some(Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG) => (
-                    CapReason::DiskFull,
-                    format!(
-                        "{} is no longer stored: the disk is full ({err}); the command keeps running and its bytes are counted",
-                        self.stream.file_name()
-                    ),
-                ),
-                _ => (
-                    CapReason::WriteError,
-                    format!(
-                        "{} is no longer stored: writing failed ({err}); the command keeps running and its bytes are counted",
-                        self.stream.file_name()
-                    ),
-                ),
-            }),
+            Err(err) => {
+                let (reason, why) = match err.raw_os_error().map(Errno::from_raw) {
+                    Some(Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG) => {
+                        (CapReason::DiskFull, "the disk is full")
+                    }
+                    _ => (CapReason::WriteError, "writing failed"),
+                };
+                let message = format!(
+                    "{} is no longer stored: {why} ({err}); the command keeps running and its bytes are counted",
+                    self.stream.file_name()
+                );
+                Some((reason, message))
+            }
             Ok(()) if keep.len() < chunk.len() => Some((
                 CapReason::Limit,
                 format!(

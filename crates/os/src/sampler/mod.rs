@@ -21,21 +21,6 @@ use tether_protocol::protocol::capped_argv;
 
 pub use tether_protocol::names::KEEPER_COMM;
 
-/// Whether `pid` runs the very program `broker` runs (the kernel's `exe` link, which no
-/// process can set). A keeper is a fork of its broker that never execs, so it does; a command
-/// that names itself as a keeper (`prctl`, or a copy of a program under that name) to hide
-/// from the tree does not.
-fn same_program(pid: i32, broker: i32) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let (Ok(theirs), Ok(ours)) = (
-        std::fs::metadata(format!("/proc/{pid}/exe")),
-        std::fs::metadata(format!("/proc/{broker}/exe")),
-    ) else {
-        return false;
-    };
-    (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino())
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessInfo {
     pub pid: i32,
@@ -127,12 +112,14 @@ impl Sampler {
                 continue;
             };
             let mut tree = vec![root];
-            // The broker's keepers (a notify run, a readiness probe) and all they started.
+            // The broker's keepers (a notify run, a readiness probe) and all they started. A
+            // keeper is a fork of its broker that never execs, so it runs its broker's program;
+            // a command that names itself as a keeper to hide from the tree does not.
             let keeper = |pid: i32| {
                 by_pid.get(&pid).is_some_and(|p| {
                     p.stat.ppid == broker
                         && p.comm.as_bytes() == KEEPER_COMM.to_bytes()
-                        && same_program(pid, broker)
+                        && procfs::same_program(pid, broker)
                 })
             };
             tree.extend(
@@ -202,11 +189,7 @@ impl Sampler {
         } else {
             known.argv.clone()
         };
-        known.measure_cpu(
-            process.cpu_ticks * 1000 / self.ticks_per_second,
-            now,
-            now_ms,
-        );
+        known.measure_cpu(stat.cpu_ticks * 1000 / self.ticks_per_second, now, now_ms);
         ProcessInfo {
             pid: stat.pid,
             ppid: stat.ppid,
@@ -214,7 +197,7 @@ impl Sampler {
             sid: stat.sid,
             state: char::from(stat.state),
             cpu_percent: known.cpu_percent,
-            rss_bytes: process.rss_pages * self.page_size,
+            rss_bytes: stat.rss_pages * self.page_size,
             start_ms: known.start_ms,
             argv,
         }

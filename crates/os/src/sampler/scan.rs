@@ -1,6 +1,6 @@
-//! One pass over every `/proc/PID/stat`: the fields `procfs` parses, plus the command name
-//! (it changes on exec, which tells the argv cache when to read again) and the CPU time and
-//! resident size, so that a sample reads each process's `stat` exactly once.
+//! One pass over every `/proc/PID/stat`: the fields `procfs` parses (the CPU time and
+//! resident size among them), plus the command name (it changes on exec, which tells the
+//! argv cache when to read again), so that a sample reads each process's `stat` exactly once.
 //!
 //! It runs over every process on the machine once a second, through `procfs`'s one reader
 //! (one `read` into a reused buffer).
@@ -11,10 +11,6 @@ pub(super) struct ScannedProcess {
     pub stat: ProcStat,
     /// `comm`: at most 15 bytes of the executable's name.
     pub comm: String,
-    /// User plus system CPU time, in clock ticks.
-    pub cpu_ticks: u64,
-    /// Resident set size, in pages.
-    pub rss_pages: u64,
 }
 
 pub(super) fn all_processes() -> Vec<ScannedProcess> {
@@ -27,12 +23,9 @@ pub(super) fn all_processes() -> Vec<ScannedProcess> {
 
 fn parse(text: &str) -> Option<ScannedProcess> {
     let fields = procfs::StatFields::split(text)?;
-    let stat = fields.to_stat()?;
     Some(ScannedProcess {
-        stat,
+        stat: fields.to_stat()?,
         comm: fields.comm.to_string(),
-        cpu_ticks: stat.cpu_ticks,
-        rss_pages: stat.rss_pages,
     })
 }
 
@@ -46,7 +39,7 @@ mod tests {
         let p = parse(line).unwrap();
         assert_eq!(p.comm, "evil) (name");
         assert_eq!((p.stat.pid, p.stat.start_ticks), (4242, 987654));
-        assert_eq!((p.cpu_ticks, p.rss_pages), (42, 50));
+        assert_eq!((p.stat.cpu_ticks, p.stat.rss_pages), (42, 50));
         assert!(parse("garbage").is_none());
         assert!(
             parse("1 (x) S 0 1 1 0 -1 0 0 0 0 0 1").is_none(),
@@ -65,6 +58,6 @@ mod tests {
             (fresh.ppid, fresh.pgid, fresh.start_ticks)
         );
         assert!(!mine.comm.is_empty());
-        assert!(mine.rss_pages > 0);
+        assert!(mine.stat.rss_pages > 0);
     }
 }

@@ -29,12 +29,11 @@ pub fn environment_outside(
         .into_iter()
         .filter(|(key, _)| !key.as_bytes().starts_with(TETHER_PREFIX))
         .map(|(key, value)| {
-            if key == "PATH" {
-                let value = path_without(&value, &is_shims);
-                (key, value)
-            } else {
-                (key, value)
-            }
+            let value = match key == "PATH" {
+                true => path_without(&value, &is_shims),
+                false => value,
+            };
+            (key, value)
         })
         .collect()
 }
@@ -76,21 +75,9 @@ pub fn this_environment_outside() -> Vec<(OsString, OsString)> {
 /// shell calls unjournaled by naming a session leader so. One `getsid`, a small read and two
 /// `stat`s.
 pub fn inside_notify_run() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(sid) = nix::unistd::getsid(None) else {
-        return false;
-    };
-    let comm = std::fs::read(format!("/proc/{sid}/comm")).unwrap_or_default();
-    if comm.strip_suffix(b"\n") != Some(tether_protocol::names::KEEPER_COMM.to_bytes()) {
-        return false;
-    }
-    match (
-        std::fs::metadata(format!("/proc/{sid}/exe")),
-        std::fs::metadata("/proc/self/exe"),
-    ) {
-        (Ok(leader), Ok(me)) => (leader.dev(), leader.ino()) == (me.dev(), me.ino()),
-        _ => false,
-    }
+    nix::unistd::getsid(None).is_ok_and(|sid| {
+        crate::procfs::runs_this_program_as(sid.as_raw(), tether_protocol::names::KEEPER_COMM)
+    })
 }
 
 #[cfg(test)]

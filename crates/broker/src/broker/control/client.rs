@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use tokio::net::UnixStream;
 
 use super::{OUTBOX_CAP, READS_PER_WAKE};
+use tether_os::fdio::Outbox;
 use tether_protocol::protocol::{Frame, LineSplitter, Peer};
 
 pub(super) struct Client {
@@ -17,7 +18,7 @@ pub(super) struct Client {
     pub(super) stream: UnixStream,
     pub(super) lines: LineSplitter,
     pub(super) frames: VecDeque<Frame>,
-    pub(super) outbox: Vec<u8>,
+    pub(super) outbox: Outbox,
     pub(super) subscribed: bool,
     pub(super) read_closed: bool,
     pub(super) dead: bool,
@@ -40,28 +41,19 @@ impl Client {
         }
         if self.outbox.len() > OUTBOX_CAP {
             self.dead = true;
-            self.outbox = Vec::new();
+            self.outbox = Outbox::default();
             return;
         }
-        self.outbox.extend_from_slice(bytes);
+        self.outbox.push(bytes);
         self.write_now();
     }
 
-    /// Writes what the socket takes now, without waiting.
+    /// Writes what the socket takes now, without waiting; a broken one is dead.
     fn write_now(&mut self) {
-        let mut written = 0;
-        while written < self.outbox.len() {
-            match self.stream.try_write(&self.outbox[written..]) {
-                Ok(n) => written += n,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    self.dead = true;
-                    self.outbox.clear();
-                    return;
-                }
-            }
-        }
-        self.outbox.drain(..written);
+        let stream = &self.stream;
+        self.dead |= (self.outbox)
+            .write_now_with(|b| stream.try_write(b))
+            .is_err();
     }
 
     pub(super) fn poll_flush(&mut self, cx: &mut Context<'_>) {

@@ -228,7 +228,7 @@ impl ControlServer {
             stream,
             lines: LineSplitter::new(CONTROL_MAX_LINE),
             frames: VecDeque::new(),
-            outbox: Vec::new(),
+            outbox: Default::default(),
             subscribed: false,
             read_closed: false,
             dead: false,

@@ -8,7 +8,7 @@
 //! with everything else, through the keeper's pidfd.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -105,7 +105,7 @@ impl Shell {
         // Watched by the loop: readable once the keeper has ended. Should that fail (it
         // does not, short of the broker's descriptors running out), the cancel pipe closes
         // with the error and the keeper ends its shell at once.
-        let pidfd = KeeperFd::new(pidfd)?;
+        let pidfd = tether_os::fdio::register(pidfd, Interest::READABLE)?;
         Ok(Run {
             keeper: pid,
             pidfd: Some(pidfd),
@@ -116,28 +116,12 @@ impl Shell {
     }
 }
 
-/// A keeper's pidfd, watched by the loop: readable once the keeper has ended.
-struct KeeperFd {
-    /// Registered by number; declared first, so deregistered before `fd` closes.
-    watch: AsyncFd<RawFd>,
-    fd: OwnedFd,
-}
-
-impl KeeperFd {
-    fn new(fd: OwnedFd) -> std::io::Result<KeeperFd> {
-        // SAFETY: `fd` stays open as long as `watch` is registered: both are fields of the
-        // one value, `watch` dropped first.
-        let watch = unsafe { AsyncFd::register_with_interest(fd.as_raw_fd(), Interest::READABLE) }
-            .map_err(std::io::Error::from)?;
-        Ok(KeeperFd { watch, fd })
-    }
-}
-
 /// A try's shell running under its keeper.
 pub struct Run {
     keeper: i32,
-    /// Until the keeper is reaped.
-    pidfd: Option<KeeperFd>,
+    /// The keeper's pidfd, watched by the loop (readable once the keeper has ended), until
+    /// the keeper is reaped.
+    pidfd: Option<AsyncFd<OwnedFd>>,
     /// The shell's start: an errno if it could not (a `cwd` gone, no `sh`), nothing once it
     /// exec'd.
     report: OwnedFd,
@@ -156,7 +140,7 @@ impl Run {
         let Some(pidfd) = self.pidfd.as_ref() else {
             return Poll::Ready(Err("the probe's keeper is gone".into()));
         };
-        match pidfd.watch.poll_read_ready(cx) {
+        match pidfd.poll_read_ready(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Err(err)) => {
                 return Poll::Ready(Err(format!("cannot watch the probe: {err}")));
@@ -164,7 +148,7 @@ impl Run {
             Poll::Ready(Ok(_)) => {}
         }
         if let Some(pidfd) = self.pidfd.take() {
-            let _ = exit_status(&pidfd.fd, true);
+            let _ = exit_status(pidfd.get_ref(), true);
         }
         // The errno the keeper or the shell reported before the shell's exec, if any. Read
         // without waiting: the keeper has ended, and the shell exec'd (the write end closes
@@ -197,7 +181,7 @@ impl Drop for Run {
     fn drop(&mut self) {
         drop(self.cancel.take());
         if let Some(pidfd) = self.pidfd.take() {
-            let _ = exit_status(&pidfd.fd, false);
+            let _ = exit_status(pidfd.get_ref(), false);
         }
     }
 }
@@ -206,7 +190,7 @@ impl Drop for Run {
 /// part of the command's tree.
 pub struct Dying {
     keeper: i32,
-    pidfd: KeeperFd,
+    pidfd: AsyncFd<OwnedFd>,
 }
 
 impl Dying {
@@ -216,10 +200,10 @@ impl Dying {
 
     /// Ready once the keeper has ended and is reaped.
     pub fn poll_reaped(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        match self.pidfd.watch.poll_read_ready(cx) {
+        match self.pidfd.poll_read_ready(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(_) => {
-                let _ = exit_status(&self.pidfd.fd, true);
+                let _ = exit_status(self.pidfd.get_ref(), true);
                 Poll::Ready(())
             }
         }

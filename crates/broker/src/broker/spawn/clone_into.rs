@@ -241,11 +241,7 @@ fn spawn_with(
         Ok(prepared) => prepared,
         Err(err) => return Cloned::Failed(err),
     };
-    let pointers = |list: &[CString]| {
-        let mut p: Vec<*const c_char> = list.iter().map(|s| s.as_ptr()).collect();
-        p.push(std::ptr::null());
-        p
-    };
+    let pointers = crate::attention::notify::pointers;
     let argv = pointers(&prepared.argv);
     let envp = pointers(&prepared.envp);
     let script: Vec<Cell<*const c_char>> = [SHELL.as_ptr(), std::ptr::null()]
@@ -454,8 +450,28 @@ pub(crate) fn read_report(pipe: &OwnedFd) -> Option<io::Error> {
     }
 }
 
+/// Writes an errno to the report pipe and exits, in a child before exec (the command's, a
+/// keeper's notify command's) or in a keeper: the broker says the command could not run.
+///
+/// # Safety
+///
+/// Only in such a child of the broker, which ends here.
+pub(crate) unsafe fn fail(report: RawFd, errno: i32) -> ! {
+    let bytes = errno.to_ne_bytes();
+    // SAFETY: raw write and _exit; `bytes` lives on this stack.
+    unsafe {
+        libc::syscall(
+            libc::SYS_write,
+            report as c_long,
+            bytes.as_ptr(),
+            bytes.len(),
+        );
+        libc::_exit(127)
+    }
+}
+
 /// The errno a libc call that failed left.
-fn errno() -> i32 {
+pub(crate) fn errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
@@ -466,19 +482,8 @@ fn errno() -> i32 {
 /// all the rest is the broker's).
 unsafe fn child(context: &ChildContext<'_>) -> ! {
     let start = context.start;
-    let fail = |errno: i32| -> ! {
-        let bytes = errno.to_ne_bytes();
-        // SAFETY: raw write and _exit; `bytes` lives on this stack.
-        unsafe {
-            libc::syscall(
-                libc::SYS_write,
-                context.report as c_long,
-                bytes.as_ptr(),
-                bytes.len(),
-            );
-            libc::_exit(127)
-        }
-    };
+    // SAFETY: a raw write and _exit.
+    let fail = |errno: i32| -> ! { unsafe { fail(context.report, errno) } };
     // Every argument below is a c_long, as glibc's variadic `syscall` reads them.
     let check = |result: c_long| {
         if result < 0 {
@@ -525,18 +530,17 @@ unsafe fn child(context: &ChildContext<'_>) -> ! {
         if libc::syscall(libc::SYS_getppid) != start.broker_pid as c_long {
             libc::_exit(1);
         }
-        if let Err(err) = super::signals::reset_in_child() {
-            fail(err.raw_os_error().unwrap_or(libc::EIO));
+        let fail_on = |result: io::Result<()>| {
+            if let Err(err) = result {
+                fail(err.raw_os_error().unwrap_or(libc::EIO));
+            }
+        };
+        fail_on(super::signals::reset_in_child());
+        if let Some(fd) = start.foreground {
+            fail_on(super::signals::join_foreground(fd));
         }
-        if let Some(fd) = start.foreground
-            && let Err(err) = super::signals::join_foreground(fd)
-        {
-            fail(err.raw_os_error().unwrap_or(libc::EIO));
-        }
-        if let Some(fd) = start.controlling
-            && let Err(err) = crate::broker::pty::take_controlling_terminal(fd)
-        {
-            fail(err.raw_os_error().unwrap_or(libc::EIO));
+        if let Some(fd) = start.controlling {
+            fail_on(crate::broker::pty::take_controlling_terminal(fd));
         }
         fail(exec(context))
     }

@@ -55,7 +55,8 @@ fn locate(program: &str, cwd: Option<&Path>, path: Option<&OsStr>) -> Option<Pat
         .find(|file| is_executable_file(file))
 }
 
-fn resolve(path: &Path, cwd: Option<&Path>) -> PathBuf {
+/// `path` as exec takes it: a relative one from `cwd`, the command's directory.
+pub(super) fn resolve(path: &Path, cwd: Option<&Path>) -> PathBuf {
     match cwd {
         Some(cwd) if path.is_relative() => cwd.join(path),
         _ => path.to_path_buf(),

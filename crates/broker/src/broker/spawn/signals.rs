@@ -53,17 +53,24 @@ pub fn reset_in_child() -> io::Result<()> {
             );
         }
     }
-    // SAFETY: `empty_set` is valid for KERNEL_SIGSET_BYTES bytes; no old mask is asked for.
-    let unblocked = unsafe {
+    sigprocmask(libc::SIG_SETMASK, &empty_set, None)
+}
+
+/// `rt_sigprocmask(how, set)` over the kernel's whole set, keeping the mask it replaced in
+/// `old` when asked: a raw system call, as it runs between clone and exec too.
+fn sigprocmask(how: libc::c_int, set: &[u64; 2], old: Option<&mut [u64; 2]>) -> io::Result<()> {
+    let old = old.map_or(std::ptr::null_mut(), |old| old.as_mut_ptr());
+    // SAFETY: `set`, and `old` unless it is null, are valid for KERNEL_SIGSET_BYTES bytes.
+    let changed = unsafe {
         libc::syscall(
             libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK as libc::c_long,
-            empty_set.as_ptr(),
-            std::ptr::null_mut::<u64>(),
+            how as libc::c_long,
+            set.as_ptr(),
+            old,
             KERNEL_SIGSET_BYTES,
         )
     };
-    if unblocked == -1 {
+    if changed == -1 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -76,38 +83,16 @@ pub fn reset_in_child() -> io::Result<()> {
 /// set them all to default. The kernel leaves SIGKILL and SIGSTOP out by itself.
 #[cfg(target_arch = "x86_64")]
 pub fn block_all() -> io::Result<[u64; 2]> {
-    let all = [u64::MAX; 2];
     let mut old = [0u64; 2];
-    // SAFETY: both sets are valid for KERNEL_SIGSET_BYTES bytes.
-    let blocked = unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK as libc::c_long,
-            all.as_ptr(),
-            old.as_mut_ptr(),
-            KERNEL_SIGSET_BYTES,
-        )
-    };
-    if blocked == -1 {
-        return Err(io::Error::last_os_error());
-    }
+    sigprocmask(libc::SIG_SETMASK, &[u64::MAX; 2], Some(&mut old))?;
     Ok(old)
 }
 
 /// Puts back the mask `block_all` replaced.
 #[cfg(target_arch = "x86_64")]
 pub fn set_mask(mask: &[u64; 2]) {
-    // SAFETY: `mask` is valid for KERNEL_SIGSET_BYTES bytes; no old mask is asked for. It
-    // cannot fail with a valid set and size.
-    unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK as libc::c_long,
-            mask.as_ptr(),
-            std::ptr::null_mut::<u64>(),
-            KERNEL_SIGSET_BYTES,
-        );
-    }
+    // It cannot fail with a valid set and size.
+    let _ = sigprocmask(libc::SIG_SETMASK, mask, None);
 }
 
 /// In the forked child, before exec, once it leads a process group of its own in the
@@ -116,26 +101,14 @@ pub fn set_mask(mask: &[u64; 2]) {
 /// the child still is, `tcsetpgrp` would otherwise stop it. Raw system calls only.
 pub fn join_foreground(fd: i32) -> io::Result<()> {
     let ttou = [1u64 << (libc::SIGTTOU - 1), 0];
-    let mask = |how: i32| {
-        // SAFETY: `ttou` is valid for KERNEL_SIGSET_BYTES bytes; no old mask is asked for.
-        unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigprocmask,
-                how as libc::c_long,
-                ttou.as_ptr(),
-                std::ptr::null_mut::<u64>(),
-                KERNEL_SIGSET_BYTES,
-            )
-        }
-    };
-    mask(libc::SIG_BLOCK);
+    let _ = sigprocmask(libc::SIG_BLOCK, &ttou, None);
     // SAFETY: `fd` is one of the child's standard descriptors, open until exec; it is only
     // borrowed for the call.
     let tty = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     // rustix, not nix: this runs between fork and exec, where only raw system calls may be
     // made. rustix makes the TIOCSPGRP ioctl and getpid itself; nix calls glibc's wrappers.
     let placed = rustix::termios::tcsetpgrp(tty, rustix::process::getpid());
-    mask(libc::SIG_UNBLOCK);
+    let _ = sigprocmask(libc::SIG_UNBLOCK, &ttou, None);
     Ok(placed?)
 }
 

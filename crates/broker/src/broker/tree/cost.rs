@@ -20,11 +20,7 @@ pub fn children_usage() -> (u64, u64) {
     };
     let own = getrusage(UsageWho::RUSAGE_SELF).map_or(i64::MAX, |own| own.max_rss());
     let ms = |t: TimeVal| t.tv_sec() as u64 * 1000 + t.tv_usec() as u64 / 1000;
-    let max_rss = if usage.max_rss() > own {
-        usage.max_rss()
-    } else {
-        0
-    };
+    let max_rss = Some(usage.max_rss()).filter(|&rss| rss > own).unwrap_or(0);
     (
         (ms(usage.user_time()) + ms(usage.system_time()))
             .saturating_sub(crate::attention::keeper::reaped_keepers_cpu_ms()),

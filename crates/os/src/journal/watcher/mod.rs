@@ -71,30 +71,19 @@ impl JournalWatcher {
         if self.by_path.contains_key(watched.path()) {
             return Ok(());
         }
+        // An entry made (or renamed) in the directory, which every watch wants to know.
+        let made = AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO;
+        let entries = made | AddWatchFlags::IN_MOVED_FROM | AddWatchFlags::IN_DELETE;
         let flags = AddWatchFlags::IN_ONLYDIR
             | AddWatchFlags::IN_DONT_FOLLOW
             | match watched {
-                Watched::Sessions(_) => {
-                    AddWatchFlags::IN_CREATE
-                        | AddWatchFlags::IN_MOVED_TO
-                        | AddWatchFlags::IN_MOVED_FROM
-                        | AddWatchFlags::IN_DELETE
-                }
+                Watched::Sessions(_) => entries,
                 // And its launcher's journal, appended to in place.
-                Watched::Session(_) => {
-                    AddWatchFlags::IN_CREATE
-                        | AddWatchFlags::IN_MOVED_TO
-                        | AddWatchFlags::IN_MOVED_FROM
-                        | AddWatchFlags::IN_DELETE
-                        | AddWatchFlags::IN_MODIFY
-                }
+                Watched::Session(_) => entries | AddWatchFlags::IN_MODIFY,
                 // A result is written whole and renamed into place.
-                Watched::Ending(_) => AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO,
+                Watched::Ending(_) => made,
                 Watched::Command(_) => {
-                    AddWatchFlags::IN_CREATE
-                        | AddWatchFlags::IN_MOVED_TO
-                        | AddWatchFlags::IN_MODIFY
-                        | AddWatchFlags::IN_CLOSE_WRITE
+                    made | AddWatchFlags::IN_MODIFY | AddWatchFlags::IN_CLOSE_WRITE
                 }
             };
         let wd = match self.fd.get_ref().0.add_watch(watched.path(), flags) {
