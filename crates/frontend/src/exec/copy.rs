@@ -386,7 +386,7 @@ fn copy_stream(
                 // command would have us spin.
                 Err(Errno::EAGAIN) => {
                     let _ = wait_for(pipe.as_fd(), PollFlags::POLLIN);
-                    wait_writable(out);
+                    let _ = wait_for(out, PollFlags::POLLOUT);
                     continue;
                 }
                 // A pipe that will not take it: copy through memory.
@@ -395,10 +395,7 @@ fn copy_stream(
                     continue;
                 }
                 Err(err) => {
-                    fail(&mut report, &mut gone, err.into(), broken);
-                    if gone && let Some(turns) = turns {
-                        turns.prompt[stream as usize].store(false, Ordering::Relaxed);
-                    }
+                    fail(&mut report, &mut gone, err.into(), broken, turns);
                     continue;
                 }
             }
@@ -416,10 +413,7 @@ fn copy_stream(
             continue;
         }
         if let Err((err, written)) = write_all(out, output, &buf[..n], copied) {
-            fail(&mut report, &mut gone, err, broken);
-            if gone && let Some(turns) = turns {
-                turns.prompt[stream as usize].store(false, Ordering::Relaxed);
-            }
+            fail(&mut report, &mut gone, err, broken, turns);
             if let Some((_, lost)) = report.failure.as_mut() {
                 *lost += (n - written) as u64;
             }
@@ -432,16 +426,21 @@ fn copy_stream(
 
 /// Records a failed write: EPIPE is told at once (and not an error to report later); any
 /// other error is kept for the end. Either way the pipe is still drained, so the broker and
-/// the command are never held up by an output that is gone.
+/// the command are never held up by an output that is gone, nor the other stream's copy by
+/// a reader that is gone ([`Turns::wait_taken`]).
 fn fail(
     report: &mut CopyReport,
     gone: &mut bool,
     err: io::Error,
     broken: &UnboundedSender<Stream>,
+    turns: Option<&Turns>,
 ) {
     if err.raw_os_error() == Some(Errno::EPIPE as i32) {
         *gone = true;
         let _ = broken.send(report.stream);
+        if let Some(turns) = turns {
+            turns.prompt[report.stream as usize].store(false, Ordering::Relaxed);
+        }
     } else {
         report.failure = Some((err, 0));
     }
@@ -471,17 +470,15 @@ fn write_all(
                 copied.fetch_add(n as u64, Ordering::Release);
             }
             Err(Errno::EINTR) => {}
-            Err(Errno::EAGAIN) => wait_writable(out),
+            // Our stream may have been left non-blocking by whoever shares it: wait for room
+            // rather than spin.
+            Err(Errno::EAGAIN) => {
+                let _ = wait_for(out, PollFlags::POLLOUT);
+            }
             Err(err) => return Err((err.into(), written)),
         }
     }
     Ok(())
-}
-
-/// Our stream may have been left non-blocking by whoever shares it: wait for room rather
-/// than spin.
-fn wait_writable(out: BorrowedFd<'_>) {
-    let _ = wait_for(out, PollFlags::POLLOUT);
 }
 
 /// Waits until `fd` is ready for `what` (or its other end is gone).
