@@ -584,7 +584,7 @@ async fn run(
     // The broker stays on as the leftovers' custodian if it keeps them running; we return as
     // the shell would. It is not waited for: the one that ran us re-parents nothing of ours,
     // and the broker ends on its own when the leftovers are stopped.
-    let remains = broker.end(end).await;
+    let remains = broker.end(end, false).await;
     let ExecConversation {
         mut outcome,
         copy,

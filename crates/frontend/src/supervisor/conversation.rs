@@ -322,25 +322,18 @@ impl BrokerConversation {
 
     /// Ends the conversation with a launched broker: kills the broker unless it closed
     /// (through the unreaped child: its pid cannot have been reused) and reaps it, unless it
-    /// keeps leftovers running. A broker that closed exits at once (it removed its socket and
-    /// link and let go of everything of ours before `close`), and is reaped here: left to
-    /// exit on its own, it would be re-parented to the nearest subreaper, an agent's broker,
-    /// whose journal would show every shim call's broker as an escaped orphan. What it left,
-    /// if the front end must stop it, is returned. An attached broker is not the front end's
-    /// to kill: it is only let go (see [`Self::stop_by_pid`](super::attach) for a stop it did
-    /// not answer).
-    pub async fn end(self, end: End) -> Option<Remains> {
-        self.finish(end, false).await
-    }
-
-    /// Ends the conversation as [`end`](Self::end) does, but a broker that keeps leftovers
-    /// running is waited for as well (reaped once they are stopped): for a front end that
-    /// stays, as the TUI and the MCP server do, and learns the end from it.
-    pub async fn end_and_reap(self, end: End) -> Option<Remains> {
-        self.finish(end, true).await
-    }
-
-    async fn finish(self, end: End, reap_kept: bool) -> Option<Remains> {
+    /// keeps leftovers running and `reap_kept` is false. A broker that closed exits at once
+    /// (it removed its socket and link and let go of everything of ours before `close`), and
+    /// is reaped here: left to exit on its own, it would be re-parented to the nearest
+    /// subreaper, an agent's broker, whose journal would show every shim call's broker as an
+    /// escaped orphan. What it left, if the front end must stop it, is returned. An attached
+    /// broker is not the front end's to kill: it is only let go (see
+    /// [`Self::stop_by_pid`](super::attach) for a stop it did not answer).
+    ///
+    /// With `reap_kept`, a broker that keeps leftovers running is waited for as well (reaped
+    /// once they are stopped): for a front end that stays, as the TUI and the MCP server do,
+    /// and learns the end from it.
+    pub async fn end(self, end: End, reap_kept: bool) -> Option<Remains> {
         let Ending::Launched { kill, cleanup } = self.machine.ending(end, now()) else {
             return None;
         };
