@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use self::conversation::{ExecConversation, Signals};
+use self::conversation::{ExecConversation, install_signals};
 use self::copy::{CopyPipes, CopyReads, CopyReport, OutputCopy};
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 use tether_config::naming::derive_name;
@@ -536,7 +536,7 @@ async fn run(
             Ok(Ran::not_started(err, Some(&prepared.state)))
         }
     };
-    let signals = match Signals::install(prepared.request.terminal.is_some()) {
+    let signals = match install_signals(prepared.request.terminal.is_some()) {
         Ok(signals) => signals,
         Err(err) => return not_started(err.into()),
     };
