@@ -70,7 +70,6 @@ pub struct CopyReport {
 
 pub struct OutputCopy {
     reports: mpsc::Receiver<CopyReport>,
-    running: usize,
     /// Bytes of each stream written to our own stdout and stderr so far.
     copied: [Arc<AtomicU64>; 2],
     /// Streams whose reader went away (EPIPE), as they happen.
@@ -101,7 +100,6 @@ impl OutputCopy {
         }
         Ok(OutputCopy {
             reports,
-            running: 2,
             copied,
             broken,
         })
@@ -116,24 +114,18 @@ impl OutputCopy {
     /// (our own reader is stuck and we are leaving anyway). A stream the broker gave up
     /// (`given_up`: its reader took no more, and what its pipe holds is journaled as never
     /// delivered) is not waited for. Returns the reports received.
-    pub fn finish(mut self, timeout: Duration, given_up: [bool; 2]) -> Vec<CopyReport> {
+    pub fn finish(self, timeout: Duration, given_up: [bool; 2]) -> Vec<CopyReport> {
         let deadline = Instant::now() + timeout;
-        let mut reports = Vec::new();
+        let mut reports: Vec<CopyReport> = Vec::new();
+        // Each copy sends one report, as it ends.
         let awaited = |reports: &Vec<CopyReport>| {
-            Stream::BOTH
-                .into_iter()
-                .zip(given_up)
-                .any(|(stream, given_up)| {
-                    !given_up && !reports.iter().any(|r: &CopyReport| r.stream == stream)
-                })
+            (Stream::BOTH.into_iter().zip(given_up))
+                .any(|(stream, given_up)| !given_up && !reports.iter().any(|r| r.stream == stream))
         };
-        while self.running > 0 && awaited(&reports) {
+        while awaited(&reports) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.reports.recv_timeout(left) {
-                Ok(report) => {
-                    self.running -= 1;
-                    reports.push(report);
-                }
+                Ok(report) => reports.push(report),
                 Err(_) => break,
             }
         }
