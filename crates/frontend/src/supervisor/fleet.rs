@@ -92,10 +92,7 @@ impl Fleet {
             )
             .await;
             match started {
-                Ok(broker) => {
-                    let task = BrokerTask { id, events };
-                    task.drive(broker, rx).await;
-                }
+                Ok(broker) => BrokerTask { id, events }.drive(broker, rx).await,
                 Err(err) => {
                     let _ = events.send(FleetEvent::SpawnFailed(
                         id,
