@@ -25,7 +25,7 @@ use super::ending::{End, Remains};
 use super::intervals::Pace;
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
 use super::liveness;
-use super::machine::{Action, CommandCgroup, ConversationMachine, Ending, Input, Transport};
+use super::machine::{Action, Asked, CommandCgroup, ConversationMachine, Ending, Input, Transport};
 use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover, Wire};
 use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
@@ -79,15 +79,6 @@ pub struct BrokerConversation {
     pub(super) kept: VecDeque<BrokerLine>,
     /// What became of the request [`Self::answer`] waits for, once the machine says.
     pub(super) asked: Option<Asked>,
-}
-
-/// What became of a request asked with [`BrokerConversation::answer`], short of a fallback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Asked {
-    Answered,
-    /// No answer in time.
-    Unanswered,
-    NotPosted,
 }
 
 /// What the driver did of the machine's actions.
@@ -296,9 +287,7 @@ impl BrokerConversation {
                 Action::SignalItself(signal) => acted.due = Some(self.signal_itself(signal)),
                 Action::NotSignalled(text) => acted.due = Some(Due::NotSignalled(text)),
                 Action::GiveUp(end) => acted.due = Some(Due::End(end)),
-                Action::Answered => self.asked = Some(Asked::Answered),
-                Action::Unanswered => self.asked = Some(Asked::Unanswered),
-                Action::NotPosted => self.asked = Some(Asked::NotPosted),
+                Action::Asked(asked) => self.asked = Some(asked),
             }
         }
         acted
