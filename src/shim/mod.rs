@@ -121,7 +121,11 @@ fn run(shell: Shell, argv0: OsString, args: Vec<OsString>, state_dir: Option<Pat
         plan(&args)
     };
     let (Plan::Broker { command }, Some(arg0)) = (plan, argv0.to_str()) else {
-        return pass_through(&real, &argv0, &args);
+        // Becomes the real shell, with the same `argv[0]` and arguments.
+        let argv: Vec<&OsStr> = std::iter::once(real.as_os_str())
+            .chain(args.iter().map(OsString::as_os_str))
+            .collect();
+        return exec::exec_directly(&argv, Some(&argv0));
     };
     let leftovers = match exec::LeftoversChoice::for_shim() {
         Ok(leftovers) => leftovers,
@@ -184,14 +188,6 @@ fn shell_name(argv0: OsString, real: &Path) -> OsString {
     });
     named.push(real);
     named
-}
-
-/// Becomes the real shell, with the same `argv[0]` and arguments. Returns only on failure.
-fn pass_through(real: &Path, argv0: &OsStr, args: &[OsString]) -> i32 {
-    let argv: Vec<&OsStr> = std::iter::once(real.as_os_str())
-        .chain(args.iter().map(OsString::as_os_str))
-        .collect();
-    exec::exec_directly(&argv, Some(argv0))
 }
 
 /// What `sh --help` prints: what the shim is, rather than the real shell's complaint.

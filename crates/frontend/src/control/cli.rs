@@ -243,25 +243,20 @@ pub fn act(state: Option<&Path>, action: Action, target: Target) -> i32 {
         }
     };
     let results = runtime.block_on(async {
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut task_of = std::collections::HashMap::new();
-        for (i, command) in chosen.iter().cloned().enumerate() {
-            let action = action.clone();
-            let task = tasks.spawn(async move { (i, act_on(&command, &action).await) });
-            task_of.insert(task.id(), i);
-        }
-        let mut results = vec![Err("did not run".to_string()); chosen.len()];
+        let tasks: Vec<_> = (chosen.iter().cloned())
+            .map(|command| {
+                let action = action.clone();
+                tokio::spawn(async move { act_on(&command, &action).await })
+            })
+            .collect();
+        let mut results = Vec::with_capacity(tasks.len());
         // Every task is waited for, even after one of them failed to finish (a panic):
-        // leaving the loop would drop the set, and with it the stops still under way.
-        while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok((i, result)) => results[i] = result,
-                Err(failed) => {
-                    if let Some(&i) = task_of.get(&failed.id()) {
-                        results[i] = Err(format!("tether failed while at it: {failed}"));
-                    }
-                }
-            }
+        // returning early would drop the runtime, and with it the stops still under way.
+        for task in tasks {
+            results.push(
+                (task.await)
+                    .unwrap_or_else(|failed| Err(format!("tether failed while at it: {failed}"))),
+            );
         }
         results
     });

@@ -70,37 +70,31 @@ impl ControlClient {
             .control_socket
             .as_deref()
             .ok_or(ControlError::NoSocket)?;
+        let at = path.to_path_buf();
         if !socket_dir::is_own_socket(path) {
             return Err(match std::fs::symlink_metadata(path) {
-                Err(err) if err.kind() == io::ErrorKind::NotFound => ControlError::Connect {
-                    path: path.to_path_buf(),
-                    source: err,
-                },
-                _ => ControlError::NotOurs {
-                    path: path.to_path_buf(),
-                },
+                Err(source) if source.kind() == io::ErrorKind::NotFound => {
+                    ControlError::Connect { path: at, source }
+                }
+                _ => ControlError::NotOurs { path: at },
             });
         }
-        let socket = match socket_dir::connect_now(path) {
-            Ok(fd) => fd,
-            Err(err) if err.raw_os_error() == Some(libc::ECONNREFUSED) => {
+        let socket = socket_dir::connect_now(path).map_err(|source| {
+            if source.raw_os_error() == Some(libc::ECONNREFUSED) {
                 socket_dir::remove_if_stale(path);
-                return Err(ControlError::Stale {
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(source) => {
-                return Err(ControlError::Connect {
-                    path: path.to_path_buf(),
+                ControlError::Stale { path: at.clone() }
+            } else {
+                ControlError::Connect {
+                    path: at.clone(),
                     source,
-                });
+                }
             }
-        };
+        })?;
         let cred = getsockopt(&socket, PeerCredentials).map_err(io::Error::from)?;
         let expected = command.broker.pid;
         if cred.uid() != nix::unistd::geteuid().as_raw() || cred.pid() != expected {
             return Err(ControlError::WrongPeer {
-                path: path.to_path_buf(),
+                path: at,
                 pid: cred.pid(),
                 uid: cred.uid(),
                 expected,

@@ -290,10 +290,8 @@ pub fn journaled_commands(session_dir: &Path) -> Vec<(CommandId, String)> {
         .iter()
         .filter_map(|dir| {
             let id = CommandId::parse(&session, &file_name(dir))?;
-            let name = read_metadata(&dir.join(COMMAND_FILE))
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<CommandFile>(&bytes).ok())
-                .map_or_else(|| id.name.clone(), |file| file.request.name);
+            let name = tether_os::journal::reader::read_request(dir)
+                .map_or_else(|| id.name.clone(), |request| request.name);
             Some((id, name))
         })
         .collect()

@@ -40,12 +40,7 @@ pub async fn by_pid(command: &LiveCommand, action: &Action, why: &str) -> Result
 /// The answer for a command that finished between the listing and now.
 pub fn ended_already(command: &LiveCommand, action: &Action) -> Result<String, String> {
     let record = CommandRecord::load(&command.dir);
-    let ended = record
-        .result
-        .and_then(|r| r.exit)
-        .map_or_else(String::new, |s| {
-            format!(" ({})", ended_words(&record.events, s))
-        });
+    let ended = how_it_ended(&record).map_or_else(String::new, |words| format!(" ({words})"));
     match action {
         Action::Stop => Ok(format!("it had already ended{ended}; nothing is left")),
         Action::Signal(_) => Err(format!("it ended before it could be signalled{ended}")),
@@ -75,12 +70,8 @@ pub async fn stop_through_pid(command: &LiveCommand, why: &str) -> Result<String
         .map_err(|e: std::io::Error| e.to_string())?;
     let record = CommandRecord::load(&command.dir);
     let sent: Vec<_> = record.events.iter().filter_map(Sent::of).collect();
-    let ended = record
-        .result
-        .and_then(|r| r.exit)
-        .map_or_else(String::new, |s| {
-            format!("; the command ended: {}", ended_words(&record.events, s))
-        });
+    let ended = how_it_ended(&record)
+        .map_or_else(String::new, |words| format!("; the command ended: {words}"));
     Ok(format!(
         "stopped through its broker's pid ({why}): {}{ended}; nothing is left ({})",
         describe_signals(&sent),
@@ -107,4 +98,10 @@ pub fn signal_through_pid(
         signal,
         &format!("{why}, so by its broker's pid"),
     ))
+}
+
+/// How the command ended, in the words every view uses, where its journal's result says.
+fn how_it_ended(record: &CommandRecord) -> Option<String> {
+    let status = record.result.as_ref()?.exit?;
+    Some(ended_words(&record.events, status))
 }

@@ -62,16 +62,13 @@ pub fn open_verified(
     let pid = broker.pid;
     let gone = || BrokerCheck::Gone { pid };
     let target = Pid::from_raw(pid).ok_or_else(gone)?;
-    let pidfd = match pidfd_open(target, PidfdFlags::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::SRCH) => return Err(gone()),
-        Err(err) => {
-            return Err(BrokerCheck::Io {
-                pid,
-                source: err.into(),
-            });
-        }
-    };
+    let pidfd = pidfd_open(target, PidfdFlags::empty()).map_err(|err| match err {
+        rustix::io::Errno::SRCH => gone(),
+        err => BrokerCheck::Io {
+            pid,
+            source: err.into(),
+        },
+    })?;
     if !broker_alive(broker) {
         return Err(gone());
     }

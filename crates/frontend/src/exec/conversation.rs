@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use tether_os::signal_pipe::SignalPipe;
 use tokio::time::{Instant, sleep_until};
 
 use super::Outcome;
@@ -15,29 +16,22 @@ use tether_protocol::protocol::{
     EventKind, Origin, ProcessSignal, Request, Scope, Stream, input_requests, write_frame,
 };
 
-/// Every signal [`Signals`] takes (SIGWINCH only when the command has terminals).
+/// Every signal [`install_signals`] takes (SIGWINCH only when the command has terminals).
 pub(super) const HANDLED: [nix::sys::signal::Signal; 6] = {
     use nix::sys::signal::Signal::*;
     [SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT, SIGWINCH]
 };
 
-pub(super) struct Signals {
-    pipe: tether_os::signal_pipe::SignalPipe,
-}
-
-impl Signals {
-    /// `terminal`: the command has terminals whose size follows ours (SIGWINCH is heard).
-    /// Through a pipe of our own, not tokio's streams: inside an agent's sandbox (Codex's)
-    /// their wake-up is denied, and the shim heard none of its caller's signals there.
-    pub(super) fn install(terminal: bool) -> std::io::Result<Signals> {
-        let heard: Vec<libc::c_int> = (HANDLED.iter())
-            .filter(|s| terminal || **s != nix::sys::signal::Signal::SIGWINCH)
-            .map(|s| *s as libc::c_int)
-            .collect();
-        Ok(Signals {
-            pipe: tether_os::signal_pipe::SignalPipe::install(&heard, &[])?,
-        })
-    }
+/// The signals `tether exec` hears; `terminal`: the command has terminals whose size follows
+/// ours (SIGWINCH is heard). Through a pipe of our own, not tokio's streams: inside an
+/// agent's sandbox (Codex's) their wake-up is denied, and the shim heard none of its
+/// caller's signals there.
+pub(super) fn install_signals(terminal: bool) -> std::io::Result<SignalPipe> {
+    let heard: Vec<libc::c_int> = (HANDLED.iter())
+        .filter(|s| terminal || **s != nix::sys::signal::Signal::SIGWINCH)
+        .map(|s| *s as libc::c_int)
+        .collect();
+    SignalPipe::install(&heard, &[])
 }
 
 /// The stop signals, in the order a batch that holds several is taken, each with the stop's
@@ -98,7 +92,7 @@ impl ExecConversation {
     pub(super) async fn converse(
         &mut self,
         broker: &mut BrokerConversation,
-        mut signals: Signals,
+        mut signals: SignalPipe,
     ) -> End {
         loop {
             let mut stop: Option<Origin> = None;
@@ -110,7 +104,7 @@ impl ExecConversation {
                 // Lines before the timers: a line already in the pipe answers our pings, however
                 // long we were blocked copying output or stopped.
                 biased;
-                arrived = signals.pipe.recv() => {
+                arrived = signals.recv() => {
                     if arrived.has(libc::SIGTSTP) {
                         self.suspend(broker);
                     }

@@ -70,7 +70,6 @@ pub struct CopyReport {
 
 pub struct OutputCopy {
     reports: mpsc::Receiver<CopyReport>,
-    running: usize,
     /// Bytes of each stream written to our own stdout and stderr so far.
     copied: [Arc<AtomicU64>; 2],
     /// Streams whose reader went away (EPIPE), as they happen.
@@ -101,7 +100,6 @@ impl OutputCopy {
         }
         Ok(OutputCopy {
             reports,
-            running: 2,
             copied,
             broken,
         })
@@ -116,24 +114,18 @@ impl OutputCopy {
     /// (our own reader is stuck and we are leaving anyway). A stream the broker gave up
     /// (`given_up`: its reader took no more, and what its pipe holds is journaled as never
     /// delivered) is not waited for. Returns the reports received.
-    pub fn finish(mut self, timeout: Duration, given_up: [bool; 2]) -> Vec<CopyReport> {
+    pub fn finish(self, timeout: Duration, given_up: [bool; 2]) -> Vec<CopyReport> {
         let deadline = Instant::now() + timeout;
-        let mut reports = Vec::new();
+        let mut reports: Vec<CopyReport> = Vec::new();
+        // Each copy sends one report, as it ends.
         let awaited = |reports: &Vec<CopyReport>| {
-            Stream::BOTH
-                .into_iter()
-                .zip(given_up)
-                .any(|(stream, given_up)| {
-                    !given_up && !reports.iter().any(|r: &CopyReport| r.stream == stream)
-                })
+            (Stream::BOTH.into_iter().zip(given_up))
+                .any(|(stream, given_up)| !given_up && !reports.iter().any(|r| r.stream == stream))
         };
-        while self.running > 0 && awaited(&reports) {
+        while awaited(&reports) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.reports.recv_timeout(left) {
-                Ok(report) => {
-                    self.running -= 1;
-                    reports.push(report);
-                }
+                Ok(report) => reports.push(report),
                 Err(_) => break,
             }
         }
@@ -386,7 +378,7 @@ fn copy_stream(
                 // command would have us spin.
                 Err(Errno::EAGAIN) => {
                     let _ = wait_for(pipe.as_fd(), PollFlags::POLLIN);
-                    wait_writable(out);
+                    let _ = wait_for(out, PollFlags::POLLOUT);
                     continue;
                 }
                 // A pipe that will not take it: copy through memory.
@@ -395,10 +387,7 @@ fn copy_stream(
                     continue;
                 }
                 Err(err) => {
-                    fail(&mut report, &mut gone, err.into(), broken);
-                    if gone && let Some(turns) = turns {
-                        turns.prompt[stream as usize].store(false, Ordering::Relaxed);
-                    }
+                    fail(&mut report, &mut gone, err.into(), broken, turns);
                     continue;
                 }
             }
@@ -416,10 +405,7 @@ fn copy_stream(
             continue;
         }
         if let Err((err, written)) = write_all(out, output, &buf[..n], copied) {
-            fail(&mut report, &mut gone, err, broken);
-            if gone && let Some(turns) = turns {
-                turns.prompt[stream as usize].store(false, Ordering::Relaxed);
-            }
+            fail(&mut report, &mut gone, err, broken, turns);
             if let Some((_, lost)) = report.failure.as_mut() {
                 *lost += (n - written) as u64;
             }
@@ -432,16 +418,21 @@ fn copy_stream(
 
 /// Records a failed write: EPIPE is told at once (and not an error to report later); any
 /// other error is kept for the end. Either way the pipe is still drained, so the broker and
-/// the command are never held up by an output that is gone.
+/// the command are never held up by an output that is gone, nor the other stream's copy by
+/// a reader that is gone ([`Turns::wait_taken`]).
 fn fail(
     report: &mut CopyReport,
     gone: &mut bool,
     err: io::Error,
     broken: &UnboundedSender<Stream>,
+    turns: Option<&Turns>,
 ) {
     if err.raw_os_error() == Some(Errno::EPIPE as i32) {
         *gone = true;
         let _ = broken.send(report.stream);
+        if let Some(turns) = turns {
+            turns.prompt[report.stream as usize].store(false, Ordering::Relaxed);
+        }
     } else {
         report.failure = Some((err, 0));
     }
@@ -471,17 +462,15 @@ fn write_all(
                 copied.fetch_add(n as u64, Ordering::Release);
             }
             Err(Errno::EINTR) => {}
-            Err(Errno::EAGAIN) => wait_writable(out),
+            // Our stream may have been left non-blocking by whoever shares it: wait for room
+            // rather than spin.
+            Err(Errno::EAGAIN) => {
+                let _ = wait_for(out, PollFlags::POLLOUT);
+            }
             Err(err) => return Err((err.into(), written)),
         }
     }
     Ok(())
-}
-
-/// Our stream may have been left non-blocking by whoever shares it: wait for room rather
-/// than spin.
-fn wait_writable(out: BorrowedFd<'_>) {
-    let _ = wait_for(out, PollFlags::POLLOUT);
 }
 
 /// Waits until `fd` is ready for `what` (or its other end is gone).

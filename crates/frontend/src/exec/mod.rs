@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use self::conversation::{ExecConversation, Signals};
+use self::conversation::{ExecConversation, install_signals};
 use self::copy::{CopyPipes, CopyReads, CopyReport, OutputCopy};
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 use tether_config::naming::derive_name;
@@ -180,14 +180,21 @@ fn start(options: &ExecOptions, mut prepared: Prepared) -> anyhow::Result<Ran> {
         .build()
     {
         Ok(runtime) => runtime.block_on(run(options, prepared, broker, held)),
-        // A forked broker has the command already: it stops it when we are gone.
-        Err(err) if matches!(broker, Fork::Started(_)) => {
-            Err(anyhow::anyhow!("cannot start the event loop: {err}"))
-        }
         Err(err) => {
-            let err = format!("cannot start the event loop: {err}");
-            Ok(Ran::not_started(err, Some(&prepared.state)))
+            let err = anyhow::anyhow!("cannot start the event loop: {err}");
+            before_the_command(matches!(broker, Fork::Started(_)), err, &prepared.state)
         }
+    }
+}
+
+/// A failure before the broker has the command leaves nothing running: `--fail-open` can
+/// still run it directly. A forked broker has it already (`forked`): it stops it when we
+/// are gone.
+fn before_the_command(forked: bool, err: anyhow::Error, state: &Path) -> anyhow::Result<Ran> {
+    if forked {
+        Err(err)
+    } else {
+        Ok(Ran::not_started(err, Some(state)))
     }
 }
 
@@ -395,19 +402,22 @@ struct Prepared {
 fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     let state = state_dir(options.state_dir.as_deref())
         .map_err(|err| Ran::not_started(anyhow::Error::from(err), None))?;
-    let mut session = Session::create(&state, options.session.as_ref())
-        .map_err(|err| Ran::not_started(err, Some(&state)))?;
+    prepare_in(options, state.clone()).map_err(|err| Ran::not_started(err, Some(&state)))
+}
+
+/// [`prepare`], once the state directory `state` is found.
+fn prepare_in(options: &ExecOptions, state: PathBuf) -> anyhow::Result<Prepared> {
+    let mut session = Session::create(&state, options.session.as_ref())?;
     // Named as `run` names a command: `sh -c 'cd x && make'`, `env FOO=1 make` are `make`.
     let name = options
         .name
         .clone()
         .unwrap_or_else(|| derive_name(&CommandSpec::Argv(options.argv.clone())));
     let (command_id, journal) = session.next_command_dir(&name).map_err(|err| {
-        let err = anyhow::anyhow!(
+        anyhow::anyhow!(
             "cannot create the command's journal directory in {}: {err}",
             session.path().display()
-        );
-        Ran::not_started(err, Some(&state))
+        )
     })?;
     let journal_dir = journal.path().to_path_buf();
     // With --json our stdout carries events, not the command's output.
@@ -490,17 +500,12 @@ fn prepare(options: &ExecOptions) -> Result<Prepared, Ran> {
     };
 
     // Whatever the broker leaves if it dies is re-parented to us, to be stopped here.
-    if let Err(err) = become_subreaper() {
-        let err = anyhow::anyhow!("cannot become a child subreaper: {err}");
-        return Err(Ran::not_started(err, Some(&state)));
-    }
+    become_subreaper().map_err(|err| anyhow::anyhow!("cannot become a child subreaper: {err}"))?;
     let (copy_read, copy_write) = (!options.json)
         .then(CopyPipes::new)
         .transpose()
         .map_err(|err| {
-            let err =
-                anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}");
-            Ran::not_started(err, Some(&state))
+            anyhow::anyhow!("cannot create the pipes that copy the command's output: {err}")
         })?
         .map(|CopyPipes { read, write }| (read, write))
         .unzip();
@@ -527,16 +532,8 @@ async fn run(
 ) -> anyhow::Result<Ran> {
     let journal_dir = prepared.journal.path();
     let forked = matches!(broker, Fork::Started(_));
-    // Until the broker has the command, a failure leaves nothing running: `--fail-open` can
-    // still run it directly. A forked broker has it already.
-    let not_started = |err: anyhow::Error| {
-        if forked {
-            Err(err)
-        } else {
-            Ok(Ran::not_started(err, Some(&prepared.state)))
-        }
-    };
-    let signals = match Signals::install(prepared.request.terminal.is_some()) {
+    let not_started = |err| before_the_command(forked, err, &prepared.state);
+    let signals = match install_signals(prepared.request.terminal.is_some()) {
         Ok(signals) => signals,
         Err(err) => return not_started(err.into()),
     };
@@ -584,7 +581,7 @@ async fn run(
     // The broker stays on as the leftovers' custodian if it keeps them running; we return as
     // the shell would. It is not waited for: the one that ran us re-parents nothing of ours,
     // and the broker ends on its own when the leftovers are stopped.
-    let remains = broker.end(end).await;
+    let remains = broker.end(end, false).await;
     let ExecConversation {
         mut outcome,
         copy,

@@ -24,6 +24,7 @@
 //!   ([`settle`]): a later tether finds the processes it killed gone, and only the journal
 //!   can say who killed them.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,20 +52,9 @@ use tether_protocol::protocol::{
     Scope, Stage,
 };
 
-/// Which signal this reclaim journaled for which pid: a sweep tells only of processes not
+/// Which signal a reclaim journaled for which pid: a sweep tells only of processes not
 /// told of before for the same signal, as the broker's own stop reports them.
-#[derive(Default)]
-struct Told(std::collections::HashSet<(ProcessSignal, i32)>);
-
-impl Told {
-    fn of(&self, signal: ProcessSignal, pid: i32) -> bool {
-        self.0.contains(&(signal, pid))
-    }
-
-    fn add(&mut self, signal: ProcessSignal, pids: &[i32]) {
-        self.0.extend(pids.iter().map(|&pid| (signal, pid)));
-    }
-}
+type Told = HashSet<(ProcessSignal, i32)>;
 
 /// Held from a signal's line in the journal to the signal the reclaim sends after it;
 /// taken for good by [`settle`].
@@ -381,7 +371,7 @@ impl Abandoned {
             None => walk.live().iter().map(|p| p.pid).collect(),
         };
         let pids: Vec<i32> = (listed.into_iter())
-            .filter(|&pid| !told.of(signal, pid))
+            .filter(|&pid| !told.contains(&(signal, pid)))
             .collect();
         self.journal_signal(signal, &pids, told);
     }
@@ -391,7 +381,7 @@ impl Abandoned {
     fn journal_beyond(&mut self, delivery: &Delivery, told: &mut Told, reached: &mut Vec<i32>) {
         reached.extend(&delivery.targets);
         let beyond: Vec<i32> = (delivery.targets.iter().copied())
-            .filter(|pid| !told.of(delivery.signal, *pid))
+            .filter(|pid| !told.contains(&(delivery.signal, *pid)))
             .collect();
         self.journal_signal(delivery.signal, &beyond, told);
     }
@@ -401,7 +391,7 @@ impl Abandoned {
         if pids.is_empty() {
             return;
         }
-        told.add(signal, pids);
+        told.extend(pids.iter().map(|&pid| (signal, pid)));
         self.append(EventKind::SignalSent {
             signal,
             scope: Scope::Group,

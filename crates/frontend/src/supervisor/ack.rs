@@ -23,13 +23,8 @@ pub enum Fallback {
 /// KILL, STOP and CONT say the same the second time; a second INT, HUP or USR1 may mean
 /// something else to the program (a second Ctrl-C often forces a quit).
 pub fn repeats_harmlessly(signal: ProcessSignal) -> bool {
-    [
-        ProcessSignal::TERM,
-        ProcessSignal::KILL,
-        ProcessSignal::STOP,
-        ProcessSignal::CONT,
-    ]
-    .contains(&signal)
+    use ProcessSignal as S;
+    matches!(signal, S::TERM | S::KILL | S::STOP | S::CONT)
 }
 
 impl Fallback {

@@ -12,9 +12,9 @@
 
 use tokio::time::{Instant, sleep_until};
 
-use super::conversation::{Asked, BrokerConversation, Due, Link};
+use super::conversation::{BrokerConversation, Due, Link};
 use super::intervals::Pace;
-use super::machine::CommandCgroup;
+use super::machine::{Asked, CommandCgroup};
 use crate::control::discover::LiveCommand;
 use crate::control::fallback::stop_through_pid;
 use crate::control::{Ack, ControlClient, ControlError};

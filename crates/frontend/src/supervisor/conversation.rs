@@ -25,7 +25,7 @@ use super::ending::{End, Remains};
 use super::intervals::Pace;
 use super::leftovers::{GroupLeader, LiveBrokers, Ticket, signal_directly};
 use super::liveness;
-use super::machine::{Action, CommandCgroup, ConversationMachine, Ending, Input, Transport};
+use super::machine::{Action, Asked, CommandCgroup, ConversationMachine, Ending, Input, Transport};
 use super::process::{BrokerChild, BrokerLine, BrokerProcess, ForkedBroker, Handover, Wire};
 use crate::control::ControlClient;
 use crate::control::discover::LiveCommand;
@@ -79,15 +79,6 @@ pub struct BrokerConversation {
     pub(super) kept: VecDeque<BrokerLine>,
     /// What became of the request [`Self::answer`] waits for, once the machine says.
     pub(super) asked: Option<Asked>,
-}
-
-/// What became of a request asked with [`BrokerConversation::answer`], short of a fallback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Asked {
-    Answered,
-    /// No answer in time.
-    Unanswered,
-    NotPosted,
 }
 
 /// What the driver did of the machine's actions.
@@ -296,9 +287,7 @@ impl BrokerConversation {
                 Action::SignalItself(signal) => acted.due = Some(self.signal_itself(signal)),
                 Action::NotSignalled(text) => acted.due = Some(Due::NotSignalled(text)),
                 Action::GiveUp(end) => acted.due = Some(Due::End(end)),
-                Action::Answered => self.asked = Some(Asked::Answered),
-                Action::Unanswered => self.asked = Some(Asked::Unanswered),
-                Action::NotPosted => self.asked = Some(Asked::NotPosted),
+                Action::Asked(asked) => self.asked = Some(asked),
             }
         }
         acted
@@ -322,25 +311,18 @@ impl BrokerConversation {
 
     /// Ends the conversation with a launched broker: kills the broker unless it closed
     /// (through the unreaped child: its pid cannot have been reused) and reaps it, unless it
-    /// keeps leftovers running. A broker that closed exits at once (it removed its socket and
-    /// link and let go of everything of ours before `close`), and is reaped here: left to
-    /// exit on its own, it would be re-parented to the nearest subreaper, an agent's broker,
-    /// whose journal would show every shim call's broker as an escaped orphan. What it left,
-    /// if the front end must stop it, is returned. An attached broker is not the front end's
-    /// to kill: it is only let go (see [`Self::stop_by_pid`](super::attach) for a stop it did
-    /// not answer).
-    pub async fn end(self, end: End) -> Option<Remains> {
-        self.finish(end, false).await
-    }
-
-    /// Ends the conversation as [`end`](Self::end) does, but a broker that keeps leftovers
-    /// running is waited for as well (reaped once they are stopped): for a front end that
-    /// stays, as the TUI and the MCP server do, and learns the end from it.
-    pub async fn end_and_reap(self, end: End) -> Option<Remains> {
-        self.finish(end, true).await
-    }
-
-    async fn finish(self, end: End, reap_kept: bool) -> Option<Remains> {
+    /// keeps leftovers running and `reap_kept` is false. A broker that closed exits at once
+    /// (it removed its socket and link and let go of everything of ours before `close`), and
+    /// is reaped here: left to exit on its own, it would be re-parented to the nearest
+    /// subreaper, an agent's broker, whose journal would show every shim call's broker as an
+    /// escaped orphan. What it left, if the front end must stop it, is returned. An attached
+    /// broker is not the front end's to kill: it is only let go (see
+    /// [`Self::stop_by_pid`](super::attach) for a stop it did not answer).
+    ///
+    /// With `reap_kept`, a broker that keeps leftovers running is waited for as well (reaped
+    /// once they are stopped): for a front end that stays, as the TUI and the MCP server do,
+    /// and learns the end from it.
+    pub async fn end(self, end: End, reap_kept: bool) -> Option<Remains> {
         let Ending::Launched { kill, cleanup } = self.machine.ending(end, now()) else {
             return None;
         };

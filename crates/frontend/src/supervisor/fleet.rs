@@ -92,10 +92,7 @@ impl Fleet {
             )
             .await;
             match started {
-                Ok(broker) => {
-                    let task = BrokerTask { id, events };
-                    task.drive(broker, rx).await;
-                }
+                Ok(broker) => BrokerTask { id, events }.drive(broker, rx).await,
                 Err(err) => {
                     let _ = events.send(FleetEvent::SpawnFailed(
                         id,
@@ -156,7 +153,7 @@ struct BrokerTask {
 impl BrokerTask {
     async fn drive(self, mut broker: BrokerConversation, orders: UnboundedReceiver<Order>) {
         let end = self.converse(&mut broker, orders).await;
-        if let Some(remains) = broker.end_and_reap(end).await {
+        if let Some(remains) = broker.end(end, true).await {
             let why = remains.why;
             self.tell(format!("{why}; stopping what it left"));
             let cleanup = remains.stop().await;

@@ -53,7 +53,10 @@ pub struct Ticket {
 impl LiveBrokers {
     pub fn new() -> LiveBrokers {
         LiveBrokers {
-            registry: Arc::new(Mutex::new(Registry::new(std::process::id() as i32))),
+            registry: Arc::new(Mutex::new(Registry {
+                me: std::process::id() as i32,
+                ..Registry::default()
+            })),
         }
     }
 
@@ -69,13 +72,6 @@ impl Default for LiveBrokers {
 }
 
 impl Registry {
-    fn new(me: i32) -> Registry {
-        Registry {
-            me,
-            ..Default::default()
-        }
-    }
-
     /// Records a broker just started; until it is unregistered, walks leave its tree alone
     /// and nothing reaps it but its own `Child`.
     pub fn register(&mut self, pid: i32) -> Ticket {
@@ -351,7 +347,10 @@ mod tests {
 
     #[test]
     fn registry_walks_around_live_brokers_and_keeps_a_reused_pid() {
-        let mut registry = Registry::new(7);
+        let mut registry = Registry {
+            me: 7,
+            ..Registry::default()
+        };
         let first = registry.register(20);
         assert_eq!(registry.leftovers(), Walk::below(7).pruning([20]));
         // The first broker was reaped and its pid went to a new broker before the first one

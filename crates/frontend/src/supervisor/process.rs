@@ -124,13 +124,18 @@ impl BrokerProcess {
         let mut broker = BrokerProcess::talking_to(child, None, Some(custody))?;
         // The request first: the broker waits for it, and what follows does not.
         broker.wire.requests.write_all(&launch).await?;
-        broker.expected_cgroup = expected_cgroup(request, broker.pid());
+        broker.expected_cgroup = Some(expected_cgroup(request, broker.pid()));
         Ok(broker)
     }
 
     /// Talks to the broker [`fork`] started. Must be called inside a tokio runtime.
     pub fn forked(f: ForkedBroker) -> io::Result<BrokerProcess> {
-        BrokerProcess::over(f.child, f.requests, f.events, f.expected_cgroup, f.custody)
+        Ok(BrokerProcess {
+            child: f.child,
+            wire: Wire::new(f.requests, Some(f.events), 256 * 1024)?,
+            expected_cgroup: f.expected_cgroup,
+            _custody: f.custody,
+        })
     }
 
     /// Talks to `child` through its piped stdin and stdout.
@@ -143,28 +148,12 @@ impl BrokerProcess {
             return Err(io::Error::other("the broker's pipes were not created"));
         };
         // Dropping a `Child` neither kills nor reaps it: the pid is ours to reap.
-        let child = BrokerChild::new(child.id() as i32);
-        BrokerProcess::over(
-            child,
-            OwnedFd::from(stdin),
-            OwnedFd::from(stdout),
-            expected_cgroup,
+        BrokerProcess::forked(ForkedBroker {
+            child: BrokerChild::new(child.id() as i32),
+            requests: OwnedFd::from(stdin),
+            events: OwnedFd::from(stdout),
             custody,
-        )
-    }
-
-    fn over(
-        child: BrokerChild,
-        requests: OwnedFd,
-        events: OwnedFd,
-        expected_cgroup: Option<String>,
-        custody: Option<OwnedFd>,
-    ) -> io::Result<BrokerProcess> {
-        Ok(BrokerProcess {
-            child,
-            wire: Wire::new(requests, Some(events), 256 * 1024)?,
             expected_cgroup,
-            _custody: custody,
         })
     }
 
@@ -274,14 +263,12 @@ fn journal_fds(journal: &JournalDir) -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// The name of the cgroup the broker `pid` (our unreaped child, whose start time it names
 /// its command's cgroup with) will make for `request`.
-fn expected_cgroup(request: &LaunchRequest, pid: i32) -> Option<String> {
+fn expected_cgroup(request: &LaunchRequest, pid: i32) -> String {
     let identity = tether_protocol::protocol::BrokerIdentity {
         pid,
         start_ticks: tether_os::procfs::read_stat(pid).map_or(0, |s| s.start_ticks),
     };
-    Some(tether_broker::broker::containment::cgroup_name(
-        request, &identity,
-    ))
+    tether_broker::broker::containment::cgroup_name(request, &identity)
 }
 
 /// Set to `off` in a front end's environment: its broker is always `tether broker` exec'd,
@@ -365,7 +352,7 @@ pub fn fork(
                 requests: requests_write,
                 events: events_read,
                 custody: Some(custody),
-                expected_cgroup: expected_cgroup(request, pid),
+                expected_cgroup: Some(expected_cgroup(request, pid)),
             }))
         }
     }

@@ -44,14 +44,8 @@ impl Session {
         let sessions = state.open_or_create("sessions")?;
         let started_ms = now_ms();
         let (id, dir, created) = match name {
-            Some(name) => match join(&sessions, name.as_str())? {
-                Joined::Existing(dir) => (name.to_string(), dir, false),
-                Joined::Created(dir) => (name.to_string(), dir, true),
-            },
-            None => {
-                let (id, dir) = create_fresh(&sessions, started_ms)?;
-                (id, dir, true)
-            }
+            Some(name) => join(&sessions, name.as_str())?,
+            None => create_fresh(&sessions, started_ms)?,
         };
         if created
             && let Err(err) = dir.write_json_once(SESSION_FILE, &session_info(&id, started_ms))
@@ -173,20 +167,16 @@ impl Session {
     }
 }
 
-enum Joined {
-    /// This process created the session directory: it writes `session.json`.
-    Created(JournalDir),
-    /// Another process did; it is opened and checked like any journal directory.
-    Existing(JournalDir),
-}
-
 /// Creates or opens the named session's directory. mkdir is atomic, so of processes joining
 /// at the same instant exactly one creates it (and records the session), the others open it.
-fn join(sessions: &JournalDir, name: &str) -> anyhow::Result<Joined> {
+/// Its id, its directory, and whether this process created it: then it writes
+/// `session.json`; one another process created is opened and checked like any journal
+/// directory.
+fn join(sessions: &JournalDir, name: &str) -> anyhow::Result<(String, JournalDir, bool)> {
     match sessions.create_dir(name) {
-        Ok(dir) => Ok(Joined::Created(dir)),
+        Ok(dir) => Ok((name.to_string(), dir, true)),
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-            Ok(Joined::Existing(sessions.open_or_create(name)?))
+            Ok((name.to_string(), sessions.open_or_create(name)?, false))
         }
         Err(err) => anyhow::bail!(
             "cannot create the session directory {}: {err}; check that the disk is writable, or set --state-dir",
@@ -195,7 +185,10 @@ fn join(sessions: &JournalDir, name: &str) -> anyhow::Result<Joined> {
     }
 }
 
-fn create_fresh(sessions: &JournalDir, started_ms: u64) -> anyhow::Result<(String, JournalDir)> {
+fn create_fresh(
+    sessions: &JournalDir,
+    started_ms: u64,
+) -> anyhow::Result<(String, JournalDir, bool)> {
     let base = new_session_id(started_ms, std::process::id());
     let mut attempt = 1;
     loop {
@@ -205,7 +198,7 @@ fn create_fresh(sessions: &JournalDir, started_ms: u64) -> anyhow::Result<(Strin
         };
         // mkdir is atomic: a directory made by another process is never shared.
         match sessions.create_dir(&id) {
-            Ok(dir) => return Ok((id, dir)),
+            Ok(dir) => return Ok((id, dir, true)),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempt < ID_ATTEMPTS => {
                 attempt += 1;
             }

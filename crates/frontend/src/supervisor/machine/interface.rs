@@ -33,7 +33,7 @@ pub enum Input<'a> {
     /// broker is given up on [`STOP_SLACK`] past the grace period counted from the first.
     Stop(&'a Request),
     /// The front end asks for a message and waits for its own answer (see
-    /// [`Action::Answered`]); a group signal or a stop falls back as for [`Input::Request`].
+    /// [`Asked::Answered`]); a group signal or a stop falls back as for [`Input::Request`].
     Ask(&'a Request),
     /// A write failed: the broker's end is gone, and nothing more can be written.
     Unwritable,
@@ -70,13 +70,21 @@ pub enum Action {
     NotSignalled(String),
     /// The broker must be given up on (see [`ConversationMachine::ending`]).
     GiveUp(End),
-    /// The line just taken in is the answer to what [`Input::Ask`] asked.
-    Answered,
-    /// What [`Input::Ask`] asked was not answered within [`ACK_TIMEOUT`] (a request with a
+    /// What became of what [`Input::Ask`] asked, short of a fallback (a request with a
     /// fallback says what became of it instead: [`Action::SignalItself`],
     /// [`Action::NotSignalled`], [`Action::GiveUp`]).
+    Asked(Asked),
+}
+
+/// What became of what [`Input::Ask`] asked, short of a fallback: what
+/// [`BrokerConversation::answer`](crate::supervisor::BrokerConversation::answer) waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// The line just taken in is its answer.
+    Answered,
+    /// It was not answered within [`ACK_TIMEOUT`].
     Unanswered,
-    /// What [`Input::Ask`] asked could not be posted at all.
+    /// It could not be posted at all.
     NotPosted,
 }
 

@@ -28,7 +28,7 @@ mod interface;
 #[cfg(test)]
 mod tests;
 
-pub use interface::{Action, Cleanup, CommandCgroup, Ending, Input, Transport};
+pub use interface::{Action, Asked, Cleanup, CommandCgroup, Ending, Input, Transport};
 
 /// Why the machine looks at the broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl ConversationMachine {
                 self.request(message, now);
                 let answer = self.acks.posted;
                 if answer == before {
-                    self.actions.push_back(Action::NotPosted);
+                    self.actions.push_back(Action::Asked(Asked::NotPosted));
                 } else {
                     self.asked = Some((answer, now + ACK_TIMEOUT));
                 }
@@ -226,7 +226,7 @@ impl ConversationMachine {
                     .is_some_and(|(answer, _)| answer == self.acks.answers)
                 {
                     self.asked = None;
-                    self.actions.push_back(Action::Answered);
+                    self.actions.push_back(Action::Asked(Asked::Answered));
                 }
             }
             Some(EventKind::Spawned { pgid, .. }) => {
@@ -288,7 +288,7 @@ impl ConversationMachine {
         } else if self.asked.is_some_and(|(_, until)| now >= until) {
             self.asked = None;
             self.unread_before_due = None;
-            self.actions.push_back(Action::Unanswered);
+            self.actions.push_back(Action::Asked(Asked::Unanswered));
         }
     }
 

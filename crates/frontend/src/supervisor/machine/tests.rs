@@ -660,7 +660,7 @@ fn an_asked_request_is_answered_by_its_own_answer_only() {
         ]
     );
     assert_eq!(pong(&mut m, &world, t0), [], "the subscription's answer");
-    assert_eq!(pong(&mut m, &world, t0), [Action::Answered]);
+    assert_eq!(pong(&mut m, &world, t0), [Action::Asked(Asked::Answered)]);
     assert_eq!(
         wake(&mut m, &world, t0 + ACK_TIMEOUT * 2),
         [],
@@ -689,7 +689,7 @@ fn an_asked_request_not_answered_in_time_is_unanswered() {
     assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT), []);
     assert_eq!(
         pong(&mut m, &world, t0 + ACK_TIMEOUT),
-        [Action::Answered],
+        [Action::Asked(Asked::Answered)],
         "the answer was waiting"
     );
     assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT), []);
@@ -698,12 +698,15 @@ fn an_asked_request_not_answered_in_time_is_unanswered() {
     m.handle(Input::Ask(&one), t0);
     drive(&mut m, &world, t0);
     world.unread = 0;
-    assert_eq!(wake(&mut m, &world, t0 + ACK_TIMEOUT), [Action::Unanswered]);
+    assert_eq!(
+        wake(&mut m, &world, t0 + ACK_TIMEOUT),
+        [Action::Asked(Asked::Unanswered)]
+    );
 
     // Keys are not carried over a socket: nothing is asked.
     let keys = Request::Input {
         data: b"y".to_vec(),
     };
     m.handle(Input::Ask(&keys), t0);
-    assert_eq!(drive(&mut m, &world, t0), [Action::NotPosted]);
+    assert_eq!(drive(&mut m, &world, t0), [Action::Asked(Asked::NotPosted)]);
 }
