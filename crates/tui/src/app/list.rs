@@ -158,15 +158,18 @@ pub struct ListRows {
     built_from: Option<(u64, ListView)>,
 }
 
-/// The session a command belongs to: its journal directory's parent, or the model's own
-/// session for a command not started yet.
-fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
-    command
-        .journal_dir
-        .as_deref()
+/// The session a command is of: its run's, or, for a command not started, the one it waits
+/// in.
+pub(crate) fn session_of(command: &CommandState) -> Option<&Path> {
+    (command.journal_dir.as_deref())
         .and_then(Path::parent)
         .or(command.unstarted_in.as_deref())
-        .unwrap_or(&model.session_dir)
+}
+
+/// The session a command belongs to ([`session_of`]), or the model's own session for a
+/// command not started yet.
+fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
+    session_of(command).unwrap_or(&model.session_dir)
 }
 
 /// A cheap sum of what the rows depend on in the model: how many commands, each one's start,

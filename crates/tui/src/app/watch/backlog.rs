@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use super::listing::{insert_index, number_of};
 use super::{SessionSeen, Watch};
 use crate::app::App;
+use crate::app::list::session_of;
 use tether_model::CommandState;
 use tether_os::journal::command_dirs;
 
@@ -166,11 +167,4 @@ pub(super) fn order(a: &CommandState, b: &CommandState) -> Ordering {
     }
     let started = |row: &CommandState| row.session_started_ms.unwrap_or(u64::MAX);
     (started(a), a_session, number(a_dir)).cmp(&(started(b), b_session, number(b_dir)))
-}
-
-/// The session a row is of: its run's, or, for a command not started, the one it waits in.
-fn session_of(row: &CommandState) -> Option<&Path> {
-    (row.journal_dir.as_deref())
-        .and_then(Path::parent)
-        .or(row.unstarted_in.as_deref())
 }
