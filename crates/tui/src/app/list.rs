@@ -166,6 +166,11 @@ pub(crate) fn session_of(command: &CommandState) -> Option<&Path> {
         .or(command.unstarted_in.as_deref())
 }
 
+/// The number of the command journaled in `dir`, from the directory's name (`03-build`).
+pub(crate) fn number_of(dir: &Path) -> Option<u64> {
+    dir.file_name()?.to_str().and_then(CommandId::number_of)
+}
+
 /// The session a command belongs to ([`session_of`]), or the model's own session for a
 /// command not started yet.
 fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
@@ -253,10 +258,7 @@ impl ListRows {
             name_width = name_width.max(text_width(&one_line(&command.title())));
             // The number alone, from the directory's name (not the whole id: this runs for
             // every command at each change of a list of thousands).
-            let number = (command.journal_dir.as_deref())
-                .and_then(Path::file_name)
-                .and_then(|name| name.to_str())
-                .and_then(CommandId::number_of);
+            let number = command.journal_dir.as_deref().and_then(number_of);
             widest_number = widest_number.max(number.unwrap_or(id as u64 + 1));
             state_width = state_width.max(text_width(&command.short_label()));
             // At a time cursor, a command that had not begun was not listed yet.

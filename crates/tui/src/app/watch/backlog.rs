@@ -10,10 +10,10 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::listing::{insert_index, number_of};
+use super::listing::insert_index;
 use super::{SessionSeen, Watch};
 use crate::app::App;
-use crate::app::list::session_of;
+use crate::app::list::{number_of, session_of};
 use tether_model::CommandState;
 use tether_os::journal::command_dirs;
 
@@ -160,7 +160,7 @@ pub(super) fn order(a: &CommandState, b: &CommandState) -> Ordering {
     let (a_dir, b_dir) = (a.journal_dir.as_deref(), b.journal_dir.as_deref());
     // A command its launcher has not started goes after its session's runs.
     let (a_session, b_session) = (session_of(a), session_of(b));
-    let number = |dir: Option<&Path>| dir.map_or(u64::MAX, number_of);
+    let number = |dir: Option<&Path>| dir.and_then(number_of).unwrap_or(u64::MAX);
     if a_session.is_some() && a_session == b_session {
         // One session, whatever its start was read as for each row.
         return number(a_dir).cmp(&number(b_dir));

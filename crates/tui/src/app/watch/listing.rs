@@ -358,13 +358,6 @@ fn position(app: &App, dir: &Path) -> Option<usize> {
         .rposition(|c| c.journal_dir.as_deref() == Some(dir))
 }
 
-pub(super) fn number_of(dir: &Path) -> u64 {
-    dir.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(CommandId::number_of)
-        .unwrap_or(u64::MAX)
-}
-
 /// Where `new` goes in the list, in [`order`]: after the last row, as a command that just
 /// appeared does, or before the first row that goes after it (rows read newest first go at
 /// the top), each found without a walk of the whole list in those two cases.
