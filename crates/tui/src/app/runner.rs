@@ -269,8 +269,8 @@ impl Runner {
         terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     ) -> bool {
         match event {
-            TermEvent::FocusGained => self.teller.focus(true),
-            TermEvent::FocusLost => self.teller.focus(false),
+            TermEvent::FocusGained => self.teller.news.set_focus(true),
+            TermEvent::FocusLost => self.teller.news.set_focus(false),
             _ => {}
         }
         let Some(action) = action_of(&self.app, event) else {
