@@ -250,7 +250,7 @@ pub(super) async fn event_loop(
         let journals_rest =
             journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
         // A restart's countdown is on screen too.
-        let launcher_due = runner.launcher_due();
+        let launcher_due = runner.launcher.poll_timeout().map(Instant::from_std);
         let ticking = watching || runner.app.model.running() > 0 || launcher_due.is_some();
         let changes = runner.changes.as_ref().map(ChangeWatcher::readiness);
         let backlog = runner.watch.as_ref().is_some_and(Watch::pending);
