@@ -109,19 +109,6 @@ pub(super) async fn event_loop(
     let watching = watch.is_some();
     let configs: Vec<_> = model.commands.iter().map(|c| c.config.clone()).collect();
     let launcher = Launcher::new(tether_config::launch::plans(&configs), ordered_shutdown);
-    let mut changes_unavailable = None;
-    let changes = if recorded || watching {
-        None
-    } else {
-        let wanted = (configs.iter().enumerate())
-            .filter(|(_, c)| !c.restart_on_change.is_empty())
-            .map(|(i, c)| (i, base_dir(c.cwd.as_deref()), c.restart_on_change.clone()))
-            .collect();
-        ChangeWatcher::new(wanted).unwrap_or_else(|why| {
-            changes_unavailable = Some(why);
-            None
-        })
-    };
     let mut runner = Runner {
         app: App::new(model),
         session,
@@ -134,11 +121,18 @@ pub(super) async fn event_loop(
         aborted: false,
         quit_now: false,
         launcher,
-        changes,
+        changes: None,
         plans: Default::default(),
     };
-    if let Some(why) = changes_unavailable {
-        runner.app.view.say(why);
+    if !recorded && !watching {
+        let wanted = (configs.iter().enumerate())
+            .filter(|(_, c)| !c.restart_on_change.is_empty())
+            .map(|(i, c)| (i, base_dir(c.cwd.as_deref()), c.restart_on_change.clone()))
+            .collect();
+        match ChangeWatcher::new(wanted) {
+            Ok(changes) => runner.changes = changes,
+            Err(why) => runner.app.view.say(why),
+        }
     }
     if let Some(why) = runner
         .changes
@@ -256,7 +250,7 @@ pub(super) async fn event_loop(
         let journals_rest =
             journals.is_some() && journals_read_at.is_some_and(|t| now < t + JOURNAL_READS);
         // A restart's countdown is on screen too.
-        let launcher_due = runner.launcher_due();
+        let launcher_due = runner.launcher.poll_timeout().map(Instant::from_std);
         let ticking = watching || runner.app.model.running() > 0 || launcher_due.is_some();
         let changes = runner.changes.as_ref().map(ChangeWatcher::readiness);
         let backlog = runner.watch.as_ref().is_some_and(Watch::pending);

@@ -128,16 +128,6 @@ pub fn bindings() -> Vec<Binding> {
     ]
 }
 
-/// The help's words for `binding` on a screen read from journals (`tether watch`, `tether
-/// open`), where its action does less than in the tether that runs the commands: there `q`
-/// quits at once, since what runs belongs to whoever started it.
-pub fn description_from_journals(binding: &Binding) -> &'static str {
-    match binding.action {
-        Action::Quit => "quit",
-        _ => binding.description,
-    }
-}
-
 /// The action for a key in a context, if any. In a prompt, printable keys are text.
 ///
 /// A key bound twice (Home: the time cursor's first event, or the top) means the first of

@@ -54,13 +54,6 @@ impl Runner {
         }
     }
 
-    /// The launcher's timer passed.
-    pub(super) fn launcher_due(&self) -> Option<tokio::time::Instant> {
-        self.launcher
-            .poll_timeout()
-            .map(tokio::time::Instant::from_std)
-    }
-
     /// What an event of the current run means to the launcher, after the model applied it:
     /// `before` was the command's status then.
     pub(super) fn run_event(&mut self, command: CommandIndex, before: Status, event: &Event) {

@@ -158,15 +158,23 @@ pub struct ListRows {
     built_from: Option<(u64, ListView)>,
 }
 
-/// The session a command belongs to: its journal directory's parent, or the model's own
-/// session for a command not started yet.
-fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
-    command
-        .journal_dir
-        .as_deref()
+/// The session a command is of: its run's, or, for a command not started, the one it waits
+/// in.
+pub(crate) fn session_of(command: &CommandState) -> Option<&Path> {
+    (command.journal_dir.as_deref())
         .and_then(Path::parent)
         .or(command.unstarted_in.as_deref())
-        .unwrap_or(&model.session_dir)
+}
+
+/// The number of the command journaled in `dir`, from the directory's name (`03-build`).
+pub(crate) fn number_of(dir: &Path) -> Option<u64> {
+    dir.file_name()?.to_str().and_then(CommandId::number_of)
+}
+
+/// The session a command belongs to ([`session_of`]), or the model's own session for a
+/// command not started yet.
+fn session_dir<'m>(model: &'m Model, command: &'m CommandState) -> &'m Path {
+    session_of(command).unwrap_or(&model.session_dir)
 }
 
 /// A cheap sum of what the rows depend on in the model: how many commands, each one's start,
@@ -250,10 +258,7 @@ impl ListRows {
             name_width = name_width.max(text_width(&one_line(&command.title())));
             // The number alone, from the directory's name (not the whole id: this runs for
             // every command at each change of a list of thousands).
-            let number = (command.journal_dir.as_deref())
-                .and_then(Path::file_name)
-                .and_then(|name| name.to_str())
-                .and_then(CommandId::number_of);
+            let number = command.journal_dir.as_deref().and_then(number_of);
             widest_number = widest_number.max(number.unwrap_or(id as u64 + 1));
             state_width = state_width.max(text_width(&command.short_label()));
             // At a time cursor, a command that had not begun was not listed yet.

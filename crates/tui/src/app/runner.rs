@@ -18,7 +18,7 @@ use super::changes::ChangeWatcher;
 use super::input_batch::InputBatch;
 use super::keymap::action_for;
 use super::tell::Teller;
-use super::update::{Effect, NO_DISMISS, refusal};
+use super::update::{Effect, refusal};
 use super::watch::Watch;
 use tether_core::launcher::{Input, Launcher};
 use tether_frontend::supervisor::Session;
@@ -202,6 +202,7 @@ impl Runner {
         let asked_by = match effect {
             Effect::Launch(_) | Effect::Add(_) => Some(Action::Restart),
             Effect::Send(..) => Some(Action::Term),
+            Effect::Dismiss(_) => Some(Action::Dismiss),
             _ => None,
         };
         if let Some(refused) = asked_by.and_then(|action| refusal(&self.app.model, &action)) {
@@ -243,11 +244,8 @@ impl Runner {
                     watch.send(command, message);
                 }
             }
-            Effect::Dismiss(id) if self.app.model.mode.from_journals() => {
+            Effect::Dismiss(id) => {
                 self.app.remove_commands(|i, _| i == id);
-            }
-            Effect::Dismiss(_) => {
-                self.app.view.say(NO_DISMISS);
             }
             Effect::Send(id, message) => {
                 if !self.fleet.send(id, message) {
@@ -271,8 +269,8 @@ impl Runner {
         terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     ) -> bool {
         match event {
-            TermEvent::FocusGained => self.teller.focus(true),
-            TermEvent::FocusLost => self.teller.focus(false),
+            TermEvent::FocusGained => self.teller.news.set_focus(true),
+            TermEvent::FocusLost => self.teller.news.set_focus(false),
             _ => {}
         }
         let Some(action) = action_of(&self.app, event) else {

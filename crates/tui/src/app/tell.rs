@@ -16,7 +16,9 @@ use tether_config::user::{load_user, user_config_path};
 use tether_model::Model;
 
 pub struct Teller {
-    news: AttentionNews,
+    /// Also told by the runner when the terminal says its window gained or lost the
+    /// focus.
+    pub(super) news: AttentionNews,
     terminal: TerminalNotify,
     kind: TerminalKind,
     desktop: DesktopNotifier,
@@ -44,11 +46,6 @@ impl Teller {
             desktop: DesktopNotifier::new(settings.desktop, session_bus(), replies),
             looked_at: Weak::new(),
         }
-    }
-
-    /// The terminal said its window gained or lost the focus.
-    pub fn focus(&mut self, focused: bool) {
-        self.news.set_focus(focused);
     }
 
     /// What is news in `model` at `now_ms`: sent to the desktop here, and the bytes to write

@@ -72,17 +72,6 @@ pub fn clean(text: &str) -> String {
     }
 }
 
-/// Whether the front end's window is looked at, as the terminal's focus reports say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Focus {
-    /// No report yet: many terminals (and tmux without `focus-events`) never send one, and
-    /// then a window may well not be looked at.
-    #[default]
-    Unknown,
-    Focused,
-    Unfocused,
-}
-
 /// Which attention marks are news to the operator, and when to tell them.
 #[derive(Debug, Default)]
 pub struct AttentionNews {
@@ -95,7 +84,10 @@ pub struct AttentionNews {
     /// New marks not told yet: the latest, and how many.
     pending: Option<(Notice, u64, usize)>,
     last_told_ms: Option<u64>,
-    focus: Focus,
+    /// Whether the front end's window is looked at, as the terminal's focus reports say.
+    /// False until a report comes: many terminals (and tmux without `focus-events`) never
+    /// send one, and then a window may well not be looked at.
+    focused: bool,
 }
 
 impl AttentionNews {
@@ -107,11 +99,7 @@ impl AttentionNews {
     }
 
     pub fn set_focus(&mut self, focused: bool) {
-        self.focus = if focused {
-            Focus::Focused
-        } else {
-            Focus::Unfocused
-        };
+        self.focused = focused;
         if focused {
             // Looked at now: what was waiting is on screen.
             self.pending = None;
@@ -140,7 +128,7 @@ impl AttentionNews {
                 None => (notice, mark.at_ms, 1),
             });
         }
-        if self.focus == Focus::Focused {
+        if self.focused {
             self.pending = None;
             return None;
         }

@@ -3,12 +3,6 @@ use tether_config::CommandConfig;
 use tether_model::Status;
 use tether_protocol::protocol::{AttentionKind, CommandSpec};
 
-impl AttentionNews {
-    fn focus(&self) -> Focus {
-        self.focus
-    }
-}
-
 fn command(dir: &str, status: Status) -> CommandState {
     let mut c = CommandState::new(CommandConfig::new(
         "build",
@@ -142,7 +136,7 @@ fn news_within_the_gap_waits_and_goes_together() {
 #[test]
 fn a_window_looked_at_tells_nothing_and_keeps_nothing_for_later() {
     let mut news = AttentionNews::new(0);
-    assert_eq!(news.focus(), Focus::Unknown);
+    assert!(!news.focused, "no focus report yet");
     let mut m = model(vec![command("/s/x/01-a", Status::Running)]);
     news.set_focus(true);
     mark(&mut m.commands[0], AttentionKind::NeedsInput, 10, "");

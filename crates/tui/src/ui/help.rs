@@ -7,7 +7,7 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use super::{centered, format, pane_block, style};
 use crate::app::action::Action;
-use crate::app::keymap::{Binding, KeyContext, description_from_journals, keys_label};
+use crate::app::keymap::{Binding, KeyContext, keys_label};
 use crate::app::update::{OnScreen, READ_ONLY, refusal, refusal_on};
 use tether_model::Model;
 
@@ -23,9 +23,12 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, on: OnScreen, bindings
         .map(|b| (keys_label(bindings, b, &applies), b))
         .collect();
     let read_only = refusal(model, &Action::Term) == Some(READ_ONLY);
-    let describe = |b: &Binding| match model.mode.from_journals() {
-        true => description_from_journals(b),
-        false => b.description,
+    // On a screen read from journals (`tether watch`, `tether open`) `q` does less than in
+    // the tether that runs the commands: it quits at once, since what runs belongs to
+    // whoever started it.
+    let describe = |b: &Binding| match b.action {
+        Action::Quit if model.mode.from_journals() => "quit",
+        _ => b.description,
     };
     // Two columns, so that the whole key map fits the smallest terminal (80×24).
     let half = entries.len().div_ceil(2);

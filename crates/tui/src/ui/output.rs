@@ -134,7 +134,7 @@ fn draw_screen(
     let inner = block.inner(area);
     frame.render_widget(block, area);
     match &screen.grid {
-        Some(grid) => frame.render_widget(ScreenWidget { grid, cursor: true }, inner),
+        Some(grid) => frame.render_widget(ScreenWidget(grid), inner),
         None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
     }
 }

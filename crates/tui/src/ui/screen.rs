@@ -9,16 +9,13 @@ use ratatui::widgets::Widget;
 use super::style;
 use tether_model::screen::ScreenGrid;
 
-/// A [`ScreenGrid`] drawn from the top-left corner of its area; what does not fit is left out.
-pub struct ScreenWidget<'a> {
-    pub grid: &'a ScreenGrid,
-    /// Mark the program's cursor (when it shows one).
-    pub cursor: bool,
-}
+/// A [`ScreenGrid`] drawn from the top-left corner of its area, with the program's cursor
+/// marked (when it shows one); what does not fit is left out.
+pub struct ScreenWidget<'a>(pub &'a ScreenGrid);
 
 impl Widget for ScreenWidget<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let rows = self.grid.rows.iter().take(area.height as usize);
+        let rows = self.0.rows.iter().take(area.height as usize);
         for (y, row) in (area.y..).zip(rows) {
             let cells = row.iter().take(area.width as usize).enumerate();
             for (x, cell) in cells {
@@ -35,7 +32,7 @@ impl Widget for ScreenWidget<'_> {
                 }
             }
         }
-        if let (true, Some((row, col))) = (self.cursor, self.grid.cursor)
+        if let Some((row, col)) = self.0.cursor
             && row < area.height
             && col < area.width
         {
@@ -59,11 +56,7 @@ mod tests {
         emulator.feed(bytes);
         let grid = emulator.grid();
         let mut buf = Buffer::empty(Rect::new(0, 0, area.right() + 1, area.bottom() + 1));
-        ScreenWidget {
-            grid: &grid,
-            cursor: true,
-        }
-        .render(area, &mut buf);
+        ScreenWidget(&grid).render(area, &mut buf);
         buf
     }
 

@@ -189,32 +189,26 @@ fn bar(
     cursor: Option<usize>,
 ) -> Vec<Span<'static>> {
     let mut cells: Vec<(char, Color)> = vec![(' ', Color::Reset); width];
+    // `line` from column `from` to the column of `to_ms` (within the bar).
+    let mut draw = |from: usize, to_ms: u64, line: char| {
+        let end = column(to_ms).min(width - 1);
+        for cell in cells.iter_mut().take(end + 1).skip(from) {
+            *cell = (line, Color::DarkGray);
+        }
+    };
     // A restarted command's earlier runs, each to its end: `─`, then `x` or `|` once every
     // run's line is drawn, so that a restart in the column of the crash before it (a backoff
     // shorter than a column) does not hide the crash.
     for run in &c.earlier_runs {
-        let end = column(run.ended_ms).min(width - 1);
-        for cell in cells.iter_mut().take(end + 1).skip(column(run.started_ms)) {
-            *cell = ('─', Color::DarkGray);
-        }
+        draw(column(run.started_ms), run.ended_ms, '─');
     }
     if let Some(start) = c.started_ms {
-        let end = c.ended_ms.unwrap_or(now_ms);
-        for cell in cells
-            .iter_mut()
-            .take(column(end).min(width - 1) + 1)
-            .skip(column(start))
-        {
-            *cell = ('─', Color::DarkGray);
-        }
+        draw(column(start), c.ended_ms.unwrap_or(now_ms), '─');
     }
     // What the run left running and its custody kept (a server started with `&`): `┄` from
     // the exit until the custody ended, so that it shows for as long as it served.
     if let Some((exit, until)) = c.custody(now_ms) {
-        let until = column(until).min(width - 1);
-        for cell in cells.iter_mut().take(until + 1).skip(column(exit) + 1) {
-            *cell = ('┄', Color::DarkGray);
-        }
+        draw(column(exit) + 1, until, '┄');
     }
     for ts in &c.activity {
         if let Some(cell) = cells.get_mut(column(*ts)) {

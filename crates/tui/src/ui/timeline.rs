@@ -187,12 +187,6 @@ fn entry_line(ts_ms: u64, kind: &EventKind, text: &str, tone: Tone, clock: Clock
     ])
 }
 
-/// The details of an event, in a few words (the model's wording), and the colour of its kind.
-pub fn describe(kind: &EventKind) -> (String, Color) {
-    let (text, tone) = tether_model::describe::describe(kind);
-    (text, tone_color(tone))
-}
-
 /// The colour the timeline gives each tone of event.
 pub fn tone_color(tone: Tone) -> Color {
     match tone {
@@ -209,6 +203,12 @@ pub fn tone_color(tone: Tone) -> Color {
 mod tests {
     use super::*;
     use tether_protocol::protocol::{CapReason, CappedKind, ExitStatus, Stream};
+
+    /// An event's details in the model's words, and the colour the timeline gives its tone.
+    fn describe(kind: &EventKind) -> (String, Color) {
+        let (text, tone) = tether_model::describe::describe(kind);
+        (text, tone_color(tone))
+    }
 
     #[test]
     fn wrapped_entries_fill_the_pane_from_the_end_or_from_the_top() {

@@ -78,15 +78,7 @@ pub(super) fn update_output_keys(
         | Action::Bottom
             if view.focus.stream().is_some() && out.selection.is_some() =>
         {
-            let page = geometry.output_rows[i].max(1) as i64;
-            let delta = match action {
-                Action::Down => 1,
-                Action::Up => -1,
-                Action::PageDown => page,
-                Action::PageUp => -page,
-                Action::Top => i64::MIN / 2,
-                _ => i64::MAX / 2,
-            };
+            let delta = super::step_of(action, super::page_size(view.focus, geometry));
             move_selection(out, geometry, stream, delta);
             return Some(Vec::new());
         }

@@ -213,17 +213,14 @@ fn act(model: &Model, view: &mut ViewState, geometry: &Geometry, action: Action)
                 view.dialog = Some(Dialog::ConfirmQuit { running });
             }
         }
-        Action::Down => move_in_focus(model, view, geometry, 1),
-        Action::Up => move_in_focus(model, view, geometry, -1),
-        Action::PageDown => move_in_focus(model, view, geometry, page_size(view.focus, geometry)),
-        Action::PageUp => move_in_focus(model, view, geometry, -page_size(view.focus, geometry)),
-        Action::Top => move_in_focus(model, view, geometry, i64::MIN / 2),
-        Action::Bottom => {
-            if let Some(stream) = view.focus.stream() {
-                view.outputs[stream as usize].follow = true;
-            } else {
-                move_in_focus(model, view, geometry, i64::MAX / 2);
-            }
+        Action::Down
+        | Action::Up
+        | Action::PageDown
+        | Action::PageUp
+        | Action::Top
+        | Action::Bottom => {
+            let delta = step_of(&action, page_size(view.focus, geometry));
+            move_in_focus(model, view, geometry, delta)
         }
         Action::ScrollLeft | Action::ScrollRight | Action::LineStart | Action::LineEnd => {
             scroll_sideways(view, geometry, &action)
@@ -526,6 +523,19 @@ fn page_size(focus: Pane, geometry: &Geometry) -> i64 {
         None => geometry.tree_rows,
     };
     rows.max(1) as i64
+}
+
+/// How many rows a key moves the focused pane's list, lines or selection, `page` rows a
+/// page: to the ends, as far as there is.
+fn step_of(action: &Action, page: i64) -> i64 {
+    match action {
+        Action::Down => 1,
+        Action::Up => -1,
+        Action::PageDown => page,
+        Action::PageUp => -page,
+        Action::Top => i64::MIN / 2,
+        _ => i64::MAX / 2,
+    }
 }
 
 fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta: i64) {

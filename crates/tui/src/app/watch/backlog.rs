@@ -10,9 +10,10 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::listing::{insert_index, number_of};
+use super::listing::insert_index;
 use super::{SessionSeen, Watch};
 use crate::app::App;
+use crate::app::list::{number_of, session_of};
 use tether_model::CommandState;
 use tether_os::journal::command_dirs;
 
@@ -159,18 +160,11 @@ pub(super) fn order(a: &CommandState, b: &CommandState) -> Ordering {
     let (a_dir, b_dir) = (a.journal_dir.as_deref(), b.journal_dir.as_deref());
     // A command its launcher has not started goes after its session's runs.
     let (a_session, b_session) = (session_of(a), session_of(b));
-    let number = |dir: Option<&Path>| dir.map_or(u64::MAX, number_of);
+    let number = |dir: Option<&Path>| dir.and_then(number_of).unwrap_or(u64::MAX);
     if a_session.is_some() && a_session == b_session {
         // One session, whatever its start was read as for each row.
         return number(a_dir).cmp(&number(b_dir));
     }
     let started = |row: &CommandState| row.session_started_ms.unwrap_or(u64::MAX);
     (started(a), a_session, number(a_dir)).cmp(&(started(b), b_session, number(b_dir)))
-}
-
-/// The session a row is of: its run's, or, for a command not started, the one it waits in.
-fn session_of(row: &CommandState) -> Option<&Path> {
-    (row.journal_dir.as_deref())
-        .and_then(Path::parent)
-        .or(row.unstarted_in.as_deref())
 }

@@ -185,15 +185,7 @@ impl Watch {
             self.known.remove(dir);
             return None;
         }
-        // Whether its broker runs, asked before its journal is read: see `row_of`.
-        let alive = journaled_broker_alive(dir);
-        let (record, tail) = CommandRecord::load_following(dir);
-        let (row, may_run) = self.row_of(&record, alive);
-        self.settle(dir, !may_run, tail);
-        if let Some(session) = dir.parent() {
-            self.rows_changed(session);
-        }
-        Some(row)
+        Some(self.load(dir))
     }
 
     /// Reads a row's journal again after `file` changed.
@@ -225,21 +217,28 @@ impl Watch {
 
     /// Builds row `index` again from its whole journal.
     pub(super) fn reload(&mut self, index: usize, dir: &Path, app: &mut App) {
-        let alive = journaled_broker_alive(dir);
-        let (record, tail) = CommandRecord::load_following(dir);
-        let (mut row, may_run) = self.row_of(&record, alive);
+        let mut row = self.load(dir);
         let old = &app.model.commands[index];
         // The name it is shown under (made unique among its session's) stays, once it is a
         // command's and not yet its directory's.
-        let unnamed = matches!(&old.config.command, CommandSpec::Argv(argv) if argv.is_empty());
-        if !unnamed {
+        if !unnamed(old) {
             row.config.name = old.config.name.clone();
         }
         app.model.commands[index] = row;
+    }
+
+    /// The row of the command journaled in `dir`, read whole; its journal is followed from
+    /// there while it may change.
+    fn load(&mut self, dir: &Path) -> CommandState {
+        // Whether its broker runs, asked before its journal is read: see `row_of`.
+        let alive = journaled_broker_alive(dir);
+        let (record, tail) = CommandRecord::load_following(dir);
+        let (row, may_run) = self.row_of(&record, alive);
         self.settle(dir, !may_run, tail);
         if let Some(session) = dir.parent() {
             self.rows_changed(session);
         }
+        row
     }
 
     /// A finished command's journal (a result, or a broker gone without one) changes no
@@ -265,9 +264,7 @@ impl Watch {
         let open = self.open.remove(dir).is_some();
         let index = position(app, dir);
         // Read once, when it was already going: it never had a command.json.
-        let unnamed = index.is_some_and(|i| {
-            matches!(&app.model.commands[i].config.command, CommandSpec::Argv(argv) if argv.is_empty())
-        });
+        let unnamed = index.is_some_and(|i| unnamed(&app.model.commands[i]));
         if !open && !unnamed {
             return false;
         }
@@ -341,6 +338,11 @@ impl Watch {
     }
 }
 
+/// A row read before its broker wrote `command.json`: it has no command yet.
+fn unnamed(row: &CommandState) -> bool {
+    matches!(&row.config.command, CommandSpec::Argv(argv) if argv.is_empty())
+}
+
 fn modified_ms(path: &Path) -> Option<u64> {
     let modified = fs::symlink_metadata(path).and_then(|m| m.modified()).ok()?;
     let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
@@ -354,13 +356,6 @@ fn position(app: &App, dir: &Path) -> Option<usize> {
         .commands
         .iter()
         .rposition(|c| c.journal_dir.as_deref() == Some(dir))
-}
-
-pub(super) fn number_of(dir: &Path) -> u64 {
-    dir.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(CommandId::number_of)
-        .unwrap_or(u64::MAX)
 }
 
 /// Where `new` goes in the list, in [`order`]: after the last row, as a command that just

@@ -28,7 +28,7 @@ use tether_os::journal::EventTail;
 use tether_os::journal::secure::JournalDir;
 use tether_os::journal::watcher::Readiness;
 use tether_os::journal::watcher::{Change, JournalFile, JournalWatcher, WatchError, Watched};
-use tether_protocol::protocol::{Request, Scope, Transport};
+use tether_protocol::protocol::{Request, Scope};
 
 /// How often the journals are looked at where inotify is unavailable.
 pub const POLL: Duration = Duration::from_millis(500);
@@ -252,19 +252,11 @@ impl Watch {
 /// Asks the broker of `live`, through the conversation attached to its socket, to do what
 /// the TUI asked of it; a broker that does not answer is fallen back on as the conversation
 /// does (a group signal sent by tether itself, a stop asked of the broker's pid).
+///
+/// What comes here is a group signal, a stop or a signal to a pid (`update`'s only
+/// `Effect::Send`s): a socket takes each of them. Typing is refused before it is asked for
+/// (`NO_TYPING`), and terminal sizes go only to the TUI's own brokers.
 async fn request(live: &LiveCommand, message: Request) -> Result<String, String> {
-    match message {
-        // A control socket takes no input: only the tether that started a command types
-        // into it.
-        Request::Input { .. } => {
-            return Ok(
-                "typing goes only to commands this tether started; this one was started elsewhere"
-                    .into(),
-            );
-        }
-        _ if !Transport::Socket.accepts(&message) => return Ok(String::new()),
-        _ => {}
-    }
     let mut broker = match BrokerConversation::attach(live).await {
         Ok(broker) => broker,
         // Attaching fails only before the broker heard anything (it has no socket: an
