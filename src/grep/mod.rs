@@ -201,20 +201,21 @@ impl<W: Write> Search<'_, W> {
         }
         // Counts read in the session's order, the agent first.
         self.counts[counted..].sort_by_key(|(command, _)| command.number);
-        if echoes.folded > 0 {
-            eprintln!(
-                "tether: {}: {} line{} of the agent's terminal echoed what its commands printed: shown once, as the command's (--echoes shows them)",
-                crate::model::output::one_line(&session),
+        let folds = [
+            (
                 echoes.folded,
-                if echoes.folded == 1 { "" } else { "s" },
-            );
-        }
-        if echoes.redrawn > 0 {
-            eprintln!(
-                "tether: {}: {} line{} of the agent's terminal drew again what it showed above: shown once (--echoes shows them)",
-                crate::model::output::one_line(&session),
+                "echoed what its commands printed: shown once, as the command's",
+            ),
+            (
                 echoes.redrawn,
-                if echoes.redrawn == 1 { "" } else { "s" },
+                "drew again what it showed above: shown once",
+            ),
+        ];
+        for (n, what) in folds.into_iter().filter(|(n, _)| *n > 0) {
+            eprintln!(
+                "tether: {}: {n} line{} of the agent's terminal {what} (--echoes shows them)",
+                crate::model::output::one_line(&session),
+                if n == 1 { "" } else { "s" },
             );
         }
         ControlFlow::Continue(())
@@ -227,12 +228,8 @@ impl<W: Write> Search<'_, W> {
         role: Role,
         echoes: &mut echo::Echoes,
     ) -> ControlFlow<()> {
-        let streams = self.options.stream.as_slice();
-        let streams = if streams.is_empty() {
-            &Stream::BOTH[..]
-        } else {
-            streams
-        };
+        let streams =
+            (self.options.stream.as_ref()).map_or(&Stream::BOTH[..], std::slice::from_ref);
         let mut selected = 0;
         for &stream in streams {
             let path = dir.join(stream.file_name());
