@@ -160,7 +160,7 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
         let failed = session
             .commands
             .iter()
-            .filter(|c| c.failed() || c.cut_short)
+            .filter(|c| c.failed_or_cut_short())
             .count();
         spans.push(span::session(
             host,

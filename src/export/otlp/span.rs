@@ -226,7 +226,7 @@ fn spawn_error(command: &CommandExport) -> Option<String> {
 /// `error.type` of a failed run: the exit code as text, the signal's name, the spawn error's
 /// code; `lost` or `cut_short` when nothing says more.
 fn error_type(command: &CommandExport) -> Option<String> {
-    if !command.failed() && !command.cut_short {
+    if !command.failed_or_cut_short() {
         return None;
     }
     Some(match command.state.status {
@@ -287,7 +287,7 @@ fn status(command: &CommandExport) -> Option<Status> {
     if command.state.status.is_active() && !command.cut_short {
         return None;
     }
-    if !command.failed() && !command.cut_short {
+    if !command.failed_or_cut_short() {
         return Some(ok());
     }
     let mut why = vec![command.state.state_words()];
