@@ -33,28 +33,24 @@ impl Followed {
         self.commands.values().find(|c| c.agent)
     }
 
-    /// When it is done (its root span due), if its commands say when: its agent ended and
-    /// nothing runs; without one, `quiet` after the last command ended.
-    fn done_at(&self, quiet: Duration) -> Option<u64> {
-        if self.commands.is_empty() || self.commands.values().any(|c| !c.ended) {
-            return None;
-        }
-        let last = self.commands.values().map(|c| c.last_ms).max()?;
-        match self.agent() {
-            Some(_) => Some(last),
-            None => Some(last.saturating_add(quiet.as_millis() as u64)),
-        }
-    }
-
-    /// When its root span is due, while it is still to send.
+    /// When its root span is due, while it is still to send: when its commands say it is
+    /// done, its agent ended and nothing runs; without one, `quiet` after the last command
+    /// ended.
     fn root_due_at(&self, quiet: Duration) -> Option<u64> {
         let sent = self.cursor.session_sent
             // An agent command sent before it was known as one (its request unread then).
             || self.agent().is_some_and(|a| self.cursor.has(a.number));
-        if sent {
+        if sent || self.commands.values().any(|c| !c.ended) {
             return None;
         }
-        self.done_at(quiet)
+        // None without commands: nothing says it is done.
+        let last = self.commands.values().map(|c| c.last_ms).max()?;
+        let quiet = if self.agent().is_some() {
+            Duration::ZERO
+        } else {
+            quiet
+        };
+        Some(last.saturating_add(quiet.as_millis() as u64))
     }
 
     /// Whether its root span is due by `now`, and still to send.
