@@ -127,7 +127,8 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
         // the widest cell of any session, so they line up from one to the next. `sessions`
         // keeps the order, and why a session could not be read.
         let (mut lines, mut cells) = (Vec::new(), Vec::new());
-        let sessions: Vec<Result<(), String>> = (dirs.iter())
+        let sessions: Vec<Result<(), String>> = dirs
+            .iter()
             .map(|dir| {
                 let record = SessionRecord::load(dir)
                     .map_err(|err| format!("{}  unreadable: {err}", dir.display()))?;

@@ -228,8 +228,11 @@ impl<W: Write> Search<'_, W> {
         role: Role,
         echoes: &mut echo::Echoes,
     ) -> ControlFlow<()> {
-        let streams =
-            (self.options.stream.as_ref()).map_or(&Stream::BOTH[..], std::slice::from_ref);
+        let streams = self
+            .options
+            .stream
+            .as_ref()
+            .map_or(&Stream::BOTH[..], std::slice::from_ref);
         let mut selected = 0;
         for &stream in streams {
             let path = dir.join(stream.file_name());

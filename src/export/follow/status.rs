@@ -85,7 +85,7 @@ impl Status {
         );
         out += &format!("  backlog         {} not sent yet\n", self.backlog);
         out += &format!("  retries         {}\n", self.retries);
-        let last_error = (self.last_error.as_ref()).map_or_else(
+        let last_error = self.last_error.as_ref().map_or_else(
             || "none".into(),
             |err| format!("{} at {}", err.why, compact_utc(err.at_ms)),
         );

@@ -98,7 +98,7 @@ impl Follower {
 
     /// Starts following session `id` from `cursor` (read from disk, or the default).
     pub fn handle_cursor(&mut self, id: &str, cursor: Cursor) {
-        (self.sessions.entry(id.to_string())).or_insert(Followed {
+        self.sessions.entry(id.to_string()).or_insert(Followed {
             cursor,
             ..Followed::default()
         });
