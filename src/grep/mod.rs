@@ -254,9 +254,6 @@ impl<W: Write> Search<'_, W> {
                 .then(|| WriteTimes::of(&CommandRecord::load(dir).events, stream));
             let options = self.options;
             let color = self.color;
-            let out = &mut *self.out;
-            let shown_groups = &mut self.shown_groups;
-            let aligned = &mut self.aligned;
             let regex = self.regex;
             let mut unselect = |line: &LineMatch<'_>| match (&role, &times) {
                 (Role::Agent, Some(times)) => {
@@ -290,7 +287,7 @@ impl<W: Write> Search<'_, W> {
                     }
                     let context = options.scan.before + options.scan.after > 0;
                     let mut text = String::new();
-                    let mut group_break = |text: &mut String| match aligned.as_mut() {
+                    let mut group_break = |text: &mut String| match self.aligned.as_mut() {
                         Some(aligned) => aligned.group_break(),
                         None => text.push_str("--\n"),
                     };
@@ -300,14 +297,14 @@ impl<W: Write> Search<'_, W> {
                         Found::Break => group_break(&mut text),
                         Found::Line { line, selected } => {
                             // As grep, `--` between the groups of two files too.
-                            if context && first_in_stream && *shown_groups && !options.json {
+                            if context && first_in_stream && self.shown_groups && !options.json {
                                 group_break(&mut text);
                             }
                             first_in_stream = false;
-                            *shown_groups |= context;
+                            self.shown_groups |= context;
                             if options.json {
                                 text.push_str(&print::json_line(origin, &line, selected));
-                            } else if let Some(aligned) = aligned.as_mut() {
+                            } else if let Some(aligned) = self.aligned.as_mut() {
                                 let parts = print::text_parts(origin, &line, color, selected);
                                 if let Some(batch) = aligned.line(parts) {
                                     text.push_str(&batch);
@@ -317,7 +314,8 @@ impl<W: Write> Search<'_, W> {
                             }
                         }
                     }
-                    out.write_all(text.as_bytes())
+                    self.out
+                        .write_all(text.as_bytes())
                         .map_err(|err| io::Error::other(Written(err)))
                 },
             );
