@@ -413,15 +413,7 @@ struct ExecArgs {
 
 impl RunArgs {
     fn main(self, state_dir: Option<&Path>) -> i32 {
-        let RunArgs {
-            names,
-            shell,
-            options,
-            pty: _,
-            no_pty,
-            argv,
-            procfile,
-        } = self;
+        let options = &self.options;
         exit_code(|| {
             let session = chosen_session(options.session.as_deref()).or_exit(EXIT_USAGE)?;
             let with_options = |command: CommandConfig| CommandConfig {
@@ -429,12 +421,12 @@ impl RunArgs {
                 no_output_timeout: options.no_output_timeout,
                 drain_on: options.drain_on.clone(),
                 drain: options.drain,
-                pty: !no_pty,
+                pty: !self.no_pty,
                 limits: options.limits(),
                 budgets: options.budgets(),
                 ..command
             };
-            if let Some(procfile) = procfile {
+            if let Some(procfile) = self.procfile {
                 let commands = config::procfile::load(&procfile)
                     .map(|procfile| config::Config {
                         commands: procfile.commands.into_iter().map(with_options).collect(),
@@ -443,15 +435,16 @@ impl RunArgs {
                     .map_err(|err| err.to_string());
                 return Ok(tui(state_dir, session, commands));
             }
-            let mut specs: Vec<CommandSpec> = shell.into_iter().map(CommandSpec::Shell).collect();
-            if !argv.is_empty() {
-                specs.push(CommandSpec::Argv(argv));
+            let mut specs: Vec<CommandSpec> =
+                self.shell.into_iter().map(CommandSpec::Shell).collect();
+            if !self.argv.is_empty() {
+                specs.push(CommandSpec::Argv(self.argv));
             }
             if specs.is_empty() {
                 let config_here = Path::new(DEFAULT_CONFIG).exists();
                 return Err((EXIT_USAGE, nothing_to_run(config_here)));
             }
-            let names = naming::assign_names(&specs, &names).or_exit(EXIT_USAGE)?;
+            let names = naming::assign_names(&specs, &self.names).or_exit(EXIT_USAGE)?;
             let commands = specs
                 .into_iter()
                 .zip(names)
@@ -482,24 +475,14 @@ fn nothing_to_run(config_here: bool) -> String {
 
 impl ExecArgs {
     fn main(self, state_dir: Option<PathBuf>) -> i32 {
-        let ExecArgs {
-            json,
-            name,
-            options,
-            max_output,
-            no_stdin,
-            no_pty,
-            keep_leftovers,
-            fail_open,
-            argv,
-        } = self;
+        let options = self.options;
         match (
             chosen_session(options.session.as_deref()),
-            exec::LeftoversChoice::for_exec(keep_leftovers),
+            exec::LeftoversChoice::for_exec(self.keep_leftovers),
         ) {
             (Ok(session), Ok(leftovers)) => exec::main(ExecOptions {
-                json,
-                name,
+                json: self.json,
+                name: self.name,
                 grace: options.grace,
                 no_output_timeout: options.no_output_timeout,
                 limits: options.limits(),
@@ -507,19 +490,19 @@ impl ExecArgs {
                 ready: options.ready.readiness(),
                 drain_on: options.drain_on,
                 drain: options.drain,
-                max_output,
+                max_output: self.max_output,
                 state_dir,
                 session,
-                argv,
+                argv: self.argv,
                 arg0: None,
                 signals: SignalMode::Stop,
-                no_stdin,
-                pty: !no_pty,
+                no_stdin: self.no_stdin,
+                pty: !self.no_pty,
                 leftovers,
                 die_by_signal: false,
                 agents_command: false,
                 agent: false,
-                fail_open,
+                fail_open: self.fail_open,
                 retention: exec::RetentionRun::AtSessionEnd,
                 relay_keys: false,
             }),

@@ -124,41 +124,29 @@ pub fn list(state: Option<&Path>, wanted: Option<&str>, long: bool) -> i32 {
         let width = crate::sys::output_width();
         let long = long || wanted.is_some();
         // Every session is read before the first line is printed: the columns are as wide as
-        // the widest cell of any session, so they line up from one to the next.
-        let mut sessions: Vec<Result<(SessionLine, Vec<listing::CommandCells>), String>> =
-            Vec::with_capacity(dirs.len());
-        for dir in &dirs {
-            sessions.push(match SessionRecord::load(dir) {
-                Ok(record) => {
-                    let model = model_from_session(&record);
-                    let now_ms = crate::clock::now_ms();
-                    let cells = if long {
-                        let ids: Vec<String> =
-                            record.commands.iter().map(|c| c.id.dir_name()).collect();
-                        listing::command_cells_of(&model, &ids, now_ms)
-                    } else {
-                        Vec::new()
-                    };
-                    Ok((SessionLine::of(&record, &model, now_ms), cells))
-                }
-                Err(err) => Err(format!("{}  unreadable: {err}", dir.display())),
-            });
-        }
-        let lines: Vec<SessionLine> = sessions
+        // the widest cell of any session, so they line up from one to the next. `sessions`
+        // keeps the order, and why a session could not be read.
+        let (mut lines, mut cells) = (Vec::new(), Vec::new());
+        let sessions: Vec<Result<(), String>> = dirs
             .iter()
-            .filter_map(|s| s.as_ref().ok().map(|(line, _)| line.clone()))
+            .map(|dir| {
+                let record = SessionRecord::load(dir)
+                    .map_err(|err| format!("{}  unreadable: {err}", dir.display()))?;
+                let model = model_from_session(&record);
+                let now_ms = crate::clock::now_ms();
+                if long {
+                    let ids: Vec<String> =
+                        record.commands.iter().map(|c| c.id.dir_name()).collect();
+                    cells.push(listing::command_cells_of(&model, &ids, now_ms));
+                }
+                lines.push(SessionLine::of(&record, &model, now_ms));
+                Ok(())
+            })
             .collect();
         let mut session_rows = listing::session_rows(&lines, width).into_iter();
-        let cells: Vec<Vec<listing::CommandCells>> = sessions
-            .iter_mut()
-            .filter_map(|s| s.as_mut().ok().map(|(_, cells)| std::mem::take(cells)))
-            .collect();
-        let mut tables = if long {
-            listing::command_tables(&cells, width.map(|w| w.saturating_sub(2)))
-        } else {
-            Vec::new()
-        }
-        .into_iter();
+        // None without `--long`: no command's cells were read.
+        let mut tables =
+            listing::command_tables(&cells, width.map(|w| w.saturating_sub(2))).into_iter();
         let mut out = std::io::stdout().lock();
         let mut print = |line: &str| writeln!(out, "{line}");
         let printed = sessions.iter().try_for_each(|session| {

@@ -9,9 +9,9 @@ use super::summary::{SESSIONS_JSON_VERSION, SessionSummary, SessionsDocument};
 use super::{Format, SessionExport, render};
 use crate::exit::{EXIT_FAILED, EXIT_USAGE, OrExit, exit_code};
 use crate::journal::secure::check_for_reading;
-use crate::journal::{SessionRecord, list_sessions, sessions_dir, state_dir};
+use crate::journal::{SessionRecord, state_dir};
 use crate::model::output::one_line;
-use crate::postmortem::{exit_of_writing, resolve};
+use crate::postmortem::{exit_of_writing, resolve, session_dirs};
 
 /// `tether export [SESSION] --format F [-o FILE]`.
 pub fn export(
@@ -68,16 +68,13 @@ pub fn sessions_json(state: Option<&Path>, wanted: Option<&str>) -> i32 {
     exit_code(|| {
         let state = state_dir(state).or_exit(EXIT_USAGE)?;
         check_for_reading(&state).or_exit(EXIT_USAGE)?;
-        let sessions = sessions_dir(&state);
         let dirs = match wanted {
             Some(wanted) => vec![
                 resolve(Some(&state), Some(wanted))
                     .map_err(|err| one_line(&err))
                     .or_exit(EXIT_USAGE)?,
             ],
-            None => list_sessions(&sessions)
-                .map_err(|err| format!("cannot list {}: {err}", sessions.display()))
-                .or_exit(EXIT_FAILED)?,
+            None => session_dirs(Some(&state))?.1,
         };
         let document = sessions_document(&state, &dirs);
         let mut stdout = std::io::stdout().lock();

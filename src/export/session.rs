@@ -257,10 +257,11 @@ impl CommandExport {
             .or_else(|| self.events.last().map(|e| e.ts_ms))
     }
 
-    /// Whether the run counts as failed, as `tether sessions` and every view count it
-    /// (`CommandState::is_failure`): failed or killed, never stopped by hand or finished.
-    pub fn failed(&self) -> bool {
-        self.state.is_failure()
+    /// Whether the run went wrong, as an export says it: failed as `tether sessions` and
+    /// every view count it (`CommandState::is_failure`: failed or killed, never stopped by
+    /// hand or finished), or its journal cut short.
+    pub fn failed_or_cut_short(&self) -> bool {
+        self.state.is_failure() || self.cut_short
     }
 }
 

@@ -120,18 +120,12 @@ fn summary_table(session: &SessionExport) -> String {
         ]);
     }
     for never in &session.not_started {
-        let none = || "-".to_string();
-        rows.push([
-            one_line(never.name()),
-            one_line(&never.words()),
-            none(),
-            none(),
-            none(),
-            none(),
-            none(),
-            none(),
-            String::new(),
-        ]);
+        let mut row = ["-"; 9].map(String::from);
+        row[0] = one_line(never.name());
+        row[1] = one_line(&never.words());
+        // No badges.
+        row[8] = String::new();
+        rows.push(row);
     }
     let widths: Vec<usize> = (0..header.len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))

@@ -201,20 +201,21 @@ impl<W: Write> Search<'_, W> {
         }
         // Counts read in the session's order, the agent first.
         self.counts[counted..].sort_by_key(|(command, _)| command.number);
-        if echoes.folded > 0 {
-            eprintln!(
-                "tether: {}: {} line{} of the agent's terminal echoed what its commands printed: shown once, as the command's (--echoes shows them)",
-                crate::model::output::one_line(&session),
+        let folds = [
+            (
                 echoes.folded,
-                if echoes.folded == 1 { "" } else { "s" },
-            );
-        }
-        if echoes.redrawn > 0 {
-            eprintln!(
-                "tether: {}: {} line{} of the agent's terminal drew again what it showed above: shown once (--echoes shows them)",
-                crate::model::output::one_line(&session),
+                "echoed what its commands printed: shown once, as the command's",
+            ),
+            (
                 echoes.redrawn,
-                if echoes.redrawn == 1 { "" } else { "s" },
+                "drew again what it showed above: shown once",
+            ),
+        ];
+        for (n, what) in folds.into_iter().filter(|(n, _)| *n > 0) {
+            eprintln!(
+                "tether: {}: {n} line{} of the agent's terminal {what} (--echoes shows them)",
+                crate::model::output::one_line(&session),
+                if n == 1 { "" } else { "s" },
             );
         }
         ControlFlow::Continue(())
@@ -227,12 +228,11 @@ impl<W: Write> Search<'_, W> {
         role: Role,
         echoes: &mut echo::Echoes,
     ) -> ControlFlow<()> {
-        let streams = self.options.stream.as_slice();
-        let streams = if streams.is_empty() {
-            &Stream::BOTH[..]
-        } else {
-            streams
-        };
+        let streams = self
+            .options
+            .stream
+            .as_ref()
+            .map_or(&Stream::BOTH[..], std::slice::from_ref);
         let mut selected = 0;
         for &stream in streams {
             let path = dir.join(stream.file_name());
@@ -254,9 +254,6 @@ impl<W: Write> Search<'_, W> {
                 .then(|| WriteTimes::of(&CommandRecord::load(dir).events, stream));
             let options = self.options;
             let color = self.color;
-            let out = &mut *self.out;
-            let shown_groups = &mut self.shown_groups;
-            let aligned = &mut self.aligned;
             let regex = self.regex;
             let mut unselect = |line: &LineMatch<'_>| match (&role, &times) {
                 (Role::Agent, Some(times)) => {
@@ -290,7 +287,7 @@ impl<W: Write> Search<'_, W> {
                     }
                     let context = options.scan.before + options.scan.after > 0;
                     let mut text = String::new();
-                    let mut group_break = |text: &mut String| match aligned.as_mut() {
+                    let mut group_break = |text: &mut String| match self.aligned.as_mut() {
                         Some(aligned) => aligned.group_break(),
                         None => text.push_str("--\n"),
                     };
@@ -300,14 +297,14 @@ impl<W: Write> Search<'_, W> {
                         Found::Break => group_break(&mut text),
                         Found::Line { line, selected } => {
                             // As grep, `--` between the groups of two files too.
-                            if context && first_in_stream && *shown_groups && !options.json {
+                            if context && first_in_stream && self.shown_groups && !options.json {
                                 group_break(&mut text);
                             }
                             first_in_stream = false;
-                            *shown_groups |= context;
+                            self.shown_groups |= context;
                             if options.json {
                                 text.push_str(&print::json_line(origin, &line, selected));
-                            } else if let Some(aligned) = aligned.as_mut() {
+                            } else if let Some(aligned) = self.aligned.as_mut() {
                                 let parts = print::text_parts(origin, &line, color, selected);
                                 if let Some(batch) = aligned.line(parts) {
                                     text.push_str(&batch);
@@ -317,7 +314,8 @@ impl<W: Write> Search<'_, W> {
                             }
                         }
                     }
-                    out.write_all(text.as_bytes())
+                    self.out
+                        .write_all(text.as_bytes())
                         .map_err(|err| io::Error::other(Written(err)))
                 },
             );

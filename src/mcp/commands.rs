@@ -190,15 +190,6 @@ impl Commands {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A receiver that wakes on every change to any command.
-    pub fn watch(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-
     /// Creates the command's journal directory and starts its broker. `build` makes the
     /// launch request from the journal directory and the session reference.
     pub fn launch(
@@ -369,7 +360,7 @@ impl Commands {
 
     /// Waits until `done()` holds or `deadline` passes; true if it holds.
     pub async fn wait_until(&self, deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
-        let mut changes = self.watch();
+        let mut changes = self.changed.subscribe();
         loop {
             if done() {
                 return true;
@@ -403,6 +394,7 @@ impl Commands {
             }
         }
         drop(inner);
-        self.bump();
+        // Wakes every waiting call (`wait_until`).
+        self.changed.send_modify(|n| *n += 1);
     }
 }

@@ -123,11 +123,11 @@ async fn through_fleet(
         )));
     }
     let id = &tracked.id;
+    // A stop is confirmed by the end; a signal also by the broker's word that it sent it.
     let confirmed = || {
-        commands.get(id).is_none_or(|t| match signal {
-            None => t.is_done(),
-            Some(_) => t.is_done() || t.signals.len() > before,
-        })
+        commands
+            .get(id)
+            .is_none_or(|t| t.is_done() || (signal.is_some() && t.signals.len() > before))
     };
     let confirmed = commands.wait_until(Instant::now() + wait, confirmed).await;
     let now = commands.get(id).map(|t| t.signals).unwrap_or_default();

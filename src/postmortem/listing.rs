@@ -110,14 +110,12 @@ pub fn session_rows(lines: &[SessionLine], width: Option<usize>) -> Vec<String> 
             .max()
             .unwrap_or(0)
     };
+    // Fitted to a width, a long id is cut; unfitted, every cell is whole.
     let mut id_w = widest(&|l| l.id.clone());
-    let width = match width {
-        Some(width) => {
-            id_w = id_w.min(MAX_ID);
-            width
-        }
-        None => usize::MAX,
-    };
+    if width.is_some() {
+        id_w = id_w.min(MAX_ID);
+    }
+    let width = width.unwrap_or(usize::MAX);
     let start_w = widest(&SessionLine::start_cell);
     let duration_w = widest(&SessionLine::duration_cell);
     let counts_w = widest(&SessionLine::counts_cell);
@@ -231,13 +229,10 @@ pub fn command_tables(sessions: &[Vec<CommandCells>], width: Option<usize>) -> V
     const MIN_TEXT: usize = 12;
     let rows: Vec<&CommandCells> = sessions.iter().flatten().collect();
     let mut widths = column_widths(&rows, &HEADER, 6);
-    let width = match width {
-        Some(width) => {
-            widths[0] = widths[0].min(MAX_ID);
-            width
-        }
-        None => usize::MAX,
-    };
+    if width.is_some() {
+        widths[0] = widths[0].min(MAX_ID);
+    }
+    let width = width.unwrap_or(usize::MAX);
     // A journal from before tether recorded the cost has none to show.
     let mut shown = [true; 6];
     for column in [4, 5] {

@@ -71,19 +71,14 @@ pub(super) struct LaunchKeys {
     pub restart_on_change: Option<Spanned<Vec<String>>>,
 }
 
-/// Where a command's `depends_on` entries are, for the checks across commands.
-pub(super) struct Written {
-    /// (name, where the name is) of each dependency, in the table's order.
-    pub depends_on: Vec<(String, usize)>,
-}
-
 impl LaunchKeys {
-    /// Fills the command's launcher settings; an error for a glob that is not one.
+    /// Fills the command's launcher settings; an error for a glob that is not one. Returns
+    /// where each `depends_on` name is, in the table's order, for the checks across commands.
     pub(super) fn apply(
         self,
         source: &Source<'_>,
         config: &mut CommandConfig,
-    ) -> Result<Written, ConfigError> {
+    ) -> Result<Vec<usize>, ConfigError> {
         if let Some(globs) = &self.restart_on_change
             && let Err(why) = GlobSet::new(globs.get_ref())
         {
@@ -95,7 +90,7 @@ impl LaunchKeys {
         let mut entries: Vec<_> = self.depends_on.into_iter().collect();
         entries.sort_by_key(|(name, _)| name.span().start);
         for (name, Word(condition)) in entries {
-            written.push((name.get_ref().clone(), name.span().start));
+            written.push(name.span().start);
             config.depends_on.push((name.into_inner(), condition));
         }
         config.restart = self.restart.map_or(Restart::No, |Word(r)| r);
@@ -108,18 +103,17 @@ impl LaunchKeys {
         config.restart_on_change = self
             .restart_on_change
             .map_or(Vec::new(), Spanned::into_inner);
-        Ok(Written {
-            depends_on: written,
-        })
+        Ok(written)
     }
 }
 
 /// The checks across commands: every dependency names another command, `ready` is asked
-/// only of a command with a readiness check, and no cycle.
+/// only of a command with a readiness check, and no cycle. `written`: where each command's
+/// `depends_on` names are ([`LaunchKeys::apply`]).
 pub(super) fn check(
     source: &Source<'_>,
     commands: &[CommandConfig],
-    written: &[Written],
+    written: &[Vec<usize>],
 ) -> Result<(), ConfigError> {
     let index: HashMap<&str, usize> = (commands.iter().enumerate())
         .map(|(i, c)| (c.name.as_str(), i))
@@ -127,7 +121,7 @@ pub(super) fn check(
     let mut graph = vec![Vec::new(); commands.len()];
     let mut at: HashMap<(usize, usize), usize> = HashMap::new();
     for (i, (command, written)) in commands.iter().zip(written).enumerate() {
-        for ((name, condition), (_, offset)) in command.depends_on.iter().zip(&written.depends_on) {
+        for ((name, condition), offset) in command.depends_on.iter().zip(written) {
             let key = format!("depends_on.{name}");
             let fail = |why: String| Err(source.error(*offset, &key, format!("{key}: {why}")));
             let Some(&on) = index.get(name.as_str()) else {

@@ -305,7 +305,7 @@ impl CommandTable {
         source: &Source<'_>,
         at: usize,
         number: usize,
-    ) -> Result<(CommandConfig, usize, launch::Written), ConfigError> {
+    ) -> Result<(CommandConfig, usize, Vec<usize>), ConfigError> {
         let fail =
             |at: usize, key: &str, why: String| Err(source.error(at, key, format!("{key}: {why}")));
         let Some(name) = self.name else {

@@ -108,19 +108,18 @@ impl Follow {
             self.scan_session(session_dir);
             return;
         }
-        let Some(command) = scan::scan_command(dir, number, now_ms()) else {
-            // Renamed to its final name (or removed): that name is looked at in its turn.
-            self.running.remove(dir);
-            self.unwatch(dir);
-            return;
-        };
-        if command.ended {
-            self.running.remove(dir);
-            self.unwatch(dir);
-        } else {
-            self.follow_running(&session, number, dir);
+        // `None`: renamed to its final name (or removed), that name looked at in its turn.
+        let command = scan::scan_command(dir, number, now_ms());
+        match &command {
+            Some(command) if !command.ended => self.follow_running(&session, number, dir),
+            _ => {
+                self.running.remove(dir);
+                self.unwatch(dir);
+            }
         }
-        self.machine.handle_command(&session, command);
+        if let Some(command) = command {
+            self.machine.handle_command(&session, command);
+        }
     }
 
     /// Commands that run, looked at again: a broker killed leaves no result.

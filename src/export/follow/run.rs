@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinHandle;
 
 use super::cursor::{CursorDir, endpoint_key};
@@ -124,12 +124,6 @@ pub(super) struct Follow {
     launcher_damage_said: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
-struct Signals {
-    interrupt: Signal,
-    terminate: Signal,
-    status: Signal,
-}
-
 impl Follow {
     fn new(options: FollowOptions, dir: CursorDir, sink: Box<dyn Sink>) -> Follow {
         let mut limits = options.limits;
@@ -152,10 +146,21 @@ impl Follow {
 
     async fn run(mut self, stop: impl std::future::Future<Output = ()>) -> i32 {
         let mut stop = std::pin::pin!(stop);
-        let started = Signals::new()
-            .map_err(|err| format!("cannot handle signals: {err}"))
-            .and_then(|signals| self.start().map(|()| signals));
-        let mut signals = match started {
+        // SIGINT and SIGTERM stop it, SIGUSR1 asks for its status.
+        let kinds = [
+            SignalKind::interrupt(),
+            SignalKind::terminate(),
+            SignalKind::user_defined1(),
+        ];
+        let started = match kinds.map(signal) {
+            [Ok(interrupt), Ok(terminate), Ok(usr1)] => {
+                self.start().map(|()| (interrupt, terminate, usr1))
+            }
+            [Err(err), _, _] | [_, Err(err), _] | [_, _, Err(err)] => {
+                Err(format!("cannot handle signals: {err}"))
+            }
+        };
+        let (mut interrupt, mut terminate, mut usr1) = match started {
             Ok(signals) => signals,
             Err(err) => {
                 eprintln!("tether: {err}");
@@ -206,10 +211,10 @@ impl Follow {
             let wake = self.wake_at(now, liveness_at);
             let readiness = self.watcher.as_ref().map(JournalWatcher::readiness);
             tokio::select! {
-                _ = signals.interrupt.recv() => stopping = true,
-                _ = signals.terminate.recv() => stopping = true,
+                _ = interrupt.recv() => stopping = true,
+                _ = terminate.recv() => stopping = true,
                 () = &mut stop, if !stopping => stopping = true,
-                _ = signals.status.recv() => {
+                _ = usr1.recv() => {
                     let status = Status::of(&self.machine, &self.options.endpoint, self.since_ms, now_ms());
                     eprint!("{}", status.text(Some(std::process::id())));
                 }
@@ -404,14 +409,4 @@ fn runs_in(dir: &Path) -> Vec<(String, Option<u64>)> {
             (name, super::scan::started_ms(run))
         })
         .collect()
-}
-
-impl Signals {
-    fn new() -> std::io::Result<Signals> {
-        Ok(Signals {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-            status: signal(SignalKind::user_defined1())?,
-        })
-    }
 }

@@ -101,10 +101,7 @@ fn look_at_command(dir: &Path, number: u64, now_ms: u64) -> CommandScan {
         let clean = result.exit.is_some_and(|e| e.code == Some(0))
             && result.stopped_by.is_none()
             && !(result.response_timeout || result.hard_killed || result.parent_lost);
-        scan.failed = !clean && !result.drained && {
-            let command = CommandExport::load(dir);
-            command.failed() || command.cut_short
-        };
+        scan.failed = !clean && !result.drained && CommandExport::load(dir).failed_or_cut_short();
         scan.last_ms = result.ended_ms;
         return scan;
     }
@@ -120,7 +117,7 @@ fn look_at_command(dir: &Path, number: u64, now_ms: u64) -> CommandScan {
             // Its broker is gone without a result: cut short, as far as its journal goes.
             let command = CommandExport::load(dir);
             scan.ended = command.ended_ms().is_some() || command.events.is_empty();
-            scan.failed = command.failed() || command.cut_short;
+            scan.failed = command.failed_or_cut_short();
             scan.last_ms = command
                 .ended_ms()
                 .or_else(|| modified_ms(dir))

@@ -85,17 +85,11 @@ impl Status {
         );
         out += &format!("  backlog         {} not sent yet\n", self.backlog);
         out += &format!("  retries         {}\n", self.retries);
-        match &self.last_error {
-            Some(err) => {
-                out += &format!(
-                    "  last error      {} at {}\n",
-                    err.why,
-                    compact_utc(err.at_ms)
-                )
-            }
-            None => out += "  last error      none\n",
-        }
-        out
+        let last_error = self.last_error.as_ref().map_or_else(
+            || "none".into(),
+            |err| format!("{} at {}", err.why, compact_utc(err.at_ms)),
+        );
+        out + &format!("  last error      {last_error}\n")
     }
 }
 

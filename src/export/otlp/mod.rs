@@ -154,12 +154,13 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
     ]);
     let encoder = Encoder::new(host, resource, None);
     let agent = session.commands.iter().position(|c| is_agent(&c.dir));
+    let never_ran: Vec<_> = session.not_started.iter().map(|n| n.never_ran()).collect();
     let mut spans = Vec::with_capacity(session.commands.len() + 1);
     if agent.is_none() {
         let failed = session
             .commands
             .iter()
-            .filter(|c| c.failed() || c.cut_short)
+            .filter(|c| c.failed_or_cut_short())
             .count();
         spans.push(span::session(
             host,
@@ -169,7 +170,7 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
                 ended_ms: session.ended_ms,
                 commands: session.commands.len(),
                 failed,
-                never_ran: session.not_started.iter().map(|n| n.never_ran()).collect(),
+                never_ran: never_ran.clone(),
             },
         ));
     }
@@ -183,7 +184,6 @@ pub fn request(session: &SessionExport) -> ExportTraceServiceRequest {
     }
     // The agent's span stands for the session: what the launcher never started is its too.
     if let Some(root) = agent.and_then(|i| spans.get_mut(i)) {
-        let never_ran: Vec<_> = session.not_started.iter().map(|n| n.never_ran()).collect();
         root.events.extend(span::not_started(&never_ran));
     }
     encoder.traces(spans)
@@ -311,19 +311,12 @@ pub fn span_id(host: &str, session: &str, command: &str) -> [u8; 8] {
 
 /// Lowercase hex, as OTLP/JSON and `TRACEPARENT` write ids.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 /// The bytes of an id written in hex (a validated `TraceContext`'s); empty if it is not hex.
 fn unhex(text: &str) -> Vec<u8> {
-    let digits: Option<Vec<u8>> = text
-        .as_bytes()
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-        .collect();
-    digits
-        .filter(|_| text.len().is_multiple_of(2))
-        .unwrap_or_default()
+    hex::decode(text).unwrap_or_default()
 }
 
 fn nanos(ms: u64) -> u64 {

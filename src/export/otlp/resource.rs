@@ -71,20 +71,9 @@ pub fn key_values(text: &str) -> Result<Vec<(String, String)>, String> {
 
 /// `%XX` as the byte it stands for; a `%` not followed by two hex digits stays as it is.
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let byte = (bytes[i] == b'%')
-            .then(|| bytes.get(i + 1..i + 3))
-            .flatten()
-            // from_str_radix alone would read `%+A` as a sign and a digit.
-            .filter(|pair| pair.iter().all(u8::is_ascii_hexdigit))
-            .and_then(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok());
-        out.push(byte.unwrap_or(bytes[i]));
-        i += if byte.is_some() { 3 } else { 1 };
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]

@@ -32,16 +32,11 @@ pub fn session(host: &str, root: &SessionRoot) -> Span {
     } = *root;
     let commands = commands + never_ran.len();
     let blocked = never_ran.iter().filter(|n| n.blocked).count();
-    let status = if failed > 0 {
-        Status {
-            code: StatusCode::Error as i32,
-            message: format!("{failed} of {commands} commands failed or were cut short"),
-        }
-    } else {
-        Status {
-            code: StatusCode::Ok as i32,
-            message: String::new(),
-        }
+    let status = match failed {
+        0 => ok(),
+        _ => error(format!(
+            "{failed} of {commands} commands failed or were cut short"
+        )),
     };
     Span {
         trace_id: trace_id(host, id).to_vec(),
@@ -150,14 +145,11 @@ fn attributes(session: &str, command: &CommandExport, end: u64) -> Vec<KeyValue>
             values: argv.iter().map(|a| string(a)).collect(),
         })),
     };
-    let number = attribute("tether.command.number", int(command.id.number as i64));
     let mut attributes: Vec<KeyValue> = executable.into_iter().collect();
     attributes.extend([
         attribute("process.command_args", args),
         attribute("tether.session.id", string(session)),
-    ]);
-    attributes.push(number);
-    attributes.extend([
+        attribute("tether.command.number", int(command.id.number as i64)),
         attribute("tether.command.id", string(&command.id.dir_name())),
         attribute("tether.command.name", string(command.name())),
         attribute("tether.command.text", string(&summary.command)),
@@ -234,7 +226,7 @@ fn spawn_error(command: &CommandExport) -> Option<String> {
 /// `error.type` of a failed run: the exit code as text, the signal's name, the spawn error's
 /// code; `lost` or `cut_short` when nothing says more.
 fn error_type(command: &CommandExport) -> Option<String> {
-    if !command.failed() && !command.cut_short {
+    if !command.failed_or_cut_short() {
         return None;
     }
     Some(match command.state.status {
@@ -295,11 +287,8 @@ fn status(command: &CommandExport) -> Option<Status> {
     if command.state.status.is_active() && !command.cut_short {
         return None;
     }
-    if !command.failed() && !command.cut_short {
-        return Some(Status {
-            code: StatusCode::Ok as i32,
-            message: String::new(),
-        });
+    if !command.failed_or_cut_short() {
+        return Some(ok());
     }
     let mut why = vec![command.state.state_words()];
     if let Some(error) = command.events.iter().rev().find_map(|e| {
@@ -311,10 +300,21 @@ fn status(command: &CommandExport) -> Option<Status> {
     if command.cut_short {
         why.push("journal cut short".into());
     }
-    Some(Status {
+    Some(error(one_line(&why.join("; "))))
+}
+
+fn ok() -> Status {
+    Status {
+        code: StatusCode::Ok as i32,
+        message: String::new(),
+    }
+}
+
+fn error(message: String) -> Status {
+    Status {
         code: StatusCode::Error as i32,
-        message: one_line(&why.join("; ")),
-    })
+        message,
+    }
 }
 
 pub(super) fn attribute(key: &str, value: AnyValue) -> KeyValue {

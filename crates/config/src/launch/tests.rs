@@ -151,12 +151,7 @@ fn ready_needs_a_readiness_check() {
         text,
         file: "tether.toml",
     };
-    let written = [
-        Written { depends_on: vec![] },
-        Written {
-            depends_on: vec![("db".into(), 0)],
-        },
-    ];
+    let written = [vec![], vec![0]];
     assert!(check(&source, &[db, web], &written).is_ok());
 }
 

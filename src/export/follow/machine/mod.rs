@@ -20,7 +20,7 @@ use super::{Sent, SessionRoot};
 
 /// A session as followed: its cursor and what is known of its commands. Once everything
 /// in it is sent the commands are forgotten (a finished session costs its cursor alone).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Followed {
     cursor: Cursor,
     started_ms: u64,
@@ -33,28 +33,29 @@ impl Followed {
         self.commands.values().find(|c| c.agent)
     }
 
-    /// When it is done (its root span due), if its commands say when: its agent ended and
-    /// nothing runs; without one, `quiet` after the last command ended.
-    fn done_at(&self, quiet: Duration) -> Option<u64> {
-        if self.commands.is_empty() || self.commands.values().any(|c| !c.ended) {
-            return None;
-        }
-        let last = self.commands.values().map(|c| c.last_ms).max()?;
-        match self.agent() {
-            Some(_) => Some(last),
-            None => Some(last.saturating_add(quiet.as_millis() as u64)),
-        }
-    }
-
-    /// When its root span is due, while it is still to send.
+    /// When its root span is due, while it is still to send: when its commands say it is
+    /// done, its agent ended and nothing runs; without one, `quiet` after the last command
+    /// ended.
     fn root_due_at(&self, quiet: Duration) -> Option<u64> {
         let sent = self.cursor.session_sent
             // An agent command sent before it was known as one (its request unread then).
             || self.agent().is_some_and(|a| self.cursor.has(a.number));
-        if sent {
+        if sent || self.commands.values().any(|c| !c.ended) {
             return None;
         }
-        self.done_at(quiet)
+        // None without commands: nothing says it is done.
+        let last = self.commands.values().map(|c| c.last_ms).max()?;
+        let quiet = if self.agent().is_some() {
+            Duration::ZERO
+        } else {
+            quiet
+        };
+        Some(last.saturating_add(quiet.as_millis() as u64))
+    }
+
+    /// Whether its root span is due by `now`, and still to send.
+    fn root_due(&self, quiet: Duration, now: u64) -> bool {
+        self.root_due_at(quiet).is_some_and(|at| at <= now)
     }
 
     fn complete(&self) -> bool {
@@ -62,7 +63,7 @@ impl Followed {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Follower {
     limits: Limits,
     sessions: BTreeMap<String, Followed>,
@@ -81,14 +82,7 @@ impl Follower {
     pub fn new(limits: Limits) -> Follower {
         Follower {
             limits,
-            sessions: BTreeMap::new(),
-            in_flight: None,
-            again: None,
-            refusals: 0,
-            not_before: 0,
-            gathering_since: None,
-            out: VecDeque::new(),
-            counts: Counts::default(),
+            ..Follower::default()
         }
     }
 
@@ -106,23 +100,15 @@ impl Follower {
     pub fn handle_cursor(&mut self, id: &str, cursor: Cursor) {
         self.sessions.entry(id.to_string()).or_insert(Followed {
             cursor,
-            started_ms: 0,
-            commands: BTreeMap::new(),
+            ..Followed::default()
         });
     }
 
     /// What a scan of a whole session found; commands it does not list are forgotten.
     pub fn handle_session(&mut self, scan: SessionScan) {
-        let session = self
-            .sessions
-            .entry(scan.id.clone())
-            .or_insert_with(|| Followed {
-                cursor: Cursor::default(),
-                started_ms: 0,
-                commands: BTreeMap::new(),
-            });
+        let session = self.sessions.entry(scan.id.clone()).or_default();
         session.started_ms = scan.started_ms;
-        session.commands = BTreeMap::new();
+        session.commands.clear();
         for command in scan.commands {
             keep(&mut session.commands, command);
         }
@@ -295,9 +281,7 @@ impl Follower {
     fn pending(&self, now: u64, max: usize) -> Vec<Planned> {
         let mut batch = Vec::new();
         for (id, session) in &self.sessions {
-            let done = session
-                .root_due_at(self.limits.session_quiet)
-                .is_some_and(|at| at <= now);
+            let done = session.root_due(self.limits.session_quiet, now);
             let root = session.agent().map(|a| a.number);
             for command in session.commands.values() {
                 if batch.len() == max {
@@ -382,9 +366,7 @@ impl Follower {
                     .values()
                     .filter(|c| c.ended && !s.cursor.has(c.number))
                     .count();
-                let root = s.agent().is_none()
-                    && s.root_due_at(self.limits.session_quiet)
-                        .is_some_and(|at| at <= now);
+                let root = s.agent().is_none() && s.root_due(self.limits.session_quiet, now);
                 commands + usize::from(root)
             })
             .sum()
