@@ -201,7 +201,7 @@ fn sample_cost(count: usize) {
         let mut root = tree(count, program, &read);
         let root_pid = root.id() as i32;
         let deadline = Instant::now() + Duration::from_secs(60);
-        while procfs::descendants(root_pid).len() < count {
+        while procfs::descendants_in(&procfs::all_processes(), root_pid).len() < count {
             assert!(Instant::now() < deadline, "the tree did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -214,7 +214,7 @@ fn sample_cost(count: usize) {
         let mut blocked = 0;
         for _ in 0..20 {
             let t = Instant::now();
-            let procs = procfs::descendants(root_pid);
+            let procs = procfs::descendants_in(&procfs::all_processes(), root_pid);
             walks.push(t.elapsed().as_secs_f64() * 1000.0);
             let t = Instant::now();
             let looks = detector.wants();
@@ -233,7 +233,7 @@ fn sample_cost(count: usize) {
             median(probes),
             median(decides)
         );
-        for p in procfs::descendants(root_pid) {
+        for p in procfs::descendants_in(&procfs::all_processes(), root_pid) {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(p.pid),
                 nix::sys::signal::Signal::SIGKILL,

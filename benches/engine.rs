@@ -158,7 +158,12 @@ fn parent_death(state: &Path) {
         let tree = loop {
             let broker = broker_of(exec_pid);
             let tree: Vec<i32> = broker
-                .map(|b| procfs::descendants(b).iter().map(|p| p.pid).collect())
+                .map(|b| {
+                    procfs::descendants_in(&procfs::all_processes(), b)
+                        .iter()
+                        .map(|p| p.pid)
+                        .collect()
+                })
                 .unwrap_or_default();
             if tree.len() >= 5 {
                 break tree;
@@ -225,7 +230,12 @@ fn socket_stop(state: &Path) {
         let (tree, session) = loop {
             let broker = broker_of(exec_pid);
             let tree: Vec<i32> = broker
-                .map(|b| procfs::descendants(b).iter().map(|p| p.pid).collect())
+                .map(|b| {
+                    procfs::descendants_in(&procfs::all_processes(), b)
+                        .iter()
+                        .map(|p| p.pid)
+                        .collect()
+                })
                 .unwrap_or_default();
             let session = std::fs::read_dir(state.join("sessions"))
                 .ok()
