@@ -3,10 +3,10 @@
 //! runner, a progress display), where the line log shows the drawing, not the picture.
 //!
 //! A terminal emulator (alacritty's, `alacritty_terminal`) is fed the bytes of the stream's
-//! log file from where it left off, at the size of the pane. What leaves this module is cells
-//! of printable text and styles: the emulator's answers to queries, titles, clipboard writes
-//! and bells go nowhere, and every cell's text passes the same character checks as a line of
-//! the log (no control characters, no bidi controls).
+//! log file from where it left off, at the size its caller gives (the command's terminal's).
+//! What leaves this module is cells of printable text and styles: the emulator's answers to
+//! queries, titles, clipboard writes and bells go nowhere, and every cell's text passes the
+//! same character checks as a line of the log (no control characters, no bidi controls).
 
 mod emulator;
 mod grid;

@@ -24,13 +24,14 @@ pub(super) struct PaneScreens {
 
 impl App {
     /// Feeds the screens and hints of the command on screen what its logs gained (as far as
-    /// the line view indexed them), each the size inside its output pane's border. Called by
-    /// `prepare` once the line view is read.
+    /// the line view indexed them), each the size of the stream's terminal, or, for a pipe,
+    /// the size inside its output pane's border. Called by `prepare` once the line view is read.
     pub(super) fn prepare_screens(&mut self, now: Instant) {
         let selected = self.view.selected;
         let command = self.shown().commands.get(selected);
         let run = command.map(|c| (selected, c.run));
         let dir = command.and_then(|c| c.journal_dir.clone());
+        let terminal = command.and_then(|c| c.terminal);
         if self.screens.run != run {
             self.screens = PaneScreens {
                 run,
@@ -65,8 +66,15 @@ impl App {
                 self.view.outputs[i].screen = alternate;
                 self.view.outputs[i].selection = None;
             }
-            let (rows, cols) = (self.geometry.output_rows[i], self.geometry.output_cols[i]);
-            let (rows, cols) = (rows as u16, cols as u16);
+            // A terminal's program drew for the size its terminal had: emulated at any other
+            // (the pane's), its cursor moves land in the wrong cells. The pane shows what fits.
+            let (rows, cols) = match terminal.filter(|t| t.has(stream)) {
+                Some(terminal) => (terminal.size.rows, terminal.size.cols),
+                None => (
+                    self.geometry.output_rows[i] as u16,
+                    self.geometry.output_cols[i] as u16,
+                ),
+            };
             if !self.view.outputs[i].screen {
                 self.screens.screens[i] = None;
                 continue;
@@ -144,5 +152,26 @@ mod tests {
         grow(&mut app, dir.path(), b"\x1b[?1049lbye\n");
         assert!(!app.view.outputs[0].screen, "back to the line log");
         assert!(app.content.screens[0].grid.is_none());
+    }
+
+    /// A command on a terminal of its own size (an agent in the operator's terminal, seen
+    /// from a watch) is emulated at that size, not the pane's: its cursor moves land where it
+    /// meant them.
+    #[test]
+    fn a_terminal_s_program_is_emulated_at_its_terminal_s_size() {
+        use tether_protocol::protocol::{TerminalRequest, WindowSize};
+        let dir = tether_os::testing::private_tempdir();
+        let mut app = app_with_stdout(dir.path(), b"");
+        app.model.commands[0].terminal = Some(TerminalRequest {
+            stdout: true,
+            stderr: false,
+            size: WindowSize { cols: 30, rows: 10 },
+        });
+        grow(&mut app, dir.path(), b"\x1b[?1049h\x1b[10;21Hbottom");
+        let grid = app.content.screens[0].grid.as_ref().expect("the screen");
+        assert_eq!(grid.size(), (10, 30));
+        let text = grid.text();
+        assert_eq!(text.lines().count(), 10, "{text}");
+        assert!(text.ends_with("\n                    bottom"), "{text}");
     }
 }

@@ -7,12 +7,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::screen::ScreenWidget;
+use super::screen::{ScreenWidget, first_row};
 use super::{Scene, format, pane_block, style};
 use crate::app::view::{LineSelection, PaneLines, STAMP_WIDTH, ScreenContent};
 use tether_model::Status;
 use tether_model::output::StyledLine;
-use tether_model::screen::{FullScreenSigns, ReplayStart, TAIL_REPLAY};
+use tether_model::screen::{FullScreenSigns, ReplayStart, ScreenGrid, TAIL_REPLAY};
 use tether_protocol::protocol::Stream;
 use tether_protocol::units::format_size;
 
@@ -113,9 +113,11 @@ fn draw_screen(
     screen: &ScreenContent,
 ) {
     let mut title = format!("{name} · screen");
+    let inner = pane_block("", focused, area.width).inner(area);
     if let Some(grid) = &screen.grid {
         let (rows, cols) = grid.size();
         title.push_str(&format!(" {cols}×{rows}"));
+        title.push_str(&part_shown(grid, inner));
         if grid.alternate {
             title.push_str(" · alternate screen");
         }
@@ -130,12 +132,32 @@ fn draw_screen(
     title.push_str(&format!(" · {}", format_size(lines.bytes)));
     title.push_str(&journal_cut_title(lines.journal_cut));
     title.push_str(" · v: lines");
-    let block = pane_block(&title, focused, area.width);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    frame.render_widget(pane_block(&title, focused, area.width), area);
     match &screen.grid {
         Some(grid) => frame.render_widget(ScreenWidget(grid), inner),
         None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
+    }
+}
+
+/// Which part of a screen larger than the pane is drawn (its terminal is larger than the
+/// pane): ` (rows 27–40, cols 1–77)`, each only when cut; nothing when all of it fits.
+fn part_shown(grid: &ScreenGrid, inner: Rect) -> String {
+    let (rows, cols) = grid.size();
+    let mut cut = Vec::new();
+    if inner.is_empty() {
+        return String::new();
+    }
+    if rows > inner.height {
+        let top = first_row(grid, inner.height);
+        let bottom = top + usize::from(inner.height);
+        cut.push(format!("rows {}–{bottom}", top + 1));
+    }
+    if cols > inner.width {
+        cut.push(format!("cols 1–{}", inner.width));
+    }
+    match cut.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", cut.join(", ")),
     }
 }
 

@@ -9,13 +9,15 @@ use ratatui::widgets::Widget;
 use super::style;
 use tether_model::screen::ScreenGrid;
 
-/// A [`ScreenGrid`] drawn from the top-left corner of its area, with the program's cursor
-/// marked (when it shows one); what does not fit is left out.
+/// A [`ScreenGrid`] drawn from the left edge of its area, with the program's cursor marked
+/// (when it shows one). A grid taller than the area shows the rows [`first_row`] picks; what
+/// does not fit on the right is left out.
 pub struct ScreenWidget<'a>(pub &'a ScreenGrid);
 
 impl Widget for ScreenWidget<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let rows = self.0.rows.iter().take(area.height as usize);
+        let top = first_row(self.0, area.height);
+        let rows = self.0.rows.iter().skip(top).take(area.height as usize);
         for (y, row) in (area.y..).zip(rows) {
             let cells = row.iter().take(area.width as usize).enumerate();
             for (x, cell) in cells {
@@ -33,16 +35,36 @@ impl Widget for ScreenWidget<'_> {
             }
         }
         if let Some((row, col)) = self.0.cursor
-            && row < area.height
+            && let Some(row) = (row as usize).checked_sub(top)
+            && row < area.height as usize
             && col < area.width
         {
-            let cell = &mut buf[(area.x + col, area.y + row)];
+            let cell = &mut buf[(area.x + col, area.y + row as u16)];
             cell.set_style(
                 cell.style()
                     .patch(Style::new().add_modifier(Modifier::REVERSED)),
             );
         }
     }
+}
+
+/// The first of the grid's rows shown in `height` rows: all from the top when they fit; else
+/// those that end with the lower of the cursor and the last row written (where a program that
+/// draws on a larger terminal keeps its prompt, its status and its newest output), the cursor
+/// kept in sight.
+pub fn first_row(grid: &ScreenGrid, height: u16) -> usize {
+    let height = height as usize;
+    if grid.rows.len() <= height {
+        return 0;
+    }
+    let written = grid
+        .rows
+        .iter()
+        .rposition(|row| row.iter().any(|cell| !cell.text.trim().is_empty()));
+    let cursor = grid.cursor.map(|(row, _)| row as usize);
+    let bottom = written.max(cursor).unwrap_or(0);
+    let top = (bottom + 1).saturating_sub(height);
+    cursor.map_or(top, |cursor| top.min(cursor))
 }
 
 #[cfg(test)]
@@ -89,9 +111,39 @@ mod tests {
     }
 
     #[test]
-    fn a_grid_larger_than_its_area_is_cut() {
-        let buf = render(b"123456\r\nabcdef", (2, 6), Rect::new(0, 0, 3, 1));
+    fn a_grid_wider_than_its_area_is_cut_on_the_right() {
+        let buf = render(b"123456\r\nabcdef", (2, 6), Rect::new(0, 0, 3, 2));
         assert_eq!(row(&buf, 0), "123 ");
-        assert_eq!(row(&buf, 1), "    ");
+        assert_eq!(row(&buf, 1), "abc ");
+    }
+
+    /// An agent's screen, drawn for its own 8 rows, in a pane of 3: the rows that end at its
+    /// prompt, the cursor on it.
+    #[test]
+    fn a_grid_taller_than_its_area_shows_the_rows_down_to_the_cursor() {
+        let screen = b"header\r\n\r\nold output\r\nnew output\r\n> prompt";
+        let buf = render(screen, (8, 12), Rect::new(0, 0, 12, 3));
+        assert_eq!(row(&buf, 0), "old output   ");
+        assert_eq!(row(&buf, 2), "> prompt     ");
+        assert!(
+            buf[(8, 2)].modifier.contains(Modifier::REVERSED),
+            "the cursor"
+        );
+    }
+
+    #[test]
+    fn the_rows_end_with_the_last_one_written_and_keep_the_cursor_in_sight() {
+        // A status line at the bottom, the cursor back at the prompt above it.
+        let grid = |bytes: &[u8]| {
+            let mut emulator = ScreenEmulator::new(8, 10);
+            emulator.feed(bytes);
+            emulator.grid()
+        };
+        let status = grid(b"\x1b[4;1H> prompt\x1b[6;1Hstatus\x1b[4;3H");
+        assert_eq!(first_row(&status, 3), 3, "rows 4 to 6: prompt to status");
+        assert_eq!(first_row(&status, 2), 3, "the cursor's row first");
+        assert_eq!(first_row(&status, 8), 0, "all of it fits");
+        assert_eq!(first_row(&grid(b""), 3), 0, "nothing written: the top");
+        assert_eq!(first_row(&grid(b"\x1b[?25l\x1b[8;1Hlast"), 3), 5);
     }
 }
