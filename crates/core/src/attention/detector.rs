@@ -206,12 +206,8 @@ impl Detector {
         }
         // A prompt written and then waited on is a new episode, confirmed afresh.
         self.waiting = None;
-        if self.needs_input {
-            self.clear(AttentionKind::NeedsInput);
-        }
-        if self.quiet {
-            self.clear(AttentionKind::Quiet);
-        }
+        self.clear(AttentionKind::NeedsInput);
+        self.clear(AttentionKind::Quiet);
     }
 
     /// The operator typed into the command's terminal: whatever waited for them is answered.
@@ -220,9 +216,7 @@ impl Detector {
             agent.typed(at);
         }
         self.waiting = None;
-        if self.needs_input {
-            self.clear(AttentionKind::NeedsInput);
-        }
+        self.clear(AttentionKind::NeedsInput);
     }
 
     /// The agent said itself that it waits for its human (its own hook: a prompt for
@@ -264,7 +258,7 @@ impl Detector {
                     .collect();
                 self.last_sample = Some((at, ticks));
                 if let Some(agent) = self.agent.as_mut() {
-                    if agent.look(at, processes) && self.needs_input {
+                    if agent.look(at, processes) {
                         self.clear(AttentionKind::NeedsInput);
                     }
                 } else {
@@ -334,9 +328,7 @@ impl Detector {
             self.idle_since = self.idle_since.or(Some(start));
         } else {
             self.idle_since = None;
-            if self.quiet {
-                self.clear(AttentionKind::Quiet);
-            }
+            self.clear(AttentionKind::Quiet);
         }
     }
 
@@ -347,9 +339,7 @@ impl Detector {
             Some((p, blocked))
         });
         let Some((process, blocked)) = found else {
-            if self.needs_input {
-                self.clear(AttentionKind::NeedsInput);
-            }
+            self.clear(AttentionKind::NeedsInput);
             return;
         };
         let same = previous.as_ref().filter(|w| {
@@ -366,9 +356,7 @@ impl Detector {
             None => {
                 // It read since (or another process waits now): the episode, if one was
                 // open, is over.
-                if self.needs_input {
-                    self.clear(AttentionKind::NeedsInput);
-                }
+                self.clear(AttentionKind::NeedsInput);
                 Waiting {
                     pid: process.pid,
                     start_ticks: process.start_ticks,
@@ -465,15 +453,9 @@ impl Detector {
             return;
         }
         self.ended = true;
-        if self.needs_input {
-            self.clear(AttentionKind::NeedsInput);
-        }
-        if self.quiet {
-            self.clear(AttentionKind::Quiet);
-        }
-        if self.runaway.is_some() {
-            self.clear(AttentionKind::Runaway);
-        }
+        self.clear(AttentionKind::NeedsInput);
+        self.clear(AttentionKind::Quiet);
+        self.clear(AttentionKind::Runaway);
         let ran = at.saturating_duration_since(self.started);
         let ran_text = duration(ran);
         // Its work was done: told as an exit 0, whatever signal then stopped it.
@@ -577,13 +559,16 @@ impl Detector {
         self.out.push(EventKind::Attention { attention, detail });
     }
 
+    /// Ends the episode of `attention`, if one is open.
     fn clear(&mut self, attention: AttentionKind) {
-        match attention {
-            AttentionKind::NeedsInput => self.needs_input = false,
-            AttentionKind::Quiet => self.quiet = false,
-            AttentionKind::Runaway => self.runaway = None,
-            AttentionKind::Failed | AttentionKind::Finished => return,
+        let open = match attention {
+            AttentionKind::NeedsInput => std::mem::take(&mut self.needs_input),
+            AttentionKind::Quiet => std::mem::take(&mut self.quiet),
+            AttentionKind::Runaway => self.runaway.take().is_some(),
+            AttentionKind::Failed | AttentionKind::Finished => false,
+        };
+        if open {
+            self.out.push(EventKind::AttentionCleared { attention });
         }
-        self.out.push(EventKind::AttentionCleared { attention });
     }
 }
