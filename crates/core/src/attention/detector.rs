@@ -505,12 +505,7 @@ impl Detector {
                     );
                 }
                 (None, signal) => {
-                    let name = signal
-                        .and_then(crate::protocol::ProcessSignal::from_number)
-                        .map_or_else(
-                            || format!("signal {}", signal.unwrap_or(0)),
-                            |s| format!("SIG{s}"),
-                        );
+                    let name = crate::protocol::signal_label(signal.unwrap_or(0));
                     self.raise(
                         AttentionKind::Failed,
                         format!("killed by {name} after {ran_text}"),
