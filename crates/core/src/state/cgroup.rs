@@ -59,7 +59,7 @@ impl Broker {
     /// The command's processes: its cgroup's members, or every descendant of this subreaper.
     pub(super) fn walk(&self) -> TreeWalk {
         TreeWalk {
-            root: self.pid,
+            root: self.host.pid,
             // The notify command's runs are the broker's children, not the command's.
             pruned: self.attention.notifier_pids(),
             in_cgroup: self.cgroup.is_some(),
