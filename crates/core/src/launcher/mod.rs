@@ -501,12 +501,7 @@ impl Launcher {
             e.phase = Phase::Ended;
         } else if e.restarts >= e.plan.max_restarts {
             e.phase = Phase::GaveUp;
-            let n = e.restarts;
-            let reason = format!(
-                "gave up after {n} restart{} ({})",
-                if n == 1 { "" } else { "s" },
-                how.of(&e.plan.name)
-            );
+            let reason = format!("{} ({})", gave_up(e.restarts), how.of(&e.plan.name));
             self.actions.push_back(Action::Fail { command: i, reason });
         } else {
             e.restarts += 1;
@@ -745,6 +740,12 @@ impl Launcher {
             }
         }
     }
+}
+
+/// `gave up after 3 restarts`: how the launcher and the list say it gave up.
+pub fn gave_up(restarts: u32) -> String {
+    let s = if restarts == 1 { "" } else { "s" };
+    format!("gave up after {restarts} restart{s}")
 }
 
 /// `2s`, `1.5s`, `300ms`.
