@@ -458,60 +458,34 @@ impl Detector {
         self.clear(AttentionKind::Runaway);
         let ran = at.saturating_duration_since(self.started);
         let ran_text = duration(ran);
-        // Its work was done: told as an exit 0, whatever signal then stopped it.
-        let ending = match ending {
-            Ending::Drained => Ending::Exited(ExitStatus {
-                code: Some(0),
-                signal: None,
-                core_dumped: false,
-            }),
-            ending => ending,
-        };
-        match ending {
-            Ending::ByHand | Ending::WithWhatRanIt => {}
-            Ending::SpawnFailed => {
-                self.raise(AttentionKind::Failed, "could not start".to_string());
-            }
+        let quick = (self.thresholds.failed_after).is_some_and(|after| ran < after);
+        let long = (self.thresholds.finished_after).is_some_and(|after| ran >= after);
+        let failed = |detail: String| Some((AttentionKind::Failed, detail));
+        let told = match ending {
+            Ending::ByHand | Ending::WithWhatRanIt => None,
+            Ending::SpawnFailed => failed("could not start".to_string()),
             Ending::OverBudget(budget) => {
-                let detail = format!("{} after {ran_text}", budget.ended_words());
-                self.raise(AttentionKind::Failed, detail);
+                failed(format!("{} after {ran_text}", budget.ended_words()))
             }
             Ending::TimedOut { silent, .. } => {
-                let detail = format!("timed out: no output for {}", duration(silent));
-                self.raise(AttentionKind::Failed, detail);
+                failed(format!("timed out: no output for {}", duration(silent)))
+            }
+            // A drained run's work was done: told as an exit 0, whatever signal then stopped it.
+            Ending::Drained | Ending::Exited(ExitStatus { code: Some(0), .. }) => {
+                long.then(|| (AttentionKind::Finished, format!("exit 0 after {ran_text}")))
             }
             // A quick failure of an agent's command: its row says it, nobody is called.
-            Ending::Exited(status)
-                if status.code != Some(0)
-                    && self
-                        .thresholds
-                        .failed_after
-                        .is_some_and(|after| ran < after) => {}
-            Ending::Drained => {}
-            Ending::Exited(status) => match (status.code, status.signal) {
-                (Some(0), _) => {
-                    if self
-                        .thresholds
-                        .finished_after
-                        .is_some_and(|after| ran >= after)
-                    {
-                        self.raise(AttentionKind::Finished, format!("exit 0 after {ran_text}"));
-                    }
-                }
-                (Some(code), _) => {
-                    self.raise(
-                        AttentionKind::Failed,
-                        format!("exit {code} after {ran_text}"),
-                    );
-                }
-                (None, signal) => {
-                    let name = crate::protocol::signal_label(signal.unwrap_or(0));
-                    self.raise(
-                        AttentionKind::Failed,
-                        format!("killed by {name} after {ran_text}"),
-                    );
+            Ending::Exited(_) if quick => None,
+            Ending::Exited(status) => match status.code {
+                Some(code) => failed(format!("exit {code} after {ran_text}")),
+                None => {
+                    let name = crate::protocol::signal_label(status.signal.unwrap_or(0));
+                    failed(format!("killed by {name} after {ran_text}"))
                 }
             },
+        };
+        if let Some((attention, detail)) = told {
+            self.raise(attention, detail);
         }
     }
 
