@@ -411,7 +411,6 @@ impl Launcher {
                     e.phase = Phase::Waiting;
                 }
             }
-            Input::Start(_) => {}
             Input::Stop(i) => self.stop_by_operator(i),
             Input::Spawned(i) => self.with_run(i, |f| f.spawned = true),
             Input::Ready(i) => self.with_run(i, |f| f.ready = true),
@@ -427,9 +426,9 @@ impl Launcher {
                     e.change_due = Some(now + DEBOUNCE);
                 }
             }
-            Input::FileChanged(_) => {}
             Input::Quit => self.quit(),
-            Input::Wake => {}
+            // Nothing starts or restarts once quitting.
+            Input::Start(_) | Input::FileChanged(_) | Input::Wake => {}
         }
         self.due(now);
         self.settle(now);
