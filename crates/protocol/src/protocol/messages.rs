@@ -426,10 +426,12 @@ fn default_max_output() -> u64 {
     DEFAULT_MAX_OUTPUT
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
-    /// The command's process group and every descendant, escapees included.
+    /// The command's process group and every descendant, escapees included (what a request
+    /// that names no scope means).
+    #[default]
     Group,
     /// One descendant process.
     Pid,
