@@ -644,7 +644,7 @@ impl Broker {
         cost: &SampledCost,
         children: (u64, u64),
     ) {
-        self.record_cost(self.memory_peak, cost, children);
+        self.record_cost(cost, children);
         if let Some(event) = record {
             self.record_tree(event);
         }
