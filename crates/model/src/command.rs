@@ -101,13 +101,7 @@ impl Status {
         match self {
             Status::LeftRunning {
                 processes, paused, ..
-            } => {
-                if paused {
-                    format!("paused {processes}")
-                } else {
-                    format!("left {processes}")
-                }
-            }
+            } => format!("{} {processes}", if paused { "paused" } else { "left" }),
             other => other.label(),
         }
     }
@@ -474,7 +468,6 @@ impl CommandState {
                 self.containment = Some(*mode);
                 self.cgroup = path.clone().filter(|_| *mode == ContainmentMode::Cgroup);
             }
-            EventKind::Input { .. } => {}
             EventKind::SpawnError { message, .. } => {
                 self.status = Status::FailedToStart;
                 self.notice = Some(message.clone());
@@ -582,7 +575,8 @@ impl CommandState {
                 }
             }
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
-            EventKind::ParentUnresponsive { .. }
+            EventKind::Input { .. }
+            | EventKind::ParentUnresponsive { .. }
             | EventKind::FinalDrain { .. }
             | EventKind::EventsCapped { .. }
             | EventKind::ControlRefused { .. }
