@@ -125,6 +125,14 @@ impl CommandConfig {
     }
 }
 
+/// No name and no command line, every option at its default: what a state built before its
+/// configuration is known (a run read back from its events alone) starts from.
+impl Default for CommandConfig {
+    fn default() -> CommandConfig {
+        CommandConfig::new(String::new(), CommandSpec::Argv(Vec::new()))
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// The file could not be read at all. (`io` is in the message, not a `source`, so an

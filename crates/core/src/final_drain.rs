@@ -115,17 +115,9 @@ impl LineMatcher {
 
     /// Appends to the line in progress, keeping only its last [`LINE_TAIL`] bytes.
     fn push_partial(&mut self, bytes: &[u8]) {
-        if bytes.len() >= LINE_TAIL {
-            self.partial.clear();
-            self.partial
-                .extend_from_slice(&bytes[bytes.len() - LINE_TAIL..]);
-            return;
-        }
-        self.partial.extend_from_slice(bytes);
-        if self.partial.len() > LINE_TAIL {
-            let excess = self.partial.len() - LINE_TAIL;
-            self.partial.drain(..excess);
-        }
+        (self.partial).extend_from_slice(&bytes[bytes.len().saturating_sub(LINE_TAIL)..]);
+        let excess = self.partial.len().saturating_sub(LINE_TAIL);
+        self.partial.drain(..excess);
     }
 }
 

@@ -32,7 +32,7 @@ pub struct Badges {
     pub stragglers: bool,
     /// How many processes the leftovers rule kept running after the exit (a server started
     /// with `&`), once their custody is over; while it lasts the state says `left N`.
-    #[serde(default, skip_serializing_if = "tether_protocol::protocol::is_zero")]
+    #[serde(default, skip_serializing_if = "tether_protocol::protocol::is_default")]
     pub kept: usize,
     /// The command printed its final line (`drain_on`), did not exit within the drain
     /// period and was stopped (origin `final_drain`): it counts as finished.

@@ -16,9 +16,10 @@ use tether_protocol::protocol::{
 /// Index of a command in the session's list.
 pub type CommandIndex = usize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Status {
     /// Configured but not started (autostart = false), or waiting for its broker.
+    #[default]
     Idle,
     Starting,
     Running,
@@ -100,13 +101,7 @@ impl Status {
         match self {
             Status::LeftRunning {
                 processes, paused, ..
-            } => {
-                if paused {
-                    format!("paused {processes}")
-                } else {
-                    format!("left {processes}")
-                }
-            }
+            } => format!("{} {processes}", if paused { "paused" } else { "left" }),
             other => other.label(),
         }
     }
@@ -141,11 +136,7 @@ pub fn exit_label(status: ExitStatus) -> String {
     }
 }
 
-pub fn signal_label(sig: i32) -> String {
-    ProcessSignal::from_number(sig)
-        .map(|s| format!("SIG{s}"))
-        .unwrap_or_else(|| format!("signal {sig}"))
-}
+pub use tether_protocol::protocol::signal_label;
 
 /// One event worth showing on the timeline (everything but output and tree updates).
 #[derive(Debug, Clone, PartialEq)]
@@ -200,7 +191,7 @@ impl AttentionMark {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CommandState {
     pub config: CommandConfig,
     /// How many times it has been started (1 for the first run).
@@ -329,53 +320,7 @@ impl CommandState {
     pub fn new(config: CommandConfig) -> CommandState {
         CommandState {
             config,
-            run: 0,
-            journal_dir: None,
-            status: Status::Idle,
-            broker_pid: None,
-            broker_start_ticks: None,
-            pid: None,
-            started_ms: None,
-            ended_ms: None,
-            bytes: [0; 2],
-            capped: [None; 2],
-            truncated: [None; 2],
-            timeline: Vec::new(),
-            tree: Vec::new(),
-            seen: Vec::new(),
-            seen_at: HashMap::new(),
-            response_timeout: false,
-            drained: false,
-            stopped_by_hand: false,
-            signals_by_hand: SignalsByHand::default(),
-            restarted_for_change: false,
-            last_stop: None,
-            parent_lost: None,
-            attention: Vec::new(),
-            escapees_reaped: 0,
-            leftovers: None,
-            hard_killed: false,
-            over_budget: None,
-            readiness: None,
-            stops_journaled: false,
-            notice: None,
-            activity: Vec::new(),
-            markers: Vec::new(),
-            terminal: None,
-            merged_streams: false,
-            runs: Default::default(),
-            containment: None,
-            cgroup: None,
-            session_started_ms: None,
-            caller_pid: None,
-            cpu_percent: None,
-            rss_bytes: None,
-            cpu_ms: None,
-            peak_rss_bytes: None,
-            plan: None,
-            unstarted_in: None,
-            earlier_runs: Vec::new(),
-            not_yet: false,
+            ..CommandState::default()
         }
     }
 
@@ -523,7 +468,6 @@ impl CommandState {
                 self.containment = Some(*mode);
                 self.cgroup = path.clone().filter(|_| *mode == ContainmentMode::Cgroup);
             }
-            EventKind::Input { .. } => {}
             EventKind::SpawnError { message, .. } => {
                 self.status = Status::FailedToStart;
                 self.notice = Some(message.clone());
@@ -631,7 +575,8 @@ impl CommandState {
                 }
             }
             // Timeline entries only; after `events_capped` the tree pane keeps the last tree.
-            EventKind::ParentUnresponsive { .. }
+            EventKind::Input { .. }
+            | EventKind::ParentUnresponsive { .. }
             | EventKind::FinalDrain { .. }
             | EventKind::EventsCapped { .. }
             | EventKind::ControlRefused { .. }

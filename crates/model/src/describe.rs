@@ -84,7 +84,15 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             (format!("broker {broker_pid}"), Tone::Quiet)
         }
         EventKind::Spawned { pid, .. } => (format!("pid {pid}"), Tone::Started),
-        EventKind::SpawnError { message, .. } => (message.clone(), Tone::Error),
+        EventKind::SpawnError { message, .. }
+        | EventKind::BrokerFailure { message, .. }
+        | EventKind::ControlError { message, .. } => (message.clone(), Tone::Error),
+        EventKind::TerminalUnavailable { message, .. }
+        | EventKind::OutputCapped { message, .. }
+        | EventKind::EventsCapped { message, .. }
+        | EventKind::LimitUnavailable { message, .. }
+        | EventKind::ControlUnavailable { message, .. }
+        | EventKind::TraceContextIgnored { reason: message } => (message.clone(), Tone::Warning),
         EventKind::Terminal { streams } => {
             let names: Vec<&str> = Stream::BOTH
                 .into_iter()
@@ -101,7 +109,6 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             "stderr in stdout, in the order written: the caller gave one file for both".into(),
             Tone::Quiet,
         ),
-        EventKind::TerminalUnavailable { message, .. } => (message.clone(), Tone::Warning),
         EventKind::Input { bytes, dropped } => match dropped {
             0 => (format!("{bytes} B typed"), Tone::Quiet),
             d => (
@@ -110,7 +117,6 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             ),
         },
         EventKind::Resize { size } => (format!("{}×{}", size.cols, size.rows), Tone::Quiet),
-        EventKind::OutputCapped { message, .. } => (message.clone(), Tone::Warning),
         EventKind::OutputTruncated {
             stream,
             kept,
@@ -124,8 +130,7 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             ),
             Tone::Warning,
         ),
-        EventKind::EventsCapped { message, .. } => (message.clone(), Tone::Warning),
-        EventKind::ResponseTimeout { silent_ms } => {
+        EventKind::ResponseTimeout { silent_ms } | EventKind::ParentUnresponsive { silent_ms } => {
             (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)
         }
         // The line is the command's output: neutralised like every other byte of it.
@@ -225,9 +230,6 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             (format!("pid {pid} {}", exit_label(*status)), Tone::Signal)
         }
         EventKind::ParentLost { cause } => (snake(cause), Tone::Error),
-        EventKind::ParentUnresponsive { silent_ms } => {
-            (format!("silent {}", duration_ms(*silent_ms)), Tone::Warning)
-        }
         EventKind::Containment { mode, path, reason } => (
             // After the kind's own name: `containment cgroup PATH`, `containment procfs (WHY)`.
             tether_protocol::protocol::containment_line(*mode, path.as_deref(), reason.as_deref())
@@ -238,8 +240,6 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
                 tether_protocol::protocol::ContainmentMode::Procfs => Tone::Warning,
             },
         ),
-        EventKind::LimitUnavailable { message, .. } => (message.clone(), Tone::Warning),
-        EventKind::TraceContextIgnored { reason } => (reason.clone(), Tone::Warning),
         // The kind already says `exit`: `exit code 0`, `exit SIGKILL`.
         EventKind::Exit { status, .. } => (
             match status.code {
@@ -277,12 +277,9 @@ pub fn describe(kind: &EventKind) -> (String, Tone) {
             format!("stdout {stdout_bytes} B, stderr {stderr_bytes} B"),
             Tone::Quiet,
         ),
-        EventKind::BrokerFailure { message, .. } => (message.clone(), Tone::Error),
         EventKind::ControlRefused { uid, pid, .. } => {
             (format!("uid {uid} (pid {pid}) refused"), Tone::Warning)
         }
-        EventKind::ControlUnavailable { message, .. } => (message.clone(), Tone::Warning),
-        EventKind::ControlError { message, .. } => (message.clone(), Tone::Error),
         EventKind::ControlAck { request, .. } => (request.clone(), Tone::Quiet),
         EventKind::Output {
             stream,

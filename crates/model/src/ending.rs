@@ -19,10 +19,9 @@
 //! | could not be started | `failed to start` | same | failed |
 //! | its broker vanished | `lost` | `lost` | failed |
 
-use tether_config::CommandConfig;
-use tether_protocol::protocol::{Budget, CommandSpec, Event, ExitStatus, Origin};
+use tether_protocol::protocol::{Budget, Event, ExitStatus, Origin};
 
-use super::command::{CommandState, Status, signal_label};
+use super::command::{CommandState, Status, exit_label, signal_label};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +109,7 @@ impl Ending {
     /// How the run that `events` tell of ended, read as [`Ending::of`] reads a command: for a
     /// front end that has only a run's events (`tether stop` following a broker, a journal).
     pub fn of_events(events: &[Event]) -> Option<Ending> {
-        let mut run = CommandState::new(CommandConfig::new("", CommandSpec::Argv(Vec::new())));
+        let mut run = CommandState::default();
         for event in events {
             run.apply(event);
         }
@@ -119,19 +118,14 @@ impl Ending {
 
     /// The words for it, whole: `killed (SIGSEGV)`, `over budget (max_cpu)`, `exit 3`.
     pub fn words(self) -> String {
-        let how = |exit: ExitStatus| match (exit.code, exit.signal) {
-            (Some(code), _) => format!("exit {code}"),
-            (None, Some(signal)) => signal_label(signal),
-            (None, None) => "ended".into(),
-        };
         match self {
             Ending::Finished => "finished".into(),
-            Ending::Stopped(exit) => format!("stopped ({})", how(exit)),
+            Ending::Stopped(exit) => format!("stopped ({})", exit_label(exit)),
             Ending::Restarted => "restarted (file changed)".into(),
             Ending::OverBudget(budget) => budget.ended_words(),
-            Ending::TimedOut(exit) => format!("timed out ({})", how(exit)),
-            Ending::ParentLost(exit) => format!("parent lost ({})", how(exit)),
-            Ending::HardKilled(exit) => format!("killed ({})", how(exit)),
+            Ending::TimedOut(exit) => format!("timed out ({})", exit_label(exit)),
+            Ending::ParentLost(exit) => format!("parent lost ({})", exit_label(exit)),
+            Ending::HardKilled(exit) => format!("killed ({})", exit_label(exit)),
             Ending::Exited(code) => format!("exit {code}"),
             Ending::Killed {
                 signal,

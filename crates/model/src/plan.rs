@@ -35,22 +35,15 @@ impl Plan {
     /// `not started: migrate exited 1`.
     pub fn label(&self, now_ms: u64) -> String {
         match self {
-            Plan::Waiting {
-                on,
-                not_started: false,
-            } => format!("waiting for {on}"),
-            Plan::Waiting {
-                on,
-                not_started: true,
-            } => format!("waiting for {on} (not started)"),
+            Plan::Waiting { on, not_started } => {
+                let how = if *not_started { " (not started)" } else { "" };
+                format!("waiting for {on}{how}")
+            }
             Plan::Restarting { at_ms, run } => {
                 let secs = at_ms.saturating_sub(now_ms).div_ceil(1000);
                 format!("restarting in {secs}s (run {run})")
             }
-            Plan::GaveUp { restarts } => format!(
-                "gave up after {restarts} restart{}",
-                if *restarts == 1 { "" } else { "s" }
-            ),
+            Plan::GaveUp { restarts } => tether_core::launcher::gave_up(*restarts),
             Plan::Blocked(why) => format!("not started: {why}"),
         }
     }

@@ -138,7 +138,7 @@ pub fn config_of(record: &CommandRecord) -> CommandConfig {
                 max_output: Some(request.budgets.max_output),
             },
             // What the launcher decided is in the journal's runs, not in one request.
-            ..CommandConfig::new(String::new(), CommandSpec::Argv(Vec::new()))
+            ..CommandConfig::default()
         },
         None => CommandConfig {
             autostart: false,

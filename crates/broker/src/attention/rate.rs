@@ -41,7 +41,7 @@ pub struct RateState {
     pub held: Option<Held>,
     /// The bytes of `notify-rate.held` already counted (see `rate_file`): that file only
     /// grows, so a byte appended while a holder reads it is counted by the next one.
-    #[serde(default, skip_serializing_if = "tether_protocol::protocol::is_zero")]
+    #[serde(default, skip_serializing_if = "tether_protocol::protocol::is_default")]
     pub held_taken: u64,
 }
 

@@ -161,12 +161,7 @@ impl AgentWait {
                 && total / span < IDLE_SHARE
         });
         let Some((_, wait)) = self.wait.as_ref().filter(|_| idle) else {
-            let missed = if self.missed.0 == quiet {
-                self.missed.1
-            } else {
-                0
-            };
-            self.missed = (quiet, missed + 1);
+            self.missed = (quiet, self.missed_since(quiet) + 1);
             return None;
         };
         Some(format!(
@@ -198,17 +193,22 @@ impl AgentWait {
         } else {
             start + self.after
         };
-        let missed = if self.missed.0 == quiet {
-            self.missed.1
-        } else {
-            0
-        };
+        let missed = self.missed_since(quiet);
         Some(match looked {
             Some(looked) if looked < settled && settled < due => settled,
             Some(looked) if due <= looked && missed <= 1 => looked + SETTLE,
             Some(looked) if due <= looked => looked + self.after,
             _ => due,
         })
+    }
+
+    /// Looks past the threshold that missed it in the quiet stretch that began at `quiet`.
+    fn missed_since(&self, quiet: Instant) -> u32 {
+        if self.missed.0 == quiet {
+            self.missed.1
+        } else {
+            0
+        }
     }
 
     /// Since when it wrote nothing, started, ran or ended no command in the foreground and

@@ -206,12 +206,8 @@ impl Detector {
         }
         // A prompt written and then waited on is a new episode, confirmed afresh.
         self.waiting = None;
-        if self.needs_input {
-            self.clear(AttentionKind::NeedsInput);
-        }
-        if self.quiet {
-            self.clear(AttentionKind::Quiet);
-        }
+        self.clear(AttentionKind::NeedsInput);
+        self.clear(AttentionKind::Quiet);
     }
 
     /// The operator typed into the command's terminal: whatever waited for them is answered.
@@ -220,9 +216,7 @@ impl Detector {
             agent.typed(at);
         }
         self.waiting = None;
-        if self.needs_input {
-            self.clear(AttentionKind::NeedsInput);
-        }
+        self.clear(AttentionKind::NeedsInput);
     }
 
     /// The agent said itself that it waits for its human (its own hook: a prompt for
@@ -264,7 +258,7 @@ impl Detector {
                     .collect();
                 self.last_sample = Some((at, ticks));
                 if let Some(agent) = self.agent.as_mut() {
-                    if agent.look(at, processes) && self.needs_input {
+                    if agent.look(at, processes) {
                         self.clear(AttentionKind::NeedsInput);
                     }
                 } else {
@@ -334,9 +328,7 @@ impl Detector {
             self.idle_since = self.idle_since.or(Some(start));
         } else {
             self.idle_since = None;
-            if self.quiet {
-                self.clear(AttentionKind::Quiet);
-            }
+            self.clear(AttentionKind::Quiet);
         }
     }
 
@@ -347,9 +339,7 @@ impl Detector {
             Some((p, blocked))
         });
         let Some((process, blocked)) = found else {
-            if self.needs_input {
-                self.clear(AttentionKind::NeedsInput);
-            }
+            self.clear(AttentionKind::NeedsInput);
             return;
         };
         let same = previous.as_ref().filter(|w| {
@@ -366,9 +356,7 @@ impl Detector {
             None => {
                 // It read since (or another process waits now): the episode, if one was
                 // open, is over.
-                if self.needs_input {
-                    self.clear(AttentionKind::NeedsInput);
-                }
+                self.clear(AttentionKind::NeedsInput);
                 Waiting {
                     pid: process.pid,
                     start_ticks: process.start_ticks,
@@ -465,76 +453,39 @@ impl Detector {
             return;
         }
         self.ended = true;
-        if self.needs_input {
-            self.clear(AttentionKind::NeedsInput);
-        }
-        if self.quiet {
-            self.clear(AttentionKind::Quiet);
-        }
-        if self.runaway.is_some() {
-            self.clear(AttentionKind::Runaway);
-        }
+        self.clear(AttentionKind::NeedsInput);
+        self.clear(AttentionKind::Quiet);
+        self.clear(AttentionKind::Runaway);
         let ran = at.saturating_duration_since(self.started);
         let ran_text = duration(ran);
-        // Its work was done: told as an exit 0, whatever signal then stopped it.
-        let ending = match ending {
-            Ending::Drained => Ending::Exited(ExitStatus {
-                code: Some(0),
-                signal: None,
-                core_dumped: false,
-            }),
-            ending => ending,
-        };
-        match ending {
-            Ending::ByHand | Ending::WithWhatRanIt => {}
-            Ending::SpawnFailed => {
-                self.raise(AttentionKind::Failed, "could not start".to_string());
-            }
+        let quick = (self.thresholds.failed_after).is_some_and(|after| ran < after);
+        let long = (self.thresholds.finished_after).is_some_and(|after| ran >= after);
+        let failed = |detail: String| Some((AttentionKind::Failed, detail));
+        let told = match ending {
+            Ending::ByHand | Ending::WithWhatRanIt => None,
+            Ending::SpawnFailed => failed("could not start".to_string()),
             Ending::OverBudget(budget) => {
-                let detail = format!("{} after {ran_text}", budget.ended_words());
-                self.raise(AttentionKind::Failed, detail);
+                failed(format!("{} after {ran_text}", budget.ended_words()))
             }
             Ending::TimedOut { silent, .. } => {
-                let detail = format!("timed out: no output for {}", duration(silent));
-                self.raise(AttentionKind::Failed, detail);
+                failed(format!("timed out: no output for {}", duration(silent)))
+            }
+            // A drained run's work was done: told as an exit 0, whatever signal then stopped it.
+            Ending::Drained | Ending::Exited(ExitStatus { code: Some(0), .. }) => {
+                long.then(|| (AttentionKind::Finished, format!("exit 0 after {ran_text}")))
             }
             // A quick failure of an agent's command: its row says it, nobody is called.
-            Ending::Exited(status)
-                if status.code != Some(0)
-                    && self
-                        .thresholds
-                        .failed_after
-                        .is_some_and(|after| ran < after) => {}
-            Ending::Drained => {}
-            Ending::Exited(status) => match (status.code, status.signal) {
-                (Some(0), _) => {
-                    if self
-                        .thresholds
-                        .finished_after
-                        .is_some_and(|after| ran >= after)
-                    {
-                        self.raise(AttentionKind::Finished, format!("exit 0 after {ran_text}"));
-                    }
-                }
-                (Some(code), _) => {
-                    self.raise(
-                        AttentionKind::Failed,
-                        format!("exit {code} after {ran_text}"),
-                    );
-                }
-                (None, signal) => {
-                    let name = signal
-                        .and_then(crate::protocol::ProcessSignal::from_number)
-                        .map_or_else(
-                            || format!("signal {}", signal.unwrap_or(0)),
-                            |s| format!("SIG{s}"),
-                        );
-                    self.raise(
-                        AttentionKind::Failed,
-                        format!("killed by {name} after {ran_text}"),
-                    );
+            Ending::Exited(_) if quick => None,
+            Ending::Exited(status) => match status.code {
+                Some(code) => failed(format!("exit {code} after {ran_text}")),
+                None => {
+                    let name = crate::protocol::signal_label(status.signal.unwrap_or(0));
+                    failed(format!("killed by {name} after {ran_text}"))
                 }
             },
+        };
+        if let Some((attention, detail)) = told {
+            self.raise(attention, detail);
         }
     }
 
@@ -577,13 +528,16 @@ impl Detector {
         self.out.push(EventKind::Attention { attention, detail });
     }
 
+    /// Ends the episode of `attention`, if one is open.
     fn clear(&mut self, attention: AttentionKind) {
-        match attention {
-            AttentionKind::NeedsInput => self.needs_input = false,
-            AttentionKind::Quiet => self.quiet = false,
-            AttentionKind::Runaway => self.runaway = None,
-            AttentionKind::Failed | AttentionKind::Finished => return,
+        let open = match attention {
+            AttentionKind::NeedsInput => std::mem::take(&mut self.needs_input),
+            AttentionKind::Quiet => std::mem::take(&mut self.quiet),
+            AttentionKind::Runaway => self.runaway.take().is_some(),
+            AttentionKind::Failed | AttentionKind::Finished => false,
+        };
+        if open {
+            self.out.push(EventKind::AttentionCleared { attention });
         }
-        self.out.push(EventKind::AttentionCleared { attention });
     }
 }

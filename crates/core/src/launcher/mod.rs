@@ -411,7 +411,6 @@ impl Launcher {
                     e.phase = Phase::Waiting;
                 }
             }
-            Input::Start(_) => {}
             Input::Stop(i) => self.stop_by_operator(i),
             Input::Spawned(i) => self.with_run(i, |f| f.spawned = true),
             Input::Ready(i) => self.with_run(i, |f| f.ready = true),
@@ -427,9 +426,9 @@ impl Launcher {
                     e.change_due = Some(now + DEBOUNCE);
                 }
             }
-            Input::FileChanged(_) => {}
             Input::Quit => self.quit(),
-            Input::Wake => {}
+            // Nothing starts or restarts once quitting.
+            Input::Start(_) | Input::FileChanged(_) | Input::Wake => {}
         }
         self.due(now);
         self.settle(now);
@@ -501,12 +500,7 @@ impl Launcher {
             e.phase = Phase::Ended;
         } else if e.restarts >= e.plan.max_restarts {
             e.phase = Phase::GaveUp;
-            let n = e.restarts;
-            let reason = format!(
-                "gave up after {n} restart{} ({})",
-                if n == 1 { "" } else { "s" },
-                how.of(&e.plan.name)
-            );
+            let reason = format!("{} ({})", gave_up(e.restarts), how.of(&e.plan.name));
             self.actions.push_back(Action::Fail { command: i, reason });
         } else {
             e.restarts += 1;
@@ -745,6 +739,12 @@ impl Launcher {
             }
         }
     }
+}
+
+/// `gave up after 3 restarts`: how the launcher and the list say it gave up.
+pub fn gave_up(restarts: u32) -> String {
+    let s = if restarts == 1 { "" } else { "s" };
+    format!("gave up after {restarts} restart{s}")
 }
 
 /// `2s`, `1.5s`, `300ms`.

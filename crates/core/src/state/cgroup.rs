@@ -59,7 +59,7 @@ impl Broker {
     /// The command's processes: its cgroup's members, or every descendant of this subreaper.
     pub(super) fn walk(&self) -> TreeWalk {
         TreeWalk {
-            root: self.pid,
+            root: self.host.pid,
             // The notify command's runs are the broker's children, not the command's.
             pruned: self.attention.notifier_pids(),
             in_cgroup: self.cgroup.is_some(),
@@ -146,17 +146,12 @@ impl Broker {
         });
     }
 
-    /// What the tree cost, into `result.json`: `memory_peak` is the cgroup's, if it had one
+    /// What the tree cost, into `result.json`, with the cgroup's `memory.peak` if it had one
     /// (see [`crate::cost`] for which figure is taken and why). Nothing ran,
     /// nothing to say.
     /// `children`: the reaped children's CPU milliseconds and largest RSS in bytes, as the
     /// kernel accounts them.
-    pub(super) fn record_cost(
-        &mut self,
-        memory_peak: Option<u64>,
-        sampled: &cost::SampledCost,
-        children: (u64, u64),
-    ) {
+    pub(super) fn record_cost(&mut self, sampled: &cost::SampledCost, children: (u64, u64)) {
         if self.child.is_none() {
             return;
         }
@@ -165,7 +160,7 @@ impl Broker {
         let (children_cpu_ms, children_max_rss_bytes) = children;
         let (cpu_ms, peak) = cost::command_cost(&cost::CostSources {
             cgroup_cpu_usec: self.result.cgroup_cpu_usec,
-            cgroup_memory_peak: memory_peak,
+            cgroup_memory_peak: self.memory_peak,
             sampled_cpu_ms: sampled.cpu_ticks() * 1000 / ticks,
             sampled_peak_rss_bytes: sampled.peak_rss_pages() * page,
             children_cpu_ms,

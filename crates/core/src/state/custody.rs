@@ -13,13 +13,7 @@ use crate::protocol::{EventKind, LeftoversEnd, LeftoversRecord, Origin, Peer};
 pub(super) struct Custody {
     since: Instant,
     /// When the rule's longest custody is over.
-    until: Option<Instant>,
-}
-
-impl Custody {
-    pub(super) fn deadline(&self) -> Option<Instant> {
-        self.until
-    }
+    pub(super) until: Option<Instant>,
 }
 
 /// What a stop sequence's origin means for leftovers kept in custody.
@@ -161,7 +155,7 @@ impl Broker {
         if self
             .custody
             .as_ref()
-            .and_then(Custody::deadline)
+            .and_then(|custody| custody.until)
             .is_some_and(|until| now >= until)
         {
             self.stop_leftovers(LeftoversEnd::MaxDuration, None, None);

@@ -156,8 +156,6 @@ pub struct Broker {
     /// The time of the input being handled.
     now: Instant,
     start: Instant,
-    started_ms: u64,
-    pid: i32,
     request: LaunchRequest,
     /// How notifications name the command.
     names: CommandNames,
@@ -182,7 +180,6 @@ pub struct Broker {
     /// it right after its last reaping ([`Input::Reaped`]); only a reaping (or the spawn)
     /// changes it, since an orphan re-parented here comes from a child.
     children_left: bool,
-    failure: Option<Failure>,
     phase: Phase,
     stop: Option<StopSequence>,
     stop_done: bool,
@@ -253,9 +250,7 @@ impl Broker {
         let attention = attention::Attention::new(&request.attention);
         let Now { at: now, wall_ms } = now;
         Broker {
-            started_ms: wall_ms,
             wall_ms,
-            pid: host.pid,
             host,
             now,
             start,
@@ -271,7 +266,6 @@ impl Broker {
             stop_client: None,
             child: None,
             children_left: false,
-            failure: None,
             phase: Phase::Running,
             stop: None,
             stop_done: false,
@@ -285,7 +279,10 @@ impl Broker {
             last_walk: None,
             memory_peak: None,
             tree_walks: ScanSchedule::new(now),
-            result: CommandResult::default(),
+            result: CommandResult {
+                started_ms: wall_ms,
+                ..CommandResult::default()
+            },
             cgroup: None,
             cgroup_name: None,
             cgroup_state: CgroupState::Empty,
@@ -411,7 +408,7 @@ impl Broker {
     }
 
     pub(super) fn spawn_failed(&mut self, code: String, message: String) {
-        self.failure = Some(Failure {
+        self.result.failure = Some(Failure {
             stage: Stage::Spawn,
             code: code.clone(),
             message: message.clone(),
@@ -647,16 +644,14 @@ impl Broker {
         cost: &SampledCost,
         children: (u64, u64),
     ) {
-        self.record_cost(self.memory_peak, cost, children);
+        self.record_cost(cost, children);
         if let Some(event) = record {
             self.record_tree(event);
         }
         self.result.stdout = self.streams[0].totals();
         self.result.stderr = self.streams[1].totals();
-        self.result.failure = self.failure.clone();
-        self.result.started_ms = self.started_ms;
         self.result.ended_ms = self.wall_ms;
-        self.result.duration_ms = self.result.ended_ms.saturating_sub(self.started_ms);
+        self.result.duration_ms = self.result.ended_ms.saturating_sub(self.result.started_ms);
         // In the journal before `result.json` says the command is over: a reader that finds
         // the result (a test, the MCP server, a watch) finds the events up to `close` too,
         // the exit and the last tree among them, not still in the writer's buffer.

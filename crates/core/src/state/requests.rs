@@ -446,7 +446,7 @@ impl Broker {
         };
         let group = self.live_group();
         let (mut sequence, plan) = StopSequence::begin(origin, grace, self.now);
-        sequence.delay_first_sweep(sweep_jitter(self.pid, self.wall_ms));
+        sequence.delay_first_sweep(sweep_jitter(self.host.pid, self.wall_ms));
         self.stop = Some(sequence);
         // Journaled as delivered ([`Input::Signalled`]), in this place in the journal.
         self.outputs.push_back(Output::Signal { plan, walk, group });

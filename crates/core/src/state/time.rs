@@ -13,93 +13,85 @@ impl Broker {
     /// The next moment at which [`Broker::tick`] has something to do: hand the broker
     /// [`Input::Tick`](super::Input::Tick) then.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next: Vec<Instant> = Vec::new();
-        if let Some(p) = &self.pending {
-            next.push(p.since + OUTPUT_COALESCE);
-        }
-        if let Some(p) = &self.pending_input {
-            next.push(p.since + INPUT_COALESCE);
-        }
-        if let Some(until) = self.custody.as_ref().and_then(|c| c.deadline()) {
-            next.push(until);
-        }
-        // A front end let go sends no more pings.
-        if let (Some(hb), false, false) = (
-            self.request.heartbeat,
-            self.unresponsive,
-            self.parent_detached,
-        ) {
-            next.push(self.last_ping + hb * 3);
-        }
-        if let (Some(timeout), Phase::Running, None) =
-            (self.request.no_output_timeout, self.phase, &self.stop)
-        {
-            next.push(self.last_output + timeout);
-        }
-        if let Some(until) = self.drain_deadline() {
-            next.push(until);
-        }
-        next.extend(self.budget_deadline());
-        next.extend(self.copy_deadline());
-        if let (Some(stop), false) = (&self.stop, self.stop_done) {
-            next.push(stop.next_wake());
-        }
-        if self.child.is_some() && self.phase != Phase::Done && !self.tree_paused() {
-            next.push(self.tree_walks.next());
-        }
-        next.extend(self.attention_deadline());
-        next.extend(self.ready_deadline());
-        match self.phase {
-            Phase::Draining { since } => {
-                next.push(
-                    self.drain_until
-                        .unwrap_or(since + DRAIN_IDLE)
-                        .min(since + DRAIN_CAP),
-                );
-            }
-            Phase::Closing { until } => next.push(until),
-            _ => {}
-        }
-        next.into_iter().min()
+        let phase = match self.phase {
+            Phase::Draining { since } => Some(
+                self.drain_until
+                    .unwrap_or(since + DRAIN_IDLE)
+                    .min(since + DRAIN_CAP),
+            ),
+            Phase::Closing { until } => Some(until),
+            _ => None,
+        };
+        [
+            self.pending.as_ref().map(|p| p.since + OUTPUT_COALESCE),
+            self.pending_input
+                .as_ref()
+                .map(|p| p.since + INPUT_COALESCE),
+            self.custody.as_ref().and_then(|c| c.until),
+            self.heartbeat_deadline(),
+            self.watchdog_deadline(),
+            self.drain_deadline(),
+            self.budget_deadline(),
+            self.copy_deadline(),
+            (self.stop.as_ref())
+                .filter(|_| !self.stop_done)
+                .map(|stop| stop.next_wake()),
+            self.walks_tree().then(|| self.tree_walks.next()),
+            self.attention_deadline(),
+            self.ready_deadline(),
+            phase,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// When the parent's silence is `parent_unresponsive`: three heartbeats without a ping,
+    /// once (a front end let go sends no more pings).
+    fn heartbeat_deadline(&self) -> Option<Instant> {
+        let hb = self.request.heartbeat?;
+        (!self.unresponsive && !self.parent_detached).then(|| self.last_ping + hb * 3)
+    }
+
+    /// When the command's silence starts the watchdog's stop, while it runs and no stop does.
+    fn watchdog_deadline(&self) -> Option<Instant> {
+        let timeout = self.request.no_output_timeout?;
+        (self.phase == Phase::Running && self.stop.is_none()).then(|| self.last_output + timeout)
+    }
+
+    /// Whether the tree is walked on its own schedule now.
+    fn walks_tree(&self) -> bool {
+        self.child.is_some() && self.phase != Phase::Done && !self.tree_paused()
     }
 
     /// Does whatever is due at `now`. `pipes_open` says whether either output pipe is open.
     pub(super) fn tick(&mut self, pipes_open: bool) {
         let now = self.now;
-        if self
-            .pending
-            .as_ref()
-            .is_some_and(|p| now >= p.since + OUTPUT_COALESCE)
-        {
+        let due = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+        if due(self.pending.as_ref().map(|p| p.since + OUTPUT_COALESCE)) {
             self.flush_output();
         }
-        if self
+        if due(self
             .pending_input
             .as_ref()
-            .is_some_and(|p| now >= p.since + INPUT_COALESCE)
+            .map(|p| p.since + INPUT_COALESCE))
         {
             self.flush_input();
         }
-        if let (Some(hb), false) = (self.request.heartbeat, self.parent_detached) {
+        if due(self.heartbeat_deadline()) {
+            self.unresponsive = true;
             let silent = now.saturating_duration_since(self.last_ping);
-            if !self.unresponsive && silent >= hb * 3 {
-                self.unresponsive = true;
-                self.emit(EventKind::ParentUnresponsive {
-                    silent_ms: silent.as_millis() as u64,
-                });
-            }
+            self.emit(EventKind::ParentUnresponsive {
+                silent_ms: silent.as_millis() as u64,
+            });
         }
-        if let (Some(timeout), Phase::Running, None) =
-            (self.request.no_output_timeout, self.phase, &self.stop)
-        {
+        if due(self.watchdog_deadline()) {
             let silent = now.saturating_duration_since(self.last_output);
-            if silent >= timeout {
-                self.result.response_timeout = true;
-                self.emit(EventKind::ResponseTimeout {
-                    silent_ms: silent.as_millis() as u64,
-                });
-                self.start_stop(Origin::Watchdog);
-            }
+            self.result.response_timeout = true;
+            self.emit(EventKind::ResponseTimeout {
+                silent_ms: silent.as_millis() as u64,
+            });
+            self.start_stop(Origin::Watchdog);
         }
         self.check_drain_deadline(now);
         self.check_budgets(now);
@@ -107,11 +99,7 @@ impl Broker {
         self.advance_stop(now);
         self.attention_tick(now);
         self.ready_tick(now);
-        if self.child.is_some()
-            && self.phase != Phase::Done
-            && !self.tree_paused()
-            && self.tree_walks.is_due(now)
-        {
+        if self.walks_tree() && self.tree_walks.is_due(now) {
             self.sample_tree();
         }
         self.advance_phase(now, pipes_open);

@@ -24,7 +24,7 @@ const SEARCH_BATCH: u64 = 1024 * 1024;
 
 /// Lines rendered before the first one asked for, to learn the style in effect where it
 /// starts (a colour set on one line and reset lines later).
-const PEN_LOOKBACK: usize = 64;
+pub(super) const PEN_LOOKBACK: usize = 64;
 
 /// Blocks whose line starts are kept resolved: what a screen shows spans one or two.
 const CACHED_BLOCKS: usize = 8;

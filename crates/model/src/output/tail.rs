@@ -7,7 +7,7 @@
 use std::io;
 use std::ops::Range;
 
-use super::stream::{MAX_LINE_BYTES, StreamFile};
+use super::stream::{MAX_LINE_BYTES, PEN_LOOKBACK, StreamFile};
 use super::style::{Style, StyledLine};
 
 /// Bytes read backwards at once.
@@ -16,10 +16,6 @@ pub const TAIL_CHUNK: u64 = 64 * 1024;
 /// Bytes read backwards at most for one call once some line is found: long lines cost a
 /// bounded read, not one of their whole length.
 const TAIL_READ: u64 = 4 << 20;
-
-/// Lines rendered before the first one asked for, to learn the style in effect (as the
-/// forward reader does).
-const PEN_LOOKBACK: usize = 64;
 
 /// The last lines of a stream's first `end` bytes, found backwards, and read on demand.
 #[derive(Debug)]

@@ -101,11 +101,6 @@ impl Default for AttentionRequest {
 }
 
 impl AttentionRequest {
-    /// Whether the request says nothing a default would not (left out of `command.json`).
-    pub fn is_default(&self) -> bool {
-        *self == AttentionRequest::default()
-    }
-
     /// No detection, no notification.
     pub fn off() -> AttentionRequest {
         AttentionRequest {

@@ -114,7 +114,7 @@ pub struct LaunchRequest {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mirror: bool,
     /// Where the command's stdin comes from.
-    #[serde(default, skip_serializing_if = "StdinSource::is_null")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub stdin: StdinSource,
     /// The session and command directory the command is journaled in, which the broker
     /// exports to it (`TETHER_SESSION`, `TETHER_BROKER_ID`) so that nested tether calls join
@@ -135,7 +135,7 @@ pub struct LaunchRequest {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merge_stderr: bool,
     /// Limits on the command's cgroup (`pids.max`, `memory.max`), where it has one.
-    #[serde(default, skip_serializing_if = "Limits::is_empty")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub limits: Limits,
     /// What becomes of processes the command leaves running (default: stopped with it).
     #[serde(default, skip_serializing_if = "LeftoversRule::is_stop")]
@@ -165,7 +165,7 @@ pub struct LaunchRequest {
     pub drain: Option<Duration>,
     /// Attention thresholds and the notify command (see `protocol::attention`); absent in
     /// an older request: the defaults, and no notify command.
-    #[serde(default, skip_serializing_if = "AttentionRequest::is_default")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub attention: AttentionRequest,
     /// How the command proves it is ready (`ready_*` in tether.toml); absent: it is never
     /// `ready`, only running.
@@ -363,12 +363,6 @@ pub enum StdinSource {
     Terminal,
 }
 
-impl StdinSource {
-    pub fn is_null(&self) -> bool {
-        *self == StdinSource::Null
-    }
-}
-
 /// A command's place in the journal: its session id and its directory there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "SessionRefFields", into = "SessionRefFields")]
@@ -418,8 +412,9 @@ impl From<SessionRef> for SessionRefFields {
     }
 }
 
-/// For `skip_serializing_if`: a count or a size that is zero is left out of the JSON.
-pub fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+/// For `skip_serializing_if`: a value at its default (a count of zero, no limits, the
+/// default thresholds) is left out of the JSON.
+pub fn is_default<T: Default + PartialEq>(n: &T) -> bool {
     *n == T::default()
 }
 
@@ -431,10 +426,12 @@ fn default_max_output() -> u64 {
     DEFAULT_MAX_OUTPUT
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
-    /// The command's process group and every descendant, escapees included.
+    /// The command's process group and every descendant, escapees included (what a request
+    /// that names no scope means).
+    #[default]
     Group,
     /// One descendant process.
     Pid,
@@ -696,7 +693,7 @@ pub enum EventKind {
     /// much was already waiting). Consecutive input is journaled as one event a second.
     Input {
         bytes: u64,
-        #[serde(default, skip_serializing_if = "is_zero")]
+        #[serde(default, skip_serializing_if = "is_default")]
         dropped: u64,
     },
     /// The command's terminals were given a new size.
@@ -1021,7 +1018,7 @@ pub struct StreamTotals {
     pub stored: u64,
     /// Bytes that never reached the caller of `tether exec` or the shim: its copy was given
     /// up once the command had ended (`output_undelivered`).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub undelivered: u64,
 }
 

@@ -19,7 +19,7 @@ pub use leftovers::*;
 pub use messages::*;
 pub use millis::MAX_INTERVAL;
 pub use request::*;
-pub use signal::ProcessSignal;
+pub use signal::{ProcessSignal, signal_label};
 pub use trace::TraceContext;
 
 /// The files of a command's journal directory, as its broker writes them and every front end

@@ -23,7 +23,7 @@ pub enum Request {
     /// A signal to the command's tree (`group`) or to one process of it (`pid`).
     Signal {
         signal: ProcessSignal,
-        #[serde(default = "group_scope")]
+        #[serde(default)]
         scope: Scope,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<i32>,
@@ -55,10 +55,6 @@ pub enum Request {
     AgentWaiting {
         what: String,
     },
-}
-
-fn group_scope() -> Scope {
-    Scope::Group
 }
 
 /// The two ways to a broker.

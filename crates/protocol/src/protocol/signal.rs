@@ -152,6 +152,14 @@ impl ProcessSignal {
     }
 }
 
+/// `SIGTERM` for 15, `signal 99` for a number that is no signal: how every view, and the
+/// broker's `failed` attention, name the signal that ended a process.
+pub fn signal_label(sig: i32) -> String {
+    ProcessSignal::from_number(sig)
+        .map(|s| format!("SIG{s}"))
+        .unwrap_or_else(|| format!("signal {sig}"))
+}
+
 impl fmt::Display for ProcessSignal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
