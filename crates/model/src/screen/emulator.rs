@@ -16,6 +16,10 @@ use crate::output::sanitize::incomplete_utf8_suffix;
 /// The smallest screen the emulator takes (alacritty's own minimum is 2 columns, 1 line).
 const MIN_ROWS: u16 = 1;
 const MIN_COLS: u16 = 2;
+/// The largest: above any real terminal, so that a size read from a journal (a command's
+/// terminal) never makes a screen of billions of cells.
+const MAX_ROWS: u16 = 500;
+const MAX_COLS: u16 = 1000;
 
 /// A screen size for the emulator: no scrollback, only what is on screen.
 #[derive(Debug, Clone, Copy)]
@@ -40,8 +44,8 @@ impl Dimensions for Size {
 
 fn size(rows: u16, cols: u16) -> Size {
     Size {
-        rows: rows.max(MIN_ROWS) as usize,
-        cols: cols.max(MIN_COLS) as usize,
+        rows: rows.clamp(MIN_ROWS, MAX_ROWS) as usize,
+        cols: cols.clamp(MIN_COLS, MAX_COLS) as usize,
     }
 }
 
@@ -70,8 +74,8 @@ impl ScreenEmulator {
         ScreenEmulator {
             term: Term::new(config, &size(rows, cols), VoidListener),
             processor: Processor::new(),
-            rows: rows.max(MIN_ROWS),
-            cols: cols.max(MIN_COLS),
+            rows: rows.clamp(MIN_ROWS, MAX_ROWS),
+            cols: cols.clamp(MIN_COLS, MAX_COLS),
             held: Vec::new(),
             scratch: Vec::new(),
         }
@@ -85,7 +89,10 @@ impl ScreenEmulator {
     /// Resizes the screen as a terminal window would be (lines reflow; a program that
     /// follows its terminal's size redraws when told, later in its output).
     pub fn resize(&mut self, rows: u16, cols: u16) {
-        let (rows, cols) = (rows.max(MIN_ROWS), cols.max(MIN_COLS));
+        let (rows, cols) = (
+            rows.clamp(MIN_ROWS, MAX_ROWS),
+            cols.clamp(MIN_COLS, MAX_COLS),
+        );
         if (rows, cols) != (self.rows, self.cols) {
             self.term.resize(size(rows, cols));
             (self.rows, self.cols) = (rows, cols);
@@ -303,6 +310,10 @@ mod tests {
         // A zero size is taken as the smallest screen, never a panic.
         screen.resize(0, 0);
         assert_eq!(screen.size(), (1, 2));
+        // Nor a screen of billions of cells.
+        screen.resize(u16::MAX, u16::MAX);
+        assert_eq!(screen.size(), (MAX_ROWS, MAX_COLS));
+        assert_eq!(ScreenEmulator::new(u16::MAX, 80).size(), (MAX_ROWS, 80));
         screen.feed("wide 中文 and more\n".as_bytes());
     }
 

@@ -68,8 +68,13 @@ impl App {
             }
             // A terminal's program drew for the size its terminal had: emulated at any other
             // (the pane's), its cursor moves land in the wrong cells. The pane shows what fits.
-            let (rows, cols) = match terminal.filter(|t| t.has(stream)) {
-                Some(terminal) => (terminal.size.rows, terminal.size.cols),
+            // A size of nothing (an old or damaged journal) is no size: the pane's then.
+            let size = terminal
+                .filter(|t| t.has(stream))
+                .map(|t| t.size)
+                .filter(|size| size.rows > 0 && size.cols > 0);
+            let (rows, cols) = match size {
+                Some(size) => (size.rows, size.cols),
                 None => (
                     self.geometry.output_rows[i] as u16,
                     self.geometry.output_cols[i] as u16,
