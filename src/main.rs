@@ -650,12 +650,9 @@ fn parse_ready_http(url: &str) -> Result<String, String> {
     checked.map(|_| url.to_string()).map_err(|e| e.to_string())
 }
 
-/// As `ready_exec` in tether.toml: a shell command, not blank (`sh -c ''` exits 0 at once).
+/// As `ready_exec` in tether.toml.
 fn parse_ready_exec(shell: &str) -> Result<String, String> {
-    if shell.trim().is_empty() {
-        return Err("is empty; give a shell command that exits 0 once the command is ready, like \"pg_isready\"".into());
-    }
-    Ok(shell.to_string())
+    config::ready::exec_probe(shell).map(|()| shell.to_string())
 }
 
 /// As `ready_timeout` and `ready_interval` in tether.toml: a duration above 0.

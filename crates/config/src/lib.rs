@@ -24,7 +24,7 @@ pub mod naming;
 pub mod notify;
 pub mod otlp;
 pub mod procfile;
-mod ready;
+pub mod ready;
 pub mod user;
 mod values;
 

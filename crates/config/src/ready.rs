@@ -57,15 +57,8 @@ impl ReadyKeys {
         }
         if let Some(shell) = self.exec {
             let place = shell.span().start;
-            if shell.get_ref().trim().is_empty() {
-                return fail(place, "ready_exec", "is empty; give a shell command that exits 0 once the command is ready, like \"pg_isready\"".into());
-            }
-            if shell.get_ref().contains('\0') {
-                return fail(
-                    place,
-                    "ready_exec",
-                    "must not contain a NUL character".into(),
-                );
+            if let Err(why) = exec_probe(shell.get_ref()) {
+                return fail(place, "ready_exec", why);
             }
             let shell = shell.into_inner();
             given.push(("ready_exec", place, ReadyProbe::Exec { shell }));
@@ -116,4 +109,15 @@ fn tcp_probe(value: &Value) -> Result<ReadyProbe, String> {
         }
     };
     Ok(ReadyProbe::Tcp { host, port })
+}
+
+/// A `ready_exec` (`--ready-exec`): a shell command, not blank (`sh -c ''` exits 0 at once).
+pub fn exec_probe(shell: &str) -> Result<(), String> {
+    if shell.trim().is_empty() {
+        return Err("is empty; give a shell command that exits 0 once the command is ready, like \"pg_isready\"".into());
+    }
+    if shell.contains('\0') {
+        return Err("must not contain a NUL character".into());
+    }
+    Ok(())
 }
