@@ -221,8 +221,8 @@ async fn run_inner(start: Instant, inherited: Inherited) -> io::Result<i32> {
         let _ = tether_os::journal_link::create(&identity, Path::new(&request.journal_dir));
         let events = EventLog::create(&dir)?;
         let streams = [
-            StreamLog::create(&dir, Stream::Stdout, u64::MAX)?,
-            StreamLog::create(&dir, Stream::Stderr, u64::MAX)?,
+            StreamLog::create(&dir, Stream::Stdout)?,
+            StreamLog::create(&dir, Stream::Stderr)?,
         ];
         Ok(JournalFiles {
             dir,

@@ -51,24 +51,23 @@ pub struct Stored {
     pub capped: Option<(CapReason, String)>,
 }
 
-/// The raw bytes of one stream. Everything is counted; bytes are stored until the cap or
-/// until the disk refuses them, and never block the command.
+/// The raw bytes of one stream. Everything is counted; bytes are stored until the disk
+/// refuses them (the journal's cap, `--max-output`, is the broker's state's: it stops
+/// passing them on), and never block the command.
 pub struct StreamLog {
     stream: Stream,
     file: File,
-    max: u64,
     total: u64,
     stored: u64,
     capped: bool,
 }
 
 impl StreamLog {
-    pub fn create(dir: &JournalDir, stream: Stream, max: u64) -> io::Result<Self> {
+    pub fn create(dir: &JournalDir, stream: Stream) -> io::Result<Self> {
         let file = dir.create_file(stream.file_name(), false)?;
         Ok(StreamLog {
             stream,
             file,
-            max,
             total: 0,
             stored: 0,
             capped: false,
@@ -92,9 +91,7 @@ impl StreamLog {
                 capped: None,
             };
         }
-        let room = self.max.saturating_sub(self.stored);
-        let keep = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
-        let capped = match self.write_fully(keep) {
+        let capped = match self.write_fully(chunk) {
             Err(err) => {
                 let (reason, why) = match err.raw_os_error().map(Errno::from_raw) {
                     Some(Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG) => {
@@ -108,14 +105,6 @@ impl StreamLog {
                 );
                 Some((reason, message))
             }
-            Ok(()) if keep.len() < chunk.len() => Some((
-                CapReason::Limit,
-                format!(
-                    "{} reached its cap of {} bytes; further bytes are counted, not stored (raise it with --max-output)",
-                    self.stream.file_name(),
-                    self.max
-                ),
-            )),
             Ok(()) => None,
         };
         self.capped = capped.is_some();
@@ -148,22 +137,23 @@ mod tests {
     }
 
     #[test]
-    fn stream_log_caps_mid_chunk_and_keeps_counting() {
+    fn stream_log_stores_each_chunk_at_its_offset() {
         let dir = crate::testing::private_tempdir();
-        let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stdout, 5).unwrap();
+        let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stdout).unwrap();
         assert_eq!(log.write(b"abc"), Stored::default());
         let second = log.write(b"defg");
-        assert_eq!(second.offset, 3);
-        assert_eq!(second.capped.map(|c| c.0), Some(CapReason::Limit));
-        assert_eq!(log.write(b"hij").offset, 7);
-        assert_eq!((log.total(), log.stored()), (10, 5));
-        assert_eq!(fs::read(dir.path().join("j/stdout.log")).unwrap(), b"abcde");
+        assert_eq!((second.offset, second.capped), (3, None));
+        assert_eq!((log.total(), log.stored()), (7, 7));
+        assert_eq!(
+            fs::read(dir.path().join("j/stdout.log")).unwrap(),
+            b"abcdefg"
+        );
     }
 
     #[test]
     fn full_disk_stops_storing_without_failing() {
         let dir = crate::testing::private_tempdir();
-        let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stderr, 100).unwrap();
+        let mut log = StreamLog::create(&journal_dir(&dir), Stream::Stderr).unwrap();
         log.file = OpenOptions::new().write(true).open("/dev/full").unwrap();
         let stored = log.write(b"bytes");
         assert_eq!(stored.capped.map(|c| c.0), Some(CapReason::DiskFull));
