@@ -14,25 +14,14 @@
 //! overflowed (events lost), every command with globs is taken as changed.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use nix::sys::inotify::{AddWatchFlags, WatchDescriptor};
 use tether_core::launcher::GlobSet;
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
+use tether_os::journal::watcher::{AsyncInotify, Readiness};
 
 /// Directories never descended into below a glob's start.
 const SKIPPED: [&str; 3] = [".git", "target", "node_modules"];
-
-struct Instance(Inotify);
-
-impl AsRawFd for Instance {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_fd().as_raw_fd()
-    }
-}
 
 /// A command's globs and the directory they are relative to.
 struct Watcher {
@@ -45,7 +34,7 @@ struct Watcher {
 type Depth = Option<usize>;
 
 pub(super) struct ChangeWatcher {
-    fd: Rc<AsyncFd<Instance>>,
+    fd: AsyncInotify,
     /// Each watched directory and how deep below it is watched.
     dirs: HashMap<WatchDescriptor, (PathBuf, Depth)>,
     /// The watched directories' descriptors.
@@ -57,17 +46,6 @@ pub(super) struct ChangeWatcher {
     troubled: bool,
 }
 
-/// The descriptor's readiness, owned, for the event loop's `select!`.
-pub(super) struct Readiness(Rc<AsyncFd<Instance>>);
-
-impl Readiness {
-    pub(super) async fn wait(&self) {
-        if let Ok(mut guard) = self.0.readable().await {
-            guard.clear_ready();
-        }
-    }
-}
-
 impl ChangeWatcher {
     /// Watches for `(command, base directory, globs)`; `None` when nothing asks, and the
     /// reason when inotify cannot be had (the commands then run without it).
@@ -77,14 +55,10 @@ impl ChangeWatcher {
         if wanted.is_empty() {
             return Ok(None);
         }
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
-            .map_err(|e| format!("restart_on_change: inotify is unavailable ({e})"))?;
-        // SAFETY: the `Inotify` owns its descriptor and closes it only when dropped, with the
-        // `AsyncFd` that holds it.
-        let fd = unsafe { AsyncFd::register_with_interest(Instance(inotify), Interest::READABLE) }
+        let fd = AsyncInotify::new()
             .map_err(|e| format!("restart_on_change: inotify is unavailable ({e})"))?;
         let mut watcher = ChangeWatcher {
-            fd: Rc::new(fd),
+            fd,
             dirs: HashMap::new(),
             watched: HashMap::new(),
             watchers: Vec::new(),
@@ -109,8 +83,9 @@ impl ChangeWatcher {
         Ok(Some(watcher))
     }
 
+    /// The descriptor's readiness, owned, for the event loop's `select!`.
     pub(super) fn readiness(&self) -> Readiness {
-        Readiness(Rc::clone(&self.fd))
+        self.fd.readiness()
     }
 
     /// Why a directory could not be watched (the watches used up), once: the TUI says it.
@@ -138,7 +113,7 @@ impl ChangeWatcher {
                     | AddWatchFlags::IN_DELETE
                     | AddWatchFlags::IN_MOVED_TO
                     | AddWatchFlags::IN_MOVED_FROM;
-                match self.fd.get_ref().0.add_watch(dir, flags) {
+                match self.fd.inotify().add_watch(dir, flags) {
                     Ok(wd) => {
                         self.dirs.insert(wd, (dir.to_path_buf(), depth));
                         self.watched.insert(dir.to_path_buf(), wd);
@@ -183,7 +158,7 @@ impl ChangeWatcher {
     pub(super) fn drain(&mut self) -> Vec<usize> {
         let mut changed = HashSet::new();
         loop {
-            let events = match self.fd.get_ref().0.read_events() {
+            let events = match self.fd.inotify().read_events() {
                 Ok(events) if !events.is_empty() => events,
                 Err(nix::errno::Errno::EINTR) => continue,
                 _ => break,

@@ -36,7 +36,7 @@ pub enum WatchError {
 }
 
 pub struct JournalWatcher {
-    fd: Rc<AsyncFd<Instance>>,
+    fd: AsyncInotify,
     by_wd: HashMap<WatchDescriptor, Watched>,
     by_path: HashMap<PathBuf, WatchDescriptor>,
 }
@@ -50,17 +50,35 @@ impl AsRawFd for Instance {
     }
 }
 
+/// A non-blocking inotify instance registered with tokio's reactor (the journals' watcher's
+/// and the launcher's `restart_on_change`); needs a tokio runtime.
+pub struct AsyncInotify(Rc<AsyncFd<Instance>>);
+
+impl AsyncInotify {
+    pub fn new() -> std::io::Result<AsyncInotify> {
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
+        // SAFETY: the `Inotify` owns its descriptor, never replaces it and closes it only when
+        // dropped, with the `AsyncFd` that holds it.
+        let fd = unsafe { AsyncFd::register_with_interest(Instance(inotify), Interest::READABLE) }?;
+        Ok(AsyncInotify(Rc::new(fd)))
+    }
+
+    pub fn inotify(&self) -> &Inotify {
+        &self.0.get_ref().0
+    }
+
+    /// The descriptor's readiness, owned: waited on in the event loop while the watcher is
+    /// borrowed elsewhere.
+    pub fn readiness(&self) -> Readiness {
+        Readiness(Rc::clone(&self.0))
+    }
+}
+
 impl JournalWatcher {
     /// A watcher watching nothing yet; needs a tokio runtime.
     pub fn new() -> Result<JournalWatcher, WatchError> {
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
-            .map_err(|e| WatchError::Unavailable(e.into()))?;
-        // SAFETY: the `Inotify` owns its descriptor, never replaces it and closes it only when
-        // dropped, with the `AsyncFd` that holds it.
-        let fd = unsafe { AsyncFd::register_with_interest(Instance(inotify), Interest::READABLE) }
-            .map_err(|e| WatchError::Unavailable(e.into()))?;
         Ok(JournalWatcher {
-            fd: Rc::new(fd),
+            fd: AsyncInotify::new().map_err(WatchError::Unavailable)?,
             by_wd: HashMap::new(),
             by_path: HashMap::new(),
         })
@@ -86,7 +104,7 @@ impl JournalWatcher {
                     made | AddWatchFlags::IN_MODIFY | AddWatchFlags::IN_CLOSE_WRITE
                 }
             };
-        let wd = match self.fd.get_ref().0.add_watch(watched.path(), flags) {
+        let wd = match self.fd.inotify().add_watch(watched.path(), flags) {
             Ok(wd) => wd,
             Err(Errno::ENOSPC) => return Err(WatchError::Exhausted),
             Err(err) => {
@@ -109,7 +127,7 @@ impl JournalWatcher {
         if let Some(wd) = self.by_path.remove(path) {
             self.by_wd.remove(&wd);
             // Fails only if the kernel dropped it already (the directory was removed).
-            let _ = self.fd.get_ref().0.rm_watch(wd);
+            let _ = self.fd.inotify().rm_watch(wd);
         }
     }
 
@@ -118,17 +136,16 @@ impl JournalWatcher {
         self.by_wd.len()
     }
 
-    /// The descriptor's readiness, owned: waited on in the event loop while the watcher is
-    /// borrowed elsewhere.
+    /// The descriptor's readiness (see [`AsyncInotify::readiness`]).
     pub fn readiness(&self) -> Readiness {
-        Readiness(Rc::clone(&self.fd))
+        self.fd.readiness()
     }
 
     /// Every change queued now, in the order the kernel saw them.
     pub fn drain(&mut self) -> Vec<Change> {
         let mut changes = Vec::new();
         loop {
-            let events = match self.fd.get_ref().0.read_events() {
+            let events = match self.fd.inotify().read_events() {
                 Ok(events) if !events.is_empty() => events,
                 Err(Errno::EINTR) => continue,
                 // EAGAIN: nothing more queued. Anything else would repeat: stop here.
@@ -157,7 +174,7 @@ impl JournalWatcher {
     }
 }
 
-/// Resolves when the watcher has events queued (see [`JournalWatcher::readiness`]).
+/// Resolves when an [`AsyncInotify`] has events queued.
 pub struct Readiness(Rc<AsyncFd<Instance>>);
 
 impl Readiness {
