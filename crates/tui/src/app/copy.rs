@@ -85,7 +85,8 @@ impl App {
         self.deliver(&text, &what, cut);
     }
 
-    /// Copies what the screen view of `stream` shows.
+    /// Copies the screen of `stream`'s screen view, whole: what a pane smaller than the
+    /// command's terminal cuts off too.
     pub(super) fn copy_screen(&mut self, stream: Stream) {
         match self.screen_text(stream) {
             Some(text) => self.deliver(&text, "the screen", false),

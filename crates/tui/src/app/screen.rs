@@ -32,11 +32,18 @@ impl App {
         let run = command.map(|c| (selected, c.run));
         let dir = command.and_then(|c| c.journal_dir.clone());
         let terminal = command.and_then(|c| c.terminal);
+        // An agent's own row shows its terminal's screen: its prompt, its status line and its
+        // answers are drawn there, where the line log holds the drawing (`v` gives it).
+        let agents_screen =
+            command.is_some_and(|c| c.is_session_owner()) && terminal.is_some_and(|t| t.stdout);
         if self.screens.run != run {
             self.screens = PaneScreens {
                 run,
                 ..PaneScreens::default()
             };
+            if agents_screen {
+                self.view.outputs[Stream::Stdout as usize].screen = true;
+            }
         }
         let lens = self
             .current_streams()
@@ -69,24 +76,23 @@ impl App {
             // A terminal's program drew for the size its terminal had: emulated at any other
             // (the pane's), its cursor moves land in the wrong cells. The pane shows what fits.
             // A size of nothing (an old or damaged journal) is no size: the pane's then.
-            let size = terminal
-                .filter(|t| t.has(stream))
-                .map(|t| t.size)
-                .filter(|size| size.rows > 0 && size.cols > 0);
-            let (rows, cols) = match size {
-                Some(size) => (size.rows, size.cols),
-                None => (
-                    self.geometry.output_rows[i] as u16,
-                    self.geometry.output_cols[i] as u16,
-                ),
-            };
+            let pane = (
+                self.geometry.output_rows[i] as u16,
+                self.geometry.output_cols[i] as u16,
+            );
             if !self.view.outputs[i].screen {
                 self.screens.screens[i] = None;
                 continue;
             }
-            if rows == 0 || cols == 0 {
+            // A pane not drawn (zoomed away, the compact layout's hidden one) is fed nothing.
+            if pane.0 == 0 || pane.1 == 0 {
                 continue;
             }
+            let size = terminal
+                .filter(|t| t.has(stream))
+                .map(|t| t.size)
+                .filter(|size| size.rows > 0 && size.cols > 0);
+            let (rows, cols) = size.map_or(pane, |size| (size.rows, size.cols));
             let screen = self.screens.screens[i]
                 .get_or_insert_with(|| StreamScreen::new(path.clone(), rows, cols));
             screen.resize(rows, cols);
@@ -100,7 +106,8 @@ impl App {
         self.behind |= pending;
     }
 
-    /// The text of a stream's screen, as the screen view shows it; `None` without one.
+    /// The text of a stream's whole screen (the screen view shows what fits of it); `None`
+    /// without one.
     pub(super) fn screen_text(&self, stream: Stream) -> Option<String> {
         self.screens.screens[stream as usize]
             .as_ref()
@@ -178,5 +185,33 @@ mod tests {
         let text = grid.text();
         assert_eq!(text.lines().count(), 10, "{text}");
         assert!(text.ends_with("\n                    bottom"), "{text}");
+    }
+
+    /// An agent's own row opens on its screen, each time it is selected; `v` still gives the
+    /// line log.
+    #[test]
+    fn an_agents_row_opens_on_its_screen() {
+        use tether_protocol::protocol::{TerminalRequest, WindowSize};
+        let dir = tether_os::testing::private_tempdir();
+        let mut app = app_with_stdout(dir.path(), b"");
+        let agent = &mut app.model.commands[0];
+        agent.config = tether_model::CommandState::agent_for_test("claude");
+        agent.terminal = Some(TerminalRequest {
+            stdout: true,
+            stderr: false,
+            size: WindowSize { cols: 30, rows: 10 },
+        });
+        app.screens = PaneScreens::default();
+        grow(&mut app, dir.path(), b"\x1b[10;1H> prompt");
+        assert!(app.view.outputs[0].screen, "the screen view, without `v`");
+        assert!(app.content.screens[0].grid.is_some());
+        app.handle(Action::ToggleScreen);
+        grow(&mut app, dir.path(), b".");
+        assert!(!app.view.outputs[0].screen, "the operator's choice holds");
+        // Selected again (a new run of the row here): its screen again.
+        app.view.reset_command_view();
+        app.screens = PaneScreens::default();
+        grow(&mut app, dir.path(), b".");
+        assert!(app.view.outputs[0].screen);
     }
 }
