@@ -1198,6 +1198,8 @@ fn screen_view(bytes: &[u8], width: u16, height: u16, zoom: bool) -> String {
         grid: Some(emulator.grid()),
         start: Some(ReplayStart::Whole),
         signs: FullScreenSigns::default(),
+        top: 0,
+        left: 0,
     };
     content.outputs[0].bytes = bytes.len() as u64;
     let mut view = ViewState {

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::App;
 use super::view::ScreenContent;
+use crate::ui::screen::first_row;
 use tether_model::CommandIndex;
 use tether_model::screen::{SignsReader, StreamScreen};
 use tether_protocol::protocol::Stream;
@@ -98,7 +99,18 @@ impl App {
             screen.resize(rows, cols);
             // A log that cannot be read leaves the screen as it was, as it leaves the line log.
             pending |= screen.update(lens[i], now).unwrap_or(false);
-            content[i].grid = Some(screen.grid());
+            let grid = screen.grid();
+            let (rows, cols) = (grid.rows.len(), usize::from(grid.size().1));
+            let pane = (usize::from(pane.0), usize::from(pane.1));
+            let auto = first_row(&grid, pane.0 as u16);
+            let out = &self.view.outputs[i];
+            content[i].top = out
+                .screen_top
+                .map_or(auto, |top| top.min(rows.saturating_sub(pane.0)));
+            content[i].left = out.screen_left.min(cols.saturating_sub(pane.1));
+            self.geometry.screen_size[i] = (rows, cols);
+            self.geometry.screen_auto_top[i] = auto;
+            content[i].grid = Some(grid);
             content[i].start = Some(screen.start());
         }
         self.content.screens = content;
@@ -213,5 +225,48 @@ mod tests {
         app.screens = PaneScreens::default();
         grow(&mut app, dir.path(), b".");
         assert!(app.view.outputs[0].screen);
+    }
+
+    /// A screen larger than the pane: Up, PageUp and Home move its rows under the pane, End
+    /// gives back the rows it picks by itself; the arrows sideways move its columns.
+    #[test]
+    fn a_screen_larger_than_the_pane_scrolls_by_hand() {
+        use tether_protocol::protocol::{TerminalRequest, WindowSize};
+        let dir = tether_os::testing::private_tempdir();
+        let mut app = app_with_stdout(dir.path(), b"");
+        app.model.commands[0].terminal = Some(TerminalRequest {
+            stdout: true,
+            stderr: false,
+            size: WindowSize {
+                cols: 400,
+                rows: 100,
+            },
+        });
+        grow(
+            &mut app,
+            dir.path(),
+            b"\x1b[?1049h\x1b[1;1Hheader\x1b[100;1H> prompt",
+        );
+        let shown = |app: &App| (app.content.screens[0].top, app.content.screens[0].left);
+        let rows = app.geometry.output_rows[0];
+        let auto = 100 - rows;
+        assert_eq!(shown(&app), (auto, 0), "down to the prompt by itself");
+        app.handle(Action::Up);
+        grow(&mut app, dir.path(), b"");
+        assert_eq!(shown(&app), (auto - 1, 0));
+        app.handle(Action::Top);
+        grow(&mut app, dir.path(), b"");
+        assert_eq!(shown(&app), (0, 0), "the header's row");
+        // Output goes on: the rows stay where they were moved.
+        grow(&mut app, dir.path(), b"\x1b[100;1H> more");
+        assert_eq!(shown(&app).0, 0);
+        app.handle(Action::ScrollRight);
+        app.handle(Action::LineEnd);
+        grow(&mut app, dir.path(), b"");
+        assert_eq!(shown(&app), (0, 400 - app.geometry.output_cols[0]));
+        app.handle(Action::Bottom);
+        app.handle(Action::LineStart);
+        grow(&mut app, dir.path(), b"");
+        assert_eq!(shown(&app), (auto, 0), "End: the rows it picks again");
     }
 }

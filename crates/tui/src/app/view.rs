@@ -62,6 +62,11 @@ pub struct OutputView {
     pub left: usize,
     /// The screen view (`v`): the output as its terminal shows it, not the line log.
     pub screen: bool,
+    /// The screen view's first row shown, moved there by hand; `None`: the rows
+    /// [`crate::ui::screen::first_row`] picks (End goes back to them).
+    pub screen_top: Option<usize>,
+    /// Columns of the screen view scrolled to the right.
+    pub screen_left: usize,
     /// Lines selected for copying (`V`).
     pub selection: Option<LineSelection>,
 }
@@ -75,6 +80,8 @@ impl Default for OutputView {
             matched: None,
             left: 0,
             screen: false,
+            screen_top: None,
+            screen_left: 0,
             selection: None,
         }
     }
@@ -317,4 +324,7 @@ pub struct ScreenContent {
     pub start: Option<ReplayStart>,
     /// Whether the stream looks like a full-screen program's (for a hint in the line log).
     pub signs: FullScreenSigns,
+    /// The first row and column of the grid the pane shows.
+    pub top: usize,
+    pub left: usize,
 }

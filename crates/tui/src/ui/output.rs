@@ -7,7 +7,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::screen::{ScreenWidget, first_row};
+use super::screen::ScreenWidget;
 use super::{Scene, format, pane_block, style};
 use crate::app::view::{LineSelection, PaneLines, STAMP_WIDTH, ScreenContent};
 use tether_model::Status;
@@ -117,7 +117,7 @@ fn draw_screen(
     if let Some(grid) = &screen.grid {
         let (rows, cols) = grid.size();
         title.push_str(&format!(" {cols}×{rows}"));
-        title.push_str(&part_shown(grid, inner));
+        title.push_str(&part_shown(grid, inner, screen.top, screen.left));
         if grid.alternate {
             title.push_str(" · alternate screen");
         }
@@ -134,26 +134,30 @@ fn draw_screen(
     title.push_str(" · v: lines");
     frame.render_widget(pane_block(&title, focused, area.width), area);
     match &screen.grid {
-        Some(grid) => frame.render_widget(ScreenWidget(grid), inner),
+        Some(grid) => {
+            let (top, left) = (screen.top, screen.left);
+            frame.render_widget(ScreenWidget { grid, top, left }, inner)
+        }
         None => frame.render_widget(Paragraph::new(" no output yet").style(style::DIM), inner),
     }
 }
 
 /// Which part of a screen larger than the pane is drawn (its terminal is larger than the
-/// pane): ` (rows 27–40, cols 1–77)`, each only when cut; nothing when all of it fits.
-fn part_shown(grid: &ScreenGrid, inner: Rect) -> String {
+/// pane), from row `top` and column `left`: ` (rows 27–40, cols 1–77)`, each only when cut;
+/// nothing when all of it fits.
+fn part_shown(grid: &ScreenGrid, inner: Rect, top: usize, left: usize) -> String {
     let (rows, cols) = grid.size();
     let mut cut = Vec::new();
     if inner.is_empty() {
         return String::new();
     }
     if rows > inner.height {
-        let top = first_row(grid, inner.height);
         let bottom = top + usize::from(inner.height);
         cut.push(format!("rows {}–{bottom}", top + 1));
     }
     if cols > inner.width {
-        cut.push(format!("cols 1–{}", inner.width));
+        let right = left + usize::from(inner.width);
+        cut.push(format!("cols {}–{right}", left + 1));
     }
     match cut.is_empty() {
         true => String::new(),

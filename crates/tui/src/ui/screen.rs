@@ -9,16 +9,24 @@ use ratatui::widgets::Widget;
 use super::style;
 use tether_model::screen::ScreenGrid;
 
-/// A [`ScreenGrid`] drawn from the left edge of its area, with the program's cursor marked
-/// (when it shows one). A grid taller than the area shows the rows [`first_row`] picks; what
-/// does not fit on the right is left out.
-pub struct ScreenWidget<'a>(pub &'a ScreenGrid);
+/// A [`ScreenGrid`] drawn from row `top` and column `left` (what a grid larger than its area
+/// shows of itself), with the program's cursor marked (when it shows one).
+pub struct ScreenWidget<'a> {
+    pub grid: &'a ScreenGrid,
+    pub top: usize,
+    pub left: usize,
+}
 
 impl Widget for ScreenWidget<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let top = first_row(self.0, area.height);
-        let rows = self.0.rows.iter().skip(top).take(area.height as usize);
+        let rows = self
+            .grid
+            .rows
+            .iter()
+            .skip(self.top)
+            .take(area.height as usize);
         for (y, row) in (area.y..).zip(rows) {
+            let row = row.get(self.left..).unwrap_or_default();
             let cells = row.iter().take(area.width as usize).enumerate();
             for (x, cell) in cells {
                 let style = style::output_style(cell.style);
@@ -34,12 +42,13 @@ impl Widget for ScreenWidget<'_> {
                 }
             }
         }
-        if let Some((row, col)) = self.0.cursor
-            && let Some(row) = (row as usize).checked_sub(top)
+        if let Some((row, col)) = self.grid.cursor
+            && let Some(row) = (row as usize).checked_sub(self.top)
+            && let Some(col) = (col as usize).checked_sub(self.left)
             && row < area.height as usize
-            && col < area.width
+            && col < area.width as usize
         {
-            let cell = &mut buf[(area.x + col, area.y + row as u16)];
+            let cell = &mut buf[(area.x + col as u16, area.y + row as u16)];
             cell.set_style(
                 cell.style()
                     .patch(Style::new().add_modifier(Modifier::REVERSED)),
@@ -78,7 +87,13 @@ mod tests {
         emulator.feed(bytes);
         let grid = emulator.grid();
         let mut buf = Buffer::empty(Rect::new(0, 0, area.right() + 1, area.bottom() + 1));
-        ScreenWidget(&grid).render(area, &mut buf);
+        let top = first_row(&grid, area.height);
+        ScreenWidget {
+            grid: &grid,
+            top,
+            left: 0,
+        }
+        .render(area, &mut buf);
         buf
     }
 
@@ -145,5 +160,36 @@ mod tests {
         assert_eq!(first_row(&status, 8), 0, "all of it fits");
         assert_eq!(first_row(&grid(b""), 3), 0, "nothing written: the top");
         assert_eq!(first_row(&grid(b"\x1b[?25l\x1b[8;1Hlast"), 3), 5);
+    }
+
+    /// Moved by hand: the rows and columns asked for, the cursor where it falls among them,
+    /// a wide character cut by the left edge a blank.
+    #[test]
+    fn a_grid_scrolled_by_hand_shows_from_its_top_and_left() {
+        let mut emulator = ScreenEmulator::new(4, 8);
+        emulator.feed("top row\r\nab中cdef\r\nthird\r\n> x".as_bytes());
+        let grid = emulator.grid();
+        let mut buf = Buffer::empty(Rect::new(0, 0, 4, 2));
+        let (top, left) = (1, 3);
+        ScreenWidget {
+            grid: &grid,
+            top,
+            left,
+        }
+        .render(buf.area, &mut buf);
+        assert_eq!(row(&buf, 0), " cde");
+        assert_eq!(row(&buf, 1), "rd  ");
+        let mut buf = Buffer::empty(Rect::new(0, 0, 4, 3));
+        ScreenWidget {
+            grid: &grid,
+            top: 1,
+            left: 1,
+        }
+        .render(buf.area, &mut buf);
+        assert_eq!(row(&buf, 2), " x  ");
+        assert!(
+            buf[(2, 2)].modifier.contains(Modifier::REVERSED),
+            "the cursor"
+        );
     }
 }

@@ -138,6 +138,10 @@ pub struct Geometry {
     pub widest: [usize; 2],
     /// The last line on screen in each output pane.
     pub last_shown: [Option<usize>; 2],
+    /// Rows and columns of each pane's emulated screen (the screen view), and the first row
+    /// it shows by itself.
+    pub screen_size: [(usize, usize); 2],
+    pub screen_auto_top: [usize; 2],
     /// pid and command line of each tree row; `None` for the broker's own row.
     pub tree_processes: Vec<Option<(i32, String)>>,
     /// The command list's rows as last built.
@@ -496,18 +500,30 @@ fn scroll_sideways(view: &mut ViewState, geometry: &Geometry, action: &Action) {
         view.say("← → h l 0 $ scroll an output pane (Tab to one)");
         return;
     };
-    if view.wrap {
+    let i = stream as usize;
+    let screen = view.outputs[i].screen;
+    if view.wrap && !screen {
         view.say("wrap is on: every line is whole (w turns it off)");
         return;
     }
-    let i = stream as usize;
     let cols = geometry.output_cols[i];
-    let last = geometry.widest[i].saturating_sub(cols);
+    // The screen view's rows are as wide as its terminal: never wrapped.
+    let widest = if screen {
+        geometry.screen_size[i].1
+    } else {
+        geometry.widest[i]
+    };
+    let last = widest.saturating_sub(cols);
     let step = (cols / 4).max(8);
     let out = &mut view.outputs[i];
-    out.left = match action {
-        Action::ScrollLeft => out.left.saturating_sub(step),
-        Action::ScrollRight => (out.left + step).min(last.max(out.left)),
+    let left = if screen {
+        &mut out.screen_left
+    } else {
+        &mut out.left
+    };
+    *left = match action {
+        Action::ScrollLeft => left.saturating_sub(step),
+        Action::ScrollRight => (*left + step).min(last.max(*left)),
         Action::LineEnd => last,
         _ => 0,
     };
@@ -580,6 +596,20 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
             view.timeline_back = (view.timeline_back as i64)
                 .saturating_sub(delta)
                 .clamp(0, last as i64) as usize;
+        }
+        Pane::Stdout | Pane::Stderr if view.outputs[focused_stream(view) as usize].screen => {
+            // A screen larger than the pane: its rows move under it; to the end, the rows it
+            // shows by itself again.
+            let i = focused_stream(view) as usize;
+            let last_top = geometry.screen_size[i]
+                .0
+                .saturating_sub(geometry.output_rows[i]);
+            let out = &mut view.outputs[i];
+            let next = step(
+                out.screen_top.unwrap_or(geometry.screen_auto_top[i]),
+                last_top,
+            );
+            out.screen_top = (delta < i64::MAX / 4).then_some(next);
         }
         Pane::Stdout | Pane::Stderr => {
             let stream = view.focus.stream().unwrap_or(Stream::Stdout) as usize;
