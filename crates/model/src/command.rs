@@ -10,7 +10,7 @@ use tether_os::journal::CommandId;
 use tether_protocol::protocol::{
     AttentionKind, Budget, CapReason, CommandResult, ContainmentMode, Event, EventKind, ExitStatus,
     Origin, ParentLossCause, ProcessEntry, ProcessSignal, STOP_STARTED_SINCE, Scope, Stream,
-    TerminalRequest,
+    TerminalRequest, WindowSize,
 };
 
 /// Index of a command in the session's list.
@@ -265,6 +265,9 @@ pub struct CommandState {
     pub markers: Vec<(u64, Marker)>,
     /// The run's streams that are terminals, and their size: the command can be typed into.
     pub terminal: Option<TerminalRequest>,
+    /// Each size the terminals had, from the bytes of each stream (stdout, stderr) reported
+    /// when it was given: what was drawn for it (the screen view replays each part at its own).
+    pub terminal_sizes: Vec<([u64; 2], WindowSize)>,
     /// The command's stderr went into its stdout (`streams_merged`: the caller gave one file
     /// for both): stdout's log holds both, in order, and stderr's is empty.
     pub merged_streams: bool,
@@ -456,11 +459,15 @@ impl CommandState {
                 self.status = Status::Running;
                 self.started_ms = Some(ts);
             }
-            EventKind::Terminal { streams } => self.terminal = Some(*streams),
+            EventKind::Terminal { streams } => {
+                self.terminal = Some(*streams);
+                self.terminal_sizes.push((self.bytes, streams.size));
+            }
             EventKind::StreamsMerged {} => self.merged_streams = true,
             EventKind::Resize { size } => {
                 if let Some(terminal) = self.terminal.as_mut() {
                     terminal.size = *size;
+                    self.terminal_sizes.push((self.bytes, *size));
                 }
             }
             EventKind::TerminalUnavailable { message, .. } => self.notice = Some(message.clone()),
@@ -1644,5 +1651,35 @@ mod tests {
             .map(|r| (r.started_ms, r.ended_ms, r.failed))
             .collect();
         assert_eq!(spans, [(10, 20, false), (50, 50, true)]);
+    }
+
+    /// Each size the terminals had is kept with the bytes of each stream when it was given:
+    /// the screen view replays what came before a resize at the size before it.
+    #[test]
+    fn terminal_sizes_are_kept_with_the_bytes_they_came_after() {
+        use tether_protocol::protocol::fixtures::output;
+        let mut c = begun();
+        let size = |cols, rows| WindowSize { cols, rows };
+        let streams = TerminalRequest {
+            stdout: true,
+            stderr: true,
+            size: size(80, 24),
+        };
+        c.apply(&event(1, EventKind::Terminal { streams }));
+        c.apply(&output(2, Stream::Stdout, 0, 100));
+        c.apply(&output(3, Stream::Stderr, 0, 7));
+        c.apply(&event(
+            4,
+            EventKind::Resize {
+                size: size(120, 40),
+            },
+        ));
+        assert_eq!(
+            c.terminal_sizes,
+            [([0, 0], size(80, 24)), ([100, 7], size(120, 40))]
+        );
+        assert_eq!(c.terminal.map(|t| t.size), Some(size(120, 40)));
+        c.begin_run("/tmp/y".into(), 5);
+        assert!(c.terminal_sizes.is_empty(), "a new run, a new terminal");
     }
 }

@@ -44,40 +44,55 @@ impl StreamScreen {
         }
     }
 
-    pub fn resize(&mut self, rows: u16, cols: u16) {
-        self.emulator.resize(rows, cols);
-    }
-
     pub fn size(&self) -> (u16, u16) {
         self.emulator.size()
     }
 
     /// Feeds what the log holds up to `len` (the bytes indexed for the line view, so both
-    /// views show the same output). Returns whether a synchronized update is still waiting
-    /// to be shown, so the caller draws again soon.
-    pub fn update(&mut self, len: u64, now: Instant) -> io::Result<bool> {
+    /// views show the same output), each part at the size it was drawn for: `sizes` are
+    /// `(offset, (rows, cols))`, offsets ascending, each size the screen's from that offset
+    /// of the log on (the first before it too). Returns whether a synchronized update is
+    /// still waiting to be shown, so the caller draws again soon.
+    pub fn update(
+        &mut self,
+        len: u64,
+        sizes: &[(u64, (u16, u16))],
+        now: Instant,
+    ) -> io::Result<bool> {
         if len > self.fed {
-            self.feed_to(len)?;
+            self.feed_to(len, sizes)?;
         }
+        let (rows, cols) = size_at(sizes, self.fed, self.emulator.size());
+        self.emulator.resize(rows, cols);
         Ok(self.emulator.end_overdue_sync(now))
     }
 
-    fn feed_to(&mut self, len: u64) -> io::Result<()> {
+    fn feed_to(&mut self, len: u64, sizes: &[(u64, (u16, u16))]) -> io::Result<()> {
         let Some(file) = open_if_exists(&self.path, &mut self.file)? else {
             return Ok(());
         };
         if len - self.fed > self.cap {
             let start = replay_start(file, len, self.cap).map_err(|e| read_error(&self.path, e))?;
-            let (rows, cols) = self.emulator.size();
+            let (rows, cols) = size_at(sizes, start.offset(), self.emulator.size());
             self.emulator = ScreenEmulator::new(rows, cols);
             self.fed = start.offset();
             self.start = start;
         }
-        let (emulator, fed) = (&mut self.emulator, &mut self.fed);
-        read_range(file, &self.path, *fed..len, READ_CHUNK, |bytes| {
-            emulator.feed(bytes);
-            *fed += bytes.len() as u64;
-        })?;
+        while self.fed < len {
+            let (rows, cols) = size_at(sizes, self.fed, self.emulator.size());
+            self.emulator.resize(rows, cols);
+            let next = sizes.iter().map(|(offset, _)| *offset);
+            let until = next.filter(|o| *o > self.fed).min().unwrap_or(len).min(len);
+            let (emulator, fed) = (&mut self.emulator, &mut self.fed);
+            read_range(file, &self.path, *fed..until, READ_CHUNK, |bytes| {
+                emulator.feed(bytes);
+                *fed += bytes.len() as u64;
+            })?;
+            if self.fed < until {
+                // The file holds less than it was said to: the rest on a later update.
+                break;
+            }
+        }
         Ok(())
     }
 
@@ -101,6 +116,13 @@ impl StreamScreen {
     }
 }
 
+/// The size in `sizes` (see [`StreamScreen::update`]) from `offset` of the log on; `none`
+/// without any.
+fn size_at(sizes: &[(u64, (u16, u16))], offset: u64, none: (u16, u16)) -> (u16, u16) {
+    let from = sizes.iter().rev().find(|(from, _)| *from <= offset);
+    from.or(sizes.first()).map_or(none, |(_, size)| *size)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,20 +139,22 @@ mod tests {
         let path = dir.path().join("stdout.log");
         let mut screen = StreamScreen::new(path.clone(), 3, 20);
         // Not there yet: an empty screen.
-        assert!(!screen.update(5, Instant::now()).expect("update"));
+        assert!(!screen.update(5, &[], Instant::now()).expect("update"));
         assert_eq!(screen.text(), "");
         let mut log = tether_os::testing::create_private(&path);
         let len = append(&mut log, b"\x1b[?1049h\x1b[Hframe 1");
-        screen.update(len, Instant::now()).expect("update");
+        screen.update(len, &[], Instant::now()).expect("update");
         assert_eq!(screen.text(), "frame 1");
         assert!(screen.grid().alternate);
         let len = append(&mut log, b"\x1b[H\x1b[2Jframe 2\x1b[3;1Hstatus");
-        screen.update(len, Instant::now()).expect("update");
+        screen.update(len, &[], Instant::now()).expect("update");
         assert_eq!(screen.text(), "frame 2\n\nstatus");
         assert_eq!(screen.fed(), len);
         assert_eq!(screen.start(), ReplayStart::Whole);
         // Told of more than the file holds: what is there is fed, the rest later.
-        screen.update(len + 100, Instant::now()).expect("update");
+        screen
+            .update(len + 100, &[], Instant::now())
+            .expect("update");
         assert_eq!(screen.fed(), len);
     }
 
@@ -147,7 +171,7 @@ mod tests {
             );
         }
         let mut screen = StreamScreen::with_cap(path, 4, 30, 10_000);
-        screen.update(len, Instant::now()).expect("update");
+        screen.update(len, &[], Instant::now()).expect("update");
         assert!(matches!(screen.start(), ReplayStart::FreshScreen { .. }));
         assert!(
             screen.text().starts_with("frame 1999\n"),
@@ -168,8 +192,40 @@ mod tests {
         }
         let len = append(&mut log, &bytes);
         let mut screen = StreamScreen::with_cap(path, 3, 20, 4096);
-        screen.update(len, Instant::now()).expect("update");
+        screen.update(len, &[], Instant::now()).expect("update");
         assert!(matches!(screen.start(), ReplayStart::Tail { .. }));
         assert_eq!(screen.text(), "line 99998\nline 99999");
+    }
+
+    /// Each part of the log is drawn at the size its terminal had then: a move to column 15
+    /// stops at the 10th before the resize to 20 columns, and gets there after it, fed in
+    /// one update or byte by byte alike.
+    #[test]
+    fn each_part_is_fed_at_the_size_it_was_drawn_for() {
+        let dir = tether_os::testing::private_tempdir();
+        let path = dir.path().join("stdout.log");
+        let mut log = tether_os::testing::create_private(&path);
+        let narrow = append(&mut log, b"\x1b[1;15HA");
+        let len = append(&mut log, b"\x1b[2;15HB");
+        let sizes = [(0, (6, 10)), (narrow, (6, 20))];
+        let drawn = format!("{}A\n{}B", " ".repeat(9), " ".repeat(14));
+        let mut whole = StreamScreen::new(path.clone(), 1, 2);
+        whole.update(len, &sizes, Instant::now()).expect("update");
+        assert_eq!(whole.size(), (6, 20));
+        assert_eq!(whole.text(), drawn);
+        let mut by_byte = StreamScreen::new(path.clone(), 1, 2);
+        for upto in 1..=len {
+            by_byte
+                .update(upto, &sizes, Instant::now())
+                .expect("update");
+        }
+        assert_eq!(by_byte.text(), drawn);
+        // Up to the resize: the size then.
+        let mut early = StreamScreen::new(path, 1, 2);
+        early
+            .update(narrow, &sizes, Instant::now())
+            .expect("update");
+        assert_eq!(early.size(), (6, 20), "the resize at its offset");
+        assert_eq!(early.text(), format!("{}A", " ".repeat(9)));
     }
 }

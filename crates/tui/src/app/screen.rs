@@ -33,6 +33,19 @@ impl App {
         let run = command.map(|c| (selected, c.run));
         let dir = command.and_then(|c| c.journal_dir.clone());
         let terminal = command.and_then(|c| c.terminal);
+        // A terminal's program drew for the size its terminal had: emulated at any other (the
+        // pane's), its cursor moves land in the wrong cells. Each part of its log is fed at
+        // the size it was drawn for; the pane shows what fits. A size of nothing (an old or
+        // damaged journal) is no size.
+        let sizes = Stream::BOTH.map(|stream| {
+            let sizes = command
+                .filter(|_| terminal.is_some_and(|t| t.has(stream)))
+                .map_or(&[][..], |c| &c.terminal_sizes[..]);
+            (sizes.iter())
+                .filter(|(_, size)| size.rows > 0 && size.cols > 0)
+                .map(|(bytes, size)| (bytes[stream as usize], (size.rows, size.cols)))
+                .collect::<Vec<_>>()
+        });
         // An agent's own row shows its terminal's screen: its prompt, its status line and its
         // answers are drawn there, where the line log holds the drawing (`v` gives it).
         let agents_screen =
@@ -74,9 +87,6 @@ impl App {
                 self.view.outputs[i].screen = alternate;
                 self.view.outputs[i].selection = None;
             }
-            // A terminal's program drew for the size its terminal had: emulated at any other
-            // (the pane's), its cursor moves land in the wrong cells. The pane shows what fits.
-            // A size of nothing (an old or damaged journal) is no size: the pane's then.
             let pane = (
                 self.geometry.output_rows[i] as u16,
                 self.geometry.output_cols[i] as u16,
@@ -89,16 +99,17 @@ impl App {
             if pane.0 == 0 || pane.1 == 0 {
                 continue;
             }
-            let size = terminal
-                .filter(|t| t.has(stream))
-                .map(|t| t.size)
-                .filter(|size| size.rows > 0 && size.cols > 0);
-            let (rows, cols) = size.map_or(pane, |size| (size.rows, size.cols));
+            // A pipe's output: the pane's size, whatever it was written at.
+            let pane_size = [(0, pane)];
+            let sizes = if sizes[i].is_empty() {
+                &pane_size[..]
+            } else {
+                &sizes[i][..]
+            };
             let screen = self.screens.screens[i]
-                .get_or_insert_with(|| StreamScreen::new(path.clone(), rows, cols));
-            screen.resize(rows, cols);
+                .get_or_insert_with(|| StreamScreen::new(path.clone(), pane.0, pane.1));
             // A log that cannot be read leaves the screen as it was, as it leaves the line log.
-            pending |= screen.update(lens[i], now).unwrap_or(false);
+            pending |= screen.update(lens[i], sizes, now).unwrap_or(false);
             let grid = screen.grid();
             let (rows, cols) = (grid.rows.len(), usize::from(grid.size().1));
             let pane = (usize::from(pane.0), usize::from(pane.1));
@@ -183,14 +194,20 @@ mod tests {
     /// meant them.
     #[test]
     fn a_terminal_s_program_is_emulated_at_its_terminal_s_size() {
-        use tether_protocol::protocol::{TerminalRequest, WindowSize};
+        use tether_protocol::protocol::fixtures::event;
+        use tether_protocol::protocol::{EventKind, TerminalRequest, WindowSize};
         let dir = tether_os::testing::private_tempdir();
         let mut app = app_with_stdout(dir.path(), b"");
-        app.model.commands[0].terminal = Some(TerminalRequest {
-            stdout: true,
-            stderr: false,
-            size: WindowSize { cols: 30, rows: 10 },
-        });
+        app.model.commands[0].apply(&event(
+            0,
+            EventKind::Terminal {
+                streams: TerminalRequest {
+                    stdout: true,
+                    stderr: false,
+                    size: WindowSize { cols: 30, rows: 10 },
+                },
+            },
+        ));
         grow(&mut app, dir.path(), b"\x1b[?1049h\x1b[10;21Hbottom");
         let grid = app.content.screens[0].grid.as_ref().expect("the screen");
         assert_eq!(grid.size(), (10, 30));
@@ -203,16 +220,22 @@ mod tests {
     /// line log.
     #[test]
     fn an_agents_row_opens_on_its_screen() {
-        use tether_protocol::protocol::{TerminalRequest, WindowSize};
+        use tether_protocol::protocol::fixtures::event;
+        use tether_protocol::protocol::{EventKind, TerminalRequest, WindowSize};
         let dir = tether_os::testing::private_tempdir();
         let mut app = app_with_stdout(dir.path(), b"");
         let agent = &mut app.model.commands[0];
         agent.config = tether_model::CommandState::agent_for_test("claude");
-        agent.terminal = Some(TerminalRequest {
-            stdout: true,
-            stderr: false,
-            size: WindowSize { cols: 30, rows: 10 },
-        });
+        agent.apply(&event(
+            0,
+            EventKind::Terminal {
+                streams: TerminalRequest {
+                    stdout: true,
+                    stderr: false,
+                    size: WindowSize { cols: 30, rows: 10 },
+                },
+            },
+        ));
         app.screens = PaneScreens::default();
         grow(&mut app, dir.path(), b"\x1b[10;1H> prompt");
         assert!(app.view.outputs[0].screen, "the screen view, without `v`");
@@ -231,17 +254,19 @@ mod tests {
     /// gives back the rows it picks by itself; the arrows sideways move its columns.
     #[test]
     fn a_screen_larger_than_the_pane_scrolls_by_hand() {
-        use tether_protocol::protocol::{TerminalRequest, WindowSize};
+        use tether_protocol::protocol::fixtures::event;
+        use tether_protocol::protocol::{EventKind, TerminalRequest, WindowSize};
         let dir = tether_os::testing::private_tempdir();
         let mut app = app_with_stdout(dir.path(), b"");
-        app.model.commands[0].terminal = Some(TerminalRequest {
+        let streams = TerminalRequest {
             stdout: true,
             stderr: false,
             size: WindowSize {
                 cols: 400,
                 rows: 100,
             },
-        });
+        };
+        app.model.commands[0].apply(&event(0, EventKind::Terminal { streams }));
         grow(
             &mut app,
             dir.path(),
