@@ -177,7 +177,10 @@ fn title(model: &Model, view: &ViewState, content: &FrameContent, room: usize) -
                 format!("{lead}{total} · {failed} fail"),
                 format!("{lead}{total}"),
             ),
-            _ => (short.clone(), short.clone()),
+            // The filter's own count alone, without the total.
+            ListFilter::Running => (short.clone(), format!(": running {running}")),
+            ListFilter::Failed => (short.clone(), format!(": failed {failed}")),
+            ListFilter::NeedsYou => (short.clone(), short.clone()),
         };
         candidates.extend([
             format!("{title}{counts}{needing}"),
@@ -427,6 +430,10 @@ mod tests {
             "Commands: failed 2 of 7 · 0 running · 3 need you"
         );
         assert_eq!(title(&view, 30), "Commands: failed 2 of 7");
+        // What needs you outlasts the total beside the filter's own count.
+        assert_eq!(title(&view, 32), "Commands: failed 2 · 3 need you");
+        view.list.filter = ListFilter::Running;
+        assert_eq!(title(&view, 36), "Commands: running 0 · 3 need you");
         // Live, what needs the operator outlasts the other counts (36: a third of 120
         // columns); a recorded session keeps its counts.
         view.list.filter = ListFilter::All;
