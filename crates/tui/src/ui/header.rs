@@ -21,13 +21,18 @@ pub const PRESSURE: Style = Style::new()
 /// Between segments.
 const GAP: &str = "  ";
 
-pub fn draw(frame: &mut Frame, area: Rect, machine: Option<&Machine>, cores: bool) {
+/// `recorded`: the session on screen ended; the figures are this machine's now, not its,
+/// and say so first.
+pub fn draw(frame: &mut Frame, area: Rect, machine: Option<&Machine>, cores: bool, recorded: bool) {
     let width = area.width as usize;
-    let segments = match machine {
+    let mut segments = match machine {
         None => vec![vec![Span::styled(" machine: no reading yet", LABEL)]],
         Some(m) if cores => core_segments(m),
         Some(m) => summary_segments(m),
     };
+    if let (true, Some(_), Some(first)) = (recorded, machine, segments.first_mut()) {
+        first.insert(0, Span::styled(" this machine now:", LABEL));
+    }
     frame.render_widget(Paragraph::new(fit_segments(segments, width)), area);
 }
 
@@ -200,5 +205,23 @@ mod tests {
             text(&fit_segments(core_segments(&unmeasured), 80)),
             " cores  –"
         );
+    }
+
+    /// Over a session that ended, the figures say whose they are: this machine's now.
+    #[test]
+    fn over_a_recorded_session_the_figures_are_this_machine_now() {
+        let backend = ratatui::backend::TestBackend::new(100, 1);
+        let mut terminal = ratatui::Terminal::new(backend).expect("a terminal");
+        let drawn = |terminal: &mut ratatui::Terminal<ratatui::backend::TestBackend>, recorded| {
+            terminal
+                .draw(|frame| draw(frame, frame.area(), Some(&machine()), false, recorded))
+                .expect("draw");
+            let buffer = terminal.backend().buffer();
+            (0..100)
+                .map(|x| buffer[(x, 0)].symbol())
+                .collect::<String>()
+        };
+        assert!(drawn(&mut terminal, true).starts_with(" this machine now: CPU 12%  mem"));
+        assert!(drawn(&mut terminal, false).starts_with(" CPU 12%  mem"));
     }
 }

@@ -54,7 +54,14 @@ fn draw_screen(frame: &mut Frame, scene: Scene, bindings: &[Binding]) {
         draw_dialog(frame, size, scene, bindings);
         return;
     };
-    header::draw(frame, areas.header, content.machine.as_ref(), view.cores);
+    let machine = content.machine.as_ref();
+    header::draw(
+        frame,
+        areas.header,
+        machine,
+        view.cores,
+        model.mode.is_finished(),
+    );
     if areas.commands.width > 0 {
         command_list::draw(frame, areas.commands, scene);
     }
