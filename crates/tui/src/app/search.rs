@@ -71,8 +71,11 @@ impl App {
             }
         }
         self.view.select_command(0);
-        self.view
-            .say(format!("`{needle}` is in no command's output"));
+        // What was written and then drawn over (an agent's redraws) is not on screen any
+        // more, but is still in the log: grep says so.
+        self.view.say(format!(
+            "`{needle}` shows in no command's output (as drawn: `tether grep` searches what was written)"
+        ));
     }
 
     /// Indexes the selected command's stream `i` to its end (an end shown before it was
@@ -233,6 +236,7 @@ mod tests {
         assert_eq!(app.view.selected, 0);
         let message = app.view.message.clone().expect("a message");
         assert!(message.contains("absent"), "{message}");
+        assert!(message.contains("tether grep"), "{message}");
     }
 
     #[test]
