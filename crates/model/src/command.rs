@@ -461,13 +461,13 @@ impl CommandState {
             }
             EventKind::Terminal { streams } => {
                 self.terminal = Some(*streams);
-                self.terminal_sizes.push((self.bytes, streams.size));
+                self.terminal_sized(streams.size);
             }
             EventKind::StreamsMerged {} => self.merged_streams = true,
             EventKind::Resize { size } => {
                 if let Some(terminal) = self.terminal.as_mut() {
                     terminal.size = *size;
-                    self.terminal_sizes.push((self.bytes, *size));
+                    self.terminal_sized(*size);
                 }
             }
             EventKind::TerminalUnavailable { message, .. } => self.notice = Some(message.clone()),
@@ -832,6 +832,18 @@ impl CommandState {
     /// not a command it was asked to run: the list folds it away once it ended well.
     pub fn is_setup(&self) -> bool {
         tether_config::naming::is_agent_setup(&self.config.command)
+    }
+
+    /// The terminals have `size` from the bytes reported so far on. A window dragged
+    /// through a hundred sizes with nothing written between keeps the last alone.
+    fn terminal_sized(&mut self, size: WindowSize) {
+        if let Some(last) = self.terminal_sizes.last_mut()
+            && last.0 == self.bytes
+        {
+            last.1 = size;
+        } else {
+            self.terminal_sizes.push((self.bytes, size));
+        }
     }
 
     /// Milliseconds the current run has lasted (up to `now_ms` while it runs).
@@ -1668,18 +1680,13 @@ mod tests {
         c.apply(&event(1, EventKind::Terminal { streams }));
         c.apply(&output(2, Stream::Stdout, 0, 100));
         c.apply(&output(3, Stream::Stderr, 0, 7));
-        c.apply(&event(
-            4,
-            EventKind::Resize {
-                size: size(120, 40),
-            },
-        ));
+        for size in [size(100, 30), size(120, 40)] {
+            c.apply(&event(4, EventKind::Resize { size }));
+        }
         assert_eq!(
             c.terminal_sizes,
             [([0, 0], size(80, 24)), ([100, 7], size(120, 40))]
         );
         assert_eq!(c.terminal.map(|t| t.size), Some(size(120, 40)));
-        c.begin_run("/tmp/y".into(), 5);
-        assert!(c.terminal_sizes.is_empty(), "a new run, a new terminal");
     }
 }

@@ -81,8 +81,8 @@ impl StreamScreen {
         while self.fed < len {
             let (rows, cols) = size_at(sizes, self.fed, self.emulator.size());
             self.emulator.resize(rows, cols);
-            let next = sizes.iter().map(|(offset, _)| *offset);
-            let until = next.filter(|o| *o > self.fed).min().unwrap_or(len).min(len);
+            let next = sizes.get(sizes.partition_point(|(from, _)| *from <= self.fed));
+            let until = next.map_or(len, |(from, _)| (*from).min(len));
             let (emulator, fed) = (&mut self.emulator, &mut self.fed);
             read_range(file, &self.path, *fed..until, READ_CHUNK, |bytes| {
                 emulator.feed(bytes);
@@ -119,8 +119,9 @@ impl StreamScreen {
 /// The size in `sizes` (see [`StreamScreen::update`]) from `offset` of the log on; `none`
 /// without any.
 fn size_at(sizes: &[(u64, (u16, u16))], offset: u64, none: (u16, u16)) -> (u16, u16) {
-    let from = sizes.iter().rev().find(|(from, _)| *from <= offset);
-    from.or(sizes.first()).map_or(none, |(_, size)| *size)
+    let after = sizes.partition_point(|(from, _)| *from <= offset);
+    let from = after.checked_sub(1).map_or(sizes.first(), |i| sizes.get(i));
+    from.map_or(none, |(_, size)| *size)
 }
 
 #[cfg(test)]
@@ -227,5 +228,29 @@ mod tests {
             .expect("update");
         assert_eq!(early.size(), (6, 20), "the resize at its offset");
         assert_eq!(early.text(), format!("{}A", " ".repeat(9)));
+    }
+
+    /// Far behind, the replay begins later in the log, at the size the terminal had there.
+    #[test]
+    fn a_replay_from_a_later_start_begins_at_that_starts_size() {
+        let dir = tether_os::testing::private_tempdir();
+        let path = dir.path().join("stdout.log");
+        let mut log = tether_os::testing::create_private(&path);
+        let first = append(&mut log, &[b'x'; 5000]);
+        append(&mut log, b"\x1b[2J");
+        let len = append(&mut log, b"\x1b[1;15HA");
+        let sizes = [(0, (6, 20)), (first, (6, 10))];
+        let mut screen = StreamScreen::with_cap(path, 1, 2, 100);
+        screen.update(len, &sizes, Instant::now()).expect("update");
+        assert!(
+            !matches!(screen.start(), ReplayStart::Whole),
+            "{:?}",
+            screen.start()
+        );
+        assert_eq!(
+            screen.text(),
+            format!("{}A", " ".repeat(9)),
+            "at 10 columns"
+        );
     }
 }

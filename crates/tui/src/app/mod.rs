@@ -417,7 +417,7 @@ impl App {
             if (0..2).any(|i| open.files[i].len() > lens[i]) {
                 // The time cursor went back: the panes end where the streams were then.
                 *open = OpenStreams::new(&dir);
-                self.screens = Default::default();
+                self.screens.replay();
             }
             let follow = [0, 1].map(|i| self.view.outputs[i].follow);
             // A frame that shows an end just read is drawn at once; indexing goes on after.

@@ -23,6 +23,15 @@ pub(super) struct PaneScreens {
     alternate: [bool; 2],
 }
 
+impl PaneScreens {
+    /// Forgets the screens and hints, to be read again from the start (the time cursor went
+    /// back), keeping whose run they are and where the streams were: the operator's `v`
+    /// holds.
+    pub(super) fn replay(&mut self) {
+        (self.signs, self.screens) = Default::default();
+    }
+}
+
 impl App {
     /// Feeds the screens and hints of the command on screen what its logs gained (as far as
     /// the line view indexed them), each the size of the stream's terminal, or, for a pipe,
@@ -66,6 +75,11 @@ impl App {
         let mut pending = false;
         for stream in Stream::BOTH {
             let i = stream as usize;
+            // Known only while a screen is drawn: the keys move nothing without one.
+            (
+                self.geometry.screen_size[i],
+                self.geometry.screen_auto_top[i],
+            ) = ((0, 0), 0);
             let lines = &self.content.outputs[i];
             self.geometry.last_shown[i] = lines
                 .lines
@@ -80,11 +94,12 @@ impl App {
             // A hint only: a log that cannot be read gives none.
             content[i].signs = signs.update(lens[i]).unwrap_or(signs.signs());
             // A full-screen program (top, an editor) reads only as a screen; back to the
-            // line log when it leaves the alternate screen.
+            // line log when it leaves the alternate screen (an agent's row to its screen).
             let alternate = content[i].signs.alternate;
             if alternate != self.screens.alternate[i] {
                 self.screens.alternate[i] = alternate;
-                self.view.outputs[i].screen = alternate;
+                let agents = agents_screen && stream == Stream::Stdout;
+                self.view.outputs[i].screen = alternate || agents;
                 self.view.outputs[i].selection = None;
             }
             let pane = (
@@ -243,6 +258,10 @@ mod tests {
         app.handle(Action::ToggleScreen);
         grow(&mut app, dir.path(), b".");
         assert!(!app.view.outputs[0].screen, "the operator's choice holds");
+        // The time cursor gone back: the screens are read again, the choice holds.
+        app.screens.replay();
+        grow(&mut app, dir.path(), b".");
+        assert!(!app.view.outputs[0].screen, "still the lines");
         // Selected again (a new run of the row here): its screen again.
         app.view.reset_command_view();
         app.screens = PaneScreens::default();

@@ -598,18 +598,18 @@ fn move_in_focus(model: &Model, view: &mut ViewState, geometry: &Geometry, delta
                 .clamp(0, last as i64) as usize;
         }
         Pane::Stdout | Pane::Stderr if view.outputs[focused_stream(view) as usize].screen => {
-            // A screen larger than the pane: its rows move under it; to the end, the rows it
-            // shows by itself again.
+            // A screen larger than the pane: its rows move under it. Down as far as the rows
+            // it shows by itself (End too): those again, as the line log follows at its end.
             let i = focused_stream(view) as usize;
-            let last_top = geometry.screen_size[i]
-                .0
-                .saturating_sub(geometry.output_rows[i]);
+            let (rows, auto) = (geometry.screen_size[i].0, geometry.screen_auto_top[i]);
+            if rows == 0 {
+                // No screen drawn yet: nothing to move.
+                return;
+            }
+            let last_top = rows.saturating_sub(geometry.output_rows[i]);
             let out = &mut view.outputs[i];
-            let next = step(
-                out.screen_top.unwrap_or(geometry.screen_auto_top[i]),
-                last_top,
-            );
-            out.screen_top = (delta < i64::MAX / 4).then_some(next);
+            let next = step(out.screen_top.unwrap_or(auto), last_top);
+            out.screen_top = (delta < 0 || next < auto).then_some(next);
         }
         Pane::Stdout | Pane::Stderr => {
             let stream = view.focus.stream().unwrap_or(Stream::Stdout) as usize;
