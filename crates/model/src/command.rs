@@ -835,8 +835,12 @@ impl CommandState {
     }
 
     /// The terminals have `size` from the bytes reported so far on. A window dragged
-    /// through a hundred sizes with nothing written between keeps the last alone.
+    /// through a hundred sizes with nothing written between keeps the last alone; a size of
+    /// nothing (an old or damaged journal) is none.
     fn terminal_sized(&mut self, size: WindowSize) {
+        if size.rows == 0 || size.cols == 0 {
+            return;
+        }
         if let Some(last) = self.terminal_sizes.last_mut()
             && last.0 == self.bytes
         {
@@ -844,6 +848,18 @@ impl CommandState {
         } else {
             self.terminal_sizes.push((self.bytes, size));
         }
+    }
+
+    /// Where `stream`'s terminal took each size, as the screen view replays it: `(offset in
+    /// the stream, (rows, cols))`, in order; empty when the stream is no terminal.
+    pub fn screen_sizes(&self, stream: Stream) -> Vec<(u64, (u16, u16))> {
+        if !self.terminal.is_some_and(|t| t.has(stream)) {
+            return Vec::new();
+        }
+        let sizes = self.terminal_sizes.iter();
+        sizes
+            .map(|(bytes, size)| (bytes[stream as usize], (size.rows, size.cols)))
+            .collect()
     }
 
     /// Milliseconds the current run has lasted (up to `now_ms` while it runs).
@@ -1680,7 +1696,7 @@ mod tests {
         c.apply(&event(1, EventKind::Terminal { streams }));
         c.apply(&output(2, Stream::Stdout, 0, 100));
         c.apply(&output(3, Stream::Stderr, 0, 7));
-        for size in [size(100, 30), size(120, 40)] {
+        for size in [size(100, 30), size(0, 0), size(120, 40)] {
             c.apply(&event(4, EventKind::Resize { size }));
         }
         assert_eq!(
@@ -1688,5 +1704,9 @@ mod tests {
             [([0, 0], size(80, 24)), ([100, 7], size(120, 40))]
         );
         assert_eq!(c.terminal.map(|t| t.size), Some(size(120, 40)));
+        let sizes = [(0, (24, 80)), (7, (40, 120))];
+        assert_eq!(c.screen_sizes(Stream::Stderr), sizes);
+        c.terminal = c.terminal.map(|t| TerminalRequest { stderr: false, ..t });
+        assert!(c.screen_sizes(Stream::Stderr).is_empty(), "a pipe's: none");
     }
 }

@@ -42,19 +42,6 @@ impl App {
         let run = command.map(|c| (selected, c.run));
         let dir = command.and_then(|c| c.journal_dir.clone());
         let terminal = command.and_then(|c| c.terminal);
-        // A terminal's program drew for the size its terminal had: emulated at any other (the
-        // pane's), its cursor moves land in the wrong cells. Each part of its log is fed at
-        // the size it was drawn for; the pane shows what fits. A size of nothing (an old or
-        // damaged journal) is no size.
-        let sizes = Stream::BOTH.map(|stream| {
-            let sizes = command
-                .filter(|_| terminal.is_some_and(|t| t.has(stream)))
-                .map_or(&[][..], |c| &c.terminal_sizes[..]);
-            (sizes.iter())
-                .filter(|(_, size)| size.rows > 0 && size.cols > 0)
-                .map(|(bytes, size)| (bytes[stream as usize], (size.rows, size.cols)))
-                .collect::<Vec<_>>()
-        });
         // An agent's own row shows its terminal's screen: its prompt, its status line and its
         // answers are drawn there, where the line log holds the drawing (`v` gives it).
         let agents_screen =
@@ -114,26 +101,27 @@ impl App {
             if pane.0 == 0 || pane.1 == 0 {
                 continue;
             }
-            // A pipe's output: the pane's size, whatever it was written at.
-            let pane_size = [(0, pane)];
-            let sizes = if sizes[i].is_empty() {
-                &pane_size[..]
-            } else {
-                &sizes[i][..]
-            };
+            // A terminal's program drew for the size its terminal had: emulated at any other
+            // (the pane's), its cursor moves land in the wrong cells. Each part of its log is
+            // fed at the size it was drawn for; the pane shows what fits. A pipe's output gets
+            // the pane's size, whatever it was written at.
+            let mut sizes = self.shown().commands[selected].screen_sizes(stream);
+            if sizes.is_empty() {
+                sizes.push((0, pane));
+            }
             let screen = self.screens.screens[i]
                 .get_or_insert_with(|| StreamScreen::new(path.clone(), pane.0, pane.1));
             // A log that cannot be read leaves the screen as it was, as it leaves the line log.
-            pending |= screen.update(lens[i], sizes, now).unwrap_or(false);
+            pending |= screen.update(lens[i], &sizes, now).unwrap_or(false);
             let grid = screen.grid();
+            let auto = first_row(&grid, pane.0);
             let (rows, cols) = (grid.rows.len(), usize::from(grid.size().1));
-            let pane = (usize::from(pane.0), usize::from(pane.1));
-            let auto = first_row(&grid, pane.0 as u16);
+            let (pane_rows, pane_cols) = (usize::from(pane.0), usize::from(pane.1));
             let out = &self.view.outputs[i];
             content[i].top = out
                 .screen_top
-                .map_or(auto, |top| top.min(rows.saturating_sub(pane.0)));
-            content[i].left = out.screen_left.min(cols.saturating_sub(pane.1));
+                .map_or(auto, |top| top.min(rows.saturating_sub(pane_rows)));
+            content[i].left = out.screen_left.min(cols.saturating_sub(pane_cols));
             self.geometry.screen_size[i] = (rows, cols);
             self.geometry.screen_auto_top[i] = auto;
             content[i].grid = Some(grid);
